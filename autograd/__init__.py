@@ -1,0 +1,24 @@
+"""tritongrad.autograd: automatic differentiation of tensor programs (the seeds' surface)."""
+
+from . import ops  # noqa: F401  (binds the ops onto Tensor)
+from .anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
+from .engine import backward, grad
+from .function import Function
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,
+                        is_inference_mode_enabled, no_grad, set_grad_enabled)
+from .tensor import Tensor
+
+
+def Variable(data, requires_grad: bool = False, volatile: bool = False):  # noqa: N802
+    """Deprecated: returns ``data`` as a Tensor (detached), with ``requires_grad`` set."""
+    if not isinstance(data, Tensor):
+        raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+    t = data.detach()
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+__all__ = ["Function", "Tensor", "Variable", "backward", "grad", "no_grad", "enable_grad",
+           "set_grad_enabled", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled",
+           "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled"]

@@ -1,0 +1,225 @@
+"""The one place where an op meets the backend and the graph.
+
+``apply(Op, inputs, *params)`` runs a ``Primitive``: it picks the backend from the inputs'
+device (``kernels.backend``), runs the forward on native arrays, wraps the results as Tensors
+and, when grad mode is on and an input requires grad, records a node: its edges, sequence
+number, forward stream, saved tensors. ``apply_inplace`` does the same for ``op_`` variants and
+rewrites the modified tensor's history (through ``CopySlices`` when it is a view).
+
+A Primitive is a Node subclass named as PyTorch names its backward (``MulBackward0``), with:
+
+    op_name        the forward's name for profiles and NVTX ranges ("mul")
+    forward(ctx, k, *arrays, *params) -> array | tuple of arrays
+                   ``k`` is the backend module; ``ctx`` the node, or a sink that ignores
+                   writes when nothing is recorded. Non-tensor state for backward goes on ctx.
+    backward(ctx, *grads) -> grad | tuple of grads (Tensors or None), written in
+                   differentiable Tensor ops so that create_graph=True works with no extra rule
+    save_inputs    indices of inputs to save (read back through ctx.saved_tensors)
+    save_output    also save output 0 (after the inputs)
+    broadcasts     the engine-facing apply sums each gradient back to its input's shape, so
+                   rules never undo broadcasting themselves
+    nondiff_outputs  indices of outputs that never require grad (e.g. argmax indices)
+    differentiable False for ops whose outputs never require grad (comparisons)
+    writes_out     forward accepts ``out=`` (elementwise ops): ``op_`` variants write in place
+"""
+
+from __future__ import annotations
+
+import traceback
+
+from ..kernels import backend
+from . import anomaly_mode
+from .node import Node, SavedTensor
+from .state import state
+from .tensor import Tensor, make
+
+__all__ = ["Primitive", "apply", "apply_inplace", "SINK"]
+
+
+class _Sink:
+    """The ctx of a forward that records nothing: it forgets whatever it is told."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name, value):
+        pass
+
+    def save_for_backward(self, *tensors):
+        pass
+
+
+SINK = _Sink()
+
+
+class Primitive(Node):
+    """A built-in differentiable op (see the module docstring for the protocol)."""
+
+    __slots__ = ()
+    op_name = "?"
+    save_inputs: tuple = ()
+    save_output = False
+    broadcasts = False
+    nondiff_outputs: tuple = ()
+    differentiable = True  # False for ops like comparisons: never recorded
+    writes_out = False
+
+    @staticmethod
+    def forward(ctx, k, *args):
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError
+
+    @property
+    def needs_input_grad(self) -> tuple:
+        return tuple(fn is not None for fn, _ in self.next_functions)
+
+    def apply(self, *grads):
+        out = type(self).backward(self, *grads)
+        if type(out) is not tuple:
+            out = (out,)
+        if self.broadcasts:
+            out = tuple(g if g is None or g._data.shape == s else g.sum_to_size(s)
+                        for g, s in zip(out, self._shapes))
+        return out
+
+
+def _observed(fn, op, inputs, params):
+    st = state
+    tokens = [o.op_enter(op.op_name, st.seq, inputs, params) for o in st.observers]
+    try:
+        return fn(op, inputs, params)
+    finally:
+        for o, tok in zip(st.observers, tokens):
+            o.op_exit(tok)
+
+
+def apply(op: type, inputs: tuple, *params):
+    """Runs primitive ``op`` on Tensors ``inputs`` (one device, promoted dtypes) and params."""
+    if state.observers:
+        return _observed(_apply, op, inputs, params)
+    return _apply(op, inputs, params)
+
+
+def _apply(op, inputs, params):
+    dev = inputs[0]._device
+    k = backend(dev)
+    if state.grad_enabled and op.differentiable:
+        for t in inputs:
+            if t._requires_grad:
+                return _record(op, inputs, params, k, dev)
+    out = op.forward(SINK, k, *[t._data for t in inputs], *params)
+    if type(out) is tuple:
+        return tuple(make(o) for o in out)
+    return make(out)
+
+
+def _new_node(op, inputs, dev):
+    st = state
+    node = op()
+    node.next_functions = tuple([t._edge() for t in inputs])
+    node._seq = st.seq
+    st.seq += 1
+    if dev.type == "cuda":
+        from ..runtime import streams
+        node._stream = streams.current_stream(dev)
+    if op.broadcasts:
+        node._shapes = tuple([t._data.shape for t in inputs])
+    if anomaly_mode.enabled:
+        node._trace = traceback.format_stack()[:-3]
+    return node
+
+
+def _record(op, inputs, params, k, dev):
+    node = _new_node(op, inputs, dev)
+    out = op.forward(node, k, *[t._data for t in inputs], *params)
+    if type(out) is tuple:
+        outs = tuple(make(o) for o in out)
+        node.num_outputs = len(outs)
+        for i, t in enumerate(outs):
+            if i not in op.nondiff_outputs:
+                t._grad_fn, t._output_nr, t._requires_grad = node, i, True
+        result = outs
+    else:
+        outs = result = make(out)
+        outs = (outs,)
+        result._grad_fn, result._requires_grad = node, True
+    if op.save_inputs or op.save_output:
+        saved = [SavedTensor(inputs[i], False) for i in op.save_inputs]
+        if op.save_output:
+            saved.append(_save_output(outs[0], node))
+        node._saved = saved
+    return result
+
+
+def _save_output(t: Tensor, node) -> SavedTensor:
+    s = SavedTensor(t, True, t._output_nr)
+    s._grad_fn_name = node.name()
+    return s
+
+
+# -- in-place ops ------------------------------------------------------------------------------
+
+def check_inplace(t: Tensor, what: str = "an in-place operation") -> None:
+    """Raises the documented errors for in-place ops autograd cannot allow."""
+    if state.grad_enabled and t._requires_grad and t._grad_fn is None and t._base is None:
+        raise RuntimeError(f"a leaf Variable that requires grad is being used in {what}.")
+    if t._base is not None and state.grad_enabled and t._base._requires_grad \
+            and t._base._grad_fn is None:
+        raise RuntimeError(f"a view of a leaf Variable that requires grad is being used in "
+                           f"{what}.")
+    if t._inference and not state.inference:
+        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
+                           "allowed. You can make a clone to get a normal tensor before doing "
+                           "inplace update.")
+
+
+def _forward_into(op, ctx, k, inputs, params) -> None:
+    dst = inputs[0]._data
+    if op.writes_out:
+        op.forward(ctx, k, *[t._data for t in inputs], *params, out=dst)
+    else:
+        k.copy_(dst, op.forward(ctx, k, *[t._data for t in inputs], *params))
+
+
+def apply_inplace(op: type, target: Tensor, others: tuple, *params) -> Tensor:
+    """Runs ``op`` with ``target`` as input 0 and writes the result into ``target``."""
+    if state.observers:
+        return _observed(lambda o, i, p: _apply_inplace(o, i[0], i[1:], p), op,
+                         (target,) + others, params)
+    return _apply_inplace(op, target, others, params)
+
+
+def _apply_inplace(op, target, others, params):
+    check_inplace(target)
+    inputs = (target,) + others
+    dev = target._device
+    k = backend(dev)
+    record = state.grad_enabled and any(t._requires_grad for t in inputs)
+    if record and target._base is not None and not target._requires_grad:
+        record = True  # writing grad-requiring values into a view makes its base require grad
+    if not record:
+        _forward_into(op, SINK, k, inputs, params)
+        target._vc[0] += 1
+        return target
+    node = _new_node(op, inputs, dev)
+    if 0 in op.save_inputs:
+        # the rule needs target's value from before the write: keep a copy of it
+        original = target.detach().clone()
+        if target._requires_grad:
+            original._grad_fn, original._output_nr = target._edge()
+            original._requires_grad = True
+        saved_inputs = [original if i == 0 else inputs[i] for i in op.save_inputs]
+    else:
+        saved_inputs = [inputs[i] for i in op.save_inputs]
+    saved = [SavedTensor(t, False) for t in saved_inputs]
+    _forward_into(op, node, k, inputs, params)
+    target._vc[0] += 1
+    from .ops.views import rebase_history
+    rebase_history(target, node)
+    if op.save_output:
+        saved.append(_save_output(target, node))
+    if saved:
+        node._saved = saved
+    return target

@@ -1,0 +1,553 @@
+"""The backward engine, and the public ``backward`` and ``grad``.
+
+``run_backward`` walks the graph from the roots: it counts, for each node that will run, how
+many edges lead into it; a node is ready once all of them have delivered (gradients arriving
+on one input slot are summed); ready nodes run newest first (highest sequence number, leaf
+accumulation before anything else), as PyTorch's engine orders them. With ``inputs`` given,
+only the nodes on a path to an input run, and ``grad()`` captures the gradient flowing into
+each input instead of accumulating it.
+
+Around each node: tensor hooks (which may replace a gradient), the capture, ``retain_grad``,
+node pre-hooks, the node itself (under its NVTX range / profiler event and anomaly checks),
+node post-hooks, then release of its saved tensors unless ``retain_graph``.
+
+Note [Backward streams] (NOTES §4; docs/streams.md):
+  1. A node runs on the stream that was current when its forward op ran (``node._stream``).
+  2. A gradient produced on stream A and consumed on stream B: B waits on an event recorded on
+     A, and the gradient's memory is marked used on B (``record_stream``) so the allocator does
+     not hand it to A's next allocation while B may still read it.
+  3. Root gradients count as produced on the caller's current stream. Leaf gradients are
+     accumulated on the caller's current stream, and when backward returns the caller's
+     stream has waited on every stream the backward used: using ``.grad`` (or grad()'s
+     results) right after backward, on the same stream, is safe with no user sync.
+CPU nodes have no stream and skip all of this.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import sys
+import warnings
+
+from . import anomaly_mode
+from .node import AccumulateGrad
+from .state import state
+from .tensor import Tensor
+
+__all__ = ["backward", "grad", "run_backward"]
+
+
+# -- public entry points -----------------------------------------------------------------------
+
+def _tensor_tuple(x, what: str) -> tuple:
+    if isinstance(x, Tensor):
+        return (x,)
+    try:
+        seq = tuple(x)
+    except TypeError:
+        raise TypeError(f"{what}: expected a Tensor or a sequence of Tensors, got "
+                        f"{type(x).__name__}") from None
+    for i, t in enumerate(seq):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{what}: element {i} is a {type(t).__name__}, not a Tensor")
+    return seq
+
+
+def _make_grads(outputs: tuple, grads, what: str) -> list:
+    if grads is None:
+        grads = (None,) * len(outputs)
+    elif isinstance(grads, Tensor):
+        grads = (grads,)
+    else:
+        grads = tuple(grads)
+    if len(grads) != len(outputs):
+        raise RuntimeError(f"{what}: got {len(grads)} gradients for {len(outputs)} tensors; "
+                           f"grad_tensors should be a sequence of matching length")
+    out = []
+    for i, (t, g) in enumerate(zip(outputs, grads)):
+        if g is None:
+            if t._requires_grad and t.numel() != 1:
+                raise RuntimeError(f"grad can be implicitly created only for scalar outputs "
+                                   f"(output {i} has shape {list(t.shape)})")
+            g = _ones_like(t) if t._requires_grad else None
+        elif not isinstance(g, Tensor):
+            raise TypeError(f"{what}: gradients can be either Tensors or None, but got "
+                            f"{type(g).__name__}")
+        else:
+            if tuple(g.shape) != tuple(t.shape):
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                                   f"{g.shape} and output[{i}] has a shape of {t.shape}.")
+            if g._dtype.is_complex != t._dtype.is_complex:
+                raise RuntimeError(f"For complex Tensors, both grad_output and output are "
+                                   f"required to have the same dtype. Mismatch in dtype: "
+                                   f"grad_output[{i}] has a dtype of {g._dtype} and "
+                                   f"output[{i}] has a dtype of {t._dtype}.")
+            if g._device is not t._device:
+                raise RuntimeError(f"{what}: grad_output[{i}] is on {g._device} but output[{i}] "
+                                   f"is on {t._device}")
+        out.append(g)
+    return out
+
+
+def _ones_like(t: Tensor) -> Tensor:
+    from .ops.creation import ones_like
+    return ones_like(t)
+
+
+def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
+             create_graph: bool = False, grad_variables=None, inputs=None) -> None:
+    """Computes the sum of gradients of ``tensors`` w.r.t. graph leaves, into their ``.grad``.
+
+    Args:
+        tensors: tensors whose derivative is computed.
+        grad_tensors: the "vector" of the Jacobian-vector product for each of ``tensors``
+            (None for scalars and tensors that don't require grad).
+        retain_graph: keep the graph's saved tensors for another backward; defaults to
+            ``create_graph``.
+        create_graph: record the backward itself, for higher-order derivatives.
+        grad_variables: deprecated alias of ``grad_tensors``.
+        inputs: accumulate only into these tensors' ``.grad``; all others are ignored.
+
+    Example:
+        >>> x = tg.tensor([1., 2.], requires_grad=True)
+        >>> tg.autograd.backward((x * x).sum())
+        >>> x.grad
+        tensor([2., 4.])
+    """
+    if grad_variables is not None:
+        warnings.warn("'grad_variables' is deprecated. Use 'grad_tensors' instead.",
+                      DeprecationWarning, stacklevel=2)
+        if grad_tensors is not None:
+            raise RuntimeError("'grad_tensors' and 'grad_variables' (deprecated) arguments both "
+                               "passed to backward(). Please only use 'grad_tensors'.")
+        grad_tensors = grad_variables
+    tensors = _tensor_tuple(tensors, "backward")
+    if inputs is not None:
+        inputs = _tensor_tuple(inputs, "backward(inputs=...)")
+        if not inputs:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    grads = _make_grads(tensors, grad_tensors, "backward")
+    if retain_graph is None:
+        retain_graph = create_graph
+    run_backward(tensors, grads, retain_graph, create_graph, inputs, allow_unused=True,
+                 accumulate=True)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
+         create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
+         is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
+    """Computes and returns the sum of gradients of ``outputs`` w.r.t. ``inputs``.
+
+    Nothing is accumulated into ``.grad``. ``grad_outputs`` is the "vector" of the
+    vector-Jacobian product (None for scalars). With ``allow_unused=False`` (default), an input
+    that no output depends on is an error; with True its gradient is None (or zeros with
+    ``materialize_grads=True``). ``only_inputs`` is deprecated and ignored.
+
+    Example:
+        >>> x = tg.tensor([1., 2.], requires_grad=True)
+        >>> tg.autograd.grad((x ** 2).sum(), x)
+        (tensor([2., 4.]),)
+    """
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). "
+                      "To accumulate gradient for other parts of the graph, please use "
+                      "torch.autograd.backward.", UserWarning, stacklevel=2)
+    if is_grads_batched:
+        raise NotImplementedError("grad(is_grads_batched=True) needs vmap, which tritongrad "
+                                  "does not have; call grad once per batch entry")
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when "
+                         "materialize_grads=True, but got: allow_unused=False.")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    outputs = _tensor_tuple(outputs, "grad(outputs)")
+    inputs = _tensor_tuple(inputs, "grad(inputs)")
+    grads = _make_grads(outputs, grad_outputs, "grad")
+    if retain_graph is None:
+        retain_graph = create_graph
+    result = run_backward(outputs, grads, retain_graph, create_graph, inputs, allow_unused,
+                          accumulate=False)
+    if materialize_grads:
+        from .ops.creation import zeros_like
+        result = [zeros_like(t) if g is None else g for t, g in zip(inputs, result)]
+    return tuple(result)
+
+
+# -- the engine --------------------------------------------------------------------------------
+
+def run_backward(outputs, grads, keep_graph: bool, create_graph: bool, inputs, allow_unused,
+                 accumulate: bool):
+    """Runs the graph behind ``outputs`` seeded with ``grads``; returns captured input grads
+    when ``accumulate`` is False."""
+    roots = []
+    for i, (t, g) in enumerate(zip(outputs, grads)):
+        if not t._requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not "
+                               f"have a grad_fn")
+        node, slot = t._edge()
+        roots.append((node, slot, g))
+    targets = None
+    if inputs is not None:
+        targets = []
+        for t in inputs:
+            if not t._requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            targets.append(t._edge())
+    prev = state.grad_enabled
+    state.grad_enabled = create_graph
+    try:
+        task = _GraphTask(roots, targets, inputs, keep_graph, create_graph, accumulate)
+        task.run()
+    finally:
+        state.grad_enabled = prev
+    if accumulate:
+        return None
+    for i, g in enumerate(task.captured):
+        if g is None and not allow_unused:
+            raise RuntimeError(f"One of the differentiated Tensors appears to not have been "
+                               f"used in the graph (input {i}). Set allow_unused=True if this "
+                               f"is the desired behavior.")
+    return task.captured
+
+
+class _GraphTask:
+    """One backward call's bookkeeping: dependencies, input buffers, the ready queue."""
+
+    def __init__(self, roots, targets, inputs, keep_graph, create_graph, accumulate):
+        self.roots = roots
+        self.inputs = inputs
+        self.keep_graph = keep_graph
+        self.create_graph = create_graph
+        self.accumulate = accumulate
+        self.captured = [None] * (len(targets) if targets else 0)
+        self.captures = None  # node -> [(slot, index into captured)]
+        if targets is not None:
+            self.captures = {}
+            for i, (node, slot) in enumerate(targets):
+                self.captures.setdefault(node, []).append((slot, i))
+        self.execute = self._plan(targets)
+        self.streams = _StreamSync() if _uses_cuda(roots) else None
+
+    def _plan(self, targets):
+        """Chooses the nodes to run and counts the edges into each (``self.deps``)."""
+        nodes, order = set(), []
+        stack = [n for n, _, _ in self.roots if n is not None]
+        for n in stack:
+            nodes.add(n)
+        while stack:
+            n = stack.pop()
+            order.append(n)
+            for nx, _ in n.next_functions:
+                if nx is not None and nx not in nodes:
+                    nodes.add(nx)
+                    stack.append(nx)
+        if targets is None:
+            execute = nodes
+        else:
+            # A node runs if a target lies strictly beyond it; backward(inputs=...) also runs
+            # the leaves' own AccumulateGrad nodes. Nodes are visited after their successors.
+            target_nodes = {n for n, _ in targets}
+            leads, execute = {}, set()
+            for n in _topo_reverse(order):
+                beyond = any(leads.get(nx, False) for nx, _ in n.next_functions if nx is not None)
+                leads[n] = beyond or n in target_nodes
+                if beyond or (self.accumulate and n in target_nodes
+                              and isinstance(n, AccumulateGrad)):
+                    execute.add(n)
+        relevant = execute if self.captures is None else execute | set(self.captures)
+        deps = {}
+        for n in execute:
+            for nx, _ in n.next_functions:
+                if nx is not None and nx in relevant:
+                    deps[nx] = deps.get(nx, 0) + 1
+        self.deps, self.relevant = deps, relevant
+        return execute
+
+    def run(self) -> None:
+        buffers = {}
+        for node, slot, g in self.roots:
+            if node is None:
+                continue
+            self._add(buffers, node, slot, g, None)
+        counter = itertools.count()
+        heap = []
+        for node in buffers:
+            if self.deps.get(node, 0) == 0 and node in self.relevant:
+                heap.append((-node._seq, next(counter), node))
+        heapq.heapify(heap)
+        deps, relevant = self.deps, self.relevant
+        while heap:
+            node = heapq.heappop(heap)[2]
+            grads = buffers.pop(node, None)
+            n_out = node.num_outputs
+            if grads is None:
+                grads = [None] * n_out
+            elif len(grads) < n_out:
+                grads.extend([None] * (n_out - len(grads)))
+            outs = self._evaluate(node, grads)
+            if outs is None:
+                continue
+            stream = node._stream if self.streams is not None else None
+            for (nx, slot), g in zip(node.next_functions, outs):
+                if nx is None or nx not in relevant:
+                    continue
+                if g is not None:
+                    self._add(buffers, nx, slot, g, stream)
+                d = deps[nx] - 1
+                deps[nx] = d
+                if d == 0:
+                    heapq.heappush(heap, (-nx._seq, next(counter), nx))
+        if self.streams is not None:
+            self.streams.finish()
+
+    def _add(self, buffers, node, slot, g, producer_stream) -> None:
+        if self.streams is not None:
+            g = self.streams.deliver(g, producer_stream, node)
+        buf = buffers.get(node)
+        if buf is None:
+            buf = buffers[node] = []
+        while len(buf) <= slot:
+            buf.append(None)
+        old = buf[slot]
+        buf[slot] = g if old is None else old + g
+
+    def _evaluate(self, node, grads):
+        hooks_of = node._tensor_hooks_for
+        for slot in range(len(grads)):
+            hooks = hooks_of(slot)
+            if hooks:
+                for h in tuple(hooks.values()):
+                    r = h(grads[slot])
+                    if r is not None:
+                        grads[slot] = _checked_hook_result(r, grads[slot])
+        if node._retained:
+            for slot, ref in node._retained.items():
+                t = ref()
+                if t is not None and grads[slot] is not None:
+                    _retain(t, grads[slot])
+        if self.captures is not None:
+            for slot, i in self.captures.get(node, ()):
+                g = grads[slot] if slot < len(grads) else None
+                if g is not None and not self.accumulate:
+                    prev = self.captured[i]
+                    self.captured[i] = g if prev is None else prev + g
+                elif g is not None and not isinstance(node, AccumulateGrad):
+                    _retain(self.inputs[i], g)  # backward(inputs=[non-leaf]) fills its .grad
+        if node not in self.execute:
+            return None
+        if node._pre_hooks:
+            for h in tuple(node._pre_hooks.values()):
+                r = h(tuple(grads))
+                if r is not None:
+                    grads = list(r)
+        if all(g is None for g in grads) and not getattr(node, "_materialize", False):
+            outs = (None,) * len(node.next_functions)
+        else:
+            outs = self._call(node, grads)
+        if node._post_hooks:
+            for h in tuple(node._post_hooks.values()):
+                r = h(outs, tuple(grads))
+                if r is not None:
+                    outs = tuple(r)
+        if not self.keep_graph:
+            node._release()
+        return outs
+
+    def _call(self, node, grads):
+        observers = state.observers
+        tokens = [o.node_enter(node) for o in observers] if observers else None
+        stream_ctx = self.streams.run_on(node) if self.streams is not None else None
+        try:
+            if stream_ctx is not None:
+                with stream_ctx:
+                    outs = self._apply(node, grads)
+            else:
+                outs = self._apply(node, grads)
+        finally:
+            if tokens:
+                for o, tok in zip(observers, tokens):
+                    o.node_exit(tok)
+        if anomaly_mode.enabled and anomaly_mode.check_nan:
+            _check_nan(node, outs)
+        return outs
+
+    def _apply(self, node, grads):
+        if isinstance(node, AccumulateGrad):
+            accumulate_grad(node.variable, grads[0], self.create_graph)
+            return ()
+        try:
+            return node.apply(*grads)
+        except Exception:
+            if node._trace is not None:
+                warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that "
+                              f"caused the error:\n{''.join(node._trace)}", UserWarning,
+                              stacklevel=2)
+            raise
+
+
+def _topo_reverse(nodes):
+    """Yields ``nodes`` so that each comes after every node it points to (Kahn's algorithm on
+    reversed edges), which lets _plan decide "a target lies beyond" in one pass."""
+    pending = {n: 0 for n in nodes}
+    parents = {n: [] for n in nodes}
+    for n in nodes:
+        for nx, _ in n.next_functions:
+            if nx is not None and nx in pending:
+                pending[n] += 1
+                parents[nx].append(n)
+    ready = [n for n in nodes if pending[n] == 0]
+    while ready:
+        n = ready.pop()
+        yield n
+        for p in parents[n]:
+            pending[p] -= 1
+            if pending[p] == 0:
+                ready.append(p)
+
+
+def _checked_hook_result(r, g):
+    if not isinstance(r, Tensor):
+        raise TypeError(f"backward hook must return a Tensor or None, got {type(r).__name__}")
+    if g is not None and tuple(r.shape) != tuple(g.shape):
+        raise RuntimeError(f"hook returned a gradient of shape {list(r.shape)}, expected "
+                           f"{list(g.shape)}")
+    return r
+
+
+def _retain(t: Tensor, g: Tensor) -> None:
+    # retain_grad: the first gradient is copied (the engine may reuse g), later ones added.
+    if t._grad is None:
+        t._grad = g.clone() if state.grad_enabled else g.detach().clone()
+    else:
+        t._grad = t._grad + g
+
+
+def _check_nan(node, outs) -> None:
+    for i, g in enumerate(outs):
+        if g is not None and g._dtype.is_floating_point and bool(g.isnan().any().item()):
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th "
+                               f"output.")
+
+
+# -- leaf accumulation: the default gradient layouts --------------------------------------------
+
+def _obeys_layout(g: Tensor, var: Tensor) -> bool:
+    if g._device is not var._device:
+        return False
+    if _dense(var):
+        return g.stride() == var.stride()
+    return g.is_contiguous()
+
+
+def _dense(t: Tensor) -> bool:
+    dims = sorted((s, n) for n, s in zip(t.shape, t.stride()) if n != 1)
+    expected = 1
+    for s, n in dims:
+        if s != expected:
+            return False
+        expected *= n
+    return True
+
+
+def _stealable(g: Tensor) -> bool:
+    """True when nothing but the engine refers to ``g`` or its memory, so it may become a
+    ``.grad`` without a copy (PyTorch's use_count test). The counts below are the engine's
+    own references on this call path: the grads list, AccumulateGrad's frame, this frame and
+    getrefcount's argument; any other holder (a hook that kept it, another slot) blocks."""
+    if sys.getrefcount(g) > 4 or g._base is not None:
+        return False
+    data = g._data
+    if g._device.type == "cpu":
+        return data.base is None and sys.getrefcount(data) <= 2
+    return sys.getrefcount(data.storage) <= 2
+
+
+def _clone_obeying_layout(g: Tensor, var: Tensor) -> Tensor:
+    from .ops.creation import empty_strided
+    if _dense(var):
+        out = empty_strided(var.shape, var.stride(), dtype=g.dtype, device=g.device)
+    else:
+        out = empty_strided(var.shape, None, dtype=g.dtype, device=g.device)
+    return out.copy_(g)
+
+
+def accumulate_grad(var: Tensor, g: Tensor, create_graph: bool) -> None:
+    """Adds ``g`` into ``var.grad`` by the seeds' default gradient layout rules:
+
+    1. ``.grad`` is None and ``var`` is non-overlapping and dense: a new ``.grad`` with
+       ``var``'s strides (``g`` itself when nothing else refers to it).
+    2. ``.grad`` is None otherwise: a new row-major ``.grad``.
+    3. ``.grad`` exists, ``create_graph=False``: accumulated in place, strides preserved.
+    4. ``.grad`` exists, ``create_graph=True``: replaced by ``.grad + g`` (recorded).
+    """
+    if g._dtype is not var._dtype:
+        g = g.to(var._dtype)
+    old = var._grad
+    if old is None:
+        if not create_graph and _stealable(g) and _obeys_layout(g, var):
+            var._grad = g.detach()
+        else:
+            var._grad = _clone_obeying_layout(g, var)
+    elif not create_graph:
+        prev = state.grad_enabled
+        state.grad_enabled = False
+        try:
+            old.add_(g)
+        finally:
+            state.grad_enabled = prev
+    else:
+        var._grad = old + g
+
+
+# -- streams (Note [Backward streams]) ---------------------------------------------------------
+
+def _uses_cuda(roots) -> bool:
+    return any(g is not None and g._device.type == "cuda" for _, _, g in roots) or any(
+        node is not None and node._stream is not None for node, _, _ in roots)
+
+
+class _StreamSync:
+    """Stream bookkeeping for one backward call that touches CUDA tensors."""
+
+    def __init__(self):
+        from ..runtime import streams
+        self._rt = streams
+        self.caller = {}   # device -> the caller's current stream at backward()
+        self.used = {}     # stream -> None (ordered set of streams that ran nodes)
+
+    def _caller(self, device):
+        s = self.caller.get(device)
+        if s is None:
+            s = self.caller[device] = self._rt.current_stream(device)
+        return s
+
+    def stream_of(self, node, device=None):
+        if isinstance(node, AccumulateGrad):
+            var = node.variable
+            return self._caller(var._device) if var._device.type == "cuda" else None
+        return node._stream
+
+    def deliver(self, g: Tensor, producer, consumer):
+        if g._device.type != "cuda":
+            return g
+        if producer is None:
+            producer = self._caller(g._device)  # a root gradient: the caller's stream made it
+        target = self.stream_of(consumer)
+        if target is not None and target != producer:
+            target.wait_event(producer.record_event())
+            g._data.storage.record_stream(target)
+        return g
+
+    def run_on(self, node):
+        s = self.stream_of(node)
+        if s is None:
+            return None
+        self.used[s] = None
+        return self._rt.stream(s)
+
+    def finish(self) -> None:
+        for s in self.used:
+            caller = self._caller(s.device)
+            if s != caller:
+                caller.wait_event(s.record_event())

@@ -1,0 +1,185 @@
+"""Grad modes: no_grad, enable_grad, set_grad_enabled, inference_mode.
+
+Each is a thread-local context manager that restores the previous mode on exit (also on an
+exception) and doubles as a decorator, on plain functions and on generator functions (where the
+mode applies while the generator runs, not while the caller holds a yielded value).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+from .state import state
+
+__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
+           "is_inference_mode_enabled"]
+
+
+def is_grad_enabled() -> bool:
+    """True if gradient recording is on in this thread."""
+    return state.grad_enabled
+
+
+def is_inference_mode_enabled() -> bool:
+    """True inside ``inference_mode()`` in this thread."""
+    return state.inference
+
+
+class _Mode:
+    """Base for the grad-mode context managers: subclasses say what ``_set`` does."""
+
+    def _set(self) -> tuple:
+        raise NotImplementedError
+
+    def clone(self) -> "_Mode":
+        return self.__class__()
+
+    def __enter__(self):
+        self._prev = (state.grad_enabled, state.inference)
+        self._set()
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        state.grad_enabled, state.inference = self._prev
+        return False
+
+    def __call__(self, fn):
+        if inspect.isclass(fn):
+            raise TypeError(f"{type(self).__name__} cannot decorate a class")
+        if inspect.isgeneratorfunction(fn):
+            return self._wrap_generator(fn)
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return fn(*args, **kwargs)
+        return wrapper
+
+    def _wrap_generator(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            gen = fn(*args, **kwargs)
+            try:
+                with self.clone():
+                    request = gen.send(None)
+                while True:
+                    try:
+                        response = yield request
+                    except GeneratorExit:
+                        with self.clone():
+                            gen.close()
+                        raise
+                    except BaseException as e:  # forwarded into the generator, in our mode
+                        with self.clone():
+                            request = gen.throw(e)
+                    else:
+                        with self.clone():
+                            request = gen.send(response)
+            except StopIteration as e:
+                return e.value
+        return wrapper
+
+
+class no_grad(_Mode):
+    """Context manager that disables gradient calculation.
+
+    Results of every computation inside have ``requires_grad=False``, even when the inputs
+    require grad. Thread local. Also a decorator (instantiate it: ``@no_grad()``).
+
+    Example:
+        >>> x = tg.tensor([1.], requires_grad=True)
+        >>> with tg.no_grad():
+        ...     y = x * 2
+        >>> y.requires_grad
+        False
+    """
+
+    def __new__(cls, orig_func=None):
+        self = super().__new__(cls)
+        if orig_func is not None:  # bare @no_grad, as newer PyTorch allows
+            return self(orig_func)
+        return self
+
+    def __init__(self, orig_func=None):
+        pass
+
+    def _set(self):
+        state.grad_enabled = False
+
+
+class enable_grad(_Mode):
+    """Context manager that enables gradient calculation inside ``no_grad``/``set_grad_enabled``.
+
+    Thread local; also a decorator (``@enable_grad()``). It does not leave inference mode.
+    """
+
+    def __new__(cls, orig_func=None):
+        self = super().__new__(cls)
+        if orig_func is not None:
+            return self(orig_func)
+        return self
+
+    def __init__(self, orig_func=None):
+        pass
+
+    def _set(self):
+        state.grad_enabled = True
+
+
+class set_grad_enabled(_Mode):
+    """Sets gradient calculation on or off, as a function or as a context manager.
+
+    Called as a function, the mode changes at once and stays; used with ``with``, the previous
+    mode is restored on exit. Thread local.
+
+    Example:
+        >>> tg.set_grad_enabled(False)
+        >>> (x * 2).requires_grad
+        False
+        >>> _ = tg.set_grad_enabled(True)
+    """
+
+    def __init__(self, mode: bool):
+        self._mode = bool(mode)
+        self._prev = (state.grad_enabled, state.inference)
+        state.grad_enabled = self._mode
+
+    def __enter__(self):
+        return self  # the mode was already set by __init__
+
+    def clone(self) -> "set_grad_enabled":
+        return set_grad_enabled(self._mode)
+
+    def __call__(self, fn):
+        state.grad_enabled = self._prev[0]  # decorating must not change the mode now
+        return super().__call__(fn)
+
+    def _set(self):
+        state.grad_enabled = self._mode
+
+
+class inference_mode(_Mode):
+    """Context manager for inference: no graph is recorded and tensors made inside are
+    inference tensors, which cannot later be saved for backward or modified in place outside
+    inference mode. ``inference_mode(False)`` leaves inference mode inside an enabled one (and,
+    as PyTorch's C++ guard does, turns grad mode on). Thread local; a decorator.
+    """
+
+    def __new__(cls, mode=True):
+        self = super().__new__(cls)
+        if callable(mode) and not isinstance(mode, bool):  # bare @inference_mode
+            self._mode = True
+            return self(mode)
+        return self
+
+    def __init__(self, mode: bool = True):
+        if not callable(mode) or isinstance(mode, bool):
+            self._mode = bool(mode)
+
+    def clone(self) -> "inference_mode":
+        return inference_mode(self._mode)
+
+    def _set(self):
+        state.grad_enabled = not self._mode
+        state.inference = self._mode

@@ -1,0 +1,265 @@
+"""Graph nodes: what ``grad_fn`` points at, and the tensors they keep for backward.
+
+A ``Node`` is created by an op that records a graph. It holds its edges to the nodes that made
+its inputs (``next_functions``), the sequence number it was created with, the CUDA stream that
+was current when its forward ran (Note [Backward streams] in engine.py), the tensors it saved,
+and hooks. Built-in ops subclass it in autograd/ops (one class per derivative rule, named as
+PyTorch names them: ``MulBackward0``); ``Function.apply`` makes one per custom Function call;
+leaves get an ``AccumulateGrad``.
+
+A node is also the ``ctx`` of its op's forward and backward: ``save_for_backward``,
+``saved_tensors``, ``needs_input_grad`` and user attributes live on it, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+
+from .state import state
+
+__all__ = ["Node", "AccumulateGrad", "SavedTensor", "RemovableHandle", "FREED"]
+
+# Nodes that must run as soon as they are ready (leaf accumulation) get this priority, as
+# AccumulateGrad does in PyTorch; everything else runs newest-first by sequence number.
+MAX_SEQ = (1 << 63) - 1
+
+
+class RemovableHandle:
+    """Returned by ``register_hook``: ``handle.remove()`` unregisters the hook."""
+
+    __slots__ = ("_hooks_ref", "id")
+    _ids = itertools.count()
+
+    def __init__(self, hooks: dict):
+        self._hooks_ref = weakref.ref(hooks) if _weakrefable(hooks) else lambda: hooks
+        self.id = next(RemovableHandle._ids)
+
+    def remove(self) -> None:
+        hooks = self._hooks_ref()
+        if hooks is not None:
+            hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class _HookDict(dict):
+    """A dict that weakrefs can point to (plain dicts cannot)."""
+
+    __slots__ = ("__weakref__",)
+
+
+def _weakrefable(obj) -> bool:
+    return isinstance(obj, _HookDict)
+
+
+class _Freed:
+    def __repr__(self) -> str:
+        return "<freed saved tensors>"
+
+
+FREED = _Freed()
+
+_FREED_MSG = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward.")
+
+
+class Node:
+    """A backward function in the graph (``tensor.grad_fn``)."""
+
+    num_outputs = 1  # outputs of the forward, i.e. gradient slots; multi-output nodes override
+
+    __slots__ = ("next_functions", "_seq", "_stream", "_saved", "_pre_hooks", "_post_hooks",
+                 "_tensor_hooks", "_retained", "_trace", "_shapes", "__weakref__", "__dict__")
+
+    def __init__(self):
+        self.next_functions = ()
+        self._seq = 0
+        self._stream = None
+        self._saved = None
+        self._pre_hooks = None
+        self._post_hooks = None
+        self._tensor_hooks = None
+        self._retained = None
+        self._trace = None
+        self._shapes = None
+
+    # -- identity ----------------------------------------------------------------------------
+    def name(self) -> str:
+        """The node's name, as profiles and error messages show it (e.g. ``MulBackward0``)."""
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {id(self):#x}>"
+
+    def _sequence_nr(self) -> int:
+        return self._seq
+
+    @property
+    def metadata(self) -> dict:
+        """A dict for the user's own annotations on this node."""
+        d = self.__dict__.get("_metadata")
+        if d is None:
+            d = self.__dict__["_metadata"] = {}
+        return d
+
+    # -- the backward computation ------------------------------------------------------------
+    def apply(self, *grads):
+        """Maps gradients w.r.t. this node's outputs to gradients w.r.t. its inputs."""
+        raise NotImplementedError(f"{self.name()} has no backward")
+
+    def __call__(self, *grads):
+        return self.apply(*grads)
+
+    # -- ctx: saving tensors -----------------------------------------------------------------
+    def save_for_backward(self, *tensors) -> None:
+        """Saves tensors (or None) for ``backward``; read them back with ``saved_tensors``."""
+        self._to_save = tensors
+
+    @property
+    def saved_tensors(self) -> tuple:
+        """The saved tensors, checked against in-place modification since they were saved."""
+        saved = self._saved
+        if saved is FREED:
+            raise RuntimeError(_FREED_MSG)
+        if saved is None:
+            to_save = self.__dict__.get("_to_save")  # still inside forward
+            return tuple(to_save) if to_save else ()
+        return tuple(None if s is None else s.unpack(self) for s in saved)
+
+    def _release(self) -> None:
+        if self._saved is not None:
+            self._saved = FREED
+
+    # -- hooks -------------------------------------------------------------------------------
+    def register_hook(self, fn) -> RemovableHandle:
+        """Registers ``fn(grad_inputs, grad_outputs)`` to run after this node; it may return
+        replacement ``grad_inputs``."""
+        if self._post_hooks is None:
+            self._post_hooks = _HookDict()
+        h = RemovableHandle(self._post_hooks)
+        self._post_hooks[h.id] = fn
+        return h
+
+    def register_prehook(self, fn) -> RemovableHandle:
+        """Registers ``fn(grad_outputs)`` to run before this node; it may return replacement
+        ``grad_outputs``."""
+        if self._pre_hooks is None:
+            self._pre_hooks = _HookDict()
+        h = RemovableHandle(self._pre_hooks)
+        self._pre_hooks[h.id] = fn
+        return h
+
+    def _add_tensor_hook(self, output_nr: int, fn) -> RemovableHandle:
+        if self._tensor_hooks is None:
+            self._tensor_hooks = {}
+        hooks = self._tensor_hooks.get(output_nr)
+        if hooks is None:
+            hooks = self._tensor_hooks[output_nr] = _HookDict()
+        h = RemovableHandle(hooks)
+        hooks[h.id] = fn
+        return h
+
+    def _tensor_hooks_for(self, output_nr: int):
+        th = self._tensor_hooks
+        return th.get(output_nr) if th else None
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf that requires grad: adds incoming gradients into ``variable.grad``
+    following the default gradient layout rules (engine.accumulate_grad)."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        super().__init__()
+        self.variable = variable
+        self._seq = MAX_SEQ
+
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"
+
+    def _tensor_hooks_for(self, output_nr: int):
+        return self.variable._hooks  # a leaf keeps its hooks itself (they outlive this node)
+
+
+def _tensor_type_name(t) -> str:
+    names = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+             "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
+             "bool": "BoolTensor"}
+    prefix = "tritongrad.cuda." if t.device.type == "cuda" else "tritongrad."
+    return prefix + names.get(t.dtype.name, t.dtype.name)
+
+
+class SavedTensor:
+    """A tensor saved for backward, with the version it had when saved.
+
+    Unpacking checks that version: a tensor modified in place after it was saved makes the
+    backward that needs it fail, rather than silently compute a wrong gradient. An op's own
+    output is saved without its ``grad_fn`` (that would be a reference cycle through the node)
+    and gets it back on unpack. Saved-tensor hooks (graph.saved_tensors_hooks) pack at save
+    time and unpack at use.
+    """
+
+    __slots__ = ("_t", "_vc", "_version", "_is_output", "_output_nr", "_packed", "_unpack",
+                 "_grad_fn_name")
+
+    def __init__(self, t, is_output: bool, output_nr: int = 0):
+        if t._inference and not state.inference:
+            raise RuntimeError(
+                "Inference tensors cannot be saved for backward. To work around you can make a "
+                "clone to get a normal tensor and use it in autograd.")
+        self._vc = t._vc
+        self._version = t._vc[0]
+        self._is_output = is_output
+        self._output_nr = output_nr
+        fn = t._grad_fn
+        self._grad_fn_name = None if fn is None else fn.name()
+        hooks = state.saved_hooks
+        if hooks:
+            pack, self._unpack = hooks[-1]
+            self._t = None
+            self._packed = pack(t)
+        else:
+            self._packed = self._unpack = None
+            self._t = t._alias_without_history() if is_output else t
+
+    def unpack(self, node):
+        if self._vc[0] != self._version:
+            raise RuntimeError(self._modified_message())
+        if self._unpack is not None:
+            t = self._unpack(self._packed)
+            if not _is_tensor(t):
+                raise TypeError(f"saved_tensors_hooks: unpack_hook must return a Tensor, got "
+                                f"{type(t).__name__}")
+            if self._is_output and t._grad_fn is None and t._requires_grad is False:
+                t = t._with_history(node, self._output_nr)
+            return t
+        t = self._t
+        if self._is_output:
+            return t._with_history(node, self._output_nr)
+        return t
+
+    def _modified_message(self) -> str:
+        t = self._t
+        what = "" if t is None else f"[{_tensor_type_name(t)} {list(t.shape)}]"
+        origin = (f", which is output {self._output_nr} of {self._grad_fn_name}"
+                  if self._grad_fn_name else "")
+        return (f"one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: {what}{origin}, is at version {self._vc[0]}; expected "
+                f"version {self._version} instead. Hint: enable anomaly detection to find the "
+                f"operation that failed to compute its gradient, with "
+                f"tritongrad.autograd.set_detect_anomaly(True).")
+
+
+def _is_tensor(x) -> bool:
+    from .tensor import Tensor
+    return isinstance(x, Tensor)

@@ -1,0 +1,194 @@
+"""Copies, casts and moves between devices: ``to``, ``cuda``, ``cpu``, ``clone``, ``copy_``.
+
+Moving a tensor is recorded like any op (``ToCopyBackward0``): ``torch.rand(10,
+requires_grad=True).cuda()`` is a non-leaf whose gradient flows back to the CPU leaf, as the
+seeds' is_leaf example says.
+"""
+
+from __future__ import annotations
+
+import builtins
+import numbers
+
+from ...runtime import dtype as dtypes
+from ...runtime.device import device as Device
+from ..dispatch import Primitive, apply, apply_inplace
+from ..tensor import Tensor
+from .creation import as_dtype, resolve_device
+
+__all__ = ["to", "cuda", "cpu", "clone", "contiguous", "copy_", "type_as", "float", "double",
+           "half", "bfloat16", "long", "int", "bool"]
+
+
+def _move(k, x, dtype, device):
+    """Array ``x`` (on ``k``'s device) as ``dtype`` on ``device``: the one cross-device copy."""
+    from ...runtime import memory
+    src_dev = _array_device(x)
+    if src_dev is device:
+        return k.astype(x, dtype)
+    if device.type == "cpu":  # device -> host: cast on the device, then copy down
+        arr = k.astype(x, dtype)
+        return memory.to_host(arr)
+    if src_dev.type == "cpu":  # host -> device
+        from .creation import host_to
+        return host_to(x, dtype, device)._data
+    out = memory.empty(x.shape, dtype, device)  # device -> other device
+    memory.copy_between(out, k.astype(x, dtype))
+    return out
+
+
+def _array_device(x):
+    from ..tensor import array_meta
+    return array_meta(x)[0]
+
+
+class ToCopyBackward0(Primitive):
+    __slots__ = ()
+    op_name = "to"
+
+    @staticmethod
+    def forward(ctx, k, x, dtype, device, src_dtype):
+        ctx.src = (src_dtype, _array_device(x))
+        return _move(k, x, dtype, device)
+
+    @staticmethod
+    def backward(ctx, g):
+        dtype, device = ctx.src
+        return g.to(device=device, dtype=dtype)
+
+
+def _to_args(args, kwargs):
+    """Parses PyTorch's ``to`` overloads into (dtype | None, device | None, copy)."""
+    dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    flags = []
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, builtins.bool):
+            flags.append(a)  # non_blocking, then copy
+        elif isinstance(a, (str, Device, numbers.Integral)) and not _is_dtype_name(a):
+            device = a
+        elif a is not None:
+            dtype = a
+    if len(flags) > 1:
+        copy = flags[1]
+    return as_dtype(dtype), (None if device is None else resolve_device(device)), copy
+
+
+def _is_dtype_name(a) -> builtins.bool:
+    return isinstance(a, str) and isinstance(
+        getattr(dtypes, a.removeprefix("tritongrad.").removeprefix("torch."), None), dtypes.dtype)
+
+
+def to(x: Tensor, *args, **kwargs) -> Tensor:
+    """This tensor with another dtype and/or on another device; ``x`` itself when nothing
+    changes (unless ``copy=True``).
+
+    Accepts ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)`` and the
+    keywords ``dtype=``, ``device=``, ``copy=``, ``non_blocking=``.
+    """
+    dtype, device, copy = _to_args(args, dict(kwargs))
+    dtype = dtype or x.dtype
+    device = device or x.device
+    if dtype is x.dtype and device is x.device and not copy:
+        return x
+    return apply(ToCopyBackward0, (x,), dtype, device, x.dtype)
+
+
+def cuda(x: Tensor, device=None, non_blocking: bool = False) -> Tensor:
+    """A copy of this tensor in CUDA memory (``x`` itself if already there)."""
+    return to(x, resolve_device("cuda" if device is None else
+                                device if not isinstance(device, numbers.Integral)
+                                else Device("cuda", device)))
+
+
+def cpu(x: Tensor) -> Tensor:
+    """A copy of this tensor in CPU memory (``x`` itself if already there)."""
+    return to(x, Device("cpu"))
+
+
+def type_as(x: Tensor, other: Tensor) -> Tensor:
+    return to(x, other.dtype)
+
+
+def _caster(dt):
+    def cast(x: Tensor) -> Tensor:
+        return to(x, dt)
+    cast.__name__ = dt.name
+    return cast
+
+
+float = _caster(dtypes.float32)  # noqa: A001
+double = _caster(dtypes.float64)
+half = _caster(dtypes.float16)
+bfloat16 = _caster(dtypes.bfloat16)
+long = _caster(dtypes.int64)
+int = _caster(dtypes.int32)  # noqa: A001
+bool = _caster(dtypes.bool)  # noqa: A001
+
+
+class CloneBackward0(Primitive):
+    __slots__ = ()
+    op_name = "clone"
+
+    @staticmethod
+    def forward(ctx, k, x):
+        from ..tensor import array_meta
+        return k.astype(x, array_meta(x)[1])
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def clone(x: Tensor, memory_format=None) -> Tensor:
+    """A copy of this tensor (recorded: the gradient passes through)."""
+    return apply(CloneBackward0, (x,))
+
+
+def contiguous(x: Tensor, memory_format=None) -> Tensor:
+    """This tensor if it is row-major contiguous, else a contiguous copy."""
+    return x if x.is_contiguous() else clone(x)
+
+
+class CopyBackwards(Primitive):
+    """``dst.copy_(src)``: the old values of dst get no gradient; src gets it (summed back
+    over broadcast dimensions, cast back to its dtype)."""
+
+    __slots__ = ()
+    op_name = "copy_"
+    broadcasts = True
+    writes_out = True
+
+    @staticmethod
+    def forward(ctx, k, dst, src, src_dtype, out):
+        ctx.src_dtype = src_dtype
+        k.copy_(out, src)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return None, g.to(ctx.src_dtype)
+
+
+def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
+    """Copies ``src`` (broadcast, cast, moved) into this tensor in place and returns it."""
+    if not isinstance(src, Tensor):
+        if isinstance(src, numbers.Number):
+            from .creation import full
+            src = full((), src, dtype=self.dtype, device=self.device)
+        else:
+            raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    from .elementwise import broadcast_shapes
+    if broadcast_shapes(self.shape, src.shape) != tuple(self.shape):
+        raise RuntimeError(f"copy_: source of shape {list(src.shape)} cannot be broadcast to "
+                           f"the destination's shape {list(self.shape)}")
+    src_dtype = src.dtype
+    if src._device is not self._device:
+        src = to(src, self._device)
+    return apply_inplace(CopyBackwards, self, (src,), src_dtype)

@@ -1,0 +1,644 @@
+"""Elementwise ops: forwards on the backend, derivative rules beside them.
+
+Binary ops promote their operands (runtime.dtype.result_type, PyTorch's rules) by recorded
+casts, so every rule sees one dtype; a Python scalar operand stays a scalar (a ``...1``
+primitive, as PyTorch's Tensor-Scalar overloads are named) and is never recorded. Broadcasting
+is undone once, generically (``broadcasts = True``: dispatch sums each gradient back to its
+input's shape), so the rules below are written for equal shapes.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from ...runtime.dtype import get_default_dtype, result_type
+from ..dispatch import Primitive, apply, apply_inplace
+from ..tensor import Tensor
+
+__all__ = ["add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "log", "sqrt", "rsqrt",
+           "relu", "maximum", "minimum", "where", "isnan", "rsub", "reciprocal",
+           "gt", "ge", "lt", "le", "eq", "ne", "broadcast_shapes", "binary_operands"]
+
+_Number = numbers.Number
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    """The shape the given shapes broadcast to, or the documented error."""
+    out = []
+    for shape in shapes:
+        for i in range(1, len(shape) + 1):
+            n = shape[-i]
+            if i > len(out):
+                out.insert(0, n)
+            elif out[-i] == 1:
+                out[-i] = n
+            elif n != 1 and n != out[-i]:
+                raise RuntimeError(f"The size of tensor a ({out[-i]}) must match the size of "
+                                   f"tensor b ({n}) at non-singleton dimension "
+                                   f"{max(len(s) for s in shapes) - i}")
+    return tuple(out)
+
+
+def _same_device(a: Tensor, b: Tensor, op: str) -> Tensor:
+    if a._device is b._device:
+        return b
+    if b.ndim == 0 and b._device.type == "cpu":
+        return b.to(a._device)  # a CPU scalar tensor may join a CUDA op, as in PyTorch
+    if a.ndim == 0 and a._device.type == "cpu":
+        return b
+    raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
+                       f"devices, {a._device} and {b._device}! (when checking argument for "
+                       f"argument other in method {op})")
+
+
+def binary_operands(a, b, op: str, dtype=None):
+    """(a, b) on one device with one dtype (``dtype``, or the promoted one); a Python number
+    ``b`` stays a number."""
+    if not isinstance(a, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(a).__name__}")
+    if isinstance(b, Tensor):
+        b = _same_device(a, b, op)
+        if a._device is not b._device:
+            a = a.to(b._device)
+        dt = dtype or result_type(a, b)
+        if b._dtype is not dt:
+            b = b.to(dt)
+    elif isinstance(b, _Number):
+        dt = dtype or result_type(a, b)
+    else:
+        raise TypeError(f"{op}(): argument 'other' must be Tensor or Number, not "
+                        f"{type(b).__name__}")
+    if a._dtype is not dt:
+        a = a.to(dt)
+    if isinstance(b, Tensor) and a._data.shape != b._data.shape:
+        broadcast_shapes(a._data.shape, b._data.shape)
+    return a, b
+
+
+def _float_type(a: Tensor, b) -> object:
+    dt = result_type(a, b)
+    return dt if (dt.is_floating_point or dt.is_complex) else get_default_dtype()
+
+
+# -- add / sub ---------------------------------------------------------------------------------
+
+class AddBackward0(Primitive):
+    __slots__ = ()
+    op_name = "add"
+    writes_out = True
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, k, a, b, alpha, out=None):
+        ctx.alpha = alpha
+        return k.add(a, b if alpha == 1 else k.mul(b, alpha), out=out)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, (g if ctx.alpha == 1 else g * ctx.alpha)
+
+
+class AddBackward1(Primitive):
+    __slots__ = ()
+    op_name = "add"
+    writes_out = True
+
+    @staticmethod
+    def forward(ctx, k, a, s, out=None):
+        return k.add(a, s, out=out)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class SubBackward0(AddBackward0):
+    __slots__ = ()
+    op_name = "sub"
+    writes_out = True
+
+    @staticmethod
+    def forward(ctx, k, a, b, alpha, out=None):
+        ctx.alpha = alpha
+        return k.sub(a, b if alpha == 1 else k.mul(b, alpha), out=out)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, (-g if ctx.alpha == 1 else g * -ctx.alpha)
+
+
+class SubBackward1(AddBackward1):
+    __slots__ = ()
+    op_name = "sub"
+    writes_out = True
+
+    @staticmethod
+    def forward(ctx, k, a, s, out=None):
+        return k.sub(a, s, out=out)
+
+
+def add(input, other, *, alpha=1, out=None) -> Tensor:
+    """``input + alpha * other``, broadcasting."""
+    a, b = binary_operands(input, other, "add")
+    if isinstance(b, Tensor):
+        return _result(apply(AddBackward0, (a, b), alpha), out)
+    return _result(apply(AddBackward1, (a,), b * alpha), out)
+
+
+def sub(input, other, *, alpha=1, out=None) -> Tensor:
+    """``input - alpha * other``, broadcasting."""
+    a, b = binary_operands(input, other, "sub")
+    if a._dtype.name == "bool":
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if isinstance(b, Tensor):
+        return _result(apply(SubBackward0, (a, b), alpha), out)
+    return _result(apply(SubBackward1, (a,), b * alpha), out)
+
+
+def rsub(input, other, *, alpha=1) -> Tensor:
+    """``other - alpha * input`` (``2 - x``)."""
+    return add(neg(input) if alpha == 1 else mul(input, -alpha), other)
+
+
+# -- mul / div ---------------------------------------------------------------------------------
+
+class MulBackward0(Primitive):
+    __slots__ = ()
+    op_name = "mul"
+    writes_out = True
+    save_inputs = (0, 1)
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, k, a, b, out=None):
+        return k.mul(a, b, out=out)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        return (g * b if need_a else None), (g * a if need_b else None)
+
+
+class MulBackward1(Primitive):
+    __slots__ = ()
+    op_name = "mul"
+    writes_out = True
+
+    @staticmethod
+    def forward(ctx, k, a, s, out=None):
+        ctx.s = s
+        return k.mul(a, s, out=out)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.s
+
+
+class DivBackward0(Primitive):
+    __slots__ = ()
+    op_name = "div"
+    writes_out = True
+    save_inputs = (0, 1)
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, k, a, b, out=None):
+        return k.div(a, b, out=out)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        return (g / b if need_a else None), (-g * a / (b * b) if need_b else None)
+
+
+class DivBackward1(MulBackward1):
+    __slots__ = ()
+    op_name = "div"
+    writes_out = True
+
+    @staticmethod
+    def forward(ctx, k, a, s, out=None):
+        ctx.s = s
+        return k.div(a, s, out=out)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g / ctx.s
+
+
+def mul(input, other, *, out=None) -> Tensor:
+    """``input * other``, broadcasting."""
+    a, b = binary_operands(input, other, "mul")
+    if isinstance(b, Tensor):
+        return _result(apply(MulBackward0, (a, b)), out)
+    return _result(apply(MulBackward1, (a,), b), out)
+
+
+def div(input, other, *, rounding_mode=None, out=None) -> Tensor:
+    """``input / other`` (true division: integer inputs give floats), broadcasting."""
+    if rounding_mode is not None:
+        raise NotImplementedError("div(rounding_mode=...) is not implemented yet")
+    a, b = binary_operands(input, other, "div", _float_type(input, other))
+    if isinstance(b, Tensor):
+        return _result(apply(DivBackward0, (a, b)), out)
+    return _result(apply(DivBackward1, (a,), b), out)
+
+
+true_divide = div
+
+
+def reciprocal(x: Tensor) -> Tensor:
+    return pow(x if x._dtype.is_floating_point else x.to(get_default_dtype()), -1)
+
+
+# -- pow ---------------------------------------------------------------------------------------
+
+class PowBackward0(Primitive):
+    """x ** e for a number e: d/dx = e * x ** (e - 1)."""
+
+    __slots__ = ()
+    op_name = "pow"
+    writes_out = True
+    save_inputs = (0,)
+
+    @staticmethod
+    def forward(ctx, k, x, e, out=None):
+        ctx.e = e
+        return k.pow(x, e, out=out)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        e = ctx.e
+        if e == 0:
+            return g * 0
+        return g * (e * x.pow(e - 1)) if e != 1 else g
+
+
+class PowBackward1(Primitive):
+    """a ** b for tensors: d/da = b * a ** (b - 1), d/db = a ** b * log(a) (0 where a == 0
+    and b >= 0, the limit)."""
+
+    __slots__ = ()
+    op_name = "pow"
+    writes_out = True
+    save_inputs = (0, 1)
+    save_output = True
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, k, a, b, out=None):
+        return k.pow(a, b, out=out)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, out = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        ga = g * b * a.pow(b - 1) if need_a else None
+        gb = None
+        if need_b:
+            safe = where(eq(a, 0), 1, a)  # log(0) * 0 would be NaN; the limit is 0
+            gb = g * out * safe.log()
+        return ga, gb
+
+
+def pow(input, exponent, *, out=None) -> Tensor:  # noqa: A001
+    """``input ** exponent``, broadcasting."""
+    if not isinstance(input, Tensor):  # number ** tensor
+        return pow(_operand(input, result_type(input, exponent), exponent, "pow"), exponent)
+    a, b = binary_operands(input, exponent, "pow")
+    if isinstance(b, Tensor):
+        return _result(apply(PowBackward1, (a, b)), out)
+    if isinstance(b, int) and b < 0 and not a._dtype.is_floating_point:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return _result(apply(PowBackward0, (a,), b), out)
+
+
+# -- unary -------------------------------------------------------------------------------------
+
+class NegBackward0(Primitive):
+    __slots__ = ()
+    op_name = "neg"
+    writes_out = True
+
+    @staticmethod
+    def forward(ctx, k, x, out=None):
+        return k.neg(x, out=out)
+
+    @staticmethod
+    def backward(ctx, g):
+        return -g
+
+
+class ExpBackward0(Primitive):
+    __slots__ = ()
+    op_name = "exp"
+    writes_out = True
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, x, out=None):
+        return k.exp(x, out=out)
+
+    @staticmethod
+    def backward(ctx, g):
+        out, = ctx.saved_tensors
+        return g * out
+
+
+class LogBackward0(Primitive):
+    __slots__ = ()
+    op_name = "log"
+    writes_out = True
+    save_inputs = (0,)
+
+    @staticmethod
+    def forward(ctx, k, x, out=None):
+        return k.log(x, out=out)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return g / x
+
+
+class SqrtBackward0(Primitive):
+    __slots__ = ()
+    op_name = "sqrt"
+    writes_out = True
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, x, out=None):
+        return k.sqrt(x, out=out)
+
+    @staticmethod
+    def backward(ctx, g):
+        out, = ctx.saved_tensors
+        return g / (out * 2)
+
+
+class ReluBackward0(Primitive):
+    """relu(x) = max(x, 0): the gradient passes where the output is positive."""
+
+    __slots__ = ()
+    op_name = "relu"
+    writes_out = True
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, x, out=None):
+        return k.relu(x, out=out)
+
+    @staticmethod
+    def backward(ctx, g):
+        out, = ctx.saved_tensors
+        return g * (out > 0)
+
+
+def _floating(x: Tensor, op: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
+    return x if (x._dtype.is_floating_point or x._dtype.is_complex) else x.to(get_default_dtype())
+
+
+def neg(x: Tensor, *, out=None) -> Tensor:
+    if x._dtype.name == "bool":
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If "
+                           "you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
+    return _result(apply(NegBackward0, (x,)), out)
+
+
+def exp(x: Tensor, *, out=None) -> Tensor:
+    return _result(apply(ExpBackward0, (_floating(x, "exp"),)), out)
+
+
+def log(x: Tensor, *, out=None) -> Tensor:
+    return _result(apply(LogBackward0, (_floating(x, "log"),)), out)
+
+
+def sqrt(x: Tensor, *, out=None) -> Tensor:
+    return _result(apply(SqrtBackward0, (_floating(x, "sqrt"),)), out)
+
+
+def rsqrt(x: Tensor) -> Tensor:
+    return pow(_floating(x, "rsqrt"), -0.5)
+
+
+def relu(x: Tensor) -> Tensor:
+    return apply(ReluBackward0, (x,))
+
+
+# -- maximum / minimum / where -----------------------------------------------------------------
+
+class MaximumBackward0(Primitive):
+    """The gradient goes to the larger input; ties split it evenly (PyTorch's rule)."""
+
+    __slots__ = ()
+    op_name = "maximum"
+    save_inputs = (0, 1)
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, k, a, b):
+        return k.maximum(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return _split_by(g, a > b, a == b)
+
+
+class MinimumBackward0(MaximumBackward0):
+    __slots__ = ()
+    op_name = "minimum"
+
+    @staticmethod
+    def forward(ctx, k, a, b):
+        return k.minimum(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return _split_by(g, a < b, a == b)
+
+
+def _split_by(g, first, tie):
+    half = g * 0.5
+    to_a = where(first, g, where(tie, half, 0))
+    return to_a, g - to_a
+
+
+def maximum(input: Tensor, other: Tensor) -> Tensor:
+    a, b = binary_operands(input, other, "maximum")
+    if not isinstance(b, Tensor):
+        raise TypeError("maximum(): argument 'other' must be Tensor")
+    return apply(MaximumBackward0, (a, b))
+
+
+def minimum(input: Tensor, other: Tensor) -> Tensor:
+    a, b = binary_operands(input, other, "minimum")
+    if not isinstance(b, Tensor):
+        raise TypeError("minimum(): argument 'other' must be Tensor")
+    return apply(MinimumBackward0, (a, b))
+
+
+class WhereBackward0(Primitive):
+    __slots__ = ()
+    op_name = "where"
+    save_inputs = (0,)
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, k, cond, a, b):
+        return k.where(cond, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        cond, = ctx.saved_tensors
+        _, need_a, need_b = ctx.needs_input_grad
+        return None, (where(cond, g, 0) if need_a else None), \
+            (where(cond, 0, g) if need_b else None)
+
+
+def where(condition: Tensor, input, other) -> Tensor:
+    """Elements of ``input`` where ``condition`` holds, else of ``other`` (broadcasting;
+    either may be a number)."""
+    if not isinstance(condition, Tensor) or condition._dtype.name != "bool":
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got "
+                           f"{getattr(condition, 'dtype', type(condition).__name__)}")
+    dt = result_type(input, other)
+    a, b = (_operand(x, dt, condition, "where") for x in (input, other))
+    broadcast_shapes(condition.shape, a.shape, b.shape)
+    return apply(WhereBackward0, (condition, a, b))
+
+
+def _operand(x, dt, like: Tensor, op: str) -> Tensor:
+    """``x`` (a Tensor or a number) as a tensor of dtype ``dt`` on ``like``'s device."""
+    if isinstance(x, _Number):
+        from .creation import full
+        return full((), x, dtype=dt, device=like.device)
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): expected a Tensor or a number, got {type(x).__name__}")
+    x = _same_device(like, x, op)
+    return x if x._dtype is dt else x.to(dt)
+
+
+# -- comparisons (never differentiable) --------------------------------------------------------
+
+def _comparison(name: str):
+    class Compare(Primitive):
+        __slots__ = ()
+        op_name = name
+        differentiable = False
+
+        @staticmethod
+        def forward(ctx, k, a, b):
+            return getattr(k, name)(a, b)
+
+    Compare.__name__ = Compare.__qualname__ = f"{name.capitalize()}Op"
+
+    def compare(input, other) -> Tensor:
+        a, b = binary_operands(input, other, name)
+        if isinstance(b, Tensor):
+            broadcast_shapes(a.shape, b.shape)
+            return apply(Compare, (a, b))
+        return apply(Compare, (a,), b)
+
+    compare.__name__ = name
+    compare.__doc__ = f"Elementwise ``{name}`` comparison, broadcasting; a bool tensor."
+    return compare
+
+
+gt, ge, lt, le, eq, ne = (_comparison(n) for n in ("gt", "ge", "lt", "le", "eq", "ne"))
+
+
+def isnan(x: Tensor) -> Tensor:
+    return ne(x, x)
+
+
+# -- out= --------------------------------------------------------------------------------------
+
+def _result(t: Tensor, out) -> Tensor:
+    if out is None:
+        return t
+    if not isinstance(out, Tensor):
+        raise TypeError(f"out must be a Tensor, got {type(out).__name__}")
+    if out._requires_grad and t._requires_grad:
+        raise RuntimeError("functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    if tuple(out.shape) != tuple(t.shape):
+        raise RuntimeError(f"out= tensor has shape {list(out.shape)}, but the result has shape "
+                           f"{list(t.shape)}")
+    return out.copy_(t.detach())
+
+
+def _inplace(op_tensor, op_scalar, promote_float=False):
+    """The ``x.op_(other)`` method for a binary primitive pair."""
+    takes_alpha = op_tensor in (AddBackward0, SubBackward0)
+
+    def method(self: Tensor, other, *, alpha=None):
+        if isinstance(other, Tensor):
+            other = _same_device(self, other, op_tensor.op_name + "_")
+            dt = result_type(self, other)
+            if promote_float and not (dt.is_floating_point or dt.is_complex):
+                dt = get_default_dtype()
+            if _can_cast(dt, self._dtype) is False:
+                raise RuntimeError(f"result type {dt.name.capitalize()} can't be cast to the "
+                                   f"desired output type {self._dtype.name.capitalize()}")
+            if other._dtype is not self._dtype:
+                other = other.to(self._dtype)
+            if broadcast_shapes(self.shape, other.shape) != tuple(self.shape):
+                raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
+                                   f"broadcast shape {list(broadcast_shapes(self.shape, other.shape))}")
+            params = (1 if alpha is None else alpha,) if takes_alpha else ()
+            return apply_inplace(op_tensor, self, (other,), *params)
+        if not isinstance(other, _Number):
+            raise TypeError(f"{op_tensor.op_name}_(): argument 'other' must be Tensor or Number")
+        dt = result_type(self, other)
+        if promote_float and not dt.is_floating_point:
+            dt = get_default_dtype()
+        if _can_cast(dt, self._dtype) is False:
+            raise RuntimeError(f"result type {dt.name.capitalize()} can't be cast to the "
+                               f"desired output type {self._dtype.name.capitalize()}")
+        s = other if alpha is None else other * alpha
+        return apply_inplace(op_scalar, self, (), s)
+    method.__name__ = op_tensor.op_name + "_"
+    return method
+
+
+def _can_cast(src, dst) -> bool:
+    # PyTorch refuses in-place ops whose result category exceeds the tensor's (float into int).
+    order = lambda d: (3 if d.is_complex else 2 if d.is_floating_point else 0 if d.name == "bool"
+                       else 1)
+    return order(src) <= order(dst)
+
+
+add_ = _inplace(AddBackward0, AddBackward1)
+sub_ = _inplace(SubBackward0, SubBackward1)
+mul_ = _inplace(MulBackward0, MulBackward1)
+div_ = _inplace(DivBackward0, DivBackward1, promote_float=True)
+
+
+def _unary_inplace(op):
+    def method(self: Tensor) -> Tensor:
+        return apply_inplace(op, self, ())
+    method.__name__ = op.op_name + "_"
+    return method
+
+
+neg_ = _unary_inplace(NegBackward0)
+exp_ = _unary_inplace(ExpBackward0)
+log_ = _unary_inplace(LogBackward0)
+sqrt_ = _unary_inplace(SqrtBackward0)
+relu_ = _unary_inplace(ReluBackward0)
+
+
+def pow_(self: Tensor, exponent) -> Tensor:
+    if isinstance(exponent, Tensor):
+        return apply_inplace(PowBackward1, self, (exponent.to(self._dtype),))
+    return apply_inplace(PowBackward0, self, (), exponent)

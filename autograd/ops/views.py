@@ -1,0 +1,520 @@
+"""View ops and in-place writes through views.
+
+A view shares its input's storage and version counter and remembers the tensor whose storage
+it views (``_base``, never itself a view). Forward rules here only touch metadata (the
+backend's ``view``/``permute``/``expand``/``getitem``/``as_strided``).
+
+In-place writes through a view (``y[0] = v``, ``y.view(-1).mul_(2)``) rewrite history as
+PyTorch does: the base gets a ``CopySlices`` node (the gradient of the written region goes
+through the in-place op's node, the rest passes through), and every view of that base whose
+history predates the write (its ``_view_version`` is behind the version counter) is given a
+fresh ``AsStridedBackward0`` history on top of the base's when its ``grad_fn`` is next read.
+Geometry (shape, strides, offset) is taken relative to the base, and gradient buffers are laid
+out like the base, so the same geometry applies to them.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+from ..dispatch import Primitive, apply
+from ..node import Node
+from ..state import state
+from ..tensor import Tensor
+
+__all__ = ["view", "reshape", "permute", "transpose", "t", "numpy_T", "expand", "expand_as",
+           "broadcast_to", "unsqueeze", "squeeze", "flatten", "getitem", "as_strided",
+           "sum_to_size", "rebase_history", "regenerate_view_history", "infer_size"]
+
+
+def _as_view(out: Tensor, src: Tensor) -> Tensor:
+    out._base = src if src._base is None else src._base
+    out._vc = src._vc
+    out._view_version = src._vc[0]
+    out._inference = src._inference
+    return out
+
+
+class _ViewPrimitive(Primitive):
+    __slots__ = ()
+
+
+def _view_apply(op, x: Tensor, *params) -> Tensor:
+    return _as_view(apply(op, (x,), *params), x)
+
+
+# -- shapes ----------------------------------------------------------------------------------
+
+def infer_size(shape, numel: int, op: str) -> tuple:
+    """Resolves one -1 in ``shape`` and checks the element count."""
+    shape = tuple(operator.index(s) for s in shape)
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError(f"{op}: only one dimension can be inferred, got shape {list(shape)}")
+    if any(s < -1 for s in shape):
+        raise RuntimeError(f"{op}: invalid shape dimension in {list(shape)}")
+    known = math.prod(s for s in shape if s != -1)
+    if neg:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"{op}: shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = shape[:neg[0]] + (numel // known,) + shape[neg[0] + 1:]
+    elif known != numel:
+        raise RuntimeError(f"{op}: shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+def _shape_args(shape) -> tuple:
+    if len(shape) == 1 and not isinstance(shape[0], int) and shape[0] is not None:
+        return tuple(shape[0])
+    return tuple(shape)
+
+
+def _wrap(dim: int, ndim: int, op: str) -> int:
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"{op}: dimension out of range (expected to be in range of [{-n}, "
+                         f"{n - 1}], but got {dim})")
+    return dim % n
+
+
+# -- view/reshape ------------------------------------------------------------------------------
+
+class ViewBackward0(_ViewPrimitive):
+    __slots__ = ()
+    op_name = "view"
+
+    @staticmethod
+    def forward(ctx, k, x, shape):
+        out = k.view(x, shape)
+        if out is None:
+            raise RuntimeError(
+                f"view size is not compatible with input tensor's size and stride (at least one "
+                f"dimension spans across two contiguous subspaces). Use .reshape(...) instead. "
+                f"(view of shape {list(x.shape)} with strides {list(k.strides(x))} as "
+                f"{list(shape)})")
+        ctx.in_shape = x.shape
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(ctx.in_shape)
+
+
+def view(x: Tensor, *shape) -> Tensor:
+    """A view of ``x`` with another shape (one dimension may be -1)."""
+    shape = infer_size(_shape_args(shape), x.numel(), "view")
+    return _view_apply(ViewBackward0, x, shape)
+
+
+def reshape(x: Tensor, *shape) -> Tensor:
+    """``x`` with another shape: a view when strides allow, else a contiguous copy."""
+    shape = infer_size(_shape_args(shape), x.numel(), "reshape")
+    if shape == tuple(x.shape):
+        return view(x, shape)
+    if x._k.view(x._data, shape) is None:
+        x = x.contiguous()
+    return view(x, shape)
+
+
+def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    nd = x.ndim
+    if nd == 0:
+        return reshape(x, (1,))
+    s, e = _wrap(start_dim, nd, "flatten"), _wrap(end_dim, nd, "flatten")
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    shape = tuple(x.shape)
+    return reshape(x, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
+
+
+# -- permutations ------------------------------------------------------------------------------
+
+class PermuteBackward0(_ViewPrimitive):
+    __slots__ = ()
+    op_name = "permute"
+
+    @staticmethod
+    def forward(ctx, k, x, dims):
+        ctx.dims = dims
+        return k.permute(x, dims)
+
+    @staticmethod
+    def backward(ctx, g):
+        inverse = [0] * len(ctx.dims)
+        for i, d in enumerate(ctx.dims):
+            inverse[d] = i
+        return g.permute(*inverse)
+
+
+class TransposeBackward0(PermuteBackward0):
+    __slots__ = ()
+    op_name = "transpose"
+
+
+class TBackward0(PermuteBackward0):
+    __slots__ = ()
+    op_name = "t"
+
+
+def permute(x: Tensor, *dims) -> Tensor:
+    dims = tuple(_wrap(d, x.ndim, "permute") for d in _shape_args(dims))
+    if sorted(dims) != list(range(x.ndim)):
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
+                           f"not match the length of the desired ordering of dimensions i.e. "
+                           f"input.dim() = {x.ndim} is not equal to len(dims) = {len(dims)}"
+                           if len(dims) != x.ndim else f"permute: repeated dim in {list(dims)}")
+    return _view_apply(PermuteBackward0, x, dims)
+
+
+def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
+    nd = x.ndim
+    d0, d1 = _wrap(dim0, nd, "transpose"), _wrap(dim1, nd, "transpose")
+    dims = list(range(nd))
+    dims[d0], dims[d1] = dims[d1], dims[d0]
+    return _view_apply(TransposeBackward0, x, tuple(dims))
+
+
+def t(x: Tensor) -> Tensor:
+    """Transposes a tensor of at most 2 dimensions."""
+    if x.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
+    return _view_apply(TBackward0, x, tuple(reversed(range(x.ndim))))
+
+
+def numpy_T(x: Tensor) -> Tensor:
+    return _view_apply(PermuteBackward0, x, tuple(reversed(range(x.ndim))))
+
+
+# -- broadcasting --------------------------------------------------------------------------------
+
+class ExpandBackward0(_ViewPrimitive):
+    __slots__ = ()
+    op_name = "expand"
+
+    @staticmethod
+    def forward(ctx, k, x, shape):
+        ctx.in_shape = x.shape
+        return k.expand(x, shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.sum_to_size(ctx.in_shape)
+
+
+def expand(x: Tensor, *sizes) -> Tensor:
+    """A view of ``x`` broadcast to ``sizes`` (-1 keeps a dimension); no memory is copied."""
+    sizes = _shape_args(sizes)
+    lead = len(sizes) - x.ndim
+    if lead < 0:
+        raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater "
+                           f"or equal to the number of dimensions in the tensor ({x.ndim})")
+    shape = []
+    for i, s in enumerate(sizes):
+        if i < lead:
+            if s < 0:
+                raise RuntimeError(f"expand: -1 is not allowed in a leading, non-existing "
+                                   f"dimension {i}")
+            shape.append(s)
+            continue
+        have = x.shape[i - lead]
+        if s == -1:
+            s = have
+        elif have != 1 and have != s:
+            raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing "
+                               f"size ({have}) at non-singleton dimension {i}.  Target sizes: "
+                               f"{list(sizes)}.  Tensor sizes: {list(x.shape)}")
+        shape.append(s)
+    shape = tuple(shape)
+    if shape == tuple(x.shape):
+        return _view_apply(ViewBackward0, x, shape)  # PyTorch records a view here too
+    return _view_apply(ExpandBackward0, x, shape)
+
+
+def expand_as(x: Tensor, other: Tensor) -> Tensor:
+    return expand(x, tuple(other.shape))
+
+
+def broadcast_to(x: Tensor, shape) -> Tensor:
+    return expand(x, tuple(shape))
+
+
+def sum_to_size(x: Tensor, *size) -> Tensor:
+    """Sums ``x`` down to ``size`` (the inverse of broadcasting ``size`` to ``x.shape``)."""
+    size = tuple(_shape_args(size))
+    shape = tuple(x.shape)
+    if shape == size:
+        return x
+    lead = len(shape) - len(size)
+    if lead < 0 or any(s != 1 and s != shape[lead + i] for i, s in enumerate(size)):
+        raise RuntimeError(f"size {list(size)} is not expandable to size {list(shape)}")
+    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(size)
+                                      if s == 1 and shape[lead + i] != 1)
+    out = x.sum(dims, keepdim=True) if dims else x
+    return out.reshape(size) if tuple(out.shape) != size else out
+
+
+# -- squeeze / unsqueeze -----------------------------------------------------------------------
+
+class UnsqueezeBackward0(ViewBackward0):
+    __slots__ = ()
+    op_name = "unsqueeze"
+
+
+class SqueezeBackward0(ViewBackward0):
+    __slots__ = ()
+    op_name = "squeeze"
+
+
+def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    nd = x.ndim + 1
+    d = _wrap(dim, nd, "unsqueeze")
+    shape = list(x.shape)
+    shape.insert(d, 1)
+    return _view_apply(UnsqueezeBackward0, x, tuple(shape))
+
+
+def squeeze(x: Tensor, dim=None) -> Tensor:
+    shape = list(x.shape)
+    if dim is None:
+        new = [s for s in shape if s != 1]
+    else:
+        dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+        dims = {_wrap(d, x.ndim, "squeeze") for d in dims}
+        new = [s for i, s in enumerate(shape) if not (i in dims and s == 1)]
+    return _view_apply(SqueezeBackward0, x, tuple(new))
+
+
+# -- basic indexing ----------------------------------------------------------------------------
+
+def _normalize_index(index, shape, op="index") -> tuple:
+    """Expands Ellipsis, checks int bounds and wraps negative ints (basic indexing only)."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    consumed = sum(1 for ix in index if ix is not None and ix is not Ellipsis)
+    if consumed > len(shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+    out, d = [], 0
+    for ix in index:
+        if ix is Ellipsis:
+            out.extend([slice(None)] * (len(shape) - consumed))
+            d += len(shape) - consumed
+            consumed = len(shape)  # a second Ellipsis expands to nothing
+        elif ix is None:
+            out.append(None)
+        elif isinstance(ix, slice):
+            if ix.step is not None and ix.step <= 0:
+                raise ValueError("step must be greater than zero")
+            out.append(ix)
+            d += 1
+        else:
+            i = operator.index(ix)
+            n = shape[d]
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for dimension {d} with size {n}")
+            out.append(i % n)
+            d += 1
+    return tuple(out)
+
+
+def is_basic_index(index) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    for ix in items:
+        if ix is None or ix is Ellipsis or isinstance(ix, slice):
+            continue
+        if isinstance(ix, bool) or isinstance(ix, (Tensor, list)) or hasattr(ix, "__array__"):
+            return False
+        try:
+            operator.index(ix)
+        except TypeError:
+            return False
+    return True
+
+
+class SliceBackward0(_ViewPrimitive):
+    """Basic indexing (ints, slices, None): the gradient is scattered into zeros."""
+
+    __slots__ = ()
+    op_name = "slice"
+
+    @staticmethod
+    def forward(ctx, k, x, index):
+        ctx.in_shape, ctx.index = x.shape, index
+        return k.getitem(x, index)
+
+    @staticmethod
+    def backward(ctx, g):
+        return slice_scatter(g, ctx.in_shape, ctx.index)
+
+
+class SliceScatterBackward0(Primitive):
+    """zeros(shape) with ``src`` written at ``index``: the backward of basic indexing."""
+
+    __slots__ = ()
+    op_name = "slice_scatter"
+
+    @staticmethod
+    def forward(ctx, k, src, shape, index, dtype, device):
+        ctx.index = index
+        out = k.full(shape, 0, dtype, device)
+        k.copy_(k.getitem(out, index), src)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return g[ctx.index]
+
+
+def slice_scatter(src: Tensor, shape, index) -> Tensor:
+    return apply(SliceScatterBackward0, (src,), tuple(shape), index, src.dtype, src.device)
+
+
+def getitem(x: Tensor, index) -> Tensor:
+    """``x[index]`` for basic indices (ints, slices, None, Ellipsis): a view."""
+    if not is_basic_index(index):
+        from .indexing import advanced_getitem  # issue 4: index tensors
+        return advanced_getitem(x, index)
+    index = _normalize_index(index, x.shape)
+    return _view_apply(SliceBackward0, x, index)
+
+
+# -- as_strided, and history through views ------------------------------------------------------
+
+class AsStridedBackward0(_ViewPrimitive):
+    """A view by explicit geometry; the offset is relative to the input's storage offset."""
+
+    __slots__ = ()
+    op_name = "as_strided"
+
+    @staticmethod
+    def forward(ctx, k, x, shape, strides, rel_offset):
+        ctx.layout = (x.shape, k.strides(x))
+        ctx.geom = (shape, strides, rel_offset)
+        return k.as_strided(x, shape, strides, k.storage_offset(x) + rel_offset)
+
+    @staticmethod
+    def backward(ctx, g):
+        return as_strided_scatter(_zeros_layout(g, *ctx.layout), g, *ctx.geom)
+
+
+class AsStridedScatterBackward0(Primitive):
+    """A copy of ``base`` (in ``base``'s layout) with the region ``geom`` replaced by ``src``;
+    the region's offset is relative to the start of ``base``."""
+
+    __slots__ = ()
+    op_name = "as_strided_scatter"
+
+    @staticmethod
+    def forward(ctx, k, base, src, shape, strides, rel_offset, dtype, device):
+        ctx.geom = (shape, strides, rel_offset)
+        st = k.strides(base)
+        out = k.as_strided(k.empty((_extent(base.shape, st),), dtype, device), base.shape, st, 0)
+        k.copy_(out, base)
+        k.copy_(k.as_strided(out, shape, strides, rel_offset), src)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, strides, off = ctx.geom
+        region = as_strided(g, shape, strides, g.storage_offset() + off)
+        g_base = as_strided_scatter(g, _zeros_like_shape(region), shape, strides, off)
+        return g_base, region
+
+
+def _extent(shape, strides) -> int:
+    if any(n == 0 for n in shape):
+        return 0
+    return 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+
+
+def _zeros_layout(like: Tensor, shape, strides) -> Tensor:
+    from .creation import empty_strided
+    out = empty_strided(shape, strides, dtype=like.dtype, device=like.device)
+    out._k.copy_(out._data, 0)
+    return out
+
+
+def _zeros_like_shape(like: Tensor) -> Tensor:
+    from .creation import zeros
+    return zeros(tuple(like.shape), dtype=like.dtype, device=like.device)
+
+
+def _to_layout(g: Tensor, shape, strides) -> Tensor:
+    """``g`` with the given strides: itself if it has them, else a recorded copy."""
+    if g.stride() == tuple(strides):
+        return g
+    from .creation import empty_strided
+    return empty_strided(shape, strides, dtype=g.dtype, device=g.device).copy_(g)
+
+
+def as_strided(x: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
+    """A view of ``x``'s storage with explicit ``size``, ``stride`` and ``storage_offset``
+    (absolute, as PyTorch's; ``None`` keeps ``x``'s offset)."""
+    size, stride = tuple(size), tuple(stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"as_strided: mismatch in length of strides ({len(stride)}) and "
+                           f"shape ({len(size)})")
+    rel = 0 if storage_offset is None else storage_offset - x.storage_offset()
+    return _view_apply(AsStridedBackward0, x, size, stride, rel)
+
+
+def as_strided_scatter(base: Tensor, src: Tensor, size, stride, rel_offset: int) -> Tensor:
+    return apply(AsStridedScatterBackward0, (base, src), tuple(size), tuple(stride), rel_offset,
+                 base.dtype, base.device)
+
+
+class CopySlices(Node):
+    """History of a base after an in-place op ``fn`` on one of its views: the gradient of
+    the written region goes through ``fn``; the rest of the base's gradient passes through."""
+
+    def __init__(self, base: Tensor, view_: Tensor, fn: Node):
+        super().__init__()
+        self.next_functions = (base._edge(),) + fn.next_functions[1:]
+        self._seq = fn._seq
+        self._stream = fn._stream
+        self.fn = fn
+        self.layout = (tuple(base.shape), base.stride())
+        self.geom = (tuple(view_.shape), view_.stride(),
+                     view_.storage_offset() - base.storage_offset())
+
+    @property
+    def num_outputs(self) -> int:
+        return 1
+
+    def apply(self, g):
+        shape, strides, off = self.geom
+        g = _to_layout(g, *self.layout)
+        region = as_strided(g, shape, strides, g.storage_offset() + off)
+        res = self.fn.apply(region)
+        first = res[0] if res[0] is not None else _zeros_like_shape(region)
+        return (as_strided_scatter(g, first, shape, strides, off),) + tuple(res[1:])
+
+    def _release(self) -> None:
+        self.fn._release()
+
+
+def rebase_history(t: Tensor, node: Node) -> None:
+    """Makes ``node`` (an in-place op just applied to ``t``) the history of ``t``."""
+    if t._base is None:
+        t._grad_fn, t._output_nr, t._requires_grad = node, 0, True
+        return
+    base = t._base
+    cs = CopySlices(base, t, node)
+    base._grad_fn, base._output_nr, base._requires_grad = cs, 0, True
+    regenerate_view_history(t)
+
+
+def regenerate_view_history(v: Tensor) -> None:
+    """Gives view ``v`` a history on top of its base's current one."""
+    base = v._base
+    rel = v.storage_offset() - base.storage_offset()
+    prev = state.grad_enabled
+    state.grad_enabled = True
+    try:
+        fresh = apply(AsStridedBackward0, (base,), tuple(v.shape), v.stride(), rel)
+    finally:
+        state.grad_enabled = prev
+    v._grad_fn, v._output_nr = fresh._grad_fn, 0
+    v._requires_grad = True
+    v._view_version = v._vc[0]
+

@@ -1,0 +1,43 @@
+"""``repr`` of tensors in PyTorch's format: ``tensor([1., 2.], requires_grad=True)``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..runtime import dtype as dtypes
+
+_DEFAULT_DTYPES = (dtypes.float32, dtypes.int64, dtypes.bool)
+
+
+def _format_array(a: np.ndarray, indent: int) -> str:
+    if a.dtype.kind == "f":
+        finite = a[np.isfinite(a)]
+        integral = finite.size == 0 or bool(np.all(finite == np.round(finite)))
+        big = finite.size and (np.abs(finite).max() >= 1e8 or
+                               (np.abs(finite[finite != 0]).min(initial=1) < 1e-4))
+        if big:
+            fmt = {"float_kind": lambda v: f"{v:.4e}"}
+        elif integral:
+            fmt = {"float_kind": lambda v: f"{v:.0f}." if np.isfinite(v) else str(v)}
+        else:
+            fmt = {"float_kind": lambda v: f"{v:.4f}" if np.isfinite(v) else str(v)}
+    else:
+        fmt = None
+    return np.array2string(a, separator=", ", formatter=fmt, prefix=" " * indent,
+                           threshold=1000, edgeitems=3, max_line_width=80)
+
+
+def tensor_repr(t) -> str:
+    a = t.detach().cpu()._host_array() if t.device.type != "cpu" else t._host_array()
+    body = _format_array(np.asarray(a), len("tensor("))
+    extras = []
+    if t.device.type != "cpu":
+        extras.append(f"device='{t.device}'")
+    if t.dtype not in _DEFAULT_DTYPES or (t.numel() == 0 and t.dtype is not dtypes.float32):
+        extras.append(f"dtype={t.dtype}")
+    fn = t._grad_fn
+    if fn is not None:
+        extras.append(f"grad_fn=<{fn.name()}>")
+    elif t.requires_grad:
+        extras.append("requires_grad=True")
+    return "tensor(" + body + "".join(", " + e for e in extras) + ")"

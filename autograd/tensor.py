@@ -1,0 +1,452 @@
+"""The Tensor: a strided view of a storage, plus what autograd needs to know about it.
+
+The view is the backend's native array (``_data``): a NumPy array on the CPU, a
+``runtime.DeviceArray`` on CUDA. Views of one storage share one version counter (``_vc``, a
+one-element list), which every in-place op bumps and every saved tensor checks. Autograd fields
+follow PyTorch: ``requires_grad``, ``grad``, ``grad_fn`` with ``output_nr``, and ``_base`` for
+views (the tensor whose storage they view).
+
+Ops (``+``, ``exp``, ``sum``, views, ...) are defined in autograd/ops and bound onto this class
+there; this file holds only the tensor's own state and its autograd surface.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from ..runtime import dtype as dtypes
+from ..runtime.device import device as Device
+from .node import AccumulateGrad, RemovableHandle, _HookDict
+from .state import state
+
+__all__ = ["Tensor", "make", "array_meta", "Size"]
+
+_CPU = Device("cpu")
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints as ``tritongrad.Size([2, 3])``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"tritongrad.Size({list(self)})"
+
+    def numel(self) -> int:
+        n = 1
+        for d in self:
+            n *= d
+        return n
+
+
+_ndarray = np.ndarray
+_NP_TO_DTYPE = {d.np: d for d in (dtypes.bool, dtypes.uint8, dtypes.int8, dtypes.int16,
+                                 dtypes.int32, dtypes.int64, dtypes.float16, dtypes.float32,
+                                 dtypes.float64, dtypes.complex64, dtypes.complex128)}
+
+
+def array_meta(data) -> tuple:
+    """(device, dtype) of a backend array: a NumPy array is on the CPU, a DeviceArray knows."""
+    if isinstance(data, _ndarray):
+        try:
+            return _CPU, _NP_TO_DTYPE[data.dtype]
+        except KeyError:
+            return _CPU, dtypes.from_numpy_dtype(data.dtype)  # raises a clear error
+    return data.device, data.dtype
+
+
+def make(data, dtype=None) -> "Tensor":
+    """Wraps a backend array as a Tensor with no autograd history (the hot-path constructor)."""
+    t = object.__new__(Tensor)
+    t._data = data
+    if type(data) is _ndarray and dtype is None:
+        t._device = _CPU
+        t._dtype = _NP_TO_DTYPE[data.dtype]
+    else:
+        t._device, d = array_meta(data)
+        t._dtype = d if dtype is None else dtype
+    t._requires_grad = False
+    t._grad_fn = None
+    t._output_nr = 0
+    t._grad = None
+    t._vc = [0]
+    t._base = None
+    t._view_version = 0
+    t._hooks = None
+    t._grad_acc = None
+    t._retains_grad = False
+    t._inference = state.inference
+    return t
+
+
+class Tensor:
+    """A multi-dimensional array on a device that records the ops applied to it for autograd.
+
+    Create tensors with ``tritongrad.tensor``, ``zeros``, ``randn`` and the other factories.
+    """
+
+    __slots__ = ("_data", "_device", "_dtype", "_requires_grad", "_grad_fn", "_output_nr",
+                 "_grad", "_vc", "_base", "_view_version", "_hooks", "_grad_acc",
+                 "_retains_grad", "_inference", "__weakref__", "__dict__")
+
+    def __new__(cls, *args, **kwargs):
+        if cls is Tensor and args and not kwargs:
+            from .ops.creation import tensor  # Tensor(data) is tensor(data), as in PyTorch
+            return tensor(args[0] if len(args) == 1 else list(args))
+        return object.__new__(cls)
+
+    # -- what it is --------------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        """The shape, or the length of dimension ``dim``."""
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim, "size")]
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        n = 1
+        for d in self._data.shape:
+            n *= d
+        return n
+
+    nelement = numel
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._device.type == "cuda"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self._device.type == "cpu"
+
+    def is_floating_point(self) -> bool:
+        return self._dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return self._dtype.is_complex
+
+    def element_size(self) -> int:
+        return self._dtype.itemsize
+
+    def stride(self, dim: int | None = None):
+        """Strides in elements, or the stride of dimension ``dim``."""
+        st = self._k.strides(self._data)
+        return st if dim is None else st[_wrap_dim(dim, self._data.ndim, "stride")]
+
+    def storage_offset(self) -> int:
+        return self._k.storage_offset(self._data)
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        expected = 1
+        for n, s in zip(reversed(self._data.shape), reversed(self.stride())):
+            if n != 1 and s != expected:
+                return False
+            expected *= n
+        return True
+
+    def data_ptr(self) -> int:
+        d = self._data
+        return d.data_ptr() if self._device.type == "cuda" else d.__array_interface__["data"][0]
+
+    def is_inference(self) -> bool:
+        """True for tensors created in inference mode."""
+        return self._inference
+
+    @property
+    def _k(self):
+        from ..kernels import backend
+        return backend(self._device)
+
+    @property
+    def _version(self) -> int:
+        """How many in-place ops have modified this tensor's storage (shared by its views)."""
+        return self._vc[0]
+
+    def __len__(self) -> int:
+        if not self._data.ndim:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    # -- autograd surface --------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        """True if gradients need to be computed for this Tensor."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Sets ``requires_grad`` in place on a leaf tensor and returns it."""
+        if self._grad_fn is not None:
+            if requires_grad:
+                return self
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a "
+                "computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach().")
+        if requires_grad and not (self._dtype.is_floating_point or self._dtype.is_complex):
+            raise RuntimeError(f"only Tensors of floating point and complex dtype can require "
+                               f"gradients (got {self._dtype})")
+        if requires_grad and self._inference and not state.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def grad_fn(self):
+        """The Node that created this tensor (None for leaves)."""
+        if self._base is not None:
+            return self._view_grad_fn()
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors not created by a recorded op: those with ``requires_grad=False``,
+        and those the user created with ``requires_grad=True``."""
+        return self.grad_fn is None
+
+    @property
+    def output_nr(self) -> int:
+        return self._output_nr
+
+    @property
+    def grad(self):
+        """The accumulated gradient: None until a backward computes one for this tensor."""
+        if self._grad is None and self._grad_fn is not None and not self._retains_grad:
+            import warnings
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
+                "Its .grad attribute won't be populated during autograd.backward(). If you "
+                "indeed want the .grad field to be populated for a non-leaf Tensor, use "
+                ".retain_grad() on the non-leaf Tensor.", UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
+                                f"type {type(value).__name__}")
+            if value._device is not self._device:
+                raise RuntimeError(f"assigned grad has data located on {value._device}, "
+                                   f"different from the tensor on {self._device}")
+            if value._dtype is not self._dtype:
+                raise RuntimeError(f"assigned grad has data of a different type "
+                                   f"({value._dtype}) than the tensor ({self._dtype})")
+            if tuple(value.shape) != tuple(self.shape):
+                raise RuntimeError(f"assigned grad has data of a different size "
+                                   f"({list(value.shape)}) than the tensor "
+                                   f"({list(self.shape)})")
+        self._grad = value
+
+    @property
+    def retains_grad(self) -> bool:
+        """True if this non-leaf tensor keeps its ``.grad`` (see ``retain_grad``)."""
+        return self._retains_grad
+
+    def retain_grad(self) -> None:
+        """Makes this non-leaf tensor's ``.grad`` be populated during backward."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        fn = self.grad_fn
+        if fn is None or self._retains_grad:
+            return  # a leaf retains its grad anyway
+        if fn._retained is None:
+            fn._retained = {}
+        fn._retained[self._output_nr] = weakref.ref(self)
+        self._retains_grad = True
+
+    def register_hook(self, hook) -> RemovableHandle:
+        """Registers ``hook(grad) -> Tensor or None``, called each time a gradient with respect
+        to this tensor is computed; a returned tensor replaces the gradient.
+
+        Returns a handle whose ``remove()`` unregisters the hook.
+
+        Example:
+            >>> v = tg.tensor([0., 0., 0.], requires_grad=True)
+            >>> h = v.register_hook(lambda grad: grad * 2)  # double the gradient
+            >>> v.backward(tg.tensor([1., 2., 3.]))
+            >>> v.grad
+            tensor([2., 4., 6.])
+            >>> h.remove()
+        """
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        fn = self.grad_fn
+        if fn is not None:
+            return fn._add_tensor_hook(self._output_nr, hook)
+        if self._hooks is None:
+            self._hooks = _HookDict()
+        h = RemovableHandle(self._hooks)
+        self._hooks[h.id] = hook
+        return h
+
+    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False,
+                 inputs=None) -> None:
+        """Computes the gradient of this tensor w.r.t. graph leaves; see
+        ``tritongrad.autograd.backward``. ``gradient`` is needed unless this tensor is a
+        scalar."""
+        from .engine import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self) -> "Tensor":
+        """A new tensor sharing this one's storage and version counter, with no history."""
+        t = make(self._data, self._dtype)
+        t._vc = self._vc
+        t._inference = self._inference
+        return t
+
+    def detach_(self) -> "Tensor":
+        """Detaches this tensor from its graph in place, making it a leaf. Views cannot."""
+        if self._base is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are "
+                               "using DistributedDataParallel (DDP) for training, ...: this "
+                               "view is the output of a function that returns multiple views.")
+        self._grad_fn = None
+        self._output_nr = 0
+        self._requires_grad = False
+        return self
+
+    @property
+    def data(self) -> "Tensor":
+        """This tensor's values as a tensor with no history and its own version counter:
+        in-place changes to it are invisible to autograd's checks (prefer ``detach()``)."""
+        t = make(self._data, self._dtype)
+        t._inference = self._inference
+        return t
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        self._data, self._device, self._dtype = value._data, value._device, value._dtype
+
+    # -- internal helpers for autograd -------------------------------------------------------
+    def _grad_accumulator(self) -> AccumulateGrad:
+        acc = self._grad_acc() if self._grad_acc is not None else None
+        if acc is None:
+            acc = AccumulateGrad(self)
+            self._grad_acc = weakref.ref(acc)
+        return acc
+
+    def _edge(self):
+        """(node, input slot) that gradients for this tensor flow into, or None."""
+        fn = self._grad_fn if self._base is None else self._view_grad_fn()
+        if fn is not None:
+            return (fn, self._output_nr)
+        if self._requires_grad:
+            return (self._grad_accumulator(), 0)
+        return (None, 0)
+
+    def _view_grad_fn(self):
+        # A view's history is stale once its base was modified in place through another view
+        # (version moved on): it is regenerated as a strided view of the base's new history.
+        if self._view_version != self._vc[0] and self._base._requires_grad:
+            from .ops.views import regenerate_view_history
+            regenerate_view_history(self)
+        return self._grad_fn
+
+    def _alias_without_history(self) -> "Tensor":
+        t = make(self._data, self._dtype)
+        t._vc = self._vc
+        return t
+
+    def _with_history(self, node, output_nr: int) -> "Tensor":
+        t = make(self._data, self._dtype)
+        t._vc = self._vc
+        t._grad_fn = node
+        t._output_nr = output_nr
+        t._requires_grad = True
+        return t
+
+    # -- conversions -------------------------------------------------------------------------
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The values as a NumPy array sharing memory (CPU tensors without grad), or a copy
+        with ``force=True``."""
+        if self._device.type != "cpu":
+            if not force:
+                raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
+                                f"Tensor.cpu() to copy the tensor to host memory first.")
+            return self.cpu()._host_array()
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return self._host_array().copy() if force else self._host_array()
+
+    def _host_array(self) -> np.ndarray:
+        from ..kernels.numpy import bf16
+        return bf16.to_float32(self._data) if self._dtype is dtypes.bfloat16 else self._data
+
+    def __array__(self, dtype=None, copy=None):
+        if self._device.type != "cpu":
+            raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
+                            f"Tensor.cpu() to copy the tensor to host memory first.")
+        a = self._host_array()
+        return a if dtype is None else a.astype(dtype)
+
+    def tolist(self):
+        return self.detach().cpu()._host_array().tolist()
+
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
+                               f"Scalar")
+        return self.detach().cpu()._host_array().reshape(()).item()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __index__(self) -> int:
+        if self._dtype.is_floating_point or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self.item())
+
+    def __repr__(self) -> str:
+        from .printing import tensor_repr
+        return tensor_repr(self)
+
+    __str__ = __repr__
+
+
+def _wrap_dim(dim: int, ndim: int, op: str) -> int:
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"{op}: dimension out of range (expected to be in range of "
+                         f"[{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim

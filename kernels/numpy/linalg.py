@@ -1,0 +1,13 @@
+"""Matrix products over NumPy arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype == np.float16:
+        # NumPy has no half GEMM (it loops in Python-speed C); compute in float32 and round
+        # once, which is also what GPU tensor cores do with a float32 accumulator.
+        return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(np.float16)
+    return np.matmul(a, b)

@@ -1,0 +1,188 @@
+"""DeviceArray: a strided view of CUDA memory, the Triton backend's native array.
+
+A DeviceArray is (storage, offset, shape, strides, dtype): offset and strides count elements,
+as PyTorch's do. View operations here only touch that metadata; the memory belongs to the
+``Storage`` (runtime/memory.py), which returns its block to the caching allocator when the last
+view of it dies.
+
+Triton launches a kernel on any object with ``data_ptr()`` and a ``dtype`` whose string ends in
+a Triton type name, so DeviceArrays are passed to ``@triton.jit`` functions directly. Triton's
+interpreter (``TRITON_INTERPRET=1``, used by CI) also calls the torch-style methods
+``untyped_storage``, ``new_empty``, ``set_``, ``storage_offset``, ``size``, ``stride`` and
+``copy_``; they are implemented at the bottom of the class.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+from .dtype import dtype as Dtype
+
+__all__ = ["DeviceArray", "contiguous_strides", "view_strides"]
+
+
+def contiguous_strides(shape) -> tuple:
+    """Row-major strides, in elements, for ``shape``."""
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def view_strides(shape, strides, new_shape):
+    """Strides that let ``new_shape`` view memory laid out as (shape, strides), or None.
+
+    PyTorch's ``computeStride``: a reshape is a view when each run of new dimensions maps onto
+    a run of old dimensions that is contiguous within itself.
+    """
+    numel = math.prod(shape)
+    if numel == 0:
+        return contiguous_strides(new_shape)
+    if not shape:
+        return tuple(1 for _ in new_shape)
+    out = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base_stride = strides[-1]
+    tensor_numel, view_numel = 1, 1
+    for d in range(len(shape) - 1, -1, -1):
+        tensor_numel *= shape[d]
+        if d == 0 or (shape[d - 1] != 1 and strides[d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                out[view_d] = view_numel * chunk_base_stride
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if d > 0:
+                chunk_base_stride = strides[d - 1]
+                tensor_numel, view_numel = 1, 1
+    if view_d != -1:
+        return None
+    return tuple(out)
+
+
+class DeviceArray:
+    """A view (storage, offset, shape, strides, dtype) of memory on a CUDA device."""
+
+    __slots__ = ("storage", "offset", "shape", "strides", "dtype")
+
+    def __init__(self, storage, offset: int, shape: tuple, strides: tuple, dtype: Dtype):
+        self.storage = storage
+        self.offset = offset
+        self.shape = shape
+        self.strides = strides
+        self.dtype = dtype
+
+    # -- facts -------------------------------------------------------------------------------
+    @property
+    def device(self):
+        return self.storage.device
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    def data_ptr(self) -> int:
+        return self.storage.ptr + self.offset * self.dtype.itemsize
+
+    def is_contiguous(self) -> bool:
+        expected = 1
+        for n, s in zip(reversed(self.shape), reversed(self.strides)):
+            if n != 1 and s != expected:
+                return False
+            expected *= n
+        return True
+
+    def is_dense(self) -> bool:
+        """True when the elements exactly fill a span of memory (any order, no gaps, no overlap)."""
+        dims = sorted((s, n) for n, s in zip(self.shape, self.strides) if n != 1)
+        expected = 1
+        for s, n in dims:
+            if s != expected:
+                return False
+            expected *= n
+        return True
+
+    def __repr__(self) -> str:
+        return (f"DeviceArray(shape={self.shape}, strides={self.strides}, offset={self.offset}, "
+                f"dtype={self.dtype}, device={self.device})")
+
+    # -- views (metadata only) ---------------------------------------------------------------
+    def as_strided(self, shape, strides, offset: int | None = None) -> "DeviceArray":
+        return DeviceArray(self.storage, self.offset if offset is None else offset,
+                           tuple(shape), tuple(strides), self.dtype)
+
+    def view(self, shape) -> "DeviceArray | None":
+        """The same elements in ``shape`` without copying, or None if strides forbid it."""
+        strides = view_strides(self.shape, self.strides, shape)
+        return None if strides is None else self.as_strided(shape, strides)
+
+    def permute(self, dims) -> "DeviceArray":
+        return self.as_strided([self.shape[d] for d in dims], [self.strides[d] for d in dims])
+
+    def expand(self, shape) -> "DeviceArray":
+        """Broadcasts to ``shape`` (already validated) with zero strides on new dimensions."""
+        lead = len(shape) - self.ndim
+        strides = [0] * lead
+        for i, (n, s) in enumerate(zip(self.shape, self.strides)):
+            strides.append(s if n == shape[lead + i] else 0)
+        return self.as_strided(shape, strides)
+
+    def getitem(self, index: tuple) -> "DeviceArray":
+        """Basic indexing: ints, slices (positive steps), None and Ellipsis, already normalised
+        so that Ellipsis is expanded and ints are in range."""
+        shape, strides, offset = [], [], self.offset
+        d = 0
+        for ix in index:
+            if ix is None:
+                shape.append(1)
+                strides.append(0)
+            elif isinstance(ix, slice):
+                start, stop, step = ix.indices(self.shape[d])
+                n = max(0, (stop - start + step - 1) // step)
+                offset += start * self.strides[d] if n else 0
+                shape.append(n)
+                strides.append(self.strides[d] * step)
+                d += 1
+            else:
+                offset += operator.index(ix) * self.strides[d]
+                d += 1
+        shape.extend(self.shape[d:])
+        strides.extend(self.strides[d:])
+        return self.as_strided(shape, strides, offset)
+
+    # -- the torch-style surface Triton's interpreter calls ----------------------------------
+    def untyped_storage(self):
+        return self.storage
+
+    def new_empty(self, *size, device=None) -> "DeviceArray":
+        return DeviceArray(self.storage, 0, (0,), (1,), self.dtype)
+
+    def set_(self, storage, offset, size, stride) -> "DeviceArray":
+        self.storage, self.offset = storage, offset
+        self.shape, self.strides = tuple(size), tuple(stride)
+        return self
+
+    def storage_offset(self) -> int:
+        return self.offset
+
+    def size(self) -> tuple:
+        return self.shape
+
+    def stride(self) -> tuple:
+        return self.strides
+
+    def copy_(self, other) -> "DeviceArray":
+        if other.storage is not self.storage:  # the interpreter copies back to itself on host
+            raise NotImplementedError("DeviceArray.copy_ is only the interpreter's no-op")
+        return self

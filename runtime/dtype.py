@@ -1,0 +1,196 @@
+"""Element types and PyTorch's type-promotion rules.
+
+A ``dtype`` names an element type for every layer: the NumPy backend maps it to a NumPy dtype,
+and Triton reads it from ``str(dtype)`` (``"tritongrad.float32"`` ends in a name Triton knows).
+bfloat16 has no NumPy twin: on the CPU its storage is ``uint16`` bit patterns (see
+``kernels/numpy``), on the GPU it is native.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+__all__ = [
+    "dtype", "float16", "half", "bfloat16", "float32", "float", "float64", "double",
+    "uint8", "int8", "int16", "int32", "int", "int64", "long", "bool",
+    "complex64", "cfloat", "complex128", "cdouble",
+    "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "from_numpy_dtype",
+]
+
+_BOOL, _INT, _FLOAT, _COMPLEX = range(4)  # promotion categories, lowest first
+
+
+class dtype:
+    """An element type: ``tritongrad.float32`` and friends.
+
+    Attributes:
+        itemsize: bytes per element.
+        is_floating_point: True for float16, bfloat16, float32 and float64.
+        is_complex: True for complex64 and complex128.
+        is_signed: True unless the type is bool or unsigned.
+    """
+
+    __slots__ = ("name", "itemsize", "np", "is_floating_point", "is_complex", "is_signed",
+                 "_category", "_rank")
+
+    def __init__(self, name: str, np_dtype, category: int, rank: int, signed: bool = True):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.itemsize = self.np.itemsize
+        self._category = category
+        self._rank = rank
+        self.is_floating_point = category == _FLOAT
+        self.is_complex = category == _COMPLEX
+        self.is_signed = signed
+
+    def __repr__(self) -> str:
+        return f"tritongrad.{self.name}"
+
+    __str__ = __repr__
+
+    def __reduce__(self):  # dtypes are singletons; pickling keeps them so
+        return (_by_name.__getitem__, (self.name,))
+
+    def to_complex(self) -> "dtype":
+        return {float16: complex64, bfloat16: complex64, float32: complex64,
+                float64: complex128}.get(self, self)
+
+    def to_real(self) -> "dtype":
+        return {complex64: float32, complex128: float64}.get(self, self)
+
+
+# rank orders types inside a category for promotion; uint8/int8 meet at int16 (as in PyTorch).
+bool = dtype("bool", np.bool_, _BOOL, 0, signed=False)  # noqa: A001 - PyTorch's name
+uint8 = dtype("uint8", np.uint8, _INT, 1, signed=False)
+int8 = dtype("int8", np.int8, _INT, 1)
+int16 = dtype("int16", np.int16, _INT, 2)
+int32 = dtype("int32", np.int32, _INT, 3)
+int64 = dtype("int64", np.int64, _INT, 4)
+float16 = dtype("float16", np.float16, _FLOAT, 1)
+bfloat16 = dtype("bfloat16", np.uint16, _FLOAT, 1)
+float32 = dtype("float32", np.float32, _FLOAT, 2)
+float64 = dtype("float64", np.float64, _FLOAT, 3)
+complex64 = dtype("complex64", np.complex64, _COMPLEX, 2)
+complex128 = dtype("complex128", np.complex128, _COMPLEX, 3)
+
+half, float, double = float16, float32, float64  # noqa: A001
+int, long = int32, int64  # noqa: A001
+cfloat, cdouble = complex64, complex128
+
+_all = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
+        complex64, complex128)
+_by_name = {d.name: d for d in _all}
+_by_np = {d.np: d for d in _all if d is not bfloat16}
+
+
+def from_numpy_dtype(np_dtype) -> dtype:
+    """The tritongrad dtype of a NumPy dtype (``uint16`` storage is never guessed as bfloat16)."""
+    try:
+        return _by_np[np.dtype(np_dtype)]
+    except KeyError:
+        raise TypeError(f"NumPy dtype {np.dtype(np_dtype)} has no tritongrad equivalent; "
+                        f"supported: {', '.join(sorted(d.name for d in _all))}") from None
+
+
+class _Default(threading.local):
+    dtype = float32
+
+
+_default = _Default()
+
+
+def get_default_dtype() -> dtype:
+    """The floating point dtype that factories and Python floats use (float32 unless set)."""
+    return _default.dtype
+
+
+def set_default_dtype(d: dtype) -> None:
+    """Sets the default floating point dtype (float32 or float64, as in PyTorch)."""
+    if d not in (float32, float64, float16, bfloat16):
+        raise TypeError(f"set_default_dtype: only floating point types are supported, got {d}")
+    _default.dtype = d
+
+
+def promote_types(a: dtype, b: dtype) -> dtype:
+    """The smallest dtype both ``a`` and ``b`` convert to without losing category or range."""
+    if a is b:
+        return a
+    if a._category != b._category:
+        hi, lo = (a, b) if a._category > b._category else (b, a)
+        if hi.is_complex and lo.is_floating_point and lo._rank > hi._rank:
+            return complex128
+        return hi
+    if {a, b} == {float16, bfloat16}:
+        return float32
+    if {a, b} == {uint8, int8}:
+        return int16
+    if a.is_complex or a.is_floating_point or a._category == _INT:
+        return a if a._rank > b._rank else b
+    return a
+
+
+def _category_of_scalar(x) -> int:
+    if isinstance(x, builtins_bool):
+        return _BOOL
+    if isinstance(x, builtins_int):
+        return _INT
+    if isinstance(x, complex):
+        return _COMPLEX
+    return _FLOAT
+
+
+builtins_bool, builtins_int = type(True), type(1)
+
+
+def _scalar_dtype(x) -> dtype:
+    c = _category_of_scalar(x)
+    if c == _BOOL:
+        return bool
+    if c == _INT:
+        return int64
+    if c == _FLOAT:
+        return get_default_dtype()
+    return get_default_dtype().to_complex()
+
+
+def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
+    # c10's combine_categories: a higher-priority group keeps its dtype unless a lower group
+    # brings a higher category, in which case the lower group's type decides.
+    if higher is None:
+        return lower
+    if lower is None or higher.is_complex:
+        return higher
+    if lower.is_complex:
+        return higher.to_complex() if higher.is_floating_point else lower
+    if higher.is_floating_point:
+        return higher
+    if higher is bool or lower.is_floating_point:
+        return promote_types(higher, lower)
+    return higher
+
+
+def result_type(*operands) -> dtype:
+    """The dtype of an op over ``operands`` (tensors and Python scalars), as PyTorch decides.
+
+    Tensors with dimensions outrank zero-dimensional tensors, which outrank Python scalars; a
+    lower-ranked operand only matters when it brings a higher category (bool < int < float <
+    complex). ``int tensor * 2.5`` is therefore float32, ``float16 tensor * float64 0-d`` is
+    float16.
+    """
+    dim = zero = wrapped = None
+    for x in operands:
+        d = getattr(x, "dtype", None)
+        if isinstance(d, dtype):
+            if x.ndim:
+                dim = d if dim is None else promote_types(dim, d)
+            else:
+                zero = d if zero is None else promote_types(zero, d)
+        elif x is not None:
+            s = _scalar_dtype(x)
+            wrapped = s if wrapped is None else promote_types(wrapped, s)
+    out = _combine(dim, _combine(zero, wrapped))
+    if out is None:
+        raise TypeError("result_type: needs at least one tensor or scalar operand")
+    return out

@@ -1,0 +1,404 @@
+"""The backward engine's semantics (seed documents): accumulation, retain_graph, grad() and
+inputs=, hooks, custom Functions, in-place checks, views, gradient layouts."""
+
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import tritongrad as tg
+from tritongrad.autograd import Function
+
+
+def test_gradients_accumulate_into_leaves(device):
+    x = tg.tensor([1.0, 2.0], device=device, requires_grad=True)
+    (x * x).sum().backward()
+    (x * 3).sum().backward()
+    np.testing.assert_allclose(x.grad.cpu().numpy(), [5.0, 7.0])
+
+
+def test_second_backward_without_retain_graph_fails():
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    y = (x.exp() * x).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * (np.exp([1, 2]) * np.array([2, 3])),
+                               rtol=1e-6)
+
+
+def test_nonscalar_backward_needs_gradient():
+    x = tg.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar"):
+        (x * 2).backward()
+    (x * 2).backward(tg.tensor([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(x.grad.numpy(), [2, 4, 6])
+
+
+def test_backward_on_tensor_without_grad_errors():
+    with pytest.raises(RuntimeError, match="does not require grad and does not have a grad_fn"):
+        tg.ones(2).sum().backward()
+
+
+def test_grad_returns_without_accumulating():
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    y = tg.tensor([3.0, 4.0], requires_grad=True)
+    out = (x * y).sum()
+    gx, gy = tg.autograd.grad(out, (x, y))
+    np.testing.assert_allclose(gx.numpy(), [3, 4])
+    np.testing.assert_allclose(gy.numpy(), [1, 2])
+    assert x.grad is None and y.grad is None
+
+
+def test_grad_allow_unused():
+    x = tg.ones(2, requires_grad=True)
+    z = tg.ones(2, requires_grad=True)
+    out = (x * 2).sum()
+    with pytest.raises(RuntimeError, match="appears to not have been used in the graph"):
+        tg.autograd.grad(out, (x, z), retain_graph=True)
+    gx, gz = tg.autograd.grad(out, (x, z), allow_unused=True)
+    assert gz is None
+    np.testing.assert_allclose(gx.numpy(), [2, 2])
+
+
+def test_grad_wrt_intermediate():
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 3
+    out = (h * h).sum()
+    (gh,) = tg.autograd.grad(out, h)
+    np.testing.assert_allclose(gh.numpy(), 2 * np.array([3.0, 6.0]))
+
+
+def test_backward_inputs_only_accumulates_those():
+    x = tg.ones(2, requires_grad=True)
+    y = tg.ones(2, requires_grad=True)
+    (x * y * 2).sum().backward(inputs=[x])
+    np.testing.assert_allclose(x.grad.numpy(), [2, 2])
+    assert y.grad is None
+
+
+def test_create_graph_gives_second_derivative():
+    x = tg.tensor([0.5, 1.5], dtype=tg.float64, requires_grad=True)
+    y = (x ** 3).sum()
+    (g,) = tg.autograd.grad(y, x, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), 3 * x.detach().numpy() ** 2)
+    (h,) = tg.autograd.grad(g.sum(), x, create_graph=True)
+    np.testing.assert_allclose(h.detach().numpy(), 6 * x.detach().numpy())
+    (t,) = tg.autograd.grad(h.sum(), x)
+    np.testing.assert_allclose(t.numpy(), [6.0, 6.0])
+
+
+def test_tensor_hook_replaces_gradient_and_can_be_removed():
+    v = tg.tensor([0.0, 0.0, 0.0], requires_grad=True)
+    h = v.register_hook(lambda grad: grad * 2)
+    v.backward(tg.tensor([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(v.grad.numpy(), [2, 4, 6])
+    h.remove()
+    v.grad = None
+    v.backward(tg.tensor([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(v.grad.numpy(), [1, 2, 3])
+
+
+def test_hook_on_intermediate_sees_and_changes_its_gradient():
+    x = tg.ones(2, requires_grad=True)
+    y = x * 3
+    seen = []
+    y.register_hook(lambda g: seen.append(g.numpy().copy()) or g * 10)
+    (y * 2).sum().backward()
+    np.testing.assert_allclose(seen[0], [2, 2])
+    np.testing.assert_allclose(x.grad.numpy(), [60, 60])
+
+
+def test_retain_grad():
+    x = tg.ones(2, requires_grad=True)
+    y = x * 3
+    y.retain_grad()
+    assert y.retains_grad
+    (y * y).sum().backward()
+    np.testing.assert_allclose(y.grad.numpy(), [6, 6])
+
+
+def test_grad_fn_and_next_functions():
+    x = tg.ones(2, requires_grad=True)
+    c = tg.ones(2)
+    y = (x * c).exp()
+    assert y.grad_fn.name() == "ExpBackward0"
+    mul, _ = y.grad_fn.next_functions[0]
+    assert mul.name() == "MulBackward0"
+    (acc, _), (none, _) = mul.next_functions
+    assert acc.name() == "torch::autograd::AccumulateGrad" and acc.variable is x
+    assert none is None
+
+
+def test_is_leaf_rules():
+    a = tg.rand(10, requires_grad=True)
+    assert a.is_leaf
+    c = tg.rand(10, requires_grad=True) + 2
+    assert not c.is_leaf
+    d = tg.rand(10)
+    assert d.is_leaf
+    b = tg.rand(10, requires_grad=True).cuda()
+    assert not b.is_leaf
+    e = tg.rand(10).cuda().requires_grad_()
+    assert e.is_leaf
+    f = tg.rand(10, requires_grad=True, device="cuda")
+    assert f.is_leaf
+
+
+def test_requires_grad_errors():
+    x = tg.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="only change requires_grad flags of leaf"):
+        (x * 2).requires_grad_(False)
+    with pytest.raises(RuntimeError, match="floating point and complex dtype"):
+        tg.ones(2, dtype=tg.int64).requires_grad_()
+
+
+def test_detach_shares_storage_and_version():
+    x = tg.ones(3, requires_grad=True)
+    y = x * 2
+    d = y.detach()
+    assert not d.requires_grad and d.grad_fn is None
+    d.add_(1)
+    assert y._version == 1
+    np.testing.assert_allclose(y.detach().numpy(), [3, 3, 3])
+
+
+def test_detach_inplace_on_view_errors():
+    y = tg.ones(4, requires_grad=True) * 2
+    with pytest.raises(RuntimeError, match="Can't detach views in-place"):
+        y[1:].detach_()
+    y.detach_()
+    assert y.is_leaf and not y.requires_grad
+
+
+def test_no_grad_and_enable_grad():
+    x = tg.tensor([1.0], requires_grad=True)
+    with tg.no_grad():
+        y = x * 2
+        with tg.enable_grad():
+            z = x * 2
+    assert not y.requires_grad and z.requires_grad
+
+    @tg.no_grad()
+    def doubler(v):
+        return v * 2
+    assert not doubler(x).requires_grad
+
+
+def test_set_grad_enabled_function_and_context():
+    x = tg.tensor([1.0], requires_grad=True)
+    with tg.set_grad_enabled(False):
+        assert not (x * 2).requires_grad
+    assert (x * 2).requires_grad
+    tg.set_grad_enabled(False)
+    assert not (x * 2).requires_grad
+    tg.set_grad_enabled(True)
+    assert (x * 2).requires_grad
+
+
+def test_grad_mode_is_thread_local():
+    x = tg.tensor([1.0], requires_grad=True)
+    seen = {}
+
+    def worker():
+        seen["other"] = (x * 2).requires_grad
+
+    with tg.no_grad():
+        th = threading.Thread(target=worker)
+        th.start()
+        th.join()
+        seen["here"] = (x * 2).requires_grad
+    assert seen == {"other": True, "here": False}
+
+
+def test_inplace_on_leaf_requiring_grad_errors():
+    x = tg.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad is being used in "
+                                           "an in-place operation"):
+        x.add_(1)
+    with tg.no_grad():
+        x.add_(1)
+    np.testing.assert_allclose(x.detach().numpy(), [2, 2])
+
+
+def test_modified_saved_tensor_raises_at_backward():
+    x = tg.ones(3, requires_grad=True)
+    y = x * 2
+    z = y.exp()
+    out = z * y  # saves y and z
+    z.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
+def test_inplace_on_nonleaf_gives_correct_gradient():
+    x = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    w = tg.tensor([4.0, 5.0, 6.0], requires_grad=True)
+    y = x * 2
+    y.mul_(w).add_(x).exp_()  # y = exp(2xw + x)
+    y.sum().backward()
+    xv, wv = x.detach().numpy(), w.detach().numpy()
+    e = np.exp(2 * xv * wv + xv)
+    np.testing.assert_allclose(x.grad.numpy(), e * (2 * wv + 1), rtol=1e-5)
+    np.testing.assert_allclose(w.grad.numpy(), e * 2 * xv, rtol=1e-5)
+
+
+def test_inplace_with_itself_as_other_is_detected():
+    # PyTorch saves ``other`` before writing, so y.mul_(y) invalidates it: same error here.
+    y = tg.tensor([1.0, 2.0], requires_grad=True) * 2
+    y.mul_(y)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_inplace_on_view_of_nonleaf():
+    x = tg.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    y = x * 1
+    y[1:3].mul_(10)
+    assert y.grad_fn.name() == "CopySlices"
+    (y * tg.tensor([1.0, 2.0, 3.0, 4.0])).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1, 20, 30, 4])
+
+
+def test_setitem_style_write_into_view_takes_values_gradient():
+    x = tg.zeros(4)
+    w = tg.tensor([5.0, 6.0], requires_grad=True)
+    x[1:3].copy_(w * 2)
+    assert x.requires_grad and not x.is_leaf
+    (x * tg.tensor([1.0, 2.0, 3.0, 4.0])).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), [4, 6])
+
+
+def test_other_views_see_rewritten_history():
+    x = tg.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    base = x * 1
+    a, b = base[:2], base.view(2, 2)
+    a.mul_(3)
+    (b.sum() + a.sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), [6, 6, 1, 1])
+
+
+class Exp(Function):
+    @staticmethod
+    def forward(ctx, i):
+        result = i.exp()
+        ctx.save_for_backward(result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (result,) = ctx.saved_tensors
+        return grad_output * result
+
+
+def test_custom_function_exp():
+    x = tg.tensor([0.0, 1.0], dtype=tg.float64, requires_grad=True)
+    y = Exp.apply(x)
+    assert y.grad_fn.name() == "ExpBackward"
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.exp([0.0, 1.0]))
+
+
+def test_custom_function_wrong_gradient_count():
+    class Bad(Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a + b
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    a, b = tg.ones(2, requires_grad=True), tg.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="returned an incorrect number of gradients "
+                                           r"\(expected 2, got 1\)"):
+        Bad.apply(a, b).sum().backward()
+
+
+def test_custom_function_ctx_features():
+    class F(Function):
+        @staticmethod
+        def forward(ctx, x, scale, y):
+            ctx.scale = scale
+            ctx.save_for_backward(x, None)
+            idx = (x > 0)
+            ctx.mark_non_differentiable(idx)
+            return x * scale + y, idx
+
+        @staticmethod
+        def backward(ctx, g, g_idx):
+            x, none = ctx.saved_tensors
+            assert none is None and ctx.needs_input_grad == (True, False, False)
+            return g * ctx.scale, None, None
+
+    x = tg.tensor([-1.0, 2.0], requires_grad=True)
+    out, idx = F.apply(x, 3.0, tg.ones(2))
+    assert not idx.requires_grad
+    out.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [3, 3])
+
+
+def test_layout_rules_new_grad_matches_param_strides():
+    p = tg.zeros(3, 4).t().requires_grad_()  # a dense, transposed leaf
+    assert p.stride() == (1, 4)
+    (p * 2).sum().backward()
+    assert p.grad.stride() == p.stride()
+    g0 = p.grad
+    (p * 3).sum().backward()
+    assert p.grad is g0 and p.grad.stride() == (1, 4)  # rule 3: in place
+    np.testing.assert_allclose(p.grad.numpy(), 5.0)
+
+
+def test_layout_rule_create_graph_replaces_grad():
+    p = tg.ones(2, requires_grad=True)
+    (p * 2).sum().backward()
+    g0 = p.grad
+    (p * p).sum().backward(create_graph=True)
+    assert p.grad is not g0 and p.grad.requires_grad  # rule 4: .grad + new, recorded
+    np.testing.assert_allclose(p.grad.detach().numpy(), [4, 4])
+
+
+def test_manual_layout_preserved():
+    p = tg.zeros(3, 4, requires_grad=True)
+    p.grad = tg.zeros(4, 3).t()
+    (p * 2).sum().backward()
+    assert p.grad.stride() == (1, 3)
+
+
+def test_hook_holding_gradient_prevents_aliasing():
+    p = tg.ones(3, requires_grad=True)
+    kept = []
+    p.register_hook(lambda g: kept.append(g))
+    (p * 2).sum().backward()
+    (p * 2).sum().backward()
+    np.testing.assert_allclose(kept[0].numpy(), [2, 2, 2])  # not mutated by accumulation
+    np.testing.assert_allclose(p.grad.numpy(), [4, 4, 4])
+
+
+def test_two_threads_backward_on_separate_graphs():
+    results = {}
+
+    def work(i):
+        x = tg.full((50,), float(i), requires_grad=True)
+        for _ in range(20):
+            (x * x * i).sum().backward()
+        results[i] = x.grad.numpy().copy()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in (1, 2, 3)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for i in (1, 2, 3):
+        np.testing.assert_allclose(results[i], 20 * 2 * i * i)
+
+
+def test_torch_never_imported_after_cpu_training():
+    code = ("import sys, runpy; sys.argv=['x','--device','cpu','--steps','5'];"
+            "runpy.run_path('examples/train_mlp.py', run_name='__main__');"
+            "assert 'torch' not in sys.modules, 'torch was imported'")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr

@@ -1,0 +1,60 @@
+"""Test-session setup: decide, before anything imports Triton, where device="cuda" runs.
+
+With a real GPU, "cuda" tests run on it. Without one (CI), they run on tritongrad's emulated
+CUDA device: host memory, synchronous streams, and the real Triton kernels executed by Triton's
+interpreter (TRITON_INTERPRET=1). Tests that only make sense on hardware are marked ``gpu`` and
+skip there.
+"""
+
+import os
+
+import pytest
+
+
+def _real_gpu() -> bool:
+    try:
+        from cuda.bindings import driver
+        (err,) = driver.cuInit(0)
+        if int(err) != 0:
+            return False
+        err, n = driver.cuDeviceGetCount()
+        return int(err) == 0 and n > 0
+    except Exception:  # no driver library, no device: both mean "no GPU" here
+        return False
+
+
+REAL_GPU = _real_gpu()
+if not REAL_GPU:
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    os.environ.setdefault("TRITONGRAD_EMULATE_CUDA", "1")
+
+
+def pytest_report_header(config):
+    return f"tritongrad cuda: {'real GPU' if REAL_GPU else 'emulated (Triton interpreter)'}"
+
+
+def pytest_collection_modifyitems(config, items):
+    if REAL_GPU:
+        return
+    skip = pytest.mark.skip(reason="needs a real NVIDIA GPU (the emulated device runs the rest)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(params=["cpu", "cuda"])
+def device(request):
+    """Runs a test on the CPU backend and on CUDA (real, or emulated through the interpreter)."""
+    return request.param
+
+
+@pytest.fixture(autouse=True)
+def _fresh_autograd_state():
+    """Each test starts with grad mode on, anomaly mode off and no observers."""
+    import tritongrad as tg
+    from tritongrad.autograd import anomaly_mode
+    from tritongrad.autograd.state import state
+    yield
+    state.grad_enabled, state.inference, state.observers = True, False, ()
+    anomaly_mode.enabled, anomaly_mode.check_nan = False, True
+    tg.set_default_dtype(tg.float32)

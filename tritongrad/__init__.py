@@ -1,0 +1,38 @@
+"""tritongrad: a torch-free, GPU-first autograd runtime.
+
+``import tritongrad as tg`` gives PyTorch's names: tensors and their ops, ``tg.autograd``,
+``tg.cuda`` (devices, streams, memory), ``tg.nn`` and ``tg.optim``. The work is done in the
+subpackages ``runtime`` (CUDA through cuda-python), ``kernels`` (NumPy and Triton) and
+``autograd``; this module only re-exports them.
+"""
+
+from .runtime.device import device
+from .runtime.dtype import (bfloat16, bool, cdouble, cfloat, complex64, complex128, double, dtype,
+                            float, float16, float32, float64, get_default_dtype, half, int, int8,
+                            int16, int32, int64, long, promote_types, result_type,
+                            set_default_dtype, uint8)
+from . import autograd
+from .autograd import (Function, enable_grad, inference_mode, is_grad_enabled,
+                       is_inference_mode_enabled, no_grad, set_grad_enabled)
+from .autograd.ops import *  # noqa: F401,F403  (tensor ops and factories)
+from .autograd.ops import __all__ as _ops_all
+from .autograd.tensor import Size, Tensor
+from . import cuda
+
+__version__ = "0.1.0"
+
+__all__ = ["device", "dtype", "Tensor", "Size", "autograd", "cuda", "Function", "no_grad",
+           "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
+           "is_inference_mode_enabled", "get_default_dtype", "set_default_dtype",
+           "promote_types", "result_type", "bfloat16", "bool", "cdouble", "cfloat", "complex64",
+           "complex128", "double", "float", "float16", "float32", "float64", "half", "int",
+           "int8", "int16", "int32", "int64", "long", "uint8", *_ops_all]
+
+
+def is_tensor(obj) -> bool:
+    """True if ``obj`` is a tritongrad Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def numel(input: Tensor) -> int:
+    return input.numel()
