@@ -13,6 +13,11 @@ Protocol (all four methods required; a returned token is handed back to the matc
     op_exit(token) -> None
     node_enter(node) -> token        around ``node.apply`` in the engine
     node_exit(token) -> None
+
+Optional (looked up with getattr; observers without them ignore user ranges):
+
+    range_enter(name: str) -> token  a user range (profiler.record_function)
+    range_exit(token) -> None
 """
 
 from __future__ import annotations
