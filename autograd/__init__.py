@@ -1,6 +1,7 @@
 """tritongrad.autograd: automatic differentiation of tensor programs (the seeds' surface)."""
 
 from . import ops  # noqa: F401  (binds the ops onto Tensor)
+from . import graph
 from .anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .engine import backward, grad
 from .function import Function
@@ -19,6 +20,6 @@ def Variable(data, requires_grad: bool = False, volatile: bool = False):  # noqa
     return t
 
 
-__all__ = ["Function", "Tensor", "Variable", "backward", "grad", "no_grad", "enable_grad",
+__all__ = ["graph", "Function", "Tensor", "Variable", "backward", "grad", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled",
            "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled"]

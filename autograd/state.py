@@ -21,6 +21,8 @@ class _State(threading.local):
     observers = ()
     # (pack_hook, unpack_hook) pairs from graph.saved_tensors_hooks, innermost last.
     saved_hooks = ()
+    # Set by graph.disable_saved_tensors_hooks: the error that installing hooks raises.
+    saved_hooks_disabled = None
 
 
 state = _State()

@@ -210,7 +210,7 @@ class Tensor:
                 "computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach().")
         if requires_grad and not (self._dtype.is_floating_point or self._dtype.is_complex):
-            raise RuntimeError(f"only Tensors of floating point and complex dtype can require "
+            raise RuntimeError(f"Only Tensors of floating point and complex dtype can require "
                                f"gradients (got {self._dtype})")
         if requires_grad and self._inference and not state.inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside "
