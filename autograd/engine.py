@@ -356,7 +356,7 @@ class _GraphTask:
 
     def _call(self, node, grads):
         observers = state.observers
-        tokens = [o.node_enter(node) for o in observers] if observers else None
+        tokens = [o.node_enter(node, grads) for o in observers] if observers else None
         stream_ctx = self.streams.run_on(node) if self.streams is not None else None
         try:
             if stream_ctx is not None:

@@ -198,6 +198,20 @@ class Function(metaclass=_FunctionMeta):
     @classmethod
     def apply(cls, *args, **kwargs):
         """Runs ``forward`` and records the result's history."""
+        observers = state.observers
+        if not observers:
+            return cls._apply(args, kwargs)
+        inputs = tuple(a for a in args if isinstance(a, Tensor))
+        params = tuple(a for a in args if not isinstance(a, Tensor))
+        tokens = [o.op_enter(cls.__name__, state.seq, inputs, params) for o in observers]
+        try:
+            return cls._apply(args, kwargs)
+        finally:
+            for o, tok in zip(observers, tokens):
+                o.op_exit(tok)
+
+    @classmethod
+    def _apply(cls, args, kwargs):
         tensor_args = [a for a in args if isinstance(a, Tensor)]
         record = state.grad_enabled and any(t._requires_grad for t in tensor_args)
         ctx = cls._backward_cls()

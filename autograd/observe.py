@@ -11,7 +11,8 @@ Protocol (all four methods required; a returned token is handed back to the matc
         counter's current value, as NOTES §5 says). ``inputs`` are Tensors; ``params`` the
         op's non-tensor arguments in order.
     op_exit(token) -> None
-    node_enter(node) -> token        around ``node.apply`` in the engine
+    node_enter(node, grads) -> token around ``node.apply`` in the engine; ``grads`` are the
+                                     incoming gradients (Tensors or None), one per output
     node_exit(token) -> None
 
 Optional (looked up with getattr; observers without them ignore user ranges):

@@ -83,12 +83,12 @@ def host_to(arr: np.ndarray, dtype, device: Device) -> Tensor:
         if dtype is dtypes.bfloat16:
             raise NotImplementedError("bfloat16 tensors on the CPU are not supported yet; use "
                                       "float32 on the CPU or bfloat16 on CUDA")
-        return make(np.ascontiguousarray(arr, dtype=dtype.np))
+        return make(np.require(arr, dtype=dtype.np, requirements="C"))  # keeps 0-d as 0-d
     from ...runtime import memory
     if dtype is dtypes.bfloat16:
         host = bf16.from_float32(arr)
     else:
-        host = np.ascontiguousarray(arr, dtype=dtype.np)
+        host = np.require(arr, dtype=dtype.np, requirements="C")
     return make(memory.to_device(host, device, dtype))
 
 
