@@ -16,6 +16,7 @@ import weakref
 
 import numpy as np
 
+from ..kernels.numpy.bf16 import BF16Array
 from ..runtime import dtype as dtypes
 from ..runtime.device import device as Device
 from .node import AccumulateGrad, RemovableHandle, _HookDict
@@ -48,8 +49,11 @@ _NP_TO_DTYPE = {d.np: d for d in (dtypes.bool, dtypes.uint8, dtypes.int8, dtypes
 
 
 def array_meta(data) -> tuple:
-    """(device, dtype) of a backend array: a NumPy array is on the CPU, a DeviceArray knows."""
+    """(device, dtype) of a backend array: a NumPy array is on the CPU (a ``BF16Array`` is
+    bfloat16), a DeviceArray knows."""
     if isinstance(data, _ndarray):
+        if type(data) is BF16Array:
+            return _CPU, dtypes.bfloat16
         try:
             return _CPU, _NP_TO_DTYPE[data.dtype]
         except KeyError:
@@ -157,6 +161,8 @@ class Tensor:
         return self._k.storage_offset(self._data)
 
     def is_contiguous(self, memory_format=None) -> bool:
+        if 0 in self._data.shape:
+            return True
         expected = 1
         for n, s in zip(reversed(self._data.shape), reversed(self.stride())):
             if n != 1 and s != expected:

@@ -1,0 +1,520 @@
+"""The caching allocator: pure policy over an injected raw allocator and event recorder.
+
+Nothing here touches a device. ``CachingAllocator`` is given ``raw_alloc(nbytes) -> ptr | None``
+(None: the device is out of memory), ``raw_free(ptr)`` and ``record_event(stream) -> event``
+(an event with ``query() -> bool``, already recorded on ``stream``), so the tests run it over
+host memory with events whose completion they control, and runtime/memory.py runs it over the
+driver. Streams are opaque hashable keys (the runtime uses CUstream handles).
+
+Policy (PyTorch's and CuPy's; NOTES.md section 6):
+- sizes are rounded up to 512 bytes;
+- small requests (<= 1 MiB) are carved from 2 MiB segments; requests up to 10 MiB from 20 MiB
+  segments; larger ones get their own segment rounded up to 2 MiB. A cached block larger than
+  the request is split (small pool: when >= 512 bytes remain; large pool: when > 1 MiB
+  remains); freed neighbours inside a segment merge again;
+- free blocks are kept per (stream, pool) and reused only on the stream they were allocated
+  on: work queued on that stream runs in order, so the next user cannot overtake the last;
+- Note [cross-stream use]: ``record_stream(block, s)`` says work on stream ``s`` uses the
+  block. When such a block is freed, an event is recorded on each of those streams and the
+  block is not reused (nor returned to the driver) until all have completed; events are polled
+  at each allocation and at ``empty_cache``;
+- out of memory: release one cached segment that is large enough (or the largest ones) and
+  retry; then collect garbage (tensors in reference cycles return their blocks), release every
+  unused cached segment and retry; then raise ``OutOfMemoryError``.
+
+Thread-safe (one lock per allocator). Frees that arrive re-entrantly (a garbage collection
+running ``Storage.__del__`` in the middle of an allocator call) are deferred to the end of the
+outer call, so the free lists are never seen half-edited.
+"""
+
+from __future__ import annotations
+
+import bisect
+import gc
+import threading
+from typing import NamedTuple
+
+__all__ = [
+    "Block",
+    "CachingAllocator",
+    "OutOfMemoryError",
+    "format_bytes",
+    "round_size",
+    "segment_size",
+]
+
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+MIN_BLOCK = 512            # every size is a multiple of this
+SMALL_SIZE = 1 * MiB       # largest request served from the small pool
+SMALL_BUFFER = 2 * MiB     # small-pool segment size
+LARGE_BUFFER = 20 * MiB    # segment size for requests up to MIN_LARGE_ALLOC
+MIN_LARGE_ALLOC = 10 * MiB
+ROUND_LARGE = 2 * MiB      # large segments are rounded up to this
+
+_ALLOCATED, _PENDING, _FREE = 0, 1, 2  # block states
+
+
+class OutOfMemoryError(RuntimeError):
+    """The device has no memory left for an allocation, even after releasing cached blocks.
+
+    Exported as ``tg.cuda.OutOfMemoryError``.
+    """
+
+
+def format_bytes(n: float) -> str:
+    """``2.00 GiB``, ``512 B``: binary units with two decimals."""
+    if abs(n) < KiB:
+        return f"{int(n)} B"
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        n /= 1024
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.2f} {unit}"
+    raise AssertionError
+
+
+def round_size(nbytes: int) -> int:
+    """The block size for a request: a multiple of 512 bytes, at least 512."""
+    return max(MIN_BLOCK, -(-nbytes // MIN_BLOCK) * MIN_BLOCK)
+
+
+def segment_size(size: int) -> int:
+    """The raw allocation made when no cached block fits a (rounded) ``size``."""
+    if size <= SMALL_SIZE:
+        return SMALL_BUFFER
+    if size < MIN_LARGE_ALLOC:
+        return LARGE_BUFFER
+    return -(-size // ROUND_LARGE) * ROUND_LARGE
+
+
+class _Segment:
+    __slots__ = ("ptr", "size", "small", "stream")
+
+    def __init__(self, ptr, size, stream, small):
+        self.ptr, self.size, self.stream, self.small = ptr, size, stream, small
+
+
+class Block:
+    """A piece of a segment: handed out by ``malloc``, given back by ``free``.
+
+    Attributes:
+        ptr: the address; size: bytes reserved for it (rounded); requested: bytes asked for;
+        stream: the stream it was allocated on (and will be reused on).
+    """
+
+    __slots__ = (
+        "events",
+        "next",
+        "prev",
+        "ptr",
+        "requested",
+        "segment",
+        "size",
+        "state",
+        "stream",
+        "stream_uses",
+    )
+
+    def __init__(self, ptr, size, stream, segment, prev=None, next=None):
+        self.ptr, self.size, self.stream, self.segment = ptr, size, stream, segment
+        self.prev, self.next = prev, next
+        self.requested = 0
+        self.state = _FREE
+        self.stream_uses: set | None = None
+        self.events: list | None = None
+
+    def __repr__(self) -> str:
+        state = ("allocated", "pending", "free")[self.state]
+        return f"Block(ptr=0x{self.ptr:x}, size={self.size}, stream={self.stream!r}, {state})"
+
+
+class StatView(NamedTuple):
+    """One statistic of one pool: ``current``, ``peak``, ``allocated`` (total added) and
+    ``freed`` (total removed)."""
+
+    current: int
+    peak: int
+    allocated: int
+    freed: int
+
+
+_STAT_NAMES = ("allocation", "segment", "active", "allocated_bytes", "reserved_bytes",
+               "active_bytes", "requested_bytes")
+_POOLS = ("all", "large_pool", "small_pool")
+# Counters live in flat lists at 3 * stat + pool (pool 0: all, 1: large, 2: small): the
+# allocation path updates ten of them, so they are kept cheap to touch.
+_ALLOCATION, _SEGMENT, _ACTIVE, _ALLOCATED_BYTES, _RESERVED_BYTES, _ACTIVE_BYTES, \
+    _REQUESTED_BYTES = range(7)
+
+
+class CachingAllocator:
+    """Caches device memory per stream so that allocations rarely reach the driver.
+
+    Args:
+        raw_alloc: ``raw_alloc(nbytes) -> int | None``; None means out of memory.
+        raw_free: ``raw_free(ptr)``.
+        record_event: ``record_event(stream) -> event`` with ``event.query() -> bool``; the
+            event is already recorded on ``stream``.
+        device: the device's name, for messages (``"cuda:0"``).
+        mem_info: optional ``() -> (free, total)`` of the device, for messages.
+        synchronize: optional; called once before cached segments go back to ``raw_free``
+            (the driver frees memory that work queued on the allocation stream may still use).
+        collect_garbage: called before the last retry on out-of-memory (``gc.collect``).
+    """
+
+    def __init__(self, raw_alloc, raw_free, record_event, *, device: str = "cuda:0",
+                 mem_info=None, synchronize=None, collect_garbage=gc.collect):
+        self._raw_alloc, self._raw_free, self._record_event = raw_alloc, raw_free, record_event
+        self.device = device
+        self._mem_info = mem_info
+        self._synchronize = synchronize
+        self._collect_garbage = collect_garbage
+        self._lock = threading.RLock()
+        self._depth = 0               # > 0 inside a public call (on the lock's owner thread)
+        self._deferred: list[Block] = []
+        self._pools: dict[tuple, list] = {}   # (stream, small) -> sorted [(size, ptr)]
+        self._free: dict[int, Block] = {}     # ptr -> free block
+        self._pending: list[Block] = []       # freed blocks waiting on events
+        self._segments: dict[int, _Segment] = {}
+        n = 3 * len(_STAT_NAMES)
+        self._cur, self._peak, self._freed, self._base = [0] * n, [0] * n, [0] * n, [0] * n
+        self.num_alloc_retries = 0
+        self.num_ooms = 0
+        self.num_device_alloc = 0
+        self.num_device_free = 0
+
+    # -- public operations -----------------------------------------------------------------
+    def malloc(self, nbytes: int, stream) -> Block:
+        """A block of at least ``nbytes`` for use on ``stream``.
+
+        Raises:
+            OutOfMemoryError: the device is full even after releasing the cache.
+        """
+        with self._lock:
+            self._depth += 1
+            try:
+                return self._malloc(nbytes, stream)
+            finally:
+                if self._deferred:
+                    self._leave()
+                else:
+                    self._depth -= 1
+
+    def free(self, block: Block) -> None:
+        """Returns ``block``; it is reused on its stream once every recorded use is done."""
+        with self._lock:
+            if self._depth:  # re-entered from a destructor run during another call
+                self._deferred.append(block)
+                return
+            self._depth += 1
+            try:
+                self._release_block(block)
+            finally:
+                if self._deferred:
+                    self._leave()
+                else:
+                    self._depth -= 1
+
+    def record_stream(self, block: Block, stream) -> None:
+        """Marks ``block`` as used by work on ``stream`` (see Note [cross-stream use])."""
+        with self._lock:
+            if block.state != _ALLOCATED:
+                raise RuntimeError(f"record_stream: {block!r} is not allocated")
+            if stream != block.stream:
+                if block.stream_uses is None:
+                    block.stream_uses = set()
+                block.stream_uses.add(stream)
+
+    def empty_cache(self) -> None:
+        """Returns every cached segment with no block in use to ``raw_free``.
+
+        Blocks waiting on events (freed after cross-stream use) are not released.
+        """
+        with self._lock:
+            self._depth += 1
+            try:
+                self._process_events()
+                self._release_segments(None)
+            finally:
+                self._leave()
+
+    def reset_peak_memory_stats(self) -> None:
+        """Sets every peak statistic to its current value."""
+        with self._lock:
+            self._peak[:] = self._cur
+
+    def reset_accumulated_memory_stats(self) -> None:
+        """Zeroes the accumulated counters (``allocated``/``freed`` totals, retries, OOMs)."""
+        with self._lock:
+            self._freed[:] = [0] * len(self._freed)
+            self._base[:] = self._cur
+            self.num_alloc_retries = self.num_ooms = 0
+            self.num_device_alloc = self.num_device_free = 0
+
+    # -- statistics ------------------------------------------------------------------------
+    def stat(self, name: str, pool: str = "all") -> StatView:
+        """One statistic, e.g. ``stat("allocated_bytes").peak``."""
+        k = 3 * _STAT_NAMES.index(name) + _POOLS.index(pool)
+        cur, freed = self._cur[k], self._freed[k]
+        return StatView(cur, self._peak[k], cur + freed - self._base[k], freed)
+
+    @property
+    def allocated(self) -> int:
+        """Bytes in blocks handed out and not yet freed."""
+        return self._cur[3 * _ALLOCATED_BYTES]
+
+    @property
+    def reserved(self) -> int:
+        """Bytes obtained from the driver (segments), in use or cached."""
+        return self._cur[3 * _RESERVED_BYTES]
+
+    def memory_stats(self) -> dict:
+        """PyTorch's ``memory_stats`` keys: ``"allocated_bytes.all.current"`` and friends.
+
+        ``<stat>.<pool>.<current|peak|allocated|freed>`` for stat in allocation, segment,
+        active, allocated_bytes, reserved_bytes, active_bytes, requested_bytes and pool in all,
+        large_pool, small_pool; plus num_alloc_retries, num_ooms, num_device_alloc,
+        num_device_free. "active" counts allocated blocks and freed ones still waiting on
+        events.
+        """
+        with self._lock:
+            out = {}
+            for name in _STAT_NAMES:
+                for pool in _POOLS:
+                    for field, value in self.stat(name, pool)._asdict().items():
+                        out[f"{name}.{pool}.{field}"] = value
+            out["num_alloc_retries"] = self.num_alloc_retries
+            out["num_ooms"] = self.num_ooms
+            out["num_device_alloc"] = self.num_device_alloc
+            out["num_device_free"] = self.num_device_free
+            return dict(sorted(out.items()))
+
+    def memory_summary(self) -> str:
+        """A table of the statistics, in the layout of PyTorch's ``memory_summary``."""
+        st = self.memory_stats()
+        w = 77
+        rows = [("Allocated memory", "allocated_bytes", True),
+                ("Active memory", "active_bytes", True),
+                ("Requested memory", "requested_bytes", True),
+                ("GPU reserved memory", "reserved_bytes", True),
+                ("Allocations", "allocation", False),
+                ("Active allocs", "active", False),
+                ("GPU reserved segments", "segment", False)]
+        header = " | ".join(f"{h:>10}" for h in ("Cur Usage", "Peak Usage", "Tot Alloc",
+                                                  "Tot Freed"))
+        lines = ["|" + "=" * (w - 2) + "|",
+                 "|" + f"tritongrad CUDA memory summary, device {self.device}".center(w - 2) + "|",
+                 "|" + "-" * (w - 2) + "|",
+                 f"| {'Metric':<24}| {header} |",
+                 "|" + "-" * (w - 2) + "|"]
+        for title, key, is_bytes in rows:
+            for pool in _POOLS:
+                label = title if pool == "all" else f"      from {pool.split('_')[0]} pool"
+                vals = [st[f"{key}.{pool}.{f}"] for f in ("current", "peak", "allocated", "freed")]
+                cells = [format_bytes(v) if is_bytes else str(v) for v in vals]
+                lines.append(f"| {label:<24}| " + " | ".join(f"{c:>10}" for c in cells) + " |")
+            lines.append("|" + "-" * (w - 2) + "|")
+        tail = (f"Allocation retries: {st['num_alloc_retries']}   OOMs: {st['num_ooms']}   "
+                f"Device allocs: {st['num_device_alloc']}   frees: {st['num_device_free']}")
+        lines.append(f"| {tail:<{w - 4}} |")
+        lines.append("|" + "=" * (w - 2) + "|")
+        return "\n".join(lines)
+
+    # -- internals -------------------------------------------------------------------------
+    def _leave(self) -> None:
+        # Runs with the lock held at the end of every public call: drain deferred frees.
+        try:
+            if self._depth == 1:
+                self._drain_deferred()
+        finally:
+            self._depth -= 1
+
+    def _drain_deferred(self) -> None:
+        while self._deferred:
+            self._release_block(self._deferred.pop())
+
+    def _count(self, small: bool, deltas) -> None:
+        """Adds each ``(stat, n)`` to the pool's counter and to the all-pools one.
+
+        Only ``current``, ``peak`` and ``freed`` are kept; ``allocated`` (the total added) is
+        ``current + freed - base``, ``base`` being ``current`` at the last accumulated reset.
+        """
+        pool = 2 if small else 1
+        cur, peak, freed = self._cur, self._peak, self._freed
+        for stat, n in deltas:
+            k = 3 * stat
+            j = k + pool
+            a = cur[k] + n
+            b = cur[j] + n
+            cur[k] = a
+            cur[j] = b
+            if n >= 0:
+                if a > peak[k]:  # noqa: PLR1730 - cheaper than max() on this path
+                    peak[k] = a
+                if b > peak[j]:  # noqa: PLR1730
+                    peak[j] = b
+            else:
+                freed[k] -= n
+                freed[j] -= n
+
+    def _malloc(self, nbytes: int, stream) -> Block:
+        if nbytes < 0:
+            raise ValueError(f"malloc: negative size {nbytes}")
+        if self._pending:
+            self._process_events()
+        size = round_size(nbytes)
+        small = size <= SMALL_SIZE
+        block = self._take_free(size, stream, small)
+        if block is None:
+            block = self._new_segment(nbytes, size, stream, small)
+        if block.size - size >= (MIN_BLOCK if small else SMALL_SIZE + 1):
+            self._split(block, size, stream, small)
+        block.state = _ALLOCATED
+        block.requested = nbytes
+        size = block.size
+        self._count(small, ((_ALLOCATION, 1), (_ACTIVE, 1), (_ALLOCATED_BYTES, size),
+                            (_ACTIVE_BYTES, size), (_REQUESTED_BYTES, nbytes)))
+        return block
+
+    def _take_free(self, size: int, stream, small: bool) -> Block | None:
+        pool = self._pools.get((stream, small))
+        if not pool:
+            return None
+        i = bisect.bisect_left(pool, (size, -1))
+        if i == len(pool):
+            return None
+        _, ptr = pool.pop(i)
+        return self._free.pop(ptr)
+
+    def _put_free(self, block: Block) -> None:
+        block.state = _FREE
+        self._free[block.ptr] = block
+        key = (block.stream, block.segment.small)
+        bisect.insort(self._pools.setdefault(key, []), (block.size, block.ptr))
+
+    def _unlink_free(self, block: Block) -> None:
+        del self._free[block.ptr]
+        pool = self._pools[(block.stream, block.segment.small)]
+        del pool[bisect.bisect_left(pool, (block.size, block.ptr))]
+
+    def _split(self, block: Block, size: int, stream, small: bool) -> None:
+        rest = Block(block.ptr + size, block.size - size, stream, block.segment, block, block.next)
+        if block.next is not None:
+            block.next.prev = rest
+        block.next = rest
+        block.size = size
+        self._put_free(rest)
+
+    def _new_segment(self, nbytes: int, size: int, stream, small: bool) -> Block:
+        alloc = segment_size(size)
+        ptr = self._raw_alloc(alloc)
+        if ptr is None:  # 1: release one cached segment that is large enough (or the largest)
+            self.num_alloc_retries += 1
+            if self._release_segments(alloc):
+                ptr = self._raw_alloc(alloc)
+        if ptr is None:  # 2: collect garbage; maybe a freed block now fits
+            self._collect_garbage()
+            self._drain_deferred()
+            self._process_events()
+            block = self._take_free(size, stream, small)
+            if block is not None:
+                return block
+            self._release_segments(None)  # 3: release every unused cached segment
+            ptr = self._raw_alloc(alloc)
+        if ptr is None:
+            self.num_ooms += 1
+            raise OutOfMemoryError(self._oom_message(nbytes))
+        self.num_device_alloc += 1
+        seg = _Segment(ptr, alloc, stream, small)
+        self._segments[ptr] = seg
+        self._count(small, ((_SEGMENT, 1), (_RESERVED_BYTES, alloc)))
+        return Block(ptr, alloc, stream, seg)
+
+    def _oom_message(self, nbytes: int) -> str:
+        free = "unknown"
+        if self._mem_info is not None:
+            try:
+                free = format_bytes(self._mem_info()[0])
+            except Exception:  # noqa: BLE001, S110 - the OOM message must not fail itself
+                pass
+        return (f"out of memory allocating {format_bytes(nbytes)} on {self.device} "
+                f"(allocated {format_bytes(self.allocated)}, reserved "
+                f"{format_bytes(self.reserved)}, free {free}). Free tensors that are no longer "
+                f"needed (del them) or use smaller sizes; tg.cuda.memory_summary() shows where "
+                f"the memory is.")
+
+    def _release_segments(self, wanted: int | None) -> bool:
+        """Returns whole-free cached segments to the driver.
+
+        ``wanted`` None: all of them. Otherwise the smallest one of at least ``wanted`` bytes,
+        or else the largest ones until ``wanted`` bytes are released. True if any were.
+        """
+        whole = [b for b in self._free.values()
+                 if b.prev is None and b.next is None and b.size == b.segment.size]
+        if wanted is not None:
+            big = [b for b in whole if b.size >= wanted]
+            if big:
+                whole = [min(big, key=lambda b: b.size)]
+            else:
+                whole.sort(key=lambda b: b.size, reverse=True)
+                picked, total = [], 0
+                for b in whole:
+                    if total >= wanted:
+                        break
+                    picked.append(b)
+                    total += b.size
+                whole = picked
+        if not whole:
+            return False
+        if self._synchronize is not None:
+            self._synchronize()
+        for b in whole:
+            self._unlink_free(b)
+            seg = self._segments.pop(b.ptr)
+            self._raw_free(b.ptr)
+            self.num_device_free += 1
+            self._count(seg.small, ((_SEGMENT, -1), (_RESERVED_BYTES, -seg.size)))
+        return True
+
+    def _release_block(self, block: Block) -> None:
+        if block.state != _ALLOCATED:
+            raise RuntimeError(f"free: {block!r} is not allocated (double free?)")
+        small = block.segment.small
+        self._count(small, ((_ALLOCATION, -1), (_ALLOCATED_BYTES, -block.size),
+                            (_REQUESTED_BYTES, -block.requested)))
+        uses, block.stream_uses = block.stream_uses, None
+        if uses:
+            block.state = _PENDING
+            block.events = [self._record_event(s) for s in uses]
+            self._pending.append(block)
+        else:
+            self._free_block(block)
+
+    def _free_block(self, block: Block) -> None:
+        # active stats fall when a block becomes reusable
+        small = block.segment.small
+        self._count(small, ((_ACTIVE, -1), (_ACTIVE_BYTES, -block.size)))
+        block.events = None
+        prev, nxt = block.prev, block.next
+        if prev is not None and prev.state == _FREE:
+            self._unlink_free(prev)
+            prev.size += block.size
+            prev.next = nxt
+            if nxt is not None:
+                nxt.prev = prev
+            block = prev
+        if nxt is not None and nxt.state == _FREE:
+            self._unlink_free(nxt)
+            block.size += nxt.size
+            block.next = nxt.next
+            if nxt.next is not None:
+                nxt.next.prev = block
+        self._put_free(block)
+
+    def _process_events(self) -> None:
+        still = []
+        for block in self._pending:
+            if all(ev.query() for ev in block.events):
+                self._free_block(block)
+            else:
+                still.append(block)
+        self._pending = still

@@ -1,0 +1,694 @@
+"""The CUDA driver, behind one small interface: the only module that imports ``cuda.bindings``.
+
+Everything above this module (streams, events, the allocator's raw memory, copies, the Triton
+binding) talks to a ``Driver``: plain Python ints for device ordinals, pointers, stream and
+event handles, and ``CudaError`` for every failed call. Two implementations:
+
+- ``CudaDriver``: the real one, over ``cuda.bindings.driver`` (cuda-python). One primary
+  context per device (``cuDevicePrimaryCtxRetain``), made current on the calling thread
+  (``cuCtxSetCurrent``) before each call that needs it. Every ``CUresult`` is checked.
+- ``EmulatedDriver``: selected when no real GPU is present and ``TRITONGRAD_EMULATE_CUDA=1``.
+  One device whose memory is host memory (NumPy buffers; pointers are real host addresses, so
+  Triton's interpreter loads and stores through them), copies are ``ctypes.memmove``, streams
+  run synchronously, events complete when recorded and are timed with ``time.perf_counter``.
+  It checks what the real driver checks where that is cheap (unknown handles, copies that
+  leave an allocation, timing on events without timing), with the same error messages.
+
+Nothing touches the driver at import time: ``get_driver()`` probes once, on first use. A
+missing ``libcuda`` makes cuda-python *raise* (``DynamicLibNotFoundError``) instead of
+returning an error code; the probe catches everything so that ``is_available()`` is simply
+False on machines without a GPU. A real GPU always wins over the emulation.
+"""
+
+from __future__ import annotations
+
+import bisect
+import ctypes
+import itertools
+import os
+import threading
+import time
+
+import numpy as np
+
+__all__ = [
+    "EMULATED_DEVICE_NAME",
+    "CudaDriver",
+    "CudaError",
+    "CudaUnavailableError",
+    "Driver",
+    "EmulatedDriver",
+    "device_count",
+    "get_driver",
+    "is_available",
+    "is_emulated",
+    "is_initialized",
+]
+
+EMULATED_DEVICE_NAME = "tritongrad emulated device"
+_EMULATED_MEMORY_DEFAULT = 16 << 30  # what the emulated device reports as its total memory
+_EMULATED_ALIGN = 256  # cuMemAlloc's alignment; emulated pointers keep it
+
+
+class CudaError(RuntimeError):
+    """A failed CUDA driver call: ``CUDA_ERROR_X: <description> (in cuFunction)``.
+
+    Attributes:
+        code: the ``CUresult`` name (``"CUDA_ERROR_OUT_OF_MEMORY"``), or None for errors found
+            by tritongrad itself (an invalid device ordinal, say).
+    """
+
+    def __init__(self, message: str, code: str | None = None):
+        super().__init__(message)
+        self.code = code
+
+
+class CudaUnavailableError(RuntimeError):
+    """CUDA was asked for on a machine where ``tg.cuda.is_available()`` is False."""
+
+
+# The descriptions the emulated driver uses, in cuGetErrorString's words.
+_DESCRIPTIONS = {
+    "CUDA_ERROR_INVALID_VALUE": "invalid argument",
+    "CUDA_ERROR_OUT_OF_MEMORY": "out of memory",
+    "CUDA_ERROR_INVALID_DEVICE": "invalid device ordinal",
+    "CUDA_ERROR_INVALID_HANDLE": "invalid resource handle",
+    "CUDA_ERROR_NOT_READY": "device not ready",
+}
+
+
+def _error(code: str, fn: str, description: str | None = None, detail: str = "") -> CudaError:
+    desc = description or _DESCRIPTIONS.get(code, "unknown error")
+    where = f"in {fn}: {detail}" if detail else f"in {fn}"
+    return CudaError(f"{code}: {desc} ({where})", code)
+
+
+class Driver:
+    """The driver interface that streams, events, the allocator and copies use.
+
+    All arguments and results are Python ints (device ordinals, device pointers, host
+    addresses, stream and event handles). Stream handle 0 is the device's legacy default
+    stream. Each method names the driver call it wraps.
+    """
+
+    emulated: bool = False
+
+    # -- devices ---------------------------------------------------------------------------
+    def device_count(self) -> int:  # cuDeviceGetCount
+        raise NotImplementedError
+
+    def name(self, dev: int) -> str:  # cuDeviceGetName
+        raise NotImplementedError
+
+    def capability(self, dev: int) -> tuple[int, int]:  # cuDeviceGetAttribute (CC major/minor)
+        raise NotImplementedError
+
+    def total_memory(self, dev: int) -> int:  # cuDeviceTotalMem
+        raise NotImplementedError
+
+    def mem_get_info(self, dev: int) -> tuple[int, int]:  # cuMemGetInfo -> (free, total)
+        raise NotImplementedError
+
+    def activate(self, dev: int) -> None:  # cuCtxSetCurrent(primary context of dev)
+        raise NotImplementedError
+
+    def ctx_synchronize(self, dev: int) -> None:  # cuCtxSynchronize
+        raise NotImplementedError
+
+    # -- memory ----------------------------------------------------------------------------
+    def mem_alloc(self, dev: int, nbytes: int) -> int | None:
+        """cuMemAlloc; returns None (not an error) when the device is out of memory."""
+        raise NotImplementedError
+
+    def mem_free(self, dev: int, ptr: int) -> None:  # cuMemFree
+        raise NotImplementedError
+
+    def memcpy_htod(self, dev, dst: int, src_host: int, nbytes: int, stream: int) -> None:
+        raise NotImplementedError  # cuMemcpyHtoDAsync
+
+    def memcpy_dtoh(self, dev, dst_host: int, src: int, nbytes: int, stream: int) -> None:
+        raise NotImplementedError  # cuMemcpyDtoHAsync
+
+    def memcpy_dtod(self, dev, dst: int, src: int, nbytes: int, stream: int) -> None:
+        raise NotImplementedError  # cuMemcpyDtoDAsync
+
+    def memcpy_peer(self, dst_dev, dst: int, src_dev, src: int, nbytes: int, stream: int) -> None:
+        raise NotImplementedError  # cuMemcpyPeerAsync; ``stream`` belongs to src_dev
+
+    def memset_d8(self, dev, ptr: int, value: int, nbytes: int, stream: int) -> None:
+        raise NotImplementedError  # cuMemsetD8Async
+
+    # -- streams ---------------------------------------------------------------------------
+    def stream_create(self, dev: int, priority: int = 0) -> int:
+        raise NotImplementedError  # cuStreamCreateWithPriority(CU_STREAM_NON_BLOCKING)
+
+    def stream_destroy(self, dev: int, stream: int) -> None:  # cuStreamDestroy
+        raise NotImplementedError
+
+    def stream_query(self, dev: int, stream: int) -> bool:  # cuStreamQuery
+        raise NotImplementedError
+
+    def stream_synchronize(self, dev: int, stream: int) -> None:  # cuStreamSynchronize
+        raise NotImplementedError
+
+    def stream_wait_event(self, dev: int, stream: int, event: int) -> None:  # cuStreamWaitEvent
+        raise NotImplementedError
+
+    def stream_priority_range(self, dev: int) -> tuple[int, int]:
+        raise NotImplementedError  # cuCtxGetStreamPriorityRange -> (least, greatest)
+
+    # -- events ----------------------------------------------------------------------------
+    def event_create(self, dev: int, timing: bool = False, blocking: bool = False,
+                     interprocess: bool = False) -> int:  # cuEventCreate
+        raise NotImplementedError
+
+    def event_record(self, dev: int, event: int, stream: int) -> None:  # cuEventRecord
+        raise NotImplementedError
+
+    def event_query(self, dev: int, event: int) -> bool:  # cuEventQuery
+        raise NotImplementedError
+
+    def event_synchronize(self, dev: int, event: int) -> None:  # cuEventSynchronize
+        raise NotImplementedError
+
+    def event_elapsed_time(self, dev: int, start: int, end: int) -> float:  # cuEventElapsedTime
+        raise NotImplementedError
+
+    def event_destroy(self, dev: int, event: int) -> None:  # cuEventDestroy
+        raise NotImplementedError
+
+    # -- profiler --------------------------------------------------------------------------
+    def profiler_start(self, dev: int) -> None:  # cuProfilerStart
+        raise NotImplementedError
+
+    def profiler_stop(self, dev: int) -> None:  # cuProfilerStop
+        raise NotImplementedError
+
+
+# ------------------------------------------------------------------------------------------
+# The real driver
+# ------------------------------------------------------------------------------------------
+class CudaDriver(Driver):
+    """The driver interface over ``cuda.bindings.driver``; every CUresult is checked."""
+
+    emulated = False
+
+    def __init__(self):
+        from cuda.bindings import driver as cu  # the one import of cuda.bindings
+
+        self.cu = cu
+        self._SUCCESS = cu.CUresult.CUDA_SUCCESS
+        self._NOT_READY = cu.CUresult.CUDA_ERROR_NOT_READY
+        self._OOM = cu.CUresult.CUDA_ERROR_OUT_OF_MEMORY
+        self._lock = threading.Lock()
+        self._tls = threading.local()  # .dev: the device whose primary context we made current
+        self._devices: dict[int, object] = {}  # ordinal -> CUdevice
+        self._contexts: dict[int, object] = {}  # ordinal -> retained primary CUcontext
+        self._count: int | None = None
+        self._check(cu.cuInit(0), "cuInit")
+
+    # -- error checking --------------------------------------------------------------------
+    def _check(self, result, fn: str):
+        """Returns the values after the CUresult, raising CudaError unless it is CUDA_SUCCESS."""
+        err, values = (result[0], result[1:]) if isinstance(result, tuple) else (result, ())
+        if err != self._SUCCESS:
+            raise self._error(err, fn)
+        if not values:
+            return None
+        return values[0] if len(values) == 1 else values
+
+    def _error(self, err, fn: str) -> CudaError:
+        cu = self.cu
+        try:
+            code = cu.CUresult(err).name
+        except Exception:  # noqa: BLE001 - an unknown code still gets reported
+            code = f"CUresult {int(err)}"
+        try:
+            e2, desc = cu.cuGetErrorString(err)
+            desc = desc.decode() if e2 == self._SUCCESS and desc else None
+        except Exception:  # noqa: BLE001 - fall back to the built-in descriptions
+            desc = None
+        return _error(code, fn, desc)
+
+    def _ready(self, result, fn: str) -> bool:
+        err = result[0] if isinstance(result, tuple) else result
+        if err == self._NOT_READY:
+            return False
+        self._check(result, fn)
+        return True
+
+    # -- devices and contexts --------------------------------------------------------------
+    def _device(self, dev: int):
+        d = self._devices.get(dev)
+        if d is None:
+            d = self._devices[dev] = self._check(self.cu.cuDeviceGet(dev), "cuDeviceGet")
+        return d
+
+    def _context(self, dev: int):
+        ctx = self._contexts.get(dev)
+        if ctx is None:
+            with self._lock:
+                ctx = self._contexts.get(dev)
+                if ctx is None:  # retained once per process, released never (as PyTorch does)
+                    ctx = self._check(self.cu.cuDevicePrimaryCtxRetain(self._device(dev)),
+                                      "cuDevicePrimaryCtxRetain")
+                    self._contexts[dev] = ctx
+        return ctx
+
+    def activate(self, dev: int) -> None:
+        if getattr(self._tls, "dev", None) != dev:
+            self._check(self.cu.cuCtxSetCurrent(self._context(dev)), "cuCtxSetCurrent")
+            self._tls.dev = dev
+
+    def device_count(self) -> int:
+        if self._count is None:  # fixed for the life of the process
+            self._count = int(self._check(self.cu.cuDeviceGetCount(), "cuDeviceGetCount"))
+        return self._count
+
+    def name(self, dev: int) -> str:
+        raw = self._check(self.cu.cuDeviceGetName(256, self._device(dev)), "cuDeviceGetName")
+        return bytes(raw).split(b"\0", 1)[0].decode()
+
+    def capability(self, dev: int) -> tuple[int, int]:
+        a = self.cu.CUdevice_attribute
+        d = self._device(dev)
+        major = self._check(self.cu.cuDeviceGetAttribute(
+            a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d), "cuDeviceGetAttribute")
+        minor = self._check(self.cu.cuDeviceGetAttribute(
+            a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d), "cuDeviceGetAttribute")
+        return int(major), int(minor)
+
+    def total_memory(self, dev: int) -> int:
+        return int(self._check(self.cu.cuDeviceTotalMem(self._device(dev)), "cuDeviceTotalMem"))
+
+    def mem_get_info(self, dev: int) -> tuple[int, int]:
+        self.activate(dev)
+        free, total = self._check(self.cu.cuMemGetInfo(), "cuMemGetInfo")
+        return int(free), int(total)
+
+    def ctx_synchronize(self, dev: int) -> None:
+        self.activate(dev)
+        self._check(self.cu.cuCtxSynchronize(), "cuCtxSynchronize")
+
+    # -- memory ----------------------------------------------------------------------------
+    def mem_alloc(self, dev: int, nbytes: int) -> int | None:
+        self.activate(dev)
+        result = self.cu.cuMemAlloc(nbytes)
+        if result[0] == self._OOM:
+            return None
+        return int(self._check(result, "cuMemAlloc"))
+
+    def mem_free(self, dev: int, ptr: int) -> None:
+        self.activate(dev)
+        self._check(self.cu.cuMemFree(self.cu.CUdeviceptr(ptr)), "cuMemFree")
+
+    def memcpy_htod(self, dev, dst, src_host, nbytes, stream) -> None:
+        cu = self.cu
+        self.activate(dev)
+        self._check(cu.cuMemcpyHtoDAsync(cu.CUdeviceptr(dst), src_host, nbytes,
+                                         cu.CUstream(stream)), "cuMemcpyHtoDAsync")
+
+    def memcpy_dtoh(self, dev, dst_host, src, nbytes, stream) -> None:
+        cu = self.cu
+        self.activate(dev)
+        self._check(cu.cuMemcpyDtoHAsync(dst_host, cu.CUdeviceptr(src), nbytes,
+                                         cu.CUstream(stream)), "cuMemcpyDtoHAsync")
+
+    def memcpy_dtod(self, dev, dst, src, nbytes, stream) -> None:
+        cu = self.cu
+        self.activate(dev)
+        self._check(cu.cuMemcpyDtoDAsync(cu.CUdeviceptr(dst), cu.CUdeviceptr(src), nbytes,
+                                         cu.CUstream(stream)), "cuMemcpyDtoDAsync")
+
+    def memcpy_peer(self, dst_dev, dst, src_dev, src, nbytes, stream) -> None:
+        cu = self.cu
+        self.activate(src_dev)
+        self._check(cu.cuMemcpyPeerAsync(cu.CUdeviceptr(dst), self._context(dst_dev),
+                                         cu.CUdeviceptr(src), self._context(src_dev), nbytes,
+                                         cu.CUstream(stream)), "cuMemcpyPeerAsync")
+
+    def memset_d8(self, dev, ptr, value, nbytes, stream) -> None:
+        cu = self.cu
+        self.activate(dev)
+        self._check(cu.cuMemsetD8Async(cu.CUdeviceptr(ptr), value, nbytes, cu.CUstream(stream)),
+                    "cuMemsetD8Async")
+
+    # -- streams ---------------------------------------------------------------------------
+    def stream_create(self, dev: int, priority: int = 0) -> int:
+        cu = self.cu
+        self.activate(dev)
+        # Non-blocking, as PyTorch's pool streams: no implicit sync with the legacy stream 0.
+        flags = int(cu.CUstream_flags.CU_STREAM_NON_BLOCKING)
+        s = self._check(cu.cuStreamCreateWithPriority(flags, priority),
+                        "cuStreamCreateWithPriority")
+        return int(s)
+
+    def stream_destroy(self, dev: int, stream: int) -> None:
+        self.activate(dev)
+        self._check(self.cu.cuStreamDestroy(self.cu.CUstream(stream)), "cuStreamDestroy")
+
+    def stream_query(self, dev: int, stream: int) -> bool:
+        self.activate(dev)
+        return self._ready(self.cu.cuStreamQuery(self.cu.CUstream(stream)), "cuStreamQuery")
+
+    def stream_synchronize(self, dev: int, stream: int) -> None:
+        self.activate(dev)
+        self._check(self.cu.cuStreamSynchronize(self.cu.CUstream(stream)), "cuStreamSynchronize")
+
+    def stream_wait_event(self, dev: int, stream: int, event: int) -> None:
+        cu = self.cu
+        self.activate(dev)
+        self._check(cu.cuStreamWaitEvent(cu.CUstream(stream), cu.CUevent(event), 0),
+                    "cuStreamWaitEvent")
+
+    def stream_priority_range(self, dev: int) -> tuple[int, int]:
+        self.activate(dev)
+        least, greatest = self._check(self.cu.cuCtxGetStreamPriorityRange(),
+                                      "cuCtxGetStreamPriorityRange")
+        return int(least), int(greatest)
+
+    # -- events ----------------------------------------------------------------------------
+    def event_create(self, dev, timing=False, blocking=False, interprocess=False) -> int:
+        f = self.cu.CUevent_flags
+        flags = 0 if timing else int(f.CU_EVENT_DISABLE_TIMING)
+        if blocking:
+            flags |= int(f.CU_EVENT_BLOCKING_SYNC)
+        if interprocess:
+            flags |= int(f.CU_EVENT_INTERPROCESS)
+        self.activate(dev)
+        return int(self._check(self.cu.cuEventCreate(flags), "cuEventCreate"))
+
+    def event_record(self, dev, event, stream) -> None:
+        cu = self.cu
+        self.activate(dev)
+        self._check(cu.cuEventRecord(cu.CUevent(event), cu.CUstream(stream)), "cuEventRecord")
+
+    def event_query(self, dev, event) -> bool:
+        self.activate(dev)
+        return self._ready(self.cu.cuEventQuery(self.cu.CUevent(event)), "cuEventQuery")
+
+    def event_synchronize(self, dev, event) -> None:
+        self.activate(dev)
+        self._check(self.cu.cuEventSynchronize(self.cu.CUevent(event)), "cuEventSynchronize")
+
+    def event_elapsed_time(self, dev, start, end) -> float:
+        cu = self.cu
+        self.activate(dev)
+        return float(self._check(cu.cuEventElapsedTime(cu.CUevent(start), cu.CUevent(end)),
+                                 "cuEventElapsedTime"))
+
+    def event_destroy(self, dev, event) -> None:
+        self.activate(dev)
+        self._check(self.cu.cuEventDestroy(self.cu.CUevent(event)), "cuEventDestroy")
+
+    # -- profiler --------------------------------------------------------------------------
+    def profiler_start(self, dev: int) -> None:
+        self.activate(dev)
+        self._check(self.cu.cuProfilerStart(), "cuProfilerStart")
+
+    def profiler_stop(self, dev: int) -> None:
+        self.activate(dev)
+        self._check(self.cu.cuProfilerStop(), "cuProfilerStop")
+
+
+# ------------------------------------------------------------------------------------------
+# The emulated driver
+# ------------------------------------------------------------------------------------------
+class EmulatedDriver(Driver):
+    """One device whose memory is host memory and whose streams run synchronously.
+
+    Args:
+        total_memory: bytes the device reports and allocates up to (default 16 GiB, or
+            ``TRITONGRAD_EMULATE_CUDA_MEMORY``); going past it gives the real driver's
+            out-of-memory answer, so the allocator's retry path runs in CI.
+    """
+
+    emulated = True
+
+    def __init__(self, total_memory: int | None = None):
+        if total_memory is None:
+            total_memory = int(os.environ.get("TRITONGRAD_EMULATE_CUDA_MEMORY",
+                                              _EMULATED_MEMORY_DEFAULT))
+        self._total = total_memory
+        self._used = 0
+        self._lock = threading.Lock()
+        self._buffers: dict[int, tuple] = {}  # aligned ptr -> (numpy buffer, nbytes)
+        self._bases: list[int] = []  # sorted aligned ptrs, to find the allocation of a pointer
+        self._handles = itertools.count(0x7E570000, 0x10)  # fake stream/event handles
+        self._streams: set[int] = {0}
+        self._events: dict[int, list] = {}  # handle -> [timing, recorded time or None]
+        self.profiling = False
+
+    def _dev(self, dev, fn: str) -> None:
+        if dev != 0:
+            raise _error("CUDA_ERROR_INVALID_DEVICE", fn, detail=f"device {dev}")
+
+    def _range(self, ptr: int, nbytes: int, fn: str) -> None:
+        """Checks that [ptr, ptr + nbytes) lies inside one live allocation."""
+        i = bisect.bisect_right(self._bases, ptr) - 1
+        if i >= 0:
+            base = self._bases[i]
+            size = self._buffers[base][1]
+            if ptr + nbytes <= base + size:
+                return
+        raise _error("CUDA_ERROR_INVALID_VALUE", fn,
+                     detail=f"{nbytes} bytes at 0x{ptr:x} are not inside a device allocation")
+
+    def _stream(self, stream: int, fn: str) -> None:
+        if stream not in self._streams:
+            raise _error("CUDA_ERROR_INVALID_HANDLE", fn, detail=f"stream 0x{stream:x}")
+
+    def _event(self, event: int, fn: str) -> list:
+        e = self._events.get(event)
+        if e is None:
+            raise _error("CUDA_ERROR_INVALID_HANDLE", fn, detail=f"event 0x{event:x}")
+        return e
+
+    # -- devices ---------------------------------------------------------------------------
+    def device_count(self) -> int:
+        return 1
+
+    def name(self, dev: int) -> str:
+        self._dev(dev, "cuDeviceGetName")
+        return EMULATED_DEVICE_NAME
+
+    def capability(self, dev: int) -> tuple[int, int]:
+        self._dev(dev, "cuDeviceGetAttribute")
+        return (9, 0)
+
+    def total_memory(self, dev: int) -> int:
+        self._dev(dev, "cuDeviceTotalMem")
+        return self._total
+
+    def mem_get_info(self, dev: int) -> tuple[int, int]:
+        self._dev(dev, "cuMemGetInfo")
+        return self._total - self._used, self._total
+
+    def activate(self, dev: int) -> None:
+        self._dev(dev, "cuCtxSetCurrent")
+
+    def ctx_synchronize(self, dev: int) -> None:
+        self._dev(dev, "cuCtxSynchronize")
+
+    # -- memory ----------------------------------------------------------------------------
+    def mem_alloc(self, dev: int, nbytes: int) -> int | None:
+        self._dev(dev, "cuMemAlloc")
+        if nbytes <= 0:
+            raise _error("CUDA_ERROR_INVALID_VALUE", "cuMemAlloc", detail=f"{nbytes} bytes")
+        with self._lock:
+            if self._used + nbytes > self._total:
+                return None
+            buf = np.empty(nbytes + _EMULATED_ALIGN, dtype=np.uint8)
+            ptr = -(-buf.ctypes.data // _EMULATED_ALIGN) * _EMULATED_ALIGN
+            self._buffers[ptr] = (buf, nbytes)
+            bisect.insort(self._bases, ptr)
+            self._used += nbytes
+        return ptr
+
+    def mem_free(self, dev: int, ptr: int) -> None:
+        self._dev(dev, "cuMemFree")
+        with self._lock:
+            entry = self._buffers.pop(ptr, None)
+            if entry is None:
+                raise _error("CUDA_ERROR_INVALID_VALUE", "cuMemFree",
+                             detail=f"0x{ptr:x} is not a device allocation")
+            self._bases.remove(ptr)
+            self._used -= entry[1]
+
+    def memcpy_htod(self, dev, dst, src_host, nbytes, stream) -> None:
+        self._dev(dev, "cuMemcpyHtoDAsync")
+        self._stream(stream, "cuMemcpyHtoDAsync")
+        self._range(dst, nbytes, "cuMemcpyHtoDAsync")
+        ctypes.memmove(dst, src_host, nbytes)
+
+    def memcpy_dtoh(self, dev, dst_host, src, nbytes, stream) -> None:
+        self._dev(dev, "cuMemcpyDtoHAsync")
+        self._stream(stream, "cuMemcpyDtoHAsync")
+        self._range(src, nbytes, "cuMemcpyDtoHAsync")
+        ctypes.memmove(dst_host, src, nbytes)
+
+    def memcpy_dtod(self, dev, dst, src, nbytes, stream) -> None:
+        self._dev(dev, "cuMemcpyDtoDAsync")
+        self._stream(stream, "cuMemcpyDtoDAsync")
+        self._range(src, nbytes, "cuMemcpyDtoDAsync")
+        self._range(dst, nbytes, "cuMemcpyDtoDAsync")
+        ctypes.memmove(dst, src, nbytes)
+
+    def memcpy_peer(self, dst_dev, dst, src_dev, src, nbytes, stream) -> None:
+        self._dev(dst_dev, "cuMemcpyPeerAsync")
+        self.memcpy_dtod(src_dev, dst, src, nbytes, stream)
+
+    def memset_d8(self, dev, ptr, value, nbytes, stream) -> None:
+        self._dev(dev, "cuMemsetD8Async")
+        self._stream(stream, "cuMemsetD8Async")
+        self._range(ptr, nbytes, "cuMemsetD8Async")
+        ctypes.memset(ptr, value & 0xFF, nbytes)
+
+    # -- streams ---------------------------------------------------------------------------
+    def stream_create(self, dev: int, priority: int = 0) -> int:
+        self._dev(dev, "cuStreamCreateWithPriority")
+        h = next(self._handles)
+        self._streams.add(h)
+        return h
+
+    def stream_destroy(self, dev: int, stream: int) -> None:
+        self._dev(dev, "cuStreamDestroy")
+        self._stream(stream, "cuStreamDestroy")
+        if stream:
+            self._streams.discard(stream)
+
+    def stream_query(self, dev: int, stream: int) -> bool:
+        self._stream(stream, "cuStreamQuery")
+        return True
+
+    def stream_synchronize(self, dev: int, stream: int) -> None:
+        self._stream(stream, "cuStreamSynchronize")
+
+    def stream_wait_event(self, dev: int, stream: int, event: int) -> None:
+        self._stream(stream, "cuStreamWaitEvent")
+        self._event(event, "cuStreamWaitEvent")
+
+    def stream_priority_range(self, dev: int) -> tuple[int, int]:
+        self._dev(dev, "cuCtxGetStreamPriorityRange")
+        return (0, -5)  # an H100's range
+
+    # -- events ----------------------------------------------------------------------------
+    def event_create(self, dev, timing=False, blocking=False, interprocess=False) -> int:
+        self._dev(dev, "cuEventCreate")
+        if interprocess and timing:  # as the real driver: interprocess needs DISABLE_TIMING
+            raise _error("CUDA_ERROR_INVALID_VALUE", "cuEventCreate",
+                         detail="an interprocess event cannot have timing enabled")
+        h = next(self._handles)
+        self._events[h] = [bool(timing), None]
+        return h
+
+    def event_record(self, dev, event, stream) -> None:
+        self._stream(stream, "cuEventRecord")
+        self._event(event, "cuEventRecord")[1] = time.perf_counter()
+
+    def event_query(self, dev, event) -> bool:
+        self._event(event, "cuEventQuery")
+        return True
+
+    def event_synchronize(self, dev, event) -> None:
+        self._event(event, "cuEventSynchronize")
+
+    def event_elapsed_time(self, dev, start, end) -> float:
+        a, b = self._event(start, "cuEventElapsedTime"), self._event(end, "cuEventElapsedTime")
+        if not (a[0] and b[0]) or a[1] is None or b[1] is None:
+            raise _error("CUDA_ERROR_INVALID_HANDLE", "cuEventElapsedTime")
+        return (b[1] - a[1]) * 1e3
+
+    def event_destroy(self, dev, event) -> None:
+        self._event(event, "cuEventDestroy")
+        del self._events[event]
+
+    # -- profiler --------------------------------------------------------------------------
+    def profiler_start(self, dev: int) -> None:
+        self._dev(dev, "cuProfilerStart")
+        self.profiling = True
+
+    def profiler_stop(self, dev: int) -> None:
+        self._dev(dev, "cuProfilerStop")
+        self.profiling = False
+
+
+# ------------------------------------------------------------------------------------------
+# Selection (once per process, on first use)
+# ------------------------------------------------------------------------------------------
+_driver: Driver | None = None
+_probed = False
+_why_unavailable = ""
+_probe_lock = threading.Lock()
+
+
+def _probe() -> tuple[Driver | None, str]:
+    try:
+        real = CudaDriver()
+        n = real.device_count()
+        if n > 0:
+            return real, ""
+        why = "the CUDA driver reports no devices"
+    except Exception as e:  # noqa: BLE001 - no cuda-python, no libcuda (cuda-python raises)
+        why = f"{type(e).__name__}: {e}"
+    if os.environ.get("TRITONGRAD_EMULATE_CUDA") == "1":
+        return EmulatedDriver(), ""
+    return None, why
+
+
+def _selected() -> Driver | None:
+    global _driver, _probed, _why_unavailable
+    if not _probed:
+        with _probe_lock:
+            if not _probed:
+                _driver, _why_unavailable = _probe()
+                _probed = True
+    return _driver
+
+
+def get_driver() -> Driver:
+    """The process's driver, probed on first call.
+
+    Raises:
+        CudaUnavailableError: no CUDA GPU/driver was found (and emulation is not enabled).
+    """
+    d = _driver
+    if d is not None:
+        return d
+    d = _selected()
+    if d is None:
+        raise CudaUnavailableError(
+            "CUDA is not available: no CUDA GPU/driver was found, so tg.cuda.is_available() is "
+            f"False ({_why_unavailable}). Use device='cpu', run on a machine with an NVIDIA GPU "
+            "and driver, or set TRITONGRAD_EMULATE_CUDA=1 (before the first CUDA call) to use "
+            "the emulated device.")
+    return d
+
+
+def is_available() -> bool:
+    """True when a CUDA device (real, or emulated where enabled) can be used. Never raises."""
+    try:
+        d = _selected()
+        return d is not None and d.device_count() > 0
+    except Exception:  # noqa: BLE001 - documented never to raise
+        return False
+
+
+def is_initialized() -> bool:
+    """True once CUDA has been probed and found available (never probes, never raises)."""
+    return _probed and _driver is not None
+
+
+def is_emulated() -> bool:
+    """True when CUDA calls go to the emulated device (no real GPU, TRITONGRAD_EMULATE_CUDA=1)."""
+    d = _selected()
+    return d is not None and d.emulated
+
+
+def device_count() -> int:
+    """The number of CUDA devices; 0 where CUDA is unavailable. Never raises."""
+    try:
+        d = _selected()
+        return d.device_count() if d is not None else 0
+    except Exception:  # noqa: BLE001 - documented never to raise
+        return 0

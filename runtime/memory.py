@@ -1,0 +1,353 @@
+"""Device storages, host<->device copies, and the memory statistics of ``tg.cuda``.
+
+A ``Storage`` owns one block of the device's ``CachingAllocator`` (runtime/allocator.py) and
+gives it back when it dies. Memory is allocated for, and copies are queued on, the current
+stream of the device (the stream contract, docs/runtime.md): a tensor made on stream A and
+used on stream B needs ``record_stream(B)`` so that its block is not reused on A while B may
+still read it.
+
+On the emulated device memory is host memory: ``Storage.cpu()`` returns the storage itself and
+``copy_`` back from itself is a no-op, which is all Triton's interpreter needs (see
+runtime/array.py). On a real GPU the same two methods stage through a host copy, so the
+interpreter also works there.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+
+from . import driver as _drv
+from . import streams as _streams
+from .allocator import CachingAllocator, OutOfMemoryError
+from .array import DeviceArray, contiguous_strides
+from .device import device as Device
+from .dtype import bfloat16, from_numpy_dtype
+
+__all__ = [
+    "OutOfMemoryError",
+    "Storage",
+    "allocator",
+    "copy_between",
+    "empty",
+    "empty_cache",
+    "max_memory_allocated",
+    "max_memory_reserved",
+    "mem_get_info",
+    "memory_allocated",
+    "memory_reserved",
+    "memory_stats",
+    "memory_summary",
+    "reset_accumulated_memory_stats",
+    "reset_peak_memory_stats",
+    "to_device",
+    "to_host",
+]
+
+_CPU = Device("cpu")
+_allocators: dict[int, CachingAllocator] = {}
+_allocators_lock = threading.Lock()
+
+
+def allocator(index: int) -> CachingAllocator:
+    """The caching allocator of device ``index`` (created on first use)."""
+    a = _allocators.get(index)
+    if a is not None:
+        return a
+    with _allocators_lock:
+        a = _allocators.get(index)
+        if a is None:
+            a = _allocators[index] = _make_allocator(index)
+    return a
+
+
+def _make_allocator(index: int) -> CachingAllocator:
+    drv = _drv.get_driver()
+
+    def record_event(stream_handle: int):
+        ev = _streams.Event()
+        ev._record_on(index, stream_handle)
+        return ev
+
+    return CachingAllocator(
+        raw_alloc=lambda n: drv.mem_alloc(index, n),
+        raw_free=lambda p: drv.mem_free(index, p),
+        record_event=record_event,
+        device=f"cuda:{index}",
+        mem_info=lambda: drv.mem_get_info(index),
+        synchronize=lambda: drv.ctx_synchronize(index),
+    )
+
+
+class Storage:
+    """Memory on one CUDA device, owned by the arrays (tensors) that view it.
+
+    Args:
+        nbytes: size in bytes.
+        device: a CUDA ``device`` (index None: the current device).
+        stream: the ``Stream`` to allocate for (default: the device's current stream).
+
+    Attributes:
+        ptr: the device address; nbytes; device: ``device('cuda', i)``; stream: the CUstream
+        handle it was allocated on.
+    """
+
+    __slots__ = ("__weakref__", "_allocator", "_block", "device", "nbytes", "ptr", "stream")
+
+    def __init__(self, nbytes: int, device, stream=None):
+        # Fast path: a device with an index whose allocator exists was checked before.
+        index = getattr(device, "index", None)
+        alloc = _allocators.get(index) if type(device) is Device else None
+        if alloc is None:
+            index = _streams.device_index(device)
+            alloc = allocator(index)
+            device = Device("cuda", index)
+        handle = _streams.current_stream_handle(index) if stream is None else stream.cuda_stream
+        self._block = block = alloc.malloc(nbytes, handle)
+        self._allocator = alloc
+        self.ptr = block.ptr
+        self.nbytes = nbytes
+        self.device = device
+        self.stream = handle
+
+    def __del__(self):
+        try:  # destructors never raise (also at interpreter exit)
+            block, self._block = self._block, None
+            if block is not None:
+                self._allocator.free(block)
+        except Exception:  # noqa: BLE001, S110 - destructors never raise
+            pass
+
+    def record_stream(self, stream) -> None:
+        """Marks the memory as in use by work queued on ``stream``.
+
+        The block is not reused until that work is done (see the stream contract). As
+        ``Tensor.record_stream``; needed whenever a storage is used on a stream other than the
+        one it was allocated on and may be freed before that stream is synchronized.
+        """
+        if stream.device_index != self.device.index:
+            raise ValueError(f"record_stream: stream on cuda:{stream.device_index} cannot use "
+                             f"a storage on {self.device}")
+        self._allocator.record_stream(self._block, stream.cuda_stream)
+
+    def __repr__(self) -> str:
+        return f"Storage(ptr=0x{self.ptr:x}, nbytes={self.nbytes}, device={self.device})"
+
+    # The torch-style surface of Triton's interpreter: it copies each argument's storage to
+    # the host (``cpu()``), runs the kernel there, and copies back (``copy_``).
+    def data_ptr(self) -> int:
+        return self.ptr
+
+    def cpu(self):
+        if _drv.get_driver().emulated:
+            return self  # emulated device memory already is host memory
+        host = _HostStorage(self.nbytes)
+        _copy_dtoh(self.device.index, host.ptr, self.ptr, self.nbytes)
+        return host
+
+    def copy_(self, other) -> Storage:
+        if other is self:
+            return self
+        if isinstance(other, _HostStorage):
+            index = self.device.index
+            _drv.get_driver().memcpy_htod(index, self.ptr, other.ptr, min(self.nbytes,
+                                          other.nbytes), _streams.current_stream_handle(index))
+            _streams.current_stream(index).synchronize()  # the host buffer dies after this
+            return self
+        raise TypeError(f"Storage.copy_: cannot copy from {type(other).__name__}")
+
+
+class _HostStorage:
+    """A host copy of a device storage, for Triton's interpreter on a real GPU."""
+
+    __slots__ = ("_buf", "device", "nbytes", "ptr")
+
+    def __init__(self, nbytes: int):
+        self._buf = np.empty(max(nbytes, 1), dtype=np.uint8)
+        self.ptr = self._buf.ctypes.data
+        self.nbytes = nbytes
+        self.device = _CPU
+
+    def data_ptr(self) -> int:
+        return self.ptr
+
+    def cpu(self):
+        return self
+
+    def copy_(self, other):
+        if other is not self:
+            raise TypeError("_HostStorage.copy_: only the interpreter's no-op is supported")
+        return self
+
+
+def _copy_dtoh(index: int, dst_host: int, src: int, nbytes: int) -> None:
+    """Device to host on the current stream, then waits for that stream."""
+    handle = _streams.current_stream_handle(index)
+    drv = _drv.get_driver()
+    drv.memcpy_dtoh(index, dst_host, src, nbytes, handle)
+    drv.stream_synchronize(index, handle)
+
+
+def empty(shape, dtype, device) -> DeviceArray:
+    """An uninitialised contiguous array on ``device``, allocated on its current stream."""
+    shape = tuple(shape)
+    nbytes = math.prod(shape) * dtype.itemsize
+    return DeviceArray(Storage(nbytes, device), 0, shape, contiguous_strides(shape), dtype)
+
+
+def to_device(host, device, dtype=None) -> DeviceArray:
+    """Copies a host array to ``device`` on the current stream (``cuMemcpyHtoDAsync``).
+
+    Args:
+        host: a NumPy array (or anything ``np.asarray`` takes).
+        device: a CUDA ``device``.
+        dtype: the tritongrad dtype of the result (default: from ``host.dtype``). For
+            ``bfloat16`` pass its uint16 bit patterns.
+
+    The copy reads pageable host memory, which the driver stages before returning, so the host
+    array may be dropped as soon as this returns.
+    """
+    host = np.asarray(host)
+    if dtype is None:
+        dtype = from_numpy_dtype(host.dtype)
+    elif host.dtype != dtype.np:
+        if dtype is bfloat16:
+            raise TypeError(f"to_device: bfloat16 data must be given as uint16 bit patterns, "
+                            f"got {host.dtype}")
+        host = host.astype(dtype.np)
+    host = np.require(host, requirements="C")  # ascontiguousarray would make 0-d into 1-d
+    out = empty(host.shape, dtype, device)
+    if host.nbytes:
+        index = out.storage.device.index
+        _drv.get_driver().memcpy_htod(index, out.storage.ptr, host.ctypes.data, host.nbytes,
+                                      _streams.current_stream_handle(index))
+    return out
+
+
+def _span(a: DeviceArray) -> tuple[int, int]:
+    """The element range [lo, hi) relative to the storage start that ``a`` can touch."""
+    lo = hi = a.offset
+    for n, s in zip(a.shape, a.strides):
+        if s >= 0:
+            hi += (n - 1) * s
+        else:
+            lo += (n - 1) * s
+    return lo, hi + 1
+
+
+def to_host(a: DeviceArray) -> np.ndarray:
+    """Copies a (possibly strided) device array into a new NumPy array.
+
+    Queues ``cuMemcpyDtoHAsync`` of the span the view covers on the current stream, waits for
+    that stream (``cuStreamSynchronize``), then gathers the view on the host. bfloat16 comes
+    back as uint16 bit patterns.
+    """
+    npdt = a.dtype.np
+    if a.numel == 0:
+        return np.empty(a.shape, dtype=npdt)
+    lo, hi = _span(a)
+    item = a.itemsize
+    buf = np.empty((hi - lo) * item, dtype=np.uint8)
+    _copy_dtoh(a.storage.device.index, buf.ctypes.data, a.storage.ptr + lo * item, buf.nbytes)
+    if a.is_contiguous():  # the span is exactly the elements, in order
+        return buf.view(npdt).reshape(a.shape)
+    view = np.lib.stride_tricks.as_strided(
+        buf[(a.offset - lo) * item:].view(npdt), a.shape, tuple(s * item for s in a.strides))
+    return np.array(view)
+
+
+def copy_between(dst: DeviceArray, src: DeviceArray) -> None:
+    """Copies contiguous ``src`` into contiguous ``dst`` (same dtype size and element count).
+
+    Same device: ``cuMemcpyDtoDAsync`` on the device's current stream. Different devices:
+    ``cuMemcpyPeerAsync`` on the source device's current stream, ordered after the work queued
+    on the destination's current stream, and before the work queued there afterwards (events
+    both ways, as PyTorch does).
+    """
+    if not (dst.is_contiguous() and src.is_contiguous()):
+        raise ValueError("copy_between: both arrays must be contiguous")
+    nbytes = src.numel * src.itemsize
+    if dst.numel * dst.itemsize != nbytes:
+        raise ValueError(f"copy_between: sizes differ ({dst.numel * dst.itemsize} bytes vs "
+                         f"{nbytes} bytes)")
+    if not nbytes:
+        return
+    drv = _drv.get_driver()
+    di, si = dst.storage.device.index, src.storage.device.index
+    if di == si:
+        drv.memcpy_dtod(di, dst.data_ptr(), src.data_ptr(), nbytes,
+                        _streams.current_stream_handle(di))
+        return
+    dst_stream, src_stream = _streams.current_stream(di), _streams.current_stream(si)
+    src_stream.wait_event(dst_stream.record_event())
+    drv.memcpy_peer(di, dst.data_ptr(), si, src.data_ptr(), nbytes, src_stream.cuda_stream)
+    dst_stream.wait_event(src_stream.record_event())
+
+
+# ------------------------------------------------------------------------------------------
+# The memory statistics of tg.cuda
+# ------------------------------------------------------------------------------------------
+def memory_allocated(device=None) -> int:
+    """Bytes occupied by tensors on ``device`` (current device if None).
+
+    Counts the allocator's rounded block sizes, as PyTorch does.
+    """
+    return allocator(_streams.device_index(device)).allocated
+
+
+def max_memory_allocated(device=None) -> int:
+    """The peak of ``memory_allocated`` since start or ``reset_peak_memory_stats``."""
+    return allocator(_streams.device_index(device)).stat("allocated_bytes").peak
+
+
+def memory_reserved(device=None) -> int:
+    """Bytes held by the caching allocator on ``device``: in use plus cached."""
+    return allocator(_streams.device_index(device)).reserved
+
+
+def max_memory_reserved(device=None) -> int:
+    """The peak of ``memory_reserved`` since start or ``reset_peak_memory_stats``."""
+    return allocator(_streams.device_index(device)).stat("reserved_bytes").peak
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    """Sets the peaks (``max_memory_allocated`` and friends) to the current values."""
+    allocator(_streams.device_index(device)).reset_peak_memory_stats()
+
+
+def reset_accumulated_memory_stats(device=None) -> None:
+    """Zeroes the accumulated totals (the ``allocated``/``freed`` fields, retries, OOMs)."""
+    allocator(_streams.device_index(device)).reset_accumulated_memory_stats()
+
+
+def empty_cache(device=None) -> None:
+    """Returns the cached, unused memory of ``device`` to the driver (``cuMemFree``).
+
+    Memory of live tensors is not freed, nor blocks still waiting on events from streams that
+    used them. Does not make more memory available to tritongrad itself (the allocator would
+    reuse the cache), but to other processes and libraries, and to ``mem_get_info``.
+    """
+    allocator(_streams.device_index(device)).empty_cache()
+
+
+def memory_stats(device=None) -> dict:
+    """The allocator's statistics as a flat dict with PyTorch's keys.
+
+    Example keys: ``"allocated_bytes.all.current"``, ``"reserved_bytes.all.peak"``,
+    ``"active_bytes.large_pool.allocated"``, ``"num_alloc_retries"``, ``"num_ooms"``.
+    """
+    return allocator(_streams.device_index(device)).memory_stats()
+
+
+def memory_summary(device=None) -> str:
+    """A human-readable table of ``memory_stats`` (for printing when memory runs short)."""
+    return allocator(_streams.device_index(device)).memory_summary()
+
+
+def mem_get_info(device=None) -> tuple[int, int]:
+    """``(free, total)`` bytes of the device as the driver sees them (``cuMemGetInfo``)."""
+    index = _streams.device_index(device)
+    return _drv.get_driver().mem_get_info(index)
+

@@ -1,0 +1,314 @@
+"""The caching allocator's policy, over fake raw memory and events the test completes."""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import threading
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tritongrad.runtime.allocator import (
+    CachingAllocator,
+    OutOfMemoryError,
+    format_bytes,
+    round_size,
+    segment_size,
+)
+
+KiB, MiB = 1 << 10, 1 << 20
+A, B, C = "stream-A", "stream-B", "stream-C"
+
+
+def test_rounding_and_segment_sizes():
+    assert [round_size(n) for n in (0, 1, 511, 512, 513, 1000)] == [512, 512, 512, 512, 1024,
+                                                                     1024]
+    assert segment_size(512) == 2 * MiB
+    assert segment_size(1 * MiB) == 2 * MiB
+    assert segment_size(1 * MiB + 512) == 20 * MiB
+    assert segment_size(10 * MiB - 512) == 20 * MiB
+    assert segment_size(10 * MiB) == 10 * MiB
+    assert segment_size(11 * MiB + 1) == 12 * MiB
+
+
+def test_format_bytes():
+    assert format_bytes(100) == "100 B"
+    assert format_bytes(2 << 30) == "2.00 GiB"
+    assert format_bytes(1536) == "1.50 KiB"
+
+
+def test_small_requests_are_carved_from_one_2mib_segment(make_allocator):
+    alloc, raw, _ = make_allocator()
+    blocks = [alloc.malloc(1000, A) for _ in range(4)]
+    assert raw.allocs == 1 and list(raw.live.values()) == [2 * MiB]
+    ptrs = [b.ptr for b in blocks]
+    assert ptrs == [ptrs[0] + i * 1024 for i in range(4)]  # 1000 rounds to 1024
+    assert alloc.allocated == 4 * 1024
+    assert alloc.reserved == 2 * MiB
+
+
+def test_large_requests_get_rounded_segments(make_allocator):
+    alloc, raw, _ = make_allocator()
+    alloc.malloc(3 * MiB, A)  # mid-size: a 20 MiB segment
+    alloc.malloc(11 * MiB + 1, B)  # large: rounded to 12 MiB (B: not split from A's 17 MiB)
+    assert sorted(raw.live.values()) == [12 * MiB, 20 * MiB]
+    assert alloc.reserved == 32 * MiB
+    assert alloc.allocated == 3 * MiB + 12 * MiB  # 1 MiB - 511 left over: not worth a split
+
+
+def test_reuse_on_the_same_stream(make_allocator):
+    alloc, raw, _ = make_allocator()
+    b = alloc.malloc(4096, A)
+    ptr = b.ptr
+    alloc.free(b)
+    assert alloc.malloc(4096, A).ptr == ptr
+    assert raw.allocs == 1
+
+
+def test_no_reuse_on_another_stream(make_allocator):
+    alloc, raw, _ = make_allocator()
+    b = alloc.malloc(4096, A)
+    ptr = b.ptr
+    alloc.free(b)
+    other = alloc.malloc(4096, B)
+    assert other.ptr != ptr
+    assert raw.allocs == 2  # B got its own segment: A's cache is A's
+
+
+def test_record_stream_defers_reuse_until_the_event_completes(make_allocator):
+    alloc, _, events = make_allocator()
+    b = alloc.malloc(4096, A)
+    ptr = b.ptr
+    alloc.record_stream(b, B)
+    alloc.free(b)
+    assert [ev.stream for ev in events.recorded] == [B]  # one event, on the using stream
+    assert alloc.allocated == 0
+    assert alloc.memory_stats()["active_bytes.all.current"] == 4096  # still in use on B
+    while_pending = alloc.malloc(4096, A)
+    assert while_pending.ptr != ptr
+    events.complete(B)
+    assert alloc.malloc(4096, A).ptr == ptr  # polled at allocation: reusable now
+    assert alloc.memory_stats()["active_bytes.all.current"] == 2 * 4096
+
+
+def test_record_stream_waits_for_every_recorded_stream(make_allocator):
+    alloc, _, events = make_allocator()
+    b = alloc.malloc(8192, A)
+    ptr = b.ptr
+    alloc.record_stream(b, B)
+    alloc.record_stream(b, C)
+    alloc.record_stream(b, A)  # the allocation stream itself needs no event
+    alloc.free(b)
+    assert sorted(ev.stream for ev in events.recorded) == [B, C]
+    events.complete(B)
+    assert alloc.malloc(8192, A).ptr != ptr
+    events.complete(C)
+    assert alloc.malloc(8192, A).ptr == ptr
+
+
+def test_stats_rise_fall_and_peak(make_allocator):
+    alloc, _, _ = make_allocator()
+    b1 = alloc.malloc(1000, A)
+    b2 = alloc.malloc(5000, A)
+    assert alloc.allocated == 1024 + 5120
+    stats = alloc.memory_stats()
+    assert stats["allocation.all.current"] == 2
+    assert stats["requested_bytes.all.current"] == 6000
+    alloc.free(b1)
+    assert alloc.allocated == 5120
+    assert alloc.stat("allocated_bytes").peak == 1024 + 5120
+    alloc.reset_peak_memory_stats()
+    assert alloc.stat("allocated_bytes").peak == 5120
+    alloc.free(b2)
+    stats = alloc.memory_stats()
+    assert stats["allocated_bytes.all.current"] == 0
+    assert stats["allocated_bytes.all.allocated"] == stats["allocated_bytes.all.freed"] == 6144
+    assert stats["allocated_bytes.small_pool.peak"] == 5120
+    assert stats["reserved_bytes.all.current"] == 2 * MiB  # cached, not returned
+    alloc.reset_accumulated_memory_stats()
+    b3 = alloc.malloc(100, A)
+    stats = alloc.memory_stats()
+    assert stats["allocated_bytes.all.allocated"] == 512
+    assert stats["allocated_bytes.all.freed"] == 0
+    assert stats["reserved_bytes.all.allocated"] == 0  # the segment predates the reset
+    assert stats["reserved_bytes.all.current"] == 2 * MiB
+    alloc.free(b3)
+    assert alloc.memory_stats()["allocated_bytes.small_pool.freed"] == 512
+
+
+def test_empty_cache_returns_segments_but_not_pending_blocks(make_allocator):
+    alloc, raw, events = make_allocator()
+    held = alloc.malloc(1000, A)  # keeps its small segment
+    a = alloc.malloc(30 * MiB, A)
+    p = alloc.malloc(12 * MiB, A)
+    alloc.free(a)
+    alloc.record_stream(p, B)
+    alloc.free(p)
+    assert raw.used == 2 * MiB + 30 * MiB + 12 * MiB
+    alloc.empty_cache()
+    assert raw.used == 2 * MiB + 12 * MiB  # the pending block's segment stays
+    assert alloc.reserved == raw.used
+    events.complete()
+    alloc.empty_cache()
+    assert raw.used == 2 * MiB
+    alloc.free(held)
+    alloc.empty_cache()
+    assert raw.used == 0 and alloc.reserved == 0
+    assert alloc.memory_stats()["num_device_free"] == 3
+
+
+def test_large_cached_blocks_are_split_and_merged(make_allocator):
+    alloc, raw, _ = make_allocator()
+    big = alloc.malloc(50 * MiB, A)
+    base = big.ptr
+    alloc.free(big)
+    x = alloc.malloc(20 * MiB, A)
+    y = alloc.malloc(25 * MiB, A)
+    assert (x.ptr, y.ptr) == (base, base + 20 * MiB)
+    assert raw.allocs == 1
+    z = alloc.malloc(4 * MiB + 512, A)  # the 5 MiB left: reused whole (remainder <= 1 MiB)
+    assert z.ptr == base + 45 * MiB and z.size == 5 * MiB
+    for b in (y, x, z):
+        alloc.free(b)
+    assert alloc.malloc(50 * MiB, A).ptr == base  # merged back into one block
+    assert raw.allocs == 1
+
+
+def test_small_blocks_merge_so_the_segment_can_be_released(make_allocator):
+    alloc, raw, _ = make_allocator()
+    blocks = [alloc.malloc(100 * KiB, A) for _ in range(5)]
+    for b in blocks[::2] + blocks[1::2]:
+        alloc.free(b)
+    alloc.empty_cache()
+    assert raw.used == 0
+
+
+def test_oom_releases_cache_and_retries(make_allocator, fakes):
+    alloc, raw, _ = make_allocator(raw=fakes.FakeRaw(capacity=64 * MiB))
+    a = alloc.malloc(40 * MiB, A)
+    alloc.free(a)  # cached on A
+    b = alloc.malloc(40 * MiB, B)  # the driver is full: A's segment is released, then retried
+    assert b.ptr in raw.live
+    assert alloc.memory_stats()["num_alloc_retries"] == 1
+    assert alloc.reserved == 40 * MiB
+
+
+def test_oom_raises_with_the_facts(make_allocator, fakes):
+    alloc, _, _ = make_allocator(raw=fakes.FakeRaw(capacity=64 * MiB))
+    alloc.malloc(40 * MiB, A)
+    with pytest.raises(OutOfMemoryError) as info:
+        alloc.malloc(40 * MiB, A)
+    msg = str(info.value)
+    assert msg.startswith("out of memory allocating 40.00 MiB on cuda:0 (allocated 40.00 MiB, "
+                          "reserved 40.00 MiB, free 24.00 MiB)")
+    assert isinstance(info.value, RuntimeError)
+    stats = alloc.memory_stats()
+    assert stats["num_ooms"] == 1 and stats["num_alloc_retries"] == 1
+    assert alloc.allocated == 40 * MiB  # nothing leaked by the failed attempt
+
+
+def test_oom_collects_garbage_before_giving_up(make_allocator, fakes):
+    alloc, raw, _ = make_allocator(raw=fakes.FakeRaw(capacity=32 * MiB))
+
+    class Cycle:  # a tensor kept alive only by a reference cycle
+        def __init__(self, block):
+            self.block, self.me = block, self
+
+        def __del__(self):
+            alloc.free(self.block)
+
+    gc.disable()
+    try:
+        Cycle(alloc.malloc(30 * MiB, A))
+        assert alloc.allocated == 30 * MiB
+        b = alloc.malloc(30 * MiB, A)  # fails, collects, finds the freed block
+        assert alloc.allocated == 30 * MiB and raw.allocs == 1 and b.ptr in raw.live
+    finally:
+        gc.enable()
+
+
+def test_double_free_is_an_error(make_allocator):
+    alloc, _, _ = make_allocator()
+    b = alloc.malloc(100, A)
+    alloc.free(b)
+    with pytest.raises(RuntimeError, match="not allocated"):
+        alloc.free(b)
+
+
+def test_memory_summary_and_stats_keys(make_allocator):
+    alloc, _, _ = make_allocator()
+    alloc.malloc(100, A)
+    stats = alloc.memory_stats()
+    for key in ("allocated_bytes.all.current", "reserved_bytes.all.peak",
+                "active_bytes.large_pool.allocated", "segment.small_pool.current",
+                "num_alloc_retries", "num_ooms"):
+        assert key in stats
+    text = alloc.memory_summary()
+    assert "Allocated memory" in text and "GPU reserved memory" in text and "cuda:0" in text
+
+
+def test_frees_from_other_threads(make_allocator):
+    alloc, raw, _ = make_allocator()
+    errors = []
+
+    def work(stream):
+        try:
+            for i in range(200):
+                blocks = [alloc.malloc((i * 997) % (3 * MiB) + 1, stream) for _ in range(3)]
+                for b in blocks:
+                    alloc.free(b)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in (A, B, C, A)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert alloc.allocated == 0
+    alloc.empty_cache()
+    assert raw.used == 0
+
+
+_sizes = st.one_of(st.integers(0, 4096), st.integers(4097, 2 * MiB),
+                   st.integers(2 * MiB, 24 * MiB))
+_ops = st.lists(st.tuples(st.sampled_from(["malloc", "free", "record", "complete", "empty"]),
+                          _sizes, st.sampled_from([A, B])), max_size=60)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_ops)
+def test_invariants_under_random_use(fakes, ops):
+    raw, events = fakes.FakeRaw(capacity=96 * MiB), fakes.FakeEvents()
+    alloc = CachingAllocator(raw.alloc, raw.free, events.record, mem_info=raw.mem_info)
+    live = []
+    for op, size, stream in ops:
+        if op == "malloc":
+            try:
+                b = alloc.malloc(size, stream)
+            except OutOfMemoryError:
+                continue
+            assert b.size >= size and b.size % 512 == 0 and b.stream == stream
+            live.append(b)
+        elif op == "free" and live:
+            alloc.free(live.pop(size % len(live)))
+        elif op == "record" and live:
+            alloc.record_stream(live[size % len(live)], stream)
+        elif op == "complete":
+            events.complete(stream)
+        elif op == "empty":
+            alloc.empty_cache()
+        # live blocks never overlap and lie inside raw allocations
+        spans = sorted((b.ptr, b.ptr + b.size) for b in live)
+        assert all(e <= s for (_, e), (s, _) in itertools.pairwise(spans))
+        for p, e in spans:
+            assert any(r <= p and e <= r + n for r, n in raw.live.items())
+        assert alloc.allocated == sum(b.size for b in live)
+        assert alloc.reserved == raw.used
+    for b in live:
+        alloc.free(b)
+    events.complete()
+    alloc.empty_cache()
+    assert raw.used == 0 and alloc.reserved == 0 and alloc.allocated == 0
