@@ -188,6 +188,15 @@ class Tensor:
         """How many in-place ops have modified this tensor's storage (shared by its views)."""
         return self._vc[0]
 
+    def record_stream(self, stream) -> None:
+        """Marks this CUDA tensor's memory as in use by ``stream``: when the tensor is freed,
+        the caching allocator keeps its block from other streams' allocations until the work
+        queued on ``stream`` by then has completed (Note [Backward streams], NOTES §4.4)."""
+        if self._device.type != "cuda":
+            raise RuntimeError(f"record_stream: expected a CUDA tensor, got one on "
+                               f"{self._device}")
+        self._data.storage.record_stream(stream)
+
     def __len__(self) -> int:
         if not self._data.ndim:
             raise TypeError("len() of a 0-d tensor")
