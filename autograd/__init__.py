@@ -22,4 +22,9 @@ def Variable(data, requires_grad: bool = False, volatile: bool = False):  # noqa
 
 __all__ = ["graph", "Function", "Tensor", "Variable", "backward", "grad", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled",
-           "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled"]
+           "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "profiler"]
+from . import profiler  # noqa: E402
+from . import functional
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+
+__all__ += ["functional", "GradcheckError", "gradcheck", "gradgradcheck"]

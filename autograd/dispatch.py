@@ -86,12 +86,12 @@ class Primitive(Node):
 
 
 def _observed(fn, op, inputs, params):
-    st = state
-    tokens = [o.op_enter(op.op_name, st.seq, inputs, params) for o in st.observers]
+    observers = state.observers  # as at entry: an op may add or remove observers
+    tokens = [o.op_enter(op.op_name, state.seq, inputs, params) for o in observers]
     try:
         return fn(op, inputs, params)
     finally:
-        for o, tok in zip(st.observers, tokens):
+        for o, tok in zip(observers, tokens):
             o.op_exit(tok)
 
 

@@ -1,0 +1,788 @@
+"""The autograd profiler: ``profile``, ``record_function``, ``emit_nvtx`` and ``load_nvprof``.
+
+``profile`` adds an observer (autograd/observe.py) to the thread that enters it. The observer
+appends one record per op (forward, and the ops run inside backward), per backward node
+(around its ``apply``) and per ``record_function`` range, with its start and end times
+(``time.perf_counter_ns``) and the record it ran inside; on exit the records become
+``FunctionEvent``s (autograd/profiler_util.py). The options add detail to each record:
+
+    record_shapes    the argument shapes (``[]`` for non-tensors)
+    with_flops       a FLOP estimate (profiler_util.estimate_flops)
+    profile_memory   bytes allocated meanwhile: tracemalloc on the CPU (NumPy reports its
+                     buffers to it), ``tg.cuda.memory_allocated`` on the op's GPU
+    with_stack       the user's Python frames
+    use_cuda         a CUDA event before and after the op on its device's current stream,
+                     read (``elapsed_time``) when profiling ends
+
+With no option on, an op costs the profiler one short list, an append and two clock reads.
+
+Note [Profiler memory accounting]:
+  tracemalloc counts every Python allocation, the profiler's own records included. Each
+  record therefore notes what its bookkeeping allocated (before its window opens and after
+  it closes) and hands that to its parent, which subtracts it; an event's CPU memory is what
+  the op and its children allocated, not the profiler.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import struct
+import sys
+import threading
+import time
+import tracemalloc
+import warnings
+from bisect import bisect_left
+
+from . import observe
+from .node import MAX_SEQ, AccumulateGrad
+from .nvtx import emit_nvtx
+from .profiler_util import (SCOPE_BACKWARD_FUNCTION, SCOPE_FUNCTION, SCOPE_USER, EventList,
+                            FunctionEvent, FunctionEventAvg, Interval, Kernel, estimate_flops,
+                            parse_range_name)
+from .state import state
+from .tensor import Tensor
+
+__all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "Interval", "Kernel", "emit_nvtx",
+           "load_nvprof", "parse_nvprof_trace", "profile", "record_function"]
+
+_now = time.perf_counter_ns
+_traced = tracemalloc.get_traced_memory  # (current, peak)
+_tls = threading.local()  # .active: a profile is entered on this thread
+
+# A record is a list, the cheapest thing to build on the per-op path:
+_NAME, _SEQ, _SCOPE, _PARENT, _START, _END, _EXTRA = range(7)
+
+
+class _Extra:
+    """What the options add to a record (only built when an option is on)."""
+
+    __slots__ = ("args", "child_overhead", "cpu_mem", "cuda0", "cuda_mem", "dev", "entry_overhead",
+                 "ev0", "ev1", "flops", "made_node", "mem0", "shapes", "stack", "stream")
+
+    def __init__(self):
+        self.shapes = self.flops = self.stack = self.args = None
+        self.made_node = False
+        self.dev = self.stream = self.ev0 = self.ev1 = None
+        self.mem0 = self.entry_overhead = self.child_overhead = self.cpu_mem = 0
+        self.cuda0 = self.cuda_mem = 0
+
+
+def _shapes(args) -> list:
+    return [list(a._data.shape) if isinstance(a, Tensor) else [] for a in args]
+
+
+# -- stacks ------------------------------------------------------------------------------------
+
+_internal_code: dict = {}  # code object -> True if it belongs to tritongrad itself
+_internal_dirs: tuple | None = None
+
+
+def _is_internal(code) -> bool:
+    global _internal_dirs
+    if _internal_dirs is None:
+        # tritongrad's own packages; tg.nn / tg.optim count as user code (PyTorch shows
+        # torch/nn frames too, its dispatcher and engine being C++).
+        names = ("tritongrad", "tritongrad.autograd", "tritongrad.runtime", "tritongrad.kernels")
+        _internal_dirs = tuple(os.path.dirname(os.path.abspath(sys.modules[n].__file__)) + os.sep
+                               for n in names if n in sys.modules)
+    internal = _internal_code.get(code)
+    if internal is None:
+        internal = _internal_code[code] = os.path.abspath(code.co_filename).startswith(
+            _internal_dirs)
+    return internal
+
+
+_skip: dict = {}  # scope -> how many frames above _user_stack belong to the profiler's entry
+
+
+def _short_lived(code) -> bool:
+    """The profiler's own entry frames and the comprehension frames that call observers
+    (Python 3.11 gives comprehensions a frame): they return before the event's window closes."""
+    return code in _ENTRY_CODES or code.co_name in ("<listcomp>", "<genexpr>")
+
+
+def _user_stack(scope) -> list:
+    """The calling Python frames outside tritongrad, innermost first: ``file(line): func``."""
+    # Reading f_back creates frame objects; one made for a frame that returns inside the
+    # event's window would be freed there and show as negative memory. So the walk starts
+    # above the profiler's own entry frames, whose count is learnt on the first event.
+    depth = _skip.get(scope)
+    if depth is None:
+        depth, f = 2, sys._getframe(2)
+        while f is not None and _short_lived(f.f_code):
+            depth, f = depth + 1, f.f_back
+        _skip[scope] = depth
+    out = []
+    try:
+        f = sys._getframe(depth)
+    except ValueError:
+        return out
+    while f is not None:
+        code = f.f_code
+        if not _is_internal(code):
+            out.append(f"{code.co_filename}({f.f_lineno}): {code.co_name}")
+        f = f.f_back
+    return out
+
+
+# -- the observer ------------------------------------------------------------------------------
+
+class _Recorder:
+    """Records ops, backward nodes and user ranges on one thread (observe.py protocol)."""
+
+    def __init__(self, record_shapes, with_flops, profile_memory, with_stack, use_cuda):
+        self.records: list = []
+        self.top = None  # the innermost open record
+        self.record_shapes = record_shapes
+        self.with_flops = with_flops
+        self.mem = profile_memory
+        self.with_stack = with_stack
+        self.use_cuda = use_cuda
+        self.detailed = record_shapes or with_flops or profile_memory or with_stack or use_cuda
+        self.thread = threading.get_native_id()
+        self._bw_stacks: list = []  # with_stack: the stacks of the backward nodes now running
+        if use_cuda or profile_memory:
+            # bound only when asked for: a CPU-only profile never calls into the CUDA runtime
+            from ..runtime import driver, memory, streams
+            self._driver, self._memory, self._streams = driver, memory, streams
+        self.t0 = _now()
+
+    # observe.py protocol ---------------------------------------------------------------------
+    def op_enter(self, name, seq, inputs, params):
+        if self.detailed:
+            dev = None
+            if inputs:
+                d = inputs[0]._device
+                dev = d.index if d.type == "cuda" else None
+            return self._enter(name, seq, SCOPE_FUNCTION, inputs, params, dev)
+        rec = [name, seq, SCOPE_FUNCTION, self.top, 0, 0, None]
+        self.records.append(rec)
+        self.top = rec
+        rec[_START] = _now()
+        return rec
+
+    def op_exit(self, rec):
+        rec[_END] = _now()
+        self.top = rec[_PARENT]
+        if rec[_EXTRA] is not None:
+            self._exit(rec)
+
+    def node_enter(self, node, grads=None):
+        if self.detailed:
+            stream = node._stream
+            dev = stream.device_index if stream is not None else None
+            if dev is None and isinstance(node, AccumulateGrad):
+                d = node.variable._device
+                dev = d.index if d.type == "cuda" else None
+            return self._enter(node.name(), node._seq, SCOPE_BACKWARD_FUNCTION, grads or (), (),
+                               dev, stream)
+        rec = [node.name(), node._seq, SCOPE_BACKWARD_FUNCTION, self.top, 0, 0, None]
+        self.records.append(rec)
+        self.top = rec
+        rec[_START] = _now()
+        return rec
+
+    node_exit = op_exit
+
+    def range_enter(self, name, args=None):
+        if self.detailed:
+            dev = None
+            if (self.use_cuda or self.mem) and self._driver.is_initialized():
+                dev = self._streams.current_device()
+            return self._enter(name, -1, SCOPE_USER, (), (), dev, None, args)
+        rec = [name, -1, SCOPE_USER, self.top, 0, 0, None]
+        self.records.append(rec)
+        self.top = rec
+        rec[_START] = _now()
+        return rec
+
+    range_exit = op_exit
+
+    # details -------------------------------------------------------------------------------
+    def _enter(self, name, seq, scope, inputs, params, dev, stream=None, args=None):
+        mem = self.mem
+        before = _traced()[0] if mem else 0
+        x = _Extra()
+        rec = [name, seq, scope, self.top, 0, 0, x]
+        if self.record_shapes:
+            x.shapes = _shapes(inputs) + [[] for _ in params]
+        if self.with_flops and scope == SCOPE_FUNCTION:
+            x.flops = estimate_flops(name, [t._data.shape for t in inputs])
+        if self.with_stack:
+            # Under a backward node everything shows the forward op's stack in the end
+            # (_backward_stacks): reuse the node's instead of walking frames again.
+            bw = self._bw_stacks
+            x.stack = bw[-1] if bw and scope != SCOPE_BACKWARD_FUNCTION else _user_stack(scope)
+            if scope == SCOPE_BACKWARD_FUNCTION:
+                bw.append(x.stack)
+        x.args = args
+        if dev is not None:
+            x.dev = dev
+            if mem:
+                x.cuda0 = self._memory.memory_allocated(dev)
+            if self.use_cuda:
+                x.stream = stream if stream is not None else self._streams.current_stream(dev)
+                x.ev0 = self._record_event(x.stream)
+        self.records.append(rec)
+        self.top = rec
+        if mem:  # Note [Profiler memory accounting]
+            x.mem0 = _traced()[0]
+            x.entry_overhead = x.mem0 - before
+        rec[_START] = _now()
+        return rec
+
+    def _exit(self, rec):
+        x = rec[_EXTRA]
+        mem = self.mem
+        after = _traced()[0] if mem else 0
+        if x.ev0 is not None:
+            x.ev1 = self._record_event(x.stream)
+        if mem:
+            x.cpu_mem = after - x.mem0 - x.child_overhead
+            if x.dev is not None:
+                x.cuda_mem = self._memory.memory_allocated(x.dev) - x.cuda0
+        if self.with_stack:
+            if rec[_SCOPE] == SCOPE_FUNCTION and state.seq != rec[_SEQ]:
+                x.made_node = True  # the counter moved: this op recorded node number rec[_SEQ]
+            elif rec[_SCOPE] == SCOPE_BACKWARD_FUNCTION:
+                self._bw_stacks.pop()
+        parent = rec[_PARENT]
+        if mem and parent is not None:
+            parent[_EXTRA].child_overhead += (x.entry_overhead + x.child_overhead
+                                              + _traced()[0] - after)
+
+    def _record_event(self, stream):
+        e = self._streams.Event(enable_timing=True)
+        e.record(stream)
+        return e
+
+    # the result ----------------------------------------------------------------------------
+    def finish(self, use_cpu: bool = True) -> list:
+        """Closes ranges still open, reads the CUDA events, and builds the FunctionEvents."""
+        now = _now()
+        r = self.top
+        while r is not None:  # e.g. a record_function entered inside and left open
+            r[_END] = now
+            r = r[_PARENT]
+        self.top = None
+        refs = self._sync_devices() if self.use_cuda else {}
+        t0, thread = self.t0, self.thread
+        events, by_rec, bw_parent = [], {}, []
+        for i, rec in enumerate(self.records):
+            name, seq, scope, parent, start, end, x = rec
+            evt = FunctionEvent(i, name, thread, (start - t0) / 1e3, (end - t0) / 1e3,
+                                scope=scope, sequence_nr=seq if 0 <= seq < MAX_SEQ else -1,
+                                is_legacy=True)
+            if x is not None:
+                self._fill(evt, x, refs)
+            p = by_rec.get(id(parent)) if parent is not None else None
+            if p is not None:
+                p.cpu_children.append(evt)
+                evt.cpu_parent = p
+            by_rec[id(rec)] = evt
+            bw = evt if scope == SCOPE_BACKWARD_FUNCTION else (
+                bw_parent[p.id] if p is not None else None)
+            bw_parent.append(bw)
+            events.append(evt)
+        if self.with_stack:
+            _backward_stacks(events, self.records, bw_parent)
+        if not use_cpu:
+            events = _device_events_only(events)
+        return events
+
+    def _fill(self, evt, x, refs) -> None:
+        evt.input_shapes = x.shapes
+        evt.flops = x.flops
+        evt.stack = x.stack if x.stack is not None else []
+        evt.args = x.args
+        evt.cpu_memory_usage = x.cpu_mem
+        evt.cuda_memory_usage = x.cuda_mem
+        if x.ev1 is not None:
+            us = x.ev0.elapsed_time(x.ev1) * 1e3
+            evt.append_kernel(evt.name, x.dev, us)
+            ref_event, ref_us = refs[x.dev]
+            start = ref_us + ref_event.elapsed_time(x.ev0) * 1e3
+            evt.device_interval = (x.dev, x.stream.cuda_stream, Interval(start, start + us))
+
+    def _sync_devices(self) -> dict:
+        """Waits for every device used; returns, per device, its first event and that event's
+        CPU time (the anchor that places device spans on the trace's timeline)."""
+        refs = {}
+        for rec in self.records:
+            x = rec[_EXTRA]
+            if x is not None and x.ev0 is not None and x.dev not in refs:
+                refs[x.dev] = (x.ev0, (rec[_START] - self.t0) / 1e3)
+        for dev in refs:
+            self._streams.synchronize(dev)
+        return refs
+
+
+def _backward_stacks(events, records, bw_parent) -> None:
+    """Gives each backward event (a node and the ops it runs) the stack of the forward op that
+    made the node, as PyTorch does; without one, the event keeps the stack it was run from."""
+    forward = {}
+    for evt, rec, bw in zip(events, records, bw_parent):
+        if bw is None and rec[_EXTRA].made_node:
+            forward.setdefault(evt.sequence_nr, evt.stack)
+    for evt, bw in zip(events, bw_parent):
+        if bw is not None:
+            stack = forward.get(bw.sequence_nr)
+            if stack is not None:
+                evt.stack = stack
+
+
+def _device_events_only(events) -> list:
+    """use_cpu=False: keeps the events with device time, each linked to its nearest kept
+    ancestor."""
+    kept = [e for e in events if e.kernels]
+    keep = {id(e) for e in kept}
+    for e in kept:
+        p = e.cpu_parent
+        while p is not None and id(p) not in keep:
+            p = p.cpu_parent
+        e.cpu_parent = p
+        e.cpu_children = []
+    for e in kept:
+        if e.cpu_parent is not None:
+            e.cpu_parent.cpu_children.append(e)
+    return kept
+
+
+# -- profile -----------------------------------------------------------------------------------
+
+class profile:
+    """Context manager that manages autograd profiler state and holds a summary of results.
+
+    It records every op run on the thread that enters it (forward ops by their name:
+    ``mul``, ``pow``, ``mm``; the ops run inside backward too), every backward node's
+    ``apply`` (``MulBackward0``, ``torch::autograd::AccumulateGrad``) and every
+    :class:`record_function` range, with their nesting, so that each event has a total time
+    and a self time (total minus its children's). You can wrap any code into it and it will
+    only report runtime of tritongrad functions.
+
+    Note: profiler is thread local: ops that other threads run are not recorded. (tritongrad
+    runs backward on the calling thread, so a backward inside the context is recorded whole.)
+
+    Args:
+        enabled (bool, optional): Setting this to False makes this context manager a no-op.
+            Default: ``True``.
+        use_cuda (bool, optional): Enables timing of CUDA events as well using the cudaEvent
+            API: a timing event is recorded before and after each op on the current stream of
+            the op's device (a backward node: on the stream it runs on), and read when the
+            context exits. Adds a few microseconds of overhead to each op. Where CUDA is not
+            available it warns and records CPU times only. Default: ``False``.
+        record_shapes (bool, optional): If shapes recording is set, information about input
+            dimensions will be collected (one list per argument, ``[]`` for non-tensors). This
+            allows one to see which dimensions have been used under the hood and further group
+            by them using ``prof.key_averages(group_by_input_shape=True)``. Shape recording
+            might skew your profiling data: higher-level events include its cost in their
+            self time. Default: ``False``.
+        with_flops (bool, optional): If set, the profiler estimates the FLOPs of each op:
+            matrix products (``mm``, ``matmul``, ``bmm``: ``2*M*N*K``), elementwise ops (one
+            per output element) and ``sum``/``mean`` (one per input element); other ops have
+            no estimate. Default: ``False``.
+        profile_memory (bool, optional): Whether to report memory usage: the net bytes each
+            event allocated on the CPU (tracemalloc, started for the duration if it is not
+            already on; NumPy reports its buffers to it) and on its CUDA device
+            (``tg.cuda.memory_allocated``). Default: ``False``.
+        with_stack (bool, optional): record source information (``file(line): function``
+            of the user's frames, innermost first) for the ops; backward events get the stack
+            of the forward op that created them. Default: ``False``.
+        use_kineto (bool, optional): accepted for compatibility; tritongrad has no Kineto, the
+            events are the same either way. Default: ``False``.
+        use_cpu (bool, optional): with ``use_kineto=True``, ``use_cpu=False`` keeps only the
+            events that have device time. Default: ``True``.
+        use_device (str, optional): ``"cuda"`` is the same as ``use_cuda=True``; no other
+            device can be profiled. Default: ``None``.
+        with_modules (bool, optional): accepted for compatibility; module hierarchy is not
+            recorded. Default: ``False``.
+
+    Raises:
+        RuntimeError: "Profiler is already enabled on this thread" when entered while another
+            profile is active on this thread, as PyTorch does; "Profiler context manager is not
+            reentrant" when the same object is entered twice.
+
+    Example:
+        >>> import tritongrad as torch
+        >>> x = torch.randn((1, 1), requires_grad=True)
+        >>> with torch.autograd.profiler.profile() as prof:
+        ...     for _ in range(100):  # any normal python code, really!
+        ...         y = x ** 2
+        ...         y.backward()
+        >>> # NOTE: some columns were removed for brevity
+        >>> print(prof.key_averages().table(sort_by="self_cpu_time_total"))  # doctest: +SKIP
+        -------------------------------  ------------  ------------  ...  ------------
+        Name                               Self CPU %      Self CPU  ...    # of Calls
+        -------------------------------  ------------  ------------  ...  ------------
+        mul                                    31.05%       1.232ms  ...           200
+        pow                                    27.55%       1.093ms  ...           200
+        PowBackward0                           16.62%     659.489us  ...           100
+        torch::autograd::AccumulateGrad         8.01%     317.784us  ...           100
+        ...
+    """
+
+    def __init__(self, enabled: bool = True, use_cuda: bool = False, record_shapes: bool = False,
+                 with_flops: bool = False, profile_memory: bool = False,
+                 with_stack: bool = False, use_kineto: bool = False, use_cpu: bool = True, *,
+                 use_device: str | None = None, with_modules: bool = False):
+        if use_device is not None and use_device != "cuda":
+            raise ValueError(f"profile: use_device={use_device!r} cannot be profiled; "
+                             f"tritongrad devices are 'cpu' (always profiled) and 'cuda'")
+        if not use_cpu and not use_kineto:
+            raise ValueError("profile: Device-only events supported only with Kineto "
+                             "(use_kineto=True)")
+        self.enabled = enabled
+        self.use_cuda = bool(use_cuda) or use_device == "cuda"
+        self.use_device = "cuda" if self.use_cuda else None
+        self.record_shapes = record_shapes
+        self.with_flops = with_flops
+        self.profile_memory = profile_memory
+        self.with_stack = with_stack
+        self.with_modules = with_modules
+        self.use_kineto = use_kineto
+        self.use_cpu = use_cpu
+        self.entered = False
+        self.function_events: EventList | None = None
+        self._recorder: _Recorder | None = None
+        self._started_tracemalloc = False
+
+    def __enter__(self):
+        if not self.enabled:
+            return self
+        if self.entered:
+            raise RuntimeError("Profiler context manager is not reentrant")
+        if getattr(_tls, "active", False):
+            raise RuntimeError("Profiler is already enabled on this thread")
+        use_cuda = self.use_cuda
+        if use_cuda:
+            from ..runtime import driver
+            if not driver.is_available():
+                warnings.warn("profile(use_cuda=True): CUDA is not available on this machine; "
+                              "recording CPU times only", UserWarning, stacklevel=2)
+                use_cuda = False
+        self.entered = _tls.active = True
+        if self.profile_memory and not tracemalloc.is_tracing():
+            tracemalloc.start()
+            self._started_tracemalloc = True
+        self._recorder = _Recorder(self.record_shapes, self.with_flops, self.profile_memory,
+                                   self.with_stack, use_cuda)
+        observe.add_observer(self._recorder)
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        if not self.enabled or self._recorder is None:
+            return False
+        recorder, self._recorder = self._recorder, None
+        observe.remove_observer(recorder)
+        try:
+            self.function_events = EventList(
+                recorder.finish(self.use_cpu), use_cuda=recorder.use_cuda,
+                profile_memory=self.profile_memory, with_flops=self.with_flops)
+        finally:
+            _tls.active = False
+            if self._started_tracemalloc:
+                tracemalloc.stop()
+                self._started_tracemalloc = False
+        return False
+
+    def _check_finish(self) -> None:
+        if self.function_events is None:
+            raise RuntimeError("Profiler didn't finish running")
+
+    def __repr__(self) -> str:
+        if self.function_events is None:
+            return "<unfinished tritongrad.autograd.profiler.profile>"
+        return repr(self.function_events)
+
+    def __str__(self) -> str:
+        self._check_finish()
+        return str(self.function_events)
+
+    def events(self) -> EventList:
+        """The recorded FunctionEvents, in the order they started."""
+        self._check_finish()
+        return self.function_events
+
+    def table(self, sort_by=None, row_limit=100, max_src_column_width=75,
+              max_name_column_width=55, max_shapes_column_width=80, header=None,
+              top_level_events_only=False) -> str:
+        """The events as a table; see ``EventList.table`` for the arguments and sort keys."""
+        self._check_finish()
+        return self.function_events.table(sort_by, row_limit, max_src_column_width,
+                                          max_name_column_width, max_shapes_column_width,
+                                          header, top_level_events_only)
+
+    table.__doc__ = EventList.table.__doc__
+
+    def export_chrome_trace(self, path) -> None:
+        """Exports an EventList as a Chrome tracing tools file.
+
+        The checkpoint can be later loaded and inspected under ``chrome://tracing`` URL (or
+        in Perfetto).
+
+        Args:
+            path (str): Path where the trace will be written.
+        """
+        self._check_finish()
+        self.function_events.export_chrome_trace(path)
+
+    def key_averages(self, group_by_input_shape: bool = False,
+                     group_by_stack_n: int = 0) -> EventList:
+        """Averages all function events over their keys.
+
+        Args:
+            group_by_input_shape: group entries by (event name, input shapes) rather than just
+                event name (needs ``record_shapes=True``). This is useful to see which input
+                shapes contribute to the runtime the most and may help with size-specific
+                optimizations.
+            group_by_stack_n: group by the top ``n`` stack trace entries (needs
+                ``with_stack=True``).
+
+        Returns:
+            An EventList containing FunctionEventAvg objects.
+        """
+        self._check_finish()
+        return self.function_events.key_averages(group_by_input_shape, group_by_stack_n)
+
+    def total_average(self) -> FunctionEventAvg:
+        """Averages all events.
+
+        Returns:
+            A FunctionEventAvg object.
+        """
+        self._check_finish()
+        return self.function_events.total_average()
+
+    @property
+    def self_cpu_time_total(self) -> float:
+        """Returns total time spent on CPU (us) obtained as a sum of all self times across all
+        the events."""
+        self._check_finish()
+        return self.function_events.self_cpu_time_total
+
+
+# -- record_function ---------------------------------------------------------------------------
+
+class record_function:
+    """Context manager/function decorator that adds a label to a block of Python code (or a
+    function) when running autograd profiler. It is useful when tracing the code profile.
+
+    The label is a user range: the profiler shows it as an event enclosing the ops run in the
+    block, and emit_nvtx emits it as an NVTX range. Outside any profiler it costs nothing.
+
+    Args:
+        name (str): Label assigned to the block of code.
+        args (str, optional): extra information shown with the range in the Chrome trace.
+
+    Example:
+        >>> import tritongrad as torch
+        >>> x = torch.randn((1, 1), requires_grad=True)
+        >>> with torch.autograd.profiler.profile() as prof:
+        ...     y = x ** 2
+        ...     with torch.autograd.profiler.record_function("label-z"):  # label the block
+        ...         z = y ** 3
+        ...     y.backward()
+        >>> "label-z" in [e.key for e in prof.key_averages()]
+        True
+        >>> @torch.autograd.profiler.record_function("my_step")
+        ... def step(t):
+        ...     return t * 2
+    """
+
+    def __init__(self, name: str, args: str | None = None):
+        self.name = name
+        self.args = args
+        self._open = None  # [(range_exit, token)] of the observers told at __enter__
+
+    def __enter__(self):
+        observers = state.observers
+        if observers:
+            opened = []
+            for o in observers:
+                enter = getattr(o, "range_enter", None)
+                if enter is None:
+                    continue  # an observer without user ranges (observe.py: they are optional)
+                token = enter(self.name, self.args) if isinstance(o, _Recorder) \
+                    else enter(self.name)
+                opened.append((o.range_exit, token))
+            self._open = opened
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        opened, self._open = self._open, None
+        if opened:
+            for exit_, token in reversed(opened):
+                exit_(token)
+        return False
+
+    def __call__(self, fn):
+        # A fresh range per call: recursive and concurrent calls must not share state.
+        name, args = self.name, self.args
+
+        @functools.wraps(fn)
+        def wrapper(*a, **kw):
+            with record_function(name, args):
+                return fn(*a, **kw)
+        return wrapper
+
+
+_ENTRY_CODES = frozenset(f.__code__ for f in (
+    _Recorder._enter, _Recorder.op_enter, _Recorder.node_enter, _Recorder.range_enter,
+    record_function.__enter__))
+
+
+# -- load_nvprof -------------------------------------------------------------------------------
+
+def load_nvprof(path) -> EventList:
+    """Opens an nvprof trace file and parses autograd annotations.
+
+    Each NVTX range (e.g. from :class:`emit_nvtx`) becomes a FunctionEvent: its name with the
+    ``, seq = N`` / ``, stashed seq = N`` / ``, op_id = ...`` / ``, sizes = [...]`` parts
+    stripped, ``sequence_nr`` set from the seq part and ``input_shapes`` from the sizes part.
+    Each kernel is attached to the innermost range around the API call that launched it
+    (runtime and driver API calls are matched to kernels by their correlation id), so
+    ``cuda_time_total`` of a range is its kernels' time plus that of the ranges inside it.
+
+    The file is nvprof's SQLite export (``nvprof -o trace.prof``). nvprof does not support
+    GPUs of compute capability 8.0 and newer; this parser is tested on databases built with
+    nvprof's table layout, not on a file written by nvprof itself.
+
+    Args:
+        path (str): path to nvprof trace
+
+    Returns:
+        An EventList of FunctionEvents, ordered by start time (microseconds).
+    """
+    events = EventList(parse_nvprof_trace(path), use_cuda=True)
+    return events
+
+
+_MARKER = "CUPTI_ACTIVITY_KIND_MARKER"
+_API_TABLES = ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER")
+_KERNEL_TABLES = ("CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_KERNEL")
+_OBJECT_KIND_THREAD = 2  # CUpti_ActivityObjectKind: objectId holds {processId, threadId}
+
+
+def _marker_thread(kind, object_id) -> int:
+    if kind == _OBJECT_KIND_THREAD and isinstance(object_id, bytes) and len(object_id) >= 8:
+        return struct.unpack_from("<II", object_id)[1]
+    return 0
+
+
+def parse_nvprof_trace(path) -> list:
+    """The FunctionEvents of an nvprof SQLite trace (see :func:`load_nvprof`)."""
+    import sqlite3
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"load_nvprof: no such file: {path!r}")
+    conn = sqlite3.connect(f"file:{os.path.abspath(path)}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "StringTable" not in tables:
+            raise ValueError(f"load_nvprof: {path!r} is not an nvprof trace (it has no "
+                             f"StringTable; tables: {sorted(tables)})")
+        strings = {r["id"]: r["value"]
+                   for r in conn.execute("SELECT _id_ AS id, value FROM StringTable")}
+        if _MARKER not in tables:
+            return []  # nvprof writes a table per activity kind seen: no NVTX ranges
+        columns = {r[1] for r in conn.execute(f"PRAGMA table_info({_MARKER})")}
+        thread_cols = ", start.objectKind AS kind, start.objectId AS object" if {
+            "objectKind", "objectId"} <= columns else ""
+        # A range is a start row (name = its string id) and an end row (name 0) sharing `id`.
+        query = (f"SELECT start.id AS marker_id, start.name AS name, start.timestamp AS t0, "
+                 f"end.timestamp AS t1{thread_cols} FROM {_MARKER} AS start "
+                 f"INNER JOIN {_MARKER} AS end ON start.id = end.id "
+                 f"WHERE start.name != 0 AND end.name = 0")
+        functions, seen = [], set()
+        for row in conn.execute(query):
+            if row["marker_id"] in seen:
+                raise RuntimeError(f"load_nvprof: duplicate NVTX range id {row['marker_id']}")
+            seen.add(row["marker_id"])
+            name, seq, stashed, sizes = parse_range_name(strings.get(row["name"], "?"))
+            thread = _marker_thread(row["kind"], row["object"]) if thread_cols else 0
+            # nvprof timestamps are nanoseconds
+            functions.append(FunctionEvent(
+                row["marker_id"], name, thread, row["t0"] / 1e3, row["t1"] / 1e3,
+                input_shapes=sizes, sequence_nr=seq,
+                scope=SCOPE_BACKWARD_FUNCTION if stashed else SCOPE_FUNCTION))
+        functions.sort(key=lambda e: (e.time_range.start, -e.time_range.end))
+        result = EventList(functions)
+        result._build_tree()
+        _attach_kernels(conn, tables, functions, strings)
+        return functions
+    finally:
+        conn.close()
+
+
+def _attach_kernels(conn, tables, functions, strings) -> None:
+    """Puts each kernel on the innermost range (same thread where known) around its launch."""
+    by_thread: dict = {}
+    for evt in functions:
+        by_thread.setdefault(evt.thread, []).append(evt)
+    starts = {t: [e.time_range.start for e in evts] for t, evts in by_thread.items()}
+    for api in (t for t in _API_TABLES if t in tables):
+        for kernels in (t for t in _KERNEL_TABLES if t in tables):
+            kcols = {r[1] for r in conn.execute(f"PRAGMA table_info({kernels})")}
+            device = "kernel.deviceId" if "deviceId" in kcols else "0"
+            acols = {r[1] for r in conn.execute(f"PRAGMA table_info({api})")}
+            thread = "api.threadId" if "threadId" in acols else "0"
+            query = (f"SELECT api.start AS a0, api.end AS a1, {thread} AS thread, "
+                     f"kernel.start AS k0, kernel.end AS k1, kernel.name AS name, "
+                     f"{device} AS device FROM {api} AS api INNER JOIN {kernels} AS kernel "
+                     f"ON kernel.correlationId = api.correlationId")
+            for row in conn.execute(query):
+                t = row["thread"] if row["thread"] in by_thread else 0
+                evts = by_thread.get(t)
+                if evts is None:
+                    continue
+                a0, a1 = row["a0"] / 1e3, row["a1"] / 1e3
+                # the last range to start before the call; the innermost range around the
+                # call is it or one of its ancestors (ranges nest)
+                i = bisect_left(starts[t], a0) - 1
+                evt = evts[i] if i >= 0 else None
+                while evt is not None and not evt.time_range.end > a1:
+                    evt = evt.cpu_parent
+                if evt is not None:
+                    name = row["name"]
+                    name = _demangle(strings.get(name, str(name)) if isinstance(name, int)
+                                     else str(name))
+                    evt.append_kernel(name, row["device"], (row["k1"] - row["k0"]) / 1e3)
+
+
+@functools.cache
+def _cxa_demangle():
+    import ctypes.util  # only load_nvprof needs it: keep it off `import tritongrad`
+    lib = ctypes.util.find_library("stdc++")
+    try:
+        cxx = ctypes.CDLL(lib or "libstdc++.so.6")
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    except OSError:
+        return None
+    fn = cxx.__cxa_demangle
+    fn.restype = ctypes.c_void_p
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p,
+                   ctypes.POINTER(ctypes.c_int)]
+    libc.free.argtypes = [ctypes.c_void_p]
+    return fn, libc.free
+
+
+@functools.lru_cache(maxsize=4096)
+def _demangle(name: str) -> str:
+    """A C++ symbol's readable form (kernel names from CUDA libraries are mangled)."""
+    if not name.startswith("_Z"):
+        return name
+    funcs = _cxa_demangle()
+    if funcs is None:
+        return name
+    import ctypes
+    demangle, free = funcs
+    status = ctypes.c_int()
+    ptr = demangle(name.encode(), None, None, ctypes.byref(status))
+    if not ptr:
+        return name
+    try:
+        return ctypes.string_at(ptr).decode() if status.value == 0 else name
+    finally:
+        free(ptr)

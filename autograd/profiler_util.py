@@ -1,0 +1,717 @@
+"""What the profiler hands back: events, their averages, the summary table and the trace file.
+
+``profile`` (autograd/profiler.py) and ``load_nvprof`` both produce an :class:`EventList` of
+:class:`FunctionEvent`; ``EventList.key_averages()`` folds it into :class:`FunctionEventAvg`
+rows. Names and columns follow PyTorch's ``torch.autograd.profiler_util``.
+
+Times are microseconds (floats: the profiler's clock counts nanoseconds), memory is bytes.
+
+Two ways an event knows its CUDA time (``is_legacy``, PyTorch's name for the distinction):
+
+- ``profile(use_cuda=True)`` brackets each event with a pair of CUDA events, so the one
+  measured interval already covers everything the event's children queued: ``is_legacy=True``,
+  ``cuda_time_total`` is that interval alone.
+- ``load_nvprof`` attaches each kernel to the innermost range around its launch:
+  ``is_legacy=False``, ``cuda_time_total`` is the event's own kernels plus its children's
+  totals.
+
+Either way ``self_cuda_time_total`` is the total minus the children's totals.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections import namedtuple
+
+__all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "Interval", "Kernel", "estimate_flops",
+           "format_memory", "format_time", "parse_range_name"]
+
+# Scopes, in PyTorch's numbering (RecordScope): what made the event.
+SCOPE_FUNCTION = 0           # an op, forward or run inside backward
+SCOPE_BACKWARD_FUNCTION = 1  # a backward node's apply
+SCOPE_USER = 7               # record_function
+
+_SORT_KEYS = ("cpu_time", "cuda_time", "cpu_time_total", "cuda_time_total",
+              "self_cpu_time_total", "self_cuda_time_total", "cpu_memory_usage",
+              "cuda_memory_usage", "self_cpu_memory_usage", "self_cuda_memory_usage", "count")
+
+
+# -- formatting --------------------------------------------------------------------------------
+
+def format_time(time_us: float) -> str:
+    """``12.345us``, ``1.234ms`` or ``2.000s``, as PyTorch's tables write times."""
+    if time_us >= 1e6:
+        return f"{time_us / 1e6:.3f}s"
+    if time_us >= 1e3:
+        return f"{time_us / 1e3:.3f}ms"
+    return f"{time_us:.3f}us"
+
+
+def _format_share(part: float, total: float) -> str:
+    if total == 0:
+        return "NaN" if part == 0 else "inf"
+    return f"{part * 100.0 / total:.2f}%"
+
+
+def format_memory(nbytes: int) -> str:
+    """``512 B``, ``4.00 KB``, ``1.50 MB``, ``2.00 GB`` (binary units, as PyTorch prints)."""
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if abs(nbytes) >= size:
+            return f"{nbytes / size:.2f} {unit}"
+    return f"{nbytes} B"
+
+
+class _FormattedTimes:
+    """``*_str`` renderings and per-call averages; subclasses define totals and ``count``."""
+
+    @property
+    def cpu_time(self) -> float:
+        return 0.0 if self.count == 0 else self.cpu_time_total / self.count
+
+    @property
+    def cuda_time(self) -> float:
+        return 0.0 if self.count == 0 else self.cuda_time_total / self.count
+
+    @property
+    def is_user_annotation(self) -> bool:
+        return self.scope == SCOPE_USER
+
+    # PyTorch 2.x names the CUDA columns device_*; both spellings work.
+    device_time = cuda_time
+
+    @property
+    def device_time_total(self) -> float:
+        return self.cuda_time_total
+
+    @property
+    def self_device_time_total(self) -> float:
+        return self.self_cuda_time_total
+
+    @property
+    def device_memory_usage(self) -> int:
+        return self.cuda_memory_usage
+
+    @property
+    def self_device_memory_usage(self) -> int:
+        return self.self_cuda_memory_usage
+
+    cpu_time_str = property(lambda self: format_time(self.cpu_time))
+    cuda_time_str = property(lambda self: format_time(self.cuda_time))
+    cpu_time_total_str = property(lambda self: format_time(self.cpu_time_total))
+    cuda_time_total_str = property(lambda self: format_time(self.cuda_time_total))
+    self_cpu_time_total_str = property(lambda self: format_time(self.self_cpu_time_total))
+    self_cuda_time_total_str = property(lambda self: format_time(self.self_cuda_time_total))
+
+
+class Interval:
+    """A ``[start, end]`` span in microseconds."""
+
+    __slots__ = ("end", "start")
+
+    def __init__(self, start: float, end: float):
+        self.start, self.end = start, end
+
+    def elapsed_us(self) -> float:
+        return self.end - self.start
+
+    def __repr__(self) -> str:
+        return f"Interval(start={self.start}, end={self.end})"
+
+
+Kernel = namedtuple("Kernel", ["name", "device", "duration"])
+Kernel.__doc__ = "Device work attributed to an event: a kernel's name, device and duration (us)."
+
+
+# -- one event ---------------------------------------------------------------------------------
+
+class FunctionEvent(_FormattedTimes):
+    """Profiling information about a single op, backward node or user range.
+
+    Attributes:
+        id: position in the profile. name / key: ``"mul"``, ``"MulBackward0"``, a
+            record_function label. thread: the native id of the thread it ran on.
+        time_range (alias ``cpu_interval``): its CPU span in us. cpu_children / cpu_parent:
+            events directly inside it / the event it is directly inside (None at top level).
+        sequence_nr: an op's sequence number (the one its backward node gets), a node's stashed
+            number, -1 for none (leaf accumulation, user ranges).
+        input_shapes: one list per argument (``[]`` for non-tensors) with ``record_shapes``,
+            else None. stack: ``"file(line): function"`` frames, innermost first, with
+            ``with_stack`` (a backward event shows the stack of the forward op that made it).
+        flops: the estimated floating-point operations (``with_flops``), or None.
+        cpu_memory_usage / cuda_memory_usage: net bytes allocated while it ran, children
+            included (``profile_memory``). kernels: the device work measured for it.
+    """
+
+    def __init__(self, id, name, thread, start_us, end_us, *, input_shapes=None, stack=None,
+                 scope=SCOPE_FUNCTION, sequence_nr=-1, cpu_memory_usage=0,
+                 cuda_memory_usage=0, flops=None, is_async=False, is_legacy=False,
+                 device_interval=None, trace_name=None, args=None):
+        self.id = id
+        self.name = name
+        self.thread = thread
+        self.fwd_thread = thread
+        self.time_range = Interval(start_us, end_us)
+        self.input_shapes = input_shapes
+        self.stack = stack if stack is not None else []
+        self.scope = scope
+        self.sequence_nr = sequence_nr
+        self.cpu_memory_usage = cpu_memory_usage
+        self.cuda_memory_usage = cuda_memory_usage
+        self.flops = flops
+        self.is_async = is_async
+        self.is_legacy = is_legacy
+        self.is_remote = False
+        self.node_id = -1
+        self.device_interval = device_interval  # (device index, stream, Interval) on a GPU lane
+        self.trace_name = trace_name if trace_name is not None else name
+        self.args = args
+        self.kernels: list = []
+        self.cpu_children: list = []
+        self.cpu_parent = None
+        self.count = 1
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+    @property
+    def cpu_interval(self) -> Interval:
+        return self.time_range
+
+    def append_kernel(self, name, device, duration) -> None:
+        self.kernels.append(Kernel(name, device, duration))
+
+    def append_cpu_child(self, child) -> None:
+        self.cpu_children.append(child)
+
+    def set_cpu_parent(self, parent) -> None:
+        self.cpu_parent = parent
+
+    # Async events (none are recorded today) have no children and no self time, as in PyTorch.
+    @property
+    def cpu_time_total(self) -> float:
+        return self.time_range.elapsed_us()
+
+    @property
+    def self_cpu_time_total(self) -> float:
+        if self.is_async:
+            return 0.0
+        return self.cpu_time_total - sum(c.cpu_time_total for c in self.cpu_children)
+
+    @property
+    def cuda_time_total(self) -> float:
+        own = sum(k.duration for k in self.kernels)
+        if self.is_legacy or self.is_async:
+            return own
+        return own + sum(c.cuda_time_total for c in self.cpu_children)
+
+    @property
+    def self_cuda_time_total(self) -> float:
+        if self.is_async:
+            return 0.0
+        return self.cuda_time_total - sum(c.cuda_time_total for c in self.cpu_children)
+
+    @property
+    def self_cpu_memory_usage(self) -> int:
+        return self.cpu_memory_usage - sum(c.cpu_memory_usage for c in self.cpu_children)
+
+    @property
+    def self_cuda_memory_usage(self) -> int:
+        return self.cuda_memory_usage - sum(c.cuda_memory_usage for c in self.cpu_children)
+
+    def __repr__(self) -> str:
+        return (f"<FunctionEvent id={self.id} name={self.name} cpu_time={self.cpu_time_str} "
+                f"start_us={self.time_range.start:.3f} end_us={self.time_range.end:.3f} "
+                f"cpu_children={[c.id for c in self.cpu_children]} "
+                f"cuda_time={self.cuda_time_str} thread={self.thread} "
+                f"input_shapes={self.input_shapes} cpu_memory_usage={self.cpu_memory_usage} "
+                f"cuda_memory_usage={self.cuda_memory_usage} is_async={self.is_async} "
+                f"seq_nr={self.sequence_nr}>")
+
+
+class FunctionEventAvg(_FormattedTimes):
+    """Statistics summed over the events that share a key (``key_averages`` rows)."""
+
+    def __init__(self):
+        self.key = None
+        self.count = 0
+        self.node_id = 0
+        self.is_async = False
+        self.is_remote = False
+        self.is_legacy = False
+        self.scope = None
+        self.cpu_time_total = 0.0
+        self.cuda_time_total = 0.0
+        self.self_cpu_time_total = 0.0
+        self.self_cuda_time_total = 0.0
+        self.cpu_memory_usage = 0
+        self.cuda_memory_usage = 0
+        self.self_cpu_memory_usage = 0
+        self.self_cuda_memory_usage = 0
+        self.input_shapes = None
+        self.stack = None
+        self.cpu_children = None
+        self.cpu_parent = None
+        self.flops = 0
+
+    def add(self, other) -> FunctionEventAvg:
+        """Adds a FunctionEvent's (or another average's) numbers to this one."""
+        if self.key is None:  # the first event gives the row its descriptive fields
+            self.key = other.key
+            self.node_id = other.node_id
+            self.is_async = other.is_async
+            self.is_remote = other.is_remote
+            self.is_legacy = other.is_legacy
+            self.scope = other.scope
+            self.cpu_parent = other.cpu_parent
+            self.cpu_children = other.cpu_children
+            self.input_shapes = other.input_shapes
+            self.stack = other.stack
+        elif other.key != self.key:
+            raise ValueError(f"FunctionEventAvg.add: key {other.key!r} differs from this "
+                             f"row's key {self.key!r}")
+        self.cpu_time_total += other.cpu_time_total
+        self.cuda_time_total += other.cuda_time_total
+        self.self_cpu_time_total += other.self_cpu_time_total
+        self.self_cuda_time_total += other.self_cuda_time_total
+        self.cpu_memory_usage += other.cpu_memory_usage
+        self.cuda_memory_usage += other.cuda_memory_usage
+        self.self_cpu_memory_usage += other.self_cpu_memory_usage
+        self.self_cuda_memory_usage += other.self_cuda_memory_usage
+        self.count += other.count
+        if other.flops:
+            self.flops += other.flops
+        return self
+
+    __iadd__ = add
+
+    def __repr__(self) -> str:
+        return (f"<FunctionEventAvg key={self.key} self_cpu_time={self.self_cpu_time_total_str} "
+                f"cpu_time={self.cpu_time_str} self_cuda_time={self.self_cuda_time_total_str} "
+                f"cuda_time={self.cuda_time_str} input_shapes={self.input_shapes} "
+                f"cpu_memory_usage={self.cpu_memory_usage} "
+                f"cuda_memory_usage={self.cuda_memory_usage}>")
+
+
+# -- a list of events --------------------------------------------------------------------------
+
+class EventList(list):
+    """A list of events (FunctionEvent or FunctionEventAvg) that prints as a table."""
+
+    def __init__(self, *args, use_cuda: bool = False, profile_memory: bool = False,
+                 with_flops: bool = False):
+        super().__init__(*args)
+        self._use_cuda = use_cuda
+        self._profile_memory = profile_memory
+        self._with_flops = with_flops
+
+    def _like(self, events) -> EventList:
+        return EventList(events, use_cuda=self._use_cuda, profile_memory=self._profile_memory,
+                         with_flops=self._with_flops)
+
+    def _build_tree(self) -> None:
+        """Links each event to the innermost event around it on the same thread.
+
+        For events whose nesting is known only from their intervals (load_nvprof); the
+        profiler records parents as it goes. Partly overlapping spans are not nested.
+        """
+        by_thread: dict = {}
+        for evt in self:
+            if not evt.is_async:
+                by_thread.setdefault(evt.thread, []).append(evt)
+        for events in by_thread.values():
+            events.sort(key=lambda e: (e.time_range.start, -e.time_range.end))
+            open_ = []
+            for evt in events:
+                while open_ and (evt.time_range.start >= open_[-1].time_range.end
+                                 or evt.time_range.end > open_[-1].time_range.end):
+                    open_.pop()
+                if open_:
+                    open_[-1].append_cpu_child(evt)
+                    evt.set_cpu_parent(open_[-1])
+                open_.append(evt)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    @property
+    def self_cpu_time_total(self) -> float:
+        """Total time spent on CPU: the sum of all events' self times (us)."""
+        return sum(e.self_cpu_time_total for e in self)
+
+    def key_averages(self, group_by_input_shapes: bool = False,
+                     group_by_stack_n: int = 0) -> EventList:
+        """Averages all function events over their keys.
+
+        Args:
+            group_by_input_shapes: group entries by (event name, input shapes) rather than
+                just event name. This is useful to see which input shapes contribute to the
+                runtime the most.
+            group_by_stack_n: group by the top (innermost) ``n`` stack trace entries too.
+
+        Returns:
+            An EventList containing FunctionEventAvg objects, in order of first appearance.
+        """
+        stats: dict = {}
+        for evt in self:
+            key = (evt.key, evt.is_user_annotation)
+            if group_by_input_shapes:
+                key += (str(evt.input_shapes),)
+            if group_by_stack_n > 0:
+                key += tuple(evt.stack[:group_by_stack_n])
+            avg = stats.get(key)
+            if avg is None:
+                avg = stats[key] = FunctionEventAvg()
+            avg.add(evt)
+        out = self._like(stats.values())
+        for avg in out:
+            avg.stack = avg.stack[:group_by_stack_n] if avg.stack else []
+            if not group_by_input_shapes:
+                avg.input_shapes = None
+        return out
+
+    def total_average(self) -> FunctionEventAvg:
+        """Averages all events: a FunctionEventAvg with key ``"Total"``."""
+        total = FunctionEventAvg()
+        for evt in self:
+            total.key = None  # accept every key
+            total.add(evt)
+        total.key = "Total"
+        return total
+
+    def table(self, sort_by=None, row_limit=100, max_src_column_width=75,
+              max_name_column_width=55, max_shapes_column_width=80, header=None,
+              top_level_events_only=False) -> str:
+        """Prints an EventList as a nicely formatted table.
+
+        Args:
+            sort_by (str, optional): attribute used to sort entries, largest first. By default
+                they are printed in the same order as they were registered. Valid keys include:
+                ``cpu_time``, ``cuda_time``, ``cpu_time_total``, ``cuda_time_total``,
+                ``self_cpu_time_total``, ``self_cuda_time_total``, ``cpu_memory_usage``,
+                ``cuda_memory_usage``, ``self_cpu_memory_usage``, ``self_cuda_memory_usage``,
+                ``count``.
+            row_limit (int): at most this many rows.
+            max_src_column_width / max_name_column_width / max_shapes_column_width (int):
+                widths past which source locations, names and shapes are cut.
+            header (str, optional): a line printed above the table.
+            top_level_events_only (bool): only show events that no other event encloses
+                (e.g. the ops called by your code, not the ops they call in turn).
+
+        Returns:
+            A string containing the table.
+        """
+        return _build_table(self, sort_by, row_limit, max_src_column_width,
+                            max_name_column_width, max_shapes_column_width, header,
+                            top_level_events_only)
+
+    def export_chrome_trace(self, path) -> None:
+        """Exports an EventList as a Chrome tracing tools file.
+
+        The file is trace-event JSON (``{"traceEvents": [...]}``, complete ``"X"`` events, times
+        in microseconds) and can be loaded in ``chrome://tracing`` or https://ui.perfetto.dev.
+        CPU events are in the process's lane, one track per thread; with ``use_cuda`` each
+        event's measured device span is also drawn in a ``cuda:N`` lane.
+
+        Args:
+            path (str): Path where the trace will be written.
+        """
+        with open(path, "w") as f:
+            json.dump(chrome_trace(self), f)
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+def _sort_value(evt, key: str):
+    try:
+        return getattr(evt, key)
+    except AttributeError:
+        raise ValueError(f"table: unknown sort_by key {key!r}; valid keys: "
+                         f"{', '.join(_SORT_KEYS)}") from None
+
+
+def _trim_path(path: str, width: int) -> str:
+    if len(path) > width:
+        path = "..." + path[len(path) - width + 3:]
+    return path
+
+
+def _flops_unit(flops: int) -> tuple[float, str]:
+    units = ("FLOPs", "KFLOPs", "MFLOPs", "GFLOPs", "TFLOPs", "PFLOPs")
+    i = max(0, min(int(math.log10(flops) // 3), len(units) - 1))
+    return 10.0 ** (-3 * i), units[i]
+
+
+def _build_table(events, sort_by, row_limit, max_src_column_width, max_name_column_width,
+                 max_shapes_column_width, header, top_level_events_only) -> str:
+    """PyTorch's layout: Name, self and total CPU (share and time), CPU avg, [CUDA columns],
+    [memory columns], # of Calls, [Input Shapes], [FLOPs], [Source Location]."""
+    if len(events) == 0:
+        return ""
+    if sort_by is not None:
+        events = events._like(sorted(events, key=lambda e: _sort_value(e, sort_by),
+                                     reverse=True))
+    has_cuda_time = any(e.self_cuda_time_total > 0 or e.cuda_time_total > 0 for e in events)
+    has_cuda_mem = any(e.cuda_memory_usage != 0 for e in events)
+    has_shapes = any(e.input_shapes for e in events)
+    stacks = [e.stack for e in events if e.stack]
+    flops = [e.flops for e in events if e.flops] if events._with_flops else []
+
+    name_width = max(len(e.key) for e in events) + 4
+    if max_name_column_width is not None:
+        name_width = min(name_width, max_name_column_width)
+    shapes_width = min(max(len(str(e.input_shapes)) for e in events) + 4,
+                       max_shapes_column_width or 10 ** 9)
+    src_width = 0
+    if stacks:
+        src_width = min(max(len(s) for st in stacks for s in st) + 4,
+                        max_src_column_width or 10 ** 9)
+
+    cols = [("Name", name_width, "<"), ("Self CPU %", 12, ">"), ("Self CPU", 12, ">"),
+            ("CPU total %", 12, ">"), ("CPU total", 12, ">"), ("CPU time avg", 12, ">")]
+    if has_cuda_time:
+        cols += [("Self CUDA", 12, ">"), ("Self CUDA %", 12, ">"), ("CUDA total", 12, ">"),
+                 ("CUDA time avg", 12, ">")]
+    if events._profile_memory:
+        cols += [("CPU Mem", 12, ">"), ("Self CPU Mem", 12, ">")]
+        if has_cuda_mem:
+            cols += [("CUDA Mem", 12, ">"), ("Self CUDA Mem", 12, ">")]
+    cols.append(("# of Calls", 12, ">"))
+    if has_shapes:
+        cols.append(("Input Shapes", shapes_width, ">"))
+    if flops:
+        scale, unit = _flops_unit(min(flops))
+        cols.append((f"Total {unit}", 12, ">"))
+    if stacks:
+        cols.append(("Source Location", src_width, "<"))
+
+    spacing = "  "
+    row_format = spacing.join("{:" + align + str(width) + "}" for _, width, align in cols)
+    separator = spacing.join("-" * width for _, width, _ in cols)
+    line_length = len(separator)
+
+    sum_self_cpu = sum(e.self_cpu_time_total for e in events)
+    sum_self_cuda = sum(e.self_cuda_time_total for e in events)
+
+    lines = []
+    if header is not None:
+        lines += ["=" * line_length, header]
+    if top_level_events_only:
+        lines += ["=" * line_length, "This report only display top-level ops statistics"]
+    lines += [separator, row_format.format(*[c[0] for c in cols]), separator]
+
+    shown = 0
+    for evt in events:
+        if shown == row_limit:
+            break
+        if top_level_events_only and evt.cpu_parent is not None:
+            continue
+        shown += 1
+        name = evt.key
+        if max_name_column_width is not None and len(name) >= max_name_column_width - 3:
+            name = name[:max_name_column_width - 3] + "..."
+        row = [name, _format_share(evt.self_cpu_time_total, sum_self_cpu),
+               evt.self_cpu_time_total_str,
+               _format_share(evt.cpu_time_total, sum_self_cpu) if not evt.is_async else 0,
+               evt.cpu_time_total_str, evt.cpu_time_str]
+        if has_cuda_time:
+            row += [evt.self_cuda_time_total_str,
+                    _format_share(evt.self_cuda_time_total, sum_self_cuda),
+                    evt.cuda_time_total_str, evt.cuda_time_str]
+        if events._profile_memory:
+            row += [format_memory(evt.cpu_memory_usage), format_memory(evt.self_cpu_memory_usage)]
+            if has_cuda_mem:
+                row += [format_memory(evt.cuda_memory_usage),
+                        format_memory(evt.self_cuda_memory_usage)]
+        row.append(evt.count)
+        if has_shapes:
+            row.append(str(evt.input_shapes if evt.input_shapes is not None else "")
+                       [:shapes_width])
+        if flops:
+            row.append(f"{evt.flops * scale:8.3f}" if evt.flops else "--")
+        if stacks:
+            row.append(_trim_path(evt.stack[0], src_width) if evt.stack else "")
+        lines.append(row_format.format(*row))
+        if stacks:  # the rest of the stack, one frame per line under the source column
+            blank = [""] * (len(cols) - 1)
+            for frame in evt.stack[1:]:
+                lines.append(row_format.format(*blank, _trim_path(frame, src_width)))
+            lines.append(row_format.format(*blank, ""))
+    lines.append(separator)
+    lines.append(f"Self CPU time total: {format_time(sum_self_cpu)}")
+    if has_cuda_time:
+        lines.append(f"Self CUDA time total: {format_time(sum_self_cuda)}")
+    return "\n".join(lines) + "\n"
+
+
+# -- the chrome trace --------------------------------------------------------------------------
+
+_CATEGORY = {SCOPE_FUNCTION: "cpu_op", SCOPE_BACKWARD_FUNCTION: "backward",
+             SCOPE_USER: "user_annotation"}
+
+
+def chrome_trace(events) -> dict:
+    """The trace-event JSON object for ``events`` (see EventList.export_chrome_trace).
+
+    CPU events go in this process's lane (pid = the process id, tid = the thread's native id);
+    device spans go in one lane per GPU (pid = the device index, PyTorch's Kineto convention;
+    tid = the stream handle).
+    """
+    pid = os.getpid()
+    out = [{"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
+            "args": {"name": "CPU functions"}},
+           {"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0,
+            "args": {"sort_index": -1}}]
+    threads, devices = set(), set()
+    for evt in events:
+        if evt.thread not in threads:
+            threads.add(evt.thread)
+            out.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": evt.thread,
+                        "args": {"name": f"thread {evt.thread}"}})
+        args = {}
+        if evt.sequence_nr >= 0:
+            args["Sequence number"] = evt.sequence_nr
+        if evt.input_shapes is not None:
+            args["Input Dims"] = evt.input_shapes
+        if evt.flops:
+            args["FLOPs"] = evt.flops
+        if evt.cpu_memory_usage:
+            args["CPU memory usage"] = evt.cpu_memory_usage
+        if evt.cuda_memory_usage:
+            args["CUDA memory usage"] = evt.cuda_memory_usage
+        if evt.stack:
+            args["Call stack"] = ";".join(evt.stack)
+        if evt.args is not None:
+            args["Record function args"] = evt.args
+        cat = _CATEGORY.get(evt.scope, "cpu_op")
+        out.append({"name": evt.trace_name, "cat": cat, "ph": "X",
+                    "ts": round(evt.time_range.start, 3),
+                    "dur": round(evt.time_range.elapsed_us(), 3),
+                    "pid": pid, "tid": evt.thread, "args": args})
+        if evt.device_interval is not None:
+            dev, stream, span = evt.device_interval
+            if dev not in devices:
+                devices.add(dev)
+                out.append({"name": "process_name", "ph": "M", "pid": dev, "tid": 0,
+                            "args": {"name": f"cuda:{dev}"}})
+            out.append({"name": evt.trace_name, "cat": "cuda", "ph": "X",
+                        "ts": round(span.start, 3), "dur": round(span.elapsed_us(), 3),
+                        "pid": dev, "tid": stream,
+                        "args": {"Sequence number": evt.sequence_nr, "cpu event": evt.id}})
+    return {"traceEvents": out, "displayTimeUnit": "ms"}
+
+
+# -- FLOPs -------------------------------------------------------------------------------------
+
+# Ops whose FLOPs are counted as one per output element (broadcast shape of the inputs). An
+# in-place variant (``add_``) counts as its op. Everything not listed here or below has no
+# estimate (None, "--" in the table), as in PyTorch, which counts only GEMMs, convolutions
+# and a few elementwise ops.
+_ELEMENTWISE = frozenset([
+    "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "sqrt", "rsqrt", "abs", "sin", "cos",
+    "tanh", "sigmoid", "relu", "clamp", "maximum", "minimum", "where"])
+_REDUCTIONS = frozenset(["sum", "mean"])   # one per input element
+_MATMULS = frozenset(["mm", "matmul", "bmm"])  # 2 * M * N * K per (broadcast) batch
+
+
+def _broadcast(shapes) -> tuple:
+    ndim = max(len(s) for s in shapes)
+    out = []
+    for i in range(-ndim, 0):
+        out.append(max((s[i] for s in shapes if len(s) >= -i), default=1))
+    return tuple(out)
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def estimate_flops(name: str, shapes) -> int | None:
+    """The FLOPs of op ``name`` on tensors of ``shapes`` (tensor inputs only), or None.
+
+    ``mm``/``matmul``/``bmm``: ``2 * M * N * K`` times the broadcast batch size (a 1-D
+    operand counts as a single row or column); elementwise ops (``add sub mul div pow neg exp
+    log sqrt rsqrt abs sin cos tanh sigmoid relu clamp maximum minimum where``, and their
+    in-place forms): one per output element; ``sum``/``mean``: one per input element.
+
+    Example:
+        >>> estimate_flops("mm", [(2, 3), (3, 4)])
+        48
+        >>> estimate_flops("mul", [(2, 3), (3,)])
+        6
+    """
+    base = name.removesuffix("_")
+    if not shapes:
+        return None
+    if base in _MATMULS and len(shapes) >= 2:
+        a, b = shapes[0], shapes[1]
+        a = (1,) + tuple(a) if len(a) == 1 else tuple(a)
+        b = tuple(b) + (1,) if len(b) == 1 else tuple(b)
+        if len(a) < 2 or len(b) < 2:
+            return None
+        batch = _broadcast([a[:-2], b[:-2]]) if len(a) > 2 or len(b) > 2 else ()
+        return 2 * _numel(batch) * a[-2] * a[-1] * b[-1]
+    if base in _ELEMENTWISE:
+        return _numel(_broadcast(shapes))
+    if base in _REDUCTIONS:
+        return _numel(shapes[0])
+    return None
+
+
+# -- NVTX range names --------------------------------------------------------------------------
+
+# The first ", <key> =" ends the op's name (NOTES §5: emit_nvtx's "<op>, seq = N", backward
+# "<Node>, stashed seq = N", and PyTorch's ", op_id = ...", ", sizes = [...]",
+# ", input_op_ids = [...]" variants, with or without spaces around "=").
+_SUFFIX_START = re.compile(r", (?:stashed seq|seq|op_id|sizes|input_op_ids) ?= ?")
+_SEQ = re.compile(r", (stashed )?seq ?= ?(\d+)")
+_SIZES = re.compile(r", sizes ?= ?")
+
+
+def _bracketed(text: str, start: int) -> str | None:
+    """The balanced ``[...]`` that begins at ``text[start]``, or None."""
+    if start >= len(text) or text[start] != "[":
+        return None
+    depth = 0
+    for i in range(start, len(text)):
+        depth += {"[": 1, "]": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[start:i + 1]
+    return None
+
+
+def parse_range_name(message: str) -> tuple[str, int, bool, list | None]:
+    """Splits an emit_nvtx-style range message into (name, seq, stashed, sizes).
+
+    ``seq`` is -1 when the message carries none; ``sizes`` is the parsed ``sizes = [...]``
+    list, or None.
+
+    Example:
+        >>> parse_range_name("mul, seq = 3, sizes = [[2, 3], []]")
+        ('mul', 3, False, [[2, 3], []])
+        >>> parse_range_name("MulBackward0, stashed seq=7")
+        ('MulBackward0', 7, True, None)
+    """
+    m = _SUFFIX_START.search(message)
+    if m is None:
+        return message, -1, False, None
+    name, tail = message[:m.start()], message[m.start():]
+    seq, stashed, sizes = -1, False, None
+    s = _SEQ.search(tail)
+    if s is not None:
+        seq, stashed = int(s.group(2)), s.group(1) is not None
+    z = _SIZES.search(tail)
+    if z is not None:
+        text = _bracketed(tail, z.end())
+        if text is not None:
+            try:
+                sizes = json.loads(text)
+            except ValueError:
+                sizes = None
+    return name, seq, stashed, sizes
