@@ -8,19 +8,69 @@ device. Both backends export every name in ``CONTRACT`` with the same signature 
 Triton's interpreter against the NumPy results.
 
 The contract (``a``, ``b``: backend arrays of one dtype, already promoted by the caller; ``s``: a
-Python scalar; results are new contiguous arrays unless ``out=`` is given):
+Python scalar; ``op``: a string naming one entry of that function's table; results are new
+contiguous arrays unless ``out=`` is given or the name ends in ``_`` (in place, returns None);
+float16/bfloat16 math computes in float32 and rounds once; integer index arrays are int64 and
+already checked and wrapped into range by the caller):
 
-creation      empty(shape, dtype, device), full(shape, value, dtype, device)
+creation      empty(shape, dtype, device), full(shape, value, dtype, device),
+              arange(start, step, n, dtype, device)   [start + step * i, i < n; int64 math for
+                                                       int start/step, else float64, then cast]
 movement      astype(a, dtype), contiguous(a), copy_(dst, src)  [src broadcast and cast to dst]
 views         view(a, shape) -> array | None, permute(a, dims), expand(a, shape),
               getitem(a, index), as_strided(a, shape, strides, offset),
-              strides(a), storage_offset(a)   [element units, as PyTorch]
+              strides(a), storage_offset(a)   [element units, as PyTorch; getitem's index is a
+                                               normalised tuple: ints in range, slices with
+                                               positive steps, None; never a scalar result]
 elementwise   add sub mul div pow maximum minimum (a, a|s, out=None): broadcasting
               gt ge lt le eq ne (a, a|s) -> bool array
               neg exp log relu sqrt (a, out=None)
-              where(cond, a, b)
+              where(cond, a|s, a|s)
+              unary(op, a, out=None), same dtype:  abs sign [0 for NaN, as PyTorch] sin cos
+                  tanh sigmoid floor ceil round [half to even] trunc log1p expm1 bitwise_not
+                  [bool: logical not]
+              binary(op, a, a|s, out=None), broadcasting, same dtype:  floor_divide [rounds
+                  toward -inf] trunc_divide [toward 0] remainder [sign of the divisor, Python's
+                  %] (integer division by zero raises RuntimeError where it can be detected)
+                  bitwise_and bitwise_or bitwise_xor [ints and bool]
 reductions    sum(a, dims, keepdim)   [dims: sorted tuple of non-negative ints]
+              reduce(op, a, dims, keepdim): prod amax amin [NaN propagates] all any [-> bool];
+                  reduced dims are non-empty for amax/amin (the caller checks)
+              argreduce(op, a, dim, keepdim) -> int64: argmax argmin [first index among ties;
+                  a NaN counts as the extreme, the first NaN wins]
+              cumsum(a, dim, reverse=False)   [reverse: sums from the end of dim]
+              softmax(a, dim, log=False)      [numerically stable (max subtracted) softmax or
+                                               log_softmax along dim; all -inf rows give NaN]
 linear alg.   matmul(a, b)            [2-D]
+              bmm(a, b)               [(B, n, m) @ (B, m, p); any strides, 0 batch strides too]
+indexing      nonzero(a) -> int64 (count, a.ndim), row-major order
+              index(a, indices): a[indices] with NumPy's advanced-indexing rules; indices is a
+                  tuple over a's leading dims of int64 arrays (broadcast together) or None (the
+                  whole dim); the indexed dims' result goes where the first index array is if
+                  the arrays are adjacent, else first
+              index_put_(a, indices, values, accumulate): a[indices] = values (broadcast), or
+                  += with duplicate indices all summed when accumulate
+              gather(a, dim, index): out[..i..] = a[..index[..i..]..] along dim; index has a's
+                  ndim and is no larger than a in the other dims
+              scatter_(a, dim, index, src|s, accumulate): a[..index[..i..]..] = src[..i..]
+                  along dim (src no smaller than index), or += with duplicates summed
+nn (fused)    gelu(x, approximate), gelu_backward(g, x, approximate)   [approximate 'none'|'tanh']
+              layer_norm(x, weight, bias, eps) -> (y, mean, rstd)
+                  [x 2-D (M, N), rows normalised; weight/bias (N,) or None; mean/rstd (M,)
+                  float32 for half/float32 inputs]
+              layer_norm_backward(g, x, weight, mean, rstd) -> (dx, dweight|None, dbias|None)
+              cross_entropy(logits, target, ignore_index, label_smoothing) -> (loss, lse)
+                  [logits (N, C), target (N,) int64; loss (N,) per row, 0 on ignored rows]
+              cross_entropy_backward(g, logits, target, lse, ignore_index, label_smoothing)
+                  -> dlogits   [g (N,): the gradient of each row's loss]
+              embedding(weight, indices) -> weight[indices]
+              embedding_backward(g, indices, num_weights, padding_idx) -> dweight
+optimizers    sgd_step(param, grad, momentum_buffer, lr, momentum, dampening, weight_decay,
+                  nesterov, maximize, first_step)
+              adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1,
+                  beta2, eps, weight_decay, amsgrad, maximize, decoupled)
+                  [one fused update per parameter, in place, returning None; buffers are None
+                  where unused; formulas in kernels/numpy/optim.py]
 """
 
 from __future__ import annotations
@@ -36,6 +86,12 @@ CONTRACT = (
     "gt", "ge", "lt", "le", "eq", "ne",
     "neg", "exp", "log", "relu", "sqrt", "where",
     "sum", "matmul",
+    # issue 4: the Tensors op set
+    "arange", "unary", "binary", "reduce", "argreduce", "cumsum", "softmax", "bmm",
+    "nonzero", "index", "index_put_", "gather", "scatter_",
+    # issue 4 (training): fused nn ops and optimizer updates
+    "gelu", "gelu_backward", "layer_norm", "layer_norm_backward", "cross_entropy",
+    "cross_entropy_backward", "embedding", "embedding_backward", "sgd_step", "adam_step",
 )
 
 _MODULES = {"cpu": "tritongrad.kernels.numpy", "cuda": "tritongrad.kernels.triton"}

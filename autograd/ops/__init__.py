@@ -8,15 +8,27 @@ public functions over them. This file only attaches those functions to ``Tensor`
 from __future__ import annotations
 
 from ..tensor import Tensor
-from . import conversion, creation, elementwise, linalg, reduction, views
+from . import (conversion, creation, elementwise, indexing, interop, linalg, pointwise, reduction,
+               shape, views)
 from .conversion import clone, contiguous, copy_, cpu, cuda, to, type_as
 from .creation import (arange, as_tensor, empty, empty_like, empty_strided, eye, from_numpy, full,
                        full_like, initial_seed, linspace, manual_seed, ones, ones_like, rand,
                        rand_like, randint, randn, randn_like, seed, tensor, zeros, zeros_like)
 from .elementwise import (add, div, eq, exp, ge, gt, isnan, le, log, lt, maximum, minimum, mul,
                           ne, neg, pow, reciprocal, relu, rsqrt, sqrt, sub, true_divide, where)
-from .linalg import matmul, mm
-from .reduction import all, any, mean, sum
+from .indexing import (gather, index_put, index_put_, index_select, masked_fill, masked_select,
+                       nonzero, scatter, scatter_add)
+from .interop import from_dlpack
+from .linalg import bmm, matmul, mm
+from .pointwise import (abs, absolute, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, ceil,
+                        clamp, clamp_max, clamp_min, clip, cos, expm1, fix, floor, floor_divide,
+                        isfinite, isinf, log1p, logical_and, logical_not, logical_or,
+                        logical_xor, remainder, round, sigmoid, sign, sin, tanh, trunc)
+from .reduction import (all, amax, amin, any, argmax, argmin, cumsum, logsumexp, max, mean, min,
+                        prod, return_types, std, sum, var)
+from .shape import (cat, chunk, concat, concatenate, movedim, moveaxis, narrow, repeat, select,
+                    split, stack, tile, tril, triu, unbind)
+from .softmax import log_softmax, softmax
 from .views import (as_strided, broadcast_to, expand, expand_as, flatten, permute, reshape,
                     squeeze, sum_to_size, t, transpose, unsqueeze, view)
 
@@ -30,6 +42,17 @@ __all__ = [
     "where", "matmul", "mm", "all", "any", "mean", "sum",
     "as_strided", "broadcast_to", "expand", "expand_as", "flatten", "permute", "reshape",
     "squeeze", "sum_to_size", "t", "transpose", "unsqueeze", "view",
+    # issue 4: the Tensors op set
+    "abs", "absolute", "sin", "cos", "tanh", "sigmoid", "sign", "floor", "ceil", "round",
+    "trunc", "fix", "log1p", "expm1", "clamp", "clip", "clamp_min", "clamp_max", "floor_divide",
+    "remainder", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "logical_and",
+    "logical_or", "logical_xor", "logical_not", "isinf", "isfinite",
+    "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "prod", "logsumexp",
+    "cumsum", "return_types", "softmax", "log_softmax", "bmm",
+    "cat", "concat", "concatenate", "stack", "split", "chunk", "unbind", "narrow", "select",
+    "movedim", "moveaxis", "repeat", "tile", "tril", "triu",
+    "gather", "scatter", "scatter_add", "index_select", "index_put", "index_put_",
+    "masked_fill", "masked_select", "nonzero", "from_dlpack",
 ]
 
 
@@ -71,10 +94,52 @@ _METHODS = {
     "div_": elementwise.div_, "pow_": elementwise.pow_, "neg_": elementwise.neg_,
     "exp_": elementwise.exp_, "log_": elementwise.log_, "sqrt_": elementwise.sqrt_,
     "relu_": elementwise.relu_,
+    # issue 4: pointwise
+    "abs": pointwise.abs, "absolute": pointwise.abs, "sin": pointwise.sin,
+    "cos": pointwise.cos, "tanh": pointwise.tanh, "sigmoid": pointwise.sigmoid,
+    "sign": pointwise.sign, "floor": pointwise.floor, "ceil": pointwise.ceil,
+    "round": pointwise.round, "trunc": pointwise.trunc, "fix": pointwise.trunc,
+    "log1p": pointwise.log1p, "expm1": pointwise.expm1, "clamp": pointwise.clamp,
+    "clip": pointwise.clamp, "clamp_min": pointwise.clamp_min,
+    "clamp_max": pointwise.clamp_max, "floor_divide": pointwise.floor_divide,
+    "remainder": pointwise.remainder, "bitwise_and": pointwise.bitwise_and,
+    "bitwise_or": pointwise.bitwise_or, "bitwise_xor": pointwise.bitwise_xor,
+    "bitwise_not": pointwise.bitwise_not, "logical_and": pointwise.logical_and,
+    "logical_or": pointwise.logical_or, "logical_xor": pointwise.logical_xor,
+    "logical_not": pointwise.logical_not, "isinf": pointwise.isinf,
+    "isfinite": pointwise.isfinite,
+    "abs_": pointwise.abs_, "absolute_": pointwise.abs_, "sign_": pointwise.sign_,
+    "sin_": pointwise.sin_, "cos_": pointwise.cos_, "tanh_": pointwise.tanh_,
+    "sigmoid_": pointwise.sigmoid_, "log1p_": pointwise.log1p_, "expm1_": pointwise.expm1_,
+    "floor_": pointwise.floor_, "ceil_": pointwise.ceil_, "round_": pointwise.round_,
+    "trunc_": pointwise.trunc_, "clamp_": pointwise.clamp_, "clip_": pointwise.clamp_,
+    "floor_divide_": pointwise.floor_divide_, "remainder_": pointwise.remainder_,
+    "bitwise_and_": pointwise.bitwise_and_, "bitwise_or_": pointwise.bitwise_or_,
+    "bitwise_xor_": pointwise.bitwise_xor_, "fill_": pointwise.fill_, "zero_": pointwise.zero_,
+    # issue 4: reductions, softmax
+    "max": reduction.max, "min": reduction.min, "amax": reduction.amax,
+    "amin": reduction.amin, "argmax": reduction.argmax, "argmin": reduction.argmin,
+    "var": reduction.var, "std": reduction.std, "prod": reduction.prod,
+    "logsumexp": reduction.logsumexp, "cumsum": reduction.cumsum,
+    "softmax": softmax, "log_softmax": log_softmax,
+    # issue 4: shapes
+    "split": shape.split, "chunk": shape.chunk, "unbind": shape.unbind,
+    "narrow": shape.narrow, "select": shape.select, "movedim": shape.movedim,
+    "moveaxis": shape.movedim, "repeat": shape.repeat, "tile": shape.tile,
+    "tril": shape.tril, "triu": shape.triu,
+    # issue 4: indexing
+    "gather": indexing.gather, "scatter": indexing.scatter, "scatter_": indexing.scatter_,
+    "scatter_add": indexing.scatter_add, "scatter_add_": indexing.scatter_add_,
+    "index_select": indexing.index_select, "index_put": indexing.index_put,
+    "index_put_": indexing.index_put_, "masked_fill": indexing.masked_fill,
+    "masked_fill_": indexing.masked_fill_, "nonzero": indexing.nonzero,
+    "masked_select": indexing.masked_select, "__setitem__": indexing.setitem,
+    # issue 4: interop
+    "__dlpack__": interop.dlpack, "__dlpack_device__": interop.dlpack_device,
     # reductions
     "sum": reduction.sum, "mean": reduction.mean, "any": reduction.any, "all": reduction.all,
     # linear algebra
-    "mm": linalg.mm, "matmul": linalg.matmul,
+    "mm": linalg.mm, "matmul": linalg.matmul, "bmm": linalg.bmm,
     # views
     "view": views.view, "reshape": views.reshape, "flatten": views.flatten,
     "permute": views.permute, "transpose": views.transpose, "t": views.t,
@@ -110,10 +175,24 @@ _METHODS = {
     "__gt__": elementwise.gt, "__ge__": elementwise.ge, "__lt__": elementwise.lt,
     "__le__": elementwise.le, "__eq__": elementwise.eq, "__ne__": elementwise.ne,
     "__getitem__": views.getitem,
+    "__floordiv__": pointwise.floor_divide,
+    "__rfloordiv__": lambda self, other: pointwise.floor_divide(other, self),
+    "__ifloordiv__": pointwise.floor_divide_,
+    "__mod__": pointwise.remainder,
+    "__rmod__": lambda self, other: pointwise.remainder(other, self),
+    "__imod__": pointwise.remainder_,
+    "__and__": pointwise.bitwise_and, "__rand__": pointwise.bitwise_and,
+    "__iand__": pointwise.bitwise_and_,
+    "__or__": pointwise.bitwise_or, "__ror__": pointwise.bitwise_or,
+    "__ior__": pointwise.bitwise_or_,
+    "__xor__": pointwise.bitwise_xor, "__rxor__": pointwise.bitwise_xor,
+    "__ixor__": pointwise.bitwise_xor_,
+    "__invert__": pointwise.bitwise_not, "__abs__": pointwise.abs,
 }
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)
 Tensor.T = property(views.numpy_T)
+Tensor.__cuda_array_interface__ = property(interop.cuda_array_interface)
 Tensor.mT = property(lambda self: self.transpose(-2, -1))
 Tensor.__hash__ = lambda self: id(self)  # __eq__ is elementwise, so hash by identity

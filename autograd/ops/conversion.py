@@ -27,8 +27,11 @@ def _move(k, x, dtype, device):
     if src_dev is device:
         return k.astype(x, dtype)
     if device.type == "cpu":  # device -> host: cast on the device, then copy down
-        arr = k.astype(x, dtype)
-        return memory.to_host(arr)
+        arr = memory.to_host(k.astype(x, dtype))
+        if dtype is dtypes.bfloat16:
+            from ...kernels.numpy import bf16
+            return bf16.from_bits(arr)  # bit patterns -> the CPU's float32-backed bfloat16
+        return arr
     if src_dev.type == "cpu":  # host -> device
         from .creation import host_to
         return host_to(x, dtype, device)._data
@@ -109,6 +112,8 @@ def cuda(x: Tensor, device=None, non_blocking: bool = False) -> Tensor:
 
 def cpu(x: Tensor) -> Tensor:
     """A copy of this tensor in CPU memory (``x`` itself if already there)."""
+    if x._device.type == "cpu":
+        return x  # the common case, without parsing to()'s overloads
     return to(x, Device("cpu"))
 
 

@@ -81,8 +81,9 @@ def host_to(arr: np.ndarray, dtype, device: Device) -> Tensor:
     """A tensor holding NumPy array ``arr`` (cast to ``dtype``) on ``device``."""
     if device.type == "cpu":
         if dtype is dtypes.bfloat16:
-            raise NotImplementedError("bfloat16 tensors on the CPU are not supported yet; use "
-                                      "float32 on the CPU or bfloat16 on CUDA")
+            return make(bf16.rounded(arr))  # float32 storage on the bfloat16 grid
+        if type(arr) is bf16.BF16Array:
+            arr = arr.view(np.ndarray)
         return make(np.require(arr, dtype=dtype.np, requirements="C"))  # keeps 0-d as 0-d
     from ...runtime import memory
     if dtype is dtypes.bfloat16:
@@ -146,7 +147,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False,
                 [ 1., -1.]])
     """
     arr = _infer_array(data)
-    dt = as_dtype(dtype) or dtypes.from_numpy_dtype(arr.dtype)
+    dt = as_dtype(dtype) or (data.dtype if isinstance(data, Tensor) else
+                             dtypes.from_numpy_dtype(arr.dtype))
     out = host_to(np.array(arr, copy=True) if isinstance(data, np.ndarray) else arr, dt,
                   resolve_device(device))
     return _finish(out, requires_grad)
@@ -329,8 +331,10 @@ def arange(start, end=None, step=1, dtype=None, device=None,
     is_int = all(isinstance(v, numbers.Integral) for v in (start, end, step))
     dt = as_dtype(dtype) or (dtypes.int64 if is_int else dtypes.get_default_dtype())
     n = max(0, math.ceil((end - start) / step))
-    arr = start + step * np.arange(n, dtype=np.float64 if not is_int else np.int64)
-    return _finish(host_to(arr, dt, resolve_device(device)), requires_grad)
+    if not is_int:
+        start, step = float(start), float(step)
+    dev = resolve_device(device)
+    return _finish(make(backend(dev).arange(start, step, n, dt, dev), dt), requires_grad)
 
 
 def linspace(start, end, steps: int, dtype=None, device=None,

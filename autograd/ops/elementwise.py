@@ -2,7 +2,8 @@
 
 Binary ops promote their operands (runtime.dtype.result_type, PyTorch's rules) by recorded
 casts, so every rule sees one dtype; a Python scalar operand stays a scalar (a ``...1``
-primitive, as PyTorch's Tensor-Scalar overloads are named) and is never recorded. Broadcasting
+primitive class, as PyTorch's Tensor-Scalar overloads are named, whose node shows the ``...0``
+name users see in PyTorch, where ``x + 2`` wraps the number) and is never recorded. Broadcasting
 is undone once, generically (``broadcasts = True``: dispatch sums each gradient back to its
 input's shape), so the rules below are written for equal shapes.
 """
@@ -229,6 +230,13 @@ class DivBackward1(MulBackward1):
         return g / ctx.s
 
 
+# Python's ``x + 2`` reaches PyTorch's Tensor overload (the number is wrapped as a 0-d tensor),
+# so users see the tensor-tensor names there; the scalar primitives are named to match.
+for _cls, _name in ((AddBackward1, "AddBackward0"), (SubBackward1, "SubBackward0"),
+                    (MulBackward1, "MulBackward0"), (DivBackward1, "DivBackward0")):
+    _cls.__name__ = _cls.__qualname__ = _name
+
+
 def mul(input, other, *, out=None) -> Tensor:
     """``input * other``, broadcasting."""
     a, b = binary_operands(input, other, "mul")
@@ -238,9 +246,17 @@ def mul(input, other, *, out=None) -> Tensor:
 
 
 def div(input, other, *, rounding_mode=None, out=None) -> Tensor:
-    """``input / other`` (true division: integer inputs give floats), broadcasting."""
+    """``input / other`` (true division: integer inputs give floats), broadcasting; with
+    ``rounding_mode="floor"`` or ``"trunc"`` the quotient is rounded (integers stay integers,
+    and the gradient is zero)."""
     if rounding_mode is not None:
-        raise NotImplementedError("div(rounding_mode=...) is not implemented yet")
+        from .pointwise import div_trunc, floor_divide
+        if rounding_mode == "floor":
+            return floor_divide(input, other, out=out)
+        if rounding_mode == "trunc":
+            return div_trunc(input, other, out=out)
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                         f"but found '{rounding_mode}'")
     a, b = binary_operands(input, other, "div", _float_type(input, other))
     if isinstance(b, Tensor):
         return _result(apply(DivBackward0, (a, b)), out)

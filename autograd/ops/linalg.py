@@ -1,11 +1,12 @@
-"""Matrix products: ``mm`` is the primitive; ``matmul`` maps 1-D and batched operands onto it."""
+"""Matrix products: ``mm`` (2-D) and ``bmm`` (3-D, batched) are the primitives; ``matmul`` maps
+1-D, folded and batch-broadcast operands onto them (NumPy's rules, as PyTorch)."""
 
 from __future__ import annotations
 
 from ..dispatch import Primitive, apply
 from ..tensor import Tensor
 
-__all__ = ["mm", "matmul"]
+__all__ = ["mm", "bmm", "matmul"]
 
 
 class MmBackward0(Primitive):
@@ -45,9 +46,59 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     return apply(MmBackward0, (input, mat2))
 
 
+class BmmBackward0(Primitive):
+    """C[b] = A[b] @ B[b]: dA = dC @ B^T, dB = A^T @ dC (batch by batch)."""
+
+    __slots__ = ()
+    op_name = "bmm"
+    save_inputs = (0, 1)
+
+    @staticmethod
+    def forward(ctx, k, a, b):
+        return k.bmm(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        return (g.bmm(b.transpose(1, 2)) if need_a else None), \
+            (a.transpose(1, 2).bmm(g) if need_b else None)
+
+
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """The batched matrix product of (B, n, m) and (B, m, p) tensors: (B, n, p)."""
+    if not isinstance(mat2, Tensor) or not isinstance(input, Tensor):
+        raise TypeError("bmm(): arguments must be Tensors")
+    if input.ndim != 3 or mat2.ndim != 3:
+        raise RuntimeError(f"bmm: expected 3-D tensors, got {input.ndim}-D and {mat2.ndim}-D "
+                           f"(shapes {list(input.shape)} and {list(mat2.shape)})")
+    (b1, _, m), (b2, m2, p) = input.shape, mat2.shape
+    if b1 != b2 or m != m2:
+        raise RuntimeError(f"bmm: shapes {tuple(input.shape)} and {tuple(mat2.shape)} cannot be "
+                           f"multiplied (expected batch2 of size [{b1}, {m}, *], got "
+                           f"[{b2}, {m2}, {p}])")
+    if input.dtype is not mat2.dtype:
+        raise RuntimeError(f"expected scalar type {input.dtype} but found {mat2.dtype} (bmm)")
+    if input.device is not mat2.device:
+        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
+                           f"two devices, {input.device} and {mat2.device}! (in bmm)")
+    return apply(BmmBackward0, (input, mat2))
+
+
+def _mismatch(a: Tensor, b: Tensor, m: int, m2: int) -> RuntimeError:
+    return RuntimeError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be "
+                        f"multiplied ({m} != {m2})")
+
+
 def matmul(input: Tensor, other: Tensor) -> Tensor:
-    """The matrix product with NumPy's rules for 1-D operands; batched inputs against a 2-D
-    matrix are folded into one mm. (Batch-broadcast bmm comes with the full op set.)"""
+    """The matrix product with NumPy's rules: 1-D operands get a dimension added (and removed
+    from the result), batched inputs against a 2-D matrix fold into one mm, and batch
+    dimensions broadcast (one bmm over the broadcast batch).
+
+    Example:
+        >>> (tg.ones(5, 1, 2, 3) @ tg.ones(4, 3, 6)).shape
+        tritongrad.Size([5, 4, 2, 6])
+    """
     if not isinstance(other, Tensor):
         raise TypeError(f"matmul(): argument 'other' must be Tensor, not {type(other).__name__}")
     a, b = input.ndim, other.ndim
@@ -66,12 +117,43 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
             matmul(input, other.unsqueeze(1)).squeeze(-1)
     if a == 2 and b == 2:
         return mm(input, other)
+    if input.shape[-1] != other.shape[-2]:
+        raise _mismatch(input, other, input.shape[-1], other.shape[-2])
     if b == 2:
         lead = tuple(input.shape[:-1])
         return mm(input.reshape(-1, input.shape[-1]), other).reshape(lead + (other.shape[-1],))
     return _batched(input, other)
 
 
-def _batched(input, other):
-    raise NotImplementedError(f"matmul: batched operands {list(input.shape)} @ "
-                              f"{list(other.shape)} need bmm, which is not implemented yet")
+def _batched(input: Tensor, other: Tensor) -> Tensor:
+    """(..., n, m) @ (..., m, p) with broadcast batch dims, as one bmm; a 1-D input is a
+    (1, m) matrix whose row dimension is dropped from the result."""
+    vec = input.ndim == 1
+    if vec:
+        input = input.unsqueeze(0)
+    (n, m), (m2, p) = input.shape[-2:], other.shape[-2:]
+    if m != m2:
+        raise _mismatch(input, other, m, m2)
+    from .elementwise import broadcast_shapes
+    try:
+        batch = broadcast_shapes(tuple(input.shape[:-2]), tuple(other.shape[:-2]))
+    except RuntimeError:
+        raise RuntimeError(f"matmul: batch dimensions of shapes {tuple(input.shape)} and "
+                           f"{tuple(other.shape)} do not broadcast") from None
+    if len(batch) == 1 and input.ndim == 3 and other.ndim == 3 and \
+            input.shape[0] == other.shape[0]:
+        out = bmm(input, other)  # already (B, n, m) @ (B, m, p)
+    else:
+        nb = 1
+        for s in batch:
+            nb *= s
+        a = _as_batch(input, batch + (n, m), (nb, n, m))
+        b = _as_batch(other, batch + (m, p), (nb, m, p))
+        out = bmm(a, b).reshape(batch + (n, p))
+    return out.squeeze(-2) if vec else out
+
+
+def _as_batch(x: Tensor, full: tuple, flat: tuple) -> Tensor:
+    if tuple(x.shape) != full:
+        x = x.expand(full)
+    return x if tuple(x.shape) == flat else x.reshape(flat)

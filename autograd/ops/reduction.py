@@ -1,12 +1,25 @@
-"""Reductions: sum and mean over all dims or a set of dims, with ``keepdim``."""
+"""Reductions over all dims or a set of dims, with ``keepdim``: sum, mean, max/min (and their
+(values, indices) form along a dim), amax/amin, argmax/argmin, var/std, prod, logsumexp; and
+cumsum.
+
+Forwards are the backend's ``sum``, ``reduce(op)``, ``argreduce(op)`` and ``cumsum``; the
+derivative rules beside them are written in Tensor ops (double backward works). Extremes follow
+PyTorch: amax/amin and full max/min share the gradient evenly among ties; max/min along a dim
+send it to the returned index (the first among ties).
+"""
 
 from __future__ import annotations
 
+import builtins
+import collections
+
 from ...runtime import dtype as dtypes
 from ..dispatch import Primitive, apply
-from ..tensor import Tensor
+from ..tensor import Tensor, make
+from .elementwise import maximum, minimum, where
 
-__all__ = ["sum", "mean", "any", "all", "reduce_dims"]
+__all__ = ["sum", "mean", "any", "all", "reduce_dims", "max", "min", "amax", "amin", "argmax",
+           "argmin", "var", "std", "prod", "logsumexp", "cumsum", "return_types"]
 
 
 def reduce_dims(x: Tensor, dim, op: str) -> tuple:
@@ -17,7 +30,7 @@ def reduce_dims(x: Tensor, dim, op: str) -> tuple:
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     if not dims:
         return tuple(range(nd))  # PyTorch: an empty dim list reduces everything
-    n = max(nd, 1)
+    n = builtins.max(nd, 1)
     out = set()
     for d in dims:
         if not -n <= d < n:
@@ -119,3 +132,418 @@ def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
 def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """True where every element (over ``dim``) is nonzero."""
     return sum(input.eq(0), dim, keepdim) == 0
+
+
+# -- return types ----------------------------------------------------------------------------
+
+def _return_type(name: str):
+    """A (values, indices) named tuple printing as PyTorch's ``torch.return_types.<name>``."""
+    base = collections.namedtuple(name, ["values", "indices"])
+
+    def __repr__(self):
+        return (f"tritongrad.return_types.{name}(\nvalues={self.values!r},\n"
+                f"indices={self.indices!r})")
+
+    return type(name, (base,), {"__slots__": (), "__repr__": __repr__})
+
+
+class return_types:  # noqa: N801 - PyTorch's module name
+    """The named tuples of ops returning (values, indices)."""
+
+    max = _return_type("max")
+    min = _return_type("min")
+
+
+# -- max / min / amax / amin / argmax / argmin ---------------------------------------------------
+
+def _nonempty(x: Tensor, dims: tuple, op: str) -> None:
+    for d in dims:
+        if x.shape[d] == 0:
+            raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def _ties_backward(g, x, out, dims, keepdim):
+    """The gradient of an extreme value shared evenly among the elements equal to it (NaN
+    counts as equal to NaN), as PyTorch's amax/amin and full max/min do."""
+    shape = tuple(x.shape)
+    out_e = _expand_back(out, shape, dims, keepdim)
+    g_e = _expand_back(g, shape, dims, keepdim)
+    mask = x == out_e
+    if x.dtype.is_floating_point:
+        from .pointwise import bitwise_and, bitwise_or
+        mask = bitwise_or(mask, bitwise_and(x.isnan(), out_e.isnan()))
+    count = sum(mask, dims, keepdim=True)
+    return where(mask, g_e / count.expand(shape), 0)
+
+
+class AmaxBackward0(Primitive):
+    """amax over dims: the gradient goes to the maxima, split evenly among ties."""
+
+    __slots__ = ()
+    op_name = "amax"
+    save_inputs = (0,)
+    save_output = True
+    _kind = "amax"
+
+    @classmethod
+    def forward(cls, ctx, k, x, dims, keepdim):
+        ctx.dims, ctx.keepdim = dims, keepdim
+        return k.reduce(cls._kind, x, dims, keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        return _ties_backward(g, x, out, ctx.dims, ctx.keepdim)
+
+
+class AminBackward0(AmaxBackward0):
+    __slots__ = ()
+    op_name = "amin"
+    _kind = "amin"
+
+
+class MaxBackward1(AmaxBackward0):
+    """max() of all elements: ties share the gradient evenly (PyTorch's rule)."""
+
+    __slots__ = ()
+    op_name = "max"
+
+
+class MinBackward1(AminBackward0):
+    __slots__ = ()
+    op_name = "min"
+
+
+class MaxBackward0(Primitive):
+    """max(dim) -> (values, indices): the gradient goes to the selected index only."""
+
+    __slots__ = ()
+    op_name = "max"
+    nondiff_outputs = (1,)
+    _kind, _value = "argmax", "amax"
+
+    @classmethod
+    def forward(cls, ctx, k, x, dim, keepdim):
+        # the extreme value is the value at the returned index (NaN included: both the
+        # NaN-propagating reduce and the index pick a NaN)
+        idx = k.argreduce(cls._kind, x, dim, keepdim)
+        values = k.reduce(cls._value, x, (dim,), keepdim)
+        ctx.in_shape, ctx.dim, ctx.keepdim = x.shape, dim, keepdim
+        ctx.idx = make(idx)
+        return values, idx
+
+    @staticmethod
+    def backward(ctx, g, _g_indices=None):
+        from .indexing import gather_backward
+        return gather_backward(g, ctx.in_shape, ctx.dim, ctx.idx, ctx.keepdim)
+
+
+class MinBackward0(MaxBackward0):
+    __slots__ = ()
+    op_name = "min"
+    _kind, _value = "argmin", "amin"
+
+
+def _extreme(name, full_op, dim_op, binary):
+    rt = getattr(return_types, name)
+
+    def fn(input: Tensor, dim=None, keepdim: bool = False, *, out=None):
+        if isinstance(dim, Tensor):  # max(a, b) is maximum(a, b)
+            return binary(input, dim)
+        if dim is None:
+            if keepdim:
+                raise TypeError(f"{name}(): keepdim=True needs a dim")
+            if input.numel() == 0:
+                raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
+                                   f"input.numel() == 0. Specify the reduction dim with the "
+                                   f"'dim' argument.")
+            return apply(full_op, (input,), tuple(range(input.ndim)), False)
+        if not isinstance(dim, int):
+            raise TypeError(f"{name}(): argument 'dim' must be int, not {type(dim).__name__}")
+        d = _wrap_dim(dim, input.ndim, name)
+        if input.ndim == 0:
+            values, indices = apply(dim_op, (input.reshape(1),), 0, False)
+            return rt(values, indices)
+        _nonempty(input, (d,), name)
+        values, indices = apply(dim_op, (input,), d, bool(keepdim))
+        return rt(values, indices)
+
+    fn.__name__ = name
+    fn.__doc__ = (f"``{name}(x)``: the {name}imum of all elements (NaN propagates; ties share "
+                  f"the gradient). ``{name}(x, dim, keepdim=False)``: the named tuple (values, "
+                  f"indices) along dim (the first index among ties). ``{name}(x, other)``: "
+                  f"the elementwise {name}imum.")
+    return fn
+
+
+def _amax_like(name, op):
+    def fn(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+        dims = reduce_dims(input, dim, name)
+        _nonempty(input, dims, name)
+        if not dims and input.ndim and input.numel() == 0:
+            raise IndexError(f"{name}(): Expected reduction dim to be specified for "
+                             f"input.numel() == 0.")
+        return apply(op, (input,), dims, bool(keepdim))
+    fn.__name__ = name
+    fn.__doc__ = (f"The {name[1:]}imum over ``dim`` (all dims by default); NaN propagates and "
+                  f"tied elements share the gradient evenly.")
+    return fn
+
+
+max = _extreme("max", MaxBackward1, MaxBackward0, maximum)  # noqa: A001
+min = _extreme("min", MinBackward1, MinBackward0, minimum)  # noqa: A001
+amax = _amax_like("amax", AmaxBackward0)
+amin = _amax_like("amin", AminBackward0)
+
+
+class ArgmaxOp(Primitive):
+    __slots__ = ()
+    op_name = "argmax"
+    differentiable = False
+
+    @staticmethod
+    def forward(ctx, k, x, op, dim, keepdim):
+        return k.argreduce(op, x, dim, keepdim)
+
+
+def _arg(name):
+    def fn(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+        if dim is None:
+            if input.numel() == 0:
+                raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
+                                   f"input.numel() == 0.")
+            flat = input.reshape(-1)
+            out = apply(ArgmaxOp, (flat,), name, 0, False)
+            return out.reshape((1,) * input.ndim) if keepdim else out
+        d = _wrap_dim(dim, input.ndim, name)
+        if input.ndim == 0:
+            out = apply(ArgmaxOp, (input.reshape(1),), name, 0, False)
+            return out
+        _nonempty(input, (d,), name)
+        return apply(ArgmaxOp, (input,), name, d, bool(keepdim))
+    fn.__name__ = name
+    fn.__doc__ = (f"The index of the {name[3:]}imum (of the flattened tensor, or along "
+                  f"``dim``): the first one among ties; int64; never differentiable.")
+    return fn
+
+
+argmax = _arg("argmax")
+argmin = _arg("argmin")
+
+
+def _wrap_dim(dim: int, ndim: int, op: str) -> int:
+    n = builtins.max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"{op}(): dimension out of range (expected to be in range of "
+                         f"[{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+# -- var / std -----------------------------------------------------------------------------------
+
+class VarBackward0(Primitive):
+    """var = sum((x - mean)^2) / (n - correction): d/dx = 2 (x - mean) / (n - correction)."""
+
+    __slots__ = ()
+    op_name = "var"
+    save_inputs = (0,)
+
+    @staticmethod
+    def forward(ctx, k, x, dims, keepdim, n, divisor):
+        ctx.dims, ctx.keepdim, ctx.divisor = dims, keepdim, divisor
+        return _var(k, x, dims, keepdim, n, divisor)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        dims = ctx.dims
+        g = _expand_back(g, tuple(x.shape), dims, ctx.keepdim)
+        return g * ((x - x.mean(dims, keepdim=True)) * (2.0 / ctx.divisor if ctx.divisor else
+                                                        float("inf")))
+
+
+class StdBackward0(Primitive):
+    """std = sqrt(var): d/dx = (x - mean) / ((n - correction) std)."""
+
+    __slots__ = ()
+    op_name = "std"
+    save_inputs = (0,)
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, x, dims, keepdim, n, divisor):
+        ctx.dims, ctx.keepdim, ctx.divisor = dims, keepdim, divisor
+        return k.sqrt(_var(k, x, dims, keepdim, n, divisor))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        shape, dims, keepdim = tuple(x.shape), ctx.dims, ctx.keepdim
+        g = _expand_back(g, shape, dims, keepdim)
+        denom = _expand_back(out, shape, dims, keepdim) * float(ctx.divisor)
+        return g * (x - x.mean(dims, keepdim=True)) / denom
+
+
+def _var(k, x, dims, keepdim, n, divisor):
+    mean = k.div(k.sum(x, dims, True), n) if n else k.sum(x, dims, True)
+    d = k.sub(x, mean)
+    s = k.sum(k.mul(d, d), dims, keepdim)
+    return k.div(s, divisor) if divisor else k.mul(s, float("inf"))
+
+
+def _var_args(input, dim, unbiased, keepdim, correction, op):
+    if isinstance(dim, bool):  # var(x, unbiased)
+        unbiased, dim = dim, None
+    if correction is not None and unbiased is not None:
+        raise RuntimeError(f"{op}: cannot specify both unbiased and correction")
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError(f"std and var only support floating point and complex dtypes "
+                           f"(got {input.dtype} in {op})")
+    dims = reduce_dims(input, dim, op)
+    n = 1
+    for d in dims:
+        n *= input.shape[d]
+    divisor = n - correction
+    return dims, bool(keepdim), n, builtins.max(divisor, 0)
+
+
+def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
+        correction=None) -> Tensor:
+    """The variance over ``dim`` (all dims by default) with Bessel's ``correction``
+    (default 1, the unbiased estimate; ``unbiased=False`` is correction 0)."""
+    dims, keepdim, n, divisor = _var_args(input, dim, unbiased, keepdim, correction, "var")
+    return apply(VarBackward0, (input,), dims, keepdim, n, divisor)
+
+
+def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
+        correction=None) -> Tensor:
+    """The standard deviation: ``sqrt(var(...))`` with the same arguments."""
+    dims, keepdim, n, divisor = _var_args(input, dim, unbiased, keepdim, correction, "std")
+    return apply(StdBackward0, (input,), dims, keepdim, n, divisor)
+
+
+# -- prod ------------------------------------------------------------------------------------------
+
+class ProdBackward0(Primitive):
+    """prod over dims: d/dx_i = the product of the other elements, computed without dividing
+    by zero (one zero in a slice: only it gets a gradient; two or more: none does)."""
+
+    __slots__ = ()
+    op_name = "prod"
+    save_inputs = (0,)
+
+    @staticmethod
+    def forward(ctx, k, x, dims, keepdim):
+        ctx.dims, ctx.keepdim = dims, keepdim
+        return k.reduce("prod", x, dims, keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        dims, shape = ctx.dims, tuple(x.shape)
+        zero = x == 0
+        safe = where(zero, 1, x)
+        nz_prod = prod_dims(safe, dims).expand(shape)
+        n_zero = sum(zero, dims, keepdim=True).expand(shape)
+        others = where(n_zero == 0, nz_prod / safe, where(zero, where(n_zero == 1, nz_prod, 0),
+                                                          0))
+        return _expand_back(g, shape, dims, ctx.keepdim) * others
+
+
+class ProdBackward1(ProdBackward0):
+    __slots__ = ()
+
+
+def prod_dims(x: Tensor, dims: tuple) -> Tensor:
+    return apply(ProdBackward1, (x,), dims, True)
+
+
+def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """The product of the elements (over ``dim`` if given). Integers and bools give int64."""
+    if dtype is not None:
+        input = input.to(dtype)
+    elif not (input.dtype.is_floating_point or input.dtype.is_complex) \
+            and input.dtype is not dtypes.int64:
+        input = input.to(dtypes.int64)
+    if dim is None:
+        return apply(ProdBackward0, (input,), tuple(range(input.ndim)), False)
+    if not isinstance(dim, int):
+        raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
+    return apply(ProdBackward1, (input,), reduce_dims(input, dim, "prod"), bool(keepdim))
+
+
+# -- logsumexp ------------------------------------------------------------------------------------
+
+class LogsumexpBackward0(Primitive):
+    """log(sum(exp(x))), stable: d/dx = exp(x - out)."""
+
+    __slots__ = ()
+    op_name = "logsumexp"
+    save_inputs = (0,)
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, x, dims, keepdim):
+        ctx.dims, ctx.keepdim = dims, keepdim
+        m = k.reduce("amax", x, dims, True)
+        m = k.where(k.eq(k.unary("abs", m), float("inf")), 0, m)  # inf rows: no shift
+        out = k.add(k.log(k.sum(k.exp(k.sub(x, m)), dims, True)), m)
+        if not keepdim:
+            out = k.view(out, tuple(n for i, n in enumerate(x.shape) if i not in dims))
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        shape, dims, keepdim = tuple(x.shape), ctx.dims, ctx.keepdim
+        return _expand_back(g, shape, dims, keepdim) * \
+            (x - _expand_back(out, shape, dims, keepdim)).exp()
+
+
+def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
+    """``log(sum(exp(input), dim))``, computed stably (the maximum is subtracted first).
+    Integer inputs promote to the default float dtype."""
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        input = input.to(dtypes.get_default_dtype())
+    dims = reduce_dims(input, dim, "logsumexp")
+    if builtins.any(input.shape[d] == 0 for d in dims):  # empty sums: log(0) = -inf
+        from .creation import full
+        shape = tuple(1 if i in dims else n for i, n in enumerate(input.shape)) if keepdim \
+            else tuple(n for i, n in enumerate(input.shape) if i not in dims)
+        return full(shape, float("-inf"), dtype=input.dtype, device=input.device)
+    if input.ndim == 0:
+        return apply(LogsumexpBackward0, (input.reshape(1),), (0,), False)
+    return apply(LogsumexpBackward0, (input,), dims, bool(keepdim))
+
+
+# -- cumsum ----------------------------------------------------------------------------------------
+
+class CumsumBackward0(Primitive):
+    """cumsum along dim: the gradient is the reversed cumulative sum of g."""
+
+    __slots__ = ()
+    op_name = "cumsum"
+
+    @staticmethod
+    def forward(ctx, k, x, dim, reverse):
+        ctx.dim, ctx.reverse = dim, reverse
+        return k.cumsum(x, dim, reverse)
+
+    @staticmethod
+    def backward(ctx, g):
+        return apply(CumsumBackward0, (g,), ctx.dim, not ctx.reverse)
+
+
+def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """Cumulative sums along ``dim``. Integers and bools accumulate in int64 (as PyTorch)."""
+    if dtype is not None:
+        input = input.to(dtype)
+    elif not (input.dtype.is_floating_point or input.dtype.is_complex) \
+            and input.dtype is not dtypes.int64:
+        input = input.to(dtypes.int64)
+    d = _wrap_dim(dim, input.ndim, "cumsum")
+    if input.ndim == 0:
+        return apply(CumsumBackward0, (input.reshape(1),), 0, False).reshape(())
+    return apply(CumsumBackward0, (input,), d, False)

@@ -110,11 +110,9 @@ def view(x: Tensor, *shape) -> Tensor:
 def reshape(x: Tensor, *shape) -> Tensor:
     """``x`` with another shape: a view when strides allow, else a contiguous copy."""
     shape = infer_size(_shape_args(shape), x.numel(), "reshape")
-    if shape == tuple(x.shape):
-        return view(x, shape)
-    if x._k.view(x._data, shape) is None:
+    if shape != x._data.shape and x._k.view(x._data, shape) is None:
         x = x.contiguous()
-    return view(x, shape)
+    return _view_apply(ViewBackward0, x, shape)
 
 
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
@@ -287,7 +285,7 @@ def squeeze(x: Tensor, dim=None) -> Tensor:
 
 # -- basic indexing ----------------------------------------------------------------------------
 
-def _normalize_index(index, shape, op="index") -> tuple:
+def _normalize_index(index, shape, op="__getitem__") -> tuple:
     """Expands Ellipsis, checks int bounds and wraps negative ints (basic indexing only)."""
     if not isinstance(index, tuple):
         index = (index,)
@@ -311,7 +309,8 @@ def _normalize_index(index, shape, op="index") -> tuple:
             i = operator.index(ix)
             n = shape[d]
             if not -n <= i < n:
-                raise IndexError(f"index {i} is out of bounds for dimension {d} with size {n}")
+                raise IndexError(f"{op}: index {i} is out of bounds for dimension {d} with "
+                                 f"size {n}")
             out.append(i % n)
             d += 1
     return tuple(out)

@@ -1,20 +1,29 @@
 """The CPU backend: the kernel contract (see ``tritongrad.kernels``) over NumPy arrays.
 
-It is both the CPU fallback and the reference the Triton kernels are tested against.
+It is both the CPU fallback and the reference the Triton kernels are tested against. bfloat16
+arrays are ``bf16.BF16Array`` (float32 storage on the bfloat16 grid).
 """
 
-from .elementwise import (add, div, eq, exp, ge, gt, le, log, lt, maximum, minimum, mul, ne,
-                          neg, pow, relu, sqrt, sub, where)
-from .linalg import matmul
-from .memory import (as_strided, astype, contiguous, copy_, empty, expand, full, getitem,
+from .elementwise import (add, binary, div, eq, exp, ge, gt, le, log, lt, maximum, minimum, mul,
+                          ne, neg, pow, relu, sqrt, sub, unary, where)
+from .indexing import gather, index, index_put_, nonzero, scatter_
+from .linalg import bmm, matmul
+from .memory import (arange, as_strided, astype, contiguous, copy_, empty, expand, full, getitem,
                      permute, storage_offset, strides, view)
-from .reduction import sum
+from .nn import (cross_entropy, cross_entropy_backward, embedding, embedding_backward, gelu,
+                 gelu_backward, layer_norm, layer_norm_backward)
+from .optim import adam_step, sgd_step
+from .reduction import argreduce, cumsum, reduce, softmax, sum
 
 __all__ = [
-    "empty", "full", "astype", "contiguous", "copy_",
+    "empty", "full", "arange", "astype", "contiguous", "copy_",
     "view", "permute", "expand", "getitem", "as_strided", "strides", "storage_offset",
     "add", "sub", "mul", "div", "pow", "maximum", "minimum",
     "gt", "ge", "lt", "le", "eq", "ne",
-    "neg", "exp", "log", "relu", "sqrt", "where",
-    "sum", "matmul",
+    "neg", "exp", "log", "relu", "sqrt", "where", "unary", "binary",
+    "sum", "reduce", "argreduce", "cumsum", "softmax",
+    "matmul", "bmm",
+    "nonzero", "index", "index_put_", "gather", "scatter_",
+    "gelu", "gelu_backward", "layer_norm", "layer_norm_backward", "cross_entropy",
+    "cross_entropy_backward", "embedding", "embedding_backward", "sgd_step", "adam_step",
 ]

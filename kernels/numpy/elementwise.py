@@ -1,19 +1,24 @@
 """Elementwise ops over NumPy arrays, with NumPy's broadcasting (the same as PyTorch's).
 
 Inputs arrive with one dtype (the caller promotes); a second operand may be a Python scalar,
-which NumPy treats as weakly typed, as PyTorch does.
+which NumPy treats as weakly typed, as PyTorch does. ``unary`` and ``binary`` are the op tables
+behind the less common ops (one name each in the contract instead of one function per op).
+float16 and bfloat16 math that NumPy would not do in float32 (sigmoid) runs in float32 and
+rounds once.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .bf16 import BF16Array, round_
+
 _ndarray = np.ndarray
 
 
 def _arr(x) -> np.ndarray:
     # ufuncs over 0-d inputs return NumPy scalars; the contract returns arrays.
-    return x if type(x) is _ndarray else np.asarray(x)
+    return x if isinstance(x, _ndarray) else np.asarray(x)
 
 
 def _binary(ufunc):
@@ -70,4 +75,128 @@ def relu(a, out=None):
 
 
 def where(cond, a, b):
-    return _arr(np.where(cond, a, b))
+    out = _arr(np.where(cond, a, b))
+    if type(a) is BF16Array or type(b) is BF16Array:
+        return round_(out).view(BF16Array)  # a Python-scalar branch may be off the grid
+    return out
+
+
+# -- the unary table ---------------------------------------------------------------------------
+
+def _sigmoid(x):
+    # 1 / (1 + exp(-x)): exp overflows to inf for very negative x, giving the right limit 0.
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+def _sign(a, out=None, casting=None):
+    # PyTorch's sign is (0 < x) - (x < 0): 0 for NaN, where NumPy's gives NaN.
+    r = _arr(np.sign(a))
+    if r.dtype.kind == "f":
+        r[np.isnan(r)] = 0
+    if out is None:
+        return r
+    np.copyto(out, r, casting="unsafe")
+    return out
+
+
+_UNARY = {
+    "abs": np.abs, "sign": _sign, "sin": np.sin, "cos": np.cos, "tanh": np.tanh,
+    "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc,
+    "log1p": np.log1p, "expm1": np.expm1, "bitwise_not": np.invert,
+}
+_F32_UNARY = {"sigmoid": _sigmoid}
+
+
+def unary(op: str, a, out=None):
+    if op in _F32_UNARY:
+        return _in_float32(_F32_UNARY[op], a, out)
+    try:
+        fn = _UNARY[op]
+    except KeyError:
+        raise ValueError(f"unary: unknown op {op!r}") from None
+    if out is None:
+        return _arr(fn(a))
+    fn(a, out=out, casting="unsafe")
+    return out
+
+
+def _in_float32(fn, a, out):
+    """``fn`` computed in float32 for half and bfloat16 inputs, rounded once."""
+    t = type(a)
+    if t is BF16Array:
+        r = fn(a.view(_ndarray))
+        r = round_(_arr(r)).view(BF16Array)
+    elif a.dtype == np.float16:
+        r = _arr(fn(a.astype(np.float32))).astype(np.float16)
+    else:
+        r = _arr(fn(a))
+    if out is None:
+        return r
+    np.copyto(out, r, casting="unsafe")
+    return out
+
+
+# -- the binary table --------------------------------------------------------------------------
+
+def _check_int_divisor(op, a, b):
+    if a.dtype.kind in "iub" and np.any(np.asarray(b) == 0):
+        raise RuntimeError(f"ZeroDivisionError: integer division by zero in {op}")
+
+
+def _floor_divide(a, b, out=None):
+    _check_int_divisor("floor_divide", a, b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.floor_divide(a, b, **({} if out is None else {"out": out, "casting": "unsafe"}))
+
+
+def _remainder(a, b, out=None):
+    _check_int_divisor("remainder", a, b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.remainder(a, b, **({} if out is None else {"out": out, "casting": "unsafe"}))
+
+
+def _trunc_divide(a, b, out=None):
+    _check_int_divisor("div(rounding_mode='trunc')", a, b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if a.dtype.kind in "iu":
+            q = np.floor_divide(a, b)
+            fix = (np.remainder(a, b) != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0))
+            r = q + fix.astype(q.dtype)
+        else:
+            r = np.trunc(np.true_divide(a, b))
+    if out is None:
+        return r
+    np.copyto(out, r, casting="unsafe")
+    return out
+
+
+def _bitwise(ufunc):
+    def op(a, b, out=None):
+        return ufunc(a, b) if out is None else ufunc(a, b, out=out, casting="unsafe")
+    return op
+
+
+_BINARY = {
+    "floor_divide": _floor_divide, "remainder": _remainder, "trunc_divide": _trunc_divide,
+    "bitwise_and": _bitwise(np.bitwise_and), "bitwise_or": _bitwise(np.bitwise_or),
+    "bitwise_xor": _bitwise(np.bitwise_xor),
+}
+
+
+def binary(op: str, a, b, out=None):
+    try:
+        fn = _BINARY[op]
+    except KeyError:
+        raise ValueError(f"binary: unknown op {op!r}") from None
+    if type(a) is BF16Array or type(b) is BF16Array:
+        # float32 math on the plain values, one rounding (not one per intermediate)
+        a = a.view(_ndarray) if type(a) is BF16Array else a
+        b = b.view(_ndarray) if type(b) is BF16Array else b
+        r = round_(_arr(fn(a, b))).view(BF16Array)
+        if out is None:
+            return r
+        np.copyto(out.view(_ndarray), r.view(_ndarray), casting="unsafe")
+        return out
+    r = fn(a, b, out)
+    return out if out is not None else _arr(r)

@@ -1,35 +1,79 @@
-"""Creation, copies, casts and views of NumPy arrays (strides in elements, as PyTorch)."""
+"""Creation, copies, casts and views of NumPy arrays (strides in elements, as PyTorch).
+
+bfloat16 arrays are ``bf16.BF16Array`` (float32 storage on the bfloat16 grid): NumPy functions
+that drop the subclass (``as_strided``, ``broadcast_to``, ``ascontiguousarray``) get it back
+here, and copies into one round (``bf16.round_``).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...runtime.array import view_strides
+from ...runtime import dtype as dtypes
+from ...runtime.array import contiguous_strides, view_strides
+from .bf16 import BF16Array, round_, rounded
 
 _as_strided = np.lib.stride_tricks.as_strided
+_ndarray = np.ndarray
+_BF16 = dtypes.bfloat16
 
 
 def empty(shape, dtype, device=None) -> np.ndarray:
+    if dtype is _BF16:
+        return np.empty(shape, dtype=np.float32).view(BF16Array)
     return np.empty(shape, dtype=dtype.np)
 
 
 def full(shape, value, dtype, device=None) -> np.ndarray:
+    if dtype is _BF16:
+        return rounded(np.full(shape, value, dtype=np.float32))
     return np.full(shape, value, dtype=dtype.np)
 
 
+def arange(start, step, n, dtype, device=None) -> np.ndarray:
+    """``start + step * i`` for i in [0, n), computed in float64 (int64 for integral start
+    and step) and cast to ``dtype``."""
+    integral = isinstance(start, (int, np.integer)) and isinstance(step, (int, np.integer))
+    a = start + step * np.arange(n, dtype=np.int64 if integral else np.float64)
+    if dtype is _BF16:
+        return rounded(a)
+    return a.astype(dtype.np, copy=False)
+
+
 def astype(a: np.ndarray, dtype) -> np.ndarray:
-    return a.astype(dtype.np, copy=True)
+    if dtype is _BF16:
+        return rounded(a)
+    # order="C": the contract's copies are row-major (NumPy's default "K" keeps the layout,
+    # which would make contiguous() and reshape() of transposed data fail)
+    if type(a) is BF16Array:
+        return a.view(_ndarray).astype(dtype.np, order="C", copy=True)
+    return a.astype(dtype.np, order="C", copy=True)
 
 
 def contiguous(a: np.ndarray) -> np.ndarray:
-    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+    if a.flags.c_contiguous:
+        return a
+    out = np.ascontiguousarray(a)
+    return out.view(BF16Array) if type(a) is BF16Array else out
 
 
 def copy_(dst: np.ndarray, src) -> None:
+    if type(dst) is BF16Array:
+        plain = dst.view(_ndarray)
+        if type(src) is BF16Array:
+            np.copyto(plain, src.view(_ndarray), casting="unsafe")
+        else:
+            np.copyto(plain, src, casting="unsafe")
+            round_(plain)
+        return
+    if type(src) is BF16Array:
+        src = src.view(_ndarray)
     np.copyto(dst, src, casting="unsafe")
 
 
 def strides(a: np.ndarray) -> tuple:
+    if 0 in a.shape:  # NumPy may report zeros; PyTorch reports row-major strides
+        return contiguous_strides(a.shape)
     n = a.itemsize
     return tuple(s // n for s in a.strides)
 
@@ -45,11 +89,17 @@ def storage_offset(a: np.ndarray) -> int:
     return (a.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // a.itemsize
 
 
+def _keep(out: np.ndarray, a: np.ndarray) -> np.ndarray:
+    return out.view(BF16Array) if type(a) is BF16Array else out
+
+
 def view(a: np.ndarray, shape):
+    if a.flags.c_contiguous:
+        return a.reshape(shape)  # always a view of a contiguous array (and much cheaper)
     st = view_strides(a.shape, strides(a), tuple(shape))
     if st is None:
         return None
-    return _as_strided(a, shape, tuple(s * a.itemsize for s in st), writeable=True)
+    return _keep(_as_strided(a, shape, tuple(s * a.itemsize for s in st), writeable=True), a)
 
 
 def permute(a: np.ndarray, dims) -> np.ndarray:
@@ -60,12 +110,14 @@ def expand(a: np.ndarray, shape) -> np.ndarray:
     # broadcast_to returns a read-only view; expanded tensors are writable in PyTorch (writes
     # to overlapping elements are the user's problem there too).
     out = np.broadcast_to(a, shape)
-    out.flags.writeable = True if a.flags.writeable else False
-    return out
+    out.flags.writeable = bool(a.flags.writeable)
+    return _keep(out, a)
 
 
 def getitem(a: np.ndarray, index: tuple) -> np.ndarray:
-    return a[index]
+    # The trailing Ellipsis makes NumPy return a 0-d view, never a scalar, when every dim
+    # is indexed by an int.
+    return a[index + (Ellipsis,)]
 
 
 class _At:
@@ -81,5 +133,5 @@ def as_strided(a: np.ndarray, shape, strides, offset) -> np.ndarray:
     """A view of ``a``'s storage: element ``strides``, starting ``offset`` elements into it."""
     root = _storage_root(a)
     ptr = root.__array_interface__["data"][0] + offset * a.itemsize
-    return np.asarray(_At(root, ptr, tuple(shape), tuple(s * a.itemsize for s in strides),
-                          a.dtype.str))
+    return _keep(np.asarray(_At(root, ptr, tuple(shape), tuple(s * a.itemsize for s in strides),
+                                a.dtype.str)), a)

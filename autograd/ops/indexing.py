@@ -1,0 +1,691 @@
+"""Indexing by tensors: advanced ``__getitem__``/``__setitem__``, ``index_put_``, ``gather``,
+``scatter``/``scatter_add``, ``index_select``, ``masked_fill``, ``nonzero``, ``masked_select``.
+
+Advanced indexing follows PyTorch: ints, slices, None and Ellipsis are applied first as a view
+(views.py), then the index tensors (bool masks become their ``nonzero`` columns) index that
+view through the backend's ``index``, NumPy's placement rules for the indexed dims. Its rule is
+``index_put`` with ``accumulate=True`` into zeros, so duplicate indices accumulate; and
+``index_put``'s rules are ``index`` again, so every order differentiates. ``gather`` and
+``scatter_add`` are each other's rules the same way.
+
+Index tensors are checked on the way in: int64 (int32/uint8 converted, float refused), in
+range for their dim (``IndexError: __getitem__: index 5 is out of bounds for dimension 0 with
+size 3``), negative ones wrapped where PyTorch allows them. The check reads two numbers back from
+the device (the smallest and largest index): the price of a clear error instead of a device
+assertion.
+"""
+
+from __future__ import annotations
+
+import numbers
+import operator
+
+import numpy as np
+
+from ...runtime import dtype as dtypes
+from ..dispatch import Primitive, apply, apply_inplace
+from ..tensor import Tensor, array_meta, make
+from .creation import full, tensor, zeros
+from .elementwise import broadcast_shapes, where
+from .pointwise import fill_
+from .views import _wrap, is_basic_index, slice_scatter
+from .views import getitem as _basic_getitem
+
+__all__ = ["advanced_getitem", "setitem", "index_put", "index_put_", "gather", "scatter",
+           "scatter_", "scatter_add", "scatter_add_", "index_select", "masked_fill",
+           "masked_fill_", "nonzero", "masked_select", "gather_backward"]
+
+_Number = numbers.Number
+_INDEX_DTYPES = (dtypes.int64, dtypes.int32, dtypes.int16, dtypes.int8, dtypes.uint8)
+
+
+# -- index checks ---------------------------------------------------------------------------------
+
+def _extremes(a, k) -> tuple:
+    """(smallest, largest) element of int array ``a`` as Python ints (a device sync on CUDA)."""
+    dims = tuple(range(len(a.shape)))
+    lo = make(k.reduce("amin", a, dims, False))
+    hi = make(k.reduce("amax", a, dims, False))
+    if lo._device.type != "cpu":  # one copy home for both numbers
+        both = _stack_pair(lo, hi).cpu()._data
+        return int(both[0]), int(both[1])
+    return int(lo._data), int(hi._data)
+
+
+def _stack_pair(a: Tensor, b: Tensor) -> Tensor:
+    from .shape import stack
+    return stack([a, b])
+
+
+def _checked(idx: Tensor, size: int, dim: int, op: str, allow_negative: bool) -> Tensor:
+    """``idx`` as int64, in range [0, size) (negatives wrapped if allowed), or IndexError."""
+    if idx._dtype is not dtypes.int64:
+        idx = idx.to(dtypes.int64)
+    if idx.numel() == 0:
+        return idx
+    k = idx._k
+    lo, hi = _extremes(idx._data, k)
+    low = -size if allow_negative else 0
+    if hi >= size or lo < low:
+        bad = hi if hi >= size else lo
+        raise IndexError(f"{op}: index {bad} is out of bounds for dimension {dim} with size "
+                         f"{size}")
+    if lo < 0:
+        a = idx._data
+        idx = make(k.where(k.lt(a, 0), k.add(a, size), a))
+    return idx
+
+
+def _index_tensor(ix, device, op: str) -> Tensor:
+    """A tensor index (any device) as an index tensor on ``device``."""
+    dt = ix._dtype
+    if dt is not dtypes.bool and dt not in _INDEX_DTYPES:
+        raise IndexError(f"{op}: tensors used as indices must be long, int, byte or bool "
+                         f"tensors (got {dt})")
+    return ix if ix._device is device else ix.to(device)
+
+
+def _host_index(ix, op: str) -> np.ndarray:
+    """A list / NumPy array / Python bool index as a NumPy int64 or bool array."""
+    try:
+        arr = np.asarray(ix)
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None or arr.dtype == object or arr.dtype.kind not in "biuf" or (
+            arr.dtype.kind == "f" and arr.size):
+        what = type(ix).__name__ if arr is None or arr.dtype == object else \
+            f"{type(ix).__name__} of {arr.dtype}"
+        raise IndexError(f"{op}: only integers, slices (`:`), ellipsis (`...`), None and long "
+                         f"or byte Variables are valid indices (got {what})")
+    if arr.dtype.kind == "b":
+        return arr
+    return arr.astype(np.int64, copy=False)  # x[[]] (a float64 empty array) indexes nothing
+
+
+def _host_checked(arr: np.ndarray, size: int, dim: int, op: str) -> np.ndarray:
+    """A host int64 index checked against ``size`` and wrapped, before it is uploaded."""
+    if arr.size:
+        lo, hi = int(arr.min()), int(arr.max())
+        if hi >= size or lo < -size:
+            raise IndexError(f"{op}: index {hi if hi >= size else lo} is out of bounds for "
+                             f"dimension {dim} with size {size}")
+        if lo < 0:
+            arr = np.where(arr < 0, arr + size, arr)
+    return arr
+
+
+# -- parsing an index ---------------------------------------------------------------------------
+
+def _parse(x: Tensor, index, op: str):
+    """Splits ``index`` into (basic index applied as a view, [(view dim, index)]): each index
+    a backend int64 array already in range, or a Tensor still to be checked."""
+    items = index if isinstance(index, tuple) else (index,)
+    conv = []
+    for ix in items:
+        if ix is None or ix is Ellipsis or isinstance(ix, slice):
+            conv.append(ix)
+        elif isinstance(ix, Tensor):
+            conv.append(_index_tensor(ix, x._device, op))
+        elif isinstance(ix, (bool, np.bool_, list, np.ndarray)):
+            conv.append(_host_index(ix, op))
+        else:
+            conv.append(operator.index(ix))
+    consumed = 0
+    for ix in conv:
+        if isinstance(ix, (Tensor, np.ndarray)):
+            consumed += ix.ndim if _is_mask(ix) else 1
+        elif ix is not None and ix is not Ellipsis:
+            consumed += 1
+    if consumed > x.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
+    basic, adv = [], []
+    d_in = d_out = 0
+    seen_ellipsis = False
+    dev = x._device
+    k = x._k
+    for ix in conv:
+        if ix is Ellipsis:
+            if seen_ellipsis:
+                raise IndexError("an index can only have a single ellipsis ('...')")
+            seen_ellipsis = True
+            n = x.ndim - consumed
+            basic.extend([slice(None)] * n)
+            d_in += n
+            d_out += n
+        elif ix is None:
+            basic.append(None)
+            d_out += 1
+        elif isinstance(ix, slice):
+            basic.append(ix)
+            d_in += 1
+            d_out += 1
+        elif isinstance(ix, (Tensor, np.ndarray)) and _is_mask(ix):
+            if ix.ndim == 0:  # x[True]: a new dim of size 1; x[False]: of size 0
+                basic.append(None)
+                if not bool(ix.item()):
+                    adv.append((d_out, zeros((0,), dtype=dtypes.int64, device=dev)._data))
+                d_out += 1
+                continue
+            for j in range(ix.ndim):
+                if ix.shape[j] != x.shape[d_in + j]:
+                    raise IndexError(f"The shape of the mask {list(ix.shape)} at index {j} "
+                                     f"does not match the shape of the indexed tensor "
+                                     f"{list(x.shape)} at index {d_in + j}")
+            if isinstance(ix, np.ndarray):
+                cols = [tensor(c, device=dev)._data for c in np.nonzero(ix)]
+            else:
+                mask = ix if ix._dtype is dtypes.bool else ix.to(dtypes.bool)
+                nz = apply(NonzeroOp, (mask,))._data  # in range by construction
+                cols = [k.getitem(nz, (slice(None), j)) for j in range(ix.ndim)]
+            for c in cols:
+                basic.append(slice(None))
+                adv.append((d_out, c))
+                d_in += 1
+                d_out += 1
+        elif isinstance(ix, np.ndarray):
+            arr = _host_checked(ix, x.shape[d_in], d_in, op)
+            basic.append(slice(None))
+            adv.append((d_out, tensor(arr, device=dev)._data))
+            d_in += 1
+            d_out += 1
+        elif isinstance(ix, Tensor):
+            basic.append(slice(None))
+            adv.append((d_out, _checked(ix, x.shape[d_in], d_in, op,
+                                        allow_negative=True)._data))
+            d_in += 1
+            d_out += 1
+        else:  # an int: a basic select, as PyTorch (not a NumPy advanced index)
+            basic.append(ix)
+            d_in += 1
+    return tuple(basic), adv
+
+
+def _is_mask(ix) -> bool:
+    if isinstance(ix, np.ndarray):
+        return ix.dtype == np.bool_
+    return ix._dtype is dtypes.bool or ix._dtype is dtypes.uint8
+
+
+def _prepare(x: Tensor, index, op: str = "__getitem__"):
+    """(view to index, indices tuple of backend arrays / None) for an advanced index."""
+    basic, adv = _parse(x, index, op)
+    if all(isinstance(b, slice) and b == slice(None) for b in basic):
+        view = x
+    else:
+        view = _basic_getitem(x, basic)
+    if not adv:  # only True among the "advanced" items: a plain view
+        return view, None
+    last = max(d for d, _ in adv)
+    indices: list = [None] * (last + 1)
+    shapes = []
+    for d, a in adv:
+        indices[d] = a
+        shapes.append(tuple(a.shape))
+    try:
+        broadcast_shapes(*shapes)
+    except RuntimeError:
+        raise IndexError(f"shape mismatch: indexing tensors could not be broadcast together "
+                         f"with shapes {', '.join(str(list(s)) for s in shapes)}") from None
+    return view, tuple(indices)
+
+
+# -- index / index_put primitives -----------------------------------------------------------------
+
+class IndexBackward0(Primitive):
+    """x[indices]: the gradient is index_put into zeros with accumulate (duplicates add)."""
+
+    __slots__ = ()
+    op_name = "index"
+
+    @staticmethod
+    def forward(ctx, k, x, indices):
+        ctx.in_shape, ctx.indices = x.shape, indices
+        return k.index(x, indices)
+
+    @staticmethod
+    def backward(ctx, g):
+        z = zeros(ctx.in_shape, dtype=g.dtype, device=g.device)
+        return apply(IndexPutBackward0, (z, g), ctx.indices, True)
+
+
+class IndexSelectBackward0(IndexBackward0):
+    __slots__ = ()
+    op_name = "index_select"
+
+
+class IndexPutBackward0(Primitive):
+    """x[indices] = v (or += with accumulate): x's gradient is g, zeroed at the indices unless
+    accumulating; v's is g[indices] (summed back to v's shape)."""
+
+    __slots__ = ()
+    op_name = "index_put"
+    writes_out = True
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, k, x, v, indices, accumulate, out=None):
+        ctx.indices, ctx.accumulate = indices, accumulate
+        if out is None:
+            out = k.astype(x, array_meta(x)[1])
+        k.index_put_(out, indices, v, accumulate)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        need_x, need_v = ctx.needs_input_grad
+        gx = gv = None
+        if need_x:
+            if ctx.accumulate:
+                gx = g
+            else:
+                gx = apply(IndexPutBackward0, (g, zeros((), dtype=g.dtype, device=g.device)),
+                           ctx.indices, False)
+        if need_v:
+            gv = apply(IndexBackward0, (g,), ctx.indices)
+        return gx, gv
+
+
+def advanced_getitem(x: Tensor, index) -> Tensor:
+    """``x[index]`` with index tensors, lists or bool masks (a copy, not a view)."""
+    view, indices = _prepare(x, index)
+    return view if indices is None else apply(IndexBackward0, (view,), indices)
+
+
+def _value_tensor(x: Tensor, value, op: str) -> Tensor:
+    if isinstance(value, Tensor):
+        if value._device is not x._device:
+            value = value.to(x._device)
+        return value if value._dtype is x._dtype else value.to(x._dtype)
+    if isinstance(value, _Number):
+        return full((), value, dtype=x._dtype, device=x._device)
+    try:
+        return tensor(value, dtype=x._dtype, device=x._device)
+    except TypeError:
+        raise TypeError(f"{op}: can't assign a {type(value).__name__} to a tensor") from None
+
+
+def setitem(x: Tensor, index, value) -> None:
+    """``x[index] = value``: basic indices copy into a view (``copy_``); index tensors and masks
+    go through ``index_put_``; a full-shape bool mask with a scalar is ``masked_fill_``."""
+    if is_basic_index(index):
+        view = _basic_getitem(x, index)
+        if isinstance(value, _Number):
+            fill_(view, value)
+        else:
+            view.copy_(_value_tensor(x, value, "setitem") if not isinstance(value, Tensor)
+                       else value)
+        return
+    if isinstance(index, Tensor) and index._dtype is dtypes.bool \
+            and tuple(index.shape) == tuple(x.shape) and (
+            isinstance(value, _Number) or (isinstance(value, Tensor) and value.ndim == 0)):
+        masked_fill_(x, index, value)  # no nonzero (no device sync) for x[mask] = scalar
+        return
+    view, indices = _prepare(x, index, "__setitem__")
+    v = _value_tensor(x, value, "__setitem__")
+    if indices is None:
+        view.copy_(v)
+        return
+    _index_put_inplace(view, indices, v, False)
+
+
+def _index_put_inplace(view: Tensor, indices, v: Tensor, accumulate: bool) -> Tensor:
+    target = _indexed_shape(view, indices)
+    try:
+        ok = broadcast_shapes(target, tuple(v.shape)) == target
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(v.shape)} cannot be "
+                           f"broadcast to indexing result of shape {list(target)}")
+    return apply_inplace(IndexPutBackward0, view, (v,), indices, accumulate)
+
+
+def _indexed_shape(view: Tensor, indices) -> tuple:
+    """The shape of view[indices] (NumPy's placement rules), without computing it."""
+    arrays = [(d, a) for d, a in enumerate(indices) if a is not None]
+    bshape = broadcast_shapes(*(tuple(a.shape) for _, a in arrays))
+    dims = [d for d, _ in arrays]
+    shape = list(view.shape)
+    adjacent = dims == list(range(dims[0], dims[-1] + 1))
+    rest_before = shape[:dims[0]] if adjacent else []
+    rest = [n for d, n in enumerate(shape) if d not in dims]
+    if adjacent:
+        return tuple(rest_before) + bshape + tuple(shape[dims[-1] + 1:])
+    return bshape + tuple(rest)
+
+
+def _indices_arg(self: Tensor, indices, op: str):
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"{op}(): argument 'indices' must be a tuple of Tensors")
+    idx = tuple(slice(None) if i is None else i for i in indices)
+    return _prepare(self, idx, op)
+
+
+def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tensor:
+    """``self[indices] = values`` in place (``+=`` with duplicates summed if ``accumulate``);
+    ``indices`` is a tuple of index tensors, one per leading dim."""
+    view, idx = _indices_arg(self, indices, "index_put_")
+    v = _value_tensor(self, values, "index_put_")
+    _index_put_inplace(view, idx, v, bool(accumulate))
+    return self
+
+
+def index_put(self: Tensor, indices, values, accumulate: bool = False) -> Tensor:
+    """Out-of-place ``index_put_``."""
+    view, idx = _indices_arg(self, indices, "index_put")
+    if view is not self:
+        return index_put_(self.clone(), indices, values, accumulate)
+    v = _value_tensor(self, values, "index_put")
+    return apply(IndexPutBackward0, (self, v), idx, bool(accumulate))
+
+
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """The entries at ``index`` (a 1-D integer tensor) along ``dim``; a copy."""
+    if not isinstance(index, Tensor):
+        raise TypeError(f"index_select(): argument 'index' must be Tensor, not "
+                        f"{type(index).__name__}")
+    if index.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    if index._dtype not in (dtypes.int64, dtypes.int32):
+        raise RuntimeError(f"index_select(): Expected dtype int32/int64 for index (got "
+                           f"{index._dtype})")
+    x = input if input.ndim else input.reshape(1)
+    d = _wrap(dim, x.ndim, "index_select")
+    idx = _index_tensor(index.reshape(-1), x._device, "index_select")
+    idx = _checked(idx, x.shape[d], d, "index_select", allow_negative=False)
+    out = apply(IndexSelectBackward0, (x,), (None,) * d + (idx._data,))
+    return out if input.ndim else out.reshape(tuple(index.shape))
+
+
+# -- gather / scatter -----------------------------------------------------------------------------
+
+def _gather_checks(x: Tensor, dim: int, index: Tensor, op: str, src=None):
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
+    if index._dtype is not dtypes.int64:
+        raise RuntimeError(f"{op}(): Expected dtype int64 for index")
+    d = _wrap(dim, x.ndim, op)
+    if index.ndim != x.ndim and not (index.ndim <= 1 and x.ndim <= 1):
+        raise RuntimeError(f"Index tensor must have the same number of dimensions as "
+                           f"{'self' if src is None else 'input'} tensor")
+    xs, ixs = tuple(x.shape) or (1,), tuple(index.shape) or (1,)
+    for j, (n, m) in enumerate(zip(xs, ixs)):
+        if j != d and m > n:
+            raise RuntimeError(f"Size does not match at dimension {j} expected index "
+                               f"{list(index.shape)} to be smaller than self {list(x.shape)} "
+                               f"apart from dimension {d}")
+    if isinstance(src, Tensor):
+        ss = tuple(src.shape) or (1,)
+        if len(ss) != len(ixs) or any(m > n for n, m in zip(ss, ixs)):
+            raise RuntimeError(f"Expected index {list(index.shape)} to be smaller than self "
+                               f"{list(x.shape)} apart from dimension {d} and to be smaller "
+                               f"size than src {list(src.shape)}")
+    idx = index if index._device is x._device else index.to(x._device)
+    return d, _checked(idx, xs[d], d, op, allow_negative=False)
+
+
+class GatherBackward0(Primitive):
+    """out = x.gather(dim, index): the gradient is scatter_add of g into zeros."""
+
+    __slots__ = ()
+    op_name = "gather"
+
+    @staticmethod
+    def forward(ctx, k, x, dim, index):
+        ctx.in_shape, ctx.dim, ctx.index = x.shape, dim, index
+        return k.gather(x, dim, index)
+
+    @staticmethod
+    def backward(ctx, g):
+        z = zeros(ctx.in_shape, dtype=g.dtype, device=g.device)
+        return apply(ScatterAddBackward0, (z, g), ctx.dim, ctx.index)
+
+
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
+    """``out[i][j] = input[index[i][j]][j]`` (dim 0; likewise for every dim)."""
+    d, idx = _gather_checks(input, dim, index, "gather")
+    return apply(GatherBackward0, (input,), d, idx._data)
+
+
+def gather_backward(g: Tensor, in_shape, dim: int, idx: Tensor, keepdim: bool) -> Tensor:
+    """zeros(in_shape) with g written at idx along dim (the rule of value-selecting
+    reductions: max/min along a dim)."""
+    if not keepdim:
+        g, idx = g.unsqueeze(dim), idx.unsqueeze(dim)
+    z = zeros(tuple(in_shape), dtype=g.dtype, device=g.device)
+    return apply(ScatterBackward0, (z, g), dim, idx._data)
+
+
+def _pad_to(g: Tensor, shape) -> Tensor:
+    """g (index-shaped) placed at the start of zeros of ``shape`` (src may be larger)."""
+    if tuple(g.shape) == tuple(shape):
+        return g
+    return slice_scatter(g, tuple(shape), tuple(slice(0, n) for n in g.shape))
+
+
+class ScatterBackward0(Primitive):
+    """x.scatter(dim, index, src): x's gradient is g with the written places zeroed; src's
+    is g gathered at index."""
+
+    __slots__ = ()
+    op_name = "scatter"
+    writes_out = True
+    _accumulate = False
+
+    @classmethod
+    def forward(cls, ctx, k, x, src, dim, index, out=None):
+        ctx.dim, ctx.index, ctx.src_shape = dim, index, src.shape
+        if out is None:
+            out = k.astype(x, array_meta(x)[1])
+        k.scatter_(out, dim, index, src, cls._accumulate)
+        return out
+
+    @classmethod
+    def backward(cls, ctx, g):
+        need_x, need_src = ctx.needs_input_grad
+        idx = make(ctx.index)
+        gx = gs = None
+        if need_x:
+            gx = g if cls._accumulate else apply(ScatterBackward1, (g,), ctx.dim, ctx.index, 0)
+        if need_src:
+            gs = _pad_to(apply(GatherBackward0, (g,), ctx.dim, idx._data), ctx.src_shape)
+        return gx, gs
+
+
+class ScatterAddBackward0(ScatterBackward0):
+    __slots__ = ()
+    op_name = "scatter_add"
+    _accumulate = True
+
+
+class ScatterBackward1(Primitive):
+    """x.scatter(dim, index, value) for a number: the written places get no gradient."""
+
+    __slots__ = ()
+    op_name = "scatter"
+    writes_out = True
+
+    @staticmethod
+    def forward(ctx, k, x, dim, index, value, out=None):
+        ctx.dim, ctx.index = dim, index
+        if out is None:
+            out = k.astype(x, array_meta(x)[1])
+        k.scatter_(out, dim, index, value, False)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return apply(ScatterBackward1, (g,), ctx.dim, ctx.index, 0)
+
+
+def _scatter_src(self: Tensor, src, op: str):
+    if isinstance(src, Tensor):
+        if src._device is not self._device:
+            src = src.to(self._device)
+        return src if src._dtype is self._dtype else src.to(self._dtype)
+    if isinstance(src, _Number):
+        return src if self._dtype.is_floating_point else int(src)
+    raise TypeError(f"{op}(): argument 'src' must be Tensor or Number, not "
+                    f"{type(src).__name__}")
+
+
+def _scatter(self, dim, index, src, value, reduce, op, inplace):
+    if src is None:
+        src = value
+    if src is None:
+        raise TypeError(f"{op}() missing required argument 'src' or 'value'")
+    if reduce is not None and reduce not in ("add", "sum"):
+        raise NotImplementedError(f"{op}(reduce={reduce!r}) is not supported (only 'add')")
+    src = _scatter_src(self, src, op)
+    d, idx = _gather_checks(self, dim, index, op, src)
+    run = apply_inplace if inplace else (lambda o, t, others, *p: apply(o, (t,) + others, *p))
+    if isinstance(src, Tensor):
+        op_cls = ScatterAddBackward0 if reduce is not None else ScatterBackward0
+        return run(op_cls, self, (src,), d, idx._data)
+    if reduce is not None:
+        full_src = full(tuple(index.shape), src, dtype=self._dtype, device=self._device)
+        return run(ScatterAddBackward0, self, (full_src,), d, idx._data)
+    return run(ScatterBackward1, self, (), d, idx._data, src)
+
+
+def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,
+            reduce=None) -> Tensor:
+    """A copy of ``input`` with ``src`` (a tensor or a number) written at ``index`` along
+    ``dim``: ``out[index[i][j]][j] = src[i][j]`` (dim 0). Duplicate indices: one write wins."""
+    return _scatter(input, dim, index, src, value, reduce, "scatter", False)
+
+
+def scatter_(self: Tensor, dim: int, index: Tensor, src=None, *, value=None,
+             reduce=None) -> Tensor:
+    """In-place ``scatter``."""
+    return _scatter(self, dim, index, src, value, reduce, "scatter_", True)
+
+
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (duplicates sum)."""
+    return _scatter(input, dim, index, src, None, "add", "scatter_add", False)
+
+
+def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """In-place ``scatter_add``."""
+    return _scatter(self, dim, index, src, None, "add", "scatter_add_", True)
+
+
+# -- masked_fill / nonzero / masked_select --------------------------------------------------------
+
+class MaskedFillBackward0(Primitive):
+    """where(mask, value, x) for a number value: the filled places get no gradient."""
+
+    __slots__ = ()
+    op_name = "masked_fill"
+    save_inputs = (1,)
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, k, x, mask, value):
+        return k.where(mask, value, x)
+
+    @staticmethod
+    def backward(ctx, g):
+        mask, = ctx.saved_tensors
+        return where(mask, 0, g), None
+
+
+class MaskedFillBackward1(Primitive):
+    """where(mask, value, x) for a 0-d tensor value: it gets the sum of g over the mask."""
+
+    __slots__ = ()
+    op_name = "masked_fill"
+    save_inputs = (1,)
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, k, x, mask, v):
+        return k.where(mask, v, x)
+
+    @staticmethod
+    def backward(ctx, g):
+        mask, = ctx.saved_tensors
+        need_x, _, need_v = ctx.needs_input_grad
+        return (where(mask, 0, g) if need_x else None), None, \
+            (where(mask, g, 0).sum() if need_v else None)
+
+
+def _masked_fill_args(x: Tensor, mask, value, op: str):
+    if not isinstance(mask, Tensor) or mask._dtype is not dtypes.bool:
+        raise RuntimeError(f"{op} only supports boolean masks, but got mask with dtype "
+                           f"{getattr(mask, 'dtype', type(mask).__name__)}")
+    if mask._device is not x._device:
+        if mask.ndim == 0 or mask._device.type == "cpu":
+            mask = mask.to(x._device)
+        else:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at "
+                               f"least two devices, {x._device} and {mask._device}! ({op})")
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(f"{op} only supports a 0-dimensional value tensor, but got "
+                               f"tensor with {value.ndim} dimension(s).")
+        if value._device is not x._device:
+            value = value.to(x._device)
+        return mask, (value if value._dtype is x._dtype else value.to(x._dtype))
+    if not isinstance(value, _Number):
+        raise TypeError(f"{op}(): argument 'value' must be Number or Tensor, not "
+                        f"{type(value).__name__}")
+    dt = x._dtype
+    if dt is dtypes.bool:
+        value = bool(value)
+    elif not dt.is_floating_point:
+        value = int(value)
+    return mask, value
+
+
+def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
+    """``input`` with ``value`` (a number or a 0-d tensor) where the bool ``mask`` is True
+    (broadcasting)."""
+    mask, value = _masked_fill_args(input, mask, value, "masked_fill")
+    broadcast_shapes(tuple(input.shape), tuple(mask.shape))
+    if isinstance(value, Tensor):
+        return apply(MaskedFillBackward1, (input, mask, value))
+    return apply(MaskedFillBackward0, (input, mask), value)
+
+
+def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
+    """In-place ``masked_fill`` (the mask must broadcast to this tensor's shape)."""
+    mask, value = _masked_fill_args(self, mask, value, "masked_fill_")
+    if broadcast_shapes(tuple(self.shape), tuple(mask.shape)) != tuple(self.shape):
+        raise RuntimeError(f"masked_fill_: mask of shape {list(mask.shape)} does not broadcast "
+                           f"to the tensor's shape {list(self.shape)}")
+    if isinstance(value, Tensor):
+        return apply_inplace(MaskedFillBackward1, self, (mask, value))
+    return apply_inplace(MaskedFillBackward0, self, (mask,), value)
+
+
+class NonzeroOp(Primitive):
+    __slots__ = ()
+    op_name = "nonzero"
+    differentiable = False
+
+    @staticmethod
+    def forward(ctx, k, x):
+        return k.nonzero(x)
+
+
+def nonzero(input: Tensor, *, as_tuple: bool = False):
+    """The indices of the nonzero elements: an int64 (count, ndim) tensor, or with
+    ``as_tuple=True`` one 1-D tensor per dim."""
+    out = apply(NonzeroOp, (input,))
+    if not as_tuple:
+        return out
+    if input.ndim == 0:
+        return (out.reshape(-1),)
+    return tuple(out[:, j] for j in range(input.ndim))
+
+
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+    """The elements where the bool ``mask`` (broadcasting with input) is True, as a 1-D
+    tensor."""
+    if not isinstance(mask, Tensor) or mask._dtype is not dtypes.bool:
+        raise RuntimeError("masked_select: expected a boolean mask")
+    shape = broadcast_shapes(tuple(input.shape), tuple(mask.shape))
+    return advanced_getitem(input.expand(shape), mask.expand(shape))
+

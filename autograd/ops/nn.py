@@ -1,0 +1,349 @@
+"""Fused neural-network primitives: GELU, layer norm, cross-entropy, embedding.
+
+Each forward is one call to a fused array function of the kernel contract (``k.gelu``,
+``k.layer_norm``, ``k.cross_entropy``, ``k.embedding``); each first-order backward is one call
+to its fused backward twin. Higher orders stay available:
+
+- GELU's backward is itself a primitive (``GeluBackwardBackward0``, as in PyTorch) whose rule
+  is written in Tensor ops (GELU'' is elementary), so every order goes through fused kernels
+  where it can and ``create_graph=True`` works to any order;
+- layer norm and cross-entropy use the fused backward when the graph is not being recorded
+  (``create_graph=False``, the training case) and a composite rule in Tensor ops when it is
+  (DESIGN.md, "Derivative rules"), so double backward, hessians and gradgradcheck work;
+- embedding's backward (a scatter-add) and its backward (a gather) are each other's rules.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..dispatch import Primitive, apply
+from ..state import state
+from ..tensor import Tensor, make
+from .pointwise import tanh
+
+__all__ = ["cross_entropy_rows", "embedding", "gelu", "layer_norm"]
+
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_GELU_TANH_A = 0.044715
+
+
+def _float_input(x, op: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"{op}: expected a floating point input, got {x.dtype}")
+    return x
+
+
+def _check_indices(idx: Tensor, size: int, what: str, ignore_index=None) -> None:
+    """Raises IndexError unless every entry of ``idx`` (other than ``ignore_index``) is in
+    [0, size): the kernels take index arrays as already checked (one sync on a GPU)."""
+    if idx.numel() == 0:
+        return
+    k, a = idx._k, idx._data
+    if ignore_index is not None:
+        a = k.where(k.ne(a, ignore_index), a, 0)
+    dims = tuple(range(len(a.shape)))
+    lo = int(make(k.reduce("amin", a, dims, False)).item())
+    hi = int(make(k.reduce("amax", a, dims, False)).item())
+    if lo < 0 or hi >= size:
+        bad = lo if lo < 0 else hi
+        if ignore_index is not None:
+            raise IndexError(f"Target {bad} is out of bounds (the input has {size} classes).")
+        raise IndexError(f"{what}: index {bad} is out of range for a table of {size} rows "
+                         f"(index out of range in self)")
+
+
+def _same_device(op: str, *tensors) -> None:
+    dev = tensors[0].device
+    for t in tensors[1:]:
+        if t is not None and t.device is not dev:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at "
+                               f"least two devices, {dev} and {t.device}! (in {op})")
+
+
+# -- GELU ----------------------------------------------------------------------------------------
+
+class GeluBackward0(Primitive):
+    """y = GELU(x): dx = GeluBackwardBackward0(g, x) (the fused g * GELU'(x))."""
+
+    __slots__ = ()
+    op_name = "gelu"
+    save_inputs = (0,)
+
+    @staticmethod
+    def forward(ctx, k, x, approximate):
+        ctx.approximate = approximate
+        return k.gelu(x, approximate)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return apply(GeluBackwardBackward0, (g, x), ctx.approximate)
+
+
+class GeluBackwardBackward0(Primitive):
+    """z = g * GELU'(x) (fused): dg = gg * GELU'(x) (this op again), dx = gg * g * GELU''(x).
+
+    GELU''(x) = phi(x) (2 - x^2) for the exact form (phi the standard normal density); for the
+    tanh form, with u = c (x + a x^3), t = tanh u, u' = c (1 + 3 a x^2), u'' = 6 a c x:
+    GELU''(x) = (1 - t^2) (u' + 0.5 x (u'' - 2 t u'^2)).
+    """
+
+    __slots__ = ()
+    op_name = "gelu_backward"
+    save_inputs = (0, 1)
+
+    @staticmethod
+    def forward(ctx, k, g, x, approximate):
+        ctx.approximate = approximate
+        return k.gelu_backward(k.contiguous(g), x, approximate)
+
+    @staticmethod
+    def backward(ctx, gg):
+        g, x = ctx.saved_tensors
+        need_g, need_x = ctx.needs_input_grad
+        dg = apply(GeluBackwardBackward0, (gg, x), ctx.approximate) if need_g else None
+        dx = gg * g * _gelu_second_derivative(x, ctx.approximate) if need_x else None
+        return dg, dx
+
+
+def _gelu_second_derivative(x: Tensor, approximate: str) -> Tensor:
+    if approximate == "tanh":
+        u1 = (x * x * (3 * _GELU_TANH_A) + 1) * _SQRT_2_OVER_PI
+        t = tanh((x + x * x * x * _GELU_TANH_A) * _SQRT_2_OVER_PI)
+        u2 = x * (6 * _GELU_TANH_A * _SQRT_2_OVER_PI)
+        return (1 - t * t) * (u1 + x * 0.5 * (u2 - t * u1 * u1 * 2))
+    return (x * x * -0.5).exp() * _INV_SQRT_2PI * (2 - x * x)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """GELU(x) = x * Phi(x), or its tanh approximation (``approximate='tanh'``)."""
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"approximate argument must be either none or tanh. (got "
+                           f"{approximate!r})")
+    return apply(GeluBackward0, (_float_input(input, "gelu"),), approximate)
+
+
+# -- layer norm ----------------------------------------------------------------------------------
+
+class NativeLayerNormBackward0(Primitive):
+    """y = (x - mean) * rstd * weight + bias over the trailing ``normalized_shape`` dims.
+
+    Inputs (x, weight[, bias]); ``_LayerNormNoAffine`` below is the weightless variant. With
+    xhat = (x - mean) rstd and gw = g * weight (means over the normalised dims):
+        dx = rstd (gw - mean(gw) - xhat mean(gw xhat)),  dweight = sum(g xhat),  dbias = sum(g)
+    """
+
+    __slots__ = ()
+    op_name = "layer_norm"
+    save_inputs = (0, 1)
+
+    @staticmethod
+    def forward(ctx, k, x, *args):
+        arrays, (n, nd, eps) = args[:-3], args[-3:]
+        w = b = None
+        if arrays:
+            w = k.view(k.contiguous(arrays[0]), (n,))
+            if len(arrays) > 1:
+                b = k.view(k.contiguous(arrays[1]), (n,))
+        m = 1
+        for s in x.shape:
+            m *= s
+        m = m // n if n else 0
+        y, mean, rstd = k.layer_norm(k.view(k.contiguous(x), (m, n)), w, b, eps)
+        ctx.n, ctx.nd, ctx.eps, ctx.mean, ctx.rstd, ctx.m = n, nd, eps, mean, rstd, m
+        return k.view(y, x.shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        saved = ctx.saved_tensors
+        x, w = saved[0], (saved[1] if len(saved) > 1 else None)
+        needs = ctx.needs_input_grad
+        if state.grad_enabled:
+            grads = _layer_norm_composite_backward(g, x, w, x.ndim - ctx.nd, ctx.eps, needs)
+        else:
+            k = g._k
+            n, m = ctx.n, ctx.m
+            dx, dw, db = k.layer_norm_backward(
+                k.view(k.contiguous(g._data), (m, n)), k.view(k.contiguous(x._data), (m, n)),
+                None if w is None else k.view(k.contiguous(w._data), (n,)), ctx.mean, ctx.rstd)
+            grads = (make(k.view(dx, tuple(x.shape))),
+                     None if dw is None else make(k.view(dw, tuple(w.shape))),
+                     None if db is None else make(k.view(db, tuple(w.shape))))
+        grads = grads[:len(needs)]
+        return tuple(gr if need else None for gr, need in zip(grads, needs))
+
+
+class _LayerNormNoAffine(NativeLayerNormBackward0):
+    __slots__ = ()
+    save_inputs = (0,)
+
+
+_LayerNormNoAffine.__name__ = _LayerNormNoAffine.__qualname__ = "NativeLayerNormBackward0"
+
+
+def _layer_norm_composite_backward(g, x, w, first_dim, eps, needs):
+    dims = tuple(range(first_dim, x.ndim))
+    mu = x.mean(dims, keepdim=True)
+    xc = x - mu
+    rstd = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
+    xhat = xc * rstd
+    gw = g * w if w is not None else g
+    dx = rstd * (gw - gw.mean(dims, keepdim=True) - xhat * (gw * xhat).mean(dims, keepdim=True))
+    if w is None:
+        return (dx,)
+    shape = tuple(w.shape)
+    dw = (g * xhat).sum_to_size(shape) if needs[1] else None
+    db = g.sum_to_size(shape) if len(needs) > 2 and needs[2] else None
+    return dx, dw, db
+
+
+def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
+               eps: float = 1e-5) -> Tensor:
+    """Layer normalisation over the trailing dims ``normalized_shape`` (an int or a tuple)."""
+    x = _float_input(input, "layer_norm")
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(x.shape[x.ndim - len(shape):]) != shape or len(shape) > x.ndim:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(str(s) for s in shape)}], but got input of size "
+                           f"{list(x.shape)}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != shape:
+            raise RuntimeError(f"layer_norm: expected {name} of shape {list(shape)}, got "
+                               f"{list(t.shape)}")
+    if bias is not None and weight is None:
+        from .creation import ones
+        weight = ones(shape, dtype=x.dtype, device=x.device)
+    _same_device("layer_norm", x, weight, bias)
+    n = math.prod(shape)
+    inputs = tuple(t if t.dtype is x.dtype else t.to(x.dtype)
+                   for t in (x, weight, bias) if t is not None)
+    op = NativeLayerNormBackward0 if weight is not None else _LayerNormNoAffine
+    return apply(op, inputs, n, len(shape), float(eps))
+
+
+# -- cross-entropy -------------------------------------------------------------------------------
+
+class CrossEntropyLossBackward0(Primitive):
+    """loss_i = (1 - eps) (lse_i - x_i[t_i]) + eps (lse_i - mean_c x_ic), 0 on ignored rows:
+    dx_i = g_i (softmax(x_i) - (1 - eps) onehot(t_i) - eps / C)."""
+
+    __slots__ = ()
+    op_name = "cross_entropy"
+    save_inputs = (0, 1)
+
+    @staticmethod
+    def forward(ctx, k, logits, target, ignore_index, label_smoothing):
+        loss, lse = k.cross_entropy(k.contiguous(logits), target, ignore_index, label_smoothing)
+        ctx.lse, ctx.ignore_index, ctx.smoothing = lse, ignore_index, label_smoothing
+        return loss
+
+    @staticmethod
+    def backward(ctx, g):
+        x, t = ctx.saved_tensors
+        if state.grad_enabled:
+            return _cross_entropy_composite_backward(g, x, t, make(ctx.lse), ctx.ignore_index,
+                                                     ctx.smoothing), None
+        k = g._k
+        d = k.cross_entropy_backward(k.contiguous(g._data), k.contiguous(x._data), t._data,
+                                     ctx.lse, ctx.ignore_index, ctx.smoothing)
+        return make(d), None
+
+
+def _cross_entropy_composite_backward(g, x, t, lse, ignore_index, smoothing):
+    from .creation import arange
+    c = x.shape[1]
+    e = (x - lse.to(x.dtype).unsqueeze(1)).exp()  # lse is only a stabiliser here: any
+    p = e / e.sum(1, keepdim=True)                 # constant shift gives the same softmax
+    onehot = arange(c, device=x.device).unsqueeze(0) == t.unsqueeze(1)
+    d = p - onehot.to(x.dtype) * (1.0 - smoothing)
+    if smoothing:
+        d = d - smoothing / c
+    scale = g * (t != ignore_index).to(g.dtype)
+    return d * scale.unsqueeze(1)
+
+
+def cross_entropy_rows(logits: Tensor, target: Tensor, ignore_index: int = -100,
+                       label_smoothing: float = 0.0) -> Tensor:
+    """Per-row cross-entropy of (N, C) logits against (N,) class indices: a (N,) tensor, 0 on
+    rows whose target is ``ignore_index``. (``nn.functional.cross_entropy`` reduces it.)"""
+    x = _float_input(logits, "cross_entropy")
+    if x.ndim != 2 or target.ndim != 1 or target.shape[0] != x.shape[0]:
+        raise ValueError(f"cross_entropy: expected (N, C) logits and (N,) targets, got "
+                         f"{list(x.shape)} and {list(target.shape)}")
+    if target.dtype.is_floating_point or target.dtype.name == "bool":
+        raise RuntimeError(f"cross_entropy: expected class indices of an integer dtype, got "
+                           f"{target.dtype}")
+    _same_device("cross_entropy", x, target)
+    if target.dtype.name != "int64":
+        target = target.long()
+    _check_indices(target, x.shape[1], "cross_entropy", int(ignore_index))
+    return apply(CrossEntropyLossBackward0, (x, target), int(ignore_index),
+                 float(label_smoothing))
+
+
+# -- embedding -----------------------------------------------------------------------------------
+
+class EmbeddingBackward0(Primitive):
+    """out = weight[indices]: dweight = EmbeddingDenseBackward0(g, indices) (a scatter-add)."""
+
+    __slots__ = ()
+    op_name = "embedding"
+    save_inputs = (1,)
+
+    @staticmethod
+    def forward(ctx, k, weight, indices, padding_idx):
+        ctx.num_weights, ctx.padding_idx = weight.shape[0], padding_idx
+        return k.embedding(weight, indices)
+
+    @staticmethod
+    def backward(ctx, g):
+        idx, = ctx.saved_tensors
+        return apply(EmbeddingDenseBackward0, (g, idx), ctx.num_weights, ctx.padding_idx), None
+
+
+class EmbeddingDenseBackward0(Primitive):
+    """dweight = scatter-add of g's rows at indices (padding row zeroed): its own gradient is
+    the gather gg[indices] (rows at the padding index zero)."""
+
+    __slots__ = ()
+    op_name = "embedding_dense_backward"
+    save_inputs = (1,)
+
+    @staticmethod
+    def forward(ctx, k, g, indices, num_weights, padding_idx):
+        ctx.padding_idx = padding_idx
+        return k.embedding_backward(k.contiguous(g), indices, num_weights, padding_idx)
+
+    @staticmethod
+    def backward(ctx, gg):
+        idx, = ctx.saved_tensors
+        if ctx.padding_idx is not None:
+            from .creation import arange
+            keep = arange(gg.shape[0], device=gg.device) != ctx.padding_idx
+            gg = gg * keep.to(gg.dtype).unsqueeze(1)
+        return apply(EmbeddingBackward0, (gg, idx), None), None
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx=None) -> Tensor:
+    """Rows of ``weight`` (num_embeddings, dim) at the integer ``input``: input.shape + (dim,).
+    The ``padding_idx`` row gets no gradient."""
+    if not isinstance(input, Tensor) or input.dtype.is_floating_point:
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
+                           "following scalar types: Long, Int; but got "
+                           f"{getattr(input, 'dtype', type(input).__name__)} instead")
+    if weight.ndim != 2:
+        raise RuntimeError(f"embedding: 'weight' must be 2-D, got shape {list(weight.shape)}")
+    _same_device("embedding", weight, input)
+    if padding_idx is not None:
+        n = weight.shape[0]
+        if not -n <= padding_idx < n:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx %= n
+    if input.dtype.name != "int64":
+        input = input.long()
+    _check_indices(input, weight.shape[0], "embedding")
+    return apply(EmbeddingBackward0, (weight, input), padding_idx)

@@ -1,0 +1,656 @@
+"""More elementwise ops: the math functions (``abs sin cos tanh sigmoid ...``), rounding,
+``clamp``, integer division and remainder, logical and bitwise ops, ``fill_``/``zero_``.
+
+Each forward is one entry of the backend's ``unary`` or ``binary`` table (or maximum/minimum
+for clamp); the derivative rules sit beside them, in differentiable Tensor ops. Rounding ops
+(``sign floor ceil round trunc``, ``floor_divide``, ``div(rounding_mode=...)``) have zero
+gradients, as in PyTorch. Ops of ints promote to the default float dtype where PyTorch does
+(``sin``, ``sigmoid``, ...) and keep integers where PyTorch does (``abs``, ``sign``, ``floor``,
+``clamp``, ``//``, ``%``).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from ...runtime import dtype as dtypes
+from ...runtime.dtype import result_type
+from ..dispatch import Primitive, apply, apply_inplace
+from ..tensor import Tensor
+from .elementwise import (
+    _can_cast,
+    _floating,
+    _operand,
+    _result,
+    _same_device,
+    binary_operands,
+    broadcast_shapes,
+    where,
+)
+
+__all__ = ["abs", "absolute", "sin", "cos", "tanh", "sigmoid", "sign", "floor", "ceil", "round",
+           "trunc", "fix", "log1p", "expm1", "clamp", "clip", "clamp_min", "clamp_max",
+           "floor_divide", "remainder", "div_trunc", "bitwise_and", "bitwise_or",
+           "bitwise_xor", "bitwise_not", "logical_and", "logical_or", "logical_xor",
+           "logical_not", "isinf", "isfinite", "fill_", "zero_", "clamp_", "clip_"]
+
+_Number = numbers.Number
+
+
+def _zeros_like(g: Tensor) -> Tensor:
+    from .creation import zeros
+    return zeros(tuple(g.shape), dtype=g.dtype, device=g.device)
+
+
+# -- unary math: one primitive per derivative rule ------------------------------------------------
+
+def _unary_op(cls_name: str, name: str, save: str | None, rule):
+    """A primitive running ``k.unary(name, x)``; ``rule(g, saved)`` is its derivative, with
+    ``saved`` the input (save == "input"), the output ("output") or None."""
+
+    class Op(Primitive):
+        __slots__ = ()
+        op_name = name
+        writes_out = True
+        save_inputs = (0,) if save == "input" else ()
+        save_output = save == "output"
+
+        @staticmethod
+        def forward(ctx, k, x, out=None):
+            return k.unary(name, x, out=out)
+
+        @staticmethod
+        def backward(ctx, g):
+            saved = ctx.saved_tensors[0] if save else None
+            return rule(g, saved)
+
+    Op.__name__ = Op.__qualname__ = cls_name
+    return Op
+
+
+AbsBackward0 = _unary_op("AbsBackward0", "abs", "input", lambda g, x: g * x.sign())
+SinBackward0 = _unary_op("SinBackward0", "sin", "input", lambda g, x: g * x.cos())
+CosBackward0 = _unary_op("CosBackward0", "cos", "input", lambda g, x: g * -x.sin())
+TanhBackward0 = _unary_op("TanhBackward0", "tanh", "output", lambda g, y: g * (1 - y * y))
+SigmoidBackward0 = _unary_op("SigmoidBackward0", "sigmoid", "output",
+                             lambda g, y: g * (y * (1 - y)))
+Log1PBackward0 = _unary_op("Log1PBackward0", "log1p", "input", lambda g, x: g / (x + 1))
+Expm1Backward0 = _unary_op("Expm1Backward0", "expm1", "output", lambda g, y: g * (y + 1))
+SignBackward0 = _unary_op("SignBackward0", "sign", None, lambda g, _: _zeros_like(g))
+FloorBackward0 = _unary_op("FloorBackward0", "floor", None, lambda g, _: _zeros_like(g))
+CeilBackward0 = _unary_op("CeilBackward0", "ceil", None, lambda g, _: _zeros_like(g))
+RoundBackward0 = _unary_op("RoundBackward0", "round", None, lambda g, _: _zeros_like(g))
+TruncBackward0 = _unary_op("TruncBackward0", "trunc", None, lambda g, _: _zeros_like(g))
+
+
+class BitwiseNotOp(Primitive):
+    __slots__ = ()
+    op_name = "bitwise_not"
+    differentiable = False
+
+    @staticmethod
+    def forward(ctx, k, x, out=None):
+        return k.unary("bitwise_not", x, out=out)
+
+
+def _tensor_arg(x, op: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
+    return x
+
+
+def abs(input: Tensor, *, out=None) -> Tensor:  # noqa: A001
+    """``|x|`` (integers stay integers); the gradient is ``sign(x)`` (0 at 0)."""
+    x = _tensor_arg(input, "abs")
+    if x._dtype is dtypes.bool:
+        raise RuntimeError("abs: not supported for bool tensors")
+    return _result(apply(AbsBackward0, (x,)), out)
+
+
+absolute = abs
+
+
+def _float_unary(op, name):
+    def fn(input: Tensor, *, out=None) -> Tensor:
+        return _result(apply(op, (_floating(input, name),)), out)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` (integers promote to the default float dtype)."
+    return fn
+
+
+sin = _float_unary(SinBackward0, "sin")
+cos = _float_unary(CosBackward0, "cos")
+tanh = _float_unary(TanhBackward0, "tanh")
+sigmoid = _float_unary(SigmoidBackward0, "sigmoid")
+log1p = _float_unary(Log1PBackward0, "log1p")
+expm1 = _float_unary(Expm1Backward0, "expm1")
+
+
+def sign(input: Tensor, *, out=None) -> Tensor:
+    """-1, 0 or 1 by the sign of each element (0 for NaN, as PyTorch); zero gradient."""
+    x = _tensor_arg(input, "sign")
+    if x._dtype is dtypes.bool:
+        return _result(x.clone(), out)
+    return _result(apply(SignBackward0, (x,)), out)
+
+
+def _rounding(op, name):
+    def fn(input: Tensor, *, out=None) -> Tensor:
+        x = _tensor_arg(input, name)
+        if not x._dtype.is_floating_point:
+            if x._dtype is dtypes.bool:
+                raise RuntimeError(f"{name}: not supported for bool tensors")
+            return _result(x.clone(), out)  # integers are already whole
+        return _result(apply(op, (x,)), out)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise ``{name}``; its gradient is zero."
+    return fn
+
+
+floor = _rounding(FloorBackward0, "floor")
+ceil = _rounding(CeilBackward0, "ceil")
+trunc = _rounding(TruncBackward0, "trunc")
+fix = trunc
+_round0 = _rounding(RoundBackward0, "round")
+
+
+def round(input: Tensor, *, decimals: int = 0, out=None) -> Tensor:  # noqa: A001
+    """Rounds half to even, to ``decimals`` decimal places; zero gradient."""
+    if decimals == 0:
+        return _round0(input, out=out)
+    x = _tensor_arg(input, "round")
+    if not x._dtype.is_floating_point:
+        return _result(x.clone(), out)
+    scale = 10.0 ** abs_int(decimals)
+    r = _round0(x * scale) / scale if decimals > 0 else _round0(x / scale) * scale
+    return _result(r, out)
+
+
+def abs_int(n: int) -> int:
+    return n if n >= 0 else -n
+
+
+def isinf(input: Tensor) -> Tensor:
+    """True where an element is +inf or -inf."""
+    x = _tensor_arg(input, "isinf")
+    if not x._dtype.is_floating_point:
+        from .creation import zeros
+        return zeros(tuple(x.shape), dtype=dtypes.bool, device=x.device)
+    return abs(x.detach()) == float("inf")
+
+
+def isfinite(input: Tensor) -> Tensor:
+    """True where an element is neither infinite nor NaN."""
+    x = _tensor_arg(input, "isfinite")
+    if not x._dtype.is_floating_point:
+        from .creation import ones
+        return ones(tuple(x.shape), dtype=dtypes.bool, device=x.device)
+    return abs(x.detach()) < float("inf")
+
+
+# -- clamp ---------------------------------------------------------------------------------------
+
+class ClampBackward1(Primitive):
+    """clamp(x, min, max) with number bounds: the gradient passes where min <= x <= max."""
+
+    __slots__ = ()
+    op_name = "clamp"
+    writes_out = True
+    save_inputs = (0,)
+
+    @staticmethod
+    def forward(ctx, k, x, lo, hi, out=None):
+        ctx.lo, ctx.hi = lo, hi
+        if lo is not None:
+            r = k.maximum(x, lo, out=out)
+            return r if hi is None else k.minimum(r, hi, out=r)
+        return k.minimum(x, hi, out=out)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        lo, hi = ctx.lo, ctx.hi
+        mask = x >= lo if lo is not None else None
+        if hi is not None:
+            mask = x <= hi if mask is None else bitwise_and(mask, x <= hi)
+        return where(mask, g, 0)
+
+
+class ClampMinBackward0(ClampBackward1):
+    __slots__ = ()
+    op_name = "clamp_min"
+
+
+class ClampMaxBackward0(ClampBackward1):
+    __slots__ = ()
+    op_name = "clamp_max"
+
+
+class ClampBackward0(Primitive):
+    """clamp(x, min, max) with tensor bounds (broadcasting). x's gradient passes where
+    min <= x <= max; min's where x < min (and min < max); max's where x > max or max < min
+    (PyTorch's rule: when min > max every element is max)."""
+
+    __slots__ = ()
+    op_name = "clamp"
+    writes_out = True
+    broadcasts = True
+    save_inputs = (0, 1, 2)  # x and the bounds given (one or two: the subclasses below)
+
+    @staticmethod
+    def forward(ctx, k, x, *rest, out=None):
+        *bounds, has_lo, has_hi = rest
+        ctx.has = (has_lo, has_hi)
+        lo = bounds[0] if has_lo else None
+        hi = bounds[-1] if has_hi else None
+        if lo is not None:
+            r = k.maximum(x, lo, out=out)
+            return r if hi is None else k.minimum(r, hi, out=r)
+        return k.minimum(x, hi, out=out)
+
+    @staticmethod
+    def backward(ctx, g):
+        saved = ctx.saved_tensors
+        x = saved[0]
+        has_lo, has_hi = ctx.has
+        lo = saved[1] if has_lo else None
+        hi = saved[-1] if has_hi else None
+        needs = ctx.needs_input_grad
+        keep = None
+        if lo is not None:
+            keep = x >= lo
+        if hi is not None:
+            keep = x <= hi if keep is None else bitwise_and(keep, x <= hi)
+        grads = [where(keep, g, 0) if needs[0] else None]
+        if lo is not None:
+            below = x < lo
+            if hi is not None:
+                below = bitwise_and(below, lo < hi)
+            grads.append(where(below, g, 0) if needs[1] else None)
+        if hi is not None:
+            above = x > hi
+            if lo is not None:
+                above = bitwise_or(above, hi < lo)
+            grads.append(where(above, g, 0) if needs[-1] else None)
+        return tuple(grads)
+
+
+class _ClampT1(ClampBackward0):
+    __slots__ = ()
+    save_inputs = (0, 1)
+
+
+class _ClampT2(ClampBackward0):
+    __slots__ = ()
+    save_inputs = (0, 1, 2)
+
+
+for _c in (_ClampT1, _ClampT2):
+    _c.__name__ = _c.__qualname__ = "ClampBackward0"
+
+
+def _clamp_args(x: Tensor, min, max, op: str):
+    if min is None and max is None:
+        raise RuntimeError(f"{op}: At least one of 'min' or 'max' must not be None")
+    for b in (min, max):
+        if b is not None and not isinstance(b, (Tensor, _Number)):
+            raise TypeError(f"{op}(): bounds must be numbers or Tensors, not {type(b).__name__}")
+    return result_type(x, *(b for b in (min, max) if b is not None))
+
+
+def _clamp_tensor_bounds(x, min, max, dt, op):
+    bounds = [_operand(b, dt, x, op) for b in (min, max) if b is not None]
+    return tuple(bounds), min is not None, max is not None
+
+
+def _scalar_bound(b, dt):
+    if b is None:
+        return None
+    return b if dt.is_floating_point else int(b) if not isinstance(b, bool) else b
+
+
+def clamp(input: Tensor, min=None, max=None, *, out=None) -> Tensor:  # noqa: A002
+    """Clamps every element into [min, max] (numbers or broadcasting tensors; either may be
+    None). NaN stays NaN; if min > max every element becomes max. The gradient passes where
+    min <= x <= max."""
+    x = _tensor_arg(input, "clamp")
+    dt = _clamp_args(x, min, max, "clamp")
+    if x._dtype is not dt:
+        x = x.to(dt)
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        bounds, has_lo, has_hi = _clamp_tensor_bounds(x, min, max, dt, "clamp")
+        broadcast_shapes(x.shape, *(b.shape for b in bounds))
+        op = _ClampT1 if len(bounds) == 1 else _ClampT2
+        return _result(apply(op, (x,) + bounds, has_lo, has_hi), out)
+    lo, hi = _scalar_bound(min, dt), _scalar_bound(max, dt)
+    op = ClampBackward1 if lo is not None and hi is not None else \
+        ClampMinBackward0 if hi is None else ClampMaxBackward0
+    return _result(apply(op, (x,), lo, hi), out)
+
+
+clip = clamp
+
+
+def clamp_min(input: Tensor, min) -> Tensor:  # noqa: A002
+    return clamp(input, min=min)
+
+
+def clamp_max(input: Tensor, max) -> Tensor:  # noqa: A002
+    return clamp(input, max=max)
+
+
+def clamp_(self: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
+    """In-place ``clamp``."""
+    dt = _clamp_args(self, min, max, "clamp_")
+    if not _can_cast(dt, self._dtype):
+        raise RuntimeError(f"clamp_: result type {dt.name.capitalize()} can't be cast to the "
+                           f"desired output type {self._dtype.name.capitalize()}")
+    dt = self._dtype
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        bounds, has_lo, has_hi = _clamp_tensor_bounds(self, min, max, dt, "clamp_")
+        if broadcast_shapes(self.shape, *(b.shape for b in bounds)) != tuple(self.shape):
+            raise RuntimeError(f"clamp_: bounds of shapes {[list(b.shape) for b in bounds]} "
+                               f"do not broadcast to the tensor's shape {list(self.shape)}")
+        op = _ClampT1 if len(bounds) == 1 else _ClampT2
+        return apply_inplace(op, self, bounds, has_lo, has_hi)
+    lo, hi = _scalar_bound(min, dt), _scalar_bound(max, dt)
+    return apply_inplace(ClampBackward1, self, (), lo, hi)
+
+
+clip_ = clamp_
+
+
+# -- integer division and remainder -----------------------------------------------------------
+
+def _binary_op(cls_name: str, name: str, rule, differentiable: bool = True, scalar=False):
+    """A primitive running ``k.binary(name, a, b)``; ``rule(ctx, g)`` its derivative."""
+
+    class Op(Primitive):
+        __slots__ = ()
+        op_name = name
+        writes_out = True
+        broadcasts = not scalar
+        save_inputs = () if rule is None else (0,) if scalar else (0, 1)
+
+        @staticmethod
+        def forward(ctx, k, a, b, out=None):
+            if scalar:
+                ctx.s = b
+            return k.binary(name, a, b, out=out)
+
+        @staticmethod
+        def backward(ctx, g):
+            return rule(ctx, g)
+
+    Op.differentiable = differentiable
+    Op.__name__ = Op.__qualname__ = cls_name
+    return Op
+
+
+def _zero_rule(ctx, g):
+    n = len(ctx.next_functions)
+    return tuple(_zeros_like(g) if need else None for need in ctx.needs_input_grad) \
+        if n > 1 else _zeros_like(g)
+
+
+def _remainder_rule(ctx, g):
+    a, b = ctx.saved_tensors
+    need_a, need_b = ctx.needs_input_grad
+    return (g if need_a else None), (-g * floor_divide(a, b) if need_b else None)
+
+
+FloorDivideBackward0 = _binary_op("FloorDivideBackward0", "floor_divide", None)
+FloorDivideBackward0.backward = staticmethod(_zero_rule)
+FloorDivideBackward1 = _binary_op("FloorDivideBackward0", "floor_divide", None, scalar=True)
+FloorDivideBackward1.backward = staticmethod(_zero_rule)
+DivTruncBackward0 = _binary_op("DivBackward2", "trunc_divide", None)
+DivTruncBackward0.backward = staticmethod(_zero_rule)
+DivTruncBackward1 = _binary_op("DivBackward2", "trunc_divide", None, scalar=True)
+DivTruncBackward1.backward = staticmethod(_zero_rule)
+RemainderBackward0 = _binary_op("RemainderBackward0", "remainder", _remainder_rule)
+RemainderBackward1 = _binary_op("RemainderBackward0", "remainder", lambda ctx, g: g,
+                                scalar=True)
+RemainderBackward1.save_inputs = ()
+
+
+def _division(op_t, op_s, name):
+    def fn(input, other, *, out=None) -> Tensor:
+        if not isinstance(input, Tensor):  # number // tensor
+            input = _operand(input, result_type(input, other), other, name)
+        a, b = binary_operands(input, other, name)
+        if a._dtype is dtypes.bool:
+            raise RuntimeError(f"{name}: not supported for bool tensors")
+        if isinstance(b, Tensor):
+            return _result(apply(op_t, (a, b)), out)
+        if b == 0 and not a._dtype.is_floating_point:
+            raise RuntimeError(f"ZeroDivisionError: integer division by zero in {name}")
+        return _result(apply(op_s, (a,), b), out)
+    fn.__name__ = name
+    return fn
+
+
+floor_divide = _division(FloorDivideBackward0, FloorDivideBackward1, "floor_divide")
+floor_divide.__doc__ = ("``input // other``, rounding toward negative infinity (integers stay "
+                        "integers); zero gradient.")
+remainder = _division(RemainderBackward0, RemainderBackward1, "remainder")
+remainder.__doc__ = ("``input % other`` with the sign of the divisor (Python's ``%``). Its "
+                     "gradient is 1 for input and ``-floor(input / other)`` for other.")
+div_trunc = _division(DivTruncBackward0, DivTruncBackward1, "div")
+
+
+def _inplace_division(op_t, op_s, name):
+    def method(self: Tensor, other) -> Tensor:
+        if isinstance(other, Tensor):
+            other = _same_device(self, other, name)
+            dt = result_type(self, other)
+            if not _can_cast(dt, self._dtype):
+                raise RuntimeError(f"result type {dt.name.capitalize()} can't be cast to the "
+                                   f"desired output type {self._dtype.name.capitalize()}")
+            if broadcast_shapes(self.shape, other.shape) != tuple(self.shape):
+                raise RuntimeError(f"{name}: output with shape {list(self.shape)} doesn't match "
+                                   f"the broadcast shape "
+                                   f"{list(broadcast_shapes(self.shape, other.shape))}")
+            return apply_inplace(op_t, self, (other.to(self._dtype),))
+        dt = result_type(self, other)
+        if not _can_cast(dt, self._dtype):
+            raise RuntimeError(f"result type {dt.name.capitalize()} can't be cast to the "
+                               f"desired output type {self._dtype.name.capitalize()}")
+        return apply_inplace(op_s, self, (), other)
+    method.__name__ = name
+    return method
+
+
+floor_divide_ = _inplace_division(FloorDivideBackward0, FloorDivideBackward1, "floor_divide_")
+remainder_ = _inplace_division(RemainderBackward0, RemainderBackward1, "remainder_")
+
+
+# -- bitwise and logical ------------------------------------------------------------------------
+
+def _bitwise(name):
+    class Op(Primitive):
+        __slots__ = ()
+        op_name = name
+        differentiable = False
+        writes_out = True
+
+        @staticmethod
+        def forward(ctx, k, a, b, out=None):
+            return k.binary(name, a, b, out=out)
+
+    Op.__name__ = Op.__qualname__ = "".join(p.capitalize() for p in name.split("_")) + "Op"
+
+    def fn(input, other, *, out=None) -> Tensor:
+        if not isinstance(input, Tensor):
+            input = _operand(input, result_type(input, other), other, name)
+        a, b = binary_operands(input, other, name)
+        if a._dtype.is_floating_point or a._dtype.is_complex:
+            raise RuntimeError(f"{name}: only integer and bool tensors are supported, got "
+                               f"{a._dtype}")
+        if isinstance(b, Tensor):
+            return _result(apply(Op, (a, b)), out)
+        return _result(apply(Op, (a,), b), out)
+
+    def inplace(self: Tensor, other) -> Tensor:
+        if isinstance(other, Tensor):
+            other = _same_device(self, other, name + "_")
+            if broadcast_shapes(self.shape, other.shape) != tuple(self.shape):
+                raise RuntimeError(f"{name}_: output with shape {list(self.shape)} doesn't "
+                                   f"match the broadcast shape")
+            if not _can_cast(result_type(self, other), self._dtype):
+                raise RuntimeError(f"{name}_: result type can't be cast to "
+                                   f"{self._dtype.name.capitalize()}")
+            return apply_inplace(Op, self, (other.to(self._dtype),))
+        return apply_inplace(Op, self, (), other)
+
+    fn.__name__, inplace.__name__ = name, name + "_"
+    fn.__doc__ = f"Elementwise ``{name}`` of integer or bool tensors, broadcasting."
+    return fn, inplace
+
+
+(bitwise_and, bitwise_and_), (bitwise_or, bitwise_or_), (bitwise_xor, bitwise_xor_) = (
+    _bitwise(n) for n in ("bitwise_and", "bitwise_or", "bitwise_xor"))
+
+
+def bitwise_not(input: Tensor, *, out=None) -> Tensor:
+    """``~x``: bitwise not of integers, logical not of bools."""
+    x = _tensor_arg(input, "bitwise_not")
+    if x._dtype.is_floating_point or x._dtype.is_complex:
+        raise RuntimeError(f"bitwise_not: only integer and bool tensors are supported, got "
+                           f"{x._dtype}")
+    return _result(apply(BitwiseNotOp, (x,)), out)
+
+
+def _as_bool(x, like: Tensor | None = None) -> Tensor | bool:
+    if isinstance(x, Tensor):
+        return x if x._dtype is dtypes.bool else x != 0
+    if isinstance(x, _Number):
+        return bool(x)
+    raise TypeError(f"expected a Tensor or a number, got {type(x).__name__}")
+
+
+def logical_and(input: Tensor, other, *, out=None) -> Tensor:
+    """True where both are nonzero (any dtypes; a bool tensor)."""
+    return _result(bitwise_and(_as_bool(_tensor_arg(input, "logical_and")), _as_bool(other)),
+                   out)
+
+
+def logical_or(input: Tensor, other, *, out=None) -> Tensor:
+    """True where either is nonzero (any dtypes; a bool tensor)."""
+    return _result(bitwise_or(_as_bool(_tensor_arg(input, "logical_or")), _as_bool(other)), out)
+
+
+def logical_xor(input: Tensor, other, *, out=None) -> Tensor:
+    """True where exactly one is nonzero (any dtypes; a bool tensor)."""
+    return _result(bitwise_xor(_as_bool(_tensor_arg(input, "logical_xor")), _as_bool(other)),
+                   out)
+
+
+def logical_not(input: Tensor, *, out=None) -> Tensor:
+    """True where the element is zero (a bool tensor)."""
+    x = _tensor_arg(input, "logical_not")
+    if x._dtype is dtypes.bool:
+        return _result(apply(BitwiseNotOp, (x,)), out)
+    return _result(x == 0, out)
+
+
+# -- fill_ / zero_ --------------------------------------------------------------------------------
+
+class FillBackward0(Primitive):
+    """x.fill_(number): the old values get a zero gradient."""
+
+    __slots__ = ()
+    op_name = "fill_"
+    writes_out = True
+
+    @staticmethod
+    def forward(ctx, k, x, value, out=None):
+        if out is None:
+            from ..tensor import array_meta
+            dev, dt = array_meta(x)
+            return k.full(x.shape, value, dt, dev)
+        k.copy_(out, value)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return _zeros_like(g)
+
+
+class ZeroBackward0(FillBackward0):
+    __slots__ = ()
+    op_name = "zero_"
+
+
+class FillBackward1(Primitive):
+    """x.fill_(value) for a 0-d tensor value: x gets zeros, value the sum of the gradient."""
+
+    __slots__ = ()
+    op_name = "fill_"
+    writes_out = True
+
+    @staticmethod
+    def forward(ctx, k, x, v, out=None):
+        if out is None:
+            from ..tensor import array_meta
+            dev, dt = array_meta(x)
+            out = k.empty(x.shape, dt, dev)
+        k.copy_(out, v)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        need_x, need_v = ctx.needs_input_grad
+        return (_zeros_like(g) if need_x else None), (g.sum() if need_v else None)
+
+
+def fill_(self: Tensor, value) -> Tensor:
+    """Fills the tensor with ``value`` (a number or a 0-d tensor) in place."""
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
+                               f"with {value.ndim} dimensions.")
+        value = _same_device(self, value, "fill_")
+        return apply_inplace(FillBackward1, self, (value.to(self._dtype),))
+    if not isinstance(value, _Number):
+        raise TypeError(f"fill_(): argument 'value' must be Number or Tensor, not "
+                        f"{type(value).__name__}")
+    return apply_inplace(FillBackward0, self, (), _scalar_bound(value, self._dtype))
+
+
+def zero_(self: Tensor) -> Tensor:
+    """Fills the tensor with zeros in place."""
+    return apply_inplace(ZeroBackward0, self, (), False if self._dtype is dtypes.bool else 0)
+
+
+# -- in-place unary -------------------------------------------------------------------------------
+
+def _unary_inplace(op, name: str, kind: str):
+    """``x.<name>_()``: kind "float" needs a float tensor (the result is float), "round" is a
+    no-op on integers, "any" takes ints and floats."""
+
+    def method(self: Tensor) -> Tensor:
+        if not self._dtype.is_floating_point:
+            if kind == "round" and self._dtype is not dtypes.bool:
+                return self
+            if kind == "float" or self._dtype is dtypes.bool:
+                raise RuntimeError(f"{name}_: result type Float can't be cast to the desired "
+                                   f"output type {self._dtype.name.capitalize()}")
+        return apply_inplace(op, self, ())
+
+    method.__name__ = name + "_"
+    method.__doc__ = f"In-place ``{name}``."
+    return method
+
+
+abs_ = _unary_inplace(AbsBackward0, "abs", "any")
+sign_ = _unary_inplace(SignBackward0, "sign", "any")
+sin_ = _unary_inplace(SinBackward0, "sin", "float")
+cos_ = _unary_inplace(CosBackward0, "cos", "float")
+tanh_ = _unary_inplace(TanhBackward0, "tanh", "float")
+sigmoid_ = _unary_inplace(SigmoidBackward0, "sigmoid", "float")
+log1p_ = _unary_inplace(Log1PBackward0, "log1p", "float")
+expm1_ = _unary_inplace(Expm1Backward0, "expm1", "float")
+floor_ = _unary_inplace(FloorBackward0, "floor", "round")
+ceil_ = _unary_inplace(CeilBackward0, "ceil", "round")
+round_ = _unary_inplace(RoundBackward0, "round", "round")
+trunc_ = _unary_inplace(TruncBackward0, "trunc", "round")

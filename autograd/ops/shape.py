@@ -1,0 +1,416 @@
+"""Joining, splitting and tiling: ``cat stack split chunk unbind narrow select movedim repeat
+tile tril triu``.
+
+``split``/``chunk``/``unbind`` return views, made by one multi-output primitive each (one node,
+as PyTorch's ``SplitBackward0``); their rule joins the pieces' gradients (zeros for pieces that
+got none). ``cat``/``stack`` copy each input into its window of a fresh output with the
+backend's ``copy_`` (no dedicated kernel); their rule slices the gradient back. ``narrow`` and
+``select`` are basic-indexing views (views.py).
+"""
+
+from __future__ import annotations
+
+import operator
+
+from ...runtime.dtype import result_type
+from ..dispatch import Primitive, apply
+from ..tensor import Tensor, array_meta
+from .views import _as_view, _wrap, getitem, permute
+
+__all__ = ["cat", "concat", "concatenate", "stack", "split", "chunk", "unbind", "narrow",
+           "select", "movedim", "moveaxis", "repeat", "tile", "tril", "triu"]
+
+
+def _tensor_list(tensors, op: str) -> list:
+    if isinstance(tensors, Tensor):
+        raise TypeError(f"{op}(): argument 'tensors' must be a sequence of Tensors, not Tensor")
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
+    dev = tensors[0].device
+    for t in tensors[1:]:
+        if t.device is not dev:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at "
+                               f"least two devices, {dev} and {t.device}! (in {op})")
+    dt = result_type(*tensors) if len(tensors) > 1 else tensors[0].dtype
+    return [t if t.dtype is dt else t.to(dt) for t in tensors]
+
+
+# -- cat / stack ----------------------------------------------------------------------------------
+
+class CatBackward0(Primitive):
+    """Each input is copied into its window along dim; its gradient is that window of g."""
+
+    __slots__ = ()
+    op_name = "cat"
+
+    @staticmethod
+    def forward(ctx, k, *args):
+        *arrays, dim, sizes = args
+        ctx.dim, ctx.sizes = dim, sizes
+        dev, dt = array_meta(arrays[0])
+        shape = list(arrays[0].shape)
+        shape[dim] = sum(sizes)
+        out = k.empty(tuple(shape), dt, dev)
+        lead = (slice(None),) * dim
+        start = 0
+        for a, n in zip(arrays, sizes):
+            if n:
+                k.copy_(k.getitem(out, lead + (slice(start, start + n),)), a)
+            start += n
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        dim, sizes = ctx.dim, ctx.sizes
+        lead = (slice(None),) * dim
+        out, start = [], 0
+        for need, n in zip(ctx.needs_input_grad, sizes):
+            out.append(g[lead + (slice(start, start + n),)] if need else None)
+            start += n
+        return tuple(out)
+
+
+class StackBackward0(Primitive):
+    """Input i is written at index i of a new dim; its gradient is g selected there."""
+
+    __slots__ = ()
+    op_name = "stack"
+
+    @staticmethod
+    def forward(ctx, k, *args):
+        *arrays, dim = args
+        ctx.dim = dim
+        dev, dt = array_meta(arrays[0])
+        shape = list(arrays[0].shape)
+        shape.insert(dim, len(arrays))
+        out = k.empty(tuple(shape), dt, dev)
+        lead = (slice(None),) * dim
+        for i, a in enumerate(arrays):
+            k.copy_(k.getitem(out, lead + (i,)), a)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        lead = (slice(None),) * ctx.dim
+        return tuple(g[lead + (i,)] if need else None
+                     for i, need in enumerate(ctx.needs_input_grad))
+
+
+def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
+    """Concatenates tensors along an existing ``dim`` (dtypes promote; 1-D empty tensors are
+    skipped, as in PyTorch)."""
+    ts = _tensor_list(tensors, "cat")
+    nd = max(t.ndim for t in ts)
+    if nd > 1:
+        ts = [t for t in ts if not (t.ndim == 1 and t.shape[0] == 0)] or ts[:1]
+    for i, t in enumerate(ts):
+        if t.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
+                               f"concatenated")
+    d = _wrap(dim, ts[0].ndim, "cat")
+    ref = ts[0].shape
+    for i, t in enumerate(ts[1:], 1):
+        if t.ndim != len(ref):
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {len(ref)} "
+                               f"and {t.ndim}")
+        for j in range(len(ref)):
+            if j != d and t.shape[j] != ref[j]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. "
+                                   f"Expected size {ref[j]} but got size {t.shape[j]} for "
+                                   f"tensor number {i} in the list.")
+    r = apply(CatBackward0, tuple(ts), d, tuple(t.shape[d] for t in ts))
+    if out is not None:
+        from .elementwise import _result
+        return _result(r, out)
+    return r
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
+    """Stacks equally shaped tensors along a new ``dim``."""
+    ts = _tensor_list(tensors, "stack")
+    ref = tuple(ts[0].shape)
+    for i, t in enumerate(ts[1:], 1):
+        if tuple(t.shape) != ref:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{list(ref)} at entry 0 and {list(t.shape)} at entry {i}")
+    d = _wrap(dim, len(ref) + 1, "stack")
+    r = apply(StackBackward0, tuple(ts), d)
+    if out is not None:
+        from .elementwise import _result
+        return _result(r, out)
+    return r
+
+
+# -- split / chunk / unbind ---------------------------------------------------------------------
+
+def _zeros(shape, like: Tensor) -> Tensor:
+    from .creation import zeros
+    return zeros(shape, dtype=like.dtype, device=like.device)
+
+
+class SplitBackward0(Primitive):
+    """Views of consecutive windows along dim: the gradient joins the pieces' gradients."""
+
+    __slots__ = ()
+    op_name = "split"
+
+    @staticmethod
+    def forward(ctx, k, x, dim, sizes):
+        ctx.dim, ctx.sizes, ctx.in_shape = dim, sizes, x.shape
+        lead = (slice(None),) * dim
+        outs, start = [], 0
+        for n in sizes:
+            outs.append(k.getitem(x, lead + (slice(start, start + n),)))
+            start += n
+        return tuple(outs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        dim, shape = ctx.dim, ctx.in_shape
+        like = next(g for g in grads if g is not None)
+        parts = []
+        for g, n in zip(grads, ctx.sizes):
+            if g is None:
+                g = _zeros(shape[:dim] + (n,) + shape[dim + 1:], like)
+            parts.append(g)
+        return cat(parts, dim)
+
+
+class SplitWithSizesBackward0(SplitBackward0):
+    __slots__ = ()
+    op_name = "split_with_sizes"
+
+
+class UnbindBackward0(Primitive):
+    """Views of each index along dim: the gradient stacks the pieces' gradients."""
+
+    __slots__ = ()
+    op_name = "unbind"
+
+    @staticmethod
+    def forward(ctx, k, x, dim):
+        ctx.dim, ctx.in_shape = dim, x.shape
+        lead = (slice(None),) * dim
+        return tuple(k.getitem(x, lead + (i,)) for i in range(x.shape[dim]))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        dim, shape = ctx.dim, ctx.in_shape
+        like = next(g for g in grads if g is not None)
+        piece = shape[:dim] + shape[dim + 1:]
+        return stack([g if g is not None else _zeros(piece, like) for g in grads], dim)
+
+
+def _multi_view(op, x: Tensor, *params) -> tuple:
+    outs = apply(op, (x,), *params)
+    if type(outs) is not tuple:
+        outs = (outs,)
+    return tuple(_as_view(o, x) for o in outs)
+
+
+def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
+    """Splits into views along ``dim``: pieces of ``split_size_or_sections`` (an int; the last
+    piece may be smaller) or of the listed sizes (which must sum to the dim's size)."""
+    x = tensor
+    d = _wrap(dim, x.ndim, "split")
+    if x.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    n = x.shape[d]
+    if isinstance(split_size_or_sections, (list, tuple)):
+        sizes = tuple(operator.index(s) for s in split_size_or_sections)
+        if any(s < 0 for s in sizes) or sum(sizes) != n:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
+                               f"(input tensor's size at dimension {d}), but got "
+                               f"split_sizes={list(sizes)}")
+        return _multi_view(SplitWithSizesBackward0, x, d, sizes)
+    size = operator.index(split_size_or_sections)
+    if size < 0 or (size == 0 and n != 0):
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
+                           f"dimension size of {n}" if size == 0 else
+                           f"split expects split_size be non-negative, but got split_size={size}")
+    sizes = (0,) if n == 0 else tuple(min(size, n - s) for s in range(0, n, size))
+    return _multi_view(SplitBackward0, x, d, sizes)
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    """Splits into ``chunks`` views of (nearly) equal size along ``dim``; the last may be
+    smaller, and fewer chunks come back when the size does not allow that many."""
+    chunks = operator.index(chunks)
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = _wrap(dim, input.ndim, "chunk")
+    if input.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    n = input.shape[d]
+    return split(input, max(1, -(-n // chunks)) if n else 0, d)
+
+
+def unbind(input: Tensor, dim: int = 0) -> tuple:
+    """The views ``input.select(dim, i)`` for every i, as a tuple."""
+    if input.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    d = _wrap(dim, input.ndim, "unbind")
+    if input.shape[d] == 0:
+        return ()
+    return _multi_view(UnbindBackward0, input, d)
+
+
+# -- narrow / select / movedim ------------------------------------------------------------------
+
+def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
+    """The view ``input[..., start:start + length, ...]`` along ``dim`` (start may be negative
+    or a 0-d tensor)."""
+    if input.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = _wrap(dim, input.ndim, "narrow")
+    n = input.shape[d]
+    start, length = operator.index(start), operator.index(length)
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got "
+                         f"{start})")
+    if start < 0:
+        start += n
+    if length < 0 or start + length > n:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    return getitem(input, (slice(None),) * d + (slice(start, start + length),))
+
+
+def select(input: Tensor, dim: int, index: int) -> Tensor:
+    """The view at ``index`` along ``dim`` (that dim removed)."""
+    if input.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = _wrap(dim, input.ndim, "select")
+    n = input.shape[d]
+    i = operator.index(index)
+    if not -n <= i < n:
+        raise IndexError(f"select(): index {i} out of range for tensor of size "
+                         f"{list(input.shape)} at dimension {d}")
+    return getitem(input, (slice(None),) * d + (i,))
+
+
+def movedim(input: Tensor, source, destination) -> Tensor:
+    """Moves dims ``source`` to positions ``destination`` (ints or sequences); a view."""
+    src = (source,) if isinstance(source, int) else tuple(source)
+    dst = (destination,) if isinstance(destination, int) else tuple(destination)
+    nd = input.ndim
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} "
+                           f"dims) should contain the same number of dims as destination "
+                           f"({list(dst)} dims)")
+    src = tuple(_wrap(s, nd, "movedim") for s in src)
+    dst = tuple(_wrap(s, nd, "movedim") for s in dst)
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim: repeated dim in source ({list(src)}) or destination "
+                           f"({list(dst)})")
+    order = [None] * nd
+    for s, t in zip(src, dst):
+        order[t] = s
+    rest = iter(i for i in range(nd) if i not in src)
+    order = [next(rest) if o is None else o for o in order]
+    return permute(input, tuple(order))
+
+
+moveaxis = movedim
+
+
+# -- repeat / tile --------------------------------------------------------------------------------
+
+class RepeatBackward0(Primitive):
+    """Tiles x ``reps`` times per dim; the gradient sums the tiles."""
+
+    __slots__ = ()
+    op_name = "repeat"
+
+    @staticmethod
+    def forward(ctx, k, x, reps):
+        lead = len(reps) - x.ndim
+        shape = (1,) * lead + tuple(x.shape)
+        ctx.in_shape, ctx.reps, ctx.shape = x.shape, reps, shape
+        x = k.view(k.contiguous(x), shape)
+        inter, big = [], []
+        for r, n in zip(reps, shape):
+            inter += [1, n]
+            big += [r, n]
+        t = k.expand(k.view(x, tuple(inter)), tuple(big))
+        return k.view(k.contiguous(t), tuple(r * n for r, n in zip(reps, shape)))
+
+    @staticmethod
+    def backward(ctx, g):
+        split_shape = []
+        for r, n in zip(ctx.reps, ctx.shape):
+            split_shape += [r, n]
+        g = g.reshape(split_shape).sum(tuple(range(0, 2 * len(ctx.reps), 2)))
+        return g.reshape(ctx.in_shape)
+
+
+def repeat(input: Tensor, *sizes) -> Tensor:
+    """Tiles the tensor ``sizes[i]`` times along each dim (leading new dims allowed)."""
+    reps = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
+    reps = tuple(operator.index(r) for r in reps)
+    if len(reps) < input.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
+                           "of dimensions of tensor")
+    if any(r < 0 for r in reps):
+        raise RuntimeError(f"Trying to create tensor with negative dimension: {list(reps)}")
+    return apply(RepeatBackward0, (input,), reps)
+
+
+def tile(input: Tensor, dims) -> Tensor:
+    """``repeat`` with missing leading repetitions taken as 1."""
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
+
+
+# -- tril / triu ----------------------------------------------------------------------------------
+
+class TrilBackward0(Primitive):
+    """Keeps the elements on and below (tril) or above (triu) the ``diagonal``-th diagonal of
+    the last two dims; the gradient is masked the same way."""
+
+    __slots__ = ()
+    op_name = "tril"
+    _upper = False
+
+    @classmethod
+    def forward(cls, ctx, k, x, diagonal):
+        ctx.diagonal = diagonal
+        dev, dt = array_meta(x)
+        from ...runtime import dtype as dtypes
+        n, m = x.shape[-2], x.shape[-1]
+        rows = k.view(k.arange(0, 1, n, dtypes.int64, dev), (n, 1))
+        cols = k.view(k.arange(0, 1, m, dtypes.int64, dev), (1, m))
+        offset = k.sub(cols, rows)
+        keep = k.ge(offset, diagonal) if cls._upper else k.le(offset, diagonal)
+        return k.where(keep, x, False if dt is dtypes.bool else 0)
+
+    @classmethod
+    def backward(cls, ctx, g):
+        return apply(cls, (g,), ctx.diagonal)
+
+
+class TriuBackward0(TrilBackward0):
+    __slots__ = ()
+    op_name = "triu"
+    _upper = True
+
+
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    """The lower triangle (on and below the ``diagonal``-th diagonal) of the last two dims."""
+    if input.ndim < 2:
+        raise RuntimeError("tril: input tensor must have at least 2 dimensions")
+    return apply(TrilBackward0, (input,), operator.index(diagonal))
+
+
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    """The upper triangle (on and above the ``diagonal``-th diagonal) of the last two dims."""
+    if input.ndim < 2:
+        raise RuntimeError("triu: input tensor must have at least 2 dimensions")
+    return apply(TriuBackward0, (input,), operator.index(diagonal))

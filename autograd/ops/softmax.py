@@ -1,0 +1,96 @@
+"""softmax and log_softmax along one dim: one backend call forward (``k.softmax``, numerically
+stable), the derivative rules in Tensor ops.
+
+    y = softmax(x):      dx = y * (g - sum(g * y, dim))
+    y = log_softmax(x):  dx = g - exp(y) * sum(g, dim)
+
+``logsumexp`` lives with the reductions (reduction.py).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from ..dispatch import Primitive, apply
+from ..tensor import Tensor
+from .creation import as_dtype
+
+__all__ = ["softmax", "log_softmax"]
+
+
+class SoftmaxBackward0(Primitive):
+    __slots__ = ()
+    op_name = "softmax"
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, x, dim):
+        ctx.dim = dim
+        return k.softmax(x, dim, False)
+
+    @staticmethod
+    def backward(ctx, g):
+        y, = ctx.saved_tensors
+        return y * (g - (g * y).sum(ctx.dim, keepdim=True))
+
+
+class LogSoftmaxBackward0(Primitive):
+    __slots__ = ()
+    op_name = "log_softmax"
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, x, dim):
+        ctx.dim = dim
+        return k.softmax(x, dim, True)
+
+    @staticmethod
+    def backward(ctx, g):
+        y, = ctx.saved_tensors
+        return g - y.exp() * g.sum(ctx.dim, keepdim=True)
+
+
+def _legacy_dim(ndim: int, name: str) -> int:
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+                  f"to include dim=X as an argument.", UserWarning, stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def _prepare(input, dim, dtype, name):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if dtype is not None:
+        input = input.to(as_dtype(dtype))
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"{name}: expected a floating point input (or pass dtype=), got "
+                           f"{input.dtype}")
+    if dim is None:
+        dim = _legacy_dim(input.ndim, name)
+    n = max(input.ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"{name}: dimension out of range (expected to be in range of "
+                         f"[{-n}, {n - 1}], but got {dim})")
+    return input, dim % n
+
+
+def softmax(input: Tensor, dim=None, dtype=None, *, _stacklevel: int = 3) -> Tensor:
+    """``exp(x) / sum(exp(x), dim)``, computed stably; ``dtype`` casts the input first (e.g.
+    float32 softmax of half logits).
+
+    Example:
+        >>> tg.tensor([1., 2., 3.]).softmax(0)
+        tensor([0.0900, 0.2447, 0.6652])
+    """
+    x, d = _prepare(input, dim, dtype, "softmax")
+    if x.ndim == 0:
+        return apply(SoftmaxBackward0, (x.reshape(1),), 0).reshape(())
+    return apply(SoftmaxBackward0, (x,), d)
+
+
+def log_softmax(input: Tensor, dim=None, dtype=None, *, _stacklevel: int = 3) -> Tensor:
+    """``x - logsumexp(x, dim)``, computed stably; ``dtype`` casts the input first."""
+    x, d = _prepare(input, dim, dtype, "log_softmax")
+    if x.ndim == 0:
+        return apply(LogSoftmaxBackward0, (x.reshape(1),), 0).reshape(())
+    return apply(LogSoftmaxBackward0, (x,), d)
+

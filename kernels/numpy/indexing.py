@@ -1,0 +1,79 @@
+"""Indexing by integer arrays over NumPy arrays: advanced indexing, its in-place inverse, and
+the gather/scatter pair along one dim.
+
+Callers check bounds and wrap negative indices first (index arrays are int64, in range), so
+these are plain NumPy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .bf16 import BF16Array, rounded
+
+_ndarray = np.ndarray
+_FULL = slice(None)
+
+
+def _key(indices) -> tuple:
+    return tuple(_FULL if i is None else i for i in indices)
+
+
+def _plain(a):
+    return a.view(_ndarray) if type(a) is BF16Array else a
+
+
+def nonzero(a: np.ndarray) -> np.ndarray:
+    return np.argwhere(_plain(a))
+
+
+def index(a: np.ndarray, indices: tuple) -> np.ndarray:
+    out = _plain(a)[_key(indices)]
+    return out.view(BF16Array) if type(a) is BF16Array else out
+
+
+def _values_for(a, values):
+    if type(a) is BF16Array and type(values) is not BF16Array:
+        return rounded(values)
+    return values
+
+
+def index_put_(a: np.ndarray, indices: tuple, values, accumulate: bool) -> None:
+    key = _key(indices)
+    values = _values_for(a, values)
+    if accumulate:
+        np.add.at(a, key, values)  # duplicates accumulate (a[key] += values would not)
+    else:
+        _plain(a)[key] = _plain(values)
+
+
+def gather(a: np.ndarray, dim: int, index: np.ndarray) -> np.ndarray:
+    src = _plain(a)
+    if src.ndim == 0:
+        return np.array(src, copy=True).reshape(index.shape).view(type(a))
+    window = tuple(_FULL if d == dim else slice(0, n) for d, n in enumerate(index.shape))
+    out = np.take_along_axis(src[window], index, axis=dim)
+    return out.view(BF16Array) if type(a) is BF16Array else out
+
+
+def _scatter_key(dim, index) -> tuple:
+    grids = list(np.indices(index.shape, sparse=True))
+    grids[dim] = index
+    return tuple(grids)
+
+
+def scatter_(a: np.ndarray, dim: int, index: np.ndarray, src, accumulate: bool) -> None:
+    if a.ndim == 0:
+        if index.size:
+            src0 = src if np.ndim(src) == 0 else np.asarray(src).reshape(-1)[0]
+            new = (a + src0) if accumulate else src0
+            np.copyto(_plain(a), _plain(_values_for(a, np.asarray(new))), casting="unsafe")
+        return
+    key = _scatter_key(dim, index)
+    if isinstance(src, np.ndarray):
+        src = src[tuple(slice(0, n) for n in index.shape)]
+    src = _values_for(a, src)
+    if accumulate:
+        np.add.at(a, key, src)
+    else:
+        _plain(a)[key] = _plain(src)

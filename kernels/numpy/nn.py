@@ -1,0 +1,217 @@
+"""Fused neural-network ops over NumPy arrays: GELU, layer norm, cross-entropy, embedding.
+
+The CPU twins of the fused Triton kernels (same names, signatures and results; see the
+contract in ``tritongrad.kernels``). Each forward returns what its backward needs (layer norm's
+mean and reciprocal standard deviation, cross-entropy's log-sum-exp), so the backward never
+recomputes the reductions. Half-precision inputs are computed in float32 and rounded once, as
+the GPU kernels accumulate in float32.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .bf16 import BF16Array, round_
+
+__all__ = [
+    "cross_entropy",
+    "cross_entropy_backward",
+    "embedding",
+    "embedding_backward",
+    "gelu",
+    "gelu_backward",
+    "layer_norm",
+    "layer_norm_backward",
+]
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_GELU_TANH_A = 0.044715
+
+
+def _up(a: np.ndarray) -> np.ndarray:
+    """``a`` as a plain array in its compute dtype: float16 -> float32, a bfloat16
+    ``BF16Array`` -> its float32 storage, float32/float64 unchanged."""
+    if type(a) is BF16Array:
+        return a.view(np.ndarray)
+    return a.astype(np.float32) if a.dtype == np.float16 else a
+
+
+def _back(r, like: np.ndarray) -> np.ndarray:
+    """The compute-dtype result ``r`` as a new array of ``like``'s dtype (rounded once)."""
+    if type(like) is BF16Array:
+        return round_(np.array(r, dtype=np.float32)).view(BF16Array)
+    return np.array(r, dtype=like.dtype)
+
+
+# -- erf -----------------------------------------------------------------------------------------
+
+def _erf(z: np.ndarray) -> np.ndarray:
+    """The error function, elementwise (NumPy has none and SciPy is not a dependency).
+
+    float64: the everywhere-convergent series erf(z) = 2/sqrt(pi) e^(-z^2) sum_n 2^n z^(2n+1) /
+    (1*3*...*(2n+1)), whose terms are all of one sign (no cancellation), summed until they stop
+    mattering (|z| is clipped at 6, where erf is +-1 to double precision): ~1 ulp.
+    float32: Abramowitz & Stegun 7.1.26 evaluated in float64, |error| < 1.5e-7.
+    """
+    if z.dtype == np.float64:
+        zc = np.clip(z, -6.0, 6.0)
+        z2 = zc * zc
+        term = zc.copy()
+        total = zc.copy()
+        for n in range(200):
+            term *= z2 * (2.0 / (2 * n + 3))
+            total += term
+            if n % 8 == 7 and not np.any(np.abs(term) > 1e-17 * np.abs(total)):
+                break
+        return np.clip(total * np.exp(-z2) * (2.0 / math.sqrt(math.pi)), -1.0, 1.0)
+    a = np.abs(z.astype(np.float64))
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027
+                                                                          + t * 1.061405429))))
+    r = 1.0 - poly * np.exp(-a * a)
+    return np.copysign(r, z).astype(z.dtype)
+
+
+# -- GELU ----------------------------------------------------------------------------------------
+
+def gelu(x: np.ndarray, approximate: str) -> np.ndarray:
+    """GELU(x) = x * Phi(x) (``approximate='none'``) or 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715
+    x^3))) (``'tanh'``)."""
+    xf = _up(x)
+    if approximate == "tanh":
+        y = 0.5 * xf * (1.0 + np.tanh(_SQRT_2_OVER_PI * (xf + _GELU_TANH_A * xf * xf * xf)))
+    else:
+        y = 0.5 * xf * (1.0 + _erf(xf * _INV_SQRT_2))
+    return _back(y, x)
+
+
+def gelu_backward(g: np.ndarray, x: np.ndarray, approximate: str) -> np.ndarray:
+    """g * GELU'(x): Phi(x) + x phi(x), or for 'tanh' (u = sqrt(2/pi)(x + a x^3), t = tanh u)
+    0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 a x^2)."""
+    xf = _up(x)
+    if approximate == "tanh":
+        t = np.tanh(_SQRT_2_OVER_PI * (xf + _GELU_TANH_A * xf * xf * xf))
+        d = 0.5 * (1.0 + t) + 0.5 * xf * (1.0 - t * t) * _SQRT_2_OVER_PI * (
+            1.0 + 3.0 * _GELU_TANH_A * xf * xf)
+    else:
+        d = 0.5 * (1.0 + _erf(xf * _INV_SQRT_2)) + xf * np.exp(-0.5 * xf * xf) * _INV_SQRT_2PI
+    return _back(_up(g) * d, x)
+
+
+# -- layer norm ----------------------------------------------------------------------------------
+
+def layer_norm(x: np.ndarray, weight, bias, eps: float):
+    """Normalises each row of the 2-D ``x`` (M, N): y = (x - mean) * rstd * weight + bias.
+
+    ``weight``/``bias`` are (N,) arrays or None. Returns (y, mean, rstd): y in x's dtype,
+    mean and rstd (M,) in the compute dtype (float32 for half and float32 inputs).
+    """
+    xf = _up(x)
+    mean = xf.mean(axis=1)
+    xc = xf - mean[:, None]
+    var = np.mean(xc * xc, axis=1)
+    rstd = 1.0 / np.sqrt(var + eps)
+    y = xc * rstd[:, None]
+    if weight is not None:
+        y = y * _up(weight)
+    if bias is not None:
+        y = y + _up(bias)
+    return _back(y, x), mean, np.asarray(rstd, dtype=mean.dtype)
+
+
+def layer_norm_backward(g: np.ndarray, x: np.ndarray, weight, mean: np.ndarray,
+                        rstd: np.ndarray):
+    """Gradients of layer_norm for 2-D ``g``/``x`` (M, N), given the forward's mean and rstd.
+
+    With xhat = (x - mean) * rstd and gw = g * weight:
+        dx = rstd * (gw - mean_N(gw) - xhat * mean_N(gw * xhat))
+        dweight = sum_M(g * xhat),  dbias = sum_M(g)
+    Returns (dx, dweight, dbias); the last two are None when ``weight`` is None.
+    """
+    gf, xf = _up(g), _up(x)
+    xhat = (xf - mean[:, None]) * rstd[:, None]
+    gw = gf * _up(weight) if weight is not None else gf
+    dx = rstd[:, None] * (gw - gw.mean(axis=1, keepdims=True)
+                          - xhat * np.mean(gw * xhat, axis=1, keepdims=True))
+    dx = _back(dx, x)
+    if weight is None:
+        return dx, None, None
+    return dx, _back(np.sum(gf * xhat, axis=0), weight), _back(np.sum(gf, axis=0), weight)
+
+
+# -- cross-entropy -------------------------------------------------------------------------------
+
+def _targets(target: np.ndarray, n_classes: int, ignore_index: int):
+    valid = target != ignore_index
+    bad = valid & ((target < 0) | (target >= n_classes))
+    if bad.any():
+        raise IndexError(f"Target {int(target[bad][0])} is out of bounds (the input has "
+                         f"{n_classes} classes).")
+    return valid, np.where(valid, target, 0)
+
+
+def cross_entropy(logits: np.ndarray, target: np.ndarray, ignore_index: int,
+                  label_smoothing: float):
+    """Per-row cross-entropy of 2-D ``logits`` (N, C) against class indices ``target`` (N,).
+
+    loss_i = (1 - eps) (lse_i - x_i[t_i]) + eps (lse_i - mean_c x_ic), lse_i = log sum_c
+    exp(x_ic); 0 where t_i == ignore_index. Returns (loss (N,) in logits' dtype, lse (N,) in the
+    compute dtype).
+    """
+    x = _up(logits)
+    n, c = x.shape
+    valid, t = _targets(target, c, ignore_index)
+    m = x.max(axis=1, keepdims=True) if c else np.zeros((n, 1), x.dtype)
+    m = np.where(np.isfinite(m), m, 0)
+    lse = (m + np.log(np.sum(np.exp(x - m), axis=1, keepdims=True)))[:, 0]
+    loss = lse - x[np.arange(n), t]
+    if label_smoothing:
+        loss = (1.0 - label_smoothing) * loss + label_smoothing * (lse - x.mean(axis=1))
+    loss = np.where(valid, loss, 0)
+    return _back(loss, logits), lse
+
+
+def cross_entropy_backward(g: np.ndarray, logits: np.ndarray, target: np.ndarray,
+                           lse: np.ndarray, ignore_index: int, label_smoothing: float):
+    """d(sum_i g_i loss_i)/d logits: g_i (softmax(x_i) - (1 - eps) onehot(t_i) - eps / C), 0 on
+    ignored rows."""
+    x = _up(logits)
+    n, c = x.shape
+    valid, t = _targets(target, c, ignore_index)
+    d = np.exp(x - lse[:, None])
+    if label_smoothing:
+        d -= label_smoothing / c
+    d[np.arange(n), t] -= 1.0 - label_smoothing
+    d *= np.where(valid, _up(g), 0)[:, None]
+    return _back(d, logits)
+
+
+# -- embedding -----------------------------------------------------------------------------------
+
+def embedding(weight: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """Rows of ``weight`` (V, D) picked by the integer array ``indices``: shape indices.shape +
+    (D,)."""
+    v = weight.shape[0]
+    if indices.size and (indices.min() < 0 or indices.max() >= v):
+        bad = indices[(indices < 0) | (indices >= v)][0]
+        raise IndexError(f"embedding: index {int(bad)} is out of range for a table of {v} rows "
+                         f"(index out of range in self)")
+    out = np.ascontiguousarray(weight.view(np.ndarray)[indices])
+    return out.view(BF16Array) if type(weight) is BF16Array else out
+
+
+def embedding_backward(g: np.ndarray, indices: np.ndarray, num_weights: int, padding_idx):
+    """The gradient of embedding w.r.t. the table: the rows of ``g`` (indices.shape + (D,))
+    summed into a (num_weights, D) array at ``indices``; the ``padding_idx`` row (if not None)
+    gets none."""
+    d = g.shape[-1]
+    gf = _up(g).reshape(-1, d)
+    out = np.zeros((num_weights, d), dtype=gf.dtype)
+    np.add.at(out, indices.reshape(-1), gf)
+    if padding_idx is not None:
+        out[padding_idx] = 0
+    return _back(out, g)

@@ -1,0 +1,429 @@
+"""Indexing (autograd/ops/indexing.py): advanced __getitem__/__setitem__ with index tensors,
+lists and bool masks mixed with ints/slices/None/Ellipsis (PyTorch's rules: ints select first),
+index_put_ (duplicates accumulate), gather/scatter/scatter_add, index_select, masked_fill,
+nonzero, masked_select, and the IndexError messages for out-of-range indices."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tritongrad as tg
+from tests.helpers import assert_grads_match
+
+rng = np.random.default_rng(5)
+
+
+def t64(shape, device, low=-2.0, high=2.0):
+    return tg.tensor(rng.uniform(low, high, shape), dtype=tg.float64, device=device)
+
+
+def host(t):
+    return t.detach().cpu().numpy()
+
+
+def idx(values, device):
+    return tg.tensor(values, dtype=tg.int64, device=device)
+
+
+def torch_style(a, index):
+    """PyTorch's getitem on a NumPy array: ints, slices and None first (a view), then NumPy
+    advanced indexing of the remaining arrays on that view."""
+    items = index if isinstance(index, tuple) else (index,)
+    basic, adv_pos, out_dim, n_consumed = [], [], 0, 0
+    for ix in items:
+        n_consumed += 0 if ix is None or ix is Ellipsis else (
+            np.asarray(ix).ndim if np.asarray(ix).dtype == bool else 1)
+    for ix in items:
+        if ix is Ellipsis:
+            k = a.ndim - n_consumed
+            basic += [slice(None)] * k
+            out_dim += k
+        elif ix is None or isinstance(ix, slice):
+            basic.append(ix)
+            out_dim += 1
+        elif isinstance(ix, int):
+            basic.append(ix)
+        else:
+            arr = np.asarray(ix)
+            if arr.dtype == bool:
+                cols = np.nonzero(arr)
+                for c in cols:
+                    basic.append(slice(None))
+                    adv_pos.append((out_dim, c))
+                    out_dim += 1
+            else:
+                basic.append(slice(None))
+                adv_pos.append((out_dim, arr))
+                out_dim += 1
+    view = a[tuple(basic) + (Ellipsis,)]
+    if not adv_pos:
+        return view
+    key = [slice(None)] * (max(d for d, _ in adv_pos) + 1)
+    for d, arr in adv_pos:
+        key[d] = arr
+    return view[tuple(key)]
+
+
+CASES = [
+    lambda d: idx([2, 0, 2], d),
+    lambda d: [1, -1],
+    lambda d: (slice(None), [0, 3, 3]),
+    lambda d: ([0, 2], [1, 4]),
+    lambda d: ([[0, 1], [2, 2]], slice(1, 3)),
+    lambda d: (Ellipsis, [3, 0]),
+    lambda d: (None, [1, 1], None, slice(None, None, 2)),
+    lambda d: ([0, 1], slice(None), [3, 2]),          # separated: indexed dims go first
+    lambda d: (1, slice(None), [3, 2]),               # an int selects first (PyTorch)
+    lambda d: (idx([2, 1], d), 0),
+    lambda d: (slice(1, None), idx(1, d)),            # 0-d index tensor
+    lambda d: idx([], d),
+    lambda d: (tg.tensor([True, False, True], device=d),),
+    lambda d: (slice(None), tg.tensor([False, True, True, False, True], device=d)),
+    lambda d: (tg.tensor([[True, False, True, True, False]] * 3, device=d),),
+    lambda d: (True,),
+    lambda d: (slice(None), False),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_advanced_getitem_values_and_grads(case, device):
+    x = t64((3, 5, 4), device)
+    index = CASES[case](device)
+
+    def np_index(ix):
+        if isinstance(ix, tuple):
+            return tuple(np_index(i) for i in ix)
+        return host(ix) if isinstance(ix, tg.Tensor) else ix
+
+    out = x[index]
+    ref = torch_style(host(x), np_index(index))
+    assert tuple(out.shape) == ref.shape
+    np.testing.assert_array_equal(host(out), ref)
+    if out.numel():
+        w = rng.uniform(-1, 1, ref.shape)
+        assert_grads_match(lambda v: v[index], [x], grad_output=w)
+
+
+def test_torch_int_rule_and_separated_placement(device):
+    x = t64((5, 3, 7, 4), device)
+    assert x[:, [0], :, 0].shape == (5, 1, 7)     # PyTorch, not NumPy's (1, 5, 7)
+    assert x[[0, 1], :, [2, 3]].shape == (2, 3, 4)  # separated arrays: broadcast dims first
+    assert x[:, [0, 1], [2, 3]].shape == (5, 2, 4)  # adjacent: in place
+    assert x[..., [1, 2]].shape == (5, 3, 7, 2)
+    assert x[None, [0], None].shape == (1, 1, 1, 3, 7, 4)
+
+
+def test_duplicate_indices_accumulate_gradient(device):
+    x = tg.tensor([1.0, 2.0, 3.0], dtype=tg.float64, device=device, requires_grad=True)
+    x[[0, 0, 2, 0]].sum().backward()
+    assert host(x.grad).tolist() == [3.0, 0.0, 1.0]
+    y = t64((4, 3), device).requires_grad_(True)
+    (y[[1, 1], [2, 2]] * tg.tensor([2.0, 5.0], dtype=tg.float64, device=device)).sum().backward()
+    g = np.zeros((4, 3))
+    g[1, 2] = 7.0
+    np.testing.assert_array_equal(host(y.grad), g)
+
+
+def test_advanced_getitem_second_order_and_non_contiguous(device):
+    base = t64((4, 6), device)
+    assert_grads_match(lambda v: v.t()[[1, 5, 5]][:, ::2] ** 2, [base],
+                       grad_output=rng.uniform(-1, 1, (3, 2)))
+    x = base.detach().requires_grad_(True)
+    g, = tg.autograd.grad((x[[0, 0, 3]] ** 3).sum(), x, create_graph=True)
+    g.sum().backward()
+    expected = np.zeros((4, 6))
+    expected[0] = 2 * 6 * host(base)[0]
+    expected[3] = 6 * host(base)[3]
+    np.testing.assert_allclose(host(x.grad), expected)
+
+
+def test_getitem_errors_name_op_index_and_size(device):
+    x = tg.ones(3, 4, device=device)
+    with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 0 with size 3"):
+        x[[0, 5]]
+    with pytest.raises(IndexError, match="index -4 is out of bounds for dimension 0 with size 3"):
+        x[idx([-4], device)]
+    with pytest.raises(IndexError, match="index 4 is out of bounds for dimension 1 with size 4"):
+        x[:, [4]]
+    with pytest.raises(IndexError, match="index 9 is out of bounds for dimension 0 with size 3"):
+        x[9]  # basic
+    with pytest.raises(IndexError, match=r"^__getitem__: index 3 is out of bounds for dimension "
+                                         r"0 with size 3$"):
+        x[idx([0, 3], device), 1:]
+    with pytest.raises(IndexError, match=r"^__setitem__: index -9 is out of bounds"):
+        x[[-9]] = 1.0
+    with pytest.raises(IndexError, match=r"^index_put_: index 7 is out of bounds for dimension "
+                                         r"1 with size 4$"):
+        x.index_put_((idx([0], device), idx([7], device)), tg.tensor(1.0, device=device))
+    with pytest.raises(IndexError, match="tensors used as indices must be long"):
+        x[tg.tensor([0.0], device=device)]
+    with pytest.raises(IndexError, match="The shape of the mask"):
+        x[tg.tensor([True, False], device=device)]
+    with pytest.raises(IndexError, match="too many indices"):
+        x[[0], [0], [0]]
+    with pytest.raises(IndexError, match="shape mismatch"):
+        x[[0, 1], [0, 1, 2]]
+    with pytest.raises(IndexError, match="valid indices"):
+        x[["a"]]
+
+
+def test_index_tensor_on_another_device_is_moved(device):
+    x = t64((4,), device)
+    out = x[tg.tensor([3, 1])]  # a CPU index tensor works on either device, as in PyTorch
+    assert out.device == x.device
+    np.testing.assert_array_equal(host(out), host(x)[[3, 1]])
+
+
+# -- __setitem__ / index_put_ ---------------------------------------------------------------------
+
+def test_setitem_basic(device):
+    x = tg.zeros(3, 4, dtype=tg.float64, device=device)
+    x[0] = 1.0
+    x[1, 1:3] = tg.tensor([2.0, 3.0], dtype=tg.float64, device=device)
+    x[2] = tg.tensor([5.0], device=device)  # broadcast and cast
+    x[..., -1] = 7
+    assert host(x).tolist() == [[1, 1, 1, 7], [0, 2, 3, 7], [5, 5, 5, 7]]
+    x[:] = [[1, 2, 3, 4]] * 3
+    assert host(x)[2].tolist() == [1, 2, 3, 4]
+
+
+def test_setitem_advanced(device):
+    x = tg.zeros(3, 4, dtype=tg.float64, device=device)
+    v = x._version
+    x[[0, 2], [1, 3]] = 9.0
+    assert x._version > v
+    x[x == 9.0] = -1.0  # mask with a scalar (masked_fill_ path)
+    x[:, [0, 2]] = tg.tensor([[1.0, 2.0]], dtype=tg.float64, device=device)
+    x[tg.tensor([False, True, False], device=device)] = tg.tensor([4.0], dtype=tg.float64,
+                                                                  device=device)
+    expected = np.zeros((3, 4))
+    expected[[0, 2], [1, 3]] = -1
+    expected[:, [0, 2]] = [1, 2]
+    expected[1] = 4
+    np.testing.assert_array_equal(host(x), expected)
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        x[[0, 1]] = tg.ones(3, 4, device=device)
+
+
+def test_setitem_autograd(device):
+    leaf = t64((3, 4), device).requires_grad_(True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        leaf[[0, 1]] = 0.0
+    with pytest.raises(RuntimeError, match="view of a leaf Variable"):
+        leaf[0] = 0.0
+    val = t64((2,), device).requires_grad_(True)
+    y = leaf * 2
+    y[[0, 2], 1] = val            # advanced: index_put_
+    y[1, :2] = val * 3            # basic: copy_ into a view
+    w = rng.uniform(-1, 1, (3, 4))
+    (y * tg.tensor(w, dtype=tg.float64, device=device)).sum().backward()
+    g = 2 * w
+    g[[0, 2], 1] = 0
+    g[1, :2] = 0
+    np.testing.assert_allclose(host(leaf.grad), g)
+    np.testing.assert_allclose(host(val.grad), w[[0, 2], 1] + 3 * w[1, :2])
+    z = tg.zeros(3, dtype=tg.float64, device=device)
+    z[[1]] = val[:1]  # a tensor that needs no grad gets history from the value written
+    assert z.requires_grad
+
+
+def test_index_put_accumulate_duplicates(device):
+    x = tg.zeros(5, dtype=tg.float64, device=device)
+    x.index_put_((idx([1, 1, 3, 1], device),), tg.tensor([1.0, 2.0, 3.0, 4.0], dtype=tg.float64,
+                                                          device=device), accumulate=True)
+    assert host(x).tolist() == [0, 7, 0, 3, 0]
+    y = tg.ones(2, 3, dtype=tg.float64, device=device)
+    out = y.index_put((idx([0, 1], device), idx([2, 2], device)),
+                      tg.tensor(5.0, dtype=tg.float64, device=device))
+    assert host(out).tolist() == [[1, 1, 5], [1, 1, 5]] and host(y).sum() == 6
+
+
+def test_index_put_gradients(device):
+    x, v = t64((4, 3), device), t64((3,), device)
+    ix = (idx([0, 2], device),)
+    w = rng.uniform(-1, 1, (4, 3))
+    assert_grads_match(lambda a, b: tg.index_put(a, ix, b), [x, v], grad_output=w)
+    assert_grads_match(lambda a, b: tg.index_put(a, ix, b, accumulate=True), [x, v],
+                       grad_output=w)
+    dup = (idx([1, 1, 1], device),)
+    assert_grads_match(lambda a, b: a.index_put(dup, b, True), [x, v], grad_output=w)
+
+
+# -- gather / scatter -----------------------------------------------------------------------------
+
+def test_gather(device):
+    x = t64((3, 4), device)
+    index = idx([[0, 3, 3], [1, 1, 0]], device)
+    out = x.gather(1, index)
+    np.testing.assert_array_equal(host(out), np.take_along_axis(host(x)[:2], host(index), 1))
+    assert_grads_match(lambda v: tg.gather(v, 1, index), [x])
+    i0 = idx([[2, 0, 1, 2], [2, 2, 2, 2]], device)
+    np.testing.assert_array_equal(host(x.gather(0, i0)), np.take_along_axis(host(x), host(i0), 0))
+    assert_grads_match(lambda v: v.gather(0, i0) ** 2, [x])
+    s = tg.tensor(3.0, device=device)
+    assert s.gather(0, idx(0, device)).item() == 3.0
+
+
+def test_gather_errors(device):
+    x = tg.ones(3, 4, device=device)
+    with pytest.raises(IndexError, match="gather: index 4 is out of bounds for dimension 1 with "
+                                         "size 4"):
+        x.gather(1, idx([[0, 4]], device))
+    with pytest.raises(IndexError, match="index -1 is out of bounds"):
+        x.gather(0, idx([[-1]], device))
+    with pytest.raises(RuntimeError, match="Expected dtype int64 for index"):
+        x.gather(0, tg.tensor([[0]], dtype=tg.int32, device=device))
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        x.gather(0, idx([0], device))
+    with pytest.raises(RuntimeError, match="Size does not match at dimension 1"):
+        x.gather(0, idx([[0] * 5], device))
+
+
+def test_scatter_and_scatter_add(device):
+    x = t64((3, 5), device)
+    src = t64((2, 5), device)
+    index = idx([[0, 1, 2, 0, 0], [2, 0, 0, 1, 2]], device)
+    out = x.scatter(0, index, src)
+    ref = host(x).copy()
+    for i in range(2):
+        for j in range(5):
+            ref[host(index)[i, j], j] = host(src)[i, j]
+    np.testing.assert_array_equal(host(out), ref)
+    dup = idx([[0, 1, 2, 0, 0], [0, 1, 1, 0, 2]], device)
+    out = tg.scatter_add(x, 0, dup, src)
+    ref = host(x).copy()
+    np.add.at(ref, (host(dup), np.arange(5)[None, :]), host(src))
+    np.testing.assert_allclose(host(out), ref)
+    w = rng.uniform(-1, 1, (3, 5))
+    assert_grads_match(lambda a, b: a.scatter(0, index, b), [x, src], grad_output=w)
+    assert_grads_match(lambda a, b: a.scatter_add(0, dup, b), [x, src], grad_output=w)
+    assert_grads_match(lambda a: a.scatter(1, idx([[4], [0]], device), 2.5), [x],
+                       grad_output=w)
+    np.testing.assert_array_equal(host(x.scatter(1, idx([[4], [0]], device), value=2.5))[:2],
+                                  np.where(np.eye(5)[[4, 0]] == 1, 2.5, host(x)[:2]))
+
+
+def test_scatter_src_larger_than_index_and_inplace(device):
+    x = tg.zeros(3, 3, dtype=tg.float64, device=device)
+    src = t64((3, 4), device)
+    x.scatter_(1, idx([[2], [0]], device), src)
+    assert host(x)[0, 2] == host(src)[0, 0] and host(x)[1, 0] == host(src)[1, 0]
+    assert_grads_match(lambda a, b: a.scatter_add(1, idx([[2, 2], [0, 1]], device), b),
+                       [t64((3, 3), device), src])
+    y = tg.zeros(4, dtype=tg.int64, device=device)
+    y.scatter_add_(0, idx([1, 1, 3], device), tg.tensor([5, 6, 7], device=device))
+    assert y.tolist() == [0, 11, 0, 7]
+    with pytest.raises(IndexError, match="scatter_add_: index 4 is out of bounds for dimension "
+                                         "0 with size 4"):
+        y.scatter_add_(0, idx([4], device), tg.tensor([1], device=device))
+    with pytest.raises(NotImplementedError, match="reduce"):
+        y.scatter_(0, idx([0], device), 1, reduce="multiply")
+
+
+def test_index_select(device):
+    x = t64((4, 5), device)
+    i = idx([3, 0, 3], device)
+    np.testing.assert_array_equal(host(x.index_select(0, i)), host(x)[[3, 0, 3]])
+    np.testing.assert_array_equal(host(tg.index_select(x, 1, i)), host(x)[:, [3, 0, 3]])
+    assert_grads_match(lambda v: v.index_select(1, i) * 2, [x])
+    assert x.index_select(0, idx(2, device)).shape == (1, 5)
+    assert x.index_select(0, tg.tensor([1], dtype=tg.int32, device=device)).shape == (1, 5)
+    with pytest.raises(IndexError, match="index_select: index 4 is out of bounds for dimension "
+                                         "0 with size 4"):
+        x.index_select(0, idx([4], device))
+    with pytest.raises(IndexError, match="Index is supposed to be a vector"):
+        x.index_select(0, idx([[1]], device))
+
+
+# -- masked_fill / nonzero / masked_select --------------------------------------------------------
+
+def test_masked_fill(device):
+    x = t64((3, 4), device)
+    mask = tg.tensor([[True, False, False, True]], device=device)
+    out = x.masked_fill(mask, -1.0)
+    np.testing.assert_array_equal(host(out), np.where(host(mask), -1.0, host(x)))
+    assert out.grad_fn is None
+    w = rng.uniform(-1, 1, (3, 4))
+    assert_grads_match(lambda v: v.masked_fill(mask.to(v.device), 0.5), [x], grad_output=w)
+    val = tg.tensor(2.0, dtype=tg.float64, device=device, requires_grad=True)
+    y = x.detach().requires_grad_(True)
+    out = tg.masked_fill(y, mask, val)
+    assert out.grad_fn.name() == "MaskedFillBackward1"
+    (out * tg.tensor(w, dtype=tg.float64, device=device)).sum().backward()
+    np.testing.assert_allclose(host(val.grad), (w * host(mask)).sum())
+    np.testing.assert_allclose(host(y.grad), np.where(host(mask), 0, w))
+    i = tg.tensor([1, 2, 3], device=device).masked_fill(tg.tensor([True, False, True],
+                                                                  device=device), 2.7)
+    assert i.dtype is tg.int64 and i.tolist() == [2, 2, 2]
+
+
+def test_masked_fill_inplace_and_errors(device):
+    x = tg.zeros(2, 3, device=device)
+    v = x._version
+    x.masked_fill_(tg.tensor([True, False, True], device=device), 5.0)
+    assert x._version == v + 1 and host(x).tolist() == [[5, 0, 5], [5, 0, 5]]
+    with pytest.raises(RuntimeError, match="only supports boolean masks"):
+        x.masked_fill(tg.tensor([1, 0, 1], device=device), 1.0)
+    with pytest.raises(RuntimeError, match="0-dimensional value tensor"):
+        x.masked_fill(tg.tensor([True, False, True], device=device), tg.ones(2, device=device))
+    with pytest.raises(RuntimeError, match="does not broadcast"):
+        x.masked_fill_(tg.ones(4, 2, 3, dtype=tg.bool, device=device), 1.0)
+    assert x.masked_fill(tg.ones(4, 2, 3, dtype=tg.bool, device=device), 1.0).shape == (4, 2, 3)
+
+
+def test_nonzero_and_masked_select(device):
+    x = tg.tensor([[0.0, 1.5, 0.0], [2.0, 0.0, -1.0]], device=device)
+    nz = x.nonzero()
+    assert nz.dtype is tg.int64 and nz.tolist() == [[0, 1], [1, 0], [1, 2]]
+    rows, cols = tg.nonzero(x, as_tuple=True)
+    assert rows.tolist() == [0, 1, 1] and cols.tolist() == [1, 0, 2]
+    assert tg.zeros(2, 2, device=device).nonzero().shape == (0, 2)
+    assert x.masked_select(x > 0).tolist() == [1.5, 2.0]
+    assert x.masked_select(tg.tensor([True, False, True], device=device)).tolist() == [
+        0.0, 0.0, 2.0, -1.0]
+    y = t64((2, 3), device)
+    m = tg.tensor([[True, False, True], [False, False, True]], device=device)
+    assert_grads_match(lambda v: v.masked_select(m.to(v.device)) ** 2, [y])
+    assert_grads_match(lambda v: v[m.to(v.device)] * 3, [y])
+
+
+# -- property -------------------------------------------------------------------------------------
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_advanced_indexing_property(data):
+    """Random shapes and mixes of slices, ints and index arrays: values match the PyTorch-style
+    NumPy reference, gradients (duplicates included) match finite differences, and index_put_
+    with accumulate matches np.add.at."""
+    shape = tuple(data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    x = t64(shape, "cpu")
+    n_idx = data.draw(st.integers(1, len(shape)))
+    length = data.draw(st.integers(0, 4))
+    index = []
+    for d in range(len(shape)):
+        kind = data.draw(st.sampled_from(["slice", "int", "array"])) if d < n_idx else "slice"
+        if kind == "slice":
+            index.append(slice(data.draw(st.integers(0, shape[d] - 1)), None))
+        elif kind == "int":
+            index.append(data.draw(st.integers(-shape[d], shape[d] - 1)))
+        else:
+            index.append(data.draw(st.lists(st.integers(-shape[d], shape[d] - 1),
+                                            min_size=length, max_size=length)))
+    index = tuple(index)
+    ref = torch_style(x.numpy(), tuple(np.array(i, dtype=np.int64) if isinstance(i, list)
+                                       else i for i in index))
+    out = x[index]
+    assert tuple(out.shape) == ref.shape
+    np.testing.assert_array_equal(out.numpy(), ref)
+    if out.numel():
+        assert_grads_match(lambda v: v[index], [x], grad_output=rng.uniform(-1, 1, ref.shape))
+    arrays = [np.array(i, dtype=np.int64) % s for i, s in zip(index, shape)
+              if isinstance(i, list)]
+    if arrays and all(isinstance(i, list) for i in index[:len(arrays)]):
+        target = np.zeros(shape)
+        vals = rng.uniform(-1, 1, target[tuple(arrays)].shape)
+        np.add.at(target, tuple(arrays), vals)
+        got = tg.zeros(shape, dtype=tg.float64)
+        got.index_put_(tuple(tg.tensor(a) for a in arrays), tg.tensor(vals), accumulate=True)
+        np.testing.assert_allclose(got.numpy(), target)

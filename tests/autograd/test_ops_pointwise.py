@@ -1,0 +1,430 @@
+"""Pointwise ops (autograd/ops/pointwise.py): math functions, rounding, clamp, integer division,
+logical/bitwise ops, fill_/zero_ and in-place variants. Values against NumPy float64,
+gradients against central differences (tests/helpers.py), second derivatives through
+create_graph."""
+
+import math
+
+import numpy as np
+import pytest
+
+import tritongrad as tg
+from tests.helpers import assert_grads_match
+
+rng = np.random.default_rng(1)
+
+
+def t64(shape, device, low=-2.0, high=2.0):
+    return tg.tensor(rng.uniform(low, high, shape), dtype=tg.float64, device=device)
+
+
+def host(t):
+    return t.detach().cpu().numpy()
+
+
+def second_order(fn, x, atol=1e-5):
+    """d/dx of sum(w * d/dx sum(fn(x))) against finite differences of the first derivative."""
+    w = rng.uniform(0.5, 1.5, tuple(x.shape))
+
+    def first(v):
+        v = v if v.requires_grad else v.detach().requires_grad_(True)
+        g, = tg.autograd.grad(fn(v).sum(), v, create_graph=True)
+        return (g * tg.tensor(w, dtype=g.dtype, device=g.device)).sum()
+
+    assert_grads_match(first, [x], atol=atol, rtol=1e-4)
+
+
+def _sigmoid(a):
+    return 1 / (1 + np.exp(-a))
+
+
+SMOOTH = {
+    "sin": (tg.sin, np.sin, (-3, 3)),
+    "cos": (tg.cos, np.cos, (-3, 3)),
+    "tanh": (tg.tanh, np.tanh, (-2, 2)),
+    "sigmoid": (tg.sigmoid, _sigmoid, (-4, 4)),
+    "log1p": (tg.log1p, np.log1p, (-0.5, 2)),
+    "expm1": (tg.expm1, np.expm1, (-2, 2)),
+    "abs": (tg.abs, np.abs, (0.1, 2)),  # away from the kink for finite differences
+    "rsqrt": (tg.rsqrt, lambda a: 1 / np.sqrt(a), (0.5, 3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SMOOTH))
+@pytest.mark.parametrize("shape", [(), (1,), (7,), (3, 5), (0, 4)])
+def test_smooth_unary(name, shape, device):
+    fn, ref, (lo, hi) = SMOOTH[name]
+    x = t64(shape, device, lo, hi)
+    np.testing.assert_allclose(host(fn(x)), ref(host(x)), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(host(getattr(x, name)()), ref(host(x)), rtol=1e-12)
+    if 0 not in shape:
+        assert_grads_match(fn, [x])
+
+
+@pytest.mark.parametrize("name", sorted(SMOOTH))
+def test_smooth_unary_second_order(name, device):
+    fn, _, (lo, hi) = SMOOTH[name]
+    x = t64((2, 3), device, lo, hi)
+    second_order(fn, x)
+
+
+def test_abs_negative_side_and_zero(device):
+    x = tg.tensor([-2.0, -0.5, 0.0, 1.5], dtype=tg.float64, device=device, requires_grad=True)
+    x.abs().sum().backward()
+    np.testing.assert_array_equal(host(x.grad), [-1, -1, 0, 1])  # sign(0) = 0, as PyTorch
+    assert tg.abs(tg.tensor([-3, 4], device=device)).tolist() == [3, 4]
+    assert abs(tg.tensor([-3.5], device=device)).tolist() == [3.5]
+
+
+@pytest.mark.parametrize("dtype", [tg.float16, tg.float32, tg.bfloat16])
+@pytest.mark.parametrize("name", ["sin", "tanh", "sigmoid", "expm1", "log1p"])
+def test_smooth_unary_low_precision(name, dtype, device):
+    fn, ref, (lo, hi) = SMOOTH[name]
+    a = rng.uniform(lo, hi, (4, 9))
+    x = tg.tensor(a, dtype=dtype, device=device)
+    out = fn(x)
+    assert out.dtype is dtype
+    tol = {tg.float16: 2e-3, tg.float32: 1e-6, tg.bfloat16: 1e-2}[dtype]
+    np.testing.assert_allclose(host(out).astype(np.float64),
+                               ref(host(x).astype(np.float64)), rtol=tol, atol=tol)
+
+
+def test_sigmoid_is_stable_at_extremes(device):
+    x = tg.tensor([-1000.0, -50.0, 0.0, 50.0, 1000.0], device=device)
+    y = host(tg.sigmoid(x))
+    assert np.all(np.isfinite(y))
+    np.testing.assert_allclose(y, [0, _sigmoid(-50.0), 0.5, 1, 1], atol=1e-30, rtol=1e-6)
+    h = host(tg.sigmoid(tg.tensor([-12.0], dtype=tg.float16, device=device)))
+    assert h[0] > 0  # float16: computed in float32, not 0 from exp overflow
+
+
+def test_unary_of_ints_promotes_to_default_float(device):
+    x = tg.tensor([0, 1, 2], device=device)
+    for fn in (tg.sin, tg.cos, tg.tanh, tg.sigmoid, tg.log1p, tg.expm1):
+        assert fn(x).dtype is tg.float32
+    assert tg.sin(x).tolist() == pytest.approx(np.sin([0, 1, 2]).tolist(), rel=1e-6)
+
+
+def test_non_contiguous_input(device):
+    base = t64((5, 6), device)
+    x = base.t()[1:, ::2]
+    np.testing.assert_allclose(host(x.tanh()), np.tanh(host(x)), rtol=1e-12)
+    assert_grads_match(lambda v: v.t()[1:, ::2].sin(), [base])
+
+
+# -- rounding ------------------------------------------------------------------------------------
+
+ROUNDING = {"floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc,
+            "sign": np.sign}
+
+
+@pytest.mark.parametrize("name", sorted(ROUNDING))
+def test_rounding_values_and_zero_gradient(name, device):
+    a = np.array([-2.5, -1.5, -0.7, -0.0, 0.3, 0.5, 1.5, 2.5, 3.7])
+    x = tg.tensor(a, dtype=tg.float64, device=device, requires_grad=True)
+    y = getattr(tg, name)(x)
+    np.testing.assert_array_equal(host(y), ROUNDING[name](a))
+    assert y.requires_grad
+    y.sum().backward()
+    np.testing.assert_array_equal(host(x.grad), np.zeros_like(a))
+
+
+@pytest.mark.parametrize("name", ["floor", "ceil", "round", "trunc"])
+def test_rounding_ints_are_unchanged(name, device):
+    x = tg.tensor([-3, 0, 5], device=device)
+    y = getattr(x, name)()
+    assert y.dtype is tg.int64 and y.tolist() == [-3, 0, 5]
+
+
+def test_round_decimals_and_sign_nan(device):
+    x = tg.tensor([1.2345, -2.5678, 1250.0], dtype=tg.float64, device=device)
+    np.testing.assert_allclose(host(x.round(decimals=2)), [1.23, -2.57, 1250.0])
+    np.testing.assert_allclose(host(tg.round(x, decimals=-2)), [0.0, -0.0, 1200.0])
+    s = tg.sign(tg.tensor([float("nan"), -3.0, 0.0, 2.0], device=device))
+    assert host(s).tolist() == [0.0, -1.0, 0.0, 1.0]  # PyTorch: sign(NaN) = 0
+    assert tg.sign(tg.tensor([True, False], device=device)).tolist() == [True, False]
+    assert tg.sign(tg.tensor([-4, 0, 9], device=device)).tolist() == [-1, 0, 1]
+
+
+def test_isinf_isfinite(device):
+    x = tg.tensor([1.0, float("inf"), -float("inf"), float("nan")], device=device)
+    assert tg.isinf(x).tolist() == [False, True, True, False]
+    assert tg.isfinite(x).tolist() == [True, False, False, False]
+    assert tg.isfinite(tg.tensor([1, 2], device=device)).tolist() == [True, True]
+
+
+# -- clamp ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("lo,hi", [(-0.5, 0.7), (None, 0.3), (-0.2, None), (0.5, -0.5)])
+def test_clamp_scalar_bounds(lo, hi, device):
+    a = np.array([-1.3, -0.6, -0.1, 0.2, 0.45, 0.9, 1.7])
+    x = tg.tensor(a, dtype=tg.float64, device=device, requires_grad=True)
+    y = x.clamp(lo, hi)
+    ref = a
+    if lo is not None:
+        ref = np.maximum(ref, lo)
+    if hi is not None:
+        ref = np.minimum(ref, hi)
+    np.testing.assert_array_equal(host(y), ref)
+    y.sum().backward()
+    keep = np.ones_like(a, dtype=bool)
+    if lo is not None:
+        keep &= a >= lo
+    if hi is not None:
+        keep &= a <= hi
+    np.testing.assert_array_equal(host(x.grad), keep.astype(float))
+    np.testing.assert_array_equal(host(tg.clip(x, lo, hi)), ref)
+
+
+def test_clamp_boundary_gradient_and_nan(device):
+    x = tg.tensor([0.0, 1.0, float("nan")], dtype=tg.float64, device=device, requires_grad=True)
+    y = x.clamp(0.0, 1.0)
+    assert np.isnan(host(y)[2])  # NaN propagates
+    y.sum().backward()
+    np.testing.assert_array_equal(host(x.grad), [1.0, 1.0, 0.0])  # inclusive bounds
+
+
+def test_clamp_tensor_bounds_broadcast_and_grads(device):
+    x = t64((3, 4), device)
+    lo = t64((4,), device, -1.0, -0.2)
+    hi = t64((3, 1), device, 0.2, 1.0)
+    ref = np.minimum(np.maximum(host(x), host(lo)), host(hi))
+    np.testing.assert_allclose(host(tg.clamp(x, lo, hi)), ref)
+    assert_grads_match(lambda a, b, c: tg.clamp(a, b, c), [x, lo, hi])
+    assert_grads_match(lambda a, b: tg.clamp(a, min=b), [x, lo])
+    assert_grads_match(lambda a, c: tg.clamp(a, max=c), [x, hi])
+
+
+def test_clamp_min_above_max_gives_max(device):
+    x = tg.tensor([-1.0, 0.0, 5.0], dtype=tg.float64, device=device, requires_grad=True)
+    lo = tg.tensor([2.0], dtype=tg.float64, device=device, requires_grad=True)
+    hi = tg.tensor([1.0], dtype=tg.float64, device=device, requires_grad=True)
+    y = tg.clamp(x, lo, hi)
+    assert host(y).tolist() == [1.0, 1.0, 1.0]
+    y.sum().backward()
+    assert host(x.grad).tolist() == [0, 0, 0]
+    assert host(lo.grad).tolist() == [0.0] and host(hi.grad).tolist() == [3.0]
+
+
+def test_clamp_dtypes(device):
+    i = tg.tensor([-5, 0, 5], device=device)
+    assert tg.clamp(i, -2, 3).tolist() == [-2, 0, 3] and tg.clamp(i, -2, 3).dtype is tg.int64
+    f = tg.clamp(i, min=0.5)
+    assert f.dtype is tg.float32 and f.tolist() == [0.5, 0.5, 5.0]  # promotes, as PyTorch
+    h = tg.tensor([-3.0, 0.25, 9.0], dtype=tg.float16, device=device).clamp(-1, 1)
+    assert h.dtype is tg.float16 and h.tolist() == [-1.0, 0.25, 1.0]
+
+
+def test_clamp_inplace(device):
+    x = t64((4, 5), device)
+    a = host(x).copy()
+    v = x._version
+    assert x.clamp_(-0.5, 0.5) is x and x._version == v + 1
+    np.testing.assert_array_equal(host(x), np.clip(a, -0.5, 0.5))
+    leaf = t64((3,), device).requires_grad_(True)
+    y = leaf * 1
+    y.clamp_(min=0.0)
+    y.sum().backward()
+    np.testing.assert_array_equal(host(leaf.grad), (host(leaf) >= 0).astype(float))
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        tg.tensor([1, 2], device=device).clamp_(0.5, 1.5)
+
+
+def test_clamp_second_order_passes_through(device):
+    x = t64((5,), device)
+    second_order(lambda v: v.clamp(-1.0, 1.0) * v * v, x)
+
+
+def test_clamp_errors(device):
+    x = tg.ones(3, device=device)
+    with pytest.raises(RuntimeError, match="At least one of 'min' or 'max'"):
+        x.clamp()
+    with pytest.raises(TypeError, match="bounds must be numbers or Tensors"):
+        x.clamp("a")
+
+
+# -- integer division and remainder ----------------------------------------------------------
+
+INT_PAIRS = [(7, 2), (-7, 2), (7, -2), (-7, -2), (0, 3), (6, 3), (-6, 3)]
+
+
+def test_floor_divide_and_remainder_ints_match_python(device):
+    a = tg.tensor([p for p, _ in INT_PAIRS], device=device)
+    b = tg.tensor([q for _, q in INT_PAIRS], device=device)
+    assert (a // b).tolist() == [p // q for p, q in INT_PAIRS]
+    assert (a % b).tolist() == [p % q for p, q in INT_PAIRS]
+    assert (a // b).dtype is tg.int64 and (a % b).dtype is tg.int64
+    assert tg.div(a, b, rounding_mode="trunc").tolist() == [int(p / q) for p, q in INT_PAIRS]
+    assert tg.div(a, b, rounding_mode="floor").tolist() == [p // q for p, q in INT_PAIRS]
+    assert (a // 2).tolist() == [p // 2 for p, _ in INT_PAIRS]
+    assert (a % 3).tolist() == [p % 3 for p, _ in INT_PAIRS]
+    assert (17 // tg.tensor([5, -5], device=device)).tolist() == [3, -4]
+    assert (17 % tg.tensor([5, -5], device=device)).tolist() == [2, -3]
+
+
+def test_float_floor_divide_remainder(device):
+    a = np.array([7.5, -7.5, 7.5, -0.5, 5.0])
+    b = np.array([2.0, 2.0, -2.0, 3.0, 0.0])
+    x = tg.tensor(a, dtype=tg.float64, device=device)
+    y = tg.tensor(b, dtype=tg.float64, device=device)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.testing.assert_array_equal(host(x // y), np.floor_divide(a, b))
+        np.testing.assert_array_equal(host(x % y), np.remainder(a, b))
+        np.testing.assert_array_equal(host(tg.div(x, y, rounding_mode="trunc")),
+                                      np.trunc(a / b))
+
+
+def test_integer_division_by_zero_raises(device):
+    a = tg.tensor([1, 2], device=device)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        a // 0
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        a % 0
+    if device == "cpu":  # the NumPy backend can see a zero divisor tensor
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            a // tg.tensor([1, 0])
+
+
+def test_remainder_gradients(device):
+    a = t64((3, 4), device, 0.3, 5.0)
+    b = t64((4,), device, 0.7, 2.0)
+    assert_grads_match(lambda x, y: x % y, [a, b])
+    assert_grads_match(lambda x: x % 1.5, [a])
+    x = a.detach().requires_grad_(True)
+    (x // 2.0).sum().backward()
+    np.testing.assert_array_equal(host(x.grad), 0.0)  # floor_divide: zero gradient
+
+
+def test_division_inplace(device):
+    a = tg.tensor([7, -7, 9], device=device)
+    a //= 2
+    assert a.tolist() == [3, -4, 4]
+    a %= 3
+    assert a.tolist() == [0, 2, 1]
+    f = tg.tensor([5.5], device=device)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        tg.tensor([3], device=device).floor_divide_(f)
+
+
+def test_bad_rounding_mode(device):
+    with pytest.raises(ValueError, match="rounding_mode"):
+        tg.div(tg.ones(2, device=device), 2, rounding_mode="nearest")
+
+
+# -- logical and bitwise --------------------------------------------------------------------------
+
+def test_bool_operators(device):
+    p = tg.tensor([True, True, False, False], device=device)
+    q = tg.tensor([True, False, True, False], device=device)
+    assert (p & q).tolist() == [True, False, False, False]
+    assert (p | q).tolist() == [True, True, True, False]
+    assert (p ^ q).tolist() == [False, True, True, False]
+    assert (~p).tolist() == [False, False, True, True]
+    assert (p & True).tolist() == [True, True, False, False]
+    r = p.clone()
+    r &= q
+    assert r.tolist() == [True, False, False, False]
+    r |= p
+    assert r.tolist() == [True, True, False, False]
+
+
+def test_bitwise_ints(device):
+    a = tg.tensor([12, -3, 7], device=device)
+    b = tg.tensor([10, 5, 1], device=device)
+    assert (a & b).tolist() == [12 & 10, -3 & 5, 7 & 1]
+    assert (a | b).tolist() == [12 | 10, -3 | 5, 7 | 1]
+    assert (a ^ b).tolist() == [12 ^ 10, -3 ^ 5, 7 ^ 1]
+    assert (~a).tolist() == [~12, ~-3, ~7]
+    with pytest.raises(RuntimeError, match="only integer and bool"):
+        tg.ones(2, device=device) & tg.ones(2, device=device)
+    with pytest.raises(RuntimeError, match="only integer and bool"):
+        ~tg.ones(2, device=device)
+
+
+def test_logical_ops_any_dtype(device):
+    a = tg.tensor([0.0, 1.5, -2.0, 0.0], device=device)
+    b = tg.tensor([3, 0, 1, 0], device=device)
+    assert tg.logical_and(a, b).tolist() == [False, False, True, False]
+    assert tg.logical_or(a, b).tolist() == [True, True, True, False]
+    assert tg.logical_xor(a, b).tolist() == [True, True, False, False]
+    assert tg.logical_not(a).tolist() == [True, False, False, True]
+    assert a.logical_not().dtype is tg.bool
+    assert tg.logical_and(a, 1).tolist() == [False, True, True, False]
+
+
+def test_logical_broadcasts(device):
+    a = tg.tensor([[True], [False]], device=device)
+    b = tg.tensor([True, False, True], device=device)
+    assert tg.logical_or(a, b).shape == (2, 3)
+
+
+# -- fill_ / zero_ -------------------------------------------------------------------------------
+
+def test_fill_and_zero(device):
+    x = tg.ones(2, 3, device=device)
+    v = x._version
+    assert x.fill_(2.5) is x and x._version == v + 1
+    assert host(x).tolist() == [[2.5] * 3] * 2
+    x.zero_()
+    assert host(x).sum() == 0
+    i = tg.zeros(3, dtype=tg.int64, device=device).fill_(2.9)
+    assert i.tolist() == [2, 2, 2]
+    b = tg.zeros(2, dtype=tg.bool, device=device).fill_(1)
+    assert b.tolist() == [True, True]
+    x.fill_(tg.tensor(4.0, device=device))
+    assert host(x).tolist() == [[4.0] * 3] * 2
+
+
+def test_fill_autograd(device):
+    leaf = t64((2, 3), device).requires_grad_(True)
+    y = leaf * 2
+    y[0].fill_(1.0)
+    y.sum().backward()
+    np.testing.assert_array_equal(host(leaf.grad), [[0, 0, 0], [2, 2, 2]])
+    val = tg.tensor(3.0, dtype=tg.float64, device=device, requires_grad=True)
+    z = tg.zeros(2, 2, dtype=tg.float64, device=device)
+    z.fill_(val)
+    assert z.requires_grad
+    (z * 2).sum().backward()
+    assert host(val.grad) == 8.0
+    with pytest.raises(RuntimeError, match="0-dimension value tensor"):
+        z.detach().fill_(tg.ones(2, device=device))
+
+
+def test_inplace_unary(device):
+    x = t64((3, 4), device)
+    a = host(x).copy()
+    x.sin_()
+    np.testing.assert_allclose(host(x), np.sin(a))
+    x.abs_().sigmoid_()
+    np.testing.assert_allclose(host(x), _sigmoid(np.abs(np.sin(a))))
+    leaf = t64((3,), device, 0.1, 1).requires_grad_(True)
+    y = leaf.clone()
+    y.tanh_()
+    y.sum().backward()
+    np.testing.assert_allclose(host(leaf.grad), 1 - np.tanh(host(leaf)) ** 2)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        tg.tensor([1, 2], device=device).sin_()
+    assert tg.tensor([1, 2], device=device).floor_().tolist() == [1, 2]
+
+
+def test_inplace_on_leaf_requiring_grad_errors(device):
+    x = tg.ones(3, device=device, requires_grad=True)
+    for fn in (lambda t: t.clamp_(0, 1), lambda t: t.zero_(), lambda t: t.fill_(1.0),
+               lambda t: t.sin_()):
+        with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+            fn(x)
+
+
+def test_type_errors(device):
+    with pytest.raises(TypeError, match="must be Tensor"):
+        tg.sin([1.0, 2.0])
+    with pytest.raises(RuntimeError, match="not supported for bool"):
+        tg.abs(tg.tensor([True], device=device))
+    with pytest.raises(RuntimeError, match="not supported for bool"):
+        tg.tensor([True], device=device) // tg.tensor([True], device=device)
+
+
+def test_math_constants_exact(device):
+    x = tg.tensor([0.0, math.pi / 2], dtype=tg.float64, device=device)
+    np.testing.assert_allclose(host(x.sin()), [0.0, 1.0], atol=1e-15)
