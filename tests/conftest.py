@@ -8,7 +8,12 @@ skip there.
 
 import os
 
-import pytest
+# One BLAS thread: CI has 2 cores, and oversubscribed BLAS threads made NumPy's matmul 10-20x
+# slower there. Set before anything imports NumPy.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import pytest  # noqa: E402
 
 
 def _real_gpu() -> bool:

@@ -1,0 +1,242 @@
+"""``tritongrad.nn.functional``: the stateless forms of the layers and losses.
+
+GELU, layer norm, cross-entropy and embedding run as fused primitives (autograd/ops/nn.py:
+one kernel each way); the rest are compositions of Tensor ops, differentiable to any order.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+from ..autograd.ops import nn as _nn
+from ..autograd.ops.pointwise import sigmoid as _sigmoid
+from ..autograd.ops.pointwise import tanh as _tanh
+from ..autograd.ops.softmax import log_softmax as _log_softmax
+from ..autograd.ops.softmax import softmax as _softmax
+from ..autograd.tensor import Tensor
+
+__all__ = ["cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "linear",
+           "log_softmax", "mse_loss", "nll_loss", "one_hot", "relu", "sigmoid", "silu",
+           "softmax", "tanh"]
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _reduction(size_average, reduce, reduction: str) -> str:
+    if size_average is not None or reduce is not None:  # PyTorch's legacy arguments
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        reduction = "none" if not reduce else "mean" if size_average else "sum"
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+# -- activations ---------------------------------------------------------------------------------
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    """max(x, 0), elementwise."""
+    return input.relu_() if inplace else input.relu()
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """GELU(x) = x * Phi(x), Phi the standard normal CDF; ``approximate='tanh'`` uses
+    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). One fused kernel each way."""
+    return _nn.gelu(input, approximate)
+
+
+def tanh(input: Tensor) -> Tensor:
+    return _tanh(input)
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    return _sigmoid(input)
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * sigmoid(x) (also called swish)."""
+    return input * _sigmoid(input)
+
+
+def log_softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """log(softmax(x)) along ``dim``, computed stably."""
+    return _log_softmax(input, dim, dtype)
+
+
+def softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """exp(x) / sum(exp(x)) along ``dim``, computed stably."""
+    return _softmax(input, dim, dtype)
+
+
+# -- layers --------------------------------------------------------------------------------------
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x @ weight^T + bias, for x of shape (*, in_features)."""
+    if weight.ndim == 2 and input.ndim and input.shape[-1] != weight.shape[1]:
+        raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied "
+                           f"({math.prod(input.shape[:-1])}x{input.shape[-1]} and "
+                           f"{weight.shape[1]}x{weight.shape[0]})")
+    out = input.matmul(weight.t())
+    return out + bias if bias is not None else out
+
+
+def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalises over the trailing ``normalized_shape`` dims, then scales and shifts. One
+    fused kernel each way."""
+    return _nn.layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of ``weight`` picked by the integer tensor ``input``."""
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not "
+                                  "supported")
+    return _nn.embedding(input, weight, padding_idx)
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True,
+            inplace: bool = False) -> Tensor:
+    """Zeroes each element with probability ``p`` and scales the rest by 1 / (1 - p) (in
+    training; the identity otherwise)."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        out = input * 0.0
+    else:
+        from ..autograd.ops.creation import rand
+        keep = rand(tuple(input.shape), device=input.device) >= p
+        out = input * keep.to(input.dtype) * (1.0 / (1.0 - p))
+    if inplace:
+        from ..autograd.grad_mode import no_grad
+        with no_grad():
+            input.copy_(out)
+        return input
+    return out
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot encoding: shape tensor.shape + (num_classes,)."""
+    from ..autograd.ops.creation import arange
+    if num_classes < 0:
+        num_classes = int(tensor.max().item()) + 1 if hasattr(tensor, "max") else \
+            int(tensor.detach().cpu().numpy().max()) + 1
+    classes = arange(num_classes, device=tensor.device)
+    return (tensor.unsqueeze(-1) == classes).long()
+
+
+# -- losses --------------------------------------------------------------------------------------
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+             reduction: str = "mean", weight=None) -> Tensor:
+    """(input - target)^2, averaged (``'mean'``), summed (``'sum'``) or per element."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"Using a target size ({list(target.shape)}) that is different to the "
+                      f"input size ({list(input.shape)}). This will likely lead to incorrect "
+                      f"results due to broadcasting. Please ensure they have the same size.",
+                      stacklevel=2)
+    d = input - target
+    return _reduce(d * d, reduction)
+
+
+def _class_last(input: Tensor, target: Tensor, op: str):
+    """(N, C, d1, ...) inputs and (N, d1, ...) targets as (N*d1*..., C) and (N*d1*...,)."""
+    if input.ndim == 1:  # unbatched (C,) with a 0-d target
+        return input.unsqueeze(0), target.reshape(1), ()
+    if input.ndim == 2:
+        return input, target, None
+    c = input.shape[1]
+    perm = (0,) + tuple(range(2, input.ndim)) + (1,)
+    return input.permute(*perm).reshape(-1, c), target.reshape(-1), tuple(target.shape)
+
+
+def _check_targets(input: Tensor, target: Tensor, op: str) -> None:
+    n = input.shape[0] if input.ndim > 1 else None
+    expect = (tuple(input.shape[:1]) + tuple(input.shape[2:])) if input.ndim > 1 else ()
+    if tuple(target.shape) != expect:
+        raise ValueError(f"{op}: expected target of shape {list(expect)} for input of shape "
+                         f"{list(input.shape)}, got {list(target.shape)}"
+                         + (f" (batch size {n})" if n is not None else ""))
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
+             ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
+    """The negative log-likelihood of class indices ``target`` under log-probabilities
+    ``input`` (N, C[, d1, ...]): -w[t] * input[t]; ``'mean'`` divides by sum of w[t] over the
+    rows not ignored."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_targets(input, target, "nll_loss")
+    x, t, spatial = _class_last(input, target, "nll_loss")
+    from ..autograd.ops.creation import arange
+    c = x.shape[1]
+    valid = t != ignore_index
+    picked = arange(c, device=x.device).unsqueeze(0) == t.unsqueeze(1)  # (N, C) one-hot
+    w_rows = valid.to(x.dtype)
+    if weight is not None:
+        w_rows = w_rows * (picked.to(x.dtype) * weight.to(x.dtype)).sum(1)
+    loss = -(x * picked.to(x.dtype)).sum(1) * w_rows
+    if reduction == "none":
+        return loss.reshape(spatial) if spatial is not None else loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / w_rows.sum()
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                  size_average=None, ignore_index: int = -100, reduce=None,
+                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """Cross-entropy between logits ``input`` (N, C[, d1, ...]) and class indices ``target``
+    (N[, d1, ...]) or class probabilities (same shape as ``input``).
+
+    With class indices and no ``weight``, one fused kernel each way computes, per row,
+    (1 - eps) (lse - x[t]) + eps (lse - mean(x)) (eps = ``label_smoothing``; 0 on rows whose
+    target is ``ignore_index``); ``'mean'`` divides the sum by the number of rows not ignored.
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if target.dtype.is_floating_point:  # class probabilities
+        if tuple(target.shape) != tuple(input.shape):
+            raise ValueError(f"cross_entropy: probability targets must have the input's shape "
+                             f"{list(input.shape)}, got {list(target.shape)}")
+        cdim = 1 if input.ndim > 1 else 0
+        c = input.shape[cdim]
+        if label_smoothing:
+            target = target * (1 - label_smoothing) + label_smoothing / c
+        logp = log_softmax(input, cdim)
+        if weight is not None:
+            shape = [1] * input.ndim
+            shape[cdim] = c
+            logp = logp * weight.reshape(shape)
+        loss = -(logp * target).sum(cdim)
+        if reduction == "mean":
+            n = input.numel() // c if input.ndim > 1 else 1
+            return loss.sum() / n
+        return _reduce(loss, reduction)
+    _check_targets(input, target, "cross_entropy")
+    if weight is not None:
+        if label_smoothing:
+            raise NotImplementedError("cross_entropy: weight together with label_smoothing is "
+                                      "not supported")
+        return nll_loss(log_softmax(input, 1 if input.ndim > 1 else 0), target, weight,
+                        ignore_index=ignore_index, reduction=reduction)
+    x, t, spatial = _class_last(input, target, "cross_entropy")
+    loss = _nn.cross_entropy_rows(x, t, ignore_index, label_smoothing)
+    if reduction == "none":
+        return loss.reshape(spatial) if spatial is not None else loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / (t != ignore_index).sum().to(loss.dtype)

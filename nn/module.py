@@ -1,0 +1,570 @@
+"""``Module``: the base class of layers and models, with PyTorch's registration rules.
+
+A module keeps three ordered registries: ``_parameters`` (name -> Parameter or None),
+``_buffers`` (name -> Tensor or None; non-persistent ones are left out of ``state_dict``) and
+``_modules`` (name -> child Module or None). Assigning a Parameter, a Module, or a Tensor to a
+registered buffer name as an attribute files it in the right registry (``__setattr__``);
+reading falls back to them (``__getattr__``), so ``self.weight`` works as in PyTorch.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict, namedtuple
+
+from ..autograd.grad_mode import no_grad
+from ..autograd.tensor import Tensor
+from .parameter import Parameter
+
+__all__ = ["Module"]
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What ``load_state_dict`` returns: the keys it did not find and those it did not use."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+class _Handle:
+    """Removes a forward hook: ``handle.remove()``, or use it as a context manager."""
+
+    _ids = itertools.count()
+
+    def __init__(self, hooks: dict):
+        self._hooks = hooks
+        self.id = next(_Handle._ids)
+
+    def remove(self) -> None:
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _addindent(s: str, n: int) -> str:
+    lines = s.split("\n")
+    if len(lines) == 1:
+        return s
+    return lines[0] + "\n" + "\n".join(" " * n + line for line in lines[1:])
+
+
+class Module:
+    """Base class for all neural network modules; subclasses define ``forward``.
+
+    Submodules, parameters and buffers assigned as attributes are registered, so that
+    ``parameters()``, ``state_dict()``, ``to()``, ``train()``/``eval()`` and ``zero_grad()`` see
+    the whole tree.
+
+    Example:
+        >>> class Net(tg.nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.fc = tg.nn.Linear(4, 2)
+        ...     def forward(self, x):
+        ...         return self.fc(x).relu()
+        >>> net = Net()
+        >>> [name for name, _ in net.named_parameters()]
+        ['fc.weight', 'fc.bias']
+        >>> net(tg.randn(3, 4)).shape
+        tritongrad.Size([3, 2])
+    """
+
+    training: bool
+    _version = 1  # the state_dict metadata version, as PyTorch's
+
+    def __init__(self, *args, **kwargs):
+        if args or kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments: "
+                            f"Module.__init__ takes none (pass them to the subclass)")
+        d = self.__dict__
+        d["training"] = True
+        d["_parameters"] = OrderedDict()
+        d["_buffers"] = OrderedDict()
+        d["_non_persistent_buffers_set"] = set()
+        d["_modules"] = OrderedDict()
+        d["_forward_hooks"] = OrderedDict()
+        d["_forward_pre_hooks"] = OrderedDict()
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
+                                  f'"forward" function')
+
+    def __call__(self, *args, **kwargs):
+        for hook in tuple(self._forward_pre_hooks.values()):
+            res = hook(self, args)
+            if res is not None:
+                args = res if isinstance(res, tuple) else (res,)
+        out = self.forward(*args, **kwargs)
+        for hook in tuple(self._forward_hooks.values()):
+            res = hook(self, args, out)
+            if res is not None:
+                out = res
+        return out
+
+    def register_forward_pre_hook(self, hook) -> _Handle:
+        """Registers ``hook(module, args) -> None | new args``, run before ``forward``."""
+        h = _Handle(self._forward_pre_hooks)
+        self._forward_pre_hooks[h.id] = hook
+        return h
+
+    def register_forward_hook(self, hook) -> _Handle:
+        """Registers ``hook(module, args, output) -> None | new output``, run after
+        ``forward``."""
+        h = _Handle(self._forward_hooks)
+        self._forward_hooks[h.id] = hook
+        return h
+
+    # -- registration ------------------------------------------------------------------------
+    def _check_name(self, name, kind: str) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain "."')
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Adds parameter ``param`` (or None: a declared, absent parameter) under ``name``."""
+        self._check_name(name, "parameter")
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter "
+                            f"'{name}' (tritongrad.nn.Parameter or None required)")
+        if param is not None and param.grad_fn is not None:
+            raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model "
+                             f"parameters must be created explicitly.")
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Adds a buffer (state that is not a parameter, e.g. running statistics) under
+        ``name``; non-persistent buffers are left out of ``state_dict``."""
+        self._check_name(name, "buffer")
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer "
+                            f"'{name}' (tritongrad Tensor or None required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Adds child ``module`` under ``name`` (also reachable as an attribute)."""
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._check_name(name, "module")
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def get_submodule(self, target: str) -> Module:
+        """The submodule at dotted path ``target`` ("" is this module)."""
+        mod = self
+        for item in target.split(".") if target else ():
+            if item not in mod._modules:
+                raise AttributeError(f"{type(mod).__name__} has no attribute `{item}`")
+            mod = mod._modules[item]
+        return mod
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at dotted path ``target``."""
+        mod_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(mod_path)
+        if name not in mod._parameters:
+            raise AttributeError(f"{type(mod).__name__} has no parameter `{name}`")
+        return mod._parameters[name]
+
+    def __setattr__(self, name: str, value) -> None:
+        d = self.__dict__
+        params = d.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            self._drop(name, "_parameters")
+            self.register_parameter(name, value)
+            return
+        if params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{_type_name(value)}' as parameter '{name}' "
+                                f"(tritongrad.nn.Parameter or None expected)")
+            params[name] = None
+            return
+        if isinstance(value, Module):
+            if params is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            self._drop(name, "_modules")
+            d["_modules"][name] = value
+            return
+        modules = d.get("_modules")
+        if modules is not None and name in modules:
+            if value is not None:
+                raise TypeError(f"cannot assign '{_type_name(value)}' as child module "
+                                f"'{name}' (tritongrad.nn.Module or None expected)")
+            modules[name] = None
+            return
+        buffers = d.get("_buffers")
+        if buffers is not None and name in buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
+                                f"(tritongrad.Tensor or None expected)")
+            buffers[name] = value
+            return
+        object.__setattr__(self, name, value)
+
+    def _drop(self, name: str, keep: str) -> None:
+        """Forgets ``name`` in the instance dict and every registry but ``keep`` (where it is
+        about to be filed: re-assigning keeps its place in the order, as in PyTorch)."""
+        d = self.__dict__
+        d.pop(name, None)
+        for reg in ("_parameters", "_buffers", "_modules"):
+            if reg != keep:
+                d[reg].pop(name, None)
+        d["_non_persistent_buffers_set"].discard(name)
+
+    def __getattr__(self, name: str):
+        d = self.__dict__
+        for reg in ("_parameters", "_buffers", "_modules"):
+            r = d.get(reg)
+            if r is not None and name in r:
+                return r[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for reg in ("_parameters", "_buffers", "_modules"):
+            r = self.__dict__[reg]
+            if name in r:
+                del r[name]
+                self._non_persistent_buffers_set.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers)
+                      | set(self._modules))
+
+    # -- traversal ---------------------------------------------------------------------------
+    def named_modules(self, memo: set | None = None, prefix: str = "",
+                      remove_duplicate: bool = True):
+        """Yields (dotted name, module) for this module and every descendant, each once."""
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if self in memo:
+                return
+            memo.add(self)
+        yield prefix, self
+        for name, m in self._modules.items():
+            if m is None:
+                continue
+            yield from m.named_modules(memo, prefix + ("." if prefix else "") + name,
+                                       remove_duplicate)
+
+    def modules(self):
+        """This module and every descendant, each once."""
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self):
+        """Yields (name, module) for the direct children, each once."""
+        seen = set()
+        for name, m in self._modules.items():
+            if m is not None and m not in seen:
+                seen.add(m)
+                yield name, m
+
+    def children(self):
+        for _, m in self.named_children():
+            yield m
+
+    def _named_members(self, registry: str, prefix: str, recurse: bool,
+                       remove_duplicate: bool = True):
+        seen = set()
+        mods = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) \
+            if recurse else [(prefix, self)]
+        for mod_prefix, mod in mods:
+            for name, v in getattr(mod, registry).items():
+                if v is None or (remove_duplicate and id(v) in seen):
+                    continue
+                if remove_duplicate:
+                    seen.add(id(v))
+                yield mod_prefix + ("." if mod_prefix else "") + name, v
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True):
+        """Yields (dotted name, Parameter); a parameter shared by several modules (weight
+        tying) appears once, under its first name."""
+        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True):
+        """The module's parameters (and its descendants' when ``recurse``), each once."""
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True):
+        yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True):
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    # -- modes and gradients -----------------------------------------------------------------
+    def train(self, mode: bool = True) -> Module:
+        """Sets training mode (``self.training``) on this module and its descendants."""
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")  # noqa: TRY004
+        for m in self.modules():
+            m.__dict__["training"] = mode
+        return self
+
+    def eval(self) -> Module:
+        """Sets evaluation mode: ``train(False)``."""
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Resets the gradients of all parameters: to None (default), or to zeros in place."""
+        for p in self.parameters():
+            _zero_grad(p, set_to_none)
+
+    # -- moving and casting ------------------------------------------------------------------
+    def _apply(self, fn, recurse: bool = True) -> Module:
+        """Replaces every parameter's and buffer's values by ``fn(tensor)``, keeping the
+        Parameter objects (optimizers holding them stay valid) and moving their gradients
+        along."""
+        if recurse:
+            for m in self.children():
+                m._apply(fn)
+        with no_grad():
+            for name, p in self._parameters.items():
+                if p is None:
+                    continue
+                new = fn(p)
+                if new is not p:
+                    p.data = new
+                g = p._grad
+                if g is not None:
+                    new_g = fn(g)
+                    if new_g is not g:
+                        g.data = new_g
+            for name, b in self._buffers.items():
+                if b is not None:
+                    self._buffers[name] = fn(b)
+        return self
+
+    def apply(self, fn) -> Module:
+        """Calls ``fn(module)`` on every descendant, then on this module (e.g. to initialise
+        weights); returns self."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def to(self, *args, **kwargs) -> Module:
+        """Moves and/or casts the parameters and buffers in place: ``to(device)``,
+        ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``, with keywords ``device=``,
+        ``dtype=``, ``non_blocking=``. Only floating point tensors change dtype."""
+        from ..autograd.ops.conversion import _to_args
+        dtype, device, _ = _to_args(args, dict(kwargs))
+        if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
+            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
+                            f"got desired dtype={dtype}")
+
+        def convert(t):
+            if dtype is not None and (t.is_floating_point() or t.is_complex()):
+                return t.to(device=device, dtype=dtype)
+            return t.to(device=device) if device is not None else t
+        return self._apply(convert)
+
+    def cuda(self, device=None) -> Module:
+        """Moves every parameter and buffer to a CUDA device."""
+        return self._apply(lambda t: t.cuda(device))
+
+    def cpu(self) -> Module:
+        """Moves every parameter and buffer to the CPU."""
+        return self._apply(lambda t: t.cpu())
+
+    def _cast(self, dtype) -> Module:
+        return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
+
+    def float(self) -> Module:
+        from ..runtime import dtype as dtypes
+        return self._cast(dtypes.float32)
+
+    def double(self) -> Module:
+        from ..runtime import dtype as dtypes
+        return self._cast(dtypes.float64)
+
+    def half(self) -> Module:
+        from ..runtime import dtype as dtypes
+        return self._cast(dtypes.float16)
+
+    def bfloat16(self) -> Module:
+        from ..runtime import dtype as dtypes
+        return self._cast(dtypes.bfloat16)
+
+    # -- state dict --------------------------------------------------------------------------
+    def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = b if keep_vars else b.detach()
+
+    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
+        """An ordered dict of every parameter and persistent buffer by dotted name (detached
+        tensors sharing storage with the module's, unless ``keep_vars``).
+
+        Example:
+            >>> tg.nn.Linear(2, 1).state_dict().keys()
+            odict_keys(['weight', 'bias'])
+        """
+        if args:  # PyTorch's deprecated positional form (destination, prefix, keep_vars)
+            destination, prefix, keep_vars = (list(args) + [None, "", False][len(args):])[:3]
+        if destination is None:
+            destination = OrderedDict()
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, m in self._modules.items():
+            if m is not None:
+                m.state_dict(destination=destination, prefix=prefix + name + ".",
+                             keep_vars=keep_vars)
+        return destination
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """Copies parameters and buffers from ``state_dict`` into this module (in place, under
+        no_grad; values are cast and moved to each tensor's dtype and device).
+
+        Args:
+            state_dict: a mapping of dotted names to tensors (e.g. from ``state_dict()`` or
+                ``tg.load``).
+            strict: raise if keys are missing or unexpected (default True). Shape mismatches
+                raise either way.
+            assign: replace the module's tensors by (Parameters wrapping) those of
+                ``state_dict`` instead of copying into them.
+
+        Returns:
+            A named tuple ``(missing_keys, unexpected_keys)``.
+
+        Raises:
+            RuntimeError: listing every missing key, unexpected key and size mismatch, e.g.
+                ``size mismatch for fc.weight: copying a param with shape [10, 5] from
+                checkpoint, the shape in current model is [10, 4].``
+        """
+        if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        missing, errors = [], []
+        expected = set()
+        for mod_prefix, mod in self.named_modules(remove_duplicate=False):
+            pre = mod_prefix + "." if mod_prefix else ""
+            own = [(n, p, True) for n, p in mod._parameters.items() if p is not None]
+            own += [(n, b, False) for n, b in mod._buffers.items()
+                    if b is not None and n not in mod._non_persistent_buffers_set]
+            for name, cur, is_param in own:
+                key = pre + name
+                expected.add(key)
+                if key not in state_dict:
+                    missing.append(key)
+                    continue
+                src = state_dict[key]
+                if not isinstance(src, Tensor):
+                    errors.append(f'While copying the parameter named "{key}", expected '
+                                  f'Tensor-like object from checkpoint but received '
+                                  f'{type(src)}')
+                    continue
+                if tuple(src.shape) != tuple(cur.shape):
+                    errors.append(f"size mismatch for {key}: copying a param with shape "
+                                  f"{list(src.shape)} from checkpoint, the shape in current "
+                                  f"model is {list(cur.shape)}.")
+                    continue
+                try:
+                    with no_grad():
+                        if assign:
+                            new = src.detach()
+                            if is_param:
+                                mod._parameters[name] = Parameter(new, cur.requires_grad)
+                            else:
+                                mod._buffers[name] = new
+                        else:
+                            cur.copy_(src)
+                except Exception as e:  # noqa: BLE001  (reported with the key, as PyTorch)
+                    errors.append(f'While copying the parameter named "{key}", whose '
+                                  f'dimensions in the model are {list(cur.shape)} and whose '
+                                  f'dimensions in the checkpoint are {list(src.shape)}, an '
+                                  f'exception occurred : {e.args}.')
+        unexpected = [k for k in state_dict if k not in expected]
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in unexpected)))
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in missing)))
+        if errors:
+            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
+                type(self).__name__, "\n\t".join(errors)))
+        return _IncompatibleKeys(missing, unexpected)
+
+    # -- printing ----------------------------------------------------------------------------
+    def extra_repr(self) -> str:
+        """The module's own settings, shown inside its repr (override in subclasses)."""
+        return ""
+
+    def _get_name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({name}): " + _addindent(repr(m), 2) for name, m in self._modules.items()]
+        lines = extra_lines + child_lines
+        body = ""
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                body = extra_lines[0]
+            else:
+                body = "\n  " + "\n  ".join(lines) + "\n"
+        return f"{self._get_name()}({body})"
+
+
+def _type_name(value) -> str:
+    if isinstance(value, Tensor):
+        from ..autograd.node import _tensor_type_name
+        return _tensor_type_name(value)
+    return type(value).__name__
+
+
+def _zero_grad(p: Tensor, set_to_none: bool) -> None:
+    g = p.grad
+    if g is None:
+        return
+    if set_to_none:
+        p.grad = None
+        return
+    if g.grad_fn is not None:
+        g.detach_()
+    else:
+        g.requires_grad_(False)
+    with no_grad():
+        g.copy_(0)

@@ -1,0 +1,77 @@
+"""``Parameter``: a Tensor that a Module registers as one of its trainable parameters."""
+
+from __future__ import annotations
+
+from ..autograd.state import state
+from ..autograd.tensor import Tensor
+
+__all__ = ["Parameter"]
+
+# Tensor's per-instance fields (copied from a fresh detached alias of the data, so a field the
+# core adds later is initialised too).
+_FIELDS = tuple(n for n in Tensor.__slots__ if n not in ("__weakref__", "__dict__"))
+
+
+class Parameter(Tensor):
+    """A Tensor that is a module parameter: assigning one as a Module attribute registers it
+    (it then appears in ``parameters()`` and ``state_dict()``).
+
+    It is a leaf that shares ``data``'s storage (and version counter) and requires grad unless
+    ``requires_grad=False``; ops on it return plain Tensors, as in PyTorch.
+
+    Args:
+        data: the initial values (a Tensor; an empty float tensor when None).
+        requires_grad: whether the parameter requires gradient (default True).
+
+    Example:
+        >>> p = tg.nn.Parameter(tg.zeros(2))
+        >>> p
+        Parameter containing:
+        tensor([0., 0.], requires_grad=True)
+        >>> isinstance(p, tg.Tensor), p.is_leaf, (p * 2).__class__.__name__
+        (True, True, 'Tensor')
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
+        if data is None:
+            from ..autograd.ops.creation import empty
+            data = empty(0)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Parameter: data must be a Tensor, got {type(data).__name__}")
+        src = data.detach()  # shares data's storage and version counter; no history
+        p = object.__new__(cls)
+        for f in _FIELDS:
+            try:
+                setattr(p, f, getattr(src, f))
+            except AttributeError:  # a slot the alias leaves unset
+                pass
+        if requires_grad:
+            if p._inference and not state.inference:
+                p._inference = False  # a parameter is a normal tensor (PyTorch clones here)
+            p.requires_grad_(True)
+        return p
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+    __str__ = __repr__
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        out = type(self)(self.detach().clone(), self.requires_grad)
+        memo[id(self)] = out
+        return out
+
+    def __reduce_ex__(self, protocol):
+        # Pickle (copy.copy, multiprocessing) as "rebuild from a copy of the values": the
+        # storage is not shared with the pickled object, as with any copy.
+        return (_rebuild_parameter, (self.detach().cpu().numpy().copy(), str(self.dtype),
+                                     str(self.device), self.requires_grad))
+
+
+def _rebuild_parameter(array, dtype_name: str, device: str, requires_grad: bool) -> Parameter:
+    from ..autograd.ops.creation import as_dtype, tensor
+    return Parameter(tensor(array, dtype=as_dtype(dtype_name), device=device), requires_grad)

@@ -1,0 +1,19 @@
+"""``tritongrad.optim``: optimizers over module parameters (PyTorch's ``torch.optim``
+surface): ``SGD``, ``Adam``, ``AdamW``.
+
+Example:
+    >>> import tritongrad as tg
+    >>> model = tg.nn.Linear(4, 1)
+    >>> opt = tg.optim.AdamW(model.parameters(), lr=1e-3)
+    >>> for _ in range(3):
+    ...     opt.zero_grad()
+    ...     loss = model(tg.randn(8, 4)).pow(2).mean()
+    ...     loss.backward()
+    ...     opt.step()
+"""
+
+from .adam import Adam, AdamW
+from .optimizer import Optimizer
+from .sgd import SGD
+
+__all__ = ["SGD", "Adam", "AdamW", "Optimizer"]

@@ -1,0 +1,136 @@
+"""Adam and AdamW."""
+
+from __future__ import annotations
+
+from ..autograd.grad_mode import no_grad
+from ..autograd.ops.elementwise import maximum
+from .optimizer import Optimizer, bump_versions, fused_kernel, new_step, zeros_like
+
+__all__ = ["Adam", "AdamW"]
+
+
+class Adam(Optimizer):
+    r"""Adam (Kingma & Ba, 2014), as ``torch.optim.Adam``; AdamW with decoupled weight decay.
+
+    For each parameter p with gradient g, at step t = 1, 2, ... (m, v, v_max start at 0)::
+
+        g = -g                                  if maximize
+        p = p * (1 - lr * weight_decay)         if decoupled_weight_decay (AdamW)
+        g = g + weight_decay * p                elif weight_decay != 0 (Adam's L2 penalty)
+        m = m + (1 - beta1) * (g - m)           (= beta1 m + (1 - beta1) g)
+        v = beta2 * v + (1 - beta2) * g * g
+        v_max = max(v_max, v)                   if amsgrad (then used in place of v)
+        denom = sqrt(v) / sqrt(1 - beta2^t) + eps
+        p = p - lr / (1 - beta1^t) * m / denom
+
+    Args:
+        params: parameters or parameter groups.
+        lr: learning rate (default 1e-3).
+        betas: (beta1, beta2), the decay rates of the moment estimates (default (0.9, 0.999)).
+        eps: added to the denominator (default 1e-8).
+        weight_decay: L2 penalty (Adam) or decoupled decay rate (AdamW) (default 0).
+        amsgrad: use the maximum of past second moments (Reddi et al., 2018).
+        maximize: maximize the objective instead of minimizing.
+        decoupled_weight_decay: AdamW's decay (``AdamW`` sets it).
+        foreach, capturable, differentiable: accepted for compatibility (False only for the
+            last two).
+        fused: None (default) uses the backend's fused ``adam_step`` kernel (one launch per
+            parameter) when it has one; True requires it; False uses Tensor ops.
+
+    Example:
+        >>> model = tg.nn.Linear(3, 1)
+        >>> opt = tg.optim.Adam(model.parameters(), lr=1e-2)
+        >>> model(tg.randn(4, 3)).pow(2).mean().backward()
+        >>> opt.step(); opt.zero_grad()
+    """
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, amsgrad: bool = False, *, foreach=None,
+                 maximize: bool = False, capturable: bool = False, differentiable: bool = False,
+                 fused=None, decoupled_weight_decay: bool = False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if capturable or differentiable:
+            raise NotImplementedError("Adam: capturable and differentiable are not supported")
+        super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps,
+                                  "weight_decay": weight_decay, "amsgrad": amsgrad,
+                                  "maximize": maximize, "foreach": foreach, "capturable": False,
+                                  "differentiable": False, "fused": fused,
+                                  "decoupled_weight_decay": decoupled_weight_decay})
+
+    @no_grad()
+    def step(self, closure=None):
+        """Performs one update of every parameter that has a gradient; returns the closure's
+        loss if a closure (re-evaluating the model) is given."""
+        loss = self._closure(closure)
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    self._update(p, group)
+        return loss
+
+    def _update(self, p, group) -> None:
+        grad = p.grad
+        if p.is_complex():
+            raise NotImplementedError("Adam: complex parameters are not supported")
+        state = self.state[p]
+        amsgrad = group["amsgrad"]
+        if not state:
+            state["step"] = new_step()
+            state["exp_avg"] = zeros_like(p)
+            state["exp_avg_sq"] = zeros_like(p)
+            if amsgrad:
+                state["max_exp_avg_sq"] = zeros_like(p)
+        step_t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
+        vmax = state.get("max_exp_avg_sq") if amsgrad else None
+        step_t += 1
+        step = step_t.item()
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        wd, maximize = group["weight_decay"], group["maximize"]
+        decoupled = group["decoupled_weight_decay"]
+        fused = fused_kernel(group["fused"], "adam_step", p, grad, m, v, vmax)
+        if fused is not None:
+            fused(p._data, grad._data, m._data, v._data, None if vmax is None else vmax._data,
+                  step, lr, beta1, beta2, eps, wd, amsgrad, maximize, decoupled)
+            bump_versions(p, m, v, vmax)
+            return
+        g = -grad if maximize else grad
+        if wd != 0:
+            if decoupled:
+                p.mul_(1 - lr * wd)
+            else:
+                g = g.add(p, alpha=wd)
+        m.add_(g - m, alpha=1 - beta1)               # lerp_(g, 1 - beta1)
+        v.mul_(beta2).add_(g.mul(1 - beta2).mul(g))  # addcmul_(g, g, value=1 - beta2)
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+        if amsgrad:
+            vmax.copy_(maximum(vmax, v))
+            denom = vmax.sqrt().div(bias_correction2_sqrt).add(eps)
+        else:
+            denom = v.sqrt().div(bias_correction2_sqrt).add(eps)
+        p.sub_(m.mul(lr / bias_correction1).div(denom))  # addcdiv_(m, denom, -step_size)
+
+
+class AdamW(Adam):
+    r"""Adam with decoupled weight decay (Loshchilov & Hutter, 2019), as ``torch.optim.AdamW``:
+    each step first shrinks the parameter, p = p * (1 - lr * weight_decay), then applies the
+    Adam update (see ``Adam``) without an L2 term. Default weight_decay is 1e-2.
+    """
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
+                 foreach=None, capturable: bool = False, differentiable: bool = False,
+                 fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
+                         maximize=maximize, capturable=capturable,
+                         differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)

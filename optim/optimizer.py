@@ -1,0 +1,226 @@
+"""``Optimizer``: parameter groups, per-parameter state, zero_grad and (de)serialisation.
+
+Subclasses implement ``step``; each update runs under no_grad with in-place ops. Where the
+backend provides a fused update for the algorithm (``sgd_step``, ``adam_step`` in the kernel
+contract) and ``fused`` allows it, a parameter is updated by one kernel call instead of ~10
+elementwise launches; otherwise by Tensor ops that follow PyTorch's single-tensor
+implementation operation by operation.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import defaultdict
+
+from ..autograd.grad_mode import enable_grad, no_grad
+from ..autograd.tensor import Tensor
+from ..kernels import backend
+
+__all__ = ["Optimizer", "required"]
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _Required()
+
+
+class Optimizer:
+    """Base class of the optimizers.
+
+    Args:
+        params: an iterable of Tensors, or of dicts (parameter groups) each holding a
+            ``"params"`` list and any per-group hyperparameter overrides.
+        defaults: the default hyperparameters of every group.
+
+    Attributes:
+        param_groups: list of dicts: ``"params"`` and the group's hyperparameters.
+        state: per-parameter state (a dict per parameter, keyed by the parameter).
+    """
+
+    def __init__(self, params, defaults: dict):
+        self.defaults = dict(defaults)
+        self.state: defaultdict = defaultdict(dict)
+        self.param_groups: list = []
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            "Tensors or dicts, but got " + type(params).__name__)
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for g in groups:
+            self.add_param_group(g)
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state,
+                "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def __repr__(self) -> str:
+        s = type(self).__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            s += f"\nParameter Group {i}"
+            for key in sorted(group):
+                if key != "params":
+                    s += f"\n    {key}: {group[key]}"
+        return s + "\n)"
+
+    def add_param_group(self, param_group: dict) -> None:
+        """Adds a group of parameters (a dict with ``"params"`` and optional overrides of the
+        defaults), e.g. a layer unfrozen during fine-tuning."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, "
+                            "but the ordering of tensors in sets will change between runs. "
+                            "Please use a list instead.")
+        else:
+            params = list(params)
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params "
+                                f"is {type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        group = dict(param_group)
+        group["params"] = params
+        for name, default in self.defaults.items():
+            if default is required and name not in group:
+                raise ValueError(f"parameter group didn't specify a value of required "
+                                 f"optimization parameter {name}")
+            group.setdefault(name, default)
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if len({id(p) for p in params}) != len(params):
+            import warnings
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
+                          "future, this will cause an error", stacklevel=3)
+        if any(id(p) in seen for p in params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Resets the gradients of every optimized parameter: to None (the default), or to
+        zeros in place."""
+        from ..nn.module import _zero_grad
+        for group in self.param_groups:
+            for p in group["params"]:
+                _zero_grad(p, set_to_none)
+
+    def step(self, closure=None):
+        raise NotImplementedError
+
+    def _closure(self, closure):
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
+
+    # -- serialisation -----------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """``{"state": {index: per-parameter state}, "param_groups": [group dicts with
+        "params" as indices]}``: parameters are numbered in group order, so the dict can be
+        loaded into an optimizer built the same way over other (e.g. reloaded) parameters.
+        State tensors are returned by reference."""
+        mapping: dict = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for p in group["params"]:
+                mapping.setdefault(id(p), len(mapping))
+            packed["params"] = [mapping[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {mapping[id(p)] if isinstance(p, Tensor) else p: v
+                 for p, v in self.state.items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Loads a ``state_dict()``: group hyperparameters, and per-parameter state (copied,
+        moved to each parameter's device, floating point tensors cast to its dtype; ``step``
+        stays as saved)."""
+        if not isinstance(state_dict, dict) or "state" not in state_dict \
+                or "param_groups" not in state_dict:
+            raise ValueError("optimizer state_dict must be a dict with 'state' and "
+                             "'param_groups'")
+        saved_groups = state_dict["param_groups"]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        for g, sg in zip(self.param_groups, saved_groups):
+            if len(g["params"]) != len(sg["params"]):
+                raise ValueError("loaded state dict contains a parameter group that doesn't "
+                                 "match the size of optimizer's group")
+        index_to_param = {}
+        for g, sg in zip(self.param_groups, saved_groups):
+            for i, p in zip(sg["params"], g["params"]):
+                index_to_param[i] = p
+        state: defaultdict = defaultdict(dict)
+        for key, value in state_dict["state"].items():
+            p = index_to_param.get(key)
+            if p is None:
+                state[key] = copy.deepcopy(value)
+                continue
+            state[p] = {k: _cast_state(p, k, v) for k, v in value.items()}
+        new_groups = []
+        for g, sg in zip(self.param_groups, saved_groups):
+            ng = {k: v for k, v in sg.items() if k != "params"}
+            ng["params"] = g["params"]
+            new_groups.append(ng)
+        self.state = state
+        self.param_groups = new_groups
+
+
+def _cast_state(p: Tensor, key, value):
+    if not isinstance(value, Tensor):
+        return copy.deepcopy(value)
+    if key == "step":
+        return value.detach().clone()
+    with no_grad():
+        if value.is_floating_point() and p.is_floating_point():
+            out = value.to(device=p.device, dtype=p.dtype)
+        else:
+            out = value.to(device=p.device)
+        return out.clone() if out is value else out.detach()
+
+
+# -- helpers shared by the algorithms ----------------------------------------------------------
+
+def fused_kernel(fused, name: str, *tensors):
+    """The backend's fused update ``name`` if it should be used for these tensors, else None:
+    ``fused=None`` uses it where the backend has it and every tensor is contiguous;
+    ``fused=True`` requires it; ``fused=False`` never uses it."""
+    if fused is False:
+        return None
+    k = backend(tensors[0].device)
+    fn = getattr(k, name, None)
+    ok = fn is not None and all(t is None or t.is_contiguous() for t in tensors)
+    if fused and not ok:
+        raise RuntimeError(f"fused=True: the {tensors[0].device.type} backend has no usable "
+                           f"{name} for these parameters (it needs contiguous tensors)")
+    return fn if ok else None
+
+
+def bump_versions(*tensors) -> None:
+    """Records an in-place change made by a fused kernel (as an ``op_`` would)."""
+    for t in tensors:
+        if t is not None:
+            t._vc[0] += 1
+
+
+def zeros_like(p: Tensor) -> Tensor:
+    from ..autograd.ops.creation import zeros
+    return zeros(tuple(p.shape), dtype=p.dtype, device=p.device)
+
+
+def new_step() -> Tensor:
+    """The ``step`` counter of a parameter's state: a float32 CPU scalar, as PyTorch's."""
+    from ..autograd.ops.creation import tensor
+    from ..runtime import dtype as dtypes
+    return tensor(0.0, dtype=dtypes.float32)

@@ -1,0 +1,97 @@
+"""Stochastic gradient descent, with momentum, dampening, Nesterov momentum and weight decay."""
+
+from __future__ import annotations
+
+from ..autograd.grad_mode import no_grad
+from .optimizer import Optimizer, bump_versions, fused_kernel, zeros_like
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    r"""Stochastic gradient descent (optionally with momentum), as ``torch.optim.SGD``.
+
+    For each parameter p with gradient g, at step t (buffers start at the first step)::
+
+        g = -g                                  if maximize
+        g = g + weight_decay * p                if weight_decay != 0
+        if momentum != 0:
+            b = g                               at t = 1
+            b = momentum * b + (1 - dampening) * g   for t > 1
+            g = g + momentum * b                if nesterov   else   g = b
+        p = p - lr * g
+
+    Args:
+        params: parameters or parameter groups.
+        lr: learning rate (default 1e-3).
+        momentum: momentum factor (default 0).
+        dampening: dampening of the momentum (default 0).
+        weight_decay: L2 penalty (default 0).
+        nesterov: Nesterov momentum (needs momentum > 0 and dampening = 0).
+        maximize: maximize the objective instead of minimizing.
+        foreach: accepted for compatibility (updates are per parameter).
+        fused: None (default) uses the backend's fused ``sgd_step`` kernel when it has one;
+            True requires it; False uses Tensor ops.
+
+    Example:
+        >>> model = tg.nn.Linear(3, 1)
+        >>> opt = tg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        >>> model(tg.randn(4, 3)).sum().backward()
+        >>> opt.step(); opt.zero_grad()
+    """
+
+    def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
+                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
+                 foreach=None, differentiable: bool = False, fused=None):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        if differentiable:
+            raise NotImplementedError("SGD(differentiable=True) is not supported")
+        super().__init__(params, {"lr": lr, "momentum": momentum, "dampening": dampening,
+                                  "weight_decay": weight_decay, "nesterov": nesterov,
+                                  "maximize": maximize, "foreach": foreach, "fused": fused})
+
+    @no_grad()
+    def step(self, closure=None):
+        """Performs one update of every parameter that has a gradient; returns the closure's
+        loss if a closure (re-evaluating the model) is given."""
+        loss = self._closure(closure)
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    self._update(p, group)
+        return loss
+
+    def _update(self, p, group) -> None:
+        lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+        wd, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
+        grad = p.grad
+        state = self.state[p]
+        buf = state.get("momentum_buffer")
+        first = buf is None
+        fused = fused_kernel(group["fused"], "sgd_step", p, grad, buf)
+        if fused is not None:
+            if momentum != 0 and first:
+                buf = zeros_like(p)  # the kernel writes the first buffer (= g) itself
+            fused(p._data, grad._data, None if buf is None else buf._data, lr, momentum,
+                  dampening, wd, nesterov, maximize, first)
+            bump_versions(p, buf)
+        else:
+            g = -grad if maximize else grad
+            if wd != 0:
+                g = g.add(p, alpha=wd)
+            if momentum != 0:
+                if first:
+                    buf = g.detach().clone()
+                else:
+                    buf.mul_(momentum).add_(g, alpha=1 - dampening)
+                g = g.add(buf, alpha=momentum) if nesterov else buf
+            p.add_(g, alpha=-lr)
+        if momentum != 0:
+            state["momentum_buffer"] = buf

@@ -1,0 +1,358 @@
+"""nn.functional and the fused primitives behind it (autograd/ops/nn.py, kernels/numpy/nn.py):
+values against NumPy float64 references, gradients against central differences (first and
+second order), reductions, ignore_index, label smoothing, padding rows, half precision."""
+
+import math
+
+import numpy as np
+import pytest
+
+import tritongrad as tg
+from tests.helpers import assert_grads_match
+from tritongrad import nn
+
+F = nn.functional
+
+rng = np.random.default_rng(7)
+
+
+def t64(shape, device="cpu", low=-2.0, high=2.0):
+    return tg.tensor(rng.uniform(low, high, shape), dtype=tg.float64, device=device)
+
+
+def host(t):
+    return t.detach().cpu().numpy()
+
+
+def on(t, like):
+    """``t`` on ``like``'s device: the finite differences run on the CPU, the analytic
+    gradients on the device under test."""
+    return t.to(like.device)
+
+
+def leaf(x):
+    return x if x.requires_grad else x.detach().requires_grad_(True)
+
+
+def second_order(fn, inputs, atol=1e-5):
+    """Checks d/dx of sum(w * grad(fn(x).sum(), x)) (create_graph through fn) against finite
+    differences of the first-order gradient."""
+    ws = [rng.uniform(0.5, 1.5, tuple(x.shape)) for x in inputs]
+
+    def first(*xs):
+        xs = [leaf(x) for x in xs]
+        gs = tg.autograd.grad(fn(*xs).sum(), xs, create_graph=True)
+        total = None
+        for g, w in zip(gs, ws):
+            term = (g * tg.tensor(w, dtype=g.dtype, device=g.device)).sum()
+            total = term if total is None else total + term
+        return total
+
+    assert_grads_match(first, inputs, atol=atol, rtol=1e-4)
+
+
+# -- GELU ----------------------------------------------------------------------------------------
+
+def _gelu_ref(x, approximate):
+    if approximate == "tanh":
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    return np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x.ravel()]).reshape(
+        x.shape)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_values(device, approximate):
+    x = np.concatenate([np.linspace(-9, 9, 181), [-30.0, 0.0, 1e-8, 30.0]])
+    for dt, tol in ((tg.float64, 1e-13), (tg.float32, 3e-7)):
+        y = F.gelu(tg.tensor(x, dtype=dt, device=device), approximate=approximate)
+        assert y.dtype is dt
+        np.testing.assert_allclose(host(y), _gelu_ref(x, approximate), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_gradients_first_and_second_order(device, approximate):
+    x = t64((3, 4), device, -3, 3)
+    assert_grads_match(lambda x: F.gelu(x, approximate), [x])
+    second_order(lambda x: F.gelu(x, approximate), [x])
+
+
+def test_gelu_third_order(device):
+    x = t64((5,), device, -2, 2)
+
+    def second(x):
+        x = leaf(x)
+        g, = tg.autograd.grad(F.gelu(x).sum(), x, create_graph=True)
+        gg, = tg.autograd.grad(g.sum(), x, create_graph=True)
+        return gg
+
+    assert_grads_match(second, [x], atol=1e-5)
+
+
+def test_gelu_graph_names_and_errors():
+    x = tg.randn(3, requires_grad=True)
+    y = F.gelu(x)
+    assert y.grad_fn.name() == "GeluBackward0"
+    g, = tg.autograd.grad(y.sum(), x, create_graph=True)
+    assert g.grad_fn.name() == "GeluBackwardBackward0"
+    with pytest.raises(RuntimeError, match="approximate"):
+        F.gelu(x, approximate="fast")
+    with pytest.raises(RuntimeError, match="floating point"):
+        F.gelu(tg.tensor([1, 2]))
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_gelu_half_precision_matches_float32(dt):
+    x = tg.tensor(rng.uniform(-4, 4, 64), dtype=getattr(tg, dt))
+    y = F.gelu(x)
+    assert y.dtype is getattr(tg, dt)
+    ref = F.gelu(x.float())
+    np.testing.assert_allclose(host(y.float()), host(ref), rtol=1e-2, atol=1e-2)
+
+
+# -- layer norm ----------------------------------------------------------------------------------
+
+def _layer_norm_ref(x, shape, w, b, eps):
+    axes = tuple(range(x.ndim - len(shape), x.ndim))
+    mu = x.mean(axis=axes, keepdims=True)
+    var = x.var(axis=axes, keepdims=True)
+    y = (x - mu) / np.sqrt(var + eps)
+    return y * (1 if w is None else w) + (0 if b is None else b)
+
+
+@pytest.mark.parametrize("shape, norm", [((4, 6), (6,)), ((2, 3, 4), (3, 4)), ((5,), (5,)),
+                                         ((3, 1, 7), (7,))])
+def test_layer_norm_values(device, shape, norm):
+    x = t64(shape, device, -3, 3)
+    w, b = t64(norm, device), t64(norm, device)
+    for args in ((w, b), (w, None), (None, None), (None, b)):
+        y = F.layer_norm(x, norm, *args, eps=1e-5)
+        ref = _layer_norm_ref(host(x), norm, *(None if a is None else host(a) for a in args),
+                              1e-5)
+        np.testing.assert_allclose(host(y), ref, rtol=1e-10, atol=1e-10)
+
+
+def test_layer_norm_float32_and_noncontiguous(device):
+    x = tg.tensor(rng.normal(3, 2, (6, 5)), dtype=tg.float32, device=device).t()  # (5, 6)
+    y = F.layer_norm(x, (6,))
+    np.testing.assert_allclose(host(y), _layer_norm_ref(host(x).astype(np.float64), (6,), None,
+                                                        None, 1e-5), rtol=1e-5, atol=1e-5)
+
+
+def test_layer_norm_gradients(device):
+    x, w, b = t64((3, 5), device), t64((5,), device), t64((5,), device)
+    weight = t64((3, 5), device)  # a non-uniform upstream gradient
+    assert_grads_match(lambda x, w, b: F.layer_norm(x, (5,), w, b) * on(weight, x), [x, w, b])
+    assert_grads_match(lambda x: F.layer_norm(x, (5,)) * on(weight, x), [x])
+    x3 = t64((2, 2, 3), device)
+    w3, b3 = t64((2, 3), device), t64((2, 3), device)
+    assert_grads_match(lambda x, w, b: F.layer_norm(x, (2, 3), w, b) * on(x3, x), [x3, w3, b3])
+
+
+def test_layer_norm_double_backward(device):
+    x, w, b = t64((2, 4), device), t64((4,), device), t64((4,), device)
+    up = t64((2, 4), device)
+    second_order(lambda x, w, b: F.layer_norm(x, (4,), w, b) * on(up, x), [x, w, b])
+
+
+def test_layer_norm_errors():
+    with pytest.raises(RuntimeError, match="normalized_shape"):
+        F.layer_norm(tg.randn(3, 4), (5,))
+    with pytest.raises(RuntimeError, match="weight"):
+        F.layer_norm(tg.randn(3, 4), (4,), tg.ones(3))
+
+
+# -- cross-entropy -------------------------------------------------------------------------------
+
+def _log_softmax_ref(x, axis=1):
+    m = x.max(axis=axis, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+
+
+def _ce_ref(x, t, ignore_index=-100, smoothing=0.0, reduction="mean", weight=None):
+    logp = _log_softmax_ref(x)
+    c = x.shape[1]
+    valid = t != ignore_index
+    ts = np.where(valid, t, 0)
+    w = np.ones(c) if weight is None else weight
+    nll = -logp[np.arange(len(t)), ts] * w[ts]
+    smooth = -(logp * w).sum(1) / c
+    loss = np.where(valid, (1 - smoothing) * nll + smoothing * smooth, 0)
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / (w[ts] * valid).sum()
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+def test_cross_entropy_values(device, reduction, smoothing):
+    x = t64((6, 5), device, -4, 4)
+    t = np.array([0, 4, -100, 2, 2, 1])
+    out = F.cross_entropy(x, tg.tensor(t, device=device), reduction=reduction,
+                          label_smoothing=smoothing)
+    np.testing.assert_allclose(host(out), _ce_ref(host(x), t, -100, smoothing, reduction),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_cross_entropy_is_stable_for_large_logits():
+    x = tg.tensor([[1000.0, 0.0, -1000.0], [-1e4, 1e4, 0.0]])
+    loss = F.cross_entropy(x, tg.tensor([0, 1]), reduction="none")
+    np.testing.assert_allclose(host(loss), [0.0, 0.0], atol=1e-6)
+    assert np.isfinite(host(F.cross_entropy(x, tg.tensor([2, 0]), reduction="none"))).all()
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.3])
+def test_cross_entropy_gradients(device, smoothing):
+    x = t64((4, 5), device)
+    t = tg.tensor([1, -100, 4, 0], device=device)
+    assert_grads_match(lambda x: F.cross_entropy(x, on(t, x), label_smoothing=smoothing), [x])
+    up = t64((4,), device)
+    assert_grads_match(lambda x: F.cross_entropy(x, on(t, x), reduction="none",
+                                                 label_smoothing=smoothing) * on(up, x), [x])
+    second_order(lambda x: F.cross_entropy(x, on(t, x), reduction="none",
+                                           label_smoothing=smoothing) * on(up, x), [x])
+
+
+def test_cross_entropy_spatial_and_unbatched(device):
+    x = t64((2, 3, 4), device)  # (N, C, d1)
+    t = np.array([[0, 1, 2, 1], [2, 2, 0, -100]])
+    out = F.cross_entropy(x, tg.tensor(t, device=device), reduction="none")
+    assert tuple(out.shape) == (2, 4)
+    ref = _ce_ref(host(x).transpose(0, 2, 1).reshape(-1, 3), t.reshape(-1), reduction="none")
+    np.testing.assert_allclose(host(out), ref.reshape(2, 4), rtol=1e-12)
+    assert_grads_match(lambda x: F.cross_entropy(x, tg.tensor(t, device=x.device)), [x])
+    single = F.cross_entropy(t64((5,), device), tg.tensor(3, device=device))
+    assert single.shape == ()
+
+
+def test_cross_entropy_probability_targets_and_class_weights(device):
+    x = t64((4, 3), device)
+    p = rng.dirichlet(np.ones(3), size=4)
+    out = F.cross_entropy(x, tg.tensor(p, dtype=tg.float64, device=device))
+    np.testing.assert_allclose(host(out), -(p * _log_softmax_ref(host(x))).sum(1).mean(),
+                               rtol=1e-12)
+    w = np.array([0.2, 1.0, 3.0])
+    t = np.array([0, 2, 2, -100])
+    out = F.cross_entropy(x, tg.tensor(t, device=device), tg.tensor(w, dtype=tg.float64,
+                                                                     device=device))
+    np.testing.assert_allclose(host(out), _ce_ref(host(x), t, weight=w), rtol=1e-12)
+    assert_grads_match(lambda x: F.cross_entropy(x, tg.tensor(t, device=x.device),
+                                                 tg.tensor(w, dtype=tg.float64,
+                                                           device=x.device)), [x])
+
+
+def test_cross_entropy_errors_and_edge_cases():
+    x = tg.randn(3, 4)
+    with pytest.raises(IndexError, match="out of bounds"):
+        F.cross_entropy(x, tg.tensor([0, 4, 1]))
+    with pytest.raises(ValueError, match="target"):
+        F.cross_entropy(x, tg.tensor([0, 1]))
+    with pytest.raises(ValueError, match="label_smoothing"):
+        F.cross_entropy(x, tg.tensor([0, 1, 2]), label_smoothing=1.5)
+    with pytest.raises(ValueError, match="reduction"):
+        F.cross_entropy(x, tg.tensor([0, 1, 2]), reduction="avg")
+    with np.errstate(invalid="ignore"):  # every row ignored: 0 / 0, NaN as in PyTorch
+        assert math.isnan(F.cross_entropy(x, tg.tensor([-100, -100, -100])).item())
+    y = F.cross_entropy(x.requires_grad_(), tg.tensor([0, 1, 2], dtype=tg.int32))
+    assert y.grad_fn is not None
+
+
+def test_nll_loss_matches_cross_entropy(device):
+    x = t64((5, 4), device)
+    t = tg.tensor([3, 0, -100, 1, 1], device=device)
+    for red in ("mean", "sum", "none"):
+        a = F.nll_loss(F.log_softmax(x, dim=1), t, reduction=red)
+        b = F.cross_entropy(x, t, reduction=red)
+        np.testing.assert_allclose(host(a), host(b), rtol=1e-12, atol=1e-12)
+    assert_grads_match(lambda x: F.nll_loss(x, on(t, x)), [x])
+
+
+def test_mse_loss(device):
+    a, b = t64((3, 4), device), t64((3, 4), device)
+    np.testing.assert_allclose(host(F.mse_loss(a, b)), ((host(a) - host(b)) ** 2).mean())
+    np.testing.assert_allclose(host(F.mse_loss(a, b, reduction="sum")),
+                               ((host(a) - host(b)) ** 2).sum())
+    assert tuple(F.mse_loss(a, b, reduction="none").shape) == (3, 4)
+    assert_grads_match(lambda a, b: F.mse_loss(a, b), [a, b])
+    with pytest.warns(UserWarning, match="target size"):
+        F.mse_loss(a, b[0])
+
+
+# -- embedding -----------------------------------------------------------------------------------
+
+def test_embedding_values_and_gradients(device):
+    w = t64((5, 3), device)
+    idx = np.array([[0, 4, 4], [2, 0, 1]])
+    out = F.embedding(tg.tensor(idx, device=device), w)
+    np.testing.assert_array_equal(host(out), host(w)[idx])
+    up = t64((2, 3, 3), device)
+    assert_grads_match(lambda w: F.embedding(tg.tensor(idx, device=w.device), w) * on(up, w), [w])
+    second_order(lambda w: F.embedding(tg.tensor(idx, device=w.device), w) * on(up, w) * w.sum(),
+                 [w])
+
+
+def test_embedding_padding_idx_gets_no_gradient(device):
+    w = t64((4, 2), device).requires_grad_()
+    idx = tg.tensor([0, 3, 3, 1], device=device)
+    F.embedding(idx, w, padding_idx=3).sum().backward()
+    np.testing.assert_array_equal(host(w.grad), [[1, 1], [1, 1], [0, 0], [0, 0]])
+    w.grad = None
+    F.embedding(idx, w, padding_idx=-1).sum().backward()  # -1 is row 3
+    assert host(w.grad)[3].tolist() == [0, 0]
+
+
+def test_embedding_errors():
+    w = tg.randn(4, 2)
+    with pytest.raises(IndexError, match="out of range"):
+        F.embedding(tg.tensor([4]), w)
+    with pytest.raises(RuntimeError, match="indices"):
+        F.embedding(tg.tensor([1.0]), w)
+
+
+# -- activations, dropout, linear ----------------------------------------------------------------
+
+def test_activations(device):
+    x = t64((3, 4), device)
+    xs = host(x)
+    np.testing.assert_allclose(host(F.relu(x)), np.maximum(xs, 0))
+    np.testing.assert_allclose(host(F.tanh(x)), np.tanh(xs), rtol=1e-12)
+    np.testing.assert_allclose(host(F.sigmoid(x)), 1 / (1 + np.exp(-xs)), rtol=1e-12)
+    np.testing.assert_allclose(host(F.silu(x)), xs / (1 + np.exp(-xs)), rtol=1e-12)
+    np.testing.assert_allclose(host(F.softmax(x, dim=1)), np.exp(_log_softmax_ref(xs)),
+                               rtol=1e-12)
+    np.testing.assert_allclose(host(F.log_softmax(x, dim=-1)), _log_softmax_ref(xs), rtol=1e-12)
+    assert_grads_match(F.silu, [x])
+    assert_grads_match(lambda x: F.log_softmax(x, 1) * x, [x])
+
+
+def test_linear(device):
+    x, w, b = t64((2, 3, 4), device), t64((5, 4), device), t64((5,), device)
+    np.testing.assert_allclose(host(F.linear(x, w, b)), host(x) @ host(w).T + host(b),
+                               rtol=1e-12)
+    np.testing.assert_allclose(host(F.linear(x, w)), host(x) @ host(w).T, rtol=1e-12)
+    assert_grads_match(lambda x, w, b: F.linear(x, w, b), [x[0], w, b])
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        F.linear(tg.randn(2, 3), tg.randn(5, 4))
+
+
+def test_dropout_statistics_and_modes():
+    tg.manual_seed(0)
+    x = tg.ones(200, 100)
+    y = F.dropout(x, 0.3)
+    kept = host(y) != 0
+    assert abs(kept.mean() - 0.7) < 0.01
+    np.testing.assert_allclose(host(y)[kept], 1 / 0.7, rtol=1e-6)
+    assert F.dropout(x, 0.3, training=False) is x
+    assert host(F.dropout(x, 1.0)).sum() == 0
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        F.dropout(x, 1.5)
+    xr = tg.randn(10, requires_grad=True)
+    F.dropout(xr, 0.5).sum().backward()
+    assert set(np.unique(host(xr.grad)).tolist()) <= {0.0, 2.0}
+
+
+def test_one_hot():
+    out = F.one_hot(tg.tensor([0, 2, 1]), 4)
+    assert out.dtype is tg.int64
+    np.testing.assert_array_equal(host(out), np.eye(4, dtype=np.int64)[[0, 2, 1]])

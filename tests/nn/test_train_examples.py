@@ -1,0 +1,82 @@
+"""The training examples end to end: the digits MLP (the main job) reaches >= 95% held-out
+accuracy in its --quick mode and round-trips its checkpoint; the transformer's loss falls."""
+
+import contextlib
+import importlib.util
+import struct
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _example(name: str):
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _one_blas_thread():
+    """The examples' small matrices run fastest on one BLAS thread, and stall badly with more
+    when other processes hold the cores (the scripts set OPENBLAS_NUM_THREADS themselves; in
+    this process NumPy is already loaded). threadpoolctl comes with scikit-learn."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(1)
+
+
+def _png_size(path: Path) -> tuple:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    length, kind = struct.unpack(">I4s", data[8:16])
+    assert kind == b"IHDR" and zlib.crc32(data[12:16 + length]) == struct.unpack(
+        ">I", data[16 + length:20 + length])[0]
+    return struct.unpack(">II", data[16:24])
+
+
+def test_digits_quick_reaches_95_percent(tmp_path, capsys):
+    pytest.importorskip("sklearn")
+    digits = _example("train_digits")
+    t0 = time.perf_counter()
+    with _one_blas_thread():
+        result = digits.main(["--quick", "--device", "cpu", "--checkpoint",
+                              str(tmp_path / "digits.tg"), "--plot", str(tmp_path / "loss.png")])
+    elapsed = time.perf_counter() - t0
+    out = capsys.readouterr().out
+    assert result["accuracy"] >= 0.95, out
+    assert result["reloaded_accuracy"] == result["accuracy"]
+    assert "held-out accuracy" in out and "epoch  15/15 [" in out
+    assert result["losses"][-1] < 0.5 * result["losses"][0]
+    assert (tmp_path / "digits.tg").stat().st_size > 0
+    assert _png_size(tmp_path / "loss.png")[0] > 0
+    assert elapsed < 60, f"--quick took {elapsed:.1f} s"
+
+
+def test_builtin_png_writer(tmp_path):
+    digits = _example("train_digits")
+    img = digits.render_curve(list(np.linspace(2.0, 0.1, 50)), 10, width=120, height=80)
+    assert img.shape == (80, 120, 3) and (img != 255).any()
+    digits.write_png(str(tmp_path / "c.png"), img)
+    assert _png_size(tmp_path / "c.png") == (120, 80)
+    raw = zlib.decompress((tmp_path / "c.png").read_bytes()[41:-12])  # the one IDAT chunk
+    assert len(raw) == 80 * (1 + 120 * 3)
+
+
+def test_transformer_loss_decreases():
+    tt = _example("train_transformer")
+    with _one_blas_thread():
+        r = tt.train("cpu", steps=40, context=32, batch=16, dim=32, heads=2, layers=1, lr=1e-2,
+                     verbose=False)
+    losses = r["losses"]
+    assert np.mean(losses[-5:]) < np.mean(losses[:5]) - 0.5
+    assert r["final_loss"] < r["baseline"]  # already below the unigram entropy
+    assert 2.5 < r["baseline"] < 4.0
