@@ -230,33 +230,41 @@ class _GraphTask:
         self.streams = _StreamSync() if _uses_cuda(roots) else None
 
     def _plan(self, targets):
-        """Chooses the nodes to run and counts the edges into each (``self.deps``)."""
-        nodes, order = set(), []
+        """Chooses the nodes to run (``execute``: None means all reachable ones) and counts the
+        edges into each from nodes that run (``self.deps``)."""
         stack = [n for n, _, _ in self.roots if n is not None]
-        for n in stack:
-            nodes.add(n)
+        nodes = set(stack)
+        deps = {}
+        if targets is None:
+            while stack:
+                n = stack.pop()
+                for nx, _ in n.next_functions:
+                    if nx is not None:
+                        deps[nx] = deps.get(nx, 0) + 1
+                        if nx not in nodes:
+                            nodes.add(nx)
+                            stack.append(nx)
+            self.deps, self.relevant = deps, None
+            return None
+        order = list(stack)
         while stack:
             n = stack.pop()
-            order.append(n)
             for nx, _ in n.next_functions:
                 if nx is not None and nx not in nodes:
                     nodes.add(nx)
                     stack.append(nx)
-        if targets is None:
-            execute = nodes
-        else:
-            # A node runs if a target lies strictly beyond it; backward(inputs=...) also runs
-            # the leaves' own AccumulateGrad nodes. Nodes are visited after their successors.
-            target_nodes = {n for n, _ in targets}
-            leads, execute = {}, set()
-            for n in _topo_reverse(order):
-                beyond = any(leads.get(nx, False) for nx, _ in n.next_functions if nx is not None)
-                leads[n] = beyond or n in target_nodes
-                if beyond or (self.accumulate and n in target_nodes
-                              and isinstance(n, AccumulateGrad)):
-                    execute.add(n)
-        relevant = execute if self.captures is None else execute | set(self.captures)
-        deps = {}
+                    order.append(nx)
+        # A node runs if a target lies strictly beyond it; backward(inputs=...) also runs the
+        # leaves' own AccumulateGrad nodes.
+        target_nodes = {n for n, _ in targets}
+        leads, execute = {}, set()
+        for n in _topo_reverse(order):
+            beyond = any(leads.get(nx, False) for nx, _ in n.next_functions if nx is not None)
+            leads[n] = beyond or n in target_nodes
+            if beyond or (self.accumulate and n in target_nodes
+                          and isinstance(n, AccumulateGrad)):
+                execute.add(n)
+        relevant = execute | set(self.captures)
         for n in execute:
             for nx, _ in n.next_functions:
                 if nx is not None and nx in relevant:
@@ -267,16 +275,13 @@ class _GraphTask:
     def run(self) -> None:
         buffers = {}
         for node, slot, g in self.roots:
-            if node is None:
-                continue
-            self._add(buffers, node, slot, g, None)
-        counter = itertools.count()
-        heap = []
-        for node in buffers:
-            if self.deps.get(node, 0) == 0 and node in self.relevant:
-                heap.append((-node._seq, next(counter), node))
-        heapq.heapify(heap)
+            if node is not None:
+                self._add(buffers, node, slot, g, None)
         deps, relevant = self.deps, self.relevant
+        counter = itertools.count()
+        heap = [(-node._seq, next(counter), node) for node in buffers
+                if deps.get(node, 0) == 0 and (relevant is None or node in relevant)]
+        heapq.heapify(heap)
         while heap:
             node = heapq.heappop(heap)[2]
             grads = buffers.pop(node, None)
@@ -286,20 +291,26 @@ class _GraphTask:
             elif len(grads) < n_out:
                 grads.extend([None] * (n_out - len(grads)))
             outs = self._evaluate(node, grads)
-            if outs is None:
-                continue
-            stream = node._stream if self.streams is not None else None
-            for (nx, slot), g in zip(node.next_functions, outs):
-                if nx is None or nx not in relevant:
-                    continue
-                if g is not None:
-                    self._add(buffers, nx, slot, g, stream)
-                d = deps[nx] - 1
-                deps[nx] = d
-                if d == 0:
-                    heapq.heappush(heap, (-nx._seq, next(counter), nx))
+            if outs is not None:
+                self._propagate(node, outs, buffers, heap, counter)
+            # Drop this frame's references to gradients before the next node: a leaf's
+            # gradient may be adopted as .grad only when nothing else holds it (_stealable).
+            outs = grads = None
         if self.streams is not None:
             self.streams.finish()
+
+    def _propagate(self, node, outs, buffers, heap, counter) -> None:
+        deps, relevant = self.deps, self.relevant
+        stream = node._stream if self.streams is not None else None
+        for (nx, slot), g in zip(node.next_functions, outs):
+            if nx is None or (relevant is not None and nx not in relevant):
+                continue
+            if g is not None:
+                self._add(buffers, nx, slot, g, stream)
+            d = deps[nx] - 1
+            deps[nx] = d
+            if d == 0:
+                heapq.heappush(heap, (-nx._seq, next(counter), nx))
 
     def _add(self, buffers, node, slot, g, producer_stream) -> None:
         if self.streams is not None:
@@ -313,19 +324,9 @@ class _GraphTask:
         buf[slot] = g if old is None else old + g
 
     def _evaluate(self, node, grads):
-        hooks_of = node._tensor_hooks_for
-        for slot in range(len(grads)):
-            hooks = hooks_of(slot)
-            if hooks:
-                for h in tuple(hooks.values()):
-                    r = h(grads[slot])
-                    if r is not None:
-                        grads[slot] = _checked_hook_result(r, grads[slot])
-        if node._retained:
-            for slot, ref in node._retained.items():
-                t = ref()
-                if t is not None and grads[slot] is not None:
-                    _retain(t, grads[slot])
+        if node._tensor_hooks is not None or node._retained is not None or (
+                type(node) is AccumulateGrad and node.variable._hooks):
+            _run_tensor_hooks(node, grads)
         if self.captures is not None:
             for slot, i in self.captures.get(node, ()):
                 g = grads[slot] if slot < len(grads) else None
@@ -334,17 +335,28 @@ class _GraphTask:
                     self.captured[i] = g if prev is None else prev + g
                 elif g is not None and not isinstance(node, AccumulateGrad):
                     _retain(self.inputs[i], g)  # backward(inputs=[non-leaf]) fills its .grad
-        if node not in self.execute:
+            g = None
+        if self.execute is not None and node not in self.execute:
             return None
         if node._pre_hooks:
             for h in tuple(node._pre_hooks.values()):
                 r = h(tuple(grads))
                 if r is not None:
-                    grads = list(r)
-        if all(g is None for g in grads) and not getattr(node, "_materialize", False):
-            outs = (None,) * len(node.next_functions)
+                    grads[:] = r
+        for g in grads:
+            if g is not None:
+                break
         else:
+            if not getattr(node, "_materialize", False):
+                outs = (None,) * len(node.next_functions)
+                if not self.keep_graph:
+                    node._release()
+                return outs
+        g = None
+        if state.observers or self.streams is not None or anomaly_mode.enabled:
             outs = self._call(node, grads)
+        else:
+            outs = self._apply(node, grads)
         if node._post_hooks:
             for h in tuple(node._post_hooks.values()):
                 r = h(outs, tuple(grads))
@@ -355,6 +367,7 @@ class _GraphTask:
         return outs
 
     def _call(self, node, grads):
+        """``_apply`` with observers told, on the node's stream, with anomaly checks."""
         observers = state.observers
         tokens = [o.node_enter(node, grads) for o in observers] if observers else None
         stream_ctx = self.streams.run_on(node) if self.streams is not None else None
@@ -373,7 +386,7 @@ class _GraphTask:
         return outs
 
     def _apply(self, node, grads):
-        if isinstance(node, AccumulateGrad):
+        if type(node) is AccumulateGrad:
             accumulate_grad(node.variable, grads[0], self.create_graph)
             return ()
         try:
@@ -384,6 +397,22 @@ class _GraphTask:
                               f"caused the error:\n{''.join(node._trace)}", UserWarning,
                               stacklevel=2)
             raise
+
+
+def _run_tensor_hooks(node, grads) -> None:
+    """Tensor hooks (which may replace a gradient), then retain_grad, for each slot."""
+    for slot in range(len(grads)):
+        hooks = node._tensor_hooks_for(slot)
+        if hooks:
+            for h in tuple(hooks.values()):
+                r = h(grads[slot])
+                if r is not None:
+                    grads[slot] = _checked_hook_result(r, grads[slot])
+    if node._retained:
+        for slot, ref in node._retained.items():
+            t = ref()
+            if t is not None and grads[slot] is not None:
+                _retain(t, grads[slot])
 
 
 def _topo_reverse(nodes):
@@ -457,9 +486,14 @@ def _stealable(g: Tensor) -> bool:
     getrefcount's argument; any other holder (a hook that kept it, another slot) blocks."""
     if sys.getrefcount(g) > 4 or g._base is not None:
         return False
+    # The array's holders: g's slot, the local name below and getrefcount's argument; a
+    # fourth is another tensor (detach() shares the array object) or a NumPy view of it.
     data = g._data
+    if sys.getrefcount(data) > 3:
+        return False
     if g._device.type == "cpu":
-        return data.base is None and sys.getrefcount(data) <= 2
+        return data.base is None
+    # a DeviceArray's storage: held by this array and getrefcount's argument, else shared
     return sys.getrefcount(data.storage) <= 2
 
 

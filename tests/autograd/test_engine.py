@@ -402,3 +402,46 @@ def test_torch_never_imported_after_cpu_training():
             "assert 'torch' not in sys.modules, 'torch was imported'")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_fresh_leaf_gradient_is_adopted_without_a_copy():
+    # Rule 1 with nothing else holding the new gradient: .grad is that very memory.
+    produced = {}
+
+    class Scale(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            out = g * 3
+            produced["ptr"] = out.data_ptr()  # an int: no reference kept
+            return out
+
+    x = tg.ones(4, 5, requires_grad=True)
+    Scale.apply(x).sum().backward()
+    assert x.grad.data_ptr() == produced["ptr"]
+    np.testing.assert_allclose(x.grad.numpy(), 3.0)
+
+
+def test_gradient_shared_with_a_detached_alias_is_copied(device):
+    kept = []
+
+    class Keep(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            out = g * 2
+            kept.append(out.detach())  # another tensor on the same array
+            return out
+
+    x = tg.ones(3, device=device, requires_grad=True)
+    Keep.apply(x).sum().backward()
+    Keep.apply(x).sum().backward()
+    assert x.grad.data_ptr() != kept[0].data_ptr()
+    np.testing.assert_allclose(kept[0].cpu().numpy(), 2.0)  # not mutated by accumulation
+    np.testing.assert_allclose(x.grad.cpu().numpy(), 4.0)

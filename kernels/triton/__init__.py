@@ -1,0 +1,139 @@
+"""The GPU backend: the kernel contract (see ``tritongrad.kernels``) as Triton kernels over
+``runtime.DeviceArray``, launched on tritongrad's current stream.
+
+A few generic kernels carry every op (one file per family: kernels with their formulas, then
+plans and launchers):
+
+- elementwise.py: a flat and a strided kernel, the op a constexpr string, under add ... where,
+  unary(), binary(), and the copy/arange ops behind copy_/astype/contiguous/full/arange
+  (memory.py); broadcasting through zero strides, collapsed dimensions, Python scalars passed
+  by value. elementwise_ops.py: the contract's launchers (dtype rules, scalars, out=);
+- reduction.py: one strided fold-one-dim kernel (sum prod amax amin all any) and its
+  (value, index) twin (argmax argmin), planned into one or more passes;
+- rowwise.py: cumsum and softmax/log_softmax along one dim;
+- matmul.py: a tiled tl.dot kernel over arbitrary strides, batched (bmm); float32 in IEEE
+  precision;
+- indexing.py: gather/scatter kernels under index, index_put_, gather, scatter_; nonzero;
+- nn.py: fused GELU, layer norm, cross-entropy (forward and backward), embedding;
+- optim.py: fused SGD and Adam/AdamW updates, one launch per parameter;
+- _launch.py: shape collapsing, block heuristics, plan caches, dtype tables, the driver
+  binding, and the interpreter fixes (Note [interpreter fidelity]).
+
+Dtypes: float16, bfloat16, float32, float64 for all math; bool, uint8, int8, int16, int32,
+int64 for copies, casts, full, arange, comparisons, where, the integer ops (add sub mul maximum
+minimum neg relu abs sign bitwise ops, integer divisions), reductions and indexing. Anything
+else raises TypeError naming the op and the dtype. The module never imports torch.
+"""
+
+from .elementwise_ops import (
+    add,
+    binary,
+    div,
+    eq,
+    exp,
+    ge,
+    gt,
+    le,
+    log,
+    lt,
+    maximum,
+    minimum,
+    mul,
+    ne,
+    neg,
+    pow,
+    relu,
+    sqrt,
+    sub,
+    unary,
+    where,
+)
+from .indexing import gather, index, index_put_, nonzero, scatter_
+from .matmul import bmm, matmul
+from .memory import (
+    arange,
+    as_strided,
+    astype,
+    contiguous,
+    copy_,
+    empty,
+    expand,
+    full,
+    getitem,
+    permute,
+    storage_offset,
+    strides,
+    view,
+)
+from .nn import (
+    cross_entropy,
+    cross_entropy_backward,
+    embedding,
+    embedding_backward,
+    gelu,
+    gelu_backward,
+    layer_norm,
+    layer_norm_backward,
+)
+from .optim import adam_step, sgd_step
+from .reduction import argreduce, reduce, sum
+from .rowwise import cumsum, softmax
+
+__all__ = [
+    "adam_step",
+    "add",
+    "arange",
+    "argreduce",
+    "as_strided",
+    "astype",
+    "binary",
+    "bmm",
+    "contiguous",
+    "copy_",
+    "cross_entropy",
+    "cross_entropy_backward",
+    "cumsum",
+    "div",
+    "embedding",
+    "embedding_backward",
+    "empty",
+    "eq",
+    "exp",
+    "expand",
+    "full",
+    "gather",
+    "ge",
+    "gelu",
+    "gelu_backward",
+    "getitem",
+    "gt",
+    "index",
+    "index_put_",
+    "layer_norm",
+    "layer_norm_backward",
+    "le",
+    "log",
+    "lt",
+    "matmul",
+    "maximum",
+    "minimum",
+    "mul",
+    "ne",
+    "neg",
+    "nonzero",
+    "permute",
+    "pow",
+    "reduce",
+    "relu",
+    "scatter_",
+    "sgd_step",
+    "softmax",
+    "sqrt",
+    "storage_offset",
+    "strides",
+    "sub",
+    "sum",
+    "unary",
+    "view",
+    "where",
+]

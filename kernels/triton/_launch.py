@@ -1,0 +1,269 @@
+"""Launch plumbing shared by the Triton kernel families: shape collapsing, block heuristics,
+plan caches, dtype tables and the one-time driver binding.
+
+Note [lean launches]: a small op costs more in Python than on the GPU (NOTES.md §6), so the
+launchers do as little per call as they can. Everything that depends only on shapes, strides
+and dtypes is computed once and kept in a plain dict keyed by those tuples (a "plan"); a call
+then costs a few dict lookups, one allocation and Triton's own launch path. Plans never hold
+pointers, so a plan is reused by every array with the same layout.
+"""
+
+from __future__ import annotations
+
+import os
+
+import triton.language as tl
+
+from ...runtime import dtype as D
+from ...runtime.array import DeviceArray, contiguous_strides
+
+__all__ = [
+    "EXACT",
+    "INTERPRET",
+    "PLANS",
+    "TL",
+    "DeviceArray",
+    "broadcast_shape",
+    "broadcast_strides",
+    "cdiv",
+    "check_supported",
+    "clear_plans",
+    "collapse",
+    "contiguous_strides_cached",
+    "ensure_driver",
+    "needs_int64",
+    "next_pow2",
+    "unsupported",
+]
+
+# Triton reads TRITON_INTERPRET when it is imported; here it decides whether the interpreter
+# needs the fixes below and whether a driver binding matters.
+INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def _patch_interpreter() -> None:
+    """Note [interpreter fidelity]: Triton 3.9's interpreter differs from GPUs where these
+    kernels reach, so under ``TRITON_INTERPRET=1`` (CI, the emulated device) it is patched to
+    give the GPU's results, and the kernels run the same source on both:
+
+    - float32 -> bfloat16 truncates (``cast_impl`` calls ``_convert_float`` with no rounding
+      mode); GPUs round to nearest even (``cvt.rn.bf16.f32``);
+    - ``tl.dot`` on bfloat16 multiplies the uint16 bit patterns it stores them as; GPUs
+      multiply the values (exactly, into float32);
+    - libdevice (``triton.language.extra.libdevice``: exp, log, pow, tanh, ...) has no
+      interpreter implementation (its functions are stubs returning None there); the ones the
+      kernels call are mapped to the NumPy ufuncs of the same math.
+
+    Only those cases change; everything else goes to the original methods. Idempotent.
+    """
+    try:
+        import numpy as np
+        from triton.language.extra import libdevice
+        from triton.runtime import interpreter as interp
+        cls = type(interp.interpreter_builder)
+        cast_impl, create_dot, handle = cls.cast_impl, cls.create_dot, interp.TensorHandle
+        tensor = tl.core.tensor
+    except (ImportError, AttributeError):  # another Triton: nothing known to fix
+        return
+    if getattr(cast_impl, "_tritongrad", False):
+        return
+
+    def to_f32(bits):
+        return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
+
+    def to_bf16(x):
+        b = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+        r = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
+        return np.where(np.isnan(x), np.uint16(0x7FC0), r).astype(np.uint16)
+
+    def patched_cast(self, src, dst_type):
+        if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
+            return handle(to_bf16(src.data), dst_type.scalar)
+        return cast_impl(self, src, dst_type)
+
+    def patched_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+        if a.dtype == tl.bfloat16 and b.dtype == tl.bfloat16:
+            a, b = handle(to_f32(a.data), tl.float32), handle(to_f32(b.data), tl.float32)
+            input_precision = None  # float32 products of bf16 values are exact
+        return create_dot(self, a, b, d, input_precision, max_num_imprecise_acc)
+
+    def numpy_math(ufunc):
+        def fn(*args, **_):
+            ts = [a for a in args if isinstance(a, tensor)]
+            like = next((t for t in ts if t.type.is_block()), ts[0])
+            np_dtype = like.handle.data.dtype
+            with np.errstate(all="ignore"):
+                data = ufunc(*[a.handle.data if isinstance(a, tensor) else a for a in args])
+            data = np.asarray(data).astype(np_dtype, copy=False)
+            return tensor(handle(data, like.handle.dtype.scalar), like.type)
+        return fn
+
+    for name, ufunc in {"exp": np.exp, "log": np.log, "pow": np.power, "fmod": np.fmod,
+                        "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "log1p": np.log1p,
+                        "expm1": np.expm1, "rint": np.rint, "trunc": np.trunc}.items():
+        setattr(libdevice, name, numpy_math(ufunc))
+    patched_cast._tritongrad = True
+    cls.cast_impl, cls.create_dot = patched_cast, patched_dot
+
+
+if INTERPRET:
+    _patch_interpreter()
+
+# Launch options of the kernels that compare with NumPy elementwise: no multiply-add contraction
+# (FMA), so each + and * rounds as NumPy's do (memory-bound kernels lose nothing by it).
+EXACT = {"enable_fp_fusion": False}
+
+# Every plan cache registers here so tests (and anyone changing the heuristics below) can
+# drop them all at once.
+PLANS: list[dict] = []
+
+
+def plan_cache() -> dict:
+    d: dict = {}
+    PLANS.append(d)
+    return d
+
+
+def clear_plans() -> None:
+    for d in PLANS:
+        d.clear()
+
+
+# -- the driver binding ------------------------------------------------------------------------
+_driver_ready = False
+
+
+def ensure_driver() -> None:
+    """Installs tritongrad's Triton driver (current stream/device answered by the runtime) once.
+
+    ``runtime/triton_driver.py`` is written by the runtime work; until it exists, launches use
+    Triton's stock driver. Under the interpreter no driver is involved at all.
+    """
+    global _driver_ready
+    if _driver_ready:
+        return
+    if not INTERPRET:
+        try:
+            from ...runtime.triton_driver import ensure_triton_driver
+        except ModuleNotFoundError as e:
+            if e.name != __package__.rsplit(".", 2)[0] + ".runtime.triton_driver":
+                raise
+        else:
+            ensure_triton_driver()
+    _driver_ready = True
+
+
+# -- shapes ------------------------------------------------------------------------------------
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def next_pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+_contig: dict = {}
+
+
+def contiguous_strides_cached(shape: tuple) -> tuple:
+    s = _contig.get(shape)
+    if s is None:
+        s = _contig[shape] = contiguous_strides(shape)
+    return s
+
+
+def broadcast_shape(op: str, *shapes) -> tuple:
+    """NumPy's broadcast of ``shapes``; raises ValueError naming ``op`` when impossible."""
+    nd = max(len(s) for s in shapes)
+    out = []
+    for i in range(nd):
+        n = 1
+        for s in shapes:
+            j = i - nd + len(s)
+            if j >= 0:
+                m = s[j]
+                if m != 1:
+                    if n != 1 and m != n:
+                        raise ValueError(
+                            f"{op}: shapes {' and '.join(str(tuple(x)) for x in shapes)} cannot "
+                            f"be broadcast together (dimension {i}: {n} != {m})")
+                    n = m
+        out.append(n)
+    return tuple(out)
+
+
+def broadcast_strides(shape: tuple, strides: tuple, to: tuple) -> tuple:
+    """Strides that view (shape, strides) as ``to``: zero on new and stretched dimensions."""
+    lead = len(to) - len(shape)
+    out = [0] * lead
+    for n, s, m in zip(shape, strides, to[lead:]):
+        out.append(s if n == m else 0)
+    return tuple(out)
+
+
+def collapse(shape: tuple, *strides: tuple):
+    """Drops size-1 dimensions and merges neighbours that are contiguous for every operand.
+
+    ``collapse((4, 5, 6), (30, 6, 1), (0, 6, 1))`` is ``((4, 30), ((30, 1), (0, 1)))``: the
+    last two dims merge (6 * 1 == 6 for both), the first cannot (broadcast in one operand).
+    Returns (shape, strides per operand), innermost dimension last; () for a single element.
+    """
+    dims = [i for i, n in enumerate(shape) if n != 1]
+    if not dims:
+        return (), tuple(() for _ in strides)
+    last = dims[-1]
+    out_shape = [shape[last]]
+    out_strides = [[s[last]] for s in strides]
+    for i in reversed(dims[:-1]):
+        n = shape[i]
+        inner = out_shape[-1]
+        if all(s[i] == o[-1] * inner for s, o in zip(strides, out_strides)):
+            out_shape[-1] = inner * n
+        else:
+            out_shape.append(n)
+            for s, o in zip(strides, out_strides):
+                o.append(s[i])
+    out_shape.reverse()
+    for o in out_strides:
+        o.reverse()
+    return tuple(out_shape), tuple(tuple(o) for o in out_strides)
+
+
+_INT32_SAFE = 2**31 - 2**20  # offsets computed for masked-off lanes may run a block past the end
+
+
+def needs_int64(shape: tuple, *strides: tuple) -> bool:
+    """True when an element offset (or the element count) of these views may pass int32."""
+    numel = 1
+    for n in shape:
+        numel *= n
+    if numel >= _INT32_SAFE:
+        return True
+    for st in strides:
+        span = 0
+        for n, s in zip(shape, st):
+            span += (n - 1) * abs(s)
+        if span >= _INT32_SAFE:
+            return True
+    return False
+
+
+# -- dtypes ------------------------------------------------------------------------------------
+# Triton element types of the tritongrad dtypes this backend handles.
+TL = {
+    D.bool: tl.int1, D.uint8: tl.uint8, D.int8: tl.int8, D.int16: tl.int16,
+    D.int32: tl.int32, D.int64: tl.int64, D.float16: tl.float16, D.bfloat16: tl.bfloat16,
+    D.float32: tl.float32, D.float64: tl.float64,
+}
+FLOATS = (D.float16, D.bfloat16, D.float32, D.float64)
+INTS = (D.uint8, D.int8, D.int16, D.int32, D.int64)
+
+
+def unsupported(op: str, dtype, why: str = "") -> TypeError:
+    msg = f"{op}: dtype {dtype} is not supported by the Triton backend"
+    return TypeError(msg + (f" ({why})" if why else ""))
+
+
+def check_supported(op: str, dtype) -> None:
+    if dtype not in TL:
+        raise unsupported(op, dtype, "supported: " + ", ".join(d.name for d in TL))

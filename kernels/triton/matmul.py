@@ -1,0 +1,198 @@
+"""Matrix products ``matmul(a, b)`` (2-D) and ``bmm(a, b)`` (batched 3-D) with any strides:
+transposed, sliced and batch-broadcast (stride 0) views need no copy.
+
+    C[b, m, n] = sum_k A[b, m, k] * B[b, k, n]     accumulated in float32 (float64 for float64)
+
+matmul is bmm with one batch. The kernel is Triton's tutorial matmul: program-grouped ordering of C's tiles (GROUP_M rows of
+tiles share B's column panels in L2), a loop over K in BLOCK_K steps, masked edges, one rounding
+at the store. Strides are runtime arguments, so ``a.T`` or a slice works in place; Triton
+specialises unit strides, which keeps the loads vectorised in the common layouts.
+
+Precision: float16/bfloat16 use tensor cores with a float32 accumulator (NumPy's float16 matmul
+in kernels/numpy computes the same way). float32 uses ``input_precision="ieee"``: full float32
+products (no TF32), so results match NumPy within float32 rounding, at the cost of not using
+tensor cores (FMA throughput). float64 uses ``tl.dot`` where the installed Triton compiles it
+for float64, else a broadcast-multiply-and-sum fallback (``USE_DOT=False``), chosen once on the
+first float64 launch.
+
+Block sizes come from a few fixed configs picked by shape (no autotuning yet): the large-tile
+config for big products, smaller tiles when M or N is small (so more programs run).
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from ...runtime import dtype as D
+from ...runtime import memory as _memory
+from . import _launch as L
+from .memory import astype, full
+
+__all__ = ["bmm", "matmul"]
+
+GROUP_M = 8
+
+
+@triton.jit
+def _matmul_kernel(
+    a_ptr,  # *T: A, (B, M, K), element (b, m, k) at b * s_ab + m * s_am + k * s_ak
+    b_ptr,  # *T: B, (B, K, N), element (b, k, n) at b * s_bb + k * s_bk + n * s_bn
+    c_ptr,  # *T: C, (B, M, N) contiguous, written
+    M, N, K,
+    s_ab, s_am, s_ak, s_bb, s_bk, s_bn,
+    ACC: tl.constexpr, PRECISION: tl.constexpr, USE_DOT: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP: tl.constexpr, INT64: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    n_pid_m = tl.cdiv(M, BLOCK_M)
+    n_pid_n = tl.cdiv(N, BLOCK_N)
+    tiles = n_pid_m * n_pid_n
+    batch = pid // tiles
+    pid = pid - batch * tiles
+    in_group = GROUP * n_pid_n
+    first_m = (pid // in_group) * GROUP
+    group_size = tl.minimum(n_pid_m - first_m, GROUP)
+    pid_m = first_m + (pid % in_group) % group_size
+    pid_n = (pid % in_group) // group_size
+    if INT64:
+        batch = batch.to(tl.int64)
+        pid_m = pid_m.to(tl.int64)
+        pid_n = pid_n.to(tl.int64)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    if INT64:
+        rk = rk.to(tl.int64)
+    a_ptrs = a_ptr + batch * s_ab + (rm[:, None] * s_am + rk[None, :] * s_ak)
+    b_ptrs = b_ptr + batch * s_bb + (rk[:, None] * s_bk + rn[None, :] * s_bn)
+    m_mask = (rm < M)[:, None]
+    n_mask = (rn < N)[None, :]
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
+    for k0 in range(0, K, BLOCK_K):
+        k_left = K - k0
+        a = tl.load(a_ptrs, mask=m_mask & (rk[None, :] < k_left), other=0.0)
+        b = tl.load(b_ptrs, mask=(rk[:, None] < k_left) & n_mask, other=0.0)
+        if USE_DOT:
+            acc = tl.dot(a, b, acc, input_precision=PRECISION, out_dtype=ACC)
+        else:
+            acc += tl.sum(a[:, :, None].to(ACC) * b[None, :, :].to(ACC), axis=1)
+        a_ptrs += BLOCK_K * s_ak
+        b_ptrs += BLOCK_K * s_bk
+    c = acc.to(c_ptr.dtype.element_ty)
+    c_ptrs = c_ptr + batch * M * N + (rm[:, None] * N + rn[None, :])
+    tl.store(c_ptrs, c, mask=m_mask & n_mask)
+
+
+# ------------------------------------------------------------------------------------------
+# Configs and plans
+# ------------------------------------------------------------------------------------------
+# (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) per dtype family and size class.
+CONFIGS = {
+    "half": {"large": (128, 128, 64, 8, 3), "medium": (64, 64, 64, 4, 4),
+             "small": (16, 64, 64, 4, 4)},
+    "f32": {"large": (128, 128, 16, 8, 3), "medium": (64, 64, 16, 4, 3),
+            "small": (16, 64, 32, 4, 3)},
+    "f64": {"large": (64, 64, 16, 4, 2), "medium": (32, 32, 16, 4, 2),
+            "small": (16, 32, 16, 4, 2)},
+    "f64_fallback": {"large": (32, 32, 8, 8, 1), "medium": (32, 32, 8, 8, 1),
+                     "small": (16, 32, 8, 4, 1)},
+}
+_FAMILY = {D.float16: "half", D.bfloat16: "half", D.float32: "f32", D.float64: "f64"}
+_ACC = {D.float16: tl.float32, D.bfloat16: tl.float32, D.float32: tl.float32,
+        D.float64: tl.float64}
+# tl.dot's input_precision: only meaningful for float32 inputs ("ieee": no TF32).
+_PRECISION = {D.float16: "tf32", D.bfloat16: "tf32", D.float32: "ieee", D.float64: "ieee"}
+
+_PLANS = L.plan_cache()
+_f64_dot: list = []  # [True/False] once known: does this Triton compile tl.dot for float64?
+
+
+def _plan(key):
+    B, M, N, K, sa, sb, dtype, use_dot = key
+    family = _FAMILY[dtype] if use_dot or dtype is not D.float64 else "f64_fallback"
+    if M >= 256 and N >= 256:
+        size = "large"
+    elif M <= 16:
+        size = "small"
+    else:
+        size = "medium"
+    bm, bn, bk, warps, stages = CONFIGS[family][size]
+    int64 = (L.needs_int64((B, M, K), sa) or L.needs_int64((B, K, N), sb)
+             or B * M * N >= L._INT32_SAFE)
+    grid = (B * L.cdiv(M, bm) * L.cdiv(N, bn),)
+    plan = (grid, (bm, bn, bk, GROUP_M, int64), warps, stages)
+    _PLANS[key] = plan
+    return plan
+
+
+def _launch(a, b, c, use_dot):
+    B, M, K = a.shape
+    N = b.shape[2]
+    key = (B, M, N, K, a.strides, b.strides, a.dtype, use_dot)
+    grid, consts, warps, stages = _PLANS.get(key) or _plan(key)
+    sa, sb = a.strides, b.strides
+    _matmul_kernel[grid](a, b, c, M, N, K, sa[0], sa[1], sa[2], sb[0], sb[1], sb[2],
+                         _ACC[a.dtype], _PRECISION[a.dtype], use_dot, *consts,
+                         num_warps=warps, num_stages=stages)
+
+
+def _check(op, a, b, nd):
+    if a.ndim != nd or b.ndim != nd:
+        raise ValueError(f"{op}: expected {nd}-D arrays, got shapes {a.shape} and {b.shape}")
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"{op}: shapes {a.shape} and {b.shape} cannot be multiplied "
+                         f"({a.shape[-1]} != {b.shape[-2]})")
+    if nd == 3 and a.shape[0] != b.shape[0]:
+        raise ValueError(f"{op}: batch sizes differ: shapes {a.shape} and {b.shape}")
+    if a.dtype is not b.dtype:
+        dt = D.promote_types(a.dtype, b.dtype)
+        a = a if a.dtype is dt else astype(a, dt)
+        b = b if b.dtype is dt else astype(b, dt)
+    if a.dtype not in _FAMILY:
+        raise L.unsupported(op, a.dtype, "floating point only: float16, bfloat16, float32, "
+                            "float64")
+    return a, b
+
+
+def _bmm(a, b):
+    """(B, M, K) @ (B, K, N) -> new contiguous (B, M, N)."""
+    dtype = a.dtype
+    B, M, K = a.shape
+    N = b.shape[2]
+    if K == 0 and B and M and N:
+        return full((B, M, N), 0, dtype, a.device)
+    c = _memory.empty((B, M, N), dtype, a.device)
+    if B == 0 or M == 0 or N == 0:
+        return c
+    L.ensure_driver()
+    if dtype is not D.float64:
+        _launch(a, b, c, True)
+    elif _f64_dot:
+        _launch(a, b, c, _f64_dot[0])
+    else:
+        try:
+            _launch(a, b, c, True)
+            _f64_dot.append(True)
+        except Exception:
+            if L.INTERPRET:  # the interpreter runs any dot: an error here is a real one
+                raise
+            _f64_dot.append(False)  # this Triton cannot compile a float64 tl.dot
+            _launch(a, b, c, False)
+    return c
+
+
+def matmul(a, b):
+    """a @ b for 2-D arrays (float16, bfloat16, float32, float64); a new contiguous (M, N)."""
+    a, b = _check("matmul", a, b, 2)
+    (M, K), N = a.shape, b.shape[1]
+    c = _bmm(a.as_strided((1, M, K), (0,) + tuple(a.strides), a.offset),
+             b.as_strided((1, K, N), (0,) + tuple(b.strides), b.offset))
+    return c.as_strided((M, N), (N, 1), c.offset)
+
+
+def bmm(a, b):
+    """(B, n, m) @ (B, m, p) -> new contiguous (B, n, p); any strides, 0 batch strides too."""
+    a, b = _check("bmm", a, b, 3)
+    return _bmm(a, b)

@@ -1,0 +1,132 @@
+"""Creation, copies, casts and views of DeviceArrays (strides and offsets in elements).
+
+The copies and casts (``full``, ``copy_``, ``astype``, ``contiguous``) are the elementwise
+family's ``copy`` op (elementwise.py): one strided load, a conversion at the store; ``arange``
+is its ``arange`` op (start + step * index, no host data). Casts follow
+Triton's conversions, which match NumPy's ``astype`` wherever NumPy's result is defined:
+floats round to nearest even, float -> int truncates toward zero, anything -> bool is ``!= 0``,
+int -> narrower int wraps. (Out-of-range float -> int and NaN -> int are undefined in both and
+may differ.) float64 -> bfloat16 rounds through float32.
+
+The views are metadata-only methods of ``DeviceArray`` (runtime/array.py); the functions here
+are the contract's names for them.
+"""
+
+from __future__ import annotations
+
+from ...runtime import memory as _memory
+from ...runtime.array import DeviceArray
+from ...runtime.device import device as Device
+from . import _launch as L
+from .elementwise import launch_arange, launch_copy, span
+
+__all__ = [
+    "arange",
+    "as_strided",
+    "astype",
+    "contiguous",
+    "copy_",
+    "empty",
+    "expand",
+    "full",
+    "getitem",
+    "permute",
+    "storage_offset",
+    "strides",
+    "view",
+]
+
+_DEFAULT = Device("cuda", 0)
+
+
+def _device(device):
+    # The contract lets ``device`` default (NumPy ignores it); index None means the current
+    # device, which the runtime resolves.
+    return _DEFAULT if device is None else device
+
+
+def empty(shape, dtype, device=None) -> DeviceArray:
+    """An uninitialised contiguous array (from the runtime's caching allocator)."""
+    return _memory.empty(shape, dtype, _device(device))
+
+
+def full(shape, value, dtype, device=None) -> DeviceArray:
+    """A contiguous array of ``shape`` filled with the Python scalar ``value`` cast to ``dtype``."""
+    out = _memory.empty(shape, dtype, _device(device))
+    launch_copy(out, value)
+    return out
+
+
+def arange(start, step, n, dtype, device=None) -> DeviceArray:
+    """``start + step * i`` for i in [0, n): int64 math when start and step are ints, float64
+    otherwise, then cast to ``dtype`` (one kernel, no host data)."""
+    out = _memory.empty((int(n),), dtype, _device(device))
+    launch_arange(out, start, step)
+    return out
+
+
+def astype(a: DeviceArray, dtype) -> DeviceArray:
+    """A contiguous copy of ``a`` converted to ``dtype`` (always a new array)."""
+    out = _memory.empty(a.shape, dtype, a.device)
+    launch_copy(out, a)
+    return out
+
+
+def contiguous(a: DeviceArray) -> DeviceArray:
+    """``a`` itself when row-major contiguous, else a contiguous copy."""
+    if a.is_contiguous():
+        return a
+    out = _memory.empty(a.shape, a.dtype, a.device)
+    launch_copy(out, a)
+    return out
+
+
+def copy_(dst: DeviceArray, src) -> None:
+    """Writes ``src`` (a DeviceArray broadcast to dst's shape, or a Python scalar) into the
+    possibly strided ``dst``, converting to dst's dtype. Returns None, as ``np.copyto``.
+
+    Overlapping source and destination (same storage, not the very same view) are handled as
+    NumPy does: the source is copied out first.
+    """
+    if type(src) is DeviceArray and src.storage is dst.storage and not (
+            src.offset == dst.offset and src.strides == dst.strides and src.shape == dst.shape):
+        lo_s, hi_s = span(src)
+        lo_d, hi_d = span(dst)
+        if lo_s < hi_d and lo_d < hi_s:
+            src = astype(src, src.dtype)
+    launch_copy(dst, src)
+
+
+def view(a: DeviceArray, shape):
+    """The same elements in ``shape`` without copying, or None when the strides forbid it."""
+    return a.view(tuple(shape))
+
+
+def permute(a: DeviceArray, dims) -> DeviceArray:
+    return a.permute(dims)
+
+
+def expand(a: DeviceArray, shape) -> DeviceArray:
+    """Broadcasts ``a`` to ``shape`` with zero strides (NumPy's broadcast_to rules)."""
+    shape = tuple(shape)
+    if L.broadcast_shape("expand", a.shape, shape) != shape:
+        raise ValueError(f"expand: shape {a.shape} cannot be broadcast to {shape}")
+    return a.expand(shape)
+
+
+def getitem(a: DeviceArray, index: tuple) -> DeviceArray:
+    """Basic indexing (ints, positive-step slices, None, Ellipsis already expanded)."""
+    return a.getitem(index)
+
+
+def as_strided(a: DeviceArray, shape, strides, offset) -> DeviceArray:
+    """A view of ``a``'s storage: element ``strides``, starting ``offset`` elements into it."""
+    return a.as_strided(tuple(shape), tuple(strides), offset)
+
+
+def strides(a: DeviceArray) -> tuple:
+    return tuple(a.strides)
+
+
+def storage_offset(a: DeviceArray) -> int:
+    return a.offset

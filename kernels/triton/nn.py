@@ -1,0 +1,450 @@
+"""Fused neural-network ops: GELU, layer norm, cross-entropy, embedding (forward and backward).
+
+Same names, signatures and results as kernels/numpy/nn.py. GELU and its gradient are formulas
+of the elementwise family (elementwise.py); embedding is a gather of rows and its backward an
+atomic scatter-add of rows (indexing.py). Layer norm and cross-entropy are row kernels: a
+program owns BLOCK_M rows of N (C) elements; a row that fits SINGLE_MAX stays in registers
+(one read), a longer one is walked in BLOCK_N chunks (two or three reads). Everything computes
+in float32 for float16/bfloat16/float32 (float64 for float64) and rounds once at the store.
+
+Layer norm (x: (M, N), any strides):
+
+    mean = sum(x) / N,  var = sum((x - mean)^2) / N,  rstd = 1 / sqrt(var + eps)   (IEEE)
+    y = (x - mean) * rstd * weight + bias
+    backward, xhat = (x - mean) * rstd, gw = g * weight:
+    dx = rstd * (gw - sum(gw) / N - xhat * sum(gw * xhat) / N)
+    dweight = sum_M(g * xhat), dbias = sum_M(g)   (the kernel writes g * xhat, float32; the
+                                                   column sums are reduction.sum)
+
+Cross-entropy (logits (N, C), target (N,) int64; eps: label smoothing):
+
+    m = max_c x (0 when not finite),  lse = m + log(sum_c exp(x - m))
+    loss = (1 - eps) (lse - x[t]) + eps (lse - mean_c x),   0 where t == ignore_index
+    dlogits = g (exp(x - lse) - eps / C - (1 - eps) [c == t]),   0 rows where ignored
+
+Targets and embedding indices are not range-checked here (that would need a device sync): the
+caller checks them, as for every index array of the contract.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+from ...runtime import dtype as D
+from ...runtime import memory as _memory
+from . import _launch as L
+from .elementwise import PTR, scalar_arg
+from .elementwise import run as _run_ew
+from .indexing import index, index_put_
+from .memory import astype, contiguous, copy_, full
+from .reduction import sum as _sum
+
+__all__ = [
+    "cross_entropy",
+    "cross_entropy_backward",
+    "embedding",
+    "embedding_backward",
+    "gelu",
+    "gelu_backward",
+    "layer_norm",
+    "layer_norm_backward",
+]
+
+TILE = 4096          # elements per program
+MAX_BLOCK_N = 1024   # chunk along long rows
+SINGLE_MAX = 8192    # rows up to this length are loaded once
+_ACC = {D.float16: tl.float32, D.bfloat16: tl.float32, D.float32: tl.float32,
+        D.float64: tl.float64}
+_ACC_DT = {D.float16: D.float32, D.bfloat16: D.float32, D.float32: D.float32,
+           D.float64: D.float64}
+
+
+def _float(op, *arrays):
+    for a in arrays:
+        if a is not None and a.dtype not in _ACC:
+            raise L.unsupported(op, a.dtype, "floating point only")
+
+
+def _bits(x: float) -> int:
+    return scalar_arg(float(x), 2)
+
+
+# ------------------------------------------------------------------------------------------
+# GELU (the elementwise family)
+# ------------------------------------------------------------------------------------------
+def _gelu_op(approximate):
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return "gelu" if approximate == "none" else "gelu_tanh"
+
+
+def gelu(x, approximate):
+    """GELU(x) = x Phi(x) (approximate='none') or its tanh approximation ('tanh')."""
+    _float("gelu", x)
+    op = _gelu_op(approximate)
+    out = _memory.empty(x.shape, x.dtype, x.device)
+    return _run_ew(out, x, None, None, 0, 0, (op, PTR, 0, 0, _ACC[x.dtype], L.TL[x.dtype]))
+
+
+def gelu_backward(g, x, approximate):
+    """g * GELU'(x), in x's dtype (g broadcast to x's shape)."""
+    _float("gelu_backward", g, x)
+    op = _gelu_op(approximate) + "_grad"
+    out = _memory.empty(x.shape, x.dtype, x.device)
+    return _run_ew(out, g, x, None, 0, 0, (op, PTR, PTR, 0, _ACC[x.dtype], L.TL[x.dtype]))
+
+
+# ------------------------------------------------------------------------------------------
+# Row kernels
+# ------------------------------------------------------------------------------------------
+@triton.jit
+def _rsqrt(v, F64: tl.constexpr):
+    if F64:
+        r = 1.0 / tl.sqrt(v)
+    else:
+        r = tl.math.div_rn(1.0, tl.sqrt_rn(v))
+    return r
+
+
+@triton.jit
+def _affine(y, w_ptr, b_ptr, cols, cmask, s_w, s_b, ACC: tl.constexpr):
+    if w_ptr is not None:
+        y = y * tl.load(w_ptr + cols * s_w, mask=cmask, other=0).to(ACC)[None, :]
+    if b_ptr is not None:
+        y = y + tl.load(b_ptr + cols * s_b, mask=cmask, other=0).to(ACC)[None, :]
+    return y
+
+
+@triton.jit(do_not_specialize=["eps_bits"])
+def _layer_norm_kernel(
+    y_ptr,     # *T: (M, N) contiguous output, written
+    mean_ptr,  # *ACC: (M,) row means, written
+    rstd_ptr,  # *ACC: (M,) reciprocal standard deviations, written
+    x_ptr,     # *T: the input; element (m, n) at m * s_xm + n * s_xn
+    w_ptr,     # *W: weight (N,) with stride s_w, or None
+    b_ptr,     # *W: bias (N,) with stride s_b, or None
+    M, N, s_xm, s_xn, s_w, s_b,
+    eps_bits: tl.int64,  # eps as float64 bits
+    ACC: tl.constexpr, F64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    SINGLE: tl.constexpr, INT64: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    if INT64:
+        pid = pid.to(tl.int64)
+    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_mask = rows < M
+    eps = eps_bits.to(tl.int64).to(tl.float64, bitcast=True).to(ACC)
+    x_row = rows[:, None] * s_xm
+    y_row = rows[:, None] * N
+    if SINGLE:  # the row stays in registers: one read
+        cols = tl.arange(0, BLOCK_N)
+        cmask = cols < N
+        mask = row_mask[:, None] & cmask[None, :]
+        x = tl.load(x_ptr + (x_row + cols[None, :] * s_xn), mask=mask, other=0).to(ACC)
+        mean = tl.sum(x, axis=1) / N
+        xc = tl.where(mask, x - mean[:, None], 0.0)
+        rstd = _rsqrt(tl.sum(xc * xc, axis=1) / N + eps, F64)
+        y = _affine(xc * rstd[:, None], w_ptr, b_ptr, cols, cmask, s_w, s_b, ACC)
+        tl.store(y_ptr + (y_row + cols[None, :]), y, mask=mask)
+    else:  # three reads: mean, variance, output
+        acc = tl.zeros([BLOCK_M, BLOCK_N], ACC)
+        for n0 in range(0, N, BLOCK_N):
+            cols = n0 + tl.arange(0, BLOCK_N)
+            mask = row_mask[:, None] & (cols < N)[None, :]
+            acc += tl.load(x_ptr + (x_row + cols[None, :] * s_xn), mask=mask, other=0).to(ACC)
+        mean = tl.sum(acc, axis=1) / N
+        acc = tl.zeros([BLOCK_M, BLOCK_N], ACC)
+        for n0 in range(0, N, BLOCK_N):
+            cols = n0 + tl.arange(0, BLOCK_N)
+            mask = row_mask[:, None] & (cols < N)[None, :]
+            x = tl.load(x_ptr + (x_row + cols[None, :] * s_xn), mask=mask, other=0).to(ACC)
+            xc = tl.where(mask, x - mean[:, None], 0.0)
+            acc += xc * xc
+        rstd = _rsqrt(tl.sum(acc, axis=1) / N + eps, F64)
+        for n0 in range(0, N, BLOCK_N):
+            cols = n0 + tl.arange(0, BLOCK_N)
+            cmask = cols < N
+            mask = row_mask[:, None] & cmask[None, :]
+            x = tl.load(x_ptr + (x_row + cols[None, :] * s_xn), mask=mask, other=0).to(ACC)
+            y = _affine((x - mean[:, None]) * rstd[:, None], w_ptr, b_ptr, cols, cmask, s_w,
+                        s_b, ACC)
+            tl.store(y_ptr + (y_row + cols[None, :]), y, mask=mask)
+    tl.store(mean_ptr + rows, mean, mask=row_mask)
+    tl.store(rstd_ptr + rows, rstd, mask=row_mask)
+
+
+@triton.jit
+def _layer_norm_bwd_kernel(
+    dx_ptr,    # *T: (M, N) contiguous input gradient, written
+    gx_ptr,    # *ACC: (M, N) contiguous g * xhat for dweight, written when w_ptr, else None
+    g_ptr,     # *G: the output gradient; (m, n) at m * s_gm + n * s_gn
+    x_ptr,     # *T: the forward input; (m, n) at m * s_xm + n * s_xn
+    w_ptr,     # *W: weight (N,) with stride s_w, or None
+    mean_ptr,  # *ACC: (M,) the forward's means (stride s_mean)
+    rstd_ptr,  # *ACC: (M,) the forward's rstd (stride s_rstd)
+    M, N, s_gm, s_gn, s_xm, s_xn, s_w, s_mean, s_rstd,
+    ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, INT64: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    if INT64:
+        pid = pid.to(tl.int64)
+    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_mask = rows < M
+    mean = tl.load(mean_ptr + rows * s_mean, mask=row_mask, other=0).to(ACC)
+    rstd = tl.load(rstd_ptr + rows * s_rstd, mask=row_mask, other=0).to(ACC)
+    g_row = rows[:, None] * s_gm
+    x_row = rows[:, None] * s_xm
+    s1 = tl.zeros([BLOCK_M, BLOCK_N], ACC)  # gw * xhat
+    s2 = tl.zeros([BLOCK_M, BLOCK_N], ACC)  # gw
+    for n0 in range(0, N, BLOCK_N):
+        cols = n0 + tl.arange(0, BLOCK_N)
+        cmask = cols < N
+        mask = row_mask[:, None] & cmask[None, :]
+        g = tl.load(g_ptr + (g_row + cols[None, :] * s_gn), mask=mask, other=0).to(ACC)
+        x = tl.load(x_ptr + (x_row + cols[None, :] * s_xn), mask=mask, other=0).to(ACC)
+        xhat = (x - mean[:, None]) * rstd[:, None]
+        if w_ptr is not None:
+            gw = g * tl.load(w_ptr + cols * s_w, mask=cmask, other=0).to(ACC)[None, :]
+            tl.store(gx_ptr + (rows[:, None] * N + cols[None, :]), g * xhat, mask=mask)
+        else:
+            gw = g
+        s1 += tl.where(mask, gw * xhat, 0.0)
+        s2 += gw
+    c1 = tl.sum(s1, axis=1) / N
+    c2 = tl.sum(s2, axis=1) / N
+    for n0 in range(0, N, BLOCK_N):
+        cols = n0 + tl.arange(0, BLOCK_N)
+        cmask = cols < N
+        mask = row_mask[:, None] & cmask[None, :]
+        g = tl.load(g_ptr + (g_row + cols[None, :] * s_gn), mask=mask, other=0).to(ACC)
+        x = tl.load(x_ptr + (x_row + cols[None, :] * s_xn), mask=mask, other=0).to(ACC)
+        xhat = (x - mean[:, None]) * rstd[:, None]
+        if w_ptr is not None:
+            gw = g * tl.load(w_ptr + cols * s_w, mask=cmask, other=0).to(ACC)[None, :]
+        else:
+            gw = g
+        dx = rstd[:, None] * (gw - c2[:, None] - xhat * c1[:, None])
+        tl.store(dx_ptr + (rows[:, None] * N + cols[None, :]), dx, mask=mask)
+
+
+@triton.jit(do_not_specialize=["ignore_index", "ls_bits"])
+def _cross_entropy_kernel(
+    loss_ptr,  # *T: (N,) per-row losses, written
+    lse_ptr,   # *ACC: (N,) per-row log-sum-exp, written
+    x_ptr,     # *T: logits; (r, c) at r * s_xr + c * s_xc
+    t_ptr,     # *int64: targets (N,) with stride s_t
+    R, C, s_xr, s_xc, s_t, ignore_index,
+    ls_bits: tl.int64,  # label smoothing as float64 bits
+    SMOOTH: tl.constexpr, ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    INT64: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    if INT64:
+        pid = pid.to(tl.int64)
+    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_mask = rows < R
+    ls = ls_bits.to(tl.int64).to(tl.float64, bitcast=True).to(ACC)
+    x_row = rows[:, None] * s_xr
+    mx = tl.full([BLOCK_M, BLOCK_N], float("-inf"), ACC)
+    tot = tl.zeros([BLOCK_M, BLOCK_N], ACC)
+    for n0 in range(0, C, BLOCK_N):
+        cols = n0 + tl.arange(0, BLOCK_N)
+        mask = row_mask[:, None] & (cols < C)[None, :]
+        x = tl.load(x_ptr + (x_row + cols[None, :] * s_xc), mask=mask,
+                    other=float("-inf")).to(ACC)
+        mx = tl.maximum(mx, x)
+        tot += tl.where(mask, x, 0.0)
+    m = tl.max(mx, axis=1)
+    m = tl.where(tl.abs(m) < float("inf"), m, 0.0)  # 0 when not finite (NaN too)
+    acc = tl.zeros([BLOCK_M, BLOCK_N], ACC)
+    for n0 in range(0, C, BLOCK_N):
+        cols = n0 + tl.arange(0, BLOCK_N)
+        mask = row_mask[:, None] & (cols < C)[None, :]
+        x = tl.load(x_ptr + (x_row + cols[None, :] * s_xc), mask=mask,
+                    other=float("-inf")).to(ACC)
+        acc += tl.where(mask, libdevice.exp(x - m[:, None]), 0.0)
+    lse = m + libdevice.log(tl.sum(acc, axis=1))
+    t = tl.load(t_ptr + rows * s_t, mask=row_mask, other=0)
+    valid = t != ignore_index
+    tc = tl.where(valid, t, 0)
+    xt = tl.load(x_ptr + (rows * s_xr + tc * s_xc), mask=row_mask & valid, other=0).to(ACC)
+    loss = lse - xt
+    if SMOOTH:
+        loss = (1.0 - ls) * loss + ls * (lse - tl.sum(tot, axis=1) / C)
+    tl.store(loss_ptr + rows, tl.where(valid, loss, 0.0), mask=row_mask)
+    tl.store(lse_ptr + rows, lse, mask=row_mask)
+
+
+@triton.jit(do_not_specialize=["ignore_index", "ls_bits"])
+def _cross_entropy_bwd_kernel(
+    dx_ptr,    # *T: (N, C) contiguous logits gradient, written
+    g_ptr,     # *G: (N,) per-row loss gradients with stride s_g
+    x_ptr,     # *T: logits; (r, c) at r * s_xr + c * s_xc
+    t_ptr,     # *int64: targets (N,) with stride s_t
+    lse_ptr,   # *ACC: (N,) the forward's log-sum-exp with stride s_lse
+    R, C, s_g, s_xr, s_xc, s_t, s_lse, ignore_index,
+    ls_bits: tl.int64,
+    ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, INT64: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    if INT64:
+        pid = pid.to(tl.int64)
+    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_mask = rows < R
+    ls = ls_bits.to(tl.int64).to(tl.float64, bitcast=True).to(ACC)
+    t = tl.load(t_ptr + rows * s_t, mask=row_mask, other=0)
+    g = tl.load(g_ptr + rows * s_g, mask=row_mask, other=0).to(ACC)
+    g = tl.where(t != ignore_index, g, 0.0)
+    lse = tl.load(lse_ptr + rows * s_lse, mask=row_mask, other=0).to(ACC)
+    for n0 in range(0, C, BLOCK_N):
+        cols = n0 + tl.arange(0, BLOCK_N)
+        mask = row_mask[:, None] & (cols < C)[None, :]
+        x = tl.load(x_ptr + (rows[:, None] * s_xr + cols[None, :] * s_xc), mask=mask,
+                    other=0).to(ACC)
+        d = libdevice.exp(x - lse[:, None]) - ls / C
+        d = tl.where(cols[None, :] == t[:, None], d - (1.0 - ls), d)
+        tl.store(dx_ptr + (rows[:, None] * C + cols[None, :]), d * g[:, None], mask=mask)
+
+
+def _row_block(N):
+    """BLOCK_N for a row of N: the whole row up to SINGLE_MAX, else MAX_BLOCK_N chunks."""
+    return L.next_pow2(N) if L.next_pow2(N) <= SINGLE_MAX else min(L.next_pow2(N), MAX_BLOCK_N)
+
+
+def _grid_rows(M, bn):
+    bm = min(L.next_pow2(M), max(1, TILE // bn))
+    return bm, (L.cdiv(M, bm),), (8 if bm * bn >= 4096 else 4)
+
+
+# ------------------------------------------------------------------------------------------
+# Layer norm
+# ------------------------------------------------------------------------------------------
+def layer_norm(x, weight, bias, eps):
+    """Normalises each row of the 2-D ``x`` (M, N); returns (y, mean, rstd): y in x's dtype,
+    mean and rstd (M,) float32 (float64 for float64)."""
+    _float("layer_norm", x, weight, bias)
+    if x.ndim != 2:
+        raise ValueError(f"layer_norm: expected a 2-D input, got shape {x.shape}")
+    M, N = x.shape
+    acc_dt = _ACC_DT[x.dtype]
+    y = _memory.empty((M, N), x.dtype, x.device)
+    mean = _memory.empty((M,), acc_dt, x.device)
+    rstd = _memory.empty((M,), acc_dt, x.device)
+    if M == 0:
+        return y, mean, rstd
+    bn = _row_block(N)
+    bm, grid, warps = _grid_rows(M, bn)
+    int64 = L.needs_int64((M, N), x.strides) or M * N >= L._INT32_SAFE
+    L.ensure_driver()
+    _layer_norm_kernel[grid](
+        y, mean, rstd, x, weight, bias, M, N, x.strides[0], x.strides[1],
+        weight.strides[0] if weight is not None else 0,
+        bias.strides[0] if bias is not None else 0, _bits(eps), _ACC[x.dtype],
+        x.dtype is D.float64, bm, bn, bn >= N, int64, num_warps=warps, **L.EXACT)
+    return y, mean, rstd
+
+
+def layer_norm_backward(g, x, weight, mean, rstd):
+    """(dx, dweight, dbias) of layer_norm for 2-D g/x given the forward's mean and rstd;
+    dweight and dbias are None when ``weight`` is None."""
+    _float("layer_norm_backward", g, x, weight)
+    M, N = x.shape
+    acc_dt = _ACC_DT[x.dtype]
+    dx = _memory.empty((M, N), x.dtype, x.device)
+    gx = _memory.empty((M, N), acc_dt, x.device) if weight is not None else None
+    if M and N:
+        bn = min(L.next_pow2(N), MAX_BLOCK_N)
+        bm, grid, warps = _grid_rows(M, bn)
+        int64 = (L.needs_int64((M, N), x.strides) or L.needs_int64((M, N), g.strides)
+                 or M * N >= L._INT32_SAFE)
+        L.ensure_driver()
+        _layer_norm_bwd_kernel[grid](
+            dx, gx, g, x, weight, mean, rstd, M, N, g.strides[0], g.strides[1], x.strides[0],
+            x.strides[1], weight.strides[0] if weight is not None else 0, mean.strides[0],
+            rstd.strides[0], _ACC[x.dtype], bm, bn, int64, num_warps=warps, **L.EXACT)
+    if weight is None:
+        return dx, None, None
+    if M == 0:
+        return dx, full((N,), 0, weight.dtype, x.device), full((N,), 0, weight.dtype, x.device)
+    dweight = _to(_sum(gx, (0,), False), weight.dtype)
+    gsum = _sum(g if g.dtype in (acc_dt, weight.dtype) else astype(g, acc_dt), (0,), False)
+    return dx, dweight, _to(gsum, weight.dtype)
+
+
+def _to(a, dtype):
+    return a if a.dtype is dtype else astype(a, dtype)
+
+
+# ------------------------------------------------------------------------------------------
+# Cross-entropy
+# ------------------------------------------------------------------------------------------
+def cross_entropy(logits, target, ignore_index, label_smoothing):
+    """Per-row cross-entropy of logits (N, C) against int64 targets (N,): (loss (N,) in logits'
+    dtype, lse (N,) float32 (float64 for float64)); loss is 0 on ignored rows."""
+    _float("cross_entropy", logits)
+    R, C = logits.shape
+    loss = _memory.empty((R,), logits.dtype, logits.device)
+    lse = _memory.empty((R,), _ACC_DT[logits.dtype], logits.device)
+    if R == 0:
+        return loss, lse
+    target = _as_int64(target)
+    bn = min(L.next_pow2(max(C, 1)), MAX_BLOCK_N)
+    bm, grid, warps = _grid_rows(R, bn)
+    int64 = L.needs_int64((R, C), logits.strides) or R * C >= L._INT32_SAFE
+    L.ensure_driver()
+    _cross_entropy_kernel[grid](loss, lse, logits, target, R, C, logits.strides[0],
+                                logits.strides[1], target.strides[0], int(ignore_index),
+                                _bits(label_smoothing), bool(label_smoothing),
+                                _ACC[logits.dtype], bm, bn, int64, num_warps=warps, **L.EXACT)
+    return loss, lse
+
+
+def cross_entropy_backward(g, logits, target, lse, ignore_index, label_smoothing):
+    """d(sum_i g_i loss_i) / d logits, in logits' dtype (0 rows where ignored)."""
+    _float("cross_entropy_backward", g, logits)
+    R, C = logits.shape
+    dx = _memory.empty((R, C), logits.dtype, logits.device)
+    if R == 0 or C == 0:
+        return dx
+    target = _as_int64(target)
+    bn = min(L.next_pow2(C), MAX_BLOCK_N)
+    bm, grid, warps = _grid_rows(R, bn)
+    int64 = L.needs_int64((R, C), logits.strides) or R * C >= L._INT32_SAFE
+    L.ensure_driver()
+    _cross_entropy_bwd_kernel[grid](dx, g, logits, target, lse, R, C, g.strides[0],
+                                    logits.strides[0], logits.strides[1], target.strides[0],
+                                    lse.strides[0], int(ignore_index), _bits(label_smoothing),
+                                    _ACC[logits.dtype], bm, bn, int64, num_warps=warps, **L.EXACT)
+    return dx
+
+
+def _as_int64(t):
+    return t if t.dtype is D.int64 else astype(t, D.int64)
+
+
+# ------------------------------------------------------------------------------------------
+# Embedding
+# ------------------------------------------------------------------------------------------
+def embedding(weight, indices):
+    """Rows of ``weight`` (V, D) picked by the integer array ``indices``: indices.shape + (D,)."""
+    return index(weight, (_as_int64(indices),))
+
+
+def embedding_backward(g, indices, num_weights, padding_idx):
+    """The rows of ``g`` (indices.shape + (D,)) summed into (num_weights, D) at ``indices``
+    (float32 atomics for half types, rounded once); the ``padding_idx`` row gets none."""
+    _float("embedding_backward", g)
+    d = g.shape[-1]
+    acc_dt = _ACC_DT[g.dtype]
+    out = full((num_weights, d), 0, acc_dt, g.device)
+    idx = contiguous(_as_int64(indices))
+    flat_idx = idx.view((idx.numel,))
+    gc = contiguous(g)
+    flat_g = gc.view((idx.numel, d))
+    index_put_(out, (flat_idx,), flat_g, True)
+    if padding_idx is not None:
+        copy_(out.getitem((int(padding_idx) % num_weights,)), 0)
+    return _to(out, g.dtype)
+

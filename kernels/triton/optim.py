@@ -1,0 +1,210 @@
+"""Fused optimizer updates: one launch per parameter instead of ~10, everything in place.
+
+Same formulas and operation order as kernels/numpy/optim.py (PyTorch's single-tensor
+implementations), each step rounded to the compute type (float32 for float16/bfloat16/float32
+parameters, float64 for float64), so float32 results agree with the NumPy backend to the last
+bit (tested under the interpreter; on GPUs the kernels are compiled without multiply-add
+contraction, ``_launch.EXACT``, for the same reason). Scalars
+that PyTorch computes in Python (lr / bias_correction1, ...) are computed here in Python too and
+passed as float64 bit patterns, then converted to the compute type as NumPy converts a weak
+Python float.
+
+    SGD:  g = -grad if maximize else grad;  g = g + weight_decay * param
+          buf = g (first step) | buf * momentum + (1 - dampening) * g
+          g = g + momentum * buf (nesterov) | buf;        param = param - lr * g
+    Adam: g = -grad if maximize else grad
+          AdamW: param = param * (1 - lr * weight_decay);  Adam: g = g + weight_decay * param
+          m = m + (1 - beta1) * (g - m);   v = v * beta2 + ((1 - beta2) * g) * g
+          vmax = max(vmax, v) (amsgrad);   denom = sqrt(v | vmax) / sqrt(1 - beta2^step) + eps
+          param = param - ((lr / (1 - beta1^step)) * m) / denom
+
+The arrays of one update must have one shape; when they are all contiguous (the usual case for
+parameters and their state) the kernel walks them flat, otherwise they are updated through
+contiguous copies that are written back.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from ...runtime import dtype as D
+from . import _launch as L
+from .elementwise import scalar_arg
+from .memory import astype, copy_
+
+__all__ = ["adam_step", "sgd_step"]
+
+BLOCK = 1024
+_CT = {D.float16: tl.float32, D.bfloat16: tl.float32, D.float32: tl.float32,
+       D.float64: tl.float64}
+
+
+@triton.jit
+def _f(bits, CT: tl.constexpr):
+    return bits.to(tl.int64).to(tl.float64, bitcast=True).to(CT)
+
+
+@triton.jit
+def _sqrt(x, F64: tl.constexpr):
+    if F64:
+        r = tl.sqrt(x)
+    else:
+        r = tl.sqrt_rn(x)
+    return r
+
+
+@triton.jit
+def _div(x, y, F64: tl.constexpr):
+    if F64:
+        r = x / y
+    else:
+        r = tl.math.div_rn(x, y)
+    return r
+
+
+@triton.jit(do_not_specialize=["lr_b", "momentum_b", "damp_b", "wd_b"])
+def _sgd_kernel(
+    p_ptr,    # *T: the parameter (n contiguous elements), updated
+    g_ptr,    # *G: its gradient (n contiguous elements)
+    buf_ptr,  # *B: the momentum buffer (n contiguous elements), updated, or None
+    n,
+    lr_b: tl.int64, momentum_b: tl.int64, damp_b: tl.int64, wd_b: tl.int64,  # float64 bits
+    MAXIMIZE: tl.constexpr, WD: tl.constexpr, MOMENTUM: tl.constexpr, FIRST: tl.constexpr,
+    NESTEROV: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    if INT64:
+        pid = pid.to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    p = tl.load(p_ptr + offs, mask=mask, other=0).to(CT)
+    g = tl.load(g_ptr + offs, mask=mask, other=0).to(CT)
+    if MAXIMIZE:
+        g = -g
+    if WD:
+        g = g + _f(wd_b, CT) * p
+    if MOMENTUM:
+        if FIRST:
+            buf = g
+        else:
+            buf = tl.load(buf_ptr + offs, mask=mask, other=0).to(CT)
+            buf = buf * _f(momentum_b, CT) + _f(damp_b, CT) * g
+        tl.store(buf_ptr + offs, buf, mask=mask)
+        if NESTEROV:
+            g = g + _f(momentum_b, CT) * buf
+        else:
+            g = buf
+    tl.store(p_ptr + offs, p - _f(lr_b, CT) * g, mask=mask)
+
+
+@triton.jit(do_not_specialize=["decay_b", "wd_b", "one_m_b1_b", "b2_b", "one_m_b2_b",
+                                "bc2_sqrt_b", "eps_b", "step_size_b"])
+def _adam_kernel(
+    p_ptr,     # *T: the parameter (n contiguous elements), updated
+    g_ptr,     # *G: its gradient
+    m_ptr,     # *S: exp_avg, updated
+    v_ptr,     # *S: exp_avg_sq, updated
+    vmax_ptr,  # *S: max_exp_avg_sq, updated when AMSGRAD, else None
+    n,
+    decay_b: tl.int64, wd_b: tl.int64, one_m_b1_b: tl.int64, b2_b: tl.int64,
+    one_m_b2_b: tl.int64, bc2_sqrt_b: tl.int64, eps_b: tl.int64, step_size_b: tl.int64,
+    MAXIMIZE: tl.constexpr, WD: tl.constexpr, DECOUPLED: tl.constexpr, AMSGRAD: tl.constexpr,
+    CT: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    if INT64:
+        pid = pid.to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    p = tl.load(p_ptr + offs, mask=mask, other=0).to(CT)
+    g = tl.load(g_ptr + offs, mask=mask, other=0).to(CT)
+    m = tl.load(m_ptr + offs, mask=mask, other=0).to(CT)
+    v = tl.load(v_ptr + offs, mask=mask, other=0).to(CT)
+    if MAXIMIZE:
+        g = -g
+    if WD:
+        if DECOUPLED:
+            p = p * _f(decay_b, CT)
+        else:
+            g = g + _f(wd_b, CT) * p
+    m = m + _f(one_m_b1_b, CT) * (g - m)
+    v = v * _f(b2_b, CT)
+    v = v + (_f(one_m_b2_b, CT) * g) * g
+    tl.store(m_ptr + offs, m, mask=mask)
+    tl.store(v_ptr + offs, v, mask=mask)
+    if AMSGRAD:
+        vmax = tl.load(vmax_ptr + offs, mask=mask, other=0).to(CT)
+        vmax = tl.maximum(vmax, v, propagate_nan=tl.PropagateNan.ALL)
+        tl.store(vmax_ptr + offs, vmax, mask=mask)
+        denom = _div(_sqrt(vmax, F64), _f(bc2_sqrt_b, CT), F64) + _f(eps_b, CT)
+    else:
+        denom = _div(_sqrt(v, F64), _f(bc2_sqrt_b, CT), F64) + _f(eps_b, CT)
+    p = p - _div(_f(step_size_b, CT) * m, denom, F64)
+    tl.store(p_ptr + offs, p, mask=mask)
+
+
+def _b(x) -> int:
+    return scalar_arg(float(x), 2)
+
+
+def _flat(op, param, *arrays):
+    """The arrays as contiguous ones (copies where needed) and the copies to write back."""
+    if param.dtype not in _CT:
+        raise L.unsupported(op, param.dtype, "floating point parameters only")
+    out, back = [], []
+    for a in (param,) + arrays:
+        if a is None:
+            out.append(None)
+            continue
+        if a.shape != param.shape:
+            raise ValueError(f"{op}: shapes differ: {a.shape} vs the parameter's {param.shape}")
+        if a.is_contiguous():
+            out.append(a)
+        else:
+            c = astype(a, a.dtype)
+            out.append(c)
+            back.append((a, c))
+    return out, back
+
+
+def _launch_grid(n):
+    return (L.cdiv(n, BLOCK),), n >= L._INT32_SAFE
+
+
+def sgd_step(param, grad, momentum_buffer, lr, momentum, dampening, weight_decay, nesterov,
+             maximize, first_step):
+    """One SGD update of ``param`` (and ``momentum_buffer``, an array or None) in place."""
+    (p, g, buf), back = _flat("sgd_step", param, grad, momentum_buffer if momentum else None)
+    n = p.numel
+    if n:
+        grid, int64 = _launch_grid(n)
+        L.ensure_driver()
+        _sgd_kernel[grid](p, g, buf, n, _b(lr), _b(momentum), _b(1 - dampening),
+                          _b(weight_decay), bool(maximize), bool(weight_decay), bool(momentum),
+                          bool(first_step), bool(nesterov), _CT[param.dtype], BLOCK, int64,
+                          **L.EXACT)
+    for a, c in back:
+        copy_(a, c)
+
+
+def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1, beta2, eps,
+              weight_decay, amsgrad, maximize, decoupled):
+    """One Adam/AdamW update of ``param``, ``exp_avg``, ``exp_avg_sq`` (and ``max_exp_avg_sq``
+    when ``amsgrad``) in place; ``step`` counts from 1."""
+    (p, g, m, v, vmax), back = _flat("adam_step", param, grad, exp_avg, exp_avg_sq,
+                                     max_exp_avg_sq if amsgrad else None)
+    n = p.numel
+    if n:
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+        grid, int64 = _launch_grid(n)
+        L.ensure_driver()
+        _adam_kernel[grid](p, g, m, v, vmax, n, _b(1 - lr * weight_decay), _b(weight_decay),
+                           _b(1 - beta1), _b(beta2), _b(1 - beta2), _b(bias_correction2_sqrt),
+                           _b(eps), _b(lr / bias_correction1), bool(maximize),
+                           bool(weight_decay), bool(decoupled), bool(amsgrad),
+                           _CT[param.dtype], param.dtype is D.float64, BLOCK, int64,
+                           **L.EXACT)
+    for a, c in back:
+        copy_(a, c)

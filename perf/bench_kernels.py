@@ -1,0 +1,196 @@
+"""Benchmarks of the Triton kernel families (kernels/triton), on a real GPU.
+
+    python perf/bench_kernels.py [--quick]
+
+Prints, for each elementwise/copy/reduction/row-op/optimizer case, the time, the effective bandwidth (bytes the
+op must move / time) and that bandwidth as a fraction of a device-to-device copy measured in the
+same run (``cuMemcpyDtoDAsync`` through the runtime): the roofline these memory-bound kernels
+aim at. For matmul it prints TFLOP/s (2*M*N*K / time) and, when torch is installed, torch's
+TFLOP/s for the same shapes and the ratio (torch is only a peer here; tritongrad never imports
+it). Then the host time of one small op (launch-bound: NOTES.md section 6).
+
+Timing: ``triton.testing.do_bench`` (CUDA events through tritongrad's Triton driver, L2 flushed
+between runs) for tritongrad; torch's events on torch's stream for torch. On a machine without
+a GPU (or under TRITON_INTERPRET=1 / the emulated device) it says so and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+
+def _no_gpu_reason() -> str | None:
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        return "TRITON_INTERPRET is set (kernels would run on the CPU interpreter)"
+    try:
+        from tritongrad.runtime import driver
+    except Exception as e:  # noqa: BLE001 - any import problem means nothing to measure
+        return f"tritongrad.runtime does not import ({type(e).__name__}: {e})"
+    if not driver.is_available():
+        return "no CUDA GPU/driver found"
+    if driver.is_emulated():
+        return "the CUDA device is emulated"
+    return None
+
+
+def _bench(fn) -> float:
+    """Milliseconds per call of ``fn`` (tritongrad work on tritongrad's current stream)."""
+    from triton.testing import do_bench
+
+    return do_bench(fn, warmup=25, rep=100, return_mode="median")
+
+
+def _torch_bench(torch, fn, reps: int = 50) -> float:
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(reps):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / reps
+
+
+def _elementwise(tk, D, n_log2: int):
+    from tritongrad.runtime import memory
+
+    n = 1 << n_log2
+    cols = 4096
+    rows = n // cols
+    f32 = D.float32
+    a = tk.full((rows, cols), 0.5, f32)
+    b = tk.full((rows, cols), 1.5, f32)
+    bias = tk.full((cols,), 0.25, f32)
+    h = tk.full((rows, cols), 0.5, D.float16)
+    mask = tk.gt(a, 0.0)
+    out = tk.empty((rows, cols), f32)
+    at = tk.permute(tk.full((cols, rows), 0.5, f32), (1, 0))  # (rows, cols) view, transposed
+    copy_dst = memory.empty((rows, cols), f32, a.device)
+    target = tk.full((rows,), 7, D.int64)
+    m = tk.full((rows, cols), 0.0, f32)
+    v = tk.full((rows, cols), 0.0, f32)
+
+    def d2d():
+        memory.copy_between(copy_dst, a)
+
+    f4, f2, f1 = 4 * n, 2 * n, n
+    cases = [
+        ("copy (cuMemcpyDtoD)", d2d, 2 * f4),
+        ("copy_ kernel", lambda: tk.copy_(out, a), 2 * f4),
+        ("add", lambda: tk.add(a, b, out=out), 3 * f4),
+        ("add (new output)", lambda: tk.add(a, b), 3 * f4),
+        ("mul scalar", lambda: tk.mul(a, 2.0, out=out), 2 * f4),
+        ("add bias (broadcast)", lambda: tk.add(a, bias, out=out), 2 * f4),
+        ("exp", lambda: tk.exp(a, out=out), 2 * f4),
+        ("div", lambda: tk.div(a, b, out=out), 3 * f4),
+        ("gt -> bool", lambda: tk.gt(a, b), 2 * f4 + f1),
+        ("where", lambda: tk.where(mask, a, 0.0), f1 + 2 * f4),
+        ("relu fp16", lambda: tk.relu(h), 2 * f2),
+        ("astype f32->bf16", lambda: tk.astype(a, D.bfloat16), f4 + f2),
+        ("contiguous(transposed)", lambda: tk.contiguous(at), 2 * f4),
+        ("add transposed + contig", lambda: tk.add(at, a, out=out), 3 * f4),
+        ("sum last dim", lambda: tk.sum(a, (1,), False), f4),
+        ("sum dim 0", lambda: tk.sum(a, (0,), False), f4),
+        ("sum all", lambda: tk.sum(a, (0, 1), False), f4),
+        ("sum fp16 last dim", lambda: tk.sum(h, (1,), False), f2),
+        ("amax last dim", lambda: tk.reduce("amax", a, (1,), False), f4),
+        ("argmax last dim", lambda: tk.argreduce("argmax", a, 1, False), f4),
+        ("cumsum last dim", lambda: tk.cumsum(a, 1), 2 * f4),
+        ("softmax last dim", lambda: tk.softmax(a, 1), 2 * f4),
+        ("layer_norm", lambda: tk.layer_norm(a, bias, bias, 1e-5), 2 * f4),
+        ("cross_entropy (4096 classes)", lambda: tk.cross_entropy(a, target, -100, 0.0), f4),
+        ("gelu", lambda: tk.gelu(a, "none"), 2 * f4),
+        ("adam_step (p, g, m, v)", lambda: tk.adam_step(a, b, m, v, None, 3, 1e-3, 0.9, 0.999,
+                                                         1e-8, 0.0, False, False, True), 7 * f4),
+    ]
+    print(f"\nelementwise, copies and reductions: {rows} x {cols} ({n / 1e6:.1f} M elements)")
+    print(f"{'op':28s} {'time us':>10s} {'GB/s':>9s} {'vs copy':>8s}")
+    copy_gbs = None
+    for name, fn, nbytes in cases:
+        ms = _bench(fn)
+        gbs = nbytes / (ms * 1e-3) / 1e9
+        if copy_gbs is None:
+            copy_gbs = gbs
+        print(f"{name:28s} {ms * 1e3:10.1f} {gbs:9.0f} {gbs / copy_gbs:8.2f}")
+
+
+def _matmul(tk, D, sizes):
+    try:
+        import torch  # the peer only; never imported by tritongrad itself
+    except ImportError:
+        torch = None
+    print("\nmatmul (square M = N = K), TFLOP/s" + ("" if torch else " (torch not installed)"))
+    print(f"{'dtype':10s} {'size':>6s} {'tritongrad':>11s} {'torch':>8s} {'ratio':>7s}")
+    tdt = {}
+    if torch is not None:
+        torch.backends.cuda.matmul.allow_tf32 = False  # compare IEEE float32 with IEEE float32
+        tdt = {D.float16: torch.float16, D.bfloat16: torch.bfloat16, D.float32: torch.float32,
+               D.float64: torch.float64}
+    for dtype in (D.float16, D.bfloat16, D.float32, D.float64):
+        for s in sizes:
+            if dtype is D.float64 and s > 2048:
+                continue
+            a = tk.full((s, s), 0.01, dtype)
+            b = tk.full((s, s), 0.02, dtype)
+            ms = _bench(lambda a=a, b=b: tk.matmul(a, b))
+            tf = 2 * s**3 / (ms * 1e-3) / 1e12
+            line = f"{dtype.name:10s} {s:6d} {tf:11.1f}"
+            if torch is not None:
+                ta = torch.full((s, s), 0.01, dtype=tdt[dtype], device="cuda")
+                tb = torch.full((s, s), 0.02, dtype=tdt[dtype], device="cuda")
+                tms = _torch_bench(torch, lambda ta=ta, tb=tb: ta @ tb)
+                ttf = 2 * s**3 / (tms * 1e-3) / 1e12
+                line += f" {ttf:8.1f} {tf / ttf:7.2f}"
+            print(line)
+
+
+def _launch_overhead(tk, D):
+    from tritongrad.runtime import cuda_api
+
+    x = tk.full((1,), 1.0, D.float32)
+    out = tk.empty((1,), D.float32)
+    print("\nhost time per small op (1 element, launch-bound)")
+    for name, fn in [("add(x, x, out=)", lambda: tk.add(x, x, out=out)),
+                     ("add(x, x)", lambda: tk.add(x, x)),
+                     ("mul(x, 2.0)", lambda: tk.mul(x, 2.0)),
+                     ("sum(x, (0,))", lambda: tk.sum(x, (0,), False))]:
+        for _ in range(100):
+            fn()
+        cuda_api.synchronize()
+        reps = 2000
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        host = (time.perf_counter() - t0) / reps
+        cuda_api.synchronize()
+        print(f"{name:28s} {host * 1e6:8.1f} us")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
+    args = p.parse_args(argv)
+    why = _no_gpu_reason()
+    if why is not None:
+        print(f"bench_kernels: no GPU to benchmark on: {why}. Nothing measured.")
+        return 0
+    from tritongrad.kernels import triton as tk
+    from tritongrad.runtime import dtype as D
+    from tritongrad.runtime import triton_driver
+
+    triton_driver.ensure_triton_driver()
+    from tritongrad.runtime import cuda_api
+
+    print(f"device: {cuda_api.get_device_name()}")
+    _elementwise(tk, D, 22 if args.quick else 26)
+    _matmul(tk, D, (1024,) if args.quick else (1024, 2048, 4096))
+    _launch_overhead(tk, D)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

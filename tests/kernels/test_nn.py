@@ -1,0 +1,124 @@
+"""The fused nn ops (GELU, layer norm, cross-entropy, embedding) against the NumPy backend."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from kernel_kit import FLOATS, D, round_bf16, tk
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+TOL = {D.float16: (2e-3, 2e-3), D.bfloat16: (1e-2, 2e-2), D.float32: (2e-5, 2e-6),
+       D.float64: (1e-10, 1e-12)}
+
+
+def _r(dtype, x):
+    """A reference computed in float32 for bfloat16, rounded once (else as is)."""
+    if dtype is D.bfloat16:
+        return round_bf16(np.asarray(x, np.float32))
+    return np.asarray(x)
+
+
+def _check(kit, got, want, dtype, scale=1.0):
+    r, a = TOL[dtype]
+    kit.check(got, want, dtype, rtol=r, atol=a * scale, check_dtype=False)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_gelu(kit, rng, dtype, approximate):
+    x, rx = kit.pair((5, 7), dtype, rng, layout="T")
+    g, rg = kit.pair((5, 7), dtype, rng)
+    y = tk.gelu(x, approximate)
+    assert y.dtype is dtype
+    _check(kit, y, _r(dtype, kit.nk.gelu(rx, approximate)), dtype)
+    _check(kit, tk.gelu_backward(g, x, approximate),
+           _r(dtype, kit.nk.gelu_backward(rg, rx, approximate)), dtype)
+    with pytest.raises(ValueError, match="approximate"):
+        tk.gelu(x, "fast")
+
+
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_layer_norm(kit, rng, dtype, affine):
+    for (m, n), layout in [((6, 37), "contig"), ((3, 8), "T"), ((1, 1), "contig")]:
+        x, rx = kit.pair((m, n), dtype, rng, layout=layout)
+        w, rw = kit.pair((n,), dtype, rng) if affine else (None, None)
+        b, rb = kit.pair((n,), dtype, rng) if affine else (None, None)
+        y, mean, rstd = tk.layer_norm(x, w, b, 1e-5)
+        ey, em, er = kit.nk.layer_norm(rx, rw, rb, 1e-5)
+        _check(kit, y, _r(dtype, ey), dtype, scale=4)
+        assert mean.dtype is (D.float64 if dtype is D.float64 else D.float32)
+        _check(kit, mean, em, D.float32 if dtype is not D.float64 else dtype)
+        _check(kit, rstd, er, D.float32 if dtype is not D.float64 else dtype, scale=10)
+        g, rg = kit.pair((m, n), dtype, rng, layout="strided")
+        dx, dw, db = tk.layer_norm_backward(g, x, w, mean, rstd)
+        edx, edw, edb = kit.nk.layer_norm_backward(rg, rx, rw, em, er)
+        _check(kit, dx, _r(dtype, edx), dtype, scale=10)
+        if affine:
+            _check(kit, dw, _r(dtype, edw), dtype, scale=10)
+            _check(kit, db, _r(dtype, edb), dtype, scale=10)
+        else:
+            assert dw is None and db is None
+
+
+def test_layer_norm_long_rows(kit, rng, small_blocks):
+    x, rx = kit.pair((5, 29), D.float32, rng)
+    w, rw = kit.pair((29,), D.float32, rng)
+    y, mean, rstd = tk.layer_norm(x, w, None, 1e-5)
+    ey, em, er = kit.nk.layer_norm(rx, rw, None, 1e-5)
+    kit.check(y, ey, atol=1e-5)
+    g, rg = kit.pair((5, 29), D.float32, rng)
+    dx, dw, db = tk.layer_norm_backward(g, x, w, mean, rstd)
+    edx, edw, edb = kit.nk.layer_norm_backward(rg, rx, rw, em, er)
+    kit.check(dx, edx, atol=1e-5)
+    kit.check(dw, edw, atol=1e-5)
+    kit.check(db, edb, atol=1e-5)
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_cross_entropy(kit, rng, dtype, smoothing):
+    for (n, c), layout in [((6, 11), "contig"), ((4, 5), "T"), ((3, 1), "contig")]:
+        x, rx = kit.pair((n, c), dtype, rng, layout=layout)
+        t = rng.integers(0, c, n).astype(np.int64)
+        t[1 % n] = -100
+        loss, lse = tk.cross_entropy(x, kit.up(t), -100, smoothing)
+        el, else_ = kit.nk.cross_entropy(rx, t, -100, smoothing)
+        _check(kit, loss, _r(dtype, el), dtype, scale=4)
+        _check(kit, lse, else_, D.float32 if dtype is not D.float64 else dtype)
+        g, rg = kit.pair((n,), dtype, rng)
+        _check(kit, tk.cross_entropy_backward(g, x, kit.up(t), lse, -100, smoothing),
+               _r(dtype, kit.nk.cross_entropy_backward(rg, rx, t, else_, -100, smoothing)),
+               dtype)
+
+
+def test_cross_entropy_long_rows_and_extremes(kit, rng, small_blocks):
+    rx = (rng.standard_normal((5, 40)) * 30).astype(np.float32)
+    rx[2, :] = -np.inf
+    rx[2, 3] = 0.0
+    t = rng.integers(0, 40, 5).astype(np.int64)
+    t[2] = 3
+    loss, lse = tk.cross_entropy(kit.up(rx), kit.up(t), -100, 0.0)
+    el, else_ = kit.nk.cross_entropy(rx, t, -100, 0.0)
+    kit.check(loss, el, rtol=1e-5, atol=1e-4)
+    kit.check(lse, else_, rtol=1e-6, atol=1e-5)
+    g = np.ones(5, np.float32)
+    kit.check(tk.cross_entropy_backward(kit.up(g), kit.up(rx), kit.up(t), lse, -100, 0.0),
+              kit.nk.cross_entropy_backward(g, rx, t, else_, -100, 0.0), atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_embedding(kit, rng, dtype):
+    w, rw = kit.pair((10, 4), dtype, rng)
+    ix = rng.integers(0, 10, (3, 5)).astype(np.int64)
+    kit.check(tk.embedding(w, kit.up(ix)), kit.nk.embedding(rw, ix), dtype, check_dtype=False,
+              rtol=0, atol=0)
+    kit.check(tk.embedding(w, kit.up(ix.astype(np.int32))), kit.nk.embedding(rw, ix), dtype,
+              check_dtype=False, rtol=0, atol=0)
+    g, rg = kit.pair((3, 5, 4), dtype, rng, layout="T")
+    for pad in (None, 2, -1):
+        got = tk.embedding_backward(g, kit.up(ix), 10, pad)
+        assert got.dtype is dtype and got.shape == (10, 4)
+        want = kit.nk.embedding_backward(rg, ix, 10, pad)
+        _check(kit, got, _r(dtype, want), dtype, scale=4)
