@@ -28,6 +28,7 @@ from __future__ import annotations
 import traceback
 
 from ..kernels import backend
+from ..runtime import streams
 from . import anomaly_mode
 from .node import Node, SavedTensor
 from .state import state
@@ -49,6 +50,7 @@ class _Sink:
 
 
 SINK = _Sink()
+_new = object.__new__
 
 
 class Primitive(Node):
@@ -73,15 +75,16 @@ class Primitive(Node):
 
     @property
     def needs_input_grad(self) -> tuple:
-        return tuple(fn is not None for fn, _ in self.next_functions)
+        return tuple([e[0] is not None for e in self.next_functions])
 
     def apply(self, *grads):
         out = type(self).backward(self, *grads)
         if type(out) is not tuple:
             out = (out,)
-        if self.broadcasts:
-            out = tuple(g if g is None or g._data.shape == s else g.sum_to_size(s)
-                        for g, s in zip(out, self._shapes))
+        shapes = self._shapes  # set only when the inputs' shapes differed
+        if shapes is not None:
+            out = tuple([g if g is None or g._data.shape == s else g.sum_to_size(s)
+                         for g, s in zip(out, shapes)])
         return out
 
 
@@ -109,7 +112,13 @@ def _apply(op, inputs, params):
         for t in inputs:
             if t._requires_grad:
                 return _record(op, inputs, params, k, dev)
-    out = op.forward(SINK, k, *[t._data for t in inputs], *params)
+    n = len(inputs)
+    if n == 1:
+        out = op.forward(SINK, k, inputs[0]._data, *params)
+    elif n == 2:
+        out = op.forward(SINK, k, inputs[0]._data, inputs[1]._data, *params)
+    else:
+        out = op.forward(SINK, k, *[t._data for t in inputs], *params)
     if type(out) is tuple:
         return tuple(make(o) for o in out)
     return make(out)
@@ -117,15 +126,20 @@ def _apply(op, inputs, params):
 
 def _new_node(op, inputs, dev):
     st = state
-    node = op()
+    node = _new(op)  # no __init__: a node's rarely used fields are class-level defaults
     node.next_functions = tuple([t._edge() for t in inputs])
     node._seq = st.seq
+    node._saved = None
     st.seq += 1
     if dev.type == "cuda":
-        from ..runtime import streams
         node._stream = streams.current_stream(dev)
     if op.broadcasts:
-        node._shapes = tuple([t._data.shape for t in inputs])
+        shapes = tuple([t._data.shape for t in inputs])
+        first = shapes[0]
+        for sh in shapes:
+            if sh != first:  # inputs broadcast: backward sums gradients back to these
+                node._shapes = shapes
+                break
     if anomaly_mode.enabled:
         node._trace = traceback.format_stack()[:-3]
     return node
@@ -133,7 +147,13 @@ def _new_node(op, inputs, dev):
 
 def _record(op, inputs, params, k, dev):
     node = _new_node(op, inputs, dev)
-    out = op.forward(node, k, *[t._data for t in inputs], *params)
+    n = len(inputs)
+    if n == 1:
+        out = op.forward(node, k, inputs[0]._data, *params)
+    elif n == 2:
+        out = op.forward(node, k, inputs[0]._data, inputs[1]._data, *params)
+    else:
+        out = op.forward(node, k, *[t._data for t in inputs], *params)
     if type(out) is tuple:
         outs = tuple(make(o) for o in out)
         node.num_outputs = len(outs)
@@ -154,9 +174,7 @@ def _record(op, inputs, params, k, dev):
 
 
 def _save_output(t: Tensor, node) -> SavedTensor:
-    s = SavedTensor(t, True, t._output_nr)
-    s._grad_fn_name = node.name()
-    return s
+    return SavedTensor(t, True, t._output_nr, node)
 
 
 # -- in-place ops ------------------------------------------------------------------------------

@@ -282,8 +282,10 @@ class _GraphTask:
         heap = [(-node._seq, next(counter), node) for node in buffers
                 if deps.get(node, 0) == 0 and (relevant is None or node in relevant)]
         heapq.heapify(heap)
+        pop, push = heapq.heappop, heapq.heappush
+        streams = self.streams
         while heap:
-            node = heapq.heappop(heap)[2]
+            node = pop(heap)[2]
             grads = buffers.pop(node, None)
             n_out = node.num_outputs
             if grads is None:
@@ -292,34 +294,38 @@ class _GraphTask:
                 grads.extend([None] * (n_out - len(grads)))
             outs = self._evaluate(node, grads)
             if outs is not None:
-                self._propagate(node, outs, buffers, heap, counter)
+                # deliver each gradient to the node that made the matching input
+                stream = node._stream if streams is not None else None
+                for (nx, slot), g in zip(node.next_functions, outs):
+                    if nx is None or (relevant is not None and nx not in relevant):
+                        continue
+                    if g is not None:
+                        if streams is not None:
+                            g = streams.deliver(g, stream, nx)
+                        buf = buffers.get(nx)
+                        if buf is None:
+                            buf = buffers[nx] = [None] * nx.num_outputs
+                        elif len(buf) <= slot:
+                            buf.extend([None] * (slot + 1 - len(buf)))
+                        old = buf[slot]
+                        buf[slot] = g if old is None else old + g
+                    d = deps[nx] - 1
+                    deps[nx] = d
+                    if d == 0:
+                        push(heap, (-nx._seq, next(counter), nx))
             # Drop this frame's references to gradients before the next node: a leaf's
             # gradient may be adopted as .grad only when nothing else holds it (_stealable).
-            outs = grads = None
-        if self.streams is not None:
-            self.streams.finish()
-
-    def _propagate(self, node, outs, buffers, heap, counter) -> None:
-        deps, relevant = self.deps, self.relevant
-        stream = node._stream if self.streams is not None else None
-        for (nx, slot), g in zip(node.next_functions, outs):
-            if nx is None or (relevant is not None and nx not in relevant):
-                continue
-            if g is not None:
-                self._add(buffers, nx, slot, g, stream)
-            d = deps[nx] - 1
-            deps[nx] = d
-            if d == 0:
-                heapq.heappush(heap, (-nx._seq, next(counter), nx))
+            outs = grads = g = old = buf = None
+        if streams is not None:
+            streams.finish()
 
     def _add(self, buffers, node, slot, g, producer_stream) -> None:
+        """Adds a root gradient to ``node``'s input buffer."""
         if self.streams is not None:
             g = self.streams.deliver(g, producer_stream, node)
         buf = buffers.get(node)
         if buf is None:
-            buf = buffers[node] = []
-        while len(buf) <= slot:
-            buf.append(None)
+            buf = buffers[node] = [None] * max(node.num_outputs, slot + 1)
         old = buf[slot]
         buf[slot] = g if old is None else old + g
 
@@ -484,17 +490,30 @@ def _stealable(g: Tensor) -> bool:
     ``.grad`` without a copy (PyTorch's use_count test). The counts below are the engine's
     own references on this call path: the grads list, AccumulateGrad's frame, this frame and
     getrefcount's argument; any other holder (a hook that kept it, another slot) blocks."""
-    if sys.getrefcount(g) > 4 or g._base is not None:
+    if sys.getrefcount(g) > 4:
         return False
     # The array's holders: g's slot, the local name below and getrefcount's argument; a
     # fourth is another tensor (detach() shares the array object) or a NumPy view of it.
     data = g._data
     if sys.getrefcount(data) > 3:
         return False
+    # g may be a view (a transposed product, a reshaped sum): its memory is then its base's,
+    # which may be held by the base tensor too, when g's own _base field is all that keeps
+    # that tensor alive (g's slot, the local name, the argument).
+    base = g._base
+    base_exclusive = base is not None and sys.getrefcount(base) <= 3
     if g._device.type == "cpu":
-        return data.base is None
-    # a DeviceArray's storage: held by this array and getrefcount's argument, else shared
-    return sys.getrefcount(data.storage) <= 2
+        root = data.base
+        if root is None:
+            return True
+        if root.base is not None:
+            return False
+        # holders of the memory: data.base, the local name, the argument, maybe base._data
+        allowed = 3 + (base_exclusive and base._data is root)
+        return sys.getrefcount(root) <= allowed
+    storage = data.storage
+    allowed = 3 + (base_exclusive and base._data.storage is storage)
+    return sys.getrefcount(storage) <= allowed
 
 
 def _clone_obeying_layout(g: Tensor, var: Tensor) -> Tensor:

@@ -292,11 +292,8 @@ def _wrap_outputs(ctx, args, outputs, record: bool):
             out_ids = {id(t): i for i, t in enumerate(outs) if isinstance(t, Tensor)}
             ctx._saved = [None if t is None else
                           SavedTensor(t, id(t) in out_ids and t._grad_fn is ctx,
-                                      out_ids.get(id(t), 0))
+                                      out_ids.get(id(t), 0), ctx)
                           for t in to_save]
-            for s, t in zip(ctx._saved, to_save):
-                if s is not None and t._grad_fn is ctx:
-                    s._grad_fn_name = ctx.name()
     return tuple(outs) if is_tuple else outs[0]
 
 

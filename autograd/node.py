@@ -20,6 +20,10 @@ from .state import state
 
 __all__ = ["Node", "AccumulateGrad", "SavedTensor", "RemovableHandle", "FREED"]
 
+# tensor.make, installed by autograd/tensor.py when it loads (it imports this module, so this
+# one cannot import it back at load time; saved outputs become tensors on the hot path).
+make = None
+
 # Nodes that must run as soon as they are ready (leaf accumulation) get this priority, as
 # AccumulateGrad does in PyTorch; everything else runs newest-first by sequence number.
 MAX_SEQ = (1 << 63) - 1
@@ -75,22 +79,24 @@ _FREED_MSG = (
 class Node:
     """A backward function in the graph (``tensor.grad_fn``)."""
 
-    num_outputs = 1  # outputs of the forward, i.e. gradient slots; multi-output nodes override
+    __slots__ = ("next_functions", "_seq", "_saved", "__weakref__", "__dict__")
 
-    __slots__ = ("next_functions", "_seq", "_stream", "_saved", "_pre_hooks", "_post_hooks",
-                 "_tensor_hooks", "_retained", "_trace", "_shapes", "__weakref__", "__dict__")
+    # Every node has the three slots; the fields below are set on few nodes, so they are
+    # class-level defaults that an instance shadows when it sets one (creating a node is on
+    # every recorded op's path).
+    num_outputs = 1   # outputs of the forward, i.e. gradient slots
+    _stream = None    # the CUDA stream current at forward (Note [Backward streams])
+    _pre_hooks = None
+    _post_hooks = None
+    _tensor_hooks = None
+    _retained = None  # output_nr -> weakref of a tensor that retains its grad
+    _trace = None     # forward stack, under anomaly mode
+    _shapes = None    # input shapes, for ops that broadcast
 
     def __init__(self):
         self.next_functions = ()
         self._seq = 0
-        self._stream = None
         self._saved = None
-        self._pre_hooks = None
-        self._post_hooks = None
-        self._tensor_hooks = None
-        self._retained = None
-        self._trace = None
-        self._shapes = None
 
     # -- identity ----------------------------------------------------------------------------
     def name(self) -> str:
@@ -133,7 +139,7 @@ class Node:
         if saved is None:
             to_save = self.__dict__.get("_to_save")  # still inside forward
             return tuple(to_save) if to_save else ()
-        return tuple(None if s is None else s.unpack(self) for s in saved)
+        return tuple([None if s is None else s.unpack(self) for s in saved])
 
     def _release(self) -> None:
         if self._saved is not None:
@@ -191,12 +197,13 @@ class AccumulateGrad(Node):
         return self.variable._hooks  # a leaf keeps its hooks itself (they outlive this node)
 
 
-def _tensor_type_name(t) -> str:
-    names = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
-             "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
-             "bool": "BoolTensor"}
-    prefix = "tritongrad.cuda." if t.device.type == "cuda" else "tritongrad."
-    return prefix + names.get(t.dtype.name, t.dtype.name)
+class _Packed:
+    """What a pack hook returned, with the unpack hook that turns it back into a tensor."""
+
+    __slots__ = ("value", "unpack")
+
+    def __init__(self, value, unpack):
+        self.value, self.unpack = value, unpack
 
 
 class SavedTensor:
@@ -204,60 +211,83 @@ class SavedTensor:
 
     Unpacking checks that version: a tensor modified in place after it was saved makes the
     backward that needs it fail, rather than silently compute a wrong gradient. An op's own
-    output is saved without its ``grad_fn`` (that would be a reference cycle through the node)
-    and gets it back on unpack. Saved-tensor hooks (graph.saved_tensors_hooks) pack at save
-    time and unpack at use.
+    output is kept as its array, without its ``grad_fn`` (that would be a reference cycle
+    through the node), and becomes a tensor with that history again on unpack. Saved-tensor
+    hooks (graph.saved_tensors_hooks) pack at save time and unpack at use.
     """
 
-    __slots__ = ("_t", "_vc", "_version", "_is_output", "_output_nr", "_packed", "_unpack",
-                 "_grad_fn_name")
+    __slots__ = ("_t", "_vc", "_version", "_out", "_dtype", "_fn")
 
-    def __init__(self, t, is_output: bool, output_nr: int = 0):
+    def __init__(self, t, is_output: bool = False, output_nr: int = 0, node=None):
         if t._inference and not state.inference:
             raise RuntimeError(
                 "Inference tensors cannot be saved for backward. To work around you can make a "
                 "clone to get a normal tensor and use it in autograd.")
-        self._vc = t._vc
-        self._version = t._vc[0]
-        self._is_output = is_output
-        self._output_nr = output_nr
-        fn = t._grad_fn
-        self._grad_fn_name = None if fn is None else fn.name()
+        vc = self._vc = t._vc
+        self._version = vc[0]
+        self._out = output_nr if is_output else -1
+        self._dtype = t._dtype
+        self._fn = node if is_output else t._grad_fn  # named only if an error needs it
         hooks = state.saved_hooks
         if hooks:
-            pack, self._unpack = hooks[-1]
-            self._t = None
-            self._packed = pack(t)
+            pack, unpack = hooks[-1]
+            self._t = _Packed(pack(t), unpack)
         else:
-            self._packed = self._unpack = None
-            self._t = t._alias_without_history() if is_output else t
+            self._t = t._data if is_output else t
 
     def unpack(self, node):
         if self._vc[0] != self._version:
             raise RuntimeError(self._modified_message())
-        if self._unpack is not None:
-            t = self._unpack(self._packed)
+        t = self._t
+        out = self._out
+        if type(t) is _Packed:
+            t = t.unpack(t.value)
             if not _is_tensor(t):
                 raise TypeError(f"saved_tensors_hooks: unpack_hook must return a Tensor, got "
                                 f"{type(t).__name__}")
-            if self._is_output and t._grad_fn is None and t._requires_grad is False:
-                t = t._with_history(node, self._output_nr)
+            if out >= 0 and t._grad_fn is None and not t._requires_grad:
+                t = t._with_history(node, out)
             return t
-        t = self._t
-        if self._is_output:
-            return t._with_history(node, self._output_nr)
+        if out >= 0:
+            return _tensor_with_history(t, self._dtype, self._vc, node, out)
         return t
 
     def _modified_message(self) -> str:
         t = self._t
-        what = "" if t is None else f"[{_tensor_type_name(t)} {list(t.shape)}]"
-        origin = (f", which is output {self._output_nr} of {self._grad_fn_name}"
-                  if self._grad_fn_name else "")
+        shape = t.shape if not isinstance(t, _Packed) else None
+        what = "" if shape is None else f"[{_type_name(self._dtype, t)} {list(shape)}]"
+        fn = self._fn
+        origin = "" if fn is None else \
+            f", which is output {max(self._out, 0)} of {fn.name()}"
         return (f"one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: {what}{origin}, is at version {self._vc[0]}; expected "
                 f"version {self._version} instead. Hint: enable anomaly detection to find the "
                 f"operation that failed to compute its gradient, with "
                 f"tritongrad.autograd.set_detect_anomaly(True).")
+
+
+def _type_name(dtype, t) -> str:
+    names = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+             "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
+             "bool": "BoolTensor"}
+    cuda = getattr(t, "device", None)
+    prefix = "tritongrad.cuda." if getattr(cuda, "type", "cpu") == "cuda" else "tritongrad."
+    return prefix + names.get(dtype.name, dtype.name)
+
+
+def _tensor_type_name(t) -> str:
+    """PyTorch's legacy type string for tensor ``t`` (``tritongrad.FloatTensor``)."""
+    return _type_name(t.dtype, t)
+
+
+def _tensor_with_history(data, dtype, vc, node, output_nr):
+    t = make(data, dtype)
+    t._vc = vc
+    t._grad_fn = node
+    if output_nr:
+        t._output_nr = output_nr
+    t._requires_grad = True
+    return t
 
 
 def _is_tensor(x) -> bool:

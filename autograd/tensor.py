@@ -17,8 +17,10 @@ import weakref
 import numpy as np
 
 from ..kernels.numpy.bf16 import BF16Array
+from ..kernels import backend
 from ..runtime import dtype as dtypes
 from ..runtime.device import device as Device
+from . import node as _node_module
 from .node import AccumulateGrad, RemovableHandle, _HookDict
 from .state import state
 
@@ -63,7 +65,7 @@ def array_meta(data) -> tuple:
 
 def make(data, dtype=None) -> "Tensor":
     """Wraps a backend array as a Tensor with no autograd history (the hot-path constructor)."""
-    t = object.__new__(Tensor)
+    t = _new(Tensor)
     t._data = data
     if type(data) is _ndarray and dtype is None:
         t._device = _CPU
@@ -73,16 +75,15 @@ def make(data, dtype=None) -> "Tensor":
         t._dtype = d if dtype is None else dtype
     t._requires_grad = False
     t._grad_fn = None
-    t._output_nr = 0
-    t._grad = None
-    t._vc = [0]
     t._base = None
-    t._view_version = 0
-    t._hooks = None
-    t._grad_acc = None
-    t._retains_grad = False
-    t._inference = state.inference
+    t._vc = [0]
+    if state.inference:
+        t._inference = True
     return t
+
+
+_new = object.__new__
+_node_module.make = make
 
 
 class Tensor:
@@ -91,9 +92,17 @@ class Tensor:
     Create tensors with ``tritongrad.tensor``, ``zeros``, ``randn`` and the other factories.
     """
 
-    __slots__ = ("_data", "_device", "_dtype", "_requires_grad", "_grad_fn", "_output_nr",
-                 "_grad", "_vc", "_base", "_view_version", "_hooks", "_grad_acc",
-                 "_retains_grad", "_inference", "__weakref__", "__dict__")
+    # Slots for what every op reads; the other fields are set on few tensors, so they are
+    # class-level defaults an instance shadows when set (make() is on every op's path).
+    __slots__ = ("_data", "_device", "_dtype", "_requires_grad", "_grad_fn", "_base", "_vc",
+                 "__weakref__", "__dict__")
+    _output_nr = 0
+    _grad = None
+    _view_version = 0
+    _hooks = None        # a leaf's tensor hooks (a non-leaf's live on its grad_fn)
+    _grad_acc = None     # weakref to a leaf's AccumulateGrad
+    _retains_grad = False
+    _inference = False
 
     def __new__(cls, *args, **kwargs):
         if cls is Tensor and args and not kwargs:
@@ -180,7 +189,6 @@ class Tensor:
 
     @property
     def _k(self):
-        from ..kernels import backend
         return backend(self._device)
 
     @property

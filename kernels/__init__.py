@@ -32,7 +32,9 @@ elementwise   add sub mul div pow maximum minimum (a, a|s, out=None): broadcasti
               binary(op, a, a|s, out=None), broadcasting, same dtype:  floor_divide [rounds
                   toward -inf] trunc_divide [toward 0] remainder [sign of the divisor, Python's
                   %] (integer division by zero raises RuntimeError where it can be detected)
-                  bitwise_and bitwise_or bitwise_xor [ints and bool]
+                  bitwise_and bitwise_or bitwise_xor [ints and bool]; fused derivative rules
+                  (a: incoming gradient, b: forward output) tanh_backward [a*(1-b*b)]
+                  sigmoid_backward [a*b*(1-b)] relu_backward [a where b > 0 else 0]
 reductions    sum(a, dims, keepdim)   [dims: sorted tuple of non-negative ints]
               reduce(op, a, dims, keepdim): prod amax amin [NaN propagates] all any [-> bool];
                   reduced dims are non-empty for amax/amin (the caller checks)

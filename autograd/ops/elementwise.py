@@ -13,6 +13,7 @@ from __future__ import annotations
 import numbers
 
 from ...runtime.dtype import get_default_dtype, result_type
+from ..state import state
 from ..dispatch import Primitive, apply, apply_inplace
 from ..tensor import Tensor
 
@@ -55,6 +56,17 @@ def _same_device(a: Tensor, b: Tensor, op: str) -> Tensor:
 def binary_operands(a, b, op: str, dtype=None):
     """(a, b) on one device with one dtype (``dtype``, or the promoted one); a Python number
     ``b`` stays a number."""
+    # Fast paths (most calls): a float scalar with a floating tensor, or two tensors that
+    # already agree; both leave the dtype as it is (result_type would say the same).
+    if dtype is None and isinstance(a, Tensor):
+        tb = type(b)
+        if tb is float or tb is int:
+            if a._dtype.is_floating_point:
+                return a, b
+        elif isinstance(b, Tensor) and b._dtype is a._dtype and b._device is a._device:
+            if a._data.shape != b._data.shape:
+                broadcast_shapes(a._data.shape, b._data.shape)
+            return a, b
     if not isinstance(a, Tensor):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(a).__name__}")
     if isinstance(b, Tensor):
@@ -412,7 +424,33 @@ class ReluBackward0(Primitive):
     @staticmethod
     def backward(ctx, g):
         out, = ctx.saved_tensors
-        return g * (out > 0)
+        return _relu_rule(g, out)
+
+
+class FusedGradOp(Primitive):
+    """One kernel for a derivative rule ``binary(op, grad, output)``, used while nothing is
+    recorded; under create_graph the rule's composite form runs instead (it is what gets
+    differentiated)."""
+
+    __slots__ = ()
+    op_name = "fused_grad"
+    differentiable = False
+
+    @staticmethod
+    def forward(ctx, k, g, y, op):
+        return k.binary(op, g, y)
+
+
+def fused_rule(op: str, composite):
+    """A rule ``(g, output) -> grad``: the fused kernel ``op`` unless grad mode records."""
+    def rule(g, y):
+        if state.grad_enabled:
+            return composite(g, y)
+        return apply(FusedGradOp, (g, y), op)
+    return rule
+
+
+_relu_rule = fused_rule("relu_backward", lambda g, y: g * (y > 0))
 
 
 def _floating(x: Tensor, op: str) -> Tensor:
@@ -658,3 +696,4 @@ def pow_(self: Tensor, exponent) -> Tensor:
     if isinstance(exponent, Tensor):
         return apply_inplace(PowBackward1, self, (exponent.to(self._dtype),))
     return apply_inplace(PowBackward0, self, (), exponent)
+

@@ -24,7 +24,22 @@ class MmBackward0(Primitive):
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
-        return (g.mm(b.t()) if need_a else None), (a.t().mm(g) if need_b else None)
+        # Each gradient is made in its operand's memory layout (as PyTorch's mm backward
+        # does): for a transposed operand like linear's weight.t(), (g^T a)^T instead of a^T g,
+        # so that after the transpose's own backward the gradient is row-major again and the
+        # leaf can adopt it without a copy.
+        ga = gb = None
+        if need_a:
+            ga = b.mm(g.t()).t() if _column_major(a) else g.mm(b.t())
+        if need_b:
+            gb = g.t().mm(a).t() if _column_major(b) else a.t().mm(g)
+        return ga, gb
+
+
+def _column_major(m: Tensor) -> bool:
+    rows, cols = m.shape
+    s0, s1 = m.stride()
+    return s0 == 1 and s1 == rows and rows > 1 and cols > 1
 
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:

@@ -25,8 +25,7 @@ from .elementwise import (
     _same_device,
     binary_operands,
     broadcast_shapes,
-    where,
-)
+    where, fused_rule)
 
 __all__ = ["abs", "absolute", "sin", "cos", "tanh", "sigmoid", "sign", "floor", "ceil", "round",
            "trunc", "fix", "log1p", "expm1", "clamp", "clip", "clamp_min", "clamp_max",
@@ -71,9 +70,10 @@ def _unary_op(cls_name: str, name: str, save: str | None, rule):
 AbsBackward0 = _unary_op("AbsBackward0", "abs", "input", lambda g, x: g * x.sign())
 SinBackward0 = _unary_op("SinBackward0", "sin", "input", lambda g, x: g * x.cos())
 CosBackward0 = _unary_op("CosBackward0", "cos", "input", lambda g, x: g * -x.sin())
-TanhBackward0 = _unary_op("TanhBackward0", "tanh", "output", lambda g, y: g * (1 - y * y))
+TanhBackward0 = _unary_op("TanhBackward0", "tanh", "output",
+                          fused_rule("tanh_backward", lambda g, y: g * (1 - y * y)))
 SigmoidBackward0 = _unary_op("SigmoidBackward0", "sigmoid", "output",
-                             lambda g, y: g * (y * (1 - y)))
+                             fused_rule("sigmoid_backward", lambda g, y: g * (y * (1 - y))))
 Log1PBackward0 = _unary_op("Log1PBackward0", "log1p", "input", lambda g, x: g / (x + 1))
 Expm1Backward0 = _unary_op("Expm1Backward0", "expm1", "output", lambda g, y: g * (y + 1))
 SignBackward0 = _unary_op("SignBackward0", "sign", None, lambda g, _: _zeros_like(g))

@@ -83,10 +83,18 @@ def where(cond, a, b):
 
 # -- the unary table ---------------------------------------------------------------------------
 
+_EXP_ARG_MAX = {np.dtype(np.float32): 88.0, np.dtype(np.float64): 709.0}
+
+
 def _sigmoid(x):
-    # 1 / (1 + exp(-x)): exp overflows to inf for very negative x, giving the right limit 0.
-    with np.errstate(over="ignore"):
-        return 1.0 / (1.0 + np.exp(-x))
+    # 1 / (1 + exp(-x)), with exp's argument clipped where it would overflow (the result there
+    # is below float32's smallest normal anyway); in place, and without np.errstate, which
+    # alone costs more than the arithmetic on small tensors.
+    t = np.negative(x, out=np.empty(x.shape, x.dtype))  # an array even for 0-d inputs
+    np.minimum(t, _EXP_ARG_MAX.get(t.dtype, 709.0), out=t)
+    np.exp(t, out=t)
+    t += 1
+    return np.reciprocal(t, out=t)
 
 
 def _sign(a, out=None, casting=None):
@@ -177,7 +185,32 @@ def _bitwise(ufunc):
     return op
 
 
+def _times(g, d, out):
+    if out is None:
+        return np.multiply(g, d)
+    return np.multiply(g, d, out=out, casting="unsafe")
+
+
+def _tanh_backward(g, y, out=None):
+    d = _arr(y * y)  # an array even for 0-d operands, so it can be written in place
+    np.subtract(1, d, out=d)
+    return _times(g, d, out)
+
+
+def _sigmoid_backward(g, y, out=None):
+    d = _arr(1 - y)
+    d *= y
+    return _times(g, d, out)
+
+
+def _relu_backward(g, y, out=None):
+    return _times(g, y > 0, out)
+
+
 _BINARY = {
+    # fused derivative rules (a: the incoming gradient, b: the forward's output)
+    "tanh_backward": _tanh_backward, "sigmoid_backward": _sigmoid_backward,
+    "relu_backward": _relu_backward,
     "floor_divide": _floor_divide, "remainder": _remainder, "trunc_divide": _trunc_divide,
     "bitwise_and": _bitwise(np.bitwise_and), "bitwise_or": _bitwise(np.bitwise_or),
     "bitwise_xor": _bitwise(np.bitwise_xor),

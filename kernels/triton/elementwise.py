@@ -232,6 +232,12 @@ def _apply(x, y, z, OP: tl.constexpr):
         d = (0.5 * (1.0 + t)
              + 0.5 * y * (1.0 - t * t) * 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * y * y))
         r = x * d
+    elif OP == "tanh_backward":  # x: the incoming gradient, y: tanh's output
+        r = x * (1.0 - y * y)
+    elif OP == "sigmoid_backward":  # y: sigmoid's output
+        r = x * (y * (1.0 - y))
+    elif OP == "relu_backward":  # y: relu's output
+        r = tl.where(y > 0.0, x, 0.0)
     elif OP == "ffloor_divide":
         r = _float_divmod(x, y, True)
     else:  # "fremainder"

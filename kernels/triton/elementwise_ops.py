@@ -56,7 +56,7 @@ __all__ = [
 _SPECS: dict = {}
 _HALF = (D.float16, D.bfloat16)
 _FLOAT_ONLY = {"div", "pow", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "log1p",
-               "expm1"}
+               "expm1", "tanh_backward", "sigmoid_backward", "relu_backward"}
 _NO_BOOL = {"sub", "neg", "relu", "sign", "floor", "ceil", "round", "trunc", "floor_divide",
             "trunc_divide", "remainder"} | _FLOAT_ONLY
 _INT_ONLY = {"bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor"}  # ints and bool
@@ -65,7 +65,7 @@ _COMPARE = {"gt", "ge", "lt", "le", "eq", "ne"}
 UNARY_OPS = ("abs", "sign", "sin", "cos", "tanh", "sigmoid", "floor", "ceil", "round", "trunc",
              "log1p", "expm1", "bitwise_not")
 BINARY_OPS = ("floor_divide", "trunc_divide", "remainder", "bitwise_and", "bitwise_or",
-              "bitwise_xor")
+              "bitwise_xor", "tanh_backward", "sigmoid_backward", "relu_backward")
 _DIVIDES = {"floor_divide", "trunc_divide", "remainder"}
 
 
@@ -289,8 +289,9 @@ def unary(op, a, out=None):
 
 
 def binary(op, a, b, out=None):
-    """The binary table: floor_divide trunc_divide remainder bitwise_and bitwise_or bitwise_xor
-    (broadcasting; ``b`` may be a Python scalar)."""
+    """The binary table: floor_divide trunc_divide remainder bitwise_and bitwise_or bitwise_xor,
+    and the fused derivative rules tanh_backward sigmoid_backward relu_backward (``a`` the
+    incoming gradient, ``b`` the forward's output) (broadcasting; ``b`` may be a scalar)."""
     if op not in BINARY_OPS:
         raise ValueError(f"binary: unknown op {op!r}; expected one of {', '.join(BINARY_OPS)}")
     return _binary(op, a, b, out)

@@ -1,0 +1,81 @@
+"""Shared by the benchmarks: timing, the machine's description, the side-by-side table.
+
+Benchmarks are programs, not tests: each prints one table in which every row is measured in
+the same run, with ratios against the peers (hand-written NumPy; torch when installed).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import statistics
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", os.environ.get("BENCH_THREADS", "1"))
+os.environ.setdefault("OMP_NUM_THREADS", os.environ.get("BENCH_THREADS", "1"))
+
+
+def try_torch():
+    """torch, if installed (a peer for comparison only; tritongrad never imports it)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "1")))
+    return torch
+
+
+def timeit(fn, *, warmup: int = 5, repeat: int = 30, inner: int = 1, sync=None) -> float:
+    """Median seconds per call of ``fn`` over ``repeat`` rounds of ``inner`` calls."""
+    for _ in range(warmup):
+        fn()
+    if sync:
+        sync()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        if sync:
+            sync()
+        times.append((time.perf_counter() - t0) / inner)
+    return statistics.median(times)
+
+
+def machine() -> str:
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    import numpy
+    threads = os.environ.get("OPENBLAS_NUM_THREADS")
+    return (f"{datetime.date.today()}  {cpu}, {os.cpu_count()} cores, BLAS threads {threads}, "
+            f"Python {platform.python_version()}, NumPy {numpy.__version__}")
+
+
+def report(title: str, rows: list[tuple[str, float]], reference: str | None = None) -> None:
+    """Prints rows of (name, seconds) with each one's ratio to every peer row."""
+    print(f"\n{title}\n{machine()}")
+    names = [n for n, _ in rows]
+    width = max(len(n) for n in names) + 2
+    peers = [(n, t) for n, t in rows if n != names[0]]
+    header = f"{'':{width}}{'time':>12}" + "".join(f"{'x ' + n:>16}" for n, _ in peers)
+    print(header)
+    for name, t in rows:
+        line = f"{name:{width}}{_fmt(t):>12}"
+        line += "".join(f"{t / pt:>16.2f}" for _, pt in peers)
+        print(line)
+
+
+def _fmt(seconds: float) -> str:
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} us"
+    if seconds < 1:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds:.2f} s"

@@ -1,0 +1,118 @@
+"""One SGD step (forward, cross-entropy, backward, update) of a 784-1024-1024-10 MLP.
+
+Rows: tritongrad (nn.Sequential + CrossEntropyLoss + optim.SGD), the same network with
+hand-written NumPy forward/backward/update (what the autograd layer adds nothing to), and torch
+when installed. CPU default: batch 256; on a GPU (``--device cuda``) use ``--batch 4096``.
+
+    python perf/bench_mlp.py [--device cpu|cuda] [--batch 256]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import _common  # noqa: F401  (sets thread counts before NumPy loads)
+import numpy as np
+from _common import report, timeit, try_torch
+
+SIZES = (784, 1024, 1024, 10)
+
+
+def init(rng):
+    """PyTorch's default Linear init, as float32 arrays (weights stored out x in)."""
+    params = []
+    for fan_in, fan_out in zip(SIZES[:-1], SIZES[1:]):
+        bound = 1 / np.sqrt(fan_in)
+        params.append(rng.uniform(-bound, bound, (fan_out, fan_in)).astype(np.float32))
+        params.append(rng.uniform(-bound, bound, (fan_out,)).astype(np.float32))
+    return params
+
+
+def numpy_step(params, x, y, lr):
+    """Forward, softmax cross-entropy, backward and SGD update, by hand."""
+    (w1, b1, w2, b2, w3, b3) = params
+    h1 = x @ w1.T + b1
+    a1 = np.maximum(h1, 0)
+    h2 = a1 @ w2.T + b2
+    a2 = np.maximum(h2, 0)
+    z = a2 @ w3.T + b3
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    p = e / e.sum(axis=1, keepdims=True)
+    n = x.shape[0]
+    loss = -np.log(p[np.arange(n), y]).mean()
+    dz = p
+    dz[np.arange(n), y] -= 1
+    dz /= n
+    gw3, gb3 = dz.T @ a2, dz.sum(0)
+    da2 = dz @ w3
+    da2 *= h2 > 0
+    gw2, gb2 = da2.T @ a1, da2.sum(0)
+    da1 = da2 @ w2
+    da1 *= h1 > 0
+    gw1, gb1 = da1.T @ x, da1.sum(0)
+    for p_, g in zip(params, (gw1, gb1, gw2, gb2, gw3, gb3)):
+        p_ -= lr * g
+    return loss
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--batch", type=int, default=256)
+    args = ap.parse_args()
+    import tritongrad as tg
+    from tritongrad import nn, optim
+
+    rng = np.random.default_rng(0)
+    x0 = rng.standard_normal((args.batch, SIZES[0])).astype(np.float32)
+    y0 = rng.integers(0, SIZES[-1], args.batch)
+    p0 = init(rng)
+    lr = 0.01
+    rows = []
+
+    model = nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
+                          nn.Linear(1024, 10)).to(args.device)
+    with tg.no_grad():
+        for p, a in zip(model.parameters(), p0):
+            p.copy_(tg.tensor(a))
+    opt = optim.SGD(model.parameters(), lr=lr)
+    loss_fn = nn.CrossEntropyLoss()
+    x, y = tg.tensor(x0, device=args.device), tg.tensor(y0, device=args.device)
+    sync = tg.cuda.synchronize if args.device != "cpu" else None
+
+    def tg_step():
+        opt.zero_grad(set_to_none=True)
+        loss_fn(model(x), y).backward()
+        opt.step()
+
+    rows.append(("tritongrad", timeit(tg_step, warmup=3, repeat=15, sync=sync)))
+    if args.device == "cpu":
+        params = [a.copy() for a in p0]
+        rows.append(("numpy", timeit(lambda: numpy_step(params, x0, y0, lr), warmup=3,
+                                     repeat=15)))
+    torch = try_torch()
+    if torch is not None:
+        dev = "cuda" if args.device != "cpu" else "cpu"
+        tm = torch.nn.Sequential(torch.nn.Linear(784, 1024), torch.nn.ReLU(),
+                                 torch.nn.Linear(1024, 1024), torch.nn.ReLU(),
+                                 torch.nn.Linear(1024, 10)).to(dev)
+        with torch.no_grad():
+            for p, a in zip(tm.parameters(), p0):
+                p.copy_(torch.from_numpy(a))
+        topt = torch.optim.SGD(tm.parameters(), lr=lr)
+        tloss = torch.nn.CrossEntropyLoss()
+        tx, ty = torch.from_numpy(x0).to(dev), torch.from_numpy(y0).to(dev)
+        tsync = torch.cuda.synchronize if dev == "cuda" else None
+
+        def torch_step():
+            topt.zero_grad(set_to_none=True)
+            tloss(tm(tx), ty).backward()
+            topt.step()
+
+        rows.append(("torch", timeit(torch_step, warmup=3, repeat=15, sync=tsync)))
+    report(f"MLP 784-1024-1024-10, batch {args.batch}, one SGD step, {args.device}", rows)
+
+
+if __name__ == "__main__":
+    main()
