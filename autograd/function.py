@@ -316,8 +316,8 @@ def once_differentiable(fn):
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
         err = _DelayedError.apply_to(
-            f"trying to differentiate twice a function that was marked with "
-            f"@once_differentiable", [a for a in args if isinstance(a, Tensor)], outs)
+            "trying to differentiate twice a function that was marked with "
+            "@once_differentiable", [a for a in args if isinstance(a, Tensor)], outs)
         return err[0] if single else err
     return wrapper
 

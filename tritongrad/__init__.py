@@ -28,7 +28,8 @@ __all__ = ["device", "dtype", "Tensor", "Size", "autograd", "cuda", "nn", "optim
            "is_inference_mode_enabled", "get_default_dtype", "set_default_dtype",
            "promote_types", "result_type", "bfloat16", "bool", "cdouble", "cfloat", "complex64",
            "complex128", "double", "float", "float16", "float32", "float64", "half", "int",
-           "int8", "int16", "int32", "int64", "long", "uint8", *_ops_all]
+           "int8", "int16", "int32", "int64", "long", "uint8", "is_tensor", "numel"]
+__all__ += list(_ops_all)
 
 
 def is_tensor(obj) -> bool:
