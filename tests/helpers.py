@@ -41,6 +41,8 @@ def numeric_grads(fn, inputs, eps: float = 1e-6, grad_output=None):
 def analytic_grads(fn, inputs, grad_output=None):
     xs = [t.detach().to(tg.float64).requires_grad_(True) for t in inputs]
     out = fn(*xs)
+    if not out.requires_grad:  # a constant of the inputs (e.g. the derivative of a linear map)
+        return [np.zeros(tuple(x.shape)) for x in xs]
     g = None if grad_output is None else tg.tensor(grad_output, dtype=tg.float64,
                                                     device=out.device)
     if g is None and out.numel() != 1:

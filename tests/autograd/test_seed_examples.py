@@ -275,3 +275,26 @@ def test_only_inputs_is_deprecated_and_ignored():
         (g,) = torch.autograd.grad((x * 3).sum(), x, only_inputs=False)
     np.testing.assert_allclose(g.numpy(), [3, 3])
     assert x.grad is None
+
+
+def test_emit_nvtx_example_with_cuda_profiler():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(),
+                                torch.nn.Linear(8, 1)).cuda()
+    x = torch.randn(5, 4, device="cuda")
+    with torch.cuda.profiler.profile():
+        model(x)  # Warmup CUDA memory allocator and profiler
+        with torch.autograd.profiler.emit_nvtx():
+            out = model(x).sum()
+            out.backward()
+    assert model[0].weight.grad is not None and model[0].weight.grad.shape == (8, 4)
+
+
+def test_record_function_example():
+    x = torch.randn((1, 1), requires_grad=True)
+    with torch.autograd.profiler.profile() as prof:
+        y = x ** 2
+        with torch.autograd.profiler.record_function("label-z"):  # label the block
+            z = y ** 3
+        y.backward()
+    names = [e.name for e in prof.function_events]
+    assert "label-z" in names and "pow" in names and "PowBackward0" in names
