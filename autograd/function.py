@@ -54,6 +54,9 @@ class FunctionCtx:
         self._materialize = bool(value)
 
 
+_ContextMethodMixin = FunctionCtx  # the name the 2019-2021 seeds document these methods under
+
+
 class BackwardCFunction(FunctionCtx, Node):
     """The graph node (and ctx) of one ``Function.apply`` call."""
 
