@@ -575,7 +575,7 @@ class _StreamSync:
             s = self.caller[device] = self._rt.current_stream(device)
         return s
 
-    def stream_of(self, node, device=None):
+    def stream_of(self, node):
         if isinstance(node, AccumulateGrad):
             var = node.variable
             return self._caller(var._device) if var._device.type == "cuda" else None

@@ -24,7 +24,7 @@ from . import node as _node_module
 from .node import AccumulateGrad, RemovableHandle, _HookDict
 from .state import state
 
-__all__ = ["Tensor", "make", "array_meta", "Size"]
+__all__ = ["Tensor", "make", "array_meta", "Size", "wrap_dim"]
 
 _CPU = Device("cpu")
 
@@ -119,7 +119,7 @@ class Tensor:
         """The shape, or the length of dimension ``dim``."""
         if dim is None:
             return Size(self._data.shape)
-        return self._data.shape[_wrap_dim(dim, self._data.ndim, "size")]
+        return self._data.shape[wrap_dim(dim, self._data.ndim, "size")]
 
     def dim(self) -> int:
         return self._data.ndim
@@ -164,7 +164,7 @@ class Tensor:
     def stride(self, dim: int | None = None):
         """Strides in elements, or the stride of dimension ``dim``."""
         st = self._k.strides(self._data)
-        return st if dim is None else st[_wrap_dim(dim, self._data.ndim, "stride")]
+        return st if dim is None else st[wrap_dim(dim, self._data.ndim, "stride")]
 
     def storage_offset(self) -> int:
         return self._k.storage_offset(self._data)
@@ -395,11 +395,6 @@ class Tensor:
             regenerate_view_history(self)
         return self._grad_fn
 
-    def _alias_without_history(self) -> "Tensor":
-        t = make(self._data, self._dtype)
-        t._vc = self._vc
-        return t
-
     def _with_history(self, node, output_nr: int) -> "Tensor":
         t = make(self._data, self._dtype)
         t._vc = self._vc
@@ -467,7 +462,9 @@ class Tensor:
     __str__ = __repr__
 
 
-def _wrap_dim(dim: int, ndim: int, op: str) -> int:
+def wrap_dim(dim: int, ndim: int, op: str) -> int:
+    """``dim`` as a non-negative index into ``ndim`` dims (a 0-d tensor takes -1 and 0), or
+    the documented IndexError naming ``op``."""
     n = max(ndim, 1)
     if not -n <= dim < n:
         raise IndexError(f"{op}: dimension out of range (expected to be in range of "

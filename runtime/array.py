@@ -105,16 +105,6 @@ class DeviceArray:
             expected *= n
         return True
 
-    def is_dense(self) -> bool:
-        """True when the elements exactly fill a span of memory (any order, no gaps, no overlap)."""
-        dims = sorted((s, n) for n, s in zip(self.shape, self.strides) if n != 1)
-        expected = 1
-        for s, n in dims:
-            if s != expected:
-                return False
-            expected *= n
-        return True
-
     def __repr__(self) -> str:
         return (f"DeviceArray(shape={self.shape}, strides={self.strides}, offset={self.offset}, "
                 f"dtype={self.dtype}, device={self.device})")

@@ -24,11 +24,11 @@ import numpy as np
 
 from ...runtime import dtype as dtypes
 from ..dispatch import Primitive, apply, apply_inplace
-from ..tensor import Tensor, array_meta, make
+from ..tensor import Tensor, array_meta, make, wrap_dim
 from .creation import full, tensor, zeros
 from .elementwise import broadcast_shapes, where
 from .pointwise import fill_
-from .views import _wrap, is_basic_index, slice_scatter
+from .views import is_basic_index, slice_scatter
 from .views import getitem as _basic_getitem
 
 __all__ = ["advanced_getitem", "setitem", "index_put", "index_put_", "gather", "scatter",
@@ -390,7 +390,7 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
         raise RuntimeError(f"index_select(): Expected dtype int32/int64 for index (got "
                            f"{index._dtype})")
     x = input if input.ndim else input.reshape(1)
-    d = _wrap(dim, x.ndim, "index_select")
+    d = wrap_dim(dim, x.ndim, "index_select")
     idx = _index_tensor(index.reshape(-1), x._device, "index_select")
     idx = _checked(idx, x.shape[d], d, "index_select", allow_negative=False)
     out = apply(IndexSelectBackward0, (x,), (None,) * d + (idx._data,))
@@ -404,7 +404,7 @@ def _gather_checks(x: Tensor, dim: int, index: Tensor, op: str, src=None):
         raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
     if index._dtype is not dtypes.int64:
         raise RuntimeError(f"{op}(): Expected dtype int64 for index")
-    d = _wrap(dim, x.ndim, op)
+    d = wrap_dim(dim, x.ndim, op)
     if index.ndim != x.ndim and not (index.ndim <= 1 and x.ndim <= 1):
         raise RuntimeError(f"Index tensor must have the same number of dimensions as "
                            f"{'self' if src is None else 'input'} tensor")

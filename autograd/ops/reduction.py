@@ -15,7 +15,7 @@ import collections
 
 from ...runtime import dtype as dtypes
 from ..dispatch import Primitive, apply
-from ..tensor import Tensor, make
+from ..tensor import Tensor, make, wrap_dim
 from .elementwise import maximum, minimum, where
 
 __all__ = ["sum", "mean", "any", "all", "reduce_dims", "max", "min", "amax", "amin", "argmax",
@@ -30,13 +30,9 @@ def reduce_dims(x: Tensor, dim, op: str) -> tuple:
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     if not dims:
         return tuple(range(nd))  # PyTorch: an empty dim list reduces everything
-    n = builtins.max(nd, 1)
     out = set()
     for d in dims:
-        if not -n <= d < n:
-            raise IndexError(f"{op}: dimension out of range (expected to be in range of "
-                             f"[{-n}, {n - 1}], but got {d})")
-        d %= n
+        d = wrap_dim(d, nd, op)
         if d in out:
             raise RuntimeError(f"{op}: dim {d} appears multiple times in the list of dims")
         out.add(d)
@@ -260,7 +256,7 @@ def _extreme(name, full_op, dim_op, binary):
             return apply(full_op, (input,), tuple(range(input.ndim)), False)
         if not isinstance(dim, int):
             raise TypeError(f"{name}(): argument 'dim' must be int, not {type(dim).__name__}")
-        d = _wrap_dim(dim, input.ndim, name)
+        d = wrap_dim(dim, input.ndim, name)
         if input.ndim == 0:
             values, indices = apply(dim_op, (input.reshape(1),), 0, False)
             return rt(values, indices)
@@ -315,7 +311,7 @@ def _arg(name):
             flat = input.reshape(-1)
             out = apply(ArgmaxOp, (flat,), name, 0, False)
             return out.reshape((1,) * input.ndim) if keepdim else out
-        d = _wrap_dim(dim, input.ndim, name)
+        d = wrap_dim(dim, input.ndim, name)
         if input.ndim == 0:
             out = apply(ArgmaxOp, (input.reshape(1),), name, 0, False)
             return out
@@ -329,14 +325,6 @@ def _arg(name):
 
 argmax = _arg("argmax")
 argmin = _arg("argmin")
-
-
-def _wrap_dim(dim: int, ndim: int, op: str) -> int:
-    n = builtins.max(ndim, 1)
-    if not -n <= dim < n:
-        raise IndexError(f"{op}(): dimension out of range (expected to be in range of "
-                         f"[{-n}, {n - 1}], but got {dim})")
-    return dim % n
 
 
 # -- var / std -----------------------------------------------------------------------------------
@@ -543,7 +531,7 @@ def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     elif not (input.dtype.is_floating_point or input.dtype.is_complex) \
             and input.dtype is not dtypes.int64:
         input = input.to(dtypes.int64)
-    d = _wrap_dim(dim, input.ndim, "cumsum")
+    d = wrap_dim(dim, input.ndim, "cumsum")
     if input.ndim == 0:
         return apply(CumsumBackward0, (input.reshape(1),), 0, False).reshape(())
     return apply(CumsumBackward0, (input,), d, False)

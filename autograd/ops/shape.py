@@ -14,8 +14,8 @@ import operator
 
 from ...runtime.dtype import result_type
 from ..dispatch import Primitive, apply
-from ..tensor import Tensor, array_meta
-from .views import _as_view, _wrap, getitem, permute
+from ..tensor import Tensor, array_meta, wrap_dim
+from .views import _as_view, getitem, permute
 
 __all__ = ["cat", "concat", "concatenate", "stack", "split", "chunk", "unbind", "narrow",
            "select", "movedim", "moveaxis", "repeat", "tile", "tril", "triu"]
@@ -112,7 +112,7 @@ def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
         if t.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
                                f"concatenated")
-    d = _wrap(dim, ts[0].ndim, "cat")
+    d = wrap_dim(dim, ts[0].ndim, "cat")
     ref = ts[0].shape
     for i, t in enumerate(ts[1:], 1):
         if t.ndim != len(ref):
@@ -141,7 +141,7 @@ def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
         if tuple(t.shape) != ref:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(ref)} at entry 0 and {list(t.shape)} at entry {i}")
-    d = _wrap(dim, len(ref) + 1, "stack")
+    d = wrap_dim(dim, len(ref) + 1, "stack")
     r = apply(StackBackward0, tuple(ts), d)
     if out is not None:
         from .elementwise import _result
@@ -220,7 +220,7 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     """Splits into views along ``dim``: pieces of ``split_size_or_sections`` (an int; the last
     piece may be smaller) or of the listed sizes (which must sum to the dim's size)."""
     x = tensor
-    d = _wrap(dim, x.ndim, "split")
+    d = wrap_dim(dim, x.ndim, "split")
     if x.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
     n = x.shape[d]
@@ -246,7 +246,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     chunks = operator.index(chunks)
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    d = _wrap(dim, input.ndim, "chunk")
+    d = wrap_dim(dim, input.ndim, "chunk")
     if input.ndim == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     n = input.shape[d]
@@ -257,7 +257,7 @@ def unbind(input: Tensor, dim: int = 0) -> tuple:
     """The views ``input.select(dim, i)`` for every i, as a tuple."""
     if input.ndim == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
-    d = _wrap(dim, input.ndim, "unbind")
+    d = wrap_dim(dim, input.ndim, "unbind")
     if input.shape[d] == 0:
         return ()
     return _multi_view(UnbindBackward0, input, d)
@@ -270,7 +270,7 @@ def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
     or a 0-d tensor)."""
     if input.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
-    d = _wrap(dim, input.ndim, "narrow")
+    d = wrap_dim(dim, input.ndim, "narrow")
     n = input.shape[d]
     start, length = operator.index(start), operator.index(length)
     if not -n <= start <= n:
@@ -287,7 +287,7 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
     """The view at ``index`` along ``dim`` (that dim removed)."""
     if input.ndim == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
-    d = _wrap(dim, input.ndim, "select")
+    d = wrap_dim(dim, input.ndim, "select")
     n = input.shape[d]
     i = operator.index(index)
     if not -n <= i < n:
@@ -305,8 +305,8 @@ def movedim(input: Tensor, source, destination) -> Tensor:
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} "
                            f"dims) should contain the same number of dims as destination "
                            f"({list(dst)} dims)")
-    src = tuple(_wrap(s, nd, "movedim") for s in src)
-    dst = tuple(_wrap(s, nd, "movedim") for s in dst)
+    src = tuple(wrap_dim(s, nd, "movedim") for s in src)
+    dst = tuple(wrap_dim(s, nd, "movedim") for s in dst)
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
         raise RuntimeError(f"movedim: repeated dim in source ({list(src)}) or destination "
                            f"({list(dst)})")

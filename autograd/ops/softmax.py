@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 
 from ..dispatch import Primitive, apply
-from ..tensor import Tensor
+from ..tensor import Tensor, wrap_dim
 from .creation import as_dtype
 
 __all__ = ["softmax", "log_softmax"]
@@ -66,11 +66,7 @@ def _prepare(input, dim, dtype, name):
                            f"{input.dtype}")
     if dim is None:
         dim = _legacy_dim(input.ndim, name)
-    n = max(input.ndim, 1)
-    if not -n <= dim < n:
-        raise IndexError(f"{name}: dimension out of range (expected to be in range of "
-                         f"[{-n}, {n - 1}], but got {dim})")
-    return input, dim % n
+    return input, wrap_dim(dim, input.ndim, name)
 
 
 def softmax(input: Tensor, dim=None, dtype=None, *, _stacklevel: int = 3) -> Tensor:

@@ -21,7 +21,7 @@ import operator
 from ..dispatch import Primitive, apply
 from ..node import Node
 from ..state import state
-from ..tensor import Tensor
+from ..tensor import Tensor, wrap_dim
 
 __all__ = ["view", "reshape", "permute", "transpose", "t", "numpy_T", "expand", "expand_as",
            "broadcast_to", "unsqueeze", "squeeze", "flatten", "getitem", "as_strided",
@@ -70,14 +70,6 @@ def _shape_args(shape) -> tuple:
     return tuple(shape)
 
 
-def _wrap(dim: int, ndim: int, op: str) -> int:
-    n = max(ndim, 1)
-    if not -n <= dim < n:
-        raise IndexError(f"{op}: dimension out of range (expected to be in range of [{-n}, "
-                         f"{n - 1}], but got {dim})")
-    return dim % n
-
-
 # -- view/reshape ------------------------------------------------------------------------------
 
 class ViewBackward0(_ViewPrimitive):
@@ -119,7 +111,7 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     nd = x.ndim
     if nd == 0:
         return reshape(x, (1,))
-    s, e = _wrap(start_dim, nd, "flatten"), _wrap(end_dim, nd, "flatten")
+    s, e = wrap_dim(start_dim, nd, "flatten"), wrap_dim(end_dim, nd, "flatten")
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     shape = tuple(x.shape)
@@ -156,7 +148,7 @@ class TBackward0(PermuteBackward0):
 
 
 def permute(x: Tensor, *dims) -> Tensor:
-    dims = tuple(_wrap(d, x.ndim, "permute") for d in _shape_args(dims))
+    dims = tuple(wrap_dim(d, x.ndim, "permute") for d in _shape_args(dims))
     if sorted(dims) != list(range(x.ndim)):
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
                            f"not match the length of the desired ordering of dimensions i.e. "
@@ -167,7 +159,7 @@ def permute(x: Tensor, *dims) -> Tensor:
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     nd = x.ndim
-    d0, d1 = _wrap(dim0, nd, "transpose"), _wrap(dim1, nd, "transpose")
+    d0, d1 = wrap_dim(dim0, nd, "transpose"), wrap_dim(dim1, nd, "transpose")
     dims = list(range(nd))
     dims[d0], dims[d1] = dims[d1], dims[d0]
     return _view_apply(TransposeBackward0, x, tuple(dims))
@@ -266,7 +258,7 @@ class SqueezeBackward0(ViewBackward0):
 
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
     nd = x.ndim + 1
-    d = _wrap(dim, nd, "unsqueeze")
+    d = wrap_dim(dim, nd, "unsqueeze")
     shape = list(x.shape)
     shape.insert(d, 1)
     return _view_apply(UnsqueezeBackward0, x, tuple(shape))
@@ -278,7 +270,7 @@ def squeeze(x: Tensor, dim=None) -> Tensor:
         new = [s for s in shape if s != 1]
     else:
         dims = dim if isinstance(dim, (tuple, list)) else (dim,)
-        dims = {_wrap(d, x.ndim, "squeeze") for d in dims}
+        dims = {wrap_dim(d, x.ndim, "squeeze") for d in dims}
         new = [s for i, s in enumerate(shape) if not (i in dims and s == 1)]
     return _view_apply(SqueezeBackward0, x, tuple(new))
 

@@ -176,6 +176,23 @@ def _layer_norm_kernel(
 
 
 @triton.jit
+def _ln_bwd_tile(g_ptr, x_ptr, w_ptr, rows, row_mask, cols, N, g_row, x_row, s_gn, s_xn, s_w,
+                 mean, rstd, ACC: tl.constexpr):
+    """One (rows, cols) tile of the backward's inputs, read by both of its passes: the mask,
+    the output gradient g, xhat = (x - mean) * rstd, and gw = g * weight (g without one)."""
+    cmask = cols < N
+    mask = row_mask[:, None] & cmask[None, :]
+    g = tl.load(g_ptr + (g_row + cols[None, :] * s_gn), mask=mask, other=0).to(ACC)
+    x = tl.load(x_ptr + (x_row + cols[None, :] * s_xn), mask=mask, other=0).to(ACC)
+    xhat = (x - mean[:, None]) * rstd[:, None]
+    if w_ptr is not None:
+        gw = g * tl.load(w_ptr + cols * s_w, mask=cmask, other=0).to(ACC)[None, :]
+    else:
+        gw = g
+    return mask, g, xhat, gw
+
+
+@triton.jit
 def _layer_norm_bwd_kernel(
     dx_ptr,    # *T: (M, N) contiguous input gradient, written
     gx_ptr,    # *ACC: (M, N) contiguous g * xhat for dweight, written when w_ptr, else None
@@ -200,31 +217,18 @@ def _layer_norm_bwd_kernel(
     s2 = tl.zeros([BLOCK_M, BLOCK_N], ACC)  # gw
     for n0 in range(0, N, BLOCK_N):
         cols = n0 + tl.arange(0, BLOCK_N)
-        cmask = cols < N
-        mask = row_mask[:, None] & cmask[None, :]
-        g = tl.load(g_ptr + (g_row + cols[None, :] * s_gn), mask=mask, other=0).to(ACC)
-        x = tl.load(x_ptr + (x_row + cols[None, :] * s_xn), mask=mask, other=0).to(ACC)
-        xhat = (x - mean[:, None]) * rstd[:, None]
+        mask, g, xhat, gw = _ln_bwd_tile(g_ptr, x_ptr, w_ptr, rows, row_mask, cols, N, g_row,
+                                         x_row, s_gn, s_xn, s_w, mean, rstd, ACC)
         if w_ptr is not None:
-            gw = g * tl.load(w_ptr + cols * s_w, mask=cmask, other=0).to(ACC)[None, :]
             tl.store(gx_ptr + (rows[:, None] * N + cols[None, :]), g * xhat, mask=mask)
-        else:
-            gw = g
         s1 += tl.where(mask, gw * xhat, 0.0)
         s2 += gw
     c1 = tl.sum(s1, axis=1) / N
     c2 = tl.sum(s2, axis=1) / N
     for n0 in range(0, N, BLOCK_N):
         cols = n0 + tl.arange(0, BLOCK_N)
-        cmask = cols < N
-        mask = row_mask[:, None] & cmask[None, :]
-        g = tl.load(g_ptr + (g_row + cols[None, :] * s_gn), mask=mask, other=0).to(ACC)
-        x = tl.load(x_ptr + (x_row + cols[None, :] * s_xn), mask=mask, other=0).to(ACC)
-        xhat = (x - mean[:, None]) * rstd[:, None]
-        if w_ptr is not None:
-            gw = g * tl.load(w_ptr + cols * s_w, mask=cmask, other=0).to(ACC)[None, :]
-        else:
-            gw = g
+        mask, g, xhat, gw = _ln_bwd_tile(g_ptr, x_ptr, w_ptr, rows, row_mask, cols, N, g_row,
+                                         x_row, s_gn, s_xn, s_w, mean, rstd, ACC)
         dx = rstd[:, None] * (gw - c2[:, None] - xhat * c1[:, None])
         tl.store(dx_ptr + (rows[:, None] * N + cols[None, :]), dx, mask=mask)
 

@@ -445,3 +445,23 @@ def test_gradient_shared_with_a_detached_alias_is_copied(device):
     assert x.grad.data_ptr() != kept[0].data_ptr()
     np.testing.assert_allclose(kept[0].cpu().numpy(), 2.0)  # not mutated by accumulation
     np.testing.assert_allclose(x.grad.cpu().numpy(), 4.0)
+
+
+def test_node_pre_and_post_hooks():
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    seen = []
+    pre = y.grad_fn.register_prehook(lambda grad_outputs: (grad_outputs[0] * 10,))
+    post = y.grad_fn.register_hook(
+        lambda grad_inputs, grad_outputs: seen.append((grad_inputs[0].numpy().copy(),
+                                                       grad_outputs[0].numpy().copy())))
+    y.sum().backward(retain_graph=True)
+    np.testing.assert_allclose(x.grad.numpy(), [30, 30])  # the pre-hook scaled the input
+    np.testing.assert_allclose(seen[0][1], [10, 10])
+    np.testing.assert_allclose(seen[0][0], [30, 30])
+    pre.remove()
+    post.remove()
+    x.grad = None
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [3, 3])
+    assert len(seen) == 1
