@@ -12,8 +12,15 @@ A Primitive is a Node subclass named as PyTorch names its backward (``MulBackwar
     forward(ctx, k, *arrays, *params) -> array | tuple of arrays
                    ``k`` is the backend module; ``ctx`` the node, or a sink that ignores
                    writes when nothing is recorded. Non-tensor state for backward goes on ctx.
-    backward(ctx, *grads) -> grad | tuple of grads (Tensors or None), written in
-                   differentiable Tensor ops so that create_graph=True works with no extra rule
+    vjp(ctx, k, saved, *grads) -> grad | tuple of grads (None where not needed)
+                   the derivative rule, written once against the kernel contract: when the
+                   backward records nothing (create_graph=False, the common case) ``k`` is the
+                   backend and ``saved``/``grads`` are its arrays, so no Tensor is made per
+                   intermediate; under create_graph (or a profiler) ``k`` is ``ops.traced``,
+                   the same contract over differentiable Tensors, so the rule's own gradient
+                   comes for free
+    backward(ctx, *grads) -> the older form of a rule, in Tensor ops only (for rules that need
+                   more than the contract offers); an op defines ``vjp`` or ``backward``
     save_inputs    indices of inputs to save (read back through ctx.saved_tensors)
     save_output    also save output 0 (after the inputs)
     broadcasts     the engine-facing apply sums each gradient back to its input's shape, so
@@ -30,11 +37,11 @@ import traceback
 from ..kernels import backend
 from ..runtime import streams
 from . import anomaly_mode
-from .node import Node, SavedTensor
+from .node import FREED, FREED_MSG, Node, SavedTensor
 from .state import state
 from .tensor import Tensor, make
 
-__all__ = ["Primitive", "apply", "apply_inplace", "SINK"]
+__all__ = ["Primitive", "apply", "apply_inplace", "SINK", "as_shape", "sum_to"]
 
 
 class _Sink:
@@ -51,6 +58,8 @@ class _Sink:
 
 SINK = _Sink()
 _new = object.__new__
+# ops/traced.py, installed when it loads (it imports the op modules, which import this one)
+traced = None
 
 
 class Primitive(Node):
@@ -64,6 +73,7 @@ class Primitive(Node):
     nondiff_outputs: tuple = ()
     differentiable = True  # False for ops like comparisons: never recorded
     writes_out = False
+    vjp = None
 
     @staticmethod
     def forward(ctx, k, *args):
@@ -78,7 +88,15 @@ class Primitive(Node):
         return tuple([e[0] is not None for e in self.next_functions])
 
     def apply(self, *grads):
-        out = type(self).backward(self, *grads)
+        cls = type(self)
+        if cls.vjp is None:
+            out = cls.backward(self, *grads)
+        elif state.grad_enabled or state.observers:
+            # Recorded (create_graph) or observed (the profiler and NVTX show each op inside
+            # a backward node, as PyTorch's do): the rule runs in Tensor ops.
+            out = cls.vjp(self, traced, self.saved_tensors, *grads)
+        else:
+            out = self._vjp_arrays(grads)
         if type(out) is not tuple:
             out = (out,)
         shapes = self._shapes  # set only when the inputs' shapes differed
@@ -86,6 +104,47 @@ class Primitive(Node):
             out = tuple([g if g is None or g._data.shape == s else g.sum_to_size(s)
                          for g, s in zip(out, shapes)])
         return out
+
+    def _vjp_arrays(self, grads):
+        """Runs ``vjp`` on the backend's arrays and wraps what it returns."""
+        saved = self._saved
+        if saved is FREED:
+            raise RuntimeError(FREED_MSG)
+        saved = () if saved is None else [s.unpack_data(self) for s in saved]
+        if len(grads) == 1:  # one output: its gradient is there (the engine skips all-None)
+            g = grads[0]
+            out = type(self).vjp(self, backend(g._device), saved, g._data)
+        else:
+            for g in grads:
+                if g is not None:
+                    k = backend(g._device)
+                    break
+            out = type(self).vjp(self, k, saved,
+                                 *[None if g is None else g._data for g in grads])
+        if type(out) is tuple:
+            return tuple([None if o is None else make(o) for o in out])
+        return make(out)
+
+
+# -- helpers for vjp rules (any ``k``: a backend, or ops.traced) ------------------------------
+
+def as_shape(k, a, shape):
+    """``a`` in ``shape``: a view where the strides allow, else a contiguous copy."""
+    out = k.view(a, shape)
+    return out if out is not None else k.view(k.contiguous(a), shape)
+
+
+def sum_to(k, g, shape):
+    """Sums ``g`` down to ``shape`` (undoes broadcasting ``shape`` to ``g``'s shape)."""
+    shape = tuple(shape)
+    gshape = tuple(g.shape)
+    if gshape == shape:
+        return g
+    lead = len(gshape) - len(shape)
+    dims = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
+                                      if n == 1 and gshape[lead + i] != 1)
+    out = k.sum(g, dims, True) if dims else g
+    return as_shape(k, out, shape) if tuple(out.shape) != shape else out
 
 
 def _observed(fn, op, inputs, params):
@@ -127,19 +186,20 @@ def _apply(op, inputs, params):
 def _new_node(op, inputs, dev):
     st = state
     node = _new(op)  # no __init__: a node's rarely used fields are class-level defaults
-    node.next_functions = tuple([t._edge() for t in inputs])
-    node._seq = st.seq
+    if len(inputs) == 1:
+        node.next_functions = (inputs[0]._edge(),)
+    else:
+        node.next_functions = tuple([t._edge() for t in inputs])
+        if op.broadcasts:
+            shapes = tuple([t._data.shape for t in inputs])
+            if shapes.count(shapes[0]) != len(shapes):
+                node._shapes = shapes  # inputs broadcast: backward sums gradients back
+    seq = st.seq
+    node._seq = seq
+    st.seq = seq + 1
     node._saved = None
-    st.seq += 1
     if dev.type == "cuda":
         node._stream = streams.current_stream(dev)
-    if op.broadcasts:
-        shapes = tuple([t._data.shape for t in inputs])
-        first = shapes[0]
-        for sh in shapes:
-            if sh != first:  # inputs broadcast: backward sums gradients back to these
-                node._shapes = shapes
-                break
     if anomaly_mode.enabled:
         node._trace = traceback.format_stack()[:-3]
     return node
@@ -162,14 +222,16 @@ def _record(op, inputs, params, k, dev):
                 t._grad_fn, t._output_nr, t._requires_grad = node, i, True
         result = outs
     else:
-        outs = result = make(out)
-        outs = (outs,)
+        result = make(out)
         result._grad_fn, result._requires_grad = node, True
-    if op.save_inputs or op.save_output:
+        outs = None
+    if op.save_inputs:
         saved = [SavedTensor(inputs[i], False) for i in op.save_inputs]
         if op.save_output:
-            saved.append(_save_output(outs[0], node))
+            saved.append(_save_output(result if outs is None else outs[0], node))
         node._saved = saved
+    elif op.save_output:
+        node._saved = [_save_output(result if outs is None else outs[0], node)]
     return result
 
 

@@ -30,10 +30,11 @@ import itertools
 import sys
 import warnings
 
+from ..kernels import backend
 from . import anomaly_mode
 from .node import AccumulateGrad
 from .state import state
-from .tensor import Tensor
+from .tensor import Tensor, make
 
 __all__ = ["backward", "grad", "run_backward"]
 
@@ -232,18 +233,22 @@ class _GraphTask:
     def _plan(self, targets):
         """Chooses the nodes to run (``execute``: None means all reachable ones) and counts the
         edges into each from nodes that run (``self.deps``)."""
-        stack = [n for n, _, _ in self.roots if n is not None]
+        stack = list(dict.fromkeys(n for n, _, _ in self.roots if n is not None))  # once each
         nodes = set(stack)
         deps = {}
         if targets is None:
+            # deps doubles as the visited set: a node is expanded when first reached (roots
+            # are expanded from the stack they start on)
             while stack:
                 n = stack.pop()
                 for nx, _ in n.next_functions:
                     if nx is not None:
-                        deps[nx] = deps.get(nx, 0) + 1
-                        if nx not in nodes:
-                            nodes.add(nx)
-                            stack.append(nx)
+                        if nx in deps:
+                            deps[nx] += 1
+                        else:
+                            deps[nx] = 1
+                            if nx not in nodes:
+                                stack.append(nx)
             self.deps, self.relevant = deps, None
             return None
         order = list(stack)
@@ -284,6 +289,12 @@ class _GraphTask:
         heapq.heapify(heap)
         pop, push = heapq.heappop, heapq.heappush
         streams = self.streams
+        keep_graph, add = self.keep_graph, self._sum
+        # Nothing watches this backward (no captures, observers, streams or anomaly checks):
+        # a node without hooks of its own needs only its rule run (the common case, taken
+        # without _evaluate's checks).
+        plain = self.captures is None and self.execute is None and streams is None \
+            and not state.observers and not anomaly_mode.enabled
         while heap:
             node = pop(heap)[2]
             grads = buffers.pop(node, None)
@@ -292,7 +303,14 @@ class _GraphTask:
                 grads = [None] * n_out
             elif len(grads) < n_out:
                 grads.extend([None] * (n_out - len(grads)))
-            outs = self._evaluate(node, grads)
+            if plain and node._tensor_hooks is None and node._retained is None \
+                    and node._pre_hooks is None and node._post_hooks is None \
+                    and type(node) is not AccumulateGrad and grads[0] is not None:
+                outs = node.apply(*grads)
+                if not keep_graph:
+                    node._release()
+            else:
+                outs = self._evaluate(node, grads)
             if outs is not None:
                 # deliver each gradient to the node that made the matching input
                 stream = node._stream if streams is not None else None
@@ -308,7 +326,7 @@ class _GraphTask:
                         elif len(buf) <= slot:
                             buf.extend([None] * (slot + 1 - len(buf)))
                         old = buf[slot]
-                        buf[slot] = g if old is None else old + g
+                        buf[slot] = g if old is None else add(old, g)
                     d = deps[nx] - 1
                     deps[nx] = d
                     if d == 0:
@@ -327,7 +345,14 @@ class _GraphTask:
         if buf is None:
             buf = buffers[node] = [None] * max(node.num_outputs, slot + 1)
         old = buf[slot]
-        buf[slot] = g if old is None else old + g
+        buf[slot] = g if old is None else self._sum(old, g)
+
+    def _sum(self, a: Tensor, b: Tensor) -> Tensor:
+        """Two gradients arriving at one input slot, summed: on the arrays when nothing is
+        recorded (no Tensor op dispatch per sum), else as a recorded add."""
+        if self.create_graph or a._dtype is not b._dtype or a._data.shape != b._data.shape:
+            return a + b
+        return make(backend(a._device).add(a._data, b._data))
 
     def _evaluate(self, node, grads):
         if node._tensor_hooks is not None or node._retained is not None or (

@@ -18,7 +18,7 @@ import weakref
 
 from .state import state
 
-__all__ = ["Node", "AccumulateGrad", "SavedTensor", "RemovableHandle", "FREED"]
+__all__ = ["Node", "AccumulateGrad", "SavedTensor", "RemovableHandle", "FREED", "FREED_MSG"]
 
 # tensor.make, installed by autograd/tensor.py when it loads (it imports this module, so this
 # one cannot import it back at load time; saved outputs become tensors on the hot path).
@@ -68,7 +68,7 @@ class _Freed:
 
 FREED = _Freed()
 
-_FREED_MSG = (
+FREED_MSG = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
     "after they have already been freed). Saved intermediate values of the graph are freed "
     "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
@@ -135,7 +135,7 @@ class Node:
         """The saved tensors, checked against in-place modification since they were saved."""
         saved = self._saved
         if saved is FREED:
-            raise RuntimeError(_FREED_MSG)
+            raise RuntimeError(FREED_MSG)
         if saved is None:
             to_save = self.__dict__.get("_to_save")  # still inside forward
             return tuple(to_save) if to_save else ()
@@ -251,6 +251,15 @@ class SavedTensor:
         if out >= 0:
             return _tensor_with_history(t, self._dtype, self._vc, node, out)
         return t
+
+    def unpack_data(self, node):
+        """``unpack(node)``'s backend array, without making a Tensor when no hook is set."""
+        t = self._t
+        if type(t) is _Packed:
+            return self.unpack(node)._data
+        if self._vc[0] != self._version:
+            raise RuntimeError(self._modified_message())
+        return t if self._out >= 0 else t._data
 
     def _modified_message(self) -> str:
         t = self._t

@@ -13,8 +13,9 @@ def _format_array(a: np.ndarray, indent: int) -> str:
     if a.dtype.kind == "f":
         finite = a[np.isfinite(a)]
         integral = finite.size == 0 or bool(np.all(finite == np.round(finite)))
-        big = finite.size and (np.abs(finite).max() >= 1e8 or
-                               (np.abs(finite[finite != 0]).min(initial=1) < 1e-4))
+        # compared as Python floats: 1e8 would overflow a float16 comparison
+        big = finite.size and (float(np.abs(finite).max()) >= 1e8 or
+                               float(np.abs(finite[finite != 0]).min(initial=1)) < 1e-4)
         if big:
             fmt = {"float_kind": lambda v: f"{v:.4e}"}
         elif integral:

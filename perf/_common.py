@@ -65,11 +65,13 @@ def report(title: str, rows: list[tuple[str, float]], reference: str | None = No
     names = [n for n, _ in rows]
     width = max(len(n) for n in names) + 2
     peers = [(n, t) for n, t in rows if n != names[0]]
-    header = f"{'':{width}}{'time':>12}" + "".join(f"{'x ' + n:>16}" for n, _ in peers)
+    cols = [max(16, len(n) + 4) for n, _ in peers]
+    header = f"{'':{width}}{'time':>12}" + "".join(
+        f"{'x ' + n:>{c}}" for (n, _), c in zip(peers, cols))
     print(header)
     for name, t in rows:
         line = f"{name:{width}}{_fmt(t):>12}"
-        line += "".join(f"{t / pt:>16.2f}" for _, pt in peers)
+        line += "".join(f"{t / pt:>{c}.2f}" for (_, pt), c in zip(peers, cols))
         print(line)
 
 

@@ -1,8 +1,9 @@
 """One SGD step (forward, cross-entropy, backward, update) of a 784-1024-1024-10 MLP.
 
 Rows: tritongrad (nn.Sequential + CrossEntropyLoss + optim.SGD), the same network with
-hand-written NumPy forward/backward/update (what the autograd layer adds nothing to), and torch
-when installed. CPU default: batch 256; on a GPU (``--device cuda``) use ``--batch 4096``.
+hand-written NumPy forward/backward/update (what the autograd layer adds nothing to), the step's
+eight matrix products alone in NumPy (the BLAS floor under every row), and torch when
+installed. CPU default: batch 256; on a GPU (``--device cuda``) use ``--batch 4096``.
 
     python perf/bench_mlp.py [--device cpu|cuda] [--batch 256]
 """
@@ -56,6 +57,15 @@ def numpy_step(params, x, y, lr):
     return loss
 
 
+def numpy_gemms(params, x, h1, h2, dz):
+    """Only the step's eight matrix products, with the hand-written step's shapes and operand
+    layouts (three forward, five backward; the input needs no gradient): the floor that any
+    implementation calling this BLAS pays, whatever its framework adds."""
+    w1, _, w2, _, w3, _ = params
+    x @ w1.T, h1 @ w2.T, h2 @ w3.T
+    dz.T @ h2, dz @ w3, h2.T @ h1, h2 @ w2, h1.T @ x
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cpu")
@@ -91,6 +101,10 @@ def main() -> None:
         params = [a.copy() for a in p0]
         rows.append(("numpy", timeit(lambda: numpy_step(params, x0, y0, lr), warmup=3,
                                      repeat=15)))
+        h = rng.standard_normal((2, args.batch, SIZES[1])).astype(np.float32)
+        dz = rng.standard_normal((args.batch, SIZES[-1])).astype(np.float32)
+        rows.append(("numpy GEMMs only", timeit(lambda: numpy_gemms(params, x0, h[0], h[1], dz),
+                                                warmup=3, repeat=15)))
     torch = try_torch()
     if torch is not None:
         dev = "cuda" if args.device != "cpu" else "cpu"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..tensor import Tensor
 from . import (conversion, creation, elementwise, indexing, interop, linalg, pointwise, reduction,
                shape, views)
+from . import traced  # noqa: F401 - loading it installs dispatch.traced (the rules' Tensor k)
 from .conversion import clone
 from .creation import (arange, as_tensor, empty, empty_like, empty_strided, eye, from_numpy, full,
                        full_like, initial_seed, linspace, manual_seed, ones, ones_like, rand,

@@ -99,7 +99,9 @@ def _finish(t: Tensor, requires_grad: bool) -> Tensor:
     return t
 
 
-def _infer_array(data) -> np.ndarray:
+def _infer_array(data, dtype=None) -> np.ndarray:
+    """``data`` as a host array; Python floats take the default dtype unless ``dtype`` is
+    given (then they convert straight to it: float64 data never passes through float32)."""
     if isinstance(data, Tensor):
         return np.asarray(data.detach().cpu())
     if isinstance(data, np.ndarray):
@@ -110,6 +112,8 @@ def _infer_array(data) -> np.ndarray:
     if arr.dtype == object:
         raise TypeError(f"tensor(): could not infer dtype of {type(data).__name__} (ragged "
                         f"nested sequences or non-numeric elements)")
+    if dtype is not None and arr.dtype.kind in "fc":
+        return arr
     if arr.dtype.kind == "f":
         arr = arr.astype(dtypes.get_default_dtype().np if dtypes.get_default_dtype()
                          is not dtypes.bfloat16 else np.float32)
@@ -146,7 +150,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False,
         tensor([[ 1., -1.],
                 [ 1., -1.]])
     """
-    arr = _infer_array(data)
+    arr = _infer_array(data, dtype)
     dt = as_dtype(dtype) or (data.dtype if isinstance(data, Tensor) else
                              dtypes.from_numpy_dtype(arr.dtype))
     out = host_to(np.array(arr, copy=True) if isinstance(data, np.ndarray) else arr, dt,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import numbers
 
 from ...runtime.dtype import get_default_dtype, result_type
-from ..state import state
 from ..dispatch import Primitive, apply, apply_inplace
 from ..tensor import Tensor
 
@@ -107,8 +106,8 @@ class AddBackward0(Primitive):
         return k.add(a, b if alpha == 1 else k.mul(b, alpha), out=out)
 
     @staticmethod
-    def backward(ctx, g):
-        return g, (g if ctx.alpha == 1 else g * ctx.alpha)
+    def vjp(ctx, k, saved, g):
+        return g, (g if ctx.alpha == 1 else k.mul(g, ctx.alpha))
 
 
 class AddBackward1(Primitive):
@@ -121,7 +120,7 @@ class AddBackward1(Primitive):
         return k.add(a, s, out=out)
 
     @staticmethod
-    def backward(ctx, g):
+    def vjp(ctx, k, saved, g):
         return g
 
 
@@ -136,8 +135,8 @@ class SubBackward0(AddBackward0):
         return k.sub(a, b if alpha == 1 else k.mul(b, alpha), out=out)
 
     @staticmethod
-    def backward(ctx, g):
-        return g, (-g if ctx.alpha == 1 else g * -ctx.alpha)
+    def vjp(ctx, k, saved, g):
+        return g, (k.neg(g) if ctx.alpha == 1 else k.mul(g, -ctx.alpha))
 
 
 class SubBackward1(AddBackward1):
@@ -188,10 +187,10 @@ class MulBackward0(Primitive):
         return k.mul(a, b, out=out)
 
     @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
+    def vjp(ctx, k, saved, g):
+        a, b = saved
         need_a, need_b = ctx.needs_input_grad
-        return (g * b if need_a else None), (g * a if need_b else None)
+        return (k.mul(g, b) if need_a else None), (k.mul(g, a) if need_b else None)
 
 
 class MulBackward1(Primitive):
@@ -205,8 +204,8 @@ class MulBackward1(Primitive):
         return k.mul(a, s, out=out)
 
     @staticmethod
-    def backward(ctx, g):
-        return g * ctx.s
+    def vjp(ctx, k, saved, g):
+        return k.mul(g, ctx.s)
 
 
 class DivBackward0(Primitive):
@@ -221,10 +220,11 @@ class DivBackward0(Primitive):
         return k.div(a, b, out=out)
 
     @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
+    def vjp(ctx, k, saved, g):
+        a, b = saved
         need_a, need_b = ctx.needs_input_grad
-        return (g / b if need_a else None), (-g * a / (b * b) if need_b else None)
+        return (k.div(g, b) if need_a else None), \
+            (k.div(k.mul(k.neg(g), a), k.mul(b, b)) if need_b else None)
 
 
 class DivBackward1(MulBackward1):
@@ -238,8 +238,8 @@ class DivBackward1(MulBackward1):
         return k.div(a, s, out=out)
 
     @staticmethod
-    def backward(ctx, g):
-        return g / ctx.s
+    def vjp(ctx, k, saved, g):
+        return k.div(g, ctx.s)
 
 
 # Python's ``x + 2`` reaches PyTorch's Tensor overload (the number is wrapped as a 0-d tensor),
@@ -298,12 +298,12 @@ class PowBackward0(Primitive):
         return k.pow(x, e, out=out)
 
     @staticmethod
-    def backward(ctx, g):
-        x, = ctx.saved_tensors
+    def vjp(ctx, k, saved, g):
+        x, = saved
         e = ctx.e
         if e == 0:
-            return g * 0
-        return g * (e * x.pow(e - 1)) if e != 1 else g
+            return k.mul(g, 0)
+        return k.mul(g, k.mul(k.pow(x, e - 1), e)) if e != 1 else g
 
 
 class PowBackward1(Primitive):
@@ -357,8 +357,8 @@ class NegBackward0(Primitive):
         return k.neg(x, out=out)
 
     @staticmethod
-    def backward(ctx, g):
-        return -g
+    def vjp(ctx, k, saved, g):
+        return k.neg(g)
 
 
 class ExpBackward0(Primitive):
@@ -372,9 +372,9 @@ class ExpBackward0(Primitive):
         return k.exp(x, out=out)
 
     @staticmethod
-    def backward(ctx, g):
-        out, = ctx.saved_tensors
-        return g * out
+    def vjp(ctx, k, saved, g):
+        out, = saved
+        return k.mul(g, out)
 
 
 class LogBackward0(Primitive):
@@ -388,9 +388,9 @@ class LogBackward0(Primitive):
         return k.log(x, out=out)
 
     @staticmethod
-    def backward(ctx, g):
-        x, = ctx.saved_tensors
-        return g / x
+    def vjp(ctx, k, saved, g):
+        x, = saved
+        return k.div(g, x)
 
 
 class SqrtBackward0(Primitive):
@@ -404,9 +404,9 @@ class SqrtBackward0(Primitive):
         return k.sqrt(x, out=out)
 
     @staticmethod
-    def backward(ctx, g):
-        out, = ctx.saved_tensors
-        return g / (out * 2)
+    def vjp(ctx, k, saved, g):
+        out, = saved
+        return k.div(g, k.mul(out, 2))
 
 
 class ReluBackward0(Primitive):
@@ -422,35 +422,9 @@ class ReluBackward0(Primitive):
         return k.relu(x, out=out)
 
     @staticmethod
-    def backward(ctx, g):
-        out, = ctx.saved_tensors
-        return _relu_rule(g, out)
-
-
-class FusedGradOp(Primitive):
-    """One kernel for a derivative rule ``binary(op, grad, output)``, used while nothing is
-    recorded; under create_graph the rule's composite form runs instead (it is what gets
-    differentiated)."""
-
-    __slots__ = ()
-    op_name = "fused_grad"
-    differentiable = False
-
-    @staticmethod
-    def forward(ctx, k, g, y, op):
-        return k.binary(op, g, y)
-
-
-def fused_rule(op: str, composite):
-    """A rule ``(g, output) -> grad``: the fused kernel ``op`` unless grad mode records."""
-    def rule(g, y):
-        if state.grad_enabled:
-            return composite(g, y)
-        return apply(FusedGradOp, (g, y), op)
-    return rule
-
-
-_relu_rule = fused_rule("relu_backward", lambda g, y: g * (y > 0))
+    def vjp(ctx, k, saved, g):
+        out, = saved
+        return k.binary("relu_backward", g, out)
 
 
 def _floating(x: Tensor, op: str) -> Tensor:

@@ -21,24 +21,30 @@ class MmBackward0(Primitive):
         return k.matmul(a, b)
 
     @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
+    def vjp(ctx, k, saved, g):
+        a, b = saved
         need_a, need_b = ctx.needs_input_grad
         # Each gradient is made in its operand's memory layout (as PyTorch's mm backward
         # does): for a transposed operand like linear's weight.t(), (g^T a)^T instead of a^T g,
         # so that after the transpose's own backward the gradient is row-major again and the
         # leaf can adopt it without a copy.
         ga = gb = None
+        t = _T
         if need_a:
-            ga = b.mm(g.t()).t() if _column_major(a) else g.mm(b.t())
+            ga = k.permute(k.matmul(b, k.permute(g, t)), t) if _column_major(k, a) \
+                else k.matmul(g, k.permute(b, t))
         if need_b:
-            gb = g.t().mm(a).t() if _column_major(b) else a.t().mm(g)
+            gb = k.permute(k.matmul(k.permute(g, t), a), t) if _column_major(k, b) \
+                else k.matmul(k.permute(a, t), g)
         return ga, gb
 
 
-def _column_major(m: Tensor) -> bool:
+_T = (1, 0)
+
+
+def _column_major(k, m) -> bool:
     rows, cols = m.shape
-    s0, s1 = m.stride()
+    s0, s1 = k.strides(m)
     return s0 == 1 and s1 == rows and rows > 1 and cols > 1
 
 
@@ -73,11 +79,12 @@ class BmmBackward0(Primitive):
         return k.bmm(a, b)
 
     @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
+    def vjp(ctx, k, saved, g):
+        a, b = saved
         need_a, need_b = ctx.needs_input_grad
-        return (g.bmm(b.transpose(1, 2)) if need_a else None), \
-            (a.transpose(1, 2).bmm(g) if need_b else None)
+        t = (0, 2, 1)
+        return (k.bmm(g, k.permute(b, t)) if need_a else None), \
+            (k.bmm(k.permute(a, t), g) if need_b else None)
 
 
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:

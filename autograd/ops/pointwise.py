@@ -2,7 +2,8 @@
 ``clamp``, integer division and remainder, logical and bitwise ops, ``fill_``/``zero_``.
 
 Each forward is one entry of the backend's ``unary`` or ``binary`` table (or maximum/minimum
-for clamp); the derivative rules sit beside them, in differentiable Tensor ops. Rounding ops
+for clamp); the derivative rules sit beside them (``vjp`` over the kernel contract for the
+math functions, Tensor ops for clamp and the rest). Rounding ops
 (``sign floor ceil round trunc``, ``floor_divide``, ``div(rounding_mode=...)``) have zero
 gradients, as in PyTorch. Ops of ints promote to the default float dtype where PyTorch does
 (``sin``, ``sigmoid``, ...) and keep integers where PyTorch does (``abs``, ``sign``, ``floor``,
@@ -25,7 +26,7 @@ from .elementwise import (
     _same_device,
     binary_operands,
     broadcast_shapes,
-    where, fused_rule)
+    where)
 
 __all__ = ["abs", "absolute", "sin", "cos", "tanh", "sigmoid", "sign", "floor", "ceil", "round",
            "trunc", "fix", "log1p", "expm1", "clamp", "clip", "clamp_min", "clamp_max",
@@ -44,8 +45,9 @@ def _zeros_like(g: Tensor) -> Tensor:
 # -- unary math: one primitive per derivative rule ------------------------------------------------
 
 def _unary_op(cls_name: str, name: str, save: str | None, rule):
-    """A primitive running ``k.unary(name, x)``; ``rule(g, saved)`` is its derivative, with
-    ``saved`` the input (save == "input"), the output ("output") or None."""
+    """A primitive running ``k.unary(name, x)``. ``rule(k, g, saved)`` is its derivative
+    (a ``vjp``: ``saved`` is the input when save == "input", the output for "output"); a
+    rule of None means a zero gradient."""
 
     class Op(Primitive):
         __slots__ = ()
@@ -58,29 +60,38 @@ def _unary_op(cls_name: str, name: str, save: str | None, rule):
         def forward(ctx, k, x, out=None):
             return k.unary(name, x, out=out)
 
-        @staticmethod
-        def backward(ctx, g):
-            saved = ctx.saved_tensors[0] if save else None
-            return rule(g, saved)
+        if rule is None:
+            @staticmethod
+            def backward(ctx, g):
+                return _zeros_like(g)  # not g * 0: that would keep NaN and inf
+        else:
+            @staticmethod
+            def vjp(ctx, k, saved, g):
+                return rule(k, g, saved[0] if save else None)
 
     Op.__name__ = Op.__qualname__ = cls_name
     return Op
 
 
-AbsBackward0 = _unary_op("AbsBackward0", "abs", "input", lambda g, x: g * x.sign())
-SinBackward0 = _unary_op("SinBackward0", "sin", "input", lambda g, x: g * x.cos())
-CosBackward0 = _unary_op("CosBackward0", "cos", "input", lambda g, x: g * -x.sin())
+AbsBackward0 = _unary_op("AbsBackward0", "abs", "input",
+                         lambda k, g, x: k.mul(g, k.unary("sign", x)))
+SinBackward0 = _unary_op("SinBackward0", "sin", "input",
+                         lambda k, g, x: k.mul(g, k.unary("cos", x)))
+CosBackward0 = _unary_op("CosBackward0", "cos", "input",
+                         lambda k, g, x: k.mul(g, k.neg(k.unary("sin", x))))
 TanhBackward0 = _unary_op("TanhBackward0", "tanh", "output",
-                          fused_rule("tanh_backward", lambda g, y: g * (1 - y * y)))
+                          lambda k, g, y: k.binary("tanh_backward", g, y))
 SigmoidBackward0 = _unary_op("SigmoidBackward0", "sigmoid", "output",
-                             fused_rule("sigmoid_backward", lambda g, y: g * (y * (1 - y))))
-Log1PBackward0 = _unary_op("Log1PBackward0", "log1p", "input", lambda g, x: g / (x + 1))
-Expm1Backward0 = _unary_op("Expm1Backward0", "expm1", "output", lambda g, y: g * (y + 1))
-SignBackward0 = _unary_op("SignBackward0", "sign", None, lambda g, _: _zeros_like(g))
-FloorBackward0 = _unary_op("FloorBackward0", "floor", None, lambda g, _: _zeros_like(g))
-CeilBackward0 = _unary_op("CeilBackward0", "ceil", None, lambda g, _: _zeros_like(g))
-RoundBackward0 = _unary_op("RoundBackward0", "round", None, lambda g, _: _zeros_like(g))
-TruncBackward0 = _unary_op("TruncBackward0", "trunc", None, lambda g, _: _zeros_like(g))
+                             lambda k, g, y: k.binary("sigmoid_backward", g, y))
+Log1PBackward0 = _unary_op("Log1PBackward0", "log1p", "input",
+                           lambda k, g, x: k.div(g, k.add(x, 1)))
+Expm1Backward0 = _unary_op("Expm1Backward0", "expm1", "output",
+                           lambda k, g, y: k.mul(g, k.add(y, 1)))
+SignBackward0 = _unary_op("SignBackward0", "sign", None, None)
+FloorBackward0 = _unary_op("FloorBackward0", "floor", None, None)
+CeilBackward0 = _unary_op("CeilBackward0", "ceil", None, None)
+RoundBackward0 = _unary_op("RoundBackward0", "round", None, None)
+TruncBackward0 = _unary_op("TruncBackward0", "trunc", None, None)
 
 
 class BitwiseNotOp(Primitive):

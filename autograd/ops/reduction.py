@@ -3,7 +3,8 @@
 cumsum.
 
 Forwards are the backend's ``sum``, ``reduce(op)``, ``argreduce(op)`` and ``cumsum``; the
-derivative rules beside them are written in Tensor ops (double backward works). Extremes follow
+derivative rules beside them are ``vjp``s over the kernel contract (sum, mean) or Tensor ops
+(the rest); double backward works for all. Extremes follow
 PyTorch: amax/amin and full max/min share the gradient evenly among ties; max/min along a dim
 send it to the returned index (the first among ties).
 """
@@ -14,7 +15,8 @@ import builtins
 import collections
 
 from ...runtime import dtype as dtypes
-from ..dispatch import Primitive, apply
+from ..dispatch import Primitive, apply, as_shape
+from . import traced
 from ..tensor import Tensor, make, wrap_dim
 from .elementwise import maximum, minimum, where
 
@@ -39,13 +41,14 @@ def reduce_dims(x: Tensor, dim, op: str) -> tuple:
     return tuple(sorted(d for d in out if d < nd or nd == 0)) if nd else ()
 
 
-def _expand_back(g: Tensor, shape, dims, keepdim: bool) -> Tensor:
+def _expand_back(k, g, shape, dims, keepdim: bool):
+    """The gradient of a reduction over ``dims``, broadcast back to the input's ``shape``."""
     if not keepdim and dims:
         kept = list(g.shape)
         for d in dims:
             kept.insert(d, 1)
-        g = g.reshape(kept)
-    return g.expand(shape)
+        g = as_shape(k, g, tuple(kept))
+    return k.expand(g, tuple(shape))
 
 
 class SumBackward0(Primitive):
@@ -60,8 +63,8 @@ class SumBackward0(Primitive):
         return k.sum(x, dims, keepdim)
 
     @staticmethod
-    def backward(ctx, g):
-        return _expand_back(g, ctx.in_shape, ctx.dims, ctx.keepdim)
+    def vjp(ctx, k, saved, g):
+        return _expand_back(k, g, ctx.in_shape, ctx.dims, ctx.keepdim)
 
 
 class SumBackward1(SumBackward0):
@@ -82,8 +85,8 @@ class MeanBackward0(Primitive):
         return k.div(k.sum(x, dims, keepdim), n)
 
     @staticmethod
-    def backward(ctx, g):
-        return _expand_back(g, ctx.in_shape, ctx.dims, ctx.keepdim) / ctx.n
+    def vjp(ctx, k, saved, g):
+        return _expand_back(k, k.div(g, ctx.n), ctx.in_shape, ctx.dims, ctx.keepdim)
 
 
 class MeanBackward1(MeanBackward0):
@@ -162,8 +165,8 @@ def _ties_backward(g, x, out, dims, keepdim):
     """The gradient of an extreme value shared evenly among the elements equal to it (NaN
     counts as equal to NaN), as PyTorch's amax/amin and full max/min do."""
     shape = tuple(x.shape)
-    out_e = _expand_back(out, shape, dims, keepdim)
-    g_e = _expand_back(g, shape, dims, keepdim)
+    out_e = _expand_back(traced, out, shape, dims, keepdim)
+    g_e = _expand_back(traced, g, shape, dims, keepdim)
     mask = x == out_e
     if x.dtype.is_floating_point:
         from .pointwise import bitwise_and, bitwise_or
@@ -345,7 +348,7 @@ class VarBackward0(Primitive):
     def backward(ctx, g):
         x, = ctx.saved_tensors
         dims = ctx.dims
-        g = _expand_back(g, tuple(x.shape), dims, ctx.keepdim)
+        g = _expand_back(traced, g, tuple(x.shape), dims, ctx.keepdim)
         return g * ((x - x.mean(dims, keepdim=True)) * (2.0 / ctx.divisor if ctx.divisor else
                                                         float("inf")))
 
@@ -367,8 +370,8 @@ class StdBackward0(Primitive):
     def backward(ctx, g):
         x, out = ctx.saved_tensors
         shape, dims, keepdim = tuple(x.shape), ctx.dims, ctx.keepdim
-        g = _expand_back(g, shape, dims, keepdim)
-        denom = _expand_back(out, shape, dims, keepdim) * float(ctx.divisor)
+        g = _expand_back(traced, g, shape, dims, keepdim)
+        denom = _expand_back(traced, out, shape, dims, keepdim) * float(ctx.divisor)
         return g * (x - x.mean(dims, keepdim=True)) / denom
 
 
@@ -437,7 +440,7 @@ class ProdBackward0(Primitive):
         n_zero = sum(zero, dims, keepdim=True).expand(shape)
         others = where(n_zero == 0, nz_prod / safe, where(zero, where(n_zero == 1, nz_prod, 0),
                                                           0))
-        return _expand_back(g, shape, dims, ctx.keepdim) * others
+        return _expand_back(traced, g, shape, dims, ctx.keepdim) * others
 
 
 class ProdBackward1(ProdBackward0):
@@ -486,8 +489,8 @@ class LogsumexpBackward0(Primitive):
     def backward(ctx, g):
         x, out = ctx.saved_tensors
         shape, dims, keepdim = tuple(x.shape), ctx.dims, ctx.keepdim
-        return _expand_back(g, shape, dims, keepdim) * \
-            (x - _expand_back(out, shape, dims, keepdim)).exp()
+        return _expand_back(traced, g, shape, dims, keepdim) * \
+            (x - _expand_back(traced, out, shape, dims, keepdim)).exp()
 
 
 def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:

@@ -1,5 +1,5 @@
 """softmax and log_softmax along one dim: one backend call forward (``k.softmax``, numerically
-stable), the derivative rules in Tensor ops.
+stable), the derivative rules as ``vjp``s over the kernel contract.
 
     y = softmax(x):      dx = y * (g - sum(g * y, dim))
     y = log_softmax(x):  dx = g - exp(y) * sum(g, dim)
@@ -29,9 +29,9 @@ class SoftmaxBackward0(Primitive):
         return k.softmax(x, dim, False)
 
     @staticmethod
-    def backward(ctx, g):
-        y, = ctx.saved_tensors
-        return y * (g - (g * y).sum(ctx.dim, keepdim=True))
+    def vjp(ctx, k, saved, g):
+        y, = saved
+        return k.mul(y, k.sub(g, k.sum(k.mul(g, y), (ctx.dim,), True)))
 
 
 class LogSoftmaxBackward0(Primitive):
@@ -45,9 +45,9 @@ class LogSoftmaxBackward0(Primitive):
         return k.softmax(x, dim, True)
 
     @staticmethod
-    def backward(ctx, g):
-        y, = ctx.saved_tensors
-        return g - y.exp() * g.sum(ctx.dim, keepdim=True)
+    def vjp(ctx, k, saved, g):
+        y, = saved
+        return k.sub(g, k.mul(k.exp(y), k.sum(g, (ctx.dim,), True)))
 
 
 def _legacy_dim(ndim: int, name: str) -> int:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import operator
 
-from ..dispatch import Primitive, apply
+from ..dispatch import Primitive, apply, as_shape, sum_to
 from ..node import Node
 from ..state import state
 from ..tensor import Tensor, wrap_dim
@@ -89,8 +89,8 @@ class ViewBackward0(_ViewPrimitive):
         return out
 
     @staticmethod
-    def backward(ctx, g):
-        return g.reshape(ctx.in_shape)
+    def vjp(ctx, k, saved, g):
+        return as_shape(k, g, ctx.in_shape)
 
 
 def view(x: Tensor, *shape) -> Tensor:
@@ -130,11 +130,11 @@ class PermuteBackward0(_ViewPrimitive):
         return k.permute(x, dims)
 
     @staticmethod
-    def backward(ctx, g):
+    def vjp(ctx, k, saved, g):
         inverse = [0] * len(ctx.dims)
         for i, d in enumerate(ctx.dims):
             inverse[d] = i
-        return g.permute(*inverse)
+        return k.permute(g, tuple(inverse))
 
 
 class TransposeBackward0(PermuteBackward0):
@@ -188,8 +188,8 @@ class ExpandBackward0(_ViewPrimitive):
         return k.expand(x, shape)
 
     @staticmethod
-    def backward(ctx, g):
-        return g.sum_to_size(ctx.in_shape)
+    def vjp(ctx, k, saved, g):
+        return sum_to(k, g, ctx.in_shape)
 
 
 def expand(x: Tensor, *sizes) -> Tensor:

@@ -83,7 +83,11 @@ def where(cond, a, b):
 
 # -- the unary table ---------------------------------------------------------------------------
 
-_EXP_ARG_MAX = {np.dtype(np.float32): 88.0, np.dtype(np.float64): 709.0}
+# Constants as 0-d arrays of each float dtype: NumPy converts a Python float operand on every
+# call (NEP 50's weak scalars), which costs more than the arithmetic on small arrays.
+_EXP_ARG_MAX = {np.dtype(np.float32): np.array(88.0, np.float32),
+                np.dtype(np.float64): np.array(709.0)}
+_ONE = {np.dtype(d): np.array(1, d) for d in (np.float16, np.float32, np.float64)}
 
 
 def _sigmoid(x):
@@ -91,9 +95,9 @@ def _sigmoid(x):
     # is below float32's smallest normal anyway); in place, and without np.errstate, which
     # alone costs more than the arithmetic on small tensors.
     t = np.negative(x, out=np.empty(x.shape, x.dtype))  # an array even for 0-d inputs
-    np.minimum(t, _EXP_ARG_MAX.get(t.dtype, 709.0), out=t)
+    np.minimum(t, _EXP_ARG_MAX[t.dtype], out=t)
     np.exp(t, out=t)
-    t += 1
+    np.add(t, _ONE[t.dtype], out=t)
     return np.reciprocal(t, out=t)
 
 
@@ -191,14 +195,18 @@ def _times(g, d, out):
     return np.multiply(g, d, out=out, casting="unsafe")
 
 
+def _one(y):
+    return _ONE.get(y.dtype, 1)
+
+
 def _tanh_backward(g, y, out=None):
     d = _arr(y * y)  # an array even for 0-d operands, so it can be written in place
-    np.subtract(1, d, out=d)
+    np.subtract(_one(y), d, out=d)
     return _times(g, d, out)
 
 
 def _sigmoid_backward(g, y, out=None):
-    d = _arr(1 - y)
+    d = _arr(np.subtract(_one(y), y))
     d *= y
     return _times(g, d, out)
 

@@ -19,6 +19,19 @@ def test_gradients_accumulate_into_leaves(device):
     np.testing.assert_allclose(x.grad.cpu().numpy(), [5.0, 7.0])
 
 
+def test_backward_with_a_root_given_twice_or_reached_from_another_root():
+    # each root's gradient is added once into its node's buffer; the graph is walked once
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    tg.autograd.backward([y, y], [tg.ones(2), tg.tensor([1.0, 3.0])])
+    np.testing.assert_allclose(x.grad.numpy(), [4.0, 8.0])
+    x.grad = None
+    y = x * 2
+    z = y * 3
+    tg.autograd.backward([y, z], [tg.ones(2), tg.ones(2)])
+    np.testing.assert_allclose(x.grad.numpy(), [8.0, 8.0])
+
+
 def test_second_backward_without_retain_graph_fails():
     x = tg.tensor([1.0, 2.0], requires_grad=True)
     y = (x.exp() * x).sum()

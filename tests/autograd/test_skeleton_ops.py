@@ -183,3 +183,18 @@ def test_mismatched_shapes_error_names_sizes(device):
 def test_mixed_devices_error():
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         tg.ones(3) + tg.ones(3, device="cuda")
+
+
+def test_tensor_from_python_floats_converts_straight_to_the_requested_dtype(device):
+    # float64 data must not pass through the default float32 on its way in
+    t = tg.tensor([0.3, -1.2], dtype=tg.float64, device=device)
+    assert t.cpu().numpy().tolist() == [0.3, -1.2]
+    assert tg.tensor(0.1, dtype=tg.float64).item() == 0.1
+    assert tg.tensor([0.1]).dtype is tg.float32  # no dtype: the default
+
+
+def test_half_tensor_repr_does_not_warn():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert "float16" in repr(tg.tensor([0.3, 6.0e4], dtype=tg.float16))
