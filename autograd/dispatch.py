@@ -85,7 +85,10 @@ class Primitive(Node):
 
     @property
     def needs_input_grad(self) -> tuple:
-        return tuple([e[0] is not None for e in self.next_functions])
+        nf = self.next_functions
+        if len(nf) == 2:  # (unrolled for the binary rules that ask on every backward)
+            return nf[0][0] is not None, nf[1][0] is not None
+        return tuple([e[0] is not None for e in nf])
 
     def apply(self, *grads):
         cls = type(self)
@@ -110,10 +113,18 @@ class Primitive(Node):
         saved = self._saved
         if saved is FREED:
             raise RuntimeError(FREED_MSG)
-        saved = () if saved is None else [s.unpack_data(self) for s in saved]
+        if saved is None:
+            saved = ()
+        elif len(saved) == 1:
+            saved = (saved[0].unpack_data(self),)
+        else:
+            saved = [s.unpack_data(self) for s in saved]
         if len(grads) == 1:  # one output: its gradient is there (the engine skips all-None)
             g = grads[0]
-            out = type(self).vjp(self, backend(g._device), saved, g._data)
+            data = g._data
+            out = type(self).vjp(self, backend(g._device), saved, data)
+            if out is data:  # passed through unchanged (add): the same tensor goes on
+                return g
         else:
             for g in grads:
                 if g is not None:
@@ -186,14 +197,22 @@ def _apply(op, inputs, params):
 def _new_node(op, inputs, dev):
     st = state
     node = _new(op)  # no __init__: a node's rarely used fields are class-level defaults
-    if len(inputs) == 1:
+    n = len(inputs)
+    if n == 1:
         node.next_functions = (inputs[0]._edge(),)
+    elif n == 2:  # (unrolled: binary ops are most of what records)
+        a, b = inputs
+        node.next_functions = (a._edge(), b._edge())
+        if op.broadcasts:
+            sa, sb = a._data.shape, b._data.shape
+            if sa != sb:
+                node._shapes = (sa, sb)  # inputs broadcast: backward sums gradients back
     else:
         node.next_functions = tuple([t._edge() for t in inputs])
         if op.broadcasts:
             shapes = tuple([t._data.shape for t in inputs])
-            if shapes.count(shapes[0]) != len(shapes):
-                node._shapes = shapes  # inputs broadcast: backward sums gradients back
+            if shapes.count(shapes[0]) != n:
+                node._shapes = shapes
     seq = st.seq
     node._seq = seq
     st.seq = seq + 1
@@ -225,13 +244,16 @@ def _record(op, inputs, params, k, dev):
         result = make(out)
         result._grad_fn, result._requires_grad = node, True
         outs = None
-    if op.save_inputs:
-        saved = [SavedTensor(inputs[i], False) for i in op.save_inputs]
+    save = op.save_inputs
+    if save:
+        saved = [SavedTensor(inputs[i], False) for i in save] if save != (0, 1) else \
+            [SavedTensor(inputs[0], False), SavedTensor(inputs[1], False)]
         if op.save_output:
             saved.append(_save_output(result if outs is None else outs[0], node))
         node._saved = saved
     elif op.save_output:
-        node._saved = [_save_output(result if outs is None else outs[0], node)]
+        t = result if outs is None else outs[0]
+        node._saved = [SavedTensor(t, True, t._output_nr, node)]
     return result
 
 

@@ -1,8 +1,9 @@
 """Forward+backward of a chain of 50 small elementwise ops on a 16x16 tensor.
 
 This measures per-op overhead (the framework, not the arithmetic): at 16x16 every op is a few
-hundred nanoseconds of NumPy work. Rows: tritongrad, hand-written NumPy backprop (the floor a
-Python framework can approach), and torch when installed.
+hundred nanoseconds of NumPy work. Rows: tritongrad, hand-written NumPy backprop (no framework
+at all), a minimal Python autograd (MiniTensor below: the floor of Python bookkeeping per op),
+and torch when installed.
 
     python perf/bench_chain.py [--device cpu|cuda]
 """
@@ -70,6 +71,57 @@ def numpy_step(x: np.ndarray) -> np.ndarray:
     return g
 
 
+class MiniTensor:
+    """The leanest Python autograd that runs ``chain``: an array, the backward function of the
+    op that made it, its parents and what that op saved. No grad modes, version counters,
+    hooks, dtype/device checks or streams: the row it gives is the floor of the Python
+    bookkeeping per op, below which only work outside Python goes."""
+
+    __slots__ = ("data", "fn", "parents", "saved", "grad")
+
+    def __init__(self, data, fn=None, parents=(), saved=None):
+        self.data, self.fn, self.parents, self.saved, self.grad = data, fn, parents, saved, None
+
+    def __mul__(self, other):
+        if isinstance(other, MiniTensor):
+            return MiniTensor(self.data * other.data, lambda s, g: (g * s[1], g * s[0]),
+                              (self, other), (self.data, other.data))
+        return MiniTensor(self.data * other, lambda s, g: (g * s,), (self,), other)
+
+    def __add__(self, other):
+        return MiniTensor(self.data + other, lambda s, g: (g,), (self,))
+
+    def tanh(self):
+        y = np.tanh(self.data)
+        return MiniTensor(y, lambda y, g: (g * (1 - y * y),), (self,), y)
+
+    def sigmoid(self):
+        y = 1.0 / (1.0 + np.exp(-self.data))
+        return MiniTensor(y, lambda y, g: (g * y * (1 - y),), (self,), y)
+
+    def sum(self):
+        return MiniTensor(np.asarray(self.data.sum()),
+                          lambda shape, g: (np.broadcast_to(g, shape),), (self,), self.data.shape)
+
+    def backward(self):
+        order, seen, stack = [], set(), [(self, False)]
+        while stack:  # reverse topological order, iteratively
+            t, expanded = stack.pop()
+            if expanded:
+                order.append(t)
+            elif t.fn is not None and id(t) not in seen:
+                seen.add(id(t))
+                stack.append((t, True))
+                stack.extend((p, False) for p in t.parents)
+        grads = {id(self): np.ones_like(self.data)}
+        for t in reversed(order):
+            for p, g in zip(t.parents, t.fn(t.saved, grads.pop(id(t)))):
+                if p.fn is None:
+                    p.grad = g if p.grad is None else p.grad + g
+                else:
+                    grads[id(p)] = grads[id(p)] + g if id(p) in grads else g
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cpu")
@@ -91,6 +143,14 @@ def main() -> None:
     if args.device == "cpu":
         rows.append(("numpy", timeit(lambda: numpy_step(x0), repeat=50, inner=5)))
         np.testing.assert_allclose(x.grad.numpy(), numpy_step(x0), rtol=1e-4, atol=1e-6)
+        mx = MiniTensor(x0)
+
+        def mini_step():
+            mx.grad = None
+            chain(mx).backward()
+
+        rows.append(("minimal Python autograd", timeit(mini_step, repeat=50, inner=5)))
+        np.testing.assert_allclose(mx.grad, numpy_step(x0), rtol=1e-4, atol=1e-6)
     torch = try_torch()
     if torch is not None:
         dev = "cuda" if args.device != "cpu" else "cpu"

@@ -45,9 +45,9 @@ def _zeros_like(g: Tensor) -> Tensor:
 # -- unary math: one primitive per derivative rule ------------------------------------------------
 
 def _unary_op(cls_name: str, name: str, save: str | None, rule):
-    """A primitive running ``k.unary(name, x)``. ``rule(k, g, saved)`` is its derivative
-    (a ``vjp``: ``saved`` is the input when save == "input", the output for "output"); a
-    rule of None means a zero gradient."""
+    """A primitive running ``k.unary(name, x)``. ``rule`` is its ``vjp(ctx, k, (x or y,), g)``
+    (the saved value is the input when save == "input", the output for "output"); a rule of
+    None means a zero gradient."""
 
     class Op(Primitive):
         __slots__ = ()
@@ -65,28 +65,26 @@ def _unary_op(cls_name: str, name: str, save: str | None, rule):
             def backward(ctx, g):
                 return _zeros_like(g)  # not g * 0: that would keep NaN and inf
         else:
-            @staticmethod
-            def vjp(ctx, k, saved, g):
-                return rule(k, g, saved[0] if save else None)
+            vjp = staticmethod(rule)
 
     Op.__name__ = Op.__qualname__ = cls_name
     return Op
 
 
 AbsBackward0 = _unary_op("AbsBackward0", "abs", "input",
-                         lambda k, g, x: k.mul(g, k.unary("sign", x)))
+                         lambda ctx, k, s, g: k.mul(g, k.unary("sign", s[0])))
 SinBackward0 = _unary_op("SinBackward0", "sin", "input",
-                         lambda k, g, x: k.mul(g, k.unary("cos", x)))
+                         lambda ctx, k, s, g: k.mul(g, k.unary("cos", s[0])))
 CosBackward0 = _unary_op("CosBackward0", "cos", "input",
-                         lambda k, g, x: k.mul(g, k.neg(k.unary("sin", x))))
+                         lambda ctx, k, s, g: k.mul(g, k.neg(k.unary("sin", s[0]))))
 TanhBackward0 = _unary_op("TanhBackward0", "tanh", "output",
-                          lambda k, g, y: k.binary("tanh_backward", g, y))
+                          lambda ctx, k, s, g: k.binary("tanh_backward", g, s[0]))
 SigmoidBackward0 = _unary_op("SigmoidBackward0", "sigmoid", "output",
-                             lambda k, g, y: k.binary("sigmoid_backward", g, y))
+                             lambda ctx, k, s, g: k.binary("sigmoid_backward", g, s[0]))
 Log1PBackward0 = _unary_op("Log1PBackward0", "log1p", "input",
-                           lambda k, g, x: k.div(g, k.add(x, 1)))
+                           lambda ctx, k, s, g: k.div(g, k.add(s[0], 1)))
 Expm1Backward0 = _unary_op("Expm1Backward0", "expm1", "output",
-                           lambda k, g, y: k.mul(g, k.add(y, 1)))
+                           lambda ctx, k, s, g: k.mul(g, k.add(s[0], 1)))
 SignBackward0 = _unary_op("SignBackward0", "sign", None, None)
 FloorBackward0 = _unary_op("FloorBackward0", "floor", None, None)
 CeilBackward0 = _unary_op("CeilBackward0", "ceil", None, None)
