@@ -6,6 +6,9 @@ stream of the device (the stream contract, docs/runtime.md): a tensor made on st
 used on stream B needs ``record_stream(B)`` so that its block is not reused on A while B may
 still read it.
 
+A ``ForeignStorage`` views memory another library owns (a DLPack import, runtime/dlpack.py): the
+allocator never sees it, and the owner's release callback runs when the last view dies.
+
 On the emulated device memory is host memory: ``Storage.cpu()`` returns the storage itself and
 ``copy_`` back from itself is a no-op, which is all Triton's interpreter needs (see
 runtime/array.py). On a real GPU the same two methods stage through a host copy, so the
@@ -15,7 +18,9 @@ interpreter also works there.
 from __future__ import annotations
 
 import math
+import sys
 import threading
+from collections.abc import Callable
 
 import numpy as np
 
@@ -27,6 +32,7 @@ from .device import device as Device
 from .dtype import bfloat16, from_numpy_dtype
 
 __all__ = [
+    "ForeignStorage",
     "OutOfMemoryError",
     "Storage",
     "allocator",
@@ -157,6 +163,59 @@ class Storage:
             _streams.current_stream(index).synchronize()  # the host buffer dies after this
             return self
         raise TypeError(f"Storage.copy_: cannot copy from {type(other).__name__}")
+
+
+class ForeignStorage(Storage):
+    """CUDA memory owned by another library, viewed by tritongrad arrays (a DLPack import).
+
+    The caching allocator never sees this memory: ``release`` (which calls the producer's
+    DLPack deleter) runs exactly once, when the last array viewing the storage dies. It is
+    not run at interpreter exit: by then the producer's library, its allocator or the CUDA
+    context may be torn down, and calling into them could crash a process that is ending
+    anyway (the driver reclaims device memory with the context).
+
+    Args:
+        ptr: the device address of the first byte viewed.
+        nbytes: the bytes that views of it may touch from ``ptr``.
+        device: ``device('cuda', i)``.
+        release: called once when the storage dies (None: nothing to release).
+        stream: the CUstream handle the producer ordered the memory's contents on.
+    """
+
+    __slots__ = ("_release",)
+
+    def __init__(self, ptr: int, nbytes: int, device, release: Callable[[], None] | None,
+                 stream: int = 0):
+        self._allocator = None
+        self._block = None
+        self.ptr = ptr
+        self.nbytes = nbytes
+        self.device = device
+        self.stream = stream
+        self._release = release
+
+    def __del__(self):
+        try:  # destructors never raise
+            release, self._release = self._release, None
+            if release is not None and not sys.is_finalizing():
+                release()
+        except Exception:  # noqa: BLE001, S110 - destructors never raise
+            pass
+
+    def record_stream(self, stream) -> None:
+        """Does nothing beyond checking the device (as PyTorch for memory it did not allocate).
+
+        ``record_stream`` delays the reuse of a caching-allocator block; this memory goes back
+        to its owner through the DLPack deleter, and the owner's allocator cannot be told
+        about our streams. Synchronize (or keep the tensor alive) until work queued on other
+        streams is done before dropping the last view.
+        """
+        if stream.device_index != self.device.index:
+            raise ValueError(f"record_stream: stream on cuda:{stream.device_index} cannot use "
+                             f"a storage on {self.device}")
+
+    def __repr__(self) -> str:
+        return f"ForeignStorage(ptr=0x{self.ptr:x}, nbytes={self.nbytes}, device={self.device})"
 
 
 class _HostStorage:

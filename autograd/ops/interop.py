@@ -2,22 +2,27 @@
 ``from_dlpack``) and ``__cuda_array_interface__``.
 
 CPU tensors go through NumPy's DLPack support (the tensor's NumPy array is the producer or the
-consumer; memory is shared, never copied). CUDA tensors publish ``__cuda_array_interface__``
-(version 3, with the current stream, so a consumer orders its work after ours) and
-``__dlpack_device__``; CUDA DLPack capsules (export and import) need a storage that can own
-foreign device memory, which runtime/ does not offer yet: they raise NotImplementedError.
+consumer; memory is shared, never copied). CUDA tensors go through runtime/dlpack.py (the
+DLPack structs, capsules and stream rules): ``__dlpack__`` hands out a ``"dltensor"`` capsule
+(``"dltensor_versioned"`` when the consumer asks for ``max_version >= (1, 0)``) that keeps the
+tensor's storage alive
+until the consumer's deleter call, after making the consumer's stream wait for our current
+stream; ``from_dlpack`` of CUDA memory passes our current stream to the producer and returns a
+tensor over a ``ForeignStorage`` that calls the producer's deleter when its last view dies.
+CUDA tensors also publish ``__cuda_array_interface__`` (version 3, with the current stream).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...runtime import dlpack as _dl
 from ...runtime import dtype as dtypes
 from ..tensor import Tensor, make
 
-__all__ = ["dlpack", "dlpack_device", "from_dlpack", "cuda_array_interface"]
+__all__ = ["cuda_array_interface", "dlpack", "dlpack_device", "from_dlpack"]
 
-_KDL_CPU, _KDL_CUDA = 1, 2
+_KDL_CPU, _KDL_CUDA = _dl.KDL_CPU, _dl.KDL_CUDA
 
 _TYPESTR = {dtypes.bool: "|b1", dtypes.uint8: "|u1", dtypes.int8: "|i1", dtypes.int16: "<i2",
             dtypes.int32: "<i4", dtypes.int64: "<i8", dtypes.float16: "<f2",
@@ -33,26 +38,55 @@ def dlpack_device(self: Tensor) -> tuple:
 
 
 def dlpack(self: Tensor, stream=None, *, max_version=None, dl_device=None, copy=None):
-    """A DLPack capsule sharing this tensor's memory (``tg.from_dlpack``, ``np.from_dlpack``
-    and other libraries consume it)."""
+    """A DLPack capsule sharing this tensor's memory (``tg.from_dlpack``, ``np.from_dlpack``,
+    ``torch.from_dlpack`` and other libraries consume it).
+
+    Args:
+        stream: the consumer's stream (CUDA only), in the array API's numbering: None or 1
+            the legacy default stream, 2 the per-thread default stream, -1 no
+            synchronisation, otherwise a CUstream handle. When it is not our current stream,
+            it is made to wait (an event, no host block) for the work queued on ours.
+        max_version: the highest DLPack version the consumer understands, ``(major, minor)``;
+            ``>= (1, 0)`` gets a ``"dltensor_versioned"`` capsule, otherwise (or None) a legacy
+            ``"dltensor"`` one.
+        dl_device: the ``(device type, index)`` the consumer wants; only this tensor's own.
+        copy: True exports a copy (flagged ``IS_COPIED``), False or None shares the memory.
+
+    Raises:
+        RuntimeError: the tensor requires grad (export ``tensor.detach()``).
+        BufferError: ``dl_device`` is another device, or the dtype has no DLPack type.
+        TypeError: ``stream`` is not an int or None.
+    """
     if self._requires_grad:
         raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
-    if self._device.type != "cpu":
-        raise NotImplementedError(
-            "__dlpack__ of CUDA tensors is not implemented yet (the runtime has no storage for "
-            "foreign-owned memory); use __cuda_array_interface__, or .cpu() first")
-    kwargs = {}
-    if max_version is not None:
-        kwargs["max_version"] = max_version
-    if dl_device is not None:
-        kwargs["dl_device"] = dl_device
-    if copy is not None:
-        kwargs["copy"] = copy
-    return self._data.__dlpack__(stream=stream, **kwargs)
+    if self._device.type == "cpu":
+        kwargs = {}
+        if max_version is not None:
+            kwargs["max_version"] = max_version
+        if dl_device is not None:
+            kwargs["dl_device"] = dl_device
+        if copy is not None:
+            kwargs["copy"] = copy
+        return self._data.__dlpack__(stream=stream, **kwargs)
+    if stream is not None and (type(stream) is not int):
+        raise TypeError(f"__dlpack__: stream must be an int or None, got "
+                        f"{type(stream).__name__}")
+    own = dlpack_device(self)
+    if dl_device is not None and tuple(int(x) for x in dl_device) != own:
+        raise BufferError(f"__dlpack__: a tensor on {self._device} can only be exported to "
+                          f"DLPack device {own}, not {tuple(dl_device)}; copy it there first "
+                          f"(.cpu(), .to(...))")
+    versioned = max_version is not None and int(max_version[0]) >= 1
+    data, flags = self._data, 0
+    if copy:
+        data, flags = self.clone()._data, _dl.FLAG_IS_COPIED
+    # after the copy, so that the consumer's stream also waits for it
+    _dl.sync_consumer_stream(self._device.index, stream)
+    return _dl.to_capsule(data, versioned=versioned, flags=flags)
 
 
 class _Capsule:
-    """Lets NumPy consume a bare capsule (legacy producers hand those out)."""
+    """Lets NumPy consume a bare capsule of CPU memory (legacy producers hand those out)."""
 
     def __init__(self, capsule):
         self._capsule = capsule
@@ -64,10 +98,40 @@ class _Capsule:
         return (_KDL_CPU, 0)
 
 
+def _unsupported_device(dev_type: int) -> BufferError:
+    return BufferError(f"from_dlpack: DLPack device type {dev_type} "
+                       f"({_dl.device_type_name(dev_type)}) is not supported; tritongrad "
+                       f"imports CPU (1) and CUDA (2) memory")
+
+
+def _import_cuda(producer, dev_id: int) -> Tensor:
+    """Asks ``producer`` for a capsule ordered on our current stream, and takes it."""
+    from ...runtime import streams
+    _dl.check_device(dev_id)  # before the producer exports anything
+    handle = streams.current_stream_handle(dev_id)
+    stream = handle if handle else 1  # 1: the legacy default stream (0 is ambiguous in DLPack)
+    try:
+        capsule = producer.__dlpack__(stream=stream, max_version=_dl.VERSION)
+    except TypeError:  # a producer older than DLPack 1.0 has no max_version
+        capsule = producer.__dlpack__(stream=stream)
+    return make(_dl.from_capsule(capsule))
+
+
 def from_dlpack(ext_tensor) -> Tensor:
     """A tensor sharing memory with ``ext_tensor``: any object with ``__dlpack__`` and
-    ``__dlpack_device__`` (a NumPy array, another library's tensor), or a legacy DLPack
-    capsule (assumed to describe CPU memory).
+    ``__dlpack_device__`` (a NumPy array, a CUDA tensor of another library), or a DLPack
+    capsule (its ``DLDevice`` says whether it holds CPU or CUDA memory).
+
+    CUDA memory is imported without a copy: the producer orders it on our current stream
+    (we pass that stream to its ``__dlpack__``), and its deleter runs when the last tensor
+    viewing the memory dies. A tritongrad tensor is returned as is. The result is writable
+    even when the producer flagged the memory read-only: tensors have no read-only mode (the
+    CPU path makes NumPy's read-only imports writable too).
+
+    Raises:
+        TypeError: ``ext_tensor`` has no ``__dlpack__`` and is not a capsule.
+        BufferError: unsupported device type, dtype (vector lanes, unknown codes), DLPack
+            version or negative strides; a capsule consumed already.
 
     Example:
         >>> a = np.arange(3.0)
@@ -79,13 +143,18 @@ def from_dlpack(ext_tensor) -> Tensor:
     if isinstance(ext_tensor, Tensor):
         return ext_tensor
     if hasattr(ext_tensor, "__dlpack_device__"):
-        dev_type, _ = ext_tensor.__dlpack_device__()
-        if int(dev_type) != _KDL_CPU:
-            raise NotImplementedError(
-                f"from_dlpack: importing memory of DLPack device type {int(dev_type)} (CUDA is "
-                f"2) is not implemented yet; only CPU memory can be shared")
+        dev_type, dev_id = (int(x) for x in ext_tensor.__dlpack_device__())
+        if dev_type == _KDL_CUDA:
+            return _import_cuda(ext_tensor, dev_id)
+        if dev_type != _KDL_CPU:
+            raise _unsupported_device(dev_type)
         arr = np.from_dlpack(ext_tensor)
-    elif type(ext_tensor).__name__ == "PyCapsule":
+    elif _dl.is_capsule(ext_tensor):
+        dev_type, _ = _dl.capsule_device(ext_tensor)
+        if dev_type == _KDL_CUDA:
+            return make(_dl.from_capsule(ext_tensor))
+        if dev_type != _KDL_CPU:
+            raise _unsupported_device(dev_type)
         arr = np.from_dlpack(_Capsule(ext_tensor))
     else:
         raise TypeError(f"from_dlpack: expected an object with __dlpack__ or a DLPack capsule, "
