@@ -92,23 +92,23 @@ class Primitive(Node):
 
     def apply(self, *grads):
         cls = type(self)
+        if cls.vjp is not None and not (state.grad_enabled or state.observers):
+            return self._vjp_arrays(grads)
         if cls.vjp is None:
             out = cls.backward(self, *grads)
-        elif state.grad_enabled or state.observers:
+        else:
             # Recorded (create_graph) or observed (the profiler and NVTX show each op inside
             # a backward node, as PyTorch's do): the rule runs in Tensor ops.
             out = cls.vjp(self, traced, self.saved_tensors, *grads)
-        else:
-            out = self._vjp_arrays(grads)
-        if type(out) is not tuple:
-            out = (out,)
-        shapes = self._shapes  # set only when the inputs' shapes differed
-        if shapes is not None:
-            out = tuple([g if g is None or g._data.shape == s else g.sum_to_size(s)
-                         for g, s in zip(out, shapes)])
-        return out
+        out = out if type(out) is tuple else (out,)
+        return out if self._shapes is None else self._unbroadcast(traced, out)
 
-    def _vjp_arrays(self, grads):
+    def _unbroadcast(self, k, grads: tuple) -> tuple:
+        """Each gradient summed back to its input's shape (``_shapes``, set only when the
+        inputs' shapes differed)."""
+        return tuple([g if g is None else sum_to(k, g, s) for g, s in zip(grads, self._shapes)])
+
+    def _vjp_arrays(self, grads) -> tuple:
         """Runs ``vjp`` on the backend's arrays and wraps what it returns."""
         saved = self._saved
         if saved is FREED:
@@ -122,9 +122,10 @@ class Primitive(Node):
         if len(grads) == 1:  # one output: its gradient is there (the engine skips all-None)
             g = grads[0]
             data = g._data
-            out = type(self).vjp(self, backend(g._device), saved, data)
+            k = backend(g._device)
+            out = type(self).vjp(self, k, saved, data)
             if out is data:  # passed through unchanged (add): the same tensor goes on
-                return g
+                return (g,)
         else:
             for g in grads:
                 if g is not None:
@@ -132,10 +133,11 @@ class Primitive(Node):
                     break
             out = type(self).vjp(self, k, saved,
                                  *[None if g is None else g._data for g in grads])
-        if type(out) is tuple:
-            return tuple([None if o is None else make(o) for o in out])
-        return make(out)
-
+        if type(out) is not tuple:  # one input, so nothing broadcast (_shapes needs two)
+            return (make(out),)
+        if self._shapes is not None:
+            out = self._unbroadcast(k, out)
+        return tuple([None if o is None else make(o) for o in out])
 
 # -- helpers for vjp rules (any ``k``: a backend, or ops.traced) ------------------------------
 
@@ -245,15 +247,12 @@ def _record(op, inputs, params, k, dev):
         result._grad_fn, result._requires_grad = node, True
         outs = None
     save = op.save_inputs
-    if save:
+    if save or op.save_output:
         saved = [SavedTensor(inputs[i], False) for i in save] if save != (0, 1) else \
-            [SavedTensor(inputs[0], False), SavedTensor(inputs[1], False)]
+            [SavedTensor(inputs[0], False), SavedTensor(inputs[1], False)]  # (unrolled)
         if op.save_output:
             saved.append(_save_output(result if outs is None else outs[0], node))
         node._saved = saved
-    elif op.save_output:
-        t = result if outs is None else outs[0]
-        node._saved = [SavedTensor(t, True, t._output_nr, node)]
     return result
 
 

@@ -6,8 +6,9 @@ consumer; memory is shared, never copied). CUDA tensors go through runtime/dlpac
 DLPack structs, capsules and stream rules): ``__dlpack__`` hands out a ``"dltensor"`` capsule
 (``"dltensor_versioned"`` when the consumer asks for ``max_version >= (1, 0)``) that keeps the
 tensor's storage alive until the consumer's deleter call, after making the consumer's stream
-wait for our current stream; ``from_dlpack`` of CUDA memory passes our current stream to the producer and returns a
-tensor over a ``ForeignStorage`` that calls the producer's deleter when its last view dies.
+wait for our current stream; ``from_dlpack`` of CUDA memory passes our current stream to the
+producer and returns a tensor over a ``ForeignStorage`` that calls the producer's deleter when
+its last view dies.
 CUDA tensors also publish ``__cuda_array_interface__`` (version 3, with the current stream).
 """
 

@@ -29,13 +29,12 @@ class MmBackward0(Primitive):
         # so that after the transpose's own backward the gradient is row-major again and the
         # leaf can adopt it without a copy.
         ga = gb = None
-        t = _T
         if need_a:
-            ga = k.permute(k.matmul(b, k.permute(g, t)), t) if _column_major(k, a) \
-                else k.matmul(g, k.permute(b, t))
+            ga = k.permute(k.matmul(b, k.permute(g, _T)), _T) if _column_major(k, a) \
+                else k.matmul(g, k.permute(b, _T))
         if need_b:
-            gb = k.permute(k.matmul(k.permute(g, t), a), t) if _column_major(k, b) \
-                else k.matmul(k.permute(a, t), g)
+            gb = k.permute(k.matmul(k.permute(g, _T), a), _T) if _column_major(k, b) \
+                else k.matmul(k.permute(a, _T), g)
         return ga, gb
 
 

@@ -22,6 +22,7 @@ from ..dispatch import Primitive, apply, as_shape, sum_to
 from ..node import Node
 from ..state import state
 from ..tensor import Tensor, wrap_dim
+from . import traced
 
 __all__ = ["view", "reshape", "permute", "transpose", "t", "numpy_T", "expand", "expand_as",
            "broadcast_to", "unsqueeze", "squeeze", "flatten", "getitem", "as_strided",
@@ -238,10 +239,7 @@ def sum_to_size(x: Tensor, *size) -> Tensor:
     lead = len(shape) - len(size)
     if lead < 0 or any(s != 1 and s != shape[lead + i] for i, s in enumerate(size)):
         raise RuntimeError(f"size {list(size)} is not expandable to size {list(shape)}")
-    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(size)
-                                      if s == 1 and shape[lead + i] != 1)
-    out = x.sum(dims, keepdim=True) if dims else x
-    return out.reshape(size) if tuple(out.shape) != size else out
+    return sum_to(traced, x, size)
 
 
 # -- squeeze / unsqueeze -----------------------------------------------------------------------
