@@ -38,7 +38,7 @@ from ..kernels import backend
 from ..runtime import streams
 from . import anomaly_mode
 from .node import FREED, FREED_MSG, Node, SavedTensor
-from .state import state
+from .state import anywhere, state
 from .tensor import Tensor, make
 
 __all__ = ["Primitive", "apply", "apply_inplace", "SINK", "as_shape", "sum_to"]
@@ -75,6 +75,10 @@ class Primitive(Node):
     writes_out = False
     vjp = None
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.on_arrays = cls.vjp is not None
+
     @staticmethod
     def forward(ctx, k, *args):
         raise NotImplementedError
@@ -92,7 +96,8 @@ class Primitive(Node):
 
     def apply(self, *grads):
         cls = type(self)
-        if cls.vjp is not None and not (state.grad_enabled or state.observers):
+        if cls.vjp is not None and not (state.grad_enabled
+                                        or anywhere.observers and state.observers):
             return self._vjp_arrays(grads)
         if cls.vjp is None:
             out = cls.backward(self, *grads)
@@ -110,6 +115,22 @@ class Primitive(Node):
 
     def _vjp_arrays(self, grads) -> tuple:
         """Runs ``vjp`` on the backend's arrays and wraps what it returns."""
+        for g in grads:  # (the engine skips nodes whose gradients are all None)
+            if g is not None:
+                break
+        if len(grads) == 1:
+            data = g._data
+            out = self.vjp_on_arrays(backend(g._device), data)
+            if len(out) == 1 and out[0] is data:  # passed through unchanged: the same
+                return (g,)                               # tensor goes on
+        else:
+            out = self.vjp_on_arrays(backend(g._device),
+                                     *[None if g is None else g._data for g in grads])
+        return tuple([None if o is None else make(o) for o in out])
+
+    def vjp_on_arrays(self, k, *grads) -> tuple:
+        """The rule on backend ``k``'s arrays: input gradients (arrays or None), each summed
+        back to its input's shape."""
         saved = self._saved
         if saved is FREED:
             raise RuntimeError(FREED_MSG)
@@ -119,25 +140,10 @@ class Primitive(Node):
             saved = (saved[0].unpack_data(self),)
         else:
             saved = [s.unpack_data(self) for s in saved]
-        if len(grads) == 1:  # one output: its gradient is there (the engine skips all-None)
-            g = grads[0]
-            data = g._data
-            k = backend(g._device)
-            out = type(self).vjp(self, k, saved, data)
-            if out is data:  # passed through unchanged (add): the same tensor goes on
-                return (g,)
-        else:
-            for g in grads:
-                if g is not None:
-                    k = backend(g._device)
-                    break
-            out = type(self).vjp(self, k, saved,
-                                 *[None if g is None else g._data for g in grads])
+        out = type(self).vjp(self, k, saved, *grads)
         if type(out) is not tuple:  # one input, so nothing broadcast (_shapes needs two)
-            return (make(out),)
-        if self._shapes is not None:
-            out = self._unbroadcast(k, out)
-        return tuple([None if o is None else make(o) for o in out])
+            return (out,)
+        return out if self._shapes is None else self._unbroadcast(k, out)
 
 # -- helpers for vjp rules (any ``k``: a backend, or ops.traced) ------------------------------
 
@@ -172,7 +178,7 @@ def _observed(fn, op, inputs, params):
 
 def apply(op: type, inputs: tuple, *params):
     """Runs primitive ``op`` on Tensors ``inputs`` (one device, promoted dtypes) and params."""
-    if state.observers:
+    if anywhere.observers and state.observers:
         return _observed(_apply, op, inputs, params)
     return _apply(op, inputs, params)
 
@@ -180,20 +186,22 @@ def apply(op: type, inputs: tuple, *params):
 def _apply(op, inputs, params):
     dev = inputs[0]._device
     k = backend(dev)
+    ctx = SINK
     if state.grad_enabled and op.differentiable:
         for t in inputs:
             if t._requires_grad:
-                return _record(op, inputs, params, k, dev)
+                ctx = _new_node(op, inputs, dev)
+                break
     n = len(inputs)
     if n == 1:
-        out = op.forward(SINK, k, inputs[0]._data, *params)
+        out = op.forward(ctx, k, inputs[0]._data, *params)
     elif n == 2:
-        out = op.forward(SINK, k, inputs[0]._data, inputs[1]._data, *params)
+        out = op.forward(ctx, k, inputs[0]._data, inputs[1]._data, *params)
     else:
-        out = op.forward(SINK, k, *[t._data for t in inputs], *params)
-    if type(out) is tuple:
-        return tuple(make(o) for o in out)
-    return make(out)
+        out = op.forward(ctx, k, *[t._data for t in inputs], *params)
+    if ctx is SINK:
+        return tuple(make(o) for o in out) if type(out) is tuple else make(out)
+    return _record(op, ctx, inputs, out)
 
 
 def _new_node(op, inputs, dev):
@@ -226,15 +234,9 @@ def _new_node(op, inputs, dev):
     return node
 
 
-def _record(op, inputs, params, k, dev):
-    node = _new_node(op, inputs, dev)
-    n = len(inputs)
-    if n == 1:
-        out = op.forward(node, k, inputs[0]._data, *params)
-    elif n == 2:
-        out = op.forward(node, k, inputs[0]._data, inputs[1]._data, *params)
-    else:
-        out = op.forward(node, k, *[t._data for t in inputs], *params)
+def _record(op, node, inputs, out):
+    """Gives the forward's results ``out`` their history (``node``) and saves what the rule
+    needs."""
     if type(out) is tuple:
         outs = tuple(make(o) for o in out)
         node.num_outputs = len(outs)
@@ -248,8 +250,13 @@ def _record(op, inputs, params, k, dev):
         outs = None
     save = op.save_inputs
     if save or op.save_output:
-        saved = [SavedTensor(inputs[i], False) for i in save] if save != (0, 1) else \
-            [SavedTensor(inputs[0], False), SavedTensor(inputs[1], False)]  # (unrolled)
+        if save == (0, 1):  # (unrolled; x * x saves x once, unless hooks must see each save)
+            a, b = inputs[0], inputs[1]
+            sa = SavedTensor(a, False)
+            shared = a is b and not (anywhere.saved_hooks and state.saved_hooks)
+            saved = [sa, sa if shared else SavedTensor(b, False)]
+        else:
+            saved = [SavedTensor(inputs[i], False) for i in save]
         if op.save_output:
             saved.append(_save_output(result if outs is None else outs[0], node))
         node._saved = saved

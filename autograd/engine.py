@@ -68,7 +68,7 @@ def _make_grads(outputs: tuple, grads, what: str) -> list:
     out = []
     for i, (t, g) in enumerate(zip(outputs, grads)):
         if g is None:
-            if t._requires_grad and t.numel() != 1:
+            if t._requires_grad and t._data.ndim and t.numel() != 1:
                 raise RuntimeError(f"grad can be implicitly created only for scalar outputs "
                                    f"(output {i} has shape {list(t.shape)})")
             g = _ones_like(t) if t._requires_grad else None
@@ -92,8 +92,8 @@ def _make_grads(outputs: tuple, grads, what: str) -> list:
 
 
 def _ones_like(t: Tensor) -> Tensor:
-    from .ops.creation import ones_like
-    return ones_like(t)
+    # (the backend's fill, not creation.ones_like: this is on every loss.backward())
+    return make(backend(t._device).full(t._data.shape, 1, t._dtype, t._device), t._dtype)
 
 
 def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
@@ -295,6 +295,7 @@ class _GraphTask:
         # without _evaluate's checks).
         plain = self.captures is None and self.execute is None and streams is None \
             and not state.observers and not anomaly_mode.enabled
+        on_arrays = plain and not self.create_graph
         while heap:
             node = pop(heap)[2]
             grads = buffers.pop(node, None)
@@ -303,7 +304,9 @@ class _GraphTask:
                 grads = [None] * n_out
             elif len(grads) < n_out:
                 grads.extend([None] * (n_out - len(grads)))
-            if plain and node._tensor_hooks is None and node._retained is None \
+            if on_arrays and _bare(node) and grads[0] is not None:
+                node, outs = self._run_chain(node, grads[0], heap, buffers)
+            elif plain and node._tensor_hooks is None and node._retained is None \
                     and node._pre_hooks is None and node._post_hooks is None \
                     and type(node) is not AccumulateGrad and grads[0] is not None:
                 outs = node.apply(*grads)
@@ -336,6 +339,44 @@ class _GraphTask:
             outs = grads = g = old = buf = None
         if streams is not None:
             streams.finish()
+
+    def _run_chain(self, node, g: Tensor, heap, buffers):
+        """Runs ``node``'s rule on ``g``'s array, then on along the chain of nodes that each
+        only the previous one feeds (through one edge, or several, as in ``x * x``), while no
+        other node is ready (so the order is the queue's): arrays passed along, with no
+        Tensor, input buffer or queue entry per link. Returns the last node run and its input
+        gradients as Tensors."""
+        deps, keep_graph = self.deps, self.keep_graph
+        k, data = backend(g._device), g._data
+        while True:
+            outs = node.vjp_on_arrays(k, data)
+            if not keep_graph:
+                node._release()
+            if heap:
+                break
+            nf = node.next_functions
+            nx = nf[0][0]
+            if nx is None or deps[nx] != len(nf) or nx in buffers or not nx.on_arrays \
+                    or nx.num_outputs != 1 or nx._tensor_hooks is not None \
+                    or nx._retained is not None or nx._pre_hooks is not None \
+                    or nx._post_hooks is not None:  # (_bare(nx), inlined)
+                break
+            data = outs[0]
+            if len(nf) > 1:  # every edge must lead to nx; their gradients are summed
+                for (n, _), o in zip(nf, outs):
+                    if n is not nx or (o is not None and data is not None
+                                       and o.shape != data.shape):
+                        data = None
+                        break
+                else:
+                    for o in outs[1:]:
+                        if o is not None:
+                            data = o if data is None else k.add(data, o)
+            if data is None:
+                break
+            deps[nx] = 0
+            node = nx
+        return node, tuple([None if o is None else make(o) for o in outs])
 
     def _add(self, buffers, node, slot, g, producer_stream) -> None:
         """Adds a root gradient to ``node``'s input buffer."""
@@ -430,6 +471,13 @@ class _GraphTask:
             raise
 
 
+def _bare(node) -> bool:
+    """A node whose rule runs on arrays (a built-in op with one output) and that has no hooks
+    of its own: nothing of it needs a Tensor."""
+    return node.on_arrays and node.num_outputs == 1 and node._tensor_hooks is None \
+        and node._retained is None and node._pre_hooks is None and node._post_hooks is None
+
+
 def _run_tensor_hooks(node, grads) -> None:
     """Tensor hooks (which may replace a gradient), then retain_grad, for each slot."""
     for slot in range(len(grads)):
@@ -496,11 +544,14 @@ def _obeys_layout(g: Tensor, var: Tensor) -> bool:
     if g._device is not var._device:
         return False
     if _dense(var):
-        return g.stride() == var.stride()
+        # (the arrays' own strides: one unit, as g has var's dtype and backend by now)
+        return g._data.strides == var._data.strides
     return g.is_contiguous()
 
 
 def _dense(t: Tensor) -> bool:
+    if t.is_contiguous():
+        return True  # (row-major, the usual layout: no sort)
     dims = sorted((s, n) for n, s in zip(t.shape, t.stride()) if n != 1)
     expected = 1
     for s, n in dims:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 
-from .state import state
+from .state import set_mode, state
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
            "is_inference_mode_enabled"]
@@ -41,7 +41,8 @@ class _Mode:
         return self
 
     def __exit__(self, *exc) -> bool:
-        state.grad_enabled, state.inference = self._prev
+        state.grad_enabled = self._prev[0]
+        set_mode("inference", self._prev[1])
         return False
 
     def __call__(self, fn):
@@ -182,4 +183,4 @@ class inference_mode(_Mode):
 
     def _set(self):
         state.grad_enabled = not self._mode
-        state.inference = self._mode
+        set_mode("inference", self._mode)

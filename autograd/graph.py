@@ -10,7 +10,7 @@ memory until backward. The hook stack is thread-local; only the innermost pair a
 from __future__ import annotations
 
 from .node import Node
-from .state import state
+from .state import set_mode, state
 
 __all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "Node"]
 
@@ -52,11 +52,11 @@ class saved_tensors_hooks:
         if state.saved_hooks_disabled is not None:
             raise RuntimeError(state.saved_hooks_disabled)
         self._prev = state.saved_hooks
-        state.saved_hooks = self._prev + ((self.pack_hook, self.unpack_hook),)
+        set_mode("saved_hooks", self._prev + ((self.pack_hook, self.unpack_hook),))
         return self
 
     def __exit__(self, *exc):
-        state.saved_hooks = self._prev
+        set_mode("saved_hooks", self._prev)
         return False
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import weakref
 
-from .state import state
+from .state import anywhere, state
 
 __all__ = ["Node", "AccumulateGrad", "SavedTensor", "RemovableHandle", "FREED", "FREED_MSG"]
 
@@ -92,6 +92,7 @@ class Node:
     _retained = None  # output_nr -> weakref of a tensor that retains its grad
     _trace = None     # forward stack, under anomaly mode
     _shapes = None    # input shapes, for ops that broadcast
+    on_arrays = False  # has vjp_on_arrays: its rule runs on backend arrays (dispatch.Primitive)
 
     def __init__(self):
         self.next_functions = ()
@@ -227,8 +228,10 @@ class SavedTensor:
         self._version = vc[0]
         self._out = output_nr if is_output else -1
         self._dtype = t._dtype
-        self._fn = node if is_output else t._grad_fn  # named only if an error needs it
-        hooks = state.saved_hooks
+        # the input's grad_fn, named only if an error needs it; an output's is the node that
+        # unpacks it (kept here, it would be a reference cycle only the GC could free)
+        self._fn = None if is_output else t._grad_fn
+        hooks = anywhere.saved_hooks and state.saved_hooks
         if hooks:
             pack, unpack = hooks[-1]
             self._t = _Packed(pack(t), unpack)
@@ -237,7 +240,7 @@ class SavedTensor:
 
     def unpack(self, node):
         if self._vc[0] != self._version:
-            raise RuntimeError(self._modified_message())
+            raise RuntimeError(self._modified_message(node))
         t = self._t
         out = self._out
         if type(t) is _Packed:
@@ -258,14 +261,14 @@ class SavedTensor:
         if type(t) is _Packed:
             return self.unpack(node)._data
         if self._vc[0] != self._version:
-            raise RuntimeError(self._modified_message())
+            raise RuntimeError(self._modified_message(node))
         return t if self._out >= 0 else t._data
 
-    def _modified_message(self) -> str:
+    def _modified_message(self, node) -> str:
         t = self._t
         shape = t.shape if not isinstance(t, _Packed) else None
         what = "" if shape is None else f"[{_type_name(self._dtype, t)} {list(shape)}]"
-        fn = self._fn
+        fn = node if self._out >= 0 else self._fn
         origin = "" if fn is None else \
             f", which is output {max(self._out, 0)} of {fn.name()}"
         return (f"one of the variables needed for gradient computation has been modified by an "

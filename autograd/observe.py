@@ -23,19 +23,19 @@ Optional (looked up with getattr; observers without them ignore user ranges):
 
 from __future__ import annotations
 
-from .state import state
+from .state import set_mode, state
 
 __all__ = ["add_observer", "remove_observer", "observing"]
 
 
 def add_observer(obs) -> None:
     """Adds ``obs`` to this thread's observers."""
-    state.observers = state.observers + (obs,)
+    set_mode("observers", state.observers + (obs,))
 
 
 def remove_observer(obs) -> None:
     """Removes ``obs`` from this thread's observers (no error if absent)."""
-    state.observers = tuple(o for o in state.observers if o is not obs)
+    set_mode("observers", tuple(o for o in state.observers if o is not obs))
 
 
 class observing:

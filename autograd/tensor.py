@@ -22,7 +22,7 @@ from ..runtime import dtype as dtypes
 from ..runtime.device import device as Device
 from . import node as _node_module
 from .node import AccumulateGrad, RemovableHandle, _HookDict
-from .state import state
+from .state import anywhere, state
 
 __all__ = ["Tensor", "make", "array_meta", "Size", "wrap_dim"]
 
@@ -77,7 +77,7 @@ def make(data, dtype=None) -> "Tensor":
     t._grad_fn = None
     t._base = None
     t._vc = [0]
-    if state.inference:
+    if anywhere.inference and state.inference:
         t._inference = True
     return t
 

@@ -58,8 +58,10 @@ def _fresh_autograd_state():
     """Each test starts with grad mode on, anomaly mode off and no observers."""
     import tritongrad as tg
     from tritongrad.autograd import anomaly_mode
-    from tritongrad.autograd.state import state
+    from tritongrad.autograd.state import set_mode, state
     yield
-    state.grad_enabled, state.inference, state.observers = True, False, ()
+    state.grad_enabled = True
+    set_mode("inference", False)
+    set_mode("observers", ())
     anomaly_mode.enabled, anomaly_mode.check_nan = False, True
     tg.set_default_dtype(tg.float32)

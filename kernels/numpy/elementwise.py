@@ -24,7 +24,8 @@ def _arr(x) -> np.ndarray:
 def _binary(ufunc):
     def op(a, b, out=None):
         if out is None:
-            return _arr(ufunc(a, b))
+            r = ufunc(a, b)
+            return r if isinstance(r, _ndarray) else np.asarray(r)  # (_arr, inlined)
         ufunc(a, b, out=out, casting="unsafe")
         return out
     op.__name__ = ufunc.__name__
@@ -34,7 +35,8 @@ def _binary(ufunc):
 def _unary(ufunc):
     def op(a, out=None):
         if out is None:
-            return _arr(ufunc(a))
+            r = ufunc(a)
+            return r if isinstance(r, _ndarray) else np.asarray(r)
         ufunc(a, out=out, casting="unsafe")
         return out
     op.__name__ = ufunc.__name__
@@ -85,20 +87,22 @@ def where(cond, a, b):
 
 # Constants as 0-d arrays of each float dtype: NumPy converts a Python float operand on every
 # call (NEP 50's weak scalars), which costs more than the arithmetic on small arrays.
-_EXP_ARG_MAX = {np.dtype(np.float32): np.array(88.0, np.float32),
-                np.dtype(np.float64): np.array(709.0)}
+_EXP_ARG_MIN = {np.dtype(np.float32): np.array(-88.0, np.float32),
+                np.dtype(np.float64): np.array(-709.0)}
+_F16 = np.dtype(np.float16)
 _ONE = {np.dtype(d): np.array(1, d) for d in (np.float16, np.float32, np.float64)}
 
 
 def _sigmoid(x):
-    # 1 / (1 + exp(-x)), with exp's argument clipped where it would overflow (the result there
-    # is below float32's smallest normal anyway); in place, and without np.errstate, which
-    # alone costs more than the arithmetic on small tensors.
-    t = np.negative(x, out=np.empty(x.shape, x.dtype))  # an array even for 0-d inputs
-    np.minimum(t, _EXP_ARG_MAX[t.dtype], out=t)
-    np.exp(t, out=t)
-    np.add(t, _ONE[t.dtype], out=t)
-    return np.reciprocal(t, out=t)
+    # 1 / (1 + exp(-x)), with x clipped where exp(-x) would overflow (the result there is below
+    # float32's smallest normal anyway); in place, with positional out= (keywords cost more to
+    # parse than the arithmetic on small tensors), and without np.errstate, which costs more
+    # still.
+    t = _arr(np.maximum(x, _EXP_ARG_MIN[x.dtype]))  # NaN stays NaN
+    np.negative(t, t)
+    np.exp(t, t)
+    np.add(t, _ONE[t.dtype], t)
+    return np.reciprocal(t, t)
 
 
 def _sign(a, out=None, casting=None):
@@ -121,12 +125,11 @@ _F32_UNARY = {"sigmoid": _sigmoid}
 
 
 def unary(op: str, a, out=None):
-    if op in _F32_UNARY:
-        return _in_float32(_F32_UNARY[op], a, out)
-    try:
-        fn = _UNARY[op]
-    except KeyError:
-        raise ValueError(f"unary: unknown op {op!r}") from None
+    fn = _UNARY.get(op)
+    if fn is None:
+        if op in _F32_UNARY:
+            return _in_float32(_F32_UNARY[op], a, out)
+        raise ValueError(f"unary: unknown op {op!r}")
     if out is None:
         return _arr(fn(a))
     fn(a, out=out, casting="unsafe")
@@ -139,7 +142,7 @@ def _in_float32(fn, a, out):
     if t is BF16Array:
         r = fn(a.view(_ndarray))
         r = round_(_arr(r)).view(BF16Array)
-    elif a.dtype == np.float16:
+    elif a.dtype is _F16:
         r = _arr(fn(a.astype(np.float32))).astype(np.float16)
     else:
         r = _arr(fn(a))
@@ -191,23 +194,20 @@ def _bitwise(ufunc):
 
 def _times(g, d, out):
     if out is None:
-        return np.multiply(g, d)
+        # d is a scratch array: the product goes in it, unless its dtype is not the result's
+        return np.multiply(g, d, d) if d.dtype is g.dtype else np.multiply(g, d)
     return np.multiply(g, d, out=out, casting="unsafe")
 
 
-def _one(y):
-    return _ONE.get(y.dtype, 1)
-
-
 def _tanh_backward(g, y, out=None):
-    d = _arr(y * y)  # an array even for 0-d operands, so it can be written in place
-    np.subtract(_one(y), d, out=d)
+    d = _arr(np.multiply(y, y))  # an array even for 0-d operands, so it can be written in place
+    np.subtract(_ONE.get(y.dtype, 1), d, d)
     return _times(g, d, out)
 
 
 def _sigmoid_backward(g, y, out=None):
-    d = _arr(np.subtract(_one(y), y))
-    d *= y
+    d = _arr(np.subtract(_ONE.get(y.dtype, 1), y))
+    np.multiply(d, y, d)
     return _times(g, d, out)
 
 

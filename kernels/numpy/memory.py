@@ -107,6 +107,19 @@ def permute(a: np.ndarray, dims) -> np.ndarray:
 
 
 def expand(a: np.ndarray, shape) -> np.ndarray:
+    shape = tuple(shape)
+    lead = len(shape) - a.ndim
+    if lead >= 0 and a.flags.forc:
+        # A view with stride 0 along the broadcast dimensions, made directly: broadcast_to
+        # costs several microseconds, more than a whole small op (it runs on every backward
+        # of a sum). The buffer protocol needs a contiguous array; others go the long way.
+        st = [0] * lead
+        for n_a, n, s in zip(a.shape, shape[lead:], a.strides):
+            if n_a != n and n_a != 1:
+                break  # not broadcastable: broadcast_to raises the error
+            st.append(s if n_a == n else 0)
+        else:
+            return _keep(_ndarray(shape, a.dtype, a, 0, tuple(st)), a)
     # broadcast_to returns a read-only view; expanded tensors are writable in PyTorch (writes
     # to overlapping elements are the user's problem there too).
     out = np.broadcast_to(a, shape)

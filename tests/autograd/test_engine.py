@@ -478,3 +478,122 @@ def test_node_pre_and_post_hooks():
     y.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [3, 3])
     assert len(seen) == 1
+
+
+# -- the chain path: rules run on arrays along nodes that feed only each other -------------------
+
+def _chain_of_squares(x):
+    # x * x (two edges to one node) between one-edge ops: the whole backward is one chain
+    y = x
+    for _ in range(3):
+        y = (y * 0.9 + 0.1).tanh()
+        y = y * y
+    return y.sum()
+
+
+def _chain_of_squares_f64(x: np.ndarray) -> float:
+    y = x
+    for _ in range(3):
+        y = np.tanh(y * 0.9 + 0.1)
+        y = y * y
+    return float(y.sum())
+
+
+def test_chain_backward_matches_finite_differences(device):
+    x0 = np.random.default_rng(0).standard_normal(5)
+    x = tg.tensor(x0, dtype=tg.float64, device=device, requires_grad=True)
+    _chain_of_squares(x).backward()
+    eps, fd = 1e-6, []
+    for i in range(5):
+        e = np.zeros(5)
+        e[i] = eps
+        fd.append((_chain_of_squares_f64(x0 + e) - _chain_of_squares_f64(x0 - e)) / (2 * eps))
+    np.testing.assert_allclose(x.grad.cpu().numpy(), fd, rtol=1e-6, atol=1e-9)
+
+
+def test_chain_stops_at_hooks_and_shared_nodes():
+    # a hook, a retained grad or a second consumer on an intermediate must each still see (or
+    # receive) the right gradient when the rest of the backward runs on arrays
+    seen = []
+    x = tg.tensor([0.5, -1.0, 2.0], dtype=tg.float64, requires_grad=True)
+    a = x * 3.0
+    b = a.tanh()
+    b.register_hook(lambda g: seen.append(g.numpy().copy()))
+    c = b * b
+    c.retain_grad()
+    d = c + 1.0
+    out = (d * 2.0).sum() + a.sum()  # a feeds two nodes
+    out.backward()
+    tb = np.tanh(3 * np.array([0.5, -1.0, 2.0]))
+    np.testing.assert_allclose(c.grad.numpy(), [2.0, 2.0, 2.0])
+    np.testing.assert_allclose(seen[0], 4 * tb)
+    np.testing.assert_allclose(x.grad.numpy(), 3 * (4 * tb * (1 - tb ** 2) + 1))
+
+
+def test_square_of_a_tensor_reached_from_two_paths():
+    # y * y where y also feeds another op: y's node waits for all three edges
+    x = tg.tensor([1.5, -2.0], dtype=tg.float64, requires_grad=True)
+    y = x.exp()
+    out = (y * y).sum() + (y * 5.0).sum()
+    out.backward()
+    ex = np.exp([1.5, -2.0])
+    np.testing.assert_allclose(x.grad.numpy(), (2 * ex + 5) * ex)
+
+
+def test_square_saves_its_input_once_but_hooks_see_each_save():
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    z = y * y
+    assert z.grad_fn._saved[0] is z.grad_fn._saved[1]  # one record for both operands
+    packed = []
+    with tg.autograd.graph.saved_tensors_hooks(lambda t: packed.append(t) or t, lambda t: t):
+        w = y * y
+    assert len(packed) == 2  # as in PyTorch: pack runs for each saved operand
+    (z.sum() + w.sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), [16.0, 32.0])
+
+
+def test_modified_saved_output_names_its_node():
+    x = tg.ones(3, requires_grad=True)
+    y = (x * 2).tanh()  # tanh saves its output
+    z = y * 3
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match="which is output 0 of TanhBackward0"):
+        z.sum().backward()
+
+
+def test_modes_in_one_thread_do_not_leak_into_another():
+    # the per-op path skips its thread's state while no thread has observers, saved-tensor
+    # hooks or inference mode on: each must still apply in its own thread only
+    started, release, seen = threading.Event(), threading.Event(), {}
+
+    def packer(key):
+        def pack(t):
+            seen[key] = True
+            return t
+        return pack
+
+    def worker():
+        with tg.inference_mode(), tg.autograd.graph.saved_tensors_hooks(packer("packed"),
+                                                                        lambda t: t):
+            started.set()
+            release.wait(5)
+            seen["worker_inference"] = tg.ones(2).is_inference()
+
+    th = threading.Thread(target=worker)
+    th.start()
+    started.wait(5)
+    try:
+        x = tg.ones(2, requires_grad=True)
+        y = x.exp()  # saves its output: the worker's pack hook must not run for it
+        assert not y.is_inference() and "packed" not in seen
+        y.sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), np.exp([1.0, 1.0]))
+    finally:
+        release.set()
+        th.join(5)
+    assert seen["worker_inference"] is True
+    x = tg.ones(2, requires_grad=True)
+    with tg.autograd.graph.saved_tensors_hooks(packer("mine"), lambda t: t):
+        (x.exp()).sum().backward()
+    assert "mine" in seen  # and this thread's own hooks run again once it sets them

@@ -221,3 +221,33 @@ def test_arange(kit, dtype):
 
 def test_arange_int64_exact(kit):
     kit.check(tk.arange(2**40, 2**33, 5, D.int64), 2**40 + 2**33 * np.arange(5))
+
+
+@settings(max_examples=60, deadline=None)
+@given(shape=st.lists(st.integers(0, 3), max_size=3).map(tuple),
+       lead=st.lists(st.integers(1, 3), max_size=2).map(tuple),
+       grow=st.lists(st.integers(1, 3), min_size=3, max_size=3),
+       layout=st.sampled_from(["contig", "T", "strided", "readonly"]),
+       bf16=st.booleans())
+def test_property_numpy_expand_is_broadcast_to(shape, lead, grow, layout, bf16):
+    # The NumPy backend's expand builds its stride-0 view directly for contiguous inputs;
+    # it must agree with np.broadcast_to in values, storage and writability.
+    from tritongrad.kernels import numpy as nk
+    a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    if layout == "T":
+        a = a.T
+    elif layout == "strided" and a.ndim:
+        a = np.repeat(a, 2, axis=-1)[..., ::2]
+    elif layout == "readonly":
+        a.flags.writeable = False
+    if bf16:
+        a = nk.astype(a, D.bfloat16)
+    target = lead + tuple(g if n == 1 else n for n, g in zip(a.shape, grow))
+    got = nk.expand(a, target)
+    want = np.broadcast_to(a.view(np.ndarray), target)
+    assert got.shape == want.shape and type(got) is type(a)
+    np.testing.assert_array_equal(got.view(np.ndarray), want)
+    assert got.flags.writeable == a.flags.writeable
+    if a.size:
+        assert nk.storage_offset(got) == nk.storage_offset(a)
+        assert np.shares_memory(got, a)
