@@ -258,13 +258,10 @@ def _record(op, node, inputs, out):
         else:
             saved = [SavedTensor(inputs[i], False) for i in save]
         if op.save_output:
-            saved.append(_save_output(result if outs is None else outs[0], node))
+            t = result if outs is None else outs[0]
+            saved.append(SavedTensor(t, True, t._output_nr, node))
         node._saved = saved
     return result
-
-
-def _save_output(t: Tensor, node) -> SavedTensor:
-    return SavedTensor(t, True, t._output_nr, node)
 
 
 # -- in-place ops ------------------------------------------------------------------------------
@@ -327,7 +324,7 @@ def _apply_inplace(op, target, others, params):
     from .ops.views import rebase_history
     rebase_history(target, node)
     if op.save_output:
-        saved.append(_save_output(target, node))
+        saved.append(SavedTensor(target, True, target._output_nr, node))
     if saved:
         node._saved = saved
     return target

@@ -306,9 +306,8 @@ class _GraphTask:
                 grads.extend([None] * (n_out - len(grads)))
             if on_arrays and _bare(node) and grads[0] is not None:
                 node, outs = self._run_chain(node, grads[0], heap, buffers)
-            elif plain and node._tensor_hooks is None and node._retained is None \
-                    and node._pre_hooks is None and node._post_hooks is None \
-                    and type(node) is not AccumulateGrad and grads[0] is not None:
+            elif plain and not node._hooked and type(node) is not AccumulateGrad \
+                    and grads[0] is not None:
                 outs = node.apply(*grads)
                 if not keep_graph:
                     node._release()
@@ -357,9 +356,7 @@ class _GraphTask:
             nf = node.next_functions
             nx = nf[0][0]
             if nx is None or deps[nx] != len(nf) or nx in buffers or not nx.on_arrays \
-                    or nx.num_outputs != 1 or nx._tensor_hooks is not None \
-                    or nx._retained is not None or nx._pre_hooks is not None \
-                    or nx._post_hooks is not None:  # (_bare(nx), inlined)
+                    or nx._hooked or nx.num_outputs != 1:  # (_bare(nx), inlined)
                 break
             data = outs[0]
             if len(nf) > 1:  # every edge must lead to nx; their gradients are summed
@@ -474,8 +471,7 @@ class _GraphTask:
 def _bare(node) -> bool:
     """A node whose rule runs on arrays (a built-in op with one output) and that has no hooks
     of its own: nothing of it needs a Tensor."""
-    return node.on_arrays and node.num_outputs == 1 and node._tensor_hooks is None \
-        and node._retained is None and node._pre_hooks is None and node._post_hooks is None
+    return node.on_arrays and not node._hooked and node.num_outputs == 1
 
 
 def _run_tensor_hooks(node, grads) -> None:

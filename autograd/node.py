@@ -90,6 +90,7 @@ class Node:
     _post_hooks = None
     _tensor_hooks = None
     _retained = None  # output_nr -> weakref of a tensor that retains its grad
+    _hooked = False   # any of the four above was ever set: the engine's fast paths skip it
     _trace = None     # forward stack, under anomaly mode
     _shapes = None    # input shapes, for ops that broadcast
     on_arrays = False  # has vjp_on_arrays: its rule runs on backend arrays (dispatch.Primitive)
@@ -152,6 +153,7 @@ class Node:
         replacement ``grad_inputs``."""
         if self._post_hooks is None:
             self._post_hooks = _HookDict()
+            self._hooked = True
         h = RemovableHandle(self._post_hooks)
         self._post_hooks[h.id] = fn
         return h
@@ -161,6 +163,7 @@ class Node:
         ``grad_outputs``."""
         if self._pre_hooks is None:
             self._pre_hooks = _HookDict()
+            self._hooked = True
         h = RemovableHandle(self._pre_hooks)
         self._pre_hooks[h.id] = fn
         return h
@@ -168,6 +171,7 @@ class Node:
     def _add_tensor_hook(self, output_nr: int, fn) -> RemovableHandle:
         if self._tensor_hooks is None:
             self._tensor_hooks = {}
+            self._hooked = True
         hooks = self._tensor_hooks.get(output_nr)
         if hooks is None:
             hooks = self._tensor_hooks[output_nr] = _HookDict()

@@ -302,6 +302,7 @@ class Tensor:
             return  # a leaf retains its grad anyway
         if fn._retained is None:
             fn._retained = {}
+            fn._hooked = True
         fn._retained[self._output_nr] = weakref.ref(self)
         self._retains_grad = True
 

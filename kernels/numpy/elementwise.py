@@ -131,7 +131,8 @@ def unary(op: str, a, out=None):
             return _in_float32(_F32_UNARY[op], a, out)
         raise ValueError(f"unary: unknown op {op!r}")
     if out is None:
-        return _arr(fn(a))
+        r = fn(a)
+        return r if isinstance(r, _ndarray) else np.asarray(r)  # (_arr, inlined)
     fn(a, out=out, casting="unsafe")
     return out
 
