@@ -26,21 +26,30 @@ def try_torch():
     return torch
 
 
-def timeit(fn, *, warmup: int = 5, repeat: int = 30, inner: int = 1, sync=None) -> float:
-    """Median seconds per call of ``fn`` over ``repeat`` rounds of ``inner`` calls."""
-    for _ in range(warmup):
-        fn()
-    if sync:
-        sync()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(inner):
+def timeit(cases: list, *, warmup: int = 5, repeat: int = 30, inner: int = 1) -> list:
+    """Median seconds per call of each case ``(name, fn, sync)`` (``sync`` waits for the
+    device, or None) over ``repeat`` rounds of ``inner`` calls. The cases take turns within
+    each round, so drift in a shared machine's speed reaches every row alike and the ratios
+    between rows stay steady even when the times move; each turn starts with one untimed call,
+    so no row is timed on caches another row just filled with its own data."""
+    for _, fn, sync in cases:
+        for _ in range(warmup):
             fn()
         if sync:
             sync()
-        times.append((time.perf_counter() - t0) / inner)
-    return statistics.median(times)
+    times = {name: [] for name, _, _ in cases}
+    for _ in range(repeat):
+        for name, fn, sync in cases:
+            fn()
+            if sync:
+                sync()
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                fn()
+            if sync:
+                sync()
+            times[name].append((time.perf_counter() - t0) / inner)
+    return [(name, statistics.median(times[name])) for name, _, _ in cases]
 
 
 def machine() -> str:

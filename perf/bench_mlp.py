@@ -79,7 +79,6 @@ def main() -> None:
     y0 = rng.integers(0, SIZES[-1], args.batch)
     p0 = init(rng)
     lr = 0.01
-    rows = []
 
     model = nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
                           nn.Linear(1024, 10)).to(args.device)
@@ -96,15 +95,14 @@ def main() -> None:
         loss_fn(model(x), y).backward()
         opt.step()
 
-    rows.append(("tritongrad", timeit(tg_step, warmup=3, repeat=15, sync=sync)))
+    cases = [("tritongrad", tg_step, sync)]
     if args.device == "cpu":
         params = [a.copy() for a in p0]
-        rows.append(("numpy", timeit(lambda: numpy_step(params, x0, y0, lr), warmup=3,
-                                     repeat=15)))
+        cases.append(("numpy", lambda: numpy_step(params, x0, y0, lr), None))
         h = rng.standard_normal((2, args.batch, SIZES[1])).astype(np.float32)
         dz = rng.standard_normal((args.batch, SIZES[-1])).astype(np.float32)
-        rows.append(("numpy GEMMs only", timeit(lambda: numpy_gemms(params, x0, h[0], h[1], dz),
-                                                warmup=3, repeat=15)))
+        cases.append(("numpy GEMMs only", lambda: numpy_gemms(params, x0, h[0], h[1], dz),
+                      None))
     torch = try_torch()
     if torch is not None:
         dev = "cuda" if args.device != "cpu" else "cpu"
@@ -124,8 +122,9 @@ def main() -> None:
             tloss(tm(tx), ty).backward()
             topt.step()
 
-        rows.append(("torch", timeit(torch_step, warmup=3, repeat=15, sync=tsync)))
-    report(f"MLP 784-1024-1024-10, batch {args.batch}, one SGD step, {args.device}", rows)
+        cases.append(("torch", torch_step, tsync))
+    report(f"MLP 784-1024-1024-10, batch {args.batch}, one SGD step, {args.device}",
+           timeit(cases, warmup=3, repeat=15))
 
 
 if __name__ == "__main__":
