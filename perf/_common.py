@@ -26,29 +26,45 @@ def try_torch():
     return torch
 
 
-def timeit(cases: list, *, warmup: int = 5, repeat: int = 30, inner: int = 1) -> list:
+def timeit(cases: list, *, warmup: int = 5, repeat: int = 30, inner: int = 1,
+           interleave: bool = False) -> list:
     """Median seconds per call of each case ``(name, fn, sync)`` (``sync`` waits for the
-    device, or None) over ``repeat`` rounds of ``inner`` calls. The cases take turns within
-    each round, so drift in a shared machine's speed reaches every row alike and the ratios
-    between rows stay steady even when the times move; each turn starts with one untimed call,
-    so no row is timed on caches another row just filled with its own data."""
+    device, or None) over ``repeat`` rounds of ``inner`` calls.
+
+    By default each case runs all its rounds before the next case starts. With ``interleave``
+    the cases take turns within each round, so drift in a shared machine's speed reaches every
+    row alike and the ratios stay steady even when the times move (each turn starts with one
+    untimed call, so no row is timed on caches another row just filled). Interleave only
+    single-threaded cases: the thread pools of two libraries taking turns fight for the cores
+    while the idle one still spins.
+    """
     for _, fn, sync in cases:
         for _ in range(warmup):
             fn()
         if sync:
             sync()
     times = {name: [] for name, _, _ in cases}
-    for _ in range(repeat):
-        for name, fn, sync in cases:
+
+    def turn(fn, sync, rounds):
+        if interleave:
             fn()
             if sync:
                 sync()
+        for _ in range(rounds):
             t0 = time.perf_counter()
             for _ in range(inner):
                 fn()
             if sync:
                 sync()
-            times[name].append((time.perf_counter() - t0) / inner)
+            yield (time.perf_counter() - t0) / inner
+
+    if interleave:
+        for _ in range(repeat):
+            for name, fn, sync in cases:
+                times[name].extend(turn(fn, sync, 1))
+    else:
+        for name, fn, sync in cases:
+            times[name].extend(turn(fn, sync, repeat))
     return [(name, statistics.median(times[name])) for name, _, _ in cases]
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from ...runtime import dlpack as _dl
 from ...runtime import dtype as dtypes
 from ..tensor import Tensor, make
+from .creation import resolve_device
 
 __all__ = ["cuda_array_interface", "dlpack", "dlpack_device", "from_dlpack"]
 
@@ -117,10 +118,14 @@ def _import_cuda(producer, dev_id: int) -> Tensor:
     return make(_dl.from_capsule(capsule))
 
 
-def from_dlpack(ext_tensor) -> Tensor:
+def from_dlpack(ext_tensor, *, device=None, copy: bool | None = None) -> Tensor:
     """A tensor sharing memory with ``ext_tensor``: any object with ``__dlpack__`` and
     ``__dlpack_device__`` (a NumPy array, a CUDA tensor of another library), or a DLPack
     capsule (its ``DLDevice`` says whether it holds CPU or CUDA memory).
+
+    ``device`` asks for the result on that device (a copy when it is not where the memory
+    is); ``copy=True`` always copies, ``copy=False`` never does (a different ``device`` is then
+    an error), and None copies only when ``device`` needs it.
 
     CUDA memory is imported without a copy: the producer orders it on our current stream
     (we pass that stream to its ``__dlpack__``), and its deleter runs when the last tensor
@@ -130,6 +135,7 @@ def from_dlpack(ext_tensor) -> Tensor:
 
     Raises:
         TypeError: ``ext_tensor`` has no ``__dlpack__`` and is not a capsule.
+        ValueError: ``copy=False`` with a ``device`` other than the memory's.
         BufferError: unsupported device type, dtype (vector lanes, unknown codes), DLPack
             version or negative strides; a capsule consumed already.
 
@@ -140,6 +146,18 @@ def from_dlpack(ext_tensor) -> Tensor:
         >>> a[0]
         np.float64(7.0)
     """
+    t = _import(ext_tensor)
+    if device is not None:
+        dev = resolve_device(device)
+        if dev is not t.device:
+            if copy is False:
+                raise ValueError(f"from_dlpack: the memory is on {t.device}, so device={dev} "
+                                 f"needs a copy, but copy=False")
+            return t.to(dev)
+    return t.clone() if copy else t
+
+
+def _import(ext_tensor) -> Tensor:
     if isinstance(ext_tensor, Tensor):
         return ext_tensor
     if hasattr(ext_tensor, "__dlpack_device__"):

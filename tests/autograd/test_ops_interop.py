@@ -58,6 +58,29 @@ def test_round_trip_through_capsule():
     assert tg.from_dlpack(tg.tensor([True, False])).tolist() == [True, False]
 
 
+def test_from_dlpack_device_and_copy(device):
+    a = np.arange(4.0)
+    shared = tg.from_dlpack(a, copy=False)
+    copied = tg.from_dlpack(a, copy=True)
+    a[0] = 9.0
+    assert shared[0].item() == 9.0 and copied[0].item() == 0.0
+    same_place = tg.from_dlpack(a, device="cpu")
+    a[1] = 8.0
+    assert same_place[1].item() == 8.0  # device already right: no copy
+    moved = tg.from_dlpack(a, device=device)
+    assert moved.device.type == device
+    np.testing.assert_array_equal(moved.cpu().numpy(), a)
+    if device == "cuda":
+        a[2] = 7.0
+        assert moved[2].item() == 2.0  # moving to another device copies
+        with pytest.raises(ValueError, match="copy=False"):
+            tg.from_dlpack(a, device=device, copy=False)
+        back = tg.from_dlpack(moved, device="cpu")
+        np.testing.assert_array_equal(back.numpy(), moved.cpu().numpy())
+    t = tg.ones(3, device=device)
+    assert tg.from_dlpack(t) is t and tg.from_dlpack(t, copy=True) is not t
+
+
 def test_dlpack_errors():
     with pytest.raises(RuntimeError, match="require gradient"):
         tg.ones(2, requires_grad=True).__dlpack__()
