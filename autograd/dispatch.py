@@ -259,7 +259,7 @@ def _record(op, node, inputs, out):
             saved = [SavedTensor(inputs[i], False) for i in save]
         if op.save_output:
             t = result if outs is None else outs[0]
-            saved.append(SavedTensor(t, True, t._output_nr, node))
+            saved.append(SavedTensor(t, True, t._output_nr))
         node._saved = saved
     return result
 
@@ -324,7 +324,7 @@ def _apply_inplace(op, target, others, params):
     from .ops.views import rebase_history
     rebase_history(target, node)
     if op.save_output:
-        saved.append(SavedTensor(target, True, target._output_nr, node))
+        saved.append(SavedTensor(target, True, target._output_nr))
     if saved:
         node._saved = saved
     return target

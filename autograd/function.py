@@ -295,7 +295,7 @@ def _wrap_outputs(ctx, args, outputs, record: bool):
             out_ids = {id(t): i for i, t in enumerate(outs) if isinstance(t, Tensor)}
             ctx._saved = [None if t is None else
                           SavedTensor(t, id(t) in out_ids and t._grad_fn is ctx,
-                                      out_ids.get(id(t), 0), ctx)
+                                      out_ids.get(id(t), 0))
                           for t in to_save]
     return tuple(outs) if is_tuple else outs[0]
 

@@ -223,7 +223,7 @@ class SavedTensor:
 
     __slots__ = ("_t", "_vc", "_version", "_out", "_dtype", "_fn")
 
-    def __init__(self, t, is_output: bool = False, output_nr: int = 0, node=None):
+    def __init__(self, t, is_output: bool = False, output_nr: int = 0):
         if t._inference and not state.inference:
             raise RuntimeError(
                 "Inference tensors cannot be saved for backward. To work around you can make a "
