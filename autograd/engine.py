@@ -68,7 +68,7 @@ def _make_grads(outputs: tuple, grads, what: str) -> list:
     out = []
     for i, (t, g) in enumerate(zip(outputs, grads)):
         if g is None:
-            if t._requires_grad and t._data.ndim and t.numel() != 1:
+            if t._requires_grad and t.numel() != 1:
                 raise RuntimeError(f"grad can be implicitly created only for scalar outputs "
                                    f"(output {i} has shape {list(t.shape)})")
             g = _ones_like(t) if t._requires_grad else None
@@ -355,8 +355,7 @@ class _GraphTask:
                 break
             nf = node.next_functions
             nx = nf[0][0]
-            if nx is None or deps[nx] != len(nf) or nx in buffers or not nx.on_arrays \
-                    or nx._hooked or nx.num_outputs != 1:  # (_bare(nx), inlined)
+            if nx is None or deps[nx] != len(nf) or nx in buffers or not _bare(nx):
                 break
             data = outs[0]
             if len(nf) > 1:  # every edge must lead to nx; their gradients are summed

@@ -39,33 +39,27 @@ def timeit(cases: list, *, warmup: int = 5, repeat: int = 30, inner: int = 1,
     while the idle one still spins.
     """
     for _, fn, sync in cases:
-        for _ in range(warmup):
-            fn()
-        if sync:
-            sync()
+        _once(fn, sync, warmup)
     times = {name: [] for name, _, _ in cases}
-
-    def turn(fn, sync, rounds):
-        if interleave:
-            fn()
-            if sync:
-                sync()
-        for _ in range(rounds):
-            t0 = time.perf_counter()
-            for _ in range(inner):
-                fn()
-            if sync:
-                sync()
-            yield (time.perf_counter() - t0) / inner
-
     if interleave:
         for _ in range(repeat):
             for name, fn, sync in cases:
-                times[name].extend(turn(fn, sync, 1))
+                _once(fn, sync, 1)  # untimed: this turn's caches
+                times[name].append(_once(fn, sync, inner))
     else:
         for name, fn, sync in cases:
-            times[name].extend(turn(fn, sync, repeat))
+            times[name] += [_once(fn, sync, inner) for _ in range(repeat)]
     return [(name, statistics.median(times[name])) for name, _, _ in cases]
+
+
+def _once(fn, sync, inner: int) -> float:
+    """Seconds per call of ``inner`` calls of ``fn`` (device work included)."""
+    t0 = time.perf_counter()
+    for _ in range(inner):
+        fn()
+    if sync:
+        sync()
+    return (time.perf_counter() - t0) / inner
 
 
 def machine() -> str:

@@ -24,8 +24,8 @@ def _arr(x) -> np.ndarray:
 def _binary(ufunc):
     def op(a, b, out=None):
         if out is None:
-            r = ufunc(a, b)
-            return r if isinstance(r, _ndarray) else np.asarray(r)  # (_arr, inlined)
+            r = ufunc(a, b)  # (_arr inlined here and below: these two wrap every ufunc op)
+            return r if isinstance(r, _ndarray) else np.asarray(r)
         ufunc(a, b, out=out, casting="unsafe")
         return out
     op.__name__ = ufunc.__name__
@@ -131,8 +131,7 @@ def unary(op: str, a, out=None):
             return _in_float32(_F32_UNARY[op], a, out)
         raise ValueError(f"unary: unknown op {op!r}")
     if out is None:
-        r = fn(a)
-        return r if isinstance(r, _ndarray) else np.asarray(r)  # (_arr, inlined)
+        return _arr(fn(a))
     fn(a, out=out, casting="unsafe")
     return out
 
