@@ -57,3 +57,51 @@ def assert_grads_match(fn, inputs, atol=1e-6, rtol=1e-5, grad_output=None):
     for i, (n, a) in enumerate(zip(num, ana)):
         np.testing.assert_allclose(a, n, atol=atol, rtol=rtol,
                                    err_msg=f"gradient of input {i} differs from finite differences")
+
+
+# -- shared by the op tests ------------------------------------------------------------------
+
+_rng = np.random.default_rng(1)
+
+
+def t64(shape, device="cpu", low: float = -2.0, high: float = 2.0):
+    """A float64 tensor of uniform values in [low, high)."""
+    return tg.tensor(_rng.uniform(low, high, shape), dtype=tg.float64, device=device)
+
+
+def host(t) -> np.ndarray:
+    """A tensor's values, on the host."""
+    return t.detach().cpu().numpy()
+
+
+def second_order(fn, inputs, atol: float = 1e-5):
+    """Checks d/dx of sum(w * grad(fn(*x).sum(), x)) (create_graph through fn) against finite
+    differences of the first-order gradient; ``inputs`` is a tensor or a list of them."""
+    inputs = [inputs] if isinstance(inputs, tg.Tensor) else list(inputs)
+    ws = [_rng.uniform(0.5, 1.5, tuple(x.shape)) for x in inputs]
+
+    def first(*xs):
+        xs = [x if x.requires_grad else x.detach().requires_grad_(True) for x in xs]
+        gs = tg.autograd.grad(fn(*xs).sum(), xs, create_graph=True)
+        total = None
+        for g, w in zip(gs, ws):
+            term = (g * tg.tensor(w, dtype=g.dtype, device=g.device)).sum()
+            total = term if total is None else total + term
+        return total
+
+    assert_grads_match(first, inputs, atol=atol, rtol=1e-4)
+
+
+class Exp(tg.autograd.Function):
+    """The seeds' example Function: ``exp`` with its output saved for backward."""
+
+    @staticmethod
+    def forward(ctx, i):
+        result = i.exp()
+        ctx.save_for_backward(result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (result,) = ctx.saved_tensors
+        return grad_output * result

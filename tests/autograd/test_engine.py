@@ -10,6 +10,7 @@ import pytest
 
 import tritongrad as tg
 from tritongrad.autograd import Function
+from tests.helpers import Exp
 
 
 def test_gradients_accumulate_into_leaves(device):
@@ -292,19 +293,6 @@ def test_other_views_see_rewritten_history():
     a.mul_(3)
     (b.sum() + a.sum()).backward()
     np.testing.assert_allclose(x.grad.numpy(), [6, 6, 1, 1])
-
-
-class Exp(Function):
-    @staticmethod
-    def forward(ctx, i):
-        result = i.exp()
-        ctx.save_for_backward(result)
-        return result
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        (result,) = ctx.saved_tensors
-        return grad_output * result
 
 
 def test_custom_function_exp():

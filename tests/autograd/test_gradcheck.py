@@ -9,6 +9,7 @@ import pytest
 
 import tritongrad as torch
 from tritongrad.autograd import Function, GradcheckError, gradcheck, gradgradcheck
+from tests.helpers import Exp
 
 # The module, not the function that autograd re-exports under the same name.
 gc = sys.modules["tritongrad.autograd.gradcheck"]
@@ -16,21 +17,6 @@ gc = sys.modules["tritongrad.autograd.gradcheck"]
 
 def rand64(*shape, device="cpu", requires_grad=True):
     return torch.rand(*shape, dtype=torch.float64, device=device, requires_grad=requires_grad)
-
-
-class Exp(Function):
-    """The seeds' example Function."""
-
-    @staticmethod
-    def forward(ctx, i):
-        result = i.exp()
-        ctx.save_for_backward(result)
-        return result
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        (result,) = ctx.saved_tensors
-        return grad_output * result
 
 
 class WrongMul(Function):

@@ -9,17 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tritongrad as tg
-from tests.helpers import assert_grads_match
+from tests.helpers import assert_grads_match, t64, host
 
 rng = np.random.default_rng(5)
-
-
-def t64(shape, device, low=-2.0, high=2.0):
-    return tg.tensor(rng.uniform(low, high, shape), dtype=tg.float64, device=device)
-
-
-def host(t):
-    return t.detach().cpu().numpy()
 
 
 def idx(values, device):

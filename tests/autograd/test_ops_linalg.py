@@ -7,17 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tritongrad as tg
-from tests.helpers import assert_grads_match
+from tests.helpers import assert_grads_match, t64, host
 
 rng = np.random.default_rng(3)
-
-
-def t64(shape, device, low=-2.0, high=2.0):
-    return tg.tensor(rng.uniform(low, high, shape), dtype=tg.float64, device=device)
-
-
-def host(t):
-    return t.detach().cpu().numpy()
 
 
 @pytest.mark.parametrize("b,n,m,p", [(1, 1, 1, 1), (3, 4, 5, 2), (2, 1, 7, 3), (4, 3, 1, 5)])

@@ -9,29 +9,9 @@ import numpy as np
 import pytest
 
 import tritongrad as tg
-from tests.helpers import assert_grads_match
+from tests.helpers import assert_grads_match, t64, host, second_order
 
 rng = np.random.default_rng(1)
-
-
-def t64(shape, device, low=-2.0, high=2.0):
-    return tg.tensor(rng.uniform(low, high, shape), dtype=tg.float64, device=device)
-
-
-def host(t):
-    return t.detach().cpu().numpy()
-
-
-def second_order(fn, x, atol=1e-5):
-    """d/dx of sum(w * d/dx sum(fn(x))) against finite differences of the first derivative."""
-    w = rng.uniform(0.5, 1.5, tuple(x.shape))
-
-    def first(v):
-        v = v if v.requires_grad else v.detach().requires_grad_(True)
-        g, = tg.autograd.grad(fn(v).sum(), v, create_graph=True)
-        return (g * tg.tensor(w, dtype=g.dtype, device=g.device)).sum()
-
-    assert_grads_match(first, [x], atol=atol, rtol=1e-4)
 
 
 def _sigmoid(a):

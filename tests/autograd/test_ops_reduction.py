@@ -8,28 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tritongrad as tg
-from tests.helpers import assert_grads_match
+from tests.helpers import assert_grads_match, t64, host, second_order
 
 rng = np.random.default_rng(2)
-
-
-def t64(shape, device, low=-2.0, high=2.0):
-    return tg.tensor(rng.uniform(low, high, shape), dtype=tg.float64, device=device)
-
-
-def host(t):
-    return t.detach().cpu().numpy()
-
-
-def second_order(fn, x, atol=1e-5):
-    w = rng.uniform(0.5, 1.5, tuple(x.shape))
-
-    def first(v):
-        v = v if v.requires_grad else v.detach().requires_grad_(True)
-        g, = tg.autograd.grad(fn(v).sum(), v, create_graph=True)
-        return (g * tg.tensor(w, dtype=g.dtype, device=g.device)).sum()
-
-    assert_grads_match(first, [x], atol=atol, rtol=1e-4)
 
 
 DIMS = [(None, False), (0, False), (1, True), ((0, 2), False), (-1, True), ((), False)]
@@ -217,7 +198,7 @@ def test_var_std_second_order(device):
     second_order(lambda v: v.std(), x)
 
 
-# -- prod -------------------------------------------------------------------------------------------
+# -- prod ----------------------------------------------------------------------------------------
 
 def test_prod_values_and_grads(device):
     x = t64((3, 4), device, 0.5, 1.5)

@@ -8,20 +8,12 @@ import numpy as np
 import pytest
 
 import tritongrad as tg
-from tests.helpers import assert_grads_match
+from tests.helpers import assert_grads_match, t64, host, second_order
 from tritongrad import nn
 
 F = nn.functional
 
 rng = np.random.default_rng(7)
-
-
-def t64(shape, device="cpu", low=-2.0, high=2.0):
-    return tg.tensor(rng.uniform(low, high, shape), dtype=tg.float64, device=device)
-
-
-def host(t):
-    return t.detach().cpu().numpy()
 
 
 def on(t, like):
@@ -32,23 +24,6 @@ def on(t, like):
 
 def leaf(x):
     return x if x.requires_grad else x.detach().requires_grad_(True)
-
-
-def second_order(fn, inputs, atol=1e-5):
-    """Checks d/dx of sum(w * grad(fn(x).sum(), x)) (create_graph through fn) against finite
-    differences of the first-order gradient."""
-    ws = [rng.uniform(0.5, 1.5, tuple(x.shape)) for x in inputs]
-
-    def first(*xs):
-        xs = [leaf(x) for x in xs]
-        gs = tg.autograd.grad(fn(*xs).sum(), xs, create_graph=True)
-        total = None
-        for g, w in zip(gs, ws):
-            term = (g * tg.tensor(w, dtype=g.dtype, device=g.device)).sum()
-            total = term if total is None else total + term
-        return total
-
-    assert_grads_match(first, inputs, atol=atol, rtol=1e-4)
 
 
 # -- GELU ----------------------------------------------------------------------------------------

@@ -8,13 +8,10 @@ import numpy as np
 import pytest
 
 import tritongrad as tg
+from tests.helpers import host
 from tritongrad import nn
 
 init = nn.init
-
-
-def host(t):
-    return t.detach().cpu().numpy()
 
 
 def test_linear_forward_backward_against_numpy(device):
