@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from ..autograd.grad_mode import no_grad
 from ..autograd.ops.elementwise import maximum
 from .optimizer import Optimizer, bump_versions, fused_kernel, new_step, zeros_like
 
@@ -65,17 +64,6 @@ class Adam(Optimizer):
                                   "maximize": maximize, "foreach": foreach, "capturable": False,
                                   "differentiable": False, "fused": fused,
                                   "decoupled_weight_decay": decoupled_weight_decay})
-
-    @no_grad()
-    def step(self, closure=None):
-        """Performs one update of every parameter that has a gradient; returns the closure's
-        loss if a closure (re-evaluating the model) is given."""
-        loss = self._closure(closure)
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is not None:
-                    self._update(p, group)
-        return loss
 
     def _update(self, p, group) -> None:
         grad = p.grad

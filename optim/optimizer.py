@@ -1,9 +1,10 @@
 """``Optimizer``: parameter groups, per-parameter state, zero_grad and (de)serialisation.
 
-Subclasses implement ``step``; each update runs under no_grad with in-place ops. Where the
-backend provides a fused update for the algorithm (``sgd_step``, ``adam_step`` in the kernel
-contract) and ``fused`` allows it, a parameter is updated by one kernel call instead of ~10
-elementwise launches; otherwise by Tensor ops that follow PyTorch's single-tensor
+Subclasses implement ``_update(p, group)``, which ``step`` calls for every parameter that has
+a gradient (or override ``step`` itself); each update runs under no_grad with in-place ops.
+Where the backend provides a fused update for the algorithm (``sgd_step``, ``adam_step`` in
+the kernel contract) and ``fused`` allows it, a parameter is updated by one kernel call instead
+of ~10 elementwise launches; otherwise by Tensor ops that follow PyTorch's single-tensor
 implementation operation by operation.
 """
 
@@ -115,8 +116,19 @@ class Optimizer:
             for p in group["params"]:
                 _zero_grad(p, set_to_none)
 
+    @no_grad()
     def step(self, closure=None):
-        raise NotImplementedError
+        """Performs one update of every parameter that has a gradient; returns the closure's
+        loss if a closure (re-evaluating the model) is given."""
+        loss = self._closure(closure)
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    self._update(p, group)
+        return loss
+
+    def _update(self, p: Tensor, group: dict) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must implement step() or _update()")
 
     def _closure(self, closure):
         if closure is None:

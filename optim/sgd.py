@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from ..autograd.grad_mode import no_grad
 from .optimizer import Optimizer, bump_versions, fused_kernel, zeros_like
 
 __all__ = ["SGD"]
@@ -56,17 +55,6 @@ class SGD(Optimizer):
         super().__init__(params, {"lr": lr, "momentum": momentum, "dampening": dampening,
                                   "weight_decay": weight_decay, "nesterov": nesterov,
                                   "maximize": maximize, "foreach": foreach, "fused": fused})
-
-    @no_grad()
-    def step(self, closure=None):
-        """Performs one update of every parameter that has a gradient; returns the closure's
-        loss if a closure (re-evaluating the model) is given."""
-        loss = self._closure(closure)
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is not None:
-                    self._update(p, group)
-        return loss
 
     def _update(self, p, group) -> None:
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
