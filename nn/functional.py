@@ -90,11 +90,17 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
 
 def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
-    """Rows of ``weight`` picked by the integer tensor ``input``."""
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not "
-                                  "supported")
-    return _nn.embedding(input, weight, padding_idx)
+    """Rows of ``weight`` picked by the integer tensor ``input``. With ``max_norm``, each
+    picked row whose ``norm_type``-norm is above it is renormalised to ``max_norm`` in place
+    first (``weight`` is modified); ``scale_grad_by_freq`` scales each row's gradient by the
+    inverse of its frequency in ``input``."""
+    if sparse:
+        raise NotImplementedError(_SPARSE_MSG.format("embedding"))
+    return _nn.embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq)
+
+
+_SPARSE_MSG = ("{}: sparse=True asks for a sparse gradient of the weight, and tritongrad has no "
+               "sparse tensors; use sparse=False (the gradient is then a dense tensor)")
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True,
@@ -172,6 +178,28 @@ def _check_targets(input: Tensor, target: Tensor, op: str) -> None:
                          + (f" (batch size {n})" if n is not None else ""))
 
 
+def _weighted_cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing):
+    # PyTorch's composition: (1 - eps) * nll_loss + eps / C * the weighted sum of -log p over
+    # the classes, the latter zero on ignored rows and, for 'mean', divided by the summed
+    # weights of the rows' targets (as nll_loss's mean is)
+    cdim = 1 if input.ndim > 1 else 0
+    logp = log_softmax(input, cdim)
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if not label_smoothing:
+        return nll
+    c = input.shape[cdim]
+    shape = [1] * input.ndim
+    shape[cdim] = c
+    ignored = target == ignore_index
+    smooth = -(logp * weight.reshape(shape)).sum(cdim).masked_fill(ignored, 0.0)
+    if reduction == "mean":
+        target_weights = weight[target.masked_fill(ignored, 0)].masked_fill(ignored, 0.0)
+        smooth = smooth.sum() / target_weights.sum()
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return nll * (1 - label_smoothing) + smooth * (label_smoothing / c)
+
+
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
              ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
     """The negative log-likelihood of class indices ``target`` under log-probabilities
@@ -204,6 +232,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     With class indices and no ``weight``, one fused kernel each way computes, per row,
     (1 - eps) (lse - x[t]) + eps (lse - mean(x)) (eps = ``label_smoothing``; 0 on rows whose
     target is ``ignore_index``); ``'mean'`` divides the sum by the number of rows not ignored.
+    With class weights ``w``: (1 - eps) nll_loss + eps / C * sum_c w[c] (lse - x[c]), whose
+    ``'mean'`` divides by the summed weights of the rows' targets, as PyTorch's does.
     """
     reduction = _reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
@@ -228,11 +258,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         return _reduce(loss, reduction)
     _check_targets(input, target, "cross_entropy")
     if weight is not None:
-        if label_smoothing:
-            raise NotImplementedError("cross_entropy: weight together with label_smoothing is "
-                                      "not supported")
-        return nll_loss(log_softmax(input, 1 if input.ndim > 1 else 0), target, weight,
-                        ignore_index=ignore_index, reduction=reduction)
+        return _weighted_cross_entropy(input, target, weight, ignore_index, reduction,
+                                       label_smoothing)
     x, t, spatial = _class_last(input, target, "cross_entropy")
     loss = _nn.cross_entropy_rows(x, t, ignore_index, label_smoothing)
     if reduction == "none":

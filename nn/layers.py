@@ -81,6 +81,11 @@ class Embedding(Module):
         num_embeddings: table size.
         embedding_dim: size of each row.
         padding_idx: a row that gets no gradient (initialised to zeros).
+        max_norm: rows looked up whose ``norm_type``-norm is above this are renormalised to it,
+            in place, on each forward.
+        norm_type: the p of that p-norm (default 2).
+        scale_grad_by_freq: divide each row's gradient by its frequency in the mini-batch.
+        sparse: sparse gradients; tritongrad has no sparse tensors, so True raises.
         _weight: an initial table instead of N(0, 1).
         _freeze: do not train the table.
 
@@ -95,9 +100,8 @@ class Embedding(Module):
                  sparse: bool = False, _weight=None, _freeze: bool = False, device=None,
                  dtype=None):
         super().__init__()
-        if max_norm is not None or scale_grad_by_freq or sparse:
-            raise NotImplementedError("Embedding: max_norm, scale_grad_by_freq and sparse are "
-                                      "not supported")
+        if sparse:
+            raise NotImplementedError(F._SPARSE_MSG.format("Embedding"))
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise AssertionError("Padding_idx must be within num_embeddings")
@@ -125,12 +129,19 @@ class Embedding(Module):
                 self.weight[self.padding_idx].copy_(0.0)
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.embedding(input, self.weight, self.padding_idx)
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq, self.sparse)
 
     def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            s += ", scale_grad_by_freq=True"
         return s
 
     @classmethod

@@ -135,6 +135,7 @@ _METHODS = {
     "index_put_": indexing.index_put_, "masked_fill": indexing.masked_fill,
     "masked_fill_": indexing.masked_fill_, "nonzero": indexing.nonzero,
     "masked_select": indexing.masked_select, "__setitem__": indexing.setitem,
+    "where": lambda self, condition, other: elementwise.where(condition, self, other),
     # issue 4: interop
     "__dlpack__": interop.dlpack, "__dlpack_device__": interop.dlpack_device,
     # reductions

@@ -295,13 +295,23 @@ class EmbeddingBackward0(Primitive):
     save_inputs = (1,)
 
     @staticmethod
-    def forward(ctx, k, weight, indices, padding_idx):
+    def forward(ctx, k, weight, indices, padding_idx, scale_grad_by_freq=False):
         ctx.num_weights, ctx.padding_idx = weight.shape[0], padding_idx
+        ctx.scale_grad_by_freq = scale_grad_by_freq
         return k.embedding(weight, indices)
 
     @staticmethod
     def backward(ctx, g):
         idx, = ctx.saved_tensors
+        if ctx.scale_grad_by_freq:
+            # each row's gradient divided by how often the row was picked: every position's
+            # contribution is divided by its index's count before the scatter-add
+            from .creation import ones, zeros
+            flat = idx.reshape(-1)
+            counts = zeros((ctx.num_weights,), dtype=g.dtype, device=g.device)
+            counts = counts.index_put_((flat,), ones(flat.shape, dtype=g.dtype, device=g.device),
+                                       accumulate=True)
+            g = g / counts[idx].unsqueeze(-1)
         return apply(EmbeddingDenseBackward0, (g, idx), ctx.num_weights, ctx.padding_idx), None
 
 
@@ -328,9 +338,13 @@ class EmbeddingDenseBackward0(Primitive):
         return apply(EmbeddingBackward0, (gg, idx), None), None
 
 
-def embedding(input: Tensor, weight: Tensor, padding_idx=None) -> Tensor:
+def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None,
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False) -> Tensor:
     """Rows of ``weight`` (num_embeddings, dim) at the integer ``input``: input.shape + (dim,).
-    The ``padding_idx`` row gets no gradient."""
+    The ``padding_idx`` row gets no gradient. With ``max_norm``, the picked rows whose
+    ``norm_type``-norm exceeds it are first rescaled in place to norm ``max_norm`` (this
+    modifies ``weight``, as PyTorch's does); ``scale_grad_by_freq`` divides each row's gradient
+    by the number of times ``input`` picks it."""
     if not isinstance(input, Tensor) or input.dtype.is_floating_point:
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
                            "following scalar types: Long, Int; but got "
@@ -346,4 +360,26 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None) -> Tensor:
     if input.dtype.name != "int64":
         input = input.long()
     _check_indices(input, weight.shape[0], "embedding")
-    return apply(EmbeddingBackward0, (weight, input), padding_idx)
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    return apply(EmbeddingBackward0, (weight, input), padding_idx, scale_grad_by_freq)
+
+
+def _embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float, norm_type: float) -> None:
+    """Scales the rows of ``weight`` that ``input`` picks and whose norm exceeds ``max_norm``
+    by ``max_norm / (norm + 1e-7)`` (PyTorch's ``embedding_renorm_``), in place, unrecorded."""
+    from ..grad_mode import no_grad
+    with no_grad():
+        rows = input.reshape(-1)
+        w = weight[rows]
+        a = w.abs()
+        if norm_type == math.inf:
+            norm = a.amax(1)
+        elif norm_type == -math.inf:
+            norm = a.amin(1)
+        elif norm_type == 0:
+            norm = (a != 0).sum(1).to(w.dtype)
+        else:
+            norm = (a ** norm_type).sum(1) ** (1.0 / norm_type)
+        scale = (max_norm / (norm + 1e-7)).where(norm > max_norm, 1.0)
+        weight[rows] = w * scale.unsqueeze(1)  # a row picked twice gets the same value twice

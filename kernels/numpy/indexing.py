@@ -29,6 +29,8 @@ def nonzero(a: np.ndarray) -> np.ndarray:
 
 def index(a: np.ndarray, indices: tuple) -> np.ndarray:
     out = _plain(a)[_key(indices)]
+    if type(out) is not _ndarray:  # 0-d index arrays for every dim pick a NumPy scalar
+        out = np.asarray(out)
     return out.view(BF16Array) if type(a) is BF16Array else out
 
 

@@ -69,6 +69,7 @@ CASES = [
     lambda d: (1, slice(None), [3, 2]),               # an int selects first (PyTorch)
     lambda d: (idx([2, 1], d), 0),
     lambda d: (slice(1, None), idx(1, d)),            # 0-d index tensor
+    lambda d: (idx(1, d), idx(-2, d), idx(3, d)),     # 0-d for every dim: a 0-d result
     lambda d: idx([], d),
     lambda d: (tg.tensor([True, False, True], device=d),),
     lambda d: (slice(None), tg.tensor([False, True, True, False, True], device=d)),
@@ -90,7 +91,7 @@ def test_advanced_getitem_values_and_grads(case, device):
 
     out = x[index]
     ref = torch_style(host(x), np_index(index))
-    assert tuple(out.shape) == ref.shape
+    assert tuple(out.shape) == ref.shape and out.dtype is x.dtype
     np.testing.assert_array_equal(host(out), ref)
     if out.numel():
         w = rng.uniform(-1, 1, ref.shape)
@@ -328,7 +329,24 @@ def test_index_select(device):
         x.index_select(0, idx([[1]], device))
 
 
-# -- masked_fill / nonzero / masked_select --------------------------------------------------------
+# -- where / masked_fill / nonzero / masked_select ------------------------------------------------
+
+def test_where_broadcasts_promotes_and_routes_gradients(device):
+    cond = tg.tensor([[True], [False], [True]], device=device)  # (3, 1)
+    x, y = t64((3, 4), device), t64((4,), device)
+    out = tg.where(cond, x, y)
+    np.testing.assert_array_equal(host(out), np.where(host(cond), host(x), host(y)))
+    assert tuple(out.shape) == (3, 4)
+    w = rng.uniform(-1, 1, (3, 4))
+    assert_grads_match(lambda a, b: tg.where(cond.to(a.device), a, b), [x, y], grad_output=w)
+    assert_grads_match(lambda a: a.where(cond.to(a.device), 0.5), [x], grad_output=w)  # method
+    ints = tg.where(cond, tg.tensor([1, 2, 3, 4], device=device), 2.5)  # int and a float number
+    assert ints.dtype is tg.float32 and host(ints)[1].tolist() == [2.5] * 4
+    with pytest.raises(RuntimeError, match="boolean"):
+        tg.where(x, x, y)  # a float condition
+    with pytest.raises(RuntimeError, match="size of tensor"):
+        tg.where(cond, x, t64((2,), device))
+
 
 def test_masked_fill(device):
     x = t64((3, 4), device)

@@ -217,6 +217,21 @@ def test_cross_entropy_probability_targets_and_class_weights(device):
                                                            device=x.device)), [x])
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_class_weights_with_label_smoothing(device, reduction):
+    x = t64((5, 4), device)
+    w = tg.tensor([0.2, 1.0, 3.0, 0.7], dtype=tg.float64, device=device)
+    t = np.array([0, 3, -100, 2, 3])
+
+    def loss(x):
+        return F.cross_entropy(x, tg.tensor(t, device=x.device), w.to(x.device),
+                               reduction=reduction, label_smoothing=0.3)
+    np.testing.assert_allclose(host(loss(x)), _ce_ref(host(x), t, -100, 0.3, reduction,
+                                                      weight=host(w)), rtol=1e-12)
+    assert_grads_match(loss, [x], grad_output=rng.normal(size=(5,)) if reduction == "none"
+                       else None)
+
+
 def test_cross_entropy_errors_and_edge_cases():
     x = tg.randn(3, 4)
     with pytest.raises(IndexError, match="out of bounds"):
@@ -277,12 +292,77 @@ def test_embedding_padding_idx_gets_no_gradient(device):
     assert host(w.grad)[3].tolist() == [0, 0]
 
 
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, 0.5, math.inf, 0])
+def test_embedding_max_norm_renormalises_picked_rows_in_place(norm_type, device):
+    table = rng.normal(size=(6, 4)) * 2
+    table[3] = [0.1, 0.0, -0.1, 0.05]  # a picked row already under the bound stays
+    w = tg.tensor(table, device=device)
+    idx = np.array([[0, 2, 2], [5, 0, 3]])
+    out = F.embedding(tg.tensor(idx, device=device), w, max_norm=1.0, norm_type=norm_type)
+
+    def norm(r):
+        a = np.abs(r)
+        if norm_type == math.inf:
+            return a.max()
+        return float(np.count_nonzero(a)) if norm_type == 0 else (a ** norm_type).sum() ** (
+            1 / norm_type)
+
+    want = table.copy()
+    for i in np.unique(idx):
+        n = norm(table[i])
+        if n > 1.0:
+            want[i] = table[i] * (1.0 / (n + 1e-7))
+    np.testing.assert_allclose(host(w), want, rtol=1e-12)  # rows 1 and 4 (not picked) unchanged
+    np.testing.assert_allclose(host(out), want[idx], rtol=1e-12)
+    assert w._version == 1  # written in place, as PyTorch's embedding_renorm_
+
+
+def test_embedding_max_norm_module_and_version_check(device):
+    emb = nn.Embedding(5, 3, max_norm=0.5).to(device)
+    y = emb(tg.tensor([1, 2], device=device))
+    assert np.all(np.linalg.norm(host(y), axis=1) <= 0.5 + 1e-6)
+    # the weight saved by an earlier lookup's backward is renormalised by the next one
+    z = (emb.weight * emb.weight).sum()
+    emb(tg.tensor([0, 4], device=device))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.backward()
+
+
+def test_embedding_scale_grad_by_freq(device):
+    idx = np.array([[0, 4, 4], [2, 0, 4]])
+    up = rng.normal(size=(2, 3, 3))
+    w = t64((5, 3), device).requires_grad_()
+    (F.embedding(tg.tensor(idx, device=device), w, scale_grad_by_freq=True)
+     * tg.tensor(up, device=device)).sum().backward()
+    want = np.zeros((5, 3))
+    counts = np.bincount(idx.ravel(), minlength=5)
+    for pos, i in np.ndenumerate(idx):
+        want[i] += up[pos] / counts[i]
+    np.testing.assert_allclose(host(w.grad), want, rtol=1e-12)
+    # Double backward through the scaled rule is that rule's exact adjoint (gathered and
+    # scaled), checked by differences of the rule itself in its incoming gradient. (PyTorch's
+    # double backward leaves the scaling out; docs/ops.md says so.)
+    def weight_grad(gout):
+        x = w.detach().to(gout.device).requires_grad_()
+        y = F.embedding(tg.tensor(idx, device=gout.device), x, scale_grad_by_freq=True)
+        return tg.autograd.grad(y, x, gout, create_graph=True)[0]
+    assert_grads_match(weight_grad, [tg.tensor(up, device=device)],
+                       grad_output=rng.normal(size=(5, 3)))
+
+
 def test_embedding_errors():
     w = tg.randn(4, 2)
     with pytest.raises(IndexError, match="out of range"):
         F.embedding(tg.tensor([4]), w)
+    with pytest.raises(IndexError, match="out of range"):  # checked before any renorm write
+        F.embedding(tg.tensor([4]), w, max_norm=1.0)
+    assert w._version == 0
     with pytest.raises(RuntimeError, match="indices"):
         F.embedding(tg.tensor([1.0]), w)
+    with pytest.raises(NotImplementedError, match="no sparse tensors"):
+        F.embedding(tg.tensor([1]), w, sparse=True)
+    with pytest.raises(NotImplementedError, match="no sparse tensors"):
+        nn.Embedding(4, 2, sparse=True)
 
 
 # -- activations, dropout, linear ----------------------------------------------------------------
