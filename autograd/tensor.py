@@ -12,6 +12,7 @@ there; this file holds only the tensor's own state and its autograd surface.
 
 from __future__ import annotations
 
+import operator
 import weakref
 
 import numpy as np
@@ -466,8 +467,20 @@ class Tensor:
 def wrap_dim(dim: int, ndim: int, op: str) -> int:
     """``dim`` as a non-negative index into ``ndim`` dims (a 0-d tensor takes -1 and 0), or
     the documented IndexError naming ``op``."""
+    if dim.__class__ is not int:
+        dim = _index(dim, op, "dim")
     n = max(ndim, 1)
     if not -n <= dim < n:
         raise IndexError(f"{op}: dimension out of range (expected to be in range of "
                          f"[{-n}, {n - 1}], but got {dim})")
     return dim + n if dim < 0 else dim
+
+
+def _index(x, op: str, what: str) -> int:
+    """``x`` as a Python int (it may be any integer type, a NumPy one too), or a TypeError
+    naming ``op`` and the argument."""
+    try:
+        return operator.index(x)
+    except TypeError:
+        raise TypeError(f"{op}(): argument '{what}' must be int, not {type(x).__name__}") \
+            from None

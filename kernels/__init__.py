@@ -22,7 +22,8 @@ views         view(a, shape) -> array | None, permute(a, dims), expand(a, shape)
               strides(a), storage_offset(a)   [element units, as PyTorch; getitem's index is a
                                                normalised tuple: ints in range, slices with
                                                positive steps, None; never a scalar result]
-elementwise   add sub mul div pow maximum minimum (a, a|s, out=None): broadcasting
+elementwise   add sub mul div pow maximum minimum (a, a|s, out=None): broadcasting; integer
+                  pow with a negative exponent is the truncated reciprocal (1, +-1 or 0)
               gt ge lt le eq ne (a, a|s) -> bool array
               neg exp log relu sqrt (a, out=None)
               where(cond, a|s, a|s)
@@ -34,7 +35,7 @@ elementwise   add sub mul div pow maximum minimum (a, a|s, out=None): broadcasti
                   %] (integer division by zero raises RuntimeError where it can be detected)
                   bitwise_and bitwise_or bitwise_xor [ints and bool]; fused derivative rules
                   (a: incoming gradient, b: forward output) tanh_backward [a*(1-b*b)]
-                  sigmoid_backward [a*b*(1-b)] relu_backward [a where b > 0 else 0]
+                  sigmoid_backward [a*b*(1-b)] relu_backward [0 where b <= 0 else a]
 reductions    sum(a, dims, keepdim)   [dims: sorted tuple of non-negative ints]
               reduce(op, a, dims, keepdim): prod amax amin [NaN propagates] all any [-> bool];
                   reduced dims are non-empty for amax/amin (the caller checks)

@@ -108,7 +108,10 @@ def _infer_array(data, dtype=None) -> np.ndarray:
         return data
     if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flat(data)):
         data = _nested_map(data, lambda x: x.item() if isinstance(x, Tensor) else x)
-    arr = np.asarray(data)
+    try:
+        arr = np.asarray(data)
+    except ValueError:  # NumPy 2 refuses ragged nested sequences
+        arr = np.asarray(data, dtype=object)
     if arr.dtype == object:
         raise TypeError(f"tensor(): could not infer dtype of {type(data).__name__} (ragged "
                         f"nested sequences or non-numeric elements)")
@@ -312,10 +315,15 @@ def randn_like(input: Tensor, dtype=None, device=None, requires_grad: bool = Fal
 def randint(low, high=None, size=None, dtype=None, device=None,
             requires_grad: bool = False) -> Tensor:
     """Random integers in [low, high)."""
+    if size is None and isinstance(high, (tuple, list)):  # randint(high, size)
+        low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
     if size is None:
         raise TypeError("randint() missing required argument 'size'")
+    if low >= high:
+        raise RuntimeError(f"randint: expects 'low' to be less than 'high', but got "
+                           f"low={low} >= high={high}")
     arr = _rng.integers(low, high, _size((size,)))
     return host_to(arr, as_dtype(dtype) or dtypes.int64, resolve_device(device))
 
@@ -344,6 +352,8 @@ def arange(start, end=None, step=1, dtype=None, device=None,
 def linspace(start, end, steps: int, dtype=None, device=None,
              requires_grad: bool = False) -> Tensor:
     dt = as_dtype(dtype) or dtypes.get_default_dtype()
+    if steps < 0:
+        raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
     arr = np.linspace(start, end, int(steps))
     return _finish(host_to(arr, dt, resolve_device(device)), requires_grad)
 
@@ -351,4 +361,7 @@ def linspace(start, end, steps: int, dtype=None, device=None,
 def eye(n: int, m: int | None = None, dtype=None, device=None,
         requires_grad: bool = False) -> Tensor:
     dt = as_dtype(dtype) or dtypes.get_default_dtype()
+    for name, v in (("n", n), ("m", m)):
+        if v is not None and v < 0:
+            raise RuntimeError(f"eye: {name} must be greater or equal to 0, got {v}")
     return _finish(host_to(np.eye(n, m), dt, resolve_device(device)), requires_grad)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numbers
 
+from ...runtime.dtype import bool as _BOOL
 from ...runtime.dtype import get_default_dtype, result_type
 from ..dispatch import Primitive, apply, apply_inplace
 from ..tensor import Tensor
@@ -152,9 +153,15 @@ class SubBackward1(AddBackward1):
 def add(input, other, *, alpha=1, out=None) -> Tensor:
     """``input + alpha * other``, broadcasting."""
     a, b = binary_operands(input, other, "add")
+    if a._dtype is _BOOL:  # bool + bool is a logical or, alpha a truth value (PyTorch)
+        alpha = alpha is not False and alpha != 0
+        if not isinstance(b, Tensor):
+            b = b and alpha
+    elif not isinstance(b, Tensor):
+        b = b * alpha
     if isinstance(b, Tensor):
         return _result(apply(AddBackward0, (a, b), alpha), out)
-    return _result(apply(AddBackward1, (a,), b * alpha), out)
+    return _result(apply(AddBackward1, (a,), b), out)
 
 
 def sub(input, other, *, alpha=1, out=None) -> Tensor:
@@ -163,9 +170,17 @@ def sub(input, other, *, alpha=1, out=None) -> Tensor:
     if a._dtype.name == "bool":
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
                            "supported. Use the `^` or `logical_xor()` operator instead.")
+    if _is_bool(input) or _is_bool(other):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
     if isinstance(b, Tensor):
         return _result(apply(SubBackward0, (a, b), alpha), out)
     return _result(apply(SubBackward1, (a,), b * alpha), out)
+
+
+def _is_bool(x) -> bool:
+    return x.__class__ is bool or isinstance(x, Tensor) and x._dtype is _BOOL
 
 
 def rsub(input, other, *, alpha=1) -> Tensor:
@@ -307,8 +322,9 @@ class PowBackward0(Primitive):
 
 
 class PowBackward1(Primitive):
-    """a ** b for tensors: d/da = b * a ** (b - 1), d/db = a ** b * log(a) (0 where a == 0
-    and b >= 0, the limit)."""
+    """a ** b for tensors: d/da = b * a ** (b - 1) (0 where b == 0, as a ** 0 is constant even
+    at a == 0), d/db = a ** b * log(a) (0 where a == 0 and b >= 0, the limit; where b < 0 it
+    is inf * -inf = -inf, as PyTorch gives)."""
 
     __slots__ = ()
     op_name = "pow"
@@ -325,11 +341,11 @@ class PowBackward1(Primitive):
     def backward(ctx, g):
         a, b, out = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
-        ga = g * b * a.pow(b - 1) if need_a else None
+        ga = where(eq(b, 0), 0, g * b * a.pow(b - 1)) if need_a else None
         gb = None
         if need_b:
-            safe = where(eq(a, 0), 1, a)  # log(0) * 0 would be NaN; the limit is 0
-            gb = g * out * safe.log()
+            limit = eq(a, 0) & ge(b, 0)
+            gb = where(limit, 0, g * out * where(limit, 1, a).log())
         return ga, gb
 
 
@@ -338,6 +354,10 @@ def pow(input, exponent, *, out=None) -> Tensor:  # noqa: A001
     if not isinstance(input, Tensor):  # number ** tensor
         return pow(_operand(input, result_type(input, exponent), exponent, "pow"), exponent)
     a, b = binary_operands(input, exponent, "pow")
+    if a._dtype is _BOOL:  # only a Python bool exponent keeps a bool tensor bool
+        if isinstance(b, Tensor):
+            raise NotImplementedError('"pow" not implemented for \'Bool\'')
+        return _result(a.clone() if b else a.new_ones(a.shape), out)
     if isinstance(b, Tensor):
         return _result(apply(PowBackward1, (a, b)), out)
     if isinstance(b, int) and b < 0 and not a._dtype.is_floating_point:
@@ -409,6 +429,24 @@ class SqrtBackward0(Primitive):
         return k.div(g, k.mul(out, 2))
 
 
+class RsqrtBackward0(Primitive):
+    """1 / sqrt(x), as the reciprocal of the root so that rsqrt(-0.0) is -inf (IEEE, and
+    PyTorch), where -0.0 ** -0.5 would be +inf: d/dx = -y ** 3 / 2."""
+
+    __slots__ = ()
+    op_name = "rsqrt"
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, x):
+        return k.pow(k.sqrt(x), -1)
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        out, = saved
+        return k.mul(g, k.mul(k.mul(out, k.mul(out, out)), -0.5))
+
+
 class ReluBackward0(Primitive):
     """relu(x) = max(x, 0): the gradient passes where the output is positive."""
 
@@ -454,17 +492,20 @@ def sqrt(x: Tensor, *, out=None) -> Tensor:
 
 
 def rsqrt(x: Tensor) -> Tensor:
-    return pow(_floating(x, "rsqrt"), -0.5)
+    return apply(RsqrtBackward0, (_floating(x, "rsqrt"),))
 
 
 def relu(x: Tensor) -> Tensor:
+    if x._dtype is _BOOL:
+        raise RuntimeError("Boolean inputs not supported for relu")
     return apply(ReluBackward0, (x,))
 
 
 # -- maximum / minimum / where -----------------------------------------------------------------
 
 class MaximumBackward0(Primitive):
-    """The gradient goes to the larger input; ties split it evenly (PyTorch's rule)."""
+    """The gradient goes to the larger input; ties split it evenly; a NaN operand sends it to
+    both (PyTorch's rule)."""
 
     __slots__ = ()
     op_name = "maximum"
@@ -478,7 +519,7 @@ class MaximumBackward0(Primitive):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        return _split_by(g, a > b, a == b)
+        return _split_by(g, a < b, a > b, a == b)
 
 
 class MinimumBackward0(MaximumBackward0):
@@ -492,13 +533,14 @@ class MinimumBackward0(MaximumBackward0):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        return _split_by(g, a < b, a == b)
+        return _split_by(g, a > b, a < b, a == b)
 
 
-def _split_by(g, first, tie):
-    half = g * 0.5
-    to_a = where(first, g, where(tie, half, 0))
-    return to_a, g - to_a
+def _split_by(g, a_loses, b_loses, tie):
+    # PyTorch's rule: an input gets no gradient only where it loses, so with a NaN operand
+    # (which neither wins nor ties) both inputs get it
+    share = where(tie, g * 0.5, g)
+    return where(a_loses, 0, share), where(b_loses, 0, share)
 
 
 def maximum(input: Tensor, other: Tensor) -> Tensor:
@@ -513,6 +555,9 @@ def minimum(input: Tensor, other: Tensor) -> Tensor:
     if not isinstance(b, Tensor):
         raise TypeError("minimum(): argument 'other' must be Tensor")
     return apply(MinimumBackward0, (a, b))
+
+
+_MISSING = object()
 
 
 class WhereBackward0(Primitive):
@@ -533,9 +578,15 @@ class WhereBackward0(Primitive):
             (where(cond, 0, g) if need_b else None)
 
 
-def where(condition: Tensor, input, other) -> Tensor:
+def where(condition: Tensor, input=_MISSING, other=_MISSING) -> Tensor:
     """Elements of ``input`` where ``condition`` holds, else of ``other`` (broadcasting;
-    either may be a number)."""
+    either may be a number). ``where(condition)`` alone is ``nonzero(condition,
+    as_tuple=True)``."""
+    if input is _MISSING and other is _MISSING:
+        from .indexing import nonzero
+        return nonzero(condition, as_tuple=True)
+    if input is _MISSING or other is _MISSING:
+        raise TypeError("where(): expected a condition alone, or a condition, input and other")
     if not isinstance(condition, Tensor) or condition._dtype.name != "bool":
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got "
                            f"{getattr(condition, 'dtype', type(condition).__name__)}")
@@ -620,9 +671,10 @@ def _inplace(op_tensor, op_scalar, promote_float=False):
                                    f"desired output type {self._dtype.name.capitalize()}")
             if other._dtype is not self._dtype:
                 other = other.to(self._dtype)
-            if broadcast_shapes(self.shape, other.shape) != tuple(self.shape):
+            shape = broadcast_shapes(self.shape, other.shape)
+            if shape != tuple(self.shape):
                 raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
-                                   f"broadcast shape {list(broadcast_shapes(self.shape, other.shape))}")
+                                   f"broadcast shape {list(shape)}")
             params = (1 if alpha is None else alpha,) if takes_alpha else ()
             return apply_inplace(op_tensor, self, (other,), *params)
         if not isinstance(other, _Number):
@@ -639,11 +691,13 @@ def _inplace(op_tensor, op_scalar, promote_float=False):
     return method
 
 
+def _category(d) -> int:
+    return 3 if d.is_complex else 2 if d.is_floating_point else 0 if d.name == "bool" else 1
+
+
 def _can_cast(src, dst) -> bool:
     # PyTorch refuses in-place ops whose result category exceeds the tensor's (float into int).
-    order = lambda d: (3 if d.is_complex else 2 if d.is_floating_point else 0 if d.name == "bool"
-                       else 1)
-    return order(src) <= order(dst)
+    return _category(src) <= _category(dst)
 
 
 add_ = _inplace(AddBackward0, AddBackward1)

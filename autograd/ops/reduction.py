@@ -29,7 +29,12 @@ def reduce_dims(x: Tensor, dim, op: str) -> tuple:
     nd = x.ndim
     if dim is None:
         return tuple(range(nd))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if isinstance(dim, int):
+        dims = (dim,)
+    elif isinstance(dim, (tuple, list)):
+        dims = tuple(dim)
+    else:  # a NumPy integer, a 0-d tensor; anything else is named in wrap_dim's TypeError
+        dims = (dim,)
     if not dims:
         return tuple(range(nd))  # PyTorch: an empty dim list reduces everything
     out = set()
@@ -307,6 +312,8 @@ class ArgmaxOp(Primitive):
 
 def _arg(name):
     def fn(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+        if input.dtype is dtypes.bool:
+            raise RuntimeError(f"{name}(): does not support bool input")
         if dim is None:
             if input.numel() == 0:
                 raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
@@ -354,7 +361,8 @@ class VarBackward0(Primitive):
 
 
 class StdBackward0(Primitive):
-    """std = sqrt(var): d/dx = (x - mean) / ((n - correction) std)."""
+    """std = sqrt(var): d/dx = (x - mean) / ((n - correction) std), and 0 where std == 0 (as
+    PyTorch: a constant slice would otherwise give 0 / 0)."""
 
     __slots__ = ()
     op_name = "std"
@@ -371,8 +379,9 @@ class StdBackward0(Primitive):
         x, out = ctx.saved_tensors
         shape, dims, keepdim = tuple(x.shape), ctx.dims, ctx.keepdim
         g = _expand_back(traced, g, shape, dims, keepdim)
-        denom = _expand_back(traced, out, shape, dims, keepdim) * float(ctx.divisor)
-        return g * (x - x.mean(dims, keepdim=True)) / denom
+        std = _expand_back(traced, out, shape, dims, keepdim)
+        scale = where(std == 0, 0.0, g / (std * float(ctx.divisor)))
+        return scale * (x - x.mean(dims, keepdim=True))
 
 
 def _var(k, x, dims, keepdim, n, divisor):

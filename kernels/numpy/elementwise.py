@@ -54,7 +54,23 @@ add = _binary(np.add)
 sub = _binary(np.subtract)
 mul = _binary(np.multiply)
 div = _binary(np.true_divide)
-pow = _binary(np.power)  # noqa: A001
+_power = _binary(np.power)
+
+
+def pow(a, b, out=None):  # noqa: A001
+    # NumPy refuses integers to negative integer powers; PyTorch gives the truncated
+    # reciprocal: 1 ** -n = 1, (-1) ** -n = +-1, 0 for every other base
+    if type(b) is _ndarray and b.dtype.kind == "i" and a.dtype.kind in "iu":
+        neg = b < 0
+        if neg.any():
+            r = np.power(a, np.where(neg, 0, b))
+            inv = np.where(a == 1, 1, np.where(a == -1, np.where(b & 1, -1, 1), 0))
+            r = np.where(neg, inv, r).astype(r.dtype, copy=False)
+            if out is None:
+                return r
+            np.copyto(out, r, casting="unsafe")
+            return out
+    return _power(a, b, out)
 maximum = _binary(np.maximum)  # both propagate NaN, as torch.maximum does
 minimum = _binary(np.minimum)
 
@@ -212,7 +228,13 @@ def _sigmoid_backward(g, y, out=None):
 
 
 def _relu_backward(g, y, out=None):
-    return _times(g, y > 0, out)
+    # A select, not g * (y > 0): an inf gradient at y == 0 gives 0 (inf * 0 is NaN), and a
+    # NaN output passes the gradient on (PyTorch's threshold_backward zeroes where y <= 0).
+    r = _arr(np.where(y <= 0, 0, g))
+    if out is None:
+        return r
+    np.copyto(out, r, casting="unsafe")
+    return out
 
 
 _BINARY = {

@@ -25,7 +25,9 @@ is libdevice, which the interpreter maps to NumPy, see _launch.py):
     gelu 0.5 x (1 + erf(x / sqrt 2))      gelu_tanh 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
     gelu_grad(g=x, x=y): g (Phi(x) + x phi(x));  gelu_tanh_grad: g (0.5 (1 + t) + 0.5 x (1 - t^2)
               sqrt(2/pi) (1 + 3 * 0.044715 x^2)), t = tanh(sqrt(2/pi) (x + 0.044715 x^3))
-    integers: trunc_divide x // y (Triton's // and % are C's: toward 0, sign of x)
+    integers: ipow x ** y by squaring (wrapping, as PyTorch's), y < 0: 1, +-1 for x = 1, -1,
+              else 0 (the truncated reciprocal)
+              trunc_divide x // y (Triton's // and % are C's: toward 0, sign of x)
               floor_divide q - (r != 0 and sign(r) != sign(y)), q = x // y, r = x % y
               remainder r + (r != 0 and sign(r) != sign(y) ? y : 0)
     floats:   trunc_divide ld.trunc(x / y)
@@ -124,6 +126,21 @@ def _float_divmod(x, y, WANT_DIV: tl.constexpr):
 
 
 @triton.jit
+def _int_pow(x, e):
+    r = x * 0 + 1
+    b = x
+    n = tl.where(e < 0, 0, e)
+    for _ in range(64):  # every bit of an int64 exponent; higher powers have wrapped to 0
+        r = tl.where((n & 1) != 0, r * b, r)
+        b = b * b
+        n = n >> 1
+    if x.dtype.is_int_signed():  # (compile time: unsigned types have no -1 to compare with)
+        inv = tl.where(x == 1, 1, tl.where(x == -1, tl.where((e & 1) != 0, -1, 1), 0))
+        r = tl.where(e < 0, inv.to(r.dtype), r)
+    return r
+
+
+@triton.jit
 def _apply(x, y, z, OP: tl.constexpr):
     """The formula of ``OP`` (see the module docstring) on converted operands."""
     if OP == "copy":
@@ -140,6 +157,8 @@ def _apply(x, y, z, OP: tl.constexpr):
         r = x / y
     elif OP == "pow":
         r = libdevice.pow(x, y)
+    elif OP == "ipow":
+        r = _int_pow(x, y)
     elif OP == "fmaximum":
         r = tl.maximum(x, y, propagate_nan=tl.PropagateNan.ALL)
     elif OP == "fminimum":
@@ -237,7 +256,7 @@ def _apply(x, y, z, OP: tl.constexpr):
     elif OP == "sigmoid_backward":  # y: sigmoid's output
         r = x * (y * (1.0 - y))
     elif OP == "relu_backward":  # y: relu's output
-        r = tl.where(y > 0.0, x, 0.0)
+        r = tl.where(y <= 0.0, 0.0, x)  # a NaN output passes the gradient, as in PyTorch
     elif OP == "ffloor_divide":
         r = _float_divmod(x, y, True)
     else:  # "fremainder"

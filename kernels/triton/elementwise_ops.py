@@ -55,10 +55,10 @@ __all__ = [
 
 _SPECS: dict = {}
 _HALF = (D.float16, D.bfloat16)
-_FLOAT_ONLY = {"div", "pow", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "log1p",
+_FLOAT_ONLY = {"div", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "log1p",
                "expm1", "tanh_backward", "sigmoid_backward", "relu_backward"}
 _NO_BOOL = {"sub", "neg", "relu", "sign", "floor", "ceil", "round", "trunc", "floor_divide",
-            "trunc_divide", "remainder"} | _FLOAT_ONLY
+            "trunc_divide", "remainder", "pow"} | _FLOAT_ONLY
 _INT_ONLY = {"bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor"}  # ints and bool
 _INT_IDENTITY = {"floor", "ceil", "round", "trunc"}
 _COMPARE = {"gt", "ge", "lt", "le", "eq", "ne"}
@@ -97,6 +97,8 @@ def _op_variant(op, r):
         return "sqrt" if f64 else "sqrt_rn"
     if op in ("maximum", "minimum") and f:
         return "f" + op
+    if op == "pow" and not f:
+        return "ipow"
     if op in _INT_IDENTITY and not f:
         return "copy"
     if op == "bitwise_not" and r is D.bool:
@@ -221,7 +223,8 @@ def div(a, b, out=None):
 
 
 def pow(a, b, out=None):
-    """a ** b (floating point dtypes only)."""
+    """a ** b; integers by PyTorch's integer rule (a negative exponent gives the truncated
+    reciprocal: 1 ** -n = 1, (-1) ** -n = +-1, else 0)."""
     return _binary("pow", a, b, out)
 
 

@@ -408,3 +408,75 @@ def test_type_errors(device):
 def test_math_constants_exact(device):
     x = tg.tensor([0.0, math.pi / 2], dtype=tg.float64, device=device)
     np.testing.assert_allclose(host(x.sin()), [0.0, 1.0], atol=1e-15)
+
+
+# -- derivatives at the edges (PyTorch's formulas: derivatives.yaml) -------------------------------
+
+def _grads(fn, *values, device):
+    xs = [tg.tensor(v, dtype=tg.float64, device=device, requires_grad=True) for v in values]
+    fn(*xs).sum().backward()
+    return [host(x.grad) for x in xs]
+
+
+def test_pow_gradients_at_zero_base(device):
+    inf = math.inf
+    # d/da is 0 where the exponent is 0 (a ** 0 is constant, 0 ** -1 is not); d/db is 0 where
+    # a == 0 and b >= 0 (the limit of a ** b log a) and -inf where b < 0 (inf * log 0)
+    ga, gb = _grads(lambda a, b: a ** b, [0.0, 0.0, 0.0, 2.0], [0.0, -1.0, 2.0, 0.0],
+                    device=device)
+    np.testing.assert_array_equal(ga, [0.0, -inf, 0.0, 0.0])
+    np.testing.assert_array_equal(gb, [0.0, -inf, 0.0, math.log(2.0)])
+    gb, = _grads(lambda b: 0.0 ** b, [-1.0, 0.0, 2.0], device=device)  # a number base
+    np.testing.assert_array_equal(gb, [-inf, 0.0, 0.0])
+
+
+def test_maximum_minimum_relu_with_nan_and_inf(device):
+    nan = math.nan
+    for fn in (tg.maximum, tg.minimum):
+        ga, gb = _grads(fn, [nan, 1.0, 2.0, 3.0], [1.0, nan, 2.0, 1.0], device=device)
+        big_a = fn is tg.maximum
+        np.testing.assert_array_equal(ga, [1.0, 1.0, 0.5, 1.0 if big_a else 0.0])
+        np.testing.assert_array_equal(gb, [1.0, 1.0, 0.5, 0.0 if big_a else 1.0])
+    x = tg.tensor([nan, 0.0, -1.0, 2.0], dtype=tg.float64, device=device, requires_grad=True)
+    # NaN passes the gradient (0 only where relu's output is <= 0); inf * "0" stays 0
+    (x.relu() * tg.tensor([1.0, math.inf, 1.0, 1.0], dtype=tg.float64, device=device)).sum() \
+        .backward()
+    np.testing.assert_array_equal(host(x.grad), [1.0, 0.0, 0.0, 1.0])
+
+
+def test_rsqrt_signed_zero_and_gradient(device):
+    x = tg.tensor([-0.0, 0.0, 4.0], dtype=tg.float64, device=device, requires_grad=True)
+    y = tg.rsqrt(x)
+    assert y.grad_fn.name() == "RsqrtBackward0"
+    np.testing.assert_array_equal(host(y), [-math.inf, math.inf, 0.5])
+    y.sum().backward()
+    np.testing.assert_array_equal(host(x.grad), [math.inf, -math.inf, -0.0625])
+    assert_grads_match(tg.rsqrt, [t64((3, 2), device, 0.5, 2.0)])
+    second_order(tg.rsqrt, t64((4,), device, 0.5, 2.0))
+
+
+def test_bool_arithmetic_keeps_bool_as_pytorch(device):
+    b = tg.tensor([True, False], device=device)
+    for out, want in ((b + True, [True, True]), (b + False, [True, False]),
+                      (tg.add(b, b, alpha=2), [True, False]),
+                      (tg.add(b, tg.tensor([True, True], device=device), alpha=0),
+                       [True, False]),
+                      (b ** True, [True, False]), (b ** False, [True, True])):
+        assert out.dtype is tg.bool and host(out).tolist() == want
+    assert (b + 1).dtype is tg.int64 and (b ** 2).dtype is tg.int64
+    with pytest.raises(NotImplementedError, match="pow"):
+        b ** b
+    f = tg.tensor([1.0, 2.0], device=device)
+    for fn in (lambda: b - f, lambda: f - b, lambda: f - True, lambda: b - 1):
+        with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with a bool"):
+            fn()
+    with pytest.raises(RuntimeError, match="Boolean inputs not supported for relu"):
+        tg.relu(b)
+
+
+def test_where_with_the_condition_alone_is_nonzero(device):
+    cond = tg.tensor([[True, False], [False, True]], device=device)
+    rows, cols = tg.where(cond)
+    assert host(rows).tolist() == [0, 1] and host(cols).tolist() == [0, 1]
+    with pytest.raises(TypeError, match="condition alone"):
+        tg.where(cond, 1.0)

@@ -192,6 +192,19 @@ def test_var_degenerate(device):
                                host(f16).astype(np.float64).std(ddof=1), rtol=3e-3)
 
 
+def test_std_gradient_is_zero_where_std_is_zero(device):
+    # PyTorch masks it: a constant slice would otherwise send 0 / 0 into every parameter
+    x = tg.tensor([[2.0, 2.0, 2.0], [1.0, 3.0, 5.0]], dtype=tg.float64, device=device,
+                  requires_grad=True)
+    x.std(1).sum().backward()
+    g = host(x.grad)
+    np.testing.assert_array_equal(g[0], [0.0, 0.0, 0.0])
+    np.testing.assert_allclose(g[1], [-0.5, 0.0, 0.5])
+    y = tg.tensor([[1.0], [2.0]], dtype=tg.float64, device=device, requires_grad=True)
+    y.std(1, correction=0).sum().backward()
+    np.testing.assert_array_equal(host(y.grad), [[0.0], [0.0]])
+
+
 def test_var_std_second_order(device):
     x = t64((2, 5), device)
     second_order(lambda v: v.var(1), x)
@@ -352,3 +365,15 @@ def test_reductions_over_random_dims_property(data):
                                np.log(np.exp(a).sum(axis=dims, keepdims=keepdim)), rtol=1e-12)
     assert_grads_match(lambda v: v.logsumexp(dims, keepdim) * v.amax(dims, keepdim), [x],
                        atol=1e-5)
+
+
+def test_dim_arguments_of_the_wrong_type_name_the_op(device):
+    x = tg.ones(2, 3, device=device)
+    assert host(x.sum(np.int64(1))).tolist() == [3.0, 3.0]  # any integer type is a dim
+    for fn, op in ((lambda: x.sum(1.0), "sum"), (lambda: x.sum("a"), "sum"),
+                   (lambda: x.mean((0, 1.5)), "mean"), (lambda: x.argmax(0.5), "argmax")):
+        with pytest.raises(TypeError, match=rf"{op}\(\): argument 'dim' must be int, not"):
+            fn()
+    with pytest.raises(RuntimeError, match="does not support bool input"):
+        tg.tensor([True, False], device=device).argmax()
+

@@ -143,7 +143,8 @@ def main(full: bool) -> int:
         ]
         if dt is not D.bool:
             cases += [(f"floor_divide {dt}", lambda i=i, j=j: tk.binary("floor_divide", i, j)),
-                      (f"bitwise_xor {dt}", lambda i=i, j=j: tk.binary("bitwise_xor", i, j))]
+                      (f"bitwise_xor {dt}", lambda i=i, j=j: tk.binary("bitwise_xor", i, j)),
+                      (f"pow {dt}", lambda i=i, j=j: tk.pow(i, j))]
     c4 = tk.permute(arr((3, 4, 5, 6)), (0, 2, 1, 3))  # non-collapsible 4-D layouts
     cases += [
         ("add 4-d strided", lambda: tk.add(c4, arr((5, 1, 6)))),

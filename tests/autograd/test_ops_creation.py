@@ -1,0 +1,75 @@
+"""Creation functions (autograd/ops/creation.py): dtype inference, dtype=/device=/
+requires_grad=, the random factories' forms and ranges, ranges and eye, and their errors."""
+
+import numpy as np
+import pytest
+
+import tritongrad as tg
+from tests.helpers import host
+
+
+def test_tensor_infers_dtypes_and_copies(device):
+    assert tg.tensor([1.0, 2.0], device=device).dtype is tg.float32
+    assert tg.tensor([1, 2], device=device).dtype is tg.int64
+    assert tg.tensor([True], device=device).dtype is tg.bool
+    assert tg.tensor([1.5], dtype=tg.float64, device=device).dtype is tg.float64
+    a = np.arange(3.0)
+    t = tg.tensor(a, device=device)
+    a[0] = 7.0
+    assert host(t).tolist() == [0.0, 1.0, 2.0]  # a copy, unlike from_numpy
+    assert tg.tensor([tg.tensor(1.0), 2.0]).tolist() == [1.0, 2.0]
+    with pytest.raises(TypeError, match="ragged"):
+        tg.tensor([[1, 2], [3]])
+
+
+def test_factories_take_dtype_device_and_requires_grad(device):
+    for fn in (tg.zeros, tg.ones, tg.empty, tg.rand, tg.randn):
+        t = fn(2, 3, dtype=tg.float64, device=device, requires_grad=True)
+        assert (tuple(t.shape), t.dtype, t.device.type, t.requires_grad, t.is_leaf) == \
+            ((2, 3), tg.float64, device, True, True)
+    f = tg.full((2,), 2.5, device=device)
+    assert f.dtype is tg.float32 and host(f).tolist() == [2.5, 2.5]
+    assert tg.full((1,), 3, device=device).dtype is tg.int64
+    like = tg.zeros_like(f, dtype=tg.float16)
+    assert like.dtype is tg.float16 and like.device == f.device and host(like).tolist() == [0, 0]
+
+
+def test_random_factories_ranges_and_seed(device):
+    tg.manual_seed(3)
+    a = host(tg.rand(1000, device=device))
+    tg.manual_seed(3)
+    np.testing.assert_array_equal(host(tg.rand(1000, device=device)), a)  # reproducible
+    assert a.min() >= 0.0 and a.max() < 1.0 and 0.4 < a.mean() < 0.6
+    n = host(tg.randn(4000, dtype=tg.float64, device=device))
+    assert abs(n.mean()) < 0.1 and 0.9 < n.std() < 1.1
+
+
+def test_randint_forms_and_errors(device):
+    r = host(tg.randint(3, 7, (200,), device=device))
+    assert r.dtype == np.int64 and r.min() >= 3 and r.max() <= 6
+    high_only = tg.randint(5, (3, 2), device=device)  # randint(high, size)
+    assert tuple(high_only.shape) == (3, 2) and host(high_only).max() < 5
+    assert tuple(tg.randint(4, size=(2,)).shape) == (2,)
+    assert tg.randint(0, 2, (2,), dtype=tg.int32).dtype is tg.int32
+    with pytest.raises(RuntimeError, match="'low' to be less than 'high'"):
+        tg.randint(5, 2, (3,))
+    with pytest.raises(TypeError, match="size"):
+        tg.randint(5)
+
+
+def test_ranges_and_eye(device):
+    np.testing.assert_array_equal(host(tg.arange(5, device=device)), np.arange(5))
+    np.testing.assert_allclose(host(tg.arange(1, 2, 0.25, device=device)), [1, 1.25, 1.5, 1.75])
+    np.testing.assert_allclose(host(tg.linspace(0, 1, 5, device=device)), np.linspace(0, 1, 5),
+                               rtol=1e-7)
+    assert tg.linspace(0, 1, 0).numel() == 0
+    np.testing.assert_array_equal(host(tg.eye(2, 3, device=device)), np.eye(2, 3))
+    assert tg.eye(0).shape == (0, 0)
+    with pytest.raises(RuntimeError, match="step must be nonzero"):
+        tg.arange(0, 1, 0)
+    with pytest.raises(RuntimeError, match="steps must be non-negative"):
+        tg.linspace(0, 1, -1)
+    with pytest.raises(RuntimeError, match="n must be greater or equal to 0"):
+        tg.eye(-1)
+    with pytest.raises(RuntimeError, match="m must be greater or equal to 0"):
+        tg.eye(2, -1)
