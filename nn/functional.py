@@ -56,7 +56,11 @@ def sigmoid(input: Tensor) -> Tensor:
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x) (also called swish)."""
-    return input * _sigmoid(input)
+    # silu(-inf) is -inf * 0 = NaN (PyTorch), value and gradient; the CPU sigmoid clips its
+    # argument (exp would overflow) and gives a tiny positive number at -inf instead of 0, so
+    # -inf * that would be -inf: NaN there, which makes the product NaN both ways
+    s = _sigmoid(input).where(input != -math.inf, math.nan)
+    return input * s
 
 
 def log_softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
@@ -194,7 +198,7 @@ def _weighted_cross_entropy(input, target, weight, ignore_index, reduction, labe
     smooth = -(logp * weight.reshape(shape)).sum(cdim).masked_fill(ignored, 0.0)
     if reduction == "mean":
         target_weights = weight[target.masked_fill(ignored, 0)].masked_fill(ignored, 0.0)
-        smooth = smooth.sum() / target_weights.sum()
+        smooth = smooth.sum() / target_weights.sum().detach()  # a constant, as in nll_loss
     elif reduction == "sum":
         smooth = smooth.sum()
     return nll * (1 - label_smoothing) + smooth * (label_smoothing / c)
@@ -206,21 +210,33 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     ``input`` (N, C[, d1, ...]): -w[t] * input[t]; ``'mean'`` divides by sum of w[t] over the
     rows not ignored."""
     reduction = _reduction(size_average, reduce, reduction)
+    if target.dtype.is_floating_point or target.dtype.name == "bool":
+        raise RuntimeError(f"nll_loss: expected class indices of an integer dtype (Long), got "
+                           f"{target.dtype}")
     _check_targets(input, target, "nll_loss")
     x, t, spatial = _class_last(input, target, "nll_loss")
     from ..autograd.ops.creation import arange
     c = x.shape[1]
+    _nn._check_indices(t, c, "nll_loss", int(ignore_index))
     valid = t != ignore_index
     picked = arange(c, device=x.device).unsqueeze(0) == t.unsqueeze(1)  # (N, C) one-hot
+    # where, not a product with the one-hot: only x[t] is read, so -inf log-probabilities of
+    # other classes (and anything on ignored rows) give no NaN, in the value or the gradient
+    loss = -x.where(picked, 0.0).sum(1)
     w_rows = valid.to(x.dtype)
     if weight is not None:
-        w_rows = w_rows * (picked.to(x.dtype) * weight.to(x.dtype)).sum(1)
-    loss = -(x * picked.to(x.dtype)).sum(1) * w_rows
+        w_rows = w_rows * weight.to(x.dtype).where(picked, 0.0).sum(1)
+        loss = loss * w_rows
+    # ignored rows selected away last, so their gradient is exactly 0 even when the 'mean'
+    # below divides by a total weight of 0 (g / 0 = inf would otherwise make inf * 0 = NaN)
+    loss = loss.where(valid, 0.0)
     if reduction == "none":
         return loss.reshape(spatial) if spatial is not None else loss
     if reduction == "sum":
         return loss.sum()
-    return loss.sum() / w_rows.sum()
+    # the total weight is a constant of the graph (as PyTorch's total_weight): all rows ignored
+    # give 0 / 0 = NaN, with a zero gradient
+    return loss.sum() / w_rows.sum().detach()
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,

@@ -76,6 +76,42 @@ def _erf(z: np.ndarray) -> np.ndarray:
     return np.copysign(r, z).astype(z.dtype)
 
 
+_ERFC_TAIL = 1.5   # erfc by continued fraction from here on (1 - erf below: ~1e-14 off)
+_ERFC_TERMS = 80   # enough for ~1e-16 from z = 1.5 on (it converges faster as z grows)
+
+
+def _exp_half_square(x: np.ndarray) -> np.ndarray:
+    """exp(-x^2 / 2) for finite float64 x without the rounding of x^2, which exp turns into a
+    relative error of x^2 * 1e-16 (1e-13 at x = -37): x = hi + lo with hi = x rounded to
+    float32, so hi^2 is exact and exp(-x^2 / 2) = exp(-hi^2 / 2) exp(-lo (x + hi) / 2)."""
+    hi = x.astype(np.float32).astype(np.float64)
+    return np.exp(-0.5 * hi * hi) * np.exp(-0.5 * (x - hi) * (x + hi))
+
+
+def _ndtr64(x: np.ndarray) -> np.ndarray:
+    """Phi(x) = 0.5 erfc(-x / sqrt 2), the standard normal CDF, for float64 ``x``.
+
+    0.5 (1 + erf(x / sqrt 2)) cancels for negative x (all digits are gone below x = -8.3, where
+    erf is -1 to double precision, and GELU would be 0 or off by 4e-15 where it is ~1e-23);
+    there erfc(z), z = -x / sqrt 2 > 1.5, is the continued fraction exp(-z^2) / sqrt(pi) /
+    (z + (1/2) / (z + 1 / (z + (3/2) / (z + ...)))), summed from the back. -inf gives 0, NaN
+    stays NaN.
+    """
+    z = x * _INV_SQRT_2
+    tail = z < -_ERFC_TAIL
+    p = np.empty_like(x)
+    head = ~tail
+    p[head] = 0.5 * (1.0 + _erf(z[head]))
+    if tail.any():
+        xt = np.maximum(x[tail], -40.0)  # Phi(-40) underflows to 0: keeps -inf out of the sums
+        zt = xt * -_INV_SQRT_2
+        f = zt.copy()
+        for n in range(_ERFC_TERMS, 0, -1):
+            f = zt + (0.5 * n) / f
+        p[tail] = _exp_half_square(xt) * (0.5 / math.sqrt(math.pi)) / f
+    return p
+
+
 # -- GELU ----------------------------------------------------------------------------------------
 
 def gelu(x: np.ndarray, approximate: str) -> np.ndarray:
@@ -84,6 +120,8 @@ def gelu(x: np.ndarray, approximate: str) -> np.ndarray:
     xf = _up(x)
     if approximate == "tanh":
         y = 0.5 * xf * (1.0 + np.tanh(_SQRT_2_OVER_PI * (xf + _GELU_TANH_A * xf * xf * xf)))
+    elif xf.dtype == np.float64:
+        y = xf * _ndtr64(xf)
     else:
         y = 0.5 * xf * (1.0 + _erf(xf * _INV_SQRT_2))
     return _back(y, x)
@@ -97,6 +135,9 @@ def gelu_backward(g: np.ndarray, x: np.ndarray, approximate: str) -> np.ndarray:
         t = np.tanh(_SQRT_2_OVER_PI * (xf + _GELU_TANH_A * xf * xf * xf))
         d = 0.5 * (1.0 + t) + 0.5 * xf * (1.0 - t * t) * _SQRT_2_OVER_PI * (
             1.0 + 3.0 * _GELU_TANH_A * xf * xf)
+    elif xf.dtype == np.float64:
+        # phi from x clipped to +-40 (it is 0 beyond): x phi is then inf * 0 = NaN at +-inf
+        d = _ndtr64(xf) + xf * _exp_half_square(np.clip(xf, -40.0, 40.0)) * _INV_SQRT_2PI
     else:
         d = 0.5 * (1.0 + _erf(xf * _INV_SQRT_2)) + xf * np.exp(-0.5 * xf * xf) * _INV_SQRT_2PI
     return _back(_up(g) * d, x)

@@ -44,6 +44,39 @@ def test_gelu_values(device, approximate):
         np.testing.assert_allclose(host(y), _gelu_ref(x, approximate), rtol=tol, atol=tol)
 
 
+def _ndtr_ref(x):
+    """The standard normal CDF by math.erfc (no cancellation for negative x)."""
+    return np.array([0.5 * math.erfc(-v / math.sqrt(2)) for v in x])
+
+
+def test_gelu_float64_far_negative_tail(device):
+    # 0.5 x (1 + erf(x / sqrt 2)) cancels: it gave -4e-15 at x = -10 (the true value is
+    # -7.6e-23) and a positive gradient there (the true one is -7.6e-22)
+    x = np.concatenate([np.linspace(-37, -2, 351), [-10.0]])
+    xt = tg.tensor(x, dtype=tg.float64, device=device, requires_grad=True)
+    y = F.gelu(xt)
+    y.sum().backward()
+    np.testing.assert_allclose(host(y), x * _ndtr_ref(x), rtol=1e-12, atol=0)
+    dref = _ndtr_ref(x) + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+    np.testing.assert_allclose(host(xt.grad), dref, rtol=1e-12, atol=0)
+    assert host(y)[-1] < 0 and host(xt.grad)[-1] < 0
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dt", [tg.float32, tg.float64], ids=str)
+def test_gelu_infinities_and_nan(device, approximate, dt):
+    # GELU(-inf) = -inf * Phi(-inf) = -inf * 0 = NaN, GELU(inf) = inf; the gradients
+    # Phi(x) + x phi(x) are NaN at both infinities (inf * 0), as PyTorch's
+    x = tg.tensor([-math.inf, math.inf, math.nan, 1.0], dtype=dt, device=device,
+                  requires_grad=True)
+    with np.errstate(invalid="ignore"):
+        y = F.gelu(x, approximate=approximate)
+        y.sum().backward()
+    v, g = host(y), host(x.grad)
+    assert np.isnan(v[0]) and v[1] == math.inf and np.isnan(v[2]) and np.isfinite(v[3])
+    assert np.isnan(g[:3]).all() and np.isfinite(g[3])
+
+
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 def test_gelu_gradients_first_and_second_order(device, approximate):
     x = t64((3, 4), device, -3, 3)
@@ -258,6 +291,72 @@ def test_nll_loss_matches_cross_entropy(device):
     assert_grads_match(lambda x: F.nll_loss(x, on(t, x)), [x])
 
 
+def test_nll_loss_rejects_out_of_range_and_float_targets(device):
+    x = tg.tensor([[.1, .2, .3, .4], [.5, .6, .7, .8]], device=device)
+    for bad in (4, -1, -5):
+        with pytest.raises(IndexError, match=f"Target {bad} is out of bounds"):
+            F.nll_loss(x, tg.tensor([0, bad], device=device))
+    with pytest.raises(IndexError, match="Target 4 is out of bounds"):  # the weighted path
+        F.cross_entropy(x, tg.tensor([0, 4], device=device), weight=tg.ones(4, device=device))
+    # targets equal to ignore_index are allowed, in range or not
+    assert F.nll_loss(x, tg.tensor([0, -100], device=device)).item() == pytest.approx(-0.1)
+    assert F.nll_loss(x, tg.tensor([0, 7], device=device), ignore_index=7).item() == \
+        pytest.approx(-0.1)
+    for t in (tg.tensor([0.0, 1.0], device=device), tg.tensor([True, False], device=device)):
+        with pytest.raises(RuntimeError, match=f"nll_loss.*{t.dtype}"):
+            F.nll_loss(x, t)
+
+
+def test_nll_loss_reads_only_the_target_class(device):
+    # -inf log-probabilities of other classes (a masked softmax) and anything on ignored rows
+    # must not turn the loss or its gradient into NaN (a one-hot product made inf * 0)
+    x = tg.tensor([[-math.inf, -0.5, -2.0], [math.nan, math.inf, 0.0], [-1.0, -math.inf, -3.0]],
+                  dtype=tg.float64, device=device, requires_grad=True)
+    t = tg.tensor([1, -100, 2], device=device)
+    w = tg.tensor([1.0, 2.0, 4.0], dtype=tg.float64, device=device)
+    loss = F.nll_loss(x, t, weight=w)
+    loss.backward()
+    assert loss.item() == pytest.approx((2 * 0.5 + 4 * 3.0) / 6, rel=1e-15)
+    np.testing.assert_array_equal(host(x.grad), [[0, -2 / 6, 0], [0, 0, 0], [0, 0, -4 / 6]])
+    np.testing.assert_array_equal(host(F.nll_loss(x.detach(), t, reduction="none")),
+                                  [0.5, 0.0, 3.0])
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_losses_with_every_target_ignored(device, reduction):
+    # 'mean' is 0 / 0 = NaN, as PyTorch's, but the gradient is 0 (the total weight is a
+    # constant and ignored rows get none), not g / 0 * 0 = NaN
+    w = tg.tensor([1.0, 2.0, 3.0, 4.0], dtype=tg.float64, device=device)
+    t = tg.tensor([-100, -100], device=device)
+    cases = [lambda x: F.nll_loss(x, t, reduction=reduction),
+             lambda x: F.nll_loss(x, t, weight=w, reduction=reduction),
+             lambda x: F.cross_entropy(x, t, reduction=reduction),
+             lambda x: F.cross_entropy(x, t, weight=w, reduction=reduction),
+             lambda x: F.cross_entropy(x, t, weight=w, reduction=reduction, label_smoothing=0.1)]
+    for fn in cases:
+        x = t64((2, 4), device).requires_grad_()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            loss = fn(x)
+            loss.backward()
+        if reduction == "mean":
+            assert math.isnan(loss.item())
+        else:
+            assert loss.item() == 0.0
+        np.testing.assert_array_equal(host(x.grad), np.zeros((2, 4)))
+
+
+def test_nll_loss_targets_of_zero_total_weight(device):
+    # targets not ignored but of weight 0: -w[t] / 0 = NaN at the targets (PyTorch's), 0 else
+    x = t64((2, 3), device).requires_grad_()
+    w = tg.tensor([1.0, 0.0, 0.0], dtype=tg.float64, device=device)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        loss = F.nll_loss(x, tg.tensor([1, -100], device=device), weight=w)
+        loss.backward()
+    assert math.isnan(loss.item())
+    g = host(x.grad)
+    assert np.isnan(g[0, 1]) and (np.delete(g.ravel(), 1) == 0).all()
+
+
 def test_mse_loss(device):
     a, b = t64((3, 4), device), t64((3, 4), device)
     np.testing.assert_allclose(host(F.mse_loss(a, b)), ((host(a) - host(b)) ** 2).mean())
@@ -379,6 +478,24 @@ def test_activations(device):
     np.testing.assert_allclose(host(F.log_softmax(x, dim=-1)), _log_softmax_ref(xs), rtol=1e-12)
     assert_grads_match(F.silu, [x])
     assert_grads_match(lambda x: F.log_softmax(x, 1) * x, [x])
+
+
+@pytest.mark.parametrize("dt", [tg.float32, tg.float64], ids=str)
+def test_silu_infinities_and_nan(device, dt):
+    # silu(-inf) = -inf * sigmoid(-inf) = -inf * 0 = NaN (PyTorch), not -inf; its gradient
+    # sigmoid(x) (1 + x (1 - sigmoid(x))) is NaN at both infinities
+    x = tg.tensor([-math.inf, math.inf, math.nan, -20.0], dtype=dt, device=device,
+                  requires_grad=True)
+    with np.errstate(invalid="ignore", over="ignore"):
+        y = F.silu(x)
+        y.sum().backward()
+    v, g = host(y), host(x.grad)
+    assert np.isnan(v[0]) and v[1] == math.inf and np.isnan(v[2])
+    assert np.isnan(g[:3]).all()
+    s = 1 / (1 + math.exp(20.0))
+    tol = 1e-6 if dt is tg.float32 else 1e-14
+    assert v[3] == pytest.approx(-20.0 * s, rel=tol)
+    assert g[3] == pytest.approx(s * (1 - 20.0 * (1 - s)), rel=tol)
 
 
 def test_linear(device):
