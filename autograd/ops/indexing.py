@@ -28,7 +28,7 @@ from ..tensor import Tensor, array_meta, make, wrap_dim
 from .creation import full, tensor, zeros
 from .elementwise import broadcast_shapes, where
 from .pointwise import fill_
-from .views import is_basic_index, slice_scatter
+from .views import int_arg, is_basic_index, list_as_tuple, slice_scatter, sum_to_size
 from .views import getitem as _basic_getitem
 
 __all__ = ["advanced_getitem", "setitem", "index_put", "index_put_", "gather", "scatter",
@@ -102,6 +102,11 @@ def _host_index(ix, op: str) -> np.ndarray:
     return arr.astype(np.int64, copy=False)  # x[[]] (a float64 empty array) indexes nothing
 
 
+def _type_name(v) -> str:
+    t = type(v)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
+
+
 def _host_checked(arr: np.ndarray, size: int, dim: int, op: str) -> np.ndarray:
     """A host int64 index checked against ``size`` and wrapped, before it is uploaded."""
     if arr.size:
@@ -129,7 +134,12 @@ def _parse(x: Tensor, index, op: str):
         elif isinstance(ix, (bool, np.bool_, list, np.ndarray)):
             conv.append(_host_index(ix, op))
         else:
-            conv.append(operator.index(ix))
+            try:
+                conv.append(operator.index(ix))
+            except TypeError:
+                raise IndexError(f"{op}: only integers, slices (`:`), ellipsis (`...`), None and "
+                                 f"long or byte Variables are valid indices (got "
+                                 f"{_type_name(ix)})") from None
     consumed = 0
     for ix in conv:
         if isinstance(ix, (Tensor, np.ndarray)):
@@ -260,11 +270,12 @@ class IndexPutBackward0(Primitive):
     __slots__ = ()
     op_name = "index_put"
     writes_out = True
-    broadcasts = True
 
     @staticmethod
     def forward(ctx, k, x, v, indices, accumulate, out=None):
-        ctx.indices, ctx.accumulate = indices, accumulate
+        # v's shape, not ``broadcasts``: that sums back only when x's and v's shapes differ,
+        # but v broadcasts to x[indices], not to x (y[[0, 0]] = v, with x and v both (1,))
+        ctx.indices, ctx.accumulate, ctx.v_shape = indices, accumulate, v.shape
         if out is None:
             out = k.astype(x, array_meta(x)[1])
         k.index_put_(out, indices, v, accumulate)
@@ -282,6 +293,8 @@ class IndexPutBackward0(Primitive):
                            ctx.indices, False)
         if need_v:
             gv = apply(IndexBackward0, (g,), ctx.indices)
+            if tuple(gv.shape) != tuple(ctx.v_shape):
+                gv = sum_to_size(gv, ctx.v_shape)
         return gx, gv
 
 
@@ -291,11 +304,18 @@ def advanced_getitem(x: Tensor, index) -> Tensor:
     return view if indices is None else apply(IndexBackward0, (view,), indices)
 
 
-def _value_tensor(x: Tensor, value, op: str) -> Tensor:
+def _value_tensor(x: Tensor, value, op: str, index=None) -> Tensor:
+    """``value`` as a tensor of x's dtype and device. A tensor of another dtype keeps it, for
+    ``_index_put_inplace`` to refuse (after the shape check, as PyTorch's index_put), unless
+    ``index`` is None (a basic-index copy, which casts) or it may be a masked fill (one
+    element written through one bool mask)."""
     if isinstance(value, Tensor):
         if value._device is not x._device:
             value = value.to(x._device)
-        return value if value._dtype is x._dtype else value.to(x._dtype)
+        if value._dtype is x._dtype or (
+                index is not None and not (value.numel() == 1 and _mask_only(index))):
+            return value
+        return value.to(x._dtype)
     if isinstance(value, _Number):
         return full((), value, dtype=x._dtype, device=x._device)
     try:
@@ -304,9 +324,35 @@ def _value_tensor(x: Tensor, value, op: str) -> Tensor:
         raise TypeError(f"{op}: can't assign a {type(value).__name__} to a tensor") from None
 
 
+def _mask_only(index) -> bool:
+    """Whether the only index that is not an int, slice, None or Ellipsis is a bool mask."""
+    items = index if isinstance(index, tuple) else (index,)
+    adv = [ix for ix in items if not is_basic_index(ix)]
+    if len(adv) != 1:
+        return False
+    ix = adv[0]
+    if isinstance(ix, Tensor):
+        return ix._dtype is dtypes.bool or ix._dtype is dtypes.uint8
+    return isinstance(ix, (list, np.ndarray)) and np.asarray(ix).dtype == np.bool_
+
+
+def _strip_leading_ones(v):
+    """PyTorch's setitem drops a value's leading size-1 dims (x[0] = ones(1, 4) for a row)."""
+    if isinstance(v, Tensor) and v.ndim and v.shape[0] == 1:
+        shape = tuple(v.shape)
+        n = 0
+        while n < len(shape) and shape[n] == 1:
+            n += 1
+        return v.reshape(shape[n:])
+    return v
+
+
 def setitem(x: Tensor, index, value) -> None:
     """``x[index] = value``: basic indices copy into a view (``copy_``); index tensors and masks
     go through ``index_put_``; a full-shape bool mask with a scalar is ``masked_fill_``."""
+    value = _strip_leading_ones(value)
+    if type(index) is list:
+        index = list_as_tuple(index)
     if is_basic_index(index):
         view = _basic_getitem(x, index)
         if isinstance(value, _Number):
@@ -321,14 +367,20 @@ def setitem(x: Tensor, index, value) -> None:
         masked_fill_(x, index, value)  # no nonzero (no device sync) for x[mask] = scalar
         return
     view, indices = _prepare(x, index, "__setitem__")
-    v = _value_tensor(x, value, "__setitem__")
+    v = _value_tensor(x, value, "__setitem__", index)
     if indices is None:
         view.copy_(v)
         return
-    _index_put_inplace(view, indices, v, False)
+    _index_put_inplace(view, indices, v, False, "__setitem__")
 
 
-def _index_put_inplace(view: Tensor, indices, v: Tensor, accumulate: bool) -> Tensor:
+def _check_value_dtype(x: Tensor, v: Tensor, op: str) -> None:
+    if v._dtype is not x._dtype:
+        raise RuntimeError(f"{op}: Index put requires the source and destination dtypes match, "
+                           f"got {x._dtype} for the destination and {v._dtype} for the source.")
+
+
+def _index_put_inplace(view: Tensor, indices, v: Tensor, accumulate: bool, op: str) -> Tensor:
     target = _indexed_shape(view, indices)
     try:
         ok = broadcast_shapes(target, tuple(v.shape)) == target
@@ -337,6 +389,7 @@ def _index_put_inplace(view: Tensor, indices, v: Tensor, accumulate: bool) -> Te
     if not ok:
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(v.shape)} cannot be "
                            f"broadcast to indexing result of shape {list(target)}")
+    _check_value_dtype(view, v, op)
     return apply_inplace(IndexPutBackward0, view, (v,), indices, accumulate)
 
 
@@ -365,8 +418,8 @@ def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tenso
     """``self[indices] = values`` in place (``+=`` with duplicates summed if ``accumulate``);
     ``indices`` is a tuple of index tensors, one per leading dim."""
     view, idx = _indices_arg(self, indices, "index_put_")
-    v = _value_tensor(self, values, "index_put_")
-    _index_put_inplace(view, idx, v, bool(accumulate))
+    v = _value_tensor(self, values, "index_put_", tuple(indices))
+    _index_put_inplace(view, idx, v, bool(accumulate), "index_put_")
     return self
 
 
@@ -375,7 +428,8 @@ def index_put(self: Tensor, indices, values, accumulate: bool = False) -> Tensor
     view, idx = _indices_arg(self, indices, "index_put")
     if view is not self:
         return index_put_(self.clone(), indices, values, accumulate)
-    v = _value_tensor(self, values, "index_put")
+    v = _value_tensor(self, values, "index_put", tuple(indices))
+    _check_value_dtype(self, v, "index_put")
     return apply(IndexPutBackward0, (self, v), idx, bool(accumulate))
 
 
@@ -389,12 +443,17 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     if index._dtype not in (dtypes.int64, dtypes.int32):
         raise RuntimeError(f"index_select(): Expected dtype int32/int64 for index (got "
                            f"{index._dtype})")
+    if not input.ndim and index.numel() != 1:
+        raise IndexError(f"index_select(): Index to scalar can have only 1 value, got "
+                         f"{index.numel()} value(s)")
     x = input if input.ndim else input.reshape(1)
+    if type(dim) is not int:
+        dim = int_arg(dim, "index_select", "dim", 1)
     d = wrap_dim(dim, x.ndim, "index_select")
     idx = _index_tensor(index.reshape(-1), x._device, "index_select")
     idx = _checked(idx, x.shape[d], d, "index_select", allow_negative=False)
     out = apply(IndexSelectBackward0, (x,), (None,) * d + (idx._data,))
-    return out if input.ndim else out.reshape(tuple(index.shape))
+    return out if input.ndim else out.reshape(())  # PyTorch: a scalar stays a scalar
 
 
 # -- gather / scatter -----------------------------------------------------------------------------
@@ -402,8 +461,10 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
 def _gather_checks(x: Tensor, dim: int, index: Tensor, op: str, src=None):
     if not isinstance(index, Tensor):
         raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
-    if index._dtype is not dtypes.int64:
-        raise RuntimeError(f"{op}(): Expected dtype int64 for index")
+    if index._dtype is not dtypes.int64 and index._dtype is not dtypes.int32:
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index (got {index._dtype})")
+    if type(dim) is not int:
+        dim = int_arg(dim, op, "dim", 1)
     d = wrap_dim(dim, x.ndim, op)
     if index.ndim != x.ndim and not (index.ndim <= 1 and x.ndim <= 1):
         raise RuntimeError(f"Index tensor must have the same number of dimensions as "
@@ -520,9 +581,10 @@ class ScatterBackward1(Primitive):
 
 def _scatter_src(self: Tensor, src, op: str):
     if isinstance(src, Tensor):
-        if src._device is not self._device:
-            src = src.to(self._device)
-        return src if src._dtype is self._dtype else src.to(self._dtype)
+        if src._dtype is not self._dtype:  # PyTorch refuses to cast src (numbers are cast)
+            raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype (got "
+                               f"{self._dtype} and {src._dtype})")
+        return src if src._device is self._device else src.to(self._device)
     if isinstance(src, _Number):
         return src if self._dtype.is_floating_point else int(src)
     raise TypeError(f"{op}(): argument 'src' must be Tensor or Number, not "

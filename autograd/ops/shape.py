@@ -10,12 +10,10 @@ backend's ``copy_`` (no dedicated kernel); their rule slices the gradient back. 
 
 from __future__ import annotations
 
-import operator
-
 from ...runtime.dtype import result_type
 from ..dispatch import Primitive, apply
 from ..tensor import Tensor, array_meta, wrap_dim
-from .views import _as_view, getitem, permute
+from .views import _as_view, getitem, int_arg, int_tuple, is_size, permute
 
 __all__ = ["cat", "concat", "concatenate", "stack", "split", "chunk", "unbind", "narrow",
            "select", "movedim", "moveaxis", "repeat", "tile", "tril", "triu"]
@@ -112,6 +110,8 @@ def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
         if t.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
                                f"concatenated")
+    if type(dim) is not int:
+        dim = int_arg(dim, "cat", "dim", 2)
     d = wrap_dim(dim, ts[0].ndim, "cat")
     ref = ts[0].shape
     for i, t in enumerate(ts[1:], 1):
@@ -141,6 +141,8 @@ def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
         if tuple(t.shape) != ref:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(ref)} at entry 0 and {list(t.shape)} at entry {i}")
+    if type(dim) is not int:
+        dim = int_arg(dim, "stack", "dim", 2)
     d = wrap_dim(dim, len(ref) + 1, "stack")
     r = apply(StackBackward0, tuple(ts), d)
     if out is not None:
@@ -220,18 +222,22 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     """Splits into views along ``dim``: pieces of ``split_size_or_sections`` (an int; the last
     piece may be smaller) or of the listed sizes (which must sum to the dim's size)."""
     x = tensor
+    if type(dim) is not int:
+        dim = int_arg(dim, "split", "dim", 2)
     d = wrap_dim(dim, x.ndim, "split")
     if x.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
     n = x.shape[d]
     if isinstance(split_size_or_sections, (list, tuple)):
-        sizes = tuple(operator.index(s) for s in split_size_or_sections)
+        sizes = int_tuple(split_size_or_sections, "split_with_sizes", "split_sizes", 1)
         if any(s < 0 for s in sizes) or sum(sizes) != n:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
                                f"(input tensor's size at dimension {d}), but got "
                                f"split_sizes={list(sizes)}")
         return _multi_view(SplitWithSizesBackward0, x, d, sizes)
-    size = operator.index(split_size_or_sections)
+    size = split_size_or_sections
+    if type(size) is not int:
+        size = int_arg(size, "split", "split_size", 1)
     if size < 0 or (size == 0 and n != 0):
         raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
                            f"dimension size of {n}" if size == 0 else
@@ -243,20 +249,27 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     """Splits into ``chunks`` views of (nearly) equal size along ``dim``; the last may be
     smaller, and fewer chunks come back when the size does not allow that many."""
-    chunks = operator.index(chunks)
+    if type(chunks) is not int:
+        chunks = int_arg(chunks, "chunk", "chunks", 1)
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    if type(dim) is not int:
+        dim = int_arg(dim, "chunk", "dim", 2)
     d = wrap_dim(dim, input.ndim, "chunk")
     if input.ndim == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     n = input.shape[d]
-    return split(input, max(1, -(-n // chunks)) if n else 0, d)
+    if n == 0:  # PyTorch: an empty dim gives `chunks` empty pieces, not one
+        return _multi_view(SplitWithSizesBackward0, input, d, (0,) * chunks)
+    return split(input, -(-n // chunks), d)
 
 
 def unbind(input: Tensor, dim: int = 0) -> tuple:
     """The views ``input.select(dim, i)`` for every i, as a tuple."""
     if input.ndim == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    if type(dim) is not int:
+        dim = int_arg(dim, "unbind", "dim", 1)
     d = wrap_dim(dim, input.ndim, "unbind")
     if input.shape[d] == 0:
         return ()
@@ -270,9 +283,12 @@ def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
     or a 0-d tensor)."""
     if input.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if type(dim) is not int:
+        dim = int_arg(dim, "narrow", "dim", 1)
     d = wrap_dim(dim, input.ndim, "narrow")
     n = input.shape[d]
-    start, length = operator.index(start), operator.index(length)
+    start = start if type(start) is int else int_arg(start, "narrow", "start", 2)
+    length = length if type(length) is int else int_arg(length, "narrow", "length", 3)
     if not -n <= start <= n:
         raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got "
                          f"{start})")
@@ -287,9 +303,11 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
     """The view at ``index`` along ``dim`` (that dim removed)."""
     if input.ndim == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    if type(dim) is not int:
+        dim = int_arg(dim, "select", "dim", 1)
     d = wrap_dim(dim, input.ndim, "select")
     n = input.shape[d]
-    i = operator.index(index)
+    i = index if type(index) is int else int_arg(index, "select", "index", 2)
     if not -n <= i < n:
         raise IndexError(f"select(): index {i} out of range for tensor of size "
                          f"{list(input.shape)} at dimension {d}")
@@ -298,8 +316,9 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
 
 def movedim(input: Tensor, source, destination) -> Tensor:
     """Moves dims ``source`` to positions ``destination`` (ints or sequences); a view."""
-    src = (source,) if isinstance(source, int) else tuple(source)
-    dst = (destination,) if isinstance(destination, int) else tuple(destination)
+    src = int_tuple((source,) if is_size(source) else source, "movedim", "source")
+    dst = int_tuple((destination,) if is_size(destination) else destination, "movedim",
+                    "destination", 2)
     nd = input.ndim
     if len(src) != len(dst):
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} "
@@ -310,6 +329,8 @@ def movedim(input: Tensor, source, destination) -> Tensor:
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
         raise RuntimeError(f"movedim: repeated dim in source ({list(src)}) or destination "
                            f"({list(dst)})")
+    if nd == 0:  # dims 0 and -1 of a 0-d tensor: nothing moves
+        return permute(input, ())
     order = [None] * nd
     for s, t in zip(src, dst):
         order[t] = s
@@ -353,8 +374,8 @@ class RepeatBackward0(Primitive):
 
 def repeat(input: Tensor, *sizes) -> Tensor:
     """Tiles the tensor ``sizes[i]`` times along each dim (leading new dims allowed)."""
-    reps = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
-    reps = tuple(operator.index(r) for r in reps)
+    reps = sizes[0] if len(sizes) == 1 and not is_size(sizes[0]) else sizes
+    reps = int_tuple(reps, "repeat", "repeats")
     if len(reps) < input.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
                            "of dimensions of tensor")
@@ -365,7 +386,8 @@ def repeat(input: Tensor, *sizes) -> Tensor:
 
 def tile(input: Tensor, dims) -> Tensor:
     """``repeat`` with missing leading repetitions taken as 1."""
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    dims = (dims,) if is_size(dims) else dims
+    dims = int_tuple(dims, "tile", "dims")
     return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
 
 
@@ -406,11 +428,15 @@ def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     """The lower triangle (on and below the ``diagonal``-th diagonal) of the last two dims."""
     if input.ndim < 2:
         raise RuntimeError("tril: input tensor must have at least 2 dimensions")
-    return apply(TrilBackward0, (input,), operator.index(diagonal))
+    if type(diagonal) is not int:
+        diagonal = int_arg(diagonal, "tril", "diagonal", 1)
+    return apply(TrilBackward0, (input,), diagonal)
 
 
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     """The upper triangle (on and above the ``diagonal``-th diagonal) of the last two dims."""
     if input.ndim < 2:
         raise RuntimeError("triu: input tensor must have at least 2 dimensions")
-    return apply(TriuBackward0, (input,), operator.index(diagonal))
+    if type(diagonal) is not int:
+        diagonal = int_arg(diagonal, "triu", "diagonal", 1)
+    return apply(TriuBackward0, (input,), diagonal)

@@ -47,9 +47,48 @@ def _view_apply(op, x: Tensor, *params) -> Tensor:
 
 # -- shapes ----------------------------------------------------------------------------------
 
+def int_arg(value, op: str, name: str, pos: int) -> int:
+    """``value`` as an int (anything with ``__index__``), or a TypeError naming ``op`` and the
+    argument. Callers check ``type(value) is int`` first, so valid ints pay no call."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be int, not "
+                        f"{type(value).__name__}") from None
+
+
+def int_tuple(values, op: str, name: str, pos: int = 1) -> tuple:
+    """``values`` as a tuple of ints, or a TypeError naming ``op``, the argument and the first
+    element that is not an int."""
+    try:
+        return tuple([operator.index(v) for v in values])
+    except TypeError:
+        pass
+    if not hasattr(values, "__iter__"):
+        raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be tuple of ints, not "
+                        f"{type(values).__name__}") from None
+    j, bad = next((j, v) for j, v in enumerate(values) if not hasattr(v, "__index__") or
+                  _not_index(v))
+    raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be tuple of ints, but "
+                    f"found element of type {type(bad).__name__} at pos {j}") from None
+
+
+def is_size(v) -> bool:
+    """Whether ``v`` is one int-like (an int, np.int64, a 0-d tensor), not a sequence."""
+    return hasattr(v, "__index__") and not getattr(v, "ndim", 0)
+
+
+def _not_index(v) -> bool:
+    try:
+        operator.index(v)
+    except TypeError:
+        return True
+    return False
+
+
 def infer_size(shape, numel: int, op: str) -> tuple:
     """Resolves one -1 in ``shape`` and checks the element count."""
-    shape = tuple(operator.index(s) for s in shape)
+    shape = int_tuple(shape, op, "shape" if op == "reshape" else "size")
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
         raise RuntimeError(f"{op}: only one dimension can be inferred, got shape {list(shape)}")
@@ -65,9 +104,24 @@ def infer_size(shape, numel: int, op: str) -> tuple:
     return shape
 
 
-def _shape_args(shape) -> tuple:
-    if len(shape) == 1 and not isinstance(shape[0], int) and shape[0] is not None:
-        return tuple(shape[0])
+def _shape_args(shape, op: str = "view", name: str = "size") -> tuple:
+    """The sizes given as ``f(2, 3)`` or ``f((2, 3))``; a lone np.int64 or 0-d tensor is one
+    size."""
+    if len(shape) == 1:
+        s = shape[0]
+        if type(s) is tuple:
+            return s
+        if not isinstance(s, int) and s is not None:
+            if isinstance(s, str):
+                raise TypeError(f"{op}(): argument '{name}' (position 1) must be tuple of ints, "
+                                f"not str")
+            if is_size(s):
+                return (s,)
+            try:
+                return tuple(s)
+            except TypeError:
+                raise TypeError(f"{op}(): argument '{name}' (position 1) must be tuple of ints, "
+                                f"not {type(s).__name__}") from None
     return tuple(shape)
 
 
@@ -96,13 +150,13 @@ class ViewBackward0(_ViewPrimitive):
 
 def view(x: Tensor, *shape) -> Tensor:
     """A view of ``x`` with another shape (one dimension may be -1)."""
-    shape = infer_size(_shape_args(shape), x.numel(), "view")
+    shape = infer_size(_shape_args(shape, "view"), x.numel(), "view")
     return _view_apply(ViewBackward0, x, shape)
 
 
 def reshape(x: Tensor, *shape) -> Tensor:
     """``x`` with another shape: a view when strides allow, else a contiguous copy."""
-    shape = infer_size(_shape_args(shape), x.numel(), "reshape")
+    shape = infer_size(_shape_args(shape, "reshape", "shape"), x.numel(), "reshape")
     if shape != x._data.shape and x._k.view(x._data, shape) is None:
         x = x.contiguous()
     return _view_apply(ViewBackward0, x, shape)
@@ -110,6 +164,10 @@ def reshape(x: Tensor, *shape) -> Tensor:
 
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     nd = x.ndim
+    if type(start_dim) is not int:
+        start_dim = int_arg(start_dim, "flatten", "start_dim", 1)
+    if type(end_dim) is not int:
+        end_dim = int_arg(end_dim, "flatten", "end_dim", 2)
     if nd == 0:
         return reshape(x, (1,))
     s, e = wrap_dim(start_dim, nd, "flatten"), wrap_dim(end_dim, nd, "flatten")
@@ -149,7 +207,8 @@ class TBackward0(PermuteBackward0):
 
 
 def permute(x: Tensor, *dims) -> Tensor:
-    dims = tuple(wrap_dim(d, x.ndim, "permute") for d in _shape_args(dims))
+    dims = tuple(wrap_dim(d, x.ndim, "permute")
+                 for d in int_tuple(_shape_args(dims, "permute", "dims"), "permute", "dims"))
     if sorted(dims) != list(range(x.ndim)):
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
                            f"not match the length of the desired ordering of dimensions i.e. "
@@ -160,9 +219,14 @@ def permute(x: Tensor, *dims) -> Tensor:
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     nd = x.ndim
+    if type(dim0) is not int:
+        dim0 = int_arg(dim0, "transpose", "dim0", 1)
+    if type(dim1) is not int:
+        dim1 = int_arg(dim1, "transpose", "dim1", 2)
     d0, d1 = wrap_dim(dim0, nd, "transpose"), wrap_dim(dim1, nd, "transpose")
     dims = list(range(nd))
-    dims[d0], dims[d1] = dims[d1], dims[d0]
+    if nd:  # a 0-d tensor takes dims 0 and -1 and is its own transpose
+        dims[d0], dims[d1] = dims[d1], dims[d0]
     return _view_apply(TransposeBackward0, x, tuple(dims))
 
 
@@ -195,13 +259,15 @@ class ExpandBackward0(_ViewPrimitive):
 
 def expand(x: Tensor, *sizes) -> Tensor:
     """A view of ``x`` broadcast to ``sizes`` (-1 keeps a dimension); no memory is copied."""
-    sizes = _shape_args(sizes)
+    sizes = _shape_args(sizes, "expand")
     lead = len(sizes) - x.ndim
     if lead < 0:
         raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater "
                            f"or equal to the number of dimensions in the tensor ({x.ndim})")
     shape = []
     for i, s in enumerate(sizes):
+        if type(s) is not int:
+            s = int_tuple(sizes, "expand", "size")[i]
         if i < lead:
             if s < 0:
                 raise RuntimeError(f"expand: -1 is not allowed in a leading, non-existing "
@@ -232,7 +298,7 @@ def broadcast_to(x: Tensor, shape) -> Tensor:
 
 def sum_to_size(x: Tensor, *size) -> Tensor:
     """Sums ``x`` down to ``size`` (the inverse of broadcasting ``size`` to ``x.shape``)."""
-    size = tuple(_shape_args(size))
+    size = int_tuple(_shape_args(size, "sum_to_size"), "sum_to_size", "size")
     shape = tuple(x.shape)
     if shape == size:
         return x
@@ -256,6 +322,8 @@ class SqueezeBackward0(ViewBackward0):
 
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
     nd = x.ndim + 1
+    if type(dim) is not int:
+        dim = int_arg(dim, "unsqueeze", "dim", 1)
     d = wrap_dim(dim, nd, "unsqueeze")
     shape = list(x.shape)
     shape.insert(d, 1)
@@ -268,7 +336,8 @@ def squeeze(x: Tensor, dim=None) -> Tensor:
         new = [s for s in shape if s != 1]
     else:
         dims = dim if isinstance(dim, (tuple, list)) else (dim,)
-        dims = {wrap_dim(d, x.ndim, "squeeze") for d in dims}
+        dims = {wrap_dim(d if type(d) is int else int_arg(d, "squeeze", "dim", 1), x.ndim,
+                         "squeeze") for d in dims}
         new = [s for i, s in enumerate(shape) if not (i in dims and s == 1)]
     return _view_apply(SqueezeBackward0, x, tuple(new))
 
@@ -304,6 +373,18 @@ def _normalize_index(index, shape, op="__getitem__") -> tuple:
             out.append(i % n)
             d += 1
     return tuple(out)
+
+
+def list_as_tuple(index: list):
+    """PyTorch's (and old NumPy's) heuristic: a list shorter than 32 holding a sequence, a
+    tensor, a slice, None or Ellipsis is a tuple of indices (x[[[0, 1], [2, 3]]] is
+    x[[0, 1], [2, 3]]); other lists are one index."""
+    if len(index) < 32:
+        for ix in index:
+            if ix is None or ix is Ellipsis or isinstance(
+                    ix, (slice, list, tuple, Tensor)) or hasattr(ix, "__array__"):
+                return tuple(index)
+    return index
 
 
 def is_basic_index(index) -> bool:
@@ -360,6 +441,8 @@ def slice_scatter(src: Tensor, shape, index) -> Tensor:
 
 def getitem(x: Tensor, index) -> Tensor:
     """``x[index]`` for basic indices (ints, slices, None, Ellipsis): a view."""
+    if type(index) is list:
+        index = list_as_tuple(index)
     if not is_basic_index(index):
         from .indexing import advanced_getitem  # issue 4: index tensors
         return advanced_getitem(x, index)

@@ -265,8 +265,8 @@ def test_gather_errors(device):
         x.gather(1, idx([[0, 4]], device))
     with pytest.raises(IndexError, match="index -1 is out of bounds"):
         x.gather(0, idx([[-1]], device))
-    with pytest.raises(RuntimeError, match="Expected dtype int64 for index"):
-        x.gather(0, tg.tensor([[0]], dtype=tg.int32, device=device))
+    with pytest.raises(RuntimeError, match=r"gather\(\): Expected dtype int32/int64 for index"):
+        x.gather(0, tg.tensor([[0]], dtype=tg.int16, device=device))
     with pytest.raises(RuntimeError, match="same number of dimensions"):
         x.gather(0, idx([0], device))
     with pytest.raises(RuntimeError, match="Size does not match at dimension 1"):
@@ -437,3 +437,167 @@ def test_advanced_indexing_property(data):
         got = tg.zeros(shape, dtype=tg.float64)
         got.index_put_(tuple(tg.tensor(a) for a in arrays), tg.tensor(vals), accumulate=True)
         np.testing.assert_allclose(got.numpy(), target)
+
+
+# -- regressions found against PyTorch ------------------------------------------------------------
+
+def _sum_to(g, shape):
+    """g summed back to ``shape`` (the inverse of broadcasting ``shape`` to g.shape)."""
+    lead = g.ndim - len(shape)
+    g = g.sum(tuple(range(lead))) if lead else g
+    dims = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    return g.sum(dims, keepdims=True) if dims else g
+
+
+def test_setitem_repeated_indices_value_grad_has_value_shape(device):
+    # PyTorch: the value's gradient is g gathered at every index (duplicates too), summed back
+    # to the value's shape; x's is g zeroed where written
+    x = tg.zeros(1, dtype=tg.float64, device=device, requires_grad=True)
+    v = tg.tensor([5.0], dtype=tg.float64, device=device, requires_grad=True)
+    y = x * 1
+    y[[0, 0]] = v
+    (y * 3).sum().backward()
+    assert v.grad.shape == (1,) and host(v.grad).tolist() == [6.0]
+    assert host(x.grad).tolist() == [0.0]
+    x = tg.zeros(3, 1, dtype=tg.float64, device=device, requires_grad=True)
+    v = tg.tensor([5.0], dtype=tg.float64, device=device, requires_grad=True)
+    y = x * 1
+    y[1, idx([0, 0], device)] = v
+    (y * 2).sum().backward()
+    assert v.grad.shape == (1,) and host(v.grad).tolist() == [4.0]
+    assert host(x.grad).tolist() == [[2.0], [0.0], [2.0]]
+    v = tg.tensor([1.0, 2.0], dtype=tg.float64, device=device, requires_grad=True)
+    tg.index_put(tg.zeros(3, dtype=tg.float64, device=device), (idx([2, 2], device),),
+                 v).sum().backward()
+    assert host(v.grad).tolist() == [1.0, 1.0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_setitem_broadcast_value_grad_property(data):
+    """x[index] = v with duplicate indices and v broadcasting (size-1 dims, fewer dims, extra
+    leading 1s): v's gradient is sum_to(g[index], v.shape), x's is g zeroed at the index."""
+    shape = tuple(data.draw(st.lists(st.integers(1, 3), min_size=1, max_size=3)))
+    n_adv = data.draw(st.integers(1, len(shape)))
+    length = data.draw(st.integers(1, 4))
+    arrays = tuple(np.array(data.draw(st.lists(st.integers(0, shape[d] - 1), min_size=length,
+                                               max_size=length)), dtype=np.int64)
+                   for d in range(n_adv))
+    w = rng.uniform(-1, 1, shape)
+    target = w[arrays].shape
+    keep = data.draw(st.integers(0, len(target)))  # v has the last `keep` dims of the target
+    vshape = tuple(n if data.draw(st.booleans()) else 1 for n in target[len(target) - keep:])
+    vshape = (1,) * data.draw(st.integers(0, 1)) + vshape
+    x = tg.tensor(rng.uniform(-1, 1, shape), requires_grad=True)
+    v = tg.tensor(rng.uniform(-1, 1, vshape), requires_grad=True)
+    y = x * 1
+    y[tuple(tg.tensor(a) for a in arrays)] = v
+    (y * tg.tensor(w)).sum().backward()
+    gx = w.copy()
+    gx[arrays] = 0
+    np.testing.assert_allclose(x.grad.numpy(), gx)
+    stripped = vshape[next((i for i, n in enumerate(vshape) if n != 1), len(vshape)):]
+    gv = _sum_to(w[arrays], stripped).reshape(vshape)
+    assert tuple(v.grad.shape) == vshape
+    np.testing.assert_allclose(v.grad.numpy(), gv)
+
+
+def test_gather_and_scatter_take_int32_index(device):
+    x = t64((3, 4), device)
+    i64 = idx([[2, 0, 1, 2], [0, 0, 2, 1]], device)
+    i32 = i64.to(tg.int32)
+    np.testing.assert_array_equal(host(x.gather(0, i32)),
+                                  np.take_along_axis(host(x), host(i64), 0))
+    src = t64((2, 4), device)
+    for op in ("scatter", "scatter_add"):
+        np.testing.assert_array_equal(host(getattr(x, op)(0, i32, src)),
+                                      host(getattr(x, op)(0, i64, src)))
+    y = x.clone()
+    y.scatter_add_(0, i32, src)
+    np.testing.assert_array_equal(host(y), host(x.scatter_add(0, i64, src)))
+    np.testing.assert_array_equal(host(x.scatter(1, i32[:, :2], 7.0)),
+                                  host(x.scatter(1, i64[:, :2], 7.0)))
+    assert_grads_match(lambda a: a.gather(1, i32 % 3), [x])
+    with pytest.raises(RuntimeError, match=r"scatter_add\(\): Expected dtype int32/int64 for "
+                                           r"index \(got tritongrad.int16\)"):
+        x.scatter_add(0, i64.to(tg.int16), src)
+
+
+def test_scatter_and_index_put_refuse_other_dtypes(device):
+    x = tg.zeros(3, device=device)
+    i = idx([0, 1, 1], device)
+    s64 = tg.ones(3, dtype=tg.float64, device=device)
+    for op in ("scatter", "scatter_add", "scatter_", "scatter_add_"):
+        with pytest.raises(RuntimeError, match=rf"{op}\(\): Expected self.dtype to be equal to "
+                                               r"src.dtype \(got tritongrad.float32 and "
+                                               r"tritongrad.float64\)"):
+            getattr(x, op)(0, i, s64)
+    assert host(x.scatter(0, i, 2)).tolist() == [2, 2, 0]  # a number is cast
+    msg = ("Index put requires the source and destination dtypes match, got tritongrad.float32 "
+           "for the destination and tritongrad.float64 for the source")
+    with pytest.raises(RuntimeError, match=r"index_put_: " + msg):
+        x.index_put_((i,), s64)
+    with pytest.raises(RuntimeError, match=r"index_put: " + msg):
+        x.index_put((i,), s64[0])
+    with pytest.raises(RuntimeError, match=r"__setitem__: " + msg):
+        x[[0, 1]] = s64[:2]
+    with pytest.raises(RuntimeError, match="shape mismatch"):  # shapes are checked first
+        x[[0, 1]] = s64
+    x[i] = 1.0  # numbers, basic indices and a 1-element value through a mask still cast
+    x[1:] = s64[:2]
+    x[tg.tensor([True, False, True], device=device)] = tg.tensor([4], device=device)
+    assert host(x).tolist() == [4, 1, 4]
+
+
+def test_index_by_a_float_names_the_op(device):
+    x = tg.zeros(3, 4, device=device)
+    msg = r"only integers, slices \(`:`\), ellipsis \(`...`\), None and long or byte Variables " \
+          r"are valid indices \(got float\)"
+    with pytest.raises(IndexError, match=r"__getitem__: " + msg):
+        x[1.0]
+    with pytest.raises(IndexError, match=r"__getitem__: " + msg):
+        x[0, 1.0]
+    with pytest.raises(IndexError, match=r"__setitem__: " + msg):
+        x[1.0] = 0
+    for op in ("gather", "scatter_add", "index_select"):
+        args = (idx([[0]], device),) + ((x,) if op == "scatter_add" else ())
+        if op == "index_select":
+            args = (idx([0], device),)
+        with pytest.raises(TypeError, match=rf"{op}\(\): argument 'dim' \(position 1\) must be "
+                                            r"int, not float"):
+            getattr(x, op)(0.0, *args)
+
+
+def test_list_of_sequences_indexes_as_a_tuple(device):
+    # PyTorch (and old NumPy): a short list holding a sequence, slice, None, Ellipsis or tensor
+    # is a tuple of indices; a list of ints is one index
+    a = np.arange(16.0).reshape(4, 4)
+    x = tg.tensor(a, device=device)
+    np.testing.assert_array_equal(host(x[[[0, 1], [2, 3]]]), a[[0, 1], [2, 3]])
+    np.testing.assert_array_equal(host(x[[[0, 1]]]), a[[0, 1]])
+    np.testing.assert_array_equal(host(x[[0, slice(None)]]), a[0, :])
+    assert x[[0, None]].shape == (1, 4)
+    np.testing.assert_array_equal(host(x[[idx([0, 1], device), idx([2, 3], device)]]),
+                                  a[[0, 1], [2, 3]])
+    np.testing.assert_array_equal(host(x[[0, 1]]), a[[0, 1]])
+    x[[[0, 1], [2, 3]]] = -1.0
+    a[[0, 1], [2, 3]] = -1
+    np.testing.assert_array_equal(host(x), a)
+
+
+def test_setitem_drops_value_leading_ones(device):
+    z = tg.zeros(3, 2, device=device)
+    z[0] = tg.ones(1, 1, 2, device=device)
+    z[idx([1, 2], device), 0] = tg.tensor([[2.0, 3.0]], device=device)
+    assert host(z).tolist() == [[1, 1], [2, 0], [3, 0]]
+    z = tg.zeros(3, device=device)
+    z[1] = tg.tensor([5.0], device=device)
+    assert host(z).tolist() == [0, 5, 0]
+
+
+def test_index_select_of_a_scalar(device):
+    s = tg.tensor(3.0, device=device)
+    assert s.index_select(0, idx([0], device)).shape == ()
+    assert s.index_select(0, idx(0, device)).item() == 3.0
+    with pytest.raises(IndexError, match="Index to scalar can have only 1 value, got 2"):
+        s.index_select(0, idx([0, 0], device))

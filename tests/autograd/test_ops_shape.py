@@ -205,6 +205,95 @@ def test_tril_dtypes_and_errors(device):
         tg.ones(3, device=device).tril()
 
 
+
+# -- regressions found against PyTorch ------------------------------------------------------------
+
+def test_chunk_of_an_empty_dim_gives_every_chunk(device):
+    # PyTorch: `chunks` empty pieces (split(0) of an empty dim gives one)
+    assert [p.shape for p in tg.zeros(0, 2, device=device).chunk(3)] == [(0, 2)] * 3
+    assert [p.shape for p in tg.zeros(2, 0, device=device).chunk(2, 1)] == [(2, 0)] * 2
+    assert [p.shape for p in tg.zeros(0, device=device).split(2)] == [(0,)]
+    assert [p.shape[0] for p in tg.zeros(2, device=device).chunk(3)] == [1, 1]
+    assert [p.shape[0] for p in tg.zeros(5, device=device).chunk(3)] == [2, 2, 1]
+    x = tg.zeros(0, 2, dtype=tg.float64, device=device, requires_grad=True)
+    parts = x.chunk(3)
+    assert all(p._base is x for p in parts)
+    sum(p.sum() for p in parts).backward()
+    assert x.grad.shape == (0, 2)
+
+
+def test_zero_dim_tensor_takes_dims_0_and_minus_1(device):
+    s = tg.tensor(2.0, dtype=tg.float64, device=device, requires_grad=True)
+    for out in (s.transpose(0, -1), s.transpose(0, 0), s.t(), s.permute(()), s.movedim(0, 0),
+                s.movedim(-1, 0), tg.movedim(s, (0,), (-1,)), s.squeeze(0), s.squeeze(-1)):
+        assert out.shape == () and out.item() == 2.0
+    assert s.unsqueeze(0).shape == (1,) and s.unsqueeze(-1).shape == (1,)
+    (s.transpose(0, -1) * 3).backward()
+    assert s.grad.item() == 3.0
+    with pytest.raises(IndexError, match=r"transpose: dimension out of range \(expected to be "
+                                         r"in range of \[-1, 0\], but got 1\)"):
+        s.transpose(1, 0)
+    with pytest.raises(IndexError, match="movedim: dimension out of range"):
+        s.movedim(1, 0)
+
+
+def test_shape_ops_name_the_op_and_argument_for_non_ints(device):
+    x = tg.zeros(3, 4, device=device)
+    cases = [
+        (lambda: x.reshape(12.0), "reshape(): argument 'shape' (position 1) must be tuple of "
+                                  "ints, not float"),
+        (lambda: x.reshape(3, 4.0), "reshape(): argument 'shape' (position 1) must be tuple of "
+                                    "ints, but found element of type float at pos 1"),
+        (lambda: x.view(12.0), "view(): argument 'size' (position 1) must be tuple of ints, not "
+                               "float"),
+        (lambda: x.expand(3.0, 4), "expand(): argument 'size' (position 1) must be tuple of "
+                                   "ints, but found element of type float at pos 0"),
+        (lambda: x.expand("ab"), "expand(): argument 'size' (position 1) must be tuple of "
+                                 "ints, not str"),
+        (lambda: x.split(1.5), "split(): argument 'split_size' (position 1) must be int, not "
+                               "float"),
+        (lambda: x.split([1.5, 1.5]), "split_with_sizes(): argument 'split_sizes' (position 1) "
+                                      "must be tuple of ints, but found element of type float "
+                                      "at pos 0"),
+        (lambda: x.split(1, 0.0), "split(): argument 'dim' (position 2) must be int, not float"),
+        (lambda: x.chunk(1.5), "chunk(): argument 'chunks' (position 1) must be int, not float"),
+        (lambda: x.tril(1.5), "tril(): argument 'diagonal' (position 1) must be int, not float"),
+        (lambda: x.triu("1"), "triu(): argument 'diagonal' (position 1) must be int, not str"),
+        (lambda: x.transpose(0.0, 1), "transpose(): argument 'dim0' (position 1) must be int, "
+                                      "not float"),
+        (lambda: x.permute(0.0, 1), "permute(): argument 'dims' (position 1) must be tuple of "
+                                    "ints, but found element of type float at pos 0"),
+        (lambda: x.unsqueeze(0.0), "unsqueeze(): argument 'dim' (position 1) must be int"),
+        (lambda: x[None].squeeze(0.0), "squeeze(): argument 'dim' (position 1) must be int"),
+        (lambda: x.flatten(0.0), "flatten(): argument 'start_dim' (position 1) must be int"),
+        (lambda: x.select(0.0, 1), "select(): argument 'dim' (position 1) must be int"),
+        (lambda: x.narrow(0, 0.0, 1), "narrow(): argument 'start' (position 2) must be int"),
+        (lambda: x.movedim(0.0, 1), "movedim(): argument 'source' (position 1) must be tuple "
+                                    "of ints, not float"),
+        (lambda: x.repeat(2.0, 1), "repeat(): argument 'repeats' (position 1) must be tuple of "
+                                   "ints, but found element of type float at pos 0"),
+        (lambda: x.tile(2.0), "tile(): argument 'dims' (position 1) must be tuple of ints, not "
+                              "float"),
+        (lambda: tg.cat([x, x], 0.0), "cat(): argument 'dim' (position 2) must be int"),
+        (lambda: tg.stack([x, x], 0.0), "stack(): argument 'dim' (position 2) must be int"),
+        (lambda: x.unbind(0.0), "unbind(): argument 'dim' (position 1) must be int"),
+    ]
+    for fn, msg in cases:
+        with pytest.raises(TypeError) as info:
+            fn()
+        assert str(info.value).startswith(msg), (str(info.value), msg)
+
+
+def test_sizes_may_be_numpy_ints_or_0d_tensors(device):
+    x = tg.zeros(3, 4, device=device)
+    assert x.reshape(np.int64(12)).shape == (12,)
+    assert x.reshape(tg.tensor(12)).shape == (12,)
+    assert x.view(tg.tensor(4), np.int64(3)).shape == (4, 3)
+    assert x[:1].expand(np.int64(2), 4).shape == (2, 4)
+    assert x.repeat(np.array([2, 1])).shape == (6, 4)
+    assert x.tile(np.int64(2)).shape == (3, 8)
+    assert x.movedim(np.int64(0), 1).shape == (4, 3)
+
 # -- properties -----------------------------------------------------------------------------------
 
 @settings(max_examples=40, deadline=None)
