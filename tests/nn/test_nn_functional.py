@@ -440,7 +440,7 @@ def test_embedding_scale_grad_by_freq(device):
     np.testing.assert_allclose(host(w.grad), want, rtol=1e-12)
     # Double backward through the scaled rule is that rule's exact adjoint (gathered and
     # scaled), checked by differences of the rule itself in its incoming gradient. (PyTorch's
-    # double backward leaves the scaling out; docs/ops.md says so.)
+    # double backward leaves the scaling out; docs/training.md says so.)
     def weight_grad(gout):
         x = w.detach().to(gout.device).requires_grad_()
         y = F.embedding(tg.tensor(idx, device=gout.device), x, scale_grad_by_freq=True)
