@@ -464,11 +464,12 @@ class Tensor:
     __str__ = __repr__
 
 
-def wrap_dim(dim: int, ndim: int, op: str) -> int:
+def wrap_dim(dim: int, ndim: int, op: str, name: str = "dim", pos: int | None = None) -> int:
     """``dim`` as a non-negative index into ``ndim`` dims (a 0-d tensor takes -1 and 0), or
-    the documented IndexError naming ``op``."""
+    the documented IndexError naming ``op`` (a TypeError naming the argument ``name`` at
+    ``pos`` when it is no integer)."""
     if dim.__class__ is not int:
-        dim = _index(dim, op, "dim")
+        dim = int_arg(dim, op, name, pos)
     n = max(ndim, 1)
     if not -n <= dim < n:
         raise IndexError(f"{op}: dimension out of range (expected to be in range of "
@@ -476,11 +477,13 @@ def wrap_dim(dim: int, ndim: int, op: str) -> int:
     return dim + n if dim < 0 else dim
 
 
-def _index(x, op: str, what: str) -> int:
-    """``x`` as a Python int (it may be any integer type, a NumPy one too), or a TypeError
-    naming ``op`` and the argument."""
+def int_arg(value, op: str, name: str, pos: int | None = None) -> int:
+    """``value`` as a Python int (any integer type, a NumPy one too), or a TypeError naming
+    ``op`` and the argument (and its position, as PyTorch's messages do, when given). Callers
+    test ``type(value) is int`` first, so valid ints pay no call."""
     try:
-        return operator.index(x)
+        return operator.index(value)
     except TypeError:
-        raise TypeError(f"{op}(): argument '{what}' must be int, not {type(x).__name__}") \
-            from None
+        where = "" if pos is None else f" (position {pos})"
+        raise TypeError(f"{op}(): argument '{name}'{where} must be int, not "
+                        f"{type(value).__name__}") from None

@@ -28,7 +28,7 @@ from ..tensor import Tensor, array_meta, make, wrap_dim
 from .creation import full, tensor, zeros
 from .elementwise import broadcast_shapes, where
 from .pointwise import fill_
-from .views import int_arg, is_basic_index, list_as_tuple, slice_scatter, sum_to_size
+from .views import is_basic_index, list_as_tuple, slice_scatter, sum_to_size
 from .views import getitem as _basic_getitem
 
 __all__ = ["advanced_getitem", "setitem", "index_put", "index_put_", "gather", "scatter",
@@ -447,9 +447,7 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
         raise IndexError(f"index_select(): Index to scalar can have only 1 value, got "
                          f"{index.numel()} value(s)")
     x = input if input.ndim else input.reshape(1)
-    if type(dim) is not int:
-        dim = int_arg(dim, "index_select", "dim", 1)
-    d = wrap_dim(dim, x.ndim, "index_select")
+    d = wrap_dim(dim, x.ndim, "index_select", "dim", 1)
     idx = _index_tensor(index.reshape(-1), x._device, "index_select")
     idx = _checked(idx, x.shape[d], d, "index_select", allow_negative=False)
     out = apply(IndexSelectBackward0, (x,), (None,) * d + (idx._data,))
@@ -463,9 +461,7 @@ def _gather_checks(x: Tensor, dim: int, index: Tensor, op: str, src=None):
         raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
     if index._dtype is not dtypes.int64 and index._dtype is not dtypes.int32:
         raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index (got {index._dtype})")
-    if type(dim) is not int:
-        dim = int_arg(dim, op, "dim", 1)
-    d = wrap_dim(dim, x.ndim, op)
+    d = wrap_dim(dim, x.ndim, op, "dim", 1)
     if index.ndim != x.ndim and not (index.ndim <= 1 and x.ndim <= 1):
         raise RuntimeError(f"Index tensor must have the same number of dimensions as "
                            f"{'self' if src is None else 'input'} tensor")

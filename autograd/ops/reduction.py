@@ -29,12 +29,8 @@ def reduce_dims(x: Tensor, dim, op: str) -> tuple:
     nd = x.ndim
     if dim is None:
         return tuple(range(nd))
-    if isinstance(dim, int):
-        dims = (dim,)
-    elif isinstance(dim, (tuple, list)):
-        dims = tuple(dim)
-    else:  # a NumPy integer, a 0-d tensor; anything else is named in wrap_dim's TypeError
-        dims = (dim,)
+    # one dim (an int, a NumPy integer; anything else is named in wrap_dim's TypeError) or many
+    dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
     if not dims:
         return tuple(range(nd))  # PyTorch: an empty dim list reduces everything
     out = set()

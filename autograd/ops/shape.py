@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from ...runtime.dtype import result_type
 from ..dispatch import Primitive, apply
-from ..tensor import Tensor, array_meta, wrap_dim
-from .views import _as_view, getitem, int_arg, int_tuple, is_size, permute
+from ..tensor import Tensor, array_meta, int_arg, wrap_dim
+from .views import _as_view, getitem, int_tuple, is_size, permute
 
 __all__ = ["cat", "concat", "concatenate", "stack", "split", "chunk", "unbind", "narrow",
            "select", "movedim", "moveaxis", "repeat", "tile", "tril", "triu"]
@@ -110,9 +110,7 @@ def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
         if t.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
                                f"concatenated")
-    if type(dim) is not int:
-        dim = int_arg(dim, "cat", "dim", 2)
-    d = wrap_dim(dim, ts[0].ndim, "cat")
+    d = wrap_dim(dim, ts[0].ndim, "cat", "dim", 2)
     ref = ts[0].shape
     for i, t in enumerate(ts[1:], 1):
         if t.ndim != len(ref):
@@ -141,9 +139,7 @@ def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
         if tuple(t.shape) != ref:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(ref)} at entry 0 and {list(t.shape)} at entry {i}")
-    if type(dim) is not int:
-        dim = int_arg(dim, "stack", "dim", 2)
-    d = wrap_dim(dim, len(ref) + 1, "stack")
+    d = wrap_dim(dim, len(ref) + 1, "stack", "dim", 2)
     r = apply(StackBackward0, tuple(ts), d)
     if out is not None:
         from .elementwise import _result
@@ -222,9 +218,7 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     """Splits into views along ``dim``: pieces of ``split_size_or_sections`` (an int; the last
     piece may be smaller) or of the listed sizes (which must sum to the dim's size)."""
     x = tensor
-    if type(dim) is not int:
-        dim = int_arg(dim, "split", "dim", 2)
-    d = wrap_dim(dim, x.ndim, "split")
+    d = wrap_dim(dim, x.ndim, "split", "dim", 2)
     if x.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
     n = x.shape[d]
@@ -253,9 +247,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
         chunks = int_arg(chunks, "chunk", "chunks", 1)
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    if type(dim) is not int:
-        dim = int_arg(dim, "chunk", "dim", 2)
-    d = wrap_dim(dim, input.ndim, "chunk")
+    d = wrap_dim(dim, input.ndim, "chunk", "dim", 2)
     if input.ndim == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     n = input.shape[d]
@@ -268,9 +260,7 @@ def unbind(input: Tensor, dim: int = 0) -> tuple:
     """The views ``input.select(dim, i)`` for every i, as a tuple."""
     if input.ndim == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
-    if type(dim) is not int:
-        dim = int_arg(dim, "unbind", "dim", 1)
-    d = wrap_dim(dim, input.ndim, "unbind")
+    d = wrap_dim(dim, input.ndim, "unbind", "dim", 1)
     if input.shape[d] == 0:
         return ()
     return _multi_view(UnbindBackward0, input, d)
@@ -283,9 +273,7 @@ def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
     or a 0-d tensor)."""
     if input.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
-    if type(dim) is not int:
-        dim = int_arg(dim, "narrow", "dim", 1)
-    d = wrap_dim(dim, input.ndim, "narrow")
+    d = wrap_dim(dim, input.ndim, "narrow", "dim", 1)
     n = input.shape[d]
     start = start if type(start) is int else int_arg(start, "narrow", "start", 2)
     length = length if type(length) is int else int_arg(length, "narrow", "length", 3)
@@ -303,9 +291,7 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
     """The view at ``index`` along ``dim`` (that dim removed)."""
     if input.ndim == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
-    if type(dim) is not int:
-        dim = int_arg(dim, "select", "dim", 1)
-    d = wrap_dim(dim, input.ndim, "select")
+    d = wrap_dim(dim, input.ndim, "select", "dim", 1)
     n = input.shape[d]
     i = index if type(index) is int else int_arg(index, "select", "index", 2)
     if not -n <= i < n:

@@ -21,7 +21,7 @@ import operator
 from ..dispatch import Primitive, apply, as_shape, sum_to
 from ..node import Node
 from ..state import state
-from ..tensor import Tensor, wrap_dim
+from ..tensor import Tensor, int_arg, wrap_dim
 from . import traced
 
 __all__ = ["view", "reshape", "permute", "transpose", "t", "numpy_T", "expand", "expand_as",
@@ -47,43 +47,27 @@ def _view_apply(op, x: Tensor, *params) -> Tensor:
 
 # -- shapes ----------------------------------------------------------------------------------
 
-def int_arg(value, op: str, name: str, pos: int) -> int:
-    """``value`` as an int (anything with ``__index__``), or a TypeError naming ``op`` and the
-    argument. Callers check ``type(value) is int`` first, so valid ints pay no call."""
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be int, not "
-                        f"{type(value).__name__}") from None
-
-
 def int_tuple(values, op: str, name: str, pos: int = 1) -> tuple:
     """``values`` as a tuple of ints, or a TypeError naming ``op``, the argument and the first
     element that is not an int."""
     try:
-        return tuple([operator.index(v) for v in values])
+        items = list(values)
     except TypeError:
-        pass
-    if not hasattr(values, "__iter__"):
         raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be tuple of ints, not "
                         f"{type(values).__name__}") from None
-    j, bad = next((j, v) for j, v in enumerate(values) if not hasattr(v, "__index__") or
-                  _not_index(v))
-    raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be tuple of ints, but "
-                    f"found element of type {type(bad).__name__} at pos {j}") from None
+    out = []
+    for j, v in enumerate(items):
+        try:
+            out.append(operator.index(v))
+        except TypeError:
+            raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be tuple of ints, "
+                            f"but found element of type {type(v).__name__} at pos {j}") from None
+    return tuple(out)
 
 
 def is_size(v) -> bool:
     """Whether ``v`` is one int-like (an int, np.int64, a 0-d tensor), not a sequence."""
     return hasattr(v, "__index__") and not getattr(v, "ndim", 0)
-
-
-def _not_index(v) -> bool:
-    try:
-        operator.index(v)
-    except TypeError:
-        return True
-    return False
 
 
 def infer_size(shape, numel: int, op: str) -> tuple:
@@ -219,11 +203,8 @@ def permute(x: Tensor, *dims) -> Tensor:
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     nd = x.ndim
-    if type(dim0) is not int:
-        dim0 = int_arg(dim0, "transpose", "dim0", 1)
-    if type(dim1) is not int:
-        dim1 = int_arg(dim1, "transpose", "dim1", 2)
-    d0, d1 = wrap_dim(dim0, nd, "transpose"), wrap_dim(dim1, nd, "transpose")
+    d0 = wrap_dim(dim0, nd, "transpose", "dim0", 1)
+    d1 = wrap_dim(dim1, nd, "transpose", "dim1", 2)
     dims = list(range(nd))
     if nd:  # a 0-d tensor takes dims 0 and -1 and is its own transpose
         dims[d0], dims[d1] = dims[d1], dims[d0]
@@ -322,9 +303,7 @@ class SqueezeBackward0(ViewBackward0):
 
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
     nd = x.ndim + 1
-    if type(dim) is not int:
-        dim = int_arg(dim, "unsqueeze", "dim", 1)
-    d = wrap_dim(dim, nd, "unsqueeze")
+    d = wrap_dim(dim, nd, "unsqueeze", "dim", 1)
     shape = list(x.shape)
     shape.insert(d, 1)
     return _view_apply(UnsqueezeBackward0, x, tuple(shape))
@@ -336,8 +315,7 @@ def squeeze(x: Tensor, dim=None) -> Tensor:
         new = [s for s in shape if s != 1]
     else:
         dims = dim if isinstance(dim, (tuple, list)) else (dim,)
-        dims = {wrap_dim(d if type(d) is int else int_arg(d, "squeeze", "dim", 1), x.ndim,
-                         "squeeze") for d in dims}
+        dims = {wrap_dim(d, x.ndim, "squeeze", "dim", 1) for d in dims}
         new = [s for i, s in enumerate(shape) if not (i in dims and s == 1)]
     return _view_apply(SqueezeBackward0, x, tuple(new))
 

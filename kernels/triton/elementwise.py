@@ -23,6 +23,8 @@ is libdevice, which the interpreter maps to NumPy, see _launch.py):
     sigmoid 1 / (1 + ld.exp(-x))    floor ceil    round ld.rint (half to even)   trunc ld.trunc
     bitwise_not ~x (bool: x == 0)   and/or/xor x & y, x | y, x ^ y
     gelu 0.5 x (1 + erf(x / sqrt 2))      gelu_tanh 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    gelu64, gelu64_grad: the same for float64, with Phi(x) = erfc(-x / sqrt 2) / 2 by a
+              continued fraction where 1 + erf(x / sqrt 2) cancels (x / sqrt 2 < -1.5)
     gelu_grad(g=x, x=y): g (Phi(x) + x phi(x));  gelu_tanh_grad: g (0.5 (1 + t) + 0.5 x (1 - t^2)
               sqrt(2/pi) (1 + 3 * 0.044715 x^2)), t = tanh(sqrt(2/pi) (x + 0.044715 x^3))
     integers: ipow x ** y by squaring (wrapping, as PyTorch's), y < 0: 1, +-1 for x = 1, -1,
@@ -141,6 +143,29 @@ def _int_pow(x, e):
 
 
 @triton.jit
+def _exp_half_square(x):
+    # exp(-x^2 / 2) for finite x without the rounding of x^2: hi = x rounded to float32 has an
+    # exact square, and exp(-x^2 / 2) = exp(-hi^2 / 2) exp(-(x - hi) (x + hi) / 2)
+    hi = x.to(tl.float32).to(tl.float64)
+    return libdevice.exp(-0.5 * hi * hi) * libdevice.exp(-0.5 * (x - hi) * (x + hi))
+
+
+@triton.jit
+def _ndtr64(x):
+    # Phi(x) for float64 x, as kernels/numpy/nn.py's _ndtr64 (same tail bound and 80 terms):
+    # 0.5 (1 + erf) keeps no digit below x = -8.3, so there erfc by its continued fraction
+    z = x * 0.7071067811865476
+    head = 0.5 * (1.0 + tl.erf(z))
+    xt = tl.minimum(tl.maximum(x, -40.0), -1.0)  # the tail's lanes; Phi(-40) underflows to 0
+    zt = xt * -0.7071067811865476
+    f = zt
+    for i in tl.static_range(80):
+        f = zt + (0.5 * (80 - i)) / f
+    tail = _exp_half_square(xt) * 0.28209479177387814 / f  # 0.5 / sqrt(pi)
+    return tl.where(z < -1.5, tail, head)  # NaN takes head: NaN
+
+
+@triton.jit
 def _apply(x, y, z, OP: tl.constexpr):
     """The formula of ``OP`` (see the module docstring) on converted operands."""
     if OP == "copy":
@@ -240,12 +265,18 @@ def _apply(x, y, z, OP: tl.constexpr):
         r = libdevice.trunc(x / y)
     elif OP == "gelu":
         r = 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
+    elif OP == "gelu64":
+        r = x * _ndtr64(x)
     elif OP == "gelu_tanh":
         r = 0.5 * x * (1.0 + libdevice.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
     elif OP == "gelu_grad":  # x: the incoming gradient, y: the forward input
         d = (0.5 * (1.0 + tl.erf(y * 0.7071067811865476))
              + y * libdevice.exp(-0.5 * y * y) * 0.3989422804014327)
         r = x * d
+    elif OP == "gelu64_grad":
+        # phi from y clipped to +-40 (it is 0 beyond): y phi is inf * 0 = NaN at +-inf
+        phi = _exp_half_square(tl.minimum(tl.maximum(y, -40.0), 40.0)) * 0.3989422804014327
+        r = x * (_ndtr64(y) + y * phi)
     elif OP == "gelu_tanh_grad":
         t = libdevice.tanh(0.7978845608028654 * (y + 0.044715 * y * y * y))
         d = (0.5 * (1.0 + t)

@@ -74,18 +74,18 @@ def _bits(x: float) -> int:
 # ------------------------------------------------------------------------------------------
 # GELU (the elementwise family)
 # ------------------------------------------------------------------------------------------
-def _gelu_op(approximate):
+def _gelu_op(approximate, dtype):
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    return "gelu" if approximate == "none" else "gelu_tanh"
+    if approximate == "tanh":
+        return "gelu_tanh"
+    return "gelu64" if dtype is D.float64 else "gelu"
 
 
 def gelu(x, approximate):
     """GELU(x) = x Phi(x) (approximate='none') or its tanh approximation ('tanh')."""
     _float("gelu", x)
-    op = _gelu_op(approximate)
-    if op == "gelu" and x.dtype is D.float64:
-        return _gelu64(None, x)
+    op = _gelu_op(approximate, x.dtype)
     out = _memory.empty(x.shape, x.dtype, x.device)
     return _run_ew(out, x, None, None, 0, 0, (op, PTR, 0, 0, _ACC[x.dtype], L.TL[x.dtype]))
 
@@ -93,83 +93,9 @@ def gelu(x, approximate):
 def gelu_backward(g, x, approximate):
     """g * GELU'(x), in x's dtype (g broadcast to x's shape)."""
     _float("gelu_backward", g, x)
-    op = _gelu_op(approximate) + "_grad"
-    if op == "gelu_grad" and x.dtype is D.float64:
-        return _gelu64(g, x)
+    op = _gelu_op(approximate, x.dtype) + "_grad"
     out = _memory.empty(x.shape, x.dtype, x.device)
     return _run_ew(out, g, x, None, 0, 0, (op, PTR, PTR, 0, _ACC[x.dtype], L.TL[x.dtype]))
-
-
-# float64 exact GELU: Phi(x) = 0.5 (1 + erf(x / sqrt 2)) cancels for negative x (no digit left
-# below x = -8.3), so there Phi is 0.5 erfc(-x / sqrt 2) by a continued fraction, as in
-# kernels/numpy/nn.py (_ndtr64; same constants). float32 keeps the elementwise formula: its
-# cancellation only loses values below float32's resolution of GELU's scale.
-_ERFC_TAIL = 1.5
-_ERFC_TERMS = 80
-_GELU64_BLOCK = 1024
-
-
-@triton.jit
-def _exp_half_square(x):
-    # exp(-x^2 / 2) for finite x without the rounding of x^2: hi = x rounded to float32 has an
-    # exact square, and exp(-x^2 / 2) = exp(-hi^2 / 2) exp(-(x - hi) (x + hi) / 2)
-    hi = x.to(tl.float32).to(tl.float64)
-    return libdevice.exp(-0.5 * hi * hi) * libdevice.exp(-0.5 * (x - hi) * (x + hi))
-
-
-@triton.jit
-def _ndtr64(x, TAIL: tl.constexpr, TERMS: tl.constexpr):
-    z = x * 0.7071067811865476
-    head = 0.5 * (1.0 + tl.erf(z))
-    xt = tl.minimum(tl.maximum(x, -40.0), -1.0)  # the tail's lanes; Phi(-40) underflows to 0
-    zt = xt * -0.7071067811865476
-    f = zt
-    for i in tl.static_range(TERMS):
-        f = zt + (0.5 * (TERMS - i)) / f
-    tail = _exp_half_square(xt) * 0.28209479177387814 / f  # 0.5 / sqrt(pi)
-    return tl.where(z < -TAIL, tail, head)  # NaN takes head: NaN
-
-
-@triton.jit
-def _gelu64_kernel(
-    out_ptr,  # *float64: n contiguous elements, written
-    g_ptr,    # *float64: the incoming gradient, n contiguous elements (GRAD), else None
-    x_ptr,    # *float64: n contiguous elements
-    n,
-    GRAD: tl.constexpr, TAIL: tl.constexpr, TERMS: tl.constexpr, BLOCK: tl.constexpr,
-    INT64: tl.constexpr,
-):
-    pid = tl.program_id(0)
-    if INT64:
-        pid = pid.to(tl.int64)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
-    p = _ndtr64(x, TAIL, TERMS)
-    if GRAD:
-        # phi from x clipped to +-40 (it is 0 beyond): x phi is inf * 0 = NaN at +-inf
-        phi = _exp_half_square(tl.minimum(tl.maximum(x, -40.0), 40.0)) * 0.3989422804014327
-        r = tl.load(g_ptr + offs, mask=mask, other=0.0) * (p + x * phi)
-    else:
-        r = x * p
-    tl.store(out_ptr + offs, r, mask=mask)
-
-
-def _gelu64(g, x):
-    """x Phi(x) (g None) or g (Phi(x) + x phi(x)) for float64 x, g broadcast to x's shape."""
-    xc = contiguous(x)
-    if g is not None:
-        g = astype(g, D.float64) if g.dtype is not D.float64 else g
-        g = contiguous(g.expand(x.shape) if g.shape != x.shape else g)
-    out = _memory.empty(x.shape, x.dtype, x.device)
-    n = out.numel
-    if n == 0:
-        return out
-    L.ensure_driver()
-    _gelu64_kernel[(L.cdiv(n, _GELU64_BLOCK),)](
-        out, g, xc, n, g is not None, _ERFC_TAIL, _ERFC_TERMS, _GELU64_BLOCK,
-        n >= L._INT32_SAFE, num_warps=4, **L.EXACT)
-    return out
 
 
 # ------------------------------------------------------------------------------------------

@@ -104,6 +104,7 @@ def main(full: bool) -> int:
             (f"bmm {dt}", lambda dt=dt: tk.bmm(arr((2, 16, 32), dt), arr((2, 32, 8), dt))),
             (f"gelu {dt}", lambda x=x: tk.gelu(x, "none")),
             (f"gelu_backward tanh {dt}", lambda x=x, y=y: tk.gelu_backward(y, x, "tanh")),
+            (f"gelu_backward {dt}", lambda x=x, y=y: tk.gelu_backward(y, x, "none")),
             (f"layer_norm {dt}", lambda x=x, b=b: tk.layer_norm(x, b, b, 1e-5)),
             (f"layer_norm long {dt}",
              lambda dt=dt: tk.layer_norm(arr((2, 9000), dt), None, None, 1e-5)),
