@@ -31,9 +31,14 @@ from __future__ import annotations
 
 import builtins
 import functools
+import os
 import threading
+import warnings
 
-import nvtx as _nvtx
+try:
+    import nvtx as _nvtx
+except ImportError:  # a machine without the package (a dependency, yet not always installed)
+    _nvtx = None
 
 __all__ = ["is_enabled", "mark", "range", "range_end", "range_pop", "range_push", "range_start"]
 
@@ -88,6 +93,16 @@ def _init() -> None:
     global _mode, _dom, _dh, _EA, _SH, _lib_push, _lib_pop, _lib_mark
     with _init_lock:
         if _mode != _UNINIT:
+            return
+        if _nvtx is None:
+            # Without the package no range can be sent. That matters only when a tool listens
+            # (one is named in NVTX_INJECTION64_PATH): say so there, once; elsewhere NVTX calls
+            # are no-ops anyway, as they are with the package and no tool.
+            if os.environ.get("NVTX_INJECTION64_PATH"):
+                warnings.warn("NVTX ranges (tg.cuda.nvtx, emit_nvtx) are not emitted: the "
+                              "`nvtx` package is not installed (pip install nvtx)",
+                              RuntimeWarning, stacklevel=3)
+            _mode = _OFF
             return
         if not _nvtx.enabled():  # NVTX_DISABLE is set
             _mode = _OFF

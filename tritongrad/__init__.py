@@ -6,6 +6,17 @@ subpackages ``runtime`` (CUDA through cuda-python), ``kernels`` (NumPy and Trito
 ``autograd``; this module only re-exports them.
 """
 
+import os as _os
+
+# In the source tree, runtime/, kernels/, autograd/, nn/ and optim/ sit beside this folder, not
+# in it (pyproject.toml maps them into the package when it is installed). Imported from the
+# source tree (PYTHONPATH=., or the repository root shadowing a non-editable install), the
+# package looks for its subpackages there too, so the tree runs as it is.
+_root = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+if not _os.path.isdir(_os.path.join(__path__[0], "runtime")) and _os.path.isfile(
+        _os.path.join(_root, "runtime", "__init__.py")):
+    __path__.append(_root)
+
 from .runtime.device import device
 from .runtime.dtype import (bfloat16, bool, cdouble, cfloat, complex64, complex128, double, dtype,
                             float, float16, float32, float64, get_default_dtype, half, int, int8,

@@ -17,7 +17,8 @@ plans and launchers):
 - nn.py: fused GELU, layer norm, cross-entropy (forward and backward), embedding;
 - optim.py: fused SGD and Adam/AdamW updates, one launch per parameter;
 - _launch.py: shape collapsing, block heuristics, plan caches, dtype tables, the driver
-  binding, and the interpreter fixes (Note [interpreter fidelity]).
+  binding; compat.py: where the supported Triton releases differ (Note [interpreter
+  fidelity]).
 
 Dtypes: float16, bfloat16, float32, float64 for all math; bool, uint8, int8, int16, int32,
 int64 for copies, casts, full, arange, comparisons, where, the integer ops (add sub mul maximum
@@ -25,6 +26,8 @@ minimum neg relu abs sign bitwise ops, integer divisions), reductions and indexi
 else raises TypeError naming the op and the dtype. The module never imports torch.
 """
 
+# compat first: it decides whether kernels are interpreted before anything imports Triton
+from . import compat  # noqa: F401,I001
 from .elementwise_ops import (
     add,
     binary,

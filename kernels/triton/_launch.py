@@ -10,8 +10,6 @@ pointers, so a plan is reused by every array with the same layout.
 
 from __future__ import annotations
 
-import os
-
 import triton.language as tl
 
 from ...runtime import dtype as D
@@ -36,78 +34,10 @@ __all__ = [
     "unsupported",
 ]
 
-# Triton reads TRITON_INTERPRET when it is imported; here it decides whether the interpreter
-# needs the fixes below and whether a driver binding matters.
-INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
-
-
-def _patch_interpreter() -> None:
-    """Note [interpreter fidelity]: Triton 3.9's interpreter differs from GPUs where these
-    kernels reach, so under ``TRITON_INTERPRET=1`` (CI, the emulated device) it is patched to
-    give the GPU's results, and the kernels run the same source on both:
-
-    - float32 -> bfloat16 truncates (``cast_impl`` calls ``_convert_float`` with no rounding
-      mode); GPUs round to nearest even (``cvt.rn.bf16.f32``);
-    - ``tl.dot`` on bfloat16 multiplies the uint16 bit patterns it stores them as; GPUs
-      multiply the values (exactly, into float32);
-    - libdevice (``triton.language.extra.libdevice``: exp, log, pow, tanh, ...) has no
-      interpreter implementation (its functions are stubs returning None there); the ones the
-      kernels call are mapped to the NumPy ufuncs of the same math.
-
-    Only those cases change; everything else goes to the original methods. Idempotent.
-    """
-    try:
-        import numpy as np
-        from triton.language.extra import libdevice
-        from triton.runtime import interpreter as interp
-        cls = type(interp.interpreter_builder)
-        cast_impl, create_dot, handle = cls.cast_impl, cls.create_dot, interp.TensorHandle
-        tensor = tl.core.tensor
-    except (ImportError, AttributeError):  # another Triton: nothing known to fix
-        return
-    if getattr(cast_impl, "_tritongrad", False):
-        return
-
-    def to_f32(bits):
-        return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
-
-    def to_bf16(x):
-        b = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-        r = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
-        return np.where(np.isnan(x), np.uint16(0x7FC0), r).astype(np.uint16)
-
-    def patched_cast(self, src, dst_type):
-        if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
-            return handle(to_bf16(src.data), dst_type.scalar)
-        return cast_impl(self, src, dst_type)
-
-    def patched_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
-        if a.dtype == tl.bfloat16 and b.dtype == tl.bfloat16:
-            a, b = handle(to_f32(a.data), tl.float32), handle(to_f32(b.data), tl.float32)
-            input_precision = None  # float32 products of bf16 values are exact
-        return create_dot(self, a, b, d, input_precision, max_num_imprecise_acc)
-
-    def numpy_math(ufunc):
-        def fn(*args, **_):
-            ts = [a for a in args if isinstance(a, tensor)]
-            like = next((t for t in ts if t.type.is_block()), ts[0])
-            np_dtype = like.handle.data.dtype
-            with np.errstate(all="ignore"):
-                data = ufunc(*[a.handle.data if isinstance(a, tensor) else a for a in args])
-            data = np.asarray(data).astype(np_dtype, copy=False)
-            return tensor(handle(data, like.handle.dtype.scalar), like.type)
-        return fn
-
-    for name, ufunc in {"exp": np.exp, "log": np.log, "pow": np.power, "fmod": np.fmod,
-                        "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "log1p": np.log1p,
-                        "expm1": np.expm1, "rint": np.rint, "trunc": np.trunc}.items():
-        setattr(libdevice, name, numpy_math(ufunc))
-    patched_cast._tritongrad = True
-    cls.cast_impl, cls.create_dot = patched_cast, patched_dot
-
+from .compat import EMULATION_ERROR, INTERPRET, patch_interpreter
 
 if INTERPRET:
-    _patch_interpreter()
+    patch_interpreter()
 
 # Launch options of the kernels that compare with NumPy elementwise: no multiply-add contraction
 # (FMA), so each + and * rounds as NumPy's do (memory-bound kernels lose nothing by it).
@@ -142,6 +72,8 @@ def ensure_driver() -> None:
     global _driver_ready
     if _driver_ready:
         return
+    if EMULATION_ERROR:
+        raise RuntimeError(EMULATION_ERROR)
     if not INTERPRET:
         try:
             from ...runtime.triton_driver import ensure_triton_driver

@@ -60,6 +60,7 @@ from triton.language.extra import libdevice
 from ...runtime import dtype as D
 from ...runtime.array import DeviceArray
 from . import _launch as L
+from .compat import result_type
 
 __all__ = [
     "FBITS",
@@ -514,13 +515,13 @@ def _copy_spec(key):
     if isinstance(src, D.dtype):
         L.check_supported("copy_", src)
         ct, mode = L.TL[src], PTR
-        rt = tl.float32 if _via_f32(src, dst) else ct
+        rt = tl.float32 if _via_f32(src, dst) else result_type(ct, dst is D.bool)
     else:
         if src is complex:
             raise L.unsupported("copy_", D.complex64, "complex scalars")
         mode = FBITS if src is float else INT
         ct = tl.float64 if mode == FBITS else tl.int64
-        rt = tl.float32 if dst is D.bfloat16 else ct
+        rt = tl.float32 if dst is D.bfloat16 else result_type(ct, dst is D.bool)
     spec = ("copy", mode, NONE, NONE, ct, rt)
     _SPECS[key] = spec
     return spec
@@ -550,7 +551,7 @@ def launch_arange(out, start, step):
     L.check_supported("arange", out.dtype)
     integral = ts in (int, bool) and tp in (int, bool)
     ct = tl.int64 if integral else tl.float64
-    rt = tl.float32 if out.dtype is D.bfloat16 else ct
+    rt = tl.float32 if out.dtype is D.bfloat16 else result_type(ct, out.dtype is D.bool)
     ms = INT if ts in (int, bool) else FBITS
     mp = INT if tp in (int, bool) else FBITS
     consts = ("arange", ms, mp, NONE, ct, rt)

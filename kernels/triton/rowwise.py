@@ -60,6 +60,7 @@ def _cumsum_kernel(
     row_mask = rows < M
     carry = tl.zeros([BLOCK_M], ACC)
     n_blocks = tl.cdiv(N, BLOCK_N)
+    is_end = tl.arange(0, BLOCK_N) == (0 if REVERSE else BLOCK_N - 1)
     for b in range(n_blocks):
         if REVERSE:
             n0 = (n_blocks - 1 - b) * BLOCK_N
@@ -71,7 +72,10 @@ def _cumsum_kernel(
         v = v.to(ACC)
         c = tl.cumsum(v, axis=1, reverse=REVERSE) + carry[:, None]
         tl.store(out_ptr + (o_row[:, None] + cols[None, :] * so_n), c, mask=mask)
-        carry += tl.sum(v, axis=1)
+        # The next carry is the chunk's last running sum (its first when reversed; masked lanes
+        # add zeros), picked out rather than summed again: `carry += tl.sum(v)` beside the scan
+        # crashes Triton 3.6's TritonGPUOptimizeThreadLocality pass for sm_90.
+        carry = tl.sum(tl.where(is_end[None, :], c, 0), axis=1)
 
 
 @triton.jit

@@ -77,6 +77,12 @@ def test_astype_rounding(kit):
     t = np.array([-2.7, -0.5, 0.5, 2.7, 1e9], dtype=np.float32)
     kit.check(tk.astype(kit.up(t), D.int32), t.astype(np.int32))  # truncation toward zero
     kit.check(tk.astype(kit.up(t), D.bool), t.astype(bool))
+    # anything -> bool is != 0 (Note [bool stores]): a fraction or a multiple of 256 must not
+    # truncate to an int8 zero on the way
+    for v in (0.5, -0.25, 256, 2**40, 1e9):
+        kit.check(tk.full((3,), v, D.bool), np.full(3, True))
+    kit.check(tk.astype(kit.up(np.array([256, 512, 0, -256], np.int64)), D.bool),
+              np.array([True, True, False, True]))
     w = np.array([2**31 + 5, -(2**31) - 7, 300], dtype=np.int64)
     kit.check(tk.astype(kit.up(w), D.int32), w.astype(np.int32))  # wraps
     kit.check(tk.astype(kit.up(w), D.uint8), w.astype(np.uint8))
