@@ -28,6 +28,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import sys
+import threading
 import warnings
 
 from ..kernels import backend
@@ -596,6 +597,11 @@ def _clone_obeying_layout(g: Tensor, var: Tensor) -> Tensor:
     return out.copy_(g)
 
 
+# Backward calls on several threads may meet at one leaf: its read-add-write of .grad is done
+# under this lock (PyTorch's AccumulateGrad takes a mutex likewise), so no addition is lost.
+_accumulate_lock = threading.Lock()
+
+
 def accumulate_grad(var: Tensor, g: Tensor, create_graph: bool) -> None:
     """Adds ``g`` into ``var.grad`` by the seeds' default gradient layout rules:
 
@@ -604,9 +610,16 @@ def accumulate_grad(var: Tensor, g: Tensor, create_graph: bool) -> None:
     2. ``.grad`` is None otherwise: a new row-major ``.grad``.
     3. ``.grad`` exists, ``create_graph=False``: accumulated in place, strides preserved.
     4. ``.grad`` exists, ``create_graph=True``: replaced by ``.grad + g`` (recorded).
+
+    Thread-safe: concurrent backward calls accumulate into a shared leaf one at a time.
     """
     if g._dtype is not var._dtype:
         g = g.to(var._dtype)
+    with _accumulate_lock:
+        _accumulate(var, g, create_graph)
+
+
+def _accumulate(var: Tensor, g: Tensor, create_graph: bool) -> None:
     old = var._grad
     if old is None:
         if not create_graph and _stealable(g) and _obeys_layout(g, var):
