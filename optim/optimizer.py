@@ -41,6 +41,11 @@ class Optimizer:
         state: per-parameter state (a dict per parameter, keyed by the parameter).
     """
 
+    # Per-parameter state entries that are not shaped like the parameter (load_state_dict
+    # checks the shape of every other state tensor); a subclass with, say, factored second
+    # moments names its own.
+    _unshaped_state: frozenset = frozenset({"step"})
+
     def __init__(self, params, defaults: dict):
         self.defaults = dict(defaults)
         self.state: defaultdict = defaultdict(dict)
@@ -155,9 +160,23 @@ class Optimizer:
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict) -> None:
-        """Loads a ``state_dict()``: group hyperparameters, and per-parameter state (copied,
-        moved to each parameter's device, floating point tensors cast to its dtype; ``step``
-        stays as saved)."""
+        """Loads a ``state_dict()`` into this optimizer, replacing its state.
+
+        Group hyperparameters come from ``state_dict``; the parameters stay this optimizer's,
+        matched by their number in group order. Per-parameter state is copied: tensors are
+        moved to the parameter's device and floating point ones cast to its dtype (``step``
+        stays as saved, a CPU scalar). Nothing changes unless every check passes.
+
+        Args:
+            state_dict: what ``state_dict()`` returned (possibly through ``tg.save``/
+                ``tg.load``), from an optimizer built over parameters of the same shapes.
+
+        Raises:
+            ValueError: ``state_dict`` is malformed; it has another number of parameter
+                groups, or a group has another number of parameters; or a per-parameter
+                state tensor (``exp_avg``, ``momentum_buffer``, ...) does not have its
+                parameter's shape (the state of a model of other shapes).
+        """
         if not isinstance(state_dict, dict) or "state" not in state_dict \
                 or "param_groups" not in state_dict:
             raise ValueError("optimizer state_dict must be a dict with 'state' and "
@@ -179,6 +198,14 @@ class Optimizer:
             if p is None:
                 state[key] = copy.deepcopy(value)
                 continue
+            # Checked here, not left to step(): a state of other shapes would otherwise load
+            # and then fail (or broadcast silently) inside the update's arithmetic.
+            for k, v in value.items():
+                if isinstance(v, Tensor) and k not in self._unshaped_state \
+                        and tuple(v.shape) != tuple(p.shape):
+                    raise ValueError(f"loaded state dict has state {k!r} of shape "
+                                     f"{tuple(v.shape)} for parameter {key}, but that "
+                                     f"parameter has shape {tuple(p.shape)}")
             state[p] = {k: _cast_state(p, k, v) for k, v in value.items()}
         new_groups = []
         for g, sg in zip(self.param_groups, saved_groups):

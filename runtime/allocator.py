@@ -20,7 +20,11 @@ Policy (PyTorch's and CuPy's; NOTES.md section 6):
   at each allocation and at ``empty_cache``;
 - out of memory: release one cached segment that is large enough (or the largest ones) and
   retry; then collect garbage (tensors in reference cycles return their blocks), release every
-  unused cached segment and retry; then raise ``OutOfMemoryError``.
+  unused cached segment and retry; then raise ``OutOfMemoryError``;
+- a per-process memory fraction (``set_memory_fraction``, PyTorch's
+  ``set_per_process_memory_fraction``) caps reserved memory at ``fraction * total``: a new
+  segment that would pass the cap is refused as if the device were full, so the same
+  release-and-retry policy runs before ``OutOfMemoryError``.
 
 Thread-safe (one lock per allocator). Frees that arrive re-entrantly (a garbage collection
 running ``Storage.__del__`` in the middle of an allocator call) are deferred to the end of the
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import gc
+import numbers
 import threading
 from typing import NamedTuple
 
@@ -181,6 +186,9 @@ class CachingAllocator:
         self.num_ooms = 0
         self.num_device_alloc = 0
         self.num_device_free = 0
+        self.memory_fraction = 1.0
+        self._total_memory: int | None = None  # the total the fraction was taken of
+        self._limit: int | None = None          # bytes reserved memory may reach; None: no cap
 
     # -- public operations -----------------------------------------------------------------
     def malloc(self, nbytes: int, stream) -> Block:
@@ -236,6 +244,39 @@ class CachingAllocator:
                 self._release_segments(None)
             finally:
                 self._leave()
+
+    def set_memory_fraction(self, fraction: float, total_memory: int) -> None:
+        """Caps the memory this allocator may reserve at ``fraction * total_memory`` bytes.
+
+        PyTorch's per-process memory fraction: the cap counts reserved memory (segments, in
+        use or cached), so cached blocks are released to make room before an allocation that
+        would pass it fails with ``OutOfMemoryError``. Memory already reserved above a lowered
+        cap is kept until freed (``empty_cache``, or the out-of-memory path).
+
+        Args:
+            fraction: in [0, 1]; 1 allows the whole device, 0 no new segment.
+            total_memory: the device's total memory in bytes.
+
+        Raises:
+            TypeError: ``fraction`` is not a real number.
+            ValueError: ``fraction`` is outside [0, 1] (NaN included).
+        """
+        # bool is an int subclass but surely a mistake here; NumPy floats are Real.
+        if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real):
+            raise TypeError(f"Invalid type for fraction argument, must be `float`, not "
+                            f"{type(fraction).__name__}")
+        fraction = float(fraction)
+        if not 0.0 <= fraction <= 1.0:  # also false for NaN
+            raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+        with self._lock:
+            self.memory_fraction = fraction
+            self._total_memory = int(total_memory)
+            self._limit = int(fraction * total_memory)  # PyTorch truncates the same way
+
+    @property
+    def memory_limit(self) -> int | None:
+        """The cap on reserved bytes set by ``set_memory_fraction``, or None if never set."""
+        return self._limit
 
     def reset_peak_memory_stats(self) -> None:
         """Sets every peak statistic to its current value."""
@@ -404,13 +445,20 @@ class CachingAllocator:
         block.size = size
         self._put_free(rest)
 
+    def _capped_alloc(self, nbytes: int) -> int | None:
+        """``raw_alloc``, except that a segment past the memory fraction's cap is refused
+        like the driver's out-of-memory answer (None), so the same retry policy applies."""
+        if self._limit is not None and self.reserved + nbytes > self._limit:
+            return None
+        return self._raw_alloc(nbytes)
+
     def _new_segment(self, nbytes: int, size: int, stream, small: bool) -> Block:
         alloc = segment_size(size)
-        ptr = self._raw_alloc(alloc)
+        ptr = self._capped_alloc(alloc)
         if ptr is None:  # 1: release one cached segment that is large enough (or the largest)
             self.num_alloc_retries += 1
             if self._release_segments(alloc):
-                ptr = self._raw_alloc(alloc)
+                ptr = self._capped_alloc(alloc)
         if ptr is None:  # 2: collect garbage; maybe a freed block now fits
             self._collect_garbage()
             self._drain_deferred()
@@ -419,7 +467,7 @@ class CachingAllocator:
             if block is not None:
                 return block
             self._release_segments(None)  # 3: release every unused cached segment
-            ptr = self._raw_alloc(alloc)
+            ptr = self._capped_alloc(alloc)
         if ptr is None:
             self.num_ooms += 1
             raise OutOfMemoryError(self._oom_message(nbytes))
@@ -436,11 +484,17 @@ class CachingAllocator:
                 free = format_bytes(self._mem_info()[0])
             except Exception:  # noqa: BLE001, S110 - the OOM message must not fail itself
                 pass
-        return (f"out of memory allocating {format_bytes(nbytes)} on {self.device} "
-                f"(allocated {format_bytes(self.allocated)}, reserved "
-                f"{format_bytes(self.reserved)}, free {free}). Free tensors that are no longer "
-                f"needed (del them) or use smaller sizes; tg.cuda.memory_summary() shows where "
-                f"the memory is.")
+        facts = (f"allocated {format_bytes(self.allocated)}, reserved "
+                 f"{format_bytes(self.reserved)}, free {free}")
+        fixes = "Free tensors that are no longer needed (del them) or use smaller sizes"
+        if self._limit is not None:  # PyTorch's "<limit> allowed" when a fraction is set
+            facts += (f"; {format_bytes(self._limit)} allowed by the per-process memory "
+                      f"fraction {self.memory_fraction:g} of "
+                      f"{format_bytes(self._total_memory)}")
+            fixes = ("Free tensors that are no longer needed (del them), use smaller sizes or "
+                     "raise tg.cuda.set_per_process_memory_fraction")
+        return (f"out of memory allocating {format_bytes(nbytes)} on {self.device} ({facts}). "
+                f"{fixes}; tg.cuda.memory_summary() shows where the memory is.")
 
     def _release_segments(self, wanted: int | None) -> bool:
         """Returns whole-free cached segments to the driver.

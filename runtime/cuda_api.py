@@ -15,6 +15,7 @@ from .allocator import OutOfMemoryError
 from .driver import CudaError, is_emulated
 from .memory import (
     empty_cache,
+    get_per_process_memory_fraction,
     max_memory_allocated,
     max_memory_reserved,
     mem_get_info,
@@ -24,6 +25,7 @@ from .memory import (
     memory_summary,
     reset_accumulated_memory_stats,
     reset_peak_memory_stats,
+    set_per_process_memory_fraction,
 )
 from .streams import (
     Event,
@@ -52,6 +54,7 @@ __all__ = [
     "get_device_capability",
     "get_device_name",
     "get_device_properties",
+    "get_per_process_memory_fraction",
     "is_available",
     "is_emulated",
     "is_initialized",
@@ -68,6 +71,7 @@ __all__ = [
     "reset_accumulated_memory_stats",
     "reset_peak_memory_stats",
     "set_device",
+    "set_per_process_memory_fraction",
     "set_stream",
     "stream",
     "synchronize",

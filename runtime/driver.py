@@ -24,10 +24,14 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import fractions
 import itertools
+import numbers
 import os
+import re
 import threading
 import time
+import warnings
 
 import numpy as np
 
@@ -414,22 +418,90 @@ class CudaDriver(Driver):
 # ------------------------------------------------------------------------------------------
 # The emulated driver
 # ------------------------------------------------------------------------------------------
+# -- the emulated device's environment ----------------------------------------------------
+_SIZE_UNITS = {"b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+               "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
+_SIZE_RE = re.compile(r"([+-]?\d+(?:\.\d*)?|[+-]?\.\d+)\s*([a-z]*)", re.IGNORECASE)
+_SIZE_FORMS = ("a byte count ('17179869184') or a number and a unit, binary KiB, MiB, GiB, TiB "
+               "or decimal KB, MB, GB, TB, case-insensitive ('512MiB', '1.5GiB', '2 GB')")
+
+
+def _parse_size(name: str, value: str) -> int:
+    """Parses the size in bytes an environment variable gives, or raises naming it.
+
+    Accepts a whole byte count (``"1073741824"``, ``"4096B"``) or a number, optionally with a
+    fraction, and a unit: binary ``KiB MiB GiB TiB`` or decimal ``KB MB GB TB``;
+    case-insensitive, with optional spaces (``"512MiB"``, ``"1.5 GiB"``, ``"2gb"``). A
+    fractional result is rounded down to whole bytes (``"0.3KiB"`` is 307). Single letters
+    (``"1G"``) and exponents (``"1e9"``) are refused: the first are ambiguous between the
+    binary and the decimal unit.
+
+    Args:
+        name: the variable's name, for the error message.
+        value: its value.
+
+    Raises:
+        ValueError: ``value`` is not such a size, or is not at least one byte.
+    """
+    m = _SIZE_RE.fullmatch(value.strip())
+    unit = m and _SIZE_UNITS.get((m.group(2) or "b").lower())
+    if not unit or (unit == 1 and "." in m.group(1)):  # a count of bytes must be whole
+        raise ValueError(f"{name}={value!r} is not a size: give {_SIZE_FORMS}")
+    nbytes = int(fractions.Fraction(m.group(1)) * unit)  # exact, then rounded down
+    if nbytes < 1:
+        raise ValueError(f"{name}={value!r} is not a positive size: give at least one byte, "
+                         f"as {_SIZE_FORMS}")
+    return nbytes
+
+
+def _emulated_memory_from_env() -> int:
+    """``TRITONGRAD_EMULATE_CUDA_MEMORY`` in bytes; unset or empty: the 16 GiB default."""
+    value = os.environ.get("TRITONGRAD_EMULATE_CUDA_MEMORY", "")
+    if not value.strip():  # an empty value (``VAR= cmd``) reads as unset, as in the shell
+        return _EMULATED_MEMORY_DEFAULT
+    return _parse_size("TRITONGRAD_EMULATE_CUDA_MEMORY", value)
+
+
+def _emulation_requested() -> bool:
+    """Whether ``TRITONGRAD_EMULATE_CUDA`` enables the emulated device: exactly ``"1"`` does.
+
+    Unset, empty and ``"0"`` disable it silently. Any other value (``"true"``, ``"yes"``) also
+    leaves it disabled, with a warning, so that a mistyped switch does not silently fall back
+    to "CUDA is not available".
+    """
+    value = os.environ.get("TRITONGRAD_EMULATE_CUDA", "")
+    if value == "1":
+        return True
+    if value not in ("", "0"):
+        warnings.warn(f"TRITONGRAD_EMULATE_CUDA={value!r} is ignored: only '1' enables the "
+                      f"emulated CUDA device ('0' or unset disables it)", RuntimeWarning,
+                      stacklevel=2)
+    return False
+
+
 class EmulatedDriver(Driver):
     """One device whose memory is host memory and whose streams run synchronously.
 
     Args:
         total_memory: bytes the device reports and allocates up to (default 16 GiB, or
-            ``TRITONGRAD_EMULATE_CUDA_MEMORY``); going past it gives the real driver's
-            out-of-memory answer, so the allocator's retry path runs in CI.
+            ``TRITONGRAD_EMULATE_CUDA_MEMORY``, a size such as ``"512MiB"``: see
+            ``_parse_size``); going past it gives the real driver's out-of-memory answer, so
+            the allocator's retry path runs in CI.
+
+    Raises:
+        ValueError: ``total_memory`` is not a positive int, or the variable is not a size.
     """
 
     emulated = True
 
     def __init__(self, total_memory: int | None = None):
         if total_memory is None:
-            total_memory = int(os.environ.get("TRITONGRAD_EMULATE_CUDA_MEMORY",
-                                              _EMULATED_MEMORY_DEFAULT))
-        self._total = total_memory
+            total_memory = _emulated_memory_from_env()
+        elif isinstance(total_memory, bool) or not isinstance(total_memory, numbers.Integral) \
+                or total_memory < 1:
+            raise ValueError(f"EmulatedDriver: total_memory must be a positive number of bytes, "
+                             f"got {total_memory!r}")
+        self._total = int(total_memory)
         self._used = 0
         self._lock = threading.Lock()
         self._buffers: dict[int, tuple] = {}  # aligned ptr -> (numpy buffer, nbytes)
@@ -631,7 +703,7 @@ def _probe() -> tuple[Driver | None, str]:
         why = "the CUDA driver reports no devices"
     except Exception as e:  # noqa: BLE001 - no cuda-python, no libcuda (cuda-python raises)
         why = f"{type(e).__name__}: {e}"
-    if os.environ.get("TRITONGRAD_EMULATE_CUDA") == "1":
+    if _emulation_requested():
         return EmulatedDriver(), ""
     return None, why
 

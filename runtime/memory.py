@@ -39,6 +39,7 @@ __all__ = [
     "copy_between",
     "empty",
     "empty_cache",
+    "get_per_process_memory_fraction",
     "max_memory_allocated",
     "max_memory_reserved",
     "mem_get_info",
@@ -48,6 +49,7 @@ __all__ = [
     "memory_summary",
     "reset_accumulated_memory_stats",
     "reset_peak_memory_stats",
+    "set_per_process_memory_fraction",
     "to_device",
     "to_host",
 ]
@@ -389,6 +391,41 @@ def empty_cache(device=None) -> None:
     reuse the cache), but to other processes and libraries, and to ``mem_get_info``.
     """
     allocator(_streams.device_index(device)).empty_cache()
+
+
+def set_per_process_memory_fraction(fraction: float, device=None) -> None:
+    """Limits the memory the caching allocator may hold on ``device`` to a fraction of it.
+
+    The allowed memory is ``fraction * total_memory`` of the device (``cuDeviceTotalMem``),
+    counted as ``memory_reserved`` (tensors plus the cache). An allocation that would pass it
+    first releases cached blocks, as any out-of-memory does, then raises
+    ``tg.cuda.OutOfMemoryError`` naming the allowed amount. As
+    ``torch.cuda.set_per_process_memory_fraction``; works on the emulated device too.
+
+    Args:
+        fraction: in [0, 1]; 1 (the default state) allows the whole device.
+        device: int, ``"cuda:i"`` or ``device``; the current device if None.
+
+    Raises:
+        ValueError: ``Invalid fraction value: 1.5. Allowed range: 0~1``.
+        TypeError: ``fraction`` is not a number.
+
+    Example:
+        >>> tg.cuda.set_per_process_memory_fraction(0.5)  # doctest: +SKIP
+        >>> tg.cuda.get_per_process_memory_fraction()  # doctest: +SKIP
+        0.5
+    """
+    index = _streams.device_index(device)
+    allocator(index).set_memory_fraction(fraction, _drv.get_driver().total_memory(index))
+
+
+def get_per_process_memory_fraction(device=None) -> float:
+    """The fraction set by ``set_per_process_memory_fraction`` for ``device`` (1.0 if unset).
+
+    Args:
+        device: int, ``"cuda:i"`` or ``device``; the current device if None.
+    """
+    return allocator(_streams.device_index(device)).memory_fraction
 
 
 def memory_stats(device=None) -> dict:

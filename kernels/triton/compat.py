@@ -62,7 +62,7 @@ def _interpret_on_the_emulated_device() -> tuple[bool, str]:
     """
     value = os.environ.get("TRITON_INTERPRET", "")
     why = ""
-    if os.environ.get("TRITONGRAD_EMULATE_CUDA") == "1" and _driver.is_emulated():
+    if _driver.is_emulated():  # TRITONGRAD_EMULATE_CUDA=1 and no GPU
         if value == "0":
             why = "TRITON_INTERPRET=0 forbids it: unset TRITON_INTERPRET or set it to 1"
         elif not value and "triton.language" in sys.modules:

@@ -3,6 +3,7 @@ independent float64 NumPy transcription of PyTorch's formulas over six steps), t
 unfused paths agreeing, parameter groups, zero_grad, state dicts and argument checks."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -308,3 +309,49 @@ def test_training_converges_on_least_squares():
             loss.backward()
             opt.step()
         assert loss.item() < 1e-3, (cls, loss.item())
+
+
+@pytest.mark.parametrize("cls, kw, key", [("SGD", {"lr": 0.1, "momentum": 0.9}, "momentum_buffer"),
+                                          ("Adam", {"lr": 0.1}, "exp_avg"),
+                                          ("AdamW", {"lr": 0.1, "amsgrad": True}, "exp_avg")])
+def test_load_state_dict_rejects_state_of_other_shapes(cls, kw, key):
+    """A state dict saved from a model of other shapes: refused at load, naming the state, the
+    parameter and both shapes, rather than failing (or broadcasting) inside a later step()."""
+    def trained(shapes):
+        ps = [param(np.ones(s)) for s in shapes]
+        opt = getattr(optim, cls)(ps, **kw)
+        for p in ps:
+            p.grad = tg.ones(*p.shape, dtype=tg.float64)
+        opt.step()
+        return ps, opt
+
+    _, saved = trained([(3, 4), (1,)])
+    cases = [([(4, 3), (1,)], "(3, 4) for parameter 0", "(4, 3)"),
+             ([(3, 4), (5,)], "(1,) for parameter 1", "(5,)")]  # (1,) would broadcast in step()
+    for shapes, saved_shape, shape in cases:
+        ps, opt = trained(shapes)
+        before = {id(p): dict(opt.state[p]) for p in ps}
+        msg = f"state '{key}' of shape {saved_shape}, but that parameter has shape {shape}"
+        with pytest.raises(ValueError, match=re.escape(msg)):
+            opt.load_state_dict(saved.state_dict())
+        # nothing was loaded: the optimizer keeps its own state and hyperparameters
+        assert all(opt.state[p] == before[id(p)] for p in ps)
+        opt.step()
+
+
+def test_load_state_dict_moves_state_to_each_parameter_s_device_and_dtype(device):
+    src = param([1.0, -2.0, 3.0])  # float64 on the CPU
+    opt = optim.Adam([src], lr=0.1, amsgrad=True)
+    src.grad = tg.tensor([0.5, 0.5, -1.0], dtype=tg.float64)
+    opt.step()
+    q = param([1.0, -2.0, 3.0], device=device, dtype=tg.float32)
+    opt2 = optim.Adam([q], lr=0.1)
+    opt2.load_state_dict(opt.state_dict())
+    st = opt2.state[q]
+    for k in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
+        assert st[k].device == q.device and st[k].dtype is tg.float32, k
+        np.testing.assert_allclose(st[k].cpu().numpy(), opt.state[src][k].numpy(), rtol=1e-6)
+    assert st["step"].device.type == "cpu" and st["step"].item() == 1  # step stays as saved
+    q.grad = tg.tensor([0.5, 0.5, -1.0], device=device)
+    opt2.step()
+    assert st["step"].item() == 2 and st["exp_avg"].device == q.device

@@ -228,6 +228,74 @@ def test_oom_collects_garbage_before_giving_up(make_allocator, fakes):
         gc.enable()
 
 
+# -- the per-process memory fraction ------------------------------------------------------
+def test_memory_fraction_caps_reserved_memory(make_allocator, fakes):
+    alloc, raw, _ = make_allocator(raw=fakes.FakeRaw(capacity=64 * MiB))
+    assert alloc.memory_fraction == 1.0 and alloc.memory_limit is None
+    alloc.set_memory_fraction(0.5, 64 * MiB)
+    assert alloc.memory_fraction == 0.5 and alloc.memory_limit == 32 * MiB
+    a = alloc.malloc(20 * MiB, A)  # a 20 MiB segment: under the cap
+    with pytest.raises(OutOfMemoryError) as info:
+        alloc.malloc(20 * MiB, A)  # 40 MiB reserved would pass 32 MiB; the device has room
+    msg = str(info.value)
+    assert msg.startswith("out of memory allocating 20.00 MiB on cuda:0 (allocated 20.00 MiB, "
+                          "reserved 20.00 MiB, free 44.00 MiB; 32.00 MiB allowed by the "
+                          "per-process memory fraction 0.5 of 64.00 MiB). "), msg
+    assert "set_per_process_memory_fraction" in msg
+    assert raw.allocs == 1  # the driver was never asked for memory past the cap
+    assert alloc.memory_stats()["num_ooms"] == 1 and alloc.allocated == 20 * MiB
+    alloc.malloc(10 * MiB, A)  # what still fits under the cap: a 10 MiB segment
+    assert alloc.reserved == 30 * MiB
+    alloc.free(a)
+
+
+def test_memory_fraction_releases_cached_blocks_before_failing(make_allocator, fakes):
+    alloc, raw, _ = make_allocator(raw=fakes.FakeRaw(capacity=64 * MiB))
+    alloc.set_memory_fraction(0.5, 64 * MiB)
+    alloc.free(alloc.malloc(20 * MiB, A))  # cached on A, still reserved
+    b = alloc.malloc(20 * MiB, B)  # over the cap with A's cache: A's segment goes, then fits
+    assert b.ptr in raw.live and raw.frees == 1
+    assert alloc.reserved == 20 * MiB and alloc.memory_stats()["num_alloc_retries"] == 1
+    assert alloc.memory_stats()["num_ooms"] == 0
+
+
+def test_memory_fraction_lowered_below_reserved_and_empty_cache(make_allocator, fakes):
+    alloc, raw, _ = make_allocator(raw=fakes.FakeRaw(capacity=64 * MiB))
+    alloc.free(alloc.malloc(30 * MiB, A))  # a 30 MiB segment, cached
+    alloc.set_memory_fraction(0.25, 64 * MiB)  # 16 MiB: the cache is kept, not freed
+    assert alloc.reserved == 30 * MiB and raw.frees == 0
+    b = alloc.malloc(30 * MiB, A)  # served from the cache: no new memory is reserved
+    assert raw.allocs == 1
+    alloc.free(b)
+    alloc.empty_cache()
+    assert alloc.reserved == 0 and raw.used == 0
+    alloc.malloc(12 * MiB, A)
+    with pytest.raises(OutOfMemoryError, match="16.00 MiB allowed"):
+        alloc.malloc(12 * MiB, A)
+    alloc.set_memory_fraction(1, 64 * MiB)  # the whole device again
+    alloc.malloc(12 * MiB, A)
+    assert alloc.reserved == 24 * MiB
+
+
+def test_memory_fraction_zero_allows_no_new_segment(make_allocator, fakes):
+    alloc, raw, _ = make_allocator(raw=fakes.FakeRaw(capacity=64 * MiB))
+    alloc.set_memory_fraction(0.0, 64 * MiB)
+    with pytest.raises(OutOfMemoryError, match="0 B allowed"):
+        alloc.malloc(1, A)
+    assert raw.allocs == 0
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan"), float("inf")])
+def test_memory_fraction_out_of_range(make_allocator, bad):
+    alloc, _, _ = make_allocator()
+    with pytest.raises(ValueError, match=rf"^Invalid fraction value: {bad}. Allowed range: 0~1$"):
+        alloc.set_memory_fraction(bad, 64 * MiB)
+    for wrong_type in ("0.5", None, True):
+        with pytest.raises(TypeError, match="Invalid type for fraction argument"):
+            alloc.set_memory_fraction(wrong_type, 64 * MiB)
+    assert alloc.memory_fraction == 1.0 and alloc.memory_limit is None  # unchanged
+
+
 def test_double_free_is_an_error(make_allocator):
     alloc, _, _ = make_allocator()
     b = alloc.malloc(100, A)
@@ -279,10 +347,13 @@ _ops = st.lists(st.tuples(st.sampled_from(["malloc", "free", "record", "complete
 
 
 @settings(max_examples=150, deadline=None)
-@given(_ops)
-def test_invariants_under_random_use(fakes, ops):
+@given(_ops, st.sampled_from([None, 0.25, 0.5]))
+def test_invariants_under_random_use(fakes, ops, fraction):
     raw, events = fakes.FakeRaw(capacity=96 * MiB), fakes.FakeEvents()
     alloc = CachingAllocator(raw.alloc, raw.free, events.record, mem_info=raw.mem_info)
+    if fraction is not None:
+        alloc.set_memory_fraction(fraction, 96 * MiB)
+    limit = alloc.memory_limit or 96 * MiB
     live = []
     for op, size, stream in ops:
         if op == "malloc":
@@ -306,7 +377,7 @@ def test_invariants_under_random_use(fakes, ops):
         for p, e in spans:
             assert any(r <= p and e <= r + n for r, n in raw.live.items())
         assert alloc.allocated == sum(b.size for b in live)
-        assert alloc.reserved == raw.used
+        assert alloc.reserved == raw.used <= limit
     for b in live:
         alloc.free(b)
     events.complete()

@@ -77,6 +77,68 @@ def test_emulated_events_and_streams():
         d.stream_query(0, s)
 
 
+# -- the emulated driver's environment ----------------------------------------------------
+@pytest.mark.parametrize("value, nbytes", [
+    ("1048576", 1 << 20), ("4096B", 4096), (" 512MiB ", 512 << 20), ("1GiB", 1 << 30),
+    ("1.5GiB", 3 << 29), ("2 gb", 2 * 10**9), ("64kib", 64 << 10), ("3MB", 3 * 10**6),
+    ("1TiB", 1 << 40), ("0.3KiB", 307), ("", 16 << 30), ("  ", 16 << 30),
+])
+def test_emulated_memory_from_the_environment(monkeypatch, value, nbytes):
+    monkeypatch.setenv("TRITONGRAD_EMULATE_CUDA_MEMORY", value)
+    d = EmulatedDriver()
+    assert d.total_memory(0) == nbytes and d.mem_get_info(0) == (nbytes, nbytes)
+
+
+@pytest.mark.parametrize("value, why", [
+    ("-5", "is not a positive size"), ("0", "is not a positive size"),
+    ("0GiB", "is not a positive size"), ("0.1B", "is not a size"), ("1.5", "is not a size"),
+    ("1G", "is not a size"), ("1e9", "is not a size"), ("lots", "is not a size"),
+    ("1 GiB 2", "is not a size"), ("nan", "is not a size"), ("-1GiB", "is not a positive size"),
+])
+def test_emulated_memory_refuses_what_is_not_a_size(monkeypatch, value, why):
+    monkeypatch.setenv("TRITONGRAD_EMULATE_CUDA_MEMORY", value)
+    with pytest.raises(ValueError) as info:
+        EmulatedDriver()
+    msg = str(info.value)
+    assert msg.startswith(f"TRITONGRAD_EMULATE_CUDA_MEMORY={value!r} {why}"), msg
+    assert "'512MiB'" in msg and "KiB, MiB, GiB, TiB" in msg and "KB, MB, GB, TB" in msg
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "1GiB", True])
+def test_emulated_memory_argument_is_checked(bad):
+    with pytest.raises(ValueError, match="total_memory must be a positive number of bytes"):
+        EmulatedDriver(total_memory=bad)
+
+
+@pytest.mark.skipif(driver.is_available() and not driver.is_emulated(),
+                    reason="a real GPU is present: the emulated device is not selected")
+def test_a_bad_emulated_memory_size_fails_the_first_cuda_call():
+    r = _run("""
+        import tritongrad as tg
+        try:
+            tg.zeros(3, device="cuda")
+        except ValueError as e:
+            print(e)
+    """, TRITONGRAD_EMULATE_CUDA="1", TRITONGRAD_EMULATE_CUDA_MEMORY="1 gigabyte")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("TRITONGRAD_EMULATE_CUDA_MEMORY='1 gigabyte' is not a size"), \
+        r.stdout
+
+
+def test_the_emulation_switch(monkeypatch, recwarn):
+    for value, on in (("1", True), ("0", False), ("", False)):
+        monkeypatch.setenv("TRITONGRAD_EMULATE_CUDA", value)
+        assert driver._emulation_requested() is on
+    monkeypatch.delenv("TRITONGRAD_EMULATE_CUDA")
+    assert driver._emulation_requested() is False
+    assert not recwarn.list  # the documented values are quiet
+    for value in ("true", "yes", " 1", "2"):  # exactly "1" enables: others are ignored, loudly
+        monkeypatch.setenv("TRITONGRAD_EMULATE_CUDA", value)
+        with pytest.warns(RuntimeWarning, match=rf"TRITONGRAD_EMULATE_CUDA={value!r} is ignored: "
+                                                r"only '1' enables"):
+            assert driver._emulation_requested() is False
+
+
 # -- the real driver, without a GPU ------------------------------------------------------
 def _libcuda_missing() -> bool:
     try:

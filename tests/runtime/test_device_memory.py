@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import os
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
+from tritongrad.runtime import driver, memory
 from tritongrad.runtime import dtype as dt
-from tritongrad.runtime import memory
 from tritongrad.runtime.device import device
 
 CUDA = device("cuda", 0)
@@ -174,6 +178,82 @@ def test_out_of_memory(cuda):
     assert cuda.memory_stats()["num_ooms"] == before + 1
     x = memory.empty((10,), dt.float32, CUDA)  # still usable afterwards
     assert x.data_ptr()
+
+
+def test_per_process_memory_fraction(cuda):
+    """A cap of what is reserved now plus 48 MiB: 40 MiB fits, 40 MiB more does not, until
+    the first is freed; the cap then goes back to the whole device."""
+    assert cuda.get_per_process_memory_fraction() == 1.0
+    total = cuda.get_device_properties().total_memory
+    gc.collect()
+    cuda.empty_cache()
+    base = cuda.memory_reserved()
+    fraction = (base + 48 * MiB) / total
+    try:
+        cuda.set_per_process_memory_fraction(fraction)
+        assert cuda.get_per_process_memory_fraction() == fraction
+        assert cuda.get_per_process_memory_fraction("cuda:0") == fraction
+        a = memory.empty((40 * MiB,), dt.uint8, CUDA)
+        with pytest.raises(cuda.OutOfMemoryError) as info:
+            memory.empty((40 * MiB,), dt.uint8, CUDA)
+        msg = str(info.value)
+        assert " allowed by the per-process memory fraction " in msg, msg
+        assert "set_per_process_memory_fraction" in msg
+        del a
+        gc.collect()
+        b = memory.empty((40 * MiB,), dt.uint8, CUDA)  # the freed block is reused
+        assert cuda.memory_reserved() <= base + 48 * MiB
+        del b
+    finally:
+        cuda.set_per_process_memory_fraction(1.0)
+    assert cuda.get_per_process_memory_fraction() == 1.0
+    for bad in (-0.5, 1.01):
+        with pytest.raises(ValueError, match=rf"^Invalid fraction value: {bad}\. Allowed range"):
+            cuda.set_per_process_memory_fraction(bad)
+    with pytest.raises(TypeError, match="Invalid type for fraction argument"):
+        cuda.set_per_process_memory_fraction("0.5")
+
+
+@pytest.mark.skipif(driver.is_available() and not driver.is_emulated(),
+                    reason="sizes the emulated device: a real GPU is present")
+def test_per_process_memory_fraction_of_a_small_emulated_device():
+    """TRITONGRAD_EMULATE_CUDA_MEMORY=256MiB, fraction 0.5: 128 MiB may be reserved."""
+    code = """
+        import gc
+        import tritongrad.cuda as c
+        from tritongrad.runtime import dtype, memory
+        from tritongrad.runtime.device import device
+        MiB, cuda0 = 1 << 20, device("cuda", 0)
+        assert c.is_emulated() and c.mem_get_info() == (256 * MiB, 256 * MiB)
+        c.set_per_process_memory_fraction(0.5)
+        a = memory.empty((100 * MiB,), dtype.uint8, cuda0)
+        try:
+            memory.empty((100 * MiB,), dtype.uint8, cuda0)
+        except c.OutOfMemoryError as e:
+            print(e)
+        else:
+            raise AssertionError("no OutOfMemoryError past the fraction")
+        assert c.mem_get_info()[0] == 156 * MiB  # the device had room: the cap said no
+        del a
+        gc.collect()
+        with c.stream(c.Stream()):  # another stream: the cached 100 MiB must go back first
+            b = memory.empty((100 * MiB,), dtype.uint8, cuda0)
+        stats = c.memory_stats()
+        assert stats["num_alloc_retries"] == 2 and stats["num_device_free"] == 1, stats
+        assert c.memory_reserved() == 100 * MiB
+        del b
+        gc.collect()
+        c.empty_cache()
+        assert c.memory_reserved() == 0 and c.mem_get_info()[0] == 256 * MiB
+        print("ok")
+    """
+    env = dict(os.environ, TRITONGRAD_EMULATE_CUDA="1", TRITONGRAD_EMULATE_CUDA_MEMORY="256MiB")
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, check=False,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.endswith("ok\n"), r.stdout + r.stderr
+    assert ("out of memory allocating 100.00 MiB on cuda:0 (allocated 100.00 MiB, reserved "
+            "100.00 MiB, free 156.00 MiB; 128.00 MiB allowed by the per-process memory fraction "
+            "0.5 of 256.00 MiB)") in r.stdout, r.stdout
 
 
 def test_storage_interpreter_surface(cuda):
