@@ -615,26 +615,23 @@ def accumulate_grad(var: Tensor, g: Tensor, create_graph: bool) -> None:
     """
     if g._dtype is not var._dtype:
         g = g.to(var._dtype)
+    # (inline, not a helper call: _stealable counts the references to g)
     with _accumulate_lock:
-        _accumulate(var, g, create_graph)
-
-
-def _accumulate(var: Tensor, g: Tensor, create_graph: bool) -> None:
-    old = var._grad
-    if old is None:
-        if not create_graph and _stealable(g) and _obeys_layout(g, var):
-            var._grad = g.detach()
+        old = var._grad
+        if old is None:
+            if not create_graph and _stealable(g) and _obeys_layout(g, var):
+                var._grad = g.detach()
+            else:
+                var._grad = _clone_obeying_layout(g, var)
+        elif not create_graph:
+            prev = state.grad_enabled
+            state.grad_enabled = False
+            try:
+                old.add_(g)
+            finally:
+                state.grad_enabled = prev
         else:
-            var._grad = _clone_obeying_layout(g, var)
-    elif not create_graph:
-        prev = state.grad_enabled
-        state.grad_enabled = False
-        try:
-            old.add_(g)
-        finally:
-            state.grad_enabled = prev
-    else:
-        var._grad = old + g
+            var._grad = old + g
 
 
 # -- streams (Note [Backward streams]) ---------------------------------------------------------
