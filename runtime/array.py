@@ -19,7 +19,10 @@ import operator
 
 from .dtype import dtype as Dtype
 
-__all__ = ["DeviceArray", "contiguous_strides", "view_strides"]
+__all__ = ["DeviceArray", "check_sizes", "check_view_bounds", "contiguous_strides",
+           "view_strides"]
+
+_INT64_MAX = (1 << 63) - 1
 
 
 def contiguous_strides(shape) -> tuple:
@@ -63,10 +66,55 @@ def view_strides(shape, strides, new_shape):
     return tuple(out)
 
 
+def check_sizes(shape) -> None:
+    """PyTorch's RuntimeError for a negative size, or for sizes whose product overflows int64."""
+    shape = [operator.index(n) for n in shape]
+    numel = 1
+    for n in shape:
+        if n < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {shape}")
+        numel *= n
+    if numel > _INT64_MAX:
+        raise RuntimeError("numel: integer multiplication overflow")
+
+
+def check_view_bounds(shape, strides, offset: int, itemsize: int, storage_nbytes: int) -> None:
+    """Raises PyTorch's RuntimeError unless the view (``shape``, element ``strides``, element
+    ``offset``) of a storage of ``storage_nbytes`` bytes stays inside it.
+
+    The one bounds check of views made from user geometry (the kernel contract's
+    ``as_strided`` on both backends calls it): sizes, strides and the offset are
+    non-negative, and the highest element, ``offset + sum((size - 1) * stride)``, lies inside
+    the storage. A view with no elements reads nothing, so any offset that is not negative
+    will do for it (PyTorch's ``checkInBoundsForStorage``). The order of the checks, and so
+    which error a request breaking several rules gets, is PyTorch's ``setStrided``.
+    """
+    shape = [operator.index(n) for n in shape]  # Python ints: NumPy's would overflow below
+    strides = [operator.index(s) for s in strides]
+    offset = operator.index(offset)
+    check_sizes(shape)
+    if any(s < 0 for s in strides):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got "
+                           f"strides: {strides}")
+    if 0 not in shape:
+        extent = 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+        if extent * itemsize > _INT64_MAX:
+            raise RuntimeError(f"Storage size calculation overflowed with sizes={shape} "
+                               f"and strides={strides}")
+        need = (extent + offset) * itemsize
+        if need > storage_nbytes:
+            raise RuntimeError(f"setStorage: sizes {shape}, strides {strides}, "
+                               f"storage offset {offset}, and itemsize {itemsize} requiring a "
+                               f"storage size of {need} are out of bounds for storage of size "
+                               f"{storage_nbytes}")
+    if offset < 0 or offset * itemsize > _INT64_MAX:  # (the latter: an empty view's address)
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+
+
 class DeviceArray:
     """A view (storage, offset, shape, strides, dtype) of memory on a CUDA device."""
 
-    __slots__ = ("storage", "offset", "shape", "strides", "dtype")
+    __slots__ = ("dtype", "offset", "shape", "storage", "strides")
 
     def __init__(self, storage, offset: int, shape: tuple, strides: tuple, dtype: Dtype):
         self.storage = storage
@@ -110,19 +158,19 @@ class DeviceArray:
                 f"dtype={self.dtype}, device={self.device})")
 
     # -- views (metadata only) ---------------------------------------------------------------
-    def as_strided(self, shape, strides, offset: int | None = None) -> "DeviceArray":
+    def as_strided(self, shape, strides, offset: int | None = None) -> DeviceArray:
         return DeviceArray(self.storage, self.offset if offset is None else offset,
                            tuple(shape), tuple(strides), self.dtype)
 
-    def view(self, shape) -> "DeviceArray | None":
+    def view(self, shape) -> DeviceArray | None:
         """The same elements in ``shape`` without copying, or None if strides forbid it."""
         strides = view_strides(self.shape, self.strides, shape)
         return None if strides is None else self.as_strided(shape, strides)
 
-    def permute(self, dims) -> "DeviceArray":
+    def permute(self, dims) -> DeviceArray:
         return self.as_strided([self.shape[d] for d in dims], [self.strides[d] for d in dims])
 
-    def expand(self, shape) -> "DeviceArray":
+    def expand(self, shape) -> DeviceArray:
         """Broadcasts to ``shape`` (already validated) with zero strides on new dimensions."""
         lead = len(shape) - self.ndim
         strides = [0] * lead
@@ -130,7 +178,7 @@ class DeviceArray:
             strides.append(s if n == shape[lead + i] else 0)
         return self.as_strided(shape, strides)
 
-    def getitem(self, index: tuple) -> "DeviceArray":
+    def getitem(self, index: tuple) -> DeviceArray:
         """Basic indexing: ints, slices (positive steps), None and Ellipsis, already normalised
         so that Ellipsis is expanded and ints are in range."""
         shape, strides, offset = [], [], self.offset
@@ -157,10 +205,10 @@ class DeviceArray:
     def untyped_storage(self):
         return self.storage
 
-    def new_empty(self, *size, device=None) -> "DeviceArray":
+    def new_empty(self, *size, device=None) -> DeviceArray:
         return DeviceArray(self.storage, 0, (0,), (1,), self.dtype)
 
-    def set_(self, storage, offset, size, stride) -> "DeviceArray":
+    def set_(self, storage, offset, size, stride) -> DeviceArray:
         self.storage, self.offset = storage, offset
         self.shape, self.strides = tuple(size), tuple(stride)
         return self
@@ -174,7 +222,7 @@ class DeviceArray:
     def stride(self) -> tuple:
         return self.strides
 
-    def copy_(self, other) -> "DeviceArray":
+    def copy_(self, other) -> DeviceArray:
         if other.storage is not self.storage:  # the interpreter copies back to itself on host
             raise NotImplementedError("DeviceArray.copy_ is only the interpreter's no-op")
         return self

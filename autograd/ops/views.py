@@ -18,15 +18,33 @@ from __future__ import annotations
 import math
 import operator
 
+from ...runtime.array import check_sizes
 from ..dispatch import Primitive, apply, as_shape, sum_to
 from ..node import Node
 from ..state import state
 from ..tensor import Tensor, int_arg, wrap_dim
 from . import traced
 
-__all__ = ["view", "reshape", "permute", "transpose", "t", "numpy_T", "expand", "expand_as",
-           "broadcast_to", "unsqueeze", "squeeze", "flatten", "getitem", "as_strided",
-           "sum_to_size", "rebase_history", "regenerate_view_history", "infer_size"]
+__all__ = [
+    "as_strided",
+    "broadcast_to",
+    "expand",
+    "expand_as",
+    "flatten",
+    "getitem",
+    "infer_size",
+    "numpy_T",
+    "permute",
+    "rebase_history",
+    "regenerate_view_history",
+    "reshape",
+    "squeeze",
+    "sum_to_size",
+    "t",
+    "transpose",
+    "unsqueeze",
+    "view",
+]
 
 
 def _as_view(out: Tensor, src: Tensor) -> Tensor:
@@ -191,13 +209,16 @@ class TBackward0(PermuteBackward0):
 
 
 def permute(x: Tensor, *dims) -> Tensor:
-    dims = tuple(wrap_dim(d, x.ndim, "permute")
-                 for d in int_tuple(_shape_args(dims, "permute", "dims"), "permute", "dims"))
-    if sorted(dims) != list(range(x.ndim)):
+    # PyTorch's checks, in its order: the count first (its message names sparse_coo for
+    # dense tensors too), then each dim's range, then duplicates.
+    dims = int_tuple(_shape_args(dims, "permute", "dims"), "permute", "dims")
+    if len(dims) != x.ndim:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
                            f"not match the length of the desired ordering of dimensions i.e. "
-                           f"input.dim() = {x.ndim} is not equal to len(dims) = {len(dims)}"
-                           if len(dims) != x.ndim else f"permute: repeated dim in {list(dims)}")
+                           f"input.dim() = {x.ndim} is not equal to len(dims) = {len(dims)}")
+    dims = tuple(wrap_dim(d, x.ndim, "permute") for d in dims)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
     return _view_apply(PermuteBackward0, x, dims)
 
 
@@ -251,8 +272,8 @@ def expand(x: Tensor, *sizes) -> Tensor:
             s = int_tuple(sizes, "expand", "size")[i]
         if i < lead:
             if s < 0:
-                raise RuntimeError(f"expand: -1 is not allowed in a leading, non-existing "
-                                   f"dimension {i}")
+                raise RuntimeError(f"The expanded size of the tensor ({s}) isn't allowed in a "
+                                   f"leading, non-existing dimension {i}")
             shape.append(s)
             continue
         have = x.shape[i - lead]
@@ -264,6 +285,7 @@ def expand(x: Tensor, *sizes) -> Tensor:
                                f"{list(sizes)}.  Tensor sizes: {list(x.shape)}")
         shape.append(s)
     shape = tuple(shape)
+    check_sizes(shape)  # a singleton may have been given a negative size
     if shape == tuple(x.shape):
         return _view_apply(ViewBackward0, x, shape)  # PyTorch records a view here too
     return _view_apply(ExpandBackward0, x, shape)
@@ -370,7 +392,7 @@ def is_basic_index(index) -> bool:
     for ix in items:
         if ix is None or ix is Ellipsis or isinstance(ix, slice):
             continue
-        if isinstance(ix, bool) or isinstance(ix, (Tensor, list)) or hasattr(ix, "__array__"):
+        if isinstance(ix, (bool, Tensor, list)) or hasattr(ix, "__array__"):
             return False
         try:
             operator.index(ix)
@@ -444,7 +466,16 @@ class AsStridedBackward0(_ViewPrimitive):
 
     @staticmethod
     def backward(ctx, g):
-        return as_strided_scatter(_zeros_layout(g, *ctx.layout), g, *ctx.geom)
+        in_shape, in_strides = ctx.layout
+        shape, strides, rel = ctx.geom
+        lo = min(0, rel)
+        hi = max(_extent(in_shape, in_strides), rel + _extent(shape, strides))
+        if lo == 0 and hi == _extent(in_shape, in_strides):
+            return as_strided_scatter(_zeros_layout(g, *ctx.layout), g, *ctx.geom)
+        # The output reaches storage outside the input's span (before its offset, or past its
+        # last element): scatter into a buffer spanning both, then read the input's region.
+        full = as_strided_scatter(_zeros_like_shape(g, (hi - lo,)), g, shape, strides, rel - lo)
+        return as_strided(full, in_shape, in_strides, full.storage_offset() - lo)
 
 
 class AsStridedScatterBackward0(Primitive):
@@ -484,9 +515,10 @@ def _zeros_layout(like: Tensor, shape, strides) -> Tensor:
     return out
 
 
-def _zeros_like_shape(like: Tensor) -> Tensor:
+def _zeros_like_shape(like: Tensor, shape=None) -> Tensor:
     from .creation import zeros
-    return zeros(tuple(like.shape), dtype=like.dtype, device=like.device)
+    return zeros(tuple(like.shape) if shape is None else shape, dtype=like.dtype,
+                 device=like.device)
 
 
 def _to_layout(g: Tensor, shape, strides) -> Tensor:
@@ -499,12 +531,20 @@ def _to_layout(g: Tensor, shape, strides) -> Tensor:
 
 def as_strided(x: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
     """A view of ``x``'s storage with explicit ``size``, ``stride`` and ``storage_offset``
-    (absolute, as PyTorch's; ``None`` keeps ``x``'s offset)."""
-    size, stride = tuple(size), tuple(stride)
+    (absolute, as PyTorch's; ``None`` keeps ``x``'s offset).
+
+    The geometry is checked against the storage (non-negative sizes, strides and offset, and
+    every element inside it) by the backend's ``as_strided``, through the one check both
+    backends share (``runtime.array.check_view_bounds``)."""
+    size = int_tuple(size, "as_strided", "size", 1)
+    stride = int_tuple(stride, "as_strided", "stride", 2)
     if len(size) != len(stride):
         raise RuntimeError(f"as_strided: mismatch in length of strides ({len(stride)}) and "
                            f"shape ({len(size)})")
-    rel = 0 if storage_offset is None else storage_offset - x.storage_offset()
+    if storage_offset is None:
+        rel = 0
+    else:
+        rel = int_arg(storage_offset, "as_strided", "storage_offset", 3) - x.storage_offset()
     return _view_apply(AsStridedBackward0, x, size, stride, rel)
 
 

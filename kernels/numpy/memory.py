@@ -10,10 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...runtime import dtype as dtypes
-from ...runtime.array import contiguous_strides, view_strides
+from ...runtime.array import check_view_bounds, contiguous_strides, view_strides
 from .bf16 import BF16Array, round_, rounded
 
-_as_strided = np.lib.stride_tricks.as_strided
 _ndarray = np.ndarray
 _BF16 = dtypes.bfloat16
 
@@ -79,9 +78,25 @@ def strides(a: np.ndarray) -> tuple:
 
 
 def _storage_root(a: np.ndarray) -> np.ndarray:
-    while isinstance(a.base, np.ndarray):
-        a = a.base
-    return a
+    """The array whose memory ``a`` views: its chain of NumPy bases, through the views that
+    ``as_strided`` makes (their base is an ``_At`` holding the root)."""
+    while True:
+        base = a.base
+        if isinstance(base, np.ndarray):
+            a = base
+        elif type(base) is _At:
+            a = base.owner
+        else:
+            return a
+
+
+def _storage_nbytes(root: np.ndarray) -> int:
+    """The bytes of ``root``'s memory from its first element: all of it when the root is
+    compact (it owns its buffer, or wraps one); else (a strided view of memory NumPy does not
+    own) as far as its own elements reach, the only bytes known to be there."""
+    if root.flags.forc or 0 in root.shape:
+        return root.nbytes
+    return root.itemsize + sum((n - 1) * s for n, s in zip(root.shape, root.strides) if s > 0)
 
 
 def storage_offset(a: np.ndarray) -> int:
@@ -99,7 +114,9 @@ def view(a: np.ndarray, shape):
     st = view_strides(a.shape, strides(a), tuple(shape))
     if st is None:
         return None
-    return _keep(_as_strided(a, shape, tuple(s * a.itemsize for s in st), writeable=True), a)
+    # through _At, not NumPy's as_strided: its result's base (a DummyArray) would hide the
+    # storage from _storage_root
+    return _at(a, _storage_root(a), a.__array_interface__["data"][0], shape, st)
 
 
 def permute(a: np.ndarray, dims) -> np.ndarray:
@@ -143,8 +160,18 @@ class _At:
 
 
 def as_strided(a: np.ndarray, shape, strides, offset) -> np.ndarray:
-    """A view of ``a``'s storage: element ``strides``, starting ``offset`` elements into it."""
+    """A view of ``a``'s storage: element ``strides``, starting ``offset`` elements into it;
+    PyTorch's RuntimeError if it would reach outside the storage (``check_view_bounds``)."""
     root = _storage_root(a)
-    ptr = root.__array_interface__["data"][0] + offset * a.itemsize
+    nbytes, item = _storage_nbytes(root), a.itemsize
+    if type(a) is BF16Array:  # float32 storage: count in bfloat16's 2-byte elements
+        nbytes, item = nbytes // 2, 2
+    check_view_bounds(shape, strides, offset, item, nbytes)
+    return _at(a, root, root.__array_interface__["data"][0] + offset * a.itemsize, shape, strides)
+
+
+def _at(a: np.ndarray, root: np.ndarray, ptr: int, shape, strides) -> np.ndarray:
+    """A writable view of ``root``'s memory at ``ptr`` with ``a``'s dtype and element
+    ``strides``."""
     return _keep(np.asarray(_At(root, ptr, tuple(shape), tuple(s * a.itemsize for s in strides),
                                 a.dtype.str)), a)

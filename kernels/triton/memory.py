@@ -15,7 +15,7 @@ are the contract's names for them.
 from __future__ import annotations
 
 from ...runtime import memory as _memory
-from ...runtime.array import DeviceArray
+from ...runtime.array import DeviceArray, check_view_bounds
 from ...runtime.device import device as Device
 from . import _launch as L
 from .elementwise import launch_arange, launch_copy, span
@@ -120,8 +120,11 @@ def getitem(a: DeviceArray, index: tuple) -> DeviceArray:
 
 
 def as_strided(a: DeviceArray, shape, strides, offset) -> DeviceArray:
-    """A view of ``a``'s storage: element ``strides``, starting ``offset`` elements into it."""
-    return a.as_strided(tuple(shape), tuple(strides), offset)
+    """A view of ``a``'s storage: element ``strides``, starting ``offset`` elements into it;
+    PyTorch's RuntimeError if it would reach outside the storage (``check_view_bounds``)."""
+    shape, strides = tuple(shape), tuple(strides)
+    check_view_bounds(shape, strides, offset, a.itemsize, a.storage.nbytes)
+    return a.as_strided(shape, strides, offset)
 
 
 def strides(a: DeviceArray) -> tuple:

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tritongrad as tg
-from tests.helpers import assert_grads_match, t64, host
+from tests.helpers import assert_grads_match, host, t64
 
 rng = np.random.default_rng(4)
 
@@ -237,43 +237,63 @@ def test_zero_dim_tensor_takes_dims_0_and_minus_1(device):
         s.movedim(1, 0)
 
 
+def test_permute_checks_the_count_first_then_range_then_duplicates(device):
+    """PyTorch 2.x's order and wording (its count message names sparse_coo for dense tensors
+    too); a wrong count used to be reported as a dimension out of range."""
+    x = tg.zeros(2, 3, device=device)
+    for dims, n in [((1, 0, 2), 3), ((0,), 1), ((), 0)]:
+        with pytest.raises(RuntimeError) as info:
+            x.permute(*dims) if dims else x.permute(())
+        assert str(info.value) == (
+            "permute(sparse_coo): number of dimensions in the tensor input does not match the "
+            "length of the desired ordering of dimensions i.e. input.dim() = 2 is not equal to "
+            f"len(dims) = {n}")
+    with pytest.raises(RuntimeError, match=r"^permute\(\): duplicate dims are not allowed\.$"):
+        x.permute(1, -1)
+    with pytest.raises(IndexError, match=r"permute: dimension out of range \(expected to be in "
+                                         r"range of \[-2, 1\], but got 2\)"):
+        x.permute(0, 2)
+    y = tg.zeros(2, 3, 4, device=device).permute(-1, 0, 1)
+    assert y.shape == (4, 2, 3) and y.stride() == (1, 12, 4)
+
+
 def test_shape_ops_name_the_op_and_argument_for_non_ints(device):
     x = tg.zeros(3, 4, device=device)
     cases = [
-        (lambda: x.reshape(12.0), "reshape(): argument 'shape' (position 1) must be tuple of "
-                                  "ints, not float"),
-        (lambda: x.reshape(3, 4.0), "reshape(): argument 'shape' (position 1) must be tuple of "
-                                    "ints, but found element of type float at pos 1"),
-        (lambda: x.view(12.0), "view(): argument 'size' (position 1) must be tuple of ints, not "
-                               "float"),
-        (lambda: x.expand(3.0, 4), "expand(): argument 'size' (position 1) must be tuple of "
-                                   "ints, but found element of type float at pos 0"),
-        (lambda: x.expand("ab"), "expand(): argument 'size' (position 1) must be tuple of "
-                                 "ints, not str"),
-        (lambda: x.split(1.5), "split(): argument 'split_size' (position 1) must be int, not "
-                               "float"),
-        (lambda: x.split([1.5, 1.5]), "split_with_sizes(): argument 'split_sizes' (position 1) "
+        (lambda: x.reshape(12.0), ("reshape(): argument 'shape' (position 1) must be tuple of "
+                                  "ints, not float")),
+        (lambda: x.reshape(3, 4.0), ("reshape(): argument 'shape' (position 1) must be tuple of "
+                                    "ints, but found element of type float at pos 1")),
+        (lambda: x.view(12.0), ("view(): argument 'size' (position 1) must be tuple of ints, not "
+                               "float")),
+        (lambda: x.expand(3.0, 4), ("expand(): argument 'size' (position 1) must be tuple of "
+                                   "ints, but found element of type float at pos 0")),
+        (lambda: x.expand("ab"), ("expand(): argument 'size' (position 1) must be tuple of "
+                                 "ints, not str")),
+        (lambda: x.split(1.5), ("split(): argument 'split_size' (position 1) must be int, not "
+                               "float")),
+        (lambda: x.split([1.5, 1.5]), ("split_with_sizes(): argument 'split_sizes' (position 1) "
                                       "must be tuple of ints, but found element of type float "
-                                      "at pos 0"),
+                                      "at pos 0")),
         (lambda: x.split(1, 0.0), "split(): argument 'dim' (position 2) must be int, not float"),
         (lambda: x.chunk(1.5), "chunk(): argument 'chunks' (position 1) must be int, not float"),
         (lambda: x.tril(1.5), "tril(): argument 'diagonal' (position 1) must be int, not float"),
         (lambda: x.triu("1"), "triu(): argument 'diagonal' (position 1) must be int, not str"),
-        (lambda: x.transpose(0.0, 1), "transpose(): argument 'dim0' (position 1) must be int, "
-                                      "not float"),
-        (lambda: x.permute(0.0, 1), "permute(): argument 'dims' (position 1) must be tuple of "
-                                    "ints, but found element of type float at pos 0"),
+        (lambda: x.transpose(0.0, 1), ("transpose(): argument 'dim0' (position 1) must be int, "
+                                      "not float")),
+        (lambda: x.permute(0.0, 1), ("permute(): argument 'dims' (position 1) must be tuple of "
+                                    "ints, but found element of type float at pos 0")),
         (lambda: x.unsqueeze(0.0), "unsqueeze(): argument 'dim' (position 1) must be int"),
         (lambda: x[None].squeeze(0.0), "squeeze(): argument 'dim' (position 1) must be int"),
         (lambda: x.flatten(0.0), "flatten(): argument 'start_dim' (position 1) must be int"),
         (lambda: x.select(0.0, 1), "select(): argument 'dim' (position 1) must be int"),
         (lambda: x.narrow(0, 0.0, 1), "narrow(): argument 'start' (position 2) must be int"),
-        (lambda: x.movedim(0.0, 1), "movedim(): argument 'source' (position 1) must be tuple "
-                                    "of ints, not float"),
-        (lambda: x.repeat(2.0, 1), "repeat(): argument 'repeats' (position 1) must be tuple of "
-                                   "ints, but found element of type float at pos 0"),
-        (lambda: x.tile(2.0), "tile(): argument 'dims' (position 1) must be tuple of ints, not "
-                              "float"),
+        (lambda: x.movedim(0.0, 1), ("movedim(): argument 'source' (position 1) must be tuple "
+                                    "of ints, not float")),
+        (lambda: x.repeat(2.0, 1), ("repeat(): argument 'repeats' (position 1) must be tuple of "
+                                   "ints, but found element of type float at pos 0")),
+        (lambda: x.tile(2.0), ("tile(): argument 'dims' (position 1) must be tuple of ints, not "
+                              "float")),
         (lambda: tg.cat([x, x], 0.0), "cat(): argument 'dim' (position 2) must be int"),
         (lambda: tg.stack([x, x], 0.0), "stack(): argument 'dim' (position 2) must be int"),
         (lambda: x.unbind(0.0), "unbind(): argument 'dim' (position 1) must be int"),
