@@ -1,10 +1,16 @@
 """tg.save / tg.load (tritongrad/serialization.py): round trips of nested objects and every
-dtype, map_location, and clear errors for malformed, truncated and tampered files."""
+dtype, map_location, atomic symlink-safe saving, and one clear error type (UnpicklingError)
+for every malformed, truncated, oversized or tampered file (tests/test_serialization_fuzz.py
+fuzzes the same)."""
 
 import io
 import json
 import math
+import os
+import pickle
+import stat
 import struct
+import sys
 import zlib
 from collections import OrderedDict
 
@@ -34,7 +40,7 @@ def test_state_dict_round_trip_through_a_file(tmp_path):
     x = tg.randn(3, 4)
     np.testing.assert_array_equal(model(x).detach().numpy(), other(x).detach().numpy())
     save(model.state_dict(), str(path))  # str paths too; overwriting is atomic
-    assert not (tmp_path / "model.tg.tmp").exists()
+    assert os.listdir(tmp_path) == ["model.tg"]
 
 
 def test_nested_python_values():
@@ -116,6 +122,66 @@ def test_unsupported_objects_are_refused_on_save():
         save({}, io.BytesIO(), pickle_module=object())
 
 
+# -- atomic, symlink-safe saving to paths --------------------------------------------------------
+
+def test_save_replaces_the_file_and_leaves_no_temporary_behind(tmp_path):
+    path = tmp_path / "ckpt.tg"
+    path.write_bytes(b"old contents")
+    save({"a": tg.ones(3)}, path)
+    assert sorted(os.listdir(tmp_path)) == ["ckpt.tg"]
+    assert load(path)["a"].tolist() == [1.0, 1.0, 1.0]
+
+
+def test_save_does_not_follow_a_symlink_planted_at_a_predictable_temporary_name(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    path = tmp_path / "ckpt.tg"
+    os.symlink(victim, str(path) + ".tmp")
+    save({"a": 1}, path)
+    assert victim.read_bytes() == b"precious"
+    assert os.path.islink(str(path) + ".tmp") and load(path) == {"a": 1}
+
+
+def test_save_removes_its_temporary_file_on_error(tmp_path, monkeypatch):
+    path = tmp_path / "ckpt.tg"
+    path.write_bytes(b"old contents")
+
+    def failing_replace(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", failing_replace)
+    with pytest.raises(OSError, match="disk full"):
+        save({"a": tg.ones(3)}, path)
+    assert sorted(os.listdir(tmp_path)) == ["ckpt.tg"] and path.read_bytes() == b"old contents"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")
+def test_saved_file_has_the_permissions_open_would_give(tmp_path):
+    umask = os.umask(0o022)
+    try:
+        save({"a": 1}, tmp_path / "ckpt.tg")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(os.stat(tmp_path / "ckpt.tg").st_mode) == 0o644
+
+
+def test_save_to_a_file_object_and_load_from_one():
+    buf = io.BytesIO()
+    save({"a": tg.arange(3.0)}, buf)
+    buf.seek(0)
+    assert load(buf)["a"].tolist() == [0.0, 1.0, 2.0]
+
+
+def test_deepest_saveable_objects_load():
+    for empty, wrap in (({}, lambda o: {"k": o}), ((), lambda o: (o,)), ([], lambda o: [o])):
+        obj = empty
+        for _ in range(256):
+            obj = wrap(obj)
+        assert roundtrip(obj) == obj
+        with pytest.raises(ValueError, match="nested too deeply"):
+            save(wrap(obj), io.BytesIO())
+
+
 # -- malformed and tampered files ----------------------------------------------------------------
 
 def _saved(obj=None) -> bytearray:
@@ -124,12 +190,49 @@ def _saved(obj=None) -> bytearray:
     return bytearray(buf.getvalue())
 
 
-def _with_header(header: dict, data: bytes = b"") -> bytes:
-    header = {"data_size": len(data), **header}
-    h = json.dumps(header).encode()
+def _with_header_bytes(h: bytes, data: bytes = b"") -> bytes:
+    """A file with header ``h`` (any bytes) and a valid header checksum."""
     prefix = struct.pack("<8sIIQ", MAGIC, 1, zlib.crc32(h), len(h))
     pad = -(len(prefix) + len(h)) % 64
     return prefix + h + b"\0" * pad + data
+
+
+def _with_header(header: dict, data: bytes = b"") -> bytes:
+    """A file with a header of the required fields, ``header`` overriding them (a field set
+    to None is left out), and ``data`` as its data section."""
+    header = {"format": "tritongrad", "version": 1, "tensors": [], "data_size": len(data),
+              **header}
+    header = {k: v for k, v in header.items() if v is not None}
+    return _with_header_bytes(json.dumps(header).encode(), data)
+
+
+def _entry(data: bytes = b"", **fields) -> dict:
+    """A tensor entry for ``data`` (float32 by default), with ``fields`` overriding."""
+    return {"dtype": "float32", "shape": [len(data) // 4], "device": "cpu", "offset": 0,
+            "nbytes": len(data), "crc32": zlib.crc32(data), "requires_grad": False,
+            "parameter": False, **fields}
+
+
+def _one_tensor(data: bytes = b"", **fields) -> bytes:
+    return _with_header({"tensors": [_entry(data, **fields)], "object": {"@": "tensor", "i": 0}},
+                        data)
+
+
+def test_load_errors_are_pickle_unpickling_errors_naming_the_file(tmp_path):
+    path = tmp_path / "bad.tg"
+    path.write_bytes(b"not a checkpoint at all")
+    with pytest.raises(pickle.UnpicklingError, match=r"load: .*bad\.tg: not a tritongrad") as e:
+        tg.load(path)
+    assert isinstance(e.value, RuntimeError) and isinstance(e.value, UnpicklingError)
+    with pytest.raises(pickle.UnpicklingError, match="load: <bytes>: "):
+        load(b"junk")
+
+
+def test_io_errors_propagate_unchanged(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        load(tmp_path / "missing.tg")
+    with pytest.raises(IsADirectoryError if os.name == "posix" else OSError):
+        load(tmp_path)
 
 
 def test_tampered_tensor_bytes_are_detected():
@@ -147,21 +250,28 @@ def test_tampered_header_is_detected():
         load(bytes(data))
 
 
-@pytest.mark.parametrize("cut", [10, 30, -1])
+@pytest.mark.parametrize("cut", [3, 10, 30, -1, -40])
 def test_truncated_files_are_rejected(cut):
     data = bytes(_saved())
-    with pytest.raises(UnpicklingError, match="truncated|magic"):
+    with pytest.raises(UnpicklingError, match="truncated"):
         load(data[:cut])
 
 
 def test_appended_bytes_are_rejected():
-    with pytest.raises(UnpicklingError, match="appended"):
+    with pytest.raises(UnpicklingError, match="1 bytes were appended"):
         load(bytes(_saved()) + b"\0")
 
 
-def test_foreign_and_empty_files_are_rejected(tmp_path):
-    with pytest.raises(UnpicklingError, match="bad magic"):
+def test_data_size_zero_followed_by_garbage_is_rejected():
+    with pytest.raises(UnpicklingError, match="1048576 bytes were appended"):
+        load(_with_header({"object": 1, "data_size": 0}, data=os.urandom(1 << 20)))
+
+
+def test_foreign_and_empty_files_are_rejected():
+    with pytest.raises(UnpicklingError, match="empty"):
         load(b"")
+    with pytest.raises(UnpicklingError, match="bad magic"):
+        load(b"\x89PNG\r\n\x1a\n" + b"\0" * 40)
     with pytest.raises(UnpicklingError, match="PyTorch"):
         load(b"PK\x03\x04" + b"\0" * 40)
     with pytest.raises(UnpicklingError, match="PyTorch"):
@@ -172,37 +282,192 @@ def test_foreign_and_empty_files_are_rejected(tmp_path):
         load(bytes(data))
 
 
+def test_oversized_header_length_is_rejected():
+    data = _saved()
+    data[16:24] = struct.pack("<Q", 1 << 40)
+    with pytest.raises(UnpicklingError, match="exceeds the limit"):
+        load(bytes(data))
+    data[16:24] = struct.pack("<Q", 1 << 20)
+    with pytest.raises(UnpicklingError, match="exceeds the file size"):
+        load(bytes(data))
+
+
+@pytest.mark.parametrize("opener, closer", [(b"[", b"]"), (b'{"a":', b"}")])
+def test_deeply_nested_json_is_rejected_before_parsing(opener, closer):
+    h = (b'{"format":"tritongrad","version":1,"tensors":[],"data_size":0,"object":'
+         + opener * 100_000 + b"0" + closer * 100_000 + b"}")
+    with pytest.raises(UnpicklingError, match="nested more than 771 levels"):
+        load(_with_header_bytes(h))
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting():
+    s = '["]\\"' + "[" * 5000
+    assert roundtrip({"s": s, "t": ("{" * 5000,)}) == {"s": s, "t": ("{" * 5000,)}
+
+
+def test_unterminated_string_with_many_escapes_is_rejected_quickly():
+    h = b'{"format":"tritongrad","object":"' + b'\\"' * 200_000
+    with pytest.raises(UnpicklingError, match="not valid JSON"):
+        load(_with_header_bytes(h))
+
+
+@pytest.mark.parametrize("field", ["object", "data_size"])
+def test_huge_integer_is_rejected(field):
+    huge = b"9" * 100_000
+    fields = {"object": b"1", "data_size": b"0"}
+    fields[field] = huge
+    h = (b'{"format":"tritongrad","version":1,"tensors":[],"data_size":' + fields["data_size"]
+         + b',"object":' + fields["object"] + b"}")
+    with pytest.raises(UnpicklingError, match="integer of 100000 digits"):
+        load(_with_header_bytes(h))
+    old = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)  # even where Python's own limit is lifted
+    try:
+        with pytest.raises(UnpicklingError, match="integer of 100000 digits"):
+            load(_with_header_bytes(h))
+    finally:
+        sys.set_int_max_str_digits(old)
+
+
+def test_integers_up_to_the_limit_load():
+    assert roundtrip({"big": 10 ** 4299, "neg": -(10 ** 4299)}) == {"big": 10 ** 4299,
+                                                                    "neg": -(10 ** 4299)}
+
+
+def test_too_many_dimensions_are_rejected():
+    data = struct.pack("<f", 1.0)
+    with pytest.raises(UnpicklingError, match="tensor 0 has 100 dimensions \\(at most 64\\)"):
+        load(_one_tensor(data, shape=[1] * 100))
+    out = load(_one_tensor(data, shape=[1] * 64))
+    assert out.shape == (1,) * 64 and out.sum().item() == 1.0
+
+
+def test_shape_whose_byte_size_overflows_is_rejected():
+    with pytest.raises(UnpicklingError, match="too large for float32"):
+        load(_one_tensor(shape=[2 ** 62, 2 ** 62, 0]))
+    with pytest.raises(UnpicklingError, match="too large"):
+        load(_one_tensor(shape=[2 ** 61, 0]))  # 2**61 float32s are 2**63 bytes
+    assert load(_one_tensor(shape=[2 ** 40, 0])).shape == (2 ** 40, 0)
+
+
+def test_truncated_tensor_data_is_rejected():
+    data = np.arange(16, dtype="<f4").tobytes()
+    f = _one_tensor(data)
+    with pytest.raises(UnpicklingError, match="truncated"):
+        load(f[:-4])
+    header = {"tensors": [_entry(data)], "object": {"@": "tensor", "i": 0}}
+    with pytest.raises(UnpicklingError, match="beyond the end of the data section"):
+        load(_with_header(header, data[:32]))  # data_size matches the file, not the tensor
+
+
+def test_every_byte_of_the_data_section_is_accounted_for():
+    a = np.arange(4, dtype="<f4").tobytes()
+    two = {"tensors": [_entry(a), _entry(a, offset=64)],
+           "object": [{"@": "tensor", "i": 0}, {"@": "tensor", "i": 1}]}
+    ok = load(_with_header(two, a + b"\0" * 48 + a))
+    assert [t.tolist() for t in ok] == [[0.0, 1.0, 2.0, 3.0]] * 2
+    with pytest.raises(UnpicklingError, match="padding before tensor 1"):
+        load(_with_header(two, a + b"\1" * 48 + a))
+    with pytest.raises(UnpicklingError, match="overlap"):
+        load(_with_header({**two, "tensors": [_entry(a), _entry(a)]}, a))
+    with pytest.raises(UnpicklingError, match="16 bytes after the last"):
+        load(_with_header({**two, "tensors": [_entry(a)]}, a + b"\0" * 16))
+    data = _saved()
+    data[data.index(b"}\0") + 1] = 7  # the padding after the header
+    with pytest.raises(UnpicklingError, match="padding after the header"):
+        load(bytes(data))
+
+
+def test_bool_tensors_hold_only_zeros_and_ones():
+    assert load(_one_tensor(b"\0\1", dtype="bool", shape=[2])).tolist() == [False, True]
+    with pytest.raises(UnpicklingError, match="bool but holds bytes other than 0 and 1"):
+        load(_one_tensor(b"\0\2", dtype="bool", shape=[2]))
+
+
+TENSOR = {"@": "tensor", "i": 0}
+
+
 @pytest.mark.parametrize("header, match", [
-    ({"format": "tritongrad"}, "lacks"),
-    ({"format": "tritongrad", "tensors": [], "object": 1, "data_size": "x"}, "data_size"),
-    ({"format": "tritongrad", "tensors": [], "object": {"@": "pickle", "v": "..."}},
-     "unknown tag"),
-    ({"format": "tritongrad", "tensors": [], "object": {"@": "tensor", "i": 0}},
-     "out of range"),
-    ({"format": "tritongrad", "tensors": [{"dtype": "object", "shape": [1], "offset": 0,
-                                           "nbytes": 8, "device": "cpu", "crc32": 0}],
-      "object": {"@": "tensor", "i": 0}}, "unknown dtype"),
-    ({"format": "tritongrad", "tensors": [{"dtype": "float32", "shape": [-1], "offset": 0,
-                                           "nbytes": 4, "device": "cpu", "crc32": 0}],
-      "object": {"@": "tensor", "i": 0}}, "invalid shape"),
-    ({"format": "tritongrad", "tensors": [{"dtype": "float32", "shape": [4], "offset": 0,
-                                           "nbytes": 8, "device": "cpu", "crc32": 0}],
-      "object": {"@": "tensor", "i": 0}}, "do not match"),
-    ({"format": "tritongrad", "tensors": [{"dtype": "float32", "shape": [1000], "offset": 0,
-                                           "nbytes": 4000, "device": "cpu", "crc32": 0}],
-      "object": {"@": "tensor", "i": 0}}, "beyond the end"),
-    ({"format": "tritongrad", "tensors": [], "object": {"@": "dict", "items": [[[1], 2]]}},
-     "unhashable"),
-    ({"format": "tritongrad", "tensors": [], "object": {"@": "float", "v": "1e999"}},
-     "special float"),
+    ({"object": 1, "version": None}, "lacks 'version'"),
+    ({"object": None}, "lacks 'object'"),
+    ({"object": 1, "format": "pytorch"}, "format is 'pytorch'"),
+    ({"object": 1, "version": 2}, "version 2 does not match"),
+    ({"object": 1, "version": True}, "version True"),
+    ({"object": 1, "tensors": {}}, "'tensors' must be a list"),
+    ({"object": 1, "data_size": "x"}, "data_size must be an integer"),
+    ({"object": 1, "data_size": -1}, "data_size is -1"),
+    ({"object": 1, "data_size": 1.0}, "data_size must be an integer"),
+    ({"object": {"@": "pickle", "v": "..."}}, "unknown tag 'pickle'"),
+    ({"object": {"@": ["tensor"]}}, "unknown tag"),
+    ({"object": {}}, "unknown tag None"),
+    ({"object": TENSOR}, "out of range"),
+    ({"object": {"@": "tensor", "i": True}}, "out of range"),
+    ({"object": {"@": "dict", "items": [[[1], 2]]}}, "unhashable"),
+    ({"object": {"@": "dict", "items": [[1]]}}, "pair"),
+    ({"object": {"@": "dict", "items": {}}}, "list of pairs"),
+    ({"object": {"@": "dict", "items": [], "ordered": 1}}, "'ordered' must be true or false"),
+    ({"object": {"@": "tuple", "items": None}}, "tuple's items"),
+    ({"object": {"@": "float", "v": "1e999"}}, "special float"),
+    ({"object": {"@": "dtype", "v": ["float32"]}}, "unknown dtype"),
+    ({"object": {"@": "dtype", "v": "object"}}, "unknown dtype"),
+    ({"object": {"@": "device", "v": "gpu"}}, "not a device"),
+    ({"object": {"@": "device", "v": "cuda:01"}}, "not a device"),
+    ({"object": {"@": "device", "v": {"type": "cpu"}}}, "not a device"),
+    ({"object": {"@": "bytes", "hex": "0 1"}}, "invalid bytes"),
+    ({"object": {"@": "bytes", "hex": "abc"}}, "invalid bytes"),
+    ({"object": {"@": "bytes", "hex": 12}}, "invalid bytes"),
+    ({"tensors": [3], "object": 1}, "tensor 0's entry must be an object"),
+    ({"tensors": [{"dtype": "float32"}], "object": 1}, "lacks 'shape', 'device'"),
+    ({"tensors": [_entry(dtype="object")], "object": TENSOR}, "unknown dtype 'object'"),
+    ({"tensors": [_entry(dtype=None)], "object": TENSOR}, "unknown dtype None"),
+    ({"tensors": [_entry(shape=[-1])], "object": TENSOR}, r"shape\[0\] is -1"),
+    ({"tensors": [_entry(shape=[1.0])], "object": TENSOR}, "must be an integer"),
+    ({"tensors": [_entry(shape="4")], "object": TENSOR}, "invalid shape"),
+    ({"tensors": [_entry(shape=[2 ** 64])], "object": TENSOR}, "outside"),
+    ({"tensors": [_entry(shape=[4], nbytes=8)], "object": TENSOR}, "does not match its shape"),
+    ({"tensors": [_entry(nbytes=-4, shape=[-1])], "object": TENSOR}, "is -1"),
+    ({"tensors": [_entry(offset=-64)], "object": TENSOR}, "offset is -64"),
+    ({"tensors": [_entry(offset=8)], "object": TENSOR}, "not a multiple of 64"),
+    ({"tensors": [_entry(shape=[1000], nbytes=4000)], "object": TENSOR}, "beyond the end"),
+    ({"tensors": [_entry(crc32=2 ** 32)], "object": TENSOR}, "crc32 is 4294967296"),
+    ({"tensors": [_entry(crc32=1)], "object": TENSOR}, "checksum"),
+    ({"tensors": [_entry(device="tpu")], "object": TENSOR}, "device is not a device"),
+    ({"tensors": [_entry(device=0)], "object": TENSOR}, "device is not a device"),
+    ({"tensors": [_entry(requires_grad=1)], "object": TENSOR}, "must be true or false"),
+    ({"tensors": [_entry(parameter=None)], "object": TENSOR}, "must be true or false"),
+    ({"tensors": [_entry(dtype="int64", shape=[0], requires_grad=True)], "object": TENSOR},
+     "requires grad but has dtype int64"),
 ])
 def test_crafted_headers_are_rejected(header, match):
     with pytest.raises(UnpicklingError, match=match):
         load(_with_header(header))
 
 
+@pytest.mark.parametrize("literal", [b"NaN", b"Infinity", b"-Infinity", b"1e400"])
+def test_non_finite_json_numbers_are_rejected(literal):
+    h = b'{"format":"tritongrad","version":1,"tensors":[],"data_size":0,"object":' + literal + b"}"
+    with pytest.raises(UnpicklingError, match="not JSON|out-of-range"):
+        load(_with_header_bytes(h))
+
+
 def test_invalid_json_header_is_rejected():
-    h = b"{not json"
-    data = struct.pack("<8sIIQ", MAGIC, 1, zlib.crc32(h), len(h)) + h
     with pytest.raises(UnpicklingError, match="not valid JSON"):
-        load(data)
+        load(_with_header_bytes(b"{not json"))
+    with pytest.raises(UnpicklingError, match="not valid JSON"):
+        load(_with_header_bytes(b'{"a": "\xff"}'))
+    with pytest.raises(UnpicklingError, match="must be a JSON object"):
+        load(_with_header_bytes(b"[]"))
+
+
+def test_unreferenced_tensors_are_checked_too():
+    with pytest.raises(UnpicklingError, match="checksum"):
+        load(_with_header({"tensors": [_entry(b"\0" * 4, crc32=0)], "object": 1}, b"\0" * 4))
+
+
+def test_map_location_errors_are_the_callers():
+    data = bytes(_saved())
+    with pytest.raises(RuntimeError, match="device type") as e:
+        load(data, map_location="tpu")
+    assert not isinstance(e.value, UnpicklingError)
+    with pytest.raises(TypeError, match="map_location"):
+        load(data, map_location=3.5)

@@ -8,8 +8,8 @@ Nothing is pickled, so loading a file never runs code from it. A file is:
           16   header length in bytes, uint64
           24   header: UTF-8 JSON
                padding with zeros to a multiple of 64
-               data: each tensor's raw bytes (C order, little-endian), 64-byte aligned
-                     (no padding after the last one)
+               data: each tensor's raw bytes (C order, little-endian), 64-byte aligned,
+                     zeros between them (no padding after the last one)
 
 The header is ``{"format": "tritongrad", "version": 1, "tensors": [...], "data_size": n,
 "object": ...}`` (the file is exactly its data section's start plus ``data_size`` bytes long).
@@ -28,20 +28,32 @@ lists for lists; everything else is a tagged dict:
     {"@": "device", "v": "cuda:0"}      a tritongrad device
     {"@": "bytes", "hex": "..."}        bytes
 
-``load`` checks the magic, version, header checksum and every field's type and range, that
-each tensor's bytes lie inside the file and match their checksum, and raises
-``tg.serialization.UnpicklingError`` (a ``RuntimeError``) naming what is wrong otherwise.
+Limits, which ``save`` never exceeds and ``load`` enforces: a header of at most 1 GiB, objects
+nested at most 256 deep (so JSON nested at most 771 deep), integers of at most 4300 digits
+(Python's default ``sys.get_int_max_str_digits()``), tensors of at most 64 dimensions (NumPy's
+limit) whose byte size fits in a signed 64-bit integer.
+
+``load`` checks the magic, version, header checksum, those limits, every field's type and
+range, that the tensors' bytes tile the data section exactly (no overlaps, zero padding, no
+missing or extra bytes) and match their checksums, and raises
+``tg.serialization.UnpicklingError`` (a ``pickle.UnpicklingError``, as PyTorch's weights-only
+loader raises, and a ``RuntimeError``) naming the file and what is wrong otherwise.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
 import os
+import pickle
+import re
+import secrets
 import struct
 import zlib
 from collections import OrderedDict
+from typing import NamedTuple
 
 import numpy as np
 
@@ -57,6 +69,14 @@ _PREFIX = struct.Struct("<8sIIQ")
 _ALIGN = 64
 _MAX_HEADER = 1 << 30
 _MAX_DEPTH = 256
+# The deepest JSON a save can write: the header object, 3 levels per object level (a dict is
+# {"items": [[k, v]]}) and 2 for the innermost value (an empty dict's {"items": []}).
+_MAX_JSON_DEPTH = 1 + 3 * _MAX_DEPTH + 2
+# Python refuses longer int literals by default; bounding them here also keeps a process that
+# lifted that limit from spending quadratic time converting a crafted one.
+_MAX_INT_DIGITS = 4300
+_MAX_NDIM = 64
+_MAX_SIZE = (1 << 63) - 1  # byte sizes and offsets: NumPy indexes with signed 64-bit integers
 
 _DTYPES = {d.name: d for d in (dtypes.bool, dtypes.uint8, dtypes.int8, dtypes.int16,
                                dtypes.int32, dtypes.int64, dtypes.float16, dtypes.bfloat16,
@@ -64,7 +84,7 @@ _DTYPES = {d.name: d for d in (dtypes.bool, dtypes.uint8, dtypes.int8, dtypes.in
                                dtypes.complex128)}
 
 
-class UnpicklingError(RuntimeError):
+class UnpicklingError(pickle.UnpicklingError, RuntimeError):
     """A file given to ``tg.load`` is not a valid tritongrad save (malformed, truncated or
     modified)."""
 
@@ -116,6 +136,10 @@ class _Writer:
         if obj is None or isinstance(obj, (bool, str)):
             return obj
         if isinstance(obj, int):
+            # str() only for the rare ints near the limit (4300 digits need > 14000 bits)
+            if obj.bit_length() > 14000 and len(str(abs(obj))) > _MAX_INT_DIGITS:
+                raise ValueError(f"save: ints of more than {_MAX_INT_DIGITS} digits cannot be "
+                                 f"saved")
             return int(obj)
         if isinstance(obj, float):
             return float(obj) if math.isfinite(obj) else {"@": "float", "v": repr(float(obj))}
@@ -144,11 +168,61 @@ class _Writer:
                         f"device)")
 
 
+def _create_temp(path: str) -> tuple[int, str]:
+    """Creates a new file next to ``path`` under an unpredictable name and opens it.
+
+    O_EXCL makes the creation fail rather than follow a symlink or reuse a file planted there.
+    (``tempfile.mkstemp`` would do the same but with mode 0o600; this keeps the permissions an
+    ordinary ``open(path, "wb")`` gives, 0o666 less the umask.)
+    """
+    flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+             | getattr(os, "O_CLOEXEC", 0))
+    for _ in range(100):
+        tmp = f"{path}.{secrets.token_hex(8)}.tmp"
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"save: could not create a temporary file next to {path!r}")
+
+
+def _fsync_dir(directory: str) -> None:
+    """Makes a rename in ``directory`` durable, where the platform allows it (not Windows)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _write_atomically(path, chunks) -> None:
+    """Writes ``chunks`` to a temporary file, syncs it and renames it onto ``path``: a crash
+    mid-write never leaves a half-written checkpoint, and an existing ``path`` is replaced,
+    never written through."""
+    path = os.fsdecode(path)
+    fd, tmp = _create_temp(path)
+    try:
+        with open(fd, "wb") as fh:
+            fh.writelines(chunks)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(os.path.dirname(os.path.abspath(path)))
+
+
 def save(obj, f, pickle_module=None, pickle_protocol=None,
          _use_new_zipfile_serialization=True) -> None:
     """Saves ``obj`` (a state dict, or any nesting of dicts, lists and tuples of tensors,
     strings, numbers, bools, None, bytes, dtypes and devices) to ``f`` (a path or a writable
     binary file object). No pickle: see the module docstring for the format.
+
+    A path is written atomically: to a new temporary file in the same directory, synced, then
+    renamed over ``f``.
 
     Example:
         >>> model = tg.nn.Linear(3, 2)
@@ -169,56 +243,321 @@ def save(obj, f, pickle_module=None, pickle_protocol=None,
         w.size = last["offset"] + last["nbytes"]
     header["data_size"] = w.size
     hbytes = json.dumps(header, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    if len(hbytes) > _MAX_HEADER:
+        raise ValueError(f"save: the header would take {len(hbytes)} bytes, more than the "
+                         f"{_MAX_HEADER} a file may have (save large bytes as tensors)")
     prefix = _PREFIX.pack(MAGIC, VERSION, zlib.crc32(hbytes), len(hbytes))
     pad = -(len(prefix) + len(hbytes)) % _ALIGN
     chunks = [prefix, hbytes, b"\0" * pad, *w.blobs]
     if isinstance(f, (str, os.PathLike)):
-        tmp = os.fspath(f) + ".tmp"
-        with open(tmp, "wb") as fh:
-            fh.writelines(chunks)
-        os.replace(tmp, f)  # a crash mid-write never leaves a half-written checkpoint
+        _write_atomically(f, chunks)
     else:
         for c in chunks:
             f.write(c)
 
 
-# -- load ----------------------------------------------------------------------------------------
+# -- load: validation ----------------------------------------------------------------------------
+#
+# Each helper checks one concern and raises _Malformed saying what is wrong; ``load`` turns that
+# into an UnpicklingError naming the file. Everything from the file is untrusted, so every value
+# is checked for its type and range before it is used, and nothing is handed to a parser or to
+# NumPy that could fail (or take unbounded time or memory) in some other way.
 
-def _bad(msg: str) -> UnpicklingError:
-    return UnpicklingError(f"load: {msg}")
+class _Malformed(Exception):
+    """A problem with the file's contents (never an I/O error or a caller's mistake)."""
 
 
-def _read_all(f) -> bytes:
-    if isinstance(f, (str, os.PathLike)):
-        with open(f, "rb") as fh:
-            return fh.read()
-    if isinstance(f, (bytes, bytearray)):
-        return bytes(f)
-    if isinstance(f, io.IOBase) or hasattr(f, "read"):
-        return f.read()
-    raise TypeError(f"load: expected a path or a binary file object, got {type(f).__name__}")
+class _Entry(NamedTuple):
+    """A validated entry of the header's ``tensors`` list."""
+    dtype: dtypes.dtype
+    shape: tuple
+    device: str
+    offset: int
+    nbytes: int
+    crc32: int
+    requires_grad: bool
+    parameter: bool
 
 
 def _is_int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _resolve_location(map_location, saved: str):
-    """The device string a tensor saved on ``saved`` goes to, or a callable's result."""
-    if map_location is None:
-        return saved
-    if isinstance(map_location, (str, Device)):
-        return str(map_location)
-    if isinstance(map_location, dict):
-        return str(map_location.get(saved, saved))
-    if callable(map_location):
+def _check_int(value, what: str, hi: int = _MAX_SIZE) -> int:
+    """``value`` as a JSON integer in [0, hi]."""
+    if not _is_int(value):
+        raise _Malformed(f"{what} must be an integer, got {_describe(value)}")
+    if not 0 <= value <= hi:
+        raise _Malformed(f"{what} is {_describe(value)}, outside [0, {hi}]")
+    return value
+
+
+def _check_bool(value, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise _Malformed(f"{what} must be true or false, got {_describe(value)}")
+    return value
+
+
+def _describe(value) -> str:
+    """A short description of an untrusted JSON value for a message: bounded in length and
+    cost however large or deeply nested the value is."""
+    if isinstance(value, list):
+        return f"a list of {len(value)} items"
+    if isinstance(value, dict):
+        return f"an object of {len(value)} fields"
+    text = repr(value[:50] if isinstance(value, str) else value)
+    return text if len(text) <= 60 else f"{text[:50]}..."
+
+
+def _check_prefix(buf: bytes) -> int:
+    """Checks the magic, version, header length and header checksum; returns the length."""
+    if len(buf) < _PREFIX.size or buf[:8] != MAGIC:
+        if buf[:2] == b"PK" or buf[:1] == b"\x80":
+            raise _Malformed("this looks like a PyTorch (zip/pickle) checkpoint; tritongrad "
+                             "never unpickles files: convert it to tensors and tg.save it")
+        if not buf:
+            raise _Malformed("not a tritongrad file (it is empty)")
+        if MAGIC.startswith(buf[:8]):
+            raise _Malformed(f"the file is truncated ({len(buf)} bytes, shorter than the "
+                             f"{_PREFIX.size}-byte prefix)")
+        raise _Malformed("not a tritongrad file (bad magic number)")
+    _, version, crc, hlen = _PREFIX.unpack_from(buf)
+    if version != VERSION:
+        raise _Malformed(f"unsupported format version {version} (this tritongrad reads "
+                         f"version {VERSION})")
+    if hlen > _MAX_HEADER:
+        raise _Malformed(f"header length {hlen} exceeds the limit of {_MAX_HEADER} bytes")
+    if _PREFIX.size + hlen > len(buf):
+        raise _Malformed(f"header length {hlen} exceeds the file size ({len(buf)} bytes): the "
+                         f"file is truncated or corrupted")
+    if zlib.crc32(buf[_PREFIX.size:_PREFIX.size + hlen]) != crc:
+        raise _Malformed("header checksum mismatch: the file is corrupted or was modified")
+    return hlen
+
+
+# A JSON string, or an unterminated one running to the end: the optional closing quote makes
+# every attempt match at once, so the scan is linear whatever the text.
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+_SCAN_CHUNK = 1 << 22
+
+
+def _check_json_depth(text: bytes) -> None:
+    """Refuses JSON nested deeper than a save writes, before ``json.loads`` (which recurses
+    once per level) could exhaust the stack."""
+    brackets = _JSON_STRING.sub(b"", text).translate(None, _NOT_BRACKET)
+    depth = 0
+    for i in range(0, len(brackets), _SCAN_CHUNK):  # chunks bound the scan's memory
+        chunk = np.frombuffer(brackets, np.uint8, min(_SCAN_CHUNK, len(brackets) - i), i)
+        opens = (chunk == ord("[")) | (chunk == ord("{"))
+        levels = depth + np.cumsum(np.where(opens, 1, -1), dtype=np.int64)
+        if int(levels.max()) > _MAX_JSON_DEPTH:
+            raise _Malformed(f"the header is nested more than {_MAX_JSON_DEPTH} levels deep")
+        depth = int(levels[-1])
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > _MAX_INT_DIGITS:
+        raise _Malformed(f"the header holds an integer of {len(text.lstrip('-'))} digits "
+                         f"(at most {_MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _refuse_constant(name: str):
+    raise _Malformed(f"the header holds {name}, which is not JSON (a save writes non-finite "
+                     f"floats as tagged values)")
+
+
+def _parse_header(hbytes: bytes) -> dict:
+    """The header's JSON, checked for depth and integer sizes before and while parsing."""
+    _check_json_depth(hbytes)
+    try:
+        text = hbytes.decode("utf-8")
+        return json.loads(text, parse_int=_parse_int, parse_constant=_refuse_constant)
+    except (UnicodeDecodeError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
+        raise _Malformed(f"the header is not valid JSON ({exc})") from None
+    except RecursionError:  # within the depth limit, but the caller's stack was already deep
+        raise _Malformed("the header is nested too deeply to parse here") from None
+
+
+def _check_header_fields(header) -> tuple[list, int]:
+    """The top-level fields; returns the tensors list and the data section's size."""
+    if not isinstance(header, dict):
+        raise _Malformed(f"the header must be a JSON object, got {type(header).__name__}")
+    missing = [k for k in ("format", "version", "tensors", "data_size", "object")
+               if k not in header]
+    if missing:
+        raise _Malformed(f"the header lacks {', '.join(map(repr, missing))}")
+    if header["format"] != "tritongrad":
+        raise _Malformed(f"the header's format is {_describe(header['format'])}, not "
+                         f"'tritongrad'")
+    if not _is_int(header["version"]) or header["version"] != VERSION:
+        raise _Malformed(f"the header's version {_describe(header['version'])} does not match "
+                         f"the file's version {VERSION}")
+    if not isinstance(header["tensors"], list):
+        raise _Malformed(f"the header's 'tensors' must be a list, got "
+                         f"{type(header['tensors']).__name__}")
+    return header["tensors"], _check_int(header["data_size"], "data_size")
+
+
+def _check_file_size(buf: bytes, hlen: int, data_size: int) -> int:
+    """Checks that the file is exactly as long as its header says and that the padding after
+    the header is zeros; returns the data section's offset."""
+    header_end = _PREFIX.size + hlen
+    data_start = header_end + -header_end % _ALIGN
+    expected = data_start + data_size
+    if len(buf) < expected:
+        raise _Malformed(f"the file has {len(buf)} bytes, its header describes {expected}: it "
+                         f"is truncated")
+    if len(buf) > expected:
+        raise _Malformed(f"the file has {len(buf)} bytes, its header describes {expected}: "
+                         f"{len(buf) - expected} bytes were appended")
+    if buf.count(0, header_end, data_start) != data_start - header_end:
+        raise _Malformed("the padding after the header is not zeros")
+    return data_start
+
+
+# Canonical device strings only, as a save writes them (str(device)).
+_DEVICE_STRING = re.compile(r"cpu|cuda(?::(?:0|[1-9][0-9]{0,8}))?", re.ASCII)
+
+
+def _check_device(value, what: str) -> str:
+    if not isinstance(value, str) or not _DEVICE_STRING.fullmatch(value):
+        raise _Malformed(f"{what} is not a device: {_describe(value)}")
+    return value
+
+
+def _check_dtype(value, what: str) -> dtypes.dtype:
+    if not isinstance(value, str) or value not in _DTYPES:
+        raise _Malformed(f"{what} has an unknown dtype {_describe(value)}")
+    return _DTYPES[value]
+
+
+def _check_shape(value, dtype: dtypes.dtype, what: str) -> tuple[tuple, int]:
+    """A shape NumPy can build: at most 64 dimensions, none negative, and a byte size (not
+    counting zero dimensions, as NumPy does) that fits in a signed 64-bit integer. Returns
+    the shape and its byte size."""
+    if not isinstance(value, list):
+        raise _Malformed(f"{what} has an invalid shape {_describe(value)}")
+    if len(value) > _MAX_NDIM:
+        raise _Malformed(f"{what} has {len(value)} dimensions (at most {_MAX_NDIM})")
+    shape = tuple(_check_int(s, f"{what}'s shape[{d}]") for d, s in enumerate(value))
+    if math.prod(s for s in shape if s) * dtype.itemsize > _MAX_SIZE:
+        raise _Malformed(f"{what}'s shape {list(shape)} is too large for {dtype.name} "
+                         f"(more than {_MAX_SIZE} bytes)")
+    return shape, math.prod(shape) * dtype.itemsize
+
+
+def _check_entry(i: int, e) -> _Entry:
+    """One entry of ``tensors``: every field present, of its type and in range."""
+    what = f"tensor {i}"
+    if not isinstance(e, dict):
+        raise _Malformed(f"{what}'s entry must be an object, got {type(e).__name__}")
+    missing = [k for k in _Entry._fields if k not in e]
+    if missing:
+        raise _Malformed(f"{what}'s entry lacks {', '.join(map(repr, missing))}")
+    dtype = _check_dtype(e["dtype"], what)
+    shape, nbytes = _check_shape(e["shape"], dtype, what)
+    if _check_int(e["nbytes"], f"{what}'s nbytes") != nbytes:
+        raise _Malformed(f"{what}'s size {e['nbytes']} does not match its shape {list(shape)} "
+                         f"and dtype {dtype.name} ({nbytes} bytes)")
+    offset = _check_int(e["offset"], f"{what}'s offset")
+    if offset % _ALIGN:
+        raise _Malformed(f"{what}'s offset {offset} is not a multiple of {_ALIGN}")
+    requires_grad = _check_bool(e["requires_grad"], f"{what}'s requires_grad")
+    if requires_grad and not (dtype.is_floating_point or dtype.is_complex):
+        raise _Malformed(f"{what} requires grad but has dtype {dtype.name} (only floating "
+                         f"point and complex tensors can)")
+    return _Entry(dtype, shape, _check_device(e["device"], f"{what}'s device"), offset,
+                  nbytes, _check_int(e["crc32"], f"{what}'s crc32", 0xFFFFFFFF),
+                  requires_grad, _check_bool(e["parameter"], f"{what}'s parameter"))
+
+
+def _check_data_layout(entries: list, buf: bytes, data_start: int, data_size: int) -> None:
+    """Checks that the tensors' bytes tile the data section as a save lays them out: in
+    bounds, no two overlapping, only zeros between them and nothing after the last one."""
+    end = 0
+    for i in sorted(range(len(entries)), key=lambda i: (entries[i].offset, entries[i].nbytes)):
+        e = entries[i]
+        if e.offset + e.nbytes > data_size:
+            raise _Malformed(f"tensor {i}'s bytes [{e.offset}, {e.offset + e.nbytes}) lie "
+                             f"beyond the end of the data section ({data_size} bytes): the "
+                             f"file is truncated or its header was modified")
+        if e.offset < end:
+            raise _Malformed(f"tensor {i}'s bytes overlap another tensor's")
+        if buf.count(0, data_start + end, data_start + e.offset) != e.offset - end:
+            raise _Malformed(f"the padding before tensor {i}'s bytes is not zeros")
+        end = e.offset + e.nbytes
+    if end != data_size:
+        raise _Malformed(f"the data section has {data_size - end} bytes after the last "
+                         f"tensor's")
+
+
+def _check_tensor_bytes(i: int, e: _Entry, raw: memoryview) -> None:
+    if zlib.crc32(raw) != e.crc32:
+        raise _Malformed(f"tensor {i}'s data does not match its checksum: the file is "
+                         f"corrupted or was modified")
+    # NumPy would take any byte as a bool, and values other than 0 and 1 misbehave in its ops
+    if e.dtype is dtypes.bool and e.nbytes and np.frombuffer(raw, np.uint8).max() > 1:
+        raise _Malformed(f"tensor {i} is bool but holds bytes other than 0 and 1")
+
+
+def _tensor_bytes(buf: bytes, data_start: int, e: _Entry) -> memoryview:
+    """A tensor's bytes, without copying them."""
+    start = data_start + e.offset
+    return memoryview(buf)[start:start + e.nbytes]
+
+
+def _check_entries(tensors: list, buf: bytes, data_start: int, data_size: int) -> list:
+    entries = [_check_entry(i, e) for i, e in enumerate(tensors)]
+    _check_data_layout(entries, buf, data_start, data_size)
+    for i, e in enumerate(entries):
+        _check_tensor_bytes(i, e, _tensor_bytes(buf, data_start, e))
+    return entries
+
+
+# -- load ----------------------------------------------------------------------------------------
+
+def _source_name(f) -> str:
+    """What to call ``f`` in messages."""
+    if isinstance(f, (bytes, bytearray, memoryview)):
+        return "<bytes>"
+    if isinstance(f, (str, os.PathLike)):
+        return os.fsdecode(f)
+    name = getattr(f, "name", None)
+    return name if isinstance(name, str) else f"<{type(f).__name__}>"
+
+
+def _read_all(f) -> bytes:
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as fh:
+            return fh.read()
+    if isinstance(f, (bytes, bytearray, memoryview)):
+        return bytes(f)
+    if isinstance(f, io.IOBase) or hasattr(f, "read"):
+        data = f.read()
+        if not isinstance(data, (bytes, bytearray)):
+            raise TypeError(f"load: expected a binary file object, its read() returned "
+                            f"{type(data).__name__}")
+        return bytes(data)
+    raise TypeError(f"load: expected a path or a binary file object, got {type(f).__name__}")
+
+
+def _check_map_location(map_location):
+    """Validates the caller's ``map_location`` up front (its errors are the caller's, not the
+    file's), turning a string into a device."""
+    if map_location is None or callable(map_location) or isinstance(map_location, dict):
         return map_location
+    if isinstance(map_location, (str, Device)):
+        return Device(map_location)
     raise TypeError(f"load: map_location must be None, a string, a device, a dict or a "
                     f"callable, got {type(map_location).__name__}")
 
 
 class _Reader:
-    def __init__(self, buf: bytes, data_start: int, entries, map_location, weights_only):
+    """Decodes the header's ``object``, building each referenced tensor once."""
+
+    def __init__(self, buf: bytes, data_start: int, entries: list, map_location):
         self.buf = buf
         self.data_start = data_start
         self.entries = entries
@@ -227,127 +566,112 @@ class _Reader:
 
     def tensor(self, i) -> Tensor:
         if not _is_int(i) or not 0 <= i < len(self.entries):
-            raise _bad(f"tensor reference {i!r} is out of range (the file lists "
-                       f"{len(self.entries)} tensors)")
-        if i in self.cache:
-            return self.cache[i]
-        e = self.entries[i]
-        if not isinstance(e, dict):
-            raise _bad(f"tensor entry {i} is not an object")
-        dtype = _DTYPES.get(e.get("dtype"))
-        if dtype is None:
-            raise _bad(f"tensor {i} has an unknown dtype {e.get('dtype')!r}")
-        shape = e.get("shape")
-        if not isinstance(shape, list) or not all(_is_int(s) and s >= 0 for s in shape):
-            raise _bad(f"tensor {i} has an invalid shape {shape!r}")
-        offset, nbytes = e.get("offset"), e.get("nbytes")
-        numel = math.prod(shape)
-        if not _is_int(offset) or not _is_int(nbytes) or offset < 0 \
-                or nbytes != numel * dtype.itemsize:
-            raise _bad(f"tensor {i}: offset {offset!r} / size {nbytes!r} do not match its "
-                       f"shape {shape} and dtype {dtype.name}")
-        start = self.data_start + offset
-        if start + nbytes > len(self.buf):
-            raise _bad(f"tensor {i}'s bytes [{start}, {start + nbytes}) lie beyond the end of "
-                       f"the file ({len(self.buf)} bytes): the file is truncated")
-        raw = self.buf[start:start + nbytes]
-        if zlib.crc32(raw) != e.get("crc32"):
-            raise _bad(f"tensor {i}'s data does not match its checksum: the file is corrupted "
-                       f"or was modified")
-        saved_dev = e.get("device")
-        if not isinstance(saved_dev, str):
-            raise _bad(f"tensor {i} has an invalid device {saved_dev!r}")
-        t = self._build(raw, dtype, shape, saved_dev)
-        if e.get("parameter") is True:
-            from .nn.parameter import Parameter
-            t = Parameter(t, requires_grad=bool(e.get("requires_grad", True)))
-        elif e.get("requires_grad") is True:
-            t.requires_grad_(True)
-        self.cache[i] = t
-        return t
+            raise _Malformed(f"tensor reference {_describe(i)} is out of range (the file lists "
+                             f"{len(self.entries)} tensors)")
+        if i not in self.cache:
+            self.cache[i] = self._build(self.entries[i])
+        return self.cache[i]
 
-    def _build(self, raw: bytes, dtype, shape, saved_dev: str) -> Tensor:
+    def _build(self, e: _Entry) -> Tensor:
         from .autograd.ops.creation import tensor as make_tensor
-        if dtype is dtypes.bfloat16:
+        raw = _tensor_bytes(self.buf, self.data_start, e)
+        if e.dtype is dtypes.bfloat16:
             from .kernels.numpy import bf16
-            host = bf16.to_float32(np.frombuffer(raw, dtype="<u2").reshape(shape))
+            host = bf16.to_float32(np.frombuffer(raw, dtype="<u2").reshape(e.shape))
         else:
-            host = np.frombuffer(raw, dtype=np.dtype(dtype.np).newbyteorder("<")).reshape(shape)
-            host = host.astype(dtype.np)  # native byte order, a writable copy
-        loc = _resolve_location(self.map_location, saved_dev)
+            host = np.frombuffer(raw, dtype=e.dtype.np.newbyteorder("<")).reshape(e.shape)
+            host = host.astype(e.dtype.np)  # native byte order, a writable copy
+        loc = self.map_location
+        if isinstance(loc, dict):
+            loc = Device(loc.get(e.device, e.device))
         if callable(loc):
-            t = make_tensor(host, dtype=dtype)
-            out = loc(t, saved_dev)
-            return t if out is None else out
-        try:
-            dev = Device(loc)
-        except Exception as exc:  # noqa: BLE001
-            raise _bad(f"invalid device {loc!r}: {exc}") from None
-        if dev.type == "cuda":
-            from . import cuda
-            if not cuda.is_available():
-                raise RuntimeError(
-                    "Attempting to deserialize object on a CUDA device but "
-                    "tritongrad.cuda.is_available() is False. If you are running on a CPU-only "
-                    "machine, please use tritongrad.load with map_location='cpu' to map your "
-                    "storages to the CPU.")
-        return make_tensor(host, dtype=dtype, device=dev)
+            t = make_tensor(host, dtype=e.dtype)
+            out = loc(t, e.device)
+            t = t if out is None else out
+        else:
+            dev = Device(e.device) if loc is None else loc
+            if dev.type == "cuda":
+                from . import cuda
+                if not cuda.is_available():
+                    raise RuntimeError(
+                        "Attempting to deserialize object on a CUDA device but "
+                        "tritongrad.cuda.is_available() is False. If you are running on a "
+                        "CPU-only machine, please use tritongrad.load with map_location='cpu' "
+                        "to map your storages to the CPU.")
+            t = make_tensor(host, dtype=e.dtype, device=dev)
+        if e.parameter:
+            from .nn.parameter import Parameter
+            return Parameter(t, requires_grad=e.requires_grad)
+        if e.requires_grad:
+            t.requires_grad_(True)
+        return t
 
     def decode(self, node, depth: int = 0):
         if depth > _MAX_DEPTH:
-            raise _bad("the object is nested too deeply")
+            raise _Malformed(f"the object is nested more than {_MAX_DEPTH} levels deep")
         if node is None or isinstance(node, (bool, str, int)):
             return node
         if isinstance(node, float):
+            if not math.isfinite(node):  # 1e999 parses as inf; a save tags non-finite floats
+                raise _Malformed(f"the header holds an out-of-range number ({node})")
             return node
         if isinstance(node, list):
             return [self.decode(v, depth + 1) for v in node]
-        if not isinstance(node, dict):
-            raise _bad(f"unexpected JSON value of type {type(node).__name__}")
-        tag = node.get("@")
+        tag = node.get("@")  # json.loads yields only None, bool, str, int, float, list, dict
         if tag == "tensor":
             return self.tensor(node.get("i"))
         if tag == "dict":
-            items = node.get("items")
-            if not isinstance(items, list):
-                raise _bad("a dict's items must be a list of pairs")
-            out = OrderedDict() if node.get("ordered") else {}
-            for pair in items:
-                if not isinstance(pair, list) or len(pair) != 2:
-                    raise _bad("a dict item must be a [key, value] pair")
-                k = self.decode(pair[0], depth + 1)
-                try:
-                    hash(k)
-                except TypeError:
-                    raise _bad(f"unhashable dict key of type {type(k).__name__}") from None
-                out[k] = self.decode(pair[1], depth + 1)
-            return out
+            return self._dict(node, depth)
         if tag == "tuple":
             items = node.get("items")
             if not isinstance(items, list):
-                raise _bad("a tuple's items must be a list")
+                raise _Malformed("a tuple's items must be a list")
             return tuple(self.decode(v, depth + 1) for v in items)
         if tag == "float":
             v = node.get("v")
             if v not in ("nan", "inf", "-inf"):
-                raise _bad(f"invalid special float {v!r}")
+                raise _Malformed(f"invalid special float {_describe(v)}")
             return float(v)
         if tag == "dtype":
-            d = _DTYPES.get(node.get("v"))
-            if d is None:
-                raise _bad(f"unknown dtype {node.get('v')!r}")
-            return d
+            return _check_dtype(node.get("v"), "a dtype value")
         if tag == "device":
-            try:
-                return Device(node.get("v"))
-            except Exception:  # noqa: BLE001
-                raise _bad(f"invalid device {node.get('v')!r}") from None
+            return Device(_check_device(node.get("v"), "a device value"))
         if tag == "bytes":
+            return self._bytes(node.get("hex"))
+        raise _Malformed(f"unknown tag {_describe(tag)}")
+
+    def _dict(self, node: dict, depth: int) -> dict:
+        items, ordered = node.get("items"), node.get("ordered", False)
+        if not isinstance(items, list):
+            raise _Malformed("a dict's items must be a list of pairs")
+        out = OrderedDict() if _check_bool(ordered, "a dict's 'ordered'") else {}
+        for pair in items:
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise _Malformed("a dict item must be a [key, value] pair")
+            k = self.decode(pair[0], depth + 1)
             try:
-                return bytes.fromhex(node.get("hex"))
-            except (TypeError, ValueError):
-                raise _bad("invalid bytes value") from None
-        raise _bad(f"unknown tag {tag!r}")
+                hash(k)
+            except TypeError:
+                raise _Malformed(f"unhashable dict key of type {type(k).__name__}") from None
+            out[k] = self.decode(pair[1], depth + 1)
+        return out
+
+    @staticmethod
+    def _bytes(text) -> bytes:
+        # bytes.fromhex also skips whitespace; a save writes plain lowercase hex digits
+        if not isinstance(text, str) or len(text) % 2 or not re.fullmatch(
+                r"[0-9a-f]*", text, re.ASCII):
+            raise _Malformed(f"invalid bytes value {_describe(text)}")
+        return bytes.fromhex(text)
+
+
+def _load_bytes(buf: bytes, map_location):
+    hlen = _check_prefix(buf)
+    header = _parse_header(buf[_PREFIX.size:_PREFIX.size + hlen])
+    tensors, data_size = _check_header_fields(header)
+    data_start = _check_file_size(buf, hlen, data_size)
+    entries = _check_entries(tensors, buf, data_start, data_size)
+    return _Reader(buf, data_start, entries, map_location).decode(header["object"])
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True, mmap=None,
@@ -365,41 +689,17 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
 
     Raises:
         UnpicklingError: the file is not a valid tritongrad save (bad magic, unknown version,
-            malformed or modified header, truncated or modified tensor data).
+            a malformed, oversized or modified header, truncated, extra or modified data);
+            the message names the file and the problem. Errors reading the file
+            (``FileNotFoundError``, ...) propagate unchanged.
     """
     if pickle_module is not None:
         raise ValueError("load: pickle_module is not supported (tritongrad files never hold "
                          "pickles)")
+    map_location = _check_map_location(map_location)
+    name = _source_name(f)
     buf = _read_all(f)
-    if len(buf) < _PREFIX.size or buf[:8] != MAGIC:
-        if buf[:2] == b"PK" or buf[:1] == b"\x80":
-            raise _bad("this looks like a PyTorch (zip/pickle) checkpoint; tritongrad never "
-                       "unpickles files: convert it to tensors and tg.save it")
-        raise _bad("not a tritongrad file (bad magic number)")
-    _, version, crc, hlen = _PREFIX.unpack_from(buf)
-    if version != VERSION:
-        raise _bad(f"unsupported format version {version} (this tritongrad reads version "
-                   f"{VERSION})")
-    if hlen > _MAX_HEADER or _PREFIX.size + hlen > len(buf):
-        raise _bad(f"header length {hlen} exceeds the file size ({len(buf)} bytes): the file "
-                   f"is truncated or corrupted")
-    hbytes = buf[_PREFIX.size:_PREFIX.size + hlen]
-    if zlib.crc32(hbytes) != crc:
-        raise _bad("header checksum mismatch: the file is corrupted or was modified")
     try:
-        header = json.loads(hbytes.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _bad(f"the header is not valid JSON ({exc})") from None
-    if not isinstance(header, dict) or header.get("format") != "tritongrad" \
-            or not isinstance(header.get("tensors"), list) or "object" not in header:
-        raise _bad("the header lacks 'format', 'tensors' or 'object'")
-    start = _PREFIX.size + hlen
-    start += -start % _ALIGN
-    size = header.get("data_size")
-    if not _is_int(size) or size < 0:
-        raise _bad(f"invalid data_size {size!r}")
-    if size and start + size != len(buf):
-        raise _bad(f"the file has {len(buf)} bytes, its header describes {start + size}: "
-                   f"{'it is truncated' if len(buf) < start + size else 'bytes were appended'}")
-    reader = _Reader(buf, start, header["tensors"], map_location, weights_only)
-    return reader.decode(header["object"])
+        return _load_bytes(buf, map_location)
+    except _Malformed as exc:
+        raise UnpicklingError(f"load: {name}: {exc}") from None
