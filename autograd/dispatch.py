@@ -28,11 +28,15 @@ A Primitive is a Node subclass named as PyTorch names its backward (``MulBackwar
     nondiff_outputs  indices of outputs that never require grad (e.g. argmax indices)
     differentiable False for ops whose outputs never require grad (comparisons)
     writes_out     forward accepts ``out=`` (elementwise ops): ``op_`` variants write in place
+    expanded_target  what an ``op_`` variant does when its target's elements share memory
+                   (see ``check_internal_overlap``): None refuses (the default), True allows,
+                   a string warns it (PyTorch's deprecation warning)
 """
 
 from __future__ import annotations
 
 import traceback
+import warnings
 
 from ..kernels import backend
 from ..runtime import streams
@@ -41,7 +45,8 @@ from .node import FREED, FREED_MSG, Node, SavedTensor
 from .state import anywhere, state
 from .tensor import Tensor, make
 
-__all__ = ["Primitive", "apply", "apply_inplace", "SINK", "as_shape", "sum_to"]
+__all__ = ["Primitive", "apply", "apply_inplace", "SINK", "as_shape", "sum_to",
+           "check_internal_overlap", "expanded_dims"]
 
 
 class _Sink:
@@ -73,6 +78,7 @@ class Primitive(Node):
     nondiff_outputs: tuple = ()
     differentiable = True  # False for ops like comparisons: never recorded
     writes_out = False
+    expanded_target = None
     vjp = None
 
     def __init_subclass__(cls, **kwargs):
@@ -280,6 +286,38 @@ def check_inplace(t: Tensor, what: str = "an in-place operation") -> None:
                            "inplace update.")
 
 
+_OVERLAP_MSG = ("unsupported operation: more than one element of the written-to tensor refers "
+                "to a single memory location. Please clone() the tensor before performing the "
+                "operation.")
+
+
+def expanded_dims(t: Tensor) -> tuple:
+    """The dims along which several elements of ``t`` are one memory location: size > 1 and
+    stride 0, as ``expand`` makes them (PyTorch's has_internal_overlap answers "yes" exactly
+    then; other overlap, through as_strided, it calls too hard to tell)."""
+    a = t._data
+    strides = a.strides
+    if 0 not in strides:  # (the common case: one test)
+        return ()
+    return tuple(d for d, (n, s) in enumerate(zip(a.shape, strides)) if s == 0 and n > 1)
+
+
+def check_internal_overlap(op: type, t: Tensor) -> None:
+    """Refuses an in-place write into ``t`` when several of its elements are one memory
+    location (``expanded_dims``), PyTorch's rule (assert_no_internal_overlap): the result
+    would depend on the order of the writes (b.expand(3).add_(v) left b == b + v[-1], the last
+    write winning), so it is refused here, the one place every in-place op passes, the same
+    on both backends. PyTorch's exceptions are the op's ``expanded_target``: fill_ and zero_
+    store one value however often (allowed), index_put_ writes only the indexed elements
+    (deprecated: a warning)."""
+    if expanded_dims(t):
+        allow = op.expanded_target
+        if allow is None:
+            raise RuntimeError(_OVERLAP_MSG)
+        if allow is not True:
+            warnings.warn(allow, UserWarning, stacklevel=4)
+
+
 def _forward_into(op, ctx, k, inputs, params) -> None:
     dst = inputs[0]._data
     if op.writes_out:
@@ -298,6 +336,7 @@ def apply_inplace(op: type, target: Tensor, others: tuple, *params) -> Tensor:
 
 def _apply_inplace(op, target, others, params):
     check_inplace(target)
+    check_internal_overlap(op, target)
     inputs = (target,) + others
     dev = target._device
     k = backend(dev)

@@ -10,6 +10,7 @@ import math
 import warnings
 
 from ..autograd.ops import nn as _nn
+from ..autograd.ops.elementwise import check_same_device
 from ..autograd.ops.pointwise import sigmoid as _sigmoid
 from ..autograd.ops.pointwise import tanh as _tanh
 from ..autograd.ops.softmax import log_softmax as _log_softmax
@@ -130,11 +131,28 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
-    """int64 one-hot encoding: shape tensor.shape + (num_classes,)."""
-    from ..autograd.ops.creation import arange
-    if num_classes < 0:
-        num_classes = int(tensor.max().item()) + 1 if hasattr(tensor, "max") else \
-            int(tensor.detach().cpu().numpy().max()) + 1
+    """int64 one-hot encoding: shape tensor.shape + (num_classes,). ``tensor`` holds int64
+    class indices in [0, num_classes) (``num_classes=-1``: one more than the largest).
+
+    The class values are checked on both devices, with PyTorch's CPU errors (its CUDA kernel
+    leaves them to a device assert): a value out of range would give an all-zero row."""
+    from ..autograd.ops.creation import arange, empty
+    from ..autograd.ops.indexing import _extremes
+    if not isinstance(tensor, Tensor) or tensor.dtype.name != "int64":
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    num_classes = int(num_classes)
+    if tensor.numel() == 0:
+        if num_classes <= 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        return empty(tuple(tensor.shape) + (num_classes,), dtype=tensor.dtype,
+                     device=tensor.device)
+    lo, hi = _extremes(tensor._data, tensor._k)  # one read back from the device
+    if lo < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if num_classes == -1:
+        num_classes = hi + 1
+    elif num_classes <= hi:
+        raise RuntimeError("Class values must be smaller than num_classes.")
     classes = arange(num_classes, device=tensor.device)
     return (tensor.unsqueeze(-1) == classes).long()
 
@@ -171,6 +189,12 @@ def _class_last(input: Tensor, target: Tensor, op: str):
     c = input.shape[1]
     perm = (0,) + tuple(range(2, input.ndim)) + (1,)
     return input.permute(*perm).reshape(-1, c), target.reshape(-1), tuple(target.shape)
+
+
+def _check_same_device(input: Tensor, target: Tensor, weight, op: str) -> None:
+    check_same_device(input, target, "target", op)
+    if weight is not None:
+        check_same_device(input, weight, "weight", op)
 
 
 def _check_targets(input: Tensor, target: Tensor, op: str) -> None:
@@ -210,10 +234,9 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     ``input`` (N, C[, d1, ...]): -w[t] * input[t]; ``'mean'`` divides by sum of w[t] over the
     rows not ignored."""
     reduction = _reduction(size_average, reduce, reduction)
-    if target.dtype.is_floating_point or target.dtype.name == "bool":
-        raise RuntimeError(f"nll_loss: expected class indices of an integer dtype (Long), got "
-                           f"{target.dtype}")
+    _check_same_device(input, target, weight, "nll_loss")
     _check_targets(input, target, "nll_loss")
+    target = _nn.check_class_indices(target)
     x, t, spatial = _class_last(input, target, "nll_loss")
     from ..autograd.ops.creation import arange
     c = x.shape[1]
@@ -254,10 +277,13 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     reduction = _reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if target.dtype.is_floating_point:  # class probabilities
-        if tuple(target.shape) != tuple(input.shape):
-            raise ValueError(f"cross_entropy: probability targets must have the input's shape "
-                             f"{list(input.shape)}, got {list(target.shape)}")
+    _check_same_device(input, target, weight, "cross_entropy")
+    # PyTorch tells class probabilities from class indices by the target's shape, not its
+    # dtype: a float target of the indices' shape is refused (nll_loss reads it as Long)
+    if tuple(target.shape) == tuple(input.shape):  # class probabilities
+        if not target.dtype.is_floating_point:
+            raise RuntimeError(f"Expected floating point type for target with class "
+                               f"probabilities, got {_nn._SCALAR_TYPE_NAMES[target.dtype.name]}")
         cdim = 1 if input.ndim > 1 else 0
         c = input.shape[cdim]
         if label_smoothing:
@@ -273,6 +299,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
             return loss.sum() / n
         return _reduce(loss, reduction)
     _check_targets(input, target, "cross_entropy")
+    target = _nn.check_class_indices(target)
     if weight is not None:
         return _weighted_cross_entropy(input, target, weight, ignore_index, reduction,
                                        label_smoothing)

@@ -185,8 +185,10 @@ def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
     """Copies ``src`` (broadcast, cast, moved) into this tensor in place and returns it."""
     if not isinstance(src, Tensor):
         if isinstance(src, numbers.Number):
-            from .creation import full
-            src = full((), src, dtype=self.dtype, device=self.device)
+            # PyTorch wraps the number as a tensor and casts it: not range-checked, an int
+            # wraps (zeros(2, dtype=uint8).copy_(300) holds 44); see creation.py's note
+            from .creation import scalar_tensor
+            src = scalar_tensor(src, self.dtype, self.device)
         else:
             raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
     from .elementwise import broadcast_shapes

@@ -21,7 +21,8 @@ from ..tensor import Tensor, make
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full",
            "empty_strided", "zeros_like", "ones_like", "empty_like", "full_like", "rand",
            "randn", "randint", "rand_like", "randn_like", "arange", "linspace", "eye",
-           "manual_seed", "seed", "initial_seed", "resolve_device", "as_dtype", "host_to"]
+           "manual_seed", "seed", "initial_seed", "resolve_device", "as_dtype", "host_to",
+           "checked_scalar", "wrapped_scalar", "scalar_tensor"]
 
 _CPU = Device("cpu")
 
@@ -77,6 +78,133 @@ def _size(args) -> tuple:
     return size
 
 
+# -- Python numbers into a dtype ---------------------------------------------------------------
+#
+# PyTorch converts a Python number into a tensor's dtype along two paths, and tritongrad takes
+# the same two in front of both backends: left to them, NumPy refuses an out-of-range Python
+# int with its own OverflowError (NEP 50) where Triton wraps it, so the CPU and CUDA disagreed.
+#
+# - Checked (c10::checked_convert, behind Scalar::to<T>() and tensor()'s store_scalar): the
+#   factories (tensor, full, new_full), fill_, masked_fill, scatter's value, x[i] = number,
+#   clamp's bounds, integer pow's exponent. A value the dtype cannot hold raises
+#   "RuntimeError: value cannot be converted to type <T> without overflow"; by c10's rule a
+#   negative int whose magnitude fits an unsigned type is allowed and wraps (-1 -> 255),
+#   infinities fit floating types and NaN fits any floating type.
+# - Unchecked (c10::convert of a "wrapped number" operand): binary ops and comparisons with
+#   a number (x + 300, x < 256), where, copy_(number). An int wraps modulo 2**bits, as
+#   PyTorch's cast does (uint8 + 300 adds 44). The one exception is a float that does not fit
+#   an integer dtype: C++ leaves that cast undefined, so there is no value to agree on and it
+#   is refused as on the checked path.
+
+_INT_BITS = {dtypes.uint8: 8, dtypes.int8: 8, dtypes.int16: 16, dtypes.int32: 32,
+             dtypes.int64: 64}
+_FLOAT_MAX = {dtypes.float16: 65504.0, dtypes.bfloat16: float.fromhex("0x1.fep127"),
+              dtypes.float32: float.fromhex("0x1.fffffep127"),
+              dtypes.float64: float.fromhex("0x1.fffffffffffffp1023")}
+# the C++ type names PyTorch's messages use: Scalar::to<T>() names its template argument...
+_CPP_NAMES = {dtypes.uint8: "uint8_t", dtypes.int8: "int8_t", dtypes.int16: "int16_t",
+              dtypes.int32: "int", dtypes.int64: "int64_t", dtypes.float16: "c10::Half",
+              dtypes.bfloat16: "c10::BFloat16", dtypes.float32: "float",
+              dtypes.float64: "double", dtypes.complex64: "c10::complex<float>",
+              dtypes.complex128: "c10::complex<double>"}
+# ... and tensor()'s store_scalar its own (it checks integer types only: floats it casts)
+_DATA_NAMES = {dtypes.uint8: "uint8", dtypes.int8: "int8", dtypes.int16: "int16",
+               dtypes.int32: "int32", dtypes.int64: "int64"}
+
+
+def _int_range(dt) -> tuple:
+    bits = _INT_BITS[dt]
+    return (0, (1 << bits) - 1) if dt is dtypes.uint8 else (-(1 << bits - 1), (1 << bits - 1) - 1)
+
+
+def _overflows(v, dt) -> bool:
+    """c10::overflows<dt>(v): whether Python number ``v`` does not fit ``dt``."""
+    if dt is dtypes.bool or isinstance(v, (bool, np.bool_)):
+        return False  # anything converts to bool, and a bool into anything
+    into_complex = dt.is_complex
+    if into_complex:
+        dt = dt.to_real()  # each part is checked against the part's type
+    if isinstance(v, numbers.Integral):
+        v = int(v)
+        if dt in _INT_BITS:
+            lo, hi = _int_range(dt)
+            if lo == 0:  # unsigned: a negative wraps when its magnitude fits
+                return v > hi or -v > hi
+            return v < lo or v > hi
+        return abs(v) > _FLOAT_MAX[dt]  # (only float16's range is smaller than int64's)
+    if isinstance(v, numbers.Real):
+        v = float(v)
+        if dt in _INT_BITS:  # NaN and the infinities never fit; else [lowest, 2**digits)
+            if math.isnan(v) or math.isinf(v):
+                return True
+            lo, hi = _int_range(dt)
+            return v < lo or v >= hi + 1
+        return not math.isinf(v) and abs(v) > _FLOAT_MAX[dt]  # (NaN fits: it compares False)
+    v = complex(v)
+    if v.imag != 0 and not into_complex:
+        return True  # into a real type only with a zero imaginary part
+    return _overflows(v.real, dt) or _overflows(v.imag, dt)
+
+
+def _overflow_error(dt, names=_CPP_NAMES) -> RuntimeError:
+    return RuntimeError(f"value cannot be converted to type {names[dt]} without overflow")
+
+
+def _convert(v, dt):
+    """``v`` as a Python value of ``dt``'s kind, already known to fit (c10::convert)."""
+    if dt is dtypes.bool:
+        return bool(v)
+    if dt in _INT_BITS:
+        if isinstance(v, numbers.Complex) and not isinstance(v, numbers.Real):
+            v = v.real
+        n = int(v)  # floats truncate toward zero
+        lo, hi = _int_range(dt)
+        return n if lo <= n <= hi else (n - lo) % (hi - lo + 1) + lo  # two's complement
+    if dt.is_complex:
+        return complex(v)
+    if isinstance(v, numbers.Complex) and not isinstance(v, numbers.Real):
+        return float(v.real)
+    return float(v)
+
+
+def checked_scalar(value, dtype):
+    """Python number ``value`` converted to ``dtype`` as PyTorch's Scalar::to<T>() does, or
+    its RuntimeError when the value does not fit (see the note above)."""
+    if _overflows(value, dtype):
+        raise _overflow_error(dtype)
+    return _convert(value, dtype)
+
+
+def wrapped_scalar(value, dtype):
+    """Python number ``value`` as the operand of a ``dtype`` op: integers wrap into an integer
+    dtype as PyTorch's cast of a wrapped number does; other values pass unchanged (the
+    backends convert them as PyTorch does)."""
+    if dtype not in _INT_BITS or isinstance(value, (bool, np.bool_)):
+        return value
+    if isinstance(value, numbers.Integral):
+        return _convert(value, dtype)
+    if _overflows(value, dtype):  # a float past the type: undefined in C++, refused
+        raise _overflow_error(dtype)
+    return _convert(value, dtype)
+
+
+def scalar_tensor(value, dtype, device) -> Tensor:
+    """A 0-d ``dtype`` tensor on ``device`` holding number ``value`` as a wrapped operand
+    (``wrapped_scalar``: no range check for ints, as where(c, x, 300) or x.copy_(300))."""
+    dev = resolve_device(device)
+    return make(backend(dev).full((), wrapped_scalar(value, dtype), dtype, dev), dtype)
+
+
+def _check_data(arr: np.ndarray, dt) -> None:
+    """tensor()'s check of Python data bound for an integer dtype: every element must fit by
+    the rule above. The allowed values form one interval, so its extremes decide."""
+    if dt not in _INT_BITS or not arr.size:
+        return
+    for v in (arr.min(), arr.max()):
+        if _overflows(v.item(), dt):
+            raise _overflow_error(dt, _DATA_NAMES)
+
+
 def host_to(arr: np.ndarray, dtype, device: Device) -> Tensor:
     """A tensor holding NumPy array ``arr`` (cast to ``dtype``) on ``device``."""
     if device.type == "cpu":
@@ -111,10 +239,9 @@ def _infer_array(data, dtype=None) -> np.ndarray:
     try:
         arr = np.asarray(data)
     except ValueError:  # NumPy 2 refuses ragged nested sequences
-        arr = np.asarray(data, dtype=object)
-    if arr.dtype == object:
-        raise TypeError(f"tensor(): could not infer dtype of {type(data).__name__} (ragged "
-                        f"nested sequences or non-numeric elements)")
+        arr = None
+    if arr is None or arr.dtype.kind not in "biufc":
+        _refuse_data(data)
     if dtype is not None and arr.dtype.kind in "fc":
         return arr
     if arr.dtype.kind == "f":
@@ -123,8 +250,61 @@ def _infer_array(data, dtype=None) -> np.ndarray:
     elif arr.dtype.kind == "c":
         arr = arr.astype(dtypes.get_default_dtype().to_complex().np)
     elif arr.dtype.kind in "iu" and arr.dtype != np.uint8:
+        if arr.dtype == np.uint64 and arr.size and int(arr.max()) >= 1 << 63:
+            raise _UNPACK_ERROR  # a Python int past int64 (NumPy made the array uint64)
         arr = arr.astype(np.int64)
     return arr
+
+
+# PyTorch reads a Python int as a C long long before anything else (THPUtils_unpackLong)
+_UNPACK_ERROR = ValueError("Overflow when unpacking long long")
+
+
+def _refuse_data(data) -> None:
+    """Raises what torch.tensor raises for ``data`` NumPy could not make a numeric array of,
+    in PyTorch's order: the element types first (a string is a TypeError, any other
+    non-number a RuntimeError), then the nesting (ragged lengths are a ValueError naming the
+    dim; sizes follow the first element at each level, as PyTorch's)."""
+    def scan(x):
+        if isinstance(x, (str, bytes)):
+            raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
+        if _is_seq(x):
+            for y in x:
+                scan(y)
+        elif not isinstance(x, (int, float, complex, np.number, np.bool_)):
+            raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
+
+    scan(data)
+    sizes = []
+    x = data
+    while _is_seq(x):
+        sizes.append(len(x))
+        if not len(x):
+            break
+        x = x[0]
+
+    def walk(x, dim):
+        if dim == len(sizes):
+            if _is_seq(x):
+                raise TypeError(f"expected a number at dim {dim}, got a sequence "
+                                f"({type(x).__name__})")
+            return
+        if not _is_seq(x):
+            raise TypeError("not a sequence")
+        if len(x) != sizes[dim]:
+            raise ValueError(f"expected sequence of length {sizes[dim]} at dim {dim} (got "
+                             f"{len(x)})")
+        for y in x:
+            walk(y, dim + 1)
+
+    walk(data, 0)
+    raise _UNPACK_ERROR  # numbers, evenly nested: NumPy fell back to objects for an int
+                         # past 64 bits
+
+
+def _is_seq(x) -> bool:
+    return isinstance(x, (list, tuple, np.ndarray)) and not (isinstance(x, np.ndarray)
+                                                            and x.ndim == 0)
 
 
 def _flat(data):
@@ -156,6 +336,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False,
     arr = _infer_array(data, dtype)
     dt = as_dtype(dtype) or (data.dtype if isinstance(data, Tensor) else
                              dtypes.from_numpy_dtype(arr.dtype))
+    if not isinstance(data, (np.ndarray, Tensor)):  # Python numbers are range-checked
+        _check_data(arr, dt)                        # (arrays and tensors are cast)
     out = host_to(np.array(arr, copy=True) if isinstance(data, np.ndarray) else arr, dt,
                   resolve_device(device))
     return _finish(out, requires_grad)
@@ -216,6 +398,10 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
         dtype = dtypes.bool
     elif dtype is None and isinstance(fill_value, numbers.Integral):
         dtype = dtypes.int64
+    if isinstance(fill_value, numbers.Number):  # (not a 0-d tensor: that is cast)
+        dt = as_dtype(dtype) or (dtypes.get_default_dtype() if isinstance(fill_value, float)
+                                 else dtypes.result_type(fill_value))
+        fill_value = checked_scalar(fill_value, dt)
     return _factory(_size((size,)), fill_value, dtype, device, requires_grad)
 
 

@@ -16,10 +16,12 @@ from ...runtime.dtype import bool as _BOOL
 from ...runtime.dtype import get_default_dtype, result_type
 from ..dispatch import Primitive, apply, apply_inplace
 from ..tensor import Tensor
+from .creation import checked_scalar, scalar_tensor, wrapped_scalar
 
 __all__ = ["add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "log", "sqrt", "rsqrt",
            "relu", "maximum", "minimum", "where", "isnan", "rsub", "reciprocal",
-           "gt", "ge", "lt", "le", "eq", "ne", "broadcast_shapes", "binary_operands"]
+           "gt", "ge", "lt", "le", "eq", "ne", "broadcast_shapes", "binary_operands",
+           "check_same_device"]
 
 _Number = numbers.Number
 
@@ -41,16 +43,28 @@ def broadcast_shapes(*shapes) -> tuple:
     return tuple(out)
 
 
+def check_same_device(like: Tensor, t: Tensor, arg: str, op: str) -> None:
+    """The one same-device check: PyTorch's RuntimeError unless argument ``arg`` (``t``) of
+    ``op`` is on the device of ``like`` (the tensor the op runs on). Index tensors, targets
+    and weights go through it as they are: nothing is moved behind the caller's back, so
+    gather(cuda_x, 1, cpu_index) is refused as every other mixed-device op is."""
+    if t._device is not like._device:
+        raise RuntimeError(f"Expected all tensors to be on the same device, but got {arg} is on "
+                           f"{t._device}, different from other tensors on {like._device} "
+                           f"(when checking argument in method {op})")
+
+
 def _same_device(a: Tensor, b: Tensor, op: str) -> Tensor:
+    """``b`` on ``a``'s device for an elementwise op: a CPU 0-d tensor may join an op on
+    another device (PyTorch's TensorIterator allows it); anything else must match."""
     if a._device is b._device:
         return b
     if b.ndim == 0 and b._device.type == "cpu":
         return b.to(a._device)  # a CPU scalar tensor may join a CUDA op, as in PyTorch
     if a.ndim == 0 and a._device.type == "cpu":
         return b
-    raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
-                       f"devices, {a._device} and {b._device}! (when checking argument for "
-                       f"argument other in method {op})")
+    check_same_device(a, b, "other", op)
+    return b
 
 
 def binary_operands(a, b, op: str, dtype=None):
@@ -78,6 +92,8 @@ def binary_operands(a, b, op: str, dtype=None):
             b = b.to(dt)
     elif isinstance(b, _Number):
         dt = dtype or result_type(a, b)
+        if not dt.is_floating_point:  # an int operand wraps into an integer dtype, as in
+            b = wrapped_scalar(b, dt)  # PyTorch (uint8 + 300 adds 44): both backends alike
     else:
         raise TypeError(f"{op}(): argument 'other' must be Tensor or Number, not "
                         f"{type(b).__name__}")
@@ -157,8 +173,8 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
         alpha = alpha is not False and alpha != 0
         if not isinstance(b, Tensor):
             b = b and alpha
-    elif not isinstance(b, Tensor):
-        b = b * alpha
+    elif not isinstance(b, Tensor) and alpha != 1:
+        b = wrapped_scalar(b * alpha, a._dtype)
     if isinstance(b, Tensor):
         return _result(apply(AddBackward0, (a, b), alpha), out)
     return _result(apply(AddBackward1, (a,), b), out)
@@ -176,7 +192,8 @@ def sub(input, other, *, alpha=1, out=None) -> Tensor:
                            "operator instead.")
     if isinstance(b, Tensor):
         return _result(apply(SubBackward0, (a, b), alpha), out)
-    return _result(apply(SubBackward1, (a,), b * alpha), out)
+    return _result(apply(SubBackward1, (a,), b if alpha == 1 else
+                         wrapped_scalar(b * alpha, a._dtype)), out)
 
 
 def _is_bool(x) -> bool:
@@ -353,6 +370,13 @@ def pow(input, exponent, *, out=None) -> Tensor:  # noqa: A001
     """``input ** exponent``, broadcasting."""
     if not isinstance(input, Tensor):  # number ** tensor
         return pow(_operand(input, result_type(input, exponent), exponent, "pow"), exponent)
+    if isinstance(exponent, int) and not (input._dtype.is_floating_point
+                                          or input._dtype.is_complex):
+        if exponent < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        dt = result_type(input, exponent)
+        if dt is not _BOOL:  # PyTorch reads the exponent with Scalar::to<T>(): checked
+            checked_scalar(exponent, dt)
     a, b = binary_operands(input, exponent, "pow")
     if a._dtype is _BOOL:  # only a Python bool exponent keeps a bool tensor bool
         if isinstance(b, Tensor):
@@ -360,8 +384,6 @@ def pow(input, exponent, *, out=None) -> Tensor:  # noqa: A001
         return _result(a.clone() if b else a.new_ones(a.shape), out)
     if isinstance(b, Tensor):
         return _result(apply(PowBackward1, (a, b)), out)
-    if isinstance(b, int) and b < 0 and not a._dtype.is_floating_point:
-        raise RuntimeError("Integers to negative integer powers are not allowed.")
     return _result(apply(PowBackward0, (a,), b), out)
 
 
@@ -598,9 +620,8 @@ def where(condition: Tensor, input=_MISSING, other=_MISSING) -> Tensor:
 
 def _operand(x, dt, like: Tensor, op: str) -> Tensor:
     """``x`` (a Tensor or a number) as a tensor of dtype ``dt`` on ``like``'s device."""
-    if isinstance(x, _Number):
-        from .creation import full
-        return full((), x, dtype=dt, device=like.device)
+    if isinstance(x, _Number):  # a wrapped number: not range-checked (creation.py's note)
+        return scalar_tensor(x, dt, like._device)
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): expected a Tensor or a number, got {type(x).__name__}")
     x = _same_device(like, x, op)
@@ -685,7 +706,7 @@ def _inplace(op_tensor, op_scalar, promote_float=False):
         if _can_cast(dt, self._dtype) is False:
             raise RuntimeError(f"result type {dt.name.capitalize()} can't be cast to the "
                                f"desired output type {self._dtype.name.capitalize()}")
-        s = other if alpha is None else other * alpha
+        s = wrapped_scalar(other if alpha is None else other * alpha, self._dtype)
         return apply_inplace(op_scalar, self, (), s)
     method.__name__ = op_tensor.op_name + "_"
     return method

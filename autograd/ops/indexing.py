@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import numbers
 import operator
+import warnings
 
 import numpy as np
 
 from ...runtime import dtype as dtypes
-from ..dispatch import Primitive, apply, apply_inplace
+from ..dispatch import Primitive, apply, apply_inplace, expanded_dims
 from ..tensor import Tensor, array_meta, make, wrap_dim
-from .creation import full, tensor, zeros
-from .elementwise import broadcast_shapes, where
+from .creation import checked_scalar, full, tensor, zeros
+from .elementwise import broadcast_shapes, check_same_device, where
 from .pointwise import fill_
 from .views import is_basic_index, list_as_tuple, slice_scatter, sum_to_size
 from .views import getitem as _basic_getitem
@@ -57,8 +58,10 @@ def _stack_pair(a: Tensor, b: Tensor) -> Tensor:
     return stack([a, b])
 
 
-def _checked(idx: Tensor, size: int, dim: int, op: str, allow_negative: bool) -> Tensor:
-    """``idx`` as int64, in range [0, size) (negatives wrapped if allowed), or IndexError."""
+def _checked(idx: Tensor, size: int, dim: int, op: str, allow_negative: bool,
+             error=None) -> Tensor:
+    """``idx`` as int64, in range [0, size) (negatives wrapped if allowed), or the op's error
+    for index ``bad``: ``error(bad)``, by default advanced indexing's IndexError."""
     if idx._dtype is not dtypes.int64:
         idx = idx.to(dtypes.int64)
     if idx.numel() == 0:
@@ -68,6 +71,8 @@ def _checked(idx: Tensor, size: int, dim: int, op: str, allow_negative: bool) ->
     low = -size if allow_negative else 0
     if hi >= size or lo < low:
         bad = hi if hi >= size else lo
+        if error is not None:
+            raise error(bad)
         raise IndexError(f"{op}: index {bad} is out of bounds for dimension {dim} with size "
                          f"{size}")
     if lo < 0:
@@ -77,12 +82,18 @@ def _checked(idx: Tensor, size: int, dim: int, op: str, allow_negative: bool) ->
 
 
 def _index_tensor(ix, device, op: str) -> Tensor:
-    """A tensor index (any device) as an index tensor on ``device``."""
+    """An advanced index tensor as an index tensor on ``device``: PyTorch takes one on the
+    indexed tensor's device or on the CPU (moved over), and refuses any other device."""
     dt = ix._dtype
     if dt is not dtypes.bool and dt not in _INDEX_DTYPES:
         raise IndexError(f"{op}: tensors used as indices must be long, int, byte or bool "
                          f"tensors (got {dt})")
-    return ix if ix._device is device else ix.to(device)
+    if ix._device is device:
+        return ix
+    if ix._device.type != "cpu":
+        raise IndexError(f"indices should be either on cpu or on the same device as the indexed "
+                         f"tensor ({device})")
+    return ix.to(device)
 
 
 def _host_index(ix, op: str) -> np.ndarray:
@@ -270,6 +281,9 @@ class IndexPutBackward0(Primitive):
     __slots__ = ()
     op_name = "index_put"
     writes_out = True
+    expanded_target = ("Use of index_put_ on expanded tensors is deprecated. Please clone() the "
+                       "tensor before performing this operation. This also applies to advanced "
+                       "indexing e.g. tensor[indices] = tensor")
 
     @staticmethod
     def forward(ctx, k, x, v, indices, accumulate, out=None):
@@ -438,6 +452,7 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     if not isinstance(index, Tensor):
         raise TypeError(f"index_select(): argument 'index' must be Tensor, not "
                         f"{type(index).__name__}")
+    check_same_device(input, index, "index", "index_select")
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     if index._dtype not in (dtypes.int64, dtypes.int32):
@@ -448,10 +463,14 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
                          f"{index.numel()} value(s)")
     x = input if input.ndim else input.reshape(1)
     d = wrap_dim(dim, x.ndim, "index_select", "dim", 1)
-    idx = _index_tensor(index.reshape(-1), x._device, "index_select")
-    idx = _checked(idx, x.shape[d], d, "index_select", allow_negative=False)
+    idx = _checked(index.reshape(-1), x.shape[d], d, "index_select", allow_negative=False,
+                   error=_index_select_error)
     out = apply(IndexSelectBackward0, (x,), (None,) * d + (idx._data,))
     return out if input.ndim else out.reshape(())  # PyTorch: a scalar stays a scalar
+
+
+def _index_select_error(bad) -> IndexError:
+    return IndexError("index out of range in self")  # PyTorch's index_select (and embedding)
 
 
 # -- gather / scatter -----------------------------------------------------------------------------
@@ -459,6 +478,9 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
 def _gather_checks(x: Tensor, dim: int, index: Tensor, op: str, src=None):
     if not isinstance(index, Tensor):
         raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
+    check_same_device(x, index, "index", op)  # first, as in PyTorch (its dispatch wrapper)
+    if isinstance(src, Tensor):
+        check_same_device(x, src, "src", op)
     if index._dtype is not dtypes.int64 and index._dtype is not dtypes.int32:
         raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index (got {index._dtype})")
     d = wrap_dim(dim, x.ndim, op, "dim", 1)
@@ -477,8 +499,11 @@ def _gather_checks(x: Tensor, dim: int, index: Tensor, op: str, src=None):
             raise RuntimeError(f"Expected index {list(index.shape)} to be smaller than self "
                                f"{list(x.shape)} apart from dimension {d} and to be smaller "
                                f"size than src {list(src.shape)}")
-    idx = index if index._device is x._device else index.to(x._device)
-    return d, _checked(idx, xs[d], d, op, allow_negative=False)
+
+    def error(bad):  # PyTorch's scatter/gather kernels: a RuntimeError
+        return RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {xs[d]}")
+
+    return d, _checked(index, xs[d], d, op, allow_negative=False, error=error)
 
 
 class GatherBackward0(Primitive):
@@ -580,9 +605,9 @@ def _scatter_src(self: Tensor, src, op: str):
         if src._dtype is not self._dtype:  # PyTorch refuses to cast src (numbers are cast)
             raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype (got "
                                f"{self._dtype} and {src._dtype})")
-        return src if src._device is self._device else src.to(self._device)
-    if isinstance(src, _Number):
-        return src if self._dtype.is_floating_point else int(src)
+        return src  # (its device is checked with the index's, in _gather_checks)
+    if isinstance(src, _Number):  # PyTorch reads the value with Scalar::to<T>(): checked
+        return checked_scalar(src, self._dtype)
     raise TypeError(f"{op}(): argument 'src' must be Tensor or Number, not "
                     f"{type(src).__name__}")
 
@@ -594,8 +619,8 @@ def _scatter(self, dim, index, src, value, reduce, op, inplace):
         raise TypeError(f"{op}() missing required argument 'src' or 'value'")
     if reduce is not None and reduce not in ("add", "sum"):
         raise NotImplementedError(f"{op}(reduce={reduce!r}) is not supported (only 'add')")
-    src = _scatter_src(self, src, op)
     d, idx = _gather_checks(self, dim, index, op, src)
+    src = _scatter_src(self, src, op)
     run = apply_inplace if inplace else (lambda o, t, others, *p: apply(o, (t,) + others, *p))
     if isinstance(src, Tensor):
         op_cls = ScatterAddBackward0 if reduce is not None else ScatterBackward0
@@ -689,12 +714,7 @@ def _masked_fill_args(x: Tensor, mask, value, op: str):
     if not isinstance(value, _Number):
         raise TypeError(f"{op}(): argument 'value' must be Number or Tensor, not "
                         f"{type(value).__name__}")
-    dt = x._dtype
-    if dt is dtypes.bool:
-        value = bool(value)
-    elif not dt.is_floating_point:
-        value = int(value)
-    return mask, value
+    return mask, checked_scalar(value, x._dtype)  # Scalar::to<T>(): checked, as PyTorch
 
 
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
@@ -713,9 +733,27 @@ def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
     if broadcast_shapes(tuple(self.shape), tuple(mask.shape)) != tuple(self.shape):
         raise RuntimeError(f"masked_fill_: mask of shape {list(mask.shape)} does not broadcast "
                            f"to the tensor's shape {list(self.shape)}")
+    target = self
+    dims = expanded_dims(self)
+    if dims:
+        # PyTorch allows this (deprecated) and writes only the masked elements, so a memory
+        # location is filled when any of its aliases is masked. The forward here writes every
+        # element (a where), so it runs on one alias per location: the expanded dims cut to
+        # size 1 (a view of the same memory), the mask reduced over them with any().
+        warnings.warn(_MASKED_FILL_EXPANDED, UserWarning, stacklevel=2)
+        mask = mask.expand(tuple(self.shape)).any(dims, keepdim=True)
+        target = _basic_getitem(self, tuple(slice(0, 1) if d in dims else slice(None)
+                                            for d in range(self.ndim)))
     if isinstance(value, Tensor):
-        return apply_inplace(MaskedFillBackward1, self, (mask, value))
-    return apply_inplace(MaskedFillBackward0, self, (mask,), value)
+        apply_inplace(MaskedFillBackward1, target, (mask, value))
+    else:
+        apply_inplace(MaskedFillBackward0, target, (mask,), value)
+    return self
+
+
+_MASKED_FILL_EXPANDED = ("Use of masked_fill_ on expanded tensors is deprecated. Please clone() "
+                         "the tensor before performing this operation. This also applies to "
+                         "advanced indexing e.g. tensor[mask] = scalar")
 
 
 class NonzeroOp(Primitive):

@@ -20,9 +20,10 @@ import math
 from ..dispatch import Primitive, apply
 from ..state import state
 from ..tensor import Tensor, make
+from .elementwise import check_same_device
 from .pointwise import tanh
 
-__all__ = ["cross_entropy_rows", "embedding", "gelu", "layer_norm"]
+__all__ = ["check_class_indices", "cross_entropy_rows", "embedding", "gelu", "layer_norm"]
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -51,17 +52,24 @@ def _check_indices(idx: Tensor, size: int, what: str, ignore_index=None) -> None
     if lo < 0 or hi >= size:
         bad = lo if lo < 0 else hi
         if ignore_index is not None:
-            raise IndexError(f"Target {bad} is out of bounds (the input has {size} classes).")
-        raise IndexError(f"{what}: index {bad} is out of range for a table of {size} rows "
-                         f"(index out of range in self)")
+            raise IndexError(f"Target {bad} is out of bounds.")  # PyTorch's nll_loss
+        raise IndexError("index out of range in self")  # PyTorch's embedding (index_select)
 
 
-def _same_device(op: str, *tensors) -> None:
-    dev = tensors[0].device
-    for t in tensors[1:]:
-        if t is not None and t.device is not dev:
-            raise RuntimeError(f"Expected all tensors to be on the same device, but found at "
-                               f"least two devices, {dev} and {t.device}! (in {op})")
+_SCALAR_TYPE_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
+                      "int32": "Int", "int64": "Long", "float16": "Half",
+                      "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
+                      "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def check_class_indices(target: Tensor) -> Tensor:
+    """Class-index targets as int64: PyTorch's nll_loss reads them as Long and refuses a
+    float or bool tensor ("expected scalar type Long but found Float"); other integer
+    dtypes are converted (a convenience PyTorch's CPU kernel does not offer)."""
+    dt = target.dtype
+    if dt.is_floating_point or dt.is_complex or dt.name == "bool":
+        raise RuntimeError(f"expected scalar type Long but found {_SCALAR_TYPE_NAMES[dt.name]}")
+    return target if dt.name == "int64" else target.long()
 
 
 # -- GELU ----------------------------------------------------------------------------------------
@@ -217,7 +225,9 @@ def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
     if bias is not None and weight is None:
         from .creation import ones
         weight = ones(shape, dtype=x.dtype, device=x.device)
-    _same_device("layer_norm", x, weight, bias)
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None:
+            check_same_device(x, t, name, "layer_norm")
     n = math.prod(shape)
     inputs = tuple(t if t.dtype is x.dtype else t.to(x.dtype)
                    for t in (x, weight, bias) if t is not None)
@@ -274,12 +284,8 @@ def cross_entropy_rows(logits: Tensor, target: Tensor, ignore_index: int = -100,
     if x.ndim != 2 or target.ndim != 1 or target.shape[0] != x.shape[0]:
         raise ValueError(f"cross_entropy: expected (N, C) logits and (N,) targets, got "
                          f"{list(x.shape)} and {list(target.shape)}")
-    if target.dtype.is_floating_point or target.dtype.name == "bool":
-        raise RuntimeError(f"cross_entropy: expected class indices of an integer dtype, got "
-                           f"{target.dtype}")
-    _same_device("cross_entropy", x, target)
-    if target.dtype.name != "int64":
-        target = target.long()
+    check_same_device(x, target, "target", "cross_entropy")
+    target = check_class_indices(target)
     _check_indices(target, x.shape[1], "cross_entropy", int(ignore_index))
     return apply(CrossEntropyLossBackward0, (x, target), int(ignore_index),
                  float(label_smoothing))
@@ -351,7 +357,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None,
                            f"{getattr(input, 'dtype', type(input).__name__)} instead")
     if weight.ndim != 2:
         raise RuntimeError(f"embedding: 'weight' must be 2-D, got shape {list(weight.shape)}")
-    _same_device("embedding", weight, input)
+    check_same_device(weight, input, "index", "embedding")
     if padding_idx is not None:
         n = weight.shape[0]
         if not -n <= padding_idx < n:

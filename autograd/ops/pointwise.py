@@ -18,6 +18,7 @@ from ...runtime import dtype as dtypes
 from ...runtime.dtype import result_type
 from ..dispatch import Primitive, apply, apply_inplace
 from ..tensor import Tensor
+from .creation import checked_scalar, wrapped_scalar
 from .elementwise import (
     _can_cast,
     _floating,
@@ -313,9 +314,8 @@ def _clamp_tensor_bounds(x, min, max, dt, op):
 
 
 def _scalar_bound(b, dt):
-    if b is None:
-        return None
-    return b if dt.is_floating_point else int(b) if not isinstance(b, bool) else b
+    # PyTorch's clamp reads number bounds with Scalar::to<T>(): checked (creation.py's note)
+    return None if b is None else checked_scalar(b, dt)
 
 
 def clamp(input: Tensor, min=None, max=None, *, out=None) -> Tensor:  # noqa: A002
@@ -464,6 +464,9 @@ def _inplace_division(op_t, op_s, name):
         if not _can_cast(dt, self._dtype):
             raise RuntimeError(f"result type {dt.name.capitalize()} can't be cast to the "
                                f"desired output type {self._dtype.name.capitalize()}")
+        other = wrapped_scalar(other, self._dtype)
+        if other == 0 and not self._dtype.is_floating_point:
+            raise RuntimeError(f"ZeroDivisionError: integer division by zero in {name}")
         return apply_inplace(op_s, self, (), other)
     method.__name__ = name
     return method
@@ -509,7 +512,7 @@ def _bitwise(name):
                 raise RuntimeError(f"{name}_: result type can't be cast to "
                                    f"{self._dtype.name.capitalize()}")
             return apply_inplace(Op, self, (other.to(self._dtype),))
-        return apply_inplace(Op, self, (), other)
+        return apply_inplace(Op, self, (), wrapped_scalar(other, self._dtype))
 
     fn.__name__, inplace.__name__ = name, name + "_"
     fn.__doc__ = f"Elementwise ``{name}`` of integer or bool tensors, broadcasting."
@@ -570,6 +573,7 @@ class FillBackward0(Primitive):
     __slots__ = ()
     op_name = "fill_"
     writes_out = True
+    expanded_target = True  # one value however often it is stored: PyTorch allows it
 
     @staticmethod
     def forward(ctx, k, x, value, out=None):
@@ -596,6 +600,7 @@ class FillBackward1(Primitive):
     __slots__ = ()
     op_name = "fill_"
     writes_out = True
+    expanded_target = True
 
     @staticmethod
     def forward(ctx, k, x, v, out=None):
@@ -623,7 +628,7 @@ def fill_(self: Tensor, value) -> Tensor:
     if not isinstance(value, _Number):
         raise TypeError(f"fill_(): argument 'value' must be Number or Tensor, not "
                         f"{type(value).__name__}")
-    return apply_inplace(FillBackward0, self, (), _scalar_bound(value, self._dtype))
+    return apply_inplace(FillBackward0, self, (), checked_scalar(value, self._dtype))
 
 
 def zero_(self: Tensor) -> Tensor:

@@ -102,6 +102,10 @@ class StackBackward0(Primitive):
 def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
     """Concatenates tensors along an existing ``dim`` (dtypes promote; 1-D empty tensors are
     skipped, as in PyTorch)."""
+    if not isinstance(tensors, Tensor):
+        tensors = list(tensors)
+        if not tensors:  # PyTorch's cat checks this with TORCH_CHECK_VALUE: a ValueError
+            raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     ts = _tensor_list(tensors, "cat")
     nd = max(t.ndim for t in ts)
     if nd > 1:

@@ -27,7 +27,7 @@ else raises TypeError naming the op and the dtype. The module never imports torc
 """
 
 # compat first: it decides whether kernels are interpreted before anything imports Triton
-from . import compat  # noqa: F401,I001
+from . import compat  # noqa: F401
 from .elementwise_ops import (
     add,
     binary,

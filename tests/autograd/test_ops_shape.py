@@ -51,7 +51,7 @@ def test_cat_only_grad_for_inputs_that_need_it(device):
 
 
 def test_cat_errors(device):
-    with pytest.raises(RuntimeError, match="non-empty list"):
+    with pytest.raises(ValueError, match="non-empty list"):
         tg.cat([])
     with pytest.raises(RuntimeError, match="zero-dimensional tensor"):
         tg.cat([tg.tensor(1.0, device=device)])
