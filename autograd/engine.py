@@ -11,7 +11,7 @@ Around each node: tensor hooks (which may replace a gradient), the capture, ``re
 node pre-hooks, the node itself (under its NVTX range / profiler event and anomaly checks),
 node post-hooks, then release of its saved tensors unless ``retain_graph``.
 
-Note [Backward streams] (NOTES §4; docs/streams.md):
+Note [Backward streams] (docs/streams.md):
   1. A node runs on the stream that was current when its forward op ran (``node._stream``).
   2. A gradient produced on stream A and consumed on stream B: B waits on an event recorded on
      A, and the gradient's memory is marked used on B (``record_stream``) so the allocator does

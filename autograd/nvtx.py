@@ -1,6 +1,6 @@
 """``emit_nvtx``: an NVTX range around every autograd op, tagged for forward-backward matching.
 
-Ranges (NOTES §5), pushed through tritongrad.runtime.nvtx on the thread that runs the op:
+Ranges (docs/profiler.md, "NVTX naming"), pushed through tritongrad.runtime.nvtx on the thread that runs the op:
 
     forward op (and any op run inside backward)   ``<op>, seq = <N>``
     a backward node's apply                       ``<NodeName>, stashed seq = <N>``

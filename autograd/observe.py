@@ -8,7 +8,7 @@ Protocol (all four methods required; a returned token is handed back to the matc
 
     op_enter(name: str, seq: int, inputs: tuple, params: tuple) -> token
         ``seq`` is the sequence number the op's backward node gets if it records one (the
-        counter's current value, as NOTES §5 says). ``inputs`` are Tensors; ``params`` the
+        counter's current value, as docs/profiler.md says). ``inputs`` are Tensors; ``params`` the
         op's non-tensor arguments in order.
     op_exit(token) -> None
     node_enter(node, grads) -> token around ``node.apply`` in the engine; ``grads`` are the

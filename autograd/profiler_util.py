@@ -666,7 +666,7 @@ def estimate_flops(name: str, shapes) -> int | None:
 
 # -- NVTX range names --------------------------------------------------------------------------
 
-# The first ", <key> =" ends the op's name (NOTES §5: emit_nvtx's "<op>, seq = N", backward
+# The first ", <key> =" ends the op's name (docs/profiler.md: emit_nvtx's "<op>, seq = N", backward
 # "<Node>, stashed seq = N", and PyTorch's ", op_id = ...", ", sizes = [...]",
 # ", input_op_ids = [...]" variants, with or without spaces around "=").
 _SUFFIX_START = re.compile(r", (?:stashed seq|seq|op_id|sizes|input_op_ids) ?= ?")

@@ -200,7 +200,7 @@ class Tensor:
     def record_stream(self, stream) -> None:
         """Marks this CUDA tensor's memory as in use by ``stream``: when the tensor is freed,
         the caching allocator keeps its block from other streams' allocations until the work
-        queued on ``stream`` by then has completed (Note [Backward streams], NOTES §4.4)."""
+        queued on ``stream`` by then has completed (Note [Backward streams]; docs/streams.md)."""
         if self._device.type != "cuda":
             raise RuntimeError(f"record_stream: expected a CUDA tensor, got one on "
                                f"{self._device}")

@@ -89,10 +89,10 @@ CONTRACT = (
     "gt", "ge", "lt", "le", "eq", "ne",
     "neg", "exp", "log", "relu", "sqrt", "where",
     "sum", "matmul",
-    # issue 4: the Tensors op set
+    # the Tensors op set
     "arange", "unary", "binary", "reduce", "argreduce", "cumsum", "softmax", "bmm",
     "nonzero", "index", "index_put_", "gather", "scatter_",
-    # issue 4 (training): fused nn ops and optimizer updates
+    # fused nn ops and optimizer updates
     "gelu", "gelu_backward", "layer_norm", "layer_norm_backward", "cross_entropy",
     "cross_entropy_backward", "embedding", "embedding_backward", "sgd_step", "adam_step",
 )

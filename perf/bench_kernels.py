@@ -7,7 +7,7 @@ bandwidth (bytes the op must move / time) and that bandwidth as a fraction of a 
 copy measured in the same run (``cuMemcpyDtoDAsync`` through the runtime): the roofline these
 memory-bound kernels aim at. For matmul it prints TFLOP/s (2*M*N*K / time) and, when torch is
 installed, torch's TFLOP/s for the same shapes and the ratio (torch is only a peer here;
-tritongrad never imports it). Then the host time of one small op (launch-bound: NOTES.md section 6).
+tritongrad never imports it). Then the host time of one small op (launch-bound: Triton's Python launch path costs ~10-20 us of host time).
 
 Timing: ``triton.testing.do_bench`` (CUDA events through tritongrad's Triton driver, L2 flushed
 between runs) for tritongrad; torch's events on torch's stream for torch. On a machine without

@@ -6,7 +6,7 @@ Nothing here touches a device. ``CachingAllocator`` is given ``raw_alloc(nbytes)
 host memory with events whose completion they control, and runtime/memory.py runs it over the
 driver. Streams are opaque hashable keys (the runtime uses CUstream handles).
 
-Policy (PyTorch's and CuPy's; NOTES.md section 6):
+Policy (PyTorch's and CuPy's caching allocators'; docs/runtime.md):
 - sizes are rounded up to 512 bytes;
 - small requests (<= 1 MiB) are carved from 2 MiB segments; requests up to 10 MiB from 20 MiB
   segments; larger ones get their own segment rounded up to 2 MiB. A cached block larger than

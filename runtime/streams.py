@@ -11,7 +11,7 @@ only what ``wait_stream``/``wait_event`` say. A ``Stream`` that is garbage colle
 its CUstream to a per-(device, priority) pool for the next ``Stream()``; CUstreams are never
 destroyed, so a handle the caching allocator keys free blocks by always names the same queue.
 
-See the stream contract in docs/runtime.md (NOTES.md section 4).
+See the stream contract in docs/streams.md and docs/runtime.md.
 """
 
 from __future__ import annotations

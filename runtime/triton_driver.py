@@ -1,4 +1,4 @@
-"""Triton's active driver, answered by tritongrad (NOTES.md section 1).
+"""Triton's active driver, answered by tritongrad (docs/runtime.md, "Triton without torch").
 
 Triton asks its active driver, at every launch, for the current device and for the current
 stream of that device. Its own CUDA driver answers through torch (triton <= 3.6 builds it with

@@ -43,7 +43,7 @@ __all__ = [
     "where", "matmul", "mm", "all", "any", "mean", "sum",
     "as_strided", "broadcast_to", "expand", "expand_as", "flatten", "permute", "reshape",
     "squeeze", "sum_to_size", "t", "transpose", "unsqueeze", "view",
-    # issue 4: the Tensors op set
+    # the Tensors op set
     "abs", "absolute", "sin", "cos", "tanh", "sigmoid", "sign", "floor", "ceil", "round",
     "trunc", "fix", "log1p", "expm1", "clamp", "clip", "clamp_min", "clamp_max", "floor_divide",
     "remainder", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "logical_and",
@@ -95,7 +95,7 @@ _METHODS = {
     "div_": elementwise.div_, "pow_": elementwise.pow_, "neg_": elementwise.neg_,
     "exp_": elementwise.exp_, "log_": elementwise.log_, "sqrt_": elementwise.sqrt_,
     "relu_": elementwise.relu_,
-    # issue 4: pointwise
+    # pointwise
     "abs": pointwise.abs, "absolute": pointwise.abs, "sin": pointwise.sin,
     "cos": pointwise.cos, "tanh": pointwise.tanh, "sigmoid": pointwise.sigmoid,
     "sign": pointwise.sign, "floor": pointwise.floor, "ceil": pointwise.ceil,
@@ -117,18 +117,18 @@ _METHODS = {
     "floor_divide_": pointwise.floor_divide_, "remainder_": pointwise.remainder_,
     "bitwise_and_": pointwise.bitwise_and_, "bitwise_or_": pointwise.bitwise_or_,
     "bitwise_xor_": pointwise.bitwise_xor_, "fill_": pointwise.fill_, "zero_": pointwise.zero_,
-    # issue 4: reductions, softmax
+    # reductions, softmax
     "max": reduction.max, "min": reduction.min, "amax": reduction.amax,
     "amin": reduction.amin, "argmax": reduction.argmax, "argmin": reduction.argmin,
     "var": reduction.var, "std": reduction.std, "prod": reduction.prod,
     "logsumexp": reduction.logsumexp, "cumsum": reduction.cumsum,
     "softmax": softmax, "log_softmax": log_softmax,
-    # issue 4: shapes
+    # shapes
     "split": shape.split, "chunk": shape.chunk, "unbind": shape.unbind,
     "narrow": shape.narrow, "select": shape.select, "movedim": shape.movedim,
     "moveaxis": shape.movedim, "repeat": shape.repeat, "tile": shape.tile,
     "tril": shape.tril, "triu": shape.triu,
-    # issue 4: indexing
+    # indexing
     "gather": indexing.gather, "scatter": indexing.scatter, "scatter_": indexing.scatter_,
     "scatter_add": indexing.scatter_add, "scatter_add_": indexing.scatter_add_,
     "index_select": indexing.index_select, "index_put": indexing.index_put,
@@ -136,7 +136,7 @@ _METHODS = {
     "masked_fill_": indexing.masked_fill_, "nonzero": indexing.nonzero,
     "masked_select": indexing.masked_select, "__setitem__": indexing.setitem,
     "where": lambda self, condition, other: elementwise.where(condition, self, other),
-    # issue 4: interop
+    # interop
     "__dlpack__": interop.dlpack, "__dlpack_device__": interop.dlpack_device,
     # reductions
     "sum": reduction.sum, "mean": reduction.mean, "any": reduction.any, "all": reduction.all,

@@ -444,7 +444,7 @@ def getitem(x: Tensor, index) -> Tensor:
     if type(index) is list:
         index = list_as_tuple(index)
     if not is_basic_index(index):
-        from .indexing import advanced_getitem  # issue 4: index tensors
+        from .indexing import advanced_getitem  # index tensors
         return advanced_getitem(x, index)
     index = _normalize_index(index, x.shape)
     return _view_apply(SliceBackward0, x, index)

@@ -1,4 +1,4 @@
-"""Stream semantics of backward passes (NOTES §4, Note [Backward streams] in engine.py).
+"""Stream semantics of backward passes (docs/streams.md, Note [Backward streams] in engine.py).
 
 The first tests run wherever "cuda" runs (the emulated device in CI, a GPU when lent): they
 check which stream each backward node ran on and which waits the engine queued. The last ones

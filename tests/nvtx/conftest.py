@@ -2,7 +2,7 @@
 
 The recorder (nvtx_recorder.c) is an NVTX injection library: a process started with
 ``NVTX_INJECTION64_PATH`` naming it records every range, mark and registered string it emits
-to the file named by ``NVTX_RECORD_FILE`` (NOTES §3). It is built here with the machine's C
+to the file named by ``NVTX_RECORD_FILE``. It is built here with the machine's C
 compiler against the NVTX headers of the ``nvidia-nvtx`` wheel (a test extra); the tests
 skip, saying why, where either is missing.
 """

@@ -1,5 +1,5 @@
 """emit_nvtx and tg.cuda.nvtx, captured for real: a subprocess trains a tiny model on the CPU
-with the NVTX recorder tool attached (conftest.py, NOTES §3), and the ranges it emitted are
+with the NVTX recorder tool attached (conftest.py), and the ranges it emitted are
 checked against the graph it built. No GPU and no mock: the same NVTX calls a profiler sees.
 """
 
@@ -402,7 +402,7 @@ def test_format_range():
     for m in ("mul, seq = 3", "mul, seq = 0, sizes = [[2, 3], []]"):
         assert FWD.match(m)
     assert BWD.match("MulBackward0, stashed seq = 3")
-    # what load_nvprof will accept (NOTES §5)
+    # what load_nvprof will accept (docs/profiler.md, "NVTX naming")
     pat = re.compile(r", (stashed )?seq ?= ?(\d+)")
     assert pat.search(format_range("x", 12, True))[2] == "12"
 
