@@ -89,6 +89,8 @@ class MiniTensor:
         return MiniTensor(self.data * other, lambda s, g: (g * s,), (self,), other)
 
     def __add__(self, other):
+        if isinstance(other, MiniTensor):
+            return MiniTensor(self.data + other.data, lambda s, g: (g, g), (self, other))
         return MiniTensor(self.data + other, lambda s, g: (g,), (self,))
 
     def tanh(self):
