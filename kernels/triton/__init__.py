@@ -4,10 +4,11 @@
 A few generic kernels carry every op (one file per family: kernels with their formulas, then
 plans and launchers):
 
-- elementwise.py: a flat and a strided kernel, the op a constexpr string, under add ... where,
-  unary(), binary(), and the copy/arange ops behind copy_/astype/contiguous/full/arange
-  (memory.py); broadcasting through zero strides, collapsed dimensions, Python scalars passed
-  by value. elementwise_ops.py: the contract's launchers (dtype rules, scalars, out=);
+- elementwise.py: a flat and a strided kernel under add ... where, unary(), binary(), and the
+  copy/arange ops behind copy_/astype/contiguous/full/arange (memory.py), the op a constexpr:
+  its formula from the table OPS; broadcasting through zero strides, collapsed dimensions,
+  Python scalars passed by value. elementwise_ops.py: the contract's launchers (dtype rules,
+  scalars, out=);
 - reduction.py: one strided fold-one-dim kernel (sum prod amax amin all any) and its
   (value, index) twin (argmax argmin), planned into one or more passes;
 - rowwise.py: cumsum and softmax/log_softmax along one dim;
@@ -16,9 +17,9 @@ plans and launchers):
 - indexing.py: gather/scatter kernels under index, index_put_, gather, scatter_; nonzero;
 - nn.py: fused GELU, layer norm, cross-entropy (forward and backward), embedding;
 - optim.py: fused SGD and Adam/AdamW updates, one launch per parameter;
-- _launch.py: shape collapsing, block heuristics, plan caches, dtype tables, the driver
-  binding; compat.py: where the supported Triton releases differ (Note [interpreter
-  fidelity]).
+- _launch.py: shape collapsing, the shared block sizes and num_warps rule, plan caches, dtype
+  tables, the driver binding, the kernels' numeric constants; compat.py: where the supported
+  Triton releases differ (Note [interpreter fidelity]).
 
 Dtypes: float16, bfloat16, float32, float64 for all math; bool, uint8, int8, int16, int32,
 int64 for copies, casts, full, arange, comparisons, where, the integer ops (add sub mul maximum

@@ -1,14 +1,18 @@
-"""Launch plumbing shared by the Triton kernel families: shape collapsing, block heuristics,
-plan caches, dtype tables and the one-time driver binding.
+"""Launch plumbing shared by the Triton kernel families: shape collapsing, block sizes and
+heuristics, plan caches, dtype tables, the one-time driver binding, and the numeric constants
+the kernels' formulas share.
 
-Note [lean launches]: a small op costs more in Python than on the GPU (NOTES.md §6), so the
-launchers do as little per call as they can. Everything that depends only on shapes, strides
-and dtypes is computed once and kept in a plain dict keyed by those tuples (a "plan"); a call
-then costs a few dict lookups, one allocation and Triton's own launch path. Plans never hold
-pointers, so a plan is reused by every array with the same layout.
+Note [lean launches]: a small op costs more host time in Python than GPU time (Triton's Python
+launch path takes some 10-20 us, the kernel a few us), so the launchers do as little per call
+as they can. Everything that depends only on shapes, strides and dtypes is computed once and
+kept in a plain dict keyed by those tuples (a "plan"); a call then costs a few dict lookups,
+one allocation and Triton's own launch path. Plans never hold pointers, so a plan is reused by
+every array with the same layout.
 """
 
 from __future__ import annotations
+
+import math
 
 import triton.language as tl
 
@@ -17,8 +21,17 @@ from ...runtime.array import DeviceArray, contiguous_strides
 
 __all__ = [
     "EXACT",
+    "GELU_TANH_A",
+    "HALF_INV_SQRT_PI",
     "INTERPRET",
+    "INV_SQRT_2PI",
+    "MAX_BLOCK_N",
     "PLANS",
+    "ROW_TILE",
+    "SINGLE_MAX",
+    "SQRT1_2",
+    "SQRT_2_OVER_PI",
+    "TILE",
     "TL",
     "DeviceArray",
     "broadcast_shape",
@@ -31,10 +44,11 @@ __all__ = [
     "ensure_driver",
     "needs_int64",
     "next_pow2",
+    "num_warps",
     "unsupported",
 ]
 
-from .compat import EMULATION_ERROR, INTERPRET, patch_interpreter
+from .compat import EMULATION_ERROR, INTERPRET, kernel_constant, patch_interpreter
 
 if INTERPRET:
     patch_interpreter()
@@ -43,7 +57,7 @@ if INTERPRET:
 # (FMA), so each + and * rounds as NumPy's do (memory-bound kernels lose nothing by it).
 EXACT = {"enable_fp_fusion": False}
 
-# Every plan cache registers here so tests (and anyone changing the heuristics below) can
+# Every plan cache registers here so tests (and anyone changing the block sizes below) can
 # drop them all at once.
 PLANS: list[dict] = []
 
@@ -57,6 +71,33 @@ def plan_cache() -> dict:
 def clear_plans() -> None:
     for d in PLANS:
         d.clear()
+
+
+# -- block sizes -------------------------------------------------------------------------------
+# Shared by the kernel families. The launchers read them as ``L.NAME`` when they plan (never a
+# copy taken at import), so tests can shrink them to force multi-program grids (the
+# ``small_blocks`` fixture); call clear_plans() after changing them.
+TILE = 2048          # elements per program of a 2-D tile: strided elementwise, reductions
+ROW_TILE = 4096      # elements per program of the row kernels (rowwise.py, nn.py)
+MAX_BLOCK_N = 1024   # widest block along a row: the elementwise inner dim (BLOCK_C), a
+#                      reduction's reduced dim, the chunks a long row is walked in
+SINGLE_MAX = 8192    # rows up to this length are loaded once, kept in registers (softmax,
+#                      layer norm)
+
+
+def num_warps(elements: int) -> int:
+    """Warps for a program of ``elements`` block elements: 8 from 4096 on, else 4."""
+    return 8 if elements >= 4096 else 4
+
+
+# -- numeric constants -------------------------------------------------------------------------
+# The numbers the kernels' formulas share, each written once (kernels/numpy/nn.py has its own);
+# kernels import them and read them as globals (Note [kernel constants] in compat.py).
+SQRT1_2 = kernel_constant(math.sqrt(0.5))                       # 1 / sqrt(2)
+INV_SQRT_2PI = kernel_constant(1 / math.sqrt(2 * math.pi))      # the normal density at 0
+HALF_INV_SQRT_PI = kernel_constant(0.5 / math.sqrt(math.pi))
+SQRT_2_OVER_PI = kernel_constant(math.sqrt(2 / math.pi))        # GELU's tanh form is
+GELU_TANH_A = kernel_constant(0.044715)                         # tanh(sqrt(2/pi) (x + A x^3))
 
 
 # -- the driver binding ------------------------------------------------------------------------

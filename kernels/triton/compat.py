@@ -34,6 +34,14 @@ conversion to the store: a result bound for bool is made int1 (``!= 0``) before 
 (see ``result_type``).
 
 Only those cases change; everything else goes to the original methods. Idempotent.
+
+Note [kernel constants]: a module-level number a kernel reads must be a ``tl.constexpr`` for
+the compiler (3.6 and 3.9 alike refuse other globals: "Cannot access global variable"), but the
+interpreter runs the kernel as Python, where a constexpr on the left of a tensor operation
+swallows the tensor (``K * x`` is ``constexpr.__mul__``, which wraps the product in another
+constexpr, and the next call receives no tensor). ``kernel_constant`` therefore gives the
+constexpr when kernels are compiled and the plain number under the interpreter, where it acts
+as the literal it stands for.
 """
 
 from __future__ import annotations
@@ -45,7 +53,8 @@ import threading
 
 from ...runtime import driver as _driver
 
-__all__ = ["EMULATION_ERROR", "INTERPRET", "TRITON_VERSION", "patch_interpreter", "result_type"]
+__all__ = ["EMULATION_ERROR", "INTERPRET", "TRITON_VERSION", "kernel_constant", "patch_interpreter",
+           "result_type"]
 
 
 def _interpret_on_the_emulated_device() -> tuple[bool, str]:
@@ -95,6 +104,11 @@ def result_type(compute, out_is_bool: bool):
     """The element type a kernel converts its result to before storing it: int1 for a bool
     output (Note [bool stores]), else ``compute``."""
     return tl.int1 if out_is_bool else compute
+
+
+def kernel_constant(value):
+    """A module-level constant for kernels to read (Note [kernel constants])."""
+    return value if INTERPRET else tl.constexpr(value)
 
 
 _launch_lock = threading.RLock()

@@ -1,41 +1,35 @@
 """Elementwise kernels: a flat and a strided kernel under every map-like op, casts included.
 
 One kernel family serves add ... where, unary(), binary(), copy_, astype, contiguous, full and
-arange (tinygrad's "few kernels, many ops"): the op is a ``tl.constexpr`` string, so each (op,
-dtypes, layout) compiles to its own specialised binary while the source stays one loop body.
-Each of the three operand slots (x, y, z) is absent, a pointer (any strides; zero strides
-broadcast), or a Python scalar passed by value (a float64 bit pattern or an int64, so no
-precision is lost and no device memory is touched for it). The launchers of the contract's ops
-(dtype rules, out=, scalars) are in elementwise_ops.py; this file has the kernels, the
-formulas, the layout plans, and the copy/arange launchers that memory.py uses.
+arange (tinygrad's "few kernels, many ops"). Every op is a formula in the table ``OPS`` (its
+name -> a small ``@triton.jit`` function of the operands x, y, z), passed to the kernels as a
+``tl.constexpr``, so each (op, dtypes, layout) compiles to its own specialised binary while the
+kernels' source stays one loop body. Each of the three operand slots (x, y, z) is absent, a
+pointer (any strides; zero strides broadcast), a Python scalar passed by value (a float64 bit
+pattern or an int64, so no precision is lost and no device memory is touched for it), or the
+element's flat index (arange's z). The launchers of the contract's ops (dtype rules, out=,
+scalars) are in elementwise_ops.py; this file has the kernels, the formulas, the layout plans,
+and the copy/arange launchers that memory.py uses.
 
-Formulas (x, y, z after broadcasting, each converted to the compute type CT; the result is
-rounded to the result type RT, then converted to the output's element type by the store; ld.
-is libdevice, which the interpreter maps to NumPy, see _launch.py):
+Formulas: x, y, z after broadcasting, x and y converted to the compute type CT, z (where's
+condition) to bool; the result is rounded to the result type RT, then converted to the output's
+element type by the store; ld. is libdevice, which the interpreter maps to NumPy (compat.py).
+An op's names are the variants the launchers pick per dtype (elementwise_ops._op_variant):
+div_rn and sqrt_rn (IEEE, not div.full) for float32 and the half types, div and sqrt for
+float64; fmaximum, fminimum propagate NaN (np.maximum); the i- and f- divisions are the integer
+and floating ones:
 
-    add x + y   sub x - y   mul x * y   div x / y (div_rn for float32: IEEE, not div.full)
-    pow ld.pow(x, y)        maximum, minimum: NaN-propagating for floats (np.maximum)
-    gt ge lt le eq ne -> bool        neg -x       relu: x < 0 ? 0 : x (NaN stays NaN)
-    exp ld.exp   log ld.log   sqrt: sqrt_rn for float32 (IEEE), sqrt for float64
-    where z ? x : y (z: any dtype, nonzero is true)
-    copy x (the cast happens at the store)          arange x + y * i (i: the flat index)
-    abs |x|   sign (x > 0) - (x < 0) (0 for NaN)    sin cos tanh log1p expm1 (ld.)
-    sigmoid 1 / (1 + ld.exp(-x))    floor ceil    round ld.rint (half to even)   trunc ld.trunc
-    bitwise_not ~x (bool: x == 0)   and/or/xor x & y, x | y, x ^ y
-    gelu 0.5 x (1 + erf(x / sqrt 2))      gelu_tanh 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-    gelu64, gelu64_grad: the same for float64, with Phi(x) = erfc(-x / sqrt 2) / 2 by a
-              continued fraction where 1 + erf(x / sqrt 2) cancels (x / sqrt 2 < -1.5)
-    gelu_grad(g=x, x=y): g (Phi(x) + x phi(x));  gelu_tanh_grad: g (0.5 (1 + t) + 0.5 x (1 - t^2)
-              sqrt(2/pi) (1 + 3 * 0.044715 x^2)), t = tanh(sqrt(2/pi) (x + 0.044715 x^3))
     integers: ipow x ** y by squaring (wrapping, as PyTorch's), y < 0: 1, +-1 for x = 1, -1,
               else 0 (the truncated reciprocal)
-              trunc_divide x // y (Triton's // and % are C's: toward 0, sign of x)
-              floor_divide q - (r != 0 and sign(r) != sign(y)), q = x // y, r = x % y
-              remainder r + (r != 0 and sign(r) != sign(y) ? y : 0)
-    floats:   trunc_divide ld.trunc(x / y)
-              floor_divide, remainder: NumPy's npy_divmod (m = fmod(x, y); d = (x - m) / y;
+              itrunc_divide x // y (Triton's // and % are C's: toward 0, sign of x)
+              ifloor_divide q - (r != 0 and sign(r) != sign(y)), q = x // y, r = x % y
+              iremainder r + (r != 0 and sign(r) != sign(y) ? y : 0)
+    floats:   ftrunc_divide ld.trunc(x / y)
+              ffloor_divide, fremainder: NumPy's npy_divmod (m = fmod(x, y); d = (x - m) / y;
               if m and sign(m) != sign(y): m += y, d -= 1; q = floor(d), +1 if d - q > 1/2;
               y == 0 gives x / y and fmod's NaN)
+    gelu64, gelu64_grad: GELU for float64, with Phi(x) = erfc(-x / sqrt 2) / 2 by a continued
+              fraction where 1 + erf(x / sqrt 2) cancels (x / sqrt 2 < -1.5)
 
 float16 and bfloat16 compute in float32 and round once, which for + - * / sqrt gives exactly
 the correctly rounded half result (NumPy's half loops do the same). bool arithmetic computes in
@@ -60,12 +54,15 @@ from triton.language.extra import libdevice
 from ...runtime import dtype as D
 from ...runtime.array import DeviceArray
 from . import _launch as L
+from ._launch import GELU_TANH_A, HALF_INV_SQRT_PI, INV_SQRT_2PI, SQRT1_2, SQRT_2_OVER_PI
 from .compat import result_type
 
 __all__ = [
     "FBITS",
+    "INDEX",
     "INT",
     "NONE",
+    "OPS",
     "PTR",
     "launch_arange",
     "launch_copy",
@@ -75,34 +72,31 @@ __all__ = [
     "span",
 ]
 
-# Operand modes (constexpr): absent, pointer, float64 bit pattern, int64 value.
-NONE, PTR, FBITS, INT = 0, 1, 2, 3
+# Operand modes (constexpr): absent, pointer, float64 bit pattern, int64 value, and the flat
+# index of the element (arange's z: the flat kernel only, whose offsets are flat indices).
+NONE, PTR, FBITS, INT, INDEX = 0, 1, 2, 3, 4
 
-# Block heuristics (module globals so tests can shrink them to force multi-program grids; call
-# _launch.clear_plans() after changing them).
+# Block heuristics of this family (module globals so tests can shrink them to force
+# multi-program grids; call _launch.clear_plans() after changing them). The strided kernel's
+# tile is _launch.TILE elements, at most _launch.MAX_BLOCK_N wide.
 FLAT_BLOCK = 1024          # elements per program, flat kernel, below FLAT_LARGE_AT elements
 FLAT_BLOCK_LARGE = 4096    # ... and from FLAT_LARGE_AT elements on (8 warps)
 FLAT_LARGE_AT = 1 << 20
-TILE = 2048                # elements per program, strided kernel
-MAX_BLOCK_C = 1024         # widest inner block, strided kernel
 TRANSPOSE_TILE = 32        # square tiles when an operand's inner stride is not 1
 
 
 # ------------------------------------------------------------------------------------------
-# Kernels
+# Formulas: OPS, the op table, and the helpers of its longer entries
 # ------------------------------------------------------------------------------------------
-@triton.jit
-def _operand(ptr, scalar, offs, mask, MODE: tl.constexpr, CT: tl.constexpr):
-    """One operand as CT: loaded through ``ptr + offs`` (PTR) or made from ``scalar``."""
-    if MODE == 1:
-        v = tl.load(ptr + offs, mask=mask, other=1).to(CT)  # other=1: no 0/0 in masked lanes
-    elif MODE == 2:
-        v = scalar.to(tl.int64).to(tl.float64, bitcast=True).to(CT)
-    elif MODE == 3:
-        v = scalar.to(tl.int64).to(CT)
-    else:  # absent: a zero the op ignores (compiled away)
-        v = tl.zeros_like(offs).to(CT)
-    return v
+OPS: dict = {}  # op name -> its formula, a @triton.jit function of (x, y, z)
+
+
+def _formula(fn):
+    """``@triton.jit``, entering the function in OPS under its name less the ``_op_`` prefix."""
+    name = fn.__name__.removeprefix("_op_")
+    assert name != fn.__name__ and name not in OPS, fn.__name__
+    OPS[name] = jitted = triton.jit(fn)
+    return jitted
 
 
 @triton.jit
@@ -155,145 +149,350 @@ def _exp_half_square(x):
 def _ndtr64(x):
     # Phi(x) for float64 x, as kernels/numpy/nn.py's _ndtr64 (same tail bound and 80 terms):
     # 0.5 (1 + erf) keeps no digit below x = -8.3, so there erfc by its continued fraction
-    z = x * 0.7071067811865476
+    z = x * SQRT1_2
     head = 0.5 * (1.0 + tl.erf(z))
     xt = tl.minimum(tl.maximum(x, -40.0), -1.0)  # the tail's lanes; Phi(-40) underflows to 0
-    zt = xt * -0.7071067811865476
+    zt = xt * -SQRT1_2
     f = zt
     for i in tl.static_range(80):
         f = zt + (0.5 * (80 - i)) / f
-    tail = _exp_half_square(xt) * 0.28209479177387814 / f  # 0.5 / sqrt(pi)
+    tail = _exp_half_square(xt) * HALF_INV_SQRT_PI / f
     return tl.where(z < -1.5, tail, head)  # NaN takes head: NaN
 
 
 @triton.jit
-def _apply(x, y, z, OP: tl.constexpr):
-    """The formula of ``OP`` (see the module docstring) on converted operands."""
-    if OP == "copy":
-        r = x
-    elif OP == "add":
-        r = x + y
-    elif OP == "sub":
-        r = x - y
-    elif OP == "mul":
-        r = x * y
-    elif OP == "div_rn":
-        r = tl.math.div_rn(x, y)
-    elif OP == "div":
-        r = x / y
-    elif OP == "pow":
-        r = libdevice.pow(x, y)
-    elif OP == "ipow":
-        r = _int_pow(x, y)
-    elif OP == "fmaximum":
-        r = tl.maximum(x, y, propagate_nan=tl.PropagateNan.ALL)
-    elif OP == "fminimum":
-        r = tl.minimum(x, y, propagate_nan=tl.PropagateNan.ALL)
-    elif OP == "maximum":
-        r = tl.maximum(x, y)
-    elif OP == "minimum":
-        r = tl.minimum(x, y)
-    elif OP == "gt":
-        r = x > y
-    elif OP == "ge":
-        r = x >= y
-    elif OP == "lt":
-        r = x < y
-    elif OP == "le":
-        r = x <= y
-    elif OP == "eq":
-        r = x == y
-    elif OP == "ne":
-        r = x != y
-    elif OP == "neg":
-        r = -x
-    elif OP == "exp":
-        r = libdevice.exp(x)
-    elif OP == "log":
-        r = libdevice.log(x)
-    elif OP == "sqrt_rn":
-        r = tl.sqrt_rn(x)
-    elif OP == "sqrt":
-        r = tl.sqrt(x)
-    elif OP == "relu":
-        r = tl.where(x < 0, 0, x)
-    elif OP == "where":
-        r = tl.where(z, x, y)
-    elif OP == "abs":
-        r = tl.abs(x)
-    elif OP == "sign":
-        r = (x > 0).to(x.dtype) - (x < 0).to(x.dtype)
-    elif OP == "sin":
-        r = libdevice.sin(x)
-    elif OP == "cos":
-        r = libdevice.cos(x)
-    elif OP == "tanh":
-        r = libdevice.tanh(x)
-    elif OP == "sigmoid":
-        r = 1.0 / (1.0 + libdevice.exp(-x))
-    elif OP == "floor":
-        r = tl.floor(x)
-    elif OP == "ceil":
-        r = tl.ceil(x)
-    elif OP == "round":
-        r = libdevice.rint(x)
-    elif OP == "trunc":
-        r = libdevice.trunc(x)
-    elif OP == "log1p":
-        r = libdevice.log1p(x)
-    elif OP == "expm1":
-        r = libdevice.expm1(x)
-    elif OP == "bitwise_not":
-        r = ~x
-    elif OP == "logical_not":
-        r = x == 0
-    elif OP == "bitwise_and":
-        r = x & y
-    elif OP == "bitwise_or":
-        r = x | y
-    elif OP == "bitwise_xor":
-        r = x ^ y
-    elif OP == "itrunc_divide":
-        r = x // y
-    elif OP == "ifloor_divide":
-        r = x // y - _sign_differs(x % y, y).to(x.dtype)
-    elif OP == "iremainder":
-        rem = x % y
-        r = tl.where(_sign_differs(rem, y), rem + y, rem)
-    elif OP == "ftrunc_divide_rn":
-        r = libdevice.trunc(tl.math.div_rn(x, y))
-    elif OP == "ftrunc_divide":
-        r = libdevice.trunc(x / y)
-    elif OP == "gelu":
-        r = 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
-    elif OP == "gelu64":
-        r = x * _ndtr64(x)
-    elif OP == "gelu_tanh":
-        r = 0.5 * x * (1.0 + libdevice.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
-    elif OP == "gelu_grad":  # x: the incoming gradient, y: the forward input
-        d = (0.5 * (1.0 + tl.erf(y * 0.7071067811865476))
-             + y * libdevice.exp(-0.5 * y * y) * 0.3989422804014327)
-        r = x * d
-    elif OP == "gelu64_grad":
-        # phi from y clipped to +-40 (it is 0 beyond): y phi is inf * 0 = NaN at +-inf
-        phi = _exp_half_square(tl.minimum(tl.maximum(y, -40.0), 40.0)) * 0.3989422804014327
-        r = x * (_ndtr64(y) + y * phi)
-    elif OP == "gelu_tanh_grad":
-        t = libdevice.tanh(0.7978845608028654 * (y + 0.044715 * y * y * y))
-        d = (0.5 * (1.0 + t)
-             + 0.5 * y * (1.0 - t * t) * 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * y * y))
-        r = x * d
-    elif OP == "tanh_backward":  # x: the incoming gradient, y: tanh's output
-        r = x * (1.0 - y * y)
-    elif OP == "sigmoid_backward":  # y: sigmoid's output
-        r = x * (y * (1.0 - y))
-    elif OP == "relu_backward":  # y: relu's output
-        r = tl.where(y <= 0.0, 0.0, x)  # a NaN output passes the gradient, as in PyTorch
-    elif OP == "ffloor_divide":
-        r = _float_divmod(x, y, True)
-    else:  # "fremainder"
-        r = _float_divmod(x, y, False)
-    return r
+def _gelu_tanh_inner(x):
+    # the argument of tanh in GELU's tanh form
+    return SQRT_2_OVER_PI * (x + GELU_TANH_A * x * x * x)
+
+
+# -- copies, arange and arithmetic -----------------------------------------------------------
+@_formula
+def _op_copy(x, y, z):
+    return x  # the cast happens at the store
+
+
+@_formula
+def _op_arange(x, y, z):
+    return x + y * z.to(x.dtype)  # z: the flat index
+
+
+@_formula
+def _op_add(x, y, z):
+    return x + y
+
+
+@_formula
+def _op_sub(x, y, z):
+    return x - y
+
+
+@_formula
+def _op_mul(x, y, z):
+    return x * y
+
+
+@_formula
+def _op_div_rn(x, y, z):
+    return tl.math.div_rn(x, y)
+
+
+@_formula
+def _op_div(x, y, z):
+    return x / y
+
+
+@_formula
+def _op_pow(x, y, z):
+    return libdevice.pow(x, y)
+
+
+@_formula
+def _op_ipow(x, y, z):
+    return _int_pow(x, y)
+
+
+@_formula
+def _op_fmaximum(x, y, z):
+    return tl.maximum(x, y, propagate_nan=tl.PropagateNan.ALL)
+
+
+@_formula
+def _op_fminimum(x, y, z):
+    return tl.minimum(x, y, propagate_nan=tl.PropagateNan.ALL)
+
+
+@_formula
+def _op_maximum(x, y, z):
+    return tl.maximum(x, y)
+
+
+@_formula
+def _op_minimum(x, y, z):
+    return tl.minimum(x, y)
+
+
+@_formula
+def _op_neg(x, y, z):
+    return -x
+
+
+@_formula
+def _op_abs(x, y, z):
+    return tl.abs(x)
+
+
+@_formula
+def _op_sign(x, y, z):
+    return (x > 0).to(x.dtype) - (x < 0).to(x.dtype)  # 0 for NaN
+
+
+@_formula
+def _op_relu(x, y, z):
+    return tl.where(x < 0, 0, x)  # NaN stays NaN
+
+
+@_formula
+def _op_where(x, y, z):
+    return tl.where(z, x, y)
+
+
+# -- comparisons (bool results) --------------------------------------------------------------
+@_formula
+def _op_gt(x, y, z):
+    return x > y
+
+
+@_formula
+def _op_ge(x, y, z):
+    return x >= y
+
+
+@_formula
+def _op_lt(x, y, z):
+    return x < y
+
+
+@_formula
+def _op_le(x, y, z):
+    return x <= y
+
+
+@_formula
+def _op_eq(x, y, z):
+    return x == y
+
+
+@_formula
+def _op_ne(x, y, z):
+    return x != y
+
+
+# -- floating-point math ---------------------------------------------------------------------
+@_formula
+def _op_exp(x, y, z):
+    return libdevice.exp(x)
+
+
+@_formula
+def _op_log(x, y, z):
+    return libdevice.log(x)
+
+
+@_formula
+def _op_sqrt_rn(x, y, z):
+    return tl.sqrt_rn(x)
+
+
+@_formula
+def _op_sqrt(x, y, z):
+    return tl.sqrt(x)
+
+
+@_formula
+def _op_sin(x, y, z):
+    return libdevice.sin(x)
+
+
+@_formula
+def _op_cos(x, y, z):
+    return libdevice.cos(x)
+
+
+@_formula
+def _op_tanh(x, y, z):
+    return libdevice.tanh(x)
+
+
+@_formula
+def _op_sigmoid(x, y, z):
+    return 1.0 / (1.0 + libdevice.exp(-x))
+
+
+@_formula
+def _op_log1p(x, y, z):
+    return libdevice.log1p(x)
+
+
+@_formula
+def _op_expm1(x, y, z):
+    return libdevice.expm1(x)
+
+
+@_formula
+def _op_floor(x, y, z):
+    return tl.floor(x)
+
+
+@_formula
+def _op_ceil(x, y, z):
+    return tl.ceil(x)
+
+
+@_formula
+def _op_round(x, y, z):
+    return libdevice.rint(x)  # half to even
+
+
+@_formula
+def _op_trunc(x, y, z):
+    return libdevice.trunc(x)
+
+
+# -- bitwise (integers; bool's not is logical_not) -------------------------------------------
+@_formula
+def _op_bitwise_not(x, y, z):
+    return ~x
+
+
+@_formula
+def _op_logical_not(x, y, z):
+    return x == 0
+
+
+@_formula
+def _op_bitwise_and(x, y, z):
+    return x & y
+
+
+@_formula
+def _op_bitwise_or(x, y, z):
+    return x | y
+
+
+@_formula
+def _op_bitwise_xor(x, y, z):
+    return x ^ y
+
+
+# -- divisions (see the module docstring) ----------------------------------------------------
+@_formula
+def _op_itrunc_divide(x, y, z):
+    return x // y
+
+
+@_formula
+def _op_ifloor_divide(x, y, z):
+    return x // y - _sign_differs(x % y, y).to(x.dtype)
+
+
+@_formula
+def _op_iremainder(x, y, z):
+    rem = x % y
+    return tl.where(_sign_differs(rem, y), rem + y, rem)
+
+
+@_formula
+def _op_ftrunc_divide_rn(x, y, z):
+    return libdevice.trunc(tl.math.div_rn(x, y))
+
+
+@_formula
+def _op_ftrunc_divide(x, y, z):
+    return libdevice.trunc(x / y)
+
+
+@_formula
+def _op_ffloor_divide(x, y, z):
+    return _float_divmod(x, y, True)
+
+
+@_formula
+def _op_fremainder(x, y, z):
+    return _float_divmod(x, y, False)
+
+
+# -- GELU, and fused derivative rules (x: the incoming gradient) -------------------------
+@_formula
+def _op_gelu(x, y, z):
+    return 0.5 * x * (1.0 + tl.erf(x * SQRT1_2))  # x Phi(x)
+
+
+@_formula
+def _op_gelu64(x, y, z):
+    return x * _ndtr64(x)
+
+
+@_formula
+def _op_gelu_tanh(x, y, z):
+    return 0.5 * x * (1.0 + libdevice.tanh(_gelu_tanh_inner(x)))
+
+
+@_formula
+def _op_gelu_grad(x, y, z):
+    # g (Phi(y) + y phi(y)), y: the forward input
+    d = 0.5 * (1.0 + tl.erf(y * SQRT1_2)) + y * libdevice.exp(-0.5 * y * y) * INV_SQRT_2PI
+    return x * d
+
+
+@_formula
+def _op_gelu64_grad(x, y, z):
+    # phi from y clipped to +-40 (it is 0 beyond): y phi is inf * 0 = NaN at +-inf
+    phi = _exp_half_square(tl.minimum(tl.maximum(y, -40.0), 40.0)) * INV_SQRT_2PI
+    return x * (_ndtr64(y) + y * phi)
+
+
+@_formula
+def _op_gelu_tanh_grad(x, y, z):
+    # g (0.5 (1 + t) + 0.5 y (1 - t^2) sqrt(2/pi) (1 + 3 A y^2)), t = tanh(_gelu_tanh_inner(y))
+    t = libdevice.tanh(_gelu_tanh_inner(y))
+    return x * (0.5 * (1.0 + t)
+                + 0.5 * y * (1.0 - t * t) * SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_TANH_A * y * y))
+
+
+@_formula
+def _op_tanh_backward(x, y, z):
+    return x * (1.0 - y * y)  # y: tanh's output
+
+
+@_formula
+def _op_sigmoid_backward(x, y, z):
+    return x * (y * (1.0 - y))  # y: sigmoid's output
+
+
+@_formula
+def _op_relu_backward(x, y, z):
+    return tl.where(y <= 0.0, 0.0, x)  # y: relu's output; a NaN output passes the gradient
+
+
+# ------------------------------------------------------------------------------------------
+# Kernels
+# ------------------------------------------------------------------------------------------
+@triton.jit
+def _operand(ptr, scalar, offs, mask, MODE: tl.constexpr, CT: tl.constexpr):
+    """One operand: loaded through ``ptr + offs`` (PTR) or made from ``scalar``, as CT; the
+    offsets themselves (INDEX)."""
+    if MODE == 1:
+        v = tl.load(ptr + offs, mask=mask, other=1).to(CT)  # other=1: no 0/0 in masked lanes
+    elif MODE == 2:
+        v = scalar.to(tl.int64).to(tl.float64, bitcast=True).to(CT)
+    elif MODE == 3:
+        v = scalar.to(tl.int64).to(CT)
+    elif MODE == 4:
+        v = offs
+    else:  # absent: a zero the op ignores (compiled away)
+        v = tl.zeros_like(offs).to(CT)
+    return v
 
 
 @triton.jit(do_not_specialize=["x_scalar", "y_scalar"])
@@ -304,7 +503,8 @@ def _ew_flat_kernel(
     z_ptr,    # *any: n contiguous elements (Z_MODE == 1, the condition of where), else None
     x_scalar: tl.int64, y_scalar: tl.int64,  # by-value operands (FBITS/INT modes), else 0
     n,  # number of elements
-    OP: tl.constexpr, X_MODE: tl.constexpr, Y_MODE: tl.constexpr, Z_MODE: tl.constexpr,
+    OP: tl.constexpr,  # the formula, an entry of OPS
+    X_MODE: tl.constexpr, Y_MODE: tl.constexpr, Z_MODE: tl.constexpr,
     CT: tl.constexpr, RT: tl.constexpr,
     BLOCK: tl.constexpr, INT64: tl.constexpr,
 ):
@@ -315,11 +515,8 @@ def _ew_flat_kernel(
     mask = offs < n
     x = _operand(x_ptr, x_scalar, offs, mask, X_MODE, CT)
     y = _operand(y_ptr, y_scalar, offs, mask, Y_MODE, CT)
-    if OP == "arange":
-        r = (x + y * offs.to(CT)).to(RT)
-    else:
-        z = _operand(z_ptr, 0, offs, mask, Z_MODE, tl.int1)
-        r = _apply(x, y, z, OP).to(RT)
+    z = _operand(z_ptr, 0, offs, mask, Z_MODE, tl.int1)
+    r = OP(x, y, z).to(RT)
     tl.store(out_ptr + offs, r, mask=mask)
 
 
@@ -333,7 +530,8 @@ def _ew_strided_kernel(
     shape,    # tuple of NDIM collapsed sizes, innermost last
     o_st, x_st, y_st, z_st,  # tuples of NDIM element strides (0 where broadcast or absent)
     n_rows,   # prod(shape[:-1]): the rows of the [rows, inner] tiling
-    OP: tl.constexpr, X_MODE: tl.constexpr, Y_MODE: tl.constexpr, Z_MODE: tl.constexpr,
+    OP: tl.constexpr,  # the formula, an entry of OPS
+    X_MODE: tl.constexpr, Y_MODE: tl.constexpr, Z_MODE: tl.constexpr,
     CT: tl.constexpr, RT: tl.constexpr,
     NDIM: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, INT64: tl.constexpr,
 ):
@@ -372,7 +570,8 @@ def _ew_strided_kernel(
     x = _operand(x_ptr, x_scalar, x_row[:, None] + cols[None, :] * x_st[last], mask, X_MODE, CT)
     y = _operand(y_ptr, y_scalar, y_row[:, None] + cols[None, :] * y_st[last], mask, Y_MODE, CT)
     z = _operand(z_ptr, 0, z_row[:, None] + cols[None, :] * z_st[last], mask, Z_MODE, tl.int1)
-    r = _apply(x, y, z, OP).to(RT)
+    tl.static_assert(Z_MODE != 4, "INDEX operands are flat indices: the flat kernel's only")
+    r = OP(x, y, z).to(RT)
     tl.store(out_ptr + (o_row[:, None] + cols[None, :] * o_st[last]), r, mask=mask)
 
 
@@ -406,11 +605,10 @@ def _plan(key):
         n *= s
     int64 = L.needs_int64(shape, *sts)
     if n == 0:
-        plan = (_FLAT, (0,), (0,), (FLAT_BLOCK, False), 4)
+        plan = (_FLAT, (0,), (0,), (FLAT_BLOCK, False), L.num_warps(FLAT_BLOCK))
     elif len(cshape) == 0 or (len(cshape) == 1 and all(s[0] == 1 for s in present)):
         block = FLAT_BLOCK_LARGE if n >= FLAT_LARGE_AT else FLAT_BLOCK
-        warps = 8 if block >= 4096 else 4
-        plan = (_FLAT, (L.cdiv(n, block),), (n,), (block, int64), warps)
+        plan = (_FLAT, (L.cdiv(n, block),), (n,), (block, int64), L.num_warps(block))
     else:
         inner = cshape[-1]
         rows = n // inner
@@ -419,19 +617,19 @@ def _plan(key):
             bc = min(L.next_pow2(inner), TRANSPOSE_TILE)
             br = min(L.next_pow2(rows), TRANSPOSE_TILE)
         else:
-            bc = min(L.next_pow2(inner), MAX_BLOCK_C, TILE)
-            br = min(L.next_pow2(rows), max(1, TILE // bc))
-        warps = 8 if br * bc >= 4096 else 4
+            bc = min(L.next_pow2(inner), L.MAX_BLOCK_N, L.TILE)
+            br = min(L.next_pow2(rows), max(1, L.TILE // bc))
         grid = (L.cdiv(rows, br) * L.cdiv(inner, bc),)
         plan = (_STRIDED, grid, (cshape, co, cx, cy, cz, rows), (len(cshape), br, bc, int64),
-                warps)
+                L.num_warps(br * bc))
     _PLANS[key] = plan
     return plan
 
 
 def run(out, x, y, z, xs, ys, consts):
-    """Launches ``consts`` = (OP, X_MODE, Y_MODE, Z_MODE, CT, RT) writing ``out``; x, y, z are
-    DeviceArrays broadcast to out's shape or None, xs/ys the by-value scalars."""
+    """Launches ``consts`` = (OP, X_MODE, Y_MODE, Z_MODE, CT, RT) writing ``out`` (OP: a formula
+    of OPS); x, y, z are DeviceArrays broadcast to out's shape or None, xs/ys the by-value
+    scalars."""
     key = (out.shape, out.strides,
            None if x is None else (x.shape, x.strides),
            None if y is None else (y.shape, y.strides),
@@ -522,7 +720,7 @@ def _copy_spec(key):
         mode = FBITS if src is float else INT
         ct = tl.float64 if mode == FBITS else tl.int64
         rt = tl.float32 if dst is D.bfloat16 else result_type(ct, dst is D.bool)
-    spec = ("copy", mode, NONE, NONE, ct, rt)
+    spec = (OPS["copy"], mode, NONE, NONE, ct, rt)
     _SPECS[key] = spec
     return spec
 
@@ -554,5 +752,5 @@ def launch_arange(out, start, step):
     rt = tl.float32 if out.dtype is D.bfloat16 else result_type(ct, out.dtype is D.bool)
     ms = INT if ts in (int, bool) else FBITS
     mp = INT if tp in (int, bool) else FBITS
-    consts = ("arange", ms, mp, NONE, ct, rt)
+    consts = (OPS["arange"], ms, mp, INDEX, ct, rt)
     return run(out, None, None, None, scalar_arg(start, ms), scalar_arg(step, mp), consts)

@@ -27,7 +27,19 @@ from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from ...runtime.array import DeviceArray
 from . import _launch as L
-from .elementwise import FBITS, INT, NONE, PTR, bshape, launch_copy, run, scalar, scalar_arg, span
+from .elementwise import (
+    FBITS,
+    INT,
+    NONE,
+    OPS,
+    PTR,
+    bshape,
+    launch_copy,
+    run,
+    scalar,
+    scalar_arg,
+    span,
+)
 
 __all__ = [
     "add",
@@ -88,8 +100,18 @@ def _compute_type(r):
     return L.TL[r]
 
 
+def _formula_of(op, r):
+    """The kernel's OP: the formula of OPS that computes ``op`` for result dtype ``r``."""
+    variant = _op_variant(op, r)
+    formula = OPS.get(variant)
+    if formula is None:
+        raise ValueError(f"{op}: no elementwise formula {variant!r} for dtype {r} (known: "
+                         f"{', '.join(OPS)})")
+    return formula
+
+
 def _op_variant(op, r):
-    """The kernel's OP string: the formula variant for result dtype ``r``."""
+    """The name in OPS of the formula variant of ``op`` for result dtype ``r``."""
     f, f64 = r.is_floating_point, r is D.float64
     if op == "div":
         return "div" if f64 else "div_rn"
@@ -135,7 +157,7 @@ def _arith_spec(key):
     else:
         rt, out = L.TL[r], r
     ym = NONE if b is None else PTR if isinstance(b, D.dtype) else (FBITS if b is float else INT)
-    spec = ((_op_variant(op, r), PTR, ym, NONE, ct, rt), out)
+    spec = ((_formula_of(op, r), PTR, ym, NONE, ct, rt), out)
     _SPECS[key] = spec
     return spec
 
@@ -319,7 +341,7 @@ def _where_spec(key):
     # bfloat16 results of scalar branches round through float32 (see elementwise._via_f32)
     rt = tl.float32 if r is D.bfloat16 else L.TL[r]
     ct = tl.float32 if r is D.bfloat16 else L.TL[r]
-    spec = (("where", mode(ad), mode(bd), PTR, ct, rt), r)
+    spec = ((OPS["where"], mode(ad), mode(bd), PTR, ct, rt), r)
     _SPECS[key] = spec
     return spec
 

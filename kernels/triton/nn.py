@@ -35,7 +35,7 @@ from triton.language.extra import libdevice
 from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from . import _launch as L
-from .elementwise import PTR, scalar_arg
+from .elementwise import NONE, OPS, PTR, scalar_arg
 from .elementwise import run as _run_ew
 from .indexing import index, index_put_
 from .memory import astype, contiguous, copy_, full
@@ -52,9 +52,6 @@ __all__ = [
     "layer_norm_backward",
 ]
 
-TILE = 4096          # elements per program
-MAX_BLOCK_N = 1024   # chunk along long rows
-SINGLE_MAX = 8192    # rows up to this length are loaded once
 _ACC = {D.float16: tl.float32, D.bfloat16: tl.float32, D.float32: tl.float32,
         D.float64: tl.float64}
 _ACC_DT = {D.float16: D.float32, D.bfloat16: D.float32, D.float32: D.float32,
@@ -87,7 +84,8 @@ def gelu(x, approximate):
     _float("gelu", x)
     op = _gelu_op(approximate, x.dtype)
     out = _memory.empty(x.shape, x.dtype, x.device)
-    return _run_ew(out, x, None, None, 0, 0, (op, PTR, 0, 0, _ACC[x.dtype], L.TL[x.dtype]))
+    return _run_ew(out, x, None, None, 0, 0,
+                   (OPS[op], PTR, NONE, NONE, _ACC[x.dtype], L.TL[x.dtype]))
 
 
 def gelu_backward(g, x, approximate):
@@ -95,7 +93,8 @@ def gelu_backward(g, x, approximate):
     _float("gelu_backward", g, x)
     op = _gelu_op(approximate, x.dtype) + "_grad"
     out = _memory.empty(x.shape, x.dtype, x.device)
-    return _run_ew(out, g, x, None, 0, 0, (op, PTR, PTR, 0, _ACC[x.dtype], L.TL[x.dtype]))
+    return _run_ew(out, g, x, None, 0, 0,
+                   (OPS[op], PTR, PTR, NONE, _ACC[x.dtype], L.TL[x.dtype]))
 
 
 # ------------------------------------------------------------------------------------------
@@ -316,12 +315,13 @@ def _cross_entropy_bwd_kernel(
 
 def _row_block(N):
     """BLOCK_N for a row of N: the whole row up to SINGLE_MAX, else MAX_BLOCK_N chunks."""
-    return L.next_pow2(N) if L.next_pow2(N) <= SINGLE_MAX else min(L.next_pow2(N), MAX_BLOCK_N)
+    n = L.next_pow2(N)
+    return n if n <= L.SINGLE_MAX else min(n, L.MAX_BLOCK_N)
 
 
 def _grid_rows(M, bn):
-    bm = min(L.next_pow2(M), max(1, TILE // bn))
-    return bm, (L.cdiv(M, bm),), (8 if bm * bn >= 4096 else 4)
+    bm = min(L.next_pow2(M), max(1, L.ROW_TILE // bn))
+    return bm, (L.cdiv(M, bm),), L.num_warps(bm * bn)
 
 
 # ------------------------------------------------------------------------------------------
@@ -361,7 +361,7 @@ def layer_norm_backward(g, x, weight, mean, rstd):
     dx = _memory.empty((M, N), x.dtype, x.device)
     gx = _memory.empty((M, N), acc_dt, x.device) if weight is not None else None
     if M and N:
-        bn = min(L.next_pow2(N), MAX_BLOCK_N)
+        bn = min(L.next_pow2(N), L.MAX_BLOCK_N)
         bm, grid, warps = _grid_rows(M, bn)
         int64 = (L.needs_int64((M, N), x.strides) or L.needs_int64((M, N), g.strides)
                  or M * N >= L._INT32_SAFE)
@@ -396,7 +396,7 @@ def cross_entropy(logits, target, ignore_index, label_smoothing):
     if R == 0:
         return loss, lse
     target = _as_int64(target)
-    bn = min(L.next_pow2(max(C, 1)), MAX_BLOCK_N)
+    bn = min(L.next_pow2(max(C, 1)), L.MAX_BLOCK_N)
     bm, grid, warps = _grid_rows(R, bn)
     int64 = L.needs_int64((R, C), logits.strides) or R * C >= L._INT32_SAFE
     L.ensure_driver()
@@ -415,7 +415,7 @@ def cross_entropy_backward(g, logits, target, lse, ignore_index, label_smoothing
     if R == 0 or C == 0:
         return dx
     target = _as_int64(target)
-    bn = min(L.next_pow2(C), MAX_BLOCK_N)
+    bn = min(L.next_pow2(C), L.MAX_BLOCK_N)
     bm, grid, warps = _grid_rows(R, bn)
     int64 = L.needs_int64((R, C), logits.strides) or R * C >= L._INT32_SAFE
     L.ensure_driver()

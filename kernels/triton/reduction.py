@@ -46,9 +46,9 @@ from .memory import astype, full
 
 __all__ = ["argreduce", "reduce", "sum"]
 
-# Heuristics (module globals so tests can shrink them; call _launch.clear_plans() after).
-TILE = 2048              # accumulator elements per program
-MAX_BLOCK_N = 1024       # widest block along the reduced dim
+# Heuristics of this family (module globals so tests can shrink them; call
+# _launch.clear_plans() after). A program's accumulator tile is _launch.TILE elements, at most
+# _launch.MAX_BLOCK_N along the reduced dim.
 MAX_BLOCK_M = 256        # widest block along kept elements (column sums)
 TARGET_PROGRAMS = 264    # ~2 waves of 132 SMs (H100): below this, split the reduced range
 MIN_ITERS = 4            # ... but give every split at least this many BLOCK_N iterations
@@ -264,11 +264,11 @@ _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 
 def _blocks(M, N, stride_n, kst):
     if stride_n == 1 or not kst or kst[-1] != 1:
-        bn = min(L.next_pow2(N), MAX_BLOCK_N, TILE)
-        bm = min(L.next_pow2(M), max(1, TILE // bn))
+        bn = min(L.next_pow2(N), L.MAX_BLOCK_N, L.TILE)
+        bm = min(L.next_pow2(M), max(1, L.TILE // bn))
     else:  # the kept inner dim is the contiguous one: wide along m
-        bm = min(L.next_pow2(M), MAX_BLOCK_M, TILE)
-        bn = min(L.next_pow2(N), max(1, TILE // bm))
+        bm = min(L.next_pow2(M), MAX_BLOCK_M, L.TILE)
+        bn = min(L.next_pow2(N), max(1, L.TILE // bm))
     return bm, bn
 
 
@@ -296,9 +296,8 @@ def _pass(kept, N, stride_n, splittable=True):
             chunk = N
     int64 = (L.needs_int64(kshape + (N,), kst + (stride_n,))
              or M * n_split >= L._INT32_SAFE)
-    warps = 8 if bm * bn >= 4096 else 4
     steps = [(kshape, kst, M, N, stride_n, chunk, n_split, bm, bn, int64,
-              (m_progs * n_split,), warps)]
+              (m_progs * n_split,), L.num_warps(bm * bn))]
     if n_split > 1:
         steps += _pass([(M, n_split)], n_split, 1)
     return steps

@@ -36,10 +36,6 @@ from .reduction import _norm_dims, _row_offsets
 
 __all__ = ["cumsum", "softmax"]
 
-TILE = 4096          # elements per program
-MAX_BLOCK_N = 1024   # chunk length along the row (cumsum, long softmax rows)
-SINGLE_MAX = 8192    # softmax rows up to this length stay in registers
-
 
 @triton.jit
 def _cumsum_kernel(
@@ -161,12 +157,11 @@ def _rows_plan(op, shape, strides, dim, single_max):
         M *= n
     N = shape[dim]
     single = L.next_pow2(N) <= single_max
-    bn = L.next_pow2(N) if single else min(L.next_pow2(N), MAX_BLOCK_N)
-    bm = min(L.next_pow2(M), max(1, TILE // bn))
+    bn = L.next_pow2(N) if single else min(L.next_pow2(N), L.MAX_BLOCK_N)
+    bm = min(L.next_pow2(M), max(1, L.ROW_TILE // bn))
     int64 = L.needs_int64(kshape + (N,), kx + (strides[dim],)) or M * N >= L._INT32_SAFE
-    warps = 8 if bm * bn >= 4096 else 4
     return (kshape, kx, ko, M, N, strides[dim], ost[dim], bm, bn, single, int64,
-            (L.cdiv(M, bm),), warps)
+            (L.cdiv(M, bm),), L.num_warps(bm * bn))
 
 
 def cumsum(a, dim, reverse=False):
@@ -205,7 +200,7 @@ def softmax(a, dim, log=False):
     key = ("softmax", a.shape, a.strides, dim)
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _PLANS[key] = _rows_plan("softmax", a.shape, a.strides, dim, SINGLE_MAX)
+        plan = _PLANS[key] = _rows_plan("softmax", a.shape, a.strides, dim, L.SINGLE_MAX)
     kshape, kx, ko, M, N, sx_n, so_n, bm, bn, single, int64, grid, warps = plan
     out = _memory.empty(a.shape, a.dtype, a.device)
     if M == 0 or N == 0:

@@ -9,8 +9,9 @@ the ops do, so every (op, dtype, layout) variant they reach is compiled to a cub
 it would be on an H100. It checks what the interpreter cannot: that the kernels are valid
 compiled Triton (constexpr use, tuple arguments, libdevice calls, dot shapes, types).
 
-The default set compiles one representative variant per kernel; ``--full`` adds every dtype
-and the layout variants. Prints one line per compiled variant and exits 1 on the first error.
+The default set compiles one representative variant per kernel; ``--full`` adds every dtype,
+the layout variants and every formula of the elementwise op table (elementwise.OPS; one that
+no case reaches is a failure). Prints one line per compiled variant and exits 1 if any failed.
 Run in a fresh process (it must not see TRITON_INTERPRET=1).
 """
 
@@ -47,6 +48,7 @@ class _CompileOnlyDriver:
 
 
 COMPILED: list = []
+PASSED_FUNCTIONS: set = set()  # @triton.jit functions passed as arguments (elementwise formulas)
 _run = JITFunction.run
 
 
@@ -54,6 +56,7 @@ def _compile_only(self, *args, grid, warmup, **kwargs):
     t0 = time.perf_counter()
     kernel = _run(self, *args, grid=grid, warmup=True, **kwargs)
     COMPILED.append((getattr(self, "__name__", str(self)), time.perf_counter() - t0))
+    PASSED_FUNCTIONS.update(a for a in args if isinstance(a, JITFunction))
     return kernel
 
 
@@ -88,7 +91,8 @@ def main(full: bool) -> int:
     for dt in floats:
         x, y, b = arr((64, 48), dt), arr((64, 48), dt), arr((48,), dt)
         xt = tk.permute(arr((48, 64), dt), (1, 0))
-        ops = ["add", "sub", "mul", "div", "pow", "maximum", "minimum"] if full else ["div"]
+        ops = (["add", "sub", "mul", "div", "pow", "maximum", "minimum", "ge", "lt", "le", "eq",
+                "ne"] if full else ["div"])
         for op in ops:
             cases.append((f"{op} {dt}", lambda op=op, x=x, y=y: getattr(tk, op)(x, y)))
         cases += [
@@ -135,8 +139,10 @@ def main(full: bool) -> int:
             for op in ["abs", "sign", "sin", "cos", "tanh", "sigmoid", "floor", "ceil",
                        "round", "trunc", "log1p", "expm1"]:
                 cases.append((f"unary {op} {dt}", lambda op=op, x=x: tk.unary(op, x)))
-            for op in ["floor_divide", "trunc_divide", "remainder"]:
+            for op in ["floor_divide", "trunc_divide", "remainder", "tanh_backward",
+                       "sigmoid_backward", "relu_backward"]:
                 cases.append((f"binary {op} {dt}", lambda op=op, x=x, y=y: tk.binary(op, x, y)))
+            cases.append((f"gelu tanh {dt}", lambda x=x: tk.gelu(x, "tanh")))
             for op in ["exp", "log", "sqrt", "neg", "relu"]:
                 cases.append((f"{op} {dt}", lambda op=op, x=x: getattr(tk, op)(x)))
     for dt in ints:
@@ -152,6 +158,13 @@ def main(full: bool) -> int:
             cases += [(f"floor_divide {dt}", lambda i=i, j=j: tk.binary("floor_divide", i, j)),
                       (f"bitwise_xor {dt}", lambda i=i, j=j: tk.binary("bitwise_xor", i, j)),
                       (f"pow {dt}", lambda i=i, j=j: tk.pow(i, j))]
+        if full:
+            if dt is not D.bool:
+                for op in ["trunc_divide", "remainder", "bitwise_and", "bitwise_or"]:
+                    cases.append((f"{op} {dt}", lambda op=op, i=i, j=j: tk.binary(op, i, j)))
+                cases += [(f"maximum {dt}", lambda i=i, j=j: tk.maximum(i, j)),
+                          (f"minimum {dt}", lambda i=i, j=j: tk.minimum(i, j))]
+            cases.append((f"bitwise_not {dt}", lambda i=i: tk.unary("bitwise_not", i)))
     c4 = tk.permute(arr((3, 4, 5, 6)), (0, 2, 1, 3))  # non-collapsible 4-D layouts
     cases += [
         ("add 4-d strided", lambda: tk.add(c4, arr((5, 1, 6)))),
@@ -187,6 +200,13 @@ def main(full: bool) -> int:
             continue
         kernels = ", ".join(f"{k} {t:.1f}s" for k, t in COMPILED[n0:]) or "(cached)"
         print(f"ok   {name}: {kernels}")
+    if full:  # every formula of the elementwise op table, compiled at least once
+        from tritongrad.kernels.triton.elementwise import OPS
+
+        missing = [name for name, fn in OPS.items() if fn not in PASSED_FUNCTIONS]
+        if missing:
+            failures += 1
+            print(f"FAIL elementwise formulas no case compiled: {', '.join(missing)}")
     print(f"{len(COMPILED)} launches compiled for sm_90, {failures} failures")
     return 1 if failures else 0
 

@@ -33,27 +33,28 @@ def rng(request):
     return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
 
 
+# Every block size and tiling threshold of the Triton backend, shrunk: module -> {name: value}.
+# The launchers read these module attributes when they plan, so patching them is enough
+# (test_small_blocks_shrinks_every_block_size checks that none is missing here).
+SMALL_BLOCKS = {
+    "_launch": {"TILE": 16, "ROW_TILE": 16, "MAX_BLOCK_N": 8, "SINGLE_MAX": 8},
+    "elementwise": {"FLAT_BLOCK": 16, "FLAT_BLOCK_LARGE": 32, "FLAT_LARGE_AT": 64,
+                    "TRANSPOSE_TILE": 4},
+    "reduction": {"MAX_BLOCK_M": 8, "TARGET_PROGRAMS": 8, "MIN_ITERS": 1},
+    "indexing": {"BLOCK": 16},
+    "optim": {"BLOCK": 16},
+}
+
+
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Shrinks every block heuristic so small inputs run multi-program grids, split
     reductions and several K iterations: the paths large GPU inputs take."""
-    ew = importlib.import_module("tritongrad.kernels.triton.elementwise")
-    red = importlib.import_module("tritongrad.kernels.triton.reduction")
-    mm = importlib.import_module("tritongrad.kernels.triton.matmul")  # the name is shadowed
-
-    for name, value in [("FLAT_BLOCK", 16), ("FLAT_BLOCK_LARGE", 32), ("FLAT_LARGE_AT", 64),
-                        ("TILE", 16), ("MAX_BLOCK_C", 8), ("TRANSPOSE_TILE", 4)]:
-        monkeypatch.setattr(ew, name, value)
-    for name, value in [("TILE", 16), ("MAX_BLOCK_N", 8), ("MAX_BLOCK_M", 8),
-                        ("TARGET_PROGRAMS", 8), ("MIN_ITERS", 1)]:
-        monkeypatch.setattr(red, name, value)
-    for mod in ("rowwise", "nn"):
+    for mod, values in SMALL_BLOCKS.items():
         m = importlib.import_module(f"tritongrad.kernels.triton.{mod}")
-        for name, value in [("TILE", 16), ("MAX_BLOCK_N", 8), ("SINGLE_MAX", 8)]:
+        for name, value in values.items():
             monkeypatch.setattr(m, name, value)
-    for mod in ("indexing", "optim"):
-        monkeypatch.setattr(importlib.import_module(f"tritongrad.kernels.triton.{mod}"),
-                            "BLOCK", 16)
+    mm = importlib.import_module("tritongrad.kernels.triton.matmul")  # the name is shadowed
     small = {fam: {size: (16, 16, 16, w, s) for size, (_, _, _, w, s) in cfg.items()}
              for fam, cfg in mm.CONFIGS.items()}
     small["f64_fallback"] = {size: (16, 16, 4, 4, 1) for size in ("large", "medium", "small")}
@@ -61,4 +62,3 @@ def small_blocks(monkeypatch):
     _launch.clear_plans()
     yield
     _launch.clear_plans()
-

@@ -115,3 +115,20 @@ def test_compiled_casts_to_bool_compare_with_zero():
     ir = r.stdout
     assert "arith.cmpf une" in ir
     assert not any("fptosi" in line and "xi8>" in line for line in ir.splitlines()), ir
+
+
+
+def test_kernel_constants_act_as_literals(kit):
+    """Note [kernel constants]: a constexpr for the compiler, the plain number under the
+    interpreter, where ``K * tensor`` must give a tensor (GELU's tanh form has one)."""
+    import triton.language as tl
+    from tritongrad.kernels.triton import _launch
+
+    k = compat.kernel_constant(0.5)
+    if compat.INTERPRET:
+        assert type(k) is float and k == 0.5
+    else:
+        assert isinstance(k, tl.constexpr) and k.value == 0.5
+    assert getattr(_launch.SQRT_2_OVER_PI, "value", _launch.SQRT_2_OVER_PI) == 0.7978845608028654
+    x = np.linspace(-4, 4, 17)
+    kit.check(tk.gelu(kit.up(x), "tanh"), kit.nk.gelu(x, "tanh"))

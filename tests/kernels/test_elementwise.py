@@ -353,6 +353,47 @@ def test_plans_are_cached(kit, rng):
     assert len(ew._PLANS) == n
 
 
+def test_small_blocks_shrinks_every_block_size(small_blocks):
+    """Every block size of the backend (a module global named like one) is one the fixture
+    shrinks, so that small inputs take the multi-program paths."""
+    import importlib
+    import pkgutil
+    import re
+
+    from tritongrad.kernels import triton as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        mod = importlib.import_module(f"{package.__name__}.{info.name}")
+        for name, value in vars(mod).items():
+            if re.fullmatch(r"[A-Z0-9_]*(BLOCK|TILE|SINGLE_MAX)[A-Z0-9_]*", name):
+                assert value <= 64, f"{info.name}.{name} = {value}: add it to SMALL_BLOCKS"
+
+
+# -- the op table -----------------------------------------------------------------------------
+def test_op_table_is_what_the_launchers_pick():
+    """Every formula variant a launcher picks is an entry of elementwise.OPS, and every entry
+    is picked by some launcher (no formula without a caller, no caller without a formula)."""
+    from tritongrad.kernels.triton import elementwise_ops as eo
+    from tritongrad.kernels.triton import nn
+    from tritongrad.kernels.triton.elementwise import OPS
+
+    ops = [*BINARY, *COMPARE, *UNARY, *eo.UNARY_OPS, *eo.BINARY_OPS]
+    picked = {"copy", "arange", "where"}
+    for op in ops:
+        for dtype in [*FLOATS, *INTS, D.bool]:
+            try:
+                eo._check_op(op, dtype)
+            except TypeError:
+                continue
+            picked.add(eo._op_variant(op, dtype))
+            assert eo._formula_of(op, dtype) is OPS[eo._op_variant(op, dtype)]
+    for approximate in ("none", "tanh"):
+        for dtype in FLOATS:
+            op = nn._gelu_op(approximate, dtype)
+            picked |= {op, op + "_grad"}
+    assert picked == set(OPS)
+
+
 # -- property-based ---------------------------------------------------------------------------
 @settings(max_examples=40, deadline=None)
 @given(shapes=mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=4, max_side=4),
