@@ -11,7 +11,12 @@ from .tensor import Tensor
 
 
 def Variable(data, requires_grad: bool = False, volatile: bool = False):  # noqa: N802
-    """Deprecated: returns ``data`` as a Tensor (detached), with ``requires_grad`` set."""
+    """Deprecated: returns ``data`` as a Tensor (detached), with ``requires_grad`` set.
+    ``volatile`` has no effect, as in PyTorch, which warns the same way."""
+    if volatile:
+        import warnings
+        warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` "
+                      "instead.", UserWarning, stacklevel=2)
     if not isinstance(data, Tensor):
         raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
     t = data.detach()

@@ -64,8 +64,11 @@ class save_on_cpu(saved_tensors_hooks):
     """Context manager under which tensors saved by the forward pass are stored on the CPU
     and copied back to their device for backward.
 
-    Saved CUDA tensors move to host memory (pinned with ``pin_memory=True``) as they are saved,
-    which trades a copy each way for GPU memory held until backward.
+    Saved CUDA tensors move to host memory as they are saved, which trades a copy each way for
+    GPU memory held until backward. ``pin_memory=True`` is accepted as the performance hint it
+    is in PyTorch: tritongrad's host memory is pageable and its copies are synchronous, so the
+    saved values and the gradients are the same either way. ``device_type`` must be
+    ``"cuda"``, the only accelerator tritongrad has.
 
     Example:
         >>> a = tg.randn(5, requires_grad=True, device="cuda")
@@ -75,6 +78,9 @@ class save_on_cpu(saved_tensors_hooks):
     """
 
     def __init__(self, pin_memory: bool = False, device_type: str = "cuda"):
+        if device_type != "cuda":
+            from .checks import unsupported
+            raise unsupported("save_on_cpu", "device_type", device_type, "only 'cuda'")
         self.pin_memory = pin_memory
 
         def pack(t):

@@ -29,7 +29,7 @@ def _format_array(a: np.ndarray, indent: int) -> str:
 
 
 def tensor_repr(t) -> str:
-    a = t.detach().cpu()._host_array() if t.device.type != "cpu" else t._host_array()
+    a = t.detach().cpu()._host_array()
     body = _format_array(np.asarray(a), len("tensor("))
     extras = []
     if t.device.type != "cpu":

@@ -17,8 +17,7 @@ import weakref
 
 import numpy as np
 
-from ..kernels.numpy.bf16 import BF16Array
-from ..kernels import backend
+from ..kernels import HostBFloat16, backend, data_ptr, host_values
 from ..runtime import dtype as dtypes
 from ..runtime.device import device as Device
 from . import node as _node_module
@@ -52,10 +51,10 @@ _NP_TO_DTYPE = {d.np: d for d in (dtypes.bool, dtypes.uint8, dtypes.int8, dtypes
 
 
 def array_meta(data) -> tuple:
-    """(device, dtype) of a backend array: a NumPy array is on the CPU (a ``BF16Array`` is
+    """(device, dtype) of a backend array: a NumPy array is on the CPU (a ``HostBFloat16`` is
     bfloat16), a DeviceArray knows."""
     if isinstance(data, _ndarray):
-        if type(data) is BF16Array:
+        if type(data) is HostBFloat16:
             return _CPU, dtypes.bfloat16
         try:
             return _CPU, _NP_TO_DTYPE[data.dtype]
@@ -171,6 +170,11 @@ class Tensor:
         return self._k.storage_offset(self._data)
 
     def is_contiguous(self, memory_format=None) -> bool:
+        """Whether the tensor is row-major contiguous; ``memory_format`` may only be
+        ``contiguous_format``."""
+        if memory_format is not None:
+            from .checks import check_memory_format
+            check_memory_format("is_contiguous", memory_format, (dtypes.contiguous_format,))
         if 0 in self._data.shape:
             return True
         expected = 1
@@ -181,8 +185,7 @@ class Tensor:
         return True
 
     def data_ptr(self) -> int:
-        d = self._data
-        return d.data_ptr() if self._device.type == "cuda" else d.__array_interface__["data"][0]
+        return data_ptr(self._data)
 
     def is_inference(self) -> bool:
         """True for tensors created in inference mode."""
@@ -420,15 +423,21 @@ class Tensor:
         return self._host_array().copy() if force else self._host_array()
 
     def _host_array(self) -> np.ndarray:
-        from ..kernels.numpy import bf16
-        return bf16.to_float32(self._data) if self._dtype is dtypes.bfloat16 else self._data
+        return host_values(self._data)
 
     def __array__(self, dtype=None, copy=None):
         if self._device.type != "cpu":
             raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
                             f"Tensor.cpu() to copy the tensor to host memory first.")
         a = self._host_array()
-        return a if dtype is None else a.astype(dtype)
+        converts = self._dtype is dtypes.bfloat16 or (dtype is not None and
+                                                      np.dtype(dtype) != a.dtype)
+        if copy is False and converts:  # NumPy 2's protocol: refuse rather than copy
+            raise ValueError(f"Unable to avoid copy while creating an array from a {self._dtype} "
+                             f"tensor as requested")
+        if dtype is not None:
+            a = a.astype(dtype)
+        return a.copy() if copy and not converts else a
 
     def tolist(self):
         return self.detach().cpu()._host_array().tolist()

@@ -74,13 +74,32 @@ optimizers    sgd_step(param, grad, momentum_buffer, lr, momentum, dampening, we
                   beta2, eps, weight_decay, amsgrad, maximize, decoupled)
                   [one fused update per parameter, in place, returning None; buffers are None
                   where unused; formulas in kernels/numpy/optim.py]
+
+The host boundary (module-level here, not per backend): a CPU tensor holds the CPU backend's
+array, a NumPy array except for bfloat16, which NumPy lacks and the CPU backend stores as a
+float32-backed ``HostBFloat16`` array on the bfloat16 grid (kernels/numpy/bf16.py). The layers
+above meet that representation only through these names, never through a backend module:
+
+host          HostBFloat16                 the type of a CPU bfloat16 array
+              host_array(values, dtype)    a CPU array of ``dtype`` from NumPy ``values``
+                                           (bfloat16: rounded to nearest even)
+              host_values(a)               a CPU array's values as a plain NumPy array (a view;
+                                           bfloat16: its float32 values)
+              data_ptr(a)                  the address of any backend array's first element
+              (bit patterns, the device and file form of bfloat16: runtime.dtype.bfloat16_bits
+              and bfloat16_values)
 """
 
 from __future__ import annotations
 
 import importlib
 
-__all__ = ["backend", "CONTRACT"]
+import numpy as np
+
+from ..runtime import dtype as _dtypes
+from .numpy import bf16 as _bf16
+
+__all__ = ["backend", "CONTRACT", "HostBFloat16", "host_array", "host_values", "data_ptr"]
 
 CONTRACT = (
     "empty", "full", "astype", "contiguous", "copy_",
@@ -108,3 +127,29 @@ def backend(device):
     except KeyError:
         mod = _loaded[device.type] = importlib.import_module(_MODULES[device.type])
         return mod
+
+
+HostBFloat16 = _bf16.BF16Array
+
+
+def host_array(values, dtype) -> np.ndarray:
+    """A C-contiguous CPU array of ``dtype`` holding NumPy ``values`` (0-d stays 0-d; a new
+    array for bfloat16, else ``values`` itself when it already is one)."""
+    if dtype is _dtypes.bfloat16:
+        return _bf16.rounded(values)
+    if type(values) is HostBFloat16:
+        values = values.view(np.ndarray)
+    return np.require(values, dtype=dtype.np, requirements="C")
+
+
+def host_values(a) -> np.ndarray:
+    """The values of CPU array ``a`` as a plain NumPy array (bfloat16 as float32, no copy)."""
+    return _bf16.to_float32(a) if type(a) is HostBFloat16 else a
+
+
+def data_ptr(a) -> int:
+    """The address of backend array ``a``'s first element (host memory for a NumPy array,
+    device memory for a DeviceArray)."""
+    if isinstance(a, np.ndarray):
+        return a.__array_interface__["data"][0]
+    return a.data_ptr()

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 import warnings
 
+from ..autograd import checks
 from ..autograd.ops import nn as _nn
-from ..autograd.ops.elementwise import check_same_device
 from ..autograd.ops.pointwise import sigmoid as _sigmoid
 from ..autograd.ops.pointwise import tanh as _tanh
 from ..autograd.ops.softmax import log_softmax as _log_softmax
@@ -56,7 +56,13 @@ def sigmoid(input: Tensor) -> Tensor:
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    """x * sigmoid(x) (also called swish)."""
+    """x * sigmoid(x) (also called swish); ``inplace=True`` writes it into ``input`` and
+    returns ``input``."""
+    if inplace:
+        # computed from a copy when recorded: the product saves its operand, which the write
+        # below would otherwise modify before backward reads it; the write is recorded
+        # (copy_), so the gradient flows through silu as in PyTorch
+        return input.copy_(silu(input.clone() if input.requires_grad else input))
     # silu(-inf) is -inf * 0 = NaN (PyTorch), value and gradient; the CPU sigmoid clips its
     # argument (exp would overflow) and gives a tiny positive number at -inf instead of 0, so
     # -inf * that would be -inf: NaN there, which makes the product NaN both ways
@@ -116,17 +122,14 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
+    if inplace:  # recorded like silu's in-place form
+        return input.copy_(dropout(input.clone() if input.requires_grad else input, p))
     if p == 1.0:
         out = input * 0.0
     else:
         from ..autograd.ops.creation import rand
         keep = rand(tuple(input.shape), device=input.device) >= p
         out = input * keep.to(input.dtype) * (1.0 / (1.0 - p))
-    if inplace:
-        from ..autograd.grad_mode import no_grad
-        with no_grad():
-            input.copy_(out)
-        return input
     return out
 
 
@@ -137,7 +140,6 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     The class values are checked on both devices, with PyTorch's CPU errors (its CUDA kernel
     leaves them to a device assert): a value out of range would give an all-zero row."""
     from ..autograd.ops.creation import arange, empty
-    from ..autograd.ops.indexing import _extremes
     if not isinstance(tensor, Tensor) or tensor.dtype.name != "int64":
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     num_classes = int(num_classes)
@@ -146,7 +148,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
         return empty(tuple(tensor.shape) + (num_classes,), dtype=tensor.dtype,
                      device=tensor.device)
-    lo, hi = _extremes(tensor._data, tensor._k)  # one read back from the device
+    lo, hi = checks.index_extremes(tensor)  # one read back from the device
     if lo < 0:
         raise RuntimeError("Class values must be non-negative.")
     if num_classes == -1:
@@ -169,7 +171,11 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
 
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
              reduction: str = "mean", weight=None) -> Tensor:
-    """(input - target)^2, averaged (``'mean'``), summed (``'sum'``) or per element."""
+    """(input - target)^2, averaged (``'mean'``), summed (``'sum'``) or per element.
+    ``weight=`` (per-sample weights) raises: not implemented."""
+    if weight is not None:
+        raise checks.unsupported("mse_loss", "weight", "<tensor>", "unweighted losses only: "
+                                 "multiply reduction='none' losses by the weights")
     reduction = _reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         warnings.warn(f"Using a target size ({list(target.shape)}) that is different to the "
@@ -191,10 +197,10 @@ def _class_last(input: Tensor, target: Tensor, op: str):
     return input.permute(*perm).reshape(-1, c), target.reshape(-1), tuple(target.shape)
 
 
-def _check_same_device(input: Tensor, target: Tensor, weight, op: str) -> None:
-    check_same_device(input, target, "target", op)
+def _check_loss_devices(input: Tensor, target: Tensor, weight, op: str) -> None:
+    checks.check_same_device(input, target, "target", op)
     if weight is not None:
-        check_same_device(input, weight, "weight", op)
+        checks.check_same_device(input, weight, "weight", op)
 
 
 def _check_targets(input: Tensor, target: Tensor, op: str) -> None:
@@ -234,13 +240,14 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     ``input`` (N, C[, d1, ...]): -w[t] * input[t]; ``'mean'`` divides by sum of w[t] over the
     rows not ignored."""
     reduction = _reduction(size_average, reduce, reduction)
-    _check_same_device(input, target, weight, "nll_loss")
+    _check_loss_devices(input, target, weight, "nll_loss")
     _check_targets(input, target, "nll_loss")
     target = _nn.check_class_indices(target)
     x, t, spatial = _class_last(input, target, "nll_loss")
     from ..autograd.ops.creation import arange
     c = x.shape[1]
-    _nn._check_indices(t, c, "nll_loss", int(ignore_index))
+    checks.check_index_range(t, c, checks.target_out_of_bounds,
+                             ignore_index=int(ignore_index))
     valid = t != ignore_index
     picked = arange(c, device=x.device).unsqueeze(0) == t.unsqueeze(1)  # (N, C) one-hot
     # where, not a product with the one-hot: only x[t] is read, so -inf log-probabilities of
@@ -277,13 +284,13 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     reduction = _reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    _check_same_device(input, target, weight, "cross_entropy")
+    _check_loss_devices(input, target, weight, "cross_entropy")
     # PyTorch tells class probabilities from class indices by the target's shape, not its
     # dtype: a float target of the indices' shape is refused (nll_loss reads it as Long)
     if tuple(target.shape) == tuple(input.shape):  # class probabilities
         if not target.dtype.is_floating_point:
             raise RuntimeError(f"Expected floating point type for target with class "
-                               f"probabilities, got {_nn._SCALAR_TYPE_NAMES[target.dtype.name]}")
+                               f"probabilities, got {checks.scalar_type_name(target.dtype)}")
         cdim = 1 if input.ndim > 1 else 0
         c = input.shape[cdim]
         if label_smoothing:

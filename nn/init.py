@@ -1,7 +1,8 @@
 """Parameter initialisation, as ``torch.nn.init``: in place, under no_grad, returning the tensor.
 
 Random values come from tritongrad's generator (``tg.manual_seed`` makes them reproducible),
-drawn in float64 on the host and cast once into the tensor's dtype and device.
+drawn in float64 on the host and cast once into the tensor's dtype and device. tritongrad has
+one global generator and no Generator objects, so ``generator=`` must be None.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import math
 
 import numpy as np
 
+from ..autograd.checks import check_generator
 from ..autograd.grad_mode import no_grad
 from ..autograd.ops import creation
 from ..autograd.tensor import Tensor
@@ -33,17 +35,20 @@ def _f64(fn, shape) -> Tensor:
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
     """Fills ``tensor`` with values drawn from U(a, b)."""
+    check_generator("nn.init.uniform_", generator)
     return _fill_from(tensor, _f64(creation.rand, tensor.shape) * (b - a) + a)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
     """Fills ``tensor`` with values drawn from N(mean, std^2)."""
+    check_generator("nn.init.normal_", generator)
     return _fill_from(tensor, _f64(creation.randn, tensor.shape) * std + mean)
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
                   b: float = 2.0, generator=None) -> Tensor:
     """Fills ``tensor`` with N(mean, std^2) values redrawn until they lie in [a, b]."""
+    check_generator("nn.init.trunc_normal_", generator)
     out = _f64(creation.randn, tensor.shape).numpy() * std + mean
     bad = (out < a) | (out > b)
     for _ in range(1000):
@@ -116,6 +121,7 @@ def _fan(tensor: Tensor, mode: str) -> int:
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio, 2010)."""
+    check_generator("nn.init.xavier_uniform_", generator)
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     a = gain * math.sqrt(6.0 / float(fan_in + fan_out))
     return uniform_(tensor, -a, a)
@@ -123,6 +129,7 @@ def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor
 
 def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
+    check_generator("nn.init.xavier_normal_", generator)
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)))
 
@@ -131,6 +138,7 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
                      nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
     """U(-bound, bound) with bound = gain * sqrt(3 / fan) (He et al., 2015); ``a`` is the
     leaky_relu slope. ``Linear`` uses a = sqrt(5), giving bound = 1 / sqrt(fan_in)."""
+    check_generator("nn.init.kaiming_uniform_", generator)
     if 0 in tuple(tensor.shape):
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
@@ -141,6 +149,7 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
 def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
                     nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
     """N(0, std^2) with std = gain / sqrt(fan)."""
+    check_generator("nn.init.kaiming_normal_", generator)
     if 0 in tuple(tensor.shape):
         return tensor
     return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode)))

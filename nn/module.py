@@ -384,7 +384,9 @@ class Module:
     def to(self, *args, **kwargs) -> Module:
         """Moves and/or casts the parameters and buffers in place: ``to(device)``,
         ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``, with keywords ``device=``,
-        ``dtype=``, ``non_blocking=``. Only floating point tensors change dtype."""
+        ``dtype=``, ``non_blocking=`` (a hint: copies are synchronous), ``memory_format=``
+        (contiguous or preserve; channels-last raises). Only floating point tensors change
+        dtype."""
         from ..autograd.ops.conversion import _to_args
         dtype, device, _ = _to_args(args, dict(kwargs))
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):

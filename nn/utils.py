@@ -20,7 +20,8 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
                     error_if_nonfinite: bool = False, foreach=None) -> Tensor:
     """Scales the gradients in place so that their joint ``norm_type``-norm is at most
     ``max_norm`` (by max_norm / (total + 1e-6) when above); returns the total norm before
-    clipping, as a tensor."""
+    clipping, as a tensor. ``foreach`` selects PyTorch's implementation strategy, not the
+    result: accepted and ignored, as the result is the same either way."""
     grads = _grads(parameters)
     from ..autograd.ops.creation import tensor
     if not grads:
@@ -57,7 +58,8 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
 
 
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
-    """Clamps every gradient elementwise into [-clip_value, clip_value], in place."""
+    """Clamps every gradient elementwise into [-clip_value, clip_value], in place.
+    ``foreach`` (an implementation strategy in PyTorch) does not change the result: ignored."""
     with no_grad():
         for g in _grads(parameters):
             g.copy_(g.maximum(g.new_full((), -clip_value)).minimum(g.new_full((), clip_value)))

@@ -17,6 +17,8 @@ __all__ = [
     "uint8", "int8", "int16", "int32", "int", "int64", "long", "bool",
     "complex64", "cfloat", "complex128", "cdouble",
     "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "from_numpy_dtype",
+    "memory_format", "contiguous_format", "preserve_format", "channels_last",
+    "channels_last_3d", "bfloat16_bits", "bfloat16_values",
 ]
 
 _BOOL, _INT, _FLOAT, _COMPLEX = range(4)  # promotion categories, lowest first
@@ -194,3 +196,47 @@ def result_type(*operands) -> dtype:
     if out is None:
         raise TypeError("result_type: needs at least one tensor or scalar operand")
     return out
+
+
+def bfloat16_bits(values) -> np.ndarray:
+    """bfloat16 bit patterns (``uint16``, the format's upper half of a float32) of ``values``,
+    rounded to the nearest bfloat16, ties to even; every NaN becomes the quiet NaN 0x7FC0. The
+    host form of bfloat16 for device memory and for saved files."""
+    f = np.ascontiguousarray(values, dtype=np.float32)
+    if f.ndim == 0:
+        f = np.asarray(f)
+    bits = f.view(np.uint32)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where(np.isnan(f), np.uint16(0x7FC0), rounded)
+
+
+def bfloat16_values(bits) -> np.ndarray:
+    """The float32 values (exact) of bfloat16 bit patterns ``bits`` (``uint16``)."""
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+class memory_format:
+    """A layout request, as PyTorch's ``torch.memory_format``: ``tritongrad.contiguous_format``
+    (row-major), ``preserve_format`` (the source's layout) and the channels-last layouts, which
+    tritongrad does not implement (ops given them raise, naming the op)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"tritongrad.{self.name}"
+
+    __str__ = __repr__
+
+    def __reduce__(self):  # singletons, like dtypes
+        return (_formats_by_name.__getitem__, (self.name,))
+
+
+contiguous_format = memory_format("contiguous_format")
+preserve_format = memory_format("preserve_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+_formats_by_name = {f.name: f for f in (contiguous_format, preserve_format, channels_last,
+                                        channels_last_3d)}

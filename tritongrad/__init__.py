@@ -18,10 +18,11 @@ if not _os.path.isdir(_os.path.join(__path__[0], "runtime")) and _os.path.isfile
     __path__.append(_root)
 
 from .runtime.device import device
-from .runtime.dtype import (bfloat16, bool, cdouble, cfloat, complex64, complex128, double, dtype,
-                            float, float16, float32, float64, get_default_dtype, half, int, int8,
-                            int16, int32, int64, long, promote_types, result_type,
-                            set_default_dtype, uint8)
+from .runtime.dtype import (bfloat16, bool, cdouble, cfloat, channels_last, channels_last_3d,
+                            complex64, complex128, contiguous_format, double, dtype, float,
+                            float16, float32, float64, get_default_dtype, half, int, int8, int16,
+                            int32, int64, long, memory_format, preserve_format, promote_types,
+                            result_type, set_default_dtype, uint8)
 from . import autograd
 from .autograd import (Function, enable_grad, inference_mode, is_grad_enabled,
                        is_inference_mode_enabled, no_grad, set_grad_enabled)
@@ -39,7 +40,9 @@ __all__ = ["device", "dtype", "Tensor", "Size", "autograd", "cuda", "nn", "optim
            "is_inference_mode_enabled", "get_default_dtype", "set_default_dtype",
            "promote_types", "result_type", "bfloat16", "bool", "cdouble", "cfloat", "complex64",
            "complex128", "double", "float", "float16", "float32", "float64", "half", "int",
-           "int8", "int16", "int32", "int64", "long", "uint8", "is_tensor", "numel"]
+           "int8", "int16", "int32", "int64", "long", "uint8", "is_tensor", "numel",
+           "memory_format", "contiguous_format", "preserve_format", "channels_last",
+           "channels_last_3d"]
 __all__ += list(_ops_all)
 
 

@@ -57,6 +57,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .autograd.checks import unsupported
 from .autograd.tensor import Tensor
 from .runtime import dtype as dtypes
 from .runtime.device import device as Device
@@ -67,6 +68,7 @@ MAGIC = b"\x89TGSAVE\n"
 VERSION = 1
 _PREFIX = struct.Struct("<8sIIQ")
 _ALIGN = 64
+_NO_PICKLE = "tritongrad files hold no pickles, so there is no pickle to configure"
 _MAX_HEADER = 1 << 30
 _MAX_DEPTH = 256
 # The deepest JSON a save can write: the header object, 3 levels per object level (a dict is
@@ -95,9 +97,7 @@ def _host_bytes(t: Tensor) -> bytes:
     """The tensor's elements, C order, little-endian (bfloat16 as its 16-bit patterns)."""
     t = t.detach()
     if t.dtype is dtypes.bfloat16:
-        from .kernels.numpy import bf16
-        host = t.cpu().to(dtypes.float32).numpy()
-        arr = bf16.from_float32(host)
+        arr = dtypes.bfloat16_bits(t.cpu().to(dtypes.float32).numpy())
     else:
         arr = np.asarray(t.cpu().numpy())
     arr = np.ascontiguousarray(arr)
@@ -222,7 +222,9 @@ def save(obj, f, pickle_module=None, pickle_protocol=None,
     binary file object). No pickle: see the module docstring for the format.
 
     A path is written atomically: to a new temporary file in the same directory, synced, then
-    renamed over ``f``.
+    renamed over ``f``. The pickle arguments have nothing to act on: ``pickle_module``,
+    ``pickle_protocol`` and ``_use_new_zipfile_serialization=False`` (PyTorch's legacy
+    format) raise.
 
     Example:
         >>> model = tg.nn.Linear(3, 2)
@@ -233,6 +235,12 @@ def save(obj, f, pickle_module=None, pickle_protocol=None,
     if pickle_module is not None:
         raise ValueError("save: pickle_module is not supported (tritongrad files never hold "
                          "pickles)")
+    if pickle_protocol is not None:
+        raise unsupported("save", "pickle_protocol", pickle_protocol, _NO_PICKLE)
+    if not _use_new_zipfile_serialization:
+        raise unsupported("save", "_use_new_zipfile_serialization",
+                          _use_new_zipfile_serialization,
+                          "tritongrad writes its own format, never PyTorch's legacy one")
     w = _Writer()
     header = {"format": "tritongrad", "version": VERSION, "tensors": None,
               "object": w.encode(obj)}
@@ -576,8 +584,7 @@ class _Reader:
         from .autograd.ops.creation import tensor as make_tensor
         raw = _tensor_bytes(self.buf, self.data_start, e)
         if e.dtype is dtypes.bfloat16:
-            from .kernels.numpy import bf16
-            host = bf16.to_float32(np.frombuffer(raw, dtype="<u2").reshape(e.shape))
+            host = dtypes.bfloat16_values(np.frombuffer(raw, dtype="<u2").reshape(e.shape))
         else:
             host = np.frombuffer(raw, dtype=e.dtype.np.newbyteorder("<")).reshape(e.shape)
             host = host.astype(e.dtype.np)  # native byte order, a writable copy
@@ -685,7 +692,11 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
             string (all of them there), a dict mapping saved device strings to devices
             (``{"cuda:0": "cpu"}``), or a callable ``fn(cpu_tensor, saved_device_str)``
             returning the tensor to use.
-        weights_only: accepted for compatibility; loading is always safe (no code runs).
+        weights_only: True (the default) is what loading always does: the format holds
+            tensors and plain values only, and no code runs. False, PyTorch's request to
+            unpickle arbitrary objects, raises.
+        mmap: None or False; True raises (tensors are read into memory, not mapped).
+        pickle_load_args: none are accepted (there is no pickle to pass them to).
 
     Raises:
         UnpicklingError: the file is not a valid tritongrad save (bad magic, unknown version,
@@ -696,6 +707,15 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
     if pickle_module is not None:
         raise ValueError("load: pickle_module is not supported (tritongrad files never hold "
                          "pickles)")
+    if weights_only is not True:
+        raise unsupported("load", "weights_only", weights_only, "tritongrad files hold only "
+                          "tensors and plain values, never pickled objects: weights_only=True")
+    if mmap:
+        raise unsupported("load", "mmap", mmap, "tensors are read into memory: mmap=None or "
+                          "False")
+    if pickle_load_args:
+        name, value = next(iter(sorted(pickle_load_args.items())))
+        raise unsupported("load", name, value, _NO_PICKLE)
     map_location = _check_map_location(map_location)
     name = _source_name(f)
     buf = _read_all(f)

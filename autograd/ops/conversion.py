@@ -10,8 +10,10 @@ from __future__ import annotations
 import builtins
 import numbers
 
+from ...kernels import host_array
 from ...runtime import dtype as dtypes
 from ...runtime.device import device as Device
+from ..checks import check_memory_format
 from ..dispatch import Primitive, apply, apply_inplace
 from ..tensor import Tensor
 from .creation import as_dtype, resolve_device
@@ -28,9 +30,8 @@ def _move(k, x, dtype, device):
         return k.astype(x, dtype)
     if device.type == "cpu":  # device -> host: cast on the device, then copy down
         arr = memory.to_host(k.astype(x, dtype))
-        if dtype is dtypes.bfloat16:
-            from ...kernels.numpy import bf16
-            return bf16.from_bits(arr)  # bit patterns -> the CPU's float32-backed bfloat16
+        if dtype is dtypes.bfloat16:  # bit patterns -> the CPU backend's bfloat16 array
+            return host_array(dtypes.bfloat16_values(arr), dtype)
         return arr
     if src_dev.type == "cpu":  # host -> device
         from .creation import host_to
@@ -64,8 +65,8 @@ def _to_args(args, kwargs):
     """Parses PyTorch's ``to`` overloads into (dtype | None, device | None, copy)."""
     dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
     copy = kwargs.pop("copy", False)
-    kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
+    kwargs.pop("non_blocking", None)  # a hint: see to()
+    check_memory_format("to", kwargs.pop("memory_format", None))
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     flags = []
@@ -93,7 +94,12 @@ def to(x: Tensor, *args, **kwargs) -> Tensor:
     changes (unless ``copy=True``).
 
     Accepts ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)`` and the
-    keywords ``dtype=``, ``device=``, ``copy=``, ``non_blocking=``.
+    keywords ``dtype=``, ``device=``, ``copy=``, ``non_blocking=``, ``memory_format=``.
+
+    ``non_blocking=True`` is honoured as PyTorch documents it, as a hint: tritongrad's copies
+    between devices are synchronous with the host, which is a valid implementation (the copy
+    is complete when ``to`` returns). ``memory_format`` may be ``contiguous_format`` or
+    ``preserve_format`` (the copy is row-major either way); channels-last layouts raise.
     """
     dtype, device, copy = _to_args(args, dict(kwargs))
     dtype = dtype or x.dtype
@@ -103,8 +109,11 @@ def to(x: Tensor, *args, **kwargs) -> Tensor:
     return apply(ToCopyBackward0, (x,), dtype, device, x.dtype)
 
 
-def cuda(x: Tensor, device=None, non_blocking: bool = False) -> Tensor:
-    """A copy of this tensor in CUDA memory (``x`` itself if already there)."""
+def cuda(x: Tensor, device=None, non_blocking: bool = False, memory_format=None) -> Tensor:
+    """A copy of this tensor in CUDA memory (``x`` itself if already there).
+    ``non_blocking=True`` is a hint, honoured by a copy that is synchronous with the host;
+    ``memory_format`` as in ``to``."""
+    check_memory_format("cuda", memory_format)
     return to(x, resolve_device("cuda" if device is None else
                                 device if not isinstance(device, numbers.Integral)
                                 else Device("cuda", device)))
@@ -152,12 +161,17 @@ class CloneBackward0(Primitive):
 
 
 def clone(x: Tensor, memory_format=None) -> Tensor:
-    """A copy of this tensor (recorded: the gradient passes through)."""
+    """A row-major copy of this tensor (recorded: the gradient passes through).
+    ``memory_format`` may be ``contiguous_format`` or ``preserve_format``: tritongrad's copies
+    are row-major, so a strided source's layout is not preserved; channels-last raises."""
+    check_memory_format("clone", memory_format)
     return apply(CloneBackward0, (x,))
 
 
 def contiguous(x: Tensor, memory_format=None) -> Tensor:
-    """This tensor if it is row-major contiguous, else a contiguous copy."""
+    """This tensor if it is row-major contiguous, else a contiguous copy. ``memory_format``
+    may only be ``contiguous_format`` (PyTorch refuses preserve_format here too)."""
+    check_memory_format("contiguous", memory_format, (dtypes.contiguous_format,))
     return x if x.is_contiguous() else clone(x)
 
 
@@ -182,7 +196,9 @@ class CopyBackwards(Primitive):
 
 
 def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
-    """Copies ``src`` (broadcast, cast, moved) into this tensor in place and returns it."""
+    """Copies ``src`` (broadcast, cast, moved) into this tensor in place and returns it.
+    ``non_blocking=True`` is a hint, honoured by a copy that is synchronous with the host (see
+    ``to``)."""
     if not isinstance(src, Tensor):
         if isinstance(src, numbers.Number):
             # PyTorch wraps the number as a tensor and casts it: not range-checked, an int

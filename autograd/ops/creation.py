@@ -12,10 +12,11 @@ import numbers
 
 import numpy as np
 
-from ...kernels import backend
-from ...kernels.numpy import bf16
+from ...kernels import backend, host_array, host_values
 from ...runtime import dtype as dtypes
 from ...runtime.device import device as Device
+from ..checks import check_generator, check_memory_format, unsupported
+from ..state import state
 from ..tensor import Tensor, make
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full",
@@ -208,16 +209,12 @@ def _check_data(arr: np.ndarray, dt) -> None:
 def host_to(arr: np.ndarray, dtype, device: Device) -> Tensor:
     """A tensor holding NumPy array ``arr`` (cast to ``dtype``) on ``device``."""
     if device.type == "cpu":
-        if dtype is dtypes.bfloat16:
-            return make(bf16.rounded(arr))  # float32 storage on the bfloat16 grid
-        if type(arr) is bf16.BF16Array:
-            arr = arr.view(np.ndarray)
-        return make(np.require(arr, dtype=dtype.np, requirements="C"))  # keeps 0-d as 0-d
+        return make(host_array(arr, dtype))
     from ...runtime import memory
     if dtype is dtypes.bfloat16:
-        host = bf16.from_float32(arr)
+        host = dtypes.bfloat16_bits(host_values(arr))
     else:
-        host = np.require(arr, dtype=dtype.np, requirements="C")
+        host = np.require(host_values(arr), dtype=dtype.np, requirements="C")
     return make(memory.to_device(host, device, dtype))
 
 
@@ -327,12 +324,16 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False,
     a NumPy array or a tensor).
 
     Python floats become the default dtype (float32), ints int64, bools bool.
+    ``pin_memory=True`` raises: tritongrad has no page-locked host tensors.
 
     Example:
         >>> tg.tensor([[1., -1.], [1., -1.]])
         tensor([[ 1., -1.],
                 [ 1., -1.]])
     """
+    if pin_memory:
+        raise unsupported("tensor", "pin_memory", pin_memory, "host tensors are pageable; "
+                          "copies to CUDA are synchronous, so pinning would gain nothing")
     arr = _infer_array(data, dtype)
     dt = as_dtype(dtype) or (data.dtype if isinstance(data, Tensor) else
                              dtypes.from_numpy_dtype(arr.dtype))
@@ -377,8 +378,29 @@ def _factory(shape, value, dtype, device, requires_grad) -> Tensor:
 
 
 def zeros(*size, dtype=None, device=None, requires_grad: bool = False, out=None) -> Tensor:
-    """A tensor of zeros of shape ``size``."""
+    """A tensor of zeros of shape ``size``; with ``out=``, that tensor zeroed in place and
+    returned (it must already have shape ``size``: tritongrad does not resize)."""
+    if out is not None:
+        return _zeros_into(out, _size(size), dtype, device, requires_grad)
     return _factory(_size(size), 0.0 if dtype is None else 0, dtype, device, requires_grad)
+
+
+def _zeros_into(out: Tensor, size: tuple, dtype, device, requires_grad) -> Tensor:
+    if not isinstance(out, Tensor):
+        raise TypeError(f"zeros(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if tuple(out.shape) != size:
+        raise unsupported("zeros", "out", f"<tensor of shape {list(out.shape)}>",
+                          f"out must already have the requested shape {list(size)}")
+    if dtype is not None and as_dtype(dtype) is not out.dtype:
+        raise RuntimeError(f"zeros: dtype {as_dtype(dtype)} does not match out's dtype "
+                           f"{out.dtype}")
+    if device is not None and resolve_device(device) is not out.device:
+        raise RuntimeError(f"zeros: device {resolve_device(device)} does not match out's "
+                           f"device {out.device}")
+    if requires_grad or (out.requires_grad and state.grad_enabled):
+        raise RuntimeError("zeros(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    return out.zero_()
 
 
 def ones(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -388,7 +410,9 @@ def ones(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
 
 def empty(*size, dtype=None, device=None, requires_grad: bool = False,
           memory_format=None) -> Tensor:
-    """An uninitialised tensor of shape ``size``."""
+    """An uninitialised row-major tensor of shape ``size`` (``memory_format``:
+    ``contiguous_format`` or ``preserve_format``; channels-last raises)."""
+    check_memory_format("empty", memory_format)
     return _factory(_size(size), None, dtype, device, requires_grad)
 
 
@@ -419,24 +443,28 @@ def empty_strided(size, stride, dtype=None, device=None, requires_grad: bool = F
     return _finish(make(k.as_strided(buf, size, stride, 0), dt), requires_grad)
 
 
-def _like(fn, t: Tensor, dtype, device, requires_grad, **kw) -> Tensor:
+def _like(fn, t: Tensor, dtype, device, requires_grad, memory_format=None, **kw) -> Tensor:
+    """``fn`` over ``t``'s shape, dtype and device. The result is row-major whatever ``t``'s
+    strides: ``memory_format`` may be ``preserve_format`` (PyTorch's default, which would
+    keep a dense ``t``'s strides) or ``contiguous_format``; channels-last raises."""
+    check_memory_format(f"{fn.__name__}_like", memory_format)
     return fn(tuple(t.shape), dtype=dtype or t.dtype, device=device or t.device,
               requires_grad=requires_grad, **kw)
 
 
 def zeros_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
-    return _like(zeros, input, dtype, device, requires_grad)
+    return _like(zeros, input, dtype, device, requires_grad, memory_format)
 
 
 def ones_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False,
               memory_format=None) -> Tensor:
-    return _like(ones, input, dtype, device, requires_grad)
+    return _like(ones, input, dtype, device, requires_grad, memory_format)
 
 
 def empty_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
-    return _like(empty, input, dtype, device, requires_grad)
+    return _like(empty, input, dtype, device, requires_grad, memory_format)
 
 
 def full_like(input: Tensor, fill_value, dtype=None, device=None,
@@ -479,12 +507,15 @@ def _random(draw, size, dtype, device, requires_grad) -> Tensor:
 
 
 def rand(*size, dtype=None, device=None, requires_grad: bool = False, generator=None) -> Tensor:
-    """Uniform random numbers in [0, 1)."""
+    """Uniform random numbers in [0, 1) from the global generator (``generator=`` raises:
+    tritongrad has no Generator objects)."""
+    check_generator("rand", generator)
     return _random(lambda s: _rng.random(s), _size(size), dtype, device, requires_grad)
 
 
 def randn(*size, dtype=None, device=None, requires_grad: bool = False, generator=None) -> Tensor:
-    """Standard normal random numbers."""
+    """Standard normal random numbers from the global generator (``generator=`` raises)."""
+    check_generator("randn", generator)
     return _random(lambda s: _rng.standard_normal(s), _size(size), dtype, device, requires_grad)
 
 
@@ -511,7 +542,8 @@ def randint(low, high=None, size=None, dtype=None, device=None,
         raise RuntimeError(f"randint: expects 'low' to be less than 'high', but got "
                            f"low={low} >= high={high}")
     arr = _rng.integers(low, high, _size((size,)))
-    return host_to(arr, as_dtype(dtype) or dtypes.int64, resolve_device(device))
+    out = host_to(arr, as_dtype(dtype) or dtypes.int64, resolve_device(device))
+    return _finish(out, requires_grad)  # refuses integer dtypes, as PyTorch does
 
 
 # -- ranges ------------------------------------------------------------------------------------

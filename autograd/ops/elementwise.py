@@ -14,14 +14,14 @@ import numbers
 
 from ...runtime.dtype import bool as _BOOL
 from ...runtime.dtype import get_default_dtype, result_type
+from ..checks import operand_on_device
 from ..dispatch import Primitive, apply, apply_inplace
 from ..tensor import Tensor
 from .creation import checked_scalar, scalar_tensor, wrapped_scalar
 
 __all__ = ["add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "log", "sqrt", "rsqrt",
            "relu", "maximum", "minimum", "where", "isnan", "rsub", "reciprocal",
-           "gt", "ge", "lt", "le", "eq", "ne", "broadcast_shapes", "binary_operands",
-           "check_same_device"]
+           "gt", "ge", "lt", "le", "eq", "ne", "broadcast_shapes", "binary_operands"]
 
 _Number = numbers.Number
 
@@ -43,30 +43,6 @@ def broadcast_shapes(*shapes) -> tuple:
     return tuple(out)
 
 
-def check_same_device(like: Tensor, t: Tensor, arg: str, op: str) -> None:
-    """The one same-device check: PyTorch's RuntimeError unless argument ``arg`` (``t``) of
-    ``op`` is on the device of ``like`` (the tensor the op runs on). Index tensors, targets
-    and weights go through it as they are: nothing is moved behind the caller's back, so
-    gather(cuda_x, 1, cpu_index) is refused as every other mixed-device op is."""
-    if t._device is not like._device:
-        raise RuntimeError(f"Expected all tensors to be on the same device, but got {arg} is on "
-                           f"{t._device}, different from other tensors on {like._device} "
-                           f"(when checking argument in method {op})")
-
-
-def _same_device(a: Tensor, b: Tensor, op: str) -> Tensor:
-    """``b`` on ``a``'s device for an elementwise op: a CPU 0-d tensor may join an op on
-    another device (PyTorch's TensorIterator allows it); anything else must match."""
-    if a._device is b._device:
-        return b
-    if b.ndim == 0 and b._device.type == "cpu":
-        return b.to(a._device)  # a CPU scalar tensor may join a CUDA op, as in PyTorch
-    if a.ndim == 0 and a._device.type == "cpu":
-        return b
-    check_same_device(a, b, "other", op)
-    return b
-
-
 def binary_operands(a, b, op: str, dtype=None):
     """(a, b) on one device with one dtype (``dtype``, or the promoted one); a Python number
     ``b`` stays a number."""
@@ -84,7 +60,7 @@ def binary_operands(a, b, op: str, dtype=None):
     if not isinstance(a, Tensor):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(a).__name__}")
     if isinstance(b, Tensor):
-        b = _same_device(a, b, op)
+        b = operand_on_device(a, b, op)
         if a._device is not b._device:
             a = a.to(b._device)
         dt = dtype or result_type(a, b)
@@ -624,7 +600,7 @@ def _operand(x, dt, like: Tensor, op: str) -> Tensor:
         return scalar_tensor(x, dt, like._device)
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): expected a Tensor or a number, got {type(x).__name__}")
-    x = _same_device(like, x, op)
+    x = operand_on_device(like, x, op)
     return x if x._dtype is dt else x.to(dt)
 
 
@@ -683,7 +659,7 @@ def _inplace(op_tensor, op_scalar, promote_float=False):
 
     def method(self: Tensor, other, *, alpha=None):
         if isinstance(other, Tensor):
-            other = _same_device(self, other, op_tensor.op_name + "_")
+            other = operand_on_device(self, other, op_tensor.op_name + "_")
             dt = result_type(self, other)
             if promote_float and not (dt.is_floating_point or dt.is_complex):
                 dt = get_default_dtype()

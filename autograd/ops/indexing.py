@@ -27,7 +27,9 @@ from ...runtime import dtype as dtypes
 from ..dispatch import Primitive, apply, apply_inplace, expanded_dims
 from ..tensor import Tensor, array_meta, make, wrap_dim
 from .creation import checked_scalar, full, tensor, zeros
-from .elementwise import broadcast_shapes, check_same_device, where
+from ..checks import (check_devices_match, check_index_dtype, check_same_device, checked_index,
+                      index_out_of_range, out_of_bounds, unsupported)
+from .elementwise import broadcast_shapes, where
 from .pointwise import fill_
 from .views import is_basic_index, list_as_tuple, slice_scatter, sum_to_size
 from .views import getitem as _basic_getitem
@@ -41,45 +43,6 @@ _INDEX_DTYPES = (dtypes.int64, dtypes.int32, dtypes.int16, dtypes.int8, dtypes.u
 
 
 # -- index checks ---------------------------------------------------------------------------------
-
-def _extremes(a, k) -> tuple:
-    """(smallest, largest) element of int array ``a`` as Python ints (a device sync on CUDA)."""
-    dims = tuple(range(len(a.shape)))
-    lo = make(k.reduce("amin", a, dims, False))
-    hi = make(k.reduce("amax", a, dims, False))
-    if lo._device.type != "cpu":  # one copy home for both numbers
-        both = _stack_pair(lo, hi).cpu()._data
-        return int(both[0]), int(both[1])
-    return int(lo._data), int(hi._data)
-
-
-def _stack_pair(a: Tensor, b: Tensor) -> Tensor:
-    from .shape import stack
-    return stack([a, b])
-
-
-def _checked(idx: Tensor, size: int, dim: int, op: str, allow_negative: bool,
-             error=None) -> Tensor:
-    """``idx`` as int64, in range [0, size) (negatives wrapped if allowed), or the op's error
-    for index ``bad``: ``error(bad)``, by default advanced indexing's IndexError."""
-    if idx._dtype is not dtypes.int64:
-        idx = idx.to(dtypes.int64)
-    if idx.numel() == 0:
-        return idx
-    k = idx._k
-    lo, hi = _extremes(idx._data, k)
-    low = -size if allow_negative else 0
-    if hi >= size or lo < low:
-        bad = hi if hi >= size else lo
-        if error is not None:
-            raise error(bad)
-        raise IndexError(f"{op}: index {bad} is out of bounds for dimension {dim} with size "
-                         f"{size}")
-    if lo < 0:
-        a = idx._data
-        idx = make(k.where(k.lt(a, 0), k.add(a, size), a))
-    return idx
-
 
 def _index_tensor(ix, device, op: str) -> Tensor:
     """An advanced index tensor as an index tensor on ``device``: PyTorch takes one on the
@@ -123,8 +86,7 @@ def _host_checked(arr: np.ndarray, size: int, dim: int, op: str) -> np.ndarray:
     if arr.size:
         lo, hi = int(arr.min()), int(arr.max())
         if hi >= size or lo < -size:
-            raise IndexError(f"{op}: index {hi if hi >= size else lo} is out of bounds for "
-                             f"dimension {dim} with size {size}")
+            raise IndexError(out_of_bounds(hi if hi >= size else lo, dim, size, op))
         if lo < 0:
             arr = np.where(arr < 0, arr + size, arr)
     return arr
@@ -211,7 +173,7 @@ def _parse(x: Tensor, index, op: str):
             d_out += 1
         elif isinstance(ix, Tensor):
             basic.append(slice(None))
-            adv.append((d_out, _checked(ix, x.shape[d_in], d_in, op,
+            adv.append((d_out, checked_index(ix, x.shape[d_in], d_in, op,
                                         allow_negative=True)._data))
             d_in += 1
             d_out += 1
@@ -455,22 +417,16 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     check_same_device(input, index, "index", "index_select")
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
-    if index._dtype not in (dtypes.int64, dtypes.int32):
-        raise RuntimeError(f"index_select(): Expected dtype int32/int64 for index (got "
-                           f"{index._dtype})")
+    check_index_dtype(index, "index_select")
     if not input.ndim and index.numel() != 1:
         raise IndexError(f"index_select(): Index to scalar can have only 1 value, got "
                          f"{index.numel()} value(s)")
     x = input if input.ndim else input.reshape(1)
     d = wrap_dim(dim, x.ndim, "index_select", "dim", 1)
-    idx = _checked(index.reshape(-1), x.shape[d], d, "index_select", allow_negative=False,
-                   error=_index_select_error)
+    idx = checked_index(index.reshape(-1), x.shape[d], d, "index_select", allow_negative=False,
+                        error=index_out_of_range)
     out = apply(IndexSelectBackward0, (x,), (None,) * d + (idx._data,))
     return out if input.ndim else out.reshape(())  # PyTorch: a scalar stays a scalar
-
-
-def _index_select_error(bad) -> IndexError:
-    return IndexError("index out of range in self")  # PyTorch's index_select (and embedding)
 
 
 # -- gather / scatter -----------------------------------------------------------------------------
@@ -481,8 +437,7 @@ def _gather_checks(x: Tensor, dim: int, index: Tensor, op: str, src=None):
     check_same_device(x, index, "index", op)  # first, as in PyTorch (its dispatch wrapper)
     if isinstance(src, Tensor):
         check_same_device(x, src, "src", op)
-    if index._dtype is not dtypes.int64 and index._dtype is not dtypes.int32:
-        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index (got {index._dtype})")
+    check_index_dtype(index, op)
     d = wrap_dim(dim, x.ndim, op, "dim", 1)
     if index.ndim != x.ndim and not (index.ndim <= 1 and x.ndim <= 1):
         raise RuntimeError(f"Index tensor must have the same number of dimensions as "
@@ -501,9 +456,9 @@ def _gather_checks(x: Tensor, dim: int, index: Tensor, op: str, src=None):
                                f"size than src {list(src.shape)}")
 
     def error(bad):  # PyTorch's scatter/gather kernels: a RuntimeError
-        return RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {xs[d]}")
+        return RuntimeError(out_of_bounds(bad, d, xs[d]))
 
-    return d, _checked(index, xs[d], d, op, allow_negative=False, error=error)
+    return d, checked_index(index, xs[d], d, op, allow_negative=False, error=error)
 
 
 class GatherBackward0(Primitive):
@@ -524,7 +479,10 @@ class GatherBackward0(Primitive):
 
 
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
-    """``out[i][j] = input[index[i][j]][j]`` (dim 0; likewise for every dim)."""
+    """``out[i][j] = input[index[i][j]][j]`` (dim 0; likewise for every dim). The gradient is
+    dense: ``sparse_grad=True`` raises (tritongrad has no sparse tensors)."""
+    if sparse_grad:
+        raise unsupported("gather", "sparse_grad", sparse_grad, "gradients are dense tensors")
     d, idx = _gather_checks(input, dim, index, "gather")
     return apply(GatherBackward0, (input,), d, idx._data)
 
@@ -702,8 +660,7 @@ def _masked_fill_args(x: Tensor, mask, value, op: str):
         if mask.ndim == 0 or mask._device.type == "cpu":
             mask = mask.to(x._device)
         else:
-            raise RuntimeError(f"Expected all tensors to be on the same device, but found at "
-                               f"least two devices, {x._device} and {mask._device}! ({op})")
+            check_devices_match(x._device, mask._device, op)
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise RuntimeError(f"{op} only supports a 0-dimensional value tensor, but got "

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from ..checks import check_devices_match, expected_scalar_type
 from ..dispatch import Primitive, apply
 from ..tensor import Tensor
 
@@ -60,9 +61,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     if input.dtype is not mat2.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                            f"{input.dtype} != {mat2.dtype}")
-    if input.device is not mat2.device:
-        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
-                           f"two devices, {input.device} and {mat2.device}! (in mm)")
+    check_devices_match(input.device, mat2.device, "mm")
     return apply(MmBackward0, (input, mat2))
 
 
@@ -99,10 +98,8 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
                            f"multiplied (expected batch2 of size [{b1}, {m}, *], got "
                            f"[{b2}, {m2}, {p}])")
     if input.dtype is not mat2.dtype:
-        raise RuntimeError(f"expected scalar type {input.dtype} but found {mat2.dtype} (bmm)")
-    if input.device is not mat2.device:
-        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
-                           f"two devices, {input.device} and {mat2.device}! (in bmm)")
+        raise expected_scalar_type(input.dtype, mat2.dtype)
+    check_devices_match(input.device, mat2.device, "bmm")
     return apply(BmmBackward0, (input, mat2))
 
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import math
 
+from ...runtime import dtype as dtypes
+from .. import checks
 from ..dispatch import Primitive, apply
 from ..state import state
 from ..tensor import Tensor, make
-from .elementwise import check_same_device
 from .pointwise import tanh
 
 __all__ = ["check_class_indices", "cross_entropy_rows", "embedding", "gelu", "layer_norm"]
@@ -38,37 +39,13 @@ def _float_input(x, op: str) -> Tensor:
     return x
 
 
-def _check_indices(idx: Tensor, size: int, what: str, ignore_index=None) -> None:
-    """Raises IndexError unless every entry of ``idx`` (other than ``ignore_index``) is in
-    [0, size): the kernels take index arrays as already checked (one sync on a GPU)."""
-    if idx.numel() == 0:
-        return
-    k, a = idx._k, idx._data
-    if ignore_index is not None:
-        a = k.where(k.ne(a, ignore_index), a, 0)
-    dims = tuple(range(len(a.shape)))
-    lo = int(make(k.reduce("amin", a, dims, False)).item())
-    hi = int(make(k.reduce("amax", a, dims, False)).item())
-    if lo < 0 or hi >= size:
-        bad = lo if lo < 0 else hi
-        if ignore_index is not None:
-            raise IndexError(f"Target {bad} is out of bounds.")  # PyTorch's nll_loss
-        raise IndexError("index out of range in self")  # PyTorch's embedding (index_select)
-
-
-_SCALAR_TYPE_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
-                      "int32": "Int", "int64": "Long", "float16": "Half",
-                      "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
-                      "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
-
-
 def check_class_indices(target: Tensor) -> Tensor:
     """Class-index targets as int64: PyTorch's nll_loss reads them as Long and refuses a
     float or bool tensor ("expected scalar type Long but found Float"); other integer
     dtypes are converted (a convenience PyTorch's CPU kernel does not offer)."""
     dt = target.dtype
     if dt.is_floating_point or dt.is_complex or dt.name == "bool":
-        raise RuntimeError(f"expected scalar type Long but found {_SCALAR_TYPE_NAMES[dt.name]}")
+        raise checks.expected_scalar_type(dtypes.int64, dt)
     return target if dt.name == "int64" else target.long()
 
 
@@ -227,7 +204,7 @@ def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
         weight = ones(shape, dtype=x.dtype, device=x.device)
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None:
-            check_same_device(x, t, name, "layer_norm")
+            checks.check_same_device(x, t, name, "layer_norm")
     n = math.prod(shape)
     inputs = tuple(t if t.dtype is x.dtype else t.to(x.dtype)
                    for t in (x, weight, bias) if t is not None)
@@ -284,9 +261,10 @@ def cross_entropy_rows(logits: Tensor, target: Tensor, ignore_index: int = -100,
     if x.ndim != 2 or target.ndim != 1 or target.shape[0] != x.shape[0]:
         raise ValueError(f"cross_entropy: expected (N, C) logits and (N,) targets, got "
                          f"{list(x.shape)} and {list(target.shape)}")
-    check_same_device(x, target, "target", "cross_entropy")
+    checks.check_same_device(x, target, "target", "cross_entropy")
     target = check_class_indices(target)
-    _check_indices(target, x.shape[1], "cross_entropy", int(ignore_index))
+    checks.check_index_range(target, x.shape[1], checks.target_out_of_bounds,
+                             ignore_index=int(ignore_index))
     return apply(CrossEntropyLossBackward0, (x, target), int(ignore_index),
                  float(label_smoothing))
 
@@ -357,7 +335,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None,
                            f"{getattr(input, 'dtype', type(input).__name__)} instead")
     if weight.ndim != 2:
         raise RuntimeError(f"embedding: 'weight' must be 2-D, got shape {list(weight.shape)}")
-    check_same_device(weight, input, "index", "embedding")
+    checks.check_same_device(weight, input, "index", "embedding")
     if padding_idx is not None:
         n = weight.shape[0]
         if not -n <= padding_idx < n:
@@ -365,7 +343,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None,
         padding_idx %= n
     if input.dtype.name != "int64":
         input = input.long()
-    _check_indices(input, weight.shape[0], "embedding")
+    checks.check_index_range(input, weight.shape[0], checks.index_out_of_range)
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
     return apply(EmbeddingBackward0, (weight, input), padding_idx, scale_grad_by_freq)

@@ -17,6 +17,7 @@ import numbers
 from ...runtime import dtype as dtypes
 from ...runtime.dtype import result_type
 from ..dispatch import Primitive, apply, apply_inplace
+from ..checks import operand_on_device
 from ..tensor import Tensor
 from .creation import checked_scalar, wrapped_scalar
 from .elementwise import (
@@ -24,7 +25,6 @@ from .elementwise import (
     _floating,
     _operand,
     _result,
-    _same_device,
     binary_operands,
     broadcast_shapes,
     where)
@@ -450,7 +450,7 @@ div_trunc = _division(DivTruncBackward0, DivTruncBackward1, "div")
 def _inplace_division(op_t, op_s, name):
     def method(self: Tensor, other) -> Tensor:
         if isinstance(other, Tensor):
-            other = _same_device(self, other, name)
+            other = operand_on_device(self, other, name)
             dt = result_type(self, other)
             if not _can_cast(dt, self._dtype):
                 raise RuntimeError(f"result type {dt.name.capitalize()} can't be cast to the "
@@ -504,7 +504,7 @@ def _bitwise(name):
 
     def inplace(self: Tensor, other) -> Tensor:
         if isinstance(other, Tensor):
-            other = _same_device(self, other, name + "_")
+            other = operand_on_device(self, other, name + "_")
             if broadcast_shapes(self.shape, other.shape) != tuple(self.shape):
                 raise RuntimeError(f"{name}_: output with shape {list(self.shape)} doesn't "
                                    f"match the broadcast shape")
@@ -623,7 +623,7 @@ def fill_(self: Tensor, value) -> Tensor:
         if value.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
                                f"with {value.ndim} dimensions.")
-        value = _same_device(self, value, "fill_")
+        value = operand_on_device(self, value, "fill_")
         return apply_inplace(FillBackward1, self, (value.to(self._dtype),))
     if not isinstance(value, _Number):
         raise TypeError(f"fill_(): argument 'value' must be Number or Tensor, not "

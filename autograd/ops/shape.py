@@ -11,6 +11,7 @@ backend's ``copy_`` (no dedicated kernel); their rule slices the gradient back. 
 from __future__ import annotations
 
 from ...runtime.dtype import result_type
+from ..checks import check_devices_match
 from ..dispatch import Primitive, apply
 from ..tensor import Tensor, array_meta, int_arg, wrap_dim
 from .views import _as_view, getitem, int_tuple, is_size, permute
@@ -31,9 +32,7 @@ def _tensor_list(tensors, op: str) -> list:
                             f"{type(t).__name__}")
     dev = tensors[0].device
     for t in tensors[1:]:
-        if t.device is not dev:
-            raise RuntimeError(f"Expected all tensors to be on the same device, but found at "
-                               f"least two devices, {dev} and {t.device}! (in {op})")
+        check_devices_match(dev, t.device, op)
     dt = result_type(*tensors) if len(tensors) > 1 else tensors[0].dtype
     return [t if t.dtype is dt else t.to(dt) for t in tensors]
 

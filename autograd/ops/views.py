@@ -19,6 +19,7 @@ import math
 import operator
 
 from ...runtime.array import check_sizes
+from ..checks import out_of_bounds
 from ..dispatch import Primitive, apply, as_shape, sum_to
 from ..node import Node
 from ..state import state
@@ -368,8 +369,7 @@ def _normalize_index(index, shape, op="__getitem__") -> tuple:
             i = operator.index(ix)
             n = shape[d]
             if not -n <= i < n:
-                raise IndexError(f"{op}: index {i} is out of bounds for dimension {d} with "
-                                 f"size {n}")
+                raise IndexError(out_of_bounds(i, d, n, op))
             out.append(i % n)
             d += 1
     return tuple(out)

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...runtime.dtype import bfloat16_bits, bfloat16_values
+
 __all__ = ["BF16Array", "from_float32", "to_float32", "from_bits", "round_", "tag", "rounded"]
 
 _ndarray = np.ndarray
@@ -87,18 +89,12 @@ def _wrap(r):
 
 def from_float32(a) -> np.ndarray:
     """Rounds to the nearest bfloat16 (ties to even) and returns the bit patterns (``uint16``)."""
-    f = np.ascontiguousarray(a, dtype=np.float32)
-    if f.ndim == 0:
-        f = np.asarray(f)
-    bits = f.view(np.uint32)
-    rounded_bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
-    return np.where(np.isnan(f), np.uint16(0x7FC0), rounded_bits)
+    return bfloat16_bits(a)
 
 
 def from_bits(bits) -> BF16Array:
     """A BF16Array from bfloat16 bit patterns (``uint16``), exactly."""
-    b = np.asarray(bits, dtype=np.uint16)
-    return (b.astype(np.uint32) << 16).view(np.float32).view(BF16Array)
+    return bfloat16_values(bits).view(BF16Array)
 
 
 def to_float32(a) -> np.ndarray:
@@ -107,4 +103,4 @@ def to_float32(a) -> np.ndarray:
         return a.view(_ndarray)
     if isinstance(a, _ndarray) and a.dtype == _f32:
         return a
-    return (np.asarray(a, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+    return bfloat16_values(a)

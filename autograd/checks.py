@@ -1,0 +1,183 @@
+"""The argument checks ops share, each in one place with PyTorch's wording: devices, dtypes,
+index bounds, and arguments tritongrad accepts for compatibility but does not implement.
+
+An op calls these before it dispatches, so a refusal names the op and the argument and nothing
+has run yet. Dimension wrapping (``wrap_dim``) and dtype promotion live with the Tensor and in
+``runtime.dtype``; broadcasting's error is ``ops.elementwise.broadcast_shapes``.
+"""
+
+from __future__ import annotations
+
+from ..runtime import dtype as dtypes
+from .tensor import Tensor, make
+
+__all__ = ["check_devices_match", "check_generator", "check_index_dtype", "check_index_range",
+           "check_memory_format", "check_same_device", "checked_index", "expected_scalar_type",
+           "index_extremes", "index_out_of_range", "operand_on_device", "out_of_bounds",
+           "scalar_type_name", "target_out_of_bounds", "unsupported"]
+
+
+# -- devices ----------------------------------------------------------------------------------
+
+def check_same_device(like: Tensor, t: Tensor, arg: str, op: str) -> None:
+    """PyTorch's RuntimeError unless argument ``arg`` (``t``) of ``op`` is on the device of
+    ``like`` (the tensor the op runs on). Index tensors, targets and weights go through it as
+    they are: nothing is moved behind the caller's back, so gather(cuda_x, 1, cpu_index) is
+    refused as every other mixed-device op is."""
+    if t._device is not like._device:
+        raise RuntimeError(f"Expected all tensors to be on the same device, but got {arg} is on "
+                           f"{t._device}, different from other tensors on {like._device} "
+                           f"(when checking argument in method {op})")
+
+
+def check_devices_match(first, other, op: str) -> None:
+    """PyTorch's RuntimeError for ops over several peer tensors (cat, stack, mm, bmm,
+    masked_fill's mask), where no one argument is the odd one out: ``first`` and ``other``
+    are devices."""
+    if other is not first:
+        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
+                           f"two devices, {first} and {other}! (in {op})")
+
+
+def operand_on_device(a: Tensor, b: Tensor, op: str) -> Tensor:
+    """``b`` on ``a``'s device for an elementwise op: a CPU 0-d tensor may join an op on
+    another device (PyTorch's TensorIterator allows it, either side); anything else must
+    match."""
+    if a._device is b._device:
+        return b
+    if b.ndim == 0 and b._device.type == "cpu":
+        return b.to(a._device)
+    if a.ndim == 0 and a._device.type == "cpu":
+        return b
+    check_same_device(a, b, "other", op)
+    return b
+
+
+# -- dtypes -----------------------------------------------------------------------------------
+
+# PyTorch's C++ names for dtypes, which its dtype errors print ("expected scalar type Long but
+# found Float")
+_SCALAR_TYPE_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
+                      "int32": "Int", "int64": "Long", "float16": "Half",
+                      "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
+                      "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def scalar_type_name(dt) -> str:
+    """PyTorch's C++ name of dtype ``dt`` ("Long", "Float", ...), as its errors print it."""
+    return _SCALAR_TYPE_NAMES[dt.name]
+
+
+def expected_scalar_type(expected, found) -> RuntimeError:
+    """PyTorch's error for a tensor of dtype ``found`` where ``expected`` is required."""
+    return RuntimeError(f"expected scalar type {scalar_type_name(expected)} but found "
+                        f"{scalar_type_name(found)}")
+
+
+def check_index_dtype(index: Tensor, op: str) -> None:
+    """Index tensors of index_select, gather and scatter are int64 or int32, as in PyTorch."""
+    if index._dtype is not dtypes.int64 and index._dtype is not dtypes.int32:
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index (got {index._dtype})")
+
+
+# -- index bounds -----------------------------------------------------------------------------
+
+def index_extremes(idx: Tensor) -> tuple:
+    """(smallest, largest) entry of the non-empty integer tensor ``idx`` as Python ints: one
+    copy home for both (a device sync on CUDA)."""
+    k, a = idx._k, idx._data
+    dims = tuple(range(len(a.shape)))
+    lo = make(k.reduce("amin", a, dims, False))
+    hi = make(k.reduce("amax", a, dims, False))
+    if lo._device.type != "cpu":
+        from .ops.shape import stack
+        both = stack([lo, hi]).cpu()._data
+        return int(both[0]), int(both[1])
+    return int(lo._data), int(hi._data)
+
+
+def out_of_bounds(bad: int, dim: int, size: int, op: str | None = None) -> str:
+    """PyTorch's message for an index outside its dimension (prefixed with the op, when given,
+    as tritongrad's indexing errors are)."""
+    msg = f"index {bad} is out of bounds for dimension {dim} with size {size}"
+    return msg if op is None else f"{op}: {msg}"
+
+
+def index_out_of_range(bad) -> IndexError:
+    """PyTorch's error for index_select's and embedding's out-of-range indices."""
+    return IndexError("index out of range in self")
+
+
+def target_out_of_bounds(bad) -> IndexError:
+    """PyTorch's error for an nll_loss / cross_entropy class target outside [0, C)."""
+    return IndexError(f"Target {bad} is out of bounds.")
+
+
+def check_index_range(idx: Tensor, size: int, error, allow_negative: bool = False,
+                      ignore_index=None):
+    """Raises ``error(bad)`` for the offending extreme unless every entry of ``idx`` (other
+    than ``ignore_index``) lies in [0, size), or [-size, size) with ``allow_negative``; the
+    kernels take index arrays as already checked. Returns the smallest entry (None when
+    ``idx`` is empty), so a caller knows whether negatives need wrapping."""
+    if idx.numel() == 0:
+        return None
+    if ignore_index is not None:
+        k, a = idx._k, idx._data
+        idx = make(k.where(k.ne(a, ignore_index), a, 0))
+    lo, hi = index_extremes(idx)
+    if hi >= size or lo < (-size if allow_negative else 0):
+        raise error(hi if hi >= size else lo)
+    return lo
+
+
+def checked_index(idx: Tensor, size: int, dim: int, op: str, allow_negative: bool,
+                  error=None) -> Tensor:
+    """``idx`` as int64, in range [0, size) (negatives wrapped if allowed), or the op's error
+    for index ``bad``: ``error(bad)``, by default advanced indexing's IndexError."""
+    if idx._dtype is not dtypes.int64:
+        idx = idx.to(dtypes.int64)
+    if error is None:
+        def error(bad):
+            return IndexError(out_of_bounds(bad, dim, size, op))
+    lo = check_index_range(idx, size, error, allow_negative)
+    if lo is not None and lo < 0:
+        k, a = idx._k, idx._data
+        idx = make(k.where(k.lt(a, 0), k.add(a, size), a))
+    return idx
+
+
+# -- accepted for compatibility, not implemented -----------------------------------------------
+
+def unsupported(op: str, arg: str, value, supported: str) -> NotImplementedError:
+    """The error for a PyTorch argument value tritongrad does not implement: it names the op,
+    the argument and what is supported. A NotImplementedError is a RuntimeError, the type
+    PyTorch raises for unsupported combinations. Returned so callers ``raise`` it."""
+    return NotImplementedError(f"{op}: {arg}={value!r} is not supported by tritongrad "
+                               f"({supported})")
+
+
+def check_generator(op: str, generator) -> None:
+    """Random ops draw from tritongrad's one global generator: ``generator=`` must be None."""
+    if generator is not None:
+        raise unsupported(op, "generator", generator, "random numbers come from the global "
+                          "generator; seed it with tritongrad.manual_seed")
+
+
+_ROW_MAJOR = "tritongrad creates row-major tensors: pass contiguous_format or preserve_format"
+
+
+def check_memory_format(op: str, memory_format, allowed=None) -> None:
+    """Refuses a layout tritongrad cannot honour. ``allowed`` defaults to contiguous_format
+    and preserve_format: the op gives row-major results, which is what contiguous_format
+    asks for and what the op documents for preserve_format."""
+    if memory_format is None:
+        return
+    if not isinstance(memory_format, dtypes.memory_format):
+        raise TypeError(f"{op}(): argument 'memory_format' must be memory_format, not "
+                        f"{type(memory_format).__name__}")
+    if allowed is None:
+        allowed = (dtypes.contiguous_format, dtypes.preserve_format)
+    if memory_format not in allowed:
+        raise unsupported(op, "memory_format", memory_format,
+                          _ROW_MAJOR if len(allowed) > 1 else
+                          f"only {allowed[0]} is supported here")

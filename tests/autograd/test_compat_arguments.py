@@ -1,0 +1,214 @@
+"""Arguments tritongrad accepts for PyTorch compatibility are honoured or refused, never
+silently ignored: a value it cannot honour raises NotImplementedError (a RuntimeError, PyTorch's
+type for unsupported combinations) naming the op, the argument and what is supported.
+
+Honoured as hints, as PyTorch documents them: ``non_blocking=True`` (the copy is synchronous,
+so complete on return), save_on_cpu's ``pin_memory``, clip_grad's ``foreach``.
+"""
+
+import io
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+import tritongrad as tg
+from tritongrad import nn
+
+F = nn.functional
+
+
+def refused(op, arg, value):
+    return pytest.raises(NotImplementedError,
+                         match="^" + re.escape(f"{op}: {arg}={value!r} is not supported by "
+                                               f"tritongrad ("))
+
+
+# -- generator= --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fn", [tg.rand, tg.randn])
+def test_generator_is_refused(fn):
+    with refused(fn.__name__, "generator", "gen"):
+        fn(2, generator="gen")
+    assert tuple(fn(2, generator=None).shape) == (2,)
+
+
+@pytest.mark.parametrize("init", ["uniform_", "normal_", "trunc_normal_", "xavier_uniform_",
+                                  "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"])
+def test_init_generator_is_refused(init):
+    w = tg.zeros(3, 4)
+    with refused(f"nn.init.{init}", "generator", 0):
+        getattr(nn.init, init)(w, generator=0)
+    assert (w == 0).all().item()  # refused before anything was written
+
+
+# -- memory_format= ----------------------------------------------------------------------------
+
+def test_memory_formats_exist_as_pytorch_names():
+    assert repr(tg.contiguous_format) == "tritongrad.contiguous_format"
+    assert isinstance(tg.channels_last, tg.memory_format)
+
+
+@pytest.mark.parametrize("call, op", [
+    (lambda x, f: x.clone(memory_format=f), "clone"),
+    (lambda x, f: tg.empty_like(x, memory_format=f), "empty_like"),
+    (lambda x, f: tg.zeros_like(x, memory_format=f), "zeros_like"),
+    (lambda x, f: tg.ones_like(x, memory_format=f), "ones_like"),
+    (lambda x, f: tg.empty(2, 3, 4, 5, memory_format=f), "empty"),
+    (lambda x, f: x.to(tg.float64, memory_format=f), "to"),
+    (lambda x, f: x.cuda(memory_format=f), "cuda"),
+])
+def test_memory_format(device, call, op):
+    x = tg.ones(2, 3, 4, 5, device=device)
+    for fmt in (tg.contiguous_format, tg.preserve_format):
+        out = call(x, fmt)
+        assert out.is_contiguous() and tuple(out.shape) == (2, 3, 4, 5)
+    with refused(op, "memory_format", tg.channels_last):
+        call(x, tg.channels_last)
+    with pytest.raises(TypeError, match="must be memory_format, not str"):
+        call(x, "channels_last")
+
+
+def test_module_to_memory_format():
+    m = nn.Linear(2, 2).to(memory_format=tg.contiguous_format)
+    with refused("to", "memory_format", tg.channels_last):
+        m.to(memory_format=tg.channels_last)
+
+
+def test_contiguous_takes_only_contiguous_format(device):
+    x = tg.ones(2, 3, device=device).t()
+    assert x.contiguous(memory_format=tg.contiguous_format).is_contiguous()
+    assert x.is_contiguous(memory_format=tg.contiguous_format) is False
+    for fmt in (tg.preserve_format, tg.channels_last):
+        with refused("contiguous", "memory_format", fmt):
+            x.contiguous(memory_format=fmt)
+        with refused("is_contiguous", "memory_format", fmt):
+            x.is_contiguous(memory_format=fmt)
+
+
+# -- non_blocking= (a hint: the copy is synchronous, complete on return) -----------------------
+
+def test_non_blocking_copies_are_complete_on_return(device):
+    x = tg.arange(6.0)
+    assert x.to(device, non_blocking=True).cpu().tolist() == x.tolist()
+    assert x.to(device, tg.float64, True).cpu().tolist() == x.tolist()  # to(dev, dt, nb)
+    dst = tg.zeros(6, device=device)
+    assert dst.copy_(x, non_blocking=True) is dst
+    assert dst.cpu().tolist() == x.tolist()
+
+
+# -- other arguments ---------------------------------------------------------------------------
+
+def test_gather_sparse_grad_is_refused(device):
+    x, idx = tg.ones(2, 2, device=device), tg.zeros(2, 1, dtype=tg.int64, device=device)
+    with refused("gather", "sparse_grad", True):
+        tg.gather(x, 1, idx, sparse_grad=True)
+    assert tg.gather(x, 1, idx, sparse_grad=False).shape == (2, 1)
+
+
+def test_tensor_pin_memory_is_refused():
+    with refused("tensor", "pin_memory", True):
+        tg.tensor([1.0], pin_memory=True)
+
+
+def test_zeros_out_is_written(device):
+    out = tg.ones(2, 3, device=device)
+    assert tg.zeros(2, 3, out=out) is out
+    assert (out == 0).all().item()
+    with pytest.raises(NotImplementedError, match="^zeros: out="):
+        tg.zeros(3, 2, out=out)
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        tg.zeros(2, 3, out=tg.ones(2, 3, requires_grad=True))
+
+
+def test_randint_requires_grad_is_checked():
+    with pytest.raises(RuntimeError, match="Only Tensors of floating point"):
+        tg.randint(0, 5, (3,), requires_grad=True)
+
+
+def test_save_on_cpu_device_type():
+    with refused("save_on_cpu", "device_type", "xpu"):
+        tg.autograd.graph.save_on_cpu(device_type="xpu")
+
+
+def test_variable_volatile_warns_as_pytorch():
+    with pytest.warns(UserWarning, match="volatile was removed and now has no effect"):
+        tg.autograd.Variable(tg.ones(1), volatile=True)
+
+
+def test_array_protocol_copy():
+    x = tg.arange(3.0)
+    c = np.array(x, copy=True)
+    assert not np.shares_memory(c, np.asarray(x)) and c.tolist() == [0, 1, 2]
+    assert np.shares_memory(np.asarray(x, copy=False), x.numpy())
+    with pytest.raises(ValueError, match="Unable to avoid copy"):
+        np.array(x, dtype=np.float64, copy=False)
+    with pytest.raises(ValueError, match="Unable to avoid copy"):
+        np.array(x.bfloat16(), copy=False)
+
+
+# -- nn ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fn", [F.silu, lambda x, inplace: F.dropout(x, 0.5, True, inplace)])
+def test_inplace_activations_write_and_record(device, fn):
+    x = tg.randn(6, device=device, requires_grad=True)
+    tg.manual_seed(1)
+    h = x * 1.0
+    y = fn(h, inplace=True)
+    assert y is h
+    y.sum().backward()
+    x2 = x.detach().clone().requires_grad_()
+    tg.manual_seed(1)
+    ref = fn(x2 * 1.0, inplace=False)
+    ref.sum().backward()
+    np.testing.assert_allclose(y.detach().cpu().numpy(), ref.detach().cpu().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), x2.grad.cpu().numpy(), rtol=1e-6)
+
+
+def test_silu_module_passes_inplace():
+    h = tg.randn(4)
+    assert nn.SiLU(inplace=True)(h) is h
+    assert repr(nn.SiLU(inplace=True)) == "SiLU(inplace=True)"
+
+
+def test_mse_loss_weight_is_refused():
+    x = tg.ones(3)
+    with refused("mse_loss", "weight", "<tensor>"):
+        F.mse_loss(x, x, weight=tg.ones(3))
+
+
+# -- serialization -----------------------------------------------------------------------------
+
+def _saved() -> bytes:
+    buf = io.BytesIO()
+    tg.save({"w": tg.ones(2)}, buf)
+    return buf.getvalue()
+
+
+def test_load_weights_only_true_is_what_it_does():
+    assert tg.load(io.BytesIO(_saved()), weights_only=True)["w"].tolist() == [1.0, 1.0]
+    with refused("load", "weights_only", False):
+        tg.load(io.BytesIO(_saved()), weights_only=False)
+
+
+def test_load_mmap_and_pickle_args_are_refused():
+    assert tg.load(io.BytesIO(_saved()), mmap=False)["w"].shape == (2,)
+    with refused("load", "mmap", True):
+        tg.load(io.BytesIO(_saved()), mmap=True)
+    with refused("load", "encoding", "latin1"):
+        tg.load(io.BytesIO(_saved()), encoding="latin1")
+
+
+def test_save_pickle_arguments_are_refused():
+    with refused("save", "pickle_protocol", 4):
+        tg.save({}, io.BytesIO(), pickle_protocol=4)
+    with refused("save", "_use_new_zipfile_serialization", False):
+        tg.save({}, io.BytesIO(), _use_new_zipfile_serialization=False)
+
+
+def test_nothing_warns_for_defaults():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tg.load(io.BytesIO(_saved()))
+        tg.ones(2).clone(memory_format=None).contiguous()
