@@ -18,9 +18,16 @@ A Primitive is a Node subclass named as PyTorch names its backward (``MulBackwar
                    backend and ``saved``/``grads`` are its arrays, so no Tensor is made per
                    intermediate; under create_graph (or a profiler) ``k`` is ``ops.traced``,
                    the same contract over differentiable Tensors, so the rule's own gradient
-                   comes for free
-    backward(ctx, *grads) -> the older form of a rule, in Tensor ops only (for rules that need
-                   more than the contract offers); an op defines ``vjp`` or ``backward``
+                   comes for free. It is the only form of rule (a custom ``Function``'s
+                   ``backward`` is user API, on another class). A rule that needs another
+                   primitive (index's rule is index_put, cumsum's is cumsum reversed) runs it
+                   through ``call(k, Op, inputs, *params)``: its forward on arrays, recorded
+                   on Tensors; ``meta(a)`` and ``zeros(k, shape, like)`` work on both
+    fused          True when the rule on arrays is one fused kernel (layer norm,
+                   cross-entropy; recorded, it is a composite formula): an observed but
+                   unrecorded backward runs it on arrays too, as one kernel
+    changes_device True when the rule's gradient is on another device than its input (``to``):
+                   the engine then never chains the next node's rule onto it on one backend
     save_inputs    indices of inputs to save (read back through ctx.saved_tensors)
     save_output    also save output 0 (after the inputs)
     broadcasts     the engine-facing apply sums each gradient back to its input's shape, so
@@ -43,10 +50,10 @@ from ..runtime import streams
 from . import anomaly_mode
 from .node import FREED, FREED_MSG, Node, SavedTensor
 from .state import anywhere, state
-from .tensor import Tensor, make
+from .tensor import Tensor, array_meta, make
 
-__all__ = ["Primitive", "apply", "apply_inplace", "SINK", "as_shape", "sum_to",
-           "check_internal_overlap", "expanded_dims"]
+__all__ = ["Primitive", "apply", "apply_inplace", "SINK", "as_shape", "sum_to", "call", "meta",
+           "zeros", "check_internal_overlap", "expanded_dims"]
 
 
 class _Sink:
@@ -79,18 +86,16 @@ class Primitive(Node):
     differentiable = True  # False for ops like comparisons: never recorded
     writes_out = False
     expanded_target = None
+    fused = False
+    changes_device = False
     vjp = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        cls.on_arrays = cls.vjp is not None
+        cls.on_arrays = cls.vjp is not None and not cls.changes_device
 
     @staticmethod
     def forward(ctx, k, *args):
-        raise NotImplementedError
-
-    @staticmethod
-    def backward(ctx, *grads):
         raise NotImplementedError
 
     @property
@@ -102,15 +107,11 @@ class Primitive(Node):
 
     def apply(self, *grads):
         cls = type(self)
-        if cls.vjp is not None and not (state.grad_enabled
-                                        or anywhere.observers and state.observers):
+        if not state.grad_enabled and (cls.fused or not (anywhere.observers and state.observers)):
             return self._vjp_arrays(grads)
-        if cls.vjp is None:
-            out = cls.backward(self, *grads)
-        else:
-            # Recorded (create_graph) or observed (the profiler and NVTX show each op inside
-            # a backward node, as PyTorch's do): the rule runs in Tensor ops.
-            out = cls.vjp(self, traced, self.saved_tensors, *grads)
+        # Recorded (create_graph) or observed (the profiler and NVTX show each op inside a
+        # backward node, as PyTorch's do): the rule runs in Tensor ops.
+        out = cls.vjp(self, traced, self.saved_tensors, *grads)
         out = out if type(out) is tuple else (out,)
         return out if self._shapes is None else self._unbroadcast(traced, out)
 
@@ -157,6 +158,27 @@ def as_shape(k, a, shape):
     """``a`` in ``shape``: a view where the strides allow, else a contiguous copy."""
     out = k.view(a, shape)
     return out if out is not None else k.view(k.contiguous(a), shape)
+
+
+def call(k, op: type, inputs, *params):
+    """Primitive ``op`` inside a rule: its forward on backend ``k``'s arrays, or recorded (one
+    node, as any op) when ``k`` is ``ops.traced``."""
+    if k is traced:
+        return apply(op, tuple(inputs), *params)
+    return op.forward(SINK, k, *inputs, *params)
+
+
+def meta(a) -> tuple:
+    """(device, dtype) of a rule's operand: a Tensor or a backend array."""
+    if isinstance(a, Tensor):
+        return a._device, a._dtype
+    return array_meta(a)
+
+
+def zeros(k, shape, like):
+    """Zeros of ``shape`` with ``like``'s dtype and device, for backend ``k`` (any)."""
+    dev, dt = meta(like)
+    return k.full(tuple(shape), 0, dt, dev)
 
 
 def sum_to(k, g, shape):

@@ -93,7 +93,8 @@ class Node:
     _hooked = False   # any of the four above was ever set: the engine's fast paths skip it
     _trace = None     # forward stack, under anomaly mode
     _shapes = None    # input shapes, for ops that broadcast
-    on_arrays = False  # has vjp_on_arrays: its rule runs on backend arrays (dispatch.Primitive)
+    on_arrays = False  # its rule runs on one backend's arrays (vjp_on_arrays): the engine may
+                       # chain it (dispatch.Primitive, except those that change device)
 
     def __init__(self):
         self.next_functions = ()

@@ -14,7 +14,7 @@ from ...kernels import host_array
 from ...runtime import dtype as dtypes
 from ...runtime.device import device as Device
 from ..checks import check_memory_format
-from ..dispatch import Primitive, apply, apply_inplace
+from ..dispatch import Primitive, apply, apply_inplace, call, meta
 from ..tensor import Tensor
 from .creation import as_dtype, resolve_device
 
@@ -49,6 +49,7 @@ def _array_device(x):
 class ToCopyBackward0(Primitive):
     __slots__ = ()
     op_name = "to"
+    changes_device = True
 
     @staticmethod
     def forward(ctx, k, x, dtype, device, src_dtype):
@@ -56,9 +57,12 @@ class ToCopyBackward0(Primitive):
         return _move(k, x, dtype, device)
 
     @staticmethod
-    def backward(ctx, g):
+    def vjp(ctx, k, saved, g):
         dtype, device = ctx.src
-        return g.to(device=device, dtype=dtype)
+        g_device, g_dtype = meta(g)
+        if dtype is g_dtype and device is g_device:
+            return g
+        return call(k, ToCopyBackward0, (g,), dtype, device, g_dtype)
 
 
 def _to_args(args, kwargs):
@@ -156,7 +160,7 @@ class CloneBackward0(Primitive):
         return k.astype(x, array_meta(x)[1])
 
     @staticmethod
-    def backward(ctx, g):
+    def vjp(ctx, k, saved, g):
         return g
 
 
@@ -191,8 +195,9 @@ class CopyBackwards(Primitive):
         return out
 
     @staticmethod
-    def backward(ctx, g):
-        return None, g.to(ctx.src_dtype)
+    def vjp(ctx, k, saved, g):
+        dt = ctx.src_dtype
+        return None, (g if meta(g)[1] is dt else k.astype(g, dt))
 
 
 def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:

@@ -331,14 +331,15 @@ class PowBackward1(Primitive):
         return k.pow(a, b, out=out)
 
     @staticmethod
-    def backward(ctx, g):
-        a, b, out = ctx.saved_tensors
+    def vjp(ctx, k, saved, g):
+        a, b, out = saved
         need_a, need_b = ctx.needs_input_grad
-        ga = where(eq(b, 0), 0, g * b * a.pow(b - 1)) if need_a else None
+        ga = k.where(k.eq(b, 0), 0, k.mul(k.mul(g, b), k.pow(a, k.sub(b, 1)))) if need_a \
+            else None
         gb = None
         if need_b:
-            limit = eq(a, 0) & ge(b, 0)
-            gb = where(limit, 0, g * out * where(limit, 1, a).log())
+            limit = k.binary("bitwise_and", k.eq(a, 0), k.ge(b, 0))
+            gb = k.where(limit, 0, k.mul(k.mul(g, out), k.log(k.where(limit, 1, a))))
         return ga, gb
 
 
@@ -515,9 +516,9 @@ class MaximumBackward0(Primitive):
         return k.maximum(a, b)
 
     @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        return _split_by(g, a < b, a > b, a == b)
+    def vjp(ctx, k, saved, g):
+        a, b = saved
+        return _split_by(k, g, k.lt(a, b), k.gt(a, b), k.eq(a, b))
 
 
 class MinimumBackward0(MaximumBackward0):
@@ -529,16 +530,16 @@ class MinimumBackward0(MaximumBackward0):
         return k.minimum(a, b)
 
     @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        return _split_by(g, a > b, a < b, a == b)
+    def vjp(ctx, k, saved, g):
+        a, b = saved
+        return _split_by(k, g, k.gt(a, b), k.lt(a, b), k.eq(a, b))
 
 
-def _split_by(g, a_loses, b_loses, tie):
+def _split_by(k, g, a_loses, b_loses, tie):
     # PyTorch's rule: an input gets no gradient only where it loses, so with a NaN operand
     # (which neither wins nor ties) both inputs get it
-    share = where(tie, g * 0.5, g)
-    return where(a_loses, 0, share), where(b_loses, 0, share)
+    share = k.where(tie, k.mul(g, 0.5), g)
+    return k.where(a_loses, 0, share), k.where(b_loses, 0, share)
 
 
 def maximum(input: Tensor, other: Tensor) -> Tensor:
@@ -569,11 +570,11 @@ class WhereBackward0(Primitive):
         return k.where(cond, a, b)
 
     @staticmethod
-    def backward(ctx, g):
-        cond, = ctx.saved_tensors
+    def vjp(ctx, k, saved, g):
+        cond, = saved
         _, need_a, need_b = ctx.needs_input_grad
-        return None, (where(cond, g, 0) if need_a else None), \
-            (where(cond, 0, g) if need_b else None)
+        return None, (k.where(cond, g, 0) if need_a else None), \
+            (k.where(cond, 0, g) if need_b else None)
 
 
 def where(condition: Tensor, input=_MISSING, other=_MISSING) -> Tensor:

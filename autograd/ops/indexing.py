@@ -23,15 +23,18 @@ import warnings
 
 import numpy as np
 
+from ...kernels import backend
 from ...runtime import dtype as dtypes
-from ..dispatch import Primitive, apply, apply_inplace, expanded_dims
-from ..tensor import Tensor, array_meta, make, wrap_dim
+from ..dispatch import (Primitive, apply, apply_inplace, as_shape, call, expanded_dims, meta,
+                        sum_to)
+from ..dispatch import zeros as _zeros
+from ..tensor import Tensor, array_meta, wrap_dim
 from .creation import checked_scalar, full, tensor, zeros
 from ..checks import (check_devices_match, check_index_dtype, check_same_device, checked_index,
                       index_out_of_range, out_of_bounds, unsupported)
-from .elementwise import broadcast_shapes, where
+from .elementwise import broadcast_shapes
 from .pointwise import fill_
-from .views import is_basic_index, list_as_tuple, slice_scatter, sum_to_size
+from .views import SliceScatterBackward0, is_basic_index, list_as_tuple
 from .views import getitem as _basic_getitem
 
 __all__ = ["advanced_getitem", "setitem", "index_put", "index_put_", "gather", "scatter",
@@ -226,9 +229,8 @@ class IndexBackward0(Primitive):
         return k.index(x, indices)
 
     @staticmethod
-    def backward(ctx, g):
-        z = zeros(ctx.in_shape, dtype=g.dtype, device=g.device)
-        return apply(IndexPutBackward0, (z, g), ctx.indices, True)
+    def vjp(ctx, k, saved, g):
+        return call(k, IndexPutBackward0, (_zeros(k, ctx.in_shape, g), g), ctx.indices, True)
 
 
 class IndexSelectBackward0(IndexBackward0):
@@ -258,19 +260,18 @@ class IndexPutBackward0(Primitive):
         return out
 
     @staticmethod
-    def backward(ctx, g):
+    def vjp(ctx, k, saved, g):
         need_x, need_v = ctx.needs_input_grad
         gx = gv = None
         if need_x:
             if ctx.accumulate:
                 gx = g
             else:
-                gx = apply(IndexPutBackward0, (g, zeros((), dtype=g.dtype, device=g.device)),
-                           ctx.indices, False)
+                gx = call(k, IndexPutBackward0, (g, _zeros(k, (), g)), ctx.indices, False)
         if need_v:
-            gv = apply(IndexBackward0, (g,), ctx.indices)
+            gv = call(k, IndexBackward0, (g,), ctx.indices)
             if tuple(gv.shape) != tuple(ctx.v_shape):
-                gv = sum_to_size(gv, ctx.v_shape)
+                gv = sum_to(k, gv, ctx.v_shape)
         return gx, gv
 
 
@@ -473,9 +474,8 @@ class GatherBackward0(Primitive):
         return k.gather(x, dim, index)
 
     @staticmethod
-    def backward(ctx, g):
-        z = zeros(ctx.in_shape, dtype=g.dtype, device=g.device)
-        return apply(ScatterAddBackward0, (z, g), ctx.dim, ctx.index)
+    def vjp(ctx, k, saved, g):
+        return call(k, ScatterAddBackward0, (_zeros(k, ctx.in_shape, g), g), ctx.dim, ctx.index)
 
 
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
@@ -487,20 +487,24 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     return apply(GatherBackward0, (input,), d, idx._data)
 
 
-def gather_backward(g: Tensor, in_shape, dim: int, idx: Tensor, keepdim: bool) -> Tensor:
-    """zeros(in_shape) with g written at idx along dim (the rule of value-selecting
-    reductions: max/min along a dim)."""
+def gather_backward(k, g, in_shape, dim: int, idx, keepdim: bool):
+    """zeros(in_shape) with g written at idx (a backend array) along dim, on backend ``k``
+    (the rule of value-selecting reductions: max/min along a dim)."""
     if not keepdim:
-        g, idx = g.unsqueeze(dim), idx.unsqueeze(dim)
-    z = zeros(tuple(in_shape), dtype=g.dtype, device=g.device)
-    return apply(ScatterBackward0, (z, g), dim, idx._data)
+        shape = list(idx.shape)
+        shape.insert(dim, 1)
+        k_idx = backend(array_meta(idx)[0])  # (an array even when k is ops.traced)
+        g, idx = as_shape(k, g, tuple(shape)), as_shape(k_idx, idx, tuple(shape))
+    return call(k, ScatterBackward0, (_zeros(k, in_shape, g), g), dim, idx)
 
 
-def _pad_to(g: Tensor, shape) -> Tensor:
+def _pad_to(k, g, shape):
     """g (index-shaped) placed at the start of zeros of ``shape`` (src may be larger)."""
     if tuple(g.shape) == tuple(shape):
         return g
-    return slice_scatter(g, tuple(shape), tuple(slice(0, n) for n in g.shape))
+    dev, dt = meta(g)
+    return call(k, SliceScatterBackward0, (g,), tuple(shape),
+                tuple(slice(0, n) for n in g.shape), dt, dev)
 
 
 class ScatterBackward0(Primitive):
@@ -520,15 +524,15 @@ class ScatterBackward0(Primitive):
         k.scatter_(out, dim, index, src, cls._accumulate)
         return out
 
-    @classmethod
-    def backward(cls, ctx, g):
+    @staticmethod
+    def vjp(ctx, k, saved, g):
         need_x, need_src = ctx.needs_input_grad
-        idx = make(ctx.index)
         gx = gs = None
         if need_x:
-            gx = g if cls._accumulate else apply(ScatterBackward1, (g,), ctx.dim, ctx.index, 0)
+            gx = g if type(ctx)._accumulate else call(k, ScatterBackward1, (g,), ctx.dim,
+                                                      ctx.index, 0)
         if need_src:
-            gs = _pad_to(apply(GatherBackward0, (g,), ctx.dim, idx._data), ctx.src_shape)
+            gs = _pad_to(k, call(k, GatherBackward0, (g,), ctx.dim, ctx.index), ctx.src_shape)
         return gx, gs
 
 
@@ -554,8 +558,8 @@ class ScatterBackward1(Primitive):
         return out
 
     @staticmethod
-    def backward(ctx, g):
-        return apply(ScatterBackward1, (g,), ctx.dim, ctx.index, 0)
+    def vjp(ctx, k, saved, g):
+        return call(k, ScatterBackward1, (g,), ctx.dim, ctx.index, 0)
 
 
 def _scatter_src(self: Tensor, src, op: str):
@@ -627,9 +631,9 @@ class MaskedFillBackward0(Primitive):
         return k.where(mask, value, x)
 
     @staticmethod
-    def backward(ctx, g):
-        mask, = ctx.saved_tensors
-        return where(mask, 0, g), None
+    def vjp(ctx, k, saved, g):
+        mask, = saved
+        return k.where(mask, 0, g), None
 
 
 class MaskedFillBackward1(Primitive):
@@ -645,11 +649,14 @@ class MaskedFillBackward1(Primitive):
         return k.where(mask, v, x)
 
     @staticmethod
-    def backward(ctx, g):
-        mask, = ctx.saved_tensors
+    def vjp(ctx, k, saved, g):
+        mask, = saved
         need_x, _, need_v = ctx.needs_input_grad
-        return (where(mask, 0, g) if need_x else None), None, \
-            (where(mask, g, 0).sum() if need_v else None)
+        gv = None
+        if need_v:
+            gv = k.where(mask, g, 0)
+            gv = k.sum(gv, tuple(range(len(gv.shape))), False)
+        return (k.where(mask, 0, g) if need_x else None), None, gv
 
 
 def _masked_fill_args(x: Tensor, mask, value, op: str):

@@ -5,11 +5,11 @@ Each forward is one call to a fused array function of the kernel contract (``k.g
 to its fused backward twin. Higher orders stay available:
 
 - GELU's backward is itself a primitive (``GeluBackwardBackward0``, as in PyTorch) whose rule
-  is written in Tensor ops (GELU'' is elementary), so every order goes through fused kernels
-  where it can and ``create_graph=True`` works to any order;
-- layer norm and cross-entropy use the fused backward when the graph is not being recorded
-  (``create_graph=False``, the training case) and a composite rule in Tensor ops when it is
-  (DESIGN.md, "Derivative rules"), so double backward, hessians and gradgradcheck work;
+  is written over the kernel contract (GELU'' is elementary), so every order goes through
+  fused kernels where it can and ``create_graph=True`` works to any order;
+- layer norm and cross-entropy (``fused = True``) use the fused backward when the graph is not
+  being recorded (``create_graph=False``, the training case) and a composite rule in Tensor ops
+  when it is (``k`` is ``ops.traced``), so double backward, hessians and gradgradcheck work;
 - embedding's backward (a scatter-add) and its backward (a gather) are each other's rules.
 """
 
@@ -19,10 +19,9 @@ import math
 
 from ...runtime import dtype as dtypes
 from .. import checks
-from ..dispatch import Primitive, apply
-from ..state import state
+from ..dispatch import Primitive, apply, as_shape, call, meta
 from ..tensor import Tensor, make
-from .pointwise import tanh
+from . import traced
 
 __all__ = ["check_class_indices", "cross_entropy_rows", "embedding", "gelu", "layer_norm"]
 
@@ -64,9 +63,9 @@ class GeluBackward0(Primitive):
         return k.gelu(x, approximate)
 
     @staticmethod
-    def backward(ctx, g):
-        x, = ctx.saved_tensors
-        return apply(GeluBackwardBackward0, (g, x), ctx.approximate)
+    def vjp(ctx, k, saved, g):
+        x, = saved
+        return call(k, GeluBackwardBackward0, (g, x), ctx.approximate)
 
 
 class GeluBackwardBackward0(Primitive):
@@ -87,21 +86,25 @@ class GeluBackwardBackward0(Primitive):
         return k.gelu_backward(k.contiguous(g), x, approximate)
 
     @staticmethod
-    def backward(ctx, gg):
-        g, x = ctx.saved_tensors
+    def vjp(ctx, k, saved, gg):
+        g, x = saved
         need_g, need_x = ctx.needs_input_grad
-        dg = apply(GeluBackwardBackward0, (gg, x), ctx.approximate) if need_g else None
-        dx = gg * g * _gelu_second_derivative(x, ctx.approximate) if need_x else None
+        dg = call(k, GeluBackwardBackward0, (gg, x), ctx.approximate) if need_g else None
+        dx = k.mul(k.mul(gg, g), _gelu_second_derivative(k, x, ctx.approximate)) if need_x \
+            else None
         return dg, dx
 
 
-def _gelu_second_derivative(x: Tensor, approximate: str) -> Tensor:
+def _gelu_second_derivative(k, x, approximate: str):
+    mul, add = k.mul, k.add
+    xx = mul(x, x)
     if approximate == "tanh":
-        u1 = (x * x * (3 * _GELU_TANH_A) + 1) * _SQRT_2_OVER_PI
-        t = tanh((x + x * x * x * _GELU_TANH_A) * _SQRT_2_OVER_PI)
-        u2 = x * (6 * _GELU_TANH_A * _SQRT_2_OVER_PI)
-        return (1 - t * t) * (u1 + x * 0.5 * (u2 - t * u1 * u1 * 2))
-    return (x * x * -0.5).exp() * _INV_SQRT_2PI * (2 - x * x)
+        u1 = mul(add(mul(xx, 3 * _GELU_TANH_A), 1), _SQRT_2_OVER_PI)
+        t = k.unary("tanh", mul(add(x, mul(mul(xx, x), _GELU_TANH_A)), _SQRT_2_OVER_PI))
+        u2 = mul(x, 6 * _GELU_TANH_A * _SQRT_2_OVER_PI)
+        return mul(add(k.neg(mul(t, t)), 1),  # (1 - t t: rsub, as the Tensor form)
+                   add(u1, mul(mul(x, 0.5), k.sub(u2, mul(mul(mul(t, u1), u1), 2)))))
+    return mul(mul(k.exp(mul(xx, -0.5)), _INV_SQRT_2PI), add(k.neg(xx), 2))
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -125,6 +128,7 @@ class NativeLayerNormBackward0(Primitive):
     __slots__ = ()
     op_name = "layer_norm"
     save_inputs = (0, 1)
+    fused = True
 
     @staticmethod
     def forward(ctx, k, x, *args):
@@ -143,21 +147,19 @@ class NativeLayerNormBackward0(Primitive):
         return k.view(y, x.shape)
 
     @staticmethod
-    def backward(ctx, g):
-        saved = ctx.saved_tensors
+    def vjp(ctx, k, saved, g):
         x, w = saved[0], (saved[1] if len(saved) > 1 else None)
         needs = ctx.needs_input_grad
-        if state.grad_enabled:
+        if k is traced:  # recorded: the composite formula, differentiable to any order
             grads = _layer_norm_composite_backward(g, x, w, x.ndim - ctx.nd, ctx.eps, needs)
         else:
-            k = g._k
             n, m = ctx.n, ctx.m
             dx, dw, db = k.layer_norm_backward(
-                k.view(k.contiguous(g._data), (m, n)), k.view(k.contiguous(x._data), (m, n)),
-                None if w is None else k.view(k.contiguous(w._data), (n,)), ctx.mean, ctx.rstd)
-            grads = (make(k.view(dx, tuple(x.shape))),
-                     None if dw is None else make(k.view(dw, tuple(w.shape))),
-                     None if db is None else make(k.view(db, tuple(w.shape))))
+                k.view(k.contiguous(g), (m, n)), k.view(k.contiguous(x), (m, n)),
+                None if w is None else k.view(k.contiguous(w), (n,)), ctx.mean, ctx.rstd)
+            grads = (k.view(dx, tuple(x.shape)),
+                     None if dw is None else k.view(dw, tuple(w.shape)),
+                     None if db is None else k.view(db, tuple(w.shape)))
         grads = grads[:len(needs)]
         return tuple(gr if need else None for gr, need in zip(grads, needs))
 
@@ -221,6 +223,7 @@ class CrossEntropyLossBackward0(Primitive):
     __slots__ = ()
     op_name = "cross_entropy"
     save_inputs = (0, 1)
+    fused = True
 
     @staticmethod
     def forward(ctx, k, logits, target, ignore_index, label_smoothing):
@@ -229,15 +232,13 @@ class CrossEntropyLossBackward0(Primitive):
         return loss
 
     @staticmethod
-    def backward(ctx, g):
-        x, t = ctx.saved_tensors
-        if state.grad_enabled:
+    def vjp(ctx, k, saved, g):
+        x, t = saved
+        if k is traced:  # recorded: the composite formula, differentiable to any order
             return _cross_entropy_composite_backward(g, x, t, make(ctx.lse), ctx.ignore_index,
                                                      ctx.smoothing), None
-        k = g._k
-        d = k.cross_entropy_backward(k.contiguous(g._data), k.contiguous(x._data), t._data,
-                                     ctx.lse, ctx.ignore_index, ctx.smoothing)
-        return make(d), None
+        return k.cross_entropy_backward(k.contiguous(g), k.contiguous(x), t, ctx.lse,
+                                        ctx.ignore_index, ctx.smoothing), None
 
 
 def _cross_entropy_composite_backward(g, x, t, lse, ignore_index, smoothing):
@@ -285,18 +286,17 @@ class EmbeddingBackward0(Primitive):
         return k.embedding(weight, indices)
 
     @staticmethod
-    def backward(ctx, g):
-        idx, = ctx.saved_tensors
+    def vjp(ctx, k, saved, g):
+        idx, = saved
         if ctx.scale_grad_by_freq:
             # each row's gradient divided by how often the row was picked: every position's
-            # contribution is divided by its index's count before the scatter-add
-            from .creation import ones, zeros
-            flat = idx.reshape(-1)
-            counts = zeros((ctx.num_weights,), dtype=g.dtype, device=g.device)
-            counts = counts.index_put_((flat,), ones(flat.shape, dtype=g.dtype, device=g.device),
-                                       accumulate=True)
-            g = g / counts[idx].unsqueeze(-1)
-        return apply(EmbeddingDenseBackward0, (g, idx), ctx.num_weights, ctx.padding_idx), None
+            # contribution is divided by its index's count before the scatter-add (the counts
+            # are the table gradient of ones, read back at the indices)
+            dev, dt = meta(g)
+            ones = k.full(tuple(idx.shape) + (1,), 1, dt, dev)
+            counts = call(k, EmbeddingDenseBackward0, (ones, idx), ctx.num_weights, None)
+            g = k.div(g, call(k, EmbeddingBackward0, (counts, idx), None))
+        return call(k, EmbeddingDenseBackward0, (g, idx), ctx.num_weights, ctx.padding_idx), None
 
 
 class EmbeddingDenseBackward0(Primitive):
@@ -313,13 +313,14 @@ class EmbeddingDenseBackward0(Primitive):
         return k.embedding_backward(k.contiguous(g), indices, num_weights, padding_idx)
 
     @staticmethod
-    def backward(ctx, gg):
-        idx, = ctx.saved_tensors
+    def vjp(ctx, k, saved, gg):
+        idx, = saved
         if ctx.padding_idx is not None:
-            from .creation import arange
-            keep = arange(gg.shape[0], device=gg.device) != ctx.padding_idx
-            gg = gg * keep.to(gg.dtype).unsqueeze(1)
-        return apply(EmbeddingBackward0, (gg, idx), None), None
+            dev, dt = meta(gg)
+            n = gg.shape[0]
+            keep = k.ne(k.arange(0, 1, n, dtypes.int64, dev), ctx.padding_idx)
+            gg = k.mul(gg, as_shape(k, k.astype(keep, dt), (n, 1)))
+        return call(k, EmbeddingBackward0, (gg, idx), None), None
 
 
 def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None,

@@ -2,8 +2,8 @@
 ``clamp``, integer division and remainder, logical and bitwise ops, ``fill_``/``zero_``.
 
 Each forward is one entry of the backend's ``unary`` or ``binary`` table (or maximum/minimum
-for clamp); the derivative rules sit beside them (``vjp`` over the kernel contract for the
-math functions, Tensor ops for clamp and the rest). Rounding ops
+for clamp); the derivative rules sit beside them (``vjp`` over the kernel contract, as every
+rule). Rounding ops
 (``sign floor ceil round trunc``, ``floor_divide``, ``div(rounding_mode=...)``) have zero
 gradients, as in PyTorch. Ops of ints promote to the default float dtype where PyTorch does
 (``sin``, ``sigmoid``, ...) and keep integers where PyTorch does (``abs``, ``sign``, ``floor``,
@@ -16,7 +16,7 @@ import numbers
 
 from ...runtime import dtype as dtypes
 from ...runtime.dtype import result_type
-from ..dispatch import Primitive, apply, apply_inplace
+from ..dispatch import Primitive, apply, apply_inplace, zeros
 from ..checks import operand_on_device
 from ..tensor import Tensor
 from .creation import checked_scalar, wrapped_scalar
@@ -26,8 +26,7 @@ from .elementwise import (
     _operand,
     _result,
     binary_operands,
-    broadcast_shapes,
-    where)
+    broadcast_shapes)
 
 __all__ = ["abs", "absolute", "sin", "cos", "tanh", "sigmoid", "sign", "floor", "ceil", "round",
            "trunc", "fix", "log1p", "expm1", "clamp", "clip", "clamp_min", "clamp_max",
@@ -38,9 +37,12 @@ __all__ = ["abs", "absolute", "sin", "cos", "tanh", "sigmoid", "sign", "floor", 
 _Number = numbers.Number
 
 
-def _zeros_like(g: Tensor) -> Tensor:
-    from .creation import zeros
-    return zeros(tuple(g.shape), dtype=g.dtype, device=g.device)
+def _zero_vjp(ctx, k, saved, g):
+    """A zero gradient for each input that needs one (not g * 0: that would keep NaN and
+    inf)."""
+    if len(ctx.next_functions) == 1:
+        return zeros(k, g.shape, g)
+    return tuple(zeros(k, g.shape, g) if need else None for need in ctx.needs_input_grad)
 
 
 # -- unary math: one primitive per derivative rule ------------------------------------------------
@@ -61,12 +63,7 @@ def _unary_op(cls_name: str, name: str, save: str | None, rule):
         def forward(ctx, k, x, out=None):
             return k.unary(name, x, out=out)
 
-        if rule is None:
-            @staticmethod
-            def backward(ctx, g):
-                return _zeros_like(g)  # not g * 0: that would keep NaN and inf
-        else:
-            vjp = staticmethod(rule)
+        vjp = staticmethod(_zero_vjp if rule is None else rule)
 
     Op.__name__ = Op.__qualname__ = cls_name
     return Op
@@ -217,13 +214,13 @@ class ClampBackward1(Primitive):
         return k.minimum(x, hi, out=out)
 
     @staticmethod
-    def backward(ctx, g):
-        x, = ctx.saved_tensors
+    def vjp(ctx, k, saved, g):
+        x, = saved
         lo, hi = ctx.lo, ctx.hi
-        mask = x >= lo if lo is not None else None
+        mask = k.ge(x, lo) if lo is not None else None
         if hi is not None:
-            mask = x <= hi if mask is None else bitwise_and(mask, x <= hi)
-        return where(mask, g, 0)
+            mask = k.le(x, hi) if mask is None else k.binary("bitwise_and", mask, k.le(x, hi))
+        return k.where(mask, g, 0)
 
 
 class ClampMinBackward0(ClampBackward1):
@@ -259,8 +256,7 @@ class ClampBackward0(Primitive):
         return k.minimum(x, hi, out=out)
 
     @staticmethod
-    def backward(ctx, g):
-        saved = ctx.saved_tensors
+    def vjp(ctx, k, saved, g):
         x = saved[0]
         has_lo, has_hi = ctx.has
         lo = saved[1] if has_lo else None
@@ -268,20 +264,20 @@ class ClampBackward0(Primitive):
         needs = ctx.needs_input_grad
         keep = None
         if lo is not None:
-            keep = x >= lo
+            keep = k.ge(x, lo)
         if hi is not None:
-            keep = x <= hi if keep is None else bitwise_and(keep, x <= hi)
-        grads = [where(keep, g, 0) if needs[0] else None]
+            keep = k.le(x, hi) if keep is None else k.binary("bitwise_and", keep, k.le(x, hi))
+        grads = [k.where(keep, g, 0) if needs[0] else None]
         if lo is not None:
-            below = x < lo
+            below = k.lt(x, lo)
             if hi is not None:
-                below = bitwise_and(below, lo < hi)
-            grads.append(where(below, g, 0) if needs[1] else None)
+                below = k.binary("bitwise_and", below, k.lt(lo, hi))
+            grads.append(k.where(below, g, 0) if needs[1] else None)
         if hi is not None:
-            above = x > hi
+            above = k.gt(x, hi)
             if lo is not None:
-                above = bitwise_or(above, hi < lo)
-            grads.append(where(above, g, 0) if needs[-1] else None)
+                above = k.binary("bitwise_or", above, k.lt(hi, lo))
+            grads.append(k.where(above, g, 0) if needs[-1] else None)
         return tuple(grads)
 
 
@@ -372,7 +368,8 @@ clip_ = clamp_
 # -- integer division and remainder -----------------------------------------------------------
 
 def _binary_op(cls_name: str, name: str, rule, differentiable: bool = True, scalar=False):
-    """A primitive running ``k.binary(name, a, b)``; ``rule(ctx, g)`` its derivative."""
+    """A primitive running ``k.binary(name, a, b)``; ``rule`` its ``vjp`` (None: a zero
+    gradient)."""
 
     class Op(Primitive):
         __slots__ = ()
@@ -380,6 +377,7 @@ def _binary_op(cls_name: str, name: str, rule, differentiable: bool = True, scal
         writes_out = True
         broadcasts = not scalar
         save_inputs = () if rule is None else (0,) if scalar else (0, 1)
+        vjp = staticmethod(_zero_vjp if rule is None else rule)
 
         @staticmethod
         def forward(ctx, k, a, b, out=None):
@@ -387,38 +385,25 @@ def _binary_op(cls_name: str, name: str, rule, differentiable: bool = True, scal
                 ctx.s = b
             return k.binary(name, a, b, out=out)
 
-        @staticmethod
-        def backward(ctx, g):
-            return rule(ctx, g)
-
     Op.differentiable = differentiable
     Op.__name__ = Op.__qualname__ = cls_name
     return Op
 
 
-def _zero_rule(ctx, g):
-    n = len(ctx.next_functions)
-    return tuple(_zeros_like(g) if need else None for need in ctx.needs_input_grad) \
-        if n > 1 else _zeros_like(g)
-
-
-def _remainder_rule(ctx, g):
-    a, b = ctx.saved_tensors
+def _remainder_rule(ctx, k, saved, g):
+    a, b = saved
     need_a, need_b = ctx.needs_input_grad
-    return (g if need_a else None), (-g * floor_divide(a, b) if need_b else None)
+    return (g if need_a else None), \
+        (k.mul(k.neg(g), k.binary("floor_divide", a, b)) if need_b else None)
 
 
 FloorDivideBackward0 = _binary_op("FloorDivideBackward0", "floor_divide", None)
-FloorDivideBackward0.backward = staticmethod(_zero_rule)
 FloorDivideBackward1 = _binary_op("FloorDivideBackward0", "floor_divide", None, scalar=True)
-FloorDivideBackward1.backward = staticmethod(_zero_rule)
 DivTruncBackward0 = _binary_op("DivBackward2", "trunc_divide", None)
-DivTruncBackward0.backward = staticmethod(_zero_rule)
 DivTruncBackward1 = _binary_op("DivBackward2", "trunc_divide", None, scalar=True)
-DivTruncBackward1.backward = staticmethod(_zero_rule)
 RemainderBackward0 = _binary_op("RemainderBackward0", "remainder", _remainder_rule)
-RemainderBackward1 = _binary_op("RemainderBackward0", "remainder", lambda ctx, g: g,
-                                scalar=True)
+RemainderBackward1 = _binary_op("RemainderBackward0", "remainder",
+                                lambda ctx, k, saved, g: g, scalar=True)
 RemainderBackward1.save_inputs = ()
 
 
@@ -584,9 +569,7 @@ class FillBackward0(Primitive):
         k.copy_(out, value)
         return out
 
-    @staticmethod
-    def backward(ctx, g):
-        return _zeros_like(g)
+    vjp = staticmethod(_zero_vjp)
 
 
 class ZeroBackward0(FillBackward0):
@@ -612,9 +595,10 @@ class FillBackward1(Primitive):
         return out
 
     @staticmethod
-    def backward(ctx, g):
+    def vjp(ctx, k, saved, g):
         need_x, need_v = ctx.needs_input_grad
-        return (_zeros_like(g) if need_x else None), (g.sum() if need_v else None)
+        return (zeros(k, g.shape, g) if need_x else None), \
+            (k.sum(g, tuple(range(len(g.shape))), False) if need_v else None)
 
 
 def fill_(self: Tensor, value) -> Tensor:

@@ -3,8 +3,8 @@
 cumsum.
 
 Forwards are the backend's ``sum``, ``reduce(op)``, ``argreduce(op)`` and ``cumsum``; the
-derivative rules beside them are ``vjp``s over the kernel contract (sum, mean) or Tensor ops
-(the rest); double backward works for all. Extremes follow
+derivative rules beside them are ``vjp``s over the kernel contract; double backward works for
+all. Extremes follow
 PyTorch: amax/amin and full max/min share the gradient evenly among ties; max/min along a dim
 send it to the returned index (the first among ties).
 """
@@ -15,10 +15,9 @@ import builtins
 import collections
 
 from ...runtime import dtype as dtypes
-from ..dispatch import Primitive, apply, as_shape
-from . import traced
-from ..tensor import Tensor, make, wrap_dim
-from .elementwise import maximum, minimum, where
+from ..dispatch import Primitive, apply, as_shape, call, meta
+from ..tensor import Tensor, wrap_dim
+from .elementwise import maximum, minimum
 
 __all__ = ["sum", "mean", "any", "all", "reduce_dims", "max", "min", "amax", "amin", "argmax",
            "argmin", "var", "std", "prod", "logsumexp", "cumsum", "return_types"]
@@ -162,18 +161,27 @@ def _nonempty(x: Tensor, dims: tuple, op: str) -> None:
             raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
 
 
-def _ties_backward(g, x, out, dims, keepdim):
+def _ties_backward(k, g, x, out, dims, keepdim):
     """The gradient of an extreme value shared evenly among the elements equal to it (NaN
     counts as equal to NaN), as PyTorch's amax/amin and full max/min do."""
     shape = tuple(x.shape)
-    out_e = _expand_back(traced, out, shape, dims, keepdim)
-    g_e = _expand_back(traced, g, shape, dims, keepdim)
-    mask = x == out_e
-    if x.dtype.is_floating_point:
-        from .pointwise import bitwise_and, bitwise_or
-        mask = bitwise_or(mask, bitwise_and(x.isnan(), out_e.isnan()))
-    count = sum(mask, dims, keepdim=True)
-    return where(mask, g_e / count.expand(shape), 0)
+    out_e = _expand_back(k, out, shape, dims, keepdim)
+    g_e = _expand_back(k, g, shape, dims, keepdim)
+    mask = k.eq(x, out_e)
+    dt = meta(x)[1]
+    if dt.is_floating_point:
+        mask = k.binary("bitwise_or", mask, k.binary("bitwise_and", k.ne(x, x),
+                                                     k.ne(out_e, out_e)))
+    count = k.sum(k.astype(mask, dtypes.int64), dims, True)  # (bools sum as int64)
+    return k.where(mask, k.div(g_e, k.astype(k.expand(count, shape), meta(g_e)[1])), 0)
+
+
+def _mean(k, x, dims):
+    """x.mean(dims, keepdim=True) on backend ``k``."""
+    n = 1
+    for d in dims:
+        n *= x.shape[d]
+    return k.div(k.sum(x, dims, True), n if n else float("nan"))
 
 
 class AmaxBackward0(Primitive):
@@ -191,9 +199,9 @@ class AmaxBackward0(Primitive):
         return k.reduce(cls._kind, x, dims, keepdim)
 
     @staticmethod
-    def backward(ctx, g):
-        x, out = ctx.saved_tensors
-        return _ties_backward(g, x, out, ctx.dims, ctx.keepdim)
+    def vjp(ctx, k, saved, g):
+        x, out = saved
+        return _ties_backward(k, g, x, out, ctx.dims, ctx.keepdim)
 
 
 class AminBackward0(AmaxBackward0):
@@ -228,14 +236,13 @@ class MaxBackward0(Primitive):
         # NaN-propagating reduce and the index pick a NaN)
         idx = k.argreduce(cls._kind, x, dim, keepdim)
         values = k.reduce(cls._value, x, (dim,), keepdim)
-        ctx.in_shape, ctx.dim, ctx.keepdim = x.shape, dim, keepdim
-        ctx.idx = make(idx)
+        ctx.in_shape, ctx.dim, ctx.keepdim, ctx.idx = x.shape, dim, keepdim, idx
         return values, idx
 
     @staticmethod
-    def backward(ctx, g, _g_indices=None):
+    def vjp(ctx, k, saved, g, _g_indices=None):
         from .indexing import gather_backward
-        return gather_backward(g, ctx.in_shape, ctx.dim, ctx.idx, ctx.keepdim)
+        return gather_backward(k, g, ctx.in_shape, ctx.dim, ctx.idx, ctx.keepdim)
 
 
 class MinBackward0(MaxBackward0):
@@ -348,12 +355,12 @@ class VarBackward0(Primitive):
         return _var(k, x, dims, keepdim, n, divisor)
 
     @staticmethod
-    def backward(ctx, g):
-        x, = ctx.saved_tensors
+    def vjp(ctx, k, saved, g):
+        x, = saved
         dims = ctx.dims
-        g = _expand_back(traced, g, tuple(x.shape), dims, ctx.keepdim)
-        return g * ((x - x.mean(dims, keepdim=True)) * (2.0 / ctx.divisor if ctx.divisor else
-                                                        float("inf")))
+        g = _expand_back(k, g, tuple(x.shape), dims, ctx.keepdim)
+        return k.mul(g, k.mul(k.sub(x, _mean(k, x, dims)),
+                              2.0 / ctx.divisor if ctx.divisor else float("inf")))
 
 
 class StdBackward0(Primitive):
@@ -371,13 +378,13 @@ class StdBackward0(Primitive):
         return k.sqrt(_var(k, x, dims, keepdim, n, divisor))
 
     @staticmethod
-    def backward(ctx, g):
-        x, out = ctx.saved_tensors
+    def vjp(ctx, k, saved, g):
+        x, out = saved
         shape, dims, keepdim = tuple(x.shape), ctx.dims, ctx.keepdim
-        g = _expand_back(traced, g, shape, dims, keepdim)
-        std = _expand_back(traced, out, shape, dims, keepdim)
-        scale = where(std == 0, 0.0, g / (std * float(ctx.divisor)))
-        return scale * (x - x.mean(dims, keepdim=True))
+        g = _expand_back(k, g, shape, dims, keepdim)
+        std = _expand_back(k, out, shape, dims, keepdim)
+        scale = k.where(k.eq(std, 0), 0.0, k.div(g, k.mul(std, float(ctx.divisor))))
+        return k.mul(scale, k.sub(x, _mean(k, x, dims)))
 
 
 def _var(k, x, dims, keepdim, n, divisor):
@@ -436,16 +443,16 @@ class ProdBackward0(Primitive):
         return k.reduce("prod", x, dims, keepdim)
 
     @staticmethod
-    def backward(ctx, g):
-        x, = ctx.saved_tensors
+    def vjp(ctx, k, saved, g):
+        x, = saved
         dims, shape = ctx.dims, tuple(x.shape)
-        zero = x == 0
-        safe = where(zero, 1, x)
-        nz_prod = prod_dims(safe, dims).expand(shape)
-        n_zero = sum(zero, dims, keepdim=True).expand(shape)
-        others = where(n_zero == 0, nz_prod / safe, where(zero, where(n_zero == 1, nz_prod, 0),
-                                                          0))
-        return _expand_back(traced, g, shape, dims, ctx.keepdim) * others
+        zero = k.eq(x, 0)
+        safe = k.where(zero, 1, x)
+        nz_prod = k.expand(call(k, ProdBackward1, (safe,), dims, True), shape)
+        n_zero = k.expand(k.sum(k.astype(zero, dtypes.int64), dims, True), shape)
+        others = k.where(k.eq(n_zero, 0), k.div(nz_prod, safe),
+                         k.where(zero, k.where(k.eq(n_zero, 1), nz_prod, 0), 0))
+        return k.mul(_expand_back(k, g, shape, dims, ctx.keepdim), others)
 
 
 class ProdBackward1(ProdBackward0):
@@ -491,11 +498,11 @@ class LogsumexpBackward0(Primitive):
         return out
 
     @staticmethod
-    def backward(ctx, g):
-        x, out = ctx.saved_tensors
+    def vjp(ctx, k, saved, g):
+        x, out = saved
         shape, dims, keepdim = tuple(x.shape), ctx.dims, ctx.keepdim
-        return _expand_back(traced, g, shape, dims, keepdim) * \
-            (x - _expand_back(traced, out, shape, dims, keepdim)).exp()
+        return k.mul(_expand_back(k, g, shape, dims, keepdim),
+                     k.exp(k.sub(x, _expand_back(k, out, shape, dims, keepdim))))
 
 
 def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
@@ -528,8 +535,8 @@ class CumsumBackward0(Primitive):
         return k.cumsum(x, dim, reverse)
 
     @staticmethod
-    def backward(ctx, g):
-        return apply(CumsumBackward0, (g,), ctx.dim, not ctx.reverse)
+    def vjp(ctx, k, saved, g):
+        return call(k, CumsumBackward0, (g,), ctx.dim, not ctx.reverse)
 
 
 def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ...runtime.dtype import result_type
 from ..checks import check_devices_match
-from ..dispatch import Primitive, apply
+from ..dispatch import Primitive, apply, as_shape, call, zeros
 from ..tensor import Tensor, array_meta, int_arg, wrap_dim
 from .views import _as_view, getitem, int_tuple, is_size, permute
 
@@ -62,12 +62,12 @@ class CatBackward0(Primitive):
         return out
 
     @staticmethod
-    def backward(ctx, g):
+    def vjp(ctx, k, saved, g):
         dim, sizes = ctx.dim, ctx.sizes
         lead = (slice(None),) * dim
         out, start = [], 0
         for need, n in zip(ctx.needs_input_grad, sizes):
-            out.append(g[lead + (slice(start, start + n),)] if need else None)
+            out.append(k.getitem(g, lead + (slice(start, start + n),)) if need else None)
             start += n
         return tuple(out)
 
@@ -92,9 +92,9 @@ class StackBackward0(Primitive):
         return out
 
     @staticmethod
-    def backward(ctx, g):
+    def vjp(ctx, k, saved, g):
         lead = (slice(None),) * ctx.dim
-        return tuple(g[lead + (i,)] if need else None
+        return tuple(k.getitem(g, lead + (i,)) if need else None
                      for i, need in enumerate(ctx.needs_input_grad))
 
 
@@ -152,11 +152,6 @@ def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
 
 # -- split / chunk / unbind ---------------------------------------------------------------------
 
-def _zeros(shape, like: Tensor) -> Tensor:
-    from .creation import zeros
-    return zeros(shape, dtype=like.dtype, device=like.device)
-
-
 class SplitBackward0(Primitive):
     """Views of consecutive windows along dim: the gradient joins the pieces' gradients."""
 
@@ -174,15 +169,15 @@ class SplitBackward0(Primitive):
         return tuple(outs)
 
     @staticmethod
-    def backward(ctx, *grads):
+    def vjp(ctx, k, saved, *grads):
         dim, shape = ctx.dim, ctx.in_shape
         like = next(g for g in grads if g is not None)
         parts = []
         for g, n in zip(grads, ctx.sizes):
             if g is None:
-                g = _zeros(shape[:dim] + (n,) + shape[dim + 1:], like)
+                g = zeros(k, shape[:dim] + (n,) + shape[dim + 1:], like)
             parts.append(g)
-        return cat(parts, dim)
+        return call(k, CatBackward0, parts, dim, ctx.sizes)
 
 
 class SplitWithSizesBackward0(SplitBackward0):
@@ -203,11 +198,12 @@ class UnbindBackward0(Primitive):
         return tuple(k.getitem(x, lead + (i,)) for i in range(x.shape[dim]))
 
     @staticmethod
-    def backward(ctx, *grads):
+    def vjp(ctx, k, saved, *grads):
         dim, shape = ctx.dim, ctx.in_shape
         like = next(g for g in grads if g is not None)
         piece = shape[:dim] + shape[dim + 1:]
-        return stack([g if g is not None else _zeros(piece, like) for g in grads], dim)
+        return call(k, StackBackward0, [g if g is not None else zeros(k, piece, like)
+                                        for g in grads], dim)
 
 
 def _multi_view(op, x: Tensor, *params) -> tuple:
@@ -353,12 +349,13 @@ class RepeatBackward0(Primitive):
         return k.view(k.contiguous(t), tuple(r * n for r, n in zip(reps, shape)))
 
     @staticmethod
-    def backward(ctx, g):
+    def vjp(ctx, k, saved, g):
         split_shape = []
         for r, n in zip(ctx.reps, ctx.shape):
             split_shape += [r, n]
-        g = g.reshape(split_shape).sum(tuple(range(0, 2 * len(ctx.reps), 2)))
-        return g.reshape(ctx.in_shape)
+        g = as_shape(k, g, tuple(split_shape))
+        g = k.sum(g, tuple(range(0, 2 * len(ctx.reps), 2)), False)
+        return as_shape(k, g, tuple(ctx.in_shape))
 
 
 def repeat(input: Tensor, *sizes) -> Tensor:
@@ -402,9 +399,9 @@ class TrilBackward0(Primitive):
         keep = k.ge(offset, diagonal) if cls._upper else k.le(offset, diagonal)
         return k.where(keep, x, False if dt is dtypes.bool else 0)
 
-    @classmethod
-    def backward(cls, ctx, g):
-        return apply(cls, (g,), ctx.diagonal)
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        return call(k, type(ctx), (g,), ctx.diagonal)
 
 
 class TriuBackward0(TrilBackward0):

@@ -18,10 +18,13 @@ from __future__ import annotations
 from ..dispatch import Primitive, apply
 from ..state import state
 from ..tensor import Tensor
+from . import creation, pointwise
 from . import elementwise as _ew
 
-__all__ = ["add", "sub", "mul", "div", "neg", "exp", "pow", "unary", "binary", "sum", "view",
-           "expand", "permute", "strides", "matmul", "bmm", "contiguous"]
+__all__ = ["add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "pow", "where", "gt", "ge",
+           "lt", "le", "eq", "ne", "unary", "binary", "sum", "view", "expand", "permute",
+           "strides", "storage_offset", "getitem", "as_strided", "matmul", "bmm",
+           "contiguous", "astype", "full", "arange"]
 
 add = _ew.add
 sub = _ew.sub
@@ -29,6 +32,10 @@ mul = _ew.mul
 div = _ew.div
 neg = _ew.neg
 exp = _ew.exp
+log = _ew.log
+sqrt = _ew.sqrt
+where = _ew.where
+gt, ge, lt, le, eq, ne = _ew.gt, _ew.ge, _ew.lt, _ew.le, _ew.eq, _ew.ne
 
 # The fused derivative kernels of the ``binary`` table (a: incoming gradient, b: the forward's
 # output), as the formulas the kernels compute: what a recorded backward differentiates.
@@ -58,7 +65,9 @@ def _fused_op(name: str) -> type:
 _FUSED = {name: _fused_op(name) for name in _COMPOSITE}
 
 
-def binary(op: str, a: Tensor, b: Tensor) -> Tensor:
+def binary(op: str, a: Tensor, b) -> Tensor:
+    if op not in _COMPOSITE:  # the table's ops (floor_divide, bitwise_and, ...)
+        return getattr(pointwise, op)(a, b)
     if state.grad_enabled:
         return _COMPOSITE[op](a, b)
     return apply(_FUSED[op], (a, b))  # observed, not recorded: the kernel itself
@@ -104,6 +113,32 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
 
 def contiguous(a: Tensor) -> Tensor:
     return a.contiguous()
+
+
+def astype(a: Tensor, dtype) -> Tensor:
+    return a.to(dtype)
+
+
+def storage_offset(a: Tensor) -> int:
+    return a.storage_offset()
+
+
+def getitem(a: Tensor, index) -> Tensor:
+    from .views import getitem  # (views imports this module)
+    return getitem(a, index)
+
+
+def as_strided(a: Tensor, shape, strides, offset) -> Tensor:
+    from .views import as_strided
+    return as_strided(a, shape, strides, offset)
+
+
+def full(shape, value, dtype, device) -> Tensor:
+    return creation.full(shape, value, dtype=dtype, device=device)
+
+
+def arange(start, step, n, dtype, device) -> Tensor:
+    return creation.arange(start, start + step * n, step, dtype=dtype, device=device)
 
 
 def _install() -> None:

@@ -20,7 +20,7 @@ import operator
 
 from ...runtime.array import check_sizes
 from ..checks import out_of_bounds
-from ..dispatch import Primitive, apply, as_shape, sum_to
+from ..dispatch import Primitive, apply, as_shape, call, meta, sum_to, zeros
 from ..node import Node
 from ..state import state
 from ..tensor import Tensor, int_arg, wrap_dim
@@ -413,8 +413,9 @@ class SliceBackward0(_ViewPrimitive):
         return k.getitem(x, index)
 
     @staticmethod
-    def backward(ctx, g):
-        return slice_scatter(g, ctx.in_shape, ctx.index)
+    def vjp(ctx, k, saved, g):
+        dev, dt = meta(g)
+        return call(k, SliceScatterBackward0, (g,), tuple(ctx.in_shape), ctx.index, dt, dev)
 
 
 class SliceScatterBackward0(Primitive):
@@ -431,12 +432,8 @@ class SliceScatterBackward0(Primitive):
         return out
 
     @staticmethod
-    def backward(ctx, g):
-        return g[ctx.index]
-
-
-def slice_scatter(src: Tensor, shape, index) -> Tensor:
-    return apply(SliceScatterBackward0, (src,), tuple(shape), index, src.dtype, src.device)
+    def vjp(ctx, k, saved, g):
+        return k.getitem(g, ctx.index)
 
 
 def getitem(x: Tensor, index) -> Tensor:
@@ -465,17 +462,17 @@ class AsStridedBackward0(_ViewPrimitive):
         return k.as_strided(x, shape, strides, k.storage_offset(x) + rel_offset)
 
     @staticmethod
-    def backward(ctx, g):
+    def vjp(ctx, k, saved, g):
         in_shape, in_strides = ctx.layout
         shape, strides, rel = ctx.geom
         lo = min(0, rel)
         hi = max(_extent(in_shape, in_strides), rel + _extent(shape, strides))
         if lo == 0 and hi == _extent(in_shape, in_strides):
-            return as_strided_scatter(_zeros_layout(g, *ctx.layout), g, *ctx.geom)
+            return as_strided_scatter(k, _zeros_layout(k, g, *ctx.layout), g, *ctx.geom)
         # The output reaches storage outside the input's span (before its offset, or past its
         # last element): scatter into a buffer spanning both, then read the input's region.
-        full = as_strided_scatter(_zeros_like_shape(g, (hi - lo,)), g, shape, strides, rel - lo)
-        return as_strided(full, in_shape, in_strides, full.storage_offset() - lo)
+        full = as_strided_scatter(k, zeros(k, (hi - lo,), g), g, shape, strides, rel - lo)
+        return k.as_strided(full, in_shape, in_strides, k.storage_offset(full) - lo)
 
 
 class AsStridedScatterBackward0(Primitive):
@@ -495,10 +492,10 @@ class AsStridedScatterBackward0(Primitive):
         return out
 
     @staticmethod
-    def backward(ctx, g):
+    def vjp(ctx, k, saved, g):
         shape, strides, off = ctx.geom
-        region = as_strided(g, shape, strides, g.storage_offset() + off)
-        g_base = as_strided_scatter(g, _zeros_like_shape(region), shape, strides, off)
+        region = k.as_strided(g, shape, strides, k.storage_offset(g) + off)
+        g_base = as_strided_scatter(k, g, zeros(k, region.shape, g), shape, strides, off)
         return g_base, region
 
 
@@ -508,17 +505,10 @@ def _extent(shape, strides) -> int:
     return 1 + sum((n - 1) * s for n, s in zip(shape, strides))
 
 
-def _zeros_layout(like: Tensor, shape, strides) -> Tensor:
-    from .creation import empty_strided
-    out = empty_strided(shape, strides, dtype=like.dtype, device=like.device)
-    out._k.copy_(out._data, 0)
-    return out
-
-
-def _zeros_like_shape(like: Tensor, shape=None) -> Tensor:
-    from .creation import zeros
-    return zeros(tuple(like.shape) if shape is None else shape, dtype=like.dtype,
-                 device=like.device)
+def _zeros_layout(k, like, shape, strides):
+    """Zeros of ``shape`` with ``strides`` (a buffer of the extent), ``like``'s dtype and
+    device."""
+    return k.as_strided(zeros(k, (_extent(shape, strides),), like), shape, strides, 0)
 
 
 def _to_layout(g: Tensor, shape, strides) -> Tensor:
@@ -548,9 +538,12 @@ def as_strided(x: Tensor, size, stride, storage_offset: int | None = None) -> Te
     return _view_apply(AsStridedBackward0, x, size, stride, rel)
 
 
-def as_strided_scatter(base: Tensor, src: Tensor, size, stride, rel_offset: int) -> Tensor:
-    return apply(AsStridedScatterBackward0, (base, src), tuple(size), tuple(stride), rel_offset,
-                 base.dtype, base.device)
+def as_strided_scatter(k, base, src, size, stride, rel_offset: int):
+    """A copy of ``base`` with the region (size, stride, rel_offset) replaced by ``src``, on
+    backend ``k`` (any)."""
+    dev, dt = meta(base)
+    return call(k, AsStridedScatterBackward0, (base, src), tuple(size), tuple(stride),
+                rel_offset, dt, dev)
 
 
 class CopySlices(Node):
@@ -576,8 +569,8 @@ class CopySlices(Node):
         g = _to_layout(g, *self.layout)
         region = as_strided(g, shape, strides, g.storage_offset() + off)
         res = self.fn.apply(region)
-        first = res[0] if res[0] is not None else _zeros_like_shape(region)
-        return (as_strided_scatter(g, first, shape, strides, off),) + tuple(res[1:])
+        first = res[0] if res[0] is not None else zeros(traced, region.shape, region)
+        return (as_strided_scatter(traced, g, first, shape, strides, off),) + tuple(res[1:])
 
     def _release(self) -> None:
         self.fn._release()
