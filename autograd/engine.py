@@ -9,7 +9,12 @@ each input instead of accumulating it.
 
 Around each node: tensor hooks (which may replace a gradient), the capture, ``retain_grad``,
 node pre-hooks, the node itself (under its NVTX range / profiler event and anomaly checks),
-node post-hooks, then release of its saved tensors unless ``retain_graph``.
+node post-hooks, then release of its saved tensors unless ``retain_graph``. One loop
+(``_GraphTask.run``) runs every node, by one of two paths chosen by one test: when nothing
+watches the backward and nothing hangs on the node, only its rule runs (``_run_rule``, which
+also runs chains of such nodes on raw arrays); otherwise all of the above (``_run_full``).
+Leaf gradients are adopted without a copy when the engine holds the only references (Note
+[Gradient stealing]).
 
 Note [Backward streams] (docs/streams.md):
   1. A node runs on the stream that was current when its forward op ran (``node._stream``).
@@ -279,24 +284,29 @@ class _GraphTask:
         return execute
 
     def run(self) -> None:
-        buffers = {}
+        """The loop: take the newest ready node, run it, deliver its gradients, until no node
+        is ready. A node runs by one of two paths, chosen by one test:
+
+        - fast: nothing watches this backward (``fast``, decided once for the task: no
+          ``grad()``/``inputs=`` capture, no profiler or other observer, no CUDA streams, no
+          anomaly checks) and nothing hangs on this node (``_hooked``: no tensor hook,
+          ``retain_grad``, pre- or post-hook; leaves keep their hooks on their variable, so
+          ``AccumulateGrad`` always takes the full path), with a first gradient to run on:
+          only the rule runs (``_run_rule``);
+        - full (``_run_full``): everything the module docstring lists around a node.
+        """
+        buffers = {}  # node -> [gradient per output slot], summed on arrival
         for node, slot, g in self.roots:
             if node is not None:
                 self._add(buffers, node, slot, g, None)
-        deps, relevant = self.deps, self.relevant
-        counter = itertools.count()
+        deps, relevant, streams = self.deps, self.relevant, self.streams
+        counter = itertools.count()  # ties between equal sequence numbers: first come first
         heap = [(-node._seq, next(counter), node) for node in buffers
                 if deps.get(node, 0) == 0 and (relevant is None or node in relevant)]
         heapq.heapify(heap)
-        pop, push = heapq.heappop, heapq.heappush
-        streams = self.streams
-        keep_graph, add = self.keep_graph, self._sum
-        # Nothing watches this backward (no captures, observers, streams or anomaly checks):
-        # a node without hooks of its own needs only its rule run (the common case, taken
-        # without _evaluate's checks).
-        plain = self.captures is None and self.execute is None and streams is None \
+        pop, push, add = heapq.heappop, heapq.heappush, self._sum
+        fast = self.captures is None and self.execute is None and streams is None \
             and not state.observers and not anomaly_mode.enabled
-        on_arrays = plain and not self.create_graph
         while heap:
             node = pop(heap)[2]
             grads = buffers.pop(node, None)
@@ -305,17 +315,14 @@ class _GraphTask:
                 grads = [None] * n_out
             elif len(grads) < n_out:
                 grads.extend([None] * (n_out - len(grads)))
-            if on_arrays and _bare(node) and grads[0] is not None:
-                node, outs = self._run_chain(node, grads[0], heap, buffers)
-            elif plain and not node._hooked and type(node) is not AccumulateGrad \
+            if fast and not node._hooked and type(node) is not AccumulateGrad \
                     and grads[0] is not None:
-                outs = node.apply(*grads)
-                if not keep_graph:
-                    node._release()
+                node, outs = self._run_rule(node, grads, heap, buffers)
             else:
-                outs = self._evaluate(node, grads)
+                outs = self._run_full(node, grads)
             if outs is not None:
-                # deliver each gradient to the node that made the matching input
+                # deliver each gradient to the node that made the matching input (a
+                # consumer on another stream waits: Note [Backward streams], point 2)
                 stream = node._stream if streams is not None else None
                 for (nx, slot), g in zip(node.next_functions, outs):
                     if nx is None or (relevant is not None and nx not in relevant):
@@ -335,18 +342,28 @@ class _GraphTask:
                     if d == 0:
                         push(heap, (-nx._seq, next(counter), nx))
             # Drop this frame's references to gradients before the next node: a leaf's
-            # gradient may be adopted as .grad only when nothing else holds it (_stealable).
+            # gradient is adopted as .grad only when the engine holds the sole references
+            # (Note [Gradient stealing]).
             outs = grads = g = old = buf = None
         if streams is not None:
-            streams.finish()
+            streams.finish()  # the caller's stream waits on every stream used (point 3)
 
-    def _run_chain(self, node, g: Tensor, heap, buffers):
-        """Runs ``node``'s rule on ``g``'s array, then on along the chain of nodes that each
-        only the previous one feeds (through one edge, or several, as in ``x * x``), while no
-        other node is ready (so the order is the queue's): arrays passed along, with no
-        Tensor, input buffer or queue entry per link. Returns the last node run and its input
-        gradients as Tensors."""
-        deps, keep_graph = self.deps, self.keep_graph
+    def _run_rule(self, node, grads, heap, buffers):
+        """The fast path: ``node``'s rule alone. Returns the last node run and its input
+        gradients.
+
+        A rule that runs on arrays (a built-in op with one output; nothing is recorded without
+        ``create_graph``) goes on along the chain of nodes that each only the previous one
+        feeds (through one edge, or several, as in ``x * x``) and that have no hooks, while no
+        other node is ready (so the order is the queue's): arrays passed along, with no Tensor,
+        input buffer or queue entry per link."""
+        keep_graph = self.keep_graph
+        if not node.on_arrays or node.num_outputs != 1 or self.create_graph:
+            outs = node.apply(*grads)
+            if not keep_graph:
+                node._release()
+            return node, outs
+        deps, g = self.deps, grads[0]
         k, data = backend(g._device), g._data
         while True:
             outs = node.vjp_on_arrays(k, data)
@@ -356,7 +373,8 @@ class _GraphTask:
                 break
             nf = node.next_functions
             nx = nf[0][0]
-            if nx is None or deps[nx] != len(nf) or nx in buffers or not _bare(nx):
+            if nx is None or deps[nx] != len(nf) or nx in buffers or nx._hooked \
+                    or not nx.on_arrays or nx.num_outputs != 1:
                 break
             data = outs[0]
             if len(nf) > 1:  # every edge must lead to nx; their gradients are summed
@@ -375,24 +393,12 @@ class _GraphTask:
             node = nx
         return node, tuple([None if o is None else make(o) for o in outs])
 
-    def _add(self, buffers, node, slot, g, producer_stream) -> None:
-        """Adds a root gradient to ``node``'s input buffer."""
-        if self.streams is not None:
-            g = self.streams.deliver(g, producer_stream, node)
-        buf = buffers.get(node)
-        if buf is None:
-            buf = buffers[node] = [None] * max(node.num_outputs, slot + 1)
-        old = buf[slot]
-        buf[slot] = g if old is None else self._sum(old, g)
-
-    def _sum(self, a: Tensor, b: Tensor) -> Tensor:
-        """Two gradients arriving at one input slot, summed: on the arrays when nothing is
-        recorded (no Tensor op dispatch per sum), else as a recorded add."""
-        if self.create_graph or a._dtype is not b._dtype or a._data.shape != b._data.shape:
-            return a + b
-        return make(backend(a._device).add(a._data, b._data))
-
-    def _evaluate(self, node, grads):
+    def _run_full(self, node, grads):
+        """The full path, in order: tensor hooks and ``retain_grad``, the ``grad()`` /
+        ``inputs=`` capture, pre-hooks, the rule (skipped when every gradient is None, unless
+        a Function materializes them; under observers, on the node's stream, with anomaly
+        checks), post-hooks, release. Returns the input gradients, or None when the node is
+        only captured, not run."""
         if node._tensor_hooks is not None or node._retained is not None or (
                 type(node) is AccumulateGrad and node.variable._hooks):
             _run_tensor_hooks(node, grads)
@@ -468,11 +474,22 @@ class _GraphTask:
             raise
 
 
-def _bare(node) -> bool:
-    """A node whose rule runs on arrays (a built-in op with one output) and that has no hooks
-    of its own: nothing of it needs a Tensor."""
-    return node.on_arrays and not node._hooked and node.num_outputs == 1
+    def _add(self, buffers, node, slot, g, producer_stream) -> None:
+        """Adds a root gradient to ``node``'s input buffer."""
+        if self.streams is not None:
+            g = self.streams.deliver(g, producer_stream, node)
+        buf = buffers.get(node)
+        if buf is None:
+            buf = buffers[node] = [None] * max(node.num_outputs, slot + 1)
+        old = buf[slot]
+        buf[slot] = g if old is None else self._sum(old, g)
 
+    def _sum(self, a: Tensor, b: Tensor) -> Tensor:
+        """Two gradients arriving at one input slot, summed: on the arrays when nothing is
+        recorded (no Tensor op dispatch per sum), else as a recorded add."""
+        if self.create_graph or a._dtype is not b._dtype or a._data.shape != b._data.shape:
+            return a + b
+        return make(backend(a._device).add(a._data, b._data))
 
 def _run_tensor_hooks(node, grads) -> None:
     """Tensor hooks (which may replace a gradient), then retain_grad, for each slot."""
@@ -557,35 +574,70 @@ def _dense(t: Tensor) -> bool:
     return True
 
 
+# Note [Gradient stealing]
+#   A leaf's first gradient may become its ``.grad`` without a copy when nothing outside the
+#   engine refers to that tensor or its memory: accumulating in place into a ``.grad`` that
+#   something else also holds would change that other thing (a hook's kept gradient, a Tensor
+#   a Function's backward kept, the same gradient handed to a second leaf by ``a + b``'s
+#   pass-through rule). PyTorch tests ``use_count``; here the holders are Python references,
+#   counted with ``sys.getrefcount``. The engine cannot track ownership itself: gradients are
+#   made by derivative rules, including users' Function.backward, so only the count can tell
+#   that a backward kept no reference (test_fresh_leaf_gradient_is_adopted_without_a_copy
+#   adopts such a gradient; test_gradient_shared_with_a_detached_alias_is_copied copies one
+#   that was kept).
+#
+#   The exact counts, for the one call path that reaches _stealable: run -> _run_full ->
+#   _apply -> accumulate_grad -> _stealable (leaf accumulation always takes the full path,
+#   and every frame on it drops its other names for the gradient first: run's per-node
+#   ``outs = grads = g = ... = None``, _run_full's ``g = None``):
+#   - the Tensor ``g``: the engine's input-buffer list slot (``grads[0]``), accumulate_grad's
+#     parameter, _stealable's parameter, getrefcount's argument = 4 (_TENSOR_REFS);
+#   - its array ``g._data``: the Tensor's slot, the local name, getrefcount's argument = 3
+#     (_MEMORY_REFS); a Tensor sharing the array object (``detach()``) or a NumPy view of an
+#     owning array adds one;
+#   - the memory under a view: a CPU array whose ``.base`` is an owning array, or a CUDA
+#     array's ``.storage``: the array's reference to it, the local name, the argument = 3,
+#     plus one for ``g._base``'s array when that base Tensor is itself held only by ``g``
+#     (its count is ``g._base``, the local name, the argument = 3). A view of a view (NumPy
+#     collapses ``.base`` to the owner, so ``root.base`` set means an unusual owner) is never
+#     adopted.
+#   Any count above these means another holder, and the gradient is copied; a count can only
+#   be too high (a temporary the interpreter keeps), never too low, on the interpreters these
+#   counts are tested on: CPython 3.11 and 3.12, where a frame's parameters and the value
+#   passed to getrefcount are strong references. From 3.14 the interpreter may borrow
+#   references on its stack (the counts drop by one, so a foreign holder could hide), hence
+#   _STEALING below: other versions copy every new ``.grad`` (correct, one copy per leaf).
+#   The tests pin each count from both sides, on both interpreters (CI runs 3.11 and 3.12,
+#   the versions pyproject allows): a gradient with no other holder is adopted (count <= N:
+#   test_fresh_leaf_gradient_is_adopted_without_a_copy, the view whose base nobody holds and
+#   every linear parameter in test_stealing_counts_*), and one extra holder makes a copy
+#   (count >= N: a hook's kept gradient, a detach() alias, a kept NumPy view, a kept base, a
+#   second leaf), so each count is exactly the N above.
+_STEALING = sys.version_info[:2] in ((3, 11), (3, 12))
+_TENSOR_REFS = 4
+_MEMORY_REFS = 3
+
+
 def _stealable(g: Tensor) -> bool:
     """True when nothing but the engine refers to ``g`` or its memory, so it may become a
-    ``.grad`` without a copy (PyTorch's use_count test). The counts below are the engine's
-    own references on this call path: the grads list, AccumulateGrad's frame, this frame and
-    getrefcount's argument; any other holder (a hook that kept it, another slot) blocks."""
-    if sys.getrefcount(g) > 4:
+    ``.grad`` without a copy (Note [Gradient stealing])."""
+    if not _STEALING or sys.getrefcount(g) > _TENSOR_REFS:
         return False
-    # The array's holders: g's slot, the local name below and getrefcount's argument; a
-    # fourth is another tensor (detach() shares the array object) or a NumPy view of it.
     data = g._data
-    if sys.getrefcount(data) > 3:
+    if sys.getrefcount(data) > _MEMORY_REFS:
         return False
-    # g may be a view (a transposed product, a reshaped sum): its memory is then its base's,
-    # which may be held by the base tensor too, when g's own _base field is all that keeps
-    # that tensor alive (g's slot, the local name, the argument).
     base = g._base
-    base_exclusive = base is not None and sys.getrefcount(base) <= 3
+    base_exclusive = base is not None and sys.getrefcount(base) <= _MEMORY_REFS
     if g._device.type == "cpu":
         root = data.base
         if root is None:
             return True
         if root.base is not None:
             return False
-        # holders of the memory: data.base, the local name, the argument, maybe base._data
-        allowed = 3 + (base_exclusive and base._data is root)
-        return sys.getrefcount(root) <= allowed
+        return sys.getrefcount(root) <= _MEMORY_REFS + (base_exclusive and base._data is root)
     storage = data.storage
-    allowed = 3 + (base_exclusive and base._data.storage is storage)
-    return sys.getrefcount(storage) <= allowed
+    return sys.getrefcount(storage) <= _MEMORY_REFS + (
+        base_exclusive and base._data.storage is storage)
 
 
 def _clone_obeying_layout(g: Tensor, var: Tensor) -> Tensor:
@@ -615,7 +667,8 @@ def accumulate_grad(var: Tensor, g: Tensor, create_graph: bool) -> None:
     """
     if g._dtype is not var._dtype:
         g = g.to(var._dtype)
-    # (inline, not a helper call: _stealable counts the references to g)
+    # (inline, not a helper call: _stealable counts the references to g, Note [Gradient
+    # stealing])
     with _accumulate_lock:
         old = var._grad
         if old is None:

@@ -426,7 +426,9 @@ def test_fresh_leaf_gradient_is_adopted_without_a_copy():
     np.testing.assert_allclose(x.grad.numpy(), 3.0)
 
 
-def test_gradient_shared_with_a_detached_alias_is_copied(device):
+def _keeping(hold):
+    """A Function computing x * 1 whose backward returns 2g and keeps ``hold(2g)`` alive in
+    the list returned with it: what a backward that holds on to its gradient looks like."""
     kept = []
 
     class Keep(Function):
@@ -437,9 +439,14 @@ def test_gradient_shared_with_a_detached_alias_is_copied(device):
         @staticmethod
         def backward(ctx, g):
             out = g * 2
-            kept.append(out.detach())  # another tensor on the same array
+            kept.append(hold(out))
             return out
 
+    return Keep, kept
+
+
+def test_gradient_shared_with_a_detached_alias_is_copied(device):
+    Keep, kept = _keeping(lambda out: out.detach())  # another tensor on the same array
     x = tg.ones(3, device=device, requires_grad=True)
     Keep.apply(x).sum().backward()
     Keep.apply(x).sum().backward()
@@ -585,3 +592,90 @@ def test_modes_in_one_thread_do_not_leak_into_another():
     with tg.autograd.graph.saved_tensors_hooks(packer("mine"), lambda t: t):
         (x.exp()).sum().backward()
     assert "mine" in seen  # and this thread's own hooks run again once it sets them
+
+
+# Note [Gradient stealing] in engine.py: the reference counts it relies on, each case run on
+# every supported interpreter (CI runs this file under Python 3.11 and 3.12).
+
+def test_stealing_counts_interpreter_is_one_they_were_proved_on():
+    from tritongrad.autograd import engine
+    assert engine._STEALING == (sys.version_info[:2] in ((3, 11), (3, 12)))
+
+
+def test_stealing_counts_pass_through_gradient_reaches_two_leaves_unshared():
+    # add's rule hands one gradient to both inputs: at most one leaf may adopt it
+    a = tg.ones(3, requires_grad=True)
+    b = tg.ones(3, requires_grad=True)
+    ((a + b) * 2).backward(tg.ones(3))
+    assert a.grad.data_ptr() != b.grad.data_ptr()
+    ((a + b) * 2).backward(tg.ones(3))
+    np.testing.assert_allclose(a.grad.numpy(), 4.0)
+    np.testing.assert_allclose(b.grad.numpy(), 4.0)
+
+
+def test_stealing_counts_numpy_view_kept_by_backward_blocks_adoption():
+    Keep, kept = _keeping(lambda out: out.numpy())  # the array itself or a NumPy view of it
+    x = tg.ones(3, requires_grad=True)
+    Keep.apply(x).sum().backward()
+    Keep.apply(x).sum().backward()
+    np.testing.assert_allclose(kept[0], 2.0)  # not mutated by the second accumulation
+    np.testing.assert_allclose(x.grad.numpy(), 4.0)
+
+
+@pytest.mark.parametrize("keep_base", [False, True])
+def test_stealing_counts_view_gradient_adopted_only_when_its_base_is_unheld(keep_base):
+    produced, kept = {}, []
+
+    class RowOf(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            big = g.reshape(1, 4) * 3  # owns its memory
+            out = big[0]               # a view of it, held through out._base only
+            produced["ptr"] = out.data_ptr()
+            if keep_base:
+                kept.append(big)
+            return out
+
+    x = tg.ones(4, requires_grad=True)
+    RowOf.apply(x).sum().backward()
+    assert (x.grad.data_ptr() == produced["ptr"]) is not keep_base
+    RowOf.apply(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 6.0)
+    if keep_base:
+        np.testing.assert_allclose(kept[0].numpy(), 3.0)  # not mutated by accumulation
+
+
+def test_hook_added_during_backward_takes_the_full_path():
+    # _hooked is read per node when it runs, so a hook registered by an earlier node's hook
+    # (after the task chose its fast path) still runs
+    seen = []
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    a = x * 2
+    b = a * 3
+
+    def add_hook_on_a(g):
+        a.register_hook(lambda ga: seen.append(ga.numpy().copy()))
+
+    b.register_hook(add_hook_on_a)
+    b.sum().backward()
+    np.testing.assert_allclose(seen[0], [3.0, 3.0])
+    np.testing.assert_allclose(x.grad.numpy(), [6.0, 6.0])
+
+
+def test_stealing_counts_linear_layer_gradients_are_all_adopted(monkeypatch):
+    # the case stealing is for: every parameter's first gradient (mm's in the weight's layout,
+    # a sum's for the bias) becomes .grad with no copy
+    from tritongrad.autograd import engine
+    nn = tg.nn
+    copies = []
+    clone = engine._clone_obeying_layout
+    monkeypatch.setattr(engine, "_clone_obeying_layout",
+                        lambda g, var: (copies.append(tuple(var.shape)), clone(g, var))[1])
+    model = nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 3))
+    nn.CrossEntropyLoss()(model(tg.randn(4, 6)), tg.tensor([0, 2, 1, 0])).backward()
+    assert all(p.grad is not None for p in model.parameters())
+    assert copies == []
