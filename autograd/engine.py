@@ -491,6 +491,7 @@ class _GraphTask:
             return a + b
         return make(backend(a._device).add(a._data, b._data))
 
+
 def _run_tensor_hooks(node, grads) -> None:
     """Tensor hooks (which may replace a gradient), then retain_grad, for each slot."""
     for slot in range(len(grads)):

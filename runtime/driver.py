@@ -47,6 +47,7 @@ __all__ = [
     "is_available",
     "is_emulated",
     "is_initialized",
+    "why_no_gpu",
 ]
 
 EMULATED_DEVICE_NAME = "tritongrad emulated device"
@@ -263,6 +264,11 @@ class CudaDriver(Driver):
         if getattr(self._tls, "dev", None) != dev:
             self._check(self.cu.cuCtxSetCurrent(self._context(dev)), "cuCtxSetCurrent")
             self._tls.dev = dev
+
+    def driver_version(self) -> tuple[int, int]:
+        """The CUDA version the driver supports (``cuDriverGetVersion``), e.g. ``(13, 0)``."""
+        v = int(self._check(self.cu.cuDriverGetVersion(), "cuDriverGetVersion"))
+        return v // 1000, v % 1000 // 10
 
     def device_count(self) -> int:
         if self._count is None:  # fixed for the life of the process
@@ -701,10 +707,15 @@ def _probe() -> tuple[Driver | None, str]:
         if n > 0:
             return real, ""
         why = "the CUDA driver reports no devices"
-    except Exception as e:  # noqa: BLE001 - no cuda-python, no libcuda (cuda-python raises)
-        why = f"{type(e).__name__}: {e}"
+    except ImportError:
+        why = "cuda-python is not installed"
+    except CudaError as e:
+        why = f"cuInit failed: {e}"
+    except Exception as e:  # noqa: BLE001 - cuda-python raises its own error without libcuda
+        why = ("the NVIDIA driver library (libcuda) was not found"
+               if "NotFound" in type(e).__name__ else f"{type(e).__name__}: {e}")
     if _emulation_requested():
-        return EmulatedDriver(), ""
+        return EmulatedDriver(), why
     return None, why
 
 
@@ -735,6 +746,16 @@ def get_driver() -> Driver:
             "and driver, or set TRITONGRAD_EMULATE_CUDA=1 (before the first CUDA call) to use "
             "the emulated device.")
     return d
+
+
+def why_no_gpu() -> str:
+    """Why no real GPU is used ("" when one is): what the probe found (probes on first call,
+    never raises). Kept when the emulated device stands in, so reports can name it."""
+    try:
+        _selected()
+    except Exception as e:  # noqa: BLE001 - documented never to raise
+        return f"{type(e).__name__}: {e}"
+    return _why_unavailable
 
 
 def is_available() -> bool:

@@ -87,9 +87,9 @@ def _nvidia_driver() -> str:
 def _cuda_driver_api() -> str:
     """The CUDA version the driver supports (``cuDriverGetVersion``), e.g. ``12.4``."""
     if not tg.cuda.is_available() or tg.cuda.is_emulated():
-        return f"unavailable ({_why_no_gpu()})"
-    err, v = _driver.get_driver().cu.cuDriverGetVersion()
-    return f"{v // 1000}.{v % 1000 // 10}" if int(err) == 0 else f"error {err!r}"
+        return f"unavailable ({_driver.why_no_gpu()})"
+    major, minor = _driver.get_driver().driver_version()
+    return f"{major}.{minor}"
 
 
 def _ptxas() -> str:
@@ -165,32 +165,16 @@ def collect_env() -> dict[str, str]:
     }
 
 
-@functools.lru_cache(maxsize=1)
-def _why_no_gpu() -> str:
-    """Why no real GPU can be used: the probe the runtime makes, with its failure named."""
-    try:
-        n = _driver.CudaDriver().device_count()
-    except ImportError:
-        return "cuda-python is not installed"
-    except _driver.CudaError as e:
-        return f"cuInit failed: {e}"
-    except Exception as e:  # noqa: BLE001 - cuda-python raises its own error without libcuda
-        if "NotFound" in type(e).__name__:
-            return "the NVIDIA driver library (libcuda) was not found"
-        return f"{type(e).__name__}: {e}"
-    return "the driver reports zero devices" if n == 0 else ""
-
-
 def device_info() -> dict:
     """Returns what ``device="cuda"`` is here: ``kind`` is ``"cuda"``, ``"emulated"`` or
     ``"none"``, with the device's name, capability and total memory where there is one."""
     if not tg.cuda.is_available():
         return {"kind": "none", "available": False, "name": None, "capability": None,
-                "total_memory": None, "count": 0, "why_no_gpu": _why_no_gpu()}
+                "total_memory": None, "count": 0, "why_no_gpu": _driver.why_no_gpu()}
     emulated = tg.cuda.is_emulated()
     info = {"kind": "emulated" if emulated else "cuda", "available": True, "name": None,
             "capability": None, "total_memory": None, "count": tg.cuda.device_count(),
-            "why_no_gpu": _why_no_gpu() if emulated else None}
+            "why_no_gpu": _driver.why_no_gpu() if emulated else None}
     try:
         props = tg.cuda.get_device_properties(0)
         info.update(name=props.name, capability=f"{props.major}.{props.minor}",
