@@ -47,13 +47,12 @@ as the literal it stands for.
 from __future__ import annotations
 
 import os
-import re
 import sys
 import threading
 
 from ...runtime import driver as _driver
 
-__all__ = ["EMULATION_ERROR", "INTERPRET", "TRITON_VERSION", "kernel_constant", "patch_interpreter",
+__all__ = ["EMULATION_ERROR", "INTERPRET", "kernel_constant", "patch_interpreter",
            "result_type"]
 
 
@@ -88,16 +87,7 @@ def _interpret_on_the_emulated_device() -> tuple[bool, str]:
 # The launchers read these; Triton reads the variable when it decorates a kernel.
 INTERPRET, EMULATION_ERROR = _interpret_on_the_emulated_device()
 
-import triton  # only after the interpreter decision above
-import triton.language as tl
-
-
-def _version(text: str) -> tuple[int, ...]:
-    """(major, minor, patch) of a version string: "3.6.0rc1" and "3.10.0+git1a2b" alike."""
-    return tuple(int(re.match(r"\d*", part).group() or 0) for part in text.split(".")[:3])
-
-
-TRITON_VERSION = _version(triton.__version__)
+import triton.language as tl  # only after the interpreter decision above
 
 
 def result_type(compute, out_is_bool: bool):

@@ -8,16 +8,13 @@ test modules can import it whichever conftest pytest loaded last.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 from tritongrad.kernels import numpy as nk
 from tritongrad.kernels import triton as tk
+from tritongrad.kernels.triton.compat import INTERPRET  # noqa: F401 - for the tests
 from tritongrad.runtime import dtype as D
 from tritongrad.runtime import memory
 from tritongrad.runtime.device import device as Device
-
-INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 FLOATS = [D.float16, D.bfloat16, D.float32, D.float64]
 INTS = [D.uint8, D.int32, D.int64]
