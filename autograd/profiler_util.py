@@ -26,6 +26,8 @@ import os
 import re
 from collections import namedtuple
 
+from .registry import flop_rule
+
 __all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "Interval", "Kernel", "estimate_flops",
            "format_memory", "format_time", "parse_range_name"]
 
@@ -606,15 +608,9 @@ def chrome_trace(events) -> dict:
 
 # -- FLOPs -------------------------------------------------------------------------------------
 
-# Ops whose FLOPs are counted as one per output element (broadcast shape of the inputs). An
-# in-place variant (``add_``) counts as its op. Everything not listed here or below has no
-# estimate (None, "--" in the table), as in PyTorch, which counts only GEMMs, convolutions
-# and a few elementwise ops.
-_ELEMENTWISE = frozenset([
-    "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "sqrt", "rsqrt", "abs", "sin", "cos",
-    "tanh", "sigmoid", "relu", "clamp", "maximum", "minimum", "where"])
-_REDUCTIONS = frozenset(["sum", "mean"])   # one per input element
-_MATMULS = frozenset(["mm", "matmul", "bmm"])  # 2 * M * N * K per (broadcast) batch
+# Which ops have an estimate, and by which rule, is a column of the op tables
+# (autograd/registry.py); everything without one has no estimate (None, "--" in the table), as
+# in PyTorch, which counts only GEMMs, convolutions and a few elementwise ops.
 
 
 def _broadcast(shapes) -> tuple:
@@ -635,10 +631,11 @@ def _numel(shape) -> int:
 def estimate_flops(name: str, shapes) -> int | None:
     """The FLOPs of op ``name`` on tensors of ``shapes`` (tensor inputs only), or None.
 
-    ``mm``/``matmul``/``bmm``: ``2 * M * N * K`` times the broadcast batch size (a 1-D
-    operand counts as a single row or column); elementwise ops (``add sub mul div pow neg exp
-    log sqrt rsqrt abs sin cos tanh sigmoid relu clamp maximum minimum where``, and their
-    in-place forms): one per output element; ``sum``/``mean``: one per input element.
+    By the op's rule in its table (the FLOPs column of docs/ops.md): ``matmul`` (``mm``,
+    ``matmul``, ``bmm``): ``2 * M * N * K`` times the broadcast batch size (a 1-D operand
+    counts as a single row or column); ``elementwise`` (``add mul exp sin clamp where ...``
+    and their in-place forms): one per output element; ``reduction`` (``sum``, ``mean``): one
+    per input element.
 
     Example:
         >>> estimate_flops("mm", [(2, 3), (3, 4)])
@@ -646,10 +643,10 @@ def estimate_flops(name: str, shapes) -> int | None:
         >>> estimate_flops("mul", [(2, 3), (3,)])
         6
     """
-    base = name.removesuffix("_")
-    if not shapes:
+    rule = flop_rule(name)
+    if not shapes or rule is None:
         return None
-    if base in _MATMULS and len(shapes) >= 2:
+    if rule == "matmul" and len(shapes) >= 2:
         a, b = shapes[0], shapes[1]
         a = (1,) + tuple(a) if len(a) == 1 else tuple(a)
         b = tuple(b) + (1,) if len(b) == 1 else tuple(b)
@@ -657,9 +654,9 @@ def estimate_flops(name: str, shapes) -> int | None:
             return None
         batch = _broadcast([a[:-2], b[:-2]]) if len(a) > 2 or len(b) > 2 else ()
         return 2 * _numel(batch) * a[-2] * a[-1] * b[-1]
-    if base in _ELEMENTWISE:
+    if rule == "elementwise":
         return _numel(_broadcast(shapes))
-    if base in _REDUCTIONS:
+    if rule == "reduction":
         return _numel(shapes[0])
     return None
 

@@ -53,7 +53,7 @@ class dtype:
     __str__ = __repr__
 
     def __reduce__(self):  # dtypes are singletons; pickling keeps them so
-        return (_by_name.__getitem__, (self.name,))
+        return (_dtype_named, (self.name,))
 
     def to_complex(self) -> "dtype":
         return {float16: complex64, bfloat16: complex64, float32: complex64,
@@ -231,7 +231,16 @@ class memory_format:
     __str__ = __repr__
 
     def __reduce__(self):  # singletons, like dtypes
-        return (_formats_by_name.__getitem__, (self.name,))
+        return (_format_named, (self.name,))
+
+
+def _dtype_named(name: str) -> dtype:
+    # (a module-level function: a reduce to ``_by_name.__getitem__`` would pickle the dict)
+    return _by_name[name]
+
+
+def _format_named(name: str) -> memory_format:
+    return _formats_by_name[name]
 
 
 contiguous_format = memory_format("contiguous_format")

@@ -471,3 +471,18 @@ def test_map_location_errors_are_the_callers():
     assert not isinstance(e.value, UnpicklingError)
     with pytest.raises(TypeError, match="map_location"):
         load(data, map_location=3.5)
+
+
+def test_python_pickle_of_tensors_dtypes_and_modules():
+    # pickle itself (not tg.save): dtypes and memory formats come back as the singletons, and
+    # a module with plain-tensor buffers (BatchNorm's running statistics) round-trips
+    for obj in (*[getattr(tg, n) for n in ("bool", "float32", "bfloat16", "int64")],
+                tg.channels_last):
+        assert pickle.loads(pickle.dumps(obj)) is obj
+    x = pickle.loads(pickle.dumps(tg.tensor([[1.5, -2.0]], dtype=tg.float64)))
+    assert x.dtype is tg.float64 and x.tolist() == [[1.5, -2.0]]
+    bn = nn.BatchNorm1d(3)
+    bn(tg.randn(4, 3))
+    back = pickle.loads(pickle.dumps(bn))
+    np.testing.assert_array_equal(back.running_mean.numpy(), bn.running_mean.numpy())
+    assert back.num_batches_tracked.item() == 1

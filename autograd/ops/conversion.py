@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import numbers
 
+from ..registry import OpInfo
 from ...kernels import host_array
 from ...runtime import dtype as dtypes
 from ...runtime.device import device as Device
@@ -18,8 +19,6 @@ from ..dispatch import Primitive, apply, apply_inplace, call, meta
 from ..tensor import Tensor
 from .creation import as_dtype, resolve_device
 
-__all__ = ["to", "cuda", "cpu", "clone", "contiguous", "copy_", "type_as", "float", "double",
-           "half", "bfloat16", "long", "int", "bool"]
 
 
 def _move(k, x, dtype, device):
@@ -220,3 +219,11 @@ def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
     if src._device is not self._device:
         src = to(src, self._device)
     return apply_inplace(CopyBackwards, self, (src,), src_dtype)
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+OPS = (OpInfo("clone", clone, grad="g"),) + tuple(
+    OpInfo(n, globals()[n], function=False, grad="g, cast back") for n in (
+        "to", "cuda", "cpu", "contiguous", "copy_", "type_as", "float", "double", "half",
+        "bfloat16", "long", "int", "bool"))

@@ -12,6 +12,7 @@ import numbers
 
 import numpy as np
 
+from ..registry import OpInfo
 from ...kernels import backend, host_array, host_values
 from ...runtime import dtype as dtypes
 from ...runtime.device import device as Device
@@ -19,11 +20,6 @@ from ..checks import check_generator, check_memory_format, unsupported
 from ..state import state
 from ..tensor import Tensor, make
 
-__all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full",
-           "empty_strided", "zeros_like", "ones_like", "empty_like", "full_like", "rand",
-           "randn", "randint", "rand_like", "randn_like", "arange", "linspace", "eye",
-           "manual_seed", "seed", "initial_seed", "resolve_device", "as_dtype", "host_to",
-           "checked_scalar", "wrapped_scalar", "scalar_tensor"]
 
 _CPU = Device("cpu")
 
@@ -454,21 +450,25 @@ def _like(fn, t: Tensor, dtype, device, requires_grad, memory_format=None, **kw)
 
 def zeros_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
+    """A tensor of zeros with ``input``'s size (and, by default, dtype and device)."""
     return _like(zeros, input, dtype, device, requires_grad, memory_format)
 
 
 def ones_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False,
               memory_format=None) -> Tensor:
+    """A tensor of ones with ``input``'s size (and, by default, dtype and device)."""
     return _like(ones, input, dtype, device, requires_grad, memory_format)
 
 
 def empty_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
+    """An uninitialized tensor with ``input``'s size (and, by default, dtype and device)."""
     return _like(empty, input, dtype, device, requires_grad, memory_format)
 
 
 def full_like(input: Tensor, fill_value, dtype=None, device=None,
               requires_grad: bool = False) -> Tensor:
+    """A tensor of ``fill_value`` with ``input``'s size (and, by default, dtype and device)."""
     return full(tuple(input.shape), fill_value, dtype=dtype or input.dtype,
                 device=device or input.device, requires_grad=requires_grad)
 
@@ -495,6 +495,7 @@ def seed() -> int:
 
 
 def initial_seed() -> int:
+    """The initial seed of the default random number generator."""
     return _initial_seed if _initial_seed is not None else seed()
 
 
@@ -520,11 +521,13 @@ def randn(*size, dtype=None, device=None, requires_grad: bool = False, generator
 
 
 def rand_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Uniform samples on [0, 1) with ``input``'s size (and, by default, dtype and device)."""
     return rand(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
                 requires_grad=requires_grad)
 
 
 def randn_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Standard normal samples with ``input``'s size (and, by default, dtype and device)."""
     return randn(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
                  requires_grad=requires_grad)
 
@@ -569,6 +572,7 @@ def arange(start, end=None, step=1, dtype=None, device=None,
 
 def linspace(start, end, steps: int, dtype=None, device=None,
              requires_grad: bool = False) -> Tensor:
+    """``steps`` values evenly spaced from ``start`` to ``end``, both included."""
     dt = as_dtype(dtype) or dtypes.get_default_dtype()
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
@@ -578,8 +582,47 @@ def linspace(start, end, steps: int, dtype=None, device=None,
 
 def eye(n: int, m: int | None = None, dtype=None, device=None,
         requires_grad: bool = False) -> Tensor:
+    """A 2-D tensor with ones on the diagonal and zeros elsewhere (``n`` by ``m``)."""
     dt = as_dtype(dtype) or dtypes.get_default_dtype()
     for name, v in (("n", n), ("m", m)):
         if v is not None and v < 0:
             raise RuntimeError(f"eye: {name} must be greater or equal to 0, got {v}")
     return _finish(host_to(np.eye(n, m), dt, resolve_device(device)), requires_grad)
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+def _new(factory):
+    """``x.new_<factory>(...)``: the factory, with ``x``'s dtype and device by default."""
+    def method(self, *size, dtype=None, device=None, requires_grad=False, **kw):
+        return factory(*size, dtype=dtype or self.dtype, device=device or self.device,
+                       requires_grad=requires_grad, **kw)
+    method.__name__ = f"new_{factory.__name__}"
+    method.__doc__ = f"A new tensor from ``{factory.__name__}``, by default of this tensor's " \
+                     f"dtype and device."
+    return method
+
+
+def _new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A new tensor filled with ``fill_value``, by default of this tensor's dtype and device."""
+    return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                requires_grad=requires_grad)
+
+
+def _new_tensor(self, data, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A new tensor of ``data``, by default of this tensor's dtype and device."""
+    return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                  requires_grad=requires_grad)
+
+
+OPS = tuple(OpInfo(n, globals()[n], method=False, grad="none") for n in (
+    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "empty_strided",
+    "zeros_like", "ones_like", "empty_like", "full_like", "rand", "randn", "randint",
+    "rand_like", "randn_like", "arange", "linspace", "eye", "manual_seed", "seed",
+    "initial_seed")) + (
+    OpInfo("new_zeros", _new(zeros), function=False, grad="none"),
+    OpInfo("new_ones", _new(ones), function=False, grad="none"),
+    OpInfo("new_empty", _new(empty), function=False, grad="none"),
+    OpInfo("new_full", _new_full, function=False, grad="none"),
+    OpInfo("new_tensor", _new_tensor, function=False, grad="none"),
+)

@@ -15,13 +15,11 @@ import numbers
 from ...runtime.dtype import bool as _BOOL
 from ...runtime.dtype import get_default_dtype, result_type
 from ..checks import operand_on_device
-from ..dispatch import Primitive, apply, apply_inplace
+from ..dispatch import Primitive, apply, apply_inplace, zeros
+from ..registry import OpInfo, export
 from ..tensor import Tensor
 from .creation import checked_scalar, scalar_tensor, wrapped_scalar
 
-__all__ = ["add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "log", "sqrt", "rsqrt",
-           "relu", "maximum", "minimum", "where", "isnan", "rsub", "reciprocal",
-           "gt", "ge", "lt", "le", "eq", "ne", "broadcast_shapes", "binary_operands"]
 
 _Number = numbers.Number
 
@@ -183,77 +181,85 @@ def rsub(input, other, *, alpha=1) -> Tensor:
 
 # -- mul / div ---------------------------------------------------------------------------------
 
-class MulBackward0(Primitive):
-    __slots__ = ()
-    op_name = "mul"
-    writes_out = True
-    save_inputs = (0, 1)
-    broadcasts = True
-
-    @staticmethod
-    def forward(ctx, k, a, b, out=None):
-        return k.mul(a, b, out=out)
-
-    @staticmethod
-    def vjp(ctx, k, saved, g):
-        a, b = saved
-        need_a, need_b = ctx.needs_input_grad
-        return (k.mul(g, b) if need_a else None), (k.mul(g, a) if need_b else None)
+def zero_vjp(ctx, k, saved, g):
+    """A zero gradient for each input that needs one (not g * 0: that would keep NaN and
+    inf)."""
+    if len(ctx.next_functions) == 1:
+        return zeros(k, g.shape, g)
+    return tuple(zeros(k, g.shape, g) if need else None for need in ctx.needs_input_grad)
 
 
-class MulBackward1(Primitive):
-    __slots__ = ()
-    op_name = "mul"
-    writes_out = True
+def binary_primitive(node: str, name: str, rule=None, *, scalar: bool = False,
+                     saves: bool = True, forward=None) -> type:
+    """The primitive (grad_fn ``node``) of a binary op: ``forward(ctx, k, a, b, out=None)``,
+    by default the contract's ``k.binary(name, a, b, out=out)``, and its ``vjp`` ``rule``
+    over ``saved = (a, b)`` (or ``(a,)`` with a Python scalar ``b``, which the default
+    forward keeps as ``ctx.s``); no rule means zero gradients, ``saves=False`` a rule that
+    needs no inputs. Tensor operands broadcast (dispatch sums each gradient back to its
+    input's shape)."""
+    if forward is None and scalar:
+        def forward(ctx, k, a, b, out=None):
+            ctx.s = b
+            return k.binary(name, a, b, out=out)
+    elif forward is None:
+        def forward(ctx, k, a, b, out=None):
+            return k.binary(name, a, b, out=out)
 
-    @staticmethod
-    def forward(ctx, k, a, s, out=None):
-        ctx.s = s
-        return k.mul(a, s, out=out)
+    class Op(Primitive):
+        __slots__ = ()
+        op_name = name
+        writes_out = True
+        broadcasts = not scalar
+        save_inputs = () if rule is None or not saves else (0,) if scalar else (0, 1)
+        vjp = staticmethod(rule or zero_vjp)
 
-    @staticmethod
-    def vjp(ctx, k, saved, g):
-        return k.mul(g, ctx.s)
-
-
-class DivBackward0(Primitive):
-    __slots__ = ()
-    op_name = "div"
-    writes_out = True
-    save_inputs = (0, 1)
-    broadcasts = True
-
-    @staticmethod
-    def forward(ctx, k, a, b, out=None):
-        return k.div(a, b, out=out)
-
-    @staticmethod
-    def vjp(ctx, k, saved, g):
-        a, b = saved
-        need_a, need_b = ctx.needs_input_grad
-        return (k.div(g, b) if need_a else None), \
-            (k.div(k.mul(k.neg(g), a), k.mul(b, b)) if need_b else None)
+    Op.forward = staticmethod(forward)
+    Op.__name__ = Op.__qualname__ = node
+    return Op
 
 
-class DivBackward1(MulBackward1):
-    __slots__ = ()
-    op_name = "div"
-    writes_out = True
+def _mul_rule(ctx, k, saved, g):
+    a, b = saved
+    need_a, need_b = ctx.needs_input_grad
+    return (k.mul(g, b) if need_a else None), (k.mul(g, a) if need_b else None)
 
-    @staticmethod
-    def forward(ctx, k, a, s, out=None):
-        ctx.s = s
-        return k.div(a, s, out=out)
 
-    @staticmethod
-    def vjp(ctx, k, saved, g):
-        return k.div(g, ctx.s)
+def _div_rule(ctx, k, saved, g):
+    a, b = saved
+    need_a, need_b = ctx.needs_input_grad
+    return (k.div(g, b) if need_a else None), \
+        (k.div(k.mul(k.neg(g), a), k.mul(b, b)) if need_b else None)
+
+
+def _mul(ctx, k, a, b, out=None):
+    return k.mul(a, b, out=out)
+
+
+def _mul_s(ctx, k, a, s, out=None):
+    ctx.s = s
+    return k.mul(a, s, out=out)
+
+
+def _div(ctx, k, a, b, out=None):
+    return k.div(a, b, out=out)
+
+
+def _div_s(ctx, k, a, s, out=None):
+    ctx.s = s
+    return k.div(a, s, out=out)
+
+
+MulBackward0 = binary_primitive("MulBackward0", "mul", _mul_rule, forward=_mul)
+MulBackward1 = binary_primitive("MulBackward0", "mul", lambda ctx, k, saved, g: k.mul(g, ctx.s),
+                                scalar=True, saves=False, forward=_mul_s)
+DivBackward0 = binary_primitive("DivBackward0", "div", _div_rule, forward=_div)
+DivBackward1 = binary_primitive("DivBackward0", "div", lambda ctx, k, saved, g: k.div(g, ctx.s),
+                                scalar=True, saves=False, forward=_div_s)
 
 
 # Python's ``x + 2`` reaches PyTorch's Tensor overload (the number is wrapped as a 0-d tensor),
 # so users see the tensor-tensor names there; the scalar primitives are named to match.
-for _cls, _name in ((AddBackward1, "AddBackward0"), (SubBackward1, "SubBackward0"),
-                    (MulBackward1, "MulBackward0"), (DivBackward1, "DivBackward0")):
+for _cls, _name in ((AddBackward1, "AddBackward0"), (SubBackward1, "SubBackward0")):
     _cls.__name__ = _cls.__qualname__ = _name
 
 
@@ -287,6 +293,7 @@ true_divide = div
 
 
 def reciprocal(x: Tensor) -> Tensor:
+    """``1 / input`` (integers promote to the default float dtype)."""
     return pow(x if x._dtype.is_floating_point else x.to(get_default_dtype()), -1)
 
 
@@ -364,140 +371,116 @@ def pow(input, exponent, *, out=None) -> Tensor:  # noqa: A001
     return _result(apply(PowBackward0, (a,), b), out)
 
 
-# -- unary -------------------------------------------------------------------------------------
+# -- unary ops: one row builds the primitive, the function and the in-place method -------------
 
-class NegBackward0(Primitive):
-    __slots__ = ()
-    op_name = "neg"
-    writes_out = True
+def unary(name: str, rule=None, *, saves: str | None = None, kind: str = "float",
+          node: str | None = None, forward=None, out_arg: bool = True, inplace: bool = True,
+          bool_error: str | None = None, bool_copies: bool = False, **row) -> OpInfo:
+    """The table row of the differentiable unary op ``name``, with its primitive.
 
-    @staticmethod
-    def forward(ctx, k, x, out=None):
-        return k.neg(x, out=out)
+    The forward is ``forward(ctx, k, x, out=None)``, by default the contract's
+    ``k.unary(name, x, out=out)``. ``rule`` is its ``vjp(ctx, k, saved, g)``; ``saved``
+    holds the input (``saves="input"``) or the output (``saves="output"``); no rule means a
+    zero gradient (the rounding ops, as PyTorch). ``kind`` is the dtype rule:
 
-    @staticmethod
-    def vjp(ctx, k, saved, g):
-        return k.neg(g)
+    - ``float``: integers and bool promote to the default float dtype (``sin``); in place,
+      they are refused (the result cannot be cast back);
+    - ``round``: integers are whole already, so the result is a copy (in place: nothing to
+      do); bool is refused;
+    - ``any``: integers keep their dtype (``abs``); bool is refused with ``bool_error``, or
+      copied if ``bool_copies`` (``sign``).
 
+    The remaining keywords go to :class:`OpInfo` (aliases, operators, flops, grad, dtypes).
+    """
+    if kind not in ("float", "round", "any"):
+        raise ValueError(f"unary {name}: unknown kind {kind!r}")
+    if forward is None:
+        def forward(ctx, k, x, out=None):
+            return k.unary(name, x, out=out)
 
-class ExpBackward0(Primitive):
-    __slots__ = ()
-    op_name = "exp"
-    writes_out = True
-    save_output = True
+    class Op(Primitive):
+        __slots__ = ()
+        op_name = name
+        writes_out = out_arg
+        save_inputs = (0,) if saves == "input" else ()
+        save_output = saves == "output"
+        vjp = staticmethod(rule or zero_vjp)
 
-    @staticmethod
-    def forward(ctx, k, x, out=None):
-        return k.exp(x, out=out)
+    Op.forward = staticmethod(forward)
 
-    @staticmethod
-    def vjp(ctx, k, saved, g):
-        out, = saved
-        return k.mul(g, out)
+    Op.__name__ = Op.__qualname__ = node or f"{name.capitalize()}Backward0"
+    refuse_bool = bool_error or f"{name}: not supported for bool tensors"
 
+    def operand(x) -> Tensor | None:
+        """The tensor to apply Op to, or None when the result is a copy of ``x``."""
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(x).__name__}")
+        dt = x._dtype
+        if dt.is_floating_point or dt.is_complex:
+            return x
+        if kind == "float":
+            return x.to(get_default_dtype())
+        if dt is _BOOL:
+            if bool_copies:
+                return None
+            raise RuntimeError(refuse_bool)
+        return None if kind == "round" else x
 
-class LogBackward0(Primitive):
-    __slots__ = ()
-    op_name = "log"
-    writes_out = True
-    save_inputs = (0,)
+    if out_arg:
+        def fn(input: Tensor, *, out=None) -> Tensor:
+            x = operand(input)
+            return _result(input.clone() if x is None else apply(Op, (x,)), out)
+    else:
+        def fn(input: Tensor) -> Tensor:
+            x = operand(input)
+            return input.clone() if x is None else apply(Op, (x,))
 
-    @staticmethod
-    def forward(ctx, k, x, out=None):
-        return k.log(x, out=out)
+    def method_(self: Tensor) -> Tensor:
+        dt = self._dtype
+        if not (dt.is_floating_point or dt.is_complex):
+            if kind == "float":
+                raise RuntimeError(f"{name}_: result type Float can't be cast to the desired "
+                                   f"output type {dt.name.capitalize()}")
+            if operand(self) is None:
+                return self
+        return apply_inplace(Op, self, ())
 
-    @staticmethod
-    def vjp(ctx, k, saved, g):
-        x, = saved
-        return k.div(g, x)
-
-
-class SqrtBackward0(Primitive):
-    __slots__ = ()
-    op_name = "sqrt"
-    writes_out = True
-    save_output = True
-
-    @staticmethod
-    def forward(ctx, k, x, out=None):
-        return k.sqrt(x, out=out)
-
-    @staticmethod
-    def vjp(ctx, k, saved, g):
-        out, = saved
-        return k.div(g, k.mul(out, 2))
-
-
-class RsqrtBackward0(Primitive):
-    """1 / sqrt(x), as the reciprocal of the root so that rsqrt(-0.0) is -inf (IEEE, and
-    PyTorch), where -0.0 ** -0.5 would be +inf: d/dx = -y ** 3 / 2."""
-
-    __slots__ = ()
-    op_name = "rsqrt"
-    save_output = True
-
-    @staticmethod
-    def forward(ctx, k, x):
-        return k.pow(k.sqrt(x), -1)
-
-    @staticmethod
-    def vjp(ctx, k, saved, g):
-        out, = saved
-        return k.mul(g, k.mul(k.mul(out, k.mul(out, out)), -0.5))
-
-
-class ReluBackward0(Primitive):
-    """relu(x) = max(x, 0): the gradient passes where the output is positive."""
-
-    __slots__ = ()
-    op_name = "relu"
-    writes_out = True
-    save_output = True
-
-    @staticmethod
-    def forward(ctx, k, x, out=None):
-        return k.relu(x, out=out)
-
-    @staticmethod
-    def vjp(ctx, k, saved, g):
-        out, = saved
-        return k.binary("relu_backward", g, out)
+    fn.__name__, method_.__name__ = name, name + "_"
+    fn.__qualname__, method_.__qualname__ = name, name + "_"
+    fn.__doc__ = row.pop("doc", None) or f"Elementwise ``{name}``."
+    method_.__doc__ = f"In-place ``{name}``."
+    row.setdefault("flops", "elementwise")
+    row.setdefault("dtypes", _KIND_DTYPES[kind])
+    return OpInfo(name, fn, inplace=method_ if inplace else None, node=Op, **row)
 
 
-def _floating(x: Tensor, op: str) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
-    return x if (x._dtype.is_floating_point or x._dtype.is_complex) else x.to(get_default_dtype())
+_KIND_DTYPES = {"float": "floats; integers promote", "round": "all but bool; integers copied",
+                "any": "all but bool"}
 
 
-def neg(x: Tensor, *, out=None) -> Tensor:
-    if x._dtype.name == "bool":
-        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If "
-                           "you are trying to invert a mask, use the `~` or `logical_not()` "
-                           "operator instead.")
-    return _result(apply(NegBackward0, (x,)), out)
-
-
-def exp(x: Tensor, *, out=None) -> Tensor:
-    return _result(apply(ExpBackward0, (_floating(x, "exp"),)), out)
-
-
-def log(x: Tensor, *, out=None) -> Tensor:
-    return _result(apply(LogBackward0, (_floating(x, "log"),)), out)
-
-
-def sqrt(x: Tensor, *, out=None) -> Tensor:
-    return _result(apply(SqrtBackward0, (_floating(x, "sqrt"),)), out)
-
-
-def rsqrt(x: Tensor) -> Tensor:
-    return apply(RsqrtBackward0, (_floating(x, "rsqrt"),))
-
-
-def relu(x: Tensor) -> Tensor:
-    if x._dtype is _BOOL:
-        raise RuntimeError("Boolean inputs not supported for relu")
-    return apply(ReluBackward0, (x,))
+_UNARY = (
+    unary("neg", lambda ctx, k, s, g: k.neg(g), kind="any", operators=("__neg__",),
+          forward=lambda ctx, k, x, out=None: k.neg(x, out=out), grad="-g", dtypes="all but bool",
+          bool_error="Negation, the `-` operator, on a bool tensor is not supported. If you "
+                     "are trying to invert a mask, use the `~` or `logical_not()` operator "
+                     "instead.", doc="``-input``."),
+    unary("exp", lambda ctx, k, s, g: k.mul(g, s[0]), saves="output",
+          forward=lambda ctx, k, x, out=None: k.exp(x, out=out), grad="g * y"),
+    unary("log", lambda ctx, k, s, g: k.div(g, s[0]), saves="input",
+          forward=lambda ctx, k, x, out=None: k.log(x, out=out), grad="g / x"),
+    unary("sqrt", lambda ctx, k, s, g: k.div(g, k.mul(s[0], 2)), saves="output",
+          forward=lambda ctx, k, x, out=None: k.sqrt(x, out=out), grad="g / (2 y)"),
+    # 1 / sqrt(x) as the reciprocal of the root, so that rsqrt(-0.0) is -inf (IEEE, and
+    # PyTorch), where -0.0 ** -0.5 would be +inf
+    unary("rsqrt", lambda ctx, k, s, g: k.mul(g, k.mul(k.mul(s[0], k.mul(s[0], s[0])), -0.5)),
+          saves="output", forward=lambda ctx, k, x: k.pow(k.sqrt(x), -1), out_arg=False,
+          inplace=False, grad="-g y^3 / 2"),
+    unary("relu", lambda ctx, k, s, g: k.binary("relu_backward", g, s[0]), saves="output",
+          kind="any", forward=lambda ctx, k, x, out=None: k.relu(x, out=out), out_arg=False,
+          bool_error="Boolean inputs not supported for relu", grad="g where y > 0",
+          doc="``max(input, 0)``: the gradient passes where the output is positive."),
+)
+neg, exp, log, sqrt, rsqrt, relu = (row.fn for row in _UNARY)
 
 
 # -- maximum / minimum / where -----------------------------------------------------------------
@@ -543,6 +526,7 @@ def _split_by(k, g, a_loses, b_loses, tie):
 
 
 def maximum(input: Tensor, other: Tensor) -> Tensor:
+    """The elementwise maximum of ``input`` and ``other`` (broadcasting; NaN propagates)."""
     a, b = binary_operands(input, other, "maximum")
     if not isinstance(b, Tensor):
         raise TypeError("maximum(): argument 'other' must be Tensor")
@@ -550,6 +534,7 @@ def maximum(input: Tensor, other: Tensor) -> Tensor:
 
 
 def minimum(input: Tensor, other: Tensor) -> Tensor:
+    """The elementwise minimum of ``input`` and ``other`` (broadcasting; NaN propagates)."""
     a, b = binary_operands(input, other, "minimum")
     if not isinstance(b, Tensor):
         raise TypeError("minimum(): argument 'other' must be Tensor")
@@ -634,7 +619,13 @@ def _comparison(name: str):
 gt, ge, lt, le, eq, ne = (_comparison(n) for n in ("gt", "ge", "lt", "le", "eq", "ne"))
 
 
+def positive(input: Tensor) -> Tensor:
+    """``+input``: the tensor itself."""
+    return input
+
+
 def isnan(x: Tensor) -> Tensor:
+    """True where an element is NaN."""
     return ne(x, x)
 
 
@@ -704,22 +695,45 @@ mul_ = _inplace(MulBackward0, MulBackward1)
 div_ = _inplace(DivBackward0, DivBackward1, promote_float=True)
 
 
-def _unary_inplace(op):
-    def method(self: Tensor) -> Tensor:
-        return apply_inplace(op, self, ())
-    method.__name__ = op.op_name + "_"
-    return method
-
-
-neg_ = _unary_inplace(NegBackward0)
-exp_ = _unary_inplace(ExpBackward0)
-log_ = _unary_inplace(LogBackward0)
-sqrt_ = _unary_inplace(SqrtBackward0)
-relu_ = _unary_inplace(ReluBackward0)
-
-
 def pow_(self: Tensor, exponent) -> Tensor:
     if isinstance(exponent, Tensor):
         return apply_inplace(PowBackward1, self, (exponent.to(self._dtype),))
     return apply_inplace(PowBackward0, self, (), exponent)
 
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+def _binary(name, fn, inplace, grad, reflected=None, op=None, aliases=()):
+    op = op or name
+    return OpInfo(name, fn, inplace=inplace, operators=(f"__{op}__", f"__r{op}__", f"__i{op}__"),
+                  reflected=reflected, aliases=aliases, flops="elementwise", dtypes="promoted",
+                  grad=grad)
+
+
+def _compare(name):
+    return OpInfo(name, globals()[name], operators=(f"__{name}__",), dtypes="promoted; bool result",
+                  grad="none")
+
+
+OPS = _UNARY + (
+    _binary("add", add, add_, "g, alpha g"),
+    _binary("sub", sub, sub_, "g, -alpha g", reflected=rsub),
+    _binary("mul", mul, mul_, "g b, g a"),
+    _binary("div", div, div_, "g / b, -g a / b^2",
+            reflected=lambda self, other: mul(reciprocal(self), other), op="truediv",
+            aliases=("true_divide",)),
+    _binary("pow", pow, pow_, "g e x^(e-1), g y log x",
+            reflected=lambda self, other: pow(other, self)),
+    OpInfo("rsub", rsub, method=False, dtypes="promoted", grad="-alpha g"),
+    OpInfo("reciprocal", reciprocal, dtypes="floats; integers promote", grad="-g y^2"),
+    OpInfo("maximum", maximum, flops="elementwise", dtypes="promoted",
+           grad="to the larger; ties split"),
+    OpInfo("minimum", minimum, flops="elementwise", dtypes="promoted",
+           grad="to the smaller; ties split"),
+    OpInfo("where", where, method=lambda self, condition, other: where(condition, self, other),
+           flops="elementwise", dtypes="promoted", grad="g where cond, g elsewhere"),
+    OpInfo("isnan", isnan, dtypes="bool result", grad="none"),
+    OpInfo("positive", positive, operators=("__pos__",), dtypes="all", grad="g"),
+) + tuple(_compare(n) for n in ("gt", "ge", "lt", "le", "eq", "ne"))
+export(OPS, globals())

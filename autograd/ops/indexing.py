@@ -23,6 +23,7 @@ import warnings
 
 import numpy as np
 
+from ..registry import OpInfo
 from ...kernels import backend
 from ...runtime import dtype as dtypes
 from ..dispatch import (Primitive, apply, apply_inplace, as_shape, call, expanded_dims, meta,
@@ -37,9 +38,6 @@ from .pointwise import fill_
 from .views import SliceScatterBackward0, is_basic_index, list_as_tuple
 from .views import getitem as _basic_getitem
 
-__all__ = ["advanced_getitem", "setitem", "index_put", "index_put_", "gather", "scatter",
-           "scatter_", "scatter_add", "scatter_add_", "index_select", "masked_fill",
-           "masked_fill_", "nonzero", "masked_select", "gather_backward"]
 
 _Number = numbers.Number
 _INDEX_DTYPES = (dtypes.int64, dtypes.int32, dtypes.int16, dtypes.int8, dtypes.uint8)
@@ -749,3 +747,19 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     shape = broadcast_shapes(tuple(input.shape), tuple(mask.shape))
     return advanced_getitem(input.expand(shape), mask.expand(shape))
 
+
+# -- the table ---------------------------------------------------------------------------------
+
+OPS = (
+    OpInfo("gather", gather, grad="g scattered-added back"),
+    OpInfo("scatter", scatter, inplace=scatter_, grad="g masked, src: g gathered"),
+    OpInfo("scatter_add", scatter_add, inplace=scatter_add_, grad="g, src: g gathered"),
+    OpInfo("index_select", index_select, grad="g index-added back"),
+    OpInfo("index_put", index_put, inplace=index_put_, grad="g masked, values: g indexed"),
+    OpInfo("index_put_", index_put_, method=False, grad="g masked, values: g indexed"),
+    OpInfo("masked_fill", masked_fill, inplace=masked_fill_, grad="g where not mask"),
+    OpInfo("masked_select", masked_select, grad="g scattered back"),
+    OpInfo("nonzero", nonzero, grad="none"),
+    OpInfo("setitem", setitem, function=False, method=False, operators=("__setitem__",),
+           grad="g masked, value: g indexed"),
+)

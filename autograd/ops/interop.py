@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..registry import OpInfo
 from ...runtime import dlpack as _dl
 from ...runtime import dtype as dtypes
 from ..tensor import Tensor, make
 from .creation import resolve_device
 
-__all__ = ["cuda_array_interface", "dlpack", "dlpack_device", "from_dlpack"]
 
 _KDL_CPU, _KDL_CUDA = _dl.KDL_CPU, _dl.KDL_CUDA
 
@@ -217,3 +217,14 @@ def cuda_array_interface(self: Tensor) -> dict:
     ptr = self.data_ptr() if self.numel() else 0
     return {"typestr": typestr, "shape": shape, "strides": strides, "data": (ptr, False),
             "version": 3, "stream": int(handle) if handle else 1}
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+OPS = (
+    OpInfo("from_dlpack", from_dlpack, method=False, grad="none"),
+    OpInfo("dlpack", dlpack, function=False, method=False, operators=("__dlpack__",),
+           grad="none"),
+    OpInfo("dlpack_device", dlpack_device, function=False, method=False,
+           operators=("__dlpack_device__",), grad="none"),
+)

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
+from ..registry import OpInfo
 from ..checks import check_devices_match, expected_scalar_type
 from ..dispatch import Primitive, apply
 from ..tensor import Tensor
 
-__all__ = ["mm", "bmm", "matmul"]
 
 
 class MmBackward0(Primitive):
@@ -175,3 +175,13 @@ def _as_batch(x: Tensor, full: tuple, flat: tuple) -> Tensor:
     if tuple(x.shape) != full:
         x = x.expand(full)
     return x if tuple(x.shape) == flat else x.reshape(flat)
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+OPS = (
+    OpInfo("mm", mm, flops="matmul", grad="g b^T, a^T g"),
+    OpInfo("bmm", bmm, flops="matmul", grad="g b^T, a^T g per batch"),
+    OpInfo("matmul", matmul, flops="matmul", operators=("__matmul__", "__rmatmul__"),
+           reflected=lambda self, other: matmul(other, self), grad="g b^T, a^T g, broadcast"),
+)

@@ -12,82 +12,59 @@ gradients, as in PyTorch. Ops of ints promote to the default float dtype where P
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 
 from ...runtime import dtype as dtypes
 from ...runtime.dtype import result_type
 from ..dispatch import Primitive, apply, apply_inplace, zeros
+from ..registry import OpInfo, export
 from ..checks import operand_on_device
 from ..tensor import Tensor
 from .creation import checked_scalar, wrapped_scalar
 from .elementwise import (
     _can_cast,
-    _floating,
     _operand,
     _result,
     binary_operands,
-    broadcast_shapes)
-
-__all__ = ["abs", "absolute", "sin", "cos", "tanh", "sigmoid", "sign", "floor", "ceil", "round",
-           "trunc", "fix", "log1p", "expm1", "clamp", "clip", "clamp_min", "clamp_max",
-           "floor_divide", "remainder", "div_trunc", "bitwise_and", "bitwise_or",
-           "bitwise_xor", "bitwise_not", "logical_and", "logical_or", "logical_xor",
-           "logical_not", "isinf", "isfinite", "fill_", "zero_", "clamp_", "clip_"]
+    binary_primitive,
+    broadcast_shapes,
+    unary,
+    zero_vjp)
 
 _Number = numbers.Number
 
 
-def _zero_vjp(ctx, k, saved, g):
-    """A zero gradient for each input that needs one (not g * 0: that would keep NaN and
-    inf)."""
-    if len(ctx.next_functions) == 1:
-        return zeros(k, g.shape, g)
-    return tuple(zeros(k, g.shape, g) if need else None for need in ctx.needs_input_grad)
+# -- unary math: one row per op (elementwise.unary builds its primitive, function, in-place) ----
 
-
-# -- unary math: one primitive per derivative rule ------------------------------------------------
-
-def _unary_op(cls_name: str, name: str, save: str | None, rule):
-    """A primitive running ``k.unary(name, x)``. ``rule`` is its ``vjp(ctx, k, (x or y,), g)``
-    (the saved value is the input when save == "input", the output for "output"); a rule of
-    None means a zero gradient."""
-
-    class Op(Primitive):
-        __slots__ = ()
-        op_name = name
-        writes_out = True
-        save_inputs = (0,) if save == "input" else ()
-        save_output = save == "output"
-
-        @staticmethod
-        def forward(ctx, k, x, out=None):
-            return k.unary(name, x, out=out)
-
-        vjp = staticmethod(_zero_vjp if rule is None else rule)
-
-    Op.__name__ = Op.__qualname__ = cls_name
-    return Op
-
-
-AbsBackward0 = _unary_op("AbsBackward0", "abs", "input",
-                         lambda ctx, k, s, g: k.mul(g, k.unary("sign", s[0])))
-SinBackward0 = _unary_op("SinBackward0", "sin", "input",
-                         lambda ctx, k, s, g: k.mul(g, k.unary("cos", s[0])))
-CosBackward0 = _unary_op("CosBackward0", "cos", "input",
-                         lambda ctx, k, s, g: k.mul(g, k.neg(k.unary("sin", s[0]))))
-TanhBackward0 = _unary_op("TanhBackward0", "tanh", "output",
-                          lambda ctx, k, s, g: k.binary("tanh_backward", g, s[0]))
-SigmoidBackward0 = _unary_op("SigmoidBackward0", "sigmoid", "output",
-                             lambda ctx, k, s, g: k.binary("sigmoid_backward", g, s[0]))
-Log1PBackward0 = _unary_op("Log1PBackward0", "log1p", "input",
-                           lambda ctx, k, s, g: k.div(g, k.add(s[0], 1)))
-Expm1Backward0 = _unary_op("Expm1Backward0", "expm1", "output",
-                           lambda ctx, k, s, g: k.mul(g, k.add(s[0], 1)))
-SignBackward0 = _unary_op("SignBackward0", "sign", None, None)
-FloorBackward0 = _unary_op("FloorBackward0", "floor", None, None)
-CeilBackward0 = _unary_op("CeilBackward0", "ceil", None, None)
-RoundBackward0 = _unary_op("RoundBackward0", "round", None, None)
-TruncBackward0 = _unary_op("TruncBackward0", "trunc", None, None)
+_UNARY = (
+    unary("abs", lambda ctx, k, s, g: k.mul(g, k.unary("sign", s[0])), saves="input", kind="any",
+          aliases=("absolute",), operators=("__abs__",), grad="g sign(x)",
+          doc="``|x|`` (integers stay integers); the gradient is ``sign(x)`` (0 at 0)."),
+    unary("sin", lambda ctx, k, s, g: k.mul(g, k.unary("cos", s[0])), saves="input",
+          grad="g cos(x)"),
+    unary("cos", lambda ctx, k, s, g: k.mul(g, k.neg(k.unary("sin", s[0]))), saves="input",
+          grad="-g sin(x)"),
+    unary("tan", lambda ctx, k, s, g: k.mul(g, k.add(k.mul(s[0], s[0]), 1)), saves="output",
+          grad="g (1 + y^2)"),
+    unary("tanh", lambda ctx, k, s, g: k.binary("tanh_backward", g, s[0]), saves="output",
+          grad="g (1 - y^2)"),
+    unary("sigmoid", lambda ctx, k, s, g: k.binary("sigmoid_backward", g, s[0]),
+          saves="output", grad="g y (1 - y)"),
+    unary("log1p", lambda ctx, k, s, g: k.div(g, k.add(s[0], 1)), saves="input",
+          node="Log1PBackward0", grad="g / (1 + x)"),
+    unary("expm1", lambda ctx, k, s, g: k.mul(g, k.add(s[0], 1)), saves="output",
+          grad="g (y + 1)"),
+    unary("sign", kind="any", bool_copies=True, flops=None, grad="0",
+          doc="-1, 0 or 1 by the sign of each element (0 for NaN, as PyTorch); zero gradient."),
+    unary("floor", kind="round", flops=None, grad="0"),
+    unary("ceil", kind="round", flops=None, grad="0"),
+    unary("trunc", kind="round", flops=None, grad="0", aliases=("fix",)),
+)
+abs, sin, cos, tan, tanh, sigmoid, log1p, expm1, sign, floor, ceil, trunc = (  # noqa: A001
+    row.fn for row in _UNARY)
+_ROUND = unary("round", kind="round", flops=None, grad="0",
+               doc="Rounds half to even, to ``decimals`` decimal places; zero gradient.")
 
 
 class BitwiseNotOp(Primitive):
@@ -106,75 +83,16 @@ def _tensor_arg(x, op: str) -> Tensor:
     return x
 
 
-def abs(input: Tensor, *, out=None) -> Tensor:  # noqa: A001
-    """``|x|`` (integers stay integers); the gradient is ``sign(x)`` (0 at 0)."""
-    x = _tensor_arg(input, "abs")
-    if x._dtype is dtypes.bool:
-        raise RuntimeError("abs: not supported for bool tensors")
-    return _result(apply(AbsBackward0, (x,)), out)
-
-
-absolute = abs
-
-
-def _float_unary(op, name):
-    def fn(input: Tensor, *, out=None) -> Tensor:
-        return _result(apply(op, (_floating(input, name),)), out)
-    fn.__name__ = name
-    fn.__doc__ = f"Elementwise ``{name}`` (integers promote to the default float dtype)."
-    return fn
-
-
-sin = _float_unary(SinBackward0, "sin")
-cos = _float_unary(CosBackward0, "cos")
-tanh = _float_unary(TanhBackward0, "tanh")
-sigmoid = _float_unary(SigmoidBackward0, "sigmoid")
-log1p = _float_unary(Log1PBackward0, "log1p")
-expm1 = _float_unary(Expm1Backward0, "expm1")
-
-
-def sign(input: Tensor, *, out=None) -> Tensor:
-    """-1, 0 or 1 by the sign of each element (0 for NaN, as PyTorch); zero gradient."""
-    x = _tensor_arg(input, "sign")
-    if x._dtype is dtypes.bool:
-        return _result(x.clone(), out)
-    return _result(apply(SignBackward0, (x,)), out)
-
-
-def _rounding(op, name):
-    def fn(input: Tensor, *, out=None) -> Tensor:
-        x = _tensor_arg(input, name)
-        if not x._dtype.is_floating_point:
-            if x._dtype is dtypes.bool:
-                raise RuntimeError(f"{name}: not supported for bool tensors")
-            return _result(x.clone(), out)  # integers are already whole
-        return _result(apply(op, (x,)), out)
-    fn.__name__ = name
-    fn.__doc__ = f"Elementwise ``{name}``; its gradient is zero."
-    return fn
-
-
-floor = _rounding(FloorBackward0, "floor")
-ceil = _rounding(CeilBackward0, "ceil")
-trunc = _rounding(TruncBackward0, "trunc")
-fix = trunc
-_round0 = _rounding(RoundBackward0, "round")
-
-
 def round(input: Tensor, *, decimals: int = 0, out=None) -> Tensor:  # noqa: A001
     """Rounds half to even, to ``decimals`` decimal places; zero gradient."""
     if decimals == 0:
-        return _round0(input, out=out)
+        return _ROUND.fn(input, out=out)
     x = _tensor_arg(input, "round")
     if not x._dtype.is_floating_point:
         return _result(x.clone(), out)
-    scale = 10.0 ** abs_int(decimals)
-    r = _round0(x * scale) / scale if decimals > 0 else _round0(x / scale) * scale
+    scale = 10.0 ** (decimals if decimals >= 0 else -decimals)
+    r = _ROUND.fn(x * scale) / scale if decimals > 0 else _ROUND.fn(x / scale) * scale
     return _result(r, out)
-
-
-def abs_int(n: int) -> int:
-    return n if n >= 0 else -n
 
 
 def isinf(input: Tensor) -> Tensor:
@@ -337,10 +255,12 @@ clip = clamp
 
 
 def clamp_min(input: Tensor, min) -> Tensor:  # noqa: A002
+    """``clamp(input, min=min)``."""
     return clamp(input, min=min)
 
 
 def clamp_max(input: Tensor, max) -> Tensor:  # noqa: A002
+    """``clamp(input, max=max)``."""
     return clamp(input, max=max)
 
 
@@ -367,29 +287,6 @@ clip_ = clamp_
 
 # -- integer division and remainder -----------------------------------------------------------
 
-def _binary_op(cls_name: str, name: str, rule, differentiable: bool = True, scalar=False):
-    """A primitive running ``k.binary(name, a, b)``; ``rule`` its ``vjp`` (None: a zero
-    gradient)."""
-
-    class Op(Primitive):
-        __slots__ = ()
-        op_name = name
-        writes_out = True
-        broadcasts = not scalar
-        save_inputs = () if rule is None else (0,) if scalar else (0, 1)
-        vjp = staticmethod(_zero_vjp if rule is None else rule)
-
-        @staticmethod
-        def forward(ctx, k, a, b, out=None):
-            if scalar:
-                ctx.s = b
-            return k.binary(name, a, b, out=out)
-
-    Op.differentiable = differentiable
-    Op.__name__ = Op.__qualname__ = cls_name
-    return Op
-
-
 def _remainder_rule(ctx, k, saved, g):
     a, b = saved
     need_a, need_b = ctx.needs_input_grad
@@ -397,14 +294,13 @@ def _remainder_rule(ctx, k, saved, g):
         (k.mul(k.neg(g), k.binary("floor_divide", a, b)) if need_b else None)
 
 
-FloorDivideBackward0 = _binary_op("FloorDivideBackward0", "floor_divide", None)
-FloorDivideBackward1 = _binary_op("FloorDivideBackward0", "floor_divide", None, scalar=True)
-DivTruncBackward0 = _binary_op("DivBackward2", "trunc_divide", None)
-DivTruncBackward1 = _binary_op("DivBackward2", "trunc_divide", None, scalar=True)
-RemainderBackward0 = _binary_op("RemainderBackward0", "remainder", _remainder_rule)
-RemainderBackward1 = _binary_op("RemainderBackward0", "remainder",
-                                lambda ctx, k, saved, g: g, scalar=True)
-RemainderBackward1.save_inputs = ()
+FloorDivideBackward0 = binary_primitive("FloorDivideBackward0", "floor_divide")
+FloorDivideBackward1 = binary_primitive("FloorDivideBackward0", "floor_divide", scalar=True)
+DivTruncBackward0 = binary_primitive("DivBackward2", "trunc_divide")
+DivTruncBackward1 = binary_primitive("DivBackward2", "trunc_divide", scalar=True)
+RemainderBackward0 = binary_primitive("RemainderBackward0", "remainder", _remainder_rule)
+RemainderBackward1 = binary_primitive("RemainderBackward0", "remainder",
+                                      lambda ctx, k, saved, g: g, scalar=True, saves=False)
 
 
 def _division(op_t, op_s, name):
@@ -569,7 +465,7 @@ class FillBackward0(Primitive):
         k.copy_(out, value)
         return out
 
-    vjp = staticmethod(_zero_vjp)
+    vjp = staticmethod(zero_vjp)
 
 
 class ZeroBackward0(FillBackward0):
@@ -620,35 +516,43 @@ def zero_(self: Tensor) -> Tensor:
     return apply_inplace(ZeroBackward0, self, (), False if self._dtype is dtypes.bool else 0)
 
 
-# -- in-place unary -------------------------------------------------------------------------------
+# -- the table ---------------------------------------------------------------------------------
 
-def _unary_inplace(op, name: str, kind: str):
-    """``x.<name>_()``: kind "float" needs a float tensor (the result is float), "round" is a
-    no-op on integers, "any" takes ints and floats."""
-
-    def method(self: Tensor) -> Tensor:
-        if not self._dtype.is_floating_point:
-            if kind == "round" and self._dtype is not dtypes.bool:
-                return self
-            if kind == "float" or self._dtype is dtypes.bool:
-                raise RuntimeError(f"{name}_: result type Float can't be cast to the desired "
-                                   f"output type {self._dtype.name.capitalize()}")
-        return apply_inplace(op, self, ())
-
-    method.__name__ = name + "_"
-    method.__doc__ = f"In-place ``{name}``."
-    return method
+def _bitwise_row(name, fn, inplace, op):
+    return OpInfo(name, fn, inplace=inplace, operators=(f"__{op}__", f"__r{op}__", f"__i{op}__"),
+                  dtypes="integers and bool", grad="none")
 
 
-abs_ = _unary_inplace(AbsBackward0, "abs", "any")
-sign_ = _unary_inplace(SignBackward0, "sign", "any")
-sin_ = _unary_inplace(SinBackward0, "sin", "float")
-cos_ = _unary_inplace(CosBackward0, "cos", "float")
-tanh_ = _unary_inplace(TanhBackward0, "tanh", "float")
-sigmoid_ = _unary_inplace(SigmoidBackward0, "sigmoid", "float")
-log1p_ = _unary_inplace(Log1PBackward0, "log1p", "float")
-expm1_ = _unary_inplace(Expm1Backward0, "expm1", "float")
-floor_ = _unary_inplace(FloorBackward0, "floor", "round")
-ceil_ = _unary_inplace(CeilBackward0, "ceil", "round")
-round_ = _unary_inplace(RoundBackward0, "round", "round")
-trunc_ = _unary_inplace(TruncBackward0, "trunc", "round")
+def _logical_row(name, fn):
+    return OpInfo(name, fn, dtypes="any; bool result", grad="none")
+
+
+OPS = _UNARY + (
+    dataclasses.replace(_ROUND, fn=round),
+    OpInfo("clamp", clamp, inplace=clamp_, aliases=("clip",), flops="elementwise",
+           dtypes="promoted with the bounds", grad="g where min <= x <= max"),
+    OpInfo("clamp_min", clamp_min, dtypes="promoted", grad="g where x >= min"),
+    OpInfo("clamp_max", clamp_max, dtypes="promoted", grad="g where x <= max"),
+    OpInfo("floor_divide", floor_divide, inplace=floor_divide_,
+           operators=("__floordiv__", "__rfloordiv__", "__ifloordiv__"),
+           reflected=lambda self, other: floor_divide(other, self), dtypes="all but bool",
+           grad="0"),
+    OpInfo("remainder", remainder, inplace=remainder_,
+           operators=("__mod__", "__rmod__", "__imod__"),
+           reflected=lambda self, other: remainder(other, self), dtypes="all but bool",
+           grad="g, -g floor(a / b)"),
+    _bitwise_row("bitwise_and", bitwise_and, bitwise_and_, "and"),
+    _bitwise_row("bitwise_or", bitwise_or, bitwise_or_, "or"),
+    _bitwise_row("bitwise_xor", bitwise_xor, bitwise_xor_, "xor"),
+    OpInfo("bitwise_not", bitwise_not, operators=("__invert__",), dtypes="integers and bool",
+           grad="none"),
+    _logical_row("logical_and", logical_and),
+    _logical_row("logical_or", logical_or),
+    _logical_row("logical_xor", logical_xor),
+    _logical_row("logical_not", logical_not),
+    OpInfo("isinf", isinf, dtypes="bool result", grad="none"),
+    OpInfo("isfinite", isfinite, dtypes="bool result", grad="none"),
+    OpInfo("fill_", fill_, function=False, dtypes="the tensor's", grad="0 (value: sum of g)"),
+    OpInfo("zero_", zero_, function=False, dtypes="the tensor's", grad="0"),
+)
+export(OPS, globals())

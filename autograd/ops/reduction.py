@@ -14,13 +14,12 @@ from __future__ import annotations
 import builtins
 import collections
 
+from ..registry import OpInfo
 from ...runtime import dtype as dtypes
 from ..dispatch import Primitive, apply, as_shape, call, meta
 from ..tensor import Tensor, wrap_dim
 from .elementwise import maximum, minimum
 
-__all__ = ["sum", "mean", "any", "all", "reduce_dims", "max", "min", "amax", "amin", "argmax",
-           "argmin", "var", "std", "prod", "logsumexp", "cumsum", "return_types"]
 
 
 def reduce_dims(x: Tensor, dim, op: str) -> tuple:
@@ -550,3 +549,28 @@ def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     if input.ndim == 0:
         return apply(CumsumBackward0, (input.reshape(1),), 0, False).reshape(())
     return apply(CumsumBackward0, (input,), d, False)
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+_EXTREMA = "to the elements equal to the result, evenly shared (max(dim): the index)"
+
+OPS = (
+    OpInfo("sum", sum, flops="reduction", dtypes="all; integers and bool sum to int64",
+           grad="g expanded"),
+    OpInfo("mean", mean, flops="reduction", dtypes="floats (dtype= for others)",
+           grad="g expanded / n"),
+    OpInfo("any", any, dtypes="all; bool result", grad="none"),
+    OpInfo("all", all, dtypes="all; bool result", grad="none"),
+    *(OpInfo(n, globals()[n], dtypes="all", grad=_EXTREMA) for n in ("max", "min", "amax",
+                                                                       "amin")),
+    *(OpInfo(n, globals()[n], dtypes="all but bool; int64 result", grad="none")
+      for n in ("argmax", "argmin")),
+    OpInfo("var", var, dtypes="floats", grad="2 g (x - mean) / (n - correction)"),
+    OpInfo("std", std, dtypes="floats", grad="g (x - mean) / ((n - correction) y); 0 at y = 0"),
+    OpInfo("prod", prod, dtypes="all; integers and bool give int64",
+           grad="g y / x, without dividing by zero"),
+    OpInfo("logsumexp", logsumexp, dtypes="floats; integers promote", grad="g softmax(x)"),
+    OpInfo("cumsum", cumsum, dtypes="all; integers and bool give int64",
+           grad="reversed cumsum of g"),
+)

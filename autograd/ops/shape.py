@@ -10,14 +10,13 @@ backend's ``copy_`` (no dedicated kernel); their rule slices the gradient back. 
 
 from __future__ import annotations
 
+from ..registry import OpInfo
 from ...runtime.dtype import result_type
 from ..checks import check_devices_match
 from ..dispatch import Primitive, apply, as_shape, call, zeros
 from ..tensor import Tensor, array_meta, int_arg, wrap_dim
 from .views import _as_view, getitem, int_tuple, is_size, permute
 
-__all__ = ["cat", "concat", "concatenate", "stack", "split", "chunk", "unbind", "narrow",
-           "select", "movedim", "moveaxis", "repeat", "tile", "tril", "triu"]
 
 
 def _tensor_list(tensors, op: str) -> list:
@@ -426,3 +425,21 @@ def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     if type(diagonal) is not int:
         diagonal = int_arg(diagonal, "triu", "diagonal", 1)
     return apply(TriuBackward0, (input,), diagonal)
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+OPS = (
+    OpInfo("cat", cat, method=False, aliases=("concat", "concatenate"), grad="slices of g"),
+    OpInfo("stack", stack, method=False, grad="slices of g"),
+    OpInfo("split", split, grad="cat of the gs"),
+    OpInfo("chunk", chunk, grad="cat of the gs"),
+    OpInfo("unbind", unbind, grad="stack of the gs"),
+    OpInfo("narrow", narrow, grad="g in a zero tensor"),
+    OpInfo("select", select, grad="g in a zero tensor"),
+    OpInfo("movedim", movedim, aliases=("moveaxis",), grad="g, dims moved back"),
+    OpInfo("repeat", repeat, grad="sum over the repeats"),
+    OpInfo("tile", tile, grad="sum over the repeats"),
+    OpInfo("tril", tril, grad="tril(g)"),
+    OpInfo("triu", triu, grad="triu(g)"),
+)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import warnings
 
+from ..registry import OpInfo
 from ..dispatch import Primitive, apply
 from ..tensor import Tensor, wrap_dim
 from .creation import as_dtype
 
-__all__ = ["softmax", "log_softmax"]
 
 
 class SoftmaxBackward0(Primitive):
@@ -90,3 +90,10 @@ def log_softmax(input: Tensor, dim=None, dtype=None, *, _stacklevel: int = 3) ->
         return apply(LogSoftmaxBackward0, (x.reshape(1),), 0).reshape(())
     return apply(LogSoftmaxBackward0, (x,), d)
 
+
+# -- the table ---------------------------------------------------------------------------------
+
+OPS = (
+    OpInfo("softmax", softmax, grad="y (g - sum(g y))"),
+    OpInfo("log_softmax", log_softmax, grad="g - exp(y) sum(g)"),
+)

@@ -24,7 +24,7 @@ from . import elementwise as _ew
 __all__ = ["add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "pow", "where", "gt", "ge",
            "lt", "le", "eq", "ne", "unary", "binary", "sum", "view", "expand", "permute",
            "strides", "storage_offset", "getitem", "as_strided", "matmul", "bmm",
-           "contiguous", "astype", "full", "arange"]
+           "contiguous", "astype", "full", "arange", "index_put_"]
 
 add = _ew.add
 sub = _ew.sub
@@ -131,6 +131,10 @@ def getitem(a: Tensor, index) -> Tensor:
 def as_strided(a: Tensor, shape, strides, offset) -> Tensor:
     from .views import as_strided
     return as_strided(a, shape, strides, offset)
+
+
+def index_put_(a: Tensor, indices: tuple, values: Tensor, accumulate: bool) -> None:
+    a.index_put_(indices, values, accumulate=accumulate)
 
 
 def full(shape, value, dtype, device) -> Tensor:

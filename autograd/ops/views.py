@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 import operator
 
+from ..registry import OpInfo
+from ...runtime import dtype as D
 from ...runtime.array import check_sizes
 from ..checks import out_of_bounds
 from ..dispatch import Primitive, apply, as_shape, call, meta, sum_to, zeros
@@ -166,6 +168,7 @@ def reshape(x: Tensor, *shape) -> Tensor:
 
 
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Flattens dims ``start_dim`` to ``end_dim`` into one (a view where the strides allow)."""
     nd = x.ndim
     if type(start_dim) is not int:
         start_dim = int_arg(start_dim, "flatten", "start_dim", 1)
@@ -210,6 +213,7 @@ class TBackward0(PermuteBackward0):
 
 
 def permute(x: Tensor, *dims) -> Tensor:
+    """A view with the dims reordered as ``dims``."""
     # PyTorch's checks, in its order: the count first (its message names sparse_coo for
     # dense tensors too), then each dim's range, then duplicates.
     dims = int_tuple(_shape_args(dims, "permute", "dims"), "permute", "dims")
@@ -224,6 +228,7 @@ def permute(x: Tensor, *dims) -> Tensor:
 
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
+    """A view with dims ``dim0`` and ``dim1`` swapped."""
     nd = x.ndim
     d0 = wrap_dim(dim0, nd, "transpose", "dim0", 1)
     d1 = wrap_dim(dim1, nd, "transpose", "dim1", 2)
@@ -293,10 +298,12 @@ def expand(x: Tensor, *sizes) -> Tensor:
 
 
 def expand_as(x: Tensor, other: Tensor) -> Tensor:
+    """``input.expand(other.size())``."""
     return expand(x, tuple(other.shape))
 
 
 def broadcast_to(x: Tensor, shape) -> Tensor:
+    """A view of ``input`` broadcast to ``shape`` (``expand``)."""
     return expand(x, tuple(shape))
 
 
@@ -325,6 +332,7 @@ class SqueezeBackward0(ViewBackward0):
 
 
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    """A view with a dim of size one inserted at ``dim``."""
     nd = x.ndim + 1
     d = wrap_dim(dim, nd, "unsqueeze", "dim", 1)
     shape = list(x.shape)
@@ -333,6 +341,7 @@ def unsqueeze(x: Tensor, dim: int) -> Tensor:
 
 
 def squeeze(x: Tensor, dim=None) -> Tensor:
+    """A view without the dims of size one (all, or those of ``dim``)."""
     shape = list(x.shape)
     if dim is None:
         new = [s for s in shape if s != 1]
@@ -467,6 +476,11 @@ class AsStridedBackward0(_ViewPrimitive):
         shape, strides, rel = ctx.geom
         lo = min(0, rel)
         hi = max(_extent(in_shape, in_strides), rel + _extent(shape, strides))
+        if _overlaps(shape, strides):
+            # Several output elements read one storage element: their gradients add up.
+            full = zeros(k, (hi - lo,), g)
+            k.index_put_(full, (_storage_index(k, g, shape, strides, rel - lo),), g, True)
+            return k.as_strided(full, in_shape, in_strides, k.storage_offset(full) - lo)
         if lo == 0 and hi == _extent(in_shape, in_strides):
             return as_strided_scatter(k, _zeros_layout(k, g, *ctx.layout), g, *ctx.geom)
         # The output reaches storage outside the input's span (before its offset, or past its
@@ -497,6 +511,28 @@ class AsStridedScatterBackward0(Primitive):
         region = k.as_strided(g, shape, strides, k.storage_offset(g) + off)
         g_base = as_strided_scatter(k, g, zeros(k, region.shape, g), shape, strides, off)
         return g_base, region
+
+
+def _overlaps(shape, strides) -> bool:
+    """True unless the geometry is known to reach each storage element at most once (each
+    stride, smallest first, steps past everything the smaller ones reach)."""
+    reach = 1
+    for s, n in sorted((abs(s), n) for n, s in zip(shape, strides) if n > 1):
+        if s < reach:
+            return True
+        reach += (n - 1) * s
+    return False
+
+
+def _storage_index(k, like, shape, strides, offset):
+    """The int64 storage positions of a geometry's elements, in its shape, on ``like``'s
+    device."""
+    dev, _ = meta(like)
+    idx = k.full((1,) * len(shape), offset, D.int64, dev)
+    for d, (n, s) in enumerate(zip(shape, strides)):
+        step = k.arange(0, s, n, D.int64, dev)
+        idx = k.add(idx, k.view(step, tuple(n if i == d else 1 for i in range(len(shape)))))
+    return k.expand(idx, tuple(shape)) if tuple(idx.shape) != tuple(shape) else idx
 
 
 def _extent(shape, strides) -> int:
@@ -601,3 +637,12 @@ def regenerate_view_history(v: Tensor) -> None:
     v._requires_grad = True
     v._view_version = v._vc[0]
 
+
+# -- the table ---------------------------------------------------------------------------------
+
+OPS = tuple(OpInfo(n, globals()[n], grad="g viewed back") for n in (
+    "view", "reshape", "flatten", "permute", "transpose", "t", "expand", "expand_as",
+    "broadcast_to", "unsqueeze", "squeeze", "as_strided", "sum_to_size")) + (
+    OpInfo("getitem", getitem, function=False, method=False, operators=("__getitem__",),
+           grad="g in a zero tensor"),
+)

@@ -133,7 +133,7 @@ def _sign(a, out=None, casting=None):
 
 
 _UNARY = {
-    "abs": np.abs, "sign": _sign, "sin": np.sin, "cos": np.cos, "tanh": np.tanh,
+    "abs": np.abs, "sign": _sign, "sin": np.sin, "cos": np.cos, "tan": np.tan, "tanh": np.tanh,
     "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc,
     "log1p": np.log1p, "expm1": np.expm1, "bitwise_not": np.invert,
 }

@@ -1,6 +1,6 @@
 """Launch plumbing shared by the Triton kernel families: shape collapsing, block sizes and
-heuristics, plan caches, dtype tables, the one-time driver binding, and the numeric constants
-the kernels' formulas share.
+heuristics, plan caches, dtype tables, the one-time driver binding, the numeric constants the
+kernels' formulas share, and ``block_range``, the prologue of the one-dimensional kernels.
 
 Note [lean launches]: a small op costs more host time in Python than GPU time (Triton's Python
 launch path takes some 10-20 us, the kernel a few us), so the launchers do as little per call
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+import triton
 import triton.language as tl
 
 from ...runtime import dtype as D
@@ -34,6 +35,7 @@ __all__ = [
     "TILE",
     "TL",
     "DeviceArray",
+    "block_range",
     "broadcast_shape",
     "broadcast_strides",
     "cdiv",
@@ -240,3 +242,14 @@ def unsupported(op: str, dtype, why: str = "") -> TypeError:
 def check_supported(op: str, dtype) -> None:
     if dtype not in TL:
         raise unsupported(op, dtype, "supported: " + ", ".join(d.name for d in TL))
+
+
+@triton.jit
+def block_range(n, BLOCK: tl.constexpr, INT64: tl.constexpr):
+    """The BLOCK positions this program covers in a one-dimensional grid, and which of them
+    are below ``n``. INT64 computes them in int64 (grids over 2**31 elements and more)."""
+    pid = tl.program_id(0)
+    if INT64:
+        pid = pid.to(tl.int64)
+    p = pid * BLOCK + tl.arange(0, BLOCK)
+    return p, p < n

@@ -13,8 +13,8 @@ interpreter is patched to give a GPU's results, so the kernels run the same sour
 - ``tl.dot`` on bfloat16 multiplies the uint16 bit patterns it stores them as; GPUs multiply
   the values (exactly, into float32);
 - libdevice (``triton.language.extra.libdevice``: exp, log, pow, tanh, ...) has no interpreter
-  implementation (its functions are stubs returning None there); the ones the kernels call are
-  mapped to the NumPy ufuncs of the same math;
+  implementation (its functions are stubs returning None there); each one NumPy has as a ufunc
+  of the same name and math is mapped to it;
 - Triton 3.6 turns a scalar tensor into a Python int (a loop bound, a ``range`` argument) with
   ``int(handle.data)``, where ``data`` is a one-element 1-d array; NumPy 2.5 refuses that
   ("only 0-dimensional arrays can be converted to Python scalars"). Newer Triton squeezes
@@ -165,10 +165,15 @@ def patch_interpreter() -> None:
             return tensor(handle(data, like.handle.dtype.scalar), like.type)
         return fn
 
-    for name, ufunc in {"exp": np.exp, "log": np.log, "pow": np.power, "fmod": np.fmod,
-                        "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "log1p": np.log1p,
-                        "expm1": np.expm1, "rint": np.rint, "trunc": np.trunc}.items():
-        setattr(libdevice, name, numpy_math(ufunc))
+    # Every libdevice function that NumPy has as a one-output ufunc of the same name and
+    # meaning, so a new formula's libdevice call needs nothing here. Not ``round`` (libdevice's
+    # rounds half away from zero, NumPy's half to even) nor the predicates (``isnan``: NumPy
+    # gives bools, libdevice ints).
+    for name in dir(libdevice):
+        ufunc = np.power if name == "pow" else getattr(np, name, None)
+        if isinstance(ufunc, np.ufunc) and ufunc.nout == 1 and name != "round" \
+                and not name.startswith(("is", "signbit")):
+            setattr(libdevice, name, numpy_math(ufunc))
     patched_cast._tritongrad = True
     cls.cast_impl, cls.create_dot = patched_cast, patched_dot
     cls.get_all_ones_value = patched_all_ones

@@ -54,6 +54,7 @@ from triton.language.extra import libdevice
 from ...runtime import dtype as D
 from ...runtime.array import DeviceArray
 from . import _launch as L
+from ._launch import block_range
 from ._launch import GELU_TANH_A, HALF_INV_SQRT_PI, INV_SQRT_2PI, SQRT1_2, SQRT_2_OVER_PI
 from .compat import result_type
 
@@ -89,14 +90,26 @@ TRANSPOSE_TILE = 32        # square tiles when an operand's inner stride is not 
 # Formulas: OPS, the op table, and the helpers of its longer entries
 # ------------------------------------------------------------------------------------------
 OPS: dict = {}  # op name -> its formula, a @triton.jit function of (x, y, z)
+# The contract's ``unary(op, a)`` table: op -> its dtype rule, one of
+#   float  floating point only (the op layer promotes integers first)
+#   round  integers are whole: a copy (the ``copy`` formula); not bool
+#   nobool every dtype but bool      any   every dtype      int   integers and bool only
+UNARY: dict = {}
 
 
-def _formula(fn):
-    """``@triton.jit``, entering the function in OPS under its name less the ``_op_`` prefix."""
-    name = fn.__name__.removeprefix("_op_")
-    assert name != fn.__name__ and name not in OPS, fn.__name__
-    OPS[name] = jitted = triton.jit(fn)
-    return jitted
+def _formula(fn=None, *, unary=None):
+    """``@triton.jit``, entering the function in OPS under its name less the ``_op_`` prefix;
+    ``@_formula(unary=rule)`` also enters it in the contract's UNARY table with its dtype
+    rule."""
+    def enter(fn):
+        name = fn.__name__.removeprefix("_op_")
+        assert name != fn.__name__ and name not in OPS, fn.__name__
+        OPS[name] = jitted = triton.jit(fn)
+        if unary is not None:
+            assert unary in ("float", "round", "nobool", "any", "int"), unary
+            UNARY[name] = unary
+        return jitted
+    return enter if fn is None else enter(fn)
 
 
 @triton.jit
@@ -237,12 +250,12 @@ def _op_neg(x, y, z):
     return -x
 
 
-@_formula
+@_formula(unary="any")
 def _op_abs(x, y, z):
     return tl.abs(x)
 
 
-@_formula
+@_formula(unary="nobool")
 def _op_sign(x, y, z):
     return (x > 0).to(x.dtype) - (x < 0).to(x.dtype)  # 0 for NaN
 
@@ -309,58 +322,63 @@ def _op_sqrt(x, y, z):
     return tl.sqrt(x)
 
 
-@_formula
+@_formula(unary="float")
 def _op_sin(x, y, z):
     return libdevice.sin(x)
 
 
-@_formula
+@_formula(unary="float")
 def _op_cos(x, y, z):
     return libdevice.cos(x)
 
 
-@_formula
+@_formula(unary="float")
+def _op_tan(x, y, z):
+    return libdevice.tan(x)
+
+
+@_formula(unary="float")
 def _op_tanh(x, y, z):
     return libdevice.tanh(x)
 
 
-@_formula
+@_formula(unary="float")
 def _op_sigmoid(x, y, z):
     return 1.0 / (1.0 + libdevice.exp(-x))
 
 
-@_formula
+@_formula(unary="float")
 def _op_log1p(x, y, z):
     return libdevice.log1p(x)
 
 
-@_formula
+@_formula(unary="float")
 def _op_expm1(x, y, z):
     return libdevice.expm1(x)
 
 
-@_formula
+@_formula(unary="round")
 def _op_floor(x, y, z):
     return tl.floor(x)
 
 
-@_formula
+@_formula(unary="round")
 def _op_ceil(x, y, z):
     return tl.ceil(x)
 
 
-@_formula
+@_formula(unary="round")
 def _op_round(x, y, z):
     return libdevice.rint(x)  # half to even
 
 
-@_formula
+@_formula(unary="round")
 def _op_trunc(x, y, z):
     return libdevice.trunc(x)
 
 
 # -- bitwise (integers; bool's not is logical_not) -------------------------------------------
-@_formula
+@_formula(unary="int")
 def _op_bitwise_not(x, y, z):
     return ~x
 
@@ -508,11 +526,7 @@ def _ew_flat_kernel(
     CT: tl.constexpr, RT: tl.constexpr,
     BLOCK: tl.constexpr, INT64: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    if INT64:
-        pid = pid.to(tl.int64)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
+    offs, mask = block_range(n, BLOCK, INT64)
     x = _operand(x_ptr, x_scalar, offs, mask, X_MODE, CT)
     y = _operand(y_ptr, y_scalar, offs, mask, Y_MODE, CT)
     z = _operand(z_ptr, 0, offs, mask, Z_MODE, tl.int1)

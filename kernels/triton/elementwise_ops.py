@@ -33,6 +33,7 @@ from .elementwise import (
     NONE,
     OPS,
     PTR,
+    UNARY,
     bshape,
     launch_copy,
     run,
@@ -67,15 +68,17 @@ __all__ = [
 
 _SPECS: dict = {}
 _HALF = (D.float16, D.bfloat16)
-_FLOAT_ONLY = {"div", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "log1p",
-               "expm1", "tanh_backward", "sigmoid_backward", "relu_backward"}
-_NO_BOOL = {"sub", "neg", "relu", "sign", "floor", "ceil", "round", "trunc", "floor_divide",
-            "trunc_divide", "remainder", "pow"} | _FLOAT_ONLY
-_INT_ONLY = {"bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor"}  # ints and bool
-_INT_IDENTITY = {"floor", "ceil", "round", "trunc"}
+# dtype rules of the named ops; the unary table's come with its formulas (elementwise.UNARY)
+_RULE = {rule: {op for op, r in UNARY.items() if r == rule} for rule in ("float", "round",
+                                                                         "nobool", "int")}
+_FLOAT_ONLY = {"div", "exp", "log", "sqrt", "tanh_backward", "sigmoid_backward",
+               "relu_backward"} | _RULE["float"]
+_NO_BOOL = {"sub", "neg", "relu", "floor_divide", "trunc_divide", "remainder", "pow"} \
+    | _FLOAT_ONLY | _RULE["round"] | _RULE["nobool"]
+_INT_ONLY = {"bitwise_and", "bitwise_or", "bitwise_xor"} | _RULE["int"]  # ints and bool
+_INT_IDENTITY = _RULE["round"]
 _COMPARE = {"gt", "ge", "lt", "le", "eq", "ne"}
-UNARY_OPS = ("abs", "sign", "sin", "cos", "tanh", "sigmoid", "floor", "ceil", "round", "trunc",
-             "log1p", "expm1", "bitwise_not")
+UNARY_OPS = tuple(UNARY)
 BINARY_OPS = ("floor_divide", "trunc_divide", "remainder", "bitwise_and", "bitwise_or",
               "bitwise_xor", "tanh_backward", "sigmoid_backward", "relu_backward")
 _DIVIDES = {"floor_divide", "trunc_divide", "remainder"}
@@ -306,8 +309,8 @@ def relu(a, out=None):
 
 
 def unary(op, a, out=None):
-    """The unary table: abs sign sin cos tanh sigmoid floor ceil round trunc log1p expm1
-    bitwise_not (same dtype; see the module docstring for the integer/bool rules)."""
+    """The unary table, UNARY_OPS (the formulas entered with ``@_formula(unary=...)``: abs
+    sign sin cos ... bitwise_not); same dtype; the module docstring gives the dtype rules."""
     if op not in UNARY_OPS:
         raise ValueError(f"unary: unknown op {op!r}; expected one of {', '.join(UNARY_OPS)}")
     return _unary(op, a, out)

@@ -34,6 +34,7 @@ from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from ...runtime.array import DeviceArray
 from . import _launch as L
+from ._launch import block_range
 from .elementwise import FBITS, INT, PTR, scalar, scalar_arg, span
 from .elementwise_ops import add, mul, ne
 from .memory import astype, copy_, full
@@ -74,11 +75,7 @@ def _gather_kernel(
     n, scale,
     NDIM: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    if INT64:
-        pid = pid.to(tl.int64)
-    p = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = p < n
+    p, mask = block_range(n, BLOCK, INT64)
     s_off, i_off, _ = _offsets(p, shape, src_st, idx_st, idx_st, NDIM)
     j = tl.load(idx_ptr + i_off, mask=mask, other=0)
     v = tl.load(src_ptr + (s_off + j * scale), mask=mask)
@@ -96,11 +93,7 @@ def _scatter_kernel(
     VAL_MODE: tl.constexpr, CT: tl.constexpr, ACCUMULATE: tl.constexpr,
     NDIM: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    if INT64:
-        pid = pid.to(tl.int64)
-    p = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = p < n
+    p, mask = block_range(n, BLOCK, INT64)
     d_off, i_off, v_off = _offsets(p, shape, dst_st, idx_st, val_st, NDIM)
     j = tl.load(idx_ptr + i_off, mask=mask, other=0)
     if VAL_MODE == 1:
@@ -126,14 +119,10 @@ def _count_kernel(
     shape, st, n,
     NDIM: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    if INT64:
-        pid = pid.to(tl.int64)
-    p = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = p < n
+    p, mask = block_range(n, BLOCK, INT64)
     off, _, _ = _offsets(p, shape, st, st, st, NDIM)
     flag = (tl.load(a_ptr + off, mask=mask, other=0) != 0) & mask
-    tl.store(counts_ptr + pid, tl.sum(flag.to(tl.int64), axis=0))
+    tl.store(counts_ptr + tl.program_id(0), tl.sum(flag.to(tl.int64), axis=0))
 
 
 @triton.jit
@@ -144,14 +133,10 @@ def _nonzero_kernel(
     shape, st, n,
     NDIM: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    if INT64:
-        pid = pid.to(tl.int64)
-    p = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = p < n
+    p, mask = block_range(n, BLOCK, INT64)
     off, _, _ = _offsets(p, shape, st, st, st, NDIM)
     flag = ((tl.load(a_ptr + off, mask=mask, other=0) != 0) & mask).to(tl.int64)
-    before = tl.load(incl_ptr + pid) - tl.sum(flag, axis=0)
+    before = tl.load(incl_ptr + tl.program_id(0)) - tl.sum(flag, axis=0)
     pos = before + tl.cumsum(flag, axis=0) - flag
     rem = p
     for d in tl.static_range(NDIM - 1, -1, -1):

@@ -35,6 +35,7 @@ from triton.language.extra import libdevice
 from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from . import _launch as L
+from ._launch import block_range
 from .elementwise import NONE, OPS, PTR, scalar_arg
 from .elementwise import run as _run_ew
 from .indexing import index, index_put_
@@ -131,11 +132,7 @@ def _layer_norm_kernel(
     ACC: tl.constexpr, F64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     SINGLE: tl.constexpr, INT64: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    if INT64:
-        pid = pid.to(tl.int64)
-    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
-    row_mask = rows < M
+    rows, row_mask = block_range(M, BLOCK_M, INT64)
     eps = eps_bits.to(tl.int64).to(tl.float64, bitcast=True).to(ACC)
     x_row = rows[:, None] * s_xm
     y_row = rows[:, None] * N
@@ -205,11 +202,7 @@ def _layer_norm_bwd_kernel(
     M, N, s_gm, s_gn, s_xm, s_xn, s_w, s_mean, s_rstd,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, INT64: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    if INT64:
-        pid = pid.to(tl.int64)
-    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
-    row_mask = rows < M
+    rows, row_mask = block_range(M, BLOCK_M, INT64)
     mean = tl.load(mean_ptr + rows * s_mean, mask=row_mask, other=0).to(ACC)
     rstd = tl.load(rstd_ptr + rows * s_rstd, mask=row_mask, other=0).to(ACC)
     g_row = rows[:, None] * s_gm
@@ -245,11 +238,7 @@ def _cross_entropy_kernel(
     SMOOTH: tl.constexpr, ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     INT64: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    if INT64:
-        pid = pid.to(tl.int64)
-    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
-    row_mask = rows < R
+    rows, row_mask = block_range(R, BLOCK_M, INT64)
     ls = ls_bits.to(tl.int64).to(tl.float64, bitcast=True).to(ACC)
     x_row = rows[:, None] * s_xr
     mx = tl.full([BLOCK_M, BLOCK_N], float("-inf"), ACC)
@@ -293,11 +282,7 @@ def _cross_entropy_bwd_kernel(
     ls_bits: tl.int64,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, INT64: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    if INT64:
-        pid = pid.to(tl.int64)
-    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
-    row_mask = rows < R
+    rows, row_mask = block_range(R, BLOCK_M, INT64)
     ls = ls_bits.to(tl.int64).to(tl.float64, bitcast=True).to(ACC)
     t = tl.load(t_ptr + rows * s_t, mask=row_mask, other=0)
     g = tl.load(g_ptr + rows * s_g, mask=row_mask, other=0).to(ACC)

@@ -30,6 +30,7 @@ import triton.language as tl
 
 from ...runtime import dtype as D
 from . import _launch as L
+from ._launch import block_range
 from .elementwise import scalar_arg
 from .memory import astype, copy_
 
@@ -73,11 +74,7 @@ def _sgd_kernel(
     MAXIMIZE: tl.constexpr, WD: tl.constexpr, MOMENTUM: tl.constexpr, FIRST: tl.constexpr,
     NESTEROV: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    if INT64:
-        pid = pid.to(tl.int64)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
+    offs, mask = block_range(n, BLOCK, INT64)
     p = tl.load(p_ptr + offs, mask=mask, other=0).to(CT)
     g = tl.load(g_ptr + offs, mask=mask, other=0).to(CT)
     if MAXIMIZE:
@@ -112,11 +109,7 @@ def _adam_kernel(
     MAXIMIZE: tl.constexpr, WD: tl.constexpr, DECOUPLED: tl.constexpr, AMSGRAD: tl.constexpr,
     CT: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    if INT64:
-        pid = pid.to(tl.int64)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
+    offs, mask = block_range(n, BLOCK, INT64)
     p = tl.load(p_ptr + offs, mask=mask, other=0).to(CT)
     g = tl.load(g_ptr + offs, mask=mask, other=0).to(CT)
     m = tl.load(m_ptr + offs, mask=mask, other=0).to(CT)

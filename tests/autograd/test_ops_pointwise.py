@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import tritongrad as tg
+from tritongrad.autograd.ops import elementwise, pointwise
 from tests.helpers import assert_grads_match, t64, host, second_order
 
 rng = np.random.default_rng(1)
@@ -18,16 +19,27 @@ def _sigmoid(a):
     return 1 / (1 + np.exp(-a))
 
 
-SMOOTH = {
-    "sin": (tg.sin, np.sin, (-3, 3)),
-    "cos": (tg.cos, np.cos, (-3, 3)),
-    "tanh": (tg.tanh, np.tanh, (-2, 2)),
-    "sigmoid": (tg.sigmoid, _sigmoid, (-4, 4)),
-    "log1p": (tg.log1p, np.log1p, (-0.5, 2)),
-    "expm1": (tg.expm1, np.expm1, (-2, 2)),
-    "abs": (tg.abs, np.abs, (0.1, 2)),  # away from the kink for finite differences
-    "rsqrt": (tg.rsqrt, lambda a: 1 / np.sqrt(a), (0.5, 3)),
+# The unary rows of the op tables (autograd/ops/elementwise.py and pointwise.py): each needs
+# a float64 NumPy reference here, with a domain where its finite differences are good, or a
+# place in ROUNDING below (zero gradients); test_every_unary_row_is_tested keeps it so.
+UNARY_ROWS = {row.name: row for row in elementwise.OPS + pointwise.OPS if row.node is not None}
+REFERENCE = {
+    "sin": (np.sin, (-3, 3)),
+    "cos": (np.cos, (-3, 3)),
+    "tan": (np.tan, (-1.2, 1.2)),
+    "tanh": (np.tanh, (-2, 2)),
+    "sigmoid": (_sigmoid, (-4, 4)),
+    "log1p": (np.log1p, (-0.5, 2)),
+    "expm1": (np.expm1, (-2, 2)),
+    "abs": (np.abs, (0.1, 2)),  # away from the kink for finite differences
+    "rsqrt": (lambda a: 1 / np.sqrt(a), (0.5, 3)),
+    "exp": (np.exp, (-2, 2)),
+    "log": (np.log, (0.5, 3)),
+    "sqrt": (np.sqrt, (0.5, 3)),
+    "neg": (np.negative, (-2, 2)),
+    "relu": (lambda a: np.maximum(a, 0), (-2, 2)),
 }
+SMOOTH = {name: (UNARY_ROWS[name].fn, ref, domain) for name, (ref, domain) in REFERENCE.items()}
 
 
 @pytest.mark.parametrize("name", sorted(SMOOTH))
@@ -96,6 +108,23 @@ def test_non_contiguous_input(device):
 
 ROUNDING = {"floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc,
             "sign": np.sign}
+
+
+def test_every_unary_row_is_tested():
+    assert set(UNARY_ROWS) == set(REFERENCE) | set(ROUNDING)
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE))
+def test_unary_row_in_place(name, device):
+    row = UNARY_ROWS[name]
+    if row.inplace is None:
+        pytest.skip(f"{name} has no in-place form")
+    ref, (lo, hi) = REFERENCE[name]
+    leaf = t64((3, 4), device, lo, hi).requires_grad_(True)
+    y = leaf * 1
+    assert row.inplace(y) is y
+    np.testing.assert_allclose(host(y), ref(host(leaf)), rtol=1e-12, atol=1e-14)
+    assert_grads_match(lambda v: row.inplace(v * 1), [leaf.detach()])
 
 
 @pytest.mark.parametrize("name", sorted(ROUNDING))

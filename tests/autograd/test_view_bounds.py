@@ -161,6 +161,19 @@ def test_as_strided_backward_reaching_outside_its_input(device):
     np.testing.assert_array_equal(host(x.grad), [0, 0, 5, 7, 0, 0])
 
 
+def test_as_strided_backward_sums_over_overlapping_windows(device):
+    """Windows that share storage (sliding windows: stride 1 under a size-2 dim) each send
+    their gradient to the shared element: the contributions add up, as in PyTorch."""
+    x = tg.tensor([1.0, 2.0, 3.0, 4.0], dtype=tg.float64, device=device, requires_grad=True)
+    w = tg.tensor([[1.0, 10.0], [100.0, 1000.0], [1e4, 1e5]], dtype=tg.float64, device=device)
+    ((x * 1).as_strided((3, 2), (1, 1)) * w).sum().backward()
+    np.testing.assert_array_equal(host(x.grad), [1, 110, 11000, 100000])
+    x.grad = None
+    (x * 1).as_strided((2, 2), (0, 2), 1).sum().backward()  # a stride-0 (expanded) dim
+    np.testing.assert_array_equal(host(x.grad), [0, 2, 0, 2])
+    assert tg.autograd.gradgradcheck(lambda t: (t * 1).as_strided((3, 2), (1, 1)) ** 2, (x,))
+
+
 # -- properties ------------------------------------------------------------------------------------
 
 N_MAX = 48

@@ -1,0 +1,147 @@
+"""The op registry: every public op is one row of its family's table.
+
+Each family module in autograd/ops/ (elementwise, pointwise, reduction, ...) ends with ``OPS``,
+a tuple of :class:`OpInfo` rows. A row names the op (its function, Tensor method, in-place
+variant, aliases and Python operators) and says what docs and tools need to know about it
+(dtype rule, derivative, FLOP rule); the forward and its ``vjp`` live in the primitive the
+function applies, in the same module, usually just above the row (docs/adding-an-op.md).
+
+From the tables, and only from them, autograd/ops/__init__.py generates
+
+- the package's ``__all__`` (and so ``tritongrad.<op>``),
+- Tensor's methods, in-place methods and operators (real attributes of the class, so ``dir``,
+  ``help`` and tab completion see them),
+- the profiler's FLOP rules (:func:`flop_rule`, read by profiler_util.estimate_flops),
+- the op list of docs/ops.md (:func:`markdown`; a test fails when the page is stale).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+__all__ = ["FLOP_RULES", "OpInfo", "export", "flop_rule", "install", "markdown"]
+
+# How the profiler counts an op's FLOPs (profiler_util.estimate_flops): one per output element,
+# one per input element, or 2 * M * N * K per (broadcast) batch.
+FLOP_RULES = ("elementwise", "reduction", "matmul")
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """One op: its public names and what docs and tools read about it.
+
+    ``method`` is True for ``Tensor.<name> = fn``, False for no method, or the method itself
+    when it differs from the function (``x.where(cond, y)`` reorders ``where``'s arguments).
+    ``operators`` are dunder names bound on Tensor: ``__i<op>__`` to the in-place variant,
+    ``__r<op>__`` to ``reflected`` (by default the method itself: a commutative op), any
+    other to the method. ``aliases`` get the function, the method and (``<alias>_``) the
+    in-place variant wherever the op has them.
+    """
+
+    name: str
+    fn: Callable
+    method: bool | Callable = True
+    function: bool = True
+    inplace: Callable | None = None
+    aliases: tuple[str, ...] = ()
+    operators: tuple[str, ...] = ()
+    reflected: Callable | None = None
+    flops: str | None = None
+    dtypes: str = ""
+    grad: str = ""
+    node: type | None = None  # the primitive, where one row builds it (docs: the grad_fn)
+
+    def __post_init__(self):
+        if self.flops is not None and self.flops not in FLOP_RULES:
+            raise ValueError(f"OpInfo {self.name}: flops must be one of {FLOP_RULES}, "
+                             f"got {self.flops!r}")
+
+    @property
+    def bound(self) -> Callable | None:
+        """What ``Tensor.<name>`` is, or None."""
+        if self.method is True:
+            return self.fn
+        return self.method or None
+
+    def names(self) -> tuple[str, ...]:
+        return (self.name,) + self.aliases
+
+
+_FLOPS: dict[str, str] = {}
+
+
+def export(rows: Iterable[OpInfo], namespace: dict) -> None:
+    """Puts each row's function and in-place variant into a family module's namespace under
+    all of its names, so ``from .pointwise import sigmoid`` works for generated ops too."""
+    for row in rows:
+        for n in row.names():
+            namespace.setdefault(n, row.fn)
+            if row.inplace is not None:
+                namespace.setdefault(n + "_", row.inplace)
+
+
+def install(families: dict[str, tuple[OpInfo, ...]], tensor_cls: type) -> list[str]:
+    """Binds every row's methods and operators on ``tensor_cls``, records FLOP rules, and
+    returns the public function names (the ops package's ``__all__``)."""
+    public: list[str] = []
+    seen: dict[str, str] = {}
+    for family, rows in families.items():
+        for row in rows:
+            for n in row.names():
+                if n in seen:
+                    raise ValueError(f"op {n!r} is in both the {seen[n]} and {family} tables")
+                seen[n] = family
+                if row.function:
+                    public.append(n)
+                if row.bound is not None:
+                    setattr(tensor_cls, n, row.bound)
+                if row.inplace is not None:
+                    setattr(tensor_cls, n + "_", row.inplace)
+                if row.flops is not None:
+                    _FLOPS[n] = row.flops
+            for dunder in row.operators:
+                setattr(tensor_cls, dunder, _operator(row, dunder))
+    return public
+
+
+# The binary operators, whose __i*__ and __r*__ forms are in-place and reflected.
+_BINARY_STEMS = frozenset(["add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul",
+                           "and", "or", "xor", "lshift", "rshift"])
+
+
+def _operator(row: OpInfo, dunder: str) -> Callable:
+    stem = dunder[2:-2]
+    if stem.startswith("i") and stem[1:] in _BINARY_STEMS:
+        if row.inplace is None:
+            raise ValueError(f"OpInfo {row.name}: {dunder} needs an in-place variant")
+        return row.inplace
+    if stem.startswith("r") and stem[1:] in _BINARY_STEMS:
+        return row.reflected or row.bound or row.fn
+    return row.bound or row.fn
+
+
+def flop_rule(name: str) -> str | None:
+    """The FLOP rule (one of :data:`FLOP_RULES`) of op ``name`` or its in-place form."""
+    return _FLOPS.get(name) or _FLOPS.get(name.removesuffix("_"))
+
+
+def markdown(families: dict[str, tuple[OpInfo, ...]]) -> str:
+    """The op list of docs/ops.md: one table per family."""
+    out = []
+    for family, rows in families.items():
+        out += [f"### {family}", "",
+                "| op | Tensor | in place | dtypes | gradient | grad_fn | FLOPs |",
+                "|---|---|---|---|---|---|---|"]
+        for row in sorted(rows, key=lambda r: r.name):
+            names = ", ".join(f"`{n}`" for n in row.names())
+            method = ["method"] if row.bound is not None else []
+            method += [f"`{o}`" for o in row.operators]
+            if not row.function:
+                names += " (no function)"
+            inplace = f"`{row.name}_`" if row.inplace is not None else ""
+            node = f"`{row.node.__name__}`" if row.node is not None else ""
+            out.append(f"| {names} | {', '.join(method)} | {inplace} | {row.dtypes} | "
+                       f"{row.grad} | {node} | {row.flops or ''} |")
+        out.append("")
+    return "\n".join(out)
