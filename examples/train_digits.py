@@ -3,16 +3,17 @@
 The data (1797 8x8 images, 10 classes) ships with scikit-learn, so nothing is downloaded.
 The model is ``nn.Sequential(Linear, GELU, Dropout, Linear, GELU, Linear)``, trained with
 AdamW on cross-entropy, on the GPU when one is present and on the CPU otherwise. The script
-prints a progress bar, the held-out accuracy (>= 95%), saves a checkpoint of the state dict
-with ``tg.save`` and checks that reloading it gives the same accuracy; ``--plot PATH`` writes
-the loss curve as a PNG (with matplotlib when it is installed, else with a small built-in
-PNG writer).
+shows a tqdm progress bar per epoch (one plain line per epoch when tqdm is not installed),
+prints the held-out accuracy (>= 95%), saves a checkpoint of the state dict with ``tg.save``
+and checks that reloading it gives the same accuracy; ``--plot PATH`` draws the loss curve
+with matplotlib into a PNG (without matplotlib, ``--plot`` stops with a message and exit
+status 2 before training).
 
     python examples/train_digits.py [--device cpu|cuda] [--epochs 40] [--quick]
                                     [--checkpoint digits_mlp.tg] [--plot loss.png]
 
-scikit-learn is an extra of the examples and tests (``pip install -e ".[test]"``), not a
-dependency of tritongrad.
+scikit-learn, tqdm and matplotlib are extras of the examples and tests
+(``pip install -e ".[test]"``), not dependencies of tritongrad.
 """
 
 from __future__ import annotations
@@ -20,10 +21,8 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import struct
 import sys
 import time
-import zlib
 
 # The CPU runs multiply small matrices, where BLAS worker threads cost more than they give and
 # stall badly when other processes hold the cores: one thread unless the user says otherwise
@@ -73,22 +72,44 @@ def accuracy(model: nn.Module, x: tg.Tensor, y: np.ndarray) -> float:
     return float((pred == y).mean())
 
 
-class ProgressBar:
-    """A plain-text progress bar: redrawn in place on a terminal, one line per epoch
-    otherwise (logs, CI)."""
+def _tqdm():
+    """tqdm's progress bar class, or None when tqdm is not installed."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm
 
-    def __init__(self, total: int, width: int = 30, stream=sys.stdout):
-        self.total, self.width, self.stream = total, width, stream
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
 
-    def update(self, done: int, prefix: str, suffix: str, final: bool = False) -> None:
-        if not (self.tty or final):
+class EpochProgress:
+    """One epoch's progress: a tqdm bar (redrawn in place on a terminal, its final state left
+    as the epoch's line), or without tqdm one plain line at the end of the epoch."""
+
+    def __init__(self, total: int, desc: str):
+        self.desc, self.total, self.done, self.suffix = desc, total, 0, ""
+        tqdm = _tqdm()
+        if tqdm is None:
+            self.bar = None
             return
-        filled = int(self.width * done / max(self.total, 1))
-        bar = "#" * filled + "-" * (self.width - filled)
-        line = f"{prefix} [{bar}] {100 * done // max(self.total, 1):3d}% {suffix}"
-        self.stream.write(("\r" if self.tty else "") + line + ("\n" if final else ""))
-        self.stream.flush()
+        # "epoch   3/40 [#####...] 100%, loss 0.1234". Written to a file or pipe (logs, CI),
+        # the bar is drawn only at its start and end, not every 0.1 s.
+        tty = hasattr(sys.stdout, "isatty") and sys.stdout.isatty()
+        self.bar = tqdm(total=total, desc=desc, file=sys.stdout, leave=True,
+                        mininterval=0.1 if tty else math.inf,
+                        bar_format="{desc} [{bar:30}] {percentage:3.0f}%{postfix}")
+
+    def update(self, suffix: str) -> None:
+        self.done += 1
+        self.suffix = suffix
+        if self.bar is not None:
+            self.bar.set_postfix_str(suffix, refresh=False)
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        else:
+            print(f"{self.desc} [{self.done}/{self.total} steps] {self.suffix}", flush=True)
 
 
 def train(device: str | None = None, epochs: int = 40, batch_size: int = 64, lr: float = 1e-2,
@@ -112,10 +133,14 @@ def train(device: str | None = None, epochs: int = 40, batch_size: int = 64, lr:
         params = sum(p.numel() for p in model.parameters())
         print(f"digits: {n} train / {len(yte)} test images; MLP with {params} parameters on "
               f"{device}")
+        if _tqdm() is None:
+            print("(tqdm is not installed: one line per epoch; pip install tqdm for a progress "
+                  "bar)")
     t0 = time.perf_counter()
     step = 0
     for epoch in range(epochs):
-        bar = ProgressBar(steps_per_epoch)
+        bar = EpochProgress(steps_per_epoch, f"epoch {epoch + 1:3d}/{epochs}") if verbose \
+            else None
         order = rng.permutation(n)
         epoch_loss = 0.0
         for b in range(steps_per_epoch):
@@ -132,9 +157,10 @@ def train(device: str | None = None, epochs: int = 40, batch_size: int = 64, lr:
             losses.append(loss.item())
             epoch_loss += losses[-1]
             step += 1
-            if verbose:
-                bar.update(b + 1, f"epoch {epoch + 1:3d}/{epochs}",
-                           f"loss {epoch_loss / (b + 1):.4f}", final=b + 1 == steps_per_epoch)
+            if bar is not None:
+                bar.update(f"loss {epoch_loss / (b + 1):.4f}")
+        if bar is not None:
+            bar.close()
     seconds = time.perf_counter() - t0
     acc = accuracy(model, x_test, yte)
     result = {"accuracy": acc, "losses": losses, "seconds": seconds, "device": device}
@@ -150,24 +176,33 @@ def train(device: str | None = None, epochs: int = 40, batch_size: int = 64, lr:
             print(f"checkpoint: {checkpoint} ({os.path.getsize(checkpoint)} bytes); reloaded "
                   f"model's accuracy {100 * result['reloaded_accuracy']:.2f}%")
     if plot:
-        how = plot_losses(losses, steps_per_epoch, plot)
+        plot_losses(losses, steps_per_epoch, plot)
         if verbose:
-            print(f"loss curve: {plot} ({how})")
+            print(f"loss curve: {plot}")
     return result
 
 
 # -- the loss plot -------------------------------------------------------------------------------
 
-def plot_losses(losses: list, steps_per_epoch: int, path: str) -> str:
-    """Writes the loss curve (per step, and its per-epoch mean) to ``path`` as a PNG; returns
-    which writer was used."""
+MATPLOTLIB_MISSING = ("--plot needs matplotlib, which is not installed: pip install matplotlib "
+                      "(or pip install -e '.[test]'), or leave out --plot")
+
+
+def _pyplot():
+    """matplotlib's pyplot on the file-only Agg backend, or ImportError with the fix."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        write_png(path, render_curve(losses, steps_per_epoch))
-        return "built-in PNG writer"
+        raise ImportError(MATPLOTLIB_MISSING) from None
+    return plt
+
+
+def plot_losses(losses: list, steps_per_epoch: int, path: str) -> None:
+    """Writes the loss curve (per step, and its per-epoch mean) to ``path`` as a PNG, with
+    matplotlib (ImportError naming the fix when it is missing)."""
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
     ax.plot(losses, color="#9ecae1", lw=1, label="batch loss")
     means = _epoch_means(losses, steps_per_epoch)
@@ -179,68 +214,13 @@ def plot_losses(losses: list, steps_per_epoch: int, path: str) -> str:
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(path, format="png")
     plt.close(fig)
-    return "matplotlib"
 
 
 def _epoch_means(losses, steps_per_epoch):
     return [float(np.mean(losses[i:i + steps_per_epoch]))
             for i in range(0, len(losses), steps_per_epoch)]
-
-
-def render_curve(losses: list, steps_per_epoch: int, width: int = 800,
-                 height: int = 450) -> np.ndarray:
-    """An RGB image (height, width, 3) of the loss curve on a log scale: light blue per step,
-    dark blue per-epoch means, grey grid lines at powers of ten, black axes."""
-    img = np.full((height, width, 3), 255, dtype=np.uint8)
-    left, right, top, bottom = 50, width - 20, 20, height - 40
-    y = np.log10(np.maximum(np.asarray(losses, dtype=np.float64), 1e-12))
-    lo, hi = math.floor(y.min()), math.ceil(y.max()) if len(y) else 1
-    hi = max(hi, lo + 1)
-
-    def to_px(i, v):
-        px = left + (right - left) * (np.asarray(i) / max(len(losses) - 1, 1))
-        py = bottom - (bottom - top) * ((np.asarray(v) - lo) / (hi - lo))
-        return px, py
-
-    for decade in range(lo, hi + 1):  # grid
-        _, py = to_px(0, decade)
-        img[round(float(py)), left:right] = (220, 220, 220)
-    _polyline(img, *to_px(np.arange(len(y)), y), (158, 202, 225), 1)
-    means = np.log10(np.maximum(_epoch_means(losses, steps_per_epoch), 1e-12))
-    xs = np.arange(len(means)) * steps_per_epoch + steps_per_epoch - 1
-    _polyline(img, *to_px(np.minimum(xs, len(losses) - 1), means), (8, 81, 156), 2)
-    img[top:bottom + 1, left - 1:left + 1] = 0  # axes
-    img[bottom:bottom + 2, left:right + 1] = 0
-    return img
-
-
-def _polyline(img, xs, ys, color, thickness: int) -> None:
-    h, w, _ = img.shape
-    for x0, y0, x1, y1 in zip(xs[:-1], ys[:-1], xs[1:], ys[1:]):
-        n = int(max(abs(x1 - x0), abs(y1 - y0))) + 2
-        px = np.rint(np.linspace(x0, x1, n)).astype(int)
-        py = np.rint(np.linspace(y0, y1, n)).astype(int)
-        for d in range(thickness):
-            img[np.clip(py + d, 0, h - 1), np.clip(px, 0, w - 1)] = color
-    if len(xs) == 1:
-        img[int(ys[0]), int(xs[0])] = color
-
-
-def write_png(path: str, rgb: np.ndarray) -> None:
-    """Writes an (height, width, 3) uint8 array as an 8-bit RGB PNG (zlib only)."""
-    h, w, _ = rgb.shape
-    raw = b"".join(b"\x00" + np.ascontiguousarray(row).tobytes() for row in rgb)
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return (struct.pack(">I", len(data)) + kind + data
-                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
-
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-           + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
-    with open(path, "wb") as f:
-        f.write(png)
 
 
 def main(argv=None) -> dict:
@@ -257,6 +237,11 @@ def main(argv=None) -> dict:
     ap.add_argument("--quick", action="store_true",
                     help="a short run for CI (a few seconds on 2 CPU cores, still >= 95%%)")
     args = ap.parse_args(argv)
+    if args.plot:
+        try:  # checked before training, not after minutes of it
+            _pyplot()
+        except ImportError as e:
+            ap.error(str(e))  # exit status 2, with the usage line
     epochs, batch = args.epochs, args.batch_size
     if args.quick:
         epochs, batch = 15, 64

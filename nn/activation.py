@@ -6,21 +6,34 @@ from ..autograd.tensor import Tensor
 from . import functional as F
 from .module import Module
 
-__all__ = ["GELU", "LogSoftmax", "ReLU", "SiLU", "Sigmoid", "Softmax", "Tanh"]
+__all__ = ["ELU", "GELU", "Hardtanh", "LeakyReLU", "LogSoftmax", "Mish", "ReLU", "ReLU6", "SiLU",
+           "Sigmoid", "Softmax", "Softplus", "Tanh"]
 
 
-class ReLU(Module):
-    """max(x, 0), elementwise."""
+class _Inplace(Module):
+    """An elementwise activation with an ``inplace`` flag: ``forward`` is
+    ``functional(input, *self._args(), inplace)``."""
+
+    functional = None
 
     def __init__(self, inplace: bool = False):
         super().__init__()
         self.inplace = inplace
 
+    def _args(self) -> tuple:
+        return ()
+
     def forward(self, input: Tensor) -> Tensor:
-        return F.relu(input, self.inplace)
+        return type(self).functional(input, *self._args(), inplace=self.inplace)
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
+
+
+class ReLU(_Inplace):
+    """max(x, 0), elementwise."""
+
+    functional = staticmethod(F.relu)
 
 
 class GELU(Module):
@@ -50,18 +63,10 @@ class Sigmoid(Module):
         return F.sigmoid(input)
 
 
-class SiLU(Module):
+class SiLU(_Inplace):
     """x * sigmoid(x)."""
 
-    def __init__(self, inplace: bool = False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.silu(input, self.inplace)
-
-    def extra_repr(self) -> str:
-        return "inplace=True" if self.inplace else ""
+    functional = staticmethod(F.silu)
 
 
 class Softmax(Module):
@@ -79,3 +84,85 @@ class Softmax(Module):
 class LogSoftmax(Softmax):
     def forward(self, input: Tensor) -> Tensor:
         return F.log_softmax(input, self.dim)
+
+
+class LeakyReLU(_Inplace):
+    """LeakyReLU(x) = max(0, x) + negative_slope * min(0, x).
+
+    Example:
+        >>> tg.nn.LeakyReLU(0.1)(tg.tensor([-1.0, 2.0]))
+        tensor([-0.1000,  2.0000])
+    """
+
+    functional = staticmethod(F.leaky_relu)
+
+    def __init__(self, negative_slope: float = 1e-2, inplace: bool = False):
+        super().__init__(inplace)
+        self.negative_slope = negative_slope
+
+    def _args(self) -> tuple:
+        return (self.negative_slope,)
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
+
+
+class ELU(_Inplace):
+    """ELU(x) = x if x > 0 else alpha * (exp(x) - 1)."""
+
+    functional = staticmethod(F.elu)
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__(inplace)
+        self.alpha = alpha
+
+    def _args(self) -> tuple:
+        return (self.alpha,)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class Hardtanh(_Inplace):
+    """HardTanh(x) = min(max(x, min_val), max_val)."""
+
+    functional = staticmethod(F.hardtanh)
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+        super().__init__(inplace)
+        if min_val > max_val:
+            raise ValueError("min_val cannot be greater than max_val")
+        self.min_val, self.max_val = min_val, max_val
+
+    def _args(self) -> tuple:
+        return (self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        return (f"min_val={self.min_val}, max_val={self.max_val}"
+                + (", inplace=True" if self.inplace else ""))
+
+
+class ReLU6(_Inplace):
+    """ReLU6(x) = min(max(0, x), 6)."""
+
+    functional = staticmethod(F.relu6)
+
+
+class Mish(_Inplace):
+    """Mish(x) = x * tanh(softplus(x))."""
+
+    functional = staticmethod(F.mish)
+
+
+class Softplus(Module):
+    """Softplus(x) = 1/beta * log(1 + exp(beta * x)); linear (x) where beta * x > threshold."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"

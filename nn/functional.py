@@ -17,9 +17,13 @@ from ..autograd.ops.softmax import log_softmax as _log_softmax
 from ..autograd.ops.softmax import softmax as _softmax
 from ..autograd.tensor import Tensor
 
-__all__ = ["cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "linear",
-           "log_softmax", "mse_loss", "nll_loss", "one_hot", "relu", "sigmoid", "silu",
-           "softmax", "tanh"]
+__all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
+           "binary_cross_entropy_with_logits", "conv1d", "conv2d", "cross_entropy", "dropout",
+           "elu", "embedding", "gelu", "group_norm", "hardtanh", "huber_loss", "kl_div",
+           "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax", "max_pool2d", "mish",
+           "mse_loss", "multi_head_attention_forward", "nll_loss", "normalize", "one_hot", "pad",
+           "relu", "relu6", "rms_norm", "scaled_dot_product_attention", "sigmoid", "silu",
+           "smooth_l1_loss", "softmax", "softplus", "tanh", "unfold"]
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -59,15 +63,80 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x) (also called swish); ``inplace=True`` writes it into ``input`` and
     returns ``input``."""
     if inplace:
-        # computed from a copy when recorded: the product saves its operand, which the write
-        # below would otherwise modify before backward reads it; the write is recorded
-        # (copy_), so the gradient flows through silu as in PyTorch
-        return input.copy_(silu(input.clone() if input.requires_grad else input))
+        return _inplace(input, silu)
     # silu(-inf) is -inf * 0 = NaN (PyTorch), value and gradient; the CPU sigmoid clips its
     # argument (exp would overflow) and gives a tiny positive number at -inf instead of 0, so
     # -inf * that would be -inf: NaN there, which makes the product NaN both ways
     s = _sigmoid(input).where(input != -math.inf, math.nan)
     return input * s
+
+
+def _inplace(input: Tensor, fn, *args) -> Tensor:
+    """``fn(input, *args)`` written into ``input``, which is returned. Computed from a copy
+    when recorded: the ops save their operand, which the write would otherwise modify before
+    backward reads it; the write is recorded (copy_), so the gradient flows through ``fn`` as
+    in PyTorch."""
+    return input.copy_(fn(input.clone() if input.requires_grad else input, *args))
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """LeakyReLU(x) = max(0, x) + negative_slope * min(0, x), elementwise (the gradient at 0
+    is ``negative_slope``, as PyTorch's)."""
+    if inplace:
+        return _inplace(input, leaky_relu, negative_slope)
+    return input.where(input > 0, input * negative_slope)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """ELU(x) = x if x > 0 else alpha * (exp(x) - 1), elementwise."""
+    if inplace:
+        return _inplace(input, elu, alpha)
+    # expm1 of min(x, 0): the branch not taken must stay finite, or its zero gradient times
+    # exp(large x) = inf would make NaN
+    return input.where(input > 0, input.clamp(max=0.0).expm1() * alpha)
+
+
+def _softplus_unit(z: Tensor) -> Tensor:
+    """log(1 + exp(z)) without overflow, with the exact gradient sigmoid(z) everywhere
+    (z = 0 included): each branch of the where sees only arguments <= 0 to exp, and its
+    masked argument carries no gradient where the other branch is taken."""
+    pos = z > 0
+    zp = z.where(pos, 0.0)
+    zn = z.where(pos.logical_not(), 0.0)
+    return (zp + zp.neg().exp().log1p()).where(pos, zn.exp().log1p())
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """Softplus(x) = 1/beta * log(1 + exp(beta * x)), reverting to the linear function x
+    where beta * x > threshold (for numerical stability)."""
+    bx = input * beta if beta != 1.0 else input
+    linear_part = bx > threshold
+    soft = _softplus_unit(bx.where(linear_part.logical_not(), 0.0))
+    return input.where(linear_part, soft / beta if beta != 1.0 else soft)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """Mish(x) = x * tanh(softplus(x)), elementwise."""
+    if inplace:
+        return _inplace(input, mish)
+    return input * _tanh(softplus(input))
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
+    """HardTanh(x) = min(max(x, min_val), max_val); the gradient is 1 strictly inside
+    (min_val, max_val) and 0 elsewhere, as PyTorch's."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    if inplace:
+        return _inplace(input, hardtanh, min_val, max_val)
+    inside = (input > min_val).logical_and(input < max_val)
+    return input.where(inside, input.detach().clamp(min_val, max_val))
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """ReLU6(x) = min(max(0, x), 6)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def log_softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
@@ -317,3 +386,164 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     if reduction == "sum":
         return loss.sum()
     return loss.sum() / (t != ignore_index).sum().to(loss.dtype)
+
+
+def _check_same_size(input: Tensor, target: Tensor) -> None:
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"Using a target size ({list(target.shape)}) that is different to the "
+                      f"input size ({list(input.shape)}). This will likely lead to incorrect "
+                      f"results due to broadcasting. Please ensure they have the same size.",
+                      stacklevel=3)
+
+
+def _weighted(loss: Tensor, weight: Tensor | None) -> Tensor:
+    return loss if weight is None else loss * weight
+
+
+def _clamped_log(p: Tensor) -> Tensor:
+    """max(log(p), -100) for p in [0, 1], with a zero gradient at p = 0: the log reads 1 there
+    (log(0) = -inf would turn the selection's zero gradient into 0 * inf = NaN)."""
+    positive = p > 0
+    return p.where(positive, 1.0).log().where(positive, -100.0).clamp(min=-100.0)
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    """Measure Binary Cross Entropy between the target and input probabilities:
+    -w * (t * log(x) + (1 - t) * log(1 - x)), each log clamped to >= -100 (as PyTorch, so a
+    probability of exactly 0 or 1 gives a finite loss). ``weight`` is broadcast to the input.
+
+    The gradient is that of the clamped formula: 0 where a log is clamped (PyTorch's kernel
+    instead divides by max(x (1 - x), 1e-12) there)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({_size(target)}) that is different to the "
+                         f"input size ({_size(input)}) is deprecated. Please ensure they have "
+                         f"the same size.")
+    _check_loss_devices(input, target, weight, "binary_cross_entropy")
+    if input.numel() and bool(((input < 0).logical_or(input > 1)).any().item()):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    loss = -(target * _clamped_log(input) + (1.0 - target) * _clamped_log(1.0 - input))
+    return _reduce(_weighted(loss, weight), reduction)
+
+
+def _size(t: Tensor) -> str:
+    return f"tritongrad.Size({list(t.shape)})"
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
+                                     weight: Tensor | None = None, size_average=None,
+                                     reduce=None, reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    """Binary Cross Entropy between target and input logits, in the numerically stable form
+    (1 - t) x + (1 + (p - 1) t) softplus(-x), which is
+    -w [p t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))] without overflow.
+
+    Args:
+        weight: a manual rescaling weight, broadcast to the input.
+        pos_weight: a weight of positive examples, broadcast along the last (class) dim.
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({_size(target)}) must be the same as input size "
+                         f"({_size(input)})")
+    _check_loss_devices(input, target, weight, "binary_cross_entropy_with_logits")
+    sp = _softplus_unit(input.neg())
+    if pos_weight is not None:
+        checks.check_same_device(input, pos_weight, "pos_weight",
+                                 "binary_cross_entropy_with_logits")
+        sp = sp * ((pos_weight - 1.0) * target + 1.0)
+    loss = (1.0 - target) * input + sp
+    return _reduce(_weighted(loss, weight), reduction)
+
+
+def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+            reduction: str = "mean") -> Tensor:
+    """Mean absolute error |input - target| (the gradient at 0 is 0)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_same_size(input, target)
+    return _reduce((input - target).abs(), reduction)
+
+
+def _piecewise_quadratic(input: Tensor, target: Tensor, cut: float, quadratic_scale: float,
+                         linear_scale: float) -> Tensor:
+    """quadratic_scale * 0.5 d^2 where |d| < cut, else linear_scale * (|d| - 0.5 cut): the
+    shared body of smooth L1 (scales 1/beta and 1) and Huber (1 and delta)."""
+    d = (input - target).abs()
+    return (d * d * (0.5 * quadratic_scale)).where(d < cut, (d - 0.5 * cut) * linear_scale)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+                   reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """0.5 (x - y)^2 / beta where |x - y| < beta, else |x - y| - 0.5 beta (beta = 0: L1)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    _check_same_size(input, target)
+    if beta == 0.0:
+        return l1_loss(input, target, reduction=reduction)
+    return _reduce(_piecewise_quadratic(input, target, beta, 1.0 / beta, 1.0), reduction)
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Tensor | None = None) -> Tensor:
+    """0.5 (x - y)^2 where |x - y| < delta, else delta (|x - y| - 0.5 delta); ``weight``
+    multiplies each element's loss before the reduction."""
+    reduction = _reduction(None, None, reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    _check_same_size(input, target)
+    loss = _piecewise_quadratic(input, target, delta, 1.0, delta)
+    return _reduce(_weighted(loss, weight), reduction)
+
+
+def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
+           reduction: str = "mean", log_target: bool = False) -> Tensor:
+    """The Kullback-Leibler divergence loss, for log-probabilities ``input``:
+    target * (log(target) - input) (0 where target is 0), or with ``log_target``
+    exp(target) * (target - input). ``reduction='batchmean'`` divides the sum by the batch
+    size (the KL divergence's definition); ``'mean'`` divides by the number of elements."""
+    if reduction == "batchmean":
+        _reduction(size_average, reduce, "sum")
+    else:
+        reduction = _reduction(size_average, reduce, reduction)
+        if reduction == "mean":
+            warnings.warn("reduction: 'mean' divides the total loss by both the batch size and "
+                          "the support size.'batchmean' divides only by the batch size, and "
+                          "aligns with the KL div math definition.'mean' will be changed to "
+                          "behave the same as 'batchmean' in the next major release.",
+                          stacklevel=2)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        # xlogy(t, t): 0 at t = 0, where log(t) (and its gradient) must not be evaluated
+        nonzero = target != 0
+        safe = target.where(nonzero, 1.0)
+        loss = (target * safe.log()).where(nonzero, 0.0) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.ndim else loss.sum()
+    return _reduce(loss, reduction)
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
+              out=None) -> Tensor:
+    """Performs Lp normalization of inputs over specified dimension: v / max(||v||_p, eps)."""
+    if out is not None:
+        raise checks.unsupported("normalize", "out", "<tensor>", "out=None")
+    p = float(p)
+    if math.isinf(p):
+        denom = input.abs().amax(dim=dim, keepdim=True).clamp(min=eps)
+    else:
+        # the clamp applied to ||v||^p, not to ||v||: then a zero vector gets a finite (1/eps)
+        # gradient, as PyTorch's, instead of 0 * (0 / 0) = NaN through the root
+        powered = input * input if p == 2.0 else input.abs().pow(p)
+        denom = powered.sum(dim, keepdim=True).clamp(min=eps ** p).pow(1.0 / p)
+    return input / denom
+
+
+# -- composites in their own modules (convolution, pooling, normalisation, attention) ---------
+
+from ._attention import multi_head_attention_forward, scaled_dot_product_attention
+from ._convolution import adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, max_pool2d, unfold
+from ._normalization import batch_norm, group_norm, rms_norm
+from ._padding import pad

@@ -1,4 +1,5 @@
-"""Layers with parameters or state: Linear, Embedding, LayerNorm, Dropout, Identity, Flatten.
+"""Layers with parameters or state: Linear, Embedding, LayerNorm, Dropout, Identity, Flatten,
+Unflatten.
 
 Default initialisations are PyTorch's: Linear's weight kaiming_uniform_(a=sqrt(5)) (that is
 U(-1/sqrt(in), 1/sqrt(in))) and its bias U(-1/sqrt(in), 1/sqrt(in)); Embedding N(0, 1) with
@@ -16,7 +17,7 @@ from . import init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["Dropout", "Embedding", "Flatten", "Identity", "LayerNorm", "Linear"]
+__all__ = ["Dropout", "Embedding", "Flatten", "Identity", "LayerNorm", "Linear", "Unflatten"]
 
 
 class Identity(Module):
@@ -227,3 +228,31 @@ class Flatten(Module):
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Unflattens dim ``dim`` of the input into ``unflattened_size`` (a tuple of ints, one of
+    which may be -1), the inverse of ``Flatten``.
+
+    Example:
+        >>> tg.nn.Unflatten(1, (2, 5, 5))(tg.randn(2, 50)).shape
+        tritongrad.Size([2, 2, 5, 5])
+    """
+
+    def __init__(self, dim: int, unflattened_size):
+        super().__init__()
+        if not isinstance(dim, int):
+            raise TypeError(f"invalid argument: dim must be an int, got {type(dim).__name__}")
+        if not isinstance(unflattened_size, (tuple, list)) or not all(
+                isinstance(n, int) for n in unflattened_size):
+            raise TypeError("unflattened_size must be tuple of ints, but found element of "
+                            f"type {type(unflattened_size).__name__} instead")
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, input: Tensor) -> Tensor:
+        dim = self.dim % input.ndim if input.ndim else 0
+        shape = tuple(input.shape)
+        return input.reshape(shape[:dim] + self.unflattened_size + shape[dim + 1:])
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

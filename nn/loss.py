@@ -1,4 +1,4 @@
-"""Loss modules: CrossEntropyLoss, NLLLoss, MSELoss."""
+"""Loss modules: thin wrappers over ``nn.functional``'s losses."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from ..autograd.tensor import Tensor
 from . import functional as F
 from .module import Module
 
-__all__ = ["CrossEntropyLoss", "MSELoss", "NLLLoss"]
+__all__ = ["BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "HuberLoss", "KLDivLoss", "L1Loss",
+           "MSELoss", "NLLLoss", "SmoothL1Loss"]
 
 
 class _Loss(Module):
@@ -57,3 +58,85 @@ class NLLLoss(_Loss):
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index,
                           reduction=self.reduction)
+
+
+class L1Loss(_Loss):
+    """Mean absolute error |input - target| (``reduction`` 'mean' | 'sum' | 'none')."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    """0.5 (x - y)^2 / beta where |x - y| < beta, else |x - y| - 0.5 beta."""
+
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean",
+                 beta: float = 1.0):
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    """0.5 (x - y)^2 where |x - y| < delta, else delta (|x - y| - 0.5 delta)."""
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0):
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class KLDivLoss(_Loss):
+    """The Kullback-Leibler divergence of log-probabilities ``input`` from ``target``
+    (probabilities, or log-probabilities with ``log_target=True``); ``reduction`` also takes
+    ``'batchmean'`` (the sum divided by the batch size: the mathematical KL divergence)."""
+
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean",
+                 log_target: bool = False):
+        Module.__init__(self)
+        if reduction != "batchmean":
+            reduction = F._reduction(size_average, reduce, reduction)
+        self.reduction = reduction
+        self.log_target = log_target
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class BCELoss(_Loss):
+    """Binary cross-entropy of probabilities ``input`` against ``target`` (logs clamped at
+    -100); ``weight`` rescales each element's loss."""
+
+    def __init__(self, weight: Tensor | None = None, size_average=None, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """A sigmoid layer and binary cross-entropy in one numerically stable expression;
+    ``pos_weight`` weighs the positive examples of each class (last dim).
+
+    Example:
+        >>> loss = tg.nn.BCEWithLogitsLoss()(tg.zeros(3), tg.ones(3))
+        >>> round(loss.item(), 4)  # log(2)
+        0.6931
+    """
+
+    def __init__(self, weight: Tensor | None = None, size_average=None, reduce=None,
+                 reduction: str = "mean", pos_weight: Tensor | None = None):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.binary_cross_entropy_with_logits(input, target, self.weight,
+                                                  reduction=self.reduction,
+                                                  pos_weight=self.pos_weight)

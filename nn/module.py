@@ -10,6 +10,7 @@ reading falls back to them (``__getattr__``), so ``self.weight`` works as in PyT
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections import OrderedDict, namedtuple
 
 from ..autograd.grad_mode import no_grad
@@ -33,16 +34,20 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
 
 
 class _Handle:
-    """Removes a forward hook: ``handle.remove()``, or use it as a context manager."""
+    """Removes a hook: ``handle.remove()``, or use it as a context manager. ``extra`` are the
+    dicts or sets that hold the hook's options (with_kwargs, always_call) by its id."""
 
     _ids = itertools.count()
 
-    def __init__(self, hooks: dict):
+    def __init__(self, hooks: dict, *extra):
         self._hooks = hooks
+        self._extra = extra
         self.id = next(_Handle._ids)
 
     def remove(self) -> None:
         self._hooks.pop(self.id, None)
+        for d in self._extra:
+            d.discard(self.id) if isinstance(d, set) else d.pop(self.id, None)
 
     def __enter__(self):
         return self
@@ -93,36 +98,144 @@ class Module:
         d["_non_persistent_buffers_set"] = set()
         d["_modules"] = OrderedDict()
         d["_forward_hooks"] = OrderedDict()
+        d["_forward_hooks_with_kwargs"] = set()
+        d["_forward_hooks_always_called"] = set()
         d["_forward_pre_hooks"] = OrderedDict()
+        d["_forward_pre_hooks_with_kwargs"] = set()
+        d["_backward_hooks"] = OrderedDict()
+        d["_backward_pre_hooks"] = OrderedDict()
+
+    def __setstate__(self, state: dict) -> None:
+        # modules pickled before the hook registries existed get empty ones, as PyTorch does
+        self.__dict__.update(state)
+        for name, factory in (("_forward_hooks_with_kwargs", set),
+                              ("_forward_hooks_always_called", set),
+                              ("_forward_pre_hooks_with_kwargs", set),
+                              ("_backward_hooks", OrderedDict),
+                              ("_backward_pre_hooks", OrderedDict)):
+            self.__dict__.setdefault(name, factory())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
                                   f'"forward" function')
 
     def __call__(self, *args, **kwargs):
-        for hook in tuple(self._forward_pre_hooks.values()):
-            res = hook(self, args)
-            if res is not None:
-                args = res if isinstance(res, tuple) else (res,)
-        out = self.forward(*args, **kwargs)
-        for hook in tuple(self._forward_hooks.values()):
-            res = hook(self, args, out)
-            if res is not None:
-                out = res
-        return out
+        called = set()  # the forward hooks run, so always_call ones run once on an exception
+        result = None
+        try:
+            for hid, hook in tuple(self._forward_pre_hooks.items()):
+                if hid in self._forward_pre_hooks_with_kwargs:
+                    res = hook(self, args, kwargs)
+                    if res is not None:
+                        if not (isinstance(res, tuple) and len(res) == 2):
+                            raise RuntimeError(f"forward pre-hook must return None or a tuple "
+                                               f"of (new_args, new_kwargs), but got {res}.")
+                        args, kwargs = res
+                else:
+                    res = hook(self, args)
+                    if res is not None:
+                        args = res if isinstance(res, tuple) else (res,)
+            bw_hook = None
+            if self._backward_hooks or self._backward_pre_hooks:
+                from ._hooks import BackwardHook
+                bw_hook = BackwardHook(self, list(self._backward_hooks.values()),
+                                       list(self._backward_pre_hooks.values()))
+                args = bw_hook.setup_input_hook(args)
+            result = self.forward(*args, **kwargs)
+            for hid, hook in tuple(self._forward_hooks.items()):
+                called.add(hid)
+                if hid in self._forward_hooks_with_kwargs:
+                    res = hook(self, args, kwargs, result)
+                else:
+                    res = hook(self, args, result)
+                if res is not None:
+                    result = res
+            if bw_hook is not None:
+                result = bw_hook.setup_output_hook(result)
+            return result
+        except Exception:
+            for hid, hook in tuple(self._forward_hooks.items()):
+                if hid in self._forward_hooks_always_called and hid not in called:
+                    try:
+                        if hid in self._forward_hooks_with_kwargs:
+                            hook(self, args, kwargs, result)
+                        else:
+                            hook(self, args, result)
+                    except Exception as e:  # noqa: BLE001  (the forward's error wins)
+                        warnings.warn(f"global module forward hook with ``always_call=True`` "
+                                      f"raised an exception that was silenced as another "
+                                      f"error was raised in forward: {e}", stacklevel=2)
+            raise
 
-    def register_forward_pre_hook(self, hook) -> _Handle:
-        """Registers ``hook(module, args) -> None | new args``, run before ``forward``."""
-        h = _Handle(self._forward_pre_hooks)
-        self._forward_pre_hooks[h.id] = hook
+    @staticmethod
+    def _add_hook(hooks: OrderedDict, hook, prepend: bool, *extra) -> _Handle:
+        h = _Handle(hooks, *extra)
+        hooks[h.id] = hook
+        if prepend:
+            hooks.move_to_end(h.id, last=False)
         return h
 
-    def register_forward_hook(self, hook) -> _Handle:
-        """Registers ``hook(module, args, output) -> None | new output``, run after
-        ``forward``."""
-        h = _Handle(self._forward_hooks)
-        self._forward_hooks[h.id] = hook
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> _Handle:
+        """Registers a forward pre-hook, run before ``forward``: ``hook(module, args) -> None
+        or modified input`` (a single value is wrapped into a tuple), or with ``with_kwargs``
+        ``hook(module, args, kwargs) -> None or a tuple (new_args, new_kwargs)``. ``prepend``
+        runs it before the hooks already registered. Returns a handle whose ``remove()``
+        unregisters it."""
+        h = self._add_hook(self._forward_pre_hooks, hook, prepend,
+                           self._forward_pre_hooks_with_kwargs)
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs.add(h.id)
         return h
+
+    def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> _Handle:
+        """Registers a forward hook, run after ``forward``: ``hook(module, args, output) ->
+        None or modified output``, or with ``with_kwargs`` ``hook(module, args, kwargs,
+        output)``. ``prepend`` runs it before the hooks already registered; ``always_call``
+        runs it even when ``forward`` (or an earlier hook) raises. Returns a handle whose
+        ``remove()`` unregisters it.
+
+        Example:
+            >>> m = tg.nn.Linear(2, 2)
+            >>> h = m.register_forward_hook(lambda mod, args, out: out * 0)
+            >>> m(tg.ones(1, 2)).abs().sum().item()
+            0.0
+            >>> h.remove()
+        """
+        h = self._add_hook(self._forward_hooks, hook, prepend, self._forward_hooks_with_kwargs,
+                           self._forward_hooks_always_called)
+        if with_kwargs:
+            self._forward_hooks_with_kwargs.add(h.id)
+        if always_call:
+            self._forward_hooks_always_called.add(h.id)
+        return h
+
+    def register_full_backward_hook(self, hook, prepend: bool = False) -> _Handle:
+        """Registers a backward hook, called when the gradients with respect to the module's
+        inputs have been computed: ``hook(module, grad_input, grad_output) -> tuple or None``.
+
+        ``grad_input`` has one entry per positional tensor argument and ``grad_output`` one per
+        output (a tensor, or the items of a tuple/list), None where there is no gradient
+        (an input that does not require grad, an output not used). Returning a tuple replaces
+        ``grad_input``. The hook runs through identity ``Function``s wrapped around the call's
+        inputs and outputs (nn/_hooks.py), so it sees exactly what flows through the module.
+
+        Example:
+            >>> m = tg.nn.Linear(2, 1)
+            >>> seen = []
+            >>> h = m.register_full_backward_hook(lambda mod, gi, go: seen.append(go[0].shape))
+            >>> m(tg.ones(3, 2, requires_grad=True)).sum().backward()
+            >>> seen
+            [tritongrad.Size([3, 1])]
+        """
+        return self._add_hook(self._backward_hooks, hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False) -> _Handle:
+        """Registers a backward pre-hook, called when the gradients with respect to the
+        module's outputs are computed, before any input gradient: ``hook(module, grad_output)
+        -> tuple or None``; a returned tuple replaces ``grad_output``."""
+        return self._add_hook(self._backward_pre_hooks, hook, prepend)
 
     # -- registration ------------------------------------------------------------------------
     def _check_name(self, name, kind: str) -> None:

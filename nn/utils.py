@@ -7,7 +7,7 @@ import math
 from ..autograd.grad_mode import no_grad
 from ..autograd.tensor import Tensor
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
 
 
 def _grads(parameters) -> list:
@@ -65,12 +65,41 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
             g.copy_(g.maximum(g.new_full((), -clip_value)).minimum(g.new_full((), clip_value)))
 
 
+def _check_same_device(params: list, op: str) -> None:
+    devices = {p.device for p in params}
+    if len(devices) > 1:
+        raise TypeError(f"{op}: found two parameters on different devices, this is currently "
+                        f"not supported ({sorted(str(d) for d in devices)})")
+
+
 def parameters_to_vector(parameters) -> Tensor:
-    """The parameters flattened and concatenated into one 1-D tensor (a copy)."""
-    from ..autograd.ops import creation
+    """Flatten an iterable of parameters into a single vector (recorded: gradients flow back
+    to the parameters, as PyTorch's ``cat`` of their views)."""
+    from ..autograd.ops.shape import cat
     params = list(parameters)
-    import numpy as np
-    flat = np.concatenate([p.detach().cpu().numpy().reshape(-1) for p in params]) \
-        if params else np.zeros(0)
-    return creation.tensor(flat, dtype=params[0].dtype if params else None,
-                           device=params[0].device if params else None)
+    if isinstance(parameters, Tensor):
+        params = [parameters]
+    if not params:
+        raise RuntimeError("parameters_to_vector: expected a non-empty iterable of tensors "
+                           "(cat of an empty list)")
+    _check_same_device(params, "parameters_to_vector")
+    return cat([p.reshape(-1) for p in params])
+
+
+def vector_to_parameters(vec: Tensor, parameters) -> None:
+    """Copy slices of a vector into an iterable of parameters: each parameter's ``data``
+    becomes the next ``numel()`` elements of ``vec``, viewed in its shape (sharing ``vec``'s
+    storage, as PyTorch's)."""
+    if not isinstance(vec, Tensor):
+        raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
+    params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+    _check_same_device(params + [vec], "vector_to_parameters")
+    total = sum(p.numel() for p in params)
+    if vec.ndim != 1 or vec.numel() != total:
+        raise RuntimeError(f"vector_to_parameters: expected a 1-D vector of {total} elements "
+                           f"(the parameters' total), got one of size {list(vec.shape)}")
+    pointer = 0
+    for p in params:
+        n = p.numel()
+        p.data = vec.detach()[pointer:pointer + n].view(tuple(p.shape))
+        pointer += n

@@ -1,5 +1,6 @@
 """``tritongrad.optim``: optimizers over module parameters (PyTorch's ``torch.optim``
-surface): ``SGD``, ``Adam``, ``AdamW``.
+surface): ``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``, and learning-rate schedules
+in ``tritongrad.optim.lr_scheduler``.
 
 Example:
     >>> import tritongrad as tg
@@ -12,8 +13,11 @@ Example:
     ...     opt.step()
 """
 
+from . import lr_scheduler
+from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .optimizer import Optimizer
+from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["SGD", "Adam", "AdamW", "Optimizer"]
+__all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Optimizer", "lr_scheduler"]

@@ -263,3 +263,17 @@ def new_step() -> Tensor:
     from ..autograd.ops.creation import tensor
     from ..runtime import dtype as dtypes
     return tensor(0.0, dtype=dtypes.float32)
+
+
+def check_hyperparameters(owner: str, **values) -> None:
+    """Raises PyTorch's ``ValueError("Invalid <name> value: <v>")`` for the first negative
+    value (``lr`` is worded "Invalid learning rate", ``eps`` "Invalid epsilon value")."""
+    words = {"lr": "learning rate", "eps": "epsilon value"}
+    for name, v in values.items():
+        if not 0.0 <= v:
+            raise ValueError(f"{owner}: Invalid {words.get(name, name + ' value')}: {v}")
+
+
+def check_real(owner: str, p: Tensor) -> None:
+    if p.is_complex():
+        raise NotImplementedError(f"{owner}: complex parameters are not supported")

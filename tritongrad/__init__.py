@@ -29,12 +29,13 @@ from .autograd import (Function, enable_grad, inference_mode, is_grad_enabled,
 from .autograd.ops import *  # noqa: F401,F403  (tensor ops and factories)
 from .autograd.ops import __all__ as _ops_all
 from .autograd.tensor import Size, Tensor
-from . import cuda, nn, optim
+from . import cuda, distributed, nn, optim, utils
 from .serialization import load, save
 
 __version__ = "0.1.0"
 
-__all__ = ["device", "dtype", "Tensor", "Size", "autograd", "cuda", "nn", "optim", "save", "load",
+__all__ = ["device", "dtype", "Tensor", "Size", "autograd", "cuda", "distributed", "nn", "optim",
+           "utils", "save", "load",
            "Function", "no_grad",
            "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
            "is_inference_mode_enabled", "get_default_dtype", "set_default_dtype",

@@ -61,16 +61,6 @@ def test_digits_quick_reaches_95_percent(tmp_path, capsys):
     assert elapsed < 60, f"--quick took {elapsed:.1f} s"
 
 
-def test_builtin_png_writer(tmp_path):
-    digits = _example("train_digits")
-    img = digits.render_curve(list(np.linspace(2.0, 0.1, 50)), 10, width=120, height=80)
-    assert img.shape == (80, 120, 3) and (img != 255).any()
-    digits.write_png(str(tmp_path / "c.png"), img)
-    assert _png_size(tmp_path / "c.png") == (120, 80)
-    raw = zlib.decompress((tmp_path / "c.png").read_bytes()[41:-12])  # the one IDAT chunk
-    assert len(raw) == 80 * (1 + 120 * 3)
-
-
 def test_transformer_loss_decreases():
     tt = _example("train_transformer")
     with _one_blas_thread():

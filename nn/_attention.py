@@ -1,0 +1,218 @@
+"""Scaled dot-product attention and multi-head attention, composed from matmul and softmax.
+
+``_attend`` is the one place the attention itself is computed (scores, mask, softmax,
+dropout, weighted sum): ``scaled_dot_product_attention`` and ``multi_head_attention_forward``
+both call it, so a fused kernel can replace it without touching either.
+
+Masks: ``scaled_dot_product_attention`` reads a bool ``attn_mask`` as *keep where True*;
+``MultiheadAttention`` reads its bool masks as *ignore where True* (both as PyTorch). Each is
+turned into an additive float bias (0 or -inf) before ``_attend``. A query row whose every key
+is masked gets NaN, as PyTorch's math reference gives.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..autograd.ops.creation import ones, zeros
+from ..autograd.tensor import Tensor
+
+__all__ = ["multi_head_attention_forward", "scaled_dot_product_attention"]
+
+
+def _attend(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, dropout_p: float,
+            scale: float, need_weights: bool = False):
+    """softmax(q k^T * scale + bias) (dropped out with ``dropout_p``) @ v, over the last two
+    dims, batch dims broadcast; returns (output, attention weights or None)."""
+    from . import functional as F  # functional imports this module
+    scores = q.matmul(k.transpose(-2, -1)) * scale
+    if bias is not None:
+        scores = scores + bias
+    weights = scores.softmax(-1)
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, dropout_p)
+    return weights.matmul(v), (weights if need_weights else None)
+
+
+def _bias_from_mask(mask: Tensor, dtype, keep_where_true: bool) -> Tensor:
+    """An additive bias: a float mask as it is, a bool mask as 0 (attend) or -inf (not)."""
+    if mask.dtype.name == "bool":
+        blocked = mask.logical_not() if keep_where_true else mask
+        return zeros(tuple(mask.shape), dtype=dtype, device=mask.device).masked_fill(
+            blocked, -math.inf)
+    return mask.to(dtype)
+
+
+def _repeat_heads(x: Tensor, r: int) -> Tensor:
+    """(..., Hk, S, E) -> (..., Hk * r, S, E), each head repeated r times in place
+    (``repeat_interleave(r, dim=-3)``)."""
+    if r == 1:
+        return x
+    shape = tuple(x.shape)
+    x = x.unsqueeze(-3).expand(shape[:-2] + (r,) + shape[-2:])
+    return x.reshape(shape[:-3] + (shape[-3] * r,) + shape[-2:])
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
+                                 attn_mask: Tensor | None = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """Computes scaled dot product attention on query, key and value tensors, using an
+    optional attention mask if passed, and applying dropout if a probability greater than 0.0
+    is specified.
+
+    Args:
+        query: (N, ..., Hq, L, E).
+        key: (N, ..., H, S, E).
+        value: (N, ..., H, S, Ev).
+        attn_mask: broadcastable to (N, ..., L, S). A boolean mask: True indicates the element
+            should take part in attention. A float mask: added to the attention scores.
+        dropout_p: dropout probability; applied whenever greater than 0.0 (use 0.0 in eval).
+        is_causal: apply a lower-right-free causal mask (query i attends to keys 0..i);
+            an error if ``attn_mask`` is also set.
+        scale: scaling factor applied prior to softmax; default 1/sqrt(E).
+        enable_gqa: grouped-query attention: Hq may be a multiple of H, each key/value head
+            then serves Hq / H query heads.
+
+    Returns:
+        attention output of shape (N, ..., Hq, L, Ev).
+
+    Example:
+        >>> q = k = v = tg.randn(2, 4, 5, 8)
+        >>> tg.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).shape
+        tritongrad.Size([2, 4, 5, 8])
+    """
+    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
+        raise RuntimeError(f"scaled_dot_product_attention: expected query, key and value of at "
+                           f"least 2 dims, got {list(query.shape)}, {list(key.shape)}, "
+                           f"{list(value.shape)}")
+    if query.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:
+        raise RuntimeError(f"scaled_dot_product_attention: query {list(query.shape)} and key "
+                           f"{list(key.shape)} must share the embedding size (last dim), and "
+                           f"key and value {list(value.shape)} the sequence length (dim -2)")
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
+                           "when is_causal=True")
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+    if enable_gqa and query.ndim >= 3 and key.ndim >= 3:
+        hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
+        if hq % hk or hq % hv:
+            raise RuntimeError(f"scaled_dot_product_attention: with enable_gqa, the number of "
+                               f"query heads ({hq}) must be a multiple of the number of key "
+                               f"({hk}) and value ({hv}) heads")
+        key, value = _repeat_heads(key, hq // hk), _repeat_heads(value, hq // hv)
+    length, source = query.shape[-2], key.shape[-2]
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    bias = None
+    if is_causal:
+        keep = ones((length, source), dtype=query.dtype, device=query.device).tril().bool()
+        bias = _bias_from_mask(keep, query.dtype, keep_where_true=True)
+    elif attn_mask is not None:
+        bias = _bias_from_mask(attn_mask, query.dtype, keep_where_true=True)
+    out, _ = _attend(query, key, value, bias, dropout_p, scale)
+    return out
+
+
+def _check_mha_mask(mask: Tensor, name: str, shapes: tuple) -> None:
+    if tuple(mask.shape) not in shapes:
+        raise RuntimeError(f"The shape of the {name} is {tuple(mask.shape)}, but should be "
+                           + " or ".join(str(s) for s in shapes) + ".")
+    if not (mask.dtype.name == "bool" or mask.dtype.is_floating_point):
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+
+
+def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, num_heads: int,
+                                 q_weight: Tensor, k_weight: Tensor, v_weight: Tensor,
+                                 in_bias: Tensor | None, bias_k: Tensor | None,
+                                 bias_v: Tensor | None, add_zero_attn: bool, dropout_p: float,
+                                 out_proj_weight: Tensor, out_proj_bias: Tensor | None,
+                                 training: bool = True, key_padding_mask: Tensor | None = None,
+                                 need_weights: bool = True, attn_mask: Tensor | None = None,
+                                 average_attn_weights: bool = True, is_causal: bool = False,
+                                 batch_first: bool = False):
+    """The forward of ``nn.MultiheadAttention`` on batch-first or sequence-first inputs; see
+    there. ``key_padding_mask`` / bool ``attn_mask``: True marks what may not be attended."""
+    from . import functional as F
+    unbatched = query.ndim == 2
+    if unbatched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    elif query.ndim != 3:
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
+                             f"{query.ndim}-D query tensor")
+    elif batch_first:  # computed batch-first below; sequence-first is the transposed view
+        query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+    if key.shape[:2] != value.shape[:2]:
+        raise AssertionError(f"key shape {tuple(key.shape)} does not match value shape "
+                             f"{tuple(value.shape)}")
+    query, key, value = (t.transpose(0, 1) for t in (query, key, value))  # (N, L, E)
+    n, length, embed = query.shape
+    head = embed // num_heads
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
+                           "Transformer module method `generate_square_subsequent_mask` to "
+                           "create this mask.")
+    bq = bk = bv = None
+    if in_bias is not None:
+        bq, bk, bv = in_bias.chunk(3)
+    q = F.linear(query, q_weight, bq)
+    k = F.linear(key, k_weight, bk)
+    v = F.linear(value, v_weight, bv)
+    source = k.shape[1]
+    if attn_mask is not None:
+        if attn_mask.ndim == 2:
+            _check_mha_mask(attn_mask, "2D attn_mask", ((length, source),))
+            attn_mask = attn_mask.reshape(1, 1, length, source)
+        elif attn_mask.ndim == 3:
+            _check_mha_mask(attn_mask, "3D attn_mask", ((n * num_heads, length, source),))
+            attn_mask = attn_mask.reshape(n, num_heads, length, source)
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.ndim} is not supported")
+        attn_mask = _bias_from_mask(attn_mask, q.dtype, keep_where_true=False)
+    if key_padding_mask is not None:
+        _check_mha_mask(key_padding_mask, "key_padding_mask", ((n, source),))
+        key_padding_mask = _bias_from_mask(key_padding_mask, q.dtype,
+                                           keep_where_true=False).reshape(n, 1, 1, source)
+
+    def extend(extra_k, extra_v):
+        """Appends one key/value position and lets every query attend to it."""
+        nonlocal k, v, attn_mask, key_padding_mask
+        k = F.pad(k, (0, 0, 0, 1)) if extra_k is None else _cat_seq(k, extra_k)
+        v = F.pad(v, (0, 0, 0, 1)) if extra_v is None else _cat_seq(v, extra_v)
+        if attn_mask is not None:
+            attn_mask = F.pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = F.pad(key_padding_mask, (0, 1))
+
+    if bias_k is not None and bias_v is not None:
+        extend(bias_k.reshape(1, 1, embed).expand(n, 1, embed),
+               bias_v.reshape(1, 1, embed).expand(n, 1, embed))
+    elif bias_k is not None or bias_v is not None:
+        raise AssertionError("bias_k and bias_v must both be set or both be None")
+    if add_zero_attn:
+        extend(None, None)
+    # (N, S, E) -> (N, H, S, D)
+    q, k, v = (t.reshape(n, t.shape[1], num_heads, head).transpose(1, 2) for t in (q, k, v))
+    bias = attn_mask
+    if key_padding_mask is not None:
+        bias = key_padding_mask if bias is None else bias + key_padding_mask
+    out, weights = _attend(q, k, v, bias, dropout_p if training else 0.0,
+                           1.0 / math.sqrt(head), need_weights)
+    out = F.linear(out.transpose(1, 2).reshape(n, length, embed), out_proj_weight,
+                   out_proj_bias)
+    out = out if batch_first and not unbatched else out.transpose(0, 1)
+    if unbatched:
+        out = out.squeeze(1)
+    if weights is not None:
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+        if unbatched:
+            weights = weights.squeeze(0)
+    return out, weights
+
+
+def _cat_seq(x: Tensor, extra: Tensor) -> Tensor:
+    from ..autograd.ops.shape import cat
+    return cat([x, extra.to(x.dtype)], 1)

@@ -1,0 +1,375 @@
+"""Convolution and pooling as composites of differentiable Tensor ops (no kernels of their own).
+
+Every op here starts from the same step, ``_windows``: pad the input, then gather each output
+position's receptive field with one ``index_select`` over the flattened spatial dims (im2col),
+giving (N, C, K, L) for K kernel taps and L output positions. ``as_strided`` would make the
+same view without a copy, but its derivative scatters into overlapping windows by copy, not
+by sum, so overlapping windows would lose gradient; ``index_select``'s rule sums. Then:
+
+* convolution: one (batched, for groups) matmul of the weight (g, O/g, C/g*K) with the
+  columns (N, g, C/g*K, L);
+* max pooling: ``max`` over K (its gradient goes to the first maximum, as PyTorch's);
+* average pooling: a sum over K divided by a per-position divisor computed on the host;
+* adaptive average pooling: two matmuls with averaging matrices (windows of varying size).
+
+The spatial code is written once for any number of spatial dims; conv1d/conv2d and the 2-D
+pools only check their arguments and name themselves in errors.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from ..autograd.ops.creation import tensor as _tensor
+from ..autograd.tensor import Tensor
+from ._padding import pad
+
+__all__ = ["adaptive_avg_pool2d", "avg_pool2d", "conv1d", "conv2d", "max_pool2d", "unfold"]
+
+
+def _ntuple(v, n: int, arg: str, op: str) -> tuple:
+    if isinstance(v, int):
+        return (v,) * n
+    v = tuple(int(e) for e in v)
+    if len(v) == 1:
+        return v * n
+    if len(v) != n:
+        raise RuntimeError(f"{op}: expected {arg} to be a single integer value or a list of {n} "
+                           f"values to match the convolution dimensions, but got {arg}={list(v)}")
+    return v
+
+
+@functools.lru_cache(maxsize=256)
+def _window_index(sizes: tuple, kernel: tuple, stride: tuple, dilation: tuple,
+                  out: tuple) -> np.ndarray:
+    """(K, L) int64: the flat position, in the (padded) spatial grid ``sizes``, of tap k of the
+    window at output position l (both in row-major order)."""
+    flat = np.zeros((1, 1), dtype=np.int64)
+    for n, k, s, d, o in zip(sizes, kernel, stride, dilation, out):
+        pos = np.arange(k)[:, None] * d + np.arange(o)[None, :] * s  # (k, o) along this dim
+        flat = (flat[:, None, :, None] * n + pos[None, :, None, :]).reshape(
+            flat.shape[0] * k, flat.shape[1] * o)
+    return flat
+
+
+def _windows(x: Tensor, kernel: tuple, stride: tuple, dilation: tuple, out: tuple) -> Tensor:
+    """(N, C, *sizes) -> (N, C, K, L): every window's taps, gathered (im2col)."""
+    lead, sizes = tuple(x.shape[:2]), tuple(x.shape[2:])
+    idx = _window_index(sizes, kernel, stride, dilation, out)
+    taps = x.reshape(lead + (-1,)).index_select(2, _tensor(idx.reshape(-1), device=x.device))
+    return taps.reshape(lead + idx.shape)
+
+
+def _conv_out(n: int, k: int, s: int, lo: int, hi: int, d: int) -> int:
+    return (n + lo + hi - d * (k - 1) - 1) // s + 1
+
+
+def _check_conv_input(input: Tensor, weight: Tensor, nd: int, op: str) -> bool:
+    """Raises PyTorch's errors for the ranks; True when ``input`` is unbatched."""
+    if input.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
+                           f"{op}, but got input of size: {list(input.shape)}")
+    if weight.ndim != nd + 2:
+        raise RuntimeError(f"{op}: expected weight to be {nd + 2}-dimensional (out_channels, "
+                           f"in_channels/groups, *kernel_size), but got weight of size "
+                           f"{list(weight.shape)}")
+    return input.ndim == nd + 1
+
+
+def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups: int,
+          nd: int, op: str) -> Tensor:
+    unbatched = _check_conv_input(input, weight, nd, op)
+    x = input.unsqueeze(0) if unbatched else input
+    n, c = x.shape[:2]
+    o, cg = weight.shape[:2]
+    kernel = tuple(weight.shape[2:])
+    stride = _ntuple(stride, nd, "stride", op)
+    dilation = _ntuple(dilation, nd, "dilation", op)
+    if groups < 1:
+        raise RuntimeError(f"{op}: non-positive groups is not supported (got groups={groups})")
+    if any(s < 1 for s in stride):
+        raise RuntimeError(f"{op}: non-positive stride is not supported (got {list(stride)})")
+    if any(d < 1 for d in dilation):
+        raise RuntimeError(f"{op}: dilation should be greater than zero (got {list(dilation)})")
+    if o % groups:
+        raise RuntimeError(f"{op}: out_channels ({o}) must be divisible by groups ({groups})")
+    if c != cg * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
+                           f"input{list(x.shape)} to have {cg * groups} channels, but got {c} "
+                           f"channels instead")
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = [(0, 0)] * nd
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            # the total d*(k-1) split with the extra element on the right, as PyTorch does
+            pads = [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
+                    for k, d in zip(kernel, dilation)]
+        else:
+            raise ValueError(f"Invalid padding string {padding!r}, should be one of "
+                             f"['valid', 'same']")
+    else:
+        pads = [(p, p) for p in _ntuple(padding, nd, "padding", op)]
+        if any(p < 0 for p, _ in pads):
+            raise RuntimeError(f"{op}: negative padding is not supported (got "
+                               f"{[p for p, _ in pads]})")
+    out = tuple(_conv_out(sz, k, s, lo, hi, d) for sz, k, s, (lo, hi), d
+                in zip(x.shape[2:], kernel, stride, pads, dilation))
+    if any(v < 1 for v in out):
+        padded = [sz + lo + hi for sz, (lo, hi) in zip(x.shape[2:], pads)]
+        eff = [d * (k - 1) + 1 for k, d in zip(kernel, dilation)]
+        raise RuntimeError(f"{op}: Calculated padded input size per channel: "
+                           f"({' x '.join(map(str, padded))}). Kernel size: "
+                           f"({' x '.join(map(str, eff))}). Kernel size can't be greater than "
+                           f"actual input size")
+    flat_pad = [v for lo_hi in reversed(pads) for v in lo_hi]
+    if any(flat_pad):
+        x = pad(x, flat_pad)
+    cols = _windows(x, kernel, stride, dilation, out)  # (N, C, K, L)
+    k = math.prod(kernel)
+    cols = cols.reshape(n, groups, cg * k, -1)
+    # (g, O/g, C/g*K) @ (N, g, C/g*K, L): channel-major, then taps, as weight.reshape orders them
+    y = weight.reshape(groups, o // groups, cg * k).matmul(cols).reshape((n, o) + out)
+    if bias is not None:
+        y = y + bias.reshape((1, o) + (1,) * nd)
+    return y.squeeze(0) if unbatched else y
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1) -> Tensor:
+    """Applies a 1D convolution over an input signal composed of several input planes.
+
+    Args:
+        input: (minibatch, in_channels, iW) or unbatched (in_channels, iW).
+        weight: filters of shape (out_channels, in_channels / groups, kW).
+        bias: optional bias of shape (out_channels).
+        stride: the stride of the convolving kernel (int or one-element tuple). Default: 1.
+        padding: implicit zero padding on both sides: an int, a one-element tuple, ``'valid'``
+            (no padding) or ``'same'`` (output as long as the input; stride 1 only). Default: 0.
+        dilation: the spacing between kernel elements. Default: 1.
+        groups: split input into groups; in_channels must be divisible by it. Default: 1.
+
+    Example:
+        >>> F = tg.nn.functional
+        >>> F.conv1d(tg.randn(33, 16, 30), tg.randn(20, 16, 5)).shape
+        tritongrad.Size([33, 20, 26])
+    """
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1) -> Tensor:
+    """Applies a 2D convolution over an input image composed of several input planes.
+
+    Args:
+        input: (minibatch, in_channels, iH, iW) or unbatched (in_channels, iH, iW).
+        weight: filters of shape (out_channels, in_channels / groups, kH, kW).
+        bias: optional bias of shape (out_channels).
+        stride: the stride of the convolving kernel (int or (sH, sW)). Default: 1.
+        padding: implicit zero padding on both sides: an int, (padH, padW), ``'valid'`` or
+            ``'same'`` (stride 1 only). Default: 0.
+        dilation: the spacing between kernel elements (int or (dH, dW)). Default: 1.
+        groups: split input into groups; in_channels must be divisible by it. Default: 1.
+
+    Example:
+        >>> F = tg.nn.functional
+        >>> F.conv2d(tg.randn(1, 4, 5, 5), tg.randn(8, 4, 3, 3), padding=1).shape
+        tritongrad.Size([1, 8, 5, 5])
+    """
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+
+
+def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """Extracts sliding local blocks from a batched input tensor (im2col).
+
+    (N, C, H, W) -> (N, C * prod(kernel_size), L), L the number of blocks; each column holds
+    one block's values, channel-major.
+    """
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"Input Error: Only 3D or 4D input Tensors are supported (got "
+                           f"{input.ndim}D)")
+    unbatched = input.ndim == 3
+    x = input.unsqueeze(0) if unbatched else input
+    kernel = _ntuple(kernel_size, 2, "kernel_size", "unfold")
+    dilation = _ntuple(dilation, 2, "dilation", "unfold")
+    padding = _ntuple(padding, 2, "padding", "unfold")
+    stride = _ntuple(stride, 2, "stride", "unfold")
+    out = tuple(_conv_out(n, k, s, p, p, d) for n, k, s, p, d
+                in zip(x.shape[2:], kernel, stride, padding, dilation))
+    if any(v < 1 for v in out):
+        raise RuntimeError(f"unfold: the kernel {list(kernel)} (dilation {list(dilation)}) does "
+                           f"not fit the padded input of spatial size {list(x.shape[2:])} "
+                           f"(padding {list(padding)})")
+    if any(padding):
+        x = pad(x, (padding[1], padding[1], padding[0], padding[0]))
+    cols = _windows(x, kernel, stride, dilation, out)
+    cols = cols.reshape(x.shape[0], -1, cols.shape[-1])
+    return cols.squeeze(0) if unbatched else cols
+
+
+# -- pooling -------------------------------------------------------------------------------------
+
+def _pool_out(n: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
+    """PyTorch's pooling_output_shape: with ``ceil_mode`` the last window may start in the
+    right padding but not past it."""
+    o = (n + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (o - 1) * s >= n + p:
+        o -= 1
+    return o
+
+
+def _pool_setup(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode: bool,
+                op: str, dilated: bool):
+    """Checks a 2-D pool's arguments; returns (x batched, unbatched, kernel, stride, padding,
+    dilation, out, pad right extra per dim)."""
+    if input.ndim not in (3, 4) or any(n == 0 for n in input.shape[-3:]):
+        raise RuntimeError(f"{op}: non-empty 3D or 4D (batch mode) tensor expected for input, "
+                           f"but got input of size: {list(input.shape)}")
+    unbatched = input.ndim == 3
+    x = input.unsqueeze(0) if unbatched else input
+    kernel = _ntuple(kernel_size, 2, "kernel_size", op)
+    stride = kernel if stride is None or (not isinstance(stride, int) and not len(stride)) \
+        else _ntuple(stride, 2, "stride", op)
+    padding = _ntuple(padding, 2, "padding", op)
+    dilation = _ntuple(dilation, 2, "dilation", op)
+    if any(k < 1 for k in kernel) or any(s < 1 for s in stride) or any(d < 1 for d in dilation):
+        raise RuntimeError(f"{op}: kernel_size, stride and dilation must be greater than zero, "
+                           f"but got kernel_size={list(kernel)}, stride={list(stride)}, "
+                           f"dilation={list(dilation)}")
+    for p, k, d in zip(padding, kernel, dilation):
+        if p < 0 or p > (d * (k - 1) + 1) // 2:
+            raise RuntimeError(  # PyTorch's two wordings: max pooling has a dilation
+                f"pad should be at most half of effective kernel size, but got pad={p}, "
+                f"kernel_size={k} and dilation={d}" if dilated else
+                f"pad should be at most half of kernel size, but got pad={p} and "
+                f"kernel_size={k}")
+    out = tuple(_pool_out(n, k, s, p, d, ceil_mode) for n, k, s, p, d
+                in zip(x.shape[2:], kernel, stride, padding, dilation))
+    if any(o < 1 for o in out):
+        raise RuntimeError(f"{op}: Given input size: ({'x'.join(map(str, x.shape[1:]))}). "
+                           f"Calculated output size: ({x.shape[1]}x{out[0]}x{out[1]}). Output "
+                           f"size is too small")
+    # with ceil_mode the last window can reach past the right padding: pad that far too
+    extra = tuple(max(0, (o - 1) * s + d * (k - 1) + 1 - (n + 2 * p)) for n, k, s, p, d, o
+                  in zip(x.shape[2:], kernel, stride, padding, dilation, out))
+    return x, unbatched, kernel, stride, padding, dilation, out, extra
+
+
+def _pad2(x: Tensor, padding: tuple, extra: tuple, value: float) -> Tensor:
+    (ph, pw), (eh, ew) = padding, extra
+    if ph or pw or eh or ew:
+        return pad(x, (pw, pw + ew, ph, ph + eh), value=value)
+    return x
+
+
+def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode: bool = False, return_indices: bool = False):
+    """Applies a 2D max pooling over an input signal composed of several input planes.
+
+    Args:
+        kernel_size: size of the pooling region (int or (kH, kW)).
+        stride: stride of the pooling operation. Default: ``kernel_size``.
+        padding: implicit negative infinity padding on both sides; at most half the effective
+            kernel size. Default: 0.
+        dilation: the stride between elements within a sliding window. Default: 1.
+        ceil_mode: use ceil instead of floor to compute the output shape (a window may start
+            in the right padding). Default: False.
+        return_indices: also return the argmax positions, as flat indices into each input
+            plane (H * W). Default: False.
+
+    The gradient goes to the first maximum of each window, as PyTorch's kernel sends it.
+    """
+    x, unbatched, kernel, stride, padding, dilation, out, extra = _pool_setup(
+        input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d", True)
+    w = x.shape[3]
+    xp = _pad2(x, padding, extra, -math.inf)
+    taps = _windows(xp, kernel, stride, dilation, out)  # (N, C, K, L)
+    values, arg = taps.max(dim=2)
+    values = values.reshape(tuple(x.shape[:2]) + out)
+    if unbatched:
+        values = values.squeeze(0)
+    if not return_indices:
+        return values
+    # tap positions in the padded grid, mapped back to flat positions in the unpadded plane
+    idx = _window_index(tuple(xp.shape[2:]), kernel, stride, dilation, out)
+    wp = xp.shape[3]
+    plane = (idx // wp - padding[0]) * w + (idx % wp - padding[1])
+    plane_t = _tensor(plane, device=x.device).expand(tuple(x.shape[:2]) + plane.shape)
+    indices = plane_t.gather(2, arg.unsqueeze(2)).reshape(tuple(x.shape[:2]) + out)
+    return values, indices.squeeze(0) if unbatched else indices
+
+
+def _avg_divisor(n: int, k: int, s: int, p: int, o: int, count_include_pad: bool) -> np.ndarray:
+    """Per output position along one dim: the window's length clipped to the padded input
+    (``count_include_pad``) or to the input itself (PyTorch's avg_pool2d rule)."""
+    start = np.arange(o) * s - p
+    end = np.minimum(start + k, n + p)
+    if count_include_pad:
+        return end - start
+    return np.minimum(end, n) - np.maximum(start, 0)
+
+
+def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """Applies 2D average-pooling operation in kH x kW regions by step size sH x sW steps.
+
+    Args:
+        kernel_size: size of the pooling region (int or (kH, kW)).
+        stride: stride of the pooling operation. Default: ``kernel_size``.
+        padding: implicit zero padding on both sides; at most half the kernel size. Default: 0.
+        ceil_mode: use ceil instead of floor to compute the output shape. Default: False.
+        count_include_pad: include the zero-padding in the averaging calculation. Default:
+            True.
+        divisor_override: if specified, it will be used as divisor, otherwise the size of the
+            pooling region will be used. Default: None.
+    """
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("avg_pool2d: divisor must be not zero")
+    x, unbatched, kernel, stride, padding, _, out, extra = _pool_setup(
+        input, kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d", False)
+    xp = _pad2(x, padding, extra, 0.0)
+    sums = _windows(xp, kernel, stride, (1, 1), out).sum(2).reshape(tuple(x.shape[:2]) + out)
+    if divisor_override is not None:
+        y = sums / divisor_override
+    else:
+        dh, dw = (_avg_divisor(n, k, s, p, o, count_include_pad) for n, k, s, p, o
+                  in zip(x.shape[2:], kernel, stride, padding, out))
+        y = sums / _tensor(np.outer(dh, dw), dtype=x.dtype, device=x.device)
+    return y.squeeze(0) if unbatched else y
+
+
+def _adaptive_matrix(n: int, o: int) -> np.ndarray:
+    """(o, n): row i averages input positions [floor(i n / o), ceil((i + 1) n / o))."""
+    m = np.zeros((o, n))
+    for i in range(o):
+        lo, hi = (i * n) // o, -((-(i + 1) * n) // o)
+        m[i, lo:hi] = 1.0 / (hi - lo)
+    return m
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
+    """Applies a 2D adaptive average pooling over an input signal composed of several input
+    planes: output (*, oH, oW) for any input size; ``output_size`` is an int, or a pair whose
+    None entries keep the input's size.
+
+    Window i along a dim of size n covers [floor(i n / o), ceil((i + 1) n / o)): windows
+    differ in size, so the pool is two matmuls with averaging matrices."""
+    if input.ndim not in (3, 4) or any(n == 0 for n in input.shape[-2:]):
+        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got "
+                           f"{list(input.shape)}")
+    if isinstance(output_size, int):
+        output_size = (output_size, output_size)
+    if len(output_size) != 2:
+        raise ValueError(f"adaptive_avg_pool2d: output_size must be 2, got {list(output_size)}")
+    h, w = input.shape[-2:]
+    oh, ow = (n if o is None else int(o) for n, o in zip((h, w), output_size))
+    if oh < 0 or ow < 0:
+        raise RuntimeError(f"adaptive_avg_pool2d: elements of output_size must be greater than "
+                           f"or equal to 0 but received {[oh, ow]}")
+    mh = _tensor(_adaptive_matrix(h, oh), dtype=input.dtype, device=input.device)
+    mw = _tensor(_adaptive_matrix(w, ow).T, dtype=input.dtype, device=input.device)
+    return mh.matmul(input).matmul(mw)

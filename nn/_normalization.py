@@ -1,0 +1,119 @@
+"""Batch, group and RMS normalisation, composed from differentiable Tensor ops (mean, var,
+rsqrt): their gradients, to any order, come from composition. Layer norm has a fused
+primitive (``F.layer_norm``); these may get one later behind the same signatures."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd.grad_mode import no_grad
+from ..autograd.tensor import Tensor
+
+__all__ = ["batch_norm", "group_norm", "rms_norm"]
+
+
+def _channel_shape(x: Tensor) -> tuple:
+    """(1, C, 1, ...): a per-channel tensor broadcast against (N, C, *)."""
+    return (1, x.shape[1]) + (1,) * (x.ndim - 2)
+
+
+def _affine(y: Tensor, weight, bias, shape: tuple) -> Tensor:
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None = None, bias: Tensor | None = None,
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Applies Batch Normalization for each channel across a batch of data.
+
+    y = (x - E[x]) / sqrt(Var[x] + eps) * weight + bias per channel (dim 1), statistics over
+    every other dim. In training the batch's statistics are used (biased variance) and, when
+    given, ``running_mean`` / ``running_var`` are updated in place as
+    ``running = (1 - momentum) * running + momentum * batch`` with the unbiased variance. Out of
+    training the running statistics are used.
+    """
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm: expected an input of at least 2 dims (N, C, *), got "
+                         f"{input.ndim}D of size {list(input.shape)}")
+    shape = _channel_shape(input)
+    dims = (0,) + tuple(range(2, input.ndim))
+    if training:
+        count = input.numel() // input.shape[1]
+        if count <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                             f"size {list(input.shape)}")
+        mean = input.mean(dim=dims)
+        var = input.var(dim=dims, unbiased=False)
+        if running_mean is not None or running_var is not None:
+            with no_grad():  # the running statistics are state, not part of the graph
+                if running_mean is not None:
+                    running_mean.mul_(1 - momentum).add_(mean.detach().to(running_mean.dtype)
+                                                         * momentum)
+                if running_var is not None:
+                    unbiased = var.detach() * (count / (count - 1))
+                    running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype)
+                                                        * momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
+                               "evaluation mode (training=False)")
+        mean, var = running_mean.to(input.dtype), running_var.to(input.dtype)
+    y = (input - mean.reshape(shape)) * (var.reshape(shape) + eps).rsqrt()
+    return _affine(y, weight, bias, shape)
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Applies Group Normalization: the channels are split into ``num_groups`` groups, each
+    normalised over its channels and the spatial dims (biased variance), then scaled and
+    shifted per channel."""
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{input.ndim}")
+    n, c = input.shape[:2]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t.ndim != 1 or t.shape[0] != c):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
+                               f"channels in input, but got {name} of shape {list(t.shape)} "
+                               f"and input of shape {list(input.shape)}")
+    g = input.reshape(n, num_groups, -1)
+    mean = g.mean(dim=2, keepdim=True)
+    var = g.var(dim=2, unbiased=False, keepdim=True)
+    y = ((g - mean) * (var + eps).rsqrt()).reshape(tuple(input.shape))
+    return _affine(y, weight, bias, _channel_shape(input))
+
+
+def _finfo_eps(dtype) -> float:
+    if dtype.name == "bfloat16":  # NumPy has no bfloat16: 8 bits of mantissa -> 2**-7
+        return 2.0 ** -7
+    return float(np.finfo(dtype.np).eps)
+
+
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """Applies Root Mean Square Layer Normalization over the trailing ``normalized_shape``
+    dims: y = x / sqrt(mean(x^2) + eps) * weight. ``eps=None`` uses the machine epsilon of
+    ``input``'s dtype (``torch.finfo(input.dtype).eps``)."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(normalized_shape)
+    k = len(normalized_shape)
+    if k == 0 or tuple(input.shape[input.ndim - k:]) != normalized_shape or input.ndim < k:
+        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input "
+                           f"with shape [*, {', '.join(map(str, normalized_shape))}], but got "
+                           f"input of size{list(input.shape)}")
+    if weight is not None and tuple(weight.shape) != normalized_shape:
+        raise RuntimeError(f"rms_norm: expected weight of shape {list(normalized_shape)}, got "
+                           f"{list(weight.shape)}")
+    eps = _finfo_eps(input.dtype) if eps is None else eps
+    dims = tuple(range(input.ndim - k, input.ndim))
+    y = input * ((input * input).mean(dim=dims, keepdim=True) + eps).rsqrt()
+    return y * weight if weight is not None else y

@@ -1,0 +1,124 @@
+"""``F.pad``, composed from differentiable Tensor ops (``cat`` and ``narrow`` for constant
+padding, ``index_select`` for the modes that copy input elements into the border).
+
+The border of a non-constant mode is a gather of input elements, so its gradient is a
+scatter-add back onto them: ``index_select``'s rule, which sums repeated indices.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd.ops.creation import full
+from ..autograd.ops.creation import tensor as _tensor
+from ..autograd.ops.shape import cat
+from ..autograd.tensor import Tensor
+
+__all__ = ["pad"]
+
+_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def _pairs(pad, ndim: int) -> list:
+    """``pad`` (last dim first, (left, right) pairs) as [(dim, left, right), ...]."""
+    pad = [int(p) for p in pad]
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > ndim:
+        raise RuntimeError(f"Padding length should be less than or equal to two times the input "
+                           f"dimension but got padding length {len(pad)} and input of dimension "
+                           f"{ndim}")
+    return [(ndim - 1 - i, pad[2 * i], pad[2 * i + 1]) for i in range(len(pad) // 2)]
+
+
+def _constant(x: Tensor, pairs: list, value: float) -> Tensor:
+    for dim, lo, hi in pairs:
+        if lo < 0 or hi < 0:  # negative padding crops, as in PyTorch
+            start, stop = max(-lo, 0), x.shape[dim] - max(-hi, 0)
+            if stop < start:
+                raise RuntimeError(f"The input size {x.shape[dim]}, plus negative padding "
+                                   f"{lo} and {hi} resulted in a negative output size, which is "
+                                   f"invalid. Check dimension {dim} of your input.")
+            x = x.narrow(dim, start, stop - start)
+            lo, hi = max(lo, 0), max(hi, 0)
+        parts = []
+        for n in (lo, None, hi):
+            if n is None:
+                parts.append(x)
+            elif n:
+                shape = list(x.shape)
+                shape[dim] = n
+                parts.append(full(tuple(shape), value, dtype=x.dtype, device=x.device))
+        x = cat(parts, dim) if len(parts) > 1 else x
+    return x
+
+
+def _source_index(n: int, lo: int, hi: int, mode: str) -> np.ndarray:
+    """For each position of a dim of size ``n`` padded by (lo, hi), the input position it
+    copies."""
+    i = np.arange(-lo, n + hi)
+    if mode == "replicate":
+        return np.clip(i, 0, n - 1)
+    if mode == "circular":
+        return np.mod(i, n)
+    period = 2 * (n - 1)  # reflect: mirror about the edge elements, which are not repeated
+    i = np.mod(i, period) if period else np.zeros_like(i)
+    return np.where(i < n, i, period - i)
+
+
+def _copying(x: Tensor, pairs: list, mode: str) -> Tensor:
+    ndim = x.ndim
+    k = len(pairs)
+    if not k + 1 <= ndim <= k + 2:
+        raise NotImplementedError(
+            f"Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now "
+            f"(mode {mode!r} pads the last {k} dims of a {k + 1}D or {k + 2}D input, got "
+            f"{ndim}D of size {list(x.shape)})")
+    for dim, lo, hi in pairs:
+        n = x.shape[dim]
+        if mode == "reflect" and (lo >= n or hi >= n):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
+                               f"input dimension, but got: padding ({lo}, {hi}) at dimension "
+                               f"{dim} of input {list(x.shape)}")
+        if mode == "circular" and (lo > n or hi > n):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        if mode == "replicate" and n == 0 and (lo or hi):
+            raise RuntimeError(f"padding: input of size {list(x.shape)} has nothing to "
+                               f"replicate along dimension {dim}")
+        if lo < 0 or hi < 0:  # crop first; the copying modes then pad what is left
+            x = _constant(x, [(dim, min(lo, 0), min(hi, 0))], 0.0)
+            n, lo, hi = x.shape[dim], max(lo, 0), max(hi, 0)
+        if lo or hi:
+            idx = _tensor(_source_index(n, lo, hi, mode), device=x.device)
+            x = x.index_select(dim, idx)
+    return x
+
+
+def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) -> Tensor:
+    """Pads tensor.
+
+    The padding sizes are described starting from the last dimension and moving forward:
+    ``(padding_left, padding_right)`` pads the last dimension, ``(padding_left,
+    padding_right, padding_top, padding_bottom)`` the last two, and so on. Negative sizes
+    crop.
+
+    Args:
+        input: N-dimensional tensor.
+        pad: m-element tuple, where m/2 <= input dimensions and m is even.
+        mode: ``'constant'`` (any number of dims), ``'reflect'``, ``'replicate'`` or
+            ``'circular'`` (the last 1 to 3 dims of a 2D to 5D input). Default ``'constant'``.
+        value: fill value for ``'constant'`` padding. Default: 0.
+
+    Example:
+        >>> t = tg.ones(1, 2, 3)
+        >>> tg.nn.functional.pad(t, (1, 1, 0, 2)).shape
+        tritongrad.Size([1, 4, 5])
+    """
+    if mode not in _MODES:
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    pairs = _pairs(pad, input.ndim)
+    if mode == "constant":
+        return _constant(input, pairs, 0.0 if value is None else value)
+    if value is not None and value != 0:
+        raise AssertionError(f'Padding mode "{mode}"" doesn\'t take in value argument.')
+    return _copying(input, pairs, mode)

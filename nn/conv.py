@@ -1,0 +1,146 @@
+"""Convolution layers: Conv1d and Conv2d over ``F.conv1d`` / ``F.conv2d`` (im2col composites,
+nn/_convolution.py). Default initialisation is PyTorch's: weight kaiming_uniform_(a=sqrt(5)),
+bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = in_channels / groups * prod(kernel)."""
+
+from __future__ import annotations
+
+import math
+
+from ..autograd.ops.creation import empty
+from ..autograd.tensor import Tensor
+from . import functional as F
+from . import init
+from ._convolution import _ntuple
+from .module import Module
+from .parameter import Parameter
+
+__all__ = ["Conv1d", "Conv2d"]
+
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+class _ConvNd(Module):
+    """Shared by Conv1d and Conv2d: ``_nd`` spatial dims, ``_functional`` the op."""
+
+    _nd = 0
+    _functional = None
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device=None, dtype=None):
+        super().__init__()
+        nd, name = self._nd, type(self).__name__
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"padding_mode must be one of {list(_PADDING_MODES)}, but got "
+                             f"padding_mode='{padding_mode}'")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size = _ntuple(kernel_size, nd, "kernel_size", name)
+        self.stride = _ntuple(stride, nd, "stride", name)
+        self.dilation = _ntuple(dilation, nd, "dilation", name)
+        if isinstance(padding, str):
+            if padding not in ("valid", "same"):
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of "
+                                 f"{{'valid', 'same'}}")
+            if padding == "same" and any(s != 1 for s in self.stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            self.padding = padding
+        else:
+            self.padding = _ntuple(padding, nd, "padding", name)
+        self.groups, self.padding_mode = groups, padding_mode
+        self.weight = Parameter(empty((out_channels, in_channels // groups) + self.kernel_size,
+                                      device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(empty((out_channels,), device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.in_channels // self.groups * math.prod(self.kernel_size)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def _explicit_padding(self) -> list:
+        """F.pad's argument (last dim first) for a non-zeros ``padding_mode``."""
+        if self.padding == "valid":
+            return [0] * (2 * self._nd)
+        if self.padding == "same":
+            out = []
+            for k, d in reversed(list(zip(self.kernel_size, self.dilation))):
+                total = d * (k - 1)
+                out += [total // 2, total - total // 2]
+            return out
+        return [p for p in reversed(self.padding) for _ in range(2)]
+
+    def forward(self, input: Tensor) -> Tensor:
+        conv = type(self)._functional
+        if self.padding_mode != "zeros":
+            # the border is made by F.pad in that mode, then a convolution without padding
+            x = F.pad(input, self._explicit_padding(), mode=self.padding_mode)
+            return conv(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
+        return conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                    self.groups)
+
+    def extra_repr(self) -> str:
+        nd = self._nd
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding != (0,) * nd:
+            s += f", padding={self.padding}"
+        if self.dilation != (1,) * nd:
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
+        return s
+
+
+class Conv1d(_ConvNd):
+    """Applies a 1D convolution over an input signal composed of several input planes:
+    (N, C_in, L) or (C_in, L) -> (N, C_out, L_out).
+
+    Args:
+        in_channels, out_channels: channels in the input and produced by the convolution.
+        kernel_size: size of the convolving kernel.
+        stride: stride of the convolution. Default: 1.
+        padding: padding added to both sides of the input (int, tuple, ``'valid'`` or
+            ``'same'``). Default: 0.
+        dilation: spacing between kernel elements. Default: 1.
+        groups: number of blocked connections from input channels to output channels.
+        bias: adds a learnable bias to the output. Default: True.
+        padding_mode: ``'zeros'``, ``'reflect'``, ``'replicate'`` or ``'circular'``.
+
+    Example:
+        >>> m = tg.nn.Conv1d(16, 33, 3, stride=2)
+        >>> m(tg.randn(20, 16, 50)).shape
+        tritongrad.Size([20, 33, 24])
+    """
+
+    _nd = 1
+    _functional = staticmethod(F.conv1d)
+
+
+class Conv2d(_ConvNd):
+    """Applies a 2D convolution over an input signal composed of several input planes:
+    (N, C_in, H, W) or (C_in, H, W) -> (N, C_out, H_out, W_out). Arguments as ``Conv1d``'s,
+    each an int or a pair (height, width).
+
+    Example:
+        >>> m = tg.nn.Conv2d(16, 33, (3, 5), stride=(2, 1), padding=(4, 2))
+        >>> m(tg.randn(2, 16, 10, 12)).shape
+        tritongrad.Size([2, 33, 8, 12])
+    """
+
+    _nd = 2
+    _functional = staticmethod(F.conv2d)

@@ -1,0 +1,191 @@
+"""Normalisation layers: BatchNorm1d, BatchNorm2d, GroupNorm, RMSNorm (LayerNorm, fused, is in
+layers.py). Default initialisations are PyTorch's: weight ones, bias zeros, running mean zeros
+and running variance ones."""
+
+from __future__ import annotations
+
+from ..autograd.grad_mode import no_grad
+from ..autograd.ops.creation import empty, ones, tensor, zeros
+from ..autograd.tensor import Tensor
+from ..runtime import dtype as dtypes
+from . import functional as F
+from . import init
+from .module import Module
+from .parameter import Parameter
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "RMSNorm"]
+
+
+class _BatchNorm(Module):
+    """Shared by BatchNorm1d and BatchNorm2d, which differ only in the input ranks they
+    accept (``_ranks``)."""
+
+    _ranks: tuple = ()
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = Parameter(empty((num_features,), device=device, dtype=dtype))
+            self.bias = Parameter(empty((num_features,), device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", zeros((num_features,), device=device,
+                                                       dtype=dtype))
+            self.register_buffer("running_var", ones((num_features,), device=device,
+                                                     dtype=dtype))
+            self.register_buffer("num_batches_tracked", tensor(0, dtype=dtypes.int64,
+                                                               device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            with no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1)
+                self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.ndim not in self._ranks:
+            want = " or ".join(f"{r}D" for r in self._ranks)
+            raise ValueError(f"expected {want} input (got {input.ndim}D input)")
+        if input.shape[1] != self.num_features:
+            raise ValueError(f"{type(self).__name__}: expected input with {self.num_features} "
+                             f"channels (dim 1), got input of size {list(input.shape)}")
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            with no_grad():
+                self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # a cumulative moving average over the batches seen
+                factor = 1.0 / float(self.num_batches_tracked.item())
+        # batch statistics in training, and in eval when there are no running statistics
+        use_batch = self.training or (self.running_mean is None and self.running_var is None)
+        track = not self.training or self.track_running_stats
+        return F.batch_norm(input, self.running_mean if track else None,
+                            self.running_var if track else None, self.weight, self.bias,
+                            use_batch, factor, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Applies Batch Normalization over a 2D or 3D input: (N, C) or (N, C, L).
+
+    y = (x - E[x]) / sqrt(Var[x] + eps) * gamma + beta, per channel. In training the batch's
+    statistics are used (biased variance) and the running estimates are updated:
+    ``running = (1 - momentum) * running + momentum * batch`` (unbiased variance), or, with
+    ``momentum=None``, a cumulative average over all batches. In eval mode the running
+    estimates are used, unless ``track_running_stats=False``.
+
+    Example:
+        >>> bn = tg.nn.BatchNorm1d(4)
+        >>> bn(tg.randn(8, 4)).shape
+        tritongrad.Size([8, 4])
+    """
+
+    _ranks = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Applies Batch Normalization over a 4D input (N, C, H, W); see ``BatchNorm1d``."""
+
+    _ranks = (4,)
+
+
+class GroupNorm(Module):
+    """Applies Group Normalization over a mini-batch of inputs (N, C, *): the channels are
+    separated into ``num_groups`` groups, each normalised over its channels and all other
+    non-batch dims; ``affine`` adds a per-channel scale (ones) and shift (zeros).
+
+    Example:
+        >>> gn = tg.nn.GroupNorm(3, 6)
+        >>> gn(tg.randn(20, 6, 10, 10)).shape
+        tritongrad.Size([20, 6, 10, 10])
+    """
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, device=None, dtype=None):
+        super().__init__()
+        if num_channels % num_groups != 0:
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups "
+                             f"({num_groups})")
+        self.num_groups, self.num_channels = num_groups, num_channels
+        self.eps, self.affine = eps, affine
+        if affine:
+            self.weight = Parameter(empty((num_channels,), device=device, dtype=dtype))
+            self.bias = Parameter(empty((num_channels,), device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class RMSNorm(Module):
+    """Applies Root Mean Square Layer Normalization over the trailing ``normalized_shape``
+    dims: y = x / sqrt(mean(x^2) + eps) * gamma. ``eps=None`` uses the machine epsilon of the
+    input's dtype.
+
+    Example:
+        >>> rms = tg.nn.RMSNorm([2, 3])
+        >>> rms(tg.randn(2, 2, 3)).shape
+        tritongrad.Size([2, 2, 3])
+    """
+
+    def __init__(self, normalized_shape, eps: float | None = None,
+                 elementwise_affine: bool = True, device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            init.ones_(self.weight)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")

@@ -1,0 +1,94 @@
+"""Pooling layers: MaxPool2d, AvgPool2d, AdaptiveAvgPool2d over their functionals (composites,
+nn/_convolution.py)."""
+
+from __future__ import annotations
+
+from ..autograd.tensor import Tensor
+from . import functional as F
+from .module import Module
+
+__all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "MaxPool2d"]
+
+
+class MaxPool2d(Module):
+    """Applies a 2D max pooling over an input signal composed of several input planes.
+
+    Args:
+        kernel_size: the size of the window to take a max over.
+        stride: the stride of the window. Default: ``kernel_size``.
+        padding: implicit negative infinity padding to be added on both sides.
+        dilation: a parameter that controls the stride of elements in the window.
+        return_indices: if True, will return the max indices along with the outputs.
+        ceil_mode: when True, will use ceil instead of floor to compute the output shape.
+
+    Example:
+        >>> m = tg.nn.MaxPool2d(3, stride=2)
+        >>> m(tg.randn(20, 16, 50, 32)).shape
+        tritongrad.Size([20, 16, 24, 15])
+    """
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1,
+                 return_indices: bool = False, ceil_mode: bool = False):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.dilation = padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+
+    def forward(self, input: Tensor):
+        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class AvgPool2d(Module):
+    """Applies a 2D average pooling over an input signal composed of several input planes.
+
+    Args:
+        kernel_size: the size of the window.
+        stride: the stride of the window. Default: ``kernel_size``.
+        padding: implicit zero padding to be added on both sides.
+        ceil_mode: when True, will use ceil instead of floor to compute the output shape.
+        count_include_pad: when True, will include the zero-padding in the averaging.
+        divisor_override: if specified, it will be used as divisor, otherwise the size of the
+            pooling region will be used.
+    """
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override: int | None = None):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.ceil_mode = padding, ceil_mode
+        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool2d(Module):
+    """Applies a 2D adaptive average pooling over an input signal composed of several input
+    planes: the output is of size H x W, for any input size (``output_size`` an int, or a pair
+    whose None entries keep the input's size).
+
+    Example:
+        >>> tg.nn.AdaptiveAvgPool2d((5, 7))(tg.randn(1, 64, 8, 9)).shape
+        tritongrad.Size([1, 64, 5, 7])
+    """
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool2d(input, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"

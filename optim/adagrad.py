@@ -1,0 +1,88 @@
+"""Adagrad (Duchi, Hazan & Singer, 2011)."""
+
+from __future__ import annotations
+
+from .optimizer import Optimizer, check_hyperparameters, check_real, new_step
+
+__all__ = ["Adagrad"]
+
+
+class Adagrad(Optimizer):
+    r"""Adagrad, as ``torch.optim.Adagrad``.
+
+    For each parameter p with gradient g, at step t = 1, 2, ... (the sum s starts at
+    ``initial_accumulator_value``)::
+
+        g = -g                                  if maximize
+        g = g + weight_decay * p                if weight_decay != 0
+        clr = lr / (1 + (t - 1) * lr_decay)
+        s = s + g * g
+        p = p - clr * g / (sqrt(s) + eps)
+
+    Args:
+        params: parameters or parameter groups.
+        lr: learning rate (default 1e-2).
+        lr_decay: learning rate decay (default 0).
+        weight_decay: weight decay (L2 penalty) (default 0).
+        initial_accumulator_value: initial value of the sum of squares of gradients
+            (default 0).
+        eps: term added to the denominator to improve numerical stability (default 1e-10).
+        foreach: accepted for compatibility (updates are per parameter; the result is the
+            same).
+        maximize: maximize the objective with respect to the params, instead of minimizing.
+        differentiable: only False is supported.
+        fused: None or False; the backends have no fused Adagrad kernel, so True raises.
+
+    State per parameter, created with the optimizer (as PyTorch's): ``step`` (a float32 CPU
+    scalar) and ``sum``.
+
+    Example:
+        >>> model = tg.nn.Linear(3, 1)
+        >>> opt = tg.optim.Adagrad(model.parameters(), lr=0.1, lr_decay=1e-3)
+        >>> model(tg.randn(4, 3)).pow(2).mean().backward()
+        >>> opt.step(); opt.zero_grad()
+    """
+
+    def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
+                 initial_accumulator_value: float = 0, eps: float = 1e-10, foreach=None, *,
+                 maximize: bool = False, differentiable: bool = False, fused=None):
+        check_hyperparameters("Adagrad", lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                              initial_accumulator_value=initial_accumulator_value, eps=eps)
+        if differentiable:
+            raise NotImplementedError("Adagrad: differentiable=True is not supported")
+        if fused:
+            raise RuntimeError("Adagrad: fused=True: no backend has a fused Adagrad kernel; "
+                               "use fused=None or False")
+        super().__init__(params, {"lr": lr, "lr_decay": lr_decay, "eps": eps,
+                                  "weight_decay": weight_decay,
+                                  "initial_accumulator_value": initial_accumulator_value,
+                                  "foreach": foreach, "maximize": maximize,
+                                  "differentiable": False, "fused": fused})
+
+    def add_param_group(self, param_group: dict) -> None:
+        # The state is created with the group (also the constructor's), as PyTorch's.
+        super().add_param_group(param_group)
+        for p in self.param_groups[-1]["params"]:
+            self._init_state(p, self.param_groups[-1])
+
+    def _init_state(self, p, group) -> None:
+        from ..autograd.ops.creation import full_like
+        state = self.state[p]
+        if not state:
+            state["step"] = new_step()
+            state["sum"] = full_like(p, group["initial_accumulator_value"])
+
+    def _update(self, p, group) -> None:
+        check_real("Adagrad", p)
+        state = self.state[p]
+        self._init_state(p, group)  # (a state dict loaded without this parameter's entry)
+        step_t, s = state["step"], state["sum"]
+        step_t += 1
+        step = step_t.item()
+        g = -p.grad if group["maximize"] else p.grad
+        if group["weight_decay"] != 0:
+            g = g.add(p, alpha=group["weight_decay"])
+        clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
+        s.add_(g.mul(g))                                  # addcmul_(g, g, value=1)
+        std = s.sqrt().add(group["eps"])
+        p.sub_(g.div(std).mul(clr))                       # addcdiv_(g, std, value=-clr)

@@ -1,0 +1,114 @@
+"""BatchNorm1d/2d, GroupNorm, RMSNorm and their functionals (nn/_normalization.py) against
+NumPy float64 references: running statistics, momentum=None, eval mode, gradients."""
+
+import numpy as np
+import pytest
+
+import tritongrad as tg
+from tests.helpers import assert_grads_match, host
+from tritongrad import nn
+
+F = nn.functional
+rng = np.random.default_rng(3)
+
+
+@pytest.mark.parametrize("momentum", [0.1, 0.3, None])
+def test_batch_norm2d_running_statistics(momentum):
+    bn = nn.BatchNorm2d(3, momentum=momentum).double()
+    nn.init.normal_(bn.weight)
+    nn.init.normal_(bn.bias)
+    w, b = host(bn.weight), host(bn.bias)
+    rm, rv = np.zeros(3), np.ones(3)
+    for step in range(1, 4):
+        x = rng.standard_normal((4, 3, 2, 3)) * step + step
+        y = bn(tg.tensor(x))
+        mean, var = x.mean(axis=(0, 2, 3)), x.var(axis=(0, 2, 3))
+        ref = (x - mean[:, None, None]) / np.sqrt(var[:, None, None] + 1e-5)
+        np.testing.assert_allclose(host(y), ref * w[:, None, None] + b[:, None, None],
+                                   rtol=1e-12, atol=1e-12)
+        f = 1.0 / step if momentum is None else momentum
+        rm = (1 - f) * rm + f * mean
+        rv = (1 - f) * rv + f * x.var(axis=(0, 2, 3), ddof=1)  # unbiased
+        np.testing.assert_allclose(host(bn.running_mean), rm, rtol=1e-12)
+        np.testing.assert_allclose(host(bn.running_var), rv, rtol=1e-12)
+    assert bn.num_batches_tracked.item() == 3
+    bn.eval()
+    x = rng.standard_normal((2, 3, 2, 2))
+    ref = (x - rm[:, None, None]) / np.sqrt(rv[:, None, None] + 1e-5) * w[:, None, None] + \
+        b[:, None, None]
+    np.testing.assert_allclose(host(bn(tg.tensor(x))), ref, rtol=1e-12, atol=1e-12)
+    assert bn.num_batches_tracked.item() == 3
+
+
+def test_batch_norm1d_without_running_stats_or_affine(device):
+    bn = nn.BatchNorm1d(4, affine=False, track_running_stats=False, device=device).double()
+    assert bn.weight is None and bn.running_mean is None
+    assert list(bn.state_dict()) == []
+    x = rng.standard_normal((5, 4, 3))
+    ref = (x - x.mean(axis=(0, 2), keepdims=True)) / np.sqrt(x.var(axis=(0, 2), keepdims=True)
+                                                             + 1e-5)
+    for mode in (bn.train, bn.eval):  # no running statistics: batch statistics both ways
+        mode()
+        np.testing.assert_allclose(host(bn(tg.tensor(x, device=device))), ref, rtol=1e-11,
+                                   atol=1e-12)
+
+
+def test_batch_norm_gradients_and_state_dict(device):
+    x = tg.tensor(rng.standard_normal((4, 3)), device=device)
+    w = tg.tensor(rng.uniform(0.5, 1.5, 3), device=device)
+    b = tg.tensor(rng.standard_normal(3), device=device)
+    assert_grads_match(lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+                       [x, w, b], atol=1e-5)
+    sd = nn.BatchNorm1d(3).state_dict()
+    assert list(sd) == ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
+    assert sd["num_batches_tracked"].dtype is tg.int64
+
+
+def test_batch_norm_errors():
+    with pytest.raises(ValueError, match=r"expected 2D or 3D input \(got 4D input\)"):
+        nn.BatchNorm1d(3)(tg.randn(2, 3, 4, 5))
+    with pytest.raises(ValueError, match=r"expected 4D input \(got 3D input\)"):
+        nn.BatchNorm2d(3)(tg.randn(2, 3, 4))
+    with pytest.raises(ValueError, match="Expected more than 1 value per channel when training"):
+        nn.BatchNorm1d(3)(tg.randn(1, 3))
+    assert repr(nn.BatchNorm2d(3)) == ("BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, "
+                                       "track_running_stats=True)")
+
+
+def test_group_norm(device):
+    x = rng.standard_normal((2, 6, 3, 2))
+    gn = nn.GroupNorm(3, 6, device=device).double()
+    nn.init.normal_(gn.weight)
+    g = x.reshape(2, 3, -1)
+    ref = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5))
+    ref = ref.reshape(x.shape) * host(gn.weight)[:, None, None]
+    np.testing.assert_allclose(host(gn(tg.tensor(x, device=device))), ref, rtol=1e-11,
+                               atol=1e-12)
+    xs = tg.tensor(rng.standard_normal((2, 4, 3)), device=device)
+    assert_grads_match(lambda x: F.group_norm(x, 2), [xs], atol=1e-5)
+    with pytest.raises(ValueError, match=r"num_channels \(6\) must be divisible by num_groups"):
+        nn.GroupNorm(4, 6)
+
+
+def test_rms_norm(device):
+    x = rng.standard_normal((3, 2, 4))
+    m = nn.RMSNorm([2, 4], device=device).double()
+    nn.init.normal_(m.weight)
+    ref = x / np.sqrt((x * x).mean(axis=(1, 2), keepdims=True) + np.finfo(np.float64).eps)
+    np.testing.assert_allclose(host(m(tg.tensor(x, device=device))), ref * host(m.weight),
+                               rtol=1e-12)
+    y = F.rms_norm(tg.tensor(x, dtype=tg.float32), (4,), eps=None)
+    ref32 = x / np.sqrt((x * x).mean(-1, keepdims=True) + np.finfo(np.float32).eps)
+    np.testing.assert_allclose(host(y), ref32, rtol=1e-5)
+    assert_grads_match(lambda x: F.rms_norm(x, (4,), eps=1e-3),
+                       [tg.tensor(x[0], device=device)])
+    assert repr(nn.RMSNorm(8)) == "RMSNorm((8,), eps=None, elementwise_affine=True)"
+    with pytest.raises(RuntimeError, match="Given normalized_shape=\\[5\\]"):
+        F.rms_norm(tg.randn(2, 4), (5,))
+
+
+def test_second_order_gradients():
+    x = tg.tensor(rng.standard_normal((3, 2, 2)), requires_grad=True)
+    assert tg.autograd.gradgradcheck(lambda x: F.batch_norm(x, None, None, training=True), (x,))
+    assert tg.autograd.gradgradcheck(lambda x: F.group_norm(x, 1), (x,))
+    assert tg.autograd.gradgradcheck(lambda x: F.rms_norm(x, (2,), eps=1e-3), (x,))

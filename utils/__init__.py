@@ -1,0 +1,10 @@
+"""``tritongrad.utils``: what training programs use around the model, as ``torch.utils``:
+
+* ``tritongrad.utils.data``: ``Dataset``, samplers, ``DataLoader``, ``random_split``;
+* ``tritongrad.utils.checkpoint``: activation checkpointing (recompute instead of store);
+* ``tritongrad.utils.safetensors``: state dicts to and from ``.safetensors`` files.
+"""
+
+from . import checkpoint, data, safetensors
+
+__all__ = ["checkpoint", "data", "safetensors"]

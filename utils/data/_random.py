@@ -1,0 +1,62 @@
+"""Where the data utilities get their random numbers.
+
+tritongrad has no ``Generator`` objects and no ``randperm`` yet: its random ops draw from one
+global NumPy generator that ``tritongrad.manual_seed`` reseeds. The samplers and
+``random_split`` therefore shuffle with a NumPy ``Generator``, obtained here from whatever the
+caller passed as ``generator=``:
+
+* ``None``: a fresh NumPy generator seeded by one draw from tritongrad's global generator, so
+  ``tg.manual_seed(s)`` makes every shuffle reproducible (PyTorch seeds its samplers from the
+  global generator the same way).
+* a ``numpy.random.Generator``: used as it is, advancing with every draw.
+* any object with ``initial_seed()`` (PyTorch's ``Generator`` interface, e.g. a future
+  ``tg.Generator``): a NumPy generator seeded with that seed and kept for the object, so
+  successive epochs draw new permutations, and a change of the object's seed
+  (``manual_seed(s)`` with another ``s``) restarts the sequence from ``s``. Seeding it again
+  with the seed it already has cannot be seen through ``initial_seed()`` and does not restart
+  it: only a real generator object (which tritongrad lacks) could tell.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+__all__ = ["numpy_generator", "global_seed"]
+
+# generator object -> (its initial seed when the NumPy twin was made, the NumPy twin)
+_twins: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_twins_by_id: dict = {}  # for generator objects that cannot be weakly referenced
+
+
+def global_seed() -> int:
+    """A 63-bit seed drawn from tritongrad's global generator (reseeded by ``manual_seed``)."""
+    from ...autograd.ops import creation
+    return int(creation._rng.integers(0, 1 << 63))
+
+
+def numpy_generator(generator, owner: str) -> np.random.Generator:
+    """The NumPy generator that ``owner`` (a class or function name, for errors) draws from
+    for this ``generator=`` argument; see the module docstring."""
+    if generator is None:
+        return np.random.default_rng(global_seed())
+    if isinstance(generator, np.random.Generator):
+        return generator
+    initial_seed = getattr(generator, "initial_seed", None)
+    if not callable(initial_seed):
+        raise TypeError(f"{owner}: generator must be None, a numpy.random.Generator or an object "
+                        f"with initial_seed() (as torch.Generator), got "
+                        f"{type(generator).__name__}")
+    seed = int(initial_seed())
+    try:
+        cached = _twins.get(generator)
+        store = _twins
+        key = generator
+    except TypeError:
+        cached = _twins_by_id.get(id(generator))
+        store, key = _twins_by_id, id(generator)
+    if cached is None or cached[0] != seed:
+        cached = (seed, np.random.default_rng(seed))
+        store[key] = cached
+    return cached[1]

@@ -1,0 +1,249 @@
+"""Datasets: map-style (``__getitem__`` + ``__len__``) and iterable (``__iter__``), and the
+ways to combine and split them, as ``torch.utils.data``."""
+
+from __future__ import annotations
+
+import bisect
+import math
+import numbers
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Generic, TypeVar
+
+from ._random import numpy_generator
+
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset",
+           "Subset", "random_split"]
+
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Dataset(Generic[T_co]):
+    r"""An abstract class representing a dataset.
+
+    All datasets that represent a map from keys to data samples should subclass it. All
+    subclasses should overwrite ``__getitem__``, supporting fetching a data sample for a given
+    key. Subclasses could also optionally overwrite ``__len__``, which is expected to return
+    the size of the dataset by many samplers and the default options of ``DataLoader``.
+    Subclasses could also optionally implement ``__getitems__``, for speedup batched samples
+    loading: it accepts a list of indices of samples of a batch and returns a list of samples.
+
+    ``dataset1 + dataset2`` is their ``ConcatDataset``.
+
+    Example:
+        >>> class Squares(Dataset):
+        ...     def __len__(self): return 4
+        ...     def __getitem__(self, i): return i * i
+        >>> (Squares() + Squares())[5]
+        1
+    """
+
+    def __getitem__(self, index) -> T_co:
+        raise NotImplementedError(f"{type(self).__name__} must implement __getitem__")
+
+    def __add__(self, other: Dataset[T_co]) -> ConcatDataset[T_co]:
+        return ConcatDataset([self, other])
+
+    # No default __len__ (PyTorch's reasons: a default would have to guess or raise, and
+    # ``len()`` raising TypeError is the signal DataLoader and samplers check for).
+
+
+class IterableDataset(Dataset[T_co]):
+    r"""An iterable Dataset: every dataset that represents an iterable of data samples should
+    subclass it. Such a form of datasets is particularly useful when data come from a stream.
+
+    All subclasses should overwrite ``__iter__``, which would return an iterator of samples in
+    this dataset. A ``DataLoader`` over it batches the samples in the order they come
+    (``shuffle``, ``sampler`` and ``batch_sampler`` are refused). ``a + b`` chains two of them.
+
+    Example:
+        >>> class Range(IterableDataset):
+        ...     def __init__(self, n): self.n = n
+        ...     def __iter__(self): return iter(range(self.n))
+        >>> list(Range(2) + Range(3))
+        [0, 1, 0, 1, 2]
+    """
+
+    def __iter__(self) -> Iterator[T_co]:
+        raise NotImplementedError(f"{type(self).__name__} must implement __iter__")
+
+    def __add__(self, other):  # type: ignore[override]
+        return ChainDataset([self, other])
+
+
+class TensorDataset(Dataset[tuple]):
+    r"""Dataset wrapping tensors. Each sample will be retrieved by indexing tensors along the
+    first dimension.
+
+    Args:
+        *tensors: tensors that have the same size of the first dimension.
+
+    Example:
+        >>> x, y = tg.arange(6.0).reshape(3, 2), tg.tensor([0, 1, 0])
+        >>> TensorDataset(x, y)[1]
+        (tensor([2., 3.]), tensor(1))
+    """
+
+    def __init__(self, *tensors) -> None:
+        if not tensors:
+            raise ValueError("TensorDataset: needs at least one tensor")
+        n = _first_dim(tensors[0])
+        for i, t in enumerate(tensors):
+            if _first_dim(t) != n:
+                raise ValueError(f"Size mismatch between tensors: tensor 0 has {n} rows, "
+                                 f"tensor {i} has {_first_dim(t)}")
+        self.tensors = tuple(tensors)
+
+    def __getitem__(self, index):
+        return tuple(t[index] for t in self.tensors)
+
+    def __len__(self) -> int:
+        return _first_dim(self.tensors[0])
+
+
+def _first_dim(t) -> int:
+    shape = getattr(t, "shape", None)
+    if shape is None or len(shape) == 0:
+        raise ValueError(f"TensorDataset: every tensor needs a first dimension, got "
+                         f"{type(t).__name__} of shape {None if shape is None else tuple(shape)}")
+    return int(shape[0])
+
+
+class ConcatDataset(Dataset[T_co]):
+    r"""Dataset as a concatenation of multiple datasets. This class is useful to assemble
+    different existing datasets.
+
+    Args:
+        datasets: list of (map-style) datasets to be concatenated.
+
+    Attributes:
+        cumulative_sizes: the running totals of the datasets' lengths.
+    """
+
+    def __init__(self, datasets: Iterable[Dataset]) -> None:
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise AssertionError("datasets should not be an empty iterable")
+        for d in self.datasets:
+            if isinstance(d, IterableDataset):
+                raise AssertionError("ConcatDataset does not support IterableDataset")
+        self.cumulative_sizes = self.cumsum(self.datasets)
+
+    @staticmethod
+    def cumsum(sequence: Sequence) -> list[int]:
+        out, total = [], 0
+        for d in sequence:
+            total += len(d)
+            out.append(total)
+        return out
+
+    def __len__(self) -> int:
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, idx: int):
+        if idx < 0:
+            if -idx > len(self):
+                raise ValueError("absolute value of index should not exceed dataset length")
+            idx = len(self) + idx
+        which = bisect.bisect_right(self.cumulative_sizes, idx)
+        start = self.cumulative_sizes[which - 1] if which > 0 else 0
+        return self.datasets[which][idx - start]
+
+
+class ChainDataset(IterableDataset):
+    r"""Dataset for chaining multiple ``IterableDataset``\ s: the chaining happens on the fly.
+
+    Args:
+        datasets: datasets to be chained together.
+    """
+
+    def __init__(self, datasets: Iterable[Dataset]) -> None:
+        self.datasets = list(datasets)
+
+    def __iter__(self) -> Iterator:
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            yield from d
+
+    def __len__(self) -> int:
+        return sum(len(d) for d in self.datasets)  # type: ignore[arg-type]
+
+
+class Subset(Dataset[T_co]):
+    r"""Subset of a dataset at specified indices.
+
+    Args:
+        dataset: the whole dataset.
+        indices: indices in the whole set selected for subset.
+    """
+
+    def __init__(self, dataset: Dataset[T_co], indices: Sequence[int]) -> None:
+        self.dataset = dataset
+        self.indices = indices
+
+    def __getitem__(self, idx):
+        if isinstance(idx, list):
+            return self.dataset[[self.indices[i] for i in idx]]  # type: ignore[index]
+        return self.dataset[self.indices[idx]]
+
+    def __getitems__(self, indices: list[int]) -> list:
+        # Forwarded so a dataset's batched fetch survives being split (DataLoader calls it).
+        if callable(getattr(self.dataset, "__getitems__", None)):
+            return self.dataset.__getitems__([self.indices[i] for i in indices])
+        return [self.dataset[self.indices[i]] for i in indices]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+def random_split(dataset: Dataset[T_co], lengths: Sequence[int | float],
+                 generator=None) -> list[Subset[T_co]]:
+    r"""Randomly split a dataset into non-overlapping new datasets of given lengths.
+
+    If a list of fractions that sum up to 1 is given, the lengths will be computed
+    automatically as floor(frac * len(dataset)) for each fraction provided. After computing
+    the lengths, if there are any remainders, 1 count will be distributed in round-robin
+    fashion to the lengths until there are no remainders left.
+
+    Args:
+        dataset: dataset to be split.
+        lengths: lengths or fractions of splits to be produced.
+        generator: where the random permutation comes from (``None``: tritongrad's global
+            generator, so ``tg.manual_seed`` fixes the split; or a ``numpy.random.Generator``,
+            or an object with ``initial_seed()``).
+
+    Example:
+        >>> a, b = random_split(range(10), [3, 7])
+        >>> len(a), len(b)
+        (3, 7)
+        >>> [len(s) for s in random_split(range(30), [0.3, 0.3, 0.4])]
+        [9, 9, 12]
+    """
+    n = len(dataset)  # type: ignore[arg-type]
+    lengths = list(lengths)
+    if lengths and all(isinstance(x, numbers.Real) and not isinstance(x, numbers.Integral)
+                       for x in lengths) and math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
+        for i, frac in enumerate(lengths):
+            if frac < 0 or frac > 1:
+                raise ValueError(f"Fraction at index {i} is not between 0 and 1")
+        sizes = [math.floor(n * frac) for frac in lengths]
+        for i in range(n - sum(sizes)):
+            sizes[i % len(sizes)] += 1
+        for i, size in enumerate(sizes):
+            if size == 0:
+                warnings.warn(f"Length of split at index {i} is 0. This might result in an "
+                              f"empty dataset.", stacklevel=2)
+        lengths = sizes
+    if any(isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < 0
+           for x in lengths):
+        raise ValueError(f"random_split: lengths must be non-negative integers or fractions "
+                         f"summing to 1, got {lengths}")
+    if sum(lengths) != n:
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+    order = numpy_generator(generator, "random_split").permutation(n).tolist()
+    out, offset = [], 0
+    for length in lengths:
+        out.append(Subset(dataset, order[offset:offset + length]))
+        offset += length
+    return out

@@ -1,0 +1,238 @@
+"""Samplers: the order in which a ``DataLoader`` visits a dataset's indices.
+
+A sampler is an iterable of indices (or, for ``BatchSampler``, of lists of indices) with an
+optional ``__len__``, as ``torch.utils.data.Sampler``. Random samplers shuffle with a NumPy
+generator chosen by ``_random.numpy_generator`` from their ``generator=`` argument.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable, Iterator, Sequence, Sized
+from typing import Generic, TypeVar
+
+import numpy as np
+
+from ._random import numpy_generator
+
+__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
+           "WeightedRandomSampler", "BatchSampler"]
+
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Sampler(Generic[T_co]):
+    r"""Base class for all samplers.
+
+    Every sampler subclass has to provide an ``__iter__`` method, providing a way to iterate
+    over indices or lists of indices (batches) of dataset elements, and may provide a
+    ``__len__`` method that returns the length of the returned iterators.
+
+    Args:
+        data_source: accepted for compatibility with older PyTorch code and not used.
+
+    Example:
+        >>> class EveryOther(Sampler[int]):
+        ...     def __init__(self, n): self.n = n
+        ...     def __iter__(self): return iter(range(0, self.n, 2))
+        ...     def __len__(self): return (self.n + 1) // 2
+        >>> list(EveryOther(5))
+        [0, 2, 4]
+    """
+
+    def __init__(self, data_source: Sized | None = None) -> None:
+        pass
+
+    def __iter__(self) -> Iterator[T_co]:
+        raise NotImplementedError(f"{type(self).__name__} must implement __iter__")
+
+    # No default __len__: as in PyTorch, len() of a sampler without one raises TypeError, and
+    # DataLoader.__len__ relies on that to report "no length".
+
+
+def _check_count(owner: str, name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
+        raise ValueError(f"{owner}: {name} should be a positive integer value, but got "
+                         f"{name}={value!r}")
+    return int(value)
+
+
+class SequentialSampler(Sampler[int]):
+    r"""Samples elements sequentially, always in the same order.
+
+    Args:
+        data_source: dataset to sample from.
+    """
+
+    def __init__(self, data_source: Sized) -> None:
+        self.data_source = data_source
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(len(self.data_source)))
+
+    def __len__(self) -> int:
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler[int]):
+    r"""Samples elements randomly. If without replacement, then sample from a shuffled
+    dataset. If with replacement, then user can specify ``num_samples`` to draw.
+
+    Args:
+        data_source: dataset to sample from.
+        replacement: samples are drawn on-demand with replacement if ``True`` (default
+            ``False``).
+        num_samples: number of samples to draw (default ``len(dataset)``). Without
+            replacement, a number above the dataset's length repeats whole permutations.
+        generator: where the random numbers come from (see ``utils.data._random``).
+    """
+
+    def __init__(self, data_source: Sized, replacement: bool = False,
+                 num_samples: int | None = None, generator=None) -> None:
+        if not isinstance(replacement, bool):
+            raise TypeError(f"RandomSampler: replacement should be a boolean value, but got "
+                            f"replacement={replacement!r}")
+        self.data_source = data_source
+        self.replacement = replacement
+        self._num_samples = num_samples
+        self.generator = generator
+        _check_count("RandomSampler", "num_samples", self.num_samples)
+
+    @property
+    def num_samples(self) -> int:
+        # Read at each use, as PyTorch: the dataset may change size after construction.
+        return len(self.data_source) if self._num_samples is None else self._num_samples
+
+    def __iter__(self) -> Iterator[int]:
+        n = len(self.data_source)
+        rng = numpy_generator(self.generator, "RandomSampler")
+        if self.replacement:
+            yield from rng.integers(0, n, size=self.num_samples).tolist()
+            return
+        # Whole permutations, then the head of one more (PyTorch's order of draws).
+        for _ in range(self.num_samples // n):
+            yield from rng.permutation(n).tolist()
+        yield from rng.permutation(n)[: self.num_samples % n].tolist()
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler[int]):
+    r"""Samples elements randomly from a given list of indices, without replacement.
+
+    Args:
+        indices: a sequence of indices.
+        generator: where the random numbers come from.
+    """
+
+    def __init__(self, indices: Sequence[int], generator=None) -> None:
+        self.indices = indices
+        self.generator = generator
+
+    def __iter__(self) -> Iterator[int]:
+        rng = numpy_generator(self.generator, "SubsetRandomSampler")
+        for i in rng.permutation(len(self.indices)).tolist():
+            yield self.indices[i]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler[int]):
+    r"""Samples elements from ``[0, .., len(weights)-1]`` with given probabilities (weights).
+
+    Args:
+        weights: a sequence of weights, not necessary summing up to one (a list, a NumPy
+            array or a 1-D tensor).
+        num_samples: number of samples to draw.
+        replacement: if ``True``, samples are drawn with replacement. If not, they are drawn
+            without replacement, which means that when a sample index is drawn for a row, it
+            cannot be drawn again for that row.
+        generator: where the random numbers come from.
+
+    Example:
+        >>> list(WeightedRandomSampler([0.1, 0.9, 0.4, 0.7, 3.0, 0.6], 5, replacement=True))
+        [4, 4, 1, 4, 5]   # for instance
+    """
+
+    def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
+                 generator=None) -> None:
+        _check_count("WeightedRandomSampler", "num_samples", num_samples)
+        if not isinstance(replacement, bool):
+            raise ValueError(f"WeightedRandomSampler: replacement should be a boolean value, "
+                             f"but got replacement={replacement!r}")
+        w = np.asarray(_host(weights), dtype=np.float64)
+        if w.ndim != 1:
+            raise ValueError(f"WeightedRandomSampler: weights should be a 1d sequence but "
+                             f"given weights have shape {tuple(w.shape)}")
+        if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+            raise ValueError("WeightedRandomSampler: weights must be finite and non-negative "
+                             "with a positive sum")
+        if not replacement and num_samples > np.count_nonzero(w):
+            raise RuntimeError(f"WeightedRandomSampler: cannot draw {num_samples} samples "
+                               f"without replacement from {np.count_nonzero(w)} non-zero "
+                               f"weights")
+        self.weights = w
+        self.num_samples = int(num_samples)
+        self.replacement = replacement
+        self.generator = generator
+
+    def __iter__(self) -> Iterator[int]:
+        rng = numpy_generator(self.generator, "WeightedRandomSampler")
+        draws = rng.choice(len(self.weights), size=self.num_samples, replace=self.replacement,
+                           p=self.weights / self.weights.sum())
+        yield from draws.tolist()
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+def _host(values):
+    """A list, array or tritongrad Tensor as something NumPy can read."""
+    from ...autograd.tensor import Tensor
+    return values.detach().cpu().numpy() if isinstance(values, Tensor) else values
+
+
+class BatchSampler(Sampler[list[int]]):
+    r"""Wraps another sampler to yield a mini-batch of indices.
+
+    Args:
+        sampler: base sampler. Can be any iterable object.
+        batch_size: size of mini-batch.
+        drop_last: if ``True``, the sampler will drop the last batch if its size would be less
+            than ``batch_size``.
+
+    Example:
+        >>> list(BatchSampler(SequentialSampler(range(10)), batch_size=3, drop_last=False))
+        [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
+        >>> list(BatchSampler(SequentialSampler(range(10)), batch_size=3, drop_last=True))
+        [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
+    """
+
+    def __init__(self, sampler: Sampler[int] | Iterable[int], batch_size: int,
+                 drop_last: bool) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) \
+                or batch_size <= 0:
+            raise ValueError(f"BatchSampler: batch_size should be a positive integer value, "
+                             f"but got batch_size={batch_size!r}")
+        if not isinstance(drop_last, bool):
+            raise ValueError(f"BatchSampler: drop_last should be a boolean value, but got "
+                             f"drop_last={drop_last!r}")
+        self.sampler = sampler
+        self.batch_size = int(batch_size)
+        self.drop_last = drop_last
+
+    def __iter__(self) -> Iterator[list[int]]:
+        batch: list[int] = []
+        for idx in self.sampler:
+            batch.append(idx)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+
+    def __len__(self) -> int:
+        n = len(self.sampler)  # type: ignore[arg-type]
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
