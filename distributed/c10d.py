@@ -366,6 +366,13 @@ def _check_same(op: str, a, an: str, b, bn: str) -> None:
                          f"and {b._device}")
 
 
+def _check_pair(op: str, g: ProcessGroup, a, an: str, b, bn: str) -> None:
+    """Both tensors fit the group's backend, with one dtype and one device."""
+    _check_tensor(op, a, an, g)
+    _check_tensor(op, b, bn, g)
+    _check_same(op, a, an, b, bn)
+
+
 def _op_name(op: str, red, t) -> str:
     if not isinstance(red, ReduceOp.RedOpType):
         raise TypeError(f"{op}: op must be a ReduceOp (e.g. ReduceOp.SUM), got {red!r}")
@@ -526,9 +533,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group: ProcessGroup | No
     g = _group(group, op)
     if g is None:
         return _not_member(op, async_op)
-    _check_tensor(op, output_tensor, "output_tensor", g)
-    _check_tensor(op, input_tensor, "input_tensor", g)
-    _check_same(op, output_tensor, "output_tensor", input_tensor, "input_tensor")
+    _check_pair(op, g, output_tensor, "output_tensor", input_tensor, "input_tensor")
     if output_tensor.numel() != input_tensor.numel() * g.size():
         raise ValueError(f"{op}: output tensor size must be equal to world_size times input "
                          f"tensor size: output has {output_tensor.numel()} elements "
@@ -597,9 +602,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group: ProcessGroup | 
     g = _group(group, name)
     if g is None:
         return _not_member(name, async_op)
-    _check_tensor(name, output, "output", g)
-    _check_tensor(name, input, "input", g)
-    _check_same(name, output, "output", input, "input")
+    _check_pair(name, g, output, "output", input, "input")
     if input.numel() != output.numel() * g.size():
         raise ValueError(f"{name}: input tensor must be the same size as output size times "
                          f"world size: input has {input.numel()} elements {list(input.shape)}, "

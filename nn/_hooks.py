@@ -1,13 +1,14 @@
 """Module backward hooks (``register_full_backward_hook``, ``register_full_backward_pre_hook``),
 as PyTorch's ``BackwardHook`` builds them: two identity ``Function``s around a call.
 
-* the module's tensor inputs that require grad pass through ``_InputHook``: its backward sees
-  the gradients with respect to them (``grad_input``), which only exist once the gradients of
-  all the outputs have flowed through the module;
-* its tensor outputs pass through ``_OutputHook``: its backward sees ``grad_output`` first,
-  runs the backward pre-hooks (which may replace it) and keeps it for ``_InputHook``.
+* the module's tensor inputs that require grad pass through a ``_GradHook`` (the inputs'
+  hook): its backward sees the gradients with respect to them (``grad_input``), which only
+  exist once the gradients of all the outputs have flowed through the module;
+* its tensor outputs pass through another (the outputs' hook): its backward sees
+  ``grad_output`` first, runs the backward pre-hooks (which may replace it) and keeps it for
+  the inputs' hook.
 
-When no input requires grad there is no ``_InputHook``: ``_OutputHook`` calls the full hooks
+When no input requires grad there is no inputs' hook: the outputs' hook calls the full hooks
 with a ``grad_input`` of Nones, as PyTorch does.
 """
 
@@ -30,28 +31,19 @@ def _replace(kind: str, old: tuple, new) -> tuple:
     return new
 
 
-class _OutputHook(Function):
+class _GradHook(Function):
+    """Passes tensors through unchanged; its backward hands their gradients to the
+    BackwardHook method named ``on_grad`` (``_on_grad_output`` or ``_on_grad_input``)."""
+
     @staticmethod
-    def forward(ctx, hook, *outputs):
-        ctx.hook = hook
+    def forward(ctx, hook, on_grad, *tensors):
+        ctx.on_grad = getattr(hook, on_grad)
         ctx.set_materialize_grads(False)
-        return outputs
+        return tensors
 
     @staticmethod
     def backward(ctx, *grads):
-        return (None,) + ctx.hook._on_grad_output(grads)
-
-
-class _InputHook(Function):
-    @staticmethod
-    def forward(ctx, hook, *inputs):
-        ctx.hook = hook
-        ctx.set_materialize_grads(False)
-        return inputs
-
-    @staticmethod
-    def backward(ctx, *grads):
-        return (None,) + ctx.hook._on_grad_input(grads)
+        return (None, None) + ctx.on_grad(grads)
 
 
 class BackwardHook:
@@ -72,7 +64,7 @@ class BackwardHook:
         if not hooked:
             return args
         self.input_slots = [tensors.index(i) for i in hooked]
-        outs = _InputHook.apply(self, *(args[i] for i in hooked))
+        outs = _GradHook.apply(self, "_on_grad_input", *(args[i] for i in hooked))
         args = list(args)
         for i, t in zip(hooked, outs):
             args[i] = t
@@ -89,7 +81,7 @@ class BackwardHook:
         self.output_slots = hooked
         if not hooked:
             return result
-        outs = _OutputHook.apply(self, *(items[i] for i in hooked))
+        outs = _GradHook.apply(self, "_on_grad_output", *(items[i] for i in hooked))
         for i, t in zip(hooked, outs):
             items[i] = t
         return items[0] if single else type(result)(items)

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import math
 
-from ..autograd.ops.creation import empty
 from ..autograd.tensor import Tensor
 from . import functional as F
 from . import init
 from ._convolution import _ntuple
 from .module import Module
-from .parameter import Parameter
+from .parameter import affine_parameters
 
 __all__ = ["Conv1d", "Conv2d"]
 
@@ -53,20 +52,15 @@ class _ConvNd(Module):
         else:
             self.padding = _ntuple(padding, nd, "padding", name)
         self.groups, self.padding_mode = groups, padding_mode
-        self.weight = Parameter(empty((out_channels, in_channels // groups) + self.kernel_size,
-                                      device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty((out_channels,), device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        affine_parameters(self, (out_channels, in_channels // groups) + self.kernel_size,
+                          ("weight",), True, device, dtype)
+        affine_parameters(self, (out_channels,), ("bias",), bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in = self.in_channels // self.groups * math.prod(self.kernel_size)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        fan_in = self.in_channels // self.groups * math.prod(self.kernel_size)
+        init.fan_in_uniform_(self.bias, fan_in)
 
     def _explicit_padding(self) -> list:
         """F.pad's argument (last dim first) for a non-zeros ``padding_mode``."""

@@ -153,3 +153,12 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
     if 0 in tuple(tensor.shape):
         return tensor
     return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode)))
+
+
+def fan_in_uniform_(bias: Tensor | None, fan_in: int) -> Tensor | None:
+    """Fills ``bias`` (if any) from U(-1/sqrt(fan_in), 1/sqrt(fan_in)), the default bias
+    initialisation of PyTorch's Linear and convolution layers."""
+    if bias is None:
+        return None
+    bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+    return uniform_(bias, -bound, bound)

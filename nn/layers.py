@@ -15,7 +15,7 @@ from ..autograd.tensor import Tensor
 from . import functional as F
 from . import init
 from .module import Module
-from .parameter import Parameter
+from .parameter import Parameter, affine_parameters
 
 __all__ = ["Dropout", "Embedding", "Flatten", "Identity", "LayerNorm", "Linear", "Unflatten"]
 
@@ -53,19 +53,13 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(empty((out_features, in_features), device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty((out_features,), device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        affine_parameters(self, (out_features, in_features), ("weight",), True, device, dtype)
+        affine_parameters(self, (out_features,), ("bias",), bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in = self.in_features
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        init.fan_in_uniform_(self.bias, self.in_features)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.linear(input, self.weight, self.bias)
@@ -173,15 +167,10 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        affine_parameters(self, self.normalized_shape, ("weight",), elementwise_affine,
+                          device, dtype)
+        affine_parameters(self, self.normalized_shape, ("bias",), elementwise_affine and bias,
+                          device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

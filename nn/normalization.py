@@ -5,13 +5,13 @@ and running variance ones."""
 from __future__ import annotations
 
 from ..autograd.grad_mode import no_grad
-from ..autograd.ops.creation import empty, ones, tensor, zeros
+from ..autograd.ops.creation import ones, tensor, zeros
 from ..autograd.tensor import Tensor
 from ..runtime import dtype as dtypes
 from . import functional as F
 from . import init
 from .module import Module
-from .parameter import Parameter
+from .parameter import affine_parameters
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "RMSNorm"]
 
@@ -31,12 +31,7 @@ class _BatchNorm(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(empty((num_features,), device=device, dtype=dtype))
-            self.bias = Parameter(empty((num_features,), device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        affine_parameters(self, (num_features,), present=affine, device=device, dtype=dtype)
         if track_running_stats:
             self.register_buffer("running_mean", zeros((num_features,), device=device,
                                                        dtype=dtype))
@@ -134,12 +129,7 @@ class GroupNorm(Module):
                              f"({num_groups})")
         self.num_groups, self.num_channels = num_groups, num_channels
         self.eps, self.affine = eps, affine
-        if affine:
-            self.weight = Parameter(empty((num_channels,), device=device, dtype=dtype))
-            self.bias = Parameter(empty((num_channels,), device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        affine_parameters(self, (num_channels,), present=affine, device=device, dtype=dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -173,10 +163,8 @@ class RMSNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
+        affine_parameters(self, self.normalized_shape, ("weight",), elementwise_affine, device,
+                          dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..autograd.state import state
 from ..autograd.tensor import Tensor
 
-__all__ = ["Parameter"]
+__all__ = ["Parameter", "affine_parameters"]
 
 # Tensor's per-instance fields (copied from a fresh detached alias of the data, so a field the
 # core adds later is initialised too).
@@ -75,3 +75,16 @@ class Parameter(Tensor):
 def _rebuild_parameter(array, dtype_name: str, device: str, requires_grad: bool) -> Parameter:
     from ..autograd.ops.creation import as_dtype, tensor
     return Parameter(tensor(array, dtype=as_dtype(dtype_name), device=device), requires_grad)
+
+
+def affine_parameters(module, shape, names=("weight", "bias"), present=True, device=None,
+                      dtype=None) -> None:
+    """Registers each of ``names`` on ``module`` as an uninitialised Parameter of ``shape``,
+    or, when not ``present`` (``bias=False``, ``affine=False``), as None, which keeps the name
+    a parameter slot as PyTorch does (``module.bias is None``, absent from the state dict)."""
+    from ..autograd.ops.creation import empty
+    for name in names:
+        if present:
+            setattr(module, name, Parameter(empty(tuple(shape), device=device, dtype=dtype)))
+        else:
+            module.register_parameter(name, None)

@@ -157,8 +157,11 @@ class LRScheduler:
             group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
-    def _current_lrs(self) -> list:
-        return [group["lr"] for group in self.optimizer.param_groups]
+    def _current_lrs(self, factor: float = 1.0) -> list:
+        """Each group's current learning rate, times ``factor`` (the recursive forms' step)."""
+        if factor == 1.0:
+            return [group["lr"] for group in self.optimizer.param_groups]
+        return [group["lr"] * factor for group in self.optimizer.param_groups]
 
 
 class _LRScheduler(LRScheduler):

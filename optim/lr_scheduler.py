@@ -157,7 +157,7 @@ class StepLR(LRScheduler):
         self._warn_if_outside_step()
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return self._current_lrs()
-        return [g["lr"] * self.gamma for g in self.optimizer.param_groups]
+        return self._current_lrs(self.gamma)
 
     def _get_closed_form_lr(self) -> list:
         return [b * self.gamma ** (self.last_epoch // self.step_size) for b in self.base_lrs]
@@ -189,7 +189,7 @@ class MultiStepLR(LRScheduler):
         if self.last_epoch not in self.milestones:
             return self._current_lrs()
         k = self.milestones[self.last_epoch]
-        return [g["lr"] * self.gamma ** k for g in self.optimizer.param_groups]
+        return self._current_lrs(self.gamma ** k)
 
     def _get_closed_form_lr(self) -> list:
         # (a loaded state dict may hold the milestones as a plain dict of counts)
@@ -215,7 +215,7 @@ class ExponentialLR(LRScheduler):
         self._warn_if_outside_step()
         if self._is_initial:
             return self._current_lrs()
-        return [g["lr"] * self.gamma for g in self.optimizer.param_groups]
+        return self._current_lrs(self.gamma)
 
     def _get_closed_form_lr(self) -> list:
         return [b * self.gamma ** self.last_epoch for b in self.base_lrs]
@@ -250,10 +250,10 @@ class ConstantLR(LRScheduler):
     def get_lr(self) -> list:
         self._warn_if_outside_step()
         if self.last_epoch == 0:
-            return [g["lr"] * self.factor for g in self.optimizer.param_groups]
+            return self._current_lrs(self.factor)
         if self.last_epoch != self.total_iters:
             return self._current_lrs()
-        return [g["lr"] * (1.0 / self.factor) for g in self.optimizer.param_groups]
+        return self._current_lrs(1.0 / self.factor)
 
     def _get_closed_form_lr(self) -> list:
         done = self.last_epoch >= self.total_iters
@@ -295,14 +295,14 @@ class LinearLR(LRScheduler):
     def get_lr(self) -> list:
         self._warn_if_outside_step()
         if self.last_epoch == 0:
-            return [g["lr"] * self.start_factor for g in self.optimizer.param_groups]
+            return self._current_lrs(self.start_factor)
         if self._is_initial or self.last_epoch > self.total_iters:
             return self._current_lrs()
         # The ratio of this epoch's factor to the previous one's.
         span = self.end_factor - self.start_factor
         ratio = 1.0 + span / (self.total_iters * self.start_factor
                               + (self.last_epoch - 1) * span)
-        return [g["lr"] * ratio for g in self.optimizer.param_groups]
+        return self._current_lrs(ratio)
 
     def _get_closed_form_lr(self) -> list:
         done = min(self.total_iters, self.last_epoch)
@@ -336,7 +336,7 @@ class PolynomialLR(LRScheduler):
             return self._current_lrs()
         ratio = ((1.0 - self.last_epoch / self.total_iters)
                  / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
-        return [g["lr"] * ratio for g in self.optimizer.param_groups]
+        return self._current_lrs(ratio)
 
     def _get_closed_form_lr(self) -> list:
         frac = min(self.total_iters, self.last_epoch) / self.total_iters
