@@ -61,6 +61,23 @@ def test_digits_quick_reaches_95_percent(tmp_path, capsys):
     assert elapsed < 60, f"--quick took {elapsed:.1f} s"
 
 
+def test_digits_cnn_reaches_97_percent():
+    """The CNN example: Conv2d, BatchNorm2d, pooling, DataLoader, OneCycleLR and gradient
+    clipping together reach the issue's bar on held-out digits."""
+    pytest.importorskip("sklearn")
+    cnn = _example("train_digits_cnn")
+    with _one_blas_thread():
+        r = cnn.train("cpu", verbose=False)
+    assert r["accuracy"] >= 0.97
+    assert r["losses"][-1] < 0.5 * r["losses"][0]
+    lrs = r["lrs"]  # one cycle: up from max_lr / 25 to max_lr, then down to about zero
+    peak = int(np.argmax(lrs))
+    assert 0.2 * len(lrs) < peak < 0.4 * len(lrs)
+    assert lrs[0] == pytest.approx(0.05 / 25, rel=0.05) and lrs[-1] < 1e-5
+    bn = r["model"].features[1]
+    assert bn.num_batches_tracked.item() == len(lrs)  # running statistics were tracked
+
+
 def test_transformer_loss_decreases():
     tt = _example("train_transformer")
     with _one_blas_thread():
