@@ -25,11 +25,25 @@ def Variable(data, requires_grad: bool = False, volatile: bool = False):  # noqa
     return t
 
 
+class _ExecutionEngine:
+    """``Variable._execution_engine``: the engine entry points PyTorch code reaches through
+    it (DistributedDataParallel queues its end-of-backward work here)."""
+
+    @staticmethod
+    def queue_callback(callback) -> None:
+        """Runs ``callback()`` when the current backward call has run every node."""
+        from .engine import queue_callback
+        queue_callback(callback)
+
+
+Variable._execution_engine = _ExecutionEngine()
+
+
 __all__ = ["graph", "Function", "Tensor", "Variable", "backward", "grad", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled",
            "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "profiler"]
 from . import profiler  # noqa: E402
-from . import functional
+from . import forward_ad, functional
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
-__all__ += ["functional", "GradcheckError", "gradcheck", "gradgradcheck"]
+__all__ += ["forward_ad", "functional", "GradcheckError", "gradcheck", "gradgradcheck"]

@@ -8,13 +8,15 @@ only the nodes on a path to an input run, and ``grad()`` captures the gradient f
 each input instead of accumulating it.
 
 Around each node: tensor hooks (which may replace a gradient), the capture, ``retain_grad``,
-node pre-hooks, the node itself (under its NVTX range / profiler event and anomaly checks),
-node post-hooks, then release of its saved tensors unless ``retain_graph``. One loop
+node pre-hooks, the node itself (under its NVTX range / profiler event and anomaly checks;
+for a leaf, accumulation into ``.grad`` and then its post-accumulate-grad hooks), node
+post-hooks, then release of its saved tensors unless ``retain_graph``. One loop
 (``_GraphTask.run``) runs every node, by one of two paths chosen by one test: when nothing
 watches the backward and nothing hangs on the node, only its rule runs (``_run_rule``, which
 also runs chains of such nodes on raw arrays); otherwise all of the above (``_run_full``).
 Leaf gradients are adopted without a copy when the engine holds the only references (Note
-[Gradient stealing]).
+[Gradient stealing]). A backward called from inside a backward (a custom Function's) runs
+nested, moving to a fresh thread every few levels (Note [Reentrant backward]).
 
 Note [Backward streams] (docs/streams.md):
   1. A node runs on the stream that was current when its forward op ran (``node._stream``).
@@ -36,19 +38,24 @@ import sys
 import threading
 import warnings
 
+import numpy as np
+
 from ..kernels import backend
 from . import anomaly_mode
+from .graph import GradientEdge
 from .node import AccumulateGrad
-from .state import state
-from .tensor import Tensor, make
+from .state import set_mode, state
+from .tensor import _RETAINING, Tensor, make, refresh_retained
 
-__all__ = ["backward", "grad", "run_backward"]
+__all__ = ["backward", "current_graph_task_id", "grad", "queue_callback", "run_backward",
+           "will_engine_execute_node"]
 
 
 # -- public entry points -----------------------------------------------------------------------
 
-def _tensor_tuple(x, what: str) -> tuple:
-    if isinstance(x, Tensor):
+def _tensor_tuple(x, what: str, edges: bool = False) -> tuple:
+    """``x`` as a tuple of Tensors (and of graph.GradientEdge when ``edges``, for inputs=)."""
+    if isinstance(x, Tensor) or (edges and isinstance(x, GradientEdge)):
         return (x,)
     try:
         seq = tuple(x)
@@ -56,8 +63,9 @@ def _tensor_tuple(x, what: str) -> tuple:
         raise TypeError(f"{what}: expected a Tensor or a sequence of Tensors, got "
                         f"{type(x).__name__}") from None
     for i, t in enumerate(seq):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{what}: element {i} is a {type(t).__name__}, not a Tensor")
+        if not isinstance(t, Tensor) and not (edges and isinstance(t, GradientEdge)):
+            raise TypeError(f"{what}: element {i} is a {type(t).__name__}, not a Tensor"
+                            + (" or GradientEdge" if edges else ""))
     return seq
 
 
@@ -69,10 +77,16 @@ def _make_grads(outputs: tuple, grads, what: str) -> list:
     else:
         grads = tuple(grads)
     if len(grads) != len(outputs):
-        raise RuntimeError(f"{what}: got {len(grads)} gradients for {len(outputs)} tensors; "
-                           f"grad_tensors should be a sequence of matching length")
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grads)} gradients")
     out = []
     for i, (t, g) in enumerate(zip(outputs, grads)):
+        if type(t) is GradientEdge:
+            # (a node's outputs keep no shape here: the gradient is given, and trusted)
+            if not isinstance(g, Tensor):
+                raise RuntimeError(f"grad can be implicitly created only for scalar outputs "
+                                   f"(output {i} is a GradientEdge: give its gradient)")
+            out.append(g)
+            continue
         if g is None:
             if t._requires_grad and t.numel() != 1:
                 raise RuntimeError(f"grad can be implicitly created only for scalar outputs "
@@ -93,6 +107,8 @@ def _make_grads(outputs: tuple, grads, what: str) -> list:
             if g._device is not t._device:
                 raise RuntimeError(f"{what}: grad_output[{i}] is on {g._device} but output[{i}] "
                                    f"is on {t._device}")
+            if g._dtype is not t._dtype and t._requires_grad:
+                g = g.to(t._dtype)  # as PyTorch's engine casts root gradients to their output
         out.append(g)
     return out
 
@@ -129,11 +145,11 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
             raise RuntimeError("'grad_tensors' and 'grad_variables' (deprecated) arguments both "
                                "passed to backward(). Please only use 'grad_tensors'.")
         grad_tensors = grad_variables
-    tensors = _tensor_tuple(tensors, "backward")
+    tensors = _tensor_tuple(tensors, "backward", edges=True)
     if inputs is not None:
-        inputs = _tensor_tuple(inputs, "backward(inputs=...)")
+        inputs = _tensor_tuple(inputs, "backward(inputs=...)", edges=True)
         if not inputs:
-            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     grads = _make_grads(tensors, grad_tensors, "backward")
     if retain_graph is None:
         retain_graph = create_graph
@@ -168,8 +184,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
                          "materialize_grads=True, but got: allow_unused=False.")
     if allow_unused is None:
         allow_unused = materialize_grads
-    outputs = _tensor_tuple(outputs, "grad(outputs)")
-    inputs = _tensor_tuple(inputs, "grad(inputs)")
+    outputs = _tensor_tuple(outputs, "grad(outputs)", edges=True)
+    inputs = _tensor_tuple(inputs, "grad(inputs)", edges=True)
     grads = _make_grads(outputs, grad_outputs, "grad")
     if retain_graph is None:
         retain_graph = create_graph
@@ -177,6 +193,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
                           accumulate=False)
     if materialize_grads:
         from .ops.creation import zeros_like
+        for t, g in zip(inputs, result):
+            if g is None and isinstance(t, GradientEdge):
+                raise RuntimeError("materialize_grads=True cannot make a zero gradient for a "
+                                   "GradientEdge input (its shape is unknown); pass the tensor")
         result = [zeros_like(t) if g is None else g for t, g in zip(inputs, result)]
     return tuple(result)
 
@@ -187,8 +207,15 @@ def run_backward(outputs, grads, keep_graph: bool, create_graph: bool, inputs, a
                  accumulate: bool):
     """Runs the graph behind ``outputs`` seeded with ``grads``; returns captured input grads
     when ``accumulate`` is False."""
+    outer = _local.task  # the backward call this one runs inside, if any
+    if outer is not None and outer.depth >= _MAX_REENTRANT_DEPTH:  # Note [Reentrant backward]
+        return _on_fresh_thread(run_backward, outputs, grads, keep_graph, create_graph, inputs,
+                                allow_unused, accumulate)
     roots = []
     for i, (t, g) in enumerate(zip(outputs, grads)):
+        if type(t) is GradientEdge:
+            roots.append((t.node, t.output_nr, g))
+            continue
         if not t._requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not "
                                f"have a grad_fn")
@@ -198,30 +225,137 @@ def run_backward(outputs, grads, keep_graph: bool, create_graph: bool, inputs, a
     if inputs is not None:
         targets = []
         for t in inputs:
+            if isinstance(t, GradientEdge):
+                targets.append((t.node, t.output_nr))
+                continue
             if not t._requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             targets.append(t._edge())
+    if _RETAINING:
+        refresh_retained()  # Note [retain_grad after in-place]
     prev = state.grad_enabled
     state.grad_enabled = create_graph
     try:
         task = _GraphTask(roots, targets, inputs, keep_graph, create_graph, accumulate)
+        if outer is not None:
+            task.depth = outer.depth + 1
+        _local.task = task
         task.run()
+        callbacks = task.final_callbacks
+        if callbacks:  # (a callback may queue more: they run too, in order)
+            i = 0
+            while i < len(callbacks):
+                callbacks[i]()
+                i += 1
     finally:
         state.grad_enabled = prev
+        _local.task = outer
     if accumulate:
         return None
     for i, g in enumerate(task.captured):
         if g is None and not allow_unused:
-            raise RuntimeError(f"One of the differentiated Tensors appears to not have been "
-                               f"used in the graph (input {i}). Set allow_unused=True if this "
-                               f"is the desired behavior.")
+            raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have "
+                               f"been used in the graph. Set allow_unused=True if this is the "
+                               f"desired behavior.")
     return task.captured
+
+
+# Note [Reentrant backward]
+#   A custom Function's backward may itself call backward (checkpointing does): the inner
+#   call runs as a new graph task nested in the outer one's frame, on the same thread, as in
+#   PyTorch. Each level costs a dozen Python frames, so deep nesting would hit the
+#   interpreter's recursion limit; PyTorch's engine hands a reentrant backward to another
+#   thread past a depth, and so does run_backward here: every _MAX_REENTRANT_DEPTH levels the
+#   inner call runs on a fresh thread (with this thread's grad modes, saved-tensor hooks,
+#   observers, sequence number and current CUDA streams) while the caller waits for it.
+#   _local.task is the innermost task running in each thread (each task knows its depth and
+#   the caller restores the outer one), which also answers current_graph_task_id and
+#   will_engine_execute_node (graph.register_multi_grad_hook) and takes queue_callback's
+#   callbacks.
+_MAX_REENTRANT_DEPTH = 24
+_task_ids = itertools.count()
+
+
+class _Local(threading.local):
+    task = None
+
+
+_local = _Local()
+
+
+def current_graph_task_id() -> int:
+    """An id of the backward call running in this thread (the innermost), or -1 outside
+    backward."""
+    task = _local.task
+    return -1 if task is None else task.id
+
+
+def queue_callback(callback) -> None:
+    """Queues ``callback()`` to run once the backward call running in this thread has run
+    every node (and before it returns), after the callbacks queued before it; a callback may
+    queue more. What DistributedDataParallel uses to finish its gradient reductions after
+    the last gradient hook. PyTorch's ``Variable._execution_engine.queue_callback``."""
+    task = _local.task
+    if task is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    if task.final_callbacks is None:
+        task.final_callbacks = []
+    task.final_callbacks.append(callback)
+
+
+def will_engine_execute_node(node) -> bool:
+    """Whether the running backward call will reach ``node`` (a grad_fn, or a leaf's
+    AccumulateGrad): it lies on the graph behind the roots and, with ``inputs=`` or
+    ``grad()``, on a path to an input."""
+    task = _local.task
+    if task is None:
+        raise RuntimeError("_will_engine_execute_node should only be called during the backward "
+                           "pass")
+    if task.relevant is not None:
+        return node in task.relevant
+    return node in task.deps or any(n is node for n, _, _ in task.roots)
+
+
+def _on_fresh_thread(fn, *args):
+    """``fn(*args)`` on a new thread that starts in this thread's autograd and stream state;
+    returns its result or raises its exception here (Note [Reentrant backward])."""
+    from ..runtime import streams
+    modes = {name: getattr(state, name) for name in ("inference", "observers", "saved_hooks")}
+    grad_enabled, seq, disabled = state.grad_enabled, state.seq, state.saved_hooks_disabled
+    device, current = streams._state.device, dict(streams._state.streams)
+    out = {}
+
+    def body():
+        for name, value in modes.items():
+            set_mode(name, value)
+        state.grad_enabled, state.seq, state.saved_hooks_disabled = grad_enabled, seq, disabled
+        streams._state.device, streams._state.streams = device, current
+        try:
+            out["result"] = fn(*args)
+        except BaseException as e:  # noqa: BLE001 (any of them is re-raised in the caller)
+            out["error"] = e
+        finally:
+            out["seq"] = state.seq
+            for name, value in modes.items():  # (set_mode counts the threads with each on)
+                set_mode(name, type(value)())
+
+    worker = threading.Thread(target=body, name="tritongrad-reentrant-backward")
+    worker.start()
+    worker.join()
+    state.seq = max(state.seq, out.get("seq", seq))
+    if "error" in out:
+        raise out["error"]
+    return out["result"]
 
 
 class _GraphTask:
     """One backward call's bookkeeping: dependencies, input buffers, the ready queue."""
 
+    final_callbacks = None  # queue_callback's list, run when the graph is done
+    depth = 0  # backward calls this one runs inside, on this thread (Note [Reentrant backward])
+
     def __init__(self, roots, targets, inputs, keep_graph, create_graph, accumulate):
+        self.id = next(_task_ids)
         self.roots = roots
         self.inputs = inputs
         self.keep_graph = keep_graph
@@ -408,7 +542,8 @@ class _GraphTask:
                 if g is not None and not self.accumulate:
                     prev = self.captured[i]
                     self.captured[i] = g if prev is None else prev + g
-                elif g is not None and not isinstance(node, AccumulateGrad):
+                elif g is not None and not isinstance(node, AccumulateGrad) \
+                        and isinstance(self.inputs[i], Tensor):
                     _retain(self.inputs[i], g)  # backward(inputs=[non-leaf]) fills its .grad
             g = None
         if self.execute is not None and node not in self.execute:
@@ -417,7 +552,7 @@ class _GraphTask:
             for h in tuple(node._pre_hooks.values()):
                 r = h(tuple(grads))
                 if r is not None:
-                    grads[:] = r
+                    grads[:] = _checked_hook_values(h, r, len(grads))
         for g in grads:
             if g is not None:
                 break
@@ -436,7 +571,7 @@ class _GraphTask:
             for h in tuple(node._post_hooks.values()):
                 r = h(outs, tuple(grads))
                 if r is not None:
-                    outs = tuple(r)
+                    outs = _checked_hook_values(h, r, len(outs))
         if not self.keep_graph:
             node._release()
         return outs
@@ -462,7 +597,10 @@ class _GraphTask:
 
     def _apply(self, node, grads):
         if type(node) is AccumulateGrad:
-            accumulate_grad(node.variable, grads[0], self.create_graph)
+            var = node.variable
+            accumulate_grad(var, grads[0], self.create_graph)
+            if var._post_acc_hooks:
+                _run_post_accumulate_hooks(var)
             return ()
         try:
             return node.apply(*grads)
@@ -500,12 +638,22 @@ def _run_tensor_hooks(node, grads) -> None:
             for h in tuple(hooks.values()):
                 r = h(grads[slot])
                 if r is not None:
-                    grads[slot] = _checked_hook_result(r, grads[slot])
+                    grads[slot] = _checked_hook_result(h, r, grads[slot])
     if node._retained:
         for slot, ref in node._retained.items():
             t = ref()
             if t is not None and grads[slot] is not None:
                 _retain(t, grads[slot])
+
+
+def _run_post_accumulate_hooks(var: Tensor) -> None:
+    """A leaf's post-accumulate-grad hooks, in registration order, once its ``.grad`` holds
+    this backward's gradient (they see the tensor, not the gradient, and return None; like
+    PyTorch, returning the tensor itself, as ``lambda p: p.add_(...)`` does, is allowed)."""
+    for h in tuple(var._post_acc_hooks.values()):
+        r = h(var)
+        if r is not None and r is not var:
+            raise RuntimeError("Tensor post accumulate grad hooks should return None.")
 
 
 def _topo_reverse(nodes):
@@ -528,13 +676,32 @@ def _topo_reverse(nodes):
                 ready.append(p)
 
 
-def _checked_hook_result(r, g):
+def _hook_name(h) -> str:
+    return getattr(h, "__name__", type(h).__name__)
+
+
+def _checked_hook_result(h, r, g):
+    """A tensor hook's replacement gradient, checked as PyTorch checks it."""
     if not isinstance(r, Tensor):
-        raise TypeError(f"backward hook must return a Tensor or None, got {type(r).__name__}")
-    if g is not None and tuple(r.shape) != tuple(g.shape):
-        raise RuntimeError(f"hook returned a gradient of shape {list(r.shape)}, expected "
-                           f"{list(g.shape)}")
+        raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
+    if g is not None:
+        if tuple(r.shape) != tuple(g.shape):
+            raise RuntimeError(f"hook '{_hook_name(h)}' has changed the size of value")
+        if r._dtype is not g._dtype or r._device is not g._device:
+            from .node import _tensor_type_name
+            raise RuntimeError(f"hook '{_hook_name(h)}' has changed the type of value (was "
+                               f"{_tensor_type_name(g)} got {_tensor_type_name(r)})")
     return r
+
+
+def _checked_hook_values(h, r, n: int) -> tuple:
+    """A node pre- or post-hook's replacement gradients: a tuple (or list) of ``n``."""
+    if not isinstance(r, (tuple, list)):
+        raise TypeError(f"expected tuple, but hook returned '{type(r).__name__}'")
+    if len(r) != n:
+        raise RuntimeError(f"hook '{_hook_name(h)}' has returned an incorrect number of values "
+                           f"(got {len(r)}, but expected {n})")
+    return tuple(r)
 
 
 def _retain(t: Tensor, g: Tensor) -> None:
@@ -599,9 +766,13 @@ def _dense(t: Tensor) -> bool:
 #   - the memory under a view: a CPU array whose ``.base`` is an owning array, or a CUDA
 #     array's ``.storage``: the array's reference to it, the local name, the argument = 3,
 #     plus one for ``g._base``'s array when that base Tensor is itself held only by ``g``
-#     (its count is ``g._base``, the local name, the argument = 3). A view of a view (NumPy
-#     collapses ``.base`` to the owner, so ``root.base`` set means an unusual owner) is never
-#     adopted.
+#     (its count is ``g._base``, the local name, the argument = 3). A CPU view whose owner
+#     is anything else is never adopted: a view of a view (NumPy collapses ``.base`` to the
+#     owner, so ``root.base`` set means an unusual owner), a view of memory NumPy does not
+#     own, or a strided view from the CPU backend's ``as_strided`` (its ``.base`` is the
+#     backend's ``_At`` wrapper, behind which other views of the same memory may hide:
+#     ``y = x.clone(); y[0] = 0.`` gives x such a gradient,
+#     test_stealing_never_adopts_a_view_of_an_unknown_owner).
 #   Any count above these means another holder, and the gradient is copied; a count can only
 #   be too high (a temporary the interpreter keeps), never too low, on the interpreters these
 #   counts are tested on: CPython 3.11 and 3.12, where a frame's parameters and the value
@@ -633,7 +804,7 @@ def _stealable(g: Tensor) -> bool:
         root = data.base
         if root is None:
             return True
-        if root.base is not None:
+        if not isinstance(root, np.ndarray) or root.base is not None:
             return False
         return sys.getrefcount(root) <= _MEMORY_REFS + (base_exclusive and base._data is root)
     storage = data.storage
@@ -655,7 +826,7 @@ def _clone_obeying_layout(g: Tensor, var: Tensor) -> Tensor:
 _accumulate_lock = threading.Lock()
 
 
-def accumulate_grad(var: Tensor, g: Tensor, create_graph: bool) -> None:
+def accumulate_grad(var: Tensor, g: Tensor, create_graph: bool, steal: bool = True) -> None:
     """Adds ``g`` into ``var.grad`` by the seeds' default gradient layout rules:
 
     1. ``.grad`` is None and ``var`` is non-overlapping and dense: a new ``.grad`` with
@@ -665,6 +836,8 @@ def accumulate_grad(var: Tensor, g: Tensor, create_graph: bool) -> None:
     4. ``.grad`` exists, ``create_graph=True``: replaced by ``.grad + g`` (recorded).
 
     Thread-safe: concurrent backward calls accumulate into a shared leaf one at a time.
+    ``steal=False`` always copies a new ``.grad``: for callers off the engine's one call path,
+    whose references Note [Gradient stealing] does not count.
     """
     if g._dtype is not var._dtype:
         g = g.to(var._dtype)
@@ -673,7 +846,7 @@ def accumulate_grad(var: Tensor, g: Tensor, create_graph: bool) -> None:
     with _accumulate_lock:
         old = var._grad
         if old is None:
-            if not create_graph and _stealable(g) and _obeys_layout(g, var):
+            if not create_graph and steal and _stealable(g) and _obeys_layout(g, var):
                 var._grad = g.detach()
             else:
                 var._grad = _clone_obeying_layout(g, var)

@@ -9,16 +9,26 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 
 from .state import set_mode, state
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
-           "is_inference_mode_enabled"]
+           "is_inference_mode_enabled", "is_inference"]
 
 
 def is_grad_enabled() -> bool:
     """True if gradient recording is on in this thread."""
     return state.grad_enabled
+
+
+def is_inference(input) -> bool:
+    """Returns True if ``input`` is an inference tensor (created in inference mode)."""
+    from .tensor import Tensor
+    if not isinstance(input, Tensor):
+        raise TypeError(f"is_inference(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return input.is_inference()
 
 
 def is_inference_mode_enabled() -> bool:
@@ -47,7 +57,17 @@ class _Mode:
 
     def __call__(self, fn):
         if inspect.isclass(fn):
-            raise TypeError(f"{type(self).__name__} cannot decorate a class")
+            # PyTorch still allows this, deprecated: the class becomes a function that
+            # constructs it under the mode (only __init__ runs in it, not the methods)
+            warnings.warn("Decorating classes is deprecated and will be disabled in future "
+                          "versions. You should only decorate functions or methods. To "
+                          "preserve the current behavior of class decoration, you can "
+                          "directly decorate the `__init__` method and nothing else.",
+                          FutureWarning, stacklevel=2)
+            cls = fn
+
+            def fn(*args, **kwargs):
+                return cls(*args, **kwargs)
         if inspect.isgeneratorfunction(fn):
             return self._wrap_generator(fn)
 

@@ -1,18 +1,30 @@
-"""``tritongrad.autograd.graph``: hooks on how tensors saved for backward are stored.
+"""``tritongrad.autograd.graph``: hooks on how tensors saved for backward are stored, and on
+the graph itself.
 
 Ops save some tensors for their backward (saved tensors, node.SavedTensor). Inside
 ``saved_tensors_hooks(pack_hook, unpack_hook)``, each saved tensor is passed to ``pack_hook``
 when it is saved and whatever that returns is stored instead; ``unpack_hook`` turns it back into
 a tensor when backward needs it. ``save_on_cpu`` uses this to keep saved CUDA tensors in host
-memory until backward. The hook stack is thread-local; only the innermost pair applies.
+memory until backward, ``allow_mutation_on_saved_tensors`` to keep copies that in-place ops
+cannot reach. The hook stack is thread-local; only the innermost pair applies.
+
+On the graph: ``GradientEdge`` / ``get_gradient_edge`` name where a tensor's gradient flows
+(usable as ``inputs=`` of ``grad`` and ``backward``), ``register_multi_grad_hook`` runs one
+hook for the gradients of several tensors, ``increment_version`` bumps version counters.
 """
 
 from __future__ import annotations
 
-from .node import Node
+import threading
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from .node import CLONE_ON_SAVE, Node, RemovableHandle
 from .state import set_mode, state
 
-__all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "Node"]
+__all__ = ["GradientEdge", "Node", "allow_mutation_on_saved_tensors", "disable_saved_tensors_hooks",
+           "get_gradient_edge", "increment_version", "register_multi_grad_hook", "save_on_cpu",
+           "saved_tensors_hooks"]
 
 
 class saved_tensors_hooks:
@@ -110,3 +122,178 @@ class disable_saved_tensors_hooks:
     def __exit__(self, *exc):
         state.saved_hooks_disabled = self._prev
         return False
+
+
+class allow_mutation_on_saved_tensors:
+    """Context manager under which mutating tensors saved for backward is allowed.
+
+    Under this context manager, tensors saved for backward are cloned on mutation, so the
+    original version can still be used during backward. Normally, mutating a tensor saved for
+    backward will result in an error raised when it's used during backward.
+
+    tritongrad has no op interception to clone a tensor only when it is mutated: each tensor
+    saved inside the context is copied when it is saved (more memory, the same gradients).
+
+    Example:
+        >>> with tg.autograd.graph.allow_mutation_on_saved_tensors():
+        ...     a = tg.tensor([1., 2.], requires_grad=True)
+        ...     b = a.clone()
+        ...     out = (b ** 2).sum()
+        ...     b.sin_()
+        ...     out.backward()
+        >>> a.grad
+        tensor([2., 4.])
+    """
+
+    def __enter__(self):
+        if any(pack is CLONE_ON_SAVE for pack, _ in state.saved_hooks):
+            raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
+        if state.saved_hooks_disabled is not None:
+            raise RuntimeError(state.saved_hooks_disabled)
+        self._prev = state.saved_hooks
+        set_mode("saved_hooks", self._prev + ((CLONE_ON_SAVE, None),))
+        return self
+
+    def __exit__(self, *exc):
+        set_mode("saved_hooks", self._prev)
+        return False
+
+
+class GradientEdge(NamedTuple):
+    """Object representing a given gradient edge within the autograd graph.
+
+    To get the gradient edge where a given Tensor gradient will be computed, you can do
+    ``edge = autograd.graph.get_gradient_edge(tensor)``.
+    """
+
+    node: Node
+    output_nr: int
+
+
+def get_gradient_edge(tensor) -> GradientEdge:
+    """Get the gradient edge for computing the gradient of the given Tensor.
+
+    In particular, it is equivalent to call ``g = autograd.grad(loss, input)`` and
+    ``g = autograd.grad(loss, get_gradient_edge(input))``. The edge stays valid when the
+    tensor's history changes afterwards (an in-place op): it names the node the tensor had.
+    """
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does "
+                           "not require gradients")
+    node, output_nr = tensor._edge()
+    return GradientEdge(node, output_nr)
+
+
+def increment_version(tensor) -> None:
+    """Update autograd metadata tracking whether the given Tensor was modified in place.
+
+    This is to enable more accurate error checking within the autograd engine. It is already
+    done automatically by tritongrad's in-place ops, so you only need to call it when you
+    modify a tensor's memory without them (through ``numpy()``, DLPack, a custom kernel).
+    Several tensors may be given at once, as an iterable.
+    """
+    from .tensor import Tensor
+    tensors = (tensor,) if isinstance(tensor, Tensor) else tuple(tensor)
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"increment_version(): expected a Tensor or an iterable of Tensors, "
+                            f"got {type(t).__name__}")
+        if not t._inference:  # inference tensors have no version counter in PyTorch
+            t._vc[0] += 1
+
+
+class _MultiHandle(RemovableHandle):
+    """Removes every hook of one register_multi_grad_hook call."""
+
+    __slots__ = ("handles",)
+
+    def __init__(self, handles: tuple):
+        self.handles = handles
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+
+def register_multi_grad_hook(tensors: Sequence, fn: Callable, *, mode: str = "all"
+                             ) -> RemovableHandle:
+    """Register a multi-grad backward hook.
+
+    There are two supported modes: ``"all"`` and ``"any"``.
+
+    Under the ``"all"`` mode, the hook will be called after gradients with respect to every
+    tensor in ``tensors`` have been computed. If a tensor is in ``tensors`` but is not part of
+    the graph, or if a tensor is not needed to compute the gradients for any ``inputs``
+    specified for the current ``.backward()`` or ``.grad()`` call, this tensor will be ignored
+    and the hook will not wait for its gradient to be computed. After every non-ignored
+    tensor's gradient has been computed, ``fn`` will be called with those gradients. ``None``
+    will be passed for tensors that did not have their gradients computed.
+
+    Under the ``"any"`` mode, the hook will be called after the first gradient with respect to
+    a tensor in ``tensors`` has been computed. The hook will be called with that gradient as
+    its argument.
+
+    The hook should not modify its arguments. This function returns a handle with a method
+    ``handle.remove()`` that removes the hook.
+
+    Example:
+        >>> a = tg.rand(2, 3, requires_grad=True)
+        >>> b = tg.rand(2, 3, requires_grad=True)
+        >>> c = a * b
+        >>> d = a * b
+        >>> def fn(grads):
+        ...     print([g is not None for g in grads])
+        >>> tg.autograd.graph.register_multi_grad_hook((a, b, c, d), fn)
+        >>> c.sum().backward(retain_graph=True)
+        [True, True, True, False]
+        >>> c.sum().backward(inputs=(a,), retain_graph=True)
+        [True, False, True, False]
+    """
+    from . import engine
+    supported_modes = ("any", "all")
+    if mode not in supported_modes:
+        raise ValueError(f"Expects mode to be one of {supported_modes} but got {mode}")
+    tensors = tuple(tensors)
+    lock = threading.Lock()
+    if mode == "any":
+        fired: set = set()  # the backward calls (ids) in which the hook ran
+
+        def first_only(grad):
+            task = engine.current_graph_task_id()
+            with lock:
+                done = task in fired
+                fired.add(task)
+            if not done:
+                engine.queue_callback(lambda: fired.discard(task))  # dropped when it ends
+                fn(grad)
+
+        return _MultiHandle(tuple(t.register_hook(first_only) for t in tensors
+                                  if t.requires_grad))
+
+    # "all": per backward call, the gradients seen so far, and how many to wait for (the
+    # tensors whose gradient-hook slot that backward will reach, counted at its first call)
+    nodes = [t._edge()[0] if t.requires_grad else None for t in tensors]
+    pending: dict = {}  # task id -> [calls still to come, gradients]
+
+    def slot_hook(i):
+        def hook(grad):
+            task = engine.current_graph_task_id()
+            with lock:
+                entry = pending.get(task)
+                if entry is None:
+                    expected = sum(1 for n in nodes if n is not None
+                                   and engine.will_engine_execute_node(n))
+                    entry = pending[task] = [expected, [None] * len(tensors)]
+                    # dropped when that backward ends, had its count not reached zero
+                    engine.queue_callback(lambda: pending.pop(task, None))
+                entry[1][i] = grad
+                entry[0] -= 1
+                ready = entry[0] == 0
+                if ready:
+                    del pending[task]
+            if ready:
+                fn(tuple(entry[1]))
+        return hook
+
+    return _MultiHandle(tuple(t.register_hook(slot_hook(i)) for i, t in enumerate(tensors)
+                              if t.requires_grad))

@@ -18,7 +18,8 @@ import weakref
 
 from .state import anywhere, state
 
-__all__ = ["Node", "AccumulateGrad", "SavedTensor", "RemovableHandle", "FREED", "FREED_MSG"]
+__all__ = ["Node", "AccumulateGrad", "SavedTensor", "RawSavedTensor", "RemovableHandle", "FREED",
+           "FREED_MSG", "CLONE_ON_SAVE"]
 
 # tensor.make, installed by autograd/tensor.py when it loads (it imports this module, so this
 # one cannot import it back at load time; saved outputs become tensors on the hot path).
@@ -68,6 +69,10 @@ class _Freed:
 
 FREED = _Freed()
 
+# The pack hook that graph.allow_mutation_on_saved_tensors pushes onto the saved-tensor hook
+# stack: SavedTensor copies the tensor instead of calling it.
+CLONE_ON_SAVE = object()
+
 FREED_MSG = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
     "after they have already been freed). Saved intermediate values of the graph are freed "
@@ -107,7 +112,7 @@ class Node:
         return type(self).__name__
 
     def __repr__(self) -> str:
-        return f"<{self.name()} object at {id(self):#x}>"
+        return f"<{type(self).__name__} object at {id(self):#x}>"
 
     def _sequence_nr(self) -> int:
         return self._seq
@@ -126,6 +131,16 @@ class Node:
         raise NotImplementedError(f"{self.name()} has no backward")
 
     def __call__(self, *grads):
+        """Runs the node on gradients w.r.t. its outputs, one per output (None for an output
+        that got none), as the engine would; returns the gradients w.r.t. its inputs."""
+        n = self.num_outputs
+        if len(grads) != n:
+            raise TypeError(f"expected {n} arguments, got {len(grads)} instead")
+        for i, g in enumerate(grads):
+            if g is not None and not _is_tensor(g):
+                raise TypeError(f"argument {i} is not a Variable")
+        if all(g is None for g in grads) and not getattr(self, "_materialize", False):
+            return (None,) * len(self.next_functions)
         return self.apply(*grads)
 
     # -- ctx: saving tensors -----------------------------------------------------------------
@@ -144,9 +159,46 @@ class Node:
             return tuple(to_save) if to_save else ()
         return tuple([None if s is None else s.unpack(self) for s in saved])
 
+    @property
+    def saved_variables(self) -> tuple:
+        """Deprecated alias of ``saved_tensors``."""
+        import warnings
+        warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning,
+                      stacklevel=2)
+        return self.saved_tensors
+
     def _release(self) -> None:
         if self._saved is not None:
             self._saved = FREED
+
+    # -- saved-value introspection: grad_fn._saved_self, grad_fn._raw_saved_other, ... -------
+    # Note [Saved-value names]
+    #   PyTorch's nodes expose each saved tensor under the name of the derivative formula's
+    #   argument: ``_saved_self`` / ``_saved_other`` for inputs, ``_saved_result`` for the
+    #   output, and ``_raw_saved_<name>`` for the SavedTensor object itself
+    #   (``register_hooks``). Here a node class may declare ``saved_names``, one name per
+    #   entry of ``_saved`` in order; without it the names come from the Primitive protocol
+    #   (dispatch.py): ``save_inputs`` index 0 is "self", 1 is "other", n >= 2 "input<n>", and
+    #   ``save_output`` adds "result". Each subclass gets one property per name when it is
+    #   defined (__init_subclass__), not a ``__getattr__``: a class with ``__getattr__`` makes
+    #   every attribute read on its instances slower, and the engine reads node attributes
+    #   on every step.
+    saved_names = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for i, name in enumerate(cls._saved_slot_names()):
+            if f"_saved_{name}" not in cls.__dict__:
+                setattr(cls, f"_saved_{name}", property(_saved_getter(i, raw=False)))
+                setattr(cls, f"_raw_saved_{name}", property(_saved_getter(i, raw=True)))
+
+    @classmethod
+    def _saved_slot_names(cls) -> tuple:
+        if cls.saved_names is not None:
+            return tuple(cls.saved_names)
+        names = tuple(_INPUT_NAMES[i] if i < len(_INPUT_NAMES) else f"input{i}"
+                      for i in getattr(cls, "save_inputs", ()))
+        return names + (("result",) if getattr(cls, "save_output", False) else ())
 
     # -- hooks -------------------------------------------------------------------------------
     def register_hook(self, fn) -> RemovableHandle:
@@ -199,8 +251,75 @@ class AccumulateGrad(Node):
     def name(self) -> str:
         return "torch::autograd::AccumulateGrad"
 
+    def apply(self, grad):
+        """Adds ``grad`` into ``variable.grad`` (called directly: the engine accumulates
+        through engine.accumulate_grad itself, with its hooks)."""
+        from .engine import accumulate_grad
+        accumulate_grad(self.variable, grad, state.grad_enabled, steal=False)
+        return ()
+
     def _tensor_hooks_for(self, output_nr: int):
         return self.variable._hooks  # a leaf keeps its hooks itself (they outlive this node)
+
+
+_INPUT_NAMES = ("self", "other")
+
+
+def _saved_getter(i: int, raw: bool):
+    """The getter of ``_saved_<name>`` (``raw``: ``_raw_saved_<name>``) for entry ``i`` of a
+    node's ``_saved`` (Note [Saved-value names])."""
+    def get(node):
+        saved = node._saved
+        if saved is FREED:
+            if raw:
+                return RawSavedTensor(node, None, i)
+            raise RuntimeError(FREED_MSG)
+        if saved is None or i >= len(saved):
+            raise AttributeError(f"'{type(node).__name__}' object saved nothing for this name "
+                                 f"(it was recorded without saving)")
+        s = saved[i]
+        if raw:
+            return RawSavedTensor(node, s, i)
+        return None if s is None else s.unpack(node)
+    return get
+
+
+class RawSavedTensor:
+    """A saved value as the node stores it (``grad_fn._raw_saved_<name>``): unpack it, or give
+    it its own pack / unpack hooks."""
+
+    __slots__ = ("_index", "_node", "_saved")
+
+    def __init__(self, node: Node, saved, index: int):
+        # saved is None once the graph was freed; index is its place in node._saved
+        self._node, self._saved, self._index = node, saved, index
+
+    def unpack(self):
+        """The saved tensor (as ``grad_fn._saved_<name>`` returns it)."""
+        if self._saved is None:
+            raise RuntimeError(FREED_MSG)
+        return self._saved.unpack(self._node)
+
+    def register_hooks(self, pack_hook, unpack_hook) -> None:
+        """Packs the saved tensor now with ``pack_hook(tensor) -> Any``, and unpacks it with
+        ``unpack_hook(Any) -> Tensor`` whenever backward (or ``_saved_<name>``) needs it.
+        One pair of hooks per saved tensor."""
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("register_hooks(): pack_hook and unpack_hook must be callable")
+        if self._saved is None:
+            raise RuntimeError(
+                "Calling register_hooks on a saved tensor after it has been freed. Saved "
+                "intermediate values of the graph are freed when you call .backward() or "
+                "autograd.grad(). Specify retain_graph=True if you need to backward through "
+                "the graph a second time or if you need to access saved variables after "
+                "calling backward.")
+        saved, slots = self._saved, self._node._saved
+        if sum(1 for x in slots if x is saved) > 1:
+            # x * x saves x once for both operands: hooks set through one name must not
+            # change what the other name holds
+            saved = slots[self._index] = saved.copy()
+            self._saved = saved
+        saved.register_hooks(self._node, pack_hook, unpack_hook)
 
 
 class _Packed:
@@ -239,9 +358,51 @@ class SavedTensor:
         hooks = anywhere.saved_hooks and state.saved_hooks
         if hooks:
             pack, unpack = hooks[-1]
-            self._t = _Packed(pack(t), unpack)
+            if pack is CLONE_ON_SAVE:
+                self._save_clone(t, is_output, output_nr)
+            else:
+                self._t = _Packed(pack(t), unpack)
         else:
             self._t = t._data if is_output else t
+
+    def _save_clone(self, t, is_output: bool, output_nr: int) -> None:
+        """Saves a copy of ``t`` with a version counter of its own, so that in-place changes
+        to ``t`` after this do not reach backward (graph.allow_mutation_on_saved_tensors)."""
+        prev = state.grad_enabled
+        state.grad_enabled = False
+        try:
+            c = t.detach().clone()
+        finally:
+            state.grad_enabled = prev
+        self._vc = c._vc
+        self._version = c._vc[0]
+        if is_output:
+            self._t = c._data
+            return
+        if t._requires_grad:  # the copy keeps the original's place in the graph
+            c._grad_fn, c._output_nr = t._edge()
+            c._requires_grad = True
+        self._t = c
+
+    def register_hooks(self, node, pack_hook, unpack_hook) -> None:
+        """Replaces the stored tensor by what ``pack_hook`` makes of it (RawSavedTensor)."""
+        if type(self._t) is _Packed:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already "
+                               "been set. Hint: only one pair of hooks is allowed at a time.")
+        t = self.unpack(node)
+        prev = state.grad_enabled
+        state.grad_enabled = False  # what the hook computes is a stored value, not history
+        try:
+            self._t = _Packed(pack_hook(t), unpack_hook)
+        finally:
+            state.grad_enabled = prev
+
+    def copy(self) -> SavedTensor:
+        """Another SavedTensor holding the same value and version."""
+        c = object.__new__(SavedTensor)
+        for name in SavedTensor.__slots__:
+            setattr(c, name, getattr(self, name))
+        return c
 
     def unpack(self, node):
         if self._vc[0] != self._version:
@@ -251,8 +412,8 @@ class SavedTensor:
         if type(t) is _Packed:
             t = t.unpack(t.value)
             if not _is_tensor(t):
-                raise TypeError(f"saved_tensors_hooks: unpack_hook must return a Tensor, got "
-                                f"{type(t).__name__}")
+                raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but "
+                                f"got result of type {type(t).__name__}")
             if out >= 0 and t._grad_fn is None and not t._requires_grad:
                 t = t._with_history(node, out)
             return t

@@ -22,6 +22,10 @@ def _format_array(a: np.ndarray, indent: int) -> str:
             fmt = {"float_kind": lambda v: f"{v:.0f}." if np.isfinite(v) else str(v)}
         else:
             fmt = {"float_kind": lambda v: f"{v:.4f}" if np.isfinite(v) else str(v)}
+    elif a.dtype.kind == "b":
+        # padded to the widest value present, as PyTorch: [True, True] but [ True, False]
+        width = 4 if a.all() else 5
+        fmt = {"bool": lambda v: f"{v!s:>{width}}"}
     else:
         fmt = None
     return np.array2string(a, separator=", ", formatter=fmt, prefix=" " * indent,
@@ -36,7 +40,7 @@ def tensor_repr(t) -> str:
         extras.append(f"device='{t.device}'")
     if t.dtype not in _DEFAULT_DTYPES or (t.numel() == 0 and t.dtype is not dtypes.float32):
         extras.append(f"dtype={t.dtype}")
-    fn = t._grad_fn
+    fn = t.grad_fn  # (a view's, regenerated if its base was modified in place since)
     if fn is not None:
         extras.append(f"grad_fn=<{fn.name()}>")
     elif t.requires_grad:

@@ -13,6 +13,7 @@ there; this file holds only the tensor's own state and its autograd surface.
 from __future__ import annotations
 
 import operator
+import threading
 import weakref
 
 import numpy as np
@@ -24,7 +25,7 @@ from . import node as _node_module
 from .node import AccumulateGrad, RemovableHandle, _HookDict
 from .state import anywhere, state
 
-__all__ = ["Tensor", "make", "array_meta", "Size", "wrap_dim"]
+__all__ = ["Tensor", "make", "array_meta", "Size", "wrap_dim", "view_inplace_error"]
 
 _CPU = Device("cpu")
 
@@ -100,9 +101,11 @@ class Tensor:
     _grad = None
     _view_version = 0
     _hooks = None        # a leaf's tensor hooks (a non-leaf's live on its grad_fn)
+    _post_acc_hooks = None  # a leaf's post-accumulate-grad hooks (engine._apply runs them)
     _grad_acc = None     # weakref to a leaf's AccumulateGrad
     _retains_grad = False
     _inference = False
+    _creation_meta = None  # "custom_function" for a view a custom Function returned
 
     def __new__(cls, *args, **kwargs):
         if cls is Tensor and args and not kwargs:
@@ -188,8 +191,16 @@ class Tensor:
         return data_ptr(self._data)
 
     def is_inference(self) -> bool:
-        """True for tensors created in inference mode."""
+        """Returns True if this tensor is an inference tensor (created in inference mode)."""
         return self._inference
+
+    def view_as(self, other: Tensor) -> Tensor:
+        """View this tensor as the same size as ``other``: ``self.view_as(other)`` is
+        equivalent to ``self.view(other.size())``."""
+        if not isinstance(other, Tensor):
+            raise TypeError(f"view_as(): argument 'other' (position 1) must be Tensor, not "
+                            f"{type(other).__name__}")
+        return self.view(other.size())
 
     @property
     def _k(self):
@@ -281,16 +292,26 @@ class Tensor:
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
                                 f"type {type(value).__name__}")
             if value._device is not self._device:
-                raise RuntimeError(f"assigned grad has data located on {value._device}, "
-                                   f"different from the tensor on {self._device}")
+                raise RuntimeError(f"attempting to assign a gradient with device type "
+                                   f"'{value._device.type}' to a tensor with device type "
+                                   f"'{self._device.type}'. Please ensure that the gradient "
+                                   f"and the tensor are on the same device")
             if value._dtype is not self._dtype:
-                raise RuntimeError(f"assigned grad has data of a different type "
-                                   f"({value._dtype}) than the tensor ({self._dtype})")
+                raise RuntimeError(f"attempting to assign a gradient with dtype "
+                                   f"'{value._dtype.name}' to a tensor with dtype "
+                                   f"'{self._dtype.name}'. Please ensure that the gradient and "
+                                   f"the tensor have the same dtype")
             if tuple(value.shape) != tuple(self.shape):
-                raise RuntimeError(f"assigned grad has data of a different size "
-                                   f"({list(value.shape)}) than the tensor "
-                                   f"({list(self.shape)})")
+                raise RuntimeError(f"attempting to assign a gradient of size "
+                                   f"'{list(value.shape)}' to a tensor of size "
+                                   f"'{list(self.shape)}'. Please ensure that the gradient and "
+                                   f"the tensor are the same size")
         self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        # ``del t.grad`` is ``t.grad = None``, as in PyTorch (zero_grad(set_to_none=True))
+        self._grad = None
 
     @property
     def retains_grad(self) -> bool:
@@ -298,17 +319,22 @@ class Tensor:
         return self._retains_grad
 
     def retain_grad(self) -> None:
-        """Makes this non-leaf tensor's ``.grad`` be populated during backward."""
+        """Enables this Tensor to have their :attr:`grad` populated during
+        :func:`backward`. This is a no-op for leaf tensors.
+
+        The gradient retained is the one with respect to the tensor's latest value: after an
+        in-place op, the gradient of the modified tensor, as in PyTorch (Note [retain_grad
+        after in-place]).
+        """
         if not self._requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         fn = self.grad_fn
         if fn is None or self._retains_grad:
             return  # a leaf retains its grad anyway
-        if fn._retained is None:
-            fn._retained = {}
-            fn._hooked = True
-        fn._retained[self._output_nr] = weakref.ref(self)
+        _retain_at(self, fn, self._output_nr)
         self._retains_grad = True
+        with _RETAINING_LOCK:
+            _RETAINING.add(self)
 
     def register_hook(self, hook) -> RemovableHandle:
         """Registers ``hook(grad) -> Tensor or None``, called each time a gradient with respect
@@ -335,6 +361,46 @@ class Tensor:
         self._hooks[h.id] = hook
         return h
 
+    def register_post_accumulate_grad_hook(self, hook) -> RemovableHandle:
+        """Registers a backward hook that runs after grad accumulation.
+
+        The hook will be called after all gradients for a tensor have been accumulated, meaning
+        that the ``.grad`` field has been updated on that tensor. The post accumulate grad hook
+        is ONLY applicable for leaf tensors (tensors without a ``.grad_fn`` field). Registering
+        this hook on a non-leaf tensor will error!
+
+        The hook should have the following signature::
+
+            hook(param: Tensor) -> None
+
+        Note that, unlike other autograd hooks, this hook operates on the tensor that requires
+        grad and not the grad itself. The hook can in-place modify and access its Tensor
+        argument, including its ``.grad`` field. It is not called by ``autograd.grad()``,
+        which accumulates nothing.
+
+        Returns a handle whose ``remove()`` unregisters the hook.
+
+        Example:
+            >>> v = tg.tensor([0., 0., 0.], requires_grad=True)
+            >>> lr = 0.01
+            >>> # simulate a simple SGD update
+            >>> h = v.register_post_accumulate_grad_hook(lambda p: p.add_(p.grad, alpha=-lr))
+            >>> v.backward(tg.tensor([1., 2., 3.]))
+            >>> v
+            tensor([-0.0100, -0.0200, -0.0300], requires_grad=True)
+            >>> h.remove()  # removes the hook
+        """
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                               "tensors")
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = _HookDict()
+        h = RemovableHandle(self._post_acc_hooks)
+        self._post_acc_hooks[h.id] = hook
+        return h
+
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False,
                  inputs=None) -> None:
         """Computes the gradient of this tensor w.r.t. graph leaves; see
@@ -353,9 +419,12 @@ class Tensor:
     def detach_(self) -> "Tensor":
         """Detaches this tensor from its graph in place, making it a leaf. Views cannot."""
         if self._base is not None:
-            raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are "
-                               "using DistributedDataParallel (DDP) for training, ...: this "
-                               "view is the output of a function that returns multiple views.")
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using "
+                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set "
+                "as True, gradients are views of DDP buckets, and hence detach_() cannot be "
+                "called on these gradients. To fix this error, please refer to the "
+                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
         self._grad_fn = None
         self._output_nr = 0
         self._requires_grad = False
@@ -471,6 +540,100 @@ class Tensor:
         return tensor_repr(self)
 
     __str__ = __repr__
+
+
+# Note [View + in-place]
+#   An in-place op on a view rewrites its base's history (dispatch.apply_inplace, CopySlices).
+#   PyTorch refuses it where that rewrite would be wrong or ambiguous, and so does
+#   ``view_inplace_error``, which dispatch.check_inplace asks before writing:
+#   - a view made while grad mode was off, of a tensor that requires grad, modified with grad
+#     mode on: nothing recorded the view, so the write cannot be placed in the base's history
+#     (such a view has a base that requires grad but does not require grad itself; a view of
+#     a leaf whose requires_grad was set later fails the leaf-view check first);
+#   - one output of an op returning several views (unbind, split, chunk): their shared node
+#     cannot have one output's history rewritten;
+#   - a view returned by a custom Function (marked in function._wrap_outputs): the rewrite
+#     would bypass the Function's own backward.
+_NO_GRAD_VIEW_MSG = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
+    "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "
+    "your code by moving both the view and the inplace either both inside the no_grad block "
+    "(if you don't want the inplace to be tracked) or both outside (if you want the inplace to "
+    "be tracked).")
+
+
+def view_inplace_error(t: Tensor) -> str | None:
+    """PyTorch's error message for an in-place op on ``t`` that the view rules above forbid
+    under the current grad mode, or None (Note [View + in-place])."""
+    base = t._base
+    if base is None or not state.grad_enabled:
+        return None
+    fn = t._grad_fn
+    if not t._requires_grad:
+        if base._requires_grad:
+            return _NO_GRAD_VIEW_MSG
+        return None
+    name = _short_name(fn) if fn is not None else "?"
+    if t._creation_meta == "custom_function":
+        return (f"Output {t._output_nr} of {name} is a view and is being modified inplace. This "
+                f"view was created inside a custom Function (or because an input was returned "
+                f"as-is) and the autograd logic to handle view+inplace would override the custom "
+                f"backward associated with the custom Function, leading to incorrect gradients. "
+                f"This behavior is forbidden. You can fix this by cloning the output of the "
+                f"custom Function.")
+    if fn is not None and fn.num_outputs > 1:
+        return (f"Output {t._output_nr} of {name} is a view and is being modified inplace. This "
+                f"view is the output of a function that returns multiple views. Such functions "
+                f"do not allow the output views to be modified inplace. You should replace the "
+                f"inplace operation by an out-of-place one.")
+    return None
+
+
+def _short_name(fn) -> str:
+    # PyTorch names the op in these messages without the node's "Backward<N>" suffix
+    name = fn.name()
+    head, sep, tail = name.rpartition("Backward")
+    return head if sep and head and (tail == "" or tail.isdigit()) else name
+
+
+# Note [retain_grad after in-place]
+#   retain_grad registers the tensor on its grad_fn (``_retained``), which the engine reads as
+#   it runs that node. An in-place op then gives the tensor a new grad_fn (dispatch's
+#   rebase_history, or a view's regenerated history); PyTorch's retained gradient follows the
+#   tensor to it, while its other tensor hooks stay with the old node. The move is made
+#   lazily, once per backward call, by ``refresh_retained`` over the live tensors that retain
+#   (``_RETAINING``, usually empty: the engine's cost is one truth test).
+_RETAINING: weakref.WeakSet[Tensor] = weakref.WeakSet()
+_RETAINING_LOCK = threading.Lock()  # (other threads may retain while one backward reads it)
+
+
+def _retain_at(t: Tensor, fn, output_nr: int) -> None:
+    if fn._retained is None:
+        fn._retained = {}
+        fn._hooked = True
+    fn._retained[output_nr] = weakref.ref(t)
+    t._retained_at = (fn, output_nr)
+
+
+def refresh_retained() -> None:
+    """Moves each retained gradient to its tensor's current grad_fn (Note [retain_grad after
+    in-place])."""
+    with _RETAINING_LOCK:
+        retaining = tuple(_RETAINING)
+    for t in retaining:
+        fn, nr = t.__dict__.get("_retained_at", (None, 0))
+        current = t.grad_fn
+        if current is fn and t._output_nr == nr:
+            continue
+        if fn is not None and fn._retained is not None:
+            ref = fn._retained.get(nr)
+            if ref is not None and ref() is t:
+                del fn._retained[nr]
+        if current is None:
+            with _RETAINING_LOCK:
+                _RETAINING.discard(t)
+        else:
+            _retain_at(t, current, t._output_nr)
 
 
 def wrap_dim(dim: int, ndim: int, op: str, name: str = "dim", pos: int | None = None) -> int:

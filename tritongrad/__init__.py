@@ -28,9 +28,12 @@ from .autograd import (Function, enable_grad, inference_mode, is_grad_enabled,
                        is_inference_mode_enabled, no_grad, set_grad_enabled)
 from .autograd.ops import *  # noqa: F401,F403  (tensor ops and factories)
 from .autograd.ops import __all__ as _ops_all
+from .autograd.grad_mode import is_inference
 from .autograd.tensor import Size, Tensor
 from . import cuda, distributed, nn, optim, utils
 from .serialization import load, save
+from . import backends, linalg
+from .backends import get_float32_matmul_precision, set_float32_matmul_precision
 
 __version__ = "0.1.0"
 
@@ -38,12 +41,14 @@ __all__ = ["device", "dtype", "Tensor", "Size", "autograd", "cuda", "distributed
            "utils", "save", "load",
            "Function", "no_grad",
            "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
-           "is_inference_mode_enabled", "get_default_dtype", "set_default_dtype",
+           "is_inference_mode_enabled", "is_inference", "get_default_dtype", "set_default_dtype",
            "promote_types", "result_type", "bfloat16", "bool", "cdouble", "cfloat", "complex64",
            "complex128", "double", "float", "float16", "float32", "float64", "half", "int",
            "int8", "int16", "int32", "int64", "long", "uint8", "is_tensor", "numel",
            "memory_format", "contiguous_format", "preserve_format", "channels_last",
            "channels_last_3d"]
+__all__ += ["backends", "linalg", "get_float32_matmul_precision",
+            "set_float32_matmul_precision"]
 __all__ += list(_ops_all)
 
 

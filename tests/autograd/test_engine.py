@@ -649,6 +649,50 @@ def test_stealing_counts_view_gradient_adopted_only_when_its_base_is_unheld(keep
         np.testing.assert_allclose(kept[0].numpy(), 3.0)  # not mutated by accumulation
 
 
+def test_setitem_on_a_clone_gives_the_leaf_its_gradient(device):
+    # CopySlices' gradient reaches x as a strided view from the CPU backend's as_strided
+    # (its NumPy base is no ndarray): _stealable must answer, not crash, and accumulation
+    # must not write through memory shared with anything else
+    x = tg.tensor([1.0, 2.0, 3.0], dtype=tg.float64, device=device, requires_grad=True)
+    y = x.clone()
+    y[0] = 0.0
+    (y * 2).sum().backward()
+    np.testing.assert_allclose(x.grad.cpu().numpy(), [0.0, 2.0, 2.0])
+    y = x.clone()
+    y[1:] = 5.0
+    (y * 3).sum().backward()
+    np.testing.assert_allclose(x.grad.cpu().numpy(), [3.0, 2.0, 2.0])
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_stealing_never_adopts_a_view_of_an_unknown_owner(keep):
+    # a gradient that is an as_strided view: other views of the same memory may exist behind
+    # the backend's wrapper, which the counts cannot see, so it is copied either way
+    produced, kept = {}, []
+
+    class Strided(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            big = (g.reshape(1, 4) * 3).expand(2, 4).contiguous()
+            out = big.as_strided((4,), (1,), 4)  # the second row, through as_strided
+            produced["ptr"] = out.data_ptr()
+            if keep:
+                kept.append(big.as_strided((4,), (1,), 4))  # another view of that memory
+            return out
+
+    x = tg.ones(4, requires_grad=True)
+    Strided.apply(x).sum().backward()
+    assert x.grad.data_ptr() != produced["ptr"]
+    Strided.apply(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 6.0)
+    if keep:
+        np.testing.assert_allclose(kept[0].numpy(), 3.0)  # not mutated by accumulation
+
+
 def test_hook_added_during_backward_takes_the_full_path():
     # _hooked is read per node when it runs, so a hook registered by an earlier node's hook
     # (after the task chose its fast path) still runs

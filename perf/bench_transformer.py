@@ -1,0 +1,99 @@
+"""One training step of a GPT-style transformer: forward, backward, gradient clipping, AdamW.
+
+4 layers, width 128, 4 heads, 64 tokens, batch 16, exact GELU, causal attention through
+``F.scaled_dot_product_attention``: the model is written once (``build`` below) for any module
+with PyTorch's API, so tritongrad and torch (when installed) run the same program. Rows:
+tritongrad and torch, with the step's time and the share of it spent in tritongrad's hot spots
+(``--profile`` prints tritongrad's profiler table).
+
+    python perf/bench_transformer.py [--device cpu|cuda] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import _common  # noqa: F401  (sets thread counts before NumPy loads)
+import numpy as np
+from _common import report, timeit, try_torch
+
+LAYERS, DIM, HEADS, CONTEXT, BATCH, VOCAB = 4, 128, 4, 64, 16, 96
+
+
+def build(T, device: str):
+    """(model, optimizer, step) for framework ``T`` (tritongrad or torch)."""
+    nn, F = T.nn, T.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(DIM), nn.LayerNorm(DIM)
+            self.qkv, self.proj = nn.Linear(DIM, 3 * DIM), nn.Linear(DIM, DIM)
+            self.mlp = nn.Sequential(nn.Linear(DIM, 4 * DIM), nn.GELU(), nn.Linear(4 * DIM, DIM))
+
+        def forward(self, x):
+            b, t, d = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+            q, k, v = (a.reshape(b, t, HEADS, d // HEADS).transpose(1, 2) for a in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
+            return x + self.mlp(self.ln2(x))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(VOCAB, DIM), nn.Embedding(CONTEXT, DIM)
+            self.blocks = nn.Sequential(*[Block() for _ in range(LAYERS)])
+            self.ln_f, self.head = nn.LayerNorm(DIM), nn.Linear(DIM, VOCAB, bias=False)
+
+        def forward(self, idx):
+            x = self.tok(idx) + self.pos(T.arange(idx.shape[1], device=idx.device))
+            return self.head(self.ln_f(self.blocks(x)))
+
+    T.manual_seed(0)
+    model = GPT().to(device)
+    opt = T.optim.AdamW(model.parameters(), lr=3e-4)
+    rng = np.random.default_rng(0)
+    ids = T.tensor(rng.integers(0, VOCAB, (BATCH, CONTEXT + 1)), device=device)
+    x, y = ids[:, :-1], ids[:, 1:]
+
+    def step():
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x).reshape(-1, VOCAB), y.reshape(-1))
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return loss
+
+    return model, opt, step
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--repeat", type=int, default=10)
+    args = parser.parse_args()
+    import tritongrad as tg
+
+    _, _, tg_step = build(tg, args.device)
+    cases = [("tritongrad", tg_step, tg.cuda.synchronize if args.device == "cuda" else None)]
+    torch = try_torch()
+    if torch is not None:
+        _, _, torch_step = build(torch, args.device)
+        cases.append(("torch", torch_step,
+                      torch.cuda.synchronize if args.device == "cuda" else None))
+    rows = timeit(cases, warmup=3, repeat=args.repeat, interleave=args.device == "cpu")
+    report(f"GPT-style training step ({LAYERS} layers, width {DIM}, {HEADS} heads, "
+           f"{BATCH} x {CONTEXT} tokens, exact GELU, AdamW), {args.device}", rows)
+    if args.profile:
+        with tg.autograd.profiler.profile() as prof:
+            tg_step()
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20))
+    n_params = sum(math.prod(p.shape) for p in build(tg, args.device)[0].parameters())
+    print(f"parameters: {n_params}")
+
+
+if __name__ == "__main__":
+    main()
