@@ -142,6 +142,22 @@ def _row_offsets(rows, kshape, kst, KDIM: tl.constexpr):
 
 
 @triton.jit
+def _split_rows(kshape, kst, M, N, chunk, n_split, KDIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                INT64: tl.constexpr):
+    # A program's share of a split reduction: BLOCK_M kept rows (their offsets and mask),
+    # its split's index and its range [n_lo, n_hi) of the reduced dim.
+    pid = tl.program_id(0)
+    if INT64:
+        pid = pid.to(tl.int64)
+    pid_m = pid // n_split
+    pid_s = pid - pid_m * n_split
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    n_lo = pid_s * chunk
+    return (rows, _row_offsets(rows, kshape, kst, KDIM), rows < M, pid_s, n_lo,
+            tl.minimum(n_lo + chunk, N))
+
+
+@triton.jit
 def _reduce_kernel(
     out_ptr,   # *OUT: (M, n_split) contiguous results (partials when n_split > 1), written
     x_ptr,     # *any: the input view; element (m, n) at row_off(m) + n * stride_n
@@ -155,16 +171,8 @@ def _reduce_kernel(
     OP: tl.constexpr, IDENT: tl.constexpr, ACC: tl.constexpr, KDIM: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, INT64: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    if INT64:
-        pid = pid.to(tl.int64)
-    pid_m = pid // n_split
-    pid_s = pid - pid_m * n_split
-    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    row_off = _row_offsets(rows, kshape, kst, KDIM)
-    row_mask = rows < M
-    n_lo = pid_s * chunk
-    n_hi = tl.minimum(n_lo + chunk, N)
+    rows, row_off, row_mask, pid_s, n_lo, n_hi = _split_rows(
+        kshape, kst, M, N, chunk, n_split, KDIM, BLOCK_M, INT64)
     acc = tl.full([BLOCK_M, BLOCK_N], IDENT, ACC)
     for n0 in range(n_lo, n_hi, BLOCK_N):
         cols = n0 + tl.arange(0, BLOCK_N)
@@ -221,16 +229,8 @@ def _argreduce_kernel(
     IS_MAX: tl.constexpr, FLOAT: tl.constexpr, IDENT: tl.constexpr, ACC: tl.constexpr,
     KDIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, INT64: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    if INT64:
-        pid = pid.to(tl.int64)
-    pid_m = pid // n_split
-    pid_s = pid - pid_m * n_split
-    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    row_off = _row_offsets(rows, kshape, kst, KDIM)
-    row_mask = rows < M
-    n_lo = pid_s * chunk
-    n_hi = tl.minimum(n_lo + chunk, N)
+    rows, row_off, row_mask, pid_s, n_lo, n_hi = _split_rows(
+        kshape, kst, M, N, chunk, n_split, KDIM, BLOCK_M, INT64)
     best_v = tl.full([BLOCK_M, BLOCK_N], IDENT, ACC)
     best_i = tl.full([BLOCK_M, BLOCK_N], 2**62, tl.int64)
     for n0 in range(n_lo, n_hi, BLOCK_N):

@@ -31,6 +31,7 @@ from triton.language.extra import libdevice
 from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from . import _launch as L
+from ._launch import block_range
 from .memory import astype
 from .reduction import _norm_dims, _row_offsets
 
@@ -47,13 +48,9 @@ def _cumsum_kernel(
     ACC: tl.constexpr, KDIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     REVERSE: tl.constexpr, INT64: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    if INT64:
-        pid = pid.to(tl.int64)
-    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+    rows, row_mask = block_range(M, BLOCK_M, INT64)
     x_row = _row_offsets(rows, kshape, kx, KDIM)
     o_row = _row_offsets(rows, kshape, ko, KDIM)
-    row_mask = rows < M
     carry = tl.zeros([BLOCK_M], ACC)
     n_blocks = tl.cdiv(N, BLOCK_N)
     is_end = tl.arange(0, BLOCK_N) == (0 if REVERSE else BLOCK_N - 1)
@@ -82,13 +79,9 @@ def _softmax_kernel(
     ACC: tl.constexpr, KDIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     LOG: tl.constexpr, SINGLE: tl.constexpr, INT64: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    if INT64:
-        pid = pid.to(tl.int64)
-    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+    rows, row_mask = block_range(M, BLOCK_M, INT64)
     x_row = _row_offsets(rows, kshape, kx, KDIM)
     o_row = _row_offsets(rows, kshape, ko, KDIM)
-    row_mask = rows < M
     if SINGLE:  # the whole row in one block
         cols = tl.arange(0, BLOCK_N)
         mask = row_mask[:, None] & (cols < N)[None, :]
