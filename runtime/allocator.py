@@ -26,6 +26,18 @@ Policy (PyTorch's and CuPy's caching allocators'; docs/runtime.md):
   segment that would pass the cap is refused as if the device were full, so the same
   release-and-retry policy runs before ``OutOfMemoryError``.
 
+Note [graph pools]: while a CUDA graph captures stream ``s`` (``begin_allocate_to_pool``),
+allocations on ``s`` come from the graph's private pool: free lists and segments of their own,
+never seen by other allocations. A replay writes every block the capture used, freed or not,
+so the pool's blocks stay reserved for the graph: when they are freed they go back to the
+private pool, which only later captures into the same pool (``CUDAGraph.pool()``,
+``graph_pool_handle()``) reuse. No segment is returned to the driver while a capture is
+underway (``cuMemFree`` would free memory the graph records), and blocks used on other streams
+and freed during a capture get their events when the capture ends (an event recorded inside a
+capture cannot be queried). When the last graph using a pool is reset (``release_pool``), its
+segments become ordinary cached memory to release: ``empty_cache`` and the out-of-memory path
+free those that are wholly free, as they free the general pool's.
+
 Thread-safe (one lock per allocator). Frees that arrive re-entrantly (a garbage collection
 running ``Storage.__del__`` in the middle of an allocator call) are deferred to the end of the
 outer call, so the free lists are never seen half-edited.
@@ -92,10 +104,23 @@ def segment_size(size: int) -> int:
 
 
 class _Segment:
-    __slots__ = ("ptr", "size", "small", "stream")
+    __slots__ = ("pool", "ptr", "size", "small", "stream")
 
-    def __init__(self, ptr, size, stream, small):
+    def __init__(self, ptr, size, stream, small, pool=None):
         self.ptr, self.size, self.stream, self.small = ptr, size, stream, small
+        self.pool: _PrivatePool | None = pool  # None: the general pool
+
+
+class _PrivatePool:
+    """A CUDA graph's memory pool (Note [graph pools])."""
+
+    __slots__ = ("free", "id", "segments", "use_count")
+
+    def __init__(self, pool_id):
+        self.id = pool_id
+        self.free: dict[tuple, list] = {}  # (stream, small) -> sorted [(size, ptr)]
+        self.segments = 0                   # segments carved for it, not yet released
+        self.use_count = 0                  # captures underway and graphs that keep it
 
 
 class Block:
@@ -180,6 +205,9 @@ class CachingAllocator:
         self._free: dict[int, Block] = {}     # ptr -> free block
         self._pending: list[Block] = []       # freed blocks waiting on events
         self._segments: dict[int, _Segment] = {}
+        self._private: dict[tuple, _PrivatePool] = {}       # pool id -> pool
+        self._capture_pools: dict[object, _PrivatePool] = {}  # capturing stream -> its pool
+        self._capture_frees: list[tuple[Block, set]] = []  # cross-stream frees in a capture
         n = 3 * len(_STAT_NAMES)
         self._cur, self._peak, self._freed, self._base = [0] * n, [0] * n, [0] * n, [0] * n
         self.num_alloc_retries = 0
@@ -231,6 +259,51 @@ class CachingAllocator:
                 if block.stream_uses is None:
                     block.stream_uses = set()
                 block.stream_uses.add(stream)
+
+    # -- graph pools (Note [graph pools]) --------------------------------------------------
+    def begin_allocate_to_pool(self, pool_id: tuple, stream) -> None:
+        """Serves allocations on ``stream`` from the private pool ``pool_id`` (created on first
+        use) until ``end_allocate_to_pool(stream)``; the pool is kept until ``release_pool``."""
+        with self._lock:
+            if stream in self._capture_pools:
+                raise RuntimeError(f"begin_allocate_to_pool: stream {stream!r} already "
+                                   f"allocates to pool {self._capture_pools[stream].id}")
+            pool = self._private.get(pool_id)
+            if pool is None:
+                pool = self._private[pool_id] = _PrivatePool(pool_id)
+            pool.use_count += 1
+            self._capture_pools[stream] = pool
+
+    def end_allocate_to_pool(self, stream) -> None:
+        """Allocations on ``stream`` come from the general pool again (the capture ended)."""
+        with self._lock:
+            self._depth += 1
+            try:
+                del self._capture_pools[stream]
+                if not self._capture_pools:
+                    frees, self._capture_frees = self._capture_frees, []
+                    for block, uses in frees:
+                        block.events = [self._record_event(s) for s in uses]
+                        self._pending.append(block)
+            finally:
+                self._leave()
+
+    def release_pool(self, pool_id: tuple) -> None:
+        """Drops one user of the private pool (a graph reset or deleted); with the last one its
+        cached segments become releasable by ``empty_cache`` (Note [graph pools])."""
+        with self._lock:
+            pool = self._private.get(pool_id)
+            if pool is None or pool.use_count == 0:
+                raise RuntimeError(f"release_pool: pool {pool_id} is not in use")
+            pool.use_count -= 1
+            if pool.use_count == 0 and pool.segments == 0:
+                del self._private[pool_id]
+
+    def pool_reserved(self, pool_id: tuple) -> int:
+        """Bytes of segments carved for the private pool ``pool_id`` (0 for an unknown one)."""
+        with self._lock:
+            return sum(seg.size for seg in self._segments.values()
+                       if seg.pool is not None and seg.pool.id == pool_id)
 
     def empty_cache(self) -> None:
         """Returns every cached segment with no block in use to ``raw_free``.
@@ -404,11 +477,13 @@ class CachingAllocator:
             self._process_events()
         size = round_size(nbytes)
         small = size <= SMALL_SIZE
-        block = self._take_free(size, stream, small)
+        pool = self._capture_pools.get(stream) if self._capture_pools else None
+        free = self._pools if pool is None else pool.free
+        block = self._take_free(free, size, stream, small)
         if block is None:
-            block = self._new_segment(nbytes, size, stream, small)
+            block = self._new_segment(nbytes, size, stream, small, pool)
         if block.size - size >= (MIN_BLOCK if small else SMALL_SIZE + 1):
-            self._split(block, size, stream, small)
+            self._split(block, size, stream)
         block.state = _ALLOCATED
         block.requested = nbytes
         size = block.size
@@ -416,8 +491,8 @@ class CachingAllocator:
                             (_ACTIVE_BYTES, size), (_REQUESTED_BYTES, nbytes)))
         return block
 
-    def _take_free(self, size: int, stream, small: bool) -> Block | None:
-        pool = self._pools.get((stream, small))
+    def _take_free(self, free: dict, size: int, stream, small: bool) -> Block | None:
+        pool = free.get((stream, small))
         if not pool:
             return None
         i = bisect.bisect_left(pool, (size, -1))
@@ -429,15 +504,18 @@ class CachingAllocator:
     def _put_free(self, block: Block) -> None:
         block.state = _FREE
         self._free[block.ptr] = block
-        key = (block.stream, block.segment.small)
-        bisect.insort(self._pools.setdefault(key, []), (block.size, block.ptr))
+        seg = block.segment
+        free = self._pools if seg.pool is None else seg.pool.free
+        bisect.insort(free.setdefault((block.stream, seg.small), []), (block.size, block.ptr))
 
     def _unlink_free(self, block: Block) -> None:
         del self._free[block.ptr]
-        pool = self._pools[(block.stream, block.segment.small)]
+        seg = block.segment
+        free = self._pools if seg.pool is None else seg.pool.free
+        pool = free[(block.stream, seg.small)]
         del pool[bisect.bisect_left(pool, (block.size, block.ptr))]
 
-    def _split(self, block: Block, size: int, stream, small: bool) -> None:
+    def _split(self, block: Block, size: int, stream) -> None:
         rest = Block(block.ptr + size, block.size - size, stream, block.segment, block, block.next)
         if block.next is not None:
             block.next.prev = rest
@@ -452,7 +530,8 @@ class CachingAllocator:
             return None
         return self._raw_alloc(nbytes)
 
-    def _new_segment(self, nbytes: int, size: int, stream, small: bool) -> Block:
+    def _new_segment(self, nbytes: int, size: int, stream, small: bool,
+                     pool: _PrivatePool | None) -> Block:
         alloc = segment_size(size)
         ptr = self._capped_alloc(alloc)
         if ptr is None:  # 1: release one cached segment that is large enough (or the largest)
@@ -463,7 +542,8 @@ class CachingAllocator:
             self._collect_garbage()
             self._drain_deferred()
             self._process_events()
-            block = self._take_free(size, stream, small)
+            block = self._take_free(self._pools if pool is None else pool.free, size, stream,
+                                    small)
             if block is not None:
                 return block
             self._release_segments(None)  # 3: release every unused cached segment
@@ -472,7 +552,9 @@ class CachingAllocator:
             self.num_ooms += 1
             raise OutOfMemoryError(self._oom_message(nbytes))
         self.num_device_alloc += 1
-        seg = _Segment(ptr, alloc, stream, small)
+        seg = _Segment(ptr, alloc, stream, small, pool)
+        if pool is not None:
+            pool.segments += 1
         self._segments[ptr] = seg
         self._count(small, ((_SEGMENT, 1), (_RESERVED_BYTES, alloc)))
         return Block(ptr, alloc, stream, seg)
@@ -502,8 +584,11 @@ class CachingAllocator:
         ``wanted`` None: all of them. Otherwise the smallest one of at least ``wanted`` bytes,
         or else the largest ones until ``wanted`` bytes are released. True if any were.
         """
+        if self._capture_pools:  # a capture records these addresses (Note [graph pools])
+            return False
         whole = [b for b in self._free.values()
-                 if b.prev is None and b.next is None and b.size == b.segment.size]
+                 if b.prev is None and b.next is None and b.size == b.segment.size
+                 and (b.segment.pool is None or not b.segment.pool.use_count)]
         if wanted is not None:
             big = [b for b in whole if b.size >= wanted]
             if big:
@@ -526,6 +611,10 @@ class CachingAllocator:
             seg = self._segments.pop(b.ptr)
             self._raw_free(b.ptr)
             self.num_device_free += 1
+            if seg.pool is not None:  # a released graph's pool: forget it with its last segment
+                seg.pool.segments -= 1
+                if not seg.pool.segments:
+                    self._private.pop(seg.pool.id, None)
             self._count(seg.small, ((_SEGMENT, -1), (_RESERVED_BYTES, -seg.size)))
         return True
 
@@ -538,8 +627,11 @@ class CachingAllocator:
         uses, block.stream_uses = block.stream_uses, None
         if uses:
             block.state = _PENDING
-            block.events = [self._record_event(s) for s in uses]
-            self._pending.append(block)
+            if self._capture_pools:  # events recorded now would belong to the capture
+                self._capture_frees.append((block, uses))
+            else:
+                block.events = [self._record_event(s) for s in uses]
+                self._pending.append(block)
         else:
             self._free_block(block)
 

@@ -1,4 +1,5 @@
-"""The public ``tg.cuda`` API: devices, streams, events, memory and profiler control.
+"""The public ``tg.cuda`` API: devices, streams, events, memory, CUDA graphs and profiler
+control.
 
 Names and behaviour follow ``torch.cuda``. Every function initialises CUDA lazily on first
 use; where CUDA is unavailable every function except ``is_available`` and ``device_count``
@@ -13,6 +14,7 @@ from . import driver as _drv
 from . import streams as _streams
 from .allocator import OutOfMemoryError
 from .driver import CudaError, is_emulated
+from .graphs import CUDAGraph, graph, graph_pool_handle, is_current_stream_capturing
 from .memory import (
     empty_cache,
     get_per_process_memory_fraction,
@@ -41,6 +43,7 @@ from .streams import (
 from .streams import device_guard as device
 
 __all__ = [
+    "CUDAGraph",
     "CudaError",
     "Event",
     "OutOfMemoryError",
@@ -55,7 +58,10 @@ __all__ = [
     "get_device_name",
     "get_device_properties",
     "get_per_process_memory_fraction",
+    "graph",
+    "graph_pool_handle",
     "is_available",
+    "is_current_stream_capturing",
     "is_emulated",
     "is_initialized",
     "max_memory_allocated",

@@ -14,6 +14,19 @@ event handles, and ``CudaError`` for every failed call. Two implementations:
   It checks what the real driver checks where that is cheap (unknown handles, copies that
   leave an allocation, timing on events without timing), with the same error messages.
 
+Note [stream capture]: a CUDA graph is recorded by capturing a stream
+(``cuStreamBeginCapture`` .. ``cuStreamEndCapture``): the kernels, device copies and memsets
+queued on it are recorded, not run, and each ``cuGraphLaunch`` of the instantiated graph runs
+them again with the same arguments (device pointers and scalars). What would make the host
+wait for or read the capturing stream (``cuStreamSynchronize``, ``cuStreamQuery``,
+``cuCtxSynchronize``, copies to or from pageable host memory) fails with
+``CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`` ("operation not permitted when stream is
+capturing") and invalidates the capture, so that ``cuStreamEndCapture`` fails too. The emulated
+driver does the same: its copies and memsets, and the interpreted kernels it is handed
+(``launch``, what kernels/triton/_launch.py calls while a capture is underway), are kept as
+callables of their arguments and replayed in order. ``capturing`` counts the captures underway
+in the process, so the launch path tests one attribute when none is.
+
 Nothing touches the driver at import time: ``get_driver()`` probes once, on first use. A
 missing ``libcuda`` makes cuda-python *raise* (``DynamicLibNotFoundError``) instead of
 returning an error code; the probe catches everything so that ``is_available()`` is simply
@@ -25,6 +38,7 @@ from __future__ import annotations
 import bisect
 import ctypes
 import fractions
+import functools
 import itertools
 import numbers
 import os
@@ -36,6 +50,7 @@ import warnings
 import numpy as np
 
 __all__ = [
+    "CAPTURE_MODES",
     "EMULATED_DEVICE_NAME",
     "CudaDriver",
     "CudaError",
@@ -79,7 +94,16 @@ _DESCRIPTIONS = {
     "CUDA_ERROR_INVALID_DEVICE": "invalid device ordinal",
     "CUDA_ERROR_INVALID_HANDLE": "invalid resource handle",
     "CUDA_ERROR_NOT_READY": "device not ready",
+    "CUDA_ERROR_ILLEGAL_STATE": "the operation cannot be performed in the present state",
+    "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED": "operation not permitted when stream is capturing",
+    "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED":
+        "operation failed due to a previous error during capture",
+    "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED": "operation not permitted on an event last recorded "
+                                           "in a capturing stream",
 }
+
+# cuStreamBeginCapture's modes (CUstreamCaptureMode), by PyTorch's names for them.
+CAPTURE_MODES = {"global": 0, "thread_local": 1, "relaxed": 2}
 
 
 def _error(code: str, fn: str, description: str | None = None, detail: str = "") -> CudaError:
@@ -181,6 +205,33 @@ class Driver:
 
     def event_destroy(self, dev: int, event: int) -> None:  # cuEventDestroy
         raise NotImplementedError
+
+    # -- graphs (Note [stream capture]) ---------------------------------------------------
+    capturing: int = 0  # captures underway in the process: launch hooks test only this
+
+    def stream_begin_capture(self, dev: int, stream: int, mode: str = "global") -> None:
+        raise NotImplementedError  # cuStreamBeginCapture(stream, CAPTURE_MODES[mode])
+
+    def stream_end_capture(self, dev: int, stream: int) -> int:
+        raise NotImplementedError  # cuStreamEndCapture -> CUgraph
+
+    def stream_is_capturing(self, dev: int, stream: int) -> bool:
+        raise NotImplementedError  # cuStreamIsCapturing != CU_STREAM_CAPTURE_STATUS_NONE
+
+    def graph_instantiate(self, dev: int, graph: int) -> int:
+        raise NotImplementedError  # cuGraphInstantiate(graph, 0) -> CUgraphExec
+
+    def graph_launch(self, dev: int, graph_exec: int, stream: int) -> None:
+        raise NotImplementedError  # cuGraphLaunch
+
+    def graph_exec_destroy(self, dev: int, graph_exec: int) -> None:
+        raise NotImplementedError  # cuGraphExecDestroy
+
+    def graph_destroy(self, dev: int, graph: int) -> None:
+        raise NotImplementedError  # cuGraphDestroy
+
+    def graph_node_count(self, dev: int, graph: int) -> int:
+        raise NotImplementedError  # cuGraphGetNodes(graph, 0) -> count
 
     # -- profiler --------------------------------------------------------------------------
     def profiler_start(self, dev: int) -> None:  # cuProfilerStart
@@ -303,10 +354,28 @@ class CudaDriver(Driver):
     # -- memory ----------------------------------------------------------------------------
     def mem_alloc(self, dev: int, nbytes: int) -> int | None:
         self.activate(dev)
-        result = self.cu.cuMemAlloc(nbytes)
+        if self.capturing:
+            result = self._mem_alloc_while_capturing(nbytes)
+        else:
+            result = self.cu.cuMemAlloc(nbytes)
         if result[0] == self._OOM:
             return None
         return int(self._check(result, "cuMemAlloc"))
+
+    def _mem_alloc_while_capturing(self, nbytes: int):
+        # cuMemAlloc is a "potentially unsafe" call that a global-mode capture forbids on this
+        # thread. It is safe for a graph's pool: the memory is never freed before the replays
+        # (the allocator frees no segment during a capture), so this thread switches to the
+        # relaxed mode for the call, as PyTorch's caching allocator does.
+        cu = self.cu
+        relaxed = cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
+        prev = self._check(cu.cuThreadExchangeStreamCaptureMode(relaxed),
+                           "cuThreadExchangeStreamCaptureMode")
+        try:
+            return cu.cuMemAlloc(nbytes)
+        finally:
+            self._check(cu.cuThreadExchangeStreamCaptureMode(prev),
+                        "cuThreadExchangeStreamCaptureMode")
 
     def mem_free(self, dev: int, ptr: int) -> None:
         self.activate(dev)
@@ -315,12 +384,16 @@ class CudaDriver(Driver):
     def memcpy_htod(self, dev, dst, src_host, nbytes, stream) -> None:
         cu = self.cu
         self.activate(dev)
+        if self.capturing:
+            self._refuse_while_capturing(dev, stream, "cuMemcpyHtoDAsync")
         self._check(cu.cuMemcpyHtoDAsync(cu.CUdeviceptr(dst), src_host, nbytes,
                                          cu.CUstream(stream)), "cuMemcpyHtoDAsync")
 
     def memcpy_dtoh(self, dev, dst_host, src, nbytes, stream) -> None:
         cu = self.cu
         self.activate(dev)
+        if self.capturing:
+            self._refuse_while_capturing(dev, stream, "cuMemcpyDtoHAsync")
         self._check(cu.cuMemcpyDtoHAsync(dst_host, cu.CUdeviceptr(src), nbytes,
                                          cu.CUstream(stream)), "cuMemcpyDtoHAsync")
 
@@ -411,6 +484,66 @@ class CudaDriver(Driver):
         self.activate(dev)
         self._check(self.cu.cuEventDestroy(self.cu.CUevent(event)), "cuEventDestroy")
 
+    # -- graphs ----------------------------------------------------------------------------
+    def _refuse_while_capturing(self, dev: int, stream: int, fn: str) -> None:
+        """Copies between pageable host memory and a capturing stream would be recorded with
+        a host buffer that is gone by the replay (or are refused by the driver, depending on
+        the release): refused here, in the driver's words, before they reach it."""
+        if self.stream_is_capturing(dev, stream):
+            raise _error("CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", fn)
+
+    def stream_begin_capture(self, dev: int, stream: int, mode: str = "global") -> None:
+        cu = self.cu
+        self.activate(dev)
+        self._check(cu.cuStreamBeginCapture(cu.CUstream(stream),
+                                            cu.CUstreamCaptureMode(CAPTURE_MODES[mode])),
+                    "cuStreamBeginCapture")
+        with self._lock:
+            self.capturing += 1
+
+    def stream_end_capture(self, dev: int, stream: int) -> int:
+        cu = self.cu
+        self.activate(dev)
+        try:
+            graph = self._check(cu.cuStreamEndCapture(cu.CUstream(stream)), "cuStreamEndCapture")
+        finally:  # the capture is over, successful or not
+            with self._lock:
+                self.capturing -= 1
+        return int(graph)
+
+    def stream_is_capturing(self, dev: int, stream: int) -> bool:
+        cu = self.cu
+        self.activate(dev)
+        status = self._check(cu.cuStreamIsCapturing(cu.CUstream(stream)), "cuStreamIsCapturing")
+        return int(status) != int(cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE)
+
+    def graph_instantiate(self, dev: int, graph: int) -> int:
+        cu = self.cu
+        self.activate(dev)
+        return int(self._check(cu.cuGraphInstantiate(cu.CUgraph(graph), 0),
+                               "cuGraphInstantiate"))
+
+    def graph_launch(self, dev: int, graph_exec: int, stream: int) -> None:
+        cu = self.cu
+        self.activate(dev)
+        self._check(cu.cuGraphLaunch(cu.CUgraphExec(graph_exec), cu.CUstream(stream)),
+                    "cuGraphLaunch")
+
+    def graph_exec_destroy(self, dev: int, graph_exec: int) -> None:
+        self.activate(dev)
+        self._check(self.cu.cuGraphExecDestroy(self.cu.CUgraphExec(graph_exec)),
+                    "cuGraphExecDestroy")
+
+    def graph_destroy(self, dev: int, graph: int) -> None:
+        self.activate(dev)
+        self._check(self.cu.cuGraphDestroy(self.cu.CUgraph(graph)), "cuGraphDestroy")
+
+    def graph_node_count(self, dev: int, graph: int) -> int:
+        self.activate(dev)
+        _, count = self._check(self.cu.cuGraphGetNodes(self.cu.CUgraph(graph), 0),
+                               "cuGraphGetNodes")
+        return int(count)
+
     # -- profiler --------------------------------------------------------------------------
     def profiler_start(self, dev: int) -> None:
         self.activate(dev)
@@ -485,6 +618,17 @@ def _emulation_requested() -> bool:
     return False
 
 
+class _EmulatedCapture:
+    """A stream capture underway on the emulated device: the operations recorded so far."""
+
+    __slots__ = ("invalidated", "mode", "ops")
+
+    def __init__(self, mode: str):
+        self.mode = mode
+        self.ops: list = []
+        self.invalidated = False
+
+
 class EmulatedDriver(Driver):
     """One device whose memory is host memory and whose streams run synchronously.
 
@@ -515,6 +659,9 @@ class EmulatedDriver(Driver):
         self._handles = itertools.count(0x7E570000, 0x10)  # fake stream/event handles
         self._streams: set[int] = {0}
         self._events: dict[int, list] = {}  # handle -> [timing, recorded time or None]
+        self._captures: dict[int, _EmulatedCapture] = {}  # capturing stream -> its capture
+        self._graphs: dict[int, tuple] = {}  # CUgraph handle -> recorded operations
+        self._execs: dict[int, tuple] = {}   # CUgraphExec handle -> operations to replay
         self.profiling = False
 
     def _dev(self, dev, fn: str) -> None:
@@ -535,6 +682,28 @@ class EmulatedDriver(Driver):
     def _stream(self, stream: int, fn: str) -> None:
         if stream not in self._streams:
             raise _error("CUDA_ERROR_INVALID_HANDLE", fn, detail=f"stream 0x{stream:x}")
+
+    def _enqueue(self, stream: int, op) -> None:
+        """Runs ``op`` now (streams are synchronous), or records it when ``stream`` is
+        capturing: the graph's node, run by each replay (Note [stream capture])."""
+        capture = self._captures.get(stream) if self.capturing else None
+        if capture is None:
+            op()
+        else:
+            capture.ops.append(op)
+
+    def _refuse_while_capturing(self, stream: int | None, fn: str) -> None:
+        """What the driver answers a call that would make the host wait for (or read from)
+        a capturing stream: an error, and the capture is invalidated. ``stream`` None: a call
+        on the whole context, which any capture underway forbids."""
+        if stream is None:
+            hit = list(self._captures.values())
+        else:
+            hit = [self._captures[stream]] if stream in self._captures else []
+        if hit:
+            for capture in hit:
+                capture.invalidated = True
+            raise _error("CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", fn)
 
     def _event(self, event: int, fn: str) -> list:
         e = self._events.get(event)
@@ -567,6 +736,8 @@ class EmulatedDriver(Driver):
 
     def ctx_synchronize(self, dev: int) -> None:
         self._dev(dev, "cuCtxSynchronize")
+        if self.capturing:
+            self._refuse_while_capturing(None, "cuCtxSynchronize")
 
     # -- memory ----------------------------------------------------------------------------
     def mem_alloc(self, dev: int, nbytes: int) -> int | None:
@@ -596,12 +767,16 @@ class EmulatedDriver(Driver):
     def memcpy_htod(self, dev, dst, src_host, nbytes, stream) -> None:
         self._dev(dev, "cuMemcpyHtoDAsync")
         self._stream(stream, "cuMemcpyHtoDAsync")
+        if self.capturing:  # pageable host memory cannot take part in a graph
+            self._refuse_while_capturing(stream, "cuMemcpyHtoDAsync")
         self._range(dst, nbytes, "cuMemcpyHtoDAsync")
         ctypes.memmove(dst, src_host, nbytes)
 
     def memcpy_dtoh(self, dev, dst_host, src, nbytes, stream) -> None:
         self._dev(dev, "cuMemcpyDtoHAsync")
         self._stream(stream, "cuMemcpyDtoHAsync")
+        if self.capturing:  # pageable host memory cannot take part in a graph
+            self._refuse_while_capturing(stream, "cuMemcpyDtoHAsync")
         self._range(src, nbytes, "cuMemcpyDtoHAsync")
         ctypes.memmove(dst_host, src, nbytes)
 
@@ -610,7 +785,7 @@ class EmulatedDriver(Driver):
         self._stream(stream, "cuMemcpyDtoDAsync")
         self._range(src, nbytes, "cuMemcpyDtoDAsync")
         self._range(dst, nbytes, "cuMemcpyDtoDAsync")
-        ctypes.memmove(dst, src, nbytes)
+        self._enqueue(stream, functools.partial(ctypes.memmove, dst, src, nbytes))
 
     def memcpy_peer(self, dst_dev, dst, src_dev, src, nbytes, stream) -> None:
         self._dev(dst_dev, "cuMemcpyPeerAsync")
@@ -620,7 +795,14 @@ class EmulatedDriver(Driver):
         self._dev(dev, "cuMemsetD8Async")
         self._stream(stream, "cuMemsetD8Async")
         self._range(ptr, nbytes, "cuMemsetD8Async")
-        ctypes.memset(ptr, value & 0xFF, nbytes)
+        self._enqueue(stream, functools.partial(ctypes.memset, ptr, value & 0xFF, nbytes))
+
+    def launch(self, dev: int, stream: int, kernel) -> None:
+        """The emulated ``cuLaunchKernel``: runs ``kernel()`` (a kernel bound to its arguments,
+        run by Triton's interpreter) on ``stream``, or records it while the stream captures."""
+        self._dev(dev, "cuLaunchKernel")
+        self._stream(stream, "cuLaunchKernel")
+        self._enqueue(stream, kernel)
 
     # -- streams ---------------------------------------------------------------------------
     def stream_create(self, dev: int, priority: int = 0) -> int:
@@ -637,10 +819,14 @@ class EmulatedDriver(Driver):
 
     def stream_query(self, dev: int, stream: int) -> bool:
         self._stream(stream, "cuStreamQuery")
+        if self.capturing:
+            self._refuse_while_capturing(stream, "cuStreamQuery")
         return True
 
     def stream_synchronize(self, dev: int, stream: int) -> None:
         self._stream(stream, "cuStreamSynchronize")
+        if self.capturing:
+            self._refuse_while_capturing(stream, "cuStreamSynchronize")
 
     def stream_wait_event(self, dev: int, stream: int, event: int) -> None:
         self._stream(stream, "cuStreamWaitEvent")
@@ -680,6 +866,70 @@ class EmulatedDriver(Driver):
     def event_destroy(self, dev, event) -> None:
         self._event(event, "cuEventDestroy")
         del self._events[event]
+
+    # -- graphs ----------------------------------------------------------------------------
+    def stream_begin_capture(self, dev: int, stream: int, mode: str = "global") -> None:
+        self._dev(dev, "cuStreamBeginCapture")
+        self._stream(stream, "cuStreamBeginCapture")
+        if mode not in CAPTURE_MODES:
+            raise _error("CUDA_ERROR_INVALID_VALUE", "cuStreamBeginCapture", detail=f"mode {mode!r}")
+        if stream == 0:  # the legacy stream synchronises with every other: it cannot capture
+            raise _error("CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "cuStreamBeginCapture")
+        with self._lock:
+            if stream in self._captures:
+                raise _error("CUDA_ERROR_ILLEGAL_STATE", "cuStreamBeginCapture",
+                             detail=f"stream 0x{stream:x} is already capturing")
+            self._captures[stream] = _EmulatedCapture(mode)
+            self.capturing += 1
+
+    def stream_end_capture(self, dev: int, stream: int) -> int:
+        self._dev(dev, "cuStreamEndCapture")
+        self._stream(stream, "cuStreamEndCapture")
+        with self._lock:
+            capture = self._captures.pop(stream, None)
+            if capture is None:
+                raise _error("CUDA_ERROR_ILLEGAL_STATE", "cuStreamEndCapture",
+                             detail=f"stream 0x{stream:x} is not capturing")
+            self.capturing -= 1
+        if capture.invalidated:
+            raise _error("CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "cuStreamEndCapture")
+        graph = next(self._handles)
+        self._graphs[graph] = tuple(capture.ops)
+        return graph
+
+    def stream_is_capturing(self, dev: int, stream: int) -> bool:
+        self._stream(stream, "cuStreamIsCapturing")
+        return stream in self._captures
+
+    def _graph(self, table: dict, handle: int, fn: str) -> tuple:
+        ops = table.get(handle)
+        if ops is None:
+            raise _error("CUDA_ERROR_INVALID_VALUE", fn, detail=f"graph 0x{handle:x}")
+        return ops
+
+    def graph_instantiate(self, dev: int, graph: int) -> int:
+        self._dev(dev, "cuGraphInstantiate")
+        ops = self._graph(self._graphs, graph, "cuGraphInstantiate")
+        graph_exec = next(self._handles)
+        self._execs[graph_exec] = ops
+        return graph_exec
+
+    def graph_launch(self, dev: int, graph_exec: int, stream: int) -> None:
+        self._dev(dev, "cuGraphLaunch")
+        self._stream(stream, "cuGraphLaunch")
+        for op in self._graph(self._execs, graph_exec, "cuGraphLaunch"):
+            self._enqueue(stream, op)
+
+    def graph_exec_destroy(self, dev: int, graph_exec: int) -> None:
+        self._graph(self._execs, graph_exec, "cuGraphExecDestroy")
+        del self._execs[graph_exec]
+
+    def graph_destroy(self, dev: int, graph: int) -> None:
+        self._graph(self._graphs, graph, "cuGraphDestroy")
+        del self._graphs[graph]
+
+    def graph_node_count(self, dev: int, graph: int) -> int:
+        return len(self._graph(self._graphs, graph, "cuGraphGetNodes"))
 
     # -- profiler --------------------------------------------------------------------------
     def profiler_start(self, dev: int) -> None:

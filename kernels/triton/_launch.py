@@ -52,8 +52,57 @@ __all__ = [
 
 from .compat import EMULATION_ERROR, INTERPRET, kernel_constant, patch_interpreter
 
+
+def _launch_on_the_emulated_stream() -> None:
+    """Routes interpreted launches through the emulated driver while a CUDA graph captures.
+
+    Note [capturing interpreted launches]: on a GPU the driver records the kernels Triton
+    queues on a capturing stream by itself, and nothing here is involved. The interpreter
+    runs a kernel on the host at once instead, so while a capture is underway each launch
+    is handed to the emulated driver's ``launch`` with its arguments frozen: arrays become
+    non-owning views of the same addresses (a recording must not keep the capture's
+    temporaries alive; their blocks stay reserved in the graph's pool instead), scalars stay
+    as they are. The driver records it when the current stream captures, else runs it. With
+    no capture anywhere a launch costs one attribute test more.
+    """
+    from triton.runtime import interpreter
+
+    launch = interpreter.GridExecutor.__call__
+    if getattr(launch, "_tritongrad_capture", False):
+        return
+    from ...runtime import driver as drv_module
+    from ...runtime import streams
+    from ...runtime.memory import ForeignStorage
+
+    def frozen(arg, views: dict):
+        if type(arg) is DeviceArray:
+            s = arg.storage
+            view = views.get(s.ptr)  # one view per storage: the interpreter groups by address
+            if view is None:
+                view = views[s.ptr] = ForeignStorage(s.ptr, s.nbytes, s.device, None, s.stream)
+            return DeviceArray(view, arg.offset, arg.shape, arg.strides, arg.dtype)
+        if type(arg) is tuple:
+            return tuple(frozen(a, views) for a in arg)
+        return arg
+
+    def capturable_launch(self, *args, **kwargs):
+        drv = drv_module._driver
+        if drv is None or not drv.capturing or not drv.emulated:
+            return launch(self, *args, **kwargs)
+        index = streams.current_device()
+        views: dict = {}
+        args = tuple(frozen(a, views) for a in args)
+        kwargs = {k: frozen(v, views) for k, v in kwargs.items()}
+        return drv.launch(index, streams.current_stream_handle(index),
+                          lambda: launch(self, *args, **kwargs))
+
+    capturable_launch._tritongrad_capture = True
+    interpreter.GridExecutor.__call__ = capturable_launch
+
+
 if INTERPRET:
     patch_interpreter()
+    _launch_on_the_emulated_stream()
 
 # Launch options of the kernels that compare with NumPy elementwise: no multiply-add contraction
 # (FMA), so each + and * rounds as NumPy's do (memory-bound kernels lose nothing by it).

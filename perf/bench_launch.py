@@ -1,0 +1,163 @@
+"""Host cost of one CUDA op: microseconds from the Python call to the kernel being queued.
+
+Every tritongrad row runs the op with autograd recording (the inputs require grad) unless it
+says ``no_grad``, on 16x16 float32 tensors, so the kernels are tiny and the host path is what
+is timed. Ops: ``x * w`` (binary elementwise), ``x.tanh()`` (unary), ``x.sum()``
+(reduction) and ``x @ w`` (matmul).
+
+On a GPU the rows are tritongrad, tritongrad without recording, the same op replayed from a
+CUDA graph (a capture of 20 of them, per op), a raw Triton launch of a one-line add kernel over
+preallocated arrays (the floor of Triton's launch path), and torch eager when installed. Times
+are host times per call over a few hundred calls with one synchronize at the end of each
+round, so a row is the host's cost whenever the GPU keeps up (a 16x16 kernel runs in a few
+microseconds).
+
+Without a GPU (the emulated device, ``TRITONGRAD_EMULATE_CUDA=1``) kernels run in Triton's
+interpreter, milliseconds each, which would drown the host path. The launch is then stubbed at
+Triton's entry (``kernel[grid](...)`` returns at once), so the tritongrad rows time the whole
+plumbing up to Triton's launcher (dispatch, autograd recording, launch plans, the caching
+allocator), next to the stubbed raw launch, one malloc+free of the caching allocator and the
+NumPy op on host arrays; a second table times the interpreter running the op for real.
+
+    python perf/bench_launch.py [--ops mul,tanh,sum,matmul] [--inner 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+
+import _common  # noqa: F401  (sets thread counts before NumPy loads)
+import numpy as np
+from _common import report, timeit, try_torch
+
+SHAPE = (16, 16)
+GRAPH_OPS = 20  # ops per captured graph in the replay row
+
+OPS = {
+    "mul": (lambda x, w: x * w, lambda x, w: x * w),
+    "tanh": (lambda x, w: x.tanh(), lambda x, w: np.tanh(x)),
+    "sum": (lambda x, w: x.sum(), lambda x, w: x.sum()),
+    "matmul": (lambda x, w: x @ w, lambda x, w: x @ w),
+}
+
+
+def _raw_kernel():
+    """A one-line Triton add kernel: the raw launch every row is compared with."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        p = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = p < n
+        tl.store(out_ptr + p, tl.load(x_ptr + p, mask=mask) + tl.load(y_ptr + p, mask=mask),
+                 mask=mask)
+
+    return add_kernel
+
+
+@contextlib.contextmanager
+def stubbed_launches():
+    """Makes every interpreted ``kernel[grid](...)`` return at once (the emulated device's
+    kernels are the only thing left out of the timing)."""
+    from triton.runtime import interpreter
+
+    run = interpreter.InterpretedFunction.run
+    interpreter.InterpretedFunction.run = lambda self, *args, grid, warmup, **kw: None
+    try:
+        yield
+    finally:
+        interpreter.InterpretedFunction.run = run
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ops", default=",".join(OPS))
+    ap.add_argument("--inner", type=int, default=300, help="calls per timed round")
+    ap.add_argument("--repeat", type=int, default=15, help="timed rounds per row")
+    args = ap.parse_args()
+    from tritongrad.runtime import memory
+
+    import tritongrad as tg
+
+    if not tg.cuda.is_available():
+        raise SystemExit("bench_launch: no CUDA device; on a machine without a GPU run it with "
+                         "TRITONGRAD_EMULATE_CUDA=1 (the emulated device)")
+    emulated = tg.cuda.is_emulated()
+    torch = None if emulated else try_torch()
+    rng = np.random.default_rng(0)
+    x0, w0 = (rng.standard_normal(SHAPE).astype(np.float32) for _ in range(2))
+    x = tg.tensor(x0, device="cuda", requires_grad=True)
+    w = tg.tensor(w0, device="cuda", requires_grad=True)
+    a = memory.to_device(x0, tg.device("cuda", 0))
+    b = memory.to_device(w0, tg.device("cuda", 0))
+    out = memory.empty(SHAPE, a.dtype, tg.device("cuda", 0))
+    import tritongrad.kernels.triton
+    add_kernel = _raw_kernel()        # device before this script imports Triton)
+    n = a.numel
+    sync = tg.cuda.synchronize
+
+    def raw_launch():
+        add_kernel[(1,)](a, b, out, n, BLOCK=256)
+
+    def malloc_free():
+        memory.empty(SHAPE, a.dtype, tg.device("cuda", 0))
+
+    where = "emulated device, kernels stubbed at Triton's entry" if emulated else \
+        tg.cuda.get_device_name()
+    for op in args.ops.split(","):
+        fn, np_fn = OPS[op]
+
+        def tg_op(fn=fn):
+            fn(x, w)
+
+        def tg_no_grad(fn=fn):
+            with tg.no_grad():
+                fn(x, w)
+
+        fn(x, w)  # compile / plan before anything is timed
+        raw_launch()
+        cases = [("tritongrad", tg_op, None), ("tritongrad no_grad", tg_no_grad, None)]
+        if emulated:
+            cases += [("raw Triton launch (stub)", raw_launch, None),
+                      ("allocator malloc+free", malloc_free, None),
+                      ("NumPy op on the host", lambda f=np_fn: f(x0, w0), None)]
+            with stubbed_launches():
+                rows = timeit(cases, inner=args.inner, repeat=args.repeat, interleave=True)
+        else:
+            g = tg.cuda.CUDAGraph()
+            with tg.cuda.graph(g):
+                for _ in range(GRAPH_OPS):
+                    fn(x, w)
+
+            def replay_per_op(g=g):
+                g.replay()
+
+            cases = [(name, f, sync) for name, f, _ in cases]
+            cases += [("raw Triton launch", raw_launch, sync)]
+            rows = timeit(cases, inner=args.inner, repeat=args.repeat, interleave=True)
+            (_, t), = timeit([("graph", replay_per_op, sync)], inner=args.inner,
+                             repeat=args.repeat)
+            rows.insert(2, (f"CUDA graph replay (/{GRAPH_OPS})", t / GRAPH_OPS))
+            if torch is not None:
+                tx = torch.tensor(x0, device="cuda", requires_grad=True)
+                tw = torch.tensor(w0, device="cuda", requires_grad=True)
+                rows += timeit([("torch eager", lambda f=fn, a=tx, b=tw: f(a, b),
+                                 torch.cuda.synchronize)],
+                               inner=args.inner, repeat=args.repeat)
+        report(f"launch path: {op} on {SHAPE[0]}x{SHAPE[1]} float32, host time per call "
+               f"({where})", rows)
+
+    if emulated:  # what the stub left out: the interpreter running each op's kernels
+        rows = []
+        for op in args.ops.split(","):
+            fn = OPS[op][0]
+            rows += timeit([(f"{op}, interpreted", lambda fn=fn: fn(x, w), None)],
+                           inner=3, repeat=5)
+        report("the emulated device's kernels: Triton's interpreter per op (not a GPU time)",
+               rows)
+
+
+if __name__ == "__main__":
+    main()
