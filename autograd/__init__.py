@@ -43,7 +43,7 @@ __all__ = ["graph", "Function", "Tensor", "Variable", "backward", "grad", "no_gr
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled",
            "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "profiler"]
 from . import profiler  # noqa: E402
-from . import functional
+from . import forward_ad, functional
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
-__all__ += ["functional", "GradcheckError", "gradcheck", "gradgradcheck"]
+__all__ += ["forward_ad", "functional", "GradcheckError", "gradcheck", "gradgradcheck"]

@@ -23,6 +23,14 @@ A Primitive is a Node subclass named as PyTorch names its backward (``MulBackwar
                    primitive (index's rule is index_put, cumsum's is cumsum reversed) runs it
                    through ``call(k, Op, inputs, *params)``: its forward on arrays, recorded
                    on Tensors; ``meta(a)`` and ``zeros(k, shape, like)`` work on both
+    jvp(ctx, k, primals, tangents, out, *params) -> tangent | tuple of tangents
+                   the forward-mode rule (Note [Forward AD]): the tangent of each output, J t,
+                   from the inputs' tangents (None for an input that has none), run on Tensors
+                   (``k`` is ``ops.traced``) with the forward's ``ctx`` (its state is kept even
+                   when nothing records) and outputs ``out``. ``linear_jvp`` (the op applied to
+                   the tangents), ``bilinear_jvp`` and ``elementwise_jvp`` (the vjp's terms,
+                   as an elementwise op's Jacobian is diagonal) serve most ops; None (the
+                   default) means forward AD is refused with PyTorch's error
     fused          True when the rule on arrays is one fused kernel (layer norm,
                    cross-entropy; recorded, it is a composite formula): an observed but
                    unrecorded backward runs it on arrays too, as one kernel
@@ -50,10 +58,11 @@ from ..runtime import streams
 from . import anomaly_mode
 from .node import FREED, FREED_MSG, Node, SavedTensor
 from .state import anywhere, state
-from .tensor import Tensor, array_meta, make
+from .tensor import Tensor, array_meta, make, view_inplace_error
 
 __all__ = ["Primitive", "apply", "apply_inplace", "SINK", "as_shape", "sum_to", "call", "meta",
-           "zeros", "check_internal_overlap", "expanded_dims"]
+           "zeros", "check_internal_overlap", "expanded_dims", "linear_jvp", "bilinear_jvp",
+           "elementwise_jvp", "zero_jvp", "dual_levels", "dual_masked"]
 
 
 class _Sink:
@@ -89,6 +98,7 @@ class Primitive(Node):
     fused = False
     changes_device = False
     vjp = None
+    jvp = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -206,15 +216,17 @@ def _observed(fn, op, inputs, params):
 
 def apply(op: type, inputs: tuple, *params):
     """Runs primitive ``op`` on Tensors ``inputs`` (one device, promoted dtypes) and params."""
+    if dual_levels:  # forward AD is on (Note [Forward AD]): one list test otherwise
+        return _apply_dual(op, inputs, params)
     if anywhere.observers and state.observers:
         return _observed(_apply, op, inputs, params)
     return _apply(op, inputs, params)
 
 
-def _apply(op, inputs, params):
+def _apply(op, inputs, params, sink=SINK):
     dev = inputs[0]._device
     k = backend(dev)
-    ctx = SINK
+    ctx = sink
     if state.grad_enabled and op.differentiable:
         for t in inputs:
             if t._requires_grad:
@@ -227,7 +239,7 @@ def _apply(op, inputs, params):
         out = op.forward(ctx, k, inputs[0]._data, inputs[1]._data, *params)
     else:
         out = op.forward(ctx, k, *[t._data for t in inputs], *params)
-    if ctx is SINK:
+    if ctx is sink:
         return tuple(make(o) for o in out) if type(out) is tuple else make(out)
     return _record(op, ctx, inputs, out)
 
@@ -302,6 +314,10 @@ def check_inplace(t: Tensor, what: str = "an in-place operation") -> None:
             and t._base._grad_fn is None:
         raise RuntimeError(f"a view of a leaf Variable that requires grad is being used in "
                            f"{what}.")
+    if t._base is not None:  # views autograd cannot rebase (no_grad views, multi-output ...)
+        msg = view_inplace_error(t)
+        if msg is not None:
+            raise RuntimeError(msg)
     if t._inference and not state.inference:
         raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
                            "allowed. You can make a clone to get a normal tensor before doing "
@@ -350,13 +366,19 @@ def _forward_into(op, ctx, k, inputs, params) -> None:
 
 def apply_inplace(op: type, target: Tensor, others: tuple, *params) -> Tensor:
     """Runs ``op`` with ``target`` as input 0 and writes the result into ``target``."""
+    if dual_levels:  # (Note [Forward AD])
+        return _apply_inplace_dual(op, target, others, params)
     if state.observers:
-        return _observed(lambda o, i, p: _apply_inplace(o, i[0], i[1:], p), op,
-                         (target,) + others, params)
-    return _apply_inplace(op, target, others, params)
+        _observed(lambda o, i, p: _apply_inplace(o, i[0], i[1:], p), op, (target,) + others,
+                  params)
+    else:
+        _apply_inplace(op, target, others, params)
+    return target
 
 
-def _apply_inplace(op, target, others, params):
+def _apply_inplace(op, target, others, params, sink=SINK):
+    """The in-place write and its history; returns the forward's ctx (the node, or ``sink``
+    when nothing records)."""
     check_inplace(target)
     check_internal_overlap(op, target)
     inputs = (target,) + others
@@ -366,9 +388,9 @@ def _apply_inplace(op, target, others, params):
     if record and target._base is not None and not target._requires_grad:
         record = True  # writing grad-requiring values into a view makes its base require grad
     if not record:
-        _forward_into(op, SINK, k, inputs, params)
+        _forward_into(op, sink, k, inputs, params)
         target._vc[0] += 1
-        return target
+        return sink
     node = _new_node(op, inputs, dev)
     if 0 in op.save_inputs:
         # the rule needs target's value from before the write: keep a copy of it
@@ -388,4 +410,231 @@ def _apply_inplace(op, target, others, params):
         saved.append(SavedTensor(target, True, target._output_nr))
     if saved:
         node._saved = saved
+    return node
+
+
+# -- forward AD --------------------------------------------------------------------------------
+
+# Note [Forward AD]
+# Forward-mode AD (autograd/forward_ad.py) gives a tensor a tangent per dual level; an op
+# propagates them here, in the one place every primitive passes, so the families hold only
+# their ``jvp`` rules. ``dual_levels`` is empty unless a level is active: then ``apply`` and
+# ``apply_inplace`` cost one list test more, and nothing else changes. With a level active, an
+# op whose inputs carry no tangent takes the ordinary path; otherwise:
+#
+# - the forward runs with a real ctx even when nothing records (an instance of the primitive,
+#   never linked into a graph), so ``jvp`` reads what ``forward`` stored (ctx.alpha, ctx.dims);
+# - ``jvp`` runs on Tensors (``k`` = ops.traced) with the level masked: the primals' own
+#   tangents must not flow into the computation of the outputs' tangents (PyTorch's rules see
+#   the primals without their forward grad), and the tangent ops take the plain path. Tangent
+#   computations record backward history like any op, so reverse mode can differentiate them,
+#   and the backward of a recorded op propagates tangents when its rule runs on Tensors
+#   (create_graph): forward-over-reverse, as functional.hessian's forward-mode strategy uses;
+# - a tangent whose shape differs from its output's (an input broadcast by the op) is
+#   expanded to it, once, here, as reverse mode sums gradients back once;
+# - an op that saves its output for backward keeps the output tensor itself (with its
+#   tangent) rather than its array, so a backward run on Tensors sees the tangent
+#   (forward-over-reverse); the reference cycle this makes is freed by the GC;
+# - in place, the rule sees the target's value from before the write (a copy) and the new
+#   tangent is written into the target's tangent in place, so that views sharing it (a view's
+#   tangent is the same view of its base's) see the change; a view without a tangent whose
+#   base has none gives its base a zero tangent first, as PyTorch does.
+
+dual_levels: list = []  # the active forward AD levels (forward_ad.py owns it; at most one)
+_get_tangent = _set_tangent = None  # forward_ad's tangent slot, installed when it loads
+
+
+def install_forward_ad(get_tangent, set_tangent) -> None:
+    global _get_tangent, _set_tangent
+    _get_tangent, _set_tangent = get_tangent, set_tangent
+
+
+class dual_masked:  # (a context manager: named as one)
+    """Masks the active dual level: ops inside propagate no tangents (the jvp rules' own ops,
+    make_dual's and unpack_dual's aliases)."""
+
+    __slots__ = ("_saved",)
+
+    def __enter__(self):
+        self._saved = dual_levels[:]
+        dual_levels.clear()
+        return self
+
+    def __exit__(self, *exc):
+        dual_levels[:] = self._saved
+
+
+def _no_jvp(op) -> RuntimeError:
+    return RuntimeError(f"Trying to use forward AD with {op.op_name} that does not support it "
+                        f"because it has not been implemented yet. Please file an issue to "
+                        f"tritongrad so that we can prioritize its implementation.")
+
+
+def _input_tangents(op, inputs):
+    """(level, tangents) when forward AD applies to ``op`` on ``inputs``, else None."""
+    if not op.differentiable:
+        return None
+    level = dual_levels[-1]
+    tangents = tuple([_get_tangent(t, level) for t in inputs])
+    for t in tangents:
+        if t is not None:
+            if op.jvp is None:
+                raise _no_jvp(op)
+            return level, tangents
+    return None
+
+
+def _run_jvp(op, ctx, inputs, tangents, out, params) -> tuple:
+    """The outputs' tangents (None where an output has none), fitted to their outputs."""
+    outs = out if type(out) is tuple else (out,)
+    with dual_masked():
+        res = op.jvp(ctx, traced, inputs, tangents, out, *params)
+        res = res if type(res) is tuple else (res,)
+        fitted = []
+        for i, (o, t) in enumerate(zip(outs, res)):
+            if t is None or i in op.nondiff_outputs or not (o._dtype.is_floating_point
+                                                            or o._dtype.is_complex):
+                fitted.append(None)
+                continue
+            if tuple(t.shape) != tuple(o.shape):
+                t = t.expand(o.shape)
+            if t._dtype is not o._dtype:
+                t = t.to(o._dtype)
+            fitted.append(t)
+    return tuple(fitted)
+
+
+def _apply_dual(op, inputs, params):
+    found = _input_tangents(op, inputs)
+    ctx = SINK if found is None else _new(op)  # a ctx that keeps the forward's state
+    if anywhere.observers and state.observers:
+        out = _observed(lambda o, i, p: _apply(o, i, p, ctx), op, inputs, params)
+    else:
+        out = _apply(op, inputs, params, ctx)
+    if found is None:
+        return out
+    level, tangents = found
+    first = out[0] if type(out) is tuple else out
+    node = first._grad_fn if first._grad_fn is not None else ctx  # the recorded node, if any
+    touts = _run_jvp(op, node, inputs, tangents, out, params)
+    for o, t in zip(out if type(out) is tuple else (out,), touts):
+        if t is not None:
+            _set_tangent(o, level, t)
+    if op.save_output and node is not ctx and touts[0] is not None:
+        node._saved[-1] = SavedTensor(first, False)
+    return out
+
+
+def _apply_inplace_dual(op, target, others, params):
+    inputs = (target,) + others
+    found = _input_tangents(op, inputs)
+    if found is None:
+        if anywhere.observers and state.observers:
+            _observed(lambda o, i, p: _apply_inplace(o, i[0], i[1:], p), op, inputs, params)
+        else:
+            _apply_inplace(op, target, others, params)
+        return target
+    level, tangents = found
+    with dual_masked():
+        before = target.detach().clone()  # the rule reads the value from before the write
+    ctx = _new(op)
+    if anywhere.observers and state.observers:
+        box = []
+        _observed(lambda o, i, p: box.append(_apply_inplace(o, i[0], i[1:], p, ctx)), op,
+                  inputs, params)
+        node = box[0]
+    else:
+        node = _apply_inplace(op, target, others, params, ctx)
+    t_out, = _run_jvp(op, node, (before,) + others, tangents, target, params)
+    with dual_masked():
+        if t_out is None:
+            from .ops.creation import zeros_like
+            t_out = zeros_like(target)
+        current = _get_tangent(target, level)
+        if current is None and target._base is not None:
+            current = _view_tangent(target, level)
+        if current is None:
+            _set_tangent(target, level, t_out)
+        else:
+            current.copy_(t_out)
     return target
+
+
+def _view_tangent(view_: Tensor, level):
+    """The tangent of a view that has none: its part of its base's tangent (a zero tangent
+    of the base's layout is made first when the base has none)."""
+    base = view_._base
+    bt = _get_tangent(base, level)
+    if bt is None:
+        from .ops.creation import empty_strided
+        bt = empty_strided(tuple(base.shape), base.stride(), dtype=base._dtype,
+                           device=base._device).zero_()
+        _set_tangent(base, level, bt)
+    t = bt.as_strided(tuple(view_.shape), view_.stride(),
+                      bt.storage_offset() + view_.storage_offset() - base.storage_offset())
+    _set_tangent(view_, level, t)
+    return t
+
+
+# -- helpers for jvp rules ------------------------------------------------------------------------
+
+def linear_jvp(*positions: int):
+    """The jvp of an op linear in the inputs at ``positions`` (all: no positions given): the
+    op itself applied to their tangents (zeros for those without one), the other inputs
+    (indices, masks) as they are. A view's tangent is so the same view of its input's."""
+    def jvp(ctx, k, primals, tangents, out, *params):
+        args = tuple(p if positions and i not in positions else
+                     t if t is not None else zeros(k, p.shape, p)
+                     for i, (p, t) in enumerate(zip(primals, tangents)))
+        return apply(type(ctx), args, *params)
+    return staticmethod(jvp)
+
+
+def bilinear_jvp(ctx, k, primals, tangents, out, *params):
+    """The jvp of an op bilinear in its two inputs (mul, mm, bmm): op(ta, b) + op(a, tb)."""
+    (a, b), (ta, tb) = primals, tangents
+    op = type(ctx)
+    left = None if ta is None else apply(op, (ta, b), *params)
+    right = None if tb is None else apply(op, (a, tb), *params)
+    if left is None or right is None:
+        return left if right is None else right
+    return k.add(left, right)
+
+
+class _Asking:
+    """The ctx a vjp is run with for one input's term of an elementwise jvp: the forward's
+    ctx, except that ``needs_input_grad`` names that input alone."""
+
+    __slots__ = ("_ctx", "needs_input_grad")
+
+    def __init__(self, ctx, needs: tuple):
+        self._ctx, self.needs_input_grad = ctx, needs
+
+    def __getattr__(self, name):
+        return getattr(self._ctx, name)
+
+
+def elementwise_jvp(ctx, k, primals, tangents, out, *params):
+    """The jvp of an elementwise op (each output element depends only on its inputs' elements
+    at the same position): each input's Jacobian is diagonal, so its term of J t is the vjp's
+    term for that input with the tangent in place of the output's gradient, and the jvp is
+    the sum of the terms. One rule, the vjp, so serves both modes."""
+    op = type(ctx)
+    saved = [primals[i] for i in op.save_inputs]
+    if op.save_output:
+        saved.append(out)
+    n = len(primals)
+    total = None
+    for i, t in enumerate(tangents):
+        if t is None:
+            continue
+        term = op.vjp(_Asking(ctx, tuple(j == i for j in range(n))), k, saved, t)
+        term = term[i] if type(term) is tuple else term
+        if term is not None:
+            total = term if total is None else k.add(total, term)
+    return total
+
+
+def zero_jvp(ctx, k, primals, tangents, out, *params):
+    """A zero tangent (rounding ops, integer division: their derivative is zero)."""
+    return zeros(k, out.shape, out)

@@ -13,6 +13,7 @@ import functools
 import traceback
 
 from . import anomaly_mode
+from .dispatch import dual_levels, dual_masked
 from .node import Node, SavedTensor
 from .state import state
 from .tensor import Tensor
@@ -37,6 +38,13 @@ class FunctionCtx:
         self._to_save = tensors
 
     def save_for_forward(self, *tensors) -> None:
+        """Saves given tensors for a future call to ``jvp`` (forward-mode AD); call it at most
+        once, inside ``forward`` or ``setup_context``. In ``jvp``, they are read back through
+        ``ctx.saved_tensors``."""
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"save_for_forward expects all arguments to be tensors; but "
+                                f"got {type(t).__name__}")
         self._saved_for_forward = tensors
 
     def mark_dirty(self, *args) -> None:
@@ -69,6 +77,13 @@ class BackwardCFunction(FunctionCtx, Node):
 
     def name(self) -> str:
         return type(self).__name__
+
+    @property
+    def saved_tensors(self) -> tuple:
+        """The tensors saved by ``save_for_backward`` (in ``jvp``: by ``save_for_forward``)."""
+        if self.__dict__.get("_in_jvp"):
+            return self.__dict__.get("_saved_for_forward") or ()
+        return Node.saved_tensors.__get__(self)
 
     def apply(self, *grads):
         cls = self._forward_cls
@@ -214,10 +229,12 @@ class Function(metaclass=_FunctionMeta):
                 o.op_exit(tok)
 
     @classmethod
-    def _apply(cls, args, kwargs):
+    def _apply(cls, args, kwargs, ctx=None):
+        if dual_levels and ctx is None:
+            return _apply_dual(cls, args, kwargs)
         tensor_args = [a for a in args if isinstance(a, Tensor)]
         record = state.grad_enabled and any(t._requires_grad for t in tensor_args)
-        ctx = cls._backward_cls()
+        ctx = cls._backward_cls() if ctx is None else ctx
         ctx._is_tensor_arg = tuple(isinstance(a, Tensor) for a in args)
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         if record:
@@ -242,6 +259,40 @@ class Function(metaclass=_FunctionMeta):
         finally:
             state.grad_enabled = prev
         return _wrap_outputs(ctx, args, outputs, record)
+
+
+def _apply_dual(cls, args, kwargs):
+    """``apply`` under forward AD: ``forward`` runs on the primals (the level masked, as
+    PyTorch's custom functions see no forward grads), then ``jvp(ctx, *tangents)`` (one per
+    ``forward`` argument, None where there is none) gives the outputs' tangents."""
+    from .forward_ad import get_tangent, set_tangent
+    level = dual_levels[-1]
+    tangents = tuple(get_tangent(a, level) if isinstance(a, Tensor) else None for a in args)
+    ctx = cls._backward_cls()
+    with dual_masked():
+        result = cls._apply(args, kwargs, ctx)
+    if all(t is None for t in tangents):
+        return result
+    outs = result if isinstance(result, tuple) else (result,)
+    ctx._in_jvp = True
+    try:
+        with dual_masked():
+            res = cls.jvp(ctx, *tangents)
+    finally:
+        ctx._in_jvp = False
+    res = res if isinstance(res, tuple) else (res,)
+    if len(res) != len(outs):
+        raise RuntimeError(f"function {ctx.name()} returned an incorrect number of forward "
+                           f"gradients (expected {len(outs)}, got {len(res)})")
+    for i, (o, t) in enumerate(zip(outs, res)):
+        if t is None or not isinstance(o, Tensor):
+            continue
+        if tuple(t.shape) != tuple(o.shape):
+            raise RuntimeError(f"Function {ctx.name()} returned an invalid forward gradient at "
+                               f"index {i} - got {list(t.shape)} but expected shape "
+                               f"{list(o.shape)}")
+        set_tangent(o, level, t if t.dtype is o.dtype else t.to(o.dtype))
+    return result
 
 
 def _overrides(cls, name) -> bool:
@@ -288,6 +339,8 @@ def _wrap_outputs(ctx, args, outputs, record: bool):
             if not (t.dtype.is_floating_point or t.dtype.is_complex):
                 continue  # integer outputs cannot require grad
             t._grad_fn, t._output_nr, t._requires_grad = ctx, i, True
+            if t._base is not None:  # Note [View + in-place] (tensor.py)
+                t._creation_meta = "custom_function"
     ctx._output_meta = tuple(meta)
     if record:
         to_save = ctx.__dict__.pop("_to_save", None)
@@ -302,7 +355,14 @@ def _wrap_outputs(ctx, args, outputs, record: bool):
 
 def once_differentiable(fn):
     """Decorates a ``backward`` that is not itself differentiable: it runs without recording,
-    and a double backward through its results raises a clear error."""
+    and a double backward through its results raises a clear error.
+
+    Under ``create_graph=True`` (grad mode on while ``backward`` runs) with a gradient that
+    requires grad, each result is given a ``grad_fn`` whose backward raises "trying to
+    differentiate twice a function that was marked with @once_differentiable", as PyTorch's
+    does. (As in PyTorch, that node's edges lead to detached aliases of the results, not to
+    the function's inputs: ``grad()`` towards an input reports it unused.)
+    """
     @functools.wraps(fn)
     def wrapper(ctx, *args):
         prev = state.grad_enabled
@@ -313,30 +373,40 @@ def once_differentiable(fn):
             state.grad_enabled = prev
         if not prev:
             return outputs
-        requires = any(isinstance(a, Tensor) and a._requires_grad for a in args)
-        if not requires:
+        if not any(isinstance(a, Tensor) and a._requires_grad for a in args):
             return outputs
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
-        err = _DelayedError.apply_to(
-            "trying to differentiate twice a function that was marked with "
-            "@once_differentiable", [a for a in args if isinstance(a, Tensor)], outs)
+        # The results were computed without recording: an alias of each that requires grad
+        # gives DelayedError an input to record against, so the results get its grad_fn.
+        fake = tuple(_fake_requires_grad(o) for o in outs)
+        err = DelayedError.apply(_ONCE_DIFFERENTIABLE_MSG, *fake)
         return err[0] if single else err
     return wrapper
 
 
-class _DelayedError:
-    @staticmethod
-    def apply_to(msg, inputs, outs):
-        class DelayedError(Function):
-            @staticmethod
-            def forward(ctx, *xs):
-                return tuple(x.clone() if isinstance(x, Tensor) else x for x in xs)
+_ONCE_DIFFERENTIABLE_MSG = ("trying to differentiate twice a function that was marked with "
+                            "@once_differentiable")
 
-            @staticmethod
-            def backward(ctx, *grads):
-                raise RuntimeError(msg)
-        return tuple(DelayedError.apply(*outs))
+
+def _fake_requires_grad(t):
+    if isinstance(t, Tensor) and (t._dtype.is_floating_point or t._dtype.is_complex):
+        t = t.detach()
+        t._requires_grad = True
+    return t
+
+
+class DelayedError(Function):
+    """Passes its tensors through (as aliases); differentiating through them raises ``msg``."""
+
+    @staticmethod
+    def forward(ctx, msg, *xs):
+        ctx.msg = msg
+        return xs
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(ctx.msg)
 
 
 class InplaceFunction(Function):

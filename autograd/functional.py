@@ -6,16 +6,18 @@ function on fresh copies of the inputs that require grad, and differentiates wit
 ``autograd.grad``. Results mirror the shape of the arguments: a single Tensor for a single
 input (or output), a tuple for a tuple, a tuple of tuples where both are tuples.
 
-Everything here is reverse mode, since tritongrad has no forward-mode AD yet:
-
-* ``jvp`` and ``hvp`` use the double-backward trick: the backward of a function is linear in
-  its ``grad_outputs``, so differentiating ``u -> J^T u`` with respect to ``u`` (a dummy that
+* ``jvp`` runs the function once on dual tensors (forward-mode AD, autograd/forward_ad.py).
+* ``hvp`` uses the double-backward trick: the backward of a function is linear in its
+  ``grad_outputs``, so differentiating ``u -> J^T u`` with respect to ``u`` (a dummy that
   requires grad) in the direction ``v`` gives ``J v``.
-* ``jacobian`` and ``hessian`` take one backward per output element (one Jacobian row).
-  ``vectorize=True`` is accepted but cannot batch those rows, because batching backwards
-  needs vmap, which tritongrad does not have: it computes the same rows one by one.
-* ``strategy="forward-mode"`` (``outer_jacobian_strategy`` for ``hessian``) raises
-  NotImplementedError.
+* ``jacobian`` takes one backward per output element (one Jacobian row), or, with
+  ``strategy="forward-mode"`` (which PyTorch allows only with ``vectorize=True``), one forward
+  pass on dual tensors per input element (one column). ``vectorize=True`` cannot batch those
+  rows or columns, because batching needs vmap, which tritongrad does not have: it computes
+  the same ones one by one.
+* ``hessian`` is the jacobian of the gradient; ``outer_jacobian_strategy="forward-mode"``
+  takes that outer jacobian in forward mode (forward-over-reverse: the tangents flow through
+  the backward pass, recorded with create_graph).
 
 Errors and their messages are PyTorch's, so that code written against
 ``torch.autograd.functional`` fails (or not) in the same places.
@@ -284,9 +286,10 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
         product with the same shape as the output.
 
     Note:
-        The jvp is computed by using the backward of the backward (sometimes called the
-        double backwards trick), as tritongrad has no forward-mode AD yet. Every op on the
-        path must therefore have a differentiable backward.
+        Computed in forward mode (``autograd.forward_ad``): one pass of ``func`` on dual
+        tensors. Every op on the path must have a forward-mode rule (most built-in ops do; a
+        custom ``Function`` needs ``jvp``). With ``strict=True`` one backward also checks that
+        every input is used.
 
     Example:
         >>> import tritongrad as torch
@@ -298,6 +301,7 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
         >>> jvp(adder, inputs, v)
         (tensor([5., 5.]), tensor([5., 5.]))
     """
+    from . import forward_ad
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
         inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
@@ -306,21 +310,27 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
             v = _prepare_v(v, inputs, is_inputs_tuple, "jvp", create_graph)
         else:
             _check_single_element_input(inputs)
+            from .ops.creation import ones_like
+            v = (ones_like(inputs[0]),)
 
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
-                                              "jvp")
-        _check_requires_grad(outputs, "outputs", strict=strict)
-        # The backward is linear in grad_outputs, so their value never reaches the result:
-        # zeros only need to be finite and to require grad.
-        from .ops.creation import zeros_like
-        grad_outputs = tuple(zeros_like(out, requires_grad=True) for out in outputs)
-        grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
-        _check_requires_grad(grad_inputs, "grad_inputs", strict=strict)
+        with forward_ad.dual_level():
+            outputs = func(*[forward_ad.make_dual(i, t) for i, t in zip(inputs, v)])
+            is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided "
+                                                  "function", "jvp")
+            _check_requires_grad(outputs, "outputs", strict=strict)
+            tangents = tuple(forward_ad.unpack_dual(out).tangent for out in outputs)
+        # (the outputs themselves, not unpack_dual's primal views: out of the level they are
+        # plain tensors again, with func's own history)
+        if strict:  # every input must reach an output (PyTorch's double-backward check)
+            from .ops.creation import zeros_like
+            used = _autograd_grad(outputs, inputs, tuple(zeros_like(o) for o in outputs),
+                                  retain_graph=True)
+            for i, g in enumerate(used):
+                if g is None:
+                    raise RuntimeError(_STAGE_ERRORS["back"].format(i=i))
 
     with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(grad_inputs, grad_outputs, v, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, outputs, strict, create_graph, "back_trick")
+        result = _fill_in_zeros(tangents, outputs, strict, create_graph, "back_trick")
 
     outputs = _grad_postprocess(outputs, create_graph)
     result = _grad_postprocess(result, create_graph)
@@ -352,11 +362,55 @@ def _stack_rows(rows: list, out_shape, ref: Tensor) -> Tensor:
     return res.view(shape)
 
 
-def _forward_mode_unavailable(fn_name: str, arg: str) -> NotImplementedError:
-    return NotImplementedError(
-        f"tritongrad.autograd.functional.{fn_name}: {arg}=\"forward-mode\" needs forward-mode "
-        f"AD, which tritongrad does not have yet. Use {arg}=\"reverse-mode\" (the default), "
-        f"which computes the same result.")
+def _jacfwd(func, inputs, strict: bool, vectorize: bool):
+    """The Jacobian in forward mode: one pass of ``func`` on dual tensors per input element,
+    whose output tangents are that element's column (``vectorize`` cannot batch them without
+    vmap: the columns are computed one by one either way)."""
+    if strict:
+        raise RuntimeError('torch.autograd.functional.jacobian: `strict=True` and '
+                           '`strategy="forward-mode"` are not supported together (yet). Please '
+                           'either set `strict=False` or `strategy="reverse-mode"`.')
+    if not vectorize:
+        raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse "
+                                  "Hessian is only implemented for `vectorize=True`.")
+    from . import forward_ad
+    from .ops.creation import zeros_like
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
+    # The inputs require grad so that a function differentiating itself (hessian's jac_func:
+    # forward-over-reverse) keeps their duals in its graph by a view, not a detach, which
+    # would drop their tangents; the result is detached at the end.
+    inputs = _grad_preprocess(inputs, create_graph=False, need_graph=True)
+    columns = None  # columns[i][k]: the columns of d outputs[i] / d inputs[k]
+    outputs = is_outputs_tuple = None
+    for k, inp in enumerate(inputs):
+        for j in range(inp.numel()):
+            with forward_ad.dual_level():
+                args = list(inputs)
+                args[k] = forward_ad.make_dual(inp, _unit_grad_output(inp, j))
+                outs = func(*args)
+                is_outputs_tuple, outs = _as_tuple(outs, "outputs of the user-provided "
+                                                   "function", "jacobian")
+                unpacked = [forward_ad.unpack_dual(o) for o in outs]
+            outputs = tuple(u.primal for u in unpacked)
+            if columns is None:
+                columns = [[[] for _ in inputs] for _ in outputs]
+            for i, u in enumerate(unpacked):
+                columns[i][k].append(zeros_like(u.primal) if u.tangent is None else u.tangent)
+    result = tuple(_grad_postprocess(tuple(_stack_columns(columns[i][k], out, inp)
+                                           for k, inp in enumerate(inputs)), False)
+                   for i, out in enumerate(outputs))
+    return _tuple_postprocess(result, (is_outputs_tuple, is_inputs_tuple))
+
+
+def _stack_columns(cols: list, out: Tensor, inp: Tensor) -> Tensor:
+    """The Jacobian block of shape ``out.shape + inp.shape`` from its columns (one per
+    element of ``inp``, each shaped like ``out``)."""
+    n, m = inp.numel(), out.numel()
+    if n == 0:
+        from .ops.creation import zeros
+        return zeros(tuple(out.shape) + tuple(inp.shape), dtype=out.dtype, device=out.device)
+    block = _stack_rows(cols, (n,), out)  # (n, *out.shape)
+    return block.reshape(n, m).t().reshape(tuple(out.shape) + tuple(inp.shape))
 
 
 def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
@@ -380,9 +434,12 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
             with it, as in PyTorch): the rows are still computed one ``autograd.grad`` call
             at a time, with the same result and cost as ``vectorize=False``.
             Defaults to ``False``.
-        strategy (str, optional): ``"reverse-mode"`` (the only one available: one backward
-            per output element) or ``"forward-mode"``, which needs forward-mode AD and raises
-            NotImplementedError. Defaults to ``"reverse-mode"``.
+        strategy (str, optional): Set to ``"forward-mode"`` or ``"reverse-mode"`` to
+            determine whether the Jacobian will be computed with forward or reverse mode AD.
+            Currently, ``"forward-mode"`` requires ``vectorized=True`` (which here, without
+            vmap, still takes one forward pass per input element). Defaults to
+            ``"reverse-mode"``. If ``func`` has more outputs than inputs, ``"forward-mode"``
+            tends to be more performant. Otherwise, prefer to use ``"reverse-mode"``.
 
     Returns:
         Jacobian (Tensor or nested tuple of Tensors): if there is a single input and output,
@@ -412,7 +469,12 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
                          'tends to be more performant. Otherwise, prefer to use '
                          '"reverse-mode".')
     if strategy == "forward-mode":
-        raise _forward_mode_unavailable("jacobian", "strategy")
+        if create_graph:
+            raise NotImplementedError('torch.autograd.functional.jacobian: `create_graph=True` '
+                                      'and `strategy="forward-mode"` are not supported together '
+                                      '(yet). Please either set `create_graph=False` or '
+                                      '`strategy="reverse-mode"`.')
+        return _jacfwd(func, inputs, strict, vectorize)
 
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
@@ -475,8 +537,11 @@ def hessian(func, inputs, create_graph: bool = False, strict: bool = False,
         vectorize (bool, optional): passed to the outer ``jacobian``; tritongrad has no vmap,
             so the rows of the Hessian are computed one backward at a time either way (see
             ``jacobian``). Defaults to ``False``.
-        outer_jacobian_strategy (str, optional): ``"reverse-mode"`` (the only one available)
-            or ``"forward-mode"``, which needs forward-mode AD and raises NotImplementedError.
+        outer_jacobian_strategy (str, optional): The Hessian is computed by computing the
+            Jacobian of a Jacobian. The inner Jacobian is always computed in reverse-mode AD.
+            Setting strategy to ``"forward-mode"`` or ``"reverse-mode"`` determines whether
+            the outer Jacobian will be computed with forward or reverse mode AD. Currently,
+            computing the outer Jacobian in ``"forward-mode"`` requires ``vectorized=True``.
             Defaults to ``"reverse-mode"``.
 
     Returns:
@@ -499,8 +564,6 @@ def hessian(func, inputs, create_graph: bool = False, strict: bool = False,
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
     if outer_jacobian_strategy not in _STRATEGIES:
         raise ValueError('Expected strategy to be either "forward-mode" or "reverse-mode".')
-    if outer_jacobian_strategy == "forward-mode":
-        raise _forward_mode_unavailable("hessian", "outer_jacobian_strategy")
 
     def ensure_single_output_function(*inp):
         out = func(*inp)

@@ -12,15 +12,16 @@ From the tables, and only from them, autograd/ops/__init__.py generates
 - Tensor's methods, in-place methods and operators (real attributes of the class, so ``dir``,
   ``help`` and tab completion see them),
 - the profiler's FLOP rules (:func:`flop_rule`, read by profiler_util.estimate_flops),
-- the op list of docs/ops.md (:func:`markdown`; a test fails when the page is stale).
+- the op list of docs/ops.md (:func:`markdown`; a test fails when the page is stale), with
+  whether forward-mode AD works through each op (``OpInfo.forward_ad``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-__all__ = ["FLOP_RULES", "OpInfo", "export", "flop_rule", "install", "markdown"]
+__all__ = ["FLOP_RULES", "OpInfo", "export", "flop_rule", "install", "markdown", "with_jvp"]
 
 # How the profiler counts an op's FLOPs (profiler_util.estimate_flops): one per output element,
 # one per input element, or 2 * M * N * K per (broadcast) batch.
@@ -51,6 +52,9 @@ class OpInfo:
     dtypes: str = ""
     grad: str = ""
     node: type | None = None  # the primitive, where one row builds it (docs: the grad_fn)
+    # Whether forward-mode AD works through the op (its primitives have ``jvp`` rules):
+    # None derives it from ``node`` where the row builds its primitive (see ``forward_ad``).
+    jvp: bool | None = None
 
     def __post_init__(self):
         if self.flops is not None and self.flops not in FLOP_RULES:
@@ -66,6 +70,17 @@ class OpInfo:
 
     def names(self) -> tuple[str, ...]:
         return (self.name,) + self.aliases
+
+    @property
+    def forward_ad(self) -> str:
+        """"yes" or "no" (forward AD through the op), "n/a" for an op with no derivative, ""
+        where the row does not say."""
+        has = self.jvp
+        if has is None and self.node is not None:
+            has = self.node.jvp is not None
+        if has is None:
+            return "n/a" if self.grad == "none" else ""
+        return "yes" if has else "no"
 
 
 _FLOPS: dict[str, str] = {}
@@ -126,13 +141,26 @@ def flop_rule(name: str) -> str | None:
     return _FLOPS.get(name) or _FLOPS.get(name.removesuffix("_"))
 
 
+def with_jvp(rows: tuple[OpInfo, ...], without: Iterable[str] = ()) -> tuple[OpInfo, ...]:
+    """``rows`` with ``jvp=True`` on each differentiable row that does not say (a family whose
+    primitives all have ``jvp`` rules), except the ops named in ``without``, marked False.
+    tests/autograd/test_forward_ad.py runs every row's claim."""
+    without = frozenset(without)
+    return tuple(row if row.jvp is not None or (row.node is not None and row.name not in without)
+                 or row.grad == "none" else replace(row, jvp=row.name not in without)
+                 for row in rows)
+
+
 def markdown(families: dict[str, tuple[OpInfo, ...]]) -> str:
     """The op list of docs/ops.md: one table per family."""
-    out = []
+    out = [("The *forward AD* column: `yes`, the op's primitives have `jvp` rules (forward-mode "
+            "AD, docs/autograd.md); `no`, a tangent reaching it raises \"Trying to use forward "
+            "AD with <op> that does not support it\"; `n/a`, no derivative; empty, the row "
+            "does not say (a composite works where its parts do)."), ""]
     for family, rows in families.items():
         out += [f"### {family}", "",
-                "| op | Tensor | in place | dtypes | gradient | grad_fn | FLOPs |",
-                "|---|---|---|---|---|---|---|"]
+                "| op | Tensor | in place | dtypes | gradient | grad_fn | FLOPs | forward AD |",
+                "|---|---|---|---|---|---|---|---|"]
         for row in sorted(rows, key=lambda r: r.name):
             names = ", ".join(f"`{n}`" for n in row.names())
             method = ["method"] if row.bound is not None else []
@@ -142,6 +170,6 @@ def markdown(families: dict[str, tuple[OpInfo, ...]]) -> str:
             inplace = f"`{row.name}_`" if row.inplace is not None else ""
             node = f"`{row.node.__name__}`" if row.node is not None else ""
             out.append(f"| {names} | {', '.join(method)} | {inplace} | {row.dtypes} | "
-                       f"{row.grad} | {node} | {row.flops or ''} |")
+                       f"{row.grad} | {node} | {row.flops or ''} | {row.forward_ad} |")
         out.append("")
     return "\n".join(out)

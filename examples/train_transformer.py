@@ -3,10 +3,11 @@
 Character level; by default the text is the Zen of Python (the ``this`` module), or with
 ``--text module:NAME`` the source of a standard-library module (e.g. ``module:textwrap``).
 The model is GPT-style: token and position embeddings, pre-LayerNorm blocks of causal
-multi-head self-attention (matmul, a causal mask from tril/masked_fill, softmax) and a GELU
+multi-head self-attention (``F.scaled_dot_product_attention(..., is_causal=True)``) and a GELU
 MLP, a final LayerNorm and an output layer tied to the token embedding. It prints the unigram
 entropy of the text (the loss of the best model that ignores context) and the training loss
-as it falls well below it, then a sample of generated text.
+as it falls well below it, then a sample of generated text (top-k sampling with
+``tg.topk`` and ``tg.multinomial``).
 
     python examples/train_transformer.py [--device cpu|cuda] [--steps 400] [--text zen]
 
@@ -56,29 +57,22 @@ def unigram_entropy(ids: np.ndarray, vocab: int) -> float:
     return float(-(p * np.log(p)).sum())
 
 
-def causal_mask(t: int, device) -> tg.Tensor:
-    """A (t, t) bool tensor, True above the diagonal: the future positions each query hides."""
-    return tg.tril(tg.ones(t, t, device=device)) == 0
-
-
 # -- the model ------------------------------------------------------------------------------------
 
 class CausalSelfAttention(nn.Module):
     def __init__(self, dim: int, heads: int, dropout: float):
         super().__init__()
         self.heads = heads
+        self.dropout = dropout
         self.qkv = nn.Linear(dim, 3 * dim)
         self.proj = nn.Linear(dim, dim)
-        self.drop = nn.Dropout(dropout)
 
-    def forward(self, x: tg.Tensor, mask: tg.Tensor) -> tg.Tensor:
+    def forward(self, x: tg.Tensor) -> tg.Tensor:
         b, t, d = x.shape
         h = self.heads
         qkv = self.qkv(x).reshape(b, t, 3, h, d // h).permute(2, 0, 3, 1, 4)  # 3, b, h, t, hd
-        q, k, v = qkv[0], qkv[1], qkv[2]
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // h))            # b, h, t, t
-        att = F.softmax(att.masked_fill(mask, float("-inf")), dim=-1)
-        y = self.drop(att) @ v                                                   # b, h, t, hd
+        y = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], is_causal=True,
+                                           dropout_p=self.dropout if self.training else 0.0)
         return self.proj(y.permute(0, 2, 1, 3).reshape(b, t, d))
 
 
@@ -91,8 +85,8 @@ class Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(approximate="tanh"),
                                  nn.Linear(4 * dim, dim), nn.Dropout(dropout))
 
-    def forward(self, x: tg.Tensor, mask: tg.Tensor) -> tg.Tensor:
-        x = x + self.attn(self.ln1(x), mask)
+    def forward(self, x: tg.Tensor) -> tg.Tensor:
+        x = x + self.attn(self.ln1(x))
         return x + self.mlp(self.ln2(x))
 
 
@@ -122,9 +116,8 @@ class CharTransformer(nn.Module):
     def forward(self, idx: tg.Tensor) -> tg.Tensor:
         _, t = idx.shape
         x = self.tok(idx) + self.pos(tg.arange(t, device=idx.device))
-        mask = causal_mask(t, idx.device)
         for block in self.blocks:
-            x = block(x, mask)
+            x = block(x)
         return self.head(self.ln_f(x))
 
 
@@ -153,18 +146,20 @@ def evaluate(model: CharTransformer, ids: np.ndarray, context: int, device) -> f
 
 
 def sample(model: CharTransformer, prompt: np.ndarray, n: int, device, temperature=0.8,
-           seed: int = 0) -> list:
-    rng = np.random.default_rng(seed)
-    ids = list(prompt)
+           top_k: int = 10, seed: int = 0) -> list:
+    """``n`` token ids continuing ``prompt``: each drawn from the ``top_k`` most likely next
+    tokens, in proportion to their probabilities at ``temperature``."""
+    gen = tg.Generator(device=device).manual_seed(seed)
+    ids = tg.tensor(np.asarray(prompt)[None, :], device=device)
     model.eval()
     with tg.no_grad():
         for _ in range(n):
-            ctx = np.asarray(ids[-model.context:])[None, :]
-            logits = model(tg.tensor(ctx, device=device))[0, -1].cpu().numpy() / temperature
-            p = np.exp(logits - logits.max())
-            ids.append(int(rng.choice(len(p), p=p / p.sum())))
+            logits = model(ids[:, -model.context:])[:, -1] / temperature  # (1, vocab)
+            top = tg.topk(logits, min(top_k, logits.shape[-1]))
+            pick = tg.multinomial(F.softmax(top.values, dim=-1), 1, generator=gen)
+            ids = tg.cat([ids, top.indices.gather(-1, pick)], dim=1)
     model.train()
-    return ids[len(prompt):]
+    return ids[0, len(prompt):].tolist()
 
 
 def train(device: str | None = None, steps: int = 400, text: str = "zen", context: int = 64,
@@ -208,8 +203,9 @@ def train(device: str | None = None, steps: int = 400, text: str = "zen", contex
         losses.append(loss.item())
         if verbose and (step % log_every == 0 or step == steps - 1):
             recent = float(np.mean(losses[-log_every:]))
-            print(f"step {step:4d}  loss {losses[-1]:.4f}  (mean of last {min(log_every, len(losses))}"
-                  f": {recent:.4f}; baseline {baseline:.4f})  {time.perf_counter() - t0:6.1f} s")
+            last = min(log_every, len(losses))
+            print(f"step {step:4d}  loss {losses[-1]:.4f}  (mean of last {last}: {recent:.4f}; "
+                  f"baseline {baseline:.4f})  {time.perf_counter() - t0:6.1f} s")
     seconds = time.perf_counter() - t0
     final = evaluate(model, ids, context, device)
     if verbose:

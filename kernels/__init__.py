@@ -57,6 +57,12 @@ indexing      nonzero(a) -> int64 (count, a.ndim), row-major order
                   ndim and is no larger than a in the other dims
               scatter_(a, dim, index, src|s, accumulate): a[..index[..i..]..] = src[..i..]
                   along dim (src no smaller than index), or += with duplicates summed
+              scatter_reduce_(a, dim, index, src, reduce, include_self): as scatter_, each
+                  place folding every value aimed at it with reduce (sum prod mean amax amin;
+                  NaN propagates; mean of integers rounds toward -inf); a place's own value
+                  joins the fold only when include_self; places no index aims at are kept
+sorting       sort(a, dim, descending) -> (values, int64 indices): stable (ties keep their
+                  order in both directions), NaN the largest value
 nn (fused)    gelu(x, approximate), gelu_backward(g, x, approximate)   [approximate 'none'|'tanh']
               layer_norm(x, weight, bias, eps) -> (y, mean, rstd)
                   [x 2-D (M, N), rows normalised; weight/bias (N,) or None; mean/rstd (M,)
@@ -110,7 +116,7 @@ CONTRACT = (
     "sum", "matmul",
     # the Tensors op set
     "arange", "unary", "binary", "reduce", "argreduce", "cumsum", "softmax", "bmm",
-    "nonzero", "index", "index_put_", "gather", "scatter_",
+    "nonzero", "index", "index_put_", "gather", "scatter_", "scatter_reduce_", "sort",
     # fused nn ops and optimizer updates
     "gelu", "gelu_backward", "layer_norm", "layer_norm_backward", "cross_entropy",
     "cross_entropy_backward", "embedding", "embedding_backward", "sgd_step", "adam_step",

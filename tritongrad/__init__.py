@@ -32,6 +32,8 @@ from .autograd.grad_mode import is_inference
 from .autograd.tensor import Size, Tensor
 from . import cuda, distributed, nn, optim, utils
 from .serialization import load, save
+from . import backends, linalg
+from .backends import get_float32_matmul_precision, set_float32_matmul_precision
 
 __version__ = "0.1.0"
 
@@ -45,6 +47,8 @@ __all__ = ["device", "dtype", "Tensor", "Size", "autograd", "cuda", "distributed
            "int8", "int16", "int32", "int64", "long", "uint8", "is_tensor", "numel",
            "memory_format", "contiguous_format", "preserve_format", "channels_last",
            "channels_last_3d"]
+__all__ += ["backends", "get_float32_matmul_precision", "linalg",
+            "set_float32_matmul_precision"]
 __all__ += list(_ops_all)
 
 

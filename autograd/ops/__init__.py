@@ -14,18 +14,26 @@ from . import (conversion, creation, elementwise, indexing, interop, linalg, poi
                shape, softmax, views)
 from . import traced  # noqa: F401 - loading it installs dispatch.traced (the rules' Tensor k)
 from .reduction import return_types
+from . import random, sorting
+from . import combinations, composite, contraction, linalg_ext
 
 # The families in the order of docs/ops.md's op list.
 FAMILIES = {
     "elementwise": elementwise.OPS,
     "pointwise": pointwise.OPS,
     "reduction": reduction.OPS,
+    "composite": composite.OPS,
     "softmax": softmax.OPS,
     "linalg": linalg.OPS,
+    "linalg_ext": linalg_ext.OPS,
+    "contraction": contraction.OPS,
     "shape": shape.OPS,
     "views": views.OPS,
+    "combinations": combinations.OPS,
     "indexing": indexing.OPS,
+    "sorting": sorting.OPS,
     "creation": creation.OPS,
+    "random": random.OPS,
     "conversion": conversion.OPS,
     "interop": interop.OPS,
 }

@@ -10,12 +10,12 @@ from __future__ import annotations
 import builtins
 import numbers
 
-from ..registry import OpInfo
+from ..registry import OpInfo, with_jvp
 from ...kernels import host_array
 from ...runtime import dtype as dtypes
 from ...runtime.device import device as Device
 from ..checks import check_memory_format
-from ..dispatch import Primitive, apply, apply_inplace, call, meta
+from ..dispatch import Primitive, apply, apply_inplace, call, linear_jvp, meta, zeros
 from ..tensor import Tensor
 from .creation import as_dtype, resolve_device
 
@@ -49,6 +49,7 @@ class ToCopyBackward0(Primitive):
     __slots__ = ()
     op_name = "to"
     changes_device = True
+    jvp = linear_jvp()  # the tangent converted and moved alike
 
     @staticmethod
     def forward(ctx, k, x, dtype, device, src_dtype):
@@ -152,6 +153,7 @@ bool = _caster(dtypes.bool)  # noqa: A001
 class CloneBackward0(Primitive):
     __slots__ = ()
     op_name = "clone"
+    jvp = linear_jvp()
 
     @staticmethod
     def forward(ctx, k, x):
@@ -198,6 +200,12 @@ class CopyBackwards(Primitive):
         dt = ctx.src_dtype
         return None, (g if meta(g)[1] is dt else k.astype(g, dt))
 
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, src_dtype):
+        """src's tangent (cast and broadcast to dst by dispatch); dst's old one is gone."""
+        t = tangents[1]
+        return zeros(k, out.shape, out) if t is None else t
+
 
 def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
     """Copies ``src`` (broadcast, cast, moved) into this tensor in place and returns it.
@@ -227,3 +235,4 @@ OPS = (OpInfo("clone", clone, grad="g"),) + tuple(
     OpInfo(n, globals()[n], function=False, grad="g, cast back") for n in (
         "to", "cuda", "cpu", "contiguous", "copy_", "type_as", "float", "double", "half",
         "bfloat16", "long", "int", "bool"))
+OPS = with_jvp(OPS)  # every primitive here has a jvp rule

@@ -1,8 +1,9 @@
 """Tensor factories: ``tensor``, ``zeros``, ``randn``, ... and the random generator.
 
 Factories take ``dtype=``, ``device=`` and ``requires_grad=`` as PyTorch's do. Random numbers
-come from one NumPy generator (``manual_seed`` reseeds it) and are drawn on the host, then
-copied to the device, so a seed gives the same values on the CPU and on CUDA.
+come from a NumPy generator, the global one (``manual_seed`` reseeds it) or a ``Generator``'s
+(random.py), and are drawn on the host, then copied to the device, so a seed gives the same
+values on the CPU and on CUDA.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from ..registry import OpInfo
 from ...kernels import backend, host_array, host_values
 from ...runtime import dtype as dtypes
 from ...runtime.device import device as Device
-from ..checks import check_generator, check_memory_format, unsupported
+from ..checks import check_memory_format, unsupported
 from ..state import state
 from ..tensor import Tensor, make
 
@@ -475,16 +476,16 @@ def full_like(input: Tensor, fill_value, dtype=None, device=None,
 
 # -- random ------------------------------------------------------------------------------------
 
-_rng = np.random.default_rng()
-_initial_seed = None
+# The global stream, seeded from the OS's entropy at start; its seed is kept for initial_seed().
+_initial_seed = int(np.random.SeedSequence().entropy % (1 << 63))
+_rng = np.random.default_rng(_initial_seed)
 
 
 def manual_seed(seed: int):
-    """Seeds the random number generator of every device."""
-    global _rng, _initial_seed
-    _initial_seed = int(seed)
-    _rng = np.random.default_rng(_initial_seed)
-    return _rng
+    """Seeds the random number generator of every device; returns the global generator
+    (``random.default_generator``)."""
+    from .random import default_generator  # (random.py builds on this module)
+    return default_generator.manual_seed(seed)
 
 
 def seed() -> int:
@@ -496,45 +497,55 @@ def seed() -> int:
 
 def initial_seed() -> int:
     """The initial seed of the default random number generator."""
-    return _initial_seed if _initial_seed is not None else seed()
+    return _initial_seed
 
 
-def _random(draw, size, dtype, device, requires_grad) -> Tensor:
+def _numpy_rng(generator, device: Device, op: str) -> np.random.Generator:
+    """The NumPy generator to draw from: the global one, or ``generator``'s (checked)."""
+    if generator is None:
+        return _rng
+    from .random import numpy_rng  # (random.py builds on this module)
+    return numpy_rng(generator, device, op)
+
+
+def _random(method: str, size, dtype, device, requires_grad, generator, op) -> Tensor:
     dt = as_dtype(dtype) or dtypes.get_default_dtype()
     if not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError(f"random: dtype {dt} is not a floating point type")
-    arr = draw(size)
-    return _finish(host_to(arr, dt, resolve_device(device)), requires_grad)
+    dev = resolve_device(device)
+    arr = getattr(_numpy_rng(generator, dev, op), method)(size)
+    return _finish(host_to(arr, dt, dev), requires_grad)
 
 
 def rand(*size, dtype=None, device=None, requires_grad: bool = False, generator=None) -> Tensor:
-    """Uniform random numbers in [0, 1) from the global generator (``generator=`` raises:
-    tritongrad has no Generator objects)."""
-    check_generator("rand", generator)
-    return _random(lambda s: _rng.random(s), _size(size), dtype, device, requires_grad)
+    """Uniform random numbers in [0, 1) from ``generator`` (by default the global one, which
+    ``manual_seed`` seeds)."""
+    return _random("random", _size(size), dtype, device, requires_grad, generator, "rand")
 
 
 def randn(*size, dtype=None, device=None, requires_grad: bool = False, generator=None) -> Tensor:
-    """Standard normal random numbers from the global generator (``generator=`` raises)."""
-    check_generator("randn", generator)
-    return _random(lambda s: _rng.standard_normal(s), _size(size), dtype, device, requires_grad)
+    """Standard normal random numbers from ``generator`` (by default the global one)."""
+    return _random("standard_normal", _size(size), dtype, device, requires_grad, generator,
+                   "randn")
 
 
-def rand_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def rand_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False, *,
+              generator=None) -> Tensor:
     """Uniform samples on [0, 1) with ``input``'s size (and, by default, dtype and device)."""
     return rand(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
-                requires_grad=requires_grad)
+                requires_grad=requires_grad, generator=generator)
 
 
-def randn_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def randn_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False, *,
+               generator=None) -> Tensor:
     """Standard normal samples with ``input``'s size (and, by default, dtype and device)."""
     return randn(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
-                 requires_grad=requires_grad)
+                 requires_grad=requires_grad, generator=generator)
 
 
 def randint(low, high=None, size=None, dtype=None, device=None,
-            requires_grad: bool = False) -> Tensor:
-    """Random integers in [low, high)."""
+            requires_grad: bool = False, *, generator=None) -> Tensor:
+    """Random integers in [low, high) from ``generator`` (by default the global one)."""
     if size is None and isinstance(high, (tuple, list)):  # randint(high, size)
         low, high, size = 0, low, high
     if high is None:
@@ -544,8 +555,9 @@ def randint(low, high=None, size=None, dtype=None, device=None,
     if low >= high:
         raise RuntimeError(f"randint: expects 'low' to be less than 'high', but got "
                            f"low={low} >= high={high}")
-    arr = _rng.integers(low, high, _size((size,)))
-    out = host_to(arr, as_dtype(dtype) or dtypes.int64, resolve_device(device))
+    dev = resolve_device(device)
+    arr = _numpy_rng(generator, dev, "randint").integers(low, high, _size((size,)))
+    out = host_to(arr, as_dtype(dtype) or dtypes.int64, dev)
     return _finish(out, requires_grad)  # refuses integer dtypes, as PyTorch does
 
 

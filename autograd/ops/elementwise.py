@@ -5,7 +5,10 @@ casts, so every rule sees one dtype; a Python scalar operand stays a scalar (a `
 primitive class, as PyTorch's Tensor-Scalar overloads are named, whose node shows the ``...0``
 name users see in PyTorch, where ``x + 2`` wraps the number) and is never recorded. Broadcasting
 is undone once, generically (``broadcasts = True``: dispatch sums each gradient back to its
-input's shape), so the rules below are written for equal shapes.
+input's shape), so the rules below are written for equal shapes. Each primitive's ``jvp`` (its
+forward-mode rule, dispatch.py's Note [Forward AD]) is, for these elementwise ops, mostly the
+``vjp`` itself (``elementwise_jvp``: their Jacobians are diagonal); a broadcast input's tangent
+is expanded to the output's shape once, in dispatch.
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ import numbers
 from ...runtime.dtype import bool as _BOOL
 from ...runtime.dtype import get_default_dtype, result_type
 from ..checks import operand_on_device
-from ..dispatch import Primitive, apply, apply_inplace, zeros
-from ..registry import OpInfo, export
+from ..dispatch import (Primitive, apply, apply_inplace, bilinear_jvp, elementwise_jvp,
+                        zero_jvp, zeros)
+from ..registry import OpInfo, export, with_jvp
 from ..tensor import Tensor
 from .creation import checked_scalar, scalar_tensor, wrapped_scalar
 
@@ -90,6 +94,7 @@ class AddBackward0(Primitive):
     op_name = "add"
     writes_out = True
     broadcasts = True
+    jvp = staticmethod(elementwise_jvp)
 
     @staticmethod
     def forward(ctx, k, a, b, alpha, out=None):
@@ -105,6 +110,7 @@ class AddBackward1(Primitive):
     __slots__ = ()
     op_name = "add"
     writes_out = True
+    jvp = staticmethod(elementwise_jvp)
 
     @staticmethod
     def forward(ctx, k, a, s, out=None):
@@ -190,13 +196,14 @@ def zero_vjp(ctx, k, saved, g):
 
 
 def binary_primitive(node: str, name: str, rule=None, *, scalar: bool = False,
-                     saves: bool = True, forward=None) -> type:
+                     saves: bool = True, forward=None, jvp=elementwise_jvp) -> type:
     """The primitive (grad_fn ``node``) of a binary op: ``forward(ctx, k, a, b, out=None)``,
     by default the contract's ``k.binary(name, a, b, out=out)``, and its ``vjp`` ``rule``
     over ``saved = (a, b)`` (or ``(a,)`` with a Python scalar ``b``, which the default
     forward keeps as ``ctx.s``); no rule means zero gradients, ``saves=False`` a rule that
-    needs no inputs. Tensor operands broadcast (dispatch sums each gradient back to its
-    input's shape)."""
+    needs no inputs. ``jvp`` is the forward-mode rule, by default the vjp's terms summed
+    (``elementwise_jvp``); without a rule, a zero tangent. Tensor operands broadcast (dispatch
+    sums each gradient back to its input's shape)."""
     if forward is None and scalar:
         def forward(ctx, k, a, b, out=None):
             ctx.s = b
@@ -212,6 +219,8 @@ def binary_primitive(node: str, name: str, rule=None, *, scalar: bool = False,
         broadcasts = not scalar
         save_inputs = () if rule is None or not saves else (0,) if scalar else (0, 1)
         vjp = staticmethod(rule or zero_vjp)
+
+    Op.jvp = staticmethod(jvp if rule is not None else zero_jvp)
 
     Op.forward = staticmethod(forward)
     Op.__name__ = Op.__qualname__ = node
@@ -249,7 +258,8 @@ def _div_s(ctx, k, a, s, out=None):
     return k.div(a, s, out=out)
 
 
-MulBackward0 = binary_primitive("MulBackward0", "mul", _mul_rule, forward=_mul)
+MulBackward0 = binary_primitive("MulBackward0", "mul", _mul_rule, forward=_mul,
+                                jvp=bilinear_jvp)
 MulBackward1 = binary_primitive("MulBackward0", "mul", lambda ctx, k, saved, g: k.mul(g, ctx.s),
                                 scalar=True, saves=False, forward=_mul_s)
 DivBackward0 = binary_primitive("DivBackward0", "div", _div_rule, forward=_div)
@@ -306,6 +316,7 @@ class PowBackward0(Primitive):
     op_name = "pow"
     writes_out = True
     save_inputs = (0,)
+    jvp = staticmethod(elementwise_jvp)
 
     @staticmethod
     def forward(ctx, k, x, e, out=None):
@@ -332,6 +343,7 @@ class PowBackward1(Primitive):
     save_inputs = (0, 1)
     save_output = True
     broadcasts = True
+    jvp = staticmethod(elementwise_jvp)
 
     @staticmethod
     def forward(ctx, k, a, b, out=None):
@@ -373,7 +385,7 @@ def pow(input, exponent, *, out=None) -> Tensor:  # noqa: A001
 
 # -- unary ops: one row builds the primitive, the function and the in-place method -------------
 
-def unary(name: str, rule=None, *, saves: str | None = None, kind: str = "float",
+def unary(name: str, rule=None, jvp=None, *, saves: str | None = None, kind: str = "float",
           node: str | None = None, forward=None, out_arg: bool = True, inplace: bool = True,
           bool_error: str | None = None, bool_copies: bool = False, **row) -> OpInfo:
     """The table row of the differentiable unary op ``name``, with its primitive.
@@ -381,7 +393,10 @@ def unary(name: str, rule=None, *, saves: str | None = None, kind: str = "float"
     The forward is ``forward(ctx, k, x, out=None)``, by default the contract's
     ``k.unary(name, x, out=out)``. ``rule`` is its ``vjp(ctx, k, saved, g)``; ``saved``
     holds the input (``saves="input"``) or the output (``saves="output"``); no rule means a
-    zero gradient (the rounding ops, as PyTorch). ``kind`` is the dtype rule:
+    zero gradient (the rounding ops, as PyTorch). ``jvp(ctx, k, x, t, y)`` is the forward-mode
+    rule (the tangent of ``y`` from ``x``'s tangent ``t``); by default the ``rule`` applied to
+    the tangent, exact for a unary elementwise op, whose Jacobian is diagonal (J t = J^T t):
+    ``elementwise_jvp``; no rule, a zero tangent. ``kind`` is the dtype rule:
 
     - ``float``: integers and bool promote to the default float dtype (``sin``); in place,
       they are refused (the result cannot be cast back);
@@ -407,6 +422,11 @@ def unary(name: str, rule=None, *, saves: str | None = None, kind: str = "float"
         vjp = staticmethod(rule or zero_vjp)
 
     Op.forward = staticmethod(forward)
+    if jvp is not None:
+        Op.jvp = staticmethod(lambda ctx, k, primals, tangents, out:
+                              jvp(ctx, k, primals[0], tangents[0], out))
+    else:
+        Op.jvp = staticmethod(elementwise_jvp if rule is not None else zero_jvp)
 
     Op.__name__ = Op.__qualname__ = node or f"{name.capitalize()}Backward0"
     refuse_bool = bool_error or f"{name}: not supported for bool tensors"
@@ -493,6 +513,7 @@ class MaximumBackward0(Primitive):
     op_name = "maximum"
     save_inputs = (0, 1)
     broadcasts = True
+    jvp = staticmethod(elementwise_jvp)
 
     @staticmethod
     def forward(ctx, k, a, b):
@@ -549,6 +570,7 @@ class WhereBackward0(Primitive):
     op_name = "where"
     save_inputs = (0,)
     broadcasts = True
+    jvp = staticmethod(elementwise_jvp)
 
     @staticmethod
     def forward(ctx, k, cond, a, b):
@@ -736,4 +758,5 @@ OPS = _UNARY + (
     OpInfo("isnan", isnan, dtypes="bool result", grad="none"),
     OpInfo("positive", positive, operators=("__pos__",), dtypes="all", grad="g"),
 ) + tuple(_compare(n) for n in ("gt", "ge", "lt", "le", "eq", "ne"))
+OPS = with_jvp(OPS)  # every primitive here has a jvp rule
 export(OPS, globals())

@@ -23,11 +23,11 @@ import warnings
 
 import numpy as np
 
-from ..registry import OpInfo
+from ..registry import OpInfo, with_jvp
 from ...kernels import backend
 from ...runtime import dtype as dtypes
-from ..dispatch import (Primitive, apply, apply_inplace, as_shape, call, expanded_dims, meta,
-                        sum_to)
+from ..dispatch import (Primitive, apply, apply_inplace, as_shape, call, expanded_dims,
+                        linear_jvp, meta, sum_to)
 from ..dispatch import zeros as _zeros
 from ..tensor import Tensor, array_meta, wrap_dim
 from .creation import checked_scalar, full, tensor, zeros
@@ -220,6 +220,7 @@ class IndexBackward0(Primitive):
 
     __slots__ = ()
     op_name = "index"
+    jvp = linear_jvp()
 
     @staticmethod
     def forward(ctx, k, x, indices):
@@ -242,6 +243,7 @@ class IndexPutBackward0(Primitive):
 
     __slots__ = ()
     op_name = "index_put"
+    jvp = linear_jvp()
     writes_out = True
     expanded_target = ("Use of index_put_ on expanded tensors is deprecated. Please clone() the "
                        "tensor before performing this operation. This also applies to advanced "
@@ -465,6 +467,7 @@ class GatherBackward0(Primitive):
 
     __slots__ = ()
     op_name = "gather"
+    jvp = linear_jvp()
 
     @staticmethod
     def forward(ctx, k, x, dim, index):
@@ -511,6 +514,7 @@ class ScatterBackward0(Primitive):
 
     __slots__ = ()
     op_name = "scatter"
+    jvp = linear_jvp()  # (scatter_add too: linear in self and src)
     writes_out = True
     _accumulate = False
 
@@ -546,6 +550,11 @@ class ScatterBackward1(Primitive):
     __slots__ = ()
     op_name = "scatter"
     writes_out = True
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, dim, index, value):
+        """The tangent with the filled positions zeroed (their value is a constant)."""
+        return apply(type(ctx), (tangents[0],), dim, index, 0)
 
     @staticmethod
     def forward(ctx, k, x, dim, index, value, out=None):
@@ -625,6 +634,11 @@ class MaskedFillBackward0(Primitive):
     broadcasts = True
 
     @staticmethod
+    def jvp(ctx, k, primals, tangents, out, value):
+        """The tangent with the filled positions zeroed (the value is a constant)."""
+        return apply(type(ctx), (tangents[0], primals[1]), 0)
+
+    @staticmethod
     def forward(ctx, k, x, mask, value):
         return k.where(mask, value, x)
 
@@ -639,6 +653,7 @@ class MaskedFillBackward1(Primitive):
 
     __slots__ = ()
     op_name = "masked_fill"
+    jvp = linear_jvp(0, 2)  # in self and the 0-d value, not the mask
     save_inputs = (1,)
     broadcasts = True
 
@@ -748,6 +763,224 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     return advanced_getitem(input.expand(shape), mask.expand(shape))
 
 
+
+# -- index_add / scatter_reduce -------------------------------------------------------------------
+
+from ..checks import scalar_type_name  # (this section appended to the family)
+
+
+class IndexAddBackward0(IndexPutBackward0):
+    """x.index_add(dim, index, v): index_put with accumulate at (:, ..., index): x's gradient
+    is g, v's is g index-selected along dim."""
+
+    __slots__ = ()
+    op_name = "index_add"
+
+
+def _index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha, op: str,
+               inplace: bool) -> Tensor:
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
+    if not isinstance(source, Tensor):
+        raise TypeError(f"{op}(): argument 'source' must be Tensor, not "
+                        f"{type(source).__name__}")
+    check_same_device(self, index, "index", op)
+    check_same_device(self, source, "source", op)
+    if index.ndim > 1:
+        raise IndexError(f"{op}(): Index is supposed to be a vector, but got dim: {index.ndim} "
+                         f"with type: {scalar_type_name(index.dtype)} and size: "
+                         f"{list(index.shape)}")
+    if index.dtype is not dtypes.int64 and index.dtype is not dtypes.int32:
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index but got: "
+                           f"{scalar_type_name(index.dtype)}")
+    if source.dtype is not self.dtype:
+        raise RuntimeError(f"{op}(): self ({scalar_type_name(self.dtype)}) and source "
+                           f"({scalar_type_name(source.dtype)}) must have the same scalar type")
+    x = self if self.ndim else self.reshape(1)
+    src = source if source.ndim else source.reshape(1)
+    d = wrap_dim(dim, x.ndim, op)
+    if src.ndim != x.ndim:
+        raise RuntimeError(f"{op}(): Source/destination tensor must have same number of "
+                           f"dimensions, got {source.ndim} and {self.ndim}")
+    if index.numel() != src.shape[d]:
+        raise RuntimeError(f"{op}(): Number of indices ({index.numel()}) should be equal to "
+                           f"source.size(dim): ({src.shape[d]}), for dim: {d}")
+    for j, (n, m) in enumerate(zip(x.shape, src.shape)):
+        if j != d and n != m:
+            raise RuntimeError(f"{op}(): source {list(source.shape)} must match self "
+                               f"{list(self.shape)} in every dim but {d} (dim {j}: {m} != {n})")
+    idx = checked_index(index.reshape(-1), x.shape[d], d, op, allow_negative=False,
+                        error=lambda bad: IndexError("index out of range in self"))
+    if alpha != 1:
+        src = src * alpha
+    indices = (None,) * d + (idx._data,)
+    if inplace:
+        apply_inplace(IndexAddBackward0, x, (src,), indices, True)
+        return self
+    out = apply(IndexAddBackward0, (x, src), indices, True)
+    return out if self.ndim else out.reshape(())
+
+
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+    """A copy of ``input`` with ``alpha * source`` added at ``index`` along ``dim``:
+    ``out[index[i]] += alpha * source[i]`` (dim 0; duplicate indices all add).
+
+    Example::
+
+        >>> tg.zeros(3).index_add(0, tg.tensor([0, 0, 2]), tg.tensor([1., 2., 3.]))
+        tensor([3., 0., 3.])
+    """
+    return _index_add(input, dim, index, source, alpha, "index_add_", False)  # PyTorch's name
+
+
+def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+    """In-place ``index_add``."""
+    return _index_add(self, dim, index, source, alpha, "index_add_", True)
+
+
+_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+
+
+def _lift(k, a):
+    """A backend array (a count, computed without history) as an operand of rule ``k``."""
+    from ..dispatch import traced
+    from ..tensor import make
+    return make(a) if k is traced and not isinstance(a, Tensor) else a
+
+
+def _window(k, s, shape):
+    """src's leading ``shape`` (index's): the part of src a scatter reads."""
+    if tuple(s.shape) == tuple(shape):
+        return s
+    return k.getitem(s, tuple(slice(0, n) for n in shape))
+
+
+class ScatterReduceBackward0(Primitive):
+    """x.scatter_reduce(dim, index, src, reduce, include_self): each place folds the src values
+    aimed at it (and itself, when include_self). Gradients, with n the number of values a place
+    folds and y the result:
+
+    - sum: x: g; src: g gathered.
+    - mean: x: g / n (g where nothing is aimed; 0 at aimed places without include_self);
+      src: (g / n) gathered.
+    - amax/amin: shared evenly among the folded values equal to y (NaN equal to NaN).
+    - prod: each folded value gets g times the product of the others, computed without
+      dividing by zero (as prod's rule).
+    """
+
+    __slots__ = ()
+    op_name = "scatter_reduce"
+    writes_out = True
+    save_inputs = (0, 1)
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, x, src, dim, index, reduce, include_self, out=None):
+        ctx.dim, ctx.index, ctx.reduce, ctx.include_self = dim, index, reduce, include_self
+        if out is None:
+            out = k.astype(x, array_meta(x)[1])
+        k.scatter_reduce_(out, dim, index, src, reduce, include_self)
+        return out
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        x, src, y = saved
+        dim, index, reduce, incl = ctx.dim, ctx.index, ctx.reduce, ctx.include_self
+        ishape = tuple(index.shape)
+        dt = meta(g)[1]
+
+        def gather(t):
+            return call(k, GatherBackward0, (t,), dim, index)
+
+        def scatter_count(mask):  # per place: how many of the values aimed at it pass mask
+            return call(k, ScatterAddBackward0, (_zeros(k, x.shape, g), k.astype(mask, dt)),
+                        dim, index)
+
+        aimed = k.ne(scatter_count(k.full(ishape, True, dtypes.bool, meta(g)[0])), 0)
+        sw = _window(k, src, ishape)
+        if reduce == "sum":
+            gx, gs = g, gather(g)
+        elif reduce == "mean":
+            n = k.add(scatter_count(k.full(ishape, True, dtypes.bool, meta(g)[0])),
+                      1 if incl else 0)
+            n = k.where(k.eq(n, 0), 1, n)
+            gx = k.div(g, n) if incl else g
+            gs = gather(k.div(g, n))
+        elif reduce in ("amax", "amin"):
+            yg = gather(y)
+            x_hit = k.binary("bitwise_or", k.eq(x, y), k.binary("bitwise_and", k.ne(x, x),
+                                                                 k.ne(y, y)))
+            s_hit = k.binary("bitwise_or", k.eq(sw, yg), k.binary("bitwise_and", k.ne(sw, sw),
+                                                                  k.ne(yg, yg)))
+            if not incl:  # a place's own value joins only where nothing is aimed at it
+                x_hit = k.binary("bitwise_and", x_hit, k.unary("bitwise_not", aimed))
+            n = k.add(scatter_count(s_hit), k.astype(x_hit, dt))
+            share = k.div(g, k.where(k.eq(n, 0), 1, n))
+            gx = k.where(x_hit, share, 0)
+            gs = k.where(s_hit, gather(share), 0)
+        else:  # prod
+            x_zero, s_zero = k.eq(x, 0), k.eq(sw, 0)
+            nz = call(k, ScatterReduceBackward0, (k.where(x_zero, 1, x), k.where(s_zero, 1, sw)),
+                      dim, index, "prod", incl)
+            zeros = scatter_count(s_zero)
+            if incl:
+                zeros = k.add(zeros, k.astype(x_zero, dt))
+            gx = k.mul(g, _others(k, x, x_zero, nz, zeros))
+            gs = k.mul(gather(g), _others(k, sw, s_zero, gather(nz), gather(zeros)))
+        if not incl and reduce != "amax" and reduce != "amin":
+            gx = k.where(aimed, 0, gx)
+        need_x, need_src = ctx.needs_input_grad
+        return (gx if need_x else None), (_pad_to(k, gs, src.shape) if need_src else None)
+
+
+def _others(k, e, e_zero, nz_prod, n_zero):
+    """The product of the values folded with ``e`` (e excluded), from the product of the
+    nonzero ones and the number of zeros: one zero (e) -> nz_prod, two or more -> 0."""
+    safe = k.where(e_zero, 1, e)
+    return k.where(k.eq(n_zero, 0), k.div(nz_prod, safe),
+                   k.where(e_zero, k.where(k.eq(n_zero, 1), nz_prod, 0), 0))
+
+
+def _scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
+                    include_self: bool, op: str, inplace: bool) -> Tensor:
+    if reduce not in _REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    if not isinstance(src, Tensor):
+        raise TypeError(f"{op}(): argument 'src' must be Tensor, not {type(src).__name__}")
+    d, idx = _gather_checks(self, dim, index, op, src)
+    if src.dtype is not self.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    if reduce == "mean" and self.dtype is dtypes.bool:
+        raise RuntimeError(f"{op}(): reduce='mean' is not supported for bool tensors")
+    params = (d, idx._data, reduce, bool(include_self))
+    if inplace:
+        return apply_inplace(ScatterReduceBackward0, self, (src,), *params)
+    return apply(ScatterReduceBackward0, (self, src), *params)
+
+
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                   include_self: bool = True) -> Tensor:
+    """A copy of ``input`` where every place that ``index`` aims ``src`` values at (along
+    ``dim``, as ``scatter``) holds their reduction ``reduce`` ("sum", "prod", "mean", "amax",
+    "amin"), the place's own value included when ``include_self``. Places nothing is aimed at
+    keep their value. An integer mean rounds toward -inf.
+
+    Example::
+
+        >>> x = tg.tensor([1., 2.])
+        >>> x.scatter_reduce(0, tg.tensor([0, 0, 1]), tg.tensor([5., 3., 4.]), "amax")
+        tensor([5., 4.])
+    """
+    return _scatter_reduce(input, dim, index, src, reduce, include_self, "scatter_reduce",
+                           False)
+
+
+def scatter_reduce_(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                    include_self: bool = True) -> Tensor:
+    """In-place ``scatter_reduce``."""
+    return _scatter_reduce(self, dim, index, src, reduce, include_self, "scatter_reduce_", True)
+
 # -- the table ---------------------------------------------------------------------------------
 
 OPS = (
@@ -760,6 +993,11 @@ OPS = (
     OpInfo("masked_fill", masked_fill, inplace=masked_fill_, grad="g where not mask"),
     OpInfo("masked_select", masked_select, grad="g scattered back"),
     OpInfo("nonzero", nonzero, grad="none"),
+    OpInfo("index_add", index_add, inplace=index_add_, grad="g, source: alpha g index-selected"),
+    OpInfo("scatter_reduce", scatter_reduce, inplace=scatter_reduce_,
+           grad="sum: g; mean: g / n; amax/amin: g shared among the extremes; prod: g times "
+                "the others"),
     OpInfo("setitem", setitem, function=False, method=False, operators=("__setitem__",),
            grad="g masked, value: g indexed"),
 )
+OPS = with_jvp(OPS, without=("scatter_reduce",))  # every other row: jvp rules

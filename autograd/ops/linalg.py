@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from ..registry import OpInfo
+from ..registry import OpInfo, with_jvp
 from ..checks import check_devices_match, expected_scalar_type
-from ..dispatch import Primitive, apply
+from ..dispatch import Primitive, apply, bilinear_jvp
 from ..tensor import Tensor
 
 
@@ -16,6 +16,7 @@ class MmBackward0(Primitive):
     __slots__ = ()
     op_name = "mm"
     save_inputs = (0, 1)
+    jvp = staticmethod(bilinear_jvp)  # dC = dA @ B + A @ dB
 
     @staticmethod
     def forward(ctx, k, a, b):
@@ -71,6 +72,7 @@ class BmmBackward0(Primitive):
     __slots__ = ()
     op_name = "bmm"
     save_inputs = (0, 1)
+    jvp = staticmethod(bilinear_jvp)
 
     @staticmethod
     def forward(ctx, k, a, b):
@@ -185,3 +187,4 @@ OPS = (
     OpInfo("matmul", matmul, flops="matmul", operators=("__matmul__", "__rmatmul__"),
            reflected=lambda self, other: matmul(other, self), grad="g b^T, a^T g, broadcast"),
 )
+OPS = with_jvp(OPS)  # every primitive here has a jvp rule

@@ -19,7 +19,7 @@ import math
 
 from ...runtime import dtype as dtypes
 from .. import checks
-from ..dispatch import Primitive, apply, as_shape, call, meta
+from ..dispatch import Primitive, apply, as_shape, call, elementwise_jvp, linear_jvp, meta
 from ..tensor import Tensor, make
 from . import traced
 
@@ -56,6 +56,7 @@ class GeluBackward0(Primitive):
     __slots__ = ()
     op_name = "gelu"
     save_inputs = (0,)
+    jvp = staticmethod(elementwise_jvp)
 
     @staticmethod
     def forward(ctx, k, x, approximate):
@@ -79,6 +80,7 @@ class GeluBackwardBackward0(Primitive):
     __slots__ = ()
     op_name = "gelu_backward"
     save_inputs = (0, 1)
+    jvp = staticmethod(elementwise_jvp)
 
     @staticmethod
     def forward(ctx, k, g, x, approximate):
@@ -163,6 +165,28 @@ class NativeLayerNormBackward0(Primitive):
         grads = grads[:len(needs)]
         return tuple(gr if need else None for gr, need in zip(grads, needs))
 
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, n, nd, eps):
+        """With xhat = (x - mean) rstd (means over the normalised dims):
+        dy = rstd (tx - mean(tx) - xhat mean(xhat tx)) w + xhat tw + tb."""
+        x, w = primals[0], (primals[1] if len(primals) > 1 else None)
+        tx, tw, tb = (tuple(tangents) + (None, None))[:3]
+        dims = tuple(range(x.ndim - nd, x.ndim))
+        mu = x.mean(dims, keepdim=True)
+        xc = x - mu
+        rstd = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
+        xhat = xc * rstd
+        res = None
+        if tx is not None:
+            res = rstd * (tx - tx.mean(dims, keepdim=True)
+                          - xhat * (xhat * tx).mean(dims, keepdim=True))
+            if w is not None:
+                res = res * w
+        for term in (None if tw is None else xhat * tw, tb):
+            if term is not None:
+                res = term if res is None else res + term
+        return res
+
 
 class _LayerNormNoAffine(NativeLayerNormBackward0):
     __slots__ = ()
@@ -240,6 +264,15 @@ class CrossEntropyLossBackward0(Primitive):
         return k.cross_entropy_backward(k.contiguous(g), k.contiguous(x), t, ctx.lse,
                                         ctx.ignore_index, ctx.smoothing), None
 
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, *params):
+        """The row's gradient (the composite backward with g = 1) dotted with the tangent."""
+        x, t = primals
+        ones = out.new_ones(out.shape)
+        d = _cross_entropy_composite_backward(ones, x, t, make(ctx.lse), ctx.ignore_index,
+                                              ctx.smoothing)
+        return (tangents[0] * d).sum(1)
+
 
 def _cross_entropy_composite_backward(g, x, t, lse, ignore_index, smoothing):
     from .creation import arange
@@ -278,6 +311,7 @@ class EmbeddingBackward0(Primitive):
     __slots__ = ()
     op_name = "embedding"
     save_inputs = (1,)
+    jvp = linear_jvp(0)  # the tangent's rows at the indices
 
     @staticmethod
     def forward(ctx, k, weight, indices, padding_idx, scale_grad_by_freq=False):
@@ -306,6 +340,7 @@ class EmbeddingDenseBackward0(Primitive):
     __slots__ = ()
     op_name = "embedding_dense_backward"
     save_inputs = (1,)
+    jvp = linear_jvp(0)
 
     @staticmethod
     def forward(ctx, k, g, indices, num_weights, padding_idx):

@@ -17,8 +17,8 @@ import numbers
 
 from ...runtime import dtype as dtypes
 from ...runtime.dtype import result_type
-from ..dispatch import Primitive, apply, apply_inplace, zeros
-from ..registry import OpInfo, export
+from ..dispatch import Primitive, apply, apply_inplace, elementwise_jvp, zero_jvp, zeros
+from ..registry import OpInfo, export, with_jvp
 from ..checks import operand_on_device
 from ..tensor import Tensor
 from .creation import checked_scalar, wrapped_scalar
@@ -122,6 +122,7 @@ class ClampBackward1(Primitive):
     op_name = "clamp"
     writes_out = True
     save_inputs = (0,)
+    jvp = staticmethod(elementwise_jvp)
 
     @staticmethod
     def forward(ctx, k, x, lo, hi, out=None):
@@ -161,6 +162,7 @@ class ClampBackward0(Primitive):
     writes_out = True
     broadcasts = True
     save_inputs = (0, 1, 2)  # x and the bounds given (one or two: the subclasses below)
+    jvp = staticmethod(elementwise_jvp)
 
     @staticmethod
     def forward(ctx, k, x, *rest, out=None):
@@ -466,6 +468,7 @@ class FillBackward0(Primitive):
         return out
 
     vjp = staticmethod(zero_vjp)
+    jvp = staticmethod(zero_jvp)
 
 
 class ZeroBackward0(FillBackward0):
@@ -495,6 +498,11 @@ class FillBackward1(Primitive):
         need_x, need_v = ctx.needs_input_grad
         return (zeros(k, g.shape, g) if need_x else None), \
             (k.sum(g, tuple(range(len(g.shape))), False) if need_v else None)
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out):
+        tv = tangents[1]  # (dispatch expands it to the tensor's shape)
+        return zeros(k, out.shape, out) if tv is None else tv
 
 
 def fill_(self: Tensor, value) -> Tensor:
@@ -555,4 +563,5 @@ OPS = _UNARY + (
     OpInfo("fill_", fill_, function=False, dtypes="the tensor's", grad="0 (value: sum of g)"),
     OpInfo("zero_", zero_, function=False, dtypes="the tensor's", grad="0"),
 )
+OPS = with_jvp(OPS)  # every primitive here has a jvp rule
 export(OPS, globals())

@@ -6,7 +6,9 @@ Forwards are the backend's ``sum``, ``reduce(op)``, ``argreduce(op)`` and ``cums
 derivative rules beside them are ``vjp``s over the kernel contract; double backward works for
 all. Extremes follow
 PyTorch: amax/amin and full max/min share the gradient evenly among ties; max/min along a dim
-send it to the returned index (the first among ties).
+send it to the returned index (the first among ties). Each primitive's ``jvp`` (forward mode)
+sits beside its ``vjp``: sums, means and cumsum are linear (the op applied to the tangent);
+the extremes average the tangent over the tied elements (or pick it at the index).
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from __future__ import annotations
 import builtins
 import collections
 
-from ..registry import OpInfo
+from ..registry import OpInfo, with_jvp
 from ...runtime import dtype as dtypes
-from ..dispatch import Primitive, apply, as_shape, call, meta
+from ..dispatch import Primitive, apply, as_shape, call, linear_jvp, meta
 from ..tensor import Tensor, wrap_dim
 from .elementwise import maximum, minimum
 
@@ -55,6 +57,7 @@ class SumBackward0(Primitive):
 
     __slots__ = ()
     op_name = "sum"
+    jvp = linear_jvp()
 
     @staticmethod
     def forward(ctx, k, x, dims, keepdim):
@@ -77,6 +80,7 @@ class MeanBackward0(Primitive):
 
     __slots__ = ()
     op_name = "mean"
+    jvp = linear_jvp()
 
     @staticmethod
     def forward(ctx, k, x, dims, keepdim, n):
@@ -150,6 +154,9 @@ class return_types:  # noqa: N801 - PyTorch's module name
 
     max = _return_type("max")
     min = _return_type("min")
+    sort = _return_type("sort")
+    topk = _return_type("topk")
+    kthvalue = _return_type("kthvalue")
 
 
 # -- max / min / amax / amin / argmax / argmin ---------------------------------------------------
@@ -160,19 +167,35 @@ def _nonempty(x: Tensor, dims: tuple, op: str) -> None:
             raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
 
 
-def _ties_backward(k, g, x, out, dims, keepdim):
-    """The gradient of an extreme value shared evenly among the elements equal to it (NaN
-    counts as equal to NaN), as PyTorch's amax/amin and full max/min do."""
-    shape = tuple(x.shape)
-    out_e = _expand_back(k, out, shape, dims, keepdim)
-    g_e = _expand_back(k, g, shape, dims, keepdim)
+def _ties(k, x, out, dims, keepdim):
+    """(mask, count): where ``x`` equals its extreme ``out`` (NaN counts as equal to NaN),
+    and how many elements tie per reduced slice (keepdim)."""
+    out_e = _expand_back(k, out, tuple(x.shape), dims, keepdim)
     mask = k.eq(x, out_e)
     dt = meta(x)[1]
     if dt.is_floating_point:
         mask = k.binary("bitwise_or", mask, k.binary("bitwise_and", k.ne(x, x),
                                                      k.ne(out_e, out_e)))
-    count = k.sum(k.astype(mask, dtypes.int64), dims, True)  # (bools sum as int64)
+    return mask, k.sum(k.astype(mask, dtypes.int64), dims, True)  # (bools sum as int64)
+
+
+def _ties_backward(k, g, x, out, dims, keepdim):
+    """The gradient of an extreme value shared evenly among the elements equal to it, as
+    PyTorch's amax/amin and full max/min do."""
+    shape = tuple(x.shape)
+    mask, count = _ties(k, x, out, dims, keepdim)
+    g_e = _expand_back(k, g, shape, dims, keepdim)
     return k.where(mask, k.div(g_e, k.astype(k.expand(count, shape), meta(g_e)[1])), 0)
+
+
+def _ties_jvp(ctx, k, primals, tangents, out, *params):
+    """The tangent of an extreme value: the mean of the tangents of the elements tied at it
+    (PyTorch's amax/amin jvp)."""
+    x, t = primals[0], tangents[0]
+    mask, count = _ties(k, x, out, ctx.dims, ctx.keepdim)
+    total = k.sum(k.where(mask, t, 0), ctx.dims, True)
+    res = k.div(total, k.astype(count, meta(t)[1]))
+    return res if ctx.keepdim else as_shape(k, res, tuple(out.shape))
 
 
 def _mean(k, x, dims):
@@ -201,6 +224,8 @@ class AmaxBackward0(Primitive):
     def vjp(ctx, k, saved, g):
         x, out = saved
         return _ties_backward(k, g, x, out, ctx.dims, ctx.keepdim)
+
+    jvp = staticmethod(_ties_jvp)
 
 
 class AminBackward0(AmaxBackward0):
@@ -242,6 +267,13 @@ class MaxBackward0(Primitive):
     def vjp(ctx, k, saved, g, _g_indices=None):
         from .indexing import gather_backward
         return gather_backward(k, g, ctx.in_shape, ctx.dim, ctx.idx, ctx.keepdim)
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, *params):
+        """The tangent at the returned index."""
+        dim, idx = ctx.dim, out[1]
+        picked = tangents[0].gather(dim, idx if ctx.keepdim else idx.unsqueeze(dim))
+        return (picked if ctx.keepdim else picked.squeeze(dim)), None
 
 
 class MinBackward0(MaxBackward0):
@@ -361,6 +393,16 @@ class VarBackward0(Primitive):
         return k.mul(g, k.mul(k.sub(x, _mean(k, x, dims)),
                               2.0 / ctx.divisor if ctx.divisor else float("inf")))
 
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, *params):
+        """2 sum(t (x - mean)) / (n - correction)."""
+        return _var_jvp(ctx, k, primals[0], tangents[0])
+
+
+def _var_jvp(ctx, k, x, t):
+    s = k.sum(k.mul(t, k.sub(x, _mean(k, x, ctx.dims))), ctx.dims, ctx.keepdim)
+    return k.mul(s, 2.0 / ctx.divisor if ctx.divisor else float("inf"))
+
 
 class StdBackward0(Primitive):
     """std = sqrt(var): d/dx = (x - mean) / ((n - correction) std), and 0 where std == 0 (as
@@ -384,6 +426,12 @@ class StdBackward0(Primitive):
         std = _expand_back(k, out, shape, dims, keepdim)
         scale = k.where(k.eq(std, 0), 0.0, k.div(g, k.mul(std, float(ctx.divisor))))
         return k.mul(scale, k.sub(x, _mean(k, x, dims)))
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, *params):
+        """var's tangent / (2 y); 0 where y = 0, as the gradient."""
+        return k.where(k.eq(out, 0), 0.0,
+                       k.div(_var_jvp(ctx, k, primals[0], tangents[0]), k.mul(out, 2)))
 
 
 def _var(k, x, dims, keepdim, n, divisor):
@@ -444,14 +492,26 @@ class ProdBackward0(Primitive):
     @staticmethod
     def vjp(ctx, k, saved, g):
         x, = saved
-        dims, shape = ctx.dims, tuple(x.shape)
-        zero = k.eq(x, 0)
-        safe = k.where(zero, 1, x)
-        nz_prod = k.expand(call(k, ProdBackward1, (safe,), dims, True), shape)
-        n_zero = k.expand(k.sum(k.astype(zero, dtypes.int64), dims, True), shape)
-        others = k.where(k.eq(n_zero, 0), k.div(nz_prod, safe),
-                         k.where(zero, k.where(k.eq(n_zero, 1), nz_prod, 0), 0))
-        return k.mul(_expand_back(k, g, shape, dims, ctx.keepdim), others)
+        return k.mul(_expand_back(k, g, tuple(x.shape), ctx.dims, ctx.keepdim),
+                     _prod_partials(k, x, ctx.dims))
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, *params):
+        """sum(t * d prod / d x)."""
+        return k.sum(k.mul(tangents[0], _prod_partials(k, primals[0], ctx.dims)), ctx.dims,
+                     ctx.keepdim)
+
+
+def _prod_partials(k, x, dims):
+    """d prod / d x: the product of the other elements of each slice, computed without
+    dividing by zero."""
+    shape = tuple(x.shape)
+    zero = k.eq(x, 0)
+    safe = k.where(zero, 1, x)
+    nz_prod = k.expand(call(k, ProdBackward1, (safe,), dims, True), shape)
+    n_zero = k.expand(k.sum(k.astype(zero, dtypes.int64), dims, True), shape)
+    return k.where(k.eq(n_zero, 0), k.div(nz_prod, safe),
+                   k.where(zero, k.where(k.eq(n_zero, 1), nz_prod, 0), 0))
 
 
 class ProdBackward1(ProdBackward0):
@@ -503,6 +563,13 @@ class LogsumexpBackward0(Primitive):
         return k.mul(_expand_back(k, g, shape, dims, keepdim),
                      k.exp(k.sub(x, _expand_back(k, out, shape, dims, keepdim))))
 
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, *params):
+        """sum(t softmax(x))."""
+        x, dims = primals[0], ctx.dims
+        p = k.exp(k.sub(x, _expand_back(k, out, tuple(x.shape), dims, ctx.keepdim)))
+        return k.sum(k.mul(tangents[0], p), dims, ctx.keepdim)
+
 
 def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
     """``log(sum(exp(input), dim))``, computed stably (the maximum is subtracted first).
@@ -527,6 +594,7 @@ class CumsumBackward0(Primitive):
 
     __slots__ = ()
     op_name = "cumsum"
+    jvp = linear_jvp()
 
     @staticmethod
     def forward(ctx, k, x, dim, reverse):
@@ -574,3 +642,4 @@ OPS = (
     OpInfo("cumsum", cumsum, dtypes="all; integers and bool give int64",
            grad="reversed cumsum of g"),
 )
+OPS = with_jvp(OPS)  # every primitive here has a jvp rule

@@ -10,12 +10,12 @@ backend's ``copy_`` (no dedicated kernel); their rule slices the gradient back. 
 
 from __future__ import annotations
 
-from ..registry import OpInfo
+from ..registry import OpInfo, with_jvp
 from ...runtime.dtype import result_type
 from ..checks import check_devices_match
-from ..dispatch import Primitive, apply, as_shape, call, zeros
+from ..dispatch import Primitive, apply, as_shape, call, linear_jvp, zeros
 from ..tensor import Tensor, array_meta, int_arg, wrap_dim
-from .views import _as_view, getitem, int_tuple, is_size, permute
+from .views import _as_view, getitem, int_tuple, is_size, permute, view_jvp
 
 
 
@@ -43,6 +43,7 @@ class CatBackward0(Primitive):
 
     __slots__ = ()
     op_name = "cat"
+    jvp = linear_jvp()
 
     @staticmethod
     def forward(ctx, k, *args):
@@ -76,6 +77,7 @@ class StackBackward0(Primitive):
 
     __slots__ = ()
     op_name = "stack"
+    jvp = linear_jvp()
 
     @staticmethod
     def forward(ctx, k, *args):
@@ -156,6 +158,7 @@ class SplitBackward0(Primitive):
 
     __slots__ = ()
     op_name = "split"
+    jvp = staticmethod(view_jvp)  # its outputs are views
 
     @staticmethod
     def forward(ctx, k, x, dim, sizes):
@@ -189,6 +192,7 @@ class UnbindBackward0(Primitive):
 
     __slots__ = ()
     op_name = "unbind"
+    jvp = staticmethod(view_jvp)  # its outputs are views
 
     @staticmethod
     def forward(ctx, k, x, dim):
@@ -333,6 +337,7 @@ class RepeatBackward0(Primitive):
 
     __slots__ = ()
     op_name = "repeat"
+    jvp = linear_jvp()
 
     @staticmethod
     def forward(ctx, k, x, reps):
@@ -384,6 +389,7 @@ class TrilBackward0(Primitive):
 
     __slots__ = ()
     op_name = "tril"
+    jvp = linear_jvp()
     _upper = False
 
     @classmethod
@@ -443,3 +449,4 @@ OPS = (
     OpInfo("tril", tril, grad="tril(g)"),
     OpInfo("triu", triu, grad="triu(g)"),
 )
+OPS = with_jvp(OPS)  # every primitive here has a jvp rule

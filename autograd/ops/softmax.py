@@ -3,6 +3,9 @@ stable), the derivative rules as ``vjp``s over the kernel contract.
 
     y = softmax(x):      dx = y * (g - sum(g * y, dim))
     y = log_softmax(x):  dx = g - exp(y) * sum(g, dim)
+and their forward-mode ``jvp``s (tangent t of x):
+    softmax:      dy = y * (t - sum(t * y, dim))   (the Jacobian is symmetric: the vjp's form)
+    log_softmax:  dy = t - sum(t * exp(y), dim)
 
 ``logsumexp`` lives with the reductions (reduction.py).
 """
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 import warnings
 
-from ..registry import OpInfo
+from ..registry import OpInfo, with_jvp
 from ..dispatch import Primitive, apply
 from ..tensor import Tensor, wrap_dim
 from .creation import as_dtype
@@ -33,6 +36,10 @@ class SoftmaxBackward0(Primitive):
         y, = saved
         return k.mul(y, k.sub(g, k.sum(k.mul(g, y), (ctx.dim,), True)))
 
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, *params):
+        return SoftmaxBackward0.vjp(ctx, k, (out,), tangents[0])
+
 
 class LogSoftmaxBackward0(Primitive):
     __slots__ = ()
@@ -48,6 +55,11 @@ class LogSoftmaxBackward0(Primitive):
     def vjp(ctx, k, saved, g):
         y, = saved
         return k.sub(g, k.mul(k.exp(y), k.sum(g, (ctx.dim,), True)))
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, *params):
+        t = tangents[0]
+        return k.sub(t, k.sum(k.mul(t, k.exp(out)), (ctx.dim,), True))
 
 
 def _legacy_dim(ndim: int, name: str) -> int:
@@ -97,3 +109,4 @@ OPS = (
     OpInfo("softmax", softmax, grad="y (g - sum(g y))"),
     OpInfo("log_softmax", log_softmax, grad="g - exp(y) sum(g)"),
 )
+OPS = with_jvp(OPS)  # every primitive here has a jvp rule

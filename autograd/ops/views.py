@@ -18,11 +18,11 @@ from __future__ import annotations
 import math
 import operator
 
-from ..registry import OpInfo
+from ..registry import OpInfo, with_jvp
 from ...runtime import dtype as D
 from ...runtime.array import check_sizes
 from ..checks import out_of_bounds
-from ..dispatch import Primitive, apply, as_shape, call, meta, sum_to, zeros
+from ..dispatch import Primitive, apply, as_shape, call, linear_jvp, meta, sum_to, zeros
 from ..node import Node
 from ..state import state
 from ..tensor import Tensor, int_arg, wrap_dim
@@ -58,8 +58,19 @@ def _as_view(out: Tensor, src: Tensor) -> Tensor:
     return out
 
 
+def view_jvp(ctx, k, primals, tangents, out, *params):
+    """The jvp of a view op (one output or several, as split's): the same view of the input's
+    tangent, so that an in-place change of either reaches the other."""
+    t = tangents[0]
+    res = apply(type(ctx), (t,), *params)
+    if type(res) is tuple:
+        return tuple(_as_view(r, t) for r in res)
+    return _as_view(res, t)
+
+
 class _ViewPrimitive(Primitive):
     __slots__ = ()
+    jvp = staticmethod(view_jvp)
 
 
 def _view_apply(op, x: Tensor, *params) -> Tensor:
@@ -432,6 +443,7 @@ class SliceScatterBackward0(Primitive):
 
     __slots__ = ()
     op_name = "slice_scatter"
+    jvp = linear_jvp()
 
     @staticmethod
     def forward(ctx, k, src, shape, index, dtype, device):
@@ -495,6 +507,7 @@ class AsStridedScatterBackward0(Primitive):
 
     __slots__ = ()
     op_name = "as_strided_scatter"
+    jvp = linear_jvp()
 
     @staticmethod
     def forward(ctx, k, base, src, shape, strides, rel_offset, dtype, device):
@@ -646,3 +659,4 @@ OPS = tuple(OpInfo(n, globals()[n], grad="g viewed back") for n in (
     OpInfo("getitem", getitem, function=False, method=False, operators=("__getitem__",),
            grad="g in a zero tensor"),
 )
+OPS = with_jvp(OPS)  # every primitive here has a jvp rule

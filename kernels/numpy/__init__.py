@@ -6,7 +6,7 @@ arrays are ``bf16.BF16Array`` (float32 storage on the bfloat16 grid).
 
 from .elementwise import (add, binary, div, eq, exp, ge, gt, le, log, lt, maximum, minimum, mul,
                           ne, neg, pow, relu, sqrt, sub, unary, where)
-from .indexing import gather, index, index_put_, nonzero, scatter_
+from .indexing import gather, index, index_put_, nonzero, scatter_, scatter_reduce_
 from .linalg import bmm, matmul
 from .memory import (arange, as_strided, astype, contiguous, copy_, empty, expand, full, getitem,
                      permute, storage_offset, strides, view)
@@ -14,6 +14,7 @@ from .nn import (cross_entropy, cross_entropy_backward, embedding, embedding_bac
                  gelu_backward, layer_norm, layer_norm_backward)
 from .optim import adam_step, sgd_step
 from .reduction import argreduce, cumsum, reduce, softmax, sum
+from .sorting import sort
 
 __all__ = [
     "empty", "full", "arange", "astype", "contiguous", "copy_",
@@ -23,7 +24,7 @@ __all__ = [
     "neg", "exp", "log", "relu", "sqrt", "where", "unary", "binary",
     "sum", "reduce", "argreduce", "cumsum", "softmax",
     "matmul", "bmm",
-    "nonzero", "index", "index_put_", "gather", "scatter_",
+    "nonzero", "index", "index_put_", "gather", "scatter_", "scatter_reduce_", "sort",
     "gelu", "gelu_backward", "layer_norm", "layer_norm_backward", "cross_entropy",
     "cross_entropy_backward", "embedding", "embedding_backward", "sgd_step", "adam_step",
 ]

@@ -79,3 +79,57 @@ def scatter_(a: np.ndarray, dim: int, index: np.ndarray, src, accumulate: bool) 
         np.add.at(a, key, src)
     else:
         _plain(a)[key] = _plain(src)
+
+
+# -- scatter_reduce_ ---------------------------------------------------------------------------
+
+# The ufunc that folds a value into a place, and the value a place starts from when its own
+# value is left out (include_self=False).
+_FOLD = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum,
+         "amin": np.minimum}
+
+
+def _identity(reduce: str, dtype: np.dtype):
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dtype.kind == "f":
+        return -np.inf if reduce == "amax" else np.inf
+    info = np.iinfo(dtype)
+    return info.min if reduce == "amax" else info.max
+
+
+def scatter_reduce_(a: np.ndarray, dim: int, index: np.ndarray, src: np.ndarray, reduce: str,
+                    include_self: bool) -> None:
+    if a.ndim == 0:
+        a, index, src = a.reshape(1), index.reshape(1), src.reshape(1)
+        dim = 0
+    if index.size == 0:
+        return
+    key = _scatter_key(dim, index)
+    vals = _plain(src)[tuple(slice(0, n) for n in index.shape)]
+    out = _plain(a)
+    # half and bfloat16 fold in float32 and round once at the end, as the contract says;
+    # integers and bool in int64 (the Triton kernel's accumulator), cast back once
+    if out.dtype.kind == "f":
+        wide = np.float32 if out.dtype.itemsize < 4 else out.dtype
+    else:
+        wide = np.int64
+    work = out.astype(wide)
+    if not include_self:
+        work[key] = _identity(reduce, work.dtype)
+    with np.errstate(invalid="ignore"):  # a NaN folded in propagates, as the contract says
+        _FOLD[reduce].at(work, key, vals)
+    if reduce == "mean":
+        count = np.full(work.shape, 1 if include_self else 0, np.int64)
+        np.add.at(count, key, 1)
+        hit = count > 0
+        if work.dtype.kind == "f":
+            work[hit] /= count[hit]
+        else:  # integers: floor division, as PyTorch
+            work[hit] //= count[hit]
+    if type(a) is BF16Array:
+        np.copyto(out, rounded(work.astype(np.float32)).view(_ndarray))
+    else:
+        np.copyto(out, work, casting="unsafe")

@@ -15,6 +15,8 @@ plans and launchers):
 - matmul.py: a tiled tl.dot kernel over arbitrary strides, batched (bmm); float32 in IEEE
   precision;
 - indexing.py: gather/scatter kernels under index, index_put_, gather, scatter_; nonzero;
+  scatter_reduce_ (a pull kernel: each place folds the values aimed at it);
+- sorting.py: sort along one dim (a stable rank sort);
 - nn.py: fused GELU, layer norm, cross-entropy (forward and backward), embedding;
 - optim.py: fused SGD and Adam/AdamW updates, one launch per parameter;
 - _launch.py: shape collapsing, the shared block sizes and num_warps rule, plan caches, dtype
@@ -52,7 +54,7 @@ from .elementwise_ops import (
     unary,
     where,
 )
-from .indexing import gather, index, index_put_, nonzero, scatter_
+from .indexing import gather, index, index_put_, nonzero, scatter_, scatter_reduce_
 from .matmul import bmm, matmul
 from .memory import (
     arange,
@@ -82,6 +84,7 @@ from .nn import (
 from .optim import adam_step, sgd_step
 from .reduction import argreduce, reduce, sum
 from .rowwise import cumsum, softmax
+from .sorting import sort
 
 __all__ = [
     "adam_step",
@@ -130,8 +133,10 @@ __all__ = [
     "reduce",
     "relu",
     "scatter_",
+    "scatter_reduce_",
     "sgd_step",
     "softmax",
+    "sort",
     "sqrt",
     "storage_offset",
     "strides",

@@ -40,7 +40,7 @@ from .elementwise_ops import add, mul, ne
 from .memory import astype, copy_, full
 from .rowwise import cumsum
 
-__all__ = ["gather", "index", "index_put_", "nonzero", "scatter_"]
+__all__ = ["gather", "index", "index_put_", "nonzero", "scatter_", "scatter_reduce_"]
 
 BLOCK = 1024
 _ATOMIC = (D.float32, D.float64, D.int32, D.int64)
@@ -318,3 +318,110 @@ def nonzero(a):
     if total:
         _nonzero_kernel[grid](out, a, incl, shape, st, n, a.ndim, BLOCK, int64)
     return out
+
+
+# ------------------------------------------------------------------------------------------
+# scatter_reduce_
+# ------------------------------------------------------------------------------------------
+# A pull kernel: each place q of ``a`` (its coordinate t along dim, o elsewhere) walks the L
+# entries index[o, 0..L) along dim and folds src[o, j] wherever index[o, j] == t:
+#
+#     a[q] = fold(a[q] if include_self, src[o, j] for every j with index[o, j] == t)
+#
+# so every place is written once, by one lane: no atomics (prod and mean have none), the same
+# result on every run, and places no index aims at keep their value. The work is a.numel * L
+# index reads, so it suits the usual index along a short or moderate dim.
+
+_REDUCE = {"sum": 0, "prod": 1, "mean": 2, "amax": 3, "amin": 4}
+
+
+@triton.jit
+def _scatter_reduce_kernel(
+    a_ptr,    # *T: the destination, read and written at a_off(q)
+    idx_ptr,  # *int64: the index, entry (o, j) at i_off(o) + j * i_dim
+    src_ptr,  # *T: the values, entry (o, j) at s_off(o) + j * s_dim
+    shape,    # a's shape (NDIM dims)
+    a_st, i_st, s_st,  # strides over a's dims; i_st and s_st are 0 along dim
+    lim,      # index's extent in each dim (a's at dim): places beyond it get nothing
+    sel,      # 1 at dim, else 0: picks q's coordinate t along dim
+    n, L, i_dim, s_dim,
+    REDUCE: tl.constexpr, INCLUDE_SELF: tl.constexpr, CT: tl.constexpr,
+    NDIM: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr,
+):
+    p, mask = block_range(n, BLOCK, INT64)
+    a_off = tl.zeros_like(p)
+    i_off = tl.zeros_like(p)
+    s_off = tl.zeros_like(p)
+    t = tl.zeros_like(p)
+    valid = mask
+    rem = p
+    for d in tl.static_range(NDIM - 1, -1, -1):
+        if d == 0:
+            c = rem
+        else:
+            c = rem % shape[d]
+            rem = rem // shape[d]
+        a_off += c * a_st[d]
+        i_off += c * i_st[d]
+        s_off += c * s_st[d]
+        t += c * sel[d]
+        valid = valid & (c < lim[d])
+    acc = tl.load(a_ptr + a_off, mask=mask, other=0).to(CT)
+    count = tl.zeros_like(p) + INCLUDE_SELF  # the values folded so far
+    for j in range(L):
+        ix = tl.load(idx_ptr + (i_off + j * i_dim), mask=valid, other=-1)
+        hit = valid & (ix == t)
+        v = tl.load(src_ptr + (s_off + j * s_dim), mask=hit, other=0).to(CT)
+        if REDUCE == 0 or REDUCE == 2:
+            f = acc + v
+        elif REDUCE == 1:
+            f = acc * v
+        elif REDUCE == 3:  # NaN propagates: a NaN acc stays, a NaN v wins the comparison
+            f = tl.where((acc >= v) | (acc != acc), acc, v)  # noqa: PLR0124 - NaN test
+        else:
+            f = tl.where((acc <= v) | (acc != acc), acc, v)  # noqa: PLR0124 - NaN test
+        acc = tl.where(hit, tl.where(count > 0, f, v), acc)
+        count += hit.to(count.dtype)
+    if REDUCE == 2:
+        c = tl.maximum(count, 1).to(CT)
+        if CT.is_floating():
+            q = acc / c
+        else:
+            q = acc // c
+            q = q - ((q * c) > acc).to(CT)  # toward -inf, whichever way // rounded
+        acc = tl.where(count > 0, q, acc)
+    tl.store(a_ptr + a_off, acc.to(a_ptr.dtype.element_ty), mask=mask)
+
+
+_FOLD_TYPE = {D.float16: tl.float32, D.bfloat16: tl.float32, D.float32: tl.float32,
+              D.float64: tl.float64}
+
+
+def scatter_reduce_(a, dim, index, src, reduce, include_self):
+    """a[..index[..i..]..] folded with src[..i..] along ``dim`` by ``reduce`` (sum prod mean
+    amax amin), a's own values included when ``include_self``; in place."""
+    L.check_supported("scatter_reduce_", a.dtype)
+    if reduce not in _REDUCE:
+        raise ValueError(f"scatter_reduce_: reduce must be one of {', '.join(_REDUCE)}, got "
+                         f"{reduce!r}")
+    if a.ndim == 0:
+        a = a.as_strided((1,), (1,), a.offset)
+        index = index.as_strided((1,), (1,), index.offset)
+        src = src.as_strided((1,), (1,), src.offset)
+        dim = 0
+    dim %= a.ndim
+    n, length = a.numel, index.shape[dim]
+    if n == 0 or index.numel == 0:
+        return
+    shape = tuple(a.shape)
+    i_st = tuple(0 if d == dim else s for d, s in enumerate(index.strides))
+    s_st = tuple(0 if d == dim else s for d, s in enumerate(src.strides))
+    lim = tuple(shape[d] if d == dim else index.shape[d] for d in range(a.ndim))
+    sel = tuple(int(d == dim) for d in range(a.ndim))
+    int64 = (L.needs_int64(shape, a.strides, index.strides, src.strides)
+             or n >= L._INT32_SAFE or index.numel >= L._INT32_SAFE)
+    L.ensure_driver()
+    _scatter_reduce_kernel[_grid(n)](
+        a, index, src, shape, tuple(a.strides), i_st, s_st, lim, sel, n, length,
+        index.strides[dim], src.strides[dim], _REDUCE[reduce], int(bool(include_self)),
+        _FOLD_TYPE.get(a.dtype, tl.int64), a.ndim, BLOCK, int64)

@@ -28,10 +28,15 @@ def refused(op, arg, value):
 # -- generator= --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("fn", [tg.rand, tg.randn])
-def test_generator_is_refused(fn):
-    with refused(fn.__name__, "generator", "gen"):
+def test_generator_is_honoured_and_checked(fn):
+    # generator= is honoured (tests/autograd/test_ops_random.py); anything but a Generator is
+    # PyTorch's TypeError, never silently ignored
+    with pytest.raises(TypeError, match=f"{fn.__name__}\\(\\): argument 'generator' must be "
+                                        f"Generator, not str"):
         fn(2, generator="gen")
-    assert tuple(fn(2, generator=None).shape) == (2,)
+    a = fn(3, generator=tg.Generator().manual_seed(7))
+    b = fn(3, generator=tg.Generator().manual_seed(7))
+    assert a.tolist() == b.tolist() and tuple(fn(2, generator=None).shape) == (2,)
 
 
 @pytest.mark.parametrize("init", ["uniform_", "normal_", "trunc_normal_", "xavier_uniform_",

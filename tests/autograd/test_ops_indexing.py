@@ -610,3 +610,153 @@ def test_index_select_of_a_scalar(device):
     assert s.index_select(0, idx(0, device)).item() == 3.0
     with pytest.raises(IndexError, match="Index to scalar can have only 1 value, got 2"):
         s.index_select(0, idx([0, 0], device))
+
+
+# -- index_add / scatter_reduce ----------------------------------------------------------------
+
+from tests.helpers import second_order  # (this section appended to the file)
+
+def ref_index_add(x, dim, index, source, alpha):
+    out = np.array(x, dtype=np.float64)
+    moved = np.moveaxis(out, dim, 0)  # a view: writes land in out
+    np.add.at(moved, index, alpha * np.moveaxis(source, dim, 0))
+    return out
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_index_add(device, dim):
+    x = t64((4, 3), device)
+    index = [3, 0, 3] if dim == 0 else [2, 2]
+    src = t64((3, 3) if dim == 0 else (4, 2), device)
+    ix = idx(index, device)
+    out = x.index_add(dim, ix, src, alpha=2.5)
+    np.testing.assert_allclose(host(out), ref_index_add(host(x), dim, np.array(index),
+                                                        host(src), 2.5), rtol=1e-12)
+    y = x.clone()
+    assert y.index_add_(dim, ix, src) is y
+    np.testing.assert_allclose(host(y), ref_index_add(host(x), dim, np.array(index), host(src),
+                                                      1), rtol=1e-12)
+    assert_grads_match(lambda a, b: tg.index_add(a, dim, on(ix, a), b, alpha=-1.5),
+                       [x.requires_grad_(True), src.requires_grad_(True)])
+    assert tg.index_add(x, dim, ix, src).grad_fn.name() == "IndexAddBackward0"
+
+
+def test_index_add_int_and_errors(device):
+    a = tg.zeros(3, dtype=tg.int64, device=device)
+    out = a.index_add(0, idx([0, 0, 1], device), tg.tensor([3, 4, 4], device=device), alpha=2)
+    assert host(out).tolist() == [14, 8, 0]
+    with pytest.raises(RuntimeError, match=r"^index_add_\(\): self \(Long\) and source "
+                                           r"\(Float\) must have the same scalar type$"):
+        a.index_add(0, idx([0], device), tg.ones(1, device=device))
+    with pytest.raises(RuntimeError, match=r"^index_add_\(\): Number of indices \(3\) should be "
+                                           r"equal to source.size\(dim\): \(2\), for dim: 0$"):
+        a.index_add_(0, idx([0, 0, 1], device), tg.tensor([3, 4], device=device))
+    with pytest.raises(IndexError, match="^index out of range in self$"):
+        a.index_add(0, idx([0, 5], device), tg.tensor([3, 4], device=device))
+    with pytest.raises(IndexError, match=r"Index is supposed to be a vector, but got dim: 2"):
+        a.index_add(0, idx([[0, 1]], device), tg.tensor([3, 4], device=device))
+    with pytest.raises(RuntimeError, match=r"Expected dtype int32/int64 for index but got: "
+                                           r"Float"):
+        a.index_add(0, tg.tensor([0.0], device=device), tg.tensor([3], device=device))
+
+
+def ref_scatter_reduce(x, dim, index, src, reduce, include_self):
+    """PyTorch's scatter_reduce on float64/int64 NumPy arrays, one place at a time."""
+    out = np.array(x)
+    groups = {}
+    for pos in np.ndindex(*index.shape):
+        place = list(pos)
+        place[dim] = index[pos]
+        groups.setdefault(tuple(place), []).append(src[pos])
+    for place, vals in groups.items():
+        vals = ([x[place]] if include_self else []) + vals
+        if reduce == "sum":
+            out[place] = np.sum(vals)
+        elif reduce == "prod":
+            out[place] = np.prod(vals)
+        elif reduce == "mean":
+            out[place] = (np.sum(vals) / len(vals) if out.dtype.kind == "f"
+                          else np.floor_divide(np.sum(vals), len(vals)))
+        elif reduce == "amax":
+            out[place] = np.max(vals)
+        else:
+            out[place] = np.min(vals)
+    return out
+
+
+REDUCES = ["sum", "prod", "mean", "amax", "amin"]
+
+
+@pytest.mark.parametrize("reduce", REDUCES)
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_values(device, reduce, include_self):
+    x = t64((3, 4), device)
+    src = t64((4, 5), device)  # larger than the index: only its leading window is read
+    index = rng.integers(0, 3, (2, 4))
+    ix = idx(index, device)
+    out = x.scatter_reduce(0, ix, src, reduce, include_self=include_self)
+    ref = ref_scatter_reduce(host(x), 0, index, host(src), reduce, include_self)
+    np.testing.assert_allclose(host(out), ref, rtol=1e-12)
+    y = x.clone()
+    assert y.scatter_reduce_(0, ix, src, reduce, include_self=include_self) is y
+    np.testing.assert_allclose(host(y), ref, rtol=1e-12)
+    iv = rng.integers(-9, 9, (3, 4))
+    sv = rng.integers(-9, 9, (2, 4))
+    got = tg.tensor(iv, device=device).scatter_reduce(
+        1, ix, tg.tensor(sv, device=device), reduce, include_self=include_self)
+    np.testing.assert_array_equal(host(got), ref_scatter_reduce(iv, 1, index, sv, reduce,
+                                                                include_self))
+
+
+def test_scatter_reduce_nan_propagates(device):
+    x = tg.zeros(2, device=device)
+    src = tg.tensor([float("nan"), 4.0, 5.0], device=device)
+    out = x.scatter_reduce(0, idx([0, 0, 1], device), src, "amax")
+    assert np.isnan(host(out)[0]) and host(out)[1] == 5.0
+
+
+@pytest.mark.parametrize("reduce", REDUCES)
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_gradients(device, reduce, include_self):
+    x = t64((3, 4), device, 0.5, 2.0).requires_grad_(True)
+    src = t64((2, 4), device, 0.5, 2.0).requires_grad_(True)
+    ix = idx([[0, 1, 2, 0], [0, 2, 2, 1]], device)
+    assert_grads_match(lambda a, b: a.scatter_reduce(0, on(ix, a), b, reduce,
+                                                     include_self=include_self), [x, src])
+    assert x.scatter_reduce(0, ix, src, reduce).grad_fn.name() == "ScatterReduceBackward0"
+
+
+def test_scatter_reduce_prod_gradient_with_zeros(device):
+    x = tg.tensor([[0.0, 2.0, 3.0], [1.5, 0.0, 1.0]], dtype=tg.float64, device=device)
+    src = tg.tensor([[2.0, 0.0, 0.5]], dtype=tg.float64, device=device)
+    ix = idx([[0, 1, 0]], device)
+    assert_grads_match(lambda a, b: a.scatter_reduce(0, on(ix, a), b, "prod"),
+                       [x.requires_grad_(True), src.requires_grad_(True)])
+
+
+def test_scatter_reduce_ties_share_the_gradient():
+    x = tg.tensor([1.0, 0.0], dtype=tg.float64, requires_grad=True)
+    src = tg.tensor([1.0, 1.0, 0.5], dtype=tg.float64, requires_grad=True)
+    x.scatter_reduce(0, idx([0, 0, 1], "cpu"), src, "amax").sum().backward()
+    np.testing.assert_allclose(host(x.grad), [1 / 3, 0.0])
+    np.testing.assert_allclose(host(src.grad), [1 / 3, 1 / 3, 1.0])
+
+
+@pytest.mark.parametrize("reduce", ["mean", "amax", "prod"])
+def test_scatter_reduce_second_order(reduce):
+    x = t64((3, 2), "cpu", 0.5, 2.0).requires_grad_(True)
+    src = t64((3, 2), "cpu", 0.5, 2.0).requires_grad_(True)
+    ix = idx([[0, 1], [0, 0], [2, 1]], "cpu")
+    second_order(lambda a, b: a.scatter_reduce(0, ix, b, reduce), [x, src])
+
+
+def test_scatter_reduce_errors():
+    x = tg.ones(3)
+    with pytest.raises(RuntimeError, match="^reduce argument must be either sum, prod, mean, "
+                                           "amax or amin, got foo$"):
+        x.scatter_reduce(0, idx([0], "cpu"), tg.ones(1), "foo")
+    with pytest.raises(RuntimeError, match=r"^scatter\(\): Expected self.dtype to be equal to "
+                                           r"src.dtype$"):
+        x.scatter_reduce(0, idx([0], "cpu"), tg.ones(1, dtype=tg.float64), "sum")
+    with pytest.raises(RuntimeError, match="index 7 is out of bounds"):
+        x.scatter_reduce(0, idx([7], "cpu"), tg.ones(1), "sum")

@@ -189,6 +189,15 @@ def main(full: bool) -> int:
         ("embedding", lambda: tk.embedding(w, idx)),
         ("matmul float64 fallback", lambda: _f64_fallback(tk, arr)),
     ]
+    for dt in (floats + ints if full else [D.float32, D.int64]):  # sorting, scatter_reduce_
+        cases += [(f"sort {dt}", lambda dt=dt: tk.sort(arr((4, 100), dt), 1, False)),
+                  (f"sort descending strided {dt}",
+                   lambda dt=dt: tk.sort(tk.permute(arr((100, 4), dt), (1, 0)), 1, True))]
+        reduces = ["sum", "prod", "mean", "amax", "amin"] if full else ["mean", "amax"]
+        if dt is not D.bool:
+            cases += [(f"scatter_reduce_ {r} {dt}", lambda r=r, dt=dt: tk.scatter_reduce_(
+                arr((10, 8), dt), 0, tk.full((3, 8), 2, D.int64), arr((3, 8), dt), r,
+                r != "sum")) for r in reduces]
     failures = 0
     for name, fn in cases:
         n0 = len(COMPILED)

@@ -87,3 +87,19 @@ def test_transformer_loss_decreases():
     assert np.mean(losses[-5:]) < np.mean(losses[:5]) - 0.5
     assert r["final_loss"] < r["baseline"]  # already below the unigram entropy
     assert 2.5 < r["baseline"] < 4.0
+
+
+def test_transformer_top_k_sampling():
+    tt = _example("train_transformer")
+    tg = tt.tg
+    tg.manual_seed(0)
+    model = tt.CharTransformer(vocab=12, context=8, dim=16, heads=2, layers=1)
+    prompt = np.array([1, 2, 3])
+    a = tt.sample(model, prompt, 20, "cpu", top_k=3, seed=5)
+    assert a == tt.sample(model, prompt, 20, "cpu", top_k=3, seed=5)  # the generator's seed
+    assert len(a) == 20 and all(0 <= i < 12 for i in a)
+    # with top_k=1 sampling is greedy: always the most likely next token
+    greedy = tt.sample(model, prompt, 5, "cpu", top_k=1, seed=1)
+    with tg.no_grad():
+        first = model(tg.tensor(prompt[None, :]))[0, -1].argmax().item()
+    assert greedy[0] == first

@@ -1,0 +1,372 @@
+"""Rearranging composites: ``swapaxes swapdims unflatten tensor_split repeat_interleave flip
+fliplr flipud roll diagonal diag diag_embed triu_indices tril_indices``.
+
+Each op is written over views (``as_strided``, ``reshape``, basic indexing), ``cat`` and
+``index_select``, so it runs on both backends with no kernel of its own and is differentiable
+through its parts. ``diagonal``, ``swapaxes``, ``unflatten`` (where ``view`` can) and
+``tensor_split``'s pieces are views, as in PyTorch; the others copy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...runtime import dtype as dtypes
+from ..registry import OpInfo
+from ..tensor import Tensor, int_arg, wrap_dim
+from .creation import arange, as_dtype, resolve_device, tensor, zeros
+from .indexing import index_select
+from .shape import cat, movedim, narrow
+from .views import as_strided, getitem, int_tuple, is_size, transpose
+
+
+def _dims_arg(dims, op: str, name: str = "dims") -> tuple:
+    """``dims`` given as one int or a sequence, as a tuple of ints."""
+    return (int_arg(dims, op, name),) if is_size(dims) else int_tuple(dims, op, name)
+
+
+def _unique_dims(dims: tuple, ndim: int, op: str) -> tuple:
+    out = tuple(wrap_dim(d, ndim, op) for d in dims)
+    for i, d in enumerate(out):
+        if d in out[:i]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return out
+
+
+# -- renamed and reshaped views -------------------------------------------------------------------
+
+def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
+    """NumPy's name for :func:`transpose`: a view with ``axis0`` and ``axis1`` swapped."""
+    return transpose(input, axis0, axis1)
+
+
+def swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Another name for :func:`transpose`: a view with ``dim0`` and ``dim1`` swapped."""
+    return transpose(input, dim0, dim1)
+
+
+def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
+    """Expands dimension ``dim`` into the dims ``sizes`` (one of which may be -1); a view
+    where :func:`view` can make one.
+
+    Example:
+        >>> tg.zeros(2, 6).unflatten(1, (3, -1)).shape
+        tritongrad.Size([2, 3, 2])
+    """
+    sizes = _dims_arg(sizes, "unflatten", "sizes")
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    d = wrap_dim(dim, input.ndim, "unflatten")
+    n = input.shape[d] if input.ndim else 1
+    known = 1
+    for s in sizes:
+        known *= s if s != -1 else 1
+    inferred = sizes.count(-1) == 1 and known and n % known == 0
+    if not (inferred or (-1 not in sizes and known == n)):
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the "
+                           f"size of dim {dim} ({n}) in the input tensor")
+    sizes = tuple(n // known if s == -1 else s for s in sizes)
+    shape = tuple(input.shape)
+    return input.reshape(shape[:d] + sizes + shape[d + 1:])
+
+
+def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
+    """Splits into views along ``dim``: into ``sections`` pieces (an int; the first
+    ``size % sections`` are one longer) or at the listed ``indices`` (a sequence, or a 1-D
+    int64 tensor; a 0-d one is a number of sections).
+
+    Example:
+        >>> [p.tolist() for p in tg.tensor_split(tg.arange(7), 3)]
+        [[0, 1, 2], [3, 4], [5, 6]]
+    """
+    if input.ndim == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
+                           "tensor with 0 dims")
+    d = wrap_dim(dim, input.ndim, "tensor_split")
+    arg = indices_or_sections
+    if isinstance(arg, Tensor):
+        if arg.device.type != "cpu" or arg.dtype is not dtypes.int64:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a tensor "
+                               f"of long dtype on the CPU, but got {arg.dtype} on {arg.device}")
+        if arg.ndim > 1:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a "
+                               f"zero-dimensional or one-dimensional tensor, but got a tensor "
+                               f"with {arg.ndim} dims")
+        arg = arg.item() if arg.ndim == 0 else arg.tolist()
+    n = input.shape[d]
+    if is_size(arg):
+        sections = int_arg(arg, "tensor_split", "sections", 1)
+        if sections <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+        base, extra = divmod(n, sections)
+        bounds, start = [], 0
+        for i in range(sections):
+            start += base + (i < extra)
+            bounds.append(start)
+        bounds = bounds[:-1]
+    else:
+        bounds = list(int_tuple(arg, "tensor_split", "indices", 1))
+    lead = (slice(None),) * d
+    starts = [0] + bounds
+    ends = bounds + [None]
+    # Python slices clip to the dim and give empty pieces for decreasing indices, which is
+    # what tensor_split specifies
+    return tuple(getitem(input, lead + (slice(a, b),)) for a, b in zip(starts, ends))
+
+
+# -- repeat_interleave --------------------------------------------------------------------------
+
+def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
+                      output_size: int | None = None) -> Tensor:
+    """Repeats each element ``repeats`` times along ``dim`` (the flattened input when ``dim``
+    is None). ``repeats`` is an int, or a 1-D tensor with one count per element along
+    ``dim``. ``repeat_interleave(counts)`` alone gives the indices ``0, 1, ...`` each repeated
+    its count (the index vector of the general form).
+
+    Example:
+        >>> tg.repeat_interleave(tg.tensor([[1, 2], [3, 4]]), 2, dim=0).tolist()
+        [[1, 2], [1, 2], [3, 4], [3, 4]]
+    """
+    if repeats is None:  # repeat_interleave(repeats): the indices themselves
+        counts = _counts(input, input.shape[0] if input.ndim else 1)
+        return tensor(np.repeat(np.arange(counts.size), counts), device=input.device)
+    x = input.reshape(-1) if dim is None else input
+    d = 0 if dim is None else wrap_dim(dim, x.ndim, "repeat_interleave")
+    if x.ndim == 0:
+        x = x.reshape(1)
+    n = x.shape[d]
+    if isinstance(repeats, Tensor) and repeats.numel() != 1:
+        counts = _counts(repeats, n)
+        total = int(counts.sum())
+        _check_output_size(output_size, total)
+        index = tensor(np.repeat(np.arange(n), counts), device=x.device)
+        return index_select(x, d, index)
+    r = int_arg(repeats.item() if isinstance(repeats, Tensor) else repeats,
+                "repeat_interleave", "repeats", 1)
+    if r < 0:
+        raise RuntimeError("Repeats must be non-negative")
+    _check_output_size(output_size, n * r)
+    shape = tuple(x.shape)
+    # a new axis of r broadcast copies right after dim, folded into it: each element then
+    # sits next to its repeats (the gradient sums them back through expand)
+    tiled = x.unsqueeze(d + 1).expand(shape[:d + 1] + (r,) + shape[d + 1:])
+    return tiled.reshape(shape[:d] + (n * r,) + shape[d + 1:])
+
+
+def _counts(repeats: Tensor, n: int) -> np.ndarray:
+    """The host copy of a 1-D tensor of repeat counts for a dim of size ``n``, checked."""
+    if repeats.dtype.is_floating_point or repeats.dtype is dtypes.bool:
+        raise RuntimeError(f"repeat_interleave: repeats has to be Long or Int tensor, got "
+                           f"{repeats.dtype}")
+    if repeats.ndim > 1:
+        raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+    counts = repeats.reshape(-1).cpu().numpy().astype(np.int64)
+    if counts.size != n:
+        raise RuntimeError(f"repeats must have the same size as input along dim, but got "
+                           f"repeats.size(0) = {counts.size} and input.size(0) = {n}")
+    if (counts < 0).any():
+        raise RuntimeError("repeats can not be negative")
+    return counts
+
+
+def _check_output_size(output_size, total: int) -> None:
+    if output_size is not None and output_size != total:
+        raise RuntimeError(f"repeat_interleave: allocated size does not match required size "
+                           f"(output_size={output_size}, required {total})")
+
+
+# -- flip / roll ----------------------------------------------------------------------------------
+
+def flip(input: Tensor, *dims) -> Tensor:
+    """Reverses the order of elements along ``dims`` (an int or a sequence); a copy.
+
+    Example:
+        >>> tg.tensor([[1, 2], [3, 4]]).flip(0, 1).tolist()
+        [[4, 3], [2, 1]]
+    """
+    dims = dims[0] if len(dims) == 1 else dims
+    dims = _unique_dims(_dims_arg(dims, "flip"), input.ndim, "flip")
+    out = input
+    for d in dims:
+        n = out.shape[d]
+        if n > 1:
+            out = index_select(out, d, arange(n - 1, -1, -1, device=out.device))
+    return out if out is not input else input.clone()
+
+
+def fliplr(input: Tensor) -> Tensor:
+    """Flips the columns (dim 1) of a tensor of at least 2 dims."""
+    if input.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, (1,))
+
+
+def flipud(input: Tensor) -> Tensor:
+    """Flips the rows (dim 0) of a tensor of at least 1 dim."""
+    if input.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, (0,))
+
+
+def roll(input: Tensor, shifts, dims=None) -> Tensor:
+    """Rolls the tensor by ``shifts`` along ``dims`` (ints or matching sequences): elements
+    pushed past the end come back at the start. With ``dims=None`` the flattened tensor is
+    rolled and the shape restored.
+
+    Example:
+        >>> tg.roll(tg.arange(5), 2).tolist()
+        [3, 4, 0, 1, 2]
+    """
+    shifts = _dims_arg(shifts, "roll", "shifts")
+    dims = () if dims is None else _dims_arg(dims, "roll")
+    if not shifts:
+        raise RuntimeError("`shifts` required")
+    if not dims and len(shifts) == 1:
+        return roll(input.reshape(-1), shifts, 0).view(input.shape)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims:{len(dims)}")
+    out = input
+    for s, d in zip(shifts, dims):
+        d = wrap_dim(d, input.ndim, "roll")
+        n = out.shape[d]
+        s = s % n if n else 0
+        if s:  # the last s elements, then the first n - s
+            out = cat([narrow(out, d, n - s, s), narrow(out, d, 0, n - s)], d)
+    return out if out is not input else input.clone()
+
+
+# -- diagonals ------------------------------------------------------------------------------------
+
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The view of the ``offset``-th diagonal of the planes spanned by ``dim1`` and ``dim2``
+    (above the main one for ``offset > 0``): those dims are removed and the diagonal becomes
+    the last dim.
+
+    Example:
+        >>> tg.arange(9.).reshape(3, 3).diagonal(1).tolist()
+        [1.0, 5.0]
+    """
+    nd = input.ndim
+    d1, d2 = wrap_dim(dim1, nd, "diagonal"), wrap_dim(dim2, nd, "diagonal")
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    offset = int_arg(offset, "diagonal", "offset", 1)
+    shape, strides = tuple(input.shape), input.stride()
+    if offset >= 0:
+        n = max(0, min(shape[d1], shape[d2] - offset))
+        start = offset * strides[d2]
+    else:
+        n = max(0, min(shape[d1] + offset, shape[d2]))
+        start = -offset * strides[d1]
+    keep = [i for i in range(nd) if i not in (d1, d2)]
+    # element i of the diagonal is (i, i + offset) in the plane: one step moves both dims
+    return as_strided(input, tuple(shape[i] for i in keep) + (n,),
+                      tuple(strides[i] for i in keep) + (strides[d1] + strides[d2],),
+                      input.storage_offset() + (start if n else 0))
+
+
+_diagonal = diagonal  # (diag's argument of that name hides the function)
+
+
+def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """A tensor whose planes (``dim1``, ``dim2``) hold the last dim of ``input`` on their
+    ``offset``-th diagonal, zeros elsewhere; the planes are of side ``n + |offset|``.
+
+    Example:
+        >>> tg.diag_embed(tg.tensor([1, 2])).tolist()
+        [[1, 0], [0, 2]]
+    """
+    nd = input.ndim + 1
+    d1, d2 = wrap_dim(dim1, nd, "diag_embed"), wrap_dim(dim2, nd, "diag_embed")
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    offset = int_arg(offset, "diag_embed", "offset", 1)
+    batch, n = tuple(input.shape[:-1]), (input.shape[-1] if input.ndim else 1)
+    v = input.reshape(batch + (n,))
+    m = n + abs(offset)
+
+    def pad(length):
+        return zeros(batch + (length,), dtype=input.dtype, device=input.device)
+
+    # Flattened, an m x m plane holds element i of its diagonal at i (m + 1) + first: so each
+    # element followed by m zeros, after `first` zeros, laid out and cut (or padded) to m * m.
+    first = offset if offset >= 0 else -offset * m
+    spaced = cat([v.unsqueeze(-1), pad(n * m).reshape(batch + (n, m))], -1)
+    flat = cat([pad(first), spaced.reshape(batch + (n * (m + 1),))], -1)
+    have = first + n * (m + 1)
+    flat = narrow(flat, -1, 0, m * m) if have >= m * m else cat([flat, pad(m * m - have)], -1)
+    planes = flat.reshape(batch + (m, m))
+    return movedim(planes, (-2, -1), (d1, d2))
+
+
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:
+    """For a 1-D input, the square matrix with it on its ``diagonal``-th diagonal; for a 2-D
+    input, a copy of that diagonal (1-D).
+
+    Example:
+        >>> tg.diag(tg.tensor([1., 2.]), 1).tolist()
+        [[0.0, 1.0, 0.0], [0.0, 0.0, 2.0], [0.0, 0.0, 0.0]]
+    """
+    if input.ndim == 1:
+        return diag_embed(input, diagonal)
+    if input.ndim == 2:
+        return _diagonal(input, diagonal).clone()
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
+
+
+def _triangle_indices(upper: bool, row: int, col: int, offset: int, dtype, device,
+                      layout) -> Tensor:
+    op = "triu_indices" if upper else "tril_indices"
+    row, col, offset = (int_arg(v, op, n, i) for i, (v, n) in
+                        enumerate(((row, "row"), (col, "col"), (offset, "offset"))))
+    if row < 0 or col < 0:
+        raise RuntimeError(f"{op}: row must be non-negative, got {row}" if row < 0 else
+                           f"{op}: col must be non-negative, got {col}")
+    if layout is not None and str(layout) != "torch.strided":
+        raise RuntimeError(f"{op}: only the strided layout is supported, got {layout}")
+    dt = as_dtype(dtype, dtypes.int64)
+    if dt.is_floating_point or dt is dtypes.bool:
+        raise RuntimeError(f'"{op}" not implemented for \'{dt}\'')
+    make = np.triu_indices if upper else np.tril_indices
+    r, c = make(row, offset, col) if row and col else (np.zeros(0, int), np.zeros(0, int))
+    return tensor(np.stack([r, c]), dtype=dt, device=resolve_device(device))
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None,
+                 layout=None) -> Tensor:
+    """The (2, N) row and column indices of the upper triangle (on and above the
+    ``offset``-th diagonal) of a ``row`` x ``col`` matrix, in row-major order.
+
+    Example:
+        >>> tg.triu_indices(2, 3, 1).tolist()
+        [[0, 0, 1], [1, 2, 2]]
+    """
+    return _triangle_indices(True, row, col, offset, dtype, device, layout)
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None,
+                 layout=None) -> Tensor:
+    """The (2, N) row and column indices of the lower triangle (on and below the
+    ``offset``-th diagonal) of a ``row`` x ``col`` matrix, in row-major order."""
+    return _triangle_indices(False, row, col, offset, dtype, device, layout)
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+OPS = (
+    OpInfo("swapaxes", swapaxes, grad="g, axes swapped back"),
+    OpInfo("swapdims", swapdims, grad="g, dims swapped back"),
+    OpInfo("unflatten", unflatten, grad="g reshaped back"),
+    OpInfo("tensor_split", tensor_split, grad="the gs in a zero tensor"),
+    OpInfo("repeat_interleave", repeat_interleave, grad="sum over the repeats"),
+    OpInfo("flip", flip, grad="flip(g)"),
+    OpInfo("fliplr", fliplr, grad="fliplr(g)"),
+    OpInfo("flipud", flipud, grad="flipud(g)"),
+    OpInfo("roll", roll, grad="roll(g, -shifts)"),
+    OpInfo("diagonal", diagonal, grad="g on the diagonal of a zero tensor"),
+    OpInfo("diag_embed", diag_embed, grad="diagonal(g)"),
+    OpInfo("diag", diag, grad="diag(g)"),
+    OpInfo("triu_indices", triu_indices, method=False, dtypes="integers (int64)", grad="none"),
+    OpInfo("tril_indices", tril_indices, method=False, dtypes="integers (int64)", grad="none"),
+)

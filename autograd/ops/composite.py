@@ -1,0 +1,334 @@
+"""Pointwise and statistical composites: ``std_mean var_mean isclose allclose nan_to_num lerp
+addcmul addcdiv xlogy logaddexp``.
+
+Every op here is written over other public ops (``where``, ``abs``, ``log1p``, ``add_``, ...),
+so it has no kernels and no derivative rule of its own: both backends run it, and its gradient
+(to any order) comes through its parts. Where the naive formula would give a NaN gradient at a
+point PyTorch differentiates (``xlogy`` at ``x = 0``), the operand is made safe with ``where``
+before the singular function is applied, not after.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import numbers
+
+from ...runtime import dtype as dtypes
+from ...runtime.dtype import get_default_dtype, result_type
+from ..checks import scalar_type_name
+from ..registry import OpInfo
+from ..tensor import Tensor
+from .creation import full
+from .elementwise import _result, add, div, eq, exp, isnan, le, log, maximum, mul, rsub, sub, where
+from .pointwise import abs, isfinite, isinf, log1p, logical_and
+from .reduction import mean, std, var
+
+# -- helpers shared by the family (and by linalg_ext's in-place products) ---------------------
+
+
+def tensor_arg(x, op: str, name: str = "input") -> Tensor:
+    """``x`` itself if it is a Tensor, else PyTorch's TypeError naming ``op`` and the
+    argument."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(x).__name__}")
+    return x
+
+
+def _is_float(dt) -> bool:
+    return dt.is_floating_point or dt.is_complex
+
+
+def write_result(self: Tensor, result: Tensor, op: str) -> Tensor:
+    """The in-place form of an out-of-place composite: ``result`` (computed from ``self``)
+    written into ``self``. As PyTorch's in-place ops, the result must have ``self``'s shape
+    (no broadcasting of ``self``) and a dtype category ``self`` can hold (no float into int)."""
+    if tuple(result.shape) != tuple(self.shape):
+        raise RuntimeError(f"{op}: output with shape {list(self.shape)} doesn't match the "
+                           f"broadcast shape {list(result.shape)}")
+    if _is_float(result.dtype) and not _is_float(self.dtype):
+        raise RuntimeError(f"{op}: result type {scalar_type_name(result.dtype)} can't be cast "
+                           f"to the desired output type {scalar_type_name(self.dtype)}")
+    return self.copy_(result)
+
+
+def _float_operands(input, other, op: str) -> tuple:
+    """(input, other) as tensors of one floating dtype (integers promote to the default float
+    dtype), on the tensor operand's device; one of them may be a Python number."""
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        raise TypeError(f"{op}(): expected at least one Tensor argument, got "
+                        f"{type(input).__name__} and {type(other).__name__}")
+    dt = result_type(input, other)
+    if not _is_float(dt):
+        dt = get_default_dtype()
+    like = input if isinstance(input, Tensor) else other
+
+    def cast(v):
+        if isinstance(v, Tensor):
+            return v if v.dtype is dt else v.to(dt)
+        if not isinstance(v, numbers.Number):
+            raise TypeError(f"{op}(): expected a Tensor or a number, got {type(v).__name__}")
+        return full((), v, dtype=dt, device=like.device)
+
+    return cast(input), cast(other)
+
+
+# -- statistics -----------------------------------------------------------------------------------
+
+def _with_mean(stat, input: Tensor, dim, unbiased, keepdim: bool, correction) -> tuple:
+    if isinstance(dim, bool):  # std_mean(x, unbiased): the legacy positional form
+        unbiased, dim = dim, None
+    s = stat(input, dim, unbiased, keepdim, correction=correction)
+    return s, mean(input, dim, keepdim)
+
+
+def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
+             correction=None) -> tuple:
+    """The standard deviation and the mean over ``dim`` (all dims by default), as the tuple
+    ``(std, mean)``; ``correction`` (default 1) and ``unbiased`` as in :func:`std`.
+
+    Example:
+        >>> tg.std_mean(tg.tensor([1., 2., 3.]))
+        (tensor(1.), tensor(2.))
+    """
+    return _with_mean(std, input, dim, unbiased, keepdim, correction)
+
+
+def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
+             correction=None) -> tuple:
+    """The variance and the mean over ``dim`` (all dims by default), as the tuple
+    ``(var, mean)``; ``correction`` (default 1) and ``unbiased`` as in :func:`var`."""
+    return _with_mean(var, input, dim, unbiased, keepdim, correction)
+
+
+# -- closeness --------------------------------------------------------------------------------------
+
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Tensor:
+    """A bool tensor: True where ``|input - other| <= atol + rtol * |other|`` (broadcasting),
+    or where the two are equal (infinities included); NaNs are equal only with
+    ``equal_nan=True``. Both tensors must have the same dtype.
+
+    Example:
+        >>> tg.isclose(tg.tensor([1., 2.]), tg.tensor([1. + 1e-6, 2.1]))
+        tensor([ True, False])
+    """
+    a, b = tensor_arg(input, "isclose"), tensor_arg(other, "isclose", "other")
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"{scalar_type_name(a.dtype)} did not match "
+                           f"{scalar_type_name(b.dtype)}")
+    if rtol < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
+    a, b = a.detach(), b.detach()
+    close = eq(a, b)
+    if equal_nan and a.dtype.is_floating_point:
+        close = close | logical_and(isnan(a), isnan(b))
+    if rtol == 0 and atol == 0:  # the test degenerates to equality
+        return close
+    if a.dtype is dtypes.bool:
+        a, b = a.to(get_default_dtype()), b.to(get_default_dtype())
+    allowed = add(abs(mul(b, rtol)), atol)
+    actual = abs(sub(a, b))
+    # the finiteness test keeps inf - inf (NaN) and inf vs a finite value out
+    return close | logical_and(isfinite(actual), actual <= allowed)
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
+    """Whether :func:`isclose` holds for every element (a Python bool)."""
+    return bool(isclose(input, other, rtol, atol, equal_nan).all().item())
+
+
+# -- nan_to_num ---------------------------------------------------------------------------------
+
+def _finfo(dt) -> tuple:
+    """(largest, lowest) finite values of floating dtype ``dt``."""
+    if dt is dtypes.bfloat16:  # (NumPy has no bfloat16; its storage dtype is uint16)
+        big = 3.3895313892515355e38
+    else:
+        import numpy as np
+        big = float(np.finfo(dt.np).max)
+    return big, -big
+
+
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None, *, out=None) -> Tensor:
+    """Replaces NaN with ``nan``, +inf with ``posinf`` and -inf with ``neginf`` (by default
+    the largest and lowest finite values of the dtype). Integer tensors come back as copies.
+    The gradient passes only where the element was finite.
+
+    Example:
+        >>> tg.nan_to_num(tg.tensor([float('nan'), float('inf'), 1.]), posinf=9.)
+        tensor([0., 9., 1.])
+    """
+    x = tensor_arg(input, "nan_to_num")
+    if not x.dtype.is_floating_point:
+        r = x.clone()
+    else:
+        big, low = _finfo(x.dtype)
+        r = where(isnan(x), nan, x)
+        r = where(eq(x, math.inf), big if posinf is None else posinf, r)
+        r = where(eq(x, -math.inf), low if neginf is None else neginf, r)
+    return _result(r, out)
+
+
+def nan_to_num_(self: Tensor, nan: float = 0.0, posinf: float | None = None,
+                neginf: float | None = None) -> Tensor:
+    """In-place :func:`nan_to_num`."""
+    return write_result(self, nan_to_num(self, nan, posinf, neginf), "nan_to_num_")
+
+
+# -- lerp, addcmul, addcdiv ---------------------------------------------------------------------
+
+_SHORT_NAMES = {"float32": "float", "float64": "double", "float16": "half", "int64": "long",
+                "int32": "int", "int16": "short"}
+
+
+def _same_dtype(x: Tensor, t, name: str) -> None:
+    if isinstance(t, Tensor) and t.dtype is not x.dtype:
+        a, b = (_SHORT_NAMES.get(d.name, d.name) for d in (x.dtype, t.dtype))
+        raise RuntimeError(f"expected dtype {a} for `{name}` but got dtype {b}")
+
+
+def lerp(input: Tensor, end: Tensor, weight, *, out=None) -> Tensor:
+    """``input + weight * (end - input)``, broadcasting; ``weight`` is a number or a tensor
+    of the same dtype as ``input`` and ``end``. For ``|weight| >= 0.5`` it is evaluated as
+    ``end - (end - input) * (1 - weight)``, as PyTorch does, so that ``weight = 1`` gives
+    ``end`` exactly.
+
+    Example:
+        >>> tg.lerp(tg.tensor([0., 10.]), tg.tensor([10., 20.]), 0.5)
+        tensor([ 5., 15.])
+    """
+    x, e = tensor_arg(input, "lerp"), tensor_arg(end, "lerp", "end")
+    if not _is_float(x.dtype):
+        raise NotImplementedError(f'"lerp" not implemented for \'{scalar_type_name(x.dtype)}\'')
+    _same_dtype(x, e, "end")
+    _same_dtype(x, weight, "weight")
+    diff = sub(e, x)
+    if isinstance(weight, Tensor):
+        low = abs(weight) < 0.5
+        r = where(low, add(x, mul(weight, diff)), sub(e, mul(diff, rsub(weight, 1))))
+    elif builtins.abs(weight) < 0.5:
+        r = add(x, mul(diff, weight))
+    else:
+        r = sub(e, mul(diff, 1 - weight))
+    return _result(r, out)
+
+
+def lerp_(self: Tensor, end: Tensor, weight) -> Tensor:
+    """In-place :func:`lerp`."""
+    return write_result(self, lerp(self, end, weight), "lerp_")
+
+
+def _addc_check(op: str, t1, t2) -> None:
+    tensor_arg(t1, op, "tensor1")
+    tensor_arg(t2, op, "tensor2")
+    if op.startswith("addcdiv") and not _is_float(t1.dtype) and not _is_float(t2.dtype):
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release "
+            "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+            "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2))"
+            ".to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) "
+            "for float inputs. The future addcdiv behavior is just the latter implementation: "
+            "(input + value * tensor1 / tensor2), for all dtypes.")
+
+
+def _addc(op: str, combine):
+    def fn(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1, out=None) -> Tensor:
+        tensor_arg(input, op)
+        _addc_check(op, tensor1, tensor2)
+        term = combine(tensor1, tensor2)
+        r = add(input, term if value == 1 else mul(term, value))
+        return _result(r, out)
+
+    def inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+        _addc_check(op + "_", tensor1, tensor2)
+        return self.add_(combine(tensor1, tensor2), alpha=value)
+
+    fn.__name__ = fn.__qualname__ = op
+    inplace.__name__ = inplace.__qualname__ = op + "_"
+    inplace.__doc__ = f"In-place :func:`{op}` (the optimisers' update step)."
+    return fn, inplace
+
+
+addcmul, addcmul_ = _addc("addcmul", mul)
+addcmul.__doc__ = """``input + value * tensor1 * tensor2``, broadcasting and promoting.
+
+    Example:
+        >>> tg.addcmul(tg.ones(2), tg.tensor([1., 2.]), tg.tensor([3., 4.]), value=0.5)
+        tensor([2.5000, 5.0000])
+    """
+
+
+addcdiv, addcdiv_ = _addc("addcdiv", div)
+addcdiv.__doc__ = """``input + value * tensor1 / tensor2``, broadcasting and promoting (a true
+    division: two integer tensors are refused, as in PyTorch).
+
+    Example:
+        >>> tg.addcdiv(tg.ones(2), tg.tensor([1., 2.]), tg.tensor([4., 4.]), value=2)
+        tensor([1.5000, 2.0000])
+    """
+
+
+# -- xlogy, logaddexp ---------------------------------------------------------------------------
+
+def xlogy(input, other, *, out=None) -> Tensor:
+    """``input * log(other)``, except 0 where ``input`` is 0 (unless ``other`` is NaN);
+    either argument may be a number, and integers promote to the default float dtype. The
+    gradient for ``input`` is ``log(other)``, 0 where ``input`` is 0 and ``other <= 0``; for
+    ``other`` it is ``input / other``, 0 where ``input`` is 0 (PyTorch: NaN at 0 / 0).
+
+    Example:
+        >>> tg.xlogy(tg.tensor([0., 2.]), tg.tensor([0., 1.]))
+        tensor([0., 0.])
+    """
+    x, y = _float_operands(input, other, "xlogy")
+    # Where x = 0 and log(y) is not finite (y <= 0), log(1) = 0 is used instead: the product
+    # is then 0, and so is every gradient through it, where 0 * log(y) would be NaN in value
+    # and in gradient. (A NaN y fails y <= 0 and propagates.)
+    singular = logical_and(eq(x, 0), le(y, 0))
+    r = mul(x, log(where(singular, 1.0, y)))
+    return _result(r, out)
+
+
+def logaddexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    """``log(exp(input) + exp(other))``, computed as ``max + log1p(exp(-|input - other|))``
+    so that it neither overflows nor underflows; equal infinities give themselves.
+
+    Example:
+        >>> tg.logaddexp(tg.tensor([0., 1000.]), tg.tensor([0., 1000.]))
+        tensor([   0.6931, 1000.6931])
+    """
+    a, b = tensor_arg(input, "logaddexp"), tensor_arg(other, "logaddexp", "other")
+    dt = result_type(a, b)
+    if not _is_float(dt):
+        raise NotImplementedError(f'"logaddexp" not implemented for '
+                                  f"'{scalar_type_name(dt)}'")
+    a, b = (t if t.dtype is dt else t.to(dt) for t in (a, b))
+    r = add(maximum(a, b), log1p(exp(-abs(sub(a, b)))))
+    # inf - inf is NaN in the formula: equal infinities are their own result
+    r = where(logical_and(isinf(a), eq(a, b)), a, r)
+    return _result(r, out)
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+OPS = (
+    OpInfo("std_mean", std_mean, method=False, dtypes="floats", grad="through std and mean"),
+    OpInfo("var_mean", var_mean, method=False, dtypes="floats", grad="through var and mean"),
+    OpInfo("isclose", isclose, dtypes="same dtype; bool result", grad="none"),
+    OpInfo("allclose", allclose, dtypes="same dtype; Python bool", grad="none"),
+    OpInfo("nan_to_num", nan_to_num, inplace=nan_to_num_, dtypes="all (integers: a copy)",
+           grad="g where finite, else 0"),
+    OpInfo("lerp", lerp, inplace=lerp_, dtypes="floats; one dtype",
+           grad="(1 - w) g, w g, (end - input) g"),
+    OpInfo("addcmul", addcmul, inplace=addcmul_, dtypes="promoted",
+           grad="g, value g t2, value g t1"),
+    OpInfo("addcdiv", addcdiv, inplace=addcdiv_, dtypes="promoted; not two integer tensors",
+           grad="g, value g / t2, -value g t1 / t2^2"),
+    OpInfo("xlogy", xlogy, dtypes="floats; integers promote", grad="g log(y), g x / y; 0 at x = 0, y <= 0"),
+    OpInfo("logaddexp", logaddexp, dtypes="floats", grad="g sigmoid(a - b), g sigmoid(b - a)"),
+)

@@ -1,0 +1,308 @@
+"""Norms and products composed of the matrix primitives: ``norm``, ``outer``/``ger``,
+``addmm``, ``addmv``, ``baddbmm``, and the functions of ``tritongrad.linalg``
+(``vector_norm``, ``matrix_norm``, ``norm``, ``vecdot``).
+
+The norms reduce ``abs``/``pow``/``sum``/``amax``; the products call ``mm``/``bmm``/``matmul``
+and scale and add. Nothing here has a kernel or a derivative rule of its own. The one
+singular point PyTorch defines is the gradient of a vector norm at zero (``x / ||x||`` is
+0/0): PyTorch takes the subgradient 0, and so does :func:`_root`.
+
+``nuc`` and the spectral norms (``ord=2``, ``-2`` of a matrix) need singular values, which
+tritongrad does not compute: they raise NotImplementedError.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+from ..checks import scalar_type_name, unsupported
+from ..registry import OpInfo
+from ..tensor import Tensor, wrap_dim
+from .composite import tensor_arg, write_result
+from .creation import as_dtype
+from .elementwise import _result, add, eq, mul, ne, pow, sqrt, where
+from .linalg import bmm, matmul, mm
+from .pointwise import abs
+from .reduction import amax, amin, reduce_dims, sum
+
+# -- vector and matrix norms ----------------------------------------------------------------------
+
+
+def _float_input(x: Tensor, dtype, op: str) -> Tensor:
+    """``x`` checked to be floating (or complex) and cast to ``dtype`` where given."""
+    tensor_arg(x, op, "A" if "matrix" in op else "x")
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. "
+                           f"Got {scalar_type_name(x.dtype)}")
+    if dtype is None:
+        return x
+    dt = as_dtype(dtype)
+    if not (dt.is_floating_point or dt.is_complex):
+        raise RuntimeError(f"{op}: dtype should be floating point or complex, but got "
+                           f"{scalar_type_name(dt)}")
+    if dt.itemsize < x.dtype.itemsize:
+        raise RuntimeError(f"{op}: the dtype of the input ({scalar_type_name(x.dtype)}) should "
+                           f"be convertible without narrowing to the specified dtype "
+                           f"({scalar_type_name(dt)})")
+    return x if x.dtype is dt else x.to(dt)
+
+
+def _root(s: Tensor, p: float) -> Tensor:
+    """``s ** (1 / p)`` (a sum of ``|x|^p``), with gradient 0 where ``s`` is 0: the root's
+    derivative is infinite there, so it is taken of 1 instead and the value put back."""
+    zero = eq(s, 0)
+    safe = where(zero, 1.0, s)
+    return where(zero, 0.0, sqrt(safe) if p == 2 else pow(safe, 1.0 / p))
+
+
+def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """The vector norm of ``x`` over ``dim`` (all elements by default):
+    ``sum(|x|^ord)^(1/ord)``; ``ord=inf`` is ``max(|x|)``, ``-inf`` is ``min(|x|)`` and ``0``
+    the number of non-zero elements. ``dtype`` casts ``x`` first (never narrowing).
+
+    Example:
+        >>> tg.linalg.vector_norm(tg.tensor([3., -4.]))
+        tensor(5.)
+    """
+    if isinstance(ord, bool) or not isinstance(ord, numbers.Real):
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, "
+                        f"not {type(ord).__name__}")
+    op = "linalg.vector_norm"
+    x = _float_input(x, dtype, op)
+    dims = reduce_dims(x, dim, op)
+    empty = any(x.shape[d] == 0 for d in dims) or (not dims and x.numel() == 0)
+    if empty and (ord < 0 or ord == math.inf):  # max and min have no identity
+        raise RuntimeError(f"{op} cannot compute the {ord:g} norm on an empty tensor "
+                               f"because the operation does not have an identity")
+    keepdim = bool(keepdim)
+    if ord == math.inf:
+        return amax(abs(x), dims, keepdim)
+    if ord == -math.inf:
+        return amin(abs(x), dims, keepdim)
+    if ord == 0:  # a count: constant almost everywhere, so no gradient
+        return sum(ne(x.detach(), 0), dims, keepdim, dtype=x.dtype)
+    if ord == 1:
+        return sum(abs(x), dims, keepdim)
+    if ord == 2:
+        return _root(sum(mul(x, x), dims, keepdim), 2)
+    return _root(sum(pow(abs(x), ord), dims, keepdim), ord)
+
+
+def _matrix_dims(A: Tensor, dim, op: str) -> tuple:
+    try:
+        dims = tuple(dim)
+    except TypeError:
+        dims = (dim,)
+    if len(dims) != 2:
+        raise RuntimeError(f"{op}: dim must be a 2-tuple. Got {' '.join(map(str, dims))}")
+    d0, d1 = (wrap_dim(d, A.ndim, op) for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"{op}: dims must be different. Got ({d0}, {d1})")
+    return d0, d1
+
+
+def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
+                dtype=None) -> Tensor:
+    """The matrix norm of the matrices in the dims ``dim`` of ``A``: ``"fro"`` (Frobenius),
+    ``1``/``-1`` (largest/smallest column sum of ``|A|``) or ``inf``/``-inf`` (largest/
+    smallest row sum). ``"nuc"``, ``2`` and ``-2`` need singular values, which tritongrad does
+    not compute (NotImplementedError).
+
+    Example:
+        >>> tg.linalg.matrix_norm(tg.tensor([[1., -2.], [3., 4.]]), 1)
+        tensor(6.)
+    """
+    op = "linalg.matrix_norm"
+    tensor_arg(A, op, "A")
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
+    A = _float_input(A, dtype, op)
+    d0, d1 = _matrix_dims(A, dim, op)
+    if isinstance(ord, str):
+        if ord == "fro":
+            return vector_norm(A, 2, (d0, d1), keepdim)
+        if ord == "nuc":
+            raise unsupported(op, "ord", ord, "the nuclear norm needs an SVD; 'fro', 1, -1, "
+                              "inf and -inf are supported")
+    elif ord in (2, -2):
+        raise unsupported(op, "ord", ord, "the spectral norm needs an SVD; 'fro', 1, -1, inf "
+                          "and -inf are supported")
+    if isinstance(ord, bool) or ord not in (1, -1, math.inf, -math.inf):
+        raise RuntimeError(f"{op}: Order {ord} not supported.")
+    # ord 1 sums each column (over the row dim d0) and takes the extreme over the columns;
+    # ord inf sums each row
+    summed, across = (d0, d1) if ord in (1, -1) else (d1, d0)
+    extreme = amax if ord > 0 else amin
+    r = extreme(sum(abs(A), summed, True), across, True)
+    return r if keepdim else r.squeeze((d0, d1))
+
+
+def linalg_norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """``tritongrad.linalg.norm``: a vector norm when ``dim`` is an int or a 1-tuple (or
+    ``A`` is 1-D), a matrix norm when ``dim`` is a 2-tuple (or ``A`` is 2-D); with neither
+    ``ord`` nor ``dim``, the 2-norm of all elements.
+
+    Example:
+        >>> tg.linalg.norm(tg.tensor([[1., 2.], [2., 4.]]))
+        tensor(5.)
+    """
+    op = "linalg.norm"
+    tensor_arg(A, op, "A")
+    if dim is not None:
+        dims = (dim,) if isinstance(dim, numbers.Integral) else tuple(dim)
+        if len(dims) == 1:
+            return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype)
+        if len(dims) == 2:
+            return matrix_norm(A, "fro" if ord is None else ord, dims, keepdim, dtype=dtype)
+        raise RuntimeError(f"{op}: If dim is specified, it must be of length 1 or 2. Got "
+                           f"{list(dims)}")
+    if ord is None:
+        return vector_norm(A, 2, None, keepdim, dtype=dtype)
+    if A.ndim == 1:
+        return vector_norm(A, ord, None, keepdim, dtype=dtype)
+    if A.ndim == 2:
+        return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
+    raise RuntimeError(f"{op}: If dim is not specified but ord is, the input must be 1D or 2D. "
+                       f"Got {A.ndim}D.")
+
+
+def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    """The norm of ``input`` (PyTorch's older interface; new code uses
+    ``tritongrad.linalg``): ``p="fro"`` over at most two dims is the 2-norm of those elements,
+    another string is a matrix norm over ``dim`` (a 2-tuple), a number ``p`` is the vector
+    p-norm over ``dim`` (all elements by default).
+
+    Example:
+        >>> tg.tensor([[3., 0.], [0., 4.]]).norm()
+        tensor(5.)
+    """
+    tensor_arg(input, "norm")
+    dims = (dim,) if isinstance(dim, numbers.Integral) else dim
+    if isinstance(p, str):
+        if p == "fro" and (dims is None or len(dims) <= 2):
+            return vector_norm(input, 2, dims, keepdim, dtype=dtype)
+        return matrix_norm(input, p, tuple(range(input.ndim)) if dims is None else dims,
+                           keepdim, dtype=dtype)
+    return vector_norm(input, 2 if p is None else p, dims, keepdim, dtype=dtype)
+
+
+def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
+    """The dot products of the vectors along ``dim`` of ``x`` and ``y`` (broadcasting the
+    other dims). Both must have the same dtype.
+
+    Example:
+        >>> tg.linalg.vecdot(tg.tensor([[1., 2.], [3., 4.]]), tg.tensor([1., 1.]))
+        tensor([3., 7.])
+    """
+    op = "linalg.vecdot"
+    tensor_arg(x, op, "x")
+    tensor_arg(y, op, "y")
+    if x.dtype is not y.dtype:
+        raise RuntimeError(f"{op}: Expected x and y to have the same dtype, but found x of type "
+                           f"{scalar_type_name(x.dtype)} and y of type "
+                           f"{scalar_type_name(y.dtype)} instead")
+    return sum(mul(x, y), dim)
+
+
+# -- products -------------------------------------------------------------------------------------
+
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    """The outer product of two 1-D tensors: ``out[i, j] = input[i] * vec2[j]`` (dtypes
+    promote).
+
+    Example:
+        >>> tg.outer(tg.tensor([1., 2.]), tg.tensor([1., 10., 100.])).tolist()
+        [[1.0, 10.0, 100.0], [2.0, 20.0, 200.0]]
+    """
+    for t, name in ((input, "self"), (vec2, "vec2")):
+        tensor_arg(t, "outer", name)
+        if t.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t.ndim}-D")
+    return mul(input.unsqueeze(1), vec2)
+
+
+def _scaled_sum(input: Tensor, product: Tensor, beta, alpha, op: str) -> Tensor:
+    """``beta * input + alpha * product``, ``input`` broadcast to the product's shape. With
+    ``beta = 0`` the input's values are ignored (NaN and inf in it do not propagate), as
+    PyTorch specifies."""
+    tensor_arg(input, op)
+    if input.dtype is not product.dtype:
+        raise RuntimeError(f"{op}: self and the product must have the same dtype, but got "
+                           f"{scalar_type_name(input.dtype)} and "
+                           f"{scalar_type_name(product.dtype)}")
+    shaped = input.expand(product.shape)
+    if alpha != 1:
+        product = mul(product, alpha)
+    if beta == 0:
+        return product
+    return add(shaped if beta == 1 else mul(shaped, beta), product)
+
+
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
+    """``beta * input + alpha * (mat1 @ mat2)``: ``mat1`` (n, m), ``mat2`` (m, p), ``input``
+    broadcastable to (n, p) (ignored when ``beta = 0``).
+
+    Example:
+        >>> tg.addmm(tg.ones(2, 2), tg.eye(2), tg.eye(2), beta=2).tolist()
+        [[3.0, 2.0], [2.0, 3.0]]
+    """
+    r = _scaled_sum(input, mm(mat1, mat2), beta, alpha, "addmm")
+    return _result(r, out)
+
+
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
+    """``beta * input + alpha * (mat @ vec)``: ``mat`` (n, m), ``vec`` (m,), ``input``
+    broadcastable to (n,) (ignored when ``beta = 0``)."""
+    for t, name in ((mat, "mat"), (vec, "vec")):
+        tensor_arg(t, "addmv", name)
+    if mat.ndim != 2 or vec.ndim != 1 or mat.shape[1] != vec.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({'x'.join(map(str, input.shape))}), "
+                           f"mat ({'x'.join(map(str, mat.shape))}), vec "
+                           f"({'x'.join(map(str, vec.shape))})")
+    r = _scaled_sum(input, matmul(mat, vec), beta, alpha, "addmv")
+    return _result(r, out)
+
+
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1,
+            out=None) -> Tensor:
+    """``beta * input + alpha * bmm(batch1, batch2)``: ``batch1`` (b, n, m), ``batch2``
+    (b, m, p), ``input`` broadcastable to (b, n, p) (ignored when ``beta = 0``)."""
+    for t, name in ((batch1, "batch1"), (batch2, "batch2")):
+        tensor_arg(t, "baddbmm", name)
+        if t.ndim != 3:
+            raise RuntimeError(f"{name} must be a 3D tensor")
+    (b, _, m), (b2, m2, _) = batch1.shape, batch2.shape
+    if (b2, m2) != (b, m):
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{b}, {m}] but got: [{b2}, {m2}].")
+    r = _scaled_sum(input, bmm(batch1, batch2), beta, alpha, "baddbmm")
+    return _result(r, out)
+
+
+def _inplace_product(fn, op: str):
+    def method(self: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
+        return write_result(self, fn(self, a, b, beta=beta, alpha=alpha), op)
+    method.__name__ = method.__qualname__ = op
+    method.__doc__ = f"In-place :func:`{op[:-1]}`."
+    return method
+
+
+addmm_ = _inplace_product(addmm, "addmm_")
+addmv_ = _inplace_product(addmv, "addmv_")
+baddbmm_ = _inplace_product(baddbmm, "baddbmm_")
+
+# -- the table ---------------------------------------------------------------------------------
+
+# (no FLOP rule: the profiler's matmul rule reads the first two operands, which for these are
+# the added input and mat1; the mm/bmm they call are counted)
+OPS = (
+    OpInfo("norm", norm, dtypes="floats (dtype= casts)", grad="g x |x|^(p-2) / y^(p-1); 0 at 0"),
+    OpInfo("outer", outer, aliases=("ger",), dtypes="promoted", grad="g vec2, g^T input"),
+    OpInfo("addmm", addmm, inplace=addmm_, dtypes="one dtype", grad="beta g, alpha g b^T, "
+           "alpha a^T g"),
+    OpInfo("addmv", addmv, inplace=addmv_, dtypes="one dtype", grad="beta g, alpha g v^T, "
+           "alpha A^T g"),
+    OpInfo("baddbmm", baddbmm, inplace=baddbmm_, dtypes="one dtype",
+           grad="beta g, alpha g b^T, alpha a^T g per batch"),
+)

@@ -1,0 +1,294 @@
+"""Random sampling: ``Generator``, ``multinomial``, ``bernoulli``/``bernoulli_``, ``randperm``,
+``get_rng_state``/``set_rng_state``.
+
+Every random number is drawn on the host from a NumPy ``Generator`` (PCG64) and copied to the
+device, also for a ``Generator(device="cuda")``: a seed gives the same values on the CPU and on
+CUDA. The global generator is the one ``manual_seed`` seeds (its NumPy generator is
+``creation._rng``, where the factories ``rand``, ``randn``, ``randint`` draw by default); a
+``Generator`` object is an independent stream, passed as ``generator=`` to any random op.
+
+``multinomial`` reads the weights back to the host (a device sync) to sample them there.
+"""
+
+from __future__ import annotations
+
+import numbers
+import operator
+
+import numpy as np
+
+from ...runtime import dtype as dtypes
+from ...runtime.device import device as Device
+from ..checks import scalar_type_name
+from ..registry import OpInfo
+from ..tensor import Tensor
+from . import creation
+from .creation import _finish, as_dtype, host_to, resolve_device
+
+_SEED_MASK = (1 << 64) - 1
+# Bytes of a state tensor: PCG64's 128-bit state and increment, its buffered 32-bit half-draw
+# (flag and value), and the generator's initial seed; little-endian.
+_STATE_FIELDS = (("state", 16), ("inc", 16), ("has_uint32", 8), ("uinteger", 8), ("seed", 8))
+_STATE_SIZE = sum(n for _, n in _STATE_FIELDS)
+_DEFAULT_SEED = 67280421310721  # PyTorch's initial seed of a new Generator
+
+
+class Generator:
+    """A pseudo-random number generator: the state of one random stream, passed as
+    ``generator=`` to ``rand``, ``randn``, ``randint``, ``randperm``, ``multinomial``,
+    ``bernoulli`` and the ``*_like`` factories.
+
+    Args:
+        device: the device of the tensors it may fill (``"cpu"`` or ``"cuda"``); a CUDA
+            generator draws on the host too, and its numbers are copied to the device.
+
+    Example::
+
+        >>> g = tg.Generator().manual_seed(0)
+        >>> a = tg.rand(3, generator=g)
+        >>> b = tg.rand(3, generator=g.manual_seed(0))  # the same numbers again
+    """
+
+    def __init__(self, device="cpu") -> None:
+        self._device = resolve_device(device)
+        self._seed = _DEFAULT_SEED
+        self._np = np.random.default_rng(self._seed)
+
+    # The NumPy generator behind the stream (the global generator's lives in creation).
+    def _numpy(self) -> np.random.Generator:
+        return self._np
+
+    def _reset(self, rng: np.random.Generator, seed: int) -> None:
+        self._np, self._seed = rng, seed
+
+    @property
+    def device(self) -> Device:
+        """The device this generator's numbers are for."""
+        return self._device
+
+    def manual_seed(self, seed: int) -> Generator:
+        """Seeds the generator (any int; negative ones wrap modulo 2**64, as PyTorch's);
+        returns it."""
+        try:
+            seed = operator.index(seed) & _SEED_MASK
+        except TypeError:
+            raise TypeError(f"manual_seed expected an int, got {type(seed).__name__}") from None
+        self._reset(np.random.default_rng(seed), seed)
+        return self
+
+    def seed(self) -> int:
+        """Seeds the generator from the operating system's entropy; returns that seed."""
+        s = int(np.random.SeedSequence().entropy % (1 << 63))
+        self.manual_seed(s)
+        return s
+
+    def initial_seed(self) -> int:
+        """The seed the generator was last seeded with."""
+        return self._seed
+
+    def get_state(self) -> Tensor:
+        """The generator's state as a CPU uint8 tensor (for ``set_state``)."""
+        st = self._numpy().bit_generator.state
+        values = {"state": st["state"]["state"], "inc": st["state"]["inc"],
+                  "has_uint32": st["has_uint32"], "uinteger": st["uinteger"],
+                  "seed": self.initial_seed()}
+        raw = b"".join(int(values[f]).to_bytes(n, "little") for f, n in _STATE_FIELDS)
+        return creation.tensor(np.frombuffer(raw, np.uint8).copy(), dtype=dtypes.uint8)
+
+    def set_state(self, new_state: Tensor) -> Generator:
+        """Restores a state from ``get_state`` (of this or any generator); returns self."""
+        if not isinstance(new_state, Tensor):
+            raise TypeError(f"set_state(): argument 'new_state' must be Tensor, not "
+                            f"{type(new_state).__name__}")
+        if new_state.dtype is not dtypes.uint8:
+            raise RuntimeError(f"set_state: expected a uint8 (Byte) state tensor, got "
+                               f"{scalar_type_name(new_state.dtype)}")
+        if new_state.numel() != _STATE_SIZE:
+            raise RuntimeError(f"Expected a Generator state of size {_STATE_SIZE} but found the "
+                               f"input RNG state size to be {new_state.numel()}")
+        raw = new_state.detach().cpu().numpy().reshape(-1).tobytes()
+        values, at = {}, 0
+        for field, n in _STATE_FIELDS:
+            values[field] = int.from_bytes(raw[at:at + n], "little")
+            at += n
+        bit_gen = np.random.PCG64()
+        bit_gen.state = {"bit_generator": "PCG64",
+                         "state": {"state": values["state"], "inc": values["inc"]},
+                         "has_uint32": values["has_uint32"], "uinteger": values["uinteger"]}
+        self._reset(np.random.Generator(bit_gen), values["seed"])
+        return self
+
+    def __repr__(self) -> str:
+        return f"<tritongrad.Generator object, device={self._device}>"
+
+
+class _GlobalGenerator(Generator):
+    """The generator ``manual_seed`` seeds: its stream is creation's ``_rng`` (which the
+    factories read directly and utils.checkpoint saves and restores)."""
+
+    def __init__(self) -> None:
+        self._device = resolve_device("cpu")
+
+    def _numpy(self) -> np.random.Generator:
+        return creation._rng
+
+    def _reset(self, rng: np.random.Generator, seed: int) -> None:
+        creation._rng, creation._initial_seed = rng, seed
+
+    def initial_seed(self) -> int:
+        return creation.initial_seed()
+
+
+default_generator = _GlobalGenerator()
+
+
+def numpy_rng(generator, device: Device, op: str) -> np.random.Generator:
+    """The NumPy generator ``op`` draws from for ``generator=`` (None: the global one), after
+    PyTorch's checks: a Generator, of the device type of the tensor it fills."""
+    if generator is None:
+        return creation._rng
+    if not isinstance(generator, Generator):
+        raise TypeError(f"{op}(): argument 'generator' must be Generator, not "
+                        f"{type(generator).__name__}")
+    if generator.device.type != device.type:
+        raise RuntimeError(f"Expected a '{device.type}' device type for generator but found "
+                           f"'{generator.device.type}'")
+    return generator._numpy()
+
+
+def get_rng_state() -> Tensor:
+    """The global generator's state, a CPU uint8 tensor."""
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state: Tensor) -> None:
+    """Restores the global generator's state from ``get_rng_state``."""
+    default_generator.set_state(new_state)
+
+
+# -- randperm --------------------------------------------------------------------------------
+
+def randperm(n: int, *, generator=None, dtype=None, device=None,
+             requires_grad: bool = False) -> Tensor:
+    """A random permutation of the integers ``0 .. n-1`` (int64 by default).
+
+    Example::
+
+        >>> tg.manual_seed(0); sorted(tg.randperm(4).tolist())
+        [0, 1, 2, 3]
+    """
+    n = operator.index(n)
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    dev = resolve_device(device)
+    dt = as_dtype(dtype) or dtypes.int64
+    perm = numpy_rng(generator, dev, "randperm").permutation(n)
+    return _finish(host_to(perm, dt, dev), requires_grad)
+
+
+# -- multinomial -----------------------------------------------------------------------------
+
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
+                generator=None) -> Tensor:
+    """``num_samples`` indices drawn from the categories of each row of ``input`` (1-D or 2-D
+    non-negative weights, not necessarily summing to 1), with or without ``replacement``.
+
+    Without replacement a row's indices are distinct, drawn by the exponential race (sort
+    ``E_i / w_i``, ``E_i`` standard exponential: Gumbel-top-k), which is sequential sampling
+    without replacement; categories of weight 0 come only after all the others. The weights are
+    read back to the host and sampled there. Returns int64 of shape ``(num_samples,)`` or
+    ``(rows, num_samples)`` on input's device.
+    """
+    if input.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
+                           f"{scalar_type_name(input.dtype)}")
+    num_samples = operator.index(num_samples)
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    n_cat = input.shape[-1]
+    if not replacement and num_samples > n_cat:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                           "replacement")
+    rng = numpy_rng(generator, input.device, "multinomial")
+    w = input.detach().to(dtypes.float64).cpu().numpy().reshape(-1, n_cat)
+    if not np.isfinite(w).all() or (w < 0).any():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    total = w.sum(axis=1, keepdims=True)
+    if (total <= 0).any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    if replacement:
+        cdf = np.cumsum(w / total, axis=1)
+        u = rng.random((w.shape[0], num_samples))
+        out = np.stack([np.searchsorted(c, r, side="right") for c, r in zip(cdf, u)])
+        out = np.minimum(out, n_cat - 1)  # (u above a cdf rounded below 1)
+    else:
+        race = rng.standard_exponential(w.shape)
+        with np.errstate(divide="ignore"):
+            keys = np.where(w > 0, race / np.where(w > 0, w, 1), np.inf)
+        out = np.argsort(keys, axis=1, kind="stable")[:, :num_samples]
+    out = out.reshape(num_samples) if input.ndim == 1 else out
+    return host_to(np.ascontiguousarray(out, dtype=np.int64), dtypes.int64, input.device)
+
+
+# -- bernoulli -------------------------------------------------------------------------------
+
+def _uniform_like(x: Tensor, generator, op: str) -> Tensor:
+    """Uniform [0, 1) float64 numbers of x's shape, drawn on the host, on x's device."""
+    rng = numpy_rng(generator, x.device, op)
+    return host_to(rng.random(tuple(x.shape)), dtypes.float64, x.device)
+
+
+def _check_p_tensor(p: Tensor) -> None:
+    # one read-back: the price of PyTorch's error instead of silently clamped probabilities
+    if not bool(((p >= 0) & (p <= 1)).all().item()):
+        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+
+
+def _check_p_number(p, op: str) -> float:
+    if not isinstance(p, numbers.Real):
+        raise TypeError(f"{op}(): argument 'p' must be float or Tensor, not {type(p).__name__}")
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"{op} expects p to be in [0, 1], but got p={p}")
+    return float(p)
+
+
+def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
+    """Draws binary random numbers (0 or 1): ``out[i] = 1`` with probability ``input[i]``
+    (or with probability ``p``, a number, for every element when it is given). The result
+    has input's shape and dtype; it is not differentiable."""
+    if p is None:
+        if not input.dtype.is_floating_point:
+            raise NotImplementedError(f"\"bernoulli\" not implemented for "
+                                      f"'{scalar_type_name(input.dtype)}'")
+        _check_p_tensor(input)
+        prob = input.detach()
+    else:
+        prob = _check_p_number(p, "bernoulli_")
+    return (_uniform_like(input, generator, "bernoulli") < prob).to(input.dtype)
+
+
+def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
+    """Fills ``self`` with 0/1 draws, 1 with probability ``p`` (a number, or a tensor of
+    probabilities broadcasting to self's shape); returns self."""
+    if isinstance(p, Tensor):
+        _check_p_tensor(p)
+        prob = p.detach().to(self.device)
+    else:
+        prob = _check_p_number(p, "bernoulli_")
+    draw = _uniform_like(self, generator, "bernoulli_") < prob
+    return self.copy_(draw.to(self.dtype))
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+OPS = (
+    OpInfo("Generator", Generator, method=False, grad="none"),
+    OpInfo("get_rng_state", get_rng_state, method=False, grad="none"),
+    OpInfo("set_rng_state", set_rng_state, method=False, grad="none"),
+    OpInfo("randperm", randperm, method=False, dtypes="int64 (dtype= any)", grad="none"),
+    OpInfo("multinomial", multinomial, dtypes="floats; int64 result", grad="none"),
+    OpInfo("bernoulli", bernoulli, inplace=bernoulli_, dtypes="floats (bernoulli_: all)",
+           grad="none"),
+)

@@ -1,0 +1,160 @@
+"""Sorting along a dim: ``sort``, ``argsort``, ``topk`` and ``kthvalue``.
+
+One primitive carries all four: the backend's ``sort(a, dim, descending)`` (kernel contract;
+stable, NaN the largest value) and a slice of its result along ``dim``: all of it (sort), the
+first k (topk: a descending sort for the largest, ascending for the smallest), or the k-th
+(kthvalue). topk and kthvalue are therefore a full sort of the dim, O(N log N) on the CPU and
+the Triton backend's rank sort on CUDA (kernels/triton/sorting.py). The values' gradient goes
+back to the positions the indices name (a scatter into zeros, ``gather_backward``); the
+indices are never differentiable.
+
+Every sort here is stable, so ``stable=False`` gives a stable order too (an unstable sort may
+return any order of equal elements, and this is one), and ``topk(sorted=False)`` returns its
+k values sorted (PyTorch leaves their order unspecified).
+"""
+
+from __future__ import annotations
+
+import operator
+
+from ...runtime import dtype as dtypes
+from ..checks import scalar_type_name
+from ..dispatch import Primitive, apply, as_shape
+from ..registry import OpInfo
+from ..tensor import Tensor, wrap_dim
+from .indexing import gather_backward
+from .reduction import return_types
+
+
+class SortBackward0(Primitive):
+    """sort along dim, then the slice [start, stop) of the result (squeezed when ``squeeze``):
+    the gradient is g written at the indices, zeros elsewhere."""
+
+    __slots__ = ()
+    op_name = "sort"
+    nondiff_outputs = (1,)
+
+    @staticmethod
+    def forward(ctx, k, x, dim, descending, start, stop, squeeze):
+        values, idx = k.sort(x, dim, descending)
+        if (start, stop) != (0, x.shape[dim]):
+            key = tuple(slice(start, stop) if d == dim else slice(None)
+                        for d in range(len(x.shape)))
+            values = k.contiguous(k.getitem(values, key))
+            idx = k.contiguous(k.getitem(idx, key))
+        if squeeze:
+            shape = tuple(n for d, n in enumerate(values.shape) if d != dim)
+            values, idx = as_shape(k, values, shape), as_shape(k, idx, shape)
+        ctx.in_shape, ctx.dim, ctx.idx, ctx.squeeze = tuple(x.shape), dim, idx, squeeze
+        return values, idx
+
+    @staticmethod
+    def vjp(ctx, k, saved, g, _g_indices=None):
+        return gather_backward(k, g, ctx.in_shape, ctx.dim, ctx.idx, not ctx.squeeze)
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, *params):
+        """The tangents at the indices (forward mode)."""
+        dim, idx = ctx.dim, out[1]
+        picked = tangents[0].gather(dim, idx.unsqueeze(dim) if ctx.squeeze else idx)
+        return (picked.squeeze(dim) if ctx.squeeze else picked), None
+
+
+class TopkBackward0(SortBackward0):
+    __slots__ = ()
+    op_name = "topk"
+
+
+class KthvalueBackward0(SortBackward0):
+    __slots__ = ()
+    op_name = "kthvalue"
+
+
+def _sorted_slice(op: type, input: Tensor, dim, descending: bool, start: int, stop, squeeze,
+                  name: str):
+    """Applies ``op`` along ``dim`` (a 0-d input is sorted as one element, its result 0-d)."""
+    d = wrap_dim(dim, input.ndim, name)
+    if input.ndim == 0:
+        values, idx = apply(op, (input.reshape(1),), 0, bool(descending), start, stop, False)
+        return values.reshape(()), idx.reshape(())
+    return apply(op, (input,), d, bool(descending), start,
+                 input.shape[d] if stop is None else stop, squeeze)
+
+
+def _int_k(k, name: str) -> int:
+    try:
+        return operator.index(k)
+    except TypeError:
+        raise TypeError(f"{name}(): argument 'k' must be int, not {type(k).__name__}") from None
+
+
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
+    """Sorts the elements of ``input`` along ``dim`` in ascending order by value (descending
+    when ``descending``). Returns the named tuple ``(values, indices)``, where ``indices`` (int64)
+    are the positions of the values in the original ``input``.
+
+    The sort is always stable (equal elements keep their order), whatever ``stable`` says; NaN
+    sorts as the largest value.
+
+    Example::
+
+        >>> tg.sort(tg.tensor([3., 1., 2.]))
+        tritongrad.return_types.sort(values=tensor([1., 2., 3.]), indices=tensor([1, 2, 0]))
+    """
+    values, idx = _sorted_slice(SortBackward0, input, dim, descending, 0, None, False, "sort")
+    return return_types.sort(values, idx)
+
+
+def argsort(input: Tensor, dim: int = -1, descending: bool = False,
+            stable: bool = False) -> Tensor:
+    """The indices that sort ``input`` along ``dim`` (``sort(...).indices``); int64, stable."""
+    return sort(input, dim, descending, stable).indices
+
+
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
+    """The ``k`` largest elements of ``input`` along ``dim`` (the smallest when ``largest`` is
+    False), as the named tuple ``(values, indices)``.
+
+    The values are always returned sorted (largest first, or smallest first), also with
+    ``sorted=False``; among equal elements the earlier ones come first.
+    """
+    k = _int_k(k, "topk")
+    if input.dtype is dtypes.bool:
+        raise RuntimeError("topk does not support bool dtypes")
+    d = wrap_dim(dim, input.ndim, "topk")
+    n = input.shape[d] if input.ndim else 1
+    if not 0 <= k <= n:
+        raise RuntimeError("selected index k out of range")
+    values, idx = _sorted_slice(TopkBackward0, input, d, largest, 0, k, False, "topk")
+    return return_types.topk(values, idx)
+
+
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
+    """The ``k``-th smallest element of ``input`` along ``dim`` (k counts from 1), as the named
+    tuple ``(values, indices)``; ``keepdim`` keeps ``dim`` with size 1. NaN counts as the
+    largest value."""
+    k = _int_k(k, "kthvalue")
+    if input.dtype is dtypes.bool:
+        raise NotImplementedError(f"\"kthvalue\" not implemented for "
+                                  f"'{scalar_type_name(input.dtype)}'")
+    d = wrap_dim(dim, input.ndim, "kthvalue")
+    n = input.shape[d] if input.ndim else 1
+    if not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    values, idx = _sorted_slice(KthvalueBackward0, input, d, False, k - 1, k, not keepdim,
+                                "kthvalue")
+    return return_types.kthvalue(values, idx)
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+_SCATTERED = "g written at the indices (zeros elsewhere)"
+
+OPS = (
+    OpInfo("sort", sort, dtypes="all; int64 indices", grad=_SCATTERED, node=SortBackward0),
+    OpInfo("argsort", argsort, dtypes="all; int64 result", grad="none"),
+    OpInfo("topk", topk, dtypes="all but bool; int64 indices", grad=_SCATTERED,
+           node=TopkBackward0),
+    OpInfo("kthvalue", kthvalue, dtypes="all but bool; int64 indices", grad=_SCATTERED,
+           node=KthvalueBackward0),
+)
