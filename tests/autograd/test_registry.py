@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pathlib
 
+import numpy as np
 import pytest
 
 import tritongrad as tg
@@ -80,3 +81,62 @@ def test_docs_op_list_is_generated_from_the_tables():
     assert render(page) == page, "docs/ops.md is stale: run python -m tritongrad.autograd.ops"
     for row in ROWS:
         assert f"`{row.name}`" in page
+
+
+# -- in-place variants, from the tables ---------------------------------------------------------
+
+def _f(*shape, lo=0.5, hi=2.0, seed=0):
+    return tg.tensor(np.random.default_rng(seed).uniform(lo, hi, shape), dtype=tg.float64)
+
+
+def _i(*shape, seed=0):
+    return tg.tensor(np.random.default_rng(seed).integers(1, 9, shape))
+
+
+# The arguments after ``self`` for every op with an in-place variant: each table row with an
+# ``inplace`` needs an entry (test_every_in_place_row_has_arguments), and its in-place form
+# must equal its function on a copy (test_in_place_equals_out_of_place).
+IN_PLACE_ARGS = {
+    **dict.fromkeys(["neg", "exp", "log", "sqrt", "relu", "abs", "sin", "cos", "tan", "tanh",
+                     "sigmoid", "log1p", "expm1", "sign", "floor", "ceil", "trunc", "round",
+                     "nan_to_num"], lambda: ()),
+    **dict.fromkeys(["add", "sub", "mul", "div", "pow", "floor_divide", "remainder"],
+                    lambda: (_f(3, 4, seed=1),)),
+    **dict.fromkeys(["bitwise_and", "bitwise_or", "bitwise_xor"], lambda: (_i(3, 4, seed=1),)),
+    "clamp": lambda: (0.8, 1.5),
+    "lerp": lambda: (_f(3, 4, seed=1), 0.25),
+    "addcmul": lambda: (_f(3, 4, seed=1), _f(4, seed=2)),
+    "addcdiv": lambda: (_f(3, 4, seed=1), _f(4, seed=2)),
+    "addmm": lambda: (_f(3, 5, seed=1), _f(5, 4, seed=2)),
+    "addmv": lambda: (_f(3, 4, seed=1), _f(4, seed=2)),
+    "baddbmm": lambda: (_f(3, 3, 5, seed=1), _f(3, 5, 4, seed=2)),
+    "scatter": lambda: (1, tg.tensor([[0, 2], [1, 3], [3, 0]]), _f(3, 2, seed=1)),
+    "scatter_add": lambda: (1, tg.tensor([[0, 2], [1, 1], [3, 0]]), _f(3, 2, seed=1)),
+    "index_put": lambda: ((tg.tensor([0, 2]), tg.tensor([1, 3])), _f(2, seed=1)),
+    "masked_fill": lambda: (_f(3, 4, seed=1) > 1.2, -1.0),
+    "index_add": lambda: (0, tg.tensor([2, 0]), _f(2, 4, seed=1)),
+    "scatter_reduce": lambda: (1, tg.tensor([[0, 0], [1, 3], [3, 3]]), _f(3, 2, seed=1),
+                               "amax"),
+}
+IN_PLACE_SHAPE = {"baddbmm": (3, 3, 4), "addmv": (3,)}  # self's shape, where not (3, 4)
+# Not comparable this way: bernoulli(input) draws with input's probabilities, while
+# x.bernoulli_(p) fills x with draws of p (tests/autograd/test_ops_random.py).
+IN_PLACE_DIFFERENT = {"bernoulli"}
+IN_PLACE_ROWS = [r for r in ROWS if r.inplace is not None and r.name not in IN_PLACE_DIFFERENT]
+
+
+def test_every_in_place_row_has_arguments():
+    assert {r.name for r in IN_PLACE_ROWS} == set(IN_PLACE_ARGS)
+
+
+@pytest.mark.parametrize("row", IN_PLACE_ROWS, ids=lambda r: r.name)
+def test_in_place_equals_out_of_place(row):
+    args = IN_PLACE_ARGS[row.name]()
+    x = _i(3, 4) if row.name.startswith("bitwise") else _f(*IN_PLACE_SHAPE.get(row.name, (3, 4)))
+    expected = row.fn(x, *args)
+    target = x.clone()
+    version = target._version
+    assert row.inplace(target, *args) is target
+    assert target._version > version
+    assert target.dtype is expected.dtype
+    np.testing.assert_allclose(target.numpy(), expected.numpy(), rtol=1e-15, atol=0)
