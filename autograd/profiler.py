@@ -1,4 +1,5 @@
-"""The autograd profiler: ``profile``, ``record_function``, ``emit_nvtx`` and ``load_nvprof``.
+"""The autograd profiler: ``profile``, ``record_function``, ``emit_nvtx`` and ``load_nvprof``
+(autograd/nvprof.py, with ``export_nvprof``).
 
 ``profile`` adds an observer (autograd/observe.py) to the thread that enters it. The observer
 appends one record per op (forward, and the ops run inside backward), per backward node
@@ -11,8 +12,11 @@ appends one record per op (forward, and the ops run inside backward), per backwa
     profile_memory   bytes allocated meanwhile: tracemalloc on the CPU (NumPy reports its
                      buffers to it), ``tg.cuda.memory_allocated`` on the op's GPU
     with_stack       the user's Python frames
-    use_cuda         a CUDA event before and after the op on its device's current stream,
-                     read (``elapsed_time``) when profiling ends
+    use_cuda         on a GPU with cupti-python: CUPTI's kernel/copy records, tied to the op
+                     through an external correlation id pushed while it runs
+                     (autograd/profiler_cuda.py); otherwise (the emulated device, or no
+                     cupti-python) a CUDA event before and after the op on its device's
+                     current stream, read (``elapsed_time``) when profiling ends
 
 With no option on, an op costs the profiler one short list, an append and two clock reads.
 
@@ -25,27 +29,28 @@ Note [Profiler memory accounting]:
 
 from __future__ import annotations
 
+import enum
 import functools
 import os
-import struct
 import sys
 import threading
 import time
 import tracemalloc
 import warnings
-from bisect import bisect_left
 
 from . import observe
 from .node import MAX_SEQ, AccumulateGrad
+from .nvprof import load_nvprof, parse_nvprof_trace
 from .nvtx import emit_nvtx
-from .profiler_util import (SCOPE_BACKWARD_FUNCTION, SCOPE_FUNCTION, SCOPE_USER, EventList,
-                            FunctionEvent, FunctionEventAvg, Interval, Kernel, estimate_flops,
-                            parse_range_name)
+from .profiler_util import (SCOPE_BACKWARD_FUNCTION, SCOPE_FUNCTION, SCOPE_USER, DeviceSpan,
+                            EventList, FunctionEvent, FunctionEventAvg, Interval, Kernel,
+                            estimate_flops)
 from .state import state
 from .tensor import Tensor
 
-__all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "Interval", "Kernel", "emit_nvtx",
-           "load_nvprof", "parse_nvprof_trace", "profile", "record_function"]
+__all__ = ["DeviceSpan", "EventList", "FunctionEvent", "FunctionEventAvg", "Interval", "Kernel",
+           "ProfilerActivity", "emit_nvtx", "load_nvprof", "parse_nvprof_trace", "profile",
+           "record_function"]
 
 _now = time.perf_counter_ns
 _traced = tracemalloc.get_traced_memory  # (current, peak)
@@ -132,7 +137,8 @@ def _user_stack(scope) -> list:
 class _Recorder:
     """Records ops, backward nodes and user ranges on one thread (observe.py protocol)."""
 
-    def __init__(self, record_shapes, with_flops, profile_memory, with_stack, use_cuda):
+    def __init__(self, record_shapes, with_flops, profile_memory, with_stack, use_cuda,
+                 tracer=None):
         self.records: list = []
         self.top = None  # the innermost open record
         self.record_shapes = record_shapes
@@ -140,6 +146,7 @@ class _Recorder:
         self.mem = profile_memory
         self.with_stack = with_stack
         self.use_cuda = use_cuda
+        self.tracer = tracer  # a profiler_cuda.CuptiTrace on a real GPU, else None
         self.detailed = record_shapes or with_flops or profile_memory or with_stack or use_cuda
         self.thread = threading.get_native_id()
         self._bw_stacks: list = []  # with_stack: the stacks of the backward nodes now running
@@ -222,9 +229,13 @@ class _Recorder:
             x.dev = dev
             if mem:
                 x.cuda0 = self._memory.memory_allocated(dev)
-            if self.use_cuda:
+            if self.use_cuda and self.tracer is None:
                 x.stream = stream if stream is not None else self._streams.current_stream(dev)
                 x.ev0 = self._record_event(x.stream)
+        if self.tracer is not None:
+            # CUPTI ties every API call made from here to the exit (kernel launches, copies)
+            # to this record's number (1-based: finish() reads it back as index + 1)
+            self.tracer.push(len(self.records) + 1)
         self.records.append(rec)
         self.top = rec
         if mem:  # Note [Profiler memory accounting]
@@ -234,6 +245,8 @@ class _Recorder:
         return rec
 
     def _exit(self, rec):
+        if self.tracer is not None:
+            self.tracer.pop()
         x = rec[_EXTRA]
         mem = self.mem
         after = _traced()[0] if mem else 0
@@ -267,16 +280,24 @@ class _Recorder:
             r[_END] = now
             r = r[_PARENT]
         self.top = None
-        refs = self._sync_devices() if self.use_cuda else {}
+        try:
+            refs = self._sync_devices() if self.use_cuda else {}
+        finally:  # CUPTI's tracing is process-wide: never leave it running
+            spans = self.tracer.stop(self.t0) if self.tracer is not None else {}
+        # CUPTI gives each kernel to the innermost op that queued it: an event's device time
+        # is then its own kernels' plus its children's (PyTorch's is_legacy=False)
+        legacy = self.tracer is None
         t0, thread = self.t0, self.thread
         events, by_rec, bw_parent = [], {}, []
         for i, rec in enumerate(self.records):
             name, seq, scope, parent, start, end, x = rec
             evt = FunctionEvent(i, name, thread, (start - t0) / 1e3, (end - t0) / 1e3,
                                 scope=scope, sequence_nr=seq if 0 <= seq < MAX_SEQ else -1,
-                                is_legacy=True)
+                                is_legacy=legacy)
             if x is not None:
                 self._fill(evt, x, refs)
+            for span in spans.get(i + 1, ()):
+                evt.append_device_span(span)
             p = by_rec.get(id(parent)) if parent is not None else None
             if p is not None:
                 p.cpu_children.append(evt)
@@ -309,12 +330,14 @@ class _Recorder:
     def _sync_devices(self) -> dict:
         """Waits for every device used; returns, per device, its first event and that event's
         CPU time (the anchor that places device spans on the trace's timeline)."""
-        refs = {}
+        refs, used = {}, set()
         for rec in self.records:
             x = rec[_EXTRA]
-            if x is not None and x.ev0 is not None and x.dev not in refs:
-                refs[x.dev] = (x.ev0, (rec[_START] - self.t0) / 1e3)
-        for dev in refs:
+            if x is not None and x.dev is not None:
+                used.add(x.dev)
+                if x.ev0 is not None and x.dev not in refs:
+                    refs[x.dev] = (x.ev0, (rec[_START] - self.t0) / 1e3)
+        for dev in sorted(used):  # CUPTI reports a kernel once it has run
             self._streams.synchronize(dev)
         return refs
 
@@ -351,6 +374,29 @@ def _device_events_only(events) -> list:
 
 
 # -- profile -----------------------------------------------------------------------------------
+
+class ProfilerActivity(enum.Enum):
+    """What a profile records, as ``torch.profiler.ProfilerActivity``: ``CPU`` (ops, backward
+    nodes and user ranges on the host) and ``CUDA`` (device time of the work they queue)."""
+
+    CPU = "CPU"
+    CUDA = "CUDA"
+
+
+def _cuda_tracer(stacklevel: int):
+    """The CUPTI trace to run on a real GPU; None on the emulated device (event timing), or
+    when cupti-python is missing (a warning that says how to install it, then event timing)."""
+    from . import profiler_cuda
+    if not profiler_cuda.on_real_gpu():
+        return None
+    try:
+        cupti = profiler_cuda.load_cupti()
+    except ImportError as e:
+        warnings.warn(f"{e}; timing each op with CUDA events instead (no per-kernel records)",
+                      UserWarning, stacklevel=stacklevel + 1)
+        return None
+    return profiler_cuda.CuptiTrace(cupti)
+
 
 class profile:
     """Context manager that manages autograd profiler state and holds a summary of results.
@@ -398,6 +444,19 @@ class profile:
             device can be profiled. Default: ``None``.
         with_modules (bool, optional): accepted for compatibility; module hierarchy is not
             recorded. Default: ``False``.
+        activities (iterable of ProfilerActivity, optional): what to record, as
+            ``torch.profiler.profile`` takes it: ``ProfilerActivity.CUDA`` is ``use_cuda=True``;
+            leaving out ``ProfilerActivity.CPU`` keeps only the events with device time (as
+            ``use_kineto=True, use_cpu=False``). Default: ``None`` (use the flags).
+
+    CUDA time: on a GPU, with the ``cupti-python`` package installed, CUPTI records every
+    kernel, copy and memset and the op that queued it (CUPTI external correlation around each
+    op, matched to the driver call that launched the kernel: Triton launches through
+    ``cuLaunchKernel``); each event lists its kernels in ``kernels``, its device time is its
+    own kernels' plus its children's, and the Chrome trace draws each kernel in a lane per
+    stream. Without cupti-python it warns and times each op with a pair of CUDA events on its
+    stream (also what happens on tritongrad's emulated device, where the events time the
+    host's execution of the op).
 
     Raises:
         RuntimeError: "Profiler is already enabled on this thread" when entered while another
@@ -426,7 +485,20 @@ class profile:
     def __init__(self, enabled: bool = True, use_cuda: bool = False, record_shapes: bool = False,
                  with_flops: bool = False, profile_memory: bool = False,
                  with_stack: bool = False, use_kineto: bool = False, use_cpu: bool = True, *,
-                 use_device: str | None = None, with_modules: bool = False):
+                 use_device: str | None = None, with_modules: bool = False,
+                 activities=None):
+        if activities is not None:
+            activities = set(activities)
+            unknown = [a for a in activities if not isinstance(a, ProfilerActivity)]
+            if unknown or not activities:
+                raise ValueError(f"profile: activities must be a non-empty collection of "
+                                 f"ProfilerActivity (CPU, CUDA), got {sorted(map(repr, unknown))}"
+                                 if unknown else "profile: activities is empty")
+            use_cuda = use_cuda or ProfilerActivity.CUDA in activities
+            if ProfilerActivity.CPU not in activities:
+                if ProfilerActivity.CUDA not in activities:
+                    raise ValueError("profile: activities has neither CPU nor CUDA")
+                use_kineto, use_cpu = True, False
         if use_device is not None and use_device != "cuda":
             raise ValueError(f"profile: use_device={use_device!r} cannot be profiled; "
                              f"tritongrad devices are 'cpu' (always profiled) and 'cuda'")
@@ -455,19 +527,23 @@ class profile:
             raise RuntimeError("Profiler context manager is not reentrant")
         if getattr(_tls, "active", False):
             raise RuntimeError("Profiler is already enabled on this thread")
-        use_cuda = self.use_cuda
+        use_cuda, tracer = self.use_cuda, None
         if use_cuda:
             from ..runtime import driver
             if not driver.is_available():
                 warnings.warn("profile(use_cuda=True): CUDA is not available on this machine; "
                               "recording CPU times only", UserWarning, stacklevel=2)
                 use_cuda = False
+            else:
+                tracer = _cuda_tracer(stacklevel=2)
+        if tracer is not None:
+            tracer.start()  # before anything is marked active: a failure leaves no state
         self.entered = _tls.active = True
         if self.profile_memory and not tracemalloc.is_tracing():
             tracemalloc.start()
             self._started_tracemalloc = True
         self._recorder = _Recorder(self.record_shapes, self.with_flops, self.profile_memory,
-                                   self.with_stack, use_cuda)
+                                   self.with_stack, use_cuda, tracer)
         observe.add_observer(self._recorder)
         return self
 
@@ -527,6 +603,20 @@ class profile:
         """
         self._check_finish()
         self.function_events.export_chrome_trace(path)
+
+    def export_nvprof(self, path) -> None:
+        """Writes the profile as an nvprof SQLite database (a tritongrad extension).
+
+        Each event becomes an NVTX range named as :class:`emit_nvtx` names it, each kernel a
+        ``CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`` row with its launch call, so that
+        :func:`load_nvprof` reads back the same events (names, sequence numbers, shapes,
+        times, kernels). See ``tritongrad.autograd.nvprof.export_nvprof`` for what is written.
+
+        Args:
+            path (str): Path where the database will be written (replaced if it exists).
+        """
+        self._check_finish()
+        self.function_events.export_nvprof(path)
 
     def key_averages(self, group_by_input_shape: bool = False,
                      group_by_stack_n: int = 0) -> EventList:
@@ -631,158 +721,3 @@ class record_function:
 _ENTRY_CODES = frozenset(f.__code__ for f in (
     _Recorder._enter, _Recorder.op_enter, _Recorder.node_enter, _Recorder.range_enter,
     record_function.__enter__))
-
-
-# -- load_nvprof -------------------------------------------------------------------------------
-
-def load_nvprof(path) -> EventList:
-    """Opens an nvprof trace file and parses autograd annotations.
-
-    Each NVTX range (e.g. from :class:`emit_nvtx`) becomes a FunctionEvent: its name with the
-    ``, seq = N`` / ``, stashed seq = N`` / ``, op_id = ...`` / ``, sizes = [...]`` parts
-    stripped, ``sequence_nr`` set from the seq part and ``input_shapes`` from the sizes part.
-    Each kernel is attached to the innermost range around the API call that launched it
-    (runtime and driver API calls are matched to kernels by their correlation id), so
-    ``cuda_time_total`` of a range is its kernels' time plus that of the ranges inside it.
-
-    The file is nvprof's SQLite export (``nvprof -o trace.prof``). nvprof does not support
-    GPUs of compute capability 8.0 and newer; this parser is tested on databases built with
-    nvprof's table layout, not on a file written by nvprof itself.
-
-    Args:
-        path (str): path to nvprof trace
-
-    Returns:
-        An EventList of FunctionEvents, ordered by start time (microseconds).
-    """
-    events = EventList(parse_nvprof_trace(path), use_cuda=True)
-    return events
-
-
-_MARKER = "CUPTI_ACTIVITY_KIND_MARKER"
-_API_TABLES = ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER")
-_KERNEL_TABLES = ("CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_KERNEL")
-_OBJECT_KIND_THREAD = 2  # CUpti_ActivityObjectKind: objectId holds {processId, threadId}
-
-
-def _marker_thread(kind, object_id) -> int:
-    if kind == _OBJECT_KIND_THREAD and isinstance(object_id, bytes) and len(object_id) >= 8:
-        return struct.unpack_from("<II", object_id)[1]
-    return 0
-
-
-def parse_nvprof_trace(path) -> list:
-    """The FunctionEvents of an nvprof SQLite trace (see :func:`load_nvprof`)."""
-    import sqlite3
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"load_nvprof: no such file: {path!r}")
-    conn = sqlite3.connect(f"file:{os.path.abspath(path)}?mode=ro", uri=True)
-    conn.row_factory = sqlite3.Row
-    try:
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if "StringTable" not in tables:
-            raise ValueError(f"load_nvprof: {path!r} is not an nvprof trace (it has no "
-                             f"StringTable; tables: {sorted(tables)})")
-        strings = {r["id"]: r["value"]
-                   for r in conn.execute("SELECT _id_ AS id, value FROM StringTable")}
-        if _MARKER not in tables:
-            return []  # nvprof writes a table per activity kind seen: no NVTX ranges
-        columns = {r[1] for r in conn.execute(f"PRAGMA table_info({_MARKER})")}
-        thread_cols = ", start.objectKind AS kind, start.objectId AS object" if {
-            "objectKind", "objectId"} <= columns else ""
-        # A range is a start row (name = its string id) and an end row (name 0) sharing `id`.
-        query = (f"SELECT start.id AS marker_id, start.name AS name, start.timestamp AS t0, "
-                 f"end.timestamp AS t1{thread_cols} FROM {_MARKER} AS start "
-                 f"INNER JOIN {_MARKER} AS end ON start.id = end.id "
-                 f"WHERE start.name != 0 AND end.name = 0")
-        functions, seen = [], set()
-        for row in conn.execute(query):
-            if row["marker_id"] in seen:
-                raise RuntimeError(f"load_nvprof: duplicate NVTX range id {row['marker_id']}")
-            seen.add(row["marker_id"])
-            name, seq, stashed, sizes = parse_range_name(strings.get(row["name"], "?"))
-            thread = _marker_thread(row["kind"], row["object"]) if thread_cols else 0
-            # nvprof timestamps are nanoseconds
-            functions.append(FunctionEvent(
-                row["marker_id"], name, thread, row["t0"] / 1e3, row["t1"] / 1e3,
-                input_shapes=sizes, sequence_nr=seq,
-                scope=SCOPE_BACKWARD_FUNCTION if stashed else SCOPE_FUNCTION))
-        functions.sort(key=lambda e: (e.time_range.start, -e.time_range.end))
-        result = EventList(functions)
-        result._build_tree()
-        _attach_kernels(conn, tables, functions, strings)
-        return functions
-    finally:
-        conn.close()
-
-
-def _attach_kernels(conn, tables, functions, strings) -> None:
-    """Puts each kernel on the innermost range (same thread where known) around its launch."""
-    by_thread: dict = {}
-    for evt in functions:
-        by_thread.setdefault(evt.thread, []).append(evt)
-    starts = {t: [e.time_range.start for e in evts] for t, evts in by_thread.items()}
-    for api in (t for t in _API_TABLES if t in tables):
-        for kernels in (t for t in _KERNEL_TABLES if t in tables):
-            kcols = {r[1] for r in conn.execute(f"PRAGMA table_info({kernels})")}
-            device = "kernel.deviceId" if "deviceId" in kcols else "0"
-            acols = {r[1] for r in conn.execute(f"PRAGMA table_info({api})")}
-            thread = "api.threadId" if "threadId" in acols else "0"
-            query = (f"SELECT api.start AS a0, api.end AS a1, {thread} AS thread, "
-                     f"kernel.start AS k0, kernel.end AS k1, kernel.name AS name, "
-                     f"{device} AS device FROM {api} AS api INNER JOIN {kernels} AS kernel "
-                     f"ON kernel.correlationId = api.correlationId")
-            for row in conn.execute(query):
-                t = row["thread"] if row["thread"] in by_thread else 0
-                evts = by_thread.get(t)
-                if evts is None:
-                    continue
-                a0, a1 = row["a0"] / 1e3, row["a1"] / 1e3
-                # the last range to start before the call; the innermost range around the
-                # call is it or one of its ancestors (ranges nest)
-                i = bisect_left(starts[t], a0) - 1
-                evt = evts[i] if i >= 0 else None
-                while evt is not None and not evt.time_range.end > a1:
-                    evt = evt.cpu_parent
-                if evt is not None:
-                    name = row["name"]
-                    name = _demangle(strings.get(name, str(name)) if isinstance(name, int)
-                                     else str(name))
-                    evt.append_kernel(name, row["device"], (row["k1"] - row["k0"]) / 1e3)
-
-
-@functools.cache
-def _cxa_demangle():
-    import ctypes.util  # only load_nvprof needs it: keep it off `import tritongrad`
-    lib = ctypes.util.find_library("stdc++")
-    try:
-        cxx = ctypes.CDLL(lib or "libstdc++.so.6")
-        libc = ctypes.CDLL(ctypes.util.find_library("c"))
-    except OSError:
-        return None
-    fn = cxx.__cxa_demangle
-    fn.restype = ctypes.c_void_p
-    fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p,
-                   ctypes.POINTER(ctypes.c_int)]
-    libc.free.argtypes = [ctypes.c_void_p]
-    return fn, libc.free
-
-
-@functools.lru_cache(maxsize=4096)
-def _demangle(name: str) -> str:
-    """A C++ symbol's readable form (kernel names from CUDA libraries are mangled)."""
-    if not name.startswith("_Z"):
-        return name
-    funcs = _cxa_demangle()
-    if funcs is None:
-        return name
-    import ctypes
-    demangle, free = funcs
-    status = ctypes.c_int()
-    ptr = demangle(name.encode(), None, None, ctypes.byref(status))
-    if not ptr:
-        return name
-    try:
-        return ctypes.string_at(ptr).decode() if status.value == 0 else name
-    finally:
-        free(ptr)

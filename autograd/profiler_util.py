@@ -11,9 +11,10 @@ Two ways an event knows its CUDA time (``is_legacy``, PyTorch's name for the dis
 - ``profile(use_cuda=True)`` brackets each event with a pair of CUDA events, so the one
   measured interval already covers everything the event's children queued: ``is_legacy=True``,
   ``cuda_time_total`` is that interval alone.
-- ``load_nvprof`` attaches each kernel to the innermost range around its launch:
+- ``load_nvprof`` attaches each kernel to the innermost range around its launch, and
+  ``profile(use_cuda=True)`` with CUPTI on a GPU to the innermost op that launched it:
   ``is_legacy=False``, ``cuda_time_total`` is the event's own kernels plus its children's
-  totals.
+  totals. Those kernels' device intervals are kept too (``device_spans``).
 
 Either way ``self_cuda_time_total`` is the total minus the children's totals.
 """
@@ -28,8 +29,8 @@ from collections import namedtuple
 
 from .registry import flop_rule
 
-__all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "Interval", "Kernel", "estimate_flops",
-           "format_memory", "format_time", "parse_range_name"]
+__all__ = ["DeviceSpan", "EventList", "FunctionEvent", "FunctionEventAvg", "Interval", "Kernel",
+           "estimate_flops", "format_memory", "format_time", "parse_range_name"]
 
 # Scopes, in PyTorch's numbering (RecordScope): what made the event.
 SCOPE_FUNCTION = 0           # an op, forward or run inside backward
@@ -126,6 +127,15 @@ class Interval:
 Kernel = namedtuple("Kernel", ["name", "device", "duration"])
 Kernel.__doc__ = "Device work attributed to an event: a kernel's name, device and duration (us)."
 
+DeviceSpan = namedtuple("DeviceSpan", ["name", "device", "stream", "interval", "kind", "launch"],
+                        defaults=("kernel", None))
+DeviceSpan.__doc__ = """One piece of device work on the profile's timeline (tritongrad's own record).
+
+Fields: name (the kernel's, demangled), device (index), stream (the stream's id as the tool that
+saw it numbers streams: CUPTI's stream id, nvprof's/nsys's streamId), interval (its device
+start and end, us), kind (``"kernel"``, ``"memcpy"`` or ``"memset"``), launch (the CPU interval
+of the API call that queued it, when known, else None)."""
+
 
 # -- one event ---------------------------------------------------------------------------------
 
@@ -145,6 +155,8 @@ class FunctionEvent(_FormattedTimes):
         flops: the estimated floating-point operations (``with_flops``), or None.
         cpu_memory_usage / cuda_memory_usage: net bytes allocated while it ran, children
             included (``profile_memory``). kernels: the device work measured for it.
+        device_spans: a DeviceSpan per kernel, copy or memset whose device interval is known
+            (CUPTI tracing, load_nvprof), in the order they were queued.
     """
 
     def __init__(self, id, name, thread, start_us, end_us, *, input_shapes=None, stack=None,
@@ -171,6 +183,7 @@ class FunctionEvent(_FormattedTimes):
         self.trace_name = trace_name if trace_name is not None else name
         self.args = args
         self.kernels: list = []
+        self.device_spans: list = []  # DeviceSpan of each kernel/copy whose interval is known
         self.cpu_children: list = []
         self.cpu_parent = None
         self.count = 1
@@ -185,6 +198,17 @@ class FunctionEvent(_FormattedTimes):
 
     def append_kernel(self, name, device, duration) -> None:
         self.kernels.append(Kernel(name, device, duration))
+
+    def append_device_span(self, span: DeviceSpan, duration: float | None = None) -> None:
+        """Attributes one kernel (or copy) with a known device interval to this event.
+
+        ``duration`` (us), when given, is the exact length: nvprof's timestamps count ns
+        since the epoch, and the difference of two such times in float us loses ~0.25 us.
+        """
+        if duration is None:
+            duration = span.interval.elapsed_us()
+        self.kernels.append(Kernel(span.name, span.device, duration))
+        self.device_spans.append(span)
 
     def append_cpu_child(self, child) -> None:
         self.cpu_children.append(child)
@@ -415,14 +439,29 @@ class EventList(list):
 
         The file is trace-event JSON (``{"traceEvents": [...]}``, complete ``"X"`` events, times
         in microseconds) and can be loaded in ``chrome://tracing`` or https://ui.perfetto.dev.
-        CPU events are in the process's lane, one track per thread; with ``use_cuda`` each
-        event's measured device span is also drawn in a ``cuda:N`` lane.
+        CPU events are in the process's lane, one track per thread; with ``use_cuda`` the
+        device work is drawn in a ``cuda:N`` lane, one track per stream: each kernel, copy and
+        memset CUPTI recorded (named as the GPU ran it), or each event's measured span when
+        the profile timed ops with CUDA events.
 
         Args:
             path (str): Path where the trace will be written.
         """
         with open(path, "w") as f:
             json.dump(chrome_trace(self), f)
+
+    def export_nvprof(self, path) -> None:
+        """Writes the events as an nvprof SQLite database (a tritongrad extension).
+
+        See ``tritongrad.autograd.nvprof.export_nvprof``: CPU events become NVTX ranges named
+        as :class:`emit_nvtx` names them, device work becomes kernels with their launch calls,
+        so that ``load_nvprof(path)`` reads the same events back.
+
+        Args:
+            path (str): Path where the database will be written (replaced if it exists).
+        """
+        from .nvprof import export_nvprof
+        export_nvprof(self, path)
 
 
 # -- the table ---------------------------------------------------------------------------------
@@ -553,21 +592,24 @@ def _build_table(events, sort_by, row_limit, max_src_column_width, max_name_colu
 
 _CATEGORY = {SCOPE_FUNCTION: "cpu_op", SCOPE_BACKWARD_FUNCTION: "backward",
              SCOPE_USER: "user_annotation"}
+_DEVICE_CATEGORY = {"memcpy": "gpu_memcpy", "memset": "gpu_memset"}  # Kineto's categories
 
 
 def chrome_trace(events) -> dict:
     """The trace-event JSON object for ``events`` (see EventList.export_chrome_trace).
 
     CPU events go in this process's lane (pid = the process id, tid = the thread's native id);
-    device spans go in one lane per GPU (pid = the device index, PyTorch's Kineto convention;
-    tid = the stream handle).
+    device work goes in one lane per GPU (pid = the device index, PyTorch's Kineto convention),
+    one track per stream (tid = the stream handle for event-timed spans, the tool's stream id
+    for kernels from CUPTI or a trace file); kernels have category ``kernel``, copies
+    ``gpu_memcpy``, memsets ``gpu_memset``, as Kineto's.
     """
     pid = os.getpid()
     out = [{"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
             "args": {"name": "CPU functions"}},
            {"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0,
             "args": {"sort_index": -1}}]
-    threads, devices = set(), set()
+    threads, devices, streams = set(), set(), set()
     for evt in events:
         if evt.thread not in threads:
             threads.add(evt.thread)
@@ -593,13 +635,20 @@ def chrome_trace(events) -> dict:
                     "ts": round(evt.time_range.start, 3),
                     "dur": round(evt.time_range.elapsed_us(), 3),
                     "pid": pid, "tid": evt.thread, "args": args})
-        if evt.device_interval is not None:
-            dev, stream, span = evt.device_interval
+        lanes = [(evt.trace_name, "cuda", *evt.device_interval)] \
+            if evt.device_interval is not None else []
+        lanes += [(s.name, _DEVICE_CATEGORY.get(s.kind, s.kind), s.device, s.stream, s.interval)
+                  for s in evt.device_spans]
+        for name, cat, dev, stream, span in lanes:
             if dev not in devices:
                 devices.add(dev)
                 out.append({"name": "process_name", "ph": "M", "pid": dev, "tid": 0,
                             "args": {"name": f"cuda:{dev}"}})
-            out.append({"name": evt.trace_name, "cat": "cuda", "ph": "X",
+            if (dev, stream) not in streams:
+                streams.add((dev, stream))
+                out.append({"name": "thread_name", "ph": "M", "pid": dev, "tid": stream,
+                            "args": {"name": f"stream {stream}"}})
+            out.append({"name": name, "cat": cat, "ph": "X",
                         "ts": round(span.start, 3), "dur": round(span.elapsed_us(), 3),
                         "pid": dev, "tid": stream,
                         "args": {"Sequence number": evt.sequence_nr, "cpu event": evt.id}})

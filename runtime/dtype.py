@@ -17,6 +17,7 @@ __all__ = [
     "uint8", "int8", "int16", "int32", "int", "int64", "long", "bool",
     "complex64", "cfloat", "complex128", "cdouble",
     "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "from_numpy_dtype",
+    "get_float32_matmul_precision", "set_float32_matmul_precision",
     "memory_format", "contiguous_format", "preserve_format", "channels_last",
     "channels_last_3d", "bfloat16_bits", "bfloat16_values",
 ]
@@ -98,6 +99,7 @@ def from_numpy_dtype(np_dtype) -> dtype:
 
 class _Default(threading.local):
     dtype = float32
+    matmul_precision = "highest"
 
 
 _default = _Default()
@@ -113,6 +115,24 @@ def set_default_dtype(d: dtype) -> None:
     if d not in (float32, float64, float16, bfloat16):
         raise TypeError(f"set_default_dtype: only floating point types are supported, got {d}")
     _default.dtype = d
+
+
+_PRECISIONS = ("highest", "high", "medium")
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """Sets the internal precision of float32 matrix products: ``"highest"`` (full float32,
+    the default), ``"high"`` or ``"medium"`` (TensorFloat-32 products allowed: CUDA's float32
+    matmul then runs ``tl.dot`` with ``input_precision="tf32"``; the CPU is unaffected)."""
+    if precision not in _PRECISIONS:
+        raise ValueError(f"set_float32_matmul_precision: {precision!r} is not one of "
+                         f"'highest', 'high', or 'medium'")
+    _default.matmul_precision = precision
+
+
+def get_float32_matmul_precision() -> str:
+    """The float32 matmul precision last set (``"highest"`` by default)."""
+    return _default.matmul_precision
 
 
 def promote_types(a: dtype, b: dtype) -> dtype:

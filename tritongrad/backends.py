@@ -1,10 +1,9 @@
 """``tritongrad.backends``: PyTorch's backend switches, so scripts that set them run unchanged.
 
 ``backends.cuda.matmul.allow_tf32`` and :func:`set_float32_matmul_precision` are one setting,
-as in PyTorch (``allow_tf32 = True`` is precision ``"high"``). tritongrad records it but its
-float32 matmul kernel always computes in full float32 (the ``"highest"`` precision): PyTorch
-documents the lower precisions as permissions, not promises, so results stay within what a
-script asking for them expects. ``backends.cudnn`` holds its four flags for the same reason:
+as in PyTorch (``allow_tf32 = True`` is precision ``"high"``): below ``"highest"``, CUDA's
+float32 matmul multiplies in TensorFloat-32 (``tl.dot(..., input_precision="tf32")``, tensor
+cores); the CPU always computes in float32. ``backends.cudnn`` holds its four flags for the same reason:
 tritongrad has no cuDNN (``cudnn.is_available()`` is False) and its kernels are deterministic
 whatever ``deterministic`` says. ``backends.mps`` reports no Metal device.
 
@@ -22,28 +21,10 @@ from __future__ import annotations
 import sys
 import types
 
+from .runtime.dtype import get_float32_matmul_precision, set_float32_matmul_precision
+
 __all__ = ["cuda", "cudnn", "get_float32_matmul_precision", "mps",
            "set_float32_matmul_precision"]
-
-_PRECISIONS = ("highest", "high", "medium")
-_precision = "highest"
-
-
-def set_float32_matmul_precision(precision: str) -> None:
-    """Sets the internal precision of float32 matrix products: ``"highest"`` (full float32,
-    the default), ``"high"`` (TF32 allowed) or ``"medium"`` (bfloat16 allowed). tritongrad
-    records the setting; its kernels compute at ``"highest"``, which every setting permits."""
-    global _precision
-    if precision not in _PRECISIONS:
-        raise ValueError(f"set_float32_matmul_precision: {precision!r} is not one of "
-                         f"'highest', 'high', or 'medium'")
-    _precision = precision
-
-
-def get_float32_matmul_precision() -> str:
-    """The float32 matmul precision last set (``"highest"`` by default)."""
-    return _precision
-
 
 class _Matmul:
     """``backends.cuda.matmul``: ``allow_tf32`` is the float32 matmul precision seen as a
@@ -54,7 +35,7 @@ class _Matmul:
 
     @property
     def allow_tf32(self) -> bool:
-        return _precision != "highest"
+        return get_float32_matmul_precision() != "highest"
 
     @allow_tf32.setter
     def allow_tf32(self, value: bool) -> None:

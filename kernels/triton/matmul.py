@@ -11,7 +11,8 @@ specialises unit strides, which keeps the loads vectorised in the common layouts
 Precision: float16/bfloat16 use tensor cores with a float32 accumulator (NumPy's float16 matmul
 in kernels/numpy computes the same way). float32 uses ``input_precision="ieee"``: full float32
 products (no TF32), so results match NumPy within float32 rounding, at the cost of not using
-tensor cores (FMA throughput). float64 uses ``tl.dot`` where the installed Triton compiles it
+tensor cores (FMA throughput), unless ``tg.set_float32_matmul_precision("high")`` (or
+``tg.backends.cuda.matmul.allow_tf32 = True``) allows TF32, as in PyTorch. float64 uses ``tl.dot`` where the installed Triton compiles it
 for float64, else a broadcast-multiply-and-sum fallback (``USE_DOT=False``), chosen once on the
 first float64 launch.
 
@@ -102,8 +103,15 @@ CONFIGS = {
 _FAMILY = {D.float16: "half", D.bfloat16: "half", D.float32: "f32", D.float64: "f64"}
 _ACC = {D.float16: tl.float32, D.bfloat16: tl.float32, D.float32: tl.float32,
         D.float64: tl.float64}
-# tl.dot's input_precision: only meaningful for float32 inputs ("ieee": no TF32).
+# tl.dot's input_precision: only meaningful for float32 inputs, "ieee" (full float32) unless
+# set_float32_matmul_precision allows TF32 ("high" or "medium", as PyTorch's allow_tf32).
 _PRECISION = {D.float16: "tf32", D.bfloat16: "tf32", D.float32: "ieee", D.float64: "ieee"}
+
+
+def _precision(dtype) -> str:
+    if dtype is D.float32 and D.get_float32_matmul_precision() != "highest":
+        return "tf32"
+    return _PRECISION[dtype]
 
 _PLANS = L.plan_cache()
 _f64_dot: list = []  # [True/False] once known: does this Triton compile tl.dot for float64?
@@ -134,7 +142,7 @@ def _launch(a, b, c, use_dot):
     grid, consts, warps, stages = _PLANS.get(key) or _plan(key)
     sa, sb = a.strides, b.strides
     _matmul_kernel[grid](a, b, c, M, N, K, sa[0], sa[1], sa[2], sb[0], sb[1], sb[2],
-                         _ACC[a.dtype], _PRECISION[a.dtype], use_dot, *consts,
+                         _ACC[a.dtype], _precision(a.dtype), use_dot, *consts,
                          num_warps=warps, num_stages=stages)
 
 

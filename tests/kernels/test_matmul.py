@@ -66,6 +66,22 @@ def test_float32_is_ieee_not_tf32(kit, rng):
     assert np.abs(got - exact).max() < np.abs(exact - 64).max() * 0.01
 
 
+def test_float32_precision_setting_reaches_the_kernel(kit, rng, monkeypatch):
+    # "high"/"medium" let float32 products use TF32 (tensor cores); the interpreter computes in
+    # float32 whatever it is told, so the check here is what the kernel is launched with (the
+    # sm_90 compile check compiles the TF32 variant)
+    seen = []
+    real = mm._precision
+    monkeypatch.setattr(mm, "_precision", lambda dt: seen.append(real(dt)) or seen[-1])
+    a, ra = kit.pair((8, 16), D.float32, rng)
+    b, rb = kit.pair((16, 4), D.float32, rng)
+    for setting, expected in (("highest", "ieee"), ("high", "tf32"), ("medium", "tf32")):
+        monkeypatch.setattr(D, "get_float32_matmul_precision", lambda s=setting: s)
+        _check(kit, tk.matmul(a, b), _ref(kit, ra, rb, D.float32), D.float32, 16)
+        assert seen[-1] == expected
+    assert real(D.float16) == "tf32" and real(D.float64) == "ieee"
+
+
 def test_float64_fallback_path(kit, rng, monkeypatch):
     monkeypatch.setattr(mm, "_f64_dot", [False])
     for (m, k, n) in [(7, 13, 5), (33, 17, 40)]:
