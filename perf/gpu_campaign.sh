@@ -50,11 +50,14 @@ if [[ "${1:-}" == "--fetch-wheels" ]]; then
     echo "downloading wheels for CPython $pyver on manylinux $plat into $dir"
     # nvtx: a tritongrad dependency the GPU machines lack; scikit-learn (+ its pure-Python
     # dependencies): examples/train_digits.py. numpy/scipy are already on those machines.
+    # cupti-python and nccl4py: the CUPTI profiler and the NCCL backend's gpu tests (their CUDA
+    # libraries, nvidia-cuda-cupti and nvidia-nccl-cu13, are on those machines).
     "$PY" -m pip download --no-deps --only-binary=:all: --python-version "$pyver" \
         --implementation cp --abi "$abi" --platform "manylinux2014_$plat" \
         --platform "manylinux_2_17_$plat" --platform "manylinux_2_27_$plat" \
         --platform "manylinux_2_28_$plat" -d "$dir" \
-        "nvtx>=0.2.10" "scikit-learn>=1.3" joblib threadpoolctl || exit 1
+        "nvtx>=0.2.10" "scikit-learn>=1.3" joblib threadpoolctl "cupti-python>=13" nccl4py \
+        || exit 1
     ls -l "$dir"
     echo "carry it to the GPU machine with the device tool's carry: [\".whl\"]"
     exit 0
@@ -509,6 +512,8 @@ if begin_step install 150; then
         install_wheel joblib joblib
         install_wheel threadpoolctl threadpoolctl
         install_wheel scikit-learn sklearn
+        install_wheel cupti-python cupti  # (optional: profile(use_cuda=True) on the GPU)
+        install_wheel nccl4py nccl        # (optional: the NCCL backend's gpu tests)
     } >> "$CUR_LOG" 2>&1
     if [[ -n "${NVTX_MISSING:-}" ]]; then
         # tritongrad imports without the nvtx package (its ranges are then no-ops), but NVTX
