@@ -8,13 +8,18 @@ has run yet. Dimension wrapping (``wrap_dim``) and dtype promotion live with the
 
 from __future__ import annotations
 
+import os
+import threading
+
 from ..runtime import dtype as dtypes
+from ..runtime import streams as _streams
 from .tensor import Tensor, make
 
 __all__ = ["check_devices_match", "check_generator", "check_index_dtype", "check_index_range",
            "check_memory_format", "check_same_device", "checked_index", "expected_scalar_type",
-           "index_extremes", "index_out_of_range", "operand_on_device", "out_of_bounds",
-           "scalar_type_name", "target_out_of_bounds", "unsupported"]
+           "get_index_check_mode", "guard_index", "index_extremes", "index_out_of_range",
+           "operand_on_device", "out_of_bounds", "raise_deferred_index_errors",
+           "scalar_type_name", "set_index_check_mode", "target_out_of_bounds", "unsupported"]
 
 
 # -- devices ----------------------------------------------------------------------------------
@@ -133,17 +138,130 @@ def check_index_range(idx: Tensor, size: int, error, allow_negative: bool = Fals
 def checked_index(idx: Tensor, size: int, dim: int, op: str, allow_negative: bool,
                   error=None) -> Tensor:
     """``idx`` as int64, in range [0, size) (negatives wrapped if allowed), or the op's error
-    for index ``bad``: ``error(bad)``, by default advanced indexing's IndexError."""
+    for index ``bad``: ``error(bad)``, by default advanced indexing's IndexError (raised when
+    Note [index check modes] says)."""
     if idx._dtype is not dtypes.int64:
         idx = idx.to(dtypes.int64)
     if error is None:
         def error(bad):
             return IndexError(out_of_bounds(bad, dim, size, op))
-    lo = check_index_range(idx, size, error, allow_negative)
-    if lo is not None and lo < 0:
-        k, a = idx._k, idx._data
-        idx = make(k.where(k.lt(a, 0), k.add(a, size), a))
-    return idx
+    return guard_index(idx, size, error, allow_negative)
+
+
+# Note [index check modes]: a bounds check on CUDA reads the index's extremes back to the host,
+# a device sync per indexing op. ``TRITONGRAD_CHECK_INDICES`` (or ``set_index_check_mode``)
+# chooses, for CUDA tensors only (the CPU always raises at once):
+#
+# - ``sync`` (the default): that read-back, and the error at once, as on the CPU;
+# - ``deferred``: no sync. The extremes are computed on the device into a per-device buffer
+#   (one (min, max) slot per check) and the indices the kernel gets are wrapped and clamped
+#   into range, so nothing is read or written out of bounds (the op's result is then
+#   meaningless, as after a CUDA device-side assert). ``raise_deferred_index_errors()`` reads
+#   the buffer (one sync for all pending checks) and raises the first failed check's error,
+#   the very error ``sync`` mode would have raised; it runs at the next point where the host
+#   waits for the device anyway (``.item()``, ``.cpu()``, ``tg.cuda.synchronize()``: a
+#   runtime sync hook), when the buffer's slots are all taken, or when called. Checks inside a CUDA graph capture are not recorded (the replays' indices are
+#   clamped, never reported);
+# - ``off``: indices clamped, nothing recorded or raised.
+_INDEX_CHECK_MODES = ("sync", "deferred", "off")
+_DEFERRED_SLOTS = 1024
+
+
+def _valid_mode(mode: str) -> str:
+    if mode not in _INDEX_CHECK_MODES:
+        raise ValueError(f"index check mode must be one of {', '.join(_INDEX_CHECK_MODES)}, "
+                         f"got {mode!r} (TRITONGRAD_CHECK_INDICES or set_index_check_mode)")
+    return mode
+
+
+_index_checks = {"mode": _valid_mode(os.environ.get("TRITONGRAD_CHECK_INDICES", "sync"))}
+_deferred_lock = threading.Lock()
+_deferred: dict = {}  # device -> [buffer (2 * _DEFERRED_SLOTS int64), [(size, lower, error)]]
+
+
+def set_index_check_mode(mode: str) -> None:
+    """Sets how CUDA ops check their index tensors: ``"sync"``, ``"deferred"`` or ``"off"``
+    (Note [index check modes]); the initial mode is ``TRITONGRAD_CHECK_INDICES``, else
+    ``"sync"``."""
+    _index_checks["mode"] = _valid_mode(mode)
+
+
+def get_index_check_mode() -> str:
+    """The current index check mode of CUDA ops (see ``set_index_check_mode``)."""
+    return _index_checks["mode"]
+
+
+def raise_deferred_index_errors() -> None:
+    """Raises the error of the first index check that failed since the last call, if any
+    (``deferred`` mode; one device sync per device with pending checks). Clears them all."""
+    with _deferred_lock:
+        taken = [(buf, pending) for buf, pending in _deferred.values() if pending]
+        for entry in _deferred.values():
+            entry[1] = []
+    first = None
+    for buf, pending in taken:
+        values = make(buf).cpu()._data  # the one sync
+        for slot, (size, lower, error) in enumerate(pending):
+            lo, hi = int(values[2 * slot]), int(values[2 * slot + 1])
+            if first is None and (hi >= size or lo < lower):
+                first = error(hi if hi >= size else lo)
+    if first is not None:
+        raise first
+
+
+def _raise_pending_at_sync() -> None:
+    if any(pending for _, pending in _deferred.values()):
+        raise_deferred_index_errors()
+
+
+def _record_extremes(idx: Tensor, size: int, lower: int, error) -> None:
+    """Queues idx's (min, max) into the device's deferred buffer for the next raise."""
+    k, a, dev = idx._k, idx._data, idx._device
+    dims = tuple(range(len(a.shape)))
+    with _deferred_lock:
+        entry = _deferred.get(dev)
+        if entry is None:
+            entry = _deferred[dev] = [k.full((2 * _DEFERRED_SLOTS,), 0, dtypes.int64, dev), []]
+            _streams.add_sync_hook(_raise_pending_at_sync)
+        full = len(entry[1]) == _DEFERRED_SLOTS
+    if full:
+        raise_deferred_index_errors()
+    with _deferred_lock:
+        buf, pending = entry
+        slot = len(pending)
+        pending.append((size, lower, error))
+    for j, op in enumerate(("amin", "amax")):
+        at = 2 * slot + j
+        k.copy_(k.getitem(buf, (slice(at, at + 1, 1),)), k.reduce(op, a, dims, False))
+
+
+def guard_index(idx: Tensor, size: int, error, allow_negative: bool = False,
+                ignore_index=None) -> Tensor:
+    """``idx`` ready for a kernel: every entry other than ``ignore_index`` in [0, size)
+    (negatives in [-size, 0) wrapped when ``allow_negative``), else ``error(bad)`` for the
+    offending extreme, raised at once (the CPU, ``sync`` mode) or later, with the entries
+    clamped meanwhile (CUDA in ``deferred``/``off`` mode: Note [index check modes])."""
+    mode = _index_checks["mode"]
+    if idx._device.type == "cpu" or mode == "sync":
+        lo = check_index_range(idx, size, error, allow_negative, ignore_index)
+        if lo is not None and lo < 0 and allow_negative:
+            k, a = idx._k, idx._data
+            idx = make(k.where(k.lt(a, 0), k.add(a, size), a))
+        return idx
+    if idx.numel() == 0:
+        return idx
+    k, a = idx._k, idx._data
+    if mode == "deferred":
+        from ..runtime.graphs import is_current_stream_capturing
+        if not is_current_stream_capturing():  # (a capture's buffer values are never real)
+            counted = a if ignore_index is None else k.where(k.ne(a, ignore_index), a, 0)
+            _record_extremes(make(counted), size, -size if allow_negative else 0, error)
+    if allow_negative:
+        a = k.where(k.lt(a, 0), k.add(a, size), a)
+    safe = k.minimum(k.maximum(a, 0), size - 1)
+    if ignore_index is not None:
+        safe = k.where(k.eq(a, ignore_index), a, safe)
+    return make(safe)
 
 
 # -- accepted for compatibility, not implemented -----------------------------------------------

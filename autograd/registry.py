@@ -3,8 +3,9 @@
 Each family module in autograd/ops/ (elementwise, pointwise, reduction, ...) ends with ``OPS``,
 a tuple of :class:`OpInfo` rows. A row names the op (its function, Tensor method, in-place
 variant, aliases and Python operators) and says what docs and tools need to know about it
-(dtype rule, derivative, FLOP rule); the forward and its ``vjp`` live in the primitive the
-function applies, in the same module, usually just above the row (docs/adding-an-op.md).
+(dtype rule, derivative, FLOP rule, autocast policy); the forward and its ``vjp`` live in the
+primitive the function applies, in the same module, usually just above the row
+(docs/adding-an-op.md).
 
 From the tables, and only from them, autograd/ops/__init__.py generates
 
@@ -55,11 +56,24 @@ class OpInfo:
     # Whether forward-mode AD works through the op (its primitives have ``jvp`` rules):
     # None derives it from ``node`` where the row builds its primitive (see ``forward_ad``).
     jvp: bool | None = None
+    # The op's autocast policy (autograd/autocast.py): "lower", "float32", "promote" or
+    # "banned", for both device types or per type ("float32 on cuda"); None: not autocast.
+    # A row that has one gets its function and method wrapped with the casting entry.
+    autocast: str | None = None
 
     def __post_init__(self):
         if self.flops is not None and self.flops not in FLOP_RULES:
             raise ValueError(f"OpInfo {self.name}: flops must be one of {FLOP_RULES}, "
                              f"got {self.flops!r}")
+        if self.autocast is not None:
+            from .autocast import entry  # (loaded here: it needs Tensor, which needs the ops)
+            # (a frozen dataclass: the wrapped callables replace the given ones, here)
+            # (x.where(...) and 2 ** x are the same op; a row copied by ``replace`` holds
+            # callables wrapped already)
+            for field in ("fn", "method", "reflected"):
+                f = getattr(self, field)
+                if callable(f) and getattr(f, "autocast", None) is None:
+                    object.__setattr__(self, field, entry(f, self.autocast, self.name))
 
     @property
     def bound(self) -> Callable | None:
@@ -156,11 +170,16 @@ def markdown(families: dict[str, tuple[OpInfo, ...]]) -> str:
     out = [("The *forward AD* column: `yes`, the op's primitives have `jvp` rules (forward-mode "
             "AD, docs/autograd.md); `no`, a tangent reaching it raises \"Trying to use forward "
             "AD with <op> that does not support it\"; `n/a`, no derivative; empty, the row "
-            "does not say (a composite works where its parts do)."), ""]
+            "does not say (a composite works where its parts do). The *autocast* column: the "
+            "dtype the op runs in inside an autocast region (docs/training.md, Mixed "
+            "precision): `lower` (the region's float16 or bfloat16), `float32`, `promote` (the "
+            "widest input dtype), `banned` (refused), for both device types or the one named."),
+           ""]
     for family, rows in families.items():
         out += [f"### {family}", "",
-                "| op | Tensor | in place | dtypes | gradient | grad_fn | FLOPs | forward AD |",
-                "|---|---|---|---|---|---|---|---|"]
+                ("| op | Tensor | in place | dtypes | gradient | grad_fn | FLOPs | forward AD "
+                 "| autocast |"),
+                "|---|---|---|---|---|---|---|---|---|"]
         for row in sorted(rows, key=lambda r: r.name):
             names = ", ".join(f"`{n}`" for n in row.names())
             method = ["method"] if row.bound is not None else []
@@ -170,6 +189,7 @@ def markdown(families: dict[str, tuple[OpInfo, ...]]) -> str:
             inplace = f"`{row.name}_`" if row.inplace is not None else ""
             node = f"`{row.node.__name__}`" if row.node is not None else ""
             out.append(f"| {names} | {', '.join(method)} | {inplace} | {row.dtypes} | "
-                       f"{row.grad} | {node} | {row.flops or ''} | {row.forward_ad} |")
+                       f"{row.grad} | {node} | {row.flops or ''} | {row.forward_ad} | "
+                       f"{row.autocast or ''} |")
         out.append("")
     return "\n".join(out)

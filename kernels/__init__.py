@@ -80,6 +80,16 @@ optimizers    sgd_step(param, grad, momentum_buffer, lr, momentum, dampening, we
                   beta2, eps, weight_decay, amsgrad, maximize, decoupled)
                   [one fused update per parameter, in place, returning None; buffers are None
                   where unused; formulas in kernels/numpy/optim.py]
+random        rand(shape, dtype, device, gen)          [uniform in [0, 1), float dtype]
+              randn(shape, dtype, device, gen)         [standard normal, float dtype]
+              randint(low, high, shape, dtype, device, gen)   [uniform in [low, high)]
+              dropout_mask(shape, p, dtype, device, gen) -> bool   [rand(shape, dtype) >= p]
+                  gen is the stream: on the CPU a NumPy Generator, drawn from (the numbers
+                  CPU tensors always had); on CUDA a Philox position (seed, offset, epoch):
+                  a pure function of it, nothing drawn on the host, epoch None for an eager
+                  draw or an int64[1] device array a graph-captured draw reads and bumps
+                  (Note [philox positions] in kernels/triton/random.py). The caller advances
+                  the offset by one per call. The two devices' numbers differ, as PyTorch's.
 
 The host boundary (module-level here, not per backend): a CPU tensor holds the CPU backend's
 array, a NumPy array except for bfloat16, which NumPy lacks and the CPU backend stores as a
@@ -120,6 +130,8 @@ CONTRACT = (
     # fused nn ops and optimizer updates
     "gelu", "gelu_backward", "layer_norm", "layer_norm_backward", "cross_entropy",
     "cross_entropy_backward", "embedding", "embedding_backward", "sgd_step", "adam_step",
+    # random numbers
+    "rand", "randn", "randint", "dropout_mask",
 )
 
 _MODULES = {"cpu": "tritongrad.kernels.numpy", "cuda": "tritongrad.kernels.triton"}

@@ -10,6 +10,7 @@ import math
 import warnings
 
 from ..autograd import checks
+from ..autograd.autocast import autocast_op as _autocast
 from ..autograd.ops import nn as _nn
 from ..autograd.ops.pointwise import sigmoid as _sigmoid
 from ..autograd.ops.pointwise import tanh as _tanh
@@ -106,6 +107,7 @@ def _softplus_unit(z: Tensor) -> Tensor:
     return (zp + zp.neg().exp().log1p()).where(pos, zn.exp().log1p())
 
 
+@_autocast("float32 on cuda")
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """Softplus(x) = 1/beta * log(1 + exp(beta * x)), reverting to the linear function x
     where beta * x > threshold (for numerical stability)."""
@@ -139,11 +141,13 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
+@_autocast("float32 on cuda")
 def log_softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
     """log(softmax(x)) along ``dim``, computed stably."""
     return _log_softmax(input, dim, dtype)
 
 
+@_autocast("float32 on cuda")
 def softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
     """exp(x) / sum(exp(x)) along ``dim``, computed stably."""
     return _softmax(input, dim, dtype)
@@ -151,6 +155,7 @@ def softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor
 
 # -- layers --------------------------------------------------------------------------------------
 
+@_autocast("lower")
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight^T + bias, for x of shape (*, in_features)."""
     if weight.ndim == 2 and input.ndim and input.shape[-1] != weight.shape[1]:
@@ -161,6 +166,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return out + bias if bias is not None else out
 
 
+@_autocast("float32 on cuda")
 def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalises over the trailing ``normalized_shape`` dims, then scales and shifts. One
@@ -196,8 +202,14 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
     if p == 1.0:
         out = input * 0.0
     else:
-        from ..autograd.ops.creation import rand
-        keep = rand(tuple(input.shape), device=input.device) >= p
+        # the keep mask is drawn where the input lives (on CUDA: on the device, from the
+        # default CUDA generator); its uniforms are the default dtype's, as rand's
+        from ..autograd.ops.creation import _stream
+        from ..autograd.tensor import make
+        from ..runtime.dtype import get_default_dtype
+        dev = input.device
+        keep = make(input._k.dropout_mask(tuple(input.shape), float(p), get_default_dtype(),
+                                          dev, _stream(None, dev, "dropout")))
         out = input * keep.to(input.dtype) * (1.0 / (1.0 - p))
     return out
 
@@ -238,6 +250,7 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
     return loss
 
 
+@_autocast("float32")
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
              reduction: str = "mean", weight=None) -> Tensor:
     """(input - target)^2, averaged (``'mean'``), summed (``'sum'``) or per element.
@@ -303,6 +316,7 @@ def _weighted_cross_entropy(input, target, weight, ignore_index, reduction, labe
     return nll * (1 - label_smoothing) + smooth * (label_smoothing / c)
 
 
+@_autocast("float32")
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
              ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
     """The negative log-likelihood of class indices ``target`` under log-probabilities
@@ -338,6 +352,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     return loss.sum() / w_rows.sum().detach()
 
 
+@_autocast("float32")
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                   size_average=None, ignore_index: int = -100, reduce=None,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
@@ -407,6 +422,7 @@ def _clamped_log(p: Tensor) -> Tensor:
     return p.where(positive, 1.0).log().where(positive, -100.0).clamp(min=-100.0)
 
 
+@_autocast("float32 on cpu, banned on cuda")
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """Measure Binary Cross Entropy between the target and input probabilities:
@@ -431,6 +447,7 @@ def _size(t: Tensor) -> str:
     return f"tritongrad.Size({list(t.shape)})"
 
 
+@_autocast("float32")
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
                                      weight: Tensor | None = None, size_average=None,
                                      reduce=None, reduction: str = "mean",
@@ -457,6 +474,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     return _reduce(_weighted(loss, weight), reduction)
 
 
+@_autocast("float32")
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
             reduction: str = "mean") -> Tensor:
     """Mean absolute error |input - target| (the gradient at 0 is 0)."""
@@ -473,6 +491,7 @@ def _piecewise_quadratic(input: Tensor, target: Tensor, cut: float, quadratic_sc
     return (d * d * (0.5 * quadratic_scale)).where(d < cut, (d - 0.5 * cut) * linear_scale)
 
 
+@_autocast("float32")
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """0.5 (x - y)^2 / beta where |x - y| < beta, else |x - y| - 0.5 beta (beta = 0: L1)."""
@@ -485,6 +504,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
     return _reduce(_piecewise_quadratic(input, target, beta, 1.0 / beta, 1.0), reduction)
 
 
+@_autocast("float32")
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
     """0.5 (x - y)^2 where |x - y| < delta, else delta (|x - y| - 0.5 delta); ``weight``
@@ -497,6 +517,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     return _reduce(_weighted(loss, weight), reduction)
 
 
+@_autocast("float32")
 def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
            reduction: str = "mean", log_target: bool = False) -> Tensor:
     """The Kullback-Leibler divergence loss, for log-probabilities ``input``:
@@ -525,6 +546,7 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
     return _reduce(loss, reduction)
 
 
+@_autocast("float32 on cuda")
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
               out=None) -> Tensor:
     """Performs Lp normalization of inputs over specified dimension: v / max(||v||_p, eps)."""
@@ -547,3 +569,9 @@ from ._attention import multi_head_attention_forward, scaled_dot_product_attenti
 from ._convolution import adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, max_pool2d, unfold
 from ._normalization import batch_norm, group_norm, rms_norm
 from ._padding import pad
+
+# autocast's entries for the composites defined in the modules above (their autocast column is
+# here, as the op tables' is in their rows: autograd/autocast.py)
+conv1d, conv2d, scaled_dot_product_attention = map(_autocast("lower"), (
+    conv1d, conv2d, scaled_dot_product_attention))
+group_norm = _autocast("float32 on cuda")(group_norm)

@@ -313,10 +313,13 @@ def to_host(a: DeviceArray) -> np.ndarray:
     buf = np.empty((hi - lo) * item, dtype=np.uint8)
     _copy_dtoh(a.storage.device.index, buf.ctypes.data, a.storage.ptr + lo * item, buf.nbytes)
     if a.is_contiguous():  # the span is exactly the elements, in order
-        return buf.view(npdt).reshape(a.shape)
-    view = np.lib.stride_tricks.as_strided(
-        buf[(a.offset - lo) * item:].view(npdt), a.shape, tuple(s * item for s in a.strides))
-    return np.array(view)
+        out = buf.view(npdt).reshape(a.shape)
+    else:
+        out = np.array(np.lib.stride_tricks.as_strided(
+            buf[(a.offset - lo) * item:].view(npdt), a.shape,
+            tuple(s * item for s in a.strides)))
+    _streams.run_sync_hooks()
+    return out
 
 
 def copy_between(dst: DeviceArray, src: DeviceArray) -> None:

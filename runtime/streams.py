@@ -319,6 +319,33 @@ def synchronize(device=None) -> None:
     """Waits for all work on all streams of ``device`` (current if None): ``cuCtxSynchronize``."""
     index = device_index(device)
     _drv.get_driver().ctx_synchronize(index)
+    run_sync_hooks()
+
+
+# Functions run after each point where the host waits for a device: synchronize() and every
+# device-to-host read (memory.to_host). Errors found on the device without a sync surface
+# there, as CUDA's device-side asserts do at the next synchronising call (autograd's deferred
+# index checks register one: Note [index check modes] in autograd/checks.py).
+_sync_hooks: list = []
+_in_hooks = threading.local()
+
+
+def add_sync_hook(fn) -> None:
+    """Registers ``fn()`` to run after each host synchronisation point (once per ``fn``)."""
+    if fn not in _sync_hooks:
+        _sync_hooks.append(fn)
+
+
+def run_sync_hooks() -> None:
+    """Runs the sync hooks (not from inside one: a hook may read the device itself)."""
+    if not _sync_hooks or getattr(_in_hooks, "active", False):
+        return
+    _in_hooks.active = True
+    try:
+        for fn in list(_sync_hooks):
+            fn()
+    finally:
+        _in_hooks.active = False
 
 
 # ------------------------------------------------------------------------------------------

@@ -105,3 +105,17 @@ class Exp(tg.autograd.Function):
     def backward(ctx, grad_output):
         (result,) = ctx.saved_tensors
         return grad_output * result
+
+
+def run_optimizer(opt_cls, grads, p0, device="cpu", dtype=tg.float64, **kw):
+    """Steps ``opt_cls(**kw)`` over one parameter (initial values ``p0``) with the given
+    gradient sequence: (the parameter's values after each step, the optimizer, the
+    parameter)."""
+    p = tg.nn.Parameter(tg.tensor(p0, dtype=dtype, device=device))
+    opt = opt_cls([p], **kw)
+    out = []
+    for g in grads:
+        p.grad = tg.tensor(g, dtype=dtype, device=device)
+        opt.step()
+        out.append(p.detach().cpu().numpy().copy())
+    return out, opt, p

@@ -34,6 +34,13 @@ from . import cuda, distributed, nn, optim, utils
 from .serialization import load, save
 from . import backends, linalg
 from .backends import get_float32_matmul_precision, set_float32_matmul_precision
+from . import amp
+from .autograd.autocast import (autocast, clear_autocast_cache, get_autocast_dtype,
+                                is_autocast_available, is_autocast_cache_enabled,
+                                is_autocast_enabled, set_autocast_cache_enabled,
+                                set_autocast_dtype, set_autocast_enabled)
+
+cpu = amp.cpu  # PyTorch's torch.cpu, here only its amp
 
 __version__ = "0.1.0"
 
@@ -49,6 +56,9 @@ __all__ = ["device", "dtype", "Tensor", "Size", "autograd", "cuda", "distributed
            "channels_last_3d"]
 __all__ += ["backends", "get_float32_matmul_precision", "linalg",
             "set_float32_matmul_precision"]
+__all__ += ["amp", "autocast", "clear_autocast_cache", "get_autocast_dtype",
+            "is_autocast_available", "is_autocast_cache_enabled", "is_autocast_enabled",
+            "set_autocast_cache_enabled", "set_autocast_dtype", "set_autocast_enabled"]
 __all__ += list(_ops_all)
 
 

@@ -10,7 +10,7 @@ Example:
     tensor(5.)
 """
 
-from .autograd.ops.linalg import matmul
+from .autograd.ops import matmul  # (the table's function: tg.matmul itself)
 from .autograd.ops.linalg_ext import linalg_norm as norm
 from .autograd.ops.linalg_ext import matrix_norm, vecdot, vector_norm
 

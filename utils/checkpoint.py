@@ -17,6 +17,7 @@ from typing import Any
 
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..autograd.graph import saved_tensors_hooks
+from ..autograd.tensor import Tensor
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError"]
 
@@ -31,14 +32,26 @@ class CheckpointError(RuntimeError):
 # autograd/ops/creation.py and has no get_rng_state/set_rng_state yet: its state is copied and
 # swapped here, in one place.
 
-def _get_rng():
-    from ..autograd.ops import creation
-    return copy.deepcopy(creation._rng)
+def _get_rng(devices=()):
+    """The CPU generator's stream and, as PyTorch's ``preserve_rng_state``, the default
+    generator state of each CUDA device among the inputs' (their random numbers are drawn
+    on the device, from a generator of their own)."""
+    from ..autograd.ops import creation, random
+    return (copy.deepcopy(creation._rng),
+            {dev: random.get_cuda_rng_state(dev) for dev in devices})
 
 
-def _set_rng(rng) -> None:
-    from ..autograd.ops import creation
-    creation._rng = rng
+def _set_rng(state) -> None:
+    from ..autograd.ops import creation, random
+    cpu, cuda = state
+    creation._rng = copy.deepcopy(cpu)
+    for dev, st in cuda.items():
+        random.set_cuda_rng_state(st, dev)
+
+
+def _cuda_devices(args) -> tuple:
+    return tuple(dict.fromkeys(a.device for a in args
+                               if isinstance(a, Tensor) and a.device.type == "cuda"))
 
 
 class _Frame:
@@ -69,10 +82,10 @@ class _Frame:
             saved.append(t)
             return t
 
-        current = _get_rng() if self.rng is not None else None
+        current = _get_rng(tuple(self.rng[1])) if self.rng is not None else None
         try:
             if self.rng is not None:
-                _set_rng(copy.deepcopy(self.rng))
+                _set_rng(self.rng)
             # Under grad mode, so ops save what they saved the first time; the recomputed
             # graph then also carries create_graph=True backward through to the inputs.
             with enable_grad(), saved_tensors_hooks(collect, lambda t: t):
@@ -159,7 +172,8 @@ def checkpoint(function: Callable, *args, use_reentrant: bool | None = False,
                          f"{determinism_check!r}")
     if not is_grad_enabled():
         return function(*args, **kwargs)  # nothing is saved: nothing to recompute
-    frame = _Frame(function, args, kwargs, _get_rng() if preserve_rng_state else None,
+    frame = _Frame(function, args, kwargs,
+                   _get_rng(_cuda_devices(args)) if preserve_rng_state else None,
                    check_meta=determinism_check == "default")
     with saved_tensors_hooks(frame.pack, _unpack):
         return function(*args, **kwargs)

@@ -141,6 +141,18 @@ def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e
     return bool(isclose(input, other, rtol, atol, equal_nan).all().item())
 
 
+def equal(input: Tensor, other: Tensor) -> bool:
+    """``True`` if two tensors have the same size and elements, ``False`` otherwise (NaN is
+    not equal to itself; dtypes promote as for ``==``)."""
+    for name, t in (("input", input), ("other", other)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"equal(): argument '{name}' must be Tensor, not "
+                            f"{type(t).__name__}")
+    if tuple(input.shape) != tuple(other.shape):
+        return False
+    return bool((input == other).all().item())
+
+
 # -- nan_to_num ---------------------------------------------------------------------------------
 
 def _finfo(dt) -> tuple:
@@ -321,14 +333,15 @@ OPS = (
     OpInfo("var_mean", var_mean, method=False, dtypes="floats", grad="through var and mean"),
     OpInfo("isclose", isclose, dtypes="same dtype; bool result", grad="none"),
     OpInfo("allclose", allclose, dtypes="same dtype; Python bool", grad="none"),
+    OpInfo("equal", equal, dtypes="promoted; Python bool", grad="none"),
     OpInfo("nan_to_num", nan_to_num, inplace=nan_to_num_, dtypes="all (integers: a copy)",
            grad="g where finite, else 0"),
     OpInfo("lerp", lerp, inplace=lerp_, dtypes="floats; one dtype",
            grad="(1 - w) g, w g, (end - input) g"),
     OpInfo("addcmul", addcmul, inplace=addcmul_, dtypes="promoted",
-           grad="g, value g t2, value g t1"),
+           grad="g, value g t2, value g t1", autocast="promote on cuda"),
     OpInfo("addcdiv", addcdiv, inplace=addcdiv_, dtypes="promoted; not two integer tensors",
-           grad="g, value g / t2, -value g t1 / t2^2"),
+           grad="g, value g / t2, -value g t1 / t2^2", autocast="promote on cuda"),
     OpInfo("xlogy", xlogy, dtypes="floats; integers promote", grad="g log(y), g x / y; 0 at x = 0, y <= 0"),
     OpInfo("logaddexp", logaddexp, dtypes="floats", grad="g sigmoid(a - b), g sigmoid(b - a)"),
 )

@@ -216,5 +216,5 @@ def einsum(equation: str, *operands) -> Tensor:
 
 OPS = (
     OpInfo("einsum", einsum, method=False, dtypes="one dtype (bmm's)",
-           grad="einsum of g with the other operands"),
+           grad="einsum of g with the other operands", autocast="lower"),
 )

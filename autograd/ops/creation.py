@@ -1,9 +1,10 @@
 """Tensor factories: ``tensor``, ``zeros``, ``randn``, ... and the random generator.
 
 Factories take ``dtype=``, ``device=`` and ``requires_grad=`` as PyTorch's do. Random numbers
-come from a NumPy generator, the global one (``manual_seed`` reseeds it) or a ``Generator``'s
-(random.py), and are drawn on the host, then copied to the device, so a seed gives the same
-values on the CPU and on CUDA.
+come from the kernel contract's ``rand``/``randn``/``randint``, drawing from the stream
+random.py's ``stream`` picks: on the CPU a NumPy generator (the global one, which
+``manual_seed`` reseeds, or a ``Generator``'s), on CUDA a Philox generator on the device, with
+no host round trip. A seed reproduces each device's numbers; the CPU's and CUDA's differ.
 """
 
 from __future__ import annotations
@@ -500,33 +501,33 @@ def initial_seed() -> int:
     return _initial_seed
 
 
-def _numpy_rng(generator, device: Device, op: str) -> np.random.Generator:
-    """The NumPy generator to draw from: the global one, or ``generator``'s (checked)."""
-    if generator is None:
-        return _rng
-    from .random import numpy_rng  # (random.py builds on this module)
-    return numpy_rng(generator, device, op)
+def _stream(generator, device: Device, op: str):
+    """The contract's ``gen`` for a draw on ``device`` (random.stream: checked, consumed)."""
+    from .random import stream  # (random.py builds on this module)
+    return stream(generator, device, op)
 
 
-def _random(method: str, size, dtype, device, requires_grad, generator, op) -> Tensor:
+def _random(name: str, size, dtype, device, requires_grad, generator) -> Tensor:
     dt = as_dtype(dtype) or dtypes.get_default_dtype()
     if not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError(f"random: dtype {dt} is not a floating point type")
     dev = resolve_device(device)
-    arr = getattr(_numpy_rng(generator, dev, op), method)(size)
-    return _finish(host_to(arr, dt, dev), requires_grad)
+    k = backend(dev)
+    return _finish(make(getattr(k, name)(size, dt, dev, _stream(generator, dev, name))),
+                   requires_grad)
 
 
 def rand(*size, dtype=None, device=None, requires_grad: bool = False, generator=None) -> Tensor:
-    """Uniform random numbers in [0, 1) from ``generator`` (by default the global one, which
-    ``manual_seed`` seeds)."""
-    return _random("random", _size(size), dtype, device, requires_grad, generator, "rand")
+    """Returns a tensor filled with random numbers from a uniform distribution on the
+    interval [0, 1), drawn from ``generator`` (by default the device's default generator,
+    which ``manual_seed`` seeds; on CUDA, drawn on the device)."""
+    return _random("rand", _size(size), dtype, device, requires_grad, generator)
 
 
 def randn(*size, dtype=None, device=None, requires_grad: bool = False, generator=None) -> Tensor:
-    """Standard normal random numbers from ``generator`` (by default the global one)."""
-    return _random("standard_normal", _size(size), dtype, device, requires_grad, generator,
-                   "randn")
+    """Returns a tensor filled with random numbers from a normal distribution with mean 0 and
+    variance 1, drawn from ``generator`` (by default the device's default generator)."""
+    return _random("randn", _size(size), dtype, device, requires_grad, generator)
 
 
 def rand_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False, *,
@@ -556,9 +557,10 @@ def randint(low, high=None, size=None, dtype=None, device=None,
         raise RuntimeError(f"randint: expects 'low' to be less than 'high', but got "
                            f"low={low} >= high={high}")
     dev = resolve_device(device)
-    arr = _numpy_rng(generator, dev, "randint").integers(low, high, _size((size,)))
-    out = host_to(arr, as_dtype(dtype) or dtypes.int64, dev)
-    return _finish(out, requires_grad)  # refuses integer dtypes, as PyTorch does
+    dt = as_dtype(dtype) or dtypes.int64
+    out = backend(dev).randint(low, high, _size((size,)), dt, dev,
+                               _stream(generator, dev, "randint"))
+    return _finish(make(out), requires_grad)  # refuses integer dtypes, as PyTorch does
 
 
 # -- ranges ------------------------------------------------------------------------------------

@@ -485,16 +485,18 @@ _UNARY = (
                      "are trying to invert a mask, use the `~` or `logical_not()` operator "
                      "instead.", doc="``-input``."),
     unary("exp", lambda ctx, k, s, g: k.mul(g, s[0]), saves="output",
-          forward=lambda ctx, k, x, out=None: k.exp(x, out=out), grad="g * y"),
+          forward=lambda ctx, k, x, out=None: k.exp(x, out=out), grad="g * y",
+          autocast="float32 on cuda"),
     unary("log", lambda ctx, k, s, g: k.div(g, s[0]), saves="input",
-          forward=lambda ctx, k, x, out=None: k.log(x, out=out), grad="g / x"),
+          forward=lambda ctx, k, x, out=None: k.log(x, out=out), grad="g / x",
+          autocast="float32 on cuda"),
     unary("sqrt", lambda ctx, k, s, g: k.div(g, k.mul(s[0], 2)), saves="output",
           forward=lambda ctx, k, x, out=None: k.sqrt(x, out=out), grad="g / (2 y)"),
     # 1 / sqrt(x) as the reciprocal of the root, so that rsqrt(-0.0) is -inf (IEEE, and
     # PyTorch), where -0.0 ** -0.5 would be +inf
     unary("rsqrt", lambda ctx, k, s, g: k.mul(g, k.mul(k.mul(s[0], k.mul(s[0], s[0])), -0.5)),
           saves="output", forward=lambda ctx, k, x: k.pow(k.sqrt(x), -1), out_arg=False,
-          inplace=False, grad="-g y^3 / 2"),
+          inplace=False, grad="-g y^3 / 2", autocast="float32 on cuda"),
     unary("relu", lambda ctx, k, s, g: k.binary("relu_backward", g, s[0]), saves="output",
           kind="any", forward=lambda ctx, k, x, out=None: k.relu(x, out=out), out_arg=False,
           bool_error="Boolean inputs not supported for relu", grad="g where y > 0",
@@ -726,11 +728,10 @@ def pow_(self: Tensor, exponent) -> Tensor:
 
 # -- the table ---------------------------------------------------------------------------------
 
-def _binary(name, fn, inplace, grad, reflected=None, op=None, aliases=()):
+def _binary(name, fn, inplace, grad, reflected=None, op=None, **row):
     op = op or name
     return OpInfo(name, fn, inplace=inplace, operators=(f"__{op}__", f"__r{op}__", f"__i{op}__"),
-                  reflected=reflected, aliases=aliases, flops="elementwise", dtypes="promoted",
-                  grad=grad)
+                  reflected=reflected, flops="elementwise", dtypes="promoted", grad=grad, **row)
 
 
 def _compare(name):
@@ -746,9 +747,10 @@ OPS = _UNARY + (
             reflected=lambda self, other: mul(reciprocal(self), other), op="truediv",
             aliases=("true_divide",)),
     _binary("pow", pow, pow_, "g e x^(e-1), g y log x",
-            reflected=lambda self, other: pow(other, self)),
+            reflected=lambda self, other: pow(other, self), autocast="float32 on cuda"),
     OpInfo("rsub", rsub, method=False, dtypes="promoted", grad="-alpha g"),
-    OpInfo("reciprocal", reciprocal, dtypes="floats; integers promote", grad="-g y^2"),
+    OpInfo("reciprocal", reciprocal, dtypes="floats; integers promote", grad="-g y^2",
+           autocast="float32 on cuda"),
     OpInfo("maximum", maximum, flops="elementwise", dtypes="promoted",
            grad="to the larger; ties split"),
     OpInfo("minimum", minimum, flops="elementwise", dtypes="promoted",

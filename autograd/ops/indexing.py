@@ -986,9 +986,11 @@ def scatter_reduce_(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
 OPS = (
     OpInfo("gather", gather, grad="g scattered-added back"),
     OpInfo("scatter", scatter, inplace=scatter_, grad="g masked, src: g gathered"),
-    OpInfo("scatter_add", scatter_add, inplace=scatter_add_, grad="g, src: g gathered"),
+    OpInfo("scatter_add", scatter_add, inplace=scatter_add_, grad="g, src: g gathered",
+           autocast="promote on cuda"),
     OpInfo("index_select", index_select, grad="g index-added back"),
-    OpInfo("index_put", index_put, inplace=index_put_, grad="g masked, values: g indexed"),
+    OpInfo("index_put", index_put, inplace=index_put_, grad="g masked, values: g indexed",
+           autocast="promote on cuda"),
     OpInfo("index_put_", index_put_, method=False, grad="g masked, values: g indexed"),
     OpInfo("masked_fill", masked_fill, inplace=masked_fill_, grad="g where not mask"),
     OpInfo("masked_select", masked_select, grad="g scattered back"),

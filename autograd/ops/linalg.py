@@ -182,9 +182,10 @@ def _as_batch(x: Tensor, full: tuple, flat: tuple) -> Tensor:
 # -- the table ---------------------------------------------------------------------------------
 
 OPS = (
-    OpInfo("mm", mm, flops="matmul", grad="g b^T, a^T g"),
-    OpInfo("bmm", bmm, flops="matmul", grad="g b^T, a^T g per batch"),
+    OpInfo("mm", mm, flops="matmul", grad="g b^T, a^T g", autocast="lower"),
+    OpInfo("bmm", bmm, flops="matmul", grad="g b^T, a^T g per batch", autocast="lower"),
     OpInfo("matmul", matmul, flops="matmul", operators=("__matmul__", "__rmatmul__"),
-           reflected=lambda self, other: matmul(other, self), grad="g b^T, a^T g, broadcast"),
+           reflected=lambda self, other: matmul(other, self), grad="g b^T, a^T g, broadcast",
+           autocast="lower"),
 )
 OPS = with_jvp(OPS)  # every primitive here has a jvp rule

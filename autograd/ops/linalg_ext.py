@@ -297,12 +297,13 @@ baddbmm_ = _inplace_product(baddbmm, "baddbmm_")
 # (no FLOP rule: the profiler's matmul rule reads the first two operands, which for these are
 # the added input and mat1; the mm/bmm they call are counted)
 OPS = (
-    OpInfo("norm", norm, dtypes="floats (dtype= casts)", grad="g x |x|^(p-2) / y^(p-1); 0 at 0"),
+    OpInfo("norm", norm, dtypes="floats (dtype= casts)", grad="g x |x|^(p-2) / y^(p-1); 0 at 0",
+           autocast="float32 on cuda"),
     OpInfo("outer", outer, aliases=("ger",), dtypes="promoted", grad="g vec2, g^T input"),
     OpInfo("addmm", addmm, inplace=addmm_, dtypes="one dtype", grad="beta g, alpha g b^T, "
-           "alpha a^T g"),
+           "alpha a^T g", autocast="lower"),
     OpInfo("addmv", addmv, inplace=addmv_, dtypes="one dtype", grad="beta g, alpha g v^T, "
-           "alpha A^T g"),
+           "alpha A^T g", autocast="lower on cuda"),
     OpInfo("baddbmm", baddbmm, inplace=baddbmm_, dtypes="one dtype",
-           grad="beta g, alpha g b^T, alpha a^T g per batch"),
+           grad="beta g, alpha g b^T, alpha a^T g per batch", autocast="lower"),
 )

@@ -297,8 +297,8 @@ def cross_entropy_rows(logits: Tensor, target: Tensor, ignore_index: int = -100,
                          f"{list(x.shape)} and {list(target.shape)}")
     checks.check_same_device(x, target, "target", "cross_entropy")
     target = check_class_indices(target)
-    checks.check_index_range(target, x.shape[1], checks.target_out_of_bounds,
-                             ignore_index=int(ignore_index))
+    target = checks.guard_index(target, x.shape[1], checks.target_out_of_bounds,
+                                ignore_index=int(ignore_index))
     return apply(CrossEntropyLossBackward0, (x, target), int(ignore_index),
                  float(label_smoothing))
 
@@ -379,7 +379,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None,
         padding_idx %= n
     if input.dtype.name != "int64":
         input = input.long()
-    checks.check_index_range(input, weight.shape[0], checks.index_out_of_range)
+    input = checks.guard_index(input, weight.shape[0], checks.index_out_of_range)
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
     return apply(EmbeddingBackward0, (weight, input), padding_idx, scale_grad_by_freq)

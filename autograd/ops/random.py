@@ -1,11 +1,24 @@
 """Random sampling: ``Generator``, ``multinomial``, ``bernoulli``/``bernoulli_``, ``randperm``,
-``get_rng_state``/``set_rng_state``.
+``get_rng_state``/``set_rng_state``, and the streams the factories draw from.
 
-Every random number is drawn on the host from a NumPy ``Generator`` (PCG64) and copied to the
-device, also for a ``Generator(device="cuda")``: a seed gives the same values on the CPU and on
-CUDA. The global generator is the one ``manual_seed`` seeds (its NumPy generator is
-``creation._rng``, where the factories ``rand``, ``randn``, ``randint`` draw by default); a
-``Generator`` object is an independent stream, passed as ``generator=`` to any random op.
+On the CPU every random number is drawn from a NumPy ``Generator`` (PCG64): the global one that
+``manual_seed`` seeds (its NumPy generator is ``creation._rng``) or a ``Generator``'s. On CUDA,
+``rand``, ``randn``, ``randint``, ``bernoulli`` and dropout draw on the device from a Philox
+generator that keeps a ``(seed, offset)`` pair on the host: each call consumes one offset and
+the kernel derives every number from (seed, offset, element index) (Note [philox positions] in
+kernels/triton/random.py), so no number crosses from the host and no call waits for the
+device. Each CUDA device has a default generator, seeded by ``manual_seed`` with the same seed
+as the CPU's; a seed gives reproducible numbers per device type, but the CUDA numbers are not
+the CPU ones (as in PyTorch). ``randperm`` and ``multinomial`` still draw on the host, from the
+generator's NumPy stream.
+
+Note [graph-safe draws]: a draw captured into a CUDA graph would replay the same (seed, offset)
+forever. So a CUDA generator also owns a one-element int64 device array, its epoch, made (as 1)
+by its first eager draw; a captured draw passes it to the kernel, which adds it to the
+counter's top word, and a one-program kernel queued after the draw adds 1 to it. Each replay
+therefore draws new numbers, and the host offsets the capture consumed stay reserved, so an
+eager draw never repeats a replayed one. A capture whose generator has never drawn eagerly
+raises (warm up first, which graph capture needs anyway to compile the kernels).
 
 ``multinomial`` reads the weights back to the host (a device sync) to sample them there.
 """
@@ -14,14 +27,16 @@ from __future__ import annotations
 
 import numbers
 import operator
+import threading
 
 import numpy as np
 
+from ...kernels import backend
 from ...runtime import dtype as dtypes
 from ...runtime.device import device as Device
 from ..checks import scalar_type_name
 from ..registry import OpInfo
-from ..tensor import Tensor
+from ..tensor import Tensor, make
 from . import creation
 from .creation import _finish, as_dtype, host_to, resolve_device
 
@@ -31,6 +46,8 @@ _SEED_MASK = (1 << 64) - 1
 _STATE_FIELDS = (("state", 16), ("inc", 16), ("has_uint32", 8), ("uinteger", 8), ("seed", 8))
 _STATE_SIZE = sum(n for _, n in _STATE_FIELDS)
 _DEFAULT_SEED = 67280421310721  # PyTorch's initial seed of a new Generator
+_PHILOX_SIZE = 16  # a CUDA generator's state starts with its seed and offset, 8 bytes each
+_offset_lock = threading.Lock()
 
 
 class Generator:
@@ -40,7 +57,8 @@ class Generator:
 
     Args:
         device: the device of the tensors it may fill (``"cpu"`` or ``"cuda"``); a CUDA
-            generator draws on the host too, and its numbers are copied to the device.
+            generator is a Philox (seed, offset) pair whose numbers are drawn on the device
+            (``randperm`` and ``multinomial`` draw from a NumPy stream seeded alike).
 
     Example::
 
@@ -53,13 +71,32 @@ class Generator:
         self._device = resolve_device(device)
         self._seed = _DEFAULT_SEED
         self._np = np.random.default_rng(self._seed)
+        self._offset = 0       # CUDA: the next Philox offset (one per draw)
+        self._epoch = None     # CUDA: Note [graph-safe draws]
+
+    def _philox(self, op: str) -> tuple:
+        """The (seed, offset, epoch) position of the next CUDA draw; consumes one offset."""
+        from ...runtime.graphs import is_current_stream_capturing
+        epoch = None
+        if is_current_stream_capturing():
+            epoch = self._epoch
+            if epoch is None:
+                raise RuntimeError(
+                    f"{op}: a CUDA generator must draw once outside a graph capture before a "
+                    f"capture can draw from it (warm up before capturing)")
+        elif self._epoch is None:
+            self._epoch = backend(self._device).full((1,), 1, dtypes.int64, self._device)
+        with _offset_lock:  # one offset per draw, also when threads draw at once
+            pos = (self._seed, self._offset, epoch)
+            self._offset += 1
+        return pos
 
     # The NumPy generator behind the stream (the global generator's lives in creation).
     def _numpy(self) -> np.random.Generator:
         return self._np
 
     def _reset(self, rng: np.random.Generator, seed: int) -> None:
-        self._np, self._seed = rng, seed
+        self._np, self._seed, self._offset = rng, seed, 0
 
     @property
     def device(self) -> Device:
@@ -87,12 +124,16 @@ class Generator:
         return self._seed
 
     def get_state(self) -> Tensor:
-        """The generator's state as a CPU uint8 tensor (for ``set_state``)."""
+        """The generator's state as a CPU uint8 tensor (for ``set_state``): for a CUDA
+        generator, its seed and offset (8 bytes each, little-endian), then its NumPy stream's
+        state."""
         st = self._numpy().bit_generator.state
         values = {"state": st["state"]["state"], "inc": st["state"]["inc"],
                   "has_uint32": st["has_uint32"], "uinteger": st["uinteger"],
                   "seed": self.initial_seed()}
         raw = b"".join(int(values[f]).to_bytes(n, "little") for f, n in _STATE_FIELDS)
+        if self._device.type == "cuda":
+            raw = self._seed.to_bytes(8, "little") + self._offset.to_bytes(8, "little") + raw
         return creation.tensor(np.frombuffer(raw, np.uint8).copy(), dtype=dtypes.uint8)
 
     def set_state(self, new_state: Tensor) -> Generator:
@@ -103,10 +144,15 @@ class Generator:
         if new_state.dtype is not dtypes.uint8:
             raise RuntimeError(f"set_state: expected a uint8 (Byte) state tensor, got "
                                f"{scalar_type_name(new_state.dtype)}")
-        if new_state.numel() != _STATE_SIZE:
-            raise RuntimeError(f"Expected a Generator state of size {_STATE_SIZE} but found the "
+        size = _STATE_SIZE + (_PHILOX_SIZE if self._device.type == "cuda" else 0)
+        if new_state.numel() != size:
+            raise RuntimeError(f"Expected a Generator state of size {size} but found the "
                                f"input RNG state size to be {new_state.numel()}")
         raw = new_state.detach().cpu().numpy().reshape(-1).tobytes()
+        philox = None
+        if self._device.type == "cuda":
+            philox = (int.from_bytes(raw[:8], "little"), int.from_bytes(raw[8:16], "little"))
+            raw = raw[_PHILOX_SIZE:]
         values, at = {}, 0
         for field, n in _STATE_FIELDS:
             values[field] = int.from_bytes(raw[at:at + n], "little")
@@ -116,6 +162,8 @@ class Generator:
                          "state": {"state": values["state"], "inc": values["inc"]},
                          "has_uint32": values["has_uint32"], "uinteger": values["uinteger"]}
         self._reset(np.random.Generator(bit_gen), values["seed"])
+        if philox is not None:
+            self._seed, self._offset = philox
         return self
 
     def __repr__(self) -> str:
@@ -138,8 +186,37 @@ class _GlobalGenerator(Generator):
     def initial_seed(self) -> int:
         return creation.initial_seed()
 
+    def manual_seed(self, seed: int) -> Generator:
+        """Seeds the CPU stream and every CUDA device's default generator (as PyTorch's
+        ``manual_seed``); returns self."""
+        super().manual_seed(seed)
+        for g in _cuda_defaults.values():
+            g.manual_seed(creation.initial_seed())
+        return self
+
 
 default_generator = _GlobalGenerator()
+_cuda_defaults: dict = {}  # device index -> that device's default CUDA Generator
+
+
+def cuda_default_generator(device: Device) -> Generator:
+    """The default generator of CUDA ``device`` (made on first use, seeded like the CPU's)."""
+    g = _cuda_defaults.get(device.index)
+    if g is None:
+        g = _cuda_defaults[device.index] = Generator(device).manual_seed(creation.initial_seed())
+    return g
+
+
+def stream(generator, device: Device, op: str):
+    """What the kernel contract's random functions take as ``gen`` for a draw on ``device``:
+    a NumPy generator on the CPU, the next Philox position on CUDA (which consumes it)."""
+    if device.type == "cpu":
+        return numpy_rng(generator, device, op)
+    if generator is None:
+        generator = cuda_default_generator(device)
+    else:
+        numpy_rng(generator, device, op)  # PyTorch's checks of generator=
+    return generator._philox(op)
 
 
 def numpy_rng(generator, device: Device, op: str) -> np.random.Generator:
@@ -154,6 +231,29 @@ def numpy_rng(generator, device: Device, op: str) -> np.random.Generator:
         raise RuntimeError(f"Expected a '{device.type}' device type for generator but found "
                            f"'{generator.device.type}'")
     return generator._numpy()
+
+
+def cuda_manual_seed(seed: int, device="cuda") -> None:
+    """Seeds CUDA ``device``'s default generator (offset 0), as ``torch.cuda.manual_seed``."""
+    cuda_default_generator(resolve_device(device)).manual_seed(seed)
+
+
+def cuda_manual_seed_all(seed: int) -> None:
+    """Seeds the default generator of every CUDA device, as ``torch.cuda.manual_seed_all``."""
+    from ...runtime import cuda_api
+    for index in range(cuda_api.device_count()):
+        cuda_manual_seed(seed, Device("cuda", index))
+
+
+def get_cuda_rng_state(device="cuda") -> Tensor:
+    """The state of CUDA ``device``'s default generator (its seed and offset first), a CPU
+    uint8 tensor, as ``torch.cuda.get_rng_state``."""
+    return cuda_default_generator(resolve_device(device)).get_state()
+
+
+def set_cuda_rng_state(new_state: Tensor, device="cuda") -> None:
+    """Restores CUDA ``device``'s default generator from ``get_cuda_rng_state``."""
+    cuda_default_generator(resolve_device(device)).set_state(new_state)
 
 
 def get_rng_state() -> Tensor:
@@ -235,9 +335,9 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
 # -- bernoulli -------------------------------------------------------------------------------
 
 def _uniform_like(x: Tensor, generator, op: str) -> Tensor:
-    """Uniform [0, 1) float64 numbers of x's shape, drawn on the host, on x's device."""
-    rng = numpy_rng(generator, x.device, op)
-    return host_to(rng.random(tuple(x.shape)), dtypes.float64, x.device)
+    """Uniform [0, 1) float64 numbers of x's shape on x's device (drawn there)."""
+    gen = stream(generator, x.device, op)
+    return make(x._k.rand(tuple(x.shape), dtypes.float64, x.device, gen))
 
 
 def _check_p_tensor(p: Tensor) -> None:

@@ -625,7 +625,7 @@ _EXTREMA = "to the elements equal to the result, evenly shared (max(dim): the in
 
 OPS = (
     OpInfo("sum", sum, flops="reduction", dtypes="all; integers and bool sum to int64",
-           grad="g expanded"),
+           grad="g expanded", autocast="float32 on cuda"),
     OpInfo("mean", mean, flops="reduction", dtypes="floats (dtype= for others)",
            grad="g expanded / n"),
     OpInfo("any", any, dtypes="all; bool result", grad="none"),
@@ -637,9 +637,10 @@ OPS = (
     OpInfo("var", var, dtypes="floats", grad="2 g (x - mean) / (n - correction)"),
     OpInfo("std", std, dtypes="floats", grad="g (x - mean) / ((n - correction) y); 0 at y = 0"),
     OpInfo("prod", prod, dtypes="all; integers and bool give int64",
-           grad="g y / x, without dividing by zero"),
-    OpInfo("logsumexp", logsumexp, dtypes="floats; integers promote", grad="g softmax(x)"),
+           grad="g y / x, without dividing by zero", autocast="float32"),
+    OpInfo("logsumexp", logsumexp, dtypes="floats; integers promote", grad="g softmax(x)",
+           autocast="float32 on cuda"),
     OpInfo("cumsum", cumsum, dtypes="all; integers and bool give int64",
-           grad="reversed cumsum of g"),
+           grad="reversed cumsum of g", autocast="float32 on cuda"),
 )
 OPS = with_jvp(OPS)  # every primitive here has a jvp rule

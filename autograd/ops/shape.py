@@ -436,8 +436,9 @@ def triu(input: Tensor, diagonal: int = 0) -> Tensor:
 # -- the table ---------------------------------------------------------------------------------
 
 OPS = (
-    OpInfo("cat", cat, method=False, aliases=("concat", "concatenate"), grad="slices of g"),
-    OpInfo("stack", stack, method=False, grad="slices of g"),
+    OpInfo("cat", cat, method=False, aliases=("concat", "concatenate"), grad="slices of g",
+           autocast="promote"),
+    OpInfo("stack", stack, method=False, grad="slices of g", autocast="promote"),
     OpInfo("split", split, grad="cat of the gs"),
     OpInfo("chunk", chunk, grad="cat of the gs"),
     OpInfo("unbind", unbind, grad="stack of the gs"),

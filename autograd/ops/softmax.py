@@ -106,7 +106,7 @@ def log_softmax(input: Tensor, dim=None, dtype=None, *, _stacklevel: int = 3) ->
 # -- the table ---------------------------------------------------------------------------------
 
 OPS = (
-    OpInfo("softmax", softmax, grad="y (g - sum(g y))"),
-    OpInfo("log_softmax", log_softmax, grad="g - exp(y) sum(g)"),
+    OpInfo("softmax", softmax, grad="y (g - sum(g y))", autocast="float32 on cuda"),
+    OpInfo("log_softmax", log_softmax, grad="g - exp(y) sum(g)", autocast="float32 on cuda"),
 )
 OPS = with_jvp(OPS)  # every primitive here has a jvp rule

@@ -13,6 +13,7 @@ from .memory import (arange, as_strided, astype, contiguous, copy_, empty, expan
 from .nn import (cross_entropy, cross_entropy_backward, embedding, embedding_backward, gelu,
                  gelu_backward, layer_norm, layer_norm_backward)
 from .optim import adam_step, sgd_step
+from .random import dropout_mask, rand, randint, randn
 from .reduction import argreduce, cumsum, reduce, softmax, sum
 from .sorting import sort
 
@@ -27,4 +28,5 @@ __all__ = [
     "nonzero", "index", "index_put_", "gather", "scatter_", "scatter_reduce_", "sort",
     "gelu", "gelu_backward", "layer_norm", "layer_norm_backward", "cross_entropy",
     "cross_entropy_backward", "embedding", "embedding_backward", "sgd_step", "adam_step",
+    "rand", "randn", "randint", "dropout_mask",
 ]

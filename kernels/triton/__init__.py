@@ -19,6 +19,8 @@ plans and launchers):
 - sorting.py: sort along one dim (a stable rank sort);
 - nn.py: fused GELU, layer norm, cross-entropy (forward and backward), embedding;
 - optim.py: fused SGD and Adam/AdamW updates, one launch per parameter;
+- random.py: rand, randn, randint and dropout masks from one Philox kernel (a seed and a
+  counter, nothing drawn on the host);
 - _launch.py: shape collapsing, the shared block sizes and num_warps rule, plan caches, dtype
   tables, the driver binding, the kernels' numeric constants; compat.py: where the supported
   Triton releases differ (Note [interpreter fidelity]).
@@ -82,6 +84,7 @@ from .nn import (
     layer_norm_backward,
 )
 from .optim import adam_step, sgd_step
+from .random import dropout_mask, rand, randint, randn
 from .reduction import argreduce, reduce, sum
 from .rowwise import cumsum, softmax
 from .sorting import sort
@@ -101,6 +104,7 @@ __all__ = [
     "cross_entropy_backward",
     "cumsum",
     "div",
+    "dropout_mask",
     "embedding",
     "embedding_backward",
     "empty",
@@ -130,6 +134,9 @@ __all__ = [
     "nonzero",
     "permute",
     "pow",
+    "rand",
+    "randint",
+    "randn",
     "reduce",
     "relu",
     "scatter_",

@@ -239,3 +239,12 @@ def test_linalg_is_a_module():
 ])
 def test_bool_tensors_print_as_pytorch(values, text):
     assert repr(tg.tensor(values)) == text
+
+
+def test_equal(device):
+    a = tg.tensor([1.0, 2.0, float("nan")], device=device)
+    assert tg.equal(a[:2], tg.tensor([1, 2], device=device))  # promotes as == does
+    assert not tg.equal(a, a)  # NaN is not equal to itself
+    assert not tg.equal(a[:2], a[:1]) and a[:2].equal(a[:2].clone())
+    with pytest.raises(TypeError, match="equal\\(\\): argument 'other' must be Tensor"):
+        tg.equal(a, [1.0])

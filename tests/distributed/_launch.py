@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import traceback
@@ -72,3 +73,14 @@ def run_checks(checks: list) -> None:
             os._exit(1)  # MPI_Abort may return before the launcher has killed the job
         if ok and world.Get_rank() == 0:
             print(f"PASS {check.__name__}", flush=True)
+
+
+def raises(exc, pattern: str, fn) -> None:
+    """Asserts that ``fn()`` raises ``exc`` with a message matching ``pattern`` (a worker's
+    ``pytest.raises``: the workers run under mpirun, not pytest)."""
+    try:
+        fn()
+    except exc as e:
+        assert re.search(pattern, str(e)), f"wrong message: {e}"
+        return
+    raise AssertionError(f"expected {exc.__name__} matching {pattern!r}")

@@ -5,13 +5,12 @@ every rank can compute every rank's data and hence the expected result."""
 from __future__ import annotations
 
 import os
-import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
-from _launch import run_checks  # noqa: E402
+from _launch import raises, run_checks  # noqa: E402
 
 import tritongrad as tg  # noqa: E402
 import tritongrad.distributed as dist  # noqa: E402
@@ -28,15 +27,6 @@ def data(k: int, shape=(3, 5), dtype=np.float64) -> np.ndarray:
 
 def everyone(shape=(3, 5), dtype=np.float64) -> list:
     return [data(k, shape, dtype) for k in range(N)]
-
-
-def raises(exc, pattern: str, fn) -> None:
-    try:
-        fn()
-    except exc as e:
-        assert re.search(pattern, str(e)), f"wrong message: {e}"
-        return
-    raise AssertionError(f"expected {exc.__name__} matching {pattern!r}")
 
 
 def close(t, expected, tol=1e-12) -> None:

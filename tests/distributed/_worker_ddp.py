@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import os
-import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
-from _launch import run_checks  # noqa: E402
+from _launch import raises, run_checks  # noqa: E402
 
 import tritongrad as tg  # noqa: E402
 import tritongrad.distributed as dist  # noqa: E402
@@ -59,15 +58,6 @@ def params_np(model) -> list:
 def assert_params_close(model, ref, tol=1e-12) -> None:
     for (name, p), r in zip(model.named_parameters(), ref):
         np.testing.assert_allclose(p.detach().numpy(), r, rtol=tol, atol=tol, err_msg=name)
-
-
-def raises(exc, pattern: str, fn) -> None:
-    try:
-        fn()
-    except exc as e:
-        assert re.search(pattern, str(e)), f"wrong message: {e}"
-        return
-    raise AssertionError(f"expected {exc.__name__} matching {pattern!r}")
 
 
 def train(model, steps: int, whole_batch: bool) -> None:

@@ -188,6 +188,7 @@ def main(full: bool) -> int:
         ("scatter_ scalar", lambda: tk.scatter_(w, 1, tk.full((3, 4), 1, D.int64), 2.0, False)),
         ("embedding", lambda: tk.embedding(w, idx)),
         ("matmul float64 fallback", lambda: _f64_fallback(tk, arr)),
+        ("matmul float32 tf32", lambda: _tf32_matmul(tk, arr)),
     ]
     for dt in (floats + ints if full else [D.float32, D.int64]):  # sorting, scatter_reduce_
         cases += [(f"sort {dt}", lambda dt=dt: tk.sort(arr((4, 100), dt), 1, False)),
@@ -198,6 +199,18 @@ def main(full: bool) -> int:
             cases += [(f"scatter_reduce_ {r} {dt}", lambda r=r, dt=dt: tk.scatter_reduce_(
                 arr((10, 8), dt), 0, tk.full((3, 8), 2, D.int64), arr((3, 8), dt), r,
                 r != "sum")) for r in reduces]
+    epoch = tk.full((1,), 1, D.int64)  # a graph-captured draw's epoch (and its bump kernel)
+    for dt in floats:  # random numbers (kernels/triton/random.py)
+        cases += [(f"rand {dt}", lambda dt=dt: tk.rand((1000,), dt, dev, (7, 3, None))),
+                  (f"randn {dt}", lambda dt=dt: tk.randn((1000,), dt, dev, (2**63 + 5, 3, None))),
+                  (f"rand captured {dt}", lambda dt=dt: tk.rand((9,), dt, dev, (7, 3, epoch))),
+                  (f"dropout_mask {dt}",
+                   lambda dt=dt: tk.dropout_mask((64, 48), 0.25, dt, dev, (7, 2**40, None)))]
+    for dt in (ints if full else [D.int64]):
+        cases.append((f"randint {dt}", lambda dt=dt: tk.randint(0, 2, (1000,), dt, dev,
+                                                                (7, 3, None))))
+    cases.append(("randint float32", lambda: tk.randint(-5, 5, (100,), D.float32, dev,
+                                                        (1, 0, None))))
     failures = 0
     for name, fn in cases:
         n0 = len(COMPILED)
@@ -218,6 +231,17 @@ def main(full: bool) -> int:
             print(f"FAIL elementwise formulas no case compiled: {', '.join(missing)}")
     print(f"{len(COMPILED)} launches compiled for sm_90, {failures} failures")
     return 1 if failures else 0
+
+
+def _tf32_matmul(tk, arr):
+    from tritongrad.runtime import dtype as D
+
+    saved = D.get_float32_matmul_precision()
+    D.set_float32_matmul_precision("high")
+    try:
+        tk.matmul(arr((32, 16), D.float32), arr((16, 8), D.float32))
+    finally:
+        D.set_float32_matmul_precision(saved)
 
 
 def _f64_fallback(tk, arr):

@@ -43,6 +43,7 @@ SMALL_BLOCKS = {
     "reduction": {"MAX_BLOCK_M": 8, "TARGET_PROGRAMS": 8, "MIN_ITERS": 1},
     "indexing": {"BLOCK": 16},
     "optim": {"BLOCK": 16},
+    "random": {"BLOCK": 16},
 }
 
 

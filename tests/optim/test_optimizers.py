@@ -10,6 +10,7 @@ import pytest
 
 import tritongrad as tg
 from tritongrad import nn, optim
+from tests.helpers import run_optimizer
 
 rng = np.random.default_rng(11)
 
@@ -20,14 +21,7 @@ def param(values, device="cpu", dtype=tg.float64):
 
 def run(opt_cls, grads, p0, device="cpu", dtype=tg.float64, **kw):
     """Parameter values after each step with the given gradient sequence."""
-    p = param(p0, device, dtype)
-    opt = opt_cls([p], **kw)
-    out = []
-    for g in grads:
-        p.grad = tg.tensor(g, dtype=dtype, device=device)
-        opt.step()
-        out.append(p.detach().cpu().numpy().copy())
-    return out
+    return run_optimizer(opt_cls, grads, p0, device, dtype, **kw)[0]
 
 
 # -- literal hand-computed sequences -------------------------------------------------------------

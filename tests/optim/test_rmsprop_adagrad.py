@@ -9,19 +9,12 @@ import pytest
 
 import tritongrad as tg
 from tritongrad import nn, optim
+from tests.helpers import run_optimizer
 
 rng = np.random.default_rng(5)
 
 
-def run(opt_cls, grads, p0, device="cpu", dtype=tg.float64, **kw):
-    p = nn.Parameter(tg.tensor(p0, dtype=dtype, device=device))
-    opt = opt_cls([p], **kw)
-    out = []
-    for g in grads:
-        p.grad = tg.tensor(g, dtype=dtype, device=device)
-        opt.step()
-        out.append(p.detach().cpu().numpy().copy())
-    return out, opt, p
+run = run_optimizer
 
 
 # -- the documented algorithms, transcribed in float64 ------------------------------------------
@@ -74,21 +67,15 @@ ADAGRAD_CASES = [{}, {"lr": 0.1, "lr_decay": 0.5, "weight_decay": 0.2},
                  {"lr": 0.05, "initial_accumulator_value": 0.3, "eps": 1e-3, "maximize": True}]
 
 
-@pytest.mark.parametrize("kw", RMSPROP_CASES)
-def test_rmsprop_matches_the_formulas(device, kw):
-    p0 = rng.standard_normal((3, 5))
-    grads = [rng.standard_normal((3, 5)) for _ in range(6)]
-    got, _, _ = run(optim.RMSprop, grads, p0, device, **kw)
-    for a, b in zip(got, ref_rmsprop(p0, grads, **kw)):
-        np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-13)
-
-
-@pytest.mark.parametrize("kw", ADAGRAD_CASES)
-def test_adagrad_matches_the_formulas(device, kw):
-    p0 = rng.standard_normal((4, 3))
-    grads = [rng.standard_normal((4, 3)) for _ in range(6)]
-    got, _, _ = run(optim.Adagrad, grads, p0, device, **kw)
-    for a, b in zip(got, ref_adagrad(p0, grads, **kw)):
+@pytest.mark.parametrize("opt_cls, ref, kw, shape",
+                         [(optim.RMSprop, ref_rmsprop, kw, (3, 5)) for kw in RMSPROP_CASES]
+                         + [(optim.Adagrad, ref_adagrad, kw, (4, 3)) for kw in ADAGRAD_CASES],
+                         ids=lambda v: getattr(v, "__name__", None))
+def test_matches_the_formulas(device, opt_cls, ref, kw, shape):
+    p0 = rng.standard_normal(shape)
+    grads = [rng.standard_normal(shape) for _ in range(6)]
+    got, _, _ = run(opt_cls, grads, p0, device, **kw)
+    for a, b in zip(got, ref(p0, grads, **kw)):
         np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-13)
 
 

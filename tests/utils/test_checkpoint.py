@@ -27,8 +27,8 @@ def grads(model, x, run):
     out = run(model, x)
     loss = (out * out).sum() + out.exp().sum()
     loss.backward()
-    return (loss.item(), x.grad.numpy().copy(),
-            [p.grad.numpy().copy() for p in model.parameters()])
+    return (loss.item(), x.grad.cpu().numpy().copy(),
+            [p.grad.cpu().numpy().copy() for p in model.parameters()])
 
 
 def assert_same(a, b):
@@ -44,6 +44,18 @@ def test_gradients_equal_the_uncheckpointed_ones_with_dropout():
     plain = grads(model, x, lambda m, t: m(t))
     ckpt = grads(model, x, lambda m, t: checkpoint(m, t, use_reentrant=False))
     assert_same(plain, ckpt)
+
+
+def test_cuda_dropout_masks_are_replayed():
+    # CUDA draws come from the device's own generator (drawn on the device): checkpoint saves
+    # and restores it too, as PyTorch's preserve_rng_state does for the inputs' devices
+    model = make_block().to("cuda")
+    x = tg.randn(5, 6, dtype=tg.float64, device="cuda", requires_grad=True)
+    plain = grads(model, x, lambda m, t: m(t))
+    ckpt = grads(model, x, lambda m, t: checkpoint(m, t, use_reentrant=False))
+    assert_same(plain, ckpt)
+    other = grads(model, x, lambda m, t: checkpoint(m, t, preserve_rng_state=False))
+    assert not np.allclose(plain[1], other[1])
 
 
 def test_without_preserve_rng_state_the_masks_differ():
