@@ -140,3 +140,109 @@ def test_in_place_equals_out_of_place(row):
     assert target._version > version
     assert target.dtype is expected.dtype
     np.testing.assert_allclose(target.numpy(), expected.numpy(), rtol=1e-15, atol=0)
+
+
+# -- gradients of every differentiable op, from the tables --------------------------------------
+
+def _g(*shape, lo=0.5, hi=2.0, seed=0):
+    """A float64 leaf of uniform values (away from zero: logs, roots and kinks are safe)."""
+    return _f(*shape, lo=lo, hi=hi, seed=seed).requires_grad_(True)
+
+
+def _tensors(*shapes):
+    return lambda: tuple(_g(*s, seed=i) for i, s in enumerate(shapes))
+
+
+_A, _AB = _tensors((3, 4)), _tensors((3, 4), (3, 4))
+_IDX = tg.tensor([[0, 2], [1, 3], [3, 0]])
+# op -> (the differentiable inputs, a function of them calling the op). Every differentiable
+# function of the tables needs an entry (test_every_differentiable_op_has_a_gradient_check);
+# tests/autograd/test_ops_*.py hold the detailed checks, this one sweeps them all alike.
+GRAD_CASES = {
+    **{n: (_A, lambda x, n=n: getattr(tg, n)(x)) for n in (
+        "neg", "exp", "log", "sqrt", "rsqrt", "relu", "reciprocal", "positive", "abs", "sin",
+        "cos", "tan", "tanh", "sigmoid", "log1p", "expm1", "sum", "mean", "amax", "amin",
+        "var", "std", "prod", "clone", "norm", "flip", "fliplr", "flipud", "t",
+        "nan_to_num", "diagonal", "diag", "tril", "triu", "diag_embed", "flatten",
+        "std_mean", "var_mean", "max", "min")},
+    **{n: (_AB, lambda a, b, n=n: getattr(tg, n)(a, b)) for n in (
+        "add", "sub", "mul", "div", "pow", "maximum", "minimum", "remainder", "xlogy",
+        "logaddexp", "rsub")},
+    "where": (_AB, lambda a, b: tg.where(a > 1.2, a, b)),
+    "clamp": (_A, lambda x: tg.clamp(x, 0.8, 1.6)),
+    "clamp_min": (_A, lambda x: tg.clamp_min(x, 0.8)),
+    "clamp_max": (_A, lambda x: tg.clamp_max(x, 1.6)),
+    "cumsum": (_A, lambda x: tg.cumsum(x, 1)),
+    "logsumexp": (_A, lambda x: tg.logsumexp(x, 1)),
+    "softmax": (_A, lambda x: tg.softmax(x, 1)),
+    "log_softmax": (_A, lambda x: tg.log_softmax(x, 0)),
+    "lerp": (_AB, lambda a, b: tg.lerp(a, b, 0.3)),
+    "addcmul": (_tensors((3, 4), (3, 4), (4,)), lambda a, b, c: tg.addcmul(a, b, c, value=0.5)),
+    "addcdiv": (_tensors((3, 4), (3, 4), (4,)), lambda a, b, c: tg.addcdiv(a, b, c, value=0.5)),
+    "mm": (_tensors((3, 4), (4, 2)), tg.mm),
+    "bmm": (_tensors((2, 3, 4), (2, 4, 2)), tg.bmm),
+    "matmul": (_tensors((2, 3, 4), (4,)), tg.matmul),
+    "outer": (_tensors((3,), (4,)), tg.outer),
+    "addmm": (_tensors((3, 2), (3, 4), (4, 2)), tg.addmm),
+    "addmv": (_tensors((3,), (3, 4), (4,)), tg.addmv),
+    "baddbmm": (_tensors((2, 3, 2), (2, 3, 4), (2, 4, 2)), tg.baddbmm),
+    "einsum": (_tensors((3, 4), (4, 2)), lambda a, b: tg.einsum("ij,jk->ik", a, b)),
+    "cat": (_AB, lambda a, b: tg.cat([a, b], 1)),
+    "stack": (_AB, lambda a, b: tg.stack([a, b], 0)),
+    "split": (_A, lambda x: tg.split(x, 2, 1)[1]),
+    "chunk": (_A, lambda x: tg.chunk(x, 2, 0)[0]),
+    "unbind": (_A, lambda x: tg.unbind(x, 1)[2]),
+    "narrow": (_A, lambda x: tg.narrow(x, 1, 1, 2)),
+    "select": (_A, lambda x: tg.select(x, 0, 2)),
+    "movedim": (_tensors((2, 3, 4)), lambda x: tg.movedim(x, 0, 2)),
+    "repeat": (_A, lambda x: tg.repeat(x, 2, 1)),
+    "tile": (_A, lambda x: tg.tile(x, (1, 2))),
+    "view": (_A, lambda x: tg.view(x, (4, 3))),
+    "reshape": (_A, lambda x: tg.reshape(x, (2, 6))),
+    "permute": (_tensors((2, 3, 4)), lambda x: tg.permute(x, (2, 0, 1))),
+    "transpose": (_A, lambda x: tg.transpose(x, 0, 1)),
+    "swapaxes": (_A, lambda x: tg.swapaxes(x, 0, 1)),
+    "swapdims": (_A, lambda x: tg.swapdims(x, 0, 1)),
+    "expand": (_tensors((3, 1)), lambda x: tg.expand(x, (3, 4))),
+    "expand_as": (_tensors((3, 1)), lambda x: tg.expand_as(x, tg.zeros(3, 4))),
+    "broadcast_to": (_tensors((1, 4)), lambda x: tg.broadcast_to(x, (3, 4))),
+    "unsqueeze": (_A, lambda x: tg.unsqueeze(x, 1)),
+    "squeeze": (_tensors((3, 1, 4)), lambda x: tg.squeeze(x, 1)),
+    "as_strided": (_A, lambda x: tg.as_strided(x, (3, 2), (1, 1))),  # overlapping windows
+    "sum_to_size": (_A, lambda x: tg.sum_to_size(x, (1, 4))),
+    "unflatten": (_A, lambda x: tg.unflatten(x, 1, (2, 2))),
+    "tensor_split": (_A, lambda x: tg.tensor_split(x, 3, 1)[1]),
+    "repeat_interleave": (_A, lambda x: tg.repeat_interleave(x, 2, 0)),
+    "roll": (_A, lambda x: tg.roll(x, (1, -1), (0, 1))),
+    "gather": (_A, lambda x: tg.gather(x, 1, _IDX)),
+    "scatter": (_AB, lambda a, b: tg.scatter(a, 1, _IDX, b[:, :2])),
+    "scatter_add": (_AB, lambda a, b: tg.scatter_add(a, 1, _IDX, b[:, :2])),
+    "scatter_reduce": (_AB, lambda a, b: tg.scatter_reduce(a, 1, _IDX, b[:, :2], "sum")),
+    "index_add": (_AB, lambda a, b: tg.index_add(a, 0, tg.tensor([2, 0]), b[:2])),
+    "index_select": (_A, lambda x: tg.index_select(x, 1, tg.tensor([3, 0, 3]))),
+    "index_put": (_AB, lambda a, b: tg.index_put(a, (tg.tensor([0, 2]),), b[:2])),
+    "index_put_": (_AB, lambda a, b: tg.index_put_(a * 1, (tg.tensor([0, 2]),), b[:2])),
+    "masked_fill": (_A, lambda x: tg.masked_fill(x, x > 1.2, -1.0)),
+    "masked_select": (_A, lambda x: tg.masked_select(x, x > 1.2)),
+    "sort": (_A, lambda x: tg.sort(x, 1).values),
+    "topk": (_A, lambda x: tg.topk(x, 2).values),
+    "kthvalue": (_A, lambda x: tg.kthvalue(x, 2).values),
+}
+DIFFERENTIABLE = sorted({r.name for r in ROWS if r.function and r.grad not in ("none", "0", "")})
+
+
+def test_every_differentiable_op_has_a_gradient_check():
+    assert set(DIFFERENTIABLE) == set(GRAD_CASES)
+
+
+@pytest.mark.parametrize("name", DIFFERENTIABLE)
+def test_gradients_match_finite_differences(name):
+    """First and second derivatives (gradcheck, gradgradcheck: float64 central differences)
+    of every differentiable op, through its table's function."""
+    make, fn = GRAD_CASES[name]
+
+    def first(*xs):  # ops returning a tuple (std_mean) are checked through their first
+        out = fn(*xs)
+        return out[0] if isinstance(out, tuple) else out
+    assert tg.autograd.gradcheck(first, make())
+    assert tg.autograd.gradgradcheck(first, make())
