@@ -104,6 +104,14 @@ class Primitive(Node):
         super().__init_subclass__(**kwargs)
         cls.on_arrays = cls.vjp is not None and not cls.changes_device
 
+    @classmethod
+    def variant(cls, node: str, op_name: str, **attrs) -> type:
+        """A subclass named ``node`` (the grad_fn name users see) running this primitive's
+        forward and rules for op ``op_name`` (``TBackward0 = PermuteBackward0.variant(
+        "TBackward0", "t")``), with ``attrs`` overriding class attributes."""
+        return type(node, (cls,), {"__slots__": (), "op_name": op_name,
+                                   "__module__": cls.__module__, **attrs})
+
     @staticmethod
     def forward(ctx, k, *args):
         raise NotImplementedError

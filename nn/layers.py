@@ -15,7 +15,7 @@ from ..autograd.tensor import Tensor
 from . import functional as F
 from . import init
 from .module import Module
-from .parameter import Parameter, affine_parameters
+from .parameter import Parameter, affine_parameters, normalized_shape_parameters
 
 __all__ = ["Dropout", "Embedding", "Flatten", "Identity", "LayerNorm", "Linear", "Unflatten"]
 
@@ -162,15 +162,8 @@ class LayerNorm(Module):
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
                  bias: bool = True, device=None, dtype=None):
         super().__init__()
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
-        affine_parameters(self, self.normalized_shape, ("weight",), elementwise_affine,
-                          device, dtype)
-        affine_parameters(self, self.normalized_shape, ("bias",), elementwise_affine and bias,
-                          device, dtype)
+        normalized_shape_parameters(self, normalized_shape, eps, elementwise_affine, bias,
+                                    device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

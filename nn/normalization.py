@@ -11,7 +11,7 @@ from ..runtime import dtype as dtypes
 from . import functional as F
 from . import init
 from .module import Module
-from .parameter import affine_parameters
+from .parameter import affine_parameters, normalized_shape_parameters
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "RMSNorm"]
 
@@ -158,13 +158,8 @@ class RMSNorm(Module):
     def __init__(self, normalized_shape, eps: float | None = None,
                  elementwise_affine: bool = True, device=None, dtype=None):
         super().__init__()
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
-        affine_parameters(self, self.normalized_shape, ("weight",), elementwise_affine, device,
-                          dtype)
+        normalized_shape_parameters(self, normalized_shape, eps, elementwise_affine, None,
+                                    device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

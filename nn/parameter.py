@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..autograd.state import state
 from ..autograd.tensor import Tensor
 
-__all__ = ["Parameter", "affine_parameters"]
+__all__ = ["Parameter", "affine_parameters", "normalized_shape_parameters"]
 
 # Tensor's per-instance fields (copied from a fresh detached alias of the data, so a field the
 # core adds later is initialised too).
@@ -88,3 +88,20 @@ def affine_parameters(module, shape, names=("weight", "bias"), present=True, dev
             setattr(module, name, Parameter(empty(tuple(shape), device=device, dtype=dtype)))
         else:
             module.register_parameter(name, None)
+
+
+def normalized_shape_parameters(module, normalized_shape, eps, elementwise_affine: bool,
+                                bias: bool | None, device=None, dtype=None) -> None:
+    """LayerNorm's and RMSNorm's shared setup: ``normalized_shape`` (an int or a sequence)
+    kept as a tuple, ``eps``, and the per-element ``weight`` (and ``bias``) when
+    ``elementwise_affine``; ``bias=None``: the layer has no bias slot at all (RMSNorm)."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    module.normalized_shape = tuple(normalized_shape)
+    module.eps = eps
+    module.elementwise_affine = elementwise_affine
+    affine_parameters(module, module.normalized_shape, ("weight",), elementwise_affine, device,
+                      dtype)
+    if bias is not None:
+        affine_parameters(module, module.normalized_shape, ("bias",),
+                          elementwise_affine and bias, device, dtype)

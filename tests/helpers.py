@@ -119,3 +119,29 @@ def run_optimizer(opt_cls, grads, p0, device="cpu", dtype=tg.float64, **kw):
         opt.step()
         out.append(p.detach().cpu().numpy().copy())
     return out, opt, p
+
+
+class Mul(tg.autograd.Function):
+    """``a * b`` as a custom Function saving both inputs for backward."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g * b, g * a
+
+
+def load_module(path, name: str):
+    """The Python file at ``path`` imported as module ``name`` (examples and programs that are
+    scripts, not packages)."""
+    import importlib.util
+    import sys
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -3,14 +3,13 @@ with only the import changed, run under tritongrad: each must train to its usual
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 import random
-import sys
 
 import pytest
 
 import tritongrad as tg
+from tests.helpers import load_module
 
 PROGRAMS = pathlib.Path(__file__).resolve().parents[1] / "examples" / "pytorch_programs"
 
@@ -26,11 +25,7 @@ EXPECTED = {
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"program_{name}", PROGRAMS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_module(PROGRAMS / f"{name}.py", f"program_{name}")
 
 
 def test_every_program_is_run():

@@ -232,9 +232,7 @@ class IndexBackward0(Primitive):
         return call(k, IndexPutBackward0, (_zeros(k, ctx.in_shape, g), g), ctx.indices, True)
 
 
-class IndexSelectBackward0(IndexBackward0):
-    __slots__ = ()
-    op_name = "index_select"
+IndexSelectBackward0 = IndexBackward0.variant("IndexSelectBackward0", "index_select")
 
 
 class IndexPutBackward0(Primitive):

@@ -142,14 +142,10 @@ class ClampBackward1(Primitive):
         return k.where(mask, g, 0)
 
 
-class ClampMinBackward0(ClampBackward1):
-    __slots__ = ()
-    op_name = "clamp_min"
+ClampMinBackward0 = ClampBackward1.variant("ClampMinBackward0", "clamp_min")
 
 
-class ClampMaxBackward0(ClampBackward1):
-    __slots__ = ()
-    op_name = "clamp_max"
+ClampMaxBackward0 = ClampBackward1.variant("ClampMaxBackward0", "clamp_max")
 
 
 class ClampBackward0(Primitive):
@@ -471,9 +467,7 @@ class FillBackward0(Primitive):
     jvp = staticmethod(zero_jvp)
 
 
-class ZeroBackward0(FillBackward0):
-    __slots__ = ()
-    op_name = "zero_"
+ZeroBackward0 = FillBackward0.variant("ZeroBackward0", "zero_")
 
 
 class FillBackward1(Primitive):

@@ -241,9 +241,7 @@ class MaxBackward1(AmaxBackward0):
     op_name = "max"
 
 
-class MinBackward1(AminBackward0):
-    __slots__ = ()
-    op_name = "min"
+MinBackward1 = AminBackward0.variant("MinBackward1", "min")
 
 
 class MaxBackward0(Primitive):

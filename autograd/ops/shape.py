@@ -182,9 +182,7 @@ class SplitBackward0(Primitive):
         return call(k, CatBackward0, parts, dim, ctx.sizes)
 
 
-class SplitWithSizesBackward0(SplitBackward0):
-    __slots__ = ()
-    op_name = "split_with_sizes"
+SplitWithSizesBackward0 = SplitBackward0.variant("SplitWithSizesBackward0", "split_with_sizes")
 
 
 class UnbindBackward0(Primitive):

@@ -60,14 +60,10 @@ class SortBackward0(Primitive):
         return (picked.squeeze(dim) if ctx.squeeze else picked), None
 
 
-class TopkBackward0(SortBackward0):
-    __slots__ = ()
-    op_name = "topk"
+TopkBackward0 = SortBackward0.variant("TopkBackward0", "topk")
 
 
-class KthvalueBackward0(SortBackward0):
-    __slots__ = ()
-    op_name = "kthvalue"
+KthvalueBackward0 = SortBackward0.variant("KthvalueBackward0", "kthvalue")
 
 
 def _sorted_slice(op: type, input: Tensor, dim, descending: bool, start: int, stop, squeeze,

@@ -213,14 +213,10 @@ class PermuteBackward0(_ViewPrimitive):
         return k.permute(g, tuple(inverse))
 
 
-class TransposeBackward0(PermuteBackward0):
-    __slots__ = ()
-    op_name = "transpose"
+TransposeBackward0 = PermuteBackward0.variant("TransposeBackward0", "transpose")
 
 
-class TBackward0(PermuteBackward0):
-    __slots__ = ()
-    op_name = "t"
+TBackward0 = PermuteBackward0.variant("TBackward0", "t")
 
 
 def permute(x: Tensor, *dims) -> Tensor:
@@ -332,14 +328,10 @@ def sum_to_size(x: Tensor, *size) -> Tensor:
 
 # -- squeeze / unsqueeze -----------------------------------------------------------------------
 
-class UnsqueezeBackward0(ViewBackward0):
-    __slots__ = ()
-    op_name = "unsqueeze"
+UnsqueezeBackward0 = ViewBackward0.variant("UnsqueezeBackward0", "unsqueeze")
 
 
-class SqueezeBackward0(ViewBackward0):
-    __slots__ = ()
-    op_name = "squeeze"
+SqueezeBackward0 = ViewBackward0.variant("SqueezeBackward0", "squeeze")
 
 
 def unsqueeze(x: Tensor, dim: int) -> Tensor:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from tritongrad.autograd import Function
 from tritongrad.autograd.function import once_differentiable
+from tests.helpers import Mul
 
 import tritongrad as tg
 
@@ -116,16 +117,7 @@ def test_setup_context_with_default_and_keyword_arguments():
 
 # -- saved tensors of custom Functions ---------------------------------------------------------
 
-class _Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a * b
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        return g * b, g * a
+_Mul = Mul
 
 
 def test_saved_tensors_and_deprecated_saved_variables_on_the_node():

@@ -2,9 +2,7 @@
 accuracy in its --quick mode and round-trips its checkpoint; the transformer's loss falls."""
 
 import contextlib
-import importlib.util
 import struct
-import sys
 import time
 import zlib
 from pathlib import Path
@@ -12,15 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.helpers import load_module
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _example(name: str):
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_module(EXAMPLES / f"{name}.py", f"example_{name}")
 
 
 def _one_blas_thread():
