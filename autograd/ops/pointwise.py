@@ -127,25 +127,31 @@ class ClampBackward1(Primitive):
     @staticmethod
     def forward(ctx, k, x, lo, hi, out=None):
         ctx.lo, ctx.hi = lo, hi
-        if lo is not None:
-            r = k.maximum(x, lo, out=out)
-            return r if hi is None else k.minimum(r, hi, out=r)
-        return k.minimum(x, hi, out=out)
+        return _clamp(k, x, lo, hi, out)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
-        x, = saved
-        lo, hi = ctx.lo, ctx.hi
-        mask = k.ge(x, lo) if lo is not None else None
-        if hi is not None:
-            mask = k.le(x, hi) if mask is None else k.binary("bitwise_and", mask, k.le(x, hi))
-        return k.where(mask, g, 0)
+        return k.where(_within(k, saved[0], ctx.lo, ctx.hi), g, 0)
 
 
 ClampMinBackward0 = ClampBackward1.variant("ClampMinBackward0", "clamp_min")
-
-
 ClampMaxBackward0 = ClampBackward1.variant("ClampMaxBackward0", "clamp_max")
+
+
+def _clamp(k, x, lo, hi, out=None):
+    """max(x, lo) then min(., hi), each bound a number, an array or None."""
+    if lo is not None:
+        r = k.maximum(x, lo, out=out)
+        return r if hi is None else k.minimum(r, hi, out=r)
+    return k.minimum(x, hi, out=out)
+
+
+def _within(k, x, lo, hi):
+    """Where lo <= x <= hi (a bound of None is no bound)."""
+    keep = k.ge(x, lo) if lo is not None else None
+    if hi is not None:
+        keep = k.le(x, hi) if keep is None else k.binary("bitwise_and", keep, k.le(x, hi))
+    return keep
 
 
 class ClampBackward0(Primitive):
@@ -164,12 +170,7 @@ class ClampBackward0(Primitive):
     def forward(ctx, k, x, *rest, out=None):
         *bounds, has_lo, has_hi = rest
         ctx.has = (has_lo, has_hi)
-        lo = bounds[0] if has_lo else None
-        hi = bounds[-1] if has_hi else None
-        if lo is not None:
-            r = k.maximum(x, lo, out=out)
-            return r if hi is None else k.minimum(r, hi, out=r)
-        return k.minimum(x, hi, out=out)
+        return _clamp(k, x, bounds[0] if has_lo else None, bounds[-1] if has_hi else None, out)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
@@ -178,12 +179,7 @@ class ClampBackward0(Primitive):
         lo = saved[1] if has_lo else None
         hi = saved[-1] if has_hi else None
         needs = ctx.needs_input_grad
-        keep = None
-        if lo is not None:
-            keep = k.ge(x, lo)
-        if hi is not None:
-            keep = k.le(x, hi) if keep is None else k.binary("bitwise_and", keep, k.le(x, hi))
-        grads = [k.where(keep, g, 0) if needs[0] else None]
+        grads = [k.where(_within(k, x, lo, hi), g, 0) if needs[0] else None]
         if lo is not None:
             below = k.lt(x, lo)
             if hi is not None:
