@@ -12,22 +12,23 @@ __all__ = ["ELU", "GELU", "Hardtanh", "LeakyReLU", "LogSoftmax", "Mish", "ReLU",
 
 class _Inplace(Module):
     """An elementwise activation with an ``inplace`` flag: ``forward`` is
-    ``functional(input, *self._args(), inplace)``."""
+    ``functional(input, *params, inplace)``, ``params`` the attributes named in ``_params``
+    (also what ``extra_repr`` shows, as PyTorch's modules do)."""
 
     functional = None
+    _params: tuple = ()
 
     def __init__(self, inplace: bool = False):
         super().__init__()
         self.inplace = inplace
 
-    def _args(self) -> tuple:
-        return ()
-
     def forward(self, input: Tensor) -> Tensor:
-        return type(self).functional(input, *self._args(), inplace=self.inplace)
+        args = tuple(getattr(self, name) for name in self._params)
+        return type(self).functional(input, *args, inplace=self.inplace)
 
     def extra_repr(self) -> str:
-        return "inplace=True" if self.inplace else ""
+        shown = [f"{name}={getattr(self, name)}" for name in self._params]
+        return ", ".join(shown + ["inplace=True"] * bool(self.inplace))
 
 
 class ReLU(_Inplace):
@@ -96,15 +97,11 @@ class LeakyReLU(_Inplace):
 
     functional = staticmethod(F.leaky_relu)
 
+    _params = ("negative_slope",)
+
     def __init__(self, negative_slope: float = 1e-2, inplace: bool = False):
         super().__init__(inplace)
         self.negative_slope = negative_slope
-
-    def _args(self) -> tuple:
-        return (self.negative_slope,)
-
-    def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
 
 
 class ELU(_Inplace):
@@ -112,15 +109,11 @@ class ELU(_Inplace):
 
     functional = staticmethod(F.elu)
 
+    _params = ("alpha",)
+
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__(inplace)
         self.alpha = alpha
-
-    def _args(self) -> tuple:
-        return (self.alpha,)
-
-    def extra_repr(self) -> str:
-        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
 
 
 class Hardtanh(_Inplace):
@@ -128,18 +121,13 @@ class Hardtanh(_Inplace):
 
     functional = staticmethod(F.hardtanh)
 
+    _params = ("min_val", "max_val")
+
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
         super().__init__(inplace)
         if min_val > max_val:
             raise ValueError("min_val cannot be greater than max_val")
         self.min_val, self.max_val = min_val, max_val
-
-    def _args(self) -> tuple:
-        return (self.min_val, self.max_val)
-
-    def extra_repr(self) -> str:
-        return (f"min_val={self.min_val}, max_val={self.max_val}"
-                + (", inplace=True" if self.inplace else ""))
 
 
 class ReLU6(_Inplace):
