@@ -110,9 +110,11 @@ def export(rows: Iterable[OpInfo], namespace: dict) -> None:
                 namespace.setdefault(n + "_", row.inplace)
 
 
-def install(families: dict[str, tuple[OpInfo, ...]], tensor_cls: type) -> list[str]:
-    """Binds every row's methods and operators on ``tensor_cls``, records FLOP rules, and
-    returns the public function names (the ops package's ``__all__``)."""
+def install(families: dict[str, tuple[OpInfo, ...]], tensor_cls: type,
+            namespace: dict) -> list[str]:
+    """Binds every row's methods and operators on ``tensor_cls``, puts its functions in
+    ``namespace`` (the ops package's), records FLOP rules, and returns the public function
+    names (the package's ``__all__``)."""
     public: list[str] = []
     seen: dict[str, str] = {}
     for family, rows in families.items():
@@ -123,6 +125,7 @@ def install(families: dict[str, tuple[OpInfo, ...]], tensor_cls: type) -> list[s
                 seen[n] = family
                 if row.function:
                     public.append(n)
+                    namespace[n] = row.fn
                 if row.bound is not None:
                     setattr(tensor_cls, n, row.bound)
                 if row.inplace is not None:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from .. import registry
 from ..tensor import Tensor
-from . import (conversion, creation, elementwise, indexing, interop, linalg, pointwise, reduction,
-               shape, softmax, views)
+from . import (combinations, composite, contraction, conversion, creation, elementwise,
+               indexing, interop, linalg, linalg_ext, pointwise, random, reduction, shape,
+               softmax, sorting, views)
 from . import traced  # noqa: F401 - loading it installs dispatch.traced (the rules' Tensor k)
 from .reduction import return_types
-from . import random, sorting
-from . import combinations, composite, contraction, linalg_ext
 
 # The families in the order of docs/ops.md's op list.
 FAMILIES = {
@@ -38,11 +37,7 @@ FAMILIES = {
     "interop": interop.OPS,
 }
 
-__all__ = registry.install(FAMILIES, Tensor) + ["return_types"]
-for _rows in FAMILIES.values():
-    for _row in _rows:
-        if _row.function:
-            globals().update(dict.fromkeys(_row.names(), _row.fn))
+__all__ = registry.install(FAMILIES, Tensor, globals()) + ["return_types"]
 
 Tensor.T = property(views.numpy_T)
 Tensor.mT = property(lambda self: self.transpose(-2, -1))

@@ -299,9 +299,6 @@ def div(input, other, *, rounding_mode=None, out=None) -> Tensor:
     return _result(apply(DivBackward1, (a,), b), out)
 
 
-true_divide = div
-
-
 def reciprocal(x: Tensor) -> Tensor:
     """``1 / input`` (integers promote to the default float dtype)."""
     return pow(x if x._dtype.is_floating_point else x.to(get_default_dtype()), -1)
@@ -723,7 +720,6 @@ def pow_(self: Tensor, exponent) -> Tensor:
     if isinstance(exponent, Tensor):
         return apply_inplace(PowBackward1, self, (exponent.to(self._dtype),))
     return apply_inplace(PowBackward0, self, (), exponent)
-
 
 
 # -- the table ---------------------------------------------------------------------------------

@@ -245,9 +245,6 @@ def clamp(input: Tensor, min=None, max=None, *, out=None) -> Tensor:  # noqa: A0
     return _result(apply(op, (x,), lo, hi), out)
 
 
-clip = clamp
-
-
 def clamp_min(input: Tensor, min) -> Tensor:  # noqa: A002
     """``clamp(input, min=min)``."""
     return clamp(input, min=min)
@@ -274,9 +271,6 @@ def clamp_(self: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
         return apply_inplace(op, self, bounds, has_lo, has_hi)
     lo, hi = _scalar_bound(min, dt), _scalar_bound(max, dt)
     return apply_inplace(ClampBackward1, self, (), lo, hi)
-
-
-clip_ = clamp_
 
 
 # -- integer division and remainder -----------------------------------------------------------

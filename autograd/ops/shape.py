@@ -18,7 +18,6 @@ from ..tensor import Tensor, array_meta, int_arg, wrap_dim
 from .views import _as_view, getitem, int_tuple, is_size, permute, view_jvp
 
 
-
 def _tensor_list(tensors, op: str) -> list:
     if isinstance(tensors, Tensor):
         raise TypeError(f"{op}(): argument 'tensors' must be a sequence of Tensors, not Tensor")
@@ -130,9 +129,6 @@ def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
         from .elementwise import _result
         return _result(r, out)
     return r
-
-
-concat = concatenate = cat
 
 
 def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
@@ -323,9 +319,6 @@ def movedim(input: Tensor, source, destination) -> Tensor:
     rest = iter(i for i in range(nd) if i not in src)
     order = [next(rest) if o is None else o for o in order]
     return permute(input, tuple(order))
-
-
-moveaxis = movedim
 
 
 # -- repeat / tile --------------------------------------------------------------------------------

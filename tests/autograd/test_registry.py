@@ -54,7 +54,7 @@ def test_operators_follow_the_table():
 def test_one_name_one_row():
     row = FAMILIES["pointwise"][0]
     with pytest.raises(ValueError, match="in both the a and b tables"):
-        registry.install({"a": (row,), "b": (row,)}, type("T", (), {}))
+        registry.install({"a": (row,), "b": (row,)}, type("T", (), {}), {})
 
 
 def test_unknown_flop_rule_is_refused():

@@ -367,3 +367,17 @@ def test_a_training_loop_reaches_every_sample_each_epoch():
             seen += xb.shape[0]
         assert seen == len(train) == 30
     assert len(val) == 7
+
+
+def test_a_tg_generator_is_drawn_from_and_restarts_on_manual_seed():
+    # its own stream: epochs differ, and manual_seed with the same seed restarts it (which an
+    # object seen only through initial_seed() could not do)
+    g = tg.Generator().manual_seed(3)
+    s = RandomSampler(range(8), generator=g)
+    first, second = list(s), list(s)
+    assert sorted(first) == list(range(8)) and first != second
+    g.manual_seed(3)
+    assert list(s) == first
+    g.manual_seed(3)
+    assert random_split(range(8), [3, 5], generator=g)[0].indices == \
+        random_split(range(8), [3, 5], generator=tg.Generator().manual_seed(3))[0].indices

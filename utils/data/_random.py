@@ -1,20 +1,18 @@
 """Where the data utilities get their random numbers.
 
-tritongrad has no ``Generator`` objects and no ``randperm`` yet: its random ops draw from one
-global NumPy generator that ``tritongrad.manual_seed`` reseeds. The samplers and
-``random_split`` therefore shuffle with a NumPy ``Generator``, obtained here from whatever the
-caller passed as ``generator=``:
+The samplers and ``random_split`` shuffle with a NumPy ``Generator``, obtained here from
+whatever the caller passed as ``generator=``:
 
 * ``None``: a fresh NumPy generator seeded by one draw from tritongrad's global generator, so
   ``tg.manual_seed(s)`` makes every shuffle reproducible (PyTorch seeds its samplers from the
   global generator the same way).
+* a CPU ``tg.Generator``: its own stream (the one ``randperm(generator=...)`` draws from), so
+  it advances across epochs and ``manual_seed`` restarts it, as in PyTorch.
 * a ``numpy.random.Generator``: used as it is, advancing with every draw.
-* any object with ``initial_seed()`` (PyTorch's ``Generator`` interface, e.g. a future
-  ``tg.Generator``): a NumPy generator seeded with that seed and kept for the object, so
-  successive epochs draw new permutations, and a change of the object's seed
-  (``manual_seed(s)`` with another ``s``) restarts the sequence from ``s``. Seeding it again
-  with the seed it already has cannot be seen through ``initial_seed()`` and does not restart
-  it: only a real generator object (which tritongrad lacks) could tell.
+* any other object with ``initial_seed()`` (PyTorch's ``Generator`` interface): a NumPy
+  generator seeded with that seed and kept for the object, so successive epochs draw new
+  permutations and a change of the object's seed restarts the sequence (seeding it again with
+  the seed it already has cannot be seen through ``initial_seed()``).
 """
 
 from __future__ import annotations
@@ -43,10 +41,16 @@ def numpy_generator(generator, owner: str) -> np.random.Generator:
         return np.random.default_rng(global_seed())
     if isinstance(generator, np.random.Generator):
         return generator
+    from ...autograd.ops.random import Generator
+    if isinstance(generator, Generator):
+        if generator.device.type != "cpu":
+            raise RuntimeError(f"{owner}: expected a 'cpu' device type for generator but found "
+                               f"'{generator.device.type}'")
+        return generator._numpy()
     initial_seed = getattr(generator, "initial_seed", None)
     if not callable(initial_seed):
-        raise TypeError(f"{owner}: generator must be None, a numpy.random.Generator or an object "
-                        f"with initial_seed() (as torch.Generator), got "
+        raise TypeError(f"{owner}: generator must be None, a tg.Generator, a "
+                        f"numpy.random.Generator or an object with initial_seed(), got "
                         f"{type(generator).__name__}")
     seed = int(initial_seed())
     try:
