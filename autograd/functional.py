@@ -34,6 +34,67 @@ __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
 _STRATEGIES = ("forward-mode", "reverse-mode")
 
 
+# The arguments every function here documents alike (PyTorch's words); ``_shared_doc`` puts
+# them into each docstring's ``{func}``/``{scalar_func}``/``{create_graph}``/... fields.
+_SHARED_ARGS = {
+    "func": """\
+        func (function): a Python function that takes Tensor inputs and returns a tuple of
+            Tensors or a Tensor.
+        inputs (tuple of Tensors or Tensor): inputs to the function ``func``.
+""",
+    "scalar_func": """\
+        func (function): a Python function that takes Tensor inputs and returns a Tensor with
+            a single element.
+        inputs (tuple of Tensors or Tensor): inputs to the function ``func``.
+""",
+    "create_graph": """\
+        create_graph (bool, optional): If ``True``, both the output and result will be
+            computed in a differentiable way. Note that when ``strict`` is ``False``, the
+            result can not require gradients or be disconnected from the inputs. Defaults to
+            ``False``.
+""",
+    "create_graph_manner": """\
+        create_graph (bool, optional): If ``True``, the {Name} will be computed in a
+            differentiable manner. Note that when ``strict`` is ``False``, the result can not
+            require gradients or be disconnected from the inputs. Defaults to ``False``.
+""",
+    "v": """\
+        v (tuple of Tensors or Tensor): The vector for which the {product} product is
+            computed. Must be the same size as the {v_side} of ``func``. This argument is
+            optional when the {v_side} of ``func`` contains a single element and (if it is
+            not provided) will be set as a Tensor containing a single ``1``.
+""",
+    "returns": """\
+        output (tuple): tuple with ``func_output`` (tuple of Tensors or Tensor), the output
+        of ``func(inputs)``, and ``{name}`` (tuple of Tensors or Tensor), the result of the dot
+        product with the same shape as the {result_side}.
+""",
+    "strict": """\
+        strict (bool, optional): If ``True``, an error will be raised when we detect that
+            there exists an input such that all the outputs are independent of it. If
+            ``False``, we return a Tensor of zeros as the {name} for said inputs, which is
+            the expected mathematical value. Defaults to ``False``.
+""",
+}
+
+
+def _shared_doc(product: str = "", v_side: str = "", result_side: str = "",
+                scalar: bool = False):
+    """Fills a function's docstring fields from ``_SHARED_ARGS``, named for the function (a
+    product's ``v`` and result described by ``product``, ``v_side`` and ``result_side``;
+    ``scalar``: ``func`` returns a single element)."""
+    def fill(fn):
+        words = {"name": fn.__name__, "Name": fn.__name__.capitalize(), "product": product,
+                 "v_side": v_side, "result_side": result_side}
+        fields = {k: v.format(**words) for k, v in _SHARED_ARGS.items()}
+        fields["product_sections"] = "".join((
+            "    Args:\n", fields["scalar_func" if scalar else "func"], fields["v"],
+            fields["create_graph"], fields["strict"], "\n    Returns:\n", fields["returns"]))
+        fn.__doc__ = fn.__doc__.format(**fields)
+        return fn
+    return fill
+
+
 # -- argument handling (PyTorch's helpers, same names, same messages) ---------------------------
 
 def _as_tuple(inp, arg_name: str, fn_name: str) -> tuple:
@@ -75,8 +136,11 @@ def _grad_preprocess(inputs: tuple, create_graph: bool, need_graph: bool) -> tup
     return tuple(res)
 
 
-def _grad_postprocess(inputs: tuple, create_graph: bool) -> tuple:
-    # Without create_graph nothing we return may carry history.
+def _grad_postprocess(inputs: tuple, create_graph: bool, *more: tuple):
+    # Without create_graph nothing we return may carry history. (With ``more``, each tuple
+    # is processed alike and all are returned.)
+    if more:
+        return tuple(_grad_postprocess(t, create_graph) for t in (inputs, *more))
     if isinstance(inputs[0], Tensor):
         return inputs if create_graph else tuple(inp.detach() for inp in inputs)
     return tuple(_grad_postprocess(inp, create_graph) for inp in inputs)
@@ -182,6 +246,18 @@ def _prepare_v(v, reference: tuple, is_reference_tuple: bool, fn_name: str,
     return v
 
 
+def _call(func, inputs, create_graph: bool, strict: bool, fn_name: str) -> tuple:
+    """Runs ``func`` on fresh copies of ``inputs`` (grad enabled by the caller): whether the
+    inputs were a tuple, the copies, whether the outputs were a tuple, the outputs."""
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", fn_name)
+    inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+    outputs = func(*inputs)
+    is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
+                                          fn_name)
+    _check_requires_grad(outputs, "outputs", strict=strict)
+    return is_inputs_tuple, inputs, is_outputs_tuple, outputs
+
+
 def _check_single_element_input(inputs: tuple) -> None:
     if len(inputs) != 1 or inputs[0].nelement() != 1:
         raise RuntimeError("The vector v can only be None if the input to the user-provided "
@@ -198,32 +274,12 @@ def _check_scalar_output(outputs: tuple, is_outputs_tuple: bool, fn_name: str) -
 
 # -- vjp, jvp -----------------------------------------------------------------------------------
 
+@_shared_doc(product="vector Jacobian", v_side="output", result_side="inputs")
 def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """Function that computes the dot product between a vector ``v`` and the Jacobian of the
     given function at the point given by the inputs.
 
-    Args:
-        func (function): a Python function that takes Tensor inputs and returns a tuple of
-            Tensors or a Tensor.
-        inputs (tuple of Tensors or Tensor): inputs to the function ``func``.
-        v (tuple of Tensors or Tensor): The vector for which the vector Jacobian product is
-            computed. Must be the same size as the output of ``func``. This argument is
-            optional when the output of ``func`` contains a single element and (if it is not
-            provided) will be set as a Tensor containing a single ``1``.
-        create_graph (bool, optional): If ``True``, both the output and result will be
-            computed in a differentiable way. Note that when ``strict`` is ``False``, the
-            result can not require gradients or be disconnected from the inputs. Defaults to
-            ``False``.
-        strict (bool, optional): If ``True``, an error will be raised when we detect that
-            there exists an input such that all the outputs are independent of it. If
-            ``False``, we return a Tensor of zeros as the vjp for said inputs, which is the
-            expected mathematical value. Defaults to ``False``.
-
-    Returns:
-        output (tuple): tuple with ``func_output`` (tuple of Tensors or Tensor), the output
-        of ``func(inputs)``, and ``vjp`` (tuple of Tensors or Tensor), the result of the dot
-        product with the same shape as the inputs.
-
+{product_sections}
     Example:
         >>> import tritongrad as torch
         >>> from tritongrad.autograd.functional import vjp
@@ -235,13 +291,8 @@ def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
                 [2.7183, 2.7183]]))
     """
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
-                                              "vjp")
-        _check_requires_grad(outputs, "outputs", strict=strict)
+        is_inputs_tuple, inputs, is_outputs_tuple, outputs = _call(func, inputs, create_graph,
+                                                                   strict, "vjp")
 
         if v is not None:
             v = _prepare_v(v, outputs, is_outputs_tuple, "vjp", create_graph)
@@ -253,38 +304,17 @@ def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
         grad_res = _autograd_grad(outputs, inputs, v, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "back")
 
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
+    outputs, result = _grad_postprocess(outputs, create_graph, result)
     return (_tuple_postprocess(outputs, is_outputs_tuple),
             _tuple_postprocess(result, is_inputs_tuple))
 
 
+@_shared_doc(product="Jacobian vector", v_side="input", result_side="output")
 def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """Function that computes the dot product between the Jacobian of the given function at
     the point given by the inputs and a vector ``v``.
 
-    Args:
-        func (function): a Python function that takes Tensor inputs and returns a tuple of
-            Tensors or a Tensor.
-        inputs (tuple of Tensors or Tensor): inputs to the function ``func``.
-        v (tuple of Tensors or Tensor): The vector for which the Jacobian vector product is
-            computed. Must be the same size as the input of ``func``. This argument is
-            optional when the input to ``func`` contains a single element and (if it is not
-            provided) will be set as a Tensor containing a single ``1``.
-        create_graph (bool, optional): If ``True``, both the output and result will be
-            computed in a differentiable way. Note that when ``strict`` is ``False``, the
-            result can not require gradients or be disconnected from the inputs. Defaults to
-            ``False``.
-        strict (bool, optional): If ``True``, an error will be raised when we detect that
-            there exists an input such that all the outputs are independent of it. If
-            ``False``, we return a Tensor of zeros as the jvp for said inputs, which is the
-            expected mathematical value. Defaults to ``False``.
-
-    Returns:
-        output (tuple): tuple with ``func_output`` (tuple of Tensors or Tensor), the output
-        of ``func(inputs)``, and ``jvp`` (tuple of Tensors or Tensor), the result of the dot
-        product with the same shape as the output.
-
+{product_sections}
     Note:
         Computed in forward mode (``autograd.forward_ad``): one pass of ``func`` on dual
         tensors. Every op on the path must have a forward-mode rule (most built-in ops do; a
@@ -332,8 +362,7 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     with set_grad_enabled(True if create_graph else is_grad_enabled()):
         result = _fill_in_zeros(tangents, outputs, strict, create_graph, "back_trick")
 
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
+    outputs, result = _grad_postprocess(outputs, create_graph, result)
     return (_tuple_postprocess(outputs, is_outputs_tuple),
             _tuple_postprocess(result, is_outputs_tuple))
 
@@ -413,22 +442,13 @@ def _stack_columns(cols: list, out: Tensor, inp: Tensor) -> Tensor:
     return block.reshape(n, m).t().reshape(tuple(out.shape) + tuple(inp.shape))
 
 
+@_shared_doc()
 def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
              vectorize: bool = False, strategy: str = "reverse-mode"):
     """Function that computes the Jacobian of a given function.
 
     Args:
-        func (function): a Python function that takes Tensor inputs and returns a tuple of
-            Tensors or a Tensor.
-        inputs (tuple of Tensors or Tensor): inputs to the function ``func``.
-        create_graph (bool, optional): If ``True``, the Jacobian will be computed in a
-            differentiable manner. Note that when ``strict`` is ``False``, the result can not
-            require gradients or be disconnected from the inputs. Defaults to ``False``.
-        strict (bool, optional): If ``True``, an error will be raised when we detect that
-            there exists an input such that all the outputs are independent of it. If
-            ``False``, we return a Tensor of zeros as the jacobian for said inputs, which is
-            the expected mathematical value. Defaults to ``False``.
-        vectorize (bool, optional): In PyTorch, uses vmap to compute all rows of the
+{func}{create_graph_manner}{strict}        vectorize (bool, optional): In PyTorch, uses vmap to compute all rows of the
             Jacobian with a single ``autograd.grad`` call. tritongrad has no vmap, so the
             flag only keeps PyTorch's argument checks (``strict=True`` is refused together
             with it, as in PyTorch): the rows are still computed one ``autograd.grad`` call
@@ -477,13 +497,8 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
         return _jacfwd(func, inputs, strict, vectorize)
 
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
-                                              "jacobian")
-        _check_requires_grad(outputs, "outputs", strict=strict)
+        is_inputs_tuple, inputs, is_outputs_tuple, outputs = _call(func, inputs, create_graph,
+                                                                   strict, "jacobian")
         if vectorize and strict:
             raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
                                "`vectorized=True` are not supported together. Please either "
@@ -519,22 +534,13 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
         return _tuple_postprocess(result, (is_outputs_tuple, is_inputs_tuple))
 
 
+@_shared_doc()
 def hessian(func, inputs, create_graph: bool = False, strict: bool = False,
             vectorize: bool = False, outer_jacobian_strategy: str = "reverse-mode"):
     """Function that computes the Hessian of a given scalar function.
 
     Args:
-        func (function): a Python function that takes Tensor inputs and returns a Tensor with
-            a single element.
-        inputs (tuple of Tensors or Tensor): inputs to the function ``func``.
-        create_graph (bool, optional): If ``True``, the Hessian will be computed in a
-            differentiable manner. Note that when ``strict`` is ``False``, the result can not
-            require gradients or be disconnected from the inputs. Defaults to ``False``.
-        strict (bool, optional): If ``True``, an error will be raised when we detect that
-            there exists an input such that all the outputs are independent of it. If
-            ``False``, we return a Tensor of zeros as the hessian for said inputs, which is
-            the expected mathematical value. Defaults to ``False``.
-        vectorize (bool, optional): passed to the outer ``jacobian``; tritongrad has no vmap,
+{scalar_func}{create_graph_manner}{strict}        vectorize (bool, optional): passed to the outer ``jacobian``; tritongrad has no vmap,
             so the rows of the Hessian are computed one backward at a time either way (see
             ``jacobian``). Defaults to ``False``.
         outer_jacobian_strategy (str, optional): The Hessian is computed by computing the
@@ -607,32 +613,12 @@ def _scalar_function_and_gradient(func, inputs, v, create_graph, strict, fn_name
     return is_inputs_tuple, inputs, v, outputs, jac
 
 
+@_shared_doc(product="vector Hessian", v_side="input", result_side="inputs", scalar=True)
 def vhp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """Function that computes the dot product between a vector ``v`` and the Hessian of a
     given scalar function at the point given by the inputs.
 
-    Args:
-        func (function): a Python function that takes Tensor inputs and returns a Tensor with
-            a single element.
-        inputs (tuple of Tensors or Tensor): inputs to the function ``func``.
-        v (tuple of Tensors or Tensor): The vector for which the vector Hessian product is
-            computed. Must be the same size as the input of ``func``. This argument is
-            optional when ``func``'s input contains a single element and (if it is not
-            provided) will be set as a Tensor containing a single ``1``.
-        create_graph (bool, optional): If ``True``, both the output and result will be
-            computed in a differentiable way. Note that when ``strict`` is ``False``, the
-            result can not require gradients or be disconnected from the inputs. Defaults to
-            ``False``.
-        strict (bool, optional): If ``True``, an error will be raised when we detect that
-            there exists an input such that all the outputs are independent of it. If
-            ``False``, we return a Tensor of zeros as the vhp for said inputs, which is the
-            expected mathematical value. Defaults to ``False``.
-
-    Returns:
-        output (tuple): tuple with ``func_output`` (tuple of Tensors or Tensor), the output
-        of ``func(inputs)``, and ``vhp`` (tuple of Tensors or Tensor), the result of the dot
-        product with the same shape as the inputs.
-
+{product_sections}
     Example:
         >>> import tritongrad as torch
         >>> from tritongrad.autograd.functional import vhp
@@ -651,37 +637,16 @@ def vhp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
         grad_res = _autograd_grad(jac, inputs, v, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back")
 
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
+    outputs, result = _grad_postprocess(outputs, create_graph, result)
     return outputs[0], _tuple_postprocess(result, is_inputs_tuple)
 
 
+@_shared_doc(product="Hessian vector", v_side="input", result_side="inputs", scalar=True)
 def hvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """Function that computes the dot product between the Hessian of a given scalar function
     and a vector ``v`` at the point given by the inputs.
 
-    Args:
-        func (function): a Python function that takes Tensor inputs and returns a Tensor with
-            a single element.
-        inputs (tuple of Tensors or Tensor): inputs to the function ``func``.
-        v (tuple of Tensors or Tensor): The vector for which the Hessian vector product is
-            computed. Must be the same size as the input of ``func``. This argument is
-            optional when ``func``'s input contains a single element and (if it is not
-            provided) will be set as a Tensor containing a single ``1``.
-        create_graph (bool, optional): If ``True``, both the output and result will be
-            computed in a differentiable way. Note that when ``strict`` is ``False``, the
-            result can not require gradients or be disconnected from the inputs. Defaults to
-            ``False``.
-        strict (bool, optional): If ``True``, an error will be raised when we detect that
-            there exists an input such that all the outputs are independent of it. If
-            ``False``, we return a Tensor of zeros as the hvp for said inputs, which is the
-            expected mathematical value. Defaults to ``False``.
-
-    Returns:
-        output (tuple): tuple with ``func_output`` (tuple of Tensors or Tensor), the output
-        of ``func(inputs)``, and ``hvp`` (tuple of Tensors or Tensor), the result of the dot
-        product with the same shape as the inputs.
-
+{product_sections}
     Note:
         Computed with the double backward trick (a third backward), so it is slower than
         ``vhp``. If your function is twice continuously differentiable, then
@@ -709,7 +674,6 @@ def hvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
         grad_res = _autograd_grad(double_back, grad_jac, v, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back_trick")
 
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
+    outputs, result = _grad_postprocess(outputs, create_graph, result)
     return outputs[0], _tuple_postprocess(result, is_inputs_tuple)
 

@@ -373,6 +373,15 @@ def _check_pair(op: str, g: ProcessGroup, a, an: str, b, bn: str) -> None:
     _check_same(op, a, an, b, bn)
 
 
+def _check_world_multiple(op: str, g: ProcessGroup, big, big_name: str, small,
+                          small_name: str, rule: str) -> None:
+    """``big`` holds ``small`` once per rank (PyTorch's ``rule`` when it does not)."""
+    if big.numel() != small.numel() * g.size():
+        raise ValueError(f"{op}: {rule}: {big_name} has {big.numel()} elements "
+                         f"{list(big.shape)}, {small_name} {small.numel()} {list(small.shape)}, "
+                         f"world_size {g.size()}")
+
+
 def _op_name(op: str, red, t) -> str:
     if not isinstance(red, ReduceOp.RedOpType):
         raise TypeError(f"{op}: op must be a ReduceOp (e.g. ReduceOp.SUM), got {red!r}")
@@ -534,11 +543,9 @@ def all_gather_into_tensor(output_tensor, input_tensor, group: ProcessGroup | No
     if g is None:
         return _not_member(op, async_op)
     _check_pair(op, g, output_tensor, "output_tensor", input_tensor, "input_tensor")
-    if output_tensor.numel() != input_tensor.numel() * g.size():
-        raise ValueError(f"{op}: output tensor size must be equal to world_size times input "
-                         f"tensor size: output has {output_tensor.numel()} elements "
-                         f"{list(output_tensor.shape)}, input {input_tensor.numel()} "
-                         f"{list(input_tensor.shape)}, world_size {g.size()}")
+    _check_world_multiple(op, g, output_tensor, "output", input_tensor, "input",
+                          "output tensor size must be equal to world_size times input tensor "
+                          "size")
     _debug_check(op, g, *_facts(input_tensor))
     return _finish(g._impl.allgather(output_tensor, input_tensor), async_op, (output_tensor,))
 
@@ -603,10 +610,8 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group: ProcessGroup | 
     if g is None:
         return _not_member(name, async_op)
     _check_pair(name, g, output, "output", input, "input")
-    if input.numel() != output.numel() * g.size():
-        raise ValueError(f"{name}: input tensor must be the same size as output size times "
-                         f"world size: input has {input.numel()} elements {list(input.shape)}, "
-                         f"output {output.numel()} {list(output.shape)}, world_size {g.size()}")
+    _check_world_multiple(name, g, input, "input", output, "output",
+                          "input tensor must be the same size as output size times world size")
     red = _op_name(name, op, input)
     _debug_check(name, g, red, *_facts(input))
     return _finish(g._impl.reduce_scatter(output, input, red), async_op, (output,))

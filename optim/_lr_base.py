@@ -164,6 +164,19 @@ class LRScheduler:
         return [group["lr"] * factor for group in self.optimizer.param_groups]
 
 
+class _FactorScheduler(LRScheduler):
+    """A schedule whose step multiplies every group's current rate by one factor, which a
+    subclass gives in ``_factor()`` (1.0 on the constructor's initial step unless it says
+    otherwise)."""
+
+    def get_lr(self) -> list:
+        self._warn_if_outside_step()
+        return self._current_lrs(self._factor())
+
+    def _factor(self) -> float:
+        raise NotImplementedError(f"{type(self).__name__} must implement _factor()")
+
+
 class _LRScheduler(LRScheduler):
     """The base class's former name, kept for code that subclasses it."""
 

@@ -28,7 +28,14 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ._lr_base import LRScheduler, _check_optimizer, _LRScheduler, _per_group, _positive_int
+from ._lr_base import (
+    LRScheduler,
+    _check_optimizer,
+    _FactorScheduler,
+    _LRScheduler,
+    _per_group,
+    _positive_int,
+)
 from ._lr_drivers import ChainedScheduler, ReduceLROnPlateau, SequentialLR
 from .optimizer import Optimizer
 
@@ -44,7 +51,9 @@ class _LambdaScheduler(LRScheduler):
     """Holds one function per group; saves callable objects' ``__dict__`` (not functions or
     lambdas, which cannot be saved) in the state dict, as PyTorch."""
 
-    def __init__(self, optimizer: Optimizer, lr_lambda, last_epoch: int) -> None:
+    def __init__(self, optimizer: Optimizer,
+                 lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
+                 last_epoch: int = -1) -> None:
         _check_optimizer(type(self).__name__, optimizer)
         self.optimizer = optimizer
         n = len(optimizer.param_groups)
@@ -93,11 +102,6 @@ class LambdaLR(_LambdaScheduler):
         >>> sched = LambdaLR(opt, lr_lambda=lambda epoch: 0.95 ** epoch)
     """
 
-    def __init__(self, optimizer: Optimizer,
-                 lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
-                 last_epoch: int = -1) -> None:
-        super().__init__(optimizer, lr_lambda, last_epoch)
-
     def get_lr(self) -> list:
         self._warn_if_outside_step()
         return [base * fn(self.last_epoch) for base, fn in zip(self.base_lrs, self.lr_lambdas)]
@@ -109,18 +113,13 @@ class MultiplicativeLR(_LambdaScheduler):
 
     Args:
         optimizer: wrapped optimizer.
-        lr_lambda: a function which computes a multiplicative factor given an integer
-            parameter epoch, or a list of such functions, one for each group.
+        lr_lambda: a function which computes the multiplicative factor of one step given
+            the epoch it steps to, or a list of such functions, one for each group.
         last_epoch: the index of last epoch (default -1).
 
     Example:
         >>> sched = MultiplicativeLR(opt, lr_lambda=lambda epoch: 0.95)
     """
-
-    def __init__(self, optimizer: Optimizer,
-                 lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
-                 last_epoch: int = -1) -> None:
-        super().__init__(optimizer, lr_lambda, last_epoch)
 
     def get_lr(self) -> list:
         self._warn_if_outside_step()
@@ -132,7 +131,7 @@ class MultiplicativeLR(_LambdaScheduler):
 
 # -- decays by a factor ----------------------------------------------------------------------------
 
-class StepLR(LRScheduler):
+class StepLR(_FactorScheduler):
     r"""Decays the learning rate of each parameter group by gamma every step_size epochs:
     ``lr = base_lr * gamma ** (last_epoch // step_size)``.
 
@@ -153,17 +152,14 @@ class StepLR(LRScheduler):
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list:
-        self._warn_if_outside_step()
-        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
-            return self._current_lrs()
-        return self._current_lrs(self.gamma)
+    def _factor(self) -> float:
+        return self.gamma if self.last_epoch and self.last_epoch % self.step_size == 0 else 1.0
 
     def _get_closed_form_lr(self) -> list:
         return [b * self.gamma ** (self.last_epoch // self.step_size) for b in self.base_lrs]
 
 
-class MultiStepLR(LRScheduler):
+class MultiStepLR(_FactorScheduler):
     r"""Decays the learning rate of each parameter group by gamma once the number of epoch
     reaches one of the milestones (a milestone listed k times decays by ``gamma ** k``).
 
@@ -184,12 +180,9 @@ class MultiStepLR(LRScheduler):
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list:
-        self._warn_if_outside_step()
-        if self.last_epoch not in self.milestones:
-            return self._current_lrs()
-        k = self.milestones[self.last_epoch]
-        return self._current_lrs(self.gamma ** k)
+    def _factor(self) -> float:
+        k = self.milestones.get(self.last_epoch, 0)
+        return self.gamma ** k if k else 1.0
 
     def _get_closed_form_lr(self) -> list:
         # (a loaded state dict may hold the milestones as a plain dict of counts)
@@ -197,7 +190,7 @@ class MultiStepLR(LRScheduler):
         return [b * self.gamma ** passed for b in self.base_lrs]
 
 
-class ExponentialLR(LRScheduler):
+class ExponentialLR(_FactorScheduler):
     r"""Decays the learning rate of each parameter group by gamma every epoch:
     ``lr = base_lr * gamma ** last_epoch``.
 
@@ -211,11 +204,8 @@ class ExponentialLR(LRScheduler):
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list:
-        self._warn_if_outside_step()
-        if self._is_initial:
-            return self._current_lrs()
-        return self._current_lrs(self.gamma)
+    def _factor(self) -> float:
+        return 1.0 if self._is_initial else self.gamma
 
     def _get_closed_form_lr(self) -> list:
         return [b * self.gamma ** self.last_epoch for b in self.base_lrs]
@@ -223,7 +213,7 @@ class ExponentialLR(LRScheduler):
 
 # -- warm-up ramps ---------------------------------------------------------------------------------
 
-class ConstantLR(LRScheduler):
+class ConstantLR(_FactorScheduler):
     r"""Multiply the learning rate of each parameter group by a small constant factor until
     the number of epoch reaches a pre-defined milestone: total_iters.
 
@@ -247,20 +237,17 @@ class ConstantLR(LRScheduler):
         self.total_iters = total_iters
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list:
-        self._warn_if_outside_step()
+    def _factor(self) -> float:
         if self.last_epoch == 0:
-            return self._current_lrs(self.factor)
-        if self.last_epoch != self.total_iters:
-            return self._current_lrs()
-        return self._current_lrs(1.0 / self.factor)
+            return self.factor
+        return 1.0 / self.factor if self.last_epoch == self.total_iters else 1.0
 
     def _get_closed_form_lr(self) -> list:
         done = self.last_epoch >= self.total_iters
         return [b * (self.factor + done * (1 - self.factor)) for b in self.base_lrs]
 
 
-class LinearLR(LRScheduler):
+class LinearLR(_FactorScheduler):
     r"""Decays the learning rate of each parameter group by linearly changing small
     multiplicative factor until the number of epoch reaches a pre-defined milestone:
     total_iters. ``lr = base_lr * (start_factor + (end_factor - start_factor) *
@@ -292,17 +279,14 @@ class LinearLR(LRScheduler):
         self.total_iters = total_iters
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list:
-        self._warn_if_outside_step()
+    def _factor(self) -> float:
         if self.last_epoch == 0:
-            return self._current_lrs(self.start_factor)
+            return self.start_factor
         if self._is_initial or self.last_epoch > self.total_iters:
-            return self._current_lrs()
+            return 1.0
         # The ratio of this epoch's factor to the previous one's.
         span = self.end_factor - self.start_factor
-        ratio = 1.0 + span / (self.total_iters * self.start_factor
-                              + (self.last_epoch - 1) * span)
-        return self._current_lrs(ratio)
+        return 1.0 + span / (self.total_iters * self.start_factor + (self.last_epoch - 1) * span)
 
     def _get_closed_form_lr(self) -> list:
         done = min(self.total_iters, self.last_epoch)
@@ -311,7 +295,7 @@ class LinearLR(LRScheduler):
                 for b in self.base_lrs]
 
 
-class PolynomialLR(LRScheduler):
+class PolynomialLR(_FactorScheduler):
     r"""Decays the learning rate of each parameter group using a polynomial function in the
     given total_iters: ``lr = base_lr * (1 - min(last_epoch, total_iters) / total_iters) **
     power``.
@@ -330,13 +314,11 @@ class PolynomialLR(LRScheduler):
         self.power = power
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list:
-        self._warn_if_outside_step()
+    def _factor(self) -> float:
         if self._is_initial or self.last_epoch > self.total_iters:
-            return self._current_lrs()
-        ratio = ((1.0 - self.last_epoch / self.total_iters)
-                 / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
-        return self._current_lrs(ratio)
+            return 1.0
+        return ((1.0 - self.last_epoch / self.total_iters)
+                / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
 
     def _get_closed_form_lr(self) -> list:
         frac = min(self.total_iters, self.last_epoch) / self.total_iters

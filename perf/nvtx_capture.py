@@ -34,18 +34,12 @@ NVTX_TESTS = REPO / "tests" / "nvtx"
 ACC = "torch::autograd::AccumulateGrad"
 
 
-def _graph(t) -> list:
-    """[name, seq, op] of every node behind ``t`` but the leaves' AccumulateGrad."""
-    out, seen, stack = [], set(), [t.grad_fn]
-    while stack:
-        n = stack.pop()
-        if n is None or id(n) in seen:
-            continue
-        seen.add(id(n))
-        if n.name() != ACC:
-            out.append([n.name(), n._seq, getattr(type(n), "op_name", None)])
-        stack.extend(f for f, _ in n.next_functions)
-    return out
+def _graph_nodes():
+    """The test's ground-truth function: [name, seq, op] of every node behind a tensor but the
+    leaves' AccumulateGrad."""
+    namespace: dict = {}
+    exec(_load(NVTX_TESTS / "test_emit_nvtx.py", "_tg_nvtx_checks").GRAPH_NODES, namespace)  # noqa: S102
+    return namespace["graph"]
 
 
 def workload(device: str, steps: int) -> int:
@@ -59,10 +53,12 @@ def workload(device: str, steps: int) -> int:
     b1 = tg.zeros(16, device=device, requires_grad=True)
     w2 = (tg.randn(16, 4) * 0.2).to(device).requires_grad_()
 
+    graph_of = _graph_nodes()
+
     def step():
         h = (x @ w1 + b1).relu()
         loss = ((h @ w2).tanh() * 0.5).exp().sum()
-        graph = _graph(loss)
+        graph = graph_of(loss)
         loss.backward()
         with tg.no_grad():
             for p in (w1, b1, w2):

@@ -765,20 +765,21 @@ class EmulatedDriver(Driver):
             self._used -= entry[1]
 
     def memcpy_htod(self, dev, dst, src_host, nbytes, stream) -> None:
-        self._dev(dev, "cuMemcpyHtoDAsync")
-        self._stream(stream, "cuMemcpyHtoDAsync")
-        if self.capturing:  # pageable host memory cannot take part in a graph
-            self._refuse_while_capturing(stream, "cuMemcpyHtoDAsync")
-        self._range(dst, nbytes, "cuMemcpyHtoDAsync")
+        self._host_copy(dev, stream, dst, nbytes, "cuMemcpyHtoDAsync")
         ctypes.memmove(dst, src_host, nbytes)
 
     def memcpy_dtoh(self, dev, dst_host, src, nbytes, stream) -> None:
-        self._dev(dev, "cuMemcpyDtoHAsync")
-        self._stream(stream, "cuMemcpyDtoHAsync")
-        if self.capturing:  # pageable host memory cannot take part in a graph
-            self._refuse_while_capturing(stream, "cuMemcpyDtoHAsync")
-        self._range(src, nbytes, "cuMemcpyDtoHAsync")
+        self._host_copy(dev, stream, src, nbytes, "cuMemcpyDtoHAsync")
         ctypes.memmove(dst_host, src, nbytes)
+
+    def _host_copy(self, dev, stream, device_ptr, nbytes, api) -> None:
+        """The checks of a copy between host and device memory (which runs at once: the
+        emulated device has no copy engine to queue it on)."""
+        self._dev(dev, api)
+        self._stream(stream, api)
+        if self.capturing:  # pageable host memory cannot take part in a graph
+            self._refuse_while_capturing(stream, api)
+        self._range(device_ptr, nbytes, api)
 
     def memcpy_dtod(self, dev, dst, src, nbytes, stream) -> None:
         self._dev(dev, "cuMemcpyDtoDAsync")

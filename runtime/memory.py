@@ -31,28 +31,11 @@ from .array import DeviceArray, contiguous_strides
 from .device import device as Device
 from .dtype import bfloat16, from_numpy_dtype
 
-__all__ = [
-    "ForeignStorage",
-    "OutOfMemoryError",
-    "Storage",
-    "allocator",
-    "copy_between",
-    "empty",
-    "empty_cache",
-    "get_per_process_memory_fraction",
-    "max_memory_allocated",
-    "max_memory_reserved",
-    "mem_get_info",
-    "memory_allocated",
-    "memory_reserved",
-    "memory_stats",
-    "memory_summary",
-    "reset_accumulated_memory_stats",
-    "reset_peak_memory_stats",
-    "set_per_process_memory_fraction",
-    "to_device",
-    "to_host",
-]
+__all__ = ["ForeignStorage", "OutOfMemoryError", "Storage", "allocator", "copy_between", "empty",
+           "empty_cache", "get_per_process_memory_fraction", "max_memory_allocated",
+           "max_memory_reserved", "mem_get_info", "memory_allocated", "memory_reserved",
+           "memory_stats", "memory_summary", "reset_accumulated_memory_stats",
+           "reset_peak_memory_stats", "set_per_process_memory_fraction", "to_device", "to_host"]
 
 _CPU = Device("cpu")
 _allocators: dict[int, CachingAllocator] = {}

@@ -206,14 +206,7 @@ def _replaced(node, path, value, delete=False):
     if not path:
         return value
     head, rest = path[0], path[1:]
-    if isinstance(node, dict):
-        out = dict(node)
-        if delete and not rest:
-            del out[head]
-        else:
-            out[head] = _replaced(node[head], rest, value, delete)
-        return out
-    out = list(node)
+    out = dict(node) if isinstance(node, dict) else list(node)
     if delete and not rest:
         del out[head]
     else:

@@ -22,44 +22,34 @@ from .creation import as_dtype
 
 
 class SoftmaxBackward0(Primitive):
+    """y = softmax(x) along ``dim`` (``log``: y = log_softmax(x)); rules in terms of y."""
+
     __slots__ = ()
     op_name = "softmax"
     save_output = True
+    log = False
 
     @staticmethod
-    def forward(ctx, k, x, dim):
+    def forward(ctx, k, x, dim, log):
         ctx.dim = dim
-        return k.softmax(x, dim, False)
+        return k.softmax(x, dim, log)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
         y, = saved
+        if ctx.log:
+            return k.sub(g, k.mul(k.exp(y), k.sum(g, (ctx.dim,), True)))
         return k.mul(y, k.sub(g, k.sum(k.mul(g, y), (ctx.dim,), True)))
 
     @staticmethod
     def jvp(ctx, k, primals, tangents, out, *params):
-        return SoftmaxBackward0.vjp(ctx, k, (out,), tangents[0])
-
-
-class LogSoftmaxBackward0(Primitive):
-    __slots__ = ()
-    op_name = "log_softmax"
-    save_output = True
-
-    @staticmethod
-    def forward(ctx, k, x, dim):
-        ctx.dim = dim
-        return k.softmax(x, dim, True)
-
-    @staticmethod
-    def vjp(ctx, k, saved, g):
-        y, = saved
-        return k.sub(g, k.mul(k.exp(y), k.sum(g, (ctx.dim,), True)))
-
-    @staticmethod
-    def jvp(ctx, k, primals, tangents, out, *params):
         t = tangents[0]
-        return k.sub(t, k.sum(k.mul(t, k.exp(out)), (ctx.dim,), True))
+        if ctx.log:
+            return k.sub(t, k.sum(k.mul(t, k.exp(out)), (ctx.dim,), True))
+        return SoftmaxBackward0.vjp(ctx, k, (out,), t)
+
+
+LogSoftmaxBackward0 = SoftmaxBackward0.variant("LogSoftmaxBackward0", "log_softmax", log=True)
 
 
 def _legacy_dim(ndim: int, name: str) -> int:
@@ -89,18 +79,18 @@ def softmax(input: Tensor, dim=None, dtype=None, *, _stacklevel: int = 3) -> Ten
         >>> tg.tensor([1., 2., 3.]).softmax(0)
         tensor([0.0900, 0.2447, 0.6652])
     """
-    x, d = _prepare(input, dim, dtype, "softmax")
-    if x.ndim == 0:
-        return apply(SoftmaxBackward0, (x.reshape(1),), 0).reshape(())
-    return apply(SoftmaxBackward0, (x,), d)
+    return _apply(SoftmaxBackward0, *_prepare(input, dim, dtype, "softmax"))
 
 
 def log_softmax(input: Tensor, dim=None, dtype=None, *, _stacklevel: int = 3) -> Tensor:
     """``x - logsumexp(x, dim)``, computed stably; ``dtype`` casts the input first."""
-    x, d = _prepare(input, dim, dtype, "log_softmax")
-    if x.ndim == 0:
-        return apply(LogSoftmaxBackward0, (x.reshape(1),), 0).reshape(())
-    return apply(LogSoftmaxBackward0, (x,), d)
+    return _apply(LogSoftmaxBackward0, *_prepare(input, dim, dtype, "log_softmax"))
+
+
+def _apply(node: type, x: Tensor, dim: int) -> Tensor:
+    if x.ndim == 0:  # as a 1-element row
+        return apply(node, (x.reshape(1),), 0, node.log).reshape(())
+    return apply(node, (x,), dim, node.log)
 
 
 # -- the table ---------------------------------------------------------------------------------

@@ -15,16 +15,8 @@ import numpy as np
 
 from .bf16 import BF16Array, round_
 
-__all__ = [
-    "cross_entropy",
-    "cross_entropy_backward",
-    "embedding",
-    "embedding_backward",
-    "gelu",
-    "gelu_backward",
-    "layer_norm",
-    "layer_norm_backward",
-]
+__all__ = ["cross_entropy", "cross_entropy_backward", "embedding", "embedding_backward", "gelu",
+           "gelu_backward", "layer_norm", "layer_norm_backward"]
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)

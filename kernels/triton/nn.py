@@ -42,16 +42,8 @@ from .indexing import index, index_put_
 from .memory import astype, contiguous, copy_, full
 from .reduction import sum as _sum
 
-__all__ = [
-    "cross_entropy",
-    "cross_entropy_backward",
-    "embedding",
-    "embedding_backward",
-    "gelu",
-    "gelu_backward",
-    "layer_norm",
-    "layer_norm_backward",
-]
+__all__ = ["cross_entropy", "cross_entropy_backward", "embedding", "embedding_backward", "gelu",
+           "gelu_backward", "layer_norm", "layer_norm_backward"]
 
 _ACC = {D.float16: tl.float32, D.bfloat16: tl.float32, D.float32: tl.float32,
         D.float64: tl.float64}

@@ -500,27 +500,8 @@ def test_use_cuda_measures_device_time_on_a_gpu():
 
 # -- load_nvprof --------------------------------------------------------------------------------
 
-_SCHEMA = """
-CREATE TABLE StringTable(_id_ INTEGER PRIMARY KEY AUTOINCREMENT, value TEXT NOT NULL UNIQUE);
-CREATE TABLE CUPTI_ACTIVITY_KIND_MARKER(_id_ INTEGER PRIMARY KEY AUTOINCREMENT,
-    flags INT NOT NULL, timestamp INT NOT NULL, id INT NOT NULL, objectKind INT NOT NULL,
-    objectId BLOB NOT NULL, name INT NOT NULL, domain INT NOT NULL);
-CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME(_id_ INTEGER PRIMARY KEY AUTOINCREMENT,
-    cbid INT NOT NULL, start INT NOT NULL, end INT NOT NULL, processId INT NOT NULL,
-    threadId INT NOT NULL, correlationId INT NOT NULL, returnValue INT NOT NULL);
-CREATE TABLE CUPTI_ACTIVITY_KIND_DRIVER(_id_ INTEGER PRIMARY KEY AUTOINCREMENT,
-    cbid INT NOT NULL, start INT NOT NULL, end INT NOT NULL, processId INT NOT NULL,
-    threadId INT NOT NULL, correlationId INT NOT NULL, returnValue INT NOT NULL);
-CREATE TABLE CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL(_id_ INTEGER PRIMARY KEY AUTOINCREMENT,
-    cacheConfig BLOB NOT NULL, sharedMemoryConfig INT NOT NULL, registersPerThread INT NOT NULL,
-    partitionedGlobalCacheRequested INT NOT NULL, partitionedGlobalCacheExecuted INT NOT NULL,
-    start INT NOT NULL, end INT NOT NULL, completed INT NOT NULL, deviceId INT NOT NULL,
-    contextId INT NOT NULL, streamId INT NOT NULL, gridX INT NOT NULL, gridY INT NOT NULL,
-    gridZ INT NOT NULL, blockX INT NOT NULL, blockY INT NOT NULL, blockZ INT NOT NULL,
-    staticSharedMemory INT NOT NULL, dynamicSharedMemory INT NOT NULL,
-    localMemoryPerThread INT NOT NULL, localMemoryTotal INT NOT NULL,
-    correlationId INT NOT NULL, gridId INT NOT NULL, name INT NOT NULL);
-"""
+# nvprof's own table layout (the export writes the same tables the loader reads).
+_SCHEMA = nvprof._NVPROF_SCHEMA
 
 PID, TID = 4242, 1142654784
 T0 = 1_496_933_427_584_000_000  # nvprof timestamps: ns since the epoch

@@ -136,23 +136,30 @@ def test_saved_tensors_and_deprecated_saved_variables_on_the_node():
 # -- reentrant backward ------------------------------------------------------------------------
 
 class _Reenter(Function):
-    """Identity whose backward runs a whole backward of its own, ``depth`` levels deep."""
+    """Identity whose backward runs a whole backward of its own, ``depth`` levels deep (with
+    ``boom``, the deepest one raises)."""
 
     @staticmethod
-    def forward(ctx, x, depth):
-        ctx.depth = depth
+    def forward(ctx, x, depth, boom=False):
+        ctx.depth, ctx.boom = depth, boom
         return x * 1
 
     @staticmethod
     def backward(ctx, g):
-        if ctx.depth > 0:
+        if ctx.boom:
+            if ctx.depth == 0:
+                raise ValueError("boom at the bottom")
+            with tg.enable_grad():
+                z = tg.tensor([1.0], requires_grad=True)
+                _Reenter.apply(z, ctx.depth - 1, True).sum().backward()
+        elif ctx.depth > 0:
             with tg.enable_grad():
                 z = tg.tensor([2.0], dtype=tg.float64, requires_grad=True)
                 (_Reenter.apply(z, ctx.depth - 1) * z).sum().backward()
                 # each level checks its own inner gradient: R's backward scales by 3, so
                 # the gradient of R(z) * z is 3z + z = 8 at z = 2
                 assert z.grad.item() == 8.0
-        return g * 3, None
+        return g * 3, None, None
 
 
 @pytest.mark.parametrize("depth", [1, 150])
@@ -163,24 +170,9 @@ def test_reentrant_backward_nests_without_recursion_error(depth):
 
 
 def test_deep_reentrant_backward_propagates_errors_and_grad_mode():
-    class Boom(Function):
-        @staticmethod
-        def forward(ctx, x, depth):
-            ctx.depth = depth
-            return x * 1
-
-        @staticmethod
-        def backward(ctx, g):
-            if ctx.depth == 0:
-                raise ValueError("boom at the bottom")
-            with tg.enable_grad():
-                z = tg.tensor([1.0], requires_grad=True)
-                Boom.apply(z, ctx.depth - 1).sum().backward()
-            return g, None
-
     x = tg.tensor([1.0], requires_grad=True)
     with pytest.raises(ValueError, match="boom at the bottom"):
-        Boom.apply(x, 80).sum().backward()
+        _Reenter.apply(x, 80, True).sum().backward()
     assert tg.is_grad_enabled()  # restored on the way out
 
 

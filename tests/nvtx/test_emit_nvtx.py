@@ -17,6 +17,22 @@ ACC = "torch::autograd::AccumulateGrad"
 FWD = re.compile(r"^(?P<name>[^,]+), seq = (?P<seq>\d+)(?:, sizes = (?P<sizes>.*))?$")
 BWD = re.compile(r"^(?P<name>[^,]+), stashed seq = (?P<seq>\d+)(?:, sizes = (?P<sizes>.*))?$")
 
+# [name, seq, op] of every node behind t but the leaves' AccumulateGrad: the ground truth the
+# ranges are checked against (perf/nvtx_capture.py runs the same function).
+GRAPH_NODES = r'''
+def graph(t):
+    out, seen, stack = [], set(), [t.grad_fn]
+    while stack:
+        n = stack.pop()
+        if n is None or id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.name() != "torch::autograd::AccumulateGrad":
+            out.append([n.name(), n._seq, getattr(type(n), "op_name", None)])
+        stack.extend(f for f, _ in n.next_functions)
+    return out
+'''
+
 # What the recorded process runs. It prints one JSON line of ground truth: the graph nodes
 # each phase built, as [name, seq, the op that makes that node].
 SCRIPT = r'''
@@ -29,19 +45,7 @@ from tritongrad.runtime import nvtx as rnvtx
 assert rnvtx.is_enabled(), "the NVTX recorder is not attached"
 nv = tg.cuda.nvtx
 info = {}
-
-def graph(t):
-    out, seen, stack = [], set(), [t.grad_fn]
-    while stack:
-        n = stack.pop()
-        if n is None or id(n) in seen:
-            continue
-        seen.add(id(n))
-        if n.name() != "torch::autograd::AccumulateGrad":
-            out.append([n.name(), n._seq, getattr(type(n), "op_name", None)])
-        stack.extend(f for f, _ in n.next_functions)
-    return out
-
+''' + GRAPH_NODES + r'''
 # -- 1. the torch.cuda.nvtx surface --------------------------------------------------------
 nv.mark("phase api")
 info["depths"] = [nv.range_push("outer"), nv.range_push("inner"), nv.range_pop(),

@@ -165,6 +165,7 @@ def _offline_real_driver():
     d._devices = {0: cu.CUdevice(0), 1: cu.CUdevice(1)}
     d._contexts = {0: cu.CUcontext(0), 1: cu.CUcontext(0)}
     d._count = None
+    d.capturing = 0
     return d
 
 
@@ -181,6 +182,11 @@ _REAL_CALLS = [
     ("event_query", (0, 0x66)), ("event_synchronize", (0, 0x66)),
     ("event_elapsed_time", (0, 0x66, 0x67)), ("event_destroy", (0, 0x66)),
     ("profiler_start", (0,)), ("profiler_stop", (0,)),
+    # CUDA graphs (runtime/graphs.py)
+    ("stream_begin_capture", (0, 0x55, "global")), ("stream_end_capture", (0, 0x55)),
+    ("stream_is_capturing", (0, 0x55)), ("graph_instantiate", (0, 0x77)),
+    ("graph_launch", (0, 0x78, 0x55)), ("graph_exec_destroy", (0, 0x78)),
+    ("graph_destroy", (0, 0x77)), ("graph_node_count", (0, 0x77)),
 ]
 
 
