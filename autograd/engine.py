@@ -41,7 +41,7 @@ import warnings
 import numpy as np
 
 from ..kernels import backend
-from . import anomaly_mode
+from . import anomaly_mode, batched
 from .graph import GradientEdge
 from .node import AccumulateGrad
 from .state import set_mode, state
@@ -69,7 +69,7 @@ def _tensor_tuple(x, what: str, edges: bool = False) -> tuple:
     return seq
 
 
-def _make_grads(outputs: tuple, grads, what: str) -> list:
+def _make_grads(outputs: tuple, grads, what: str, batched: bool = False) -> list:
     if grads is None:
         grads = (None,) * len(outputs)
     elif isinstance(grads, Tensor):
@@ -96,7 +96,7 @@ def _make_grads(outputs: tuple, grads, what: str) -> list:
             raise TypeError(f"{what}: gradients can be either Tensors or None, but got "
                             f"{type(g).__name__}")
         else:
-            if tuple(g.shape) != tuple(t.shape):
+            if not batched and tuple(g.shape) != tuple(t.shape):
                 raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
                                    f"{g.shape} and output[{i}] has a shape of {t.shape}.")
             if g._dtype.is_complex != t._dtype.is_complex:
@@ -167,6 +167,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
     that no output depends on is an error; with True its gradient is None (or zeros with
     ``materialize_grads=True``). ``only_inputs`` is deprecated and ignored.
 
+    With ``is_grads_batched=True`` the first dimension of each of ``grad_outputs`` is a batch
+    of vectors: the result holds one vector-Jacobian product per batch entry (each input's
+    gradient gets the batch as its first dimension), from one backward whose rules each run
+    once on the whole batch (Note [Batched gradients], autograd/batched.py).
+
     Example:
         >>> x = tg.tensor([1., 2.], requires_grad=True)
         >>> tg.autograd.grad((x ** 2).sum(), x)
@@ -176,9 +181,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). "
                       "To accumulate gradient for other parts of the graph, please use "
                       "torch.autograd.backward.", UserWarning, stacklevel=2)
-    if is_grads_batched:
-        raise NotImplementedError("grad(is_grads_batched=True) needs vmap, which tritongrad "
-                                  "does not have; call grad once per batch entry")
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when "
                          "materialize_grads=True, but got: allow_unused=False.")
@@ -186,31 +188,38 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
         allow_unused = materialize_grads
     outputs = _tensor_tuple(outputs, "grad(outputs)", edges=True)
     inputs = _tensor_tuple(inputs, "grad(inputs)", edges=True)
-    grads = _make_grads(outputs, grad_outputs, "grad")
+    batch = None
+    if is_grads_batched:  # Note [Batched gradients]
+        batch = batched.check_batched_outputs(outputs, _tensor_tuple(
+            grad_outputs, "grad(grad_outputs)") if grad_outputs is not None else (None,))
+    grads = _make_grads(outputs, grad_outputs, "grad", batched=is_grads_batched)
     if retain_graph is None:
         retain_graph = create_graph
     result = run_backward(outputs, grads, retain_graph, create_graph, inputs, allow_unused,
-                          accumulate=False)
+                          accumulate=False, batch=batch)
     if materialize_grads:
-        from .ops.creation import zeros_like
+        from .ops.creation import zeros
         for t, g in zip(inputs, result):
             if g is None and isinstance(t, GradientEdge):
                 raise RuntimeError("materialize_grads=True cannot make a zero gradient for a "
                                    "GradientEdge input (its shape is unknown); pass the tensor")
-        result = [zeros_like(t) if g is None else g for t, g in zip(inputs, result)]
+        lead = () if batch is None else (batch,)
+        result = [zeros(lead + tuple(t.shape), dtype=t.dtype, device=t.device) if g is None
+                  else g for t, g in zip(inputs, result)]
     return tuple(result)
 
 
 # -- the engine --------------------------------------------------------------------------------
 
 def run_backward(outputs, grads, keep_graph: bool, create_graph: bool, inputs, allow_unused,
-                 accumulate: bool):
+                 accumulate: bool, batch: int | None = None):
     """Runs the graph behind ``outputs`` seeded with ``grads``; returns captured input grads
-    when ``accumulate`` is False."""
+    when ``accumulate`` is False. ``batch``: the gradients carry a leading batch dimension of
+    that size (Note [Batched gradients])."""
     outer = _local.task  # the backward call this one runs inside, if any
     if outer is not None and outer.depth >= _MAX_REENTRANT_DEPTH:  # Note [Reentrant backward]
         return _on_fresh_thread(run_backward, outputs, grads, keep_graph, create_graph, inputs,
-                                allow_unused, accumulate)
+                                allow_unused, accumulate, batch)
     roots = []
     for i, (t, g) in enumerate(zip(outputs, grads)):
         if type(t) is GradientEdge:
@@ -236,7 +245,7 @@ def run_backward(outputs, grads, keep_graph: bool, create_graph: bool, inputs, a
     prev = state.grad_enabled
     state.grad_enabled = create_graph
     try:
-        task = _GraphTask(roots, targets, inputs, keep_graph, create_graph, accumulate)
+        task = _GraphTask(roots, targets, inputs, keep_graph, create_graph, accumulate, batch)
         if outer is not None:
             task.depth = outer.depth + 1
         _local.task = task
@@ -354,8 +363,10 @@ class _GraphTask:
     final_callbacks = None  # queue_callback's list, run when the graph is done
     depth = 0  # backward calls this one runs inside, on this thread (Note [Reentrant backward])
 
-    def __init__(self, roots, targets, inputs, keep_graph, create_graph, accumulate):
+    def __init__(self, roots, targets, inputs, keep_graph, create_graph, accumulate,
+                 batch=None):
         self.id = next(_task_ids)
+        self.batch = batch
         self.roots = roots
         self.inputs = inputs
         self.keep_graph = keep_graph
@@ -440,7 +451,7 @@ class _GraphTask:
         heapq.heapify(heap)
         pop, push, add = heapq.heappop, heapq.heappush, self._sum
         fast = self.captures is None and self.execute is None and streams is None \
-            and not state.observers and not anomaly_mode.enabled
+            and not state.observers and not anomaly_mode.enabled and self.batch is None
         while heap:
             node = pop(heap)[2]
             grads = buffers.pop(node, None)
@@ -603,6 +614,8 @@ class _GraphTask:
                 _run_post_accumulate_hooks(var)
             return ()
         try:
+            if self.batch is not None:
+                return batched.apply_node(node, grads, self.batch, self.create_graph)
             return node.apply(*grads)
         except Exception:
             if node._trace is not None:

@@ -10,11 +10,13 @@ input (or output), a tuple for a tuple, a tuple of tuples where both are tuples.
 * ``hvp`` uses the double-backward trick: the backward of a function is linear in its
   ``grad_outputs``, so differentiating ``u -> J^T u`` with respect to ``u`` (a dummy that
   requires grad) in the direction ``v`` gives ``J v``.
-* ``jacobian`` takes one backward per output element (one Jacobian row), or, with
-  ``strategy="forward-mode"`` (which PyTorch allows only with ``vectorize=True``), one forward
-  pass on dual tensors per input element (one column). ``vectorize=True`` cannot batch those
-  rows or columns, because batching needs vmap, which tritongrad does not have: it computes
-  the same ones one by one.
+* ``jacobian`` takes one backward per output element (one Jacobian row); with
+  ``vectorize=True``, ONE batched backward for all rows (``grad(..., is_grads_batched=True)``
+  with the identity as the batch of grad_outputs: each node's rule runs once for the whole
+  batch, Note [Batched gradients] in autograd/batched.py). With ``strategy="forward-mode"``
+  (which PyTorch allows only with ``vectorize=True``) it takes one forward pass on dual
+  tensors per input element (one column): tangents are not batched, so those columns are
+  computed one by one.
 * ``hessian`` is the jacobian of the gradient; ``outer_jacobian_strategy="forward-mode"``
   takes that outer jacobian in forward mode (forward-over-reverse: the tangents flow through
   the backward pass, recorded with create_graph).
@@ -191,7 +193,7 @@ def _check_requires_grad(inputs: tuple, input_type: str, strict: bool) -> None:
 
 
 def _autograd_grad(outputs: tuple, inputs: tuple, grad_outputs=None, create_graph=False,
-                   retain_graph=None) -> tuple:
+                   retain_graph=None, is_grads_batched=False) -> tuple:
     """``autograd.grad`` that skips outputs that are None or need no grad (None for every
     input when no output is left) and returns None for unused inputs."""
     if grad_outputs is None:
@@ -201,7 +203,8 @@ def _autograd_grad(outputs: tuple, inputs: tuple, grad_outputs=None, create_grap
         return (None,) * len(inputs)
     new_outputs, new_grad_outputs = zip(*pairs)
     return _grad(new_outputs, inputs, new_grad_outputs, allow_unused=True,
-                 create_graph=create_graph, retain_graph=retain_graph)
+                 create_graph=create_graph, retain_graph=retain_graph,
+                 is_grads_batched=is_grads_batched)
 
 
 _STAGE_ERRORS = {
@@ -431,6 +434,39 @@ def _jacfwd(func, inputs, strict: bool, vectorize: bool):
     return _tuple_postprocess(result, (is_outputs_tuple, is_inputs_tuple))
 
 
+def _jacrev_vectorized(outputs: tuple, inputs: tuple, is_outputs_tuple: bool,
+                       is_inputs_tuple: bool, create_graph: bool):
+    """Every row of the Jacobian from ONE batched backward (Note [Batched gradients]): the
+    batch is the identity over all outputs' elements together, each output's grad_output
+    its block of columns; row r of each input's result is the vjp with unit vector r."""
+    from .ops.creation import eye, zeros
+    sizes = [out.numel() for out in outputs]
+    total, grad_outputs, start = sum(sizes), [], 0
+    for out, n in zip(outputs, sizes):
+        basis = zeros((total, n), dtype=out.dtype, device=out.device)
+        if n:
+            basis[start:start + n] = eye(n, dtype=out.dtype, device=out.device)
+        grad_outputs.append(basis.view((total,) + tuple(out.shape)))
+        start += n
+    grads = (None,) * len(inputs)
+    if total:
+        grads = _autograd_grad(outputs, inputs, tuple(grad_outputs), create_graph=create_graph,
+                               retain_graph=True, is_grads_batched=True)
+    result, start = [], 0
+    for out, n in zip(outputs, sizes):
+        blocks = []
+        for g, inp in zip(grads, inputs):
+            shape = tuple(out.shape) + tuple(inp.shape)
+            if g is None:
+                blocks.append(zeros(shape, dtype=inp.dtype, device=inp.device))
+            else:
+                blocks.append(g[start:start + n].reshape(shape))
+        result.append(tuple(blocks))
+        start += n
+    result = _grad_postprocess(tuple(result), create_graph)
+    return _tuple_postprocess(result, (is_outputs_tuple, is_inputs_tuple))
+
+
 def _stack_columns(cols: list, out: Tensor, inp: Tensor) -> Tensor:
     """The Jacobian block of shape ``out.shape + inp.shape`` from its columns (one per
     element of ``inp``, each shaped like ``out``)."""
@@ -448,16 +484,14 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
     """Function that computes the Jacobian of a given function.
 
     Args:
-{func}{create_graph_manner}{strict}        vectorize (bool, optional): In PyTorch, uses vmap to compute all rows of the
-            Jacobian with a single ``autograd.grad`` call. tritongrad has no vmap, so the
-            flag only keeps PyTorch's argument checks (``strict=True`` is refused together
-            with it, as in PyTorch): the rows are still computed one ``autograd.grad`` call
-            at a time, with the same result and cost as ``vectorize=False``.
-            Defaults to ``False``.
+{func}{create_graph_manner}{strict}        vectorize (bool, optional): compute all rows of the Jacobian with a single
+            ``autograd.grad`` call with ``is_grads_batched=True`` (each node's rule runs once
+            on the batch of all rows) instead of one call per row. ``strict=True`` is refused
+            together with it, as in PyTorch. Defaults to ``False``.
         strategy (str, optional): Set to ``"forward-mode"`` or ``"reverse-mode"`` to
             determine whether the Jacobian will be computed with forward or reverse mode AD.
-            Currently, ``"forward-mode"`` requires ``vectorized=True`` (which here, without
-            vmap, still takes one forward pass per input element). Defaults to
+            Currently, ``"forward-mode"`` requires ``vectorized=True`` (which here still takes
+            one forward pass per input element: tangents are not batched). Defaults to
             ``"reverse-mode"``. If ``func`` has more outputs than inputs, ``"forward-mode"``
             tends to be more performant. Otherwise, prefer to use ``"reverse-mode"``.
 
@@ -504,6 +538,10 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
                                "`vectorized=True` are not supported together. Please either "
                                "set `strict=False` or `vectorize=False`.")
 
+        if vectorize:
+            return _jacrev_vectorized(outputs, inputs, is_outputs_tuple, is_inputs_tuple,
+                                      create_graph)
+
         jacobian_rows = []
         for i, out in enumerate(outputs):
             rows = tuple([] for _ in inputs)  # rows[k][j]: row j of d out / d inputs[k]
@@ -540,9 +578,8 @@ def hessian(func, inputs, create_graph: bool = False, strict: bool = False,
     """Function that computes the Hessian of a given scalar function.
 
     Args:
-{scalar_func}{create_graph_manner}{strict}        vectorize (bool, optional): passed to the outer ``jacobian``; tritongrad has no vmap,
-            so the rows of the Hessian are computed one backward at a time either way (see
-            ``jacobian``). Defaults to ``False``.
+{scalar_func}{create_graph_manner}{strict}        vectorize (bool, optional): passed to the outer ``jacobian``: all rows of the
+            Hessian from one batched backward (see ``jacobian``). Defaults to ``False``.
         outer_jacobian_strategy (str, optional): The Hessian is computed by computing the
             Jacobian of a Jacobian. The inner Jacobian is always computed in reverse-mode AD.
             Setting strategy to ``"forward-mode"`` or ``"reverse-mode"`` determines whether

@@ -19,7 +19,7 @@ whole Jacobians. ``gradgradcheck`` runs ``gradcheck`` on the function that maps
 The Jacobians are tritongrad tensors on the inputs' device; only the final comparisons and
 the error messages read them on the host. Not available here: complex inputs/outputs
 (Wirtinger derivatives), forward-mode AD (``check_forward_ad``, ``check_batched_forward_grad``,
-``check_fwd_over_rev``) and vmap (``check_batched_grad``); asking for them raises
+``check_fwd_over_rev``); asking for them raises
 NotImplementedError. tritongrad has no sparse layouts, so ``check_sparse_nnz`` and ``masked``
 have nothing to act on and are accepted for compatibility only.
 """
@@ -53,10 +53,6 @@ _NONDET_HINT = (
 _UNDEFINED_GRAD_HINT = (
     "Expected backward function to handle undefined output grads. A backward must accept "
     "None for the gradients of outputs that received none, and treat them as zeros.")
-
-_NO_BATCHED_GRAD = (
-    "check_batched_grad=True needs vmap to run the backward on a batch of grad_outputs, and "
-    "tritongrad has no vmap. Call it with check_batched_grad=False (the default).")
 
 _NO_FORWARD_AD = (
     "{what}=True needs forward-mode AD, which tritongrad does not have yet. Call it with "
@@ -398,7 +394,7 @@ def _test_undefined_backward_mode(func, inputs: tuple) -> None:
 
 
 def _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad,
-                      check_grad_dtypes, fast_mode) -> bool:
+                      check_grad_dtypes, fast_mode, check_batched_grad=False) -> bool:
     tupled_inputs = _as_tuple(inputs)
     _check_inputs(tupled_inputs)
     func_out = _as_tuple(func(*tupled_inputs))
@@ -413,7 +409,42 @@ def _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol, check_undefined
     _test_backward_mul_by_grad_output(outputs, tupled_inputs)
     if check_undefined_grad:
         _test_undefined_backward_mode(func, tupled_inputs)
+    if check_batched_grad:
+        # (on a fresh graph: the checks above may have freed the first one's saved tensors)
+        for i, out in enumerate(_differentiable_outputs(_as_tuple(func(*tupled_inputs)))):
+            _test_batched_grad(tupled_inputs, out, i)
     return True
+
+
+_BATCHED_GRAD_FAILED = (
+    "gradcheck or gradgradcheck failed while testing batched gradient computation "
+    "(grad(..., is_grads_batched=True): one backward for a batch of grad_outputs, each node's "
+    "rule run once on the whole batch) against one backward per grad_output.")
+
+
+def _test_batched_grad(inputs: tuple, output: Tensor, output_idx: int, size: int = 3) -> None:
+    """The vector-Jacobian products of ``size`` random grad_outputs, from one batched
+    backward and from one backward each, must agree (PyTorch's check, with vmap's batching
+    in the engine: Note [Batched gradients])."""
+    from .ops.shape import stack
+    diff = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
+    vs = [_random_grad_output(output, False).detach() for _ in range(size)]
+    expected = [_grad(output, diff, v, retain_graph=True, allow_unused=True) for v in vs]
+    try:
+        got = _grad(output, diff, stack(vs), retain_graph=True, allow_unused=True,
+                    is_grads_batched=True)
+    except Exception as err:
+        raise GradcheckError(f"While computing batched gradients, got: {err}\n\n"
+                             f"{_BATCHED_GRAD_FAILED}") from err
+    for j, g in enumerate(got):
+        rows = [e[j] for e in expected]
+        if g is None and all(r is None for r in rows):
+            continue
+        exp = stack([r if r is not None else diff[j].new_zeros(diff[j].shape) for r in rows])
+        if g is None or tuple(g.shape) != tuple(exp.shape) or not np.allclose(
+                g.detach().cpu().numpy(), exp.detach().cpu().numpy(), rtol=1e-5, atol=1e-8):
+            raise GradcheckError(f"For output {output_idx} and input {j}:\n\n"
+                                 f"{_BATCHED_GRAD_FAILED}\n\nGot:\n{g}\n\nExpected:\n{exp}")
 
 
 # -- public API ---------------------------------------------------------------------------------
@@ -463,8 +494,10 @@ def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float =
             supported and treated as zeros, for ``Tensor`` outputs.
         check_grad_dtypes (bool, optional): if True, check that the gradients have the dtype
             of their inputs.
-        check_batched_grad (bool, optional): PyTorch checks batched gradients with vmap,
-            which tritongrad does not have: True raises NotImplementedError. Defaults to False.
+        check_batched_grad (bool, optional): if True, check if we can compute batched
+            gradients: the vector-Jacobian products of a batch of random grad_outputs from
+            one ``grad(..., is_grads_batched=True)`` must equal those of one backward each.
+            Defaults to False.
         check_batched_forward_grad (bool, optional): needs forward-mode AD: True raises
             NotImplementedError.
         check_forward_ad (bool, optional): needs forward-mode AD: True raises
@@ -499,11 +532,10 @@ def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float =
                        (check_batched_forward_grad, "check_batched_forward_grad")):
         if flag:
             raise NotImplementedError(_NO_FORWARD_AD.format(what=name))
-    if check_batched_grad:
-        raise NotImplementedError(_NO_BATCHED_GRAD)
     try:
         return _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol,
-                                 check_undefined_grad, check_grad_dtypes, fast_mode)
+                                 check_undefined_grad, check_grad_dtypes, fast_mode,
+                                 check_batched_grad)
     except GradcheckError:
         if raise_exception:
             raise
@@ -582,7 +614,8 @@ def gradgradcheck(func, inputs, grad_outputs=None, eps: float = 1e-6, atol: floa
             supported and treated as zeros
         check_grad_dtypes (bool, optional): if True, check that the gradients have the dtype
             of their inputs.
-        check_batched_grad (bool, optional): needs vmap: True raises NotImplementedError.
+        check_batched_grad (bool, optional): if True, check batched gradients of the first
+            gradients (as ``gradcheck``'s ``check_batched_grad``). Defaults to False.
         check_fwd_over_rev (bool, optional): needs forward-mode AD: True raises
             NotImplementedError.
         check_rev_over_rev (bool, optional): check reverse-over-reverse (must be True).

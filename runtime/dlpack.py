@@ -75,18 +75,12 @@ VERSION = (1, 0)  # the DLPack ABI version this module writes and reads
 _KDL_INT, _KDL_UINT, _KDL_FLOAT, _KDL_BFLOAT, _KDL_COMPLEX, _KDL_BOOL = 0, 1, 2, 4, 5, 6
 _CODE_NAMES = {0: "int", 1: "uint", 2: "float", 3: "opaque handle", 4: "bfloat", 5: "complex",
                6: "bool"}
-_TO_DL = {
-    dtypes.bool: (_KDL_BOOL, 8),
-    dtypes.uint8: (_KDL_UINT, 8),
-    dtypes.int8: (_KDL_INT, 8),
-    dtypes.int16: (_KDL_INT, 16),
-    dtypes.int32: (_KDL_INT, 32),
-    dtypes.int64: (_KDL_INT, 64),
-    dtypes.float16: (_KDL_FLOAT, 16),
-    dtypes.bfloat16: (_KDL_BFLOAT, 16),
-    dtypes.float32: (_KDL_FLOAT, 32),
-    dtypes.float64: (_KDL_FLOAT, 64),
-    dtypes.complex64: (_KDL_COMPLEX, 64),
+_TO_DL = {  # dtype -> (type code, bits)
+    dtypes.bool: (_KDL_BOOL, 8), dtypes.uint8: (_KDL_UINT, 8),
+    dtypes.int8: (_KDL_INT, 8), dtypes.int16: (_KDL_INT, 16), dtypes.int32: (_KDL_INT, 32),
+    dtypes.int64: (_KDL_INT, 64), dtypes.float16: (_KDL_FLOAT, 16),
+    dtypes.bfloat16: (_KDL_BFLOAT, 16), dtypes.float32: (_KDL_FLOAT, 32),
+    dtypes.float64: (_KDL_FLOAT, 64), dtypes.complex64: (_KDL_COMPLEX, 64),
     dtypes.complex128: (_KDL_COMPLEX, 128),
 }
 _FROM_DL = {v: k for k, v in _TO_DL.items()}

@@ -421,48 +421,30 @@ def test_custom_function_jvp(device):
     assert_jvp_matches(lambda a: _Sin.apply(a, 2.0), [t64((5,), device)])
 
 
+def _function(name: str, forward, **rules) -> type:
+    """A custom Function called ``name`` with ``forward`` and the given static rules."""
+    body = {k: staticmethod(v) for k, v in dict(rules, forward=forward).items()}
+    return type(name, (torch.autograd.Function,), body)
+
+
 def test_custom_function_without_jvp_refuses_forward_ad():
-    class NoJvp(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 2
-
+    no_jvp = _function("NoJvp", lambda ctx, x: x * 2, backward=lambda ctx, g: g * 2)
     with fwAD.dual_level():
         d = fwAD.make_dual(torch.ones(2), torch.ones(2))
         with pytest.raises(NotImplementedError, match="You must implement the jvp function"):
-            NoJvp.apply(d)
-        NoJvp.apply(torch.ones(2))  # no tangent in: no jvp needed
+            no_jvp.apply(d)
+        no_jvp.apply(torch.ones(2))  # no tangent in: no jvp needed
 
 
 def test_custom_function_jvp_errors():
-    class Wrong(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2, x * 3
-
-        @staticmethod
-        def jvp(ctx, t):
-            return (t * 2,)
-
-    class BadShape(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2
-
-        @staticmethod
-        def jvp(ctx, t):
-            return t.sum()
-
+    wrong = _function("Wrong", lambda ctx, x: (x * 2, x * 3), jvp=lambda ctx, t: (t * 2,))
+    bad_shape = _function("BadShape", lambda ctx, x: x * 2, jvp=lambda ctx, t: t.sum())
     with fwAD.dual_level():
         d = fwAD.make_dual(torch.ones(2), torch.ones(2))
         with pytest.raises(RuntimeError, match="incorrect number of forward gradients"):
-            Wrong.apply(d)
+            wrong.apply(d)
         with pytest.raises(RuntimeError, match="invalid forward gradient at index 0"):
-            BadShape.apply(d)
+            bad_shape.apply(d)
         with pytest.raises(TypeError, match="save_for_forward expects all arguments to be "
                                             "tensors"):
             torch.autograd.function.FunctionCtx().save_for_forward(1.0)

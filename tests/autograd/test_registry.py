@@ -238,11 +238,12 @@ def test_every_differentiable_op_has_a_gradient_check():
 @pytest.mark.parametrize("name", DIFFERENTIABLE)
 def test_gradients_match_finite_differences(name):
     """First and second derivatives (gradcheck, gradgradcheck: float64 central differences)
-    of every differentiable op, through its table's function."""
+    of every differentiable op, through its table's function, and both as batched gradients
+    (one backward for a batch of grad_outputs, against one backward each)."""
     make, fn = GRAD_CASES[name]
 
     def first(*xs):  # ops returning a tuple (std_mean) are checked through their first
         out = fn(*xs)
         return out[0] if isinstance(out, tuple) else out
-    assert tg.autograd.gradcheck(first, make())
-    assert tg.autograd.gradgradcheck(first, make())
+    assert tg.autograd.gradcheck(first, make(), check_batched_grad=True)
+    assert tg.autograd.gradgradcheck(first, make(), check_batched_grad=True)
