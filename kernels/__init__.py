@@ -74,6 +74,17 @@ nn (fused)    gelu(x, approximate), gelu_backward(g, x, approximate)   [approxim
                   -> dlogits   [g (N,): the gradient of each row's loss]
               embedding(weight, indices) -> weight[indices]
               embedding_backward(g, indices, num_weights, padding_idx) -> dweight
+              conv2d(x, weight, bias, stride, padding, dilation, groups) -> y
+                  [x (N, C, H, W), weight (O, C/groups, KH, KW), bias (O,) or None, one
+                  dtype; stride, dilation (sh, sw); padding (ph, pw), each an int (both
+                  sides) or a (low, high) pair; y (N, O, OH, OW); zero padding]
+              conv2d_backward(g, x, weight, stride, padding, dilation, groups, needs)
+                  -> (dx, dweight, dbias)   [needs: three bools; None where not needed]
+              attention(q, k, v, scale, causal) -> (out, lse)   [q (B, H, L, D), k and v
+                  (B, H, S, D), one dtype; softmax(q k^T * scale) v, causal: query i sees
+                  keys j <= i; lse (B, H, L) float32 (float64 for float64); S == 0 gives
+                  zeros and lse -inf; the Triton backend takes D <= 128]
+              attention_backward(g, q, k, v, out, lse, scale, causal) -> (dq, dk, dv)
 optimizers    sgd_step(param, grad, momentum_buffer, lr, momentum, dampening, weight_decay,
                   nesterov, maximize, first_step)
               adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1,
@@ -130,6 +141,8 @@ CONTRACT = (
     # fused nn ops and optimizer updates
     "gelu", "gelu_backward", "layer_norm", "layer_norm_backward", "cross_entropy",
     "cross_entropy_backward", "embedding", "embedding_backward", "sgd_step", "adam_step",
+    "conv2d", "conv2d_backward",
+    "attention", "attention_backward",
     # random numbers
     "rand", "randn", "randint", "dropout_mask",
 )

@@ -2,7 +2,12 @@
 
 ``_attend`` is the one place the attention itself is computed (scores, mask, softmax,
 dropout, weighted sum): ``scaled_dot_product_attention`` and ``multi_head_attention_forward``
-both call it, so a fused kernel can replace it without touching either.
+both call it. ``scaled_dot_product_attention`` without a mask or dropout (``is_causal`` and
+``scale`` allowed; grouped-query heads repeated first) instead runs the fused attention op
+(``autograd.ops.nn.attention``: flash attention on CUDA, a blocked online softmax over BLAS
+on the CPU), which never holds the L x S score matrix and gives the same results; shapes it
+does not take (broadcast batch dims, a value head size unlike the query's, heads over 128)
+stay on the composite path.
 
 Masks: ``scaled_dot_product_attention`` reads a bool ``attn_mask`` as *keep where True*;
 ``MultiheadAttention`` reads its bool masks as *ignore where True* (both as PyTorch). Each is
@@ -15,6 +20,7 @@ from __future__ import annotations
 import math
 
 from ..autograd.ops.creation import ones, zeros
+from ..autograd.ops.nn import ATTENTION_MAX_HEAD_DIM, attention
 from ..autograd.tensor import Tensor
 
 __all__ = ["multi_head_attention_forward", "scaled_dot_product_attention"]
@@ -51,6 +57,19 @@ def _repeat_heads(x: Tensor, r: int) -> Tensor:
     shape = tuple(x.shape)
     x = x.unsqueeze(-3).expand(shape[:-2] + (r,) + shape[-2:])
     return x.reshape(shape[:-3] + (shape[-3] * r,) + shape[-2:])
+
+
+def _fusable(query: Tensor, key: Tensor, value: Tensor) -> bool:
+    """Whether the fused kernel (``autograd.ops.nn.attention``) computes this attention: one
+    floating dtype, one device, equal leading dims (no broadcasting), value's head size that of
+    query and key, at most ATTENTION_MAX_HEAD_DIM, and no empty sequence."""
+    shape = tuple(query.shape)
+    return (query.dtype.is_floating_point and key.dtype is query.dtype
+            and value.dtype is query.dtype and key.device == query.device
+            and value.device == query.device
+            and tuple(key.shape) == tuple(value.shape) and key.ndim == query.ndim
+            and tuple(key.shape[:-2]) == shape[:-2] and key.shape[-1] == shape[-1]
+            and 0 < shape[-1] <= ATTENTION_MAX_HEAD_DIM and shape[-2] > 0 and key.shape[-2] > 0)
 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
@@ -104,6 +123,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         key, value = _repeat_heads(key, hq // hk), _repeat_heads(value, hq // hv)
     length, source = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if attn_mask is None and dropout_p == 0.0 and _fusable(query, key, value):
+        return attention(query, key, value, scale, is_causal)
     bias = None
     if is_causal:
         keep = ones((length, source), dtype=query.dtype, device=query.device).tril().bool()

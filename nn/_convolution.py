@@ -1,10 +1,19 @@
-"""Convolution and pooling as composites of differentiable Tensor ops (no kernels of their own).
+"""Convolution and pooling: conv1d/conv2d through the fused convolution primitive
+(autograd/ops/conv.py: the kernel contract's ``conv2d``), pooling and ``unfold`` as composites
+of differentiable Tensor ops.
 
-Every op here starts from the same step, ``_windows``: pad the input, then gather each output
-position's receptive field with one ``index_select`` over the flattened spatial dims (im2col),
-giving (N, C, K, L) for K kernel taps and L output positions. ``as_strided`` would make the
-same view without a copy, but its derivative scatters into overlapping windows by copy, not
-by sum, so overlapping windows would lose gradient; ``index_select``'s rule sums. Then:
+conv1d and conv2d check their arguments here (PyTorch's errors, the 'same'/'valid' padding
+rules) and hand floating point tensors to the fused op, conv1d as a convolution of height one;
+'same' padding's odd totals are the kernel's asymmetric (low, high) padding. The composite
+below stays the path of other dtypes (integers) and the reference the fused op is tested
+against.
+
+Every composite here starts from the same step, ``_windows``: pad the input, then gather each
+output position's receptive field with one ``index_select`` over the flattened spatial dims
+(im2col), giving (N, C, K, L) for K kernel taps and L output positions. ``as_strided`` would
+make the same view without a copy, but its derivative scatters into overlapping windows by
+copy, not by sum, so overlapping windows would lose gradient; ``index_select``'s rule sums.
+Then:
 
 * convolution: one (batched, for groups) matmul of the weight (g, O/g, C/g*K) with the
   columns (N, g, C/g*K, L);
@@ -23,6 +32,7 @@ import math
 
 import numpy as np
 
+from ..autograd.ops import conv as _fused_conv
 from ..autograd.ops.creation import tensor as _tensor
 from ..autograd.tensor import Tensor
 from ._padding import pad
@@ -80,7 +90,9 @@ def _check_conv_input(input: Tensor, weight: Tensor, nd: int, op: str) -> bool:
 
 
 def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups: int,
-          nd: int, op: str) -> Tensor:
+          nd: int, op: str, fused: bool = True) -> Tensor:
+    """conv1d/conv2d (``nd`` spatial dims): the fused op for floating point tensors (unless
+    ``fused`` is False), else the im2col composite."""
     unbatched = _check_conv_input(input, weight, nd, op)
     x = input.unsqueeze(0) if unbatched else input
     n, c = x.shape[:2]
@@ -126,6 +138,14 @@ def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups
                            f"({' x '.join(map(str, padded))}). Kernel size: "
                            f"({' x '.join(map(str, eff))}). Kernel size can't be greater than "
                            f"actual input size")
+    if fused and nd <= 2 and all(t is None or t.dtype.is_floating_point
+                                 for t in (x, weight, bias)):
+        if nd == 1:  # a convolution of height one
+            y = _fused_conv.conv2d(x.unsqueeze(2), weight.unsqueeze(2), bias, (1,) + stride,
+                                   [(0, 0)] + pads, (1,) + dilation, groups, op).squeeze(2)
+        else:
+            y = _fused_conv.conv2d(x, weight, bias, stride, pads, dilation, groups, op)
+        return y.squeeze(0) if unbatched else y
     flat_pad = [v for lo_hi in reversed(pads) for v in lo_hi]
     if any(flat_pad):
         x = pad(x, flat_pad)

@@ -403,3 +403,119 @@ def _embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float, norm_type
             norm = (a ** norm_type).sum(1) ** (1.0 / norm_type)
         scale = (max_norm / (norm + 1e-7)).where(norm > max_norm, 1.0)
         weight[rows] = w * scale.unsqueeze(1)  # a row picked twice gets the same value twice
+
+
+# -- scaled dot-product attention ----------------------------------------------------------------
+
+class ScaledDotProductFlashAttentionBackward0(Primitive):
+    """out = softmax(q k^T * scale) v over (B, H, T, D) inputs (causal: query i sees keys
+    j <= i), one fused kernel that never holds the score matrix (``k.attention``, which also
+    returns the rows' log-sum-exp). With P the softmax and delta = rowsum(g * out):
+        dv = P^T g,  dS = P (g v^T - delta),  dq = dS k scale,  dk = dS^T q scale
+    The fused backward recomputes P block by block from the saved log-sum-exp; the recorded
+    rule (create_graph) is the same formula over a materialised P in Tensor ops."""
+
+    __slots__ = ()
+    op_name = "scaled_dot_product_attention"
+    save_inputs = (0, 1, 2)
+    save_output = True
+    fused = True
+
+    @staticmethod
+    def forward(ctx, k, q, key, value, scale, causal):
+        out, lse = k.attention(q, key, value, scale, causal)
+        ctx.lse, ctx.scale, ctx.causal = lse, scale, causal
+        return out
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        q, key, value, out = saved
+        if k is traced:  # recorded: the composite formula, differentiable to any order
+            grads = _attention_composite_backward(g, q, key, value, ctx.scale, ctx.causal)
+        else:
+            grads = k.attention_backward(k.contiguous(g), q, key, value, out, ctx.lse,
+                                         ctx.scale, ctx.causal)
+        return tuple(gr if need else None for gr, need in zip(grads, ctx.needs_input_grad))
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, scale, causal):
+        """dS = (tq k^T + q tk^T) scale,  dout = P (dS - rowsum(P dS)) v + P tv."""
+        q, key, value = primals
+        tq, tk, tv = tangents
+        p = _attention_probs(q, key, scale, causal)
+        ds = None
+        if tq is not None:
+            ds = tq.matmul(key.transpose(-2, -1)) * scale
+        if tk is not None:
+            term = q.matmul(tk.transpose(-2, -1)) * scale
+            ds = term if ds is None else ds + term
+        res = None
+        if ds is not None:
+            res = (p * (ds - (p * ds).sum(-1, keepdim=True))).matmul(value)
+        if tv is not None:
+            term = p.matmul(tv)
+            res = term if res is None else res + term
+        return res
+
+
+def _attention_probs(q: Tensor, key: Tensor, scale: float, causal: bool) -> Tensor:
+    from .creation import arange
+    s = q.matmul(key.transpose(-2, -1)) * scale
+    if causal:
+        length, source = q.shape[-2], key.shape[-2]
+        above = arange(source, device=q.device).unsqueeze(0) > arange(
+            length, device=q.device).unsqueeze(1)
+        s = s.masked_fill(above, -math.inf)
+    return s.softmax(-1)
+
+
+def _attention_composite_backward(g, q, key, value, scale, causal):
+    p = _attention_probs(q, key, scale, causal)
+    dv = p.transpose(-2, -1).matmul(g)
+    dp = g.matmul(value.transpose(-2, -1))
+    ds = p * (dp - (dp * p).sum(-1, keepdim=True))
+    return ds.matmul(key) * scale, ds.transpose(-2, -1).matmul(q) * scale, dv
+
+
+ATTENTION_MAX_HEAD_DIM = 128  # the fused kernels hold a head's row in registers
+
+
+def attention(query: Tensor, key: Tensor, value: Tensor, scale: float,
+              causal: bool = False) -> Tensor:
+    """softmax(query key^T * scale) value through the fused attention kernels: query
+    (..., L, D), key and value (..., S, D) with equal leading dims, one floating dtype, D at
+    most ATTENTION_MAX_HEAD_DIM; ``causal``: query i sees keys j <= i. Returns (..., L, D).
+    (``nn.functional.scaled_dot_product_attention`` calls it where it applies.)"""
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        _float_input(t, "scaled_dot_product_attention")
+        if t.ndim < 2:
+            raise RuntimeError(f"scaled_dot_product_attention: expected {name} of at least 2 "
+                               f"dims, got {list(t.shape)}")
+    lead = tuple(query.shape[:-2])
+    d = query.shape[-1]
+    if (tuple(key.shape[:-2]) != lead or tuple(value.shape) != tuple(key.shape)
+            or key.shape[-1] != d):
+        raise RuntimeError(f"scaled_dot_product_attention: the fused kernel expects query "
+                           f"(..., L, D) and key, value (..., S, D) with the same leading "
+                           f"dims, got {list(query.shape)}, {list(key.shape)}, "
+                           f"{list(value.shape)}")
+    if key.dtype is not query.dtype or value.dtype is not query.dtype:
+        raise RuntimeError(f"scaled_dot_product_attention: expected query, key and value of "
+                           f"one dtype, got {query.dtype}, {key.dtype}, {value.dtype}")
+    if d > ATTENTION_MAX_HEAD_DIM:
+        raise RuntimeError(f"scaled_dot_product_attention: the fused kernel takes head sizes "
+                           f"up to {ATTENTION_MAX_HEAD_DIM}, got {d}")
+    for name, t in (("key", key), ("value", value)):
+        checks.check_same_device(query, t, name, "scaled_dot_product_attention")
+    if len(lead) == 2:
+        return apply(ScaledDotProductFlashAttentionBackward0, (query, key, value),
+                     float(scale), bool(causal))
+    heads = lead[-1] if lead else 1
+    batch = math.prod(lead[:-1]) if len(lead) > 1 else 1
+
+    def four(t):
+        return t.reshape(batch, heads, t.shape[-2], d)
+
+    out = apply(ScaledDotProductFlashAttentionBackward0, (four(query), four(key), four(value)),
+                float(scale), bool(causal))
+    return out.reshape(*lead, query.shape[-2], d)

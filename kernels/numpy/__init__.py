@@ -4,6 +4,8 @@ It is both the CPU fallback and the reference the Triton kernels are tested agai
 arrays are ``bf16.BF16Array`` (float32 storage on the bfloat16 grid).
 """
 
+from .attention import attention, attention_backward
+from .conv import conv2d, conv2d_backward
 from .elementwise import (add, binary, div, eq, exp, ge, gt, le, log, lt, maximum, minimum, mul,
                           ne, neg, pow, relu, sqrt, sub, unary, where)
 from .indexing import gather, index, index_put_, nonzero, scatter_, scatter_reduce_
@@ -29,4 +31,6 @@ __all__ = [
     "gelu", "gelu_backward", "layer_norm", "layer_norm_backward", "cross_entropy",
     "cross_entropy_backward", "embedding", "embedding_backward", "sgd_step", "adam_step",
     "rand", "randn", "randint", "dropout_mask",
+    "conv2d", "conv2d_backward",
+    "attention", "attention_backward",
 ]

@@ -42,30 +42,54 @@ def _back(r, like: np.ndarray) -> np.ndarray:
 # -- erf -----------------------------------------------------------------------------------------
 
 def _erf(z: np.ndarray) -> np.ndarray:
-    """The error function, elementwise (NumPy has none and SciPy is not a dependency).
-
-    float64: the everywhere-convergent series erf(z) = 2/sqrt(pi) e^(-z^2) sum_n 2^n z^(2n+1) /
+    """The error function of float64 ``z`` (NumPy has none; SciPy's is 3x slower here for
+    float32 and no faster in GELU's float64 path, which needs erfc's tail anyway): the
+    everywhere-convergent series erf(z) = 2/sqrt(pi) e^(-z^2) sum_n 2^n z^(2n+1) /
     (1*3*...*(2n+1)), whose terms are all of one sign (no cancellation), summed until they stop
-    mattering (|z| is clipped at 6, where erf is +-1 to double precision): ~1 ulp.
-    float32: Abramowitz & Stegun 7.1.26 evaluated in float64, |error| < 1.5e-7.
-    """
-    if z.dtype == np.float64:
-        zc = np.clip(z, -6.0, 6.0)
-        z2 = zc * zc
-        term = zc.copy()
-        total = zc.copy()
-        for n in range(200):
-            term *= z2 * (2.0 / (2 * n + 3))
-            total += term
-            if n % 8 == 7 and not np.any(np.abs(term) > 1e-17 * np.abs(total)):
-                break
-        return np.clip(total * np.exp(-z2) * (2.0 / math.sqrt(math.pi)), -1.0, 1.0)
-    a = np.abs(z.astype(np.float64))
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027
-                                                                          + t * 1.061405429))))
-    r = 1.0 - poly * np.exp(-a * a)
-    return np.copysign(r, z).astype(z.dtype)
+    mattering (|z| is clipped at 6, where erf is +-1 to double precision): ~1 ulp."""
+    zc = np.clip(z, -6.0, 6.0)
+    z2 = zc * zc
+    term = zc.copy()
+    total = zc.copy()
+    for n in range(200):
+        term *= z2 * (2.0 / (2 * n + 3))
+        total += term
+        if n % 8 == 7 and not np.any(np.abs(term) > 1e-17 * np.abs(total)):
+            break
+    return np.clip(total * np.exp(-z2) * (2.0 / math.sqrt(math.pi)), -1.0, 1.0)
+
+
+# Abramowitz & Stegun 7.1.26 for erfc(a) = t (c1 + t (c2 + ...)) e^(-a^2), t = 1 / (1 + p a),
+# |error| < 1.5e-7, taken at a = |x| / sqrt 2 and halved: Phi's tail 0.5 erfc(|x| / sqrt 2).
+_AS_P = np.float32(0.3275911 / math.sqrt(2.0))
+_AS_C = tuple(np.float32(0.5 * c) for c in (0.254829592, -0.284496736, 1.421413741,
+                                            -1.453152027, 1.061405429))
+
+
+def _ndtr32(x: np.ndarray) -> tuple:
+    """(Phi(x), e^(-x^2 / 2)) for float32 ``x``, in float32 with no array temporaries
+    beyond three (GELU's cost on the CPU is these passes over memory): Phi from the tail
+    h = 0.5 erfc(|x| / sqrt 2) as h for x < 0 and 1 - h otherwise, so the tail keeps A&S's
+    relative accuracy (0.5 (1 + erf) would cancel it away). |error| < 1.5e-7 + float32
+    rounding."""
+    t = np.abs(x)
+    t *= _AS_P
+    t += 1
+    np.reciprocal(t, out=t)
+    h = t * _AS_C[4]
+    for c in _AS_C[3::-1]:
+        h += c
+        h *= t
+    e = np.multiply(x, x)
+    e *= np.float32(-0.5)
+    np.exp(e, out=e)
+    h *= e
+    # (arithmetic, not np.where: a select is 8x slower than these passes)
+    np.multiply(h, np.float32(-2), out=t)
+    t += 1
+    t *= x >= 0
+    t += h
+    return t, e
 
 
 _ERFC_TAIL = 1.5   # erfc by continued fraction from here on (1 - erf below: ~1e-14 off)
@@ -115,7 +139,8 @@ def gelu(x: np.ndarray, approximate: str) -> np.ndarray:
     elif xf.dtype == np.float64:
         y = xf * _ndtr64(xf)
     else:
-        y = 0.5 * xf * (1.0 + _erf(xf * _INV_SQRT_2))
+        y, _ = _ndtr32(xf)
+        y *= xf
     return _back(y, x)
 
 
@@ -131,11 +156,26 @@ def gelu_backward(g: np.ndarray, x: np.ndarray, approximate: str) -> np.ndarray:
         # phi from x clipped to +-40 (it is 0 beyond): x phi is then inf * 0 = NaN at +-inf
         d = _ndtr64(xf) + xf * _exp_half_square(np.clip(xf, -40.0, 40.0)) * _INV_SQRT_2PI
     else:
-        d = 0.5 * (1.0 + _erf(xf * _INV_SQRT_2)) + xf * np.exp(-0.5 * xf * xf) * _INV_SQRT_2PI
+        d, e = _ndtr32(xf)
+        e *= np.float32(_INV_SQRT_2PI)
+        e *= xf
+        d += e
     return _back(_up(g) * d, x)
 
 
 # -- layer norm ----------------------------------------------------------------------------------
+
+def _row_mean(a: np.ndarray) -> np.ndarray:
+    """Each row's mean of the 2-D ``a``, as one matrix-vector product (BLAS: 5x faster than
+    ``mean(axis=1)`` on the rows of a layer)."""
+    return a @ np.full(a.shape[1], 1.0 / max(a.shape[1], 1), dtype=a.dtype)
+
+
+def _fresh(r: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """``_back`` for a result the caller made and no one else holds: itself when it already
+    has ``like``'s dtype (no copy)."""
+    return r if r.dtype == like.dtype and type(like) is not BF16Array else _back(r, like)
+
 
 def layer_norm(x: np.ndarray, weight, bias, eps: float):
     """Normalises each row of the 2-D ``x`` (M, N): y = (x - mean) * rstd * weight + bias.
@@ -144,16 +184,17 @@ def layer_norm(x: np.ndarray, weight, bias, eps: float):
     mean and rstd (M,) in the compute dtype (float32 for half and float32 inputs).
     """
     xf = _up(x)
-    mean = xf.mean(axis=1)
-    xc = xf - mean[:, None]
-    var = np.mean(xc * xc, axis=1)
+    mean = _row_mean(xf)
+    y = xf - mean[:, None]
+    var = np.einsum("ij,ij->i", y, y)
+    var *= 1.0 / max(xf.shape[1], 1)
     rstd = 1.0 / np.sqrt(var + eps)
-    y = xc * rstd[:, None]
+    y *= rstd[:, None]
     if weight is not None:
-        y = y * _up(weight)
+        y *= _up(weight)
     if bias is not None:
-        y = y + _up(bias)
-    return _back(y, x), mean, np.asarray(rstd, dtype=mean.dtype)
+        y += _up(bias)
+    return _fresh(y, x), mean, np.asarray(rstd, dtype=mean.dtype)
 
 
 def layer_norm_backward(g: np.ndarray, x: np.ndarray, weight, mean: np.ndarray,
@@ -166,14 +207,20 @@ def layer_norm_backward(g: np.ndarray, x: np.ndarray, weight, mean: np.ndarray,
     Returns (dx, dweight, dbias); the last two are None when ``weight`` is None.
     """
     gf, xf = _up(g), _up(x)
-    xhat = (xf - mean[:, None]) * rstd[:, None]
-    gw = gf * _up(weight) if weight is not None else gf
-    dx = rstd[:, None] * (gw - gw.mean(axis=1, keepdims=True)
-                          - xhat * np.mean(gw * xhat, axis=1, keepdims=True))
-    dx = _back(dx, x)
-    if weight is None:
-        return dx, None, None
-    return dx, _back(np.sum(gf * xhat, axis=0), weight), _back(np.sum(gf, axis=0), weight)
+    xhat = xf - mean[:, None]
+    xhat *= rstd[:, None]
+    dw = db = None
+    if weight is not None:
+        dw = _back(np.einsum("ij,ij->j", gf, xhat), weight)
+        db = _back(np.full(gf.shape[0], 1, dtype=gf.dtype) @ gf, weight)
+    dx = gf * _up(weight) if weight is not None else gf.copy()
+    c2 = np.einsum("ij,ij->i", dx, xhat)
+    c2 *= 1.0 / max(xf.shape[1], 1)
+    dx -= _row_mean(dx)[:, None]
+    xhat *= c2[:, None]
+    dx -= xhat
+    dx *= rstd[:, None]
+    return _fresh(dx, x), dw, db
 
 
 # -- cross-entropy -------------------------------------------------------------------------------

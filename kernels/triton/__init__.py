@@ -18,6 +18,8 @@ plans and launchers):
   scatter_reduce_ (a pull kernel: each place folds the values aimed at it);
 - sorting.py: sort along one dim (a stable rank sort);
 - nn.py: fused GELU, layer norm, cross-entropy (forward and backward), embedding;
+- conv.py: 2-D convolution as implicit GEMM (forward, input and weight gradients);
+- attention.py: fused (flash) scaled dot-product attention, forward and backward;
 - optim.py: fused SGD and Adam/AdamW updates, one launch per parameter;
 - random.py: rand, randn, randint and dropout masks from one Philox kernel (a seed and a
   counter, nothing drawn on the host);
@@ -33,6 +35,8 @@ else raises TypeError naming the op and the dtype. The module never imports torc
 
 # compat first: it decides whether kernels are interpreted before anything imports Triton
 from . import compat  # noqa: F401
+from .attention import attention, attention_backward
+from .conv import conv2d, conv2d_backward
 from .elementwise_ops import (
     add,
     binary,
@@ -96,9 +100,13 @@ __all__ = [
     "argreduce",
     "as_strided",
     "astype",
+    "attention",
+    "attention_backward",
     "binary",
     "bmm",
     "contiguous",
+    "conv2d",
+    "conv2d_backward",
     "copy_",
     "cross_entropy",
     "cross_entropy_backward",

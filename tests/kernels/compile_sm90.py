@@ -120,6 +120,8 @@ def main(full: bool) -> int:
              lambda dt=dt: tk.layer_norm(arr((2, 9000), dt), None, None, 1e-5)),
             (f"layer_norm_backward {dt}", lambda x=x, y=y, b=b: tk.layer_norm_backward(
                 y, x, b, *tk.layer_norm(x, b, b, 1e-5)[1:])),
+            (f"attention causal {dt}", lambda dt=dt: _attention(tk, arr, dt, 64, True)),
+            (f"attention_backward {dt}", lambda dt=dt: _attention(tk, arr, dt, 64, False, True)),
             (f"cross_entropy {dt}", lambda x=x: tk.cross_entropy(
                 x, tk.full((64,), 3, D.int64), -100, 0.1)),
             (f"cross_entropy_backward {dt}", lambda x=x: tk.cross_entropy_backward(
@@ -188,6 +190,10 @@ def main(full: bool) -> int:
         ("scatter_ scalar", lambda: tk.scatter_(w, 1, tk.full((3, 4), 1, D.int64), 2.0, False)),
         ("embedding", lambda: tk.embedding(w, idx)),
         ("matmul float64 fallback", lambda: _f64_fallback(tk, arr)),
+        ("attention head 24 causal backward",
+         lambda: _attention(tk, arr, D.float16, 24, True, True)),
+        ("attention head 128 backward", lambda: _attention(tk, arr, D.bfloat16, 128, False, True)),
+        ("attention float64 fallback", lambda: _f64_fallback(tk, arr, _attention)),
         ("matmul float32 tf32", lambda: _tf32_matmul(tk, arr)),
     ]
     for dt in (floats + ints if full else [D.float32, D.int64]):  # sorting, scatter_reduce_
@@ -211,6 +217,13 @@ def main(full: bool) -> int:
                                                                 (7, 3, None))))
     cases.append(("randint float32", lambda: tk.randint(-5, 5, (100,), D.float32, dev,
                                                         (1, 0, None))))
+    for dt in floats:  # convolution (kernels/triton/conv.py): groups, stride, dilation, padding
+        xc, wc, gc = arr((2, 4, 9, 8), dt), arr((6, 2, 3, 3), dt), arr((2, 6, 4, 6), dt)
+        conv_args = ((2, 1), ((1, 0), (1, 1)), (1, 2), 2)
+        cases += [(f"conv2d {dt}", lambda dt=dt, xc=xc, wc=wc, a=conv_args: tk.conv2d(
+                       xc, wc, arr((6,), dt), *a)),
+                  (f"conv2d_backward {dt}", lambda xc=xc, wc=wc, gc=gc, a=conv_args: (
+                      tk.conv2d_backward(gc, xc, wc, *a, (True, True, True))))]
     failures = 0
     for name, fn in cases:
         n0 = len(COMPILED)
@@ -244,7 +257,7 @@ def _tf32_matmul(tk, arr):
         D.set_float32_matmul_precision(saved)
 
 
-def _f64_fallback(tk, arr):
+def _f64_fallback(tk, arr, attention=None):
     import importlib
 
     from tritongrad.runtime import dtype as D
@@ -253,9 +266,22 @@ def _f64_fallback(tk, arr):
     saved = list(mm._f64_dot)
     mm._f64_dot[:] = [False]
     try:
-        tk.matmul(arr((32, 16), D.float64), arr((16, 8), D.float64))
+        if attention is None:
+            tk.matmul(arr((32, 16), D.float64), arr((16, 8), D.float64))
+        else:
+            attention(tk, arr, D.float64, 32, True, True)
     finally:
         mm._f64_dot[:] = saved
+
+
+def _attention(tk, arr, dt, head, causal, backward=False):
+    """The fused attention forward (and its backward: the delta, dk/dv and dq kernels) on
+    (B, H, T, D) inputs whose sequences end in partial tiles."""
+    q, k, v = arr((2, 3, 40, head), dt), arr((2, 3, 33, head), dt), arr((2, 3, 33, head), dt)
+    out, lse = tk.attention(q, k, v, head ** -0.5, causal)
+    if backward:
+        tk.attention_backward(arr((2, 3, 40, head), dt), q, k, v, out, lse, head ** -0.5,
+                              causal)
 
 
 if __name__ == "__main__":

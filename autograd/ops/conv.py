@@ -1,0 +1,132 @@
+"""Fused 2-D convolution: ``ConvolutionBackward0``, the primitive under nn.functional's conv1d
+and conv2d (conv1d is a convolution of height one).
+
+The forward is one call to the kernel contract's ``conv2d`` (im2col over BLAS on the CPU,
+an implicit-GEMM Triton kernel on CUDA), the first-order backward one call to
+``conv2d_backward``. As layer norm's (``fused = True``), the rule on arrays is that fused
+kernel, and recorded (``create_graph=True``, ``k`` is ``ops.traced``) it is a composite of
+differentiable Tensor ops, so double backward, hessians and gradgradcheck work:
+
+    cols = x's taps gathered per output position (index_select; off-input taps read a zero)
+    dw = g @ cols^T summed over the batch,  dcols = w^T @ g,  dx = dcols index_add-ed back
+    (col2im),  db = g summed over (N, OH, OW)
+
+Forward-mode AD: the convolution is bilinear in (x, w) and linear in the bias, so its jvp is
+conv(tx, w) + conv(x, tw) + tb.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ...runtime import dtype as dtypes
+from .. import checks
+from ..dispatch import Primitive, apply
+from ..tensor import Tensor
+from . import traced
+
+__all__ = ["conv2d"]
+
+
+class ConvolutionBackward0(Primitive):
+    """y = conv2d(x, w) (+ bias) on NCHW tensors; inputs (x, w[, bias]), params (stride,
+    padding ((top, bottom), (left, right)), dilation, groups)."""
+
+    __slots__ = ()
+    op_name = "convolution"
+    save_inputs = (0, 1)
+    fused = True
+
+    @staticmethod
+    def forward(ctx, k, x, w, *args):
+        arrays, (stride, padding, dilation, groups) = args[:-4], args[-4:]
+        ctx.stride, ctx.padding, ctx.dilation, ctx.groups = stride, padding, dilation, groups
+        return k.conv2d(x, w, arrays[0] if arrays else None, stride, padding, dilation, groups)
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        x, w = saved
+        needs = ctx.needs_input_grad
+        params = (ctx.stride, ctx.padding, ctx.dilation, ctx.groups)
+        if k is traced:  # recorded: the composite formula, differentiable to any order
+            grads = _composite_backward(g, x, w, *params, needs)
+        else:
+            grads = k.conv2d_backward(g, x, w, *params, tuple(needs) + (False,) * (3 - len(needs)))
+        return tuple(gr if need else None for gr, need in zip(grads, needs))
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, stride, padding, dilation, groups):
+        x, w = primals[:2]
+        tx, tw = tangents[:2]
+        tb = tangents[2] if len(tangents) > 2 else None
+        params = (stride, padding, dilation, groups)
+        res = None
+        for a, b in ((tx, w), (x, tw)):
+            if a is not None and b is not None:
+                term = apply(ConvolutionBackward0, (a, b), *params)
+                res = term if res is None else res + term
+        if tb is not None:
+            term = tb.reshape(1, -1, 1, 1)
+            res = term.expand(tuple(out.shape)) if res is None else res + term
+        return res
+
+
+@functools.lru_cache(maxsize=128)
+def _tap_index(H, W, KH, KW, OH, OW, stride, padding, dilation) -> np.ndarray:
+    """(KH*KW*OH*OW,) int64: the flat input position (in H*W) that tap (kh, kw) of output
+    position (oh, ow) reads, H*W (a zero appended to the input) where it falls in the
+    padding; taps major, then output positions."""
+    (sh, sw), ((pt, _), (pl, _)), (dh, dw) = stride, padding, dilation
+    ih = (np.arange(KH) * dh)[:, None] + (np.arange(OH) * sh - pt)[None, :]  # (KH, OH)
+    iw = (np.arange(KW) * dw)[:, None] + (np.arange(OW) * sw - pl)[None, :]  # (KW, OW)
+    ih = ih[:, None, :, None]
+    iw = iw[None, :, None, :]
+    inside = (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+    return np.where(inside, ih * W + iw, H * W).astype(np.int64).reshape(-1)
+
+
+def _composite_backward(g, x, w, stride, padding, dilation, groups, needs):
+    from .creation import tensor, zeros
+    from .shape import cat
+
+    N, C, H, W = x.shape
+    O, Cg, KH, KW = w.shape
+    OH, OW = g.shape[2:]
+    Og, CgK, L = O // groups, Cg * KH * KW, OH * OW
+    idx = tensor(_tap_index(H, W, KH, KW, OH, OW, stride, padding, dilation), device=x.device)
+    gm = g.reshape(N, groups, Og, L)
+    dx = dw = db = None
+    if needs[0]:
+        dcols = w.reshape(groups, Og, CgK).transpose(-1, -2).matmul(gm)  # (N, g, CgK, L)
+        dxz = zeros(N, C, H * W + 1, dtype=g.dtype, device=g.device).index_add(
+            2, idx, dcols.reshape(N, C, KH * KW * L))
+        dx = dxz[:, :, :H * W].reshape(N, C, H, W)
+    if needs[1]:
+        xz = cat([x.reshape(N, C, H * W), zeros(N, C, 1, dtype=x.dtype, device=x.device)], 2)
+        cols = xz.index_select(2, idx).reshape(N, groups, CgK, L)
+        dw = gm.matmul(cols.transpose(-1, -2)).sum(0).reshape(O, Cg, KH, KW)
+    if len(needs) > 2 and needs[2]:
+        db = g.sum((0, 2, 3))
+    return dx, dw, db
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple, padding: tuple,
+           dilation: tuple, groups: int, op: str = "conv2d") -> Tensor:
+    """The fused convolution of NCHW ``input`` with ``weight`` (O, C/groups, KH, KW) and
+    ``bias`` (O,) or None; ``padding`` is ((top, bottom), (left, right)) zeros. Arguments
+    are those nn.functional's ``op`` (conv1d, conv2d) has checked; the tensors are converted
+    to their common floating point dtype."""
+    tensors = (input, weight) + (() if bias is None else (bias,))
+    for name, t in zip(("weight", "bias"), tensors[1:]):
+        checks.check_same_device(input, t, name, op)
+    dt = input.dtype
+    for t in tensors[1:]:
+        dt = dtypes.promote_types(dt, t.dtype)
+    if not dt.is_floating_point:
+        raise RuntimeError(f"{op}: expected floating point tensors, got {dt}")
+    tensors = tuple(t if t.dtype is dt else t.to(dt) for t in tensors)
+    stride, dilation = tuple(map(int, stride)), tuple(map(int, dilation))
+    padding = tuple((int(lo), int(hi)) for lo, hi in padding)
+    return apply(ConvolutionBackward0, tensors, stride, padding, dilation, int(groups))

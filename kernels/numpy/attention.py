@@ -1,0 +1,165 @@
+"""Fused scaled dot-product attention over NumPy arrays (the CPU twin of
+kernels/triton/attention.py: same names, signatures and results).
+
+q (B, H, L, D), k (B, H, S, D), v (B, H, S, D), any strides; ``causal``: query i sees keys
+j <= i (the top-left aligned mask, as PyTorch's ``is_causal``):
+
+    P = softmax(q k^T * scale (+ -inf above the diagonal)),  out = P v,
+    lse = log(sum_j exp(q k_j * scale)) per query row
+    backward, delta = rowsum(g * out):
+    dv = P^T g,  dS = P * (g v^T - delta),  dq = dS k * scale,  dk = dS^T q * scale
+
+Blocked over BLAS: query rows in blocks of at most ``BLOCK_Q``, keys in blocks of ``BLOCK_K``,
+one ``np.matmul`` over all (batch, head) pairs per block pair with an online softmax (a running
+row maximum and sum, the partial output rescaled when the maximum moves), so the score matrix
+is never held for more than one block pair: memory is O(B H (L + S) D) plus a block of scores.
+Key blocks wholly above the causal diagonal are skipped. The backward recomputes each block's
+P from the saved lse. float16/bfloat16 compute in float32 and round once, as the GPU kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .bf16 import BF16Array, round_
+
+__all__ = ["attention", "attention_backward"]
+
+BLOCK_K = 512
+BLOCK_Q = 512
+# score elements one block pair may hold over all (batch, head) pairs: bounds the working set
+SCORE_BUDGET = 1 << 21
+
+
+def _up(a) -> np.ndarray:
+    if type(a) is BF16Array:
+        return a.view(np.ndarray)
+    a = np.asarray(a)
+    return a.astype(np.float32) if a.dtype == np.float16 else a
+
+
+def _back(r, like) -> np.ndarray:
+    if type(like) is BF16Array:
+        return round_(np.asarray(r, dtype=np.float32)).view(BF16Array)
+    return np.asarray(r).astype(like.dtype, copy=False)
+
+
+def _check(op: str, q, k, v) -> None:
+    for name, a in (("query", q), ("key", k), ("value", v)):
+        if a.ndim != 4:
+            raise ValueError(f"{op}: expected 4-D (B, H, T, D) arrays, got {name} of shape "
+                             f"{tuple(a.shape)}")
+        if type(a) is not BF16Array and a.dtype.kind != "f":
+            raise TypeError(f"{op}: expected floating point arrays, got {name} of {a.dtype}")
+    if q.shape[:2] != k.shape[:2] or k.shape != v.shape or q.shape[3] != k.shape[3]:
+        raise ValueError(f"{op}: expected q (B, H, L, D) and k, v (B, H, S, D), got "
+                         f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+
+
+def _blocks(bh: int, length: int, source: int) -> tuple[int, int]:
+    bk = max(1, min(source, BLOCK_K))
+    bq = max(1, min(length, BLOCK_Q, SCORE_BUDGET // max(1, bh * bk)))
+    return bq, bk
+
+
+def _key_end(i0: int, i1: int, source: int, causal: bool) -> int:
+    """One past the last key a query block [i0, i1) sees."""
+    return min(source, i1) if causal else source
+
+
+def _causal_bias(i0: int, i1: int, j0: int, j1: int, acc) -> np.ndarray | None:
+    """0 where key j may be seen by query i (j <= i), -inf elsewhere; None when all may."""
+    if j1 - 1 <= i0:
+        return None
+    rows = np.arange(i0, i1)[:, None]
+    cols = np.arange(j0, j1)[None, :]
+    return np.where(cols <= rows, 0.0, -np.inf).astype(acc)
+
+
+def attention(q, k, v, scale: float, causal: bool):
+    """(out, lse): out (B, H, L, D) in q's dtype, lse (B, H, L) float32 (float64 for float64).
+    A query with no keys (S == 0) gets zeros and lse -inf."""
+    _check("attention", q, k, v)
+    qf, kf, vf = _up(q), _up(k), _up(v)
+    acc = np.float64 if qf.dtype == np.float64 else np.float32
+    b, h, length, d = q.shape
+    source = k.shape[2]
+    bh = b * h
+    qf = qf.reshape(bh, length, d)
+    kf = kf.reshape(bh, source, d)
+    vf = vf.reshape(bh, source, d)
+    out = np.zeros((bh, length, d), acc)
+    lse = np.full((bh, length), -np.inf, acc)
+    scale = acc(scale)
+    bq, bk = _blocks(bh, length, source)
+    for i0 in range(0, length if source else 0, bq):
+        i1 = min(length, i0 + bq)
+        qs = qf[:, i0:i1] * scale if scale != 1 else qf[:, i0:i1]
+        m = np.full((bh, i1 - i0, 1), -np.inf, acc)
+        total = np.zeros((bh, i1 - i0, 1), acc)
+        o = np.zeros((bh, i1 - i0, d), acc)
+        for j0 in range(0, _key_end(i0, i1, source, causal), bk):
+            j1 = min(source, j0 + bk)
+            s = np.matmul(qs, kf[:, j0:j1].transpose(0, 2, 1))
+            if causal:
+                bias = _causal_bias(i0, i1, j0, j1, acc)
+                if bias is not None:
+                    s += bias
+            m_new = np.maximum(m, s.max(axis=2, keepdims=True))
+            np.exp(np.subtract(s, m_new, out=s), out=s)
+            alpha = np.exp(m - m_new)  # 0 on the first block (m = -inf, m_new finite)
+            total = total * alpha + s.sum(axis=2, keepdims=True)
+            o *= alpha
+            o += np.matmul(s, vf[:, j0:j1])
+            m = m_new
+        out[:, i0:i1] = o / total
+        lse[:, i0:i1] = (m + np.log(total))[..., 0]
+    return _back(out.reshape(b, h, length, d), q), lse.reshape(b, h, length)
+
+
+def attention_backward(g, q, k, v, out, lse, scale: float, causal: bool):
+    """(dq, dk, dv) of attention, each in q's dtype, from the output gradient g (B, H, L, D),
+    the forward's output and lse."""
+    _check("attention_backward", q, k, v)
+    b, h, length, d = q.shape
+    source = k.shape[2]
+    bh = b * h
+    qf, kf, vf = _up(q), _up(k), _up(v)
+    acc = np.float64 if qf.dtype == np.float64 else np.float32
+    gf = _up(g).astype(acc, copy=False).reshape(bh, length, d)
+    of = _up(out).astype(acc, copy=False).reshape(bh, length, d)
+    qf = qf.reshape(bh, length, d)
+    kf = kf.reshape(bh, source, d)
+    vf = vf.reshape(bh, source, d)
+    lsef = np.asarray(lse, dtype=acc).reshape(bh, length, 1)
+    delta = np.einsum("bld,bld->bl", gf, of)[..., None]
+    dq = np.zeros((bh, length, d), acc)
+    dk = np.zeros((bh, source, d), acc)
+    dv = np.zeros((bh, source, d), acc)
+    scale = acc(scale)
+    bq, bk = _blocks(bh, length, source)
+    for i0 in range(0, length if source else 0, bq):
+        i1 = min(length, i0 + bq)
+        qi, gi = qf[:, i0:i1], gf[:, i0:i1]
+        qs = qi * scale if scale != 1 else qi
+        lse_i, delta_i = lsef[:, i0:i1], delta[:, i0:i1]
+        for j0 in range(0, _key_end(i0, i1, source, causal), bk):
+            j1 = min(source, j0 + bk)
+            kj, vj = kf[:, j0:j1], vf[:, j0:j1]
+            p = np.matmul(qs, kj.transpose(0, 2, 1))
+            if causal:
+                bias = _causal_bias(i0, i1, j0, j1, acc)
+                if bias is not None:
+                    p += bias
+            np.exp(np.subtract(p, lse_i, out=p), out=p)
+            dv[:, j0:j1] += np.matmul(p.transpose(0, 2, 1), gi)
+            ds = np.matmul(gi, vj.transpose(0, 2, 1))
+            ds -= delta_i
+            ds *= p
+            dq[:, i0:i1] += np.matmul(ds, kj)
+            dk[:, j0:j1] += np.matmul(ds.transpose(0, 2, 1), qi)
+    if scale != 1:
+        dq *= scale
+        dk *= scale
+    return (_back(dq.reshape(b, h, length, d), q), _back(dk.reshape(b, h, source, d), q),
+            _back(dv.reshape(b, h, source, d), q))
