@@ -257,15 +257,21 @@ def _new_node(op, inputs, dev):
     node = _new(op)  # no __init__: a node's rarely used fields are class-level defaults
     n = len(inputs)
     if n == 1:
+        if inputs[0]._dtype.is_complex:
+            raise _complex_autograd(op, "inputs")
         node.next_functions = (inputs[0]._edge(),)
     elif n == 2:  # (unrolled: binary ops are most of what records)
         a, b = inputs
+        if a._dtype.is_complex or b._dtype.is_complex:
+            raise _complex_autograd(op, "inputs")
         node.next_functions = (a._edge(), b._edge())
         if op.broadcasts:
             sa, sb = a._data.shape, b._data.shape
             if sa != sb:
                 node._shapes = (sa, sb)  # inputs broadcast: backward sums gradients back
     else:
+        if any(t._dtype.is_complex for t in inputs):
+            raise _complex_autograd(op, "inputs")
         node.next_functions = tuple([t._edge() for t in inputs])
         if op.broadcasts:
             shapes = tuple([t._data.shape for t in inputs])
@@ -282,11 +288,24 @@ def _new_node(op, inputs, dev):
     return node
 
 
+# Note [Complex autograd]: the derivative rules are written for real tensors (PyTorch's complex
+# convention, the conjugate Wirtinger derivative, needs conjugates in most of them), so an op
+# whose inputs or outputs are complex refuses to record history rather than give wrong
+# gradients; complex tensors that need no gradient compute as before.
+def _complex_autograd(op, which: str) -> RuntimeError:
+    return RuntimeError(f"{op.op_name} does not support automatic differentiation for {which} "
+                        f"with complex dtype (tritongrad has no complex autograd yet: detach "
+                        f"the tensor, or differentiate its real and imaginary parts as real "
+                        f"tensors)")
+
+
 def _record(op, node, inputs, out):
     """Gives the forward's results ``out`` their history (``node``) and saves what the rule
     needs."""
     if type(out) is tuple:
         outs = tuple(make(o) for o in out)
+        if outs[0]._dtype.is_complex:
+            raise _complex_autograd(op, "outputs")
         node.num_outputs = len(outs)
         for i, t in enumerate(outs):
             if i not in op.nondiff_outputs:
@@ -294,6 +313,8 @@ def _record(op, node, inputs, out):
         result = outs
     else:
         result = make(out)
+        if result._dtype.is_complex:
+            raise _complex_autograd(op, "outputs")
         result._grad_fn, result._requires_grad = node, True
         outs = None
     save = op.save_inputs
