@@ -17,9 +17,11 @@ whole Jacobians. ``gradgradcheck`` runs ``gradcheck`` on the function that maps
 ``(inputs, grad_outputs)`` to the gradients computed with ``create_graph=True``.
 
 The Jacobians are tritongrad tensors on the inputs' device; only the final comparisons and
-the error messages read them on the host. Not available here: complex inputs/outputs
-(Wirtinger derivatives), forward-mode AD (``check_forward_ad``, ``check_batched_forward_grad``,
-``check_fwd_over_rev``); asking for them raises
+the error messages read them on the host. ``check_forward_ad`` compares the Jacobians of
+forward-mode AD with the numerical ones too (``check_fwd_over_rev``: those of the first
+gradients, forward-over-reverse), and ``check_batched_grad`` batched vector-Jacobian products
+with one backward each. Not available here: complex inputs/outputs (Wirtinger derivatives)
+and batched tangents (``check_batched_forward_grad``); asking for them raises
 NotImplementedError. tritongrad has no sparse layouts, so ``check_sparse_nnz`` and ``masked``
 have nothing to act on and are accepted for compatibility only.
 """
@@ -54,9 +56,10 @@ _UNDEFINED_GRAD_HINT = (
     "Expected backward function to handle undefined output grads. A backward must accept "
     "None for the gradients of outputs that received none, and treat them as zeros.")
 
-_NO_FORWARD_AD = (
-    "{what}=True needs forward-mode AD, which tritongrad does not have yet. Call it with "
-    "{what}=False (the default).")
+_NO_BATCHED_FORWARD_GRAD = (
+    "check_batched_forward_grad=True needs batched tangents (vmap over forward-mode AD), which "
+    "tritongrad does not have: forward-mode AD runs one tangent at a time. Call it with "
+    "check_batched_forward_grad=False (the default).")
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -394,7 +397,8 @@ def _test_undefined_backward_mode(func, inputs: tuple) -> None:
 
 
 def _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad,
-                      check_grad_dtypes, fast_mode, check_batched_grad=False) -> bool:
+                      check_grad_dtypes, fast_mode, check_batched_grad=False,
+                      check_forward_ad=False, check_backward_ad=True) -> bool:
     tupled_inputs = _as_tuple(inputs)
     _check_inputs(tupled_inputs)
     func_out = _as_tuple(func(*tupled_inputs))
@@ -402,6 +406,10 @@ def _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol, check_undefined
     _check_outputs(outputs)
     if not outputs:
         _check_no_differentiable_outputs(func, tupled_inputs, func_out, eps)
+        return True
+    if check_forward_ad:
+        _forward_gradcheck(func, func_out, tupled_inputs, eps, rtol, atol)
+    if not check_backward_ad:
         return True
     check = _fast_gradcheck if fast_mode else _slow_gradcheck
     check(func, func_out, tupled_inputs, outputs, eps, rtol, atol, check_grad_dtypes,
@@ -414,6 +422,45 @@ def _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol, check_undefined
         for i, out in enumerate(_differentiable_outputs(_as_tuple(func(*tupled_inputs)))):
             _test_batched_grad(tupled_inputs, out, i)
     return True
+
+
+def _forward_jacobians(func, inputs: tuple, func_out: tuple) -> list:
+    """forward[j][i]: the (numel_in, numel_out) Jacobian of differentiable output i w.r.t.
+    differentiable input j from forward-mode AD: row d is the output's tangent for the unit
+    tangent d of input j (the other inputs carry none)."""
+    from . import forward_ad
+    keep = [k for k, o in enumerate(func_out) if _is_float(o) and o.requires_grad]
+    result = []
+    for inp in _diff_inputs(inputs):
+        jacs = [_zeros(inp.numel(), func_out[k].numel(), func_out[k]) for k in keep]
+        for d in range(inp.numel()):
+            with forward_ad.dual_level():
+                # (inp itself, which requires grad: a func that differentiates itself, as
+                # gradgradcheck's does, keeps the dual in its graph: forward-over-reverse)
+                dual = forward_ad.make_dual(inp, _unit_grad_output(inp, d))
+                outs = _as_tuple(func(*[dual if t is inp else t for t in inputs]))
+                tangents = [forward_ad.unpack_dual(outs[k]).tangent for k in keep]
+            with no_grad():
+                for jac, t in zip(jacs, tangents):
+                    if t is not None:
+                        jac[d:d + 1].copy_(_flat(t).view(1, -1))
+        result.append(jacs)
+    return result
+
+
+def _forward_gradcheck(func, func_out, inputs, eps, rtol, atol) -> None:
+    """The Jacobians from forward-mode AD against central differences (PyTorch's
+    ``check_forward_ad``; the whole Jacobian, in fast mode too)."""
+    numerical = _numerical_jacobians(func, inputs, func_out, eps)
+    for j, (forward, per_input) in enumerate(zip(_forward_jacobians(func, inputs, func_out),
+                                                 numerical)):
+        for i, (a, n) in enumerate(zip(forward, per_input)):
+            a_h, n_h = _host(a), _host(n)
+            if not _allclose(a_h, n_h, rtol, atol):
+                raise GradcheckError(
+                    f"Jacobian computed with forward mode mismatch for output {i} with respect "
+                    f"to input {j},\nnumerical:{n}\nanalytical:{a}\n"
+                    + _largest_differences(a_h, n_h, rtol, atol))
 
 
 _BATCHED_GRAD_FAILED = (
@@ -498,12 +545,13 @@ def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float =
             gradients: the vector-Jacobian products of a batch of random grad_outputs from
             one ``grad(..., is_grads_batched=True)`` must equal those of one backward each.
             Defaults to False.
-        check_batched_forward_grad (bool, optional): needs forward-mode AD: True raises
-            NotImplementedError.
-        check_forward_ad (bool, optional): needs forward-mode AD: True raises
-            NotImplementedError.
-        check_backward_ad (bool, optional): check the backward (reverse-mode) gradients; must
-            be True, since there is no other mode to check.
+        check_batched_forward_grad (bool, optional): needs batched tangents, which
+            tritongrad's forward-mode AD does not have: True raises NotImplementedError.
+        check_forward_ad (bool, optional): if True, also check the Jacobians that
+            forward-mode AD (``autograd.forward_ad``) computes against the numerical ones
+            (the whole Jacobian, one tangent per input element, in fast mode too).
+        check_backward_ad (bool, optional): check the backward (reverse-mode) gradients
+            (at least one of ``check_forward_ad`` and ``check_backward_ad`` must be True).
         fast_mode (bool, optional): if True, compare ``v^T J u`` for random unit vectors
             ``u`` and ``v`` instead of the full Jacobians (one backward per output instead of
             one per output element); on a mismatch the message shows the full Jacobians.
@@ -528,14 +576,12 @@ def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float =
     if check_batched_forward_grad and not check_forward_ad:
         raise ValueError("Setting check_batched_forward_grad=True requires check_forward_ad to "
                          "be True")
-    for flag, name in ((check_forward_ad, "check_forward_ad"),
-                       (check_batched_forward_grad, "check_batched_forward_grad")):
-        if flag:
-            raise NotImplementedError(_NO_FORWARD_AD.format(what=name))
+    if check_batched_forward_grad:
+        raise NotImplementedError(_NO_BATCHED_FORWARD_GRAD)
     try:
         return _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol,
                                  check_undefined_grad, check_grad_dtypes, fast_mode,
-                                 check_batched_grad)
+                                 check_batched_grad, check_forward_ad, check_backward_ad)
     except GradcheckError:
         if raise_exception:
             raise
@@ -616,9 +662,10 @@ def gradgradcheck(func, inputs, grad_outputs=None, eps: float = 1e-6, atol: floa
             of their inputs.
         check_batched_grad (bool, optional): if True, check batched gradients of the first
             gradients (as ``gradcheck``'s ``check_batched_grad``). Defaults to False.
-        check_fwd_over_rev (bool, optional): needs forward-mode AD: True raises
-            NotImplementedError.
-        check_rev_over_rev (bool, optional): check reverse-over-reverse (must be True).
+        check_fwd_over_rev (bool, optional): check forward-over-reverse: the Jacobians of the
+            first gradients from forward-mode AD against the numerical ones.
+        check_rev_over_rev (bool, optional): check reverse-over-reverse (at least one of the
+            two must be True).
         fast_mode (bool, optional): passed to ``gradcheck``.
         masked (bool, optional): accepted for compatibility; it only concerns sparse inputs.
 
@@ -641,8 +688,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, eps: float = 1e-6, atol: floa
     if check_batched_grad and not check_rev_over_rev:
         raise ValueError("Setting check_batched_grad=True requires check_rev_over_rev to be "
                          "True")
-    if check_fwd_over_rev:
-        raise NotImplementedError(_NO_FORWARD_AD.format(what="check_fwd_over_rev"))
     tupled_inputs = _as_tuple(inputs)
     if grad_outputs is None:
         outputs = _differentiable_outputs(func(*tupled_inputs))
@@ -666,4 +711,5 @@ def gradgradcheck(func, inputs, grad_outputs=None, eps: float = 1e-6, atol: floa
                      rtol=rtol, raise_exception=raise_exception, nondet_tol=nondet_tol,
                      check_undefined_grad=check_undefined_grad,
                      check_grad_dtypes=check_grad_dtypes, check_batched_grad=check_batched_grad,
+                     check_forward_ad=check_fwd_over_rev, check_backward_ad=check_rev_over_rev,
                      fast_mode=fast_mode, masked=masked)

@@ -266,16 +266,60 @@ def test_gradcheck_input_errors():
         gradcheck(lambda x: x * 2, (expanded,))
 
 
-def test_gradcheck_flags_that_need_forward_ad():
+def test_gradcheck_mode_flags():
     x = rand64(2)
-    with pytest.raises(NotImplementedError, match="forward-mode AD"):
-        gradcheck(lambda x: x * 2, (x,), check_forward_ad=True)
     with pytest.raises(ValueError, match="at least one of check_forward_ad or "
                                          "check_backward_ad"):
         gradcheck(lambda x: x * 2, (x,), check_backward_ad=False)
-    with pytest.raises(NotImplementedError, match="forward-mode AD"):
-        gradgradcheck(lambda x: x * 2, (x,), check_fwd_over_rev=True)
+    with pytest.raises(NotImplementedError, match="batched tangents"):
+        gradcheck(lambda x: x * 2, (x,), check_forward_ad=True, check_batched_forward_grad=True)
+    with pytest.raises(ValueError, match="at least one of check_fwd_over_rev or "
+                                         "check_rev_over_rev"):
+        gradgradcheck(lambda x: x * 2, (x,), check_rev_over_rev=False)
     # (check_batched_grad: tests/autograd/test_batched_grad.py)
+
+
+class _Doubler(Function):
+    """2x with a backward and a forward-mode rule that can each be made wrong."""
+
+    backward_factor = forward_factor = 2.0
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * _Doubler.backward_factor
+
+    @staticmethod
+    def jvp(ctx, t):
+        return t * _Doubler.forward_factor
+
+
+def test_check_forward_ad_compares_the_forward_mode_jacobian(monkeypatch):
+    x = rand64(3)
+    assert gradcheck(lambda a: (a * a.exp()).sum(0, keepdim=True) * a, (x,),
+                     check_forward_ad=True)
+    assert gradcheck(_Doubler.apply, (x,), check_forward_ad=True)
+    monkeypatch.setattr(_Doubler, "forward_factor", 3.0)
+    with pytest.raises(GradcheckError, match="Jacobian computed with forward mode mismatch for "
+                                             "output 0 with respect to input 0"):
+        gradcheck(_Doubler.apply, (x,), check_forward_ad=True)
+    assert not gradcheck(_Doubler.apply, (x,), check_forward_ad=True, raise_exception=False)
+    # only the backward is checked without the flag, only the forward without the other one
+    assert gradcheck(_Doubler.apply, (x,))
+    monkeypatch.setattr(_Doubler, "forward_factor", 2.0)
+    monkeypatch.setattr(_Doubler, "backward_factor", 3.0)
+    assert gradcheck(_Doubler.apply, (x,), check_forward_ad=True, check_backward_ad=False)
+
+
+def test_gradgradcheck_forward_over_reverse():
+    x = rand64(2, 3)
+    f = lambda a: (a.sin() * a).sum(1)  # noqa: E731
+    assert gradgradcheck(f, (x,), check_fwd_over_rev=True)
+    assert gradgradcheck(f, (x,), check_fwd_over_rev=True, check_rev_over_rev=False,
+                         check_undefined_grad=False)
 
 
 def test_gradcheck_accepts_the_seed_positional_order_and_sparse_flags():

@@ -229,6 +229,8 @@ GRAD_CASES = {
     "kthvalue": (_A, lambda x: tg.kthvalue(x, 2).values),
 }
 DIFFERENTIABLE = sorted({r.name for r in ROWS if r.function and r.grad not in ("none", "0", "")})
+# whether forward-mode AD goes through the op (the table's "forward AD" column)
+FORWARD_AD = {r.name: r.forward_ad == "yes" for r in ROWS if r.name in DIFFERENTIABLE}
 
 
 def test_every_differentiable_op_has_a_gradient_check():
@@ -239,11 +241,16 @@ def test_every_differentiable_op_has_a_gradient_check():
 def test_gradients_match_finite_differences(name):
     """First and second derivatives (gradcheck, gradgradcheck: float64 central differences)
     of every differentiable op, through its table's function, and both as batched gradients
-    (one backward for a batch of grad_outputs, against one backward each)."""
+    (one backward for a batch of grad_outputs, against one backward each); where the table
+    says forward AD goes through the op, its forward-mode Jacobian and forward-over-reverse
+    too."""
     make, fn = GRAD_CASES[name]
 
     def first(*xs):  # ops returning a tuple (std_mean) are checked through their first
         out = fn(*xs)
         return out[0] if isinstance(out, tuple) else out
-    assert tg.autograd.gradcheck(first, make(), check_batched_grad=True)
-    assert tg.autograd.gradgradcheck(first, make(), check_batched_grad=True)
+    forward = FORWARD_AD[name]
+    assert tg.autograd.gradcheck(first, make(), check_batched_grad=True,
+                                 check_forward_ad=forward)
+    assert tg.autograd.gradgradcheck(first, make(), check_batched_grad=True,
+                                     check_fwd_over_rev=forward)
