@@ -166,6 +166,7 @@ class Batched:
 _ELEMENTWISE = frozenset((
     "add", "sub", "mul", "div", "pow", "maximum", "minimum", "gt", "ge", "lt", "le", "eq", "ne",
     "neg", "exp", "log", "relu", "sqrt", "where", "unary", "binary", "astype", "contiguous",
+    "conj", "real", "imag",
 ))
 
 

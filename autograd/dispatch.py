@@ -98,6 +98,8 @@ class Primitive(Node):
     fused = False
     changes_device = False
     vjp = None
+    complex_vjp = None  # the rule for complex tensors, where ``vjp``'s is not (Note [Complex
+    _complex = None     # autograd]); per input, whether it is complex (nodes that touch any)
     jvp = None
 
     def __init_subclass__(cls, **kwargs):
@@ -129,7 +131,10 @@ class Primitive(Node):
             return self._vjp_arrays(grads)
         # Recorded (create_graph) or observed (the profiler and NVTX show each op inside a
         # backward node, as PyTorch's do): the rule runs in Tensor ops.
-        out = cls.vjp(self, traced, self.saved_tensors, *grads)
+        if self._complex is None:
+            out = cls.vjp(self, traced, self.saved_tensors, *grads)
+        else:
+            out = _complex_vjp(self, traced, self.saved_tensors, grads)
         out = out if type(out) is tuple else (out,)
         return out if self._shapes is None else self._unbroadcast(traced, out)
 
@@ -165,7 +170,10 @@ class Primitive(Node):
             saved = (saved[0].unpack_data(self),)
         else:
             saved = [s.unpack_data(self) for s in saved]
-        out = type(self).vjp(self, k, saved, *grads)
+        if self._complex is None:
+            out = type(self).vjp(self, k, saved, *grads)
+        else:
+            out = _complex_vjp(self, k, saved, grads)
         if type(out) is not tuple:  # one input, so nothing broadcast (_shapes needs two)
             return (out,)
         return out if self._shapes is None else self._unbroadcast(k, out)
@@ -258,12 +266,12 @@ def _new_node(op, inputs, dev):
     n = len(inputs)
     if n == 1:
         if inputs[0]._dtype.is_complex:
-            raise _complex_autograd(op, "inputs")
+            node._complex = _complex_inputs(op, inputs)
         node.next_functions = (inputs[0]._edge(),)
     elif n == 2:  # (unrolled: binary ops are most of what records)
         a, b = inputs
         if a._dtype.is_complex or b._dtype.is_complex:
-            raise _complex_autograd(op, "inputs")
+            node._complex = _complex_inputs(op, inputs)
         node.next_functions = (a._edge(), b._edge())
         if op.broadcasts:
             sa, sb = a._data.shape, b._data.shape
@@ -271,7 +279,7 @@ def _new_node(op, inputs, dev):
                 node._shapes = (sa, sb)  # inputs broadcast: backward sums gradients back
     else:
         if any(t._dtype.is_complex for t in inputs):
-            raise _complex_autograd(op, "inputs")
+            node._complex = _complex_inputs(op, inputs)
         node.next_functions = tuple([t._edge() for t in inputs])
         if op.broadcasts:
             shapes = tuple([t._data.shape for t in inputs])
@@ -288,15 +296,60 @@ def _new_node(op, inputs, dev):
     return node
 
 
-# Note [Complex autograd]: the derivative rules are written for real tensors (PyTorch's complex
-# convention, the conjugate Wirtinger derivative, needs conjugates in most of them), so an op
-# whose inputs or outputs are complex refuses to record history rather than give wrong
-# gradients; complex tensors that need no gradient compute as before.
-def _complex_autograd(op, which: str) -> RuntimeError:
-    return RuntimeError(f"{op.op_name} does not support automatic differentiation for {which} "
-                        f"with complex dtype (tritongrad has no complex autograd yet: detach "
-                        f"the tensor, or differentiate its real and imaginary parts as real "
-                        f"tensors)")
+# Note [Complex autograd] (docs/autograd.md, "Complex autograd")
+#   PyTorch's gradient of a complex tensor z = x + iy is dL/dx + i dL/dy for a real loss L
+#   (twice the conjugate Wirtinger derivative: (z.abs() ** 2).sum() gives 2 z). Through an op
+#   that is holomorphic in its complex inputs (mul, exp, matmul, sum, views, ...) that is
+#   J^H g, the conjugate transpose of its Jacobian applied to the gradient, while the real
+#   rules compute J^T g with J written as the same formula: so such an op's complex gradient
+#   is conj(vjp(conj(g))), and no rule is written twice. Ops that are not holomorphic (abs,
+#   real, imag, conj) give their own ``complex_vjp``. A real input of a node with complex
+#   values gets the real part of its gradient (only that direction exists for it). Any other
+#   op refuses complex tensors that need gradients, with PyTorch's message, rather than
+#   give wrong ones. Complex tensors live on the CPU backend (the Triton one has no complex
+#   dtypes).
+_HOLOMORPHIC = frozenset((
+    "add", "sub", "mul", "div", "neg", "exp", "log", "expm1", "log1p", "sin", "cos", "tan",
+    "tanh", "sigmoid", "sqrt", "rsqrt", "pow", "mm", "bmm", "sum", "mean", "cumsum", "cat",
+    "stack", "split", "split_with_sizes", "unbind", "clone", "copy_", "expand", "permute",
+    "transpose", "t", "squeeze", "unsqueeze", "view", "slice", "slice_scatter", "index",
+    "index_put", "index_select", "index_add", "gather", "scatter", "scatter_add", "masked_fill",
+    "where", "tril", "triu", "repeat", "as_strided", "as_strided_scatter", "fill_", "zero_",
+    "to",
+))
+
+
+def _complex_inputs(op, inputs) -> tuple:
+    """Per input, whether it is complex, for a node that touches complex tensors; an op with
+    no complex rule refuses (Note [Complex autograd])."""
+    if op.complex_vjp is None and op.op_name not in _HOLOMORPHIC:
+        raise RuntimeError(f"{op.op_name} does not support automatic differentiation for "
+                           f"outputs with complex dtype.")
+    return tuple([t._dtype.is_complex for t in inputs])
+
+
+def _complex_vjp(node, k, saved, grads):
+    """``node``'s rule for complex values (Note [Complex autograd])."""
+    cls = type(node)
+    if cls.complex_vjp is not None:
+        out = cls.complex_vjp(node, k, saved, *grads)
+    else:
+        out = cls.vjp(node, k, saved, *[None if g is None else _conj(k, g) for g in grads])
+    single = type(out) is not tuple
+    out = (out,) if single else out
+    fixed = []
+    for o, is_complex in zip(out, node._complex):
+        if o is not None and meta(o)[1].is_complex:
+            if cls.complex_vjp is None:
+                o = k.conj(o)
+            if not is_complex:
+                o = k.real(o)
+        fixed.append(o)
+    return fixed[0] if single else tuple(fixed)
+
+
+def _conj(k, a):
+    return k.conj(a) if meta(a)[1].is_complex else a
 
 
 def _record(op, node, inputs, out):
@@ -304,8 +357,8 @@ def _record(op, node, inputs, out):
     needs."""
     if type(out) is tuple:
         outs = tuple(make(o) for o in out)
-        if outs[0]._dtype.is_complex:
-            raise _complex_autograd(op, "outputs")
+        if outs[0]._dtype.is_complex and node._complex is None:
+            node._complex = _complex_inputs(op, inputs)
         node.num_outputs = len(outs)
         for i, t in enumerate(outs):
             if i not in op.nondiff_outputs:
@@ -313,8 +366,8 @@ def _record(op, node, inputs, out):
         result = outs
     else:
         result = make(out)
-        if result._dtype.is_complex:
-            raise _complex_autograd(op, "outputs")
+        if result._dtype.is_complex and node._complex is None:
+            node._complex = _complex_inputs(op, inputs)
         result._grad_fn, result._requires_grad = node, True
         outs = None
     save = op.save_inputs
@@ -544,6 +597,10 @@ def _apply_dual(op, inputs, params):
         return out
     level, tangents = found
     first = out[0] if type(out) is tuple else out
+    if first._dtype.is_complex or any(t._dtype.is_complex for t in inputs):
+        raise NotImplementedError(f"{op.op_name}: forward-mode AD of complex tensors is not "
+                                  f"supported by tritongrad (reverse mode is: Note [Complex "
+                                  f"autograd])")
     node = first._grad_fn if first._grad_fn is not None else ctx  # the recorded node, if any
     touts = _run_jvp(op, node, inputs, tangents, out, params)
     for o, t in zip(out if type(out) is tuple else (out,), touts):

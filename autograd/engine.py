@@ -91,6 +91,9 @@ def _make_grads(outputs: tuple, grads, what: str, batched: bool = False) -> list
             if t._requires_grad and t.numel() != 1:
                 raise RuntimeError(f"grad can be implicitly created only for scalar outputs "
                                    f"(output {i} has shape {list(t.shape)})")
+            if t._requires_grad and t._dtype.is_complex:
+                raise RuntimeError("grad can be implicitly created only for real scalar "
+                                   "outputs")
             g = _ones_like(t) if t._requires_grad else None
         elif not isinstance(g, Tensor):
             raise TypeError(f"{what}: gradients can be either Tensors or None, but got "

@@ -20,8 +20,9 @@ The Jacobians are tritongrad tensors on the inputs' device; only the final compa
 the error messages read them on the host. ``check_forward_ad`` compares the Jacobians of
 forward-mode AD with the numerical ones too (``check_fwd_over_rev``: those of the first
 gradients, forward-over-reverse), and ``check_batched_grad`` batched vector-Jacobian products
-with one backward each. Not available here: complex inputs/outputs (Wirtinger derivatives)
-and batched tangents (``check_batched_forward_grad``); asking for them raises
+with one backward each. Complex inputs and outputs are checked through their real views
+(``_real_view``), which checks PyTorch's convention for complex gradients. Not available
+here: batched tangents (``check_batched_forward_grad``); asking for them raises
 NotImplementedError. tritongrad has no sparse layouts, so ``check_sparse_nnz`` and ``masked``
 have nothing to act on and are accepted for compatibility only.
 """
@@ -111,11 +112,7 @@ def _check_inputs(tupled_inputs: tuple) -> None:
     for idx, inp in enumerate(tupled_inputs):
         if not (isinstance(inp, Tensor) and inp.requires_grad):
             continue
-        if inp.dtype.is_complex:
-            raise NotImplementedError(
-                f"Input #{idx} is complex: gradcheck of complex functions (Wirtinger "
-                f"derivatives) is not implemented in tritongrad yet.")
-        if inp.dtype.name != "float64":
+        if inp.dtype.name not in ("float64", "complex128"):
             warnings.warn(
                 f"Input #{idx} requires gradient and is not a double precision floating point "
                 f"or complex. This check will likely fail if all the inputs are not of double "
@@ -133,12 +130,21 @@ def _check_inputs(tupled_inputs: tuple) -> None:
                          "but none of the them have requires_grad=True.")
 
 
-def _check_outputs(outputs: tuple) -> None:
-    for i, o in enumerate(outputs):
-        if o.dtype.is_complex:
-            raise NotImplementedError(
-                f"Output {i} is complex: gradcheck of complex functions (Wirtinger "
-                f"derivatives) is not implemented in tritongrad yet.")
+def _real_view(func, inputs: tuple) -> tuple:
+    """(func, inputs) with every complex input and output replaced by its real view
+    (``view_as_real``): checking the real Jacobians of that function checks the complex
+    gradients in PyTorch's convention (dL/dx + i dL/dy is the gradient of the real view), as
+    PyTorch's Wirtinger checks do."""
+    from .ops.complex_parts import view_as_complex, view_as_real
+    was = [isinstance(t, Tensor) and t.is_complex() for t in inputs]
+    real_inputs = tuple(view_as_real(t.detach()).requires_grad_(t.requires_grad) if w else t
+                        for t, w in zip(inputs, was))
+
+    def real_func(*args):
+        out = _as_tuple(func(*[view_as_complex(a) if w else a for a, w in zip(args, was)]))
+        return tuple(view_as_real(o) if isinstance(o, Tensor) and o.is_complex() else o
+                     for o in out)
+    return real_func, real_inputs
 
 
 # -- numerical Jacobians ------------------------------------------------------------------------
@@ -402,8 +408,10 @@ def _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol, check_undefined
     tupled_inputs = _as_tuple(inputs)
     _check_inputs(tupled_inputs)
     func_out = _as_tuple(func(*tupled_inputs))
+    if any(isinstance(t, Tensor) and t.is_complex() for t in tupled_inputs + func_out):
+        func, tupled_inputs = _real_view(func, tupled_inputs)
+        func_out = _as_tuple(func(*tupled_inputs))
     outputs = _differentiable_outputs(func_out)
-    _check_outputs(outputs)
     if not outputs:
         _check_no_differentiable_outputs(func, tupled_inputs, func_out, eps)
         return True
@@ -593,6 +601,10 @@ def _random_grad_output(like: Tensor, noncontiguous: bool) -> Tensor:
     element) every other element of a tensor twice as wide in the last dimension."""
     from ..runtime import dtype as dtypes
     from .ops.creation import rand
+    if like.dtype.is_complex:  # real and imaginary parts, each as a real one would be
+        from .ops.complex_parts import view_as_complex, view_as_real
+        parts = _random_grad_output(view_as_real(like.detach()), noncontiguous)
+        return view_as_complex(parts.detach()).requires_grad_(True)
     dtype = like.dtype if like.dtype.is_floating_point else dtypes.float64
     shape = tuple(like.shape)
     n = like.numel()

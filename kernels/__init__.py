@@ -91,6 +91,10 @@ optimizers    sgd_step(param, grad, momentum_buffer, lr, momentum, dampening, we
                   beta2, eps, weight_decay, amsgrad, maximize, decoupled)
                   [one fused update per parameter, in place, returning None; buffers are None
                   where unused; formulas in kernels/numpy/optim.py]
+complex       conj(a) -> new array, a's dtype   [the complex conjugate; a copy for real a]
+              real(a), imag(a) -> new real arrays [of complex64 -> float32, complex128 ->
+                                                   float64; imag of a real array is zeros]
+                  (the Triton backend has no complex dtypes: there they serve real arrays)
 random        rand(shape, dtype, device, gen)          [uniform in [0, 1), float dtype]
               randn(shape, dtype, device, gen)         [standard normal, float dtype]
               randint(low, high, shape, dtype, device, gen)   [uniform in [low, high)]
@@ -145,6 +149,8 @@ CONTRACT = (
     "attention", "attention_backward",
     # random numbers
     "rand", "randn", "randint", "dropout_mask",
+    # complex numbers
+    "conj", "real", "imag",
 )
 
 _MODULES = {"cpu": "tritongrad.kernels.numpy", "cuda": "tritongrad.kernels.triton"}

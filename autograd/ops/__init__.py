@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from .. import registry
 from ..tensor import Tensor
-from . import (combinations, composite, contraction, conversion, creation, elementwise,
-               indexing, interop, linalg, linalg_ext, pointwise, random, reduction, shape,
-               softmax, sorting, views)
+from . import (combinations, complex_parts, composite, contraction, conversion, creation,
+               elementwise, indexing, interop, linalg, linalg_ext, pointwise, random, reduction,
+               shape, softmax, sorting, views)
 from . import traced  # noqa: F401 - loading it installs dispatch.traced (the rules' Tensor k)
 from .reduction import return_types
 
@@ -34,6 +34,7 @@ FAMILIES = {
     "creation": creation.OPS,
     "random": random.OPS,
     "conversion": conversion.OPS,
+    "complex": complex_parts.OPS,
     "interop": interop.OPS,
 }
 
@@ -41,5 +42,9 @@ __all__ = registry.install(FAMILIES, Tensor, globals()) + ["return_types"]
 
 Tensor.T = property(views.numpy_T)
 Tensor.mT = property(lambda self: self.transpose(-2, -1))
+Tensor.mH = property(lambda self: self.transpose(-2, -1).conj())
+Tensor.H = property(lambda self: views.numpy_T(self).conj())
+Tensor.real = property(complex_parts.real)
+Tensor.imag = property(complex_parts.imag)
 Tensor.__cuda_array_interface__ = property(interop.cuda_array_interface)
 Tensor.__hash__ = lambda self: id(self)  # __eq__ is elementwise, so hash by identity

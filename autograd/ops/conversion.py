@@ -60,6 +60,9 @@ class ToCopyBackward0(Primitive):
     def vjp(ctx, k, saved, g):
         dtype, device = ctx.src
         g_device, g_dtype = meta(g)
+        if g_dtype.is_complex and not dtype.is_complex:  # made complex: the real part's
+            g = k.real(g)                                 # gradient (Note [Complex autograd])
+            g_dtype = meta(g)[1]
         if dtype is g_dtype and device is g_device:
             return g
         return call(k, ToCopyBackward0, (g,), dtype, device, g_dtype)

@@ -384,7 +384,8 @@ def pow(input, exponent, *, out=None) -> Tensor:  # noqa: A001
 
 def unary(name: str, rule=None, jvp=None, *, saves: str | None = None, kind: str = "float",
           node: str | None = None, forward=None, out_arg: bool = True, inplace: bool = True,
-          bool_error: str | None = None, bool_copies: bool = False, **row) -> OpInfo:
+          bool_error: str | None = None, bool_copies: bool = False, complex_rule=None,
+          **row) -> OpInfo:
     """The table row of the differentiable unary op ``name``, with its primitive.
 
     The forward is ``forward(ctx, k, x, out=None)``, by default the contract's
@@ -393,7 +394,9 @@ def unary(name: str, rule=None, jvp=None, *, saves: str | None = None, kind: str
     zero gradient (the rounding ops, as PyTorch). ``jvp(ctx, k, x, t, y)`` is the forward-mode
     rule (the tangent of ``y`` from ``x``'s tangent ``t``); by default the ``rule`` applied to
     the tangent, exact for a unary elementwise op, whose Jacobian is diagonal (J t = J^T t):
-    ``elementwise_jvp``; no rule, a zero tangent. ``kind`` is the dtype rule:
+    ``elementwise_jvp``; no rule, a zero tangent. ``complex_rule`` is the vjp for complex
+    inputs of an op that is not holomorphic (Note [Complex autograd]). ``kind`` is the dtype
+    rule:
 
     - ``float``: integers and bool promote to the default float dtype (``sin``); in place,
       they are refused (the result cannot be cast back);
@@ -417,6 +420,7 @@ def unary(name: str, rule=None, jvp=None, *, saves: str | None = None, kind: str
         save_inputs = (0,) if saves == "input" else ()
         save_output = saves == "output"
         vjp = staticmethod(rule or zero_vjp)
+        complex_vjp = None if complex_rule is None else staticmethod(complex_rule)
 
     Op.forward = staticmethod(forward)
     if jvp is not None:

@@ -35,12 +35,26 @@ from .elementwise import (
 _Number = numbers.Number
 
 
+def _abs_rule(ctx, k, s, g):
+    return k.mul(g, k.unary("sign", s[0]))
+
+
+def _abs_complex_rule(ctx, k, s, g):
+    # g z / |z| (0 at 0), PyTorch's sgn: written with differentiable ops, since unlike the
+    # real sign it has a derivative of its own (for double backward)
+    z = s[0]
+    a = k.unary("abs", z)
+    zero = k.eq(a, 0)
+    return k.mul(g, k.where(zero, 0, k.div(z, k.where(zero, 1, a))))
+
+
 # -- unary math: one row per op (elementwise.unary builds its primitive, function, in-place) ----
 
 _UNARY = (
-    unary("abs", lambda ctx, k, s, g: k.mul(g, k.unary("sign", s[0])), saves="input", kind="any",
+    unary("abs", _abs_rule, saves="input", kind="any", complex_rule=_abs_complex_rule,
           aliases=("absolute",), operators=("__abs__",), grad="g sign(x)",
-          doc="``|x|`` (integers stay integers); the gradient is ``sign(x)`` (0 at 0)."),
+          doc="``|x|`` (integers stay integers); the gradient is ``sign(x)`` (0 at 0; for "
+              "complex x, x / |x|)."),
     unary("sin", lambda ctx, k, s, g: k.mul(g, k.unary("cos", s[0])), saves="input",
           grad="g cos(x)"),
     unary("cos", lambda ctx, k, s, g: k.mul(g, k.neg(k.unary("sin", s[0]))), saves="input",

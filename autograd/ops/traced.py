@@ -18,13 +18,13 @@ from __future__ import annotations
 from ..dispatch import Primitive, apply
 from ..state import state
 from ..tensor import Tensor
-from . import creation, pointwise
+from . import complex_parts, creation, pointwise
 from . import elementwise as _ew
 
 __all__ = ["add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "pow", "where", "gt", "ge",
            "lt", "le", "eq", "ne", "unary", "binary", "sum", "view", "expand", "permute",
            "strides", "storage_offset", "getitem", "as_strided", "matmul", "bmm",
-           "contiguous", "astype", "full", "arange", "index_put_"]
+           "contiguous", "astype", "full", "arange", "index_put_", "conj", "real", "imag"]
 
 add = _ew.add
 sub = _ew.sub
@@ -36,6 +36,7 @@ log = _ew.log
 sqrt = _ew.sqrt
 where = _ew.where
 gt, ge, lt, le, eq, ne = _ew.gt, _ew.ge, _ew.lt, _ew.le, _ew.eq, _ew.ne
+conj, real, imag = complex_parts.conj, complex_parts.real, complex_parts.imag
 
 # The fused derivative kernels of the ``binary`` table (a: incoming gradient, b: the forward's
 # output), as the formulas the kernels compute: what a recorded backward differentiates.

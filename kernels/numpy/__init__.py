@@ -5,6 +5,7 @@ arrays are ``bf16.BF16Array`` (float32 storage on the bfloat16 grid).
 """
 
 from .attention import attention, attention_backward
+from .complex import conj, imag, real
 from .conv import conv2d, conv2d_backward
 from .elementwise import (add, binary, div, eq, exp, ge, gt, le, log, lt, maximum, minimum, mul,
                           ne, neg, pow, relu, sqrt, sub, unary, where)
@@ -33,4 +34,5 @@ __all__ = [
     "rand", "randn", "randint", "dropout_mask",
     "conv2d", "conv2d_backward",
     "attention", "attention_backward",
+    "conj", "real", "imag",
 ]

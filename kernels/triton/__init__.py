@@ -36,6 +36,7 @@ else raises TypeError naming the op and the dtype. The module never imports torc
 # compat first: it decides whether kernels are interpreted before anything imports Triton
 from . import compat  # noqa: F401
 from .attention import attention, attention_backward
+from .complex import conj, imag, real
 from .conv import conv2d, conv2d_backward
 from .elementwise_ops import (
     add,
@@ -104,6 +105,7 @@ __all__ = [
     "attention_backward",
     "binary",
     "bmm",
+    "conj",
     "contiguous",
     "conv2d",
     "conv2d_backward",
@@ -126,6 +128,7 @@ __all__ = [
     "gelu_backward",
     "getitem",
     "gt",
+    "imag",
     "index",
     "index_put_",
     "layer_norm",
@@ -145,6 +148,7 @@ __all__ = [
     "rand",
     "randint",
     "randn",
+    "real",
     "reduce",
     "relu",
     "scatter_",

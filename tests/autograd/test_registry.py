@@ -154,6 +154,7 @@ def _tensors(*shapes):
 
 
 _A, _AB = _tensors((3, 4)), _tensors((3, 4), (3, 4))
+_Z = _tensors((3, 2))  # the real view of 3 complex numbers
 _IDX = tg.tensor([[0, 2], [1, 3], [3, 0]])
 # op -> (the differentiable inputs, a function of them calling the op). Every differentiable
 # function of the tables needs an entry (test_every_differentiable_op_has_a_gradient_check);
@@ -227,6 +228,12 @@ GRAD_CASES = {
     "sort": (_A, lambda x: tg.sort(x, 1).values),
     "topk": (_A, lambda x: tg.topk(x, 2).values),
     "kthvalue": (_A, lambda x: tg.kthvalue(x, 2).values),
+    # complex parts, through real views (complex gradcheck is the real views' anyway)
+    "conj": (_Z, lambda x: tg.view_as_real(tg.view_as_complex(x).conj() * (1 + 2j))),
+    "real": (_Z, lambda x: tg.view_as_complex(x).exp().real),
+    "imag": (_Z, lambda x: (tg.view_as_complex(x) * (2 - 1j)).imag),
+    "view_as_real": (_Z, lambda x: tg.view_as_real(tg.view_as_complex(x).sin())),
+    "view_as_complex": (_Z, lambda x: tg.view_as_complex(x).abs()),
 }
 DIFFERENTIABLE = sorted({r.name for r in ROWS if r.function and r.grad not in ("none", "0", "")})
 # whether forward-mode AD goes through the op (the table's "forward AD" column)

@@ -1,0 +1,19 @@
+"""Complex numbers: the conjugate and the real and imaginary parts, as new arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["conj", "imag", "real"]
+
+
+def conj(a: np.ndarray) -> np.ndarray:
+    return np.conjugate(a) if a.dtype.kind == "c" else a.copy()
+
+
+def real(a: np.ndarray) -> np.ndarray:
+    return np.array(a.real, order="C")
+
+
+def imag(a: np.ndarray) -> np.ndarray:
+    return np.array(a.imag, order="C") if a.dtype.kind == "c" else np.zeros_like(a, order="C")

@@ -1,0 +1,125 @@
+"""Complex autograd (Note [Complex autograd] in autograd/dispatch.py): PyTorch's convention,
+the gradient of z = x + iy being dL/dx + i dL/dy for a real loss L. Gradients are checked
+against hand-derived values and by gradcheck/gradgradcheck through the real views; ops with no
+complex rule refuse with PyTorch's message instead of giving a wrong gradient."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tritongrad as tg
+from tritongrad.autograd import Function, gradcheck, gradgradcheck
+from tritongrad.autograd.gradcheck import GradcheckError
+
+Z = np.array([1 + 2j, 3 - 1j, -0.5 + 0.25j])
+
+
+def z128(values=Z):
+    return tg.tensor(values, dtype=tg.complex128, requires_grad=True)
+
+
+def grad_of(loss_fn, values=Z):
+    z = z128(values)
+    loss_fn(z).backward()
+    return z.grad.numpy()
+
+
+def test_hand_derived_wirtinger_gradients():
+    # |z|^2 = x^2 + y^2: 2x + 2iy = 2z (the issue's example)
+    np.testing.assert_allclose(grad_of(lambda z: (z.abs() ** 2).sum()), 2 * Z)
+    # |z^2| = |z|^2 again
+    np.testing.assert_allclose(grad_of(lambda z: (z * z).abs().sum()), 2 * Z)
+    # Re(e^z) = e^x cos y: grad e^x cos y - i e^x sin y = conj(e^z)
+    np.testing.assert_allclose(grad_of(lambda z: z.exp().real.sum()), np.conj(np.exp(Z)))
+    # Im(z) = y: grad i; Re(conj z) = x: grad 1; Im(conj z) = -y: grad -i
+    np.testing.assert_allclose(grad_of(lambda z: z.imag.sum()), np.full(3, 1j))
+    np.testing.assert_allclose(grad_of(lambda z: z.conj().real.sum()), np.ones(3))
+    np.testing.assert_allclose(grad_of(lambda z: z.conj().imag.sum()), np.full(3, -1j))
+    # Re(c z) for a constant c: grad conj(c)
+    c = np.array([2 - 1j, 0.5j, -3.0])
+    np.testing.assert_allclose(grad_of(lambda z: (z * tg.tensor(c)).real.sum()), np.conj(c))
+
+
+def test_matmul_and_reductions_follow_the_conjugate_transpose():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2, 3)) + 1j * rng.standard_normal((2, 3))
+    b = rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))
+    g = rng.standard_normal((2, 4)) + 1j * rng.standard_normal((2, 4))
+    ta = tg.tensor(a, requires_grad=True)
+    tb = tg.tensor(b, requires_grad=True)
+    (ta @ tb).backward(tg.tensor(g))
+    np.testing.assert_allclose(ta.grad.numpy(), g @ b.conj().T, rtol=1e-12)
+    np.testing.assert_allclose(tb.grad.numpy(), a.conj().T @ g, rtol=1e-12)
+
+
+def test_a_real_input_gets_the_real_part():
+    x = tg.tensor([0.5, -1.0, 2.0], dtype=tg.float64, requires_grad=True)
+    z = tg.tensor(Z)
+    (x * z).abs().sum().backward()
+    # d|x z|/dx = |z| sign(x)
+    np.testing.assert_allclose(x.grad.numpy(), np.abs(Z) * np.sign([0.5, -1.0, 2.0]))
+    assert x.grad.dtype == tg.float64
+    x.grad = None
+    tg.view_as_complex(tg.stack([x, x * 2], -1)).imag.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0, 2.0])
+
+
+def test_gradcheck_and_gradgradcheck_through_the_real_views():
+    z = z128()
+    x = tg.tensor([0.5, -1.0, 2.0], dtype=tg.float64, requires_grad=True)
+    assert gradcheck(lambda z, x: (z * z.exp() + x).abs() * x, (z, x))
+    assert gradcheck(lambda z: z.sin() / (z + 3) @ z.conj(), (z,), check_batched_grad=True)
+    assert gradgradcheck(lambda z: (z * z.conj()).real * z.tanh(), (z,))
+    assert gradcheck(lambda x: tg.view_as_real(tg.view_as_complex(x.view(3, 2)).sqrt()),
+                     (tg.rand(6, dtype=tg.float64, requires_grad=True) + 0.5,))
+
+
+def test_gradcheck_catches_a_complex_rule_without_its_conjugate():
+    class NoConj(Function):  # d(cz)/dz = c, but the rule forgets PyTorch's conjugate
+        @staticmethod
+        def forward(ctx, z):
+            return z * (2 - 1j)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * (2 - 1j)
+
+    with pytest.raises(GradcheckError, match="Jacobian mismatch"):
+        gradcheck(NoConj.apply, (z128(),))
+
+
+def test_ops_without_a_complex_rule_refuse():
+    z = z128()
+    with pytest.raises(RuntimeError, match="prod does not support automatic "
+                                           "differentiation for outputs with complex dtype"):
+        z.prod()
+    with pytest.raises(RuntimeError, match="grad can be implicitly created only for real "
+                                           "scalar outputs"):
+        (z * z).sum().backward()
+
+
+def test_complex_parts_and_their_errors():
+    z = tg.tensor(Z)
+    np.testing.assert_allclose(z.real.numpy(), Z.real)
+    np.testing.assert_allclose(z.imag.numpy(), Z.imag)
+    np.testing.assert_allclose(z.conj().numpy(), Z.conj())
+    np.testing.assert_allclose(tg.view_as_real(z).numpy(), np.stack([Z.real, Z.imag], -1))
+    np.testing.assert_allclose(tg.view_as_complex(tg.view_as_real(z)).numpy(), Z)
+    assert z.real.dtype == tg.float64 and tg.tensor([1 + 2j]).real.dtype == tg.float32
+    np.testing.assert_allclose(tg.tensor(np.outer(Z, Z)).mH.numpy(), np.outer(Z, Z).conj().T)
+    with pytest.raises(RuntimeError, match="view_as_real is only supported for complex"):
+        tg.view_as_real(tg.ones(2))
+    with pytest.raises(RuntimeError, match="Tensor must have a last dimension of size 2"):
+        tg.view_as_complex(tg.ones(2, 3))
+    with pytest.raises(RuntimeError, match="imag is not implemented for tensors with "
+                                           "non-complex dtypes"):
+        _ = tg.ones(2).imag
+
+
+def test_forward_ad_refuses_complex():
+    import tritongrad.autograd.forward_ad as fwAD
+    with fwAD.dual_level():
+        d = fwAD.make_dual(tg.ones(2, dtype=tg.float64), tg.ones(2, dtype=tg.float64))
+        with pytest.raises(NotImplementedError, match="forward-mode AD of complex tensors"):
+            d * 1j
