@@ -39,6 +39,45 @@ class _ExecutionEngine:
 Variable._execution_engine = _ExecutionEngine()
 
 
+class SavedTensor:
+    """The type of a node's saved tensors (``grad_fn._raw_saved_self``); made by the engine
+    only."""
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("Trying to create a SavedTensor object from Python is forbidden.")
+
+
+def kineto_available() -> bool:
+    """Whether PyTorch's Kineto profiler backend is there: never in tritongrad, whose
+    profiler is its own (``autograd.profiler``)."""
+    return False
+
+
+class set_multithreading_enabled:  # noqa: N801 - PyTorch's name
+    """Context manager and function: whether backward may run on the engine's device threads.
+    tritongrad's engine runs every backward on the calling thread (on CUDA it orders the
+    work with streams, Note [Backward streams]), so the flag changes nothing but what
+    ``is_multithreading_enabled()`` reports, which is what code written for PyTorch checks."""
+
+    def __init__(self, mode: bool) -> None:
+        self.prev = _multithreading[0]
+        _multithreading[0] = bool(mode)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc) -> None:
+        _multithreading[0] = self.prev
+
+
+_multithreading = [True]
+
+
+def is_multithreading_enabled() -> bool:
+    """Whether multithreaded backward is enabled (``set_multithreading_enabled``)."""
+    return _multithreading[0]
+
+
 __all__ = ["graph", "Function", "Tensor", "Variable", "backward", "grad", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled",
            "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "profiler"]
@@ -46,4 +85,6 @@ from . import profiler  # noqa: E402
 from . import forward_ad, functional
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
-__all__ += ["forward_ad", "functional", "GradcheckError", "gradcheck", "gradgradcheck"]
+__all__ += ["forward_ad", "functional", "GradcheckError", "gradcheck", "gradgradcheck",
+            "SavedTensor", "kineto_available", "set_multithreading_enabled",
+            "is_multithreading_enabled"]

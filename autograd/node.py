@@ -117,6 +117,10 @@ class Node:
     def _sequence_nr(self) -> int:
         return self._seq
 
+    def _set_sequence_nr(self, sequence_nr: int) -> None:
+        """Sets the number the engine orders ready nodes by (highest first)."""
+        self._seq = int(sequence_nr)
+
     @property
     def metadata(self) -> dict:
         """A dict for the user's own annotations on this node."""

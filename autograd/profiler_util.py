@@ -162,8 +162,9 @@ class FunctionEvent(_FormattedTimes):
     def __init__(self, id, name, thread, start_us, end_us, *, input_shapes=None, stack=None,
                  scope=SCOPE_FUNCTION, sequence_nr=-1, cpu_memory_usage=0,
                  cuda_memory_usage=0, flops=None, is_async=False, is_legacy=False,
-                 device_interval=None, trace_name=None, args=None):
+                 device_interval=None, trace_name=None, args=None, node_id=-1):
         self.id = id
+        self.node_id = node_id  # (PyTorch's distributed-profiling node; -1 here)
         self.name = name
         self.thread = thread
         self.fwd_thread = thread

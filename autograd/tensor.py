@@ -228,6 +228,18 @@ class Tensor:
     def __hash__(self) -> int:
         return id(self)
 
+    def __delattr__(self, name: str) -> None:
+        # Only .grad may be deleted (set to None), as in PyTorch; the rest would break the
+        # tensor (its slots) or its place in the graph.
+        if name == "grad":
+            object.__delattr__(self, name)
+            return
+        raise RuntimeError(f"cannot delete the Tensor attribute {name!r}")
+
+    def _is_view(self) -> bool:
+        """Whether this tensor is a view of another (``_base``)."""
+        return self._base is not None
+
     # -- autograd surface --------------------------------------------------------------------
     @property
     def requires_grad(self) -> bool:

@@ -42,6 +42,15 @@ from .autograd.autocast import (autocast, clear_autocast_cache, get_autocast_dty
 
 cpu = amp.cpu  # PyTorch's torch.cpu, here only its amp
 
+# numbers and the legacy typed-tensor classes (``tg.LongTensor([1, 2])``, ``isinstance(t,
+# tg.FloatTensor)``)
+import math as _math  # noqa: E402
+
+inf, nan, pi, e = _math.inf, _math.nan, _math.pi, _math.e
+from .autograd.ops.conversion import legacy_tensor_types as _legacy_types  # noqa: E402
+
+globals().update(_legacy_types("cpu"))
+
 __version__ = "0.1.0"
 
 __all__ = ["device", "dtype", "Tensor", "Size", "autograd", "cuda", "distributed", "nn", "optim",
@@ -60,6 +69,7 @@ __all__ += ["amp", "autocast", "clear_autocast_cache", "get_autocast_dtype",
             "is_autocast_available", "is_autocast_cache_enabled", "is_autocast_enabled",
             "set_autocast_cache_enabled", "set_autocast_dtype", "set_autocast_enabled"]
 __all__ += list(_ops_all)
+__all__ += ["inf", "nan", "pi", "e"] + list(_legacy_types("cpu"))
 
 
 def is_tensor(obj) -> bool:

@@ -315,6 +315,21 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
 
 
+def trace(input: Tensor) -> Tensor:
+    """The sum of the main diagonal of a 2-D tensor (of any shape, as PyTorch's).
+
+    Example:
+        >>> tg.trace(tg.arange(6.).view(2, 3))
+        tensor(4.)
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"trace(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    return _diagonal(input, 0).sum()
+
+
 def _triangle_indices(upper: bool, row: int, col: int, offset: int, dtype, device,
                       layout) -> Tensor:
     op = "triu_indices" if upper else "tril_indices"
@@ -367,6 +382,7 @@ OPS = (
     OpInfo("diagonal", diagonal, grad="g on the diagonal of a zero tensor"),
     OpInfo("diag_embed", diag_embed, grad="diagonal(g)"),
     OpInfo("diag", diag, grad="diag(g)"),
+    OpInfo("trace", trace, flops="elementwise", grad="g on the diagonal of a zero tensor"),
     OpInfo("triu_indices", triu_indices, method=False, dtypes="integers (int64)", grad="none"),
     OpInfo("tril_indices", tril_indices, method=False, dtypes="integers (int64)", grad="none"),
 )

@@ -137,6 +137,64 @@ def type_as(x: Tensor, other: Tensor) -> Tensor:
     return to(x, other.dtype)
 
 
+# -- the legacy typed-tensor classes (torch.FloatTensor, ...) ---------------------------------
+
+class _LegacyTensorType(builtins.type):
+    """``torch.FloatTensor`` and its kin: calling one is the legacy constructor of its dtype
+    (sizes, or one sequence of values), and ``isinstance(t, torch.FloatTensor)`` asks whether
+    ``t`` is a float32 tensor on that device type."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, Tensor) and obj.dtype is cls.dtype \
+            and obj.device.type == cls.device_type
+
+    def __call__(cls, *args, device=None):
+        from .creation import legacy_new
+        return legacy_new(args, cls.dtype, device or cls.device_type, cls.__name__)
+
+    def __repr__(cls) -> str:
+        return f"<class '{cls.__qualname__}'>"
+
+
+_LEGACY_DTYPES = {
+    "FloatTensor": dtypes.float32, "DoubleTensor": dtypes.float64, "HalfTensor": dtypes.float16,
+    "BFloat16Tensor": dtypes.bfloat16, "ByteTensor": dtypes.uint8, "CharTensor": dtypes.int8,
+    "ShortTensor": dtypes.int16, "IntTensor": dtypes.int32, "LongTensor": dtypes.int64,
+    "BoolTensor": dtypes.bool,
+}
+
+
+def legacy_tensor_types(device_type: str) -> dict:
+    """The typed-tensor classes of ``device_type`` by name (``tg.FloatTensor``,
+    ``tg.cuda.FloatTensor``)."""
+    prefix = "tritongrad." if device_type == "cpu" else "tritongrad.cuda."
+    return {name: _LegacyTensorType(name, (), {"dtype": dt, "device_type": device_type,
+                                               "__qualname__": prefix + name,
+                                               "__module__": prefix.rstrip(".")})
+            for name, dt in _LEGACY_DTYPES.items()}
+
+
+def type(x: Tensor, dtype=None, non_blocking: bool = False, **kwargs):  # noqa: A001
+    """With no ``dtype``, the tensor's type name (``"tritongrad.FloatTensor"``, or
+    ``"tritongrad.cuda.FloatTensor"``); else ``x`` converted to ``dtype``: a dtype, a
+    typed-tensor class (``tg.LongTensor``) or its name (``"torch.LongTensor"`` is read as
+    ``"tritongrad.LongTensor"``)."""
+    if dtype is None:
+        names = {dt: n for n, dt in _LEGACY_DTYPES.items()}
+        prefix = "tritongrad." if x.device.type == "cpu" else "tritongrad.cuda."
+        return prefix + names.get(x.dtype, x.dtype.name)
+    device = None
+    if isinstance(dtype, str):
+        parts = dtype.split(".")
+        if parts[-1] not in _LEGACY_DTYPES or parts[0] not in ("torch", "tritongrad"):
+            raise ValueError(f"invalid type: {dtype!r}")
+        device = "cuda" if "cuda" in parts[1:-1] else "cpu"
+        dtype = _LEGACY_DTYPES[parts[-1]]
+    elif isinstance(dtype, _LegacyTensorType):
+        dtype, device = dtype.dtype, dtype.device_type
+    return to(x, dtype) if device is None else to(x, device, dtype)
+
+
 def _caster(dt):
     def cast(x: Tensor) -> Tensor:
         return to(x, dt)
@@ -236,6 +294,6 @@ def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
 
 OPS = (OpInfo("clone", clone, grad="g"),) + tuple(
     OpInfo(n, globals()[n], function=False, grad="g, cast back") for n in (
-        "to", "cuda", "cpu", "contiguous", "copy_", "type_as", "float", "double", "half",
+        "to", "cuda", "cpu", "contiguous", "copy_", "type", "type_as", "float", "double", "half",
         "bfloat16", "long", "int", "bool"))
 OPS = with_jvp(OPS)  # every primitive here has a jvp rule

@@ -629,6 +629,26 @@ def _new_tensor(self, data, dtype=None, device=None, requires_grad=False) -> Ten
                   requires_grad=requires_grad)
 
 
+def legacy_new(args: tuple, dtype, device, op: str) -> Tensor:
+    """PyTorch's legacy constructor ``x.new(...)`` / ``torch.FloatTensor(...)``: sizes give
+    an uninitialised tensor, one sequence (or array, or Tensor) of values a tensor of them,
+    nothing an empty tensor."""
+    if len(args) == 1 and not isinstance(args[0], (int, np.integer)) and args[0] is not None:
+        return tensor(args[0].tolist() if isinstance(args[0], Tensor) else args[0],
+                      dtype=dtype, device=device)
+    if not all(isinstance(a, (int, np.integer)) for a in args):
+        raise TypeError(f"{op}(): expected sizes (ints) or one sequence of values, got "
+                        f"{', '.join(type(a).__name__ for a in args)}")
+    return empty(*args if args else (0,), dtype=dtype, device=device)
+
+
+def _legacy_new_method(self, *args, dtype=None, device=None) -> Tensor:
+    """``x.new(...)``, the legacy constructor with this tensor's dtype and device: sizes give
+    an uninitialised tensor, one sequence of values a tensor of them (prefer ``new_empty``,
+    ``new_tensor``)."""
+    return legacy_new(args, dtype or self.dtype, device or self.device, "new")
+
+
 OPS = tuple(OpInfo(n, globals()[n], method=False, grad="none") for n in (
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "empty_strided",
     "zeros_like", "ones_like", "empty_like", "full_like", "rand", "randn", "randint",
@@ -639,4 +659,5 @@ OPS = tuple(OpInfo(n, globals()[n], method=False, grad="none") for n in (
     OpInfo("new_empty", _new(empty), function=False, grad="none"),
     OpInfo("new_full", _new_full, function=False, grad="none"),
     OpInfo("new_tensor", _new_tensor, function=False, grad="none"),
+    OpInfo("new", _legacy_new_method, function=False, grad="none"),
 )

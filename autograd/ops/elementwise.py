@@ -735,8 +735,14 @@ def _binary(name, fn, inplace, grad, reflected=None, op=None, **row):
 
 
 def _compare(name):
-    return OpInfo(name, globals()[name], operators=(f"__{name}__",), dtypes="promoted; bool result",
-                  grad="none")
+    fn = globals()[name]
+
+    def inplace(self: Tensor, other) -> Tensor:
+        # the comparison's result (1 or 0) written into self, in self's dtype
+        return self.copy_(fn(self, other))
+    inplace.__name__ = f"{name}_"
+    return OpInfo(name, fn, inplace=inplace, operators=(f"__{name}__",),
+                  dtypes="promoted; bool result (in place: self's dtype)", grad="none")
 
 
 OPS = _UNARY + (

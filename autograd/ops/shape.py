@@ -430,7 +430,7 @@ OPS = (
     OpInfo("cat", cat, method=False, aliases=("concat", "concatenate"), grad="slices of g",
            autocast="promote"),
     OpInfo("stack", stack, method=False, grad="slices of g", autocast="promote"),
-    OpInfo("split", split, grad="cat of the gs"),
+    OpInfo("split", split, aliases=("split_with_sizes", "unsafe_split"), grad="cat of the gs"),
     OpInfo("chunk", chunk, grad="cat of the gs"),
     OpInfo("unbind", unbind, grad="stack of the gs"),
     OpInfo("narrow", narrow, grad="g in a zero tensor"),

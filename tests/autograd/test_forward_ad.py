@@ -200,6 +200,7 @@ SAMPLES = {
     "contiguous": lambda d: (lambda a: a.t().contiguous(), [t64((3, 4), d)]),
     "copy_": lambda d: (_copy_into, [t64((4,), d)]),
     "type_as": lambda d: (lambda a, b: a.type_as(b), [t64((3,), d), t64((3,), d)]),
+    "type": lambda d: (lambda a: a.type(torch.float64), [t64((3,), d)]),
     "double": lambda d: (lambda a: a.double(), [t64((3,), d)]),
 }
 # Conversions to lower precision or to non-float dtypes: the tangent is converted alike (or

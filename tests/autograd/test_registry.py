@@ -103,6 +103,8 @@ IN_PLACE_ARGS = {
     **dict.fromkeys(["add", "sub", "mul", "div", "pow", "floor_divide", "remainder"],
                     lambda: (_f(3, 4, seed=1),)),
     **dict.fromkeys(["bitwise_and", "bitwise_or", "bitwise_xor"], lambda: (_i(3, 4, seed=1),)),
+    # comparisons: some elements equal (x against itself rounded), written in x's dtype
+    **dict.fromkeys(["eq", "ne", "gt", "ge", "lt", "le"], lambda: (1.25,)),
     "clamp": lambda: (0.8, 1.5),
     "lerp": lambda: (_f(3, 4, seed=1), 0.25),
     "addcmul": lambda: (_f(3, 4, seed=1), _f(4, seed=2)),
@@ -134,6 +136,8 @@ def test_in_place_equals_out_of_place(row):
     args = IN_PLACE_ARGS[row.name]()
     x = _i(3, 4) if row.name.startswith("bitwise") else _f(*IN_PLACE_SHAPE.get(row.name, (3, 4)))
     expected = row.fn(x, *args)
+    if expected.dtype is tg.bool:  # a comparison, in place: 1 or 0 in the target's dtype
+        expected = expected.to(x.dtype)
     target = x.clone()
     version = target._version
     assert row.inplace(target, *args) is target
@@ -228,6 +232,7 @@ GRAD_CASES = {
     "sort": (_A, lambda x: tg.sort(x, 1).values),
     "topk": (_A, lambda x: tg.topk(x, 2).values),
     "kthvalue": (_A, lambda x: tg.kthvalue(x, 2).values),
+    "trace": (_A, lambda x: tg.trace(x)),
     # complex parts, through real views (complex gradcheck is the real views' anyway)
     "conj": (_Z, lambda x: tg.view_as_real(tg.view_as_complex(x).conj() * (1 + 2j))),
     "real": (_Z, lambda x: tg.view_as_complex(x).exp().real),

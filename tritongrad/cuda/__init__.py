@@ -14,6 +14,7 @@ from ..autograd.ops.random import cuda_manual_seed_all as manual_seed_all
 from ..autograd.ops.random import get_cuda_rng_state as get_rng_state
 from ..autograd.ops.random import set_cuda_rng_state as set_rng_state
 from . import profiler
+from ..autograd.ops.conversion import legacy_tensor_types
 from .graphs import make_graphed_callables
 
 try:  # tritongrad/cuda/nvtx.py (range_push, range_pop, range, mark) is the NVTX layer's
@@ -26,6 +27,11 @@ except ModuleNotFoundError as e:
 __all__ = [n for n in _api_all if not n.startswith("profiler_")] + [
     "make_graphed_callables", "nvtx", "profiler", "manual_seed", "manual_seed_all",
     "get_rng_state", "set_rng_state"]
+
+# the legacy typed-tensor classes of CUDA tensors (``tg.cuda.FloatTensor``)
+_legacy_types = legacy_tensor_types("cuda")
+globals().update(_legacy_types)
+__all__ += list(_legacy_types)
 
 
 def __getattr__(name: str):

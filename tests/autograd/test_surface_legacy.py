@@ -1,0 +1,100 @@
+"""PyTorch API that older and test code reaches for: the typed-tensor classes, Tensor.type and
+Tensor.new, in-place comparisons, split_with_sizes, and small autograd entry points
+(SavedTensor, set_multithreading_enabled, kineto_available, _set_sequence_nr, attribute
+deletion)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tritongrad as tg
+
+
+def test_typed_tensor_classes_construct_and_check_dtype_and_device():
+    x = tg.randn(2, 3)
+    assert isinstance(x, tg.FloatTensor) and not isinstance(x, tg.DoubleTensor)
+    assert isinstance(x.long(), tg.LongTensor) and isinstance(x.bool(), tg.BoolTensor)
+    assert not isinstance(x.cuda(), tg.FloatTensor) and isinstance(x.cuda(), tg.cuda.FloatTensor)
+    t = tg.LongTensor([1, 2, 3])
+    assert t.dtype is tg.int64 and t.tolist() == [1, 2, 3]
+    assert tg.DoubleTensor(2, 3).shape == (2, 3) and tg.IntTensor().shape == (0,)
+    assert tg.BoolTensor([True, False]).dtype is tg.bool
+    assert tg.FloatTensor().dtype is tg.float32 and repr(tg.FloatTensor) == (
+        "<class 'tritongrad.FloatTensor'>")
+    with pytest.raises(TypeError, match="LongTensor"):
+        tg.LongTensor(2, "x")
+
+
+def test_tensor_type_names_and_converts():
+    x = tg.randn(2)
+    assert x.type() == "tritongrad.FloatTensor"
+    assert x.long().cuda().type() == "tritongrad.cuda.LongTensor"
+    assert x.type(tg.DoubleTensor).dtype is tg.float64
+    assert x.type("torch.IntTensor").dtype is tg.int32
+    assert x.type(tg.int16).dtype is tg.int16
+    assert x.type("torch.cuda.FloatTensor").device.type == "cuda"
+    with pytest.raises(ValueError, match="invalid type"):
+        x.type("torch.NoSuchTensor")
+
+
+def test_new_is_the_legacy_constructor_with_the_tensors_dtype():
+    x = tg.ones(2, dtype=tg.float64)
+    assert x.new(3, 2).shape == (3, 2) and x.new(3).dtype is tg.float64
+    assert x.new([1, 2]).tolist() == [1.0, 2.0] and x.new().shape == (0,)
+
+
+@pytest.mark.parametrize("name", ["eq", "ne", "gt", "ge", "lt", "le"])
+def test_in_place_comparisons_write_in_the_tensors_dtype(name):
+    a = np.array([1.0, 2.0, 3.0])
+    x = tg.tensor(a)
+    out = getattr(x, f"{name}_")(2.0)
+    assert out is x and x.dtype is tg.float64
+    expected = getattr(np, {"eq": "equal", "ne": "not_equal", "gt": "greater",
+                            "ge": "greater_equal", "lt": "less", "le": "less_equal"}[name])(a, 2)
+    np.testing.assert_array_equal(x.numpy(), expected.astype(np.float64))
+
+
+def test_split_with_sizes_unsafe_split_trace_and_constants():
+    x = tg.arange(6.0)
+    assert [t.tolist() for t in x.split_with_sizes([2, 4])] == [[0, 1], [2, 3, 4, 5]]
+    assert [t.tolist() for t in x.unsafe_split(4)] == [[0, 1, 2, 3], [4, 5]]
+    m = tg.arange(6.0, dtype=tg.float64).view(2, 3).requires_grad_()
+    tg.trace(m).backward()
+    np.testing.assert_array_equal(m.grad.numpy(), [[1, 0, 0], [0, 1, 0]])
+    with pytest.raises(RuntimeError, match="trace: expected a matrix"):
+        tg.trace(tg.ones(3))
+    assert tg.inf == math.inf and math.isnan(tg.nan) and tg.pi == math.pi and tg.e == math.e
+
+
+def test_small_autograd_entry_points():
+    with pytest.raises(RuntimeError, match="Trying to create a SavedTensor object from Python "
+                                           "is forbidden"):
+        tg.autograd.SavedTensor()
+    assert tg.autograd.kineto_available() is False
+    assert tg.autograd.is_multithreading_enabled()
+    with tg.autograd.set_multithreading_enabled(False):
+        assert not tg.autograd.is_multithreading_enabled()
+    assert tg.autograd.is_multithreading_enabled()
+    tg.autograd.set_multithreading_enabled(False)
+    assert not tg.autograd.is_multithreading_enabled()
+    tg.autograd.set_multithreading_enabled(True)
+    y = tg.ones(2, requires_grad=True) * 2
+    y.grad_fn._set_sequence_nr(100)
+    assert y.grad_fn._sequence_nr() == 100
+    assert not y._is_view() and y[0]._is_view()
+
+
+def test_only_grad_can_be_deleted():
+    x = tg.randn(3, requires_grad=True)
+    x.sum().backward()
+    del x.grad
+    assert x.grad is None
+    for name in ("data", "requires_grad", "_grad_fn", "_backward_hooks"):
+        with pytest.raises(RuntimeError, match="cannot delete"):
+            delattr(x, name)
+    with pytest.raises(TypeError):
+        x.data = None
+    assert x.requires_grad and x.shape == (3,)
