@@ -19,7 +19,36 @@ from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..autograd.graph import saved_tensors_hooks
 from ..autograd.tensor import Tensor
 
-__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError"]
+__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "set_checkpoint_early_stop"]
+
+
+class set_checkpoint_early_stop:  # noqa: N801 - PyTorch's name
+    """Context manager: whether a recomputation stops as soon as it has recomputed every tensor
+    the original forward saved (the default, ``True``), or runs the checkpointed function to
+    its end. Either way backward gets the same tensors; stopping early skips the rest of the
+    function's work.
+
+    Example:
+        >>> with tg.utils.checkpoint.set_checkpoint_early_stop(False):
+        ...     y = checkpoint(fn, x)
+    """
+
+    def __init__(self, enable: bool) -> None:
+        self.enable = bool(enable)
+
+    def __enter__(self) -> None:
+        self.prev = _early_stop[0]
+        _early_stop[0] = self.enable
+
+    def __exit__(self, *exc) -> None:
+        _early_stop[0] = self.prev
+
+
+_early_stop = [None]  # set inside set_checkpoint_early_stop: it wins over checkpoint's argument
+
+
+class _StopRecomputation(Exception):
+    """Raised inside a recomputation once it has every tensor it needs (early stop)."""
 
 
 class CheckpointError(RuntimeError):
@@ -58,9 +87,10 @@ class _Frame:
     """One checkpointed call: its inputs, the RNG state it started with, the metadata of each
     tensor its forward saved, and the recomputed tensors not yet handed to backward."""
 
-    def __init__(self, fn: Callable, args: tuple, kwargs: dict, rng, check_meta: bool) -> None:
+    def __init__(self, fn: Callable, args: tuple, kwargs: dict, rng, check_meta: bool,
+                 early_stop: bool) -> None:
         self.fn, self.args, self.kwargs, self.rng = fn, args, kwargs, rng
-        self.check_meta = check_meta
+        self.check_meta, self.early_stop = check_meta, early_stop
         self.meta: list[tuple] = []          # (shape, dtype, device) per saved tensor
         self.recomputed: dict[int, Any] = {}
 
@@ -80,6 +110,8 @@ class _Frame:
 
         def collect(t):
             saved.append(t)
+            if self.early_stop and len(saved) == len(self.meta):
+                raise _StopRecomputation
             return t
 
         current = _get_rng(tuple(self.rng[1])) if self.rng is not None else None
@@ -90,6 +122,8 @@ class _Frame:
             # graph then also carries create_graph=True backward through to the inputs.
             with enable_grad(), saved_tensors_hooks(collect, lambda t: t):
                 self.fn(*self.args, **self.kwargs)
+        except _StopRecomputation:
+            pass
         finally:
             if current is not None:
                 _set_rng(current)
@@ -122,7 +156,8 @@ def _unpack(handle: _Handle):
 
 def checkpoint(function: Callable, *args, use_reentrant: bool | None = False,
                context_fn: Callable | None = None, determinism_check: str = "default",
-               debug: bool = False, preserve_rng_state: bool = True, **kwargs) -> Any:
+               debug: bool = False, preserve_rng_state: bool = True, early_stop: bool = True,
+               **kwargs) -> Any:
     r"""Checkpoint a model or part of the model.
 
     Activation checkpointing is a technique that trades compute for memory. Instead of keeping
@@ -150,6 +185,8 @@ def checkpoint(function: Callable, *args, use_reentrant: bool | None = False,
             number of tensors must still match: the handles are positions).
         preserve_rng_state: replay the random number generator's state of the first run
             during the recomputation (default ``True``).
+        early_stop: stop a recomputation once it has recomputed every tensor backward needs
+            (default ``True``); ``set_checkpoint_early_stop`` around the call overrides it.
 
     Returns:
         Output of running ``function`` on ``*args`` and ``**kwargs``.
@@ -174,7 +211,8 @@ def checkpoint(function: Callable, *args, use_reentrant: bool | None = False,
         return function(*args, **kwargs)  # nothing is saved: nothing to recompute
     frame = _Frame(function, args, kwargs,
                    _get_rng(_cuda_devices(args)) if preserve_rng_state else None,
-                   check_meta=determinism_check == "default")
+                   check_meta=determinism_check == "default",
+                   early_stop=early_stop if _early_stop[0] is None else _early_stop[0])
     with saved_tensors_hooks(frame.pack, _unpack):
         return function(*args, **kwargs)
 

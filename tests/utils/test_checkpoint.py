@@ -7,7 +7,8 @@ import weakref
 
 import numpy as np
 import pytest
-from tritongrad.utils.checkpoint import CheckpointError, checkpoint, checkpoint_sequential
+from tritongrad.utils.checkpoint import (CheckpointError, checkpoint, checkpoint_sequential,
+                                         set_checkpoint_early_stop)
 
 import tritongrad as tg
 from tritongrad import nn
@@ -159,9 +160,34 @@ def test_a_recomputation_that_saves_other_tensors_raises():
         state["n"] += 1
         return t.exp().sum() if state["n"] == 1 else t.exp().exp().sum()
 
-    y = checkpoint(changes, tg.randn(3, dtype=tg.float64, requires_grad=True))
+    # (a full recomputation: one that stops early never reaches the extra tensors)
+    y = checkpoint(changes, tg.randn(3, dtype=tg.float64, requires_grad=True),
+                   early_stop=False)
     with pytest.raises(CheckpointError, match="a different number of tensors was saved"):
         y.backward()
+
+
+def test_early_stop_skips_the_work_after_the_last_saved_tensor():
+    tail = [0]
+
+    def fn(t):
+        y = t.exp()  # the last op that saves a tensor
+        tail[0] += 1
+        return y.sum()
+
+    def runs(**kwargs):
+        tail[0] = 0
+        x = tg.randn(3, dtype=tg.float64, requires_grad=True)
+        checkpoint(fn, x, **kwargs).backward()
+        np.testing.assert_allclose(x.grad.numpy(), np.exp(x.detach().numpy()))
+        return tail[0]
+
+    assert runs() == 1 and runs(early_stop=True) == 1
+    assert runs(early_stop=False) == 2
+    with set_checkpoint_early_stop(False):  # the context manager wins over the argument
+        assert runs(early_stop=True) == 2
+    with set_checkpoint_early_stop(True):
+        assert runs(early_stop=False) == 1
 
 
 def test_a_recomputation_with_other_shapes_raises_unless_unchecked():
