@@ -361,13 +361,17 @@ def _record(op, node, inputs, out):
             node._complex = _complex_inputs(op, inputs)
         node.num_outputs = len(outs)
         for i, t in enumerate(outs):
-            if i not in op.nondiff_outputs:
+            if i not in op.nondiff_outputs and (t._dtype.is_floating_point or t._dtype.is_complex):
                 t._grad_fn, t._output_nr, t._requires_grad = node, i, True
         result = outs
     else:
         result = make(out)
-        if result._dtype.is_complex and node._complex is None:
-            node._complex = _complex_inputs(op, inputs)
+        dt = result._dtype
+        if not dt.is_floating_point:
+            if not dt.is_complex:  # integers and bools have no gradient: no history
+                return result
+            if node._complex is None:
+                node._complex = _complex_inputs(op, inputs)
         result._grad_fn, result._requires_grad = node, True
         outs = None
     save = op.save_inputs

@@ -98,3 +98,16 @@ def test_only_grad_can_be_deleted():
     with pytest.raises(TypeError):
         x.data = None
     assert x.requires_grad and x.shape == (3,)
+
+
+def test_integer_and_bool_results_have_no_history():
+    # PyTorch: only floating point and complex tensors can require gradients, so a cast to
+    # an integer dtype (or an argmax) ends the graph, and what is built on it is disconnected
+    a = tg.ones(2, dtype=tg.float64, requires_grad=True)
+    b = a.long()
+    assert not b.requires_grad and b.grad_fn is None
+    c = b.double().requires_grad_().clone().sum()
+    assert tg.autograd.grad(c, a, allow_unused=True) == (None,)
+    values, indices = a.sort()
+    assert values.requires_grad and not indices.requires_grad
+    assert not (a > 0).requires_grad
