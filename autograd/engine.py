@@ -191,6 +191,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
         allow_unused = materialize_grads
     outputs = _tensor_tuple(outputs, "grad(outputs)", edges=True)
     inputs = _tensor_tuple(inputs, "grad(inputs)", edges=True)
+    if materialize_grads and any(isinstance(t, GradientEdge) for t in inputs):
+        # (a zero gradient needs the input's shape, which an edge does not know)
+        raise RuntimeError("materialize_grads cannot be used when the given input is a "
+                           "GradientEdge")
     batch = None
     if is_grads_batched:  # Note [Batched gradients]
         batch = batched.check_batched_outputs(outputs, _tensor_tuple(
@@ -202,10 +206,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
                           accumulate=False, batch=batch)
     if materialize_grads:
         from .ops.creation import zeros
-        for t, g in zip(inputs, result):
-            if g is None and isinstance(t, GradientEdge):
-                raise RuntimeError("materialize_grads=True cannot make a zero gradient for a "
-                                   "GradientEdge input (its shape is unknown); pass the tensor")
         lead = () if batch is None else (batch,)
         result = [zeros(lead + tuple(t.shape), dtype=t.dtype, device=t.device) if g is None
                   else g for t, g in zip(inputs, result)]

@@ -310,8 +310,8 @@ def _wrap_outputs(ctx, args, outputs, record: bool):
     inputs = {id(a) for a in args if isinstance(a, Tensor)}
     for t in ctx.__dict__.get("_dirty", ()):
         if id(t) not in inputs:
-            raise RuntimeError("mark_dirty only accepts input tensors, but argument was not an "
-                               "input to forward")
+            raise RuntimeError("mark_dirty only accepts input tensors: ctx.mark_dirty() "
+                               "received a tensor that was not an input.")
     ctx.num_outputs = len(outs)
     meta = []
     for i, t in enumerate(outs):

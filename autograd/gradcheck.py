@@ -415,20 +415,19 @@ def _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol, check_undefined
     if not outputs:
         _check_no_differentiable_outputs(func, tupled_inputs, func_out, eps)
         return True
+    if check_backward_ad:  # (first, as PyTorch: a failing backward is reported first)
+        check = _fast_gradcheck if fast_mode else _slow_gradcheck
+        check(func, func_out, tupled_inputs, outputs, eps, rtol, atol, check_grad_dtypes,
+              nondet_tol)
+        _test_backward_mul_by_grad_output(outputs, tupled_inputs)
+        if check_undefined_grad:
+            _test_undefined_backward_mode(func, tupled_inputs)
+        if check_batched_grad:
+            # (on a fresh graph: the checks above may have freed the first one's saved tensors)
+            for i, out in enumerate(_differentiable_outputs(_as_tuple(func(*tupled_inputs)))):
+                _test_batched_grad(tupled_inputs, out, i)
     if check_forward_ad:
         _forward_gradcheck(func, func_out, tupled_inputs, eps, rtol, atol)
-    if not check_backward_ad:
-        return True
-    check = _fast_gradcheck if fast_mode else _slow_gradcheck
-    check(func, func_out, tupled_inputs, outputs, eps, rtol, atol, check_grad_dtypes,
-          nondet_tol)
-    _test_backward_mul_by_grad_output(outputs, tupled_inputs)
-    if check_undefined_grad:
-        _test_undefined_backward_mode(func, tupled_inputs)
-    if check_batched_grad:
-        # (on a fresh graph: the checks above may have freed the first one's saved tensors)
-        for i, out in enumerate(_differentiable_outputs(_as_tuple(func(*tupled_inputs)))):
-            _test_batched_grad(tupled_inputs, out, i)
     return True
 
 

@@ -250,7 +250,7 @@ def register_multi_grad_hook(tensors: Sequence, fn: Callable, *, mode: str = "al
         [True, False, True, False]
     """
     from . import engine
-    supported_modes = ("any", "all")
+    supported_modes = ("all", "any")
     if mode not in supported_modes:
         raise ValueError(f"Expects mode to be one of {supported_modes} but got {mode}")
     tensors = tuple(tensors)

@@ -97,7 +97,7 @@ def test_multi_grad_hook_any_runs_once_per_backward_with_the_first_gradient():
 
 
 def test_multi_grad_hook_rejects_unknown_modes():
-    with pytest.raises(ValueError, match=r"Expects mode to be one of \('any', 'all'\) but got "
+    with pytest.raises(ValueError, match=r"Expects mode to be one of \('all', 'any'\) but got "
                                          r"some"):
         graph.register_multi_grad_hook((_f64([1.0]),), print, mode="some")
 
