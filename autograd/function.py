@@ -274,6 +274,10 @@ def _apply_dual(cls, args, kwargs):
     if all(t is None for t in tangents):
         return result
     outs = result if isinstance(result, tuple) else (result,)
+    if ctx._materialize:  # tensor inputs with no tangent get zeros, as backward's grads do
+        from .ops.creation import zeros_like
+        tangents = tuple(zeros_like(a) if t is None and isinstance(a, Tensor) else t
+                         for a, t in zip(args, tangents))
     ctx._in_jvp = True
     try:
         with dual_masked():

@@ -130,9 +130,9 @@ class _Frame:
         got = [(tuple(t.shape), t.dtype, t.device) for t in saved]
         if len(got) != len(self.meta):
             raise CheckpointError(
-                f"checkpoint: a different number of tensors was saved during the original "
-                f"forward ({len(self.meta)}) and the recomputation ({len(got)}); the "
-                f"checkpointed function must compute the same thing each time it runs")
+                f"tritongrad.utils.checkpoint: A different number of tensors was saved during "
+                f"the original forward and recomputation ({len(self.meta)} and {len(got)}): "
+                f"the checkpointed function must compute the same thing each time it runs")
         for i, (a, b) in enumerate(zip(self.meta, got)):
             if self.check_meta and a != b:
                 raise CheckpointError(

@@ -20,7 +20,7 @@ from ...runtime import dtype as dtypes
 from ...runtime.device import device as Device
 from ..checks import check_memory_format, unsupported
 from ..state import state
-from ..tensor import Tensor, make
+from ..tensor import Size, Tensor, make
 
 
 _CPU = Device("cpu")
@@ -633,6 +633,8 @@ def legacy_new(args: tuple, dtype, device, op: str) -> Tensor:
     """PyTorch's legacy constructor ``x.new(...)`` / ``torch.FloatTensor(...)``: sizes give
     an uninitialised tensor, one sequence (or array, or Tensor) of values a tensor of them,
     nothing an empty tensor."""
+    if len(args) == 1 and isinstance(args[0], Size):  # a shape (0-d too), not values
+        return empty(tuple(args[0]), dtype=dtype, device=device)
     if len(args) == 1 and not isinstance(args[0], (int, np.integer)) and args[0] is not None:
         return tensor(args[0].tolist() if isinstance(args[0], Tensor) else args[0],
                       dtype=dtype, device=device)

@@ -609,3 +609,23 @@ def test_forward_ad_under_the_profiler():
     np.testing.assert_allclose(host(t), 2 * np.exp(host(x)) * host(v))
     names = [e.name for e in prof.function_events]
     assert "exp" in names and "mul" in names  # (mul_ is named mul, as its primitive)
+
+
+def test_custom_function_jvp_gets_zero_tangents_for_tensors_without_one():
+    class Prod(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y, k):
+            ctx.save_for_forward(x, y)
+            ctx.k = k
+            return k * x * y
+
+        @staticmethod
+        def jvp(ctx, x_t, y_t, k_t):
+            assert k_t is None  # not a tensor: no tangent
+            x, y = ctx.saved_tensors
+            return ctx.k * (y * x_t + x * y_t)  # y_t: zeros, materialized
+
+    a, b = t64((3,), "cpu"), t64((3,), "cpu")
+    with fwAD.dual_level():
+        out = Prod.apply(fwAD.make_dual(a, torch.ones(3, dtype=torch.float64)), b, 4)
+        np.testing.assert_allclose(fwAD.unpack_dual(out).tangent.numpy(), 4 * b.numpy())

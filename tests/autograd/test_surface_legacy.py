@@ -111,3 +111,8 @@ def test_integer_and_bool_results_have_no_history():
     values, indices = a.sort()
     assert values.requires_grad and not indices.requires_grad
     assert not (a > 0).requires_grad
+
+
+def test_new_with_a_size_makes_that_shape_even_0_d():
+    x = tg.ones(5, 5)
+    assert x.new(x[3].size()).shape == (5,) and x.new(x[3, 3].size()).shape == ()
