@@ -18,7 +18,7 @@ import weakref
 
 import numpy as np
 
-from ..kernels import HostBFloat16, backend, data_ptr, host_values
+from ..kernels import HostBFloat16, backend, data_ptr, host_array, host_values
 from ..runtime import dtype as dtypes
 from ..runtime.device import device as Device
 from . import node as _node_module
@@ -62,6 +62,16 @@ def array_meta(data) -> tuple:
         except KeyError:
             return _CPU, dtypes.from_numpy_dtype(data.dtype)  # raises a clear error
     return data.device, data.dtype
+
+
+def _rebuild_tensor(values: np.ndarray, dtype, device: str, requires_grad: bool) -> "Tensor":
+    """A pickled tensor (``Tensor.__reduce_ex__``), rebuilt."""
+    t = make(host_array(values, dtype), dtype)
+    if device != "cpu":
+        t = t.to(device)
+    if requires_grad:
+        t.requires_grad_()
+    return t
 
 
 def make(data, dtype=None) -> "Tensor":
@@ -235,6 +245,26 @@ class Tensor:
             object.__delattr__(self, name)
             return
         raise RuntimeError(f"cannot delete the Tensor attribute {name!r}")
+
+    def __reduce_ex__(self, protocol: int):
+        # Pickled as values, dtype, device and requires_grad (every protocol; no graph, no
+        # memory sharing: what PyTorch's pickling of a tensor keeps). A non-leaf comes back
+        # as a leaf, as in PyTorch.
+        t = self.detach()
+        values = np.array(host_values(t._data if t._device.type == "cpu" else t.cpu()._data))
+        return _rebuild_tensor, (values, self._dtype, str(self._device), self._requires_grad)
+
+    def __deepcopy__(self, memo: dict) -> "Tensor":
+        if id(self) in memo:
+            return memo[id(self)]
+        if self._grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
+                               "support the deepcopy protocol at the moment.")
+        out = _rebuild_tensor(*self.__reduce_ex__(2)[1])
+        if self._grad is not None:
+            out._grad = self._grad.__deepcopy__(memo)
+        memo[id(self)] = out
+        return out
 
     def _is_view(self) -> bool:
         """Whether this tensor is a view of another (``_base``)."""
@@ -498,7 +528,7 @@ class Tensor:
                 raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
                                 f"Tensor.cpu() to copy the tensor to host memory first.")
             return self.cpu()._host_array()
-        if self._requires_grad and not force:
+        if self._requires_grad and not force and state.grad_enabled:  # (no_grad: allowed)
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         return self._host_array().copy() if force else self._host_array()

@@ -116,3 +116,35 @@ def test_integer_and_bool_results_have_no_history():
 def test_new_with_a_size_makes_that_shape_even_0_d():
     x = tg.ones(5, 5)
     assert x.new(x[3].size()).shape == (5,) and x.new(x[3, 3].size()).shape == ()
+
+
+def test_numpy_of_a_tensor_that_requires_grad_is_allowed_under_no_grad():
+    x = tg.randn(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"Can't call numpy\(\) on Tensor that requires grad"):
+        x.numpy()
+    with tg.no_grad():
+        np.testing.assert_array_equal(x.numpy(), x.detach().numpy())
+
+
+@pytest.mark.parametrize("protocol", range(6))
+def test_tensors_pickle_by_value_with_every_protocol(protocol):
+    import pickle
+    x = tg.randn(3, dtype=tg.float64, requires_grad=True)
+    (x * 2).sum().backward()  # a leaf with a grad accumulator and .grad
+    for t in (x, x.bfloat16().detach(), tg.arange(4), x.detach().cuda()):
+        back = pickle.loads(pickle.dumps(t, protocol=protocol))
+        assert back.dtype is t.dtype and back.device == t.device
+        assert back.requires_grad == t.requires_grad and back.is_leaf
+        np.testing.assert_array_equal(back.cpu().detach().float().numpy(),
+                                      t.cpu().detach().float().numpy())
+
+
+def test_deepcopy_copies_leaves_with_their_grad_and_refuses_non_leaves():
+    import copy
+    x = tg.randn(3, requires_grad=True)
+    (x * 2).sum().backward()
+    y = copy.deepcopy(x)
+    assert y is not x and y.requires_grad and y.grad.tolist() == [2.0, 2.0, 2.0]
+    assert y.grad is not x.grad
+    with pytest.raises(RuntimeError, match="graph leaves"):
+        copy.deepcopy(x * 2)
