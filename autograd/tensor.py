@@ -333,6 +333,8 @@ class Tensor:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
                                 f"type {type(value).__name__}")
+            if value is self:
+                raise RuntimeError("can't assign Variable as its own grad")
             if value._device is not self._device:
                 raise RuntimeError(f"attempting to assign a gradient with device type "
                                    f"'{value._device.type}' to a tensor with device type "
@@ -484,6 +486,10 @@ class Tensor:
     def data(self, value: "Tensor") -> None:
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        if self._requires_grad and not (value._dtype.is_floating_point
+                                        or value._dtype.is_complex):
+            raise RuntimeError("data set to a tensor that requires gradients must be floating "
+                               "point or complex dtype")
         self._data, self._device, self._dtype = value._data, value._device, value._dtype
 
     # -- internal helpers for autograd -------------------------------------------------------

@@ -21,6 +21,7 @@ from ..checks import operand_on_device
 from ..dispatch import (Primitive, apply, apply_inplace, bilinear_jvp, elementwise_jvp,
                         zero_jvp, zeros)
 from ..registry import OpInfo, export, with_jvp
+from ..state import state
 from ..tensor import Tensor
 from .creation import checked_scalar, scalar_tensor, wrapped_scalar
 
@@ -661,7 +662,8 @@ def _result(t: Tensor, out) -> Tensor:
         return t
     if not isinstance(out, Tensor):
         raise TypeError(f"out must be a Tensor, got {type(out).__name__}")
-    if out._requires_grad and t._requires_grad:
+    if t._requires_grad or (out._requires_grad and state.grad_enabled):
+        # (t requires grad only when grad mode is on and an input does)
         raise RuntimeError("functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
     if tuple(out.shape) != tuple(t.shape):

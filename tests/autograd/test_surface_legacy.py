@@ -148,3 +148,21 @@ def test_deepcopy_copies_leaves_with_their_grad_and_refuses_non_leaves():
     assert y.grad is not x.grad
     with pytest.raises(RuntimeError, match="graph leaves"):
         copy.deepcopy(x * 2)
+
+
+def test_out_grad_and_data_assignment_checks():
+    a, b = tg.randn(2, 2, requires_grad=True), tg.randn(2, 2)
+    x = tg.zeros(2, 2)
+    with pytest.raises(RuntimeError, match="out=... arguments don't support automatic"):
+        tg.mul(a, b, out=x)
+    with tg.no_grad():
+        tg.mul(a, b, out=x)
+    np.testing.assert_allclose(x.numpy(), (a * b).detach().numpy())
+    with pytest.raises(RuntimeError, match="out=... arguments don't support automatic"):
+        tg.mul(b, b, out=tg.zeros(2, 2, requires_grad=True))
+    with pytest.raises(RuntimeError, match="can't assign Variable as its own grad"):
+        a.grad = a
+    with pytest.raises(RuntimeError, match="must be floating point or complex dtype"):
+        a.data = tg.tensor([[1, 2], [3, 4]])
+    a.data = tg.ones(2, 2)  # a float is fine
+    assert a.requires_grad and a.sum().item() == 4.0
