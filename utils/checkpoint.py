@@ -47,6 +47,14 @@ class set_checkpoint_early_stop:  # noqa: N801 - PyTorch's name
 _early_stop = [None]  # set inside set_checkpoint_early_stop: it wins over checkpoint's argument
 
 
+def _warn_use_reentrant() -> None:
+    import warnings
+    warnings.warn("tritongrad.utils.checkpoint: the use_reentrant parameter should be passed "
+                  "explicitly (as in PyTorch, which will require it); tritongrad supports "
+                  "use_reentrant=False, the default when it is not passed.", UserWarning,
+                  stacklevel=3)
+
+
 class _StopRecomputation(Exception):
     """Raised inside a recomputation once it has every tensor it needs (early stop)."""
 
@@ -154,7 +162,7 @@ def _unpack(handle: _Handle):
     return handle.frame.unpack(handle)
 
 
-def checkpoint(function: Callable, *args, use_reentrant: bool | None = False,
+def checkpoint(function: Callable, *args, use_reentrant: bool | None = None,
                context_fn: Callable | None = None, determinism_check: str = "default",
                debug: bool = False, preserve_rng_state: bool = True, early_stop: bool = True,
                **kwargs) -> Any:
@@ -175,9 +183,10 @@ def checkpoint(function: Callable, *args, use_reentrant: bool | None = False,
         function: describes what to run in the forward pass of the model or part of the
             model.
         *args, **kwargs: the inputs of ``function``; kept (not copied) until backward.
-        use_reentrant: ``False`` (the default here; PyTorch recommends it): the
-            implementation through saved-tensor hooks. ``True`` (the autograd.Function
-            variant) is not supported and raises ``NotImplementedError``.
+        use_reentrant: ``False``: the implementation through saved-tensor hooks (what
+            PyTorch recommends). ``True`` (the autograd.Function variant) is not supported
+            and raises ``NotImplementedError``. Not passing it warns, as PyTorch does, and
+            means ``False``.
         context_fn, debug: PyTorch's options of the non-reentrant variant; only their
             defaults (``None``, ``False``) are supported.
         determinism_check: ``"default"`` compares the shapes, dtypes and devices of the
@@ -198,6 +207,7 @@ def checkpoint(function: Callable, *args, use_reentrant: bool | None = False,
         >>> y.backward()   # lin(x).relu() is recomputed here
     """
     if use_reentrant is None:
+        _warn_use_reentrant()
         use_reentrant = False
     if use_reentrant:
         raise NotImplementedError("checkpoint: use_reentrant=True is not supported; pass "
@@ -217,7 +227,7 @@ def checkpoint(function: Callable, *args, use_reentrant: bool | None = False,
         return function(*args, **kwargs)
 
 
-def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool | None = False,
+def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool | None = None,
                           **kwargs) -> Any:
     r"""Checkpoint a sequential model to save memory.
 
@@ -235,6 +245,9 @@ def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool |
     Returns:
         Output of running ``functions`` sequentially on ``input``.
     """
+    if use_reentrant is None:
+        _warn_use_reentrant()
+        use_reentrant = False
     if hasattr(functions, "children") and callable(functions.children):
         functions = list(functions.children())
     functions = list(functions)

@@ -13,6 +13,10 @@ from tritongrad.utils.checkpoint import (CheckpointError, checkpoint, checkpoint
 import tritongrad as tg
 from tritongrad import nn
 
+# (most calls here leave use_reentrant out; test_use_reentrant_not_passed_warns checks the
+# warning that gives)
+pytestmark = pytest.mark.filterwarnings("ignore:.*use_reentrant parameter should be passed")
+
 
 def make_block(seed=0):
     tg.manual_seed(seed)
@@ -225,3 +229,16 @@ def test_checkpoint_sequential_matches_the_plain_model():
     for segments in (1, 2, 3):
         seq = grads(model, x, lambda m, t, k=segments: checkpoint_sequential(m, k, t))
         assert_same(plain, seq)
+
+
+@pytest.mark.filterwarnings("error")
+def test_use_reentrant_not_passed_warns():
+    x = tg.randn(2, requires_grad=True)
+    checkpoint(lambda t: t * 2, x, use_reentrant=False)  # passed: no warning (an error here)
+    seq = [nn.Linear(2, 2), nn.Linear(2, 2)]
+    checkpoint_sequential(seq, 2, x, use_reentrant=False)
+    for call in (lambda: checkpoint(lambda t: t * 2, x),
+                 lambda: checkpoint_sequential(seq, 2, x)):
+        with pytest.warns(UserWarning, match="the use_reentrant parameter should be passed "
+                                             "explicitly"):
+            call()
