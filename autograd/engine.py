@@ -206,9 +206,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
                           accumulate=False, batch=batch)
     if materialize_grads:
         from .ops.creation import zeros
+        # (zeros that require grad, as PyTorch's: a further grad() of them is zeros again)
         lead = () if batch is None else (batch,)
-        result = [zeros(lead + tuple(t.shape), dtype=t.dtype, device=t.device) if g is None
-                  else g for t, g in zip(inputs, result)]
+        result = [zeros(lead + tuple(t.shape), dtype=t.dtype, device=t.device,
+                        requires_grad=True) if g is None else g
+                  for t, g in zip(inputs, result)]
     return tuple(result)
 
 

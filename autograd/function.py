@@ -10,6 +10,7 @@ for inputs that need none); wrong counts, shapes or devices are reported against
 from __future__ import annotations
 
 import functools
+import inspect
 import traceback
 
 from . import anomaly_mode
@@ -253,12 +254,23 @@ class Function(metaclass=_FunctionMeta):
         try:
             if custom_setup:
                 outputs = cls.forward(*args, **kwargs)
-                cls.setup_context(ctx, args, outputs)
+                cls.setup_context(ctx, _bound_inputs(cls.forward, args, kwargs), outputs)
             else:
                 outputs = cls.forward(ctx, *args, **kwargs)
         finally:
             state.grad_enabled = prev
         return _wrap_outputs(ctx, args, outputs, record)
+
+
+def _bound_inputs(forward, args: tuple, kwargs: dict) -> tuple:
+    """``setup_context``'s ``inputs``: forward's arguments in order, with the defaults of the
+    ones not passed filled in (PyTorch's), keyword arguments placed by name."""
+    try:
+        bound = inspect.signature(forward).bind(*args, **kwargs)
+    except (TypeError, ValueError):  # (a signature inspect cannot read: the args as given)
+        return args
+    bound.apply_defaults()
+    return tuple(bound.arguments.values())
 
 
 def _apply_dual(cls, args, kwargs):

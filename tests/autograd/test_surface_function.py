@@ -188,3 +188,28 @@ def test_current_graph_task_id_is_set_only_during_backward():
     assert engine.current_graph_task_id() == -1
     with pytest.raises(RuntimeError, match="should only be called during the backward pass"):
         engine.will_engine_execute_node(x._edge()[0])
+
+
+def test_setup_context_gets_forward_defaults_in_its_inputs():
+    class Pow(Function):
+        @staticmethod
+        def forward(x, y=3):
+            return x ** y
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            x, y = inputs  # y: forward's default when not passed
+            ctx.save_for_backward(x)
+            ctx.y = y
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * ctx.y * x ** (ctx.y - 1), None
+
+    x = _f64([2.0])
+    Pow.apply(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [12.0])
+    x.grad = None
+    Pow.apply(x, 2).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [4.0])

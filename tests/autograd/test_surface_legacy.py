@@ -166,3 +166,15 @@ def test_out_grad_and_data_assignment_checks():
         a.data = tg.tensor([[1, 2], [3, 4]])
     a.data = tg.ones(2, 2)  # a float is fine
     assert a.requires_grad and a.sum().item() == 4.0
+
+
+def test_materialized_gradients_are_zeros_that_can_be_differentiated_again():
+    x = tg.tensor(0.5, requires_grad=True)
+    y = x * tg.tensor(1.0, requires_grad=True)
+    (dydx,) = tg.autograd.grad(y, x, create_graph=True)
+    assert tg.autograd.grad(dydx, x, create_graph=True, allow_unused=True) == (None,)
+    (d2,) = tg.autograd.grad(dydx, x, create_graph=True, materialize_grads=True)
+    (d3,) = tg.autograd.grad(d2, x, materialize_grads=True)
+    assert d2.item() == 0 and d3.item() == 0 and d2.requires_grad
+    with pytest.raises(ValueError, match="Expected allow_unused to be True or not passed"):
+        tg.autograd.grad(y, x, allow_unused=False, materialize_grads=True)
