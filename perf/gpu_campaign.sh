@@ -626,6 +626,19 @@ if begin_step bench-chain 50 gpu tg; then
     k=$(bench_key "$CUR_LOG")
     end_step "$st" "$(key_of "$st" "$CUR_LOG" "${k:-$(last_line "$CUR_LOG")}")"
 fi
+# the fused kernels (flash attention, implicit-GEMM convolution) against torch's
+if begin_step bench-attention 45 gpu tg; then
+    run_logged "$CUR_T" "$PY" perf/bench_attention.py --device cuda --repeat 5
+    rc=$?
+    st=$(status_of $rc)
+    end_step "$st" "$(key_of "$st" "$CUR_LOG" "$(last_line "$CUR_LOG")")"
+fi
+if begin_step bench-conv 45 gpu tg; then
+    run_logged "$CUR_T" "$PY" perf/bench_conv.py --device cuda --repeat 5
+    rc=$?
+    st=$(status_of $rc)
+    end_step "$st" "$(key_of "$st" "$CUR_LOG" "$(last_line "$CUR_LOG")")"
+fi
 
 # -- 7. the rest of the suite on the real device, in parallel shards, while the NVTX capture, the
 #       examples and ncu run beside them (none of those measures time or device memory) ---------
