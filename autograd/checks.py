@@ -15,7 +15,7 @@ from ..runtime import dtype as dtypes
 from ..runtime import streams as _streams
 from .tensor import Tensor, make
 
-__all__ = ["check_devices_match", "check_generator", "check_index_dtype", "check_index_range",
+__all__ = ["tensor_arg", "check_devices_match", "check_generator", "check_index_dtype", "check_index_range",
            "check_memory_format", "check_same_device", "checked_index", "expected_scalar_type",
            "get_index_check_mode", "guard_index", "index_extremes", "index_out_of_range",
            "operand_on_device", "out_of_bounds", "raise_deferred_index_errors",
@@ -23,6 +23,14 @@ __all__ = ["check_devices_match", "check_generator", "check_index_dtype", "check
 
 
 # -- devices ----------------------------------------------------------------------------------
+
+def tensor_arg(x, op: str, name: str = "input") -> Tensor:
+    """``x`` itself if it is a Tensor, else PyTorch's TypeError naming ``op`` and the
+    argument."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(x).__name__}")
+    return x
+
 
 def check_same_device(like: Tensor, t: Tensor, arg: str, op: str) -> None:
     """PyTorch's RuntimeError unless argument ``arg`` (``t``) of ``op`` is on the device of

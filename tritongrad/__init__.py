@@ -47,9 +47,10 @@ cpu = amp.cpu  # PyTorch's torch.cpu, here only its amp
 import math as _math  # noqa: E402
 
 inf, nan, pi, e = _math.inf, _math.nan, _math.pi, _math.e
-from .autograd.ops.conversion import legacy_tensor_types as _legacy_types  # noqa: E402
+from .autograd.ops.conversion import legacy_tensor_types as _legacy_tensor_types  # noqa: E402
 
-globals().update(_legacy_types("cpu"))
+_legacy_types = _legacy_tensor_types("cpu")
+globals().update(_legacy_types)
 
 __version__ = "0.1.0"
 
@@ -69,7 +70,7 @@ __all__ += ["amp", "autocast", "clear_autocast_cache", "get_autocast_dtype",
             "is_autocast_available", "is_autocast_cache_enabled", "is_autocast_enabled",
             "set_autocast_cache_enabled", "set_autocast_dtype", "set_autocast_enabled"]
 __all__ += list(_ops_all)
-__all__ += ["inf", "nan", "pi", "e"] + list(_legacy_types("cpu"))
+__all__ += ["inf", "nan", "pi", "e"] + list(_legacy_types)
 
 
 def is_tensor(obj) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...runtime import dtype as dtypes
+from ..checks import tensor_arg
 from ..registry import OpInfo
 from ..tensor import Tensor, int_arg, wrap_dim
 from .creation import arange, as_dtype, resolve_device, tensor, zeros
@@ -322,9 +323,7 @@ def trace(input: Tensor) -> Tensor:
         >>> tg.trace(tg.arange(6.).view(2, 3))
         tensor(4.)
     """
-    if not isinstance(input, Tensor):
-        raise TypeError(f"trace(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
+    tensor_arg(input, "trace")
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
     return _diagonal(input, 0).sum()

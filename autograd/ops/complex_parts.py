@@ -12,6 +12,7 @@ views of their input's memory (writing into ``z.real`` does not change ``z``).
 from __future__ import annotations
 
 from ...runtime import dtype as dtypes
+from ..checks import tensor_arg
 from ..dispatch import Primitive, apply, meta
 from ..registry import OpInfo
 from ..tensor import Tensor
@@ -70,17 +71,17 @@ def conj(input: Tensor) -> Tensor:
         >>> tg.tensor([1 + 2j]).conj()
         tensor([1.-2.j])
     """
-    return apply(ConjBackward0, (_tensor(input, "conj"),))
+    return apply(ConjBackward0, (tensor_arg(input, "conj"),))
 
 
 def real(input: Tensor) -> Tensor:
     """The real part (``Tensor.real``): float32 of complex64, float64 of complex128."""
-    return apply(RealBackward0, (_tensor(input, "real"),), False)
+    return apply(RealBackward0, (tensor_arg(input, "real"),), False)
 
 
 def imag(input: Tensor) -> Tensor:
     """The imaginary part (``Tensor.imag``); PyTorch refuses real tensors, and so does this."""
-    input = _tensor(input, "imag")
+    input = tensor_arg(input, "imag")
     if not input.is_complex():
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
     return apply(ImagBackward0, (input,), True)
@@ -88,7 +89,7 @@ def imag(input: Tensor) -> Tensor:
 
 def view_as_real(input: Tensor) -> Tensor:
     """The complex ``input`` as a real tensor with a last dimension of 2 (real, imaginary)."""
-    input = _tensor(input, "view_as_real")
+    input = tensor_arg(input, "view_as_real")
     if not input.is_complex():
         raise RuntimeError("view_as_real is only supported for complex tensors")
     from .shape import stack
@@ -98,20 +99,13 @@ def view_as_real(input: Tensor) -> Tensor:
 def view_as_complex(input: Tensor) -> Tensor:
     """The real ``input`` whose last dimension (of size 2) holds real and imaginary parts, as
     a complex tensor (complex64 of float32, complex128 of float64)."""
-    input = _tensor(input, "view_as_complex")
+    input = tensor_arg(input, "view_as_complex")
     if input.dtype not in (dtypes.float32, dtypes.float64):
         raise RuntimeError(f"view_as_complex is only supported for float and double tensors, "
                            f"but got a tensor of scalar type: {input.dtype}")
     if input.ndim == 0 or input.shape[-1] != 2:
         raise RuntimeError("Tensor must have a last dimension of size 2")
     return input[..., 0] + input[..., 1] * 1j
-
-
-def _tensor(x, op: str) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(x).__name__}")
-    return x
 
 
 # -- the table ---------------------------------------------------------------------------------

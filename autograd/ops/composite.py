@@ -16,7 +16,7 @@ import numbers
 
 from ...runtime import dtype as dtypes
 from ...runtime.dtype import get_default_dtype, result_type
-from ..checks import scalar_type_name
+from ..checks import scalar_type_name, tensor_arg
 from ..registry import OpInfo
 from ..tensor import Tensor
 from .creation import full
@@ -25,14 +25,6 @@ from .pointwise import abs, isfinite, isinf, log1p, logical_and
 from .reduction import mean, std, var
 
 # -- helpers shared by the family (and by linalg_ext's in-place products) ---------------------
-
-
-def tensor_arg(x, op: str, name: str = "input") -> Tensor:
-    """``x`` itself if it is a Tensor, else PyTorch's TypeError naming ``op`` and the
-    argument."""
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(x).__name__}")
-    return x
 
 
 def _is_float(dt) -> bool:

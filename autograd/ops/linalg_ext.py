@@ -16,10 +16,10 @@ from __future__ import annotations
 import math
 import numbers
 
-from ..checks import scalar_type_name, unsupported
+from ..checks import scalar_type_name, tensor_arg, unsupported
 from ..registry import OpInfo
 from ..tensor import Tensor, wrap_dim
-from .composite import tensor_arg, write_result
+from .composite import write_result
 from .creation import as_dtype
 from .elementwise import _result, add, eq, mul, ne, pow, sqrt, where
 from .linalg import bmm, matmul, mm

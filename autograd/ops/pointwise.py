@@ -19,7 +19,7 @@ from ...runtime import dtype as dtypes
 from ...runtime.dtype import result_type
 from ..dispatch import Primitive, apply, apply_inplace, elementwise_jvp, zero_jvp, zeros
 from ..registry import OpInfo, export, with_jvp
-from ..checks import operand_on_device
+from ..checks import operand_on_device, tensor_arg
 from ..tensor import Tensor
 from .creation import checked_scalar, wrapped_scalar
 from .elementwise import (
@@ -91,17 +91,11 @@ class BitwiseNotOp(Primitive):
         return k.unary("bitwise_not", x, out=out)
 
 
-def _tensor_arg(x, op: str) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
-    return x
-
-
 def round(input: Tensor, *, decimals: int = 0, out=None) -> Tensor:  # noqa: A001
     """Rounds half to even, to ``decimals`` decimal places; zero gradient."""
     if decimals == 0:
         return _ROUND.fn(input, out=out)
-    x = _tensor_arg(input, "round")
+    x = tensor_arg(input, "round")
     if not x._dtype.is_floating_point:
         return _result(x.clone(), out)
     scale = 10.0 ** (decimals if decimals >= 0 else -decimals)
@@ -111,7 +105,7 @@ def round(input: Tensor, *, decimals: int = 0, out=None) -> Tensor:  # noqa: A00
 
 def isinf(input: Tensor) -> Tensor:
     """True where an element is +inf or -inf."""
-    x = _tensor_arg(input, "isinf")
+    x = tensor_arg(input, "isinf")
     if not x._dtype.is_floating_point:
         from .creation import zeros
         return zeros(tuple(x.shape), dtype=dtypes.bool, device=x.device)
@@ -120,7 +114,7 @@ def isinf(input: Tensor) -> Tensor:
 
 def isfinite(input: Tensor) -> Tensor:
     """True where an element is neither infinite nor NaN."""
-    x = _tensor_arg(input, "isfinite")
+    x = tensor_arg(input, "isfinite")
     if not x._dtype.is_floating_point:
         from .creation import ones
         return ones(tuple(x.shape), dtype=dtypes.bool, device=x.device)
@@ -244,7 +238,7 @@ def clamp(input: Tensor, min=None, max=None, *, out=None) -> Tensor:  # noqa: A0
     """Clamps every element into [min, max] (numbers or broadcasting tensors; either may be
     None). NaN stays NaN; if min > max every element becomes max. The gradient passes where
     min <= x <= max."""
-    x = _tensor_arg(input, "clamp")
+    x = tensor_arg(input, "clamp")
     dt = _clamp_args(x, min, max, "clamp")
     if x._dtype is not dt:
         x = x.to(dt)
@@ -408,7 +402,7 @@ def _bitwise(name):
 
 def bitwise_not(input: Tensor, *, out=None) -> Tensor:
     """``~x``: bitwise not of integers, logical not of bools."""
-    x = _tensor_arg(input, "bitwise_not")
+    x = tensor_arg(input, "bitwise_not")
     if x._dtype.is_floating_point or x._dtype.is_complex:
         raise RuntimeError(f"bitwise_not: only integer and bool tensors are supported, got "
                            f"{x._dtype}")
@@ -425,24 +419,24 @@ def _as_bool(x, like: Tensor | None = None) -> Tensor | bool:
 
 def logical_and(input: Tensor, other, *, out=None) -> Tensor:
     """True where both are nonzero (any dtypes; a bool tensor)."""
-    return _result(bitwise_and(_as_bool(_tensor_arg(input, "logical_and")), _as_bool(other)),
+    return _result(bitwise_and(_as_bool(tensor_arg(input, "logical_and")), _as_bool(other)),
                    out)
 
 
 def logical_or(input: Tensor, other, *, out=None) -> Tensor:
     """True where either is nonzero (any dtypes; a bool tensor)."""
-    return _result(bitwise_or(_as_bool(_tensor_arg(input, "logical_or")), _as_bool(other)), out)
+    return _result(bitwise_or(_as_bool(tensor_arg(input, "logical_or")), _as_bool(other)), out)
 
 
 def logical_xor(input: Tensor, other, *, out=None) -> Tensor:
     """True where exactly one is nonzero (any dtypes; a bool tensor)."""
-    return _result(bitwise_xor(_as_bool(_tensor_arg(input, "logical_xor")), _as_bool(other)),
+    return _result(bitwise_xor(_as_bool(tensor_arg(input, "logical_xor")), _as_bool(other)),
                    out)
 
 
 def logical_not(input: Tensor, *, out=None) -> Tensor:
     """True where the element is zero (a bool tensor)."""
-    x = _tensor_arg(input, "logical_not")
+    x = tensor_arg(input, "logical_not")
     if x._dtype is dtypes.bool:
         return _result(apply(BitwiseNotOp, (x,)), out)
     return _result(x == 0, out)
