@@ -56,7 +56,8 @@ import warnings
 from ..kernels import backend
 from ..runtime import streams
 from . import anomaly_mode
-from .node import FREED, FREED_MSG, Node, SavedTensor
+from .node import FREED, FREED_MSG, Node
+from .saved import SavedTensor
 from .state import anywhere, state
 from .tensor import Tensor, array_meta, make, view_inplace_error
 

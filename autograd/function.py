@@ -15,7 +15,8 @@ import traceback
 
 from . import anomaly_mode
 from .dispatch import dual_levels, dual_masked
-from .node import Node, SavedTensor
+from .node import Node
+from .saved import SavedTensor
 from .state import state
 from .tensor import Tensor
 

@@ -1,7 +1,7 @@
 """``tritongrad.autograd.graph``: hooks on how tensors saved for backward are stored, and on
 the graph itself.
 
-Ops save some tensors for their backward (saved tensors, node.SavedTensor). Inside
+Ops save some tensors for their backward (saved tensors, saved.SavedTensor). Inside
 ``saved_tensors_hooks(pack_hook, unpack_hook)``, each saved tensor is passed to ``pack_hook``
 when it is saved and whatever that returns is stored instead; ``unpack_hook`` turns it back into
 a tensor when backward needs it. ``save_on_cpu`` uses this to keep saved CUDA tensors in host
