@@ -53,6 +53,15 @@ def kineto_available() -> bool:
     return False
 
 
+def _is_checkpoint_valid() -> bool:
+    """Whether the backward call running in this thread (if any) runs its whole graph, as
+    ``backward()`` without ``inputs`` does: the reentrant checkpoint's recomputation needs
+    that (it refuses ``grad()`` and ``backward(inputs=...)``, which run only part of it)."""
+    from .engine import _local
+    task = _local.task
+    return task is None or task.execute is None
+
+
 class set_multithreading_enabled:  # noqa: N801 - PyTorch's name
     """Context manager and function: whether backward may run on the engine's device threads.
     tritongrad's engine runs every backward on the calling thread (on CUDA it orders the

@@ -1,20 +1,84 @@
 """Anomaly detection: forward tracebacks for failing backward nodes, and NaN checks.
 
 Global, as in PyTorch (not per thread). While enabled, every recorded node keeps the stack of
-the forward call that created it; when its backward raises, that stack is printed first, and a
-backward producing NaN raises an error that names the node.
+the forward call that created it (and, when a backward created it, the node whose backward
+that was: Note [Anomaly parents]). When a node's backward raises during a backward run with
+anomaly mode enabled, a warning shows those stacks before the error propagates, and a backward
+producing NaN raises an error that names the node.
 """
 
 from __future__ import annotations
 
 import functools
+import sys
+import threading
 import warnings
 
-__all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
-           "is_anomaly_check_nan_enabled"]
+__all__ = [
+    "detect_anomaly",
+    "is_anomaly_check_nan_enabled",
+    "is_anomaly_enabled",
+    "set_detect_anomaly",
+]
 
 enabled = False
 check_nan = True
+
+
+# Note [Anomaly parents]
+#   A node recorded while another node's backward runs (create_graph=True, or a Function's
+#   backward that calls ops) was induced by that node: PyTorch's anomaly mode remembers it as
+#   the new node's parent and, when the new node fails in a later backward, reports the
+#   forward traceback of each ancestor after the node's own. The engine names the node it is
+#   running in this thread (``_running``, only in anomaly mode); Node._trace's setter, which
+#   anomaly mode's recording calls, takes it as the parent (``_anomaly_parent``).
+class _Running(threading.local):
+    node = None
+
+
+_running = _Running()
+
+
+def running_node():
+    """The node whose backward runs in this thread under anomaly mode, or None."""
+    return _running.node
+
+
+def set_running_node(node):
+    """Makes ``node`` the running one (None: none); returns the previous one, to restore."""
+    prev, _running.node = _running.node, node
+    return prev
+
+
+def report_error(node) -> None:
+    """Warns where ``node``, whose backward just raised, was recorded: its forward traceback,
+    then that of each ancestor (Note [Anomaly parents]), PyTorch's messages. A warning that
+    the filters turn into an error is printed to stderr instead: the backward's own error is
+    the one to raise."""
+    trace = node._trace
+    if trace is None:
+        _warn(f"Error detected in {node.name()}. No forward pass information available. Enable "
+              f"detect anomaly during forward pass for more information.")
+        return
+    _warn(f"Error detected in {node.name()}. Traceback of forward call that caused the "
+          f"error:\n{''.join(trace)}")
+    parent = node.__dict__.get("_anomaly_parent")
+    while parent is not None:
+        trace = parent._trace
+        if trace is None:
+            _warn(f"Error detected in {parent.name()}. No forward pass information available. "
+                  f"Enable detect anomaly during forward pass for more information.")
+            return
+        _warn(f"\n\nPrevious calculation was induced by {parent.name()}. Traceback of forward "
+              f"call that induced the previous calculation:\n{''.join(trace)}")
+        parent = parent.__dict__.get("_anomaly_parent")
+
+
+def _warn(message: str) -> None:
+    try:
+        warnings.warn(message, UserWarning, stacklevel=4)
+    except Warning as err:
+        print(f"{type(err).__name__}: {message}", file=sys.stderr)
 
 
 def is_anomaly_enabled() -> bool:

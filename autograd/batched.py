@@ -28,10 +28,11 @@ Note [Batched gradients]
 from __future__ import annotations
 
 from ..kernels import backend
-from .dispatch import Primitive, as_shape
+from .dispatch import SINK, Primitive, _apply, _apply_inplace, _forward_into, as_shape
 from .tensor import Tensor, array_meta, make
 
-__all__ = ["Batched", "BatchedArray", "Unbatchable", "apply_node"]
+__all__ = ["Batched", "BatchedArray", "BatchedTensor", "Unbatchable", "apply_node", "batch",
+           "unbatch"]
 
 
 class Unbatchable(Exception):
@@ -97,8 +98,13 @@ class Batched:
         return k.contiguous(k.expand(a, (self.size,) + tuple(a.shape)))
 
     def _elementwise(self, name, fn, args, kwargs):
-        if kwargs.get("out") is not None:
-            return self._each(fn, args, kwargs)
+        out = kwargs.get("out")
+        if out is not None:  # (an in-place op: the result is computed, then written in)
+            if not isinstance(out, BatchedArray):
+                raise Unbatchable(f"{name} of a batched value into an unbatched array")
+            kwargs = {key: v for key, v in kwargs.items() if key != "out"}
+            _copy_(self, self.k.copy_, out, self._elementwise(name, fn, args, kwargs))
+            return out
         nd = max(len(a.shape) for a in args if _is_array(a))
         lined = [self._lined_up(a, nd) for a in args]
         if name == "binary" and args[0].endswith("_backward"):
@@ -329,3 +335,174 @@ def check_batched_outputs(outputs: tuple, grads: tuple) -> int:
         raise RuntimeError("grad(is_grads_batched=True) needs grad_outputs: the batch of "
                            "vectors, one (B, *output.shape) tensor per output")
     return size
+
+
+# -- batched forward AD ------------------------------------------------------------------------
+
+# Note [Batched forward AD]
+#   Forward AD's counterpart of the above (PyTorch's vmap over jvp, which gradcheck's
+#   ``check_batched_forward_grad`` and ``jacobian(strategy="forward-mode", vectorize=True)``
+#   use): a tangent may be a ``BatchedTensor``, a Tensor whose data is a ``BatchedArray``
+#   (B tangents of one primal), so that ONE forward pass computes B Jacobian-vector products.
+#
+#   - Primals are never batched: the primal ops run as always. When an op's input tangents
+#     include a batched one, dispatch runs its ``jvp`` rule under a ``BatchLevel`` (a marker
+#     in ``dispatch.dual_levels``, where the rules' ops would otherwise see no level): every
+#     op the rule applies then goes through ``apply_forward``, which runs the op's forward
+#     ONCE on the ``Batched`` contract (its functions' batching rules, above) when an input
+#     is batched, and as usual otherwise. A custom Function's ``jvp`` runs so too: once, on
+#     the batched tangents;
+#   - a ``BatchedTensor`` looks like one example (``shape``, ``stride()``, ``dim()``), as
+#     the rules are written per example; its ``_k`` is the ``Batched`` contract, so Tensor
+#     methods that go to the backend directly batch as well;
+#   - an op whose forward reaches past the contract runs once per batch entry and its
+#     results are stacked (``op_per_entry``), and a rule that uses a batched tangent outside
+#     any op (reading its values) runs once per entry (``jvp_per_entry``): both are the
+#     fallback, slower but right; the common rules never take it;
+#   - ops on batched tangents record no history: batched tangents are a forward-mode tool
+#     (reverse mode over them, which PyTorch's vmap would allow, is not supported).
+
+
+class BatchedTensor(Tensor):
+    """A batch of tangents of one shape seen as one (Note [Batched forward AD]): its data is
+    a ``BatchedArray``. Made by ``batch``; ``unbatch`` gives the (B, *shape) Tensor back."""
+
+    __slots__ = ()
+
+    @property
+    def _k(self):
+        return Batched(backend(self._device), self._data.data.shape[0])
+
+    def __repr__(self) -> str:
+        return f"BatchedTensor(batch_size={self._data.data.shape[0]}, {make(self._data.data)!r})"
+
+    # (the Tensors made from a batched one's data outside the ops stay batched)
+    def detach(self) -> "BatchedTensor":
+        return _batched_class(Tensor.detach(self))
+
+    @property
+    def data(self) -> "BatchedTensor":
+        return _batched_class(Tensor.data.fget(self))
+
+    def _host_array(self):  # (numpy(), item(), tolist(): one value per entry)
+        raise Unbatchable("the values of a batch of tangents")
+
+
+def _batched_class(t: Tensor) -> Tensor:
+    t.__class__ = BatchedTensor
+    return t
+
+
+def batch_size(t) -> int | None:
+    """The batch size of a batched tangent, None for anything else."""
+    return t._data.data.shape[0] if type(t._data) is BatchedArray else None
+
+
+def _wrap(a) -> Tensor:
+    """A forward's result as a Tensor: batched when the array is."""
+    return _batched_class(make(a)) if type(a) is BatchedArray else make(a)
+
+
+def batch(stacked: Tensor) -> BatchedTensor:
+    """``stacked`` (B, *shape) as B tangents of ``shape``, sharing its memory."""
+    if stacked.ndim == 0:
+        raise RuntimeError("a batch of tangents needs a leading batch dimension")
+    return _wrap(BatchedArray(stacked._data))
+
+
+def unbatch(t: Tensor, size: int) -> Tensor:
+    """A tangent as a (B, *shape) Tensor: a batched one's data, an unbatched one (the same
+    for every entry) expanded to the batch."""
+    if type(t._data) is BatchedArray:
+        return make(t._data.data)
+    return t.expand((size,) + tuple(t.shape))
+
+
+def entry(t, i: int):
+    """Entry ``i`` of a batched tangent (a view); anything else as it is."""
+    if t is None or type(t._data) is not BatchedArray:
+        return t
+    return make(backend(t._device).getitem(t._data.data, (i,)))
+
+
+def with_layout(like: Tensor, tangent: Tensor, copy: bool = False) -> BatchedTensor:
+    """``tangent`` with each entry laid out as ``like`` is (strides, storage offset): as-is if
+    it is so already (and not ``copy``), else a copy in a (B, storage size) buffer whose row i
+    holds entry i, so that ``as_strided`` of the batch (one more strided dim:
+    ``Batched.as_strided``) reads each entry where it reads ``like``. make_dual's rule for a
+    batched tangent."""
+    from .storage import storage_numel
+    data = tangent._data.data
+    k, size = backend(tangent._device), data.shape[0]
+    n = storage_numel(like)
+    strides, offset = tuple(like.stride()), like.storage_offset()
+    if not copy and k.strides(data) == (n,) + strides and k.storage_offset(data) == offset:
+        return tangent
+    buf = k.empty((size, n), tangent._dtype, tangent._device)
+    out = k.as_strided(buf, (size,) + tuple(like.shape), (n,) + strides, offset)
+    k.copy_(out, data)
+    return _wrap(BatchedArray(out))
+
+
+def apply_forward(op, inputs: tuple, params: tuple, size: int):
+    """Primitive ``op`` applied inside a batched jvp rule: its forward once on the ``Batched``
+    contract when an input is batched (no history: Note [Batched forward AD]), else as
+    usual."""
+    for t in inputs:
+        if type(t._data) is BatchedArray:
+            break
+    else:
+        return _apply(op, inputs, params)
+    kb = Batched(backend(inputs[0]._device), size)
+    try:
+        out = op.forward(SINK, kb, *[t._data for t in inputs], *params)
+    except Unbatchable:
+        return op_per_entry(op, inputs, params, size)
+    return tuple([_wrap(o) for o in out]) if type(out) is tuple else _wrap(out)
+
+
+def apply_inplace_forward(op, target: Tensor, others: tuple, params: tuple, size: int) -> None:
+    """An in-place ``op`` inside a batched jvp rule (``apply_forward``'s in-place twin). A
+    batched result written into an unbatched target raises ``Unbatchable``: the rule then
+    runs once per entry."""
+    inputs = (target,) + others
+    if not any(type(t._data) is BatchedArray for t in inputs):
+        _apply_inplace(op, target, others, params)
+        return
+    _forward_into(op, SINK, Batched(backend(target._device), size), inputs, params)
+    target._vc[0] += 1
+
+
+def op_per_entry(op, inputs: tuple, params: tuple, size: int):
+    """The fallback for one op: run on each batch entry, the results stacked."""
+    rows = [_apply(op, tuple([entry(t, i) for t in inputs]), params) for i in range(size)]
+    return _stack_tensors(rows, size)
+
+
+def jvp_per_entry(run, tangents: tuple, size: int) -> tuple:
+    """The fallback for a whole jvp rule: ``run(tangents)`` (the rule, returning a tuple of
+    tangents) once per batch entry, each output's tangents stacked."""
+    rows = [run(tuple([entry(t, i) for t in tangents])) for i in range(size)]
+    return tuple([_stack_tensors([r[j] for r in rows], size) for j in range(len(rows[0]))])
+
+
+def _stack_tensors(rows: list, size: int):
+    """Per-entry results (Tensors, tuples of them, or None) stacked into batched ones; an
+    entry's None is a zero when another entry has a value."""
+    first = next((r for r in rows if r is not None), None)
+    if first is None:
+        return None
+    if type(first) is tuple:
+        return tuple(_stack_tensors([None if r is None else r[j] for r in rows], size)
+                     for j in range(len(first)))
+    kb = Batched(backend(first._device), size)
+    zero = None
+    arrays = []
+    for r in rows:
+        if r is None:
+            if zero is None:
+                zero = kb.k.full(tuple(first.shape), 0, first._dtype, first._device)
+            arrays.append(zero)
+        else:
+            arrays.append(r._data)
+    return _wrap(kb._stack(arrays))

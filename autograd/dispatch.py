@@ -8,7 +8,7 @@ rewrites the modified tensor's history (through ``CopySlices`` when it is a view
 
 A Primitive is a Node subclass named as PyTorch names its backward (``MulBackward0``), with:
 
-    op_name        the forward's name for profiles and NVTX ranges ("mul")
+    op_name        the forward's name; profiles and NVTX ranges show ``aten::<op_name>`` ("mul")
     forward(ctx, k, *arrays, *params) -> array | tuple of arrays
                    ``k`` is the backend module; ``ctx`` the node, or a sink that ignores
                    writes when nothing is recorded. Non-tensor state for backward goes on ctx.
@@ -56,10 +56,11 @@ import warnings
 from ..kernels import backend
 from ..runtime import streams
 from . import anomaly_mode
+from .graph import _before_inplace_write
 from .node import FREED, FREED_MSG, Node
 from .saved import SavedTensor
 from .state import anywhere, state
-from .tensor import Tensor, array_meta, make, view_inplace_error
+from .tensor import Tensor, array_meta, make, view_rebase_error
 
 __all__ = ["Primitive", "apply", "apply_inplace", "SINK", "as_shape", "sum_to", "call", "meta",
            "zeros", "check_internal_overlap", "expanded_dims", "linear_jvp", "bilinear_jvp",
@@ -223,7 +224,7 @@ def sum_to(k, g, shape):
 
 def _observed(fn, op, inputs, params):
     observers = state.observers  # as at entry: an op may add or remove observers
-    tokens = [o.op_enter(op.op_name, state.seq, inputs, params) for o in observers]
+    tokens = [o.op_enter(op, state.seq, inputs, params) for o in observers]
     try:
         return fn(op, inputs, params)
     finally:
@@ -246,7 +247,9 @@ def _apply(op, inputs, params, sink=SINK):
     ctx = sink
     if state.grad_enabled and op.differentiable:
         for t in inputs:
-            if t._requires_grad:
+            # (a view requires grad when its base does, Tensor.requires_grad; then its edge
+            # may still be None, as PyTorch's for a view made under no_grad)
+            if t._requires_grad or (t._base is not None and t._base._requires_grad):
                 ctx = _new_node(op, inputs, dev)
                 break
     n = len(inputs)
@@ -393,18 +396,24 @@ def _record(op, node, inputs, out):
 
 # -- in-place ops ------------------------------------------------------------------------------
 
-def check_inplace(t: Tensor, what: str = "an in-place operation") -> None:
-    """Raises the documented errors for in-place ops autograd cannot allow."""
-    if state.grad_enabled and t._requires_grad and t._grad_fn is None and t._base is None:
-        raise RuntimeError(f"a leaf Variable that requires grad is being used in {what}.")
-    if t._base is not None and state.grad_enabled and t._base._requires_grad \
-            and t._base._grad_fn is None:
-        raise RuntimeError(f"a view of a leaf Variable that requires grad is being used in "
-                           f"{what}.")
-    if t._base is not None:  # views autograd cannot rebase (no_grad views, multi-output ...)
-        msg = view_inplace_error(t)
-        if msg is not None:
-            raise RuntimeError(msg)
+def check_inplace(t: Tensor, requires_grad: bool | None = None,
+                  what: str = "an in-place operation") -> None:
+    """Raises the documented errors for in-place ops autograd cannot allow. ``requires_grad``:
+    whether any input of the op requires grad (default: whether ``t`` does); the autograd
+    checks apply only then, with grad mode on, as PyTorch's check_inplace."""
+    if requires_grad is None:
+        requires_grad = t.requires_grad
+    if requires_grad and state.grad_enabled:
+        base = t._base
+        if base is not None:  # views autograd cannot rebase (no_grad views, multi-output ...)
+            msg = view_rebase_error(t)
+            if msg is not None:
+                raise RuntimeError(msg)
+            if base._grad_fn is None and t.requires_grad:
+                raise RuntimeError(f"a view of a leaf Variable that requires grad is being used "
+                                   f"in {what}.")
+        elif t._requires_grad and t._grad_fn is None:
+            raise RuntimeError(f"a leaf Variable that requires grad is being used in {what}.")
     if t._inference and not state.inference:
         raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
                            "allowed. You can make a clone to get a normal tensor before doing "
@@ -466,14 +475,15 @@ def apply_inplace(op: type, target: Tensor, others: tuple, *params) -> Tensor:
 def _apply_inplace(op, target, others, params, sink=SINK):
     """The in-place write and its history; returns the forward's ctx (the node, or ``sink``
     when nothing records)."""
-    check_inplace(target)
-    check_internal_overlap(op, target)
     inputs = (target,) + others
+    # (a view requires grad when its base does: Tensor.requires_grad)
+    record = state.grad_enabled and any(t.requires_grad for t in inputs)
+    check_inplace(target, record)
+    check_internal_overlap(op, target)
+    if anywhere.saved_hooks and state.saved_hooks:  # (allow_mutation_on_saved_tensors clones
+        _before_inplace_write(target)                # what was saved from target's storage)
     dev = target._device
     k = backend(dev)
-    record = state.grad_enabled and any(t._requires_grad for t in inputs)
-    if record and target._base is not None and not target._requires_grad:
-        record = True  # writing grad-requiring values into a view makes its base require grad
     if not record:
         _forward_into(op, sink, k, inputs, params)
         target._vc[0] += 1
@@ -525,7 +535,9 @@ def _apply_inplace(op, target, others, params, sink=SINK):
 # - in place, the rule sees the target's value from before the write (a copy) and the new
 #   tangent is written into the target's tangent in place, so that views sharing it (a view's
 #   tangent is the same view of its base's) see the change; a view without a tangent whose
-#   base has none gives its base a zero tangent first, as PyTorch does.
+#   base has none gives its base a zero tangent first, as PyTorch does, and any other target
+#   without one gets a copy of the new tangent in its own layout, never an input's tangent
+#   (``write_inplace_tangent``; custom Functions' dirty inputs go through it too).
 
 dual_levels: list = []  # the active forward AD levels (forward_ad.py owns it; at most one)
 _get_tangent = _set_tangent = None  # forward_ad's tangent slot, installed when it loads
@@ -536,15 +548,35 @@ def install_forward_ad(get_tangent, set_tangent) -> None:
     _get_tangent, _set_tangent = get_tangent, set_tangent
 
 
+class BatchLevel:
+    """The level a jvp rule on batched tangents runs under (Note [Batched forward AD],
+    autograd/batched.py): in ``dual_levels`` it sends the rule's ops to
+    ``batched.apply_forward``, which batches those that get a batched tangent."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, size: int):
+        self.size = size
+
+
 class dual_masked:  # (a context manager: named as one)
     """Masks the active dual level: ops inside propagate no tangents (the jvp rules' own ops,
-    make_dual's and unpack_dual's aliases)."""
+    make_dual's and unpack_dual's aliases). A batch level stays (a rule run on batched
+    tangents masks inside it too); ``batch``, a batch size, adds one: for a rule given
+    batched tangents."""
 
-    __slots__ = ("_saved",)
+    __slots__ = ("_saved", "_batch")
+
+    def __init__(self, batch: int | None = None):
+        self._batch = batch
 
     def __enter__(self):
-        self._saved = dual_levels[:]
+        saved = self._saved = dual_levels[:]
         dual_levels.clear()
+        if saved and type(saved[-1]) is BatchLevel:
+            dual_levels.append(saved[-1])
+        elif self._batch is not None:
+            dual_levels.append(BatchLevel(self._batch))
         return self
 
     def __exit__(self, *exc):
@@ -574,9 +606,15 @@ def _input_tangents(op, inputs):
 def _run_jvp(op, ctx, inputs, tangents, out, params) -> tuple:
     """The outputs' tangents (None where an output has none), fitted to their outputs."""
     outs = out if type(out) is tuple else (out,)
-    with dual_masked():
-        res = op.jvp(ctx, traced, inputs, tangents, out, *params)
-        res = res if type(res) is tuple else (res,)
+    size = batch_of(tangents)
+    if size is None:
+        with dual_masked():
+            res = op.jvp(ctx, traced, inputs, tangents, out, *params)
+    else:
+        res = run_batched(lambda ts: op.jvp(ctx, traced, inputs, ts, out, *params), tangents,
+                          size)
+    res = res if type(res) is tuple else (res,)
+    with dual_masked(size):
         fitted = []
         for i, (o, t) in enumerate(zip(outs, res)):
             if t is None or i in op.nondiff_outputs or not (o._dtype.is_floating_point
@@ -591,7 +629,33 @@ def _run_jvp(op, ctx, inputs, tangents, out, params) -> tuple:
     return tuple(fitted)
 
 
+def batch_of(tangents) -> int | None:
+    """The batch size of the batched tangents among ``tangents``, None if none is batched."""
+    for t in tangents:
+        if t is not None and type(t._data) is BatchedArray:
+            return t._data.data.shape[0]
+    return None
+
+
+def run_batched(rule, tangents: tuple, size: int):
+    """``rule(tangents)``, a jvp rule given batched tangents (``size`` per batch), run once on
+    the batch, or, when it uses them outside the ops (``Unbatchable``), once per batch entry
+    (Note [Batched forward AD])."""
+    try:
+        with dual_masked(size):
+            return rule(tangents)
+    except Unbatchable:
+        def run(ts):
+            with dual_masked():
+                res = rule(ts)
+            return res if type(res) is tuple else (res,)
+        return _batched.jvp_per_entry(run, tangents, size)
+
+
 def _apply_dual(op, inputs, params):
+    level = dual_levels[-1]
+    if type(level) is BatchLevel:  # an op of a jvp rule on batched tangents
+        return _batched.apply_forward(op, inputs, params, level.size)
     found = _input_tangents(op, inputs)
     ctx = SINK if found is None else _new(op)  # a ctx that keeps the forward's state
     if anywhere.observers and state.observers:
@@ -617,6 +681,10 @@ def _apply_dual(op, inputs, params):
 
 
 def _apply_inplace_dual(op, target, others, params):
+    level = dual_levels[-1]
+    if type(level) is BatchLevel:
+        _batched.apply_inplace_forward(op, target, others, params, level.size)
+        return target
     inputs = (target,) + others
     found = _input_tangents(op, inputs)
     if found is None:
@@ -637,18 +705,46 @@ def _apply_inplace_dual(op, target, others, params):
     else:
         node = _apply_inplace(op, target, others, params, ctx)
     t_out, = _run_jvp(op, node, (before,) + others, tangents, target, params)
-    with dual_masked():
-        if t_out is None:
-            from .ops.creation import zeros_like
-            t_out = zeros_like(target)
-        current = _get_tangent(target, level)
+    write_inplace_tangent(target, level, t_out)
+    return target
+
+
+def write_inplace_tangent(target: Tensor, level: int, t_out: Tensor | None) -> None:
+    """Gives ``target``, just modified in place, the tangent ``t_out`` (None: zero), written
+    into its current tangent so that views sharing it see the change (a view without one
+    gets its part of its base's). A target without a tangent gets a copy in its own layout,
+    never ``t_out`` itself, which may be an input's tangent (copy_'s) or a broadcast view of
+    one: the target's tangent is its own, as in PyTorch. A batch of tangents (Note [Batched
+    forward AD]) written where there was none gives the target a batch of its own, which the
+    base of a view does not see."""
+    current = _get_tangent(target, level)
+    size = batch_of((t_out, current))
+    with dual_masked(size):
+        if size is not None and (current is None or type(current._data) is not BatchedArray):
+            _set_tangent(target, level, _batched.with_layout(target, t_out, copy=True))
+            return
         if current is None and target._base is not None:
             current = _view_tangent(target, level)
         if current is None:
-            _set_tangent(target, level, t_out)
+            from .ops.creation import empty_strided
+            current = empty_strided(tuple(target.shape), target.stride(), dtype=target._dtype,
+                                    device=target._device)
+            _set_tangent(target, level, current)
+        if t_out is None:
+            current.zero_()
         else:
             current.copy_(t_out)
-    return target
+
+
+def refuse_out_dual(name: str, result: Tensor, out: Tensor) -> None:
+    """Raises PyTorch's error for an out= function (``name``, e.g. "add") under forward AD
+    when its result (computed with tangents, so carrying one if an input did) or ``out``
+    has a tangent: out= functions have no forward-AD formula in PyTorch either."""
+    if dual_levels:
+        level = dual_levels[-1]
+        if _get_tangent(result, level) is not None or _get_tangent(out, level) is not None:
+            raise RuntimeError(f"Trying to use forward AD with {name}_out that does not support "
+                               f"it because it is an out= function")
 
 
 def _view_tangent(view_: Tensor, level):
@@ -729,3 +825,8 @@ def elementwise_jvp(ctx, k, primals, tangents, out, *params):
 def zero_jvp(ctx, k, primals, tangents, out, *params):
     """A zero tangent (rounding ops, integer division: their derivative is zero)."""
     return zeros(k, out.shape, out)
+
+
+# (last: batched.py builds on this module)
+from . import batched as _batched  # noqa: E402
+from .batched import BatchedArray, Unbatchable  # noqa: E402

@@ -4,13 +4,16 @@
 many edges lead into it; a node is ready once all of them have delivered (gradients arriving
 on one input slot are summed); ready nodes run newest first (highest sequence number, leaf
 accumulation before anything else), as PyTorch's engine orders them. With ``inputs`` given,
-only the nodes on a path to an input run, and ``grad()`` captures the gradient flowing into
-each input instead of accumulating it.
+only the nodes on a path to an input run; ``grad()`` captures the gradient flowing into each
+input instead of accumulating it, ``backward(inputs=...)`` runs the inputs' own nodes too and
+makes a non-leaf input retain its gradient (``retain_grad``, which stays on, as in PyTorch).
 
 Around each node: tensor hooks (which may replace a gradient), the capture, ``retain_grad``,
 node pre-hooks, the node itself (under its NVTX range / profiler event and anomaly checks;
 for a leaf, accumulation into ``.grad`` and then its post-accumulate-grad hooks), node
-post-hooks, then release of its saved tensors unless ``retain_graph``. One loop
+post-hooks, then release of its saved tensors unless ``retain_graph``; under observers all of
+it inside their ``evaluate_enter``/``evaluate_exit`` (PyTorch's profiler event
+``autograd::engine::evaluate_function: <Node>``). One loop
 (``_GraphTask.run``) runs every node, by one of two paths chosen by one test: when nothing
 watches the backward and nothing hangs on the node, only its rule runs (``_run_rule``, which
 also runs chains of such nodes on raw arrays); otherwise all of the above (``_run_full``).
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import sys
 import threading
 import warnings
@@ -81,11 +85,7 @@ def _make_grads(outputs: tuple, grads, what: str, batched: bool = False) -> list
     out = []
     for i, (t, g) in enumerate(zip(outputs, grads)):
         if type(t) is GradientEdge:
-            # (a node's outputs keep no shape here: the gradient is given, and trusted)
-            if not isinstance(g, Tensor):
-                raise RuntimeError(f"grad can be implicitly created only for scalar outputs "
-                                   f"(output {i} is a GradientEdge: give its gradient)")
-            out.append(g)
+            out.append(_edge_grad(t, g, i))
             continue
         if g is None:
             if t._requires_grad and t.numel() != 1:
@@ -116,9 +116,40 @@ def _make_grads(outputs: tuple, grads, what: str, batched: bool = False) -> list
     return out
 
 
+def _edge_grad(edge: GradientEdge, g, i: int) -> Tensor:
+    """The root gradient of a GradientEdge output: ``g`` as given (trusted: an edge has no
+    tensor to check it against), or, when None, ones for a one-element output whose
+    metadata its node knows (Node._output_metadata), as PyTorch builds it from the node's
+    input metadata."""
+    if isinstance(g, Tensor):
+        return g
+    meta = edge.node._output_metadata(edge.output_nr)
+    if meta is None:
+        raise RuntimeError(f"grad can be implicitly created only for scalar outputs (output "
+                           f"{i} is a GradientEdge whose node does not know its shape: give "
+                           f"its gradient)")
+    shape, dtype, device = meta
+    if math.prod(shape) != 1:
+        raise RuntimeError(f"grad can be implicitly created only for scalar outputs (output "
+                           f"{i} has shape {list(shape)})")
+    if dtype.is_complex:
+        raise RuntimeError("grad can be implicitly created only for real scalar outputs")
+    return make(backend(device).full(tuple(shape), 1, dtype, device), dtype)
+
+
 def _ones_like(t: Tensor) -> Tensor:
     # (the backend's fill, not creation.ones_like: this is on every loss.backward())
     return make(backend(t._device).full(t._data.shape, 1, t._dtype, t._device), t._dtype)
+
+
+# PyTorch's warning (from its engine, for every backward() with create_graph=True): each
+# leaf's new .grad is then recorded, and its graph holds the leaf.
+_CREATE_GRAPH_CYCLE = (
+    "Using backward() with create_graph=True will create a reference cycle between the "
+    "parameter and its gradient which can cause a memory leak. We recommend using "
+    "autograd.grad when creating the graph to avoid this. If you have to use this function, "
+    "make sure to reset the .grad fields of your parameters to None after use to break the "
+    "cycle and avoid the leak.")
 
 
 def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
@@ -156,6 +187,8 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
     grads = _make_grads(tensors, grad_tensors, "backward")
     if retain_graph is None:
         retain_graph = create_graph
+    if create_graph:
+        warnings.warn(_CREATE_GRAPH_CYCLE, UserWarning, stacklevel=2)
     run_backward(tensors, grads, retain_graph, create_graph, inputs, allow_unused=True,
                  accumulate=True)
 
@@ -191,10 +224,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
         allow_unused = materialize_grads
     outputs = _tensor_tuple(outputs, "grad(outputs)", edges=True)
     inputs = _tensor_tuple(inputs, "grad(inputs)", edges=True)
-    if materialize_grads and any(isinstance(t, GradientEdge) for t in inputs):
-        # (a zero gradient needs the input's shape, which an edge does not know)
-        raise RuntimeError("materialize_grads cannot be used when the given input is a "
-                           "GradientEdge")
     batch = None
     if is_grads_batched:  # Note [Batched gradients]
         batch = batched.check_batched_outputs(outputs, _tensor_tuple(
@@ -205,11 +234,16 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
     result = run_backward(outputs, grads, retain_graph, create_graph, inputs, allow_unused,
                           accumulate=False, batch=batch)
     if materialize_grads:
+        # (an unused GradientEdge input has no zeros to stand in: an edge knows no shape)
+        if any(g is None and isinstance(t, GradientEdge) for t, g in zip(inputs, result)):
+            raise RuntimeError("materialize_grads cannot be used when the given input is a "
+                               "GradientEdge")
         from .ops.creation import zeros
-        # (zeros that require grad, as PyTorch's: a further grad() of them is zeros again)
+        # (under create_graph the zeros require grad, as PyTorch's: a further grad() of them
+        # is zeros again; without it a gradient has no history, used or not)
         lead = () if batch is None else (batch,)
         result = [zeros(lead + tuple(t.shape), dtype=t.dtype, device=t.device,
-                        requires_grad=True) if g is None else g
+                        requires_grad=create_graph) if g is None else g
                   for t, g in zip(inputs, result)]
     return tuple(result)
 
@@ -244,13 +278,15 @@ def run_backward(outputs, grads, keep_graph: bool, create_graph: bool, inputs, a
                 continue
             if not t._requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
+            if accumulate:
+                t.retain_grad()  # as PyTorch: backward(inputs=[non-leaf]) fills its .grad
             targets.append(t._edge())
     if _RETAINING:
         refresh_retained()  # Note [retain_grad after in-place]
     prev = state.grad_enabled
     state.grad_enabled = create_graph
     try:
-        task = _GraphTask(roots, targets, inputs, keep_graph, create_graph, accumulate, batch)
+        task = _GraphTask(roots, targets, keep_graph, create_graph, accumulate, batch)
         if outer is not None:
             task.depth = outer.depth + 1
         _local.task = task
@@ -368,18 +404,16 @@ class _GraphTask:
     final_callbacks = None  # queue_callback's list, run when the graph is done
     depth = 0  # backward calls this one runs inside, on this thread (Note [Reentrant backward])
 
-    def __init__(self, roots, targets, inputs, keep_graph, create_graph, accumulate,
-                 batch=None):
+    def __init__(self, roots, targets, keep_graph, create_graph, accumulate, batch=None):
         self.id = next(_task_ids)
         self.batch = batch
         self.roots = roots
-        self.inputs = inputs
         self.keep_graph = keep_graph
         self.create_graph = create_graph
         self.accumulate = accumulate
         self.captured = [None] * (len(targets) if targets else 0)
-        self.captures = None  # node -> [(slot, index into captured)]
-        if targets is not None:
+        self.captures = None  # grad(): node -> [(slot, index into captured)]
+        if targets is not None and not accumulate:
             self.captures = {}
             for i, (node, slot) in enumerate(targets):
                 self.captures.setdefault(node, []).append((slot, i))
@@ -416,16 +450,16 @@ class _GraphTask:
                     stack.append(nx)
                     order.append(nx)
         # A node runs if a target lies strictly beyond it; backward(inputs=...) also runs the
-        # leaves' own AccumulateGrad nodes.
+        # targets themselves (as PyTorch: a leaf's AccumulateGrad, a non-leaf's grad_fn, whose
+        # hooks then run; the non-leaf's .grad comes from retain_grad, run_backward).
         target_nodes = {n for n, _ in targets}
         leads, execute = {}, set()
         for n in _topo_reverse(order):
             beyond = any(leads.get(nx, False) for nx, _ in n.next_functions if nx is not None)
             leads[n] = beyond or n in target_nodes
-            if beyond or (self.accumulate and n in target_nodes
-                          and isinstance(n, AccumulateGrad)):
+            if beyond or (self.accumulate and n in target_nodes):
                 execute.add(n)
-        relevant = execute | set(self.captures)
+        relevant = execute | set(self.captures or ())
         for n in execute:
             for nx, _ in n.next_functions:
                 if nx is not None and nx in relevant:
@@ -455,8 +489,14 @@ class _GraphTask:
                 if deps.get(node, 0) == 0 and (relevant is None or node in relevant)]
         heapq.heapify(heap)
         pop, push, add = heapq.heappop, heapq.heappush, self._sum
+        observers = state.observers
         fast = self.captures is None and self.execute is None and streams is None \
-            and not state.observers and not anomaly_mode.enabled and self.batch is None
+            and not observers and not anomaly_mode.enabled and self.batch is None
+        # observers that want PyTorch's "autograd::engine::evaluate_function: <Node>" event
+        # around each node; read once per task, as PyTorch's engine captures the profiler's
+        # thread-local state when the graph task starts
+        evaluating = tuple([(o.evaluate_enter, o.evaluate_exit) for o in observers
+                            if hasattr(o, "evaluate_enter")]) if observers else ()
         while heap:
             node = pop(heap)[2]
             grads = buffers.pop(node, None)
@@ -468,6 +508,8 @@ class _GraphTask:
             if fast and not node._hooked and type(node) is not AccumulateGrad \
                     and grads[0] is not None:
                 node, outs = self._run_rule(node, grads, heap, buffers)
+            elif evaluating:
+                outs = self._run_evaluated(node, grads, evaluating)
             else:
                 outs = self._run_full(node, grads)
             if outs is not None:
@@ -544,23 +586,20 @@ class _GraphTask:
         return node, tuple([None if o is None else make(o) for o in outs])
 
     def _run_full(self, node, grads):
-        """The full path, in order: tensor hooks and ``retain_grad``, the ``grad()`` /
-        ``inputs=`` capture, pre-hooks, the rule (skipped when every gradient is None, unless
-        a Function materializes them; under observers, on the node's stream, with anomaly
-        checks), post-hooks, release. Returns the input gradients, or None when the node is
-        only captured, not run."""
+        """The full path, in order: tensor hooks and ``retain_grad``, the ``grad()`` capture,
+        pre-hooks, the rule (skipped when every gradient is None, unless a Function
+        materializes them; under observers, on the node's stream, with anomaly checks),
+        post-hooks (which run even when the rule was skipped, as in PyTorch), release.
+        Returns the input gradients, or None when the node is only captured, not run."""
         if node._tensor_hooks is not None or node._retained is not None or (
                 type(node) is AccumulateGrad and node.variable._hooks):
             _run_tensor_hooks(node, grads)
         if self.captures is not None:
             for slot, i in self.captures.get(node, ()):
                 g = grads[slot] if slot < len(grads) else None
-                if g is not None and not self.accumulate:
+                if g is not None:
                     prev = self.captured[i]
                     self.captured[i] = g if prev is None else prev + g
-                elif g is not None and not isinstance(node, AccumulateGrad) \
-                        and isinstance(self.inputs[i], Tensor):
-                    _retain(self.inputs[i], g)  # backward(inputs=[non-leaf]) fills its .grad
             g = None
         if self.execute is not None and node not in self.execute:
             return None
@@ -569,21 +608,20 @@ class _GraphTask:
                 r = h(tuple(grads))
                 if r is not None:
                     grads[:] = _checked_hook_values(h, r, len(grads))
+            r = None  # (a reference to the gradients: Note [Gradient stealing])
+        undefined = True  # every gradient is None: the rule has nothing to run on
         for g in grads:
             if g is not None:
+                undefined = False
                 break
-        else:
-            if not getattr(node, "_materialize", False):
-                outs = (None,) * len(node.next_functions)
-                if not self.keep_graph:
-                    node._release()
-                return outs
         g = None
-        if state.observers or self.streams is not None or anomaly_mode.enabled:
+        if undefined and not getattr(node, "_materialize", False):
+            outs = (None,) * len(node.next_functions)
+        elif state.observers or self.streams is not None or anomaly_mode.enabled:
             outs = self._call(node, grads)
         else:
             outs = self._apply(node, grads)
-        if node._post_hooks:
+        if node._post_hooks:  # (they run even when the rule did not, as in PyTorch)
             for h in tuple(node._post_hooks.values()):
                 r = h(outs, tuple(grads))
                 if r is not None:
@@ -592,23 +630,41 @@ class _GraphTask:
             node._release()
         return outs
 
+    def _run_evaluated(self, node, grads, evaluating):
+        """``_run_full`` inside each observer's ``evaluate_enter``/``evaluate_exit``."""
+        tokens = [enter(node) for enter, _ in evaluating]
+        try:
+            return self._run_full(node, grads)
+        finally:
+            for (_, exit_), tok in zip(evaluating, tokens):
+                exit_(tok)
+
     def _call(self, node, grads):
         """``_apply`` with observers told, on the node's stream, with anomaly checks."""
         observers = state.observers
         tokens = [o.node_enter(node, grads) for o in observers] if observers else None
         stream_ctx = self.streams.run_on(node) if self.streams is not None else None
+        anomaly = anomaly_mode.enabled
+        if anomaly:  # nodes its rule records are its children (Note [Anomaly parents])
+            outer_node = anomaly_mode.set_running_node(node)
         try:
             if stream_ctx is not None:
                 with stream_ctx:
                     outs = self._apply(node, grads)
             else:
                 outs = self._apply(node, grads)
+            if anomaly and anomaly_mode.check_nan:
+                _check_nan(node, outs)
+        except Exception:
+            if anomaly:
+                anomaly_mode.report_error(node)
+            raise
         finally:
+            if anomaly:
+                anomaly_mode.set_running_node(outer_node)
             if tokens:
                 for o, tok in zip(observers, tokens):
                     o.node_exit(tok)
-        if anomaly_mode.enabled and anomaly_mode.check_nan:
-            _check_nan(node, outs)
         return outs
 
     def _apply(self, node, grads):
@@ -618,17 +674,9 @@ class _GraphTask:
             if var._post_acc_hooks:
                 _run_post_accumulate_hooks(var)
             return ()
-        try:
-            if self.batch is not None:
-                return batched.apply_node(node, grads, self.batch, self.create_graph)
-            return node.apply(*grads)
-        except Exception:
-            if node._trace is not None:
-                warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that "
-                              f"caused the error:\n{''.join(node._trace)}", UserWarning,
-                              stacklevel=2)
-            raise
-
+        if self.batch is not None:
+            return batched.apply_node(node, grads, self.batch, self.create_graph)
+        return node.apply(*grads)
 
     def _add(self, buffers, node, slot, g, producer_stream) -> None:
         """Adds a root gradient to ``node``'s input buffer."""
@@ -857,8 +905,9 @@ def accumulate_grad(var: Tensor, g: Tensor, create_graph: bool, steal: bool = Tr
     ``steal=False`` always copies a new ``.grad``: for callers off the engine's one call path,
     whose references Note [Gradient stealing] does not count.
     """
-    if g._dtype is not var._dtype:
-        g = g.to(var._dtype)
+    want = var._accumulated_dtype()  # grad_dtype: the tensor's dtype unless set; None: any
+    if want is not None and g._dtype is not want:
+        g = g.to(want)
     # (inline, not a helper call: _stealable counts the references to g, Note [Gradient
     # stealing])
     with _accumulate_lock:

@@ -26,6 +26,8 @@ import weakref
 from typing import NamedTuple
 
 from . import dispatch
+from .batched import BatchedArray, with_layout
+from .storage import has_same_meta, new_with_same_meta
 from .tensor import Tensor
 
 __all__ = [
@@ -148,14 +150,18 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
     if get_tangent(tensor, level) is not None:
         raise RuntimeError(f"Making a dual Tensor based on a Tensor that already has a forward "
                            f"gradient at the same level {level} is not supported.")
+    if get_tangent(tangent, level) is not None:  # (PyTorch's wording, "level0" included)
+        raise RuntimeError(f"Setting a forward grad that itself has a forward gradient at the "
+                           f"same level{level} is not supported.")
     with dispatch.dual_masked():
         dual = tensor.view(tensor.shape)  # an alias with tensor's backward history
-        if tangent.stride() != tensor.stride() and tangent.numel() > 1:
+        if type(tangent._data) is BatchedArray:  # (Note [Batched forward AD]: each entry so)
+            tangent = with_layout(tensor, tangent)
+        elif not has_same_meta(tensor, tangent):
             # a view of the dual must read the tangent's elements where it reads the
-            # primal's (as_strided): the tangent is copied into the primal's layout
-            from .ops.creation import empty_strided
-            tangent = empty_strided(tuple(tensor.shape), tensor.stride(), dtype=tangent.dtype,
-                                    device=tangent.device).copy_(tangent)
+            # primal's (as_strided, storage offsets included): the tangent is copied into
+            # the primal's layout
+            tangent = new_with_same_meta(tensor, tangent)
     set_tangent(dual, level, tangent)
     return dual
 
@@ -234,6 +240,12 @@ def get_tangent(t: Tensor, level: int) -> Tensor | None:
     """``t``'s tangent at ``level``, or None."""
     grads = t.__dict__.get("_fw_grads")
     return None if grads is None else grads.get(level)
+
+
+def current_tangent(t: Tensor) -> Tensor | None:
+    """``t``'s tangent at the active level, or None (no level, or no tangent): what a
+    tensor's repr shows as ``tangent=``."""
+    return get_tangent(t, _levels[-1]) if _levels else None
 
 
 def set_tangent(t: Tensor, level: int, tangent: Tensor) -> None:

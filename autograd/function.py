@@ -5,6 +5,13 @@ tensor argument requires grad, makes the outputs the results of one node of clas
 ``MyFuncBackward`` (a ``BackwardCFunction``), which is also the ``ctx`` both static methods
 receive. ``backward`` returns one gradient per ``forward`` argument (None for non-tensors and
 for inputs that need none); wrong counts, shapes or devices are reported against the function.
+
+The outputs follow PyTorch's rules (``_wrap_outputs``): an input returned as-is comes back as
+a view of itself, an input marked dirty keeps its identity and gets the node as its history,
+and views among the outputs refuse in-place writes (Note [View + in-place], tensor.py).
+Under forward AD, ``jvp`` gives the outputs' tangents, checked to keep the same aliasing:
+a dirty input's tangent modified in place and returned as-is, a view's tangent a view of its
+input's (``_set_output_tangents``).
 """
 
 from __future__ import annotations
@@ -12,10 +19,11 @@ from __future__ import annotations
 import functools
 import inspect
 import traceback
+import warnings
 
 from . import anomaly_mode
-from .dispatch import dual_levels, dual_masked
-from .node import Node
+from .dispatch import batch_of, dual_levels, dual_masked, run_batched
+from .node import FREED, AccumulateGrad, Node
 from .saved import SavedTensor
 from .state import state
 from .tensor import Tensor
@@ -85,15 +93,29 @@ class BackwardCFunction(FunctionCtx, Node):
         """The tensors saved by ``save_for_backward`` (in ``jvp``: by ``save_for_forward``)."""
         if self.__dict__.get("_in_jvp"):
             return self.__dict__.get("_saved_for_forward") or ()
-        return Node.saved_tensors.__get__(self)
+        if self.__dict__.get("_saved_taken"):
+            raise RuntimeError(
+                "saved_tensors can only be accessed once when clear_saved_tensors_on_access=True "
+                "is set on the autograd.Function. Either access saved_tensors only once, or set "
+                "clear_saved_tensors_on_access=False.")
+        saved = Node.saved_tensors.__get__(self)
+        cls = self._forward_cls
+        if cls is not None and cls.clear_saved_tensors_on_access and self._saved is not None:
+            # hand the tensors over: once backward drops them they can be freed before the
+            # rest of the graph is done
+            self._saved = FREED
+            self._saved_taken = True
+        return saved
 
     def apply(self, *grads):
-        cls = self._forward_cls
         if self._materialize:
-            grads = tuple(_zeros(meta) if g is None and meta is not None else g
-                          for g, meta in zip(grads, self._output_meta))
-        backward = cls.backward if not _uses_vjp(cls) else cls.vjp
-        out = backward(self, *grads)
+            # (a non-differentiable output's gradient stays None when the forward set
+            # ctx._materialize_non_diff_grads = False, as PyTorch's)
+            keep = () if self.__dict__.get("_materialize_non_diff_grads", True) \
+                else self._nondiff_outputs
+            grads = tuple(_zeros(meta) if g is None and meta is not None and i not in keep
+                          else g for i, (g, meta) in enumerate(zip(grads, self._output_meta)))
+        out = _user_backward(self._forward_cls)(self, *grads)
         if not isinstance(out, tuple):
             out = (out,)
         n_args = len(self._is_tensor_arg)
@@ -133,13 +155,21 @@ class BackwardCFunction(FunctionCtx, Node):
         if g.device is not device:
             raise RuntimeError(f"Function {self.name()} returned an invalid gradient at index "
                                f"{position} - expected device {device} but got {g.device}")
-        if g.dtype is not dtype:
+        node = self.next_functions[slot][0]
+        if isinstance(node, AccumulateGrad):  # a leaf: its grad_dtype decides (None: any)
+            dtype = node.variable._accumulated_dtype()
+        if dtype is not None and g.dtype is not dtype:
             g = g.to(dtype)
         return g
 
 
-def _uses_vjp(cls) -> bool:
-    return "vjp" in cls.__dict__ and "backward" not in cls.__dict__
+def _user_backward(cls):
+    """The Function's ``vjp`` or ``backward``, whichever it defines (PyTorch refuses both)."""
+    backward, vjp = cls.backward, cls.vjp
+    if backward is not Function.backward and vjp is not Function.vjp:
+        raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is not "
+                           "allowed. You should only implement one of them.")
+    return vjp if vjp is not Function.vjp else backward
 
 
 def _zeros(meta):
@@ -179,7 +209,6 @@ class Function(metaclass=_FunctionMeta):
     """
 
     def __init__(self, *args, **kwargs):
-        import warnings
         warnings.warn(f"{type(self).__name__} should not be instantiated. Methods on autograd "
                       f"functions are all static, so you should invoke them on the class "
                       f"itself.", DeprecationWarning, stacklevel=2)
@@ -210,6 +239,10 @@ class Function(metaclass=_FunctionMeta):
 
     vjp = backward
 
+    # Whether backward's first read of ctx.saved_tensors drops the node's references to them
+    # (a second read raises), so that each can be freed as soon as backward is done with it.
+    clear_saved_tensors_on_access = False
+
     @staticmethod
     def jvp(ctx, *grad_inputs):
         raise NotImplementedError("You must implement the jvp function for custom "
@@ -223,7 +256,7 @@ class Function(metaclass=_FunctionMeta):
             return cls._apply(args, kwargs)
         inputs = tuple(a for a in args if isinstance(a, Tensor))
         params = tuple(a for a in args if not isinstance(a, Tensor))
-        tokens = [o.op_enter(cls.__name__, state.seq, inputs, params) for o in observers]
+        tokens = [o.op_enter(cls, state.seq, inputs, params) for o in observers]
         try:
             return cls._apply(args, kwargs)
         finally:
@@ -278,38 +311,118 @@ def _apply_dual(cls, args, kwargs):
     """``apply`` under forward AD: ``forward`` runs on the primals (the level masked, as
     PyTorch's custom functions see no forward grads), then ``jvp(ctx, *tangents)`` (one per
     ``forward`` argument, None where there is none) gives the outputs' tangents."""
-    from .forward_ad import get_tangent, set_tangent
+    from .forward_ad import get_tangent
     level = dual_levels[-1]
-    tangents = tuple(get_tangent(a, level) if isinstance(a, Tensor) else None for a in args)
+    given = tuple(get_tangent(a, level) if isinstance(a, Tensor) else None for a in args)
     ctx = cls._backward_cls()
+    ctx._fw_raw = None  # asks _wrap_outputs for forward's own outputs (the checks need them)
     with dual_masked():
         result = cls._apply(args, kwargs, ctx)
-    if all(t is None for t in tangents):
+    raw, dirty = ctx.__dict__.pop("_fw_raw")
+    if all(t is None for t in given):
         return result
-    outs = result if isinstance(result, tuple) else (result,)
-    if ctx._materialize:  # tensor inputs with no tangent get zeros, as backward's grads do
+    versions = tuple(None if t is None else t._vc[0] for t in given)
+    tangents = given
+    if ctx._materialize:  # inputs with no tangent get zeros, as backward's grads do
         from .ops.creation import zeros_like
-        tangents = tuple(zeros_like(a) if t is None and isinstance(a, Tensor) else t
-                         for a, t in zip(args, tangents))
+        tangents = tuple(zeros_like(a) if t is None and _differentiable(a) else t
+                         for a, t in zip(args, given))
     ctx._in_jvp = True
     try:
-        with dual_masked():
-            res = cls.jvp(ctx, *tangents)
+        size = batch_of(tangents)
+        if size is None:
+            with dual_masked():
+                res = cls.jvp(ctx, *tangents)
+        else:  # (once on the batch, as under PyTorch's vmap: Note [Batched forward AD])
+            res = run_batched(lambda ts: cls.jvp(ctx, *ts), tangents, size)
     finally:
         ctx._in_jvp = False
     res = res if isinstance(res, tuple) else (res,)
+    outs = result if isinstance(result, tuple) else (result,)
     if len(res) != len(outs):
         raise RuntimeError(f"function {ctx.name()} returned an incorrect number of forward "
                            f"gradients (expected {len(outs)}, got {len(res)})")
-    for i, (o, t) in enumerate(zip(outs, res)):
-        if t is None or not isinstance(o, Tensor):
+    _set_output_tangents(ctx, args, given, versions, raw, dirty, outs, res, level)
+    return result
+
+
+def _differentiable(t) -> bool:
+    return isinstance(t, Tensor) and (t._dtype.is_floating_point or t._dtype.is_complex)
+
+
+def _set_output_tangents(ctx, args, given, versions, raw, dirty, outs, res, level) -> None:
+    """Gives the outputs the tangents ``jvp`` returned, with PyTorch's checks that they keep
+    the forward's aliasing (its _process_forward_mode_AD): an input modified in place must
+    have its tangent modified in place and returned as-is, and an output that is a view of an
+    input (an input returned as-is is one) must get a view of that input's tangent."""
+    from .dispatch import write_inplace_tangent
+    from .forward_ad import set_tangent
+    position = {id(a): i for i, a in enumerate(args) if isinstance(a, Tensor)}
+    bases = {}  # an input's base (itself if not a view) -> the input's position
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            bases.setdefault(id(a if a._base is None else a._base), i)
+    for i, (r, o, t) in enumerate(zip(raw, outs, res)):
+        if not isinstance(r, Tensor) or i in ctx._nondiff_outputs:
+            if t is not None:
+                raise RuntimeError(f"Function's jvp returned a gradient at position {i}, but  "
+                                   f"the corresponding forward output is not a differentiable "
+                                   f"Tensor.You should return None at that position instead.")
+            continue
+        if t is None:
             continue
         if tuple(t.shape) != tuple(o.shape):
             raise RuntimeError(f"Function {ctx.name()} returned an invalid forward gradient at "
                                f"index {i} - got {list(t.shape)} but expected shape "
                                f"{list(o.shape)}")
-        set_tangent(o, level, t if t.dtype is o.dtype else t.to(o.dtype))
-    return result
+        if t.dtype is not o.dtype:
+            with dual_masked(batch_of((t,))):
+                t = t.to(o.dtype)
+        if id(r) in dirty:
+            j = position.get(id(r))
+            if j is None:
+                raise RuntimeError("Only input Tensors should be given to ctx.mark_dirty(). If "
+                                   "a Tensor is not an input, there is no need to pass it to "
+                                   "mark_dirty().")
+            if given[j] is None:
+                write_inplace_tangent(o, level, t)
+            elif t._vc[0] == versions[j]:
+                raise RuntimeError(_NOT_INPLACE_JVP)
+            elif t is not given[j]:
+                raise RuntimeError(_NOT_AS_IS_JVP)
+            continue
+        j = None if o._base is None else bases.get(id(o._base))
+        if j is not None:
+            if given[j] is None:  # a view whose input has no tangent: as an in-place op
+                write_inplace_tangent(o, level, t)
+                continue
+            _check_view_tangent(t, given[j])
+        set_tangent(o, level, t)
+
+
+_NOT_INPLACE_JVP = (
+    "An inplace custom Function is not modifying the forward mode gradients inplace. If the "
+    "forward is modifying an input inplace, then the jvp function must modify the "
+    "corresponding gradient inplace.")
+_NOT_AS_IS_JVP = (
+    "An inplace custom Function is not returning the forward mode gradients as-is. If the "
+    "forward is modifying an input inplace, then the jvp function must modify the gradient "
+    "inplace and return it as-is.")
+
+
+def _check_view_tangent(t, input_tangent) -> None:
+    """The tangent of an output that is a view of an input must be a view of that input's
+    tangent (of its base, when that tangent is itself a view)."""
+    if t._base is None:
+        raise RuntimeError("A custom Function's forward is returning a view (or an input "
+                           "as-is) but the jvp is not returning a view.")
+    if input_tangent._base is not None:
+        if t._base is not input_tangent._base:
+            raise RuntimeError("A custom Function is returning a view but the jvp is not "
+                               "returning a view of the same base as the given grad input.")
+    elif t._base is not input_tangent:
+        raise RuntimeError("A custom Function is returning a view but the jvp is not returning "
+                           "a view of the given grad input.")
 
 
 def _overrides(cls, name) -> bool:
@@ -319,55 +432,117 @@ def _overrides(cls, name) -> bool:
     return False
 
 
+_MARK_DIRTY_NOT_INPUT = ("ctx.mark_dirty() received a tensor that was not an input. Only input "
+                         "Tensors that have been mutated should be passed to ctx.mark_dirty().")
+_DIRTY_VIEW_MULTI_OUTPUT = (
+    "If your Function modifies inplace an input that is a view of another Tensor, your "
+    "Function cannot return more than one Tensor. This is not supported by the current "
+    "autograd engine. You should either make sure the input is not a view (using .clone() for "
+    "example) or make your Function only return one Tensor (potentially splitting it into two "
+    "Functions: one doing the inplace that returns a single Tensor and a second one that does "
+    "the other operations). You can ask on the forum https://discuss.pytorch.org/ if you need "
+    "help to do this change.")
+
+
 def _wrap_outputs(ctx, args, outputs, record: bool):
+    """Gives ``forward``'s outputs their history, as PyTorch's _process_backward_mode_ad.
+
+    A differentiable output (a floating tensor not marked non-differentiable, when the call
+    records) gets ``ctx`` as its ``grad_fn``; an input returned as-is is returned as a view of
+    itself carrying that history; an input marked dirty keeps its identity and has its
+    history rewritten through ``ctx``. Non-differentiable outputs that are inputs requiring
+    grad come back as detached aliases.
+    """
     is_tuple = isinstance(outputs, tuple)
-    outs = list(outputs) if is_tuple else [outputs]
-    dirty = {id(t) for t in ctx.__dict__.get("_dirty", ())}
-    nondiff = {id(t) for t in ctx.__dict__.get("_non_differentiable", ())}
+    raw = outputs if is_tuple else (outputs,)
+    outs = list(raw)
+    # (taken off ctx: it is the outputs' grad_fn, and must not keep them alive)
+    dirty = {id(t) for t in ctx.__dict__.pop("_dirty", ())}
+    marked = {id(t) for t in ctx.__dict__.pop("_non_differentiable", ())}
     inputs = {id(a) for a in args if isinstance(a, Tensor)}
-    for t in ctx.__dict__.get("_dirty", ()):
-        if id(t) not in inputs:
-            raise RuntimeError("mark_dirty only accepts input tensors: ctx.mark_dirty() "
-                               "received a tensor that was not an input.")
-    ctx.num_outputs = len(outs)
-    meta = []
+    n = len(outs)
+    ctx.num_outputs = n
+    meta, nondiff, linked = [], [], set()  # linked: outputs whose history runs through ctx
     for i, t in enumerate(outs):
         if not isinstance(t, Tensor):
             meta.append(None)
             continue
         meta.append((tuple(t.shape), t.dtype, t.device))
-        if id(t) in dirty:
+        key = id(t)
+        is_input, modified = key in inputs, key in dirty
+        if modified:
             t._vc[0] += 1
-            if record and id(t) not in nondiff:
-                from .dispatch import check_inplace
-                check_inplace(t)
-                if t._base is None:
-                    t._grad_fn, t._output_nr, t._requires_grad = ctx, i, True
-                else:
-                    from .ops.views import rebase_history
-                    rebase_history(t, ctx)
-            continue
-        if id(t) in inputs:
-            # Returning an input unchanged: the output is an alias with this node's history.
-            alias = t.detach()
-            alias._base = t._base
-            outs[i] = t = alias
-        if record and id(t) not in nondiff:
-            if not (t.dtype.is_floating_point or t.dtype.is_complex):
-                continue  # integer outputs cannot require grad
-            t._grad_fn, t._output_nr, t._requires_grad = ctx, i, True
-            if t._base is not None:  # Note [View + in-place] (tensor.py)
-                t._creation_meta = "custom_function"
+        if key in marked or not (t.dtype.is_floating_point or t.dtype.is_complex):
+            nondiff.append(i)
+        elif record:
+            if modified:
+                _rebase_dirty(ctx, t, i, is_input, n)
+            else:
+                if is_input:
+                    outs[i] = t = _view_as_self(t)
+                t._grad_fn, t._output_nr, t._requires_grad = ctx, i, True
+                if t._base is not None:  # (a view's history is now current: PyTorch's too)
+                    t._view_version = t._vc[0]
+            linked.add(id(t))
+        if i in nondiff or not record:
+            if t._requires_grad:  # not differentiable: never the input itself with grad
+                if is_input:
+                    outs[i] = t = t.detach()
+                elif t._base is None:
+                    t.detach_()
+            elif is_input and not modified:
+                outs[i] = t = _view_as_self(t)
+        if t._base is not None and not (is_input and modified):
+            t._creation_meta = "custom_function"  # Note [View + in-place] (tensor.py)
+    if len(linked) > 1:  # several differentiable outputs: none of their views may be written
+        for t in outs:
+            if isinstance(t, Tensor) and t._base is not None and t._grad_fn is not None:
+                t._creation_meta = "multi_output"
+    if dirty and not dirty <= {id(t) for t in raw}:
+        raise RuntimeError("Some elements marked as dirty during the forward method were not "
+                           "returned as output. The inputs that are modified inplace must all "
+                           "be outputs of the Function.")
     ctx._output_meta = tuple(meta)
+    ctx._nondiff_outputs = tuple(nondiff)
+    if "_fw_raw" in ctx.__dict__:  # (forward AD: _apply_dual's checks read them)
+        ctx._fw_raw = raw, dirty
     if record:
         to_save = ctx.__dict__.pop("_to_save", None)
         if to_save is not None:
-            out_ids = {id(t): i for i, t in enumerate(outs) if isinstance(t, Tensor)}
+            # An output is saved without its history (a reference cycle through ctx
+            # otherwise): a mutated view's history is its base's, which runs through ctx too.
+            out_ids = {id(t): i for i, t in enumerate(outs) if id(t) in linked}
             ctx._saved = [None if t is None else
-                          SavedTensor(t, id(t) in out_ids and t._grad_fn is ctx,
-                                      out_ids.get(id(t), 0))
+                          SavedTensor(t, id(t) in out_ids, out_ids.get(id(t), 0))
                           for t in to_save]
     return tuple(outs) if is_tuple else outs[0]
+
+
+def _rebase_dirty(ctx, t, i: int, is_input: bool, n: int) -> None:
+    """Makes ``ctx`` the history of ``t``, modified in place by ``forward``."""
+    if t._requires_grad and t._grad_fn is None and t._base is None:
+        raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
+                           "operation.")
+    if not is_input:
+        if t._base is not None:
+            raise RuntimeError(_MARK_DIRTY_NOT_INPUT)
+        warnings.warn(_MARK_DIRTY_NOT_INPUT, UserWarning, stacklevel=5)
+    if t._base is not None and n > 1:
+        raise RuntimeError(_DIRTY_VIEW_MULTI_OUTPUT)
+    from .dispatch import check_inplace
+    check_inplace(t)
+    if t._base is None:
+        t._grad_fn, t._output_nr, t._requires_grad = ctx, i, True
+    else:
+        from .ops.views import rebase_history
+        rebase_history(t, ctx)
+
+
+def _view_as_self(t: Tensor) -> Tensor:
+    """``t.view_as(t)`` with no history: an input returned as-is is returned as this view of
+    it, as in PyTorch (so an in-place change of it is refused, Note [View + in-place])."""
+    from .ops.views import _as_view
+    return _as_view(t.detach(), t)
 
 
 def once_differentiable(fn):
@@ -375,10 +550,11 @@ def once_differentiable(fn):
     and a double backward through its results raises a clear error.
 
     Under ``create_graph=True`` (grad mode on while ``backward`` runs) with a gradient that
-    requires grad, each result is given a ``grad_fn`` whose backward raises "trying to
-    differentiate twice a function that was marked with @once_differentiable", as PyTorch's
-    does. (As in PyTorch, that node's edges lead to detached aliases of the results, not to
-    the function's inputs: ``grad()`` towards an input reports it unused.)
+    requires grad, the results are given one ``grad_fn``, an ``Error`` node whose backward
+    raises "trying to differentiate twice a function that was marked with
+    @once_differentiable", as PyTorch's does. (As in PyTorch, that node's edges lead to
+    detached aliases of the results, None for a result that is not a tensor, not to the
+    function's inputs: ``grad()`` towards an input reports it unused.)
     """
     @functools.wraps(fn)
     def wrapper(ctx, *args):
@@ -395,9 +571,12 @@ def once_differentiable(fn):
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
         # The results were computed without recording: an alias of each that requires grad
-        # gives DelayedError an input to record against, so the results get its grad_fn.
-        fake = tuple(_fake_requires_grad(o) for o in outs)
-        err = DelayedError.apply(_ONCE_DIFFERENTIABLE_MSG, *fake)
+        # gives the Error node an edge (PyTorch's DelayedError does the same).
+        diff = tuple(_differentiable(o) for o in outs)
+        node = Error(_ONCE_DIFFERENTIABLE_MSG, tuple(
+            _fake_requires_grad(o)._edge() if d else (None, 0) for o, d in zip(outs, diff)))
+        err = tuple(o._with_history(node, i) if d else o
+                    for i, (o, d) in enumerate(zip(outs, diff)))
         return err[0] if single else err
     return wrapper
 
@@ -406,11 +585,26 @@ _ONCE_DIFFERENTIABLE_MSG = ("trying to differentiate twice a function that was m
                             "@once_differentiable")
 
 
-def _fake_requires_grad(t):
-    if isinstance(t, Tensor) and (t._dtype.is_floating_point or t._dtype.is_complex):
-        t = t.detach()
-        t._requires_grad = True
+def _fake_requires_grad(t: Tensor) -> Tensor:
+    t = t.detach()
+    t._requires_grad = True
     return t
+
+
+class Error(Node):
+    """A node whose backward raises ``msg`` (PyTorch's ``Error``): the ``grad_fn`` of
+    ``once_differentiable``'s results, one output per result."""
+
+    def __init__(self, msg: str, next_functions: tuple):
+        Node.__init__(self)
+        self.msg = msg
+        self.next_functions = next_functions
+        self.num_outputs = len(next_functions)
+        self._seq = state.seq
+        state.seq += 1
+
+    def apply(self, *grads):
+        raise RuntimeError(self.msg)
 
 
 class DelayedError(Function):

@@ -14,9 +14,9 @@ input (or output), a tuple for a tuple, a tuple of tuples where both are tuples.
   ``vectorize=True``, ONE batched backward for all rows (``grad(..., is_grads_batched=True)``
   with the identity as the batch of grad_outputs: each node's rule runs once for the whole
   batch, Note [Batched gradients] in autograd/batched.py). With ``strategy="forward-mode"``
-  (which PyTorch allows only with ``vectorize=True``) it takes one forward pass on dual
-  tensors per input element (one column): tangents are not batched, so those columns are
-  computed one by one.
+  (which PyTorch allows only with ``vectorize=True``) it takes ONE forward pass on dual
+  tensors whose tangents are a batch, the standard basis (Note [Batched forward AD]): entry
+  r of each output's tangent is column r.
 * ``hessian`` is the jacobian of the gradient; ``outer_jacobian_strategy="forward-mode"``
   takes that outer jacobian in forward mode (forward-over-reverse: the tangents flow through
   the backward pass, recorded with create_graph).
@@ -375,7 +375,8 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
 def _unit_grad_output(out: Tensor, j: int) -> Tensor:
     """A fresh tensor shaped like ``out`` with a 1 at flat (row-major) index ``j``."""
     from .ops.creation import arange
-    return arange(out.numel(), device=out.device).eq(j).to(out.dtype).view(out.shape)
+    # (view before eq: the result owns its memory, as a tangent handed to make_dual must)
+    return arange(out.numel(), device=out.device).view(out.shape).eq(j).to(out.dtype)
 
 
 def _stack_rows(rows: list, out_shape, ref: Tensor) -> Tensor:
@@ -395,9 +396,10 @@ def _stack_rows(rows: list, out_shape, ref: Tensor) -> Tensor:
 
 
 def _jacfwd(func, inputs, strict: bool, vectorize: bool):
-    """The Jacobian in forward mode: one pass of ``func`` on dual tensors per input element,
-    whose output tangents are that element's column (``vectorize`` cannot batch them without
-    vmap: the columns are computed one by one either way)."""
+    """The Jacobian in forward mode: ONE pass of ``func`` on dual tensors whose tangents are a
+    batch (Note [Batched forward AD], autograd/batched.py): the standard basis over all
+    inputs' elements together, each input's tangent its block of rows, so that entry r of
+    each output's tangent is column r of the Jacobian (PyTorch's vmap over jvp)."""
     if strict:
         raise RuntimeError('torch.autograd.functional.jacobian: `strict=True` and '
                            '`strategy="forward-mode"` are not supported together (yet). Please '
@@ -406,32 +408,46 @@ def _jacfwd(func, inputs, strict: bool, vectorize: bool):
         raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse "
                                   "Hessian is only implemented for `vectorize=True`.")
     from . import forward_ad
-    from .ops.creation import zeros_like
+    from .batched import batch, unbatch
+    from .ops.creation import eye, zeros
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
     # The inputs require grad so that a function differentiating itself (hessian's jac_func:
     # forward-over-reverse) keeps their duals in its graph by a view, not a detach, which
     # would drop their tangents; the result is detached at the end.
     inputs = _grad_preprocess(inputs, create_graph=False, need_graph=True)
-    columns = None  # columns[i][k]: the columns of d outputs[i] / d inputs[k]
-    outputs = is_outputs_tuple = None
-    for k, inp in enumerate(inputs):
-        for j in range(inp.numel()):
-            with forward_ad.dual_level():
-                args = list(inputs)
-                args[k] = forward_ad.make_dual(inp, _unit_grad_output(inp, j))
-                outs = func(*args)
-                is_outputs_tuple, outs = _as_tuple(outs, "outputs of the user-provided "
-                                                   "function", "jacobian")
-                unpacked = [forward_ad.unpack_dual(o) for o in outs]
-            outputs = tuple(u.primal for u in unpacked)
-            if columns is None:
-                columns = [[[] for _ in inputs] for _ in outputs]
-            for i, u in enumerate(unpacked):
-                columns[i][k].append(zeros_like(u.primal) if u.tangent is None else u.tangent)
-    result = tuple(_grad_postprocess(tuple(_stack_columns(columns[i][k], out, inp)
-                                           for k, inp in enumerate(inputs)), False)
-                   for i, out in enumerate(outputs))
-    return _tuple_postprocess(result, (is_outputs_tuple, is_inputs_tuple))
+    sizes = [inp.numel() for inp in inputs]
+    total = sum(sizes)
+    tangents = []
+    start = 0
+    for inp, n in zip(inputs, sizes):
+        basis = zeros((total, n), dtype=inp.dtype, device=inp.device)
+        if n:
+            basis[start:start + n] = eye(n, dtype=inp.dtype, device=inp.device)
+        tangents.append(basis.view((total,) + tuple(inp.shape)))
+        start += n
+    with forward_ad.dual_level():
+        if total:
+            args = [forward_ad.make_dual(inp, batch(t)) for inp, t in zip(inputs, tangents)]
+        else:  # (no element: an empty batch of tangents is none)
+            args = list(inputs)
+        is_outputs_tuple, outs = _as_tuple(func(*args), "outputs of the user-provided "
+                                           "function", "jacobian")
+        unpacked = [forward_ad.unpack_dual(o) for o in outs]
+    result = []
+    for u in unpacked:
+        out = u.primal
+        cols = None if u.tangent is None or not total else unbatch(u.tangent, total)
+        blocks, start = [], 0
+        for inp, n in zip(inputs, sizes):
+            shape = tuple(out.shape) + tuple(inp.shape)
+            if cols is None or not n or not out.numel():
+                blocks.append(zeros(shape, dtype=out.dtype, device=out.device))
+            else:
+                block = cols[start:start + n].reshape(n, out.numel())
+                blocks.append(block.t().reshape(shape))
+            start += n
+        result.append(_grad_postprocess(tuple(blocks), False))
+    return _tuple_postprocess(tuple(result), (is_outputs_tuple, is_inputs_tuple))
 
 
 def _jacrev_vectorized(outputs: tuple, inputs: tuple, is_outputs_tuple: bool,
@@ -467,17 +483,6 @@ def _jacrev_vectorized(outputs: tuple, inputs: tuple, is_outputs_tuple: bool,
     return _tuple_postprocess(result, (is_outputs_tuple, is_inputs_tuple))
 
 
-def _stack_columns(cols: list, out: Tensor, inp: Tensor) -> Tensor:
-    """The Jacobian block of shape ``out.shape + inp.shape`` from its columns (one per
-    element of ``inp``, each shaped like ``out``)."""
-    n, m = inp.numel(), out.numel()
-    if n == 0:
-        from .ops.creation import zeros
-        return zeros(tuple(out.shape) + tuple(inp.shape), dtype=out.dtype, device=out.device)
-    block = _stack_rows(cols, (n,), out)  # (n, *out.shape)
-    return block.reshape(n, m).t().reshape(tuple(out.shape) + tuple(inp.shape))
-
-
 @_shared_doc()
 def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
              vectorize: bool = False, strategy: str = "reverse-mode"):
@@ -490,8 +495,8 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
             together with it, as in PyTorch. Defaults to ``False``.
         strategy (str, optional): Set to ``"forward-mode"`` or ``"reverse-mode"`` to
             determine whether the Jacobian will be computed with forward or reverse mode AD.
-            Currently, ``"forward-mode"`` requires ``vectorized=True`` (which here still takes
-            one forward pass per input element: tangents are not batched). Defaults to
+            Currently, ``"forward-mode"`` requires ``vectorized=True`` (one forward pass
+            with a batch of tangents, one per input element). Defaults to
             ``"reverse-mode"``. If ``func`` has more outputs than inputs, ``"forward-mode"``
             tends to be more performant. Otherwise, prefer to use ``"reverse-mode"``.
 

@@ -5,8 +5,9 @@ Ops save some tensors for their backward (saved tensors, saved.SavedTensor). Ins
 ``saved_tensors_hooks(pack_hook, unpack_hook)``, each saved tensor is passed to ``pack_hook``
 when it is saved and whatever that returns is stored instead; ``unpack_hook`` turns it back into
 a tensor when backward needs it. ``save_on_cpu`` uses this to keep saved CUDA tensors in host
-memory until backward, ``allow_mutation_on_saved_tensors`` to keep copies that in-place ops
-cannot reach. The hook stack is thread-local; only the innermost pair applies.
+memory until backward, ``allow_mutation_on_saved_tensors`` to swap in copies of saved tensors
+that an in-place op is about to modify (Note [Clone on mutate]). The hook stack is
+thread-local; only the innermost pair applies.
 
 On the graph: ``GradientEdge`` / ``get_gradient_edge`` name where a tensor's gradient flows
 (usable as ``inputs=`` of ``grad`` and ``backward``), ``register_multi_grad_hook`` runs one
@@ -15,11 +16,14 @@ hook for the gradients of several tensors, ``increment_version`` bumps version c
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Sequence
+import weakref
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
-from .node import CLONE_ON_SAVE, Node, RemovableHandle
+from .node import Node, RemovableHandle
 from .state import set_mode, state
 
 __all__ = ["GradientEdge", "Node", "allow_mutation_on_saved_tensors", "disable_saved_tensors_hooks",
@@ -60,15 +64,20 @@ class saved_tensors_hooks:
         self.pack_hook = pack_hook
         self.unpack_hook = unpack_hook
 
+    # Entering pushes this pair onto the thread's hook stack and exiting pops the innermost
+    # pair, as PyTorch's push / pop do: an object entered twice is on the stack twice.
     def __enter__(self):
         if state.saved_hooks_disabled is not None:
             raise RuntimeError(state.saved_hooks_disabled)
-        self._prev = state.saved_hooks
-        set_mode("saved_hooks", self._prev + ((self.pack_hook, self.unpack_hook),))
+        set_mode("saved_hooks", state.saved_hooks + ((self.pack_hook, self.unpack_hook),))
         return self
 
     def __exit__(self, *exc):
-        set_mode("saved_hooks", self._prev)
+        hooks = state.saved_hooks
+        if not hooks:
+            raise RuntimeError("saved_tensors_hooks: exiting a context with no saved tensor "
+                               "hooks set (more exits than enters)")
+        set_mode("saved_hooks", hooks[:-1])
         return False
 
 
@@ -124,15 +133,144 @@ class disable_saved_tensors_hooks:
         return False
 
 
-class allow_mutation_on_saved_tensors:
+# Note [Clone on mutate]
+#   allow_mutation_on_saved_tensors is PyTorch's design: a pair of saved-tensor hooks and a
+#   check before each in-place write, sharing an _AllowMutationOnSavedContext.
+#   - The pack hook stores a _Handle instead of the tensor. Tensors are told apart by "tid"
+#     (identity, storage, version): a tensor saved several times before it changes is stored
+#     once (``original[handle]``), under one handle that every node saving it keeps alive.
+#     Aliasing goes by "sid" (storage, version): ``sid_to_tid`` lists the tensors saved from
+#     each storage at each version.
+#   - Before an op writes into a tensor in place (dispatch calls ``_before_inplace_write``),
+#     each tensor still saved from that storage at its current version is cloned, once:
+#     ``cloned[handle]`` takes over from ``original[handle]``, and the unpack hook returns the
+#     clone, the value as it was when saved.
+#   - The maps are weak on the handle: when the nodes that saved a tensor are gone (freed by
+#     backward, or their graph deleted), its entries go too, and a later write clones
+#     nothing. The tables are cleared when the context exits; unpacking after that, or under
+#     another such context, is an error.
+#   The storage is named by its base address (the first element's address, less the storage
+#   offset), where PyTorch uses data_ptr(): a view at an offset into a saved tensor's storage
+#   is then a write into that storage too.
+
+class _Handle:
+    """The packed form of a saved tensor under allow_mutation_on_saved_tensors: a weakref-able
+    key into the context's tables (Note [Clone on mutate]), with the version it was saved at."""
+
+    __slots__ = ("__weakref__", "version")
+
+    def __init__(self, version: int):
+        self.version = version
+
+
+def _storage_ptr(t) -> int:
+    # (in the backend array's own units: a host bfloat16 array holds 4-byte elements)
+    return t.data_ptr() - t.storage_offset() * t._data.itemsize
+
+
+def _get_tid(t) -> tuple:
+    """A saved tensor's identity: which tensor, on which storage, at which version."""
+    return (id(t), _storage_ptr(t), t._vc[0])
+
+
+def _get_sid(t) -> tuple:
+    """A storage at a version: what every alias of a tensor written in place shares."""
+    return (_storage_ptr(t), t._vc[0])
+
+
+_BACKWARD_OUTSIDE_MSG = ("Trying to backward outside of the 'allow_mutation_on_saved_tensors' "
+                         "context in which the graph was originally recorded.")
+
+
+class _AllowMutationOnSavedContext:
+    """What allow_mutation_on_saved_tensors keeps (Note [Clone on mutate]): ``original`` and
+    ``cloned`` map handles to the saved tensors and to their copies, ``tid_to_weakhandle``
+    tensor ids to handles, ``sid_to_tid`` storage ids to the tensor ids saved from them."""
+
+    def __init__(self) -> None:
+        self.cloned: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.original: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.tid_to_weakhandle: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        self.sid_to_tid: defaultdict = defaultdict(set)
+
+    def clear(self) -> None:
+        self.cloned.clear()
+        self.original.clear()
+        self.tid_to_weakhandle.clear()
+        self.sid_to_tid.clear()
+
+    def pack(self, tensor) -> _Handle:
+        """The pack hook: the handle the tensor is stored under."""
+        tid = _get_tid(tensor)
+        self.sid_to_tid[_get_sid(tensor)].add(tid)
+        handle = self.tid_to_weakhandle.get(tid)
+        if handle is None:  # (the same tensor at the same version may be saved many times)
+            handle = self.tid_to_weakhandle[tid] = _Handle(tensor._vc[0])
+            self.original[handle] = tensor
+        return handle
+
+    def unpack(self, handle: _Handle):
+        """The unpack hook: the tensor as it was saved, its clone if it was written since."""
+        if _mutation_ctx is None:
+            raise AssertionError(_BACKWARD_OUTSIDE_MSG)
+        t = self.cloned.get(handle)
+        if t is not None:
+            return t
+        t = self.original.get(handle)
+        if t is None:
+            raise AssertionError(_BACKWARD_OUTSIDE_MSG)
+        if t._vc[0] != handle.version:  # written without an op (numpy(), a raw kernel)
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation that allow_mutation_on_saved_tensors did not see (so it "
+                f"could not clone it first): is at version {t._vc[0]}; expected version "
+                f"{handle.version} instead.")
+        return t
+
+    def clone_before_write(self, t) -> None:
+        """Clones the tensors still saved from ``t``'s storage at its current version."""
+        tids = self.sid_to_tid.get(_get_sid(t))
+        if not tids:
+            return
+        for tid in tids:
+            handle = self.tid_to_weakhandle.get(tid)
+            # None: saved once, but the nodes that saved it are gone (freed by a backward)
+            if handle is None or handle in self.cloned:
+                continue
+            original = self.original.pop(handle)
+            prev = state.grad_enabled
+            state.grad_enabled = False  # a stored value, not history
+            try:
+                self.cloned[handle] = original.clone()
+            finally:
+                state.grad_enabled = prev
+
+
+# The active allow_mutation_on_saved_tensors context (one per process, as in PyTorch).
+_mutation_ctx: _AllowMutationOnSavedContext | None = None
+
+
+def _before_inplace_write(t) -> None:
+    """Called by dispatch before an op writes into ``t`` in place, when this thread has
+    saved-tensor hooks: under allow_mutation_on_saved_tensors, the tensors saved from ``t``'s
+    storage are cloned first (Note [Clone on mutate])."""
+    ctx = _mutation_ctx
+    if ctx is not None:
+        ctx.clone_before_write(t)
+
+
+@contextlib.contextmanager
+def allow_mutation_on_saved_tensors() -> Iterator[_AllowMutationOnSavedContext]:
     """Context manager under which mutating tensors saved for backward is allowed.
 
     Under this context manager, tensors saved for backward are cloned on mutation, so the
     original version can still be used during backward. Normally, mutating a tensor saved for
     backward will result in an error raised when it's used during backward.
 
-    tritongrad has no op interception to clone a tensor only when it is mutated: each tensor
-    saved inside the context is copied when it is saved (more memory, the same gradients).
+    To ensure the correct behavior, both the forward and backward should be run under the
+    same context manager. It yields the ``_AllowMutationOnSavedContext`` holding its state
+    (useful for debugging), which is cleared when the context exits (Note [Clone on
+    mutate]).
 
     Example:
         >>> with tg.autograd.graph.allow_mutation_on_saved_tensors():
@@ -144,19 +282,18 @@ class allow_mutation_on_saved_tensors:
         >>> a.grad
         tensor([2., 4.])
     """
-
-    def __enter__(self):
-        if any(pack is CLONE_ON_SAVE for pack, _ in state.saved_hooks):
-            raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
-        if state.saved_hooks_disabled is not None:
-            raise RuntimeError(state.saved_hooks_disabled)
-        self._prev = state.saved_hooks
-        set_mode("saved_hooks", self._prev + ((CLONE_ON_SAVE, None),))
-        return self
-
-    def __exit__(self, *exc):
-        set_mode("saved_hooks", self._prev)
-        return False
+    global _mutation_ctx
+    ctx = _AllowMutationOnSavedContext()
+    with saved_tensors_hooks(ctx.pack, ctx.unpack):
+        try:
+            if _mutation_ctx is not None:
+                raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
+            _mutation_ctx = ctx
+            yield ctx
+        finally:
+            ctx.clear()
+            if _mutation_ctx is ctx:
+                _mutation_ctx = None
 
 
 class GradientEdge(NamedTuple):
@@ -181,6 +318,8 @@ def get_gradient_edge(tensor) -> GradientEdge:
         raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does "
                            "not require gradients")
     node, output_nr = tensor._edge()
+    # (the edge may outlive the tensor: backward(edge) then still knows the output's shape)
+    node._note_output(output_nr, tensor)
     return GradientEdge(node, output_nr)
 
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 import itertools
 import weakref
 
-from .state import anywhere, state
+from . import anomaly_mode
+from .state import state
 
-__all__ = ["Node", "AccumulateGrad", "RemovableHandle", "FREED", "FREED_MSG", "CLONE_ON_SAVE"]
+__all__ = ["Node", "AccumulateGrad", "RemovableHandle", "FREED", "FREED_MSG"]
 
 # tensor.make, installed by autograd/tensor.py when it loads (it imports this module, so this
 # one cannot import it back at load time; saved outputs become tensors on the hot path).
@@ -69,10 +70,6 @@ class _Freed:
 
 FREED = _Freed()
 
-# The pack hook that graph.allow_mutation_on_saved_tensors pushes onto the saved-tensor hook
-# stack: SavedTensor copies the tensor instead of calling it.
-CLONE_ON_SAVE = object()
-
 FREED_MSG = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
     "after they have already been freed). Saved intermediate values of the graph are freed "
@@ -96,7 +93,6 @@ class Node:
     _tensor_hooks = None
     _retained = None  # output_nr -> weakref of a tensor that retains its grad
     _hooked = False   # any of the four above was ever set: the engine's fast paths skip it
-    _trace = None     # forward stack, under anomaly mode
     _shapes = None    # input shapes, for ops that broadcast
     on_arrays = False  # its rule runs on one backend's arrays (vjp_on_arrays): the engine may
                        # chain it (dispatch.Primitive, except those that change device)
@@ -128,6 +124,36 @@ class Node:
         if d is None:
             d = self.__dict__["_metadata"] = {}
         return d
+
+    # -- anomaly mode ------------------------------------------------------------------------
+    @property
+    def _trace(self):
+        """The stack of the forward call that recorded this node (anomaly mode), or None."""
+        return self.__dict__.get("_forward_trace")
+
+    @_trace.setter
+    def _trace(self, stack) -> None:
+        # Anomaly mode's recording sets it; the node whose backward is running in this thread,
+        # if any, induced this one (Note [Anomaly parents], anomaly_mode.py).
+        d = self.__dict__
+        d["_forward_trace"] = stack
+        parent = anomaly_mode.running_node()
+        if parent is not None:
+            d["_anomaly_parent"] = parent
+
+    # -- the outputs' metadata ---------------------------------------------------------------
+    # A node keeps no shape, dtype or device of its outputs (recording it would cost every op);
+    # graph.get_gradient_edge notes them for the output it names, so that backward(edge) can
+    # build the implicit gradient of a one-element output once the tensor is gone.
+    def _note_output(self, output_nr: int, tensor) -> None:
+        """Records ``tensor``'s shape, dtype and device as those of output ``output_nr``."""
+        meta = self.__dict__.setdefault("_out_meta", {})
+        meta[output_nr] = (tuple(tensor.shape), tensor.dtype, tensor.device)
+
+    def _output_metadata(self, output_nr: int):
+        """(shape, dtype, device) of output ``output_nr`` when known, else None."""
+        meta = self.__dict__.get("_out_meta")
+        return None if meta is None else meta.get(output_nr)
 
     # -- the backward computation ------------------------------------------------------------
     def apply(self, *grads):
@@ -264,6 +290,10 @@ class AccumulateGrad(Node):
 
     def _tensor_hooks_for(self, output_nr: int):
         return self.variable._hooks  # a leaf keeps its hooks itself (they outlive this node)
+
+    def _output_metadata(self, output_nr: int):
+        v = self.variable
+        return tuple(v.shape), v.dtype, v.device
 
 
 _INPUT_NAMES = ("self", "other")

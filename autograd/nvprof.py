@@ -28,6 +28,7 @@ import struct
 from bisect import bisect_left
 from collections.abc import Iterable
 
+from .observe import EVALUATE_PREFIX
 from .profiler_util import (SCOPE_BACKWARD_FUNCTION, SCOPE_FUNCTION, SCOPE_USER, DeviceSpan,
                             EventList, FunctionEvent, Interval, parse_range_name)
 
@@ -91,8 +92,21 @@ def parse_nvprof_trace(path) -> list:
         conn.close()
     functions.sort(key=lambda e: (e.time_range.start, -e.time_range.end))
     EventList(functions)._build_tree()
+    _number_evaluate_ranges(functions)
     attach_launches(functions, launches)
     return functions
+
+
+def _number_evaluate_ranges(functions) -> None:
+    """An ``autograd::engine::evaluate_function: <Node>`` range carries no number (PyTorch's
+    emit_nvtx writes it without one): it takes the stashed number of the node range inside
+    it, as PyTorch's profiler gives it its node's."""
+    for evt in functions:
+        if evt.sequence_nr < 0 and evt.name.startswith(EVALUATE_PREFIX):
+            for child in evt.cpu_children:
+                if child.scope == SCOPE_BACKWARD_FUNCTION:
+                    evt.sequence_nr = child.sequence_nr
+                    break
 
 
 def _range_event(id_, message, thread, t0_ns, t1_ns) -> FunctionEvent:
@@ -296,8 +310,10 @@ def export_nvprof(events, path) -> None:
 
     - ``StringTable``: the range and kernel names.
     - ``CUPTI_ACTIVITY_KIND_MARKER``: one NVTX range (a start row and an end row) per event,
-      named as :class:`emit_nvtx` names it (``mul, seq = 3``, ``MulBackward0, stashed
-      seq = 3``, ``, sizes = [...]`` when shapes were recorded), on the event's thread.
+      named as :class:`emit_nvtx` names it (``aten::mul, seq = 3``, ``MulBackward0, stashed
+      seq = 3``, ``, sizes = [...]`` when shapes were recorded; a record_function label and
+      an ``autograd::engine::evaluate_function: <Node>`` range by their name alone), on the
+      event's thread.
     - ``CUPTI_ACTIVITY_KIND_RUNTIME``: one launch call (``cudaLaunchKernel``, cbid 211, the
       callback id PyTorch's reader expects) per kernel, at the CUPTI-recorded launch time
       when known, else inside the event's own time (outside its children).
@@ -337,8 +353,8 @@ def export_nvprof(events, path) -> None:
 
         markers, calls, kernels = [], [], []
         for marker_id, evt in enumerate(events, 1):  # 0 is the end rows' name: ids start at 1
-            if evt.scope == SCOPE_USER:  # emit_nvtx names a record_function range alone
-                message = evt.name
+            if evt.scope == SCOPE_USER or evt.name.startswith(EVALUATE_PREFIX):
+                message = evt.name  # emit_nvtx names these alone
             else:
                 sizes = str(evt.input_shapes) if evt.input_shapes is not None else None
                 message = format_range(evt.name, evt.sequence_nr,

@@ -1,9 +1,13 @@
 """``emit_nvtx``: an NVTX range around every autograd op, tagged for forward-backward matching.
 
-Ranges (docs/profiler.md, "NVTX naming"), pushed through tritongrad.runtime.nvtx on the thread that runs the op:
+Ranges (docs/profiler.md, "NVTX naming"), pushed through tritongrad.runtime.nvtx on the
+thread that runs the op, named as PyTorch's profiler names its events (observe.event_name):
 
-    forward op (and any op run inside backward)   ``<op>, seq = <N>``
-    a backward node's apply                       ``<NodeName>, stashed seq = <N>``
+    forward op (and any op run inside backward)   ``aten::<op>, seq = <N>`` (a custom
+                                                  Function: ``<ClassName>, seq = <N>``)
+    the engine's handling of one backward node    ``autograd::engine::evaluate_function:
+                                                  <NodeName>`` (no number, as PyTorch's)
+    that node's apply, inside it                  ``<NodeName>, stashed seq = <N>``
     with ``record_shapes=True``, appended          ``, sizes = [[d0, d1], [], ...]``
 
 ``N`` in a forward range is the sequence number the op's backward node gets if it records one
@@ -25,6 +29,8 @@ from ..runtime import nvtx as _nvtx
 from ..runtime import streams as _streams
 from . import observe
 from .node import MAX_SEQ
+from .observe import _names as _event_names
+from .observe import EVALUATE_PREFIX, event_name
 from .tensor import Tensor
 
 __all__ = ["emit_nvtx", "format_range", "format_sizes"]
@@ -60,14 +66,14 @@ def format_range(name: str, seq: int | None = None, stashed: bool = False,
     """The message of one emit_nvtx range.
 
     Args:
-        name: the op (``"mul"``) or the node (``"MulBackward0"``).
+        name: the op's event name (``"aten::mul"``) or the node's (``"MulBackward0"``).
         seq: the sequence number; None (or the AccumulateGrad sentinel) leaves it out.
         stashed: a backward node's range (``stashed seq``) rather than an op's (``seq``).
         sizes: ``format_sizes(...)`` of the arguments, or None for no ``sizes`` part.
 
     Example:
-        >>> format_range("mul", 3, sizes="[[2, 3], []]")
-        'mul, seq = 3, sizes = [[2, 3], []]'
+        >>> format_range("aten::mul", 3, sizes="[[2, 3], []]")
+        'aten::mul, seq = 3, sizes = [[2, 3], []]'
         >>> format_range("MulBackward0", 3, stashed=True)
         'MulBackward0, stashed seq = 3'
     """
@@ -87,11 +93,12 @@ class _Observer:
     def __init__(self, record_shapes: bool):
         self.record_shapes = record_shapes
 
-    def op_enter(self, name, seq, inputs, params):
+    def op_enter(self, op, seq, inputs, params):
+        name = _event_names.get(op) or event_name(op)  # (the cached name, without a call)
         if self.record_shapes:
             _push_once(format_range(name, seq, False, format_sizes((*inputs, *params))))
         else:
-            _push_once(f"{name}, seq = {seq}")
+            _push_once(format_range(name, seq))
 
     def op_exit(self, token):
         _pop()
@@ -103,6 +110,12 @@ class _Observer:
         _push_once(format_range(node.name(), node._seq, True, sizes))
 
     def node_exit(self, token):
+        _pop()
+
+    def evaluate_enter(self, node):
+        _push_once(EVALUATE_PREFIX + node.name())
+
+    def evaluate_exit(self, token):
         _pop()
 
     def range_enter(self, name):
@@ -171,15 +184,19 @@ class emit_nvtx:
     running counter, incremented each time a new backward node is created and stashed for
     backward. Thus, the ``seq = <N>`` annotation of a forward op's range tells you that if a
     backward node is created by this op, the node will receive sequence number N. During the
-    backward pass, the top-level range wrapping each backward node's ``apply()`` call is
-    decorated with ``stashed seq = <M>``. ``M`` is the sequence number that the node was
+    backward pass, the range wrapping each backward node's ``apply()`` call (inside the
+    engine's top-level ``autograd::engine::evaluate_function: <Node>`` range) is decorated
+    with ``stashed seq = <M>``. ``M`` is the sequence number that the node was
     created with. By comparing ``stashed seq`` numbers in backward with ``seq`` numbers in
     forward, you can track down which forward op created each backward node.
 
     Any op executed during the backward pass is also decorated with ``seq = <N>``. During
     default backward (with ``create_graph=False``) this information is irrelevant: only the
-    top-level ranges of the backward nodes' ``apply()`` are useful, to correlate the nodes
-    with the earlier forward pass.
+    ranges of the backward nodes' ``apply()`` are useful, to correlate the nodes with the
+    earlier forward pass.
+
+    Ops are named as PyTorch's profiler names them: ``aten::mul, seq = 3`` (a custom
+    Function: its class name).
 
     .. rubric:: Double-backward
 

@@ -40,9 +40,19 @@ def tensor_repr(t) -> str:
         extras.append(f"device='{t.device}'")
     if t.dtype not in _DEFAULT_DTYPES or (t.numel() == 0 and t.dtype is not dtypes.float32):
         extras.append(f"dtype={t.dtype}")
-    fn = t.grad_fn  # (a view's, regenerated if its base was modified in place since)
-    if fn is not None:
-        extras.append(f"grad_fn=<{fn.name()}>")
+    try:
+        fn = t.grad_fn  # (a view's, regenerated if its base was modified in place since)
+        name = None if fn is None else fn.name()
+    except RuntimeError:
+        # a view whose history cannot be regenerated (Note [View + in-place]): PyTorch
+        # prints it rather than fail
+        name = "Invalid"
+    if name is not None:
+        extras.append(f"grad_fn=<{name}>")
     elif t.requires_grad:
         extras.append("requires_grad=True")
+    from .forward_ad import current_tangent  # (forward_ad imports tensor, which imports this)
+    tangent = current_tangent(t)
+    if tangent is not None:
+        extras.append(f"tangent={tangent!r}")
     return "tensor(" + body + "".join(", " + e for e in extras) + ")"

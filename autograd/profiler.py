@@ -2,8 +2,10 @@
 (autograd/nvprof.py, with ``export_nvprof``).
 
 ``profile`` adds an observer (autograd/observe.py) to the thread that enters it. The observer
-appends one record per op (forward, and the ops run inside backward), per backward node
-(around its ``apply``) and per ``record_function`` range, with its start and end times
+appends one record per op (forward, and the ops run inside backward; named as PyTorch's,
+``aten::mul``: observe.event_name), per backward node (around its ``apply``), per engine step
+around a node (``autograd::engine::evaluate_function: <Node>``, with the node's number) and
+per ``record_function`` range, with its start and end times
 (``time.perf_counter_ns``) and the record it ran inside; on exit the records become
 ``FunctionEvent``s (autograd/profiler_util.py). The options add detail to each record:
 
@@ -39,6 +41,8 @@ import tracemalloc
 import warnings
 
 from . import observe
+from .observe import _names as _event_names
+from .observe import EVALUATE_PREFIX, event_name
 from .node import MAX_SEQ, AccumulateGrad
 from .nvprof import load_nvprof, parse_nvprof_trace
 from .nvtx import emit_nvtx
@@ -58,6 +62,9 @@ _tls = threading.local()  # .active: a profile is entered on this thread
 
 # A record is a list, the cheapest thing to build on the per-op path:
 _NAME, _SEQ, _SCOPE, _PARENT, _START, _END, _EXTRA = range(7)
+# The scope of an "autograd::engine::evaluate_function" record until it becomes an event (a
+# FUNCTION-scope event, as PyTorch's, whose fwd_thread is its node's)
+_SCOPE_EVALUATE = -1
 
 
 class _Extra:
@@ -134,6 +141,17 @@ def _user_stack(scope) -> list:
 
 # -- the observer ------------------------------------------------------------------------------
 
+def _node_device(node) -> int | None:
+    """The CUDA device a backward node runs on (its stream's; a leaf's: its variable's)."""
+    stream = node._stream
+    if stream is not None:
+        return stream.device_index
+    if isinstance(node, AccumulateGrad):
+        d = node.variable._device
+        return d.index if d.type == "cuda" else None
+    return None
+
+
 class _Recorder:
     """Records ops, backward nodes and user ranges on one thread (observe.py protocol)."""
 
@@ -157,14 +175,26 @@ class _Recorder:
         self.t0 = _now()
 
     # observe.py protocol ---------------------------------------------------------------------
-    def op_enter(self, name, seq, inputs, params):
+    def op_enter(self, op, seq, inputs, params):
+        name = _event_names.get(op) or event_name(op)  # (the cached name, without a call)
+        if not state.grad_enabled:  # nothing records a node: no number, as in PyTorch
+            seq = -1
         if self.detailed:
             dev = None
             if inputs:
                 d = inputs[0]._device
                 dev = d.index if d.type == "cuda" else None
             return self._enter(name, seq, SCOPE_FUNCTION, inputs, params, dev)
+        # (_plain inlined: this runs for every op)
         rec = [name, seq, SCOPE_FUNCTION, self.top, 0, 0, None]
+        self.records.append(rec)
+        self.top = rec
+        rec[_START] = _now()
+        return rec
+
+    def _plain(self, name, seq, scope):
+        """A record with no option's detail, opened now."""
+        rec = [name, seq, scope, self.top, 0, 0, None]
         self.records.append(rec)
         self.top = rec
         rec[_START] = _now()
@@ -178,20 +208,20 @@ class _Recorder:
 
     def node_enter(self, node, grads=None):
         if self.detailed:
-            stream = node._stream
-            dev = stream.device_index if stream is not None else None
-            if dev is None and isinstance(node, AccumulateGrad):
-                d = node.variable._device
-                dev = d.index if d.type == "cuda" else None
             return self._enter(node.name(), node._seq, SCOPE_BACKWARD_FUNCTION, grads or (), (),
-                               dev, stream)
-        rec = [node.name(), node._seq, SCOPE_BACKWARD_FUNCTION, self.top, 0, 0, None]
-        self.records.append(rec)
-        self.top = rec
-        rec[_START] = _now()
-        return rec
+                               _node_device(node), node._stream)
+        return self._plain(node.name(), node._seq, SCOPE_BACKWARD_FUNCTION)
 
     node_exit = op_exit
+
+    def evaluate_enter(self, node):
+        name, seq = EVALUATE_PREFIX + node.name(), node._seq
+        if self.detailed:
+            return self._enter(name, seq, _SCOPE_EVALUATE, (), (), _node_device(node),
+                               node._stream)
+        return self._plain(name, seq, _SCOPE_EVALUATE)
+
+    evaluate_exit = op_exit
 
     def range_enter(self, name, args=None):
         if self.detailed:
@@ -199,11 +229,7 @@ class _Recorder:
             if (self.use_cuda or self.mem) and self._driver.is_initialized():
                 dev = self._streams.current_device()
             return self._enter(name, -1, SCOPE_USER, (), (), dev, None, args)
-        rec = [name, -1, SCOPE_USER, self.top, 0, 0, None]
-        self.records.append(rec)
-        self.top = rec
-        rec[_START] = _now()
-        return rec
+        return self._plain(name, -1, SCOPE_USER)
 
     range_exit = op_exit
 
@@ -257,7 +283,7 @@ class _Recorder:
             if x.dev is not None:
                 x.cuda_mem = self._memory.memory_allocated(x.dev) - x.cuda0
         if self.with_stack:
-            if rec[_SCOPE] == SCOPE_FUNCTION and state.seq != rec[_SEQ]:
+            if rec[_SCOPE] == SCOPE_FUNCTION and 0 <= rec[_SEQ] != state.seq:
                 x.made_node = True  # the counter moved: this op recorded node number rec[_SEQ]
             elif rec[_SCOPE] == SCOPE_BACKWARD_FUNCTION:
                 self._bw_stacks.pop()
@@ -291,9 +317,17 @@ class _Recorder:
         events, by_rec, bw_parent = [], {}, []
         for i, rec in enumerate(self.records):
             name, seq, scope, parent, start, end, x = rec
+            seq = seq if 0 <= seq < MAX_SEQ else -1
+            # fwd_thread: 0 on forward events; a backward node's (and its evaluate_function's)
+            # is the thread its forward op ran on. Nodes do not record their thread, so it is
+            # taken to be this one: the profile is per thread and backward runs on the caller's.
+            backward = scope == SCOPE_BACKWARD_FUNCTION
+            if scope == _SCOPE_EVALUATE:
+                scope = SCOPE_FUNCTION
+                backward = True
             evt = FunctionEvent(i, name, thread, (start - t0) / 1e3, (end - t0) / 1e3,
-                                scope=scope, sequence_nr=seq if 0 <= seq < MAX_SEQ else -1,
-                                is_legacy=legacy)
+                                fwd_thread=thread if backward and seq >= 0 else 0,
+                                scope=scope, sequence_nr=seq, is_legacy=legacy)
             if x is not None:
                 self._fill(evt, x, refs)
             for span in spans.get(i + 1, ()):
@@ -401,11 +435,19 @@ def _cuda_tracer(stacklevel: int):
 class profile:
     """Context manager that manages autograd profiler state and holds a summary of results.
 
-    It records every op run on the thread that enters it (forward ops by their name:
-    ``mul``, ``pow``, ``mm``; the ops run inside backward too), every backward node's
-    ``apply`` (``MulBackward0``, ``torch::autograd::AccumulateGrad``) and every
+    It records every op run on the thread that enters it, named as PyTorch names them
+    (``aten::mul``, ``aten::pow``, ``aten::mm``; a custom Function by its class name; factory
+    functions and composites that report themselves, e.g. ``aten::randn`` around
+    ``aten::empty`` and ``aten::normal_``, ``aten::linear`` around its parts; the ops run
+    inside backward too), the engine's handling of each backward node
+    (``autograd::engine::evaluate_function: MulBackward0``) around the node's ``apply``
+    (``MulBackward0``, ``torch::autograd::AccumulateGrad``), and every
     :class:`record_function` range, with their nesting, so that each event has a total time
-    and a self time (total minus its children's). You can wrap any code into it and it will
+    and a self time (total minus its children's). An op's ``sequence_nr`` is the number its
+    backward node gets (-1 when grad mode is off: it records none); a node and its
+    evaluate_function carry the node's, and their ``fwd_thread`` is the thread of the forward
+    op (taken to be the profiling thread: nodes do not record theirs); other events have
+    ``fwd_thread`` 0. You can wrap any code into it and it will
     only report runtime of tritongrad functions.
 
     Note: profiler is thread local: ops that other threads run are not recorded. (tritongrad
@@ -426,7 +468,8 @@ class profile:
             might skew your profiling data: higher-level events include its cost in their
             self time. Default: ``False``.
         with_flops (bool, optional): If set, the profiler estimates the FLOPs of each op:
-            matrix products (``mm``, ``matmul``, ``bmm``: ``2*M*N*K``), elementwise ops (one
+            matrix products (``aten::mm``, ``aten::matmul``, ``aten::bmm``: ``2*M*N*K``),
+            elementwise ops (one
             per output element) and ``sum``/``mean`` (one per input element); other ops have
             no estimate. Default: ``False``.
         profile_memory (bool, optional): Whether to report memory usage: the net bytes each
@@ -475,8 +518,8 @@ class profile:
         -------------------------------  ------------  ------------  ...  ------------
         Name                               Self CPU %      Self CPU  ...    # of Calls
         -------------------------------  ------------  ------------  ...  ------------
-        mul                                    31.05%       1.232ms  ...           200
-        pow                                    27.55%       1.093ms  ...           200
+        aten::mul                              31.05%       1.232ms  ...           200
+        aten::pow                              27.55%       1.093ms  ...           200
         PowBackward0                           16.62%     659.489us  ...           100
         torch::autograd::AccumulateGrad         8.01%     317.784us  ...           100
         ...
@@ -719,5 +762,5 @@ class record_function:
 
 
 _ENTRY_CODES = frozenset(f.__code__ for f in (
-    _Recorder._enter, _Recorder.op_enter, _Recorder.node_enter, _Recorder.range_enter,
-    record_function.__enter__))
+    _Recorder._enter, _Recorder.op_enter, _Recorder.node_enter, _Recorder.evaluate_enter,
+    _Recorder.range_enter, record_function.__enter__))

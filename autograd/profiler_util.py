@@ -53,6 +53,9 @@ def format_time(time_us: float) -> str:
     return f"{time_us:.3f}us"
 
 
+_format_time = format_time  # (PyTorch's private name, which its own tests import)
+
+
 def _format_share(part: float, total: float) -> str:
     if total == 0:
         return "NaN" if part == 0 else "inf"
@@ -143,12 +146,19 @@ class FunctionEvent(_FormattedTimes):
     """Profiling information about a single op, backward node or user range.
 
     Attributes:
-        id: position in the profile. name / key: ``"mul"``, ``"MulBackward0"``, a
-            record_function label. thread: the native id of the thread it ran on.
+        id: position in the profile. name / key: as PyTorch's profiler names events: an op
+            ``"aten::mul"``, a custom Function its class name, a backward node
+            ``"MulBackward0"``, the engine's handling of one node
+            ``"autograd::engine::evaluate_function: MulBackward0"``, a record_function label.
+            thread: the native id of the thread it ran on. fwd_thread: for a backward node
+            (and its evaluate_function), the thread its forward op ran on; 0 for other events
+            of a profile; None where unknown (events read from a trace file).
         time_range (alias ``cpu_interval``): its CPU span in us. cpu_children / cpu_parent:
             events directly inside it / the event it is directly inside (None at top level).
-        sequence_nr: an op's sequence number (the one its backward node gets), a node's stashed
-            number, -1 for none (leaf accumulation, user ranges).
+        sequence_nr: an op's sequence number (the one its backward node gets; -1 for an op
+            run with grad mode off, which records none), a node's stashed number (also on its
+            evaluate_function), -1 for none (leaf accumulation, user ranges, factory
+            functions).
         input_shapes: one list per argument (``[]`` for non-tensors) with ``record_shapes``,
             else None. stack: ``"file(line): function"`` frames, innermost first, with
             ``with_stack`` (a backward event shows the stack of the forward op that made it).
@@ -159,7 +169,8 @@ class FunctionEvent(_FormattedTimes):
             (CUPTI tracing, load_nvprof), in the order they were queued.
     """
 
-    def __init__(self, id, name, thread, start_us, end_us, *, input_shapes=None, stack=None,
+    def __init__(self, id, name, thread, start_us, end_us, *, fwd_thread=None,
+                 input_shapes=None, stack=None,
                  scope=SCOPE_FUNCTION, sequence_nr=-1, cpu_memory_usage=0,
                  cuda_memory_usage=0, flops=None, is_async=False, is_legacy=False,
                  device_interval=None, trace_name=None, args=None, node_id=-1):
@@ -167,7 +178,7 @@ class FunctionEvent(_FormattedTimes):
         self.node_id = node_id  # (PyTorch's distributed-profiling node; -1 here)
         self.name = name
         self.thread = thread
-        self.fwd_thread = thread
+        self.fwd_thread = fwd_thread
         self.time_range = Interval(start_us, end_us)
         self.input_shapes = input_shapes
         self.stack = stack if stack is not None else []
@@ -179,7 +190,6 @@ class FunctionEvent(_FormattedTimes):
         self.is_async = is_async
         self.is_legacy = is_legacy
         self.is_remote = False
-        self.node_id = -1
         self.device_interval = device_interval  # (device index, stream, Interval) on a GPU lane
         self.trace_name = trace_name if trace_name is not None else name
         self.args = args
@@ -339,16 +349,18 @@ class EventList(list):
         return EventList(events, use_cuda=self._use_cuda, profile_memory=self._profile_memory,
                          with_flops=self._with_flops)
 
-    def _build_tree(self) -> None:
-        """Links each event to the innermost event around it on the same thread.
+    def _populate_cpu_children(self) -> None:
+        """Links each event to the innermost event around it on the same thread (and node):
+        one is a child of another if its [start, end) lies inside the other's; partly
+        overlapping spans are not nested, and async events take no part.
 
-        For events whose nesting is known only from their intervals (load_nvprof); the
-        profiler records parents as it goes. Partly overlapping spans are not nested.
+        For events whose nesting is known only from their intervals (load_nvprof, events made
+        by hand); the profiler records parents as it goes.
         """
         by_thread: dict = {}
         for evt in self:
             if not evt.is_async:
-                by_thread.setdefault(evt.thread, []).append(evt)
+                by_thread.setdefault((evt.thread, evt.node_id), []).append(evt)
         for events in by_thread.values():
             events.sort(key=lambda e: (e.time_range.start, -e.time_range.end))
             open_ = []
@@ -360,6 +372,8 @@ class EventList(list):
                     open_[-1].append_cpu_child(evt)
                     evt.set_cpu_parent(open_[-1])
                 open_.append(evt)
+
+    _build_tree = _populate_cpu_children  # (the name nvprof.py uses)
 
     def __str__(self) -> str:
         return self.table()
@@ -619,6 +633,8 @@ def chrome_trace(events) -> dict:
         args = {}
         if evt.sequence_nr >= 0:
             args["Sequence number"] = evt.sequence_nr
+            if evt.fwd_thread is not None:
+                args["Fwd thread id"] = evt.fwd_thread
         if evt.input_shapes is not None:
             args["Input Dims"] = evt.input_shapes
         if evt.flops:
@@ -679,7 +695,8 @@ def _numel(shape) -> int:
 
 
 def estimate_flops(name: str, shapes) -> int | None:
-    """The FLOPs of op ``name`` on tensors of ``shapes`` (tensor inputs only), or None.
+    """The FLOPs of op ``name`` (``"aten::mm"``, or bare: ``"mm"``) on tensors of ``shapes``
+    (tensor inputs only), or None.
 
     By the op's rule in its table (the FLOPs column of docs/ops.md): ``matmul`` (``mm``,
     ``matmul``, ``bmm``): ``2 * M * N * K`` times the broadcast batch size (a 1-D operand
@@ -688,12 +705,12 @@ def estimate_flops(name: str, shapes) -> int | None:
     per input element.
 
     Example:
-        >>> estimate_flops("mm", [(2, 3), (3, 4)])
+        >>> estimate_flops("aten::mm", [(2, 3), (3, 4)])
         48
         >>> estimate_flops("mul", [(2, 3), (3,)])
         6
     """
-    rule = flop_rule(name)
+    rule = flop_rule(name.removeprefix("aten::"))
     if not shapes or rule is None:
         return None
     if rule == "matmul" and len(shapes) >= 2:

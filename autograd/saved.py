@@ -2,17 +2,19 @@
 
 A ``SavedTensor`` holds a tensor with the version it had when saved, so that backward can
 refuse one modified in place since; saved-tensor hooks (graph.saved_tensors_hooks) pack it at
-save time and unpack it at use. ``RawSavedTensor`` is the handle ``grad_fn._raw_saved_<name>``
-gives out (Note [Saved-value names] in node.py).
+save time and unpack it at use (Note [Packed saved tensors]). ``RawSavedTensor`` is the handle
+``grad_fn._raw_saved_<name>`` gives out (Note [Saved-value names] in node.py).
 """
 
 from __future__ import annotations
 
-from . import node as _node
-from .node import CLONE_ON_SAVE, FREED, FREED_MSG, Node, _is_tensor, _type_name
-from .state import anywhere, state
+import weakref
 
-__all__ = ["SavedTensor", "RawSavedTensor"]
+from . import node as _node
+from .node import FREED, FREED_MSG, AccumulateGrad, Node, _is_tensor, _type_name
+from .state import anywhere, set_mode, state
+
+__all__ = ["UNSAVED", "RawSavedTensor", "SavedTensor"]
 
 
 def _saved_getter(i: int, raw: bool):
@@ -35,8 +37,8 @@ def _saved_getter(i: int, raw: bool):
 
 
 class RawSavedTensor:
-    """A saved value as the node stores it (``grad_fn._raw_saved_<name>``): unpack it, or give
-    it its own pack / unpack hooks."""
+    """A saved value as the node stores it (``grad_fn._raw_saved_<name>``): unpack it, look at
+    what is stored (``data``, ``unpack_hook``), or give it its own pack / unpack hooks."""
 
     __slots__ = ("_index", "_node", "_saved")
 
@@ -49,6 +51,19 @@ class RawSavedTensor:
         if self._saved is None:
             raise RuntimeError(FREED_MSG)
         return self._saved.unpack(self._node)
+
+    @property
+    def data(self):
+        """What is stored: the pack hook's result as it returned it; without hooks the saved
+        input itself, or a saved output's values as a tensor without history (None once
+        freed)."""
+        return None if self._saved is None else self._saved.stored()
+
+    @property
+    def unpack_hook(self):
+        """The unpack hook of the saved tensor, or None when it was saved without hooks."""
+        t = None if self._saved is None else self._saved._t
+        return t.unpack if type(t) is _Packed else None
 
     def register_hooks(self, pack_hook, unpack_hook) -> None:
         """Packs the saved tensor now with ``pack_hook(tensor) -> Any``, and unpacks it with
@@ -64,21 +79,84 @@ class RawSavedTensor:
                 "the graph a second time or if you need to access saved variables after "
                 "calling backward.")
         saved, slots = self._saved, self._node._saved
+        if saved is UNSAVED:
+            raise RuntimeError("Calling register_hooks on a saved tensor with value None is "
+                               "forbidden")
         if sum(1 for x in slots if x is saved) > 1:
             # x * x saves x once for both operands: hooks set through one name must not
             # change what the other name holds
-            saved = slots[self._index] = saved.copy()
-            self._saved = saved
+            saved = saved.copy()
         saved.register_hooks(self._node, pack_hook, unpack_hook)
+        slots[self._index] = self._saved = saved  # (only once the pack hook succeeded)
+
+
+# Note [Packed saved tensors]
+#   Under saved-tensor hooks a SavedTensor stores what the pack hook returned (``_Packed``),
+#   as PyTorch's SavedVariable does:
+#   - the pack hook runs with grad mode off (what it computes is a stored value, not history)
+#     and must not modify its input in place (checked with the version counter);
+#   - the pack hook sees the saved tensor itself at save time; through ``register_hooks``,
+#     after the fact, it sees a detached alias (a saved output is stored without history);
+#   - the tensor the unpack hook returns takes the saved tensor's place in the graph: it is
+#     re-wrapped, sharing its values, with the edge the saved tensor had (its grad_fn and
+#     output_nr, a leaf's AccumulateGrad, or the saving node for an output) whatever history
+#     it has itself, so gradients reach the original graph (a hook that returns 2 * x saves a
+#     value, not an op). A saved tensor that did not require grad comes back detached, or as
+#     the hook returned it when that does not require grad either;
+#   - there is no version check: what the hooks store is theirs to keep consistent (this is
+#     how allow_mutation_on_saved_tensors swaps in copies of tensors modified since);
+#   - the unpack hook may not change the hook stack for the code around it: PyTorch's engine
+#     runs each node with the thread state captured when backward started, so a hook that
+#     enters or exits saved_tensors_hooks has no lasting effect; here the stack is put back
+#     after the hook returns.
+
+_PACK_INPLACE_MSG = (
+    "A saved tensor pack hook is modifying its input in place. Tensors provided as input to "
+    "pack hook cannot be modified by in-place operations as this can lead to unexpected "
+    "side-effects. Please open an issue if you need to perform in-place operations on the "
+    "input to a pack hook.")
+
+_DETACHED_MSG = (
+    "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This "
+    "is not supported, please use out-of-place `.detach()` instead")
 
 
 class _Packed:
-    """What a pack hook returned, with the unpack hook that turns it back into a tensor."""
+    """What a pack hook returned, the unpack hook that turns it back into a tensor, and the
+    edge (node, output_nr) that tensor gets: None for a saved output, whose edge is the node
+    unpacking it (Note [Packed saved tensors])."""
 
-    __slots__ = ("value", "unpack")
+    __slots__ = ("edge", "unpack", "value")
 
-    def __init__(self, value, unpack):
-        self.value, self.unpack = value, unpack
+    def __init__(self, value, unpack, edge):
+        self.value, self.unpack, self.edge = value, unpack, edge
+
+    def unpacked(self, node, output_nr: int):
+        """The unpack hook's tensor, in the saved tensor's place in the graph."""
+        hooks = state.saved_hooks
+        try:
+            t = self.unpack(self.value)
+        finally:
+            if state.saved_hooks is not hooks:
+                set_mode("saved_hooks", hooks)
+        if not _is_tensor(t):
+            raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but "
+                            f"got result of type {type(t).__name__}")
+        fn, nr = (node, output_nr) if output_nr >= 0 else self.edge
+        if fn is None and not t._requires_grad:
+            return t  # nothing to re-wrap (what the hook returned, as it returned it)
+        r = _node.make(t._data, t._dtype)
+        r._vc = t._vc
+        if fn is None:
+            return r
+        r._requires_grad = True
+        if type(fn) is AccumulateGrad:
+            r._grad_acc = weakref.ref(fn)  # a leaf's: kept alive by self.edge
+        else:
+            r._grad_fn = fn
+            if nr:
+                r._output_nr = nr
+        return r
 
 
 class SavedTensor:
@@ -88,10 +166,11 @@ class SavedTensor:
     backward that needs it fail, rather than silently compute a wrong gradient. An op's own
     output is kept as its array, without its ``grad_fn`` (that would be a reference cycle
     through the node), and becomes a tensor with that history again on unpack. Saved-tensor
-    hooks (graph.saved_tensors_hooks) pack at save time and unpack at use.
+    hooks (graph.saved_tensors_hooks) pack at save time and unpack at use (Note [Packed saved
+    tensors]).
     """
 
-    __slots__ = ("_t", "_vc", "_version", "_out", "_dtype", "_fn")
+    __slots__ = ("_dtype", "_fn", "_out", "_t", "_vc", "_version")
 
     def __init__(self, t, is_output: bool = False, output_nr: int = 0):
         if t._inference and not state.inference:
@@ -102,50 +181,52 @@ class SavedTensor:
         self._version = vc[0]
         self._out = output_nr if is_output else -1
         self._dtype = t._dtype
-        # the input's grad_fn, named only if an error needs it; an output's is the node that
-        # unpacks it (kept here, it would be a reference cycle only the GC could free)
+        # an input's grad_fn, to name it in errors and to notice a detach_() since; an
+        # output's is the node that unpacks it (kept here, it would be a reference cycle only
+        # the GC could free)
         self._fn = None if is_output else t._grad_fn
         hooks = anywhere.saved_hooks and state.saved_hooks
         if hooks:
             pack, unpack = hooks[-1]
-            if pack is CLONE_ON_SAVE:
-                self._save_clone(t, is_output, output_nr)
-            else:
-                self._t = _Packed(pack(t), unpack)
+            self._pack(t, pack, unpack, None if is_output else t._edge())
         else:
             self._t = t._data if is_output else t
 
-    def _save_clone(self, t, is_output: bool, output_nr: int) -> None:
-        """Saves a copy of ``t`` with a version counter of its own, so that in-place changes
-        to ``t`` after this do not reach backward (graph.allow_mutation_on_saved_tensors)."""
+    def _pack(self, t, pack_hook, unpack_hook, edge) -> None:
+        """Stores ``pack_hook(t)``, run without recording (Note [Packed saved tensors])."""
+        version = t._vc[0]
         prev = state.grad_enabled
         state.grad_enabled = False
         try:
-            c = t.detach().clone()
+            value = pack_hook(t)
         finally:
             state.grad_enabled = prev
-        self._vc = c._vc
-        self._version = c._vc[0]
-        if is_output:
-            self._t = c._data
-            return
-        if t._requires_grad:  # the copy keeps the original's place in the graph
-            c._grad_fn, c._output_nr = t._edge()
-            c._requires_grad = True
-        self._t = c
+        if t._vc[0] != version:
+            raise RuntimeError(_PACK_INPLACE_MSG)
+        self._t = _Packed(value, unpack_hook, edge)
 
     def register_hooks(self, node, pack_hook, unpack_hook) -> None:
         """Replaces the stored tensor by what ``pack_hook`` makes of it (RawSavedTensor)."""
-        if type(self._t) is _Packed:
+        t = self._t
+        if type(t) is _Packed:
             raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already "
                                "been set. Hint: only one pair of hooks is allowed at a time.")
-        t = self.unpack(node)
-        prev = state.grad_enabled
-        state.grad_enabled = False  # what the hook computes is a stored value, not history
-        try:
-            self._t = _Packed(pack_hook(t), unpack_hook)
-        finally:
-            state.grad_enabled = prev
+        if self._out >= 0:
+            self._pack(self.stored(), pack_hook, unpack_hook, None)
+        else:
+            self._pack(t.detach(), pack_hook, unpack_hook, t._edge())
+
+    def stored(self):
+        """What this holds (RawSavedTensor.data): the pack hook's result, the saved input, or
+        a saved output's values as a tensor without history."""
+        t = self._t
+        if type(t) is _Packed:
+            return t.value
+        if self._out < 0:
+            return t
+        d = _node.make(t, self._dtype)
+        d._vc = self._vc
+        return d
 
     def copy(self) -> SavedTensor:
         """Another SavedTensor holding the same value and version."""
@@ -155,20 +236,17 @@ class SavedTensor:
         return c
 
     def unpack(self, node):
+        """The saved tensor, with its history (an output's: ``node``), for backward."""
+        t = self._t
+        if type(t) is _Packed:
+            return t.unpacked(node, self._out)
         if self._vc[0] != self._version:
             raise RuntimeError(self._modified_message(node))
-        t = self._t
         out = self._out
-        if type(t) is _Packed:
-            t = t.unpack(t.value)
-            if not _is_tensor(t):
-                raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but "
-                                f"got result of type {type(t).__name__}")
-            if out >= 0 and t._grad_fn is None and not t._requires_grad:
-                t = t._with_history(node, out)
-            return t
         if out >= 0:
             return _tensor_with_history(t, self._dtype, self._vc, node, out)
+        if t._grad_fn is None and self._fn is not None:
+            raise RuntimeError(_DETACHED_MSG)
         return t
 
     def unpack_data(self, node):
@@ -178,20 +256,47 @@ class SavedTensor:
             return self.unpack(node)._data
         if self._vc[0] != self._version:
             raise RuntimeError(self._modified_message(node))
-        return t if self._out >= 0 else t._data
+        if self._out >= 0:
+            return t
+        if t._grad_fn is None and self._fn is not None:
+            raise RuntimeError(_DETACHED_MSG)
+        return t._data
 
     def _modified_message(self, node) -> str:
-        t = self._t
-        shape = t.shape if not isinstance(t, _Packed) else None
-        what = "" if shape is None else f"[{_type_name(self._dtype, t)} {list(shape)}]"
+        t = self._t  # (never packed: packed tensors have no version check)
         fn = node if self._out >= 0 else self._fn
         origin = "" if fn is None else \
             f", which is output {max(self._out, 0)} of {fn.name()}"
         return (f"one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: {what}{origin}, is at version {self._vc[0]}; expected "
-                f"version {self._version} instead. Hint: enable anomaly detection to find the "
-                f"operation that failed to compute its gradient, with "
-                f"tritongrad.autograd.set_detect_anomaly(True).")
+                f"inplace operation: [{_type_name(self._dtype, t)} {list(t.shape)}]{origin}, is "
+                f"at version {self._vc[0]}; expected version {self._version} instead. Hint: "
+                f"enable anomaly detection to find the operation that failed to compute its "
+                f"gradient, with tritongrad.autograd.set_detect_anomaly(True).")
+
+
+class _Unsaved:
+    """The entry of ``_saved`` for an input that the op saves only for another input's
+    gradient, when that gradient is not needed (x * w with w not requiring grad needs w, not
+    x): PyTorch's undefined SavedVariable. It unpacks to None."""
+
+    __slots__ = ()
+
+    def unpack(self, node) -> None:
+        return None
+
+    def unpack_data(self, node) -> None:
+        return None
+
+    def stored(self) -> None:
+        return None
+
+    _t = None  # (RawSavedTensor.unpack_hook)
+
+    def __repr__(self) -> str:
+        return "UNSAVED"
+
+
+UNSAVED = _Unsaved()
 
 
 def _tensor_with_history(data, dtype, vc, node, output_nr):

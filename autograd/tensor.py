@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import operator
 import threading
+import warnings
 import weakref
 
 import numpy as np
@@ -25,9 +26,11 @@ from . import node as _node_module
 from .node import AccumulateGrad, RemovableHandle, _HookDict
 from .state import anywhere, state
 
-__all__ = ["Tensor", "make", "array_meta", "Size", "wrap_dim", "view_inplace_error"]
+__all__ = ["Tensor", "make", "array_meta", "Size", "wrap_dim", "view_inplace_error",
+           "view_rebase_error", "propagate_creation_meta"]
 
 _CPU = Device("cpu")
+_SAME = object()  # a grad_dtype left unset: the tensor's own dtype
 
 
 class Size(tuple):
@@ -115,7 +118,8 @@ class Tensor:
     _grad_acc = None     # weakref to a leaf's AccumulateGrad
     _retains_grad = False
     _inference = False
-    _creation_meta = None  # "custom_function" for a view a custom Function returned
+    _creation_meta = None  # what in-place writes a view allows (Note [View + in-place])
+    _grad_dtype = _SAME    # a leaf's grad_dtype, when set (None: any)
 
     def __new__(cls, *args, **kwargs):
         if cls is Tensor and args and not kwargs:
@@ -200,6 +204,35 @@ class Tensor:
     def data_ptr(self) -> int:
         return data_ptr(self._data)
 
+    # -- storage (autograd/storage.py) ---------------------------------------------------------
+    def untyped_storage(self):
+        """The memory this tensor views, in bytes (all of it: a view's storage is its base's)."""
+        from .storage import untyped_storage
+        return untyped_storage(self)
+
+    def storage(self):
+        """The memory this tensor views, in elements of its dtype (deprecated, as in PyTorch:
+        prefer ``untyped_storage()``)."""
+        from .storage import storage
+        return storage(self)
+
+    def set_(self, source=None, storage_offset: int = 0, size=None, stride=None) -> "Tensor":
+        """Makes this tensor view ``source``: a tensor's memory and geometry, a storage (with
+        ``storage_offset``, ``size``, ``stride``), or nothing (empty). In place."""
+        from .storage import set_
+        return set_(self, source, storage_offset, size, stride)
+
+    def resize_(self, *sizes, memory_format=None) -> "Tensor":
+        """Gives this tensor shape ``sizes`` (contiguous), growing its storage if needed; the
+        values of the elements it keeps stay. Refused for tensors that require grad."""
+        from .storage import resize_
+        return resize_(self, *sizes, memory_format=memory_format)
+
+    def resize_as_(self, other: "Tensor", memory_format=None) -> "Tensor":
+        """``self.resize_(other.shape)``."""
+        from .storage import resize_as_
+        return resize_as_(self, other, memory_format=memory_format)
+
     def is_inference(self) -> bool:
         """Returns True if this tensor is an inference tensor (created in inference mode)."""
         return self._inference
@@ -273,8 +306,19 @@ class Tensor:
     # -- autograd surface --------------------------------------------------------------------
     @property
     def requires_grad(self) -> bool:
-        """True if gradients need to be computed for this Tensor."""
-        return self._requires_grad
+        """True if gradients need to be computed for this Tensor. A view also requires grad
+        when its base does (as PyTorch's: a view made under no_grad or inference mode, or
+        one whose base was later made to require grad by an in-place op)."""
+        if self._requires_grad:
+            return True
+        base = self._base
+        if base is None or not base._requires_grad:
+            return False
+        if self._view_version != self._vc[0] and self._creation_meta is None:
+            # the base was made to require grad by an in-place op since this view was made:
+            # its history, regenerated now, makes it require grad for autograd too
+            self._view_grad_fn()
+        return True
 
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
@@ -340,11 +384,17 @@ class Tensor:
                                    f"'{value._device.type}' to a tensor with device type "
                                    f"'{self._device.type}'. Please ensure that the gradient "
                                    f"and the tensor are on the same device")
-            if value._dtype is not self._dtype:
-                raise RuntimeError(f"attempting to assign a gradient with dtype "
-                                   f"'{value._dtype.name}' to a tensor with dtype "
-                                   f"'{self._dtype.name}'. Please ensure that the gradient and "
-                                   f"the tensor have the same dtype")
+            want = self._dtype if self._grad_dtype is _SAME else self._grad_dtype
+            if want is not None and value._dtype is not want:
+                from .checks import scalar_type_name
+                from .storage import _c_type
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{_c_type(value._dtype)}' to a "
+                    f"tensor with grad_dtype '{scalar_type_name(want)}'. The gradient must match "
+                    f"the tensor's grad_dtype (defaults to the tensor's dtype). You can set the "
+                    f"tensor's grad_dtype attribute with a specific dtype, or None to allow any "
+                    f"dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and "
+                    f"its gradient may break downstream systems that assume they match.")
             if tuple(value.shape) != tuple(self.shape):
                 raise RuntimeError(f"attempting to assign a gradient of size "
                                    f"'{list(value.shape)}' to a tensor of size "
@@ -356,6 +406,37 @@ class Tensor:
     def grad(self) -> None:
         # ``del t.grad`` is ``t.grad = None``, as in PyTorch (zero_grad(set_to_none=True))
         self._grad = None
+
+    @property
+    def grad_dtype(self):
+        """The dtype of this leaf's ``.grad``: gradients are cast to it as they accumulate
+        (the tensor's dtype unless set; None: kept as they come)."""
+        if self.grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be accessed on leaf tensors.")
+        return self._dtype if self._grad_dtype is _SAME else self._grad_dtype
+
+    def _accumulated_dtype(self):
+        """The dtype this leaf's gradients accumulate in: ``grad_dtype`` without the leaf
+        check (engine.accumulate_grad); None: the dtype they come in."""
+        return self._dtype if self._grad_dtype is _SAME else self._grad_dtype
+
+    @grad_dtype.setter
+    def grad_dtype(self, value) -> None:
+        if self.grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be set on leaf tensors.")
+        if value is not None and not isinstance(value, dtypes.dtype):
+            raise RuntimeError(f"grad_dtype must be a torch.dtype or None, but got "
+                               f"{type(value).__name__}")
+        grad = self._grad
+        if value is not None and grad is not None and grad._dtype is not value:
+            from .checks import scalar_type_name
+            from .storage import _c_type
+            raise RuntimeError(f"Cannot set grad_dtype to '{scalar_type_name(value)}' because "
+                               f"there is already a gradient with dtype '{_c_type(grad._dtype)}'."
+                               f" Please clear the gradient (.grad = None) before changing "
+                               f"grad_dtype, or ensure the new grad_dtype matches the existing "
+                               f"gradient's dtype.")
+        self._grad_dtype = value
 
     @property
     def retains_grad(self) -> bool:
@@ -472,7 +553,19 @@ class Tensor:
         self._grad_fn = None
         self._output_nr = 0
         self._requires_grad = False
+        self.__dict__.pop("_fw_grads", None)  # its forward grads go too, as detach()'s
         return self
+
+    @property
+    def volatile(self) -> bool:
+        """Removed (PyTorch 0.4): always False, with PyTorch's warning; use ``no_grad``."""
+        warnings.warn("volatile was removed (Variable.volatile is always False)", stacklevel=2)
+        return False
+
+    @volatile.setter
+    def volatile(self, value) -> None:
+        warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` "
+                      "instead.", stacklevel=2)
 
     @property
     def data(self) -> "Tensor":
@@ -511,10 +604,16 @@ class Tensor:
 
     def _view_grad_fn(self):
         # A view's history is stale once its base was modified in place through another view
-        # (version moved on): it is regenerated as a strided view of the base's new history.
-        if self._view_version != self._vc[0] and self._base._requires_grad:
-            from .ops.views import regenerate_view_history
-            regenerate_view_history(self)
+        # (version moved on): it is regenerated as a strided view of the base's new history,
+        # unless the view rules forbid it (Note [View + in-place]: PyTorch raises then too).
+        if self._view_version != self._vc[0] and (self._grad_fn is not None
+                                                  or self._base._requires_grad):
+            msg = view_rebase_error(self, indirect=True)
+            if msg is not None:
+                raise RuntimeError(msg)
+            if self._base._requires_grad:
+                from .ops.views import regenerate_view_history
+                regenerate_view_history(self)
         return self._grad_fn
 
     def _with_history(self, node, output_nr: int) -> "Tensor":
@@ -593,48 +692,82 @@ class Tensor:
 # Note [View + in-place]
 #   An in-place op on a view rewrites its base's history (dispatch.apply_inplace, CopySlices).
 #   PyTorch refuses it where that rewrite would be wrong or ambiguous, and so does
-#   ``view_inplace_error``, which dispatch.check_inplace asks before writing:
-#   - a view made while grad mode was off, of a tensor that requires grad, modified with grad
-#     mode on: nothing recorded the view, so the write cannot be placed in the base's history
-#     (such a view has a base that requires grad but does not require grad itself; a view of
-#     a leaf whose requires_grad was set later fails the leaf-view check first);
-#   - one output of an op returning several views (unbind, split, chunk): their shared node
-#     cannot have one output's history rewritten;
-#   - a view returned by a custom Function (marked in function._wrap_outputs): the rewrite
-#     would bypass the Function's own backward.
-_NO_GRAD_VIEW_MSG = (
-    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
-    "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "
-    "your code by moving both the view and the inplace either both inside the no_grad block "
-    "(if you don't want the inplace to be tracked) or both outside (if you want the inplace to "
-    "be tracked).")
+#   ``view_inplace_error``, which dispatch.check_inplace asks before writing (when grad mode
+#   is on and some input of the op requires grad) and a view's ``grad_fn`` asks before
+#   regenerating a history made stale by a write through its base or another view. What a
+#   view allows is its ``_creation_meta`` (PyTorch's CreationMeta), set when it is made
+#   (views._as_view):
+#   - None (DEFAULT): a view made with grad mode on; writes are recorded;
+#   - "no_grad" / "inference_mode": made while grad mode was off (or in inference mode):
+#     nothing recorded the view, so a write with grad mode on cannot be placed in the base's
+#     history (such a view requires grad when its base does, yet has no grad_fn);
+#   - "multi_output": one output of an op returning several views (unbind, split, chunk):
+#     their shared node cannot have one output's history rewritten;
+#   - "custom_function": a view returned by a custom Function (marked in
+#     function._wrap_outputs): the rewrite would bypass the Function's own backward.
+#   A view of a view inherits its parent's meta unless it has one of its own (an inference-mode
+#   parent wins over all): ``propagate_creation_meta``.
+_META_ADVICE = {
+    "no_grad": (" Given that this use case is ambiguous and error-prone, it is forbidden. You "
+                "can clarify your code by moving both the view and the inplace either both "
+                "inside the no_grad block (if you don't want the inplace to be tracked) or "
+                "both outside (if you want the inplace to be tracked)."),
+    "inference_mode": (" Given that this use case is ambiguous and error-prone, it is "
+                       "forbidden. You can clarify your code by moving both the view and the "
+                       "inplace either both inside the inference_mode block (if you don't want "
+                       "the inplace to be tracked) or both outside (if you want the inplace to "
+                       "be tracked)."),
+    "multi_output": (" This view is the output of a function that returns multiple views. "
+                     "Such functions do not allow the output views to be modified inplace. You "
+                     "should replace the inplace operation by an out-of-place one."),
+    "custom_function": (" This view was created inside a custom Function (or because an input "
+                        "was returned as-is) and the autograd logic to handle view+inplace "
+                        "would override the custom backward associated with the custom "
+                        "Function, leading to incorrect gradients. This behavior is forbidden. "
+                        "You can fix this by cloning the output of the custom Function."),
+}
+
+
+def propagate_creation_meta(parent, new):
+    """The creation meta of a view of a view whose parent has ``parent`` and whose own op
+    gives ``new`` (PyTorch's propagate_creation_meta)."""
+    if new is None or parent == "inference_mode":
+        return parent
+    return new
 
 
 def view_inplace_error(t: Tensor) -> str | None:
-    """PyTorch's error message for an in-place op on ``t`` that the view rules above forbid
-    under the current grad mode, or None (Note [View + in-place])."""
-    base = t._base
-    if base is None or not state.grad_enabled:
+    """PyTorch's error message for an in-place op on ``t`` (whose other inputs need no grad)
+    that the view rules forbid under the current grad mode, or None (Note [View + in-place])."""
+    if not (state.grad_enabled and t.requires_grad):
         return None
-    fn = t._grad_fn
-    if not t._requires_grad:
-        if base._requires_grad:
-            return _NO_GRAD_VIEW_MSG
+    return view_rebase_error(t)
+
+
+def view_rebase_error(t: Tensor, indirect: bool = False) -> str | None:
+    """PyTorch's error message (handle_view_on_rebase) for view ``t`` being modified in place
+    (``indirect``: its base or another view of it was) when its creation meta forbids
+    rewriting its history, or None (Note [View + in-place])."""
+    meta = t._creation_meta
+    if meta is None:
         return None
-    name = _short_name(fn) if fn is not None else "?"
-    if t._creation_meta == "custom_function":
-        return (f"Output {t._output_nr} of {name} is a view and is being modified inplace. This "
-                f"view was created inside a custom Function (or because an input was returned "
-                f"as-is) and the autograd logic to handle view+inplace would override the custom "
-                f"backward associated with the custom Function, leading to incorrect gradients. "
-                f"This behavior is forbidden. You can fix this by cloning the output of the "
-                f"custom Function.")
-    if fn is not None and fn.num_outputs > 1:
-        return (f"Output {t._output_nr} of {name} is a view and is being modified inplace. This "
-                f"view is the output of a function that returns multiple views. Such functions "
-                f"do not allow the output views to be modified inplace. You should replace the "
-                f"inplace operation by an out-of-place one.")
-    return None
+    fn = t._grad_fn  # (the recorded one: a stale history is what is being replaced)
+    modified = "its base or another view of its base has been" if indirect else "is being"
+    if meta in ("no_grad", "inference_mode") or fn is None:
+        if fn is not None:
+            prefix = (f"Output {t._output_nr} of {_short_name(fn)} is a view of a view which "
+                      f"was created in")
+        else:
+            prefix = "A view was created in"
+        if meta == "inference_mode":
+            msg = f"{prefix} inference mode and {modified} modified inplace in normal mode."
+        else:  # (no grad_fn: the view was made with grad mode off, whatever its meta says)
+            msg = (f"{prefix} no_grad mode and {modified} modified inplace with grad mode "
+                   f"enabled.")
+    else:
+        msg = (f"Output {t._output_nr} of {_short_name(fn)} is a view and {modified} modified "
+               f"inplace.")
+    return msg + _META_ADVICE[meta]
 
 
 def _short_name(fn) -> str:
@@ -670,7 +803,10 @@ def refresh_retained() -> None:
         retaining = tuple(_RETAINING)
     for t in retaining:
         fn, nr = t.__dict__.get("_retained_at", (None, 0))
-        current = t.grad_fn
+        try:
+            current = t.grad_fn
+        except RuntimeError:  # a view whose history may not be regenerated: it stays put
+            continue
         if current is fn and t._output_nr == nr:
             continue
         if fn is not None and fn._retained is not None:

@@ -23,6 +23,7 @@ from .activation import (
     Softmax,
     Softplus,
     Tanh,
+    Threshold,
 )
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
@@ -40,16 +41,27 @@ from .loss import (
     SmoothL1Loss,
 )
 from .module import Module
-from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, RMSNorm
+from .normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+    RMSNorm,
+)
+from .parallel import DataParallel
 from .parameter import Parameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .rnn import LSTM
 
 __all__ = [
-    "ELU", "GELU", "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss",
-    "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d", "CrossEntropyLoss", "Dropout", "Embedding",
-    "Flatten", "GroupNorm", "Hardtanh", "HuberLoss", "Identity", "KLDivLoss", "L1Loss",
-    "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Mish", "Module",
-    "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss", "Parameter", "ParameterDict",
-    "ParameterList", "RMSNorm", "ReLU", "ReLU6", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss",
-    "Softmax", "Softplus", "Tanh", "Unflatten", "functional", "init", "parallel", "utils",
+    "ELU", "GELU", "LSTM", "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss",
+    "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d", "CrossEntropyLoss", "DataParallel",
+    "Dropout", "Embedding", "Flatten", "GroupNorm", "Hardtanh", "HuberLoss", "Identity",
+    "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "KLDivLoss", "L1Loss", "LayerNorm",
+    "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Mish", "Module", "ModuleDict",
+    "ModuleList", "MultiheadAttention", "NLLLoss", "Parameter", "ParameterDict", "ParameterList",
+    "RMSNorm", "ReLU", "ReLU6", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax",
+    "Softplus", "Tanh", "Threshold", "Unflatten", "functional", "init", "parallel", "utils",
 ]

@@ -1,23 +1,32 @@
 """Module backward hooks (``register_full_backward_hook``, ``register_full_backward_pre_hook``),
-as PyTorch's ``BackwardHook`` builds them: two identity ``Function``s around a call.
+built as PyTorch's ``BackwardHook`` builds them: an identity ``Function``
+(``BackwardHookFunction``) around the call's tensor inputs, another around its tensor outputs,
+and the hooks as post-hooks of their graph nodes.
 
-* the module's tensor inputs that require grad pass through a ``_GradHook`` (the inputs'
-  hook): its backward sees the gradients with respect to them (``grad_input``), which only
-  exist once the gradients of all the outputs have flowed through the module;
-* its tensor outputs pass through another (the outputs' hook): its backward sees
-  ``grad_output`` first, runs the backward pre-hooks (which may replace it) and keeps it for
-  the inputs' hook.
+* the outputs' node runs first in backward: its post-hook sees ``grad_output``, runs the
+  backward pre-hooks (which may replace it) and keeps it for the inputs' node;
+* the inputs' node runs once the gradients of all the outputs have flowed through the module:
+  its post-hook sees the gradients with respect to the inputs (``grad_input``) and calls the
+  full backward hooks with both, then forgets ``grad_output``.
 
-When no input requires grad there is no inputs' hook: the outputs' hook calls the full hooks
-with a ``grad_input`` of Nones, as PyTorch does.
+Forgetting it matters twice: a later backward that reaches the inputs' node without passing
+through the outputs (double backward through the module's first gradients) calls no hook,
+and under ``create_graph=True`` the kept ``grad_output``, whose graph leads back to these
+nodes, would otherwise keep the whole graph alive through the hooks.
+
+When no input requires grad there is no inputs' node: the outputs' post-hook calls the full
+hooks with a ``grad_input`` of Nones (and warns that it does), as PyTorch does.
 """
 
 from __future__ import annotations
 
+import warnings
+
 from ..autograd.function import Function
+from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.tensor import Tensor
 
-__all__ = ["BackwardHook"]
+__all__ = ["BackwardHook", "BackwardHookFunction"]
 
 
 def _replace(kind: str, old: tuple, new) -> tuple:
@@ -31,44 +40,57 @@ def _replace(kind: str, old: tuple, new) -> tuple:
     return new
 
 
-class _GradHook(Function):
-    """Passes tensors through unchanged; its backward hands their gradients to the
-    BackwardHook method named ``on_grad`` (``_on_grad_output`` or ``_on_grad_input``)."""
+class BackwardHookFunction(Function):
+    """Identity on tensors; its node (``BackwardHookFunctionBackward``) carries the hooks.
+    Gradients that are None stay None (no zeros are made for them)."""
 
     @staticmethod
-    def forward(ctx, hook, on_grad, *tensors):
-        ctx.on_grad = getattr(hook, on_grad)
+    def forward(ctx, *tensors):
         ctx.set_materialize_grads(False)
         return tensors
 
     @staticmethod
     def backward(ctx, *grads):
-        return (None, None) + ctx.on_grad(grads)
+        return grads
+
+
+def _pack(slots: list, values, size: int) -> tuple:
+    """``values`` placed at ``slots`` of a tuple of ``size`` Nones."""
+    full = [None] * size
+    for slot, v in zip(slots, values):
+        full[slot] = v
+    return tuple(full)
 
 
 class BackwardHook:
-    """One module call's backward hooks: ``setup_input_hook`` wraps the call's arguments,
-    ``setup_output_hook`` its result."""
+    """One module call's backward hooks: ``setup_input_hook`` wraps the call's positional
+    arguments, ``setup_output_hook`` its result."""
 
     def __init__(self, module, hooks: list, pre_hooks: list):
         self.module, self.hooks, self.pre_hooks = module, hooks, pre_hooks
-        self.n_inputs = 0
-        self.input_slots = None  # positions, among the tensor arguments, of those hooked
-        self.n_outputs, self.output_slots = 0, []
-        self.grad_output = None
+        self.n_inputs, self.input_slots = 0, None  # positions of the hooked arguments
+        self.n_outputs, self.output_slots = 0, None
+        self.grad_output = None  # from the outputs' node, until the inputs' node uses it
+
+    def _wrap(self, items: list, post_hook) -> list | None:
+        """Passes the tensors of ``items`` that require grad through a BackwardHookFunction
+        whose node gets ``post_hook``; returns their positions (None when there are none)."""
+        slots = [i for i, a in enumerate(items) if isinstance(a, Tensor) and a.requires_grad]
+        if not slots or not is_grad_enabled():
+            return None
+        outs = BackwardHookFunction.apply(*(items[i] for i in slots))
+        if not isinstance(outs, tuple):
+            outs = (outs,)
+        outs[0].grad_fn.register_hook(post_hook)
+        for i, t in zip(slots, outs):
+            items[i] = t
+        return slots
 
     def setup_input_hook(self, args: tuple) -> tuple:
-        tensors = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
-        self.n_inputs = len(tensors)
-        hooked = [i for i in tensors if args[i].requires_grad]
-        if not hooked:
-            return args
-        self.input_slots = [tensors.index(i) for i in hooked]
-        outs = _GradHook.apply(self, "_on_grad_input", *(args[i] for i in hooked))
-        args = list(args)
-        for i, t in zip(hooked, outs):
-            args[i] = t
-        return tuple(args)
+        items = list(args)
+        self.n_inputs = len(items)
+        self.input_slots = self._wrap(items, self._on_grad_input)
+        return args if self.input_slots is None else tuple(items)
 
     def setup_output_hook(self, result):
         single = isinstance(result, Tensor)
@@ -76,25 +98,24 @@ class BackwardHook:
             else None
         if items is None:
             return result  # a structure the hooks cannot see into: passed through untouched
-        hooked = [i for i, a in enumerate(items) if isinstance(a, Tensor) and a.requires_grad]
         self.n_outputs = len(items)
-        self.output_slots = hooked
-        if not hooked:
+        self.output_slots = self._wrap(items, self._on_grad_output)
+        if self.output_slots is None:
             return result
-        outs = _GradHook.apply(self, "_on_grad_output", *(items[i] for i in hooked))
-        for i, t in zip(hooked, outs):
-            items[i] = t
         return items[0] if single else type(result)(items)
 
-    def _on_grad_output(self, grads: tuple) -> tuple:
-        full = [None] * self.n_outputs
-        for slot, g in zip(self.output_slots, grads):
-            full[slot] = g
-        grad_output = tuple(full)
+    def _on_grad_output(self, _grad_inputs: tuple, grads: tuple):
+        """The outputs' node post-hook: ``grads`` flow into the module's outputs."""
+        grad_output = _pack(self.output_slots, grads, self.n_outputs)
         for hook in self.pre_hooks:
             grad_output = _replace("grad_output", grad_output, hook(self.module, grad_output))
         self.grad_output = grad_output
-        if self.input_slots is None and self.hooks:
+        if self.input_slots is None:
+            warnings.warn("Full backward hook is firing when gradients are computed with "
+                          "respect to module outputs since no inputs require gradients. See "
+                          "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                          "#torch.nn.Module.register_full_backward_hook for more details.",
+                          stacklevel=5)
             none = (None,) * self.n_inputs
             for hook in self.hooks:
                 res = hook(self.module, none, grad_output)
@@ -102,16 +123,16 @@ class BackwardHook:
                     raise RuntimeError("Backward hook for Modules where no input requires "
                                        "gradient should always return None or None for all "
                                        "gradients.")
+            self.grad_output = None
         return tuple(grad_output[slot] for slot in self.output_slots)
 
-    def _on_grad_input(self, grads: tuple) -> tuple:
-        full = [None] * self.n_inputs
-        for slot, g in zip(self.input_slots, grads):
-            full[slot] = g
-        grad_input = tuple(full)
-        grad_output = self.grad_output if self.grad_output is not None \
-            else (None,) * self.n_outputs
+    def _on_grad_input(self, grads: tuple, _grad_outputs: tuple):
+        """The inputs' node post-hook: ``grads`` flow to the module's inputs."""
+        if self.grad_output is None:
+            return None  # reached without passing through the outputs (double backward)
+        grad_input = _pack(self.input_slots, grads, self.n_inputs)
         for hook in self.hooks:
             grad_input = _replace("grad_input", grad_input,
-                                  hook(self.module, grad_input, grad_output))
+                                  hook(self.module, grad_input, self.grad_output))
+        self.grad_output = None
         return tuple(grad_input[slot] for slot in self.input_slots)

@@ -1,4 +1,4 @@
-"""Batch, group and RMS normalisation, composed from differentiable Tensor ops (mean, var,
+"""Batch, instance, group and RMS normalisation, composed from differentiable Tensor ops (mean, var,
 rsqrt): their gradients, to any order, come from composition. Layer norm has a fused
 primitive (``F.layer_norm``); these may get one later behind the same signatures."""
 
@@ -9,7 +9,7 @@ import numpy as np
 from ..autograd.grad_mode import no_grad
 from ..autograd.tensor import Tensor
 
-__all__ = ["batch_norm", "group_norm", "rms_norm"]
+__all__ = ["batch_norm", "group_norm", "instance_norm", "rms_norm"]
 
 
 def _channel_shape(x: Tensor) -> tuple:
@@ -48,21 +48,63 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                              f"size {list(input.shape)}")
         mean = input.mean(dim=dims)
         var = input.var(dim=dims, unbiased=False)
-        if running_mean is not None or running_var is not None:
-            with no_grad():  # the running statistics are state, not part of the graph
-                if running_mean is not None:
-                    running_mean.mul_(1 - momentum).add_(mean.detach().to(running_mean.dtype)
-                                                         * momentum)
-                if running_var is not None:
-                    unbiased = var.detach() * (count / (count - 1))
-                    running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype)
-                                                        * momentum)
+        _update_running(running_mean, running_var, mean, var, count, momentum)
     else:
         if running_mean is None or running_var is None:
             raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
                                "evaluation mode (training=False)")
         mean, var = running_mean.to(input.dtype), running_var.to(input.dtype)
     y = (input - mean.reshape(shape)) * (var.reshape(shape) + eps).rsqrt()
+    return _affine(y, weight, bias, shape)
+
+
+def _update_running(running_mean, running_var, mean: Tensor, var: Tensor, count: int,
+                    momentum: float) -> None:
+    """``running = (1 - momentum) * running + momentum * batch`` in place for the statistics
+    given (the variance unbiased: ``count`` values each); ``mean`` and ``var`` per channel."""
+    with no_grad():  # the running statistics are state, not part of the graph
+        if running_mean is not None:
+            running_mean.mul_(1 - momentum).add_(mean.detach().to(running_mean.dtype) * momentum)
+        if running_var is not None:
+            unbiased = var.detach() * (count / (count - 1))
+            running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
+
+
+def instance_norm(input: Tensor, running_mean: Tensor | None = None,
+                  running_var: Tensor | None = None, weight: Tensor | None = None,
+                  bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Applies Instance Normalization: each channel of each sample (N, C, *) normalised over
+    its spatial dims, y = (x - E[x]) / sqrt(Var[x] + eps) * weight + bias (biased variance).
+
+    With ``use_input_stats`` (the default) the instance's statistics are used and, when given,
+    ``running_mean`` / ``running_var`` (per channel) are updated in place with their averages
+    over the batch (``running = (1 - momentum) * running + momentum * stat``, the variance
+    unbiased); without it the running statistics are used.
+    """
+    if input.ndim < 3:
+        raise ValueError(f"instance_norm: expected an input of at least 3 dims (N, C, *), got "
+                         f"{input.ndim}D of size {list(input.shape)}")
+    count = input.numel() // (input.shape[0] * input.shape[1]) if input.numel() else 0
+    if use_input_stats and count <= 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                         f"{list(input.shape)}")
+    shape = _channel_shape(input)
+    if use_input_stats:
+        dims = tuple(range(2, input.ndim))
+        mean = input.mean(dim=dims, keepdim=True)
+        var = input.var(dim=dims, unbiased=False, keepdim=True)
+        if running_mean is not None or running_var is not None:
+            per_channel = (input.shape[1],)
+            _update_running(running_mean, running_var, mean.mean(0).reshape(per_channel),
+                            var.mean(0).reshape(per_channel), count, momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("Expected running_mean and running_var to be defined when "
+                               "use_input_stats is false")
+        mean = running_mean.to(input.dtype).reshape(shape)
+        var = running_var.to(input.dtype).reshape(shape)
+    y = (input - mean) * (var + eps).rsqrt()
     return _affine(y, weight, bias, shape)
 
 

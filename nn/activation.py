@@ -7,7 +7,7 @@ from . import functional as F
 from .module import Module
 
 __all__ = ["ELU", "GELU", "Hardtanh", "LeakyReLU", "LogSoftmax", "Mish", "ReLU", "ReLU6", "SiLU",
-           "Sigmoid", "Softmax", "Softplus", "Tanh"]
+           "Sigmoid", "Softmax", "Softplus", "Tanh", "Threshold"]
 
 
 class _Inplace(Module):
@@ -128,6 +128,22 @@ class Hardtanh(_Inplace):
         if min_val > max_val:
             raise ValueError("min_val cannot be greater than max_val")
         self.min_val, self.max_val = min_val, max_val
+
+
+class Threshold(_Inplace):
+    """y = x where x > threshold, else value (elementwise).
+
+    Example:
+        >>> tg.nn.Threshold(0.1, 20.0)(tg.tensor([0.0, 0.5]))
+        tensor([20.0000,  0.5000])
+    """
+
+    functional = staticmethod(F.threshold)
+    _params = ("threshold", "value")
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False):
+        super().__init__(inplace)
+        self.threshold, self.value = threshold, value
 
 
 class ReLU6(_Inplace):

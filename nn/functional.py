@@ -20,11 +20,11 @@ from ..autograd.tensor import Tensor
 
 __all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "conv1d", "conv2d", "cross_entropy", "dropout",
-           "elu", "embedding", "gelu", "group_norm", "hardtanh", "huber_loss", "kl_div",
-           "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax", "max_pool2d", "mish",
+           "elu", "embedding", "gelu", "group_norm", "hardtanh", "huber_loss", "instance_norm",
+           "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax", "max_pool2d", "mish",
            "mse_loss", "multi_head_attention_forward", "nll_loss", "normalize", "one_hot", "pad",
            "relu", "relu6", "rms_norm", "scaled_dot_product_attention", "sigmoid", "silu",
-           "smooth_l1_loss", "softmax", "softplus", "tanh", "unfold"]
+           "smooth_l1_loss", "softmax", "softplus", "tanh", "threshold", "threshold_", "unfold"]
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -78,6 +78,19 @@ def _inplace(input: Tensor, fn, *args) -> Tensor:
     backward reads it; the write is recorded (copy_), so the gradient flows through ``fn`` as
     in PyTorch."""
     return input.copy_(fn(input.clone() if input.requires_grad else input, *args))
+
+
+def threshold(input: Tensor, threshold: float, value: float,  # noqa: A002
+              inplace: bool = False) -> Tensor:
+    """``input`` where it is greater than ``threshold``, else ``value``; the gradient passes
+    where ``input > threshold`` (its backward, ``ThresholdBackwardBackward0``, is itself
+    differentiable)."""
+    return _nn.threshold(input, threshold, value, inplace)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:  # noqa: A002
+    """In-place ``threshold``."""
+    return _nn.threshold(input, threshold, value, True)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
@@ -567,7 +580,7 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
 
 from ._attention import multi_head_attention_forward, scaled_dot_product_attention
 from ._convolution import adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, max_pool2d, unfold
-from ._normalization import batch_norm, group_norm, rms_norm
+from ._normalization import batch_norm, group_norm, instance_norm, rms_norm
 from ._padding import pad
 
 # autocast's entries for the composites defined in the modules above (their autocast column is

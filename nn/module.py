@@ -215,11 +215,15 @@ class Module:
         """Registers a backward hook, called when the gradients with respect to the module's
         inputs have been computed: ``hook(module, grad_input, grad_output) -> tuple or None``.
 
-        ``grad_input`` has one entry per positional tensor argument and ``grad_output`` one per
-        output (a tensor, or the items of a tuple/list), None where there is no gradient
-        (an input that does not require grad, an output not used). Returning a tuple replaces
-        ``grad_input``. The hook runs through identity ``Function``s wrapped around the call's
-        inputs and outputs (nn/_hooks.py), so it sees exactly what flows through the module.
+        ``grad_input`` has one entry per positional argument (keyword arguments are ignored)
+        and ``grad_output`` one per output (a tensor, or the items of a tuple/list), None where
+        there is no gradient (a non-tensor argument, an input that does not require grad, an
+        output not used). Returning a tuple replaces ``grad_input``. The hook is a post-hook
+        of an identity ``Function`` (``BackwardHookFunction``) wrapped around the call's inputs,
+        another around its outputs (nn/_hooks.py), so it sees exactly what flows through the
+        module, once per forward call: a double backward that reaches the inputs again without
+        passing through the outputs does not call it. When no input requires grad, it is
+        called (with a warning) as soon as the outputs' gradients are known.
 
         Example:
             >>> m = tg.nn.Linear(2, 1)

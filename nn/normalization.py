@@ -1,8 +1,10 @@
-"""Normalisation layers: BatchNorm1d, BatchNorm2d, GroupNorm, RMSNorm (LayerNorm, fused, is in
-layers.py). Default initialisations are PyTorch's: weight ones, bias zeros, running mean zeros
+"""Normalisation layers: BatchNorm1d, BatchNorm2d, InstanceNorm1d/2d/3d, GroupNorm, RMSNorm
+(LayerNorm, fused, is in layers.py). Default initialisations are PyTorch's: weight ones, bias zeros, running mean zeros
 and running variance ones."""
 
 from __future__ import annotations
+
+import warnings
 
 from ..autograd.grad_mode import no_grad
 from ..autograd.ops.creation import ones, tensor, zeros
@@ -13,12 +15,14 @@ from . import init
 from .module import Module
 from .parameter import affine_parameters, normalized_shape_parameters
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "RMSNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
+           "InstanceNorm3d", "RMSNorm"]
 
 
 class _BatchNorm(Module):
     """Shared by BatchNorm1d and BatchNorm2d, which differ only in the input ranks they
-    accept (``_ranks``)."""
+    accept (``_ranks``); the instance norms reuse its state (parameters, running
+    statistics, reset)."""
 
     _ranks: tuple = ()
 
@@ -108,6 +112,69 @@ class BatchNorm2d(_BatchNorm):
     """Applies Batch Normalization over a 4D input (N, C, H, W); see ``BatchNorm1d``."""
 
     _ranks = (4,)
+
+
+class _InstanceNorm(_BatchNorm):
+    """Shared by InstanceNorm1d/2d/3d: ``_ranks`` are the (unbatched, batched) input ranks.
+    Unlike batch norm, affine parameters and running statistics are off by default."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, device=None,
+                 dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype)
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.ndim not in self._ranks:
+            raise ValueError(f"expected {self._ranks[0]}D or {self._ranks[1]}D input (got "
+                             f"{input.ndim}D input)")
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        feature_dim = input.ndim - self._ranks[0]  # (the unbatched rank: C, *spatial)
+        if input.shape[feature_dim] != self.num_features:
+            if self.affine:
+                raise ValueError(f"expected input's size at dim={feature_dim} to match "
+                                 f"num_features ({self.num_features}), but got: "
+                                 f"{input.shape[feature_dim]}.")
+            warnings.warn(f"input's size at dim={feature_dim} does not match num_features. You "
+                          f"can silence this warning by not passing in num_features, which is "
+                          f"not used because affine=False", stacklevel=2)
+        unbatched = input.ndim == self._ranks[0]
+        x = input.unsqueeze(0) if unbatched else input
+        y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            self.training or not self.track_running_stats,
+                            0.0 if self.momentum is None else self.momentum, self.eps)
+        return y.squeeze(0) if unbatched else y
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Applies Instance Normalization over a 2D (unbatched) or 3D input (N, C, L): each
+    channel of each sample normalised over L; see ``InstanceNorm2d``."""
+
+    _ranks = (2, 3)
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Applies Instance Normalization over a 3D (unbatched) or 4D input (N, C, H, W): each
+    channel of each sample normalised over its H x W values (biased variance). ``affine``
+    adds a per-channel scale and shift; ``track_running_stats`` keeps running averages of
+    the statistics (updated in training, used in eval). Both are off by default; with
+    ``affine=False`` a channel count other than ``num_features`` only warns (PyTorch).
+
+    Example:
+        >>> tg.nn.InstanceNorm2d(3)(tg.randn(2, 3, 8, 8)).shape
+        tritongrad.Size([2, 3, 8, 8])
+    """
+
+    _ranks = (3, 4)
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Applies Instance Normalization over a 4D (unbatched) or 5D input (N, C, D, H, W); see
+    ``InstanceNorm2d``."""
+
+    _ranks = (4, 5)
 
 
 class GroupNorm(Module):

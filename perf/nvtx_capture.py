@@ -8,8 +8,8 @@
 nvidia-nvtx headers, by the tests' own fixture code in tests/nvtx/conftest.py), runs
 ``workload`` in a fresh process with ``NVTX_INJECTION64_PATH`` naming it (the device left
 visible, unlike the tests, which hide it), and checks what the process emitted: every node of
-the graph shows as ``<op>, seq = N`` in forward and ``<Node>, stashed seq = N`` in backward, and
-the ranges nest on each thread. It prints one closing line starting ``nvtx capture:`` and exits
+the graph shows as ``aten::<op>, seq = N`` in forward and ``<Node>, stashed seq = N`` in backward
+(PyTorch's names: observe.event_name), and the ranges nest on each thread. It prints one closing line starting ``nvtx capture:`` and exits
 0 when every check holds (1 otherwise, 2 when the recorder cannot be built here).
 
 ``workload`` is the process being recorded (also what gpu_campaign.sh runs under
@@ -165,11 +165,11 @@ def record(device: str, steps: int, require_gpu: bool, keep: str | None) -> int:
     nodes = [n for g in info["graphs"] for n in g]
     matched = 0
     for name, seq, op in nodes:
-        ok_f = f"{op}, seq = {seq}" in fwd_msgs
+        ok_f = f"aten::{op}, seq = {seq}" in fwd_msgs
         ok_b = len(stashed.get((name, seq), ())) == 1
         matched += ok_f and ok_b
         if not ok_f:
-            problems.append(f"no forward range '{op}, seq = {seq}' for {name}")
+            problems.append(f"no forward range 'aten::{op}, seq = {seq}' for {name}")
         if not ok_b:
             problems.append(f"{len(stashed.get((name, seq), ()))} backward ranges "
                             f"'{name}, stashed seq = {seq}' (want 1)")

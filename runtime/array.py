@@ -167,6 +167,13 @@ class DeviceArray:
         strides = view_strides(self.shape, self.strides, shape)
         return None if strides is None else self.as_strided(shape, strides)
 
+    def view_as_real(self) -> DeviceArray:
+        """A complex array as a real one (float32 of complex64, float64 of complex128) with a
+        last dimension of 2 (real, imaginary): the same bytes, offsets and strides doubled.
+        The Triton kernels see complex arrays only so (kernels/triton/complex.py)."""
+        return DeviceArray(self.storage, 2 * self.offset, tuple(self.shape) + (2,),
+                           tuple(2 * s for s in self.strides) + (1,), self.dtype.to_real())
+
     def permute(self, dims) -> DeviceArray:
         return self.as_strided([self.shape[d] for d in dims], [self.strides[d] for d in dims])
 

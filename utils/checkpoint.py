@@ -1,171 +1,645 @@
 """Activation checkpointing: trade compute for memory by recomputing a region's intermediate
-values during backward instead of keeping them from the forward.
+values during backward instead of keeping them from the forward. PyTorch's two variants:
 
-``checkpoint(fn, *args)`` runs ``fn`` under saved-tensor hooks (autograd/graph.py) whose pack
-hook stores only a small handle for each tensor an op saves for backward. When backward first
-unpacks one of those handles, ``fn`` runs again on the same inputs (with the random number
-generator as it was at the first run, so dropout masks repeat) under hooks that collect the
-tensors it saves, in order; the handle's position picks the recomputed tensor. This is
-PyTorch's non-reentrant variant (``use_reentrant=False``).
+``use_reentrant=False`` (saved-tensor hooks, tritongrad's default). ``checkpoint(fn, *args)``
+runs ``fn`` under a pack hook that stores, for each tensor an op saves for backward, only an
+empty ``_Holder``. When backward first unpacks one of them, ``fn`` runs again on the same
+inputs (random number generators and autocast state as at the first run) under a hook that
+hands each tensor the recomputation saves to the holder at the same position; a holder gives
+its tensor out once. Recomputations are per backward call (graph task id, or a
+``GraphExecGroup``), stop as soon as every holder is filled (``early_stop``), nest (an inner
+checkpoint's inputs are saved tensors of the outer one), and are checked against the
+original forward (number, shapes, dtypes and devices of the saved tensors). See PyTorch's
+Note [Nestable Checkpoint] in torch/utils/checkpoint.py, whose rules this follows.
+
+``use_reentrant=True`` (``CheckpointFunction``): a custom Function whose forward runs ``fn``
+under no_grad, and whose backward recomputes it under enable_grad and runs a nested
+(reentrant) backward through the recomputed graph. It works with ``.backward()`` only.
 """
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable, Sequence
+import contextlib
+import os
+import threading
+import traceback
+import uuid
+import warnings
+import weakref
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ..autograd.grad_mode import enable_grad, is_grad_enabled
+from ..autograd import observe
+from ..autograd.autocast import (
+    autocast,
+    get_autocast_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_enabled,
+)
+from ..autograd.engine import current_graph_task_id
+from ..autograd.function import Function
+from ..autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
 from ..autograd.graph import saved_tensors_hooks
+from ..autograd.saved import SavedTensor
 from ..autograd.tensor import Tensor
 
-__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "set_checkpoint_early_stop"]
-
-
-class set_checkpoint_early_stop:  # noqa: N801 - PyTorch's name
-    """Context manager: whether a recomputation stops as soon as it has recomputed every tensor
-    the original forward saved (the default, ``True``), or runs the checkpointed function to
-    its end. Either way backward gets the same tensors; stopping early skips the rest of the
-    function's work.
-
-    Example:
-        >>> with tg.utils.checkpoint.set_checkpoint_early_stop(False):
-        ...     y = checkpoint(fn, x)
-    """
-
-    def __init__(self, enable: bool) -> None:
-        self.enable = bool(enable)
-
-    def __enter__(self) -> None:
-        self.prev = _early_stop[0]
-        _early_stop[0] = self.enable
-
-    def __exit__(self, *exc) -> None:
-        _early_stop[0] = self.prev
-
-
-_early_stop = [None]  # set inside set_checkpoint_early_stop: it wins over checkpoint's argument
-
-
-def _warn_use_reentrant() -> None:
-    import warnings
-    warnings.warn("tritongrad.utils.checkpoint: the use_reentrant parameter should be passed "
-                  "explicitly (as in PyTorch, which will require it); tritongrad supports "
-                  "use_reentrant=False, the default when it is not passed.", UserWarning,
-                  stacklevel=3)
-
-
-class _StopRecomputation(Exception):
-    """Raised inside a recomputation once it has every tensor it needs (early stop)."""
+__all__ = [
+    "CheckpointError",
+    "CheckpointFunction",
+    "DefaultDeviceType",
+    "GraphExecGroup",
+    "check_backward_validity",
+    "checkpoint",
+    "checkpoint_sequential",
+    "detach_variable",
+    "get_device_states",
+    "noop_context_fn",
+    "set_checkpoint_debug_enabled",
+    "set_checkpoint_early_stop",
+    "set_device_states",
+]
 
 
 class CheckpointError(RuntimeError):
     """The recomputation did not save the tensors the original forward saved (a function that
-    is not deterministic in what it computes, e.g. branching on random values)."""
+    is not deterministic in what it computes), or a recomputed tensor was unpacked twice."""
 
 
-# -- the global random number generator ----------------------------------------------------------
-# tritongrad draws every random number (CPU and CUDA alike) from one NumPy generator in
-# autograd/ops/creation.py and has no get_rng_state/set_rng_state yet: its state is copied and
-# swapped here, in one place.
-
-def _get_rng(devices=()):
-    """The CPU generator's stream and, as PyTorch's ``preserve_rng_state``, the default
-    generator state of each CUDA device among the inputs' (their random numbers are drawn
-    on the device, from a generator of their own)."""
-    from ..autograd.ops import creation, random
-    return (copy.deepcopy(creation._rng),
-            {dev: random.get_cuda_rng_state(dev) for dev in devices})
+class _StopRecomputationError(Exception):
+    """Raised inside a recomputation once it has every tensor it needs (early stop)."""
 
 
-def _set_rng(state) -> None:
-    from ..autograd.ops import creation, random
-    cpu, cuda = state
-    creation._rng = copy.deepcopy(cpu)
-    for dev, st in cuda.items():
-        random.set_cuda_rng_state(st, dev)
+def _internal_assert(cond: bool) -> None:
+    if not cond:
+        raise AssertionError("Something went unexpectedly wrong in activation checkpoint.")
 
 
-def _cuda_devices(args) -> tuple:
-    return tuple(dict.fromkeys(a.device for a in args
-                               if isinstance(a, Tensor) and a.device.type == "cuda"))
+# -- global switches ---------------------------------------------------------------------------
+
+_enable_checkpoint_early_stop: bool | None = None
+_checkpoint_debug_enabled: bool | None = None
 
 
-class _Frame:
-    """One checkpointed call: its inputs, the RNG state it started with, the metadata of each
-    tensor its forward saved, and the recomputed tensors not yet handed to backward."""
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable: bool):
+    """Context manager: whether non-reentrant checkpoints stop a recomputation as soon as it
+    has recomputed every tensor the original forward saved (the default), or run the
+    checkpointed function to its end. It wins over ``checkpoint``'s ``early_stop`` argument
+    and only needs to be active while the forward runs.
 
-    def __init__(self, fn: Callable, args: tuple, kwargs: dict, rng, check_meta: bool,
-                 early_stop: bool) -> None:
-        self.fn, self.args, self.kwargs, self.rng = fn, args, kwargs, rng
-        self.check_meta, self.early_stop = check_meta, early_stop
-        self.meta: list[tuple] = []          # (shape, dtype, device) per saved tensor
-        self.recomputed: dict[int, Any] = {}
+    Example:
+        >>> with tg.utils.checkpoint.set_checkpoint_early_stop(False):
+        ...     y = checkpoint(fn, x, use_reentrant=False)
+        >>> y.backward()   # recomputes all of fn
+    """
+    global _enable_checkpoint_early_stop
+    prev = _enable_checkpoint_early_stop
+    _enable_checkpoint_early_stop = enable
+    try:
+        yield
+    finally:
+        _enable_checkpoint_early_stop = prev
 
-    def pack(self, t) -> _Handle:
-        self.meta.append((tuple(t.shape), t.dtype, t.device))
-        return _Handle(self, len(self.meta) - 1)
 
-    def unpack(self, handle: _Handle):
-        if handle.index not in self.recomputed:
-            self._recompute()
-        # Handed over once: a tensor is freed as soon as its node has used it. (A second
-        # backward with retain_graph=True recomputes again.)
-        return self.recomputed.pop(handle.index)
+@contextlib.contextmanager
+def set_checkpoint_debug_enabled(enabled: bool | None):
+    """Context manager: whether checkpoint's errors carry the op logs of the original forward
+    and of the recomputation (``checkpoint``'s ``debug``), overriding the argument; ``None``
+    defers to it."""
+    global _checkpoint_debug_enabled
+    prev = _checkpoint_debug_enabled
+    _checkpoint_debug_enabled = enabled
+    try:
+        yield
+    finally:
+        _checkpoint_debug_enabled = prev
 
-    def _recompute(self) -> None:
-        saved: list = []
 
-        def collect(t):
-            saved.append(t)
-            if self.early_stop and len(saved) == len(self.meta):
-                raise _StopRecomputation
-            return t
+class _GroupState(threading.local):
+    group = None
 
-        current = _get_rng(tuple(self.rng[1])) if self.rng is not None else None
+
+_group_state = _GroupState()
+
+
+class GraphExecGroup:
+    """Any checkpointed regions encountered by backward under the same instance of this
+    context manager will trigger recompute at most once, even if there are multiple calls
+    to backward.
+
+    Backward calls under the same instance must execute over non-overlapping regions of the
+    backward graph even if retain_graph=True: no two of them may use the same saved
+    activation. Affects ``use_reentrant=False`` checkpoints only. Groups do not nest.
+    """
+
+    def __enter__(self) -> GraphExecGroup:  # noqa: PYI034 - PyTorch's signature
+        if _group_state.group is not None:
+            raise RuntimeError(f"GraphExecGroup contexts cannot be nested. Already inside group "
+                               f"{_group_state.group}")
+        _group_state.group = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _group_state.group = None
+
+    @classmethod
+    def _get_current_group(cls) -> GraphExecGroup | None:
+        return _group_state.group
+
+
+# -- device, RNG and autocast state --------------------------------------------------------------
+
+class DefaultDeviceType:
+    """The device type checkpoint assumes for its RNG and autocast state when no input is on
+    an accelerator ("cuda" unless set)."""
+
+    _default_device_type = "cuda"
+
+    @staticmethod
+    def set_device_type(device: str = "cuda") -> None:
+        DefaultDeviceType._default_device_type = device
+
+    @staticmethod
+    def get_device_type() -> str:
+        return DefaultDeviceType._default_device_type
+
+
+def _infer_device_type(*args) -> str:
+    types = {a.device.type for a in args if isinstance(a, Tensor) and a.device.type != "cpu"}
+    if len(types) > 1:
+        warnings.warn("Tensor arguments, excluding CPU tensors, are detected on at least two "
+                      "types of devices. Device state will only be saved for devices of a "
+                      "single device type, and the remaining devices will be ignored.",
+                      stacklevel=3)
+    return next(iter(sorted(types)), DefaultDeviceType.get_device_type())
+
+
+def get_device_states(*args) -> tuple[list, list]:
+    """The CUDA devices among the tensor arguments and their default generators' states."""
+    from ..autograd.ops import random
+    devices = list(dict.fromkeys(a.device for a in args
+                                 if isinstance(a, Tensor) and a.device.type == "cuda"))
+    return devices, [random.get_cuda_rng_state(d) for d in devices]
+
+
+def set_device_states(devices, states, *, device_type=None) -> None:
+    """Restores what ``get_device_states`` returned."""
+    from ..autograd.ops import random
+    for d, st in zip(devices, states):
+        random.set_cuda_rng_state(st, d)
+
+
+class _RngState:
+    """The CPU generator's state and that of the CUDA devices among a call's inputs (as
+    PyTorch's ``preserve_rng_state``: draws on a device come from its own generator)."""
+
+    def __init__(self, args) -> None:
+        from ..autograd.ops import random
+        self.cpu = random.get_rng_state()
+        self.devices, self.states = get_device_states(*args)
+
+    @contextlib.contextmanager
+    def replayed(self):
+        """Runs the block with the generators as they were when this was taken, and puts the
+        surrounding states back after it (``torch.random.fork_rng``)."""
+        from ..autograd.ops import random
+        outer_cpu = random.get_rng_state()
+        outer = [random.get_cuda_rng_state(d) for d in self.devices]
+        random.set_rng_state(self.cpu)
+        set_device_states(self.devices, self.states)
         try:
-            if self.rng is not None:
-                _set_rng(self.rng)
-            # Under grad mode, so ops save what they saved the first time; the recomputed
-            # graph then also carries create_graph=True backward through to the inputs.
-            with enable_grad(), saved_tensors_hooks(collect, lambda t: t):
-                self.fn(*self.args, **self.kwargs)
-        except _StopRecomputation:
-            pass
+            yield
         finally:
-            if current is not None:
-                _set_rng(current)
-        got = [(tuple(t.shape), t.dtype, t.device) for t in saved]
-        if len(got) != len(self.meta):
-            raise CheckpointError(
-                f"tritongrad.utils.checkpoint: A different number of tensors was saved during "
-                f"the original forward and recomputation ({len(self.meta)} and {len(got)}): "
-                f"the checkpointed function must compute the same thing each time it runs")
-        for i, (a, b) in enumerate(zip(self.meta, got)):
-            if self.check_meta and a != b:
-                raise CheckpointError(
-                    f"checkpoint: recomputed tensor {i} has (shape, dtype, device) {b}, but "
-                    f"the original forward saved {a}")
-        self.recomputed = dict(enumerate(saved))
+            random.set_rng_state(outer_cpu)
+            set_device_states(self.devices, outer)
+
+
+def _autocast_state(device_type: str):
+    """Contexts reproducing the current autocast state of ``device_type`` and of the CPU."""
+    def kwargs(dev):
+        return {"enabled": is_autocast_enabled(dev), "dtype": get_autocast_dtype(dev),
+                "cache_enabled": is_autocast_cache_enabled()}
+    device = kwargs(device_type) if device_type in ("cpu", "cuda") else None
+    cpu = kwargs("cpu")
+
+    def contexts() -> contextlib.ExitStack:
+        stack = contextlib.ExitStack()
+        if device is not None:
+            stack.enter_context(autocast(device_type, **device))
+        stack.enter_context(autocast("cpu", **cpu))
+        return stack
+    return contexts
+
+
+# -- helpers of the reentrant variant ------------------------------------------------------------
+
+def detach_variable(inputs: tuple) -> tuple:
+    """Each tensor detached, keeping its ``requires_grad`` (non-tensors as they are)."""
+    if not isinstance(inputs, tuple):
+        raise RuntimeError(  # noqa: TRY004 - PyTorch raises RuntimeError here
+            f"Only tuple of tensors is supported. Got Unsupported input type: "
+            f"{type(inputs).__name__}")
+    out = []
+    for inp in inputs:
+        if not isinstance(inp, Tensor):
+            out.append(inp)
+            continue
+        x = inp.detach()
+        x.requires_grad = inp.requires_grad
+        out.append(x)
+    return tuple(out)
+
+
+def check_backward_validity(inputs: Iterable[Any]) -> None:
+    """Warns when no tensor input requires grad (the reentrant variant then has no gradient
+    to give)."""
+    if not any(isinstance(inp, Tensor) and inp.requires_grad for inp in inputs):
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
+                      stacklevel=3)
+
+
+class CheckpointFunction(Function):
+    """The reentrant variant: forward under no_grad keeping only the inputs; backward
+    recomputes under enable_grad and backpropagates through the recomputed graph."""
+
+    @staticmethod
+    def forward(ctx, run_function, preserve_rng_state, *args):
+        check_backward_validity(args)
+        ctx.run_function = run_function
+        ctx.preserve_rng_state = preserve_rng_state
+        ctx.autocast = _autocast_state(_infer_device_type(*args))
+        ctx.rng = _RngState(args) if preserve_rng_state else None
+        # Non-tensor inputs stay in ctx; tensors are saved (placeholders None here).
+        ctx.inputs, ctx.tensor_indices, tensors = [], [], []
+        for i, arg in enumerate(args):
+            if isinstance(arg, Tensor):
+                tensors.append(arg)
+                ctx.tensor_indices.append(i)
+                ctx.inputs.append(None)
+            else:
+                ctx.inputs.append(arg)
+        ctx.save_for_backward(*tensors)
+        with no_grad():
+            return run_function(*args)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        from ..autograd import _is_checkpoint_valid
+        from ..autograd.engine import backward
+        if not _is_checkpoint_valid():
+            raise RuntimeError(
+                "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() "
+                "or passing an `inputs` parameter to .backward(). To resolve this error, you "
+                "can either set use_reentrant=False, or call .backward() without passing the "
+                "`inputs` argument.")
+        inputs = list(ctx.inputs)
+        for i, t in zip(ctx.tensor_indices, ctx.saved_tensors):
+            inputs[i] = t
+        rng = ctx.rng.replayed() if ctx.rng is not None else contextlib.nullcontext()
+        with rng:
+            detached = detach_variable(tuple(inputs))
+            with enable_grad(), ctx.autocast():
+                outputs = ctx.run_function(*detached)
+        if isinstance(outputs, Tensor):
+            outputs = (outputs,)
+        # backward through the outputs that require grad only
+        pairs = [(o, g) for o, g in zip(outputs, grads)
+                 if isinstance(o, Tensor) and o.requires_grad]
+        if not pairs:
+            raise RuntimeError("none of output has requires_grad=True, this checkpoint() is "
+                               "not necessary")
+        backward([o for o, _ in pairs], [g for _, g in pairs])
+        return (None, None) + tuple(inp.grad if isinstance(inp, Tensor) else None
+                                    for inp in detached)
+
+
+# -- the non-reentrant variant -------------------------------------------------------------------
+
+def noop_context_fn():
+    """``checkpoint``'s default ``context_fn``: no context around forward or recomputation."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
 
 
 class _Handle:
-    """What the graph holds in place of a saved tensor: its frame and position."""
-
-    __slots__ = ("frame", "index")
-
-    def __init__(self, frame: _Frame, index: int) -> None:
-        self.frame, self.index = frame, index
+    """A key of one recomputed tensor (per backward call) in its frame's ``recomputed``."""
 
 
-def _unpack(handle: _Handle):
-    return handle.frame.unpack(handle)
+class _Holder:
+    """What the graph holds in place of a tensor saved inside a checkpoint: per backward call
+    (graph task id or GraphExecGroup), the handle of its recomputed tensor; None once given
+    out (PyTorch's Rule 4: a recomputed tensor lives until its node has used it)."""
+
+    __slots__ = ("__weakref__", "handles")
+
+    def __init__(self) -> None:
+        self.handles: dict = {}
+
+
+def _default_meta(x: Tensor) -> dict:
+    return {"shape": x.shape, "dtype": x.dtype, "device": x.device}
+
+
+_metadata_fns: dict[str, Callable] = {"default": _default_meta, "none": lambda _: None}
+
+_debug_tip_msg = """
+Tip: To see a more detailed error message, either pass `debug=True` to
+`torch.utils.checkpoint.checkpoint(...)` or wrap the code block
+with `with torch.utils.checkpoint.set_checkpoint_debug_enabled(True):` to
+enable checkpoint-debug mode globally.
+"""
+
+
+class _CheckpointFrame:
+    """One checkpointed call: its inputs (saved tensors, so that an enclosing checkpoint
+    recomputes them), a weak reference to each holder its forward packed with the saved
+    tensor's metadata, and per backward call the recomputed tensors not yet handed out."""
+
+    def __init__(self, recompute_fn: Callable, early_stop: bool, unpack_error_cb,
+                 metadata_fn: Callable) -> None:
+        self.recompute_fn = recompute_fn
+        self.saved_args: list = []
+        self.weak_holders: list[weakref.ref] = []
+        # Weak keys: a holder cleared by a partial backward drops its entry with it.
+        self.recomputed: defaultdict = defaultdict(weakref.WeakKeyDictionary)
+        self.recomp_counter: defaultdict = defaultdict(int)
+        self.is_recomputed: defaultdict = defaultdict(bool)
+        self.early_stop = early_stop
+        self.metadata_fn = metadata_fn
+        self.unpack_error_cb = unpack_error_cb
+        self.x_metadatas: list = []
+        self.forward_completed = False
+        self.ignore_saved_mismatch = False
+
+    def save_inputs(self, *args) -> None:
+        # Rule 2 of PyTorch's Note [Nestable Checkpoint]: saved like any tensor, the inputs
+        # go through the enclosing checkpoint's pack hook.
+        self.saved_args = [SavedTensor(a) if isinstance(a, Tensor) else a for a in args]
+
+    def get_inputs(self) -> list:
+        return [a.unpack(None) if isinstance(a, SavedTensor) else a for a in self.saved_args]
+
+    def check_recomputed_tensors_match(self, gid) -> None:
+        if self.ignore_saved_mismatch:
+            return
+        if len(self.weak_holders) != self.recomp_counter[gid]:
+            # More saved tensors are caught while recomputing (the recomputation hook).
+            raise CheckpointError(
+                "torch.utils.checkpoint: A different number of tensors was saved during the "
+                "original forward and recomputation.\n"
+                f"Number of tensors saved during forward: {len(self.weak_holders)}\n"
+                f"Number of tensors saved during recomputation: {self.recomp_counter[gid]}.\n"
+                f"{_debug_tip_msg}")
+        mismatched = []
+        for idx, ref in enumerate(self.weak_holders):
+            holder = ref()
+            if holder is None:  # freed by a backward that ran inside the forward
+                continue
+            _internal_assert(holder.handles.get(gid) is not None)
+            got = self.metadata_fn(self.recomputed[gid][holder.handles[gid]])
+            if self.x_metadatas[idx] != got:
+                mismatched.append(f"tensor at position {idx}:\nsaved metadata: "
+                                  f"{self.x_metadatas[idx]}\nrecomputed metadata: {got}\n")
+        if mismatched:
+            raise CheckpointError(
+                "torch.utils.checkpoint: Recomputed values for the following tensors have "
+                "different metadata than during the forward pass.\n"
+                f"{''.join(mismatched)}.\n{_debug_tip_msg}")
+
+
+class _recomputation_hook(saved_tensors_hooks):
+    """Installed while a frame recomputes: hands the ``i``-th tensor saved to the frame's
+    ``i``-th holder, and stops the recomputation once all are filled (early stop)."""
+
+    def __init__(self, target_frame_ref: weakref.ref, gid) -> None:
+        def pack_hook(x):
+            # Detached: the graph of the recomputation must not lead back to the tensor's
+            # node (one saving its own output would hold itself); unpacking gives it its
+            # place in the original graph back (autograd/saved.py, Note [Packed saved
+            # tensors]), as PyTorch's SavedVariable does.
+            x = x.detach() if x.requires_grad else x
+            frame = target_frame_ref()
+            _internal_assert(frame is not None)
+            idx = frame.recomp_counter[gid]
+            frame.recomp_counter[gid] += 1
+            if idx >= len(frame.weak_holders):
+                _internal_assert(not frame.early_stop)
+                if not frame.forward_completed:
+                    # a backward inside the checkpointed forward (early stop off): the
+                    # original forward has not saved everything yet
+                    frame.ignore_saved_mismatch = True
+                    return x
+                raise CheckpointError(
+                    "torch.utils.checkpoint: trying to save more tensors during recomputation "
+                    f"than during the original forward pass.\n{_debug_tip_msg}")
+            holder = frame.weak_holders[idx]()
+            # None: a backward inside the forward already used (and freed) that tensor
+            if holder is not None:
+                _internal_assert(holder.handles.get(gid) is None)
+                handle = holder.handles[gid] = _Handle()
+                frame.recomputed[gid][handle] = x
+            if frame.early_stop and frame.recomp_counter[gid] == len(frame.weak_holders):
+                raise _StopRecomputationError
+            # (the recomputed graph may itself be backpropagated: Rule 6)
+            return x
+
+        super().__init__(pack_hook, lambda x: x)
+
+
+class _checkpoint_hook(saved_tensors_hooks):
+    """Installed while a checkpointed forward runs: packs a holder per saved tensor, and
+    recomputes the frame (once per backward call) when one is unpacked."""
+
+    def __init__(self, frame: _CheckpointFrame) -> None:
+        def pack_hook(x):
+            holder = _Holder()
+            frame.weak_holders.append(weakref.ref(holder))
+            frame.x_metadatas.append(frame.metadata_fn(x))
+            return holder
+
+        def unpack_hook(holder):
+            gid = GraphExecGroup._get_current_group()
+            if gid is None:
+                gid = current_graph_task_id()
+                if gid == -1:  # unpacked outside backward: a recomputation of its own
+                    gid = int(uuid.uuid4())
+            if not frame.is_recomputed[gid]:
+                args = frame.get_inputs()
+                try:
+                    with _recomputation_hook(weakref.ref(frame), gid), enable_grad():
+                        frame.recompute_fn(*args)
+                except _StopRecomputationError:
+                    pass
+                frame.is_recomputed[gid] = True
+                frame.check_recomputed_tensors_match(gid)
+            _internal_assert(gid in holder.handles)
+            if holder.handles[gid] is None:
+                extra = ""
+                if GraphExecGroup._get_current_group() is not None:
+                    extra = ("Performing two backward calls that overlap (i.e. require the "
+                             "same saved activation in order to compute gradients) is not "
+                             "allowed while under the torch.utils.checkpoint.GraphExecGroup "
+                             "context. ")
+                raise CheckpointError(
+                    "torch.utils.checkpoint: Unpack is being triggered for a tensor that was "
+                    f"already unpacked once. {extra}If you are calling ctx.saved_tensors in "
+                    "backward, make sure to do so only once. Otherwise please open an issue "
+                    "with details on your use case.")
+            ret = frame.recomputed[gid][holder.handles[gid]]
+            holder.handles[gid] = None
+            return ret
+
+        if frame.unpack_error_cb is None:
+            super().__init__(pack_hook, unpack_hook)
+            return
+
+        def unpack_hook_with_error_cb(holder):
+            try:
+                return unpack_hook(holder)
+            except CheckpointError as e:
+                frame.unpack_error_cb(e)
+        super().__init__(pack_hook, unpack_hook_with_error_cb)
+
+
+# -- debug mode ----------------------------------------------------------------------------------
+
+_AUTOGRAD_DIR = os.path.dirname(os.path.abspath(observe.__file__)) + os.sep
+
+
+class _OpLog:
+    """An observer (autograd/observe.py) logging each op run, with the Python stack that ran
+    it; re-enterable, a fresh log each time."""
+
+    def __init__(self) -> None:
+        self.logs: list[str] | None = None
+        self.tbs: list | None = None
+
+    def __enter__(self):
+        self.logs, self.tbs = [], []
+        observe.add_observer(self)
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        observe.remove_observer(self)
+        return False
+
+    def op_enter(self, op, seq, inputs, params):
+        args = ", ".join(f"{t.dtype}{list(t.shape)}" for t in inputs)
+        self.logs.append(f"{observe.event_name(op)}({args})")
+        stack = traceback.extract_stack()[:-1]  # (without this method)
+        while stack and stack[-1].filename.startswith(_AUTOGRAD_DIR):  # dispatch's own frames
+            stack.pop()
+        self.tbs.append(stack)
+
+    def op_exit(self, token) -> None:
+        pass
+
+    def node_enter(self, node, grads):
+        return None
+
+    def node_exit(self, token) -> None:
+        pass
+
+
+_checkpoint_error_template = """ \
+An error happened while unpacking tensors; dumping logs of latest computation
+because you passed `debug=True` to `torch.utils.checkpoint.checkpoint()`.
+
++------------------------------------------------------------------------------+
+|        1. Stack traces of the operators that ran in the original forward     |
++------------------------------------------------------------------------------+
+
+{forward_traces}
++------------------------------------------------------------------------------+
+|        2. Stack traces of the operators that ran during recomputation        |
++------------------------------------------------------------------------------+
+
+{recompute_traces}
++------------------------------------------------------------------------------+
+|       3. Log of operators in the original forward and recomputation          |
++------------------------------------------------------------------------------+
+
+Operations executed during the original forward:
+
+{forward_ops}
+
+Operations executed during recomputation:
+
+{recompute_ops}
+
++------------------------------------------------------------------------------+
+ ERROR: Detected non-determinism while running activation checkpointing
+
+ You are seeing this error because you passed `debug=True` to checkpoint and
+ tensors to be saved during the original forward and differ between those saved
+ during recomputation. This can happen if different operators were ran in the
+ original forward and in the recomputation.
+
+ To identify where the mismatch may be coming from, compare the operators ran
+ during original forward and recomputation (printed above in the order they
+ were executed), and the stack trace of each.
+--------------------------------------------------------------------------------
+"""
+
+
+def _get_debug_context_and_cb():
+    """(context_fn, unpack_error_cb) of debug mode: op logs of the forward and of the latest
+    recomputation, dumped into the CheckpointError."""
+    fwd, recompute = _OpLog(), _OpLog()
+
+    def traces(label: str, log: _OpLog) -> str:
+        out = []
+        for i, (entry, tb) in enumerate(zip(log.logs, log.tbs)):
+            frames = "".join(f"{f.filename}:{f.lineno}:{f.name}\n" for f in tb)
+            out.append(f"{entry}   ({i + 1} of {len(log.logs)} in {label})\n\n{frames}\n\n")
+        return "".join(out)
+
+    def unpack_error_cb(e: CheckpointError):
+        raise CheckpointError(_checkpoint_error_template.format(
+            forward_traces=traces("original", fwd),
+            recompute_traces=traces("recompute", recompute),
+            forward_ops="\n".join(fwd.logs or ()),
+            recompute_ops="\n".join(recompute.logs or ()))) from e
+
+    return (lambda: (fwd, recompute)), unpack_error_cb
+
+
+def _checkpoint_without_reentrant(function: Callable, preserve_rng_state: bool,
+                                  context_fn: Callable, determinism_check: str, debug: bool,
+                                  early_stop: bool, args: tuple, kwargs: dict) -> Any:
+    unpack_error_cb = None
+    if _checkpoint_debug_enabled if _checkpoint_debug_enabled is not None else debug:
+        if context_fn is not noop_context_fn:
+            raise ValueError("debug=True is incompatible with non-default context_fn")
+        context_fn, unpack_error_cb = _get_debug_context_and_cb()
+    if determinism_check not in _metadata_fns:
+        raise ValueError(f"determinism_check should be one of {list(_metadata_fns)}, but got "
+                         f"{determinism_check}")
+    forward_context, recompute_context = context_fn()
+    if not is_grad_enabled():  # nothing is saved: nothing to recompute (no context either)
+        return function(*args, **kwargs)
+    autocast_contexts = _autocast_state(_infer_device_type(*args))
+    rng = _RngState(args) if preserve_rng_state else None
+
+    def recompute_fn(*inputs) -> None:
+        # the surrounding state of the original forward, captured above
+        with rng.replayed() if rng is not None else contextlib.nullcontext(), \
+                autocast_contexts(), recompute_context:
+            function(*inputs, **kwargs)
+
+    early = _enable_checkpoint_early_stop
+    frame = _CheckpointFrame(recompute_fn, early_stop if early is None else early,
+                             unpack_error_cb, _metadata_fns[determinism_check])
+    frame.save_inputs(*args)
+    with _checkpoint_hook(frame), forward_context:
+        ret = function(*args, **kwargs)
+    frame.forward_completed = True
+    return ret
 
 
 def checkpoint(function: Callable, *args, use_reentrant: bool | None = None,
-               context_fn: Callable | None = None, determinism_check: str = "default",
-               debug: bool = False, preserve_rng_state: bool = True, early_stop: bool = True,
-               **kwargs) -> Any:
+               context_fn: Callable = noop_context_fn, determinism_check: str = "default",
+               debug: bool = False, early_stop: bool = True, **kwargs) -> Any:
     r"""Checkpoint a model or part of the model.
 
     Activation checkpointing is a technique that trades compute for memory. Instead of keeping
@@ -174,28 +648,31 @@ def checkpoint(function: Callable, *args, use_reentrant: bool | None = None,
     and recomputes them during the backward pass.
 
     ``function`` must compute the same tensors when run again on the same inputs (the random
-    numbers it draws are replayed when ``preserve_rng_state`` is True). The number, shapes,
-    dtypes and devices of the tensors saved by the recomputation are checked against the
-    original forward (``CheckpointError`` otherwise). Gradients, including higher-order ones
-    (``create_graph=True``), are those of the un-checkpointed function.
+    numbers it draws are replayed when ``preserve_rng_state`` is True, and it runs again
+    under the autocast state of the first run).
+
+    The reentrant variant (``use_reentrant=True``) differs from the non-reentrant one as in
+    PyTorch: it always recomputes all of ``function``; it runs the forward under no_grad
+    (no backward inside the region); it supports ``.backward()`` without ``inputs`` only
+    (``autograd.grad`` raises); at least one input and one output must require grad; it
+    ignores tensors inside nested structures; and keyword arguments are refused.
 
     Args:
         function: describes what to run in the forward pass of the model or part of the
             model.
-        *args, **kwargs: the inputs of ``function``; kept (not copied) until backward.
-        use_reentrant: ``False``: the implementation through saved-tensor hooks (what
-            PyTorch recommends). ``True`` (the autograd.Function variant) is not supported
-            and raises ``NotImplementedError``. Not passing it warns, as PyTorch does, and
-            means ``False``.
-        context_fn, debug: PyTorch's options of the non-reentrant variant; only their
-            defaults (``None``, ``False``) are supported.
+        *args, **kwargs: the inputs of ``function`` (kwargs: non-reentrant only); kept (not
+            copied) until backward. ``preserve_rng_state`` (default ``True``) is taken out of
+            kwargs: replay the random number generators' states of the first run.
+        use_reentrant: which variant (see above). It should be passed explicitly; not passing
+            it warns, as PyTorch does, and means ``False`` in tritongrad (PyTorch: ``True``).
+        context_fn: a callable returning two context managers: the forward runs under the
+            first, each recomputation under the second (non-reentrant only).
         determinism_check: ``"default"`` compares the shapes, dtypes and devices of the
-            recomputed tensors with the original ones; ``"none"`` skips that comparison (the
-            number of tensors must still match: the handles are positions).
-        preserve_rng_state: replay the random number generator's state of the first run
-            during the recomputation (default ``True``).
+            recomputed tensors with the original ones; ``"none"`` skips that.
+        debug: errors also carry the ops run by the original forward and the
+            recomputation, with their stacks (non-reentrant only).
         early_stop: stop a recomputation once it has recomputed every tensor backward needs
-            (default ``True``); ``set_checkpoint_early_stop`` around the call overrides it.
+            (default ``True``); ``set_checkpoint_early_stop`` overrides it.
 
     Returns:
         Output of running ``function`` on ``*args`` and ``**kwargs``.
@@ -203,28 +680,27 @@ def checkpoint(function: Callable, *args, use_reentrant: bool | None = None,
     Example:
         >>> lin = tg.nn.Linear(4, 4)
         >>> x = tg.randn(2, 4, requires_grad=True)
-        >>> y = checkpoint(lambda t: lin(t).relu().sum(), x)
+        >>> y = checkpoint(lambda t: lin(t).relu().sum(), x, use_reentrant=False)
         >>> y.backward()   # lin(x).relu() is recomputed here
     """
     if use_reentrant is None:
-        _warn_use_reentrant()
+        warnings.warn(
+            "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. "
+            "tritongrad uses use_reentrant=False (the recommended variant) when it is not "
+            "passed; PyTorch uses use_reentrant=True and will raise an exception. Refer to "
+            "docs for more details on the differences between the two variants.",
+            stacklevel=2)
         use_reentrant = False
+    preserve = kwargs.pop("preserve_rng_state", True)
     if use_reentrant:
-        raise NotImplementedError("checkpoint: use_reentrant=True is not supported; pass "
-                                  "use_reentrant=False (the saved-tensor-hooks variant)")
-    if context_fn is not None or debug:
-        raise NotImplementedError("checkpoint: context_fn and debug are not supported")
-    if determinism_check not in ("default", "none"):
-        raise ValueError(f"checkpoint: determinism_check should be 'default' or 'none', got "
-                         f"{determinism_check!r}")
-    if not is_grad_enabled():
-        return function(*args, **kwargs)  # nothing is saved: nothing to recompute
-    frame = _Frame(function, args, kwargs,
-                   _get_rng(_cuda_devices(args)) if preserve_rng_state else None,
-                   check_meta=determinism_check == "default",
-                   early_stop=early_stop if _early_stop[0] is None else _early_stop[0])
-    with saved_tensors_hooks(frame.pack, _unpack):
-        return function(*args, **kwargs)
+        if kwargs:
+            raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+        if context_fn is not noop_context_fn or debug is not False:
+            raise ValueError("Passing `context_fn` or `debug` is only supported when "
+                             "use_reentrant=False.")
+        return CheckpointFunction.apply(function, preserve, *args)
+    return _checkpoint_without_reentrant(function, preserve, context_fn, determinism_check,
+                                         debug, early_stop, args, kwargs)
 
 
 def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool | None = None,
@@ -240,13 +716,16 @@ def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool |
         functions: an ``nn.Sequential`` or the list of modules or functions to run in order.
         segments: number of chunks to create in the model.
         input: a tensor, the input of ``functions[0]``.
-        use_reentrant, **kwargs: passed to ``checkpoint``.
+        use_reentrant, **kwargs: passed to ``checkpoint`` (kwargs: ``preserve_rng_state``).
 
     Returns:
         Output of running ``functions`` sequentially on ``input``.
     """
     if use_reentrant is None:
-        _warn_use_reentrant()
+        warnings.warn(
+            "torch.utils.checkpoint.checkpoint_sequential: the use_reentrant parameter should "
+            "be passed explicitly. tritongrad uses use_reentrant=False when it is not passed; "
+            "PyTorch uses use_reentrant=True and will raise an exception.", stacklevel=2)
         use_reentrant = False
     if hasattr(functions, "children") and callable(functions.children):
         functions = list(functions.children())

@@ -1,5 +1,5 @@
 """Pointwise and statistical composites: ``std_mean var_mean isclose allclose nan_to_num lerp
-addcmul addcdiv xlogy logaddexp``.
+addcmul addcdiv xlogy logaddexp isin``.
 
 Every op here is written over other public ops (``where``, ``abs``, ``log1p``, ``add_``, ...),
 so it has no kernels and no derivative rule of its own: both backends run it, and its gradient
@@ -318,6 +318,49 @@ def logaddexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     return _result(r, out)
 
 
+# -- isin ----------------------------------------------------------------------------------------
+
+# isin compares each element with every test element; elements go through in chunks so that
+# one chunk's comparison matrix holds at most this many booleans.
+_ISIN_CHUNK = 1 << 22
+
+
+def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False,
+         out=None) -> Tensor:
+    """True where an element of ``elements`` equals some element of ``test_elements`` (either,
+    not both, may be a number); ``invert`` negates. Values compare after type promotion (NaN
+    equals nothing); the result is a bool tensor of ``elements``' shape, never
+    differentiable. ``assume_unique`` is accepted and changes nothing (the comparison does
+    not need it). O(len(elements) * len(test_elements)) comparisons, in bounded chunks."""
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise TypeError(f"isin() received an invalid combination of arguments - got "
+                        f"({type(elements).__name__}, {type(test_elements).__name__}), but "
+                        f"expected at least one Tensor")
+    like = elements if isinstance(elements, Tensor) else test_elements
+    e = elements if isinstance(elements, Tensor) else full((), elements, device=like.device)
+    t = test_elements if isinstance(test_elements, Tensor) else \
+        full((), test_elements, device=like.device)
+    for x in (e, t):
+        if x.dtype.is_complex:
+            raise RuntimeError(f"Unsupported input type encountered for isin(): "
+                               f"{scalar_type_name(x.dtype)}")
+    e, t = e.detach(), t.detach()
+    dt = result_type(e, t)
+    flat_e, flat_t = e.reshape(-1).to(dt), t.reshape(-1).to(dt)
+    n, m = flat_e.shape[0], flat_t.shape[0]
+    step = builtins.max(1, _ISIN_CHUNK // builtins.max(m, 1))
+    if m == 0:
+        found = full((n,), False, dtype=dtypes.bool, device=e.device)
+    else:
+        from .shape import cat
+        parts = [eq(flat_e[i:i + step].unsqueeze(1), flat_t.unsqueeze(0)).any(1)
+                 for i in range(0, n, step)]
+        found = parts[0] if len(parts) == 1 else cat(parts) if parts else \
+            full((0,), False, dtype=dtypes.bool, device=e.device)
+    found = found.reshape(tuple(e.shape))
+    return _result(~found if invert else found, out)
+
+
 # -- the table ---------------------------------------------------------------------------------
 
 OPS = (
@@ -335,5 +378,6 @@ OPS = (
     OpInfo("addcdiv", addcdiv, inplace=addcdiv_, dtypes="promoted; not two integer tensors",
            grad="g, value g / t2, -value g t1 / t2^2", autocast="promote on cuda"),
     OpInfo("xlogy", xlogy, dtypes="floats; integers promote", grad="g log(y), g x / y; 0 at x = 0, y <= 0"),
+    OpInfo("isin", isin, method=False, dtypes="promoted; bool result", grad="none"),
     OpInfo("logaddexp", logaddexp, dtypes="floats", grad="g sigmoid(a - b), g sigmoid(b - a)"),
 )

@@ -29,6 +29,7 @@ from ...runtime import dtype as dtypes
 from ..dispatch import (Primitive, apply, apply_inplace, as_shape, call, expanded_dims,
                         linear_jvp, meta, sum_to)
 from ..dispatch import zeros as _zeros
+from .. import dispatch as _dispatch
 from ..tensor import Tensor, array_meta, wrap_dim
 from .creation import checked_scalar, full, tensor, zeros
 from ..checks import (check_devices_match, check_index_dtype, check_same_device, checked_index,
@@ -775,8 +776,9 @@ class IndexAddBackward0(IndexPutBackward0):
     op_name = "index_add"
 
 
-def _index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha, op: str,
-               inplace: bool) -> Tensor:
+def _index_checks(self: Tensor, dim: int, index: Tensor, source: Tensor, op: str):
+    """The checks of index_add and index_reduce: (self and source as at least 1-d, the wrapped
+    dim, the index as a checked flat int64 tensor)."""
     if not isinstance(index, Tensor):
         raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
     if not isinstance(source, Tensor):
@@ -809,6 +811,12 @@ def _index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha, op:
                                f"{list(self.shape)} in every dim but {d} (dim {j}: {m} != {n})")
     idx = checked_index(index.reshape(-1), x.shape[d], d, op, allow_negative=False,
                         error=lambda bad: IndexError("index out of range in self"))
+    return x, src, d, idx
+
+
+def _index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha, op: str,
+               inplace: bool) -> Tensor:
+    x, src, d, idx = _index_checks(self, dim, index, source, op)
     if alpha != 1:
         src = src * alpha
     indices = (None,) * d + (idx._data,)
@@ -863,7 +871,8 @@ class ScatterReduceBackward0(Primitive):
       src: (g / n) gathered.
     - amax/amin: shared evenly among the folded values equal to y (NaN equal to NaN).
     - prod: each folded value gets g times the product of the others, computed without
-      dividing by zero (as prod's rule).
+      dividing by zero (PyTorch's rule); its double backward is refused where two or more
+      zeros of src fold into one place (as PyTorch: the rule's 0 there has no derivative).
     """
 
     __slots__ = ()
@@ -871,6 +880,7 @@ class ScatterReduceBackward0(Primitive):
     writes_out = True
     save_inputs = (0, 1)
     save_output = True
+    _src = "src"  # the second input's name in messages
 
     @staticmethod
     def forward(ctx, k, x, src, dim, index, reduce, include_self, out=None):
@@ -916,27 +926,40 @@ class ScatterReduceBackward0(Primitive):
             share = k.div(g, k.where(k.eq(n, 0), 1, n))
             gx = k.where(x_hit, share, 0)
             gs = k.where(s_hit, gather(share), 0)
-        else:  # prod
-            x_zero, s_zero = k.eq(x, 0), k.eq(sw, 0)
-            nz = call(k, ScatterReduceBackward0, (k.where(x_zero, 1, x), k.where(s_zero, 1, sw)),
-                      dim, index, "prod", incl)
-            zeros = scatter_count(s_zero)
-            if incl:
-                zeros = k.add(zeros, k.astype(x_zero, dt))
-            gx = k.mul(g, _others(k, x, x_zero, nz, zeros))
-            gs = k.mul(gather(g), _others(k, sw, s_zero, gather(nz), gather(zeros)))
+        else:  # prod (PyTorch's rule, without dividing by zero)
+            def prod_into(t, s):
+                return call(k, ScatterReduceBackward0, (t, s), dim, index, "prod", incl)
+
+            # x: g times the product of the others folded with it (x's zero replaced by 1)
+            safe_x = k.where(k.eq(x, 0), 1, x)
+            gx = k.div(k.mul(g, prod_into(safe_x, sw)), safe_x)
+            # src: g y / s where s is nonzero; where s is the one zero folded into its place,
+            # g times the product with s replaced by 1; where two or more zeros fold, 0 (y)
+            s_zero = k.eq(sw, 0)
+            src_zeros = scatter_count(s_zero)
+            single = k.binary("bitwise_and", s_zero, k.eq(gather(src_zeros), 1))
+            gs = k.where(single, gather(k.mul(g, prod_into(x, k.where(single, 1, sw)))),
+                         k.div(gather(k.mul(g, y)), k.where(s_zero, 1, sw)))
+            if k is _dispatch.traced and ctx.needs_input_grad[1]:  # (create_graph)
+                gs = _refuse_double_backward(ctx, k, gs, src_zeros)
         if not incl and reduce != "amax" and reduce != "amin":
             gx = k.where(aimed, 0, gx)
         need_x, need_src = ctx.needs_input_grad
         return (gx if need_x else None), (_pad_to(k, gs, src.shape) if need_src else None)
 
 
-def _others(k, e, e_zero, nz_prod, n_zero):
-    """The product of the values folded with ``e`` (e excluded), from the product of the
-    nonzero ones and the number of zeros: one zero (e) -> nz_prod, two or more -> 0."""
-    safe = k.where(e_zero, 1, e)
-    return k.where(k.eq(n_zero, 0), k.div(nz_prod, safe),
-                   k.where(e_zero, k.where(k.eq(n_zero, 1), nz_prod, 0), 0))
+def _refuse_double_backward(ctx, k, gs, src_zeros):
+    """src's prod gradient ``gs``, recorded (create_graph), behind a node that refuses to be
+    differentiated when two or more zeros of src fold into one place: there the gradient of
+    each is the product of the others, 0, whose own derivative the rule does not give (as
+    PyTorch, which raises the same error)."""
+    if not bool(k.gt(src_zeros, 1).any()):  # (a host read-back, as PyTorch's)
+        return gs
+    from ..function import DelayedError
+    op, name = type(ctx).op_name, type(ctx)._src
+    return DelayedError.apply(f"{op}(): Double backward is unsupported for {name} when >1 "
+                              f"zeros in {name} are scattered to the same position in self",
+                              gs)[0]
 
 
 def _scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
@@ -979,6 +1002,57 @@ def scatter_reduce_(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     """In-place ``scatter_reduce``."""
     return _scatter_reduce(self, dim, index, src, reduce, include_self, "scatter_reduce_", True)
 
+
+# -- index_reduce ---------------------------------------------------------------------------------
+
+# index_reduce is scatter_reduce with the index spread along dim over the source's shape (each
+# source slice i folds into self's slice index[i]): the same primitive, named as PyTorch's node.
+IndexReduceBackward0 = ScatterReduceBackward0.variant("IndexReduceBackward0", "index_reduce",
+                                                      _src="source")
+_INDEX_REDUCTIONS = ("prod", "mean", "amax", "amin")
+
+
+def _index_reduce(self: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str,
+                  include_self: bool, op: str, inplace: bool) -> Tensor:
+    if reduce not in _INDEX_REDUCTIONS:
+        raise RuntimeError(f"{op}(): Expected reduce to be one of prod, mean, amax or amin but "
+                           f"got {reduce}.")
+    x, src, d, idx = _index_checks(self, dim, index, source, op)
+    if reduce == "mean" and self.dtype is dtypes.bool:
+        raise RuntimeError(f"{op}(): reduce='mean' is not supported for bool tensors")
+    shape = [1] * src.ndim
+    shape[d] = src.shape[d]
+    spread = idx.reshape(tuple(shape)).expand(tuple(src.shape)).contiguous()
+    params = (d, spread._data, reduce, bool(include_self))
+    if inplace:
+        apply_inplace(IndexReduceBackward0, x, (src,), *params)
+        return self
+    out = apply(IndexReduceBackward0, (x, src), *params)
+    return out if self.ndim else out.reshape(())
+
+
+def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                 include_self: bool = True) -> Tensor:
+    """A copy of ``input`` where each slice ``index[i]`` along ``dim`` holds the reduction
+    ``reduce`` ("prod", "mean", "amax", "amin") of the source slices ``i`` aimed at it (and of
+    itself, when ``include_self``); slices nothing is aimed at keep their values. Gradients as
+    ``scatter_reduce``'s (amax/amin: shared evenly among the tied extremes).
+
+    Example::
+
+        >>> tg.zeros(3).index_reduce(0, tg.tensor([0, 0, 2]), tg.tensor([1., 3., 5.]), "amax",
+        ...                          include_self=False)
+        tensor([3., 0., 5.])
+    """
+    return _index_reduce(input, dim, index, source, reduce, include_self, "index_reduce", False)
+
+
+def index_reduce_(self: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                  include_self: bool = True) -> Tensor:
+    """In-place ``index_reduce``."""
+    return _index_reduce(self, dim, index, source, reduce, include_self, "index_reduce_", True)
+
+
 # -- the table ---------------------------------------------------------------------------------
 
 OPS = (
@@ -999,5 +1073,8 @@ OPS = (
                 "the others"),
     OpInfo("setitem", setitem, function=False, method=False, operators=("__setitem__",),
            grad="g masked, value: g indexed"),
+    OpInfo("index_reduce", index_reduce, inplace=index_reduce_,
+           grad="mean: g / n; amax/amin: g shared among the extremes; prod: g times the "
+                "others (as scatter_reduce)"),
 )
-OPS = with_jvp(OPS, without=("scatter_reduce",))  # every other row: jvp rules
+OPS = with_jvp(OPS, without=("scatter_reduce", "index_reduce"))  # every other row: jvp rules

@@ -1,4 +1,4 @@
-"""Fused neural-network primitives: GELU, layer norm, cross-entropy, embedding.
+"""Fused neural-network primitives: GELU, threshold, layer norm, cross-entropy, embedding.
 
 Each forward is one call to a fused array function of the kernel contract (``k.gelu``,
 ``k.layer_norm``, ``k.cross_entropy``, ``k.embedding``); each first-order backward is one call
@@ -19,11 +19,13 @@ import math
 
 from ...runtime import dtype as dtypes
 from .. import checks
-from ..dispatch import Primitive, apply, as_shape, call, elementwise_jvp, linear_jvp, meta
+from ..dispatch import (Primitive, apply, as_shape, call, elementwise_jvp, linear_jvp, meta,
+                        zeros)
 from ..tensor import Tensor, make
 from . import traced
 
-__all__ = ["check_class_indices", "cross_entropy_rows", "embedding", "gelu", "layer_norm"]
+__all__ = ["check_class_indices", "cross_entropy_rows", "embedding", "gelu", "layer_norm",
+           "threshold"]
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -115,6 +117,78 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
         raise RuntimeError(f"approximate argument must be either none or tanh. (got "
                            f"{approximate!r})")
     return apply(GeluBackward0, (_float_input(input, "gelu"),), approximate)
+
+
+# -- threshold -----------------------------------------------------------------------------------
+
+class ThresholdBackward0(Primitive):
+    """y = x where x > threshold, else value: dx = ThresholdBackwardBackward0(g, x) (g where
+    x > threshold, else 0; a NaN x passes g on), as PyTorch's threshold_backward."""
+
+    __slots__ = ()
+    op_name = "threshold"
+    save_inputs = (0,)
+    jvp = staticmethod(elementwise_jvp)
+
+    @staticmethod
+    def forward(ctx, k, x, threshold, value, out=None):
+        ctx.threshold = threshold
+        r = k.where(k.le(x, threshold), value, x)
+        if out is None:
+            return r
+        k.copy_(out, r)
+        return out
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        # x only selects (its derivative through the rule is 0), so a recorded rule takes it
+        # detached: the backward graph gets no edge into the forward one
+        x = saved[0].detach() if isinstance(saved[0], Tensor) else saved[0]
+        return call(k, ThresholdBackwardBackward0, (g, x), ctx.threshold)
+
+
+# threshold_ in place: the mask is read from the result (the input is overwritten), as in
+# PyTorch, whose in-place form saves its result
+ThresholdBackward1 = ThresholdBackward0.variant("ThresholdBackward1", "threshold_",
+                                                save_inputs=(), save_output=True,
+                                                writes_out=True)
+
+
+class ThresholdBackwardBackward0(Primitive):
+    """z = g where x > threshold, else 0: linear in g (this op again on gg); x gets zeros with
+    no history (PyTorch's ``zeros_like(grad)``)."""
+
+    __slots__ = ()
+    op_name = "threshold_backward"
+    save_inputs = (1,)
+    jvp = staticmethod(elementwise_jvp)
+
+    @staticmethod
+    def forward(ctx, k, g, x, threshold):
+        ctx.threshold = threshold
+        return k.where(k.le(x, threshold), 0, g)
+
+    @staticmethod
+    def vjp(ctx, k, saved, gg):
+        x, = saved
+        need_g, need_x = ctx.needs_input_grad
+        dg = call(k, ThresholdBackwardBackward0, (gg, x), ctx.threshold) if need_g else None
+        return dg, (zeros(k, gg.shape, gg) if need_x else None)
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """``input`` where it is greater than ``threshold``, else ``value`` (elementwise); in place
+    with ``inplace``. The gradient passes where ``input > threshold``."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"threshold(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    if input.dtype is dtypes.bool or input.dtype.is_complex:
+        raise RuntimeError(f"\"threshold\" not implemented for "
+                           f"'{checks.scalar_type_name(input.dtype)}'")
+    if inplace:
+        from ..dispatch import apply_inplace
+        return apply_inplace(ThresholdBackward1, input, (), threshold, value)
+    return apply(ThresholdBackward0, (input,), threshold, value)
 
 
 # -- layer norm ----------------------------------------------------------------------------------

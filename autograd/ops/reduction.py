@@ -157,6 +157,8 @@ class return_types:  # noqa: N801 - PyTorch's module name
     sort = _return_type("sort")
     topk = _return_type("topk")
     kthvalue = _return_type("kthvalue")
+    median = _return_type("median")
+    nanmedian = _return_type("nanmedian")
 
 
 # -- max / min / amax / amin / argmax / argmin ---------------------------------------------------

@@ -3,7 +3,8 @@ tile tril triu``.
 
 ``split``/``chunk``/``unbind`` return views, made by one multi-output primitive each (one node,
 as PyTorch's ``SplitBackward0``); their rule joins the pieces' gradients (zeros for pieces that
-got none). ``cat``/``stack`` copy each input into its window of a fresh output with the
+got none). ``unsafe_split``/``unsafe_chunk`` run the same primitive but return pieces that are
+not views to autograd, which may therefore be modified in place. ``cat``/``stack`` copy each input into its window of a fresh output with the
 backend's ``copy_`` (no dedicated kernel); their rule slices the gradient back. ``narrow`` and
 ``select`` are basic-indexing views (views.py).
 """
@@ -207,13 +208,18 @@ def _multi_view(op, x: Tensor, *params) -> tuple:
     outs = apply(op, (x,), *params)
     if type(outs) is not tuple:
         outs = (outs,)
-    return tuple(_as_view(o, x) for o in outs)
+    return tuple(_as_view(o, x, True) for o in outs)
 
 
-def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
-    """Splits into views along ``dim``: pieces of ``split_size_or_sections`` (an int; the last
-    piece may be smaller) or of the listed sizes (which must sum to the dim's size)."""
-    x = tensor
+# unsafe_split's pieces share the input's memory but are not views to autograd (nor share its
+# version counter), as PyTorch's: they may be modified in place, at the user's risk.
+UnsafeSplitBackward0 = SplitBackward0.variant("UnsafeSplitBackward0", "unsafe_split")
+UnsafeSplitWithSizesBackward0 = SplitBackward0.variant("UnsafeSplitWithSizesBackward0",
+                                                       "unsafe_split_with_sizes")
+
+
+def _split_plan(x: Tensor, split_size_or_sections, dim) -> tuple:
+    """(dim, sizes, whether sizes were listed) of a split of ``x``, checked as PyTorch's."""
     d = wrap_dim(dim, x.ndim, "split", "dim", 2)
     if x.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
@@ -224,7 +230,7 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
                                f"(input tensor's size at dimension {d}), but got "
                                f"split_sizes={list(sizes)}")
-        return _multi_view(SplitWithSizesBackward0, x, d, sizes)
+        return d, sizes, True
     size = split_size_or_sections
     if type(size) is not int:
         size = int_arg(size, "split", "split_size", 1)
@@ -232,13 +238,32 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
         raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
                            f"dimension size of {n}" if size == 0 else
                            f"split expects split_size be non-negative, but got split_size={size}")
-    sizes = (0,) if n == 0 else tuple(min(size, n - s) for s in range(0, n, size))
-    return _multi_view(SplitBackward0, x, d, sizes)
+    return d, ((0,) if n == 0 else tuple(min(size, n - s) for s in range(0, n, size))), False
 
 
-def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
-    """Splits into ``chunks`` views of (nearly) equal size along ``dim``; the last may be
-    smaller, and fewer chunks come back when the size does not allow that many."""
+def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
+    """Splits into views along ``dim``: pieces of ``split_size_or_sections`` (an int; the last
+    piece may be smaller) or of the listed sizes (which must sum to the dim's size)."""
+    d, sizes, listed = _split_plan(tensor, split_size_or_sections, dim)
+    return _multi_view(SplitWithSizesBackward0 if listed else SplitBackward0, tensor, d, sizes)
+
+
+def unsafe_split(tensor: Tensor, split_size: int, dim: int = 0) -> tuple:
+    """``split``, whose pieces autograd does not track as views: each may be modified in
+    place (the others and the input see the change, unchecked)."""
+    d, sizes, listed = _split_plan(tensor, split_size, dim)
+    op = UnsafeSplitWithSizesBackward0 if listed else UnsafeSplitBackward0
+    outs = apply(op, (tensor,), d, sizes)
+    return outs if type(outs) is tuple else (outs,)
+
+
+def unsafe_split_with_sizes(tensor: Tensor, split_sizes, dim: int = 0) -> tuple:
+    """``split_with_sizes`` whose pieces are not views to autograd (see ``unsafe_split``)."""
+    return unsafe_split(tensor, list(split_sizes), dim)
+
+
+def _chunk_size(input: Tensor, chunks: int, dim: int) -> tuple:
+    """(dim, the pieces' size) of ``chunk``; size 0 when the dim is empty."""
     if type(chunks) is not int:
         chunks = int_arg(chunks, "chunk", "chunks", 1)
     if chunks <= 0:
@@ -246,10 +271,22 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     d = wrap_dim(dim, input.ndim, "chunk", "dim", 2)
     if input.ndim == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
-    n = input.shape[d]
-    if n == 0:  # PyTorch: an empty dim gives `chunks` empty pieces, not one
+    return d, -(-input.shape[d] // chunks), chunks
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    """Splits into ``chunks`` views of (nearly) equal size along ``dim``; the last may be
+    smaller, and fewer chunks come back when the size does not allow that many."""
+    d, size, chunks = _chunk_size(input, chunks, dim)
+    if size == 0:  # PyTorch: an empty dim gives `chunks` empty pieces, not one
         return _multi_view(SplitWithSizesBackward0, input, d, (0,) * chunks)
-    return split(input, -(-n // chunks), d)
+    return split(input, size, d)
+
+
+def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    """``chunk`` whose pieces are not views to autograd (see ``unsafe_split``)."""
+    d, size, chunks = _chunk_size(input, chunks, dim)
+    return unsafe_split(input, [0] * chunks if size == 0 else size, d)
 
 
 def unbind(input: Tensor, dim: int = 0) -> tuple:
@@ -430,8 +467,11 @@ OPS = (
     OpInfo("cat", cat, method=False, aliases=("concat", "concatenate"), grad="slices of g",
            autocast="promote"),
     OpInfo("stack", stack, method=False, grad="slices of g", autocast="promote"),
-    OpInfo("split", split, aliases=("split_with_sizes", "unsafe_split"), grad="cat of the gs"),
+    OpInfo("split", split, aliases=("split_with_sizes",), grad="cat of the gs"),
+    OpInfo("unsafe_split", unsafe_split, grad="cat of the gs"),
+    OpInfo("unsafe_split_with_sizes", unsafe_split_with_sizes, grad="cat of the gs"),
     OpInfo("chunk", chunk, grad="cat of the gs"),
+    OpInfo("unsafe_chunk", unsafe_chunk, grad="cat of the gs"),
     OpInfo("unbind", unbind, grad="stack of the gs"),
     OpInfo("narrow", narrow, grad="g in a zero tensor"),
     OpInfo("select", select, grad="g in a zero tensor"),

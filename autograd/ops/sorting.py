@@ -1,4 +1,5 @@
-"""Sorting along a dim: ``sort``, ``argsort``, ``topk`` and ``kthvalue``.
+"""Sorting along a dim: ``sort``, ``argsort``, ``topk``, ``kthvalue``, ``median`` and
+``nanmedian``.
 
 One primitive carries all four: the backend's ``sort(a, dim, descending)`` (kernel contract;
 stable, NaN the largest value) and a slice of its result along ``dim``: all of it (sort), the
@@ -8,6 +9,13 @@ the Triton backend's rank sort on CUDA (kernels/triton/sorting.py). The values' 
 back to the positions the indices name (a scatter into zeros, ``gather_backward``); the
 indices are never differentiable.
 
+median and nanmedian pick, per slice, a position of the sorted slice computed on the device
+(no host read-back): the lower median ``(n - 1) // 2``; for median a slice holding NaN gives its
+first NaN (NaN propagates), for nanmedian the lower median of the non-NaN values (an all-NaN
+slice gives NaN). Along a dim the gradient goes to the returned index, as kthvalue's; the
+median of all elements shares it evenly among the elements equal to the result (PyTorch's
+``evenly_distribute_backward``, as full max/min).
+
 Every sort here is stable, so ``stable=False`` gives a stable order too (an unstable sort may
 return any order of equal elements, and this is one), and ``topk(sorted=False)`` returns its
 k values sorted (PyTorch leaves their order unspecified).
@@ -15,15 +23,16 @@ k values sorted (PyTorch leaves their order unspecified).
 
 from __future__ import annotations
 
+import math
 import operator
 
 from ...runtime import dtype as dtypes
 from ..checks import scalar_type_name
-from ..dispatch import Primitive, apply, as_shape
+from ..dispatch import Primitive, apply, as_shape, meta
 from ..registry import OpInfo
 from ..tensor import Tensor, wrap_dim
 from .indexing import gather_backward
-from .reduction import return_types
+from .reduction import _ties_backward, _ties_jvp, return_types
 
 
 class SortBackward0(Primitive):
@@ -142,6 +151,118 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
     return return_types.kthvalue(values, idx)
 
 
+# -- median / nanmedian --------------------------------------------------------------------------
+
+def _median_pick(k, x, dim: int, ignore_nan: bool):
+    """(values, indices) of the median along ``dim`` of backend array ``x``, keepdim."""
+    values, idx = k.sort(x, dim, False)  # stable, NaN last
+    n = x.shape[dim]
+    if meta(x)[1].is_floating_point:
+        valid = k.sum(k.astype(k.eq(x, x), dtypes.int64), (dim,), True)  # non-NaN per slice
+        if ignore_nan:  # (an all-NaN slice: position 0, a NaN)
+            pos = k.binary("floor_divide", k.maximum(k.sub(valid, 1), 0), 2)
+        else:  # a slice with NaN: its first NaN, which the stable sort puts at ``valid``
+            pos = k.where(k.eq(valid, n), (n - 1) // 2, valid)
+        return k.gather(values, dim, pos), k.gather(idx, dim, pos)
+    key = tuple(slice((n - 1) // 2, (n - 1) // 2 + 1) if d == dim else slice(None)
+                for d in range(len(x.shape)))
+    return k.contiguous(k.getitem(values, key)), k.contiguous(k.getitem(idx, key))
+
+
+class MedianBackward1(Primitive):
+    """median(x, dim) -> (values, indices): the gradient goes to the returned index."""
+
+    __slots__ = ()
+    op_name = "median"
+    nondiff_outputs = (1,)
+    _ignore_nan = False
+
+    @classmethod
+    def forward(cls, ctx, k, x, dim, keepdim):
+        values, idx = _median_pick(k, x, dim, cls._ignore_nan)
+        if not keepdim:
+            shape = tuple(n for d, n in enumerate(values.shape) if d != dim)
+            values, idx = as_shape(k, values, shape), as_shape(k, idx, shape)
+        ctx.in_shape, ctx.dim, ctx.idx, ctx.squeeze = tuple(x.shape), dim, idx, not keepdim
+        return values, idx
+
+    vjp = SortBackward0.vjp
+    jvp = SortBackward0.jvp
+
+
+NanmedianBackward1 = MedianBackward1.variant("NanmedianBackward1", "nanmedian",
+                                             _ignore_nan=True)
+
+
+class MedianBackward0(Primitive):
+    """median() of all elements: the gradient is shared evenly among the elements equal to the
+    result (the NaNs, when it is NaN)."""
+
+    __slots__ = ()
+    op_name = "median"
+    save_inputs = (0,)
+    save_output = True
+    _ignore_nan = False
+
+    @classmethod
+    def forward(cls, ctx, k, x):
+        flat = as_shape(k, x, (math.prod(x.shape),))
+        ctx.dims, ctx.keepdim = tuple(range(len(x.shape))), False
+        return as_shape(k, _median_pick(k, flat, 0, cls._ignore_nan)[0], ())
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        x, out = saved
+        return _ties_backward(k, g, x, out, tuple(range(len(x.shape))), False)
+
+    jvp = staticmethod(_ties_jvp)
+
+
+NanmedianBackward0 = MedianBackward0.variant("NanmedianBackward0", "nanmedian",
+                                             _ignore_nan=True)
+
+
+def _median(name: str, full_op: type, dim_op: type):
+    rt = getattr(return_types, name)
+
+    def fn(input: Tensor, dim=None, keepdim: bool = False):
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' must be Tensor, not "
+                            f"{type(input).__name__}")
+        dt = input.dtype
+        if dt is dtypes.bool or dt.is_complex:
+            raise NotImplementedError(f"\"{name}_{input.device.type}\" not implemented for "
+                                      f"'{scalar_type_name(dt)}'")
+        if dim is None:
+            if input.numel() == 0:  # PyTorch: NaN (of the input's float dtype)
+                from .creation import full
+                return full((), float("nan"), dtype=dt, device=input.device)
+            return apply(full_op, (input,))
+        d = wrap_dim(dim, input.ndim, name)
+        if input.ndim == 0:
+            values, idx = apply(dim_op, (input.reshape(1),), 0, False)
+            return rt(values, idx)
+        if input.shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+        return rt(*apply(dim_op, (input,), d, bool(keepdim)))
+
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+median = _median("median", MedianBackward0, MedianBackward1)
+median.__doc__ = (
+    """The lower median of all elements of ``input`` (NaN if any element is NaN); or, with
+    ``dim``, the named tuple ``(values, indices)`` of the lower medians along ``dim`` (the
+    first NaN of a slice holding one). ``keepdim`` keeps ``dim`` with size 1. The gradient
+    goes to the returned index (with ``dim``), or is shared evenly among the elements equal to
+    the median.""")
+nanmedian = _median("nanmedian", NanmedianBackward0, NanmedianBackward1)
+nanmedian.__doc__ = (
+    """``median`` ignoring NaN: the lower median of the non-NaN values (NaN where a slice, or
+    the tensor, is all NaN), with the same forms and gradients as ``median``.""")
+
+
 # -- the table ---------------------------------------------------------------------------------
 
 _SCATTERED = "g written at the indices (zeros elsewhere)"
@@ -153,4 +274,9 @@ OPS = (
            node=TopkBackward0),
     OpInfo("kthvalue", kthvalue, dtypes="all but bool; int64 indices", grad=_SCATTERED,
            node=KthvalueBackward0),
+    OpInfo("median", median, dtypes="all but bool; int64 indices", node=MedianBackward1,
+           grad=_SCATTERED + "; all elements: evenly shared among those equal to the result"),
+    OpInfo("nanmedian", nanmedian, dtypes="all but bool; int64 indices",
+           node=NanmedianBackward1,
+           grad=_SCATTERED + "; all elements: evenly shared among those equal to the result"),
 )

@@ -10,7 +10,11 @@ through the in-place op's node, the rest passes through), and every view of that
 history predates the write (its ``_view_version`` is behind the version counter) is given a
 fresh ``AsStridedBackward0`` history on top of the base's when its ``grad_fn`` is next read.
 Geometry (shape, strides, offset) is taken relative to the base, and gradient buffers are laid
-out like the base, so the same geometry applies to them.
+out like the base, so the same geometry applies to them. Which writes a view allows depends on
+how it was made (its creation meta, set by ``_as_view``: Note [View + in-place], tensor.py).
+
+In-place view ops (``t_``, ``transpose_``, ``squeeze_``, ``unsqueeze_``, ``as_strided_``:
+``inplace_view``) give a tensor the geometry of its view, as an in-place op to autograd.
 """
 
 from __future__ import annotations
@@ -22,10 +26,11 @@ from ..registry import OpInfo, with_jvp
 from ...runtime import dtype as D
 from ...runtime.array import check_sizes
 from ..checks import out_of_bounds
-from ..dispatch import Primitive, apply, as_shape, call, linear_jvp, meta, sum_to, zeros
+from ..dispatch import (Primitive, apply, as_shape, call, check_inplace, linear_jvp, meta,
+                        sum_to, zeros)
 from ..node import Node
-from ..state import state
-from ..tensor import Tensor, int_arg, wrap_dim
+from ..state import anywhere, state
+from ..tensor import Tensor, int_arg, propagate_creation_meta, wrap_dim
 from . import traced
 
 __all__ = [
@@ -36,6 +41,7 @@ __all__ = [
     "flatten",
     "getitem",
     "infer_size",
+    "inplace_view",
     "numpy_T",
     "permute",
     "rebase_history",
@@ -50,11 +56,31 @@ __all__ = [
 ]
 
 
-def _as_view(out: Tensor, src: Tensor) -> Tensor:
-    out._base = src if src._base is None else src._base
+def _as_view(out: Tensor, src: Tensor, multi_output: bool = False) -> Tensor:
+    """Makes ``out`` (an op's result sharing ``src``'s memory) a view of ``src``: one storage,
+    one version counter, and the creation meta saying which in-place writes it allows (Note
+    [View + in-place], tensor.py). ``multi_output``: one of several views one op made."""
     out._vc = src._vc
+    if src._inference:
+        # An inference tensor has no autograd: its views are plain inference tensors (not
+        # views, no history), as PyTorch's, whose inference tensors skip view tracking.
+        out._inference = True
+        out._grad_fn, out._requires_grad = None, False
+        return out
+    out._inference = False
+    base = src._base
+    out._base = src if base is None else base
     out._view_version = src._vc[0]
-    out._inference = src._inference
+    if anywhere.inference and state.inference:
+        meta = "inference_mode"
+    elif not state.grad_enabled:
+        meta = "no_grad"
+    else:
+        meta = "multi_output" if multi_output else None
+    if base is not None:
+        meta = propagate_creation_meta(src._creation_meta, meta)
+    if meta is not None:
+        out._creation_meta = meta
     return out
 
 
@@ -64,7 +90,7 @@ def view_jvp(ctx, k, primals, tangents, out, *params):
     t = tangents[0]
     res = apply(type(ctx), (t,), *params)
     if type(res) is tuple:
-        return tuple(_as_view(r, t) for r in res)
+        return tuple(_as_view(r, t, True) for r in res)
     return _as_view(res, t)
 
 
@@ -505,6 +531,7 @@ class AsStridedScatterBackward0(Primitive):
     def forward(ctx, k, base, src, shape, strides, rel_offset, dtype, device):
         ctx.geom = (shape, strides, rel_offset)
         st = k.strides(base)
+        ctx.layout = (base.shape, st)
         out = k.as_strided(k.empty((_extent(base.shape, st),), dtype, device), base.shape, st, 0)
         k.copy_(out, base)
         k.copy_(k.as_strided(out, shape, strides, rel_offset), src)
@@ -513,6 +540,11 @@ class AsStridedScatterBackward0(Primitive):
     @staticmethod
     def vjp(ctx, k, saved, g):
         shape, strides, off = ctx.geom
+        in_shape, in_strides = ctx.layout
+        if tuple(k.strides(g)) != tuple(in_strides):
+            # the region is found by the output's layout (a broadcast gradient has another)
+            g = as_strided_scatter(k, _zeros_layout(k, g, in_shape, in_strides), g, in_shape,
+                                   in_strides, 0)
         region = k.as_strided(g, shape, strides, k.storage_offset(g) + off)
         g_base = as_strided_scatter(k, g, zeros(k, region.shape, g), shape, strides, off)
         return g_base, region
@@ -643,11 +675,37 @@ def regenerate_view_history(v: Tensor) -> None:
     v._view_version = v._vc[0]
 
 
+# -- in-place views -----------------------------------------------------------------------------
+
+def inplace_view(fn):
+    """The in-place form of view op ``fn`` (``x.transpose_(0, 1)`` of ``transpose``): ``x``
+    itself takes the view's geometry. Its values do not change, but it is an in-place op to
+    autograd (PyTorch's inplace view ops): the view rules are checked (Note [View + in-place],
+    tensor.py), its version is bumped, and a tensor with history gets the view's node as its
+    new ``grad_fn``; a view keeps its base, and its history is regenerated from the base's on
+    the next read of its ``grad_fn`` (as after any write through a view)."""
+    def method(self: Tensor, *args, **kwargs) -> Tensor:
+        check_inplace(self)
+        out = fn(self, *args, **kwargs)
+        self._data = out._data
+        self._vc[0] += 1
+        if self._base is None and out._grad_fn is not None:
+            self._grad_fn, self._output_nr = out._grad_fn, 0
+        return self
+    method.__name__ = method.__qualname__ = fn.__name__ + "_"
+    method.__doc__ = (f"In-place version of :func:`{fn.__name__}`: this tensor takes the "
+                      f"view's geometry.")
+    return method
+
+
 # -- the table ---------------------------------------------------------------------------------
 
-OPS = tuple(OpInfo(n, globals()[n], grad="g viewed back") for n in (
-    "view", "reshape", "flatten", "permute", "transpose", "t", "expand", "expand_as",
-    "broadcast_to", "unsqueeze", "squeeze", "as_strided", "sum_to_size")) + (
+_INPLACE_VIEWS = ("transpose", "t", "squeeze", "unsqueeze", "as_strided")
+OPS = tuple(OpInfo(n, globals()[n], grad="g viewed back",
+                   inplace=inplace_view(globals()[n]) if n in _INPLACE_VIEWS else None)
+            for n in ("view", "reshape", "flatten", "permute", "transpose", "t", "expand",
+                      "expand_as", "broadcast_to", "unsqueeze", "squeeze", "as_strided",
+                      "sum_to_size")) + (
     OpInfo("getitem", getitem, function=False, method=False, operators=("__getitem__",),
            grad="g in a zero tensor"),
 )

@@ -9,6 +9,8 @@ rounds once.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .bf16 import BF16Array, round_
@@ -132,8 +134,19 @@ def _sign(a, out=None, casting=None):
     return out
 
 
+def _signbit(a, out=None, casting=None):
+    # 1 where the sign bit is set (-0.0 and negative NaN too), else 0, in a's dtype
+    r = _arr(np.signbit(a)).astype(a.dtype)
+    if type(a) is BF16Array:
+        r = r.view(BF16Array)
+    if out is None:
+        return r
+    np.copyto(out, r, casting="unsafe")
+    return out
+
+
 _UNARY = {
-    "abs": np.abs, "sign": _sign, "sin": np.sin, "cos": np.cos, "tan": np.tan, "tanh": np.tanh,
+    "abs": np.abs, "signbit": _signbit, "sign": _sign, "sin": np.sin, "cos": np.cos, "tan": np.tan, "tanh": np.tanh,
     "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc,
     "log1p": np.log1p, "expm1": np.expm1, "bitwise_not": np.invert,
 }
@@ -237,7 +250,132 @@ def _relu_backward(g, y, out=None):
     return out
 
 
+def _atan2(a, b, out=None):
+    # (half and single inputs: NumPy's loops compute in float32, bfloat16 goes through binary's
+    # float32 path: one rounding each)
+    return np.arctan2(a, b) if out is None else np.arctan2(a, b, out=out, casting="unsafe")
+
+
+# -- the regularized incomplete gamma functions ------------------------------------------------
+# P(a, x) = gamma(a, x) / Gamma(a) (igamma) and Q = 1 - P (igammac), as Numerical Recipes'
+# gser/gcf: the series sum x^n / (a (a+1) ... (a+n)) where x < a + 1, else Q's continued
+# fraction (modified Lentz), each times exp(a log x - x - lgamma(a)); the edge cases are
+# PyTorch's (Cephes'). The relative error grows like eps * max(a, x) for large arguments
+# (the prefactor's exponent); Cephes' asymptotic expansion for a, x > 20 is not used.
+def _lgamma_scalar(v: float) -> float:
+    try:
+        return math.lgamma(v)
+    except ValueError:  # the poles, 0, -1, -2, ...
+        return math.inf
+
+
+_lgamma = np.frompyfunc(_lgamma_scalar, 1, 1)
+_GAMMA_EPS = 1e-16
+# (near x = a the series needs about sqrt(74 a) terms: 2000 cover a up to about 5e4; the
+# Triton kernel runs as many)
+_GAMMA_ITERS = 2000
+
+
+def _lgamma_of(a):
+    return _lgamma(a).astype(a.dtype)
+
+
+def _igamma_prefactor(a, x):
+    # x^a e^-x / Gamma(a), in logs
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.exp(a * np.log(x) - x - _lgamma_of(a))
+
+
+def _igamma_series(a, x, eps):
+    ap, term = a.copy(), 1 / a
+    total = term.copy()
+    active = np.ones(a.shape, bool)
+    for _ in range(_GAMMA_ITERS):
+        ap[active] += 1
+        term[active] *= x[active] / ap[active]
+        total[active] += term[active]
+        active &= np.abs(term) >= np.abs(total) * eps
+        if not active.any():
+            break
+    return total * _igamma_prefactor(a, x)
+
+
+def _igammac_fraction(a, x, eps):
+    tiny = np.finfo(a.dtype).tiny / eps
+    b = x + 1 - a
+    c = np.full(a.shape, 1 / tiny, a.dtype)
+    d = 1 / b
+    h = d.copy()
+    active = np.ones(a.shape, bool)
+    for i in range(1, _GAMMA_ITERS):
+        an = -i * (i - a)
+        b = b + 2
+        d = an * d + b
+        d = np.where(np.abs(d) < tiny, tiny, d)
+        c = b + an / c
+        c = np.where(np.abs(c) < tiny, tiny, c)
+        d = 1 / d
+        step = np.where(active, d * c, 1)
+        h *= step
+        active &= np.abs(step - 1) >= eps
+        if not active.any():
+            break
+    return h * _igamma_prefactor(a, x)
+
+
+def _igamma_pair(a, x, upper: bool):
+    """P(a, x), or Q(a, x) when ``upper``, for float arrays of one dtype (broadcast)."""
+    a, x = np.broadcast_arrays(np.asarray(a), np.asarray(x))
+    dt = a.dtype
+    a, x = a.astype(np.float64), x.astype(np.float64)  # (float64 for every dtype, rounded once)
+    eps = _GAMMA_EPS
+    out = np.full(a.shape, np.nan)
+    regular = (a > 0) & (x > 0) & np.isfinite(a) & np.isfinite(x)
+    series = regular & (x < a + 1)
+    fraction = regular & ~series
+    with np.errstate(all="ignore"):
+        if series.any():
+            p = _igamma_series(a[series], x[series], eps)
+            out[series] = 1 - p if upper else p
+        if fraction.any():
+            q = _igammac_fraction(a[fraction], x[fraction], eps)
+            out[fraction] = q if upper else 1 - q
+    lo, hi = (1.0, 0.0) if upper else (0.0, 1.0)
+    # the edges (NaN stays NaN: every test below is False for it)
+    out[(x == 0) & (a > 0)] = lo
+    out[(a == 0) & (x > 0)] = hi
+    out[np.isposinf(x) & (a > 0) & np.isfinite(a)] = hi
+    out[np.isposinf(a) & (x >= 0) & np.isfinite(x)] = lo
+    return out.astype(dt, copy=False)
+
+
+def _igamma(a, x, out=None):
+    r = _igamma_pair(a, x, False)
+    return r if out is None else _copy_into(out, r)
+
+
+def _igammac(a, x, out=None):
+    r = _igamma_pair(a, x, True)
+    return r if out is None else _copy_into(out, r)
+
+
+def _igamma_dx(a, x, out=None):
+    # dP/dx = x^(a-1) e^-x / Gamma(a), PyTorch's formula (NaN at a = 1, x = 0, as there)
+    a, x = np.asarray(a), np.asarray(x)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        a64, x64 = a.astype(np.float64), x.astype(np.float64)
+        r = np.exp((a64 - 1) * np.log(x64) - x64 - _lgamma_of(a64))
+    r = _arr(r).astype(np.result_type(a, x), copy=False)
+    return r if out is None else _copy_into(out, r)
+
+
+def _copy_into(out, r):
+    np.copyto(out, r, casting="unsafe")
+    return out
+
+
 _BINARY = {
+    "atan2": _atan2, "igamma": _igamma, "igammac": _igammac, "igamma_dx": _igamma_dx,
     # fused derivative rules (a: the incoming gradient, b: the forward's output)
     "tanh_backward": _tanh_backward, "sigmoid_backward": _sigmoid_backward,
     "relu_backward": _relu_backward,

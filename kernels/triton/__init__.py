@@ -29,8 +29,12 @@ plans and launchers):
 
 Dtypes: float16, bfloat16, float32, float64 for all math; bool, uint8, int8, int16, int32,
 int64 for copies, casts, full, arange, comparisons, where, the integer ops (add sub mul maximum
-minimum neg relu abs sign bitwise ops, integer divisions), reductions and indexing. Anything
-else raises TypeError naming the op and the dtype. The module never imports torch.
+minimum neg relu abs sign bitwise ops, integer divisions), reductions and indexing; complex64
+and complex128 (complex.py: pairs of float lanes, Note [complex lanes]) for creation, copies
+and casts, views, add sub mul div pow neg exp log sqrt where, the comparisons (gt ge lt le in
+NumPy's lexicographic order), unary abs (real result) sign (z / |z|) sin cos tan tanh sigmoid
+expm1 log1p angle conj, the tanh/sigmoid derivative rules, sum, matmul and bmm. Anything else
+raises TypeError naming the op and the dtype. The module never imports torch.
 """
 
 # compat first: it decides whether kernels are interpreted before anything imports Triton
@@ -61,7 +65,8 @@ from .elementwise_ops import (
     unary,
     where,
 )
-from .indexing import gather, index, index_put_, nonzero, scatter_, scatter_reduce_
+from . import indexing as _indexing
+from .indexing import scatter_reduce_
 from .matmul import bmm, matmul
 from .memory import (
     arange,
@@ -90,9 +95,83 @@ from .nn import (
 )
 from .optim import adam_step, sgd_step
 from .random import dropout_mask, rand, randint, randn
-from .reduction import argreduce, reduce, sum
-from .rowwise import cumsum, softmax
+from . import reduction as _reduction
+from .reduction import argreduce
+from . import rowwise as _rowwise
+from .rowwise import softmax
 from .sorting import sort
+
+from . import complex as _complex
+from ._launch import ComplexOperand as _ComplexOperand
+
+
+# -- complex routing (Note [complex lanes] in complex.py) ----------------------------------
+# The reductions and cumsum refuse complex dtypes with ComplexOperand, caught here; the
+# indexing launchers check no dtype (they take any element type), so they test it.
+
+
+def sum(a, dims, keepdim):  # noqa: A001 - the contract's name
+    """reduction.sum; complex arrays sum their real views' lanes."""
+    try:
+        return _reduction.sum(a, dims, keepdim)
+    except _ComplexOperand:
+        return _complex.sum(a, dims, keepdim)
+
+
+def reduce(op, a, dims, keepdim):
+    """reduction.reduce; complex prod (a tree of complex products), all and any (of a != 0)."""
+    try:
+        return _reduction.reduce(op, a, dims, keepdim)
+    except _ComplexOperand:
+        if op == "prod":
+            return _complex.prod(a, dims, keepdim)
+        if op in ("all", "any"):
+            return _complex.any_nonzero(op, a, dims, keepdim, _reduction.reduce)
+        raise
+
+
+def cumsum(a, dim, reverse=False):
+    """rowwise.cumsum; complex arrays cumsum their real views' lanes."""
+    try:
+        return _rowwise.cumsum(a, dim, reverse)
+    except _ComplexOperand:
+        return _complex.cumsum(a, dim, reverse, _rowwise.cumsum)
+
+
+def index(a, indices):
+    """indexing.index (complex: on the real view)."""
+    if a.dtype.is_complex:
+        return _complex.index(a, indices, _indexing.index)
+    return _indexing.index(a, indices)
+
+
+def index_put_(a, indices, values, accumulate):
+    """indexing.index_put_ (complex: on the real views)."""
+    if a.dtype.is_complex:
+        return _complex.index_put_(a, indices, values, accumulate, _indexing.index_put_)
+    return _indexing.index_put_(a, indices, values, accumulate)
+
+
+def gather(a, dim, index):
+    """indexing.gather (complex: on the real view, index repeated along the lanes)."""
+    if a.dtype.is_complex:
+        return _complex.gather(a, dim, index, _indexing.gather)
+    return _indexing.gather(a, dim, index)
+
+
+def scatter_(a, dim, index, src, accumulate):
+    """indexing.scatter_ (complex: on the real views, index repeated along the lanes)."""
+    if a.dtype.is_complex:
+        return _complex.scatter_(a, dim, index, src, accumulate, _indexing.scatter_)
+    return _indexing.scatter_(a, dim, index, src, accumulate)
+
+
+def nonzero(a):
+    """indexing.nonzero (complex: of a != 0)."""
+    if a.dtype.is_complex:
+        a = ne(a, 0)
+    return _indexing.nonzero(a)
+
 
 __all__ = [
     "adam_step",

@@ -22,6 +22,7 @@ from ...runtime.array import DeviceArray, contiguous_strides
 
 __all__ = [
     "EXACT",
+    "ComplexOperand",
     "GELU_TANH_A",
     "HALF_INV_SQRT_PI",
     "INTERPRET",
@@ -283,9 +284,17 @@ FLOATS = (D.float16, D.bfloat16, D.float32, D.float64)
 INTS = (D.uint8, D.int8, D.int16, D.int32, D.int64)
 
 
+class ComplexOperand(TypeError):
+    """The refusal of a real-only kernel family given a complex dtype: a TypeError naming the
+    op and dtype, which the contract's entry points that have a complex variant catch to hand
+    the call to complex.py (so the real path pays nothing for complex support; Note [complex
+    lanes] in complex.py)."""
+
+
 def unsupported(op: str, dtype, why: str = "") -> TypeError:
     msg = f"{op}: dtype {dtype} is not supported by the Triton backend"
-    return TypeError(msg + (f" ({why})" if why else ""))
+    cls = ComplexOperand if getattr(dtype, "is_complex", False) else TypeError
+    return cls(msg + (f" ({why})" if why else ""))
 
 
 def check_supported(op: str, dtype) -> None:

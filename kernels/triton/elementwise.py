@@ -45,6 +45,7 @@ not per element, and uses square tiles when some operand's inner stride is not 1
 
 from __future__ import annotations
 
+import math
 import struct
 
 import triton
@@ -56,7 +57,7 @@ from ...runtime.array import DeviceArray
 from . import _launch as L
 from ._launch import block_range
 from ._launch import GELU_TANH_A, HALF_INV_SQRT_PI, INV_SQRT_2PI, SQRT1_2, SQRT_2_OVER_PI
-from .compat import result_type
+from .compat import kernel_constant, result_type
 
 __all__ = [
     "FBITS",
@@ -438,6 +439,127 @@ def _op_ffloor_divide(x, y, z):
 @_formula
 def _op_fremainder(x, y, z):
     return _float_divmod(x, y, False)
+
+
+@_formula(unary="float")
+def _op_signbit(x, y, z):
+    # 1 where the sign bit is set (-0.0 and negative NaN too), read from the bits: a compare
+    # would miss both. (Half types arrive as float32, which keeps the sign.)
+    if x.dtype.primitive_bitwidth == 64:
+        bits = x.to(tl.int64, bitcast=True)
+    else:
+        bits = x.to(tl.int32, bitcast=True)
+    return tl.where(bits < 0, 1.0, 0.0)
+
+
+# -- math of two operands (floats) -------------------------------------------------------
+@_formula
+def _op_atan2(x, y, z):
+    return libdevice.atan2(x, y)  # the angle of the point (y, x): atan2(0, 0) = 0, signed
+
+
+# The regularized incomplete gamma functions P(a, x) (igamma) and Q = 1 - P (igammac), as
+# kernels/numpy/elementwise.py computes them (the series where x < a + 1, else Q's continued
+# fraction, in float64, at most GAMMA_ITERS steps; PyTorch's edge cases), and igamma_dx, dP/dx.
+# Each loop runs until every lane of the block that uses it has converged (a lane's unused
+# result may be inf or NaN: it is not selected). ln Gamma: Stirling's series at a + 10 or
+# above (error below 1e-16 there), shifted down by the recurrence (libdevice's lgamma has no
+# twin in NumPy for the interpreter).
+GAMMA_ITERS = kernel_constant(2000)
+GAMMA_EPS = kernel_constant(1e-16)
+_HALF_LN_2PI = kernel_constant(0.5 * math.log(2 * math.pi))
+
+
+@triton.jit
+def _lgamma64(a):
+    # ln Gamma(a) for a > 0: ln Gamma(a) = ln Gamma(a + 10) - ln(a (a + 1) ... (a + 9)) below 10
+    shift = a < 10.0
+    z = tl.where(shift, a + 10.0, a)
+    prod = a * (a + 1.0) * (a + 2.0) * (a + 3.0) * (a + 4.0)
+    prod = prod * (a + 5.0) * (a + 6.0) * (a + 7.0) * (a + 8.0) * (a + 9.0)
+    w = 1.0 / (z * z)
+    series = (1.0 / 12.0 - w * (1.0 / 360.0 - w * (1.0 / 1260.0 - w * (
+        1.0 / 1680.0 - w * (1.0 / 1188.0 - w * (691.0 / 360360.0 - w / 156.0)))))) / z
+    r = (z - 0.5) * libdevice.log(z) - z + _HALF_LN_2PI + series
+    return tl.where(shift, r - libdevice.log(tl.where(shift, prod, 1.0)), r)
+
+
+@triton.jit
+def _igamma64(a, x, UPPER: tl.constexpr):
+    regular = (a > 0.0) & (x > 0.0) & (a < float("inf")) & (x < float("inf"))
+    by_series = regular & (x < a + 1.0)
+    by_fraction = regular & (x >= a + 1.0)
+    # the series: sum x^n / (a (a + 1) ... (a + n))
+    term = 1.0 / a
+    total = term
+    ap = a
+    n = 0
+    going = tl.max(by_series.to(tl.int32), axis=None) > 0
+    while going:
+        ap = ap + 1.0
+        term = term * (x / ap)
+        total = total + term
+        n += 1
+        busy = by_series & (tl.abs(term) >= tl.abs(total) * GAMMA_EPS)
+        going = (tl.max(busy.to(tl.int32), axis=None) > 0) & (n < GAMMA_ITERS)
+    # Q's continued fraction, by the modified Lentz method
+    tiny = 1e-290
+    b = x + 1.0 - a
+    c = b * 0.0 + 1.0 / tiny
+    d = 1.0 / b
+    h = d
+    i = 1
+    going = tl.max(by_fraction.to(tl.int32), axis=None) > 0
+    while going:
+        an = (a - i) * i
+        b = b + 2.0
+        d = an * d + b
+        d = tl.where(tl.abs(d) < tiny, tiny, d)
+        c = b + an / c
+        c = tl.where(tl.abs(c) < tiny, tiny, c)
+        d = 1.0 / d
+        step = d * c
+        h = h * step
+        i += 1
+        busy = by_fraction & (tl.abs(step - 1.0) >= GAMMA_EPS)
+        going = (tl.max(busy.to(tl.int32), axis=None) > 0) & (i < GAMMA_ITERS)
+    pre = libdevice.exp(a * libdevice.log(x) - x - _lgamma64(a))  # x^a e^-x / Gamma(a)
+    p = total * pre
+    q = h * pre
+    if UPPER:
+        r = tl.where(by_series, 1.0 - p, q)
+        lo = 1.0
+        hi = 0.0
+    else:
+        r = tl.where(by_series, p, 1.0 - q)
+        lo = 0.0
+        hi = 1.0
+    nan = a * 0.0 + float("nan")
+    r = tl.where((a < 0.0) | (x < 0.0), nan, r)  # (NaN operands: NaN through r)
+    r = tl.where((x == 0.0) & (a > 0.0), lo, r)
+    r = tl.where(a == 0.0, tl.where(x > 0.0, hi, nan), r)
+    inf = float("inf")
+    r = tl.where((x == inf) & (a > 0.0), tl.where(a == inf, nan, hi), r)
+    r = tl.where((a == inf) & (x >= 0.0) & (x < inf), lo, r)
+    return r
+
+
+# (computed in float64, returned in the compute type: the launcher rounds that to the result)
+@_formula
+def _op_igamma(x, y, z):
+    return _igamma64(x.to(tl.float64), y.to(tl.float64), False).to(x.dtype)
+
+
+@_formula
+def _op_igammac(x, y, z):
+    return _igamma64(x.to(tl.float64), y.to(tl.float64), True).to(x.dtype)
+
+
+@_formula
+def _op_igamma_dx(x, y, z):
+    a = x.to(tl.float64)
+    v = y.to(tl.float64)
+    return libdevice.exp((a - 1.0) * libdevice.log(v) - v - _lgamma64(a)).to(x.dtype)
 
 
 # -- GELU, and fused derivative rules (x: the incoming gradient) -------------------------

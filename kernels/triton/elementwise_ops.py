@@ -13,6 +13,9 @@ Supported: every op on float16, bfloat16, float32, float64; on integers and bool
 div, pow, exp, log, sqrt and the float-only unary ops (sin cos tanh sigmoid log1p expm1), which
 raise TypeError naming the op and dtype (cast first; tritongrad's op layer promotes). bool has
 no sub, neg, relu, sign, floor_divide, trunc_divide, remainder (NumPy rejects them too).
+complex64/complex128 operands (or out=, or a complex Python scalar) take complex.py's kernel
+(Note [complex lanes]): the spec builders refuse them with ``_launch.ComplexOperand`` and the
+launchers catch it, so the real path is unchanged.
 Integer division by zero raises RuntimeError when the divisor is a Python scalar; with a
 divisor array it cannot be detected without a device sync, and the result is unspecified.
 floor/ceil/round/trunc of integers return a copy (PyTorch's behaviour; NumPy's rint gives
@@ -27,6 +30,7 @@ from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from ...runtime.array import DeviceArray
 from . import _launch as L
+from . import complex as _complex
 from .elementwise import (
     FBITS,
     INT,
@@ -71,23 +75,24 @@ _HALF = (D.float16, D.bfloat16)
 # dtype rules of the named ops; the unary table's come with its formulas (elementwise.UNARY)
 _RULE = {rule: {op for op, r in UNARY.items() if r == rule} for rule in ("float", "round",
                                                                          "nobool", "int")}
-_FLOAT_ONLY = {"div", "exp", "log", "sqrt", "tanh_backward", "sigmoid_backward",
-               "relu_backward"} | _RULE["float"]
+_FLOAT_ONLY = {"div", "exp", "log", "sqrt", "atan2", "igamma", "igammac", "igamma_dx",
+               "tanh_backward", "sigmoid_backward", "relu_backward"} | _RULE["float"]
 _NO_BOOL = {"sub", "neg", "relu", "floor_divide", "trunc_divide", "remainder", "pow"} \
     | _FLOAT_ONLY | _RULE["round"] | _RULE["nobool"]
 _INT_ONLY = {"bitwise_and", "bitwise_or", "bitwise_xor"} | _RULE["int"]  # ints and bool
 _INT_IDENTITY = _RULE["round"]
 _COMPARE = {"gt", "ge", "lt", "le", "eq", "ne"}
 UNARY_OPS = tuple(UNARY)
-BINARY_OPS = ("floor_divide", "trunc_divide", "remainder", "bitwise_and", "bitwise_or",
-              "bitwise_xor", "tanh_backward", "sigmoid_backward", "relu_backward")
+BINARY_OPS = ("atan2", "igamma", "igammac", "igamma_dx", "floor_divide", "trunc_divide",
+              "remainder", "bitwise_and", "bitwise_or", "bitwise_xor", "tanh_backward",
+              "sigmoid_backward", "relu_backward")
 _DIVIDES = {"floor_divide", "trunc_divide", "remainder"}
 
 
 def _scalar_result(a, t):
     """NumPy 2's weak scalar promotion (NEP 50): ``a`` array dtype, ``t`` a Python scalar type."""
-    if t is complex:
-        raise L.unsupported("elementwise", D.complex64, "complex scalars")
+    if t is complex or a.is_complex:  # complex.py's (Note [complex lanes])
+        raise L.unsupported("elementwise", a if a.is_complex else D.complex64, "complex")
     if t is bool or a.is_floating_point:
         return a
     if t is int:
@@ -196,34 +201,51 @@ def _unalias(out, a):
 # Launchers (the contract)
 # ------------------------------------------------------------------------------------------
 def _binary(op, a, b, out):
-    if type(b) is DeviceArray:
-        key = (op, a.dtype, b.dtype)
-        consts, rdtype = _SPECS.get(key) or _arith_spec(key)
-        shape = a.shape if a.shape == b.shape else bshape(op, a.shape, b.shape)
-        ys = 0
-    else:
-        b, t = scalar(b)
-        key = (op, a.dtype, t)
-        consts, rdtype = _SPECS.get(key) or _arith_spec(key)
-        if op in _DIVIDES and not rdtype.is_floating_point and b == 0:
-            raise RuntimeError(f"ZeroDivisionError: integer division by zero in {op}")
-        ys = scalar_arg(b, consts[2])
-        shape = a.shape
-        b = None
+    try:
+        if type(b) is DeviceArray:
+            key = (op, a.dtype, b.dtype)
+            consts, rdtype = _SPECS.get(key) or _arith_spec(key)
+            shape = a.shape if a.shape == b.shape else bshape(op, a.shape, b.shape)
+            ys = 0
+            y = b
+        else:
+            s, t = scalar(b)
+            key = (op, a.dtype, t)
+            consts, rdtype = _SPECS.get(key) or _arith_spec(key)
+            if op in _DIVIDES and not rdtype.is_floating_point and s == 0:
+                raise RuntimeError(f"ZeroDivisionError: integer division by zero in {op}")
+            ys = scalar_arg(s, consts[2])
+            shape = a.shape
+            y = None
+        if out is not None:
+            consts, a, y = _check_out(op, out, shape, consts, a, y)
+    except L.ComplexOperand:
+        if out is not None and not _complex_operands(a, b):  # a real result, complex out=
+            _complex.copy(out, _binary(op, a, b, None))
+            return out
+        return _complex.binary(op, a, b, out)
     if out is None:
         out = _memory.empty(shape, rdtype, a.device)
-    else:
-        consts, a, b = _check_out(op, out, shape, consts, a, b)
-    return run(out, a, b, None, 0, ys, consts)
+    return run(out, a, y, None, 0, ys, consts)
+
+
+def _complex_operands(*xs) -> bool:
+    return any(isinstance(x, complex) or getattr(x, "dtype", D.bool).is_complex for x in xs)
 
 
 def _unary(op, a, out):
-    key = (op, a.dtype, None)
-    consts, rdtype = _SPECS.get(key) or _arith_spec(key)
+    try:
+        key = (op, a.dtype, None)
+        consts, rdtype = _SPECS.get(key) or _arith_spec(key)
+        if out is not None:
+            consts, a = _check_out(op, out, a.shape, consts, a)
+    except L.ComplexOperand:
+        if out is not None and not a.dtype.is_complex:  # a real result, complex out=
+            _complex.copy(out, _unary(op, a, None))
+            return out
+        return _complex.unary(op, a, out)
     if out is None:
         out = _memory.empty(a.shape, rdtype, a.device)
-    else:
-        consts, a = _check_out(op, out, a.shape, consts, a)
     return run(out, a, None, None, 0, 0, consts)
 
 
@@ -312,12 +334,15 @@ def unary(op, a, out=None):
     """The unary table, UNARY_OPS (the formulas entered with ``@_formula(unary=...)``: abs
     sign sin cos ... bitwise_not); same dtype; the module docstring gives the dtype rules."""
     if op not in UNARY_OPS:
+        if op in _complex.UNARY and a.dtype.is_complex:  # angle, sgn, conj: complex only
+            return _complex.unary(op, a, out)
         raise ValueError(f"unary: unknown op {op!r}; expected one of {', '.join(UNARY_OPS)}")
     return _unary(op, a, out)
 
 
 def binary(op, a, b, out=None):
-    """The binary table: floor_divide trunc_divide remainder bitwise_and bitwise_or bitwise_xor,
+    """The binary table: atan2, igamma igammac (P(a, x) and Q(a, x), the regularized incomplete
+    gamma functions) and igamma_dx (dP/dx) (floats), floor_divide trunc_divide remainder bitwise_and bitwise_or bitwise_xor,
     and the fused derivative rules tanh_backward sigmoid_backward relu_backward (``a`` the
     incoming gradient, ``b`` the forward's output) (broadcasting; ``b`` may be a scalar)."""
     if op not in BINARY_OPS:
@@ -360,7 +385,10 @@ def where(cond, a, b):
     else:
         b, tb = scalar(b)
     key = ("where", cond.dtype, ta, tb)
-    consts, rdtype = _SPECS.get(key) or _where_spec(key)
+    try:
+        consts, rdtype = _SPECS.get(key) or _where_spec(key)
+    except L.ComplexOperand:
+        return _complex.where(cond, a, b)
     shapes = [cond.shape]
     xs = ys = 0
     if consts[1] == PTR:

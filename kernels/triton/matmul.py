@@ -16,6 +16,9 @@ tensor cores (FMA throughput), unless ``tg.set_float32_matmul_precision("high")`
 for float64, else a broadcast-multiply-and-sum fallback (``USE_DOT=False``), chosen once on the
 first float64 launch.
 
+Complex operands (Note [complex lanes] in complex.py) are four real products of their lanes,
+strided views that need no copy: ``complex.bmm``.
+
 Block sizes come from a few fixed configs picked by shape (no autotuning yet): the large-tile
 config for big products, smaller tiles when M or N is small (so more programs run).
 """
@@ -28,6 +31,7 @@ import triton.language as tl
 from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from . import _launch as L
+from . import complex as _complex
 from .memory import astype, full
 
 __all__ = ["bmm", "matmul"]
@@ -192,15 +196,27 @@ def _bmm(a, b):
 
 
 def matmul(a, b):
-    """a @ b for 2-D arrays (float16, bfloat16, float32, float64); a new contiguous (M, N)."""
-    a, b = _check("matmul", a, b, 2)
+    """a @ b for 2-D arrays (float16, bfloat16, float32, float64, complex64, complex128); a new
+    contiguous (M, N)."""
+    try:
+        a, b = _check("matmul", a, b, 2)
+        run = _bmm
+    except L.ComplexOperand:  # four real products of the lanes (complex.bmm)
+        run = _complex_bmm
     (M, K), N = a.shape, b.shape[1]
-    c = _bmm(a.as_strided((1, M, K), (0,) + tuple(a.strides), a.offset),
-             b.as_strided((1, K, N), (0,) + tuple(b.strides), b.offset))
+    c = run(a.as_strided((1, M, K), (0,) + tuple(a.strides), a.offset),
+            b.as_strided((1, K, N), (0,) + tuple(b.strides), b.offset))
     return c.as_strided((M, N), (N, 1), c.offset)
 
 
 def bmm(a, b):
     """(B, n, m) @ (B, m, p) -> new contiguous (B, n, p); any strides, 0 batch strides too."""
-    a, b = _check("bmm", a, b, 3)
+    try:
+        a, b = _check("bmm", a, b, 3)
+    except L.ComplexOperand:
+        return _complex_bmm(a, b)
     return _bmm(a, b)
+
+
+def _complex_bmm(a, b):
+    return _complex.bmm(a, b, _bmm)

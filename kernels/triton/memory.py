@@ -8,6 +8,10 @@ floats round to nearest even, float -> int truncates toward zero, anything -> bo
 int -> narrower int wraps. (Out-of-range float -> int and NaN -> int are undefined in both and
 may differ.) float64 -> bfloat16 rounds through float32.
 
+Complex arrays (Note [complex lanes] in complex.py) copy and cast through the same kernel on
+their real views: the calls the copy kernel refuses (``_launch.ComplexOperand``) go to
+``complex.copy``.
+
 The views are metadata-only methods of ``DeviceArray`` (runtime/array.py); the functions here
 are the contract's names for them.
 """
@@ -18,6 +22,7 @@ from ...runtime import memory as _memory
 from ...runtime.array import DeviceArray, check_view_bounds
 from ...runtime.device import device as Device
 from . import _launch as L
+from . import complex as _complex
 from .elementwise import launch_arange, launch_copy, span
 
 __all__ = [
@@ -53,7 +58,10 @@ def empty(shape, dtype, device=None) -> DeviceArray:
 def full(shape, value, dtype, device=None) -> DeviceArray:
     """A contiguous array of ``shape`` filled with the Python scalar ``value`` cast to ``dtype``."""
     out = _memory.empty(shape, dtype, _device(device))
-    launch_copy(out, value)
+    try:
+        launch_copy(out, value)
+    except L.ComplexOperand:
+        _complex.copy(out, value)
     return out
 
 
@@ -68,7 +76,10 @@ def arange(start, step, n, dtype, device=None) -> DeviceArray:
 def astype(a: DeviceArray, dtype) -> DeviceArray:
     """A contiguous copy of ``a`` converted to ``dtype`` (always a new array)."""
     out = _memory.empty(a.shape, dtype, a.device)
-    launch_copy(out, a)
+    try:
+        launch_copy(out, a)
+    except L.ComplexOperand:
+        _complex.copy(out, a)
     return out
 
 
@@ -77,7 +88,10 @@ def contiguous(a: DeviceArray) -> DeviceArray:
     if a.is_contiguous():
         return a
     out = _memory.empty(a.shape, a.dtype, a.device)
-    launch_copy(out, a)
+    try:
+        launch_copy(out, a)
+    except L.ComplexOperand:
+        _complex.copy(out, a)
     return out
 
 
@@ -94,7 +108,10 @@ def copy_(dst: DeviceArray, src) -> None:
         lo_d, hi_d = span(dst)
         if lo_s < hi_d and lo_d < hi_s:
             src = astype(src, src.dtype)
-    launch_copy(dst, src)
+    try:
+        launch_copy(dst, src)
+    except L.ComplexOperand:
+        _complex.copy(dst, src)
 
 
 def view(a: DeviceArray, shape):

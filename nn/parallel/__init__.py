@@ -1,5 +1,7 @@
-"""Parallelism over modules: ``DistributedDataParallel`` (``tritongrad.nn.parallel``)."""
+"""Parallelism over modules: ``DataParallel`` and ``DistributedDataParallel``
+(``tritongrad.nn.parallel``)."""
 
+from .data_parallel import DataParallel
 from .distributed import DistributedDataParallel
 
-__all__ = ["DistributedDataParallel"]
+__all__ = ["DataParallel", "DistributedDataParallel"]

@@ -36,11 +36,18 @@ def _counts(events):
     return {e.key: e.count for e in events.key_averages()}
 
 
-def _table_rows(table):
-    """{name: row cells} of a table's body."""
+def _table_rows(table, keys=()):
+    """{name: row cells} of a table's body; a name the table cut (``...``) is given back as
+    the one of ``keys`` it starts."""
     lines = table.splitlines()
     seps = [i for i, line in enumerate(lines) if line.startswith("---")]
-    return {line.split("  ")[0].strip(): line.split() for line in lines[seps[1] + 1:seps[2]]}
+    rows = {}
+    for line in lines[seps[1] + 1:seps[2]]:
+        name = line.split("  ")[0].strip()
+        if name.endswith("..."):
+            name = next((k for k in keys if k.startswith(name[:-3])), name)
+        rows[name] = line.split()
+    return rows
 
 
 # -- the seed example ---------------------------------------------------------------------------
@@ -48,9 +55,9 @@ def _table_rows(table):
 def test_seed_example_table():
     prof = _seed_profile()
     table = prof.key_averages().table(sort_by="self_cpu_time_total")
-    rows = _table_rows(table)
+    rows = _table_rows(table, [e.key for e in prof.key_averages()])
     # As in the seed's table: pow runs once forward and once inside PowBackward0.
-    assert rows["pow"][-1] == "200"
+    assert rows["aten::pow"][-1] == "200"
     assert rows["PowBackward0"][-1] == "100"
     assert rows["torch::autograd::AccumulateGrad"][-1] == "100"
     header = table.splitlines()[1]
@@ -63,7 +70,8 @@ def test_seed_example_table():
     order = [r for r in rows]
     by_key = {e.key: e.self_cpu_time_total for e in prof.key_averages()}
     assert [by_key[k] for k in order] == sorted(selfs, reverse=True)
-    forward_pows = [e for e in prof.function_events if e.key == "pow" and e.cpu_parent is None]
+    forward_pows = [e for e in prof.function_events
+                    if e.key == "aten::pow" and e.cpu_parent is None]
     assert len(forward_pows) == 100
     assert str(prof) == prof.function_events.table()
 
@@ -72,15 +80,26 @@ def test_events_nesting_and_sequence_numbers():
     prof = _seed_profile()
     evts = prof.events()
     assert evts is prof.function_events
-    fwd, node = evts[0], evts[1]
-    assert (fwd.name, node.name) == ("pow", "PowBackward0")
-    assert fwd.sequence_nr == node.sequence_nr >= 0  # "seq" of the op == node's stashed seq
-    # the ops PowBackward0 runs (its formula's pow and muls) are its children
-    assert node.cpu_children and "pow" in [c.name for c in node.cpu_children]
-    assert all(c.cpu_parent is node and c.scope == 0 for c in node.cpu_children)
+    fwd, evaluate, node = evts[0], evts[1], evts[2]
+    assert (fwd.name, evaluate.name, node.name) == (
+        "aten::pow", "autograd::engine::evaluate_function: PowBackward0", "PowBackward0")
+    # "seq" of the op == node's stashed seq, also on the engine's event around the node
+    assert fwd.sequence_nr == evaluate.sequence_nr == node.sequence_nr >= 0
+    assert node.cpu_parent is evaluate and evaluate.cpu_parent is None and evaluate.scope == 0
+    # the ops PowBackward0 runs (its formula's pow and muls) are its children; grad mode is
+    # off there, so they record no node and show no number (as PyTorch's)
+    assert node.cpu_children and "aten::pow" in [c.name for c in node.cpu_children]
+    assert all(c.cpu_parent is node and c.scope == 0 and c.sequence_nr == -1
+               for c in node.cpu_children)
     acc = next(e for e in evts if e.name == "torch::autograd::AccumulateGrad")
-    assert acc.sequence_nr == -1 and acc.cpu_parent is None and acc.scope == 1
-    assert all(e.thread == threading.get_native_id() for e in evts)
+    assert acc.sequence_nr == -1 and acc.scope == 1
+    assert acc.cpu_parent.name == "autograd::engine::evaluate_function: " + acc.name
+    assert acc.cpu_parent.sequence_nr == -1 and acc.cpu_parent.cpu_parent is None
+    me = threading.get_native_id()
+    assert all(e.thread == me for e in evts)
+    # fwd_thread: the forward op's thread on a node and its evaluate_function, else 0
+    assert (fwd.fwd_thread, evaluate.fwd_thread, node.fwd_thread) == (0, me, me)
+    assert acc.fwd_thread == acc.cpu_parent.fwd_thread == 0
     assert [e.id for e in evts] == list(range(len(evts)))
     starts = [e.time_range.start for e in evts]
     assert starts == sorted(starts)
@@ -128,8 +147,8 @@ def test_record_function_context_manager_and_decorator():
     assert rf.name == "labelz"
     evts = {e.name: e for e in prof.function_events}
     labelz, decorated = evts["labelz"], evts["decorated"]
-    assert [c.name for c in labelz.cpu_children] == ["pow"]
-    assert [c.name for c in decorated.cpu_children] == ["mul"]
+    assert [c.name for c in labelz.cpu_children] == ["aten::pow"]
+    assert [c.name for c in decorated.cpu_children] == ["aten::mul"]
     assert labelz.is_user_annotation and labelz.sequence_nr == -1 and labelz.cpu_parent is None
     assert labelz.self_cpu_time_total <= labelz.cpu_time_total
     assert "labelz" in _table_rows(prof.key_averages().table())
@@ -153,7 +172,7 @@ def test_record_function_inside_backward_nests_under_the_node():
         Square.apply(x).sum().backward()
     rng = next(e for e in prof.function_events if e.name == "in_backward")
     assert rng.cpu_parent.name == "SquareBackward"
-    assert [c.name for c in rng.cpu_children] == ["mul", "mul"]
+    assert [c.name for c in rng.cpu_children] == ["aten::mul", "aten::mul"]
 
 
 def test_record_function_outside_a_profile_and_recursion():
@@ -171,24 +190,25 @@ def test_record_function_outside_a_profile_and_recursion():
 
 def test_range_left_open_is_closed_when_profiling_ends():
     rf = profiler.record_function("open")
+    a = tg.ones(2)
     with profiler.profile() as prof:
         rf.__enter__()
-        tg.ones(2) * 2
+        a * 2
     rf.__exit__(None, None, None)
     (rng,) = [e for e in prof.function_events if e.name == "open"]
-    assert [c.name for c in rng.cpu_children] == ["mul"]
+    assert [c.name for c in rng.cpu_children] == ["aten::mul"]
     assert rng.time_range.end >= rng.cpu_children[0].time_range.end
 
 
 # -- options ------------------------------------------------------------------------------------
 
 def test_record_shapes_and_group_by_input_shape():
-    x = tg.ones(2, 3)
+    x, y = tg.ones(2, 3), tg.ones(4)
     with profiler.profile(record_shapes=True) as prof:
         x * 2
         x * x
-        tg.ones(4) * 2
-    muls = [e for e in prof.function_events if e.name == "mul"]
+        y * 2
+    muls = [e for e in prof.function_events if e.name == "aten::mul"]
     assert [m.input_shapes for m in muls] == [[[2, 3], []], [[2, 3], [2, 3]], [[4], []]]
     assert len(prof.key_averages()) == 1
     grouped = prof.key_averages(group_by_input_shape=True)
@@ -206,12 +226,12 @@ def test_with_flops():
         a * 2
         a.t()
     mm, mul, t = prof.function_events
-    assert mm.name == "mm" and mm.flops == 2 * 3 * 4 * 5
+    assert mm.name == "aten::mm" and mm.flops == 2 * 3 * 4 * 5
     assert mul.flops == 12
     assert t.flops is None
     table = prof.key_averages().table()
     assert "Total FLOPs" in table
-    assert _table_rows(table)["t"][-1] == "--"
+    assert _table_rows(table)["aten::t"][-1] == "--"
     with profiler.profile() as plain:
         a @ b
     assert plain.function_events[0].flops is None
@@ -226,6 +246,8 @@ def test_with_flops():
     ("mul_", [(2, 3), ()], 6),
     ("sum", [(4, 5)], 20),
     ("view", [(4, 5)], None),
+    ("aten::mm", [(2, 3), (3, 4)], 48),  # the event's name works as well as the op's
+    ("aten::linear", [(2, 3), (4, 3)], None),  # composites: their parts are counted
 ])
 def test_estimate_flops(name, shapes, flops):
     assert estimate_flops(name, shapes) == flops
@@ -254,7 +276,7 @@ def test_profile_memory_cpu(with_stack):
     assert abs(block.self_cpu_memory_usage + 40_000) < 4096
     table = prof.key_averages().table(sort_by="cpu_memory_usage")
     assert "CPU Mem" in table and "Self CPU Mem" in table and "Kb" not in table
-    assert next(iter(_table_rows(table))) in ("block", "exp")
+    assert next(iter(_table_rows(table))) in ("block", "aten::exp")
     del keep
 
 
@@ -274,8 +296,8 @@ def test_with_stack_and_group_by_stack_n():
     node = next(e for e in evts if e.scope == 1 and e.sequence_nr == mul_a.sequence_nr)
     assert node.stack == mul_a.stack
     assert all(c.stack == mul_a.stack for c in node.cpu_children)
-    assert len([a for a in prof.key_averages() if a.key == "mul"]) == 1
-    by_line = [a for a in prof.key_averages(group_by_stack_n=1) if a.key == "mul"]
+    assert len([a for a in prof.key_averages() if a.key == "aten::mul"]) == 1
+    by_line = [a for a in prof.key_averages(group_by_stack_n=1) if a.key == "aten::mul"]
     assert len(by_line) >= 2
     table = prof.key_averages(group_by_stack_n=1).table(max_src_column_width=30)
     assert "Source Location" in table
@@ -289,7 +311,7 @@ def test_table_sort_keys(key):
         for _ in range(3):
             (x.exp() * 2).sum().backward()
     avgs = prof.key_averages()
-    rows = list(_table_rows(avgs.table(sort_by=key)))
+    rows = list(_table_rows(avgs.table(sort_by=key), [a.key for a in avgs]))
     values = {a.key: getattr(a, key) for a in avgs}
     assert [values[k] for k in rows] == sorted(values.values(), reverse=True)
 
@@ -303,9 +325,12 @@ def test_table_options():
     top = prof.function_events.table(top_level_events_only=True)
     assert "This report only display top-level ops statistics" in top
     top_names = {line.split("  ")[0].strip() for line in top.splitlines()[4:-2]}
-    assert "mul" not in top_names and "pow" in top_names and "PowBackward0" in top_names
+    # top level: the forward pow and the engine's events around the nodes
+    assert "aten::mul" not in top_names and "aten::pow" in top_names
+    assert "PowBackward0" not in top_names
+    assert "autograd::engine::evaluate_function: PowBackward0" in top_names
     narrow = avgs.table(max_name_column_width=12)
-    assert "torch::au..." in narrow
+    assert "PowBackwa..." in narrow
     with pytest.raises(ValueError, match="unknown sort_by key 'nope'"):
         avgs.table(sort_by="nope")
     assert profiler.EventList().table() == ""
@@ -337,34 +362,37 @@ def test_chrome_trace(tmp_path):
     assert by_name["step"]["args"]["Record function args"] == "lr=0.1"
     assert by_name["step"]["cat"] == "user_annotation"
     assert by_name["MulBackward0"]["cat"] == "backward"
-    assert by_name["mul"]["args"]["Input Dims"] == [[2, 2], [2, 2]]
-    assert by_name["mul"]["args"]["Sequence number"] == \
-        by_name["MulBackward0"]["args"]["Sequence number"]
-    assert "Call stack" in by_name["mul"]["args"]
+    mul, node = by_name["aten::mul"], by_name["MulBackward0"]
+    assert mul["args"]["Input Dims"] == [[2, 2], [2, 2]]
+    assert mul["args"]["Sequence number"] == node["args"]["Sequence number"]
+    assert (mul["args"]["Fwd thread id"], node["args"]["Fwd thread id"]) == (0, node["tid"])
+    assert "Call stack" in mul["args"]
 
 
 # -- profile's own behaviour --------------------------------------------------------------------
 
 def test_enabled_false_records_nothing():
+    a = tg.ones(2)
     with profiler.profile(enabled=False) as prof:
         assert state.observers == ()
-        tg.ones(2) * 2
+        a * 2
     assert prof.function_events is None
     with pytest.raises(RuntimeError, match="Profiler didn't finish running"):
         prof.key_averages()
     # a disabled profile does not count as enabled
     with profiler.profile(enabled=False), profiler.profile() as inner:
-        tg.ones(2) * 2
-    assert [e.name for e in inner.function_events] == ["mul"]
+        a * 2
+    assert [e.name for e in inner.function_events] == ["aten::mul"]
 
 
 def test_nested_profile_raises_like_pytorch():
+    a = tg.ones(2)
     with profiler.profile() as outer:
         with pytest.raises(RuntimeError, match="Profiler is already enabled on this thread"), \
                 profiler.profile():
             pass
-        tg.ones(2) * 2
-    assert [e.name for e in outer.function_events] == ["mul"]
+        a * 2
+    assert [e.name for e in outer.function_events] == ["aten::mul"]
     with pytest.raises(RuntimeError, match="not reentrant"), outer:
         pass
     with profiler.profile():  # the flag was released
@@ -372,11 +400,12 @@ def test_nested_profile_raises_like_pytorch():
 
 
 def test_profile_exits_cleanly_on_exception():
+    a = tg.ones(2)
     with pytest.raises(ZeroDivisionError), profiler.profile() as prof:
-        tg.ones(2) * 2
+        a * 2
         _ = 1 / 0
     assert state.observers == ()
-    assert [e.name for e in prof.function_events] == ["mul"]
+    assert [e.name for e in prof.function_events] == ["aten::mul"]
     with profiler.profile():
         pass
 
@@ -398,12 +427,13 @@ def test_profile_is_thread_local():
     t = threading.Thread(target=worker)
     t.start()
     started.wait()
+    b = tg.ones(3)
     with profiler.profile() as prof:
         go.set()
         t.join()
-        tg.ones(3) * 2
-    assert [e.name for e in prof.function_events] == ["mul"]
-    assert other["names"] == ["neg"]
+        b * 2
+    assert [e.name for e in prof.function_events] == ["aten::mul"]
+    assert other["names"] == ["aten::neg"]
 
 
 def test_argument_checks_and_aliases():
@@ -422,9 +452,10 @@ def test_argument_checks_and_aliases():
 def test_use_cuda_without_cuda_warns_and_records_cpu(monkeypatch):
     from tritongrad.runtime import driver
     monkeypatch.setattr(driver, "is_available", lambda: False)
+    a = tg.ones(2)
     with pytest.warns(UserWarning, match="CUDA is not available"), \
             profiler.profile(use_cuda=True) as prof:
-        tg.ones(2) * 2
+        a * 2
     (mul,) = prof.function_events
     assert mul.cuda_time_total == 0 and mul.kernels == []
     assert "CUDA" not in prof.key_averages().table()
@@ -435,6 +466,7 @@ def _cuda_profile(**kwargs):
     (x * 2).sum().backward()  # warm up (kernels compiled, allocator primed)
     # Triton's interpreter leaves cyclic garbage that holds arrays; a collection in the middle
     # would free them inside some op and move the memory figures checked below.
+    a = tg.ones(2)
     gc.collect()
     gc.disable()
     try:
@@ -442,7 +474,7 @@ def _cuda_profile(**kwargs):
             with profiler.record_function("step"):
                 y = (x * 2).sum()
             y.backward()
-            tg.ones(2) * 2  # a CPU op: no device time
+            a * 2  # a CPU op: no device time
     finally:
         gc.enable()
     return prof
@@ -462,7 +494,7 @@ def test_use_cuda_times_with_cuda_events(tmp_path):
     assert step.name == "step"
     assert step.cuda_time_total >= sum(c.cuda_time_total for c in step.cpu_children) - 1e-3
     mul = step.cpu_children[0]
-    assert mul.name == "mul" and mul.cuda_memory_usage > 0
+    assert mul.name == "aten::mul" and mul.cuda_memory_usage > 0
     table = prof.key_averages().table(sort_by="self_cuda_time_total")
     for col in ("Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg", "CUDA Mem"):
         assert col in table
@@ -489,7 +521,7 @@ def test_use_cuda_measures_device_time_on_a_gpu():
     with profiler.profile(use_cuda=True) as prof:
         for _ in range(3):
             a @ a
-    mms = [e for e in prof.function_events if e.name == "mm"]
+    mms = [e for e in prof.function_events if e.name == "aten::mm"]
     assert len(mms) == 3
     for e in mms:  # 17 GFLOP each: tens of microseconds at least, on any GPU
         assert 10 < e.cuda_time_total < 1e6
@@ -632,8 +664,8 @@ def test_parse_range_name(message, parsed):
 
 def test_parse_range_name_reads_what_emit_nvtx_writes():
     from tritongrad.autograd.nvtx import format_range, format_sizes
-    msg = format_range("mul", 9, sizes=format_sizes((tg.ones(2, 3), 0.5)))
-    assert parse_range_name(msg) == ("mul", 9, False, [[2, 3], []])
+    msg = format_range("aten::mul", 9, sizes=format_sizes((tg.ones(2, 3), 0.5)))
+    assert parse_range_name(msg) == ("aten::mul", 9, False, [[2, 3], []])
     assert parse_range_name(format_range("MulBackward0", 9, stashed=True))[:3] == \
         ("MulBackward0", 9, True)
 
@@ -655,8 +687,8 @@ def test_record_function_skips_observers_without_ranges():
         def __init__(self):
             self.ops = []
 
-        def op_enter(self, name, seq, inputs, params):
-            self.ops.append(name)
+        def op_enter(self, op, seq, inputs, params):
+            self.ops.append(observe.event_name(op))
 
         def op_exit(self, token):
             pass
@@ -667,8 +699,8 @@ def test_record_function_skips_observers_without_ranges():
         def node_exit(self, token):
             pass
 
-    obs = OpsOnly()
+    obs, a = OpsOnly(), tg.ones(2)
     with observe.observing(obs), profiler.profile() as prof, profiler.record_function("r"):
-        tg.ones(2) * 2
-    assert obs.ops == ["mul"]
-    assert [e.name for e in prof.function_events] == ["r", "mul"]
+        a * 2
+    assert obs.ops == ["aten::mul"]
+    assert [e.name for e in prof.function_events] == ["r", "aten::mul"]

@@ -100,7 +100,8 @@ IN_PLACE_ARGS = {
     **dict.fromkeys(["neg", "exp", "log", "sqrt", "relu", "abs", "sin", "cos", "tan", "tanh",
                      "sigmoid", "log1p", "expm1", "sign", "floor", "ceil", "trunc", "round",
                      "nan_to_num"], lambda: ()),
-    **dict.fromkeys(["add", "sub", "mul", "div", "pow", "floor_divide", "remainder"],
+    **dict.fromkeys(["add", "sub", "mul", "div", "pow", "floor_divide", "remainder", "atan2",
+                     "igamma", "igammac"],
                     lambda: (_f(3, 4, seed=1),)),
     **dict.fromkeys(["bitwise_and", "bitwise_or", "bitwise_xor"], lambda: (_i(3, 4, seed=1),)),
     # comparisons: some elements equal (x against itself rounded), written in x's dtype
@@ -119,6 +120,7 @@ IN_PLACE_ARGS = {
     "index_add": lambda: (0, tg.tensor([2, 0]), _f(2, 4, seed=1)),
     "scatter_reduce": lambda: (1, tg.tensor([[0, 0], [1, 3], [3, 3]]), _f(3, 2, seed=1),
                                "amax"),
+    "index_reduce": lambda: (1, tg.tensor([3, 0, 3]), _f(3, 3, seed=1), "prod"),
 }
 IN_PLACE_SHAPE = {"baddbmm": (3, 3, 4), "addmv": (3,)}  # self's shape, where not (3, 4)
 # Not comparable this way: bernoulli(input) draws with input's probabilities, while
@@ -172,7 +174,7 @@ GRAD_CASES = {
         "std_mean", "var_mean", "max", "min")},
     **{n: (_AB, lambda a, b, n=n: getattr(tg, n)(a, b)) for n in (
         "add", "sub", "mul", "div", "pow", "maximum", "minimum", "remainder", "xlogy",
-        "logaddexp", "rsub")},
+        "logaddexp", "rsub", "atan2")},
     "where": (_AB, lambda a, b: tg.where(a > 1.2, a, b)),
     "clamp": (_A, lambda x: tg.clamp(x, 0.8, 1.6)),
     "clamp_min": (_A, lambda x: tg.clamp_min(x, 0.8)),
@@ -232,6 +234,13 @@ GRAD_CASES = {
     "sort": (_A, lambda x: tg.sort(x, 1).values),
     "topk": (_A, lambda x: tg.topk(x, 2).values),
     "kthvalue": (_A, lambda x: tg.kthvalue(x, 2).values),
+    # (differentiable in x only, as PyTorch)
+    **{n: (_A, lambda x, n=n: getattr(tg, n)(tg.full((3, 4), 1.5, dtype=tg.float64), x))
+       for n in ("igamma", "igammac")},
+    "median": (_A, lambda x: tg.median(x) + tg.median(x, 1).values),
+    "nanmedian": (_A, lambda x: tg.nanmedian(x) + tg.nanmedian(x, 0, True).values),
+    "index_reduce": (_AB, lambda a, b: tg.index_reduce(a, 1, tg.tensor([3, 0, 3]), b[:, :3],
+                                                       "mean")),
     "trace": (_A, lambda x: tg.trace(x)),
     # complex parts, through real views (complex gradcheck is the real views' anyway)
     "conj": (_Z, lambda x: tg.view_as_real(tg.view_as_complex(x).conj() * (1 + 2j))),

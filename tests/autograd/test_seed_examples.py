@@ -287,4 +287,4 @@ def test_record_function_example():
             z = y ** 3
         y.backward()
     names = [e.name for e in prof.function_events]
-    assert "label-z" in names and "pow" in names and "PowBackward0" in names
+    assert "label-z" in names and "aten::pow" in names and "PowBackward0" in names

@@ -184,7 +184,7 @@ def test_assigning_a_mismatched_grad_uses_pytorchs_messages():
                                            r"gradient and the tensor are the same size$"):
         x.grad = tg.ones(3)
     with pytest.raises(RuntimeError, match="attempting to assign a gradient with dtype "
-                                           "'float64' to a tensor with dtype 'float32'"):
+                                           "'double' to a tensor with grad_dtype 'Float'"):
         x.grad = tg.ones(2, dtype=tg.float64)
     with pytest.raises(RuntimeError, match="attempting to assign a gradient with device type "
                                            "'cuda' to a tensor with device type 'cpu'"):

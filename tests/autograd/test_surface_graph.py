@@ -189,9 +189,10 @@ def test_raw_saved_tensor_register_hooks_changes_what_backward_sees():
         return t * 10
 
     y.grad_fn._raw_saved_self.register_hooks(pack, lambda p: p)
-    assert len(packed) == 1 and packed[0] is x
+    # (a detached alias of x, as PyTorch packs: the hook sees the value, not the graph)
+    assert len(packed) == 1 and packed[0] is not x and not packed[0].requires_grad
     assert y.grad_fn._raw_saved_self.unpack() is not x
-    np.testing.assert_allclose(y.grad_fn._saved_self.numpy(), [10.0, 20.0])
+    np.testing.assert_allclose(y.grad_fn._saved_self.detach().numpy(), [10.0, 20.0])
     np.testing.assert_allclose(y.grad_fn._saved_other.detach().numpy(), [1.0, 2.0])
     with pytest.raises(RuntimeError, match="hooks have already been set"):
         y.grad_fn._raw_saved_self.register_hooks(lambda t: t, lambda t: t)

@@ -150,9 +150,9 @@ def test_profiled_backward_shows_the_fused_kernels_inside_their_nodes():
     with profiler.profile() as prof:
         y.backward()
     keys = {e.key for e in prof.function_events}
-    for node, kernel in (("TanhBackward0", "tanh_backward"),
-                         ("SigmoidBackward0", "sigmoid_backward"),
-                         ("ReluBackward0", "relu_backward")):
+    for node, kernel in (("TanhBackward0", "aten::tanh_backward"),
+                         ("SigmoidBackward0", "aten::sigmoid_backward"),
+                         ("ReluBackward0", "aten::relu_backward")):
         inner = [e for e in prof.function_events if e.key == kernel]
         assert node in keys and len(inner) == 1
         assert inner[0].cpu_parent is not None and inner[0].cpu_parent.key == node

@@ -141,8 +141,9 @@ def main(full: bool) -> int:
             for op in [op for op in elementwise_ops.UNARY_OPS
                        if op not in elementwise_ops._INT_ONLY]:
                 cases.append((f"unary {op} {dt}", lambda op=op, x=x: tk.unary(op, x)))
-            for op in ["floor_divide", "trunc_divide", "remainder", "tanh_backward",
-                       "sigmoid_backward", "relu_backward"]:
+            for op in ["atan2", "igamma", "igammac", "igamma_dx", "floor_divide",
+                       "trunc_divide", "remainder", "tanh_backward", "sigmoid_backward",
+                       "relu_backward"]:
                 cases.append((f"binary {op} {dt}", lambda op=op, x=x, y=y: tk.binary(op, x, y)))
             cases.append((f"gelu tanh {dt}", lambda x=x: tk.gelu(x, "tanh")))
             for op in ["exp", "log", "sqrt", "neg", "relu"]:
@@ -224,6 +225,7 @@ def main(full: bool) -> int:
                        xc, wc, arr((6,), dt), *a)),
                   (f"conv2d_backward {dt}", lambda xc=xc, wc=wc, gc=gc, a=conv_args: (
                       tk.conv2d_backward(gc, xc, wc, *a, (True, True, True))))]
+    cases += _complex_cases(tk, arr, full)
     failures = 0
     for name, fn in cases:
         n0 = len(COMPILED)
@@ -242,8 +244,56 @@ def main(full: bool) -> int:
         if missing:
             failures += 1
             print(f"FAIL elementwise formulas no case compiled: {', '.join(missing)}")
+        from tritongrad.kernels.triton.complex import _FORMULAS
+
+        missing = [name for name, fn in _FORMULAS.items() if fn not in PASSED_FUNCTIONS]
+        if missing:
+            failures += 1
+            print(f"FAIL complex formulas no case compiled: {', '.join(missing)}")
     print(f"{len(COMPILED)} launches compiled for sm_90, {failures} failures")
     return 1 if failures else 0
+
+
+def _complex_cases(tk, arr, full):
+    """Complex arrays (kernels/triton/complex.py): the lanes through the real kernels (copies,
+    casts, where, sum, the four products of matmul) and the complex kernel's formulas; --full
+    compiles every formula for both complex dtypes."""
+    from tritongrad.kernels.triton import complex as C
+    from tritongrad.runtime import dtype as D
+
+    cases = []
+    for dt in ([D.complex64, D.complex128] if full else [D.complex64]):
+        z, w = arr((64, 48), dt), arr((48,), dt)
+        zt = tk.permute(arr((48, 64), dt), (1, 0))
+        cases += [
+            (f"full {dt}", lambda dt=dt: tk.full((5,), 1 - 2j, dt)),
+            (f"astype float32->{dt}", lambda dt=dt: tk.astype(arr((8,)), dt)),
+            (f"astype {dt}->float32", lambda z=z: tk.astype(z, D.float32)),
+            (f"contiguous {dt}", lambda zt=zt: tk.contiguous(zt)),
+            (f"mul bcast {dt}", lambda z=z, w=w: tk.mul(z, w)),
+            (f"div scalar transposed {dt}", lambda zt=zt: tk.div(zt, 2 - 1j)),
+            (f"pow int scalar {dt}", lambda z=z: tk.pow(z, 3)),
+            (f"mul real operand {dt}", lambda z=z: tk.mul(z, arr((48,)))),
+            (f"eq {dt}", lambda z=z, w=w: tk.eq(z, w)),
+            (f"exp {dt}", lambda z=z: tk.exp(z)),
+            (f"abs {dt}", lambda z=z: tk.unary("abs", z)),
+            (f"where {dt}", lambda z=z, w=w: tk.where(tk.gt(arr((64, 1)), 0.0), z, w)),
+            (f"sum {dt}", lambda z=z: tk.sum(z, (0,), False)),
+            (f"matmul {dt}", lambda z=z, zt=zt: tk.matmul(z, tk.permute(zt, (1, 0)))),
+            (f"prod {dt}", lambda z=z: tk.reduce("prod", z, (1,), False)),
+            (f"cumsum {dt}", lambda zt=zt: tk.cumsum(zt, 1)),
+            (f"index {dt}", lambda z=z: tk.index(z, (tk.full((3, 4), 2, D.int64), None))),
+            (f"gather {dt}", lambda z=z: tk.gather(z, 1, tk.full((64, 4), 1, D.int64))),
+            (f"index_put_ accumulate {dt}", lambda z=z, w=w: tk.index_put_(
+                z, (tk.full((3,), 1, D.int64),), w, True)),
+        ]
+        if full:
+            for op in C.BINARY:
+                cases.append((f"complex {op} {dt}",
+                              lambda op=op, z=z, w=w: C.binary(op, z, w)))
+            for op in C.UNARY:
+                cases.append((f"complex {op} {dt}", lambda op=op, z=z: C.unary(op, z)))
+    return cases
 
 
 def _tf32_matmul(tk, arr):

@@ -487,6 +487,42 @@ def test_binary_table_bitwise(kit, rng, op, dtype):
     kit.check(tk.binary(op, a, s), kit.nk.binary(op, ra, s))
 
 
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_binary_table_atan2(kit, rng, dtype):
+    a, ra = kit.pair((5, 6), dtype, rng, layout="T")
+    b, rb = kit.pair((6,), dtype, rng, layout="strided")
+    kit.check(tk.binary("atan2", a, b), kit.ref(lambda x, y: kit.nk.binary("atan2", x, y), ra,
+                                                rb, dtype=dtype), dtype)
+    # the quadrants, signed zeros and infinities (IEEE atan2, as NumPy and PyTorch)
+    y = np.array([0.0, -0.0, 0.0, -0.0, 1.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 2.0], np.float64)
+    x = np.array([0.0, 0.0, -0.0, -0.0, -1.0, 1.0, -1.0, np.inf, 3.0, 1.0, -np.inf], np.float64)
+    got = tk.binary("atan2", kit.up(y), kit.up(x))
+    kit.check(got, np.arctan2(y, x))
+    assert np.array_equal(np.signbit(kit.down(got)), np.signbit(np.arctan2(y, x)))
+    with pytest.raises(TypeError, match="atan2.*int32"):
+        tk.binary("atan2", kit.up(np.ones(3, np.int32)), kit.up(np.ones(3, np.int32)))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_binary_table_incomplete_gamma(kit, rng, dtype):
+    # both the series (x < a + 1) and the continued fraction, and PyTorch's edge cases
+    a = np.array([0.0, 0.0, 1.0, 2.0, 0.5, -1.0, 3.0, np.inf, 2.0, 300.0, 50.0, 0.1, 7.5, 30.0,
+                  np.nan, np.inf, 1e-3, 4.0])
+    x = np.array([0.0, 1.0, 0.0, 1.0, 2.0, 1.0, -1.0, 3.0, np.inf, 310.0, 10.0, 1e-5, 9.0,
+                  25.0, 1.0, np.inf, 1.0, np.nan])
+    ra, rx = a.astype(dtype.np), x.astype(dtype.np)
+    if dtype is D.bfloat16:
+        ra, rx = a.astype(np.float32), x.astype(np.float32)
+    for op in ("igamma", "igammac", "igamma_dx"):
+        got = tk.binary(op, kit.up(ra, dtype), kit.up(rx, dtype))
+        kit.check(got, kit.ref(lambda p, q, op=op: kit.nk.binary(op, p, q), ra, rx,
+                               dtype=dtype), dtype)
+    ga, ra = kit.pair((4, 9), dtype, rng, layout="T", kind="positive")
+    gx, rx = kit.pair((9,), dtype, rng, layout="strided", kind="positive")
+    kit.check(tk.binary("igamma", ga, gx), kit.ref(lambda p, q: kit.nk.binary("igamma", p, q),
+                                                   ra, rx, dtype=dtype), dtype)
+
+
 def test_tables_reject_bad_ops_and_dtypes(kit):
     f = kit.up(np.ones(3, np.float32))
     with pytest.raises(ValueError, match="unary: unknown op 'nope'"):

@@ -14,6 +14,7 @@ import pytest
 from tritongrad.autograd.nvtx import emit_nvtx, format_range, format_sizes
 
 ACC = "torch::autograd::AccumulateGrad"
+EVALUATE = "autograd::engine::evaluate_function: "  # the engine's range around each node
 FWD = re.compile(r"^(?P<name>[^,]+), seq = (?P<seq>\d+)(?:, sizes = (?P<sizes>.*))?$")
 BWD = re.compile(r"^(?P<name>[^,]+), stashed seq = (?P<seq>\d+)(?:, sizes = (?P<sizes>.*))?$")
 
@@ -295,10 +296,12 @@ def check_correlation(rs, nodes):
     assert set(stashed) == {seq for _, seq, _ in nodes}
     assert set(stashed.values()) == {1}, stashed
     assert set(stashed) <= set(fwd_ops)
-    for name, seq, op in nodes:
-        assert op in fwd_ops[seq], f"{name} (stashed seq {seq}): no '{op}, seq = {seq}' range"
+    for name, seq, op in nodes:  # ops are named as PyTorch's: aten::<op>
+        assert f"aten::{op}" in fwd_ops[seq], \
+            f"{name} (stashed seq {seq}): no 'aten::{op}, seq = {seq}' range"
         r = next(r for r in backward if int(bwd(r)["seq"]) == seq)
-        assert bwd(r)["name"] == name and r.depth == 0  # top level: the engine's own range
+        # inside the engine's top-level range for that node, named alone (as PyTorch's)
+        assert bwd(r)["name"] == name and r.depth == 1 and r.parent.message == EVALUATE + name
     # names follow PyTorch's: MulBackward0 <-> mul
     op_of = {name: op for name, _, op in nodes}
     for node, op in (("MulBackward0", "mul"), ("ExpBackward0", "exp"),
@@ -313,8 +316,12 @@ def test_forward_backward_correlation(recording):
     for rs, nodes in zip(steps, info["train"]):
         check_correlation(rs, nodes)
         assert sum(r.message == ACC for r in rs) == 2  # the leaves w and b
-        for r in rs:  # every range of a step is an op's or a node's
-            assert fwd(r) or bwd(r) or r.message == ACC, r.message
+        for r in rs:  # every range of a step is an op's or a node's, or the engine's around one
+            assert fwd(r) or bwd(r) or r.message == ACC or r.message.startswith(EVALUATE), \
+                r.message
+            if r.message.startswith(EVALUATE):
+                (node,) = r.children  # the node's own range, with its stashed number
+                assert node.message.startswith(r.message[len(EVALUATE):]) and r.depth == 0
     first, second = ({s for _, s, _ in g} for g in info["train"])
     assert min(second) > max(first), "the sequence counter went back between steps"
 
@@ -335,7 +342,7 @@ def test_record_function_under_emit_nvtx(recording):
         pytest.skip("tg.autograd.profiler.record_function is not there yet")
     rs = phase(events, ranges, "phase user", "end user")
     block = next(r for r in rs if r.message == "my block")
-    assert [fwd(c)["name"] for c in block.children if fwd(c)] == ["mul"]
+    assert [fwd(c)["name"] for c in block.children if fwd(c)] == ["aten::mul"]
 
 
 def test_record_shapes(recording):
@@ -343,10 +350,10 @@ def test_record_shapes(recording):
     rs = phase(events, ranges, "phase shapes", "end shapes")
     s = info["shapes"]
     msgs = [r.message for r in rs]
-    assert f"mul, seq = {s['sq']}, sizes = [[4, 3], [4, 3]]" in msgs
-    assert f"mul, seq = {s['sc']}, sizes = [[4, 3], []]" in msgs  # 2.0 is no tensor: []
-    assert f"exp, seq = {s['ex']}, sizes = [[4, 3]]" in msgs
-    assert any(m.startswith("sum, seq = ") and ", sizes = [[4, 3]" in m for m in msgs)
+    assert f"aten::mul, seq = {s['sq']}, sizes = [[4, 3], [4, 3]]" in msgs
+    assert f"aten::mul, seq = {s['sc']}, sizes = [[4, 3], []]" in msgs  # 2.0 is no tensor: []
+    assert f"aten::exp, seq = {s['ex']}, sizes = [[4, 3]]" in msgs
+    assert any(m.startswith("aten::sum, seq = ") and ", sizes = [[4, 3]" in m for m in msgs)
     for r in rs:
         if fwd(r):  # every op lists one shape per argument, as lists of ints
             sizes = json.loads(fwd(r)["sizes"])
@@ -375,7 +382,8 @@ def test_double_backward(recording):
             bwd_ops[int(fwd(r)["seq"])].add(fwd(r)["name"])
     assert bwd_ops and min(bwd_ops) > max(forward_seqs) > 0
     for name, seq, op in made:
-        assert op in bwd_ops[seq], f"{name}: no '{op}, seq = {seq}' range in the first backward"
+        assert f"aten::{op}" in bwd_ops[seq], \
+            f"{name}: no 'aten::{op}, seq = {seq}' range in the first backward"
     # ... which the double backward's nodes stash, as backward's stash forward's
     stashed = Counter((bwd(r)["name"], int(bwd(r)["seq"])) for r in second if bwd(r))
     assert stashed == Counter((name, seq) for name, seq, _ in info["dd_second"])
@@ -391,7 +399,7 @@ def test_nesting_refused_and_exceptions_leave_nothing_open(recording):
     rs = phase(events, ranges, "phase errors", "end errors")
     name, seq = info["boom"]
     assert f"{name}, stashed seq = {seq}" in [r.message for r in rs]  # the node that raised
-    assert [fwd(r)["name"] for r in rs if fwd(r) and r.depth == 0][-1] == "mul"  # re-entered
+    assert [fwd(r)["name"] for r in rs if fwd(r) and r.depth == 0][-1] == "aten::mul"  # again
     # build_ranges has checked that every push has its pop, on every thread
 
 

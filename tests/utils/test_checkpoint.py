@@ -167,7 +167,8 @@ def test_a_recomputation_that_saves_other_tensors_raises():
     # (a full recomputation: one that stops early never reaches the extra tensors)
     y = checkpoint(changes, tg.randn(3, dtype=tg.float64, requires_grad=True),
                    early_stop=False)
-    with pytest.raises(CheckpointError, match="A different number of tensors was saved"):
+    with pytest.raises(CheckpointError, match="trying to save more tensors during "
+                                              "recomputation than during the original"):
         y.backward()
 
 
@@ -206,18 +207,17 @@ def test_a_recomputation_with_other_shapes_raises_unless_unchecked():
         return checkpoint(changes, tg.randn(3, dtype=tg.float64, requires_grad=True),
                           determinism_check=check)
 
-    with pytest.raises(CheckpointError, match=r"recomputed tensor 0 has \(shape, dtype, "
-                                              r"device\) \(\(2,\)"):
+    with pytest.raises(CheckpointError, match=r"tensors have different metadata(.|\n)*"
+                                              r"recomputed metadata: \{'shape': "
+                                              r"tritongrad.Size\(\[2\]\)"):
         make("default").backward()
     with pytest.raises(Exception) as e:  # unchecked: the wrong shape fails in backward itself
         make("none").backward()
     assert not isinstance(e.value, CheckpointError)
 
 
-def test_unsupported_variants_raise():
+def test_unknown_determinism_check_raises():
     x = tg.randn(2, requires_grad=True)
-    with pytest.raises(NotImplementedError, match="use_reentrant=True is not supported"):
-        checkpoint(lambda t: t * 2, x, use_reentrant=True)
     with pytest.raises(ValueError, match="determinism_check"):
         checkpoint(lambda t: t * 2, x, determinism_check="strict")
 
