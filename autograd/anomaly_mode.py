@@ -55,23 +55,21 @@ def report_error(node) -> None:
     then that of each ancestor (Note [Anomaly parents]), PyTorch's messages. A warning that
     the filters turn into an error is printed to stderr instead: the backward's own error is
     the one to raise."""
-    trace = node._trace
-    if trace is None:
-        _warn(f"Error detected in {node.name()}. No forward pass information available. Enable "
-              f"detect anomaly during forward pass for more information.")
-        return
-    _warn(f"Error detected in {node.name()}. Traceback of forward call that caused the "
-          f"error:\n{''.join(trace)}")
-    parent = node.__dict__.get("_anomaly_parent")
-    while parent is not None:
-        trace = parent._trace
+    first = True
+    while node is not None:
+        trace = node._trace
         if trace is None:
-            _warn(f"Error detected in {parent.name()}. No forward pass information available. "
+            _warn(f"Error detected in {node.name()}. No forward pass information available. "
                   f"Enable detect anomaly during forward pass for more information.")
             return
-        _warn(f"\n\nPrevious calculation was induced by {parent.name()}. Traceback of forward "
-              f"call that induced the previous calculation:\n{''.join(trace)}")
-        parent = parent.__dict__.get("_anomaly_parent")
+        if first:
+            _warn(f"Error detected in {node.name()}. Traceback of forward call that caused the "
+                  f"error:\n{''.join(trace)}")
+        else:
+            _warn(f"\n\nPrevious calculation was induced by {node.name()}. Traceback of "
+                  f"forward call that induced the previous calculation:\n{''.join(trace)}")
+        first = False
+        node = node.__dict__.get("_anomaly_parent")
 
 
 def _warn(message: str) -> None:

@@ -377,12 +377,10 @@ class BatchedTensor(Tensor):
         return f"BatchedTensor(batch_size={self._data.data.shape[0]}, {make(self._data.data)!r})"
 
     # (the Tensors made from a batched one's data outside the ops stay batched)
-    def detach(self) -> "BatchedTensor":
+    def detach(self) -> BatchedTensor:
         return _batched_class(Tensor.detach(self))
 
-    @property
-    def data(self) -> "BatchedTensor":
-        return _batched_class(Tensor.data.fget(self))
+    data = property(lambda self: _batched_class(Tensor.data.fget(self)), Tensor.data.fset)
 
     def _host_array(self):  # (numpy(), item(), tolist(): one value per entry)
         raise Unbatchable("the values of a batch of tangents")
@@ -391,11 +389,6 @@ class BatchedTensor(Tensor):
 def _batched_class(t: Tensor) -> Tensor:
     t.__class__ = BatchedTensor
     return t
-
-
-def batch_size(t) -> int | None:
-    """The batch size of a batched tangent, None for anything else."""
-    return t._data.data.shape[0] if type(t._data) is BatchedArray else None
 
 
 def _wrap(a) -> Tensor:

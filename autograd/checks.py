@@ -290,20 +290,20 @@ def check_generator(op: str, generator) -> None:
 
 
 _ROW_MAJOR = "tritongrad creates row-major tensors: pass contiguous_format or preserve_format"
+_ROW_MAJOR_FORMATS = (dtypes.contiguous_format, dtypes.preserve_format)
 
 
-def check_memory_format(op: str, memory_format, allowed=None) -> None:
-    """Refuses a layout tritongrad cannot honour. ``allowed`` defaults to contiguous_format
-    and preserve_format: the op gives row-major results, which is what contiguous_format
-    asks for and what the op documents for preserve_format."""
+def check_memory_format(op: str, memory_format, allowed=_ROW_MAJOR_FORMATS) -> None:
+    """Checks that ``memory_format`` (None: the op's default) is a memory format, and refuses
+    one the op cannot honour. ``allowed`` defaults to contiguous_format and preserve_format,
+    for ops whose results are row-major (``resize_``); ``allowed=None`` accepts every format
+    (the ops that lay out their results by autograd/layout.py)."""
     if memory_format is None:
         return
     if not isinstance(memory_format, dtypes.memory_format):
         raise TypeError(f"{op}(): argument 'memory_format' must be memory_format, not "
                         f"{type(memory_format).__name__}")
-    if allowed is None:
-        allowed = (dtypes.contiguous_format, dtypes.preserve_format)
-    if memory_format not in allowed:
+    if allowed is not None and memory_format not in allowed:
         raise unsupported(op, "memory_format", memory_format,
                           _ROW_MAJOR if len(allowed) > 1 else
                           f"only {allowed[0]} is supported here")

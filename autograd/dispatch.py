@@ -37,6 +37,11 @@ A Primitive is a Node subclass named as PyTorch names its backward (``MulBackwar
     changes_device True when the rule's gradient is on another device than its input (``to``):
                    the engine then never chains the next node's rule onto it on one backend
     save_inputs    indices of inputs to save (read back through ctx.saved_tensors)
+    save_when      per ``save_inputs`` entry, the input whose gradient needs it (None: any);
+                   an entry whose input's gradient is not needed is ``saved.UNSAVED`` (it
+                   unpacks to None), as PyTorch's ``mul`` saves ``other`` only when ``self``
+                   needs a gradient: nothing is kept alive or version-checked for nothing.
+                   None (the default): every entry is always saved
     save_output    also save output 0 (after the inputs)
     broadcasts     the engine-facing apply sums each gradient back to its input's shape, so
                    rules never undo broadcasting themselves
@@ -58,7 +63,7 @@ from ..runtime import streams
 from . import anomaly_mode
 from .graph import _before_inplace_write
 from .node import FREED, FREED_MSG, Node
-from .saved import SavedTensor
+from .saved import UNSAVED, SavedTensor
 from .state import anywhere, state
 from .tensor import Tensor, array_meta, make, view_rebase_error
 
@@ -91,6 +96,7 @@ class Primitive(Node):
     __slots__ = ()
     op_name = "?"
     save_inputs: tuple = ()
+    save_when: tuple | None = None
     save_output = False
     broadcasts = False
     nondiff_outputs: tuple = ()
@@ -222,9 +228,12 @@ def sum_to(k, g, shape):
     return as_shape(k, out, shape) if tuple(out.shape) != shape else out
 
 
-def _observed(fn, op, inputs, params):
+def _observed(fn, op, inputs, params, shown=None):
+    """``fn(op, inputs, params)`` inside an op event for each observer; the observers are told
+    ``shown`` (an in-place op's name: ``_inplace_name``) where given, else ``op``."""
     observers = state.observers  # as at entry: an op may add or remove observers
-    tokens = [o.op_enter(op, state.seq, inputs, params) for o in observers]
+    what = op if shown is None else shown
+    tokens = [o.op_enter(what, state.seq, inputs, params) for o in observers]
     try:
         return fn(op, inputs, params)
     finally:
@@ -310,11 +319,11 @@ def _new_node(op, inputs, dev):
 #   real, imag, conj) give their own ``complex_vjp``. A real input of a node with complex
 #   values gets the real part of its gradient (only that direction exists for it). Any other
 #   op refuses complex tensors that need gradients, with PyTorch's message, rather than
-#   give wrong ones. Complex tensors live on the CPU backend (the Triton one has no complex
-#   dtypes).
+#   give wrong ones. Complex tensors work on both backends (the Triton one computes on pairs
+#   of float lanes: Note [complex lanes] in kernels/triton/complex.py).
 _HOLOMORPHIC = frozenset((
     "add", "sub", "mul", "div", "neg", "exp", "log", "expm1", "log1p", "sin", "cos", "tan",
-    "tanh", "sigmoid", "sqrt", "rsqrt", "pow", "mm", "bmm", "sum", "mean", "cumsum", "cat",
+    "tanh", "sigmoid", "sqrt", "rsqrt", "pow", "mm", "addmm", "bmm", "sum", "mean", "cumsum", "cat",
     "stack", "split", "split_with_sizes", "unbind", "clone", "copy_", "expand", "permute",
     "transpose", "t", "squeeze", "unsqueeze", "view", "slice", "slice_scatter", "index",
     "index_put", "index_select", "index_add", "gather", "scatter", "scatter_add", "masked_fill",
@@ -380,18 +389,32 @@ def _record(op, node, inputs, out):
         outs = None
     save = op.save_inputs
     if save or op.save_output:
+        when = op.save_when
         if save == (0, 1):  # (unrolled; x * x saves x once, unless hooks must see each save)
             a, b = inputs[0], inputs[1]
-            sa = SavedTensor(a, False)
-            shared = a is b and not (anywhere.saved_hooks and state.saved_hooks)
-            saved = [sa, sa if shared else SavedTensor(b, False)]
-        else:
+            if a is b and not (anywhere.saved_hooks and state.saved_hooks):
+                sa = SavedTensor(a, False)
+                saved = [sa, sa]
+            elif when is None:
+                saved = [SavedTensor(a, False), SavedTensor(b, False)]
+            else:
+                saved = _save_needed(save, when, inputs, node.next_functions)
+        elif when is None:
             saved = [SavedTensor(inputs[i], False) for i in save]
+        else:
+            saved = _save_needed(save, when, inputs, node.next_functions)
         if op.save_output:
             t = result if outs is None else outs[0]
             saved.append(SavedTensor(t, True, t._output_nr))
         node._saved = saved
     return result
+
+
+def _save_needed(save: tuple, when: tuple, inputs, edges) -> list:
+    """The ``_saved`` entries of an op with ``save_when``: each input saved only when the
+    gradient that needs it is (its edge is set), ``UNSAVED`` otherwise."""
+    return [UNSAVED if j is not None and edges[j][0] is None else SavedTensor(inputs[i], False)
+            for i, j in zip(save, when)]
 
 
 # -- in-place ops ------------------------------------------------------------------------------
@@ -466,10 +489,17 @@ def apply_inplace(op: type, target: Tensor, others: tuple, *params) -> Tensor:
         return _apply_inplace_dual(op, target, others, params)
     if state.observers:
         _observed(lambda o, i, p: _apply_inplace(o, i[0], i[1:], p), op, (target,) + others,
-                  params)
+                  params, _inplace_name(op))
     else:
         _apply_inplace(op, target, others, params)
     return target
+
+
+def _inplace_name(op) -> str:
+    """The name observers see for ``op`` run in place: PyTorch's in-place operator, ``mul_``
+    for ``mul`` (an op named with its ``_`` already, ``copy_``, is its own in-place form)."""
+    name = op.op_name
+    return name if name.endswith("_") else name + "_"
 
 
 def _apply_inplace(op, target, others, params, sink=SINK):
@@ -489,16 +519,23 @@ def _apply_inplace(op, target, others, params, sink=SINK):
         target._vc[0] += 1
         return sink
     node = _new_node(op, inputs, dev)
-    if 0 in op.save_inputs:
+    save, when = op.save_inputs, op.save_when
+    if when is not None:  # (the inputs whose gradients are needed: their edges are set)
+        save = tuple([i for i, j in zip(save, when)
+                      if j is None or node.next_functions[j][0] is not None])
+    if 0 in save:
         # the rule needs target's value from before the write: keep a copy of it
         original = target.detach().clone()
         if target._requires_grad:
             original._grad_fn, original._output_nr = target._edge()
             original._requires_grad = True
-        saved_inputs = [original if i == 0 else inputs[i] for i in op.save_inputs]
+        saved_inputs = [original if i == 0 else inputs[i] for i in save]
     else:
-        saved_inputs = [inputs[i] for i in op.save_inputs]
+        saved_inputs = [inputs[i] for i in save]
     saved = [SavedTensor(t, False) for t in saved_inputs]
+    if when is not None:  # (back in their places, UNSAVED for the others)
+        kept = dict(zip(save, saved))
+        saved = [kept.get(i, UNSAVED) for i in op.save_inputs]
     _forward_into(op, node, k, inputs, params)
     target._vc[0] += 1
     from .ops.views import rebase_history
@@ -537,7 +574,10 @@ def _apply_inplace(op, target, others, params, sink=SINK):
 #   tangent is the same view of its base's) see the change; a view without a tangent whose
 #   base has none gives its base a zero tangent first, as PyTorch does, and any other target
 #   without one gets a copy of the new tangent in its own layout, never an input's tangent
-#   (``write_inplace_tangent``; custom Functions' dirty inputs go through it too).
+#   (``write_inplace_tangent``; custom Functions' dirty inputs go through it too);
+# - a tangent may be a batch of tangents (Note [Batched forward AD], autograd/batched.py):
+#   the rule then runs once for the batch under a ``BatchLevel``, which sends its ops to
+#   ``batched.apply_forward`` (``run_batched``).
 
 dual_levels: list = []  # the active forward AD levels (forward_ad.py owns it; at most one)
 _get_tangent = _set_tangent = None  # forward_ad's tangent slot, installed when it loads
@@ -565,7 +605,7 @@ class dual_masked:  # (a context manager: named as one)
     tangents masks inside it too); ``batch``, a batch size, adds one: for a rule given
     batched tangents."""
 
-    __slots__ = ("_saved", "_batch")
+    __slots__ = ("_batch", "_saved")
 
     def __init__(self, batch: int | None = None):
         self._batch = batch
@@ -583,10 +623,12 @@ class dual_masked:  # (a context manager: named as one)
         dual_levels[:] = self._saved
 
 
-def _no_jvp(op) -> RuntimeError:
-    return RuntimeError(f"Trying to use forward AD with {op.op_name} that does not support it "
-                        f"because it has not been implemented yet. Please file an issue to "
-                        f"tritongrad so that we can prioritize its implementation.")
+def _no_jvp(op) -> NotImplementedError:
+    # (PyTorch's type; a RuntimeError subclass, so callers catching that still do)
+    return NotImplementedError(
+        f"Trying to use forward AD with {op.op_name} that does not support it because it has "
+        f"not been implemented yet. Please file an issue to tritongrad so that we can "
+        f"prioritize its implementation.")
 
 
 def _input_tangents(op, inputs):
@@ -607,14 +649,13 @@ def _run_jvp(op, ctx, inputs, tangents, out, params) -> tuple:
     """The outputs' tangents (None where an output has none), fitted to their outputs."""
     outs = out if type(out) is tuple else (out,)
     size = batch_of(tangents)
-    if size is None:
-        with dual_masked():
-            res = op.jvp(ctx, traced, inputs, tangents, out, *params)
-    else:
-        res = run_batched(lambda ts: op.jvp(ctx, traced, inputs, ts, out, *params), tangents,
-                          size)
-    res = res if type(res) is tuple else (res,)
     with dual_masked(size):
+        if size is None:
+            res = op.jvp(ctx, traced, inputs, tangents, out, *params)
+        else:
+            res = run_batched(lambda ts: op.jvp(ctx, traced, inputs, ts, out, *params),
+                              tangents, size)
+        res = res if type(res) is tuple else (res,)
         fitted = []
         for i, (o, t) in enumerate(zip(outs, res)):
             if t is None or i in op.nondiff_outputs or not (o._dtype.is_floating_point
@@ -655,6 +696,9 @@ def run_batched(rule, tangents: tuple, size: int):
 def _apply_dual(op, inputs, params):
     level = dual_levels[-1]
     if type(level) is BatchLevel:  # an op of a jvp rule on batched tangents
+        if anywhere.observers and state.observers:
+            return _observed(lambda o, i, p: _batched.apply_forward(o, i, p, level.size), op,
+                             inputs, params)
         return _batched.apply_forward(op, inputs, params, level.size)
     found = _input_tangents(op, inputs)
     ctx = SINK if found is None else _new(op)  # a ctx that keeps the forward's state
@@ -689,7 +733,8 @@ def _apply_inplace_dual(op, target, others, params):
     found = _input_tangents(op, inputs)
     if found is None:
         if anywhere.observers and state.observers:
-            _observed(lambda o, i, p: _apply_inplace(o, i[0], i[1:], p), op, inputs, params)
+            _observed(lambda o, i, p: _apply_inplace(o, i[0], i[1:], p), op, inputs, params,
+                      _inplace_name(op))
         else:
             _apply_inplace(op, target, others, params)
         return target
@@ -700,7 +745,7 @@ def _apply_inplace_dual(op, target, others, params):
     if anywhere.observers and state.observers:
         box = []
         _observed(lambda o, i, p: box.append(_apply_inplace(o, i[0], i[1:], p, ctx)), op,
-                  inputs, params)
+                  inputs, params, _inplace_name(op))
         node = box[0]
     else:
         node = _apply_inplace(op, target, others, params, ctx)
@@ -828,5 +873,5 @@ def zero_jvp(ctx, k, primals, tangents, out, *params):
 
 
 # (last: batched.py builds on this module)
-from . import batched as _batched  # noqa: E402
-from .batched import BatchedArray, Unbatchable  # noqa: E402
+from . import batched as _batched
+from .batched import BatchedArray, Unbatchable

@@ -47,6 +47,7 @@ import numpy as np
 from ..kernels import backend
 from . import anomaly_mode, batched
 from .graph import GradientEdge
+from .layout import is_non_overlapping_and_dense
 from .node import AccumulateGrad
 from .state import set_mode, state
 from .tensor import _RETAINING, Tensor, make, refresh_retained
@@ -792,20 +793,19 @@ def _obeys_layout(g: Tensor, var: Tensor) -> bool:
         return False
     if _dense(var):
         # (the arrays' own strides: one unit, as g has var's dtype and backend by now)
-        return g._data.strides == var._data.strides
+        g_strides, var_strides = g._data.strides, var._data.strides
+        if g_strides == var_strides:
+            return True
+        # PyTorch's obeys_layout_contract: a size-1 dimension may have any stride but 0
+        # (a stride-0 size-1 dimension marks a view, such as cat's gradients)
+        return all(gs == vs if n != 1 else gs != 0
+                   for n, gs, vs in zip(g._data.shape, g_strides, var_strides))
     return g.is_contiguous()
 
 
 def _dense(t: Tensor) -> bool:
-    if t.is_contiguous():
-        return True  # (row-major, the usual layout: no sort)
-    dims = sorted((s, n) for n, s in zip(t.shape, t.stride()) if n != 1)
-    expected = 1
-    for s, n in dims:
-        if s != expected:
-            return False
-        expected *= n
-    return True
+    # (row-major, the usual layout, first: no sort)
+    return t.is_contiguous() or is_non_overlapping_and_dense(t._data.shape, t.stride())
 
 
 # Note [Gradient stealing]

@@ -18,6 +18,11 @@ Example:
 
 As in PyTorch, one dual level exists at a time: entering a second one while the first is
 active raises "Nested forward mode AD is not supported at the moment".
+
+A tangent may also be a batch of tangents (``autograd.batched.batch``: Note [Batched forward
+AD]): one forward pass then gives the outputs a batch of Jacobian-vector products, as
+PyTorch's vmap over forward AD does; gradcheck's ``check_batched_forward_grad`` and
+``jacobian(strategy="forward-mode", vectorize=True)`` use it.
 """
 
 from __future__ import annotations

@@ -700,7 +700,8 @@ def estimate_flops(name: str, shapes) -> int | None:
 
     By the op's rule in its table (the FLOPs column of docs/ops.md): ``matmul`` (``mm``,
     ``matmul``, ``bmm``): ``2 * M * N * K`` times the broadcast batch size (a 1-D operand
-    counts as a single row or column); ``elementwise`` (``add mul exp sin clamp where ...``
+    counts as a single row or column); ``addmm`` (``addmm``, ``baddbmm``): that of the
+    product of its second and third inputs; ``elementwise`` (``add mul exp sin clamp where ...``
     and their in-place forms): one per output element; ``reduction`` (``sum``, ``mean``): one
     per input element.
 
@@ -713,6 +714,8 @@ def estimate_flops(name: str, shapes) -> int | None:
     rule = flop_rule(name.removeprefix("aten::"))
     if not shapes or rule is None:
         return None
+    if rule == "addmm":  # (input, mat1, mat2): the product's count
+        rule, shapes = "matmul", shapes[1:]
     if rule == "matmul" and len(shapes) >= 2:
         a, b = shapes[0], shapes[1]
         a = (1,) + tuple(a) if len(a) == 1 else tuple(a)

@@ -25,8 +25,9 @@ from dataclasses import dataclass, replace
 __all__ = ["FLOP_RULES", "OpInfo", "export", "flop_rule", "install", "markdown", "with_jvp"]
 
 # How the profiler counts an op's FLOPs (profiler_util.estimate_flops): one per output element,
-# one per input element, or 2 * M * N * K per (broadcast) batch.
-FLOP_RULES = ("elementwise", "reduction", "matmul")
+# one per input element, 2 * M * N * K per (broadcast) batch, or that of the product of the
+# second and third inputs (addmm, baddbmm: the added input is not counted, as PyTorch's).
+FLOP_RULES = ("elementwise", "reduction", "matmul", "addmm")
 
 
 @dataclass(frozen=True)

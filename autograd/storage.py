@@ -269,11 +269,13 @@ def has_same_meta(a: Tensor, b: Tensor) -> bool:
     """Whether ``b`` has ``a``'s layout: sizes, strides (where a dim has more than one
     element), storage offset and storage size (PyTorch's has_same_meta, which make_dual asks
     before using a tangent as it is)."""
-    if a.shape != b.shape or a.storage_offset() != b.storage_offset():
+    if a.shape != b.shape or storage_numel(a) != storage_numel(b):
         return False
-    if any(n > 1 and s != t for n, s, t in zip(a.shape, a.stride(), b.stride())):
+    if a.numel() == 0:  # nothing is indexed: offsets and strides do not matter (as PyTorch)
+        return True
+    if a.storage_offset() != b.storage_offset():
         return False
-    return storage_numel(a) == storage_numel(b)
+    return not any(n > 1 and s != t for n, s, t in zip(a.shape, a.stride(), b.stride()))
 
 
 def new_with_same_meta(like: Tensor, values: Tensor) -> Tensor:

@@ -187,11 +187,14 @@ class Tensor:
         return self._k.storage_offset(self._data)
 
     def is_contiguous(self, memory_format=None) -> bool:
-        """Whether the tensor is row-major contiguous; ``memory_format`` may only be
-        ``contiguous_format``."""
-        if memory_format is not None:
+        """Whether the tensor is contiguous in ``memory_format``: row-major by default (and for
+        ``preserve_format``, as in PyTorch), NHWC / NDHWC order for ``channels_last`` /
+        ``channels_last_3d`` (False for a tensor of another rank)."""
+        if memory_format is not None and memory_format is not dtypes.contiguous_format:
             from .checks import check_memory_format
-            check_memory_format("is_contiguous", memory_format, (dtypes.contiguous_format,))
+            from .layout import is_contiguous_as
+            check_memory_format("is_contiguous", memory_format, None)
+            return is_contiguous_as(tuple(self._data.shape), self.stride(), memory_format)
         if 0 in self._data.shape:
             return True
         expected = 1

@@ -10,8 +10,9 @@ Triton's interpreter against the NumPy results.
 The contract (``a``, ``b``: backend arrays of one dtype, already promoted by the caller; ``s``: a
 Python scalar; ``op``: a string naming one entry of that function's table; results are new
 contiguous arrays unless ``out=`` is given or the name ends in ``_`` (in place, returns None);
-float16/bfloat16 math computes in float32 and rounds once; integer index arrays are int64 and
-already checked and wrapped into range by the caller):
+float16/bfloat16 math computes in float32 and rounds once; float results that are inf or NaN
+(x / 0, log(0), sqrt(-1)) come without warnings, as PyTorch's; integer index arrays are int64
+and already checked and wrapped into range by the caller):
 
 creation      empty(shape, dtype, device), full(shape, value, dtype, device),
               arange(start, step, n, dtype, device)   [start + step * i, i < n; int64 math for
@@ -29,11 +30,13 @@ elementwise   add sub mul div pow maximum minimum (a, a|s, out=None): broadcasti
               where(cond, a|s, a|s)
               unary(op, a, out=None), same dtype:  abs sign [0 for NaN, as PyTorch] sin cos
                   tanh sigmoid floor ceil round [half to even] trunc log1p expm1 bitwise_not
-                  [bool: logical not]
+                  [bool: logical not] signbit [1 where the sign bit is set (-0.0, negative
+                  NaN too), else 0; same dtype]
               binary(op, a, a|s, out=None), broadcasting, same dtype:  floor_divide [rounds
                   toward -inf] trunc_divide [toward 0] remainder [sign of the divisor, Python's
                   %] (integer division by zero raises RuntimeError where it can be detected)
-                  bitwise_and bitwise_or bitwise_xor [ints and bool]; fused derivative rules
+                  bitwise_and bitwise_or bitwise_xor [ints and bool]; atan2 igamma igammac
+                  igamma_dx [floats: atan2(a, b); P(a, x), Q(a, x); dP/dx]; fused derivative rules
                   (a: incoming gradient, b: forward output) tanh_backward [a*(1-b*b)]
                   sigmoid_backward [a*b*(1-b)] relu_backward [0 where b <= 0 else a]
 reductions    sum(a, dims, keepdim)   [dims: sorted tuple of non-negative ints]
@@ -94,7 +97,7 @@ optimizers    sgd_step(param, grad, momentum_buffer, lr, momentum, dampening, we
 complex       conj(a) -> new array, a's dtype   [the complex conjugate; a copy for real a]
               real(a), imag(a) -> new real arrays [of complex64 -> float32, complex128 ->
                                                    float64; imag of a real array is zeros]
-                  (the Triton backend has no complex dtypes: there they serve real arrays)
+                  (both backends; the Triton one stores complex as interleaved float pairs)
 random        rand(shape, dtype, device, gen)          [uniform in [0, 1), float dtype]
               randn(shape, dtype, device, gen)         [standard normal, float dtype]
               randint(low, high, shape, dtype, device, gen)   [uniform in [low, high)]

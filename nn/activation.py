@@ -135,7 +135,7 @@ class Threshold(_Inplace):
 
     Example:
         >>> tg.nn.Threshold(0.1, 20.0)(tg.tensor([0.0, 0.5]))
-        tensor([20.0000,  0.5000])
+        tensor([20.0000, 0.5000])
     """
 
     functional = staticmethod(F.threshold)

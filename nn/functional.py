@@ -11,6 +11,8 @@ import warnings
 
 from ..autograd import checks
 from ..autograd.autocast import autocast_op as _autocast
+from ..autograd.observe import observed_op as _observed_op
+from ..autograd.ops.linalg import addmm_node as _addmm_node
 from ..autograd.ops import nn as _nn
 from ..autograd.ops.pointwise import sigmoid as _sigmoid
 from ..autograd.ops.pointwise import tanh as _tanh
@@ -168,13 +170,17 @@ def softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor
 
 # -- layers --------------------------------------------------------------------------------------
 
+@_observed_op("aten::linear", seq_from_counter=True)  # (outside autocast: as PyTorch's event)
 @_autocast("lower")
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """x @ weight^T + bias, for x of shape (*, in_features)."""
+    """x @ weight^T + bias, for x of shape (*, in_features). With a bias and 2-D input it is
+    one ``addmm`` (an ``AddmmBackward0`` node, as PyTorch records), else a matmul and an add."""
     if weight.ndim == 2 and input.ndim and input.shape[-1] != weight.shape[1]:
         raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied "
                            f"({math.prod(input.shape[:-1])}x{input.shape[-1]} and "
                            f"{weight.shape[1]}x{weight.shape[0]})")
+    if bias is not None and input.ndim == 2 and weight.ndim == 2 and isinstance(bias, Tensor):
+        return _addmm_node(bias, input, weight.t())
     out = input.matmul(weight.t())
     return out + bias if bias is not None else out
 

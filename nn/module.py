@@ -502,18 +502,21 @@ class Module:
         """Moves and/or casts the parameters and buffers in place: ``to(device)``,
         ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``, with keywords ``device=``,
         ``dtype=``, ``non_blocking=`` (a hint: copies are synchronous), ``memory_format=``
-        (contiguous or preserve; channels-last raises). Only floating point tensors change
-        dtype."""
+        (applied, as in PyTorch, to the 4-D and 5-D tensors only: ``channels_last`` lays out
+        convolution weights NHWC). Only floating point tensors change dtype."""
         from ..autograd.ops.conversion import _to_args
-        dtype, device, _ = _to_args(args, dict(kwargs))
+        dtype, device, _, memory_format = _to_args(args, dict(kwargs))
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
                             f"got desired dtype={dtype}")
 
         def convert(t):
+            fmt = memory_format if memory_format is not None and t.dim() in (4, 5) else None
             if dtype is not None and (t.is_floating_point() or t.is_complex()):
-                return t.to(device=device, dtype=dtype)
-            return t.to(device=device) if device is not None else t
+                return t.to(device=device, dtype=dtype, memory_format=fmt)
+            if device is None and fmt is None:
+                return t
+            return t.to(device=device, memory_format=fmt)
         return self._apply(convert)
 
     def cuda(self, device=None) -> Module:

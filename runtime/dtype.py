@@ -237,8 +237,9 @@ def bfloat16_values(bits) -> np.ndarray:
 
 class memory_format:
     """A layout request, as PyTorch's ``torch.memory_format``: ``tritongrad.contiguous_format``
-    (row-major), ``preserve_format`` (the source's layout) and the channels-last layouts, which
-    tritongrad does not implement (ops given them raise, naming the op)."""
+    (row-major), ``preserve_format`` (the source's layout), ``channels_last`` (a 4-D NCHW
+    tensor stored NHWC) and ``channels_last_3d`` (5-D NCDHW stored NDHWC). The strides each
+    gives are computed in autograd/layout.py."""
 
     __slots__ = ("name",)
 

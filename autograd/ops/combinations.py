@@ -18,7 +18,7 @@ from ..tensor import Tensor, int_arg, wrap_dim
 from .creation import arange, as_dtype, resolve_device, tensor, zeros
 from .indexing import index_select
 from .shape import cat, movedim, narrow
-from .views import as_strided, getitem, int_tuple, is_size, transpose
+from .views import as_strided, getitem, inplace_view, int_tuple, is_size, transpose
 
 
 def _dims_arg(dims, op: str, name: str = "dims") -> tuple:
@@ -369,8 +369,8 @@ def tril_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None
 # -- the table ---------------------------------------------------------------------------------
 
 OPS = (
-    OpInfo("swapaxes", swapaxes, grad="g, axes swapped back"),
-    OpInfo("swapdims", swapdims, grad="g, dims swapped back"),
+    OpInfo("swapaxes", swapaxes, inplace=inplace_view(swapaxes), grad="g, axes swapped back"),
+    OpInfo("swapdims", swapdims, inplace=inplace_view(swapdims), grad="g, dims swapped back"),
     OpInfo("unflatten", unflatten, grad="g reshaped back"),
     OpInfo("tensor_split", tensor_split, grad="the gs in a zero tensor"),
     OpInfo("repeat_interleave", repeat_interleave, grad="sum over the repeats"),

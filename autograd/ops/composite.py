@@ -3,7 +3,9 @@ addcmul addcdiv xlogy logaddexp isin``.
 
 Every op here is written over other public ops (``where``, ``abs``, ``log1p``, ``add_``, ...),
 so it has no kernels and no derivative rule of its own: both backends run it, and its gradient
-(to any order) comes through its parts. Where the naive formula would give a NaN gradient at a
+(to any order) comes through its parts. ``std_mean`` and ``var_mean`` are the exceptions: one
+two-output node each (``StdMeanBackward0``, ``VarMeanBackward0``, reduction.py), as PyTorch
+records them, so a hook on the node sees both gradients at once. Where the naive formula would give a NaN gradient at a
 point PyTorch differentiates (``xlogy`` at ``x = 0``), the operand is made safe with ``where``
 before the singular function is applied, not after.
 """
@@ -17,12 +19,13 @@ import numbers
 from ...runtime import dtype as dtypes
 from ...runtime.dtype import get_default_dtype, result_type
 from ..checks import scalar_type_name, tensor_arg
+from ..dispatch import apply
 from ..registry import OpInfo
 from ..tensor import Tensor
 from .creation import full
 from .elementwise import _result, add, div, eq, exp, isnan, le, log, maximum, mul, rsub, sub, where
 from .pointwise import abs, isfinite, isinf, log1p, logical_and
-from .reduction import mean, std, var
+from .reduction import StdMeanBackward0, VarMeanBackward0, _var_args
 
 # -- helpers shared by the family (and by linalg_ext's in-place products) ---------------------
 
@@ -67,11 +70,11 @@ def _float_operands(input, other, op: str) -> tuple:
 
 # -- statistics -----------------------------------------------------------------------------------
 
-def _with_mean(stat, input: Tensor, dim, unbiased, keepdim: bool, correction) -> tuple:
-    if isinstance(dim, bool):  # std_mean(x, unbiased): the legacy positional form
-        unbiased, dim = dim, None
-    s = stat(input, dim, unbiased, keepdim, correction=correction)
-    return s, mean(input, dim, keepdim)
+def _with_mean(op, input: Tensor, dim, unbiased, keepdim: bool, correction) -> tuple:
+    """(statistic, mean) as one two-output node ``op``, as PyTorch records var_mean."""
+    dims, keepdim, n, divisor = _var_args(input, dim, unbiased, keepdim, correction,
+                                          op.op_name)
+    return apply(op, (input,), dims, keepdim, n, divisor)
 
 
 def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
@@ -83,14 +86,14 @@ def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
         >>> tg.std_mean(tg.tensor([1., 2., 3.]))
         (tensor(1.), tensor(2.))
     """
-    return _with_mean(std, input, dim, unbiased, keepdim, correction)
+    return _with_mean(StdMeanBackward0, input, dim, unbiased, keepdim, correction)
 
 
 def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
              correction=None) -> tuple:
     """The variance and the mean over ``dim`` (all dims by default), as the tuple
     ``(var, mean)``; ``correction`` (default 1) and ``unbiased`` as in :func:`var`."""
-    return _with_mean(var, input, dim, unbiased, keepdim, correction)
+    return _with_mean(VarMeanBackward0, input, dim, unbiased, keepdim, correction)
 
 
 # -- closeness --------------------------------------------------------------------------------------
@@ -175,7 +178,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
         r = where(isnan(x), nan, x)
         r = where(eq(x, math.inf), big if posinf is None else posinf, r)
         r = where(eq(x, -math.inf), low if neginf is None else neginf, r)
-    return _result(r, out)
+    return _result(r, out, "nan_to_num")
 
 
 def nan_to_num_(self: Tensor, nan: float = 0.0, posinf: float | None = None,
@@ -219,7 +222,7 @@ def lerp(input: Tensor, end: Tensor, weight, *, out=None) -> Tensor:
         r = add(x, mul(diff, weight))
     else:
         r = sub(e, mul(diff, 1 - weight))
-    return _result(r, out)
+    return _result(r, out, "lerp")
 
 
 def lerp_(self: Tensor, end: Tensor, weight) -> Tensor:
@@ -246,7 +249,7 @@ def _addc(op: str, combine):
         _addc_check(op, tensor1, tensor2)
         term = combine(tensor1, tensor2)
         r = add(input, term if value == 1 else mul(term, value))
-        return _result(r, out)
+        return _result(r, out, op)
 
     def inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
         _addc_check(op + "_", tensor1, tensor2)
@@ -295,7 +298,7 @@ def xlogy(input, other, *, out=None) -> Tensor:
     # and in gradient. (A NaN y fails y <= 0 and propagates.)
     singular = logical_and(eq(x, 0), le(y, 0))
     r = mul(x, log(where(singular, 1.0, y)))
-    return _result(r, out)
+    return _result(r, out, "xlogy")
 
 
 def logaddexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:
@@ -315,7 +318,7 @@ def logaddexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     r = add(maximum(a, b), log1p(exp(-abs(sub(a, b)))))
     # inf - inf is NaN in the formula: equal infinities are their own result
     r = where(logical_and(isinf(a), eq(a, b)), a, r)
-    return _result(r, out)
+    return _result(r, out, "logaddexp")
 
 
 # -- isin ----------------------------------------------------------------------------------------
@@ -358,14 +361,16 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
         found = parts[0] if len(parts) == 1 else cat(parts) if parts else \
             full((0,), False, dtype=dtypes.bool, device=e.device)
     found = found.reshape(tuple(e.shape))
-    return _result(~found if invert else found, out)
+    return _result(~found if invert else found, out, "isin")
 
 
 # -- the table ---------------------------------------------------------------------------------
 
 OPS = (
-    OpInfo("std_mean", std_mean, method=False, dtypes="floats", grad="through std and mean"),
-    OpInfo("var_mean", var_mean, method=False, dtypes="floats", grad="through var and mean"),
+    OpInfo("std_mean", std_mean, method=False, dtypes="floats", node=StdMeanBackward0,
+           grad="std's for g_std + g_mean / n"),
+    OpInfo("var_mean", var_mean, method=False, dtypes="floats", node=VarMeanBackward0,
+           grad="var's for g_var + g_mean / n"),
     OpInfo("isclose", isclose, dtypes="same dtype; bool result", grad="none"),
     OpInfo("allclose", allclose, dtypes="same dtype; Python bool", grad="none"),
     OpInfo("equal", equal, dtypes="promoted; Python bool", grad="none"),

@@ -16,6 +16,7 @@ from ...runtime import dtype as dtypes
 from ...runtime.device import device as Device
 from ..checks import check_memory_format
 from ..dispatch import Primitive, apply, apply_inplace, call, linear_jvp, meta, zeros
+from ..layout import empty_array, suggest_memory_format, target_strides
 from ..tensor import Tensor
 from .creation import as_dtype, resolve_device
 
@@ -45,6 +46,14 @@ def _array_device(x):
     return array_meta(x)[0]
 
 
+def _strided_copy(k, x, dtype, device, strides):
+    """Array ``x`` (on ``device``, backend ``k``) copied into a new ``dtype`` array with element
+    ``strides``: the copies that keep or set a memory format (row-major ones use astype)."""
+    out = empty_array(k, x.shape, strides, dtype, device)
+    k.copy_(out, x)
+    return out
+
+
 class ToCopyBackward0(Primitive):
     __slots__ = ()
     op_name = "to"
@@ -52,9 +61,15 @@ class ToCopyBackward0(Primitive):
     jvp = linear_jvp()  # the tangent converted and moved alike
 
     @staticmethod
-    def forward(ctx, k, x, dtype, device, src_dtype):
-        ctx.src = (src_dtype, _array_device(x))
-        return _move(k, x, dtype, device)
+    def forward(ctx, k, x, dtype, device, src_dtype, strides=None):
+        src_device = _array_device(x)
+        ctx.src = (src_dtype, src_device)
+        if strides is None:  # row-major, the common case
+            return _move(k, x, dtype, device)
+        if src_device is device:  # one pass: the cast is the copy into the layout
+            return _strided_copy(k, x, dtype, device, strides)
+        from ...kernels import backend
+        return _strided_copy(backend(device), _move(k, x, dtype, device), dtype, device, strides)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
@@ -69,11 +84,13 @@ class ToCopyBackward0(Primitive):
 
 
 def _to_args(args, kwargs):
-    """Parses PyTorch's ``to`` overloads into (dtype | None, device | None, copy)."""
+    """Parses PyTorch's ``to`` overloads into (dtype | None, device | None, copy,
+    memory_format | None)."""
     dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)  # a hint: see to()
-    check_memory_format("to", kwargs.pop("memory_format", None))
+    memory_format = kwargs.pop("memory_format", None)
+    check_memory_format("to", memory_format, None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     flags = []
@@ -88,7 +105,8 @@ def _to_args(args, kwargs):
             dtype = a
     if len(flags) > 1:
         copy = flags[1]
-    return as_dtype(dtype), (None if device is None else resolve_device(device)), copy
+    return (as_dtype(dtype), (None if device is None else resolve_device(device)), copy,
+            memory_format)
 
 
 def _is_dtype_name(a) -> builtins.bool:
@@ -105,25 +123,33 @@ def to(x: Tensor, *args, **kwargs) -> Tensor:
 
     ``non_blocking=True`` is honoured as PyTorch documents it, as a hint: tritongrad's copies
     between devices are synchronous with the host, which is a valid implementation (the copy
-    is complete when ``to`` returns). ``memory_format`` may be ``contiguous_format`` or
-    ``preserve_format`` (the copy is row-major either way); channels-last layouts raise.
+    is complete when ``to`` returns).
+
+    ``memory_format`` is the copy's layout: by default (``preserve_format``) a
+    non-overlapping, dense ``x`` keeps its strides and any other ``x`` gets dense strides in
+    its dimension order; ``contiguous_format`` is row-major; ``channels_last`` (4-D) and
+    ``channels_last_3d`` (5-D) order the channels innermost. As in PyTorch, ``x`` itself is
+    returned when nothing changes and the requested format is the one its strides suggest.
     """
-    dtype, device, copy = _to_args(args, dict(kwargs))
+    dtype, device, copy, memory_format = _to_args(args, dict(kwargs))
     dtype = dtype or x.dtype
     device = device or x.device
-    if dtype is x.dtype and device is x.device and not copy:
+    if dtype is x.dtype and device is x.device and not copy and (
+            memory_format is None or memory_format is dtypes.preserve_format or
+            suggest_memory_format(tuple(x.shape), x.stride()) is memory_format):
         return x
-    return apply(ToCopyBackward0, (x,), dtype, device, x.dtype)
+    return apply(ToCopyBackward0, (x,), dtype, device, x.dtype,
+                 target_strides(x, memory_format))
 
 
 def cuda(x: Tensor, device=None, non_blocking: bool = False, memory_format=None) -> Tensor:
     """A copy of this tensor in CUDA memory (``x`` itself if already there).
     ``non_blocking=True`` is a hint, honoured by a copy that is synchronous with the host;
     ``memory_format`` as in ``to``."""
-    check_memory_format("cuda", memory_format)
+    check_memory_format("cuda", memory_format, None)
     return to(x, resolve_device("cuda" if device is None else
                                 device if not isinstance(device, numbers.Integral)
-                                else Device("cuda", device)))
+                                else Device("cuda", device)), memory_format=memory_format)
 
 
 def cpu(x: Tensor) -> Tensor:
@@ -217,9 +243,12 @@ class CloneBackward0(Primitive):
     jvp = linear_jvp()
 
     @staticmethod
-    def forward(ctx, k, x):
+    def forward(ctx, k, x, strides=None):
         from ..tensor import array_meta
-        return k.astype(x, array_meta(x)[1])
+        device, dtype = array_meta(x)[:2]
+        if strides is None:
+            return k.astype(x, dtype)  # row-major
+        return _strided_copy(k, x, dtype, device, strides)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
@@ -227,18 +256,23 @@ class CloneBackward0(Primitive):
 
 
 def clone(x: Tensor, memory_format=None) -> Tensor:
-    """A row-major copy of this tensor (recorded: the gradient passes through).
-    ``memory_format`` may be ``contiguous_format`` or ``preserve_format``: tritongrad's copies
-    are row-major, so a strided source's layout is not preserved; channels-last raises."""
-    check_memory_format("clone", memory_format)
-    return apply(CloneBackward0, (x,))
+    """A copy of this tensor (recorded: the gradient passes through) in ``memory_format``: by
+    default (``preserve_format``) a non-overlapping, dense ``x`` keeps its strides and any
+    other ``x`` gets dense strides in its dimension order; ``contiguous_format`` is
+    row-major; channels-last formats as in ``to``."""
+    check_memory_format("clone", memory_format, None)
+    return apply(CloneBackward0, (x,), target_strides(x, memory_format))
 
 
 def contiguous(x: Tensor, memory_format=None) -> Tensor:
-    """This tensor if it is row-major contiguous, else a contiguous copy. ``memory_format``
-    may only be ``contiguous_format`` (PyTorch refuses preserve_format here too)."""
-    check_memory_format("contiguous", memory_format, (dtypes.contiguous_format,))
-    return x if x.is_contiguous() else clone(x)
+    """This tensor if it is contiguous in ``memory_format`` (default ``contiguous_format``:
+    row-major), else a copy laid out so (PyTorch refuses ``preserve_format`` here)."""
+    if memory_format is None or memory_format is dtypes.contiguous_format:
+        return x if x.is_contiguous() else clone(x, dtypes.contiguous_format)
+    check_memory_format("contiguous", memory_format, None)
+    if memory_format is dtypes.preserve_format:
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    return x if x.is_contiguous(memory_format) else clone(x, memory_format)
 
 
 class CopyBackwards(Primitive):

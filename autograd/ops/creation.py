@@ -19,6 +19,8 @@ from ...kernels import backend, host_array, host_values
 from ...runtime import dtype as dtypes
 from ...runtime.device import device as Device
 from ..checks import check_memory_format, unsupported
+from ..layout import format_strides, target_strides
+from ..observe import observed_op
 from ..state import state
 from ..tensor import Size, Tensor, make
 
@@ -375,6 +377,7 @@ def _factory(shape, value, dtype, device, requires_grad) -> Tensor:
     return _finish(make(arr, dt), requires_grad)
 
 
+@observed_op("aten::zeros")
 def zeros(*size, dtype=None, device=None, requires_grad: bool = False, out=None) -> Tensor:
     """A tensor of zeros of shape ``size``; with ``out=``, that tensor zeroed in place and
     returned (it must already have shape ``size``: tritongrad does not resize)."""
@@ -401,19 +404,27 @@ def _zeros_into(out: Tensor, size: tuple, dtype, device, requires_grad) -> Tenso
     return out.zero_()
 
 
+@observed_op("aten::ones")
 def ones(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones of shape ``size``."""
     return _factory(_size(size), 1.0 if dtype is None else 1, dtype, device, requires_grad)
 
 
+@observed_op("aten::empty")
 def empty(*size, dtype=None, device=None, requires_grad: bool = False,
           memory_format=None) -> Tensor:
-    """An uninitialised row-major tensor of shape ``size`` (``memory_format``:
-    ``contiguous_format`` or ``preserve_format``; channels-last raises)."""
-    check_memory_format("empty", memory_format)
-    return _factory(_size(size), None, dtype, device, requires_grad)
+    """An uninitialised tensor of shape ``size``, laid out in ``memory_format``: row-major
+    (``contiguous_format``, the default), ``channels_last`` (4-D) or ``channels_last_3d``
+    (5-D); ``preserve_format`` has nothing to preserve and raises, as in PyTorch."""
+    if memory_format is None or memory_format is dtypes.contiguous_format:
+        return _factory(_size(size), None, dtype, device, requires_grad)
+    check_memory_format("empty", memory_format, None)
+    size = _size(size)
+    return empty_strided(size, format_strides(size, memory_format), dtype, device,
+                         requires_grad)
 
 
+@observed_op("aten::full")
 def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of shape ``size`` filled with ``fill_value`` (its dtype inferred from it)."""
     if dtype is None and isinstance(fill_value, bool):
@@ -427,6 +438,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
     return _factory(_size((size,)), fill_value, dtype, device, requires_grad)
 
 
+@observed_op("aten::empty_strided")
 def empty_strided(size, stride, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor with explicit strides (``stride=None``: row-major)."""
     size = _size((size,))
@@ -442,12 +454,19 @@ def empty_strided(size, stride, dtype=None, device=None, requires_grad: bool = F
 
 
 def _like(fn, t: Tensor, dtype, device, requires_grad, memory_format=None, **kw) -> Tensor:
-    """``fn`` over ``t``'s shape, dtype and device. The result is row-major whatever ``t``'s
-    strides: ``memory_format`` may be ``preserve_format`` (PyTorch's default, which would
-    keep a dense ``t``'s strides) or ``contiguous_format``; channels-last raises."""
-    check_memory_format(f"{fn.__name__}_like", memory_format)
-    return fn(tuple(t.shape), dtype=dtype or t.dtype, device=device or t.device,
-              requires_grad=requires_grad, **kw)
+    """``fn`` over ``t``'s shape, dtype and device, laid out in ``memory_format``. By default
+    (``preserve_format``) a non-overlapping, dense ``t``'s strides are kept and any other
+    ``t`` gives dense strides in its dimension order (PyTorch's ``empty_like``); a row-major
+    layout takes ``fn``'s own path."""
+    check_memory_format(f"{fn.__name__}_like", memory_format, None)
+    shape, dtype, device = tuple(t.shape), dtype or t.dtype, device or t.device
+    strides = target_strides(t, memory_format)
+    if strides is None:
+        return fn(shape, dtype=dtype, device=device, requires_grad=requires_grad, **kw)
+    out = empty_strided(shape, strides, dtype, device)
+    if fn is not empty:  # the values fn makes, copied into the layout
+        out.copy_(fn(shape, dtype=dtype, device=device, **kw))
+    return _finish(out, requires_grad)
 
 
 def zeros_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False,
@@ -469,10 +488,10 @@ def empty_like(input: Tensor, dtype=None, device=None, requires_grad: bool = Fal
 
 
 def full_like(input: Tensor, fill_value, dtype=None, device=None,
-              requires_grad: bool = False) -> Tensor:
+              requires_grad: bool = False, memory_format=None) -> Tensor:
     """A tensor of ``fill_value`` with ``input``'s size (and, by default, dtype and device)."""
-    return full(tuple(input.shape), fill_value, dtype=dtype or input.dtype,
-                device=device or input.device, requires_grad=requires_grad)
+    return _like(full, input, dtype, device, requires_grad, memory_format,
+                 fill_value=fill_value)
 
 
 # -- random ------------------------------------------------------------------------------------
@@ -513,10 +532,29 @@ def _random(name: str, size, dtype, device, requires_grad, generator) -> Tensor:
         raise RuntimeError(f"random: dtype {dt} is not a floating point type")
     dev = resolve_device(device)
     k = backend(dev)
+    if dt.is_complex:
+        return _finish(_random_complex(k, name, size, dt, dev, generator), requires_grad)
     return _finish(make(getattr(k, name)(size, dt, dev, _stream(generator, dev, name))),
                    requires_grad)
 
 
+def _random_complex(k, name: str, size, dt, dev, generator) -> Tensor:
+    """PyTorch's complex samples: the real and imaginary parts drawn independently, on [0, 1)
+    each for ``rand``, normal with variance 1/2 each for ``randn`` (so that E|z|^2 = 1)."""
+    from .complex_parts import view_as_complex
+    parts = make(getattr(k, name)(tuple(size) + (2,), dt.to_real(), dev,
+                                  _stream(generator, dev, name)))
+    prev, state.grad_enabled = state.grad_enabled, False
+    try:
+        z = view_as_complex(parts)
+        return z * math.sqrt(0.5) if name == "randn" else z
+    finally:
+        state.grad_enabled = prev
+
+
+# (one event: the kernel draws into a new array in one call, so PyTorch's nested aten::empty
+# and aten::uniform_ / aten::normal_ are no steps of their own here)
+@observed_op("aten::rand")
 def rand(*size, dtype=None, device=None, requires_grad: bool = False, generator=None) -> Tensor:
     """Returns a tensor filled with random numbers from a uniform distribution on the
     interval [0, 1), drawn from ``generator`` (by default the device's default generator,
@@ -524,6 +562,7 @@ def rand(*size, dtype=None, device=None, requires_grad: bool = False, generator=
     return _random("rand", _size(size), dtype, device, requires_grad, generator)
 
 
+@observed_op("aten::randn")
 def randn(*size, dtype=None, device=None, requires_grad: bool = False, generator=None) -> Tensor:
     """Returns a tensor filled with random numbers from a normal distribution with mean 0 and
     variance 1, drawn from ``generator`` (by default the device's default generator)."""
@@ -531,19 +570,20 @@ def randn(*size, dtype=None, device=None, requires_grad: bool = False, generator
 
 
 def rand_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False, *,
-              generator=None) -> Tensor:
+              generator=None, memory_format=None) -> Tensor:
     """Uniform samples on [0, 1) with ``input``'s size (and, by default, dtype and device)."""
-    return rand(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
-                requires_grad=requires_grad, generator=generator)
+    return _like(rand, input, dtype, device, requires_grad, memory_format,
+                 generator=generator)
 
 
 def randn_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False, *,
-               generator=None) -> Tensor:
+               generator=None, memory_format=None) -> Tensor:
     """Standard normal samples with ``input``'s size (and, by default, dtype and device)."""
-    return randn(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
-                 requires_grad=requires_grad, generator=generator)
+    return _like(randn, input, dtype, device, requires_grad, memory_format,
+                 generator=generator)
 
 
+@observed_op("aten::randint")
 def randint(low, high=None, size=None, dtype=None, device=None,
             requires_grad: bool = False, *, generator=None) -> Tensor:
     """Random integers in [low, high) from ``generator`` (by default the global one)."""
@@ -565,6 +605,7 @@ def randint(low, high=None, size=None, dtype=None, device=None,
 
 # -- ranges ------------------------------------------------------------------------------------
 
+@observed_op("aten::arange")
 def arange(start, end=None, step=1, dtype=None, device=None,
            requires_grad: bool = False) -> Tensor:
     """Values from ``start`` to ``end`` (exclusive) in steps of ``step``."""
@@ -584,6 +625,7 @@ def arange(start, end=None, step=1, dtype=None, device=None,
     return _finish(make(backend(dev).arange(start, step, n, dt, dev), dt), requires_grad)
 
 
+@observed_op("aten::linspace")
 def linspace(start, end, steps: int, dtype=None, device=None,
              requires_grad: bool = False) -> Tensor:
     """``steps`` values evenly spaced from ``start`` to ``end``, both included."""
@@ -594,6 +636,7 @@ def linspace(start, end, steps: int, dtype=None, device=None,
     return _finish(host_to(arr, dt, resolve_device(device)), requires_grad)
 
 
+@observed_op("aten::eye")
 def eye(n: int, m: int | None = None, dtype=None, device=None,
         requires_grad: bool = False) -> Tensor:
     """A 2-D tensor with ones on the diagonal and zeros elsewhere (``n`` by ``m``)."""

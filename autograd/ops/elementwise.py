@@ -19,7 +19,7 @@ from ...runtime.dtype import bool as _BOOL
 from ...runtime.dtype import get_default_dtype, result_type
 from ..checks import operand_on_device
 from ..dispatch import (Primitive, apply, apply_inplace, bilinear_jvp, elementwise_jvp,
-                        zero_jvp, zeros)
+                        refuse_out_dual, zero_jvp, zeros)
 from ..registry import OpInfo, export, with_jvp
 from ..state import state
 from ..tensor import Tensor
@@ -157,8 +157,8 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
     elif not isinstance(b, Tensor) and alpha != 1:
         b = wrapped_scalar(b * alpha, a._dtype)
     if isinstance(b, Tensor):
-        return _result(apply(AddBackward0, (a, b), alpha), out)
-    return _result(apply(AddBackward1, (a,), b), out)
+        return _result(apply(AddBackward0, (a, b), alpha), out, "add")
+    return _result(apply(AddBackward1, (a,), b), out, "add")
 
 
 def sub(input, other, *, alpha=1, out=None) -> Tensor:
@@ -172,9 +172,9 @@ def sub(input, other, *, alpha=1, out=None) -> Tensor:
                            "If you are trying to invert a mask, use the `~` or `logical_not()` "
                            "operator instead.")
     if isinstance(b, Tensor):
-        return _result(apply(SubBackward0, (a, b), alpha), out)
+        return _result(apply(SubBackward0, (a, b), alpha), out, "sub")
     return _result(apply(SubBackward1, (a,), b if alpha == 1 else
-                         wrapped_scalar(b * alpha, a._dtype)), out)
+                         wrapped_scalar(b * alpha, a._dtype)), out, "sub")
 
 
 def _is_bool(x) -> bool:
@@ -266,6 +266,11 @@ MulBackward1 = binary_primitive("MulBackward0", "mul", lambda ctx, k, saved, g: 
 DivBackward0 = binary_primitive("DivBackward0", "div", _div_rule, forward=_div)
 DivBackward1 = binary_primitive("DivBackward0", "div", lambda ctx, k, saved, g: k.div(g, ctx.s),
                                 scalar=True, saves=False, forward=_div_s)
+# Each input is saved only for the gradient that needs it, as PyTorch's derivatives.yaml does
+# (mul: self for other's gradient and other for self's; div: self for other's gradient): an
+# input that nothing needs is neither kept alive nor version-checked.
+MulBackward0.save_when = (1, 0)
+DivBackward0.save_when = (1, None)
 
 
 # Python's ``x + 2`` reaches PyTorch's Tensor overload (the number is wrapped as a 0-d tensor),
@@ -278,8 +283,8 @@ def mul(input, other, *, out=None) -> Tensor:
     """``input * other``, broadcasting."""
     a, b = binary_operands(input, other, "mul")
     if isinstance(b, Tensor):
-        return _result(apply(MulBackward0, (a, b)), out)
-    return _result(apply(MulBackward1, (a,), b), out)
+        return _result(apply(MulBackward0, (a, b)), out, "mul")
+    return _result(apply(MulBackward1, (a,), b), out, "mul")
 
 
 def div(input, other, *, rounding_mode=None, out=None) -> Tensor:
@@ -296,8 +301,8 @@ def div(input, other, *, rounding_mode=None, out=None) -> Tensor:
                          f"but found '{rounding_mode}'")
     a, b = binary_operands(input, other, "div", _float_type(input, other))
     if isinstance(b, Tensor):
-        return _result(apply(DivBackward0, (a, b)), out)
-    return _result(apply(DivBackward1, (a,), b), out)
+        return _result(apply(DivBackward0, (a, b)), out, "div")
+    return _result(apply(DivBackward1, (a,), b), out, "div")
 
 
 def reciprocal(x: Tensor) -> Tensor:
@@ -375,10 +380,10 @@ def pow(input, exponent, *, out=None) -> Tensor:  # noqa: A001
     if a._dtype is _BOOL:  # only a Python bool exponent keeps a bool tensor bool
         if isinstance(b, Tensor):
             raise NotImplementedError('"pow" not implemented for \'Bool\'')
-        return _result(a.clone() if b else a.new_ones(a.shape), out)
+        return _result(a.clone() if b else a.new_ones(a.shape), out, "pow")
     if isinstance(b, Tensor):
-        return _result(apply(PowBackward1, (a, b)), out)
-    return _result(apply(PowBackward0, (a,), b), out)
+        return _result(apply(PowBackward1, (a, b)), out, "pow")
+    return _result(apply(PowBackward0, (a,), b), out, "pow")
 
 
 # -- unary ops: one row builds the primitive, the function and the in-place method -------------
@@ -451,7 +456,7 @@ def unary(name: str, rule=None, jvp=None, *, saves: str | None = None, kind: str
     if out_arg:
         def fn(input: Tensor, *, out=None) -> Tensor:
             x = operand(input)
-            return _result(input.clone() if x is None else apply(Op, (x,)), out)
+            return _result(input.clone() if x is None else apply(Op, (x,)), out, name)
     else:
         def fn(input: Tensor) -> Tensor:
             x = operand(input)
@@ -657,11 +662,15 @@ def isnan(x: Tensor) -> Tensor:
 
 # -- out= --------------------------------------------------------------------------------------
 
-def _result(t: Tensor, out) -> Tensor:
+def _result(t: Tensor, out, name: str) -> Tensor:
+    """``t``, the result of op ``name``, or, given ``out=``, written into ``out``: refused
+    when autograd would need to see through the write (an input requires grad, or a tangent
+    reaches it under forward AD), as PyTorch's out= functions have no derivative."""
     if out is None:
         return t
     if not isinstance(out, Tensor):
         raise TypeError(f"out must be a Tensor, got {type(out).__name__}")
+    refuse_out_dual(name, t, out)
     if t._requires_grad or (out._requires_grad and state.grad_enabled):
         # (t requires grad only when grad mode is on and an input does)
         raise RuntimeError("functions with out=... arguments don't support automatic "

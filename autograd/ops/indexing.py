@@ -30,6 +30,7 @@ from ..dispatch import (Primitive, apply, apply_inplace, as_shape, call, expande
                         linear_jvp, meta, sum_to)
 from ..dispatch import zeros as _zeros
 from .. import dispatch as _dispatch
+from ..node import FREED
 from ..tensor import Tensor, array_meta, wrap_dim
 from .creation import checked_scalar, full, tensor, zeros
 from ..checks import (check_devices_match, check_index_dtype, check_same_device, checked_index,
@@ -216,12 +217,21 @@ def _prepare(x: Tensor, index, op: str = "__getitem__"):
 
 # -- index / index_put primitives -----------------------------------------------------------------
 
+def _release_indices(node) -> None:
+    """``_release`` of the index nodes: their index arrays (``ctx.indices``) are what PyTorch
+    saves as the node's ``indices``, so they are freed with the graph, and a second backward
+    through the node raises the freed-graph error rather than run on kept indices."""
+    node._saved = FREED
+    node.__dict__.pop("indices", None)
+
+
 class IndexBackward0(Primitive):
     """x[indices]: the gradient is index_put into zeros with accumulate (duplicates add)."""
 
     __slots__ = ()
     op_name = "index"
     jvp = linear_jvp()
+    _release = _release_indices
 
     @staticmethod
     def forward(ctx, k, x, indices):
@@ -243,6 +253,7 @@ class IndexPutBackward0(Primitive):
     __slots__ = ()
     op_name = "index_put"
     jvp = linear_jvp()
+    _release = _release_indices
     writes_out = True
     expanded_target = ("Use of index_put_ on expanded tensors is deprecated. Please clone() the "
                        "tensor before performing this operation. This also applies to advanced "

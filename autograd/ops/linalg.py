@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from ..registry import OpInfo, with_jvp
-from ..checks import check_devices_match, expected_scalar_type
-from ..dispatch import Primitive, apply, bilinear_jvp
+from ..checks import check_devices_match, expected_scalar_type, scalar_type_name
+from ..dispatch import SINK, Primitive, apply, bilinear_jvp, zeros
 from ..tensor import Tensor
 
 
@@ -26,18 +26,25 @@ class MmBackward0(Primitive):
     def vjp(ctx, k, saved, g):
         a, b = saved
         need_a, need_b = ctx.needs_input_grad
-        # Each gradient is made in its operand's memory layout (as PyTorch's mm backward
-        # does): for a transposed operand like linear's weight.t(), (g^T a)^T instead of a^T g,
-        # so that after the transpose's own backward the gradient is row-major again and the
-        # leaf can adopt it without a copy.
-        ga = gb = None
-        if need_a:
-            ga = k.permute(k.matmul(b, k.permute(g, _T)), _T) if _column_major(k, a) \
-                else k.matmul(g, k.permute(b, _T))
-        if need_b:
-            gb = k.permute(k.matmul(k.permute(g, _T), a), _T) if _column_major(k, b) \
-                else k.matmul(k.permute(a, _T), g)
-        return ga, gb
+        return _mm_grads(k, a, b, g, need_a and (_column_major(k, a),),
+                         need_b and (_column_major(k, b),))
+
+
+def _mm_grads(k, a, b, g, a_layout, b_layout) -> tuple:
+    """The gradients of ``a @ b``: g @ b^T where ``a_layout`` is given, a^T @ g where
+    ``b_layout`` is (a falsy one: not needed, None). A layout is ``(column_major,)`` of its
+    operand: each gradient is made in its operand's memory layout (as PyTorch's mm backward
+    does): for a transposed operand like linear's weight.t(), (g^T a)^T instead of a^T g, so
+    that after the transpose's own backward the gradient is row-major again and the leaf can
+    adopt it without a copy."""
+    ga = gb = None
+    if a_layout:
+        ga = k.permute(k.matmul(b, k.permute(g, _T)), _T) if a_layout[0] \
+            else k.matmul(g, k.permute(b, _T))
+    if b_layout:
+        gb = k.permute(k.matmul(k.permute(g, _T), a), _T) if b_layout[0] \
+            else k.matmul(k.permute(a, _T), g)
+    return ga, gb
 
 
 _T = (1, 0)
@@ -64,6 +71,91 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
                            f"{input.dtype} != {mat2.dtype}")
     check_devices_match(input.device, mat2.device, "mm")
     return apply(MmBackward0, (input, mat2))
+
+
+class AddmmBackward0(Primitive):
+    """C = beta * input + alpha * (A @ B), ``input`` broadcast to C's shape (ignored when
+    beta is 0, so NaN in it does not propagate): d input = beta dC (summed back to its
+    shape), dA = alpha dC @ B^T, dB = alpha A^T @ dC. One node, as PyTorch's addmm (and
+    linear with a bias on 2-D input) records: hooks and graphs see it, not an mm and an add.
+    A is saved only for B's gradient and B for A's."""
+
+    __slots__ = ()
+    op_name = "addmm"
+    save_inputs = (1, 2)
+    save_when = (2, 1)
+    saved_names = ("mat1", "mat2")
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, k, c, a, b, beta, alpha):
+        ctx.beta, ctx.alpha = beta, alpha
+        if ctx is not SINK:
+            # the operands' layouts, for backward: either may be unsaved (PyTorch keeps them
+            # apart too: _saved_mat1_sym_strides)
+            ctx.layouts = ((_column_major(k, a),), (_column_major(k, b),))
+        out = k.matmul(a, b)
+        if alpha != 1:
+            out = k.mul(out, alpha)
+        if beta == 0:
+            return out
+        return k.add(out, c if beta == 1 else k.mul(c, beta))
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        a, b = saved
+        need_c, need_a, need_b = ctx.needs_input_grad
+        beta, alpha = ctx.beta, ctx.alpha
+        gc = (g if beta == 1 else k.mul(g, beta)) if need_c else None
+        la, lb = ctx.layouts
+        ga, gb = _mm_grads(k, a, b, g if alpha == 1 else k.mul(g, alpha), need_a and la,
+                           need_b and lb)
+        return gc, ga, gb
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, beta, alpha):
+        # beta tc + alpha (ta @ b + a @ tb)
+        (_, a, b), (tc, ta, tb) = primals, tangents
+        terms = []
+        if ta is not None:
+            terms.append(k.matmul(ta, b))
+        if tb is not None:
+            terms.append(k.matmul(a, tb))
+        if alpha != 1:
+            terms = [k.mul(t, alpha) for t in terms]
+        if tc is not None and beta != 0:
+            terms.append(tc if beta == 1 else k.mul(tc, beta))
+        if not terms:
+            return zeros(k, out.shape, out)
+        total = terms[0]
+        for t in terms[1:]:
+            total = k.add(total, t)
+        return total
+
+
+def addmm_node(input: Tensor, mat1: Tensor, mat2: Tensor, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * (mat1 @ mat2)`` as one AddmmBackward0 node, the operands
+    checked as PyTorch's addmm checks them (``input`` must broadcast to the product's
+    shape)."""
+    for t, name in ((mat1, "mat1"), (mat2, "mat2")):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"addmm(): argument '{name}' must be Tensor, not "
+                            f"{type(t).__name__}")
+        if t.ndim != 2:
+            raise RuntimeError(f"{name} must be a matrix, got {t.ndim}-D tensor")
+    (n, m), (m2, p) = mat1.shape, mat2.shape
+    if m != m2:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{m} and {m2}x{p})")
+    for t, name in ((input, "self"), (mat1, "mat1")):  # (PyTorch's order of the checks)
+        if t.dtype is not mat2.dtype:
+            raise RuntimeError(f"{name} and mat2 must have the same dtype, but got "
+                               f"{scalar_type_name(t.dtype)} and {scalar_type_name(mat2.dtype)}")
+    check_devices_match(input.device, mat1.device, "addmm")
+    check_devices_match(mat1.device, mat2.device, "addmm")
+    shape = input.shape
+    if len(shape) > 2 or any(s != 1 and s != t for s, t in zip(shape[::-1], (p, n))):
+        input.detach().expand(n, p)  # (raises expand's message: input does not broadcast)
+    return apply(AddmmBackward0, (input, mat1, mat2), beta, alpha)
 
 
 class BmmBackward0(Primitive):

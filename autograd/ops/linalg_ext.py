@@ -2,8 +2,9 @@
 ``addmm``, ``addmv``, ``baddbmm``, and the functions of ``tritongrad.linalg``
 (``vector_norm``, ``matrix_norm``, ``norm``, ``vecdot``).
 
-The norms reduce ``abs``/``pow``/``sum``/``amax``; the products call ``mm``/``bmm``/``matmul``
-and scale and add. Nothing here has a kernel or a derivative rule of its own. The one
+The norms reduce ``abs``/``pow``/``sum``/``amax``; the products call ``bmm``/``matmul`` and
+scale and add, except ``addmm``, one ``AddmmBackward0`` node (linalg.py) as in PyTorch. Nothing
+here has a kernel or a derivative rule of its own. The one
 singular point PyTorch defines is the gradient of a vector norm at zero (``x / ||x||`` is
 0/0): PyTorch takes the subgradient 0, and so does :func:`_root`.
 
@@ -22,7 +23,7 @@ from ..tensor import Tensor, wrap_dim
 from .composite import write_result
 from .creation import as_dtype
 from .elementwise import _result, add, eq, mul, ne, pow, sqrt, where
-from .linalg import bmm, matmul, mm
+from .linalg import AddmmBackward0, addmm_node, bmm, matmul
 from .pointwise import abs
 from .reduction import amax, amin, reduce_dims, sum
 
@@ -247,8 +248,8 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1, out=Non
         >>> tg.addmm(tg.ones(2, 2), tg.eye(2), tg.eye(2), beta=2).tolist()
         [[3.0, 2.0], [2.0, 3.0]]
     """
-    r = _scaled_sum(input, mm(mat1, mat2), beta, alpha, "addmm")
-    return _result(r, out)
+    tensor_arg(input, "addmm")
+    return _result(addmm_node(input, mat1, mat2, beta, alpha), out, "addmm")
 
 
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
@@ -261,7 +262,7 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1, out=None)
                            f"mat ({'x'.join(map(str, mat.shape))}), vec "
                            f"({'x'.join(map(str, vec.shape))})")
     r = _scaled_sum(input, matmul(mat, vec), beta, alpha, "addmv")
-    return _result(r, out)
+    return _result(r, out, "addmv")
 
 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1,
@@ -277,7 +278,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1,
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{b}, {m}] but got: [{b2}, {m2}].")
     r = _scaled_sum(input, bmm(batch1, batch2), beta, alpha, "baddbmm")
-    return _result(r, out)
+    return _result(r, out, "baddbmm")
 
 
 def _inplace_product(fn, op: str):
@@ -295,15 +296,15 @@ baddbmm_ = _inplace_product(baddbmm, "baddbmm_")
 # -- the table ---------------------------------------------------------------------------------
 
 # (no FLOP rule: the profiler's matmul rule reads the first two operands, which for these are
-# the added input and mat1; the mm/bmm they call are counted)
+# the added input and mat1; the mm/bmm addmv and baddbmm call are counted, addmm's product not)
 OPS = (
     OpInfo("norm", norm, dtypes="floats (dtype= casts)", grad="g x |x|^(p-2) / y^(p-1); 0 at 0",
            autocast="float32 on cuda"),
     OpInfo("outer", outer, aliases=("ger",), dtypes="promoted", grad="g vec2, g^T input"),
     OpInfo("addmm", addmm, inplace=addmm_, dtypes="one dtype", grad="beta g, alpha g b^T, "
-           "alpha a^T g", autocast="lower"),
+           "alpha a^T g", node=AddmmBackward0, flops="addmm", autocast="lower"),
     OpInfo("addmv", addmv, inplace=addmv_, dtypes="one dtype", grad="beta g, alpha g v^T, "
            "alpha A^T g", autocast="lower on cuda"),
     OpInfo("baddbmm", baddbmm, inplace=baddbmm_, dtypes="one dtype",
-           grad="beta g, alpha g b^T, alpha a^T g per batch", autocast="lower"),
+           grad="beta g, alpha g b^T, alpha a^T g per batch", flops="addmm", autocast="lower"),
 )

@@ -99,10 +99,10 @@ def round(input: Tensor, *, decimals: int = 0, out=None) -> Tensor:  # noqa: A00
         return _ROUND.fn(input, out=out)
     x = tensor_arg(input, "round")
     if not x._dtype.is_floating_point:
-        return _result(x.clone(), out)
+        return _result(x.clone(), out, "round")
     scale = 10.0 ** (decimals if decimals >= 0 else -decimals)
     r = _ROUND.fn(x * scale) / scale if decimals > 0 else _ROUND.fn(x / scale) * scale
-    return _result(r, out)
+    return _result(r, out, "round")
 
 
 class SignbitOp(Primitive):
@@ -123,11 +123,12 @@ def signbit(input: Tensor, *, out=None) -> Tensor:
     if dt.is_complex:
         raise RuntimeError("signbit is not implemented for complex tensors.")
     if dt.is_floating_point:
-        return _result(apply(SignbitOp, (x,)), out)
+        return _result(apply(SignbitOp, (x,)), out, "signbit")
     if dt is dtypes.bool or dt is dtypes.uint8:  # (no sign)
         from .creation import zeros
-        return _result(zeros(tuple(x.shape), dtype=dtypes.bool, device=x.device), out)
-    return _result(x.detach() < 0, out)
+        return _result(zeros(tuple(x.shape), dtype=dtypes.bool, device=x.device), out,
+                       "signbit")
+    return _result(x.detach() < 0, out, "signbit")
 
 
 def isinf(input: Tensor) -> Tensor:
@@ -273,11 +274,11 @@ def clamp(input: Tensor, min=None, max=None, *, out=None) -> Tensor:  # noqa: A0
         bounds, has_lo, has_hi = _clamp_tensor_bounds(x, min, max, dt, "clamp")
         broadcast_shapes(x.shape, *(b.shape for b in bounds))
         op = _ClampT1 if len(bounds) == 1 else _ClampT2
-        return _result(apply(op, (x,) + bounds, has_lo, has_hi), out)
+        return _result(apply(op, (x,) + bounds, has_lo, has_hi), out, "clamp")
     lo, hi = _scalar_bound(min, dt), _scalar_bound(max, dt)
     op = ClampBackward1 if lo is not None and hi is not None else \
         ClampMinBackward0 if hi is None else ClampMaxBackward0
-    return _result(apply(op, (x,), lo, hi), out)
+    return _result(apply(op, (x,), lo, hi), out, "clamp")
 
 
 def clamp_min(input: Tensor, min) -> Tensor:  # noqa: A002
@@ -334,10 +335,10 @@ def _division(op_t, op_s, name):
         if a._dtype is dtypes.bool:
             raise RuntimeError(f"{name}: not supported for bool tensors")
         if isinstance(b, Tensor):
-            return _result(apply(op_t, (a, b)), out)
+            return _result(apply(op_t, (a, b)), out, name)
         if b == 0 and not a._dtype.is_floating_point:
             raise RuntimeError(f"ZeroDivisionError: integer division by zero in {name}")
-        return _result(apply(op_s, (a,), b), out)
+        return _result(apply(op_s, (a,), b), out, name)
     fn.__name__ = name
     return fn
 
@@ -415,7 +416,7 @@ def atan2(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     x = tensor_arg(input, "atan2")
     _atan2_other(x, other, "atan2")
     a, b = binary_operands(x, other, "atan2", _float_type(x, other))
-    return _result(apply(Atan2Backward0, (a, b)), out)
+    return _result(apply(Atan2Backward0, (a, b)), out, "atan2")
 
 
 def atan2_(self: Tensor, other: Tensor) -> Tensor:
@@ -496,7 +497,7 @@ def _igamma_fn(op: type):
         return a, b
 
     def fn(input: Tensor, other: Tensor, *, out=None) -> Tensor:
-        return _result(apply(op, operands(input, other, name)), out)
+        return _result(apply(op, operands(input, other, name)), out, name)
 
     def inplace(self: Tensor, other: Tensor) -> Tensor:
         a, b = operands(self, other, name + "_")
@@ -549,8 +550,8 @@ def _bitwise(name):
             raise RuntimeError(f"{name}: only integer and bool tensors are supported, got "
                                f"{a._dtype}")
         if isinstance(b, Tensor):
-            return _result(apply(Op, (a, b)), out)
-        return _result(apply(Op, (a,), b), out)
+            return _result(apply(Op, (a, b)), out, name)
+        return _result(apply(Op, (a,), b), out, name)
 
     def inplace(self: Tensor, other) -> Tensor:
         if isinstance(other, Tensor):
@@ -579,7 +580,7 @@ def bitwise_not(input: Tensor, *, out=None) -> Tensor:
     if x._dtype.is_floating_point or x._dtype.is_complex:
         raise RuntimeError(f"bitwise_not: only integer and bool tensors are supported, got "
                            f"{x._dtype}")
-    return _result(apply(BitwiseNotOp, (x,)), out)
+    return _result(apply(BitwiseNotOp, (x,)), out, "bitwise_not")
 
 
 def _as_bool(x, like: Tensor | None = None) -> Tensor | bool:
@@ -593,26 +594,27 @@ def _as_bool(x, like: Tensor | None = None) -> Tensor | bool:
 def logical_and(input: Tensor, other, *, out=None) -> Tensor:
     """True where both are nonzero (any dtypes; a bool tensor)."""
     return _result(bitwise_and(_as_bool(tensor_arg(input, "logical_and")), _as_bool(other)),
-                   out)
+                   out, "logical_and")
 
 
 def logical_or(input: Tensor, other, *, out=None) -> Tensor:
     """True where either is nonzero (any dtypes; a bool tensor)."""
-    return _result(bitwise_or(_as_bool(tensor_arg(input, "logical_or")), _as_bool(other)), out)
+    return _result(bitwise_or(_as_bool(tensor_arg(input, "logical_or")), _as_bool(other)), out,
+                   "logical_or")
 
 
 def logical_xor(input: Tensor, other, *, out=None) -> Tensor:
     """True where exactly one is nonzero (any dtypes; a bool tensor)."""
     return _result(bitwise_xor(_as_bool(tensor_arg(input, "logical_xor")), _as_bool(other)),
-                   out)
+                   out, "logical_xor")
 
 
 def logical_not(input: Tensor, *, out=None) -> Tensor:
     """True where the element is zero (a bool tensor)."""
     x = tensor_arg(input, "logical_not")
     if x._dtype is dtypes.bool:
-        return _result(apply(BitwiseNotOp, (x,)), out)
-    return _result(x == 0, out)
+        return _result(apply(BitwiseNotOp, (x,)), out, "logical_not")
+    return _result(x == 0, out, "logical_not")
 
 
 # -- fill_ / zero_ --------------------------------------------------------------------------------

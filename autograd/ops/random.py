@@ -35,6 +35,7 @@ from ...kernels import backend
 from ...runtime import dtype as dtypes
 from ...runtime.device import device as Device
 from ..checks import scalar_type_name
+from ..observe import observed_op
 from ..registry import OpInfo
 from ..tensor import Tensor, make
 from . import creation
@@ -268,6 +269,7 @@ def set_rng_state(new_state: Tensor) -> None:
 
 # -- randperm --------------------------------------------------------------------------------
 
+@observed_op("aten::randperm")
 def randperm(n: int, *, generator=None, dtype=None, device=None,
              requires_grad: bool = False) -> Tensor:
     """A random permutation of the integers ``0 .. n-1`` (int64 by default).

@@ -96,7 +96,22 @@ class MeanBackward1(MeanBackward0):
     __slots__ = ()
 
 
-def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
+class _AllDims:
+    """The default ``dim`` of sum and mean: PyTorch's overload without a dim (``SumBackward0``),
+    told apart from an explicit ``dim=None`` (the ``dim_IntList`` overload, ``SumBackward1``);
+    both reduce over all dims."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "None"
+
+
+_ALL_DIMS = _AllDims()
+
+
+def sum(input: Tensor, dim=_ALL_DIMS, keepdim: bool = False, *,  # noqa: A001
+        dtype=None) -> Tensor:
     """The sum of the elements, over all dims or over ``dim`` (an int or a tuple).
 
     Integer and bool tensors sum to int64, as in PyTorch.
@@ -106,23 +121,29 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor
     elif not (input.dtype.is_floating_point or input.dtype.is_complex) \
             and input.dtype is not dtypes.int64:
         input = input.to(dtypes.int64)
+    if dim is _ALL_DIMS:
+        dim, op = None, SumBackward0
+    else:
+        op = SumBackward1
     dims = reduce_dims(input, dim, "sum")
-    op = SumBackward0 if dim is None else SumBackward1
     return apply(op, (input,), dims, bool(keepdim))
 
 
-def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+def mean(input: Tensor, dim=_ALL_DIMS, keepdim: bool = False, *, dtype=None) -> Tensor:
     """The mean of the elements, over all dims or over ``dim``."""
     if dtype is not None:
         input = input.to(dtype)
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
                            f"floating point or complex dtype. Got: {input.dtype.name.capitalize()}")
+    if dim is _ALL_DIMS:
+        dim, op = None, MeanBackward0
+    else:
+        op = MeanBackward1
     dims = reduce_dims(input, dim, "mean")
     n = 1
     for d in dims:
         n *= input.shape[d]
-    op = MeanBackward0 if dim is None else MeanBackward1
     return apply(op, (input,), dims, bool(keepdim), n if n else float("nan"))
 
 
@@ -432,6 +453,48 @@ class StdBackward0(Primitive):
         """var's tangent / (2 y); 0 where y = 0, as the gradient."""
         return k.where(k.eq(out, 0), 0.0,
                        k.div(_var_jvp(ctx, k, primals[0], tangents[0]), k.mul(out, 2)))
+
+
+class VarMeanBackward0(Primitive):
+    """(var, mean) over the same dims, one node with two outputs as PyTorch's var_mean: the
+    gradient is var's for g_var plus mean's (g_mean / n, broadcast back) for g_mean, either
+    of which may be absent."""
+
+    __slots__ = ()
+    op_name = "var_mean"
+    save_inputs = (0,)
+    _stat = VarBackward0
+
+    @classmethod
+    def forward(cls, ctx, k, x, dims, keepdim, n, divisor):
+        ctx.n = count = n if n else float("nan")  # (the mean of nothing is NaN)
+        return cls._stat.forward(ctx, k, x, dims, keepdim, n, divisor), \
+            k.div(k.sum(x, dims, keepdim), count)
+
+    @classmethod
+    def vjp(cls, ctx, k, saved, g_stat, g_mean=None):
+        x = saved[0]
+        total = None if g_stat is None else cls._stat.vjp(ctx, k, saved, g_stat)
+        if g_mean is not None:
+            gm = _expand_back(k, k.div(g_mean, ctx.n), tuple(x.shape), ctx.dims, ctx.keepdim)
+            total = gm if total is None else k.add(total, gm)
+        return total
+
+    @classmethod
+    def jvp(cls, ctx, k, primals, tangents, out, *params):
+        t = tangents[0]
+        return cls._stat.jvp(ctx, k, primals, tangents, out[0], *params), \
+            k.div(k.sum(t, ctx.dims, ctx.keepdim), ctx.n)
+
+
+class StdMeanBackward0(VarMeanBackward0):
+    """(std, mean), as VarMeanBackward0 with std's rule (which reads the saved std)."""
+
+    __slots__ = ()
+    op_name = "std_mean"
+    save_output = True
+    saved_names = ("self", "result0")
+    _stat = StdBackward0
 
 
 def _var(k, x, dims, keepdim, n, divisor):

@@ -128,7 +128,7 @@ def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
     r = apply(CatBackward0, tuple(ts), d, tuple(t.shape[d] for t in ts))
     if out is not None:
         from .elementwise import _result
-        return _result(r, out)
+        return _result(r, out, "cat")
     return r
 
 
@@ -144,7 +144,7 @@ def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
     r = apply(StackBackward0, tuple(ts), d)
     if out is not None:
         from .elementwise import _result
-        return _result(r, out)
+        return _result(r, out, "stack")
     return r
 
 

@@ -8,7 +8,8 @@ __all__ = ["conj", "imag", "real"]
 
 
 def conj(a: np.ndarray) -> np.ndarray:
-    return np.conjugate(a) if a.dtype.kind == "c" else a.copy()
+    # (np.asarray: a ufunc of a 0-d array returns a NumPy scalar, not an array)
+    return np.asarray(np.conjugate(a)) if a.dtype.kind == "c" else a.copy()
 
 
 def real(a: np.ndarray) -> np.ndarray:

@@ -33,12 +33,18 @@ minimum neg relu abs sign bitwise ops, integer divisions), reductions and indexi
 and complex128 (complex.py: pairs of float lanes, Note [complex lanes]) for creation, copies
 and casts, views, add sub mul div pow neg exp log sqrt where, the comparisons (gt ge lt le in
 NumPy's lexicographic order), unary abs (real result) sign (z / |z|) sin cos tan tanh sigmoid
-expm1 log1p angle conj, the tanh/sigmoid derivative rules, sum, matmul and bmm. Anything else
-raises TypeError naming the op and the dtype. The module never imports torch.
+expm1 log1p angle conj, the tanh/sigmoid derivative rules, sum prod all any, cumsum, matmul
+and bmm, index index_put_ gather scatter_ nonzero. Anything else raises TypeError naming the op
+and the dtype. The module never imports torch.
 """
 
 # compat first: it decides whether kernels are interpreted before anything imports Triton
 from . import compat  # noqa: F401
+from . import complex as _complex
+from . import indexing as _indexing
+from . import reduction as _reduction
+from . import rowwise as _rowwise
+from ._launch import ComplexOperand as _ComplexOperand
 from .attention import attention, attention_backward
 from .complex import conj, imag, real
 from .conv import conv2d, conv2d_backward
@@ -65,7 +71,6 @@ from .elementwise_ops import (
     unary,
     where,
 )
-from . import indexing as _indexing
 from .indexing import scatter_reduce_
 from .matmul import bmm, matmul
 from .memory import (
@@ -95,22 +100,16 @@ from .nn import (
 )
 from .optim import adam_step, sgd_step
 from .random import dropout_mask, rand, randint, randn
-from . import reduction as _reduction
 from .reduction import argreduce
-from . import rowwise as _rowwise
 from .rowwise import softmax
 from .sorting import sort
-
-from . import complex as _complex
-from ._launch import ComplexOperand as _ComplexOperand
-
 
 # -- complex routing (Note [complex lanes] in complex.py) ----------------------------------
 # The reductions and cumsum refuse complex dtypes with ComplexOperand, caught here; the
 # indexing launchers check no dtype (they take any element type), so they test it.
 
 
-def sum(a, dims, keepdim):  # noqa: A001 - the contract's name
+def sum(a, dims, keepdim):
     """reduction.sum; complex arrays sum their real views' lanes."""
     try:
         return _reduction.sum(a, dims, keepdim)

@@ -22,7 +22,6 @@ from ...runtime.array import DeviceArray, contiguous_strides
 
 __all__ = [
     "EXACT",
-    "ComplexOperand",
     "GELU_TANH_A",
     "HALF_INV_SQRT_PI",
     "INTERPRET",
@@ -35,6 +34,7 @@ __all__ = [
     "SQRT_2_OVER_PI",
     "TILE",
     "TL",
+    "ComplexOperand",
     "DeviceArray",
     "block_range",
     "broadcast_shape",

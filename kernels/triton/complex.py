@@ -87,14 +87,14 @@ def _is_scalar(x) -> bool:
 def copy(dst: DeviceArray, src) -> DeviceArray:
     """``launch_copy`` where ``dst`` or ``src`` is complex: ``src`` (an array broadcast to
     dst's shape, or a Python scalar) cast into ``dst``. complex -> real keeps the real part
-    (NumPy's unsafe cast)."""
+    (NumPy's unsafe cast), complex -> bool is ``!= 0`` (either part nonzero, as NumPy)."""
     if _is_scalar(src):
         v = complex(src)
         if dst.dtype.is_complex:
             launch_copy(lane(dst, 0), v.real)
             launch_copy(lane(dst, 1), v.imag)
         else:
-            launch_copy(dst, v.real)
+            launch_copy(dst, v != 0 if dst.dtype is D.bool else v.real)
         return dst
     if src.shape != dst.shape and bshape("copy_", src.shape, dst.shape) != dst.shape:
         raise ValueError(f"copy_: source of shape {src.shape} cannot be broadcast to "
@@ -104,6 +104,8 @@ def copy(dst: DeviceArray, src) -> DeviceArray:
     elif dst.dtype.is_complex:
         launch_copy(lane(dst, 0), src)
         launch_copy(lane(dst, 1), 0)
+    elif dst.dtype is D.bool:
+        launch_copy(dst, binary("ne", src, 0))
     else:
         launch_copy(dst, lane(src, 0))
     return dst
@@ -468,10 +470,12 @@ _NONE, _COMPLEX, _REAL, _SCALAR = 0, 1, 2, 3
 @triton.jit
 def _operand(ptr, re_bits, im_bits, offs, mask, MODE: tl.constexpr, CT: tl.constexpr):
     """One operand's (re, im) as CT: a complex array's two lanes at 2 offs and 2 offs + 1
-    (``ptr`` its real view), a real array's value and 0, or a scalar's float64 bit patterns."""
+    (``ptr`` its real view; loaded as one [BLOCK, 2] tile, so each element's pair is one
+    vector load), a real array's value and 0, or a scalar's float64 bit patterns."""
     if MODE == 1:
-        re = tl.load(ptr + 2 * offs, mask=mask, other=1).to(CT)  # 1: no 0/0 in masked lanes
-        im = tl.load(ptr + 2 * offs + 1, mask=mask, other=0).to(CT)
+        pair = 2 * offs[:, None] + tl.arange(0, 2)[None, :]
+        v = tl.load(ptr + pair, mask=mask[:, None], other=1)  # 1: no 0/0 in masked lanes
+        re, im = tl.split(v.to(CT))
     elif MODE == 2:
         re = tl.load(ptr + offs, mask=mask, other=1).to(CT)
         im = tl.zeros_like(re)
@@ -519,8 +523,8 @@ def _complex_kernel(
     yr, yi = _operand(y_ptr, yr_bits, yi_bits, yo, mask, Y_MODE, CT)
     re, im = OP(xr, xi, yr, yi)
     if OUT_COMPLEX:
-        tl.store(out_ptr + 2 * p, re, mask=mask)
-        tl.store(out_ptr + 2 * p + 1, im, mask=mask)
+        pair = 2 * p[:, None] + tl.arange(0, 2)[None, :]
+        tl.store(out_ptr + pair, tl.join(re, im), mask=mask[:, None])
     else:
         tl.store(out_ptr + p, re, mask=mask)
 
@@ -666,7 +670,7 @@ def unary(op: str, a: DeviceArray, out=None) -> DeviceArray:
 # ------------------------------------------------------------------------------------------
 # Reductions and products on the lanes
 # ------------------------------------------------------------------------------------------
-def sum(a: DeviceArray, dims, keepdim) -> DeviceArray:  # noqa: A001 - the contract's name
+def sum(a: DeviceArray, dims, keepdim) -> DeviceArray:
     """The real ``sum`` of the real view over ``dims``: each lane sums on its own."""
     from .reduction import sum as real_sum
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-import tritongrad as tg
 import tritongrad.autograd.forward_ad as fwAD
 from tritongrad.autograd import Function, batched
 from tritongrad.autograd.functional import hessian, jacobian
 from tritongrad.autograd.gradcheck import GradcheckError, gradcheck
+
+import tritongrad as tg
+from tests.autograd.test_forward_ad import SAMPLES
+from tests.autograd.test_ops_pointwise import REFERENCE, UNARY_ROWS
 
 B = 3  # batch size
 
@@ -60,18 +62,22 @@ def run_jvp(func, primals, tangents):
         return [fwAD.unpack_dual(o).tangent for o in outs]
 
 
-def assert_batched_equals_loop(func, primals, with_tangent=None, device="cpu"):
+def assert_batched_equals_loop(func, primals, with_tangent=None, device="cpu", every=True):
     """One pass with a batch of B random tangents per primal (those in ``with_tangent``,
-    default all) against B passes with one tangent each."""
+    default all) against B passes with one tangent each. ``every``: each output's tangent
+    must be a batch (else: None where the loop's are, or one tangent for all entries)."""
     with_tangent = range(len(primals)) if with_tangent is None else with_tangent
-    stacks = [t64(B, *p.shape, device=device) if i in with_tangent else None
+    stacks = [t64(B, *p.shape, device=p.device) if i in with_tangent else None
               for i, p in enumerate(primals)]
     got = run_jvp(func, primals, [None if s is None else batched.batch(s) for s in stacks])
     rows = [run_jvp(func, primals, [None if s is None else s[b].clone() for s in stacks])
             for b in range(B)]
     assert len(got) == len(rows[0])
     for j, g in enumerate(got):
-        assert isinstance(g, batched.BatchedTensor), f"output {j}: the tangent is not a batch"
+        if not every and g is None:
+            assert all(r[j] is None for r in rows), f"output {j}: no tangent from the batch"
+            continue
+        assert not every or isinstance(g, batched.BatchedTensor), f"output {j}: not a batch"
         stacked = batched.unbatch(g, B)
         assert tuple(stacked.shape) == (B,) + tuple(rows[0][j].shape)
         np.testing.assert_allclose(host(stacked), np.stack([host(r[j]) for r in rows]),
@@ -245,6 +251,30 @@ def test_cuda_elementwise(name, fallbacks):
 def test_cuda_matmul_and_reduction(fallbacks):
     a, b = t64(3, 4, device="cuda"), t64(4, 2, device="cuda")
     assert_batched_equals_loop(lambda x, y: (x @ y).softmax(1).sum(0), [a, b], device="cuda")
+    assert fallbacks == []
+
+
+# Contract functions with no batching rule in batched.py (the indexing kernels) run once
+# per batch entry inside an otherwise batched rule, as does a device transfer.
+PER_ENTRY = {"contract gather", "contract index", "contract index_put_", "contract scatter_",
+             "op to"}
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_every_jvp_rule_batches(name, fallbacks):
+    """Every op with a jvp rule (test_forward_ad's samples): the batched tangents equal the
+    loop's, and no rule falls back as a whole."""
+    fn, inputs = SAMPLES[name]("cpu")
+    assert_batched_equals_loop(fn, inputs, [i for i, t in enumerate(inputs)
+                                            if t.dtype.is_floating_point], every=False)
+    assert set(fallbacks) <= PER_ENTRY, fallbacks
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE))
+def test_every_unary_rule_batches(name, fallbacks):
+    _, (lo, hi) = REFERENCE[name]
+    x = tg.rand(3, 5, dtype=tg.float64) * (hi - lo) + lo
+    assert_batched_equals_loop(UNARY_ROWS[name].fn, [x])
     assert fallbacks == []
 
 
@@ -435,4 +465,29 @@ def test_forward_over_reverse_hessian(fallbacks):
     for fo, ro in zip(fwd, rev):
         for fj, rj in zip(fo, ro):
             np.testing.assert_allclose(host(fj), host(rj), rtol=1e-10, atol=1e-12)
+    assert fallbacks == []
+
+
+class DoubleInPlace(Function):
+    """An in-place custom Function: its jvp must modify the (batched) tangent in place and
+    return it as-is, which a batch allows as one tangent does."""
+
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def jvp(ctx, x_t):
+        x_t.mul_(2)
+        return x_t
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+def test_in_place_custom_function_with_a_batch(fallbacks):
+    assert_batched_equals_loop(lambda x: DoubleInPlace.apply(x.clone()).sin(), [t64(4)])
     assert fallbacks == []

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tritongrad.autograd import gradcheck, gradgradcheck
 
 import tritongrad as tg
-from tritongrad.autograd import gradcheck, gradgradcheck
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 

@@ -131,6 +131,12 @@ SAMPLES = {
     "var": lambda d: (lambda a: (a.var(), a.var(1, keepdim=True), a.var(0, correction=0)),
                       [t64((3, 4), d)]),
     "std": lambda d: (lambda a: (a.std(), a.std(1)), [t64((3, 4), d)]),
+    "var_mean": lambda d: (lambda a: torch.var_mean(a, 1) + torch.var_mean(a, keepdim=True),
+                           [t64((3, 4), d)]),
+    "std_mean": lambda d: (lambda a: torch.std_mean(a, 0, correction=0), [t64((3, 4), d)]),
+    "addmm": lambda d: (lambda c, a, b: (torch.addmm(c, a, b),
+                                         torch.addmm(c, a, b, beta=0.5, alpha=-2.0)),
+                        [t64((4,), d), t64((3, 2), d), t64((2, 4), d)]),
     "prod": lambda d: (lambda a: (a.prod(), a.prod(1)), [t64((3, 4), d, 0.5, 1.5)]),
     "logsumexp": lambda d: (lambda a: (a.logsumexp(1), a.logsumexp((0, 1), keepdim=True)),
                             [t64((3, 4), d)]),
@@ -147,6 +153,10 @@ SAMPLES = {
     "stack": lambda d: (lambda a, b: torch.stack([a, b], 1), [t64((2, 3), d), t64((2, 3), d)]),
     "split": lambda d: (lambda a: a.split(2, 1), [t64((2, 5), d)]),
     "chunk": lambda d: (lambda a: a.chunk(2, 0), [t64((4, 3), d)]),
+    "unsafe_split": lambda d: (lambda a: a.unsafe_split(2, 1), [t64((2, 5), d)]),
+    "unsafe_split_with_sizes": lambda d: (lambda a: a.unsafe_split_with_sizes([1, 4], 1),
+                                          [t64((2, 5), d)]),
+    "unsafe_chunk": lambda d: (lambda a: a.unsafe_chunk(2, 0), [t64((4, 3), d)]),
     "unbind": lambda d: (lambda a: a.unbind(1), [t64((2, 3), d)]),
     "narrow": lambda d: (lambda a: a.narrow(1, 1, 2), [t64((2, 4), d)]),
     "select": lambda d: (lambda a: a.select(0, 1), [t64((2, 4), d)]),
@@ -212,7 +222,7 @@ CASTS = {"float": torch.float32, "half": torch.float16, "bfloat16": torch.bfloat
 # The families whose differentiable rows all have jvp rules: each row is here, in SAMPLES,
 # CASTS or (unary rows) test_ops_pointwise's REFERENCE and ROUNDING.
 MINE = ("elementwise", "pointwise", "reduction", "softmax", "linalg", "shape", "views",
-        "indexing", "conversion")
+        "indexing", "conversion", "composite", "linalg_ext")
 
 
 def _rows(claim: str):
@@ -577,8 +587,9 @@ def test_make_dual_errors(device):
 def test_rows_without_a_jvp_refuse_forward_ad():
     assert _rows("no") == ["igamma", "igammac", "index_reduce", "scatter_reduce"]
     a, s = t64((3, 4)), t64((3, 2))
-    with fwAD.dual_level(), pytest.raises(RuntimeError, match="forward AD with scatter_reduce "
-                                                             "that does not support it"):
+    with fwAD.dual_level(), pytest.raises(NotImplementedError,
+                                          match="forward AD with scatter_reduce that does not "
+                                                "support it"):
         fwAD.make_dual(a, a).scatter_reduce(1, _idx([[0, 0], [2, 1], [1, 3]], "cpu"), s, "sum")
 
 
@@ -596,7 +607,7 @@ def test_op_without_a_jvp_names_itself():
     apply(FrobnicateBackward0, (x,))  # no level: fine
     with fwAD.dual_level():
         apply(FrobnicateBackward0, (x,))  # no tangent: fine
-        with pytest.raises(RuntimeError, match="Trying to use forward AD with frobnicate that "
+        with pytest.raises(NotImplementedError, match="Trying to use forward AD with frobnicate that "
                                                "does not support it"):
             apply(FrobnicateBackward0, (fwAD.make_dual(x, x),))
 

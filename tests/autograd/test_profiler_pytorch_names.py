@@ -269,3 +269,13 @@ def test_format_time_has_pytorchs_private_name_too():
     assert profiler_util._format_time(12.3456) == "12.346us"
     assert profiler_util._format_time(1234.5) == "1.234ms"
     assert profiler_util._format_time(2e6) == "2.000s"
+
+
+def test_addmm_counts_the_flops_of_its_product():
+    from tritongrad.autograd.profiler_util import estimate_flops
+    assert estimate_flops("aten::addmm", [(4,), (2, 3), (3, 4)]) == 2 * 2 * 3 * 4
+    assert estimate_flops("aten::baddbmm", [(5, 2, 4), (5, 2, 3), (5, 3, 4)]) == 5 * 2 * 2 * 3 * 4
+    with profiler.profile(with_flops=True) as prof:
+        tg.nn.functional.linear(tg.ones(8, 16), tg.ones(4, 16), tg.ones(4))  # one addmm node
+    assert [(e.name, e.flops) for e in prof.function_events if e.flops] == [
+        ("aten::addmm", 2 * 8 * 16 * 4)]

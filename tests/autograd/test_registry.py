@@ -121,6 +121,12 @@ IN_PLACE_ARGS = {
     "scatter_reduce": lambda: (1, tg.tensor([[0, 0], [1, 3], [3, 3]]), _f(3, 2, seed=1),
                                "amax"),
     "index_reduce": lambda: (1, tg.tensor([3, 0, 3]), _f(3, 3, seed=1), "prod"),
+    # in-place views: the tensor takes the view's geometry (values compared as laid out)
+    **dict.fromkeys(["transpose", "swapaxes", "swapdims"], lambda: (0, 1)),
+    "t": lambda: (),
+    "unsqueeze": lambda: (1,),
+    "squeeze": lambda: (),
+    "as_strided": lambda: ((2, 2), (1, 2), 1),
 }
 IN_PLACE_SHAPE = {"baddbmm": (3, 3, 4), "addmv": (3,)}  # self's shape, where not (3, 4)
 # Not comparable this way: bernoulli(input) draws with input's probabilities, while
@@ -198,6 +204,9 @@ GRAD_CASES = {
     "stack": (_AB, lambda a, b: tg.stack([a, b], 0)),
     "split": (_A, lambda x: tg.split(x, 2, 1)[1]),
     "chunk": (_A, lambda x: tg.chunk(x, 2, 0)[0]),
+    "unsafe_split": (_A, lambda x: tg.unsafe_split(x, 2, 1)[1]),
+    "unsafe_split_with_sizes": (_A, lambda x: tg.unsafe_split_with_sizes(x, [1, 3], 1)[1]),
+    "unsafe_chunk": (_A, lambda x: tg.unsafe_chunk(x, 2, 0)[0]),
     "unbind": (_A, lambda x: tg.unbind(x, 1)[2]),
     "narrow": (_A, lambda x: tg.narrow(x, 1, 1, 2)),
     "select": (_A, lambda x: tg.select(x, 0, 2)),
@@ -248,6 +257,10 @@ GRAD_CASES = {
     "imag": (_Z, lambda x: (tg.view_as_complex(x) * (2 - 1j)).imag),
     "view_as_real": (_Z, lambda x: tg.view_as_real(tg.view_as_complex(x).sin())),
     "view_as_complex": (_Z, lambda x: tg.view_as_complex(x).abs()),
+    "angle": (_Z, lambda x: tg.angle(tg.view_as_complex(x))),
+    "sgn": (_Z, lambda x: tg.view_as_real(tg.sgn(tg.view_as_complex(x)))),
+    "complex": (_AB, lambda a, b: tg.view_as_real(tg.complex(a, b))),
+    "polar": (_AB, lambda a, b: tg.view_as_real(tg.polar(a, b))),
 }
 DIFFERENTIABLE = sorted({r.name for r in ROWS if r.function and r.grad not in ("none", "0", "")})
 # whether forward-mode AD goes through the op (the table's "forward AD" column)

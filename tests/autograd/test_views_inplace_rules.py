@@ -352,3 +352,10 @@ def test_volatile_is_gone_with_pytorchs_warnings():
         x.volatile = True
     with pytest.warns(UserWarning):
         assert x.volatile is False
+
+
+def test_same_meta_ignores_offsets_and_strides_of_empty_tensors():
+    from tritongrad.autograd.storage import has_same_meta
+    base = tg.zeros(4)
+    assert has_same_meta(base[1:1], tg.zeros(4)[3:3])  # nothing indexed: offsets do not count
+    assert not has_same_meta(base[1:2], tg.zeros(4)[3:4])  # one element: the offset counts

@@ -12,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import mutually_broadcastable_shapes
 from kernel_kit import D, tk
-
 from tritongrad.kernels.triton import complex as C
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -108,6 +107,9 @@ def test_casts_between_real_and_complex(kit, rng, dtype, src):
             with np.errstate(all="ignore"), pytest.warns(np.exceptions.ComplexWarning):
                 want = ra.astype(src.np).astype(real_dt.np)
             np.testing.assert_array_equal(got, want)
+        z = np.array([0j, 1j, 2 + 0j, 0.5 - 1j], src.np)  # complex -> bool: either part
+        np.testing.assert_array_equal(kit.down(tk.astype(kit.up(z), D.bool)), z != 0)
+        np.testing.assert_array_equal(kit.down(tk.full((2,), 1j, D.bool)), [True, True])
 
 
 @pytest.mark.parametrize("dtype", CDTYPES, ids=str)

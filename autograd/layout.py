@@ -1,0 +1,171 @@
+"""Memory formats: the strides each layout gives a shape, and the questions PyTorch asks of
+strides (``is_contiguous(memory_format=)``, ``suggest_memory_format``, non-overlapping and
+dense, and the dense strides ``preserve_format`` infers for a tensor that is not).
+
+Every function here works on plain shapes and strides (in elements), so the CPU and Triton
+backends share it; ``empty_array`` makes an array with given strides on either backend. A
+row-major request is answered with ``None`` rather than its strides: callers keep their
+ordinary row-major path (no strides computed, no re-layout) for the common case.
+"""
+
+from __future__ import annotations
+
+from ..runtime import dtype as dtypes
+from ..runtime.array import contiguous_strides
+
+__all__ = ["format_strides", "is_contiguous_as", "is_non_overlapping_and_dense",
+           "suggest_memory_format", "infer_dense_strides", "target_strides", "empty_array"]
+
+# The dimensions of NCHW / NCDHW from the innermost (stride 1: channels) outwards.
+_CHANNELS_LAST_ORDER = {4: (1, 3, 2, 0), 5: (1, 4, 3, 2, 0)}
+_RANK = {"channels_last": 4, "channels_last_3d": 5}
+
+
+def _channels_order(fmt: dtypes.memory_format, ndim: int) -> tuple:
+    """The innermost-first dimension order of a channels-last ``fmt``; PyTorch's error when
+    the rank does not fit it."""
+    rank = _RANK[fmt.name]
+    if ndim != rank:
+        raise RuntimeError(f"required rank {rank} tensor to use {fmt.name} format")
+    return _CHANNELS_LAST_ORDER[rank]
+
+
+def format_strides(shape, fmt: dtypes.memory_format) -> tuple | None:
+    """The strides ``fmt`` gives ``shape``: None for ``contiguous_format`` (row-major), the
+    NHWC / NDHWC order for the channels-last formats (PyTorch's ``get_channels_last_strides``:
+    sizes multiply as they are, so a size-0 dimension zeroes the outer strides)."""
+    if fmt is dtypes.contiguous_format:
+        return None
+    if fmt is dtypes.preserve_format:
+        raise RuntimeError("unsupported memory format Preserve")
+    strides = [0] * len(shape)
+    step = 1
+    for d in _channels_order(fmt, len(shape)):
+        strides[d] = step
+        step *= shape[d]
+    return tuple(strides)
+
+
+def _follows(shape, strides, order) -> bool:
+    """Whether the dimensions in ``order`` (innermost first) are packed densely in that
+    order; size-1 dimensions may have any stride."""
+    expected = 1
+    for d in order:
+        n = shape[d]
+        if n != 1:
+            if strides[d] != expected:
+                return False
+            expected *= n
+    return True
+
+
+def is_contiguous_as(shape, strides, fmt: dtypes.memory_format) -> bool:
+    """``is_contiguous(memory_format=fmt)`` for a tensor of ``shape`` and ``strides``
+    (``preserve_format`` asks for row-major, as in PyTorch; a channels-last format of another
+    rank is simply False)."""
+    order = _CHANNELS_LAST_ORDER.get(_RANK.get(fmt.name))
+    if order is None:
+        return 0 in shape or _follows(shape, strides, range(len(shape) - 1, -1, -1))
+    return len(shape) == len(order) and _follows(shape, strides, order)
+
+
+def is_non_overlapping_and_dense(shape, strides) -> bool:
+    """Whether the elements fill a block of memory exactly once in some dimension order."""
+    if 0 in shape:
+        return True
+    order = sorted(range(len(shape)), key=lambda d: strides[d])
+    return _follows(shape, strides, order)
+
+
+def _strides_like_channels_last(shape, strides, order) -> bool:
+    """PyTorch's ``is_channels_last_strides_2d/3d``: do the strides order the dimensions as
+    channels-last (ambiguous cases, such as N111 tensors, default to contiguous)?"""
+    if strides[1] == 0:
+        return False
+    low = 0
+    for d in order:
+        if shape[d] == 0 or strides[d] < low:
+            return False
+        if d == 0 and low == strides[1]:
+            return False
+        low = strides[d] * max(1, shape[d])
+    return True
+
+
+def suggest_memory_format(shape, strides) -> dtypes.memory_format:
+    """The memory format a tensor's strides suggest: channels-last when a 4-D (5-D) tensor's
+    strides order its dimensions NHWC (NDHWC), else ``contiguous_format``."""
+    order = _CHANNELS_LAST_ORDER.get(len(shape))
+    if order is not None and _strides_like_channels_last(shape, strides, order):
+        return dtypes.channels_last if len(shape) == 4 else dtypes.channels_last_3d
+    return dtypes.contiguous_format
+
+
+def infer_dense_strides(shape, strides) -> tuple:
+    """Dense strides that keep the dimension order of ``strides`` (PyTorch's
+    ``infer_dense_strides``, TensorIterator's ordering): dimensions sorted innermost first by
+    stride, a stride-0 dimension keeping its row-major place, equal strides ordered by size."""
+    ndim = len(shape)
+    perm = list(range(ndim - 1, -1, -1))  # innermost first
+
+    def should_swap(d0, d1) -> int:
+        s0, s1 = strides[d0], strides[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 != s1:
+            return -1 if s0 < s1 else 1
+        return 1 if shape[d0] > shape[d1] else 0
+
+    for i in range(1, ndim):  # a stable insertion sort, as PyTorch's
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    out = [0] * ndim
+    step = 1
+    for d in perm:
+        out[d] = step
+        if shape[d] > 1:
+            step *= shape[d]
+    return tuple(out)
+
+
+def target_strides(t, fmt) -> tuple | None:
+    """The strides a copy of tensor ``t`` made with memory format ``fmt`` gets, or None for
+    row-major. ``None`` and ``preserve_format`` keep a non-overlapping, dense ``t``'s strides
+    and give any other ``t`` dense strides in its dimension order (PyTorch's ``clone``,
+    ``empty_like``, ``to``); a row-major ``t`` answers None without looking further."""
+    if fmt is None or fmt is dtypes.preserve_format:
+        shape, strides = t._data.shape, t.stride()
+        if strides == _row_major_strides(shape):  # (every clone asks: a dict look-up)
+            return None
+        if is_non_overlapping_and_dense(shape, strides):
+            return strides  # exactly, size-1 dimensions' strides included, as PyTorch
+        dense = infer_dense_strides(shape, strides)
+        return None if dense == _row_major_strides(shape) else dense
+    return format_strides(tuple(t.shape), fmt)
+
+
+_row_major_cache: dict = {}
+
+
+def _row_major_strides(shape: tuple) -> tuple:
+    """The row-major strides of ``shape`` (PyTorch's: a size-0 dimension counts as 1),
+    remembered per shape (the cache is dropped when it grows large)."""
+    st = _row_major_cache.get(shape)
+    if st is None:
+        if len(_row_major_cache) > 4096:
+            _row_major_cache.clear()
+        st = _row_major_cache[shape] = contiguous_strides(shape)
+    return st
+
+
+def empty_array(k, shape, strides, dtype, device):
+    """An uninitialised array of ``shape`` with element ``strides`` (dense: its extent is its
+    element count) on backend ``k``."""
+    extent = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+    return k.as_strided(k.empty((extent,), dtype, device), tuple(shape), tuple(strides), 0)
