@@ -121,7 +121,10 @@ class Interval:
         self.start, self.end = start, end
 
     def elapsed_us(self) -> float:
-        return self.end - self.start
+        # (rounded to the nanosecond every time source counts in: the endpoints are offsets
+        # from the profile's start, and their float difference is otherwise off in the last
+        # bits, 3.999999999999993 for 4)
+        return round(self.end - self.start, 3)
 
     def __repr__(self) -> str:
         return f"Interval(start={self.start}, end={self.end})"

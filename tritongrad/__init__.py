@@ -33,6 +33,7 @@ from .autograd.tensor import Size, Tensor
 from . import cuda, distributed, nn, optim, utils
 from .serialization import load, save
 from . import backends, linalg
+from . import special  # torch.special (tritongrad/special.py)
 from .backends import get_float32_matmul_precision, set_float32_matmul_precision
 from . import amp
 from .autograd.autocast import (autocast, clear_autocast_cache, get_autocast_dtype,

@@ -13,6 +13,8 @@ from ..tensor import Tensor
 from . import (combinations, complex_parts, composite, contraction, conversion, creation,
                elementwise, indexing, interop, linalg, linalg_ext, pointwise, random, reduction,
                shape, softmax, sorting, views)
+from . import products, scans, sets, special  # scans, sets, products, special functions
+from . import decompositions  # factorizations and solvers (tg.linalg.inv, svd, ...)
 from . import traced  # noqa: F401 - loading it installs dispatch.traced (the rules' Tensor k)
 from .reduction import return_types
 
@@ -36,6 +38,11 @@ FAMILIES = {
     "conversion": conversion.OPS,
     "complex": complex_parts.OPS,
     "interop": interop.OPS,
+    "scans": scans.OPS,
+    "products": products.OPS,
+    "sets": sets.OPS,
+    "special": special.OPS,
+    "decompositions": decompositions.OPS,
 }
 
 __all__ = registry.install(FAMILIES, Tensor, globals()) + ["return_types"]

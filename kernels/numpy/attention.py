@@ -27,12 +27,6 @@ from .bf16 import BF16Array, round_
 
 __all__ = ["attention", "attention_backward"]
 
-# Scores are kept in base 2 (q pre-scaled by scale / ln 2, lse by 1 / ln 2): NumPy's exp2 is
-# half the cost of exp in its float32 loops, and the score matrix's exponential is a pass of
-# its own in both directions.
-_LOG2E = 1.0 / math.log(2.0)
-_LN2 = math.log(2.0)
-
 BLOCK_K = 512
 BLOCK_Q = 512
 # score elements one block pair may hold over all (batch, head) pairs: bounds the working set
@@ -92,39 +86,42 @@ _TINY_TOTAL = 1e-9
 
 
 def _softmax_block(qs, kf, vf, i0: int, i1: int, causal: bool, rowwise: bool):
-    """(o, m, total) of the online softmax over all key blocks for queries [i0, i1), with
-    ``qs`` pre-scaled so that the scores s are in base 2: o the unnormalised P v, m the shift
-    (per row, or one number for the whole score block), total the row sums of 2^(s - m),
-    (bh, i1 - i0, 1).
+    """(o, m, total) of the online softmax over all key blocks for queries [i0, i1) (``qs``
+    the scaled queries): o the unnormalised P v, m the shift (per row, or one number for the
+    whole score block), total the row sums of exp(s - m), (..., i1 - i0, 1).
 
     Shifting by the block's one maximum instead of each row's makes the max one contiguous
     reduction and the shift a scalar subtract (a row max over rows of 64 is 30x a pass in
     NumPy): exact unless some row's maximum lies ~60 below the block's, which the caller
     detects from that row's total and redoes ``rowwise``."""
-    bh, _, d = qs.shape
-    source = kf.shape[1]
+    lead, d = qs.shape[:-2], qs.shape[-1]
+    source = kf.shape[-2]
     acc = qs.dtype.type
-    m = np.full((bh, i1 - i0, 1) if rowwise else (), -np.inf, acc)
-    total = np.zeros((bh, i1 - i0, 1), acc)
-    o = np.zeros((bh, i1 - i0, d), acc)
-    bk = _blocks(bh, i1 - i0, source)[1]
+    m = np.full(lead + (i1 - i0, 1) if rowwise else (), -np.inf, acc)
+    total = np.zeros(lead + (i1 - i0, 1), acc)
+    o = np.zeros(lead + (i1 - i0, d), acc)
+    bk = _blocks(math.prod(lead), i1 - i0, source)[1]
     for j0 in range(0, _key_end(i0, i1, source, causal), bk):
         j1 = min(source, j0 + bk)
-        s = np.matmul(qs, kf[:, j0:j1].transpose(0, 2, 1))
+        s = np.matmul(qs, kf[..., j0:j1, :].swapaxes(-1, -2))
         if causal:
             bias = _causal_bias(i0, i1, j0, j1, acc)
             if bias is not None:
                 s += bias
-        m_new = np.maximum(m, s.max(axis=2, keepdims=True) if rowwise else s.max())
-        np.exp2(np.subtract(s, m_new, out=s), out=s)
-        alpha = np.exp2(m - m_new)  # 0 on the first block (m = -inf, m_new finite)
+        m_new = np.maximum(m, s.max(axis=-1, keepdims=True) if rowwise else s.max())
+        np.exp(np.subtract(s, m_new, out=s), out=s)
+        alpha = np.exp(m - m_new)  # 0 on the first block (m = -inf, m_new finite)
         total *= alpha
-        total += np.matmul(s, np.ones((j1 - j0, 1), acc))  # row sums: BLAS, 6x s.sum(2)
+        total += np.matmul(s, np.ones((j1 - j0, 1), acc))  # row sums: BLAS, 6x s.sum(-1)
         o *= alpha
-        o += np.matmul(s, vf[:, j0:j1])
+        o += np.matmul(s, vf[..., j0:j1, :])
         m = m_new
     return o, m, total
 
+
+# The kernels index (B, H, T, D) arrays as they come: np.matmul takes each (T, D) matrix with
+# its own row stride (BLAS's leading dimension), so the strided q, k, v views of a fused qkv
+# projection are read in place, not copied (a reshape to (B H, T, D) would copy them).
 
 def attention(q, k, v, scale: float, causal: bool):
     """(out, lse): out (B, H, L, D) in q's dtype, lse (B, H, L) float32 (float64 for float64).
@@ -134,23 +131,19 @@ def attention(q, k, v, scale: float, causal: bool):
     acc = np.float64 if qf.dtype == np.float64 else np.float32
     b, h, length, d = q.shape
     source = k.shape[2]
-    bh = b * h
-    qf = qf.reshape(bh, length, d)
-    kf = kf.reshape(bh, source, d)
-    vf = vf.reshape(bh, source, d)
-    out = np.zeros((bh, length, d), acc)
-    lse = np.full((bh, length), -np.inf, acc)
-    scale2 = acc(scale * _LOG2E)
-    bq = _blocks(bh, length, source)[0]
+    out = np.zeros((b, h, length, d), acc)
+    lse = np.full((b, h, length), -np.inf, acc)
+    scale = acc(scale)
+    bq = _blocks(b * h, length, source)[0]
     for i0 in range(0, length if source else 0, bq):
         i1 = min(length, i0 + bq)
-        qs = qf[:, i0:i1] * scale2
+        qs = qf[..., i0:i1, :] * scale if scale != 1 else qf[..., i0:i1, :]
         o, m, total = _softmax_block(qs, kf, vf, i0, i1, causal, rowwise=False)
         if not total.min() >= _TINY_TOTAL:  # (also NaN: the row path says where it comes from)
             o, m, total = _softmax_block(qs, kf, vf, i0, i1, causal, rowwise=True)
-        np.divide(o, total, out=out[:, i0:i1])
-        lse[:, i0:i1] = (m * acc(_LN2) + np.log(total))[..., 0]
-    return _back(out.reshape(b, h, length, d), q), lse.reshape(b, h, length)
+        np.divide(o, total, out=out[..., i0:i1, :])
+        lse[..., i0:i1] = (m + np.log(total))[..., 0]
+    return _back(out, q), lse
 
 
 def attention_backward(g, q, k, v, out, lse, scale: float, causal: bool):
@@ -159,43 +152,38 @@ def attention_backward(g, q, k, v, out, lse, scale: float, causal: bool):
     _check("attention_backward", q, k, v)
     b, h, length, d = q.shape
     source = k.shape[2]
-    bh = b * h
     qf, kf, vf = _up(q), _up(k), _up(v)
     acc = np.float64 if qf.dtype == np.float64 else np.float32
-    gf = _up(g).astype(acc, copy=False).reshape(bh, length, d)
-    of = _up(out).astype(acc, copy=False).reshape(bh, length, d)
-    qf = qf.reshape(bh, length, d)
-    kf = kf.reshape(bh, source, d)
-    vf = vf.reshape(bh, source, d)
-    lse2 = np.asarray(lse, dtype=acc).reshape(bh, length, 1) * acc(_LOG2E)
-    delta = np.einsum("bld,bld->bl", gf, of)[..., None]
-    dq = np.zeros((bh, length, d), acc)
-    dk = np.zeros((bh, source, d), acc)
-    dv = np.zeros((bh, source, d), acc)
-    scale, scale2 = acc(scale), acc(scale * _LOG2E)
-    bq, bk = _blocks(bh, length, source)
+    gf = _up(g).astype(acc, copy=False)
+    of = _up(out).astype(acc, copy=False)
+    lsef = np.asarray(lse, dtype=acc)[..., None]
+    delta = np.einsum("...ld,...ld->...l", gf, of)[..., None]
+    dq = np.zeros((b, h, length, d), acc)
+    dk = np.zeros((b, h, source, d), acc)
+    dv = np.zeros((b, h, source, d), acc)
+    scale = acc(scale)
+    bq, bk = _blocks(b * h, length, source)
     for i0 in range(0, length if source else 0, bq):
         i1 = min(length, i0 + bq)
-        qi, gi = qf[:, i0:i1], gf[:, i0:i1]
-        qs = qi * scale2
-        lse_i, delta_i = lse2[:, i0:i1], delta[:, i0:i1]
+        qi, gi = qf[..., i0:i1, :], gf[..., i0:i1, :]
+        qs = qi * scale if scale != 1 else qi
+        lse_i, delta_i = lsef[..., i0:i1, :], delta[..., i0:i1, :]
         for j0 in range(0, _key_end(i0, i1, source, causal), bk):
             j1 = min(source, j0 + bk)
-            kj, vj = kf[:, j0:j1], vf[:, j0:j1]
-            p = np.matmul(qs, kj.transpose(0, 2, 1))
+            kj, vj = kf[..., j0:j1, :], vf[..., j0:j1, :]
+            p = np.matmul(qs, kj.swapaxes(-1, -2))
             if causal:
                 bias = _causal_bias(i0, i1, j0, j1, acc)
                 if bias is not None:
                     p += bias
-            np.exp2(np.subtract(p, lse_i, out=p), out=p)
-            dv[:, j0:j1] += np.matmul(p.transpose(0, 2, 1), gi)
-            ds = np.matmul(gi, vj.transpose(0, 2, 1))
+            np.exp(np.subtract(p, lse_i, out=p), out=p)
+            dv[..., j0:j1, :] += np.matmul(p.swapaxes(-1, -2), gi)
+            ds = np.matmul(gi, vj.swapaxes(-1, -2))
             ds -= delta_i
             ds *= p
-            dq[:, i0:i1] += np.matmul(ds, kj)
-            dk[:, j0:j1] += np.matmul(ds.transpose(0, 2, 1), qi)
+            dq[..., i0:i1, :] += np.matmul(ds, kj)
+            dk[..., j0:j1, :] += np.matmul(ds.swapaxes(-1, -2), qi)
     if scale != 1:
         dq *= scale
         dk *= scale
-    return (_back(dq.reshape(b, h, length, d), q), _back(dk.reshape(b, h, source, d), q),
-            _back(dv.reshape(b, h, source, d), q))
+    return _back(dq, q), _back(dk, q), _back(dv, q)

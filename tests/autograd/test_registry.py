@@ -64,8 +64,10 @@ def test_unknown_flop_rule_is_refused():
 
 @pytest.mark.parametrize("row", [r for r in ROWS if r.flops], ids=lambda r: r.name)
 def test_flops_come_from_the_table(row):
-    shapes = [(2, 3), (3, 4)] if row.flops == "matmul" else [(2, 3), (3,)]
-    expected = {"matmul": 2 * 2 * 3 * 4, "elementwise": 6, "reduction": 6}[row.flops]
+    shapes = {"matmul": [(2, 3), (3, 4)], "addmm": [(2, 4), (2, 3), (3, 4)]}.get(
+        row.flops, [(2, 3), (3,)])
+    expected = {"matmul": 2 * 2 * 3 * 4, "addmm": 2 * 2 * 3 * 4, "elementwise": 6,
+                "reduction": 6}[row.flops]
     assert estimate_flops(row.name, shapes) == expected
     if row.inplace is not None:
         assert estimate_flops(row.name + "_", shapes) == expected
@@ -261,6 +263,45 @@ GRAD_CASES = {
     "sgn": (_Z, lambda x: tg.view_as_real(tg.sgn(tg.view_as_complex(x)))),
     "complex": (_AB, lambda a, b: tg.view_as_real(tg.complex(a, b))),
     "polar": (_AB, lambda a, b: tg.view_as_real(tg.polar(a, b))),
+    # -- scans, sets and special functions
+    "cumprod": (_A, lambda x: tg.cumprod(x, 1)),
+    "cummax": (_A, lambda x: tg.cummax(x, 1).values),
+    "cummin": (_A, lambda x: tg.cummin(x, 0).values),
+    "logcumsumexp": (_A, lambda x: tg.logcumsumexp(x, 1)),
+    "diff": (_A, lambda x: tg.diff(x, 2, 1)),
+    "trapezoid": (_AB, lambda y, x: tg.trapezoid(y, x.cumsum(1))),
+    "cumulative_trapezoid": (_A, lambda y: tg.cumulative_trapezoid(y, dx=0.5)),
+    "kron": (_tensors((2, 3), (3, 2)), tg.kron),
+    "tensordot": (_tensors((2, 3, 4), (4, 3)), lambda a, b: tg.tensordot(a, b, ([1, 2], [1, 0]))),
+    "cross": (_tensors((4, 3), (4, 3)), lambda a, b: tg.cross(a, b, dim=1)),
+    "meshgrid": (_tensors((3,), (4,)), lambda a, b: tg.meshgrid(a, b, indexing="xy")[1]),
+    "cartesian_prod": (_tensors((3,), (2,)), tg.cartesian_prod),
+    "combinations": (_tensors((4,)), lambda x: tg.combinations(x, 3)),
+    "block_diag": (_tensors((2, 2), (3,)), tg.block_diag),
+    "cdist": (_tensors((3, 4), (2, 4)), tg.cdist),
+    "lgamma": (_A, tg.lgamma),
+    "digamma": (_A, tg.digamma),
+    "polygamma": (_A, lambda x: tg.polygamma(2, x)),
+    "mvlgamma": (_A, lambda x: tg.mvlgamma(x + 1, 3)),
+    "erfinv": (_A, lambda x: tg.erfinv(x / 2.5)),
+    "i0": (_A, tg.i0),
+    "hypot": (_AB, tg.hypot),
+    "logaddexp2": (_AB, tg.logaddexp2),
+    # -- decompositions (square inputs made well conditioned; losses of eigen- and singular
+    # vectors invariant to their signs)
+    "inverse": (_tensors((3, 3)), lambda a: tg.inverse(a + 3 * tg.eye(3))),
+    "det": (_tensors((2, 3, 3)), lambda a: tg.det(a + 3 * tg.eye(3))),
+    "logdet": (_tensors((3, 3)), lambda a: tg.logdet(a + 3 * tg.eye(3))),
+    "slogdet": (_tensors((3, 3)), lambda a: tg.slogdet(a + 3 * tg.eye(3)).logabsdet),
+    "cholesky": (_tensors((3, 3)), lambda a: tg.cholesky(a @ a.mT + tg.eye(3))),
+    "cholesky_solve": (_tensors((3, 3), (3, 2)),
+                       lambda a, b: tg.cholesky_solve(b, a.tril() + 3 * tg.eye(3))),
+    "qr": (_tensors((4, 3)), lambda a: tg.qr(a)),
+    "svd": (_tensors((4, 3)), lambda a: (lambda U, S, V: (U @ V.mT, S))(*tg.svd(a))),
+    "pinverse": (_tensors((4, 3)), tg.pinverse),
+    "triangular_solve": (_tensors((3, 3), (3, 2)),
+                         lambda a, b: tg.triangular_solve(b, a + 3 * tg.eye(3)).solution),
+    "matrix_exp": (_tensors((3, 3)), tg.matrix_exp),
 }
 DIFFERENTIABLE = sorted({r.name for r in ROWS if r.function and r.grad not in ("none", "0", "")})
 # whether forward-mode AD goes through the op (the table's "forward AD" column)

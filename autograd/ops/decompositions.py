@@ -1,0 +1,894 @@
+"""Matrix factorizations and solvers (``torch.linalg``'s inv, det, slogdet, solve, cholesky, qr,
+eigh, svd, solve_triangular, matrix_exp and what is built from them), with derivatives.
+
+Forwards run NumPy's LAPACK (kernels/numpy/decompositions.py) on the CPU's arrays. There are no
+Triton solver kernels, so a CUDA tensor takes a host round trip: ``runtime.memory.to_host``
+queues the copy on the current stream and waits for that stream (the synchronization: the
+input's pending kernels finish first), NumPy factorizes, and the results are copied back up on
+the current stream. Every op here therefore synchronizes the host with the current stream
+on CUDA.
+
+Derivative rules are PyTorch's (FunctionsManual.cpp), written in Tensor ops over the ops of
+this module and the rest of the library (``_tensor_rule``): on a backward that records nothing
+they run on the arrays wrapped as Tensors under no_grad, and under ``create_graph=True`` they
+record, so second derivatives (gradgradcheck) come from the same line. Multi-output
+factorizations save all their outputs (``_keep_outputs``), as PyTorch's do. The eigenvector and
+singular-vector rules assume distinct eigen/singular values (at a degenerate spectrum the
+gradient is inf/NaN, as PyTorch's) and are correct for gauge-invariant losses; for complex
+inputs ``eigh`` and ``svd`` raise PyTorch's error when the loss depends on the phase of the
+vectors. ``det``'s rule uses ``A^-H`` and so needs an invertible ``A`` (PyTorch falls back to
+an SVD at singular matrices; here the gradient there is NaN/inf).
+"""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+
+from ...kernels.numpy import decompositions as _np_dec
+from ...runtime import dtype as dtypes
+from .. import dispatch
+from ..checks import scalar_type_name, tensor_arg
+from ..dispatch import Primitive, apply
+from ..grad_mode import no_grad
+from ..registry import OpInfo
+from ..saved import SavedTensor
+from ..tensor import Tensor, array_meta, make
+from .elementwise import _result
+
+__all__ = ["LinAlgError", "inv", "inv_ex", "det", "slogdet", "logdet", "solve", "cholesky",
+           "cholesky_ex", "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv",
+           "solve_triangular", "matrix_exp", "lstsq", "lu_factor", "multi_dot", "cross",
+           "vander", "inverse", "cholesky_solve", "svd_legacy", "pinverse", "triangular_solve"]
+
+
+class LinAlgError(RuntimeError):
+    """A factorization failed (a singular or not positive-definite input): PyTorch's
+    ``torch.linalg.LinAlgError``, a RuntimeError."""
+
+
+def _named(name: str, fields: str):
+    return collections.namedtuple(name, fields)
+
+
+SlogdetResult = _named("slogdet", "sign logabsdet")
+QRResult = _named("qr", "Q R")
+EighResult = _named("eigh", "eigenvalues eigenvectors")
+SVDResult = _named("svd", "U S Vh")
+SVDLegacyResult = _named("svd", "U S V")
+InvExResult = _named("inv_ex", "inverse info")
+CholeskyExResult = _named("cholesky_ex", "L info")
+LstsqResult = _named("lstsq", "solution residuals rank singular_values")
+LUFactorResult = _named("lu_factor", "LU pivots")
+TriangularSolveResult = _named("triangular_solve", "solution cloned_coefficient")
+
+# -- plumbing: host kernels, checks, rules in Tensor ops -------------------------------------------
+
+
+def _host(fn, arrays, *params, fail=None):
+    """``fn(*arrays, *params)`` on host arrays: directly for CPU arrays, else on host copies
+    (``to_host`` waits for the current stream) with the results copied back to the device.
+    ``fail(batch, info)`` makes the error for a failed factorization."""
+    dev = array_meta(arrays[0])[0]
+    try:
+        if dev.type == "cpu":
+            out = fn(*arrays, *params)
+            # (arrays, not NumPy's 0-d scalars; a plain tuple: NumPy's named results are not
+            # multiple outputs to the dispatcher)
+            return tuple(map(np.asarray, out)) if isinstance(out, tuple) else np.asarray(out)
+        from ...runtime import memory
+        out = fn(*[memory.to_host(a) for a in arrays], *params)
+    except _np_dec.LinAlgFailure as e:
+        raise fail(e.batch, e.info) from None
+
+    def up(o):
+        o = np.ascontiguousarray(o)
+        return memory.to_device(o, dev, dtypes.from_numpy_dtype(o.dtype))
+    return tuple(up(o) for o in out) if isinstance(out, tuple) else up(out)
+
+
+def _batch(op: str, batch) -> str:
+    return f"{op}: " if batch is None else f"{op}: (Batch element {batch}): "
+
+
+def _singular(op: str):
+    return lambda batch, info: LinAlgError(
+        f"{_batch(op, batch)}The diagonal element {info} is zero, the inversion could not be "
+        f"completed because the input matrix is singular.")
+
+
+def _not_pd(op: str):
+    return lambda batch, info: LinAlgError(
+        f"{_batch(op, batch)}The factorization could not be completed because the input is not "
+        f"positive-definite (the leading minor of order {info} is not positive-definite).")
+
+
+def _matrix(A, op: str, name: str = "A", square: bool = True) -> Tensor:
+    """``A`` checked as PyTorch's linalg functions check it: a floating or complex tensor of
+    at least 2 dims (square ones where ``square``), not half precision."""
+    tensor_arg(A, op, name)
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor {name} must have at least 2 dimensions.")
+    dt = A.dtype
+    if not (dt.is_floating_point or dt.is_complex):
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
+                           f"{scalar_type_name(dt)}")
+    if dt.itemsize < 4:
+        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got "
+                           f"{scalar_type_name(dt)}")
+    if square and A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{op}: A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    return A
+
+
+def _same_dtype(A: Tensor, B: Tensor, op: str) -> None:
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"{op}: Expected A and B to have the same dtype, but found A of type "
+                           f"{scalar_type_name(A.dtype)} and B of type "
+                           f"{scalar_type_name(B.dtype)} instead")
+
+
+def _wrap(a):
+    return a if a is None or isinstance(a, Tensor) else make(a)
+
+
+def _tensor_rule(rule):
+    """A ``vjp`` written in Tensor ops: recorded as is under create_graph (``k`` is
+    ``ops.traced``), else run on the backend arrays wrapped as Tensors under no_grad. The rules
+    here compose factorizations (solves, matrix_exp) that the kernel contract does not have."""
+    def vjp(ctx, k, saved, *grads):
+        if k is dispatch.traced:
+            return rule(ctx, saved, *grads)
+        with no_grad():
+            out = rule(ctx, [_wrap(s) for s in saved], *[_wrap(g) for g in grads])
+        if isinstance(out, tuple):
+            return tuple(None if o is None else o._data for o in out)
+        return out._data
+    return staticmethod(vjp)
+
+
+def _keep_outputs(outs: tuple, skip: tuple = ()) -> tuple:
+    """Saves every output of a multi-output factorization on its node (after the inputs it
+    saved), for its rule; the primitive protocol saves only output 0."""
+    node = outs[0]._grad_fn
+    if node is not None:
+        node._saved = list(node._saved or []) + [
+            SavedTensor(t, True, i) for i, t in enumerate(outs) if i not in skip]
+    return outs
+
+
+def _mH(x: Tensor) -> Tensor:
+    return x.transpose(-2, -1).conj() if x.dtype.is_complex else x.transpose(-2, -1)
+
+
+def _zero_if_none(g, like: Tensor) -> Tensor:
+    return like.new_zeros(like.shape) if g is None else g
+
+
+# -- inverse, determinant, solve -------------------------------------------------------------------
+
+
+class LinalgInvExBackward0(Primitive):
+    """X = A^-1: dA = -X^H g X^H."""
+
+    __slots__ = ()
+    op_name = "linalg_inv_ex"
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, a, op):
+        return _host(_np_dec.inv, (a,), fail=_singular(op))
+
+    vjp = complex_vjp = _tensor_rule(
+        lambda ctx, saved, g: -(_mH(saved[0]) @ g @ _mH(saved[0])))
+
+
+def inv(A: Tensor, *, out=None) -> Tensor:
+    """The inverse of each square matrix of ``A`` (..., n, n). Raises LinAlgError for a
+    singular matrix. On CUDA: a host round trip (module docstring).
+
+    Example:
+        >>> tg.linalg.inv(tg.tensor([[2., 0.], [0., 4.]]))
+        tensor([[0.5000, 0.0000],
+                [0.0000, 0.2500]])
+    """
+    _matrix(A, "linalg.inv")
+    return _result(apply(LinalgInvExBackward0, (A,), "linalg.inv"), out, "linalg.inv")
+
+
+def inverse(input: Tensor, *, out=None) -> Tensor:
+    """``tritongrad.inverse``: :func:`inv`."""
+    return inv(input, out=out)
+
+
+def inv_ex(A: Tensor, *, check_errors: bool = False, out=None) -> InvExResult:
+    """(inverse, info): ``info`` (int32, one per matrix) is 0 when the matrix was inverted.
+    A singular matrix raises LinAlgError when ``check_errors``, else its ``info`` is the
+    1-based index of the zero pivot and its inverse is NaN."""
+    _matrix(A, "linalg.inv_ex")
+    if check_errors:
+        return InvExResult(inv(A), _info(A, None))
+    try:
+        return InvExResult(inv(A), _info(A, None))
+    except LinAlgError:
+        a = A.detach().cpu().numpy()
+        mats = a.reshape((-1,) + a.shape[-2:])
+        infos = np.array([_np_dec._zero_pivot(m) for m in mats], np.int32)
+        x = np.array([np.full_like(m, np.nan) if i else np.linalg.inv(m)
+                      for m, i in zip(mats, infos)]).reshape(a.shape)
+        from .creation import tensor
+        return InvExResult(tensor(x, device=A.device), _info(A, infos))
+
+
+def _info(A: Tensor, values) -> Tensor:
+    from .creation import tensor, zeros
+    from ...runtime.dtype import int32
+    if values is None:
+        return zeros(A.shape[:-2], dtype=int32, device=A.device)
+    return tensor(values.reshape(tuple(A.shape[:-2])), dtype=int32, device=A.device)
+
+
+class LinalgSlogdetBackward0(Primitive):
+    """(sign, log|det A|): dA = g_logabs A^-H (and, for complex A, the sign's phase)."""
+
+    __slots__ = ()
+    op_name = "linalg_slogdet"
+    save_inputs = (0,)
+
+    @staticmethod
+    def forward(ctx, k, a):
+        return _host(_np_dec.slogdet, (a,))
+
+    @staticmethod
+    def _rule(ctx, saved, g_sign, g_logabs):
+        A, sign = saved[0], saved[1]
+        g = _zero_if_none(g_logabs, saved[2])
+        if A.dtype.is_complex:
+            g = g.to(A.dtype)
+            if g_sign is not None:
+                # the sign's phase: d sign = i Im(tr(A^-1 dA)) sign
+                from .complex_parts import imag
+                g = g - 1j * imag(sign.conj() * g_sign).to(A.dtype)
+        return g.unsqueeze(-1).unsqueeze(-1) * _mH(inv(A))
+
+    vjp = complex_vjp = _tensor_rule(_rule.__func__)
+
+
+def slogdet(A: Tensor, *, out=None) -> SlogdetResult:
+    """(sign, logabsdet) of each square matrix: ``det A = sign * exp(logabsdet)``; a singular
+    matrix gives sign 0 and logabsdet -inf."""
+    _matrix(A, "linalg.slogdet")
+    return SlogdetResult(*_keep_outputs(apply(LinalgSlogdetBackward0, (A,))))
+
+
+class LinalgDetBackward0(Primitive):
+    """d = det A: dA = g conj(d) A^-H."""
+
+    __slots__ = ()
+    op_name = "linalg_det"
+    save_inputs = (0,)
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, a):
+        return _host(_np_dec.det, (a,))
+
+    vjp = complex_vjp = _tensor_rule(lambda ctx, saved, g: (
+        (g * saved[1].conj()).unsqueeze(-1).unsqueeze(-1) * _mH(inv(saved[0]))))
+
+
+def det(A: Tensor, *, out=None) -> Tensor:
+    """The determinant of each square matrix of ``A``."""
+    _matrix(A, "linalg.det")
+    return _result(apply(LinalgDetBackward0, (A,)), out, "linalg.det")
+
+
+def logdet(input: Tensor) -> Tensor:
+    """``log(det A)``: NaN where the determinant is negative, -inf where it is 0 (real A);
+    ``log|det A| + log(sign)`` for complex A."""
+    sign, logabs = slogdet(_matrix(input, "logdet"))
+    from .elementwise import where
+    if input.dtype.is_complex:
+        return logabs.to(input.dtype) + sign.log()
+    return where(sign < 0, float("nan"), logabs)
+
+
+class LinalgSolveExBackward0(Primitive):
+    """X = A^-1 B (B a batch of matrices): dB = A^-H g, dA = -dB X^H."""
+
+    __slots__ = ()
+    op_name = "linalg_solve_ex"
+    save_inputs = (0,)
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, a, b):
+        return _host(_np_dec.solve, (a, b), fail=lambda batch, info: LinAlgError(
+            f"torch.linalg.solve: {'' if batch is None else f'(Batch element {batch}): '}"
+            f"The solver failed because the input matrix is singular."))
+
+    @staticmethod
+    def _rule(ctx, saved, g):
+        A, X = saved
+        gB = solve(_mH(A), g)
+        return -(gB @ _mH(X)), gB
+
+    vjp = complex_vjp = _tensor_rule(_rule.__func__)
+
+
+def _vector_rhs(A: Tensor, B: Tensor) -> bool:
+    """PyTorch's rule: B is a (batch of) vector(s) when it is 1-D or has A's batch shape."""
+    return B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+
+
+def _broadcast_batches(A: Tensor, B: Tensor) -> tuple[Tensor, Tensor]:
+    """``A`` and ``B`` expanded to one batch shape (their matrix dims kept)."""
+    from .elementwise import broadcast_shapes
+    batch = tuple(broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
+    return A.expand(batch + tuple(A.shape[-2:])), B.expand(batch + tuple(B.shape[-2:]))
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor:
+    """The solution X of ``A X = B`` (``left``) or ``X A = B``, batch dims broadcast; ``B`` may
+    be a (batch of) vector(s). Raises LinAlgError for a singular ``A``.
+
+    Example:
+        >>> tg.linalg.solve(tg.tensor([[2., 0.], [0., 4.]]), tg.tensor([2., 2.]))
+        tensor([1.0000, 0.5000])
+    """
+    op = "linalg.solve"
+    _matrix(A, op)
+    tensor_arg(B, op, "B")
+    _same_dtype(A, B, op)
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        return _result(solve(A.mT, B.mT).mT, out, op)
+    vector = _vector_rhs(A, B)
+    Bm = B.unsqueeze(-1) if vector else B
+    if Bm.shape[-2] != A.shape[-1]:
+        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation AX = B "
+                           f"({A.shape[-2]}x{A.shape[-1]} and {Bm.shape[-2]}x{Bm.shape[-1]})")
+    Ab, Bb = _broadcast_batches(A, Bm)
+    X = apply(LinalgSolveExBackward0, (Ab, Bb))
+    return _result(X.squeeze(-1) if vector else X, out, op)
+
+
+# -- cholesky ------------------------------------------------------------------------------------
+
+
+def _phi(X: Tensor) -> Tensor:
+    """The lower triangle of ``X`` with its diagonal halved."""
+    L = X.tril()
+    return L - 0.5 * L.diagonal(0, -2, -1).diag_embed()
+
+
+class LinalgCholeskyExBackward0(Primitive):
+    """A = L L^H (Murray 2016): dA = sym(L^-H Phi(L^H g) L^-1), Phi = tril with the diagonal
+    halved, sym(X) = (X + X^H) / 2."""
+
+    __slots__ = ()
+    op_name = "linalg_cholesky_ex"
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, a, op):
+        return _host(_np_dec.cholesky, (a,), fail=_not_pd(op))
+
+    @staticmethod
+    def _rule(ctx, saved, g):
+        L = saved[0]
+        Linv = solve_triangular(L, _eye_like(L), upper=False)
+        gA = _mH(Linv) @ _phi(_mH(L) @ g) @ Linv
+        return 0.5 * (gA + _mH(gA))
+
+    vjp = complex_vjp = _tensor_rule(_rule.__func__)
+
+
+def _eye_like(A: Tensor) -> Tensor:
+    from .creation import eye
+    return eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape)
+
+
+def cholesky(A: Tensor, *, upper: bool = False, out=None) -> Tensor:
+    """The Cholesky factor of each Hermitian positive-definite matrix (read from its lower
+    triangle): lower ``L`` with ``A = L L^H``, or ``U = L^H`` when ``upper``. Raises
+    LinAlgError when a matrix is not positive-definite.
+
+    Example:
+        >>> tg.linalg.cholesky(tg.tensor([[4., 2.], [2., 5.]]))
+        tensor([[2., 0.],
+                [1., 2.]])
+    """
+    op = "linalg.cholesky"
+    _matrix(A, op)
+    L = apply(LinalgCholeskyExBackward0, (A,), op)
+    return _result(_mH(L) if upper else L, out, op)
+
+
+def cholesky_legacy(input: Tensor, upper: bool = False, *, out=None) -> Tensor:
+    """``tritongrad.cholesky`` (PyTorch's older interface): :func:`cholesky`."""
+    return cholesky(input, upper=upper, out=out)
+
+
+def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False,
+                out=None) -> CholeskyExResult:
+    """(L, info): ``info`` (int32 per matrix) is 0 on success, else the order of the leading
+    minor that is not positive-definite (and L is NaN), unless ``check_errors`` raises."""
+    op = "linalg.cholesky_ex"
+    _matrix(A, op)
+    if check_errors:
+        return CholeskyExResult(cholesky(A, upper=upper), _info(A, None))
+    try:
+        return CholeskyExResult(cholesky(A, upper=upper), _info(A, None))
+    except LinAlgError:
+        a = A.detach().cpu().numpy()
+        mats = a.reshape((-1,) + a.shape[-2:])
+        infos = np.array([_np_dec._not_positive_definite(m) for m in mats], np.int32)
+        L = np.array([np.full_like(m, np.nan) if i else _np_dec.cholesky(m)
+                      for m, i in zip(mats, infos)]).reshape(a.shape)
+        if upper:
+            L = np.conj(np.swapaxes(L, -1, -2))
+        from .creation import tensor
+        return CholeskyExResult(tensor(L, device=A.device), _info(A, infos))
+
+
+def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False, *, out=None) -> Tensor:
+    """The solution X of ``A X = B`` given A's Cholesky factor ``L`` (``A = L L^H``, or
+    ``U^H U`` when ``upper``): two triangular solves, differentiable through them."""
+    op = "cholesky_solve"
+    _matrix(B, op, "B", square=False)
+    _matrix(L, op, "A")
+    _same_dtype(L, B, op)
+    Lb, Bb = _broadcast_batches(L, B)
+    if upper:
+        Y = solve_triangular(_mH(Lb), Bb, upper=False)
+        X = solve_triangular(Lb, Y, upper=True)
+    else:
+        Y = solve_triangular(Lb, Bb, upper=False)
+        X = solve_triangular(_mH(Lb), Y, upper=True)
+    return _result(X, out, op)
+
+
+# -- triangular solve ------------------------------------------------------------------------------
+
+
+class LinalgSolveTriangularBackward0(Primitive):
+    """X = A^-1 B (``left``) or B A^-1 with A triangular: dB = A^-H g (g A^-H), dA = -dB X^H
+    (-X^H dB) restricted to A's triangle (strictly, when unitriangular)."""
+
+    __slots__ = ()
+    op_name = "linalg_solve_triangular"
+    save_inputs = (0,)
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, a, b, upper, left, unitriangular):
+        ctx.upper, ctx.left, ctx.unit = upper, left, unitriangular
+        return _host(_np_dec.solve_triangular, (a, b), upper, left, unitriangular)
+
+    @staticmethod
+    def _rule(ctx, saved, g):
+        A, X = saved
+        upper, left, unit = ctx.upper, ctx.left, ctx.unit
+        gB = solve_triangular(_mH(A), g, upper=not upper, left=left, unitriangular=unit)
+        gA = -(gB @ _mH(X)) if left else -(_mH(X) @ gB)
+        gA = gA.triu(int(unit)) if upper else gA.tril(-int(unit))
+        return gA, gB
+
+    vjp = complex_vjp = _tensor_rule(_rule.__func__)
+
+
+def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
+                     unitriangular: bool = False, out=None) -> Tensor:
+    """The solution X of ``A X = B`` (``left``) or ``X A = B`` for triangular ``A`` (only its
+    ``upper`` or lower triangle is read; its diagonal is taken as ones when
+    ``unitriangular``); batch dims broadcast."""
+    op = "linalg.solve_triangular"
+    _matrix(A, op)
+    _matrix(B, op, "B", square=False)
+    _same_dtype(A, B, op)
+    n = A.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({A.shape[-2]}x{n} and "
+                           f"{B.shape[-2]}x{B.shape[-1]})")
+    Ab, Bb = _broadcast_batches(A, B)
+    X = apply(LinalgSolveTriangularBackward0, (Ab, Bb), bool(upper), bool(left),
+              bool(unitriangular))
+    return _result(X, out, op)
+
+
+def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
+                     unitriangular: bool = False) -> TriangularSolveResult:
+    """``tritongrad.triangular_solve`` (PyTorch's older interface): (X, a copy of A) with X the
+    solution of ``A X = b`` (``A^T X = b`` when ``transpose``)."""
+    M = A.mT if transpose else A
+    X = solve_triangular(M, b, upper=upper != bool(transpose), unitriangular=unitriangular)
+    return TriangularSolveResult(X, A.clone())
+
+
+# -- QR, eigh, SVD -----------------------------------------------------------------------------------
+
+
+def _copyltu(M: Tensor) -> Tensor:
+    """The Hermitian matrix with ``M``'s lower triangle: tril(M) + tril(M, -1)^H."""
+    return M.tril() + _mH(M.tril(-1))
+
+
+class LinalgQrBackward0(Primitive):
+    """A = Q R (reduced or complete with m >= n, or square): with M = R gR^H - gQ^H Q,
+    dA = (gQ + Q copyltu(M)) R^-H (Walter & Lehmann; PyTorch's linalg_qr_backward)."""
+
+    __slots__ = ()
+    op_name = "linalg_qr"
+
+    @staticmethod
+    def forward(ctx, k, a, mode):
+        ctx.mode = mode
+        return _host(_np_dec.qr, (a,), mode)
+
+    @staticmethod
+    def _rule(ctx, saved, gQ, gR):
+        Q, R = saved
+        m, n = Q.shape[-2], R.shape[-1]
+        if ctx.mode == "r":
+            raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed "
+                               "when mode='r'. Please use linalg.qr(A, mode='reduced') if you "
+                               "are going to differentiate through linalg.qr.")
+        if m < n or (ctx.mode == "complete" and m > n):
+            raise NotImplementedError(
+                "The QR decomposition is not differentiable when mode='complete' and "
+                "nrows > ncols." if m > n else
+                "linalg.qr: the derivative for wide matrices (m < n) is not implemented by "
+                "tritongrad")
+        gQ, gR = _zero_if_none(gQ, Q), _zero_if_none(gR, R)
+        M = R @ _mH(gR) - _mH(gQ) @ Q
+        b = gQ + Q @ _copyltu(M)
+        # b R^-H: solve X R^H = b, R^H lower triangular
+        return solve_triangular(_mH(R), b, upper=False, left=False)
+
+    vjp = complex_vjp = _tensor_rule(_rule.__func__)
+
+
+def qr(A: Tensor, mode: str = "reduced", *, out=None) -> QRResult:
+    """(Q, R) with ``A = Q R``: ``mode`` "reduced" (Q m x k, k = min(m, n)), "complete" (Q
+    m x m) or "r" (R only; Q empty). Differentiable for m >= n (reduced)."""
+    op = "linalg.qr"
+    _matrix(A, op, square=False)
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
+                           f"'reduced' (default), 'r', or 'complete'")
+    return QRResult(*_keep_outputs(apply(LinalgQrBackward0, (A,), mode)))
+
+
+def _phase_check(VhgV: Tensor, op: str) -> None:
+    """PyTorch's refusal of a complex loss that depends on the vectors' phases."""
+    if VhgV.dtype.is_complex:
+        from .complex_parts import imag
+        if float(imag(VhgV.diagonal(0, -2, -1)).abs().amax()) > 1e-6 * max(
+                1.0, float(VhgV.abs().amax())):
+            raise RuntimeError(
+                f"{op}: The eigenvectors in the complex case are specified up to "
+                f"multiplication by e^{{i phi}}. The specified loss function depends on this "
+                f"quantity, so it is ill-defined.")
+
+
+class LinalgEighBackward0(Primitive):
+    """A = V diag(w) V^H: dA = V (diag(gw) + (V^H gV) / E) V^H, E_ij = w_j - w_i off the
+    diagonal (PyTorch's linalg_eig_backward, hermitian case)."""
+
+    __slots__ = ()
+    op_name = "linalg_eigh"
+
+    @staticmethod
+    def forward(ctx, k, a, uplo):
+        return _host(_np_dec.eigh, (a,), uplo)
+
+    @staticmethod
+    def _rule(ctx, saved, gw, gV):
+        w, V = saved
+        if gV is None:
+            return (V * gw.unsqueeze(-2).to(V.dtype)) @ _mH(V)
+        VhgV = _mH(V) @ gV
+        _phase_check(VhgV, "linalg_eigh_backward")
+        E = w.unsqueeze(-2) - w.unsqueeze(-1)
+        off = E + _eye_like(E)  # 1 on the diagonal
+        inner = VhgV / off.to(V.dtype)
+        inner = inner - inner.diagonal(0, -2, -1).diag_embed()
+        if gw is not None:
+            inner = inner + gw.to(V.dtype).diag_embed()
+        return V @ inner @ _mH(V)
+
+    vjp = complex_vjp = _tensor_rule(_rule.__func__)
+
+
+def qr_legacy(input: Tensor, some: bool = True, *, out=None) -> QRResult:
+    """``tritongrad.qr`` (PyTorch's older interface): ``some=False`` is mode "complete"."""
+    return qr(input, "reduced" if some else "complete")
+
+
+def eigh(A: Tensor, UPLO: str = "L", *, out=None) -> EighResult:
+    """(eigenvalues, eigenvectors) of each Hermitian matrix (read from its ``UPLO`` triangle),
+    eigenvalues ascending and real. Eigenvectors are defined up to sign (phase); gradients
+    need distinct eigenvalues and a loss that does not depend on that sign."""
+    op = "linalg.eigh"
+    _matrix(A, op)
+    if UPLO not in ("L", "U", "l", "u"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return EighResult(*_keep_outputs(apply(LinalgEighBackward0, (A,), UPLO.upper())))
+
+
+def eigvalsh(A: Tensor, UPLO: str = "L", *, out=None) -> Tensor:
+    """The eigenvalues of each Hermitian matrix, ascending."""
+    _matrix(A, "linalg.eigvalsh")
+    return _result(eigh(A, UPLO).eigenvalues, out, "linalg.eigvalsh")
+
+
+class LinalgSvdBackward0(Primitive):
+    """A = U diag(S) Vh (reduced): PyTorch's svd_backward. With E_ij = S_j^2 - S_i^2,
+    skew(X) = X - X^H: dA = U [(skew(U^H gU) S + S skew(V^H gV)) / E + diag(gS)] Vh
+    + (I - U U^H) gU S^-1 Vh + U S^-1 gV^H (I - V V^H)."""
+
+    __slots__ = ()
+    op_name = "linalg_svd"
+
+    @staticmethod
+    def forward(ctx, k, a, full_matrices):
+        ctx.full = full_matrices
+        return _host(_np_dec.svd, (a,), full_matrices)
+
+    @staticmethod
+    def _rule(ctx, saved, gU, gS, gVh):
+        U, S, Vh = saved
+        m, n = U.shape[-2], Vh.shape[-1]
+        k = S.shape[-1]
+        if ctx.full and (gU is not None or gVh is not None) and m != n:
+            raise NotImplementedError(
+                "svd_backward: Setting full_matrices=True in forward is not supported for "
+                "differentiating U or Vh when the matrix is not square")
+        U, Vh = U[..., :, :k], Vh[..., :k, :]
+        gU = None if gU is None else gU[..., :, :k]
+        gVh = None if gVh is None else gVh[..., :k, :]
+        dt = U.dtype
+        Sc = S.to(dt)
+        if gU is None and gVh is None:
+            return (U * gS.to(dt).unsqueeze(-2)) @ Vh
+        V = _mH(Vh)
+        gV = None if gVh is None else _mH(gVh)
+        UhgU = None if gU is None else _mH(U) @ gU
+        VhgV = None if gV is None else _mH(V) @ gV
+        if dt.is_complex:
+            # the loss must not depend on the phases: Im diag(U^H gU + V^H gV) = 0
+            total = UhgU if VhgV is None else (VhgV if UhgU is None else UhgU + VhgV)
+            _phase_check(total, "linalg_svd_backward")
+        S2 = S * S
+        E = S2.unsqueeze(-2) - S2.unsqueeze(-1)
+        E = (E + _eye_like(E)).to(dt)
+        inner = None
+        if UhgU is not None:
+            inner = (UhgU - _mH(UhgU)) * Sc.unsqueeze(-2)
+        if VhgV is not None:
+            t = Sc.unsqueeze(-1) * (VhgV - _mH(VhgV))
+            inner = t if inner is None else inner + t
+        inner = inner / E
+        inner = inner - inner.diagonal(0, -2, -1).diag_embed()
+        if gS is not None:
+            inner = inner + gS.to(dt).diag_embed()
+        gA = U @ inner @ Vh
+        if gU is not None and m > k:
+            gA = gA + ((gU - U @ UhgU) / Sc.unsqueeze(-2)) @ Vh
+        if gV is not None and n > k:
+            gA = gA + U @ _mH((gV - V @ VhgV) / Sc.unsqueeze(-2))
+        return gA
+
+    vjp = complex_vjp = _tensor_rule(_rule.__func__)
+
+
+def svd(A: Tensor, full_matrices: bool = True, *, driver=None, out=None) -> SVDResult:
+    """(U, S, Vh) with ``A = U diag(S) Vh``, S descending. Singular vectors are defined up to
+    sign (phase): gradients need distinct singular values and a loss that does not depend on
+    that sign (and ``full_matrices=False`` for U/Vh of a non-square matrix)."""
+    _matrix(A, "linalg.svd", square=False)
+    return SVDResult(*_keep_outputs(apply(LinalgSvdBackward0, (A,), bool(full_matrices))))
+
+
+def svdvals(A: Tensor, *, driver=None, out=None) -> Tensor:
+    """The singular values of each matrix, descending."""
+    _matrix(A, "linalg.svdvals", square=False)
+    return _result(svd(A, False).S, out, "linalg.svdvals")
+
+
+def svd_legacy(input: Tensor, some: bool = True, compute_uv: bool = True, *,
+               out=None) -> SVDLegacyResult:
+    """``tritongrad.svd`` (PyTorch's older interface): (U, S, V) with ``A = U diag(S) V^H``
+    (V, not Vh); ``some=False`` gives square U and V; ``compute_uv=False`` gives zero U and
+    V."""
+    U, S, Vh = svd(input, full_matrices=not some)
+    if not compute_uv:
+        return SVDLegacyResult(U.detach().new_zeros(U.shape), S,
+                               Vh.detach().new_zeros(Vh.shape))
+    return SVDLegacyResult(U, S, _mH(Vh))
+
+
+def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False, out=None) -> Tensor:
+    """The Moore-Penrose pseudoinverse ``V diag(1/S) U^H`` over the singular values above
+    ``max(atol, rtol * S_max)`` (default rtol: ``max(m, n) * eps`` when neither is given);
+    differentiable through :func:`svd` (full-rank inputs with distinct singular values)."""
+    op = "linalg.pinv"
+    _matrix(A, op, square=False)
+    from .elementwise import where
+    m, n = A.shape[-2], A.shape[-1]
+    if rtol is None:
+        rtol = max(m, n) * np.finfo(A.real.dtype.np if A.dtype.is_complex
+                                    else A.dtype.np).eps if atol is None else 0.0
+    U, S, Vh = svd(A, full_matrices=False)
+    smax = S.amax(-1, keepdim=True) if S.shape[-1] else S
+    cut = smax * rtol
+    if atol is not None:
+        cut = cut.clamp(min=atol) if not isinstance(atol, Tensor) else cut.maximum(atol)
+    keep = S > cut
+    Sinv = where(keep, 1 / where(keep, S, 1.0), 0.0).to(A.dtype)
+    return _result((_mH(Vh) * Sinv.unsqueeze(-2)) @ _mH(U), out, op)
+
+
+def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
+    """``tritongrad.pinverse``: :func:`pinv` with ``rtol=rcond``."""
+    return pinv(input, rtol=rcond)
+
+
+def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None) -> LstsqResult:
+    """The least-squares solution of ``A X = B`` (minimum norm), as ``pinv(A) @ B``:
+    (solution, residuals, rank, singular_values); residuals and singular_values are empty and
+    rank is computed (PyTorch's default CPU driver "gelsy" returns those)."""
+    op = "linalg.lstsq"
+    _matrix(A, op, square=False)
+    tensor_arg(B, op, "B")
+    _same_dtype(A, B, op)
+    vector = B.ndim == A.ndim - 1
+    Bm = B.unsqueeze(-1) if vector else B
+    X = pinv(A, rtol=rcond) @ Bm
+    from .creation import empty
+    S = svdvals(A.detach())
+    eps = np.finfo(S.dtype.np).eps
+    tol = (max(A.shape[-2], A.shape[-1]) * eps if rcond is None else rcond)
+    rank = (S > S.amax(-1, keepdim=True) * tol).sum(-1) if S.shape[-1] else S.sum(-1).long()
+    none = empty((0,), dtype=S.dtype, device=A.device)
+    return LstsqResult(X.squeeze(-1) if vector else X, none, rank, none)
+
+
+def lu_factor(A: Tensor, *, pivot: bool = True, out=None) -> LUFactorResult:
+    """(LU, pivots): LAPACK getrf's packed factors (L unit lower, U upper) and int32 1-based
+    row swaps. Not differentiable in tritongrad."""
+    op = "linalg.lu_factor"
+    _matrix(A, op, square=False)
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    from .creation import tensor
+    lu, piv = _np_dec.lu_factor(A.detach().cpu().numpy())
+    return LUFactorResult(tensor(lu, device=A.device), tensor(piv, device=A.device))
+
+
+# -- matrix exponential -----------------------------------------------------------------------------
+
+
+class LinalgMatrixExpBackward0(Primitive):
+    """exp(A): dA is the top-right block of exp([[A^H, g], [0, A^H]]) (Mathias 1996)."""
+
+    __slots__ = ()
+    op_name = "linalg_matrix_exp"
+    save_inputs = (0,)
+
+    @staticmethod
+    def forward(ctx, k, a):
+        return _host(_np_dec.matrix_exp, (a,))
+
+    @staticmethod
+    def _rule(ctx, saved, g):
+        from .shape import cat
+        Ah = _mH(saved[0])
+        n = Ah.shape[-1]
+        top = cat([Ah, g], -1)
+        bottom = cat([Ah.new_zeros(Ah.shape), Ah], -1)
+        return matrix_exp(cat([top, bottom], -2))[..., :n, n:]
+
+    vjp = complex_vjp = _tensor_rule(_rule.__func__)
+
+
+def matrix_exp(A: Tensor) -> Tensor:
+    """The matrix exponential ``sum A^k / k!`` of each square matrix."""
+    _matrix(A, "linalg.matrix_exp")
+    return apply(LinalgMatrixExpBackward0, (A,))
+
+
+# -- products ---------------------------------------------------------------------------------------
+
+
+def multi_dot(tensors, *, out=None) -> Tensor:
+    """The product of a chain of matrices (the first may be 1-D: a row vector; the last: a
+    column vector), left to right."""
+    op = "linalg.multi_dot"
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    for i, t in enumerate(tensors):
+        tensor_arg(t, op, "tensors")
+        if not (t.ndim == 2 or (t.ndim == 1 and i in (0, len(tensors) - 1))):
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D" if
+                               0 < i < len(tensors) - 1 else
+                               f"multi_dot(): the {'first' if i == 0 else 'last'} tensor must "
+                               f"be 1D or 2D but got {t.ndim}D")
+    first_vec, last_vec = tensors[0].ndim == 1, tensors[-1].ndim == 1
+    if first_vec:
+        tensors[0] = tensors[0].unsqueeze(0)
+    if last_vec:
+        tensors[-1] = tensors[-1].unsqueeze(-1)
+    r = tensors[0]
+    for t in tensors[1:]:
+        r = r @ t
+    if first_vec:
+        r = r.squeeze(0)
+    if last_vec:
+        r = r.squeeze(-1)
+    return _result(r, out, op)
+
+
+def cross(input: Tensor, other: Tensor, *, dim: int = -1, out=None) -> Tensor:
+    """The cross product of 3-vectors along ``dim`` (other dims broadcast)."""
+    op = "linalg.cross"
+    tensor_arg(input, op)
+    tensor_arg(other, op, "other")
+    if input.shape[dim] != 3 or other.shape[dim] != 3:
+        raise RuntimeError(f"{op}: inputs dimension {dim} must have length 3. Got "
+                           f"{input.shape[dim]} and {other.shape[dim]}")
+    from .shape import stack
+    a = [input.select(dim, i) for i in range(3)]
+    b = [other.select(dim, i) for i in range(3)]
+    r = stack([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+               a[0] * b[1] - a[1] * b[0]], dim)
+    return _result(r, out, op)
+
+
+def vander(x: Tensor, *, N=None) -> Tensor:
+    """The Vandermonde matrix of ``x`` (..., n): columns ``x^0, x^1, ..., x^(N-1)``."""
+    op = "linalg.vander"
+    tensor_arg(x, op, "x")
+    if x.ndim < 1:
+        raise RuntimeError(f"{op}: x must have at least one dimension.")
+    n = x.shape[-1] if N is None else N
+    if n < 1:
+        raise RuntimeError(f"{op}: N must be greater than 1.")
+    from .shape import stack
+    from .creation import ones_like
+    cols = [ones_like(x)]
+    for _ in range(1, n):
+        cols.append(cols[-1] * x)
+    return stack(cols, -1)
+
+
+# -- the table -----------------------------------------------------------------------------------
+
+_FLOAT = "float32/64, complex64/128"
+OPS = (
+    OpInfo("inverse", inverse, dtypes=_FLOAT, grad="-A^-H g A^-H", node=LinalgInvExBackward0,
+           jvp=False, autocast="float32 on cuda"),
+    OpInfo("det", det, dtypes=_FLOAT, grad="g conj(det) A^-H", node=LinalgDetBackward0,
+           jvp=False),
+    OpInfo("logdet", logdet, dtypes=_FLOAT, grad="g A^-H (through slogdet)", jvp=False),
+    OpInfo("slogdet", slogdet, dtypes=_FLOAT, grad="g_logabsdet A^-H",
+           node=LinalgSlogdetBackward0, jvp=False),
+    OpInfo("cholesky", cholesky_legacy,
+           dtypes=_FLOAT, grad="sym(L^-H Phi(L^H g) L^-1)", node=LinalgCholeskyExBackward0,
+           jvp=False, autocast="float32 on cuda"),
+    OpInfo("cholesky_solve", cholesky_solve, dtypes=_FLOAT, grad="through two triangular "
+           "solves", jvp=False, autocast="float32 on cuda"),
+    OpInfo("qr", qr_legacy, dtypes=_FLOAT, grad="(gQ + Q copyltu(M)) R^-H", node=LinalgQrBackward0,
+           jvp=False),
+    OpInfo("svd", svd_legacy, dtypes=_FLOAT, grad="svd_backward (gauge-invariant losses)",
+           node=LinalgSvdBackward0, jvp=False),
+    OpInfo("pinverse", pinverse, dtypes=_FLOAT, grad="through svd", jvp=False),
+    OpInfo("triangular_solve", triangular_solve, dtypes=_FLOAT, grad="-A^-H g X^H (triangle), "
+           "A^-H g", node=LinalgSolveTriangularBackward0, jvp=False),
+    OpInfo("matrix_exp", matrix_exp, dtypes=_FLOAT, grad="exp([[A^H, g], [0, A^H]])[:n, n:]",
+           node=LinalgMatrixExpBackward0, jvp=False),
+)

@@ -1,0 +1,458 @@
+"""Special functions: ``lgamma digamma polygamma mvlgamma erfinv i0 hypot logaddexp2``, and
+the rest of ``tg.special`` (tritongrad/special.py): erf, erfc, ndtr, ndtri, log_ndtr, i0e, i1,
+i1e, sinc, entr, logit, xlog1py, exp2.
+
+Every function here is a composite of public differentiable ops (``exp log sin tan sqrt
+where igamma igammac ...``), so both backends run it with no kernel of its own and its
+derivatives, to any order, come through its parts: the derivative of the approximation, which
+is as accurate as the approximation (each is a convergent expansion, not a fit of values).
+The formulas and their accuracy in float64 (relative, except where said):
+
+- lgamma: Lanczos (g = 7, 9 terms) for x >= 1/2, reflection below; about 1e-15 (absolute near
+  the zeros x = 1, 2). Poles (0, -1, ...) give inf, as PyTorch.
+- digamma / polygamma(n): the recurrence up 10 steps, then the asymptotic (Euler-Maclaurin)
+  series with Bernoulli numbers up to B_14; digamma reflects x < 1/2. About 1e-15 for x >= 0;
+  polygamma(n >= 1) loses accuracy as x + 10 nears 0 (x < -5).
+- erf / erfc: the Taylor series for |x| < 1/2, else the regularized incomplete gamma
+  functions: erf(x) = sign(x) P(1/2, x^2), erfc(x) = Q(1/2, x^2) (igamma's accuracy: about
+  eps max(1, x^2), 1e-13 at x = 26).
+- erfinv: Giles' single-precision approximation, then two Newton steps on erf: about 1e-15
+  absolute. ndtri(p) = sqrt(2) erfinv(2p - 1): absolute error in 2p - 1 (poor for p < 1e-8).
+- i0, i0e, i1, i1e: the power series for |x| <= 25, the asymptotic series above; about 1e-15.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ...runtime import dtype as dtypes
+from ..checks import scalar_type_name, tensor_arg
+from ..registry import OpInfo
+from ..tensor import Tensor, int_arg
+from .composite import _float_operands, logaddexp
+from .creation import full_like
+from .elementwise import eq, exp, isnan, log, maximum, minimum, sqrt, where
+from .pointwise import abs, floor, igamma, igammac, isinf, log1p, logical_and, sign, sin, tan
+
+_INF = float("inf")
+_NAN = float("nan")
+
+
+def _float(input, op: str) -> Tensor:
+    """``input`` as a floating tensor (integers and bools promote to the default dtype)."""
+    x = tensor_arg(input, op)
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        x = x.to(dtypes.get_default_dtype())
+    return x
+
+
+def _series(terms) -> Tensor:
+    total = None
+    for t in terms:
+        total = t if total is None else total + t
+    return total
+
+
+def _nonpositive_integer(x: Tensor) -> Tensor:
+    return logical_and(x <= 0, eq(x, floor(x)))
+
+
+# -- gamma and its logarithmic derivatives ------------------------------------------------------
+
+_LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,
+            -176.61502916214059, 12.507343278686905, -0.13857109526572012,
+            9.9843695780195716e-6, 1.5056327351493116e-7)
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def _lgamma_right(z: Tensor) -> Tensor:
+    """lgamma(z) for z >= 1/2 (Lanczos, g = 7)."""
+    z = z - 1
+    a = _series([_LANCZOS[0]] + [c / (z + k) for k, c in enumerate(_LANCZOS[1:], 1)])
+    t = z + 7.5
+    return (z + 0.5) * log(t) - t + log(a) + _HALF_LOG_2PI
+
+
+def lgamma(input: Tensor, *, out=None) -> Tensor:
+    """``log |Gamma(x)|``: inf at the poles 0, -1, -2, ... and at +-inf.
+
+    Example:
+        >>> tg.lgamma(tg.tensor([0.5, 1., 10.]))
+        tensor([ 0.5724,  0.0000, 12.8018])
+    """
+    x = _float(input, "lgamma")
+    # poles and infinities are set at the end; the formula sees a harmless stand-in, so that no
+    # branch makes an inf - inf (where() masks a branch's gradient, but 0 * NaN is still NaN)
+    bad = _nonpositive_integer(x) | isinf(x)
+    x = where(bad, 1.5, x)
+    left = x < 0.5
+    xr = where(left, 1 - x, x)
+    right = _lgamma_right(xr)
+    s = abs(sin(where(left, x, 0.5) * math.pi))
+    r = where(left, math.log(math.pi) - log(s) - right, right)
+    r = where(bad, _INF, r)
+    return _out(r, out, "lgamma")
+
+
+def _out(r: Tensor, out, op: str) -> Tensor:
+    from .elementwise import _result
+    return _result(r, out, op)
+
+
+# Bernoulli numbers B_2, B_4, ..., B_14 over (2k)!: the asymptotic series' coefficients
+_B2K = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6)
+_SHIFT = 10
+
+
+def digamma(input: Tensor, *, out=None) -> Tensor:
+    """``psi(x) = d/dx lgamma(x)``: -inf at 0, NaN at the negative integers (PyTorch's).
+
+    Example:
+        >>> tg.digamma(tg.tensor([1., 2.]))
+        tensor([-0.5772,  0.4228])
+    """
+    x0 = _float(input, "digamma")
+    bad = _nonpositive_integer(x0) | isinf(x0)
+    x = where(bad, 1.5, x0)  # (as in lgamma: the special points are set at the end)
+    left = x < 0.5
+    z = where(left, 1 - x, x)
+    # psi(z) = psi(z + N) - sum_{k < N} 1 / (z + k); psi(w) ~ log w - 1/(2w) - sum B_2k/(2k w^2k)
+    w = z + _SHIFT
+    w2 = 1 / (w * w)
+    tail, p = None, w2
+    for k, b in enumerate(_B2K, 1):
+        t = p * (b / (2 * k))
+        tail = t if tail is None else tail + t
+        p = p * w2
+    r = log(w) - 0.5 / w - tail - _series([1 / (z + k) for k in range(_SHIFT)])
+    r = where(left, r - math.pi / tan(where(left, x, 0.25) * math.pi), r)
+    # +inf: inf; 0: -inf; the negative integers and -inf: NaN (PyTorch's)
+    special = where(eq(x0, 0), -_INF, where(x0 > 0, _INF, _NAN))
+    r = where(bad, special, r)
+    return _out(r, out, "digamma")
+
+
+def _polygamma_positive(n: int, x: Tensor) -> Tensor:
+    """psi^(n)(x) for n >= 1: (-1)^(n+1) n! zeta(n + 1, x), the Hurwitz zeta function by the
+    recurrence and Euler-Maclaurin: zeta(s, w) ~ w^(1-s)/(s-1) + w^-s/2 +
+    sum_k B_2k/(2k)! s (s+1) ... (s+2k-2) w^(-s-2k+1)."""
+    s = n + 1
+    w = x + _SHIFT
+    inv = 1 / w
+    ws = inv ** s
+    tail = ws * w / (s - 1) + ws / 2
+    rising, p = s, ws * inv  # s (s+1)...(s+2k-2), w^(-s-2k+1)
+    for k, b in enumerate(_B2K, 1):
+        tail = tail + p * (b / math.factorial(2 * k) * rising)
+        rising *= (s + 2 * k - 1) * (s + 2 * k)
+        p = p * inv * inv
+    head = _series([(x + k) ** -s for k in range(_SHIFT)])
+    return (head + tail) * ((-1) ** (n + 1) * math.factorial(n))
+
+
+def polygamma(n: int, input: Tensor, *, out=None) -> Tensor:
+    """The ``n``-th derivative of :func:`digamma` (``n = 0``: digamma itself).
+
+    Example:
+        >>> tg.polygamma(1, tg.tensor([1.]))  # pi^2 / 6
+        tensor([1.6449])
+    """
+    n = int_arg(n, "polygamma", "n")
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    x = _float(input, "polygamma")
+    if n == 0:
+        return digamma(x, out=out)
+    # (-1)^(n+1) n! zeta(n + 1, x): at the poles +-inf by the sign, 0 at +inf, NaN at -inf
+    bad = _nonpositive_integer(x) | isinf(x)
+    special = where(eq(x, _INF), 0.0, where(eq(x, -_INF), _NAN, _INF if n % 2 else -_INF))
+    r = where(bad, special, _polygamma_positive(n, where(bad, 1.5, x)))
+    return _out(r, out, "polygamma")
+
+
+def _polygamma_method(self: Tensor, n: int) -> Tensor:
+    return polygamma(n, self)
+
+
+def mvlgamma(input: Tensor, p: int, *, out=None) -> Tensor:
+    """The multivariate log-gamma function of dimension ``p``:
+    ``p (p - 1) / 4 log(pi) + sum_{i < p} lgamma(x - i / 2)``; every element must be greater
+    than ``(p - 1) / 2``.
+
+    Example:
+        >>> tg.mvlgamma(tg.tensor([2.5]), 2)
+        tensor([0.8570])
+    """
+    x = _float(input, "mvlgamma")
+    p = int_arg(p, "mvlgamma", "p")
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    # (a value check, as PyTorch's: it reads the tensor on the host)
+    if x.numel() and not bool((x > (p - 1) / 2).all()):
+        raise RuntimeError("All elements must be greater than (p-1)/2")
+    r = _series([lgamma(x - i / 2) for i in range(p)]) + p * (p - 1) / 4 * math.log(math.pi)
+    return _out(r, out, "mvlgamma")
+
+
+# -- the error function and the normal distribution -----------------------------------------------
+
+_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
+_SMALL = 0.5
+
+
+def _erf_taylor(x: Tensor) -> Tensor:
+    # erf(x) = 2/sqrt(pi) sum (-1)^n x^(2n+1) / (n! (2n+1)); 13 terms: below 1e-17 at |x| < 1/2
+    x2 = x * x
+    terms, p = [], x
+    for n in range(13):
+        terms.append(p * ((-1) ** n / (math.factorial(n) * (2 * n + 1))))
+        p = p * x2
+    return _series(terms) * _TWO_OVER_SQRT_PI
+
+
+def erf(input: Tensor) -> Tensor:
+    """The error function ``2/sqrt(pi) int_0^x exp(-t^2) dt``."""
+    x = _float(input, "erf")
+    small = abs(x) < _SMALL
+    xs = where(small, 1.0, x)
+    half = full_like(x, 0.5)
+    big = sign(xs) * igamma(half, xs * xs)
+    return where(small, _erf_taylor(where(small, x, 0.0)), big)
+
+
+def erfc(input: Tensor) -> Tensor:
+    """``1 - erf(x)``, without the cancellation for large x."""
+    x = _float(input, "erfc")
+    low = x < _SMALL
+    xs = where(low, 1.0, x)
+    return where(low, 1 - erf(where(low, x, 0.0)), igammac(full_like(x, 0.5), xs * xs))
+
+
+# Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011), single precision:
+# w = -log(1 - y^2); central region w < 5 in w - 2.5, tails in sqrt(w) - 3
+_GILES_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                  0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_GILES_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+               0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def _horner(coefs, t: Tensor) -> Tensor:
+    p = None
+    for c in coefs:
+        p = full_like(t, c) if p is None else p * t + c
+    return p
+
+
+def erfinv(input: Tensor, *, out=None) -> Tensor:
+    """The inverse of :func:`erf` on ``[-1, 1]``: +-inf at +-1, NaN outside.
+
+    Example:
+        >>> tg.erfinv(tg.tensor([0., 0.5]))
+        tensor([0.0000, 0.4769])
+    """
+    y = _float(input, "erfinv")
+    edge = abs(y) >= 1
+    ys = where(edge, 0.0, y)
+    w = -log1p(-ys * ys)
+    central = w < 5
+    x = ys * where(central, _horner(_GILES_CENTRAL, where(central, w, 2.5) - 2.5),
+                   _horner(_GILES_TAIL, sqrt(where(central, 9.0, w)) - 3))
+    for _ in range(2):  # Newton on erf(x) = y: each step doubles the correct digits
+        x = x - (erf(x) - ys) / (exp(-x * x) * _TWO_OVER_SQRT_PI)
+    # (constants only in the edge values: y * inf would send 0 * inf = NaN back to y)
+    x = where(edge, where(eq(y, 1), _INF, where(eq(y, -1), -_INF, _NAN)), x)
+    return _out(x, out, "erfinv")
+
+
+_SQRT_HALF = math.sqrt(0.5)
+
+
+def ndtr(input: Tensor) -> Tensor:
+    """The standard normal CDF, ``(1 + erf(x / sqrt(2))) / 2`` (as ``erfc(-x / sqrt 2) / 2``:
+    accurate in the lower tail)."""
+    return erfc(-_float(input, "ndtr") * _SQRT_HALF) * 0.5
+
+
+def log_ndtr(input: Tensor) -> Tensor:
+    """``log(ndtr(x))``, accurate in both tails: ``log1p(-ndtr(-x))`` above 0 and, below -35
+    (where ndtr underflows), the asymptotic series ``-x^2/2 - log(-x) - log(2 pi)/2 +
+    log(1 - 1/x^2 + 3/x^4 - 15/x^6 + 105/x^8)``."""
+    x = _float(input, "log_ndtr")
+    upper, far = x > 0, x < -35
+    mid = where(upper, log1p(erfc(where(upper, x, 1.0) * _SQRT_HALF) * -0.5),
+                log(erfc(-where(upper | far, -1.0, x) * _SQRT_HALF) * 0.5))
+    xf = where(far, x, -40.0)
+    u = 1 / (xf * xf)
+    asym = -0.5 / u - log(-xf) - _HALF_LOG_2PI + log1p(u * (-1 + u * (3 + u * (-15 + u * 105))))
+    return where(far, asym, mid)
+
+
+def ndtri(input: Tensor) -> Tensor:
+    """The inverse of :func:`ndtr`: ``sqrt(2) erfinv(2p - 1)``."""
+    return erfinv(_float(input, "ndtri") * 2 - 1) * math.sqrt(2)
+
+
+# -- modified Bessel functions of the first kind, orders 0 and 1 ---------------------------------
+
+_BESSEL_SPLIT = 25.0
+
+
+def _bessel_series(order: int, x: Tensor) -> Tensor:
+    """I_order(x) = (x/2)^order sum_k (x^2/4)^k / (k! (k + order)!), for |x| <= 25: 60 terms
+    put the remainder below 1e-30 of the sum (the terms are all positive: no cancellation)."""
+    q = x * x * 0.25
+    term = (x * 0.5) if order else full_like(x, 1.0)
+    terms = [term]
+    for k in range(1, 60):
+        term = term * q * (1.0 / (k * (k + order)))
+        terms.append(term)
+    return _series(terms)
+
+
+def _bessel_asymptotic_scaled(order: int, ax: Tensor) -> Tensor:
+    """e^-x I_order(x) for x > 25: 1/sqrt(2 pi x) sum_k (-1)^k a_k(order) / x^k with
+    a_k = prod_{j <= k} (4 order^2 - (2j - 1)^2) / (k! 8^k); 20 terms (the 20th is below
+    3e-16 of the sum at x = 25, and the error is below it)."""
+    mu = 4 * order * order
+    inv = 1 / ax
+    coef, total, p = 1.0, None, None
+    for k in range(0, 20):
+        if k:
+            coef *= -(mu - (2 * k - 1) ** 2) / (k * 8)
+            p = inv if p is None else p * inv
+        t = full_like(ax, coef) if k == 0 else p * coef
+        total = t if total is None else total + t
+    return total / sqrt(ax * (2 * math.pi))
+
+
+def _bessel(order: int, input: Tensor, scaled: bool, op: str) -> Tensor:
+    x = _float(input, op)
+    ax = abs(x)
+    near = ax <= _BESSEL_SPLIT
+    small = _bessel_series(order, where(near, x, 0.0))
+    if scaled:
+        small = small * exp(-ax)
+    far_x = where(near, _BESSEL_SPLIT + 1, ax)
+    far = _bessel_asymptotic_scaled(order, far_x)
+    if not scaled:
+        far = far * exp(far_x)
+    if order:  # I_1 is odd
+        far = far * sign(x)
+    r = where(near, small, far)
+    return where(isnan(x), x, r)
+
+
+def i0(input: Tensor, *, out=None) -> Tensor:
+    """The modified Bessel function of the first kind of order 0.
+
+    Example:
+        >>> tg.i0(tg.tensor([0., 1.]))
+        tensor([1.0000, 1.2661])
+    """
+    return _out(_bessel(0, input, False, "i0"), out, "i0")
+
+
+def i0e(input: Tensor) -> Tensor:
+    """``exp(-|x|) i0(x)``, without the overflow."""
+    return _bessel(0, input, True, "i0e")
+
+
+def i1(input: Tensor) -> Tensor:
+    """The modified Bessel function of the first kind of order 1."""
+    return _bessel(1, input, False, "i1")
+
+
+def i1e(input: Tensor) -> Tensor:
+    """``exp(-|x|) i1(x)``, without the overflow."""
+    return _bessel(1, input, True, "i1e")
+
+
+# -- small compositions ----------------------------------------------------------------------------
+
+def hypot(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    """``sqrt(input^2 + other^2)`` (broadcasting), scaled by the larger magnitude so that it
+    neither overflows nor underflows; 0 (with a zero gradient) where both are 0.
+
+    Example:
+        >>> tg.hypot(tg.tensor([3., 1e200], dtype=tg.float64), tg.tensor([4., 1e200],
+        ...          dtype=tg.float64))
+        tensor([5.0000e+00, 1.4142e+200], dtype=tritongrad.float64)
+    """
+    a, b = tensor_arg(input, "hypot"), tensor_arg(other, "hypot", "other")
+    if not (a.dtype.is_floating_point and b.dtype.is_floating_point):
+        bad = b.dtype if a.dtype.is_floating_point else a.dtype
+        raise NotImplementedError(f'"hypot_{a.device.type}" not implemented for '
+                                  f"'{scalar_type_name(bad)}'")
+    a, b = _float_operands(a, b, "hypot")
+    big, small = maximum(abs(a), abs(b)), minimum(abs(a), abs(b))
+    zero = eq(big, 0)
+    big_s = where(zero, 1.0, big)
+    ratio = small / big_s
+    r = where(zero, 0.0, big_s * sqrt(1 + ratio * ratio))
+    r = where(isinf(a) | isinf(b), full_like(r, _INF), r)
+    return _out(r, out, "hypot")
+
+
+_LN2 = math.log(2)
+
+
+def logaddexp2(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    """``log2(2^input + 2^other)`` without overflow (:func:`logaddexp` in base 2)."""
+    a, b = tensor_arg(input, "logaddexp2"), tensor_arg(other, "logaddexp2", "other")
+    return _out(logaddexp(a * _LN2, b * _LN2) / _LN2, out, "logaddexp2")
+
+
+def sinc(input: Tensor) -> Tensor:
+    """The normalized sinc, ``sin(pi x) / (pi x)``, 1 at 0 (where its gradient is 0)."""
+    x = _float(input, "sinc")
+    zero = eq(x, 0)
+    px = where(zero, 1.0, x) * math.pi
+    return where(zero, 1.0, sin(px) / px)
+
+
+def entr(input: Tensor) -> Tensor:
+    """The elementwise entropy ``-x log x``: 0 at 0, -inf below 0."""
+    x = _float(input, "entr")
+    pos = x > 0
+    r = where(pos, -x * log(where(pos, x, 1.0)), full_like(x, -_INF))
+    return where(eq(x, 0), 0.0, where(isnan(x), x, r))
+
+
+def logit(input: Tensor, eps: float | None = None) -> Tensor:
+    """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+    x = _float(input, "logit")
+    if eps is not None:
+        x = x.clamp(eps, 1 - eps)
+    return log(x / (1 - x))
+
+
+def xlog1py(input, other) -> Tensor:
+    """``input * log1p(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN)."""
+    a, b = _float_operands(input, other, "xlog1py")
+    zero = logical_and(eq(a, 0), ~isnan(b))
+    return where(zero, 0.0, a * log1p(where(zero, 0.0, b)))
+
+
+def exp2(input: Tensor) -> Tensor:
+    """``2 ** x``."""
+    return exp(_float(input, "exp2") * _LN2)
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+_PARTS = "through its parts (the derivative of the expansion)"
+
+OPS = (
+    OpInfo("lgamma", lgamma, dtypes="floats; integers promote", grad="g digamma(x) " + _PARTS),
+    OpInfo("digamma", digamma, dtypes="floats; integers promote",
+           grad="g polygamma(1, x) " + _PARTS),
+    OpInfo("polygamma", polygamma, method=_polygamma_method, dtypes="floats; integers promote",
+           grad="g polygamma(n + 1, x) " + _PARTS),
+    OpInfo("mvlgamma", mvlgamma, dtypes="floats; integers promote", grad=_PARTS),
+    OpInfo("erfinv", erfinv, dtypes="floats; integers promote",
+           grad="g sqrt(pi)/2 exp(y^2) " + _PARTS),
+    OpInfo("i0", i0, dtypes="floats; integers promote", grad="g i1(x) " + _PARTS),
+    OpInfo("hypot", hypot, dtypes="floats", grad="g a / y, g b / y; 0 at 0"),
+    OpInfo("logaddexp2", logaddexp2, dtypes="floats",
+           grad="g 2^a / (2^a + 2^b), g 2^b / (2^a + 2^b)"),
+)

@@ -1,0 +1,297 @@
+"""Factorizations and solvers (autograd/ops/decompositions.py, tritongrad.linalg): values
+against NumPy float64 and reconstruction identities, gradients and second derivatives by
+finite differences (gauge-invariant losses for qr/eigh/svd), PyTorch's errors, on the CPU and
+the (emulated) CUDA device (a host round trip)."""
+
+import numpy as np
+import pytest
+
+import tritongrad as tg
+from tritongrad.autograd.gradcheck import gradcheck, gradgradcheck
+
+rng = np.random.default_rng(11)
+
+
+def t(a, device, requires_grad=True):
+    return tg.tensor(np.asarray(a), dtype=tg.float64, device=device, requires_grad=requires_grad)
+
+
+def host(x):
+    return x.detach().cpu().numpy()
+
+
+def close(x, ref, tol=1e-9):
+    assert tuple(x.shape) == np.shape(ref), (tuple(x.shape), np.shape(ref))
+    np.testing.assert_allclose(host(x), ref, rtol=tol, atol=tol)
+
+
+def well_conditioned(*shape):
+    n = shape[-1]
+    return rng.standard_normal(shape) + 3 * np.eye(n)
+
+
+def spd(*shape):
+    a = rng.standard_normal(shape)
+    return a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1])
+
+
+def check_grads(fn, inputs):
+    assert gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-4)
+    assert gradgradcheck(fn, inputs, eps=1e-6, atol=1e-4, rtol=1e-3)
+
+
+def sym(a):
+    return a + a.mT
+
+
+# -- values --------------------------------------------------------------------------------------
+
+def test_inverse_determinant_solve_values(device):
+    a = well_conditioned(2, 3, 3)
+    b = rng.standard_normal((2, 3, 2))
+    A, B = t(a, device), t(b, device)
+    close(tg.linalg.inv(A), np.linalg.inv(a))
+    close(tg.inverse(A), np.linalg.inv(a))
+    close(tg.linalg.det(A), np.linalg.det(a))
+    close(A.det(), np.linalg.det(a))
+    sign, logabs = tg.linalg.slogdet(A)
+    ref_sign, ref_log = np.linalg.slogdet(a)
+    close(sign, ref_sign)
+    close(logabs, ref_log)
+    close(tg.linalg.solve(A, B), np.linalg.solve(a, b))
+    close(tg.linalg.solve(A, B[..., 0]), np.linalg.solve(a, b[..., :1])[..., 0])  # vectors
+    close(tg.linalg.solve(A[0], B), np.linalg.solve(a[0], b))  # broadcast batch
+    close(tg.linalg.solve(A, B.mT, left=False), np.swapaxes(np.linalg.solve(
+        np.swapaxes(a, -1, -2), b), -1, -2))
+    expected = np.where(ref_sign < 0, np.nan, ref_log)
+    np.testing.assert_allclose(host(tg.logdet(A)), expected, rtol=1e-9)
+    inverse, info = tg.linalg.inv_ex(A)
+    close(inverse, np.linalg.inv(a))
+    assert info.dtype is tg.int32 and host(info).tolist() == [0, 0]
+
+
+def test_factorization_reconstructions(device):
+    a = rng.standard_normal((2, 4, 3))
+    A = t(a, device)
+    Q, R = tg.linalg.qr(A)
+    close(Q @ R, a)
+    close(Q.mT @ Q, np.broadcast_to(np.eye(3), (2, 3, 3)))
+    assert np.allclose(np.tril(host(R), -1), 0)
+    Qc, Rc = tg.qr(A, some=False)
+    assert tuple(Qc.shape) == (2, 4, 4)
+    close(Qc @ Rc, a)
+    U, S, Vh = tg.linalg.svd(A, full_matrices=False)
+    close((U * S.unsqueeze(-2)) @ Vh, a)
+    close(S, np.linalg.svd(a, compute_uv=False))
+    close(tg.linalg.svdvals(A), np.linalg.svd(a, compute_uv=False))
+    U2, S2, V2 = tg.svd(A)  # V, not Vh; some=True: reduced
+    assert tuple(U2.shape) == (2, 4, 3)
+    close((U2 * S2.unsqueeze(-2)) @ V2.mT, a)
+    assert tuple(tg.svd(A, some=False).U.shape) == (2, 4, 4)
+    s = spd(2, 3, 3)
+    L = tg.linalg.cholesky(t(s, device))
+    close(L, np.linalg.cholesky(s))
+    close(tg.linalg.cholesky(t(s, device), upper=True), np.swapaxes(np.linalg.cholesky(s), -1, -2))
+    w, V = tg.linalg.eigh(t(s, device))
+    close(w, np.linalg.eigvalsh(s))
+    close((V * w.unsqueeze(-2)) @ V.mT, s)
+    close(tg.linalg.eigvalsh(t(s, device)), np.linalg.eigvalsh(s))
+    close(tg.linalg.pinv(A), np.linalg.pinv(a))
+    close(tg.pinverse(A), np.linalg.pinv(a))
+
+
+def test_triangular_solves_and_matrix_exp(device):
+    a = well_conditioned(3, 3)
+    b = rng.standard_normal((3, 2))
+    A, B = t(a, device), t(b, device)
+    close(tg.linalg.solve_triangular(A, B, upper=True), np.linalg.solve(np.triu(a), b))
+    close(tg.linalg.solve_triangular(A, B.mT, upper=False, left=False),
+          b.T @ np.linalg.inv(np.tril(a)))
+    unit = np.tril(a, -1) + np.eye(3)
+    close(tg.linalg.solve_triangular(A, B, upper=False, unitriangular=True),
+          np.linalg.solve(unit, b))
+    X, copy = tg.triangular_solve(B, A, upper=True, transpose=True)
+    close(X, np.linalg.solve(np.triu(a).T, b))
+    close(copy, a)
+    s = spd(3, 3)
+    Lc = np.linalg.cholesky(s)
+    close(tg.cholesky_solve(B, t(Lc, device)), np.linalg.solve(s, b))
+    close(tg.cholesky_solve(B, t(Lc.T, device), upper=True), np.linalg.solve(s, b))
+    # exp of a diagonalizable matrix: V exp(D) V^-1
+    sm = sym(t(rng.standard_normal((3, 3)), device, False))
+    w, V = np.linalg.eigh(host(sm))
+    close(tg.linalg.matrix_exp(sm), (V * np.exp(w)) @ V.T, 1e-8)
+    close(tg.matrix_exp(t(np.zeros((2, 2)), device)), np.eye(2))
+    big = rng.standard_normal((2, 2)) * 5  # scaling and squaring
+    e = host(tg.linalg.matrix_exp(t(big, device)))
+    np.testing.assert_allclose(e @ host(tg.linalg.matrix_exp(t(-big, device))), np.eye(2),
+                               atol=1e-8)
+
+
+def test_small_composites(device):
+    x = t(rng.standard_normal((2, 3)), device)
+    y = t(rng.standard_normal((2, 3)), device)
+    close(tg.linalg.cross(x, y), np.cross(host(x), host(y)))
+    close(tg.linalg.vander(x[0]), np.vander(host(x[0]), increasing=True))
+    mats = [rng.standard_normal(s) for s in ((3,), (3, 4), (4, 2))]
+    close(tg.linalg.multi_dot([t(m, device) for m in mats]), mats[0] @ mats[1] @ mats[2])
+    a = rng.standard_normal((5, 3))
+    b = rng.standard_normal((5, 2))
+    res = tg.linalg.lstsq(t(a, device), t(b, device))
+    close(res.solution, np.linalg.lstsq(a, b, rcond=None)[0])
+    assert int(res.rank) == 3
+
+
+def test_lu_factor_matches_lapack_layout():
+    a = np.array([[1., 2., 3.], [4., 5., 6.], [7., 8., 10.]])
+    lu, piv = tg.linalg.lu_factor(tg.tensor(a))
+    lu, piv = host(lu), host(piv)
+    assert piv.tolist() == [3, 3, 3]
+    L, U = np.tril(lu, -1) + np.eye(3), np.triu(lu)
+    p = np.arange(3)
+    for i, j in enumerate(piv - 1):
+        p[[i, j]] = p[[j, i]]
+    np.testing.assert_allclose(L @ U, a[p], atol=1e-12)
+
+
+def test_complex_values(device):
+    a = rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3)) + 3 * np.eye(3)
+    A = tg.tensor(a, dtype=tg.complex128, device=device)
+    np.testing.assert_allclose(host(tg.linalg.inv(A)), np.linalg.inv(a), atol=1e-12)
+    np.testing.assert_allclose(host(tg.linalg.det(A)), np.linalg.det(a), atol=1e-12)
+    h = a @ a.conj().T
+    np.testing.assert_allclose(host(tg.linalg.cholesky(tg.tensor(h, device=device))),
+                               np.linalg.cholesky(h), atol=1e-12)
+
+
+def test_float32_runs_in_float32(device):
+    A = tg.tensor(well_conditioned(3, 3), dtype=tg.float32, device=device)
+    assert tg.linalg.inv(A).dtype is tg.float32
+    assert tg.linalg.svd(A).S.dtype is tg.float32
+    assert tg.linalg.slogdet(A).logabsdet.dtype is tg.float32
+
+
+# -- gradients -------------------------------------------------------------------------------------
+
+def test_inverse_determinant_solve_gradients(device):
+    A = t(well_conditioned(2, 3, 3), device)
+    B = t(rng.standard_normal((2, 3, 2)), device)
+    check_grads(tg.linalg.inv, [A])
+    check_grads(tg.linalg.det, [A])
+    check_grads(lambda a: tg.linalg.slogdet(a).logabsdet, [A])
+    check_grads(tg.linalg.solve, [A, B])
+    check_grads(lambda a, b: tg.linalg.solve(a, b[..., 0]), [A, B])
+    assert tg.linalg.inv(A).grad_fn.name() == "LinalgInvExBackward0"
+    assert tg.linalg.solve(A, B).grad_fn.name() == "LinalgSolveExBackward0"
+
+
+def test_factorization_gradients(device):
+    A = t(rng.standard_normal((4, 3)), device)
+    S = t(spd(3, 3), device)
+    check_grads(lambda s: tg.linalg.cholesky(sym(s)), [S])
+    check_grads(lambda s: tg.linalg.cholesky(sym(s), upper=True), [S])
+    check_grads(lambda a: tg.linalg.qr(a), [A])  # Q and R: sign-fixed by R's positive diagonal?
+    # eigh: eigenvalues, and eigenvectors through a sign-invariant function (V diag(w) V^T, V V^T
+    # weighted)
+    M = t(rng.standard_normal((3, 3)), device)
+    check_grads(lambda m: tg.linalg.eigvalsh(sym(m)), [M])
+    check_grads(lambda m: (lambda w, V: (V * V) @ w)(*tg.linalg.eigh(sym(m))), [M])
+    check_grads(lambda a: tg.linalg.svdvals(a), [A])
+    check_grads(lambda a: (lambda U, S, Vh: U @ Vh)(*tg.linalg.svd(a, full_matrices=False)), [A])
+    wu = t(rng.standard_normal((3, 3)), device, False)
+    wv = t(rng.standard_normal((3, 4)), device, False)
+    check_grads(lambda a: (lambda U, S, Vh: (U * U * wu).sum() + (Vh * Vh * wv).sum())(
+        *tg.linalg.svd(a.mT, full_matrices=False)), [A])
+    check_grads(tg.linalg.pinv, [A])
+
+
+def test_triangular_and_exponential_gradients(device):
+    A = t(well_conditioned(3, 3), device)
+    B = t(rng.standard_normal((3, 2)), device)
+    check_grads(lambda a, b: tg.linalg.solve_triangular(a, b, upper=True), [A, B])
+    check_grads(lambda a, b: tg.linalg.solve_triangular(a, b.mT, upper=False, left=False),
+                [A, B])
+    check_grads(lambda a, b: tg.linalg.solve_triangular(a, b, upper=False, unitriangular=True),
+                [A, B])
+    L = t(np.linalg.cholesky(spd(3, 3)), device)
+    check_grads(lambda l, b: tg.cholesky_solve(b, l.tril()), [L, B])
+    check_grads(tg.linalg.matrix_exp, [t(rng.standard_normal((2, 3, 3)) * 0.5, device)])
+
+
+def test_complex_gradients():
+    a = rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3)) + 3 * np.eye(3)
+    A = tg.tensor(a, dtype=tg.complex128, requires_grad=True)
+    assert gradcheck(lambda x: tg.linalg.inv(x), [A])
+    assert gradcheck(lambda x: tg.linalg.det(x), [A])
+    assert gradcheck(lambda x: tg.linalg.svdvals(x), [A])
+    assert gradcheck(lambda x: tg.linalg.eigvalsh(x + x.mH), [A])
+
+
+def test_complex_phase_dependent_loss_is_refused():
+    a = rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))
+    A = tg.tensor(a + a.conj().T, dtype=tg.complex128, requires_grad=True)
+    w, V = tg.linalg.eigh(A)
+    with pytest.raises(RuntimeError, match="specified up to multiplication by e"):
+        (V * tg.tensor(rng.standard_normal((3, 3)) + 1j, dtype=tg.complex128)).real.sum().backward()
+
+
+# -- errors ----------------------------------------------------------------------------------------
+
+def test_errors_match_pytorch(device):
+    def raises(fn, match, exc=RuntimeError):
+        with pytest.raises(exc) as info:
+            fn()
+        assert str(info.value) == match, str(info.value)
+
+    rect = tg.ones(2, 3, device=device)
+    raises(lambda: tg.linalg.inv(rect),
+           "linalg.inv: A must be batches of square matrices, but they are 2 by 3 matrices")
+    raises(lambda: tg.linalg.inv(tg.tensor([[1., 2.], [2., 4.]], device=device)),
+           "linalg.inv: The diagonal element 2 is zero, the inversion could not be completed "
+           "because the input matrix is singular.", tg.linalg.LinAlgError)
+    raises(lambda: tg.linalg.inv(tg.zeros(2, 2, 2, device=device)),
+           "linalg.inv: (Batch element 0): The diagonal element 1 is zero, the inversion could "
+           "not be completed because the input matrix is singular.")
+    raises(lambda: tg.linalg.inv(tg.ones(2, 2, dtype=tg.int64, device=device)),
+           "linalg.inv: Expected a floating point or complex tensor as input. Got Long")
+    raises(lambda: tg.linalg.inv(tg.ones(2, 2, dtype=tg.float16, device=device)),
+           "linalg.inv: Low precision dtypes not supported. Got Half")
+    raises(lambda: tg.linalg.cholesky(tg.tensor([[1., 2.], [2., 1.]], device=device)),
+           "linalg.cholesky: The factorization could not be completed because the input is not "
+           "positive-definite (the leading minor of order 2 is not positive-definite).")
+    raises(lambda: tg.linalg.cholesky(tg.tensor([[[1., 0.], [0., 1.]], [[1., 2.], [2., 1.]]],
+                                                device=device)),
+           "linalg.cholesky: (Batch element 1): The factorization could not be completed "
+           "because the input is not positive-definite (the leading minor of order 2 is not "
+           "positive-definite).")
+    raises(lambda: tg.linalg.solve(tg.tensor([[1., 2.], [2., 4.]], device=device),
+                                   tg.ones(2, device=device)),
+           "torch.linalg.solve: The solver failed because the input matrix is singular.")
+    raises(lambda: tg.linalg.solve(tg.eye(2, device=device), tg.ones(3, device=device)),
+           "linalg.solve: Incompatible shapes of A and B for the equation AX = B (2x2 and 3x1)")
+    raises(lambda: tg.linalg.qr(tg.ones(3, device=device)),
+           "linalg.qr: The input tensor A must have at least 2 dimensions.")
+    raises(lambda: tg.linalg.det(rect),
+           "linalg.det: A must be batches of square matrices, but they are 2 by 3 matrices")
+    _, info = tg.linalg.cholesky_ex(tg.tensor([[1., 2.], [2., 1.]], device=device))
+    assert int(info) == 2
+    inverse, info = tg.linalg.inv_ex(tg.tensor([[1., 2.], [2., 4.]], device=device))
+    assert int(info) == 2 and np.isnan(host(inverse)).all()
+
+
+def test_singular_slogdet_and_grad_fn_names():
+    sign, logabs = tg.linalg.slogdet(tg.zeros(2, 2))
+    assert float(sign) == 0 and float(logabs) == -np.inf
+    A = t(well_conditioned(3, 3), "cpu")
+    names = {
+        "LinalgDetBackward0": tg.linalg.det(A),
+        "LinalgSlogdetBackward0": tg.linalg.slogdet(A)[1],
+        "LinalgCholeskyExBackward0": tg.linalg.cholesky(sym(A)),
+        "LinalgQrBackward0": tg.linalg.qr(A)[0],
+        "LinalgEighBackward0": tg.linalg.eigh(A)[0],
+        "LinalgSvdBackward0": tg.linalg.svd(A)[1],
+        "LinalgSolveTriangularBackward0": tg.linalg.solve_triangular(A, A, upper=True),
+        "LinalgMatrixExpBackward0": tg.linalg.matrix_exp(A),
+    }
+    for name, out in names.items():
+        assert out.grad_fn.name() == name

@@ -1,0 +1,24 @@
+"""``tritongrad.special``: PyTorch's ``torch.special`` functions.
+
+The gamma family, the error function and its inverse, the normal distribution's functions
+and the modified Bessel functions are differentiable compositions of the tensor ops
+(autograd/ops/special.py: formulas and accuracy); the rest are the package's ops under
+torch.special's names.
+
+Example:
+    >>> tg.special.ndtr(tg.tensor([0.]))
+    tensor([0.5000])
+"""
+
+from .autograd.ops import (expm1, igamma as gammainc, igammac as gammaincc, log1p,
+                           log_softmax, logsumexp, round, sigmoid as expit, softmax, xlogy)
+from .autograd.ops.special import (digamma, entr, erf, erfc, erfinv, exp2, i0, i0e, i1, i1e,
+                                   lgamma as gammaln, log_ndtr, logit, mvlgamma as
+                                   multigammaln, ndtr, ndtri, polygamma, sinc, xlog1py)
+
+psi = digamma
+
+__all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammainc",
+           "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax",
+           "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round",
+           "sinc", "softmax", "xlog1py", "xlogy"]
