@@ -49,6 +49,10 @@ reductions    sum(a, dims, keepdim)   [dims: sorted tuple of non-negative ints]
                                                log_softmax along dim; all -inf rows give NaN]
 linear alg.   matmul(a, b)            [2-D]
               bmm(a, b)               [(B, n, m) @ (B, m, p); any strides, 0 batch strides too]
+              (factorizations and solvers -- inv, det, slogdet, solve, cholesky, qr, eigh, svd,
+              solve_triangular, matrix_exp, lu_factor -- are not per-backend: they are host
+              kernels, kernels/numpy/decompositions.py, which autograd/ops/decompositions.py
+              runs on a host copy of a CUDA array, synchronizing with the current stream)
 indexing      nonzero(a) -> int64 (count, a.ndim), row-major order
               index(a, indices): a[indices] with NumPy's advanced-indexing rules; indices is a
                   tuple over a's leading dims of int64 arrays (broadcast together) or None (the

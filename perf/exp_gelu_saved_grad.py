@@ -126,12 +126,13 @@ def main() -> None:
             times[name].append(time.perf_counter() - t0)
     if restore is not None:
         restore()
-    ref = statistics.median(times["torch"]) if times["torch"] else None
+    ref = times["torch"] or None
+    print(f"{'':28s} {'median':>9s}     {'min':>9s}     x torch (median, min)")
     for name, ts in times.items():
         if ts:
             med = statistics.median(ts)
-            ratio = f"{med / ref:8.3f}" if ref else ""
-            print(f"{name:28s} {med * 1e3:9.2f} ms  (min {min(ts) * 1e3:.2f}) {ratio}")
+            ratio = f"{med / statistics.median(ref):6.3f} {min(ts) / min(ref):6.3f}" if ref else ""
+            print(f"{name:28s} {med * 1e3:9.2f} ms  {min(ts) * 1e3:9.2f} ms  {ratio}")
 
 
 if __name__ == "__main__":

@@ -10,11 +10,14 @@ Example:
     tensor([0.5000])
 """
 
-from .autograd.ops import (expm1, igamma as gammainc, igammac as gammaincc, log1p,
-                           log_softmax, logsumexp, round, sigmoid as expit, softmax, xlogy)
+from .autograd.ops import expm1, log1p, log_softmax, logsumexp, round, softmax, xlogy
+from .autograd.ops import igamma as gammainc
+from .autograd.ops import igammac as gammaincc
+from .autograd.ops import sigmoid as expit
 from .autograd.ops.special import (digamma, entr, erf, erfc, erfinv, exp2, i0, i0e, i1, i1e,
-                                   lgamma as gammaln, log_ndtr, logit, mvlgamma as
-                                   multigammaln, ndtr, ndtri, polygamma, sinc, xlog1py)
+                                   log_ndtr, logit, ndtr, ndtri, polygamma, sinc, xlog1py)
+from .autograd.ops.special import lgamma as gammaln
+from .autograd.ops.special import mvlgamma as multigammaln
 
 psi = digamma
 

@@ -159,8 +159,17 @@ def _keep_outputs(outs: tuple, skip: tuple = ()) -> tuple:
     return outs
 
 
+def _cj(x: Tensor) -> Tensor:
+    """``x.conj()`` for complex ``x``; real ``x`` itself (no conj node in the graph)."""
+    return x.conj() if x.dtype.is_complex else x
+
+
 def _mH(x: Tensor) -> Tensor:
-    return x.transpose(-2, -1).conj() if x.dtype.is_complex else x.transpose(-2, -1)
+    return _cj(x.transpose(-2, -1))
+
+
+def _trace(X: Tensor) -> Tensor:
+    return X.diagonal(0, -2, -1).sum(-1)
 
 
 def _zero_if_none(g, like: Tensor) -> Tensor:
@@ -175,6 +184,7 @@ class LinalgInvExBackward0(Primitive):
 
     __slots__ = ()
     op_name = "linalg_inv_ex"
+    saved_names = ("inverse",)
     save_output = True
 
     @staticmethod
@@ -183,6 +193,10 @@ class LinalgInvExBackward0(Primitive):
 
     vjp = complex_vjp = _tensor_rule(
         lambda ctx, saved, g: -(_mH(saved[0]) @ g @ _mH(saved[0])))
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, op):
+        return -(out @ tangents[0] @ out)  # dX = -X dA X
 
 
 def inv(A: Tensor, *, out=None) -> Tensor:
@@ -235,6 +249,7 @@ class LinalgSlogdetBackward0(Primitive):
 
     __slots__ = ()
     op_name = "linalg_slogdet"
+    saved_names = ("A", "sign", "logabsdet")
     save_inputs = (0,)
 
     @staticmethod
@@ -250,10 +265,20 @@ class LinalgSlogdetBackward0(Primitive):
             if g_sign is not None:
                 # the sign's phase: d sign = i Im(tr(A^-1 dA)) sign
                 from .complex_parts import imag
-                g = g - 1j * imag(sign.conj() * g_sign).to(A.dtype)
+                g = g + 1j * imag(sign.conj() * g_sign).to(A.dtype)
         return g.unsqueeze(-1).unsqueeze(-1) * _mH(inv(A))
 
     vjp = complex_vjp = _tensor_rule(_rule.__func__)
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out):
+        # d log det A = tr(A^-1 dA): its real part moves logabsdet, its imaginary one the sign
+        (A,), (dA,), (sign, _) = primals, tangents, out
+        tr = _trace(solve(A, dA))
+        if not A.dtype.is_complex:
+            return sign.new_zeros(sign.shape), tr
+        from .complex_parts import imag, real
+        return sign * (1j * imag(tr)).to(sign.dtype), real(tr)
 
 
 def slogdet(A: Tensor, *, out=None) -> SlogdetResult:
@@ -268,6 +293,7 @@ class LinalgDetBackward0(Primitive):
 
     __slots__ = ()
     op_name = "linalg_det"
+    saved_names = ("A", "result")
     save_inputs = (0,)
     save_output = True
 
@@ -276,7 +302,11 @@ class LinalgDetBackward0(Primitive):
         return _host(_np_dec.det, (a,))
 
     vjp = complex_vjp = _tensor_rule(lambda ctx, saved, g: (
-        (g * saved[1].conj()).unsqueeze(-1).unsqueeze(-1) * _mH(inv(saved[0]))))
+        (g * _cj(saved[1])).unsqueeze(-1).unsqueeze(-1) * _mH(inv(saved[0]))))
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out):
+        return out * _trace(solve(primals[0], tangents[0]))  # d det = det tr(A^-1 dA)
 
 
 def det(A: Tensor, *, out=None) -> Tensor:
@@ -316,6 +346,14 @@ class LinalgSolveExBackward0(Primitive):
         return -(gB @ _mH(X)), gB
 
     vjp = complex_vjp = _tensor_rule(_rule.__func__)
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out):
+        (A, _), (dA, dB) = primals, tangents
+        rhs = _zero_if_none(dB, out)
+        if dA is not None:
+            rhs = rhs - dA @ out
+        return solve(A, rhs)  # dX = A^-1 (dB - dA X)
 
 
 def _vector_rhs(A: Tensor, B: Tensor) -> bool:
@@ -369,6 +407,7 @@ class LinalgCholeskyExBackward0(Primitive):
 
     __slots__ = ()
     op_name = "linalg_cholesky_ex"
+    saved_names = ("L",)
     save_output = True
 
     @staticmethod
@@ -383,6 +422,13 @@ class LinalgCholeskyExBackward0(Primitive):
         return 0.5 * (gA + _mH(gA))
 
     vjp = complex_vjp = _tensor_rule(_rule.__func__)
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, op):
+        # dL = L Phi(L^-1 dA L^-H), dA as the forward reads A (its lower triangle, Hermitian)
+        L, dA = out, _copyltu(tangents[0])
+        Y = solve_triangular(L, _mH(solve_triangular(L, dA, upper=False)), upper=False)
+        return L @ _phi(Y)
 
 
 def _eye_like(A: Tensor) -> Tensor:
@@ -478,6 +524,16 @@ class LinalgSolveTriangularBackward0(Primitive):
 
     vjp = complex_vjp = _tensor_rule(_rule.__func__)
 
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, upper, left, unitriangular):
+        # X = T^-1 B: dX = T^-1 (dB - dT X) (left), (dB - X dT) T^-1 (right)
+        (A, _), (dA, dB) = primals, tangents
+        rhs = _zero_if_none(dB, out)
+        if dA is not None:
+            dT = dA.triu(int(unitriangular)) if upper else dA.tril(-int(unitriangular))
+            rhs = rhs - (dT @ out if left else out @ dT)
+        return solve_triangular(A, rhs, upper=upper, left=left, unitriangular=unitriangular)
+
 
 def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
                      unitriangular: bool = False, out=None) -> Tensor:
@@ -508,7 +564,7 @@ def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool =
     return TriangularSolveResult(X, A.clone())
 
 
-# -- QR, eigh, SVD -----------------------------------------------------------------------------------
+# -- QR, eigh, SVD ---------------------------------------------------------------------------------
 
 
 def _copyltu(M: Tensor) -> Tensor:
@@ -522,6 +578,8 @@ class LinalgQrBackward0(Primitive):
 
     __slots__ = ()
     op_name = "linalg_qr"
+    saved_names = ("Q", "R")
+    _saved_mode = property(lambda self: self.mode)  # (PyTorch's non-tensor saved value)
 
     @staticmethod
     def forward(ctx, k, a, mode):
@@ -580,6 +638,7 @@ class LinalgEighBackward0(Primitive):
 
     __slots__ = ()
     op_name = "linalg_eigh"
+    saved_names = ("eigenvalues", "eigenvectors")
 
     @staticmethod
     def forward(ctx, k, a, uplo):
@@ -632,6 +691,7 @@ class LinalgSvdBackward0(Primitive):
 
     __slots__ = ()
     op_name = "linalg_svd"
+    saved_names = ("U", "S", "Vh")
 
     @staticmethod
     def forward(ctx, k, a, full_matrices):
@@ -675,6 +735,10 @@ class LinalgSvdBackward0(Primitive):
         inner = inner - inner.diagonal(0, -2, -1).diag_embed()
         if gS is not None:
             inner = inner + gS.to(dt).diag_embed()
+        if dt.is_complex and UhgU is not None:
+            # the phase of each (u_i, v_i) pair: the loss sees it through Im diag(U^H gU)
+            from .complex_parts import imag
+            inner = inner + (1j * (imag(UhgU.diagonal(0, -2, -1)) / S)).to(dt).diag_embed()
         gA = U @ inner @ Vh
         if gU is not None and m > k:
             gA = gA + ((gU - U @ UhgU) / Sc.unsqueeze(-2)) @ Vh
@@ -769,7 +833,54 @@ def lu_factor(A: Tensor, *, pivot: bool = True, out=None) -> LUFactorResult:
     return LUFactorResult(tensor(lu, device=A.device), tensor(piv, device=A.device))
 
 
-# -- matrix exponential -----------------------------------------------------------------------------
+def lobpcg(A: Tensor, k: int | None = None, B: Tensor | None = None, X: Tensor | None = None,
+           n: int | None = None, iK=None, niter: int | None = None, tol=None,
+           largest: bool | None = None, method=None, tracker=None, ortho_iparams=None,
+           ortho_fparams=None, ortho_bparams=None) -> tuple[Tensor, Tensor]:
+    """The ``k`` largest (or smallest) eigenpairs (E, X) of the symmetric positive-definite
+    generalized problem ``A X = B X diag(E)`` (``B`` = identity by default), largest first
+    (smallest first when ``largest=False``).
+
+    PyTorch iterates LOBPCG from the start vectors ``X``; tritongrad solves the problem exactly
+    (a full :func:`eigh` of ``L^-1 A L^-H``, ``B = L L^H``) and keeps ``k`` pairs, so ``X``
+    only gives ``k``, and ``niter``, ``tol``, ``iK``, ``method`` and the ortho parameters are
+    accepted and unused. The result is what LOBPCG converges to, and it is differentiable
+    through eigh, cholesky and the triangular solves (A's gradient is symmetric: ``A`` enters
+    as ``(A + A^H) / 2``), including second derivatives."""
+    op = "lobpcg"
+    _matrix(A, op)
+    if X is not None:
+        k = X.shape[-1] if k is None else k
+    k = 1 if k is None else k
+    m = A.shape[-1]
+    if m < 3 * k:
+        raise ValueError(f"LOBPCG algorithm is not applicable when the number of A rows (={m}) "
+                         f"is smaller than 3 x the number of requested eigenpairs (={k})")
+    largest = True if largest is None else largest
+    S = 0.5 * (A + _mH(A))
+    if B is not None:
+        L = cholesky(0.5 * (B + _mH(B)))
+        # C = L^-1 S L^-H, symmetric: its eigenvectors V give A's as L^-H V
+        C = solve_triangular(L, _mH(solve_triangular(L, S, upper=False)), upper=False)
+        w, V = eigh(0.5 * (C + _mH(C)))
+        V = solve_triangular(_mH(L), V, upper=True)
+    else:
+        w, V = eigh(S)
+    if largest:
+        return w[..., m - k:].flip(-1), V[..., :, m - k:].flip(-1)
+    return w[..., :k], V[..., :, :k]
+
+
+# -- matrix exponential ----------------------------------------------------------------------------
+
+
+def _block_exp(M: Tensor, E: Tensor) -> Tensor:
+    """The top-right block of exp([[M, E], [0, M]]): the derivative of exp at M along E."""
+    from .shape import cat
+    n = M.shape[-1]
+    top = cat([M, E], -1)
+    bottom = cat([M.new_zeros(M.shape), M], -1)
+    return matrix_exp(cat([top, bottom], -2))[..., :n, n:]
 
 
 class LinalgMatrixExpBackward0(Primitive):
@@ -783,16 +894,11 @@ class LinalgMatrixExpBackward0(Primitive):
     def forward(ctx, k, a):
         return _host(_np_dec.matrix_exp, (a,))
 
-    @staticmethod
-    def _rule(ctx, saved, g):
-        from .shape import cat
-        Ah = _mH(saved[0])
-        n = Ah.shape[-1]
-        top = cat([Ah, g], -1)
-        bottom = cat([Ah.new_zeros(Ah.shape), Ah], -1)
-        return matrix_exp(cat([top, bottom], -2))[..., :n, n:]
+    vjp = complex_vjp = _tensor_rule(lambda ctx, saved, g: _block_exp(_mH(saved[0]), g))
 
-    vjp = complex_vjp = _tensor_rule(_rule.__func__)
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out):
+        return _block_exp(primals[0], tangents[0])  # exp([[A, dA], [0, A]])[:n, n:]
 
 
 def matrix_exp(A: Tensor) -> Tensor:
@@ -801,7 +907,7 @@ def matrix_exp(A: Tensor) -> Tensor:
     return apply(LinalgMatrixExpBackward0, (A,))
 
 
-# -- products ---------------------------------------------------------------------------------------
+# -- products --------------------------------------------------------------------------------------
 
 
 def multi_dot(tensors, *, out=None) -> Tensor:
@@ -871,24 +977,26 @@ def vander(x: Tensor, *, N=None) -> Tensor:
 _FLOAT = "float32/64, complex64/128"
 OPS = (
     OpInfo("inverse", inverse, dtypes=_FLOAT, grad="-A^-H g A^-H", node=LinalgInvExBackward0,
-           jvp=False, autocast="float32 on cuda"),
+           jvp=True),
     OpInfo("det", det, dtypes=_FLOAT, grad="g conj(det) A^-H", node=LinalgDetBackward0,
-           jvp=False),
-    OpInfo("logdet", logdet, dtypes=_FLOAT, grad="g A^-H (through slogdet)", jvp=False),
+           jvp=True),
+    OpInfo("logdet", logdet, dtypes=_FLOAT, grad="g A^-H (through slogdet)", jvp=True),
     OpInfo("slogdet", slogdet, dtypes=_FLOAT, grad="g_logabsdet A^-H",
-           node=LinalgSlogdetBackward0, jvp=False),
+           node=LinalgSlogdetBackward0, jvp=True),
     OpInfo("cholesky", cholesky_legacy,
            dtypes=_FLOAT, grad="sym(L^-H Phi(L^H g) L^-1)", node=LinalgCholeskyExBackward0,
-           jvp=False, autocast="float32 on cuda"),
+           jvp=True),
     OpInfo("cholesky_solve", cholesky_solve, dtypes=_FLOAT, grad="through two triangular "
-           "solves", jvp=False, autocast="float32 on cuda"),
+           "solves", jvp=True),
     OpInfo("qr", qr_legacy, dtypes=_FLOAT, grad="(gQ + Q copyltu(M)) R^-H", node=LinalgQrBackward0,
            jvp=False),
     OpInfo("svd", svd_legacy, dtypes=_FLOAT, grad="svd_backward (gauge-invariant losses)",
            node=LinalgSvdBackward0, jvp=False),
     OpInfo("pinverse", pinverse, dtypes=_FLOAT, grad="through svd", jvp=False),
     OpInfo("triangular_solve", triangular_solve, dtypes=_FLOAT, grad="-A^-H g X^H (triangle), "
-           "A^-H g", node=LinalgSolveTriangularBackward0, jvp=False),
+           "A^-H g", node=LinalgSolveTriangularBackward0, jvp=True),
+    OpInfo("lobpcg", lobpcg, method=False, dtypes=_FLOAT, grad="through eigh (and cholesky "
+           "for B)", jvp=False),
     OpInfo("matrix_exp", matrix_exp, dtypes=_FLOAT, grad="exp([[A^H, g], [0, A^H]])[:n, n:]",
-           node=LinalgMatrixExpBackward0, jvp=False),
+           node=LinalgMatrixExpBackward0, jvp=True),
 )

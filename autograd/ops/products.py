@@ -15,7 +15,7 @@ import warnings
 
 from ...runtime.dtype import promote_types
 from ..checks import scalar_type_name, tensor_arg
-from ..registry import OpInfo
+from ..registry import OpInfo, with_jvp
 from ..tensor import Tensor, int_arg, wrap_dim
 from .creation import tensor, zeros
 from .elementwise import _result, mul, sqrt, sub
@@ -105,9 +105,6 @@ def cross(input: Tensor, other: Tensor, dim=None, *, out=None) -> Tensor:
     if a.ndim != b.ndim:
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     shape = tuple(max(x, y) for x, y in zip(a.shape, b.shape))
-    if any(x not in (1, n) or y not in (1, n) for x, y, n in zip(a.shape, b.shape, shape)):
-        raise RuntimeError(f"The size of tensor a ({a.shape}) must match the size of tensor "
-                           f"b ({b.shape})")
     if dim is None:
         d = next((i for i, n in enumerate(shape) if n == 3), None)
         if d is None:
@@ -121,6 +118,10 @@ def cross(input: Tensor, other: Tensor, dim=None, *, out=None) -> Tensor:
         if a.shape[d] != 3 or b.shape[d] != 3:
             raise RuntimeError(f"linalg.cross: inputs dimension {d} must have length 3. Got "
                                f"{a.shape[d]} and {b.shape[d]}")
+    for i, (x, y) in enumerate(zip(a.shape, b.shape)):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
+                               f"({y}) at non-singleton dimension {i}")
     a, b = a.expand(shape), b.expand(shape)
     ax, ay, az = a.unbind(d)
     bx, by, bz = b.unbind(d)
@@ -318,3 +319,4 @@ OPS = (
     OpInfo("cdist", cdist, method=False, dtypes="floats",
            grad="through its parts; 0 at zero distance"),
 )
+OPS = with_jvp(OPS)  # forward AD goes through the parts (each has a jvp rule)

@@ -149,7 +149,7 @@ def _unique_result(like: Tensor, values: np.ndarray, inverse, counts, return_inv
     return (out, *extra)
 
 
-def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
+def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
            return_counts: bool = False, dim=None):
     """The distinct elements of ``input`` (``dim``: its distinct slices along ``dim``), sorted
     (always, as PyTorch's kernels do), with, as asked, the index of each element's (slice's)
@@ -193,7 +193,8 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False,
         a, d = a.reshape(-1), 0
     else:
         d = wrap_dim(int_arg(dim, "unique_consecutive", "dim"), x.ndim, "unique_consecutive")
-    moved = np.moveaxis(a, d, 0).reshape(a.shape[d], -1)
+    moved = np.moveaxis(a, d, 0)
+    moved = moved.reshape(moved.shape[0], int(np.prod(moved.shape[1:])))
     n = moved.shape[0]
     starts = np.ones(n, bool)
     if n > 1:
@@ -236,7 +237,7 @@ def bincount(input: Tensor, weights=None, minlength: int = 0) -> Tensor:
     return _put(np.bincount(a, _host(w).astype(np.float64), minlength), dt, x)
 
 
-def histc(input: Tensor, bins: int = 100, min=0, max=0, *, out=None) -> Tensor:  # noqa: A002
+def histc(input: Tensor, bins: int = 100, min=0, max=0, *, out=None) -> Tensor:
     """A histogram of ``input``'s values: ``bins`` equal-width bins over ``[min, max]`` (both
     0: the data's range; a single value ``v``: ``[v - 1, v + 1]``); values outside, and
     NaNs, are left out, ``max`` itself falls in the last bin. Floating dtypes only.

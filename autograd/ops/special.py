@@ -27,7 +27,7 @@ import math
 
 from ...runtime import dtype as dtypes
 from ..checks import scalar_type_name, tensor_arg
-from ..registry import OpInfo
+from ..registry import OpInfo, with_jvp
 from ..tensor import Tensor, int_arg
 from .composite import _float_operands, logaddexp
 from .creation import full_like
@@ -44,6 +44,17 @@ def _float(input, op: str) -> Tensor:
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
         x = x.to(dtypes.get_default_dtype())
     return x
+
+
+def _in_float64(fn):
+    """``fn`` computed in float64 for lower-precision floating inputs, the result cast back:
+    the expansions sum terms of mixed signs, which float32 would leave a few ulps off (lgamma(2)
+    would not be 0)."""
+    def wrapped(x: Tensor, *args) -> Tensor:
+        if x.dtype in (dtypes.float32, dtypes.float16, dtypes.bfloat16):
+            return fn(x.to(dtypes.float64), *args).to(x.dtype)
+        return fn(x, *args)
+    return wrapped
 
 
 def _series(terms) -> Tensor:
@@ -77,10 +88,14 @@ def lgamma(input: Tensor, *, out=None) -> Tensor:
     """``log |Gamma(x)|``: inf at the poles 0, -1, -2, ... and at +-inf.
 
     Example:
-        >>> tg.lgamma(tg.tensor([0.5, 1., 10.]))
-        tensor([ 0.5724,  0.0000, 12.8018])
+        >>> tg.lgamma(tg.tensor([0.5, 3., 10.]))
+        tensor([0.5724, 0.6931, 12.8018])
     """
-    x = _float(input, "lgamma")
+    return _out(_lgamma(_float(input, "lgamma")), out, "lgamma")
+
+
+@_in_float64
+def _lgamma(x: Tensor) -> Tensor:
     # poles and infinities are set at the end; the formula sees a harmless stand-in, so that no
     # branch makes an inf - inf (where() masks a branch's gradient, but 0 * NaN is still NaN)
     bad = _nonpositive_integer(x) | isinf(x)
@@ -90,8 +105,7 @@ def lgamma(input: Tensor, *, out=None) -> Tensor:
     right = _lgamma_right(xr)
     s = abs(sin(where(left, x, 0.5) * math.pi))
     r = where(left, math.log(math.pi) - log(s) - right, right)
-    r = where(bad, _INF, r)
-    return _out(r, out, "lgamma")
+    return where(bad, _INF, r)
 
 
 def _out(r: Tensor, out, op: str) -> Tensor:
@@ -111,7 +125,11 @@ def digamma(input: Tensor, *, out=None) -> Tensor:
         >>> tg.digamma(tg.tensor([1., 2.]))
         tensor([-0.5772,  0.4228])
     """
-    x0 = _float(input, "digamma")
+    return _out(_digamma(_float(input, "digamma")), out, "digamma")
+
+
+@_in_float64
+def _digamma(x0: Tensor) -> Tensor:
     bad = _nonpositive_integer(x0) | isinf(x0)
     x = where(bad, 1.5, x0)  # (as in lgamma: the special points are set at the end)
     left = x < 0.5
@@ -128,11 +146,11 @@ def digamma(input: Tensor, *, out=None) -> Tensor:
     r = where(left, r - math.pi / tan(where(left, x, 0.25) * math.pi), r)
     # +inf: inf; 0: -inf; the negative integers and -inf: NaN (PyTorch's)
     special = where(eq(x0, 0), -_INF, where(x0 > 0, _INF, _NAN))
-    r = where(bad, special, r)
-    return _out(r, out, "digamma")
+    return where(bad, special, r)
 
 
-def _polygamma_positive(n: int, x: Tensor) -> Tensor:
+@_in_float64
+def _polygamma_positive(x: Tensor, n: int) -> Tensor:
     """psi^(n)(x) for n >= 1: (-1)^(n+1) n! zeta(n + 1, x), the Hurwitz zeta function by the
     recurrence and Euler-Maclaurin: zeta(s, w) ~ w^(1-s)/(s-1) + w^-s/2 +
     sum_k B_2k/(2k)! s (s+1) ... (s+2k-2) w^(-s-2k+1)."""
@@ -166,7 +184,7 @@ def polygamma(n: int, input: Tensor, *, out=None) -> Tensor:
     # (-1)^(n+1) n! zeta(n + 1, x): at the poles +-inf by the sign, 0 at +inf, NaN at -inf
     bad = _nonpositive_integer(x) | isinf(x)
     special = where(eq(x, _INF), 0.0, where(eq(x, -_INF), _NAN, _INF if n % 2 else -_INF))
-    r = where(bad, special, _polygamma_positive(n, where(bad, 1.5, x)))
+    r = where(bad, special, _polygamma_positive(where(bad, 1.5, x), n))
     return _out(r, out, "polygamma")
 
 
@@ -316,7 +334,7 @@ def _bessel_asymptotic_scaled(order: int, ax: Tensor) -> Tensor:
     mu = 4 * order * order
     inv = 1 / ax
     coef, total, p = 1.0, None, None
-    for k in range(0, 20):
+    for k in range(20):
         if k:
             coef *= -(mu - (2 * k - 1) ** 2) / (k * 8)
             p = inv if p is None else p * inv
@@ -326,7 +344,11 @@ def _bessel_asymptotic_scaled(order: int, ax: Tensor) -> Tensor:
 
 
 def _bessel(order: int, input: Tensor, scaled: bool, op: str) -> Tensor:
-    x = _float(input, op)
+    return _bessel_of(_float(input, op), order, scaled)
+
+
+@_in_float64
+def _bessel_of(x: Tensor, order: int, scaled: bool) -> Tensor:
     ax = abs(x)
     near = ax <= _BESSEL_SPLIT
     small = _bessel_series(order, where(near, x, 0.0))
@@ -456,3 +478,5 @@ OPS = (
     OpInfo("logaddexp2", logaddexp2, dtypes="floats",
            grad="g 2^a / (2^a + 2^b), g 2^b / (2^a + 2^b)"),
 )
+# forward AD goes through the parts; erfinv's Newton steps call igamma, which has no jvp
+OPS = with_jvp(OPS, without=("erfinv",))

@@ -11,7 +11,8 @@ j <= i (the top-left aligned mask, as PyTorch's ``is_causal``):
 
 Blocked over BLAS: query rows in blocks of at most ``BLOCK_Q``, keys in blocks of ``BLOCK_K``,
 one ``np.matmul`` over all (batch, head) pairs per block pair with an online softmax (a running
-row maximum and sum, the partial output rescaled when the maximum moves), so the score matrix
+maximum, one for the whole score block unless a row lies far below it, and row sums; the
+partial output rescaled when the maximum moves), so the score matrix
 is never held for more than one block pair: memory is O(B H (L + S) D) plus a block of scores.
 Key blocks wholly above the causal diagonal are skipped. The backward recomputes each block's
 P from the saved lse. float16/bfloat16 compute in float32 and round once, as the GPU kernels.
@@ -92,8 +93,8 @@ def _softmax_block(qs, kf, vf, i0: int, i1: int, causal: bool, rowwise: bool):
 
     Shifting by the block's one maximum instead of each row's makes the max one contiguous
     reduction and the shift a scalar subtract (a row max over rows of 64 is 30x a pass in
-    NumPy): exact unless some row's maximum lies ~60 below the block's, which the caller
-    detects from that row's total and redoes ``rowwise``."""
+    NumPy): as exact unless some row's maximum lies more than ~20 below the block's, which the
+    caller detects from that row's total (``_TINY_TOTAL``) and redoes ``rowwise``."""
     lead, d = qs.shape[:-2], qs.shape[-1]
     source = kf.shape[-2]
     acc = qs.dtype.type

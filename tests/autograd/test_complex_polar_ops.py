@@ -124,3 +124,14 @@ def test_complex_sigmoid_and_a_scalar_complex_contraction_on_the_cpu():
             tg.tensor([[-1.0, 0.5], [2.0, 1.0]], dtype=tg.float64, requires_grad=True))
     assert gradcheck(lambda a, b: tg.einsum("i,i->", tg.view_as_complex(a),
                                             tg.view_as_complex(b)).abs(), (p, q))
+
+
+def test_complex_gradients_through_views_and_in_place_ops(device):
+    z0 = np.array([1 + 2j, 3 - 1j, -0.5 + 0.25j])
+    z = tg.tensor(z0, dtype=tg.complex128, device=device, requires_grad=True)
+    w = z.clone()
+    w[1:] *= 2 - 1j  # in place, through a view
+    v = w[::2]  # a strided view
+    ((v.abs() ** 2).sum() + w[1].real).backward()
+    # L = |z0|^2 + |(2 - i) z2|^2 + Re((2 - i) z1): 2 z0, conj(2 - i), 2 |2 - i|^2 z2
+    np.testing.assert_allclose(z.grad.cpu().numpy(), [2 * z0[0], 2 + 1j, 10 * z0[2]])

@@ -213,6 +213,23 @@ SAMPLES = {
     "type_as": lambda d: (lambda a, b: a.type_as(b), [t64((3,), d), t64((3,), d)]),
     "type": lambda d: (lambda a: a.type(torch.float64), [t64((3,), d)]),
     "double": lambda d: (lambda a: a.double(), [t64((3,), d)]),
+    # decompositions (square inputs shifted to be well conditioned / positive-definite)
+    "inverse": lambda d: (lambda a: torch.inverse(a + 4 * torch.eye(3, device=d)),
+                          [t64((3, 3), d)]),
+    "det": lambda d: (lambda a: torch.det(a + 4 * torch.eye(3, device=d)), [t64((2, 3, 3), d)]),
+    "logdet": lambda d: (lambda a: torch.logdet(a + 4 * torch.eye(3, device=d)),
+                         [t64((3, 3), d)]),
+    "slogdet": lambda d: (lambda a: torch.slogdet(a + 4 * torch.eye(3, device=d)),
+                          [t64((3, 3), d)]),
+    "cholesky": lambda d: (lambda a: torch.cholesky(a @ a.mT + torch.eye(3, device=d)),
+                           [t64((3, 3), d)]),
+    "cholesky_solve": lambda d: (
+        lambda b, l: torch.cholesky_solve(b, l.tril() + 4 * torch.eye(3, device=d)),
+        [t64((3, 2), d), t64((3, 3), d)]),
+    "triangular_solve": lambda d: (
+        lambda b, a: torch.triangular_solve(b, a + 4 * torch.eye(3, device=d)).solution,
+        [t64((3, 2), d), t64((3, 3), d)]),
+    "matrix_exp": lambda d: (torch.matrix_exp, [t64((3, 3), d)]),
 }
 # Conversions to lower precision or to non-float dtypes: the tangent is converted alike (or
 # dropped, for an integer result), checked exactly rather than by differences.
@@ -222,7 +239,7 @@ CASTS = {"float": torch.float32, "half": torch.float16, "bfloat16": torch.bfloat
 # The families whose differentiable rows all have jvp rules: each row is here, in SAMPLES,
 # CASTS or (unary rows) test_ops_pointwise's REFERENCE and ROUNDING.
 MINE = ("elementwise", "pointwise", "reduction", "softmax", "linalg", "shape", "views",
-        "indexing", "conversion", "composite", "linalg_ext")
+        "indexing", "conversion", "composite", "linalg_ext", "decompositions")
 
 
 def _rows(claim: str):

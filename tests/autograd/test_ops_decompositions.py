@@ -225,6 +225,25 @@ def test_complex_gradients():
     assert gradcheck(lambda x: tg.linalg.det(x), [A])
     assert gradcheck(lambda x: tg.linalg.svdvals(x), [A])
     assert gradcheck(lambda x: tg.linalg.eigvalsh(x + x.mH), [A])
+    assert gradcheck(lambda x: tuple(tg.linalg.slogdet(x)), [A])
+    assert gradcheck(lambda x: tg.linalg.cholesky(x @ x.mH), [A])
+    assert gradcheck(lambda x: tg.linalg.solve(x, x[:, :2] * 1j), [A])
+    assert gradcheck(lambda x: tg.linalg.matrix_exp(x * 0.3), [A])
+    assert gradcheck(lambda x: (lambda Q, R: (Q @ Q.mH, R.abs()))(*tg.linalg.qr(x[:, :2])), [A])
+    W = tg.tensor(a[:, :2], dtype=tg.complex128, requires_grad=True)  # 3 x 2, then 2 x 3
+    for M in (W, W.mT):
+        assert gradcheck(lambda x: (lambda U, S, Vh: (U @ Vh, S))(
+            *tg.linalg.svd(x, full_matrices=False)), [M])
+        assert gradcheck(tg.linalg.pinv, [M])
+
+
+def test_forward_mode_of_solves(device):
+    A = t(well_conditioned(2, 3, 3), device)
+    B = t(rng.standard_normal((2, 3, 2)), device)
+    for fn in (tg.linalg.solve, lambda a, b: tg.linalg.solve_triangular(a, b.mT, upper=False,
+                                                                       left=False),
+               lambda a, b: tg.linalg.slogdet(a).logabsdet * b.sum()):
+        assert gradcheck(fn, [A, B], check_forward_ad=True)
 
 
 def test_complex_phase_dependent_loss_is_refused():
@@ -232,7 +251,8 @@ def test_complex_phase_dependent_loss_is_refused():
     A = tg.tensor(a + a.conj().T, dtype=tg.complex128, requires_grad=True)
     w, V = tg.linalg.eigh(A)
     with pytest.raises(RuntimeError, match="specified up to multiplication by e"):
-        (V * tg.tensor(rng.standard_normal((3, 3)) + 1j, dtype=tg.complex128)).real.sum().backward()
+        weights = tg.tensor(rng.standard_normal((3, 3)) + 1j, dtype=tg.complex128)
+        (V * weights).real.sum().backward()
 
 
 # -- errors ----------------------------------------------------------------------------------------
@@ -295,3 +315,30 @@ def test_singular_slogdet_and_grad_fn_names():
     }
     for name, out in names.items():
         assert out.grad_fn.name() == name
+    Q, R = tg.linalg.qr(A)
+    assert Q.grad_fn._saved_mode == "reduced"
+    np.testing.assert_array_equal(host(Q.grad_fn._saved_R), host(R))
+    U, S, Vh = tg.linalg.svd(A)
+    np.testing.assert_array_equal(host(S.grad_fn._saved_S), host(S))
+
+
+def test_lobpcg_is_the_exact_extreme_eigenpairs():
+    a = rng.standard_normal((6, 6))
+    s = a @ a.T
+    A = t(s, "cpu")
+    w, V = np.linalg.eigh(s)
+    E, X = tg.lobpcg(A, k=2)
+    close(E, w[::-1][:2])
+    close(X * X, (V[:, ::-1][:, :2]) ** 2)
+    E, X = tg.lobpcg(A, k=2, largest=False)
+    close(E, w[:2])
+    b = spd(6, 6)
+    E, X = tg.lobpcg(A, k=1, B=t(b, "cpu"))
+    close(A @ X, (t(b, "cpu") @ X) * E, 1e-8)
+    with pytest.raises(ValueError, match="smaller than 3 x the number of requested"):
+        tg.lobpcg(A, k=3)
+    check_grads(lambda m: (lambda E, X: (E, X * X))(*tg.lobpcg(m @ m.mT, k=2)), [A])
+    check_grads(lambda m: tg.lobpcg(m @ m.mT, k=1, B=t(b, "cpu", False))[0], [A])
+    E, X = tg.lobpcg(A, k=1)
+    (E.sum() + (X * X).sum()).backward()
+    np.testing.assert_allclose(host(A.grad), host(A.grad).T, atol=1e-12)

@@ -160,6 +160,9 @@ def test_cross(device):
         tg.cross(tg.ones(4), tg.ones(4))
     with pytest.raises(RuntimeError, match="inputs dimension 0 must have length 3"):
         tg.cross(tg.ones(4), tg.ones(4), dim=0)
+    with pytest.raises(RuntimeError, match="The size of tensor a \\(2\\) must match the size of "
+                                           "tensor b \\(4\\) at non-singleton dimension 0"):
+        tg.cross(tg.ones(2, 3), tg.ones(4, 3), dim=1)
 
 
 @pytest.mark.parametrize("indexing", ["ij", "xy"])
@@ -300,6 +303,9 @@ def test_unique_consecutive(device):
     assert host(u).tolist() == [1, 2, 3, 1, 2]
     assert host(i).tolist() == [0, 0, 1, 1, 2, 3, 3, 4]
     assert host(c).tolist() == [2, 2, 1, 2, 1]
+    u, i, c = tg.unique_consecutive(tg.ones(0, device=device), return_inverse=True,
+                                    return_counts=True)
+    assert (u.shape, i.shape, c.shape) == ((0,), (0,), (0,))
     m = tg.tensor([[1, 1, 2], [1, 1, 2]], device=device)
     assert host(m.unique_consecutive(dim=1)).tolist() == [[1, 2], [1, 2]]
 

@@ -302,6 +302,8 @@ GRAD_CASES = {
     "triangular_solve": (_tensors((3, 3), (3, 2)),
                          lambda a, b: tg.triangular_solve(b, a + 3 * tg.eye(3)).solution),
     "matrix_exp": (_tensors((3, 3)), tg.matrix_exp),
+    "lobpcg": (_tensors((6, 6)), lambda a: (lambda E, X: (E, X * X))(
+        *tg.lobpcg(a @ a.mT, k=2))),
 }
 DIFFERENTIABLE = sorted({r.name for r in ROWS if r.function and r.grad not in ("none", "0", "")})
 # whether forward-mode AD goes through the op (the table's "forward AD" column)
