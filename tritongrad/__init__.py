@@ -65,7 +65,7 @@ __all__ = ["device", "dtype", "Tensor", "Size", "autograd", "cuda", "distributed
            "int8", "int16", "int32", "int64", "long", "uint8", "is_tensor", "numel",
            "memory_format", "contiguous_format", "preserve_format", "channels_last",
            "channels_last_3d"]
-__all__ += ["backends", "get_float32_matmul_precision", "linalg",
+__all__ += ["backends", "get_float32_matmul_precision", "linalg", "special",
             "set_float32_matmul_precision"]
 __all__ += ["amp", "autocast", "clear_autocast_cache", "get_autocast_dtype",
             "is_autocast_available", "is_autocast_cache_enabled", "is_autocast_enabled",
