@@ -225,7 +225,9 @@ def test_backends_flags(_precision):
 def test_linalg_is_a_module():
     from tritongrad import linalg
     assert linalg is tg.linalg and "linalg" in tg.__all__ and "backends" in tg.__all__
-    assert set(linalg.__all__) == {"matmul", "matrix_norm", "norm", "vecdot", "vector_norm"}
+    assert {"matmul", "matrix_norm", "norm", "vecdot", "vector_norm", "inv", "solve", "eigh",
+            "svd", "qr", "cholesky"} <= set(linalg.__all__)
+    assert all(callable(getattr(linalg, n)) for n in linalg.__all__)
     assert "vector_norm" not in tg.__all__  # torch.linalg only, as in PyTorch
 
 
