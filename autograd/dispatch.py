@@ -375,7 +375,7 @@ def _record(op, node, inputs, out):
         node.num_outputs = len(outs)
         for i, t in enumerate(outs):
             if i not in op.nondiff_outputs and (t._dtype.is_floating_point or t._dtype.is_complex):
-                t._grad_fn, t._output_nr, t._requires_grad = node, i, True
+                t._fn, t._output_nr, t._requires_grad = node, i, True
         result = outs
     else:
         result = make(out)
@@ -385,7 +385,7 @@ def _record(op, node, inputs, out):
                 return result
             if node._complex is None:
                 node._complex = _complex_inputs(op, inputs)
-        result._grad_fn, result._requires_grad = node, True
+        result._fn, result._requires_grad = node, True
         outs = None
     save = op.save_inputs
     if save or op.save_output:
@@ -432,10 +432,10 @@ def check_inplace(t: Tensor, requires_grad: bool | None = None,
             msg = view_rebase_error(t)
             if msg is not None:
                 raise RuntimeError(msg)
-            if base._grad_fn is None and t.requires_grad:
+            if base._fn is None and t.requires_grad:
                 raise RuntimeError(f"a view of a leaf Variable that requires grad is being used "
                                    f"in {what}.")
-        elif t._requires_grad and t._grad_fn is None:
+        elif t._requires_grad and t._fn is None:
             raise RuntimeError(f"a leaf Variable that requires grad is being used in {what}.")
     if t._inference and not state.inference:
         raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
@@ -527,7 +527,7 @@ def _apply_inplace(op, target, others, params, sink=SINK):
         # the rule needs target's value from before the write: keep a copy of it
         original = target.detach().clone()
         if target._requires_grad:
-            original._grad_fn, original._output_nr = target._edge()
+            original._fn, original._output_nr = target._edge()
             original._requires_grad = True
         saved_inputs = [original if i == 0 else inputs[i] for i in save]
     else:
@@ -714,7 +714,7 @@ def _apply_dual(op, inputs, params):
         raise NotImplementedError(f"{op.op_name}: forward-mode AD of complex tensors is not "
                                   f"supported by tritongrad (reverse mode is: Note [Complex "
                                   f"autograd])")
-    node = first._grad_fn if first._grad_fn is not None else ctx  # the recorded node, if any
+    node = first._fn if first._fn is not None else ctx  # the recorded node, if any
     touts = _run_jvp(op, node, inputs, tangents, out, params)
     for o, t in zip(out if type(out) is tuple else (out,), touts):
         if t is not None:

@@ -931,8 +931,11 @@ def accumulate_grad(var: Tensor, g: Tensor, create_graph: bool, steal: bool = Tr
 # -- streams (Note [Backward streams]) ---------------------------------------------------------
 
 def _uses_cuda(roots) -> bool:
-    return any(g is not None and g._device.type == "cuda" for _, _, g in roots) or any(
-        node is not None and node._stream is not None for node, _, _ in roots)
+    for node, _, g in roots:  # (a loop, not any() over generators: on every backward)
+        if (g is not None and g._device.type == "cuda") or (node is not None
+                                                             and node._stream is not None):
+            return True
+    return False
 
 
 class _StreamSync:
@@ -979,3 +982,9 @@ class _StreamSync:
             caller = self._caller(s.device)
             if s != caller:
                 caller.wait_event(s.record_event())
+
+
+# Tensor.backward calls ``backward`` through this (tensor.py cannot import this module back)
+from . import tensor as _tensor_module
+
+_tensor_module._backward = backward

@@ -153,7 +153,7 @@ class _Packed:
         if type(fn) is AccumulateGrad:
             r._grad_acc = weakref.ref(fn)  # a leaf's: kept alive by self.edge
         else:
-            r._grad_fn = fn
+            r._fn = fn
             if nr:
                 r._output_nr = nr
         return r
@@ -184,7 +184,7 @@ class SavedTensor:
         # an input's grad_fn, to name it in errors and to notice a detach_() since; an
         # output's is the node that unpacks it (kept here, it would be a reference cycle only
         # the GC could free)
-        self._fn = None if is_output else t._grad_fn
+        self._fn = None if is_output else t._fn
         hooks = anywhere.saved_hooks and state.saved_hooks
         if hooks:
             pack, unpack = hooks[-1]
@@ -245,7 +245,7 @@ class SavedTensor:
         out = self._out
         if out >= 0:
             return _tensor_with_history(t, self._dtype, self._vc, node, out)
-        if t._grad_fn is None and self._fn is not None:
+        if t._fn is None and self._fn is not None:
             raise RuntimeError(_DETACHED_MSG)
         return t
 
@@ -258,7 +258,7 @@ class SavedTensor:
             raise RuntimeError(self._modified_message(node))
         if self._out >= 0:
             return t
-        if t._grad_fn is None and self._fn is not None:
+        if t._fn is None and self._fn is not None:
             raise RuntimeError(_DETACHED_MSG)
         return t._data
 
@@ -302,7 +302,7 @@ UNSAVED = _Unsaved()
 def _tensor_with_history(data, dtype, vc, node, output_nr):
     t = _node.make(data, dtype)
     t._vc = vc
-    t._grad_fn = node
+    t._fn = node
     if output_nr:
         t._output_nr = output_nr
     t._requires_grad = True

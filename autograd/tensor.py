@@ -88,7 +88,7 @@ def make(data, dtype=None) -> "Tensor":
         t._device, d = array_meta(data)
         t._dtype = d if dtype is None else dtype
     t._requires_grad = False
-    t._grad_fn = None
+    t._fn = None
     t._base = None
     t._vc = [0]
     if anywhere.inference and state.inference:
@@ -96,8 +96,26 @@ def make(data, dtype=None) -> "Tensor":
     return t
 
 
+def _keep_inference(t: Tensor, src: Tensor) -> None:
+    """Gives ``t``, just made, ``src``'s inference flag (what make() gave it may differ), set
+    only when it differs: setting it gives the tensor a ``__dict__`` (~0.1 us per detach)."""
+    if t._inference is not src._inference:
+        t._inference = src._inference
+
+
 _new = object.__new__
 _node_module.make = make
+# engine.backward, installed by autograd/engine.py when it loads (it imports this module); a
+# function-level import would cost every loss.backward() ~0.4 us
+_backward = None
+
+
+def _no_delete(name: str):
+    """A property deleter refusing ``del t.<name>``, as PyTorch refuses it (Note [No
+    __delattr__])."""
+    def deleter(self) -> None:
+        raise RuntimeError(f"cannot delete the Tensor attribute {name!r}")
+    return deleter
 
 
 class Tensor:
@@ -108,7 +126,14 @@ class Tensor:
 
     # Slots for what every op reads; the other fields are set on few tensors, so they are
     # class-level defaults an instance shadows when set (make() is on every op's path).
-    __slots__ = ("_data", "_device", "_dtype", "_requires_grad", "_grad_fn", "_base", "_vc",
+    # ``_fn`` is the recorded grad_fn (``_grad_fn``, PyTorch's name, is a property over it).
+    # Note [No __delattr__]: the class defines no ``__delattr__`` (nor ``__setattr__``): either
+    # one replaces the generic attribute store for every store, which then costs ~4x (40 ns,
+    # and the interpreter cannot specialize it), and make() and recording store a dozen
+    # fields per op (a tenth of perf/bench_chain.py's time). The attributes that PyTorch
+    # refuses to delete refuse through their properties' deleters (``_no_delete``); the
+    # private slots could be deleted, as any Python object's, at the caller's peril.
+    __slots__ = ("_data", "_device", "_dtype", "_requires_grad", "_fn", "_base", "_vc",
                  "__weakref__", "__dict__")
     _output_nr = 0
     _grad = None
@@ -195,10 +220,13 @@ class Tensor:
             from .layout import is_contiguous_as
             check_memory_format("is_contiguous", memory_format, None)
             return is_contiguous_as(tuple(self._data.shape), self.stride(), memory_format)
-        if 0 in self._data.shape:
+        a = self._data
+        if type(a) is np.ndarray:  # (NumPy's flag is PyTorch's rule: size-1 dims and empty
+            return a.flags.c_contiguous  # arrays count as contiguous; 10x the loop's speed)
+        if 0 in a.shape:
             return True
         expected = 1
-        for n, s in zip(reversed(self._data.shape), reversed(self.stride())):
+        for n, s in zip(reversed(a.shape), reversed(self.stride())):
             if n != 1 and s != expected:
                 return False
             expected *= n
@@ -274,14 +302,6 @@ class Tensor:
     def __hash__(self) -> int:
         return id(self)
 
-    def __delattr__(self, name: str) -> None:
-        # Only .grad may be deleted (set to None), as in PyTorch; the rest would break the
-        # tensor (its slots) or its place in the graph.
-        if name == "grad":
-            object.__delattr__(self, name)
-            return
-        raise RuntimeError(f"cannot delete the Tensor attribute {name!r}")
-
     def __reduce_ex__(self, protocol: int):
         # Pickled as values, dtype, device and requires_grad (every protocol; no graph, no
         # memory sharing: what PyTorch's pickling of a tensor keeps). A non-leaf comes back
@@ -293,7 +313,7 @@ class Tensor:
     def __deepcopy__(self, memo: dict) -> "Tensor":
         if id(self) in memo:
             return memo[id(self)]
-        if self._grad_fn is not None:
+        if self._fn is not None:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
                                "support the deepcopy protocol at the moment.")
         out = _rebuild_tensor(*self.__reduce_ex__(2)[1])
@@ -327,9 +347,11 @@ class Tensor:
     def requires_grad(self, flag: bool) -> None:
         self.requires_grad_(flag)
 
+    requires_grad = requires_grad.deleter(_no_delete("requires_grad"))
+
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         """Sets ``requires_grad`` in place on a leaf tensor and returns it."""
-        if self._grad_fn is not None:
+        if self._fn is not None:
             if requires_grad:
                 return self
             raise RuntimeError(
@@ -345,12 +367,26 @@ class Tensor:
         self._requires_grad = bool(requires_grad)
         return self
 
+    def _set_fn(self, node) -> None:
+        self._fn = node
+
+    # PyTorch's private name for the recorded grad_fn, for code outside autograd's hot path
+    _grad_fn = property(operator.attrgetter("_fn"), _set_fn, _no_delete("_grad_fn"))
+
+    @property
+    def _backward_hooks(self):
+        """The tensor hooks registered on this tensor (``register_hook``), or None."""
+        fn = self.grad_fn
+        return self._hooks if fn is None else fn._tensor_hooks_for(self._output_nr)
+
+    _backward_hooks = _backward_hooks.deleter(_no_delete("_backward_hooks"))
+
     @property
     def grad_fn(self):
         """The Node that created this tensor (None for leaves)."""
         if self._base is not None:
             return self._view_grad_fn()
-        return self._grad_fn
+        return self._fn
 
     @property
     def is_leaf(self) -> bool:
@@ -365,7 +401,7 @@ class Tensor:
     @property
     def grad(self):
         """The accumulated gradient: None until a backward computes one for this tensor."""
-        if self._grad is None and self._grad_fn is not None and not self._retains_grad:
+        if self._grad is None and self._fn is not None and not self._retains_grad:
             import warnings
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
@@ -534,14 +570,15 @@ class Tensor:
         """Computes the gradient of this tensor w.r.t. graph leaves; see
         ``tritongrad.autograd.backward``. ``gradient`` is needed unless this tensor is a
         scalar."""
-        from .engine import backward
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        if _backward is None:
+            from . import engine  # noqa: F401  (installs _backward)
+        _backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self) -> "Tensor":
         """A new tensor sharing this one's storage and version counter, with no history."""
         t = make(self._data, self._dtype)
         t._vc = self._vc
-        t._inference = self._inference
+        _keep_inference(t, self)
         return t
 
     def detach_(self) -> "Tensor":
@@ -553,7 +590,7 @@ class Tensor:
                 "as True, gradients are views of DDP buckets, and hence detach_() cannot be "
                 "called on these gradients. To fix this error, please refer to the "
                 "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
-        self._grad_fn = None
+        self._fn = None
         self._output_nr = 0
         self._requires_grad = False
         self.__dict__.pop("_fw_grads", None)  # its forward grads go too, as detach()'s
@@ -575,7 +612,7 @@ class Tensor:
         """This tensor's values as a tensor with no history and its own version counter:
         in-place changes to it are invisible to autograd's checks (prefer ``detach()``)."""
         t = make(self._data, self._dtype)
-        t._inference = self._inference
+        _keep_inference(t, self)
         return t
 
     @data.setter
@@ -588,6 +625,8 @@ class Tensor:
                                "point or complex dtype")
         self._data, self._device, self._dtype = value._data, value._device, value._dtype
 
+    data = data.deleter(_no_delete("data"))
+
     # -- internal helpers for autograd -------------------------------------------------------
     def _grad_accumulator(self) -> AccumulateGrad:
         acc = self._grad_acc() if self._grad_acc is not None else None
@@ -598,7 +637,7 @@ class Tensor:
 
     def _edge(self):
         """(node, input slot) that gradients for this tensor flow into, or None."""
-        fn = self._grad_fn if self._base is None else self._view_grad_fn()
+        fn = self._fn if self._base is None else self._view_grad_fn()
         if fn is not None:
             return (fn, self._output_nr)
         if self._requires_grad:
@@ -609,7 +648,7 @@ class Tensor:
         # A view's history is stale once its base was modified in place through another view
         # (version moved on): it is regenerated as a strided view of the base's new history,
         # unless the view rules forbid it (Note [View + in-place]: PyTorch raises then too).
-        if self._view_version != self._vc[0] and (self._grad_fn is not None
+        if self._view_version != self._vc[0] and (self._fn is not None
                                                   or self._base._requires_grad):
             msg = view_rebase_error(self, indirect=True)
             if msg is not None:
@@ -617,12 +656,12 @@ class Tensor:
             if self._base._requires_grad:
                 from .ops.views import regenerate_view_history
                 regenerate_view_history(self)
-        return self._grad_fn
+        return self._fn
 
     def _with_history(self, node, output_nr: int) -> "Tensor":
         t = make(self._data, self._dtype)
         t._vc = self._vc
-        t._grad_fn = node
+        t._fn = node
         t._output_nr = output_nr
         t._requires_grad = True
         return t
@@ -754,7 +793,7 @@ def view_rebase_error(t: Tensor, indirect: bool = False) -> str | None:
     meta = t._creation_meta
     if meta is None:
         return None
-    fn = t._grad_fn  # (the recorded one: a stale history is what is being replaced)
+    fn = t._fn  # (the recorded one: a stale history is what is being replaced)
     modified = "its base or another view of its base has been" if indirect else "is being"
     if meta in ("no_grad", "inference_mode") or fn is None:
         if fn is not None:

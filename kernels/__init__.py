@@ -71,6 +71,10 @@ indexing      nonzero(a) -> int64 (count, a.ndim), row-major order
 sorting       sort(a, dim, descending) -> (values, int64 indices): stable (ties keep their
                   order in both directions), NaN the largest value
 nn (fused)    gelu(x, approximate), gelu_backward(g, x, approximate)   [approximate 'none'|'tanh']
+              gelu(x, approximate, with_grad=True) -> (y, derivative | None)  [GELU'(x) from
+                  the forward's passes where recomputing it in the backward costs more than
+                  keeping it (the CPU's many NumPy passes); None where it does not (the GPU's
+                  one fused pass)]; gelu_backward(g, x, approximate, derivative) -> g * it
               layer_norm(x, weight, bias, eps) -> (y, mean, rstd)
                   [x 2-D (M, N), rows normalised; weight/bias (N,) or None; mean/rstd (M,)
                   float32 for half/float32 inputs]

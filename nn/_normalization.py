@@ -1,12 +1,14 @@
-"""Batch, instance, group and RMS normalisation, composed from differentiable Tensor ops (mean, var,
-rsqrt): their gradients, to any order, come from composition. Layer norm has a fused
-primitive (``F.layer_norm``); these may get one later behind the same signatures."""
+"""Batch, instance, group and RMS normalisation. Batch norm in training (batch statistics) is
+one fused primitive (``NativeBatchNormBackward0``, autograd/ops/nn.py), as layer norm is;
+the rest are composed from differentiable Tensor ops (mean, var, rsqrt): their gradients, to
+any order, come from composition."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..autograd.grad_mode import no_grad
+from ..autograd.ops.nn import batch_norm_training
 from ..autograd.tensor import Tensor
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "rms_norm"]
@@ -46,6 +48,10 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if count <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
                              f"size {list(input.shape)}")
+        if input.dtype.is_floating_point:  # one fused node (autograd/ops/nn.py)
+            y, mean, var = batch_norm_training(input, weight, bias, eps)
+            _update_running(running_mean, running_var, mean, var, count, momentum)
+            return y
         mean = input.mean(dim=dims)
         var = input.var(dim=dims, unbiased=False)
         _update_running(running_mean, running_var, mean, var, count, momentum)

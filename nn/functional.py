@@ -174,13 +174,20 @@ def softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor
 @_autocast("lower")
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight^T + bias, for x of shape (*, in_features). With a bias and 2-D input it is
-    one ``addmm`` (an ``AddmmBackward0`` node, as PyTorch records), else a matmul and an add."""
+    one ``addmm`` (an ``AddmmBackward0`` node, as PyTorch records), with a contiguous input of
+    more dims that addmm between two views, else a matmul and an add."""
     if weight.ndim == 2 and input.ndim and input.shape[-1] != weight.shape[1]:
         raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied "
                            f"({math.prod(input.shape[:-1])}x{input.shape[-1]} and "
                            f"{weight.shape[1]}x{weight.shape[0]})")
-    if bias is not None and input.ndim == 2 and weight.ndim == 2 and isinstance(bias, Tensor):
-        return _addmm_node(bias, input, weight.t())
+    if bias is not None and weight.ndim == 2 and isinstance(bias, Tensor):
+        if input.ndim == 2:
+            return _addmm_node(bias, input, weight.t())
+        if input.ndim > 2 and input.is_contiguous():
+            # PyTorch's _flatten_nd_linear: (*, in) viewed as rows, one addmm, viewed back
+            shape = input.shape
+            out = _addmm_node(bias, input.view(-1, shape[-1]), weight.t())
+            return out.view(*shape[:-1], weight.shape[0])
     out = input.matmul(weight.t())
     return out + bias if bias is not None else out
 

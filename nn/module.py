@@ -120,6 +120,9 @@ class Module:
                                   f'"forward" function')
 
     def __call__(self, *args, **kwargs):
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
+                or self._backward_pre_hooks):
+            return self.forward(*args, **kwargs)  # (most calls: no hook to run)
         called = set()  # the forward hooks run, so always_call ones run once on an exception
         result = None
         try:

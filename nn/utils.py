@@ -6,6 +6,7 @@ import math
 
 from ..autograd.grad_mode import no_grad
 from ..autograd.tensor import Tensor
+from ..kernels import backend
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
 
@@ -35,13 +36,13 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
             total = parts[0]
             for p in parts[1:]:
                 total = total.maximum(p.to(total.device))
+        elif norm_type == 2.0:
+            total = _sum_of_squares(grads).sqrt().to(grads[0].dtype.to_real())
         else:
             acc = None
             for g in grads:
                 g = g.detach()
-                s = ((g * g).sum() if norm_type == 2.0 else
-                     (g * g).sqrt().pow(norm_type).sum())
-                s = s.to(grads[0].device)
+                s = (g * g).sqrt().pow(norm_type).sum().to(grads[0].device)
                 acc = s if acc is None else acc + s
             total = acc.pow(1.0 / norm_type)
         value = float(total.item())
@@ -52,8 +53,36 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
                                f"norm anyway, set `error_if_nonfinite=False`")
         coef = max_norm / (value + 1e-6)
         if coef < 1.0:
-            for g in grads:
-                g.mul_(coef)
+            for g in grads:  # (in place on the arrays, as a fused optimizer update writes)
+                k = backend(g.device)
+                k.mul(g._data, coef, out=g._data)
+                g._vc[0] += 1
+    return total
+
+
+def _sum_of_squares(grads: list) -> Tensor:
+    """sum(|g|^2) over every element of every gradient, accumulated in float32 (float64 for
+    float64 and complex128 gradients), as a 0-d tensor on the first gradient's device: one
+    product and one sum per gradient on the backend's arrays (the gradient-clipping step runs it for every
+    parameter, so Tensor bookkeeping would cost more than the arithmetic)."""
+    from ..autograd.tensor import make
+    from ..runtime import dtype as dtypes
+    sums = {}
+    for g in grads:
+        k, a = backend(g.device), g._data
+        if g.dtype.is_complex:  # |g|^2 = conj(g) g, real
+            sq = k.real(k.mul(k.conj(a), a))
+        else:
+            if g.dtype is not dtypes.float32 and g.dtype is not dtypes.float64:
+                a = k.astype(a, dtypes.float32)
+            sq = k.mul(a, a)
+        s = k.sum(sq, tuple(range(g.ndim)), False)
+        prev = sums.get(g.device)
+        sums[g.device] = s if prev is None else k.add(prev, s)
+    parts = [make(s) for s in sums.values()]
+    total = parts[0]
+    for p in parts[1:]:
+        total = total + p.to(total.device, total.dtype)
     return total
 
 

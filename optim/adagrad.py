@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .optimizer import Optimizer, check_hyperparameters, check_real, new_step
+from .optimizer import Optimizer, advance_step, check_hyperparameters, check_real, new_step
 
 __all__ = ["Adagrad"]
 
@@ -77,8 +77,7 @@ class Adagrad(Optimizer):
         state = self.state[p]
         self._init_state(p, group)  # (a state dict loaded without this parameter's entry)
         step_t, s = state["step"], state["sum"]
-        step_t += 1
-        step = step_t.item()
+        step = advance_step(step_t)
         g = -p.grad if group["maximize"] else p.grad
         if group["weight_decay"] != 0:
             g = g.add(p, alpha=group["weight_decay"])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..autograd.ops.elementwise import maximum
-from .optimizer import Optimizer, bump_versions, fused_kernel, new_step, zeros_like
+from .optimizer import Optimizer, advance_step, bump_versions, fused_kernel, new_step, zeros_like
 
 __all__ = ["Adam", "AdamW"]
 
@@ -79,8 +79,7 @@ class Adam(Optimizer):
                 state["max_exp_avg_sq"] = zeros_like(p)
         step_t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
         vmax = state.get("max_exp_avg_sq") if amsgrad else None
-        step_t += 1
-        step = step_t.item()
+        step = advance_step(step_t)
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         wd, maximize = group["weight_decay"], group["maximize"]
         decoupled = group["decoupled_weight_decay"]

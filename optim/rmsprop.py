@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .optimizer import Optimizer, check_hyperparameters, check_real, new_step, zeros_like
+from .optimizer import (Optimizer, advance_step, check_hyperparameters, check_real, new_step,
+                        zeros_like)
 
 __all__ = ["RMSprop"]
 
@@ -73,7 +74,7 @@ class RMSprop(Optimizer):
                 state["momentum_buffer"] = zeros_like(p)
             if centered:
                 state["grad_avg"] = zeros_like(p)
-        state["step"] += 1
+        advance_step(state["step"])
         g = -p.grad if group["maximize"] else p.grad
         if wd != 0:
             g = g.add(p, alpha=wd)

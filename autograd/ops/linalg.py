@@ -94,12 +94,12 @@ class AddmmBackward0(Primitive):
             # the operands' layouts, for backward: either may be unsaved (PyTorch keeps them
             # apart too: _saved_mat1_sym_strides)
             ctx.layouts = ((_column_major(k, a),), (_column_major(k, b),))
-        out = k.matmul(a, b)
+        out = k.matmul(a, b)  # (a new array: scaled and added to in place, no more allocated)
         if alpha != 1:
-            out = k.mul(out, alpha)
+            k.mul(out, alpha, out=out)
         if beta == 0:
             return out
-        return k.add(out, c if beta == 1 else k.mul(c, beta))
+        return k.add(out, c if beta == 1 else k.mul(c, beta), out=out)
 
     @staticmethod
     def vjp(ctx, k, saved, g):

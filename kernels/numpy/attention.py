@@ -147,6 +147,17 @@ def attention(q, k, v, scale: float, causal: bool):
     return _back(out, q), lse
 
 
+def _zeros_in_layout_of(a, shape: tuple, dtype) -> np.ndarray:
+    """Zeros of ``shape`` whose memory runs in ``a``'s dimension order (a dense array, viewed
+    back): q, k, v sliced out of a fused (B, T, 3, H, D) projection and transposed to
+    (B, H, T, D) get gradients laid out (B, T, H, D), which the transpose and reshape on the
+    way back to the projection then view instead of copying (as PyTorch's empty_like keeps
+    the input's dimension order)."""
+    order = sorted(range(len(shape)), key=lambda i: -abs(a.strides[i]))
+    dense = np.zeros(tuple(shape[i] for i in order), dtype)
+    return dense.transpose(np.argsort(order))
+
+
 def attention_backward(g, q, k, v, out, lse, scale: float, causal: bool):
     """(dq, dk, dv) of attention, each in q's dtype, from the output gradient g (B, H, L, D),
     the forward's output and lse."""
@@ -159,9 +170,9 @@ def attention_backward(g, q, k, v, out, lse, scale: float, causal: bool):
     of = _up(out).astype(acc, copy=False)
     lsef = np.asarray(lse, dtype=acc)[..., None]
     delta = np.einsum("...ld,...ld->...l", gf, of)[..., None]
-    dq = np.zeros((b, h, length, d), acc)
-    dk = np.zeros((b, h, source, d), acc)
-    dv = np.zeros((b, h, source, d), acc)
+    dq = _zeros_in_layout_of(q, (b, h, length, d), acc)
+    dk = _zeros_in_layout_of(k, (b, h, source, d), acc)
+    dv = _zeros_in_layout_of(v, (b, h, source, d), acc)
     scale = acc(scale)
     bq, bk = _blocks(b * h, length, source)
     for i0 in range(0, length if source else 0, bq):

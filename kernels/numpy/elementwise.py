@@ -9,6 +9,7 @@ rounds once.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -54,8 +55,7 @@ def _quiet(ufunc):
                 return ufunc(*args, **kwargs)
             finally:
                 _ERRORS.reset(token)
-    call.__name__ = ufunc.__name__
-    return call
+    return functools.wraps(ufunc)(call)
 
 
 def _binary(ufunc, quiet: bool = False):
@@ -206,7 +206,8 @@ def unary(op: str, a, out=None):
             return _in_float32(_F32_UNARY[op], a, out)
         raise ValueError(f"unary: unknown op {op!r}")
     if out is None:
-        return _arr(fn(a))
+        r = fn(a)  # (_arr inlined, as in _binary: every unary op passes here)
+        return r if isinstance(r, _ndarray) else np.asarray(r)
     fn(a, out=out, casting="unsafe")
     return out
 
@@ -286,10 +287,28 @@ def _sigmoid_backward(g, y, out=None):
     return _times(g, d, out)
 
 
+# Note [Selects as bit masks]
+#   np.where over an unpredictable mask (ReLU's, dropout's) runs a branch per element: 0.9 ms
+#   for 256 x 1024 float32, 16x a multiply. A float is zeroed exactly by AND-ing its bits with
+#   0, kept by AND-ing with all ones (-1): the bool mask widened to the float's integer width
+#   and negated is that operand, and the select becomes three branch-free passes.
+_BITS = {np.dtype(d): np.dtype(f"i{np.dtype(d).itemsize}")
+         for d in (np.float16, np.float32, np.float64)}
+
+
+def _zero_where(drop, g):
+    """+0 where the bool array ``drop`` is true, g elsewhere (same shapes), as a new array."""
+    ints = _BITS.get(g.dtype)
+    if ints is None or g.ndim == 0 or drop.shape != g.shape:
+        return _arr(np.where(drop, 0, g))
+    m = np.subtract(drop.view(np.int8), 1, dtype=ints)  # 0 where dropped, else -1: all ones
+    return np.bitwise_and(g.view(ints), m, out=m).view(g.dtype)
+
+
 def _relu_backward(g, y, out=None):
     # A select, not g * (y > 0): an inf gradient at y == 0 gives 0 (inf * 0 is NaN), and a
     # NaN output passes the gradient on (PyTorch's threshold_backward zeroes where y <= 0).
-    r = _arr(np.where(y <= 0, 0, g))
+    r = _zero_where(_arr(np.less_equal(y, 0)), _arr(g))
     if out is None:
         return r
     np.copyto(out, r, casting="unsafe")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bf16 import BF16Array, rounded
+from .bf16 import BF16Array, round_, rounded
 
 _ndarray = np.ndarray
 _FULL = slice(None)
@@ -44,9 +44,29 @@ def index_put_(a: np.ndarray, indices: tuple, values, accumulate: bool) -> None:
     key = _key(indices)
     values = _values_for(a, values)
     if accumulate:
-        np.add.at(a, key, values)  # duplicates accumulate (a[key] += values would not)
+        _add_at(a, key, values)  # duplicates accumulate (a[key] += values would not)
     else:
         _plain(a)[key] = _plain(values)
+
+
+def _add_at(a: np.ndarray, key: tuple, values) -> None:
+    """``np.add.at(a, key, values)``, through one flat index where that is cheaper: NumPy's
+    ``ufunc.at`` has a fast loop for a single 1-D index into a 1-D array (~1 ns an element)
+    and a general one for index tuples (~13 ns: 0.83 ms against 0.08 ms for the 131k updates
+    of a pooling layer's backward). The flat positions are a[key] of an arange over a (a's
+    own advanced-indexing rules give their shape and order), worth it unless a is much larger
+    than the update."""
+    plain = _plain(a)
+    n = np.size(values) if np.ndim(values) else 0
+    if plain.flags.c_contiguous and 0 < plain.size <= 16 * max(n, 1) and n:
+        flat = np.arange(plain.size).reshape(plain.shape)[key]
+        vals = np.broadcast_to(_plain(values), flat.shape)
+        if flat.size == vals.size:
+            np.add.at(plain.reshape(-1), flat.reshape(-1), vals.reshape(-1))
+            if type(a) is BF16Array:
+                round_(plain)
+            return
+    np.add.at(a, key, values)
 
 
 def gather(a: np.ndarray, dim: int, index: np.ndarray) -> np.ndarray:
@@ -76,7 +96,7 @@ def scatter_(a: np.ndarray, dim: int, index: np.ndarray, src, accumulate: bool) 
         src = src[tuple(slice(0, n) for n in index.shape)]
     src = _values_for(a, src)
     if accumulate:
-        np.add.at(a, key, src)
+        _add_at(a, key, src)
     else:
         _plain(a)[key] = _plain(src)
 

@@ -72,20 +72,28 @@ def _gelu_op(approximate, dtype):
     return "gelu64" if dtype is D.float64 else "gelu"
 
 
-def gelu(x, approximate):
-    """GELU(x) = x Phi(x) (approximate='none') or its tanh approximation ('tanh')."""
+def gelu(x, approximate, with_grad=False):
+    """GELU(x) = x Phi(x) (approximate='none') or its tanh approximation ('tanh').
+    ``with_grad``: (GELU(x), None): on the GPU the backward recomputes GELU'(x) in its one
+    bandwidth-bound pass (reading x costs what reading a saved derivative would), so keeping
+    one would only cost memory."""
     _float("gelu", x)
     op = _gelu_op(approximate, x.dtype)
     out = _memory.empty(x.shape, x.dtype, x.device)
-    return _run_ew(out, x, None, None, 0, 0,
-                   (OPS[op], PTR, NONE, NONE, _ACC[x.dtype], L.TL[x.dtype]))
+    out = _run_ew(out, x, None, None, 0, 0,
+                  (OPS[op], PTR, NONE, NONE, _ACC[x.dtype], L.TL[x.dtype]))
+    return (out, None) if with_grad else out
 
 
-def gelu_backward(g, x, approximate):
-    """g * GELU'(x), in x's dtype (g broadcast to x's shape)."""
+def gelu_backward(g, x, approximate, derivative=None):
+    """g * GELU'(x), in x's dtype (g broadcast to x's shape); ``derivative``: GELU'(x) given,
+    so only the product is left."""
     _float("gelu_backward", g, x)
-    op = _gelu_op(approximate, x.dtype) + "_grad"
     out = _memory.empty(x.shape, x.dtype, x.device)
+    if derivative is not None:
+        return _run_ew(out, g, derivative, None, 0, 0,
+                       (OPS["mul"], PTR, PTR, NONE, _ACC[x.dtype], L.TL[x.dtype]))
+    op = _gelu_op(approximate, x.dtype) + "_grad"
     return _run_ew(out, g, x, None, 0, 0,
                    (OPS[op], PTR, PTR, NONE, _ACC[x.dtype], L.TL[x.dtype]))
 

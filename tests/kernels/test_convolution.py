@@ -27,6 +27,15 @@ CASES = [
     (1, 2, 5, 5, 3, 2, 2, (1, 1), (2, 2), (1, 1), 1),            # padding past the kernel
 ]
 IDS = [f"case{i}" for i in range(len(CASES))]
+# the CPU backend's own paths (channels-last columns, the depthwise multiply-adds and their
+# col2im): numpy-only, the Triton kernels have no such branches
+CPU_CASES = CASES + [
+    (2, 6, 9, 7, 6, 3, 3, (2, 1), ((0, 2), (1, 0)), (2, 1), 6),  # depthwise, col2im backward
+    (2, 6, 9, 7, 6, 2, 3, (1, 2), (1, 1), (1, 1), 6),            # depthwise, strided columns
+    (2, 4, 6, 6, 8, 3, 3, (1, 1), (1, 1), (1, 1), 4),            # channel multiplier 2
+    (2, 6, 5, 5, 4, 3, 3, (2, 2), (1, 1), (1, 1), 2),            # groups, col2im
+]
+CPU_IDS = [f"case{i}" for i in range(len(CPU_CASES))]
 TOL = {D.float16: 4e-3, D.bfloat16: 3e-2, D.float32: 2e-5, D.float64: 1e-11}
 
 
@@ -67,7 +76,7 @@ def _inputs(case, rng):
 
 
 # -- the NumPy backend -------------------------------------------------------------------------
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("case", CPU_CASES, ids=CPU_IDS)
 def test_numpy_forward_and_backward_match_the_definition(case, rng):
     x, w, b, args = _inputs(case, rng)
     y = nk.conv2d(x, w, b, *args)

@@ -1,8 +1,8 @@
-"""The NumPy kernels the GPT step spends its CPU time in, on the paths their speed-ups added:
-float32 GELU's tail arithmetic (accuracy over a dense grid and at the extremes), layer norm's
-backward in terms of x - mean, and attention's block-wide softmax shift with its per-row
-fallback, over strided (B, H, T, D) views. References are float64 (math.erfc, the whole-matrix
-attention)."""
+"""The NumPy kernels the GPT and MLP steps spend their CPU time in, on the paths their speed-ups
+added: float32 GELU's tail arithmetic (accuracy over a dense grid and at the extremes) and its
+derivative computed with the forward, ReLU's backward as a bit mask, layer norm's backward in
+terms of x - mean, and attention's block-wide softmax shift with its per-row fallback, over
+strided (B, H, T, D) views. References are float64 (math.erfc, the whole-matrix attention)."""
 
 from __future__ import annotations
 
@@ -71,6 +71,68 @@ def test_gelu_float32_strided_input_and_gradient():
     np.testing.assert_allclose(nn.gelu_backward(g, x, "none"), g * dref, atol=1e-6)
 
 
+_EXTREMES = [-np.inf, -3.4e38, -1e20, -30.0, -9.0, -0.0, 0.0, 1e-30, 0.5, 9.0, 1e20, 3.4e38,
+             np.inf, np.nan]
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, "bfloat16"])
+def test_gelu_derivative_from_the_forward_is_the_backwards(dtype, approximate):
+    # gelu(with_grad=True) shares the forward's passes; the derivative it returns must give
+    # gelu_backward's result exactly, and the forward must not change
+    from tritongrad.kernels.numpy.bf16 import rounded
+    rng = np.random.default_rng(3)
+    vals = np.concatenate([rng.standard_normal(3000) * 4, _EXTREMES])
+    x = rounded(vals) if dtype == "bfloat16" else vals.astype(dtype)
+    g = rounded(rng.standard_normal(vals.size)) if dtype == "bfloat16" else \
+        rng.standard_normal(vals.size).astype(dtype)
+    y, d = nn.gelu(x, approximate, with_grad=True)
+    np.testing.assert_array_equal(y, nn.gelu(x, approximate))
+    assert type(y) is type(x) and y.dtype == x.dtype
+    got = nn.gelu_backward(g, x, approximate, derivative=d)
+    want = nn.gelu_backward(g, x, approximate)
+    assert type(got) is type(want) and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_gelu_float32_blocks_join_exactly(monkeypatch):
+    # Note [GELU in cache-sized blocks]: blocks of 1000 over 4800 strided elements (the last
+    # one short, extremes in several) give the single block's bits
+    rng = np.random.default_rng(5)
+    base = (rng.standard_normal((60, 160)) * 6).astype(np.float32)
+    base[::7, ::9] = np.float32(1e30)
+    base[3, 11], base[40, 101], base[59, 159] = -np.inf, np.nan, np.inf
+    x, g = base[:, ::2], base[:, 1::2].copy()
+    whole = nn.gelu(x, "none", with_grad=True) + (nn.gelu_backward(g, x, "none"),)
+    monkeypatch.setattr(nn, "GELU_BLOCK", 1000)
+    blocked = nn.gelu(x, "none", with_grad=True) + (nn.gelu_backward(g, x, "none"),)
+    for a, b in zip(whole, blocked):
+        assert a.shape == x.shape
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_relu_backward_bit_mask(dtype):
+    # zero where y <= 0 (an inf or NaN gradient there too: a select, not a product), the
+    # gradient kept where y > 0 or y is NaN; +0, never -0, where dropped
+    ew = importlib.import_module("tritongrad.kernels.numpy.elementwise")
+    rng = np.random.default_rng(4)
+    y = np.maximum(rng.standard_normal((33, 65)), 0).astype(dtype)
+    g = rng.standard_normal((33, 65)).astype(dtype)
+    y[0, :6] = [0, 0, -0.0, np.nan, 1, 0]
+    g[0, :6] = [np.inf, np.nan, -1, 2, -np.inf, -3]
+    got = ew.binary("relu_backward", g, y)
+    want = np.array([np.where(yv > 0 or yv != yv, gv, 0.0) for yv, gv in
+                     zip(y.ravel().tolist(), g.ravel().tolist())], dtype).reshape(y.shape)
+    np.testing.assert_array_equal(got, want)
+    assert not np.signbit(got[y <= 0]).any()
+    out = np.empty_like(g)  # out=, a strided gradient and a 0-d pair take the same select
+    out_t = out.T
+    assert ew.binary("relu_backward", g.T, y.T, out=out_t) is out_t
+    np.testing.assert_array_equal(out, want)
+    assert ew.binary("relu_backward", np.array(2.0, dtype), np.array(0.0, dtype)) == 0
+
+
 @pytest.mark.parametrize("weighted", [True, False])
 def test_layer_norm_backward_with_a_mean_offset(weighted):
     rng = np.random.default_rng(1)
@@ -112,7 +174,8 @@ def test_attention_block_shift_and_row_fallback(monkeypatch, blocks, spread, cau
     monkeypatch.setattr(na, "BLOCK_K", blocks[1])
     rng = np.random.default_rng(2)
     q, k, v = _qkv_views(rng, 2, 3, 37, 8, spread)
-    g = rng.standard_normal(q.shape).astype(np.float32)
+    # the gradient as it comes back through the output projection: a (B, T, H, D) transpose
+    g = rng.standard_normal((2, 37, 3, 8)).astype(np.float32).transpose(0, 2, 1, 3)
     scale = 8 ** -0.5
     out, lse = na.attention(q, k, v, scale, causal)
     r_out, r_lse, r_dq, r_dk, r_dv = reference(q, k, v, scale, causal, g)
@@ -122,6 +185,8 @@ def test_attention_block_shift_and_row_fallback(monkeypatch, blocks, spread, cau
     dq, dk, dv = na.attention_backward(g, q, k, v, out, lse, scale, causal)
     for got, ref in ((dq, r_dq), (dk, r_dk), (dv, r_dv)):
         np.testing.assert_allclose(got, ref, rtol=2e-3, atol=2e-4 * spread)
+        # laid out as the (B, T, H, D) inputs: the way back to the projection views it
+        assert got.transpose(0, 2, 1, 3).flags.c_contiguous
 
 
 def test_attention_row_fallback_is_taken(monkeypatch):

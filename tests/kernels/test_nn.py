@@ -36,6 +36,14 @@ def test_gelu(kit, rng, dtype, approximate):
            _r(dtype, kit.nk.gelu_backward(rg, rx, approximate)), dtype)
     with pytest.raises(ValueError, match="approximate"):
         tk.gelu(x, "fast")
+    # the GPU keeps no derivative (recomputing it is one pass); one given is multiplied in
+    y2, d = tk.gelu(x, approximate, with_grad=True)
+    assert d is None
+    kit.check(y2, kit.down(y), dtype, rtol=0, atol=0, check_dtype=False)
+    rd = kit.values((5, 7), dtype, rng)
+    _check(kit, tk.gelu_backward(g, x, approximate, derivative=kit.up(rd, dtype)),
+           _r(dtype, rg.astype(np.float32 if dtype is not D.float64 else np.float64) * rd),
+           dtype)
 
 
 @pytest.mark.parametrize("affine", [True, False])

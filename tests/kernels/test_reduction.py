@@ -198,3 +198,29 @@ def test_argreduce_split_and_0d(kit, rng, small_blocks):
     kit.check(tk.argreduce("argmax", z, 0, False), np.int64(0))
     with pytest.raises(ValueError, match="argmax"):
         tk.argreduce("argmax", kit.up(np.zeros((2, 0), np.float32)), 1, False)
+
+
+@settings(max_examples=80, deadline=None)
+@given(shape=st.lists(st.integers(0, 6), min_size=2, max_size=4), n_lead=st.integers(0, 3),
+       n_trail=st.integers(0, 3), keepdim=st.booleans(), f64=st.booleans(),
+       seed=st.integers(0, 2 ** 16))
+def test_numpy_sum_over_leading_and_trailing_dims(kit, shape, n_lead, n_trail, keepdim, f64,
+                                                 seed):
+    # the CPU backend sums contiguous float32/float64 arrays over leading dims, trailing
+    # dims or both (batch norm's (0, 2, 3)) as BLAS products with ones: same shape, dtype and
+    # values (float64 reference) as np.sum, for empty dims and keepdim too; NaN and inf
+    # propagate
+    nd = len(shape)
+    n_lead = min(n_lead, nd - 1)
+    n_trail = min(n_trail, nd - 1 - n_lead)
+    dims = tuple(range(n_lead)) + tuple(range(nd - n_trail, nd))
+    if not dims:
+        dims = (0,)
+    dt = np.float64 if f64 else np.float32
+    a = np.random.default_rng(seed).standard_normal(shape).astype(dt)
+    if a.size > 3:
+        a.flat[1], a.flat[3] = np.inf, np.nan
+    got = kit.nk.sum(a, dims, keepdim)
+    want = np.sum(a.astype(np.float64), axis=dims, keepdims=keepdim)
+    assert got.shape == want.shape and got.dtype == dt
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dt == np.float32 else 1e-12, atol=1e-5)

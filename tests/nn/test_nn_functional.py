@@ -28,6 +28,15 @@ def leaf(x):
 
 # -- GELU ----------------------------------------------------------------------------------------
 
+def _gelu_grad_ref(x, approximate):
+    """GELU'(x) in float64: Phi(x) + x phi(x), or the tanh form's derivative."""
+    if approximate == "tanh":
+        c, a = math.sqrt(2 / math.pi), 0.044715
+        t = np.tanh(c * (x + a * x ** 3))
+        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * a * x * x)
+    return _ndtr_ref(x) + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+
+
 def _gelu_ref(x, approximate):
     if approximate == "tanh":
         return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
@@ -94,6 +103,45 @@ def test_gelu_third_order(device):
         return gg
 
     assert_grads_match(second, [x], atol=1e-5)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_keeps_its_derivative_on_the_cpu_only_until_backward(device, approximate):
+    # the CPU forward computes GELU'(x) with GELU(x) and keeps it on the node for a
+    # one-multiply backward; the GPU recomputes it. Either way the gradients are the same, a
+    # retained graph gives them twice, and an in-place change of x is still caught
+    xs = rng.standard_normal((6, 9)).astype(np.float32)
+    g = tg.tensor(rng.standard_normal((6, 9)).astype(np.float32), device=device)
+    x = tg.tensor(xs, device=device, requires_grad=True)
+    y = F.gelu(x, approximate)
+    node = y.grad_fn
+    assert (node._derivative is not None) == (x.device.type == "cpu")
+    y.backward(g, retain_graph=True)
+    first = host(x.grad).copy()
+    x.grad = None
+    y.backward(g)
+    np.testing.assert_array_equal(host(x.grad), first)
+    assert node._derivative is None  # dropped with the saved tensors
+    expect = _gelu_grad_ref(xs.astype(np.float64).ravel(), approximate).reshape(6, 9) * host(g)
+    np.testing.assert_allclose(first, expect, rtol=1e-5, atol=1e-6)
+    y = F.gelu(x, approximate)
+    with tg.no_grad():
+        x.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_gelu_keeps_no_derivative_under_saved_tensor_hooks():
+    # what a node keeps for backward is then the hooks' alone: one pack, of x, as PyTorch's
+    packed = []
+    x = tg.randn(4, 5, requires_grad=True)
+    with tg.autograd.graph.saved_tensors_hooks(lambda t: packed.append(t) or t, lambda t: t):
+        y = F.gelu(x)
+    assert y.grad_fn._derivative is None and len(packed) == 1 and packed[0] is x
+    y.sum().backward()
+    x2 = x.detach().requires_grad_()
+    F.gelu(x2).sum().backward()
+    np.testing.assert_array_equal(host(x.grad), host(x2.grad))
 
 
 def test_gelu_graph_names_and_errors():

@@ -141,6 +141,37 @@ def test_loss_modules(device):
     assert repr(nn.CrossEntropyLoss()) == "CrossEntropyLoss()"
 
 
+@pytest.mark.parametrize("dt", ["float32", "float64", "float16", "bfloat16", "complex64"])
+def test_clip_grad_norm_2_norm_against_float64(device, dt):
+    # the 2-norm runs on the backend's arrays (one product and one sum per gradient): the
+    # total against NumPy float64, gradients scaled in place with their versions bumped, the
+    # result real and in the gradients' (real) dtype, untouched below the bound
+    rng = np.random.default_rng(11)
+    vals = [rng.standard_normal(s) for s in [(4, 5), (7,), (3, 2, 2), (0, 3)]]
+    if dt == "complex64":
+        vals = [v + 1j * rng.standard_normal(v.shape) for v in vals]
+    dtype = getattr(tg, dt)
+    params = [nn.Parameter(tg.zeros(v.shape, dtype=dtype, device=device)) for v in vals]
+    for p, v in zip(params, vals):
+        p.grad = tg.tensor(v, dtype=dtype, device=device)
+    stored = [host(p.grad).astype(np.complex128) for p in params]
+    want = math.sqrt(sum(float((np.abs(v) ** 2).sum()) for v in stored))
+    versions = [p.grad._version for p in params]
+    total = nn.utils.clip_grad_norm_(params, 0.5)
+    tol = {"float16": 2e-3, "bfloat16": 1e-2}.get(dt, 1e-6)
+    assert total.dtype is dtype.to_real() and total.shape == ()
+    assert abs(total.item() - want) <= tol * want
+    coef = 0.5 / (total.item() + 1e-6)
+    for p, v, ver in zip(params, stored, versions):
+        np.testing.assert_allclose(host(p.grad).astype(np.complex128), v * coef,
+                                   rtol=tol, atol=tol)
+        assert p.grad._version == ver + 1
+    again = [host(p.grad).copy() for p in params]
+    nn.utils.clip_grad_norm_(params, 100.0)
+    for p, a in zip(params, again):
+        np.testing.assert_array_equal(host(p.grad), a)
+
+
 def test_gelu_module():
     x = tg.tensor([-1.0, 0.0, 2.0])
     np.testing.assert_allclose(host(nn.GELU()(x)), [-0.15865525, 0.0, 1.9544997], rtol=1e-6)

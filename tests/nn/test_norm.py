@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tritongrad as tg
-from tests.helpers import assert_grads_match, host
+from tests.helpers import assert_grads_match, host, second_order
 from tritongrad import nn
 
 F = nn.functional
@@ -62,6 +62,62 @@ def test_batch_norm_gradients_and_state_dict(device):
     sd = nn.BatchNorm1d(3).state_dict()
     assert list(sd) == ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
     assert sd["num_batches_tracked"].dtype is tg.int64
+
+
+@pytest.mark.parametrize("affine", ["both", "weight", "bias", "none"])
+def test_batch_norm_training_is_one_fused_node(device, affine):
+    # NativeBatchNormBackward0 (autograd/ops/nn.py): values and gradients against float64
+    # references over (N, C, H, W), second order and forward AD through its rules
+    x0 = rng.standard_normal((3, 2, 4, 3)) * 3 + 2
+    w0, b0 = rng.uniform(0.5, 1.5, 2), rng.standard_normal(2)
+    x = tg.tensor(x0, device=device, requires_grad=True)
+    w = tg.tensor(w0, device=device, requires_grad=True) if affine in ("both", "weight") \
+        else None
+    b = tg.tensor(b0, device=device, requires_grad=True) if affine in ("both", "bias") \
+        else None
+    y = F.batch_norm(x, None, None, w, b, training=True)
+    assert type(y.grad_fn).__name__ == "NativeBatchNormBackward0"
+    mean, var = x0.mean(axis=(0, 2, 3), keepdims=True), x0.var(axis=(0, 2, 3), keepdims=True)
+    xhat = (x0 - mean) / np.sqrt(var + 1e-5)
+    wr = w0.reshape(1, 2, 1, 1) if w is not None else 1.0
+    ref = xhat * wr + (b0.reshape(1, 2, 1, 1) if b is not None else 0.0)
+    np.testing.assert_allclose(host(y), ref, rtol=1e-12, atol=1e-12)
+    g0 = rng.standard_normal(x0.shape)
+    y.backward(tg.tensor(g0, device=device))
+    n = x0.size // 2
+    s, bsum = (g0 * xhat).sum((0, 2, 3), keepdims=True), g0.sum((0, 2, 3), keepdims=True)
+    dx = wr / np.sqrt(var + 1e-5) * (g0 - bsum / n - xhat * s / n)
+    np.testing.assert_allclose(host(x.grad), dx, rtol=1e-10, atol=1e-12)
+    if w is not None:
+        np.testing.assert_allclose(host(w.grad), s.reshape(2), rtol=1e-10, atol=1e-12)
+    if b is not None:
+        np.testing.assert_allclose(host(b.grad), bsum.reshape(2), rtol=1e-10, atol=1e-12)
+    args = [t for t in (x, w, b) if t is not None]
+    names = [name for name, t in (("x", x), ("w", w), ("b", b)) if t is not None]
+
+    def fn(*ts):
+        kw = dict(zip(names, ts))
+        return F.batch_norm(kw["x"], None, None, kw.get("w"), kw.get("b"), training=True)
+
+    small = [t.detach()[:2, :, :2, :2].contiguous() if t.ndim == 4 else t.detach()
+             for t in args]
+    assert tg.autograd.gradcheck(fn, [t.requires_grad_() for t in small],
+                                 check_forward_ad=True)
+    second_order(fn, small)
+
+
+def test_batch_norm_half_precision_computes_in_float32():
+    x = tg.tensor(rng.standard_normal((16, 3, 5)) * 4 + 100, dtype=tg.float16,
+                  requires_grad=True)
+    bn = nn.BatchNorm1d(3)
+    y = bn(x)
+    y.float().pow(2).sum().backward()
+    assert y.dtype is tg.float16 and x.grad.dtype is tg.float16
+    assert bn.weight.grad.dtype is tg.float32 and bn.running_mean.dtype is tg.float32
+    xs = host(x).astype(np.float64)
+    ref = (xs - xs.mean((0, 2), keepdims=True)) / np.sqrt(xs.var((0, 2), keepdims=True) + 1e-5)
+    np.testing.assert_allclose(host(y).astype(np.float64), ref, atol=4e-3)
+    np.testing.assert_allclose(host(bn.running_mean), 0.1 * xs.mean((0, 2)), rtol=1e-5)
 
 
 def test_batch_norm_errors():
