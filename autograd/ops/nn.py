@@ -265,23 +265,33 @@ class NativeLayerNormBackward0(Primitive):
     def jvp(ctx, k, primals, tangents, out, n, nd, eps):
         """With xhat = (x - mean) rstd (means over the normalised dims):
         dy = rstd (tx - mean(tx) - xhat mean(xhat tx)) w + xhat tw + tb."""
-        x, w = primals[0], (primals[1] if len(primals) > 1 else None)
-        tx, tw, tb = (tuple(tangents) + (None, None))[:3]
-        dims = tuple(range(x.ndim - nd, x.ndim))
-        mu = x.mean(dims, keepdim=True)
-        xc = x - mu
-        rstd = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
-        xhat = xc * rstd
-        res = None
-        if tx is not None:
-            res = rstd * (tx - tx.mean(dims, keepdim=True)
-                          - xhat * (xhat * tx).mean(dims, keepdim=True))
-            if w is not None:
-                res = res * w
-        for term in (None if tw is None else xhat * tw, tb):
-            if term is not None:
-                res = term if res is None else res + term
-        return res
+        x = primals[0]
+        return _normalization_jvp(primals, tangents, tuple(range(x.ndim - nd, x.ndim)),
+                                  tuple(x.shape[x.ndim - nd:]), eps)
+
+
+def _normalization_jvp(primals, tangents, dims: tuple, param_shape: tuple, eps: float):
+    """The tangent of y = xhat w + b, xhat = (x - mean) rstd with the statistics over
+    ``dims`` (layer norm: the trailing dims; batch norm: all but the channels), w and b
+    viewed as ``param_shape``:
+        dy = rstd (tx - mean(tx) - xhat mean(xhat tx)) w + xhat tw + tb."""
+    x, w = primals[0], (primals[1] if len(primals) > 1 else None)
+    tx, tw, tb = (tuple(tangents) + (None, None))[:3]
+    mu = x.mean(dims, keepdim=True)
+    xc = x - mu
+    rstd = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
+    xhat = xc * rstd
+    res = None
+    if tx is not None:
+        res = rstd * (tx - tx.mean(dims, keepdim=True)
+                      - xhat * (xhat * tx).mean(dims, keepdim=True))
+        if w is not None:
+            res = res * w.reshape(param_shape)
+    for term in (None if tw is None else xhat * tw.reshape(param_shape),
+                 None if tb is None else tb.reshape(param_shape)):
+        if term is not None:
+            res = term if res is None else res + term
+    return res
 
 
 class _LayerNormNoAffine(NativeLayerNormBackward0):
@@ -379,25 +389,10 @@ class NativeBatchNormBackward0(Primitive):
     def jvp(ctx, k, primals, tangents, out, eps):
         """dy = rstd (tx - mean(tx) - xhat mean(xhat tx)) w + xhat tw + tb (means per channel);
         the statistics' tangents are not formed (they have no gradient)."""
-        x, w = primals[0], (primals[1] if len(primals) > 1 else None)
-        tx, tw, tb = (tuple(tangents) + (None, None))[:3]
-        dims = (0,) + tuple(range(2, x.ndim))
+        x = primals[0]
         shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
-        mu = x.mean(dims, keepdim=True)
-        xc = x - mu
-        rstd = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
-        xhat = xc * rstd
-        res = None
-        if tx is not None:
-            res = rstd * (tx - tx.mean(dims, keepdim=True)
-                          - xhat * (xhat * tx).mean(dims, keepdim=True))
-            if w is not None:
-                res = res * w.reshape(shape)
-        for term in (None if tw is None else xhat * tw.reshape(shape),
-                     None if tb is None else tb.reshape(shape)):
-            if term is not None:
-                res = term if res is None else res + term
-        return res, None, None
+        return (_normalization_jvp(primals, tangents, (0,) + tuple(range(2, x.ndim)), shape, eps),
+                None, None)
 
 
 class _BatchNormNoAffine(NativeBatchNormBackward0):
