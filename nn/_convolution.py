@@ -66,8 +66,21 @@ def _window_index(sizes: tuple, kernel: tuple, stride: tuple, dilation: tuple,
 
 
 def _windows(x: Tensor, kernel: tuple, stride: tuple, dilation: tuple, out: tuple) -> Tensor:
-    """(N, C, *sizes) -> (N, C, K, L): every window's taps, gathered (im2col)."""
+    """(N, C, *sizes) -> (N, C, K, L): every window's taps, gathered (im2col).
+
+    Windows that tile the input (stride = kernel, no dilation: a 2x2 pool) are a reshape and
+    a permutation of its leading ``out * kernel`` rows and columns (the rest is in no window):
+    no index is built, and the backward is a copy instead of an accumulating scatter."""
     lead, sizes = tuple(x.shape[:2]), tuple(x.shape[2:])
+    if tuple(stride) == tuple(kernel) and all(d == 1 for d in dilation) and all(
+            o * k <= n for o, k, n in zip(out, kernel, sizes)):
+        nd = len(sizes)
+        for dim, (o, k, n) in enumerate(zip(out, kernel, sizes)):
+            if o * k < n:
+                x = x.narrow(2 + dim, 0, o * k)
+        split = lead + tuple(v for o, k in zip(out, kernel) for v in (o, k))  # (.., o1, k1, ..)
+        order = (0, 1) + tuple(3 + 2 * i for i in range(nd)) + tuple(2 + 2 * i for i in range(nd))
+        return x.reshape(split).permute(order).reshape(lead + (math.prod(kernel), math.prod(out)))
     idx = _window_index(sizes, kernel, stride, dilation, out)
     taps = x.reshape(lead + (-1,)).index_select(2, _tensor(idx.reshape(-1), device=x.device))
     return taps.reshape(lead + idx.shape)

@@ -169,7 +169,8 @@ def _avg_pool_ref(x, k, s, p, ceil, include_pad, override):
 
 
 POOL_CASES = [  # kernel, stride, padding, dilation, ceil_mode
-    ((2, 2), (2, 2), (0, 0), (1, 1), False),
+    ((2, 2), (2, 2), (0, 0), (1, 1), False),  # tiling windows; the last row in none
+    ((2, 4), (2, 4), (1, 0), (1, 1), True),   # tiling the padded plane (ceil mode)
     ((3, 3), (2, 2), (1, 1), (1, 1), True),
     ((3, 2), (2, 1), (1, 1), (2, 1), True),
     ((2, 3), (3, 2), (1, 0), (1, 1), False),
@@ -211,6 +212,12 @@ def test_adaptive_avg_pool2d_values(out):
 def test_pool_gradients(device):
     x = tg.tensor(rng.standard_normal((1, 2, 5, 5)), device=device)
     assert_grads_match(lambda x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True), [x])
+    # windows that tile the plane (a view of it), with and without a last row and column that
+    # no window covers, and with ceil mode's padding
+    for size, ceil in ((4, False), (5, False), (5, True)):
+        xt = tg.tensor(rng.standard_normal((2, 2, size, size)), device=device)
+        assert_grads_match(lambda x, c=ceil: F.max_pool2d(x, 2, ceil_mode=c), [xt])
+        assert_grads_match(lambda x, c=ceil: F.avg_pool2d(x, 2, ceil_mode=c), [xt])
     assert_grads_match(lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True,
                                               count_include_pad=False), [x])
     assert_grads_match(lambda x: F.adaptive_avg_pool2d(x, (2, 3)), [x])
