@@ -273,14 +273,19 @@ class MaxBackward0(Primitive):
     __slots__ = ()
     op_name = "max"
     nondiff_outputs = (1,)
-    _kind, _value = "argmax", "amax"
+    _kind = "argmax"
 
     @classmethod
     def forward(cls, ctx, k, x, dim, keepdim):
-        # the extreme value is the value at the returned index (NaN included: both the
-        # NaN-propagating reduce and the index pick a NaN)
+        # the extreme value is the value at the returned index (a NaN where the index picks
+        # the first NaN), gathered there: a pass over the output instead of a second
+        # reduction over the input
         idx = k.argreduce(cls._kind, x, dim, keepdim)
-        values = k.reduce(cls._value, x, (dim,), keepdim)
+        if keepdim or not x.shape:
+            values = k.gather(x, dim, idx)
+        else:
+            kept = tuple(x.shape[:dim]) + (1,) + tuple(x.shape[dim + 1:])
+            values = k.view(k.gather(x, dim, k.view(idx, kept)), tuple(idx.shape))
         ctx.in_shape, ctx.dim, ctx.keepdim, ctx.idx = x.shape, dim, keepdim, idx
         return values, idx
 
@@ -300,7 +305,7 @@ class MaxBackward0(Primitive):
 class MinBackward0(MaxBackward0):
     __slots__ = ()
     op_name = "min"
-    _kind, _value = "argmin", "amin"
+    _kind = "argmin"
 
 
 def _extreme(name, full_op, dim_op, binary):
