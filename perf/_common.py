@@ -100,3 +100,23 @@ def _fmt(seconds: float) -> str:
     if seconds < 1:
         return f"{seconds * 1e3:.2f} ms"
     return f"{seconds:.2f} s"
+
+
+def compare_steps(title: str, step_for, device: str, repeat: int, profile: bool) -> None:
+    """Times one training step of the same program under tritongrad and torch (when
+    installed): ``step_for(T)`` builds it for framework ``T`` and returns the step. CPU rows
+    take turns; ``profile`` then prints tritongrad's profiler table of one step."""
+    import tritongrad as tg
+
+    tg_step = step_for(tg)
+    cases = [("tritongrad", tg_step, tg.cuda.synchronize if device == "cuda" else None)]
+    torch = try_torch()
+    if torch is not None:
+        cases.append(("torch", step_for(torch),
+                      torch.cuda.synchronize if device == "cuda" else None))
+    rows = timeit(cases, warmup=3, repeat=repeat, interleave=device == "cpu")
+    report(f"{title}, {device}", rows)
+    if profile:
+        with tg.autograd.profiler.profile() as prof:
+            tg_step()
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20))

@@ -16,7 +16,7 @@ import argparse
 
 import _common  # noqa: F401  (sets thread counts before NumPy loads)
 import numpy as np
-from _common import report, timeit, try_torch
+from _common import compare_steps
 
 
 def build(T, device: str, batch: int):
@@ -65,22 +65,9 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--repeat", type=int, default=30)
     args = parser.parse_args()
-    import tritongrad as tg
-
-    _, tg_step = build(tg, args.device, args.batch)
-    cases = [("tritongrad", tg_step, tg.cuda.synchronize if args.device == "cuda" else None)]
-    torch = try_torch()
-    if torch is not None:
-        _, torch_step = build(torch, args.device, args.batch)
-        cases.append(("torch", torch_step,
-                      torch.cuda.synchronize if args.device == "cuda" else None))
-    rows = timeit(cases, warmup=3, repeat=args.repeat, interleave=args.device == "cpu")
-    report(f"digits CNN training step (3 conv + BatchNorm2d layers, batch {args.batch} of "
-           f"8x8, SGD Nesterov), {args.device}", rows)
-    if args.profile:
-        with tg.autograd.profiler.profile() as prof:
-            tg_step()
-        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20))
+    compare_steps(f"digits CNN training step (3 conv + BatchNorm2d layers, batch {args.batch} "
+                  f"of 8x8, SGD Nesterov)", lambda T: build(T, args.device, args.batch)[1],
+                  args.device, args.repeat, args.profile)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import math
 
 import _common  # noqa: F401  (sets thread counts before NumPy loads)
 import numpy as np
-from _common import report, timeit, try_torch
+from _common import compare_steps
 
 LAYERS, DIM, HEADS, CONTEXT, BATCH, VOCAB = 4, 128, 4, 64, 16, 96
 
@@ -77,20 +77,9 @@ def main() -> None:
     args = parser.parse_args()
     import tritongrad as tg
 
-    _, _, tg_step = build(tg, args.device)
-    cases = [("tritongrad", tg_step, tg.cuda.synchronize if args.device == "cuda" else None)]
-    torch = try_torch()
-    if torch is not None:
-        _, _, torch_step = build(torch, args.device)
-        cases.append(("torch", torch_step,
-                      torch.cuda.synchronize if args.device == "cuda" else None))
-    rows = timeit(cases, warmup=3, repeat=args.repeat, interleave=args.device == "cpu")
-    report(f"GPT-style training step ({LAYERS} layers, width {DIM}, {HEADS} heads, "
-           f"{BATCH} x {CONTEXT} tokens, exact GELU, AdamW), {args.device}", rows)
-    if args.profile:
-        with tg.autograd.profiler.profile() as prof:
-            tg_step()
-        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20))
+    compare_steps(f"GPT-style training step ({LAYERS} layers, width {DIM}, {HEADS} heads, "
+                  f"{BATCH} x {CONTEXT} tokens, exact GELU, AdamW)",
+                  lambda T: build(T, args.device)[2], args.device, args.repeat, args.profile)
     n_params = sum(math.prod(p.shape) for p in build(tg, args.device)[0].parameters())
     print(f"parameters: {n_params}")
 

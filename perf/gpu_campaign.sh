@@ -626,6 +626,15 @@ if begin_step bench-chain 50 gpu tg; then
     k=$(bench_key "$CUR_LOG")
     end_step "$st" "$(key_of "$st" "$CUR_LOG" "${k:-$(last_line "$CUR_LOG")}")"
 fi
+# host microseconds per op from the Python call to the queued kernel, against torch eager, a
+# CUDA-graph replay and a raw Triton launch
+if begin_step bench-launch 40 gpu tg; then
+    run_logged "$CUR_T" "$PY" perf/bench_launch.py --repeat 7
+    rc=$?
+    st=$(status_of $rc)
+    k=$(bench_key "$CUR_LOG")
+    end_step "$st" "$(key_of "$st" "$CUR_LOG" "${k:-$(last_line "$CUR_LOG")}")"
+fi
 # the fused kernels (flash attention, implicit-GEMM convolution) against torch's
 if begin_step bench-attention 45 gpu tg; then
     run_logged "$CUR_T" "$PY" perf/bench_attention.py --device cuda --repeat 5
@@ -638,6 +647,14 @@ if begin_step bench-conv 45 gpu tg; then
     rc=$?
     st=$(status_of $rc)
     end_step "$st" "$(key_of "$st" "$CUR_LOG" "$(last_line "$CUR_LOG")")"
+fi
+# the GPT-style training step (the whole stack: attention, GELU, layer norm, AdamW, clipping)
+if begin_step bench-transformer 60 gpu tg; then
+    run_logged "$CUR_T" "$PY" perf/bench_transformer.py --device cuda --repeat 5
+    rc=$?
+    st=$(status_of $rc)
+    k=$(bench_key "$CUR_LOG")
+    end_step "$st" "$(key_of "$st" "$CUR_LOG" "${k:-$(last_line "$CUR_LOG")}")"
 fi
 
 # -- 7. the rest of the suite on the real device, in parallel shards, while the NVTX capture, the
