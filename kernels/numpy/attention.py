@@ -26,6 +26,7 @@ import math
 import numpy as np
 
 from .bf16 import BF16Array, round_
+from .reduction import sum as _sum  # (row sums: BLAS products with ones)
 
 __all__ = ["attention", "attention_backward"]
 
@@ -125,7 +126,6 @@ def _softmax_block(qs, kt, vf, i0: int, i1: int, causal: bool, rowwise: bool):
     key block sets o, m and total; later ones rescale them (with one key block, the usual
     case for short sequences, nothing is rescaled or zero-filled)."""
     source = kt.shape[-1]
-    acc = qs.dtype.type
     bk = _blocks(math.prod(qs.shape[:-2]), i1 - i0, source)[1]
     o = m = total = None
     for j0 in range(0, _key_end(i0, i1, source, causal), bk):
@@ -134,7 +134,7 @@ def _softmax_block(qs, kt, vf, i0: int, i1: int, causal: bool, rowwise: bool):
         m_block = s.max(axis=-1, keepdims=True) if rowwise else s.max()
         m_new = m_block if m is None else np.maximum(m, m_block)
         np.exp(np.subtract(s, m_new, out=s), out=s)
-        sums = np.matmul(s, _ones(j1 - j0, acc))  # row sums: BLAS, 6x s.sum(-1)
+        sums = _sum(s, (s.ndim - 1,), True)  # row sums
         pv = np.matmul(s, vf[..., j0:j1, :])
         if o is None:
             o, total = pv, sums
@@ -146,10 +146,6 @@ def _softmax_block(qs, kt, vf, i0: int, i1: int, causal: bool, rowwise: bool):
             o += pv
         m = m_new
     return o, m, total
-
-
-def _ones(n: int, acc) -> np.ndarray:
-    return np.ones((n, 1), acc)
 
 
 # The kernels index (B, H, T, D) arrays as they come: np.matmul takes each (T, D) matrix with

@@ -32,6 +32,7 @@ from numpy.lib.stride_tricks import as_strided
 from ..geometry import conv_geometry
 from .bf16 import BF16Array
 from .nn import _back, _up
+from .reduction import sum as _sum  # (sums over leading dims: BLAS products with ones)
 
 __all__ = ["conv2d", "conv2d_backward"]
 
@@ -186,14 +187,13 @@ def conv2d_backward(g, x, w, stride, padding, dilation, groups: int, needs):
         if not NL:
             dwf = np.zeros((O, Cg, KH, KW), dtype=xf.dtype)
         elif depthwise:  # per tap: sum over N*OH*OW of window * g, as column sums
-            ones = np.ones(NL, dtype=xf.dtype)
             prod = np.empty((N, OH, OW, C), dtype=xf.dtype)
             dwf = np.empty((C, 1, KH, KW), dtype=xf.dtype)
             for kh in range(KH):
                 for kw in range(KW):
                     tap, _ = _pixel_rows(win[:, :, :, kh, kw, :])
                     np.multiply(tap, gn.reshape(tap.shape), out=prod.reshape(tap.shape))
-                    dwf[:, 0, kh, kw] = ones @ prod.reshape(NL, C)
+                    dwf[:, 0, kh, kw] = _sum(prod.reshape(NL, C), (0,), False)
         else:
             cols = _columns(win, groups)  # (g, N*L, KH*KW*C/g)
             dwf = np.matmul(cols.transpose(0, 2, 1), gm)  # (g, KH*KW*C/g, O/g)
@@ -225,6 +225,5 @@ def conv2d_backward(g, x, w, stride, padding, dilation, groups: int, needs):
                         dxn[:, rows, cols_, :] += dcols[:, :, :, kh, kw, :]
             dx = _result(dxn[:, pt:pt + H, pl:pl + W, :].transpose(0, 3, 1, 2), x)
     if need_b:
-        db = _result(np.ones(NL, dtype=xf.dtype) @ gn if NL else
-                     np.zeros(O, dtype=xf.dtype), x)
+        db = _result(_sum(gn, (0,), False), x)
     return dx, dw, db

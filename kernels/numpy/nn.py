@@ -15,6 +15,7 @@ import numpy as np
 
 from .bf16 import BF16Array, round_
 from .elementwise import _quiet
+from .reduction import sum as _sum  # (sums over leading dims: BLAS products with ones)
 
 __all__ = ["cross_entropy", "cross_entropy_backward", "embedding", "embedding_backward", "gelu",
            "gelu_backward", "layer_norm", "layer_norm_backward"]
@@ -307,7 +308,7 @@ def layer_norm_backward(g: np.ndarray, x: np.ndarray, weight, mean: np.ndarray,
     if weight is not None:
         # column sums as BLAS vector-matrix products (einsum's "ij,ij->j" is 2x slower)
         dw = _back(rstd @ np.multiply(gf, xc), weight)
-        db = _back(np.ones(gf.shape[0], dtype=gf.dtype) @ gf, weight)
+        db = _back(_sum(gf, (0,), False), weight)
     dx = gf * _up(weight) if weight is not None else gf.copy()
     c2 = np.einsum("ij,ij->i", dx, xc)  # rowsum(gw xhat) / rstd
     c2 *= rstd * rstd * (1.0 / n)  # -> mean(gw xhat) rstd
