@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 
 from ..autograd.grad_mode import no_grad
-from ..autograd.tensor import Tensor
+from ..autograd.tensor import Tensor, make
 from ..kernels import backend
+from ..runtime import dtype as dtypes
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
 
@@ -63,10 +64,8 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
 def _sum_of_squares(grads: list) -> Tensor:
     """sum(|g|^2) over every element of every gradient, accumulated in float32 (float64 for
     float64 and complex128 gradients), as a 0-d tensor on the first gradient's device: one
-    product and one sum per gradient on the backend's arrays (the gradient-clipping step runs it for every
-    parameter, so Tensor bookkeeping would cost more than the arithmetic)."""
-    from ..autograd.tensor import make
-    from ..runtime import dtype as dtypes
+    product and one sum per gradient on the backend's arrays (the gradient-clipping step runs
+    it for every parameter, so Tensor bookkeeping would cost more than the arithmetic)."""
     sums = {}
     for g in grads:
         k, a = backend(g.device), g._data

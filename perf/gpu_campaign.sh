@@ -612,29 +612,21 @@ fi
 bench_key() {  # the tritongrad and torch rows of a perf/_common.py report table
     grep -E '^(tritongrad|torch) ' "$1" | tail -n 2 | tr -s ' ' | paste -sd ';' -
 }
-if begin_step bench-mlp 50 gpu tg; then
-    run_logged "$CUR_T" "$PY" perf/bench_mlp.py --device cuda --batch 4096
+bench_step() {  # bench_step NAME CAP COMMAND...: a GPU benchmark keyed by its table's rows
+    local name=$1 cap=$2 rc st k
+    shift 2
+    begin_step "$name" "$cap" gpu tg || return 0
+    run_logged "$CUR_T" "$PY" "$@"
     rc=$?
     st=$(status_of $rc)
     k=$(bench_key "$CUR_LOG")
     end_step "$st" "$(key_of "$st" "$CUR_LOG" "${k:-$(last_line "$CUR_LOG")}")"
-fi
-if begin_step bench-chain 50 gpu tg; then
-    run_logged "$CUR_T" "$PY" perf/bench_chain.py --device cuda
-    rc=$?
-    st=$(status_of $rc)
-    k=$(bench_key "$CUR_LOG")
-    end_step "$st" "$(key_of "$st" "$CUR_LOG" "${k:-$(last_line "$CUR_LOG")}")"
-fi
+}
+bench_step bench-mlp 50 perf/bench_mlp.py --device cuda --batch 4096
+bench_step bench-chain 50 perf/bench_chain.py --device cuda
 # host microseconds per op from the Python call to the queued kernel, against torch eager, a
 # CUDA-graph replay and a raw Triton launch
-if begin_step bench-launch 40 gpu tg; then
-    run_logged "$CUR_T" "$PY" perf/bench_launch.py --repeat 7
-    rc=$?
-    st=$(status_of $rc)
-    k=$(bench_key "$CUR_LOG")
-    end_step "$st" "$(key_of "$st" "$CUR_LOG" "${k:-$(last_line "$CUR_LOG")}")"
-fi
+bench_step bench-launch 40 perf/bench_launch.py --repeat 7
 # the fused kernels (flash attention, implicit-GEMM convolution) against torch's
 if begin_step bench-attention 45 gpu tg; then
     run_logged "$CUR_T" "$PY" perf/bench_attention.py --device cuda --repeat 5
@@ -649,13 +641,7 @@ if begin_step bench-conv 45 gpu tg; then
     end_step "$st" "$(key_of "$st" "$CUR_LOG" "$(last_line "$CUR_LOG")")"
 fi
 # the GPT-style training step (the whole stack: attention, GELU, layer norm, AdamW, clipping)
-if begin_step bench-transformer 60 gpu tg; then
-    run_logged "$CUR_T" "$PY" perf/bench_transformer.py --device cuda --repeat 5
-    rc=$?
-    st=$(status_of $rc)
-    k=$(bench_key "$CUR_LOG")
-    end_step "$st" "$(key_of "$st" "$CUR_LOG" "${k:-$(last_line "$CUR_LOG")}")"
-fi
+bench_step bench-transformer 60 perf/bench_transformer.py --device cuda --repeat 5
 
 # -- 7. the rest of the suite on the real device, in parallel shards, while the NVTX capture, the
 #       examples and ncu run beside them (none of those measures time or device memory) ---------
