@@ -303,7 +303,9 @@ def _new_node(op, inputs, dev):
     st.seq = seq + 1
     node._saved = None
     if dev.type == "cuda":
-        node._stream = streams.current_stream(dev)
+        index = dev.index
+        node._stream = (streams.current_stream(dev) if index is None else
+                        streams.current_stream_at(index))
     if anomaly_mode.enabled:
         node._trace = traceback.format_stack()[:-3]
     return node

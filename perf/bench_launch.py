@@ -19,7 +19,14 @@ plumbing up to Triton's launcher (dispatch, autograd recording, launch plans, th
 allocator), next to the stubbed raw launch, one malloc+free of the caching allocator and the
 NumPy op on host arrays; a second table times the interpreter running the op for real.
 
-    python perf/bench_launch.py [--ops mul,tanh,sum,matmul] [--inner 300]
+``--compiled`` (no GPU needed; run it in a process without ``TRITON_INTERPRET``) times the
+compiled path instead, up to the driver's launch call: the kernels are compiled for sm_90 by
+Triton as on an H100 and given launchers that run nothing (tests/kernels/compile_sm90.py), so
+the rows are the host cost of an op less cuLaunchKernel itself (2-3 us on a GPU): tritongrad
+with its cached launches (Note [cached launches], kernels/triton/launcher.py), the same through
+Triton's own dispatch (``JITFunction.run``) on every launch, and the raw add kernel both ways.
+
+    python perf/bench_launch.py [--ops mul,tanh,sum,matmul] [--inner 300] [--compiled]
 """
 
 from __future__ import annotations
@@ -71,12 +78,100 @@ def stubbed_launches():
         interpreter.InterpretedFunction.run = run
 
 
+@contextlib.contextmanager
+def tritons_dispatch():
+    """Sends every launch of tritongrad's kernels through ``JITFunction.run`` (no cached
+    launches)."""
+    from triton.runtime.jit import JITFunction
+    from tritongrad.kernels.triton.launcher import CachedLaunchJIT
+
+    own = CachedLaunchJIT.run
+    CachedLaunchJIT.run = JITFunction.run
+    try:
+        yield
+    finally:
+        CachedLaunchJIT.run = own
+
+
+def compiled_host_path(args) -> None:
+    """The ``--compiled`` tables (see the module docstring)."""
+    import os
+    import sys
+
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        raise SystemExit("bench_launch --compiled: run without TRITON_INTERPRET")
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                    "kernels"))
+    import compile_sm90  # the stand-in sm_90 driver and launchers (a test double)
+
+    compile_sm90.compile_only()
+    from triton.runtime.jit import JITFunction
+
+    JITFunction.run = compile_sm90._run  # Triton's own, without the harness's bookkeeping
+    from tritongrad.kernels.triton import _launch
+    from tritongrad.kernels.triton.launcher import CachedLaunchJIT
+
+    CachedLaunchJIT.check = False
+    _launch._driver_ready = True
+    import tritongrad as tg
+    from tritongrad.runtime import memory
+
+    rng = np.random.default_rng(0)
+    x0, w0 = (rng.standard_normal(SHAPE).astype(np.float32) for _ in range(2))
+    dev = tg.device("cuda", 0)
+    x = tg.tensor(x0, device=dev, requires_grad=True)
+    w = tg.tensor(w0, device=dev, requires_grad=True)
+    a, b = memory.to_device(x0, dev), memory.to_device(w0, dev)
+    out = memory.empty(SHAPE, a.dtype, dev)
+    add_kernel = CachedLaunchJIT(_raw_kernel().fn)
+    n = a.numel
+
+    def raw_launch():
+        add_kernel[(1,)](a, b, out, n, BLOCK=256)
+
+    for op in args.ops.split(","):
+        fn = OPS[op][0]
+
+        def tg_op(fn=fn):
+            fn(x, w)
+
+        def tg_no_grad(fn=fn):
+            with tg.no_grad():
+                fn(x, w)
+
+        def through_triton(f):
+            def timed():
+                with tritons_dispatch():
+                    for _ in range(args.inner):
+                        f()
+            return timed
+
+        for f in (tg_op, raw_launch):
+            f()
+            f()  # compiled, then cached
+        rows = timeit([("tritongrad", tg_op, None), ("tritongrad no_grad", tg_no_grad, None),
+                       ("raw Triton launch, cached", raw_launch, None)],
+                      inner=args.inner, repeat=args.repeat, interleave=True)
+        slow = timeit([("tritongrad, Triton's dispatch", through_triton(tg_op), None),
+                       ("raw Triton launch, Triton's dispatch", through_triton(raw_launch),
+                        None)], inner=1, repeat=args.repeat, interleave=True)
+        rows[1:1] = [(name, t / args.inner) for name, t in slow[:1]]
+        rows += [(name, t / args.inner) for name, t in slow[1:]]
+        report(f"launch path: {op} on {SHAPE[0]}x{SHAPE[1]} float32, host time per call "
+               f"(compiled for sm_90, up to the driver's launch call)", rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ops", default=",".join(OPS))
     ap.add_argument("--inner", type=int, default=300, help="calls per timed round")
     ap.add_argument("--repeat", type=int, default=15, help="timed rounds per row")
+    ap.add_argument("--compiled", action="store_true",
+                    help="time the compiled path up to the launch call (no GPU needed)")
     args = ap.parse_args()
+    if args.compiled:
+        compiled_host_path(args)
+        return
     from tritongrad.runtime import memory
 
     import tritongrad as tg

@@ -103,6 +103,9 @@ for v in TRITON_INTERPRET TRITONGRAD_EMULATE_CUDA; do
 done
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1} OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 export PYTHONDONTWRITEBYTECODE=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
+# The test steps check every cached kernel launch against the kernel Triton's own dispatch
+# picks (Note [cached launches], kernels/triton/launcher.py); the benchmarks time them unchecked.
+CHECKED=(env TRITONGRAD_CHECK_LAUNCHES=1)
 
 # -- step records and the summary ----------------------------------------------------------------
 R_NAME=() R_STATUS=() R_SECS=() R_KEY=() R_LOG=()
@@ -585,7 +588,7 @@ fi
 
 # -- 4. the GPU-only tests --------------------------------------------------------------------------
 if begin_step gpu-tests 100 gpu tg; then
-    run_logged "$CUR_T" "$PY" -m pytest -m gpu -q "${PYTEST_EXTRA[@]}"
+    run_logged "$CUR_T" "${CHECKED[@]}" "$PY" -m pytest -m gpu -q "${PYTEST_EXTRA[@]}"
     rc=$?
     end_step "$(status_of $rc)" "$(pt_key "$CUR_LOG")"
 fi
@@ -593,7 +596,7 @@ fi
 # -- 5. tests/runtime alone: its tests compare device-wide free memory, which other processes
 #       would disturb -------------------------------------------------------------------------
 if begin_step suite-runtime 75 gpu tg; then
-    run_logged "$CUR_T" "$PY" -m pytest tests/runtime -m "not gpu" -q --durations=5 "${PYTEST_EXTRA[@]}"
+    run_logged "$CUR_T" "${CHECKED[@]}" "$PY" -m pytest tests/runtime -m "not gpu" -q --durations=5 "${PYTEST_EXTRA[@]}"
     rc=$?
     end_step "$(status_of $rc)" "$(pt_key "$CUR_LOG")"
 fi
@@ -665,7 +668,8 @@ if begin_step suite 210 gpu tg; then
         slog="${SUITE_LOG%.log}.shard$k.log"
         echo "#campaign# shard $k:$files" >> "$SUITE_LOG"
         # shellcheck disable=SC2086  # the file list splits on spaces on purpose
-        timeout -s INT -k 20 "$CUR_T" "$PY" -m pytest $files -m "not gpu" -q --durations=5 \
+        timeout -s INT -k 20 "$CUR_T" "${CHECKED[@]}" "$PY" -m pytest $files -m "not gpu" -q \
+            --durations=5 \
             "${PYTEST_EXTRA[@]}" > "$slog" 2>&1 < /dev/null &
         SHARD_PIDS+=($!)
     done

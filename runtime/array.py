@@ -25,13 +25,23 @@ __all__ = ["DeviceArray", "check_sizes", "check_view_bounds", "contiguous_stride
 _INT64_MAX = (1 << 63) - 1
 
 
+_CONTIGUOUS: dict = {}  # shape -> strides: a step allocates the same few shapes over and over
+
+
 def contiguous_strides(shape) -> tuple:
     """Row-major strides, in elements, for ``shape``."""
-    strides, acc = [], 1
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(strides))
+    shape = tuple(shape)
+    strides = _CONTIGUOUS.get(shape)
+    if strides is None:
+        out, acc = [], 1
+        for n in reversed(shape):
+            out.append(acc)
+            acc *= max(n, 1)
+        strides = tuple(reversed(out))
+        if len(_CONTIGUOUS) >= 4096:  # many shapes (dynamic sizes): start over
+            _CONTIGUOUS.clear()
+        _CONTIGUOUS[shape] = strides
+    return strides
 
 
 def view_strides(shape, strides, new_shape):

@@ -26,6 +26,7 @@ __all__ = [
     "Stream",
     "current_device",
     "current_stream",
+    "current_stream_at",
     "current_stream_handle",
     "default_stream",
     "device_guard",
@@ -255,6 +256,14 @@ def current_stream(device=None) -> Stream:
     index = device_index(device)
     s = _state.streams.get(index)
     return s if s is not None else default_stream(index)
+
+
+def current_stream_at(index: int) -> Stream:
+    """``current_stream`` for a device ordinal already checked (recording a node's stream)."""
+    s = _state.streams.get(index)
+    if s is None:
+        s = _default_streams.get(index) or default_stream(index)
+    return s
 
 
 def current_stream_handle(index: int) -> int:

@@ -43,7 +43,7 @@ __all__ = [
     "check_supported",
     "clear_plans",
     "collapse",
-    "contiguous_strides_cached",
+    "contiguous_strides",
     "ensure_driver",
     "needs_int64",
     "next_pow2",
@@ -185,16 +185,6 @@ def cdiv(a: int, b: int) -> int:
 
 def next_pow2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
-
-
-_contig: dict = {}
-
-
-def contiguous_strides_cached(shape: tuple) -> tuple:
-    s = _contig.get(shape)
-    if s is None:
-        s = _contig[shape] = contiguous_strides(shape)
-    return s
 
 
 def broadcast_shape(op: str, *shapes) -> tuple:

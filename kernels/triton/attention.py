@@ -32,7 +32,6 @@ compiles it, else a broadcast multiply-and-sum: matmul.py's probe decides once).
 from __future__ import annotations
 
 import numpy as np
-import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
@@ -40,6 +39,7 @@ from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from . import _launch as L
 from .elementwise import scalar_arg
+from .launcher import jit
 from .matmul import _f64_dot, _precision
 from .memory import astype, contiguous, full
 
@@ -65,7 +65,7 @@ _ACC_DT = {D.float16: D.float32, D.bfloat16: D.float32, D.float32: D.float32,
 # ------------------------------------------------------------------------------------------
 # Kernels
 # ------------------------------------------------------------------------------------------
-@triton.jit
+@jit
 def _mm(a, b, ACC: tl.constexpr, PRECISION: tl.constexpr, USE_DOT: tl.constexpr):
     """a @ b accumulated in ACC: tl.dot, or a broadcast product summed (float64 where this
     Triton has no float64 dot)."""
@@ -77,17 +77,17 @@ def _mm(a, b, ACC: tl.constexpr, PRECISION: tl.constexpr, USE_DOT: tl.constexpr)
 
 
 # exp and log: libdevice's (correctly rounded) in float64, the fast hardware ones otherwise
-@triton.jit
+@jit
 def _exp(x, F64: tl.constexpr):
     return libdevice.exp(x) if F64 else tl.exp(x)
 
 
-@triton.jit
+@jit
 def _log(x, F64: tl.constexpr):
     return libdevice.log(x) if F64 else tl.log(x)
 
 
-@triton.jit
+@jit
 def _head(bh, H, s_b, s_h, INT64: tl.constexpr):
     """The element offset of head ``bh`` (batch * H + head) of a (B, H, T, D) view."""
     if INT64:
@@ -95,7 +95,7 @@ def _head(bh, H, s_b, s_h, INT64: tl.constexpr):
     return (bh // H) * s_b + (bh % H) * s_h
 
 
-@triton.jit
+@jit
 def _tile(ptr, rows, n, s_t, s_d, cols, d, TRANSPOSED: tl.constexpr):
     """Rows ``rows`` (< n) of a (T, D) head as a (rows, D) tile, or (D, rows) transposed;
     lanes past n or d read 0."""
@@ -108,7 +108,7 @@ def _tile(ptr, rows, n, s_t, s_d, cols, d, TRANSPOSED: tl.constexpr):
     return t
 
 
-@triton.jit(do_not_specialize=["scale_bits"])
+@jit(do_not_specialize=["scale_bits"])
 def _attention_fwd_kernel(
     o_ptr,    # *T: (B*H, L, D) contiguous output, written
     lse_ptr,  # *ACC: (B*H, L) contiguous log-sum-exp of the scaled scores, written
@@ -161,7 +161,7 @@ def _attention_fwd_kernel(
     tl.store(lse_ptr + (bh * L + rows), lse, mask=row_mask)
 
 
-@triton.jit
+@jit
 def _attention_delta_kernel(
     delta_ptr,  # *ACC: (B*H, L) contiguous rowsum(g * out), written
     g_ptr, o_ptr,  # *T: (B, H, L, D) views
@@ -179,7 +179,7 @@ def _attention_delta_kernel(
     tl.store(delta_ptr + (bh * L + rows), delta, mask=rows < L)
 
 
-@triton.jit(do_not_specialize=["scale_bits"])
+@jit(do_not_specialize=["scale_bits"])
 def _attention_bwd_dkdv_kernel(
     dk_ptr, dv_ptr,  # *T: (B*H, S, D) contiguous, written
     q_ptr, k_ptr, v_ptr, g_ptr,  # *T: (B, H, T, D) views
@@ -234,7 +234,7 @@ def _attention_bwd_dkdv_kernel(
     tl.store(dv_ptr + out, dv.to(dv_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit(do_not_specialize=["scale_bits"])
+@jit(do_not_specialize=["scale_bits"])
 def _attention_bwd_dq_kernel(
     dq_ptr,  # *T: (B*H, L, D) contiguous, written
     q_ptr, k_ptr, v_ptr, g_ptr,  # *T: (B, H, T, D) views

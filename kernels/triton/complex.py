@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import struct
 
-import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
@@ -50,6 +49,7 @@ from . import _launch as L
 from . import elementwise as E
 from ._launch import block_range
 from .elementwise import bshape, launch_copy
+from .launcher import jit
 
 __all__ = ["BINARY", "UNARY", "any_nonzero", "binary", "bmm", "conj", "copy", "cumsum",
            "gather", "imag", "index", "index_put_", "prod", "real", "scatter_", "sum", "unary",
@@ -169,7 +169,7 @@ def where(cond: DeviceArray, a, b) -> DeviceArray:
 # ------------------------------------------------------------------------------------------
 # Formulas: (xr, xi, yr, yi) -> (re, im) in the compute type
 # ------------------------------------------------------------------------------------------
-@triton.jit
+@jit
 def _div(a, b):
     if a.dtype == tl.float32:
         r = tl.math.div_rn(a, b)  # IEEE division (plain / is an approximation on float32)
@@ -178,7 +178,7 @@ def _div(a, b):
     return r
 
 
-@triton.jit
+@jit
 def _sqrt(a):
     if a.dtype == tl.float32:
         r = tl.sqrt_rn(a)
@@ -187,7 +187,7 @@ def _sqrt(a):
     return r
 
 
-@triton.jit
+@jit
 def _cdiv(xr, xi, yr, yi):
     # Smith's algorithm (NumPy's): divide through by the larger part of y; y == 0 gives
     # x / |yr| in each lane (inf or NaN), as NumPy
@@ -201,18 +201,18 @@ def _cdiv(xr, xi, yr, yi):
     return tl.where(zero, _div(xr, ay), re), tl.where(zero, _div(xi, ay), im)
 
 
-@triton.jit
+@jit
 def _cexp(xr, xi):
     e = libdevice.exp(xr)
     return e * libdevice.cos(xi), e * libdevice.sin(xi)
 
 
-@triton.jit
+@jit
 def _clog(xr, xi):
     return libdevice.log(libdevice.hypot(xr, xi)), libdevice.atan2(xi, xr)
 
 
-@triton.jit
+@jit
 def _ctanh(xr, xi):
     # Kahan's: t = tan y, s = sinh x, tanh z = ((1 + t^2) s sqrt(1 + s^2) + i t) / (1 + (1 +
     # t^2) s^2); past |x| = 20 (sinh^2 would overflow float32 sooner or later) tanh x rounds
@@ -228,7 +228,7 @@ def _ctanh(xr, xi):
     return tl.where(big, one, _div(b * rho * s, d)), tl.where(big, tail, _div(t, d))
 
 
-@triton.jit
+@jit
 def _cmul(xr, xi, yr, yi):
     return xr * yr - xi * yi, xr * yi + xi * yr
 
@@ -237,7 +237,7 @@ _FORMULAS: dict = {}  # op -> jitted formula of (xr, xi, yr, yi) -> (re, im)
 
 
 def _formula(fn):
-    _FORMULAS[fn.__name__.removeprefix("_c_")] = jitted = triton.jit(fn)
+    _FORMULAS[fn.__name__.removeprefix("_c_")] = jitted = jit(fn)
     return jitted
 
 
@@ -467,7 +467,7 @@ _ALIASES = {"sign": "sgn"}
 _NONE, _COMPLEX, _REAL, _SCALAR = 0, 1, 2, 3
 
 
-@triton.jit
+@jit
 def _operand(ptr, re_bits, im_bits, offs, mask, MODE: tl.constexpr, CT: tl.constexpr):
     """One operand's (re, im) as CT: a complex array's two lanes at 2 offs and 2 offs + 1
     (``ptr`` its real view; loaded as one [BLOCK, 2] tile, so each element's pair is one
@@ -489,7 +489,7 @@ def _operand(ptr, re_bits, im_bits, offs, mask, MODE: tl.constexpr, CT: tl.const
     return re, im
 
 
-@triton.jit(do_not_specialize=["xr_bits", "xi_bits", "yr_bits", "yi_bits"])
+@jit(do_not_specialize=["xr_bits", "xi_bits", "yr_bits", "yi_bits"])
 def _complex_kernel(
     out_ptr,  # *float (the real view of a complex output) or *real/bool: n contiguous results
     x_ptr,    # *float/any: operand x (X_MODE 1: a complex array's real view; 2: a real array)
@@ -544,7 +544,7 @@ def _plan(key):
     n = 1
     for s in shape:
         n *= s
-    sts = [L.contiguous_strides_cached(shape)]
+    sts = [L.contiguous_strides(shape)]
     for op in ops:
         sts.append((0,) * nd if op is None else L.broadcast_strides(op[0], op[1], shape))
     cshape, cst = L.collapse(shape, *sts)
@@ -730,7 +730,7 @@ def prod(a: DeviceArray, dims, keepdim) -> DeviceArray:
             x, n = y, h
         r = x
     shape = tuple(1 if d in dims else a.shape[d] for d in range(a.ndim)) if keepdim else kshape
-    return r.as_strided(shape, L.contiguous_strides_cached(shape), r.offset)
+    return r.as_strided(shape, L.contiguous_strides(shape), r.offset)
 
 
 def any_nonzero(op: str, a: DeviceArray, dims, keepdim, reduce) -> DeviceArray:

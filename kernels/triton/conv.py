@@ -26,13 +26,13 @@ multiplies for the usual sizes.
 
 from __future__ import annotations
 
-import triton
 import triton.language as tl
 
 from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from ..geometry import conv_geometry
 from . import _launch as L
+from .launcher import jit
 from .matmul import _precision
 from .memory import astype, full
 from .reduction import sum as _sum
@@ -58,7 +58,7 @@ TARGET_PROGRAMS = 264
 MIN_SPLIT_STEPS = 4  # reduction steps (BLOCK_K each) per split program, at least
 
 
-@triton.jit
+@jit
 def _mac(acc, a, b, ACC: tl.constexpr, PRECISION: tl.constexpr, USE_DOT: tl.constexpr):
     if USE_DOT:
         acc = tl.dot(a, b, acc, input_precision=PRECISION, out_dtype=ACC)
@@ -67,7 +67,7 @@ def _mac(acc, a, b, ACC: tl.constexpr, PRECISION: tl.constexpr, USE_DOT: tl.cons
     return acc
 
 
-@triton.jit
+@jit
 def _program_tile(BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, INT64: tl.constexpr):
     """This program's BLOCK_M flat positions, BLOCK_N channels (within its group) and group:
     axes 0, 1 and 2 of the grid."""
@@ -81,7 +81,7 @@ def _program_tile(BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, INT64: tl.conste
     return pid_m * BLOCK_M + tl.arange(0, BLOCK_M), pid_n * BLOCK_N + tl.arange(0, BLOCK_N), grp
 
 
-@triton.jit
+@jit
 def _unflatten(r, plane, width):
     """Flat positions over (N, H, W) planes of ``plane`` = H * W: (n, position in the
     plane, h, w)."""
@@ -91,7 +91,7 @@ def _unflatten(r, plane, width):
     return n_, pos, h, pos - h * width
 
 
-@triton.jit
+@jit
 def _taps(k0, K, KH: tl.constexpr, KW: tl.constexpr, BLOCK_K: tl.constexpr,
           INT64: tl.constexpr):
     """The reduction step at k0 over (channel, kh, kw), flattened: each lane's channel,
@@ -105,7 +105,7 @@ def _taps(k0, K, KH: tl.constexpr, KW: tl.constexpr, BLOCK_K: tl.constexpr,
     return c, kh, tap - kh * KW, rk < K
 
 
-@triton.jit
+@jit
 def _conv_fwd_kernel(
     y_ptr,  # *T: (N, O, OH, OW) contiguous, written
     x_ptr,  # *T: (N, C, H, W), element (n, c, h, w) at n*s_xn + c*s_xc + h*s_xh + w*s_xw
@@ -149,7 +149,7 @@ def _conv_fwd_kernel(
              mask=m_mask[:, None] & n_mask[None, :])
 
 
-@triton.jit
+@jit
 def _conv_dx_kernel(
     dx_ptr,  # *T: (N, C, H, W) contiguous, written
     g_ptr,   # *T: (N, O, OH, OW), element (n, o, oh, ow) at n*s_gn + o*s_go + ...
@@ -195,7 +195,7 @@ def _conv_dx_kernel(
              mask=m_mask[:, None] & n_mask[None, :])
 
 
-@triton.jit
+@jit
 def _conv_dw_kernel(
     dw_ptr,  # *ACC: (SPLIT, O, Cg*KH*KW) contiguous partial sums, written
     g_ptr,   # *T: (N, O, OH, OW) with strides s_gn, s_go, s_gh, s_gw

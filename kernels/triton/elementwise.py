@@ -2,7 +2,7 @@
 
 One kernel family serves add ... where, unary(), binary(), copy_, astype, contiguous, full and
 arange (tinygrad's "few kernels, many ops"). Every op is a formula in the table ``OPS`` (its
-name -> a small ``@triton.jit`` function of the operands x, y, z), passed to the kernels as a
+name -> a small ``@jit`` function of the operands x, y, z), passed to the kernels as a
 ``tl.constexpr``, so each (op, dtypes, layout) compiles to its own specialised binary while the
 kernels' source stays one loop body. Each of the three operand slots (x, y, z) is absent, a
 pointer (any strides; zero strides broadcast), a Python scalar passed by value (a float64 bit
@@ -48,16 +48,22 @@ from __future__ import annotations
 import math
 import struct
 
-import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
 from ...runtime import dtype as D
 from ...runtime.array import DeviceArray
 from . import _launch as L
-from ._launch import block_range
-from ._launch import GELU_TANH_A, HALF_INV_SQRT_PI, INV_SQRT_2PI, SQRT1_2, SQRT_2_OVER_PI
+from ._launch import (
+    GELU_TANH_A,
+    HALF_INV_SQRT_PI,
+    INV_SQRT_2PI,
+    SQRT1_2,
+    SQRT_2_OVER_PI,
+    block_range,
+)
 from .compat import kernel_constant, result_type
+from .launcher import jit
 
 __all__ = [
     "FBITS",
@@ -90,7 +96,7 @@ TRANSPOSE_TILE = 32        # square tiles when an operand's inner stride is not 
 # ------------------------------------------------------------------------------------------
 # Formulas: OPS, the op table, and the helpers of its longer entries
 # ------------------------------------------------------------------------------------------
-OPS: dict = {}  # op name -> its formula, a @triton.jit function of (x, y, z)
+OPS: dict = {}  # op name -> its formula, a @jit function of (x, y, z)
 # The contract's ``unary(op, a)`` table: op -> its dtype rule, one of
 #   float  floating point only (the op layer promotes integers first)
 #   round  integers are whole: a copy (the ``copy`` formula); not bool
@@ -99,13 +105,13 @@ UNARY: dict = {}
 
 
 def _formula(fn=None, *, unary=None):
-    """``@triton.jit``, entering the function in OPS under its name less the ``_op_`` prefix;
+    """``@jit``, entering the function in OPS under its name less the ``_op_`` prefix;
     ``@_formula(unary=rule)`` also enters it in the contract's UNARY table with its dtype
     rule."""
     def enter(fn):
         name = fn.__name__.removeprefix("_op_")
         assert name != fn.__name__ and name not in OPS, fn.__name__
-        OPS[name] = jitted = triton.jit(fn)
+        OPS[name] = jitted = jit(fn)
         if unary is not None:
             assert unary in ("float", "round", "nobool", "any", "int"), unary
             UNARY[name] = unary
@@ -113,12 +119,12 @@ def _formula(fn=None, *, unary=None):
     return enter if fn is None else enter(fn)
 
 
-@triton.jit
+@jit
 def _sign_differs(r, y):
     return (r != 0) & ((r < 0) != (y < 0))
 
 
-@triton.jit
+@jit
 def _float_divmod(x, y, WANT_DIV: tl.constexpr):
     # NumPy's npy_divmod (see the module docstring), on float32/float64 values.
     m = libdevice.fmod(x, y)
@@ -136,7 +142,7 @@ def _float_divmod(x, y, WANT_DIV: tl.constexpr):
     return r
 
 
-@triton.jit
+@jit
 def _int_pow(x, e):
     r = x * 0 + 1
     b = x
@@ -151,7 +157,7 @@ def _int_pow(x, e):
     return r
 
 
-@triton.jit
+@jit
 def _exp_half_square(x):
     # exp(-x^2 / 2) for finite x without the rounding of x^2: hi = x rounded to float32 has an
     # exact square, and exp(-x^2 / 2) = exp(-hi^2 / 2) exp(-(x - hi) (x + hi) / 2)
@@ -159,7 +165,7 @@ def _exp_half_square(x):
     return libdevice.exp(-0.5 * hi * hi) * libdevice.exp(-0.5 * (x - hi) * (x + hi))
 
 
-@triton.jit
+@jit
 def _ndtr64(x):
     # Phi(x) for float64 x, as kernels/numpy/nn.py's _ndtr64 (same tail bound and 80 terms):
     # 0.5 (1 + erf) keeps no digit below x = -8.3, so there erfc by its continued fraction
@@ -174,7 +180,7 @@ def _ndtr64(x):
     return tl.where(z < -1.5, tail, head)  # NaN takes head: NaN
 
 
-@triton.jit
+@jit
 def _gelu_tanh_inner(x):
     # the argument of tanh in GELU's tanh form
     return SQRT_2_OVER_PI * (x + GELU_TANH_A * x * x * x)
@@ -470,7 +476,7 @@ GAMMA_EPS = kernel_constant(1e-16)
 _HALF_LN_2PI = kernel_constant(0.5 * math.log(2 * math.pi))
 
 
-@triton.jit
+@jit
 def _lgamma64(a):
     # ln Gamma(a) for a > 0: ln Gamma(a) = ln Gamma(a + 10) - ln(a (a + 1) ... (a + 9)) below 10
     shift = a < 10.0
@@ -484,7 +490,7 @@ def _lgamma64(a):
     return tl.where(shift, r - libdevice.log(tl.where(shift, prod, 1.0)), r)
 
 
-@triton.jit
+@jit
 def _igamma64(a, x, UPPER: tl.constexpr):
     regular = (a > 0.0) & (x > 0.0) & (a < float("inf")) & (x < float("inf"))
     by_series = regular & (x < a + 1.0)
@@ -618,7 +624,7 @@ def _op_relu_backward(x, y, z):
 # ------------------------------------------------------------------------------------------
 # Kernels
 # ------------------------------------------------------------------------------------------
-@triton.jit
+@jit
 def _operand(ptr, scalar, offs, mask, MODE: tl.constexpr, CT: tl.constexpr):
     """One operand: loaded through ``ptr + offs`` (PTR) or made from ``scalar``, as CT; the
     offsets themselves (INDEX)."""
@@ -635,7 +641,7 @@ def _operand(ptr, scalar, offs, mask, MODE: tl.constexpr, CT: tl.constexpr):
     return v
 
 
-@triton.jit(do_not_specialize=["x_scalar", "y_scalar"])
+@jit(do_not_specialize=["x_scalar", "y_scalar"])
 def _ew_flat_kernel(
     out_ptr,  # *any: n contiguous elements, written
     x_ptr,    # *any: n contiguous elements (X_MODE == 1), else None
@@ -656,7 +662,7 @@ def _ew_flat_kernel(
     tl.store(out_ptr + offs, r, mask=mask)
 
 
-@triton.jit(do_not_specialize=["x_scalar", "y_scalar"])
+@jit(do_not_specialize=["x_scalar", "y_scalar"])
 def _ew_strided_kernel(
     out_ptr,  # *any: the output view, element (i0..iN) at sum(i_d * o_st[d])
     x_ptr,    # *any: operand x viewed with x_st (X_MODE == 1), else None

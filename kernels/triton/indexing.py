@@ -27,7 +27,6 @@ Index arrays are int64 and in range (the caller checks and wraps), as the contra
 
 from __future__ import annotations
 
-import triton
 import triton.language as tl
 
 from ...runtime import dtype as D
@@ -37,6 +36,7 @@ from . import _launch as L
 from ._launch import block_range
 from .elementwise import FBITS, INT, PTR, scalar, scalar_arg, span
 from .elementwise_ops import add, mul, ne
+from .launcher import jit
 from .memory import astype, copy_, full
 from .rowwise import cumsum
 
@@ -46,7 +46,7 @@ BLOCK = 1024
 _ATOMIC = (D.float32, D.float64, D.int32, D.int64)
 
 
-@triton.jit
+@jit
 def _offsets(p, shape, st1, st2, st3, NDIM: tl.constexpr):
     # The flat positions p as multi-indices over shape (innermost last), as offsets for three
     # stride tuples.
@@ -66,7 +66,7 @@ def _offsets(p, shape, st1, st2, st3, NDIM: tl.constexpr):
     return o1, o2, o3
 
 
-@triton.jit
+@jit
 def _gather_kernel(
     out_ptr,  # *T: n contiguous results, written
     src_ptr,  # *T: the source; position i reads src_off(i) + idx * scale
@@ -82,7 +82,7 @@ def _gather_kernel(
     tl.store(out_ptr + p, v, mask=mask)
 
 
-@triton.jit(do_not_specialize=["val_scalar"])
+@jit(do_not_specialize=["val_scalar"])
 def _scatter_kernel(
     dst_ptr,  # *T: the destination; position i writes dst_off(i) + idx * scale
     idx_ptr,  # *int64: the indices, at idx_off(i)
@@ -112,7 +112,7 @@ def _scatter_kernel(
         tl.store(ptrs, v, mask=mask)
 
 
-@triton.jit
+@jit
 def _count_kernel(
     counts_ptr,  # *int64: one count per program, written
     a_ptr,       # *any: the array, position p at a_off(p)
@@ -125,7 +125,7 @@ def _count_kernel(
     tl.store(counts_ptr + tl.program_id(0), tl.sum(flag.to(tl.int64), axis=0))
 
 
-@triton.jit
+@jit
 def _nonzero_kernel(
     out_ptr,     # *int64: (count, NDIM) contiguous multi-indices, written
     a_ptr,       # *any: the array, position p at a_off(p)
@@ -335,7 +335,7 @@ def nonzero(a):
 _REDUCE = {"sum": 0, "prod": 1, "mean": 2, "amax": 3, "amin": 4}
 
 
-@triton.jit
+@jit
 def _scatter_reduce_kernel(
     a_ptr,    # *T: the destination, read and written at a_off(q)
     idx_ptr,  # *int64: the index, entry (o, j) at i_off(o) + j * i_dim

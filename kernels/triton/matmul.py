@@ -25,13 +25,13 @@ config for big products, smaller tiles when M or N is small (so more programs ru
 
 from __future__ import annotations
 
-import triton
 import triton.language as tl
 
 from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from . import _launch as L
 from . import complex as _complex
+from .launcher import jit
 from .memory import astype, full
 
 __all__ = ["bmm", "matmul"]
@@ -39,7 +39,7 @@ __all__ = ["bmm", "matmul"]
 GROUP_M = 8
 
 
-@triton.jit
+@jit
 def _matmul_kernel(
     a_ptr,  # *T: A, (B, M, K), element (b, m, k) at b * s_ab + m * s_am + k * s_ak
     b_ptr,  # *T: B, (B, K, N), element (b, k, n) at b * s_bb + k * s_bk + n * s_bn

@@ -28,7 +28,6 @@ caller checks them, as for every index array of the contract.
 
 from __future__ import annotations
 
-import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
@@ -39,6 +38,7 @@ from ._launch import block_range
 from .elementwise import NONE, OPS, PTR, scalar_arg
 from .elementwise import run as _run_ew
 from .indexing import index, index_put_
+from .launcher import jit
 from .memory import astype, contiguous, copy_, full
 from .reduction import sum as _sum
 
@@ -101,7 +101,7 @@ def gelu_backward(g, x, approximate, derivative=None):
 # ------------------------------------------------------------------------------------------
 # Row kernels
 # ------------------------------------------------------------------------------------------
-@triton.jit
+@jit
 def _rsqrt(v, F64: tl.constexpr):
     if F64:
         r = 1.0 / tl.sqrt(v)
@@ -110,7 +110,7 @@ def _rsqrt(v, F64: tl.constexpr):
     return r
 
 
-@triton.jit
+@jit
 def _affine(y, w_ptr, b_ptr, cols, cmask, s_w, s_b, ACC: tl.constexpr):
     if w_ptr is not None:
         y = y * tl.load(w_ptr + cols * s_w, mask=cmask, other=0).to(ACC)[None, :]
@@ -119,7 +119,7 @@ def _affine(y, w_ptr, b_ptr, cols, cmask, s_w, s_b, ACC: tl.constexpr):
     return y
 
 
-@triton.jit(do_not_specialize=["eps_bits"])
+@jit(do_not_specialize=["eps_bits"])
 def _layer_norm_kernel(
     y_ptr,     # *T: (M, N) contiguous output, written
     mean_ptr,  # *ACC: (M,) row means, written
@@ -173,7 +173,7 @@ def _layer_norm_kernel(
     tl.store(rstd_ptr + rows, rstd, mask=row_mask)
 
 
-@triton.jit
+@jit
 def _ln_bwd_tile(g_ptr, x_ptr, w_ptr, rows, row_mask, cols, N, g_row, x_row, s_gn, s_xn, s_w,
                  mean, rstd, ACC: tl.constexpr):
     """One (rows, cols) tile of the backward's inputs, read by both of its passes: the mask,
@@ -190,7 +190,7 @@ def _ln_bwd_tile(g_ptr, x_ptr, w_ptr, rows, row_mask, cols, N, g_row, x_row, s_g
     return mask, g, xhat, gw
 
 
-@triton.jit
+@jit
 def _layer_norm_bwd_kernel(
     dx_ptr,    # *T: (M, N) contiguous input gradient, written
     gx_ptr,    # *ACC: (M, N) contiguous g * xhat for dweight, written when w_ptr, else None
@@ -227,7 +227,7 @@ def _layer_norm_bwd_kernel(
         tl.store(dx_ptr + (rows[:, None] * N + cols[None, :]), dx, mask=mask)
 
 
-@triton.jit(do_not_specialize=["ignore_index", "ls_bits"])
+@jit(do_not_specialize=["ignore_index", "ls_bits"])
 def _cross_entropy_kernel(
     loss_ptr,  # *T: (N,) per-row losses, written
     lse_ptr,   # *ACC: (N,) per-row log-sum-exp, written
@@ -271,7 +271,7 @@ def _cross_entropy_kernel(
     tl.store(lse_ptr + rows, lse, mask=row_mask)
 
 
-@triton.jit(do_not_specialize=["ignore_index", "ls_bits"])
+@jit(do_not_specialize=["ignore_index", "ls_bits"])
 def _cross_entropy_bwd_kernel(
     dx_ptr,    # *T: (N, C) contiguous logits gradient, written
     g_ptr,     # *G: (N,) per-row loss gradients with stride s_g

@@ -25,13 +25,13 @@ contiguous copies that are written back.
 
 from __future__ import annotations
 
-import triton
 import triton.language as tl
 
 from ...runtime import dtype as D
 from . import _launch as L
 from ._launch import block_range
 from .elementwise import scalar_arg
+from .launcher import jit
 from .memory import astype, copy_
 
 __all__ = ["adam_step", "sgd_step"]
@@ -41,12 +41,12 @@ _CT = {D.float16: tl.float32, D.bfloat16: tl.float32, D.float32: tl.float32,
        D.float64: tl.float64}
 
 
-@triton.jit
+@jit
 def _f(bits, CT: tl.constexpr):
     return bits.to(tl.int64).to(tl.float64, bitcast=True).to(CT)
 
 
-@triton.jit
+@jit
 def _sqrt(x, F64: tl.constexpr):
     if F64:
         r = tl.sqrt(x)
@@ -55,7 +55,7 @@ def _sqrt(x, F64: tl.constexpr):
     return r
 
 
-@triton.jit
+@jit
 def _div(x, y, F64: tl.constexpr):
     if F64:
         r = x / y
@@ -64,7 +64,7 @@ def _div(x, y, F64: tl.constexpr):
     return r
 
 
-@triton.jit(do_not_specialize=["lr_b", "momentum_b", "damp_b", "wd_b"])
+@jit(do_not_specialize=["lr_b", "momentum_b", "damp_b", "wd_b"])
 def _sgd_kernel(
     p_ptr,    # *T: the parameter (n contiguous elements), updated
     g_ptr,    # *G: its gradient (n contiguous elements)
@@ -95,7 +95,7 @@ def _sgd_kernel(
     tl.store(p_ptr + offs, p - _f(lr_b, CT) * g, mask=mask)
 
 
-@triton.jit(do_not_specialize=["decay_b", "wd_b", "one_m_b1_b", "b2_b", "one_m_b2_b",
+@jit(do_not_specialize=["decay_b", "wd_b", "one_m_b1_b", "b2_b", "one_m_b2_b",
                                 "bc2_sqrt_b", "eps_b", "step_size_b"])
 def _adam_kernel(
     p_ptr,     # *T: the parameter (n contiguous elements), updated

@@ -29,12 +29,12 @@ reproducible numbers per device type, as in PyTorch.
 
 from __future__ import annotations
 
-import triton
 import triton.language as tl
 
 from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from . import _launch as L
+from .launcher import jit
 from .memory import _device
 
 __all__ = ["dropout_mask", "rand", "randint", "randn"]
@@ -45,7 +45,7 @@ _UNIFORM, _NORMAL, _INTEGER, _KEEP = 0, 1, 2, 3
 _BITS = {D.float16: 11, D.bfloat16: 8, D.float32: 24, D.float64: 53}
 
 
-@triton.jit
+@jit
 def _uniform(r0, r1, BITS: tl.constexpr):
     """k * 2**-BITS from the top BITS bits of the draw (r1 supplies the low 21 of 53)."""
     if BITS > 32:
@@ -56,7 +56,7 @@ def _uniform(r0, r1, BITS: tl.constexpr):
         return k.to(tl.float32) * (1.0 / (1 << BITS))
 
 
-@triton.jit(do_not_specialize=["seed", "off_lo", "off_hi", "low", "span"])
+@jit(do_not_specialize=["seed", "off_lo", "off_hi", "low", "span"])
 def _random_kernel(out_ptr,      # the contiguous result, n elements
                    epoch_ptr,    # int64[1] read for captured draws (EPOCH), else unused
                    n, seed, off_lo, off_hi,
@@ -96,7 +96,7 @@ def _random_kernel(out_ptr,      # the contiguous result, n elements
     tl.store(out_ptr + i, v.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
+@jit
 def _advance_epoch_kernel(epoch_ptr):
     tl.store(epoch_ptr, tl.load(epoch_ptr) + 1)
 

@@ -35,13 +35,13 @@ when the kept inner dim is (column sums), so loads stay coalesced.
 
 from __future__ import annotations
 
-import triton
 import triton.language as tl
 
 from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from ...runtime.array import contiguous_strides
 from . import _launch as L
+from .launcher import jit
 from .memory import astype, full
 
 __all__ = ["argreduce", "reduce", "sum"]
@@ -54,32 +54,32 @@ TARGET_PROGRAMS = 264    # ~2 waves of 132 SMs (H100): below this, split the red
 MIN_ITERS = 4            # ... but give every split at least this many BLOCK_N iterations
 
 
-@triton.jit
+@jit
 def _fmax(a, b):
     return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
 
 
-@triton.jit
+@jit
 def _fmin(a, b):
     return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
 
 
-@triton.jit
+@jit
 def _imax(a, b):
     return tl.maximum(a, b)
 
 
-@triton.jit
+@jit
 def _imin(a, b):
     return tl.minimum(a, b)
 
 
-@triton.jit
+@jit
 def _mul(a, b):
     return a * b
 
 
-@triton.jit
+@jit
 def _fold(a, b, OP: tl.constexpr):
     if OP == "sum":
         r = a + b
@@ -96,7 +96,7 @@ def _fold(a, b, OP: tl.constexpr):
     return r
 
 
-@triton.jit
+@jit
 def _nan_max(acc, IS_MAX: tl.constexpr):
     # max/min along axis 1 that is NaN where any element is (tl.max alone may skip NaNs)
     if IS_MAX:
@@ -107,7 +107,7 @@ def _nan_max(acc, IS_MAX: tl.constexpr):
     return tl.where(has_nan, float("nan"), m)
 
 
-@triton.jit
+@jit
 def _fold_rows(acc, OP: tl.constexpr):
     # built-in reductions where there is one (fast in the interpreter too)
     if OP == "sum":
@@ -125,7 +125,7 @@ def _fold_rows(acc, OP: tl.constexpr):
     return r
 
 
-@triton.jit
+@jit
 def _row_offsets(rows, kshape, kst, KDIM: tl.constexpr):
     # Splits row indices over the kept dims (innermost last; the outermost needs no modulo
     # since rows < prod(kshape)) and sums index * stride.
@@ -141,7 +141,7 @@ def _row_offsets(rows, kshape, kst, KDIM: tl.constexpr):
     return off
 
 
-@triton.jit
+@jit
 def _split_rows(kshape, kst, M, N, chunk, n_split, KDIM: tl.constexpr, BLOCK_M: tl.constexpr,
                 INT64: tl.constexpr):
     # A program's share of a split reduction: BLOCK_M kept rows (their offsets and mask),
@@ -157,7 +157,7 @@ def _split_rows(kshape, kst, M, N, chunk, n_split, KDIM: tl.constexpr, BLOCK_M: 
             tl.minimum(n_lo + chunk, N))
 
 
-@triton.jit
+@jit
 def _reduce_kernel(
     out_ptr,   # *OUT: (M, n_split) contiguous results (partials when n_split > 1), written
     x_ptr,     # *any: the input view; element (m, n) at row_off(m) + n * stride_n
@@ -186,7 +186,7 @@ def _reduce_kernel(
     tl.store(out_ptr + (rows * n_split + pid_s), _fold_rows(acc, OP), mask=row_mask)
 
 
-@triton.jit
+@jit
 def _argfold(v1, i1, v2, i2, IS_MAX: tl.constexpr):
     # (v1, i1) if it beats (v2, i2): more extreme, or NaN against a number, or equal (both NaN
     # counts as equal) with a lower index.
@@ -200,7 +200,7 @@ def _argfold(v1, i1, v2, i2, IS_MAX: tl.constexpr):
     return tl.where(better, v1, v2), tl.where(better, i1, i2)
 
 
-@triton.jit
+@jit
 def _arg_finish(best_v, best_i, IS_MAX: tl.constexpr, FLOAT: tl.constexpr):
     # The winner of each row's lanes with built-in reductions: the extreme value (NaN if any
     # lane holds NaN), then the lowest index among the lanes holding it.
@@ -219,7 +219,7 @@ def _arg_finish(best_v, best_i, IS_MAX: tl.constexpr, FLOAT: tl.constexpr):
     return m, wi
 
 
-@triton.jit
+@jit
 def _argreduce_kernel(
     out_ptr,   # *int64: (M, n_split) indices of the winners, written
     val_ptr,   # *ACC: (M, n_split) winning values, written when n_split > 1, else None

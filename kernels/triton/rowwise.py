@@ -24,7 +24,6 @@ kept in registers; longer rows take three passes (max, sum, write). A row of -in
 
 from __future__ import annotations
 
-import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
@@ -32,13 +31,14 @@ from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from . import _launch as L
 from ._launch import block_range
+from .launcher import jit
 from .memory import astype
 from .reduction import _norm_dims, _row_offsets
 
 __all__ = ["cumsum", "softmax"]
 
 
-@triton.jit
+@jit
 def _cumsum_kernel(
     out_ptr,  # *OUT: the contiguous output; element (m, n) at o_row(m) + n * so_n
     x_ptr,    # *any: the input view; element (m, n) at x_row(m) + n * sx_n
@@ -71,7 +71,7 @@ def _cumsum_kernel(
         carry = tl.sum(tl.where(is_end[None, :], c, 0), axis=1)
 
 
-@triton.jit
+@jit
 def _softmax_kernel(
     out_ptr,  # *T: the contiguous output; element (m, n) at o_row(m) + n * so_n
     x_ptr,    # *T: the input view; element (m, n) at x_row(m) + n * sx_n
@@ -139,7 +139,7 @@ def _rows_plan(op, shape, strides, dim, single_max):
     """(kshape, kx, ko, M, N, sx_n, so_n, BLOCK_M, BLOCK_N, single, int64, grid, warps)."""
     ndim = len(shape)
     (dim,) = _norm_dims(op, ndim, (dim,))
-    ost = L.contiguous_strides_cached(tuple(shape))
+    ost = L.contiguous_strides(tuple(shape))
     kept = [i for i in range(ndim) if i != dim]
     kshape, (kx, ko) = L.collapse(tuple(shape[i] for i in kept), tuple(strides[i] for i in kept),
                                   tuple(ost[i] for i in kept))

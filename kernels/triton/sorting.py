@@ -18,13 +18,13 @@ bool as int8; the values are copied, never converted.
 
 from __future__ import annotations
 
-import triton
 import triton.language as tl
 
 from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from . import _launch as L
 from ._launch import block_range
+from .launcher import jit
 from .memory import astype, full
 from .reduction import _row_offsets
 from .rowwise import _rows_plan
@@ -36,7 +36,7 @@ BLOCK_J = 64  # elements compared against them per step
 MAX_N = 1 << 18  # longest row sorted on the device (the work grows as N^2)
 
 
-@triton.jit
+@jit
 def _rank_sort_kernel(
     out_ptr,  # *T: the contiguous values out; element (m, r) at o_row(m) + r * so_n
     idx_ptr,  # *int64: the contiguous indices out, same layout as out

@@ -13,6 +13,13 @@ The default set compiles one representative variant per kernel; ``--full`` adds 
 the layout variants and every formula of the elementwise op table (elementwise.OPS; one that
 no case reaches is a failure). Prints one line per compiled variant and exits 1 if any failed.
 Run in a fresh process (it must not see TRITON_INTERPRET=1).
+
+The launches themselves go as far as they can without a GPU: each compiled kernel gets a
+stand-in launcher (no module is loaded, nothing runs), so Note [cached launches]
+(kernels/triton/launcher.py) is exercised too. Every case runs twice with
+``CachedLaunchJIT.check`` on: the second round launches through the cached launchers, each
+checked against the kernel Triton's own dispatch picks for the same arguments, and a kernel
+that launched in the first round but never through its cache is a failure.
 """
 
 from __future__ import annotations
@@ -49,20 +56,44 @@ class _CompileOnlyDriver:
 
 COMPILED: list = []
 PASSED_FUNCTIONS: set = set()  # @triton.jit functions passed as arguments (elementwise formulas)
-_run = JITFunction.run
+LAUNCHED: dict = {}  # kernel name -> [launches through Triton's path, through the cache]
+_run, _do_compile = JITFunction.run, JITFunction._do_compile
 
 
-def _compile_only(self, *args, grid, warmup, **kwargs):
-    t0 = time.perf_counter()
-    kernel = _run(self, *args, grid=grid, warmup=True, **kwargs)
-    COMPILED.append((getattr(self, "__name__", str(self)), time.perf_counter() - t0))
+def _recording_run(self, *args, grid, warmup, **kwargs):
     PASSED_FUNCTIONS.update(a for a in args if isinstance(a, JITFunction))
+    return _run(self, *args, grid=grid, warmup=warmup, **kwargs)
+
+
+def _compile(self, *args, **kwargs):
+    """Compiles as Triton does, then gives the kernel a launcher that runs nothing."""
+    t0 = time.perf_counter()
+    kernel = _do_compile(self, *args, **kwargs)
+    if hasattr(kernel, "result"):
+        kernel = kernel.result()
+    name = getattr(self, "__name__", str(self))
+    COMPILED.append((name, time.perf_counter() - t0))
+    counts = LAUNCHED.setdefault(name, [0, 0])
+
+    def launch(*launch_args):
+        # the cached path passes no launch metadata (None), Triton's own a LazyDict or None
+        counts[launch_args[6] is None and launch_args[7] is None] += 1
+
+    kernel.module, kernel.function, kernel._run = "compile-only", 0, launch
     return kernel
 
 
-def main(full: bool) -> int:
+def compile_only() -> None:
+    """Installs the stand-in driver and the compile-only launchers (see the docstring)."""
+    from tritongrad.kernels.triton.launcher import CachedLaunchJIT
+
     triton.runtime.driver.set_active(_CompileOnlyDriver())
-    JITFunction.run = _compile_only
+    JITFunction.run, JITFunction._do_compile = _recording_run, _compile
+    CachedLaunchJIT.check = True
+
+
+def main(full: bool) -> int:
+    compile_only()
     from tritongrad.kernels import triton as tk
     from tritongrad.kernels.triton import _launch, elementwise_ops
 
@@ -231,12 +262,17 @@ def main(full: bool) -> int:
         n0 = len(COMPILED)
         try:
             fn()
+            fn()  # again: through the cached launchers, checked against Triton's dispatch
         except Exception as e:  # noqa: BLE001 - report every failing variant
             failures += 1
             print(f"FAIL {name}: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
             continue
         kernels = ", ".join(f"{k} {t:.1f}s" for k, t in COMPILED[n0:]) or "(cached)"
         print(f"ok   {name}: {kernels}")
+    uncached = sorted(k for k, counts in LAUNCHED.items() if not counts[1])
+    if uncached:
+        failures += 1
+        print(f"FAIL kernels never launched through their cached launcher: {', '.join(uncached)}")
     if full:  # every formula of the elementwise op table, compiled at least once
         from tritongrad.kernels.triton.elementwise import OPS
 
@@ -250,7 +286,9 @@ def main(full: bool) -> int:
         if missing:
             failures += 1
             print(f"FAIL complex formulas no case compiled: {', '.join(missing)}")
-    print(f"{len(COMPILED)} launches compiled for sm_90, {failures} failures")
+    slow, cached = (sum(c[i] for c in LAUNCHED.values()) for i in (0, 1))
+    print(f"{len(COMPILED)} launches compiled for sm_90; {slow} launches through Triton's "
+          f"dispatch, {cached} through cached launchers; {failures} failures")
     return 1 if failures else 0
 
 

@@ -105,3 +105,24 @@ def test_launches_follow_the_current_stream(kit, rng):
     s.synchronize()
     kit.check(out, np.exp(ra * np.float32(0.5)), rtol=2e-6)
     np.testing.assert_allclose(kit.down(total), np.exp(ra * np.float32(0.5)).sum(), rtol=1e-4)
+
+
+def test_cached_launches_agree_with_tritons_dispatch(kit, rng, monkeypatch):
+    """Note [cached launches] on the device: repeated launches go through the cached launcher
+    (checked against the kernel Triton's dispatch picks) and compute what the first did; a
+    misaligned view and a length divisible by 16 or not get launchers of their own."""
+    from tritongrad.kernels.triton import elementwise
+    from tritongrad.kernels.triton.launcher import CachedLaunchJIT
+
+    monkeypatch.setattr(CachedLaunchJIT, "check", True)
+    kernel = elementwise._ew_flat_kernel
+    for n in (4096, 4099):
+        a, ra = kit.pair((n,), D.float32, rng)
+        b, rb = kit.pair((n,), D.float32, rng)
+        before = len(kernel._launches)
+        for _ in range(3):
+            kit.check(tk.mul(a, b), ra * rb)
+        tail = tk.getitem(a, (slice(1, None),))  # 4 bytes past a 16-byte boundary
+        for _ in range(2):
+            kit.check(tk.mul(tail, 2.0), ra[1:] * np.float32(2.0))
+        assert len(kernel._launches) >= before + 2

@@ -184,6 +184,49 @@ def test_small_blocks_merge_so_the_segment_can_be_released(make_allocator):
     assert raw.used == 0
 
 
+def test_a_freed_block_is_cached_whole_for_its_size(make_allocator):
+    # Note [hot blocks]: the next request of the same rounded size on the same stream gets the
+    # block back as it was; it counts as free meanwhile
+    alloc, raw, _ = make_allocator()
+    a, b = alloc.malloc(3000, A), alloc.malloc(3000, A)
+    alloc.free(a)
+    assert "cached" in repr(a)
+    stats = alloc.memory_stats()
+    assert stats["active_bytes.all.current"] == stats["allocated_bytes.all.current"] == 3072
+    assert stats["allocation.all.current"] == stats["active.all.current"] == 1
+    assert stats["requested_bytes.all.current"] == 3000
+    with pytest.raises(RuntimeError, match="double free"):
+        alloc.free(a)
+    assert alloc.malloc(2561, A) is a  # rounds to 3072 as well
+    assert alloc.malloc(3000, B).ptr != a.ptr  # cached per stream
+    assert alloc.memory_stats()["requested_bytes.all.current"] == 2561 + 3000 + 3000
+    assert raw.allocs == 2
+    alloc.free(b)
+    assert alloc.stat("allocated_bytes").peak == 3 * 3072
+
+
+def test_cached_blocks_merge_before_a_new_segment(make_allocator):
+    alloc, raw, _ = make_allocator()
+    quarters = [alloc.malloc(512 * KiB, A) for _ in range(4)]  # the whole 2 MiB segment
+    base = quarters[0].ptr
+    for b in quarters:
+        alloc.free(b)
+    whole = alloc.malloc(1 * MiB, A)  # no free block fits until the cache merges
+    assert whole.ptr == base and raw.allocs == 1
+    alloc.free(whole)
+    alloc.empty_cache()  # cached blocks merge before segments are released
+    assert raw.used == 0 and alloc.reserved == 0
+
+
+def test_blocks_freed_during_a_capture_are_not_cached(make_allocator):
+    alloc, _, _ = make_allocator()
+    b = alloc.malloc(4096, A)
+    alloc.begin_allocate_to_pool(("g", 1), B)
+    alloc.free(b)  # merged into A's free list as usual; only B's requests use the pool
+    alloc.end_allocate_to_pool(B)
+    assert "free" in repr(b)
+
+
 def test_oom_releases_cache_and_retries(make_allocator, fakes):
     alloc, raw, _ = make_allocator(raw=fakes.FakeRaw(capacity=64 * MiB))
     a = alloc.malloc(40 * MiB, A)

@@ -1,0 +1,84 @@
+"""Note [cached launches] against Triton's own specialization, on a machine without a GPU.
+
+    python tests/kernels/check_launcher.py
+
+Run in a fresh process by test_launcher.py (it must not see TRITON_INTERPRET=1). For a probe
+kernel with every kind of parameter (pointer, specialized and unspecialized integers, a float,
+a tuple, a constexpr), each argument is swept over values on both sides of every boundary
+Triton specializes on (alignment, 1, divisibility by 16, the int32/int64/uint64 widths) while
+the others stay fixed: a launch key must never stand for two of Triton's specializations.
+Then the probe is launched through the stand-in launchers of compile_sm90.py with arguments
+that need different kernels, each launch checked against Triton's dispatch. Prints what it
+checked; exits 1 on the first mismatch.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import compile_sm90 as harness  # clears TRITON_INTERPRET before Triton is imported
+import numpy as np
+import triton.language as tl
+from tritongrad.kernels.triton import _launch
+from tritongrad.kernels.triton.launcher import CachedLaunchJIT, jit
+from tritongrad.runtime import memory
+from tritongrad.runtime.array import DeviceArray
+from tritongrad.runtime.device import device
+
+
+@jit(do_not_specialize=["u"])
+def probe(p, q, s, u, f, t, K: tl.constexpr):
+    i = tl.arange(0, K)
+    tl.store(p + i * s, tl.load(q + i * u) * f + t[0])
+
+
+def main() -> int:
+    harness.compile_only()
+    _launch._driver_ready = True  # the stand-in driver stays active (compile_sm90.main)
+    assert type(probe) is CachedLaunchJIT
+    dev = device("cuda", 0)
+    base = memory.to_device(np.zeros(64, np.float32), dev)
+    half = memory.to_device(np.zeros(64, np.float16), dev)
+
+    def view(a, offset):
+        return DeviceArray(a.storage, offset, (8,), (1,), a.dtype)
+
+    ints = [0, 1, 2, 15, 16, 17, 32, -1, -16, 2**31 - 16, 2**31 - 1, 2**31, 2**32, -2**31,
+            -2**31 - 16, 2**63 - 16, 2**63, 2**64 - 16]
+    arrays = [view(base, k) for k in range(6)] + [view(half, k) for k in range(10)]
+    scalars = ints + [True, False, 0.0, 1.0, 16.0, None]
+    sweeps = {0: arrays, 1: arrays, 2: scalars, 3: scalars, 4: scalars,
+              5: [(i, j) for i in ints[:9] for j in (1, 16, 17)], 6: [16, 32]}
+    fixed = [arrays[0], arrays[1], 16, 16, 1.5, (16, 1), 16]
+    *_, binder = probe.device_caches[0]
+    checked = 0
+    for pos, values in sweeps.items():
+        seen: dict = {}
+        for v in values:
+            args = list(fixed)
+            args[pos] = v
+            try:
+                key = probe.launch_key(0, tuple(args), {"num_warps": 4})
+            except Exception as e:  # noqa: BLE001 - an uncached kind is allowed, reported
+                print(f"  argument {pos} = {v!r}: Triton's own path ({type(e).__name__})")
+                continue
+            _, spec, _ = binder(*args, num_warps=4)
+            spec = repr(spec)
+            if seen.setdefault(key, spec) != spec:
+                print(f"FAIL argument {pos} = {v!r}: key {key!r} stands for both {seen[key]} "
+                      f"and {spec}")
+                return 1
+            checked += 1
+        print(f"ok   argument {pos}: {len(values)} values, {len(seen)} keys")
+    # launches: each new specialization compiles its own kernel; repeats are cached and checked
+    for s, u in [(16, 16), (16, 16), (17, 16), (17, 16), (1, 16), (16, 3), (16, 2**40)]:
+        probe[(1,)](view(base, 0), view(base, 8), s, u, 2.0, (s, 1), K=8)
+        probe[(1,)](view(base, 1), view(base, 8), s, u, 2.0, (s, 1), K=8)  # misaligned p
+    slow, cached = harness.LAUNCHED["probe"]
+    print(f"{checked} keys checked; probe: {len(probe._launches)} cached launches, "
+          f"{slow} launches through Triton's dispatch, {cached} through the cache")
+    return 0 if cached and slow == len(probe._launches) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

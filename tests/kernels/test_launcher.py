@@ -1,0 +1,48 @@
+"""Note [cached launches] (kernels/triton/launcher.py) on a machine without a GPU.
+
+Cached launches exist only for compiled kernels, which the interpreter suite never launches,
+so these run scripts in a fresh process with Triton's compiler and stand-in launchers:
+check_launcher.py sweeps a probe kernel's arguments across every boundary Triton specializes
+on, and compile_sm90.py (test_compile.py) relaunches every kernel variant through its cache,
+checked against Triton's dispatch. On a GPU the same launches run for real in the whole suite.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+from tritongrad.kernels.triton import compat
+
+SCRIPT = pathlib.Path(__file__).with_name("check_launcher.py")
+
+
+def _run(script: pathlib.Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                       timeout=600, check=False)
+    if r.returncode and "No module named" in r.stderr and "triton.backends" in r.stderr:
+        pytest.skip("this Triton has no CUDA backend to compile with")
+    return r
+
+
+@pytest.mark.slow
+def test_launch_keys_are_at_least_as_fine_as_tritons_specialization():
+    r = _run(SCRIPT)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    assert "FAIL" not in r.stdout
+    assert " through the cache" in r.stdout
+
+
+def test_interpreted_kernels_are_tritons_own():
+    """Under the interpreter ``jit`` is ``triton.jit``: nothing is cached there."""
+    from tritongrad.kernels.triton import elementwise
+    from tritongrad.kernels.triton.launcher import CachedLaunchJIT
+
+    if compat.INTERPRET:
+        assert not isinstance(elementwise._ew_flat_kernel, CachedLaunchJIT)
+    else:
+        assert isinstance(elementwise._ew_flat_kernel, CachedLaunchJIT)
