@@ -6,30 +6,108 @@ import numpy as np
 
 from ..runtime import dtype as dtypes
 
-_DEFAULT_DTYPES = (dtypes.float32, dtypes.int64, dtypes.bool)
+
+
+_EDGE, _THRESHOLD, _PRECISION, _LINEWIDTH = 3, 1000, 4, 80  # PyTorch's default print options
+
+
+def _summarized(a: np.ndarray) -> np.ndarray:
+    """The values a summarized print shows (the first and last ``_EDGE`` along each long
+    dimension): PyTorch sizes its columns from these alone."""
+    for axis, n in enumerate(a.shape):
+        if n > 2 * _EDGE:
+            a = np.concatenate([a.take(range(_EDGE), axis), a.take(range(n - _EDGE, n), axis)],
+                               axis)
+    return a
+
+
+class _Formatter:
+    """PyTorch's ``_Formatter``: one column width for every value printed. Floating values
+    print as ``2.`` when all are integral, else with four decimals, in scientific notation
+    when the nonzero finite magnitudes span more than 1000x or pass 1e8 (or, non-integral, go
+    below 1e-4); the width is the widest nonzero finite value's (other kinds: the widest
+    value's)."""
+
+    def __init__(self, a: np.ndarray):
+        self.floating = a.dtype.kind == "f"
+        self.int_mode, self.sci, self.width = True, False, 1
+        if not self.floating:
+            self.width = max((len(self._plain(v)) for v in a.ravel().tolist()), default=1)
+            return
+        vals = [v for v in a.ravel().tolist() if v != 0 and np.isfinite(v)]
+        if not vals:
+            return
+        mags = [abs(v) for v in vals]
+        lo, hi = min(mags), max(mags)
+        self.int_mode = all(v == np.ceil(v) for v in vals)
+        self.sci = hi / lo > 1000.0 or hi > 1.0e8 or (not self.int_mode and lo < 1.0e-4)
+        if self.sci:
+            self.width = max(len(f"{v:.{_PRECISION}e}") for v in vals)
+        elif self.int_mode:
+            self.width = max(len(f"{v:.0f}") + 1 for v in vals)
+        else:
+            self.width = max(len(f"{v:.{_PRECISION}f}") for v in vals)
+
+    @staticmethod
+    def _plain(v) -> str:
+        return str(v)
+
+    def format(self, v) -> str:
+        if not self.floating:
+            text = self._plain(v)
+        elif self.sci:
+            text = f"{v:.{_PRECISION}e}"
+        elif self.int_mode:
+            text = f"{v:.0f}" + ("." if np.isfinite(v) else "")
+        else:
+            text = f"{v:.{_PRECISION}f}"
+        return text.rjust(self.width)
+
+
+def _value(v, real: _Formatter, imag: _Formatter | None) -> str:
+    if imag is None:
+        return real.format(v)
+    re, im = real.format(v.real), (imag.format(v.imag) + "j").lstrip()
+    return re + im if im[0] in "+-" else re + "+" + im
+
+
+def _vector(a: np.ndarray, indent: int, summarize: bool, real, imag) -> str:
+    width = real.width + 2 + (0 if imag is None else imag.width + 1)
+    per_line = max(1, (_LINEWIDTH - indent) // width)
+    n = a.shape[0]
+    if summarize and n > 2 * _EDGE:
+        data = ([_value(v, real, imag) for v in a[:_EDGE].tolist()] + [" ..."]
+                + [_value(v, real, imag) for v in a[n - _EDGE:].tolist()])
+    else:
+        data = [_value(v, real, imag) for v in a.tolist()]
+    lines = [", ".join(data[i:i + per_line]) for i in range(0, len(data), per_line)]
+    return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
+
+
+def _nested(a: np.ndarray, indent: int, summarize: bool, real, imag) -> str:
+    if a.ndim == 0:
+        return _value(a.item(), real, imag)
+    if a.ndim == 1:
+        return _vector(a, indent, summarize, real, imag)
+    n = a.shape[0]
+    rows = range(n) if not summarize or n <= 2 * _EDGE else [*range(_EDGE), None,
+                                                             *range(n - _EDGE, n)]
+    parts = ["..." if i is None else _nested(a[i], indent + 1, summarize, real, imag)
+             for i in rows]
+    return "[" + ("," + "\n" * (a.ndim - 1) + " " * (indent + 1)).join(parts) + "]"
 
 
 def _format_array(a: np.ndarray, indent: int) -> str:
-    if a.dtype.kind == "f":
-        finite = a[np.isfinite(a)]
-        integral = finite.size == 0 or bool(np.all(finite == np.round(finite)))
-        # compared as Python floats: 1e8 would overflow a float16 comparison
-        big = finite.size and (float(np.abs(finite).max()) >= 1e8 or
-                               float(np.abs(finite[finite != 0]).min(initial=1)) < 1e-4)
-        if big:
-            fmt = {"float_kind": lambda v: f"{v:.4e}"}
-        elif integral:
-            fmt = {"float_kind": lambda v: f"{v:.0f}." if np.isfinite(v) else str(v)}
-        else:
-            fmt = {"float_kind": lambda v: f"{v:.4f}" if np.isfinite(v) else str(v)}
-    elif a.dtype.kind == "b":
-        # padded to the widest value present, as PyTorch: [True, True] but [ True, False]
-        width = 4 if a.all() else 5
-        fmt = {"bool": lambda v: f"{v!s:>{width}}"}
+    """The values part of PyTorch's tensor repr (``_tensor_str``) for host array ``a``."""
+    if a.size == 0:
+        return "[]"
+    summarize = a.size > _THRESHOLD
+    shown = _summarized(a) if summarize else a
+    if a.dtype.kind == "c":
+        real, imag = _Formatter(shown.real), _Formatter(shown.imag)
     else:
-        fmt = None
-    return np.array2string(a, separator=", ", formatter=fmt, prefix=" " * indent,
-                           threshold=1000, edgeitems=3, max_line_width=80)
+        real, imag = _Formatter(shown), None
+    return _nested(a, indent, summarize, real, imag)
 
 
 def tensor_repr(t) -> str:
@@ -38,7 +116,12 @@ def tensor_repr(t) -> str:
     extras = []
     if t.device.type != "cpu":
         extras.append(f"device='{t.device}'")
-    if t.dtype not in _DEFAULT_DTYPES or (t.numel() == 0 and t.dtype is not dtypes.float32):
+    if t.numel() == 0 and t.ndim != 1:
+        extras.append(f"size={tuple(t.shape)}")
+    default = dtypes.get_default_dtype()
+    shown_dtypes = (default, dtypes.complex128 if default is dtypes.float64 else dtypes.complex64,
+                    dtypes.int64, dtypes.bool)
+    if t.dtype not in shown_dtypes or (t.numel() == 0 and t.dtype is not default):
         extras.append(f"dtype={t.dtype}")
     try:
         fn = t.grad_fn  # (a view's, regenerated if its base was modified in place since)

@@ -9,26 +9,13 @@ Example:
 """
 
 from . import functional, init, parallel, utils
-from .activation import (
-    ELU,
-    GELU,
-    Hardtanh,
-    LeakyReLU,
-    LogSoftmax,
-    Mish,
-    ReLU,
-    ReLU6,
-    Sigmoid,
-    SiLU,
-    Softmax,
-    Softplus,
-    Tanh,
-    Threshold,
-)
+from .activation import *  # noqa: F403 (activation.__all__)
+from .activation import __all__ as _activations
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d
-from .layers import Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, Unflatten
+from .layers import (CosineSimilarity, Dropout, Embedding, Flatten, Identity, LayerNorm, Linear,
+                     PairwiseDistance, Unflatten)
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -56,12 +43,11 @@ from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .rnn import LSTM
 
 __all__ = [
-    "ELU", "GELU", "LSTM", "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss",
-    "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d", "CrossEntropyLoss", "DataParallel",
-    "Dropout", "Embedding", "Flatten", "GroupNorm", "Hardtanh", "HuberLoss", "Identity",
-    "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "KLDivLoss", "L1Loss", "LayerNorm",
-    "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Mish", "Module", "ModuleDict",
-    "ModuleList", "MultiheadAttention", "NLLLoss", "Parameter", "ParameterDict", "ParameterList",
-    "RMSNorm", "ReLU", "ReLU6", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax",
-    "Softplus", "Tanh", "Threshold", "Unflatten", "functional", "init", "parallel", "utils",
-]
+    "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
+    "Conv1d", "Conv2d", "CosineSimilarity", "CrossEntropyLoss", "DataParallel", "Dropout",
+    "Embedding", "Flatten", "GroupNorm", "HuberLoss", "Identity", "InstanceNorm1d",
+    "InstanceNorm2d", "InstanceNorm3d", "KLDivLoss", "L1Loss", "LSTM", "LayerNorm", "Linear",
+    "MSELoss", "MaxPool2d", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss",
+    "PairwiseDistance", "Parameter", "ParameterDict", "ParameterList", "RMSNorm", "Sequential",
+    "SmoothL1Loss", "Unflatten", "functional", "init", "parallel", "utils",
+] + list(_activations)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from ..autograd.grad_mode import no_grad
+from ..autograd.ops.creation import full
 from ..autograd.tensor import Tensor
 from . import functional as F
 from .module import Module
+from .parameter import Parameter
 
-__all__ = ["ELU", "GELU", "Hardtanh", "LeakyReLU", "LogSoftmax", "Mish", "ReLU", "ReLU6", "SiLU",
-           "Sigmoid", "Softmax", "Softplus", "Tanh", "Threshold"]
+__all__ = ["CELU", "ELU", "GELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh",
+           "LeakyReLU", "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "ReLU", "ReLU6", "SELU",
+           "SiLU", "Sigmoid", "Softmax", "Softmin", "Softplus", "Softshrink", "Softsign", "Tanh",
+           "Tanhshrink", "Threshold"]
 
 
 class _Inplace(Module):
@@ -170,3 +175,125 @@ class Softplus(Module):
 
     def extra_repr(self) -> str:
         return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class SELU(_Inplace):
+    """SELU(x) = scale * (max(0, x) + min(0, alpha * (exp(x) - 1))), PyTorch's constants."""
+
+    functional = staticmethod(F.selu)
+
+
+class CELU(_Inplace):
+    """CELU(x) = max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+
+    functional = staticmethod(F.celu)
+    _params = ("alpha",)
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__(inplace)
+        self.alpha = alpha
+
+
+class Hardswish(_Inplace):
+    """Hardswish(x) = x * relu6(x + 3) / 6."""
+
+    functional = staticmethod(F.hardswish)
+
+
+class Hardsigmoid(_Inplace):
+    """Hardsigmoid(x) = relu6(x + 3) / 6."""
+
+    functional = staticmethod(F.hardsigmoid)
+
+
+class _Stateless(Module):
+    """An activation with no parameters and no ``inplace`` flag: ``functional(input,
+    *params)``, ``params`` the attributes named in ``_params`` (shown by ``extra_repr``)."""
+
+    functional = None
+    _params: tuple = ()
+
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self).functional(input, *(getattr(self, name) for name in self._params))
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{name}={getattr(self, name)}" for name in self._params)
+
+
+class Softsign(_Stateless):
+    """Softsign(x) = x / (1 + |x|)."""
+
+    functional = staticmethod(F.softsign)
+
+
+class LogSigmoid(_Stateless):
+    """log(sigmoid(x))."""
+
+    functional = staticmethod(F.logsigmoid)
+
+
+class Tanhshrink(_Stateless):
+    """Tanhshrink(x) = x - tanh(x)."""
+
+    functional = staticmethod(F.tanhshrink)
+
+
+class Softshrink(_Stateless):
+    """x - lambd where x > lambd, x + lambd where x < -lambd, else 0."""
+
+    functional = staticmethod(F.softshrink)
+    _params = ("lambd",)
+
+    def __init__(self, lambd: float = 0.5):
+        super().__init__()
+        self.lambd = lambd
+
+
+class Hardshrink(Softshrink):
+    """x where |x| > lambd, else 0."""
+
+    functional = staticmethod(F.hardshrink)
+
+
+class GLU(_Stateless):
+    """The gated linear unit ``a * sigmoid(b)`` of the two halves of the input along ``dim``."""
+
+    functional = staticmethod(F.glu)
+    _params = ("dim",)
+
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+
+class Softmin(Softmax):
+    """softmax(-x) along ``dim``."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softmin(input, self.dim)
+
+
+class PReLU(Module):
+    """PReLU(x) = x where x > 0, else a * x, with a learned ``a``: one value, or one per
+    channel (``num_parameters`` = the input's dimension 1), initialised to ``init``.
+
+    Example:
+        >>> tg.nn.PReLU()(tg.tensor([-2.0, 3.0]))
+        tensor([-0.5000,  3.0000], grad_fn=<WhereBackward0>)
+    """
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(full((num_parameters,), init, device=device, dtype=dtype))
+
+    def reset_parameters(self) -> None:
+        with no_grad():
+            self.weight.fill_(self.init)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"

@@ -21,12 +21,15 @@ from ..autograd.ops.softmax import softmax as _softmax
 from ..autograd.tensor import Tensor
 
 __all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits", "conv1d", "conv2d", "cross_entropy", "dropout",
-           "elu", "embedding", "gelu", "group_norm", "hardtanh", "huber_loss", "instance_norm",
-           "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax", "max_pool2d", "mish",
-           "mse_loss", "multi_head_attention_forward", "nll_loss", "normalize", "one_hot", "pad",
-           "relu", "relu6", "rms_norm", "scaled_dot_product_attention", "sigmoid", "silu",
-           "smooth_l1_loss", "softmax", "softplus", "tanh", "threshold", "threshold_", "unfold"]
+           "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d", "cosine_similarity",
+           "cross_entropy", "dropout", "elu", "embedding", "gelu", "glu", "group_norm",
+           "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "huber_loss", "instance_norm",
+           "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax",
+           "logsigmoid", "max_pool2d", "mish", "mse_loss", "multi_head_attention_forward",
+           "nll_loss", "normalize", "one_hot", "pad", "pairwise_distance", "prelu", "relu",
+           "relu6", "rms_norm", "scaled_dot_product_attention", "selu", "sigmoid", "silu",
+           "smooth_l1_loss", "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh",
+           "tanhshrink", "threshold", "threshold_", "unfold"]
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -166,6 +169,130 @@ def log_softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Te
 def softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
     """exp(x) / sum(exp(x)) along ``dim``, computed stably."""
     return _softmax(input, dim, dtype)
+
+
+# SELU's constants (Klambauer et al. 2017), as PyTorch's
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """SELU(x) = scale * (max(0, x) + min(0, alpha * (exp(x) - 1))), with PyTorch's alpha and
+    scale."""
+    if inplace:
+        return _inplace(input, selu)
+    return elu(input, _SELU_ALPHA) * _SELU_SCALE
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """CELU(x) = max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+    if alpha == 0:
+        raise ValueError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    if inplace:
+        return _inplace(input, celu, alpha)
+    return input.where(input > 0, (input.clamp(max=0.0) / alpha).expm1() * alpha)
+
+
+def softsign(input: Tensor) -> Tensor:
+    """Softsign(x) = x / (1 + |x|)."""
+    return input / (input.abs() + 1)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """Hardswish(x) = 0 for x <= -3, x for x >= 3, x (x + 3) / 6 between (at -3 and 3 the
+    gradient is the outer piece's, 0 and 1, as PyTorch's)."""
+    if inplace:
+        return _inplace(input, hardswish)
+    middle = input * (input + 3) / 6
+    return middle.where(input > -3, 0.0).where(input < 3, input)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """Hardsigmoid(x) = 0 for x <= -3, 1 for x >= 3, x / 6 + 1/2 between; the gradient is
+    1/6 strictly inside (-3, 3), 0 elsewhere."""
+    if inplace:
+        return _inplace(input, hardsigmoid)
+    inside = (input > -3).logical_and(input < 3)
+    return (input / 6 + 0.5).where(inside, (input.detach() > 0).to(input.dtype))
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    """log(sigmoid(x)) = -softplus(-x), computed without overflow."""
+    return _softplus_unit(-input).neg()
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """The gated linear unit: ``a * sigmoid(b)``, ``a`` and ``b`` the two halves of ``input``
+    along ``dim``."""
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = dim % input.ndim
+    if input.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
+                           f"{input.shape[d]}")
+    a, b = input.chunk(2, d)
+    return a * _sigmoid(b)
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """PReLU(x) = x where x > 0, else weight * x; ``weight`` has one value or one per channel
+    (dimension 1 of ``input``)."""
+    checks.tensor_arg(weight, "prelu", "weight")
+    if weight.ndim > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
+                           f"ndim = {weight.ndim}")
+    n = weight.numel()
+    if n != 1:
+        channels = input.shape[1] if input.ndim >= 2 else 0
+        if channels != n:
+            raise RuntimeError(f"prelu: Mismatch of parameter numbers and input channel size. "
+                               f"Found parameter numbers = {n} and channel size = {channels}.")
+        weight = weight.reshape((1, n) + (1,) * (input.ndim - 2))
+    return input.where(input > 0, input * weight)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    """Tanhshrink(x) = x - tanh(x)."""
+    return input - _tanh(input)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x - lambd where x > lambd, x + lambd where x < -lambd, 0 between."""
+    if lambd < 0:
+        raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be "
+                           f"{lambd}.")
+    return (input - lambd).where(input > lambd, (input + lambd).where(input < -lambd, 0.0))
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x where |x| > lambd, else 0."""
+    return input.where(input.abs() > lambd, 0.0)
+
+
+def softmin(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """softmax(-x) along ``dim``."""
+    return _softmax(-input, dim, dtype)
+
+
+# -- distances -----------------------------------------------------------------------------------
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """The cosine of the angle between ``x1`` and ``x2`` along ``dim`` (broadcast together):
+    ``sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps))``, each norm clamped to ``eps``."""
+    checks.tensor_arg(x1, "cosine_similarity", "x1")
+    checks.tensor_arg(x2, "cosine_similarity", "x2")
+    n1 = x1.norm(dim=dim, keepdim=True).clamp(min=eps)
+    n2 = x2.norm(dim=dim, keepdim=True).clamp(min=eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
+                      keepdim: bool = False) -> Tensor:
+    """The p-norm of ``x1 - x2 + eps`` along the last dimension (broadcast together)."""
+    checks.tensor_arg(x1, "pairwise_distance", "x1")
+    checks.tensor_arg(x2, "pairwise_distance", "x2")
+    dim = -1 if max(x1.ndim, x2.ndim) > 0 else None
+    return (x1 - x2 + eps).norm(p, dim=dim, keepdim=keepdim)
 
 
 # -- layers --------------------------------------------------------------------------------------

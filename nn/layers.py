@@ -17,7 +17,8 @@ from . import init
 from .module import Module
 from .parameter import Parameter, affine_parameters, normalized_shape_parameters
 
-__all__ = ["Dropout", "Embedding", "Flatten", "Identity", "LayerNorm", "Linear", "Unflatten"]
+__all__ = ["CosineSimilarity", "Dropout", "Embedding", "Flatten", "Identity", "LayerNorm", "Linear",
+           "PairwiseDistance", "Unflatten"]
 
 
 class Identity(Module):
@@ -238,3 +239,26 @@ class Unflatten(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class CosineSimilarity(Module):
+    """The cosine similarity of two inputs along ``dim`` (``F.cosine_similarity``)."""
+
+    def __init__(self, dim: int = 1, eps: float = 1e-8):
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class PairwiseDistance(Module):
+    """The p-norm distance of two inputs along their last dimension
+    (``F.pairwise_distance``)."""
+
+    def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
+        super().__init__()
+        self.norm, self.eps, self.keepdim = p, eps, keepdim
+
+    def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)

@@ -8,6 +8,7 @@ bfloat16 has no NumPy twin: on the CPU its storage is ``uint16`` bit patterns (s
 
 from __future__ import annotations
 
+import builtins
 import threading
 
 import numpy as np
@@ -18,7 +19,7 @@ __all__ = [
     "complex64", "cfloat", "complex128", "cdouble",
     "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "from_numpy_dtype",
     "get_float32_matmul_precision", "set_float32_matmul_precision",
-    "memory_format", "contiguous_format", "preserve_format", "channels_last",
+    "memory_format", "contiguous_format", "preserve_format", "channels_last", "finfo", "iinfo",
     "channels_last_3d", "bfloat16_bits", "bfloat16_values",
 ]
 
@@ -115,6 +116,67 @@ def set_default_dtype(d: dtype) -> None:
     if d not in (float32, float64, float16, bfloat16):
         raise TypeError(f"set_default_dtype: only floating point types are supported, got {d}")
     _default.dtype = d
+
+
+class finfo:
+    """Machine limits of a floating point dtype, as ``torch.finfo``.
+
+    Attributes (Python floats, ``bits`` an int, ``dtype`` the name): ``bits``, ``eps`` (the
+    gap between 1 and the next value), ``max``, ``min`` (= -max), ``tiny`` and
+    ``smallest_normal`` (the smallest positive normal value), ``resolution`` (10 ** -digits).
+    A complex dtype gives its real part's limits; no argument, the default dtype's.
+
+    Raises:
+        TypeError: ``type`` is not a floating point or complex dtype.
+    """
+
+    __slots__ = ("bits", "dtype", "eps", "max", "min", "resolution", "smallest_normal", "tiny")
+
+    def __init__(self, type: dtype | None = None):  # noqa: A002 - PyTorch's parameter name
+        d = get_default_dtype() if type is None else type
+        if not isinstance(d, dtype) or not (d.is_floating_point or d.is_complex):
+            raise TypeError("torch.finfo() requires a floating point input type. Use "
+                            "torch.iinfo to handle 'torch.finfo'")
+        d = d.to_real()
+        if d is bfloat16:  # 8 exponent bits as float32, 8 significand bits (7 stored)
+            f32 = np.finfo(np.float32)
+            self.bits, self.eps, self.resolution = 16, 2.0 ** -7, 0.01
+            self.max = builtins.float(bfloat16_values(np.array([0x7F7F], np.uint16))[0])
+            self.tiny = builtins.float(f32.tiny)
+        else:
+            f = np.finfo(d.np)
+            self.bits, self.eps = f.bits, builtins.float(f.eps)
+            self.resolution = 10.0 ** -f.precision
+            self.max, self.tiny = builtins.float(f.max), builtins.float(f.tiny)
+        self.min, self.smallest_normal, self.dtype = -self.max, self.tiny, d.name
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.tiny:g}, tiny={self.tiny:g}, "
+                f"dtype={self.dtype})")
+
+
+class iinfo:
+    """Machine limits of an integer dtype, as ``torch.iinfo``: ``bits``, ``min``, ``max``
+    (Python ints) and ``dtype`` (the name).
+
+    Raises:
+        TypeError: ``type`` is not an integer dtype (bool included, as PyTorch).
+    """
+
+    __slots__ = ("bits", "dtype", "max", "min")
+
+    def __init__(self, type: dtype):  # noqa: A002 - PyTorch's parameter name
+        if type is bool:
+            raise TypeError("torch.bool is not supported by torch.iinfo")
+        if not isinstance(type, dtype) or type.is_floating_point or type.is_complex:
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to "
+                            "handle 'torch.iinfo'")
+        i = np.iinfo(type.np)
+        self.bits, self.min, self.max, self.dtype = i.bits, builtins.int(i.min), builtins.int(i.max), type.name
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"
 
 
 _PRECISIONS = ("highest", "high", "medium")

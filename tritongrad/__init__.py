@@ -20,7 +20,8 @@ if not _os.path.isdir(_os.path.join(__path__[0], "runtime")) and _os.path.isfile
 from .runtime.device import device
 from .runtime.dtype import (bfloat16, bool, cdouble, cfloat, channels_last, channels_last_3d,
                             complex64, complex128, contiguous_format, double, dtype, float,
-                            float16, float32, float64, get_default_dtype, half, int, int8, int16,
+                            finfo, float16, float32, float64, get_default_dtype, half, iinfo, int,
+                            int8, int16,
                             int32, int64, long, memory_format, preserve_format, promote_types,
                             result_type, set_default_dtype, uint8)
 from . import autograd
@@ -64,7 +65,7 @@ __all__ = ["device", "dtype", "Tensor", "Size", "autograd", "cuda", "distributed
            "complex128", "double", "float", "float16", "float32", "float64", "half", "int",
            "int8", "int16", "int32", "int64", "long", "uint8", "is_tensor", "numel",
            "memory_format", "contiguous_format", "preserve_format", "channels_last",
-           "channels_last_3d"]
+           "channels_last_3d", "finfo", "iinfo"]
 __all__ += ["backends", "get_float32_matmul_precision", "linalg", "special",
             "set_float32_matmul_precision"]
 __all__ += ["amp", "autocast", "clear_autocast_cache", "get_autocast_dtype",

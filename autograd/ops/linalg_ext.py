@@ -223,6 +223,54 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
     return mul(input.unsqueeze(1), vec2)
 
 
+def _same_dtype(a: Tensor, b: Tensor, op: str) -> None:
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"{op}: expected both operands to have the same dtype, but found "
+                           f"{scalar_type_name(a.dtype)} and {scalar_type_name(b.dtype)}")
+
+
+def dot(input: Tensor, tensor: Tensor) -> Tensor:
+    """The dot product of two 1-D tensors of the same length and dtype (a 0-d tensor); no
+    complex conjugation (``vdot`` conjugates the first).
+
+    Example:
+        >>> tg.dot(tg.tensor([2., 3.]), tg.tensor([2., 1.])).item()
+        7.0
+    """
+    tensor_arg(input, "dot")
+    tensor_arg(tensor, "dot", "tensor")
+    if input.ndim != 1 or tensor.ndim != 1:
+        raise RuntimeError(f"dot: 1D tensors expected, but got {input.ndim}D and "
+                           f"{tensor.ndim}D tensors")
+    if input.shape[0] != tensor.shape[0]:
+        raise RuntimeError(f"dot: inconsistent tensor size, expected tensor [{input.shape[0]}] "
+                           f"and src [{tensor.shape[0]}] to have the same number of elements, "
+                           f"but got {input.shape[0]} and {tensor.shape[0]} elements "
+                           f"respectively")
+    _same_dtype(input, tensor, "dot")
+    return matmul(input, tensor)
+
+
+def vdot(input: Tensor, other: Tensor) -> Tensor:
+    """``dot(conj(input), other)``: the dot product of complex vectors; ``dot`` for real."""
+    tensor_arg(input, "vdot")
+    return dot(input.conj() if input.dtype.is_complex else input, other)
+
+
+def mv(input: Tensor, vec: Tensor) -> Tensor:
+    """The product of the matrix ``input`` (n, m) and the vector ``vec`` (m,): shape (n,)."""
+    tensor_arg(input, "mv")
+    tensor_arg(vec, "mv", "vec")
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"mv: vector + matrix @ vector expected, got {input.ndim}, "
+                           f"{vec.ndim}")
+    if input.shape[1] != vec.shape[0]:
+        raise RuntimeError(f"mv: size mismatch, got input ({input.shape[0]}), mat "
+                           f"({input.shape[0]}x{input.shape[1]}), vec ({vec.shape[0]})")
+    _same_dtype(input, vec, "mv")
+    return matmul(input, vec)
+
+
 def _scaled_sum(input: Tensor, product: Tensor, beta, alpha, op: str) -> Tensor:
     """``beta * input + alpha * product``, ``input`` broadcast to the product's shape. With
     ``beta = 0`` the input's values are ignored (NaN and inf in it do not propagate), as
@@ -301,6 +349,10 @@ OPS = (
     OpInfo("norm", norm, dtypes="floats (dtype= casts)", grad="g x |x|^(p-2) / y^(p-1); 0 at 0",
            autocast="float32 on cuda"),
     OpInfo("outer", outer, aliases=("ger",), dtypes="promoted", grad="g vec2, g^T input"),
+    OpInfo("dot", dot, dtypes="one dtype", grad="g b, g a", flops="matmul", autocast="lower"),
+    OpInfo("vdot", vdot, dtypes="one dtype", grad="g conj(b), conj(g) a"),
+    OpInfo("mv", mv, dtypes="one dtype", grad="g v^T, A^T g", flops="matmul",
+           autocast="lower"),
     OpInfo("addmm", addmm, inplace=addmm_, dtypes="one dtype", grad="beta g, alpha g b^T, "
            "alpha a^T g", node=AddmmBackward0, flops="addmm", autocast="lower"),
     OpInfo("addmv", addmv, inplace=addmv_, dtypes="one dtype", grad="beta g, alpha g v^T, "

@@ -13,6 +13,7 @@ gradients, as in PyTorch. Ops of ints promote to the default float dtype where P
 from __future__ import annotations
 
 import dataclasses
+import math
 import numbers
 
 from ...runtime import dtype as dtypes
@@ -52,6 +53,14 @@ def _abs_complex_rule(ctx, k, s, g):
 
 # -- unary math: one row per op (elementwise.unary builds its primitive, function, in-place) ----
 
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+
+
+def _one_minus_square(k, x):
+    """1 - x^2 on backend ``k`` (the contract subtracts scalars on the right only)."""
+    return k.neg(k.sub(k.mul(x, x), 1))
+
+
 _UNARY = (
     unary("abs", _abs_rule, saves="input", kind="any", complex_rule=_abs_complex_rule,
           aliases=("absolute",), operators=("__abs__",), grad="g sign(x)",
@@ -76,8 +85,32 @@ _UNARY = (
     unary("floor", kind="round", flops=None, grad="0"),
     unary("ceil", kind="round", flops=None, grad="0"),
     unary("trunc", kind="round", flops=None, grad="0", aliases=("fix",)),
+    # the inverse trigonometric and the hyperbolic functions, base-2 and base-10 logarithms
+    unary("asin", lambda ctx, k, s, g: k.div(g, k.sqrt(_one_minus_square(k, s[0]))),
+          saves="input", aliases=("arcsin",), grad="g / sqrt(1 - x^2)"),
+    unary("acos", lambda ctx, k, s, g: k.neg(k.div(g, k.sqrt(_one_minus_square(k, s[0])))),
+          saves="input", aliases=("arccos",), grad="-g / sqrt(1 - x^2)"),
+    unary("atan", lambda ctx, k, s, g: k.div(g, k.add(k.mul(s[0], s[0]), 1)), saves="input",
+          aliases=("arctan",), grad="g / (1 + x^2)"),
+    unary("sinh", lambda ctx, k, s, g: k.mul(g, k.unary("cosh", s[0])), saves="input",
+          grad="g cosh(x)"),
+    unary("cosh", lambda ctx, k, s, g: k.mul(g, k.unary("sinh", s[0])), saves="input",
+          grad="g sinh(x)"),
+    unary("asinh", lambda ctx, k, s, g: k.div(g, k.sqrt(k.add(k.mul(s[0], s[0]), 1))),
+          saves="input", aliases=("arcsinh",), grad="g / sqrt(x^2 + 1)"),
+    unary("acosh", lambda ctx, k, s, g: k.div(g, k.sqrt(k.sub(k.mul(s[0], s[0]), 1))),
+          saves="input", aliases=("arccosh",), grad="g / sqrt(x^2 - 1)"),
+    unary("atanh", lambda ctx, k, s, g: k.div(g, _one_minus_square(k, s[0])), saves="input",
+          aliases=("arctanh",), grad="g / (1 - x^2)"),
+    unary("log2", lambda ctx, k, s, g: k.div(g, k.mul(s[0], _LN2)), saves="input",
+          grad="g / (x ln 2)", autocast="float32 on cuda"),
+    unary("log10", lambda ctx, k, s, g: k.div(g, k.mul(s[0], _LN10)), saves="input",
+          grad="g / (x ln 10)", autocast="float32 on cuda"),
+    unary("exp2", lambda ctx, k, s, g: k.mul(g, k.mul(s[0], _LN2)), saves="output",
+          grad="g y ln 2"),
 )
-abs, sin, cos, tan, tanh, sigmoid, log1p, expm1, sign, floor, ceil, trunc = (  # noqa: A001
+(abs, sin, cos, tan, tanh, sigmoid, log1p, expm1, sign, floor, ceil, trunc,  # noqa: A001
+ asin, acos, atan, sinh, cosh, asinh, acosh, atanh, log2, log10, exp2) = (
     row.fn for row in _UNARY)
 _ROUND = unary("round", kind="round", flops=None, grad="0",
                doc="Rounds half to even, to ``decimals`` decimal places; zero gradient.")

@@ -1,6 +1,6 @@
 """Special functions: ``lgamma digamma polygamma mvlgamma erfinv i0 hypot logaddexp2``, and
 the rest of ``tg.special`` (tritongrad/special.py): erf, erfc, ndtr, ndtri, log_ndtr, i0e, i1,
-i1e, sinc, entr, logit, xlog1py, exp2.
+i1e, sinc, entr, logit, xlog1py (exp2 is pointwise.py's unary op).
 
 Every function here is a composite of public differentiable ops (``exp log sin tan sqrt
 where igamma igammac ...``), so both backends run it with no kernel of its own and its
@@ -32,7 +32,8 @@ from ..tensor import Tensor, int_arg
 from .composite import _float_operands, logaddexp
 from .creation import full_like
 from .elementwise import eq, exp, isnan, log, maximum, minimum, sqrt, where
-from .pointwise import abs, floor, igamma, igammac, isinf, log1p, logical_and, sign, sin, tan
+from .pointwise import (abs, exp2, floor, igamma, igammac, isinf, log1p, logical_and, sign, sin,
+                        tan)
 
 _INF = float("inf")
 _NAN = float("nan")
@@ -455,10 +456,6 @@ def xlog1py(input, other) -> Tensor:
     return where(zero, 0.0, a * log1p(where(zero, 0.0, b)))
 
 
-def exp2(input: Tensor) -> Tensor:
-    """``2 ** x``."""
-    return exp(_float(input, "exp2") * _LN2)
-
 
 # -- the table ---------------------------------------------------------------------------------
 
@@ -477,6 +474,13 @@ OPS = (
     OpInfo("hypot", hypot, dtypes="floats", grad="g a / y, g b / y; 0 at 0"),
     OpInfo("logaddexp2", logaddexp2, dtypes="floats",
            grad="g 2^a / (2^a + 2^b), g 2^b / (2^a + 2^b)"),
+    # torch.special functions that PyTorch also has as torch.<name> and Tensor.<name>
+    OpInfo("erf", erf, dtypes="floats; integers promote", grad="g 2/sqrt(pi) exp(-x^2) " + _PARTS),
+    OpInfo("erfc", erfc, dtypes="floats; integers promote",
+           grad="-g 2/sqrt(pi) exp(-x^2) " + _PARTS),
+    OpInfo("sinc", sinc, dtypes="floats; integers promote", grad=_PARTS),
+    OpInfo("logit", logit, dtypes="floats; integers promote", grad="g / (p (1 - p))"),
 )
-# forward AD goes through the parts; erfinv's Newton steps call igamma, which has no jvp
-OPS = with_jvp(OPS, without=("erfinv",))
+# forward AD goes through the parts; erf and erfc (beyond |x| < 1/2) and erfinv's Newton steps
+# call igamma, which has no jvp
+OPS = with_jvp(OPS, without=("erfinv", "erf", "erfc"))

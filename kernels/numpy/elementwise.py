@@ -195,6 +195,11 @@ _UNARY = {
     "tan": np.tan, "tanh": np.tanh,
     "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc,
     "log1p": _quiet(np.log1p), "expm1": _quiet(np.expm1), "bitwise_not": np.invert,
+    # NaN outside the domain, +-inf at its edges, without NumPy's warnings (as PyTorch)
+    "asin": _quiet(np.arcsin), "acos": _quiet(np.arccos), "atan": np.arctan,
+    "sinh": _quiet(np.sinh), "cosh": _quiet(np.cosh), "asinh": np.arcsinh,
+    "acosh": _quiet(np.arccosh), "atanh": _quiet(np.arctanh), "log2": _quiet(np.log2),
+    "log10": _quiet(np.log10), "exp2": _quiet(np.exp2),
 }
 _F32_UNARY = {"sigmoid": _sigmoid}
 

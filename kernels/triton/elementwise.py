@@ -364,6 +364,61 @@ def _op_expm1(x, y, z):
     return libdevice.expm1(x)
 
 
+@_formula(unary="float")
+def _op_asin(x, y, z):
+    return libdevice.asin(x)
+
+
+@_formula(unary="float")
+def _op_acos(x, y, z):
+    return libdevice.acos(x)
+
+
+@_formula(unary="float")
+def _op_atan(x, y, z):
+    return libdevice.atan(x)
+
+
+@_formula(unary="float")
+def _op_sinh(x, y, z):
+    return libdevice.sinh(x)
+
+
+@_formula(unary="float")
+def _op_cosh(x, y, z):
+    return libdevice.cosh(x)
+
+
+@_formula(unary="float")
+def _op_asinh(x, y, z):
+    return libdevice.asinh(x)
+
+
+@_formula(unary="float")
+def _op_acosh(x, y, z):
+    return libdevice.acosh(x)
+
+
+@_formula(unary="float")
+def _op_atanh(x, y, z):
+    return libdevice.atanh(x)
+
+
+@_formula(unary="float")
+def _op_log2(x, y, z):
+    return libdevice.log2(x)
+
+
+@_formula(unary="float")
+def _op_log10(x, y, z):
+    return libdevice.log10(x)
+
+
+@_formula(unary="float")
+def _op_exp2(x, y, z):
+    return libdevice.exp2(x)
+
+
 @_formula(unary="round")
 def _op_floor(x, y, z):
     return tl.floor(x)

@@ -157,6 +157,35 @@ def test_outer_and_ger(device):
         tg.outer(tg.ones(2), tg.ones(2, 1))
 
 
+def test_dot_vdot_mv(device):
+    a, b, m = t64((5,), device), t64((5,), device), t64((3, 5), device)
+    close(tg.dot(a, b), np.dot(host(a), host(b)))
+    close(a.dot(b), np.dot(host(a), host(b)))
+    close(tg.mv(m, a), host(m) @ host(a))
+    close(m.mv(a), host(m) @ host(a))
+    assert_grads_match(tg.dot, [a, b])
+    assert_grads_match(tg.mv, [m, a])
+    z = tg.tensor(host(a) + 1j * host(b), device=device)
+    close(tg.vdot(z, z), np.vdot(host(z), host(z)))
+    close(tg.dot(z, z), np.dot(host(z), host(z)))
+    close(tg.vdot(a, b), np.vdot(host(a), host(b)))
+    if device == "cpu":  # (integer products are CPU-only, as in PyTorch)
+        assert tg.dot(tg.tensor([1, 2]), tg.tensor([3, 4])).item() == 11
+    with pytest.raises(RuntimeError, match="dot: 1D tensors expected, but got 2D and 1D"):
+        tg.dot(m, a)
+    with pytest.raises(RuntimeError, match=r"dot: inconsistent tensor size, expected tensor "
+                                           r"\[5\] and src \[3\]"):
+        tg.dot(a, tg.ones(3, dtype=tg.float64, device=device))
+    with pytest.raises(RuntimeError, match="dot: expected both operands to have the same "
+                                           "dtype, but found Double and Float"):
+        tg.dot(a, tg.ones(5, device=device))
+    with pytest.raises(RuntimeError, match=r"mv: size mismatch, got input \(3\), mat \(3x5\), "
+                                           r"vec \(3\)"):
+        tg.mv(m, tg.ones(3, dtype=tg.float64, device=device))
+    with pytest.raises(RuntimeError, match="mv: vector \\+ matrix @ vector expected, got 2, 2"):
+        tg.mv(m, m)
+
+
 @pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, -2.0), (0, 3.0)])
 def test_addmm_addmv_baddbmm(beta, alpha, device):
     inp, m1, m2 = t64((1, 4), device), t64((3, 2), device), t64((2, 4), device)

@@ -101,7 +101,8 @@ def _i(*shape, seed=0):
 IN_PLACE_ARGS = {
     **dict.fromkeys(["neg", "exp", "log", "sqrt", "relu", "abs", "sin", "cos", "tan", "tanh",
                      "sigmoid", "log1p", "expm1", "sign", "floor", "ceil", "trunc", "round",
-                     "nan_to_num"], lambda: ()),
+                     "nan_to_num", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
+                     "atanh", "log2", "log10", "exp2"], lambda: ()),
     **dict.fromkeys(["add", "sub", "mul", "div", "pow", "floor_divide", "remainder", "atan2",
                      "igamma", "igammac"],
                     lambda: (_f(3, 4, seed=1),)),
@@ -287,6 +288,14 @@ GRAD_CASES = {
     "i0": (_A, tg.i0),
     "hypot": (_AB, tg.hypot),
     "logaddexp2": (_AB, tg.logaddexp2),
+    **{n: (_A, lambda x, n=n: getattr(tg, n)(x)) for n in (
+        "atan", "sinh", "cosh", "asinh", "log2", "log10", "exp2", "erf", "erfc", "sinc")},
+    **{n: (_A, lambda x, n=n: getattr(tg, n)(x / 2.5)) for n in ("asin", "acos", "atanh",
+                                                                 "logit")},
+    "acosh": (_A, lambda x: tg.acosh(x + 1)),
+    "dot": (_tensors((4,), (4,)), tg.dot),
+    "vdot": (_tensors((4,), (4,)), tg.vdot),
+    "mv": (_tensors((3, 4), (4,)), tg.mv),
     # -- decompositions (square inputs made well conditioned; losses of eigen- and singular
     # vectors invariant to their signs)
     "inverse": (_tensors((3, 3)), lambda a: tg.inverse(a + 3 * tg.eye(3))),

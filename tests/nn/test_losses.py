@@ -30,6 +30,18 @@ ACTS = {
     "mish": (F.mish, lambda x: x * np.tanh(_softplus(x))),
     "hardtanh": (lambda x: F.hardtanh(x, -2.0, 3.0), lambda x: np.clip(x, -2.0, 3.0)),
     "relu6": (F.relu6, lambda x: np.clip(x, 0.0, 6.0)),
+    "selu": (F.selu, lambda x: 1.0507009873554804934193349852946 * np.where(
+        x > 0, x, 1.6732632423543772848170429916717 * np.expm1(np.minimum(x, 0)))),
+    "celu": (lambda x: F.celu(x, 0.7),
+             lambda x: np.where(x > 0, x, 0.7 * np.expm1(np.minimum(x, 0) / 0.7))),
+    "softsign": (F.softsign, lambda x: x / (1 + np.abs(x))),
+    "hardswish": (F.hardswish, lambda x: x * np.clip(x + 3, 0, 6) / 6),
+    "hardsigmoid": (F.hardsigmoid, lambda x: np.clip(x + 3, 0, 6) / 6),
+    "logsigmoid": (F.logsigmoid, lambda x: -np.logaddexp(0.0, -x)),
+    "tanhshrink": (F.tanhshrink, lambda x: x - np.tanh(x)),
+    "softshrink": (lambda x: F.softshrink(x, 0.7),
+                   lambda x: np.where(x > 0.7, x - 0.7, np.where(x < -0.7, x + 0.7, 0.0))),
+    "hardshrink": (lambda x: F.hardshrink(x, 0.7), lambda x: np.where(np.abs(x) > 0.7, x, 0.0)),
 }
 
 
@@ -57,6 +69,61 @@ def test_activation_gradients_at_kinks_match_pytorch():
     np.testing.assert_allclose(host(x.grad), 1 / (1 + np.exp(-host(x))), rtol=1e-6)
 
 
+def test_more_activation_gradients_at_kinks_match_pytorch():
+    x = tg.tensor([-3.0, 3.0, -2.0, 0.0], dtype=tg.float64, requires_grad=True)
+    F.hardswish(x).sum().backward()  # the outer pieces' at -3 and 3
+    assert x.grad.tolist() == pytest.approx([0.0, 1.0, -1 / 6, 0.5])
+    x.grad = None
+    F.hardsigmoid(x).sum().backward()  # 1/6 strictly inside (-3, 3)
+    assert x.grad.tolist() == pytest.approx([0.0, 0.0, 1 / 6, 1 / 6])
+    x.grad = None
+    F.celu(x, 0.5).sum().backward()  # exp(x / alpha) below 0, 1 at 0
+    np.testing.assert_allclose(host(x.grad), [math.exp(-6), 1.0, math.exp(-4), 1.0])
+
+
+def test_glu_prelu_softmin(device):
+    a = rng.standard_normal((3, 4))
+    x = tg.tensor(a, device=device)
+    np.testing.assert_allclose(host(F.glu(x, 1)), a[:, :2] / (1 + np.exp(-a[:, 2:])),
+                               rtol=1e-12)
+    assert_grads_match(lambda t: F.glu(t, 0 if t.shape[0] % 2 == 0 else 1), [x])
+    with pytest.raises(RuntimeError, match="Halving dimension must be even, but dimension 0 "
+                                           "is size 3"):
+        F.glu(x, 0)
+    e = np.exp(-a)
+    np.testing.assert_allclose(host(F.softmin(x, 1)), e / e.sum(1, keepdims=True), rtol=1e-12)
+    c = rng.standard_normal((2, 3, 4))
+    w = np.array([0.1, -0.2, 0.3])
+    y = F.prelu(tg.tensor(c, device=device), tg.tensor(w, device=device))
+    np.testing.assert_allclose(host(y), np.where(c > 0, c, w[None, :, None] * c), rtol=1e-12)
+    assert_grads_match(F.prelu, [tg.tensor(c, device=device), tg.tensor(w, device=device)])
+    with pytest.raises(RuntimeError, match="Mismatch of parameter numbers and input channel "
+                                           "size. Found parameter numbers = 2 and channel "
+                                           "size = 3"):
+        F.prelu(tg.tensor(c), tg.tensor([0.1, 0.2]))
+    m = nn.PReLU(3)
+    assert repr(m) == "PReLU(num_parameters=3)" and m.weight.tolist() == [0.25] * 3
+    m(tg.tensor(c, dtype=tg.float32)).sum().backward()
+    np.testing.assert_allclose(host(m.weight.grad), np.minimum(c, 0).sum((0, 2)), rtol=1e-5)
+
+
+def test_cosine_similarity_and_pairwise_distance(device):
+    a, b = rng.standard_normal((4, 5)), rng.standard_normal((1, 5))
+    x1, x2 = tg.tensor(a, device=device), tg.tensor(b, device=device)
+    na, nb = np.linalg.norm(a, axis=1), np.linalg.norm(b, axis=1)
+    np.testing.assert_allclose(host(F.cosine_similarity(x1, x2)), (a @ b.T)[:, 0] / (na * nb),
+                               rtol=1e-12)
+    assert_grads_match(F.cosine_similarity, [x1, x2])
+    zero = F.cosine_similarity(tg.zeros(2, 5, dtype=tg.float64, device=device), x1[:2])
+    assert host(zero).tolist() == [0.0, 0.0]  # the norms are clamped to eps: no NaN
+    d = F.pairwise_distance(x1, x2, p=3.0, keepdim=True)
+    np.testing.assert_allclose(host(d), (np.abs(a - b + 1e-6) ** 3).sum(1, keepdims=True)
+                               ** (1 / 3), rtol=1e-12)
+    assert_grads_match(F.pairwise_distance, [x1, x2])
+    assert nn.CosineSimilarity(dim=1)(x1, x2).shape == (4,)
+    assert nn.PairwiseDistance()(x1, x2).shape == (4,)
+
+
 def test_activation_modules_and_inplace():
     x = tg.tensor([-1.0, 2.0])
     assert nn.LeakyReLU(0.5)(x).tolist() == [-0.5, 2.0]
@@ -64,8 +131,18 @@ def test_activation_modules_and_inplace():
     assert repr(nn.Softplus(2, 10)) == "Softplus(beta=2, threshold=10)"
     assert repr(nn.Hardtanh()) == "Hardtanh(min_val=-1.0, max_val=1.0)"
     for m in (nn.ELU(), nn.Mish(), nn.ReLU6(), nn.Softplus(), nn.SiLU(), nn.Tanh(), nn.Sigmoid(),
-              nn.GELU(approximate="tanh"), nn.Softmax(0), nn.LogSoftmax(0)):
+              nn.GELU(approximate="tanh"), nn.Softmax(0), nn.LogSoftmax(0), nn.SELU(), nn.CELU(),
+              nn.Softsign(), nn.Hardswish(), nn.Hardsigmoid(), nn.LogSigmoid(), nn.Tanhshrink(),
+              nn.Softshrink(), nn.Hardshrink(), nn.Softmin(0), nn.PReLU()):
         assert m(x).shape == (2,)
+    assert nn.GLU()(tg.ones(2, 4)).shape == (2, 2)
+    assert repr(nn.Softshrink(0.3)) == "Softshrink(lambd=0.3)"
+    assert repr(nn.CELU(0.5, inplace=True)) == "CELU(alpha=0.5, inplace=True)"
+    for act in (nn.SELU, nn.Hardswish, nn.Hardsigmoid):  # in place: written into the input
+        leaf = tg.tensor([-1.0, 2.0], requires_grad=True)
+        y = leaf * 1.0
+        assert act(inplace=True)(y) is y
+        np.testing.assert_allclose(host(y), host(act()(leaf)))
     leaf = tg.tensor([-1.0, 2.0], requires_grad=True)
     y = leaf * 1.0
     out = nn.ELU(inplace=True)(y)
