@@ -41,8 +41,8 @@ from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "_LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR",
            "MultiStepLR", "ConstantLR", "LinearLR", "ExponentialLR", "PolynomialLR",
-           "CosineAnnealingLR", "OneCycleLR", "SequentialLR", "ChainedScheduler",
-           "ReduceLROnPlateau"]
+           "CosineAnnealingLR", "CosineAnnealingWarmRestarts", "CyclicLR", "OneCycleLR",
+           "SequentialLR", "ChainedScheduler", "ReduceLROnPlateau"]
 
 
 # -- schedules from a function of the epoch -------------------------------------------------------
@@ -470,10 +470,7 @@ class OneCycleLR(LRScheduler):
                 group["min_lr"] = group["initial_lr"] / final_div_factor
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with "
-                                 "`cycle_momentum` option enabled")
-            self.use_beta1 = "betas" in optimizer.defaults
+            self.use_beta1 = _cycled_momentum_key(optimizer) == "betas"
             maxes = _per_group("OneCycleLR", "max_momentum", optimizer, max_momentum)
             bases = _per_group("OneCycleLR", "base_momentum", optimizer, base_momentum)
             if last_epoch == -1:
@@ -484,10 +481,7 @@ class OneCycleLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def _set_momentum(self, group: dict, value: float) -> None:
-        if self.use_beta1:
-            group["betas"] = (value, *group["betas"][1:])
-        else:
-            group["momentum"] = value
+        _set_group_momentum(group, value, self.use_beta1)
 
     def _anneal_func(self, start: float, end: float, pct: float) -> float:
         if self._anneal_func_type == "cos":
@@ -517,6 +511,209 @@ class OneCycleLR(LRScheduler):
                     break
                 start = ph["end_step"]
         return lrs
+
+
+def _cycled_momentum_key(optimizer: Optimizer) -> str:
+    """"momentum" (SGD, RMSprop) or "betas" (Adam's family: beta1 cycles): what a schedule
+    with ``cycle_momentum`` sets."""
+    for key in ("momentum", "betas"):
+        if key in optimizer.defaults:
+            return key
+    raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option "
+                     "enabled")
+
+
+def _set_group_momentum(group: dict, value: float, use_beta1: bool) -> None:
+    if use_beta1:
+        group["betas"] = (value, *group["betas"][1:])
+    else:
+        group["momentum"] = value
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    r"""Cosine annealing with warm restarts (SGDR, Loshchilov & Hutter, 2017), as PyTorch's::
+
+        eta_t = eta_min + (base_lr - eta_min) * (1 + cos(pi * T_cur / T_i)) / 2
+
+    ``T_cur`` counts the epochs since the last restart and ``T_i`` is the current cycle's
+    length: ``T_0``, then multiplied by ``T_mult`` at each restart. ``step(epoch)`` may be
+    given a fractional epoch (batches within an epoch), without the deprecation warning of
+    the other schedulers' ``step(epoch)``.
+
+    Args:
+        optimizer: wrapped optimizer.
+        T_0: number of iterations until the first restart.
+        T_mult: a factor by which T_i increases after a restart (default 1).
+        eta_min: minimum learning rate (default 0).
+        last_epoch: the index of the last epoch (default -1).
+    """
+
+    def __init__(self, optimizer: Optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0,
+                 last_epoch: int = -1) -> None:
+        if isinstance(T_0, bool) or not isinstance(T_0, int) or T_0 <= 0:
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if isinstance(T_mult, bool) or not isinstance(T_mult, int) or T_mult < 1:
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        if not isinstance(eta_min, (float, int)):
+            raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type "
+                             f"{type(eta_min)}")
+        self.T_0, self.T_i, self.T_mult, self.eta_min = T_0, T_0, T_mult, eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        self._warn_if_outside_step()
+        c = (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+        return [self.eta_min + (b - self.eta_min) * c for b in self.base_lrs]
+
+    def step(self, epoch: float | None = None) -> None:
+        """Advances one epoch, or sets the schedule to ``epoch`` (fractional allowed)."""
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur += 1
+            if self.T_cur >= self.T_i:
+                self.T_cur -= self.T_i
+                self.T_i *= self.T_mult
+        elif epoch < 0:
+            raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+        elif epoch >= self.T_0:
+            if self.T_mult == 1:
+                self.T_cur = epoch % self.T_0
+            else:  # the restart epoch is in: T_0 (T_mult^n - 1) / (T_mult - 1) <= epoch
+                n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
+                self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+                self.T_i = self.T_0 * self.T_mult ** n
+        else:
+            self.T_i, self.T_cur = self.T_0, epoch
+        self.last_epoch = math.floor(epoch)
+        self._get_lr_called_within_step = True
+        try:
+            values = self.get_lr()
+        finally:
+            self._get_lr_called_within_step = False
+        for group, lr in zip(self.optimizer.param_groups, values, strict=True):
+            group["lr"] = lr
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+
+class CyclicLR(LRScheduler):
+    r"""Cycles the learning rate between ``base_lr`` and ``max_lr`` (Smith, 2017), stepped
+    after every batch, as PyTorch's.
+
+    With ``cycle = floor(1 + t / (up + down))`` and ``x`` the position within it, the rate
+    rises linearly over ``step_size_up`` steps and falls over ``step_size_down``::
+
+        lr = base_lr + (max_lr - base_lr) * ramp(x) * scale
+
+    ``scale`` is 1 (``mode="triangular"``), halved each cycle (``"triangular2"``:
+    ``1 / 2^(cycle - 1)``), ``gamma^t`` (``"exp_range"``), or ``scale_fn`` of the cycle or of
+    ``t`` (``scale_mode``). With ``cycle_momentum`` the momentum (or Adam's beta1) cycles
+    inversely, between ``max_momentum`` and ``base_momentum``.
+
+    Args:
+        optimizer: wrapped optimizer.
+        base_lr, max_lr: the cycle's bounds, one value or one per group.
+        step_size_up: steps in the rising half (default 2000); step_size_down: in the falling
+            half (default: step_size_up).
+        mode: ``"triangular"``, ``"triangular2"`` or ``"exp_range"``; gamma: exp_range's base.
+        scale_fn: a custom scale (then ``mode`` is ignored); scale_mode: ``"cycle"`` or
+            ``"iterations"``, what ``scale_fn`` is applied to.
+        cycle_momentum: cycle the momentum too (default True); base_momentum, max_momentum:
+            its bounds (defaults 0.8 and 0.9).
+        last_epoch: the index of the last batch (default -1).
+    """
+
+    def __init__(self, optimizer: Optimizer, base_lr, max_lr, step_size_up: int = 2000,
+                 step_size_down: int | None = None, mode: str = "triangular",
+                 gamma: float = 1.0, scale_fn: Callable[[float], float] | None = None,
+                 scale_mode: str = "cycle", cycle_momentum: bool = True,
+                 base_momentum=0.8, max_momentum=0.9, last_epoch: int = -1) -> None:
+        _check_optimizer("CyclicLR", optimizer)
+        base_lrs = _per_group("CyclicLR", "base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        self.max_lrs = _per_group("CyclicLR", "max_lr", optimizer, max_lr)
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode, self.gamma = mode, gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            self.use_beta1 = _cycled_momentum_key(optimizer) == "betas"
+            self.base_momentums = _per_group("CyclicLR", "base_momentum", optimizer,
+                                             base_momentum)
+            self.max_momentums = _per_group("CyclicLR", "max_momentum", optimizer,
+                                            max_momentum)
+            if last_epoch == -1:
+                for m, b, group in zip(self.max_momentums, self.base_momentums,
+                                       optimizer.param_groups):
+                    _set_group_momentum(group, m, self.use_beta1)
+                    group["max_momentum"], group["base_momentum"] = m, b
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self) -> None:
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode == "exp_range":
+            self.scale_mode = "iterations"
+        else:
+            self.scale_mode = "cycle"
+
+    def scale_fn(self, x: float) -> float:
+        """The amplitude's scale at cycle (or iteration) ``x``."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        if self.mode == "exp_range":
+            return self.gamma ** x
+        return 1.0
+
+    def get_lr(self) -> list:
+        """The next rates; with ``cycle_momentum``, also sets each group's momentum (a side
+        effect, as PyTorch's)."""
+        self._warn_if_outside_step()
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            ramp = x / self.step_ratio
+        else:
+            ramp = (x - 1) / (self.step_ratio - 1)
+        scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        lrs = [b + (m - b) * ramp * scale for b, m in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for b, m, group in zip(self.base_momentums, self.max_momentums,
+                                   self.optimizer.param_groups):
+                _set_group_momentum(group, m - (m - b) * ramp * scale, self.use_beta1)
+        return lrs
+
+    def state_dict(self) -> dict[str, Any]:
+        """As the base class's, with a custom ``scale_fn`` kept only as its ``__dict__`` (a
+        callable object's state; a plain function is not saved), as PyTorch's."""
+        state = super().state_dict()
+        fn = state.pop("_scale_fn_custom")
+        state["_scale_fn_custom"] = None
+        if fn is not None and not isinstance(fn, types.FunctionType):
+            state["_scale_fn_custom"] = fn.__dict__.copy()
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        state_dict = dict(state_dict)
+        fn = state_dict.pop("_scale_fn_custom")
+        super().load_state_dict(state_dict)
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()
 
 
 def _phase(end_step: float, start_lr: str, end_lr: str, start_momentum: str,

@@ -225,6 +225,84 @@ def test_one_cycle_argument_checks():
 
 # -- composition ----------------------------------------------------------------------------------
 
+def test_cosine_annealing_warm_restarts():
+    def cosine(t_cur, t_i, lo=0.0, base=1.0):
+        return lo + (base - lo) * (1 + math.cos(math.pi * t_cur / t_i)) / 2
+    s = L.CosineAnnealingWarmRestarts(sgd(1.0), T_0=4)
+    close(rates(s, 10), [cosine(e % 4, 4) for e in range(10)])
+    # T_mult 2: cycles of 3, 6, 12 epochs, restarting at epochs 3 and 9
+    s = L.CosineAnnealingWarmRestarts(sgd(1.0), T_0=3, T_mult=2, eta_min=0.1)
+    expected = [cosine(e, 3, 0.1) for e in range(3)] + [cosine(e, 6, 0.1) for e in range(6)] \
+        + [cosine(e, 12, 0.1) for e in range(3)]
+    close(rates(s, 12), expected)
+
+
+def test_cosine_annealing_warm_restarts_at_fractional_epochs():
+    s = L.CosineAnnealingWarmRestarts(sgd(1.0), T_0=3, T_mult=2)
+    for epoch, t_cur, t_i in [(1.5, 1.5, 3), (4.5, 1.5, 6), (9.25, 0.25, 12), (2.0, 2.0, 3)]:
+        s.optimizer.step()
+        s.step(epoch)  # (no deprecation warning: fractional epochs are this schedule's use)
+        assert s.get_last_lr()[0] == pytest.approx((1 + math.cos(math.pi * t_cur / t_i)) / 2)
+        assert s.last_epoch == math.floor(epoch)
+    with pytest.raises(ValueError, match="Expected non-negative epoch, but got -1"):
+        s.step(-1)
+    with pytest.raises(ValueError, match="Expected positive integer T_0, but got 0"):
+        L.CosineAnnealingWarmRestarts(sgd(), T_0=0)
+    with pytest.raises(ValueError, match="Expected integer T_mult >= 1, but got 1.5"):
+        L.CosineAnnealingWarmRestarts(sgd(), T_0=2, T_mult=1.5)
+
+
+@pytest.mark.parametrize(("mode", "scale"), [("triangular", lambda cycle, t: 1.0),
+                                             ("triangular2", lambda cycle, t: 0.5 ** (cycle - 1)),
+                                             ("exp_range", lambda cycle, t: 0.9 ** t)])
+def test_cyclic_lr_modes_and_momentum(mode, scale):
+    # up 2 steps, down 4: ramp 0, .5, 1, .75, .5, .25, then the next cycle
+    opt = sgd(0.5, momentum=0.9)
+    s = L.CyclicLR(opt, 0.1, 1.1, step_size_up=2, step_size_down=4, mode=mode, gamma=0.9)
+    ramp = [0, 0.5, 1, 0.75, 0.5, 0.25]
+    expected, moms = [], []
+    for t in range(14):
+        cycle = t // 6 + 1
+        amp = ramp[t % 6] * scale(cycle, t)
+        expected.append(0.1 + 1.0 * amp)
+        moms.append(0.9 - 0.1 * amp)
+    got_moms = []
+    for t in range(14):
+        got_moms.append(opt.param_groups[0]["momentum"])
+        close([s.get_last_lr()[0]], [expected[t]])
+        opt.step()
+        s.step()
+    close(got_moms, moms)
+
+
+def test_cyclic_lr_custom_scale_adam_beta1_and_state_dict():
+    class Halving:
+        def __init__(self):
+            self.base = 0.5
+
+        def __call__(self, x):
+            return self.base ** x
+
+    opt = optim.Adam([nn.Parameter(tg.zeros(2))], lr=1.0, betas=(0.5, 0.99))
+    fn = Halving()
+    s = L.CyclicLR(opt, [0.1], [0.3], step_size_up=1, scale_fn=fn, scale_mode="iterations",
+                   base_momentum=0.7, max_momentum=0.95)
+    assert opt.param_groups[0]["betas"] == (0.95, 0.99)  # beta1 starts at max_momentum
+    got = rates(s, 4)
+    close(got, [0.1, 0.1 + 0.2 * 0.5, 0.1, 0.1 + 0.2 * 0.5 ** 3])
+    assert opt.param_groups[0]["betas"][0] == pytest.approx(0.95)
+    fn.base = 0.25  # a callable object's state is saved; a function is not
+    state = s.state_dict()
+    assert state["_scale_fn_custom"] == {"base": 0.25}
+    fn.base = 0.5
+    s.load_state_dict(state)
+    assert fn.base == 0.25
+    with pytest.raises(ValueError, match="mode is invalid and scale_fn is None"):
+        L.CyclicLR(sgd(momentum=0.9), 0.1, 0.2, mode="zigzag")
+    with pytest.raises(ValueError, match="optimizer must support momentum or beta1"):
+        L.CyclicLR(optim.Adagrad([nn.Parameter(tg.zeros(1))]), 0.1, 0.2)
+
+
 def test_sequential_lr_warmup_then_decay():
     opt = sgd(1.0)
     warm = L.LinearLR(opt, start_factor=0.1, total_iters=2)

@@ -1,0 +1,65 @@
+"""Adadelta (Zeiler, 2012)."""
+
+from __future__ import annotations
+
+from .optimizer import (Optimizer, advance_step, check_hyperparameters, check_real, new_step,
+                        zeros_like)
+
+__all__ = ["Adadelta"]
+
+
+class Adadelta(Optimizer):
+    r"""Adadelta, as ``torch.optim.Adadelta``.
+
+    For each parameter p with gradient g (v and u start at 0)::
+
+        g = -g                                  if maximize
+        g = g + weight_decay * p                if weight_decay != 0
+        v = rho v + (1 - rho) g^2
+        delta = sqrt(u + eps) / sqrt(v + eps) * g
+        u = rho u + (1 - rho) delta^2
+        p = p - lr delta
+
+    Args:
+        params: parameters or parameter groups.
+        lr: coefficient that scales delta before it is applied (default 1.0).
+        rho: coefficient of the running averages (default 0.9).
+        eps: added to both under the roots (default 1e-6).
+        weight_decay: L2 penalty (default 0).
+        foreach: accepted for compatibility; maximize: maximize instead of minimize;
+        capturable, differentiable: only False is supported.
+
+    State per parameter: ``step``, ``square_avg``, ``acc_delta``.
+    """
+
+    def __init__(self, params, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
+                 weight_decay: float = 0, foreach=None, *, capturable: bool = False,
+                 maximize: bool = False, differentiable: bool = False):
+        check_hyperparameters("Adadelta", lr=lr, eps=eps, weight_decay=weight_decay)
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Adadelta: Invalid rho value: {rho}")
+        if capturable or differentiable:
+            raise NotImplementedError("Adadelta: capturable and differentiable are not "
+                                      "supported (only False)")
+        super().__init__(params, {"lr": lr, "rho": rho, "eps": eps,
+                                  "weight_decay": weight_decay, "foreach": foreach,
+                                  "maximize": maximize, "capturable": False,
+                                  "differentiable": False})
+
+    def _update(self, p, group) -> None:
+        check_real("Adadelta", p)
+        state = self.state[p]
+        if not state:
+            state["step"] = new_step()
+            state["square_avg"] = zeros_like(p)
+            state["acc_delta"] = zeros_like(p)
+        advance_step(state["step"])
+        lr, rho, eps = group["lr"], group["rho"], group["eps"]
+        g = -p.grad if group["maximize"] else p.grad
+        if group["weight_decay"] != 0:
+            g = g.add(p, alpha=group["weight_decay"])
+        v, u = state["square_avg"], state["acc_delta"]
+        v.mul_(rho).add_(g.mul(1 - rho).mul(g))             # addcmul_(g, g, value=1 - rho)
+        delta = u.add(eps).sqrt().div(v.add(eps).sqrt()).mul(g)
+        u.mul_(rho).add_(delta.mul(1 - rho).mul(delta))
+        p.add_(delta, alpha=-lr)
