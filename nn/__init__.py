@@ -41,6 +41,8 @@ from .parallel import DataParallel
 from .parameter import Parameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .rnn import LSTM
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,
+                          TransformerEncoder, TransformerEncoderLayer)
 
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
@@ -49,5 +51,7 @@ __all__ = [
     "InstanceNorm2d", "InstanceNorm3d", "KLDivLoss", "L1Loss", "LSTM", "LayerNorm", "Linear",
     "MSELoss", "MaxPool2d", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss",
     "PairwiseDistance", "Parameter", "ParameterDict", "ParameterList", "RMSNorm", "Sequential",
-    "SmoothL1Loss", "Unflatten", "functional", "init", "parallel", "utils",
+    "SmoothL1Loss", "Transformer", "TransformerDecoder", "TransformerDecoderLayer",
+    "TransformerEncoder", "TransformerEncoderLayer", "Unflatten", "functional", "init",
+    "parallel", "utils",
 ] + list(_activations)
