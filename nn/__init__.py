@@ -13,7 +13,7 @@ from .activation import *  # noqa: F403 (activation.__all__)
 from .activation import __all__ as _activations
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .conv import Conv1d, Conv2d
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .layers import (CosineSimilarity, Dropout, Embedding, Flatten, Identity, LayerNorm, Linear,
                      PairwiseDistance, Unflatten)
 from .loss import (
@@ -46,12 +46,12 @@ from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLay
 
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
-    "Conv1d", "Conv2d", "CosineSimilarity", "CrossEntropyLoss", "DataParallel", "Dropout",
-    "Embedding", "Flatten", "GroupNorm", "HuberLoss", "Identity", "InstanceNorm1d",
-    "InstanceNorm2d", "InstanceNorm3d", "KLDivLoss", "L1Loss", "LSTM", "LayerNorm", "Linear",
-    "MSELoss", "MaxPool2d", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss",
-    "PairwiseDistance", "Parameter", "ParameterDict", "ParameterList", "RMSNorm", "Sequential",
-    "SmoothL1Loss", "Transformer", "TransformerDecoder", "TransformerDecoderLayer",
-    "TransformerEncoder", "TransformerEncoderLayer", "Unflatten", "functional", "init",
-    "parallel", "utils",
+    "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "CosineSimilarity",
+    "CrossEntropyLoss", "DataParallel", "Dropout", "Embedding", "Flatten", "GroupNorm",
+    "HuberLoss", "Identity", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "KLDivLoss",
+    "L1Loss", "LSTM", "LayerNorm", "Linear", "MSELoss", "MaxPool2d", "Module", "ModuleDict",
+    "ModuleList", "MultiheadAttention", "NLLLoss", "PairwiseDistance", "Parameter",
+    "ParameterDict", "ParameterList", "RMSNorm", "Sequential", "SmoothL1Loss", "Transformer",
+    "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
+    "TransformerEncoderLayer", "Unflatten", "functional", "init", "parallel", "utils",
 ] + list(_activations)

@@ -216,6 +216,106 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
+def _conv_transpose(input: Tensor, weight: Tensor, bias, stride, padding, output_padding,
+                    groups: int, dilation, nd: int, op: str) -> Tensor:
+    """conv_transpose1d/2d (``nd`` spatial dims): PyTorch's checks, then the fused primitive
+    (autograd/ops/conv.py), conv_transpose1d as a transposed convolution of height one.
+
+    Output rows past the input's reach (``output_padding`` beyond ``padding``: no tap lands
+    there) are zeros appended by ``pad``, with the bias added after."""
+    unbatched = input.ndim == nd + 1
+    if input.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
+                           f"{op}, but got input of size: {list(input.shape)}")
+    if weight.ndim != nd + 2:
+        raise RuntimeError(f"{op}: expected weight to be {nd + 2}-dimensional (in_channels, "
+                           f"out_channels/groups, *kernel_size), but got weight of size "
+                           f"{list(weight.shape)}")
+    x = input.unsqueeze(0) if unbatched else input
+    c_in, og = weight.shape[:2]
+    kernel = tuple(weight.shape[2:])
+    stride = _ntuple(stride, nd, "stride", op)
+    padding = _ntuple(padding, nd, "padding", op)
+    output_padding = _ntuple(output_padding, nd, "output_padding", op)
+    dilation = _ntuple(dilation, nd, "dilation", op)
+    if groups < 1:
+        raise RuntimeError(f"{op}: non-positive groups is not supported (got groups={groups})")
+    if any(v < 1 for v in stride):
+        raise RuntimeError(f"{op}: non-positive stride is not supported (got {list(stride)})")
+    if any(v < 1 for v in dilation):
+        raise RuntimeError(f"{op}: dilation should be greater than zero (got {list(dilation)})")
+    if any(v < 0 for v in padding):
+        raise RuntimeError(f"{op}: negative padding is not supported (got {list(padding)})")
+    if any(o < 0 or (o >= s and o >= d) for o, s, d in zip(output_padding, stride, dilation)):
+        raise RuntimeError(f"{op}: output padding must be smaller than either stride or "
+                           f"dilation, but got output_padding {list(output_padding)}, stride "
+                           f"{list(stride)} and dilation {list(dilation)}")
+    if c_in % groups:
+        raise RuntimeError(f"{op}: in_channels ({c_in}) must be divisible by groups ({groups})")
+    if x.shape[1] != c_in:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected "
+                           f"input{list(x.shape)} to have {c_in} channels, but got "
+                           f"{x.shape[1]} channels instead")
+    size = [(n - 1) * s - 2 * p + d * (k - 1) + o + 1 for n, s, p, d, k, o in
+            zip(x.shape[2:], stride, padding, dilation, kernel, output_padding)]
+    if any(v < 1 for v in size):
+        raise RuntimeError(f"{op}: the output size {size} is too small (input "
+                           f"{list(x.shape[2:])}, kernel {list(kernel)}, stride {list(stride)}, "
+                           f"padding {list(padding)}, dilation {list(dilation)})")
+    # the convolution this is the adjoint of pads (p, p - o); rows past p are unreachable
+    pads = [(p, max(p - o, 0)) for p, o in zip(padding, output_padding)]
+    extra = [max(o - p, 0) for p, o in zip(padding, output_padding)]
+    core = [n - e for n, e in zip(size, extra)]
+    b = bias if not any(extra) else None
+    if nd == 1:
+        y = _fused_conv.conv_transpose2d(x.unsqueeze(2), weight.unsqueeze(2), b, (1,) + stride,
+                                         [(0, 0)] + pads, (1,) + dilation, groups, [1] + core,
+                                         op).squeeze(2)
+    else:
+        y = _fused_conv.conv_transpose2d(x, weight, b, stride, pads, dilation, groups, core, op)
+    if any(extra):
+        y = pad(y, [v for e in reversed(extra) for v in (0, e)])
+        if bias is not None:
+            y = y + bias.reshape((1, -1) + (1,) * nd)
+    return y.squeeze(0) if unbatched else y
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
+                     padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """Applies a 1D transposed convolution operator over an input signal composed of several
+    input planes, sometimes also called "deconvolution": the adjoint of ``conv1d``.
+
+    Args:
+        input: (minibatch, in_channels, iW) or unbatched (in_channels, iW).
+        weight: filters of shape (in_channels, out_channels / groups, kW).
+        bias: optional bias of shape (out_channels).
+        stride, padding, dilation, groups: as the ``conv1d`` this is the adjoint of
+            (``dilation * (kernel_size - 1) - padding`` zeros are added to each side).
+        output_padding: additional size added to one side of the output shape (smaller
+            than stride or dilation). Default: 0.
+
+    Output length: (iW - 1) stride - 2 padding + dilation (kW - 1) + output_padding + 1.
+    """
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups,
+                           dilation, 1, "conv_transpose1d")
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
+                     padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """Applies a 2D transposed convolution operator over an input image composed of several
+    input planes, sometimes also called "deconvolution": the adjoint of ``conv2d``.
+    Arguments as ``conv_transpose1d``'s, each an int or a pair (height, width); ``weight``
+    is (in_channels, out_channels / groups, kH, kW).
+
+    Example:
+        >>> F = tg.nn.functional
+        >>> F.conv_transpose2d(tg.randn(1, 4, 5, 5), tg.randn(4, 8, 3, 3), stride=2).shape
+        tritongrad.Size([1, 8, 11, 11])
+    """
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups,
+                           dilation, 2, "conv_transpose2d")
+
+
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
     """Extracts sliding local blocks from a batched input tensor (im2col).
 

@@ -1,6 +1,9 @@
-"""Convolution layers: Conv1d and Conv2d over ``F.conv1d`` / ``F.conv2d`` (im2col composites,
-nn/_convolution.py). Default initialisation is PyTorch's: weight kaiming_uniform_(a=sqrt(5)),
-bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = in_channels / groups * prod(kernel)."""
+"""Convolution layers: Conv1d, Conv2d, ConvTranspose1d and ConvTranspose2d over
+``F.conv1d`` / ``F.conv2d`` / ``F.conv_transpose1d`` / ``F.conv_transpose2d`` (the fused
+convolution primitives, nn/_convolution.py). Default initialisation is PyTorch's: weight
+kaiming_uniform_(a=sqrt(5)), bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in the weight's
+dimension 1 times prod(kernel): in_channels / groups for a convolution, out_channels / groups
+for a transposed one."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from ._convolution import _ntuple
 from .module import Module
 from .parameter import affine_parameters
 
-__all__ = ["Conv1d", "Conv2d"]
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
@@ -23,6 +26,7 @@ class _ConvNd(Module):
 
     _nd = 0
     _functional = None
+    _transposed = False
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
                  dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
@@ -52,15 +56,15 @@ class _ConvNd(Module):
         else:
             self.padding = _ntuple(padding, nd, "padding", name)
         self.groups, self.padding_mode = groups, padding_mode
-        affine_parameters(self, (out_channels, in_channels // groups) + self.kernel_size,
-                          ("weight",), True, device, dtype)
+        channels = ((in_channels, out_channels // groups) if self._transposed else
+                    (out_channels, in_channels // groups))
+        affine_parameters(self, channels + self.kernel_size, ("weight",), True, device, dtype)
         affine_parameters(self, (out_channels,), ("bias",), bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        fan_in = self.in_channels // self.groups * math.prod(self.kernel_size)
-        init.fan_in_uniform_(self.bias, fan_in)
+        init.fan_in_uniform_(self.bias, self.weight.shape[1] * math.prod(self.kernel_size))
 
     def _explicit_padding(self) -> list:
         """F.pad's argument (last dim first) for a non-zeros ``padding_mode``."""
@@ -91,6 +95,8 @@ class _ConvNd(Module):
             s += f", padding={self.padding}"
         if self.dilation != (1,) * nd:
             s += f", dilation={self.dilation}"
+        if getattr(self, "output_padding", (0,) * nd) != (0,) * nd:
+            s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         if self.bias is None:
@@ -138,3 +144,80 @@ class Conv2d(_ConvNd):
 
     _nd = 2
     _functional = staticmethod(F.conv2d)
+
+
+class _ConvTransposeNd(_ConvNd):
+    """Shared by ConvTranspose1d and ConvTranspose2d (weight (in, out / groups, *kernel))."""
+
+    _transposed = True
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
+                 padding_mode: str = "zeros", device=None, dtype=None):
+        name = type(self).__name__
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {name}')
+        if isinstance(padding, str):
+            raise ValueError(f"{name}: padding must be an int or a tuple, not {padding!r}")
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, device, dtype)
+        self.output_padding = _ntuple(output_padding, self._nd, "output_padding", name)
+
+    def _output_padding(self, input: Tensor, output_size) -> tuple:
+        """``output_padding``, or what makes the output ``output_size`` (PyTorch's check)."""
+        if output_size is None:
+            return self.output_padding
+        nd = self._nd
+        want = tuple(int(v) for v in output_size)[-nd:]
+        if len(want) != nd:
+            raise ValueError(f"ConvTranspose{nd}D: for {input.ndim}D input, output_size must "
+                             f"have {nd} or {nd + 2} elements (got {len(output_size)})")
+        spatial = tuple(input.shape[-nd:])
+        lo = [(n - 1) * s - 2 * p + d * (k - 1) + 1 for n, s, p, d, k in
+              zip(spatial, self.stride, self.padding, self.dilation, self.kernel_size)]
+        hi = [m + s - 1 for m, s in zip(lo, self.stride)]
+        if any(not a <= w <= b for w, a, b in zip(want, lo, hi)):
+            raise ValueError(f"requested an output size of {list(want)}, but valid sizes range "
+                             f"from {lo} to {hi} (for an input of {list(spatial)})")
+        return tuple(w - a for w, a in zip(want, lo))
+
+    def forward(self, input: Tensor, output_size=None) -> Tensor:
+        return type(self)._functional(input, self.weight, self.bias, self.stride, self.padding,
+                                      self._output_padding(input, output_size), self.groups,
+                                      self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """Applies a 1D transposed convolution operator over an input signal composed of several
+    input planes: the adjoint of ``Conv1d`` (its gradient with respect to the input), often
+    used to upsample. (N, C_in, L) -> (N, C_out, (L - 1) stride - 2 padding + dilation
+    (kernel_size - 1) + output_padding + 1).
+
+    Args:
+        in_channels, out_channels, kernel_size, stride, padding, groups, bias, dilation: as
+            Conv1d's (``padding`` is the Conv1d's whose adjoint this is).
+        output_padding: additional size added to one side of the output (smaller than stride
+            or dilation). Default: 0.
+        padding_mode: only ``'zeros'``.
+
+    ``forward(input, output_size=None)``: ``output_size`` picks the output_padding that gives
+    that size.
+    """
+
+    _nd = 1
+    _functional = staticmethod(F.conv_transpose1d)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """Applies a 2D transposed convolution operator over an input image composed of several
+    input planes: the adjoint of ``Conv2d``. Arguments as ``ConvTranspose1d``'s, each an int
+    or a pair (height, width).
+
+    Example:
+        >>> up = tg.nn.ConvTranspose2d(16, 8, 3, stride=2, padding=1)
+        >>> up(tg.randn(1, 16, 12, 12), output_size=[1, 8, 24, 24]).shape
+        tritongrad.Size([1, 8, 24, 24])
+    """
+
+    _nd = 2
+    _functional = staticmethod(F.conv_transpose2d)

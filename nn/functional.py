@@ -21,7 +21,8 @@ from ..autograd.ops.softmax import softmax as _softmax
 from ..autograd.tensor import Tensor
 
 __all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d", "cosine_similarity",
+           "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d", "conv_transpose1d",
+           "conv_transpose2d", "cosine_similarity",
            "cross_entropy", "dropout", "elu", "embedding", "gelu", "glu", "group_norm",
            "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "huber_loss", "instance_norm",
            "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax",
@@ -719,12 +720,14 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
 # -- composites in their own modules (convolution, pooling, normalisation, attention) ---------
 
 from ._attention import multi_head_attention_forward, scaled_dot_product_attention
-from ._convolution import adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, max_pool2d, unfold
+from ._convolution import (adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, conv_transpose1d,
+                           conv_transpose2d, max_pool2d, unfold)
 from ._normalization import batch_norm, group_norm, instance_norm, rms_norm
 from ._padding import pad
 
 # autocast's entries for the composites defined in the modules above (their autocast column is
 # here, as the op tables' is in their rows: autograd/autocast.py)
-conv1d, conv2d, scaled_dot_product_attention = map(_autocast("lower"), (
-    conv1d, conv2d, scaled_dot_product_attention))
+conv1d, conv2d, conv_transpose1d, conv_transpose2d, scaled_dot_product_attention = map(
+    _autocast("lower"), (conv1d, conv2d, conv_transpose1d, conv_transpose2d,
+                         scaled_dot_product_attention))
 group_norm = _autocast("float32 on cuda")(group_norm)

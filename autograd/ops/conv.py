@@ -24,10 +24,10 @@ import numpy as np
 from ...runtime import dtype as dtypes
 from .. import checks
 from ..dispatch import Primitive, apply
-from ..tensor import Tensor
+from ..tensor import Tensor, array_meta
 from . import traced
 
-__all__ = ["conv2d"]
+__all__ = ["conv2d", "conv_transpose2d"]
 
 
 class ConvolutionBackward0(Primitive):
@@ -130,3 +130,92 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple, pa
     stride, dilation = tuple(map(int, stride)), tuple(map(int, dilation))
     padding = tuple((int(lo), int(hi)) for lo, hi in padding)
     return apply(ConvolutionBackward0, tensors, stride, padding, dilation, int(groups))
+
+
+# -- the transposed convolution ------------------------------------------------------------------
+# conv_transpose2d(x, w) is the adjoint of conv2d(., w): the input gradient conv2d's backward
+# computes, with x in the place of the output gradient. So its forward is the kernel contract's
+# conv2d_backward asked for dx alone (the convolution's input, which that does not read, is an
+# uninitialised array of the output's shape), and its own gradients are a forward convolution
+# (for x) and conv2d's weight gradient with the roles of input and output swapped (for w).
+
+class ConvTransposeBackward0(Primitive):
+    """y = conv_transpose2d(x, w) (+ bias) on NCHW tensors; w is (C_in, C_out / groups, KH,
+    KW); params (stride, padding ((top, bottom), (left, right)), dilation, groups, output size
+    (OH, OW))."""
+
+    __slots__ = ()
+    op_name = "convolution"
+    save_inputs = (0, 1)
+
+    @staticmethod
+    def forward(ctx, k, x, w, *args):
+        arrays, (stride, padding, dilation, groups, size) = args[:-5], args[-5:]
+        ctx.stride, ctx.padding, ctx.dilation, ctx.groups = stride, padding, dilation, groups
+        n, o = x.shape[0], w.shape[1] * groups
+        device, dtype = array_meta(x)
+        shape = k.empty((n, o) + tuple(size), dtype, device)
+        y = k.conv2d_backward(x, shape, w, stride, padding, dilation, groups,
+                              (True, False, False))[0]
+        if arrays:
+            y = k.add(y, k.view(arrays[0], (1, o, 1, 1)), out=y)
+        return y
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        x, w = saved
+        needs = ctx.needs_input_grad
+        params = (ctx.stride, ctx.padding, ctx.dilation, ctx.groups)
+        dx = dw = db = None
+        if k is traced:  # recorded: differentiable compositions
+            if needs[0]:
+                dx = apply(ConvolutionBackward0, (g, w), *params)
+            if needs[1]:
+                dw = _composite_backward(x, g, w, *params, (False, True))[1]
+            if len(needs) > 2 and needs[2]:
+                db = g.sum((0, 2, 3))
+            return dx, dw, db
+        if needs[0]:
+            dx = k.conv2d(g, w, None, *params)
+        if needs[1]:
+            dw = k.conv2d_backward(x, g, w, *params, (False, True, False))[1]
+        if len(needs) > 2 and needs[2]:
+            db = k.sum(g, (0, 2, 3), False)
+        return dx, dw, db
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, stride, padding, dilation, groups, size):
+        x, w = primals[:2]
+        tx, tw = tangents[:2]
+        tb = tangents[2] if len(tangents) > 2 else None
+        params = (stride, padding, dilation, groups, size)
+        res = None
+        for a, b in ((tx, w), (x, tw)):
+            if a is not None and b is not None:
+                term = apply(ConvTransposeBackward0, (a, b), *params)
+                res = term if res is None else res + term
+        if tb is not None:
+            term = tb.reshape(1, -1, 1, 1)
+            res = term.expand(tuple(out.shape)) if res is None else res + term
+        return res
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple,
+                     padding: tuple, dilation: tuple, groups: int, size: tuple,
+                     op: str = "conv_transpose2d") -> Tensor:
+    """The fused transposed convolution of NCHW ``input`` with ``weight`` (C_in, C_out/groups,
+    KH, KW), output spatial ``size`` (what nn.functional's ``op`` has computed and checked,
+    output_padding included); ``padding`` as conv2d's."""
+    tensors = (input, weight) + (() if bias is None else (bias,))
+    for name, t in zip(("weight", "bias"), tensors[1:]):
+        checks.check_same_device(input, t, name, op)
+    dt = input.dtype
+    for t in tensors[1:]:
+        dt = dtypes.promote_types(dt, t.dtype)
+    if not dt.is_floating_point:
+        raise RuntimeError(f"{op}: expected floating point tensors, got {dt}")
+    tensors = tuple(t if t.dtype is dt else t.to(dt) for t in tensors)
+    stride, dilation = tuple(map(int, stride)), tuple(map(int, dilation))
+    padding = tuple((int(lo), int(hi)) for lo, hi in padding)
+    return apply(ConvTransposeBackward0, tensors, stride, padding, dilation, int(groups),
+                 tuple(map(int, size)))

@@ -255,7 +255,11 @@ def main(full: bool) -> int:
         cases += [(f"conv2d {dt}", lambda dt=dt, xc=xc, wc=wc, a=conv_args: tk.conv2d(
                        xc, wc, arr((6,), dt), *a)),
                   (f"conv2d_backward {dt}", lambda xc=xc, wc=wc, gc=gc, a=conv_args: (
-                      tk.conv2d_backward(gc, xc, wc, *a, (True, True, True))))]
+                      tk.conv2d_backward(gc, xc, wc, *a, (True, True, True)))),
+                  # a transposed convolution's forward (dx alone) and weight gradient
+                  (f"conv_transpose2d {dt}", lambda xc=xc, wc=wc, gc=gc, a=conv_args: (
+                      tk.conv2d_backward(gc, xc, wc, *a, (True, False, False)),
+                      tk.conv2d_backward(gc, xc, wc, *a, (False, True, False))))]
     cases += _complex_cases(tk, arr, full)
     failures = 0
     for name, fn in cases:

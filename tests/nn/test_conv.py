@@ -177,6 +177,113 @@ POOL_CASES = [  # kernel, stride, padding, dilation, ceil_mode
 ]
 
 
+# -- transposed convolution -------------------------------------------------------------------------
+
+def _convt_ref(x, w, b, stride, pad, out_pad, dilation, groups):
+    """Direct transposed convolution: each input position scatters w * x to the output,
+    x (N, C_in, H, W), w (C_in, C_out/g, kh, kw), cropped by ``pad``, ``out_pad`` extra."""
+    n, c, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    full = ((h - 1) * stride[0] + dilation[0] * (kh - 1) + 1 + out_pad[0],
+            (wd - 1) * stride[1] + dilation[1] * (kw - 1) + 1 + out_pad[1])
+    y = np.zeros((n, og * groups) + tuple(f + p for f, p in zip(full, pad)))
+    per = c // groups
+    for ic in range(c):
+        g = ic // per
+        for i in range(h):
+            for j in range(wd):
+                for a in range(kh):
+                    for bb in range(kw):
+                        y[:, g * og:(g + 1) * og, i * stride[0] + a * dilation[0],
+                          j * stride[1] + bb * dilation[1]] += x[:, ic, i, j, None] * w[ic, :, a, bb]
+    oh = (h - 1) * stride[0] - 2 * pad[0] + dilation[0] * (kh - 1) + out_pad[0] + 1
+    ow = (wd - 1) * stride[1] - 2 * pad[1] + dilation[1] * (kw - 1) + out_pad[1] + 1
+    y = y[:, :, pad[0]:pad[0] + oh, pad[1]:pad[1] + ow]
+    return y if b is None else y + b[None, :, None, None]
+
+
+@pytest.mark.parametrize("stride, padding, out_pad, dilation, groups", [
+    ((1, 1), (0, 0), (0, 0), (1, 1), 1), ((2, 2), (1, 1), (1, 1), (1, 1), 1),
+    ((3, 2), (0, 1), (2, 0), (1, 1), 2), ((1, 2), (2, 1), (1, 1), (2, 2), 1),
+    ((2, 1), (1, 0), (1, 1), (2, 3), 2)])
+def test_conv_transpose2d_matches_the_scatter_reference(device, stride, padding, out_pad,
+                                                        dilation, groups):
+    x, w = rng.standard_normal((2, 4, 4, 5)), rng.standard_normal((4, 3, 3, 2))
+    b = rng.standard_normal(3 * groups)
+    args = (stride, padding, out_pad, groups, dilation)
+    y = F.conv_transpose2d(tg.tensor(x, device=device), tg.tensor(w, device=device),
+                           tg.tensor(b, device=device), *args)
+    ref = _convt_ref(x, w, b, stride, padding, out_pad, dilation, groups)
+    np.testing.assert_allclose(host(y), ref, rtol=1e-12, atol=1e-12)
+    # the adjoint of conv2d: <convt(x), v> = <x, conv2d(v)> (conv2d's extra rows cropped)
+    v = rng.standard_normal(ref.shape)
+    yt = F.conv_transpose2d(tg.tensor(x), tg.tensor(w), None, *args)
+    back = F.conv2d(tg.tensor(v), tg.tensor(w), None, stride, padding, dilation, groups)
+    lhs = float((yt * tg.tensor(v)).sum())
+    rhs = float((tg.tensor(x) * back[:, :, :x.shape[2], :x.shape[3]]).sum())
+    assert lhs == pytest.approx(rhs, rel=1e-12)
+
+
+def test_conv_transpose_gradients_first_and_second_order(device):
+    x = tg.tensor(rng.standard_normal((1, 2, 3, 3)), device=device)
+    w = tg.tensor(rng.standard_normal((2, 2, 2, 3)), device=device)
+    b = tg.tensor(rng.standard_normal(2), device=device)
+    fn = lambda x, w, b: F.conv_transpose2d(x, w, b, 2, 1, 1)  # noqa: E731
+    assert_grads_match(fn, [x, w, b])
+    if device == "cpu":  # (second order through the interpreter: a minute of launches)
+        leaves = [t.detach().requires_grad_(True) for t in (x, w, b)]
+        assert tg.autograd.gradgradcheck(fn, leaves)
+    x1 = tg.tensor(rng.standard_normal((2, 3, 5)), device=device)
+    w1 = tg.tensor(rng.standard_normal((3, 2, 3)), device=device)
+    assert_grads_match(lambda x, w: F.conv_transpose1d(x, w, None, 2, 1, 1), [x1, w1])
+    assert F.conv_transpose2d(x, w, b, 2, 1, 1).grad_fn is None
+    assert F.conv_transpose2d(x.requires_grad_(), w).grad_fn.name() == "ConvTransposeBackward0"
+
+
+def test_conv_transpose_unreached_rows_hold_the_bias_and_1d_is_height_one():
+    # output_padding 2 > padding 0: the last two rows and columns get no tap, only the bias
+    y = F.conv_transpose2d(tg.ones(1, 1, 2, 2), tg.ones(1, 1, 1, 1), tg.tensor([0.5]), 3, 0, 2)
+    assert y.shape == (1, 1, 6, 6)
+    assert y[0, 0].tolist()[0] == [1.5, 0.5, 0.5, 1.5, 0.5, 0.5]
+    assert y[0, 0, 4:].tolist() == [[0.5] * 6] * 2
+    x, w = rng.standard_normal((2, 3, 7)), rng.standard_normal((3, 4, 3))
+    y1 = F.conv_transpose1d(tg.tensor(x), tg.tensor(w), None, 2, 1, 1)
+    y2 = F.conv_transpose2d(tg.tensor(x[:, :, None]), tg.tensor(w[:, :, None]), None, (1, 2),
+                            (0, 1), (0, 1))
+    np.testing.assert_allclose(host(y1), host(y2)[:, :, 0], rtol=1e-14)
+    assert F.conv_transpose1d(tg.tensor(x[0]), tg.tensor(w)).shape == (4, 9)  # unbatched
+
+
+def test_conv_transpose_modules_and_errors():
+    m = nn.ConvTranspose2d(4, 6, (3, 2), stride=(2, 1), groups=2, output_padding=(1, 0),
+                           bias=False)
+    assert m.weight.shape == (4, 3, 3, 2) and m.bias is None
+    assert repr(m) == ("ConvTranspose2d(4, 6, kernel_size=(3, 2), stride=(2, 1), "
+                       "output_padding=(1, 0), groups=2, bias=False)")
+    up = nn.ConvTranspose2d(16, 8, 3, stride=2, padding=1)
+    bound = 1 / math.sqrt(8 * 9)  # fan_in = out_channels / groups * kernel positions
+    assert float(up.weight.abs().max()) <= bound and float(up.bias.abs().max()) <= bound
+    assert up(tg.randn(1, 16, 12, 12)).shape == (1, 8, 23, 23)
+    assert up(tg.randn(1, 16, 12, 12), output_size=[1, 8, 24, 24]).shape == (1, 8, 24, 24)
+    with pytest.raises(ValueError, match=r"requested an output size of \[30, 30\], but valid "
+                                         r"sizes range from \[23, 23\] to \[24, 24\]"):
+        up(tg.randn(1, 16, 12, 12), output_size=[30, 30])
+    assert nn.ConvTranspose1d(3, 5, 4, stride=2)(tg.randn(2, 3, 10)).shape == (2, 5, 22)
+    with pytest.raises(ValueError, match='Only "zeros" padding mode is supported for '
+                                         'ConvTranspose2d'):
+        nn.ConvTranspose2d(2, 2, 3, padding_mode="reflect")
+    with pytest.raises(RuntimeError, match="output padding must be smaller than either stride "
+                                           "or dilation"):
+        F.conv_transpose2d(tg.randn(1, 2, 3, 3), tg.randn(2, 2, 3, 3), stride=2,
+                           output_padding=2)
+    with pytest.raises(RuntimeError, match=r"Given transposed=1, weight of size \[2, 2, 3, 3\], "
+                                           r"expected input\[1, 3, 3, 3\] to have 2 channels"):
+        F.conv_transpose2d(tg.randn(1, 3, 3, 3), tg.randn(2, 2, 3, 3))
+    with pytest.raises(RuntimeError, match="Expected 3D \\(unbatched\\) or 4D \\(batched\\) "
+                                           "input to conv_transpose2d"):
+        F.conv_transpose2d(tg.randn(3, 3), tg.randn(2, 2, 3, 3))
+
+
 @pytest.mark.parametrize("k,s,p,d,ceil", POOL_CASES)
 def test_max_pool2d_values_and_indices(k, s, p, d, ceil):
     x = rng.standard_normal((2, 3, 7, 8))
