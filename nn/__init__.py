@@ -41,6 +41,7 @@ from .parallel import DataParallel
 from .parameter import Parameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .rnn import LSTM
+from ._sampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,
                           TransformerEncoder, TransformerEncoderLayer)
 
@@ -53,5 +54,6 @@ __all__ = [
     "ModuleList", "MultiheadAttention", "NLLLoss", "PairwiseDistance", "Parameter",
     "ParameterDict", "ParameterList", "RMSNorm", "Sequential", "SmoothL1Loss", "Transformer",
     "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
-    "TransformerEncoderLayer", "Unflatten", "functional", "init", "parallel", "utils",
+    "TransformerEncoderLayer", "Unflatten", "Upsample", "UpsamplingBilinear2d",
+    "UpsamplingNearest2d", "functional", "init", "parallel", "utils",
 ] + list(_activations)

@@ -25,7 +25,7 @@ __all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entr
            "conv_transpose2d", "cosine_similarity",
            "cross_entropy", "dropout", "elu", "embedding", "gelu", "glu", "group_norm",
            "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "huber_loss", "instance_norm",
-           "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax",
+           "interpolate", "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax",
            "logsigmoid", "max_pool2d", "mish", "mse_loss", "multi_head_attention_forward",
            "nll_loss", "normalize", "one_hot", "pad", "pairwise_distance", "prelu", "relu",
            "relu6", "rms_norm", "scaled_dot_product_attention", "selu", "sigmoid", "silu",
@@ -724,6 +724,7 @@ from ._convolution import (adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, conv
                            conv_transpose2d, max_pool2d, unfold)
 from ._normalization import batch_norm, group_norm, instance_norm, rms_norm
 from ._padding import pad
+from ._sampling import interpolate
 
 # autocast's entries for the composites defined in the modules above (their autocast column is
 # here, as the op tables' is in their rows: autograd/autocast.py)

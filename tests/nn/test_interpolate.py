@@ -1,0 +1,152 @@
+"""F.interpolate and the Upsample modules (nn/_sampling.py): each mode against what it must
+reproduce exactly (nearest repeats pixels; linear, bilinear, trilinear and bicubic reproduce a
+linear ramp at the source positions; area averages whole blocks), PyTorch's edge rules,
+gradients against central differences, both backends."""
+
+import numpy as np
+import pytest
+
+import tritongrad as tg
+from tests.helpers import assert_grads_match, host
+from tritongrad import nn
+
+F = nn.functional
+rng = np.random.default_rng(4)
+
+
+def ramp(shape, device="cpu"):
+    """x[..., i, j, k] = 1 + 2 i - 3 j + 5 k over the spatial dims (a linear function)."""
+    coef = [2.0, -3.0, 5.0][:len(shape) - 2]
+    grids = np.meshgrid(*[np.arange(n, dtype=np.float64) for n in shape[2:]], indexing="ij")
+    val = 1.0 + sum(c * g for c, g in zip(coef, grids))
+    return tg.tensor(np.broadcast_to(val, shape).copy(), device=device), coef
+
+
+def test_nearest_repeats_and_picks(device):
+    x = tg.tensor(rng.standard_normal((2, 3, 4, 5)), device=device)
+    up = F.interpolate(x, scale_factor=2)
+    np.testing.assert_array_equal(host(up), host(x).repeat(2, 2).repeat(2, 3))
+    down = F.interpolate(x, size=(2, 5))
+    np.testing.assert_array_equal(host(down), host(x)[:, :, ::2])
+    # nearest-exact samples at the pixel centres: 5 -> 3 picks floor((i + .5) * 5 / 3) = 0, 2, 4
+    y = F.interpolate(tg.arange(5.0, device=device).view(1, 1, 5), size=3, mode="nearest-exact")
+    assert host(y).ravel().tolist() == [0.0, 2.0, 4.0]
+    y = F.interpolate(tg.arange(5.0, device=device).view(1, 1, 5), size=3, mode="nearest")
+    assert host(y).ravel().tolist() == [0.0, 1.0, 3.0]
+
+
+def keys(t, a=-0.75):
+    """Keys' cubic convolution weights of the taps at -1, 0, 1, 2 for fraction t."""
+    def c1(v):
+        return ((a + 2) * v - (a + 3)) * v * v + 1
+
+    def c2(v):
+        return ((a * v - 5 * a) * v + 8 * a) * v - 4 * a
+    return [c2(t + 1), c1(t), c1(1 - t), c2(2 - t)]
+
+
+def bicubic_1d(v, n_out, align_corners):
+    """One dimension of bicubic resampling, loops: PyTorch's source position (no clamp at
+    0), integer part at most the last index, fraction clamped to [0, 1], taps clamped."""
+    n = len(v)
+    out = []
+    for i in range(n_out):
+        if align_corners:
+            src = i * (n - 1) / (n_out - 1) if n_out > 1 else 0.0
+        else:
+            src = (i + 0.5) * n / n_out - 0.5
+        i0 = min(int(np.floor(src)), n - 1)
+        ws = keys(min(max(src - i0, 0.0), 1.0))
+        out.append(sum(w * v[min(max(i0 - 1 + k, 0), n - 1)] for k, w in enumerate(ws)))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_bicubic_against_loops(device, align_corners):
+    x = rng.standard_normal((1, 2, 4, 5))
+    y = host(F.interpolate(tg.tensor(x, device=device), size=(7, 3), mode="bicubic",
+                           align_corners=align_corners))
+    rows = np.apply_along_axis(bicubic_1d, 2, x, 7, align_corners)
+    ref = np.apply_along_axis(bicubic_1d, 3, rows, 3, align_corners)
+    np.testing.assert_allclose(y, ref, rtol=1e-12, atol=1e-12)
+    const = F.interpolate(tg.full((1, 1, 3, 3), 2.5, dtype=tg.float64), size=(5, 8),
+                          mode="bicubic", align_corners=align_corners)
+    np.testing.assert_allclose(host(const), 2.5, rtol=1e-14)  # the weights sum to one
+
+
+@pytest.mark.parametrize("mode, nd", [("linear", 1), ("bilinear", 2), ("trilinear", 3)])
+def test_interpolating_modes_reproduce_a_linear_ramp(device, mode, nd):
+    shape = (1, 2) + (4, 5, 3)[:nd]
+    x, coef = ramp(shape, device)
+    out = [7, 9, 5][:nd]
+    def inside(s, n):  # where no edge rule applies
+        return (s >= 0) & (s <= n - 1)
+
+    for align_corners in (True, False):
+        y = host(F.interpolate(x, size=out, mode=mode, align_corners=align_corners))
+        if align_corners:
+            src = [np.arange(o) * (n - 1) / (o - 1) for n, o in zip(shape[2:], out)]
+        else:
+            src = [(np.arange(o) + 0.5) * n / o - 0.5 for n, o in zip(shape[2:], out)]
+        keep = [np.flatnonzero(inside(s, n)) for s, n in zip(src, shape[2:])]
+        assert all(len(k) for k in keep)
+        grids = np.meshgrid(*[s[k] for s, k in zip(src, keep)], indexing="ij")
+        np.testing.assert_allclose(y[0, 1][np.ix_(*keep)],
+                                   1.0 + sum(c * g for c, g in zip(coef, grids)),
+                                   rtol=1e-12, atol=1e-12)
+
+
+def test_edges_follow_pytorch():
+    # bilinear, align_corners=False, 2 -> 4: sources -.25 (clamped to 0), .25, .75, 1.25
+    # (the upper neighbour of the last row is itself)
+    y = F.interpolate(tg.tensor([[[1.0, 3.0]]]), size=4, mode="linear")
+    assert y.tolist() == [[[1.0, 1.5, 2.5, 3.0]]]
+    # bicubic keeps the position's fraction (-.25 -> index -1, t = .75), taps clamped
+    y = F.interpolate(tg.tensor([[[[1.0, 3.0]]]]), size=(1, 4), mode="bicubic")
+    np.testing.assert_allclose(host(y).ravel(), bicubic_1d([1.0, 3.0], 4, False), rtol=1e-6)
+
+
+def test_area_averages_blocks_and_scale_factor_rules():
+    x = tg.tensor(rng.standard_normal((2, 3, 6, 8)))
+    y = F.interpolate(x, size=(3, 2), mode="area")
+    np.testing.assert_allclose(host(y), host(x).reshape(2, 3, 3, 2, 2, 4).mean((3, 5)),
+                               rtol=1e-12)
+    x1 = tg.tensor(rng.standard_normal((2, 3, 6)))
+    np.testing.assert_allclose(host(F.interpolate(x1, size=3, mode="area")),
+                               host(x1).reshape(2, 3, 3, 2).mean(3), rtol=1e-12)
+    # output size floor(in * scale); the sampling uses 1 / scale unless recomputed
+    x = tg.arange(5.0, dtype=tg.float64).view(1, 1, 5)
+    a = F.interpolate(x, scale_factor=1.7, mode="linear")
+    b = F.interpolate(x, scale_factor=1.7, mode="linear", recompute_scale_factor=True)
+    assert a.shape == b.shape == (1, 1, 8)
+    src = np.maximum((np.arange(8) + 0.5) / 1.7 - 0.5, 0)
+    np.testing.assert_allclose(host(a).ravel(), np.minimum(src, 4), rtol=1e-12)
+    src = np.maximum((np.arange(8) + 0.5) * 5 / 8 - 0.5, 0)
+    np.testing.assert_allclose(host(b).ravel(), np.minimum(src, 4), rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "bilinear", "bicubic", "area"])
+def test_gradients(device, mode):
+    x = tg.tensor(rng.standard_normal((1, 2, 3, 4)), device=device)
+    kw = {} if mode in ("nearest", "area") else {"align_corners": mode == "bicubic"}
+    assert_grads_match(lambda t: F.interpolate(t, size=(5, 3), mode=mode, **kw), [x])
+
+
+def test_modules_and_errors():
+    m = nn.Upsample(scale_factor=2, mode="bilinear")
+    assert repr(m) == "Upsample(scale_factor=2.0, mode='bilinear')"
+    assert m(tg.zeros(1, 1, 2, 3)).shape == (1, 1, 4, 6)
+    assert repr(nn.UpsamplingNearest2d(size=4)) == "UpsamplingNearest2d(size=4, mode='nearest')"
+    ub = nn.UpsamplingBilinear2d(scale_factor=2)(tg.tensor([[[[1.0, 2.0]]]]))
+    np.testing.assert_allclose(host(ub)[0, 0, 0], [1.0, 4 / 3, 5 / 3, 2.0])  # align_corners
+    x = tg.zeros(1, 1, 4, 4)
+    with pytest.raises(ValueError, match="align_corners option can only be set with the "
+                                         "interpolating modes"):
+        F.interpolate(x, scale_factor=2, align_corners=True)
+    with pytest.raises(NotImplementedError, match="Got 4D input, but linear mode needs 3D input"):
+        F.interpolate(x, scale_factor=2, mode="linear")
+    with pytest.raises(ValueError, match="only one of size or scale_factor should be defined"):
+        F.interpolate(x, size=2, scale_factor=2)
+    with pytest.raises(ValueError, match="Input and size must have the same number of spatial "
+                                         "dimensions"):
+        F.interpolate(x, size=(2, 2, 2))
