@@ -14,8 +14,9 @@ from .activation import __all__ as _activations
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
-from .layers import (CosineSimilarity, Dropout, Embedding, Flatten, Identity, LayerNorm, Linear,
-                     PairwiseDistance, Unflatten)
+from .layers import (CosineSimilarity, Dropout, Dropout1d, Dropout2d, Dropout3d, Embedding,
+                     Flatten, Identity, LayerNorm, Linear, PairwiseDistance, PixelShuffle,
+                     PixelUnshuffle, Unflatten)
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -39,21 +40,26 @@ from .normalization import (
 )
 from .parallel import DataParallel
 from .parameter import Parameter
-from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .padding import *  # noqa: F403 (padding.__all__)
+from .padding import __all__ as _paddings
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,
+                      AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d)
 from .rnn import LSTM
 from ._sampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,
                           TransformerEncoder, TransformerEncoderLayer)
 
 __all__ = [
-    "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+    "AvgPool1d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
     "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "CosineSimilarity",
-    "CrossEntropyLoss", "DataParallel", "Dropout", "Embedding", "Flatten", "GroupNorm",
-    "HuberLoss", "Identity", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "KLDivLoss",
-    "L1Loss", "LSTM", "LayerNorm", "Linear", "MSELoss", "MaxPool2d", "Module", "ModuleDict",
-    "ModuleList", "MultiheadAttention", "NLLLoss", "PairwiseDistance", "Parameter",
-    "ParameterDict", "ParameterList", "RMSNorm", "Sequential", "SmoothL1Loss", "Transformer",
-    "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
+    "CrossEntropyLoss", "DataParallel", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
+    "Embedding", "Flatten", "GroupNorm", "HuberLoss", "Identity", "InstanceNorm1d",
+    "InstanceNorm2d", "InstanceNorm3d", "KLDivLoss", "L1Loss", "LSTM", "LayerNorm", "Linear",
+    "MSELoss", "MaxPool1d", "MaxPool2d", "Module", "ModuleDict", "ModuleList",
+    "MultiheadAttention", "NLLLoss", "PairwiseDistance", "Parameter", "ParameterDict",
+    "ParameterList", "PixelShuffle", "PixelUnshuffle", "RMSNorm", "Sequential", "SmoothL1Loss",
+    "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
     "TransformerEncoderLayer", "Unflatten", "Upsample", "UpsamplingBilinear2d",
     "UpsamplingNearest2d", "functional", "init", "parallel", "utils",
-] + list(_activations)
+] + list(_activations) + list(_paddings)

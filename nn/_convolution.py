@@ -506,3 +506,107 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     mh = _tensor(_adaptive_matrix(h, oh), dtype=input.dtype, device=input.device)
     mw = _tensor(_adaptive_matrix(w, ow).T, dtype=input.dtype, device=input.device)
     return mh.matmul(input).matmul(mw)
+
+
+# -- one-dimensional pools: the 2-D ones over a plane of height one ------------------------------
+
+def _as_plane(input: Tensor, op: str) -> Tensor:
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"{op}: Expected 2D or 3D (batch mode) input tensor, but got "
+                           f"input of size: {list(input.shape)}")
+    return input.unsqueeze(-2)
+
+
+def _one(v, op: str, name: str):
+    return v if v is None else (1, _ntuple(v, 1, name, op)[0])
+
+
+def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode: bool = False, return_indices: bool = False):
+    """Applies a 1D max pooling over an input signal composed of several input planes
+    (``max_pool2d``'s arguments, one value each; indices are positions along the signal)."""
+    stride = None if stride is None or (not isinstance(stride, int) and not len(stride)) else stride
+    r = max_pool2d(_as_plane(input, "max_pool1d"), _one(kernel_size, "max_pool1d", "kernel_size"),
+                   _one(stride, "max_pool1d", "stride"),
+                   (0, _ntuple(padding, 1, "padding", "max_pool1d")[0]),
+                   _one(dilation, "max_pool1d", "dilation"), ceil_mode, return_indices)
+    if return_indices:
+        return r[0].squeeze(-2), r[1].squeeze(-2)
+    return r.squeeze(-2)
+
+
+def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """Applies a 1D average pooling over an input signal composed of several input planes
+    (``avg_pool2d``'s arguments, one value each)."""
+    stride = None if stride is None or (not isinstance(stride, int) and not len(stride)) else stride
+    return avg_pool2d(_as_plane(input, "avg_pool1d"), _one(kernel_size, "avg_pool1d",
+                                                           "kernel_size"),
+                      _one(stride, "avg_pool1d", "stride"),
+                      (0, _ntuple(padding, 1, "padding", "avg_pool1d")[0]), ceil_mode,
+                      count_include_pad).squeeze(-2)
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
+    """Applies a 1D adaptive average pooling over an input signal composed of several input
+    planes: output (*, L_out) for any input length."""
+    o = _ntuple(output_size, 1, "output_size", "adaptive_avg_pool1d")[0]
+    return adaptive_avg_pool2d(_as_plane(input, "adaptive_avg_pool1d"), (1, o)).squeeze(-2)
+
+
+def _adaptive_windows(n: int, o: int) -> tuple[np.ndarray, np.ndarray]:
+    """(o, L) input positions of each adaptive window (the longest has L; shorter ones repeat
+    their last position) and (o, L) whether each position is the window's own."""
+    starts = [(i * n) // o for i in range(o)]
+    ends = [-((-(i + 1) * n) // o) for i in range(o)]
+    length = max(e - b for b, e in zip(starts, ends))
+    pos = np.array([[min(b + j, e - 1) for j in range(length)] for b, e in zip(starts, ends)])
+    own = np.array([[b + j < e for j in range(length)] for b, e in zip(starts, ends)])
+    return pos.astype(np.int64), own
+
+
+def _adaptive_max(input: Tensor, output_size: tuple, return_indices: bool, op: str):
+    """Adaptive max pooling over the last ``len(output_size)`` dims: each window gathered
+    into a padded block (positions past a short window repeat its last one, so they never
+    change the maximum), then one max; indices are flat positions in the pooled plane."""
+    nd = len(output_size)
+    if input.ndim not in (nd + 1, nd + 2) or any(n == 0 for n in input.shape[-nd:]):
+        raise RuntimeError(f"{op}(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
+                           f"{list(input.shape)}")
+    sizes = tuple(input.shape[-nd:])
+    out = tuple(n if o is None else int(o) for n, o in zip(sizes, output_size))
+    lead = tuple(input.shape[:-nd])
+    x, flat = input, np.zeros((1,) * (2 * nd), dtype=np.int64)
+    for d, (n, o) in enumerate(zip(sizes, out)):
+        pos, _ = _adaptive_windows(n, o)
+        axis = len(lead) + 2 * d  # dims so far: lead, then (o, L) per pooled dim
+        x = x.index_select(axis, _tensor(pos.reshape(-1), device=x.device))
+        x = x.reshape(tuple(x.shape[:axis]) + pos.shape + tuple(x.shape[axis + 1:]))
+        shape = [1] * (2 * nd)
+        shape[2 * d:2 * d + 2] = pos.shape
+        flat = flat * n + pos.reshape(shape)
+    # (lead, o1, L1, o2, L2, ..) -> (lead, o1, o2, .., L1 * L2 * ..)
+    order = (tuple(range(len(lead))) + tuple(len(lead) + 2 * d for d in range(nd))
+             + tuple(len(lead) + 2 * d + 1 for d in range(nd)))
+    x = x.permute(order).reshape(lead + out + (-1,))
+    values, arg = x.max(dim=-1)
+    if not return_indices:
+        return values
+    flat = np.transpose(flat, tuple(range(0, 2 * nd, 2)) + tuple(range(1, 2 * nd, 2)))
+    table = _tensor(flat.reshape(out + (-1,)), device=input.device).expand(lead + out + (-1,))
+    return values, table.gather(-1, arg.unsqueeze(-1)).squeeze(-1)
+
+
+def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
+    """Applies a 2D adaptive max pooling over an input signal composed of several input
+    planes (windows as ``adaptive_avg_pool2d``'s); indices are flat positions in each plane."""
+    if isinstance(output_size, int):
+        output_size = (output_size, output_size)
+    return _adaptive_max(input, tuple(output_size), return_indices, "adaptive_max_pool2d")
+
+
+def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):
+    """Applies a 1D adaptive max pooling over an input signal composed of several input
+    planes."""
+    o = _ntuple(output_size, 1, "output_size", "adaptive_max_pool1d")
+    return _adaptive_max(input, o, return_indices, "adaptive_max_pool1d")

@@ -20,17 +20,18 @@ from ..autograd.ops.softmax import log_softmax as _log_softmax
 from ..autograd.ops.softmax import softmax as _softmax
 from ..autograd.tensor import Tensor
 
-__all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
+__all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
+           "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d", "conv_transpose1d",
-           "conv_transpose2d", "cosine_similarity",
-           "cross_entropy", "dropout", "elu", "embedding", "gelu", "glu", "group_norm",
-           "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "huber_loss", "instance_norm",
-           "interpolate", "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax",
-           "logsigmoid", "max_pool2d", "mish", "mse_loss", "multi_head_attention_forward",
-           "nll_loss", "normalize", "one_hot", "pad", "pairwise_distance", "prelu", "relu",
-           "relu6", "rms_norm", "scaled_dot_product_attention", "selu", "sigmoid", "silu",
-           "smooth_l1_loss", "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh",
-           "tanhshrink", "threshold", "threshold_", "unfold"]
+           "conv_transpose2d", "cosine_similarity", "cross_entropy", "dropout", "dropout1d",
+           "dropout2d", "dropout3d", "elu", "embedding", "gelu", "glu", "group_norm", "hardshrink",
+           "hardsigmoid", "hardswish", "hardtanh", "huber_loss", "instance_norm", "interpolate",
+           "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax", "logsigmoid",
+           "max_pool1d", "max_pool2d", "mish", "mse_loss", "multi_head_attention_forward",
+           "nll_loss", "normalize", "one_hot", "pad", "pairwise_distance", "pixel_shuffle",
+           "pixel_unshuffle", "prelu", "relu", "relu6", "rms_norm", "scaled_dot_product_attention",
+           "selu", "sigmoid", "silu", "smooth_l1_loss", "softmax", "softmin", "softplus",
+           "softshrink", "softsign", "tanh", "tanhshrink", "threshold", "threshold_", "unfold"]
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -366,6 +367,83 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
                                           dev, _stream(None, dev, "dropout")))
         out = input * keep.to(input.dtype) * (1.0 / (1.0 - p))
     return out
+
+
+def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, nd: int,
+                     op: str) -> Tensor:
+    """Zeroes whole channels: one keep draw per (sample, channel) of an (N, C, *nd) or
+    unbatched (C, *nd) input, broadcast over the ``nd`` trailing dims."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if input.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{op}: Expected {nd + 1}D or {nd + 2}D input, but received a "
+                           f"{input.ndim}D input")
+    if not training or p == 0.0:
+        return input
+    if inplace:
+        return input.copy_(_feature_dropout(input.clone() if input.requires_grad else input,
+                                            p, True, False, nd, op))
+    channels = tuple(input.shape[:input.ndim - nd])
+    mask = dropout(input.new_ones(channels + (1,) * nd), p)  # 0 or 1 / (1 - p) per channel
+    return input * mask
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Randomly zeroes whole channels of (N, C, L) or (C, L) input with probability ``p``,
+    scaling the others by 1 / (1 - p)."""
+    return _feature_dropout(input, p, training, inplace, 1, "dropout1d")
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Randomly zeroes whole channels of (N, C, H, W) or (C, H, W) input with probability
+    ``p``, scaling the others by 1 / (1 - p)."""
+    return _feature_dropout(input, p, training, inplace, 2, "dropout2d")
+
+
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Randomly zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) input."""
+    return _feature_dropout(input, p, training, inplace, 3, "dropout3d")
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """Rearranges (*, C r^2, H, W) into (*, C, H r, W r) (Shi et al., 2016)."""
+    r = int(upscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but "
+                           f"got input with {input.ndim} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)={c} "
+                           f"is not divisible by {r * r}")
+    n = len(lead)
+    x = input.reshape(tuple(lead) + (c // (r * r), r, r, h, w))
+    x = x.permute(tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2))
+    return x.reshape(tuple(lead) + (c // (r * r), h * r, w * r))
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """Rearranges (*, C, H r, W r) into (*, C r^2, H, W): the inverse of ``pixel_shuffle``."""
+    r = int(downscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but "
+                           f"got input with {input.ndim} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    *lead, c, h, w = input.shape
+    if h % r or w % r:
+        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by "
+                           f"downscale_factor, but got height={h}, width={w} and "
+                           f"downscale_factor={r}")
+    n = len(lead)
+    x = input.reshape(tuple(lead) + (c, h // r, r, w // r, r))
+    x = x.permute(tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))
+    return x.reshape(tuple(lead) + (c * r * r, h // r, w // r))
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
@@ -720,8 +798,9 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
 # -- composites in their own modules (convolution, pooling, normalisation, attention) ---------
 
 from ._attention import multi_head_attention_forward, scaled_dot_product_attention
-from ._convolution import (adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, conv_transpose1d,
-                           conv_transpose2d, max_pool2d, unfold)
+from ._convolution import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,
+                           adaptive_max_pool2d, avg_pool1d, avg_pool2d, conv1d, conv2d,
+                           conv_transpose1d, conv_transpose2d, max_pool1d, max_pool2d, unfold)
 from ._normalization import batch_norm, group_norm, instance_norm, rms_norm
 from ._padding import pad
 from ._sampling import interpolate

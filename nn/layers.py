@@ -17,8 +17,9 @@ from . import init
 from .module import Module
 from .parameter import Parameter, affine_parameters, normalized_shape_parameters
 
-__all__ = ["CosineSimilarity", "Dropout", "Embedding", "Flatten", "Identity", "LayerNorm", "Linear",
-           "PairwiseDistance", "Unflatten"]
+__all__ = ["CosineSimilarity", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Embedding",
+           "Flatten", "Identity", "LayerNorm", "Linear", "PairwiseDistance", "PixelShuffle",
+           "PixelUnshuffle", "Unflatten"]
 
 
 class Identity(Module):
@@ -197,6 +198,58 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout1d(Dropout):
+    """Zeroes whole channels of (N, C, L) or (C, L) input with probability ``p`` in training
+    (scaling the others by 1/(1-p)); the identity in eval mode."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout1d(input, self.p, self.training, self.inplace)
+
+
+class Dropout2d(Dropout):
+    """Zeroes whole channels of (N, C, H, W) or (C, H, W) input with probability ``p`` in
+    training."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout2d(input, self.p, self.training, self.inplace)
+
+
+class Dropout3d(Dropout):
+    """Zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability ``p``
+    in training."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout3d(input, self.p, self.training, self.inplace)
+
+
+class PixelShuffle(Module):
+    """Rearranges (*, C r^2, H, W) into (*, C, H r, W r), r = ``upscale_factor``."""
+
+    def __init__(self, upscale_factor: int):
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.pixel_shuffle(input, self.upscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"upscale_factor={self.upscale_factor}"
+
+
+class PixelUnshuffle(Module):
+    """Rearranges (*, C, H r, W r) into (*, C r^2, H, W), r = ``downscale_factor``."""
+
+    def __init__(self, downscale_factor: int):
+        super().__init__()
+        self.downscale_factor = downscale_factor
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.pixel_unshuffle(input, self.downscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"downscale_factor={self.downscale_factor}"
 
 
 class Flatten(Module):

@@ -1,5 +1,5 @@
-"""Pooling layers: MaxPool2d, AvgPool2d, AdaptiveAvgPool2d over their functionals (composites,
-nn/_convolution.py)."""
+"""Pooling layers over their functionals (composites, nn/_convolution.py): MaxPool1d/2d,
+AvgPool1d/2d, AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from ..autograd.tensor import Tensor
 from . import functional as F
 from .module import Module
 
-__all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "MaxPool2d"]
+__all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+           "AvgPool1d", "AvgPool2d", "MaxPool1d", "MaxPool2d"]
 
 
 class MaxPool2d(Module):
@@ -92,3 +93,66 @@ class AdaptiveAvgPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
+
+
+class MaxPool1d(MaxPool2d):
+    """Applies a 1D max pooling over an input signal composed of several input planes
+    (``MaxPool2d``'s arguments, one value each)."""
+
+    def forward(self, input: Tensor):
+        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class AvgPool1d(Module):
+    """Applies a 1D average pooling over an input signal composed of several input planes
+    (``AvgPool2d``'s arguments, one value each; no divisor_override, as PyTorch's)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True):
+        super().__init__()
+
+        def single(v):  # (PyTorch keeps them as 1-tuples)
+            return (v,) if isinstance(v, int) else tuple(v)
+        self.kernel_size = single(kernel_size)
+        self.stride = single(stride if stride is not None else kernel_size)
+        self.padding, self.ceil_mode, self.count_include_pad = single(padding), ceil_mode, \
+            count_include_pad
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    """Applies a 1D adaptive average pooling over an input signal composed of several input
+    planes: output length ``output_size`` for any input length."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool1d(input, self.output_size)
+
+
+class AdaptiveMaxPool2d(Module):
+    """Applies a 2D adaptive max pooling over an input signal composed of several input
+    planes (``return_indices``: also the flat positions of the maxima in each plane)."""
+
+    def __init__(self, output_size, return_indices: bool = False):
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def forward(self, input: Tensor):
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
+    """Applies a 1D adaptive max pooling over an input signal composed of several input
+    planes."""
+
+    def forward(self, input: Tensor):
+        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
