@@ -17,17 +17,8 @@ from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .layers import (CosineSimilarity, Dropout, Dropout1d, Dropout2d, Dropout3d, Embedding,
                      Flatten, Identity, LayerNorm, Linear, PairwiseDistance, PixelShuffle,
                      PixelUnshuffle, Unflatten)
-from .loss import (
-    BCELoss,
-    BCEWithLogitsLoss,
-    CrossEntropyLoss,
-    HuberLoss,
-    KLDivLoss,
-    L1Loss,
-    MSELoss,
-    NLLLoss,
-    SmoothL1Loss,
-)
+from .loss import *  # noqa: F403 (loss.__all__)
+from .loss import __all__ as _losses
 from .module import Module
 from .normalization import (
     BatchNorm1d,
@@ -51,15 +42,13 @@ from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLay
 
 __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
-    "AvgPool1d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
-    "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "CosineSimilarity",
-    "CrossEntropyLoss", "DataParallel", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
-    "Embedding", "Flatten", "GroupNorm", "HuberLoss", "Identity", "InstanceNorm1d",
-    "InstanceNorm2d", "InstanceNorm3d", "KLDivLoss", "L1Loss", "LSTM", "LayerNorm", "Linear",
-    "MSELoss", "MaxPool1d", "MaxPool2d", "Module", "ModuleDict", "ModuleList",
-    "MultiheadAttention", "NLLLoss", "PairwiseDistance", "Parameter", "ParameterDict",
-    "ParameterList", "PixelShuffle", "PixelUnshuffle", "RMSNorm", "Sequential", "SmoothL1Loss",
+    "AvgPool1d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d", "ConvTranspose1d",
+    "ConvTranspose2d", "CosineSimilarity", "DataParallel", "Dropout", "Dropout1d", "Dropout2d",
+    "Dropout3d", "Embedding", "Flatten", "GroupNorm", "Identity", "InstanceNorm1d",
+    "InstanceNorm2d", "InstanceNorm3d", "LSTM", "LayerNorm", "Linear", "MaxPool1d", "MaxPool2d",
+    "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "PairwiseDistance", "Parameter",
+    "ParameterDict", "ParameterList", "PixelShuffle", "PixelUnshuffle", "RMSNorm", "Sequential",
     "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
     "TransformerEncoderLayer", "Unflatten", "Upsample", "UpsamplingBilinear2d",
     "UpsamplingNearest2d", "functional", "init", "parallel", "utils",
-] + list(_activations) + list(_paddings)
+] + list(_activations) + list(_losses) + list(_paddings)

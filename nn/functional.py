@@ -23,15 +23,19 @@ from ..autograd.tensor import Tensor
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
            "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d", "conv_transpose1d",
-           "conv_transpose2d", "cosine_similarity", "cross_entropy", "dropout", "dropout1d",
-           "dropout2d", "dropout3d", "elu", "embedding", "gelu", "glu", "group_norm", "hardshrink",
-           "hardsigmoid", "hardswish", "hardtanh", "huber_loss", "instance_norm", "interpolate",
-           "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax", "logsigmoid",
-           "max_pool1d", "max_pool2d", "mish", "mse_loss", "multi_head_attention_forward",
+           "conv_transpose2d", "cosine_embedding_loss", "cosine_similarity", "cross_entropy",
+           "dropout", "dropout1d", "dropout2d", "dropout3d", "elu", "embedding",
+           "gaussian_nll_loss", "gelu", "glu", "group_norm", "hardshrink", "hardsigmoid",
+           "hardswish", "hardtanh", "hinge_embedding_loss", "huber_loss", "instance_norm",
+           "interpolate", "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax",
+           "logsigmoid", "margin_ranking_loss", "max_pool1d", "max_pool2d", "mish", "mse_loss",
+           "multi_head_attention_forward", "multi_margin_loss", "multilabel_soft_margin_loss",
            "nll_loss", "normalize", "one_hot", "pad", "pairwise_distance", "pixel_shuffle",
-           "pixel_unshuffle", "prelu", "relu", "relu6", "rms_norm", "scaled_dot_product_attention",
-           "selu", "sigmoid", "silu", "smooth_l1_loss", "softmax", "softmin", "softplus",
-           "softshrink", "softsign", "tanh", "tanhshrink", "threshold", "threshold_", "unfold"]
+           "pixel_unshuffle", "poisson_nll_loss", "prelu", "relu", "relu6", "rms_norm",
+           "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss",
+           "soft_margin_loss", "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh",
+           "tanhshrink", "threshold", "threshold_", "triplet_margin_loss",
+           "triplet_margin_with_distance_loss", "unfold"]
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -778,6 +782,53 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
     return _reduce(loss, reduction)
 
 
+@_autocast("float32")
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
+                     size_average=None, eps: float = 1e-8, reduce=None,
+                     reduction: str = "mean") -> Tensor:
+    """The negative log-likelihood of ``target`` under a Poisson distribution of rate
+    exp(input) (``log_input``) or input: exp(x) - y x, or x - y log(x + eps); ``full`` adds
+    Stirling's approximation of log(y!), y log y - y + log(2 pi y) / 2, where y > 1."""
+    reduction = _reduction(size_average, reduce, reduction)
+    loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
+    if full:
+        big = target > 1
+        y = target.where(big, 2.0)  # (the other lanes' values are discarded)
+        stirling = y * y.log() - y + 0.5 * (2 * math.pi * y).log()
+        loss = loss + stirling.where(big, 0.0)
+    return _reduce(loss, reduction)
+
+
+@_autocast("float32")
+def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: bool = False,
+                      eps: float = 1e-6, reduction: str = "mean") -> Tensor:
+    """The negative log-likelihood of ``target`` under Gaussians of mean ``input`` and
+    variance ``var``: (log(max(var, eps)) + (input - target)^2 / max(var, eps)) / 2
+    (+ log(2 pi) / 2 with ``full``). ``var`` has the input's shape, or one fewer dimension
+    or a last dimension of 1 (one variance per sample), or is a number; the clamp to ``eps``
+    passes gradients through unchanged, as PyTorch's (it is done without recording)."""
+    reduction = _reduction(None, None, reduction)
+    if not isinstance(var, Tensor):
+        var = input.new_full((), float(var))
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1) \
+                and var.ndim != 0:
+            raise ValueError("var is of incorrect size")
+    if bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    var = var.clone()
+    from ..autograd.grad_mode import no_grad
+
+    with no_grad():
+        var.clamp_(min=eps)
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
 @_autocast("float32 on cuda")
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
               out=None) -> Tensor:
@@ -804,6 +855,9 @@ from ._convolution import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_ma
 from ._normalization import batch_norm, group_norm, instance_norm, rms_norm
 from ._padding import pad
 from ._sampling import interpolate
+from ._margin_losses import (cosine_embedding_loss, hinge_embedding_loss, margin_ranking_loss,
+                             multi_margin_loss, multilabel_soft_margin_loss, soft_margin_loss,
+                             triplet_margin_loss, triplet_margin_with_distance_loss)
 
 # autocast's entries for the composites defined in the modules above (their autocast column is
 # here, as the op tables' is in their rows: autograd/autocast.py)

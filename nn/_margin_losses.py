@@ -1,0 +1,142 @@
+"""The margin, ranking and embedding losses of ``torch.nn.functional``, as compositions of
+tensor ops (so both backends run them and their gradients come through their parts), with
+PyTorch's formulas:
+
+- margin_ranking_loss: max(0, -y (x1 - x2) + margin);
+- hinge_embedding_loss: x where y = 1, max(0, margin - x) where y = -1;
+- soft_margin_loss: log(1 + exp(-y x)), averaged over every element;
+- multilabel_soft_margin_loss: -(y log sigmoid(x) + (1 - y) log sigmoid(-x)), times the class
+  weight, averaged over the classes, then reduced over the samples;
+- multi_margin_loss: sum over classes i != y of max(0, margin - x[y] + x[i])^p / C, times
+  weight[y];
+- cosine_embedding_loss: 1 - cos where y = 1, max(0, cos - margin) where y = -1, cos computed
+  with 1e-12 added to each squared norm (as PyTorch);
+- triplet_margin_loss: max(d(a, p) - d(a, n) + margin, 0), d the pairwise p-norm distance (with
+  ``swap``, d(a, n) is min(d(a, n), d(p, n))); the ``_with_distance`` form takes any d.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..autograd.tensor import Tensor
+from . import functional as F  # (imported first by the package: its helpers exist at call time)
+
+__all__ = ["cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss",
+           "multi_margin_loss", "multilabel_soft_margin_loss", "soft_margin_loss",
+           "triplet_margin_loss", "triplet_margin_with_distance_loss"]
+
+
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                        size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    """max(0, -target (input1 - input2) + margin); ``target`` holds 1 or -1."""
+    reduction = F._reduction(size_average, reduce, reduction)
+    if not (input1.ndim == input2.ndim == target.ndim):
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
+                           f"but got sizes: input1: {list(input1.shape)}, input2: "
+                           f"{list(input2.shape)}, target: {list(target.shape)} ")
+    return F._reduce((-target * (input1 - input2) + margin).clamp(min=0.0), reduction)
+
+
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average=None,
+                         reduce=None, reduction: str = "mean") -> Tensor:
+    """``input`` where ``target`` is 1, max(0, margin - input) where it is -1."""
+    reduction = F._reduction(size_average, reduce, reduction)
+    margin_part = (margin - input).clamp(min=0.0).where(target != 1, 0.0)
+    return F._reduce(margin_part + input.where(target != -1, 0.0), reduction)
+
+
+def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+                     reduction: str = "mean") -> Tensor:
+    """log(1 + exp(-target * input)) per element (two-class logistic loss)."""
+    reduction = F._reduction(size_average, reduce, reduction)
+    return F._reduce(F.softplus(-target * input), reduction)
+
+
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                size_average=None, reduce=None,
+                                reduction: str = "mean") -> Tensor:
+    """The one-versus-all logistic loss of (N, C) ``input`` against 0/1 ``target``, averaged
+    over the C classes (``weight`` (C,) rescales each)."""
+    reduction = F._reduction(size_average, reduce, reduction)
+    loss = -(target * F.logsigmoid(input) + (1 - target) * F.logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    return F._reduce(loss.sum(input.ndim - 1) / input.shape[-1], reduction)
+
+
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
+                      weight: Tensor | None = None, size_average=None, reduce=None,
+                      reduction: str = "mean") -> Tensor:
+    """The multi-class hinge loss of (N, C) or (C,) ``input`` against class indices."""
+    reduction = F._reduction(size_average, reduce, reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    x = input.unsqueeze(0) if input.ndim == 1 else input
+    t = target.reshape(-1)
+    if x.ndim != 2 or t.shape[0] != x.shape[0]:
+        raise RuntimeError(f"multi_margin_loss: inconsistent target size: {list(target.shape)} "
+                           f"for input of size: {list(input.shape)}")
+    c = x.shape[1]
+    picked = x.gather(1, t.unsqueeze(1))                  # x[y], (N, 1)
+    terms = (margin - picked + x).clamp(min=0.0)
+    if p == 2:
+        terms = terms * terms
+    if weight is not None:
+        terms = terms * weight[t].unsqueeze(1)
+    own = t.unsqueeze(1) == t.new_tensor(list(range(c))).unsqueeze(0)  # i == y: no term
+    loss = terms.where(own.logical_not(), 0.0).sum(1) / c
+    if input.ndim == 1:
+        loss = loss.squeeze(0)
+    return F._reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                          size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    """1 - cos(input1, input2) where ``target`` is 1, max(0, cos - margin) where it is -1."""
+    reduction = F._reduction(size_average, reduce, reduction)
+    if input1.ndim != input2.ndim or input1.ndim not in (1, 2):
+        raise RuntimeError(f"cosine_embedding_loss: 1D target tensor expects 1D or 2D input "
+                           f"tensors of the same dimension, but found inputs of sizes "
+                           f"{list(input1.shape)} and {list(input2.shape)}")
+    dim = input1.ndim - 1
+    eps = 1e-12
+    prod = (input1 * input2).sum(dim)
+    mag = ((input1 * input1).sum(dim) + eps) * ((input2 * input2).sum(dim) + eps)
+    cos = prod / mag.sqrt()
+    pos = (1 - cos).where(target == 1, 0.0)
+    neg = (cos - margin).clamp(min=0.0).where(target == -1, 0.0)
+    return F._reduce(pos + neg, reduction)
+
+
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function: Callable | None = None,
+                                      margin: float = 1.0, swap: bool = False,
+                                      reduction: str = "mean") -> Tensor:
+    """max(d(anchor, positive) - d(anchor, negative) + margin, 0), ``d`` the given distance
+    (default: the pairwise Euclidean distance)."""
+    if margin <= 0:
+        raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, "
+                         f"got {margin} instead")
+    d = F.pairwise_distance if distance_function is None else distance_function
+    d_ap, d_an = d(anchor, positive), d(anchor, negative)
+    if swap:
+        d_an = d_an.minimum(d(positive, negative))
+    return F._reduce((d_ap - d_an + margin).clamp(min=0.0), F._reduction(None, None, reduction))
+
+
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0,
+                        p: float = 2, eps: float = 1e-6, swap: bool = False, size_average=None,
+                        reduce=None, reduction: str = "mean") -> Tensor:
+    """The triplet loss with the pairwise ``p``-norm distance (``eps`` added to each
+    difference, as ``pairwise_distance``)."""
+    reduction = F._reduction(size_average, reduce, reduction)
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
+                           f"same number of dimensions, but got: anchor {anchor.ndim}D, "
+                           f"positive {positive.ndim}D, and negative {negative.ndim}D inputs")
+    d_ap = F.pairwise_distance(anchor, positive, p, eps)
+    d_an = F.pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_an = d_an.minimum(F.pairwise_distance(positive, negative, p, eps))
+    return F._reduce((d_ap - d_an + margin).clamp(min=0.0), reduction)
