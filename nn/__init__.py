@@ -35,7 +35,7 @@ from .padding import *  # noqa: F403 (padding.__all__)
 from .padding import __all__ as _paddings
 from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,
                       AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d)
-from .rnn import LSTM
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell
 from ._sampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,
                           TransformerEncoder, TransformerEncoderLayer)
@@ -44,11 +44,12 @@ __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
     "AvgPool1d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d", "ConvTranspose1d",
     "ConvTranspose2d", "CosineSimilarity", "DataParallel", "Dropout", "Dropout1d", "Dropout2d",
-    "Dropout3d", "Embedding", "Flatten", "GroupNorm", "Identity", "InstanceNorm1d",
-    "InstanceNorm2d", "InstanceNorm3d", "LSTM", "LayerNorm", "Linear", "MaxPool1d", "MaxPool2d",
-    "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "PairwiseDistance", "Parameter",
-    "ParameterDict", "ParameterList", "PixelShuffle", "PixelUnshuffle", "RMSNorm", "Sequential",
-    "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
+    "Dropout3d", "Embedding", "Flatten", "GRU", "GRUCell", "GroupNorm", "Identity",
+    "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LSTM", "LSTMCell", "LayerNorm",
+    "Linear", "MaxPool1d", "MaxPool2d", "Module", "ModuleDict", "ModuleList", "MultiheadAttention",
+    "PairwiseDistance", "Parameter", "ParameterDict", "ParameterList", "PixelShuffle",
+    "PixelUnshuffle", "RMSNorm", "RNN", "RNNBase", "RNNCell", "Sequential", "Transformer",
+    "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
     "TransformerEncoderLayer", "Unflatten", "Upsample", "UpsamplingBilinear2d",
     "UpsamplingNearest2d", "functional", "init", "parallel", "utils",
 ] + list(_activations) + list(_losses) + list(_paddings)

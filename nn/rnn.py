@@ -1,12 +1,13 @@
-"""Recurrent layers: LSTM (multi-layer, optionally bidirectional, with projections), built from
-differentiable Tensor ops (``F.linear``, ``sigmoid``, ``tanh``), so its gradients, to any order,
-come from composition.
+"""Recurrent layers: RNN, LSTM and GRU (multi-layer, optionally bidirectional; LSTM with
+projections) and the cells RNNCell, LSTMCell and GRUCell, built from differentiable Tensor ops
+(``F.linear``, ``sigmoid``, ``tanh``, ``relu``), so their gradients, to any order, come from
+composition.
 
-Parameters, their names, shapes and order, the gate order (input, forget, cell, output) and
-the initialisation U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)) are PyTorch's, so a state dict
-moves between the two. Each layer projects the whole input sequence with one matmul
-(``x W_ih^T + b_ih`` for every step at once); only the recurrent ``h W_hh^T`` runs per step.
-PackedSequence inputs are not supported.
+Parameters, their names, shapes and order, the gate orders (LSTM: input, forget, cell, output;
+GRU: reset, update, new) and the initialisation U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))
+are PyTorch's, so a state dict moves between the two. Each layer projects the whole input
+sequence with one matmul (``x W_ih^T + b_ih`` for every step at once); only the recurrent
+``h W_hh^T`` runs per step. PackedSequence inputs are not supported.
 """
 
 from __future__ import annotations
@@ -23,10 +24,250 @@ from . import init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["LSTM"]
+__all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell"]
+
+_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
 
-class LSTM(Module):
+def _lstm_step(gates: Tensor, c: Tensor, hidden: int):
+    """LSTM's update from its four gate pre-activations (input terms plus recurrent ones)."""
+    i = gates[:, :hidden].sigmoid()
+    f = gates[:, hidden:2 * hidden].sigmoid()
+    g = gates[:, 2 * hidden:3 * hidden].tanh()
+    o = gates[:, 3 * hidden:].sigmoid()
+    c = f * c + i * g
+    return o * c.tanh(), c
+
+
+def _gru_step(gi: Tensor, gh: Tensor, h: Tensor, hidden: int) -> Tensor:
+    """GRU's update from the input terms ``gi`` and the recurrent terms ``gh`` (each r, z, n):
+    the reset gate multiplies the recurrent term of n, bias included, as PyTorch's."""
+    r = (gi[:, :hidden] + gh[:, :hidden]).sigmoid()
+    z = (gi[:, hidden:2 * hidden] + gh[:, hidden:2 * hidden]).sigmoid()
+    n = (gi[:, 2 * hidden:] + r * gh[:, 2 * hidden:]).tanh()
+    return (1 - z) * n + z * h
+
+
+class RNNBase(Module):
+    """What RNN, LSTM and GRU share: parameters, checks, layers and directions (``mode``:
+    ``"LSTM"``, ``"GRU"``, ``"RNN_TANH"`` or ``"RNN_RELU"``)."""
+
+    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, proj_size: int = 0, device=None, dtype=None):
+        super().__init__()
+        if mode not in _GATES:
+            raise ValueError(f"Unrecognized RNN mode: {mode}")
+        if proj_size and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1 \
+                or isinstance(dropout, bool):
+            raise ValueError("dropout should be a number in range [0, 1] representing the "
+                             "probability of an element being zeroed")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn(f"dropout option adds dropout after all but last recurrent layer, so "
+                          f"non-zero dropout expects num_layers greater than 1, but got "
+                          f"dropout={dropout} and num_layers={num_layers}", stacklevel=2)
+        for name, value in (("hidden_size", hidden_size), ("num_layers", num_layers)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"{name} should be of type int, got: {type(value).__name__}")
+            if value <= 0:
+                raise ValueError(f"{name} must be greater than zero" if name == "hidden_size"
+                                 else "num_layers must be greater than zero")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable "
+                             "projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+        self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
+        self.bidirectional, self.proj_size = bidirectional, proj_size
+        self.mode = mode
+        gates = _GATES[mode] * hidden_size
+        directions = 2 if bidirectional else 1
+        out_size = proj_size or hidden_size
+        self._flat_weights_names = []
+        for layer in range(num_layers):
+            layer_in = input_size if layer == 0 else out_size * directions
+            for direction in range(directions):
+                suffix = f"_l{layer}" + ("_reverse" if direction else "")
+                shapes = [("weight_ih", (gates, layer_in)), ("weight_hh", (gates, out_size))]
+                if bias:
+                    shapes += [("bias_ih", (gates,)), ("bias_hh", (gates,))]
+                if proj_size:
+                    shapes.append(("weight_hr", (proj_size, hidden_size)))
+                for stem, shape in shapes:
+                    setattr(self, stem + suffix,
+                            Parameter(zeros(shape, device=device, dtype=dtype)))
+                    self._flat_weights_names.append(stem + suffix)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size)
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def flatten_parameters(self) -> None:
+        """Does nothing: the weights are separate tensors here (cuDNN's flat buffer is a
+        PyTorch detail)."""
+
+    @property
+    def all_weights(self) -> list:
+        """The parameters per layer and direction, as lists in registration order."""
+        per = len(self._flat_weights_names) // (self.num_layers * (2 if self.bidirectional
+                                                                    else 1))
+        weights = [getattr(self, n) for n in self._flat_weights_names]
+        return [weights[i:i + per] for i in range(0, len(weights), per)]
+
+    def _weights(self, layer: int, direction: int) -> tuple:
+        suffix = f"_l{layer}" + ("_reverse" if direction else "")
+
+        def get(stem):
+            return getattr(self, stem + suffix, None)
+
+        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), \
+            get("weight_hr")
+
+    def forward(self, input: Tensor, hx=None):
+        """``input`` (L, N, H_in) ((N, L, H_in) with ``batch_first``; (L, H_in) unbatched)
+        and the initial state (zeros by default): h_0 (D * num_layers, N, H_out), for LSTM the
+        pair (h_0, c_0). Returns ``output, h_n`` (LSTM: ``output, (h_n, c_n)``)."""
+        name = type(self).__name__
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}: expected a Tensor input (PackedSequence is not "
+                            f"supported), got {type(input).__name__}")
+        if input.ndim not in (2, 3):
+            raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.ndim}D "
+                             f"instead")
+        unbatched = input.ndim == 2
+        x = input.unsqueeze(1) if unbatched else \
+            (input.transpose(0, 1) if self.batch_first else input)
+        if x.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {x.shape[-1]}")
+        lstm = self.mode == "LSTM"
+        directions = 2 if self.bidirectional else 1
+        out_size = self.proj_size or self.hidden_size
+        batch = x.shape[1]
+        h_shape = (self.num_layers * directions, batch, out_size)
+        c_shape = (self.num_layers * directions, batch, self.hidden_size)
+        c0 = None
+        if hx is None:
+            h0 = zeros(h_shape, dtype=x.dtype, device=x.device)
+            if lstm:
+                c0 = zeros(c_shape, dtype=x.dtype, device=x.device)
+        elif lstm:
+            h0, c0 = hx
+            if unbatched:
+                if h0.ndim != 2 or c0.ndim != 2:
+                    raise RuntimeError(f"For unbatched 2-D input, hx and cx should also be 2-D "
+                                       f"but got ({h0.ndim}-D, {c0.ndim}-D) tensors")
+                h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
+            elif h0.ndim != 3 or c0.ndim != 3:
+                raise RuntimeError(f"For batched 3-D input, hx and cx should also be 3-D but "
+                                   f"got ({h0.ndim}-D, {c0.ndim}-D) tensors")
+            for i, (t, shape) in enumerate(((h0, h_shape), (c0, c_shape))):
+                if tuple(t.shape) != shape:
+                    raise RuntimeError(f"Expected hidden[{i}] size {shape}, got "
+                                       f"{tuple(t.shape)}")
+        else:
+            h0 = hx
+            if unbatched:
+                if h0.ndim != 2:
+                    raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but "
+                                       f"got {h0.ndim}-D tensor")
+                h0 = h0.unsqueeze(1)
+            elif h0.ndim != 3:
+                raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got "
+                                   f"{h0.ndim}-D tensor")
+            if tuple(h0.shape) != h_shape:
+                raise RuntimeError(f"Expected hidden size {h_shape}, got {list(h0.shape)}")
+        h_n, c_n = [], []
+        for layer in range(self.num_layers):
+            outs = []
+            for direction in range(directions):
+                k = layer * directions + direction
+                y, h, c = self._run(x, h0[k], None if c0 is None else c0[k],
+                                    *self._weights(layer, direction), reverse=bool(direction))
+                outs.append(y)
+                h_n.append(h)
+                c_n.append(c)
+            x = outs[0] if directions == 1 else cat(outs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+        state = (stack(h_n), stack(c_n)) if lstm else (stack(h_n),)
+        if unbatched:
+            x, state = x.squeeze(1), tuple(t.squeeze(1) for t in state)
+        elif self.batch_first:
+            x = x.transpose(0, 1)
+        return x, (state if lstm else state[0])
+
+    def _run(self, x: Tensor, h: Tensor, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse: bool):
+        """One layer in one direction over the sequence x (L, N, H_in): (outputs (L, N,
+        H_out), h, c (None but for LSTM))."""
+        steps = x.shape[0]
+        projected = F.linear(x, w_ih, b_ih)  # every step's input term at once
+        hidden, mode = self.hidden_size, self.mode
+        ys = [None] * steps
+        for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+            recurrent = F.linear(h, w_hh, b_hh)
+            if mode == "LSTM":
+                h, c = _lstm_step(projected[t] + recurrent, c, hidden)
+                if w_hr is not None:
+                    h = F.linear(h, w_hr)
+            elif mode == "GRU":
+                h = _gru_step(projected[t], recurrent, h, hidden)
+            else:
+                pre = projected[t] + recurrent
+                h = pre.tanh() if mode == "RNN_TANH" else pre.relu()
+            ys[t] = h
+        if not ys:  # an empty sequence: no outputs, the state unchanged
+            return zeros((0,) + tuple(h.shape), dtype=x.dtype, device=x.device), h, c
+        return stack(ys), h, c
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:
+            s += f", proj_size={self.proj_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if not self.bias:
+            s += ", bias=False"
+        if self.batch_first:
+            s += ", batch_first=True"
+        if self.dropout:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional:
+            s += ", bidirectional=True"
+        return s
+
+
+class RNN(RNNBase):
+    r"""A multi-layer Elman RNN: ``h' = tanh(W_ih x + b_ih + W_hh h + b_hh)`` for each element
+    of the sequence (``nonlinearity='relu'``: relu instead of tanh). Arguments, layers,
+    directions, input and state shapes as ``LSTM``'s (no cell state, no projection):
+    ``forward(input, h_0=None)`` returns ``output, h_n``.
+
+    Example:
+        >>> rnn = tg.nn.RNN(10, 20, 2)
+        >>> output, hn = rnn(tg.randn(5, 3, 10))
+        >>> output.shape, hn.shape
+        (tritongrad.Size([5, 3, 20]), tritongrad.Size([2, 3, 20]))
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
+                 dropout: float = 0.0, bidirectional: bool = False, device=None, dtype=None):
+        modes = {"tanh": "RNN_TANH", "relu": "RNN_RELU"}
+        if nonlinearity not in modes:
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
+                             f"'relu'.")
+        self.nonlinearity = nonlinearity
+        super().__init__(modes[nonlinearity], input_size, hidden_size, num_layers, bias,
+                         batch_first, dropout, bidirectional, 0, device, dtype)
+
+
+class LSTM(RNNBase):
     """A multi-layer long short-term memory RNN. For each element of the sequence, each layer
     computes::
 
@@ -64,162 +305,135 @@ class LSTM(Module):
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
                  bidirectional: bool = False, proj_size: int = 0, device=None, dtype=None):
+        super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, proj_size, device, dtype)
+
+
+class GRU(RNNBase):
+    r"""A multi-layer gated recurrent unit RNN. For each element of the sequence, each layer
+    computes::
+
+        r = sigmoid(W_ir x + b_ir + W_hr h + b_hr)
+        z = sigmoid(W_iz x + b_iz + W_hz h + b_hz)
+        n = tanh(W_in x + b_in + r * (W_hn h + b_hn))
+        h' = (1 - z) * n + z * h
+
+    Arguments, layers, directions, input and state shapes as ``LSTM``'s (no cell state, no
+    projection): ``forward(input, h_0=None)`` returns ``output, h_n``.
+
+    Example:
+        >>> gru = tg.nn.GRU(10, 20, 2, batch_first=True)
+        >>> output, hn = gru(tg.randn(3, 5, 10))
+        >>> output.shape, hn.shape
+        (tritongrad.Size([3, 5, 20]), tritongrad.Size([2, 3, 20]))
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, device=None, dtype=None):
+        super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, 0, device, dtype)
+
+
+# -- cells: one step ---------------------------------------------------------------------------
+
+class _CellBase(Module):
+    """RNNCell, LSTMCell and GRUCell: one step of the layer with the same ``mode``; parameters
+    weight_ih, weight_hh (and bias_ih, bias_hh), initialised as the layers'."""
+
+    mode = "RNN_TANH"
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
+                 dtype=None):
         super().__init__()
-        if not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1 \
-                or isinstance(dropout, bool):
-            raise ValueError("dropout should be a number in range [0, 1] representing the "
-                             "probability of an element being zeroed")
-        if dropout > 0 and num_layers == 1:
-            warnings.warn(f"dropout option adds dropout after all but last recurrent layer, so "
-                          f"non-zero dropout expects num_layers greater than 1, but got "
-                          f"dropout={dropout} and num_layers={num_layers}", stacklevel=2)
-        for name, value in (("hidden_size", hidden_size), ("num_layers", num_layers)):
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise TypeError(f"{name} should be of type int, got: {type(value).__name__}")
-            if value <= 0:
-                raise ValueError(f"{name} must be greater than zero" if name == "hidden_size"
-                                 else "num_layers must be greater than zero")
-        if proj_size < 0:
-            raise ValueError("proj_size should be a positive integer or zero to disable "
-                             "projections")
-        if proj_size >= hidden_size:
-            raise ValueError("proj_size has to be smaller than hidden_size")
-        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
-        self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
-        self.bidirectional, self.proj_size = bidirectional, proj_size
-        self.mode = "LSTM"
-        directions = 2 if bidirectional else 1
-        out_size = proj_size or hidden_size
-        self._flat_weights_names = []
-        for layer in range(num_layers):
-            layer_in = input_size if layer == 0 else out_size * directions
-            for direction in range(directions):
-                suffix = f"_l{layer}" + ("_reverse" if direction else "")
-                shapes = [("weight_ih", (4 * hidden_size, layer_in)),
-                          ("weight_hh", (4 * hidden_size, out_size))]
-                if bias:
-                    shapes += [("bias_ih", (4 * hidden_size,)), ("bias_hh", (4 * hidden_size,))]
-                if proj_size:
-                    shapes.append(("weight_hr", (proj_size, hidden_size)))
-                for stem, shape in shapes:
-                    setattr(self, stem + suffix,
-                            Parameter(zeros(shape, device=device, dtype=dtype)))
-                    self._flat_weights_names.append(stem + suffix)
+        self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
+        gates = _GATES[self.mode] * hidden_size
+        shapes = [("weight_ih", (gates, input_size)), ("weight_hh", (gates, hidden_size))]
+        if bias:
+            shapes += [("bias_ih", (gates,)), ("bias_hh", (gates,))]
+        else:
+            self.bias_ih = self.bias_hh = None
+        for name, shape in shapes:
+            setattr(self, name, Parameter(zeros(shape, device=device, dtype=dtype)))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        stdv = 1.0 / math.sqrt(self.hidden_size)
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
 
-    def flatten_parameters(self) -> None:
-        """Does nothing: the weights are separate tensors here (cuDNN's flat buffer is a
-        PyTorch detail)."""
+    def _input(self, input: Tensor) -> tuple[Tensor, bool]:
+        name = type(self).__name__
+        if input.ndim not in (1, 2):
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.ndim}D "
+                             f"instead")
+        if input.shape[-1] != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {input.shape[-1]} "
+                               f"expected {self.input_size}")
+        unbatched = input.ndim == 1
+        return (input.unsqueeze(0) if unbatched else input), unbatched
 
-    @property
-    def all_weights(self) -> list:
-        """The parameters per layer and direction, as lists in registration order."""
-        per = len(self._flat_weights_names) // (self.num_layers * (2 if self.bidirectional
-                                                                    else 1))
-        weights = [getattr(self, n) for n in self._flat_weights_names]
-        return [weights[i:i + per] for i in range(0, len(weights), per)]
-
-    def _weights(self, layer: int, direction: int) -> tuple:
-        suffix = f"_l{layer}" + ("_reverse" if direction else "")
-
-        def get(stem):
-            return getattr(self, stem + suffix, None)
-
-        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), \
-            get("weight_hr")
-
-    def forward(self, input: Tensor, hx: tuple | None = None):
-        if not isinstance(input, Tensor):
-            raise TypeError(f"LSTM: expected a Tensor input (PackedSequence is not supported), "
-                            f"got {type(input).__name__}")
-        if input.ndim not in (2, 3):
-            raise ValueError(f"LSTM: Expected input to be 2D or 3D, got {input.ndim}D instead")
-        unbatched = input.ndim == 2
-        x = input.unsqueeze(1) if unbatched else \
-            (input.transpose(0, 1) if self.batch_first else input)
-        if x.shape[-1] != self.input_size:
-            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
-                               f"{self.input_size}, got {x.shape[-1]}")
-        directions = 2 if self.bidirectional else 1
-        out_size = self.proj_size or self.hidden_size
-        batch = x.shape[1]
-        h_shape = (self.num_layers * directions, batch, out_size)
-        c_shape = (self.num_layers * directions, batch, self.hidden_size)
+    def _state(self, hx, x: Tensor, unbatched: bool) -> Tensor:
         if hx is None:
-            h0 = zeros(h_shape, dtype=x.dtype, device=x.device)
-            c0 = zeros(c_shape, dtype=x.dtype, device=x.device)
-        else:
-            h0, c0 = hx
-            if unbatched:
-                if h0.ndim != 2 or c0.ndim != 2:
-                    raise RuntimeError(f"For unbatched 2-D input, hx and cx should also be 2-D "
-                                       f"but got ({h0.ndim}-D, {c0.ndim}-D) tensors")
-                h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
-            elif h0.ndim != 3 or c0.ndim != 3:
-                raise RuntimeError(f"For batched 3-D input, hx and cx should also be 3-D but "
-                                   f"got ({h0.ndim}-D, {c0.ndim}-D) tensors")
-            for i, (t, shape) in enumerate(((h0, h_shape), (c0, c_shape))):
-                if tuple(t.shape) != shape:
-                    raise RuntimeError(f"Expected hidden[{i}] size {shape}, got "
-                                       f"{tuple(t.shape)}")
-        h_n, c_n = [], []
-        for layer in range(self.num_layers):
-            outs = []
-            for direction in range(directions):
-                k = layer * directions + direction
-                y, h, c = self._run(x, h0[k], c0[k], *self._weights(layer, direction),
-                                    reverse=bool(direction))
-                outs.append(y)
-                h_n.append(h)
-                c_n.append(c)
-            x = outs[0] if directions == 1 else cat(outs, -1)
-            if self.dropout and self.training and layer < self.num_layers - 1:
-                x = F.dropout(x, self.dropout, True)
-        h_n, c_n = stack(h_n), stack(c_n)
-        if unbatched:
-            return x.squeeze(1), (h_n.squeeze(1), c_n.squeeze(1))
-        return (x.transpose(0, 1) if self.batch_first else x), (h_n, c_n)
-
-    def _run(self, x: Tensor, h: Tensor, c: Tensor, w_ih, w_hh, b_ih, b_hh, w_hr,
-             reverse: bool):
-        """One layer in one direction over the sequence x (L, N, H_in): (outputs (L, N,
-        H_out), h, c)."""
-        steps = x.shape[0]
-        projected = F.linear(x, w_ih, b_ih)  # every step's input term at once
-        hidden = self.hidden_size
-        ys = [None] * steps
-        for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
-            gates = projected[t] + F.linear(h, w_hh, b_hh)
-            i = gates[:, :hidden].sigmoid()
-            f = gates[:, hidden:2 * hidden].sigmoid()
-            g = gates[:, 2 * hidden:3 * hidden].tanh()
-            o = gates[:, 3 * hidden:].sigmoid()
-            c = f * c + i * g
-            h = o * c.tanh()
-            if w_hr is not None:
-                h = F.linear(h, w_hr)
-            ys[t] = h
-        if not ys:  # an empty sequence: no outputs, the state unchanged
-            return zeros((0,) + tuple(h.shape), dtype=x.dtype, device=x.device), h, c
-        return stack(ys), h, c
+            return zeros((x.shape[0], self.hidden_size), dtype=x.dtype, device=x.device)
+        if hx.ndim != (1 if unbatched else 2):
+            raise RuntimeError(f"{type(self).__name__}: Expected hidden to be "
+                               f"{1 if unbatched else 2}D, got {hx.ndim}D instead")
+        return hx.unsqueeze(0) if unbatched else hx
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
-        if self.proj_size:
-            s += f", proj_size={self.proj_size}"
-        if self.num_layers != 1:
-            s += f", num_layers={self.num_layers}"
         if not self.bias:
             s += ", bias=False"
-        if self.batch_first:
-            s += ", batch_first=True"
-        if self.dropout:
-            s += f", dropout={self.dropout}"
-        if self.bidirectional:
-            s += ", bidirectional=True"
+        if getattr(self, "nonlinearity", "tanh") != "tanh":
+            s += f", nonlinearity={self.nonlinearity}"
         return s
+
+
+class RNNCell(_CellBase):
+    """One Elman RNN step: ``h' = tanh(W_ih x + b_ih + W_hh h + b_hh)`` (or relu).
+    ``forward(input, hx=None)``: input (N, H_in) or (H_in,), hx (N, H) (zeros by default)."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 nonlinearity: str = "tanh", device=None, dtype=None):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
+        self.nonlinearity = nonlinearity
+        super().__init__(input_size, hidden_size, bias, device, dtype)
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        x, unbatched = self._input(input)
+        h = self._state(hx, x, unbatched)
+        pre = F.linear(x, self.weight_ih, self.bias_ih) + F.linear(h, self.weight_hh,
+                                                                   self.bias_hh)
+        h = pre.tanh() if self.nonlinearity == "tanh" else pre.relu()
+        return h.squeeze(0) if unbatched else h
+
+
+class LSTMCell(_CellBase):
+    """One LSTM step (``LSTM``'s equations). ``forward(input, (h, c)=None)`` returns
+    ``(h', c')``."""
+
+    mode = "LSTM"
+
+    def forward(self, input: Tensor, hx: tuple | None = None) -> tuple:
+        x, unbatched = self._input(input)
+        h, c = (None, None) if hx is None else hx
+        h, c = self._state(h, x, unbatched), self._state(c, x, unbatched)
+        gates = F.linear(x, self.weight_ih, self.bias_ih) + F.linear(h, self.weight_hh,
+                                                                     self.bias_hh)
+        h, c = _lstm_step(gates, c, self.hidden_size)
+        return (h.squeeze(0), c.squeeze(0)) if unbatched else (h, c)
+
+
+class GRUCell(_CellBase):
+    """One GRU step (``GRU``'s equations). ``forward(input, hx=None)`` returns ``h'``."""
+
+    mode = "GRU"
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        x, unbatched = self._input(input)
+        h = self._state(hx, x, unbatched)
+        h = _gru_step(F.linear(x, self.weight_ih, self.bias_ih),
+                      F.linear(h, self.weight_hh, self.bias_hh), h, self.hidden_size)
+        return h.squeeze(0) if unbatched else h

@@ -1,4 +1,4 @@
-"""nn.LSTM (nn/rnn.py), InstanceNorm1d/2d/3d and F.instance_norm, F.threshold, and
+"""nn.LSTM, nn.GRU, nn.RNN and the cells (nn/rnn.py), InstanceNorm1d/2d/3d and F.instance_norm, F.threshold, and
 nn.DataParallel, against NumPy float64 references and hand-derived values."""
 
 import numpy as np
@@ -106,6 +106,101 @@ def test_lstm_gradients_and_errors():
         nn.LSTM(2, 3, proj_size=3)
     with pytest.warns(UserWarning, match="non-zero dropout expects num_layers greater than 1"):
         nn.LSTM(2, 3, dropout=0.5)
+
+
+# -- RNN and GRU, and the cells ----------------------------------------------------------------
+
+def _step(mode, x, h, p, sfx, hidden):
+    """One step of PyTorch's documented equations (RNN_TANH, RNN_RELU, GRU) in NumPy."""
+    gi = x @ p["weight_ih" + sfx].T + p.get("bias_ih" + sfx, 0)
+    gh = h @ p["weight_hh" + sfx].T + p.get("bias_hh" + sfx, 0)
+    if mode == "GRU":
+        r = _sigmoid(gi[:, :hidden] + gh[:, :hidden])
+        z = _sigmoid(gi[:, hidden:2 * hidden] + gh[:, hidden:2 * hidden])
+        n = np.tanh(gi[:, 2 * hidden:] + r * gh[:, 2 * hidden:])
+        return (1 - z) * n + z * h
+    return np.tanh(gi + gh) if mode == "RNN_TANH" else np.maximum(gi + gh, 0)
+
+
+def _rnn_reference(rnn, x, h0):
+    p = {n: host(t) for n, t in rnn.named_parameters()}
+    dirs = 2 if rnn.bidirectional else 1
+    hs, layer_in = [], x
+    for layer in range(rnn.num_layers):
+        outs = []
+        for d in range(dirs):
+            sfx = f"_l{layer}" + ("_reverse" if d else "")
+            h = h0[layer * dirs + d]
+            ys = [None] * len(layer_in)
+            for t in (range(len(layer_in) - 1, -1, -1) if d else range(len(layer_in))):
+                h = ys[t] = _step(rnn.mode, layer_in[t], h, p, sfx, rnn.hidden_size)
+            outs.append(np.stack(ys))
+            hs.append(h)
+        layer_in = np.concatenate(outs, -1)
+    return layer_in, np.stack(hs)
+
+
+@pytest.mark.parametrize("cls, kw", [(nn.GRU, {}), (nn.GRU, {"num_layers": 2,
+                                                             "bidirectional": True}),
+                                     (nn.RNN, {"bias": False}),
+                                     (nn.RNN, {"nonlinearity": "relu", "num_layers": 2})],
+                         ids=lambda v: getattr(v, "__name__", str(v)))
+def test_rnn_and_gru_match_the_equations(cls, kw):
+    rnn = cls(3, 4, **kw).double()
+    dirs = 2 if rnn.bidirectional else 1
+    x = rng.standard_normal((5, 2, 3))
+    h0 = rng.standard_normal((dirs * rnn.num_layers, 2, 4))
+    out, h = rnn(tg.tensor(x), tg.tensor(h0))
+    ref_out, ref_h = _rnn_reference(rnn, x, h0)
+    np.testing.assert_allclose(host(out), ref_out, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(host(h), ref_h, rtol=1e-12, atol=1e-12)
+    o1, h1 = rnn(tg.tensor(x[:, 0]), tg.tensor(h0[:, 0]))  # unbatched
+    np.testing.assert_allclose(host(o1), ref_out[:, 0], rtol=1e-12, atol=1e-12)
+    assert tuple(h1.shape) == (dirs * rnn.num_layers, 4)
+    assert_grads_match(lambda v: rnn(v)[0], [tg.tensor(x[:2])])
+
+
+def test_rnn_and_gru_parameters_and_errors():
+    gru = nn.GRU(3, 5, num_layers=2, batch_first=True)
+    assert tuple(gru.weight_ih_l0.shape) == (15, 3) and tuple(gru.weight_hh_l1.shape) == (15, 5)
+    assert repr(gru) == "GRU(3, 5, num_layers=2, batch_first=True)"
+    out, h = gru(tg.randn(2, 7, 3))
+    assert tuple(out.shape) == (2, 7, 5) and tuple(h.shape) == (2, 2, 5)
+    rnn = nn.RNN(3, 4, nonlinearity="relu")
+    assert rnn.mode == "RNN_RELU" and tuple(rnn.weight_hh_l0.shape) == (4, 4)
+    with pytest.raises(ValueError, match="Unknown nonlinearity 'sigmoid'"):
+        nn.RNN(3, 4, nonlinearity="sigmoid")
+    with pytest.raises(ValueError, match="proj_size argument is only supported for LSTM"):
+        nn.RNNBase("GRU", 3, 4, proj_size=2)
+    with pytest.raises(RuntimeError, match=r"Expected hidden size \(1, 2, 4\), got \[1, 2, 3\]"):
+        rnn(tg.randn(5, 2, 3), tg.zeros(1, 2, 3))
+    with pytest.raises(RuntimeError, match="For batched 3-D input, hx should also be 3-D"):
+        rnn(tg.randn(5, 2, 3), tg.zeros(2, 4))
+
+
+@pytest.mark.parametrize("cls", [nn.RNNCell, nn.GRUCell, nn.LSTMCell])
+def test_cells_are_one_step_of_their_layer(cls):
+    cell = cls(3, 4).double()
+    layer = {nn.RNNCell: nn.RNN, nn.GRUCell: nn.GRU, nn.LSTMCell: nn.LSTM}[cls](3, 4).double()
+    with tg.no_grad():
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            getattr(layer, name + "_l0").copy_(getattr(cell, name))
+    x, h0, c0 = (tg.tensor(rng.standard_normal(s)) for s in ((2, 3), (2, 4), (2, 4)))
+    if cls is nn.LSTMCell:
+        h, c = cell(x, (h0, c0))
+        _, (hl, cl) = layer(x.unsqueeze(0), (h0.unsqueeze(0), c0.unsqueeze(0)))
+        np.testing.assert_allclose(host(c), host(cl[0]), rtol=1e-12)
+        assert cell(x[0])[0].shape == (4,)  # unbatched, zero state
+    else:
+        h = cell(x, h0)
+        _, hl = layer(x.unsqueeze(0), h0.unsqueeze(0))
+        assert cell(x[0]).shape == (4,)
+    np.testing.assert_allclose(host(h), host(hl[0]), rtol=1e-12)
+    assert repr(cls(3, 4, bias=False)) == f"{cls.__name__}(3, 4, bias=False)"
+    assert cls(3, 4, bias=False).bias_ih is None
+    with pytest.raises(RuntimeError, match="input has inconsistent input_size: got 5 "
+                                           "expected 3"):
+        cell(tg.randn(2, 5, dtype=tg.float64))
 
 
 def test_lstm_dropout_between_layers_only_in_training():
