@@ -75,6 +75,11 @@ __all__ += list(_ops_all)
 __all__ += ["inf", "nan", "pi", "e"] + list(_legacy_types)
 
 
+from .autograd.ops.statistics import can_cast  # noqa: E402 - a dtype rule, not an op
+
+__all__ += ["can_cast"]
+
+
 def is_tensor(obj) -> bool:
     """True if ``obj`` is a tritongrad Tensor."""
     return isinstance(obj, Tensor)

@@ -14,6 +14,7 @@ from . import (combinations, complex_parts, composite, contraction, conversion, 
                elementwise, indexing, interop, linalg, linalg_ext, pointwise, random, reduction,
                shape, softmax, sorting, views)
 from . import products, scans, sets, special  # scans, sets, products, special functions
+from . import statistics  # nansum, cov, corrcoef, fmax, rot90, ... (composites)
 from . import decompositions  # factorizations and solvers (tg.linalg.inv, svd, ...)
 from . import traced  # noqa: F401 - loading it installs dispatch.traced (the rules' Tensor k)
 from .reduction import return_types
@@ -42,6 +43,7 @@ FAMILIES = {
     "products": products.OPS,
     "sets": sets.OPS,
     "special": special.OPS,
+    "statistics": statistics.OPS,
     "decompositions": decompositions.OPS,
 }
 

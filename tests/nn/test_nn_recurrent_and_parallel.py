@@ -1,5 +1,5 @@
-"""nn.LSTM, nn.GRU, nn.RNN and the cells (nn/rnn.py), InstanceNorm1d/2d/3d and F.instance_norm, F.threshold, and
-nn.DataParallel, against NumPy float64 references and hand-derived values."""
+"""nn.LSTM, nn.GRU, nn.RNN and the cells (nn/rnn.py), InstanceNorm1d/2d/3d and
+F.instance_norm, F.threshold, and nn.DataParallel, against NumPy float64 references and hand-derived values."""
 
 import numpy as np
 import pytest

@@ -1,0 +1,236 @@
+"""Statistics and small composites PyTorch programs reach for: ``nansum``, ``nanmean``,
+``count_nonzero``, ``aminmax``, ``dist``, ``cov``, ``corrcoef``, ``fmax``, ``fmin``, ``frac``,
+``rot90``, ``broadcast_tensors``, ``logspace`` (and ``tg.can_cast``, a dtype rule).
+
+Each is a composite of differentiable ops (no kernel of its own), so both backends run it
+and its derivatives come through its parts:
+
+- nansum / nanmean: NaN replaced by 0 (not counted by nanmean) before the sum;
+- cov: ``sum_i w_i (x_i - mean_w)(y_i - mean_w) / (sum w - correction)`` with
+  w = fweights * aweights (PyTorch's weighted, bias-corrected estimate; with aweights the
+  correction is scaled by sum(w a) / sum(w)); corrcoef: cov / sqrt(var_x var_y), clipped to
+  [-1, 1] as NumPy and PyTorch do;
+- fmax / fmin: the maximum / minimum ignoring NaN (NaN only where both are NaN);
+- frac: x - trunc(x); rot90: flips and a transpose.
+"""
+
+from __future__ import annotations
+
+import collections
+import warnings
+
+from ...runtime import dtype as dtypes
+from ..checks import tensor_arg
+from ..registry import OpInfo
+from ..tensor import Tensor, wrap_dim
+from .elementwise import broadcast_shapes, isnan, maximum, minimum, where
+from .pointwise import trunc
+from .reduction import amax, amin, return_types
+
+
+class _MinMax(collections.namedtuple("aminmax", ["min", "max"])):
+    """aminmax's result, printed as PyTorch's ``torch.return_types.aminmax``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"tritongrad.return_types.aminmax(\nmin={self.min!r},\nmax={self.max!r})"
+
+
+return_types.aminmax = _MinMax
+
+__all__ = ["aminmax", "broadcast_tensors", "can_cast", "corrcoef", "count_nonzero", "cov",
+           "dist", "fmax", "fmin", "frac", "logspace", "nanmean", "nansum", "rot90"]
+
+
+def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """The sum of the elements, NaN counted as zero."""
+    x = tensor_arg(input, "nansum")
+    if x.dtype.is_floating_point or x.dtype.is_complex:
+        x = where(isnan(x), 0.0, x)
+    return x.sum(dim, keepdim, dtype=dtype) if dim is not None else x.sum(dtype=dtype)
+
+
+def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """The mean of the non-NaN elements (NaN where there are none)."""
+    x = tensor_arg(input, "nanmean")
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
+                           f"dtype but got {x.dtype}")
+    keep = isnan(x).logical_not()
+    count = keep.sum(dim, keepdim) if dim is not None else keep.sum()
+    return nansum(x, dim, keepdim, dtype=dtype) / count
+
+
+def count_nonzero(input: Tensor, dim=None) -> Tensor:
+    """The number of nonzero elements (int64), over ``dim`` (an int or tuple) or all."""
+    x = tensor_arg(input, "count_nonzero")
+    nz = (x != 0).to(dtypes.int64)
+    return nz.sum() if dim is None else nz.sum(dim)
+
+
+def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
+    """``(min, max)`` of the elements, over ``dim`` or all (a named tuple)."""
+    x = tensor_arg(input, "aminmax")
+    if x.numel() == 0 and dim is None:
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                           "operation has no identity.")
+    if dim is None:
+        lo, hi = amin(x), amax(x)
+        if keepdim:
+            lo, hi = lo.reshape((1,) * x.ndim), hi.reshape((1,) * x.ndim)
+    else:
+        lo, hi = amin(x, dim, keepdim), amax(x, dim, keepdim)
+    return _MinMax(lo, hi)
+
+
+def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
+    """The p-norm of ``input - other`` (broadcast), over all elements."""
+    tensor_arg(input, "dist")
+    tensor_arg(other, "dist", "other")
+    return (input - other).norm(p)
+
+
+def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
+        aweights: Tensor | None = None) -> Tensor:
+    """The covariance of the variables in the rows of ``input`` (observations in the
+    columns; a 1-D input is one variable), PyTorch's weighted estimate (module docstring)."""
+    x = tensor_arg(input, "cov")
+    if x.ndim > 2:
+        raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an "
+                         f"input with {x.ndim} dimensions")
+    x = x.reshape(1, -1) if x.ndim < 2 else x
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        x = x.to(dtypes.get_default_dtype())
+    n = x.shape[1]
+    w = None
+    if fweights is not None:
+        if fweights.ndim > 1 or fweights.shape[0] != n:
+            raise ValueError(f"cov(): expected fweights to have one dimension and the same "
+                             f"number of elements as the observations ({n})")
+        w = fweights.to(x.dtype)
+    if aweights is not None:
+        if aweights.ndim > 1 or aweights.shape[0] != n:
+            raise ValueError(f"cov(): expected aweights to have one dimension and the same "
+                             f"number of elements as the observations ({n})")
+        w = aweights.to(x.dtype) if w is None else w * aweights.to(x.dtype)
+    if w is None:
+        total = float(n)
+        mean = x.mean(1, keepdim=True)
+        norm = total - correction
+    else:
+        total = w.sum()
+        mean = (x * w).sum(1, keepdim=True) / total
+        if correction == 0:
+            norm = total
+        elif aweights is None:
+            norm = total - correction
+        else:
+            norm = total - correction * (w * aweights.to(x.dtype)).sum() / total
+    if isinstance(norm, Tensor):
+        norm = norm.clamp(min=0.0)
+    elif norm <= 0:
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
+                      "than the number of observations.", stacklevel=2)
+        norm = 0.0
+    xc = x - mean
+    xw = xc if w is None else xc * w
+    c = xw.matmul(xc.transpose(0, 1).conj()) / norm
+    return c.squeeze() if input.ndim < 2 else c
+
+
+def corrcoef(input: Tensor) -> Tensor:
+    """Pearson's correlation coefficients of the variables in the rows of ``input``:
+    cov / sqrt(var_i var_j), clipped to [-1, 1]."""
+    c = cov(input)
+    if c.ndim == 0:
+        return c / c
+    d = c.diagonal()
+    stddev = d.sqrt() if not d.dtype.is_complex else d.real.sqrt()
+    c = c / stddev.unsqueeze(1) / stddev.unsqueeze(0)
+    return c.clamp(-1.0, 1.0) if not c.dtype.is_complex else c
+
+
+def fmax(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    """The elementwise maximum, ignoring NaN: NaN only where both are NaN."""
+    a, b = tensor_arg(input, "fmax"), other
+    return where(isnan(a), b, where(isnan(b), a, maximum(a, b)))
+
+
+def fmin(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    """The elementwise minimum, ignoring NaN: NaN only where both are NaN."""
+    a, b = tensor_arg(input, "fmin"), other
+    return where(isnan(a), b, where(isnan(b), a, minimum(a, b)))
+
+
+def frac(input: Tensor) -> Tensor:
+    """The fractional part, ``x - trunc(x)`` (sign of x); gradient 1."""
+    x = tensor_arg(input, "frac")
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"\"frac_cpu\" not implemented for '{x.dtype}'")
+    return x - trunc(x).detach()
+
+
+def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
+    """Rotates by 90 degrees ``k`` times in the plane of ``dims``, from the first towards the
+    second dimension."""
+    x = tensor_arg(input, "rot90")
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if x.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {x.ndim}")
+    d0, d1 = (wrap_dim(d, x.ndim, "rot90", "dims") for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
+                           f"dim1 = {d1}")
+    k %= 4
+    if k == 1:
+        return x.flip((d1,)).transpose(d0, d1)
+    if k == 2:
+        return x.flip((d0, d1))
+    if k == 3:
+        return x.flip((d0,)).transpose(d0, d1)
+    return x.clone()
+
+
+def broadcast_tensors(*tensors) -> tuple:
+    """The tensors expanded (as views) to their common broadcast shape."""
+    shape = broadcast_shapes(*(tuple(t.shape) for t in tensors))
+    return tuple(t.expand(shape) for t in tensors)
+
+
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
+             requires_grad: bool = False) -> Tensor:
+    """``steps`` values from ``base ** start`` to ``base ** end``, evenly spaced in the
+    exponent."""
+    from .creation import linspace
+
+    exps = linspace(start, end, steps, dtype=dtypes.float64, device=device)
+    out = (float(base) ** exps).to(dtype or dtypes.get_default_dtype())
+    return out.requires_grad_() if requires_grad else out
+
+
+def can_cast(from_: dtypes.dtype, to: dtypes.dtype) -> bool:
+    """Whether a value of ``from_`` may be cast to ``to`` under PyTorch's casting rule: not
+    to a lower category (complex > floating > integral > bool)."""
+    def category(d):
+        return 3 if d.is_complex else 2 if d.is_floating_point else 0 if d is dtypes.bool else 1
+    return category(from_) <= category(to)
+
+
+OPS = (
+    OpInfo("nansum", nansum, dtypes="all; NaN as 0", grad="g where not NaN"),
+    OpInfo("nanmean", nanmean, dtypes="floats", grad="g / count where not NaN"),
+    OpInfo("count_nonzero", count_nonzero, dtypes="all; int64 result", grad="none"),
+    OpInfo("aminmax", aminmax, dtypes="all", grad="through amin and amax"),
+    OpInfo("dist", dist, dtypes="floats", grad="through norm"),
+    OpInfo("cov", cov, dtypes="floats (integers promote)", grad="through its parts"),
+    OpInfo("corrcoef", corrcoef, dtypes="floats (integers promote)", grad="through its parts"),
+    OpInfo("fmax", fmax, dtypes="promoted", grad="g to the larger non-NaN operand"),
+    OpInfo("fmin", fmin, dtypes="promoted", grad="g to the smaller non-NaN operand"),
+    OpInfo("frac", frac, dtypes="floats", grad="g"),
+    OpInfo("rot90", rot90, dtypes="all", grad="the rotation back"),
+    OpInfo("broadcast_tensors", broadcast_tensors, method=False, dtypes="all",
+           grad="summed back"),
+    OpInfo("logspace", logspace, method=False, dtypes="float", grad="none"),
+)
