@@ -13,7 +13,7 @@ from .activation import *  # noqa: F403 (activation.__all__)
 from .activation import __all__ as _activations
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
 from .layers import (CosineSimilarity, Dropout, Dropout1d, Dropout2d, Dropout3d, Embedding,
                      Flatten, Identity, LayerNorm, Linear, PairwiseDistance, PixelShuffle,
                      PixelUnshuffle, Unflatten)
@@ -42,14 +42,14 @@ from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLay
 
 __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
-    "AvgPool1d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d", "ConvTranspose1d",
-    "ConvTranspose2d", "CosineSimilarity", "DataParallel", "Dropout", "Dropout1d", "Dropout2d",
-    "Dropout3d", "Embedding", "Flatten", "GRU", "GRUCell", "GroupNorm", "Identity",
-    "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LSTM", "LSTMCell", "LayerNorm",
-    "Linear", "MaxPool1d", "MaxPool2d", "Module", "ModuleDict", "ModuleList", "MultiheadAttention",
-    "PairwiseDistance", "Parameter", "ParameterDict", "ParameterList", "PixelShuffle",
-    "PixelUnshuffle", "RMSNorm", "RNN", "RNNBase", "RNNCell", "Sequential", "Transformer",
-    "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
+    "AvgPool1d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d", "Conv3d",
+    "ConvTranspose1d", "ConvTranspose2d", "CosineSimilarity", "DataParallel", "Dropout",
+    "Dropout1d", "Dropout2d", "Dropout3d", "Embedding", "Flatten", "GRU", "GRUCell", "GroupNorm",
+    "Identity", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LSTM", "LSTMCell",
+    "LayerNorm", "Linear", "MaxPool1d", "MaxPool2d", "Module", "ModuleDict", "ModuleList",
+    "MultiheadAttention", "PairwiseDistance", "Parameter", "ParameterDict", "ParameterList",
+    "PixelShuffle", "PixelUnshuffle", "RMSNorm", "RNN", "RNNBase", "RNNCell", "Sequential",
+    "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
     "TransformerEncoderLayer", "Unflatten", "Upsample", "UpsamplingBilinear2d",
     "UpsamplingNearest2d", "functional", "init", "parallel", "utils",
 ] + list(_activations) + list(_losses) + list(_paddings)

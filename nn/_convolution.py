@@ -216,6 +216,18 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1) -> Tensor:
+    """Applies a 3D convolution over an input image composed of several input planes.
+
+    Arguments as ``conv2d``'s with three spatial dims: input (N, C_in, iD, iH, iW) (or
+    unbatched), weight (out_channels, in_channels / groups, kD, kH, kW). Computed as im2col
+    (a gather of every window's taps) and one matmul per group; the gradients come through
+    them (no fused kernel: the fused convolution primitive is two-dimensional).
+    """
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
+
+
 def _conv_transpose(input: Tensor, weight: Tensor, bias, stride, padding, output_padding,
                     groups: int, dilation, nd: int, op: str) -> Tensor:
     """conv_transpose1d/2d (``nd`` spatial dims): PyTorch's checks, then the fused primitive

@@ -16,7 +16,7 @@ from ._convolution import _ntuple
 from .module import Module
 from .parameter import affine_parameters
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
@@ -144,6 +144,21 @@ class Conv2d(_ConvNd):
 
     _nd = 2
     _functional = staticmethod(F.conv2d)
+
+
+class Conv3d(_ConvNd):
+    """Applies a 3D convolution over an input signal composed of several input planes:
+    (N, C_in, D, H, W) or (C_in, D, H, W) -> (N, C_out, D_out, H_out, W_out). Arguments as
+    ``Conv1d``'s, each an int or a triple (depth, height, width).
+
+    Example:
+        >>> m = tg.nn.Conv3d(4, 8, 3, stride=2, padding=1)
+        >>> m(tg.randn(2, 4, 8, 10, 12)).shape
+        tritongrad.Size([2, 8, 4, 5, 6])
+    """
+
+    _nd = 3
+    _functional = staticmethod(F.conv3d)
 
 
 class _ConvTransposeNd(_ConvNd):

@@ -22,9 +22,9 @@ from ..autograd.tensor import Tensor
 
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
            "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d", "conv_transpose1d",
-           "conv_transpose2d", "cosine_embedding_loss", "cosine_similarity", "cross_entropy",
-           "dropout", "dropout1d", "dropout2d", "dropout3d", "elu", "embedding",
+           "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d", "conv3d",
+           "conv_transpose1d", "conv_transpose2d", "cosine_embedding_loss", "cosine_similarity",
+           "cross_entropy", "dropout", "dropout1d", "dropout2d", "dropout3d", "elu", "embedding",
            "gaussian_nll_loss", "gelu", "glu", "group_norm", "hardshrink", "hardsigmoid",
            "hardswish", "hardtanh", "hinge_embedding_loss", "huber_loss", "instance_norm",
            "interpolate", "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax",
@@ -850,7 +850,7 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
 
 from ._attention import multi_head_attention_forward, scaled_dot_product_attention
 from ._convolution import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,
-                           adaptive_max_pool2d, avg_pool1d, avg_pool2d, conv1d, conv2d,
+                           adaptive_max_pool2d, avg_pool1d, avg_pool2d, conv1d, conv2d, conv3d,
                            conv_transpose1d, conv_transpose2d, max_pool1d, max_pool2d, unfold)
 from ._normalization import batch_norm, group_norm, instance_norm, rms_norm
 from ._padding import pad
@@ -861,7 +861,7 @@ from ._margin_losses import (cosine_embedding_loss, hinge_embedding_loss, margin
 
 # autocast's entries for the composites defined in the modules above (their autocast column is
 # here, as the op tables' is in their rows: autograd/autocast.py)
-conv1d, conv2d, conv_transpose1d, conv_transpose2d, scaled_dot_product_attention = map(
-    _autocast("lower"), (conv1d, conv2d, conv_transpose1d, conv_transpose2d,
+conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, scaled_dot_product_attention = map(
+    _autocast("lower"), (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d,
                          scaled_dot_product_attention))
 group_norm = _autocast("float32 on cuda")(group_norm)

@@ -177,6 +177,31 @@ POOL_CASES = [  # kernel, stride, padding, dilation, ceil_mode
 ]
 
 
+@pytest.mark.parametrize("stride, padding, dilation, groups", [
+    (1, 0, 1, 1), (2, 1, 1, 1), ((1, 2, 1), (0, 1, 2), (2, 1, 1), 2)])
+def test_conv3d_matches_a_window_reference(device, stride, padding, dilation, groups):
+    x, w = rng.standard_normal((2, 4, 5, 6, 7)), rng.standard_normal((6, 4 // groups, 3, 2, 3))
+    b = rng.standard_normal(6)
+    y = F.conv3d(tg.tensor(x, device=device), tg.tensor(w, device=device),
+                 tg.tensor(b, device=device), stride, padding, dilation, groups)
+    s3, p3, d3 = (v if isinstance(v, tuple) else (v,) * 3 for v in (stride, padding, dilation))
+    xp = np.pad(x, ((0, 0), (0, 0)) + tuple((p, p) for p in p3))
+    eff = [d * (k - 1) + 1 for d, k in zip(d3, w.shape[2:])]
+    win = np.lib.stride_tricks.sliding_window_view(xp, eff, axis=(2, 3, 4))
+    win = win[:, :, ::s3[0], ::s3[1], ::s3[2], ::d3[0], ::d3[1], ::d3[2]]
+    cg, og = 4 // groups, 6 // groups
+    ref = np.concatenate([np.einsum("ncdhwijk,ocijk->nodhw", win[:, g * cg:(g + 1) * cg],
+                                    w[g * og:(g + 1) * og]) for g in range(groups)], 1)
+    np.testing.assert_allclose(host(y), ref + b[None, :, None, None, None], rtol=1e-11,
+                               atol=1e-11)
+    if device == "cpu":
+        assert_grads_match(lambda x, w: F.conv3d(x, w, None, stride, padding, dilation, groups),
+                           [tg.tensor(x[:1, :, :5, :4, :5]), tg.tensor(w)])
+    m = nn.Conv3d(4, 6, (3, 2, 3), stride, padding, dilation, groups)
+    assert m.weight.shape == (6, 4 // groups, 3, 2, 3)
+    assert m(tg.randn(4, 5, 6, 7)).shape == ref.shape[1:]  # unbatched
+
+
 # -- transposed convolution -------------------------------------------------------------------------
 
 def _convt_ref(x, w, b, stride, pad, out_pad, dilation, groups):
