@@ -1,6 +1,6 @@
 """``tritongrad.optim``: optimizers over module parameters (PyTorch's ``torch.optim``
 surface): ``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``, ``Adadelta``, ``Adamax``,
-``NAdam``, ``RAdam``, and learning-rate schedules in ``tritongrad.optim.lr_scheduler``.
+``NAdam``, ``RAdam``, ``LBFGS``, and learning-rate schedules in ``tritongrad.optim.lr_scheduler``.
 
 Example:
     >>> import tritongrad as tg
@@ -19,9 +19,10 @@ from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .adam_variants import Adamax, NAdam, RAdam
 from .grad_scaler import GradScaler
+from .lbfgs import LBFGS
 from .optimizer import Optimizer
 from .rmsprop import RMSprop
 from .sgd import SGD
 
 __all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
-           "Optimizer", "lr_scheduler", "GradScaler"]
+           "LBFGS", "Optimizer", "lr_scheduler", "GradScaler"]
