@@ -1,4 +1,6 @@
-"""``F.interpolate`` and the ``Upsample`` modules: resizing along the spatial dimensions.
+"""``F.interpolate`` and the ``Upsample`` modules (resizing along the spatial dimensions), and
+``F.affine_grid`` / ``F.grid_sample`` (sampling at arbitrary locations: spatial
+transformers).
 
 Every mode is separable, so the resize is one step per spatial dimension, each a gather of
 input rows (``index_select``) with per-output weights (a composite of differentiable ops:
@@ -25,10 +27,12 @@ import numpy as np
 
 from ..autograd.ops.creation import tensor as _tensor
 from ..autograd.tensor import Tensor
+from ..runtime import dtype as dtypes
 from ._convolution import adaptive_avg_pool2d
 from .module import Module
 
-__all__ = ["Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "interpolate"]
+__all__ = ["Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "affine_grid",
+           "grid_sample", "interpolate"]
 
 _LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3}  # mode -> the spatial dims it needs
 _MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
@@ -227,3 +231,119 @@ class UpsamplingBilinear2d(Upsample):
 
     def __init__(self, size=None, scale_factor=None):
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# -- spatial transformers: affine_grid and grid_sample ------------------------------------------
+
+def _base_coords(n: int, align_corners: bool, like: Tensor) -> Tensor:
+    """The normalised coordinates of ``n`` pixel centres: -1 .. 1 at the corner pixels'
+    centres (``align_corners``) or at the image's edges."""
+    from ..autograd.ops.creation import linspace
+
+    c = linspace(-1.0, 1.0, n, dtype=like.dtype, device=like.device)
+    return c if align_corners or n <= 1 else c * ((n - 1) / n)
+
+
+def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tensor:
+    """The sampling grid (N, H, W, 2) of the affine maps ``theta`` (N, 2, 3) for an output of
+    ``size`` (N, C, H, W): each output pixel's normalised (x, y) is theta @ (x, y, 1)."""
+    from ..autograd.ops.shape import stack
+
+    align_corners = bool(align_corners)
+    if len(size) != 4:
+        raise NotImplementedError(f"affine_grid only supports 4D sizes, for 2D affine "
+                                  f"transformations. Got size {list(size)}.")
+    n, _, h, w = (int(v) for v in size)
+    if not theta.dtype.is_floating_point:
+        raise ValueError(f"Expected theta to have floating point type, but got "
+                         f"{theta.dtype}")
+    if tuple(theta.shape) != (n, 2, 3):
+        raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                         f"{list(size)}. Got {list(theta.shape)}.")
+    xs = _base_coords(w, align_corners, theta).reshape(1, w).expand(h, w)
+    ys = _base_coords(h, align_corners, theta).reshape(h, 1).expand(h, w)
+    base = stack([xs, ys, xs.new_ones(h, w)], -1).reshape(1, h * w, 3)
+    return base.matmul(theta.transpose(1, 2)).reshape(n, h, w, 2)
+
+
+def _unnormalize(coord: Tensor, size: int, align_corners: bool) -> Tensor:
+    if align_corners:
+        return (coord + 1) / 2 * (size - 1)
+    return ((coord + 1) * size - 1) / 2
+
+
+def _reflect(coord: Tensor, twice_low: int, twice_high: int) -> Tensor:
+    """ATen's reflect_coordinates: fold ``coord`` into [twice_low / 2, twice_high / 2]."""
+    if twice_low == twice_high:
+        return coord * 0
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    d = (coord - low).abs()
+    flips = (d / span).floor().detach()
+    extra = d - flips * span
+    odd = (flips.remainder(2) != 0)
+    return (span - extra + low).where(odd, extra + low)
+
+
+def _clip(x: Tensor, size: int) -> Tensor:
+    """``x`` clamped to [0, size - 1] with ATen's gradient: 1 strictly inside, 0 at the
+    bounds and beyond (clamp's would pass it at the bounds)."""
+    inside = (x > 0).logical_and(x < size - 1)
+    return x.where(inside, x.detach().clamp(0, size - 1))
+
+
+def _source(coord: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
+    x = _unnormalize(coord, size, align_corners)
+    if padding_mode == "border":
+        x = _clip(x, size)
+    elif padding_mode == "reflection":
+        x = _reflect(x, 0, 2 * (size - 1)) if align_corners else _reflect(x, -1, 2 * size - 1)
+        x = _clip(x, size)
+    return x
+
+
+def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
+                padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
+    """Samples ``input`` (N, C, H, W) at the normalised locations ``grid`` (N, H_out, W_out,
+    2) holding (x, y) in [-1, 1]: ``mode`` ``"bilinear"`` or ``"nearest"``; outside the input,
+    ``padding_mode`` ``"zeros"``, ``"border"`` (the edge) or ``"reflection"``. Differentiable
+    in both ``input`` and ``grid`` (ATen's formulas: the four neighbours ``floor`` and
+    ``floor + 1`` weighted by the opposite areas; nearest rounds half to even). With
+    ``"nearest"`` the output does not depend on ``grid`` (its gradient is None here, zeros in
+    PyTorch). 4-D input only (no ``"bicubic"``, no volumetric input)."""
+    align_corners = bool(align_corners)
+    if mode not in ("bilinear", "nearest"):
+        raise NotImplementedError(f"grid_sample: mode {mode!r} is not supported (bilinear, "
+                                  f"nearest)")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    if input.ndim != 4 or grid.ndim != 4 or grid.shape[-1] != 2:
+        raise NotImplementedError(f"grid_sample: expected 4-D input and a grid of shape (N, "
+                                  f"H_out, W_out, 2), got {list(input.shape)} and "
+                                  f"{list(grid.shape)}")
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, "
+                           f"but got input with sizes {list(input.shape)} and grid with sizes "
+                           f"{list(grid.shape)}")
+    n, c, h, w = input.shape
+    ho, wo = grid.shape[1:3]
+    ix = _source(grid[..., 0], w, padding_mode, align_corners)
+    iy = _source(grid[..., 1], h, padding_mode, align_corners)
+    flat = input.reshape(n, c, h * w)
+
+    def tap(xi: Tensor, yi: Tensor) -> Tensor:
+        """input at integer (x, y) per output position (N, C, H_out, W_out); 0 outside."""
+        inside = (xi >= 0).logical_and(xi <= w - 1).logical_and(yi >= 0).logical_and(
+            yi <= h - 1)
+        index = (yi.clamp(0, h - 1) * w + xi.clamp(0, w - 1)).to(dtypes.int64)
+        got = flat.gather(2, index.reshape(n, 1, ho * wo).expand(n, c, ho * wo))
+        return got.reshape(n, c, ho, wo) * inside.to(input.dtype).unsqueeze(1)
+
+    if mode == "nearest":
+        return tap(ix.detach().round(), iy.detach().round())
+    x0, y0 = ix.detach().floor(), iy.detach().floor()
+    x1, y1 = x0 + 1, y0 + 1
+    wx1, wy1 = (ix - x0).unsqueeze(1), (iy - y0).unsqueeze(1)  # the weights carry the grad
+    wx0, wy0 = 1 - wx1, 1 - wy1
+    return (tap(x0, y0) * wx0 * wy0 + tap(x1, y0) * wx1 * wy0
+            + tap(x0, y1) * wx0 * wy1 + tap(x1, y1) * wx1 * wy1)

@@ -21,20 +21,20 @@ from ..autograd.ops.softmax import softmax as _softmax
 from ..autograd.tensor import Tensor
 
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
-           "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d", "conv3d",
-           "conv_transpose1d", "conv_transpose2d", "cosine_embedding_loss", "cosine_similarity",
-           "cross_entropy", "dropout", "dropout1d", "dropout2d", "dropout3d", "elu", "embedding",
-           "gaussian_nll_loss", "gelu", "glu", "group_norm", "hardshrink", "hardsigmoid",
-           "hardswish", "hardtanh", "hinge_embedding_loss", "huber_loss", "instance_norm",
-           "interpolate", "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax",
-           "logsigmoid", "margin_ranking_loss", "max_pool1d", "max_pool2d", "mish", "mse_loss",
-           "multi_head_attention_forward", "multi_margin_loss", "multilabel_soft_margin_loss",
-           "nll_loss", "normalize", "one_hot", "pad", "pairwise_distance", "pixel_shuffle",
-           "pixel_unshuffle", "poisson_nll_loss", "prelu", "relu", "relu6", "rms_norm",
-           "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss",
-           "soft_margin_loss", "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh",
-           "tanhshrink", "threshold", "threshold_", "triplet_margin_loss",
+           "adaptive_max_pool2d", "affine_grid", "avg_pool1d", "avg_pool2d", "batch_norm",
+           "binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d",
+           "conv3d", "conv_transpose1d", "conv_transpose2d", "cosine_embedding_loss",
+           "cosine_similarity", "cross_entropy", "dropout", "dropout1d", "dropout2d", "dropout3d",
+           "elu", "embedding", "gaussian_nll_loss", "gelu", "glu", "grid_sample", "group_norm",
+           "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "hinge_embedding_loss",
+           "huber_loss", "instance_norm", "interpolate", "kl_div", "l1_loss", "layer_norm",
+           "leaky_relu", "linear", "log_softmax", "logsigmoid", "margin_ranking_loss", "max_pool1d",
+           "max_pool2d", "mish", "mse_loss", "multi_head_attention_forward", "multi_margin_loss",
+           "multilabel_soft_margin_loss", "nll_loss", "normalize", "one_hot", "pad",
+           "pairwise_distance", "pixel_shuffle", "pixel_unshuffle", "poisson_nll_loss", "prelu",
+           "relu", "relu6", "rms_norm", "scaled_dot_product_attention", "selu", "sigmoid", "silu",
+           "smooth_l1_loss", "soft_margin_loss", "softmax", "softmin", "softplus", "softshrink",
+           "softsign", "tanh", "tanhshrink", "threshold", "threshold_", "triplet_margin_loss",
            "triplet_margin_with_distance_loss", "unfold"]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -854,7 +854,7 @@ from ._convolution import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_ma
                            conv_transpose1d, conv_transpose2d, max_pool1d, max_pool2d, unfold)
 from ._normalization import batch_norm, group_norm, instance_norm, rms_norm
 from ._padding import pad
-from ._sampling import interpolate
+from ._sampling import affine_grid, grid_sample, interpolate
 from ._margin_losses import (cosine_embedding_loss, hinge_embedding_loss, margin_ranking_loss,
                              multi_margin_loss, multilabel_soft_margin_loss, soft_margin_loss,
                              triplet_margin_loss, triplet_margin_with_distance_loss)
