@@ -356,6 +356,46 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     return cols.squeeze(0) if unbatched else cols
 
 
+def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """Combines an array of sliding local blocks into a large containing tensor (col2im, the
+    adjoint of ``unfold``): (N, C * prod(kernel_size), L) -> (N, C, *output_size), the
+    values of overlapping blocks summed."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are "
+                           f"supported (got {input.ndim}D)")
+    unbatched = input.ndim == 2
+    x = input.unsqueeze(0) if unbatched else input
+    size = _ntuple(output_size, 2, "output_size", "fold")
+    kernel = _ntuple(kernel_size, 2, "kernel_size", "fold")
+    dilation = _ntuple(dilation, 2, "dilation", "fold")
+    padding = _ntuple(padding, 2, "padding", "fold")
+    stride = _ntuple(stride, 2, "stride", "fold")
+    k = math.prod(kernel)
+    n, ck, length = x.shape
+    if ck % k:
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product "
+                           f"of kernel_size, but got input.size(1)={ck} and kernel_size="
+                           f"{kernel}")
+    padded = tuple(s + 2 * p for s, p in zip(size, padding))
+    out = tuple(_conv_out(s, kk, st, p, p, d) for s, kk, st, p, d
+                in zip(size, kernel, stride, padding, dilation))
+    if math.prod(out) != length:
+        raise RuntimeError(f"Given output_size={size}, kernel_size={kernel}, dilation="
+                           f"{dilation}, padding={padding}, stride={stride}, expected size of "
+                           f"input's dimension 2 to match the calculated number of sliding "
+                           f"blocks {out[0]} * {out[1]} = {math.prod(out)}, but got "
+                           f"input.size(2)={length}.")
+    c = ck // k
+    idx = _window_index(padded, kernel, stride, dilation, out)  # (K, L) flat padded positions
+    from ..autograd.ops.creation import zeros
+
+    canvas = zeros((n, c, padded[0] * padded[1]), dtype=x.dtype, device=x.device).index_add(
+        2, _tensor(idx.reshape(-1), device=x.device), x.reshape(n, c, k * length))
+    y = canvas.reshape((n, c) + padded)[:, :, padding[0]:padding[0] + size[0],
+                                         padding[1]:padding[1] + size[1]]
+    return y.squeeze(0) if unbatched else y
+
+
 # -- pooling -------------------------------------------------------------------------------------
 
 def _pool_out(n: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:

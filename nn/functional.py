@@ -22,14 +22,15 @@ from ..autograd.tensor import Tensor
 
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
            "adaptive_max_pool2d", "affine_grid", "avg_pool1d", "avg_pool2d", "batch_norm",
-           "binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d",
-           "conv3d", "conv_transpose1d", "conv_transpose2d", "cosine_embedding_loss",
+           "bilinear", "binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "conv1d",
+           "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "cosine_embedding_loss",
            "cosine_similarity", "cross_entropy", "dropout", "dropout1d", "dropout2d", "dropout3d",
-           "elu", "embedding", "gaussian_nll_loss", "gelu", "glu", "grid_sample", "group_norm",
-           "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "hinge_embedding_loss",
-           "huber_loss", "instance_norm", "interpolate", "kl_div", "l1_loss", "layer_norm",
-           "leaky_relu", "linear", "log_softmax", "logsigmoid", "margin_ranking_loss", "max_pool1d",
-           "max_pool2d", "mish", "mse_loss", "multi_head_attention_forward", "multi_margin_loss",
+           "elu", "embedding", "embedding_bag", "fold", "gaussian_nll_loss", "gelu", "glu",
+           "grid_sample", "group_norm", "gumbel_softmax", "hardshrink", "hardsigmoid", "hardswish",
+           "hardtanh", "hinge_embedding_loss", "huber_loss", "instance_norm", "interpolate",
+           "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear", "local_response_norm",
+           "log_softmax", "logsigmoid", "margin_ranking_loss", "max_pool1d", "max_pool2d", "mish",
+           "mse_loss", "multi_head_attention_forward", "multi_margin_loss",
            "multilabel_soft_margin_loss", "nll_loss", "normalize", "one_hot", "pad",
            "pairwise_distance", "pixel_shuffle", "pixel_unshuffle", "poisson_nll_loss", "prelu",
            "relu", "relu6", "rms_norm", "scaled_dot_product_attention", "selu", "sigmoid", "silu",
@@ -344,6 +345,78 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None, no
     return _nn.embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq)
 
 
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
+                  max_norm=None, norm_type: float = 2, scale_grad_by_freq: bool = False,
+                  mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    """Sums, averages or takes the maximum of bags of embeddings, without the intermediate
+    (N, D) rows: ``input`` 2-D (B, N) is B bags of N indices; 1-D it is cut into bags at
+    ``offsets`` (the start of each bag; ``include_last_offset``: the last entry ends the last
+    bag). ``per_sample_weights`` (``mode='sum'`` only) scale each row; ``padding_idx`` rows
+    are left out (and not counted by the mean). Empty bags give zeros."""
+    if sparse:
+        raise NotImplementedError(_SPARSE_MSG.format("embedding_bag"))
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' (got "
+                                  f"mode='{mode}'). Please open a feature request on GitHub.")
+    from ..autograd.ops.creation import arange, tensor, zeros
+
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
+                             "is a mini-batch of fixed length sequences.")
+        bags, per = input.shape
+        flat = input.reshape(-1)
+        bag_of = arange(bags, device=input.device).repeat_interleave(per)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.ndim == 1:
+        if offsets is None or offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor but got None" if offsets is None
+                             else "offsets has to be a 1D Tensor")
+        starts = offsets.tolist()
+        if include_last_offset:
+            starts, end = starts[:-1], starts[-1]
+        else:
+            end = input.shape[0]
+        if starts and starts[0] != 0:
+            raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the "
+                               "mini-batch has to start from position 0. However, got "
+                               f"{starts[0]}")
+        bags, flat = len(starts), input
+        lengths = [b - a for a, b in zip(starts, starts[1:] + [end])]
+        bag_of = tensor(sum(([i] * n for i, n in enumerate(lengths)), []), dtype=input.dtype,
+                        device=input.device)
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.ndim}")
+    rows = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq)
+    keep = None
+    if padding_idx is not None:
+        keep = (flat != (padding_idx % weight.shape[0])).to(rows.dtype).unsqueeze(1)
+        rows = rows * keep
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.unsqueeze(1)
+    dim = weight.shape[1]
+    out = zeros((bags, dim), dtype=rows.dtype, device=rows.device)
+    if mode == "max":
+        if keep is not None:  # padding rows never win the maximum
+            rows = rows.where(keep > 0, float("-inf"))
+        out = out.scatter_reduce(0, bag_of.unsqueeze(1).expand(-1, dim), rows, "amax",
+                                 include_self=False)
+        return out.where(out != float("-inf"), 0.0)
+    total = out.index_add(0, bag_of, rows)
+    if mode == "sum":
+        return total
+    ones = rows.new_ones((rows.shape[0], 1)) if keep is None else keep
+    counts = zeros((bags, 1), dtype=rows.dtype, device=rows.device).index_add(0, bag_of, ones)
+    return total / counts.clamp(min=1.0)
+
+
 _SPARSE_MSG = ("{}: sparse=True asks for a sparse gradient of the weight, and tritongrad has no "
                "sparse tensors; use sparse=False (the gradient is then a dense tensor)")
 
@@ -448,6 +521,54 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     x = input.reshape(tuple(lead) + (c, h // r, r, w // r, r))
     x = x.permute(tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))
     return x.reshape(tuple(lead) + (c * r * r, h // r, w // r))
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """y = x1^T A x2 + b per output feature: ``weight`` (out, in1, in2), inputs (*, in1) and
+    (*, in2) with the same leading dims."""
+    if tuple(input1.shape[:-1]) != tuple(input2.shape[:-1]):
+        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got "
+                           f"{list(input1.shape[:-1])} and {list(input2.shape[:-1])}")
+    if weight.ndim != 3 or weight.shape[1] != input1.shape[-1] \
+            or weight.shape[2] != input2.shape[-1]:
+        raise RuntimeError(f"bilinear(): weight of shape {list(weight.shape)} does not match "
+                           f"the inputs' features {input1.shape[-1]} and {input2.shape[-1]}")
+    from ..autograd.ops.contraction import einsum
+
+    y = einsum("...i,oij,...j->...o", input1, weight, input2)
+    return y if bias is None else y + bias
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Tensor:
+    """Divides each element by (k + alpha * mean of the squares of the ``size`` channels
+    around it) ** beta; the channel window is zero-padded (size // 2 before, (size - 1) // 2
+    after) and always divided by ``size``, as PyTorch's."""
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} "
+                         f"dimensions)")
+    if input.numel() == 0:
+        return input
+    c = input.shape[1]
+    sq = pad(input * input, [0, 0] * (input.ndim - 2) + [size // 2, (size - 1) // 2])
+    window = sq.narrow(1, 0, c)
+    for j in range(1, size):
+        window = window + sq.narrow(1, j, c)
+    return input / (window * (alpha / size) + k) ** beta
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    """Samples from the Gumbel-softmax distribution (Jang et al., 2016): softmax((logits + g)
+    / tau) with g ~ Gumbel(0, 1); ``hard`` returns one-hot samples whose gradient is the soft
+    sample's (the straight-through estimator)."""
+    gumbels = -logits.new_empty(tuple(logits.shape)).exponential_().log()
+    y_soft = _softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    index = y_soft.argmax(dim, keepdim=True)
+    y_hard = y_soft.new_zeros(tuple(y_soft.shape)).scatter(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
@@ -851,7 +972,8 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
 from ._attention import multi_head_attention_forward, scaled_dot_product_attention
 from ._convolution import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,
                            adaptive_max_pool2d, avg_pool1d, avg_pool2d, conv1d, conv2d, conv3d,
-                           conv_transpose1d, conv_transpose2d, max_pool1d, max_pool2d, unfold)
+                           conv_transpose1d, conv_transpose2d, fold, max_pool1d, max_pool2d,
+                           unfold)
 from ._normalization import batch_norm, group_norm, instance_norm, rms_norm
 from ._padding import pad
 from ._sampling import affine_grid, grid_sample, interpolate

@@ -17,9 +17,9 @@ from . import init
 from .module import Module
 from .parameter import Parameter, affine_parameters, normalized_shape_parameters
 
-__all__ = ["CosineSimilarity", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Embedding",
-           "Flatten", "Identity", "LayerNorm", "Linear", "PairwiseDistance", "PixelShuffle",
-           "PixelUnshuffle", "Unflatten"]
+__all__ = ["Bilinear", "CosineSimilarity", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Embedding",
+           "EmbeddingBag", "Flatten", "Fold", "Identity", "LayerNorm", "Linear", "PairwiseDistance", "PixelShuffle",
+           "PixelUnshuffle", "Unflatten", "Unfold"]
 
 
 class Identity(Module):
@@ -315,3 +315,87 @@ class PairwiseDistance(Module):
 
     def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
         return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
+
+
+class Bilinear(Module):
+    """y = x1^T A x2 + b: weight (out_features, in1_features, in2_features), initialised
+    U(-1/sqrt(in1_features), 1/sqrt(in1_features)) as the bias, as PyTorch's."""
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int,
+                 bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        self.in1_features, self.in2_features = in1_features, in2_features
+        self.out_features = out_features
+        self.weight = Parameter(empty((out_features, in1_features, in2_features), device=device,
+                                      dtype=dtype))
+        self.bias = Parameter(empty((out_features,), device=device, dtype=dtype)) if bias \
+            else None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        bound = 1 / math.sqrt(self.weight.shape[1])
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+class EmbeddingBag(Embedding):
+    """Sums, averages or takes the maximum of bags of embeddings (``F.embedding_bag``);
+    ``forward(input, offsets=None, per_sample_weights=None)``."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, max_norm=None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean",
+                 sparse: bool = False, _weight=None, include_last_offset: bool = False,
+                 padding_idx=None, device=None, dtype=None):
+        super().__init__(num_embeddings, embedding_dim, padding_idx, max_norm, norm_type,
+                         scale_grad_by_freq, sparse, _weight, device=device, dtype=dtype)
+        self.mode, self.include_last_offset = mode, include_last_offset
+
+    def forward(self, input: Tensor, offsets: Tensor | None = None,
+                per_sample_weights: Tensor | None = None) -> Tensor:
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
+                               self.scale_grad_by_freq, self.mode, self.sparse,
+                               per_sample_weights, self.include_last_offset, self.padding_idx)
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + f", mode='{self.mode}'"
+
+
+class Fold(Module):
+    """Combines sliding local blocks into a tensor (``F.fold``, col2im)."""
+
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.output_size, self.kernel_size = output_size, kernel_size
+        self.dilation, self.padding, self.stride = dilation, padding, stride
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding,
+                      self.stride)
+
+    def extra_repr(self) -> str:
+        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, "
+                f"dilation={self.dilation}, padding={self.padding}, stride={self.stride}")
+
+
+class Unfold(Module):
+    """Extracts sliding local blocks from a batched input (``F.unfold``, im2col)."""
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size, self.dilation = kernel_size, dilation
+        self.padding, self.stride = padding, stride
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, "
+                f"padding={self.padding}, stride={self.stride}")

@@ -25,6 +25,8 @@ raises (warm up first, which graph capture needs anyway to compile the kernels).
 
 from __future__ import annotations
 
+import math
+
 import numbers
 import operator
 import threading
@@ -383,6 +385,95 @@ def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
     return self.copy_(draw.to(self.dtype))
 
 
+# -- in-place fills from distributions (PyTorch's Tensor.uniform_, normal_, ...) ----------------
+# Each draws float64 uniforms or normals of self's shape on self's device (from the generator
+# or the default one), maps them to the distribution, and writes them into self (copy_, so
+# dtype casts and the in-place checks are copy_'s); not differentiable.
+
+def _normal_like(x: Tensor, generator, op: str) -> Tensor:
+    gen = stream(generator, x.device, op)
+    return make(x._k.randn(tuple(x.shape), dtypes.float64, x.device, gen))
+
+
+def _fill(self: Tensor, values: Tensor) -> Tensor:
+    from ..grad_mode import no_grad
+
+    with no_grad():
+        return self.copy_(values)
+
+
+def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None,
+             **kw) -> Tensor:
+    """Fills self with numbers drawn uniformly from [a, b) (PyTorch's ``from``/``to`` are
+    accepted as keywords)."""
+    a, b = kw.get("from", a), kw.get("to", b)
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} "
+                           f"> to={b}")
+    return _fill(self, _uniform_like(self, generator, "uniform_") * (b - a) + a)
+
+
+def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
+    """Fills self with numbers drawn from N(mean, std^2)."""
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    return _fill(self, _normal_like(self, generator, "normal_") * std + mean)
+
+
+def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *,
+                generator=None) -> Tensor:
+    """Fills self with exp(N(mean, std^2)) draws."""
+    if std <= 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+    return _fill(self, (_normal_like(self, generator, "log_normal_") * std + mean).exp())
+
+
+def exponential_(self: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
+    """Fills self with draws from the exponential distribution of rate ``lambd``:
+    -log(1 - U) / lambd."""
+    if lambd <= 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+    u = _uniform_like(self, generator, "exponential_")
+    return _fill(self, (1 - u).log().neg() / lambd)
+
+
+def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator=None) -> Tensor:
+    """Fills self with Cauchy draws: median + sigma tan(pi (U - 1/2))."""
+    if sigma <= 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+    u = _uniform_like(self, generator, "cauchy_")
+    return _fill(self, ((u - 0.5) * math.pi).tan() * sigma + median)
+
+
+def geometric_(self: Tensor, p: float, *, generator=None) -> Tensor:
+    """Fills self with the number of Bernoulli(p) trials up to the first success (>= 1):
+    ceil(log(1 - U) / log(1 - p))."""
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    u = _uniform_like(self, generator, "geometric_")
+    return _fill(self, ((1 - u).log() / math.log1p(-p)).ceil().clamp(min=1.0))
+
+
+def random_(self: Tensor, a: int = 0, b: int | None = None, *, generator=None) -> Tensor:
+    """Fills self with integers drawn uniformly from [a, b - 1] (``random_(b)``: [0, b - 1];
+    no bound: up to 2^mantissa bits for floats, the dtype's maximum for integers)."""
+    if b is None and a != 0:
+        a, b = 0, a
+    if b is None:
+        dt = self.dtype
+        if dt.is_floating_point:
+            b = 2 ** {dtypes.float16: 11, dtypes.bfloat16: 8, dtypes.float32: 24}.get(dt, 53) + 1
+        elif dt is dtypes.bool:
+            b = 2
+        else:
+            b = int(np.iinfo(dt.np).max) + 1
+    if a >= b:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={a} >= "
+                           f"to={b}")
+    u = _uniform_like(self, generator, "random_")
+    return _fill(self, (u * (b - a)).floor().clamp(max=b - a - 1) + a)
+
+
 # -- the table ---------------------------------------------------------------------------------
 
 OPS = (
@@ -393,4 +484,7 @@ OPS = (
     OpInfo("multinomial", multinomial, dtypes="floats; int64 result", grad="none"),
     OpInfo("bernoulli", bernoulli, inplace=bernoulli_, dtypes="floats (bernoulli_: all)",
            grad="none"),
+    *(OpInfo(fn.__name__, fn, function=False, dtypes="all (drawn in float64, cast)",
+             grad="none")
+      for fn in (uniform_, normal_, log_normal_, exponential_, cauchy_, geometric_, random_)),
 )
