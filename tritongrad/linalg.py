@@ -19,9 +19,9 @@ from .autograd.ops.decompositions import (LinAlgError, cholesky, cholesky_ex, cr
                                           multi_dot, pinv, qr, slogdet, solve,
                                           solve_triangular, svd, svdvals, vander)
 from .autograd.ops.linalg_ext import linalg_norm as norm
-from .autograd.ops.linalg_ext import matrix_norm, vecdot, vector_norm
+from .autograd.ops.linalg_ext import matrix_norm, matrix_power, vecdot, vector_norm
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cross", "det", "eigh", "eigvalsh", "inv",
-           "inv_ex", "lstsq", "lu_factor", "matmul", "matrix_exp", "matrix_norm", "multi_dot",
-           "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular", "svd", "svdvals",
-           "vander", "vecdot", "vector_norm"]
+           "inv_ex", "lstsq", "lu_factor", "matmul", "matrix_exp", "matrix_norm", "matrix_power",
+           "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular", "svd",
+           "svdvals", "vander", "vecdot", "vector_norm"]

@@ -15,6 +15,7 @@ from . import (combinations, complex_parts, composite, contraction, conversion, 
                shape, softmax, sorting, views)
 from . import products, scans, sets, special  # scans, sets, products, special functions
 from . import statistics  # nansum, cov, corrcoef, fmax, rot90, ... (composites)
+from . import selection  # take, take_along_dim, index_fill, index_copy, masked_scatter
 from . import decompositions  # factorizations and solvers (tg.linalg.inv, svd, ...)
 from . import traced  # noqa: F401 - loading it installs dispatch.traced (the rules' Tensor k)
 from .reduction import return_types
@@ -44,6 +45,7 @@ FAMILIES = {
     "sets": sets.OPS,
     "special": special.OPS,
     "statistics": statistics.OPS,
+    "selection": selection.OPS,
     "decompositions": decompositions.OPS,
 }
 

@@ -271,6 +271,50 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
     return matmul(input, vec)
 
 
+def inner(input: Tensor, other: Tensor) -> Tensor:
+    """The dot product over the last dimension of both (a scalar times a tensor when one is
+    0-d): shape input.shape[:-1] + other.shape[:-1]."""
+    tensor_arg(input, "inner")
+    tensor_arg(other, "inner", "other")
+    if input.ndim == 0 or other.ndim == 0:
+        return input * other
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
+                           f"got shapes {list(input.shape)} and {list(other.shape)}")
+    from .products import tensordot
+
+    return tensordot(input, other, ([input.ndim - 1], [other.ndim - 1]))
+
+
+def matrix_power(input: Tensor, n: int) -> Tensor:
+    """The square matrix (or batch) raised to the integer power ``n``: repeated squaring;
+    ``n = 0`` the identity, ``n < 0`` the inverse's power."""
+    tensor_arg(input, "matrix_power")
+    if input.ndim < 2 or input.shape[-1] != input.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but "
+                           f"they are {input.shape[-2] if input.ndim >= 2 else 0} by "
+                           f"{input.shape[-1] if input.ndim else 0} matrices")
+    n = int(n)
+    if n == 0:
+        from .creation import eye
+
+        return eye(input.shape[-1], dtype=input.dtype, device=input.device).expand(
+            tuple(input.shape)).clone()
+    base = input
+    if n < 0:
+        from .decompositions import inverse
+
+        base, n = inverse(input), -n
+    result = None
+    while n:
+        if n & 1:
+            result = base if result is None else matmul(result, base)
+        n >>= 1
+        if n:
+            base = matmul(base, base)
+    return result
+
+
 def _scaled_sum(input: Tensor, product: Tensor, beta, alpha, op: str) -> Tensor:
     """``beta * input + alpha * product``, ``input`` broadcast to the product's shape. With
     ``beta = 0`` the input's values are ignored (NaN and inf in it do not propagate), as
@@ -337,7 +381,24 @@ def _inplace_product(fn, op: str):
     return method
 
 
+def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * outer(vec1, vec2)``."""
+    product = outer(vec1, vec2)
+    return _scaled_sum(input, product.to(input.dtype) if input.dtype is not product.dtype
+                       else product, beta, alpha, "addr")
+
+
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``: a batch of products reduced."""
+    if batch1.ndim != 3 or batch2.ndim != 3:
+        raise RuntimeError(f"addbmm: batch1 and batch2 must be 3-D tensors, got "
+                           f"{batch1.ndim}-D and {batch2.ndim}-D")
+    return _scaled_sum(input, bmm(batch1, batch2).sum(0), beta, alpha, "addbmm")
+
+
 addmm_ = _inplace_product(addmm, "addmm_")
+addr_ = _inplace_product(addr, "addr_")
+addbmm_ = _inplace_product(addbmm, "addbmm_")
 addmv_ = _inplace_product(addmv, "addmv_")
 baddbmm_ = _inplace_product(baddbmm, "baddbmm_")
 
@@ -349,6 +410,13 @@ OPS = (
     OpInfo("norm", norm, dtypes="floats (dtype= casts)", grad="g x |x|^(p-2) / y^(p-1); 0 at 0",
            autocast="float32 on cuda"),
     OpInfo("outer", outer, aliases=("ger",), dtypes="promoted", grad="g vec2, g^T input"),
+    OpInfo("inner", inner, dtypes="promoted", grad="through tensordot"),
+    OpInfo("matrix_power", matrix_power, dtypes="floats (integers for n >= 0)",
+           grad="through its products (and inverse)"),
+    OpInfo("addr", addr, inplace=addr_, dtypes="one dtype", grad="beta g, alpha g v2, "
+           "alpha g^T v1"),
+    OpInfo("addbmm", addbmm, inplace=addbmm_, dtypes="one dtype",
+           grad="beta g, alpha g b^T, alpha a^T g per batch"),
     OpInfo("dot", dot, dtypes="one dtype", grad="g b, g a", flops="matmul", autocast="lower"),
     OpInfo("vdot", vdot, dtypes="one dtype", grad="g conj(b), conj(g) a"),
     OpInfo("mv", mv, dtypes="one dtype", grad="g v^T, A^T g", flops="matmul",

@@ -234,3 +234,89 @@ OPS = (
            grad="summed back"),
     OpInfo("logspace", logspace, method=False, dtypes="float", grad="none"),
 )
+
+
+# -- quantiles -----------------------------------------------------------------------------------
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(input: Tensor, q, dim, keepdim: bool, interpolation: str, op: str,
+              ignore_nan: bool) -> Tensor:
+    from .creation import tensor as _tensor
+
+    x = tensor_arg(input, op)
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"{op}() input tensor must be either float or double dtype")
+    if interpolation not in _INTERPOLATIONS:
+        raise ValueError(f"{op}() interpolation must be one of linear, lower, higher, midpoint "
+                         f"or nearest. Got {interpolation}")
+    scalar_q = not isinstance(q, Tensor) or q.ndim == 0
+    qs = q.to(dtypes.float64).reshape(-1) if isinstance(q, Tensor) else \
+        _tensor([float(q)], dtype=dtypes.float64, device=x.device)
+    if isinstance(q, Tensor) and q.ndim > 1:
+        raise RuntimeError(f"{op}() q must be a scalar or 1D tensor")
+    if bool(((qs < 0) | (qs > 1)).any()):
+        raise RuntimeError(f"{op}() q values must be in the range [0, 1]")
+    if dim is None:
+        x, d = x.reshape(-1), 0
+    else:
+        d = wrap_dim(dim, max(x.ndim, 1), op, "dim")
+        if x.ndim == 0:
+            x = x.reshape(1)
+    n = x.shape[d]
+    if n == 0:
+        raise RuntimeError(f"{op}() input tensor must be non-empty")
+    values = x.sort(d).values.movedim(d, -1)          # (..., n), NaN last
+    nan = isnan(values)
+    if ignore_nan:
+        count = nan.logical_not().sum(-1, keepdim=True).to(dtypes.float64)  # (..., 1)
+    else:
+        count = values.new_full(tuple(values.shape[:-1]) + (1,), float(n)).to(dtypes.float64)
+    ranks = qs.reshape((-1,) + (1,) * values.ndim) * (count - 1).clamp(min=0)  # (Q, ..., 1)
+    if interpolation == "lower":
+        ranks = ranks.floor()
+    elif interpolation == "higher":
+        ranks = ranks.ceil()
+    elif interpolation == "nearest":
+        ranks = ranks.round()
+    lo, hi = ranks.floor(), ranks.ceil()
+    expand = tuple(ranks.shape[:1]) + tuple(values.shape)
+    vals = values.unsqueeze(0).expand(expand)
+    last = n - 1
+    v_lo = vals.gather(-1, lo.clamp(0, last).to(dtypes.int64))
+    v_hi = vals.gather(-1, hi.clamp(0, last).to(dtypes.int64))
+    if interpolation == "midpoint":
+        out = v_lo + (v_hi - v_lo) * 0.5
+    else:
+        out = v_lo + (v_hi - v_lo) * (ranks - lo).to(values.dtype)
+    out = out.squeeze(-1)                                  # (Q, ...)
+    empty_or_nan = (count == 0).squeeze(-1) if ignore_nan else nan.any(-1)
+    out = out.where(empty_or_nan.unsqueeze(0).logical_not(), float("nan"))
+    if keepdim:
+        if dim is None:
+            out = out.reshape((out.shape[0],) + (1,) * input.ndim)
+        else:
+            out = out.unsqueeze(d + 1)
+    return out.squeeze(0) if scalar_q else out
+
+
+def quantile(input: Tensor, q, dim=None, keepdim: bool = False, *,
+             interpolation: str = "linear") -> Tensor:
+    """The ``q``-th quantiles of ``input`` (over ``dim``, or all): the sorted values at rank
+    ``q (n - 1)``, between neighbours as ``interpolation`` says (``linear``, ``lower``,
+    ``higher``, ``midpoint``, ``nearest``). A 1-D ``q`` adds a leading dimension; NaN in a
+    slice makes its result NaN."""
+    return _quantile(input, q, dim, keepdim, interpolation, "quantile", False)
+
+
+def nanquantile(input: Tensor, q, dim=None, keepdim: bool = False, *,
+                interpolation: str = "linear") -> Tensor:
+    """``quantile`` ignoring NaN (a slice of NaN only gives NaN)."""
+    return _quantile(input, q, dim, keepdim, interpolation, "nanquantile", True)
+
+
+OPS = OPS + (
+    OpInfo("quantile", quantile, dtypes="floats", grad="g to the neighbours, by the weights"),
+    OpInfo("nanquantile", nanquantile, dtypes="floats", grad="as quantile's"),
+)

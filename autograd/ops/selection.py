@@ -1,0 +1,152 @@
+"""Selecting and placing elements by index or mask, as compositions of the indexing
+primitives (``gather``, ``index_put``, ``index_select``, ``masked_select``): ``take``,
+``take_along_dim``, ``index_fill``, ``index_copy``, ``masked_scatter``, and the sliding
+window view ``Tensor.unfold``. Differentiable through their parts."""
+
+from __future__ import annotations
+
+from ...runtime import dtype as dtypes
+from ..checks import tensor_arg
+from ..registry import OpInfo
+from ..tensor import Tensor, wrap_dim
+from .composite import write_result
+from .elementwise import broadcast_shapes
+
+__all__ = ["index_copy", "index_fill", "masked_scatter", "take", "take_along_dim"]
+
+
+def _int64_index(index: Tensor, op: str) -> Tensor:
+    if not isinstance(index, Tensor) or index.dtype is not dtypes.int64:
+        raise RuntimeError(f"{op}(): Expected dtype int64 for index")
+    return index
+
+
+def take(input: Tensor, index: Tensor) -> Tensor:
+    """The elements of ``input`` read as a 1-D tensor, at ``index`` (any shape; negative
+    indices count from the end)."""
+    x = tensor_arg(input, "take")
+    index = _int64_index(index, "take")
+    return x.reshape(-1)[index]
+
+
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    """``gather`` with ``input`` and ``indices`` broadcast against each other except along
+    ``dim`` (None: both flattened)."""
+    x = tensor_arg(input, "take_along_dim")
+    indices = _int64_index(indices, "take_along_dim")
+    if dim is None:
+        return x.reshape(-1).gather(0, indices.reshape(-1))
+    if x.ndim != indices.ndim:
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same "
+                           f"number of dimensions, but got {x.ndim} dimensions for input, and "
+                           f"{indices.ndim} dimensions for indices")
+    d = wrap_dim(dim, x.ndim, "take_along_dim", "dim")
+    xs, js = list(x.shape), list(indices.shape)
+    xs[d] = js[d] = 1
+    shape = broadcast_shapes(tuple(xs), tuple(js))
+    xb = list(shape)
+    xb[d] = x.shape[d]
+    ib = list(shape)
+    ib[d] = indices.shape[d]
+    return x.expand(tuple(xb)).gather(d, indices.expand(tuple(ib)))
+
+
+def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
+    """A copy of ``input`` with the slices at ``index`` along ``dim`` set to ``value`` (a
+    number or a 0-d tensor)."""
+    x = tensor_arg(input, "index_fill")
+    index = _int64_index(index, "index_fill")
+    d = wrap_dim(dim, max(x.ndim, 1), "index_fill", "dim")
+    if isinstance(value, Tensor) and value.ndim != 0:
+        raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
+                           f"tensor with {value.ndim} dimension(s).")
+    if x.ndim == 0:
+        return x.clone() if index.numel() == 0 else x * 0 + value
+    out = x.clone()
+    out[(slice(None),) * d + (index.reshape(-1),)] = value
+    return out
+
+
+def index_fill_(self: Tensor, dim: int, index: Tensor, value) -> Tensor:
+    return write_result(self, index_fill(self, dim, index, value), "index_fill_")
+
+
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """A copy of ``input`` with the slices at ``index`` along ``dim`` replaced by the slices
+    of ``source`` in order (the last write wins where an index repeats)."""
+    x = tensor_arg(input, "index_copy")
+    index = _int64_index(index, "index_copy")
+    d = wrap_dim(dim, max(x.ndim, 1), "index_copy", "dim")
+    if index.ndim > 1:
+        raise IndexError("index_copy_(): Index should have dimension 1 or 0 (got "
+                         f"{index.ndim})")
+    if x.ndim and source.ndim and source.shape[d] != index.numel():
+        raise IndexError(f"index_copy_(): Number of indices ({index.numel()}) should be equal "
+                         f"to source.size(dim) ({source.shape[d]})")
+    if x.ndim == 0:
+        return source.reshape(()).to(x.dtype) if index.numel() else x.clone()
+    out = x.clone()
+    out[(slice(None),) * d + (index.reshape(-1),)] = source.to(x.dtype)
+    return out
+
+
+def index_copy_(self: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    return write_result(self, index_copy(self, dim, index, source), "index_copy_")
+
+
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """A copy of ``input`` with the positions where ``mask`` (broadcast) is True filled, in
+    row-major order, from the leading elements of ``source``."""
+    x = tensor_arg(input, "masked_scatter")
+    if mask.dtype is not dtypes.bool:
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
+                           f"dtype {mask.dtype}")
+    m = mask.expand(broadcast_shapes(tuple(x.shape), tuple(mask.shape)))
+    if tuple(m.shape) != tuple(x.shape):
+        x = x.expand(tuple(m.shape))
+    count = int(m.sum().item())
+    if source.numel() < count:
+        raise RuntimeError("masked_scatter: expected source to have at least as many elements "
+                           "as the ones in mask")
+    out = x.clone()
+    out[m] = source.reshape(-1)[:count].to(x.dtype)
+    return out
+
+
+def masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    return write_result(self, masked_scatter(self, mask, source), "masked_scatter_")
+
+
+def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """A view of every slice of length ``size`` along ``dimension``, ``step`` apart, in a new
+    last dimension (``Tensor.unfold``)."""
+    nd = max(self.ndim, 1)
+    d = wrap_dim(dimension, nd, "unfold", "dimension")
+    n = self.shape[d] if self.ndim else 1
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if self.ndim == 0:
+        return self.reshape(1)
+    count = (n - size) // step + 1
+    shape = list(self.shape)
+    shape[d] = count
+    strides = list(self.stride())
+    unit = strides[d]
+    strides[d] = unit * step
+    return self.as_strided(tuple(shape) + (size,), tuple(strides) + (unit,),
+                           self.storage_offset())
+
+
+OPS = (
+    OpInfo("take", take, dtypes="all", grad="g scattered back"),
+    OpInfo("take_along_dim", take_along_dim, dtypes="all", grad="g scattered back"),
+    OpInfo("index_fill", index_fill, inplace=index_fill_, dtypes="all",
+           grad="g, zero at the filled slices"),
+    OpInfo("index_copy", index_copy, inplace=index_copy_, dtypes="all",
+           grad="g, zero at the copied slices; source: g's slices"),
+    OpInfo("masked_scatter", masked_scatter, inplace=masked_scatter_, dtypes="all",
+           grad="g where not masked; source: g's masked elements"),
+    OpInfo("unfold", unfold, function=False, dtypes="all", grad="through as_strided"),
+)
