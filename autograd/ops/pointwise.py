@@ -360,6 +360,18 @@ RemainderBackward1 = binary_primitive("RemainderBackward0", "remainder",
                                       lambda ctx, k, saved, g: g, scalar=True, saves=False)
 
 
+def _fmod_rule(ctx, k, saved, g):
+    a, b = saved
+    need_a, need_b = ctx.needs_input_grad
+    return (g if need_a else None), \
+        (k.mul(k.neg(g), k.binary("trunc_divide", a, b)) if need_b else None)
+
+
+FmodBackward0 = binary_primitive("FmodBackward0", "fmod", _fmod_rule)
+FmodBackward1 = binary_primitive("FmodBackward0", "fmod", lambda ctx, k, saved, g: g,
+                                 scalar=True, saves=False)
+
+
 def _division(op_t, op_s, name):
     def fn(input, other, *, out=None) -> Tensor:
         if not isinstance(input, Tensor):  # number // tensor
@@ -383,6 +395,10 @@ remainder = _division(RemainderBackward0, RemainderBackward1, "remainder")
 remainder.__doc__ = ("``input % other`` with the sign of the divisor (Python's ``%``). Its "
                      "gradient is 1 for input and ``-floor(input / other)`` for other.")
 div_trunc = _division(DivTruncBackward0, DivTruncBackward1, "div")
+fmod = _division(FmodBackward0, FmodBackward1, "fmod")
+fmod.__doc__ = ("C's ``fmod``: ``input - trunc(input / other) * other``, with the sign of the "
+                "dividend (``remainder`` takes the divisor's). Its gradient is 1 for input "
+                "and ``-trunc(input / other)`` for other.")
 
 
 def _inplace_division(op_t, op_s, name):
@@ -412,6 +428,7 @@ def _inplace_division(op_t, op_s, name):
 
 floor_divide_ = _inplace_division(FloorDivideBackward0, FloorDivideBackward1, "floor_divide_")
 remainder_ = _inplace_division(RemainderBackward0, RemainderBackward1, "remainder_")
+fmod_ = _inplace_division(FmodBackward0, FmodBackward1, "fmod_")
 
 
 # -- atan2 ----------------------------------------------------------------------------------------
@@ -749,6 +766,7 @@ OPS = _UNARY + (
            operators=("__mod__", "__rmod__", "__imod__"),
            reflected=lambda self, other: remainder(other, self), dtypes="all but bool",
            grad="g, -g floor(a / b)"),
+    OpInfo("fmod", fmod, inplace=fmod_, dtypes="all but bool", grad="g, -g trunc(a / b)"),
     OpInfo("atan2", atan2, inplace=atan2_, aliases=("arctan2",), flops="elementwise",
            dtypes="floats; integers promote",
            grad="g b / (a^2 + b^2), -g a / (a^2 + b^2); 0 at a = b = 0"),

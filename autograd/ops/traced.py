@@ -66,9 +66,12 @@ def _fused_op(name: str) -> type:
 _FUSED = {name: _fused_op(name) for name in _COMPOSITE}
 
 
+_FUNCTIONS = {"trunc_divide": "div_trunc"}  # the table's names that differ from pointwise's
+
+
 def binary(op: str, a: Tensor, b) -> Tensor:
     if op not in _COMPOSITE:  # the table's ops (floor_divide, bitwise_and, ...)
-        return getattr(pointwise, op)(a, b)
+        return getattr(pointwise, _FUNCTIONS.get(op, op))(a, b)
     if state.grad_enabled:
         return _COMPOSITE[op](a, b)
     return apply(_FUSED[op], (a, b))  # observed, not recorded: the kernel itself

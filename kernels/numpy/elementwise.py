@@ -252,6 +252,14 @@ def _remainder(a, b, out=None):
         return np.remainder(a, b, **({} if out is None else {"out": out, "casting": "unsafe"}))
 
 
+def _fmod(a, b, out=None):
+    # C's fmod: the remainder of the quotient truncated toward zero (sign of the dividend),
+    # exact for floats
+    _check_int_divisor("fmod", a, b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.fmod(a, b, **({} if out is None else {"out": out, "casting": "unsafe"}))
+
+
 def _trunc_divide(a, b, out=None):
     _check_int_divisor("div(rounding_mode='trunc')", a, b)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -450,6 +458,7 @@ _BINARY = {
     "tanh_backward": _tanh_backward, "sigmoid_backward": _sigmoid_backward,
     "relu_backward": _relu_backward,
     "floor_divide": _floor_divide, "remainder": _remainder, "trunc_divide": _trunc_divide,
+    "fmod": _fmod,
     "bitwise_and": _bitwise(np.bitwise_and), "bitwise_or": _bitwise(np.bitwise_or),
     "bitwise_xor": _bitwise(np.bitwise_xor),
 }

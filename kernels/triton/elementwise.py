@@ -483,6 +483,16 @@ def _op_iremainder(x, y, z):
 
 
 @_formula
+def _op_ifmod(x, y, z):
+    return x % y  # integer % truncates toward zero here: the sign of the dividend, C's fmod
+
+
+@_formula
+def _op_ffmod(x, y, z):
+    return libdevice.fmod(x, y)
+
+
+@_formula
 def _op_ftrunc_divide_rn(x, y, z):
     return libdevice.trunc(tl.math.div_rn(x, y))
 

@@ -77,16 +77,16 @@ _RULE = {rule: {op for op, r in UNARY.items() if r == rule} for rule in ("float"
                                                                          "nobool", "int")}
 _FLOAT_ONLY = {"div", "exp", "log", "sqrt", "atan2", "igamma", "igammac", "igamma_dx",
                "tanh_backward", "sigmoid_backward", "relu_backward"} | _RULE["float"]
-_NO_BOOL = {"sub", "neg", "relu", "floor_divide", "trunc_divide", "remainder", "pow"} \
+_NO_BOOL = {"sub", "neg", "relu", "floor_divide", "trunc_divide", "remainder", "fmod", "pow"} \
     | _FLOAT_ONLY | _RULE["round"] | _RULE["nobool"]
 _INT_ONLY = {"bitwise_and", "bitwise_or", "bitwise_xor"} | _RULE["int"]  # ints and bool
 _INT_IDENTITY = _RULE["round"]
 _COMPARE = {"gt", "ge", "lt", "le", "eq", "ne"}
 UNARY_OPS = tuple(UNARY)
 BINARY_OPS = ("atan2", "igamma", "igammac", "igamma_dx", "floor_divide", "trunc_divide",
-              "remainder", "bitwise_and", "bitwise_or", "bitwise_xor", "tanh_backward",
+              "remainder", "fmod", "bitwise_and", "bitwise_or", "bitwise_xor", "tanh_backward",
               "sigmoid_backward", "relu_backward")
-_DIVIDES = {"floor_divide", "trunc_divide", "remainder"}
+_DIVIDES = {"floor_divide", "trunc_divide", "remainder", "fmod"}
 
 
 def _scalar_result(a, t):
@@ -135,7 +135,7 @@ def _op_variant(op, r):
         return "logical_not"
     if op == "trunc_divide":
         return ("ftrunc_divide" if f64 else "ftrunc_divide_rn") if f else "itrunc_divide"
-    if op in ("floor_divide", "remainder"):
+    if op in ("floor_divide", "remainder", "fmod"):
         return ("f" if f else "i") + op
     return op
 

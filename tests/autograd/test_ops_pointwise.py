@@ -520,3 +520,17 @@ def test_where_with_the_condition_alone_is_nonzero(device):
     assert host(rows).tolist() == [0, 1] and host(cols).tolist() == [0, 1]
     with pytest.raises(TypeError, match="condition alone"):
         tg.where(cond, 1.0)
+
+
+def test_fmod_takes_the_sign_of_the_dividend(device):
+    a = np.array([5.5, -5.5, 7.25, -7.25, 1e10, 0.0])
+    b = np.array([2.0, 2.0, -3.0, -3.0, 3.3, 1.5])
+    got = tg.fmod(tg.tensor(a, device=device), tg.tensor(b, device=device))
+    np.testing.assert_array_equal(got.cpu().numpy(), np.fmod(a, b))  # exact, as C's fmod
+    i = tg.tensor([7, -7, 7, -7], device=device)
+    assert tg.fmod(i, tg.tensor([3, 3, -3, -3], device=device)).cpu().tolist() == [1, -1, 1, -1]
+    assert tg.remainder(i, 3).cpu().tolist() == [1, 2, 1, 2]  # (the divisor's sign)
+    x = tg.tensor([5.0, -3.0], device=device)
+    assert x.fmod_(2).cpu().tolist() == [1.0, -1.0]
+    with pytest.raises(RuntimeError, match="integer division by zero in fmod"):
+        tg.fmod(tg.tensor([1, 2], device=device), 0)

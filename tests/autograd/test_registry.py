@@ -103,7 +103,8 @@ IN_PLACE_ARGS = {
                      "sigmoid", "log1p", "expm1", "sign", "floor", "ceil", "trunc", "round",
                      "nan_to_num", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
                      "atanh", "log2", "log10", "exp2"], lambda: ()),
-    **dict.fromkeys(["add", "sub", "mul", "div", "pow", "floor_divide", "remainder", "atan2",
+    **dict.fromkeys(["add", "sub", "mul", "div", "pow", "floor_divide", "remainder", "fmod",
+                     "atan2",
                      "igamma", "igammac"],
                     lambda: (_f(3, 4, seed=1),)),
     **dict.fromkeys(["bitwise_and", "bitwise_or", "bitwise_xor"], lambda: (_i(3, 4, seed=1),)),
@@ -187,7 +188,7 @@ GRAD_CASES = {
         "nan_to_num", "diagonal", "diag", "tril", "triu", "diag_embed", "flatten",
         "std_mean", "var_mean", "max", "min")},
     **{n: (_AB, lambda a, b, n=n: getattr(tg, n)(a, b)) for n in (
-        "add", "sub", "mul", "div", "pow", "maximum", "minimum", "remainder", "xlogy",
+        "add", "sub", "mul", "div", "pow", "maximum", "minimum", "remainder", "fmod", "xlogy",
         "logaddexp", "rsub", "atan2")},
     "where": (_AB, lambda a, b: tg.where(a > 1.2, a, b)),
     "clamp": (_A, lambda x: tg.clamp(x, 0.8, 1.6)),

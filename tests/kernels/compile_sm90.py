@@ -173,7 +173,7 @@ def main(full: bool) -> int:
                        if op not in elementwise_ops._INT_ONLY]:
                 cases.append((f"unary {op} {dt}", lambda op=op, x=x: tk.unary(op, x)))
             for op in ["atan2", "igamma", "igammac", "igamma_dx", "floor_divide",
-                       "trunc_divide", "remainder", "tanh_backward", "sigmoid_backward",
+                       "trunc_divide", "remainder", "fmod", "tanh_backward", "sigmoid_backward",
                        "relu_backward"]:
                 cases.append((f"binary {op} {dt}", lambda op=op, x=x, y=y: tk.binary(op, x, y)))
             cases.append((f"gelu tanh {dt}", lambda x=x: tk.gelu(x, "tanh")))
@@ -194,7 +194,7 @@ def main(full: bool) -> int:
                       (f"pow {dt}", lambda i=i, j=j: tk.pow(i, j))]
         if full:
             if dt is not D.bool:
-                for op in ["trunc_divide", "remainder", "bitwise_and", "bitwise_or"]:
+                for op in ["trunc_divide", "remainder", "fmod", "bitwise_and", "bitwise_or"]:
                     cases.append((f"{op} {dt}", lambda op=op, i=i, j=j: tk.binary(op, i, j)))
                 cases += [(f"maximum {dt}", lambda i=i, j=j: tk.maximum(i, j)),
                           (f"minimum {dt}", lambda i=i, j=j: tk.minimum(i, j))]
