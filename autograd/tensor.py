@@ -276,6 +276,14 @@ class Tensor:
                             f"{type(other).__name__}")
         return self.view(other.size())
 
+    def reshape_as(self, other: Tensor) -> Tensor:
+        """This tensor in ``other``'s shape: ``self.reshape(other.shape)`` (a view when the
+        strides allow, else a copy)."""
+        if not isinstance(other, Tensor):
+            raise TypeError(f"reshape_as(): argument 'other' (position 1) must be Tensor, not "
+                            f"{type(other).__name__}")
+        return self.reshape(other.size())
+
     @property
     def _k(self):
         return backend(self._device)

@@ -14,7 +14,7 @@ from .activation import __all__ as _activations
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
-from .layers import (Bilinear, CosineSimilarity, Dropout, Dropout1d, Dropout2d, Dropout3d,
+from .layers import (AlphaDropout, Bilinear, CosineSimilarity, Dropout, Dropout1d, Dropout2d, Dropout3d,
                      Embedding, EmbeddingBag, Flatten, Fold, Identity, LayerNorm, Linear,
                      PairwiseDistance, PixelShuffle, PixelUnshuffle, Unflatten, Unfold)
 from .loss import *  # noqa: F403 (loss.__all__)
@@ -35,14 +35,14 @@ from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLay
 
 __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
-    "AvgPool1d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Bilinear", "Conv1d", "Conv2d",
-    "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "CosineSimilarity", "DataParallel", "Dropout",
-    "Dropout1d", "Dropout2d", "Dropout3d", "Embedding", "EmbeddingBag", "Flatten", "Fold", "GRU",
-    "GRUCell", "GroupNorm", "Identity", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
-    "LSTM", "LSTMCell", "LayerNorm", "Linear", "LocalResponseNorm", "MaxPool1d", "MaxPool2d",
-    "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "PairwiseDistance", "Parameter",
-    "ParameterDict", "ParameterList", "PixelShuffle", "PixelUnshuffle", "RMSNorm", "RNN",
-    "RNNBase", "RNNCell", "Sequential", "Transformer", "TransformerDecoder",
+    "AlphaDropout", "AvgPool1d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Bilinear", "Conv1d",
+    "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "CosineSimilarity", "DataParallel",
+    "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Embedding", "EmbeddingBag", "Flatten",
+    "Fold", "GRU", "GRUCell", "GroupNorm", "Identity", "InstanceNorm1d", "InstanceNorm2d",
+    "InstanceNorm3d", "LSTM", "LSTMCell", "LayerNorm", "Linear", "LocalResponseNorm", "MaxPool1d",
+    "MaxPool2d", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "PairwiseDistance",
+    "Parameter", "ParameterDict", "ParameterList", "PixelShuffle", "PixelUnshuffle", "RMSNorm",
+    "RNN", "RNNBase", "RNNCell", "Sequential", "Transformer", "TransformerDecoder",
     "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer", "Unflatten",
     "Unfold", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "functional", "init",
     "parallel", "utils",

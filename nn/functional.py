@@ -21,21 +21,22 @@ from ..autograd.ops.softmax import softmax as _softmax
 from ..autograd.tensor import Tensor
 
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
-           "adaptive_max_pool2d", "affine_grid", "avg_pool1d", "avg_pool2d", "batch_norm",
-           "bilinear", "binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "conv1d",
-           "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "cosine_embedding_loss",
-           "cosine_similarity", "cross_entropy", "dropout", "dropout1d", "dropout2d", "dropout3d",
-           "elu", "embedding", "embedding_bag", "fold", "gaussian_nll_loss", "gelu", "glu",
-           "grid_sample", "group_norm", "gumbel_softmax", "hardshrink", "hardsigmoid", "hardswish",
-           "hardtanh", "hinge_embedding_loss", "huber_loss", "instance_norm", "interpolate",
-           "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear", "local_response_norm",
-           "log_softmax", "logsigmoid", "margin_ranking_loss", "max_pool1d", "max_pool2d", "mish",
-           "mse_loss", "multi_head_attention_forward", "multi_margin_loss",
-           "multilabel_soft_margin_loss", "nll_loss", "normalize", "one_hot", "pad",
-           "pairwise_distance", "pixel_shuffle", "pixel_unshuffle", "poisson_nll_loss", "prelu",
-           "relu", "relu6", "rms_norm", "scaled_dot_product_attention", "selu", "sigmoid", "silu",
-           "smooth_l1_loss", "soft_margin_loss", "softmax", "softmin", "softplus", "softshrink",
-           "softsign", "tanh", "tanhshrink", "threshold", "threshold_", "triplet_margin_loss",
+           "adaptive_max_pool2d", "affine_grid", "alpha_dropout", "avg_pool1d", "avg_pool2d",
+           "batch_norm", "bilinear", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+           "celu", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+           "cosine_embedding_loss", "cosine_similarity", "cross_entropy", "dropout", "dropout1d",
+           "dropout2d", "dropout3d", "elu", "embedding", "embedding_bag", "fold",
+           "gaussian_nll_loss", "gelu", "glu", "grid_sample", "group_norm", "gumbel_softmax",
+           "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "hinge_embedding_loss",
+           "huber_loss", "instance_norm", "interpolate", "kl_div", "l1_loss", "layer_norm",
+           "leaky_relu", "linear", "local_response_norm", "log_softmax", "logsigmoid",
+           "margin_ranking_loss", "max_pool1d", "max_pool2d", "mish", "mse_loss",
+           "multi_head_attention_forward", "multi_margin_loss", "multilabel_soft_margin_loss",
+           "nll_loss", "normalize", "one_hot", "pad", "pairwise_distance", "pixel_shuffle",
+           "pixel_unshuffle", "poisson_nll_loss", "prelu", "relu", "relu6", "rms_norm",
+           "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss",
+           "soft_margin_loss", "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh",
+           "tanhshrink", "threshold", "threshold_", "triplet_margin_loss",
            "triplet_margin_with_distance_loss", "unfold"]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -444,6 +445,27 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
                                           dev, _stream(None, dev, "dropout")))
         out = input * keep.to(input.dtype) * (1.0 / (1.0 - p))
     return out
+
+
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                  inplace: bool = False) -> Tensor:
+    """Dropout for SELU networks: dropped elements are set to SELU's negative saturation
+    value, and the result is affinely corrected to keep the input's mean and variance
+    (Klambauer et al., 2017): a (x keep + alpha' (1 - keep)) + b."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if inplace:
+        return input.copy_(alpha_dropout(input.clone() if input.requires_grad else input, p,
+                                         True))
+    if p == 1.0:
+        return input * 0.0
+    alpha = -_SELU_ALPHA * _SELU_SCALE
+    a = ((1 - p) * (1 + p * alpha * alpha)) ** -0.5
+    b = -a * alpha * p
+    keep = dropout(input.new_ones(tuple(input.shape)), p) * (1 - p)  # 0 or 1
+    return (input * keep + alpha * (1 - keep)) * a + b
 
 
 def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, nd: int,

@@ -17,7 +17,7 @@ from . import init
 from .module import Module
 from .parameter import Parameter, affine_parameters, normalized_shape_parameters
 
-__all__ = ["Bilinear", "CosineSimilarity", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Embedding",
+__all__ = ["AlphaDropout", "Bilinear", "CosineSimilarity", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Embedding",
            "EmbeddingBag", "Flatten", "Fold", "Identity", "LayerNorm", "Linear", "PairwiseDistance", "PixelShuffle",
            "PixelUnshuffle", "Unflatten", "Unfold"]
 
@@ -198,6 +198,13 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class AlphaDropout(Dropout):
+    """Dropout that keeps SELU activations' mean and variance (``F.alpha_dropout``)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.alpha_dropout(input, self.p, self.training, self.inplace)
 
 
 class Dropout1d(Dropout):

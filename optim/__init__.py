@@ -1,6 +1,6 @@
 """``tritongrad.optim``: optimizers over module parameters (PyTorch's ``torch.optim``
 surface): ``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``, ``Adadelta``, ``Adamax``,
-``NAdam``, ``RAdam``, ``LBFGS``, and learning-rate schedules in ``tritongrad.optim.lr_scheduler``.
+``NAdam``, ``RAdam``, ``Rprop``, ``LBFGS``, and learning-rate schedules in ``tritongrad.optim.lr_scheduler``.
 
 Example:
     >>> import tritongrad as tg
@@ -22,7 +22,8 @@ from .grad_scaler import GradScaler
 from .lbfgs import LBFGS
 from .optimizer import Optimizer
 from .rmsprop import RMSprop
+from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
-           "LBFGS", "Optimizer", "lr_scheduler", "GradScaler"]
+           "LBFGS", "Rprop", "Optimizer", "lr_scheduler", "GradScaler"]

@@ -328,6 +328,15 @@ def logaddexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:
 _ISIN_CHUNK = 1 << 22
 
 
+def isreal(input: Tensor) -> Tensor:
+    """True where an element is real: every element of a real tensor, a complex one where
+    its imaginary part is zero."""
+    x = tensor_arg(input, "isreal")
+    if not x.dtype.is_complex:
+        return x.new_ones(tuple(x.shape), dtype=dtypes.bool)
+    return x.imag == 0
+
+
 def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False,
          out=None) -> Tensor:
     """True where an element of ``elements`` equals some element of ``test_elements`` (either,
@@ -383,6 +392,7 @@ OPS = (
     OpInfo("addcdiv", addcdiv, inplace=addcdiv_, dtypes="promoted; not two integer tensors",
            grad="g, value g / t2, -value g t1 / t2^2", autocast="promote on cuda"),
     OpInfo("xlogy", xlogy, dtypes="floats; integers promote", grad="g log(y), g x / y; 0 at x = 0, y <= 0"),
+    OpInfo("isreal", isreal, dtypes="all; bool result", grad="none"),
     OpInfo("isin", isin, method=False, dtypes="promoted; bool result", grad="none"),
     OpInfo("logaddexp", logaddexp, dtypes="floats", grad="g sigmoid(a - b), g sigmoid(b - a)"),
 )

@@ -106,3 +106,10 @@ def test_quantiles_match_numpy(device, interpolation):
     assert np.isnan(plain[1]) and np.isnan(plain[2]) and not np.isnan(plain[0])
     with pytest.raises(RuntimeError, match="q values must be in the range \\[0, 1\\]"):
         tg.quantile(t(x, device), 1.5)
+
+
+def test_isreal_and_reshape_as():
+    assert tg.isreal(tg.tensor([1 + 0j, 2 + 1j])).tolist() == [True, False]
+    assert tg.tensor([1.0, 2.0]).isreal().tolist() == [True, True]
+    x = tg.arange(6.0)
+    assert x.reshape_as(tg.zeros(2, 3)).tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]

@@ -129,3 +129,17 @@ def test_gumbel_softmax_and_random_fills():
     assert w.requires_grad and abs(w.std().item()) < 0.1
     with pytest.raises(RuntimeError, match="uniform_ expects to return a \\[from, to\\) range"):
         x.uniform_(2, 1)
+
+
+def test_alpha_dropout_keeps_mean_and_variance():
+    tg.manual_seed(1)
+    x = tg.randn(400000, dtype=tg.float64)
+    y = F.alpha_dropout(x, 0.3, training=True)
+    assert abs(y.mean().item()) < 0.01 and abs(y.std().item() - 1) < 0.01
+    alpha = -1.6732632423543772848170429916717 * 1.0507009873554804934193349852946
+    a = ((1 - 0.3) * (1 + 0.3 * alpha ** 2)) ** -0.5
+    dropped = alpha * a - a * alpha * 0.3  # every dropped element's value
+    v = host(y)
+    assert 0.28 < np.isclose(v, dropped).mean() < 0.32
+    assert F.alpha_dropout(x, 0.3, training=False) is x
+    assert repr(nn.AlphaDropout(0.2)) == "AlphaDropout(p=0.2, inplace=False)"
