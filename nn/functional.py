@@ -507,14 +507,19 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
     return _feature_dropout(input, p, training, inplace, 3, "dropout3d")
 
 
+def _pixel_factor(input: Tensor, factor, op: str, name: str) -> int:
+    r = int(factor)
+    if input.ndim < 3:
+        raise RuntimeError(f"{op} expects input to have at least 3 dimensions, but got input "
+                           f"with {input.ndim} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"{op} expects a positive {name}, but got {r}")
+    return r
+
+
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     """Rearranges (*, C r^2, H, W) into (*, C, H r, W r) (Shi et al., 2016)."""
-    r = int(upscale_factor)
-    if input.ndim < 3:
-        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but "
-                           f"got input with {input.ndim} dimension(s)")
-    if r <= 0:
-        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    r = _pixel_factor(input, upscale_factor, "pixel_shuffle", "upscale_factor")
     *lead, c, h, w = input.shape
     if c % (r * r):
         raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
@@ -528,12 +533,7 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     """Rearranges (*, C, H r, W r) into (*, C r^2, H, W): the inverse of ``pixel_shuffle``."""
-    r = int(downscale_factor)
-    if input.ndim < 3:
-        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but "
-                           f"got input with {input.ndim} dimension(s)")
-    if r <= 0:
-        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    r = _pixel_factor(input, downscale_factor, "pixel_unshuffle", "downscale_factor")
     *lead, c, h, w = input.shape
     if h % r or w % r:
         raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by "

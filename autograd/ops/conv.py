@@ -57,20 +57,25 @@ class ConvolutionBackward0(Primitive):
         return tuple(gr if need else None for gr, need in zip(grads, needs))
 
     @staticmethod
-    def jvp(ctx, k, primals, tangents, out, stride, padding, dilation, groups):
-        x, w = primals[:2]
-        tx, tw = tangents[:2]
-        tb = tangents[2] if len(tangents) > 2 else None
-        params = (stride, padding, dilation, groups)
-        res = None
-        for a, b in ((tx, w), (x, tw)):
-            if a is not None and b is not None:
-                term = apply(ConvolutionBackward0, (a, b), *params)
-                res = term if res is None else res + term
-        if tb is not None:
-            term = tb.reshape(1, -1, 1, 1)
-            res = term.expand(tuple(out.shape)) if res is None else res + term
-        return res
+    def jvp(ctx, k, primals, tangents, out, *params):
+        return _bilinear_jvp(ConvolutionBackward0, primals, tangents, out, params)
+
+
+def _bilinear_jvp(op: type, primals, tangents, out, params):
+    """The tangent of a convolution (or its transpose), bilinear in (x, w) and linear in the
+    bias: op(tx, w) + op(x, tw) + tb."""
+    x, w = primals[:2]
+    tx, tw = tangents[:2]
+    tb = tangents[2] if len(tangents) > 2 else None
+    res = None
+    for a, b in ((tx, w), (x, tw)):
+        if a is not None and b is not None:
+            term = apply(op, (a, b), *params)
+            res = term if res is None else res + term
+    if tb is not None:
+        term = tb.reshape(1, -1, 1, 1)
+        res = term.expand(tuple(out.shape)) if res is None else res + term
+    return res
 
 
 @functools.lru_cache(maxsize=128)
@@ -118,6 +123,13 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple, pa
     ``bias`` (O,) or None; ``padding`` is ((top, bottom), (left, right)) zeros. Arguments
     are those nn.functional's ``op`` (conv1d, conv2d) has checked; the tensors are converted
     to their common floating point dtype."""
+    return apply(ConvolutionBackward0, *_prepared(input, weight, bias, stride, padding, dilation,
+                                                  groups, op))
+
+
+def _prepared(input, weight, bias, stride, padding, dilation, groups, op: str) -> tuple:
+    """(tensors, stride, padding, dilation, groups) of a convolution primitive: the tensors on
+    one device in their common floating point dtype, the parameters as ints."""
     tensors = (input, weight) + (() if bias is None else (bias,))
     for name, t in zip(("weight", "bias"), tensors[1:]):
         checks.check_same_device(input, t, name, op)
@@ -127,9 +139,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple, pa
     if not dt.is_floating_point:
         raise RuntimeError(f"{op}: expected floating point tensors, got {dt}")
     tensors = tuple(t if t.dtype is dt else t.to(dt) for t in tensors)
-    stride, dilation = tuple(map(int, stride)), tuple(map(int, dilation))
-    padding = tuple((int(lo), int(hi)) for lo, hi in padding)
-    return apply(ConvolutionBackward0, tensors, stride, padding, dilation, int(groups))
+    return (tensors, tuple(map(int, stride)), tuple((int(lo), int(hi)) for lo, hi in padding),
+            tuple(map(int, dilation)), int(groups))
 
 
 # -- the transposed convolution ------------------------------------------------------------------
@@ -184,20 +195,8 @@ class ConvTransposeBackward0(Primitive):
         return dx, dw, db
 
     @staticmethod
-    def jvp(ctx, k, primals, tangents, out, stride, padding, dilation, groups, size):
-        x, w = primals[:2]
-        tx, tw = tangents[:2]
-        tb = tangents[2] if len(tangents) > 2 else None
-        params = (stride, padding, dilation, groups, size)
-        res = None
-        for a, b in ((tx, w), (x, tw)):
-            if a is not None and b is not None:
-                term = apply(ConvTransposeBackward0, (a, b), *params)
-                res = term if res is None else res + term
-        if tb is not None:
-            term = tb.reshape(1, -1, 1, 1)
-            res = term.expand(tuple(out.shape)) if res is None else res + term
-        return res
+    def jvp(ctx, k, primals, tangents, out, *params):
+        return _bilinear_jvp(ConvTransposeBackward0, primals, tangents, out, params)
 
 
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple,
@@ -206,16 +205,5 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None, stride:
     """The fused transposed convolution of NCHW ``input`` with ``weight`` (C_in, C_out/groups,
     KH, KW), output spatial ``size`` (what nn.functional's ``op`` has computed and checked,
     output_padding included); ``padding`` as conv2d's."""
-    tensors = (input, weight) + (() if bias is None else (bias,))
-    for name, t in zip(("weight", "bias"), tensors[1:]):
-        checks.check_same_device(input, t, name, op)
-    dt = input.dtype
-    for t in tensors[1:]:
-        dt = dtypes.promote_types(dt, t.dtype)
-    if not dt.is_floating_point:
-        raise RuntimeError(f"{op}: expected floating point tensors, got {dt}")
-    tensors = tuple(t if t.dtype is dt else t.to(dt) for t in tensors)
-    stride, dilation = tuple(map(int, stride)), tuple(map(int, dilation))
-    padding = tuple((int(lo), int(hi)) for lo, hi in padding)
-    return apply(ConvTransposeBackward0, tensors, stride, padding, dilation, int(groups),
-                 tuple(map(int, size)))
+    return apply(ConvTransposeBackward0, *_prepared(input, weight, bias, stride, padding,
+                                                    dilation, groups, op), tuple(map(int, size)))
