@@ -146,9 +146,11 @@ class CachedLaunchJIT(JITFunction):
             return super().run(*args, grid=grid, warmup=warmup, **kwargs)
         if launch is None:
             kernel = _compiled(super().run(*args, grid=grid, warmup=warmup, **kwargs))
-            if kernel is not None:
+            try:  # (a kernel whose handles cannot load launches through Triton, uncached)
                 self._launches[key] = (kernel.run, kernel.function, kernel.packed_metadata,
                                        self._tail(len(args), kwargs), kernel)
+            except Exception:  # noqa: BLE001, S110 - Triton's own path reports the error
+                pass
             return kernel
         run, function, metadata, tail, kernel = launch
         if self.check and _compiled(super().run(*args, grid=grid, warmup=True,
