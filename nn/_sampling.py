@@ -291,7 +291,7 @@ def _clip(x: Tensor, size: int) -> Tensor:
     return x.where(inside, x.detach().clamp(0, size - 1))
 
 
-def _source(coord: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
+def _grid_source(coord: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
     x = _unnormalize(coord, size, align_corners)
     if padding_mode == "border":
         x = _clip(x, size)
@@ -327,8 +327,8 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
                            f"{list(grid.shape)}")
     n, c, h, w = input.shape
     ho, wo = grid.shape[1:3]
-    ix = _source(grid[..., 0], w, padding_mode, align_corners)
-    iy = _source(grid[..., 1], h, padding_mode, align_corners)
+    ix = _grid_source(grid[..., 0], w, padding_mode, align_corners)
+    iy = _grid_source(grid[..., 1], h, padding_mode, align_corners)
     flat = input.reshape(n, c, h * w)
 
     def tap(xi: Tensor, yi: Tensor) -> Tensor:

@@ -414,13 +414,13 @@ OPS = (
     OpInfo("matrix_power", matrix_power, dtypes="floats (integers for n >= 0)",
            grad="through its products (and inverse)"),
     OpInfo("addr", addr, inplace=addr_, dtypes="one dtype", grad="beta g, alpha g v2, "
-           "alpha g^T v1"),
+           "alpha g^T v1", autocast="lower on cuda"),
     OpInfo("addbmm", addbmm, inplace=addbmm_, dtypes="one dtype",
-           grad="beta g, alpha g b^T, alpha a^T g per batch"),
-    OpInfo("dot", dot, dtypes="one dtype", grad="g b, g a", flops="matmul", autocast="lower"),
+           grad="beta g, alpha g b^T, alpha a^T g per batch", autocast="lower"),
+    OpInfo("dot", dot, dtypes="one dtype", grad="g b, g a", flops="matmul"),
     OpInfo("vdot", vdot, dtypes="one dtype", grad="g conj(b), conj(g) a"),
     OpInfo("mv", mv, dtypes="one dtype", grad="g v^T, A^T g", flops="matmul",
-           autocast="lower"),
+           autocast="lower on cuda"),
     OpInfo("addmm", addmm, inplace=addmm_, dtypes="one dtype", grad="beta g, alpha g b^T, "
            "alpha a^T g", node=AddmmBackward0, flops="addmm", autocast="lower"),
     OpInfo("addmv", addmv, inplace=addmv_, dtypes="one dtype", grad="beta g, alpha g v^T, "

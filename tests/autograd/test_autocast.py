@@ -47,6 +47,11 @@ CASES = {
               lambda d, t: tg.addmm(make((3, 3), t, d), *_mats()(d, t))),
     "addmv": (None, "lower", lambda d, t: tg.addmv(make((3,), t, d), make((3, 4), t, d),
                                                    make((4,), t, d))),
+    "mv": (None, "lower", lambda d, t: tg.mv(make((3, 4), t, d), make((4,), t, d))),
+    "addr": (None, "lower", lambda d, t: tg.addr(make((3, 4), t, d), make((3,), t, d),
+                                                 make((4,), t, d))),
+    "addbmm": ("lower", "lower", lambda d, t: tg.addbmm(
+        make((3, 3), t, d), make((2, 3, 4), t, d), make((2, 4, 3), t, d))),
     "baddbmm": ("lower", "lower", lambda d, t: tg.baddbmm(
         make((2, 3, 3), t, d), make((2, 3, 4), t, d), make((2, 4, 3), t, d))),
     "einsum": ("lower", "lower",
@@ -81,6 +86,8 @@ CASES = {
     **{n: (None, "float32", _on_positive(f))
        for n, f in {"exp": tg.exp, "log": tg.log, "rsqrt": tg.rsqrt, "reciprocal": tg.reciprocal,
                     "tan": tg.tan, "log1p": tg.log1p, "expm1": tg.expm1, "sum": tg.sum,
+                    "log2": tg.log2, "log10": tg.log10, "asin": tg.asin, "acos": tg.acos,
+                    "sinh": tg.sinh, "cosh": tg.cosh,
                     "norm": tg.norm, "softplus": F.softplus,
                     "logsumexp": lambda x: tg.logsumexp(x, 0),
                     "cumsum": lambda x: tg.cumsum(x, 0), "softmax": lambda x: tg.softmax(x, 0),

@@ -116,6 +116,8 @@ SAMPLES = {
                                                     t64((5,), d, 0.5, 2)]),
     "remainder": lambda d: (lambda a, b: (a % b, a % 0.7), [t64((5,), d, 0.1, 3),
                                                            t64((5,), d, 0.5, 2)]),
+    "fmod": lambda d: (lambda a, b: (torch.fmod(a, b), torch.fmod(a, 0.7)),
+                       [t64((5,), d, 0.1, 3), t64((5,), d, 0.5, 2)]),
     "fill_": lambda d: (lambda a, v: (_clone_then("fill_", v)(a), _clone_then("fill_", 2.0)(a)),
                         [t64((3, 4), d), t64((), d)]),
     "zero_": lambda d: (_clone_then("zero_"), [t64((3,), d)]),
