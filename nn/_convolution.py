@@ -328,6 +328,13 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                            dilation, 2, "conv_transpose2d")
 
 
+def _block_params(kernel_size, dilation, padding, stride, op: str):
+    """The four 2-d block parameters that unfold and fold share, each checked as a pair."""
+    return tuple(_ntuple(v, 2, name, op) for v, name in
+                 ((kernel_size, "kernel_size"), (dilation, "dilation"), (padding, "padding"),
+                  (stride, "stride")))
+
+
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
     """Extracts sliding local blocks from a batched input tensor (im2col).
 
@@ -339,10 +346,8 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
                            f"{input.ndim}D)")
     unbatched = input.ndim == 3
     x = input.unsqueeze(0) if unbatched else input
-    kernel = _ntuple(kernel_size, 2, "kernel_size", "unfold")
-    dilation = _ntuple(dilation, 2, "dilation", "unfold")
-    padding = _ntuple(padding, 2, "padding", "unfold")
-    stride = _ntuple(stride, 2, "stride", "unfold")
+    kernel, dilation, padding, stride = _block_params(kernel_size, dilation, padding, stride,
+                                                      "unfold")
     out = tuple(_conv_out(n, k, s, p, p, d) for n, k, s, p, d
                 in zip(x.shape[2:], kernel, stride, padding, dilation))
     if any(v < 1 for v in out):
@@ -366,10 +371,8 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
     unbatched = input.ndim == 2
     x = input.unsqueeze(0) if unbatched else input
     size = _ntuple(output_size, 2, "output_size", "fold")
-    kernel = _ntuple(kernel_size, 2, "kernel_size", "fold")
-    dilation = _ntuple(dilation, 2, "dilation", "fold")
-    padding = _ntuple(padding, 2, "padding", "fold")
-    stride = _ntuple(stride, 2, "stride", "fold")
+    kernel, dilation, padding, stride = _block_params(kernel_size, dilation, padding, stride,
+                                                      "fold")
     k = math.prod(kernel)
     n, ck, length = x.shape
     if ck % k:
