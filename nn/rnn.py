@@ -7,11 +7,18 @@ Parameters, their names, shapes and order, the gate orders (LSTM: input, forget,
 GRU: reset, update, new) and the initialisation U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))
 are PyTorch's, so a state dict moves between the two. Each layer projects the whole input
 sequence with one matmul (``x W_ih^T + b_ih`` for every step at once); only the recurrent
-``h W_hh^T`` runs per step. PackedSequence inputs are not supported.
+``h W_hh^T`` runs per step.
+
+A PackedSequence input (nn.utils.rnn) runs the same loop over its data: step t holds the
+``batch_sizes[t]`` sequences still running, longest first, so the state shrinks to its first
+rows as sequences end (their final states are kept aside) and, read backwards, grows as
+sequences start from their own last element; the output is a PackedSequence with the same
+batch sizes and h_n holds every sequence's state after its own length, as PyTorch's.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 import warnings
@@ -23,8 +30,9 @@ from . import functional as F
 from . import init
 from .module import Module
 from .parameter import Parameter
+from .utils.rnn import PackedSequence
 
-__all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell"]
+__all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell"]
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
@@ -128,27 +136,41 @@ class RNNBase(Module):
         return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), \
             get("weight_hr")
 
-    def forward(self, input: Tensor, hx=None):
-        """``input`` (L, N, H_in) ((N, L, H_in) with ``batch_first``; (L, H_in) unbatched)
-        and the initial state (zeros by default): h_0 (D * num_layers, N, H_out), for LSTM the
-        pair (h_0, c_0). Returns ``output, h_n`` (LSTM: ``output, (h_n, c_n)``)."""
+    def forward(self, input: Tensor | PackedSequence, hx=None):
+        """``input`` (L, N, H_in) ((N, L, H_in) with ``batch_first``; (L, H_in) unbatched;
+        or a PackedSequence, ``batch_first`` then not applying) and the initial state (zeros
+        by default): h_0 (D * num_layers, N, H_out), for LSTM the pair (h_0, c_0). Returns
+        ``output, h_n`` (LSTM: ``output, (h_n, c_n)``); output is a PackedSequence for a
+        packed input, and h_n then holds each sequence's state after its own last element, in
+        the batch's original order."""
         name = type(self).__name__
-        if not isinstance(input, Tensor):
-            raise TypeError(f"{name}: expected a Tensor input (PackedSequence is not "
-                            f"supported), got {type(input).__name__}")
-        if input.ndim not in (2, 3):
+        batch_sizes = sorted_indices = unsorted_indices = None
+        if isinstance(input, PackedSequence):
+            x, sizes, sorted_indices, unsorted_indices = input
+            if x.ndim != 2:
+                raise RuntimeError(f"input must have 2 dimensions, got {x.ndim}")
+            batch_sizes = [int(b) for b in sizes.tolist()]
+            if sum(batch_sizes) != x.shape[0]:
+                raise RuntimeError(f"{name}: the packed input has {x.shape[0]} rows but its "
+                                   f"batch_sizes sum to {sum(batch_sizes)}")
+            unbatched = False
+        elif not isinstance(input, Tensor):
+            raise TypeError(f"{name}: expected a Tensor or PackedSequence input, got "
+                            f"{type(input).__name__}")
+        elif input.ndim not in (2, 3):
             raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.ndim}D "
                              f"instead")
-        unbatched = input.ndim == 2
-        x = input.unsqueeze(1) if unbatched else \
-            (input.transpose(0, 1) if self.batch_first else input)
+        else:
+            unbatched = input.ndim == 2
+            x = input.unsqueeze(1) if unbatched else \
+                (input.transpose(0, 1) if self.batch_first else input)
         if x.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
                                f"{self.input_size}, got {x.shape[-1]}")
         lstm = self.mode == "LSTM"
         directions = 2 if self.bidirectional else 1
         out_size = self.proj_size or self.hidden_size
-        batch = x.shape[1]
+        batch = x.shape[1] if batch_sizes is None else batch_sizes[0]
         h_shape = (self.num_layers * directions, batch, out_size)
         c_shape = (self.num_layers * directions, batch, self.hidden_size)
         c0 = None
@@ -182,13 +204,17 @@ class RNNBase(Module):
                                    f"{h0.ndim}-D tensor")
             if tuple(h0.shape) != h_shape:
                 raise RuntimeError(f"Expected hidden size {h_shape}, got {list(h0.shape)}")
+        if sorted_indices is not None and hx is not None:  # hx is in the caller's batch order
+            h0 = h0.index_select(1, sorted_indices)
+            c0 = None if c0 is None else c0.index_select(1, sorted_indices)
         h_n, c_n = [], []
         for layer in range(self.num_layers):
             outs = []
             for direction in range(directions):
                 k = layer * directions + direction
                 y, h, c = self._run(x, h0[k], None if c0 is None else c0[k],
-                                    *self._weights(layer, direction), reverse=bool(direction))
+                                    *self._weights(layer, direction), reverse=bool(direction),
+                                    batch_sizes=batch_sizes)
                 outs.append(y)
                 h_n.append(h)
                 c_n.append(c)
@@ -196,34 +222,60 @@ class RNNBase(Module):
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, True)
         state = (stack(h_n), stack(c_n)) if lstm else (stack(h_n),)
-        if unbatched:
+        if batch_sizes is not None:
+            if unsorted_indices is not None:
+                state = tuple(t.index_select(1, unsorted_indices) for t in state)
+            x = PackedSequence(x, sizes, sorted_indices, unsorted_indices)
+        elif unbatched:
             x, state = x.squeeze(1), tuple(t.squeeze(1) for t in state)
         elif self.batch_first:
             x = x.transpose(0, 1)
         return x, (state if lstm else state[0])
 
-    def _run(self, x: Tensor, h: Tensor, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse: bool):
-        """One layer in one direction over the sequence x (L, N, H_in): (outputs (L, N,
-        H_out), h, c (None but for LSTM))."""
-        steps = x.shape[0]
+    def _run(self, x: Tensor, h: Tensor, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse: bool,
+             batch_sizes: list | None = None):
+        """One layer in one direction over the sequence x (L, N, H_in), or, with
+        ``batch_sizes``, over a packed sequence's data (sum(batch_sizes), H_in): (outputs
+        shaped as x with H_out features, h, c (None but for LSTM)), h and c holding each
+        sequence's state after its own last element."""
         projected = F.linear(x, w_ih, b_ih)  # every step's input term at once
+        if batch_sizes is None:
+            inputs = [projected[t] for t in range(x.shape[0])]
+        else:  # step t: the rows of the batch_sizes[t] sequences still running
+            ends = itertools.accumulate(batch_sizes)
+            inputs = [projected[end - n:end] for n, end in zip(batch_sizes, ends)]
         hidden, mode = self.hidden_size, self.mode
-        ys = [None] * steps
-        for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+        h_init, c_init = h, c
+        if reverse and inputs and inputs[-1].shape[0] < h.shape[0]:
+            n = inputs[-1].shape[0]  # backward: the longest sequences start at the last step
+            h, c = h[:n], None if c is None else c[:n]
+        ended = []  # forward: the final (h, c) of sequences that ended, shortest first
+        ys = [None] * len(inputs)
+        for t in (range(len(inputs) - 1, -1, -1) if reverse else range(len(inputs))):
+            n, running = inputs[t].shape[0], h.shape[0]
+            if n < running:  # forward: sequences n.. ended at the step before
+                ended.append((h[n:], None if c is None else c[n:]))
+                h, c = h[:n], None if c is None else c[:n]
+            elif n > running:  # backward: sequences start here, at their own last element
+                h = cat([h, h_init[running:n]])
+                c = None if c is None else cat([c, c_init[running:n]])
             recurrent = F.linear(h, w_hh, b_hh)
             if mode == "LSTM":
-                h, c = _lstm_step(projected[t] + recurrent, c, hidden)
+                h, c = _lstm_step(inputs[t] + recurrent, c, hidden)
                 if w_hr is not None:
                     h = F.linear(h, w_hr)
             elif mode == "GRU":
-                h = _gru_step(projected[t], recurrent, h, hidden)
+                h = _gru_step(inputs[t], recurrent, h, hidden)
             else:
-                pre = projected[t] + recurrent
+                pre = inputs[t] + recurrent
                 h = pre.tanh() if mode == "RNN_TANH" else pre.relu()
             ys[t] = h
+        if ended:  # the batch in its (sorted) order: the longest sequences' rows first
+            h = cat([h] + [e[0] for e in reversed(ended)])
+            c = None if c is None else cat([c] + [e[1] for e in reversed(ended)])
         if not ys:  # an empty sequence: no outputs, the state unchanged
             return zeros((0,) + tuple(h.shape), dtype=x.dtype, device=x.device), h, c
-        return stack(ys), h, c
+        return (stack(ys) if batch_sizes is None else cat(ys)), h, c
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
@@ -293,7 +345,9 @@ class LSTM(RNNBase):
 
     ``forward(input, (h_0, c_0)=None)``: input (L, N, H_in) (or (L, H_in) unbatched), h_0
     (D * num_layers, N, H_out), c_0 (D * num_layers, N, H_cell), zeros by default. Returns
-    ``output, (h_n, c_n)``, output (L, N, D * H_out).
+    ``output, (h_n, c_n)``, output (L, N, D * H_out). ``input`` may also be a
+    ``PackedSequence`` (``nn.utils.rnn.pack_padded_sequence``): output is then one too, and
+    h_n, c_n hold each sequence's state after its own last element.
 
     Example:
         >>> rnn = tg.nn.LSTM(10, 20, 2)

@@ -1,15 +1,19 @@
-"""``nn.utils``: gradient clipping and flattening parameters."""
+"""``nn.utils``: gradient clipping and flattening parameters; ``nn.utils.rnn``: packing and
+padding variable-length sequences (PackedSequence); ``nn.utils.stateless``: calling a module
+with other parameters and buffers (``functional_call``)."""
 
 from __future__ import annotations
 
 import math
 
-from ..autograd.grad_mode import no_grad
-from ..autograd.tensor import Tensor, make
-from ..kernels import backend
-from ..runtime import dtype as dtypes
+from ...autograd.grad_mode import no_grad
+from ...autograd.tensor import Tensor, make
+from ...kernels import backend
+from ...runtime import dtype as dtypes
+from . import rnn, stateless
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "rnn", "stateless",
+           "vector_to_parameters"]
 
 
 def _grads(parameters) -> list:
@@ -25,7 +29,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     clipping, as a tensor. ``foreach`` selects PyTorch's implementation strategy, not the
     result: accepted and ignored, as the result is the same either way."""
     grads = _grads(parameters)
-    from ..autograd.ops.creation import tensor
+    from ...autograd.ops.creation import tensor
     if not grads:
         return tensor(0.0)
     norm_type = float(norm_type)
@@ -103,7 +107,7 @@ def _check_same_device(params: list, op: str) -> None:
 def parameters_to_vector(parameters) -> Tensor:
     """Flatten an iterable of parameters into a single vector (recorded: gradients flow back
     to the parameters, as PyTorch's ``cat`` of their views)."""
-    from ..autograd.ops.shape import cat
+    from ...autograd.ops.shape import cat
     params = list(parameters)
     if isinstance(parameters, Tensor):
         params = [parameters]
