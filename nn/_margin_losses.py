@@ -9,6 +9,8 @@ PyTorch's formulas:
   weight, averaged over the classes, then reduced over the samples;
 - multi_margin_loss: sum over classes i != y of max(0, margin - x[y] + x[i])^p / C, times
   weight[y];
+- multilabel_margin_loss: sum over the targets j (a row's leading entries up to the first -1)
+  and the classes i that are no target of max(0, 1 - (x[j] - x[i])) / C;
 - cosine_embedding_loss: 1 - cos where y = 1, max(0, cos - margin) where y = -1, cos computed
   with 1e-12 added to each squared norm (as PyTorch);
 - triplet_margin_loss: max(d(a, p) - d(a, n) + margin, 0), d the pairwise p-norm distance (with
@@ -19,11 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..autograd import checks
+from ..autograd.ops.nn import check_class_indices
 from ..autograd.tensor import Tensor
 from . import functional as F  # (imported first by the package: its helpers exist at call time)
 
 __all__ = ["cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss",
-           "multi_margin_loss", "multilabel_soft_margin_loss", "soft_margin_loss",
+           "multi_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss",
+           "soft_margin_loss",
            "triplet_margin_loss", "triplet_margin_with_distance_loss"]
 
 
@@ -88,6 +93,60 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     loss = terms.where(own.logical_not(), 0.0).sum(1) / c
     if input.ndim == 1:
         loss = loss.squeeze(0)
+    return F._reduce(loss, reduction)
+
+
+def _multilabel_rows(input: Tensor, target: Tensor) -> tuple:
+    """(N, C) input and int64 target rows, checked as PyTorch's multilabel_margin_loss checks
+    them: a vector (C,) with a target of C entries, a matrix (N, C) with one of its shape, or a
+    0-d input (one class) with a 0-d or one-element target."""
+    shape = list(input.shape)
+    if not ((input.ndim == 2 and shape[1] != 0) or (input.ndim == 1 and shape[0] != 0)
+            or input.ndim == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch "
+                           f"size, but got: {shape}")
+    c = shape[-1] if input.ndim else 1
+    if (target.ndim > 1 or target.numel() != c) if input.ndim < 2 else (
+            list(target.shape) != shape):
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{shape}")
+    return input.reshape(-1, c), check_class_indices(target).reshape(-1, c)
+
+
+def _target_out_of_range(bad) -> RuntimeError:
+    return RuntimeError("argument #2 'target' is out of range")
+
+
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+                           reduction: str = "mean") -> Tensor:
+    """The multi-class multi-label hinge loss of (N, C) or (C,) ``input``: each row of
+    ``target`` lists the row's target classes in its leading entries, ended by the first -1
+    (entries after it are ignored); the loss of a row sums max(0, 1 - (x[j] - x[i])) over its
+    targets j and the classes i that are not among them, divided by C."""
+    reduction = F._reduction(size_average, reduce, reduction)
+    checks.tensor_arg(input, "multilabel_margin_loss")
+    checks.tensor_arg(target, "multilabel_margin_loss", "target")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"multilabel_margin_loss_forward_out_frame\" not "
+                                  f"implemented for '{checks.scalar_type_name(input.dtype)}'")
+    checks.check_same_device(input, target, "target", "multilabel_margin_loss")
+    x, t = _multilabel_rows(input, target)
+    n, c = x.shape
+    t = checks.guard_index(t, c, _target_out_of_range, ignore_index=-1)  # in [-1, C)
+    valid = (t < 0).long().cumsum(1) == 0  # the targets: the entries before the first -1
+    # (the pairs (j, i) span only as many target slots as the longest row uses: one read)
+    p = int(valid.sum(1).amax().item()) if n else 0
+    valid, t = valid[:, :p], t[:, :p].where(valid[:, :p], 0)
+    is_target = x.new_zeros((n, c), dtype=t.dtype).scatter_add(1, t, valid.long()) > 0
+    picked = x.gather(1, t)  # x[j] for each target slot, (N, P)
+    # relu, not clamp: at a margin of exactly 0 the gradient is 0, as PyTorch's kernel's
+    hinge = (1 - picked.unsqueeze(2) + x.unsqueeze(1)).relu()  # (N, P, C)
+    pairs = valid.unsqueeze(2) & is_target.logical_not().unsqueeze(1)
+    loss = hinge.where(pairs, 0.0).sum((1, 2)) / c
+    if input.ndim < 2:
+        loss = loss.squeeze(0)
+    if reduction == "mean":  # (an empty batch's mean is 0, as PyTorch's)
+        return loss.sum() / max(n, 1)
     return F._reduce(loss, reduction)
 
 

@@ -6,9 +6,10 @@ from ..autograd.tensor import Tensor
 from . import functional as F
 from .module import Module
 
-__all__ = ["BCELoss", "BCEWithLogitsLoss", "CosineEmbeddingLoss", "CrossEntropyLoss",
+__all__ = ["BCELoss", "BCEWithLogitsLoss", "CTCLoss", "CosineEmbeddingLoss", "CrossEntropyLoss",
            "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "L1Loss", "MSELoss",
-           "MarginRankingLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "NLLLoss",
+           "MarginRankingLoss", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss",
+           "MultiMarginLoss", "NLLLoss",
            "PoissonNLLLoss", "SmoothL1Loss", "SoftMarginLoss", "TripletMarginLoss",
            "TripletMarginWithDistanceLoss"]
 
@@ -202,6 +203,15 @@ class MultiLabelSoftMarginLoss(_Loss):
                                              reduction=self.reduction)
 
 
+class MultiLabelMarginLoss(_Loss):
+    """The multi-class multi-label hinge loss: per sample, the sum over its target classes j
+    (the leading entries of its target row, up to the first -1) and the classes i that are
+    no target of max(0, 1 - (x[j] - x[i])) / C."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
 class MultiMarginLoss(_Loss):
     """The multi-class hinge loss: sum over i != y of max(0, margin - x[y] + x[i])^p / C."""
 
@@ -262,6 +272,20 @@ class PoissonNLLLoss(_Loss):
     def forward(self, log_input: Tensor, target: Tensor) -> Tensor:
         return F.poisson_nll_loss(log_input, target, self.log_input, self.full, eps=self.eps,
                                   reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    """The Connectionist Temporal Classification loss (``F.ctc_loss``): ``forward(log_probs,
+    targets, input_lengths, target_lengths)``."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False):
+        super().__init__(None, None, reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths,
+                target_lengths) -> Tensor:
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                          self.reduction, self.zero_infinity)
 
 
 class GaussianNLLLoss(_Loss):

@@ -37,6 +37,21 @@ def multi_margin(x, t, p, margin, w):
     return np.array(out)
 
 
+# multilabel targets: each row's leading classes up to the first -1 (entries after it ignored;
+# row 3 repeats a class, which counts twice, as PyTorch's loop counts it)
+ML = np.array([[3, 0, -1, 1, 2], [1, -1, 4, 4, 4], [-1, 2, 3, 0, 1], [2, 2, 4, -1, 0]])
+
+
+def multilabel_margin(x, y):
+    out = []
+    for row, t in zip(x, y):
+        targets = list(t[:list(t).index(-1)] if -1 in t else t)
+        others = [i for i in range(len(row)) if i not in targets]
+        out.append(sum(max(0.0, 1 - (row[j] - row[i])) for j in targets for i in others)
+                   / len(row))
+    return np.array(out)
+
+
 def cos_embed(a, b, y, margin):
     cos = (a * b).sum(1) / np.sqrt(((a * a).sum(1) + 1e-12) * ((b * b).sum(1) + 1e-12))
     return np.where(y == 1, 1 - cos, np.maximum(cos - margin, 0))
@@ -57,6 +72,8 @@ CASES = {
     "multi_margin": (lambda r, x: F.multi_margin_loss(x, tg.tensor(CLS), 2, 0.5, tg.tensor(W),
                                                       reduction=r),
                      [A], multi_margin(A, CLS, 2, 0.5, W)),
+    "multilabel_margin": (lambda r, x: F.multilabel_margin_loss(x, tg.tensor(ML), reduction=r),
+                          [A], multilabel_margin(A, ML)),
     "cosine_embedding": (lambda r, a, b: F.cosine_embedding_loss(a, b, tg.tensor(Y[:4]), 0.2,
                                                                  reduction=r),
                          [A, B], cos_embed(A, B, Y[:4], 0.2)),
@@ -125,3 +142,48 @@ def test_modules():
         nn.MultiMarginLoss(p=3)
     with pytest.raises(ValueError, match="expected margin to be greater than 0"):
         nn.TripletMarginLoss(margin=0)
+
+
+def test_multilabel_margin_shapes_devices_and_gradients(device):
+    x = tg.tensor(A, device=device, requires_grad=True)
+    loss = F.multilabel_margin_loss(x, tg.tensor(ML, device=device), reduction="none")
+    np.testing.assert_allclose(host(loss), multilabel_margin(A, ML), rtol=1e-12)
+    loss.sum().backward()
+    assert x.grad.device.type == device
+    on_cpu = tg.tensor(A, requires_grad=True)  # (the CPU's gradient, checked by differences)
+    assert tg.autograd.gradcheck(lambda v: F.multilabel_margin_loss(v, tg.tensor(ML)), (on_cpu,))
+    F.multilabel_margin_loss(on_cpu, tg.tensor(ML), reduction="sum").backward()
+    np.testing.assert_allclose(host(x.grad), host(on_cpu.grad), rtol=1e-12)
+    # a vector and its target: a 0-d loss; no target at all: 0
+    one = F.multilabel_margin_loss(tg.tensor(A[0], device=device), tg.tensor(ML[0], device=device),
+                                   reduction="none")
+    assert one.shape == () and one.item() == pytest.approx(multilabel_margin(A[:1], ML[:1])[0])
+    none = F.multilabel_margin_loss(x, tg.full((4, 5), -1, device=device), reduction="none")
+    np.testing.assert_array_equal(host(none), np.zeros(4))
+    assert nn.MultiLabelMarginLoss(reduction="sum")(x, tg.tensor(ML, device=device)).item() == \
+        pytest.approx(multilabel_margin(A, ML).sum())
+
+
+def test_multilabel_margin_edges_and_errors():
+    # at a margin of exactly 0 the hinge passes no gradient (PyTorch's kernel tests z > 0)
+    x = tg.tensor([[1.0, 0.0, 0.5]], dtype=tg.float64, requires_grad=True)
+    F.multilabel_margin_loss(x, tg.tensor([[0, -1, 2]])).backward()
+    np.testing.assert_allclose(host(x.grad), [[-1 / 3, 0.0, 1 / 3]])
+    empty = F.multilabel_margin_loss(tg.zeros(0, 4), tg.zeros(0, 4, dtype=tg.int64))
+    assert empty.item() == 0.0  # (an empty batch's mean: 0, as PyTorch's)
+    assert F.multilabel_margin_loss(tg.tensor(0.5), tg.tensor(0)).item() == 0.0
+    x, t = tg.tensor(A), tg.tensor(ML)
+    for args, error, message in [
+        ((x, t[:, :3]), RuntimeError,
+         r"inconsistent target size: \[4, 3\] for input of size: \[4, 5\]"),
+        ((x, t.float()), RuntimeError, "expected scalar type Long but found Float"),
+        ((x.reshape(2, 2, 5), t), RuntimeError,
+         (r"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+          r"\[2, 2, 5\]")),
+        ((tg.zeros(2, 0), tg.zeros(2, 0, dtype=tg.int64)), RuntimeError, "Expected non-empty"),
+        ((x, t.where(t != 4, 5)), RuntimeError, "argument #2 'target' is out of range"),
+        ((x, t.where(t != 4, -2)), RuntimeError, "argument #2 'target' is out of range"),
+        ((x.long(), t), NotImplementedError, "not implemented for 'Long'"),
+    ]:
+        with pytest.raises(error, match=message):
+            F.multilabel_margin_loss(*args)
