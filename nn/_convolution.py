@@ -19,10 +19,13 @@ Then:
   columns (N, g, C/g*K, L);
 * max pooling: ``max`` over K (its gradient goes to the first maximum, as PyTorch's);
 * average pooling: a sum over K divided by a per-position divisor computed on the host;
-* adaptive average pooling: two matmuls with averaging matrices (windows of varying size).
+* adaptive average pooling: one matmul with an averaging matrix per spatial dim (windows of
+  varying size);
+* transposed convolution (conv_transpose3d, and 1-D/2-D integers): the adjoint, a matmul
+  then ``_col2im``, which sums the columns back into place with ``index_add`` (as ``fold``).
 
-The spatial code is written once for any number of spatial dims; conv1d/conv2d and the 2-D
-pools only check their arguments and name themselves in errors.
+The spatial code is written once for any number of spatial dims; the 1-D/2-D/3-D functions
+only check their arguments and name themselves in errors.
 """
 
 from __future__ import annotations
@@ -32,12 +35,17 @@ import math
 
 import numpy as np
 
+from ..autograd.autocast import autocast as _autocast
+from ..autograd.autocast import is_autocast_enabled as _autocast_enabled
 from ..autograd.ops import conv as _fused_conv
 from ..autograd.ops.creation import tensor as _tensor
+from ..autograd.ops.creation import zeros as _zeros
 from ..autograd.tensor import Tensor
 from ._padding import pad
 
-__all__ = ["adaptive_avg_pool2d", "avg_pool2d", "conv1d", "conv2d", "max_pool2d", "unfold"]
+__all__ = ["adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "avg_pool2d",
+           "avg_pool3d", "conv1d", "conv2d", "conv_transpose3d", "max_pool2d", "max_pool3d",
+           "unfold"]
 
 
 def _ntuple(v, n: int, arg: str, op: str) -> tuple:
@@ -84,6 +92,23 @@ def _windows(x: Tensor, kernel: tuple, stride: tuple, dilation: tuple, out: tupl
     idx = _window_index(sizes, kernel, stride, dilation, out)
     taps = x.reshape(lead + (-1,)).index_select(2, _tensor(idx.reshape(-1), device=x.device))
     return taps.reshape(lead + idx.shape)
+
+
+def _col2im(cols: Tensor, size: tuple, kernel: tuple, stride: tuple, padding: tuple,
+            dilation: tuple, out: tuple) -> Tensor:
+    """(N, C, K, L) -> (N, C, *size): the adjoint of ``_windows`` on the input padded by
+    ``padding``: each window's taps summed into place (``index_add``) on a padded canvas,
+    which is then cropped."""
+    n, c = cols.shape[:2]
+    padded = tuple(v + 2 * p for v, p in zip(size, padding))
+    idx = _window_index(padded, kernel, stride, dilation, out)  # (K, L) flat padded positions
+    canvas = _zeros((n, c, math.prod(padded)), dtype=cols.dtype, device=cols.device).index_add(
+        2, _tensor(idx.reshape(-1), device=cols.device), cols.reshape(n, c, -1))
+    y = canvas.reshape((n, c) + padded)
+    for dim, (v, p) in enumerate(zip(size, padding)):
+        if p:
+            y = y.narrow(2 + dim, p, v)
+    return y
 
 
 def _conv_out(n: int, k: int, s: int, lo: int, hi: int, d: int) -> int:
@@ -229,12 +254,15 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
 
 
 def _conv_transpose(input: Tensor, weight: Tensor, bias, stride, padding, output_padding,
-                    groups: int, dilation, nd: int, op: str) -> Tensor:
-    """conv_transpose1d/2d (``nd`` spatial dims): PyTorch's checks, then the fused primitive
-    (autograd/ops/conv.py), conv_transpose1d as a transposed convolution of height one.
+                    groups: int, dilation, nd: int, op: str, fused: bool = True) -> Tensor:
+    """conv_transpose1d/2d/3d (``nd`` spatial dims): PyTorch's checks, then the fused
+    primitive (autograd/ops/conv.py) for floating point tensors of one or two spatial dims
+    (unless ``fused`` is False), conv_transpose1d as a transposed convolution of height one;
+    else the col2im composite, ``_conv_transpose_cols``.
 
-    Output rows past the input's reach (``output_padding`` beyond ``padding``: no tap lands
-    there) are zeros appended by ``pad``, with the bias added after."""
+    In the fused op, output rows past the input's reach (``output_padding`` beyond
+    ``padding``: no tap lands there) are zeros appended by ``pad``, with the bias added
+    after."""
     unbatched = input.ndim == nd + 1
     if input.ndim not in (nd + 1, nd + 2):
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
@@ -244,7 +272,7 @@ def _conv_transpose(input: Tensor, weight: Tensor, bias, stride, padding, output
                            f"out_channels/groups, *kernel_size), but got weight of size "
                            f"{list(weight.shape)}")
     x = input.unsqueeze(0) if unbatched else input
-    c_in, og = weight.shape[:2]
+    c_in = weight.shape[0]
     kernel = tuple(weight.shape[2:])
     stride = _ntuple(stride, nd, "stride", op)
     padding = _ntuple(padding, nd, "padding", op)
@@ -271,9 +299,15 @@ def _conv_transpose(input: Tensor, weight: Tensor, bias, stride, padding, output
     size = [(n - 1) * s - 2 * p + d * (k - 1) + o + 1 for n, s, p, d, k, o in
             zip(x.shape[2:], stride, padding, dilation, kernel, output_padding)]
     if any(v < 1 for v in size):
-        raise RuntimeError(f"{op}: the output size {size} is too small (input "
-                           f"{list(x.shape[2:])}, kernel {list(kernel)}, stride {list(stride)}, "
-                           f"padding {list(padding)}, dilation {list(dilation)})")
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, x.shape[2:]))})"
+                           f". Calculated output size per channel: "
+                           f"({' x '.join(map(str, size))}). Output size is too small")
+    if not (fused and nd <= 2 and all(t is None or t.dtype.is_floating_point
+                                      for t in (x, weight, bias))):
+        y = _conv_transpose_cols(x, weight, groups, kernel, stride, padding, dilation, size)
+        if bias is not None:
+            y = y + bias.reshape((1, -1) + (1,) * nd)
+        return y.squeeze(0) if unbatched else y
     # the convolution this is the adjoint of pads (p, p - o); rows past p are unreachable
     pads = [(p, max(p - o, 0)) for p, o in zip(padding, output_padding)]
     extra = [max(o - p, 0) for p, o in zip(padding, output_padding)]
@@ -290,6 +324,19 @@ def _conv_transpose(input: Tensor, weight: Tensor, bias, stride, padding, output
         if bias is not None:
             y = y + bias.reshape((1, -1) + (1,) * nd)
     return y.squeeze(0) if unbatched else y
+
+
+def _conv_transpose_cols(x: Tensor, weight: Tensor, groups: int, kernel: tuple, stride: tuple,
+                         padding: tuple, dilation: tuple, size: list) -> Tensor:
+    """The transposed convolution as a composite: one (batched, for groups) matmul gives
+    every input position's contribution to its window, (g, O/g*K, C/g) @ (N, g, C/g, L), then
+    ``_col2im`` sums the windows into the output (what conv's im2col gathers, scattered)."""
+    n, c = x.shape[:2]
+    og, k = weight.shape[1], math.prod(kernel)
+    cols = weight.reshape(groups, c // groups, og * k).transpose(1, 2).matmul(
+        x.reshape(n, groups, c // groups, -1))
+    return _col2im(cols.reshape(n, groups * og, k, -1), tuple(size), kernel, stride, padding,
+                   dilation, tuple(x.shape[2:]))
 
 
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
@@ -326,6 +373,24 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     """
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups,
                            dilation, 2, "conv_transpose2d")
+
+
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
+                     padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """Applies a 3D transposed convolution operator over an input image composed of several
+    input planes, sometimes also called "deconvolution": the adjoint of ``conv3d``.
+    Arguments as ``conv_transpose1d``'s, each an int or a triple (depth, height, width);
+    input (N, C_in, iD, iH, iW) or unbatched, ``weight`` (in_channels, out_channels / groups,
+    kD, kH, kW). Computed as one matmul per group and a col2im (``index_add``) of the
+    windows; the gradients come through them (the fused primitive is two-dimensional).
+
+    Example:
+        >>> F = tg.nn.functional
+        >>> F.conv_transpose3d(tg.randn(1, 4, 3, 4, 5), tg.randn(4, 2, 3, 3, 3), stride=2).shape
+        tritongrad.Size([1, 2, 7, 9, 11])
+    """
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups,
+                           dilation, 3, "conv_transpose3d")
 
 
 def _block_params(kernel_size, dilation, padding, stride, op: str):
@@ -379,7 +444,6 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
         raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product "
                            f"of kernel_size, but got input.size(1)={ck} and kernel_size="
                            f"{kernel}")
-    padded = tuple(s + 2 * p for s, p in zip(size, padding))
     out = tuple(_conv_out(s, kk, st, p, p, d) for s, kk, st, p, d
                 in zip(size, kernel, stride, padding, dilation))
     if math.prod(out) != length:
@@ -388,18 +452,25 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
                            f"input's dimension 2 to match the calculated number of sliding "
                            f"blocks {out[0]} * {out[1]} = {math.prod(out)}, but got "
                            f"input.size(2)={length}.")
-    c = ck // k
-    idx = _window_index(padded, kernel, stride, dilation, out)  # (K, L) flat padded positions
-    from ..autograd.ops.creation import zeros
-
-    canvas = zeros((n, c, padded[0] * padded[1]), dtype=x.dtype, device=x.device).index_add(
-        2, _tensor(idx.reshape(-1), device=x.device), x.reshape(n, c, k * length))
-    y = canvas.reshape((n, c) + padded)[:, :, padding[0]:padding[0] + size[0],
-                                         padding[1]:padding[1] + size[1]]
+    y = _col2im(x.reshape(n, ck // k, k, length), size, kernel, stride, padding, dilation, out)
     return y.squeeze(0) if unbatched else y
 
 
 # -- pooling -------------------------------------------------------------------------------------
+
+def _one_op_to_autocast(fn):
+    """``fn`` run with autocast off for its input's device type: to autocast, a pool is one
+    op that runs in its input's dtype (PyTorch's kernel; a policy listed at the pool's entry
+    in nn.functional applies before), so the sums and matmuls it is made of are not cast."""
+    @functools.wraps(fn)
+    def run(input: Tensor, *args, **kwargs):
+        device_type = input.device.type
+        if not _autocast_enabled(device_type):
+            return fn(input, *args, **kwargs)
+        with _autocast(device_type, enabled=False):
+            return fn(input, *args, **kwargs)
+    return run
+
 
 def _pool_out(n: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
     """PyTorch's pooling_output_shape: with ``ceil_mode`` the last window may start in the
@@ -411,47 +482,79 @@ def _pool_out(n: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
 
 
 def _pool_setup(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode: bool,
-                op: str, dilated: bool):
-    """Checks a 2-D pool's arguments; returns (x batched, unbatched, kernel, stride, padding,
-    dilation, out, pad right extra per dim)."""
-    if input.ndim not in (3, 4) or any(n == 0 for n in input.shape[-3:]):
-        raise RuntimeError(f"{op}: non-empty 3D or 4D (batch mode) tensor expected for input, "
-                           f"but got input of size: {list(input.shape)}")
-    unbatched = input.ndim == 3
+                op: str, dilated: bool, nd: int = 2, fits: bool = False):
+    """Checks an ``nd``-dim pool's arguments; returns (x batched, unbatched, kernel, stride,
+    padding, dilation, out, pad right extra per dim). ``dilated`` picks PyTorch's wording of
+    the padding error; ``fits``: the unpadded input must hold a kernel (avg_pool3d's check)."""
+    if input.ndim not in (nd + 1, nd + 2) or any(n == 0 for n in input.shape[-(nd + 1):]):
+        raise RuntimeError(f"{op}: non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected "
+                           f"for input, but got input of size: {list(input.shape)}")
+    unbatched = input.ndim == nd + 1
     x = input.unsqueeze(0) if unbatched else input
-    kernel = _ntuple(kernel_size, 2, "kernel_size", op)
+    kernel = _ntuple(kernel_size, nd, "kernel_size", op)
     stride = kernel if stride is None or (not isinstance(stride, int) and not len(stride)) \
-        else _ntuple(stride, 2, "stride", op)
-    padding = _ntuple(padding, 2, "padding", op)
-    dilation = _ntuple(dilation, 2, "dilation", op)
+        else _ntuple(stride, nd, "stride", op)
+    padding = _ntuple(padding, nd, "padding", op)
+    dilation = _ntuple(dilation, nd, "dilation", op)
     if any(k < 1 for k in kernel) or any(s < 1 for s in stride) or any(d < 1 for d in dilation):
         raise RuntimeError(f"{op}: kernel_size, stride and dilation must be greater than zero, "
                            f"but got kernel_size={list(kernel)}, stride={list(stride)}, "
                            f"dilation={list(dilation)}")
     for p, k, d in zip(padding, kernel, dilation):
-        if p < 0 or p > (d * (k - 1) + 1) // 2:
+        if p < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
+        if p > (d * (k - 1) + 1) // 2:
             raise RuntimeError(  # PyTorch's two wordings: max pooling has a dilation
                 f"pad should be at most half of effective kernel size, but got pad={p}, "
                 f"kernel_size={k} and dilation={d}" if dilated else
                 f"pad should be at most half of kernel size, but got pad={p} and "
                 f"kernel_size={k}")
+    sizes = tuple(x.shape[2:])
+    if fits and any(n < k for n, k in zip(sizes, kernel)):
+        names = "THW"[-nd:]
+        raise RuntimeError(f"input image ({' '.join(f'{a}: {n}' for a, n in zip(names, sizes))}) "
+                           f"smaller than kernel size "
+                           f"({' '.join(f'k{a}: {k}' for a, k in zip(names, kernel))})")
     out = tuple(_pool_out(n, k, s, p, d, ceil_mode) for n, k, s, p, d
-                in zip(x.shape[2:], kernel, stride, padding, dilation))
+                in zip(sizes, kernel, stride, padding, dilation))
     if any(o < 1 for o in out):
         raise RuntimeError(f"{op}: Given input size: ({'x'.join(map(str, x.shape[1:]))}). "
-                           f"Calculated output size: ({x.shape[1]}x{out[0]}x{out[1]}). Output "
-                           f"size is too small")
+                           f"Calculated output size: ({'x'.join(map(str, (x.shape[1],) + out))})"
+                           f". Output size is too small")
     # with ceil_mode the last window can reach past the right padding: pad that far too
     extra = tuple(max(0, (o - 1) * s + d * (k - 1) + 1 - (n + 2 * p)) for n, k, s, p, d, o
-                  in zip(x.shape[2:], kernel, stride, padding, dilation, out))
+                  in zip(sizes, kernel, stride, padding, dilation, out))
     return x, unbatched, kernel, stride, padding, dilation, out, extra
 
 
-def _pad2(x: Tensor, padding: tuple, extra: tuple, value: float) -> Tensor:
-    (ph, pw), (eh, ew) = padding, extra
-    if ph or pw or eh or ew:
-        return pad(x, (pw, pw + ew, ph, ph + eh), value=value)
-    return x
+def _pad_nd(x: Tensor, padding: tuple, extra: tuple, value: float) -> Tensor:
+    """``padding`` on both sides of each spatial dim and ``extra`` more on the right."""
+    flat = [v for p, e in zip(reversed(padding), reversed(extra)) for v in (p, p + e)]
+    return pad(x, flat, value=value) if any(flat) else x
+
+
+def _max_pool(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode: bool,
+              return_indices: bool, nd: int, op: str):
+    """max_pool2d/3d: im2col on the -inf padded input, one ``max`` over the taps; indices are
+    flat positions in each input plane (volume for 3-D)."""
+    x, unbatched, kernel, stride, padding, dilation, out, extra = _pool_setup(
+        input, kernel_size, stride, padding, dilation, ceil_mode, op, True, nd)
+    xp = _pad_nd(x, padding, extra, -math.inf)
+    taps = _windows(xp, kernel, stride, dilation, out)  # (N, C, K, L)
+    values, arg = taps.max(dim=2)
+    values = values.reshape(tuple(x.shape[:2]) + out)
+    if unbatched:
+        values = values.squeeze(0)
+    if not return_indices:
+        return values
+    # tap positions in the padded grid, mapped back to flat positions in the unpadded input
+    idx = _window_index(tuple(xp.shape[2:]), kernel, stride, dilation, out)
+    plane = np.zeros_like(idx)
+    for c, p, n in zip(np.unravel_index(idx, tuple(xp.shape[2:])), padding, x.shape[2:]):
+        plane = plane * n + (c - p)
+    plane_t = _tensor(plane, device=x.device).expand(tuple(x.shape[:2]) + plane.shape)
+    indices = plane_t.gather(2, arg.unsqueeze(2)).reshape(tuple(x.shape[:2]) + out)
+    return values, indices.squeeze(0) if unbatched else indices
 
 
 def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
@@ -471,24 +574,25 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
 
     The gradient goes to the first maximum of each window, as PyTorch's kernel sends it.
     """
-    x, unbatched, kernel, stride, padding, dilation, out, extra = _pool_setup(
-        input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d", True)
-    w = x.shape[3]
-    xp = _pad2(x, padding, extra, -math.inf)
-    taps = _windows(xp, kernel, stride, dilation, out)  # (N, C, K, L)
-    values, arg = taps.max(dim=2)
-    values = values.reshape(tuple(x.shape[:2]) + out)
-    if unbatched:
-        values = values.squeeze(0)
-    if not return_indices:
-        return values
-    # tap positions in the padded grid, mapped back to flat positions in the unpadded plane
-    idx = _window_index(tuple(xp.shape[2:]), kernel, stride, dilation, out)
-    wp = xp.shape[3]
-    plane = (idx // wp - padding[0]) * w + (idx % wp - padding[1])
-    plane_t = _tensor(plane, device=x.device).expand(tuple(x.shape[:2]) + plane.shape)
-    indices = plane_t.gather(2, arg.unsqueeze(2)).reshape(tuple(x.shape[:2]) + out)
-    return values, indices.squeeze(0) if unbatched else indices
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
+                     2, "max_pool2d")
+
+
+def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode: bool = False, return_indices: bool = False):
+    """Applies a 3D max pooling over an input signal composed of several input planes.
+
+    Arguments as ``max_pool2d``'s, each an int or a triple (kT, kH, kW); input (N, C, D, H, W)
+    or unbatched (C, D, H, W). ``return_indices`` gives flat indices into each input volume
+    (D * H * W).
+
+    Example:
+        >>> F = tg.nn.functional
+        >>> F.max_pool3d(tg.randn(2, 3, 8, 9, 10), 3, stride=2, padding=1).shape
+        tritongrad.Size([2, 3, 4, 5, 5])
+    """
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
+                     3, "max_pool3d")
 
 
 def _avg_divisor(n: int, k: int, s: int, p: int, o: int, count_include_pad: bool) -> np.ndarray:
@@ -499,6 +603,29 @@ def _avg_divisor(n: int, k: int, s: int, p: int, o: int, count_include_pad: bool
     if count_include_pad:
         return end - start
     return np.minimum(end, n) - np.maximum(start, 0)
+
+
+@_one_op_to_autocast
+def _avg_pool(input: Tensor, kernel_size, stride, padding, ceil_mode: bool,
+              count_include_pad: bool, divisor_override, nd: int, op: str) -> Tensor:
+    """avg_pool2d/3d: im2col on the zero padded input, a sum over the taps divided by a
+    per-position divisor, the outer product of the per-dim ones, computed on the host."""
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError(f"{op}: divisor must be not zero")
+    # PyTorch's avg_pool3d words the padding error as max pooling does, and wants the
+    # unpadded input to hold a kernel
+    x, unbatched, kernel, stride, padding, _, out, extra = _pool_setup(
+        input, kernel_size, stride, padding, 1, ceil_mode, op, nd == 3, nd, fits=nd == 3)
+    xp = _pad_nd(x, padding, extra, 0.0)
+    sums = _windows(xp, kernel, stride, (1,) * nd, out).sum(2).reshape(tuple(x.shape[:2]) + out)
+    if divisor_override is not None:
+        y = sums / divisor_override
+    else:
+        divs = [_avg_divisor(n, k, s, p, o, count_include_pad) for n, k, s, p, o
+                in zip(x.shape[2:], kernel, stride, padding, out)]
+        y = sums / _tensor(functools.reduce(np.multiply.outer, divs), dtype=x.dtype,
+                           device=x.device)
+    return y.squeeze(0) if unbatched else y
 
 
 def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
@@ -515,19 +642,21 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
         divisor_override: if specified, it will be used as divisor, otherwise the size of the
             pooling region will be used. Default: None.
     """
-    if divisor_override is not None and divisor_override == 0:
-        raise RuntimeError("avg_pool2d: divisor must be not zero")
-    x, unbatched, kernel, stride, padding, _, out, extra = _pool_setup(
-        input, kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d", False)
-    xp = _pad2(x, padding, extra, 0.0)
-    sums = _windows(xp, kernel, stride, (1, 1), out).sum(2).reshape(tuple(x.shape[:2]) + out)
-    if divisor_override is not None:
-        y = sums / divisor_override
-    else:
-        dh, dw = (_avg_divisor(n, k, s, p, o, count_include_pad) for n, k, s, p, o
-                  in zip(x.shape[2:], kernel, stride, padding, out))
-        y = sums / _tensor(np.outer(dh, dw), dtype=x.dtype, device=x.device)
-    return y.squeeze(0) if unbatched else y
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override, 2, "avg_pool2d")
+
+
+def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """Applies 3D average-pooling operation in kT x kH x kW regions by step size sT x sH x sW
+    steps.
+
+    Arguments as ``avg_pool2d``'s, each an int or a triple (kT, kH, kW); input (N, C, D, H, W)
+    or unbatched (C, D, H, W). As PyTorch's, the unpadded input must be at least the kernel
+    size along each dim.
+    """
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override, 3, "avg_pool3d")
 
 
 def _adaptive_matrix(n: int, o: int) -> np.ndarray:
@@ -539,6 +668,43 @@ def _adaptive_matrix(n: int, o: int) -> np.ndarray:
     return m
 
 
+def _output_size(output_size, sizes: tuple, op: str) -> tuple:
+    """An adaptive pool's ``output_size`` (an int, or one entry per pooled dim, None keeping
+    the input's size) for an input of spatial ``sizes``."""
+    nd = len(sizes)
+    want = (output_size,) * nd if isinstance(output_size, int) else tuple(output_size)
+    if len(want) != nd:
+        raise RuntimeError(f"{op}: output_size must be {nd}, got {list(want)}")
+    out = tuple(n if o is None else int(o) for n, o in zip(sizes, want))
+    if any(o < 0 for o in out):
+        raise RuntimeError(f"{op}: elements of output_size must be greater than or equal to 0 "
+                           f"but received {list(out)}")
+    return out
+
+
+@_one_op_to_autocast
+def _adaptive_avg(input: Tensor, output_size, nd: int, op: str) -> Tensor:
+    """adaptive_avg_pool2d/3d: one matmul with an averaging matrix per pooled dim (the
+    windows differ in size); the last dim as ``x @ A^T``, the others as ``A @ x`` over the
+    dims after them flattened."""
+    if input.ndim not in (nd + 1, nd + 2) or any(n == 0 for n in input.shape[-nd:]):
+        raise RuntimeError(f"{op}(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
+                           f"{list(input.shape)}")
+    sizes = tuple(input.shape[-nd:])
+    out = _output_size(output_size, sizes, op)
+    y = input
+    for d, (n, o) in enumerate(zip(sizes, out)):
+        m = _adaptive_matrix(n, o)
+        if d == nd - 1:
+            y = y.matmul(_tensor(m.T, dtype=input.dtype, device=input.device))
+            continue
+        axis = y.ndim - nd + d
+        lead, rest = tuple(y.shape[:axis]), tuple(y.shape[axis + 1:])
+        y = _tensor(m, dtype=input.dtype, device=input.device).matmul(
+            y.reshape(lead + (n, math.prod(rest)))).reshape(lead + (o,) + rest)
+    return y
+
+
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     """Applies a 2D adaptive average pooling over an input signal composed of several input
     planes: output (*, oH, oW) for any input size; ``output_size`` is an int, or a pair whose
@@ -546,21 +712,14 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
 
     Window i along a dim of size n covers [floor(i n / o), ceil((i + 1) n / o)): windows
     differ in size, so the pool is two matmuls with averaging matrices."""
-    if input.ndim not in (3, 4) or any(n == 0 for n in input.shape[-2:]):
-        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got "
-                           f"{list(input.shape)}")
-    if isinstance(output_size, int):
-        output_size = (output_size, output_size)
-    if len(output_size) != 2:
-        raise ValueError(f"adaptive_avg_pool2d: output_size must be 2, got {list(output_size)}")
-    h, w = input.shape[-2:]
-    oh, ow = (n if o is None else int(o) for n, o in zip((h, w), output_size))
-    if oh < 0 or ow < 0:
-        raise RuntimeError(f"adaptive_avg_pool2d: elements of output_size must be greater than "
-                           f"or equal to 0 but received {[oh, ow]}")
-    mh = _tensor(_adaptive_matrix(h, oh), dtype=input.dtype, device=input.device)
-    mw = _tensor(_adaptive_matrix(w, ow).T, dtype=input.dtype, device=input.device)
-    return mh.matmul(input).matmul(mw)
+    return _adaptive_avg(input, output_size, 2, "adaptive_avg_pool2d")
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
+    """Applies a 3D adaptive average pooling over an input signal composed of several input
+    planes: output (*, oD, oH, oW) for any input size; ``output_size`` is an int, or a triple
+    whose None entries keep the input's size (windows as ``adaptive_avg_pool2d``'s)."""
+    return _adaptive_avg(input, output_size, 3, "adaptive_avg_pool3d")
 
 
 # -- one-dimensional pools: the 2-D ones over a plane of height one ------------------------------
@@ -620,16 +779,15 @@ def _adaptive_windows(n: int, o: int) -> tuple[np.ndarray, np.ndarray]:
     return pos.astype(np.int64), own
 
 
-def _adaptive_max(input: Tensor, output_size: tuple, return_indices: bool, op: str):
-    """Adaptive max pooling over the last ``len(output_size)`` dims: each window gathered
-    into a padded block (positions past a short window repeat its last one, so they never
-    change the maximum), then one max; indices are flat positions in the pooled plane."""
-    nd = len(output_size)
+def _adaptive_max(input: Tensor, output_size, nd: int, return_indices: bool, op: str):
+    """Adaptive max pooling over the last ``nd`` dims: each window gathered into a padded
+    block (positions past a short window repeat its last one, so they never change the
+    maximum), then one max; indices are flat positions in the pooled plane (volume)."""
     if input.ndim not in (nd + 1, nd + 2) or any(n == 0 for n in input.shape[-nd:]):
         raise RuntimeError(f"{op}(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
                            f"{list(input.shape)}")
     sizes = tuple(input.shape[-nd:])
-    out = tuple(n if o is None else int(o) for n, o in zip(sizes, output_size))
+    out = _output_size(output_size, sizes, op)
     lead = tuple(input.shape[:-nd])
     x, flat = input, np.zeros((1,) * (2 * nd), dtype=np.int64)
     for d, (n, o) in enumerate(zip(sizes, out)):
@@ -655,13 +813,17 @@ def _adaptive_max(input: Tensor, output_size: tuple, return_indices: bool, op: s
 def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
     """Applies a 2D adaptive max pooling over an input signal composed of several input
     planes (windows as ``adaptive_avg_pool2d``'s); indices are flat positions in each plane."""
-    if isinstance(output_size, int):
-        output_size = (output_size, output_size)
-    return _adaptive_max(input, tuple(output_size), return_indices, "adaptive_max_pool2d")
+    return _adaptive_max(input, output_size, 2, return_indices, "adaptive_max_pool2d")
+
+
+def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):
+    """Applies a 3D adaptive max pooling over an input signal composed of several input
+    planes (windows as ``adaptive_avg_pool3d``'s); indices are flat positions in each input
+    volume (D * H * W)."""
+    return _adaptive_max(input, output_size, 3, return_indices, "adaptive_max_pool3d")
 
 
 def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):
     """Applies a 1D adaptive max pooling over an input signal composed of several input
     planes."""
-    o = _ntuple(output_size, 1, "output_size", "adaptive_max_pool1d")
-    return _adaptive_max(input, o, return_indices, "adaptive_max_pool1d")
+    return _adaptive_max(input, output_size, 1, return_indices, "adaptive_max_pool1d")

@@ -1,6 +1,6 @@
-"""Convolution layers: Conv1d, Conv2d, ConvTranspose1d and ConvTranspose2d over
-``F.conv1d`` / ``F.conv2d`` / ``F.conv_transpose1d`` / ``F.conv_transpose2d`` (the fused
-convolution primitives, nn/_convolution.py). Default initialisation is PyTorch's: weight
+"""Convolution layers: Conv1d/2d/3d and ConvTranspose1d/2d/3d over ``F.conv1d`` ...
+``F.conv_transpose3d`` (the fused convolution primitives for 1-D and 2-D, im2col / col2im
+composites for 3-D: nn/_convolution.py). Default initialisation is PyTorch's: weight
 kaiming_uniform_(a=sqrt(5)), bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in the weight's
 dimension 1 times prod(kernel): in_channels / groups for a convolution, out_channels / groups
 for a transposed one."""
@@ -16,13 +16,13 @@ from ._convolution import _ntuple
 from .module import Module
 from .parameter import affine_parameters
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
 class _ConvNd(Module):
-    """Shared by Conv1d and Conv2d: ``_nd`` spatial dims, ``_functional`` the op."""
+    """Shared by the convolution layers: ``_nd`` spatial dims, ``_functional`` the op."""
 
     _nd = 0
     _functional = None
@@ -162,7 +162,7 @@ class Conv3d(_ConvNd):
 
 
 class _ConvTransposeNd(_ConvNd):
-    """Shared by ConvTranspose1d and ConvTranspose2d (weight (in, out / groups, *kernel))."""
+    """Shared by ConvTranspose1d/2d/3d (weight (in, out / groups, *kernel))."""
 
     _transposed = True
 
@@ -236,3 +236,19 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     _nd = 2
     _functional = staticmethod(F.conv_transpose2d)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """Applies a 3D transposed convolution operator over an input image composed of several
+    input planes: the adjoint of ``Conv3d``. (N, C_in, D, H, W) or (C_in, D, H, W) ->
+    (N, C_out, D_out, H_out, W_out). Arguments as ``ConvTranspose1d``'s, each an int or a
+    triple (depth, height, width).
+
+    Example:
+        >>> up = tg.nn.ConvTranspose3d(4, 2, 3, stride=2, padding=1)
+        >>> up(tg.randn(1, 4, 3, 4, 5), output_size=[6, 8, 10]).shape
+        tritongrad.Size([1, 2, 6, 8, 10])
+    """
+
+    _nd = 3
+    _functional = staticmethod(F.conv_transpose3d)
