@@ -16,7 +16,16 @@ follow ATen's upsample kernels exactly, including where they compute in float32:
 - ``bicubic``: the same source position without the clamp at 0, the four neighbours around
   it (indices clamped to the input), Keys' cubic convolution weights with ``A = -0.75``; as
   ATen, the position's integer part is at most the last row and its fraction within [0, 1];
-- ``area``: adaptive average pooling.
+- ``area``: adaptive average pooling;
+- ``antialias=True`` (``bilinear``/``bicubic``, 4-D): ATen's separable antialiasing filter
+  (``_upsample_{bilinear,bicubic}2d_aa``): output ``i`` is centred at ``scale * (i + 0.5)``
+  and averages the inputs within the filter's support (1 for the triangle of bilinear, 2 for
+  the cubic of bicubic, which has ``A = -0.5`` there), stretched by ``scale`` when
+  downsampling, the weights normalised to sum to one.
+
+``grid_sample`` combines per-axis taps (one set per spatial dimension, the same code for
+4-D and 5-D input) into every combination: one gather of the input at the combined indices,
+weighted by the products of the taps' weights, which carry the gradient to the grid.
 """
 
 from __future__ import annotations
@@ -37,6 +46,7 @@ __all__ = ["Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "affine_gr
 _LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3}  # mode -> the spatial dims it needs
 _MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
 _CUBIC_A = -0.75
+_AA_CUBIC_A = -0.5  # the cubic of the antialiasing filter (ATen's, PIL's)
 
 
 def _scale(n_in: int, n_out: int, align_corners: bool, scale_factor) -> float:
@@ -69,14 +79,52 @@ def _taps(mode: str, n_in: int, n_out: int, align_corners: bool, scale_factor):
     i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
     t = np.clip(src - i0, 0.0, 1.0)
     if mode == "bicubic":
-        a = _CUBIC_A
-        x1, x2 = t + 1.0, 1.0 - t
-        weights = [((a * x1 - 5 * a) * x1 + 8 * a) * x1 - 4 * a,
-                   ((a + 2) * t - (a + 3)) * t * t + 1,
-                   ((a + 2) * x2 - (a + 3)) * x2 * x2 + 1,
-                   ((a * (x2 + 1) - 5 * a) * (x2 + 1) + 8 * a) * (x2 + 1) - 4 * a]
-        return [(np.clip(i0 + k - 1, 0, n_in - 1), w) for k, w in enumerate(weights)]
+        return [(np.clip(i0 + k - 1, 0, n_in - 1), w)
+                for k, w in enumerate(_cubic_weights(t))]
     return [(i0, 1.0 - t), (np.minimum(i0 + 1, n_in - 1), t)]
+
+
+def _cubic_weights(t, a: float = _CUBIC_A) -> list:
+    """Keys' cubic convolution weights of the taps at -1, 0, 1, 2 around a position whose
+    fraction is ``t`` (ATen's ``get_cubic_upsample_coefficients``); ``t`` an array or a Tensor
+    (the weights are then differentiable in it)."""
+    x1, x2 = t + 1.0, 1.0 - t
+    return [((a * x1 - 5 * a) * x1 + 8 * a) * x1 - 4 * a,
+            ((a + 2) * t - (a + 3)) * t * t + 1,
+            ((a + 2) * x2 - (a + 3)) * x2 * x2 + 1,
+            ((a * (x2 + 1) - 5 * a) * (x2 + 1) + 8 * a) * (x2 + 1) - 4 * a]
+
+
+def _aa_filter(mode: str, x: np.ndarray) -> np.ndarray:
+    """ATen's ``aa_filter``: the triangle (bilinear) or the cubic with A = -0.5 (bicubic)."""
+    x = np.abs(x)
+    if mode == "bilinear":
+        return np.maximum(1.0 - x, 0.0)
+    a = _AA_CUBIC_A
+    near = ((a + 2) * x - (a + 3)) * x * x + 1
+    far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return np.where(x < 1.0, near, np.where(x < 2.0, far, 0.0))
+
+
+def _aa_taps(mode: str, n_in: int, n_out: int, align_corners: bool, scale_factor):
+    """``_taps`` of the antialiasing filter (ATen's ``_compute_indices_min_size_weights_aa``):
+    output ``i`` is centred at ``scale (i + 0.5)`` (with ``align_corners`` too: only the scale
+    changes), reads the inputs ``[floor(centre - support + .5), floor(centre + support + .5))``
+    within the input, weighted by the filter at ``j - centre + .5`` and normalised.
+    Downsampling (``scale > 1``) stretches the support and the filter by ``scale``."""
+    scale = _scale(n_in, n_out, align_corners, scale_factor)
+    stretch = max(scale, 1.0)
+    support = (1.0 if mode == "bilinear" else 2.0) * stretch
+    centre = scale * (np.arange(n_out, dtype=np.float64) + 0.5)
+    lo = np.maximum(np.floor(centre - support + 0.5), 0).astype(np.int64)
+    hi = np.minimum(np.floor(centre + support + 0.5).astype(np.int64), n_in)
+    width = max(int((hi - lo).max()), 1)
+    index = lo[:, None] + np.arange(width)  # (n_out, width); past hi weighs nothing
+    weight = _aa_filter(mode, (index - centre[:, None] + 0.5) / stretch) * (index < hi[:, None])
+    total = weight.sum(1, keepdims=True)
+    weight = weight / np.where(total != 0.0, total, 1.0)
+    index = np.minimum(index, n_in - 1)
+    return [(index[:, k], weight[:, k]) for k in range(width)]
 
 
 def _resize_dim(x: Tensor, dim: int, taps) -> Tensor:
@@ -119,7 +167,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
             other (default False).
         recompute_scale_factor: compute the sampling from the output size instead of the
             given ``scale_factor`` (they differ when ``in * scale_factor`` is not whole).
-        antialias: only False (an anti-aliasing filter for downsampling is not implemented).
+        antialias: for ``'bilinear'`` and ``'bicubic'`` on 4-D input, apply an anti-aliasing
+            filter when downsampling (the filter's support scaled by the scale factor; the
+            bicubic filter then has ``A = -0.5``, as PIL's). Default False.
     """
     if mode not in _MODES:
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported "
@@ -131,8 +181,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
     align_corners = bool(align_corners)
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported (only False)")
+    if antialias and not (mode in ("bilinear", "bicubic") and input.ndim == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and "
+                         "requires a 4-D tensor as input")
     nd = input.ndim - 2
     if nd not in (1, 2, 3):
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported "
@@ -170,7 +221,10 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         raise RuntimeError(f"interpolate: {mode} mode needs a floating point input, got "
                            f"{x.dtype}")
     for d, (n_in, n_out, sf) in enumerate(zip(spatial, out, scales)):
-        if n_in != n_out or sf not in (None, 1.0):
+        if antialias:  # ATen's separable filter leaves the dimensions it does not resize
+            if n_in != n_out:
+                x = _resize_dim(x, 2 + d, _aa_taps(mode, n_in, n_out, align_corners, sf))
+        elif n_in != n_out or sf not in (None, 1.0):
             x = _resize_dim(x, 2 + d, _taps(mode, n_in, n_out, align_corners, sf))
     return x
 
@@ -237,33 +291,50 @@ class UpsamplingBilinear2d(Upsample):
 
 def _base_coords(n: int, align_corners: bool, like: Tensor) -> Tensor:
     """The normalised coordinates of ``n`` pixel centres: -1 .. 1 at the corner pixels'
-    centres (``align_corners``) or at the image's edges."""
+    centres (``align_corners``) or at the image's edges; 0 for a single pixel (ATen's
+    ``linspace_from_neg_one``)."""
     from ..autograd.ops.creation import linspace
 
+    if n <= 1:
+        return like.new_zeros(n)
     c = linspace(-1.0, 1.0, n, dtype=like.dtype, device=like.device)
-    return c if align_corners or n <= 1 else c * ((n - 1) / n)
+    return c if align_corners else c * ((n - 1) / n)
 
 
 def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tensor:
-    """The sampling grid (N, H, W, 2) of the affine maps ``theta`` (N, 2, 3) for an output of
-    ``size`` (N, C, H, W): each output pixel's normalised (x, y) is theta @ (x, y, 1)."""
-    from ..autograd.ops.shape import stack
-
+    """Generates a 2-D or 3-D flow field (sampling grid), given a batch of affine matrices
+    ``theta``: (N, 2, 3) for a ``size`` (N, C, H, W), giving a grid (N, H, W, 2); or (N, 3, 4)
+    for a ``size`` (N, C, D, H, W), giving a grid (N, D, H, W, 3). Each output pixel's
+    normalised (x, y[, z]) is ``theta @ (x, y[, z], 1)``."""
     align_corners = bool(align_corners)
-    if len(size) != 4:
-        raise NotImplementedError(f"affine_grid only supports 4D sizes, for 2D affine "
-                                  f"transformations. Got size {list(size)}.")
-    n, _, h, w = (int(v) for v in size)
     if not theta.dtype.is_floating_point:
         raise ValueError(f"Expected theta to have floating point type, but got "
                          f"{theta.dtype}")
-    if tuple(theta.shape) != (n, 2, 3):
-        raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
-                         f"{list(size)}. Got {list(theta.shape)}.")
-    xs = _base_coords(w, align_corners, theta).reshape(1, w).expand(h, w)
-    ys = _base_coords(h, align_corners, theta).reshape(h, 1).expand(h, w)
-    base = stack([xs, ys, xs.new_ones(h, w)], -1).reshape(1, h * w, 3)
-    return base.matmul(theta.transpose(1, 2)).reshape(n, h, w, 2)
+    size = [int(v) for v in size]
+    if len(size) not in (4, 5):
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
+                                  f"affine transforms, respectively. Got size {size}.")
+    nd = len(size) - 2
+    if theta.ndim != 3 or tuple(theta.shape[1:]) != (nd, nd + 1):
+        kind = "2D affine matrices of shape Nx2x3" if nd == 2 else \
+            "3D affine matrices of shape Nx3x4"
+        raise ValueError(f"Expected a batch of {kind} for size {size}. Got "
+                         f"{list(theta.shape)}.")
+    if min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    n, spatial = size[0], size[2:]
+    # base (1, prod(spatial), nd + 1): x along the last dimension, y the one before, ...
+    cols, total = [], math.prod(spatial)
+    for d in reversed(range(nd)):
+        shape = [1] * nd
+        shape[d] = spatial[d]
+        cols.append(_base_coords(spatial[d], align_corners, theta).reshape(shape)
+                    .expand(*spatial).reshape(total))
+    cols.append(theta.new_ones(total))
+    from ..autograd.ops.shape import stack
+
+    base = stack(cols, -1).reshape(1, total, nd + 1)
+    return base.matmul(theta.transpose(1, 2)).reshape(n, *spatial, nd)
 
 
 def _unnormalize(coord: Tensor, size: int, align_corners: bool) -> Tensor:
@@ -291,8 +362,10 @@ def _clip(x: Tensor, size: int) -> Tensor:
     return x.where(inside, x.detach().clamp(0, size - 1))
 
 
-def _grid_source(coord: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
-    x = _unnormalize(coord, size, align_corners)
+def _pad_coords(x: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
+    """ATen's ``compute_coordinates``: an unnormalised coordinate clamped (``border``) or
+    reflected and clamped (``reflection``) into the input; ``zeros`` leaves it (the taps
+    outside then read 0)."""
     if padding_mode == "border":
         x = _clip(x, size)
     elif padding_mode == "reflection":
@@ -301,49 +374,88 @@ def _grid_source(coord: Tensor, size: int, padding_mode: str, align_corners: boo
     return x
 
 
+def _grid_axis(coord: Tensor, size: int, mode: str, padding_mode: str,
+               align_corners: bool) -> tuple:
+    """The taps along one spatial axis of the input (``size`` long) for the normalised
+    coordinates ``coord`` (N, *out): ``(index, weight)``, both (N, *out, taps), ``index`` a
+    detached tensor of whole numbers (possibly outside the input: such a tap reads 0),
+    ``weight`` differentiable in ``coord`` (None for nearest, whose one tap weighs 1)."""
+    from ..autograd.ops.shape import stack
+
+    x = _unnormalize(coord, size, align_corners)
+    if mode == "bicubic":
+        # ATen pads each of the four taps, not the position (get_value_bounded): the fraction
+        # comes from the raw coordinate, so the weights' gradient skips the padding
+        x0 = x.detach().floor()
+        offsets = _tensor([-1.0, 0.0, 1.0, 2.0], dtype=x.dtype, device=x.device)
+        index = _pad_coords(x0.unsqueeze(-1) + offsets, size, padding_mode, align_corners)
+        return index, stack(_cubic_weights(x - x0), -1)
+    x = _pad_coords(x, size, padding_mode, align_corners)
+    if mode == "nearest":
+        return x.detach().round().unsqueeze(-1), None  # half to even, as nearbyint
+    x0 = x.detach().floor()
+    t = x - x0
+    offsets = _tensor([0.0, 1.0], dtype=x.dtype, device=x.device)
+    return x0.unsqueeze(-1) + offsets, stack([1 - t, t], -1)
+
+
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
                 padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
-    """Samples ``input`` (N, C, H, W) at the normalised locations ``grid`` (N, H_out, W_out,
-    2) holding (x, y) in [-1, 1]: ``mode`` ``"bilinear"`` or ``"nearest"``; outside the input,
-    ``padding_mode`` ``"zeros"``, ``"border"`` (the edge) or ``"reflection"``. Differentiable
-    in both ``input`` and ``grid`` (ATen's formulas: the four neighbours ``floor`` and
-    ``floor + 1`` weighted by the opposite areas; nearest rounds half to even). With
-    ``"nearest"`` the output does not depend on ``grid`` (its gradient is None here, zeros in
-    PyTorch). 4-D input only (no ``"bicubic"``, no volumetric input)."""
+    """Computes the output using ``input`` values and pixel locations from ``grid``.
+
+    ``input`` (N, C, H, W) with ``grid`` (N, H_out, W_out, 2) holding normalised (x, y) in
+    [-1, 1], or volumetric ``input`` (N, C, D, H, W) with ``grid`` (N, D_out, H_out, W_out, 3)
+    holding (x, y, z). ``mode``: ``"bilinear"`` (trilinear for 5-D input), ``"nearest"``
+    (rounds half to even) or ``"bicubic"`` (4-D only; cubic convolution with A = -0.75, each
+    of the 4 x 4 taps padded on its own). ``padding_mode`` for locations outside the input:
+    ``"zeros"``, ``"border"`` (the edge) or ``"reflection"``. Differentiable in both ``input``
+    and ``grid`` with ATen's formulas; with ``"nearest"`` the grid's gradient is zeros.
+    """
     align_corners = bool(align_corners)
-    if mode not in ("bilinear", "nearest"):
-        raise NotImplementedError(f"grid_sample: mode {mode!r} is not supported (bilinear, "
-                                  f"nearest)")
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
+                         f"'nearest' or 'bicubic', but got: '{mode}'")
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
                          f"'border', or 'reflection', but got: '{padding_mode}'")
-    if input.ndim != 4 or grid.ndim != 4 or grid.shape[-1] != 2:
-        raise NotImplementedError(f"grid_sample: expected 4-D input and a grid of shape (N, "
-                                  f"H_out, W_out, 2), got {list(input.shape)} and "
-                                  f"{list(grid.shape)}")
     if input.shape[0] != grid.shape[0]:
         raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, "
                            f"but got input with sizes {list(input.shape)} and grid with sizes "
                            f"{list(grid.shape)}")
-    n, c, h, w = input.shape
-    ho, wo = grid.shape[1:3]
-    ix = _grid_source(grid[..., 0], w, padding_mode, align_corners)
-    iy = _grid_source(grid[..., 1], h, padding_mode, align_corners)
-    flat = input.reshape(n, c, h * w)
-
-    def tap(xi: Tensor, yi: Tensor) -> Tensor:
-        """input at integer (x, y) per output position (N, C, H_out, W_out); 0 outside."""
-        inside = (xi >= 0).logical_and(xi <= w - 1).logical_and(yi >= 0).logical_and(
-            yi <= h - 1)
-        index = (yi.clamp(0, h - 1) * w + xi.clamp(0, w - 1)).to(dtypes.int64)
-        got = flat.gather(2, index.reshape(n, 1, ho * wo).expand(n, c, ho * wo))
-        return got.reshape(n, c, ho, wo) * inside.to(input.dtype).unsqueeze(1)
-
-    if mode == "nearest":
-        return tap(ix.detach().round(), iy.detach().round())
-    x0, y0 = ix.detach().floor(), iy.detach().floor()
-    x1, y1 = x0 + 1, y0 + 1
-    wx1, wy1 = (ix - x0).unsqueeze(1), (iy - y0).unsqueeze(1)  # the weights carry the grad
-    wx0, wy0 = 1 - wx1, 1 - wy1
-    return (tap(x0, y0) * wx0 * wy0 + tap(x1, y0) * wx1 * wy0
-            + tap(x0, y1) * wx0 * wy1 + tap(x1, y1) * wx1 * wy1)
+    if grid.shape[-1] != input.ndim - 2:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {input.ndim - 2} in "
+                           f"last dimension, but got grid with sizes {list(grid.shape)}")
+    want = 4 if input.ndim == 4 else 5
+    if input.ndim != want or grid.ndim != want:
+        raise RuntimeError(f"grid_sampler(): expected {want}D input and grid with same number "
+                           f"of dimensions, but got input with sizes {list(input.shape)} and "
+                           f"grid with sizes {list(grid.shape)}")
+    if mode == "bicubic" and input.ndim == 5:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    n, c, *sizes = input.shape
+    out_shape = list(grid.shape[1:-1])
+    nd, m = len(sizes), math.prod(out_shape)
+    strides = [math.prod(sizes[d + 1:]) for d in range(nd)]
+    # per input dimension d (D, H, W order) the grid's component nd - 1 - d (x is the last);
+    # the axes' taps combine into (N, *out, taps) flat indices and weights: one gather
+    index = weight = None
+    for d, size in enumerate(sizes):
+        i, w = _grid_axis(grid[..., nd - 1 - d], size, mode, padding_mode, align_corners)
+        inside = (i >= 0).logical_and(i <= size - 1).to(input.dtype)
+        w = inside if w is None else w * inside  # 0 outside (zeros padding)
+        i = i.clamp(0, size - 1).to(dtypes.int64) * strides[d]
+        if index is None:
+            index, weight = i, w
+        else:  # every tap of the axes so far with every tap of this one
+            index = (index.unsqueeze(-1) + i.unsqueeze(-2)).flatten(-2)
+            weight = (weight.unsqueeze(-1) * w.unsqueeze(-2)).flatten(-2)
+    taps = index.shape[-1]  # 2^nd corners, one (nearest) or 4 x 4 (bicubic)
+    got = input.reshape(n, c, -1).gather(2, index.reshape(n, 1, m * taps)
+                                         .expand(n, c, m * taps))
+    out = (got.reshape(n, c, m, taps) * weight.reshape(n, 1, m, taps)).sum(-1)
+    out = out.reshape(n, c, *out_shape)
+    if mode == "nearest" and grid.requires_grad:
+        # the samples do not depend on the grid, but PyTorch gives it a zero gradient, not
+        # None: add a zero that reaches it (where, not `* 0`: no NaN from an infinite grid)
+        out = out + grid.where(grid.new_zeros(grid.shape, dtype=dtypes.bool), 0.0).sum()
+    return out

@@ -1,7 +1,8 @@
 """F.interpolate and the Upsample modules (nn/_sampling.py): each mode against what it must
 reproduce exactly (nearest repeats pixels; linear, bilinear, trilinear and bicubic reproduce a
 linear ramp at the source positions; area averages whole blocks), PyTorch's edge rules,
-gradients against central differences, both backends."""
+gradients against central differences, both backends; antialias=True against a float64 loop
+of ATen's separable filter, gradcheck, and its errors."""
 
 import numpy as np
 import pytest
@@ -150,3 +151,103 @@ def test_modules_and_errors():
     with pytest.raises(ValueError, match="Input and size must have the same number of spatial "
                                          "dimensions"):
         F.interpolate(x, size=(2, 2, 2))
+
+
+# -- antialias: ATen's separable filter, one output row at a time -----------------------------
+
+def aa_weights(n_in, n_out, mode, align_corners=False, scale_factor=None):
+    """(n_out, n_in) weights of `_upsample_{bilinear,bicubic}2d_aa` along one dimension: output
+    i centred at scale (i + .5), reading [int(centre - support + .5), int(centre + support +
+    .5)) within the input, the filter (triangle; cubic with A = -0.5) stretched by the scale
+    when downsampling, normalised; a dimension that keeps its size is left alone."""
+    if n_in == n_out:
+        return np.eye(n_in)
+    if align_corners:
+        scale = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+    else:
+        scale = 1 / scale_factor if scale_factor else n_in / n_out
+    stretch = max(scale, 1.0)
+    support = (1.0 if mode == "bilinear" else 2.0) * stretch
+
+    def filt(v):
+        v = abs(v)
+        if mode == "bilinear":
+            return max(0.0, 1.0 - v)
+        return keys(v, -0.5)[1] if v < 1 else keys(v - 1, -0.5)[0] if v < 2 else 0.0
+
+    w = np.zeros((n_out, n_in))
+    for i in range(n_out):
+        centre = scale * (i + 0.5)
+        for j in range(max(int(centre - support + 0.5), 0),
+                       min(int(centre + support + 0.5), n_in)):
+            w[i, j] = filt((j - centre + 0.5) / stretch)
+        if w[i].sum() != 0:
+            w[i] /= w[i].sum()
+    return w
+
+
+AA_CASES = [((9, 11), {"size": (4, 3)}), ((9, 11), {"size": (2, 11)}),
+            ((9, 11), {"scale_factor": 0.3}), ((9, 11), {"scale_factor": (0.45, 0.7)}),
+            ((4, 5), {"size": (7, 3)}), ((4, 5), {"scale_factor": 2.3}),
+            ((20, 7), {"size": (1, 1)})]
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_antialias_against_the_separable_filter(device, mode):
+    # every case and align_corners on the CPU; the emulated device (slow) one
+    cases = AA_CASES if device == "cpu" else AA_CASES[:1]
+    for shape, kw in cases:
+        for align_corners in (False, True):
+            x = rng.standard_normal((2, 2) + shape)
+            y = host(F.interpolate(tg.tensor(x, device=device), mode=mode, antialias=True,
+                                   align_corners=align_corners, **kw))
+            sf = kw.get("scale_factor")
+            sf = sf if isinstance(sf, tuple) else (sf, sf)
+            out = kw.get("size") or [int(np.floor(n * f)) for n, f in zip(shape, sf)]
+            wh, ww = (aa_weights(n, o, mode, align_corners, s)
+                      for n, o, s in zip(shape, out, sf))
+            np.testing.assert_allclose(y, wh @ x @ ww.T, rtol=1e-12, atol=1e-12,
+                                       err_msg=f"{shape} {kw} {align_corners}")
+
+
+def test_antialias_upsampling_and_the_plain_modes():
+    x = tg.tensor(rng.standard_normal((1, 2, 3, 4)))
+    # upsampling: the triangle's support stays 1, so bilinear is the plain mode (the pixel
+    # centres' rule); bicubic's filter has A = -0.5, not the plain mode's -0.75
+    np.testing.assert_allclose(
+        host(F.interpolate(x, size=(7, 9), mode="bilinear", antialias=True)),
+        host(F.interpolate(x, size=(7, 9), mode="bilinear")), rtol=1e-12, atol=1e-12)
+    a = F.interpolate(x, size=(7, 9), mode="bicubic", antialias=True)
+    assert np.abs(host(a) - host(F.interpolate(x, size=(7, 9), mode="bicubic"))).max() > 1e-3
+    # downsampling by 2 with the triangle: weights 1/8, 3/8, 3/8, 1/8 (edges renormalised)
+    row = tg.tensor([[[[1.0, 2.0, 4.0, 8.0, 16.0, 32.0]]]])
+    y = F.interpolate(row, size=(1, 3), mode="bilinear", antialias=True)
+    want = [(3 * 1 + 3 * 2 + 4) / 7, (2 + 3 * 4 + 3 * 8 + 16) / 8, (8 + 3 * 16 + 3 * 32) / 7]
+    np.testing.assert_allclose(host(y).ravel(), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_antialias_gradcheck(mode, align_corners):
+    x = tg.tensor(rng.standard_normal((1, 2, 7, 5)), requires_grad=True)
+    assert tg.autograd.gradcheck(
+        lambda t: F.interpolate(t, size=(3, 4), mode=mode, align_corners=align_corners,
+                                antialias=True), (x,))
+
+
+def test_antialias_gradients_on_cuda():
+    x = tg.tensor(rng.standard_normal((1, 1, 6, 5)), device="cuda")
+    assert_grads_match(lambda t: F.interpolate(t, scale_factor=0.5, mode="bicubic",
+                                               antialias=True), [x])
+
+
+def test_antialias_errors():
+    msg = ("Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D "
+           "tensor as input")
+    with pytest.raises(ValueError, match=msg):
+        F.interpolate(tg.zeros(1, 1, 4, 4), scale_factor=0.5, mode="nearest", antialias=True)
+    with pytest.raises(ValueError, match=msg):
+        F.interpolate(tg.zeros(1, 1, 4, 4, 4), scale_factor=0.5, mode="trilinear",
+                      antialias=True)
+    with pytest.raises(ValueError, match=msg):
+        F.interpolate(tg.zeros(1, 1, 4), scale_factor=0.5, mode="bilinear", antialias=True)
