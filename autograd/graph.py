@@ -86,10 +86,10 @@ class save_on_cpu(saved_tensors_hooks):
     and copied back to their device for backward.
 
     Saved CUDA tensors move to host memory as they are saved, which trades a copy each way for
-    GPU memory held until backward. ``pin_memory=True`` is accepted as the performance hint it
-    is in PyTorch: tritongrad's host memory is pageable and its copies are synchronous, so the
-    saved values and the gradients are the same either way. ``device_type`` must be
-    ``"cuda"``, the only accelerator tritongrad has.
+    GPU memory held until backward. With ``pin_memory=True`` they are kept in pinned memory
+    (where CUDA is available), from which the copies back for backward are asynchronous
+    (``non_blocking=True``), as in PyTorch. ``device_type`` must be ``"cuda"``, the only
+    accelerator tritongrad has.
 
     Example:
         >>> a = tg.randn(5, requires_grad=True, device="cuda")
@@ -107,11 +107,16 @@ class save_on_cpu(saved_tensors_hooks):
         def pack(t):
             if t.device.type == "cpu":
                 return (t.device, t)
-            return (t.device, t.detach().cpu())
+            if not pin_memory:
+                return (t.device, t.detach().cpu())
+            from ..runtime import driver
+            from .ops.creation import empty
+            packed = empty(t.shape, dtype=t.dtype, pin_memory=driver.is_available())
+            return (t.device, packed.copy_(t.detach()))
 
         def unpack(packed):
             device, t = packed
-            return t if device.type == "cpu" else t.to(device)
+            return t if device.type == "cpu" else t.to(device, non_blocking=pin_memory)
 
         super().__init__(pack, unpack)
 

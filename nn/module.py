@@ -508,7 +508,7 @@ class Module:
         (applied, as in PyTorch, to the 4-D and 5-D tensors only: ``channels_last`` lays out
         convolution weights NHWC). Only floating point tensors change dtype."""
         from ..autograd.ops.conversion import _to_args
-        dtype, device, _, memory_format = _to_args(args, dict(kwargs))
+        dtype, device, _, _, memory_format = _to_args(args, dict(kwargs))
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
                             f"got desired dtype={dtype}")

@@ -627,6 +627,8 @@ bench_step() {  # bench_step NAME CAP COMMAND...: a GPU benchmark keyed by its t
 }
 bench_step bench-mlp 50 perf/bench_mlp.py --device cuda --batch 4096
 bench_step bench-chain 50 perf/bench_chain.py --device cuda
+# host-to-device copies from pageable and pinned memory, against torch's
+bench_step bench-transfer 30 perf/bench_transfer.py
 # host microseconds per op from the Python call to the queued kernel, against torch eager, a
 # CUDA-graph replay and a raw Triton launch
 bench_step bench-launch 40 perf/bench_launch.py --repeat 7

@@ -21,7 +21,9 @@ them again with the same arguments (device pointers and scalars). What would mak
 wait for or read the capturing stream (``cuStreamSynchronize``, ``cuStreamQuery``,
 ``cuCtxSynchronize``, copies to or from pageable host memory) fails with
 ``CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`` ("operation not permitted when stream is
-capturing") and invalidates the capture, so that ``cuStreamEndCapture`` fails too. The emulated
+capturing") and invalidates the capture, so that ``cuStreamEndCapture`` fails too. Copies to
+or from page-locked memory (``host_alloc``) are captured like device copies: each replay reads
+or writes the same host bytes again. The emulated
 driver does the same: its copies and memsets, and the interpreted kernels it is handed
 (``launch``, what kernels/triton/_launch.py calls while a capture is underway), are kept as
 callables of their arguments and replayed in order. ``capturing`` counts the captures underway
@@ -68,6 +70,7 @@ __all__ = [
 EMULATED_DEVICE_NAME = "tritongrad emulated device"
 _EMULATED_MEMORY_DEFAULT = 16 << 30  # what the emulated device reports as its total memory
 _EMULATED_ALIGN = 256  # cuMemAlloc's alignment; emulated pointers keep it
+_HOST_PAGE = 4096  # cuMemHostAlloc's memory starts on a page
 
 
 class CudaError(RuntimeError):
@@ -112,6 +115,36 @@ def _error(code: str, fn: str, description: str | None = None, detail: str = "")
     return CudaError(f"{code}: {desc} ({where})", code)
 
 
+class _Ranges:
+    """Disjoint address ranges (start -> size), to find the range holding an address."""
+
+    def __init__(self):
+        self._starts: list[int] = []  # sorted
+        self._sizes: dict[int, int] = {}
+
+    def add(self, start: int, size: int) -> None:
+        bisect.insort(self._starts, start)
+        self._sizes[start] = size
+
+    def remove(self, start: int) -> int | None:
+        """Forgets the range that starts at ``start``; its size, or None if there is none."""
+        size = self._sizes.pop(start, None)
+        if size is not None:
+            self._starts.remove(start)
+        return size
+
+    def find(self, ptr: int, nbytes: int = 1) -> int | None:
+        """The start of the range holding bytes [ptr, ptr + nbytes), or None."""
+        i = bisect.bisect_right(self._starts, ptr) - 1
+        if i < 0:
+            return None
+        start = self._starts[i]
+        return start if ptr + nbytes <= start + self._sizes[start] else None
+
+    def contains(self, ptr: int, nbytes: int = 1) -> bool:
+        return self.find(ptr, nbytes) is not None
+
+
 class Driver:
     """The driver interface that streams, events, the allocator and copies use.
 
@@ -151,6 +184,19 @@ class Driver:
 
     def mem_free(self, dev: int, ptr: int) -> None:  # cuMemFree
         raise NotImplementedError
+
+    def host_alloc(self, dev: int, nbytes: int) -> int | None:
+        """cuMemHostAlloc (portable page-locked host memory, with ``dev``'s context current);
+        returns None when the host is out of page-locked memory."""
+        raise NotImplementedError
+
+    def host_free(self, dev: int, ptr: int) -> None:  # cuMemFreeHost
+        raise NotImplementedError
+
+    def is_pinned(self, ptr: int, nbytes: int = 1) -> bool:
+        """Whether host bytes [ptr, ptr + nbytes) lie in one allocation of ``host_alloc``
+        (the driver's own bookkeeping of what it handed out: no driver call)."""
+        return self._pinned.contains(ptr, nbytes)
 
     def memcpy_htod(self, dev, dst: int, src_host: int, nbytes: int, stream: int) -> None:
         raise NotImplementedError  # cuMemcpyHtoDAsync
@@ -261,6 +307,7 @@ class CudaDriver(Driver):
         self._devices: dict[int, object] = {}  # ordinal -> CUdevice
         self._contexts: dict[int, object] = {}  # ordinal -> retained primary CUcontext
         self._count: int | None = None
+        self._pinned = _Ranges()  # what host_alloc handed out
         self._check(cu.cuInit(0), "cuInit")
 
     # -- error checking --------------------------------------------------------------------
@@ -381,10 +428,27 @@ class CudaDriver(Driver):
         self.activate(dev)
         self._check(self.cu.cuMemFree(self.cu.CUdeviceptr(ptr)), "cuMemFree")
 
+    def host_alloc(self, dev: int, nbytes: int) -> int | None:
+        cu = self.cu
+        self.activate(dev)
+        result = cu.cuMemHostAlloc(nbytes, cu.CU_MEMHOSTALLOC_PORTABLE)
+        if result[0] == self._OOM:
+            return None
+        ptr = int(self._check(result, "cuMemHostAlloc"))
+        with self._lock:
+            self._pinned.add(ptr, nbytes)
+        return ptr
+
+    def host_free(self, dev: int, ptr: int) -> None:
+        self.activate(dev)
+        self._check(self.cu.cuMemFreeHost(ptr), "cuMemFreeHost")
+        with self._lock:
+            self._pinned.remove(ptr)
+
     def memcpy_htod(self, dev, dst, src_host, nbytes, stream) -> None:
         cu = self.cu
         self.activate(dev)
-        if self.capturing:
+        if self.capturing and not self._pinned.contains(src_host, nbytes):
             self._refuse_while_capturing(dev, stream, "cuMemcpyHtoDAsync")
         self._check(cu.cuMemcpyHtoDAsync(cu.CUdeviceptr(dst), src_host, nbytes,
                                          cu.CUstream(stream)), "cuMemcpyHtoDAsync")
@@ -392,7 +456,7 @@ class CudaDriver(Driver):
     def memcpy_dtoh(self, dev, dst_host, src, nbytes, stream) -> None:
         cu = self.cu
         self.activate(dev)
-        if self.capturing:
+        if self.capturing and not self._pinned.contains(dst_host, nbytes):
             self._refuse_while_capturing(dev, stream, "cuMemcpyDtoHAsync")
         self._check(cu.cuMemcpyDtoHAsync(dst_host, cu.CUdeviceptr(src), nbytes,
                                          cu.CUstream(stream)), "cuMemcpyDtoHAsync")
@@ -488,7 +552,9 @@ class CudaDriver(Driver):
     def _refuse_while_capturing(self, dev: int, stream: int, fn: str) -> None:
         """Copies between pageable host memory and a capturing stream would be recorded with
         a host buffer that is gone by the replay (or are refused by the driver, depending on
-        the release): refused here, in the driver's words, before they reach it."""
+        the release): refused here, in the driver's words, before they reach it. (Page-locked
+        memory from ``host_alloc`` can take part: its copies become graph nodes that read or
+        write the same host bytes at every replay.)"""
         if self.stream_is_capturing(dev, stream):
             raise _error("CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", fn)
 
@@ -655,6 +721,8 @@ class EmulatedDriver(Driver):
         self._used = 0
         self._lock = threading.Lock()
         self._buffers: dict[int, tuple] = {}  # aligned ptr -> (numpy buffer, nbytes)
+        self._pinned = _Ranges()  # host_alloc's allocations (page-aligned NumPy buffers)
+        self._host_buffers: dict[int, np.ndarray] = {}
         self._bases: list[int] = []  # sorted aligned ptrs, to find the allocation of a pointer
         self._handles = itertools.count(0x7E570000, 0x10)  # fake stream/event handles
         self._streams: set[int] = {0}
@@ -764,21 +832,41 @@ class EmulatedDriver(Driver):
             self._bases.remove(ptr)
             self._used -= entry[1]
 
+    def host_alloc(self, dev: int, nbytes: int) -> int | None:
+        self._dev(dev, "cuMemHostAlloc")
+        if nbytes <= 0:
+            raise _error("CUDA_ERROR_INVALID_VALUE", "cuMemHostAlloc", detail=f"{nbytes} bytes")
+        buf = np.empty(nbytes + _HOST_PAGE, dtype=np.uint8)
+        ptr = -(-buf.ctypes.data // _HOST_PAGE) * _HOST_PAGE  # page-aligned, as the driver's
+        with self._lock:
+            self._host_buffers[ptr] = buf
+            self._pinned.add(ptr, nbytes)
+        return ptr
+
+    def host_free(self, dev: int, ptr: int) -> None:
+        self._dev(dev, "cuMemFreeHost")
+        with self._lock:
+            if self._pinned.remove(ptr) is None:
+                raise _error("CUDA_ERROR_INVALID_VALUE", "cuMemFreeHost",
+                             detail=f"0x{ptr:x} is not a page-locked host allocation")
+            del self._host_buffers[ptr]
+
     def memcpy_htod(self, dev, dst, src_host, nbytes, stream) -> None:
-        self._host_copy(dev, stream, dst, nbytes, "cuMemcpyHtoDAsync")
-        ctypes.memmove(dst, src_host, nbytes)
+        self._host_copy(dev, stream, dst, src_host, nbytes, "cuMemcpyHtoDAsync")
+        self._enqueue(stream, functools.partial(ctypes.memmove, dst, src_host, nbytes))
 
     def memcpy_dtoh(self, dev, dst_host, src, nbytes, stream) -> None:
-        self._host_copy(dev, stream, src, nbytes, "cuMemcpyDtoHAsync")
-        ctypes.memmove(dst_host, src, nbytes)
+        self._host_copy(dev, stream, src, dst_host, nbytes, "cuMemcpyDtoHAsync")
+        self._enqueue(stream, functools.partial(ctypes.memmove, dst_host, src, nbytes))
 
-    def _host_copy(self, dev, stream, device_ptr, nbytes, api) -> None:
-        """The checks of a copy between host and device memory (which runs at once: the
-        emulated device has no copy engine to queue it on)."""
+    def _host_copy(self, dev, stream, device_ptr, host_ptr, nbytes, api) -> None:
+        """The checks of a copy between host and device memory (which runs at once, the
+        emulated device having no copy engine to queue it on, or is recorded by a capture
+        when the host side is page-locked)."""
         self._dev(dev, api)
         self._stream(stream, api)
-        if self.capturing:  # pageable host memory cannot take part in a graph
-            self._refuse_while_capturing(stream, api)
+        if self.capturing and not self._pinned.contains(host_ptr, nbytes):
+            self._refuse_while_capturing(stream, api)  # pageable memory: not in a graph
         self._range(device_ptr, nbytes, api)
 
     def memcpy_dtod(self, dev, dst, src, nbytes, stream) -> None:

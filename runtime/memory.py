@@ -25,6 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import driver as _drv
+from . import pinned as _pinned
 from . import streams as _streams
 from .allocator import CachingAllocator, OutOfMemoryError
 from .array import DeviceArray, contiguous_strides
@@ -241,7 +242,7 @@ def empty(shape, dtype, device) -> DeviceArray:
     return DeviceArray(Storage(nbytes, device), 0, shape, contiguous_strides(shape), dtype)
 
 
-def to_device(host, device, dtype=None) -> DeviceArray:
+def to_device(host, device, dtype=None, non_blocking: bool = False) -> DeviceArray:
     """Copies a host array to ``device`` on the current stream (``cuMemcpyHtoDAsync``).
 
     Args:
@@ -249,9 +250,12 @@ def to_device(host, device, dtype=None) -> DeviceArray:
         device: a CUDA ``device``.
         dtype: the tritongrad dtype of the result (default: from ``host.dtype``). For
             ``bfloat16`` pass its uint16 bit patterns.
+        non_blocking: when ``host`` is pinned (runtime/pinned.py), return once the copy is
+            queued; its memory is then not reused before the copy has run.
 
-    The copy reads pageable host memory, which the driver stages before returning, so the host
-    array may be dropped as soon as this returns.
+    From pageable memory the driver stages the bytes before returning, and from pinned memory
+    a blocking copy waits for the stream: either way the host array may be changed or dropped
+    as soon as this returns, unless ``non_blocking``.
     """
     host = np.asarray(host)
     if dtype is None:
@@ -265,8 +269,14 @@ def to_device(host, device, dtype=None) -> DeviceArray:
     out = empty(host.shape, dtype, device)
     if host.nbytes:
         index = out.storage.device.index
-        _drv.get_driver().memcpy_htod(index, out.storage.ptr, host.ctypes.data, host.nbytes,
-                                      _streams.current_stream_handle(index))
+        handle = _streams.current_stream_handle(index)
+        drv = _drv.get_driver()
+        drv.memcpy_htod(index, out.storage.ptr, host.ctypes.data, host.nbytes, handle)
+        if _pinned.is_pinned(host):
+            if non_blocking:
+                _pinned.record_stream(host, index, handle)
+            else:
+                drv.stream_synchronize(index, handle)
     return out
 
 
@@ -281,16 +291,24 @@ def _span(a: DeviceArray) -> tuple[int, int]:
     return lo, hi + 1
 
 
-def to_host(a: DeviceArray) -> np.ndarray:
+def to_host(a: DeviceArray, non_blocking: bool = False) -> np.ndarray:
     """Copies a (possibly strided) device array into a new NumPy array.
 
     Queues ``cuMemcpyDtoHAsync`` of the span the view covers on the current stream, waits for
     that stream (``cuStreamSynchronize``), then gathers the view on the host. bfloat16 comes
-    back as uint16 bit patterns.
+    back as uint16 bit patterns. ``non_blocking`` and a contiguous ``a``: the copy goes to a
+    new pinned array and is not waited for (read it after synchronizing the stream).
     """
     npdt = a.dtype.np
     if a.numel == 0:
         return np.empty(a.shape, dtype=npdt)
+    if non_blocking and a.is_contiguous():
+        out = _pinned.empty(a.shape, npdt)
+        index = a.storage.device.index
+        handle = _streams.current_stream_handle(index)
+        _drv.get_driver().memcpy_dtoh(index, out.ctypes.data, a.data_ptr(), out.nbytes, handle)
+        _pinned.record_stream(out, index, handle)
+        return out
     lo, hi = _span(a)
     item = a.itemsize
     buf = np.empty((hi - lo) * item, dtype=np.uint8)

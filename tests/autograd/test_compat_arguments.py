@@ -2,8 +2,9 @@
 silently ignored: a value it cannot honour raises NotImplementedError (a RuntimeError, PyTorch's
 type for unsupported combinations) naming the op, the argument and what is supported.
 
-Honoured as hints, as PyTorch documents them: ``non_blocking=True`` (the copy is synchronous,
-so complete on return), save_on_cpu's ``pin_memory``, clip_grad's ``foreach``.
+Honoured as hints, as PyTorch documents them: ``non_blocking=True`` from pageable memory (the
+copy is complete on return; from pinned memory it is asynchronous: tests/runtime/test_pinned.py),
+clip_grad's ``foreach``.
 """
 
 import io
@@ -112,11 +113,6 @@ def test_gather_sparse_grad_is_refused(device):
     with refused("gather", "sparse_grad", True):
         tg.gather(x, 1, idx, sparse_grad=True)
     assert tg.gather(x, 1, idx, sparse_grad=False).shape == (2, 1)
-
-
-def test_tensor_pin_memory_is_refused():
-    with refused("tensor", "pin_memory", True):
-        tg.tensor([1.0], pin_memory=True)
 
 
 def test_zeros_out_is_written(device):

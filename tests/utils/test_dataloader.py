@@ -347,8 +347,6 @@ def test_loader_argument_checks():
         DataLoader(ds, persistent_workers=True)
     with pytest.raises(ValueError, match="prefetch_factor option could only be specified"):
         DataLoader(ds, prefetch_factor=2)
-    with pytest.warns(UserWarning, match="pin_memory=True has no effect"):
-        DataLoader(ds, pin_memory=True)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         DataLoader(ds, batch_size=2, shuffle=False, num_workers=0)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
 from ._collate import default_collate, default_convert
+from ._pin_memory import pin_memory
 from .dataset import Dataset, IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
@@ -44,8 +45,10 @@ class DataLoader(Generic[T_co]):
             ``NotImplementedError``.
         collate_fn: merges a list of samples to form a mini-batch of Tensor(s)
             (default: ``default_collate``, or ``default_convert`` without batching).
-        pin_memory: tritongrad has no page-locked host memory: ``True`` warns and batches
-            stay in ordinary memory (the values are the same).
+        pin_memory: if ``True``, each batch's tensors are copied into pinned (page-locked)
+            host memory before they are returned, so that ``.to("cuda", non_blocking=True)``
+            copies them asynchronously. Where no CUDA device is available it warns, as
+            PyTorch, and batches stay in ordinary memory.
         drop_last: set to ``True`` to drop the last incomplete batch, if the dataset size is
             not divisible by the batch size (default: ``False``).
         timeout: must be non-negative; with no workers there is nothing to time out.
@@ -89,11 +92,6 @@ class DataLoader(Generic[T_co]):
                              "otherwise set prefetch_factor to None.")
         if persistent_workers:
             raise ValueError("persistent_workers option needs num_workers > 0")
-        if pin_memory:
-            warnings.warn("DataLoader: pin_memory=True has no effect: tritongrad has no "
-                          "page-locked host memory, batches stay in ordinary memory",
-                          stacklevel=2)
-
         self.dataset = dataset
         self.num_workers = 0
         self.pin_memory = pin_memory
@@ -153,9 +151,15 @@ class DataLoader(Generic[T_co]):
         return self.batch_sampler if self._auto_collation else self.sampler
 
     def __iter__(self) -> Iterator[Any]:
-        if self._iterable:
-            return self._iter_iterable()
-        return self._iter_map()
+        batches = self._iter_iterable() if self._iterable else self._iter_map()
+        if not self.pin_memory:
+            return batches
+        from ...runtime import driver
+        if not driver.is_available():
+            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, "
+                          "then device pinned memory won't be used.", stacklevel=2)
+            return batches
+        return map(pin_memory, batches)
 
     def _iter_map(self) -> Iterator[Any]:
         ds = self.dataset
