@@ -7,16 +7,63 @@ import numpy as np
 from ..runtime import dtype as dtypes
 
 
+class PrintOptions:
+    """PyTorch's ``PRINT_OPTS``: what ``set_printoptions`` sets and every repr reads."""
 
-_EDGE, _THRESHOLD, _PRECISION, _LINEWIDTH = 3, 1000, 4, 80  # PyTorch's default print options
+    __slots__ = ("edgeitems", "linewidth", "precision", "sci_mode", "threshold")
+
+    def __init__(self):
+        self.precision, self.threshold, self.edgeitems, self.linewidth = 4, 1000, 3, 80
+        self.sci_mode = None
+
+
+PRINT_OPTS = PrintOptions()
+_PROFILES = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80),
+             "full": (4, float("inf"), 3, 80)}
+
+
+def set_printoptions(precision: int | None = None, threshold: float | None = None,
+                     edgeitems: int | None = None, linewidth: int | None = None,
+                     profile: str | None = None, sci_mode: bool | None = None) -> None:
+    """Set options for printing tensors (PyTorch's, taken from NumPy).
+
+    Args:
+        precision: digits after the point for floating values (default 4).
+        threshold: number of elements above which a tensor prints summarized (default 1000).
+        edgeitems: items shown at the start and end of each summarized dim (default 3).
+        linewidth: characters per line before a line break (default 80).
+        profile: ``"default"``, ``"short"`` or ``"full"``: sets the four above (the
+            arguments given override it).
+        sci_mode: True or False forces scientific notation on or off; None (the default,
+            which every call without it restores) chooses from the values.
+
+    Example:
+        >>> tg.set_printoptions(precision=2)
+        >>> tg.tensor([1.12345])
+        tensor([1.12])
+        >>> tg.set_printoptions(profile="default")
+    """
+    if profile is not None and profile in _PROFILES:
+        (PRINT_OPTS.precision, PRINT_OPTS.threshold, PRINT_OPTS.edgeitems,
+         PRINT_OPTS.linewidth) = _PROFILES[profile]
+    if precision is not None:
+        PRINT_OPTS.precision = precision
+    if threshold is not None:
+        PRINT_OPTS.threshold = threshold
+    if edgeitems is not None:
+        PRINT_OPTS.edgeitems = edgeitems
+    if linewidth is not None:
+        PRINT_OPTS.linewidth = linewidth
+    PRINT_OPTS.sci_mode = sci_mode
 
 
 def _summarized(a: np.ndarray) -> np.ndarray:
-    """The values a summarized print shows (the first and last ``_EDGE`` along each long
+    """The values a summarized print shows (the first and last ``edgeitems`` along each long
     dimension): PyTorch sizes its columns from these alone."""
+    edge = PRINT_OPTS.edgeitems
     for axis, n in enumerate(a.shape):
-        if n > 2 * _EDGE:
-            a = np.concatenate([a.take(range(_EDGE), axis), a.take(range(n - _EDGE, n), axis)],
+        if n > 2 * edge:
+            a = np.concatenate([a.take(range(edge), axis), a.take(range(n - edge, n), axis)],
                                axis)
     return a
 
@@ -40,13 +87,15 @@ class _Formatter:
         mags = [abs(v) for v in vals]
         lo, hi = min(mags), max(mags)
         self.int_mode = all(v == np.ceil(v) for v in vals)
-        self.sci = hi / lo > 1000.0 or hi > 1.0e8 or (not self.int_mode and lo < 1.0e-4)
+        self.sci = (hi / lo > 1000.0 or hi > 1.0e8 or (not self.int_mode and lo < 1.0e-4)
+                    if PRINT_OPTS.sci_mode is None else bool(PRINT_OPTS.sci_mode))
+        p = PRINT_OPTS.precision
         if self.sci:
-            self.width = max(len(f"{v:.{_PRECISION}e}") for v in vals)
+            self.width = max(len(f"{v:.{p}e}") for v in vals)
         elif self.int_mode:
             self.width = max(len(f"{v:.0f}") + 1 for v in vals)
         else:
-            self.width = max(len(f"{v:.{_PRECISION}f}") for v in vals)
+            self.width = max(len(f"{v:.{p}f}") for v in vals)
 
     @staticmethod
     def _plain(v) -> str:
@@ -56,11 +105,11 @@ class _Formatter:
         if not self.floating:
             text = self._plain(v)
         elif self.sci:
-            text = f"{v:.{_PRECISION}e}"
+            text = f"{v:.{PRINT_OPTS.precision}e}"
         elif self.int_mode:
             text = f"{v:.0f}" + ("." if np.isfinite(v) else "")
         else:
-            text = f"{v:.{_PRECISION}f}"
+            text = f"{v:.{PRINT_OPTS.precision}f}"
         return text.rjust(self.width)
 
 
@@ -73,11 +122,13 @@ def _value(v, real: _Formatter, imag: _Formatter | None) -> str:
 
 def _vector(a: np.ndarray, indent: int, summarize: bool, real, imag) -> str:
     width = real.width + 2 + (0 if imag is None else imag.width + 1)
-    per_line = max(1, (_LINEWIDTH - indent) // width)
-    n = a.shape[0]
-    if summarize and n > 2 * _EDGE:
-        data = ([_value(v, real, imag) for v in a[:_EDGE].tolist()] + [" ..."]
-                + [_value(v, real, imag) for v in a[n - _EDGE:].tolist()])
+    per_line = max(1, (PRINT_OPTS.linewidth - indent) // width)
+    n, edge = a.shape[0], PRINT_OPTS.edgeitems
+    if summarize and not edge:
+        data = ["..."]
+    elif summarize and n > 2 * edge:
+        data = ([_value(v, real, imag) for v in a[:edge].tolist()] + [" ..."]
+                + [_value(v, real, imag) for v in a[n - edge:].tolist()])
     else:
         data = [_value(v, real, imag) for v in a.tolist()]
     lines = [", ".join(data[i:i + per_line]) for i in range(0, len(data), per_line)]
@@ -89,9 +140,9 @@ def _nested(a: np.ndarray, indent: int, summarize: bool, real, imag) -> str:
         return _value(a.item(), real, imag)
     if a.ndim == 1:
         return _vector(a, indent, summarize, real, imag)
-    n = a.shape[0]
-    rows = range(n) if not summarize or n <= 2 * _EDGE else [*range(_EDGE), None,
-                                                             *range(n - _EDGE, n)]
+    n, edge = a.shape[0], PRINT_OPTS.edgeitems
+    rows = range(n) if not summarize or n <= 2 * edge else [*range(edge), None,
+                                                            *range(n - edge, n)]
     parts = ["..." if i is None else _nested(a[i], indent + 1, summarize, real, imag)
              for i in rows]
     return "[" + ("," + "\n" * (a.ndim - 1) + " " * (indent + 1)).join(parts) + "]"
@@ -101,7 +152,7 @@ def _format_array(a: np.ndarray, indent: int) -> str:
     """The values part of PyTorch's tensor repr (``_tensor_str``) for host array ``a``."""
     if a.size == 0:
         return "[]"
-    summarize = a.size > _THRESHOLD
+    summarize = a.size > PRINT_OPTS.threshold
     shown = _summarized(a) if summarize else a
     if a.dtype.kind == "c":
         real, imag = _Formatter(shown.real), _Formatter(shown.imag)

@@ -22,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-__all__ = ["FLOP_RULES", "OpInfo", "export", "flop_rule", "install", "markdown", "with_jvp"]
+__all__ = ["FLOP_RULES", "INPLACE_FUNCTIONS", "OpInfo", "composite_inplace", "export",
+           "flop_rule", "install", "markdown", "with_inplace", "with_jvp"]
 
 # How the profiler counts an op's FLOPs (profiler_util.estimate_flops): one per output element,
 # one per input element, 2 * M * N * K per (broadcast) batch, or that of the product of the
@@ -100,6 +101,16 @@ class OpInfo:
 
 _FLOPS: dict[str, str] = {}
 
+# The in-place variants PyTorch also exposes as functions (``torch.exp_(x)``): its choice, not a
+# rule (``torch.absolute_`` and ``torch.multiply_`` do not exist), so a list. ``install`` binds
+# each where a row (under any of its names) has an in-place variant.
+INPLACE_FUNCTIONS = frozenset("""
+    abs_ acos_ acosh_ addmv_ arccos_ arccosh_ arcsin_ arcsinh_ arctan_ arctanh_ as_strided_
+    asin_ asinh_ atan_ atanh_ ceil_ clamp_ clamp_max_ clamp_min_ clip_ cos_ cosh_ deg2rad_ erf_
+    erfc_ exp2_ exp_ expm1_ fix_ floor_ frac_ gcd_ i0_ lcm_ ldexp_ log10_ log1p_ log2_ log_
+    logit_ nan_to_num_ neg_ negative_ rad2deg_ reciprocal_ relu_ round_ rsqrt_ sigmoid_ sin_
+    sinc_ sinh_ sqrt_ square_ tan_ tanh_ trunc_ xlogy_""".split())
+
 
 def export(rows: Iterable[OpInfo], namespace: dict) -> None:
     """Puts each row's function and in-place variant into a family module's namespace under
@@ -131,6 +142,9 @@ def install(families: dict[str, tuple[OpInfo, ...]], tensor_cls: type,
                     setattr(tensor_cls, n, row.bound)
                 if row.inplace is not None:
                     setattr(tensor_cls, n + "_", row.inplace)
+                    if n + "_" in INPLACE_FUNCTIONS:
+                        public.append(n + "_")
+                        namespace[n + "_"] = row.inplace
                 if row.flops is not None:
                     _FLOPS[n] = row.flops
             for dunder in row.operators:
@@ -169,6 +183,45 @@ def with_jvp(rows: tuple[OpInfo, ...], without: Iterable[str] = ()) -> tuple[OpI
                  for row in rows)
 
 
+def composite_inplace(method: Callable, name: str) -> Callable:
+    """``x.<name>_(*args)`` for a composite op whose method is ``method``: ``method(x, *args)``
+    written into ``x`` by ``copy_`` (composite.write_result: same shape, no float into an
+    integer tensor), so the version bump, the leaf and view checks and the rewritten history
+    are copy_'s. Where autograd records, the op reads a copy of ``x`` (PyTorch's
+    ``original_self``): its parts may save ``x`` for backward, and the write would make what
+    they saved stale."""
+    def inplace(self, *args, **kwargs):
+        from .dispatch import check_inplace
+        from .ops.composite import write_result
+        from .state import state
+        src = self
+        if state.grad_enabled and (self.requires_grad or any(
+                getattr(a, "requires_grad", False) for a in (*args, *kwargs.values()))):
+            check_inplace(self, True)  # (before computing: the leaf's error, as PyTorch's)
+            src = self.clone()
+        return write_result(self, method(src, *args, **kwargs), name + "_")
+    inplace.__name__ = inplace.__qualname__ = name + "_"
+    inplace.__doc__ = f"In-place ``{name}``."
+    return inplace
+
+
+def with_inplace(rows: tuple[OpInfo, ...], names: Iterable[str]) -> tuple[OpInfo, ...]:
+    """``rows`` with the in-place variant (``composite_inplace`` of the row's method) on each
+    composite row named in ``names``; a row that has one already is refused."""
+    names = frozenset(names)
+    out = []
+    for row in rows:
+        if row.name in names:
+            if row.inplace is not None:
+                raise ValueError(f"OpInfo {row.name}: has an in-place variant already")
+            row = replace(row, inplace=composite_inplace(row.bound or row.fn, row.name))
+        out.append(row)
+    missing = names - {row.name for row in rows}
+    if missing:
+        raise ValueError(f"with_inplace: no rows named {sorted(missing)}")
+    return tuple(out)
+
+
 def markdown(families: dict[str, tuple[OpInfo, ...]]) -> str:
     """The op list of docs/ops.md: one table per family."""
     out = [("The *forward AD* column: `yes`, the op's primitives have `jvp` rules (forward-mode "
@@ -191,6 +244,10 @@ def markdown(families: dict[str, tuple[OpInfo, ...]]) -> str:
             if not row.function:
                 names += " (no function)"
             inplace = f"`{row.name}_`" if row.inplace is not None else ""
+            functions = [f"`{n}_`" for n in row.names() if row.inplace is not None
+                         and n + "_" in INPLACE_FUNCTIONS]
+            if functions:  # (also a function: torch.exp_(x))
+                inplace += f" (function: {', '.join(functions)})"
             node = f"`{row.node.__name__}`" if row.node is not None else ""
             out.append(f"| {names} | {', '.join(method)} | {inplace} | {row.dtypes} | "
                        f"{row.grad} | {node} | {row.flops or ''} | {row.forward_ad} | "

@@ -203,6 +203,29 @@ class Tensor:
     def element_size(self) -> int:
         return self._dtype.itemsize
 
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element (``element_size()``)."""
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """``numel() * itemsize``: the bytes of the elements as viewed (an expanded tensor
+        counts each repeat; PyTorch's rule)."""
+        return self.numel() * self._dtype.itemsize
+
+    @property
+    def layout(self):
+        """``tritongrad.strided``: tritongrad has only dense, strided tensors."""
+        return dtypes.strided
+
+    # PyTorch's flags for storage kinds and devices tritongrad does not have: always False
+    # (read-only properties, as PyTorch's).
+    is_sparse = is_sparse_csr = is_quantized = is_meta = is_mkldnn = is_nested = property(
+        lambda self: False)
+    is_xpu = is_mps = is_ipu = is_xla = is_vulkan = is_maia = is_mtia = property(
+        lambda self: False)
+
     def stride(self, dim: int | None = None):
         """Strides in elements, or the stride of dimension ``dim``."""
         st = self._k.strides(self._data)

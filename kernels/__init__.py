@@ -52,7 +52,8 @@ linear alg.   matmul(a, b)            [2-D]
               (factorizations and solvers -- inv, det, slogdet, solve, cholesky, qr, eigh, svd,
               solve_triangular, matrix_exp, lu_factor -- are not per-backend: they are host
               kernels, kernels/numpy/decompositions.py, which autograd/ops/decompositions.py
-              runs on a host copy of a CUDA array, synchronizing with the current stream)
+              runs on a host copy of a CUDA array, synchronizing with the current stream; the
+              FFTs of kernels/numpy/fft.py are host kernels too, run so by autograd/ops/fft.py)
 indexing      nonzero(a) -> int64 (count, a.ndim), row-major order
               index(a, indices): a[indices] with NumPy's advanced-indexing rules; indices is a
                   tuple over a's leading dims of int64 arrays (broadcast together) or None (the

@@ -13,7 +13,7 @@ from .activation import *  # noqa: F403 (activation.__all__)
 from .activation import __all__ as _activations
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .layers import (AlphaDropout, Bilinear, CosineSimilarity, Dropout, Dropout1d, Dropout2d, Dropout3d,
                      Embedding, EmbeddingBag, Flatten, Fold, Identity, LayerNorm, Linear,
                      PairwiseDistance, PixelShuffle, PixelUnshuffle, Unflatten, Unfold)
@@ -26,22 +26,25 @@ from .parallel import DataParallel
 from .parameter import Parameter
 from .padding import *  # noqa: F403 (padding.__all__)
 from .padding import __all__ as _paddings
-from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,
-                      AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d)
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d,
+                      AdaptiveMaxPool2d, AdaptiveMaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d,
+                      MaxPool1d, MaxPool2d, MaxPool3d)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell
 from ._sampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,
                           TransformerEncoder, TransformerEncoderLayer)
 
 __all__ = [
-    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
-    "AlphaDropout", "AvgPool1d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Bilinear", "Conv1d",
-    "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "CosineSimilarity", "DataParallel",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AlphaDropout", "AvgPool1d", "AvgPool2d",
+    "AvgPool3d", "BatchNorm1d", "BatchNorm2d", "Bilinear", "Conv1d",
+    "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+    "CosineSimilarity", "DataParallel",
     "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Embedding", "EmbeddingBag", "Flatten",
     "Fold", "GRU", "GRUCell", "GroupNorm", "Identity", "InstanceNorm1d", "InstanceNorm2d",
     "InstanceNorm3d", "LSTM", "LSTMCell", "LayerNorm", "Linear", "LocalResponseNorm", "MaxPool1d",
-    "MaxPool2d", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "PairwiseDistance",
-    "Parameter", "ParameterDict", "ParameterList", "PixelShuffle", "PixelUnshuffle", "RMSNorm",
+    "MaxPool2d", "MaxPool3d", "Module", "ModuleDict", "ModuleList", "MultiheadAttention",
+    "PairwiseDistance", "Parameter", "ParameterDict", "ParameterList", "PixelShuffle", "PixelUnshuffle", "RMSNorm",
     "RNN", "RNNBase", "RNNCell", "Sequential", "Transformer", "TransformerDecoder",
     "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer", "Unflatten",
     "Unfold", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "functional", "init",

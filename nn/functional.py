@@ -20,18 +20,19 @@ from ..autograd.ops.softmax import log_softmax as _log_softmax
 from ..autograd.ops.softmax import softmax as _softmax
 from ..autograd.tensor import Tensor
 
-__all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
-           "adaptive_max_pool2d", "affine_grid", "alpha_dropout", "avg_pool1d", "avg_pool2d",
-           "batch_norm", "bilinear", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+__all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+           "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d", "affine_grid",
+           "alpha_dropout", "avg_pool1d", "avg_pool2d", "avg_pool3d", "batch_norm", "bilinear", "binary_cross_entropy", "binary_cross_entropy_with_logits",
            "celu", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-           "cosine_embedding_loss", "cosine_similarity", "cross_entropy", "dropout", "dropout1d",
+           "conv_transpose3d", "cosine_embedding_loss", "cosine_similarity", "cross_entropy", "ctc_loss", "dropout", "dropout1d",
            "dropout2d", "dropout3d", "elu", "embedding", "embedding_bag", "fold",
            "gaussian_nll_loss", "gelu", "glu", "grid_sample", "group_norm", "gumbel_softmax",
            "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "hinge_embedding_loss",
            "huber_loss", "instance_norm", "interpolate", "kl_div", "l1_loss", "layer_norm",
            "leaky_relu", "linear", "local_response_norm", "log_softmax", "logsigmoid",
-           "margin_ranking_loss", "max_pool1d", "max_pool2d", "mish", "mse_loss",
-           "multi_head_attention_forward", "multi_margin_loss", "multilabel_soft_margin_loss",
+           "margin_ranking_loss", "max_pool1d", "max_pool2d", "max_pool3d", "mish", "mse_loss",
+           "multi_head_attention_forward", "multi_margin_loss", "multilabel_margin_loss",
+           "multilabel_soft_margin_loss",
            "nll_loss", "normalize", "one_hot", "pad", "pairwise_distance", "pixel_shuffle",
            "pixel_unshuffle", "poisson_nll_loss", "prelu", "relu", "relu6", "rms_norm",
            "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss",
@@ -992,20 +993,30 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
 # -- composites in their own modules (convolution, pooling, normalisation, attention) ---------
 
 from ._attention import multi_head_attention_forward, scaled_dot_product_attention
-from ._convolution import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,
-                           adaptive_max_pool2d, avg_pool1d, avg_pool2d, conv1d, conv2d, conv3d,
-                           conv_transpose1d, conv_transpose2d, fold, max_pool1d, max_pool2d,
-                           unfold)
+from ._convolution import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d,
+                           adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d,
+                           avg_pool1d, avg_pool2d, avg_pool3d, conv1d, conv2d, conv3d,
+                           conv_transpose1d, conv_transpose2d, conv_transpose3d, fold,
+                           max_pool1d, max_pool2d, max_pool3d, unfold)
 from ._normalization import batch_norm, group_norm, instance_norm, rms_norm
 from ._padding import pad
 from ._sampling import affine_grid, grid_sample, interpolate
 from ._margin_losses import (cosine_embedding_loss, hinge_embedding_loss, margin_ranking_loss,
-                             multi_margin_loss, multilabel_soft_margin_loss, soft_margin_loss,
+                             multi_margin_loss, multilabel_margin_loss,
+                             multilabel_soft_margin_loss, soft_margin_loss,
                              triplet_margin_loss, triplet_margin_with_distance_loss)
+from ._ctc_loss import ctc_loss
 
 # autocast's entries for the composites defined in the modules above (their autocast column is
 # here, as the op tables' is in their rows: autograd/autocast.py)
-conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, scaled_dot_product_attention = map(
+(conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d,
+ scaled_dot_product_attention) = map(
     _autocast("lower"), (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d,
-                         scaled_dot_product_attention))
+                         conv_transpose3d, scaled_dot_product_attention))
+# PyTorch's CPU list runs the 3-D pools in float32 (on CUDA they keep their input's dtype)
+max_pool3d, avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool3d = map(
+    _autocast("float32 on cpu"), (max_pool3d, avg_pool3d, adaptive_avg_pool3d,
+                                  adaptive_max_pool3d))
 group_norm = _autocast("float32 on cuda")(group_norm)
+multilabel_margin_loss = _autocast("float32")(multilabel_margin_loss)
+ctc_loss = _autocast("float32 on cpu")(ctc_loss)  # (PyTorch's CUDA list has no ctc_loss)

@@ -20,7 +20,7 @@ __all__ = [
     "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "from_numpy_dtype",
     "get_float32_matmul_precision", "set_float32_matmul_precision",
     "memory_format", "contiguous_format", "preserve_format", "channels_last", "finfo", "iinfo",
-    "channels_last_3d", "bfloat16_bits", "bfloat16_values",
+    "channels_last_3d", "bfloat16_bits", "bfloat16_values", "layout", "strided",
 ]
 
 _BOOL, _INT, _FLOAT, _COMPLEX = range(4)  # promotion categories, lowest first
@@ -297,11 +297,8 @@ def bfloat16_values(bits) -> np.ndarray:
     return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
 
 
-class memory_format:
-    """A layout request, as PyTorch's ``torch.memory_format``: ``tritongrad.contiguous_format``
-    (row-major), ``preserve_format`` (the source's layout), ``channels_last`` (a 4-D NCHW
-    tensor stored NHWC) and ``channels_last_3d`` (5-D NCDHW stored NDHWC). The strides each
-    gives are computed in autograd/layout.py."""
+class _Named:
+    """A named singleton printed as ``tritongrad.<name>`` (memory formats, layouts)."""
 
     __slots__ = ("name",)
 
@@ -312,6 +309,15 @@ class memory_format:
         return f"tritongrad.{self.name}"
 
     __str__ = __repr__
+
+
+class memory_format(_Named):
+    """A layout request, as PyTorch's ``torch.memory_format``: ``tritongrad.contiguous_format``
+    (row-major), ``preserve_format`` (the source's layout), ``channels_last`` (a 4-D NCHW
+    tensor stored NHWC) and ``channels_last_3d`` (5-D NCDHW stored NDHWC). The strides each
+    gives are computed in autograd/layout.py."""
+
+    __slots__ = ()
 
     def __reduce__(self):  # singletons, like dtypes
         return (_format_named, (self.name,))
@@ -332,3 +338,16 @@ channels_last = memory_format("channels_last")
 channels_last_3d = memory_format("channels_last_3d")
 _formats_by_name = {f.name: f for f in (contiguous_format, preserve_format, channels_last,
                                         channels_last_3d)}
+
+
+class layout(_Named):
+    """How a tensor's elements are stored, as PyTorch's ``torch.layout``: tritongrad's tensors
+    are all ``tritongrad.strided`` (dense, with strides); it has no sparse layouts."""
+
+    __slots__ = ()
+
+    def __reduce__(self):  # a singleton, like the dtypes
+        return "strided"
+
+
+strided = layout("strided")

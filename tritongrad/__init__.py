@@ -22,8 +22,8 @@ from .runtime.dtype import (bfloat16, bool, cdouble, cfloat, channels_last, chan
                             complex64, complex128, contiguous_format, double, dtype, float,
                             finfo, float16, float32, float64, get_default_dtype, half, iinfo, int,
                             int8, int16,
-                            int32, int64, long, memory_format, preserve_format, promote_types,
-                            result_type, set_default_dtype, uint8)
+                            int32, int64, layout, long, memory_format, preserve_format,
+                            promote_types, result_type, set_default_dtype, strided, uint8)
 from . import autograd
 from .autograd import (Function, enable_grad, inference_mode, is_grad_enabled,
                        is_inference_mode_enabled, no_grad, set_grad_enabled)
@@ -35,6 +35,11 @@ from . import cuda, distributed, nn, optim, utils
 from .serialization import load, save
 from . import backends, linalg
 from . import special  # torch.special (tritongrad/special.py)
+from . import fft  # torch.fft (tritongrad/fft.py)
+from . import compiler  # torch.compiler (tritongrad/compiler.py)
+from .compiler import compile  # noqa: A004 - torch.compile, run eagerly
+from . import func  # torch.func (tritongrad/func.py)
+from .func import vmap  # torch.vmap is torch.func.vmap
 from .backends import get_float32_matmul_precision, set_float32_matmul_precision
 from . import amp
 from .autograd.autocast import (autocast, clear_autocast_cache, get_autocast_dtype,
@@ -65,9 +70,12 @@ __all__ = ["device", "dtype", "Tensor", "Size", "autograd", "cuda", "distributed
            "complex128", "double", "float", "float16", "float32", "float64", "half", "int",
            "int8", "int16", "int32", "int64", "long", "uint8", "is_tensor", "numel",
            "memory_format", "contiguous_format", "preserve_format", "channels_last",
-           "channels_last_3d", "finfo", "iinfo"]
+           "channels_last_3d", "finfo", "iinfo", "layout", "strided"]
 __all__ += ["backends", "get_float32_matmul_precision", "linalg", "special",
             "set_float32_matmul_precision"]
+__all__ += ["fft"]
+__all__ += ["compile", "compiler"]
+__all__ += ["func", "vmap"]
 __all__ += ["amp", "autocast", "clear_autocast_cache", "get_autocast_dtype",
             "is_autocast_available", "is_autocast_cache_enabled", "is_autocast_enabled",
             "set_autocast_cache_enabled", "set_autocast_dtype", "set_autocast_enabled"]
@@ -78,6 +86,19 @@ __all__ += ["inf", "nan", "pi", "e"] + list(_legacy_types)
 from .autograd.ops.statistics import can_cast  # noqa: E402 - a dtype rule, not an op
 
 __all__ += ["can_cast"]
+
+# global settings (default device, threads, determinism, ...) and print options
+from .autograd import settings as _settings  # noqa: E402
+from .autograd.printing import set_printoptions  # noqa: E402
+from .autograd.settings import *  # noqa: E402,F401,F403
+
+__all__ += list(_settings.__all__) + ["set_printoptions"]
+
+# nn.functional's operations that PyTorch also has at the top (torch.conv2d, torch.dropout, ...)
+from .nn import _torch_functions as _nn_top  # noqa: E402
+from .nn._torch_functions import *  # noqa: E402,F401,F403
+
+__all__ += list(_nn_top.__all__)
 
 
 def is_tensor(obj) -> bool:

@@ -17,6 +17,14 @@ from . import products, scans, sets, special  # scans, sets, products, special f
 from . import statistics  # nansum, cov, corrcoef, fmax, rot90, ... (composites)
 from . import selection  # take, take_along_dim, index_fill, index_copy, masked_scatter
 from . import decompositions  # factorizations and solvers (tg.linalg.inv, svd, ...)
+from . import numeric  # copysign, gcd, ldexp, float_power, frexp, nextafter, shifts, histogram
+from . import arrange  # ravel, msort, diagflat, h/v/dsplit, the view scatters, put
+from . import tensor_info  # is_signed, is_nonzero, get_device, apply_, map_, share_memory_
+from . import stacking  # hstack, vstack, dstack, column_stack, atleast_nd, unravel_index, ...
+from . import factories, sampling  # asarray, range, frombuffer, ...; normal, poisson, binomial
+from . import signal  # window functions, stft, istft
+from . import linalg_legacy  # lu, lu_unpack, lu_solve, chain_matmul, svd_lowrank, ...
+from . import queries  # is_complex, is_floating_point, detach, typename, is_storage
 from . import traced  # noqa: F401 - loading it installs dispatch.traced (the rules' Tensor k)
 from .reduction import return_types
 
@@ -47,6 +55,15 @@ FAMILIES = {
     "statistics": statistics.OPS,
     "selection": selection.OPS,
     "decompositions": decompositions.OPS,
+    "numeric": numeric.OPS,
+    "arrange": arrange.OPS,
+    "tensor_info": tensor_info.OPS,
+    "stacking": stacking.OPS,
+    "factories": factories.OPS,
+    "sampling": sampling.OPS,
+    "signal": signal.OPS,
+    "linalg_legacy": linalg_legacy.OPS,
+    "queries": queries.OPS,
 }
 
 __all__ = registry.install(FAMILIES, Tensor, globals()) + ["return_types"]

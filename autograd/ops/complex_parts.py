@@ -16,7 +16,7 @@ import math
 from ...runtime import dtype as dtypes
 from ..checks import tensor_arg
 from ..dispatch import Primitive, apply, meta, zeros
-from ..registry import OpInfo
+from ..registry import OpInfo, with_inplace
 from ..tensor import Tensor
 
 __all__ = ["angle", "complex", "conj", "imag", "polar", "real", "sgn", "view_as_complex",
@@ -191,6 +191,32 @@ def polar(abs: Tensor, angle: Tensor) -> Tensor:  # noqa: A002 - PyTorch's names
     return complex(abs * angle.cos(), abs * angle.sin())
 
 
+# -- lazy conjugation and negation: tritongrad has neither ----------------------------------------
+
+def resolve_conj(input: Tensor) -> Tensor:
+    """``input`` with its conjugate bit materialized. tritongrad's ``conj`` computes the
+    conjugate at once (no lazy conjugate bit), so this is ``input`` itself."""
+    return tensor_arg(input, "resolve_conj")
+
+
+def resolve_neg(input: Tensor) -> Tensor:
+    """``input`` with its negative bit materialized. tritongrad has no lazy negation, so this
+    is ``input`` itself."""
+    return tensor_arg(input, "resolve_neg")
+
+
+def is_conj(input: Tensor) -> bool:
+    """Whether ``input``'s conjugate bit is set: always False here (``conj`` is eager)."""
+    tensor_arg(input, "is_conj")
+    return False
+
+
+def is_neg(input: Tensor) -> bool:
+    """Whether ``input``'s negative bit is set: always False here (no lazy negation)."""
+    tensor_arg(input, "is_neg")
+    return False
+
+
 # -- the table ---------------------------------------------------------------------------------
 
 OPS = (
@@ -207,4 +233,9 @@ OPS = (
     OpInfo("sgn", sgn, grad="composite: z / |z|", jvp=False),
     OpInfo("complex", complex, method=False, grad="composite: Re g, Im g", jvp=False),
     OpInfo("polar", polar, method=False, grad="composite", jvp=False),
+    OpInfo("resolve_conj", resolve_conj, dtypes="all", grad="g"),
+    OpInfo("resolve_neg", resolve_neg, dtypes="all", grad="g"),
+    OpInfo("is_conj", is_conj, dtypes="all; Python bool", grad="none"),
+    OpInfo("is_neg", is_neg, dtypes="all; Python bool", grad="none"),
 )
+OPS = with_inplace(OPS, ("sgn",))

@@ -20,7 +20,7 @@ from ...runtime import dtype as dtypes
 from ...runtime.dtype import get_default_dtype, result_type
 from ..checks import scalar_type_name, tensor_arg
 from ..dispatch import apply
-from ..registry import OpInfo
+from ..registry import OpInfo, with_inplace
 from ..tensor import Tensor
 from .creation import full
 from .elementwise import _result, add, div, eq, exp, isnan, le, log, maximum, mul, rsub, sub, where
@@ -396,3 +396,4 @@ OPS = (
     OpInfo("isin", isin, method=False, dtypes="promoted; bool result", grad="none"),
     OpInfo("logaddexp", logaddexp, dtypes="floats", grad="g sigmoid(a - b), g sigmoid(b - a)"),
 )
+OPS = with_inplace(OPS, ("xlogy",))

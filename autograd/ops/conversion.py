@@ -22,20 +22,21 @@ from .creation import as_dtype, resolve_device
 
 
 
-def _move(k, x, dtype, device):
-    """Array ``x`` (on ``k``'s device) as ``dtype`` on ``device``: the one cross-device copy."""
+def _move(k, x, dtype, device, non_blocking=False):
+    """Array ``x`` (on ``k``'s device) as ``dtype`` on ``device``: the one cross-device copy
+    (asynchronous where ``non_blocking`` and the host side is pinned: Note [pinned memory])."""
     from ...runtime import memory
     src_dev = _array_device(x)
     if src_dev is device:
         return k.astype(x, dtype)
     if device.type == "cpu":  # device -> host: cast on the device, then copy down
-        arr = memory.to_host(k.astype(x, dtype))
+        arr = memory.to_host(k.astype(x, dtype), non_blocking)
         if dtype is dtypes.bfloat16:  # bit patterns -> the CPU backend's bfloat16 array
             return host_array(dtypes.bfloat16_values(arr), dtype)
         return arr
     if src_dev.type == "cpu":  # host -> device
         from .creation import host_to
-        return host_to(x, dtype, device)._data
+        return host_to(x, dtype, device, non_blocking)._data
     out = memory.empty(x.shape, dtype, device)  # device -> other device
     memory.copy_between(out, k.astype(x, dtype))
     return out
@@ -61,15 +62,16 @@ class ToCopyBackward0(Primitive):
     jvp = linear_jvp()  # the tangent converted and moved alike
 
     @staticmethod
-    def forward(ctx, k, x, dtype, device, src_dtype, strides=None):
+    def forward(ctx, k, x, dtype, device, src_dtype, strides=None, non_blocking=False):
         src_device = _array_device(x)
         ctx.src = (src_dtype, src_device)
         if strides is None:  # row-major, the common case
-            return _move(k, x, dtype, device)
+            return _move(k, x, dtype, device, non_blocking)
         if src_device is device:  # one pass: the cast is the copy into the layout
             return _strided_copy(k, x, dtype, device, strides)
         from ...kernels import backend
-        return _strided_copy(backend(device), _move(k, x, dtype, device), dtype, device, strides)
+        return _strided_copy(backend(device), _move(k, x, dtype, device, non_blocking), dtype,
+                             device, strides)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
@@ -83,12 +85,33 @@ class ToCopyBackward0(Primitive):
         return call(k, ToCopyBackward0, (g,), dtype, device, g_dtype)
 
 
+class PinMemoryBackward0(Primitive):
+    """A copy of a CPU tensor in pinned memory; the gradient passes through."""
+
+    __slots__ = ()
+    op_name = "pin_memory"
+
+    @staticmethod
+    def forward(ctx, k, x):
+        from ...runtime import pinned
+        return pinned.copy(x)
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        return g
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out):
+        """The tangent as it is: the same values (where it lives does not matter to it)."""
+        return tangents[0]
+
+
 def _to_args(args, kwargs):
-    """Parses PyTorch's ``to`` overloads into (dtype | None, device | None, copy,
+    """Parses PyTorch's ``to`` overloads into (dtype | None, device | None, non_blocking, copy,
     memory_format | None)."""
     dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
     copy = kwargs.pop("copy", False)
-    kwargs.pop("non_blocking", None)  # a hint: see to()
+    non_blocking = kwargs.pop("non_blocking", False)
     memory_format = kwargs.pop("memory_format", None)
     check_memory_format("to", memory_format, None)
     if kwargs:
@@ -103,10 +126,12 @@ def _to_args(args, kwargs):
             device = a
         elif a is not None:
             dtype = a
+    if flags:
+        non_blocking = flags[0]
     if len(flags) > 1:
         copy = flags[1]
-    return (as_dtype(dtype), (None if device is None else resolve_device(device)), copy,
-            memory_format)
+    return (as_dtype(dtype), (None if device is None else resolve_device(device)),
+            builtins.bool(non_blocking), copy, memory_format)
 
 
 def _is_dtype_name(a) -> builtins.bool:
@@ -121,9 +146,11 @@ def to(x: Tensor, *args, **kwargs) -> Tensor:
     Accepts ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)`` and the
     keywords ``dtype=``, ``device=``, ``copy=``, ``non_blocking=``, ``memory_format=``.
 
-    ``non_blocking=True`` is honoured as PyTorch documents it, as a hint: tritongrad's copies
-    between devices are synchronous with the host, which is a valid implementation (the copy
-    is complete when ``to`` returns).
+    ``non_blocking=True``: a copy between pinned host memory (``pin_memory()``) and a CUDA
+    device is queued on the current stream and ``to`` returns at once, as in PyTorch; a copy to
+    the CPU then lands in a new pinned tensor, to be read after synchronizing (the stream, or
+    ``tg.cuda.synchronize()``). Other copies are complete when ``to`` returns, which is what
+    the hint allows (Note [pinned memory] in runtime/pinned.py).
 
     ``memory_format`` is the copy's layout: by default (``preserve_format``) a
     non-overlapping, dense ``x`` keeps its strides and any other ``x`` gets dense strides in
@@ -131,25 +158,46 @@ def to(x: Tensor, *args, **kwargs) -> Tensor:
     ``channels_last_3d`` (5-D) order the channels innermost. As in PyTorch, ``x`` itself is
     returned when nothing changes and the requested format is the one its strides suggest.
     """
-    dtype, device, copy, memory_format = _to_args(args, dict(kwargs))
+    dtype, device, non_blocking, copy, memory_format = _to_args(args, dict(kwargs))
     dtype = dtype or x.dtype
     device = device or x.device
     if dtype is x.dtype and device is x.device and not copy and (
             memory_format is None or memory_format is dtypes.preserve_format or
             suggest_memory_format(tuple(x.shape), x.stride()) is memory_format):
         return x
-    return apply(ToCopyBackward0, (x,), dtype, device, x.dtype,
-                 target_strides(x, memory_format))
+    strides = target_strides(x, memory_format)
+    if non_blocking and device is not x.device:
+        return apply(ToCopyBackward0, (x,), dtype, device, x.dtype, strides, True)
+    return apply(ToCopyBackward0, (x,), dtype, device, x.dtype, strides)
 
 
 def cuda(x: Tensor, device=None, non_blocking: bool = False, memory_format=None) -> Tensor:
     """A copy of this tensor in CUDA memory (``x`` itself if already there).
-    ``non_blocking=True`` is a hint, honoured by a copy that is synchronous with the host;
-    ``memory_format`` as in ``to``."""
+    ``non_blocking`` and ``memory_format`` as in ``to``."""
     check_memory_format("cuda", memory_format, None)
     return to(x, resolve_device("cuda" if device is None else
                                 device if not isinstance(device, numbers.Integral)
-                                else Device("cuda", device)), memory_format=memory_format)
+                                else Device("cuda", device)), memory_format=memory_format,
+              non_blocking=non_blocking)
+
+
+def pin_memory(x: Tensor, device=None) -> Tensor:
+    """Copies the tensor to pinned (page-locked) host memory, if it's not already pinned:
+    copies from it to a CUDA device with ``non_blocking=True`` then run asynchronously.
+    Only CPU tensors can be pinned, and only where a CUDA device is available."""
+    if x._device.type != "cpu":
+        raise RuntimeError(f"cannot pin '{x.type()}' only dense CPU tensors can be pinned")
+    if is_pinned(x):
+        return x
+    from ...runtime import pinned
+    pinned.host_allocator()  # (raises PyTorch's error where there is no CUDA device)
+    return apply(PinMemoryBackward0, (x,))
+
+
+def is_pinned(x: Tensor, device=None) -> builtins.bool:
+    """Whether the tensor is in pinned host memory (``pin_memory()``)."""
+    from ...runtime import pinned
+    return x._device.type == "cpu" and pinned.is_pinned(x._data)
 
 
 def cpu(x: Tensor) -> Tensor:
@@ -235,6 +283,17 @@ bfloat16 = _caster(dtypes.bfloat16)
 long = _caster(dtypes.int64)
 int = _caster(dtypes.int32)  # noqa: A001
 bool = _caster(dtypes.bool)  # noqa: A001
+byte = _caster(dtypes.uint8)
+char = _caster(dtypes.int8)
+short = _caster(dtypes.int16)
+cfloat = _caster(dtypes.complex64)
+cdouble = _caster(dtypes.complex128)
+
+
+def chalf(x: Tensor, memory_format=None) -> Tensor:
+    """PyTorch's cast to complex32, a dtype tritongrad does not have: refused."""
+    raise TypeError("chalf(): tritongrad has no complex32 (ComplexHalf) dtype; use cfloat() "
+                    "(complex64) instead")
 
 
 class CloneBackward0(Primitive):
@@ -304,8 +363,8 @@ class CopyBackwards(Primitive):
 
 def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
     """Copies ``src`` (broadcast, cast, moved) into this tensor in place and returns it.
-    ``non_blocking=True`` is a hint, honoured by a copy that is synchronous with the host (see
-    ``to``)."""
+    ``non_blocking=True`` as in ``to``: a copy from pinned host memory to a CUDA tensor is
+    queued on the current stream and this returns at once."""
     if not isinstance(src, Tensor):
         if isinstance(src, numbers.Number):
             # PyTorch wraps the number as a tensor and casts it: not range-checked, an int
@@ -320,7 +379,7 @@ def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
                            f"the destination's shape {list(self.shape)}")
     src_dtype = src.dtype
     if src._device is not self._device:
-        src = to(src, self._device)
+        src = to(src, self._device, non_blocking=non_blocking)
     return apply_inplace(CopyBackwards, self, (src,), src_dtype)
 
 
@@ -329,5 +388,11 @@ def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
 OPS = (OpInfo("clone", clone, grad="g"),) + tuple(
     OpInfo(n, globals()[n], function=False, grad="g, cast back") for n in (
         "to", "cuda", "cpu", "contiguous", "copy_", "type", "type_as", "float", "double", "half",
-        "bfloat16", "long", "int", "bool"))
+        "bfloat16", "long", "int", "bool", "byte", "char", "short"))
+# (forward AD: tritongrad has none through complex tensors, Note [Complex autograd])
+OPS += tuple(OpInfo(n, globals()[n], function=False, grad="real part of g", jvp=False)
+             for n in ("cfloat", "cdouble"))
+OPS += (OpInfo("chalf", chalf, function=False, grad="none"),)
+OPS += (OpInfo("pin_memory", pin_memory, function=False, grad="g", node=PinMemoryBackward0),
+        OpInfo("is_pinned", is_pinned, function=False, grad="none"))
 OPS = with_jvp(OPS)  # every primitive here has a jvp rule

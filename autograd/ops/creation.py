@@ -26,12 +26,18 @@ from ..tensor import Size, Tensor, make
 
 
 _CPU = Device("cpu")
+# The device factories use when given none (``tg.set_default_device``, autograd/settings.py);
+# None: the CPU. Kept as given ("cuda": whichever CUDA device is current at each call).
+default_device = None
 
 
 def resolve_device(spec) -> Device:
-    """A device with an index: ``None`` is the CPU, ``"cuda"`` the current CUDA device."""
+    """A device with an index: ``None`` is the default device (the CPU unless
+    ``set_default_device`` says otherwise), ``"cuda"`` the current CUDA device."""
     if spec is None:
-        return _CPU
+        if default_device is None:
+            return _CPU
+        spec = default_device
     d = spec if isinstance(spec, Device) else Device(spec)
     if d.type == "cuda":
         from ...runtime import cuda_api
@@ -206,8 +212,9 @@ def _check_data(arr: np.ndarray, dt) -> None:
             raise _overflow_error(dt, _DATA_NAMES)
 
 
-def host_to(arr: np.ndarray, dtype, device: Device) -> Tensor:
-    """A tensor holding NumPy array ``arr`` (cast to ``dtype``) on ``device``."""
+def host_to(arr: np.ndarray, dtype, device: Device, non_blocking: bool = False) -> Tensor:
+    """A tensor holding NumPy array ``arr`` (cast to ``dtype``) on ``device`` (``non_blocking``:
+    see ``runtime.memory.to_device``)."""
     if device.type == "cpu":
         return make(host_array(arr, dtype))
     from ...runtime import memory
@@ -215,7 +222,7 @@ def host_to(arr: np.ndarray, dtype, device: Device) -> Tensor:
         host = dtypes.bfloat16_bits(host_values(arr))
     else:
         host = np.require(host_values(arr), dtype=dtype.np, requirements="C")
-    return make(memory.to_device(host, device, dtype))
+    return make(memory.to_device(host, device, dtype, non_blocking))
 
 
 def _finish(t: Tensor, requires_grad: bool) -> Tensor:
@@ -324,16 +331,13 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False,
     a NumPy array or a tensor).
 
     Python floats become the default dtype (float32), ints int64, bools bool.
-    ``pin_memory=True`` raises: tritongrad has no page-locked host tensors.
+    ``pin_memory=True`` (CPU tensors, where CUDA is available) puts it in pinned memory.
 
     Example:
         >>> tg.tensor([[1., -1.], [1., -1.]])
         tensor([[ 1., -1.],
                 [ 1., -1.]])
     """
-    if pin_memory:
-        raise unsupported("tensor", "pin_memory", pin_memory, "host tensors are pageable; "
-                          "copies to CUDA are synchronous, so pinning would gain nothing")
     arr = _infer_array(data, dtype)
     dt = as_dtype(dtype) or (data.dtype if isinstance(data, Tensor) else
                              dtypes.from_numpy_dtype(arr.dtype))
@@ -341,7 +345,28 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False,
         _check_data(arr, dt)                        # (arrays and tensors are cast)
     out = host_to(np.array(arr, copy=True) if isinstance(data, np.ndarray) else arr, dt,
                   resolve_device(device))
-    return _finish(out, requires_grad)
+    return _finish(_pinned(out, pin_memory), requires_grad)
+
+
+_NO_PINNED_ALLOCATOR = ("pin_memory=True requires a CUDA or other accelerator backend; no pinned "
+                        "memory allocator is available on this system.")
+
+
+def _pinned(t: Tensor, pin_memory: bool) -> Tensor:
+    """A new contiguous factory result ``t`` moved to pinned memory when ``pin_memory``."""
+    return make(_pinned_array(t._data, t.device, pin_memory), t.dtype) if pin_memory else t
+
+
+def _pinned_array(arr, device, pin_memory: bool):
+    """Backend array ``arr`` copied to pinned memory (laid out alike) when ``pin_memory``."""
+    if not pin_memory:
+        return arr
+    if device.type != "cpu":
+        raise RuntimeError("Only dense CPU tensors can be pinned")
+    from ...runtime import driver, pinned
+    if not driver.is_available():
+        raise RuntimeError(_NO_PINNED_ALLOCATOR)
+    return pinned.copy(arr)
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
@@ -350,7 +375,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     dt = as_dtype(dtype)
     if isinstance(data, Tensor):
         return data.to(device=dev or data.device, dtype=dt or data.dtype)
-    if isinstance(data, np.ndarray) and (dev is None or dev.type == "cpu") and (
+    if isinstance(data, np.ndarray) and (dev or resolve_device(None)).type == "cpu" and (
             dt is None or dt.np == data.dtype):
         return from_numpy(data)
     return tensor(data, dtype=dtype, device=device)
@@ -378,12 +403,14 @@ def _factory(shape, value, dtype, device, requires_grad) -> Tensor:
 
 
 @observed_op("aten::zeros")
-def zeros(*size, dtype=None, device=None, requires_grad: bool = False, out=None) -> Tensor:
+def zeros(*size, dtype=None, device=None, requires_grad: bool = False, out=None,
+          pin_memory: bool = False) -> Tensor:
     """A tensor of zeros of shape ``size``; with ``out=``, that tensor zeroed in place and
     returned (it must already have shape ``size``: tritongrad does not resize)."""
     if out is not None:
         return _zeros_into(out, _size(size), dtype, device, requires_grad)
-    return _factory(_size(size), 0.0 if dtype is None else 0, dtype, device, requires_grad)
+    return _finish(_pinned(_factory(_size(size), 0.0 if dtype is None else 0, dtype, device, False),
+                           pin_memory), requires_grad)
 
 
 def _zeros_into(out: Tensor, size: tuple, dtype, device, requires_grad) -> Tensor:
@@ -405,27 +432,32 @@ def _zeros_into(out: Tensor, size: tuple, dtype, device, requires_grad) -> Tenso
 
 
 @observed_op("aten::ones")
-def ones(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def ones(*size, dtype=None, device=None, requires_grad: bool = False,
+         pin_memory: bool = False) -> Tensor:
     """A tensor of ones of shape ``size``."""
-    return _factory(_size(size), 1.0 if dtype is None else 1, dtype, device, requires_grad)
+    return _finish(_pinned(_factory(_size(size), 1.0 if dtype is None else 1, dtype, device, False),
+                           pin_memory), requires_grad)
 
 
 @observed_op("aten::empty")
 def empty(*size, dtype=None, device=None, requires_grad: bool = False,
-          memory_format=None) -> Tensor:
+          memory_format=None, pin_memory: bool = False) -> Tensor:
     """An uninitialised tensor of shape ``size``, laid out in ``memory_format``: row-major
     (``contiguous_format``, the default), ``channels_last`` (4-D) or ``channels_last_3d``
-    (5-D); ``preserve_format`` has nothing to preserve and raises, as in PyTorch."""
+    (5-D); ``preserve_format`` has nothing to preserve and raises, as in PyTorch.
+    ``pin_memory=True``: in pinned host memory."""
     if memory_format is None or memory_format is dtypes.contiguous_format:
-        return _factory(_size(size), None, dtype, device, requires_grad)
+        return _finish(_pinned(_factory(_size(size), None, dtype, device, False), pin_memory),
+                       requires_grad)
     check_memory_format("empty", memory_format, None)
     size = _size(size)
     return empty_strided(size, format_strides(size, memory_format), dtype, device,
-                         requires_grad)
+                         requires_grad, pin_memory)
 
 
 @observed_op("aten::full")
-def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False,
+         pin_memory: bool = False) -> Tensor:
     """A tensor of shape ``size`` filled with ``fill_value`` (its dtype inferred from it)."""
     if dtype is None and isinstance(fill_value, bool):
         dtype = dtypes.bool
@@ -435,21 +467,23 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
         dt = as_dtype(dtype) or (dtypes.get_default_dtype() if isinstance(fill_value, float)
                                  else dtypes.result_type(fill_value))
         fill_value = checked_scalar(fill_value, dt)
-    return _factory(_size((size,)), fill_value, dtype, device, requires_grad)
+    return _finish(_pinned(_factory(_size((size,)), fill_value, dtype, device, False), pin_memory),
+                   requires_grad)
 
 
 @observed_op("aten::empty_strided")
-def empty_strided(size, stride, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def empty_strided(size, stride, dtype=None, device=None, requires_grad: bool = False,
+                  pin_memory: bool = False) -> Tensor:
     """An uninitialised tensor with explicit strides (``stride=None``: row-major)."""
     size = _size((size,))
     dev = resolve_device(device)
     dt = as_dtype(dtype) or dtypes.get_default_dtype()
     k = backend(dev)
     if stride is None:
-        return _finish(make(k.empty(size, dt, dev), dt), requires_grad)
+        return _finish(_pinned(make(k.empty(size, dt, dev), dt), pin_memory), requires_grad)
     stride = tuple(int(s) for s in stride)
     extent = 0 if 0 in size else 1 + sum((n - 1) * s for n, s in zip(size, stride))
-    buf = k.empty((extent,), dt, dev)
+    buf = _pinned_array(k.empty((extent,), dt, dev), dev, pin_memory)
     return _finish(make(k.as_strided(buf, size, stride, 0), dt), requires_grad)
 
 
@@ -555,18 +589,22 @@ def _random_complex(k, name: str, size, dt, dev, generator) -> Tensor:
 # (one event: the kernel draws into a new array in one call, so PyTorch's nested aten::empty
 # and aten::uniform_ / aten::normal_ are no steps of their own here)
 @observed_op("aten::rand")
-def rand(*size, dtype=None, device=None, requires_grad: bool = False, generator=None) -> Tensor:
+def rand(*size, dtype=None, device=None, requires_grad: bool = False, generator=None,
+         pin_memory: bool = False) -> Tensor:
     """Returns a tensor filled with random numbers from a uniform distribution on the
     interval [0, 1), drawn from ``generator`` (by default the device's default generator,
     which ``manual_seed`` seeds; on CUDA, drawn on the device)."""
-    return _random("rand", _size(size), dtype, device, requires_grad, generator)
+    return _finish(_pinned(_random("rand", _size(size), dtype, device, False, generator),
+                           pin_memory), requires_grad)
 
 
 @observed_op("aten::randn")
-def randn(*size, dtype=None, device=None, requires_grad: bool = False, generator=None) -> Tensor:
+def randn(*size, dtype=None, device=None, requires_grad: bool = False, generator=None,
+          pin_memory: bool = False) -> Tensor:
     """Returns a tensor filled with random numbers from a normal distribution with mean 0 and
     variance 1, drawn from ``generator`` (by default the device's default generator)."""
-    return _random("randn", _size(size), dtype, device, requires_grad, generator)
+    return _finish(_pinned(_random("randn", _size(size), dtype, device, False, generator),
+                           pin_memory), requires_grad)
 
 
 def rand_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False, *,
@@ -702,6 +740,7 @@ OPS = tuple(OpInfo(n, globals()[n], method=False, grad="none") for n in (
     OpInfo("new_zeros", _new(zeros), function=False, grad="none"),
     OpInfo("new_ones", _new(ones), function=False, grad="none"),
     OpInfo("new_empty", _new(empty), function=False, grad="none"),
+    OpInfo("new_empty_strided", _new(empty_strided), function=False, grad="none"),
     OpInfo("new_full", _new_full, function=False, grad="none"),
     OpInfo("new_tensor", _new_tensor, function=False, grad="none"),
     OpInfo("new", _legacy_new_method, function=False, grad="none"),

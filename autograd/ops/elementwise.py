@@ -20,7 +20,7 @@ from ...runtime.dtype import get_default_dtype, result_type
 from ..checks import operand_on_device
 from ..dispatch import (Primitive, apply, apply_inplace, bilinear_jvp, elementwise_jvp,
                         refuse_out_dual, zero_jvp, zeros)
-from ..registry import OpInfo, export, with_jvp
+from ..registry import OpInfo, export, with_inplace, with_jvp
 from ..state import state
 from ..tensor import Tensor
 from .creation import checked_scalar, scalar_tensor, wrapped_scalar
@@ -487,6 +487,7 @@ _KIND_DTYPES = {"float": "floats; integers promote", "round": "all but bool; int
 
 _UNARY = (
     unary("neg", lambda ctx, k, s, g: k.neg(g), kind="any", operators=("__neg__",),
+          aliases=("negative",),
           forward=lambda ctx, k, x, out=None: k.neg(x, out=out), grad="-g", dtypes="all but bool",
           bool_error="Negation, the `-` operator, on a bool tensor is not supported. If you "
                      "are trying to invert a mask, use the `~` or `logical_not()` operator "
@@ -503,7 +504,7 @@ _UNARY = (
     # PyTorch), where -0.0 ** -0.5 would be +inf
     unary("rsqrt", lambda ctx, k, s, g: k.mul(g, k.mul(k.mul(s[0], k.mul(s[0], s[0])), -0.5)),
           saves="output", forward=lambda ctx, k, x: k.pow(k.sqrt(x), -1), out_arg=False,
-          inplace=False, grad="-g y^3 / 2", autocast="float32 on cuda"),
+          grad="-g y^3 / 2", autocast="float32 on cuda"),
     unary("relu", lambda ctx, k, s, g: k.binary("relu_backward", g, s[0]), saves="output",
           kind="any", forward=lambda ctx, k, x, out=None: k.relu(x, out=out), out_arg=False,
           bool_error="Boolean inputs not supported for relu", grad="g where y > 0",
@@ -731,6 +732,19 @@ mul_ = _inplace(MulBackward0, MulBackward1)
 div_ = _inplace(DivBackward0, DivBackward1, promote_float=True)
 
 
+def _div_rounding_(self: Tensor, other, *, rounding_mode=None) -> Tensor:
+    """In-place ``div`` (``divide_``), rounded as ``div``'s ``rounding_mode`` says."""
+    if rounding_mode is None:
+        return div_(self, other)
+    from .pointwise import div_trunc_, floor_divide_
+    if rounding_mode == "floor":
+        return floor_divide_(self, other)
+    if rounding_mode == "trunc":
+        return div_trunc_(self, other)
+    raise ValueError(f"div_ expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                     f"found '{rounding_mode}'")
+
+
 def pow_(self: Tensor, exponent) -> Tensor:
     if isinstance(exponent, Tensor):
         return apply_inplace(PowBackward1, self, (exponent.to(self._dtype),))
@@ -745,7 +759,7 @@ def _binary(name, fn, inplace, grad, reflected=None, op=None, **row):
                   reflected=reflected, flops="elementwise", dtypes="promoted", grad=grad, **row)
 
 
-def _compare(name):
+def _compare(name, alias=None):
     fn = globals()[name]
 
     def inplace(self: Tensor, other) -> Tensor:
@@ -753,16 +767,17 @@ def _compare(name):
         return self.copy_(fn(self, other))
     inplace.__name__ = f"{name}_"
     return OpInfo(name, fn, inplace=inplace, operators=(f"__{name}__",),
+                  aliases=(alias,) if alias else (),
                   dtypes="promoted; bool result (in place: self's dtype)", grad="none")
 
 
 OPS = _UNARY + (
     _binary("add", add, add_, "g, alpha g"),
-    _binary("sub", sub, sub_, "g, -alpha g", reflected=rsub),
-    _binary("mul", mul, mul_, "g b, g a"),
-    _binary("div", div, div_, "g / b, -g a / b^2",
+    _binary("sub", sub, sub_, "g, -alpha g", reflected=rsub, aliases=("subtract",)),
+    _binary("mul", mul, mul_, "g b, g a", aliases=("multiply",)),
+    _binary("div", div, _div_rounding_, "g / b, -g a / b^2",
             reflected=lambda self, other: mul(reciprocal(self), other), op="truediv",
-            aliases=("true_divide",)),
+            aliases=("true_divide", "divide")),
     _binary("pow", pow, pow_, "g e x^(e-1), g y log x",
             reflected=lambda self, other: pow(other, self), autocast="float32 on cuda"),
     OpInfo("rsub", rsub, method=False, dtypes="promoted", grad="-alpha g"),
@@ -776,6 +791,8 @@ OPS = _UNARY + (
            flops="elementwise", dtypes="promoted", grad="g where cond, g elsewhere"),
     OpInfo("isnan", isnan, dtypes="bool result", grad="none"),
     OpInfo("positive", positive, operators=("__pos__",), dtypes="all", grad="g"),
-) + tuple(_compare(n) for n in ("gt", "ge", "lt", "le", "eq", "ne"))
-OPS = with_jvp(OPS)  # every primitive here has a jvp rule
+) + tuple(_compare(n, alias) for n, alias in (
+    ("gt", "greater"), ("ge", "greater_equal"), ("lt", "less"), ("le", "less_equal"),
+    ("eq", None), ("ne", "not_equal")))
+OPS = with_inplace(with_jvp(OPS), ("reciprocal",))  # every primitive here has a jvp rule
 export(OPS, globals())

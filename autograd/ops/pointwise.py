@@ -19,7 +19,7 @@ import numbers
 from ...runtime import dtype as dtypes
 from ...runtime.dtype import result_type
 from ..dispatch import Primitive, apply, apply_inplace, call, elementwise_jvp, zero_jvp, zeros
-from ..registry import OpInfo, export, with_jvp
+from ..registry import OpInfo, export, with_inplace, with_jvp
 from ..checks import operand_on_device, scalar_type_name, tensor_arg
 from ..tensor import Tensor
 from .creation import checked_scalar, wrapped_scalar
@@ -429,6 +429,7 @@ def _inplace_division(op_t, op_s, name):
 
 
 floor_divide_ = _inplace_division(FloorDivideBackward0, FloorDivideBackward1, "floor_divide_")
+div_trunc_ = _inplace_division(DivTruncBackward0, DivTruncBackward1, "div_")
 remainder_ = _inplace_division(RemainderBackward0, RemainderBackward1, "remainder_")
 fmod_ = _inplace_division(FmodBackward0, FmodBackward1, "fmod_")
 
@@ -788,8 +789,10 @@ OPS = _UNARY + (
     OpInfo("isinf", isinf, dtypes="bool result", grad="none"),
     OpInfo("signbit", signbit, dtypes="all but complex; bool result", grad="none"),
     OpInfo("isfinite", isfinite, dtypes="bool result", grad="none"),
-    OpInfo("fill_", fill_, function=False, dtypes="the tensor's", grad="0 (value: sum of g)"),
-    OpInfo("zero_", zero_, function=False, dtypes="the tensor's", grad="0"),
+    OpInfo("fill_", fill_, dtypes="the tensor's", grad="0 (value: sum of g)"),
+    OpInfo("zero_", zero_, dtypes="the tensor's", grad="0"),
 )
 OPS = with_jvp(OPS)  # every primitive here has a jvp rule
+OPS = with_inplace(OPS, ("clamp_min", "clamp_max", "bitwise_not", "logical_and", "logical_or",
+                         "logical_xor", "logical_not"))
 export(OPS, globals())

@@ -210,6 +210,11 @@ def cuda_default_generator(device: Device) -> Generator:
     return g
 
 
+# Called as ``draw_hook(generator, op)`` before every draw, with the Generator drawn from, while
+# set: how torch.func.vmap's randomness modes see random ops (autograd/vmap.py).
+draw_hook = None
+
+
 def stream(generator, device: Device, op: str):
     """What the kernel contract's random functions take as ``gen`` for a draw on ``device``:
     a NumPy generator on the CPU, the next Philox position on CUDA (which consumes it)."""
@@ -217,8 +222,10 @@ def stream(generator, device: Device, op: str):
         return numpy_rng(generator, device, op)
     if generator is None:
         generator = cuda_default_generator(device)
+        if draw_hook is not None:
+            draw_hook(generator, op)
     else:
-        numpy_rng(generator, device, op)  # PyTorch's checks of generator=
+        numpy_rng(generator, device, op)  # PyTorch's checks of generator= (and the hook)
     return generator._philox(op)
 
 
@@ -226,6 +233,8 @@ def numpy_rng(generator, device: Device, op: str) -> np.random.Generator:
     """The NumPy generator ``op`` draws from for ``generator=`` (None: the global one), after
     PyTorch's checks: a Generator, of the device type of the tensor it fills."""
     if generator is None:
+        if draw_hook is not None:  # (first: it may replace creation._rng, set_state)
+            draw_hook(default_generator, op)
         return creation._rng
     if not isinstance(generator, Generator):
         raise TypeError(f"{op}(): argument 'generator' must be Generator, not "
@@ -233,6 +242,8 @@ def numpy_rng(generator, device: Device, op: str) -> np.random.Generator:
     if generator.device.type != device.type:
         raise RuntimeError(f"Expected a '{device.type}' device type for generator but found "
                            f"'{generator.device.type}'")
+    if draw_hook is not None:
+        draw_hook(generator, op)
     return generator._numpy()
 
 

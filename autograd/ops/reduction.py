@@ -16,7 +16,7 @@ from __future__ import annotations
 import builtins
 import collections
 
-from ..registry import OpInfo, with_jvp
+from ..registry import OpInfo, with_inplace, with_jvp
 from ...runtime import dtype as dtypes
 from ..dispatch import Primitive, apply, as_shape, call, linear_jvp, meta
 from ..tensor import Tensor, wrap_dim
@@ -180,6 +180,7 @@ class return_types:  # noqa: N801 - PyTorch's module name
     kthvalue = _return_type("kthvalue")
     median = _return_type("median")
     nanmedian = _return_type("nanmedian")
+    mode = _return_type("mode")
 
 
 # -- max / min / amax / amin / argmax / argmin ---------------------------------------------------
@@ -711,4 +712,4 @@ OPS = (
     OpInfo("cumsum", cumsum, dtypes="all; integers and bool give int64",
            grad="reversed cumsum of g", autocast="float32 on cuda"),
 )
-OPS = with_jvp(OPS)  # every primitive here has a jvp rule
+OPS = with_inplace(with_jvp(OPS), ("cumsum",))  # every primitive here has a jvp rule

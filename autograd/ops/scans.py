@@ -19,7 +19,7 @@ import numbers
 
 from ...runtime import dtype as dtypes
 from ..checks import scalar_type_name, tensor_arg
-from ..registry import OpInfo, with_jvp
+from ..registry import OpInfo, with_inplace, with_jvp
 from ..tensor import Tensor, int_arg, wrap_dim
 from .composite import logaddexp
 from .creation import arange
@@ -229,3 +229,4 @@ OPS = (
            dtypes="floats; integers promote", grad="through its parts"),
 )
 OPS = with_jvp(OPS)  # forward AD goes through the parts (each has a jvp rule)
+OPS = with_inplace(OPS, ("cumprod",))

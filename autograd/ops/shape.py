@@ -11,7 +11,7 @@ backend's ``copy_`` (no dedicated kernel); their rule slices the gradient back. 
 
 from __future__ import annotations
 
-from ..registry import OpInfo, with_jvp
+from ..registry import OpInfo, with_inplace, with_jvp
 from ...runtime.dtype import result_type
 from ..checks import check_devices_match
 from ..dispatch import Primitive, apply, as_shape, call, linear_jvp, zeros
@@ -481,4 +481,4 @@ OPS = (
     OpInfo("tril", tril, grad="tril(g)"),
     OpInfo("triu", triu, grad="triu(g)"),
 )
-OPS = with_jvp(OPS)  # every primitive here has a jvp rule
+OPS = with_inplace(with_jvp(OPS), ("tril", "triu"))  # every primitive here has a jvp rule

@@ -1,5 +1,5 @@
-"""Sorting along a dim: ``sort``, ``argsort``, ``topk``, ``kthvalue``, ``median`` and
-``nanmedian``.
+"""Sorting along a dim: ``sort``, ``argsort``, ``topk``, ``kthvalue``, ``median``,
+``nanmedian`` and ``mode``.
 
 One primitive carries all four: the backend's ``sort(a, dim, descending)`` (kernel contract;
 stable, NaN the largest value) and a slice of its result along ``dim``: all of it (sort), the
@@ -15,6 +15,16 @@ first NaN (NaN propagates), for nanmedian the lower median of the non-NaN values
 slice gives NaN). Along a dim the gradient goes to the returned index, as kthvalue's; the
 median of all elements shares it evenly among the elements equal to the result (PyTorch's
 ``evenly_distribute_backward``, as full max/min).
+
+mode counts, on the device, the runs of equal values of the sorted slice (a run starts where a
+value differs from the one before it; a cumsum numbers the runs, a scatter-add counts them)
+and picks the first longest run, so ties go to the smallest value. The index is the last
+occurrence of the value in the slice (the run's last position in the stable sort), as
+PyTorch's CPU kernel returns for slices of up to 16 elements (beyond that its unstable sort
+returns some occurrence; the CUDA kernel, any). NaN is unequal to itself, so each NaN is a
+run of its own, counted once, as PyTorch's kernels count (they sort with ``<``, whose order
+of NaN is unspecified; here NaN sorts last): a slice's mode is NaN only when it is all NaN.
+The gradient goes to the returned index.
 
 Every sort here is stable, so ``stable=False`` gives a stable order too (an unstable sort may
 return any order of equal elements, and this is one), and ``topk(sorted=False)`` returns its
@@ -169,6 +179,16 @@ def _median_pick(k, x, dim: int, ignore_nan: bool):
     return k.contiguous(k.getitem(values, key)), k.contiguous(k.getitem(idx, key))
 
 
+def _picked(ctx, k, x, dim: int, keepdim: bool, values, idx) -> tuple:
+    """(values, indices) picked along ``dim`` (given keepdim), squeezed unless ``keepdim``;
+    ctx keeps what the gradient's scatter back to the indices needs."""
+    if not keepdim:
+        shape = tuple(n for d, n in enumerate(values.shape) if d != dim)
+        values, idx = as_shape(k, values, shape), as_shape(k, idx, shape)
+    ctx.in_shape, ctx.dim, ctx.idx, ctx.squeeze = tuple(x.shape), dim, idx, not keepdim
+    return values, idx
+
+
 class MedianBackward1(Primitive):
     """median(x, dim) -> (values, indices): the gradient goes to the returned index."""
 
@@ -179,12 +199,7 @@ class MedianBackward1(Primitive):
 
     @classmethod
     def forward(cls, ctx, k, x, dim, keepdim):
-        values, idx = _median_pick(k, x, dim, cls._ignore_nan)
-        if not keepdim:
-            shape = tuple(n for d, n in enumerate(values.shape) if d != dim)
-            values, idx = as_shape(k, values, shape), as_shape(k, idx, shape)
-        ctx.in_shape, ctx.dim, ctx.idx, ctx.squeeze = tuple(x.shape), dim, idx, not keepdim
-        return values, idx
+        return _picked(ctx, k, x, dim, keepdim, *_median_pick(k, x, dim, cls._ignore_nan))
 
     vjp = SortBackward0.vjp
     jvp = SortBackward0.jvp
@@ -263,6 +278,74 @@ nanmedian.__doc__ = (
     the tensor, is all NaN), with the same forms and gradients as ``median``.""")
 
 
+# -- mode ----------------------------------------------------------------------------------------
+
+def _mode_pick(k, x, dim: int):
+    """(values, indices) of the mode along ``dim`` of backend array ``x`` (non-empty), keepdim:
+    the most frequent value (ties: the smallest), at the last index holding it."""
+    values, idx = k.sort(x, dim, False)  # stable: a value's occurrences keep their order
+    n, shape = x.shape[dim], tuple(x.shape)
+    dev = meta(x)[0]
+
+    def part(a, lo, hi):
+        return k.getitem(a, tuple(slice(lo, hi) if d == dim else slice(None)
+                                  for d in range(len(shape))))
+    run = k.full(shape, 0, dtypes.int64, dev)  # the run of equal values each position is in
+    if n > 1:
+        starts = k.astype(k.ne(part(values, 1, n), part(values, 0, n - 1)), dtypes.int64)
+        k.copy_(part(run, 1, n), k.cumsum(starts, dim))
+    counts = k.full(shape, 0, dtypes.int64, dev)  # the length of each run (0 past the last)
+    k.scatter_(counts, dim, run, 1, True)
+    best = k.argreduce("argmax", counts, dim, True)  # the first longest: the smallest value
+    last = k.sub(k.gather(k.cumsum(counts, dim), dim, best), 1)  # its last sorted position
+    return k.gather(values, dim, last), k.gather(idx, dim, last)
+
+
+class ModeBackward0(Primitive):
+    """mode(x, dim) -> (values, indices): the gradient goes to the returned index."""
+
+    __slots__ = ()
+    op_name = "mode"
+    nondiff_outputs = (1,)
+
+    @staticmethod
+    def forward(ctx, k, x, dim, keepdim):
+        if math.prod(x.shape) == 0:  # (the reduced dim is not empty: an empty result)
+            shape = tuple(1 if d == dim else n for d, n in enumerate(x.shape))
+            dev, dt = meta(x)
+            return _picked(ctx, k, x, dim, keepdim, k.empty(shape, dt, dev),
+                           k.empty(shape, dtypes.int64, dev))
+        return _picked(ctx, k, x, dim, keepdim, *_mode_pick(k, x, dim))
+
+    vjp = SortBackward0.vjp
+    jvp = SortBackward0.jvp
+
+
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False):
+    """The mode of ``input`` along ``dim``: the named tuple ``(values, indices)`` of the most
+    frequent value of each slice (among equally frequent values, the smallest) and the index
+    of its last occurrence in the slice. ``keepdim`` keeps ``dim`` with size 1. Each NaN
+    counts as a value of its own. The gradient goes to the returned index.
+
+    Example::
+
+        >>> tg.mode(tg.tensor([3., 1., 3., 1., 2.]))
+        tritongrad.return_types.mode(values=tensor(1.), indices=tensor(3))
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"mode(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if input.dtype.is_complex:
+        raise NotImplementedError(f"\"mode_{input.device.type}\" not implemented for "
+                                  f"'{scalar_type_name(input.dtype)}'")
+    d = wrap_dim(dim, input.ndim, "mode")
+    if input.ndim == 0:
+        values, idx = apply(ModeBackward0, (input.reshape(1),), 0, False)
+        return return_types.mode(values, idx)
+    if input.shape[d] == 0:
+        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
+    return return_types.mode(*apply(ModeBackward0, (input,), d, bool(keepdim)))
+
+
 # -- the table ---------------------------------------------------------------------------------
 
 _SCATTERED = "g written at the indices (zeros elsewhere)"
@@ -279,4 +362,6 @@ OPS = (
     OpInfo("nanmedian", nanmedian, dtypes="all but bool; int64 indices",
            node=NanmedianBackward1,
            grad=_SCATTERED + "; all elements: evenly shared among those equal to the result"),
+    OpInfo("mode", mode, dtypes="all but complex; int64 indices", grad=_SCATTERED,
+           node=ModeBackward0),
 )

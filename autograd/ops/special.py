@@ -27,7 +27,7 @@ import math
 
 from ...runtime import dtype as dtypes
 from ..checks import scalar_type_name, tensor_arg
-from ..registry import OpInfo, with_jvp
+from ..registry import OpInfo, with_inplace, with_jvp
 from ..tensor import Tensor, int_arg
 from .composite import _float_operands, logaddexp
 from .creation import full_like
@@ -484,3 +484,5 @@ OPS = (
 # forward AD goes through the parts; erf and erfc (beyond |x| < 1/2) and erfinv's Newton steps
 # call igamma, which has no jvp
 OPS = with_jvp(OPS, without=("erfinv", "erf", "erfc"))
+OPS = with_inplace(OPS, ("lgamma", "digamma", "polygamma", "mvlgamma", "erfinv", "i0", "hypot",
+                         "erf", "erfc", "sinc", "logit"))

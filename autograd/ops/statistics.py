@@ -21,7 +21,7 @@ import warnings
 
 from ...runtime import dtype as dtypes
 from ..checks import tensor_arg
-from ..registry import OpInfo
+from ..registry import OpInfo, with_inplace
 from ..tensor import Tensor, wrap_dim
 from .elementwise import broadcast_shapes, isnan, maximum, minimum, where
 from .pointwise import trunc
@@ -320,3 +320,4 @@ OPS = OPS + (
     OpInfo("quantile", quantile, dtypes="floats", grad="g to the neighbours, by the weights"),
     OpInfo("nanquantile", nanquantile, dtypes="floats", grad="as quantile's"),
 )
+OPS = with_inplace(OPS, ("frac",))

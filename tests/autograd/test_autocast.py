@@ -62,6 +62,8 @@ CASES = {
                                                        make((3, 2, 2), t, d))),
     "conv2d": ("lower", "lower", lambda d, t: F.conv2d(make((1, 1, 3, 3), t, d),
                                                        make((2, 1, 2, 2), t, d))),
+    "conv_transpose3d": ("lower", "lower", lambda d, t: F.conv_transpose3d(
+        make((1, 1, 2, 2, 2), t, d), make((1, 2, 2, 2, 2), t, d))),
     "scaled_dot_product_attention": ("lower", "lower", lambda d, t: (
         F.scaled_dot_product_attention(*[make((1, 2, 3), t, d) for _ in range(3)]))),
     # float32 everywhere
@@ -82,6 +84,8 @@ CASES = {
         make((2, 3), t, d), tg.tensor([0, 2], device=d))),
     "binary_cross_entropy_with_logits": ("float32", "float32", lambda d, t: (
         F.binary_cross_entropy_with_logits(make((4,), t, d), make((4,), t, d).sigmoid()))),
+    "multilabel_margin_loss": ("float32", "float32", lambda d, t: F.multilabel_margin_loss(
+        make((2, 3), t, d), tg.tensor([[2, -1, 0], [0, 1, -1]], device=d))),
     # float32 on CUDA only (on the CPU they run in their inputs' dtype, as PyTorch's do)
     **{n: (None, "float32", _on_positive(f))
        for n, f in {"exp": tg.exp, "log": tg.log, "rsqrt": tg.rsqrt, "reciprocal": tg.reciprocal,
@@ -100,6 +104,13 @@ CASES = {
     "layer_norm": (None, "float32", lambda d, t: F.layer_norm(make((2, 4), t, d), (4,))),
     "group_norm": (None, "float32", lambda d, t: F.group_norm(make((1, 4, 2), t, d), 2)),
     "normalize": (None, "float32", lambda d, t: F.normalize(make((2, 4), t, d))),
+    # float32 on the CPU only (PyTorch's CPU list; on CUDA they keep their input's dtype)
+    "max_pool3d": ("float32", None, lambda d, t: F.max_pool3d(make((1, 1, 2, 2, 2), t, d), 2)),
+    "avg_pool3d": ("float32", None, lambda d, t: F.avg_pool3d(make((1, 1, 2, 2, 2), t, d), 2)),
+    "adaptive_avg_pool3d": ("float32", None, lambda d, t: F.adaptive_avg_pool3d(
+        make((1, 1, 2, 2, 2), t, d), 1)),
+    "adaptive_max_pool3d": ("float32", None, lambda d, t: F.adaptive_max_pool3d(
+        make((1, 1, 2, 2, 2), t, d), 1)),
     # promote to the widest input
     "cat": ("promote", "promote", lambda d, t: tg.cat([make((2,), t, d),
                                                        make((2,), tg.float32, d)])),

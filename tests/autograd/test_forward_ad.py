@@ -210,6 +210,7 @@ SAMPLES = {
     "to": lambda d: (lambda a: a.to(torch.float64), [t64((3,), d)]),
     "cpu": lambda d: (lambda a: a.cpu(), [t64((3,), d)]),
     "cuda": lambda d: (lambda a: a.cuda(), [t64((3,), d)]),
+    "pin_memory": lambda d: (lambda a: a.cpu().pin_memory(), [t64((3,), d)]),
     "contiguous": lambda d: (lambda a: a.t().contiguous(), [t64((3, 4), d)]),
     "copy_": lambda d: (_copy_into, [t64((4,), d)]),
     "type_as": lambda d: (lambda a, b: a.type_as(b), [t64((3,), d), t64((3,), d)]),
@@ -236,7 +237,8 @@ SAMPLES = {
 # Conversions to lower precision or to non-float dtypes: the tangent is converted alike (or
 # dropped, for an integer result), checked exactly rather than by differences.
 CASTS = {"float": torch.float32, "half": torch.float16, "bfloat16": torch.bfloat16,
-         "long": torch.int64, "int": torch.int32, "bool": torch.bool}
+         "long": torch.int64, "int": torch.int32, "bool": torch.bool, "byte": torch.uint8,
+         "char": torch.int8, "short": torch.int16}
 
 # The families whose differentiable rows all have jvp rules: each row is here, in SAMPLES,
 # CASTS or (unary rows) test_ops_pointwise's REFERENCE and ROUNDING.
@@ -604,8 +606,9 @@ def test_make_dual_errors(device):
 
 
 def test_rows_without_a_jvp_refuse_forward_ad():
-    assert _rows("no") == ["igamma", "igammac", "index_reduce", "lobpcg", "pinverse", "qr",
-                           "scatter_reduce", "svd"]
+    # (cfloat and cdouble: casts to complex, and forward AD refuses complex tensors)
+    assert _rows("no") == ["cdouble", "cfloat", "igamma", "igammac", "index_reduce", "lobpcg",
+                           "pinverse", "qr", "scatter_reduce", "svd"]
     a, s = t64((3, 4)), t64((3, 2))
     with fwAD.dual_level(), pytest.raises(NotImplementedError,
                                           match="forward AD with scatter_reduce that does not "

@@ -136,7 +136,25 @@ IN_PLACE_ARGS = {
     "unsqueeze": lambda: (1,),
     "squeeze": lambda: (),
     "as_strided": lambda: ((2, 2), (1, 2), 1),
+    # composites made in place by registry.with_inplace, and the numeric family
+    **dict.fromkeys(["erf", "erfc", "erfinv", "lgamma", "digamma", "i0", "sinc", "frac", "sgn",
+                     "reciprocal", "rsqrt", "tril", "triu", "logical_not", "bitwise_not",
+                     "square", "deg2rad", "rad2deg"], lambda: ()),
+    **dict.fromkeys(["xlogy", "hypot", "logical_and", "logical_or", "logical_xor", "copysign",
+                     "heaviside", "ldexp", "nextafter", "float_power"],
+                    lambda: (_f(3, 4, seed=1),)),
+    **dict.fromkeys(["gcd", "lcm", "bitwise_left_shift", "bitwise_right_shift"],
+                    lambda: (_i(3, 4, seed=1),)),
+    "clamp_min": lambda: (0.8,),
+    "clamp_max": lambda: (1.5,),
+    **dict.fromkeys(["cumsum", "cumprod"], lambda: (1,)),
+    "polygamma": lambda: (1,),
+    "mvlgamma": lambda: (2,),
+    "logit": lambda: (0.25,),
+    "renorm": lambda: (2, 0, 1.0),
+    "put": lambda: (tg.tensor([0, 5, -1]), _f(3, seed=1)),
 }
+IN_PLACE_INTS = {"gcd", "lcm"}  # (and the bitwise rows) run on integer tensors
 IN_PLACE_SHAPE = {"baddbmm": (3, 3, 4), "addmv": (3,)}  # self's shape, where not (3, 4)
 # Not comparable this way: bernoulli(input) draws with input's probabilities, while
 # x.bernoulli_(p) fills x with draws of p (tests/autograd/test_ops_random.py).
@@ -151,8 +169,9 @@ def test_every_in_place_row_has_arguments():
 @pytest.mark.parametrize("row", IN_PLACE_ROWS, ids=lambda r: r.name)
 def test_in_place_equals_out_of_place(row):
     args = IN_PLACE_ARGS[row.name]()
-    x = _i(3, 4) if row.name.startswith("bitwise") else _f(*IN_PLACE_SHAPE.get(row.name, (3, 4)))
-    expected = row.fn(x, *args)
+    x = _i(3, 4) if row.name.startswith("bitwise") or row.name in IN_PLACE_INTS else \
+        _f(*IN_PLACE_SHAPE.get(row.name, (3, 4)))
+    expected = (row.bound or row.fn)(x, *args)  # (the method: polygamma's takes n second)
     if expected.dtype is tg.bool:  # a comparison, in place: 1 or 0 in the target's dtype
         expected = expected.to(x.dtype)
     target = x.clone()
@@ -252,6 +271,7 @@ GRAD_CASES = {
     "sort": (_A, lambda x: tg.sort(x, 1).values),
     "topk": (_A, lambda x: tg.topk(x, 2).values),
     "kthvalue": (_A, lambda x: tg.kthvalue(x, 2).values),
+    "mode": (_A, lambda x: tg.mode(x, 0).values),  # (distinct values: the smallest)
     # (differentiable in x only, as PyTorch)
     **{n: (_A, lambda x, n=n: getattr(tg, n)(tg.full((3, 4), 1.5, dtype=tg.float64), x))
        for n in ("igamma", "igammac")},
@@ -344,6 +364,48 @@ GRAD_CASES = {
     "matrix_exp": (_tensors((3, 3)), tg.matrix_exp),
     "lobpcg": (_tensors((6, 6)), lambda a: (lambda E, X: (E, X * X))(
         *tg.lobpcg(a @ a.mT, k=2))),
+    # -- stacking, signal, legacy linalg (top-level torch functions)
+    **{n: (_tensors((3,), (3,)), lambda a, b, n=n: getattr(tg, n)([a, b]))
+       for n in ("hstack", "vstack", "row_stack", "dstack", "column_stack")},
+    **{n: (_tensors((3,)), lambda x, n=n: getattr(tg, n)(x)) for n in ("atleast_1d",
+                                                                      "atleast_2d",
+                                                                      "atleast_3d")},
+    "vander": (_tensors((3,)), lambda x: tg.vander(x, 4)),
+    "fill": (_tensors((3, 4), ()), lambda x, v: tg.fill(x, v) * x),
+    "stft": (_tensors((10,), (4,)), lambda x, w: tg.view_as_real(
+        tg.stft(x, 4, hop_length=2, window=w, return_complex=True))),
+    "istft": (_tensors((3, 4, 2)), lambda z: tg.istft(
+        tg.view_as_complex(z), 4, hop_length=2, window=tg.hann_window(4, dtype=tg.float64))),
+    "lu_unpack": (_A, lambda a: (lambda P, L, U: L @ U)(
+        *tg.lu_unpack(a, tg.tensor([2, 3, 3], dtype=tg.int32)))),
+    "lu_solve": (_tensors((3, 3), (3, 2)), lambda a, b: tg.lu_solve(
+        b, a + 3 * tg.eye(3), tg.tensor([1, 2, 3], dtype=tg.int32))),
+    "chain_matmul": (_tensors((2, 3), (3, 4), (4, 2)), tg.chain_matmul),
+    "nuclear_norm": (_A, tg.nuclear_norm),
+    "frobenius_norm": (_tensors((2, 3, 4)), lambda x: tg.frobenius_norm(x, (0, 2))),
+    "cholesky_inverse": (_tensors((3, 3)), lambda a: tg.cholesky_inverse(a.tril() + 3 * tg.eye(3))),
+    # (a full-rank sketch, reseeded each call: the exact singular values, deterministically)
+    "svd_lowrank": (_A, lambda a: (tg.manual_seed(0), tg.svd_lowrank(a, q=3)[1])[1]),
+    "pca_lowrank": (_A, lambda a: (tg.manual_seed(0), tg.pca_lowrank(a, q=3)[1])[1]),
+    # tests/autograd/test_ops_api_surface.py holds these ops' detailed checks
+    **{n: (_A, lambda x, n=n: getattr(tg, n)(x)) for n in (
+        "square", "deg2rad", "rad2deg", "ravel", "adjoint", "msort", "diagflat", "resolve_conj",
+        "resolve_neg")},
+    **{n: (_AB, lambda a, b, n=n: getattr(tg, n)(a, b)) for n in (
+        "copysign", "ldexp", "float_power", "nextafter")},
+    "frexp": (_A, lambda x: tg.frexp(x * 3).mantissa),
+    "renorm": (_A, lambda x: tg.renorm(x, 2, 0, 2.0)),
+    "narrow_copy": (_A, lambda x: tg.narrow_copy(x, 1, 1, 2)),
+    **{n: (_A, lambda x, n=n: getattr(tg, n)(x.reshape(2, 2, 3), [1])[1]) for n in (
+        "hsplit", "vsplit", "dsplit")},
+    "select_scatter": (_tensors((3, 4), (3,)), lambda a, s: tg.select_scatter(a, s, 1, 2)),
+    "slice_scatter": (_tensors((3, 4), (3, 2)),
+                      lambda a, s: tg.slice_scatter(a, s, 1, 0, None, 2)),
+    "diagonal_scatter": (_tensors((3, 4), (2,)), lambda a, s: tg.diagonal_scatter(a, s, -1)),
+    "as_strided_scatter": (_tensors((3, 4), (2,)),
+                           lambda a, s: tg.as_strided_scatter(a, s, (2,), (5,), 1)),
+    "put": (_tensors((3, 4), (3,)), lambda a, s: tg.put(a, tg.tensor([1, -1, 5]), s)),
+    "fill_": (_tensors((3, 4), ()), lambda a, v: tg.fill_(a * 1, v)),
 }
 DIFFERENTIABLE = sorted({r.name for r in ROWS if r.function and r.grad not in ("none", "0", "")})
 # whether forward-mode AD goes through the op (the table's "forward AD" column)

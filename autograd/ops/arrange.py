@@ -1,0 +1,243 @@
+"""Composites that rearrange or place elements: ``ravel adjoint msort narrow_copy diagflat
+argwhere hsplit vsplit dsplit``, the view-scatter family (``select_scatter slice_scatter
+diagonal_scatter as_strided_scatter``: a copy of the input with a view's region replaced), and
+the flat-index writes ``put``/``put_`` and ``fill_diagonal_``.
+
+The view scatters are one primitive, views.py's ``AsStridedScatterBackward0`` (a copy of the
+base with a strided region replaced; its rule sends ``g`` with the region zeroed to the input
+and the region of ``g`` to ``src``, PyTorch's derivatives), under each op's grad_fn name: each
+op only finds its view's geometry. The others are built from public ops (views, ``sort``,
+``diag``, ``nonzero``, ``index_put``), so they have no rules of their own.
+"""
+
+from __future__ import annotations
+
+from ...runtime import dtype as dtypes
+from ..checks import check_same_device, scalar_type_name, tensor_arg
+from ..dispatch import apply, expanded_dims
+from ..registry import OpInfo, with_inplace
+from ..tensor import Tensor, wrap_dim
+from .combinations import diag, diagonal, tensor_split
+from .creation import arange, full
+from .indexing import nonzero
+from .shape import narrow, select
+from .sorting import sort
+from .views import AsStridedScatterBackward0, as_strided, getitem
+
+# -- reshaping and small composites ---------------------------------------------------------------
+
+
+def ravel(input: Tensor) -> Tensor:
+    """The elements as a 1-D tensor in row-major order: a view when the layout allows, else a
+    copy."""
+    return tensor_arg(input, "ravel").reshape(-1)
+
+
+def adjoint(input: Tensor) -> Tensor:
+    """The conjugate transpose of the last two dimensions (``x.mH``)."""
+    x = tensor_arg(input, "adjoint")
+    if x.ndim < 2:
+        raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of "
+                           f"matrices. Got {x.ndim}-D tensor.")
+    return x.transpose(-2, -1).conj()
+
+
+def msort(input: Tensor, *, out=None) -> Tensor:
+    """``input`` sorted along its first dimension (``sort(input, dim=0).values``)."""
+    from .elementwise import _result
+    return _result(sort(tensor_arg(input, "msort"), 0).values, out, "msort")
+
+
+def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """A copy of ``narrow(input, dim, start, length)``."""
+    return narrow(tensor_arg(input, "narrow_copy"), dim, start, length).clone()
+
+
+def diagflat(input: Tensor, offset: int = 0) -> Tensor:
+    """The square matrix with ``input``'s elements (flattened) on its ``offset``-th
+    diagonal."""
+    return diag(tensor_arg(input, "diagflat").reshape(-1), offset)
+
+
+def argwhere(input: Tensor) -> Tensor:
+    """The indices of the nonzero elements, one row each: an int64 (count, ndim) tensor
+    (``nonzero(input)``)."""
+    return nonzero(tensor_arg(input, "argwhere"))
+
+
+def _dim_split(input: Tensor, indices_or_sections, dim: int, least: int, op: str) -> tuple:
+    x = tensor_arg(input, op)
+    if x.ndim < least:
+        raise RuntimeError(f"torch.{op} requires a tensor with at least {least} dimension, but "
+                           f"got a tensor with {x.ndim} dimensions!")
+    if isinstance(indices_or_sections, int):
+        size = x.shape[dim]
+        if indices_or_sections == 0 or size % indices_or_sections:
+            raise RuntimeError(f"torch.{op} attempted to split along dimension {dim}, but the "
+                               f"size of the dimension {size} is not divisible by the "
+                               f"split_size {indices_or_sections}!")
+    return tensor_split(x, indices_or_sections, dim)
+
+
+def hsplit(input: Tensor, indices_or_sections) -> tuple:
+    """``tensor_split`` along dim 1 (dim 0 for a 1-D tensor): into equal sections (an int,
+    which must divide the size) or at the listed indices."""
+    return _dim_split(input, indices_or_sections, 1 if tensor_arg(input, "hsplit").ndim > 1
+                      else 0, 1, "hsplit")
+
+
+def vsplit(input: Tensor, indices_or_sections) -> tuple:
+    """``tensor_split`` along dim 0 of a tensor of at least 2 dims (equal sections, or at the
+    listed indices)."""
+    return _dim_split(input, indices_or_sections, 0, 2, "vsplit")
+
+
+def dsplit(input: Tensor, indices_or_sections) -> tuple:
+    """``tensor_split`` along dim 2 of a tensor of at least 3 dims (equal sections, or at the
+    listed indices)."""
+    return _dim_split(input, indices_or_sections, 2, 3, "dsplit")
+
+
+# -- the view-scatter family ---------------------------------------------------------------------
+
+SelectScatterBackward0 = AsStridedScatterBackward0.variant("SelectScatterBackward0",
+                                                           "select_scatter")
+SliceScatterBackward0 = AsStridedScatterBackward0.variant("SliceScatterBackward0",
+                                                          "slice_scatter")
+DiagonalScatterBackward0 = AsStridedScatterBackward0.variant("DiagonalScatterBackward0",
+                                                             "diagonal_scatter")
+
+
+def _view_scatter(op: type, input: Tensor, src: Tensor, view_of) -> Tensor:
+    """A copy of ``input`` with the region ``view_of(input)`` replaced by ``src`` (cast to
+    input's dtype): the view's geometry, applied by ``op``."""
+    name = op.op_name
+    x = tensor_arg(input, name)
+    s = tensor_arg(src, name, "src")
+    check_same_device(x, s, "src", name)
+    if expanded_dims(x):  # (an expanded input is written densely: its region is one place)
+        x = x.contiguous()
+    view = view_of(x.detach())
+    if tuple(s.shape) != tuple(view.shape):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size "
+                           f"= {list(s.shape)}, slice size = {list(view.shape)}")
+    return apply(op, (x, s if s.dtype is x.dtype else s.to(x.dtype)), tuple(view.shape),
+                 view.stride(), view.storage_offset() - x.storage_offset(), x.dtype, x.device)
+
+
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
+    """A copy of ``input`` with ``input.select(dim, index)`` replaced by ``src``. The gradient
+    is ``g`` with that slice zeroed for ``input``, the slice of ``g`` for ``src``."""
+    return _view_scatter(SelectScatterBackward0, input, src, lambda x: select(x, dim, index))
+
+
+def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start=None, end=None,
+                  step: int = 1) -> Tensor:
+    """A copy of ``input`` with the slice ``start:end:step`` of dim ``dim`` replaced by
+    ``src``. The gradient is ``g`` with the slice zeroed for ``input``, its slice for
+    ``src``."""
+    def view_of(x):
+        d = wrap_dim(dim, x.ndim, "slice_scatter")
+        return getitem(x, (slice(None),) * d + (slice(start, end, step),))
+    return _view_scatter(SliceScatterBackward0, input, src, view_of)
+
+
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
+                     dim2: int = 1) -> Tensor:
+    """A copy of ``input`` with ``input.diagonal(offset, dim1, dim2)`` replaced by ``src``.
+    The gradient is ``g`` with that diagonal zeroed for ``input``, its diagonal for
+    ``src``."""
+    return _view_scatter(DiagonalScatterBackward0, input, src,
+                         lambda x: diagonal(x, offset, dim1, dim2))
+
+
+def as_strided_scatter(input: Tensor, src: Tensor, size, stride,
+                       storage_offset: int | None = None) -> Tensor:
+    """A copy of ``input`` with the region ``input.as_strided(size, stride,
+    storage_offset)`` replaced by ``src``. The gradient is ``g`` with the region zeroed for
+    ``input``, the region of ``g`` for ``src``."""
+    return _view_scatter(AsStridedScatterBackward0, input, src,
+                         lambda x: as_strided(x, size, stride, storage_offset))
+
+
+# -- flat-index writes -----------------------------------------------------------------------------
+
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """A copy of ``input`` with the elements at ``index`` (positions in the row-major
+    flattened tensor; negative ones count from the end) set to ``source``'s (or, with
+    ``accumulate``, added to them). The gradient is ``g`` with the written positions zeroed
+    (all of ``g`` with ``accumulate``), and ``g`` taken at ``index`` for ``source``."""
+    x = tensor_arg(input, "put")
+    index = tensor_arg(index, "put", "index")
+    source = tensor_arg(source, "put", "source")
+    if index.dtype is not dtypes.int64:
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got "
+                           f"{scalar_type_name(index.dtype)}")
+    if source.dtype is not x.dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
+                           f"self.dtype = {scalar_type_name(x.dtype)} and source.dtype = "
+                           f"{scalar_type_name(source.dtype)}")
+    if source.numel() != index.numel():
+        raise IndexError(f"put_(): Expected source and index to have the same number of "
+                         f"elements, but got source.numel() = {source.numel()}, index.numel() "
+                         f"= {index.numel()}")
+    check_same_device(x, index, "index", "put_")
+    flat = index.reshape(-1)
+    n = x.numel()
+    if flat.numel():
+        bad = (flat < -n) | (flat >= n)
+        if bad.any():
+            raise IndexError(f"out of range: tried to access index {flat[bad][0].item()} on a "
+                             f"tensor of {n} elements.")
+    return x.reshape(-1).index_put((flat,), source.reshape(-1), accumulate).reshape(x.shape)
+
+
+def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
+    """Fills the main diagonal with ``fill_value`` in place: of a matrix (with ``wrap``, a
+    tall matrix's diagonal restarts every ``columns + 1`` rows, as NumPy's), or of a tensor
+    whose dims are all equal (the elements ``[i, i, ..., i]``). Differentiable: the diagonal
+    gets no gradient."""
+    x = tensor_arg(self, "fill_diagonal_")
+    if x.ndim < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    shape = tuple(x.shape)
+    if x.ndim > 2 and len(set(shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    if x.ndim == 2:
+        rows, cols = shape
+        end = rows * cols if wrap else min(rows, cols) * (cols + 1)
+        flat = arange(0, min(end, rows * cols), cols + 1, device=x.device)
+        index = (flat // cols, flat % cols) if cols else (flat, flat)
+    else:
+        index = (arange(shape[0], device=x.device),) * x.ndim
+    return x.index_put_(index, full((), fill_value, dtype=x.dtype, device=x.device))
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+_SCATTER = "g with the region zeroed, src: the region of g"
+
+OPS = (
+    OpInfo("ravel", ravel, dtypes="all", grad="g viewed back"),
+    OpInfo("adjoint", adjoint, dtypes="all", grad="adjoint(g)"),
+    OpInfo("msort", msort, dtypes="all", grad="sort's"),
+    OpInfo("narrow_copy", narrow_copy, dtypes="all", grad="g in a zero tensor"),
+    OpInfo("diagflat", diagflat, dtypes="all", grad="the diagonal of g"),
+    OpInfo("argwhere", argwhere, dtypes="all; int64 result", grad="none"),
+    OpInfo("hsplit", hsplit, dtypes="all", grad="cat of the gs"),
+    OpInfo("vsplit", vsplit, dtypes="all", grad="cat of the gs"),
+    OpInfo("dsplit", dsplit, dtypes="all", grad="cat of the gs"),
+    OpInfo("select_scatter", select_scatter, dtypes="input's", grad=_SCATTER,
+           node=SelectScatterBackward0),
+    OpInfo("slice_scatter", slice_scatter, dtypes="input's", grad=_SCATTER,
+           node=SliceScatterBackward0),
+    OpInfo("diagonal_scatter", diagonal_scatter, dtypes="input's", grad=_SCATTER,
+           node=DiagonalScatterBackward0),
+    OpInfo("as_strided_scatter", as_strided_scatter, dtypes="input's", grad=_SCATTER,
+           node=AsStridedScatterBackward0),
+    OpInfo("put", put, dtypes="one dtype; int64 index",
+           grad="g with the written positions zeroed, source: g at index"),
+    OpInfo("fill_diagonal_", fill_diagonal_, function=False, dtypes="the tensor's",
+           grad="g with the diagonal zeroed"),
+)
+OPS = with_inplace(OPS, ("put",))

@@ -1,0 +1,464 @@
+"""Number-theoretic and floating-point composites: ``square copysign heaviside gcd lcm ldexp
+float_power frexp nextafter deg2rad rad2deg isposinf isneginf``, the bit shifts
+(``bitwise_left_shift``, ``bitwise_right_shift``, ``<<``, ``>>``), ``renorm`` and
+``histogram``.
+
+Every op here is written over other public ops, so it runs on both backends with no kernel of
+its own, and its gradient comes through its parts, which are chosen so that it is PyTorch's
+(derivatives.yaml): ``copysign`` through ``abs`` (``g sign(x)`` with the sign copied, 0 at
+x = 0 and for ``other``), ``ldexp`` as PyTorch's own ``input * 2 ** other``, ``float_power``
+as ``pow`` in float64, ``frexp``'s mantissa as ``x * 2 ** -exponent``, ``renorm`` through the
+norm. ``nextafter`` passes ``g`` to ``input`` and none to ``other``, as PyTorch; ``heaviside``,
+``gcd``, ``lcm``, the shifts, ``isposinf``/``isneginf`` and ``histogram`` have no derivative.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import numbers
+
+from ...runtime import dtype as dtypes
+from ...runtime.dtype import get_default_dtype, result_type
+from ..checks import scalar_type_name, tensor_arg
+from ..registry import OpInfo, with_inplace
+from ..state import state
+from ..tensor import Tensor, wrap_dim
+from .composite import _float_operands
+from .creation import full, linspace, wrapped_scalar, zeros
+from .elementwise import _result, binary_operands, broadcast_shapes, eq, isnan, mul, ne, pow, where
+from .pointwise import abs, exp2, floor, floor_divide, isfinite, isinf, log2, remainder, signbit
+from .reduction import return_types
+
+_Number = numbers.Number
+
+
+def _named(name: str, fields: tuple) -> type:
+    """A named tuple printing as PyTorch's ``torch.return_types.<name>``."""
+    import collections
+    base = collections.namedtuple(name, fields)
+
+    def __repr__(self):
+        parts = ",\n".join(f"{f}={getattr(self, f)!r}" for f in fields)
+        return f"tritongrad.return_types.{name}(\n{parts})"
+
+    return type(name, (base,), {"__slots__": (), "__repr__": __repr__})
+
+
+# (return_types is reduction.py's home of the named result tuples; these two are this family's)
+return_types.frexp = _named("frexp", ("mantissa", "exponent"))
+return_types.histogram = _named("histogram", ("hist", "bin_edges"))
+
+
+def _not_implemented(op: str, x: Tensor) -> NotImplementedError:
+    """PyTorch's error for a dtype its kernel of ``op`` does not take."""
+    return NotImplementedError(f"\"{op}_{x.device.type}\" not implemented for "
+                               f"'{scalar_type_name(x.dtype)}'")
+
+
+def _is_float(dt) -> bool:
+    return dt.is_floating_point or dt.is_complex
+
+
+# -- square, angles, infinities ------------------------------------------------------------------
+
+def square(input: Tensor, *, out=None) -> Tensor:
+    """``input * input`` (PyTorch's ``pow(input, 2)``: integers stay integers, bool gives
+    int64); the gradient is ``2 g x``."""
+    return _result(pow(tensor_arg(input, "square"), 2), out, "square")
+
+
+def square_(self: Tensor) -> Tensor:
+    """In-place ``square``."""
+    if self.dtype is dtypes.bool:
+        raise RuntimeError("result type Long can't be cast to the desired output type Bool")
+    return self.pow_(2)
+
+
+def _angle_scale(input: Tensor, factor: float, op: str, out) -> Tensor:
+    x = tensor_arg(input, op)
+    if x.dtype.is_complex:
+        raise RuntimeError(f"{op} is not supported for complex tensors.")
+    if not x.dtype.is_floating_point:
+        x = x.to(get_default_dtype())
+    return _result(mul(x, factor), out, op)
+
+
+def deg2rad(input: Tensor, *, out=None) -> Tensor:
+    """Degrees to radians: ``input * pi / 180`` (integers promote to the default float
+    dtype)."""
+    return _angle_scale(input, math.pi / 180.0, "deg2rad", out)
+
+
+def rad2deg(input: Tensor, *, out=None) -> Tensor:
+    """Radians to degrees: ``input * 180 / pi`` (integers promote to the default float
+    dtype)."""
+    return _angle_scale(input, 180.0 / math.pi, "rad2deg", out)
+
+
+def _isinf_of_sign(input: Tensor, value: float, op: str, out) -> Tensor:
+    x = tensor_arg(input, op)
+    if x.dtype.is_complex:
+        raise RuntimeError(f"{op} does not support complex inputs.")
+    if not x.dtype.is_floating_point:  # integers are finite
+        return _result(zeros(tuple(x.shape), dtype=dtypes.bool, device=x.device), out, op)
+    return _result(eq(x.detach(), value), out, op)
+
+
+def isposinf(input: Tensor, *, out=None) -> Tensor:
+    """True where an element is positive infinity."""
+    return _isinf_of_sign(input, math.inf, "isposinf", out)
+
+
+def isneginf(input: Tensor, *, out=None) -> Tensor:
+    """True where an element is negative infinity."""
+    return _isinf_of_sign(input, -math.inf, "isneginf", out)
+
+
+# -- signs -----------------------------------------------------------------------------------------
+
+def copysign(input: Tensor, other, *, out=None) -> Tensor:
+    """``|input|`` with the sign (bit) of ``other`` (a tensor, broadcasting, or a number;
+    ``-0.0`` counts as negative); integers promote to the default float dtype. The gradient
+    is ``g sign(input)`` with ``other``'s sign copied onto it (0 where ``input`` is 0), none
+    for ``other``."""
+    a, b = _float_operands(tensor_arg(input, "copysign"), other, "copysign")
+    if a.dtype.is_complex:
+        raise RuntimeError("copysign is not implemented for complex tensors.")
+    magnitude = abs(a)
+    return _result(where(signbit(b.detach()), -magnitude, magnitude), out, "copysign")
+
+
+def heaviside(input: Tensor, values: Tensor, *, out=None) -> Tensor:
+    """The Heaviside step function: 0 where ``input < 0``, ``values`` where ``input == 0``,
+    1 where ``input > 0`` (NaN gives 0, as PyTorch); both tensors of one dtype,
+    broadcasting. Not differentiable."""
+    x = tensor_arg(input, "heaviside")
+    v = tensor_arg(values, "heaviside", "values")
+    if x.dtype.is_complex or v.dtype.is_complex:
+        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
+    if x.dtype is not v.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different "
+                           "dtypes.")
+    x, v = x.detach(), v.detach()
+    return _result(where(eq(x, 0), v, (x > 0).to(x.dtype)), out, "heaviside")
+
+
+# -- gcd / lcm ---------------------------------------------------------------------------------------
+
+def _integer_operands(input, other, op: str) -> tuple:
+    x = tensor_arg(input, op)
+    tensor_arg(other, op, "other")
+    a, b = binary_operands(x, other, op)
+    if _is_float(a.dtype) or a.dtype is dtypes.bool:
+        raise _not_implemented(op, a)
+    return a.detach(), b.detach()
+
+
+def gcd(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    """The greatest common divisor of each pair of elements (integers, broadcasting),
+    non-negative; ``gcd(0, 0) = 0``. Euclid's algorithm, one step of remainders over the
+    whole tensor per round, until every pair is done."""
+    a, b = _integer_operands(input, other, "gcd")
+    shape = broadcast_shapes(a.shape, b.shape)
+    a, b = abs(a).expand(shape), abs(b).expand(shape)
+    while True:
+        live = ne(b, 0)
+        if not live.any():
+            return _result(a.contiguous(), out, "gcd")
+        a, b = where(live, b, a), where(live, remainder(a, where(live, b, 1)), 0)
+
+
+def lcm(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    """The least common multiple of each pair of elements (integers, broadcasting),
+    non-negative; 0 where either is 0."""
+    a, b = _integer_operands(input, other, "lcm")
+    g = gcd(a, b)
+    zero = eq(g, 0)
+    return _result(where(zero, 0, abs(floor_divide(a, where(zero, 1, g)) * b)), out, "lcm")
+
+
+# -- powers of two -------------------------------------------------------------------------------
+
+def ldexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    """``input * 2 ** other`` (PyTorch's definition, and so its gradient); integers promote to
+    the default float dtype."""
+    x = tensor_arg(input, "ldexp")
+    return _result(mul(x, pow(2.0, tensor_arg(other, "ldexp", "other"))), out, "ldexp")
+
+
+def _float_power_dtype(*operands):
+    return dtypes.complex128 if any(
+        (o.dtype.is_complex if isinstance(o, Tensor) else isinstance(o, complex))
+        for o in operands) else dtypes.float64
+
+
+def float_power(input, exponent, *, out=None) -> Tensor:
+    """``input ** exponent`` computed in double precision: the result is float64 (complex128
+    for complex operands) whatever the inputs' dtypes; either may be a number. The gradient
+    is ``pow``'s, in float64."""
+    if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
+        raise TypeError("float_power(): expected at least one Tensor argument")
+    dt = _float_power_dtype(input, exponent)
+    base, e = (v.to(dt) if isinstance(v, Tensor) else v for v in (input, exponent))
+    return _result(pow(base, e), out, "float_power")
+
+
+def float_power_(self: Tensor, exponent) -> Tensor:
+    """In-place ``float_power``: ``self`` must be float64 (complex128 for a complex
+    operation), the dtype of the result."""
+    dt = _float_power_dtype(self, exponent)
+    if self.dtype is not dt:
+        raise RuntimeError(f"the base given to float_power_ has dtype "
+                           f"{scalar_type_name(self.dtype)} but the operation's result "
+                           f"requires dtype {scalar_type_name(dt)}")
+    return self.pow_(exponent.to(dt) if isinstance(exponent, Tensor) else exponent)
+
+
+def _exponent(x64: Tensor) -> Tensor:
+    """The float64 exponent e of ``x = m * 2 ** e`` with ``0.5 <= |m| < 1`` (0 where x is 0
+    or not finite), for a float64 tensor without history. ``log2`` gives it up to rounding
+    (near a power of two, or 1 ulp off at large e); the scaled mantissa corrects it."""
+    a = abs(x64)
+    regular = isfinite(a) & ne(a, 0)
+    safe = where(regular, a, 1.0)
+    e = floor(log2(safe)) + 1
+    m = _scale(safe, -e)
+    e = e + (m >= 1).to(e.dtype) - (m < 0.5).to(e.dtype)
+    return where(regular, e, 0.0)
+
+
+def _scale(x: Tensor, e: Tensor) -> Tensor:
+    """``x * 2 ** e`` for integer-valued float64 ``e`` in two factors, so that neither
+    overflows where the product does not (e = 1074 for the smallest subnormal)."""
+    half = floor(e * 0.5)
+    return x * exp2(half) * exp2(e - half)
+
+
+def frexp(input: Tensor, *, out=None) -> tuple:
+    """Splits each element into a mantissa and an exponent: ``input = mantissa * 2 **
+    exponent``, ``0.5 <= |mantissa| < 1`` (0, infinities and NaN: themselves with exponent
+    0). Returns ``(mantissa, exponent)`` (input's dtype, int32). The mantissa's gradient is
+    ``g / 2 ** exponent``; the exponent has none."""
+    x = tensor_arg(input, "frexp")
+    if not x.dtype.is_floating_point:
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    e = _exponent(x.detach().to(dtypes.float64))  # (float64 holds every dtype's exponents)
+    mantissa = _scale(x.to(dtypes.float64), -e).to(x.dtype)
+    result = return_types.frexp(mantissa, e.to(dtypes.int32))
+    if out is not None:
+        for o, r in zip(out, result):
+            _result(r, o, "frexp")
+        return return_types.frexp(*out)
+    return result
+
+
+# (significand bits p, frexp's exponent of the smallest normal number) per floating dtype
+_FLOAT_LAYOUT = {dtypes.float64: (53, -1021), dtypes.float32: (24, -125),
+                 dtypes.float16: (11, -13), dtypes.bfloat16: (8, -125)}
+
+
+def nextafter(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    """The next floating-point value after ``input`` towards ``other``, elementwise with
+    broadcasting (floats). Computed in float64 from ``input``'s exponent: one unit in the last
+    place of ``input``'s dtype, half of it below a power of two, the smallest subnormal from
+    0. Its gradient is ``g`` for ``input`` and none for ``other``, as PyTorch's."""
+    x = tensor_arg(input, "nextafter")
+    a, b = binary_operands(x, tensor_arg(other, "nextafter", "other"), "nextafter")
+    if not a.dtype.is_floating_point:
+        raise _not_implemented("nextafter", a)
+    p, emin = _FLOAT_LAYOUT[a.dtype]
+    xd, yd = a.detach().to(dtypes.float64), b.detach().to(dtypes.float64)
+    e = _exponent(xd)
+    at_power_of_two = eq(abs(_scale(xd, -e)), 0.5) & (e > emin)
+    up = exp2(e.clamp(min=emin) - p)  # the spacing above |x|
+    away = eq(yd > xd, xd > 0)  # moving away from zero
+    step = where(away | ~at_power_of_two, up, up * 0.5)
+    top = float(_max_finite(a.dtype))
+    overflow = away & eq(abs(xd), top)  # (past the largest finite value: inf, computed so)
+    step = where(overflow, 0.0, step)
+    r = where(yd > xd, xd + step, xd - step)
+    r = where(overflow, where(xd > 0, math.inf, -math.inf), r)
+    tiny = math.ldexp(1.0, emin - p)
+    r = where(eq(xd, 0), where(yd > 0, xd + tiny, xd - tiny), r)  # (float64: tiny is exact)
+    r = where(isinf(xd), xd.sign() * top, r)
+    r = where(eq(xd, yd), yd, r)
+    r = where(isnan(xd) | isnan(yd), math.nan, r).to(a.dtype)
+    if state.grad_enabled and a.requires_grad:
+        # g for input (PyTorch's rule): r - (x - x) keeps r's value (and a -0.0) exactly;
+        # infinities and NaN (no derivative) are left out of x so that x - x stays 0
+        s = where(isfinite(a.detach()), a, 0.0)
+        r = r - (s.detach() - s)
+    return _result(r, out, "nextafter")
+
+
+def _max_finite(dt) -> float:
+    return dtypes.finfo(dt).max
+
+
+# -- bit shifts ---------------------------------------------------------------------------------------
+
+def _shift(input, other, op: str, left: bool, out) -> Tensor:
+    if not isinstance(input, Tensor):  # 2 << t
+        input = full((), input, dtype=result_type(input, other), device=other.device)
+    a, b = binary_operands(input, other, op)
+    if _is_float(a.dtype) or a.dtype is dtypes.bool:
+        raise _not_implemented(("lshift" if left else "rshift"), a)
+    a = a.detach()
+    bits = 8 * a.dtype.itemsize
+    # PyTorch's rules for a shift out of [0, bits): 0, or the sign for an arithmetic right shift
+    arithmetic = not left and a.dtype.is_signed
+    overflow = where(a < 0, -1, 0).to(a.dtype) if arithmetic else zeros(
+        tuple(a.shape), dtype=a.dtype, device=a.device)
+    # the shift as a product or a floored quotient by 2 ** s: 2 ** (bits - 1) wraps negative,
+    # which multiplies right but would divide wrong, so a right shift by bits - 1 is the sign
+    limit = bits - 1 if arithmetic else bits
+    if isinstance(b, Tensor):
+        b = b.detach()
+        valid = (b >= 0) & (b < limit)
+        power = pow(2, where(valid, b, 0))
+        r = where(valid, mul(a, power) if left else floor_divide(a, power), overflow)
+    elif 0 <= int(b) < limit:
+        power = wrapped_scalar(1 << int(b), a.dtype)
+        r = mul(a, power) if left else floor_divide(a, power)
+    else:
+        r = overflow
+    return _result(r.to(a.dtype), out, op)
+
+
+def bitwise_left_shift(input, other, *, out=None) -> Tensor:
+    """``input << other`` for integers (broadcasting; either may be a number): bits shifted
+    past the type's width are lost, and a shift by a negative amount or by the width or more
+    gives 0, as PyTorch's."""
+    return _shift(input, other, "bitwise_left_shift", True, out)
+
+
+def bitwise_right_shift(input, other, *, out=None) -> Tensor:
+    """``input >> other`` for integers (broadcasting; either may be a number): an arithmetic
+    shift (the sign fills in for signed types); a shift by a negative amount or by the width
+    or more gives the sign (-1 or 0), as PyTorch's."""
+    return _shift(input, other, "bitwise_right_shift", False, out)
+
+
+# -- renorm -------------------------------------------------------------------------------------------
+
+def renorm(input: Tensor, p, dim: int, maxnorm) -> Tensor:
+    """Each sub-tensor ``input.select(dim, i)`` whose ``p``-norm exceeds ``maxnorm`` scaled to
+    norm ``maxnorm`` (by ``maxnorm / (norm + 1e-7)``, as PyTorch); the others unchanged. The
+    gradient goes through the norm too."""
+    from .linalg_ext import vector_norm
+    x = tensor_arg(input, "renorm")
+    if not isinstance(p, _Number) or p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    if x.ndim < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {x.ndim} "
+                           f"dimensions")
+    d = wrap_dim(dim, x.ndim, "renorm")
+    norm = vector_norm(x, p, tuple(i for i in range(x.ndim) if i != d), keepdim=True)
+    factor = where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)
+    return x * factor
+
+
+# -- histogram ----------------------------------------------------------------------------------------
+
+def histogram(input: Tensor, bins=100, *, range=None, weight=None,
+              density: bool = False) -> tuple:
+    """The histogram of ``input``'s values (flattened): ``bins`` equal-width bins over
+    ``range`` (default: the values' min and max, widened by 0.5 each side when they are
+    equal), or the bin edges given as a 1-D tensor. Each bin holds the count (or, with
+    ``weight``, the summed weights) of the values in [left edge, right edge), the last bin
+    its right edge too; values outside, and NaN, are not counted. ``density=True``
+    normalises to a density (the hist integrates to 1). Returns ``(hist, bin_edges)``."""
+    x = tensor_arg(input, "histogram").detach()
+    if not x.dtype.is_floating_point:
+        raise NotImplementedError(f"\"histogramdd\" not implemented for "
+                                  f"'{scalar_type_name(x.dtype)}'")
+    if weight is not None:
+        weight = tensor_arg(weight, "histogram", "weight").detach()
+        if weight.dtype is not x.dtype:
+            raise RuntimeError("torch.histogram(): input tensor and weight tensor should have "
+                               "the same dtype")
+        if tuple(weight.shape) != tuple(x.shape):
+            raise RuntimeError("torch.histogram(): if weight tensor is provided it should have "
+                               "the same shape as the input tensor")
+        weight = weight.reshape(-1)
+    values = x.reshape(-1)
+    if isinstance(bins, Tensor):
+        edges = bins.detach()
+        if edges.ndim != 1 or edges.shape[0] < 1:
+            raise RuntimeError("torch.histogram(): bins tensor should have one dimension and "
+                               "at least 1 element")
+        if edges.dtype is not x.dtype:
+            raise RuntimeError("torch.histogram(): input tensor and bins tensors should have "
+                               "the same dtype")
+    else:
+        n = int(bins)
+        if n <= 0:
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {n} for "
+                               f"dimension 0")
+        if range is not None:
+            lo, hi = (builtins.float(v) for v in range)
+        elif values.numel():
+            lo, hi = values.min().item(), values.max().item()
+        else:
+            lo = hi = 0.0
+        if lo > hi:
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min "
+                               f"{lo:g} max {hi:g} for dimension 0")
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise RuntimeError(f"torch.histogramdd: dimension 0's range [{lo}, {hi}] is not "
+                               f"finite")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges = linspace(lo, hi, n + 1, dtype=x.dtype, device=x.device)
+    from .sets import searchsorted
+    nbins = edges.shape[0] - 1
+    hist = zeros(builtins.max(nbins, 0), dtype=x.dtype, device=x.device)
+    if nbins > 0 and values.numel():
+        first, last = edges[0], edges[-1]
+        inside = (values >= first) & (values <= last)  # (NaN compares False: not counted)
+        pos = (searchsorted(edges, values, right=True) - 1).clamp(0, nbins - 1)
+        pos = pos[inside]
+        w = (weight[inside] if weight is not None
+             else full((pos.shape[0],), 1, dtype=x.dtype, device=x.device))
+        hist = hist.index_add(0, pos, w)
+    if density:
+        widths = edges[1:] - edges[:-1]
+        hist = hist / (hist.sum() * widths)
+    return return_types.histogram(hist, edges)
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+def _shift_row(name: str, fn, op: str) -> OpInfo:
+    return OpInfo(name, fn, operators=(f"__{op}__", f"__r{op}__", f"__i{op}__"),
+                  reflected=lambda self, other: fn(other, self), dtypes="integers",
+                  grad="none")
+
+
+OPS = (
+    OpInfo("square", square, inplace=square_, dtypes="all; bool gives int64", grad="2 g x"),
+    OpInfo("deg2rad", deg2rad, dtypes="floats; integers promote", grad="g pi / 180"),
+    OpInfo("rad2deg", rad2deg, dtypes="floats; integers promote", grad="g 180 / pi"),
+    OpInfo("isposinf", isposinf, dtypes="all but complex; bool result", grad="none"),
+    OpInfo("isneginf", isneginf, dtypes="all but complex; bool result", grad="none"),
+    OpInfo("copysign", copysign, dtypes="floats; integers promote",
+           grad="g sign(x) with other's sign (0 at x = 0), other: 0"),
+    OpInfo("heaviside", heaviside, dtypes="all but complex; one dtype", grad="none"),
+    OpInfo("gcd", gcd, dtypes="integers", grad="none"),
+    OpInfo("lcm", lcm, dtypes="integers", grad="none"),
+    OpInfo("ldexp", ldexp, dtypes="floats; integers promote",
+           grad="g 2^e, g x 2^e ln 2 (input * 2 ** other)"),
+    OpInfo("float_power", float_power, inplace=float_power_, dtypes="float64 (complex128) result",
+           grad="pow's, in float64"),
+    OpInfo("frexp", frexp, dtypes="floats; int32 exponent", grad="mantissa: g / 2^exponent"),
+    OpInfo("nextafter", nextafter, dtypes="floats", grad="g, other: 0"),
+    _shift_row("bitwise_left_shift", bitwise_left_shift, "lshift"),
+    _shift_row("bitwise_right_shift", bitwise_right_shift, "rshift"),
+    OpInfo("renorm", renorm, dtypes="floats", grad="through the norm (maxnorm / (norm + 1e-7))"),
+    OpInfo("histogram", histogram, dtypes="floats", grad="none"),
+)
+OPS = with_inplace(OPS, ("deg2rad", "rad2deg", "copysign", "heaviside", "gcd", "lcm", "ldexp",
+                         "nextafter", "bitwise_left_shift", "bitwise_right_shift", "renorm"))

@@ -1,0 +1,253 @@
+"""Sampling from distributions at the top of ``torch``: ``normal`` (its four overloads),
+``poisson``, ``binomial`` and ``randint_like``.
+
+``normal`` draws standard normals on the tensor's device from the generator's stream
+(random.py: on CUDA, on the device) and scales them. ``poisson`` and ``binomial`` draw on the
+host from the generator's NumPy stream (as ``multinomial`` and ``randperm`` do), so on CUDA
+they read their parameters back (a synchronization).
+
+Gradients are PyTorch's (tools/autograd/derivatives.yaml): the samples are not
+reparameterized, so ``normal`` and ``poisson`` give their tensor parameters zero gradients
+(``NormalBackward1/2/3``, ``PoissonBackward0``), and ``binomial``'s derivative is not
+implemented (its grad_fn raises when reached, as PyTorch's ``NotImplemented``).
+"""
+
+from __future__ import annotations
+
+import numbers
+import operator
+
+import numpy as np
+
+from ...runtime import dtype as dtypes
+from ..checks import scalar_type_name, tensor_arg
+from ..dispatch import Primitive, apply, zero_jvp
+from ..grad_mode import no_grad
+from ..registry import OpInfo
+from ..state import state
+from ..tensor import Tensor
+from .creation import _finish, as_dtype, host_to, randint, randn, resolve_device
+from .elementwise import _result, broadcast_shapes, zero_vjp
+from .random import numpy_rng
+
+__all__ = ["binomial", "normal", "poisson", "randint_like"]
+
+
+class NormalBackward3(Primitive):
+    """A sample drawn from distribution parameters given as tensors: the drawn values (a
+    param) pass through, and every tensor parameter gets a zero gradient (the sample is not
+    reparameterized, as PyTorch's)."""
+
+    __slots__ = ()
+    op_name = "normal"
+
+    @staticmethod
+    def forward(ctx, k, *args):
+        return args[-1]  # (the inputs, then the values drawn from them)
+
+    vjp = staticmethod(zero_vjp)
+    jvp = staticmethod(zero_jvp)
+
+
+NormalBackward1 = NormalBackward3.variant("NormalBackward1", "normal")  # normal(Tensor, float)
+NormalBackward2 = NormalBackward3.variant("NormalBackward2", "normal")  # normal(float, Tensor)
+PoissonBackward0 = NormalBackward3.variant("PoissonBackward0", "poisson")
+
+
+def _sampled(node: type, params: tuple, values: Tensor) -> Tensor:
+    """``values`` (drawn without history) as the output of ``node`` over tensor ``params``."""
+    return apply(node, params, values._data)
+
+
+def _float_param(t: Tensor, kernel: str) -> None:
+    if not (t.dtype.is_floating_point or t.dtype.is_complex):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{scalar_type_name(t.dtype)}'")
+
+
+def _std_number(std) -> float:
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    return float(std)
+
+
+_NORMAL_OVERLOADS = (
+    "normal() received an invalid combination of arguments - got ({}), but expected one of:\n"
+    " * (Tensor mean, Tensor std, *, torch.Generator generator = None, Tensor out = None)\n"
+    " * (Tensor mean, float std = 1, *, torch.Generator generator = None, Tensor out = None)\n"
+    " * (float mean, Tensor std, *, torch.Generator generator = None, Tensor out = None)\n"
+    " * (float mean, float std, tuple of ints size, *, torch.Generator generator = None, "
+    "Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, torch.device "
+    "device = None, bool pin_memory = False, bool requires_grad = False)")
+
+
+def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None,
+           device=None, pin_memory: bool = False, requires_grad: bool = False) -> Tensor:
+    """Random numbers drawn from normal distributions with the given means and standard
+    deviations. PyTorch's four overloads:
+
+    - ``normal(mean: Tensor, std: Tensor)``: one draw per element of their broadcast shape;
+    - ``normal(mean: Tensor, std: float = 1.0)`` and ``normal(mean: float, std: Tensor)``:
+      the tensor's shape;
+    - ``normal(mean: float, std: float, size)``: a new tensor of ``size`` (``dtype``,
+      ``device``, ``requires_grad`` as the factories').
+
+    ``generator`` picks the stream (by default the device's default generator), ``out`` the
+    tensor written. Tensor parameters get zero gradients (PyTorch's rule).
+
+    Example:
+        >>> tg.normal(tg.zeros(3), tg.ones(3)).shape
+        tritongrad.Size([3])
+    """
+    m_t, s_t = isinstance(mean, Tensor), isinstance(std, Tensor)
+    if not m_t and not s_t:
+        if size is None or not isinstance(mean, numbers.Real) or not isinstance(std, numbers.Real):
+            got = ", ".join(type(a).__name__ for a in (mean, std, size) if a is not None)
+            raise TypeError(_NORMAL_OVERLOADS.format(got))
+        _std_number(std)
+        z = randn(size, dtype=dtype if out is None else out.dtype,
+                   device=device if out is None else out.device, generator=generator)
+        with no_grad():
+            z = z * float(std) + float(mean)
+        if out is not None:
+            return _result(z, out, "normal")
+        if pin_memory:
+            from .creation import _pinned
+            z = _pinned(z, True)
+        return _finish(z, requires_grad)
+    if size is not None:
+        raise TypeError(_NORMAL_OVERLOADS.format(", ".join(type(a).__name__
+                                                           for a in (mean, std, size))))
+    params = tuple(t for t in (mean, std) if isinstance(t, Tensor))
+    like = params[0]
+    for t in params:
+        _float_param(t, "normal_kernel_cpu" if like.device.type == "cpu" else
+                     "normal_kernel_cuda")
+    if m_t and s_t:
+        shape, node = broadcast_shapes(tuple(mean.shape), tuple(std.shape)), NormalBackward3
+        if std.numel() and not bool((std.detach() >= 0).all().item()):
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+    elif m_t:
+        shape, node = tuple(mean.shape), NormalBackward1
+        std = _std_number(std)
+    else:
+        shape, node = tuple(std.shape), NormalBackward2
+        if std.numel() and not bool((std.detach() >= 0).all().item()):
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+        mean = float(mean)
+    dt = dtypes.result_type(*params) if len(params) == 2 else like.dtype
+    z = randn(shape, dtype=dt, device=like.device, generator=generator)
+    with no_grad():
+        values = z * (std.detach() if s_t else std) + (mean.detach() if m_t else mean)
+    values = values.to(dt).contiguous()
+    return _result(_sampled(node, params, values), out, "normal")
+
+
+def poisson(input: Tensor, generator=None) -> Tensor:
+    """A tensor of ``input``'s shape and dtype whose elements are drawn from Poisson
+    distributions with the rates in ``input`` (non-negative). The rates get a zero gradient.
+
+    Example:
+        >>> tg.poisson(tg.zeros(2))
+        tensor([0., 0.])
+    """
+    tensor_arg(input, "poisson")
+    _float_param(input, "poisson_cpu" if input.device.type == "cpu" else "poisson_cuda")
+    if input.dtype.is_complex:
+        raise NotImplementedError(f"\"poisson_cpu\" not implemented for "
+                                  f"'{scalar_type_name(input.dtype)}'")
+    rates = input.detach().to(dtypes.float64).cpu().numpy()
+    if (rates < 0).any() or np.isnan(rates).any():
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    rng = numpy_rng(generator, input.device, "poisson")
+    drawn = rng.poisson(rates).astype(np.float64)
+    values = host_to(np.ascontiguousarray(drawn), input.dtype, input.device)
+    return _sampled(PoissonBackward0, (input,), values)
+
+
+def binomial(count: Tensor, prob: Tensor, generator=None) -> Tensor:
+    """Draws from binomial distributions with ``count`` trials and success probabilities
+    ``prob`` (floating tensors of one dtype, broadcast together). Not differentiable (the
+    result's grad_fn raises, as PyTorch's).
+
+    Example:
+        >>> tg.binomial(tg.tensor([5.]), tg.tensor([1.]))
+        tensor([5.])
+    """
+    tensor_arg(count, "binomial", "count")
+    tensor_arg(prob, "binomial", "prob")
+    for name, t in (("count", count), ("prob", prob)):
+        if not t.dtype.is_floating_point:
+            raise ValueError(f"binomial only supports floating-point dtypes for {name}, got: "
+                             f"{scalar_type_name(t.dtype)}")
+    if prob.dtype is not count.dtype:
+        raise RuntimeError(f"Found dtype {scalar_type_name(prob.dtype)} but expected "
+                           f"{scalar_type_name(count.dtype)}")
+    shape = broadcast_shapes(tuple(count.shape), tuple(prob.shape))
+    n = np.broadcast_to(count.detach().to(dtypes.float64).cpu().numpy(), shape)
+    p = np.broadcast_to(prob.detach().to(dtypes.float64).cpu().numpy(), shape)
+    # (PyTorch's sampler clamps: no trials below 0, probabilities into [0, 1])
+    n = np.floor(np.nan_to_num(np.maximum(n, 0))).astype(np.int64)
+    p = np.clip(np.nan_to_num(p), 0.0, 1.0)
+    drawn = numpy_rng(generator, count.device, "binomial").binomial(n, p).astype(np.float64)
+    out = host_to(np.ascontiguousarray(drawn), count.dtype, count.device)
+    if state.grad_enabled and (count.requires_grad or prob.requires_grad):
+        _not_implemented(out, (count, prob), "aten::binomial")
+    return out
+
+
+def _not_implemented(out: Tensor, inputs: tuple, op: str) -> None:
+    """Gives ``out`` PyTorch's ``NotImplemented`` grad_fn over ``inputs``: a backward that
+    reaches it raises "derivative for <op> is not implemented"."""
+    from ..storage import NotImplementedBackward
+    node = NotImplementedBackward(op)
+    node.apply = _raise_not_implemented(op)
+    node.next_functions = tuple(t._edge() for t in inputs)
+    node._seq = state.seq
+    state.seq += 1
+    out._grad_fn, out._output_nr, out._requires_grad = node, 0, True
+
+
+def _raise_not_implemented(op: str):
+    def apply(*grads):
+        raise RuntimeError(f"derivative for {op} is not implemented")
+    return apply
+
+
+def randint_like(input: Tensor, low: int = 0, high: int | None = None, *, dtype=None,
+                 layout=None, device=None, requires_grad: bool = False, memory_format=None,
+                 generator=None) -> Tensor:
+    """Random integers drawn uniformly from [low, high) (``randint_like(input, high)``: from
+    [0, high)) in a tensor of ``input``'s shape and, by default, dtype and device.
+
+    Example:
+        >>> tg.randint_like(tg.zeros(3), 1).tolist()
+        [0.0, 0.0, 0.0]
+    """
+    tensor_arg(input, "randint_like")
+    if high is None:
+        low, high = 0, low
+    if isinstance(high, Tensor):  # (PyTorch's randint_like.Tensor overload: a 0-d high)
+        high = high.item()
+    low, high = operator.index(low), operator.index(high)
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
+                           f"to={high}")
+    dt = as_dtype(dtype) or input.dtype
+    dev = input.device if device is None else resolve_device(device)
+    out = randint(low, high, tuple(input.shape), dtype=dt, device=dev, generator=generator)
+    return _finish(out, requires_grad)
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+OPS = (
+    OpInfo("normal", normal, method=False, dtypes="floats", grad="0",
+           node=NormalBackward3),
+    OpInfo("poisson", poisson, method=False, dtypes="floats", grad="0",
+           node=PoissonBackward0),
+    OpInfo("binomial", binomial, method=False, dtypes="floats (one dtype)",
+           grad="none"),
+    OpInfo("randint_like", randint_like, method=False, dtypes="the input's (dtype= any)",
+           grad="none"),
+)
