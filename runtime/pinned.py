@@ -153,8 +153,10 @@ class CachingHostAllocator:
         block.events = [self._record_event(s) for s in block.streams]
 
     def _process_events(self) -> None:
-        still = []
-        for block in self._pending:
+        # (taken out first: a block freed meanwhile, by a destructor that a garbage collection
+        # runs inside this loop, lands in the fresh list instead of being dropped)
+        pending, self._pending = self._pending, []
+        for block in pending:
             if block.events is None:
                 self._arm(block)
             if block.events is not None and all(ev.query() for ev in block.events):
@@ -162,8 +164,7 @@ class CachingHostAllocator:
                 block.streams.clear()
                 self._free.setdefault(block.size, []).append(block)
             else:
-                still.append(block)
-        self._pending = still
+                self._pending.append(block)
 
     def _release_cached(self) -> None:
         for blocks in self._free.values():
