@@ -41,7 +41,7 @@ import itertools
 
 from . import forward_ad
 from ._pytree import tree_flatten, tree_map, tree_unflatten
-from .functional import _autograd_grad
+from .functional import _autograd_grad, standard_basis
 from .grad_mode import enable_grad, is_grad_enabled
 from .node import AccumulateGrad
 from .tensor import Tensor
@@ -627,19 +627,13 @@ def _jacfwd_batched(func, args: tuple, kwargs: dict, argnums, has_aux: bool, ran
     over all differentiated inputs' elements (Note [Batched forward AD]); None when the
     outputs require grad (batched tangents record no history: the caller falls back)."""
     from .batched import batch, unbatch
-    from .ops.creation import eye, zeros
+    from .ops.creation import zeros
     diff, put = _pick(args, argnums)
     flat, in_spec = tree_flatten(diff)
     _check_inputs(flat)
     sizes = [x.numel() for x in flat]
     total = sum(sizes)
-    basis, start = [], 0
-    for x, n in zip(flat, sizes):
-        b = zeros((total, n), dtype=x.dtype, device=x.device)
-        if n:
-            b[start:start + n] = eye(n, dtype=x.dtype, device=x.device)
-        basis.append(b.view((total,) + tuple(x.shape)))
-        start += n
+    basis = standard_basis(flat)
     with forward_ad.dual_level(), randomness_mode(randomness):
         duals = ([forward_ad.make_dual(x, batch(b)) for x, b in zip(flat, basis)] if total
                  else flat)

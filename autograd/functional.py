@@ -395,6 +395,23 @@ def _stack_rows(rows: list, out_shape, ref: Tensor) -> Tensor:
     return res.view(shape)
 
 
+def standard_basis(tensors) -> list:
+    """Per tensor, its block of the standard basis over all ``tensors``' elements together:
+    (total, *shape) with ones where row r is the tensor's own element r - start, so that a
+    batch of them as tangents gives column r of a Jacobian in entry r."""
+    from .ops.creation import eye, zeros
+    sizes = [t.numel() for t in tensors]
+    total = sum(sizes)
+    basis, start = [], 0
+    for t, n in zip(tensors, sizes):
+        b = zeros((total, n), dtype=t.dtype, device=t.device)
+        if n:
+            b[start:start + n] = eye(n, dtype=t.dtype, device=t.device)
+        basis.append(b.view((total,) + tuple(t.shape)))
+        start += n
+    return basis
+
+
 def _jacfwd(func, inputs, strict: bool, vectorize: bool):
     """The Jacobian in forward mode: ONE pass of ``func`` on dual tensors whose tangents are a
     batch (Note [Batched forward AD], autograd/batched.py): the standard basis over all
@@ -409,22 +426,15 @@ def _jacfwd(func, inputs, strict: bool, vectorize: bool):
                                   "Hessian is only implemented for `vectorize=True`.")
     from . import forward_ad
     from .batched import batch, unbatch
-    from .ops.creation import eye, zeros
+    from .ops.creation import zeros
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
     # The inputs require grad so that a function differentiating itself (hessian's jac_func:
     # forward-over-reverse) keeps their duals in its graph by a view, not a detach, which
     # would drop their tangents; the result is detached at the end.
     inputs = _grad_preprocess(inputs, create_graph=False, need_graph=True)
+    tangents = standard_basis(inputs)
     sizes = [inp.numel() for inp in inputs]
     total = sum(sizes)
-    tangents = []
-    start = 0
-    for inp, n in zip(inputs, sizes):
-        basis = zeros((total, n), dtype=inp.dtype, device=inp.device)
-        if n:
-            basis[start:start + n] = eye(n, dtype=inp.dtype, device=inp.device)
-        tangents.append(basis.view((total,) + tuple(inp.shape)))
-        start += n
     with forward_ad.dual_level():
         if total:
             args = [forward_ad.make_dual(inp, batch(t)) for inp, t in zip(inputs, tangents)]
