@@ -465,15 +465,10 @@ def _jacrev_vectorized(outputs: tuple, inputs: tuple, is_outputs_tuple: bool,
     """Every row of the Jacobian from ONE batched backward (Note [Batched gradients]): the
     batch is the identity over all outputs' elements together, each output's grad_output
     its block of columns; row r of each input's result is the vjp with unit vector r."""
-    from .ops.creation import eye, zeros
+    from .ops.creation import zeros
     sizes = [out.numel() for out in outputs]
-    total, grad_outputs, start = sum(sizes), [], 0
-    for out, n in zip(outputs, sizes):
-        basis = zeros((total, n), dtype=out.dtype, device=out.device)
-        if n:
-            basis[start:start + n] = eye(n, dtype=out.dtype, device=out.device)
-        grad_outputs.append(basis.view((total,) + tuple(out.shape)))
-        start += n
+    total = sum(sizes)
+    grad_outputs = standard_basis(outputs)
     grads = (None,) * len(inputs)
     if total:
         grads = _autograd_grad(outputs, inputs, tuple(grad_outputs), create_graph=create_graph,
