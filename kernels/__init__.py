@@ -80,6 +80,12 @@ nn (fused)    gelu(x, approximate), gelu_backward(g, x, approximate)   [approxim
                   [x 2-D (M, N), rows normalised; weight/bias (N,) or None; mean/rstd (M,)
                   float32 for half/float32 inputs]
               layer_norm_backward(g, x, weight, mean, rstd) -> (dx, dweight|None, dbias|None)
+              batch_norm(x, weight, bias, eps) -> (y, mean, var)
+                  [x (N, C, *), each channel normalised over every other dim with its
+                  biased variance; weight/bias (C,) or None; mean/var (C,) float32 for
+                  half/float32 inputs]
+              batch_norm_backward(g, x, weight, mean, var, eps)
+                  -> (dx, dweight|None, dbias|None)
               cross_entropy(logits, target, ignore_index, label_smoothing) -> (loss, lse)
                   [logits (N, C), target (N,) int64; loss (N,) per row, 0 on ignored rows]
               cross_entropy_backward(g, logits, target, lse, ignore_index, label_smoothing)
@@ -155,7 +161,8 @@ CONTRACT = (
     "arange", "unary", "binary", "reduce", "argreduce", "cumsum", "softmax", "bmm",
     "nonzero", "index", "index_put_", "gather", "scatter_", "scatter_reduce_", "sort",
     # fused nn ops and optimizer updates
-    "gelu", "gelu_backward", "layer_norm", "layer_norm_backward", "cross_entropy",
+    "gelu", "gelu_backward", "layer_norm", "layer_norm_backward", "batch_norm",
+    "batch_norm_backward", "cross_entropy",
     "cross_entropy_backward", "embedding", "embedding_backward", "sgd_step", "adam_step",
     "conv2d", "conv2d_backward",
     "attention", "attention_backward",

@@ -322,14 +322,10 @@ def _layer_norm_composite_backward(g, x, w, first_dim, eps, needs):
 
 class NativeBatchNormBackward0(Primitive):
     """Batch normalisation with the batch's statistics: per channel (dim 1), over every other
-    dim (n values each), y = (x - mean) * rstd * weight + bias, rstd = 1 / sqrt(var + eps)
-    (biased variance). Outputs (y, mean, var), the last two per channel and without gradient
-    (for the running statistics). One node, as PyTorch's native_batch_norm records, written
-    over the kernel contract's elementwise ops and sums (both backends); half precision
-    computes in float32. With xhat = (x - mean) rstd, per channel S = sum(g xhat) and
-    B = sum(g):
-        dx = rstd weight (g - B / n - xhat S / n),  dweight = S,  dbias = B
-    """
+    dim, y = (x - mean) * rstd * weight + bias, rstd = 1 / sqrt(var + eps) (biased variance).
+    Outputs (y, mean, var), the last two per channel and without gradient (for the running
+    statistics). One node, as PyTorch's native_batch_norm records, over the fused kernels
+    ``k.batch_norm`` / ``k.batch_norm_backward`` (half precision computes in float32)."""
 
     __slots__ = ()
     op_name = "native_batch_norm"
@@ -340,48 +336,20 @@ class NativeBatchNormBackward0(Primitive):
     @staticmethod
     def forward(ctx, k, x, *args):
         arrays, eps = args[:-1], args[-1]
-        xf, dt = _compute(k, x)
-        dims = (0,) + tuple(range(2, len(x.shape)))
-        n = math.prod(x.shape) // x.shape[1]
-        mean = k.mul(k.sum(xf, dims, True), 1.0 / n)
-        xc = k.sub(xf, mean)
-        var = k.mul(k.sum(k.mul(xc, xc), dims, True), 1.0 / n)
-        dev, cdt = meta(var)
-        rstd = k.div(k.full(tuple(var.shape), 1, cdt, dev), k.sqrt(k.add(var, eps)))
-        y = k.mul(xc, rstd)
-        shape = tuple(var.shape)
-        if arrays:
-            y = k.mul(y, _channel(k, arrays[0], shape, cdt))
-            if len(arrays) > 1:
-                y = k.add(y, _channel(k, arrays[1], shape, cdt))
-        ctx.dims, ctx.n, ctx.eps, ctx.mean, ctx.rstd = dims, n, eps, mean, rstd
-        c = (x.shape[1],)
-        return (y if cdt is dt else k.astype(y, dt)), k.view(mean, c), k.view(var, c)
+        y, mean, var = k.batch_norm(x, arrays[0] if arrays else None,
+                                    arrays[1] if len(arrays) > 1 else None, eps)
+        ctx.eps, ctx.mean, ctx.var = eps, mean, var
+        return y, mean, var
 
     @staticmethod
     def vjp(ctx, k, saved, g, _g_mean=None, _g_var=None):
         x, w = saved[0], (saved[1] if len(saved) > 1 else None)
         needs = ctx.needs_input_grad
         if k is traced:  # recorded: the composite formula, differentiable to any order
-            grads = _batch_norm_composite_backward(g, x, w, ctx.dims, ctx.eps, needs)
+            dims = (0,) + tuple(range(2, len(x.shape)))
+            grads = _batch_norm_composite_backward(g, x, w, dims, ctx.eps, needs)
         else:
-            dims, n, mean, rstd = ctx.dims, ctx.n, ctx.mean, ctx.rstd
-            xf, dt = _compute(k, x)
-            gf = _compute(k, g)[0]
-            shape, cdt = tuple(mean.shape), meta(mean)[1]
-            xhat = k.mul(k.sub(xf, mean), rstd)
-            s = k.sum(k.mul(gf, xhat), dims, True)
-            b = k.sum(gf, dims, True)
-            scale = rstd if w is None else k.mul(rstd, _channel(k, w, shape, cdt))
-            dx = k.sub(k.sub(gf, k.mul(b, 1.0 / n)), k.mul(xhat, k.mul(s, 1.0 / n)))
-            dx = k.mul(dx, scale)
-            grads = [dx if cdt is dt else k.astype(dx, dt)]
-            if w is not None:
-                wdt = meta(w)[1]
-                for total in (s, b):
-                    total = k.view(total, (shape[1],))
-                    grads.append(total if wdt is cdt else k.astype(total, wdt))
-            grads = tuple(grads)
+            grads = k.batch_norm_backward(g, x, w, ctx.mean, ctx.var, ctx.eps)
         grads = grads[:len(needs)]
         return tuple(gr if need else None for gr, need in zip(grads, needs))
 
@@ -401,20 +369,6 @@ class _BatchNormNoAffine(NativeBatchNormBackward0):
 
 
 _BatchNormNoAffine.__name__ = _BatchNormNoAffine.__qualname__ = "NativeBatchNormBackward0"
-
-
-def _compute(k, a) -> tuple:
-    """(``a`` in its compute dtype: float32 for half precision, ``a``'s dtype)."""
-    dt = meta(a)[1]
-    if dt is dtypes.float16 or dt is dtypes.bfloat16:
-        return k.astype(a, dtypes.float32), dt
-    return a, dt
-
-
-def _channel(k, v, shape: tuple, cdt):
-    """A per-channel vector (C,) as ``shape`` (1, C, 1, ...) in the compute dtype."""
-    v = k.view(k.contiguous(v), shape)
-    return v if meta(v)[1] is cdt else k.astype(v, cdt)
 
 
 def _batch_norm_composite_backward(g, x, w, dims, eps, needs):

@@ -13,8 +13,9 @@ from .indexing import gather, index, index_put_, nonzero, scatter_, scatter_redu
 from .linalg import bmm, matmul
 from .memory import (arange, as_strided, astype, contiguous, copy_, empty, expand, full, getitem,
                      permute, storage_offset, strides, view)
-from .nn import (cross_entropy, cross_entropy_backward, embedding, embedding_backward, gelu,
-                 gelu_backward, layer_norm, layer_norm_backward)
+from .nn import (batch_norm, batch_norm_backward, cross_entropy, cross_entropy_backward,
+                 embedding, embedding_backward, gelu, gelu_backward, layer_norm,
+                 layer_norm_backward)
 from .optim import adam_step, sgd_step
 from .random import dropout_mask, rand, randint, randn
 from .reduction import argreduce, cumsum, reduce, softmax, sum
@@ -29,7 +30,8 @@ __all__ = [
     "sum", "reduce", "argreduce", "cumsum", "softmax",
     "matmul", "bmm",
     "nonzero", "index", "index_put_", "gather", "scatter_", "scatter_reduce_", "sort",
-    "gelu", "gelu_backward", "layer_norm", "layer_norm_backward", "cross_entropy",
+    "gelu", "gelu_backward", "layer_norm", "layer_norm_backward", "batch_norm",
+    "batch_norm_backward", "cross_entropy",
     "cross_entropy_backward", "embedding", "embedding_backward", "sgd_step", "adam_step",
     "rand", "randn", "randint", "dropout_mask",
     "conv2d", "conv2d_backward",

@@ -1,4 +1,5 @@
-"""Fused neural-network ops over NumPy arrays: GELU, layer norm, cross-entropy, embedding.
+"""Fused neural-network ops over NumPy arrays: GELU, layer and batch norm, cross-entropy,
+embedding.
 
 The CPU twins of the fused Triton kernels (same names, signatures and results; see the
 contract in ``tritongrad.kernels``). Each forward returns what its backward needs (layer norm's
@@ -13,12 +14,14 @@ import math
 
 import numpy as np
 
+from . import jit
 from .bf16 import BF16Array, round_
 from .elementwise import _quiet
 from .reduction import sum as _sum  # (sums over leading dims: BLAS products with ones)
 
-__all__ = ["cross_entropy", "cross_entropy_backward", "embedding", "embedding_backward", "gelu",
-           "gelu_backward", "layer_norm", "layer_norm_backward"]
+__all__ = ["batch_norm", "batch_norm_backward", "cross_entropy", "cross_entropy_backward",
+           "embedding", "embedding_backward", "gelu", "gelu_backward", "layer_norm",
+           "layer_norm_backward"]
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
@@ -130,10 +133,14 @@ def _gelu32(x: np.ndarray, with_grad: bool = False) -> tuple:
     """(x Phi(x), GELU'(x) or None) for float32 ``x``. x Phi(x) = relu(x) - |x| (1 - Phi(|x|)):
     relu(x) = (x + |x|) / 2 is exact, and 0 for x < 0, so the negative tail x Phi(x) =
     -|x| (1 - Phi(|x|)) keeps A&S's relative accuracy, with no select on the sign (np.where
-    is 40x slower than a pass). The derivative shares the tail's ~15 passes (it adds 7)."""
+    is 40x slower than a pass). The derivative shares the tail's ~15 passes (it adds 7).
+    The compiled loops (nn_loops) run the same formulas in one pass."""
     xf = np.ascontiguousarray(x).reshape(-1)
     y = np.empty_like(xf)
     d = np.empty_like(xf) if with_grad else None
+    if (loops := jit.loops("nn_loops")) is not None:
+        loops.gelu(xf, y) if d is None else loops.gelu_with_grad(xf, y, d)
+        return y.reshape(x.shape), None if d is None else d.reshape(x.shape)
     for i0, i1, (a, e, p) in _blocks32(xf):
         xb, yb = xf[i0:i1], y[i0:i1]
         np.abs(xb, out=a)
@@ -157,6 +164,9 @@ def _gelu_grad32(g: np.ndarray, x: np.ndarray) -> np.ndarray:
     xf = np.ascontiguousarray(x).reshape(-1)
     gf = np.ascontiguousarray(np.broadcast_to(g, x.shape)).reshape(-1)
     d = np.empty_like(xf)
+    if (loops := jit.loops("nn_loops")) is not None:
+        loops.gelu_grad(gf, xf, d)
+        return d.reshape(x.shape)
     for i0, i1, (a, e, p) in _blocks32(xf):
         xb, db = xf[i0:i1], d[i0:i1]
         np.abs(xb, out=a)
@@ -270,6 +280,15 @@ def _fresh(r: np.ndarray, like: np.ndarray) -> np.ndarray:
     return r if r.dtype == like.dtype and type(like) is not BF16Array else _back(r, like)
 
 
+_NO_AFFINE = np.empty(0, np.float32)
+
+
+def _affine(a) -> np.ndarray:
+    """A layer norm weight or bias for the compiled loops: float32 and contiguous, or empty
+    for None."""
+    return _NO_AFFINE if a is None else np.ascontiguousarray(_up(a), dtype=np.float32)
+
+
 def layer_norm(x: np.ndarray, weight, bias, eps: float):
     """Normalises each row of the 2-D ``x`` (M, N): y = (x - mean) * rstd * weight + bias.
 
@@ -277,6 +296,11 @@ def layer_norm(x: np.ndarray, weight, bias, eps: float):
     mean and rstd (M,) in the compute dtype (float32 for half and float32 inputs).
     """
     xf = _up(x)
+    if xf.dtype == np.float32 and (loops := jit.loops("nn_loops")) is not None:
+        xf = np.ascontiguousarray(xf)
+        y, mean, rstd = np.empty_like(xf), np.empty(len(xf), xf.dtype), np.empty_like(xf[:, 0])
+        loops.layer_norm(xf, _affine(weight), _affine(bias), eps, y, mean, rstd)
+        return _fresh(y, x), mean, rstd
     mean = _row_mean(xf)
     y = xf - mean[:, None]
     var = np.einsum("ij,ij->i", y, y)
@@ -300,6 +324,15 @@ def layer_norm_backward(g: np.ndarray, x: np.ndarray, weight, mean: np.ndarray,
     Returns (dx, dweight, dbias); the last two are None when ``weight`` is None.
     """
     gf, xf = _up(g), _up(x)
+    if xf.dtype == np.float32 and (loops := jit.loops("nn_loops")) is not None:
+        xf, gf = np.ascontiguousarray(xf), np.ascontiguousarray(gf, dtype=xf.dtype)
+        dx = np.empty_like(xf)
+        dw, db = (np.zeros(xf.shape[1] if weight is not None else 0) for _ in "wb")
+        loops.layer_norm_backward(gf, xf, _affine(weight), mean, rstd, dx, dw, db)
+        if weight is None:
+            return _fresh(dx, x), None, None
+        return _fresh(dx, x), _back(dw.astype(np.float32), weight), _back(
+            db.astype(np.float32), weight)
     n = max(xf.shape[1], 1)
     # in terms of xc = x - mean (xhat = xc rstd), with rstd folded into (M,) row factors, so
     # that xhat is never formed (each (M, N) pass here is ~10-18 us at (1024, 128))
@@ -317,6 +350,66 @@ def layer_norm_backward(g: np.ndarray, x: np.ndarray, weight, mean: np.ndarray,
     dx -= xc
     dx *= rstd[:, None]
     return _fresh(dx, x), dw, db
+
+
+# -- batch norm (training statistics) ------------------------------------------------------------
+
+def _channels(a: np.ndarray) -> np.ndarray:
+    """(N, C, *) as a C-contiguous (N, C, L) array (a view when it already is one)."""
+    return np.ascontiguousarray(a).reshape(a.shape[0], a.shape[1], math.prod(a.shape[2:]))
+
+
+def batch_norm(x: np.ndarray, weight, bias, eps: float):
+    """Normalises each channel (dim 1) of ``x`` (N, C, *) over every other dim (n values
+    each): y = (x - mean) * rstd * weight + bias, rstd = 1 / sqrt(var + eps), var the biased
+    variance; ``weight``/``bias`` (C,) or None. Returns (y, mean, var): y in x's dtype, mean
+    and var (C,) in the compute dtype."""
+    xf = _up(x)
+    x3 = _channels(xf)
+    c = x3.shape[1]
+    if xf.dtype == np.float32 and (loops := jit.loops("nn_loops")) is not None:
+        y, mean, var = np.empty_like(x3), np.empty(c, xf.dtype), np.empty(c, xf.dtype)
+        loops.batch_norm(x3, _affine(weight), _affine(bias), eps, y, mean, var)
+        return _fresh(y.reshape(x.shape), x), mean, var
+    inv_n = 1.0 / max(x3.shape[0] * x3.shape[2], 1)
+    mean = _sum(x3, (0, 2), False) * inv_n
+    y = x3 - mean[:, None]
+    var = _sum(y * y, (0, 2), False) * inv_n
+    scale = 1.0 / np.sqrt(var + eps)
+    if weight is not None:
+        scale = scale * _up(weight)
+    y *= scale[:, None]
+    if bias is not None:
+        y += _up(bias)[:, None]
+    return _fresh(y.reshape(x.shape), x), mean, var
+
+
+def batch_norm_backward(g: np.ndarray, x: np.ndarray, weight, mean: np.ndarray,
+                        var: np.ndarray, eps: float):
+    """Gradients of batch_norm given its mean and var: with xhat = (x - mean) rstd and per
+    channel S = sum(g xhat), B = sum(g),
+        dx = rstd weight (g - B / n - xhat S / n),  dweight = S,  dbias = B
+    Returns (dx, dweight, dbias); the last two are None when ``weight`` is None."""
+    gf, xf = _up(g), _up(x)
+    x3, g3 = _channels(xf), _channels(gf.astype(xf.dtype, copy=False))
+    c = x3.shape[1]
+    if xf.dtype == np.float32 and (loops := jit.loops("nn_loops")) is not None:
+        dx, s, b = np.empty_like(x3), np.empty(c), np.empty(c)
+        loops.batch_norm_backward(g3, x3, _affine(weight), mean, var, eps, dx, s, b)
+        s, b = s.astype(xf.dtype), b.astype(xf.dtype)
+    else:
+        inv_n = 1.0 / max(x3.shape[0] * x3.shape[2], 1)
+        rstd = 1.0 / np.sqrt(var + eps)
+        xhat = (x3 - mean[:, None]) * rstd[:, None]
+        s, b = _sum(g3 * xhat, (0, 2), False), _sum(g3, (0, 2), False)
+        scale = rstd if weight is None else rstd * _up(weight)
+        dx = g3 - (b * inv_n)[:, None]
+        dx -= xhat * (s * inv_n)[:, None]
+        dx *= scale[:, None]
+    dx = _fresh(dx.reshape(x.shape), x)
+    if weight is None:
+        return dx, None, None
+    return dx, _back(s, weight), _back(b, weight)
 
 
 # -- cross-entropy -------------------------------------------------------------------------------

@@ -11,7 +11,9 @@ memory. Over a parameter of more than two ``BLOCK``s the passes run block by blo
 (views of the flattened arrays), so that each block's arrays and temporaries stay in the L2
 cache across the passes: Adam on 2^20 float32 values 4.35 -> 2.7 ms, SGD with momentum 2.7 ->
 1.7 ms (2^15 elements measured best between 2^12 and 2^16). Every element still goes through
-the same operations in the same order: the results are the same to the last bit.
+the same operations in the same order: the results are the same to the last bit. Where the
+compiled loops run (kernels/numpy/jit.py; float32 and float64), each update is instead one
+pass of optim_loops.py, again with the same operations in the same order.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+
+from . import jit
 
 __all__ = ["adam_step", "sgd_step"]
 
@@ -47,10 +51,43 @@ def _blocked(step):
     return run
 
 
-@_blocked
+def _flat_loop_args(*arrays):
+    """The arrays flattened for a compiled loop (optim_loops), with their dtype's scalar type;
+    None when the loops are off or the arrays are not all dense, of one float32/float64
+    dtype, and plain arrays (half precision keeps the NumPy form)."""
+    dt = arrays[0].dtype
+    if dt not in _LOOP_DTYPES or not all(
+            a is None or (type(a) is np.ndarray and a.dtype == dt and a.flags.c_contiguous
+                          and a.size == arrays[0].size) for a in arrays):
+        return None
+    if (loops := jit.loops("optim_loops")) is None:
+        return None
+    return loops, dt.type, [arrays[0].reshape(-1) if a is None else a.reshape(-1)
+                            for a in arrays]
+
+
+_LOOP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def sgd_step(param: np.ndarray, grad: np.ndarray, momentum_buffer, lr: float, momentum: float,
              dampening: float, weight_decay: float, nesterov: bool, maximize: bool,
              first_step: bool) -> None:
+    """One SGD update of ``param`` (and ``momentum_buffer``, an array or None) in place
+    (``_sgd_step``'s arithmetic; a compiled loop where ``_flat_loop_args`` allows)."""
+    flat = _flat_loop_args(param, grad, momentum_buffer)
+    if flat is None:
+        return _sgd_step(param, grad, momentum_buffer, lr, momentum, dampening, weight_decay,
+                         nesterov, maximize, first_step)
+    loops, t, (p, g, buf) = flat  # (buf is p itself, unused, without momentum)
+    loops.sgd(p, g, buf, t(lr), t(momentum), t(1 - dampening), t(weight_decay), nesterov,
+              maximize, first_step, bool(weight_decay), bool(momentum))
+    return None
+
+
+@_blocked
+def _sgd_step(param: np.ndarray, grad: np.ndarray, momentum_buffer, lr: float, momentum: float,
+              dampening: float, weight_decay: float, nesterov: bool, maximize: bool,
+              first_step: bool) -> None:
     """One SGD update of ``param`` (and ``momentum_buffer``, an array or None) in place.
 
         g = -grad if maximize else grad;  g = g + weight_decay * param
@@ -70,10 +107,27 @@ def sgd_step(param: np.ndarray, grad: np.ndarray, momentum_buffer, lr: float, mo
     param -= lr * g
 
 
-@_blocked
 def adam_step(param: np.ndarray, grad: np.ndarray, exp_avg: np.ndarray, exp_avg_sq: np.ndarray,
               max_exp_avg_sq, step: int, lr: float, beta1: float, beta2: float, eps: float,
               weight_decay: float, amsgrad: bool, maximize: bool, decoupled: bool) -> None:
+    """One Adam/AdamW update in place (``_adam_step``'s arithmetic; a compiled loop where
+    ``_flat_loop_args`` allows)."""
+    flat = _flat_loop_args(param, grad, exp_avg, exp_avg_sq,
+                           max_exp_avg_sq if amsgrad else None)
+    if flat is None:
+        return _adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1,
+                          beta2, eps, weight_decay, amsgrad, maximize, decoupled)
+    loops, t, (p, g, m, v, vmax) = flat
+    loops.adam(p, g, m, v, vmax, t(lr / (1 - beta1 ** step)), t(1 - beta1), t(beta2),
+               t(1 - beta2), t((1 - beta2 ** step) ** 0.5), t(eps), t(weight_decay),
+               t(1 - lr * weight_decay), maximize, amsgrad, bool(weight_decay), decoupled)
+    return None
+
+
+@_blocked
+def _adam_step(param: np.ndarray, grad: np.ndarray, exp_avg: np.ndarray, exp_avg_sq: np.ndarray,
+               max_exp_avg_sq, step: int, lr: float, beta1: float, beta2: float, eps: float,
+               weight_decay: float, amsgrad: bool, maximize: bool, decoupled: bool) -> None:
     """One Adam/AdamW update of ``param``, ``exp_avg``, ``exp_avg_sq`` (and ``max_exp_avg_sq``
     when ``amsgrad``) in place; ``step`` counts from 1.
 

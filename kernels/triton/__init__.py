@@ -98,6 +98,7 @@ from .nn import (
     layer_norm,
     layer_norm_backward,
 )
+from .normalization import batch_norm, batch_norm_backward
 from .optim import adam_step, sgd_step
 from .random import dropout_mask, rand, randint, randn
 from .reduction import argreduce
@@ -211,6 +212,8 @@ __all__ = [
     "index_put_",
     "layer_norm",
     "layer_norm_backward",
+    "batch_norm",
+    "batch_norm_backward",
     "le",
     "log",
     "lt",

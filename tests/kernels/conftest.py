@@ -63,3 +63,17 @@ def small_blocks(monkeypatch):
     _launch.clear_plans()
     yield
     _launch.clear_plans()
+
+
+@pytest.fixture(params=["loops", "numpy"])
+def cpu_forms(request):
+    """Runs a test twice: with the compiled CPU loops (kernels/numpy/jit.py; skipped where
+    Numba cannot be imported) and with the NumPy forms they replace."""
+    jit = importlib.import_module("tritongrad.kernels.numpy.jit")
+    if request.param == "numpy":
+        with jit.disabled():
+            yield request.param
+        return
+    if not jit.enabled():
+        pytest.skip("the compiled CPU loops are off (no Numba, or TRITONGRAD_CPU_JIT=0)")
+    yield request.param

@@ -2,7 +2,8 @@
 added: float32 GELU's tail arithmetic (accuracy over a dense grid and at the extremes) and its
 derivative computed with the forward, ReLU's backward as a bit mask, layer norm's backward in
 terms of x - mean, and attention's block-wide softmax shift with its per-row fallback, over
-strided (B, H, T, D) views. References are float64 (math.erfc, the whole-matrix attention)."""
+strided (B, H, T, D) views. References are float64 (math.erfc, the whole-matrix attention).
+Each test runs with the compiled loops (kernels/numpy/nn_loops.py) and with the NumPy forms."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ nn = importlib.import_module("tritongrad.kernels.numpy.nn")
 na = importlib.import_module("tritongrad.kernels.numpy.attention")
 reference = importlib.import_module("tritongrad.kernels.triton.attention").attention_reference
 
-pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::RuntimeWarning"),
+              pytest.mark.usefixtures("cpu_forms")]
 
 _ERFC = np.vectorize(math.erfc)
 

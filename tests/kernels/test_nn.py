@@ -1,4 +1,5 @@
-"""The fused nn ops (GELU, layer norm, cross-entropy, embedding) against the NumPy backend."""
+"""The fused nn ops (GELU, layer norm, cross-entropy, embedding) against the NumPy backend
+(its compiled loops and its NumPy forms: the ``cpu_forms`` fixture)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import numpy as np
 import pytest
 from kernel_kit import FLOATS, D, round_bf16, tk
 
-pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::RuntimeWarning"),
+              pytest.mark.usefixtures("cpu_forms")]
 
 TOL = {D.float16: (2e-3, 2e-3), D.bfloat16: (1e-2, 2e-2), D.float32: (2e-5, 2e-6),
        D.float64: (1e-10, 1e-12)}
@@ -64,6 +66,41 @@ def test_layer_norm(kit, rng, dtype, affine):
         edx, edw, edb = kit.nk.layer_norm_backward(rg, rx, rw, em, er)
         _check(kit, dx, _r(dtype, edx), dtype, scale=10)
         if affine:
+            _check(kit, dw, _r(dtype, edw), dtype, scale=10)
+            _check(kit, db, _r(dtype, edb), dtype, scale=10)
+        else:
+            assert dw is None and db is None
+
+
+@pytest.mark.parametrize("affine", ["wb", "w", ""])
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_batch_norm(kit, rng, dtype, affine):
+    for shape, layout in [((6, 5), "contig"), ((4, 3, 5), "T"), ((3, 4, 2, 3), "strided"),
+                          ((1, 2, 1, 1), "contig")]:
+        c = shape[1]
+        x, rx = kit.pair(shape, dtype, rng, layout=layout)
+        w, rw = kit.pair((c,), dtype, rng) if "w" in affine else (None, None)
+        b, rb = kit.pair((c,), dtype, rng) if "b" in affine else (None, None)
+        y, mean, var = tk.batch_norm(x, w, b, 1e-5)
+        ey, em, ev = kit.nk.batch_norm(rx, rw, rb, 1e-5)
+        _check(kit, y, _r(dtype, ey), dtype, scale=4)
+        assert mean.dtype is var.dtype is (D.float64 if dtype is D.float64 else D.float32)
+        acc = D.float32 if dtype is not D.float64 else dtype
+        _check(kit, mean, em, acc)
+        _check(kit, var, ev, acc, scale=10)
+        # and the NumPy backend against float64, by the definition
+        x64 = np.asarray(kit.down(x) if dtype is D.bfloat16 else rx, np.float64)
+        dims = (0,) + tuple(range(2, x64.ndim))
+        m64 = x64.mean(dims, keepdims=True)
+        v64 = ((x64 - m64) ** 2).mean(dims, keepdims=True)
+        np.testing.assert_allclose(np.asarray(em, np.float64), m64.reshape(c), atol=1e-5)
+        np.testing.assert_allclose(np.asarray(ev, np.float64), v64.reshape(c), rtol=1e-4,
+                                   atol=1e-5)
+        g, rg = kit.pair(shape, dtype, rng, layout="strided")
+        dx, dw, db = tk.batch_norm_backward(g, x, w, mean, var, 1e-5)
+        edx, edw, edb = kit.nk.batch_norm_backward(rg, rx, rw, em, ev, 1e-5)
+        _check(kit, dx, _r(dtype, edx), dtype, scale=10)
+        if w is not None:
             _check(kit, dw, _r(dtype, edw), dtype, scale=10)
             _check(kit, db, _r(dtype, edb), dtype, scale=10)
         else:

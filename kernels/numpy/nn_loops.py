@@ -1,0 +1,224 @@
+"""Compiled loops (kernels/numpy/jit.py) for the float32 kernels of ``nn``: GELU with its
+derivative, and layer norm forward and backward.
+
+Each computes what its NumPy form in nn.py computes, with the same formulas and the same
+accuracy, in one pass over the data instead of one per step; nn.py calls them when
+``jit.loops("nn_loops")`` gives this module and keeps its NumPy form otherwise. Arrays are
+flat (GELU) or 2-D row-major (layer norm) float32, results written into the given outputs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .jit import compile
+from .nn import _AS_Q, _INV_AS_P, _INV_SQRT_2PI
+
+f32 = np.float32
+_Q0, _Q1, _Q2, _Q3, _Q4 = _AS_Q
+_HALF, _ONE = f32(0.5), f32(1.0)
+_C_SQRT_2PI = f32(_INV_SQRT_2PI)
+
+# exp for float32 (Cephes' expf): e^x = 2^n e^r, n = round(x / ln 2), r = x - n ln 2 with ln 2
+# split in two (Cody and Waite: n ln2_hi is exact), e^r by a degree-7 polynomial on
+# |r| <= ln 2 / 2; ~1 ulp. 2^n is built from its bits, as 2^(n/2) 2^(n - n/2) so that results
+# down to the denormals (n >= -150) come out right; below e^-104 the result is 0.
+_LOG2E = f32(1.4426950408889634)
+_LN2_HI, _LN2_LO = f32(0.693359375), f32(-2.12194440e-4)
+_E0, _E1, _E2, _E3, _E4, _E5 = (f32(c) for c in (
+    1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
+    5.0000001201e-1))
+_EXP_MIN, _EXP_MAX = f32(-104.0), f32(89.0)  # (e^89 is inf in float32)
+
+
+@compile(inline=True)
+def _exp(x):
+    """e^x for a float32 x (inf above 88.7, 0 below -104); NaN stays NaN."""
+    xc = _EXP_MIN if x < _EXP_MIN else (_EXP_MAX if x > _EXP_MAX else x)
+    n = np.floor(xc * _LOG2E + _HALF)
+    r = xc - n * _LN2_HI
+    r = r - n * _LN2_LO
+    p = _E0 * r + _E1
+    p = p * r + _E2
+    p = p * r + _E3
+    p = p * r + _E4
+    p = p * r + _E5
+    p = p * r * r + r + _ONE
+    n1 = np.int32(n) >> np.int32(1)
+    n2 = np.int32(n) - n1
+    e = p * _pow2(n1) * _pow2(n2)
+    return f32(0.0) if x < _EXP_MIN else e
+
+
+@compile(inline=True)
+def _pow2(n):
+    """2^n for an int32 n in [-126, 127], from its bits."""
+    return np.int32((n + np.int32(127)) << np.int32(23)).view(np.float32)
+
+
+@compile(inline=True)
+def _tail(xi, a):
+    """(p, e) of nn._tail32 for one element: p e = 1 - Phi(|x|) (A&S 7.1.26 in v)."""
+    v = _ONE / (a + _INV_AS_P)
+    p = _Q4 * v + _Q3
+    p = p * v + _Q2
+    p = p * v + _Q1
+    p = p * v + _Q0
+    p = p * v
+    return p, _exp(xi * xi * -_HALF)
+
+
+@compile(inline=True)
+def _gelu(xi, a, p, e):
+    """x Phi(x) = relu(x) - |x| (1 - Phi(|x|)) (nn._gelu32), relu(x) past |x| = 1e4."""
+    y = xi * _HALF + a * _HALF - a * (p * e)
+    if a >= f32(1e4):  # GELU is relu there in float32 (and inf * 0 would be NaN at +inf)
+        y = xi * (_ONE if xi > 0 else f32(0.0))
+    return y
+
+
+@compile(inline=True)
+def _derivative(xi, a, p, e):
+    """GELU'(x) = 0.5 + copysign(0.5 - k, x), k = (1 - Phi(|x|)) - |x| phi(x) (nn._derivative32)."""
+    return _HALF + math.copysign(_HALF - (p - a * _C_SQRT_2PI) * e, xi)
+
+
+@compile
+def gelu(x, y):
+    for i in range(x.size):
+        xi = x[i]
+        a = abs(xi)
+        p, e = _tail(xi, a)
+        y[i] = _gelu(xi, a, p, e)
+
+
+@compile
+def gelu_with_grad(x, y, d):
+    for i in range(x.size):
+        xi = x[i]
+        a = abs(xi)
+        p, e = _tail(xi, a)
+        y[i] = _gelu(xi, a, p, e)
+        d[i] = _derivative(xi, a, p, e)
+
+
+@compile
+def gelu_grad(g, x, d):
+    for i in range(x.size):
+        xi = x[i]
+        a = abs(xi)
+        p, e = _tail(xi, a)
+        d[i] = g[i] * _derivative(xi, a, p, e)
+
+
+# Layer norm: rows of the 2-D ``x`` (M, N); ``w``, ``b`` are (N,) or empty (no affine). Sums
+# are taken in float64 (a float32 row of 10^6 elements would lose digits otherwise), in
+# vector lanes (``reassociate``).
+
+@compile(reassociate=True)
+def layer_norm(x, w, b, eps, y, mean, rstd):
+    m, n = x.shape
+    inv_n = 1.0 / max(n, 1)
+    for i in range(m):
+        s = 0.0
+        for j in range(n):
+            s += np.float64(x[i, j])
+        mu = f32(s * inv_n)
+        s = 0.0
+        for j in range(n):
+            c = np.float64(x[i, j] - mu)
+            s += c * c
+        r = f32(1.0 / np.sqrt(s * inv_n + eps))
+        mean[i], rstd[i] = mu, r
+        if w.size and b.size:
+            for j in range(n):
+                y[i, j] = (x[i, j] - mu) * r * w[j] + b[j]
+        elif w.size:
+            for j in range(n):
+                y[i, j] = (x[i, j] - mu) * r * w[j]
+        else:
+            for j in range(n):
+                y[i, j] = (x[i, j] - mu) * r + (b[j] if b.size else f32(0.0))
+
+
+@compile(reassociate=True)
+def layer_norm_backward(g, x, w, mean, rstd, dx, dw, db):
+    """dx = rstd (gw - mean_N(gw) - xhat mean_N(gw xhat)), gw = g w; dw = sum_M(g xhat) and
+    db = sum_M(g) accumulated into the float64 (N,) ``dw``, ``db`` (empty: no affine)."""
+    m, n = x.shape
+    inv_n = 1.0 / max(n, 1)
+    affine = w.size != 0
+    for i in range(m):
+        mu, r = mean[i], rstd[i]
+        c1 = 0.0
+        c2 = 0.0
+        for j in range(n):
+            xhat = (x[i, j] - mu) * r
+            gw = g[i, j] * w[j] if affine else g[i, j]
+            c1 += np.float64(gw)
+            c2 += np.float64(gw * xhat)
+            if affine:
+                dw[j] += np.float64(g[i, j] * xhat)
+                db[j] += np.float64(g[i, j])
+        k1, k2 = f32(c1 * inv_n), f32(c2 * inv_n)
+        for j in range(n):
+            xhat = (x[i, j] - mu) * r
+            gw = g[i, j] * w[j] if affine else g[i, j]
+            dx[i, j] = r * (gw - k1 - xhat * k2)
+
+
+# Batch norm: channels (dim 1) of the (N, C, L) ``x``, each over its N x L values; ``w``, ``b``
+# (C,) or empty. Sums in float64, as layer norm's; rstd is taken from var as stored (float32),
+# so that the backward's rstd is the forward's.
+
+@compile(inline=True)
+def _rstd(var, eps):
+    return f32(1.0 / np.sqrt(np.float64(var) + eps))
+
+
+@compile(reassociate=True)
+def batch_norm(x, w, b, eps, y, mean, var):
+    n_, c_, l_ = x.shape
+    inv_n = 1.0 / max(n_ * l_, 1)
+    for c in range(c_):
+        s = 0.0
+        for i in range(n_):
+            for j in range(l_):
+                s += np.float64(x[i, c, j])
+        mu = s * inv_n
+        s = 0.0
+        for i in range(n_):
+            for j in range(l_):
+                d = np.float64(x[i, c, j]) - mu
+                s += d * d
+        mean[c], var[c] = f32(mu), f32(s * inv_n)
+        m, scale = mean[c], _rstd(var[c], eps) * (w[c] if w.size else _ONE)
+        shift = b[c] if b.size else f32(0.0)
+        for i in range(n_):
+            for j in range(l_):
+                y[i, c, j] = (x[i, c, j] - m) * scale + shift
+
+
+@compile(reassociate=True)
+def batch_norm_backward(g, x, w, mean, var, eps, dx, s_out, b_out):
+    """dx = rstd w (g - B / n - xhat S / n) with S = sum(g xhat), B = sum(g) per channel,
+    which go to the float64 (C,) ``s_out`` and ``b_out``."""
+    n_, c_, l_ = x.shape
+    inv_n = 1.0 / max(n_ * l_, 1)
+    for c in range(c_):
+        m, r = mean[c], _rstd(var[c], eps)
+        s = 0.0
+        bsum = 0.0
+        for i in range(n_):
+            for j in range(l_):
+                gv = g[i, c, j]
+                s += np.float64(gv * ((x[i, c, j] - m) * r))
+                bsum += np.float64(gv)
+        s_out[c], b_out[c] = s, bsum
+        k1, k2 = f32(bsum * inv_n), f32(s * inv_n)
+        scale = r * (w[c] if w.size else _ONE)
+        for i in range(n_):
+            for j in range(l_):
+                dx[i, c, j] = scale * (g[i, c, j] - k1 - (x[i, c, j] - m) * r * k2)
