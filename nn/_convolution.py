@@ -40,6 +40,7 @@ from ..autograd.autocast import is_autocast_enabled as _autocast_enabled
 from ..autograd.ops import conv as _fused_conv
 from ..autograd.ops.creation import tensor as _tensor
 from ..autograd.ops.creation import zeros as _zeros
+from ..autograd.ops.pooling import max_pool_with_indices
 from ..autograd.tensor import Tensor
 from ._padding import pad
 
@@ -535,10 +536,17 @@ def _pad_nd(x: Tensor, padding: tuple, extra: tuple, value: float) -> Tensor:
 
 def _max_pool(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode: bool,
               return_indices: bool, nd: int, op: str):
-    """max_pool2d/3d: im2col on the -inf padded input, one ``max`` over the taps; indices are
-    flat positions in each input plane (volume for 3-D)."""
+    """max_pool1d/2d/3d: on the CPU one fused node; elsewhere im2col on the -inf padded input
+    and one ``max`` over the taps; indices are flat positions in each input plane (volume for
+    3-D). A window holding NaNs: the CPU points at its last NaN (PyTorch's kernels), the
+    composite at its first."""
     x, unbatched, kernel, stride, padding, dilation, out, extra = _pool_setup(
         input, kernel_size, stride, padding, dilation, ceil_mode, op, True, nd)
+    if x.device.type == "cpu" and x.dtype.is_floating_point:  # one node (autograd/ops/pooling)
+        values, indices = max_pool_with_indices(x, kernel, stride, padding, dilation, out)
+        if unbatched:
+            values, indices = values.squeeze(0), indices.squeeze(0)
+        return (values, indices) if return_indices else values
     xp = _pad_nd(x, padding, extra, -math.inf)
     taps = _windows(xp, kernel, stride, dilation, out)  # (N, C, K, L)
     values, arg = taps.max(dim=2)
@@ -692,6 +700,8 @@ def _adaptive_avg(input: Tensor, output_size, nd: int, op: str) -> Tensor:
                            f"{list(input.shape)}")
     sizes = tuple(input.shape[-nd:])
     out = _output_size(output_size, sizes, op)
+    if all(o == 1 for o in out):  # the global average pool: one mean (10x the matmuls' speed)
+        return input.mean(tuple(range(-nd, 0)), keepdim=True)
     y = input
     for d, (n, o) in enumerate(zip(sizes, out)):
         m = _adaptive_matrix(n, o)

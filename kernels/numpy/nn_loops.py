@@ -222,3 +222,50 @@ def batch_norm_backward(g, x, w, mean, var, eps, dx, s_out, b_out):
         for i in range(n_):
             for j in range(l_):
                 dx[i, c, j] = scale * (g[i, c, j] - k1 - (x[i, c, j] - m) * r * k2)
+
+
+# Max pooling (kernels/numpy/pool.py): planes of the (P, D, H, W) ``x``, windows described by
+# (3,) int arrays (1-D and 2-D pools padded to three dims), PyTorch's scan: the first strictly
+# greater value wins, a NaN wins over anything (the last NaN), a window of -inf keeps its
+# first position inside the input.
+
+@compile
+def max_pool(x, kernel, stride, padding, dilation, values, index):
+    p_, d_, h_, w_ = x.shape
+    _, od_, oh_, ow_ = values.shape
+    for p in range(p_):
+        for a in range(od_):
+            z0 = a * stride[0] - padding[0]
+            for b in range(oh_):
+                y0 = b * stride[1] - padding[1]
+                for c in range(ow_):
+                    x0 = c * stride[2] - padding[2]
+                    best = x[p, 0, 0, 0]  # (replaced at the first position inside)
+                    at = -1
+                    for i in range(kernel[0]):
+                        z = z0 + i * dilation[0]
+                        if z < 0 or z >= d_:
+                            continue
+                        for j in range(kernel[1]):
+                            y = y0 + j * dilation[1]
+                            if y < 0 or y >= h_:
+                                continue
+                            for k in range(kernel[2]):
+                                xx = x0 + k * dilation[2]
+                                if xx < 0 or xx >= w_:
+                                    continue
+                                v = x[p, z, y, xx]
+                                pos = (z * h_ + y) * w_ + xx
+                                if at < 0 or v > best or v != v:
+                                    best, at = v, pos
+                    values[p, a, b, c] = best
+                    index[p, a, b, c] = at
+
+
+@compile
+def max_pool_backward(g, index, dx):
+    """dx (P, plane) += each output's gradient g (P, L) at its index (P, L)."""
+    p_, l_ = g.shape
+    for p in range(p_):
+        for i in range(l_):
+            dx[p, index[p, i]] += g[p, i]

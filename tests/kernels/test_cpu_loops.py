@@ -243,3 +243,64 @@ def test_adam_loop_is_the_numpy_form_to_the_bit(dtype, amsgrad, decoupled, weigh
         states.append((p, m, v, vmax))
     for a, b in zip(*states):
         np.testing.assert_array_equal(a, b)
+
+
+def _max_pool_reference(x, kernel, stride, padding, dilation, out):
+    """PyTorch's scan, element by element: the first strictly greater value, the last NaN, a
+    window of -inf at its first position inside the input."""
+    n, c, sizes = x.shape[0], x.shape[1], x.shape[2:]
+    values = np.empty((n, c) + out, x.dtype)
+    index = np.empty((n, c) + out, np.int64)
+    for nc in np.ndindex(n, c):
+        for o in np.ndindex(*out):
+            best, at = None, None
+            for t in np.ndindex(*kernel):
+                q = [o[i] * stride[i] - padding[i] + t[i] * dilation[i] for i in range(len(o))]
+                if any(not 0 <= v < s for v, s in zip(q, sizes)):
+                    continue
+                v = x[nc + tuple(q)]
+                if at is None or v > best or v != v:
+                    best, at = v, int(np.ravel_multi_index(q, sizes))
+            values[nc + o], index[nc + o] = best, at
+    return values, index
+
+
+@pytest.mark.parametrize("form", ["loops", "numpy"])
+@settings(max_examples=25, deadline=None)
+@given(nd=st.integers(1, 3), seed=st.integers(0, 2**16))
+def test_max_pool_kernels_against_the_scan(form, nd, seed):
+    if form == "loops" and not jit.enabled():
+        pytest.skip("the compiled CPU loops are off")
+    pool = importlib.import_module("tritongrad.kernels.numpy.pool")
+    rng = np.random.default_rng(seed)
+    sizes = tuple(int(v) for v in rng.integers(2, 7, nd))
+    kernel = tuple(int(v) for v in rng.integers(1, 4, nd))
+    stride = tuple(int(v) for v in rng.integers(1, 3, nd))
+    dilation = tuple(int(v) for v in rng.integers(1, 3, nd))
+    padding = tuple(int(rng.integers(0, (d * (k - 1) + 1) // 2 + 1))
+                    for k, d in zip(kernel, dilation))
+    out = tuple((s + 2 * p - d * (k - 1) - 1) // st_ + 1 for s, k, st_, p, d
+                in zip(sizes, kernel, stride, padding, dilation))
+    if min(out) < 1:
+        return
+    x = rng.standard_normal((2, 3) + sizes).astype(np.float32)
+    for value in (np.nan, -np.inf, 0.5):  # NaNs, -inf windows and ties
+        x.flat[rng.integers(0, x.size, 3)] = value
+    want = _max_pool_reference(x, kernel, stride, padding, dilation, out)
+    if form == "numpy":
+        with jit.disabled():
+            got = pool.max_pool(x, kernel, stride, padding, dilation, out)
+    else:
+        got = pool.max_pool(x, kernel, stride, padding, dilation, out)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    g = rng.standard_normal(want[0].shape).astype(np.float32)
+    dx = np.zeros((6, x[0, 0].size))
+    np.add.at(dx, (np.arange(6)[:, None], want[1].reshape(6, -1)), g.reshape(6, -1))
+    if form == "numpy":
+        with jit.disabled():
+            got_dx = pool.max_pool_backward(g, got[1], x.shape)
+    else:
+        got_dx = pool.max_pool_backward(g, got[1], x.shape)
+    assert got_dx.dtype == np.float32
+    np.testing.assert_allclose(got_dx, dx.reshape(x.shape), rtol=1e-6, atol=1e-6)

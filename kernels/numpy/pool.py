@@ -1,0 +1,103 @@
+"""Max pooling with indices over NumPy arrays: the CPU's fused max_pool1d/2d/3d (the node in
+autograd/ops/pooling.py; other devices compose the pool from windows and a max, in
+nn/_convolution.py).
+
+x (N, C, *S) with nd = len(S) spatial dims; window o along dim i covers positions o s_i - p_i
++ j d_i, j < k_i, those outside [0, S_i) left out (PyTorch's implicit -inf padding). Each
+output is its window's maximum and the flat position of that maximum in its input plane
+(volume for 3-D), PyTorch's rule: the first strictly greater value wins, a NaN wins over
+anything (the last NaN, as PyTorch's kernels scan), and a window of -inf points at its first
+position inside the input. The backward adds each output's gradient at its position
+(overlapping windows may share one). A compiled loop (nn_loops.max_pool) does both in one
+pass where kernels/numpy/jit.py allows; the NumPy form gathers the windows instead.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from . import jit
+from .bf16 import BF16Array
+from .nn import _back, _up
+
+__all__ = ["max_pool", "max_pool_backward"]
+
+
+def _as_3d(shape: tuple, params: tuple, fill: int) -> tuple:
+    """A 1-D or 2-D pool's per-dim ``params`` padded in front to three dims."""
+    return (fill,) * (3 - len(shape)) + tuple(params)
+
+
+def max_pool(x, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, out: tuple):
+    """(values (N, C, *out) in x's dtype, indices (N, C, *out) int64) of the max pool."""
+    xf = _up(x)
+    n, c, sizes = x.shape[0], x.shape[1], tuple(x.shape[2:])
+    x4 = np.ascontiguousarray(xf).reshape((n * c,) + _as_3d(sizes, sizes, 1))
+    values = np.empty((n * c,) + _as_3d(out, out, 1), xf.dtype)
+    index = np.empty(values.shape, np.int64)
+    if (loops := jit.loops("nn_loops")) is not None and xf.dtype.kind == "f":
+        loops.max_pool(x4, np.array(_as_3d(out, kernel, 1)), np.array(_as_3d(out, stride, 1)),
+                       np.array(_as_3d(out, padding, 0)), np.array(_as_3d(out, dilation, 1)),
+                       values, index)
+    else:
+        _max_pool_numpy(x4, _as_3d(out, kernel, 1), _as_3d(out, stride, 1),
+                        _as_3d(out, padding, 0), _as_3d(out, dilation, 1), values, index)
+    shape = (n, c) + tuple(out)
+    return _back(values.reshape(shape), x) if type(x) is BF16Array or x.dtype != xf.dtype \
+        else values.reshape(shape), index.reshape(shape)
+
+
+def _max_pool_numpy(x4, kernel, stride, padding, dilation, values, index) -> None:
+    """max_pool's NumPy form over (P, D, H, W) ``x4``: the windows of a -inf padded copy
+    gathered (P, L, K), their argmax taken and mapped to plane positions."""
+    p_, sizes, out = x4.shape[0], x4.shape[1:], values.shape[1:]
+    reach = [max(n + q, (o - 1) * s + (k - 1) * d + 1) for n, q, o, s, k, d
+             in zip(sizes, padding, out, stride, kernel, dilation)]
+    canvas = np.full((p_, *reach), -np.inf, x4.dtype)
+    canvas[(slice(None),) + tuple(slice(q, q + n) for q, n in zip(padding, sizes))] = x4
+    st = canvas.strides
+    win = as_strided(canvas, (p_, *out, *kernel),
+                     (st[0], *(a * s for a, s in zip(st[1:], stride)),
+                      *(a * d for a, d in zip(st[1:], dilation))), writeable=False)
+    taps = np.ascontiguousarray(win).reshape(p_, math.prod(out), math.prod(kernel))
+    arg = np.argmax(taps, axis=2)  # the first maximum; the first NaN (fixed below)
+    nan = np.isnan(taps)
+    if nan.any():  # PyTorch's kernels keep the last NaN of a window
+        last = taps.shape[2] - 1 - np.argmax(nan[:, :, ::-1], axis=2)
+        arg = np.where(nan.any(axis=2), last, arg)
+    best = np.take_along_axis(taps, arg[..., None], axis=2)[..., 0]
+    # each tap's position in the unpadded plane, -1 for taps in the padding
+    pos = np.zeros((1, 1), np.int64)
+    inside = np.ones((1, 1), bool)
+    for n, q, o, s, k, d in zip(sizes, padding, out, stride, kernel, dilation):
+        at = np.arange(o)[:, None] * s - q + np.arange(k)[None, :] * d  # (o, k)
+        pos = (pos[:, None, :, None] * n + at[None, :, None, :]).reshape(
+            pos.shape[0] * o, pos.shape[1] * k)
+        inside = (inside[:, None, :, None] & ((at >= 0) & (at < n))[None, :, None, :]).reshape(
+            pos.shape)
+    first_inside = np.argmax(inside, axis=1)  # a window of -inf points at its first position
+    arg = np.where(np.take_along_axis(inside[None], arg[..., None], axis=2)[..., 0], arg,
+                   first_inside[None, :])
+    values.reshape(best.shape)[...] = best
+    index.reshape(best.shape)[...] = pos[np.arange(pos.shape[0])[None, :], arg]
+
+
+def max_pool_backward(g, index: np.ndarray, input_shape: tuple):
+    """The input gradient (``input_shape``, g's dtype) of max_pool: each output's gradient
+    added at its index in its plane."""
+    gf = _up(g)
+    n, c = input_shape[:2]
+    plane = math.prod(input_shape[2:])
+    g2 = np.ascontiguousarray(gf).reshape(n * c, -1)
+    i2 = np.ascontiguousarray(index).reshape(n * c, -1)
+    if (loops := jit.loops("nn_loops")) is not None and gf.dtype.kind == "f":
+        dx = np.zeros((n * c, plane), gf.dtype)
+        loops.max_pool_backward(g2, i2, dx)
+    else:
+        flat = (i2 + np.arange(n * c)[:, None] * plane).reshape(-1)
+        dx = np.bincount(flat, weights=g2.reshape(-1), minlength=n * c * plane).astype(gf.dtype)
+    dx = dx.reshape(input_shape)
+    return _back(dx, g) if type(g) is BF16Array or g.dtype != gf.dtype else dx
