@@ -1,6 +1,7 @@
 """Memory formats: the strides each layout gives a shape, and the questions PyTorch asks of
-strides (``is_contiguous(memory_format=)``, ``suggest_memory_format``, non-overlapping and
-dense, and the dense strides ``preserve_format`` infers for a tensor that is not).
+strides (``is_contiguous(memory_format=)``, ``suggest_memory_format``, ``dim_order``,
+non-overlapping and dense, and the dense strides ``preserve_format`` infers for a tensor that
+is not).
 
 Every function here works on plain shapes and strides (in elements), so the CPU and Triton
 backends share it; ``empty_array`` makes an array with given strides on either backend. A
@@ -10,10 +11,12 @@ ordinary row-major path (no strides computed, no re-layout) for the common case.
 
 from __future__ import annotations
 
+import itertools
+
 from ..runtime import dtype as dtypes
 from ..runtime.array import contiguous_strides
 
-__all__ = ["format_strides", "is_contiguous_as", "is_non_overlapping_and_dense",
+__all__ = ["dim_order", "format_strides", "is_contiguous_as", "is_non_overlapping_and_dense",
            "suggest_memory_format", "infer_dense_strides", "target_strides", "empty_array"]
 
 # The dimensions of NCHW / NCDHW from the innermost (stride 1: channels) outwards.
@@ -101,30 +104,59 @@ def suggest_memory_format(shape, strides) -> dtypes.memory_format:
     return dtypes.contiguous_format
 
 
-def infer_dense_strides(shape, strides) -> tuple:
-    """Dense strides that keep the dimension order of ``strides`` (PyTorch's
-    ``infer_dense_strides``, TensorIterator's ordering): dimensions sorted innermost first by
-    stride, a stride-0 dimension keeping its row-major place, equal strides ordered by size."""
-    ndim = len(shape)
-    perm = list(range(ndim - 1, -1, -1))  # innermost first
+def _should_swap(shape, strides, d0, d1) -> int:
+    """TensorIterator's comparison of two dimensions (innermost first): 1 if ``d1`` belongs
+    inside ``d0``, -1 if not, 0 if the strides cannot tell (a stride 0, or equal strides and
+    ``d1`` at least as long)."""
+    s0, s1 = strides[d0], strides[d1]
+    if s0 == 0 or s1 == 0:
+        return 0
+    if s0 != s1:
+        return -1 if s0 < s1 else 1
+    return 1 if shape[d0] > shape[d1] else 0
 
-    def should_swap(d0, d1) -> int:
-        s0, s1 = strides[d0], strides[d1]
-        if s0 == 0 or s1 == 0:
-            return 0
-        if s0 != s1:
-            return -1 if s0 < s1 else 1
-        return 1 if shape[d0] > shape[d1] else 0
 
-    for i in range(1, ndim):  # a stable insertion sort, as PyTorch's
+def _innermost_first(shape, strides) -> list:
+    """The dimensions sorted innermost first by stride (PyTorch's stable insertion sort from
+    the row-major order, so dimensions the strides cannot order keep their places)."""
+    perm = list(range(len(shape) - 1, -1, -1))
+    for i in range(1, len(shape)):
         d1 = i
         for d0 in range(i - 1, -1, -1):
-            c = should_swap(perm[d0], perm[d1])
+            c = _should_swap(shape, strides, perm[d0], perm[d1])
             if c > 0:
                 perm[d0], perm[d1] = perm[d1], perm[d0]
                 d1 = d0
             elif c < 0:
                 break
+    return perm
+
+
+def dim_order(shape, strides, check: bool = False) -> tuple | None:
+    """The dimensions in memory order, outermost first (``Tensor.dim_order``, PyTorch's
+    ``compute_elementwise_output_logical_to_physical_perm``): row-major for a contiguous
+    tensor, NHWC for a channels-last one, else sorted by stride. With ``check``, None when the
+    strides leave two neighbours in that order unordered (a stride 0, equal strides)."""
+    ndim = len(shape)
+    if ndim <= 1:
+        return tuple(range(ndim))
+    rows = is_contiguous_as(shape, strides, dtypes.contiguous_format)
+    nhwc = is_contiguous_as(shape, strides, dtypes.channels_last)
+    if rows != nhwc:
+        return tuple(range(ndim)) if rows else (0, *range(2, ndim), 1)
+    perm = _innermost_first(shape, strides)
+    if check and any(_should_swap(shape, strides, a, b) != -1
+                     for a, b in itertools.pairwise(perm)):
+        return None
+    return tuple(reversed(perm))
+
+
+def infer_dense_strides(shape, strides) -> tuple:
+    """Dense strides that keep the dimension order of ``strides`` (PyTorch's
+    ``infer_dense_strides``, TensorIterator's ordering): dimensions sorted innermost first by
+    stride, a stride-0 dimension keeping its row-major place, equal strides ordered by size."""
+    ndim = len(shape)
+    perm = _innermost_first(shape, strides)
     out = [0] * ndim
     step = 1
     for d in perm:

@@ -50,7 +50,7 @@ reductions    sum(a, dims, keepdim)   [dims: sorted tuple of non-negative ints]
 linear alg.   matmul(a, b)            [2-D]
               bmm(a, b)               [(B, n, m) @ (B, m, p); any strides, 0 batch strides too]
               (factorizations and solvers -- inv, det, slogdet, solve, cholesky, qr, eigh, svd,
-              solve_triangular, matrix_exp, lu_factor -- are not per-backend: they are host
+              solve_triangular, matrix_exp, lu_factor, geqrf -- are not per-backend: they are host
               kernels, kernels/numpy/decompositions.py, which autograd/ops/decompositions.py
               runs on a host copy of a CUDA array, synchronizing with the current stream; the
               FFTs of kernels/numpy/fft.py are host kernels too, run so by autograd/ops/fft.py)

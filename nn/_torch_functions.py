@@ -5,9 +5,11 @@ taking ``reduction`` as an int (0 none, 1 mean, 2 sum), pools whose default ``st
 means the kernel size, ``adaptive_max_pool1d`` returning (values, indices), ...
 
 Where the signatures agree the function *is* ``nn.functional``'s (``tg.conv2d is
-F.conv2d``); elsewhere it is a thin call into it. ``channel_shuffle``, ``pdist``, ``rrelu``,
-``feature_dropout`` and ``feature_alpha_dropout`` have no ``nn.functional`` form of their own
-here and are composed below. They live in nn/ (not in autograd/ops' tables, which sit below
+F.conv2d``); elsewhere it is a thin call into it. ``embedding_bag`` (four outputs) is
+nn/_embedding_bag.py's, the RNN cells (``lstm_cell``, ``gru_cell``, ``rnn_tanh_cell``,
+``rnn_relu_cell``) nn/rnn.py's, ``embedding_renorm_`` autograd/ops/nn.py's.
+``channel_shuffle``, ``pdist``, ``rrelu``, ``feature_dropout`` and ``feature_alpha_dropout``
+have no ``nn.functional`` form of their own here and are composed below. They live in nn/ (not in autograd/ops' tables, which sit below
 nn) and are exported by the package (tritongrad/__init__.py).
 """
 
@@ -15,8 +17,11 @@ from __future__ import annotations
 
 import math
 
+from ..autograd.ops.nn import embedding_renorm_
 from ..autograd.tensor import Tensor
 from . import functional as F
+from ._embedding_bag import embedding_bag as _embedding_bag
+from .rnn import gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell
 
 __all__ = ["adaptive_avg_pool1d", "adaptive_max_pool1d", "affine_grid_generator",
            "alpha_dropout", "alpha_dropout_", "avg_pool1d", "batch_norm", "bilinear",
@@ -24,19 +29,20 @@ __all__ = ["adaptive_avg_pool1d", "adaptive_max_pool1d", "affine_grid_generator"
            "constant_pad_nd", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
            "conv_transpose2d", "conv_transpose3d", "convolution", "cosine_embedding_loss",
            "cosine_similarity", "ctc_loss", "dropout", "dropout_", "embedding",
-           "feature_alpha_dropout", "feature_alpha_dropout_", "feature_dropout",
-           "feature_dropout_", "group_norm", "hardshrink", "hinge_embedding_loss",
-           "instance_norm", "kl_div", "layer_norm", "margin_ranking_loss", "max_pool1d",
-           "max_pool1d_with_indices", "max_pool2d", "max_pool3d", "pairwise_distance", "pdist",
-           "pixel_shuffle", "pixel_unshuffle", "poisson_nll_loss", "prelu", "rms_norm", "rrelu",
-           "rrelu_", "selu", "selu_", "threshold", "threshold_", "triplet_margin_loss"]
+           "embedding_bag", "embedding_renorm_", "feature_alpha_dropout",
+           "feature_alpha_dropout_", "feature_dropout", "feature_dropout_", "group_norm",
+           "gru_cell", "hinge_embedding_loss", "instance_norm", "kl_div", "layer_norm",
+           "lstm_cell", "margin_ranking_loss", "max_pool1d", "max_pool1d_with_indices",
+           "max_pool2d", "max_pool3d", "pairwise_distance", "pdist", "pixel_shuffle",
+           "pixel_unshuffle", "poisson_nll_loss", "rms_norm", "rnn_relu_cell", "rnn_tanh_cell",
+           "rrelu", "rrelu_", "selu", "selu_", "threshold", "threshold_", "triplet_margin_loss"]
 
 # -- the same functions ------------------------------------------------------------------------
 
 conv1d, conv2d, conv3d = F.conv1d, F.conv2d, F.conv3d
 conv_transpose1d, conv_transpose2d, conv_transpose3d = (F.conv_transpose1d, F.conv_transpose2d,
                                                         F.conv_transpose3d)
-rms_norm, bilinear, prelu, hardshrink = F.rms_norm, F.bilinear, F.prelu, F.hardshrink
+rms_norm, bilinear = F.rms_norm, F.bilinear  # (prelu, hardshrink: autograd/ops/composite.py)
 pixel_shuffle, pixel_unshuffle = F.pixel_shuffle, F.pixel_unshuffle
 threshold_, cosine_similarity, pairwise_distance = F.threshold_, F.cosine_similarity, \
     F.pairwise_distance
@@ -258,6 +264,19 @@ def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
     ``padding_idx=-1`` for none."""
     return F.embedding(indices, weight, None if padding_idx == -1 else padding_idx,
                        scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor,
+                  scale_grad_by_freq: bool = False, mode: int = 0, sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> tuple:
+    """ATen's embedding bag (weight first, ``mode`` 0 sum, 1 mean, 2 max; ``padding_idx``
+    None for none, negative from the end): ``(output, offset2bag, bag_size, max_indices)``
+    (nn/_embedding_bag.py says what each holds)."""
+    if sparse:
+        raise NotImplementedError(F._SPARSE_MSG.format("embedding_bag"))
+    return _embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode,
+                          per_sample_weights, include_last_offset, padding_idx)
 
 
 # -- losses ------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from ..autograd.autocast import autocast_op as _autocast
 from ..autograd.observe import observed_op as _observed_op
 from ..autograd.ops.linalg import addmm_node as _addmm_node
 from ..autograd.ops import nn as _nn
+from ..autograd.ops.composite import hardshrink, prelu  # (Tensor methods too: an op row)
 from ..autograd.ops.pointwise import sigmoid as _sigmoid
 from ..autograd.ops.pointwise import tanh as _tanh
 from ..autograd.ops.softmax import log_softmax as _log_softmax
@@ -243,23 +244,6 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     return a * _sigmoid(b)
 
 
-def prelu(input: Tensor, weight: Tensor) -> Tensor:
-    """PReLU(x) = x where x > 0, else weight * x; ``weight`` has one value or one per channel
-    (dimension 1 of ``input``)."""
-    checks.tensor_arg(weight, "prelu", "weight")
-    if weight.ndim > 1:
-        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
-                           f"ndim = {weight.ndim}")
-    n = weight.numel()
-    if n != 1:
-        channels = input.shape[1] if input.ndim >= 2 else 0
-        if channels != n:
-            raise RuntimeError(f"prelu: Mismatch of parameter numbers and input channel size. "
-                               f"Found parameter numbers = {n} and channel size = {channels}.")
-        weight = weight.reshape((1, n) + (1,) * (input.ndim - 2))
-    return input.where(input > 0, input * weight)
-
-
 def tanhshrink(input: Tensor) -> Tensor:
     """Tanhshrink(x) = x - tanh(x)."""
     return input - _tanh(input)
@@ -271,11 +255,6 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
         raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be "
                            f"{lambd}.")
     return (input - lambd).where(input > lambd, (input + lambd).where(input < -lambd, 0.0))
-
-
-def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """x where |x| > lambd, else 0."""
-    return input.where(input.abs() > lambd, 0.0)
 
 
 def softmin(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
@@ -355,68 +334,62 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
     """Sums, averages or takes the maximum of bags of embeddings, without the intermediate
     (N, D) rows: ``input`` 2-D (B, N) is B bags of N indices; 1-D it is cut into bags at
     ``offsets`` (the start of each bag; ``include_last_offset``: the last entry ends the last
-    bag). ``per_sample_weights`` (``mode='sum'`` only) scale each row; ``padding_idx`` rows
-    are left out (and not counted by the mean). Empty bags give zeros."""
-    if sparse:
-        raise NotImplementedError(_SPARSE_MSG.format("embedding_bag"))
-    if mode not in ("sum", "mean", "max"):
-        raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
+    bag). ``max_norm`` first renormalises the used rows of ``weight`` in place (as
+    ``embedding``); ``per_sample_weights`` (``mode='sum'`` only) scale each row;
+    ``padding_idx`` rows are left out (and not counted by the mean). Empty bags give zeros.
+    The top-level ``embedding_bag`` (nn/_embedding_bag.py) does the work."""
+    from ._embedding_bag import MODES
+    from ._embedding_bag import embedding_bag as _bags
+    if weight.dtype.name == "int64" and input.is_floating_point():
+        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage "
+                      "`embedding_bag(weight, input, ...)` is deprecated, and should now be "
+                      "`embedding_bag(input, weight, ...)`.", stacklevel=2)
+        weight, input = input, weight
+    if per_sample_weights is not None and input.shape != per_sample_weights.shape:
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) "
+                         f"is not None, then it must have the same shape as the input "
+                         f"({input.shape})")
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.ndim}")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError(f"if input is 2D, then offsets has to be None, as input is "
+                             f"treated is a mini-batch of fixed length sequences. However, "
+                             f"found offsets of type {type(offsets)}")
+        from ..autograd.ops.creation import arange
+        offsets = arange(input.shape[0], dtype=input.dtype, device=input.device) * \
+            input.shape[1]
+        include_last_offset = False
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.ndim}")
+    if mode not in MODES:
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if max_norm is not None:
+        from ..autograd.grad_mode import no_grad
+        with no_grad():
+            _nn.embedding_renorm_(weight, input, max_norm, norm_type)
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
                                   f"per_sample_weights is only supported for mode='sum' (got "
                                   f"mode='{mode}'). Please open a feature request on GitHub.")
-    from ..autograd.ops.creation import arange, tensor, zeros
-
-    if input.ndim == 2:
-        if offsets is not None:
-            raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
-                             "is a mini-batch of fixed length sequences.")
-        bags, per = input.shape
-        flat = input.reshape(-1)
-        bag_of = arange(bags, device=input.device).repeat_interleave(per)
-        if per_sample_weights is not None:
-            per_sample_weights = per_sample_weights.reshape(-1)
-    elif input.ndim == 1:
-        if offsets is None or offsets.ndim != 1:
-            raise ValueError("offsets has to be a 1D Tensor but got None" if offsets is None
-                             else "offsets has to be a 1D Tensor")
-        starts = offsets.tolist()
-        if include_last_offset:
-            starts, end = starts[:-1], starts[-1]
-        else:
-            end = input.shape[0]
-        if starts and starts[0] != 0:
-            raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the "
-                               "mini-batch has to start from position 0. However, got "
-                               f"{starts[0]}")
-        bags, flat = len(starts), input
-        lengths = [b - a for a, b in zip(starts, starts[1:] + [end])]
-        bag_of = tensor(sum(([i] * n for i, n in enumerate(lengths)), []), dtype=input.dtype,
-                        device=input.device)
-    else:
-        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
-                         f"{input.ndim}")
-    rows = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq)
-    keep = None
-    if padding_idx is not None:
-        keep = (flat != (padding_idx % weight.shape[0])).to(rows.dtype).unsqueeze(1)
-        rows = rows * keep
-    if per_sample_weights is not None:
-        rows = rows * per_sample_weights.unsqueeze(1)
-    dim = weight.shape[1]
-    out = zeros((bags, dim), dtype=rows.dtype, device=rows.device)
-    if mode == "max":
-        if keep is not None:  # padding rows never win the maximum
-            rows = rows.where(keep > 0, float("-inf"))
-        out = out.scatter_reduce(0, bag_of.unsqueeze(1).expand(-1, dim), rows, "amax",
-                                 include_self=False)
-        return out.where(out != float("-inf"), 0.0)
-    total = out.index_add(0, bag_of, rows)
-    if mode == "sum":
-        return total
-    ones = rows.new_ones((rows.shape[0], 1)) if keep is None else keep
-    counts = zeros((bags, 1), dtype=rows.dtype, device=rows.device).index_add(0, bag_of, ones)
-    return total / counts.clamp(min=1.0)
+    if sparse:
+        raise NotImplementedError(_SPARSE_MSG.format("embedding_bag"))
+    return _bags(weight, input, offsets, scale_grad_by_freq, MODES.index(mode),
+                 per_sample_weights, include_last_offset, padding_idx)[0]
 
 
 _SPARSE_MSG = ("{}: sparse=True asks for a sparse gradient of the weight, and tritongrad has no "

@@ -1,7 +1,8 @@
 """Recurrent layers: RNN, LSTM and GRU (multi-layer, optionally bidirectional; LSTM with
-projections) and the cells RNNCell, LSTMCell and GRUCell, built from differentiable Tensor ops
-(``F.linear``, ``sigmoid``, ``tanh``, ``relu``), so their gradients, to any order, come from
-composition.
+projections), the cells RNNCell, LSTMCell and GRUCell and ATen's cell functions they call
+(``lstm_cell``, ``gru_cell``, ``rnn_tanh_cell``, ``rnn_relu_cell``, also at the top of the
+package), built from differentiable Tensor ops (``F.linear``, ``sigmoid``, ``tanh``,
+``relu``), so their gradients, to any order, come from composition.
 
 Parameters, their names, shapes and order, the gate orders (LSTM: input, forget, cell, output;
 GRU: reset, update, new) and the initialisation U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))
@@ -23,6 +24,7 @@ import math
 import numbers
 import warnings
 
+from ..autograd import checks
 from ..autograd.ops.creation import zeros
 from ..autograd.ops.shape import cat, stack
 from ..autograd.tensor import Tensor
@@ -32,7 +34,8 @@ from .module import Module
 from .parameter import Parameter
 from .utils.rnn import PackedSequence
 
-__all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell"]
+__all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "gru_cell",
+           "lstm_cell", "rnn_relu_cell", "rnn_tanh_cell"]
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
@@ -54,6 +57,73 @@ def _gru_step(gi: Tensor, gh: Tensor, h: Tensor, hidden: int) -> Tensor:
     z = (gi[:, hidden:2 * hidden] + gh[:, hidden:2 * hidden]).sigmoid()
     n = (gi[:, 2 * hidden:] + r * gh[:, 2 * hidden:]).tanh()
     return (1 - z) * n + z * h
+
+
+# -- one step: ATen's cell functions (torch.lstm_cell, ...), which the cell modules call ---------
+
+def _check_cell(op: str, input: Tensor, hx: tuple, w_ih: Tensor, w_hh: Tensor,
+                gates: int) -> None:
+    """ATen's checks of a cell's arguments (check_rnn_cell_forward_*), in its order: the
+    weights against ``hidden_size = w_hh.size(1)``, the input, then each hidden state."""
+    for t, name in ((input, "input"), (w_ih, "w_ih"), (w_hh, "w_hh")) + tuple(
+            (h, "hx") for h in hx):
+        checks.tensor_arg(t, op, name)
+    hidden = w_hh.size(1)
+    for name, w in (("weight_ih", w_ih), ("weight_hh", w_hh)):
+        if w.size(0) != gates * hidden:
+            raise RuntimeError(f"{name} first dim must be {gates} * hidden_size = "
+                               f"{gates * hidden}, but got {w.size(0)}")
+    if input.size(1) != w_ih.size(1):
+        raise RuntimeError(f"input has inconsistent input_size: got {input.size(1)} expected "
+                           f"{w_ih.size(1)}")
+    for i, h in enumerate(hx):
+        if input.size(0) != h.size(0):
+            raise RuntimeError(f"Input batch size {input.size(0)} doesn't match hidden{i} "
+                               f"batch size {h.size(0)}")
+        if h.size(1) != hidden:
+            raise RuntimeError(f"hidden{i} has inconsistent hidden_size: got {h.size(1)}, "
+                               f"expected {hidden}")
+
+
+def _rnn_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih, b_hh,
+              relu: bool) -> Tensor:
+    _check_cell("rnn_relu_cell" if relu else "rnn_tanh_cell", input, (hx,), w_ih, w_hh, 1)
+    pre = F.linear(input, w_ih, b_ih) + F.linear(hx, w_hh, b_hh)
+    return pre.relu() if relu else pre.tanh()
+
+
+def rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,
+                  b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> Tensor:
+    """One Elman RNN step, ``tanh(input w_ih^T + b_ih + hx w_hh^T + b_hh)``: ``input``
+    (N, H_in), ``hx`` (N, H), ``w_ih`` (H, H_in), ``w_hh`` (H, H)."""
+    return _rnn_cell(input, hx, w_ih, w_hh, b_ih, b_hh, relu=False)
+
+
+def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,
+                  b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> Tensor:
+    """``rnn_tanh_cell`` with relu instead of tanh."""
+    return _rnn_cell(input, hx, w_ih, w_hh, b_ih, b_hh, relu=True)
+
+
+def lstm_cell(input: Tensor, hx, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
+              b_hh: Tensor | None = None) -> tuple:
+    """One LSTM step: ``hx`` is ``(h, c)``, the weights hold the input, forget, cell and output
+    gates' rows (4 H of them); returns ``(h', c')``."""
+    if isinstance(hx, Tensor) or not isinstance(hx, (tuple, list)):
+        raise TypeError(f"lstm_cell(): argument 'hx' (position 2) must be tuple of Tensors, "
+                        f"not {type(hx).__name__}")
+    if len(hx) != 2:
+        raise RuntimeError("lstm_cell expects two hidden states")
+    _check_cell("lstm_cell", input, tuple(hx), w_ih, w_hh, 4)
+    gates = F.linear(input, w_ih, b_ih) + F.linear(hx[0], w_hh, b_hh)
+    return _lstm_step(gates, hx[1], w_hh.size(1))
+
+
+def gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
+             b_hh: Tensor | None = None) -> Tensor:
+    """One GRU step: the weights hold the reset, update and new gates' rows (3 H of them)."""
+    _check_cell("gru_cell", input, (hx,), w_ih, w_hh, 3)
+    return _gru_step(F.linear(input, w_ih, b_ih), F.linear(hx, w_hh, b_hh), hx, w_hh.size(1))
 
 
 class RNNBase(Module):
@@ -458,9 +528,8 @@ class RNNCell(_CellBase):
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         x, unbatched = self._input(input)
         h = self._state(hx, x, unbatched)
-        pre = F.linear(x, self.weight_ih, self.bias_ih) + F.linear(h, self.weight_hh,
-                                                                   self.bias_hh)
-        h = pre.tanh() if self.nonlinearity == "tanh" else pre.relu()
+        h = _rnn_cell(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh,
+                      relu=self.nonlinearity == "relu")
         return h.squeeze(0) if unbatched else h
 
 
@@ -474,9 +543,7 @@ class LSTMCell(_CellBase):
         x, unbatched = self._input(input)
         h, c = (None, None) if hx is None else hx
         h, c = self._state(h, x, unbatched), self._state(c, x, unbatched)
-        gates = F.linear(x, self.weight_ih, self.bias_ih) + F.linear(h, self.weight_hh,
-                                                                     self.bias_hh)
-        h, c = _lstm_step(gates, c, self.hidden_size)
+        h, c = lstm_cell(x, (h, c), self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return (h.squeeze(0), c.squeeze(0)) if unbatched else (h, c)
 
 
@@ -488,6 +555,5 @@ class GRUCell(_CellBase):
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         x, unbatched = self._input(input)
         h = self._state(hx, x, unbatched)
-        h = _gru_step(F.linear(x, self.weight_ih, self.bias_ih),
-                      F.linear(h, self.weight_hh, self.bias_hh), h, self.hidden_size)
+        h = gru_cell(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return h.squeeze(0) if unbatched else h

@@ -40,6 +40,7 @@ from . import compiler  # torch.compiler (tritongrad/compiler.py)
 from .compiler import compile  # noqa: A004 - torch.compile, run eagerly
 from . import func  # torch.func (tritongrad/func.py)
 from .func import vmap  # torch.vmap is torch.func.vmap
+from ._higher_order_ops import cond, while_loop  # structured control flow, run eagerly
 from .backends import get_float32_matmul_precision, set_float32_matmul_precision
 from . import amp
 from .autograd.autocast import (autocast, clear_autocast_cache, get_autocast_dtype,
@@ -75,7 +76,7 @@ __all__ += ["backends", "get_float32_matmul_precision", "linalg", "special",
             "set_float32_matmul_precision"]
 __all__ += ["fft"]
 __all__ += ["compile", "compiler"]
-__all__ += ["func", "vmap"]
+__all__ += ["cond", "func", "vmap", "while_loop"]
 __all__ += ["amp", "autocast", "clear_autocast_cache", "get_autocast_dtype",
             "is_autocast_available", "is_autocast_cache_enabled", "is_autocast_enabled",
             "set_autocast_cache_enabled", "set_autocast_dtype", "set_autocast_enabled"]

@@ -3,10 +3,11 @@
 Norms (``vector_norm``, ``matrix_norm``, ``norm``), ``vecdot`` and ``matmul`` are
 differentiable compositions of the tensor ops (autograd/ops/linalg_ext.py). The
 factorizations and solvers (``inv``, ``det``, ``slogdet``, ``solve``, ``cholesky``, ``qr``,
-``eigh``, ``svd``, ``pinv``, ``solve_triangular``, ``matrix_exp``, ...) run NumPy's LAPACK on
-the host, with PyTorch's derivative rules (autograd/ops/decompositions.py); a CUDA tensor
-takes a host round trip that synchronizes with the current stream. The nuclear and spectral
-matrix norms are not implemented.
+``eigh``, ``svd``, ``pinv``, ``solve_triangular``, ``matrix_exp``, ``lu_factor``, ...) run
+NumPy's LAPACK on the host, with PyTorch's derivative rules (autograd/ops/decompositions.py):
+a CUDA tensor takes a host round trip that synchronizes with the current stream.
+``householder_product`` is a composite of matrix products (autograd/ops/householder.py). The
+nuclear and spectral matrix norms are not implemented.
 
 Example:
     >>> tg.linalg.vector_norm(tg.tensor([3., 4.]))
@@ -15,13 +16,16 @@ Example:
 
 from .autograd.ops import matmul  # (the table's function: tg.matmul itself)
 from .autograd.ops.decompositions import (LinAlgError, cholesky, cholesky_ex, cross, det, eigh,
-                                          eigvalsh, inv, inv_ex, lstsq, lu_factor, matrix_exp,
-                                          multi_dot, pinv, qr, slogdet, solve,
-                                          solve_triangular, svd, svdvals, vander)
+                                          eigvalsh, inv, inv_ex, lstsq, lu_factor,
+                                          lu_factor_ex, matrix_exp, multi_dot, pinv, qr,
+                                          slogdet, solve, solve_triangular, svd, svdvals,
+                                          vander)
+from .autograd.ops.householder import householder_product
 from .autograd.ops.linalg_ext import linalg_norm as norm
 from .autograd.ops.linalg_ext import matrix_norm, matrix_power, vecdot, vector_norm
 
-__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cross", "det", "eigh", "eigvalsh", "inv",
-           "inv_ex", "lstsq", "lu_factor", "matmul", "matrix_exp", "matrix_norm", "matrix_power",
-           "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular", "svd",
-           "svdvals", "vander", "vecdot", "vector_norm"]
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cross", "det", "eigh", "eigvalsh",
+           "householder_product", "inv", "inv_ex", "lstsq", "lu_factor", "lu_factor_ex",
+           "matmul", "matrix_exp", "matrix_norm", "matrix_power", "multi_dot", "norm", "pinv",
+           "qr", "slogdet", "solve", "solve_triangular", "svd", "svdvals", "vander", "vecdot",
+           "vector_norm"]

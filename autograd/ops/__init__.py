@@ -17,6 +17,7 @@ from . import products, scans, sets, special  # scans, sets, products, special f
 from . import statistics  # nansum, cov, corrcoef, fmax, rot90, ... (composites)
 from . import selection  # take, take_along_dim, index_fill, index_copy, masked_scatter
 from . import decompositions  # factorizations and solvers (tg.linalg.inv, svd, ...)
+from . import householder  # geqrf, householder_product (orgqr), ormqr
 from . import numeric  # copysign, gcd, ldexp, float_power, frexp, nextafter, shifts, histogram
 from . import arrange  # ravel, msort, diagflat, h/v/dsplit, the view scatters, put
 from . import tensor_info  # is_signed, is_nonzero, get_device, apply_, map_, share_memory_
@@ -55,6 +56,7 @@ FAMILIES = {
     "statistics": statistics.OPS,
     "selection": selection.OPS,
     "decompositions": decompositions.OPS,
+    "householder": householder.OPS,
     "numeric": numeric.OPS,
     "arrange": arrange.OPS,
     "tensor_info": tensor_info.OPS,

@@ -1,7 +1,7 @@
 """Composites that rearrange or place elements: ``ravel adjoint msort narrow_copy diagflat
-argwhere hsplit vsplit dsplit``, the view-scatter family (``select_scatter slice_scatter
-diagonal_scatter as_strided_scatter``: a copy of the input with a view's region replaced), and
-the flat-index writes ``put``/``put_`` and ``fill_diagonal_``.
+argwhere nonzero_static hsplit vsplit dsplit``, the view-scatter family (``select_scatter
+slice_scatter diagonal_scatter as_strided_scatter``: a copy of the input with a view's region
+replaced), and the flat-index writes ``put``/``put_`` and ``fill_diagonal_``.
 
 The view scatters are one primitive, views.py's ``AsStridedScatterBackward0`` (a copy of the
 base with a strided region replaced; its rule sends ``g`` with the region zeroed to the input
@@ -20,7 +20,7 @@ from ..tensor import Tensor, wrap_dim
 from .combinations import diag, diagonal, tensor_split
 from .creation import arange, full
 from .indexing import nonzero
-from .shape import narrow, select
+from .shape import cat, narrow, select
 from .sorting import sort
 from .views import AsStridedScatterBackward0, as_strided, getitem
 
@@ -63,6 +63,30 @@ def argwhere(input: Tensor) -> Tensor:
     """The indices of the nonzero elements, one row each: an int64 (count, ndim) tensor
     (``nonzero(input)``)."""
     return nonzero(tensor_arg(input, "argwhere"))
+
+
+def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1, out=None) -> Tensor:
+    """The indices of the nonzero elements as ``nonzero`` gives them, in exactly ``size``
+    rows: an int64 (size, ndim) tensor, truncated to the first ``size`` rows, or padded with
+    rows of ``fill_value`` (default -1, an invalid index) when there are fewer."""
+    x = tensor_arg(input, "nonzero_static")
+    for name, v in (("size", size), ("fill_value", fill_value)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"nonzero_static(): argument '{name}' must be int, not "
+                            f"{type(v).__name__}")
+    if size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    found = nonzero(x)
+    n = found.shape[0]
+    if n >= size:
+        result = found[:size].contiguous()
+    else:
+        result = cat([found, full((size - n, x.ndim), fill_value, dtype=dtypes.int64,
+                                  device=x.device)])
+    if isinstance(out, Tensor) and out.numel() == 0:
+        out.resize_(tuple(result.shape))  # (an empty out= is resized, as PyTorch's)
+    from .elementwise import _result
+    return _result(result, out, "nonzero_static")
 
 
 def _dim_split(input: Tensor, indices_or_sections, dim: int, least: int, op: str) -> tuple:
@@ -224,6 +248,7 @@ OPS = (
     OpInfo("narrow_copy", narrow_copy, dtypes="all", grad="g in a zero tensor"),
     OpInfo("diagflat", diagflat, dtypes="all", grad="the diagonal of g"),
     OpInfo("argwhere", argwhere, dtypes="all; int64 result", grad="none"),
+    OpInfo("nonzero_static", nonzero_static, dtypes="all; int64 result", grad="none"),
     OpInfo("hsplit", hsplit, dtypes="all", grad="cat of the gs"),
     OpInfo("vsplit", vsplit, dtypes="all", grad="cat of the gs"),
     OpInfo("dsplit", dsplit, dtypes="all", grad="cat of the gs"),

@@ -1,5 +1,6 @@
 """Pointwise and statistical composites: ``std_mean var_mean isclose allclose nan_to_num lerp
-addcmul addcdiv xlogy logaddexp isin``.
+addcmul addcdiv xlogy logaddexp isin``, and the activations ``prelu hardshrink`` (also
+``nn.functional``'s).
 
 Every op here is written over other public ops (``where``, ``abs``, ``log1p``, ``add_``, ...),
 so it has no kernels and no derivative rule of its own: both backends run it, and its gradient
@@ -373,6 +374,30 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
     return _result(~found if invert else found, out, "isin")
 
 
+# -- activations PyTorch also has as Tensor methods (nn.functional re-exports them) -------------
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """PReLU(x) = x where x > 0, else weight * x; ``weight`` has one value or one per channel
+    (dimension 1 of ``input``)."""
+    tensor_arg(weight, "prelu", "weight")
+    if weight.ndim > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
+                           f"ndim = {weight.ndim}")
+    n = weight.numel()
+    if n != 1:
+        channels = input.shape[1] if input.ndim >= 2 else 0
+        if channels != n:
+            raise RuntimeError(f"prelu: Mismatch of parameter numbers and input channel size. "
+                               f"Found parameter numbers = {n} and channel size = {channels}.")
+        weight = weight.reshape((1, n) + (1,) * (input.ndim - 2))
+    return input.where(input > 0, input * weight)
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """Hardshrink(x) = x where |x| > lambd, else 0."""
+    return input.where(input.abs() > lambd, 0.0)
+
+
 # -- the table ---------------------------------------------------------------------------------
 
 OPS = (
@@ -395,5 +420,8 @@ OPS = (
     OpInfo("isreal", isreal, dtypes="all; bool result", grad="none"),
     OpInfo("isin", isin, method=False, dtypes="promoted; bool result", grad="none"),
     OpInfo("logaddexp", logaddexp, dtypes="floats", grad="g sigmoid(a - b), g sigmoid(b - a)"),
+    OpInfo("prelu", prelu, dtypes="floats",
+           grad="g where x > 0, else weight g; weight: the sum of g x where x <= 0"),
+    OpInfo("hardshrink", hardshrink, dtypes="floats", grad="g where abs(x) > lambd, else 0"),
 )
 OPS = with_inplace(OPS, ("xlogy",))

@@ -1,5 +1,6 @@
 """Matrix factorizations and solvers (``torch.linalg``'s inv, det, slogdet, solve, cholesky, qr,
-eigh, svd, solve_triangular, matrix_exp and what is built from them), with derivatives.
+eigh, svd, solve_triangular, matrix_exp, lu_factor and what is built from them), with
+derivatives.
 
 Forwards run NumPy's LAPACK (kernels/numpy/decompositions.py) on the CPU's arrays. There are no
 Triton solver kernels, so a CUDA tensor takes a host round trip: ``runtime.memory.to_host``
@@ -39,8 +40,9 @@ from .elementwise import _result
 
 __all__ = ["LinAlgError", "inv", "inv_ex", "det", "slogdet", "logdet", "solve", "cholesky",
            "cholesky_ex", "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv",
-           "solve_triangular", "matrix_exp", "lstsq", "lu_factor", "multi_dot", "cross",
-           "vander", "inverse", "cholesky_solve", "svd_legacy", "pinverse", "triangular_solve"]
+           "solve_triangular", "matrix_exp", "lstsq", "lu_factor", "lu_factor_ex", "multi_dot",
+           "cross", "vander", "inverse", "cholesky_solve", "svd_legacy", "pinverse",
+           "triangular_solve"]
 
 
 class LinAlgError(RuntimeError):
@@ -61,6 +63,7 @@ InvExResult = _named("inv_ex", "inverse info")
 CholeskyExResult = _named("cholesky_ex", "L info")
 LstsqResult = _named("lstsq", "solution residuals rank singular_values")
 LUFactorResult = _named("lu_factor", "LU pivots")
+LUFactorExResult = _named("lu_factor_ex", "LU pivots info")
 TriangularSolveResult = _named("triangular_solve", "solution cloned_coefficient")
 
 # -- plumbing: host kernels, checks, rules in Tensor ops -------------------------------------------
@@ -821,16 +824,118 @@ def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None) -> LstsqResult:
     return LstsqResult(X.squeeze(-1) if vector else X, none, rank, none)
 
 
-def lu_factor(A: Tensor, *, pivot: bool = True, out=None) -> LUFactorResult:
-    """(LU, pivots): LAPACK getrf's packed factors (L unit lower, U upper) and int32 1-based
-    row swaps. Not differentiable in tritongrad."""
-    op = "linalg.lu_factor"
-    _matrix(A, op, square=False)
+class LinalgLuFactorExBackward0(Primitive):
+    """A = P L U with partial pivoting, packed as LU = L + U - I: PyTorch's
+    lu_factor_ex_backward. With k = min(m, n), gL = g[..., :k] and gU = g[..., :k, :], a
+    square A gets dA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H; a wide (tall) one solves
+    with U's (L's) leading square block and passes the rest of gU (gL) through L^-H (U^-H)."""
+
+    __slots__ = ()
+    op_name = "linalg_lu_factor_ex"
+    saved_names = ("LU", "pivots")
+    nondiff_outputs = (1,)
+    # (LU through the protocol, which keeps its tangent for forward-over-reverse; the pivots,
+    # an integer output, appended by _keep_outputs)
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, a):
+        return _host(_np_dec.lu_factor, (a,))
+
+    @staticmethod
+    def _rule(ctx, saved, g, _pivots_grad=None):
+        from .linalg_legacy import lu_unpack
+        from .shape import cat
+        LU, pivots = saved
+        P, L, U = lu_unpack(LU, pivots)
+        m, n = LU.shape[-2], LU.shape[-1]
+        k = min(m, n)
+        gL, gU = g[..., :, :k], g[..., :k, :]
+        if m == n:
+            gA = (_mH(L) @ gL).tril(-1) + (gU @ _mH(U)).triu()
+            gA = solve_triangular(_mH(U), gA, upper=False, left=False)
+            gA = solve_triangular(_mH(L), gA, upper=True, unitriangular=True)
+        elif m < n:
+            gA = (_mH(L) @ gL - gU.triu() @ _mH(U)).tril(-1)
+            gA = solve_triangular(_mH(U[..., :, :k]), gA, upper=False, left=False)
+            gA = cat([gA + gU[..., :, :k].triu(), gU[..., :, k:]], -1)
+            gA = solve_triangular(_mH(L), gA, upper=True, unitriangular=True)
+        else:
+            gA = (gU @ _mH(U) - _mH(L) @ gL.tril(-1)).triu()
+            gA = solve_triangular(_mH(L[..., :k, :]), gA, upper=True, unitriangular=True)
+            gA = cat([gA + gL[..., :k, :].tril(-1), gL[..., k:, :]], -2)
+            gA = solve_triangular(_mH(U), gA, upper=False, left=False)
+        return P @ gA
+
+    vjp = complex_vjp = _tensor_rule(_rule.__func__)
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out):
+        # P^T dA = dL U + L dU. Its leading k x k block, with dK = L1^-1 (P^T dA)_11 U1^-1,
+        # gives dL1 = L1 tril(dK, -1) and dU1 = triu(dK) U1; the rest of a wide A gives
+        # dU2 = L1^-1 ((P^T dA)_12 - dL1 U2), of a tall one dL2 = ((P^T dA)_21 - L2 dU1) U1^-1
+        from .linalg_legacy import lu_unpack
+        from .shape import cat
+        LU, pivots = out
+        P, L, U = lu_unpack(LU, pivots)
+        m, n = LU.shape[-2], LU.shape[-1]
+        kk = min(m, n)
+        PdA = P.mT @ tangents[0]
+        L1, U1 = L[..., :kk, :], U[..., :, :kk]
+        dK = solve_triangular(L1, PdA[..., :kk, :kk], upper=False, unitriangular=True)
+        dK = solve_triangular(U1, dK, upper=True, left=False)
+        dL1, dU1 = L1 @ dK.tril(-1), dK.triu() @ U1
+        if m < n:
+            dU2 = solve_triangular(L1, PdA[..., :, kk:] - dL1 @ U[..., :, kk:], upper=False,
+                                   unitriangular=True)
+            return cat([dL1 + dU1, dU2], -1), None
+        if m > n:
+            dL2 = solve_triangular(U1, PdA[..., kk:, :] - L[..., kk:, :] @ dU1, upper=True,
+                                   left=False)
+            return cat([dL1 + dU1, dL2], -2), None
+        return dL1 + dU1, None
+
+
+def _lu_infos(LU: Tensor) -> np.ndarray:
+    """LAPACK getrf's info per matrix: the 1-based index of the first exact zero on U's
+    diagonal, 0 if none."""
+    zero = LU.detach().diagonal(0, -2, -1).cpu().numpy() == 0
+    first = np.argmax(zero, -1) + 1 if zero.shape[-1] else np.zeros(zero.shape[:-1], np.int64)
+    return np.where(zero.any(-1), first, 0).astype(np.int32)
+
+
+def _lu_factor(A: Tensor, pivot: bool, check_errors: bool, op: str) -> LUFactorExResult:
+    _matrix(A, op.removeprefix("torch."), square=False)
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
-    from .creation import tensor
-    lu, piv = _np_dec.lu_factor(A.detach().cpu().numpy())
-    return LUFactorResult(tensor(lu, device=A.device), tensor(piv, device=A.device))
+    LU, pivots = _keep_outputs(apply(LinalgLuFactorExBackward0, (A,)), skip=(0,))
+    infos = _lu_infos(LU)
+    if check_errors and infos.any():
+        flat = infos.reshape(-1)
+        batch = int(np.argmax(flat != 0))
+        raise RuntimeError(
+            f"{_batch(op, batch if A.ndim > 2 else None)}U[{flat[batch]},{flat[batch]}] is zero "
+            f"and using it on lu_solve would result in a division by zero. If you still want to "
+            f"perform the factorization, consider calling linalg.lu(A, pivot) or "
+            f"linalg.lu_factor_ex(A, pivot)")
+    return LUFactorExResult(LU, pivots, _info(A, infos))
+
+
+def lu_factor(A: Tensor, *, pivot: bool = True, out=None) -> LUFactorResult:
+    """(LU, pivots): LAPACK getrf's packed factors of ``A = P L U`` (``L`` unit lower, ``U``
+    upper) and its int32 1-based row swaps. A matrix with a zero on ``U``'s diagonal raises
+    PyTorch's RuntimeError (:func:`lu_factor_ex` reports it instead). Differentiable with
+    respect to ``A`` (PyTorch's rule, square and rectangular)."""
+    LU, pivots, _ = _lu_factor(A, pivot, True, "torch.linalg.lu_factor")
+    return LUFactorResult(LU, pivots)
+
+
+def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False,
+                 out=None) -> LUFactorExResult:
+    """(LU, pivots, info): :func:`lu_factor` with ``info`` (int32, one per matrix) the
+    1-based index of the first zero on ``U``'s diagonal, 0 for none; raises for such a
+    matrix only when ``check_errors``."""
+    return _lu_factor(A, pivot, check_errors, "torch.linalg.lu_factor_ex")
 
 
 def lobpcg(A: Tensor, k: int | None = None, B: Tensor | None = None, X: Tensor | None = None,

@@ -5,8 +5,8 @@ the randomized ``svd_lowrank`` and ``pca_lowrank``, and the removed ``matrix_ran
 ``torch.linalg``).
 
 All are compositions of decompositions.py's factorizations and solvers and of Tensor ops, so
-they run where those run (the factorizations on the host) and are differentiable through them,
-except the LU factorization itself (``lu``: ``linalg.lu_factor`` has no derivative here).
+they run where those run (the factorizations on the host) and are differentiable through them
+(``lu`` through ``linalg.lu_factor_ex``'s rule, ``LinalgLuFactorExBackward0``).
 ``svd_lowrank``/``pca_lowrank`` are PyTorch's algorithm (Halko, Martinsson and Tropp 2009,
 Algorithm 4.4, as torch/_lowrank.py): a Gaussian sketch from the default generator
 (``manual_seed`` makes it repeatable), ``niter`` subspace iterations, then an SVD of the small
@@ -23,11 +23,12 @@ from ..checks import tensor_arg
 from ..registry import OpInfo
 from ..tensor import Tensor
 from .decompositions import (
+    LinalgLuFactorExBackward0,
     _matrix,
     _mH,
     _named,
     cholesky_solve,
-    lu_factor,
+    lu_factor_ex,
     multi_dot,
     qr,
     solve_triangular,
@@ -47,17 +48,14 @@ LUUnpackResult = _named("lu_unpack", "P L U")
 
 def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out=None) -> tuple:
     """Deprecated (``linalg.lu_factor``): the LU factorization of ``A`` as ``(LU, pivots)``
-    (``get_infos=True``: with an int32 ``infos`` tensor of zeros, one per matrix). Not
-    differentiable in tritongrad."""
+    (``get_infos=True``: with ``linalg.lu_factor_ex``'s int32 ``infos``, one per matrix). A
+    singular matrix is not an error here, as in PyTorch. Differentiable with respect to
+    ``A``."""
     warnings.warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / "
                   "torch.linalg.lu_factor_ex and will be removed in a future PyTorch release.",
                   UserWarning, stacklevel=2)
-    LU, pivots = lu_factor(A, pivot=pivot)
-    if not get_infos:
-        return LU, pivots
-    from ...runtime import dtype as dtypes
-    from .creation import zeros
-    return LU, pivots, zeros(tuple(A.shape[:-2]), dtype=dtypes.int32, device=A.device)
+    LU, pivots, infos = lu_factor_ex(A, pivot=pivot)
+    return (LU, pivots, infos) if get_infos else (LU, pivots)
 
 
 def _permutation(pivots: Tensor, m: int) -> np.ndarray:
@@ -300,7 +298,8 @@ def eig(self, eigenvectors=False, *, e=None, v=None) -> tuple:
 
 _FLOAT = "float32/64, complex64/128"
 OPS = (
-    OpInfo("lu", lu, dtypes=_FLOAT, grad="none"),
+    OpInfo("lu", lu, dtypes=_FLOAT, grad="P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H "
+           "(square; by blocks when m != n)", node=LinalgLuFactorExBackward0),
     OpInfo("lu_unpack", lu_unpack, method=False, dtypes=_FLOAT,
            grad="tril/triu of g (LU_data)"),
     OpInfo("lu_solve", lu_solve, dtypes=_FLOAT, grad="through the triangular solves"),
@@ -314,6 +313,7 @@ OPS = (
            grad="through qr and svd"),
     OpInfo("pca_lowrank", pca_lowrank, method=False, dtypes=_FLOAT,
            grad="through qr and svd"),
-    *(OpInfo(fn.__name__, fn, method=False, dtypes="(removed: raises)", grad="none")
-      for fn in (matrix_rank, solve, lstsq, symeig, eig)),
+    # (PyTorch keeps the Tensor methods too, all but matrix_rank's)
+    *(OpInfo(fn.__name__, fn, method=fn is not matrix_rank, dtypes="(removed: raises)",
+             grad="none") for fn in (matrix_rank, solve, lstsq, symeig, eig)),
 )

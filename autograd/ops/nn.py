@@ -600,6 +600,35 @@ def _embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float, norm_type
         weight[rows] = w * scale.unsqueeze(1)  # a row picked twice gets the same value twice
 
 
+def embedding_renorm_(input: Tensor, indices: Tensor, max_norm: float,
+                      norm_type: float) -> Tensor:
+    """Rescales in place each row of the 2-D ``input`` that ``indices`` picks and whose
+    ``norm_type``-norm exceeds ``max_norm``, by ``max_norm / (norm + 1e-7)``; returns
+    ``input``. The write is not differentiable (as PyTorch's), and refused on a leaf that
+    requires grad while grad mode is on; ``embedding(max_norm=...)`` runs it under no_grad."""
+    from ..dispatch import check_inplace
+    checks.tensor_arg(input, "embedding_renorm_")
+    checks.tensor_arg(indices, "embedding_renorm_", "indices")
+    where = "(while checking arguments for embedding_renorm_)"
+    if input.ndim != 2:
+        raise RuntimeError(f"Expected 2-dimensional tensor, but got {input.ndim}-dimensional "
+                           f"tensor for argument #1 'self' {where}")
+    if indices.dtype not in (dtypes.int64, dtypes.int32):
+        raise RuntimeError(f"Expected tensor for argument #2 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got {indices.type()} "
+                           f"instead {where}")
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. "
+                           f"Got {checks.scalar_type_name(input.dtype)} instead.")
+    checks.check_same_device(input, indices, "indices", "embedding_renorm_")
+    check_inplace(input)
+    shape = list(input.shape)
+    rows = checks.guard_index(indices.long().reshape(-1), shape[0], lambda bad: IndexError(
+        f"select(): index {bad} out of range for tensor of size {shape} at dimension 0"))
+    _embedding_renorm_(input, rows, max_norm, norm_type)
+    return input
+
+
 # -- scaled dot-product attention ----------------------------------------------------------------
 
 class ScaledDotProductFlashAttentionBackward0(Primitive):

@@ -1,7 +1,7 @@
 """Number-theoretic and floating-point composites: ``square copysign heaviside gcd lcm ldexp
 float_power frexp nextafter deg2rad rad2deg isposinf isneginf``, the bit shifts
-(``bitwise_left_shift``, ``bitwise_right_shift``, ``<<``, ``>>``), ``renorm`` and
-``histogram``.
+(``bitwise_left_shift``, ``bitwise_right_shift``, ``<<``, ``>>``), ``renorm``, ``histogramdd``
+and ``histogram`` (its one-dimensional case, as in PyTorch).
 
 Every op here is written over other public ops, so it runs on both backends with no kernel of
 its own, and its gradient comes through its parts, which are chosen so that it is PyTorch's
@@ -9,7 +9,7 @@ its own, and its gradient comes through its parts, which are chosen so that it i
 x = 0 and for ``other``), ``ldexp`` as PyTorch's own ``input * 2 ** other``, ``float_power``
 as ``pow`` in float64, ``frexp``'s mantissa as ``x * 2 ** -exponent``, ``renorm`` through the
 norm. ``nextafter`` passes ``g`` to ``input`` and none to ``other``, as PyTorch; ``heaviside``,
-``gcd``, ``lcm``, the shifts, ``isposinf``/``isneginf`` and ``histogram`` have no derivative.
+``gcd``, ``lcm``, the shifts, ``isposinf``/``isneginf`` and the histograms have no derivative.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ def _named(name: str, fields: tuple) -> type:
 # (return_types is reduction.py's home of the named result tuples; these two are this family's)
 return_types.frexp = _named("frexp", ("mantissa", "exponent"))
 return_types.histogram = _named("histogram", ("hist", "bin_edges"))
+return_types.histogramdd = _named("histogramdd", ("hist", "bin_edges"))
 
 
 def _not_implemented(op: str, x: Tensor) -> NotImplementedError:
@@ -361,7 +362,152 @@ def renorm(input: Tensor, p, dim: int, maxnorm) -> Tensor:
     return x * factor
 
 
-# -- histogram ----------------------------------------------------------------------------------------
+# -- histograms ---------------------------------------------------------------------------------
+
+def _outer_edges(points: Tensor, range, n: int) -> list:
+    """The leftmost and rightmost edge of each of the ``n`` dims of the (M, n) ``points``
+    (PyTorch's select_outer_bin_edges): from ``range`` (2n numbers), else each dim's min and
+    max ([0, 1] without points); an empty interval is widened by 0.5 each side."""
+    if range is not None:
+        bounds = [builtins.float(v) for v in range]
+        if len(bounds) != 2 * n:
+            raise RuntimeError(f"torch.histogramdd: for a {n}-dimensional histogram range should "
+                               f"have {2 * n} elements, but got {len(bounds)}")
+        pairs = list(zip(bounds[0::2], bounds[1::2]))
+    elif points.shape[0]:
+        pairs = list(zip(points.amin(0).tolist(), points.amax(0).tolist()))
+    else:
+        pairs = [(0.0, 1.0)] * n
+    for d, (lo, hi) in enumerate(pairs):
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise RuntimeError(f"torch.histogramdd: dimension {d}'s range [{lo:g}, {hi:g}] is "
+                               f"not finite")
+        if lo > hi:
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min "
+                               f"{lo:g} max {hi:g} for dimension {d}")
+    return [(lo - 0.5, hi + 0.5) if lo == hi else (lo, hi) for lo, hi in pairs]
+
+
+def _bin_spec(bins, n: int) -> list:
+    """``bins`` as a list: ``n`` counts (an int, or a sequence of ints) or edge tensors (a
+    sequence of Tensors); PyTorch's TypeErrors for anything else."""
+    if isinstance(bins, numbers.Integral) and not isinstance(bins, bool):
+        return [int(bins)] * n
+    if isinstance(bins, Tensor) or not isinstance(bins, (list, tuple)):
+        raise TypeError(f"histogramdd(): argument 'bins' must be int, tuple of ints or tuple of "
+                        f"Tensors, not {type(bins).__name__}")
+    bins = list(bins)
+    if all(isinstance(b, numbers.Integral) and not isinstance(b, bool) for b in bins):
+        return [int(b) for b in bins]
+    for i, b in enumerate(bins):
+        if not isinstance(b, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 1, but got "
+                            f"{type(b).__name__}")
+    return bins
+
+
+def _check_histogram_args(x: Tensor, edges: list, weight) -> list:
+    """PyTorch's histogramdd_check_inputs and the bin counts' check: the edge tensors (one
+    per dim, 1-D, at least one edge, ``x``'s dtype) and the weight (``x``'s dtype and shape
+    without its last dim). Returns the bin counts."""
+    from ..storage import _c_type
+    op = "torch.histogramdd"
+    n = x.shape[-1]
+    if len(edges) != n:
+        raise RuntimeError(f"{op}: expected {n} sequences of bin edges for a {n}-dimensional "
+                           f"histogram but got {len(edges)}")
+    for d, e in enumerate(edges):
+        if e.dtype is not x.dtype:
+            raise RuntimeError(f"{op}: input tensor and bins tensors should have the same dtype, "
+                               f"but got input with dtype {_c_type(x.dtype)} and bins for "
+                               f"dimension {d} with dtype {_c_type(e.dtype)}")
+        if e.ndim != 1:
+            raise RuntimeError(f"{op}: bins tensor should have one dimension, but got {e.ndim} "
+                               f"dimensions in the bins tensor for dimension {d}")
+        if e.numel() == 0:
+            raise RuntimeError(f"{op}: bins tensor should have at least 1 element, but got 0 "
+                               f"elements in the bins tensor for dimension {d}")
+    if weight is not None:
+        if weight.dtype is not x.dtype:
+            raise RuntimeError(f"{op}: if weight tensor is provided, input tensor and weight "
+                               f"tensor should have the same dtype, but got "
+                               f"input({_c_type(x.dtype)}), and weight({_c_type(weight.dtype)})")
+        if tuple(weight.shape or (1,)) != tuple(x.shape[:-1]):
+            raise RuntimeError(f"{op}: if weight tensor is provided it should have the same "
+                               f"shape as the input tensor excluding its innermost dimension, "
+                               f"but got input with shape {list(x.shape)} and weight with shape "
+                               f"{list(weight.shape)}")
+    counts = [e.shape[0] - 1 for e in edges]
+    for d, c in enumerate(counts):
+        if c <= 0:
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {c} for "
+                               f"dimension {d}")
+    return counts
+
+
+def histogramdd(input: Tensor, bins, range=None, weight=None, density: bool = False) -> tuple:
+    """The histogram of the points in ``input``'s last dim (size N; the other dims are
+    flattened into M points): ``bins`` is the number of equal-width bins of every dim (an int)
+    or of each (N ints) over ``range`` (``[min_0, max_0, ..., min_N-1, max_N-1]``, default: the
+    points' min and max, widened by 0.5 each side when equal), or the bin edges of each dim (N
+    1-D tensors; ``range`` is then unused). A bin holds the count (or, with ``weight``, shaped
+    as ``input`` without its last dim, the summed weights) of the points in [left edge, right
+    edge) in every dim, the last bin its right edge too; points outside, and NaN, are not
+    counted. ``density=True`` normalises to a density (the hist integrates to 1). Returns
+    ``(hist, bin_edges)``, ``bin_edges`` a tuple of N tensors. No derivative: the results
+    never require grad (PyTorch's record a node whose backward raises).
+
+    Example:
+        >>> tg.histogramdd(tg.tensor([[0., 0.], [1., 1.], [1., 0.]]), bins=2).hist
+        tensor([[1., 0.],
+                [1., 1.]])
+    """
+    from .sets import searchsorted
+    op = "torch.histogramdd"
+    x = tensor_arg(input, "histogramdd").detach()
+    if x.ndim < 2:
+        raise RuntimeError(f"{op}: input tensor should have at least 2 dimensions")
+    if not x.dtype.is_floating_point or x.dtype.itemsize < 4:
+        raise NotImplementedError(f"\"histogramdd\" not implemented for "
+                                  f"'{scalar_type_name(x.dtype)}'")
+    n = x.shape[-1]
+    points = x.reshape(-1, n)
+    spec = _bin_spec(bins, n)
+    if not spec or not isinstance(spec[0], Tensor):
+        outer = _outer_edges(points, range, n)
+        if len(spec) != n:
+            raise RuntimeError("histogramdd: The size of bins must be equal to the innermost "
+                               "dimension of the input.")
+        edges = [linspace(lo, hi, builtins.max(c + 1, 0), dtype=x.dtype, device=x.device)
+                 for c, (lo, hi) in zip(spec, outer)]
+    else:
+        edges = [e.detach() for e in spec]
+    if weight is not None:
+        weight = tensor_arg(weight, "histogramdd", "weight").detach()
+    counts = _check_histogram_args(x, edges, weight)
+    # each point's bin, as a flat index into the row-major (counts) grid, and whether it is
+    # inside the grid in every dim
+    flat = inside = None
+    for d, (e, c) in enumerate(zip(edges, counts)):
+        col = points[:, d].contiguous()
+        pos = (searchsorted(e, col, right=True) - 1).clamp(0, c - 1)
+        ins = (col >= e[0]) & (col <= e[-1])  # (NaN compares False: not counted)
+        flat, inside = (pos, ins) if flat is None else (flat * c + pos, inside & ins)
+    hist = zeros(math.prod(counts), dtype=x.dtype, device=x.device)
+    if points.shape[0]:
+        idx = flat[inside]
+        w = (weight.reshape(-1)[inside] if weight is not None
+             else full((idx.shape[0],), 1, dtype=x.dtype, device=x.device))
+        hist = hist.index_add(0, idx, w)
+    hist = hist.reshape(tuple(counts))
+    if density:  # (PyTorch's order: the total first, then each dim's bin widths)
+        hist = hist / hist.sum()
+        for d, e in enumerate(edges):
+            shape = [1] * n
+            shape[d] = counts[d]
+            hist = hist / (e[1:] - e[:-1]).reshape(shape)
+    return return_types.histogramdd(hist, tuple(edges))
+
 
 def histogram(input: Tensor, bins=100, *, range=None, weight=None,
               density: bool = False) -> tuple:
@@ -370,63 +516,14 @@ def histogram(input: Tensor, bins=100, *, range=None, weight=None,
     equal), or the bin edges given as a 1-D tensor. Each bin holds the count (or, with
     ``weight``, the summed weights) of the values in [left edge, right edge), the last bin
     its right edge too; values outside, and NaN, are not counted. ``density=True``
-    normalises to a density (the hist integrates to 1). Returns ``(hist, bin_edges)``."""
-    x = tensor_arg(input, "histogram").detach()
-    if not x.dtype.is_floating_point:
-        raise NotImplementedError(f"\"histogramdd\" not implemented for "
-                                  f"'{scalar_type_name(x.dtype)}'")
+    normalises to a density (the hist integrates to 1). Returns ``(hist, bin_edges)``: the
+    one-dimensional :func:`histogramdd`, as PyTorch computes it (so its errors are
+    histogramdd's)."""
+    x = tensor_arg(input, "histogram")
     if weight is not None:
-        weight = tensor_arg(weight, "histogram", "weight").detach()
-        if weight.dtype is not x.dtype:
-            raise RuntimeError("torch.histogram(): input tensor and weight tensor should have "
-                               "the same dtype")
-        if tuple(weight.shape) != tuple(x.shape):
-            raise RuntimeError("torch.histogram(): if weight tensor is provided it should have "
-                               "the same shape as the input tensor")
-        weight = weight.reshape(-1)
-    values = x.reshape(-1)
-    if isinstance(bins, Tensor):
-        edges = bins.detach()
-        if edges.ndim != 1 or edges.shape[0] < 1:
-            raise RuntimeError("torch.histogram(): bins tensor should have one dimension and "
-                               "at least 1 element")
-        if edges.dtype is not x.dtype:
-            raise RuntimeError("torch.histogram(): input tensor and bins tensors should have "
-                               "the same dtype")
-    else:
-        n = int(bins)
-        if n <= 0:
-            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {n} for "
-                               f"dimension 0")
-        if range is not None:
-            lo, hi = (builtins.float(v) for v in range)
-        elif values.numel():
-            lo, hi = values.min().item(), values.max().item()
-        else:
-            lo = hi = 0.0
-        if lo > hi:
-            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min "
-                               f"{lo:g} max {hi:g} for dimension 0")
-        if not (math.isfinite(lo) and math.isfinite(hi)):
-            raise RuntimeError(f"torch.histogramdd: dimension 0's range [{lo}, {hi}] is not "
-                               f"finite")
-        if lo == hi:
-            lo, hi = lo - 0.5, hi + 0.5
-        edges = linspace(lo, hi, n + 1, dtype=x.dtype, device=x.device)
-    from .sets import searchsorted
-    nbins = edges.shape[0] - 1
-    hist = zeros(builtins.max(nbins, 0), dtype=x.dtype, device=x.device)
-    if nbins > 0 and values.numel():
-        first, last = edges[0], edges[-1]
-        inside = (values >= first) & (values <= last)  # (NaN compares False: not counted)
-        pos = (searchsorted(edges, values, right=True) - 1).clamp(0, nbins - 1)
-        pos = pos[inside]
-        w = (weight[inside] if weight is not None
-             else full((pos.shape[0],), 1, dtype=x.dtype, device=x.device))
-        hist = hist.index_add(0, pos, w)
-    if density:
-        widths = edges[1:] - edges[:-1]
-        hist = hist / (hist.sum() * widths)
+        weight = tensor_arg(weight, "histogram", "weight").reshape(-1)
+    hist, (edges,) = histogramdd(x.reshape(-1, 1), [bins] if isinstance(bins, Tensor) else bins,
+                                 range=range, weight=weight, density=density)
     return return_types.histogram(hist, edges)
 
 
@@ -459,6 +556,7 @@ OPS = (
     _shift_row("bitwise_right_shift", bitwise_right_shift, "rshift"),
     OpInfo("renorm", renorm, dtypes="floats", grad="through the norm (maxnorm / (norm + 1e-7))"),
     OpInfo("histogram", histogram, dtypes="floats", grad="none"),
+    OpInfo("histogramdd", histogramdd, method=False, dtypes="float32/64", grad="none"),
 )
 OPS = with_inplace(OPS, ("deg2rad", "rad2deg", "copysign", "heaviside", "gcd", "lcm", "ldexp",
                          "nextafter", "bitwise_left_shift", "bitwise_right_shift", "renorm"))

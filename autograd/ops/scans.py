@@ -1,5 +1,5 @@
 """Scans and differences: ``cumprod cummax cummin logcumsumexp diff trapezoid`` (``trapz``)
-``cumulative_trapezoid``.
+``cumulative_trapezoid gradient``.
 
 Every op here is a composite of other public ops, so both backends run it and its gradient
 (to any order) comes through its parts. The scans without a kernel of their own (a product, a
@@ -211,6 +211,125 @@ def cumulative_trapezoid(y: Tensor, x=None, *, dx=None, dim: int = -1) -> Tensor
     return areas.cumsum(d) if areas.shape[d] else areas
 
 
+# -- numerical gradient ---------------------------------------------------------------------------
+
+def _gradient_spacing(spacing, x: Tensor, dims, given_dims: bool) -> list:
+    """``spacing`` as one entry per dim of ``dims``: a number, or a 1-D coordinate tensor;
+    PyTorch's TypeErrors for what its overloads do not take and RuntimeErrors for a list of
+    the wrong length."""
+    if spacing is None:
+        spacing = 1
+    if isinstance(spacing, Tensor) and spacing.ndim == 0:
+        spacing = spacing.item()
+    if isinstance(spacing, numbers.Number):
+        return [spacing] * len(dims)
+    if isinstance(spacing, Tensor) or not isinstance(spacing, (list, tuple)):
+        raise TypeError(f"gradient(): argument 'spacing' must be a Number, a tuple of Scalars or "
+                        f"a tuple of Tensors, not {type(spacing).__name__}")
+    spacing = list(spacing)
+    if any(isinstance(s, Tensor) for s in spacing):
+        for i, s in enumerate(spacing):
+            if not isinstance(s, Tensor):
+                raise TypeError(f"expected Tensor as element {i} in argument 1, but got "
+                                f"{type(s).__name__}")
+    elif not all(isinstance(s, numbers.Number) for s in spacing):
+        raise TypeError("gradient(): argument 'spacing' must be a tuple of Scalars or a tuple "
+                        "of Tensors")
+    if not given_dims and len(spacing) != x.ndim:
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar, or a "
+                           f"list of length equal to 'self.dim() = {x.ndim}', since dim argument "
+                           f"was not given, but got a list of length {len(spacing)}")
+    if given_dims and len(spacing) != len(dims):
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's "
+                           f"spacing and dim arguments to have the same length, but got a "
+                           f"spacing argument of length {len(spacing)} and a dim argument of "
+                           f"length {len(dims)}.")
+    return spacing
+
+
+def _spaced_difference(x: Tensor, d: int, h, edge_order: int) -> Tensor:
+    """The derivative along ``d`` of samples ``h`` apart: central differences inside, one-sided
+    ones of order ``edge_order`` at both ends (PyTorch's formulas and operation order)."""
+    n = x.shape[d]
+
+    def at(start, length=1):
+        return narrow(x, d, start % n, length)
+    center = (at(2, n - 2) - at(0, n - 2)) / h / 2
+    if edge_order == 1:
+        first, last = (at(1) - at(0)) / h, (at(-1) - at(-2)) / h
+    else:
+        first = (at(0) * -1.5 + at(1) * 2 - at(2) * 0.5) / h
+        last = (at(-3) * 0.5 + at(-2) * -2 + at(-1) * 1.5) / h
+    return cat([first, center, last], d)
+
+
+def _coordinate_difference(x: Tensor, d: int, coords: Tensor, edge_order: int) -> Tensor:
+    """The derivative along ``d`` of samples at the 1-D ``coords``: the second-order formula
+    for uneven steps inside (``h_l`` before, ``h_r`` after each point), one-sided ones of order
+    ``edge_order`` at both ends."""
+    if coords.ndim != 1:
+        raise RuntimeError(f"torch.gradient expected each element of spacing to have one "
+                           f"dimension, but got an element with {coords.ndim} dimensions!")
+    n = x.shape[d]
+    shape = [1] * x.ndim
+    shape[d] = -1
+
+    def at(start, length=1):
+        return narrow(x, d, start % n, length)
+    h = diff(coords)
+    hl, hr = h[:-1], h[1:]
+    a = (-hr / (hl * (hl + hr))).reshape(shape)
+    b = ((hr - hl) / (hl * hr)).reshape(shape)
+    c = (hl / (hr * (hl + hr))).reshape(shape)
+    center = a * at(0, n - 2) + b * at(1, n - 2) + c * at(2, n - 2)
+    if edge_order == 1:
+        first, last = (at(1) - at(0)) / h[0], (at(-1) - at(-2)) / h[-1]
+    else:
+        h0, h1, hm, hn = h[0], h[1], h[-2], h[-1]
+        first = (-(2.0 * h0 + h1) / (h0 * (h0 + h1)) * at(0) + (h0 + h1) / (h0 * h1) * at(1)
+                 - h0 / (h1 * (h0 + h1)) * at(2))
+        last = (hn / (hm * (hn + hm)) * at(-3) - (hn + hm) / (hn * hm) * at(-2)
+                + (2 * hn + hm) / (hn * (hn + hm)) * at(-1))
+    return cat([first, center, last], d)
+
+
+def gradient(input: Tensor, *, spacing=1, dim=None, edge_order: int = 1) -> tuple:
+    """Estimates the gradient of the function sampled by ``input`` along each dim of ``dim``
+    (all by default), one tensor per dim: second-order accurate central differences at the
+    interior points and first- or second-order (``edge_order``) one-sided differences at the
+    boundaries. ``spacing`` says where the samples are: a scalar (the step, every dim), a list
+    of scalars (one step per dim), or a list of 1-D coordinate tensors (one per dim, uneven
+    steps allowed). Each dim needs at least ``edge_order + 1`` samples.
+
+    Example:
+        >>> tg.gradient(tg.tensor([1., 2., 4., 8., 16.]))
+        (tensor([1.0000, 1.5000, 3.0000, 6.0000, 8.0000]),)
+    """
+    op = "torch.gradient"
+    x = tensor_arg(input, "gradient")
+    if x.dtype is dtypes.uint8:
+        raise RuntimeError(f"{op} does not support uint8 input.")
+    given_dims = dim is not None
+    if not given_dims:
+        dims = list(range(x.ndim))
+    else:
+        dims = [dim] if isinstance(dim, numbers.Integral) else list(dim)
+    steps = _gradient_spacing(spacing, x, dims, given_dims)
+    edge_order = int_arg(edge_order, "gradient", "edge_order")
+    if edge_order not in (1, 2):
+        raise RuntimeError(f"{op} only supports edge_order=1 and edge_order=2.")
+    wrapped = []
+    for d in dims:
+        d = wrap_dim(int_arg(d, "gradient", "dim"), x.ndim, "gradient")
+        if d in wrapped:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        wrapped.append(d)
+    if any(x.shape[d] < edge_order + 1 for d in wrapped):
+        raise RuntimeError(f"{op} expected each dimension size to be at least edge_order+1")
+    return tuple(_coordinate_difference(x, d, h, edge_order) if isinstance(h, Tensor)
+                 else _spaced_difference(x, d, h, edge_order) for d, h in zip(wrapped, steps))
+
+
 # -- the table ---------------------------------------------------------------------------------
 
 _SCAN = "through its parts (a log2 n step scan)"
@@ -227,6 +346,8 @@ OPS = (
            dtypes="floats; integers promote", grad="through its parts"),
     OpInfo("cumulative_trapezoid", cumulative_trapezoid, method=False,
            dtypes="floats; integers promote", grad="through its parts"),
+    OpInfo("gradient", gradient, method=False, dtypes="all but uint8 and bool; integers give "
+           "floats", grad="through its parts (differences of slices)"),
 )
 OPS = with_jvp(OPS)  # forward AD goes through the parts (each has a jvp rule)
 OPS = with_inplace(OPS, ("cumprod",))

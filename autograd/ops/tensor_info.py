@@ -1,5 +1,5 @@
 """Questions about a tensor and per-element Python callables: ``is_signed is_nonzero
-is_same_size get_device ndimension``, ``share_memory_``/``is_shared``, and the CPU-only
+is_same_size get_device ndimension dim_order``, ``share_memory_``/``is_shared``, and the CPU-only
 ``apply_ map_ map2_`` (a Python function per element, in place, as PyTorch's).
 
 None of these is differentiable: the questions answer Python values, and the callables run
@@ -8,6 +8,9 @@ outside autograd (PyTorch refuses them on tensors that require grad; so does thi
 
 from __future__ import annotations
 
+import itertools
+
+from ...runtime import dtype as dtypes
 from ..checks import tensor_arg
 from ..registry import OpInfo
 from ..tensor import Tensor
@@ -61,6 +64,34 @@ def is_shared(self: Tensor) -> bool:
     return self.device.type == "cuda"
 
 
+_AMBIGUITY_CHECK = "The ambiguity_check argument must be a bool or a list of memory formats."
+
+
+def dim_order(self: Tensor, *, ambiguity_check: bool | list = False) -> tuple:
+    """The dimensions in the order they are laid out in memory, outermost first:
+    ``(0, 1, 2, 3)`` for a contiguous 4-D tensor, ``(0, 2, 3, 1)`` for a channels-last one.
+    The order may not be unique (a size-1 dimension, or equal strides): with
+    ``ambiguity_check=True`` that raises a RuntimeError; with a list of memory formats, it
+    raises unless the tensor is contiguous in exactly one of them; with False one of the
+    legal orders is returned."""
+    from ..layout import dim_order as order
+    if not isinstance(ambiguity_check, bool) and not (
+            isinstance(ambiguity_check, list)
+            and all(isinstance(f, dtypes.memory_format) for f in ambiguity_check)):
+        raise TypeError(_AMBIGUITY_CHECK)
+    shape, strides = tuple(self.shape), self.stride()
+    formats = ambiguity_check if isinstance(ambiguity_check, list) else []
+    if (ambiguity_check is not False and (1 in shape or any(
+            a == b for a, b in itertools.pairwise(strides)))
+            and sum(self.is_contiguous(memory_format=f) for f in formats) != 1):
+        raise RuntimeError("The tensor does not have unique dim order, or cannot map to exact "
+                           "one of the given memory formats.")
+    perm = order(shape, strides, check=bool(ambiguity_check))
+    if perm is None:
+        raise RuntimeError("The tensor does not have unique dim order.")
+    return perm
+
+
 def _per_element(self: Tensor, others: tuple, fn, op: str) -> Tensor:
     """``self`` with each element replaced by ``fn(self's element, others' elements...)``
     (Python numbers; ``others`` broadcast to ``self``), written in place by ``copy_``."""
@@ -110,6 +141,7 @@ OPS = (
     OpInfo("is_nonzero", is_nonzero, dtypes="all; Python bool", grad="none"),
     OpInfo("is_same_size", is_same_size, dtypes="all; Python bool", grad="none"),
     OpInfo("get_device", get_device, dtypes="all; Python int", grad="none"),
+    OpInfo("dim_order", dim_order, function=False, dtypes="all; tuple of ints", grad="none"),
     OpInfo("ndimension", ndimension, function=False, dtypes="all; Python int", grad="none"),
     OpInfo("share_memory_", share_memory_, function=False, dtypes="all", grad="none"),
     OpInfo("is_shared", is_shared, function=False, dtypes="all; Python bool", grad="none"),

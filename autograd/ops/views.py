@@ -35,6 +35,7 @@ from . import traced
 
 __all__ = [
     "as_strided",
+    "as_subclass",
     "broadcast_to",
     "expand",
     "expand_as",
@@ -611,6 +612,52 @@ def as_strided(x: Tensor, size, stride, storage_offset: int | None = None) -> Te
     return _view_apply(AsStridedBackward0, x, size, stride, rel)
 
 
+class AliasBackward0(_ViewPrimitive):
+    """The same elements under another name (``as_subclass``): a view of the whole tensor,
+    whose gradient passes through."""
+
+    __slots__ = ()
+    op_name = "alias"
+
+    @staticmethod
+    def forward(ctx, k, x):
+        return k.getitem(x, ())
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        return g
+
+
+# (Tensor's per-instance fields, for a subclass whose own slots forbid __class__ assignment)
+_FIELDS = tuple(n for n in Tensor.__slots__ if n not in ("__weakref__", "__dict__"))
+
+
+def as_subclass(self: Tensor, cls: type) -> Tensor:
+    """Makes a ``cls`` instance with the same data pointer as ``self``. Changes in the output
+    mirror changes in ``self``, and the output stays attached to the autograd graph. ``cls``
+    must be a subclass of ``Tensor``.
+
+    The output is a view (an ``AliasBackward0`` node where autograd records), made without
+    calling ``cls``'s constructor. Ops on it return plain Tensors (tritongrad has no
+    ``__torch_function__`` to keep the subclass)."""
+    if not isinstance(cls, type):
+        raise TypeError(f"cls must be a type (got {type(cls).__name__})")
+    if not issubclass(cls, Tensor):
+        raise TypeError("Creating a Tensor subclass from a class that does not inherit from "
+                        "Tensor is not possible. Make sure your class inherits from Tensor.")
+    out = _view_apply(AliasBackward0, self)
+    try:
+        out.__class__ = cls
+    except TypeError:  # a subclass with slots of its own: a fresh instance, the same fields
+        obj = object.__new__(cls)
+        for f in _FIELDS:
+            if hasattr(out, f):
+                setattr(obj, f, getattr(out, f))
+        obj.__dict__.update(out.__dict__)
+        out = obj
+    return out
+
+
 def as_strided_scatter(k, base, src, size, stride, rel_offset: int):
     """A copy of ``base`` with the region (size, stride, rel_offset) replaced by ``src``, on
     backend ``k`` (any)."""
@@ -708,5 +755,6 @@ OPS = tuple(OpInfo(n, globals()[n], grad="g viewed back",
                       "sum_to_size")) + (
     OpInfo("getitem", getitem, function=False, method=False, operators=("__getitem__",),
            grad="g in a zero tensor"),
+    OpInfo("as_subclass", as_subclass, function=False, node=AliasBackward0, grad="g"),
 )
 OPS = with_jvp(OPS)  # every primitive here has a jvp rule

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["LinAlgFailure", "inv", "det", "slogdet", "solve", "cholesky", "qr", "eigh", "svd",
-           "solve_triangular", "matrix_exp", "lu_factor"]
+           "solve_triangular", "matrix_exp", "lu_factor", "geqrf"]
 
 
 class LinAlgFailure(Exception):
@@ -160,14 +160,16 @@ def matrix_exp(a: np.ndarray) -> np.ndarray:
 def lu_factor(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """LAPACK getrf's packed ``LU`` and 1-based int32 ``pivots`` (row ``i`` swapped with
     ``pivots[i] - 1``), by partial pivoting over every matrix at once (a zero pivot leaves its
-    column as it is, as LAPACK does)."""
+    column as it is, as LAPACK does). The pivot is LAPACK's: the first largest ``|x|``, or for
+    complex ``x`` ``|Re x| + |Im x|`` (i?amax's measure)."""
     lu = np.array(a, copy=True)
     m, n = a.shape[-2:]
     flat = lu.reshape((-1, m, n))
     piv = np.zeros((flat.shape[0], min(m, n)), np.int32)
     rows = np.arange(flat.shape[0])
+    size = ((lambda c: np.abs(c.real) + np.abs(c.imag)) if np.iscomplexobj(a) else np.abs)
     for j in range(min(m, n)):
-        p = j + np.argmax(np.abs(flat[:, j:, j]), axis=1)
+        p = j + np.argmax(size(flat[:, j:, j]), axis=1)
         piv[:, j] = p + 1
         top = flat[rows, j].copy()
         flat[rows, j] = flat[rows, p]
@@ -178,3 +180,11 @@ def lu_factor(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         flat[:, j + 1:, j] = f
         flat[:, j + 1:, j + 1:] -= f[:, :, None] * flat[:, j, None, j + 1:]
     return flat.reshape(a.shape), piv.reshape(a.shape[:-2] + (min(m, n),))
+
+
+def geqrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """LAPACK geqrf's compact QR: ``R`` on and above the diagonal, the Householder vectors
+    below it (their leading 1 implicit), and the scalar factors ``tau`` (..., min(m, n)).
+    NumPy's "raw" QR is that call; it returns the factors transposed (Fortran's layout)."""
+    h, tau = np.linalg.qr(a, mode="raw")
+    return np.swapaxes(h, -1, -2).astype(a.dtype, copy=False), tau.astype(a.dtype, copy=False)

@@ -180,6 +180,7 @@ SAMPLES = {
     "unsqueeze": lambda d: (lambda a: a.unsqueeze(1), [t64((2, 3), d)]),
     "squeeze": lambda d: (lambda a: a.squeeze(), [t64((2, 1, 3), d)]),
     "as_strided": lambda d: (lambda a: a.as_strided((2, 2), (1, 2), 1), [t64((6,), d)]),
+    "as_subclass": lambda d: (lambda a: a.as_subclass(torch.nn.Parameter), [t64((3,), d)]),
     "sum_to_size": lambda d: (lambda a: a.sum_to_size(1, 4), [t64((3, 4), d)]),
     "getitem": lambda d: (lambda a: (a[1:, ::2], a[0], a[_idx([2, 0, 2], a.device)]),
                           [t64((3, 4), d)]),

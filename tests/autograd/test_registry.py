@@ -218,6 +218,8 @@ GRAD_CASES = {
     "softmax": (_A, lambda x: tg.softmax(x, 1)),
     "log_softmax": (_A, lambda x: tg.log_softmax(x, 0)),
     "lerp": (_AB, lambda a, b: tg.lerp(a, b, 0.3)),
+    "prelu": (_tensors((3, 4), (4,)), lambda x, w: tg.prelu(x - 1.25, w)),
+    "hardshrink": (_A, lambda x: tg.hardshrink(x, 1.0)),
     "addcmul": (_tensors((3, 4), (3, 4), (4,)), lambda a, b, c: tg.addcmul(a, b, c, value=0.5)),
     "addcdiv": (_tensors((3, 4), (3, 4), (4,)), lambda a, b, c: tg.addcdiv(a, b, c, value=0.5)),
     "mm": (_tensors((3, 4), (4, 2)), tg.mm),
@@ -380,6 +382,12 @@ GRAD_CASES = {
         *tg.lu_unpack(a, tg.tensor([2, 3, 3], dtype=tg.int32)))),
     "lu_solve": (_tensors((3, 3), (3, 2)), lambda a, b: tg.lu_solve(
         b, a + 3 * tg.eye(3), tg.tensor([1, 2, 3], dtype=tg.int32))),
+    "lu": (_tensors((3, 4)), lambda a: tg.lu(a)[0]),
+    # -- householder products, numerical gradient
+    "orgqr": (_tensors((4, 3), (2,)), tg.orgqr),
+    "ormqr": (_tensors((4, 3), (3,), (4, 2)), lambda a, t, c: tg.ormqr(a, t, c, transpose=True)),
+    "gradient": (_tensors((3, 4), (4,)), lambda y, x: tg.gradient(
+        y, spacing=[x.cumsum(0)], dim=1, edge_order=2)[0]),
     "chain_matmul": (_tensors((2, 3), (3, 4), (4, 2)), tg.chain_matmul),
     "nuclear_norm": (_A, tg.nuclear_norm),
     "frobenius_norm": (_tensors((2, 3, 4)), lambda x: tg.frobenius_norm(x, (0, 2))),
