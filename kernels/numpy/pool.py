@@ -51,8 +51,10 @@ def max_pool(x, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, o
 
 
 def _max_pool_numpy(x4, kernel, stride, padding, dilation, values, index) -> None:
-    """max_pool's NumPy form over (P, D, H, W) ``x4``: the windows of a -inf padded copy
-    gathered (P, L, K), their argmax taken and mapped to plane positions."""
+    """max_pool's NumPy form over (P, D, H, W) ``x4``: the taps of a -inf padded copy walked
+    one strided view (P, *out) at a time, a few passes each (a tap's index replaces the
+    running one where it is strictly greater: the first maximum), then mapped to plane
+    positions; the rare windows holding a NaN or only -inf fixed up after."""
     p_, sizes, out = x4.shape[0], x4.shape[1:], values.shape[1:]
     reach = [max(n + q, (o - 1) * s + (k - 1) * d + 1) for n, q, o, s, k, d
              in zip(sizes, padding, out, stride, kernel, dilation)]
@@ -62,14 +64,32 @@ def _max_pool_numpy(x4, kernel, stride, padding, dilation, values, index) -> Non
     win = as_strided(canvas, (p_, *out, *kernel),
                      (st[0], *(a * s for a, s in zip(st[1:], stride)),
                       *(a * d for a, d in zip(st[1:], dilation))), writeable=False)
-    taps = np.ascontiguousarray(win).reshape(p_, math.prod(out), math.prod(kernel))
-    arg = np.argmax(taps, axis=2)  # the first maximum; the first NaN (fixed below)
-    nan = np.isnan(taps)
-    if nan.any():  # PyTorch's kernels keep the last NaN of a window
-        last = taps.shape[2] - 1 - np.argmax(nan[:, :, ::-1], axis=2)
-        arg = np.where(nan.any(axis=2), last, arg)
-    best = np.take_along_axis(taps, arg[..., None], axis=2)[..., 0]
-    # each tap's position in the unpadded plane, -1 for taps in the padding
+    lead = (slice(None),) * (1 + len(out))
+    taps = [win[lead + t] for t in np.ndindex(*kernel)]  # each (P, *out), no copy
+    best = values.reshape(taps[0].shape)
+    best[...] = taps[0]
+    arg = np.zeros(best.shape, np.int64)
+    step = np.empty_like(arg)
+    for j, v in enumerate(taps[1:], 1):  # j exceeds every index so far: max() moves it
+        np.maximum(arg, np.multiply(v > best, j, out=step), out=arg)
+        np.maximum(best, v, out=best)  # (NaN propagates: fixed below)
+    odd = np.isnan(best)
+    if odd.any():  # PyTorch's kernels keep the last NaN of a window
+        arg[odd] = 0
+        for j, v in enumerate(taps):
+            arg[odd] = np.maximum(arg[odd], np.isnan(v[odd]) * j)
+    pos, inside = _tap_positions(sizes, kernel, stride, padding, dilation, out)
+    arg = arg.reshape(p_, -1)
+    if any(padding):  # a window of -inf points at its first position inside the input
+        out_of = ~np.take_along_axis(inside[None], arg[..., None], axis=2)[..., 0]
+        if out_of.any():
+            arg[out_of] = np.broadcast_to(np.argmax(inside, axis=1), arg.shape)[out_of]
+    index.reshape(arg.shape)[...] = pos[np.arange(pos.shape[0])[None, :], arg]
+
+
+def _tap_positions(sizes, kernel, stride, padding, dilation, out) -> tuple:
+    """(L, K) int64 positions in the unpadded plane of each window's taps, and (L, K) bool:
+    whether the tap lies inside the input."""
     pos = np.zeros((1, 1), np.int64)
     inside = np.ones((1, 1), bool)
     for n, q, o, s, k, d in zip(sizes, padding, out, stride, kernel, dilation):
@@ -78,11 +98,7 @@ def _max_pool_numpy(x4, kernel, stride, padding, dilation, values, index) -> Non
             pos.shape[0] * o, pos.shape[1] * k)
         inside = (inside[:, None, :, None] & ((at >= 0) & (at < n))[None, :, None, :]).reshape(
             pos.shape)
-    first_inside = np.argmax(inside, axis=1)  # a window of -inf points at its first position
-    arg = np.where(np.take_along_axis(inside[None], arg[..., None], axis=2)[..., 0], arg,
-                   first_inside[None, :])
-    values.reshape(best.shape)[...] = best
-    index.reshape(best.shape)[...] = pos[np.arange(pos.shape[0])[None, :], arg]
+    return pos, inside
 
 
 def max_pool_backward(g, index: np.ndarray, input_shape: tuple):
