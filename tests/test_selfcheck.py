@@ -186,6 +186,8 @@ def test_missing_packages_read_not_installed(monkeypatch):
     monkeypatch.setitem(sys.modules, "nvtx", None)  # as if not installed: import fails
     env = sc.collect_env()
     assert env["nvtx"] == env["cuda-python"] == "not installed"
+    jit = sys.modules["tritongrad.kernels.numpy.jit"]
+    assert env["numba (CPU loops)"].endswith(", loops on" if jit.enabled() else ")")
     assert env["nvtx available"].startswith("no")
     assert sc._guard(lambda: 1 / 0).startswith("unknown (ZeroDivisionError")
     [r] = sc.run_checks([sc.Check("emit_nvtx", sc._check_emit_nvtx)], sc.Context("cpu", False))

@@ -75,6 +75,15 @@ def _guard(fn: Callable[[], str]) -> str:
         return f"unknown ({type(e).__name__}: {e})"
 
 
+def _cpu_loops() -> str:
+    """Whether the CPU backend's compiled loops run (kernels/numpy/jit.py)."""
+    from .kernels.numpy import jit
+    if jit.enabled():
+        return ", loops on"
+    off = os.environ.get("TRITONGRAD_CPU_JIT", "1") in ("0", "false", "off")
+    return ", loops off (TRITONGRAD_CPU_JIT=0)" if off else ", loops off (NumPy forms)"
+
+
 def _nvidia_driver() -> str:
     try:  # the kernel module's version, as nvidia-smi shows it (Linux only)
         with open("/proc/driver/nvidia/version") as f:
@@ -154,6 +163,7 @@ def collect_env() -> dict[str, str]:
         "cuda-python": _version("cuda-python"),
         "cuda-bindings": _version("cuda-bindings"),
         "nvtx": _version("nvtx"),
+        "numba (CPU loops)": _version("numba") + _cpu_loops(),
         "nvidia driver": _guard(_nvidia_driver),
         "cuda (driver api)": _guard(_cuda_driver_api),
         "cuda (triton's ptxas)": _guard(_ptxas),
