@@ -230,36 +230,61 @@ def batch_norm_backward(g, x, w, mean, var, eps, dx, s_out, b_out):
 # first position inside the input.
 
 @compile
-def max_pool(x, kernel, stride, padding, dilation, values, index):
+def max_pool(x, kernel, stride, padding, dilation, taps, values, index):
+    """``taps``: each tap's offset from its window's first position in a plane, in scan
+    order (a window inside the input walks them as one flat loop)."""
     p_, d_, h_, w_ = x.shape
     _, od_, oh_, ow_ = values.shape
+    kd, kh, kw = kernel[0], kernel[1], kernel[2]
+    dd, dh, dw = dilation[0], dilation[1], dilation[2]
+    flat = x.reshape(p_, d_ * h_ * w_)
     for p in range(p_):
+        row = flat[p]
         for a in range(od_):
             z0 = a * stride[0] - padding[0]
+            zin = z0 >= 0 and z0 + (kd - 1) * dd < d_
             for b in range(oh_):
                 y0 = b * stride[1] - padding[1]
+                yin = zin and y0 >= 0 and y0 + (kh - 1) * dh < h_
                 for c in range(ow_):
                     x0 = c * stride[2] - padding[2]
-                    best = x[p, 0, 0, 0]  # (replaced at the first position inside)
-                    at = -1
-                    for i in range(kernel[0]):
-                        z = z0 + i * dilation[0]
-                        if z < 0 or z >= d_:
-                            continue
-                        for j in range(kernel[1]):
-                            y = y0 + j * dilation[1]
-                            if y < 0 or y >= h_:
-                                continue
-                            for k in range(kernel[2]):
-                                xx = x0 + k * dilation[2]
-                                if xx < 0 or xx >= w_:
-                                    continue
-                                v = x[p, z, y, xx]
-                                pos = (z * h_ + y) * w_ + xx
-                                if at < 0 or v > best or v != v:
-                                    best, at = v, pos
+                    if yin and x0 >= 0 and x0 + (kw - 1) * dw < w_:
+                        at = (z0 * h_ + y0) * w_ + x0  # inside the input: nothing to check
+                        best = row[at]
+                        start = at
+                        for t in range(1, taps.size):
+                            q = start + taps[t]
+                            v = row[q]
+                            if v > best or v != v:
+                                best, at = v, q
+                    else:
+                        best, at = _max_pool_edge(x, p, z0, y0, x0, kd, kh, kw, dd, dh, dw)
                     values[p, a, b, c] = best
                     index[p, a, b, c] = at
+
+
+@compile(inline=True)
+def _max_pool_edge(x, p, z0, y0, x0, kd, kh, kw, dd, dh, dw):
+    """A window reaching into the padding: its taps inside the input, scanned."""
+    _, d_, h_, w_ = x.shape
+    best = x[p, 0, 0, 0]  # (replaced at the first position inside)
+    at = -1
+    for i in range(kd):
+        z = z0 + i * dd
+        if z < 0 or z >= d_:
+            continue
+        for j in range(kh):
+            y = y0 + j * dh
+            if y < 0 or y >= h_:
+                continue
+            for k in range(kw):
+                xx = x0 + k * dw
+                if xx < 0 or xx >= w_:
+                    continue
+                v = x[p, z, y, xx]
+                if at < 0 or v > best or v != v:
+                    best, at = v, (z * h_ + y) * w_ + xx
+    return best, at
 
 
 @compile

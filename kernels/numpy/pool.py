@@ -39,9 +39,12 @@ def max_pool(x, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, o
     values = np.empty((n * c,) + _as_3d(out, out, 1), xf.dtype)
     index = np.empty(values.shape, np.int64)
     if (loops := jit.loops("nn_loops")) is not None and xf.dtype.kind == "f":
-        loops.max_pool(x4, np.array(_as_3d(out, kernel, 1)), np.array(_as_3d(out, stride, 1)),
-                       np.array(_as_3d(out, padding, 0)), np.array(_as_3d(out, dilation, 1)),
-                       values, index)
+        k3, d3 = _as_3d(out, kernel, 1), _as_3d(out, dilation, 1)
+        plane = x4.shape[1:]
+        taps = np.array([(i * d3[0] * plane[1] + j * d3[1]) * plane[2] + k * d3[2]
+                         for i, j, k in np.ndindex(*k3)], np.int64)
+        loops.max_pool(x4, np.array(k3), np.array(_as_3d(out, stride, 1)),
+                       np.array(_as_3d(out, padding, 0)), np.array(d3), taps, values, index)
     else:
         _max_pool_numpy(x4, _as_3d(out, kernel, 1), _as_3d(out, stride, 1),
                         _as_3d(out, padding, 0), _as_3d(out, dilation, 1), values, index)
