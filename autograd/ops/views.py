@@ -109,6 +109,8 @@ def _view_apply(op, x: Tensor, *params) -> Tensor:
 def int_tuple(values, op: str, name: str, pos: int = 1) -> tuple:
     """``values`` as a tuple of ints, or a TypeError naming ``op``, the argument and the first
     element that is not an int."""
+    if type(values) is tuple and all(type(v) is int for v in values):  # (the usual call)
+        return values
     try:
         items = list(values)
     except TypeError:
@@ -132,6 +134,8 @@ def is_size(v) -> bool:
 def infer_size(shape, numel: int, op: str) -> tuple:
     """Resolves one -1 in ``shape`` and checks the element count."""
     shape = int_tuple(shape, op, "shape" if op == "reshape" else "size")
+    if -1 not in shape and math.prod(shape) == numel and min(shape, default=0) >= 0:
+        return shape  # (the usual call: nothing to infer, nothing wrong)
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
         raise RuntimeError(f"{op}: only one dimension can be inferred, got shape {list(shape)}")
