@@ -1,10 +1,12 @@
-"""Compiled loops (kernels/numpy/jit.py) for the float32 kernels of ``nn``: GELU with its
-derivative, and layer norm forward and backward.
+"""Compiled loops (kernels/numpy/jit.py) for the nn kernels: float32 GELU with its derivative,
+layer norm and batch norm forward and backward (nn.py), max pooling forward and backward
+(pool.py).
 
-Each computes what its NumPy form in nn.py computes, with the same formulas and the same
-accuracy, in one pass over the data instead of one per step; nn.py calls them when
-``jit.loops("nn_loops")`` gives this module and keeps its NumPy form otherwise. Arrays are
-flat (GELU) or 2-D row-major (layer norm) float32, results written into the given outputs.
+Each computes what its NumPy form computes, with the same formulas and the same accuracy, in
+one pass over the data instead of one per step; the kernels call them when
+``jit.loops("nn_loops")`` gives this module and keep their NumPy forms otherwise. Arrays are
+C-contiguous (flat for GELU, rows for layer norm, (N, C, L) for batch norm, planes for
+pooling), results written into the given outputs.
 """
 
 from __future__ import annotations
