@@ -37,8 +37,9 @@ _EXP_MIN, _EXP_MAX = f32(-104.0), f32(89.0)  # (e^89 is inf in float32)
 
 @compile(inline=True)
 def _exp(x):
-    """e^x for a float32 x (inf above 88.7, 0 below -104); NaN stays NaN."""
-    xc = _EXP_MIN if x < _EXP_MIN else (_EXP_MAX if x > _EXP_MAX else x)
+    """e^x for a float32 x (inf above 88.7, 0 below -104); NaN stays NaN (which min() and
+    max() would not keep)."""
+    xc = _EXP_MIN if x < _EXP_MIN else (_EXP_MAX if x > _EXP_MAX else x)  # noqa: FURB136
     n = np.floor(xc * _LOG2E + _HALF)
     r = xc - n * _LN2_HI
     r = r - n * _LN2_LO
@@ -257,7 +258,7 @@ def max_pool(x, kernel, stride, padding, dilation, taps, values, index):
                         for t in range(1, taps.size):
                             q = start + taps[t]
                             v = row[q]
-                            if v > best or v != v:
+                            if v > best or math.isnan(v):
                                 best, at = v, q
                     else:
                         best, at = _max_pool_edge(x, p, z0, y0, x0, kd, kh, kw, dd, dh, dw)
@@ -284,7 +285,7 @@ def _max_pool_edge(x, p, z0, y0, x0, kd, kh, kw, dd, dh, dw):
                 if xx < 0 or xx >= w_:
                     continue
                 v = x[p, z, y, xx]
-                if at < 0 or v > best or v != v:
+                if at < 0 or v > best or math.isnan(v):
                     best, at = v, (z * h_ + y) * w_ + xx
     return best, at
 

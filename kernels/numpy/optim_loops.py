@@ -9,6 +9,8 @@ results are those of the NumPy form to the last bit. Arrays are flat, of one dty
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .jit import compile
@@ -49,7 +51,7 @@ def adam(param, grad, m, v, vmax, lr_bc1, beta1c, beta2, beta2c, bc2_sqrt, eps, 
         m[i], v[i] = mi, vi
         if amsgrad:
             top = vmax[i]
-            if vi > top or vi != vi:  # np.maximum: NaN wins
+            if vi > top or math.isnan(vi):  # np.maximum: NaN wins
                 top = vi
             vmax[i] = top
             denom = np.sqrt(top) / bc2_sqrt + eps

@@ -20,8 +20,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from . import jit
-from .bf16 import BF16Array
-from .nn import _back, _up
+from .nn import _fresh, _up
 
 __all__ = ["max_pool", "max_pool_backward"]
 
@@ -38,19 +37,17 @@ def max_pool(x, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, o
     x4 = np.ascontiguousarray(xf).reshape((n * c,) + _as_3d(sizes, sizes, 1))
     values = np.empty((n * c,) + _as_3d(out, out, 1), xf.dtype)
     index = np.empty(values.shape, np.int64)
-    if (loops := jit.loops("nn_loops")) is not None and xf.dtype.kind == "f":
-        k3, d3 = _as_3d(out, kernel, 1), _as_3d(out, dilation, 1)
+    k3, s3, p3, d3 = (_as_3d(out, v, fill) for v, fill
+                      in ((kernel, 1), (stride, 1), (padding, 0), (dilation, 1)))
+    if (loops := jit.loops("nn_loops")) is not None:
         plane = x4.shape[1:]
         taps = np.array([(i * d3[0] * plane[1] + j * d3[1]) * plane[2] + k * d3[2]
                          for i, j, k in np.ndindex(*k3)], np.int64)
-        loops.max_pool(x4, np.array(k3), np.array(_as_3d(out, stride, 1)),
-                       np.array(_as_3d(out, padding, 0)), np.array(d3), taps, values, index)
+        loops.max_pool(x4, *(np.array(v) for v in (k3, s3, p3, d3)), taps, values, index)
     else:
-        _max_pool_numpy(x4, _as_3d(out, kernel, 1), _as_3d(out, stride, 1),
-                        _as_3d(out, padding, 0), _as_3d(out, dilation, 1), values, index)
+        _max_pool_numpy(x4, k3, s3, p3, d3, values, index)
     shape = (n, c) + tuple(out)
-    return _back(values.reshape(shape), x) if type(x) is BF16Array or x.dtype != xf.dtype \
-        else values.reshape(shape), index.reshape(shape)
+    return _fresh(values.reshape(shape), x), index.reshape(shape)
 
 
 def _max_pool_numpy(x4, kernel, stride, padding, dilation, values, index) -> None:
@@ -112,11 +109,10 @@ def max_pool_backward(g, index: np.ndarray, input_shape: tuple):
     plane = math.prod(input_shape[2:])
     g2 = np.ascontiguousarray(gf).reshape(n * c, -1)
     i2 = np.ascontiguousarray(index).reshape(n * c, -1)
-    if (loops := jit.loops("nn_loops")) is not None and gf.dtype.kind == "f":
+    if (loops := jit.loops("nn_loops")) is not None:
         dx = np.zeros((n * c, plane), gf.dtype)
         loops.max_pool_backward(g2, i2, dx)
     else:
         flat = (i2 + np.arange(n * c)[:, None] * plane).reshape(-1)
         dx = np.bincount(flat, weights=g2.reshape(-1), minlength=n * c * plane).astype(gf.dtype)
-    dx = dx.reshape(input_shape)
-    return _back(dx, g) if type(g) is BF16Array or g.dtype != gf.dtype else dx
+    return _fresh(dx.reshape(input_shape), g)
