@@ -135,15 +135,13 @@ def layer_norm(x, w, b, eps, y, mean, rstd):
             s += c * c
         r = f32(1.0 / np.sqrt(s * inv_n + eps))
         mean[i], rstd[i] = mu, r
-        if w.size and b.size:
-            for j in range(n):
-                y[i, j] = (x[i, j] - mu) * r * w[j] + b[j]
-        elif w.size:
-            for j in range(n):
-                y[i, j] = (x[i, j] - mu) * r * w[j]
-        else:
-            for j in range(n):
-                y[i, j] = (x[i, j] - mu) * r + (b[j] if b.size else f32(0.0))
+        for j in range(n):  # (the affine tests are loop-invariant: the compiler hoists them)
+            v = (x[i, j] - mu) * r
+            if w.size:
+                v = v * w[j]
+            if b.size:
+                v = v + b[j]
+            y[i, j] = v
 
 
 @compile(reassociate=True)

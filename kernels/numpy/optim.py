@@ -51,6 +51,9 @@ def _blocked(step):
     return run
 
 
+_LOOP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _flat_loop_args(*arrays):
     """The arrays flattened for a compiled loop (optim_loops), with their dtype's scalar type;
     None when the loops are off or the arrays are not all dense, of one float32/float64
@@ -64,9 +67,6 @@ def _flat_loop_args(*arrays):
         return None
     return loops, dt.type, [arrays[0].reshape(-1) if a is None else a.reshape(-1)
                             for a in arrays]
-
-
-_LOOP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def sgd_step(param: np.ndarray, grad: np.ndarray, momentum_buffer, lr: float, momentum: float,
