@@ -23,8 +23,9 @@ NumPy op on host arrays; a second table times the interpreter running the op for
 compiled path instead, up to the driver's launch call: the kernels are compiled for sm_90 by
 Triton as on an H100 and given launchers that run nothing (tests/kernels/compile_sm90.py), so
 the rows are the host cost of an op less cuLaunchKernel itself (2-3 us on a GPU): tritongrad
-with its cached launches (Note [cached launches], kernels/triton/launcher.py), the same through
-Triton's own dispatch (``JITFunction.run``) on every launch, and the raw add kernel both ways.
+with its cached launches (Notes [cached launches] and [plan launches],
+kernels/triton/launcher.py), the same through Triton's own dispatch (``JITFunction.run``) on
+every launch, and the raw add kernel both ways.
 
     python perf/bench_launch.py [--ops mul,tanh,sum,matmul] [--inner 300] [--compiled]
 """
@@ -81,16 +82,14 @@ def stubbed_launches():
 @contextlib.contextmanager
 def tritons_dispatch():
     """Sends every launch of tritongrad's kernels through ``JITFunction.run`` (no cached
-    launches)."""
-    from triton.runtime.jit import JITFunction
+    launches, neither the kernels' own nor the plans': ``CachedLaunchJIT.enabled`` off)."""
     from tritongrad.kernels.triton.launcher import CachedLaunchJIT
 
-    own = CachedLaunchJIT.run
-    CachedLaunchJIT.run = JITFunction.run
+    CachedLaunchJIT.enabled = False
     try:
         yield
     finally:
-        CachedLaunchJIT.run = own
+        CachedLaunchJIT.enabled = True
 
 
 def compiled_host_path(args) -> None:

@@ -186,6 +186,10 @@ _ALLOCATION, _SEGMENT, _ACTIVE, _ALLOCATED_BYTES, _RESERVED_BYTES, _ACTIVE_BYTES
     _REQUESTED_BYTES = range(7)
 
 
+assert (3 * _ALLOCATION, 3 * _ACTIVE, 3 * _ALLOCATED_BYTES, 3 * _ACTIVE_BYTES,
+        3 * _REQUESTED_BYTES) == (0, 6, 9, 15, 18)  # CachingAllocator._count_hot_malloc's
+
+
 class CachingAllocator:
     """Caches device memory per stream so that allocations rarely reach the driver.
 
@@ -243,8 +247,7 @@ class CachingAllocator:
                     block = hot.pop()
                     block.state = _ALLOCATED
                     block.requested = nbytes
-                    size = block.size
-                    self._count_block(block.segment.small, 1, size, nbytes)
+                    self._count_hot_malloc(2 if block.segment.small else 1, block.size, nbytes)
                     return block
             self._depth += 1
             try:
@@ -261,7 +264,7 @@ class CachingAllocator:
             if (block.state == _ALLOCATED and block.stream_uses is None and not self._depth
                     and not self._capture_pools and block.segment.pool is None):
                 size = block.size  # Note [hot blocks]
-                self._count_block(block.segment.small, -1, -size, -block.requested)
+                self._count_hot_free(2 if block.segment.small else 1, size, block.requested)
                 block.state = _CACHED
                 hot = self._hot.get(key := (block.stream, size))
                 if hot is None:
@@ -501,29 +504,78 @@ class CachingAllocator:
                 freed[k] -= n
                 freed[j] -= n
 
-    def _count_block(self, small: bool, n: int, size: int, requested: int) -> None:
-        """``_count`` of a block becoming allocated and active (n = 1, sizes > 0) or cached
-        (n = -1, sizes < 0), written out: it runs twice per operation (Note [hot blocks])."""
-        cur, j = self._cur, (2 if small else 1)
-        stats = (3 * _ALLOCATION, 3 * _ACTIVE, 3 * _ALLOCATED_BYTES, 3 * _ACTIVE_BYTES,
-                 3 * _REQUESTED_BYTES)
-        deltas = (n, n, size, size, requested)
-        if n > 0:
-            peak = self._peak
-            for k, d in zip(stats, deltas):
-                a = cur[k] = cur[k] + d
-                b = cur[k + j] = cur[k + j] + d
-                if a > peak[k]:  # noqa: PLR1730 - cheaper than max() on this path
-                    peak[k] = a
-                if b > peak[k + j]:  # noqa: PLR1730
-                    peak[k + j] = b
-        else:
-            freed = self._freed
-            for k, d in zip(stats, deltas):
-                cur[k] += d
-                cur[k + j] += d
-                freed[k] -= d
-                freed[k + j] -= d
+    # The hot path's updates (Note [hot blocks]) are written out, one line per counter at
+    # 3 * stat (+ j, the pool: 1 large, 2 small): a block becoming allocated and active moves
+    # allocation, active (one each), allocated_bytes, active_bytes (its size) and
+    # requested_bytes; loops over (stat, delta) pairs cost twice as much, and this runs twice
+    # per op. The numbers are 3 * _ALLOCATION, 3 * _ACTIVE, 3 * _ALLOCATED_BYTES,
+    # 3 * _ACTIVE_BYTES and 3 * _REQUESTED_BYTES (asserted below the class).
+    def _count_hot_malloc(self, j: int, size: int, requested: int) -> None:
+        """``_count`` of a cached block handed out again: + (1, 1, size, size, requested)."""
+        cur, peak = self._cur, self._peak
+        v = cur[0] = cur[0] + 1
+        if v > peak[0]:  # noqa: PLR1730 - cheaper than max() on this path
+            peak[0] = v
+        v = cur[j] = cur[j] + 1
+        if v > peak[j]:  # noqa: PLR1730
+            peak[j] = v
+        v = cur[6] = cur[6] + 1
+        if v > peak[6]:  # noqa: PLR1730
+            peak[6] = v
+        k = 6 + j
+        v = cur[k] = cur[k] + 1
+        if v > peak[k]:  # noqa: PLR1730
+            peak[k] = v
+        v = cur[9] = cur[9] + size
+        if v > peak[9]:  # noqa: PLR1730
+            peak[9] = v
+        k = 9 + j
+        v = cur[k] = cur[k] + size
+        if v > peak[k]:  # noqa: PLR1730
+            peak[k] = v
+        v = cur[15] = cur[15] + size
+        if v > peak[15]:  # noqa: PLR1730
+            peak[15] = v
+        k = 15 + j
+        v = cur[k] = cur[k] + size
+        if v > peak[k]:  # noqa: PLR1730
+            peak[k] = v
+        v = cur[18] = cur[18] + requested
+        if v > peak[18]:  # noqa: PLR1730
+            peak[18] = v
+        k = 18 + j
+        v = cur[k] = cur[k] + requested
+        if v > peak[k]:  # noqa: PLR1730
+            peak[k] = v
+
+    def _count_hot_free(self, j: int, size: int, requested: int) -> None:
+        """``_count`` of an allocated block cached by ``free``: - (1, 1, size, size,
+        requested), added to the freed totals."""
+        cur, freed = self._cur, self._freed
+        cur[0] -= 1
+        freed[0] += 1
+        cur[j] -= 1
+        freed[j] += 1
+        cur[6] -= 1
+        freed[6] += 1
+        k = 6 + j
+        cur[k] -= 1
+        freed[k] += 1
+        cur[9] -= size
+        freed[9] += size
+        k = 9 + j
+        cur[k] -= size
+        freed[k] += size
+        cur[15] -= size
+        freed[15] += size
+        k = 15 + j
+        cur[k] -= size
+        freed[k] += size
+        cur[18] -= requested
+        freed[18] += requested
+        k = 18 + j
+        cur[k] -= requested
+        freed[k] += requested
 
     def _malloc(self, nbytes: int, stream) -> Block:
         if nbytes < 0:

@@ -28,7 +28,7 @@ from . import driver as _drv
 from . import pinned as _pinned
 from . import streams as _streams
 from .allocator import CachingAllocator, OutOfMemoryError
-from .array import DeviceArray, contiguous_strides
+from .array import _CONTIGUOUS, DeviceArray, contiguous_strides
 from .device import device as Device
 from .dtype import bfloat16, from_numpy_dtype
 
@@ -90,8 +90,7 @@ class Storage:
 
     def __init__(self, nbytes: int, device, stream=None):
         # Fast path: a device with an index whose allocator exists was checked before.
-        index = getattr(device, "index", None)
-        alloc = _allocators.get(index) if type(device) is Device else None
+        alloc = _allocators.get(index := device.index) if type(device) is Device else None
         if alloc is None:
             index = _streams.device_index(device)
             alloc = allocator(index)
@@ -238,8 +237,9 @@ def _copy_dtoh(index: int, dst_host: int, src: int, nbytes: int) -> None:
 def empty(shape, dtype, device) -> DeviceArray:
     """An uninitialised contiguous array on ``device``, allocated on its current stream."""
     shape = tuple(shape)
-    nbytes = math.prod(shape) * dtype.itemsize
-    return DeviceArray(Storage(nbytes, device), 0, shape, contiguous_strides(shape), dtype)
+    strides = _CONTIGUOUS.get(shape) or contiguous_strides(shape)  # (a call less, per op)
+    return DeviceArray(Storage(math.prod(shape) * dtype.itemsize, device), 0, shape, strides,
+                       dtype)
 
 
 def to_device(host, device, dtype=None, non_blocking: bool = False) -> DeviceArray:

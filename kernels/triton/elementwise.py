@@ -63,7 +63,7 @@ from ._launch import (
     block_range,
 )
 from .compat import kernel_constant, result_type
-from .launcher import jit
+from .launcher import Launch, jit
 
 __all__ = [
     "FBITS",
@@ -706,6 +706,8 @@ def _operand(ptr, scalar, offs, mask, MODE: tl.constexpr, CT: tl.constexpr):
     return v
 
 
+# Both kernels take the operands and the op's constexprs first, the layout's arguments last
+# (the plan's: Note [plan launches] in launcher.py).
 @jit(do_not_specialize=["x_scalar", "y_scalar"])
 def _ew_flat_kernel(
     out_ptr,  # *any: n contiguous elements, written
@@ -713,10 +715,10 @@ def _ew_flat_kernel(
     y_ptr,    # *any: n contiguous elements (Y_MODE == 1), else None
     z_ptr,    # *any: n contiguous elements (Z_MODE == 1, the condition of where), else None
     x_scalar: tl.int64, y_scalar: tl.int64,  # by-value operands (FBITS/INT modes), else 0
-    n,  # number of elements
     OP: tl.constexpr,  # the formula, an entry of OPS
     X_MODE: tl.constexpr, Y_MODE: tl.constexpr, Z_MODE: tl.constexpr,
     CT: tl.constexpr, RT: tl.constexpr,
+    n,  # number of elements
     BLOCK: tl.constexpr, INT64: tl.constexpr,
 ):
     offs, mask = block_range(n, BLOCK, INT64)
@@ -734,12 +736,12 @@ def _ew_strided_kernel(
     y_ptr,    # *any: operand y viewed with y_st (Y_MODE == 1), else None
     z_ptr,    # *any: where's condition viewed with z_st (Z_MODE == 1), else None
     x_scalar: tl.int64, y_scalar: tl.int64,  # by-value operands (FBITS/INT modes), else 0
-    shape,    # tuple of NDIM collapsed sizes, innermost last
-    o_st, x_st, y_st, z_st,  # tuples of NDIM element strides (0 where broadcast or absent)
-    n_rows,   # prod(shape[:-1]): the rows of the [rows, inner] tiling
     OP: tl.constexpr,  # the formula, an entry of OPS
     X_MODE: tl.constexpr, Y_MODE: tl.constexpr, Z_MODE: tl.constexpr,
     CT: tl.constexpr, RT: tl.constexpr,
+    shape,    # tuple of NDIM collapsed sizes, innermost last
+    o_st, x_st, y_st, z_st,  # tuples of NDIM element strides (0 where broadcast or absent)
+    n_rows,   # prod(shape[:-1]): the rows of the [rows, inner] tiling
     NDIM: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, INT64: tl.constexpr,
 ):
     # Program pid covers rows [pid_r * BLOCK_R, +BLOCK_R) x inner [pid_c * BLOCK_C, +BLOCK_C).
@@ -786,8 +788,11 @@ def _ew_strided_kernel(
 # Plans: layout decisions per (output, operands) shapes and strides
 # ------------------------------------------------------------------------------------------
 _PLANS = L.plan_cache()
-_FLAT, _STRIDED = 0, 1
 _Z0: dict = {}  # zero strides per ndim, for absent and scalar operands
+
+
+def _no_launch(*head):
+    """The plan of an empty output: nothing to launch."""
 
 
 def _zeros(nd: int) -> tuple:
@@ -798,8 +803,9 @@ def _zeros(nd: int) -> tuple:
 
 
 def _plan(key):
-    """(kind, grid, runtime layout args, layout constexprs, num_warps) for ``key``:
-    (out shape, out strides, then (shape, strides) or None per operand x, y, z)."""
+    """The ``Launch`` of the flat or strided kernel with the layout's grid, arguments and
+    warps (``_no_launch`` for an empty output) for ``key``: (out shape, out strides, then
+    (shape, strides) or None per operand x, y, z)."""
     shape, ost = key[0], key[1]
     nd = len(shape)
     sts = [ost]
@@ -812,10 +818,11 @@ def _plan(key):
         n *= s
     int64 = L.needs_int64(shape, *sts)
     if n == 0:
-        plan = (_FLAT, (0,), (0,), (FLAT_BLOCK, False), L.num_warps(FLAT_BLOCK))
+        plan = _no_launch
     elif len(cshape) == 0 or (len(cshape) == 1 and all(s[0] == 1 for s in present)):
         block = FLAT_BLOCK_LARGE if n >= FLAT_LARGE_AT else FLAT_BLOCK
-        plan = (_FLAT, (L.cdiv(n, block),), (n,), (block, int64), L.num_warps(block))
+        plan = Launch(_ew_flat_kernel, (L.cdiv(n, block),), (n, block, int64),
+                      num_warps=L.num_warps(block), **L.EXACT)
     else:
         inner = cshape[-1]
         rows = n // inner
@@ -827,8 +834,9 @@ def _plan(key):
             bc = min(L.next_pow2(inner), L.MAX_BLOCK_N, L.TILE)
             br = min(L.next_pow2(rows), max(1, L.TILE // bc))
         grid = (L.cdiv(rows, br) * L.cdiv(inner, bc),)
-        plan = (_STRIDED, grid, (cshape, co, cx, cy, cz, rows), (len(cshape), br, bc, int64),
-                L.num_warps(br * bc))
+        plan = Launch(_ew_strided_kernel, grid, (cshape, co, cx, cy, cz, rows, len(cshape), br,
+                                                 bc, int64),
+                      num_warps=L.num_warps(br * bc), **L.EXACT)
     _PLANS[key] = plan
     return plan
 
@@ -841,16 +849,10 @@ def run(out, x, y, z, xs, ys, consts):
            None if x is None else (x.shape, x.strides),
            None if y is None else (y.shape, y.strides),
            None if z is None else (z.shape, z.strides))
-    kind, grid, args, lconsts, warps = _PLANS.get(key) or _plan(key)
-    if grid[0] == 0:
-        return out
-    L.ensure_driver()
-    if kind == _FLAT:
-        _ew_flat_kernel[grid](out, x, y, z, xs, ys, *args, *consts, *lconsts, num_warps=warps,
-                              **L.EXACT)
-    else:
-        _ew_strided_kernel[grid](out, x, y, z, xs, ys, *args, *consts, *lconsts,
-                                 num_warps=warps, **L.EXACT)
+    launch = _PLANS.get(key) or _plan(key)
+    if launch is not _no_launch:
+        L.ensure_driver()
+        launch(out, x, y, z, xs, ys, *consts)
     return out
 
 

@@ -21,13 +21,30 @@ computed directly from the arguments:
 
 That key is at least as fine as Triton's specialization, so equal keys mean the same compiled
 kernel; later launches with an equal key call the launcher directly with the arguments in
-signature order. A value of any other kind, a callable grid, a warmup, pre-run hooks or a
-non-empty launch hook chain (a profiler such as proton) take Triton's own path. With
-``TRITONGRAD_CHECK_LAUNCHES=1`` (``CachedLaunchJIT.check``) every cached launch also asks
-Triton which kernel it would pick and raises ``LaunchMismatch`` if that is another one: the
-sm_90 compile check and the GPU campaign's test steps run that way. Options Triton reads from
-its knobs at compile time (``TRITON_DEBUG``) are fixed at a layout's first launch;
-``clear_plans()`` (in _launch.py) drops the cached launches with the plans.
+signature order. The key is computed by one expression per parameter, generated once per
+kernel and argument count (``_key_function``; ``_token`` is the same rule for one argument),
+as Triton generates its own binder. A value of any other kind, a callable grid, a warmup,
+pre-run hooks or a non-empty launch hook chain (a profiler such as proton) take Triton's own
+path, as does every launch while ``CachedLaunchJIT.enabled`` is off (the launch benchmark's
+comparison rows). With ``TRITONGRAD_CHECK_LAUNCHES=1`` (``CachedLaunchJIT.check``) every cached
+launch also asks Triton which kernel it would pick and raises ``LaunchMismatch`` if that is
+another one: the sm_90 compile check and the GPU campaign's test steps run that way. Options
+Triton reads from its knobs at compile time (``TRITON_DEBUG``) are fixed at a layout's first
+launch; ``clear_plans()`` (in _launch.py) drops the cached launches with the plans.
+
+Note [plan launches]: ``kernel[grid](*args, **options)`` still costs a few microseconds in the
+cached case: the proxy ``__getitem__`` makes, the keyword arguments packed twice, and a key over
+every argument, the layout's included. A launcher whose plan (Note [lean launches] in
+_launch.py) fixes the grid, the options and the trailing arguments of a kernel keeps a
+``Launch`` in the plan instead, made once with those, and calls it with the leading arguments
+that vary per call (arrays, scalars, per-call constexprs such as an elementwise formula; the
+kernels put those first in their signatures). A ``Launch`` keeps its own cached launches, keyed
+by the device and the leading arguments' keys only (the rest is the plan's), so a repeat is one
+key expression, one dict lookup and the compiled launcher called with the plan's arguments
+already packed. Its first launch of a key, and every launch under the interpreter, under
+launch hooks or pre-run hooks, or with cached launches off, is ``kernel[grid](...)`` (the
+kernel's cached launch or Triton's dispatch); with ``CachedLaunchJIT.check`` every cached
+``Launch`` is checked against Triton's pick as the kernel's own cached launches are.
 
 Under the interpreter (``TRITON_INTERPRET=1``, CI and the emulated device) ``jit`` is
 ``triton.jit``: interpreted kernels have no compiled launcher to cache.
@@ -47,7 +64,7 @@ from ...runtime.array import DeviceArray
 from . import _launch as L
 from .compat import INTERPRET
 
-__all__ = ["CachedLaunchJIT", "LaunchMismatch", "jit"]
+__all__ = ["CachedLaunchJIT", "Launch", "LaunchMismatch", "jit"]
 
 _I32, _I64 = 1 << 31, 1 << 63
 _SPECIALIZED, _CONSTEXPR, _UNSPECIALIZED = 0, 1, 2  # parameter kinds, for the key
@@ -66,7 +83,7 @@ def _width(v: int) -> int:
 
 
 def _token(a, kind: int):
-    """The key of one argument (see Note [cached launches])."""
+    """The key of one argument (see Note [cached launches]); ``_key_function`` inlines it."""
     if kind == _CONSTEXPR:
         return a
     t = type(a)
@@ -83,12 +100,41 @@ def _token(a, kind: int):
     raise _Uncached
 
 
+_WIDTH = "(0 if -{I32} <= {a} < {I32} else 1 if -{I64} <= {a} < {I64} else 2)"
+
+
+def _key_function(kinds: tuple):
+    """``key(device, kwargs, *args) -> tuple``: ``(device, *map(_token, args, kinds),
+    *kwargs.items())`` for ``len(kinds)`` arguments, written out as one expression per argument
+    (arrays, None and integers inline; other kinds through ``_token``), as Triton generates its
+    own binder: a call of ``_token`` per argument cost more than the rest of a cached launch."""
+    names = [f"a{i}" for i in range(len(kinds))]
+    exprs = []
+    for a, kind in zip(names, kinds):
+        if kind == _CONSTEXPR:
+            exprs.append(a)
+            continue
+        width = _WIDTH.format(a=a, I32=_I32, I64=_I64)
+        integer = width if kind == _UNSPECIALIZED else f"({a} == 1, not {a} & 15, {width})"
+        exprs.append(f"(({a}.dtype, not ({a}.storage.ptr + {a}.offset * {a}.dtype.itemsize) & 15)"
+                     f" if type({a}) is DeviceArray else NoneType if {a} is None"
+                     f" else {integer} if type({a}) is int else token({a}, {kind}))")
+    source = (f"def key(device, kwargs, {''.join(n + ', ' for n in names)}):\n"
+              f"    return (device, {''.join(e + ', ' for e in exprs)}*kwargs.items())\n")
+    namespace = {"DeviceArray": DeviceArray, "NoneType": type(None), "token": _token}
+    exec(source, namespace)  # noqa: S102 - source made above from parameter kinds only
+    return namespace["key"]
+
+
 def _hooked() -> bool:
     """Whether a launch hook is installed (Triton's hook chains; a plain callable in older
     releases): hooks see every launch through Triton's own path."""
     rt = knobs.runtime
     enter, leave = rt.launch_enter_hook, rt.launch_exit_hook
     return bool(getattr(enter, "calls", enter) or getattr(leave, "calls", leave))
+
+
+_NO_KWARGS: dict = {}  # (never written)
 
 
 def _compiled(kernel):
@@ -102,6 +148,8 @@ class CachedLaunchJIT(JITFunction):
 
     # also ask Triton which kernel it would launch, and compare (the GPU campaign's tests)
     check = os.environ.get("TRITONGRAD_CHECK_LAUNCHES", "0") not in ("", "0")
+    # off: every launch takes Triton's own path (what the launch benchmark compares with)
+    enabled = True
 
     # Keys hash the formulas passed as constexprs: JITCallable hashes its source digest under
     # a lock, and compares by identity anyway, so identity hashing is equivalent and cheaper.
@@ -109,19 +157,32 @@ class CachedLaunchJIT(JITFunction):
 
     def __init__(self, fn, **kwargs):
         super().__init__(fn, **kwargs)
-        kinds = [_CONSTEXPR if p.is_constexpr else
-                 _UNSPECIALIZED if p.do_not_specialize else _SPECIALIZED for p in self.params]
-        # the trailing constexprs enter the key as they are, without a call per argument
-        self._split = split = len(kinds) - next(
-            (i for i, k in enumerate(reversed(kinds)) if k != _CONSTEXPR), len(kinds))
-        self._kinds = tuple(kinds[:split])
+        self._kinds = tuple(_CONSTEXPR if p.is_constexpr else
+                            _UNSPECIALIZED if p.do_not_specialize else _SPECIALIZED
+                            for p in self.params)
+        self._keys: dict = {}  # argument count -> its key function
         self._launches = L.plan_cache()  # clear_plans() drops these with the plans
+
+    def key_function(self, n: int):
+        """The key function of launches passing the first ``n`` parameters positionally:
+        ``key(device, kwargs, *args)`` (``_key_function``)."""
+        fn = self._keys.get(n)
+        if fn is None:
+            fn = self._keys[n] = _key_function(self._kinds[:n])
+        return fn
 
     def launch_key(self, device: int, args: tuple, kwargs: dict) -> tuple:
         """The cache key of a launch (Note [cached launches]); raises ``_Uncached`` for an
         argument it cannot describe (an unhashable one fails when the key is looked up)."""
-        split = self._split
-        return (device, *map(_token, args[:split], self._kinds), *args[split:], *kwargs.items())
+        return self.key_function(len(args))(device, kwargs, *args)
+
+    def check_pick(self, kernel, args: tuple, grid, kwargs: dict) -> None:
+        """Raises ``LaunchMismatch`` unless Triton's dispatch picks ``kernel`` for these
+        arguments (``check``: every cached launch, this kernel's own or a ``Launch``'s)."""
+        if _compiled(JITFunction.run(self, *args, grid=grid, warmup=True, **kwargs)) \
+                is not kernel:
+            raise LaunchMismatch(f"{self.__name__}: the cached launch would run another kernel "
+                                 f"than Triton's dispatch picks for these arguments")
 
     def _tail(self, given: int, kwargs: dict):
         """``kwargs -> tuple``: the parameters after the ``given`` positional ones, in signature
@@ -137,7 +198,8 @@ class CachedLaunchJIT(JITFunction):
         return lambda kw: tuple(kw.get(name, p.default) for name, p in params)
 
     def run(self, *args, grid, warmup, **kwargs):
-        if warmup or self.pre_run_hooks or callable(grid) or _hooked():
+        if (warmup or not self.enabled or self.pre_run_hooks or callable(grid)
+                or _hooked()):
             return super().run(*args, grid=grid, warmup=warmup, **kwargs)
         device = driver.active.get_current_device()
         try:
@@ -153,10 +215,8 @@ class CachedLaunchJIT(JITFunction):
                 pass
             return kernel
         run, function, metadata, tail, kernel = launch
-        if self.check and _compiled(super().run(*args, grid=grid, warmup=True,
-                                                **kwargs)) is not kernel:
-            raise LaunchMismatch(f"{self.__name__}: the cached launch would run another kernel "
-                                 f"than Triton's dispatch picks for these arguments")
+        if self.check:
+            self.check_pick(kernel, args, grid, kwargs)
         if tail is not None:
             args += tail(kwargs)
         n = len(grid)
@@ -164,6 +224,60 @@ class CachedLaunchJIT(JITFunction):
             driver.active.get_current_stream(device), function, metadata, None, None, None,
             *args)
         return kernel
+
+
+class Launch:
+    """``kernel[grid](*head, *tail, **options)`` with grid, tail and options fixed by a plan,
+    called as ``launch(*head)`` (Note [plan launches]); returns what the launch returns (the
+    compiled kernel; None under the interpreter).
+
+    Args:
+        kernel: a ``@jit`` kernel (a ``CachedLaunchJIT``, or ``triton.jit``'s function under
+            the interpreter).
+        grid: the grid, a tuple of one to three ints.
+        tail: the values of the kernel's last ``len(tail)`` parameters; the call passes the
+            others, in signature order.
+        options: launch options (``num_warps``, ``enable_fp_fusion`` ...).
+    """
+
+    __slots__ = ("_grid3", "_key", "_launches", "grid", "kernel", "options", "tail")
+
+    def __init__(self, kernel, grid: tuple, tail: tuple = (), **options):
+        self.kernel, self.grid, self.tail, self.options = kernel, grid, tail, options
+        self._grid3 = (*grid, 1, 1)[:3]
+        cached = isinstance(kernel, CachedLaunchJIT)
+        self._launches: dict | None = {} if cached else None
+        self._key = kernel.key_function(len(kernel.params) - len(tail)) if cached else None
+
+    def __call__(self, *head):
+        kernel = self.kernel
+        launches = self._launches
+        if launches is None or not kernel.enabled or kernel.pre_run_hooks or _hooked():
+            return kernel[self.grid](*head, *self.tail, **self.options)
+        device = driver.active.get_current_device()
+        try:
+            launch = launches.get(key := self._key(device, _NO_KWARGS, *head))
+        except (_Uncached, TypeError):  # TypeError: unhashable, or not len(head) arguments
+            return kernel[self.grid](*head, *self.tail, **self.options)
+        if launch is None:
+            return self._first(key, head)
+        run, function, metadata, compiled = launch
+        if kernel.check:
+            kernel.check_pick(compiled, head + self.tail, self.grid, self.options)
+        g0, g1, g2 = self._grid3
+        run(g0, g1, g2, driver.active.get_current_stream(device), function, metadata, None,
+            None, None, *head, *self.tail)
+        return compiled
+
+    def _first(self, key: tuple, head: tuple):
+        """The first launch of ``key``: through the kernel's own launch path, then kept."""
+        compiled = _compiled(self.kernel[self.grid](*head, *self.tail, **self.options))
+        try:  # (a kernel whose handles cannot load launches through Triton, uncached)
+            self._launches[key] = (compiled.run, compiled.function, compiled.packed_metadata,
+                                   compiled)
+        except Exception:  # noqa: BLE001, S110 - Triton's own path reports the error
+            pass
+        return compiled
 
 
 def jit(fn=None, **kwargs):

@@ -31,7 +31,7 @@ from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from . import _launch as L
 from . import complex as _complex
-from .launcher import jit
+from .launcher import Launch, jit
 from .memory import astype, full
 
 __all__ = ["bmm", "matmul"]
@@ -44,9 +44,10 @@ def _matmul_kernel(
     a_ptr,  # *T: A, (B, M, K), element (b, m, k) at b * s_ab + m * s_am + k * s_ak
     b_ptr,  # *T: B, (B, K, N), element (b, k, n) at b * s_bb + k * s_bk + n * s_bn
     c_ptr,  # *T: C, (B, M, N) contiguous, written
+    PRECISION: tl.constexpr,  # per launch (the float32 matmul precision); the rest: the plan's
     M, N, K,
     s_ab, s_am, s_ak, s_bb, s_bk, s_bn,
-    ACC: tl.constexpr, PRECISION: tl.constexpr, USE_DOT: tl.constexpr,
+    ACC: tl.constexpr, USE_DOT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP: tl.constexpr, INT64: tl.constexpr,
 ):
@@ -134,7 +135,8 @@ def _plan(key):
     int64 = (L.needs_int64((B, M, K), sa) or L.needs_int64((B, K, N), sb)
              or B * M * N >= L._INT32_SAFE)
     grid = (B * L.cdiv(M, bm) * L.cdiv(N, bn),)
-    plan = (grid, (bm, bn, bk, GROUP_M, int64), warps, stages)
+    plan = Launch(_matmul_kernel, grid, (M, N, K, *sa, *sb, _ACC[dtype], use_dot, bm, bn, bk,
+                                         GROUP_M, int64), num_warps=warps, num_stages=stages)
     _PLANS[key] = plan
     return plan
 
@@ -143,11 +145,8 @@ def _launch(a, b, c, use_dot):
     B, M, K = a.shape
     N = b.shape[2]
     key = (B, M, N, K, a.strides, b.strides, a.dtype, use_dot)
-    grid, consts, warps, stages = _PLANS.get(key) or _plan(key)
-    sa, sb = a.strides, b.strides
-    _matmul_kernel[grid](a, b, c, M, N, K, sa[0], sa[1], sa[2], sb[0], sb[1], sb[2],
-                         _ACC[a.dtype], _precision(a.dtype), use_dot, *consts,
-                         num_warps=warps, num_stages=stages)
+    launch = _PLANS.get(key) or _plan(key)
+    launch(a, b, c, _precision(a.dtype))
 
 
 def _check(op, a, b, nd):

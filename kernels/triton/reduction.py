@@ -41,7 +41,7 @@ from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from ...runtime.array import contiguous_strides
 from . import _launch as L
-from .launcher import jit
+from .launcher import Launch, jit
 from .memory import astype, full
 
 __all__ = ["argreduce", "reduce", "sum"]
@@ -355,8 +355,14 @@ def _plan(key):
             steps += _pass([(n, s) for n, s, _ in rest], cur[j][0], cur[j][1])
             cst = contiguous_strides(tuple(n for n, _, _ in rest))
             cur = [(n, s, r) for (n, _, r), s in zip(rest, cst)]
+    # each step's launch, the step's layout and the op's constexprs bound (Note [plan launches])
+    launches = tuple(Launch(_reduce_kernel, grid, (kshape, kst, m, n, stride_n, chunk, n_split,
+                                                   kop, ident, acc_tl, len(kshape), bm, bn,
+                                                   int64), num_warps=warps)
+                     for (kshape, kst, m, n, stride_n, chunk, n_split, bm, bn, int64, grid,
+                          warps) in steps)
     plan = (steps, kept_strides, keep_shape, kept_shape, M, N, out_dt, acc_tl, acc_dt, kop,
-            ident)
+            ident, launches)
     _PLANS[key] = plan
     return plan
 
@@ -364,7 +370,8 @@ def _plan(key):
 def _reduce(op, a, dims, keepdim):
     key = (op, a.shape, a.strides, tuple(dims), a.dtype)
     plan = _PLANS.get(key) or _plan(key)
-    steps, kept_strides, keep_shape, kept_shape, M, N, out_dt, acc_tl, acc_dt, kop, ident = plan
+    steps, kept_strides, keep_shape, kept_shape, M, N, out_dt, _, acc_dt, _, ident, launches = \
+        plan
     out_shape = keep_shape if keepdim else kept_shape
     if not steps:
         if M == 0:
@@ -377,14 +384,12 @@ def _reduce(op, a, dims, keepdim):
     L.ensure_driver()
     x = a
     last = len(steps) - 1
-    for i, (kshape, kst, m, n, stride_n, chunk, n_split, bm, bn, int64, grid,
-            warps) in enumerate(steps):
+    for i, ((_, _, m, _, _, _, n_split, *_), launch) in enumerate(zip(steps, launches)):
         if i == last:
             out = _memory.empty(out_shape, out_dt, a.device)
         else:
             out = _memory.empty((m * n_split,), acc_dt, a.device)
-        _reduce_kernel[grid](out, x, kshape, kst, m, n, stride_n, chunk, n_split, kop, ident,
-                             acc_tl, len(kshape), bm, bn, int64, num_warps=warps)
+        launch(out, x)
         x = out
     return out
 

@@ -7,9 +7,11 @@ kernel with every kind of parameter (pointer, specialized and unspecialized inte
 a tuple, a constexpr), each argument is swept over values on both sides of every boundary
 Triton specializes on (alignment, 1, divisibility by 16, the int32/int64/uint64 widths) while
 the others stay fixed: a launch key must never stand for two of Triton's specializations.
-Then the probe is launched through the stand-in launchers of compile_sm90.py with arguments
-that need different kernels, each launch checked against Triton's dispatch. Prints what it
-checked; exits 1 on the first mismatch.
+The keys of a plan's ``Launch`` (Note [plan launches]), which binds the constexpr and keys the
+other arguments only, are swept the same way. Then the probe is launched through the stand-in
+launchers of compile_sm90.py with arguments that need different kernels, directly and through
+a ``Launch``, each cached launch checked against Triton's dispatch. Prints what it checked;
+exits 1 on the first mismatch.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import compile_sm90 as harness  # clears TRITON_INTERPRET before Triton is impor
 import numpy as np
 import triton.language as tl
 from tritongrad.kernels.triton import _launch
-from tritongrad.kernels.triton.launcher import CachedLaunchJIT, jit
+from tritongrad.kernels.triton.launcher import CachedLaunchJIT, Launch, LaunchMismatch, jit
 from tritongrad.runtime import memory
 from tritongrad.runtime.array import DeviceArray
 from tritongrad.runtime.device import device
@@ -51,23 +53,27 @@ def main() -> int:
               5: [(i, j) for i in ints[:9] for j in (1, 16, 17)], 6: [16, 32]}
     fixed = [arrays[0], arrays[1], 16, 16, 1.5, (16, 1), 16]
     *_, binder = probe.device_caches[0]
+    head_key = probe.key_function(6)  # a Launch binding K: keys of the first six arguments
     checked = 0
     for pos, values in sweeps.items():
         seen: dict = {}
+        seen_head: dict = {}
         for v in values:
             args = list(fixed)
             args[pos] = v
             try:
                 key = probe.launch_key(0, tuple(args), {"num_warps": 4})
+                head = head_key(0, {}, *args[:6]) if pos < 6 else None  # (K: the plan's)
             except Exception as e:  # noqa: BLE001 - an uncached kind is allowed, reported
                 print(f"  argument {pos} = {v!r}: Triton's own path ({type(e).__name__})")
                 continue
             _, spec, _ = binder(*args, num_warps=4)
             spec = repr(spec)
-            if seen.setdefault(key, spec) != spec:
-                print(f"FAIL argument {pos} = {v!r}: key {key!r} stands for both {seen[key]} "
-                      f"and {spec}")
-                return 1
+            for keys, k in ((seen, key), (seen_head, head)):
+                if k is not None and keys.setdefault(k, spec) != spec:
+                    print(f"FAIL argument {pos} = {v!r}: key {k!r} stands for both {keys[k]} "
+                          f"and {spec}")
+                    return 1
             checked += 1
         print(f"ok   argument {pos}: {len(values)} values, {len(seen)} keys")
     # launches: each new specialization compiles its own kernel; repeats are cached and checked
@@ -77,7 +83,36 @@ def main() -> int:
     slow, cached = harness.LAUNCHED["probe"]
     print(f"{checked} keys checked; probe: {len(probe._launches)} cached launches, "
           f"{slow} launches through Triton's dispatch, {cached} through the cache")
-    return 0 if cached and slow == len(probe._launches) else 1
+    if not cached or slow != len(probe._launches):
+        return 1
+    # the same launches through a plan's Launch: the first of each key through the probe's own
+    # path (K now positional: keys of their own there), then the Launch's cache, each checked
+    # against Triton's dispatch (check is on)
+    kernels = len(probe._launches)
+    launch = Launch(probe, (1,), (8,))
+    calls = 0
+    for _ in range(2):
+        for s, u in [(16, 16), (17, 16), (1, 16), (16, 3), (16, 2**40)]:
+            for p in (view(base, 0), view(base, 1)):
+                launch(p, view(base, 8), s, u, 2.0, (s, 1))
+                calls += 1
+    slow2, cached2 = harness.LAUNCHED["probe"]
+    print(f"Launch: {len(launch._launches)} cached launches, {cached2 - cached} of {calls} "
+          f"calls cached, {slow2 - slow} through Triton's dispatch")
+    firsts = len(launch._launches)
+    if not (firsts == kernels and slow2 - slow == firsts and cached2 - cached == calls - firsts):
+        return 1
+    # the check catches a cached launch of another kernel: the first key's entry replaced by
+    # the second's (s = 17: another specialization)
+    first, second = list(launch._launches)[:2]
+    launch._launches[first] = launch._launches[second]
+    try:
+        launch(view(base, 0), view(base, 8), 16, 16, 2.0, (16, 1))
+    except LaunchMismatch:
+        print("ok   a Launch's entry for another kernel raises LaunchMismatch")
+        return 0
+    print("FAIL a Launch's entry for another kernel launched unchecked")
+    return 1
 
 
 if __name__ == "__main__":

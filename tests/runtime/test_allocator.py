@@ -205,6 +205,84 @@ def test_a_freed_block_is_cached_whole_for_its_size(make_allocator):
     assert alloc.stat("allocated_bytes").peak == 3 * 3072
 
 
+class _BlockStats:
+    """What memory_stats must say of the blocks handed out and freed (none used on other
+    streams, so active equals allocated): the statistics recomputed from the blocks alone."""
+
+    STATS = ("allocation", "active", "allocated_bytes", "active_bytes", "requested_bytes")
+
+    def __init__(self):
+        self.values = {f"{s}.{p}.{f}": 0 for s in self.STATS
+                       for p in ("all", "large_pool", "small_pool")
+                       for f in ("current", "peak", "allocated", "freed")}
+
+    def _add(self, block, requested: int, sign: int) -> None:
+        pool = "small_pool" if block.segment.small else "large_pool"
+        deltas = (1, 1, block.size, block.size, requested)
+        for stat, d in zip(self.STATS, deltas):
+            for p in ("all", pool):
+                v = self.values
+                v[f"{stat}.{p}.current"] += sign * d
+                v[f"{stat}.{p}.{'allocated' if sign > 0 else 'freed'}"] += d
+                v[f"{stat}.{p}.peak"] = max(v[f"{stat}.{p}.peak"], v[f"{stat}.{p}.current"])
+
+    def malloc(self, block, requested: int) -> None:
+        self._add(block, requested, 1)
+
+    def free(self, block, requested: int) -> None:
+        self._add(block, requested, -1)
+
+    def reset_peak(self) -> None:
+        for k in [k for k in self.values if k.endswith(".peak")]:
+            self.values[k] = self.values[k.replace(".peak", ".current")]
+
+    def reset_accumulated(self) -> None:
+        for k in self.values:
+            if k.endswith((".allocated", ".freed")):
+                self.values[k] = 0
+
+    def of(self, alloc) -> dict:
+        return {k: v for k, v in alloc.memory_stats().items() if k in self.values}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_hot_reuse_counts_as_the_slow_path_does(make_allocator, seed):
+    # Note [hot blocks]: the written-out updates of a cached block handed out and cached again
+    # keep every current, peak, allocated and freed value what the blocks say, as the slow path
+    # (split, merge, _count) does: the twin flushes its cache after each free, so its requests
+    # never hit it
+    import random
+
+    rng = random.Random(seed)
+    twins = [(make_allocator()[0], _BlockStats(), []) for _ in range(2)]
+    sizes = [512, 1000, 4096, 5000, 1 * MiB, 3 * MiB, 11 * MiB + 1]  # both pools
+    hits = 0
+    for step in range(400):
+        r = rng.random()
+        n, stream = rng.choice(sizes), rng.choice((A, B))
+        pick = rng.random()
+        for slow, (alloc, model, live) in enumerate(twins):
+            if r < 0.5 or not live:
+                cached = sum(len(v) for v in alloc._hot.values())
+                live.append((alloc.malloc(n, stream), n))
+                model.malloc(*live[-1])
+                hits += sum(len(v) for v in alloc._hot.values()) < cached
+            elif r < 0.95:
+                block, requested = live.pop(int(pick * len(live)))
+                alloc.free(block)
+                model.free(block, requested)
+                if slow:
+                    alloc._flush_hot()
+            elif r < 0.98:
+                alloc.reset_peak_memory_stats()
+                model.reset_peak()
+            else:
+                alloc.reset_accumulated_memory_stats()
+                model.reset_accumulated()
+            assert model.of(alloc) == model.values, (step, slow)
+    assert hits > 50  # the hot path ran
+
+
 def test_cached_blocks_merge_before_a_new_segment(make_allocator):
     alloc, raw, _ = make_allocator()
     quarters = [alloc.malloc(512 * KiB, A) for _ in range(4)]  # the whole 2 MiB segment
