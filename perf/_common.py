@@ -14,6 +14,7 @@ import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", os.environ.get("BENCH_THREADS", "1"))
 os.environ.setdefault("OMP_NUM_THREADS", os.environ.get("BENCH_THREADS", "1"))
+os.environ.setdefault("MKL_NUM_THREADS", os.environ.get("BENCH_THREADS", "1"))
 
 
 def try_torch():

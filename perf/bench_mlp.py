@@ -2,8 +2,10 @@
 
 Rows: tritongrad (nn.Sequential + CrossEntropyLoss + optim.SGD), the same network with
 hand-written NumPy forward/backward/update (what the autograd layer adds nothing to), the step's
-eight matrix products alone in NumPy (the BLAS floor under every row), and torch when
-installed. CPU default: batch 256; on a GPU (``--device cuda``) use ``--batch 4096``.
+eight matrix products alone in NumPy (the BLAS floor under the NumPy rows) and, where
+tritongrad's CPU products run another BLAS (MKL: kernels/numpy/blas.py), through that one (its
+floor), and torch when installed. CPU default: batch 256; on a GPU (``--device cuda``) use
+``--batch 4096``.
 
     python perf/bench_mlp.py [--device cpu|cuda] [--batch 256]
 """
@@ -57,13 +59,13 @@ def numpy_step(params, x, y, lr):
     return loss
 
 
-def numpy_gemms(params, x, h1, h2, dz):
+def numpy_gemms(params, x, h1, h2, dz, mm=np.matmul):
     """Only the step's eight matrix products, with the hand-written step's shapes and operand
     layouts (three forward, five backward; the input needs no gradient): the floor that any
-    implementation calling this BLAS pays, whatever its framework adds."""
+    implementation calling this BLAS (``mm``) pays, whatever its framework adds."""
     w1, _, w2, _, w3, _ = params
-    x @ w1.T, h1 @ w2.T, h2 @ w3.T
-    dz.T @ h2, dz @ w3, h2.T @ h1, h2 @ w2, h1.T @ x
+    mm(x, w1.T), mm(h1, w2.T), mm(h2, w3.T)
+    mm(dz.T, h2), mm(dz, w3), mm(h2.T, h1), mm(h2, w2), mm(h1.T, x)
 
 
 def main() -> None:
@@ -103,6 +105,10 @@ def main() -> None:
         dz = rng.standard_normal((args.batch, SIZES[-1])).astype(np.float32)
         cases.append(("numpy GEMMs only", lambda: numpy_gemms(params, x0, h[0], h[1], dz),
                       None))
+        from tritongrad.kernels.numpy import blas, linalg
+        if blas.provider() is not None:  # tritongrad's own floor: the CBLAS library it calls
+            cases.append((f"{blas.provider().name} GEMMs only",
+                          lambda: numpy_gemms(params, x0, h[0], h[1], dz, linalg.matmul), None))
     torch = try_torch()
     if torch is not None:
         dev = "cuda" if args.device != "cpu" else "cpu"

@@ -84,6 +84,16 @@ def _cpu_loops() -> str:
     return ", loops off (TRITONGRAD_CPU_JIT=0)" if off else ", loops off (NumPy forms)"
 
 
+def _cpu_blas() -> str:
+    """The CBLAS library the CPU backend's matrix products call (kernels/numpy/blas.py)."""
+    from .kernels.numpy import blas
+    lib = blas.provider()
+    if lib is None:
+        return "NumPy's matmul (install tritongrad[mkl] for MKL)"
+    return f"{lib.name} through CBLAS (mkl {_version('mkl')})" if lib.name == "mkl" else \
+        f"{lib.name} through CBLAS"
+
+
 def _nvidia_driver() -> str:
     try:  # the kernel module's version, as nvidia-smi shows it (Linux only)
         with open("/proc/driver/nvidia/version") as f:
@@ -164,6 +174,7 @@ def collect_env() -> dict[str, str]:
         "cuda-bindings": _version("cuda-bindings"),
         "nvtx": _version("nvtx"),
         "numba (CPU loops)": _version("numba") + _cpu_loops(),
+        "cpu matmul": _guard(_cpu_blas),
         "nvidia driver": _guard(_nvidia_driver),
         "cuda (driver api)": _guard(_cuda_driver_api),
         "cuda (triton's ptxas)": _guard(_ptxas),

@@ -31,6 +31,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..geometry import conv_geometry
 from .bf16 import BF16Array
+from .linalg import matmul  # (MKL where installed: blas.py)
 from .nn import _back, _up
 from .reduction import sum as _sum  # (sums over leading dims: BLAS products with ones)
 
@@ -122,7 +123,7 @@ def _forward(xf, wf, bf, stride, pd, dilation, groups: int, OH: int, OW: int) ->
     if Cg == 1 and O == groups:
         return _depthwise(xf, wf, bf, stride, pd, dilation, OH, OW, out)
     win = _windows(_channels_last(xf, pd), KH, KW, OH, OW, stride, dilation)
-    y = np.matmul(_columns(win, groups), _weight_matrix(wf, groups))  # (g, N*L, O/g)
+    y = matmul(_columns(win, groups), _weight_matrix(wf, groups))  # (g, N*L, O/g)
     return _to_channels_first(y, N, OH, OW, bf, out)
 
 
@@ -196,7 +197,7 @@ def conv2d_backward(g, x, w, stride, padding, dilation, groups: int, needs):
                     dwf[:, 0, kh, kw] = _sum(prod.reshape(NL, C), (0,), False)
         else:
             cols = _columns(win, groups)  # (g, N*L, KH*KW*C/g)
-            dwf = np.matmul(cols.transpose(0, 2, 1), gm)  # (g, KH*KW*C/g, O/g)
+            dwf = matmul(cols.transpose(0, 2, 1), gm)  # (g, KH*KW*C/g, O/g)
             dwf = dwf.reshape(groups, KH, KW, Cg, Og).transpose(0, 4, 3, 1, 2)
         dw = _result(dwf.reshape(O, Cg, KH, KW), w)
     if need_x:
@@ -215,7 +216,7 @@ def conv2d_backward(g, x, w, stride, padding, dilation, groups: int, needs):
                     dcols = np.multiply(gn.reshape(N, OH, OW, 1, 1, C),
                                         taps.transpose(1, 2, 0))  # (N, OH, OW, KH, KW, C)
                 else:
-                    dcols = np.matmul(gm, _weight_matrix(wf, groups).transpose(0, 2, 1))
+                    dcols = matmul(gm, _weight_matrix(wf, groups).transpose(0, 2, 1))
                     dcols = dcols.reshape(groups, N, OH, OW, KH, KW, Cg).transpose(
                         1, 2, 3, 4, 5, 0, 6).reshape(N, OH, OW, KH, KW, C)
                 for kh in range(KH):

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from . import jit
 from .bf16 import BF16Array, round_
 
 _ndarray = np.ndarray
@@ -318,9 +319,19 @@ def _zero_where(drop, g):
     return np.bitwise_and(g.view(ints), m, out=m).view(g.dtype)
 
 
+_LOOP_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _relu_backward(g, y, out=None):
     # A select, not g * (y > 0): an inf gradient at y == 0 gives 0 (inf * 0 is NaN), and a
     # NaN output passes the gradient on (PyTorch's threshold_backward zeroes where y <= 0).
+    if (out is None and type(g) is _ndarray and type(y) is _ndarray and g.dtype == y.dtype
+            and g.dtype in _LOOP_FLOATS and g.shape == y.shape and g.ndim
+            and g.flags.c_contiguous and y.flags.c_contiguous
+            and (loops := jit.loops("nn_loops")) is not None):
+        r = np.empty_like(g)
+        loops.relu_backward(g.reshape(-1), y.reshape(-1), r.reshape(-1))
+        return r
     r = _zero_where(_arr(np.less_equal(y, 0)), _arr(g))
     if out is None:
         return r

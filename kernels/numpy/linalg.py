@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import blas
+
 _f16 = np.dtype(np.float16)
 
 
@@ -11,8 +13,22 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if a.dtype == _f16:
         # NumPy has no half GEMM (it loops in Python-speed C); compute in float32 and round
         # once, which is also what GPU tensor cores do with a float32 accumulator.
-        return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(np.float16)
-    return np.matmul(a, b)  # bfloat16: float32 GEMM, rounded once (bf16.BF16Array)
+        return matmul(a.astype(np.float32), b.astype(np.float32)).astype(np.float16)
+    # float32/float64 products big enough for it go to the CBLAS library of blas.py (MKL where
+    # installed); bfloat16 is a float32 GEMM, rounded once (bf16.BF16Array), in NumPy
+    if a.ndim == 2 and b.ndim == 2:
+        r = blas.gemm(a, b)
+        if r is not None:
+            return r
+    elif b.ndim == 2 and a.ndim > 2 and a.flags.c_contiguous:  # (..., m, k) @ (k, n): one GEMM
+        r = blas.gemm(a.reshape(-1, a.shape[-1]), b)
+        if r is not None:
+            return r.reshape(*a.shape[:-1], b.shape[1])
+    elif a.ndim == 3 and b.ndim == 3 and a.shape[0] == 1 == b.shape[0]:  # one group's conv
+        r = blas.gemm(a[0], b[0])
+        if r is not None:
+            return r[None]
+    return np.matmul(a, b)
 
 
 def bmm(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -1,6 +1,6 @@
 """Compiled loops (kernels/numpy/jit.py) for the nn kernels: float32 GELU with its derivative,
 layer norm and batch norm forward and backward (nn.py), max pooling forward and backward
-(pool.py).
+(pool.py), ReLU's backward (elementwise.py).
 
 Each computes what its NumPy form computes, with the same formulas and the same accuracy, in
 one pass over the data instead of one per step; the kernels call them when
@@ -114,6 +114,14 @@ def gelu_grad(g, x, d):
         a = abs(xi)
         p, e = _tail(xi, a)
         d[i] = g[i] * _derivative(xi, a, p, e)
+
+
+@compile
+def relu_backward(g, y, out):
+    """0 where y <= 0, else g (a NaN y passes g on), for float32 or float64: one pass where the
+    NumPy form's bit-mask select takes three (Note [Selects as bit masks])."""
+    for i in range(g.size):
+        out[i] = 0 if y[i] <= 0 else g[i]
 
 
 # Layer norm: rows of the 2-D ``x`` (M, N); ``w``, ``b`` are (N,) or empty (no affine). Sums
@@ -295,3 +303,5 @@ def max_pool_backward(g, index, dx):
     for p in range(p_):
         for i in range(l_):
             dx[p, index[p, i]] += g[p, i]
+
+

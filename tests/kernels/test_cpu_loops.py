@@ -1,5 +1,5 @@
 """The compiled CPU loops (kernels/numpy/jit.py, nn_loops.py): on by default where Numba
-imports, off under TRITONGRAD_CPU_JIT=0, and each loop (exp, GELU, layer and batch norm)
+imports, off under TRITONGRAD_CPU_JIT=0, and each loop (exp, GELU, ReLU's backward, layer and batch norm)
 against float64 references and the NumPy form it replaces (the kernels' own tests also run
 both forms, through the ``cpu_forms`` fixture)."""
 
@@ -85,6 +85,27 @@ def test_gelu_loops_match_the_numpy_form():
     # relative accuracy of the negative tail, as the NumPy form's
     tail = (x < -3) & (x > -13)
     np.testing.assert_allclose(y[tail], y0[tail], rtol=1e-5)
+
+
+@needs_loops
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_backward_loop(dtype):
+    ew = importlib.import_module("tritongrad.kernels.numpy.elementwise")
+    rng = np.random.default_rng(1)
+    y = rng.standard_normal((37, 29)).astype(dtype)
+    g = rng.standard_normal((37, 29)).astype(dtype)
+    y.flat[:7] = [np.nan, 0.0, -0.0, np.inf, -np.inf, 1e-300, -1e-300]
+    g.flat[:7] = [1.0, np.inf, -np.inf, np.nan, 2.0, -3.0, np.nan]
+    got = ew._relu_backward(g, y)
+    # PyTorch's threshold_backward: +0 where y <= 0, g elsewhere (a NaN y passes g on)
+    want = np.where(np.less_equal(y, 0), 0.0, g.astype(np.float64))
+    assert got.dtype == dtype and got.shape == g.shape
+    np.testing.assert_array_equal(got, want.astype(dtype))
+    assert not np.signbit(got[np.less_equal(y, 0)]).any()
+    with jit.disabled():
+        np.testing.assert_array_equal(ew._relu_backward(g, y), got)
+    # strided operands keep the NumPy form, with the same result
+    np.testing.assert_array_equal(ew._relu_backward(g.T, y.T), got.T)
 
 
 def _layer_norm64(x, w, b, eps):

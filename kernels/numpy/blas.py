@@ -1,0 +1,206 @@
+"""Matrix products through a CBLAS library called directly: Intel MKL where it is installed.
+
+NumPy's ``matmul`` runs its own BLAS (OpenBLAS in NumPy's wheels). PyTorch's CPU wheels run
+MKL, which is 1.1-1.35x faster on the single-precision GEMMs of a training step (docs/
+performance.md, "session 13"): a transformer's projections, an MLP's layers, a convolution's
+im2col product. The ``mkl`` extra (``pip install tritongrad[mkl]``, Intel's ``mkl`` wheel:
+about 700 MB) makes those products run MKL's ``cblas_sgemm``/``cblas_dgemm`` through ctypes.
+
+``gemm(a, b)`` is the one entry (kernels/numpy/linalg.py calls it): float32 or float64 plain
+ndarrays, products of at least ``MIN_WORK`` multiply-adds (below that a ctypes call costs more
+than it saves), each operand read in place when one of its strides is the element size (a
+transposed view is BLAS's "T" operand), copied otherwise. Anything else returns None and
+NumPy computes it. Batched products of small matrices (attention's heads) stay with NumPy:
+its loop over OpenBLAS beats MKL's strided batch there.
+
+``TRITONGRAD_BLAS`` picks the library at the first product: ``auto`` (the default: MKL when
+installed, else NumPy), ``mkl`` (MKL, an error naming the extra when it is missing),
+``numpy`` (``np.matmul`` only), ``openblas`` (NumPy's own OpenBLAS through this same binding:
+no faster than ``np.matmul``; it exists so that CI, which does not install MKL, runs the
+binding's layout logic against a real CBLAS). ``use(name)`` switches it for a block (tests).
+MKL's threads follow ``MKL_NUM_THREADS``/``OMP_NUM_THREADS`` and ``tg.set_num_threads``
+(threadpoolctl sees the loaded library); without Intel's OpenMP runtime it runs sequential.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import glob
+import importlib.metadata
+import os
+import sys
+import threading
+
+import numpy as np
+
+__all__ = ["MIN_WORK", "gemm", "provider", "use"]
+
+MIN_WORK = 1 << 17  # m * n * k: ~128 k multiply-adds, a few microseconds of BLAS
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112  # CBLAS's enum values
+_I32 = 2**31 - 1
+_f32, _f64 = np.dtype(np.float32), np.dtype(np.float64)
+_ndarray = np.ndarray
+
+
+class _Library:
+    """One CBLAS library's sgemm and dgemm (``int_t``: its integer width, LP64 or ILP64)."""
+
+    def __init__(self, name: str, lib, sgemm: str, dgemm: str, int_t):
+        self.name = name
+        self.lib = lib
+        self.fns = {}
+        for dtype, symbol, real in ((_f32, sgemm, ctypes.c_float), (_f64, dgemm, ctypes.c_double)):
+            fn = getattr(lib, symbol)
+            fn.restype = None
+            fn.argtypes = [ctypes.c_int] * 3 + [int_t] * 3 + [real, ctypes.c_void_p, int_t,
+                                                              ctypes.c_void_p, int_t, real,
+                                                              ctypes.c_void_p, int_t]
+            self.fns[dtype] = fn
+
+    def __repr__(self) -> str:
+        return f"<CBLAS {self.name}>"
+
+
+def _lib_dirs(dist: str) -> list[str]:
+    """Directories holding a pip distribution's shared libraries (the ``mkl`` wheel installs
+    them in ``<prefix>/lib``), then the interpreter prefix's own."""
+    dirs = []
+    try:
+        for f in importlib.metadata.files(dist) or ():
+            if f.name.startswith("lib") and ".so" in f.name:
+                d = os.path.dirname(os.path.abspath(f.locate()))
+                if d not in dirs:
+                    dirs.append(d)
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    return dirs + [os.path.join(sys.prefix, "lib")]
+
+
+def _load_mkl() -> _Library | None:
+    for d in _lib_dirs("mkl"):
+        for so in ("libmkl_rt.so.3", "libmkl_rt.so.2", "libmkl_rt.so"):
+            path = os.path.join(d, so)
+            if not os.path.exists(path):
+                continue
+            if "MKL_THREADING_LAYER" not in os.environ:
+                # MKL's default threading layer needs Intel's OpenMP runtime (the intel-openmp
+                # wheel) and aborts the process where it cannot load it: choose before the
+                # first call, sequential when the runtime is absent.
+                layer = 0 if _loads(os.path.join(d, "libiomp5.so")) else 1  # INTEL, SEQUENTIAL
+                os.environ["MKL_THREADING_LAYER"] = ("INTEL", "SEQUENTIAL")[layer]
+            lib = ctypes.CDLL(path)
+            return _Library("mkl", lib, "cblas_sgemm", "cblas_dgemm", ctypes.c_int)
+    return None
+
+
+def _loads(path: str) -> bool:
+    try:
+        ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    except OSError:
+        return False
+    return True
+
+
+def _load_numpy_openblas() -> _Library | None:
+    """NumPy's bundled OpenBLAS (scipy-openblas, ILP64 with prefixed symbols)."""
+    root = os.path.dirname(os.path.dirname(np.__file__))
+    for path in sorted(glob.glob(os.path.join(root, "numpy.libs", "libscipy_openblas64_*.so"))):
+        lib = ctypes.CDLL(path)
+        if hasattr(lib, "scipy_cblas_sgemm64_"):
+            return _Library("openblas", lib, "scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_",
+                            ctypes.c_int64)
+    return None
+
+
+_lock = threading.Lock()
+_UNSET = object()
+_library = _UNSET  # the loaded _Library, None for NumPy's matmul, _UNSET before the first use
+_CHOICES = ("auto", "mkl", "numpy", "openblas")
+
+
+def _select(name: str):
+    name = name.strip().lower()
+    if name not in _CHOICES:
+        raise ValueError(f"TRITONGRAD_BLAS: expected one of {', '.join(_CHOICES)}, got {name!r}")
+    if name == "numpy":
+        return None
+    if name == "openblas":
+        lib = _load_numpy_openblas()
+        if lib is None:
+            raise RuntimeError("TRITONGRAD_BLAS=openblas: this NumPy has no bundled OpenBLAS "
+                               "(scipy-openblas) to call")
+        return lib
+    lib = _load_mkl()
+    if lib is None and name == "mkl":
+        raise RuntimeError("TRITONGRAD_BLAS=mkl: Intel MKL is not installed; install it with "
+                           "`pip install tritongrad[mkl]`")
+    return lib
+
+
+def provider():
+    """The CBLAS library products go to (``<CBLAS mkl>``, ...), or None for NumPy's matmul."""
+    global _library
+    lib = _library
+    if lib is _UNSET:
+        with _lock:
+            if _library is _UNSET:
+                _library = _select(os.environ.get("TRITONGRAD_BLAS", "auto"))
+            lib = _library
+    return lib
+
+
+@contextlib.contextmanager
+def use(name: str):
+    """Runs the block with the library ``name`` (one of ``TRITONGRAD_BLAS``'s values)."""
+    global _library
+    saved = _library
+    _library = _select(name)
+    try:
+        yield _library
+    finally:
+        _library = saved
+
+
+def _operand(x: np.ndarray):
+    """(trans, ld, x) for BLAS: row-major rows as they are, a column-major (transposed) view
+    as the "T" operand, anything else copied to rows."""
+    item = x.itemsize
+    rows, cols = x.shape
+    s0, s1 = x.strides
+    if not x.flags.aligned:
+        x = np.ascontiguousarray(x)
+        s0, s1 = x.strides
+    if cols == 1:
+        s1 = item
+    if rows == 1:
+        s0 = max(cols, 1) * item
+    if s1 == item and s0 >= cols * item and s0 % item == 0 and s0 // item <= _I32:
+        return _NO_TRANS, s0 // item, x
+    if rows > 1 and s0 == item and s1 >= rows * item and s1 % item == 0 and s1 // item <= _I32:
+        return _TRANS, s1 // item, x
+    x = np.ascontiguousarray(x)
+    return _NO_TRANS, max(cols, 1), x
+
+
+def gemm(a, b) -> np.ndarray | None:
+    """``a @ b`` for 2-D ``a`` (m, k) and ``b`` (k, n) of one dtype through the CBLAS library,
+    as a new C-contiguous array; None where NumPy should compute it (no library, another
+    dtype or array type, a small product, sizes past 32-bit BLAS integers)."""
+    lib = _library if _library is not _UNSET else provider()
+    if lib is None or type(a) is not _ndarray or type(b) is not _ndarray:
+        return None
+    dt = a.dtype
+    fn = lib.fns.get(dt)
+    if fn is None or b.dtype != dt or a.ndim != 2 or b.ndim != 2:
+        return None
+    m, k = a.shape
+    n = b.shape[1]
+    if b.shape[0] != k or m * n * k < MIN_WORK or max(m, n, k) > _I32:
+        return None
+    ta, lda, a = _operand(a)
+    tb, ldb, b = _operand(b)
+    out = np.empty((m, n), dt)
+    fn(_ROW_MAJOR, ta, tb, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb, 0.0,
+       out.ctypes.data, max(n, 1))
+    return out
