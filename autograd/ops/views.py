@@ -362,7 +362,11 @@ def sum_to_size(x: Tensor, *size) -> Tensor:
 UnsqueezeBackward0 = ViewBackward0.variant("UnsqueezeBackward0", "unsqueeze")
 
 
+# PyTorch's three overloads name three nodes: squeeze() SqueezeBackward0, squeeze(dim)
+# SqueezeBackward1, squeeze(dims) SqueezeBackward2
 SqueezeBackward0 = ViewBackward0.variant("SqueezeBackward0", "squeeze")
+SqueezeBackward1 = ViewBackward0.variant("SqueezeBackward1", "squeeze")
+SqueezeBackward2 = ViewBackward0.variant("SqueezeBackward2", "squeeze")
 
 
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
@@ -378,12 +382,14 @@ def squeeze(x: Tensor, dim=None) -> Tensor:
     """A view without the dims of size one (all, or those of ``dim``)."""
     shape = list(x.shape)
     if dim is None:
+        node = SqueezeBackward0
         new = [s for s in shape if s != 1]
     else:
+        node = SqueezeBackward2 if isinstance(dim, (tuple, list)) else SqueezeBackward1
         dims = dim if isinstance(dim, (tuple, list)) else (dim,)
         dims = {wrap_dim(d, x.ndim, "squeeze", "dim", 1) for d in dims}
         new = [s for i, s in enumerate(shape) if not (i in dims and s == 1)]
-    return _view_apply(SqueezeBackward0, x, tuple(new))
+    return _view_apply(node, x, tuple(new))
 
 
 # -- basic indexing ----------------------------------------------------------------------------

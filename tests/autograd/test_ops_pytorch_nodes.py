@@ -255,3 +255,19 @@ def test_float_kernels_make_inf_and_nan_without_warnings():
     assert r.tolist()[0] == np.inf and np.isnan(r.tolist()[1])
     assert logs.tolist()[1] == -np.inf and np.isnan(logs.tolist()[2])
     assert np.isnan(roots.tolist()[2])
+
+
+@pytest.mark.parametrize("call,node", [
+    (lambda x: x.squeeze(), "SqueezeBackward0"),
+    (lambda x: x.squeeze(1), "SqueezeBackward1"),
+    (lambda x: tg.squeeze(x, -1), "SqueezeBackward1"),
+    (lambda x: x.squeeze((1, 3)), "SqueezeBackward2"),
+    (lambda x: tg.squeeze(x, [1]), "SqueezeBackward2"),
+])
+def test_squeeze_overloads_name_their_nodes(call, node):
+    # PyTorch's three squeeze overloads (all dims, one dim, a list of dims) record three nodes
+    x, = _leaves((2, 1, 3, 1))
+    y = call(x)
+    assert y.grad_fn.name() == node
+    (y * 3).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 1, 3, 1), 3.0))
