@@ -9,16 +9,22 @@ for the small images CNNs train on. The whole batch is one matmul per group:
 
     y (N*OH*OW, O/g) = cols (N*OH*OW, KH*KW*C/g) @ w (KH*KW*C/g, O/g)
 
-and y, viewed (N, OH, OW, O), goes back to channels first in the pass that adds the bias. A
-depthwise convolution (one input and one output channel per group) has no GEMM worth the
-name: it is KH*KW multiply-adds of the shifted windows by the taps' weights.
+and y, viewed (N, OH, OW, O), goes back to channels first in the pass that adds the bias
+(with the compiled loops of conv_loops.py, jit.py, one image's rows at a time: 2x faster than
+NumPy's transposing add). A depthwise convolution (one input and one output channel per group)
+has no GEMM worth the name: it is KH*KW multiply-adds of the shifted windows by the taps'
+weights.
 
-The backward recomputes the columns (they are KH*KW times the input; nothing is kept):
-dw = cols^T @ g, with g channels last. With stride 1, dx is g correlated with the flipped,
-transposed weight: a forward convolution of g, no adds. Otherwise dcols = g @ w^T and dx is
-col2im: the KH*KW taps' slices of dcols added into the padded input gradient, one strided
-slice per tap (faster than ``np.add.at``, which adds element by element). db is g summed over
-(N, OH, OW).
+The backward recomputes the columns (they are KH*KW times the input; nothing is kept) and
+takes g channels last, gn (N*OH*OW, O). dw^T = gn^T @ cols (as cols^T @ gn when O/g is the
+larger side: BLAS is fastest with the wider matrix as the product's columns). db is gn summed
+over its rows. For dx, the column gradients dcols = gn @ w^T (what each tap passes back) are
+summed onto the input by col2im: with the loops, conv_loops.col2im, one pass over dcols that
+writes dx channels first; without them, one strided add per tap into the padded channels-last
+gradient (faster than ``np.add.at``, which adds element by element). With stride 1 the NumPy
+form instead takes dx as g correlated with the flipped, transposed weight: a forward
+convolution of g (an im2col of g, O/C times the size of dcols, but no adds), which beats those
+KH*KW adds and loses to the loop (digits CNN's second layer: 820 against 460 us).
 
 float32 and float64 compute in their own dtype; float16 and bfloat16 in float32, rounded once
 at the end (as the GPU kernels accumulate in float32).
@@ -30,6 +36,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..geometry import conv_geometry
+from . import jit
 from .bf16 import BF16Array
 from .linalg import matmul  # (MKL where installed: blas.py)
 from .nn import _back, _up
@@ -81,9 +88,15 @@ def _weight_matrix(wf: np.ndarray, groups: int) -> np.ndarray:
         groups, KH * KW * Cg, O // groups)
 
 
+_NO_BIAS = {np.dtype(t): np.empty(0, t) for t in (np.float32, np.float64)}
+
+
 def _to_channels_first(y: np.ndarray, N, OH, OW, bias, out: np.ndarray) -> np.ndarray:
     """y (groups, N*OH*OW, O/g) into ``out`` (N, O, OH, OW), adding ``bias`` in the same
-    pass."""
+    pass (conv_loops.to_channels_first where the loops run)."""
+    if (loops := jit.loops("conv_loops")) is not None:
+        loops.to_channels_first(y, _NO_BIAS[y.dtype] if bias is None else bias, out)
+        return out
     g, _, og = y.shape
     src = y.reshape(g, N, OH, OW, og).transpose(1, 0, 4, 2, 3).reshape(N, g * og, OH, OW)
     if bias is not None:
@@ -164,67 +177,128 @@ def conv2d_backward(g, x, w, stride, padding, dilation, groups: int, needs):
     where ``needs`` (three bools, for x, w and bias) says it is not wanted."""
     _same_dtype("conv2d_backward", x, w)
     need_x, need_w, need_b = (tuple(needs) + (False, False, False))[:3]
-    N, C, H, W, O, Cg, KH, KW, OH, OW, pd = conv_geometry("conv2d_backward", x.shape, w.shape,
+    N, _, H, W, O, _, KH, KW, OH, OW, pd = conv_geometry("conv2d_backward", x.shape, w.shape,
                                                      stride, padding, dilation, groups)
     if tuple(g.shape) != (N, O, OH, OW):
         raise ValueError(f"conv2d_backward: expected the output gradient of shape "
                          f"{(N, O, OH, OW)}, got {tuple(g.shape)}")
     xf, wf, gf = _up(x), _up(w), _up(g).astype(_up(x).dtype, copy=False)
-    Og, CgK, NL = O // groups, Cg * KH * KW, N * OH * OW
-    (pt, pb), (pl, pr) = pd
-    (sh, sw), (dh, dw_) = stride, dilation
-    eh, ew = dh * (KH - 1), dw_ * (KW - 1)
-    dx_by_forward = sh == sw == 1 and max(pt, pb) <= eh and max(pl, pr) <= ew
+    loops = jit.loops("conv_loops") if need_x else None
+    by_forward = need_x and loops is None and _dx_by_forward(stride, pd, dilation, KH, KW)
+    gn = None
+    if need_w or need_b or (need_x and not by_forward):
+        gn = np.ascontiguousarray(gf.transpose(0, 2, 3, 1)).reshape(N * OH * OW, O)
     dx = dw = db = None
-    depthwise = Cg == 1 and O == groups
-    gn = gm = win = None
-    if need_w or need_b or (need_x and not dx_by_forward):
-        # g channels last: (N*OH*OW, O), viewed (groups, N*OH*OW, O/g) as the columns' rows
-        gn = np.ascontiguousarray(gf.transpose(0, 2, 3, 1)).reshape(NL, O)
-        gm = gn.reshape(NL, groups, Og).transpose(1, 0, 2)
-    if need_w or (need_x and not dx_by_forward and depthwise):
-        win = _windows(_channels_last(xf, pd), KH, KW, OH, OW, stride, dilation)
     if need_w:
-        if not NL:
-            dwf = np.zeros((O, Cg, KH, KW), dtype=xf.dtype)
-        elif depthwise:  # per tap: sum over N*OH*OW of window * g, as column sums
-            prod = np.empty((N, OH, OW, C), dtype=xf.dtype)
-            dwf = np.empty((C, 1, KH, KW), dtype=xf.dtype)
-            for kh in range(KH):
-                for kw in range(KW):
-                    tap, _ = _pixel_rows(win[:, :, :, kh, kw, :])
-                    np.multiply(tap, gn.reshape(tap.shape), out=prod.reshape(tap.shape))
-                    dwf[:, 0, kh, kw] = _sum(prod.reshape(NL, C), (0,), False)
-        else:
-            cols = _columns(win, groups)  # (g, N*L, KH*KW*C/g)
-            dwf = matmul(cols.transpose(0, 2, 1), gm)  # (g, KH*KW*C/g, O/g)
-            dwf = dwf.reshape(groups, KH, KW, Cg, Og).transpose(0, 4, 3, 1, 2)
-        dw = _result(dwf.reshape(O, Cg, KH, KW), w)
+        dw = _result(_weight_grad(gn, xf, wf, stride, pd, dilation, groups, OH, OW), w)
     if need_x:
-        if dx_by_forward and NL and CgK:
-            # stride 1: dx is g correlated with the flipped, transposed weight, itself a
-            # forward convolution (im2col of g, one matmul per group) with no col2im adds
-            wt = wf.reshape(groups, Og, Cg, KH, KW).transpose(0, 2, 1, 3, 4)[..., ::-1, ::-1]
-            dx = _result(_forward(gf, wt.reshape(C, Og, KH, KW), None, (1, 1),
-                                  ((eh - pt, eh - pb), (ew - pl, ew - pr)), dilation, groups,
-                                  H, W), x)
+        if by_forward:
+            dx = _dx_as_forward(gf, wf, pd, dilation, groups, H, W)
         else:
-            dxn = np.zeros((N, H + pt + pb, W + pl + pr, C), dtype=xf.dtype)
-            if NL and CgK:
-                if depthwise:  # each tap's slice gets g times the tap's weight
-                    taps = wf.reshape(C, KH, KW)
-                    dcols = np.multiply(gn.reshape(N, OH, OW, 1, 1, C),
-                                        taps.transpose(1, 2, 0))  # (N, OH, OW, KH, KW, C)
-                else:
-                    dcols = matmul(gm, _weight_matrix(wf, groups).transpose(0, 2, 1))
-                    dcols = dcols.reshape(groups, N, OH, OW, KH, KW, Cg).transpose(
-                        1, 2, 3, 4, 5, 0, 6).reshape(N, OH, OW, KH, KW, C)
-                for kh in range(KH):
-                    rows = slice(kh * dh, kh * dh + sh * (OH - 1) + 1, sh)
-                    for kw in range(KW):
-                        cols_ = slice(kw * dw_, kw * dw_ + sw * (OW - 1) + 1, sw)
-                        dxn[:, rows, cols_, :] += dcols[:, :, :, kh, kw, :]
-            dx = _result(dxn[:, pt:pt + H, pl:pl + W, :].transpose(0, 3, 1, 2), x)
+            dx = _col2im(_tap_grads(gn, wf, groups), xf.shape, wf.shape, stride, pd, dilation,
+                         OH, OW, loops)
+        dx = _result(dx, x)
     if need_b:
         db = _result(_sum(gn, (0,), False), x)
     return dx, dw, db
+
+
+def _is_depthwise(wf: np.ndarray, groups: int) -> bool:
+    return wf.shape[1] == 1 and wf.shape[0] == groups
+
+
+def _per_group(gn: np.ndarray, groups: int) -> np.ndarray:
+    """g channels last (N*OH*OW, O) viewed (groups, N*OH*OW, O/g), as the columns' rows."""
+    return gn.reshape(gn.shape[0], groups, gn.shape[1] // groups).transpose(1, 0, 2)
+
+
+def _weight_grad(gn, xf, wf, stride, pd, dilation, groups: int, OH: int, OW: int):
+    """dw (O, C/g, KH, KW) from g channels last ``gn`` (N*OH*OW, O) and the recomputed
+    windows of x."""
+    O, Cg, KH, KW = wf.shape
+    NL = gn.shape[0]
+    if not NL:
+        return np.zeros(wf.shape, dtype=xf.dtype)
+    win = _windows(_channels_last(xf, pd), KH, KW, OH, OW, stride, dilation)
+    if _is_depthwise(wf, groups):  # per tap: sum over N*OH*OW of window * g, as column sums
+        C = O
+        prod = np.empty((NL, C), dtype=xf.dtype)
+        dwf = np.empty((C, 1, KH, KW), dtype=xf.dtype)
+        for kh in range(KH):
+            for kw in range(KW):
+                tap, _ = _pixel_rows(win[:, :, :, kh, kw, :])
+                np.multiply(tap, gn.reshape(tap.shape), out=prod.reshape(tap.shape))
+                dwf[:, 0, kh, kw] = _sum(prod, (0,), False)
+        return dwf
+    cols = _columns(win, groups)  # (g, N*OH*OW, KH*KW*C/g)
+    gm = _per_group(gn, groups)
+    # the larger of O/g and KH*KW*C/g as the product's columns: MKL is 1.5-2.5x faster on
+    # large layers as dw^T = g^T @ cols than as cols^T @ g, and 1.3x slower on a first layer's
+    # (C = 1)
+    if KH * KW * Cg < O // groups:
+        dwt = matmul(cols.transpose(0, 2, 1), gm).transpose(0, 2, 1)
+    else:
+        dwt = matmul(gm.transpose(0, 2, 1), cols)  # (g, O/g, KH*KW*C/g)
+    return dwt.reshape(O, KH, KW, Cg).transpose(0, 3, 1, 2)
+
+
+def _tap_grads(gn, wf, groups: int) -> np.ndarray:
+    """The column gradients (g, N*OH*OW, KH*KW*C/g), what each tap of each output position
+    passes back to its input position: g @ w^T per group (for a depthwise convolution g
+    times the tap's weight: (1, N*OH*OW, KH*KW*C))."""
+    O, _, KH, KW = wf.shape
+    NL = gn.shape[0]
+    if _is_depthwise(wf, groups):
+        taps = wf.reshape(O, KH * KW).T  # (KH*KW, C)
+        return np.multiply(gn.reshape(NL, 1, O), taps).reshape(1, NL, KH * KW * O)
+    return matmul(_per_group(gn, groups), _weight_matrix(wf, groups).transpose(0, 2, 1))
+
+
+def _col2im(dcols, x_shape, w_shape, stride, pd, dilation, OH: int, OW: int, loops):
+    """dx (N, C, H, W): the column gradients ``dcols`` (g, N*OH*OW, KH*KW*C/g) summed onto
+    the input positions their taps read (conv_loops.col2im where the loops run, else one
+    strided add per tap into the padded channels-last gradient)."""
+    N, C, H, W = x_shape
+    KH, KW = w_shape[2:]
+    (pt, pb), (pl, pr) = pd
+    (sh, sw), (dh, dw) = stride, dilation
+    if not dcols.size:
+        return np.zeros(x_shape, dtype=dcols.dtype)
+    if loops is not None:
+        dx = np.empty(x_shape, dtype=dcols.dtype)
+        loops.col2im(dcols, OH, OW, KH, KW, sh, sw, dh, dw, pt, pl, H + pt + pb, W + pl + pr,
+                     dx)
+        return dx
+    G, _, KCg = dcols.shape
+    d6 = dcols.reshape(G, N, OH, OW, KH, KW, KCg // (KH * KW)).transpose(
+        1, 2, 3, 4, 5, 0, 6).reshape(N, OH, OW, KH, KW, C)
+    dxn = np.zeros((N, H + pt + pb, W + pl + pr, C), dtype=dcols.dtype)
+    for kh in range(KH):
+        rows = slice(kh * dh, kh * dh + sh * (OH - 1) + 1, sh)
+        for kw in range(KW):
+            cols = slice(kw * dw, kw * dw + sw * (OW - 1) + 1, sw)
+            dxn[:, rows, cols, :] += d6[:, :, :, kh, kw, :]  # (faster than np.add.at)
+    return dxn[:, pt:pt + H, pl:pl + W, :].transpose(0, 3, 1, 2)
+
+
+def _dx_by_forward(stride, pd, dilation, KH: int, KW: int) -> bool:
+    """Whether dx can be computed as a forward convolution (_dx_as_forward): stride 1, no
+    padding past the dilated kernel."""
+    (pt, pb), (pl, pr) = pd
+    eh, ew = dilation[0] * (KH - 1), dilation[1] * (KW - 1)
+    return tuple(stride) == (1, 1) and max(pt, pb) <= eh and max(pl, pr) <= ew
+
+
+def _dx_as_forward(gf, wf, pd, dilation, groups: int, H: int, W: int) -> np.ndarray:
+    """dx for stride 1 without the loops: g correlated with the flipped, transposed weight,
+    itself a forward convolution (im2col of g, one matmul per group) with no col2im adds,
+    which NumPy's form of col2im (KH*KW strided adds) is slower than."""
+    O, Cg, KH, KW = wf.shape
+    N, Og = gf.shape[0], O // groups
+    (pt, pb), (pl, pr) = pd
+    eh, ew = dilation[0] * (KH - 1), dilation[1] * (KW - 1)
+    if not (gf.size and Cg * KH * KW):
+        return np.zeros((N, Cg * groups, H, W), dtype=gf.dtype)
+    wt = wf.reshape(groups, Og, Cg, KH, KW).transpose(0, 2, 1, 3, 4)[..., ::-1, ::-1]
+    return _forward(gf, wt.reshape(Cg * groups, Og, KH, KW), None, (1, 1),
+                    ((eh - pt, eh - pb), (ew - pl, ew - pr)), dilation, groups, H, W)

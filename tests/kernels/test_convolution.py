@@ -1,7 +1,8 @@
-"""2-D convolution kernels: the NumPy backend (im2col over BLAS) against a direct loop in
-float64, and the Triton implicit-GEMM kernels (through the interpreter) against the NumPy
-backend in float64, forward and backward, over strides, paddings, dilations, groups and odd
-sizes, every float dtype, strided operands and multi-program grids."""
+"""2-D convolution kernels: the NumPy backend (im2col over BLAS; with its compiled loops,
+conv_loops.py, and without) against a direct loop in float64, and the Triton implicit-GEMM
+kernels (through the interpreter) against the NumPy backend in float64, forward and backward,
+over strides, paddings, dilations, groups and odd sizes, every float dtype, strided operands
+and multi-program grids."""
 
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ import importlib
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kernel_kit import FLOATS, D, tk
 from tritongrad.kernels import numpy as nk
 
 conv_mod = importlib.import_module("tritongrad.kernels.triton.conv")
+jit = importlib.import_module("tritongrad.kernels.numpy.jit")
+np_conv = importlib.import_module("tritongrad.kernels.numpy.conv")
 
 # (N, C, H, W, O, KH, KW, stride, padding, dilation, groups)
 CASES = [
@@ -77,7 +82,7 @@ def _inputs(case, rng):
 
 # -- the NumPy backend -------------------------------------------------------------------------
 @pytest.mark.parametrize("case", CPU_CASES, ids=CPU_IDS)
-def test_numpy_forward_and_backward_match_the_definition(case, rng):
+def test_numpy_forward_and_backward_match_the_definition(case, rng, cpu_forms):
     x, w, b, args = _inputs(case, rng)
     y = nk.conv2d(x, w, b, *args)
     np.testing.assert_allclose(y, _direct(x, w, b, *args), rtol=1e-12, atol=1e-12)
@@ -100,7 +105,7 @@ def test_numpy_forward_and_backward_match_the_definition(case, rng):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_numpy_lower_precisions_compute_in_float32(dtype, rng):
+def test_numpy_lower_precisions_compute_in_float32(dtype, rng, cpu_forms):
     x, w, b, args = _inputs(CASES[2], rng)
     x, w, b = x.astype(dtype), w.astype(dtype), b.astype(dtype)
     y = nk.conv2d(x, w, b, *args)
@@ -112,7 +117,7 @@ def test_numpy_lower_precisions_compute_in_float32(dtype, rng):
     assert dx.dtype == dw.dtype == db.dtype == dtype
 
 
-def test_numpy_bfloat16():
+def test_numpy_bfloat16(cpu_forms):
     from tritongrad.kernels import host_array, host_values
     rng = np.random.default_rng(3)
     x, w, b, args = _inputs(CASES[1], rng)
@@ -123,6 +128,87 @@ def test_numpy_bfloat16():
     np.testing.assert_allclose(host_values(y), ref, rtol=2e-2, atol=5e-2)
     dx, dw, db = nk.conv2d_backward(y, xb, wb, *args, (True, True, True))
     assert all(type(a) is type(xb) for a in (dx, dw, db))
+
+
+@st.composite
+def _geometries(draw):
+    """A random valid convolution: any kernel, stride, dilation and (asymmetric) padding up
+    to 3, groups with 1-3 channels each way (depthwise included), batches from 0."""
+    groups = draw(st.integers(1, 3))
+    cg, og = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    stride = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    dilation = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    pads = tuple((draw(st.integers(0, 3)), draw(st.integers(0, 3))) for _ in range(2))
+    # the smallest input the dilated kernel fits once padded, plus up to 5
+    h = max(1, dilation[0] * (kh - 1) + 1 - sum(pads[0])) + draw(st.integers(0, 5))
+    w = max(1, dilation[1] * (kw - 1) + 1 - sum(pads[1])) + draw(st.integers(0, 5))
+    n = draw(st.integers(0, 3))
+    return (n, groups * cg, h, w, groups * og, kh, kw, stride, pads, dilation, groups)
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=_geometries(), dtype=st.sampled_from([np.float32, np.float64]),
+       seed=st.integers(0, 2**16))
+def test_numpy_forms_agree_on_random_geometries(case, dtype, seed):
+    """The compiled loops (col2im, the channels-first pass) against the NumPy forms they
+    replace, and both against the definition in float64."""
+    rng = np.random.default_rng(seed)
+    x, w, b, args = _inputs(case, rng)
+    x, w, b = x.astype(dtype), w.astype(dtype), b.astype(dtype)
+    bias = b if seed % 2 else None
+    ref = _direct(x, w, bias, *args)
+    g = rng.standard_normal(ref.shape).astype(dtype)
+    tol = TOL[D.from_numpy_dtype(np.dtype(dtype))] * 10
+    results = []
+    for form in ("loops", "numpy"):
+        if form == "loops" and not jit.enabled():
+            continue
+        with jit.disabled() if form == "numpy" else _nothing():
+            y = nk.conv2d(x, w, bias, *args)
+            grads = nk.conv2d_backward(g, x, w, *args, (True, True, True))
+        assert y.dtype == dtype and y.flags.c_contiguous
+        np.testing.assert_allclose(y, ref, rtol=tol, atol=tol * np.sqrt(w[0].size))
+        assert all(a.dtype == dtype and a.flags.c_contiguous for a in grads)
+        results.append(grads)
+    for a, r in zip(*results) if len(results) == 2 else ():
+        np.testing.assert_allclose(a, r, rtol=tol, atol=tol * np.sqrt(g.size + 1))
+    # each gradient is the adjoint of the bilinear forward, in float64
+    dx, dw, db = results[0]
+    g64, y64 = g.astype(np.float64), _direct(x, w, None, *args)
+    scale = np.sqrt(g.size + 1) * (1 + np.abs(y64).max(initial=0))
+    for arr, grad in ((x, dx), (w, dw)):
+        assert np.isclose((g64 * y64).sum(), (grad.astype(np.float64) * arr).sum(),
+                          rtol=tol, atol=tol * scale)
+    np.testing.assert_allclose(db, g64.sum((0, 2, 3)), rtol=tol, atol=tol * np.sqrt(g.size + 1))
+
+
+class _nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+@pytest.mark.skipif(not jit.enabled(), reason="the compiled CPU loops are off")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("groups", [1, 3])
+def test_channels_first_loop_matches_numpy_form(dtype, groups, rng):
+    """conv_loops.to_channels_first: the transposing copy with and without bias; without, y's
+    -0.0 stays -0.0 (as NumPy's copy keeps it)."""
+    n, oh, ow, og = 3, 5, 7, 4
+    y = rng.standard_normal((groups, n * oh * ow, og)).astype(dtype)
+    y[0, 0, 0] = -0.0
+    for bias in (None, rng.standard_normal(groups * og).astype(dtype)):
+        outs = []
+        for form in ("loops", "numpy"):
+            out = np.full((n, groups * og, oh, ow), np.nan, dtype)
+            with jit.disabled() if form == "numpy" else _nothing():
+                outs.append(np_conv._to_channels_first(y, n, oh, ow, bias, out))
+        np.testing.assert_array_equal(outs[0], outs[1])
+        if bias is None:
+            assert np.signbit(outs[0][0, 0, 0, 0])
 
 
 def test_errors_name_the_op():
