@@ -92,13 +92,16 @@ def tritons_dispatch():
         CachedLaunchJIT.enabled = True
 
 
-def compiled_host_path(args) -> None:
-    """The ``--compiled`` tables (see the module docstring)."""
+def compiled_stand_ins(script: str):
+    """Installs the ``--compiled`` setup (see the module docstring) in this process: Triton
+    compiles for sm_90 and every compiled kernel gets a launcher that runs nothing; returns
+    tests/kernels/compile_sm90.py, whose ``LAUNCHED`` counts the launches per kernel.
+    ``script`` names the caller in the refusal under ``TRITON_INTERPRET``."""
     import os
     import sys
 
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
-        raise SystemExit("bench_launch --compiled: run without TRITON_INTERPRET")
+        raise SystemExit(f"{script}: run without TRITON_INTERPRET")
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                     "kernels"))
     import compile_sm90  # the stand-in sm_90 driver and launchers (a test double)
@@ -112,8 +115,16 @@ def compiled_host_path(args) -> None:
 
     CachedLaunchJIT.check = False
     _launch._driver_ready = True
-    import tritongrad as tg
+    return compile_sm90
+
+
+def compiled_host_path(args) -> None:
+    """The ``--compiled`` tables (see the module docstring)."""
+    compiled_stand_ins("bench_launch --compiled")
+    from tritongrad.kernels.triton.launcher import CachedLaunchJIT
     from tritongrad.runtime import memory
+
+    import tritongrad as tg
 
     rng = np.random.default_rng(0)
     x0, w0 = (rng.standard_normal(SHAPE).astype(np.float32) for _ in range(2))

@@ -6,10 +6,12 @@ Note [lean launches]: a small op costs more host time in Python than GPU time (T
 launch path takes some 10-20 us, the kernel a few us), so the launchers do as little per call
 as they can. Everything that depends only on shapes, strides and dtypes is computed once and
 kept in a plain dict keyed by those tuples (a "plan"); a call then costs a few dict lookups,
-one allocation and the launch. The plans of the hot kernels hold the launch itself, a
-``launcher.Launch`` with the grid, options and layout arguments bound (Note [plan launches] in
-launcher.py). Plans never hold pointers, so a plan is reused by every array with the same
-layout.
+one allocation and the launch. The plans of the kernels a training step runs (elementwise,
+reductions, matmul, rows, nn, attention, gather/scatter, optimizers) hold the launch itself,
+a ``launcher.Launch`` with the grid, options and layout arguments bound (Note [plan launches]
+in launcher.py), and whatever else is the same on every call (an optimizer step's scalars, a
+view's strides) is kept too. Plans never hold pointers, so a plan is reused by every array
+with the same layout.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from . import _launch as L
 from .elementwise import scalar_arg
-from .launcher import jit
+from .launcher import Launch, jit
 from .matmul import _f64_dot, _precision
 from .memory import astype, contiguous, full
 
@@ -113,10 +113,11 @@ def _attention_fwd_kernel(
     o_ptr,    # *T: (B*H, L, D) contiguous output, written
     lse_ptr,  # *ACC: (B*H, L) contiguous log-sum-exp of the scaled scores, written
     q_ptr, k_ptr, v_ptr,  # *T: (B, H, L|S, D) views with the strides below
+    scale_bits: tl.int64,  # scale as float64 bits
+    PRECISION: tl.constexpr,  # per launch (the float32 matmul precision); the rest: the plan's
     H, L, S, DH,
     s_qb, s_qh, s_qt, s_qd, s_kb, s_kh, s_kt, s_kd, s_vb, s_vh, s_vt, s_vd,
-    scale_bits: tl.int64,  # scale as float64 bits
-    ACC: tl.constexpr, PRECISION: tl.constexpr, USE_DOT: tl.constexpr, F64: tl.constexpr,
+    ACC: tl.constexpr, USE_DOT: tl.constexpr, F64: tl.constexpr,
     CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr, INT64: tl.constexpr,
 ):
@@ -184,11 +185,11 @@ def _attention_bwd_dkdv_kernel(
     dk_ptr, dv_ptr,  # *T: (B*H, S, D) contiguous, written
     q_ptr, k_ptr, v_ptr, g_ptr,  # *T: (B, H, T, D) views
     lse_ptr, delta_ptr,  # *ACC: (B*H, L) contiguous
+    scale_bits: tl.int64, PRECISION: tl.constexpr,  # as in the forward; the rest: the plan's
     H, L, S, DH,
     s_qb, s_qh, s_qt, s_qd, s_kb, s_kh, s_kt, s_kd, s_vb, s_vh, s_vt, s_vd,
     s_gb, s_gh, s_gt, s_gd,
-    scale_bits: tl.int64,
-    ACC: tl.constexpr, PRECISION: tl.constexpr, USE_DOT: tl.constexpr, F64: tl.constexpr,
+    ACC: tl.constexpr, USE_DOT: tl.constexpr, F64: tl.constexpr,
     CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr, INT64: tl.constexpr,
 ):
@@ -239,11 +240,11 @@ def _attention_bwd_dq_kernel(
     dq_ptr,  # *T: (B*H, L, D) contiguous, written
     q_ptr, k_ptr, v_ptr, g_ptr,  # *T: (B, H, T, D) views
     lse_ptr, delta_ptr,  # *ACC: (B*H, L) contiguous
+    scale_bits: tl.int64, PRECISION: tl.constexpr,  # as in the forward; the rest: the plan's
     H, L, S, DH,
     s_qb, s_qh, s_qt, s_qd, s_kb, s_kh, s_kt, s_kd, s_vb, s_vh, s_vt, s_vd,
     s_gb, s_gh, s_gt, s_gd,
-    scale_bits: tl.int64,
-    ACC: tl.constexpr, PRECISION: tl.constexpr, USE_DOT: tl.constexpr, F64: tl.constexpr,
+    ACC: tl.constexpr, USE_DOT: tl.constexpr, F64: tl.constexpr,
     CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr, INT64: tl.constexpr,
 ):
@@ -306,7 +307,13 @@ def _check(op, q, k, v):
                          f"{MAX_HEAD_DIM}")
 
 
-def _plan(q, k, *more):
+# Plans: the kernels' launches per layout (Note [plan launches]); the arrays, the scale and the
+# float32 matmul precision are passed per call.
+_PLANS = L.plan_cache()
+
+
+def _config(q, k, *more):
+    """(use_dot, BLOCK_M, BLOCK_N, BLOCK_D, int64, launch options) of a layout."""
     B, H, Lq, DH = q.shape
     S = k.shape[2]
     use_dot = True
@@ -318,6 +325,35 @@ def _plan(q, k, *more):
     int64 = any(L.needs_int64(tuple(a.shape), a.strides) for a in (q, k) + more) \
         or B * H * max(Lq, S) * bd >= L._INT32_SAFE
     return use_dot, bm, bn, bd, int64, {"num_warps": warps, "num_stages": stages}
+
+
+def _forward_plan(key, q, k, v):
+    use_dot, bm, bn, bd, int64, opts = _config(q, k, v)
+    B, H, Lq, DH = q.shape
+    launch = Launch(_attention_fwd_kernel, (B * H, L.cdiv(Lq, bm)), (
+        H, Lq, k.shape[2], DH, *q.strides, *k.strides, *v.strides, _ACC[q.dtype], use_dot,
+        q.dtype is D.float64, key[-2], bm, bn, bd, int64), **opts)
+    if q.dtype is not D.float64 or _f64_dot:  # (until the float64 probe has answered, each
+        # launch plans again: _config reads its answer)
+        _PLANS[key] = launch
+    return launch
+
+
+def _backward_plan(key, q, k, v, g, out):
+    """The delta, dk/dv and dq kernels' launches."""
+    use_dot, bm, bn, bd, int64, opts = _config(q, k, v, g, out)
+    B, H, Lq, DH = q.shape
+    S = k.shape[2]
+    tail = (H, Lq, S, DH, *q.strides, *k.strides, *v.strides, *g.strides, _ACC[q.dtype],
+            use_dot, q.dtype is D.float64, key[-2], bm, bn, bd, int64)
+    plan = (Launch(_attention_delta_kernel, (B * H, L.cdiv(Lq, bm)), (
+                H, Lq, DH, *g.strides, *out.strides, _ACC[q.dtype], bm, bd, int64),
+                num_warps=opts["num_warps"]),
+            Launch(_attention_bwd_dkdv_kernel, (B * H, L.cdiv(S, bn)), tail, **opts),
+            Launch(_attention_bwd_dq_kernel, (B * H, L.cdiv(Lq, bm)), tail, **opts))
+    if q.dtype is not D.float64 or _f64_dot:
+        _PLANS[key] = plan
+    return plan
 
 
 def _with_f64_probe(q, launch):
@@ -354,14 +390,13 @@ def attention(q, k, v, scale, causal):
     out = _memory.empty((B, H, Lq, DH), q.dtype, q.device)
     lse = _memory.empty((B, H, Lq), acc_dt, q.device)
     L.ensure_driver()
+    scale_bits, precision = _bits(scale), _precision(q.dtype)
 
     def launch():
-        use_dot, bm, bn, bd, int64, opts = _plan(q, k, v)
-        grid = (B * H, L.cdiv(Lq, bm))
-        _attention_fwd_kernel[grid](
-            out, lse, q, k, v, H, Lq, S, DH, *q.strides, *k.strides, *v.strides,
-            _bits(scale), _ACC[q.dtype], _precision(q.dtype), use_dot,
-            q.dtype is D.float64, bool(causal), bm, bn, bd, int64, **opts)
+        key = ("forward", q.shape, S, q.strides, k.strides, v.strides, q.dtype, bool(causal),
+               tuple(_f64_dot))
+        (_PLANS.get(key) or _forward_plan(key, q, k, v))(out, lse, q, k, v, scale_bits,
+                                                           precision)
 
     _with_f64_probe(q, launch)
     return out, lse
@@ -387,18 +422,16 @@ def attention_backward(g, q, k, v, out, lse, scale, causal):
     lse = contiguous(lse if lse.dtype is acc_dt else astype(lse, acc_dt))
     delta = _memory.empty((B, H, Lq), acc_dt, q.device)
     L.ensure_driver()
+    head = (q, k, v, g, lse, delta, _bits(scale), _precision(q.dtype))
 
     def launch():
-        use_dot, bm, bn, bd, int64, opts = _plan(q, k, v, g, out)
-        _attention_delta_kernel[(B * H, L.cdiv(Lq, bm))](
-            delta, g, out, H, Lq, DH, *g.strides, *out.strides, _ACC[q.dtype], bm, bd,
-            int64, num_warps=opts["num_warps"])
-        args = (q, k, v, g, lse, delta, H, Lq, S, DH, *q.strides, *k.strides,
-                *v.strides, *g.strides, _bits(scale), _ACC[q.dtype],
-                _precision(q.dtype), use_dot, q.dtype is D.float64, bool(causal), bm, bn, bd,
-                int64)
-        _attention_bwd_dkdv_kernel[(B * H, L.cdiv(S, bn))](dk, dv, *args, **opts)
-        _attention_bwd_dq_kernel[(B * H, L.cdiv(Lq, bm))](dq, *args, **opts)
+        key = ("backward", q.shape, S, q.strides, k.strides, v.strides, g.strides,
+               out.strides, q.dtype, bool(causal), tuple(_f64_dot))
+        delta_launch, dkdv, dq_launch = (_PLANS.get(key)
+                                         or _backward_plan(key, q, k, v, g, out))
+        delta_launch(delta, g, out)
+        dkdv(dk, dv, *head)
+        dq_launch(dq, *head)
 
     _with_f64_probe(q, launch)
     return dq, dk, dv

@@ -36,7 +36,7 @@ from . import _launch as L
 from ._launch import block_range
 from .elementwise import FBITS, INT, PTR, scalar, scalar_arg, span
 from .elementwise_ops import add, mul, ne
-from .launcher import jit
+from .launcher import Launch, jit
 from .memory import astype, copy_, full
 from .rowwise import cumsum
 
@@ -88,9 +88,9 @@ def _scatter_kernel(
     idx_ptr,  # *int64: the indices, at idx_off(i)
     val_ptr,  # *any: the values, at val_off(i) (VAL_MODE == 1), else None
     val_scalar: tl.int64,  # a by-value value (float64 bits or int64), else 0
+    VAL_MODE: tl.constexpr, CT: tl.constexpr, ACCUMULATE: tl.constexpr,  # the rest: the plan's
     shape, dst_st, idx_st, val_st,  # tuples over the NDIM iteration dims
     n, scale,
-    VAL_MODE: tl.constexpr, CT: tl.constexpr, ACCUMULATE: tl.constexpr,
     NDIM: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr,
 ):
     p, mask = block_range(n, BLOCK, INT64)
@@ -162,14 +162,31 @@ def _flat_shape(shape, *strides):
     return tuple(shape), tuple(tuple(s) for s in strides)
 
 
+# Plans: the gather and scatter kernels' launches per iteration layout (Note [plan launches]);
+# the arrays, a scatter's scalar and its per-call constexprs are passed per call.
+_PLANS = L.plan_cache()
+
+
+def _layout_plan(key):
+    """The ``Launch`` of ``key``: (kernel, iteration shape, its stride tuples..., scale)."""
+    kernel, shape, *strides, scale = key
+    n = 1
+    for s in shape:
+        n *= s
+    shape, strides = _flat_shape(shape, *strides)
+    int64 = L.needs_int64(shape, *strides) or n >= L._INT32_SAFE
+    launch = _PLANS[key] = Launch(kernel, _grid(n), (shape, *strides, n, scale, len(shape),
+                                                     BLOCK, int64))
+    return launch
+
+
 def _gather(out, src, idx, src_st, idx_st, scale):
-    n = out.numel
-    if n == 0:
+    if out.numel == 0:
         return out
-    shape, (sst, ist) = _flat_shape(out.shape, src_st, idx_st)
-    int64 = L.needs_int64(shape, sst, ist) or n >= L._INT32_SAFE
+    key = (_gather_kernel, out.shape, src_st, idx_st, scale)
+    launch = _PLANS.get(key) or _layout_plan(key)
     L.ensure_driver()
-    _gather_kernel[_grid(n)](out, src, idx, shape, sst, ist, n, scale, len(shape), BLOCK, int64)
+    launch(out, src, idx)
     return out
 
 
@@ -200,11 +217,10 @@ def _scatter(dst, idx, val, shape, dst_st, idx_st, val_st, scale, accumulate):
         ct = tl.float64 if mode == FBITS else tl.int64
     if work.dtype is D.bfloat16:
         ct = tl.float32
-    shape, (dst_st, idx_st, val_st) = _flat_shape(shape, dst_st, idx_st, val_st)
-    int64 = L.needs_int64(shape, dst_st, idx_st, val_st) or n >= L._INT32_SAFE
+    key = (_scatter_kernel, tuple(shape), dst_st, idx_st, val_st, scale)
+    launch = _PLANS.get(key) or _layout_plan(key)
     L.ensure_driver()
-    _scatter_kernel[_grid(n)](work, idx, vp, vs, shape, dst_st, idx_st, val_st, n, scale, mode,
-                              ct, bool(accumulate), len(shape), BLOCK, int64)
+    launch(work, idx, vp, vs, mode, ct, bool(accumulate))
     if work is not dst:
         copy_(dst, work)
 

@@ -19,7 +19,7 @@ are the contract's names for them.
 from __future__ import annotations
 
 from ...runtime import memory as _memory
-from ...runtime.array import DeviceArray, check_view_bounds
+from ...runtime.array import DeviceArray, check_view_bounds, view_strides
 from ...runtime.device import device as Device
 from . import _launch as L
 from . import complex as _complex
@@ -114,9 +114,21 @@ def copy_(dst: DeviceArray, src) -> None:
         _complex.copy(dst, src)
 
 
+_VIEWS = L.plan_cache()  # (shape, strides, new shape) -> the view's strides, or None
+
+
 def view(a: DeviceArray, shape):
-    """The same elements in ``shape`` without copying, or None when the strides forbid it."""
-    return a.view(tuple(shape))
+    """The same elements in ``shape`` without copying, or None when the strides forbid it
+    (the strides kept per layout: a training step reshapes the same few layouts hundreds of
+    times)."""
+    shape = tuple(shape)
+    key = (a.shape, a.strides, shape)
+    try:
+        strides = _VIEWS[key]
+    except KeyError:
+        strides = _VIEWS[key] = view_strides(a.shape, a.strides, shape)
+    return None if strides is None else DeviceArray(a.storage, a.offset, shape, strides,
+                                                    a.dtype)
 
 
 def permute(a: DeviceArray, dims) -> DeviceArray:

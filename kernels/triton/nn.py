@@ -38,7 +38,7 @@ from ._launch import block_range
 from .elementwise import NONE, OPS, PTR, scalar_arg
 from .elementwise import run as _run_ew
 from .indexing import index, index_put_
-from .launcher import jit
+from .launcher import Launch, jit
 from .memory import astype, contiguous, copy_, full
 from .reduction import sum as _sum
 
@@ -127,8 +127,8 @@ def _layer_norm_kernel(
     x_ptr,     # *T: the input; element (m, n) at m * s_xm + n * s_xn
     w_ptr,     # *W: weight (N,) with stride s_w, or None
     b_ptr,     # *W: bias (N,) with stride s_b, or None
+    eps_bits: tl.int64,  # eps as float64 bits; the rest: the plan's (Note [plan launches])
     M, N, s_xm, s_xn, s_w, s_b,
-    eps_bits: tl.int64,  # eps as float64 bits
     ACC: tl.constexpr, F64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     SINGLE: tl.constexpr, INT64: tl.constexpr,
 ):
@@ -298,6 +298,11 @@ def _cross_entropy_bwd_kernel(
         tl.store(dx_ptr + (rows[:, None] * C + cols[None, :]), d * g[:, None], mask=mask)
 
 
+# Plans: a ``Launch`` per layout (Note [plan launches]), the kernels' pointers (and layer
+# norm's eps) passed per call.
+_PLANS = L.plan_cache()
+
+
 def _row_block(N):
     """BLOCK_N for a row of N: the whole row up to SINGLE_MAX, else MAX_BLOCK_N chunks."""
     n = L.next_pow2(N)
@@ -325,16 +330,24 @@ def layer_norm(x, weight, bias, eps):
     rstd = _memory.empty((M,), acc_dt, x.device)
     if M == 0:
         return y, mean, rstd
+    key = ("layer_norm", x.shape, x.strides, x.dtype, weight.strides if weight is not None
+           else None, bias.strides if bias is not None else None)
+    launch = _PLANS.get(key) or _layer_norm_plan(key)
+    L.ensure_driver()
+    launch(y, mean, rstd, x, weight, bias, _bits(eps))
+    return y, mean, rstd
+
+
+def _layer_norm_plan(key):
+    _, (M, N), (s_xm, s_xn), dtype, sw, sb = key
     bn = _row_block(N)
     bm, grid, warps = _grid_rows(M, bn)
-    int64 = L.needs_int64((M, N), x.strides) or M * N >= L._INT32_SAFE
-    L.ensure_driver()
-    _layer_norm_kernel[grid](
-        y, mean, rstd, x, weight, bias, M, N, x.strides[0], x.strides[1],
-        weight.strides[0] if weight is not None else 0,
-        bias.strides[0] if bias is not None else 0, _bits(eps), _ACC[x.dtype],
-        x.dtype is D.float64, bm, bn, bn >= N, int64, num_warps=warps, **L.EXACT)
-    return y, mean, rstd
+    int64 = L.needs_int64((M, N), (s_xm, s_xn)) or M * N >= L._INT32_SAFE
+    launch = _PLANS[key] = Launch(
+        _layer_norm_kernel, grid, (M, N, s_xm, s_xn, sw[0] if sw else 0, sb[0] if sb else 0,
+                                   _ACC[dtype], dtype is D.float64, bm, bn, bn >= N, int64),
+        num_warps=warps, **L.EXACT)
+    return launch
 
 
 def layer_norm_backward(g, x, weight, mean, rstd):
@@ -346,15 +359,11 @@ def layer_norm_backward(g, x, weight, mean, rstd):
     dx = _memory.empty((M, N), x.dtype, x.device)
     gx = _memory.empty((M, N), acc_dt, x.device) if weight is not None else None
     if M and N:
-        bn = min(L.next_pow2(N), L.MAX_BLOCK_N)
-        bm, grid, warps = _grid_rows(M, bn)
-        int64 = (L.needs_int64((M, N), x.strides) or L.needs_int64((M, N), g.strides)
-                 or M * N >= L._INT32_SAFE)
+        key = ("layer_norm_backward", x.shape, g.strides, x.strides, x.dtype,
+               weight.strides if weight is not None else None, mean.strides, rstd.strides)
+        launch = _PLANS.get(key) or _layer_norm_backward_plan(key)
         L.ensure_driver()
-        _layer_norm_bwd_kernel[grid](
-            dx, gx, g, x, weight, mean, rstd, M, N, g.strides[0], g.strides[1], x.strides[0],
-            x.strides[1], weight.strides[0] if weight is not None else 0, mean.strides[0],
-            rstd.strides[0], _ACC[x.dtype], bm, bn, int64, num_warps=warps, **L.EXACT)
+        launch(dx, gx, g, x, weight, mean, rstd)
     if weight is None:
         return dx, None, None
     if M == 0:
@@ -362,6 +371,19 @@ def layer_norm_backward(g, x, weight, mean, rstd):
     dweight = _to(_sum(gx, (0,), False), weight.dtype)
     gsum = _sum(g if g.dtype in (acc_dt, weight.dtype) else astype(g, acc_dt), (0,), False)
     return dx, dweight, _to(gsum, weight.dtype)
+
+
+def _layer_norm_backward_plan(key):
+    _, (M, N), sg, sx, dtype, sw, s_mean, s_rstd = key
+    bn = min(L.next_pow2(N), L.MAX_BLOCK_N)
+    bm, grid, warps = _grid_rows(M, bn)
+    int64 = (L.needs_int64((M, N), sx) or L.needs_int64((M, N), sg)
+             or M * N >= L._INT32_SAFE)
+    launch = _PLANS[key] = Launch(
+        _layer_norm_bwd_kernel, grid, (M, N, *sg, *sx, sw[0] if sw else 0, s_mean[0],
+                                       s_rstd[0], _ACC[dtype], bm, bn, int64),
+        num_warps=warps, **L.EXACT)
+    return launch
 
 
 def _to(a, dtype):
@@ -375,21 +397,29 @@ def cross_entropy(logits, target, ignore_index, label_smoothing):
     """Per-row cross-entropy of logits (N, C) against int64 targets (N,): (loss (N,) in logits'
     dtype, lse (N,) float32 (float64 for float64)); loss is 0 on ignored rows."""
     _float("cross_entropy", logits)
-    R, C = logits.shape
+    R = logits.shape[0]
     loss = _memory.empty((R,), logits.dtype, logits.device)
     lse = _memory.empty((R,), _ACC_DT[logits.dtype], logits.device)
     if R == 0:
         return loss, lse
     target = _as_int64(target)
+    key = ("cross_entropy", logits.shape, logits.strides, target.strides, logits.dtype,
+           int(ignore_index), _bits(label_smoothing))
+    launch = _PLANS.get(key) or _cross_entropy_plan(key)
+    L.ensure_driver()
+    launch(loss, lse, logits, target)
+    return loss, lse
+
+
+def _cross_entropy_plan(key):
+    _, (R, C), sx, (s_t,), dtype, ignore_index, ls_bits = key
     bn = min(L.next_pow2(max(C, 1)), L.MAX_BLOCK_N)
     bm, grid, warps = _grid_rows(R, bn)
-    int64 = L.needs_int64((R, C), logits.strides) or R * C >= L._INT32_SAFE
-    L.ensure_driver()
-    _cross_entropy_kernel[grid](loss, lse, logits, target, R, C, logits.strides[0],
-                                logits.strides[1], target.strides[0], int(ignore_index),
-                                _bits(label_smoothing), bool(label_smoothing),
-                                _ACC[logits.dtype], bm, bn, int64, num_warps=warps, **L.EXACT)
-    return loss, lse
+    int64 = L.needs_int64((R, C), sx) or R * C >= L._INT32_SAFE
+    launch = _PLANS[key] = Launch(
+        _cross_entropy_kernel, grid, (R, C, *sx, s_t, ignore_index, ls_bits, ls_bits != 0,
+                                      _ACC[dtype], bm, bn, int64), num_warps=warps, **L.EXACT)
+    return launch
 
 
 def cross_entropy_backward(g, logits, target, lse, ignore_index, label_smoothing):
@@ -400,15 +430,24 @@ def cross_entropy_backward(g, logits, target, lse, ignore_index, label_smoothing
     if R == 0 or C == 0:
         return dx
     target = _as_int64(target)
+    key = ("cross_entropy_backward", logits.shape, g.strides, logits.strides, target.strides,
+           lse.strides, logits.dtype, int(ignore_index), _bits(label_smoothing))
+    launch = _PLANS.get(key) or _cross_entropy_backward_plan(key)
+    L.ensure_driver()
+    launch(dx, g, logits, target, lse)
+    return dx
+
+
+def _cross_entropy_backward_plan(key):
+    _, (R, C), (s_g,), sx, (s_t,), (s_lse,), dtype, ignore_index, ls_bits = key
     bn = min(L.next_pow2(C), L.MAX_BLOCK_N)
     bm, grid, warps = _grid_rows(R, bn)
-    int64 = L.needs_int64((R, C), logits.strides) or R * C >= L._INT32_SAFE
-    L.ensure_driver()
-    _cross_entropy_bwd_kernel[grid](dx, g, logits, target, lse, R, C, g.strides[0],
-                                    logits.strides[0], logits.strides[1], target.strides[0],
-                                    lse.strides[0], int(ignore_index), _bits(label_smoothing),
-                                    _ACC[logits.dtype], bm, bn, int64, num_warps=warps, **L.EXACT)
-    return dx
+    int64 = L.needs_int64((R, C), sx) or R * C >= L._INT32_SAFE
+    launch = _PLANS[key] = Launch(
+        _cross_entropy_bwd_kernel, grid, (R, C, s_g, *sx, s_t, s_lse, ignore_index, ls_bits,
+                                          _ACC[dtype], bm, bn, int64), num_warps=warps,
+        **L.EXACT)
+    return launch
 
 
 def _as_int64(t):

@@ -21,17 +21,23 @@ Python float.
 The arrays of one update must have one shape; when they are all contiguous (the usual case for
 parameters and their state) the kernel walks them flat, otherwise they are updated through
 contiguous copies that are written back.
+
+Launches are plan launches (Note [plan launches] in launcher.py): a plan per (element count,
+dtype, the update's flags) binds the grid and the kernel's trailing arguments, and the kernels
+take the arrays and the float64 bits of the step's scalars first. The scalars are the same for
+every parameter of a step, so their bits are kept for the last (hyper-parameters, step) seen.
 """
 
 from __future__ import annotations
+
+import struct
 
 import triton.language as tl
 
 from ...runtime import dtype as D
 from . import _launch as L
 from ._launch import block_range
-from .elementwise import scalar_arg
-from .launcher import jit
+from .launcher import Launch, jit
 from .memory import astype, copy_
 
 __all__ = ["adam_step", "sgd_step"]
@@ -69,8 +75,8 @@ def _sgd_kernel(
     p_ptr,    # *T: the parameter (n contiguous elements), updated
     g_ptr,    # *G: its gradient (n contiguous elements)
     buf_ptr,  # *B: the momentum buffer (n contiguous elements), updated, or None
-    n,
     lr_b: tl.int64, momentum_b: tl.int64, damp_b: tl.int64, wd_b: tl.int64,  # float64 bits
+    n,  # the rest: the plan's
     MAXIMIZE: tl.constexpr, WD: tl.constexpr, MOMENTUM: tl.constexpr, FIRST: tl.constexpr,
     NESTEROV: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr,
 ):
@@ -103,9 +109,9 @@ def _adam_kernel(
     m_ptr,     # *S: exp_avg, updated
     v_ptr,     # *S: exp_avg_sq, updated
     vmax_ptr,  # *S: max_exp_avg_sq, updated when AMSGRAD, else None
-    n,
     decay_b: tl.int64, wd_b: tl.int64, one_m_b1_b: tl.int64, b2_b: tl.int64,
     one_m_b2_b: tl.int64, bc2_sqrt_b: tl.int64, eps_b: tl.int64, step_size_b: tl.int64,
+    n,  # the rest: the plan's
     MAXIMIZE: tl.constexpr, WD: tl.constexpr, DECOUPLED: tl.constexpr, AMSGRAD: tl.constexpr,
     CT: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr,
 ):
@@ -137,10 +143,6 @@ def _adam_kernel(
     tl.store(p_ptr + offs, p, mask=mask)
 
 
-def _b(x) -> int:
-    return scalar_arg(float(x), 2)
-
-
 def _flat(op, param, *arrays):
     """The arrays as contiguous ones (copies where needed) and the copies to write back."""
     if param.dtype not in _CT:
@@ -161,8 +163,31 @@ def _flat(op, param, *arrays):
     return out, back
 
 
-def _launch_grid(n):
-    return (L.cdiv(n, BLOCK),), n >= L._INT32_SAFE
+_PLANS = L.plan_cache()
+_SCALARS: dict = {}  # the last step's scalar bits per optimizer (one entry each)
+
+
+def _plan(kernel, n: int, flags: tuple):
+    """The ``Launch`` of ``kernel`` over ``n`` contiguous elements with ``flags``, its
+    constexprs before BLOCK (Note [plan launches])."""
+    key = (kernel, n, flags)
+    launch = _PLANS.get(key)
+    if launch is None:
+        launch = _PLANS[key] = Launch(kernel, (L.cdiv(n, BLOCK),),
+                                      (n, *flags, BLOCK, n >= L._INT32_SAFE), **L.EXACT)
+    return launch
+
+
+def _scalars(op: str, sources: tuple, make) -> tuple:
+    """The float64 bits of the scalars ``make()`` computes from ``sources``, kept while the
+    sources' float64 bytes repeat (bytes, so -0.0 and NaNs are told apart as the bits are)."""
+    key = struct.pack(f"<{len(sources)}d", *sources)
+    last = _SCALARS.get(op)
+    if last is None or last[0] != key:
+        values = make()
+        last = _SCALARS[op] = (key, struct.unpack(f"<{len(values)}q",
+                                                  struct.pack(f"<{len(values)}d", *values)))
+    return last[1]
 
 
 def sgd_step(param, grad, momentum_buffer, lr, momentum, dampening, weight_decay, nesterov,
@@ -171,12 +196,12 @@ def sgd_step(param, grad, momentum_buffer, lr, momentum, dampening, weight_decay
     (p, g, buf), back = _flat("sgd_step", param, grad, momentum_buffer if momentum else None)
     n = p.numel
     if n:
-        grid, int64 = _launch_grid(n)
+        bits = _scalars("sgd", (lr, momentum, dampening, weight_decay),
+                        lambda: (lr, momentum, 1 - dampening, weight_decay))
         L.ensure_driver()
-        _sgd_kernel[grid](p, g, buf, n, _b(lr), _b(momentum), _b(1 - dampening),
-                          _b(weight_decay), bool(maximize), bool(weight_decay), bool(momentum),
-                          bool(first_step), bool(nesterov), _CT[param.dtype], BLOCK, int64,
-                          **L.EXACT)
+        _plan(_sgd_kernel, n, (bool(maximize), bool(weight_decay), bool(momentum),
+                               bool(first_step), bool(nesterov), _CT[param.dtype]))(
+            p, g, buf, *bits)
     for a, c in back:
         copy_(a, c)
 
@@ -189,15 +214,12 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1,
                                      max_exp_avg_sq if amsgrad else None)
     n = p.numel
     if n:
-        bias_correction1 = 1 - beta1 ** step
-        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
-        grid, int64 = _launch_grid(n)
+        bits = _scalars("adam", (step, lr, beta1, beta2, eps, weight_decay), lambda: (
+            1 - lr * weight_decay, weight_decay, 1 - beta1, beta2, 1 - beta2,
+            (1 - beta2 ** step) ** 0.5, eps, lr / (1 - beta1 ** step)))
         L.ensure_driver()
-        _adam_kernel[grid](p, g, m, v, vmax, n, _b(1 - lr * weight_decay), _b(weight_decay),
-                           _b(1 - beta1), _b(beta2), _b(1 - beta2), _b(bias_correction2_sqrt),
-                           _b(eps), _b(lr / bias_correction1), bool(maximize),
-                           bool(weight_decay), bool(decoupled), bool(amsgrad),
-                           _CT[param.dtype], param.dtype is D.float64, BLOCK, int64,
-                           **L.EXACT)
+        _plan(_adam_kernel, n, (bool(maximize), bool(weight_decay), bool(decoupled),
+                                bool(amsgrad), _CT[param.dtype], param.dtype is D.float64))(
+            p, g, m, v, vmax, *bits)
     for a, c in back:
         copy_(a, c)

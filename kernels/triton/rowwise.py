@@ -31,7 +31,7 @@ from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from . import _launch as L
 from ._launch import block_range
-from .launcher import jit
+from .launcher import Launch, jit
 from .memory import astype
 from .reduction import _norm_dims, _row_offsets
 
@@ -130,12 +130,15 @@ def _softmax_kernel(
 # ------------------------------------------------------------------------------------------
 # Plans
 # ------------------------------------------------------------------------------------------
+# A plan is the op's ``Launch`` for a (layout, dtype, flags) key, its layout arguments and
+# constexprs bound (Note [plan launches]), or None for an empty input.
 _PLANS = L.plan_cache()
+_NONE = object()  # (a missing plan: None is a plan)
 _FACC = {D.float16: tl.float32, D.bfloat16: tl.float32, D.float32: tl.float32,
          D.float64: tl.float64}
 
 
-def _rows_plan(op, shape, strides, dim, single_max):
+def _rows_layout(op, shape, strides, dim, single_max):
     """(kshape, kx, ko, M, N, sx_n, so_n, BLOCK_M, BLOCK_N, single, int64, grid, warps)."""
     ndim = len(shape)
     (dim,) = _norm_dims(op, ndim, (dim,))
@@ -157,6 +160,21 @@ def _rows_plan(op, shape, strides, dim, single_max):
             (L.cdiv(M, bm),), L.num_warps(bm * bn))
 
 
+def _rows_plan(key, kernel, acc, flags: tuple, single_max: int):
+    """The ``Launch`` of ``kernel`` for ``key`` (op, shape, strides, dim, ...), or None when
+    there is nothing to launch: ``acc`` is its ACC, ``flags`` its constexprs after BLOCK_N,
+    followed by SINGLE when ``single_max`` (rows up to it are loaded once)."""
+    kshape, kx, ko, M, N, sx_n, so_n, bm, bn, single, int64, grid, warps = _rows_layout(
+        *key[:4], single_max)
+    launch = None
+    if M and N:
+        launch = Launch(kernel, grid, (kshape, kx, ko, M, N, sx_n, so_n, acc, len(kshape), bm,
+                                       bn, *flags, *((single,) if single_max else ()), int64),
+                        num_warps=warps, **L.EXACT)
+    _PLANS[key] = launch
+    return launch
+
+
 def cumsum(a, dim, reverse=False):
     """Inclusive cumulative sum along ``dim`` (from the end when ``reverse``): same dtype for
     floats (float32 accumulation for halves), int64 for integers and bool."""
@@ -165,18 +183,15 @@ def cumsum(a, dim, reverse=False):
     if a.ndim == 0:
         _norm_dims("cumsum", 0, (dim,))
         return astype(a, out_dt)
-    key = ("cumsum", a.shape, a.strides, dim)
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = _PLANS[key] = _rows_plan("cumsum", a.shape, a.strides, dim, 0)
-    kshape, kx, ko, M, N, sx_n, so_n, bm, bn, _, int64, grid, warps = plan
+    key = ("cumsum", a.shape, a.strides, dim, a.dtype, bool(reverse))
+    launch = _PLANS.get(key, _NONE)
+    if launch is _NONE:
+        launch = _rows_plan(key, _cumsum_kernel, _FACC.get(a.dtype, tl.int64),
+                            (bool(reverse),), 0)
     out = _memory.empty(a.shape, out_dt, a.device)
-    if M == 0 or N == 0:
-        return out
-    L.ensure_driver()
-    _cumsum_kernel[grid](out, a, kshape, kx, ko, M, N, sx_n, so_n,
-                         _FACC.get(a.dtype, tl.int64), len(kshape), bm, bn, bool(reverse),
-                         int64, num_warps=warps, **L.EXACT)
+    if launch is not None:
+        L.ensure_driver()
+        launch(out, a)
     return out
 
 
@@ -190,15 +205,12 @@ def softmax(a, dim, log=False):
         a = a.as_strided((1,), (1,), a.offset)
         r = softmax(a, 0, log)
         return r.as_strided((), (), r.offset)
-    key = ("softmax", a.shape, a.strides, dim)
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = _PLANS[key] = _rows_plan("softmax", a.shape, a.strides, dim, L.SINGLE_MAX)
-    kshape, kx, ko, M, N, sx_n, so_n, bm, bn, single, int64, grid, warps = plan
+    key = ("softmax", a.shape, a.strides, dim, a.dtype, bool(log))
+    launch = _PLANS.get(key, _NONE)
+    if launch is _NONE:
+        launch = _rows_plan(key, _softmax_kernel, _FACC[a.dtype], (bool(log),), L.SINGLE_MAX)
     out = _memory.empty(a.shape, a.dtype, a.device)
-    if M == 0 or N == 0:
-        return out
-    L.ensure_driver()
-    _softmax_kernel[grid](out, a, kshape, kx, ko, M, N, sx_n, so_n, _FACC[a.dtype],
-                          len(kshape), bm, bn, bool(log), single, int64, num_warps=warps, **L.EXACT)
+    if launch is not None:
+        L.ensure_driver()
+        launch(out, a)
     return out

@@ -27,7 +27,7 @@ from ._launch import block_range
 from .launcher import jit
 from .memory import astype, full
 from .reduction import _row_offsets
-from .rowwise import _rows_plan
+from .rowwise import _rows_layout
 
 __all__ = ["sort"]
 
@@ -94,7 +94,7 @@ def sort(a, dim, descending):
     L.check_supported("sort", a.dtype)
     if a.ndim == 0:  # one element: itself, at index 0
         return astype(a, a.dtype), full((), 0, D.int64, a.device)
-    kshape, kx, ko, M, N, sx_n, so_n, *_ = _rows_plan("sort", a.shape, a.strides, dim, 0)
+    kshape, kx, ko, M, N, sx_n, so_n, *_ = _rows_layout("sort", a.shape, a.strides, dim, 0)
     if N > MAX_N:
         raise RuntimeError(f"sort: a row of {N} elements is longer than the Triton backend's "
                            f"limit of {MAX_N} (the rank sort's work grows as N^2); sort a CPU "
