@@ -50,19 +50,33 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
                 s = (g * g).sqrt().pow(norm_type).sum().to(grads[0].device)
                 acc = s if acc is None else acc + s
             total = acc.pow(1.0 / norm_type)
-        value = float(total.item())
-        if error_if_nonfinite and not math.isfinite(value):
-            raise RuntimeError(f"The total norm of order {norm_type} for gradients from "
-                               f"`parameters` is non-finite, so it cannot be clipped. To "
-                               f"disable this error and scale the gradients by the non-finite "
-                               f"norm anyway, set `error_if_nonfinite=False`")
-        coef = max_norm / (value + 1e-6)
-        if coef < 1.0:
-            for g in grads:  # (in place on the arrays, as a fused optimizer update writes)
-                k = backend(g.device)
-                k.mul(g._data, coef, out=g._data)
-                g._vc[0] += 1
+        on_host = all(g.device.type == "cpu" for g in grads)
+        if error_if_nonfinite or on_host:  # (a device's value is read only to raise, as PyTorch)
+            value = float(total.item())
+            if error_if_nonfinite and not math.isfinite(value):
+                raise RuntimeError(f"The total norm of order {norm_type} for gradients from "
+                                   f"`parameters` is non-finite, so it cannot be clipped. To "
+                                   f"disable this error and scale the gradients by the "
+                                   f"non-finite norm anyway, set `error_if_nonfinite=False`")
+        # PyTorch multiplies every gradient by min(max_norm / (total + 1e-6), 1) (a NaN total
+        # makes them NaN); in place on the arrays, as a fused optimizer update writes
+        if on_host:
+            coef = max_norm / (value + 1e-6)
+            if not coef >= 1.0:  # (multiplying by 1 changes nothing: skipped)
+                _scale(grads, lambda g: coef)
+        else:  # on the device, without reading the norm back (no sync)
+            clamped = (max_norm / (total + 1e-6)).clamp(max=1.0)
+            cast = {}
+            _scale(grads, lambda g: cast.get((g.device, g.dtype)) or cast.setdefault(
+                (g.device, g.dtype), clamped.to(g.device, g.dtype)._data))
     return total
+
+
+def _scale(grads: list, factor) -> None:
+    """Multiplies each gradient in place by ``factor(g)`` (a number or a 0-d array)."""
+    for g in grads:
+        backend(g.device).mul(g._data, factor(g), out=g._data)
+        g._vc[0] += 1
 
 
 def _sum_of_squares(grads: list) -> Tensor:

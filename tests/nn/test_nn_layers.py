@@ -172,6 +172,30 @@ def test_clip_grad_norm_2_norm_against_float64(device, dt):
         np.testing.assert_array_equal(host(p.grad), a)
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_clip_grad_norm_non_finite_total_as_pytorch(device, bad, monkeypatch):
+    # PyTorch multiplies every gradient by min(max_norm / (total + 1e-6), 1): a NaN total
+    # makes them all NaN, an infinite one zeroes the finite ones (inf * 0 is NaN); on a CUDA
+    # device the factor stays there (no read of the norm: no sync) unless error_if_nonfinite
+    grads = [np.array([3.0, -4.0], np.float32), np.array([bad, 1.0], np.float32)]
+    params = [nn.Parameter(tg.zeros(2, device=device)) for _ in grads]
+    for p, g in zip(params, grads):
+        p.grad = tg.tensor(g, device=device)
+    if device != "cpu":
+        def no_read(*args, **kwargs):
+            raise AssertionError("clip_grad_norm_ read the norm back from the device")
+        monkeypatch.setattr(tg.Tensor, "item", no_read)
+    total = nn.utils.clip_grad_norm_(params, 1.0)
+    monkeypatch.undo()
+    with np.errstate(invalid="ignore"):
+        want = [g * (0.0 if bad == np.inf else np.nan) for g in grads]
+    assert math.isnan(total.item()) if bad != np.inf else total.item() == math.inf
+    for p, w in zip(params, want):
+        np.testing.assert_array_equal(host(p.grad), w)
+    with pytest.raises(RuntimeError, match="non-finite, so it cannot be clipped"):
+        nn.utils.clip_grad_norm_(params, 1.0, error_if_nonfinite=True)
+
+
 def test_gelu_module():
     x = tg.tensor([-1.0, 0.0, 2.0])
     np.testing.assert_allclose(host(nn.GELU()(x)), [-0.15865525, 0.0, 1.9544997], rtol=1e-6)
