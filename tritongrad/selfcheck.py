@@ -90,8 +90,10 @@ def _cpu_blas() -> str:
     lib = blas.provider()
     if lib is None:
         return "NumPy's matmul (install tritongrad[mkl] for MKL)"
-    return f"{lib.name} through CBLAS (mkl {_version('mkl')})" if lib.name == "mkl" else \
-        f"{lib.name} through CBLAS"
+    if lib.name != "mkl":
+        return f"{lib.name} through CBLAS"
+    when = " while NumPy's OpenBLAS runs one thread" if blas._threads is not None else ""
+    return f"mkl {_version('mkl')} through CBLAS{when}"
 
 
 def _nvidia_driver() -> str:

@@ -14,12 +14,23 @@ NumPy computes it. Batched products of small matrices (attention's heads) stay w
 its loop over OpenBLAS beats MKL's strided batch there.
 
 ``TRITONGRAD_BLAS`` picks the library at the first product: ``auto`` (the default: MKL when
-installed, else NumPy), ``mkl`` (MKL, an error naming the extra when it is missing),
+installed, for the products made while NumPy's OpenBLAS runs one thread, else NumPy; see
+Note [Two thread pools]), ``mkl`` (MKL always, an error naming the extra when it is missing),
 ``numpy`` (``np.matmul`` only), ``openblas`` (NumPy's own OpenBLAS through this same binding:
 no faster than ``np.matmul``; it exists so that CI, which does not install MKL, runs the
 binding's layout logic against a real CBLAS). ``use(name)`` switches it for a block (tests).
 MKL's threads follow ``MKL_NUM_THREADS``/``OMP_NUM_THREADS`` and ``tg.set_num_threads``
 (threadpoolctl sees the loaded library); without Intel's OpenMP runtime it runs sequential.
+
+Note [Two thread pools]: NumPy keeps calling its own OpenBLAS for everything else (batched and
+small products, BLAS sums, ``dot``), and OpenBLAS's threads and MKL's OpenMP threads each
+busy-wait after their work: with several threads each they take turns spinning on the cores
+the other pool needs. The GPT step of perf/bench_transformer.py with two threads on two cores:
+49.5 ms with NumPy alone, 135-148 ms with MKL beside it (75 ms with ``KMP_BLOCKTIME=0``). With
+OpenBLAS on one thread (``OPENBLAS_NUM_THREADS=1``/``OMP_NUM_THREADS=1``,
+``tg.set_num_threads(1)``: a training process per core, the benchmarks) nothing contends and
+MKL is 1.1-1.35x faster. So ``auto`` asks OpenBLAS for its thread count at each product (a
+C call, 0.1 us) and uses MKL only while it is one; ``mkl`` uses it regardless.
 """
 
 from __future__ import annotations
@@ -102,27 +113,49 @@ def _loads(path: str) -> bool:
     return True
 
 
-def _load_numpy_openblas() -> _Library | None:
-    """NumPy's bundled OpenBLAS (scipy-openblas, ILP64 with prefixed symbols)."""
+def _numpy_openblas():
+    """The shared library of NumPy's bundled OpenBLAS (scipy-openblas, ILP64 with prefixed
+    symbols), or None (a NumPy built on another BLAS)."""
     root = os.path.dirname(os.path.dirname(np.__file__))
     for path in sorted(glob.glob(os.path.join(root, "numpy.libs", "libscipy_openblas64_*.so"))):
         lib = ctypes.CDLL(path)
         if hasattr(lib, "scipy_cblas_sgemm64_"):
-            return _Library("openblas", lib, "scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_",
-                            ctypes.c_int64)
+            return lib
     return None
+
+
+def _load_numpy_openblas() -> _Library | None:
+    lib = _numpy_openblas()
+    if lib is None:
+        return None
+    return _Library("openblas", lib, "scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_",
+                    ctypes.c_int64)
+
+
+def _numpy_threads():
+    """``() -> int``: the threads NumPy's OpenBLAS runs now (Note [Two thread pools]), or None
+    when NumPy has no bundled OpenBLAS to ask."""
+    lib = _numpy_openblas()
+    fn = getattr(lib, "scipy_openblas_get_num_threads64_", None) if lib is not None else None
+    if fn is not None:
+        fn.restype, fn.argtypes = ctypes.c_int, []
+    return fn
 
 
 _lock = threading.Lock()
 _UNSET = object()
 _library = _UNSET  # the loaded _Library, None for NumPy's matmul, _UNSET before the first use
+_threads = None  # auto's MKL: () -> NumPy's OpenBLAS threads (Note [Two thread pools])
 _CHOICES = ("auto", "mkl", "numpy", "openblas")
 
 
 def _select(name: str):
+    """The library for ``name``, with ``_threads`` set for it."""
+    global _threads
     name = name.strip().lower()
     if name not in _CHOICES:
         raise ValueError(f"TRITONGRAD_BLAS: expected one of {', '.join(_CHOICES)}, got {name!r}")
+    _threads = None
     if name == "numpy":
         return None
     if name == "openblas":
@@ -135,6 +168,10 @@ def _select(name: str):
     if lib is None and name == "mkl":
         raise RuntimeError("TRITONGRAD_BLAS=mkl: Intel MKL is not installed; install it with "
                            "`pip install tritongrad[mkl]`")
+    if lib is not None and name == "auto":
+        _threads = _numpy_threads()
+        if _threads is None:  # NumPy runs another BLAS, whose threads cannot be asked
+            return None
     return lib
 
 
@@ -153,13 +190,13 @@ def provider():
 @contextlib.contextmanager
 def use(name: str):
     """Runs the block with the library ``name`` (one of ``TRITONGRAD_BLAS``'s values)."""
-    global _library
-    saved = _library
+    global _library, _threads
+    saved = _library, _threads
     _library = _select(name)
     try:
         yield _library
     finally:
-        _library = saved
+        _library, _threads = saved
 
 
 def _operand(x: np.ndarray):
@@ -189,6 +226,8 @@ def gemm(a, b) -> np.ndarray | None:
     dtype or array type, a small product, sizes past 32-bit BLAS integers)."""
     lib = _library if _library is not _UNSET else provider()
     if lib is None or type(a) is not _ndarray or type(b) is not _ndarray:
+        return None
+    if _threads is not None and _threads() != 1:  # Note [Two thread pools]
         return None
     dt = a.dtype
     fn = lib.fns.get(dt)

@@ -5,6 +5,7 @@ extra, when installed); plus the choice of library by ``TRITONGRAD_BLAS``."""
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import os
 import subprocess
@@ -183,3 +184,42 @@ def test_environment_selects_the_library():
         assert r.stdout.strip() == "mkl"
     else:  # a clear error that names the extra
         assert r.returncode != 0 and "pip install tritongrad[mkl]" in r.stderr
+
+
+def test_auto_keeps_numpy_while_openblas_runs_threads(monkeypatch):
+    # Note [Two thread pools]: auto's MKL computes a product only while NumPy's OpenBLAS runs
+    # one thread (asked at each product); the gate, exercised on the binding CI has
+    a = np.ones((64, 64), np.float32)
+    threads = [1]
+    with blas.use("openblas" if _available("openblas") else "numpy") as lib:
+        if lib is None:
+            pytest.skip("no CBLAS library to call")
+        monkeypatch.setattr(blas, "_threads", lambda: threads[0])
+        assert blas.gemm(a, a) is not None
+        threads[0] = 2
+        assert blas.gemm(a, a) is None  # NumPy computes it
+        np.testing.assert_array_equal(linalg.matmul(a, a), np.full((64, 64), 64, np.float32))
+
+
+@pytest.mark.skipif(not _available("mkl"), reason="mkl is not installed")
+def test_auto_mkl_asks_numpys_openblas():
+    # with MKL installed, auto asks NumPy's own OpenBLAS for its thread count (set through
+    # its C API here); mkl, chosen explicitly, ignores it
+    lib = blas._numpy_openblas()
+    if lib is None:
+        pytest.skip("this NumPy has no bundled OpenBLAS")
+    get, put = lib.scipy_openblas_get_num_threads64_, lib.scipy_openblas_set_num_threads64_
+    get.restype = ctypes.c_int
+    before = get()
+    a = np.ones((64, 64), np.float32)
+    try:
+        with blas.use("auto") as chosen:
+            assert chosen.name == "mkl"
+            put(ctypes.c_int(1))
+            assert blas.gemm(a, a) is not None
+            put(ctypes.c_int(2))
+            assert blas.gemm(a, a) is None
+        with blas.use("mkl"):
+            assert blas.gemm(a, a) is not None
+    finally:
+        put(ctypes.c_int(before))
