@@ -274,7 +274,9 @@ class AccumulateGrad(Node):
     __slots__ = ("variable",)
 
     def __init__(self, variable):
-        super().__init__()
+        # (Node.__init__ written out: a leaf's node is made again each step it is used in)
+        self.next_functions = ()
+        self._saved = None
         self.variable = variable
         self._seq = MAX_SEQ
 

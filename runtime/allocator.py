@@ -48,6 +48,13 @@ merged into the free lists (flushed) whenever a request finds no free block that
 a new segment is carved, and before segments are released, so the allocator never reserves
 memory that merging its cache would have provided.
 
+Note [hot counts]: the statistics of a hot malloc or free (ten counters with their peaks, per
+pool and for all pools) cost as much as the rest of the allocator's work for that call, and
+are rarely read. So the hot path only appends the event to a log (``+-(size << 2 | pool)`` and
+``+-requested``); the log is folded into the counters, in order, before anything reads or
+changes them otherwise (``_fold``, with NumPy: a running sum per counter gives its current
+value, its maximum the peak, its negative steps the freed total), and when it grows long.
+
 Thread-safe (one lock per allocator). Frees that arrive re-entrantly (a garbage collection
 running ``Storage.__del__`` in the middle of an allocator call) are deferred to the end of the
 outer call, so the free lists are never seen half-edited.
@@ -60,6 +67,8 @@ import gc
 import numbers
 import threading
 from typing import NamedTuple
+
+import numpy as np
 
 __all__ = [
     "Block",
@@ -180,14 +189,15 @@ class StatView(NamedTuple):
 _STAT_NAMES = ("allocation", "segment", "active", "allocated_bytes", "reserved_bytes",
                "active_bytes", "requested_bytes")
 _POOLS = ("all", "large_pool", "small_pool")
-# Counters live in flat lists at 3 * stat + pool (pool 0: all, 1: large, 2: small): the
-# allocation path updates ten of them, so they are kept cheap to touch.
+# Counters live in flat lists at 3 * stat + pool (pool 0: all, 1: large, 2: small).
 _ALLOCATION, _SEGMENT, _ACTIVE, _ALLOCATED_BYTES, _RESERVED_BYTES, _ACTIVE_BYTES, \
     _REQUESTED_BYTES = range(7)
 
 
-assert (3 * _ALLOCATION, 3 * _ACTIVE, 3 * _ALLOCATED_BYTES, 3 * _ACTIVE_BYTES,
-        3 * _REQUESTED_BYTES) == (0, 6, 9, 15, 18)  # CachingAllocator._count_hot_malloc's
+# The fold's columns (Note [hot counts]): the counters each moves, and its pool (0: all).
+_FOLDED = tuple((stats, p) for p in range(3) for stats in (
+    (_ALLOCATION, _ACTIVE), (_ALLOCATED_BYTES, _ACTIVE_BYTES), (_REQUESTED_BYTES,)))
+_FOLD_AT = 1 << 14  # hot events logged before they are counted anyway
 
 
 class CachingAllocator:
@@ -225,6 +235,8 @@ class CachingAllocator:
         self._capture_frees: list[tuple[Block, set]] = []  # cross-stream frees in a capture
         n = 3 * len(_STAT_NAMES)
         self._cur, self._peak, self._freed, self._base = [0] * n, [0] * n, [0] * n, [0] * n
+        self._log: list[int] = []        # hot mallocs and frees not yet counted (Note [hot
+        self._log_requested: list[int] = []  # counts]): +-(size << 2 | pool), +-requested
         self.num_alloc_retries = 0
         self.num_ooms = 0
         self.num_device_alloc = 0
@@ -247,7 +259,11 @@ class CachingAllocator:
                     block = hot.pop()
                     block.state = _ALLOCATED
                     block.requested = nbytes
-                    self._count_hot_malloc(2 if block.segment.small else 1, block.size, nbytes)
+                    log = self._log
+                    log.append(block.size << 2 | (2 if block.segment.small else 1))
+                    self._log_requested.append(nbytes)
+                    if len(log) >= _FOLD_AT:
+                        self._fold()
                     return block
             self._depth += 1
             try:
@@ -264,7 +280,8 @@ class CachingAllocator:
             if (block.state == _ALLOCATED and block.stream_uses is None and not self._depth
                     and not self._capture_pools and block.segment.pool is None):
                 size = block.size  # Note [hot blocks]
-                self._count_hot_free(2 if block.segment.small else 1, size, block.requested)
+                self._log.append(-(size << 2 | (2 if block.segment.small else 1)))
+                self._log_requested.append(-block.requested)
                 block.state = _CACHED
                 hot = self._hot.get(key := (block.stream, size))
                 if hot is None:
@@ -388,11 +405,13 @@ class CachingAllocator:
     def reset_peak_memory_stats(self) -> None:
         """Sets every peak statistic to its current value."""
         with self._lock:
+            self._fold()
             self._peak[:] = self._cur
 
     def reset_accumulated_memory_stats(self) -> None:
         """Zeroes the accumulated counters (``allocated``/``freed`` totals, retries, OOMs)."""
         with self._lock:
+            self._fold()
             self._freed[:] = [0] * len(self._freed)
             self._base[:] = self._cur
             self.num_alloc_retries = self.num_ooms = 0
@@ -402,18 +421,20 @@ class CachingAllocator:
     def stat(self, name: str, pool: str = "all") -> StatView:
         """One statistic, e.g. ``stat("allocated_bytes").peak``."""
         k = 3 * _STAT_NAMES.index(name) + _POOLS.index(pool)
-        cur, freed = self._cur[k], self._freed[k]
-        return StatView(cur, self._peak[k], cur + freed - self._base[k], freed)
+        with self._lock:
+            self._fold()
+            cur, freed = self._cur[k], self._freed[k]
+            return StatView(cur, self._peak[k], cur + freed - self._base[k], freed)
 
     @property
     def allocated(self) -> int:
         """Bytes in blocks handed out and not yet freed."""
-        return self._cur[3 * _ALLOCATED_BYTES]
+        return self.stat("allocated_bytes").current
 
     @property
     def reserved(self) -> int:
         """Bytes obtained from the driver (segments), in use or cached."""
-        return self._cur[3 * _RESERVED_BYTES]
+        return self.stat("reserved_bytes").current
 
     def memory_stats(self) -> dict:
         """PyTorch's ``memory_stats`` keys: ``"allocated_bytes.all.current"`` and friends.
@@ -486,6 +507,7 @@ class CachingAllocator:
         Only ``current``, ``peak`` and ``freed`` are kept; ``allocated`` (the total added) is
         ``current + freed - base``, ``base`` being ``current`` at the last accumulated reset.
         """
+        self._fold()  # (the hot events came first: Note [hot counts])
         pool = 2 if small else 1
         cur, peak, freed = self._cur, self._peak, self._freed
         for stat, n in deltas:
@@ -504,78 +526,33 @@ class CachingAllocator:
                 freed[k] -= n
                 freed[j] -= n
 
-    # The hot path's updates (Note [hot blocks]) are written out, one line per counter at
-    # 3 * stat (+ j, the pool: 1 large, 2 small): a block becoming allocated and active moves
-    # allocation, active (one each), allocated_bytes, active_bytes (its size) and
-    # requested_bytes; loops over (stat, delta) pairs cost twice as much, and this runs twice
-    # per op. The numbers are 3 * _ALLOCATION, 3 * _ACTIVE, 3 * _ALLOCATED_BYTES,
-    # 3 * _ACTIVE_BYTES and 3 * _REQUESTED_BYTES (asserted below the class).
-    def _count_hot_malloc(self, j: int, size: int, requested: int) -> None:
-        """``_count`` of a cached block handed out again: + (1, 1, size, size, requested)."""
-        cur, peak = self._cur, self._peak
-        v = cur[0] = cur[0] + 1
-        if v > peak[0]:  # noqa: PLR1730 - cheaper than max() on this path
-            peak[0] = v
-        v = cur[j] = cur[j] + 1
-        if v > peak[j]:  # noqa: PLR1730
-            peak[j] = v
-        v = cur[6] = cur[6] + 1
-        if v > peak[6]:  # noqa: PLR1730
-            peak[6] = v
-        k = 6 + j
-        v = cur[k] = cur[k] + 1
-        if v > peak[k]:  # noqa: PLR1730
-            peak[k] = v
-        v = cur[9] = cur[9] + size
-        if v > peak[9]:  # noqa: PLR1730
-            peak[9] = v
-        k = 9 + j
-        v = cur[k] = cur[k] + size
-        if v > peak[k]:  # noqa: PLR1730
-            peak[k] = v
-        v = cur[15] = cur[15] + size
-        if v > peak[15]:  # noqa: PLR1730
-            peak[15] = v
-        k = 15 + j
-        v = cur[k] = cur[k] + size
-        if v > peak[k]:  # noqa: PLR1730
-            peak[k] = v
-        v = cur[18] = cur[18] + requested
-        if v > peak[18]:  # noqa: PLR1730
-            peak[18] = v
-        k = 18 + j
-        v = cur[k] = cur[k] + requested
-        if v > peak[k]:  # noqa: PLR1730
-            peak[k] = v
-
-    def _count_hot_free(self, j: int, size: int, requested: int) -> None:
-        """``_count`` of an allocated block cached by ``free``: - (1, 1, size, size,
-        requested), added to the freed totals."""
-        cur, freed = self._cur, self._freed
-        cur[0] -= 1
-        freed[0] += 1
-        cur[j] -= 1
-        freed[j] += 1
-        cur[6] -= 1
-        freed[6] += 1
-        k = 6 + j
-        cur[k] -= 1
-        freed[k] += 1
-        cur[9] -= size
-        freed[9] += size
-        k = 9 + j
-        cur[k] -= size
-        freed[k] += size
-        cur[15] -= size
-        freed[15] += size
-        k = 15 + j
-        cur[k] -= size
-        freed[k] += size
-        cur[18] -= requested
-        freed[18] += requested
-        k = 18 + j
-        cur[k] -= requested
-        freed[k] += requested
+    def _fold(self) -> None:
+        """Counts the logged hot mallocs and frees (Note [hot counts]), lock held."""
+        log = self._log
+        if not log:
+            return
+        e = np.array(log, dtype=np.int64)
+        requested = np.array(self._log_requested, dtype=np.int64)
+        log.clear()
+        self._log_requested.clear()
+        step = np.where(e < 0, -1, 1)
+        e = np.abs(e)
+        pool = e & 3
+        # one column per (quantity, pool): blocks, bytes, requested bytes; all, large, small
+        d = np.stack([step, step * (e >> 2), requested], axis=1)
+        d = np.concatenate([d, d * (pool == 1)[:, None], d * (pool == 2)[:, None]], axis=1)
+        run = np.cumsum(d, axis=0)
+        tops, totals = run.max(axis=0).tolist(), run[-1].tolist()
+        gone = (-np.minimum(d, 0).sum(axis=0)).tolist()
+        cur, peak, freed = self._cur, self._peak, self._freed
+        for col, (stats, p) in enumerate(_FOLDED):
+            for stat in stats:
+                k = 3 * stat + p
+                c = cur[k]
+                if c + tops[col] > peak[k]:  # noqa: PLR1730 (as _count)
+                    peak[k] = c + tops[col]
+                cur[k] = c + totals[col]
+                freed[k] += gone[col]
 
     def _malloc(self, nbytes: int, stream) -> Block:
         if nbytes < 0:

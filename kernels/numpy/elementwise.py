@@ -151,7 +151,7 @@ def where(cond, a, b):
 # call (NEP 50's weak scalars), which costs more than the arithmetic on small arrays.
 _EXP_ARG_MIN = {np.dtype(np.float32): np.array(-88.0, np.float32),
                 np.dtype(np.float64): np.array(-709.0)}
-_F16 = np.dtype(np.float16)
+_F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
 _ONE = {np.dtype(d): np.array(1, d) for d in (np.float16, np.float32, np.float64)}
 
 
@@ -162,6 +162,10 @@ def _sigmoid(x):
     # still. (Complex values are not clipped: their order is not the real line's.)
     if x.dtype.kind == "c":
         return _arr(np.reciprocal(np.exp(-x) + 1))
+    if x.dtype is _F32 and type(x) is _ndarray:  # one compiled pass (elementwise_loops)
+        loops = jit.loops("elementwise_loops")
+        if loops is not None:
+            return _arr(loops.sigmoid(x))
     t = _arr(np.maximum(x, _EXP_ARG_MIN[x.dtype]))  # NaN stays NaN
     np.negative(t, t)
     np.exp(t, t)
@@ -289,13 +293,39 @@ def _times(g, d, out):
     return np.multiply(g, d, out=out, casting="unsafe")
 
 
+_FUSED = frozenset([np.dtype(np.float32), np.dtype(np.float64)])  # the loops' dtypes
+
+
+def _fused(name: str, g, y, out):
+    """``g`` and ``y`` through elementwise_loops' ufunc ``name`` when the loops run and both
+    are plain float32 or float64 arrays of one dtype, else None (the NumPy form runs)."""
+    if type(g) is not _ndarray or type(y) is not _ndarray or g.dtype is not y.dtype \
+            or g.dtype not in _FUSED:
+        return None
+    loops = jit.loops("elementwise_loops")
+    if loops is None:
+        return None
+    fn = getattr(loops, name)
+    if out is None:
+        r = fn(g, y)
+        return r if isinstance(r, _ndarray) else np.asarray(r)
+    fn(g, y, out=out, casting="unsafe")
+    return out
+
+
 def _tanh_backward(g, y, out=None):
+    r = _fused("tanh_backward", g, y, out)
+    if r is not None:
+        return r
     d = _arr(np.multiply(y, y))  # an array even for 0-d operands, so it can be written in place
     np.subtract(_ONE.get(y.dtype, 1), d, d)
     return _times(g, d, out)
 
 
 def _sigmoid_backward(g, y, out=None):
+    r = _fused("sigmoid_backward", g, y, out)
+    if r is not None:
+        return r
     d = _arr(np.subtract(_ONE.get(y.dtype, 1), y))
     np.multiply(d, y, d)
     return _times(g, d, out)

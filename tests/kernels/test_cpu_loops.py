@@ -1,5 +1,6 @@
-"""The compiled CPU loops (kernels/numpy/jit.py, nn_loops.py): on by default where Numba
-imports, off under TRITONGRAD_CPU_JIT=0, and each loop (exp, GELU, ReLU's backward, layer and batch norm)
+"""The compiled CPU loops (kernels/numpy/jit.py, nn_loops.py, elementwise_loops.py): on by default
+where Numba imports, off under TRITONGRAD_CPU_JIT=0, and each loop (exp, GELU, ReLU's backward,
+sigmoid and the tanh and sigmoid derivatives, layer and batch norm)
 against float64 references and the NumPy form it replaces (the kernels' own tests also run
 both forms, through the ``cpu_forms`` fixture)."""
 
@@ -106,6 +107,59 @@ def test_relu_backward_loop(dtype):
         np.testing.assert_array_equal(ew._relu_backward(g, y), got)
     # strided operands keep the NumPy form, with the same result
     np.testing.assert_array_equal(ew._relu_backward(g.T, y.T), got.T)
+
+
+@needs_loops
+def test_sigmoid_ufunc_against_float64():
+    ew = importlib.import_module("tritongrad.kernels.numpy.elementwise")
+    rng = np.random.default_rng(2)
+    x = np.concatenate([rng.standard_normal(20_000) * 5, np.linspace(-87, 88, 20_001),
+                        [0.0, -0.0, 1e-30, -1e-30, 1e30, -1e30]]).astype(np.float32)
+    got = ew._sigmoid(x)
+    assert got.dtype == np.float32 and got.shape == x.shape
+    want = 1 / (1 + np.exp(-x.astype(np.float64)))
+    normal = want > 1.2e-38
+    assert np.all(np.abs(got - want)[normal] <= 2.5e-7 * want[normal])  # ~2 ulp
+    assert np.all(np.abs(got - want)[~normal] <= 1.2e-38)
+    with jit.disabled():
+        np.testing.assert_allclose(ew._sigmoid(x), got, rtol=3e-7, atol=1.2e-38)
+    # the ends and NaN; far below, 0 or a denormal (the true values are below 1.2e-38)
+    edge = ew._sigmoid(np.array([np.inf, -np.inf, np.nan, 100.0, -100.0], np.float32))
+    np.testing.assert_array_equal(edge[:2], [1.0, 0.0])
+    assert np.isnan(edge[2]) and edge[3] == 1.0 and 0 <= edge[4] < 1.2e-38
+    # 0-d, strided and 3-D inputs come back as arrays of their shape
+    assert isinstance(ew._sigmoid(np.float32(0.5)[()] * np.ones((), np.float32)), np.ndarray)
+    m = x[:4096].reshape(16, 16, 16)
+    np.testing.assert_array_equal(ew._sigmoid(m.transpose(2, 0, 1)), got[:4096].reshape(
+        16, 16, 16).transpose(2, 0, 1))
+
+
+@needs_loops
+@pytest.mark.parametrize("name", ["tanh_backward", "sigmoid_backward"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_activation_backward_ufuncs_are_the_numpy_form(name, dtype):
+    # one pass with the NumPy form's operations in its order: the same bits, for any layout,
+    # broadcast operands and out=; other dtypes (float16) keep the NumPy form
+    ew = importlib.import_module("tritongrad.kernels.numpy.elementwise")
+    rng = np.random.default_rng(3)
+    y = np.tanh(rng.standard_normal((33, 17)) * 2).astype(dtype)
+    g = rng.standard_normal((33, 17)).astype(dtype)
+    y.flat[:4] = [np.nan, np.inf, -1.0, 0.0]
+    g.flat[4:7] = [np.inf, np.nan, -0.0]
+    got = ew.binary(name, g, y)
+    want = (g * (1 - y * y)) if name == "tanh_backward" else (g * ((1 - y) * y))
+    assert got.dtype == dtype and got.shape == g.shape
+    np.testing.assert_array_equal(got, want)
+    with jit.disabled():
+        np.testing.assert_array_equal(ew.binary(name, g, y), got)
+    np.testing.assert_array_equal(ew.binary(name, g.T, y.T), got.T)
+    np.testing.assert_array_equal(ew.binary(name, g, y[:1]), ew.binary(name, g, np.broadcast_to(
+        y[:1], g.shape).copy()))
+    out = np.empty((33, 17), np.float64)
+    assert ew.binary(name, g, y, out) is out
+    np.testing.assert_array_equal(out, got.astype(np.float64))
+    h = ew.binary(name, g.astype(np.float16), y.astype(np.float16))
+    assert h.dtype == np.float16
 
 
 def _layer_norm64(x, w, b, eps):
