@@ -399,6 +399,10 @@ def _record(op, node, inputs, out):
                 saved = [sa, sa]
             elif when is None:
                 saved = [SavedTensor(a, False), SavedTensor(b, False)]
+            elif when == (1, 0):  # (mul's: each input saved for the other's gradient)
+                ea, eb = node.next_functions
+                saved = [UNSAVED if eb[0] is None else SavedTensor(a, False),
+                         UNSAVED if ea[0] is None else SavedTensor(b, False)]
             else:
                 saved = _save_needed(save, when, inputs, node.next_functions)
         elif when is None:

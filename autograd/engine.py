@@ -30,7 +30,10 @@ Note [Backward streams] (docs/streams.md):
      accumulated on the caller's current stream, and when backward returns the caller's
      stream has waited on every stream the backward used: using ``.grad`` (or grad()'s
      results) right after backward, on the same stream, is safe with no user sync.
-CPU nodes have no stream and skip all of this.
+CPU nodes have no stream and skip all of this, and so does a node on its device's caller
+stream (``_StreamSync.home``), the usual single-stream case: it runs where the caller's stream
+is current already, and a gradient passed between two such nodes is on one stream; so such
+nodes take the engine's fast path (``_run_rule``) as CPU nodes do.
 """
 
 from __future__ import annotations
@@ -473,11 +476,12 @@ class _GraphTask:
         is ready. A node runs by one of two paths, chosen by one test:
 
         - fast: nothing watches this backward (``fast``, decided once for the task: no
-          ``grad()``/``inputs=`` capture, no profiler or other observer, no CUDA streams, no
-          anomaly checks) and nothing hangs on this node (``_hooked``: no tensor hook,
-          ``retain_grad``, pre- or post-hook; leaves keep their hooks on their variable, so
-          ``AccumulateGrad`` always takes the full path), with a first gradient to run on:
-          only the rule runs (``_run_rule``);
+          ``grad()``/``inputs=`` capture, no profiler or other observer, no anomaly checks)
+          and nothing hangs on this node (``_hooked``: no tensor hook, ``retain_grad``, pre-
+          or post-hook; leaves keep their hooks on their variable, so ``AccumulateGrad``
+          always takes the full path), which runs on the caller's stream if on CUDA
+          (``home``: Note [Backward streams]), with a first gradient to run on: only the rule
+          runs (``_run_rule``);
         - full (``_run_full``): everything the module docstring lists around a node.
         """
         buffers = {}  # node -> [gradient per output slot], summed on arrival
@@ -491,8 +495,9 @@ class _GraphTask:
         heapq.heapify(heap)
         pop, push, add = heapq.heappop, heapq.heappush, self._sum
         observers = state.observers
-        fast = self.captures is None and self.execute is None and streams is None \
+        fast = self.captures is None and self.execute is None \
             and not observers and not anomaly_mode.enabled and self.batch is None
+        home = None if streams is None else streams.home
         # observers that want PyTorch's "autograd::engine::evaluate_function: <Node>" event
         # around each node; read once per task, as PyTorch's engine captures the profiler's
         # thread-local state when the graph task starts
@@ -507,8 +512,8 @@ class _GraphTask:
             elif len(grads) < n_out:
                 grads.extend([None] * (n_out - len(grads)))
             if fast and not node._hooked and type(node) is not AccumulateGrad \
-                    and grads[0] is not None:
-                node, outs = self._run_rule(node, grads, heap, buffers)
+                    and grads[0] is not None and (home is None or home(node)):
+                node, outs = self._run_rule(node, grads, heap, buffers, home)
             elif evaluating:
                 outs = self._run_evaluated(node, grads, evaluating)
             else:
@@ -541,15 +546,16 @@ class _GraphTask:
         if streams is not None:
             streams.finish()  # the caller's stream waits on every stream used (point 3)
 
-    def _run_rule(self, node, grads, heap, buffers):
+    def _run_rule(self, node, grads, heap, buffers, home=None):
         """The fast path: ``node``'s rule alone. Returns the last node run and its input
         gradients.
 
         A rule that runs on arrays (a built-in op with one output; nothing is recorded without
         ``create_graph``) goes on along the chain of nodes that each only the previous one
-        feeds (through one edge, or several, as in ``x * x``) and that have no hooks, while no
-        other node is ready (so the order is the queue's): arrays passed along, with no Tensor,
-        input buffer or queue entry per link."""
+        feeds (through one edge, or several, as in ``x * x``) and that have no hooks (and run
+        on the caller's stream: ``home``, given for a backward on CUDA), while no other node
+        is ready (so the order is the queue's): arrays passed along, with no Tensor, input
+        buffer or queue entry per link."""
         keep_graph = self.keep_graph
         if not node.on_arrays or node.num_outputs != 1 or self.create_graph:
             outs = node.apply(*grads)
@@ -567,7 +573,8 @@ class _GraphTask:
             nf = node.next_functions
             nx = nf[0][0]
             if nx is None or deps[nx] != len(nf) or nx in buffers or nx._hooked \
-                    or not nx.on_arrays or nx.num_outputs != 1:
+                    or not nx.on_arrays or nx.num_outputs != 1 \
+                    or (home is not None and not home(nx)):
                 break
             data = outs[0]
             if len(nf) > 1:  # every edge must lead to nx; their gradients are summed
@@ -946,6 +953,20 @@ class _StreamSync:
         self._rt = streams
         self.caller = {}   # device -> the caller's current stream at backward()
         self.used = {}     # stream -> None (ordered set of streams that ran nodes)
+        self._home = {}    # device index -> the caller's stream there (home's cache)
+
+    def home(self, node) -> bool:
+        """Whether ``node`` runs where nothing is to be done around it: it has no stream (a
+        CPU node) or the caller's stream on its device, current there already; a gradient
+        it passes to another such node needs no wait. (Such a stream is left out of ``used``:
+        ``finish`` has nothing to do for it.)"""
+        s = node._stream
+        if s is None:
+            return True
+        c = self._home.get(s.device_index)
+        if c is None:
+            c = self._home[s.device_index] = self._caller(s.device)
+        return s is c or s == c
 
     def _caller(self, device):
         s = self.caller.get(device)
