@@ -84,6 +84,16 @@ def test_no_waits_when_everything_is_on_one_stream(waits):
     assert waits == []
 
 
+_X0 = np.linspace(-1, 1, 8, dtype=np.float32)
+
+
+def _chain_grad() -> np.ndarray:
+    """d/dx of sum(sigmoid(3 tanh(2 x))) at _X0, in float64."""
+    t = np.tanh(2 * _X0.astype(np.float64))
+    s = 1 / (1 + np.exp(-3 * t))
+    return s * (1 - s) * 3 * (1 - t * t) * 2
+
+
 def test_nodes_on_the_callers_stream_take_the_fast_path(monkeypatch):
     # Note [Backward streams]: a node on the caller's stream needs nothing around it, so it
     # runs as a CPU node does (the engine's _run_rule, chains on arrays): only the leaf's
@@ -98,13 +108,10 @@ def test_nodes_on_the_callers_stream_take_the_fast_path(monkeypatch):
         return real(self, node, grads)
 
     monkeypatch.setattr(engine._GraphTask, "_run_full", counted)
-    x = tg.tensor(np.linspace(-1, 1, 8, dtype=np.float32), device="cuda", requires_grad=True)
+    x = tg.tensor(_X0, device="cuda", requires_grad=True)
     ((x * 2).tanh() * 3).sigmoid().sum().backward()
     assert full == ["AccumulateGrad"]
-    t = np.tanh(2 * np.linspace(-1, 1, 8))
-    s = 1 / (1 + np.exp(-3 * t))
-    np.testing.assert_allclose(x.grad.cpu().numpy(), s * (1 - s) * 3 * (1 - t * t) * 2,
-                               rtol=1e-5)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), _chain_grad(), rtol=1e-5)
 
 
 def test_a_side_stream_stretch_inside_a_fast_chain_still_waits(waits):
@@ -114,17 +121,14 @@ def test_a_side_stream_stretch_inside_a_fast_chain_still_waits(waits):
     side = tg.cuda.Stream()
     default = tg.cuda.current_stream()
     Probe.seen = []
-    x = tg.tensor(np.linspace(-1, 1, 8, dtype=np.float32), device="cuda", requires_grad=True)
+    x = tg.tensor(_X0, device="cuda", requires_grad=True)
     a = x * 2
     with tg.cuda.stream(side):
         b = Probe.apply(a.tanh() * 3)
     b.sigmoid().sum().backward()
     assert Probe.seen == [side]
     assert (side, default) in waits and (default, side) in waits
-    t = np.tanh(2 * np.linspace(-1, 1, 8))
-    s = 1 / (1 + np.exp(-3 * t))
-    np.testing.assert_allclose(x.grad.cpu().numpy(), s * (1 - s) * 3 * (1 - t * t) * 2,
-                               rtol=1e-5)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), _chain_grad(), rtol=1e-5)
 
 
 def test_backward_in_a_side_stream_context_uses_that_stream_for_roots(waits):
