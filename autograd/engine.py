@@ -957,15 +957,19 @@ class _StreamSync:
 
     def home(self, node) -> bool:
         """Whether ``node`` runs where nothing is to be done around it: it has no stream (a
-        CPU node) or the caller's stream on its device, current there already; a gradient
+        CPU node) or the caller's stream on the current device, current already; a gradient
         it passes to another such node needs no wait. (Such a stream is left out of ``used``:
-        ``finish`` has nothing to do for it.)"""
+        ``finish`` has nothing to do for it.) A node on another device is not: ``run_on``
+        makes its device current."""
         s = node._stream
         if s is None:
             return True
-        c = self._home.get(s.device_index)
+        i = s.device_index
+        if i != self._rt._state.device:
+            return False
+        c = self._home.get(i)
         if c is None:
-            c = self._home[s.device_index] = self._caller(s.device)
+            c = self._home[i] = self._caller(s.device)
         return s is c or s == c
 
     def _caller(self, device):

@@ -114,6 +114,22 @@ def test_nodes_on_the_callers_stream_take_the_fast_path(monkeypatch):
     np.testing.assert_allclose(x.grad.cpu().numpy(), _chain_grad(), rtol=1e-5)
 
 
+def test_a_node_on_another_device_is_not_home():
+    # the full path's run_on makes the node's device current (stream() selects it); the fast
+    # path would launch on the current device, so a node elsewhere must not take it (one
+    # emulated device: a stand-in stream on ordinal 1)
+    from types import SimpleNamespace
+
+    from tritongrad.autograd import engine
+
+    sync = engine._StreamSync()
+    elsewhere = SimpleNamespace(_stream=SimpleNamespace(device_index=1))
+    here = SimpleNamespace(_stream=tg.cuda.current_stream())
+    assert tg.cuda.current_device() == 0
+    assert not sync.home(elsewhere) and sync.home(here)
+    assert sync.home(SimpleNamespace(_stream=None))  # a CPU node
+
+
 def test_a_side_stream_stretch_inside_a_fast_chain_still_waits(waits):
     # the default-stream nodes around it run on the fast path, the side-stream ones on the
     # full path, on side; the gradient crosses streams twice, each time with a wait, and the
