@@ -185,6 +185,27 @@ def backend(device):
         return mod
 
 
+_multi: dict = {}
+
+
+def multi_tensor(device):
+    """The multi-tensor ("foreach") kernels beside ``device``'s backend, or None: the Triton
+    backend's ``foreach`` module (a few launches for a whole list of arrays: gradient
+    clipping, Adam); the NumPy backend has none (its per-array calls launch nothing)."""
+    k = backend(device)
+    mod = _multi.get(k, False)
+    if mod is False:
+        name = k.__name__ + ".foreach"
+        try:
+            mod = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name != name:
+                raise
+            mod = None
+        _multi[k] = mod
+    return mod
+
+
 HostBFloat16 = _bf16.BF16Array
 
 

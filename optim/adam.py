@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from ..autograd.grad_mode import no_grad
 from ..autograd.ops.elementwise import maximum
+from ..kernels import multi_tensor
 from .optimizer import Optimizer, advance_step, bump_versions, fused_kernel, new_step, zeros_like
 
 __all__ = ["Adam", "AdamW"]
@@ -31,10 +35,14 @@ class Adam(Optimizer):
         amsgrad: use the maximum of past second moments (Reddi et al., 2018).
         maximize: maximize the objective instead of minimizing.
         decoupled_weight_decay: AdamW's decay (``AdamW`` sets it).
-        foreach, capturable, differentiable: accepted for compatibility (False only for the
-            last two).
+        foreach: None (default) or True updates the parameters of a group together where
+            the backend has multi-tensor kernels (the Triton backend: one launch for all the
+            group's parameters of one dtype, step count and device; not with amsgrad), False
+            one parameter at a time; the results are the same to the last bit.
+        capturable, differentiable: accepted for compatibility (False only).
         fused: None (default) uses the backend's fused ``adam_step`` kernel (one launch per
-            parameter) when it has one; True requires it; False uses Tensor ops.
+            parameter) when it has one; True requires it; False uses Tensor ops (and no
+            multi-tensor kernel).
 
     Example:
         >>> model = tg.nn.Linear(3, 1)
@@ -65,18 +73,78 @@ class Adam(Optimizer):
                                   "differentiable": False, "fused": fused,
                                   "decoupled_weight_decay": decoupled_weight_decay})
 
-    def _update(self, p, group) -> None:
-        grad = p.grad
-        if p.is_complex():
-            raise NotImplementedError("Adam: complex parameters are not supported")
+    @no_grad()
+    def step(self, closure=None):
+        """Performs one update of every parameter that has a gradient; returns the closure's
+        loss if a closure (re-evaluating the model) is given."""
+        loss = self._closure(closure)
+        for group in self.param_groups:
+            params = [p for p in group["params"] if p.grad is not None]
+            if (group["foreach"] is not False and group["fused"] is not False
+                    and not group["amsgrad"] and len(params) > 1
+                    and multi_tensor(params[0].device) is not None):  # (not on the CPU)
+                params = self._multi_tensor_update(params, group)
+            for p in params:
+                self._update(p, group)
+        return loss
+
+    def _multi_tensor_update(self, params: list, group) -> list:
+        """Updates the parameters the backend's multi-tensor ``adam_step`` takes, a launch per
+        (device, dtype, step count); returns the others (each to ``_update``). The kernel
+        checks the arrays (dtypes, layouts, devices) and refuses a batch it cannot take."""
+        batches: dict = {}
+        rest = []
+        seen = set()
+        for p in params:  # (per parameter per step: kept to a few operations)
+            if p.dtype.is_complex or id(p) in seen:  # (_update raises; listed twice: in turn)
+                rest.append(p)
+                continue
+            state = self._state(p, False)
+            count = state["step"]._data
+            if type(count) is not np.ndarray:  # (a counter loaded onto a device)
+                rest.append(p)
+                continue
+            seen.add(id(p))
+            batches.setdefault((p.device, p.dtype, float(count)), []).append(p)
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        wd, maximize = group["weight_decay"], group["maximize"]
+        for (device, _, count), batch in batches.items():
+            multi = getattr(multi_tensor(device), "adam_step", None)
+            states = [self.state[p] for p in batch]
+            step = float(np.float32(count) + np.float32(1))  # advance_step's new count
+            try:
+                if multi is not None:
+                    multi([p._data for p in batch], [p.grad._data for p in batch],
+                          [s["exp_avg"]._data for s in states],
+                          [s["exp_avg_sq"]._data for s in states], step, lr, beta1, beta2, eps,
+                          wd, maximize, group["decoupled_weight_decay"])
+            except TypeError:  # arrays the kernel does not take (dtypes, layouts, devices)
+                multi = None
+            if multi is None:  # one at a time
+                rest += batch
+                continue
+            for p, s in zip(batch, states):
+                advance_step(s["step"])
+                bump_versions(p, s["exp_avg"], s["exp_avg_sq"])
+        return rest
+
+    def _state(self, p, amsgrad: bool) -> dict:
+        """The state of ``p``, made on its first update (the step counter, zero moments)."""
         state = self.state[p]
-        amsgrad = group["amsgrad"]
         if not state:
             state["step"] = new_step()
             state["exp_avg"] = zeros_like(p)
             state["exp_avg_sq"] = zeros_like(p)
             if amsgrad:
                 state["max_exp_avg_sq"] = zeros_like(p)
+        return state
+
+    def _update(self, p, group) -> None:
+        grad = p.grad
+        if p.is_complex():
+            raise NotImplementedError("Adam: complex parameters are not supported")
+        amsgrad = group["amsgrad"]
+        state = self._state(p, amsgrad)
         step_t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
         vmax = state.get("max_exp_avg_sq") if amsgrad else None
         step = advance_step(step_t)

@@ -6,7 +6,14 @@ tritongrad's composite path (matmul, masked softmax, matmul: the path a mask or 
 takes), hand-written NumPy materialising the scores (what the composite costs without the
 framework), and torch's ``scaled_dot_product_attention`` when installed.
 
+``--layout qkv`` lays the inputs out as a transformer block hands them over (perf/
+bench_transformer.py): q, k, v strided (B, H, T, D) views of one (B, T, 3 H D) projection,
+the output gradient the transpose of a (B, T, H, D) array, and the gradients taken with
+respect to the projection (the split's backward included in tritongrad's and torch's rows;
+the NumPy row stops at q, k, v).
+
     python perf/bench_attention.py [--device cpu|cuda] [--shapes B,H,T,D ...] [--causal]
+                                   [--layout contiguous|qkv]
 """
 
 from __future__ import annotations
@@ -39,15 +46,45 @@ def numpy_attention(q, k, v, causal, g=None):
     return out, ds @ k * scale, ds.transpose(0, 1, 3, 2) @ q * scale, dv
 
 
-def shape_cases(tg, torch, device, shape, causal, mode, rng) -> list:
+def _inputs(T, host, layout, device):
+    """(q, k, v, g, the tensors gradients are taken for) in framework ``T``."""
+    if layout == "qkv":
+        qkv, g = host
+        b, t, h, d = g.shape
+        x = T.tensor(qkv, device=device, requires_grad=True)
+        q, k, v = (a.reshape(b, t, h, d).transpose(1, 2) for a in x.split(h * d, dim=2))
+        return q, k, v, T.tensor(g, device=device).transpose(1, 2), (x,)
+    q, k, v = (T.tensor(a, device=device, requires_grad=True) for a in host[:3])
+    return q, k, v, T.tensor(host[3], device=device), (q, k, v)
+
+
+def _host(shape, layout, rng) -> list:
+    b, h, t, d = shape
+    if layout == "qkv":
+        return [rng.standard_normal((b, t, 3 * h * d)).astype(np.float32),
+                rng.standard_normal((b, t, h, d)).astype(np.float32)]
+    return [rng.standard_normal((b, h, t, d)).astype(np.float32) for _ in range(4)]
+
+
+def _host_views(host, layout) -> list:
+    """q, k, v, g as (B, H, T, D) NumPy arrays (views for the qkv layout)."""
+    if layout != "qkv":
+        return host
+    qkv, g = host
+    b, t, h, d = g.shape
+    return [qkv[..., i * h * d:(i + 1) * h * d].reshape(b, t, h, d).transpose(0, 2, 1, 3)
+            for i in range(3)] + [g.transpose(0, 2, 1, 3)]
+
+
+def shape_cases(tg, torch, device, shape, causal, mode, rng, layout="contiguous") -> list:
     """The rows for one (B, H, T, D) and mode ("forward" or "forward+backward")."""
     from tritongrad.nn import _attention
     from tritongrad.nn import functional as F
 
-    b, h, t, d = shape
-    host = [rng.standard_normal((b, h, t, d)).astype(np.float32) for _ in range(4)]
-    q, k, v = (tg.tensor(a, device=device, requires_grad=True) for a in host[:3])
-    g = tg.tensor(host[3], device=device)
+    t, d = shape[2:]
+    raw = _host(shape, layout, rng)
+    host = _host_views(raw, layout)
+    q, k, v, g, wrt = _inputs(tg, raw, layout, device)
     bias = None
     if causal:
         keep = tg.ones((t, t), device=device).tril().bool()
@@ -67,7 +104,7 @@ def shape_cases(tg, torch, device, shape, causal, mode, rng) -> list:
                 with tg.no_grad():
                     fn()
             return forward
-        return lambda: tg.autograd.grad(fn(), (q, k, v), g)
+        return lambda: tg.autograd.grad(fn(), wrt, g)
 
     cases = [("tritongrad fused", run(fused), sync),
              ("tritongrad composite", run(composite), sync)]
@@ -76,8 +113,7 @@ def shape_cases(tg, torch, device, shape, causal, mode, rng) -> list:
         cases.append(("numpy", lambda: numpy_attention(*host[:3], causal, gg), None))
     if torch is not None:
         dev = "cuda" if device != "cpu" else "cpu"
-        tq, tk, tv = (torch.tensor(a, device=dev, requires_grad=True) for a in host[:3])
-        tgr = torch.tensor(host[3], device=dev)
+        tq, tk, tv, tgr, twrt = _inputs(torch, raw, layout, dev)
 
         def tfwd():
             return torch.nn.functional.scaled_dot_product_attention(tq, tk, tv,
@@ -88,7 +124,7 @@ def shape_cases(tg, torch, device, shape, causal, mode, rng) -> list:
                 with torch.no_grad():
                     tfwd()
             else:
-                torch.autograd.grad(tfwd(), (tq, tk, tv), tgr)
+                torch.autograd.grad(tfwd(), twrt, tgr)
 
         cases.append(("torch", trun, torch.cuda.synchronize if dev == "cuda" else None))
     return cases
@@ -99,6 +135,7 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--shapes", nargs="*", default=list(SHAPES))
     ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--layout", choices=("contiguous", "qkv"), default="contiguous")
     ap.add_argument("--repeat", type=int, default=10)
     args = ap.parse_args()
     import tritongrad as tg
@@ -111,9 +148,10 @@ def main() -> None:
     for spec in args.shapes:
         shape = tuple(int(x) for x in spec.split(","))
         for mode in ("forward", "forward+backward"):
-            cases = shape_cases(tg, torch, args.device, shape, args.causal, mode, rng)
+            cases = shape_cases(tg, torch, args.device, shape, args.causal, mode, rng,
+                                args.layout)
             report(f"attention {mode}, (B, H, T, D) = {shape}, float32, "
-                   f"{'causal' if args.causal else 'full'}, {args.device}",
+                   f"{'causal' if args.causal else 'full'}, {args.layout}, {args.device}",
                    timeit(cases, warmup=2, repeat=args.repeat, interleave=True))
 
 

@@ -15,7 +15,10 @@ maximum, one for the whole score block unless a row lies far below it, and row s
 partial output rescaled when the maximum moves), so the score matrix
 is never held for more than one block pair: memory is O(B H (L + S) D) plus a block of scores.
 Key blocks wholly above the causal diagonal are skipped. The backward recomputes each block's
-P from the saved lse. float16/bfloat16 compute in float32 and round once, as the GPU kernels.
+P from the saved lse. Where one block pair holds all the scores (short sequences), the softmax
+is taken whole instead, and P, when small, is handed to the backward (Note [Whole score
+matrix]). float16/bfloat16 compute in float32 and round once, as the GPU kernels. The output
+and the gradients are laid out as the inputs (``_empty_in_layout_of``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import math
 
 import numpy as np
 
+from . import jit
 from .bf16 import BF16Array, round_
 from .reduction import sum as _sum  # (row sums: BLAS products with ones)
 
@@ -162,11 +166,19 @@ def attention(q, k, v, scale: float, causal: bool):
     source = k.shape[2]
     if not source or not length:
         return _back(np.zeros((b, h, length, d), acc), q), np.full((b, h, length), -np.inf, acc)
-    out = np.empty((b, h, length, d), acc)
-    lse = np.empty((b, h, length), acc)
+    out = _empty_in_layout_of(q, (b, h, length, d), acc)
     scale = acc(scale)
+    bq, bk = _blocks(b * h, length, source)
+    if bq >= length and bk >= source:
+        p, lse = _whole_softmax(qf, kf, scale, causal, acc)
+        if p is not None:
+            np.matmul(p, vf, out=out)
+            if _keeps_probs(length, source, d):
+                lse = lse.view(_SavedLSE)
+                lse.probs = p
+            return _back(out, q), lse
+    lse = np.empty((b, h, length), acc)
     kt = _transposed(kf)
-    bq = _blocks(b * h, length, source)[0]
     for i0 in range(0, length, bq):
         i1 = min(length, i0 + bq)
         qs = np.multiply(qf[..., i0:i1, :], scale, dtype=acc)
@@ -178,15 +190,105 @@ def attention(q, k, v, scale: float, causal: bool):
     return _back(out, q), lse
 
 
+# Note [Whole score matrix]: when one block pair holds all the scores (short sequences: the GPT
+# step's T = 64 over 16 x 4 heads), there is nothing to be online about, and the softmax is
+# taken whole:
+# - the scores are shifted only when their maximum lies more than _NO_SHIFT from zero (exp
+#   then stays far from overflow and from underflow of the rows that hold the maximum, and a
+#   pass over the scores is saved); a row whose sum still falls below _TINY_TOTAL sends the
+#   call to the blocked path, with its per-row shift;
+# - P itself is formed (rows times 1/sum: one pass over the scores, where dividing the
+#   output instead broadcasts over rows of D) and P v written straight into the output;
+# - with the compiled loops (attention_loops.py) the causal mask is applied after the exp,
+#   fused with the row sums and the normalisation (the exp of the masked scores is thrown
+#   away: the mask costs no pass of its own; the maximum then also covers masked scores, and
+#   only where it calls for a shift are they masked first and the maximum taken again), and
+#   the keys are copied transposed with the scale folded in;
+# - where P takes no more memory than q, k, v and out together (``_keeps_probs``), it rides
+#   to the backward on the returned lse (``_SavedLSE.probs``): the backward then does not
+#   recompute it (a product and four passes over the scores) and needs four products
+#   instead of five. The backward takes it once and drops it: a second backward (under
+#   retain_graph, or a gradcheck's repeats) recomputes P by this same function, so that it
+#   gets the same bits.
+_NO_SHIFT = 20.0
+
+
+def _keeps_probs(length: int, source: int, d: int) -> bool:
+    """Whether the whole softmax (L x S per head) takes no more memory than q, k, v and out
+    (Note [Whole score matrix])."""
+    return length * source <= 2 * (length + source) * d
+
+
+class _SavedLSE(np.ndarray):
+    """The forward's lse, carrying the softmax P (``probs``) to the backward, or None."""
+
+    probs = None
+
+
+def _transposed_scaled(loops, a, scale, acc) -> np.ndarray:
+    """(..., T, D) -> a contiguous (..., D, T) copy times ``scale`` (Note [Keys transposed
+    once])."""
+    out = np.empty(a.shape[:2] + a.shape[:1:-1], acc)
+    if loops is not None:
+        loops.transpose_scaled(a, scale, out)
+    else:
+        np.multiply(a.swapaxes(-1, -2), scale, out=out)
+    return out
+
+
+def _whole_softmax(qf, kf, scale, causal: bool, acc):
+    """(P, lse) for all queries against all keys in one block, P the softmax (B, H, L, S);
+    (None, None) when some row's sum falls below _TINY_TOTAL (the caller then runs the
+    blocked path, with its row fallback). Note [Whole score matrix]."""
+    b, h, length = qf.shape[:3]
+    source = kf.shape[2]
+    loops = jit.loops("attention_loops")
+    s = np.matmul(qf, _transposed_scaled(loops, kf, scale, acc))
+    bias = _causal_bias(0, length, 0, source, s.dtype.type) if causal else None
+    masked = bias is not None and loops is None  # (the loops mask after the exp)
+    if masked:
+        s += bias
+    shift = s.max()
+    if not -_NO_SHIFT <= shift <= _NO_SHIFT and bias is not None and not masked:
+        s += bias  # shift by the largest score a query sees, not by a masked one
+        shift = s.max()
+    if -_NO_SHIFT <= shift <= _NO_SHIFT:
+        shift = 0
+    else:
+        s -= shift
+    np.exp(s, out=s)
+    if loops is not None:
+        total = np.empty((b, h, length), acc)
+        loops.normalize_rows(s.reshape(-1, length, source), causal,
+                             total.reshape(-1, length), acc(1))
+        if not total.min() >= _TINY_TOTAL:
+            return None, None
+        lse = np.log(total, out=total)
+    else:
+        total = _sum(s, (3,), True)
+        if not total.min() >= _TINY_TOTAL:
+            return None, None
+        lse = np.log(total[..., 0])
+        s *= np.reciprocal(total, out=total)
+    if shift:
+        lse += shift
+    return s, lse
+
+
 def _empty_in_layout_of(a, shape: tuple, dtype) -> np.ndarray:
     """An array of ``shape`` whose memory runs in ``a``'s dimension order (a dense array,
     viewed back): q, k, v sliced out of a fused (B, T, 3, H, D) projection and transposed to
     (B, H, T, D) get gradients laid out (B, T, H, D), which the transpose and reshape on the
     way back to the projection then view instead of copying (as PyTorch's empty_like keeps
-    the input's dimension order)."""
-    order = sorted(range(len(shape)), key=lambda i: -abs(a.strides[i]))
-    dense = np.empty(tuple(shape[i] for i in order), dtype)
-    return dense.transpose(np.argsort(order))
+    the input's dimension order); so does the output, which the block's
+    ``y.transpose(1, 2).reshape(B, T, H D)`` then views."""
+    strides = a.strides
+    order = sorted(range(len(shape)), key=lambda i: -abs(strides[i]))
+    dense = np.empty([shape[i] for i in order], dtype)
+    back = [0] * len(order)
+    for position, i in enumerate(order):
+        back[i] = position
+    return dense.transpose(back)
 
 
 def _accumulate(dst: np.ndarray, a, b, first: bool) -> None:
@@ -207,14 +309,23 @@ def attention_backward(g, q, k, v, out, lse, scale: float, causal: bool):
     acc = np.float64 if qf.dtype == np.float64 else np.float32
     gf = _up(g).astype(acc, copy=False)
     of = _up(out).astype(acc, copy=False)
-    lsef = np.asarray(lse, dtype=acc)[..., None]
-    delta = np.einsum("...ld,...ld->...l", gf, of)[..., None]
     dq = _empty_in_layout_of(q, (b, h, length, d), acc)
     dk = _empty_in_layout_of(k, (b, h, source, d), acc)
     dv = _empty_in_layout_of(v, (b, h, source, d), acc)
     scale = acc(scale)
-    kt, vt = _transposed(kf), _transposed(vf)
     bq, bk = _blocks(b * h, length, source)
+    if source and length and bq >= length and bk >= source and _keeps_probs(length, source, d):
+        p = getattr(lse, "probs", None)
+        if p is not None and p.shape == (b, h, length, source) and p.dtype == acc:
+            lse.probs = None  # used once (Note [Whole score matrix])
+        else:
+            p = _whole_softmax(qf, kf, scale, causal, acc)[0]
+        if p is not None:
+            _whole_backward(gf, qf, kf, vf, of, p, scale, dq, dk, dv)
+            return _back(dq, q), _back(dk, q), _back(dv, q)
+    lsef = np.asarray(lse, dtype=acc)[..., None]
+    delta = np.einsum("...ld,...ld->...l", gf, of)[..., None]
+    kt, vt = _transposed(kf), _transposed(vf)
     seen = set()  # the key blocks given a first contribution (others stay zero: unseen keys)
     for i0 in range(0, length if source else 0, bq):
         i1 = min(length, i0 + bq)
@@ -242,3 +353,22 @@ def attention_backward(g, q, k, v, out, lse, scale: float, causal: bool):
     if not source:
         dq[...] = 0
     return _back(dq, q), _back(dk, q), _back(dv, q)
+
+
+def _whole_backward(gf, qf, kf, vf, of, p, scale, dq, dk, dv) -> None:
+    """dq, dk, dv from the softmax P (Note [Whole score matrix]): dv = P^T g, and scale dS =
+    P (g (scale v)^T - scale rowsum(g * out)), whose products with k and q are dq and dk."""
+    loops = jit.loops("attention_loops")
+    delta = np.vecdot(gf, of)
+    delta *= scale
+    np.matmul(p.swapaxes(-1, -2), gf, out=dv)
+    ds = np.matmul(gf, _transposed_scaled(loops, vf, scale, p.dtype))
+    if loops is not None:
+        length, source = p.shape[-2:]
+        loops.scaled_ds(ds.reshape(-1, length, source), delta.reshape(-1, length),
+                        p.reshape(-1, length, source))
+    else:
+        ds -= delta[..., None]
+        ds *= p
+    np.matmul(ds, kf, out=dq)
+    np.matmul(ds.swapaxes(-1, -2), qf, out=dk)

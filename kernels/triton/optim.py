@@ -18,6 +18,10 @@ Python float.
           vmax = max(vmax, v) (amsgrad);   denom = sqrt(v | vmax) / sqrt(1 - beta2^step) + eps
           param = param - ((lr / (1 - beta1^step)) * m) / denom
 
+The Adam formulas are one ``@jit`` function, ``_adam_update``, which foreach.py's multi-tensor
+kernel (every parameter of a group in one launch, Note [chunk tables] there) calls too, so the
+two paths give the same bits.
+
 The arrays of one update must have one shape; when they are all contiguous (the usual case for
 parameters and their state) the kernel walks them flat, otherwise they are updated through
 contiguous copies that are written back.
@@ -101,6 +105,33 @@ def _sgd_kernel(
     tl.store(p_ptr + offs, p - _f(lr_b, CT) * g, mask=mask)
 
 
+@jit
+def _adam_update(p, g, m, v, vmax, decay_b, wd_b, one_m_b1_b, b2_b, one_m_b2_b, bc2_sqrt_b,
+                 eps_b, step_size_b, MAXIMIZE: tl.constexpr, WD: tl.constexpr,
+                 DECOUPLED: tl.constexpr, AMSGRAD: tl.constexpr, CT: tl.constexpr,
+                 F64: tl.constexpr):
+    """The Adam/AdamW formulas (module docstring) on loaded values in CT: the new p, m, v and
+    vmax (vmax as given unless AMSGRAD). Shared by the per-parameter and the multi-tensor
+    kernels (foreach.py), so the two agree to the last bit."""
+    if MAXIMIZE:
+        g = -g
+    if WD:
+        if DECOUPLED:
+            p = p * _f(decay_b, CT)
+        else:
+            g = g + _f(wd_b, CT) * p
+    m = m + _f(one_m_b1_b, CT) * (g - m)
+    v = v * _f(b2_b, CT)
+    v = v + (_f(one_m_b2_b, CT) * g) * g
+    if AMSGRAD:
+        vmax = tl.maximum(vmax, v, propagate_nan=tl.PropagateNan.ALL)
+        denom = _div(_sqrt(vmax, F64), _f(bc2_sqrt_b, CT), F64) + _f(eps_b, CT)
+    else:
+        denom = _div(_sqrt(v, F64), _f(bc2_sqrt_b, CT), F64) + _f(eps_b, CT)
+    p = p - _div(_f(step_size_b, CT) * m, denom, F64)
+    return p, m, v, vmax
+
+
 @jit(do_not_specialize=["decay_b", "wd_b", "one_m_b1_b", "b2_b", "one_m_b2_b",
                                 "bc2_sqrt_b", "eps_b", "step_size_b"])
 def _adam_kernel(
@@ -120,26 +151,17 @@ def _adam_kernel(
     g = tl.load(g_ptr + offs, mask=mask, other=0).to(CT)
     m = tl.load(m_ptr + offs, mask=mask, other=0).to(CT)
     v = tl.load(v_ptr + offs, mask=mask, other=0).to(CT)
-    if MAXIMIZE:
-        g = -g
-    if WD:
-        if DECOUPLED:
-            p = p * _f(decay_b, CT)
-        else:
-            g = g + _f(wd_b, CT) * p
-    m = m + _f(one_m_b1_b, CT) * (g - m)
-    v = v * _f(b2_b, CT)
-    v = v + (_f(one_m_b2_b, CT) * g) * g
+    if AMSGRAD:
+        vmax = tl.load(vmax_ptr + offs, mask=mask, other=0).to(CT)
+    else:
+        vmax = v
+    p, m, v, vmax = _adam_update(p, g, m, v, vmax, decay_b, wd_b, one_m_b1_b, b2_b,
+                                 one_m_b2_b, bc2_sqrt_b, eps_b, step_size_b, MAXIMIZE, WD,
+                                 DECOUPLED, AMSGRAD, CT, F64)
     tl.store(m_ptr + offs, m, mask=mask)
     tl.store(v_ptr + offs, v, mask=mask)
     if AMSGRAD:
-        vmax = tl.load(vmax_ptr + offs, mask=mask, other=0).to(CT)
-        vmax = tl.maximum(vmax, v, propagate_nan=tl.PropagateNan.ALL)
         tl.store(vmax_ptr + offs, vmax, mask=mask)
-        denom = _div(_sqrt(vmax, F64), _f(bc2_sqrt_b, CT), F64) + _f(eps_b, CT)
-    else:
-        denom = _div(_sqrt(v, F64), _f(bc2_sqrt_b, CT), F64) + _f(eps_b, CT)
-    p = p - _div(_f(step_size_b, CT) * m, denom, F64)
     tl.store(p_ptr + offs, p, mask=mask)
 
 
@@ -190,6 +212,14 @@ def _scalars(op: str, sources: tuple, make) -> tuple:
     return last[1]
 
 
+def adam_scalars(step, lr, beta1, beta2, eps, weight_decay) -> tuple:
+    """The float64 bits of the Adam kernels' eight scalars (decay_b ... step_size_b), computed
+    in Python as PyTorch computes them, kept while a step's hyper-parameters repeat."""
+    return _scalars("adam", (step, lr, beta1, beta2, eps, weight_decay), lambda: (
+        1 - lr * weight_decay, weight_decay, 1 - beta1, beta2, 1 - beta2,
+        (1 - beta2 ** step) ** 0.5, eps, lr / (1 - beta1 ** step)))
+
+
 def sgd_step(param, grad, momentum_buffer, lr, momentum, dampening, weight_decay, nesterov,
              maximize, first_step):
     """One SGD update of ``param`` (and ``momentum_buffer``, an array or None) in place."""
@@ -214,9 +244,7 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1,
                                      max_exp_avg_sq if amsgrad else None)
     n = p.numel
     if n:
-        bits = _scalars("adam", (step, lr, beta1, beta2, eps, weight_decay), lambda: (
-            1 - lr * weight_decay, weight_decay, 1 - beta1, beta2, 1 - beta2,
-            (1 - beta2 ** step) ** 0.5, eps, lr / (1 - beta1 ** step)))
+        bits = adam_scalars(step, lr, beta1, beta2, eps, weight_decay)
         L.ensure_driver()
         _plan(_adam_kernel, n, (bool(maximize), bool(weight_decay), bool(decoupled),
                                 bool(amsgrad), _CT[param.dtype], param.dtype is D.float64))(

@@ -8,7 +8,7 @@ import math
 
 from ...autograd.grad_mode import no_grad
 from ...autograd.tensor import Tensor, make
-from ...kernels import backend
+from ...kernels import backend, multi_tensor
 from ...runtime import dtype as dtypes
 from . import rnn, stateless
 
@@ -25,20 +25,31 @@ def _grads(parameters) -> list:
 def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
                     error_if_nonfinite: bool = False, foreach=None) -> Tensor:
     """Scales the gradients in place so that their joint ``norm_type``-norm is at most
-    ``max_norm`` (by max_norm / (total + 1e-6) when above); returns the total norm before
-    clipping, as a tensor. ``foreach`` selects PyTorch's implementation strategy, not the
-    result: accepted and ignored, as the result is the same either way."""
+    ``max_norm``: every gradient is multiplied by min(max_norm / (total + 1e-6), 1), as
+    PyTorch's (a NaN total makes them NaN); returns the total norm before clipping, as a
+    tensor. On a CUDA device nothing is read back (no sync) unless ``error_if_nonfinite``,
+    which reads the total to raise RuntimeError when it is not finite.
+
+    ``foreach``: None (the default) or True computes with the backend's multi-tensor kernels
+    where it has them and they apply (the Triton backend's kernels/triton/foreach.py: a few
+    launches for all gradients together); False per gradient (a product, a sum and a
+    scaling each). The result is the same either way, up to the order of the additions."""
     grads = _grads(parameters)
     from ...autograd.ops.creation import tensor
     if not grads:
         return tensor(0.0)
     norm_type = float(norm_type)
     with no_grad():
+        if foreach is not False:
+            total = _clip_multi_tensor(grads, max_norm, norm_type, error_if_nonfinite)
+            if total is not None:
+                return total
         if math.isinf(norm_type):
             parts = [g.detach().abs().amax() if hasattr(g, "amax") else
                      tensor(float(abs(g.detach().cpu().numpy()).max()), device=g.device)
-                     for g in grads]
-            total = parts[0]
+                     for g in grads if g.numel()]  # (an empty gradient counts for nothing)
+            total = parts[0] if parts else tensor(0.0, dtype=grads[0].dtype.to_real(),
+                                                  device=grads[0].device)
             for p in parts[1:]:
                 total = total.maximum(p.to(total.device))
         elif norm_type == 2.0:
@@ -53,11 +64,8 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
         on_host = all(g.device.type == "cpu" for g in grads)
         if error_if_nonfinite or on_host:  # (a device's value is read only to raise, as PyTorch)
             value = float(total.item())
-            if error_if_nonfinite and not math.isfinite(value):
-                raise RuntimeError(f"The total norm of order {norm_type} for gradients from "
-                                   f"`parameters` is non-finite, so it cannot be clipped. To "
-                                   f"disable this error and scale the gradients by the "
-                                   f"non-finite norm anyway, set `error_if_nonfinite=False`")
+            if error_if_nonfinite:
+                _check_finite(value, norm_type)
         # PyTorch multiplies every gradient by min(max_norm / (total + 1e-6), 1) (a NaN total
         # makes them NaN); in place on the arrays, as a fused optimizer update writes
         if on_host:
@@ -69,6 +77,36 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
             cast = {}
             _scale(grads, lambda g: cast.get((g.device, g.dtype)) or cast.setdefault(
                 (g.device, g.dtype), clamped.to(g.device, g.dtype)._data))
+    return total
+
+
+def _check_finite(value: float, norm_type: float) -> None:
+    if not math.isfinite(value):
+        raise RuntimeError(f"The total norm of order {norm_type} for gradients from "
+                           f"`parameters` is non-finite, so it cannot be clipped. To "
+                           f"disable this error and scale the gradients by the "
+                           f"non-finite norm anyway, set `error_if_nonfinite=False`")
+
+
+def _clip_multi_tensor(grads: list, max_norm: float, norm_type: float,
+                       error_if_nonfinite: bool):
+    """clip_grad_norm_ through the backend's multi-tensor norm and scaling (the total, on the
+    gradients' device), or None where the backend has none or they do not apply to these
+    gradients (dtypes, layouts, devices, norm type: kernels/triton/foreach.py)."""
+    multi = multi_tensor(grads[0].device)
+    if multi is None:
+        return None
+    arrays = [g._data for g in grads]
+    try:
+        total, coef = multi.norm(arrays, norm_type, max_norm)
+    except TypeError:
+        return None
+    total = make(total)
+    if error_if_nonfinite:
+        _check_finite(float(total.item()), norm_type)
+    multi.mul_(arrays, coef)
+    for g in grads:
+        g._vc[0] += 1
     return total
 
 

@@ -249,6 +249,16 @@ def main(full: bool) -> int:
                                                                 (7, 3, None))))
     cases.append(("randint float32", lambda: tk.randint(-5, 5, (100,), D.float32, dev,
                                                         (1, 0, None))))
+    from tritongrad.kernels.triton import foreach  # multi-tensor norm and scaling, clipping
+    for dt in floats:
+        grads = [arr((64, 48), dt), arr((7,), dt), arr((5000,), dt)]
+        cases += [(f"foreach norm {p} mul_ {dt}", lambda g=grads, p=p: foreach.mul_(
+            g, foreach.norm(g, p, 1.0)[1])) for p in (2.0, float("inf"), 1.5)]
+        cases.append((f"foreach adam_step {dt}", lambda g=grads: foreach.adam_step(
+            g, g, g, g, 3, 1e-3, 0.9, 0.999, 1e-8, 0.01, False, True)))
+    cases.append(("foreach norm mixed dtypes", lambda: foreach.mul_(
+        [arr((9,), D.float16), arr((9,), D.bfloat16)],
+        foreach.norm([arr((9,), D.float16), arr((9,), D.bfloat16), arr((9,))], 2.0)[0])))
     for dt in floats:  # convolution (kernels/triton/conv.py): groups, stride, dilation, padding
         xc, wc, gc = arr((2, 4, 9, 8), dt), arr((6, 2, 3, 3), dt), arr((2, 6, 4, 6), dt)
         conv_args = ((2, 1), ((1, 0), (1, 1)), (1, 2), 2)

@@ -44,6 +44,7 @@ SMALL_BLOCKS = {
     "indexing": {"BLOCK": 16},
     "optim": {"BLOCK": 16},
     "random": {"BLOCK": 16},
+    "foreach": {"CHUNK": 16, "WIDTH": 4},
 }
 
 
@@ -77,3 +78,18 @@ def cpu_forms(request):
     if not jit.enabled():
         pytest.skip("the compiled CPU loops are off (no Numba, or TRITONGRAD_CPU_JIT=0)")
     yield request.param
+
+
+@pytest.fixture
+def softmax_block_calls(monkeypatch):
+    """The ``rowwise`` flag of each call of the CPU attention's blocked path
+    (kernels/numpy/attention.py's ``_softmax_block``), in order."""
+    na = importlib.import_module("tritongrad.kernels.numpy.attention")
+    calls, block = [], na._softmax_block
+
+    def spy(*args, rowwise):
+        calls.append(rowwise)
+        return block(*args, rowwise=rowwise)
+
+    monkeypatch.setattr(na, "_softmax_block", spy)
+    return calls

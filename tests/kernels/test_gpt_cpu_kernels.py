@@ -181,7 +181,7 @@ def test_attention_block_shift_and_row_fallback(monkeypatch, blocks, spread, cau
     scale = 8 ** -0.5
     out, lse = na.attention(q, k, v, scale, causal)
     r_out, r_lse, r_dq, r_dk, r_dv = reference(q, k, v, scale, causal, g)
-    tol = dict(rtol=2e-4, atol=2e-5 * spread)
+    tol = {"rtol": 2e-4, "atol": 2e-5 * spread}
     np.testing.assert_allclose(out, r_out, **tol)
     np.testing.assert_allclose(lse, r_lse, rtol=1e-5, atol=1e-5)
     dq, dk, dv = na.attention_backward(g, q, k, v, out, lse, scale, causal)
@@ -191,20 +191,16 @@ def test_attention_block_shift_and_row_fallback(monkeypatch, blocks, spread, cau
         assert got.transpose(0, 2, 1, 3).flags.c_contiguous
 
 
-def test_attention_row_fallback_is_taken(monkeypatch):
+def test_attention_row_fallback_is_taken(softmax_block_calls, monkeypatch):
+    calls = softmax_block_calls
     rng = np.random.default_rng(3)
     q, k, v = _qkv_views(rng, 1, 2, 16, 8, 40.0)
-    calls = []
-    block = na._softmax_block
-
-    def spy(*args, rowwise):
-        calls.append(rowwise)
-        return block(*args, rowwise=rowwise)
-
-    monkeypatch.setattr(na, "_softmax_block", spy)
     na.attention(q, k, v, 8 ** -0.5, True)
     assert calls == [False, True]
     calls.clear()
     q, k, v = _qkv_views(rng, 1, 2, 16, 8, 1.0)
+    na.attention(q, k, v, 8 ** -0.5, True)
+    assert calls == []  # one block pair: the whole softmax, no online one
+    monkeypatch.setattr(na, "BLOCK_K", 8)
     na.attention(q, k, v, 8 ** -0.5, True)
     assert calls == [False]
