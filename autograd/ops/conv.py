@@ -13,6 +13,14 @@ differentiable Tensor ops, so double backward, hessians and gradgradcheck work:
 
 Forward-mode AD: the convolution is bilinear in (x, w) and linear in the bias, so its jvp is
 conv(tx, w) + conv(x, tw) + tb.
+
+A backend may also offer ``conv2d_columns`` / ``conv2d_backward_columns`` (the NumPy one
+does, outside the contract): the forward then keeps the im2col matrix it multiplied on the
+node, and the weight gradient reads it instead of gathering the taps again (Note [Kept
+columns] in kernels/numpy/conv.py; PyTorch's CPU slow_conv2d keeps its ``finput`` so). Only
+while the weight needs a gradient and no saved-tensor hooks are active (they decide what
+backward keeps, as checkpointing and save_on_cpu do; the columns are KH*KW times the input);
+released with the saved tensors.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import numpy as np
 from ...runtime import dtype as dtypes
 from .. import checks
 from ..dispatch import Primitive, apply
+from ..state import anywhere, state
 from ..tensor import Tensor, array_meta
 from . import traced
 
@@ -38,12 +47,22 @@ class ConvolutionBackward0(Primitive):
     op_name = "convolution"
     save_inputs = (0, 1)
     fused = True
+    _columns = None  # the forward's im2col matrix, where kept (module docstring)
 
     @staticmethod
     def forward(ctx, k, x, w, *args):
         arrays, (stride, padding, dilation, groups) = args[:-4], args[-4:]
         ctx.stride, ctx.padding, ctx.dilation, ctx.groups = stride, padding, dilation, groups
-        return k.conv2d(x, w, arrays[0] if arrays else None, stride, padding, dilation, groups)
+        bias = arrays[0] if arrays else None
+        keep = getattr(k, "conv2d_columns", None)
+        # (recording with the weight's gradient needed: a node with its edges; forward AD's
+        # ctx without a record has none)
+        edges = getattr(ctx, "next_functions", None) if keep is not None else None
+        if edges and edges[1][0] is not None \
+                and not (anywhere.saved_hooks and state.saved_hooks):
+            out, ctx._columns = keep(x, w, bias, stride, padding, dilation, groups)
+            return out
+        return k.conv2d(x, w, bias, stride, padding, dilation, groups)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
@@ -53,8 +72,16 @@ class ConvolutionBackward0(Primitive):
         if k is traced:  # recorded: the composite formula, differentiable to any order
             grads = _composite_backward(g, x, w, *params, needs)
         else:
-            grads = k.conv2d_backward(g, x, w, *params, tuple(needs) + (False,) * (3 - len(needs)))
+            needs3 = tuple(needs) + (False,) * (3 - len(needs))
+            if ctx._columns is not None:
+                grads = k.conv2d_backward_columns(g, x, w, *params, needs3, ctx._columns)
+            else:
+                grads = k.conv2d_backward(g, x, w, *params, needs3)
         return tuple(gr if need else None for gr, need in zip(grads, needs))
+
+    def _release(self) -> None:
+        super()._release()
+        self._columns = None
 
     @staticmethod
     def jvp(ctx, k, primals, tangents, out, *params):

@@ -42,7 +42,7 @@ from .linalg import matmul  # (MKL where installed: blas.py)
 from .nn import _back, _up
 from .reduction import sum as _sum  # (sums over leading dims: BLAS products with ones)
 
-__all__ = ["conv2d", "conv2d_backward"]
+__all__ = ["conv2d", "conv2d_backward", "conv2d_backward_columns", "conv2d_columns"]
 
 
 def _result(r: np.ndarray, like) -> np.ndarray:
@@ -79,6 +79,29 @@ def _columns(win: np.ndarray, groups: int) -> np.ndarray:
     cg = C // groups
     split = win.reshape(N, OH, OW, KH, KW, groups, cg).transpose(5, 0, 1, 2, 3, 4, 6)
     return np.ascontiguousarray(split).reshape(groups, N * OH * OW, KH * KW * cg)
+
+
+# conv_loops.im2col is used where a window row is shorter than this many values (KW*C: a
+# first layer's 1 or 3 channels): NumPy's copy of the window view moves one such run per
+# call of its inner loop (the digits CNN's first layer, C = 1: 73-88 against 50-58 us; a
+# 7x7 stem over 3 channels: 4.3 against 4.0 ms). From KW*C = 48 on both take the same time,
+# and on larger images the loop loses (x (16, 32, 32, 32), stride 2: 1.5x NumPy's time).
+_LOOP_RUN = 32
+
+
+def _im2col(xf: np.ndarray, KH, KW, OH, OW, stride, pd, dilation, groups: int) -> np.ndarray:
+    """(groups, N*OH*OW, KH*KW*C/g): the im2col matrices of ``xf`` (N, C, H, W), through
+    conv_loops.im2col (one group, short window rows: ``_LOOP_RUN``) where the loops run, else
+    the NumPy copy of the windows of its padded channels-last copy."""
+    if (groups == 1 and KW * xf.shape[1] < _LOOP_RUN and xf.dtype in _NO_BIAS
+            and (loops := jit.loops("conv_loops")) is not None):
+        N, C, H, W = xf.shape
+        (pt, pb), (pl, pr) = pd
+        cols = np.empty((N * OH * OW, KH * KW * C), dtype=xf.dtype)
+        loops.im2col(xf, KH, KW, stride[0], stride[1], dilation[0], dilation[1], pt, pl,
+                     H + pt + pb, W + pl + pr, OH, OW, cols)
+        return cols[None]
+    return _columns(_windows(_channels_last(xf, pd), KH, KW, OH, OW, stride, dilation), groups)
 
 
 def _weight_matrix(wf: np.ndarray, groups: int) -> np.ndarray:
@@ -119,25 +142,47 @@ def conv2d(x, w, bias, stride, padding, dilation, groups: int):
     """y[n, o] = sum over the group's channels and the taps of w[o, c, kh, kw] *
     xpad[n, c, oh*sh + kh*dh, ow*sw + kw*dw] (+ bias[o]): x (N, C, H, W), w (O, C/g, KH, KW),
     bias (O,) or None; padding (ph, pw) with each an int or a (low, high) pair."""
+    return conv2d_columns(x, w, bias, stride, padding, dilation, groups)[0]
+
+
+def conv2d_columns(x, w, bias, stride, padding, dilation, groups: int):
+    """``(conv2d(...), columns)``: with the im2col matrices the product read (None where none
+    were made: a depthwise or empty convolution), for conv2d_backward_columns (Note [Kept
+    columns]). Not in the kernel contract: the CPU backend's own."""
     _same_dtype("conv2d", x, w, bias)
     *_, OH, OW, pd = conv_geometry("conv2d", x.shape, w.shape, stride, padding, dilation, groups)
-    out = _forward(_up(x), _up(w), None if bias is None else _up(bias), stride, pd, dilation,
-                   groups, OH, OW)
-    return _result(out, x)
+    out, cols = _forward(_up(x), _up(w), None if bias is None else _up(bias), stride, pd,
+                         dilation, groups, OH, OW, keep=True)
+    return _result(out, x), cols
 
 
-def _forward(xf, wf, bf, stride, pd, dilation, groups: int, OH: int, OW: int) -> np.ndarray:
-    """conv2d in the compute dtype: a new (N, O, OH, OW) array."""
+# Note [Kept columns]: the weight gradient is g^T @ cols, with the same columns the forward
+# multiplied; gathering them again copies KH*KW times the input (the digits CNN's second
+# layer: 2.4 MB, 100-130 us of its ~1 ms backward). PyTorch's CPU slow_conv2d keeps them (its
+# ``finput``) from forward to backward; conv2d_columns and conv2d_backward_columns let a
+# caller do the same: it holds the columns beside the saved input while the weight needs a
+# gradient. The backward checks that the columns have this call's shape and dtype (else it
+# gathers them again); that the input did not change in between is the caller's to check
+# (autograd's saved-tensor versions). The contract's conv2d/conv2d_backward keep nothing.
+
+
+def _forward(xf, wf, bf, stride, pd, dilation, groups: int, OH: int, OW: int,
+             keep: bool = False):
+    """conv2d in the compute dtype: a new (N, O, OH, OW) array (with ``keep``: and the
+    columns, or None)."""
     N = xf.shape[0]
     O, Cg, KH, KW = wf.shape
     out = np.empty((N, O, OH, OW), dtype=xf.dtype)
+    cols = None
     if not out.size:
-        return out
-    if Cg == 1 and O == groups:
-        return _depthwise(xf, wf, bf, stride, pd, dilation, OH, OW, out)
-    win = _windows(_channels_last(xf, pd), KH, KW, OH, OW, stride, dilation)
-    y = matmul(_columns(win, groups), _weight_matrix(wf, groups))  # (g, N*L, O/g)
-    return _to_channels_first(y, N, OH, OW, bf, out)
+        pass
+    elif Cg == 1 and O == groups:
+        out = _depthwise(xf, wf, bf, stride, pd, dilation, OH, OW, out)
+    else:
+        cols = _im2col(xf, KH, KW, OH, OW, stride, pd, dilation, groups)
+        y = matmul(cols, _weight_matrix(wf, groups))  # (g, N*L, O/g)
+        out = _to_channels_first(y, N, OH, OW, bf, out)
+    return (out, cols) if keep else out
 
 
 def _depthwise(xf, wf, bf, stride, pd, dilation, OH: int, OW: int, out) -> np.ndarray:
@@ -175,6 +220,13 @@ def _pixel_rows(a: np.ndarray) -> tuple:
 def conv2d_backward(g, x, w, stride, padding, dilation, groups: int, needs):
     """(dx, dw, db) of conv2d for the output gradient ``g`` (N, O, OH, OW); each is None
     where ``needs`` (three bools, for x, w and bias) says it is not wanted."""
+    return conv2d_backward_columns(g, x, w, stride, padding, dilation, groups, needs, None)
+
+
+def conv2d_backward_columns(g, x, w, stride, padding, dilation, groups: int, needs, columns):
+    """conv2d_backward, reading the weight gradient's columns from ``columns`` (what
+    conv2d_columns gave for this x; Note [Kept columns]) where they fit, else gathering them
+    again (None: always)."""
     _same_dtype("conv2d_backward", x, w)
     need_x, need_w, need_b = (tuple(needs) + (False, False, False))[:3]
     N, _, H, W, O, _, KH, KW, OH, OW, pd = conv_geometry("conv2d_backward", x.shape, w.shape,
@@ -190,7 +242,8 @@ def conv2d_backward(g, x, w, stride, padding, dilation, groups: int, needs):
         gn = np.ascontiguousarray(gf.transpose(0, 2, 3, 1)).reshape(N * OH * OW, O)
     dx = dw = db = None
     if need_w:
-        dw = _result(_weight_grad(gn, xf, wf, stride, pd, dilation, groups, OH, OW), w)
+        dw = _result(_weight_grad(gn, xf, wf, stride, pd, dilation, groups, OH, OW, columns),
+                     w)
     if need_x:
         if by_forward:
             dx = _dx_as_forward(gf, wf, pd, dilation, groups, H, W)
@@ -212,15 +265,16 @@ def _per_group(gn: np.ndarray, groups: int) -> np.ndarray:
     return gn.reshape(gn.shape[0], groups, gn.shape[1] // groups).transpose(1, 0, 2)
 
 
-def _weight_grad(gn, xf, wf, stride, pd, dilation, groups: int, OH: int, OW: int):
-    """dw (O, C/g, KH, KW) from g channels last ``gn`` (N*OH*OW, O) and the recomputed
-    windows of x."""
+def _weight_grad(gn, xf, wf, stride, pd, dilation, groups: int, OH: int, OW: int,
+                 columns=None):
+    """dw (O, C/g, KH, KW) from g channels last ``gn`` (N*OH*OW, O) and the windows of x:
+    ``columns`` where they are the forward's (Note [Kept columns]), else gathered again."""
     O, Cg, KH, KW = wf.shape
     NL = gn.shape[0]
     if not NL:
         return np.zeros(wf.shape, dtype=xf.dtype)
-    win = _windows(_channels_last(xf, pd), KH, KW, OH, OW, stride, dilation)
     if _is_depthwise(wf, groups):  # per tap: sum over N*OH*OW of window * g, as column sums
+        win = _windows(_channels_last(xf, pd), KH, KW, OH, OW, stride, dilation)
         C = O
         prod = np.empty((NL, C), dtype=xf.dtype)
         dwf = np.empty((C, 1, KH, KW), dtype=xf.dtype)
@@ -230,7 +284,10 @@ def _weight_grad(gn, xf, wf, stride, pd, dilation, groups: int, OH: int, OW: int
                 np.multiply(tap, gn.reshape(tap.shape), out=prod.reshape(tap.shape))
                 dwf[:, 0, kh, kw] = _sum(prod, (0,), False)
         return dwf
-    cols = _columns(win, groups)  # (g, N*OH*OW, KH*KW*C/g)
+    cols = columns  # (g, N*OH*OW, KH*KW*C/g)
+    if (type(cols) is not np.ndarray or cols.dtype != xf.dtype
+            or cols.shape != (groups, NL, KH * KW * Cg)):
+        cols = _im2col(xf, KH, KW, OH, OW, stride, pd, dilation, groups)
     gm = _per_group(gn, groups)
     # the larger of O/g and KH*KW*C/g as the product's columns: MKL is 1.5-2.5x faster on
     # large layers as dw^T = g^T @ cols than as cols^T @ g, and 1.3x slower on a first layer's

@@ -81,3 +81,37 @@ def to_channels_first(y, bias, out):
                     b = bias[gi * Og + o]
                     for i in range(L):
                         dst[i] += b
+
+
+@compile
+def im2col(x, KH, KW, sh, sw, dh, dw, pt, pl, Hp, Wp, OH, OW, cols):
+    """cols (N*OH*OW, KH*KW*C) = every output position's receptive field of x (N, C, H, W),
+    taps in (kh, kw, c) order (one group), zeros where a tap falls in the (Hp, Wp) padding.
+    Image by image: x's image goes channels last into a zero-bordered buffer (in cache), and
+    each column row is KH runs of KW*C values copied from it (KH*KW runs of C with dilation)."""
+    N, C, H, W = x.shape
+    buf = np.zeros((Hp, Wp * C), dtype=cols.dtype)  # (the border stays zero)
+    merged = dw == 1
+    run = KW * C if merged else C
+    n_runs = 1 if merged else KW
+    for n in range(N):
+        for c in range(C):
+            plane = x[n, c]
+            for h in range(H):
+                src = plane[h]
+                dst = buf[pt + h]
+                for w in range(W):
+                    dst[(pl + w) * C + c] = src[w]
+        for oh in range(OH):
+            for ow in range(OW):
+                row = cols[(n * OH + oh) * OW + ow]
+                for kh in range(KH):
+                    src = buf[oh * sh + kh * dh]
+                    for j in range(n_runs):
+                        s0 = (ow * sw + j * dw) * C
+                        t0 = (kh * KW + j) * C
+                        s = src[s0:s0 + run]
+                        t = row[t0:t0 + run]
+                        for c in range(run):
+                            t[c] = s[c]
+

@@ -58,15 +58,22 @@ def _flat_loop_args(*arrays):
     """The arrays flattened for a compiled loop (optim_loops), with their dtype's scalar type;
     None when the loops are off or the arrays are not all dense, of one float32/float64
     dtype, and plain arrays (half precision keeps the NumPy form)."""
-    dt = arrays[0].dtype
-    if dt not in _LOOP_DTYPES or not all(
-            a is None or (type(a) is np.ndarray and a.dtype == dt and a.flags.c_contiguous
-                          and a.size == arrays[0].size) for a in arrays):
+    first = arrays[0]
+    dt = first.dtype
+    if dt not in _LOOP_DTYPES:
         return None
+    n = first.size
+    flat = []
+    for a in arrays:  # (a loop, not all() over a generator: this runs once per parameter)
+        if a is None:
+            a = first
+        elif type(a) is not np.ndarray or a.dtype != dt or not a.flags.c_contiguous \
+                or a.size != n:
+            return None
+        flat.append(a.reshape(-1))
     if (loops := jit.loops("optim_loops")) is None:
         return None
-    return loops, dt.type, [arrays[0].reshape(-1) if a is None else a.reshape(-1)
-                            for a in arrays]
+    return loops, dt.type, flat
 
 
 def sgd_step(param: np.ndarray, grad: np.ndarray, momentum_buffer, lr: float, momentum: float,

@@ -30,7 +30,7 @@ def _up(a):
     return a, _arr
 
 
-def sum(a: np.ndarray, dims: tuple, keepdim: bool) -> np.ndarray:  # noqa: A001
+def sum(a: np.ndarray, dims: tuple, keepdim: bool) -> np.ndarray:
     if a.dtype == _f16:
         # PyTorch accumulates half in float32; NumPy would accumulate in half.
         return _arr(np.sum(a, axis=dims, keepdims=keepdim, dtype=np.float32).astype(np.float16))

@@ -77,6 +77,45 @@ def test_fused_matches_the_composite(case, device, dtype):
         np.testing.assert_allclose(fused, comp, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_kept_columns_only_where_they_are_read(case, monkeypatch):
+    # the CPU forward keeps its im2col columns on the node while the weight needs a gradient
+    # and no saved-tensor hooks are active; the backward reads them (the same gradients as
+    # gathering them again), and they go with the saved tensors
+    from tritongrad.autograd.ops import conv as conv_ops
+    from tritongrad.kernels import numpy as kn
+
+    used = []
+    real = kn.conv2d_backward_columns
+
+    def spy(*args):
+        used.append(args[-1] is not None)
+        return real(*args)
+
+    monkeypatch.setattr(kn, "conv2d_backward_columns", spy)
+    x, w, b, args = _case(case, "cpu")
+    y = F.conv2d(x, w, b, *args)
+    node = y.grad_fn
+    depthwise = w.shape[1] == 1 and w.shape[0] == args[-1]  # (no im2col: nothing to keep)
+    assert isinstance(node, conv_ops.ConvolutionBackward0)
+    assert (node._columns is None) == depthwise
+    g = tg.tensor(rng.standard_normal(tuple(y.shape)))
+    kept = tg.autograd.grad(y, (x, w, b), g)
+    assert used == ([] if depthwise else [True])
+    assert node._columns is None  # released with the saved tensors
+    y2 = F.conv2d(x, w, b, *args)
+    y2.grad_fn._columns = None  # gathered again
+    again = tg.autograd.grad(y2, (x, w, b), g)
+    for a, c in zip(kept, again):
+        np.testing.assert_array_equal(host(a), host(c))
+    # not kept: the weight needs no gradient, or saved-tensor hooks decide what is kept
+    assert F.conv2d(x, w.detach(), b, *args).grad_fn._columns is None
+    with tg.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        assert F.conv2d(x, w, b, *args).grad_fn._columns is None
+    with tg.no_grad():
+        F.conv2d(x, w, b, *args)  # (nothing recorded, nothing kept)
+
+
 def test_create_graph_rule_matches_the_fused_backward(device):
     """The recorded rule (composite Tensor ops) gives the fused kernel's first derivatives."""
     x, w, b, args = _case(CASES[0], device)
