@@ -235,10 +235,10 @@ def batch_norm_backward(g, x, w, mean, var, eps, dx, s_out, b_out):
                 dx[i, c, j] = scale * (g[i, c, j] - k1 - (x[i, c, j] - m) * r * k2)
 
 
-# Batch norm over short planes (L = H*W below ~64: a 4x4 feature map): a channel's inner
-# loops above run L iterations, too few to vectorize. These walk each image's C*L values as
-# one run instead, into per-position float64 partial sums (C*L of them, summed per channel at
-# the end): the same formulas, the sums in another order.
+# Batch norm over short planes (L = H*W below 32, nn._SHORT_PLANE: a 4x4 feature map): the
+# per-channel loops above run L iterations, too few to vectorize. These walk each image's C*L
+# values as one run instead, into per-position float64 partial sums (C*L of them, summed per
+# channel at the end): the same formulas, the sums in another order.
 
 @compile(reassociate=True)
 def batch_norm_short(x, w, b, eps, y, mean, var):
