@@ -87,12 +87,18 @@ def compile(fn: Callable | None = None, *, reassociate: bool = False, inline: bo
     njit = _load().njit
 
     def decorate(f: Callable) -> Callable:
-        try:
-            return njit(cache=True, **options)(f)
-        except RuntimeError:  # no writable cache directory: compiled once per process
-            return njit(**options)(f)
+        return _cached(lambda **cache: njit(**options, **cache), f)
 
     return decorate if fn is None else decorate(fn)
+
+
+def _cached(make: Callable, f: Callable):
+    """``make(cache=True)(f)``: compiled once per machine into Numba's cache, or, where no
+    cache directory is writable, ``make()(f)``, compiled once per process."""
+    try:
+        return make(cache=True)(f)
+    except RuntimeError:
+        return make()(f)
 
 
 def ufunc(signatures: list[str]):
@@ -103,9 +109,6 @@ def ufunc(signatures: list[str]):
     vectorize = _load().vectorize
 
     def decorate(f: Callable):
-        try:
-            return vectorize(signatures, nopython=True, cache=True)(f).ufunc
-        except RuntimeError:  # no writable cache directory: compiled once per process
-            return vectorize(signatures, nopython=True)(f).ufunc
+        return _cached(lambda **cache: vectorize(signatures, nopython=True, **cache), f).ufunc
 
     return decorate
