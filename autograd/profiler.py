@@ -647,6 +647,17 @@ class profile:
         self._check_finish()
         self.function_events.export_chrome_trace(path)
 
+    def export_stacks(self, path: str, metric: str = "self_cpu_time_total") -> None:
+        """Save stack traces to a file (``EventList.export_stacks``: one collapsed-stack line
+        per event recorded ``with_stack``).
+
+        Args:
+            path (str): save stacks file to this location;
+            metric (str): metric to use: "self_cpu_time_total" or "self_cuda_time_total"
+        """
+        self._check_finish()
+        self.function_events.export_stacks(path, metric)
+
     def export_nvprof(self, path) -> None:
         """Writes the profile as an nvprof SQLite database (a tritongrad extension).
 
@@ -661,8 +672,8 @@ class profile:
         self._check_finish()
         self.function_events.export_nvprof(path)
 
-    def key_averages(self, group_by_input_shape: bool = False,
-                     group_by_stack_n: int = 0) -> EventList:
+    def key_averages(self, group_by_input_shape: bool = False, group_by_stack_n: int = 0,
+                     group_by_overload_name: bool = False) -> EventList:
         """Averages all function events over their keys.
 
         Args:
@@ -672,6 +683,8 @@ class profile:
                 optimizations.
             group_by_stack_n: group by the top ``n`` stack trace entries (needs
                 ``with_stack=True``).
+            group_by_overload_name: group by overload name too (tritongrad's ops have none:
+                the same groups as by name).
 
         Returns:
             An EventList containing FunctionEventAvg objects.

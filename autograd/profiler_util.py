@@ -386,8 +386,8 @@ class EventList(list):
         """Total time spent on CPU: the sum of all events' self times (us)."""
         return sum(e.self_cpu_time_total for e in self)
 
-    def key_averages(self, group_by_input_shapes: bool = False,
-                     group_by_stack_n: int = 0) -> EventList:
+    def key_averages(self, group_by_input_shapes: bool = False, group_by_stack_n: int = 0,
+                     group_by_overload_name: bool = False) -> EventList:
         """Averages all function events over their keys.
 
         Args:
@@ -395,6 +395,8 @@ class EventList(list):
                 just event name. This is useful to see which input shapes contribute to the
                 runtime the most.
             group_by_stack_n: group by the top (innermost) ``n`` stack trace entries too.
+            group_by_overload_name: group by overload name too: tritongrad's ops have no
+                overloads, so this groups as by name.
 
         Returns:
             An EventList containing FunctionEventAvg objects, in order of first appearance.
@@ -467,6 +469,31 @@ class EventList(list):
         """
         with open(path, "w") as f:
             json.dump(chrome_trace(self), f)
+
+    def supported_export_stacks_metrics(self) -> list:
+        """The metrics ``export_stacks`` can write."""
+        return ["self_cpu_time_total", "self_cuda_time_total"]
+
+    def export_stacks(self, path: str, metric: str) -> None:
+        """Writes each event that has a stack (``with_stack=True``) and a positive ``metric``
+        as one line of the collapsed-stack format flame graph tools read: its frames from
+        the outermost in, joined by ``;`` (spaces, tabs, newlines and ``;`` inside a frame
+        become ``_``), a space, and the metric in whole microseconds.
+
+        Args:
+            path (str): Path where the stacks will be written.
+            metric (str): ``"self_cpu_time_total"`` or ``"self_cuda_time_total"``.
+        """
+        if metric not in self.supported_export_stacks_metrics():
+            raise ValueError("metric should be one of: "
+                             + str(self.supported_export_stacks_metrics()))
+        clean = str.maketrans(" ;\t\n", "____")
+        with open(path, "w") as f:
+            for evt in self:
+                value = int(getattr(evt, metric))
+                if evt.stack and value > 0:
+                    frames = ";".join(e.translate(clean) for e in reversed(evt.stack))
+                    f.write(f"{frames} {value}\n")
 
     def export_nvprof(self, path) -> None:
         """Writes the events as an nvprof SQLite database (a tritongrad extension).

@@ -43,6 +43,7 @@ from .func import vmap  # torch.vmap is torch.func.vmap
 from ._higher_order_ops import cond, while_loop  # structured control flow, run eagerly
 from .backends import get_float32_matmul_precision, set_float32_matmul_precision
 from . import amp
+from . import profiler  # torch.profiler (tritongrad/profiler.py)
 from .autograd.autocast import (autocast, clear_autocast_cache, get_autocast_dtype,
                                 is_autocast_available, is_autocast_cache_enabled,
                                 is_autocast_enabled, set_autocast_cache_enabled,
