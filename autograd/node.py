@@ -32,19 +32,24 @@ MAX_SEQ = (1 << 63) - 1
 
 
 class RemovableHandle:
-    """Returned by ``register_hook``: ``handle.remove()`` unregisters the hook."""
+    """Returned by every ``register_*hook`` (tensors, nodes, modules; ``torch.utils.hooks``):
+    ``handle.remove()`` unregisters the hook, also from the ``extra`` dicts or sets that hold
+    its options by id (a module hook's ``with_kwargs``, ``always_call``)."""
 
-    __slots__ = ("_hooks_ref", "id")
+    __slots__ = ("_extra", "_hooks_ref", "id")
     _ids = itertools.count()
 
-    def __init__(self, hooks: dict):
+    def __init__(self, hooks: dict, *extra):
         self._hooks_ref = weakref.ref(hooks) if _weakrefable(hooks) else lambda: hooks
+        self._extra = extra
         self.id = next(RemovableHandle._ids)
 
     def remove(self) -> None:
         hooks = self._hooks_ref()
         if hooks is not None:
             hooks.pop(self.id, None)
+        for d in self._extra:
+            d.discard(self.id) if isinstance(d, set) else d.pop(self.id, None)
 
     def __enter__(self):
         return self

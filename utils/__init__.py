@@ -2,9 +2,11 @@
 
 * ``tritongrad.utils.data``: ``Dataset``, samplers, ``DataLoader``, ``random_split``;
 * ``tritongrad.utils.checkpoint``: activation checkpointing (recompute instead of store);
-* ``tritongrad.utils.safetensors``: state dicts to and from ``.safetensors`` files.
+* ``tritongrad.utils.safetensors``: state dicts to and from ``.safetensors`` files;
+* ``tritongrad.utils.hooks`` (``RemovableHandle``) and ``tritongrad.utils.dlpack``
+  (``to_dlpack``, ``from_dlpack``).
 """
 
-from . import checkpoint, data, safetensors
+from . import checkpoint, data, dlpack, hooks, safetensors
 
-__all__ = ["checkpoint", "data", "safetensors"]
+__all__ = ["checkpoint", "data", "dlpack", "hooks", "safetensors"]
