@@ -21,6 +21,10 @@ EXPECTED = {
     "nn_sequential": ({"steps": 2000}, 20.0),         # (9.1)
     "dynamic_net": ({"steps": 6000}, 400.0),          # (101)
     "regression_pipeline": ({"epochs": 30}, 0.2),     # (0.08 validation MSE)
+    "char_lstm": ({"steps": 80}, 1.0),                # (0.32; it starts at ln 24 = 3.2)
+    "resnet_checkpoint": ({"epochs": 4}, 0.05),       # (0.0 held-out error; chance is 0.75)
+    "transformer_classifier": ({"steps": 120}, 0.1),  # (0.008 held-out error)
+    "wgan_gp": ({"steps": 300}, 1.2),                 # (0.37 from the target mean; 3.2 at start)
 }
 
 
