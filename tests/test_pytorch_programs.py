@@ -25,6 +25,7 @@ EXPECTED = {
     "resnet_checkpoint": ({"epochs": 4}, 0.05),       # (0.0 held-out error; chance is 0.75)
     "transformer_classifier": ({"steps": 120}, 0.1),  # (0.008 held-out error)
     "wgan_gp": ({"steps": 300}, 1.2),                 # (0.37 from the target mean; 3.2 at start)
+    "per_sample_grads": ({"steps": 60}, 0.8),         # (0.55; ln 3 = 1.1 at start)
 }
 
 
