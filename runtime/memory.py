@@ -27,6 +27,7 @@ import numpy as np
 from . import driver as _drv
 from . import pinned as _pinned
 from . import streams as _streams
+from . import sync_debug as _sync_debug
 from .allocator import CachingAllocator, OutOfMemoryError
 from .array import _CONTIGUOUS, DeviceArray, contiguous_strides
 from .device import device as Device
@@ -309,6 +310,8 @@ def to_host(a: DeviceArray, non_blocking: bool = False) -> np.ndarray:
         _drv.get_driver().memcpy_dtoh(index, out.ctypes.data, a.data_ptr(), out.nbytes, handle)
         _pinned.record_stream(out, index, handle)
         return out
+    if _sync_debug._mode and not _streams.in_sync_hooks():  # (a hook runs after a wait)
+        _sync_debug.check()
     lo, hi = _span(a)
     item = a.itemsize
     buf = np.empty((hi - lo) * item, dtype=np.uint8)

@@ -345,6 +345,11 @@ def add_sync_hook(fn) -> None:
         _sync_hooks.append(fn)
 
 
+def in_sync_hooks() -> bool:
+    """Whether this thread is running the sync hooks (the device was just waited for)."""
+    return getattr(_in_hooks, "active", False)
+
+
 def run_sync_hooks() -> None:
     """Runs the sync hooks (not from inside one: a hook may read the device itself)."""
     if not _sync_hooks or getattr(_in_hooks, "active", False):

@@ -19,6 +19,7 @@ from .capabilities import get_arch_list, is_bf16_supported, is_tf32_supported
 from .memory import (max_memory_cached, memory_cached, memory_stats_as_nested_dict,
                      reset_max_memory_allocated, reset_max_memory_cached)
 from .random import get_rng_state_all, initial_seed, seed, seed_all, set_rng_state_all
+from ..runtime.sync_debug import get_sync_debug_mode, set_sync_debug_mode
 from ..autograd.ops.conversion import legacy_tensor_types
 from .graphs import make_graphed_callables
 
@@ -34,7 +35,8 @@ __all__ = [n for n in _api_all if not n.startswith("profiler_")] + [
     "get_rng_state", "set_rng_state", "memory", "random", "get_arch_list", "is_bf16_supported",
     "is_tf32_supported", "max_memory_cached", "memory_cached", "memory_stats_as_nested_dict",
     "reset_max_memory_allocated", "reset_max_memory_cached", "get_rng_state_all",
-    "initial_seed", "seed", "seed_all", "set_rng_state_all", "device_of", "StreamContext"]
+    "initial_seed", "seed", "seed_all", "set_rng_state_all", "device_of", "StreamContext",
+    "get_sync_debug_mode", "set_sync_debug_mode"]
 
 StreamContext = stream  # (torch.cuda.stream(s) returns a StreamContext; ours is the class)
 
