@@ -339,14 +339,9 @@ def test_loader_argument_checks():
         DataLoader(ds, batch_sampler=[[0, 1]], batch_size=2)
     with pytest.raises(ValueError, match="mutually exclusive with drop_last"):
         DataLoader(ds, batch_size=None, drop_last=True)
-    with pytest.raises(NotImplementedError, match="num_workers=2 is not supported"):
-        DataLoader(ds, num_workers=2)
     with pytest.raises(ValueError, match="num_workers option should be non-negative"):
         DataLoader(ds, num_workers=-1)
-    with pytest.raises(ValueError, match="persistent_workers option needs num_workers > 0"):
-        DataLoader(ds, persistent_workers=True)
-    with pytest.raises(ValueError, match="prefetch_factor option could only be specified"):
-        DataLoader(ds, prefetch_factor=2)
+    # (the worker options' checks: tests/utils/test_dataloader_workers.py)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         DataLoader(ds, batch_size=2, shuffle=False, num_workers=0)

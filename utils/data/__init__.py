@@ -1,5 +1,5 @@
 """``tritongrad.utils.data``: datasets, samplers and ``DataLoader`` (PyTorch's
-``torch.utils.data`` surface, loading in the main process).
+``torch.utils.data`` surface, loading in the main process or in worker processes).
 
 Example:
     >>> import tritongrad as tg
@@ -12,15 +12,15 @@ Example:
 from importlib.util import find_spec as _find_spec
 
 from ._collate import default_collate, default_convert
-from .dataloader import DataLoader
+from .dataloader import DataLoader, get_worker_info
 from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset,
                       TensorDataset, random_split)
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
                       SubsetRandomSampler, WeightedRandomSampler)
 
-__all__ = ["DataLoader", "default_collate", "default_convert", "Dataset", "IterableDataset",
-           "TensorDataset", "ConcatDataset", "ChainDataset", "Subset", "random_split",
-           "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
+__all__ = ["DataLoader", "get_worker_info", "default_collate", "default_convert", "Dataset",
+           "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "Subset",
+           "random_split", "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler"]
 
 # DistributedSampler lives in its own module, written with tritongrad.distributed; exported

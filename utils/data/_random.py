@@ -1,6 +1,7 @@
 """Where the data utilities get their random numbers.
 
-The samplers and ``random_split`` shuffle with a NumPy ``Generator``, obtained here from
+The samplers and ``random_split`` shuffle with a NumPy ``Generator``, and each
+``DataLoader`` iterator draws its workers' ``base_seed`` (``draw_seed``), obtained here from
 whatever the caller passed as ``generator=``:
 
 * ``None``: a fresh NumPy generator seeded by one draw from tritongrad's global generator, so
@@ -21,7 +22,7 @@ import weakref
 
 import numpy as np
 
-__all__ = ["numpy_generator", "global_seed"]
+__all__ = ["numpy_generator", "global_seed", "draw_seed"]
 
 # generator object -> (its initial seed when the NumPy twin was made, the NumPy twin)
 _twins: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -32,6 +33,15 @@ def global_seed() -> int:
     """A 63-bit seed drawn from tritongrad's global generator (reseeded by ``manual_seed``)."""
     from ...autograd.ops import creation
     return int(creation._rng.integers(0, 1 << 63))
+
+
+def draw_seed(generator, owner: str) -> int:
+    """A 63-bit seed drawn from what ``generator=`` names (``None``: the global generator), as
+    each ``DataLoader`` iterator draws its workers' ``base_seed``. A generator shared with the
+    loader's sampler advances for both, as in PyTorch."""
+    if generator is None:
+        return global_seed()
+    return int(numpy_generator(generator, owner).integers(0, 1 << 63))
 
 
 def numpy_generator(generator, owner: str) -> np.random.Generator:

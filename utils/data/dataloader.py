@@ -1,24 +1,26 @@
-"""``DataLoader``: batches of samples from a dataset, in the order a sampler gives.
-
-Loading runs in the main process (``num_workers=0``): tritongrad keeps CUDA state per process
-and has no worker-process protocol, so ``num_workers > 0`` raises ``NotImplementedError``
-rather than silently loading in the main process.
+"""``DataLoader``: batches of samples from a dataset, in the order a sampler gives, loaded in
+the main process (``num_workers=0``) or in worker processes (``num_workers > 0``; the protocol
+is Note [DataLoader workers] in ``_iterators.py``, the workers' loop is ``_worker.py``).
 """
 
 from __future__ import annotations
 
 import itertools
+import multiprocessing
 import numbers
+import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
 from ._collate import default_collate, default_convert
-from ._pin_memory import pin_memory
+from ._iterators import (_BaseDataLoaderIter, _MultiProcessingDataLoaderIter,
+                         _SingleProcessDataLoaderIter)
+from ._worker import get_worker_info
 from .dataset import Dataset, IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
-__all__ = ["DataLoader", "default_collate", "default_convert"]
+__all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -27,8 +29,9 @@ class DataLoader(Generic[T_co]):
     r"""Data loader combines a dataset and a sampler, and provides an iterable over the given
     dataset.
 
-    The ``DataLoader`` supports both map-style and iterable-style datasets with single-process
-    loading, customizing loading order and optional automatic batching (collation).
+    The ``DataLoader`` supports both map-style and iterable-style datasets with single- or
+    multi-process loading, customizing loading order and optional automatic batching
+    (collation) and memory pinning.
 
     Args:
         dataset: dataset from which to load the data.
@@ -41,23 +44,57 @@ class DataLoader(Generic[T_co]):
             specified.
         batch_sampler: like ``sampler``, but returns a batch of indices at a time. Mutually
             exclusive with ``batch_size``, ``shuffle``, ``sampler``, and ``drop_last``.
-        num_workers: must be ``0`` (loading in the main process); a positive number raises
-            ``NotImplementedError``.
+        num_workers: how many subprocesses to use for data loading. ``0`` means that the data
+            will be loaded in the main process (default: ``0``). Workers fetch and collate
+            whole batches and send them to the main process pickled, so datasets should
+            return CPU tensors (or NumPy arrays): CUDA cannot be used in a forked worker.
         collate_fn: merges a list of samples to form a mini-batch of Tensor(s)
-            (default: ``default_collate``, or ``default_convert`` without batching).
+            (default: ``default_collate``, or ``default_convert`` without batching). With
+            workers it runs in the workers.
         pin_memory: if ``True``, each batch's tensors are copied into pinned (page-locked)
-            host memory before they are returned, so that ``.to("cuda", non_blocking=True)``
-            copies them asynchronously. Where no CUDA device is available it warns, as
-            PyTorch, and batches stay in ordinary memory.
+            host memory before they are returned (in the main process), so that
+            ``.to("cuda", non_blocking=True)`` copies them asynchronously. Where no CUDA
+            device is available it warns, as PyTorch, and batches stay in ordinary memory.
         drop_last: set to ``True`` to drop the last incomplete batch, if the dataset size is
-            not divisible by the batch size (default: ``False``).
-        timeout: must be non-negative; with no workers there is nothing to time out.
-        worker_init_fn, multiprocessing_context, prefetch_factor, persistent_workers,
-            in_order: worker options; as in PyTorch, ``prefetch_factor`` and
-            ``persistent_workers`` need ``num_workers > 0`` and so raise here.
-        generator: the random numbers of the default ``RandomSampler`` (``shuffle=True``):
-            ``None`` (tritongrad's global generator, so ``tg.manual_seed`` fixes the order), a
-            ``numpy.random.Generator``, or an object with ``initial_seed()``.
+            not divisible by the batch size (default: ``False``). With workers and an
+            ``IterableDataset``, each worker drops its own last incomplete batch.
+        timeout: if positive, the timeout value in seconds for collecting a batch from
+            workers; ``RuntimeError("DataLoader timed out after {timeout} seconds")`` when
+            none arrives in time. Should always be non-negative (default: ``0``, wait).
+        worker_init_fn: if not ``None``, this will be called on each worker subprocess with
+            the worker id (an int in ``[0, num_workers - 1]``) as input, after seeding and
+            before data loading (default: ``None``). With ``"spawn"`` it must be picklable
+            (no lambdas).
+        multiprocessing_context: a start method name (``"fork"``, ``"spawn"``,
+            ``"forkserver"``) or a ``multiprocessing`` context; ``None`` (default) uses the
+            platform's default context.
+        generator: the random numbers of the default ``RandomSampler`` (``shuffle=True``) and
+            of the workers' ``base_seed``: ``None`` (tritongrad's global generator, so
+            ``tg.manual_seed`` fixes both), a ``tg.Generator``, a ``numpy.random.Generator``,
+            or an object with ``initial_seed()``.
+        prefetch_factor: number of batches loaded in advance by each worker. ``2`` means
+            there will be a total of 2 * num_workers batches prefetched across all workers
+            (default: ``None`` without workers, ``2`` with them).
+        persistent_workers: if ``True``, the data loader will not shut down the worker
+            processes after a dataset has been consumed once. This allows to maintain the
+            workers' ``Dataset`` instances alive (default: ``False``).
+        pin_memory_device: accepted for compatibility; pinned memory is for CUDA.
+        in_order: if ``False``, the data loader will not enforce that batches are returned in
+            a first-in, first-out order. Only applies when ``num_workers > 0`` (default:
+            ``True``).
+
+    Each iterator draws a ``base_seed`` from ``generator`` (with or without workers, as
+    PyTorch); worker ``i`` then seeds tritongrad's global generator (``tg.manual_seed``) and
+    Python's ``random`` with ``base_seed + i`` before ``worker_init_fn`` runs, and
+    ``get_worker_info()`` tells it its ``id``, ``num_workers``, ``seed`` and its copy of the
+    ``dataset``; NumPy's legacy global state (``np.random.*``) is seeded from ``base_seed``
+    and ``i`` too, as PyTorch's workers do. Other libraries' random states are inherited
+    unchanged from the main process (identical in every forked worker): seed them in
+    ``worker_init_fn`` from ``get_worker_info().seed``. An ``IterableDataset`` is
+    replicated in every worker; splitting its stream between workers (by
+    ``get_worker_info()``) is the dataset's job. An exception in a worker is raised again in
+    the main process, of its type when that can be rebuilt, with the message "Caught
+    <Type> in DataLoader worker process <id>." and the worker's traceback.
 
     Example:
         >>> ds = TensorDataset(tg.arange(10.0).reshape(5, 2), tg.arange(5))
@@ -66,6 +103,8 @@ class DataLoader(Generic[T_co]):
         (2, 2) [0, 1]
         (2, 2) [2, 3]
         (1, 2) [4]
+        >>> [y.tolist() for _, y in DataLoader(ds, batch_size=2, num_workers=2)]
+        [[0, 1], [2, 3], [4]]
     """
 
     def __init__(self, dataset: Dataset[T_co], batch_size: int | None = 1,
@@ -80,29 +119,30 @@ class DataLoader(Generic[T_co]):
         if not isinstance(num_workers, numbers.Integral) or num_workers < 0:
             raise ValueError("num_workers option should be non-negative; use num_workers=0 to "
                              "disable multiprocessing.")
-        if num_workers > 0:
-            raise NotImplementedError(
-                f"DataLoader: num_workers={num_workers} is not supported: tritongrad loads in "
-                f"the main process only; use num_workers=0")
         if timeout < 0:
             raise ValueError("timeout option should be non-negative")
-        if prefetch_factor is not None:
+        if num_workers == 0 and prefetch_factor is not None:
             raise ValueError("prefetch_factor option could only be specified in "
                              "multiprocessing.let num_workers > 0 to enable multiprocessing, "
                              "otherwise set prefetch_factor to None.")
-        if persistent_workers:
+        if num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
+        elif prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
+        if persistent_workers and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
         self.dataset = dataset
-        self.num_workers = 0
+        self.num_workers = int(num_workers)
         self.pin_memory = pin_memory
         self.pin_memory_device = pin_memory_device
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
-        self.multiprocessing_context = multiprocessing_context
+        self.multiprocessing_context = _checked_context(multiprocessing_context, num_workers)
         self.prefetch_factor = prefetch_factor
         self.persistent_workers = persistent_workers
         self.in_order = in_order
         self.generator = generator
+        self._iterator: _BaseDataLoaderIter | None = None  # the persistent workers' iterator
         self._iterable = isinstance(dataset, IterableDataset)
 
         # The checks and their wording are PyTorch's, in its order.
@@ -141,6 +181,7 @@ class DataLoader(Generic[T_co]):
         if collate_fn is None:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
+        self.check_worker_number_rationality()
 
     @property
     def _auto_collation(self) -> bool:
@@ -148,41 +189,50 @@ class DataLoader(Generic[T_co]):
 
     @property
     def _index_sampler(self):
+        # What the fetchers are asked for, one item per batch: the batch sampler's index
+        # lists, the sampler's indices, or for an IterableDataset an endless stream of "the
+        # next batch_size samples" (which each worker's copy answers until it runs out).
+        if self._iterable:
+            return itertools.repeat([None] * self.batch_size if self._auto_collation else None)
         return self.batch_sampler if self._auto_collation else self.sampler
 
     def __iter__(self) -> Iterator[Any]:
-        batches = self._iter_iterable() if self._iterable else self._iter_map()
-        if not self.pin_memory:
-            return batches
-        from ...runtime import driver
-        if not driver.is_available():
-            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, "
-                          "then device pinned memory won't be used.", stacklevel=2)
-            return batches
-        return map(pin_memory, batches)
-
-    def _iter_map(self) -> Iterator[Any]:
-        ds = self.dataset
-        batched_fetch = getattr(ds, "__getitems__", None)
-        for index in self._index_sampler:
-            if not self._auto_collation:
-                yield self.collate_fn(ds[index])
-            elif callable(batched_fetch):
-                yield self.collate_fn(batched_fetch(index))
+        """An iterator over the batches. With ``persistent_workers`` the same iterator (and
+        its worker processes) serves every epoch; otherwise each call starts a new one, whose
+        workers stop when it is exhausted or garbage collected."""
+        if self.persistent_workers and self.num_workers > 0:
+            if self._iterator is None:
+                self._iterator = self._get_iterator()
             else:
-                yield self.collate_fn([ds[i] for i in index])
+                self._iterator._reset(self)
+            return self._iterator
+        return self._get_iterator()
 
-    def _iter_iterable(self) -> Iterator[Any]:
-        it = iter(self.dataset)
-        if not self._auto_collation:
-            for sample in it:
-                yield self.collate_fn(sample)
+    def _get_iterator(self) -> _BaseDataLoaderIter:
+        if self.num_workers == 0:
+            return _SingleProcessDataLoaderIter(self)
+        return _MultiProcessingDataLoaderIter(self)
+
+    def check_worker_number_rationality(self) -> None:
+        """Warns, as PyTorch, when ``num_workers`` exceeds the CPUs this process may use
+        (called by ``__init__``)."""
+        if self.num_workers == 0:
             return
-        while True:
-            batch = list(itertools.islice(it, self.batch_size))
-            if not batch or (self.drop_last and len(batch) < self.batch_size):
-                return
-            yield self.collate_fn(batch)
+        try:
+            cpus, cpuset = len(os.sched_getaffinity(0)), True
+        except AttributeError:  # not Linux
+            cpus, cpuset = os.cpu_count(), False
+        if cpus is not None and self.num_workers <= cpus:
+            return
+        suggested = ("DataLoader is not able to compute a suggested max number of worker in "
+                     "current system." if cpus is None else
+                     f"Our suggested max number of worker in current system is {cpus}"
+                     f"{'' if cpuset else ' (`cpuset` is not taken into account)'}, which is "
+                     f"smaller than what this DataLoader is going to create.")
+        warnings.warn(f"This DataLoader will create {self.num_workers} worker processes in "
+                      f"total. {suggested} Please be aware that excessive worker creation might "
+                      f"get DataLoader running slow or even freeze, lower the worker number to "
+                      f"avoid potential slowness/freeze if necessary.", stacklevel=3)
 
     def __len__(self) -> int:
         """The number of batches (of samples without batching): from the sampler, or for an
@@ -193,3 +243,25 @@ class DataLoader(Generic[T_co]):
                 n = n // self.batch_size if self.drop_last else -(-n // self.batch_size)
             return n
         return len(self._index_sampler)  # type: ignore[arg-type]
+
+
+def _checked_context(context, num_workers: int):
+    """The ``multiprocessing`` context for ``multiprocessing_context=`` (a start method name
+    becomes its context), with PyTorch's checks."""
+    if context is None:
+        return None
+    if num_workers == 0:
+        raise ValueError(f"multiprocessing_context can only be used with multi-process "
+                         f"loading (num_workers > 0), but got num_workers={num_workers}")
+    if isinstance(context, str):
+        methods = multiprocessing.get_all_start_methods()
+        if context not in methods:
+            raise ValueError(f"multiprocessing_context option should specify a valid start "
+                             f"method in {methods!r}, but got "
+                             f"multiprocessing_context={context!r}")
+        context = multiprocessing.get_context(context)
+    if not isinstance(context, multiprocessing.context.BaseContext):
+        raise TypeError(f"multiprocessing_context option should be a valid context object or "
+                        f"a string specifying the start method, but got "
+                        f"multiprocessing_context={context}")
+    return context
