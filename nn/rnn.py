@@ -8,7 +8,9 @@ Parameters, their names, shapes and order, the gate orders (LSTM: input, forget,
 GRU: reset, update, new) and the initialisation U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))
 are PyTorch's, so a state dict moves between the two. Each layer projects the whole input
 sequence with one matmul (``x W_ih^T + b_ih`` for every step at once); only the recurrent
-``h W_hh^T`` runs per step.
+``h W_hh^T`` runs per step. Without projections (``proj_size``) or packing, the loop is one
+op (``autograd/ops/recurrent.py``: one node per layer and direction, backpropagation through
+time as its rule); otherwise it is recorded step by step, from the cell functions below.
 
 A PackedSequence input (nn.utils.rnn) runs the same loop over its data: step t holds the
 ``batch_sizes[t]`` sequences still running, longest first, so the state shrinks to its first
@@ -25,7 +27,9 @@ import numbers
 import warnings
 
 from ..autograd import checks
+from ..autograd.dispatch import dual_levels
 from ..autograd.ops.creation import zeros
+from ..autograd.ops.recurrent import rnn_layer
 from ..autograd.ops.shape import cat, stack
 from ..autograd.tensor import Tensor
 from . import functional as F
@@ -309,6 +313,10 @@ class RNNBase(Module):
         shaped as x with H_out features, h, c (None but for LSTM)), h and c holding each
         sequence's state after its own last element."""
         projected = F.linear(x, w_ih, b_ih)  # every step's input term at once
+        # the loop as one op (autograd/ops/recurrent.py), which has no forward-mode rule
+        if batch_sizes is None and w_hr is None and not dual_levels:
+            ys, *state = rnn_layer(self.mode, projected, h, c, w_hh, b_hh, reverse)
+            return ys, state[0], (state[1] if c is not None else None)
         if batch_sizes is None:
             inputs = [projected[t] for t in range(x.shape[0])]
         else:  # step t: the rows of the batch_sizes[t] sequences still running
