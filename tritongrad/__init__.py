@@ -32,6 +32,7 @@ from .autograd.ops import __all__ as _ops_all
 from .autograd.grad_mode import is_inference
 from .autograd.tensor import Size, Tensor
 from . import cuda, distributed, nn, optim, utils
+from . import distributions  # torch.distributions (distributions/)
 from .serialization import load, save
 from . import backends, linalg
 from . import special  # torch.special (tritongrad/special.py)
@@ -76,6 +77,7 @@ __all__ = ["device", "dtype", "Tensor", "Size", "autograd", "cuda", "distributed
 __all__ += ["backends", "get_float32_matmul_precision", "linalg", "special",
             "set_float32_matmul_precision"]
 __all__ += ["fft"]
+__all__ += ["distributions"]
 __all__ += ["compile", "compiler"]
 __all__ += ["cond", "func", "vmap", "while_loop"]
 __all__ += ["amp", "autocast", "clear_autocast_cache", "get_autocast_dtype",

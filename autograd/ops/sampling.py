@@ -10,6 +10,9 @@ Gradients are PyTorch's (tools/autograd/derivatives.yaml): the samples are not
 reparameterized, so ``normal`` and ``poisson`` give their tensor parameters zero gradients
 (``NormalBackward1/2/3``, ``PoissonBackward0``), and ``binomial``'s derivative is not
 implemented (its grad_fn raises when reached, as PyTorch's ``NotImplemented``).
+
+``_standard_gamma`` (PyTorch's private sampler behind ``distributions.Gamma``, ``Beta`` and
+``Dirichlet``) is reparameterized: Note [implicit gamma gradient].
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from .creation import _finish, as_dtype, host_to, randint, randn, resolve_device
 from .elementwise import _result, broadcast_shapes, zero_vjp
 from .random import numpy_rng
 
-__all__ = ["binomial", "normal", "poisson", "randint_like"]
+__all__ = ["binomial", "normal", "poisson", "randint_like"]  # (and the private _standard_gamma)
 
 
 class NormalBackward3(Primitive):
@@ -160,8 +163,9 @@ def poisson(input: Tensor, generator=None) -> Tensor:
     if (rates < 0).any() or np.isnan(rates).any():
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     rng = numpy_rng(generator, input.device, "poisson")
-    drawn = rng.poisson(rates).astype(np.float64)
-    values = host_to(np.ascontiguousarray(drawn), input.dtype, input.device)
+    # (np.asarray and np.require: a 0-d rate draws a Python int, and stays 0-d)
+    drawn = np.asarray(rng.poisson(rates), dtype=np.float64)
+    values = host_to(np.require(drawn, requirements="C"), input.dtype, input.device)
     return _sampled(PoissonBackward0, (input,), values)
 
 
@@ -189,8 +193,9 @@ def binomial(count: Tensor, prob: Tensor, generator=None) -> Tensor:
     # (PyTorch's sampler clamps: no trials below 0, probabilities into [0, 1])
     n = np.floor(np.nan_to_num(np.maximum(n, 0))).astype(np.int64)
     p = np.clip(np.nan_to_num(p), 0.0, 1.0)
-    drawn = numpy_rng(generator, count.device, "binomial").binomial(n, p).astype(np.float64)
-    out = host_to(np.ascontiguousarray(drawn), count.dtype, count.device)
+    drawn = np.asarray(numpy_rng(generator, count.device, "binomial").binomial(n, p),
+                       dtype=np.float64)
+    out = host_to(np.require(drawn, requirements="C"), count.dtype, count.device)
     if state.grad_enabled and (count.requires_grad or prob.requires_grad):
         _not_implemented(out, (count, prob), "aten::binomial")
     return out
@@ -237,6 +242,151 @@ def randint_like(input: Tensor, low: int = 0, high: int | None = None, *, dtype=
     dev = input.device if device is None else resolve_device(device)
     out = randint(low, high, tuple(input.shape), dtype=dt, device=dev, generator=generator)
     return _finish(out, requires_grad)
+
+
+# -- reparameterized gamma draws -----------------------------------------------------------------
+#
+# Note [implicit gamma gradient]: a Gamma(a, 1) draw x has no differentiable transform of a
+# parameter-free noise, but it is the quantile of a uniform u held fixed: F(x; a) = u. So (as
+# PyTorch's ``_standard_gamma_grad``, after Figurnov et al., "Implicit Reparameterization
+# Gradients") dx/da = -(dF/da) / f(x; a), with F the regularized lower incomplete gamma P(a, x)
+# and f the density. Both ratios are computed here in float64 without evaluating P itself:
+#   x < a + 1:   P/f = (x/a) S,  S = sum_n x^n / ((a+1)...(a+n)),
+#                dx/da = -(x/a) (S (ln x - digamma(a+1)) + dS/da)  (sums of positive terms)
+#   otherwise:   Q/f = x h,  h = Legendre's continued fraction of Gamma(a, x) e^x x^-a,
+#                dx/da = x (h (ln x - digamma(a)) + dh/da)   (dh/da carried through Lentz's
+#                recurrence in forward mode)
+# The draw happens on the host (as ``poisson``'s), so its derivative is computed there once and
+# kept for the backward.
+
+_TINY = np.finfo(np.float64).tiny
+
+
+def _digamma64(x: np.ndarray) -> np.ndarray:
+    """digamma of positive float64 values: the recurrence up to 6, then the asymptotic series."""
+    x = np.array(x, dtype=np.float64)
+    acc = np.zeros_like(x)
+    small = x < 6.0
+    while small.any():
+        acc[small] -= 1.0 / x[small]
+        x[small] += 1.0
+        small = x < 6.0
+    r = 1.0 / (x * x)
+    series = r * (1 / 12 - r * (1 / 120 - r * (1 / 252 - r * (1 / 240 - r * (1 / 132)))))
+    return acc + np.log(x) - 0.5 / x - series
+
+
+def _gamma_lower_grad(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    s, ds = np.ones_like(x), np.zeros_like(x)
+    t, harmonic = np.ones_like(x), np.zeros_like(x)
+    live = np.arange(x.size)
+    for n in range(1, 200000):
+        an = a[live] + n
+        t[live] *= x[live] / an
+        harmonic[live] += 1.0 / an
+        s[live] += t[live]
+        ds[live] -= t[live] * harmonic[live]
+        live = live[t[live] > 1e-17 * s[live]]
+        if not live.size:
+            break
+    return -(x / a) * (s * (np.log(x) - _digamma64(a + 1.0)) + ds)
+
+
+def _gamma_upper_grad(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    fpmin = 1e-300
+    b, db = x + 1.0 - a, -np.ones_like(x)
+    c, dc = np.full_like(x, 1.0 / fpmin), np.zeros_like(x)
+    d = 1.0 / b
+    dd = -db * d * d
+    h, dh = d.copy(), dd.copy()
+    live = np.arange(x.size)
+    for i in range(1, 200000):
+        al, ad = a[live], i * np.ones(live.size)
+        an = -i * (i - al)
+        b[live] += 2.0
+        den = an * d[live] + b[live]
+        dden = ad * d[live] + an * dd[live] + db[live]
+        tiny = np.abs(den) < fpmin
+        den[tiny], dden[tiny] = fpmin, 0.0
+        cc = b[live] + an / c[live]
+        dcc = db[live] + (ad - an * dc[live] / c[live]) / c[live]
+        tiny = np.abs(cc) < fpmin
+        cc[tiny], dcc[tiny] = fpmin, 0.0
+        d[live] = 1.0 / den
+        dd[live] = -dden * d[live] * d[live]
+        c[live], dc[live] = cc, dcc
+        delta = d[live] * cc
+        ddelta = dd[live] * cc + d[live] * dcc
+        step = dh[live] * (delta - 1.0) + h[live] * ddelta
+        dh[live] += step
+        h[live] *= delta
+        # (the derivative converges more slowly than the fraction: wait for both)
+        live = live[(np.abs(delta - 1.0) > 1e-16) | (np.abs(step) > 1e-15 * np.abs(dh[live]))]
+        if not live.size:
+            break
+    return x * (h * (np.log(x) - _digamma64(a)) + dh)
+
+
+def _standard_gamma_grad(alpha: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """d x / d alpha of Gamma(alpha, 1) draws ``x`` (float64 arrays of one shape), with the
+    quantile held fixed: Note [implicit gamma gradient]."""
+    a = np.ravel(np.asarray(alpha, dtype=np.float64))
+    xs = np.maximum(np.ravel(np.asarray(x, dtype=np.float64)), _TINY)
+    out = np.full_like(xs, np.nan)
+    valid = (a > 0) & np.isfinite(a) & np.isfinite(xs)
+    lower = valid & (xs < a + 1.0)
+    upper = valid & ~lower
+    if lower.any():
+        out[lower] = _gamma_lower_grad(a[lower], xs[lower])
+    if upper.any():
+        out[upper] = _gamma_upper_grad(a[upper], xs[upper])
+    return out.reshape(np.shape(x))
+
+
+class StandardGammaBackward0(Primitive):
+    """A Gamma(alpha, 1) draw (a param) whose gradient to ``alpha`` is the implicit one computed
+    with it (the second input): Note [implicit gamma gradient]. As PyTorch's, the derivative is
+    itself not differentiable (the second input carries no history)."""
+
+    __slots__ = ()
+    op_name = "_standard_gamma"
+    save_inputs = (1,)
+
+    @staticmethod
+    def forward(ctx, k, alpha, dx_dalpha, values):
+        return values
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        return k.mul(g, saved[0]), None
+
+
+def _standard_gamma(alpha: Tensor, generator=None) -> Tensor:
+    """Draws from Gamma(``alpha``, 1) distributions (one per element of ``alpha``, a floating
+    tensor of positive concentrations), reparameterized: the result's gradient to ``alpha`` is
+    the implicit reparameterization gradient (Note [implicit gamma gradient]). Draws are made on
+    the host from the generator's NumPy stream, and clamped below by the dtype's smallest
+    normal number, as PyTorch's.
+
+    Example:
+        >>> _standard_gamma(tg.ones(2)).shape
+        tritongrad.Size([2])
+    """
+    tensor_arg(alpha, "_standard_gamma")
+    _float_param(alpha, "gamma_cpu" if alpha.device.type == "cpu" else "gamma_cuda")
+    a = alpha.detach().to(dtypes.float64).cpu().numpy()
+    rng = numpy_rng(generator, alpha.device, "_standard_gamma")
+    drawn = np.asarray(rng.standard_gamma(np.where(a > 0, a, 0.0)), dtype=np.float64)
+    # (no distribution there; PyTorch's sampler gives no number either)
+    drawn = np.where(a > 0, drawn, np.nan)
+    values = host_to(np.require(drawn, requirements="C"), alpha.dtype, alpha.device)
+    values = values.clamp(min=dtypes.finfo(alpha.dtype).tiny)
+    if not (state.grad_enabled and alpha.requires_grad):
+        return values
+    # the derivative at the value the caller sees (rounded to its dtype)
+    grad = _standard_gamma_grad(a, values.to(dtypes.float64).cpu().numpy())
+    dx_dalpha = host_to(np.require(grad, requirements="C"), alpha.dtype, alpha.device)
+    return apply(StandardGammaBackward0, (alpha, dx_dalpha), values._data)
 
 
 # -- the table ---------------------------------------------------------------------------------

@@ -1,0 +1,138 @@
+"""Helpers shared by the distributions: broadcasting parameters, probabilities and logits,
+cached properties, and summing over event dimensions (PyTorch's ``distributions.utils``)."""
+
+from __future__ import annotations
+
+import numbers
+
+import tritongrad as torch
+from tritongrad import Tensor
+
+__all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs",
+           "probs_to_logits"]
+
+
+def broadcast_all(*values) -> tuple:
+    """Broadcasts ``values`` (Tensors or numbers) to one shape. Numbers become tensors of the
+    first tensor's dtype and device (of the default dtype when there is no tensor).
+
+    Raises:
+        ValueError: if a value is neither a number nor a Tensor.
+    """
+    if not all(isinstance(v, (Tensor, numbers.Number)) for v in values):
+        raise ValueError("Input arguments must all be instances of numbers.Number, "
+                         "torch.Tensor or objects implementing __torch_function__.")
+    if not all(isinstance(v, Tensor) for v in values):
+        options = {"dtype": torch.get_default_dtype()}
+        for v in values:
+            if isinstance(v, Tensor):
+                options = {"dtype": v.dtype, "device": v.device}
+                break
+        values = [v if isinstance(v, Tensor) else torch.tensor(v, **options) for v in values]
+    return torch.broadcast_tensors(*values)
+
+
+def _standard_normal(shape, dtype, device) -> Tensor:
+    return torch.randn(torch.Size(shape), dtype=dtype, device=device)
+
+
+def _sum_rightmost(value, dim: int):
+    """Sums out the ``dim`` right-most dimensions of ``value``."""
+    if dim == 0:
+        return value
+    return value.reshape(tuple(value.shape[:-dim]) + (-1,)).sum(-1)
+
+
+def logits_to_probs(logits: Tensor, is_binary: bool = False) -> Tensor:
+    """Probabilities from logits: the sigmoid for binary (Bernoulli) logits, the softmax over
+    the last dimension for categorical ones."""
+    if is_binary:
+        return torch.sigmoid(logits)
+    return torch.softmax(logits, dim=-1)
+
+
+def clamp_probs(probs: Tensor) -> Tensor:
+    """Clamps probabilities into the open interval ``(eps, 1 - eps)`` of their dtype, so that
+    their logarithms and logits stay finite."""
+    eps = torch.finfo(probs.dtype).eps
+    return probs.clamp(min=eps, max=1 - eps)
+
+
+def probs_to_logits(probs: Tensor, is_binary: bool = False) -> Tensor:
+    """Logits from probabilities: ``log p - log(1 - p)`` for binary ones, ``log p`` for
+    categorical ones (clamped first, as PyTorch's)."""
+    ps_clamped = clamp_probs(probs)
+    if is_binary:
+        return torch.log(ps_clamped) - torch.log1p(-ps_clamped)
+    return torch.log(ps_clamped)
+
+
+class lazy_property:
+    """A property computed on first access and then stored on the instance (parameters given
+    one way, such as ``probs`` from ``logits``); computed with grad enabled, so that the cached
+    value keeps its history."""
+
+    def __init__(self, wrapped):
+        self.wrapped = wrapped
+        self.__doc__ = wrapped.__doc__
+
+    def __get__(self, instance, obj_type=None):
+        if instance is None:
+            return _lazy_property_and_property(self.wrapped)
+        with torch.enable_grad():
+            value = self.wrapped(instance)
+        setattr(instance, self.wrapped.__name__, value)
+        return value
+
+
+class _lazy_property_and_property(lazy_property, property):
+    """What ``lazy_property`` is on the class: both, so that tools looking for properties
+    (``constraints.dependent_property``, docs) find one."""
+
+    def __init__(self, wrapped):
+        property.__init__(self, wrapped)
+
+
+def _one_of(probs, logits) -> None:
+    if (probs is None) == (logits is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+
+
+class _ProbsLogits:
+    """The ``probs``/``logits`` pair of a distribution given one of them: the other is derived
+    on first use (``_binary``: Bernoulli-style logits, else categorical ones over the last
+    dimension). ``_param`` is whichever was given."""
+
+    _binary = True
+
+    @lazy_property
+    def logits(self) -> Tensor:
+        return probs_to_logits(self.probs, is_binary=self._binary)
+
+    @lazy_property
+    def probs(self) -> Tensor:
+        return logits_to_probs(self.logits, is_binary=self._binary)
+
+    @property
+    def param_shape(self):
+        return self._param.size()
+
+    def _expanded(self, cls, batch_shape, _instance, params):
+        given = "probs" if self._param is self.__dict__.get("probs") else "logits"
+        new = super()._expanded(cls, batch_shape, _instance, params)
+        new._param = new.__dict__[given]
+        return new
+
+    def _set_binary_param(self, probs, logits, *others) -> tuple:
+        """Broadcasts the given parameter with ``others`` (numbers or tensors), stores it and
+        returns ``(is_scalar, broadcast others)``."""
+        _one_of(probs, logits)
+        given = probs if probs is not None else logits
+        is_scalar = isinstance(given, numbers.Number) and all(
+            isinstance(o, numbers.Number) for o in others)
+        values = broadcast_all(given, *others)
+        if probs is not None:
+            self.probs = self._param = values[0]
+        else:
+            self.logits = self._param = values[0]
+        return is_scalar, values[1:]
