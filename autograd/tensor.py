@@ -47,6 +47,26 @@ class Size(tuple):
             n *= d
         return n
 
+    # Concatenation, repetition and slices stay Sizes, as PyTorch's (from either side).
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(other + tuple(self))
+
+    def __mul__(self, n):
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
+
+    def __getitem__(self, index):
+        out = tuple.__getitem__(self, index)
+        return Size(out) if isinstance(index, slice) else out
+
 
 _ndarray = np.ndarray
 _NP_TO_DTYPE = {d.np: d for d in (dtypes.bool, dtypes.uint8, dtypes.int8, dtypes.int16,

@@ -342,3 +342,14 @@ def test_no_warnings_leak_from_quiet_functions():
         warnings.simplefilter("error")
         tg.hstack([tg.ones(1)])
         tg.unravel_index(tg.tensor([1]), 3)
+
+
+def test_size_arithmetic_and_slices_stay_sizes():
+    s = tg.Size([2, 3])
+    for r in (s + (4,), (4,) + s, s + s, s * 2, 2 * s, s[1:], s[::-1]):
+        assert type(r) is tg.Size
+    assert s + (4,) == (2, 3, 4) and (4,) + s == (4, 2, 3) and s[::-1] == (3, 2)
+    assert type(s[0]) is int and s[-1] == 3
+    assert repr(s[:1]) == "tritongrad.Size([2])"
+    with pytest.raises(TypeError):
+        s + [4]
