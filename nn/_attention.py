@@ -7,7 +7,9 @@ both call it. ``scaled_dot_product_attention`` without a mask or dropout (``is_c
 (``autograd.ops.nn.attention``: flash attention on CUDA, a blocked online softmax over BLAS
 on the CPU), which never holds the L x S score matrix and gives the same results; shapes it
 does not take (broadcast batch dims, a value head size unlike the query's, heads over 128)
-stay on the composite path.
+stay on the composite path. ``sdpa_kernel`` and ``torch.backends.cuda.enable_*_sdp`` choose
+among them as PyTorch's backends: ``FLASH_ATTENTION``/``EFFICIENT_ATTENTION`` the fused op,
+``MATH`` the composite; with none that can run, "No available kernel".
 
 Masks: ``scaled_dot_product_attention`` reads a bool ``attn_mask`` as *keep where True*;
 ``MultiheadAttention`` reads its bool masks as *ignore where True* (both as PyTorch). Each is
@@ -17,13 +19,85 @@ is masked gets NaN, as PyTorch's math reference gives.
 
 from __future__ import annotations
 
+import contextlib
+import enum
 import math
+import warnings
 
 from ..autograd.ops.creation import ones, zeros
 from ..autograd.ops.nn import ATTENTION_MAX_HEAD_DIM, attention
 from ..autograd.tensor import Tensor
 
-__all__ = ["multi_head_attention_forward", "scaled_dot_product_attention"]
+__all__ = ["SDPBackend", "multi_head_attention_forward", "scaled_dot_product_attention",
+           "sdpa_kernel"]
+
+
+# -- which implementations scaled_dot_product_attention may choose --------------------------------
+
+class SDPBackend(enum.IntEnum):
+    """An enum-like class that contains the different backends for scaled dot product
+    attention. Here ``FLASH_ATTENTION`` and ``EFFICIENT_ATTENTION`` are both the fused
+    attention op (flash attention on CUDA, the blocked online softmax on the CPU), ``MATH`` the
+    composite of matmul and softmax; tritongrad has no cuDNN attention."""
+
+    ERROR = -1
+    MATH = 0
+    FLASH_ATTENTION = 1
+    EFFICIENT_ATTENTION = 2
+    CUDNN_ATTENTION = 3
+    OVERRIDEABLE = 4
+
+
+# What torch.backends.cuda's enable_*_sdp set and sdpa_kernel narrows (PyTorch's global flags,
+# read by the CPU's selection too).
+_enabled = {SDPBackend.MATH: True, SDPBackend.FLASH_ATTENTION: True,
+            SDPBackend.EFFICIENT_ATTENTION: True, SDPBackend.CUDNN_ATTENTION: True,
+            SDPBackend.OVERRIDEABLE: True}
+
+
+def set_backend_enabled(backend: SDPBackend, enabled: bool) -> None:
+    _enabled[SDPBackend(backend)] = bool(enabled)
+
+
+def backend_enabled(backend: SDPBackend) -> bool:
+    return _enabled[SDPBackend(backend)]
+
+
+@contextlib.contextmanager
+def sdpa_kernel(backends, set_priority: bool = False):
+    """Context manager to select which backend to use for scaled dot product attention.
+
+    .. warning:: This function is beta and subject to change.
+
+    Args:
+        backends (Union[List[SDPBackend], SDPBackend]): A backend or list of backends for
+            scaled dot product attention.
+        set_priority (bool=False): accepted; tritongrad tries the fused op first, then the
+            composite, whatever the order.
+
+    Example::
+
+        from tritongrad.nn.attention import SDPBackend, sdpa_kernel
+        # Only enable flash attention backend
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            scaled_dot_product_attention(...)
+
+    This context manager can be used to select which backend to use for scaled dot product
+    attention. Upon exiting the context manager, the previous state of the flags will be
+    restored, enabling all backends.
+    """
+    if isinstance(backends, SDPBackend):
+        backends = [backends]
+    backends = list(backends)
+    if not all(isinstance(b, SDPBackend) for b in backends):
+        raise AssertionError("Backend must be an instance of SDPBackend")
+    saved = dict(_enabled)
+    for b in _enabled:
+        _enabled[b] = b in backends
+    try:
+        yield {}
+    finally:
+        _enabled.update(saved)
 
 
 def _attend(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, dropout_p: float,
@@ -123,8 +197,17 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         key, value = _repeat_heads(key, hq // hk), _repeat_heads(value, hq // hv)
     length, source = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    if attn_mask is None and dropout_p == 0.0 and _fusable(query, key, value):
+    fused_on = _enabled[SDPBackend.FLASH_ATTENTION] or _enabled[SDPBackend.EFFICIENT_ATTENTION]
+    fusable = attn_mask is None and dropout_p == 0.0 and _fusable(query, key, value)
+    if fused_on and fusable:
         return attention(query, key, value, scale, is_causal)
+    if not _enabled[SDPBackend.MATH]:
+        why = ("the flash and memory-efficient kernels are disabled" if not fused_on else
+               "the fused kernel takes no attn_mask, no dropout and no broadcast batch dims, "
+               f"value's head size equal to query's and at most {ATTENTION_MAX_HEAD_DIM}")
+        warnings.warn(f"scaled_dot_product_attention: {why}; the math kernel is disabled",
+                      UserWarning, stacklevel=3)  # (the user's call, past autocast's wrapper)
+        raise RuntimeError("No available kernel. Aborting execution.")
     bias = None
     if is_causal:
         keep = ones((length, source), dtype=query.dtype, device=query.device).tril().bool()

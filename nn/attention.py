@@ -1,18 +1,21 @@
-"""``MultiheadAttention`` over ``F.multi_head_attention_forward`` (a matmul + softmax composite,
-nn/_attention.py). Initialisation is PyTorch's: the input projections xavier_uniform_, their
-biases and the output projection's bias zeros, ``bias_k`` / ``bias_v`` xavier_normal_."""
+"""``torch.nn.attention`` (``sdpa_kernel``, ``SDPBackend``: which implementation
+``scaled_dot_product_attention`` may use) and ``MultiheadAttention`` over
+``F.multi_head_attention_forward`` (a matmul + softmax composite, nn/_attention.py).
+Initialisation is PyTorch's: the input projections xavier_uniform_, their biases and the output
+projection's bias zeros, ``bias_k`` / ``bias_v`` xavier_normal_."""
 
 from __future__ import annotations
 
 from ..autograd.ops.creation import empty
 from ..autograd.tensor import Tensor
 from . import functional as F
+from ._attention import SDPBackend, sdpa_kernel
 from . import init
 from .layers import Linear
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["MultiheadAttention"]
+__all__ = ["MultiheadAttention", "SDPBackend", "sdpa_kernel"]
 
 
 class MultiheadAttention(Module):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sys
 import types
+import warnings
 
 from .runtime.dtype import get_float32_matmul_precision, set_float32_matmul_precision
 
@@ -52,9 +53,47 @@ def _submodule(name: str, doc: str, **attrs) -> types.ModuleType:
     return mod
 
 
+def _sdp_switches() -> dict:
+    """``backends.cuda``'s scaled-dot-product-attention switches, PyTorch's names over the
+    flags ``nn.attention.sdpa_kernel`` narrows (nn/_attention.py; the CPU's choice reads them
+    too, as PyTorch's does)."""
+    def flags():
+        from .nn import _attention
+        return _attention
+
+    def switch(backend: str):
+        def enable(enabled: bool) -> None:
+            flags().set_backend_enabled(getattr(flags().SDPBackend, backend), enabled)
+
+        def enabled() -> bool:
+            return flags().backend_enabled(getattr(flags().SDPBackend, backend))
+        return enable, enabled
+
+    out = {}
+    for stem, backend in (("flash", "FLASH_ATTENTION"), ("mem_efficient", "EFFICIENT_ATTENTION"),
+                          ("math", "MATH"), ("cudnn", "CUDNN_ATTENTION")):
+        out[f"enable_{stem}_sdp"], out[f"{stem}_sdp_enabled"] = switch(backend)
+
+    def sdp_kernel(enable_flash: bool = True, enable_math: bool = True,
+                   enable_mem_efficient: bool = True, enable_cudnn: bool = True):
+        """Deprecated: ``nn.attention.sdpa_kernel`` with the backends whose flag is True."""
+        warnings.warn("`torch.backends.cuda.sdp_kernel()` is deprecated. In the future, this "
+                      "context manager will be removed. Please see "
+                      "`torch.nn.attention.sdpa_kernel()` for the new context manager, with "
+                      "updated signature.", FutureWarning, stacklevel=2)
+        B = flags().SDPBackend
+        chosen = [b for b, on in ((B.FLASH_ATTENTION, enable_flash), (B.MATH, enable_math),
+                                  (B.EFFICIENT_ATTENTION, enable_mem_efficient),
+                                  (B.CUDNN_ATTENTION, enable_cudnn)) if on]
+        return flags().sdpa_kernel(chosen or [B.ERROR])
+    out["sdp_kernel"] = sdp_kernel
+    return out
+
+
 cuda = _submodule(
-    "cuda", "CUDA switches: ``matmul.allow_tf32`` (float32 matmul precision).",
-    matmul=_Matmul(), is_built=lambda: True)
+    "cuda", "CUDA switches: ``matmul.allow_tf32`` (float32 matmul precision) and the scaled "
+    "dot product attention backends (``enable_flash_sdp``, ``flash_sdp_enabled``, ...).",
+    matmul=_Matmul(), is_built=lambda: True, **_sdp_switches())
 cudnn = _submodule(
     "cudnn", "cuDNN flags, kept for compatibility: tritongrad does not use cuDNN.",
     enabled=True, benchmark=False, deterministic=False, allow_tf32=True,
