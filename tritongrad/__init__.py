@@ -38,6 +38,7 @@ from . import backends, linalg
 from . import special  # torch.special (tritongrad/special.py)
 from . import fft  # torch.fft (tritongrad/fft.py)
 from . import compiler  # torch.compiler (tritongrad/compiler.py)
+from . import jit  # torch.jit, run eagerly (tritongrad/jit.py)
 from .compiler import compile  # noqa: A004 - torch.compile, run eagerly
 from . import func  # torch.func (tritongrad/func.py)
 from .func import vmap  # torch.vmap is torch.func.vmap
@@ -78,7 +79,7 @@ __all__ += ["backends", "get_float32_matmul_precision", "linalg", "special",
             "set_float32_matmul_precision"]
 __all__ += ["fft"]
 __all__ += ["distributions"]
-__all__ += ["compile", "compiler"]
+__all__ += ["compile", "compiler", "jit"]
 __all__ += ["cond", "func", "vmap", "while_loop"]
 __all__ += ["amp", "autocast", "clear_autocast_cache", "get_autocast_dtype",
             "is_autocast_available", "is_autocast_cache_enabled", "is_autocast_enabled",
