@@ -14,16 +14,18 @@ from .activation import __all__ as _activations
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
-from .layers import (AlphaDropout, Bilinear, CosineSimilarity, Dropout, Dropout1d, Dropout2d, Dropout3d,
+from .layers import (AlphaDropout, Bilinear, ChannelShuffle, CosineSimilarity, Dropout,
+                     Dropout1d, Dropout2d, Dropout3d,
                      Embedding, EmbeddingBag, Flatten, Fold, Identity, LayerNorm, Linear,
                      PairwiseDistance, PixelShuffle, PixelUnshuffle, Unflatten, Unfold)
+from .lazy import LazyLinear
 from .loss import *  # noqa: F403 (loss.__all__)
 from .loss import __all__ as _losses
 from .module import Module
-from .normalization import (BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm1d, InstanceNorm2d,
+from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d,
                             InstanceNorm3d, LocalResponseNorm, RMSNorm)
 from .parallel import DataParallel
-from .parameter import Parameter
+from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 from .padding import *  # noqa: F403 (padding.__all__)
 from .padding import __all__ as _paddings
 from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d,
@@ -37,16 +39,19 @@ from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLay
 __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AlphaDropout", "AvgPool1d", "AvgPool2d",
-    "AvgPool3d", "BatchNorm1d", "BatchNorm2d", "Bilinear", "Conv1d",
+    "AvgPool3d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Bilinear", "Buffer", "ChannelShuffle",
+    "Conv1d",
     "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
     "CosineSimilarity", "DataParallel",
     "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Embedding", "EmbeddingBag", "Flatten",
     "Fold", "GRU", "GRUCell", "GroupNorm", "Identity", "InstanceNorm1d", "InstanceNorm2d",
-    "InstanceNorm3d", "LSTM", "LSTMCell", "LayerNorm", "Linear", "LocalResponseNorm", "MaxPool1d",
+    "InstanceNorm3d", "LSTM", "LSTMCell", "LayerNorm", "LazyLinear", "Linear",
+    "LocalResponseNorm", "MaxPool1d",
     "MaxPool2d", "MaxPool3d", "Module", "ModuleDict", "ModuleList", "MultiheadAttention",
     "PairwiseDistance", "Parameter", "ParameterDict", "ParameterList", "PixelShuffle", "PixelUnshuffle", "RMSNorm",
     "RNN", "RNNBase", "RNNCell", "Sequential", "Transformer", "TransformerDecoder",
-    "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer", "Unflatten",
+    "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
+    "UninitializedBuffer", "UninitializedParameter", "Unflatten",
     "Unfold", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "functional", "init",
     "parallel", "utils",
 ] + list(_activations) + list(_losses) + list(_paddings)

@@ -8,8 +8,8 @@ Where the signatures agree the function *is* ``nn.functional``'s (``tg.conv2d is
 F.conv2d``); elsewhere it is a thin call into it. ``embedding_bag`` (four outputs) is
 nn/_embedding_bag.py's, the RNN cells (``lstm_cell``, ``gru_cell``, ``rnn_tanh_cell``,
 ``rnn_relu_cell``) nn/rnn.py's, ``embedding_renorm_`` autograd/ops/nn.py's.
-``channel_shuffle``, ``pdist``, ``rrelu``, ``feature_dropout`` and ``feature_alpha_dropout``
-have no ``nn.functional`` form of their own here and are composed below. They live in nn/ (not in autograd/ops' tables, which sit below
+``feature_dropout`` and ``feature_alpha_dropout`` have no ``nn.functional`` form of their
+own and are composed below. They live in nn/ (not in autograd/ops' tables, which sit below
 nn) and are exported by the package (tritongrad/__init__.py).
 """
 
@@ -21,6 +21,7 @@ from ..autograd.ops.nn import embedding_renorm_
 from ..autograd.tensor import Tensor
 from . import functional as F
 from ._embedding_bag import embedding_bag as _embedding_bag
+from ._inplace_activations import random_slopes
 from .rnn import gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell
 
 __all__ = ["adaptive_avg_pool1d", "adaptive_max_pool1d", "affine_grid_generator",
@@ -46,6 +47,7 @@ rms_norm, bilinear = F.rms_norm, F.bilinear  # (prelu, hardshrink: autograd/ops/
 pixel_shuffle, pixel_unshuffle = F.pixel_shuffle, F.pixel_unshuffle
 threshold_, cosine_similarity, pairwise_distance = F.threshold_, F.cosine_similarity, \
     F.pairwise_distance
+channel_shuffle, pdist, celu_, selu_ = F.channel_shuffle, F.pdist, F.celu_, F.selu_
 adaptive_avg_pool1d = F.adaptive_avg_pool1d
 
 _REDUCTION = {0: "none", 1: "mean", 2: "sum"}
@@ -185,19 +187,9 @@ def celu(input: Tensor, alpha: float = 1.0) -> Tensor:
     return F.celu(input, alpha)
 
 
-def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
-    """In-place ``celu``."""
-    return F.celu(input, alpha, inplace=True)
-
-
 def selu(input: Tensor) -> Tensor:
     """``F.selu``."""
     return F.selu(input)
-
-
-def selu_(input: Tensor) -> Tensor:
-    """In-place ``selu``."""
-    return F.selu(input, inplace=True)
 
 
 def threshold(input: Tensor, threshold: float, value: float) -> Tensor:
@@ -207,56 +199,17 @@ def threshold(input: Tensor, threshold: float, value: float) -> Tensor:
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
           training: bool = False, generator=None) -> Tensor:
-    """Randomized leaky ReLU: negative inputs are scaled by a slope drawn uniformly from
-    [lower, upper] per element when ``training``, by ``(lower + upper) / 2`` otherwise."""
-    if not training:
-        return F.leaky_relu(input, (lower + upper) / 2)
-    from ..autograd.ops.creation import rand
-    u = rand(tuple(input.shape), dtype=input.dtype, device=input.device, generator=generator)
-    slope = u * (upper - lower) + lower
-    return input.where(input >= 0, input * slope)
+    """``F.rrelu`` with ATen's ``generator`` (where ``F.rrelu`` has ``inplace``)."""
+    return random_slopes(input, lower, upper, training, generator)
 
 
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
            training: bool = False, generator=None) -> Tensor:
     """In-place ``rrelu``."""
-    return input.copy_(rrelu(input.clone() if input.requires_grad else input, lower, upper,
-                             training, generator))
+    return F._inplace(input, random_slopes, lower, upper, training, generator)
 
 
-# -- shuffles, distances, embeddings -----------------------------------------------------------
-
-def channel_shuffle(input: Tensor, groups: int) -> Tensor:
-    """Divides the channels (dim 1) of ``input`` (N, C, *) into ``groups`` groups and
-    interleaves them: channel ``g * (C / groups) + i`` moves to ``i * groups + g``."""
-    if input.ndim < 3:
-        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but "
-                           f"got input with {input.ndim} dimension(s)")
-    if groups <= 0:
-        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of "
-                           f"groups:{groups}")
-    c = input.shape[1]
-    if c % groups:
-        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
-                           f"and {groups} groups.")
-    n, rest = input.shape[0], tuple(input.shape[2:])
-    return (input.reshape((n, groups, c // groups) + rest).transpose(1, 2)
-            .reshape((n, c) + rest))
-
-
-def pdist(input: Tensor, p: float = 2.0) -> Tensor:
-    """The p-norm distances between the rows of the 2-D ``input`` (N, M), for each pair
-    ``i < j`` in row-major order: N (N - 1) / 2 values."""
-    from ..autograd.ops.combinations import triu_indices
-    from ..autograd.ops.linalg_ext import vector_norm
-    if input.ndim != 2:
-        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
-    if p < 0:
-        raise RuntimeError("pdist only supports non-negative p values")
-    n = input.shape[0]
-    i, j = triu_indices(n, n, 1, device=input.device)
-    return vector_norm(input[i] - input[j], p, -1)
-
+# -- embeddings --------------------------------------------------------------------------------
 
 def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
               scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:

@@ -10,9 +10,9 @@ from .module import Module
 from .parameter import Parameter
 
 __all__ = ["CELU", "ELU", "GELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh",
-           "LeakyReLU", "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "ReLU", "ReLU6", "SELU",
-           "SiLU", "Sigmoid", "Softmax", "Softmin", "Softplus", "Softshrink", "Softsign", "Tanh",
-           "Tanhshrink", "Threshold"]
+           "LeakyReLU", "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "RReLU", "ReLU", "ReLU6",
+           "SELU", "SiLU", "Sigmoid", "Softmax", "Softmax2d", "Softmin", "Softplus",
+           "Softshrink", "Softsign", "Tanh", "Tanhshrink", "Threshold"]
 
 
 class _Inplace(Module):
@@ -85,6 +85,17 @@ class Softmax(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels at each spatial location: of a (N, C, H, W) or (C, H, W)
+    input, along dimension -3."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D "
+                             f"instead")
+        return F.softmax(input, -3)
 
 
 class LogSoftmax(Softmax):
@@ -161,6 +172,26 @@ class Mish(_Inplace):
     """Mish(x) = x * tanh(softplus(x))."""
 
     functional = staticmethod(F.mish)
+
+
+class RReLU(_Inplace):
+    """Randomized leaky ReLU (Xu et al., 2015): ``x`` for x > 0, else ``a * x``, the slope
+    ``a`` drawn from U(lower, upper) for each element in training mode and
+    ``(lower + upper) / 2`` in evaluation mode.
+
+    Example:
+        >>> tg.nn.RReLU(0.1, 0.3).eval()(tg.tensor([-1.0, 2.0]))
+        tensor([-0.2000,  2.0000])
+    """
+
+    _params = ("lower", "upper")
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
+        super().__init__(inplace)
+        self.lower, self.upper = lower, upper
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
 
 
 class Softplus(Module):

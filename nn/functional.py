@@ -979,6 +979,12 @@ from ._margin_losses import (cosine_embedding_loss, hinge_embedding_loss, margin
                              multilabel_soft_margin_loss, soft_margin_loss,
                              triplet_margin_loss, triplet_margin_with_distance_loss)
 from ._ctc_loss import ctc_loss
+from . import _inplace_activations, _shuffle_distance
+from ._inplace_activations import (celu_, elu_, hardtanh_, leaky_relu_, relu_, rrelu, rrelu_,
+                                   selu_)
+from ._shuffle_distance import channel_shuffle, pdist
+
+__all__ += _inplace_activations.__all__ + _shuffle_distance.__all__
 
 # autocast's entries for the composites defined in the modules above (their autocast column is
 # here, as the op tables' is in their rows: autograd/autocast.py)

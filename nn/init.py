@@ -8,16 +8,20 @@ one global generator and no Generator objects, so ``generator=`` must be None.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
 from ..autograd.checks import check_generator
 from ..autograd.grad_mode import no_grad
 from ..autograd.ops import creation
+from ..autograd.ops.random import randperm
 from ..autograd.tensor import Tensor
 
-__all__ = ["calculate_gain", "constant_", "eye_", "kaiming_normal_", "kaiming_uniform_",
-           "normal_", "ones_", "trunc_normal_", "uniform_", "xavier_normal_", "xavier_uniform_",
+__all__ = ["calculate_gain", "constant", "constant_", "dirac_", "eye_", "kaiming_normal",
+           "kaiming_normal_", "kaiming_uniform", "kaiming_uniform_", "normal", "normal_", "ones_",
+           "orthogonal", "orthogonal_", "sparse", "sparse_", "trunc_normal_", "uniform",
+           "uniform_", "xavier_normal", "xavier_normal_", "xavier_uniform", "xavier_uniform_",
            "zeros_"]
 
 
@@ -162,3 +166,81 @@ def fan_in_uniform_(bias: Tensor | None, fan_in: int) -> Tensor | None:
         return None
     bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
     return uniform_(bias, -bound, bound)
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Fills the 3-, 4- or 5-dimensional ``tensor`` with the Dirac delta function, which
+    preserves the identity of the inputs in convolutional layers: as many input channels as
+    possible are preserved (in each of ``groups`` groups, for grouped convolutions)."""
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tuple(tensor.shape)
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    per_group = sizes[0] // groups
+    values = np.zeros(sizes)
+    centre = tuple(n // 2 for n in sizes[2:])
+    for g in range(groups):
+        for d in range(min(per_group, sizes[1])):
+            values[(g * per_group + d, d) + centre] = 1
+    return _fill_from(tensor, creation.tensor(values, dtype=tensor.dtype))
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
+    """Fills ``tensor`` with a (semi) orthogonal matrix, as described in Saxe et al. (2013):
+    the Q of the QR decomposition of a standard normal matrix, its columns' signs made those
+    of R's diagonal (so Q is uniformly distributed), times ``gain``. A tensor of more than two
+    dimensions is seen as a matrix of its first dimension by the rest."""
+    check_generator("nn.init.orthogonal_", generator)
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = _f64(creation.randn, (rows, cols)).numpy()
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    values = creation.tensor(q.reshape(tuple(tensor.shape)) * gain, dtype=tensor.dtype)
+    return _fill_from(tensor, values)
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
+    """Fills the 2-D ``tensor`` as a sparse matrix (Martens, 2010): N(0, std^2) values with a
+    fraction ``sparsity`` of each column's elements set to zero."""
+    check_generator("nn.init.sparse_", generator)
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = int(math.ceil(sparsity * rows))
+    values = _f64(creation.randn, (rows, cols)).numpy() * std
+    for col in range(cols):
+        values[randperm(rows).numpy()[:num_zeros], col] = 0
+    return _fill_from(tensor, creation.tensor(values, dtype=tensor.dtype))
+
+
+def _make_deprecate(method):
+    """PyTorch's old names (``nn.init.normal`` ...): they warn and call the in-place form."""
+    new_name = method.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of "
+                      f"`nn.init.{new_name}`.", FutureWarning, stacklevel=2)
+        return method(*args, **kwargs)
+
+    deprecated_init.__doc__ = (f"{old_name}(...)\n\n.. warning::\n    This method is now "
+                               f"deprecated in favor of :func:`nn.init.{new_name}`.\n\n"
+                               f"See :func:`~nn.init.{new_name}` for details.")
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old_name
+    return deprecated_init
+
+
+(uniform, normal, constant, xavier_uniform, xavier_normal, kaiming_uniform, kaiming_normal,
+ orthogonal, sparse) = map(_make_deprecate, (
+    uniform_, normal_, constant_, xavier_uniform_, xavier_normal_, kaiming_uniform_,
+    kaiming_normal_, orthogonal_, sparse_))

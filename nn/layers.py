@@ -231,6 +231,26 @@ class Dropout3d(Dropout):
         return F.dropout3d(input, self.p, self.training, self.inplace)
 
 
+class ChannelShuffle(Module):
+    """Divides the channels of a (N, C, *) tensor into ``groups`` groups and interleaves them
+    (``F.channel_shuffle``), as in ShuffleNet.
+
+    Example:
+        >>> tg.nn.ChannelShuffle(2)(tg.arange(4.0).reshape(1, 4, 1)).flatten()
+        tensor([0., 2., 1., 3.])
+    """
+
+    def __init__(self, groups: int):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"
+
+
 class PixelShuffle(Module):
     """Rearranges (*, C r^2, H, W) into (*, C, H r, W r), r = ``upscale_factor``."""
 

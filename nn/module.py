@@ -9,13 +9,13 @@ reading falls back to them (``__getattr__``), so ``self.weight`` works as in PyT
 
 from __future__ import annotations
 
-import itertools
 import warnings
 from collections import OrderedDict, namedtuple
 
 from ..autograd.grad_mode import no_grad
+from ..autograd.node import RemovableHandle
 from ..autograd.tensor import Tensor
-from .parameter import Parameter
+from .parameter import Buffer, Parameter
 
 __all__ = ["Module"]
 
@@ -31,29 +31,6 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
-
-
-class _Handle:
-    """Removes a hook: ``handle.remove()``, or use it as a context manager. ``extra`` are the
-    dicts or sets that hold the hook's options (with_kwargs, always_call) by its id."""
-
-    _ids = itertools.count()
-
-    def __init__(self, hooks: dict, *extra):
-        self._hooks = hooks
-        self._extra = extra
-        self.id = next(_Handle._ids)
-
-    def remove(self) -> None:
-        self._hooks.pop(self.id, None)
-        for d in self._extra:
-            d.discard(self.id) if isinstance(d, set) else d.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 def _addindent(s: str, n: int) -> str:
@@ -171,15 +148,15 @@ class Module:
             raise
 
     @staticmethod
-    def _add_hook(hooks: OrderedDict, hook, prepend: bool, *extra) -> _Handle:
-        h = _Handle(hooks, *extra)
+    def _add_hook(hooks: OrderedDict, hook, prepend: bool, *extra) -> RemovableHandle:
+        h = RemovableHandle(hooks, *extra)
         hooks[h.id] = hook
         if prepend:
             hooks.move_to_end(h.id, last=False)
         return h
 
     def register_forward_pre_hook(self, hook, *, prepend: bool = False,
-                                  with_kwargs: bool = False) -> _Handle:
+                                  with_kwargs: bool = False) -> RemovableHandle:
         """Registers a forward pre-hook, run before ``forward``: ``hook(module, args) -> None
         or modified input`` (a single value is wrapped into a tuple), or with ``with_kwargs``
         ``hook(module, args, kwargs) -> None or a tuple (new_args, new_kwargs)``. ``prepend``
@@ -192,7 +169,7 @@ class Module:
         return h
 
     def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
-                              always_call: bool = False) -> _Handle:
+                              always_call: bool = False) -> RemovableHandle:
         """Registers a forward hook, run after ``forward``: ``hook(module, args, output) ->
         None or modified output``, or with ``with_kwargs`` ``hook(module, args, kwargs,
         output)``. ``prepend`` runs it before the hooks already registered; ``always_call``
@@ -214,7 +191,7 @@ class Module:
             self._forward_hooks_always_called.add(h.id)
         return h
 
-    def register_full_backward_hook(self, hook, prepend: bool = False) -> _Handle:
+    def register_full_backward_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """Registers a backward hook, called when the gradients with respect to the module's
         inputs have been computed: ``hook(module, grad_input, grad_output) -> tuple or None``.
 
@@ -238,7 +215,7 @@ class Module:
         """
         return self._add_hook(self._backward_hooks, hook, prepend)
 
-    def register_full_backward_pre_hook(self, hook, prepend: bool = False) -> _Handle:
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """Registers a backward pre-hook, called when the gradients with respect to the
         module's outputs are computed, before any input gradient: ``hook(module, grad_output)
         -> tuple or None``; a returned tuple replaces ``grad_output``."""
@@ -340,6 +317,12 @@ class Module:
             modules[name] = None
             return
         buffers = d.get("_buffers")
+        if isinstance(value, Buffer):  # nn.Buffer: registered, persistent as it says
+            if buffers is None:
+                raise AttributeError("cannot assign buffer before Module.__init__() call")
+            d["_non_persistent_buffers_set"].discard(name)
+            self.register_buffer(name, value, value.persistent)
+            return
         if buffers is not None and name in buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "

@@ -15,11 +15,11 @@ from . import init
 from .module import Module
 from .parameter import affine_parameters, normalized_shape_parameters
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm", "RMSNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm", "RMSNorm"]
 
 
 class _BatchNorm(Module):
-    """Shared by BatchNorm1d and BatchNorm2d, which differ only in the input ranks they
+    """Shared by BatchNorm1d, BatchNorm2d and BatchNorm3d, which differ only in the input ranks they
     accept (``_ranks``); the instance norms reuse its state (parameters, running
     statistics, reset)."""
 
@@ -111,6 +111,12 @@ class BatchNorm2d(_BatchNorm):
     """Applies Batch Normalization over a 4D input (N, C, H, W); see ``BatchNorm1d``."""
 
     _ranks = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Applies Batch Normalization over a 5D input (N, C, D, H, W); see ``BatchNorm1d``."""
+
+    _ranks = (5,)
 
 
 class _InstanceNorm(_BatchNorm):

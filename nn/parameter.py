@@ -5,7 +5,8 @@ from __future__ import annotations
 from ..autograd.state import state
 from ..autograd.tensor import Tensor
 
-__all__ = ["Parameter", "affine_parameters", "normalized_shape_parameters"]
+__all__ = ["Buffer", "Parameter", "UninitializedBuffer", "UninitializedParameter",
+           "affine_parameters", "normalized_shape_parameters"]
 
 # Tensor's per-instance fields (copied from a fresh detached alias of the data, so a field the
 # core adds later is initialised too).
@@ -70,6 +71,114 @@ class Parameter(Tensor):
         # storage is not shared with the pickled object, as with any copy.
         return (_rebuild_parameter, (self.detach().cpu().numpy().copy(), str(self.dtype),
                                      str(self.device), self.requires_grad))
+
+
+class _BufferMeta(type):
+    # a Buffer is a plain Tensor marked as one: isinstance answers from the mark
+    def __instancecheck__(cls, instance) -> bool:
+        if cls is Buffer:
+            return isinstance(instance, Tensor) and getattr(instance, "_is_buffer", False)
+        return super().__instancecheck__(instance)
+
+
+class Buffer(Tensor, metaclass=_BufferMeta):
+    """A kind of Tensor that should not be considered a model parameter. For example,
+    BatchNorm's ``running_mean`` is not a parameter, but is part of the module's state.
+
+    When assigned as a Module attribute, a Buffer is added to the module's buffers (it then
+    appears in ``buffers()`` and, when persistent, in ``state_dict()``); assigning a plain
+    Tensor does not do that (``register_buffer`` does). ``Buffer(t)`` returns a detached
+    alias of ``t`` (its storage, its ``requires_grad``) marked as a buffer.
+
+    Args:
+        data: buffer tensor.
+        persistent: whether the buffer is part of the module's ``state_dict``. Default: True.
+
+    Example:
+        >>> m = tg.nn.Module()
+        >>> m.steps = tg.nn.Buffer(tg.zeros(()), persistent=False)
+        >>> [name for name, _ in m.named_buffers()], list(m.state_dict())
+        (['steps'], [])
+    """
+
+    def __new__(cls, data: Tensor | None = None, *, persistent: bool = True):
+        if data is None:
+            from ..autograd.ops.creation import empty
+            data = empty(0)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Buffer: data must be a Tensor, got {type(data).__name__}")
+        t = data.detach().requires_grad_(data.requires_grad)
+        t.persistent = persistent
+        t._is_buffer = True
+        return t
+
+
+class UninitializedTensorMixin:
+    """What an uninitialized parameter or buffer of a lazy module does: it holds no values
+    until ``materialize(shape)`` gives it some and turns it into ``cls_to_become``; its shape
+    cannot be read before that."""
+
+    cls_to_become: type = Tensor
+    __slots__ = ()
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        """Creates a tensor of ``shape`` (uninitialized values; on ``device`` and of
+        ``dtype``, this tensor's own by default) in place of this one's data, and turns this
+        object into a ``Parameter`` (or a ``Tensor``, for a buffer)."""
+        from ..autograd.ops.creation import empty
+        device = self.device if device is None else device
+        dtype = self.dtype if dtype is None else dtype
+        self.data = empty(tuple(shape), device=device, dtype=dtype)
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self):
+        raise RuntimeError("Can't access the shape of an uninitialized parameter or buffer. "
+                           "This error usually happens in `load_state_dict` when trying to "
+                           "load an uninitialized parameter into an initialized one. Call "
+                           "`forward` to initialize the parameters before accessing their "
+                           "attributes.")
+
+    def __repr__(self) -> str:
+        return f"<{self.__class__.__name__}>"
+
+    __str__ = __repr__
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """A parameter that is not initialized yet: a lazy module's (``nn.LazyLinear``), whose
+    shape the first forward infers. It becomes a regular ``Parameter`` when materialized."""
+
+    cls_to_become = Parameter
+    __slots__ = ()
+
+    def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
+        from ..autograd.ops.creation import empty
+        return Parameter.__new__(cls, empty(0, device=device, dtype=dtype), requires_grad)
+
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.requires_grad, self.device, self.dtype)
+        return memo[id(self)]
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """A buffer that is not initialized yet (of a lazy module); it becomes a regular
+    ``Tensor`` when materialized."""
+
+    cls_to_become = Tensor
+    __slots__ = ()
+
+    def __new__(cls, requires_grad: bool = False, device=None, dtype=None):
+        from ..autograd.ops.creation import empty
+        src = empty(0, device=device, dtype=dtype)
+        t = object.__new__(cls)
+        for f in _FIELDS:
+            try:
+                setattr(t, f, getattr(src, f))
+            except AttributeError:  # a slot the source leaves unset
+                pass
+        return t.requires_grad_(requires_grad)
 
 
 def _rebuild_parameter(array, dtype_name: str, device: str, requires_grad: bool) -> Parameter:

@@ -1,6 +1,7 @@
 """``tritongrad.optim``: optimizers over module parameters (PyTorch's ``torch.optim``
 surface): ``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``, ``Adadelta``, ``Adamax``,
-``NAdam``, ``RAdam``, ``Rprop``, ``LBFGS``, and learning-rate schedules in ``tritongrad.optim.lr_scheduler``.
+``NAdam``, ``RAdam``, ``Rprop``, ``LBFGS``, and learning-rate schedules in ``tritongrad.optim.lr_scheduler``;
+weight averaging (SWA, EMA) in ``tritongrad.optim.swa_utils``.
 
 Example:
     >>> import tritongrad as tg
@@ -13,7 +14,7 @@ Example:
     ...     opt.step()
 """
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
@@ -26,4 +27,4 @@ from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
-           "LBFGS", "Rprop", "Optimizer", "lr_scheduler", "GradScaler"]
+           "LBFGS", "Rprop", "Optimizer", "lr_scheduler", "GradScaler", "swa_utils"]

@@ -63,7 +63,7 @@ from .autograd.ops.conversion import legacy_tensor_types as _legacy_tensor_types
 _legacy_types = _legacy_tensor_types("cpu")
 globals().update(_legacy_types)
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402
 
 __all__ = ["device", "dtype", "Tensor", "Size", "autograd", "cuda", "distributed", "nn", "optim",
            "utils", "save", "load",
@@ -113,3 +113,14 @@ def is_tensor(obj) -> bool:
 
 def numel(input: Tensor) -> int:
     return input.numel()
+
+
+# torch.testing, torch.random (and its default_generator), torch.accelerator, torch.version
+from . import accelerator, random, testing, version  # noqa: E402
+from .random import default_generator  # noqa: E402
+
+short = int16  # PyTorch's alias
+newaxis = None  # NumPy's name for None as an index, as PyTorch has it
+
+__all__ += ["accelerator", "default_generator", "newaxis", "random", "short", "testing",
+            "version"]

@@ -1,6 +1,9 @@
 """``nn.utils``: gradient clipping and flattening parameters; ``nn.utils.rnn``: packing and
 padding variable-length sequences (PackedSequence); ``nn.utils.stateless``: calling a module
-with other parameters and buffers (``functional_call``)."""
+with other parameters and buffers (``functional_call``); ``nn.utils.parametrize`` and
+``nn.utils.parametrizations``: parametrized tensors (orthogonal, weight and spectral norms);
+the older hook-based ``weight_norm`` and ``spectral_norm``; fusing batch norms into
+convolutions and linear layers; ``nn.utils.prune``: pruning parameters with masks."""
 
 from __future__ import annotations
 
@@ -10,10 +13,22 @@ from ...autograd.grad_mode import no_grad
 from ...autograd.tensor import Tensor, make
 from ...kernels import backend, multi_tensor
 from ...runtime import dtype as dtypes
-from . import rnn, stateless
+from . import parametrizations, parametrize, prune, rnn, stateless
+from .clip_grad import clip_grads_with_norm_, get_total_norm
+from .fusion import (
+    fuse_conv_bn_eval,
+    fuse_conv_bn_weights,
+    fuse_linear_bn_eval,
+    fuse_linear_bn_weights,
+)
+from .spectral_norm import remove_spectral_norm, spectral_norm
+from .weight_norm import remove_weight_norm, weight_norm
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "rnn", "stateless",
-           "vector_to_parameters"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "fuse_conv_bn_eval",
+           "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights",
+           "get_total_norm", "parameters_to_vector", "parametrizations", "parametrize", "prune",
+           "remove_spectral_norm", "remove_weight_norm", "rnn", "spectral_norm", "stateless",
+           "vector_to_parameters", "weight_norm"]
 
 
 def _grads(parameters) -> list:

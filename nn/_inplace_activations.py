@@ -1,0 +1,79 @@
+"""``nn.functional``'s in-place activations (``relu_``, ``leaky_relu_``, ``elu_``,
+``hardtanh_``, ``selu_``, ``celu_``) and the randomized leaky ReLU (``rrelu``, ``rrelu_``).
+
+Each in-place form is its out-of-place function with ``inplace=True``: the result is written
+into ``input`` (recorded as a copy, so gradients flow as in PyTorch) and ``input`` returned.
+"""
+
+from __future__ import annotations
+
+from ..autograd.ops.creation import rand
+from ..autograd.tensor import Tensor
+from . import functional as F
+
+__all__ = ["celu_", "elu_", "hardtanh_", "leaky_relu_", "relu_", "rrelu", "rrelu_", "selu_"]
+
+
+def relu_(input: Tensor) -> Tensor:
+    """In-place version of ``relu``."""
+    return F.relu(input, inplace=True)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """In-place version of ``leaky_relu``."""
+    return F.leaky_relu(input, negative_slope, inplace=True)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """In-place version of ``elu``."""
+    return F.elu(input, alpha, inplace=True)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """In-place version of ``hardtanh``."""
+    return F.hardtanh(input, min_val, max_val, inplace=True)
+
+
+def selu_(input: Tensor) -> Tensor:
+    """In-place version of ``selu``."""
+    return F.selu(input, inplace=True)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """In-place version of ``celu``."""
+    return F.celu(input, alpha, inplace=True)
+
+
+def random_slopes(input: Tensor, lower: float, upper: float, training: bool,
+                  generator=None) -> Tensor:
+    """RReLU(x): x for x > 0; otherwise a * x, ``a`` drawn uniformly from [lower, upper] per
+    element when ``training`` (the gradient there is ``a``), ``(lower + upper) / 2`` in
+    evaluation."""
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    if not training:
+        return F.leaky_relu(input, (lower + upper) / 2)
+    u = rand(tuple(input.shape), dtype=input.dtype, device=input.device, generator=generator)
+    slope = (u * (upper - lower) + lower).where(input <= 0, 1.0)  # a constant of the input
+    return input * slope
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+          training: bool = False, inplace: bool = False) -> Tensor:
+    """Randomized leaky ReLU (Xu et al., 2015): ``x`` for x > 0, else ``a * x`` with ``a``
+    drawn from U(lower, upper) for each element when ``training``, and
+    ``a = (lower + upper) / 2`` otherwise.
+
+    Example:
+        >>> F.rrelu(tg.tensor([-2.0, 3.0]), 0.1, 0.3)  # evaluation: slope 0.2
+        tensor([-0.4000,  3.0000])
+    """
+    if inplace:
+        return rrelu_(input, lower, upper, training)
+    return random_slopes(input, lower, upper, training)
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+           training: bool = False) -> Tensor:
+    """In-place version of ``rrelu``."""
+    return F._inplace(input, random_slopes, lower, upper, training)
