@@ -15,7 +15,7 @@ from ..runtime import dtype as dtypes
 from ..runtime import streams as _streams
 from .tensor import Tensor, make
 
-__all__ = ["tensor_arg", "check_devices_match", "check_generator", "check_index_dtype", "check_index_range",
+__all__ = ["tensor_arg", "check_devices_match", "check_index_dtype", "check_index_range",
            "check_memory_format", "check_same_device", "checked_index", "expected_scalar_type",
            "get_index_check_mode", "guard_index", "index_extremes", "index_out_of_range",
            "operand_on_device", "out_of_bounds", "raise_deferred_index_errors",
@@ -280,13 +280,6 @@ def unsupported(op: str, arg: str, value, supported: str) -> NotImplementedError
     PyTorch raises for unsupported combinations. Returned so callers ``raise`` it."""
     return NotImplementedError(f"{op}: {arg}={value!r} is not supported by tritongrad "
                                f"({supported})")
-
-
-def check_generator(op: str, generator) -> None:
-    """Random ops draw from tritongrad's one global generator: ``generator=`` must be None."""
-    if generator is not None:
-        raise unsupported(op, "generator", generator, "random numbers come from the global "
-                          "generator; seed it with tritongrad.manual_seed")
 
 
 _ROW_MAJOR = "tritongrad creates row-major tensors: pass contiguous_format or preserve_format"

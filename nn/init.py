@@ -1,8 +1,8 @@
 """Parameter initialisation, as ``torch.nn.init``: in place, under no_grad, returning the tensor.
 
-Random values come from tritongrad's generator (``tg.manual_seed`` makes them reproducible),
-drawn in float64 on the host and cast once into the tensor's dtype and device. tritongrad has
-one global generator and no Generator objects, so ``generator=`` must be None.
+Random values come from tritongrad's global generator (``tg.manual_seed`` makes them
+reproducible) or from ``generator=``, a CPU ``tg.Generator`` (the draws are made on the host),
+in float64, and are cast once into the tensor's dtype and device.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import warnings
 
 import numpy as np
 
-from ..autograd.checks import check_generator
 from ..autograd.grad_mode import no_grad
 from ..autograd.ops import creation
 from ..autograd.ops.random import randperm
@@ -33,32 +32,29 @@ def _fill_from(tensor: Tensor, values) -> Tensor:
     return tensor
 
 
-def _f64(fn, shape) -> Tensor:
-    return fn(tuple(shape), dtype=creation.as_dtype("float64"))
+def _f64(fn, shape, generator=None) -> Tensor:
+    return fn(tuple(shape), dtype=creation.as_dtype("float64"), generator=generator)
 
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
     """Fills ``tensor`` with values drawn from U(a, b)."""
-    check_generator("nn.init.uniform_", generator)
-    return _fill_from(tensor, _f64(creation.rand, tensor.shape) * (b - a) + a)
+    return _fill_from(tensor, _f64(creation.rand, tensor.shape, generator) * (b - a) + a)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
     """Fills ``tensor`` with values drawn from N(mean, std^2)."""
-    check_generator("nn.init.normal_", generator)
-    return _fill_from(tensor, _f64(creation.randn, tensor.shape) * std + mean)
+    return _fill_from(tensor, _f64(creation.randn, tensor.shape, generator) * std + mean)
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
                   b: float = 2.0, generator=None) -> Tensor:
     """Fills ``tensor`` with N(mean, std^2) values redrawn until they lie in [a, b]."""
-    check_generator("nn.init.trunc_normal_", generator)
-    out = _f64(creation.randn, tensor.shape).numpy() * std + mean
+    out = _f64(creation.randn, tensor.shape, generator).numpy() * std + mean
     bad = (out < a) | (out > b)
     for _ in range(1000):
         if not bad.any():
             break
-        out[bad] = _f64(creation.randn, (int(bad.sum()),)).numpy() * std + mean
+        out[bad] = _f64(creation.randn, (int(bad.sum()),), generator).numpy() * std + mean
         bad = (out < a) | (out > b)
     return _fill_from(tensor, creation.tensor(np.clip(out, a, b), dtype=tensor.dtype))
 
@@ -125,38 +121,35 @@ def _fan(tensor: Tensor, mode: str) -> int:
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio, 2010)."""
-    check_generator("nn.init.xavier_uniform_", generator)
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     a = gain * math.sqrt(6.0 / float(fan_in + fan_out))
-    return uniform_(tensor, -a, a)
+    return uniform_(tensor, -a, a, generator)
 
 
 def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
-    check_generator("nn.init.xavier_normal_", generator)
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
-    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)))
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
 
 
 def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
                      nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
     """U(-bound, bound) with bound = gain * sqrt(3 / fan) (He et al., 2015); ``a`` is the
     leaky_relu slope. ``Linear`` uses a = sqrt(5), giving bound = 1 / sqrt(fan_in)."""
-    check_generator("nn.init.kaiming_uniform_", generator)
     if 0 in tuple(tensor.shape):
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     bound = math.sqrt(3.0) * std
-    return uniform_(tensor, -bound, bound)
+    return uniform_(tensor, -bound, bound, generator)
 
 
 def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
                     nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
     """N(0, std^2) with std = gain / sqrt(fan)."""
-    check_generator("nn.init.kaiming_normal_", generator)
     if 0 in tuple(tensor.shape):
         return tensor
-    return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode)))
+    return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode)),
+                   generator)
 
 
 def fan_in_uniform_(bias: Tensor | None, fan_in: int) -> Tensor | None:
@@ -191,14 +184,13 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
     the Q of the QR decomposition of a standard normal matrix, its columns' signs made those
     of R's diagonal (so Q is uniformly distributed), times ``gain``. A tensor of more than two
     dimensions is seen as a matrix of its first dimension by the rest."""
-    check_generator("nn.init.orthogonal_", generator)
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flat = _f64(creation.randn, (rows, cols)).numpy()
+    flat = _f64(creation.randn, (rows, cols), generator).numpy()
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)
@@ -212,14 +204,13 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
 def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
     """Fills the 2-D ``tensor`` as a sparse matrix (Martens, 2010): N(0, std^2) values with a
     fraction ``sparsity`` of each column's elements set to zero."""
-    check_generator("nn.init.sparse_", generator)
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
     num_zeros = int(math.ceil(sparsity * rows))
-    values = _f64(creation.randn, (rows, cols)).numpy() * std
+    values = _f64(creation.randn, (rows, cols), generator).numpy() * std
     for col in range(cols):
-        values[randperm(rows).numpy()[:num_zeros], col] = 0
+        values[randperm(rows, generator=generator).numpy()[:num_zeros], col] = 0
     return _fill_from(tensor, creation.tensor(values, dtype=tensor.dtype))
 
 

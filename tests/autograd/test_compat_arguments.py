@@ -41,11 +41,26 @@ def test_generator_is_honoured_and_checked(fn):
 
 
 @pytest.mark.parametrize("init", ["uniform_", "normal_", "trunc_normal_", "xavier_uniform_",
-                                  "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"])
-def test_init_generator_is_refused(init):
+                                  "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+                                  "orthogonal_", "sparse_"])
+def test_init_generator_is_honoured_and_checked(init):
+    args = (0.5,) if init == "sparse_" else ()
+
+    def draw(gen):
+        w = tg.zeros(3, 4)
+        getattr(nn.init, init)(w, *args, generator=gen)
+        return w
+
+    tg.manual_seed(0)
+    a = draw(tg.Generator().manual_seed(7))
+    after_a = tg.rand(2)  # (a Generator's draws leave the global stream alone)
+    tg.manual_seed(0)
+    b = draw(tg.Generator().manual_seed(7))
+    assert tg.equal(a, b) and tg.equal(after_a, tg.rand(2))
+    assert not tg.equal(a, draw(tg.Generator().manual_seed(8)))
     w = tg.zeros(3, 4)
-    with refused(f"nn.init.{init}", "generator", 0):
-        getattr(nn.init, init)(w, generator=0)
+    with pytest.raises(TypeError, match="argument 'generator' must be Generator, not int"):
+        getattr(nn.init, init)(w, *args, generator=0)
     assert (w == 0).all().item()  # refused before anything was written
 
 
