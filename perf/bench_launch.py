@@ -25,7 +25,9 @@ Triton as on an H100 and given launchers that run nothing (tests/kernels/compile
 the rows are the host cost of an op less cuLaunchKernel itself (2-3 us on a GPU): tritongrad
 with its cached launches (Notes [cached launches] and [plan launches],
 kernels/triton/launcher.py), the same through Triton's own dispatch (``JITFunction.run``) on
-every launch, and the raw add kernel both ways.
+every launch, the op through the kernel contract alone (``kernels.triton`` on the tensors'
+arrays: what is left once Tensors and autograd are taken away), and the raw add kernel both
+ways.
 
     python perf/bench_launch.py [--ops mul,tanh,sum,matmul] [--inner 300] [--compiled]
 """
@@ -47,6 +49,14 @@ OPS = {
     "tanh": (lambda x, w: x.tanh(), lambda x, w: np.tanh(x)),
     "sum": (lambda x, w: x.sum(), lambda x, w: x.sum()),
     "matmul": (lambda x, w: x @ w, lambda x, w: x @ w),
+}
+# the same ops through the kernel contract on the tensors' arrays (no Tensor, no autograd):
+# what of a row is the kernels layer's (``--compiled``)
+CONTRACT = {
+    "mul": lambda k, a, b: k.mul(a, b),
+    "tanh": lambda k, a, b: k.unary("tanh", a),
+    "sum": lambda k, a, b: k.sum(a, (0, 1), False),
+    "matmul": lambda k, a, b: k.matmul(a, b),
 }
 
 
@@ -121,6 +131,7 @@ def compiled_stand_ins(script: str):
 def compiled_host_path(args) -> None:
     """The ``--compiled`` tables (see the module docstring)."""
     compiled_stand_ins("bench_launch --compiled")
+    from tritongrad.kernels import triton as kernels
     from tritongrad.kernels.triton.launcher import CachedLaunchJIT
     from tritongrad.runtime import memory
 
@@ -149,6 +160,9 @@ def compiled_host_path(args) -> None:
             with tg.no_grad():
                 fn(x, w)
 
+        def contract(call=CONTRACT[op]):
+            call(kernels, x._data, w._data)
+
         def through_triton(f):
             def timed():
                 with tritons_dispatch():
@@ -156,10 +170,11 @@ def compiled_host_path(args) -> None:
                         f()
             return timed
 
-        for f in (tg_op, raw_launch):
+        for f in (tg_op, contract, raw_launch):
             f()
             f()  # compiled, then cached
         rows = timeit([("tritongrad", tg_op, None), ("tritongrad no_grad", tg_no_grad, None),
+                       ("kernel contract alone", contract, None),
                        ("raw Triton launch, cached", raw_launch, None)],
                       inner=args.inner, repeat=args.repeat, interleave=True)
         slow = timeit([("tritongrad, Triton's dispatch", through_triton(tg_op), None),

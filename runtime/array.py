@@ -124,7 +124,9 @@ def check_view_bounds(shape, strides, offset: int, itemsize: int, storage_nbytes
 class DeviceArray:
     """A view (storage, offset, shape, strides, dtype) of memory on a CUDA device."""
 
-    __slots__ = ("dtype", "offset", "shape", "storage", "strides")
+    # device: the storage's, kept on the array (read for every op's result, by the launchers
+    # and by the Tensor made of it; a property cost a call more per read)
+    __slots__ = ("device", "dtype", "offset", "shape", "storage", "strides")
 
     def __init__(self, storage, offset: int, shape: tuple, strides: tuple, dtype: Dtype):
         self.storage = storage
@@ -132,11 +134,9 @@ class DeviceArray:
         self.shape = shape
         self.strides = strides
         self.dtype = dtype
+        self.device = storage.device
 
     # -- facts -------------------------------------------------------------------------------
-    @property
-    def device(self):
-        return self.storage.device
 
     @property
     def ndim(self) -> int:
@@ -226,7 +226,7 @@ class DeviceArray:
         return DeviceArray(self.storage, 0, (0,), (1,), self.dtype)
 
     def set_(self, storage, offset, size, stride) -> DeviceArray:
-        self.storage, self.offset = storage, offset
+        self.storage, self.offset, self.device = storage, offset, storage.device
         self.shape, self.strides = tuple(size), tuple(stride)
         return self
 

@@ -238,7 +238,9 @@ def _copy_dtoh(index: int, dst_host: int, src: int, nbytes: int) -> None:
 def empty(shape, dtype, device) -> DeviceArray:
     """An uninitialised contiguous array on ``device``, allocated on its current stream."""
     shape = tuple(shape)
-    strides = _CONTIGUOUS.get(shape) or contiguous_strides(shape)  # (a call less, per op)
+    strides = _CONTIGUOUS.get(shape)  # (a call less, per op; a 0-d shape's strides are ())
+    if strides is None:
+        strides = contiguous_strides(shape)
     return DeviceArray(Storage(math.prod(shape) * dtype.itemsize, device), 0, shape, strides,
                        dtype)
 

@@ -72,6 +72,7 @@ __all__ = [
     "NONE",
     "OPS",
     "PTR",
+    "constexprs",
     "launch_arange",
     "launch_copy",
     "run",
@@ -787,8 +788,30 @@ def _ew_strided_kernel(
 # ------------------------------------------------------------------------------------------
 # Plans: layout decisions per (output, operands) shapes and strides
 # ------------------------------------------------------------------------------------------
-_PLANS = L.plan_cache()
+# Note [interned constants]: an op's constexprs (OP, X_MODE, Y_MODE, Z_MODE, CT, RT) come
+# from the spec caches as one tuple, interned by ``constexprs()`` (the dict below keeps every
+# interned tuple alive for the process, so its ``id`` is never another tuple's). A layout's
+# plan binds them into the tail of a ``Launch`` per interned tuple, found by ``id``: a
+# launch's key then holds the operands only, not two ``tl.dtype``s that hash in Python
+# (about 0.3 us a launch). A tuple that is not interned is interned on the way (a dict lookup
+# by value), so any caller is correct; the hot callers pass interned ones.
+_CONSTS: dict = {}
+_PLANS = L.plan_cache()  # layout key -> its _Plan, or _no_launch for an empty output
 _Z0: dict = {}  # zero strides per ndim, for absent and scalar operands
+
+
+class _Plan(dict):
+    """A layout's Launches by ``id`` of their interned constants; ``layout`` is (kernel, grid,
+    layout arguments, options), what each of them binds."""
+
+    __slots__ = ("layout",)
+
+
+def constexprs(op, x_mode: int, y_mode: int, z_mode: int, ct, rt) -> tuple:
+    """The interned constexprs (OP, X_MODE, Y_MODE, Z_MODE, CT, RT) of a launch (Note
+    [interned constants]); OP is a formula of OPS, CT and RT Triton dtypes."""
+    c = (op, x_mode, y_mode, z_mode, ct, rt)
+    return _CONSTS.setdefault(c, c)
 
 
 def _no_launch(*head):
@@ -802,57 +825,80 @@ def _zeros(nd: int) -> tuple:
     return z
 
 
-def _plan(key):
-    """The ``Launch`` of the flat or strided kernel with the layout's grid, arguments and
-    warps (``_no_launch`` for an empty output) for ``key``: (out shape, out strides, then
-    (shape, strides) or None per operand x, y, z)."""
+def _layout(key):
+    """(kernel, grid, layout arguments, options) of the flat or strided kernel for ``key``:
+    (out shape, out strides, then shape, strides per operand x, y, z, both None for an absent
+    one); None for an empty output."""
     shape, ost = key[0], key[1]
     nd = len(shape)
     sts = [ost]
-    for op in key[2:]:
-        sts.append(_zeros(nd) if op is None else L.broadcast_strides(op[0], op[1], shape))
+    operands = [key[i:i + 2] for i in (2, 4, 6)]
+    for s, st in operands:
+        sts.append(_zeros(nd) if s is None else L.broadcast_strides(s, st, shape))
     cshape, cst = L.collapse(shape, *sts)
-    present = [cst[0]] + [s for s, op in zip(cst[1:], key[2:]) if op is not None]
+    present = [cst[0]] + [st for st, (s, _) in zip(cst[1:], operands) if s is not None]
     n = 1
     for s in shape:
         n *= s
     int64 = L.needs_int64(shape, *sts)
     if n == 0:
-        plan = _no_launch
-    elif len(cshape) == 0 or (len(cshape) == 1 and all(s[0] == 1 for s in present)):
+        return None
+    if len(cshape) == 0 or (len(cshape) == 1 and all(s[0] == 1 for s in present)):
         block = FLAT_BLOCK_LARGE if n >= FLAT_LARGE_AT else FLAT_BLOCK
-        plan = Launch(_ew_flat_kernel, (L.cdiv(n, block),), (n, block, int64),
-                      num_warps=L.num_warps(block), **L.EXACT)
+        return (_ew_flat_kernel, (L.cdiv(n, block),), (n, block, int64),
+                {"num_warps": L.num_warps(block), **L.EXACT})
+    inner = cshape[-1]
+    rows = n // inner
+    co, cx, cy, cz = cst
+    if any(s[-1] not in (0, 1) for s in present):  # transpose-like: square tiles
+        bc = min(L.next_pow2(inner), TRANSPOSE_TILE)
+        br = min(L.next_pow2(rows), TRANSPOSE_TILE)
     else:
-        inner = cshape[-1]
-        rows = n // inner
-        co, cx, cy, cz = cst
-        if any(s[-1] not in (0, 1) for s in present):  # transpose-like: square tiles
-            bc = min(L.next_pow2(inner), TRANSPOSE_TILE)
-            br = min(L.next_pow2(rows), TRANSPOSE_TILE)
-        else:
-            bc = min(L.next_pow2(inner), L.MAX_BLOCK_N, L.TILE)
-            br = min(L.next_pow2(rows), max(1, L.TILE // bc))
-        grid = (L.cdiv(rows, br) * L.cdiv(inner, bc),)
-        plan = Launch(_ew_strided_kernel, grid, (cshape, co, cx, cy, cz, rows, len(cshape), br,
-                                                 bc, int64),
-                      num_warps=L.num_warps(br * bc), **L.EXACT)
+        bc = min(L.next_pow2(inner), L.MAX_BLOCK_N, L.TILE)
+        br = min(L.next_pow2(rows), max(1, L.TILE // bc))
+    grid = (L.cdiv(rows, br) * L.cdiv(inner, bc),)
+    return (_ew_strided_kernel, grid, (cshape, co, cx, cy, cz, rows, len(cshape), br, bc, int64),
+            {"num_warps": L.num_warps(br * bc), **L.EXACT})
+
+
+def _plan(key):
+    """The plan of layout ``key`` (see ``_layout``), no constants bound yet, or ``_no_launch``
+    for an empty output."""
+    layout = _layout(key)
+    if layout is None:
+        plan = _no_launch
+    else:
+        plan = _Plan()
+        plan.layout = layout
     _PLANS[key] = plan
     return plan
 
 
+def _bind(plan: _Plan, c: tuple):
+    """The ``Launch`` of ``plan``'s layout with the constants ``c`` bound (Note [interned
+    constants])."""
+    c = _CONSTS.setdefault(c, c)
+    launch = plan.get(id(c))
+    if launch is None:
+        kernel, grid, tail, options = plan.layout
+        launch = plan[id(c)] = Launch(kernel, grid, c + tail, **options)
+    return launch
+
+
 def run(out, x, y, z, xs, ys, consts):
     """Launches ``consts`` = (OP, X_MODE, Y_MODE, Z_MODE, CT, RT) writing ``out`` (OP: a formula
-    of OPS); x, y, z are DeviceArrays broadcast to out's shape or None, xs/ys the by-value
-    scalars."""
-    key = (out.shape, out.strides,
-           None if x is None else (x.shape, x.strides),
-           None if y is None else (y.shape, y.strides),
-           None if z is None else (z.shape, z.strides))
-    launch = _PLANS.get(key) or _plan(key)
-    if launch is not _no_launch:
+    of OPS; interned by ``constexprs()`` on the hot paths); x, y, z are DeviceArrays broadcast to
+    out's shape or None, xs/ys the by-value scalars."""
+    key = (out.shape, out.strides,  # (flat: a tuple per operand cost its making and hashing)
+           None if x is None else x.shape, None if x is None else x.strides,
+           None if y is None else y.shape, None if y is None else y.strides,
+           None if z is None else z.shape, None if z is None else z.strides)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _plan(key)
+    if plan is not _no_launch:
         L.ensure_driver()
-        launch(out, x, y, z, xs, ys, *consts)
+        (plan.get(id(consts)) or _bind(plan, consts))(out, x, y, z, xs, ys)
     return out
 
 
@@ -929,7 +975,7 @@ def _copy_spec(key):
         mode = FBITS if src is float else INT
         ct = tl.float64 if mode == FBITS else tl.int64
         rt = tl.float32 if dst is D.bfloat16 else result_type(ct, dst is D.bool)
-    spec = (OPS["copy"], mode, NONE, NONE, ct, rt)
+    spec = constexprs(OPS["copy"], mode, NONE, NONE, ct, rt)
     _SPECS[key] = spec
     return spec
 
@@ -961,5 +1007,5 @@ def launch_arange(out, start, step):
     rt = tl.float32 if out.dtype is D.bfloat16 else result_type(ct, out.dtype is D.bool)
     ms = INT if ts in (int, bool) else FBITS
     mp = INT if tp in (int, bool) else FBITS
-    consts = (OPS["arange"], ms, mp, INDEX, ct, rt)
+    consts = constexprs(OPS["arange"], ms, mp, INDEX, ct, rt)
     return run(out, None, None, None, scalar_arg(start, ms), scalar_arg(step, mp), consts)

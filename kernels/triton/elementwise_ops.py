@@ -39,6 +39,7 @@ from .elementwise import (
     PTR,
     UNARY,
     bshape,
+    constexprs,
     launch_copy,
     run,
     scalar,
@@ -86,6 +87,7 @@ UNARY_OPS = tuple(UNARY)
 BINARY_OPS = ("atan2", "igamma", "igammac", "igamma_dx", "floor_divide", "trunc_divide",
               "remainder", "fmod", "bitwise_and", "bitwise_or", "bitwise_xor", "tanh_backward",
               "sigmoid_backward", "relu_backward")
+_BINARY = frozenset(BINARY_OPS)
 _DIVIDES = {"floor_divide", "trunc_divide", "remainder", "fmod"}
 
 
@@ -165,7 +167,7 @@ def _arith_spec(key):
     else:
         rt, out = L.TL[r], r
     ym = NONE if b is None else PTR if isinstance(b, D.dtype) else (FBITS if b is float else INT)
-    spec = ((_formula_of(op, r), PTR, ym, NONE, ct, rt), out)
+    spec = (constexprs(_formula_of(op, r), PTR, ym, NONE, ct, rt), out)
     _SPECS[key] = spec
     return spec
 
@@ -180,7 +182,7 @@ def _check_out(op, out, shape, consts, *inputs):
         raise ValueError(f"{op}: output of shape {out.shape} cannot hold the broadcast result "
                          f"of shape {shape}")
     if out.dtype is D.bfloat16 and consts[5] is tl.float64:
-        consts = consts[:5] + (tl.float32,)  # float64 -> bfloat16 through float32
+        consts = constexprs(*consts[:5], tl.float32)  # float64 -> bfloat16 through float32
     return (consts,) + tuple(_unalias(out, a) for a in inputs)
 
 
@@ -333,7 +335,7 @@ def relu(a, out=None):
 def unary(op, a, out=None):
     """The unary table, UNARY_OPS (the formulas entered with ``@_formula(unary=...)``: abs
     sign sin cos ... bitwise_not); same dtype; the module docstring gives the dtype rules."""
-    if op not in UNARY_OPS:
+    if op not in UNARY:  # (the dict: a tuple is searched in order, 26 names)
         if op in _complex.UNARY and a.dtype.is_complex:  # angle, sgn, conj: complex only
             return _complex.unary(op, a, out)
         raise ValueError(f"unary: unknown op {op!r}; expected one of {', '.join(UNARY_OPS)}")
@@ -345,7 +347,7 @@ def binary(op, a, b, out=None):
     gamma functions) and igamma_dx (dP/dx) (floats), floor_divide trunc_divide remainder bitwise_and bitwise_or bitwise_xor,
     and the fused derivative rules tanh_backward sigmoid_backward relu_backward (``a`` the
     incoming gradient, ``b`` the forward's output) (broadcasting; ``b`` may be a scalar)."""
-    if op not in BINARY_OPS:
+    if op not in _BINARY:
         raise ValueError(f"binary: unknown op {op!r}; expected one of {', '.join(BINARY_OPS)}")
     return _binary(op, a, b, out)
 
@@ -369,7 +371,7 @@ def _where_spec(key):
     # bfloat16 results of scalar branches round through float32 (see elementwise._via_f32)
     rt = tl.float32 if r is D.bfloat16 else L.TL[r]
     ct = tl.float32 if r is D.bfloat16 else L.TL[r]
-    spec = ((OPS["where"], mode(ad), mode(bd), PTR, ct, rt), r)
+    spec = (constexprs(OPS["where"], mode(ad), mode(bd), PTR, ct, rt), r)
     _SPECS[key] = spec
     return spec
 

@@ -13,11 +13,18 @@ handle and packed metadata are then kept under a key made from what Triton speci
 computed directly from the arguments:
 
 - constexpr parameters: the value itself;
-- arrays: the dtype, and whether the address is 16-byte aligned;
-- integers: the width Triton gives them (int32, int64, uint64), and for parameters Triton
-  specializes, whether the value is 1 and whether it is divisible by 16;
+- arrays: the dtype when the address is 16-byte aligned, else ``(dtype, False)``;
+- integers: the width Triton gives them (int32, int64, uint64: 0, 4, 8), and for parameters
+  Triton specializes, plus 1 for the value 1 and 2 for a multiple of 16, as one int;
 - tuples: their elements' keys; other values: their type;
+- any value of a parameter whose annotation fixes its type (``x: tl.int64`` not specialized,
+  or a float or bool annotation: Triton's binder then ignores the value): its type;
 - keyword arguments (launch options such as ``num_warps``): their values.
+
+A key is a flat tuple of objects that hash in C (dtypes by identity, ints, types), nested only
+for misaligned arrays and tuple arguments: a tuple per argument cost its making and a second
+level of hashing on every launch. Tokens of different kinds never compare equal (a dtype, a
+tuple, an int, a type), so an argument's position and token decide its specialization.
 
 That key is at least as fine as Triton's specialization, so equal keys mean the same compiled
 kernel; later launches with an equal key call the launcher directly with the arguments in
@@ -37,11 +44,12 @@ cached case: the proxy ``__getitem__`` makes, the keyword arguments packed twice
 every argument, the layout's included. A launcher whose plan (Note [lean launches] in
 _launch.py) fixes the grid, the options and the trailing arguments of a kernel keeps a
 ``Launch`` in the plan instead, made once with those, and calls it with the leading arguments
-that vary per call (arrays, scalars, per-call constexprs such as an elementwise formula; the
-kernels put those first in their signatures). A ``Launch`` keeps its own cached launches, keyed
-by the device and the leading arguments' keys only (the rest is the plan's), so a repeat is one
-key expression, one dict lookup and the compiled launcher called with the plan's arguments
-already packed. Its first launch of a key, and every launch under the interpreter, under
+that vary per call (arrays, scalars, per-call constexprs such as matmul's precision; the
+kernels put those first in their signatures; the elementwise plans bind their formula and
+dtypes too, Note [interned constants] in elementwise.py, as a ``tl.dtype`` hashes in Python).
+A ``Launch`` keeps its own cached launches, keyed by the device and the leading arguments' keys
+only (the rest is the plan's), so a repeat is one key expression, one dict lookup and the
+compiled launcher called with the plan's arguments already packed. Its first launch of a key, and every launch under the interpreter, under
 launch hooks or pre-run hooks, or with cached launches off, is ``kernel[grid](...)`` (the
 kernel's cached launch or Triton's dispatch); with ``CachedLaunchJIT.check`` every cached
 ``Launch`` is checked against Triton's pick as the kernel's own cached launches are.
@@ -67,7 +75,9 @@ from .compat import INTERPRET
 __all__ = ["CachedLaunchJIT", "Launch", "LaunchMismatch", "jit"]
 
 _I32, _I64 = 1 << 31, 1 << 63
-_SPECIALIZED, _CONSTEXPR, _UNSPECIALIZED = 0, 1, 2  # parameter kinds, for the key
+# parameter kinds, for the key; _TYPED: a parameter whose annotation fixes its Triton type
+# (do_not_specialize, or a float or bool annotation), so Triton never looks at the value
+_SPECIALIZED, _CONSTEXPR, _UNSPECIALIZED, _TYPED = 0, 1, 2, 3
 
 
 class _Uncached(Exception):
@@ -79,7 +89,7 @@ class LaunchMismatch(RuntimeError):
 
 
 def _width(v: int) -> int:
-    return 0 if -_I32 <= v < _I32 else 1 if -_I64 <= v < _I64 else 2
+    return 0 if -_I32 <= v < _I32 else 4 if -_I64 <= v < _I64 else 8
 
 
 def _token(a, kind: int):
@@ -87,12 +97,15 @@ def _token(a, kind: int):
     if kind == _CONSTEXPR:
         return a
     t = type(a)
+    if kind == _TYPED:
+        return t
     if t is DeviceArray:
-        return a.dtype, not (a.storage.ptr + a.offset * a.dtype.itemsize) & 15
+        dt = a.dtype
+        return (dt, False) if (a.storage.ptr + a.offset * dt.itemsize) & 15 else dt
     if t is int:
         if kind == _UNSPECIALIZED:
             return _width(a)
-        return a == 1, not a & 15, _width(a)
+        return _width(a) | (1 if a == 1 else 0 if a & 15 else 2)
     if t is tuple:
         return tuple(_token(v, kind) for v in a)
     if t is float or t is bool or a is None:
@@ -100,30 +113,50 @@ def _token(a, kind: int):
     raise _Uncached
 
 
-_WIDTH = "(0 if -{I32} <= {a} < {I32} else 1 if -{I64} <= {a} < {I64} else 2)"
+_WIDTH = "(0 if -{I32} <= {a} < {I32} else 4 if -{I64} <= {a} < {I64} else 8)"
 
 
-def _key_function(kinds: tuple):
-    """``key(device, kwargs, *args) -> tuple``: ``(device, *map(_token, args, kinds),
-    *kwargs.items())`` for ``len(kinds)`` arguments, written out as one expression per argument
-    (arrays, None and integers inline; other kinds through ``_token``), as Triton generates its
-    own binder: a call of ``_token`` per argument cost more than the rest of a cached launch."""
+def _key_function(kinds: tuple, options: bool):
+    """``key(device, args, kwargs) -> tuple``: ``(device, *map(_token, args, kinds),
+    *kwargs.items())`` for ``len(kinds)`` arguments (``key(device, args)`` and no options
+    without ``options``: a plan's ``Launch`` binds them), written out as one expression per
+    argument (arrays, None and integers inline; other kinds through ``_token``), as Triton
+    generates its own binder: a call of ``_token`` per argument cost more than the rest of a
+    cached launch. ``args`` of another length raise ValueError."""
     names = [f"a{i}" for i in range(len(kinds))]
     exprs = []
     for a, kind in zip(names, kinds):
         if kind == _CONSTEXPR:
             exprs.append(a)
             continue
+        if kind == _TYPED:
+            exprs.append(f"type({a})")
+            continue
         width = _WIDTH.format(a=a, I32=_I32, I64=_I64)
-        integer = width if kind == _UNSPECIALIZED else f"({a} == 1, not {a} & 15, {width})"
-        exprs.append(f"(({a}.dtype, not ({a}.storage.ptr + {a}.offset * {a}.dtype.itemsize) & 15)"
-                     f" if type({a}) is DeviceArray else NoneType if {a} is None"
+        integer = (width if kind == _UNSPECIALIZED else
+                   f"({width} | (1 if {a} == 1 else 0 if {a} & 15 else 2))")
+        exprs.append(f"((dt if not ({a}.storage.ptr + {a}.offset * (dt := {a}.dtype).itemsize)"
+                     f" & 15 else (dt, False)) if type({a}) is DeviceArray"
+                     f" else NoneType if {a} is None"
                      f" else {integer} if type({a}) is int else token({a}, {kind}))")
-    source = (f"def key(device, kwargs, {''.join(n + ', ' for n in names)}):\n"
-              f"    return (device, {''.join(e + ', ' for e in exprs)}*kwargs.items())\n")
+    source = (f"def key(device, args{', kwargs' if options else ''}):\n"
+              f"    [{', '.join(names)}] = args\n"
+              f"    return (device, {''.join(e + ', ' for e in exprs)}"
+              f"{'*kwargs.items()' if options else ''})\n")
     namespace = {"DeviceArray": DeviceArray, "NoneType": type(None), "token": _token}
     exec(source, namespace)  # noqa: S102 - source made above from parameter kinds only
     return namespace["key"]
+
+
+def _kind(p) -> int:
+    """The kind of Triton ``KernelParam`` ``p`` for the key (as Triton's binder decides)."""
+    if p.is_constexpr:
+        return _CONSTEXPR
+    typed = p.annotation_type
+    if isinstance(typed, str) and typed and (p.do_not_specialize or typed == "u1"
+                                             or typed[:2] in ("fp", "bf")):
+        return _TYPED
+    return _UNSPECIALIZED if p.do_not_specialize else _SPECIALIZED
 
 
 def _hooked() -> bool:
@@ -132,9 +165,6 @@ def _hooked() -> bool:
     rt = knobs.runtime
     enter, leave = rt.launch_enter_hook, rt.launch_exit_hook
     return bool(getattr(enter, "calls", enter) or getattr(leave, "calls", leave))
-
-
-_NO_KWARGS: dict = {}  # (never written)
 
 
 def _compiled(kernel):
@@ -157,24 +187,23 @@ class CachedLaunchJIT(JITFunction):
 
     def __init__(self, fn, **kwargs):
         super().__init__(fn, **kwargs)
-        self._kinds = tuple(_CONSTEXPR if p.is_constexpr else
-                            _UNSPECIALIZED if p.do_not_specialize else _SPECIALIZED
-                            for p in self.params)
-        self._keys: dict = {}  # argument count -> its key function
+        self._kinds = tuple(_kind(p) for p in self.params)
+        self._keys: dict = {}  # (argument count, options) -> its key function
         self._launches = L.plan_cache()  # clear_plans() drops these with the plans
 
-    def key_function(self, n: int):
+    def key_function(self, n: int, options: bool = False):
         """The key function of launches passing the first ``n`` parameters positionally:
-        ``key(device, kwargs, *args)`` (``_key_function``)."""
-        fn = self._keys.get(n)
+        ``key(device, args, kwargs)``, or ``key(device, args)`` without ``options``
+        (``_key_function``)."""
+        fn = self._keys.get((n, options))
         if fn is None:
-            fn = self._keys[n] = _key_function(self._kinds[:n])
+            fn = self._keys[n, options] = _key_function(self._kinds[:n], options)
         return fn
 
     def launch_key(self, device: int, args: tuple, kwargs: dict) -> tuple:
         """The cache key of a launch (Note [cached launches]); raises ``_Uncached`` for an
         argument it cannot describe (an unhashable one fails when the key is looked up)."""
-        return self.key_function(len(args))(device, kwargs, *args)
+        return self.key_function(len(args), True)(device, args, kwargs)
 
     def check_pick(self, kernel, args: tuple, grid, kwargs: dict) -> None:
         """Raises ``LaunchMismatch`` unless Triton's dispatch picks ``kernel`` for these
@@ -201,7 +230,8 @@ class CachedLaunchJIT(JITFunction):
         if (warmup or not self.enabled or self.pre_run_hooks or callable(grid)
                 or _hooked()):
             return super().run(*args, grid=grid, warmup=warmup, **kwargs)
-        device = driver.active.get_current_device()
+        active = driver.active
+        device = active.get_current_device()
         try:
             launch = self._launches.get(key := self.launch_key(device, args, kwargs))
         except (_Uncached, TypeError):  # TypeError: an unhashable constexpr or option
@@ -221,8 +251,7 @@ class CachedLaunchJIT(JITFunction):
             args += tail(kwargs)
         n = len(grid)
         run(grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1,
-            driver.active.get_current_stream(device), function, metadata, None, None, None,
-            *args)
+            active.get_current_stream(device), function, metadata, None, None, None, *args)
         return kernel
 
 
@@ -254,10 +283,11 @@ class Launch:
         launches = self._launches
         if launches is None or not kernel.enabled or kernel.pre_run_hooks or _hooked():
             return kernel[self.grid](*head, *self.tail, **self.options)
-        device = driver.active.get_current_device()
+        active = driver.active
+        device = active.get_current_device()
         try:
-            launch = launches.get(key := self._key(device, _NO_KWARGS, *head))
-        except (_Uncached, TypeError):  # TypeError: unhashable, or not len(head) arguments
+            launch = launches.get(key := self._key(device, head))
+        except (_Uncached, TypeError, ValueError):  # unhashable, or not len(head) arguments
             return kernel[self.grid](*head, *self.tail, **self.options)
         if launch is None:
             return self._first(key, head)
@@ -265,8 +295,8 @@ class Launch:
         if kernel.check:
             kernel.check_pick(compiled, head + self.tail, self.grid, self.options)
         g0, g1, g2 = self._grid3
-        run(g0, g1, g2, driver.active.get_current_stream(device), function, metadata, None,
-            None, None, *head, *self.tail)
+        run(g0, g1, g2, active.get_current_stream(device), function, metadata, None, None, None,
+            *head, *self.tail)
         return compiled
 
     def _first(self, key: tuple, head: tuple):

@@ -141,22 +141,21 @@ def _plan(key):
     return plan
 
 
-def _launch(a, b, c, use_dot):
-    B, M, K = a.shape
-    N = b.shape[2]
-    key = (B, M, N, K, a.strides, b.strides, a.dtype, use_dot)
+def _launch(a, b, c, B, M, K, N, sa, sb, use_dot):
+    key = (B, M, N, K, sa, sb, a.dtype, use_dot)
     launch = _PLANS.get(key) or _plan(key)
     launch(a, b, c, _precision(a.dtype))
 
 
 def _check(op, a, b, nd):
-    if a.ndim != nd or b.ndim != nd:
-        raise ValueError(f"{op}: expected {nd}-D arrays, got shapes {a.shape} and {b.shape}")
-    if a.shape[-1] != b.shape[-2]:
-        raise ValueError(f"{op}: shapes {a.shape} and {b.shape} cannot be multiplied "
-                         f"({a.shape[-1]} != {b.shape[-2]})")
-    if nd == 3 and a.shape[0] != b.shape[0]:
-        raise ValueError(f"{op}: batch sizes differ: shapes {a.shape} and {b.shape}")
+    sa, sb = a.shape, b.shape
+    if len(sa) != nd or len(sb) != nd:
+        raise ValueError(f"{op}: expected {nd}-D arrays, got shapes {sa} and {sb}")
+    if sa[-1] != sb[-2]:
+        raise ValueError(f"{op}: shapes {sa} and {sb} cannot be multiplied "
+                         f"({sa[-1]} != {sb[-2]})")
+    if nd == 3 and sa[0] != sb[0]:
+        raise ValueError(f"{op}: batch sizes differ: shapes {sa} and {sb}")
     if a.dtype is not b.dtype:
         dt = D.promote_types(a.dtype, b.dtype)
         a = a if a.dtype is dt else astype(a, dt)
@@ -167,31 +166,39 @@ def _check(op, a, b, nd):
     return a, b
 
 
-def _bmm(a, b):
-    """(B, M, K) @ (B, K, N) -> new contiguous (B, M, N)."""
+def _product(a, b, B, M, K, N, sa, sb, shape):
+    """The (B, M, K) @ (B, K, N) product of ``a`` and ``b`` viewed with the element strides
+    ``sa`` and ``sb`` (batch, row, column): a new contiguous array of ``shape`` (B * M * N
+    elements; the kernel reads pointers and the plan's strides, not the arrays' shapes, so a
+    2-D product needs no 3-D views)."""
     dtype = a.dtype
-    B, M, K = a.shape
-    N = b.shape[2]
     if K == 0 and B and M and N:
-        return full((B, M, N), 0, dtype, a.device)
-    c = _memory.empty((B, M, N), dtype, a.device)
+        return full(shape, 0, dtype, a.device)
+    c = _memory.empty(shape, dtype, a.device)
     if B == 0 or M == 0 or N == 0:
         return c
     L.ensure_driver()
     if dtype is not D.float64:
-        _launch(a, b, c, True)
+        _launch(a, b, c, B, M, K, N, sa, sb, True)
     elif _f64_dot:
-        _launch(a, b, c, _f64_dot[0])
+        _launch(a, b, c, B, M, K, N, sa, sb, _f64_dot[0])
     else:
         try:
-            _launch(a, b, c, True)
+            _launch(a, b, c, B, M, K, N, sa, sb, True)
             _f64_dot.append(True)
         except Exception:
             if L.INTERPRET:  # the interpreter runs any dot: an error here is a real one
                 raise
             _f64_dot.append(False)  # this Triton cannot compile a float64 tl.dot
-            _launch(a, b, c, False)
+            _launch(a, b, c, B, M, K, N, sa, sb, False)
     return c
+
+
+def _bmm(a, b):
+    """(B, M, K) @ (B, K, N) -> new contiguous (B, M, N)."""
+    B, M, K = a.shape
+    N = b.shape[2]
+    return _product(a, b, B, M, K, N, a.strides, b.strides, (B, M, N))
 
 
 def matmul(a, b):
@@ -199,13 +206,13 @@ def matmul(a, b):
     contiguous (M, N)."""
     try:
         a, b = _check("matmul", a, b, 2)
-        run = _bmm
-    except L.ComplexOperand:  # four real products of the lanes (complex.bmm)
-        run = _complex_bmm
+    except L.ComplexOperand:
+        (M, K), N = a.shape, b.shape[1]
+        c = _complex_bmm(a.as_strided((1, M, K), (0,) + tuple(a.strides), a.offset),
+                         b.as_strided((1, K, N), (0,) + tuple(b.strides), b.offset))
+        return c.as_strided((M, N), (N, 1), c.offset)
     (M, K), N = a.shape, b.shape[1]
-    c = run(a.as_strided((1, M, K), (0,) + tuple(a.strides), a.offset),
-            b.as_strided((1, K, N), (0,) + tuple(b.strides), b.offset))
-    return c.as_strided((M, N), (N, 1), c.offset)
+    return _product(a, b, 1, M, K, N, (0, *a.strides), (0, *b.strides), (M, N))
 
 
 def bmm(a, b):

@@ -35,7 +35,7 @@ from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from . import _launch as L
 from ._launch import block_range
-from .elementwise import NONE, OPS, PTR, scalar_arg
+from .elementwise import NONE, OPS, PTR, constexprs, scalar_arg
 from .elementwise import run as _run_ew
 from .indexing import index, index_put_
 from .launcher import Launch, jit
@@ -72,6 +72,18 @@ def _gelu_op(approximate, dtype):
     return "gelu64" if dtype is D.float64 else "gelu"
 
 
+_EW: dict = {}  # (formula name, y mode, dtype) -> the interned constexprs of elementwise.run
+
+
+def _ew_consts(op: str, y_mode: int, dtype) -> tuple:
+    """The constexprs of formula ``op`` over x (and y, by ``y_mode``) of ``dtype``, computed
+    in its accumulation type (Note [interned constants] in elementwise.py)."""
+    c = _EW.get(key := (op, y_mode, dtype))
+    if c is None:
+        c = _EW[key] = constexprs(OPS[op], PTR, y_mode, NONE, _ACC[dtype], L.TL[dtype])
+    return c
+
+
 def gelu(x, approximate, with_grad=False):
     """GELU(x) = x Phi(x) (approximate='none') or its tanh approximation ('tanh').
     ``with_grad``: (GELU(x), None): on the GPU the backward recomputes GELU'(x) in its one
@@ -80,8 +92,7 @@ def gelu(x, approximate, with_grad=False):
     _float("gelu", x)
     op = _gelu_op(approximate, x.dtype)
     out = _memory.empty(x.shape, x.dtype, x.device)
-    out = _run_ew(out, x, None, None, 0, 0,
-                  (OPS[op], PTR, NONE, NONE, _ACC[x.dtype], L.TL[x.dtype]))
+    out = _run_ew(out, x, None, None, 0, 0, _ew_consts(op, NONE, x.dtype))
     return (out, None) if with_grad else out
 
 
@@ -91,11 +102,9 @@ def gelu_backward(g, x, approximate, derivative=None):
     _float("gelu_backward", g, x)
     out = _memory.empty(x.shape, x.dtype, x.device)
     if derivative is not None:
-        return _run_ew(out, g, derivative, None, 0, 0,
-                       (OPS["mul"], PTR, PTR, NONE, _ACC[x.dtype], L.TL[x.dtype]))
+        return _run_ew(out, g, derivative, None, 0, 0, _ew_consts("mul", PTR, x.dtype))
     op = _gelu_op(approximate, x.dtype) + "_grad"
-    return _run_ew(out, g, x, None, 0, 0,
-                   (OPS[op], PTR, PTR, NONE, _ACC[x.dtype], L.TL[x.dtype]))
+    return _run_ew(out, g, x, None, 0, 0, _ew_consts(op, PTR, x.dtype))
 
 
 # ------------------------------------------------------------------------------------------

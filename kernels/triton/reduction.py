@@ -355,14 +355,16 @@ def _plan(key):
             steps += _pass([(n, s) for n, s, _ in rest], cur[j][0], cur[j][1])
             cst = contiguous_strides(tuple(n for n, _, _ in rest))
             cur = [(n, s, r) for (n, _, r), s in zip(rest, cst)]
-    # each step's launch, the step's layout and the op's constexprs bound (Note [plan launches])
-    launches = tuple(Launch(_reduce_kernel, grid, (kshape, kst, m, n, stride_n, chunk, n_split,
-                                                   kop, ident, acc_tl, len(kshape), bm, bn,
-                                                   int64), num_warps=warps)
-                     for (kshape, kst, m, n, stride_n, chunk, n_split, bm, bn, int64, grid,
-                          warps) in steps)
+    # per step: its launch, the step's layout and the op's constexprs bound (Note [plan
+    # launches]), and the elements of the partial results it writes (0: the last step, which
+    # writes the output)
+    passes = tuple((Launch(_reduce_kernel, grid, (kshape, kst, m, n, stride_n, chunk, n_split, kop,
+                                                  ident, acc_tl, len(kshape), bm, bn, int64),
+                           num_warps=warps), m * n_split if i < len(steps) - 1 else 0)
+                   for i, (kshape, kst, m, n, stride_n, chunk, n_split, bm, bn, int64, grid,
+                           warps) in enumerate(steps))
     plan = (steps, kept_strides, keep_shape, kept_shape, M, N, out_dt, acc_tl, acc_dt, kop,
-            ident, launches)
+            ident, passes)
     _PLANS[key] = plan
     return plan
 
@@ -370,7 +372,7 @@ def _plan(key):
 def _reduce(op, a, dims, keepdim):
     key = (op, a.shape, a.strides, tuple(dims), a.dtype)
     plan = _PLANS.get(key) or _plan(key)
-    steps, kept_strides, keep_shape, kept_shape, M, N, out_dt, _, acc_dt, _, ident, launches = \
+    steps, kept_strides, keep_shape, kept_shape, M, N, out_dt, _, acc_dt, _, ident, passes = \
         plan
     out_shape = keep_shape if keepdim else kept_shape
     if not steps:
@@ -383,12 +385,10 @@ def _reduce(op, a, dims, keepdim):
         return astype(view, out_dt) if op not in ("all", "any") else _truth(view)
     L.ensure_driver()
     x = a
-    last = len(steps) - 1
-    for i, ((_, _, m, _, _, _, n_split, *_), launch) in enumerate(zip(steps, launches)):
-        if i == last:
-            out = _memory.empty(out_shape, out_dt, a.device)
-        else:
-            out = _memory.empty((m * n_split,), acc_dt, a.device)
+    device = a.device
+    for launch, partials in passes:
+        out = (_memory.empty((partials,), acc_dt, device) if partials else
+               _memory.empty(out_shape, out_dt, device))
         launch(out, x)
         x = out
     return out

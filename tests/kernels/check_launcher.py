@@ -4,7 +4,7 @@
 
 Run in a fresh process by test_launcher.py (it must not see TRITON_INTERPRET=1). For a probe
 kernel with every kind of parameter (pointer, specialized and unspecialized integers, a float,
-a tuple, a constexpr), each argument is swept over values on both sides of every boundary
+a tuple, an integer whose annotation fixes its type, a constexpr), each argument is swept over values on both sides of every boundary
 Triton specializes on (alignment, 1, divisibility by 16, the int32/int64/uint64 widths) while
 the others stay fixed: a launch key must never stand for two of Triton's specializations.
 The keys of a plan's ``Launch`` (Note [plan launches]), which binds the constexpr and keys the
@@ -28,10 +28,10 @@ from tritongrad.runtime.array import DeviceArray
 from tritongrad.runtime.device import device
 
 
-@jit(do_not_specialize=["u"])
-def probe(p, q, s, u, f, t, K: tl.constexpr):
+@jit(do_not_specialize=["u", "v"])
+def probe(p, q, s, u, f, t, v: tl.int64, K: tl.constexpr):
     i = tl.arange(0, K)
-    tl.store(p + i * s, tl.load(q + i * u) * f + t[0])
+    tl.store(p + i * s, tl.load(q + i * u) * f + t[0] + v)
 
 
 def main() -> int:
@@ -50,10 +50,10 @@ def main() -> int:
     arrays = [view(base, k) for k in range(6)] + [view(half, k) for k in range(10)]
     scalars = ints + [True, False, 0.0, 1.0, 16.0, None]
     sweeps = {0: arrays, 1: arrays, 2: scalars, 3: scalars, 4: scalars,
-              5: [(i, j) for i in ints[:9] for j in (1, 16, 17)], 6: [16, 32]}
-    fixed = [arrays[0], arrays[1], 16, 16, 1.5, (16, 1), 16]
+              5: [(i, j) for i in ints[:9] for j in (1, 16, 17)], 6: scalars, 7: [16, 32]}
+    fixed = [arrays[0], arrays[1], 16, 16, 1.5, (16, 1), 16, 16]
     *_, binder = probe.device_caches[0]
-    head_key = probe.key_function(6)  # a Launch binding K: keys of the first six arguments
+    head_key = probe.key_function(7)  # a Launch binding K: keys of the first seven arguments
     checked = 0
     for pos, values in sweeps.items():
         seen: dict = {}
@@ -63,7 +63,7 @@ def main() -> int:
             args[pos] = v
             try:
                 key = probe.launch_key(0, tuple(args), {"num_warps": 4})
-                head = head_key(0, {}, *args[:6]) if pos < 6 else None  # (K: the plan's)
+                head = head_key(0, tuple(args[:7])) if pos < 7 else None  # (K: the plan's)
             except Exception as e:  # noqa: BLE001 - an uncached kind is allowed, reported
                 print(f"  argument {pos} = {v!r}: Triton's own path ({type(e).__name__})")
                 continue
@@ -78,8 +78,8 @@ def main() -> int:
         print(f"ok   argument {pos}: {len(values)} values, {len(seen)} keys")
     # launches: each new specialization compiles its own kernel; repeats are cached and checked
     for s, u in [(16, 16), (16, 16), (17, 16), (17, 16), (1, 16), (16, 3), (16, 2**40)]:
-        probe[(1,)](view(base, 0), view(base, 8), s, u, 2.0, (s, 1), K=8)
-        probe[(1,)](view(base, 1), view(base, 8), s, u, 2.0, (s, 1), K=8)  # misaligned p
+        probe[(1,)](view(base, 0), view(base, 8), s, u, 2.0, (s, 1), 3, K=8)
+        probe[(1,)](view(base, 1), view(base, 8), s, u, 2.0, (s, 1), 3, K=8)  # misaligned p
     slow, cached = harness.LAUNCHED["probe"]
     print(f"{checked} keys checked; probe: {len(probe._launches)} cached launches, "
           f"{slow} launches through Triton's dispatch, {cached} through the cache")
@@ -94,7 +94,7 @@ def main() -> int:
     for _ in range(2):
         for s, u in [(16, 16), (17, 16), (1, 16), (16, 3), (16, 2**40)]:
             for p in (view(base, 0), view(base, 1)):
-                launch(p, view(base, 8), s, u, 2.0, (s, 1))
+                launch(p, view(base, 8), s, u, 2.0, (s, 1), 3)
                 calls += 1
     slow2, cached2 = harness.LAUNCHED["probe"]
     print(f"Launch: {len(launch._launches)} cached launches, {cached2 - cached} of {calls} "
@@ -107,7 +107,7 @@ def main() -> int:
     first, second = list(launch._launches)[:2]
     launch._launches[first] = launch._launches[second]
     try:
-        launch(view(base, 0), view(base, 8), 16, 16, 2.0, (16, 1))
+        launch(view(base, 0), view(base, 8), 16, 16, 2.0, (16, 1), 3)
     except LaunchMismatch:
         print("ok   a Launch's entry for another kernel raises LaunchMismatch")
         return 0

@@ -46,3 +46,28 @@ def test_interpreted_kernels_are_tritons_own():
         assert not isinstance(elementwise._ew_flat_kernel, CachedLaunchJIT)
     else:
         assert isinstance(elementwise._ew_flat_kernel, CachedLaunchJIT)
+
+
+def test_interned_constexprs_keep_dtypes_apart():
+    """Note [interned constants] (elementwise.py): equal constexprs intern to one tuple, bound
+    into one Launch per layout; constexprs that differ only in a Triton dtype get Launches of
+    their own (a launch's key no longer holds them); an equal tuple that is not interned finds
+    the interned one's Launch."""
+    import triton.language as tl
+    from tritongrad.kernels.triton import elementwise as ew
+
+    mul = ew.OPS["mul"]
+    f32 = ew.constexprs(mul, ew.PTR, ew.PTR, ew.NONE, tl.float32, tl.float32)
+    assert ew.constexprs(mul, ew.PTR, ew.PTR, ew.NONE, tl.float32, tl.float32) is f32
+    f64 = ew.constexprs(mul, ew.PTR, ew.PTR, ew.NONE, tl.float64, tl.float64)
+    to64 = ew.constexprs(mul, ew.PTR, ew.PTR, ew.NONE, tl.float32, tl.float64)
+    plan = ew._plan(((4, 4), (4, 1), (4, 4), (4, 1), (4, 4), (4, 1), None, None))
+    launches = [ew._bind(plan, c) for c in (f32, f64, to64)]
+    assert len({id(x) for x in launches}) == 3
+    assert [x.tail[4:6] for x in launches] == [(tl.float32, tl.float32),
+                                               (tl.float64, tl.float64),
+                                               (tl.float32, tl.float64)]
+    copy = f32[:3] + f32[3:]
+    assert copy == f32 and copy is not f32
+    assert ew._bind(plan, copy) is launches[0]
+    assert len(plan) == 3

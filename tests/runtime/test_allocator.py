@@ -245,14 +245,24 @@ class _BlockStats:
         return {k: v for k, v in alloc.memory_stats().items() if k in self.values}
 
 
-@pytest.mark.parametrize("seed, every", [(0, 1), (1, 1), (2, 1), (3, 29), (4, 97)])
-def test_hot_reuse_counts_as_the_slow_path_does(make_allocator, seed, every):
+@pytest.mark.parametrize("seed, every, fold_at", [(0, 1, None), (1, 1, None), (2, 1, None),
+                                                   (3, 29, None), (4, 97, None), (5, 97, 8),
+                                                   (6, 400, 3)])
+def test_hot_reuse_counts_as_the_slow_path_does(make_allocator, monkeypatch, seed, every,
+                                                fold_at):
     # Note [hot blocks]: a cached block handed out and cached again keeps every current, peak,
     # allocated and freed value what the blocks say, as the slow path (split, merge, _count)
     # does: the twin flushes its cache after each free, so its requests never hit it. Read
     # after every step, or after runs of ``every`` steps, whose logged hot events are counted
     # in one fold (Note [hot counts]): peaks reached inside a run, in either pool, must show.
+    # With ``fold_at`` the log is also folded whenever a hot malloc finds it that long, so
+    # folds start and end at arbitrary events of a run.
     import random
+
+    from tritongrad.runtime import allocator as allocator_module
+
+    if fold_at is not None:
+        monkeypatch.setattr(allocator_module, "_FOLD_AT", fold_at)
 
     rng = random.Random(seed)
     twins = [(make_allocator()[0], _BlockStats(), []) for _ in range(2)]
