@@ -525,7 +525,15 @@ def embedding_backward(g: np.ndarray, indices: np.ndarray, num_weights: int, pad
     gf = _up(g).reshape(-1, d)
     out = np.zeros((num_weights, d), dtype=gf.dtype)
     idx = indices.reshape(-1)
-    if idx.size:
+    loops = jit.loops("nn_loops") if gf.dtype in _LOOP_FLOATS else None
+    if loops is not None and idx.size:
+        # one scatter-add pass: the GPT step's (1024, 128) rows into 96, 13 us against the
+        # grouped sums' 166 (their argsort and gather dominate)
+        if idx.min() < 0 or idx.max() >= num_weights:
+            raise IndexError(f"embedding_backward: an index is out of range for a table of "
+                             f"{num_weights} rows")
+        loops.embedding_backward(np.ascontiguousarray(gf), idx, out)
+    elif idx.size:
         # the rows grouped by index and each group summed (np.add.reduceat): ~7x faster than
         # np.add.at's element-by-element scatter
         order = np.argsort(idx, kind="stable")

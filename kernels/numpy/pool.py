@@ -9,7 +9,8 @@ output is its window's maximum and the flat position of that maximum in its inpu
 anything (the last NaN, as PyTorch's kernels scan), and a window of -inf points at its first
 position inside the input. The backward adds each output's gradient at its position
 (overlapping windows may share one). A compiled loop (nn_loops.max_pool) does both in one
-pass where kernels/numpy/jit.py allows; the NumPy form gathers the windows instead.
+pass where kernels/numpy/jit.py allows, MaxPool2d(2)'s windows a loop of their own
+(nn_loops.max_pool_2x2, Note [2x2 max pool]); the NumPy form gathers the windows instead.
 """
 
 from __future__ import annotations
@@ -39,7 +40,10 @@ def max_pool(x, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, o
     index = np.empty(values.shape, np.int64)
     k3, s3, p3, d3 = (_as_3d(out, v, fill) for v, fill
                       in ((kernel, 1), (stride, 1), (padding, 0), (dilation, 1)))
-    if (loops := jit.loops("nn_loops")) is not None:
+    loops = jit.loops("nn_loops")
+    if loops is not None and _is_2x2(sizes, kernel, stride, padding, dilation, out):
+        loops.max_pool_2x2(x4[:, 0], values[:, 0], index[:, 0])  # Note [2x2 max pool]
+    elif loops is not None:
         plane = x4.shape[1:]
         taps = np.array([(i * d3[0] * plane[1] + j * d3[1]) * plane[2] + k * d3[2]
                          for i, j, k in np.ndindex(*k3)], np.int64)
@@ -48,6 +52,13 @@ def max_pool(x, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, o
         _max_pool_numpy(x4, k3, s3, p3, d3, values, index)
     shape = (n, c) + tuple(out)
     return _fresh(values.reshape(shape), x), index.reshape(shape)
+
+
+def _is_2x2(sizes, kernel, stride, padding, dilation, out) -> bool:
+    """Whether a pool is MaxPool2d(2)'s: 2x2 windows at stride 2, none past the input."""
+    return (len(sizes) == 2 and tuple(kernel) == tuple(stride) == (2, 2)
+            and not any(padding) and tuple(dilation) == (1, 1)
+            and 2 * out[0] <= sizes[0] and 2 * out[1] <= sizes[1])
 
 
 def _max_pool_numpy(x4, kernel, stride, padding, dilation, values, index) -> None:

@@ -1,6 +1,7 @@
 """The compiled CPU loops (kernels/numpy/jit.py, nn_loops.py, elementwise_loops.py): on by default
 where Numba imports, off under TRITONGRAD_CPU_JIT=0, and each loop (exp, GELU, ReLU's backward,
-sigmoid and the tanh and sigmoid derivatives, layer and batch norm)
+sigmoid and the tanh and sigmoid derivatives, layer and batch norm, embedding's backward;
+the fused multiply-add they use)
 against float64 references and the NumPy form it replaces (the kernels' own tests also run
 both forms, through the ``cpu_forms`` fixture)."""
 
@@ -52,6 +53,20 @@ def test_disabled_context_restores():
 
 
 @needs_loops
+def test_fma_rounds_once():
+    loops = jit.loops("nn_loops")
+    fma = jit.compile(lambda a, b, c: loops._fma(a, b, c))
+    e = np.float32(2.0 ** -13)
+    one = np.float32(1)
+    # (1 + e)(1 - e) - 1 = -e^2: kept by one rounding, lost (0) when the product is rounded
+    assert fma(one + e, one - e, -one) == np.float32(-(2.0 ** -26))
+    assert (one + e) * (one - e) - one == 0
+    assert fma(2.0 ** -30, 2.0 ** -30 + 1, 1.0) == 1 + 2.0 ** -30 + 2.0 ** -60  # float64 too
+    assert np.isnan(fma(np.float32(np.inf), np.float32(0), one))
+    assert fma(np.float32(np.inf), one, one) == np.inf
+
+
+@needs_loops
 def test_exp_float32():
     loops = jit.loops("nn_loops")
     exp = np.vectorize(loops._exp, otypes=[np.float32])
@@ -86,6 +101,33 @@ def test_gelu_loops_match_the_numpy_form():
     # relative accuracy of the negative tail, as the NumPy form's
     tail = (x < -3) & (x > -13)
     np.testing.assert_allclose(y[tail], y0[tail], rtol=1e-5)
+
+
+@needs_loops
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("itype", [np.int64, np.int32])
+def test_embedding_backward_loop(dtype, itype):
+    rng = np.random.default_rng(2)
+    idx = rng.integers(0, 13, (7, 50)).astype(itype)
+    idx[0, :5] = 12  # a row hit many times, one never (0 excluded below)
+    idx[idx == 0] = 1
+    g = rng.standard_normal((50, 7, 33)).astype(dtype).transpose(1, 0, 2)  # (strided rows)
+    want = np.zeros((13, 33))
+    np.add.at(want, idx.reshape(-1), g.reshape(-1, 33).astype(np.float64))
+    for pad in (None, 12, -1):
+        got = nn.embedding_backward(g, idx, 13, pad)
+        w = want.copy()
+        if pad is not None:
+            w[pad] = 0
+        assert got.dtype == dtype and got.shape == (13, 33)
+        tol = 1e-5 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(got, w, rtol=tol, atol=tol)
+        assert not got[0].any()
+        with jit.disabled():
+            np.testing.assert_allclose(nn.embedding_backward(g, idx, 13, pad), got, rtol=tol,
+                                       atol=tol)
+    with pytest.raises(IndexError):
+        nn.embedding_backward(g, np.full_like(idx, 13), 13, None)
 
 
 @needs_loops
