@@ -59,7 +59,24 @@ class LogitRelaxedBernoulli(_ProbsLogits, Distribution):
         return torch.as_tensor(self.temperature).log() + diff - 2 * diff.exp().log1p()
 
 
-class RelaxedBernoulli(TransformedDistribution):
+class _RelaxedOf(TransformedDistribution):
+    """A transformed relaxed distribution: its temperature, logits and probs are its base
+    distribution's."""
+
+    @property
+    def temperature(self):
+        return self.base_dist.temperature
+
+    @property
+    def logits(self) -> Tensor:
+        return self.base_dist.logits
+
+    @property
+    def probs(self) -> Tensor:
+        return self.base_dist.probs
+
+
+class RelaxedBernoulli(_RelaxedOf):
     r"""Creates a RelaxedBernoulli distribution, parametrized by ``temperature``, and either
     ``probs`` or ``logits`` (but not both). This is a relaxed version of the ``Bernoulli``
     distribution, so the values are in (0, 1), and has reparametrizable samples.
@@ -88,18 +105,6 @@ class RelaxedBernoulli(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(RelaxedBernoulli, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self) -> Tensor:
-        return self.base_dist.logits
-
-    @property
-    def probs(self) -> Tensor:
-        return self.base_dist.probs
 
 
 class ExpRelaxedCategorical(Distribution):
@@ -168,7 +173,7 @@ class ExpRelaxedCategorical(Distribution):
         return score + log_scale
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class RelaxedOneHotCategorical(_RelaxedOf):
     r"""Creates a RelaxedOneHotCategorical distribution parametrized by ``temperature``, and
     either ``probs`` or ``logits``. This is a relaxed version of the ``OneHotCategorical``
     distribution, so its samples are on simplex, and are reparametrizable.
@@ -199,15 +204,3 @@ class RelaxedOneHotCategorical(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(RelaxedOneHotCategorical, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self) -> Tensor:
-        return self.base_dist.logits
-
-    @property
-    def probs(self) -> Tensor:
-        return self.base_dist.probs
