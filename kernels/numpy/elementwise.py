@@ -155,6 +155,14 @@ _F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
 _ONE = {np.dtype(d): np.array(1, d) for d in (np.float16, np.float32, np.float64)}
 
 
+@functools.cache
+def _quiet_loop(ufunc):
+    """A compiled ufunc called quietly (Note [Silent float errors]): vectorized, its exp of
+    -x overflows for x below -89 and compares NaN lanes, raising flags NumPy would warn of;
+    PyTorch's sigmoid is silent."""
+    return _quiet(ufunc)
+
+
 def _sigmoid(x):
     # 1 / (1 + exp(-x)), with x clipped where exp(-x) would overflow (the result there is below
     # float32's smallest normal anyway); in place, with positional out= (keywords cost more to
@@ -165,7 +173,7 @@ def _sigmoid(x):
     if x.dtype is _F32 and type(x) is _ndarray:  # one compiled pass (elementwise_loops)
         loops = jit.loops("elementwise_loops")
         if loops is not None:
-            return _arr(loops.sigmoid(x))
+            return _arr(_quiet_loop(loops.sigmoid)(x))
     t = _arr(np.maximum(x, _EXP_ARG_MIN[x.dtype]))  # NaN stays NaN
     np.negative(t, t)
     np.exp(t, t)

@@ -4,6 +4,7 @@ gradients against central differences (tests/helpers.py), second derivatives thr
 create_graph."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -99,6 +100,18 @@ def test_sigmoid_is_stable_at_extremes(device):
     np.testing.assert_allclose(y, [0, _sigmoid(-50.0), 0.5, 1, 1], atol=1e-30, rtol=1e-6)
     h = host(tg.sigmoid(tg.tensor([-12.0], dtype=tg.float16, device=device)))
     assert h[0] > 0  # float16: computed in float32, not 0 from exp overflow
+
+
+def test_sigmoid_is_silent_on_overflow_and_nan(device):
+    # PyTorch warns of nothing here; NumPy would ("overflow"/"invalid value encountered"), and
+    # the compiled float32 loop raises those flags in its vectorized lanes
+    x = tg.tensor([-1000.0, float("nan"), float("-inf"), float("inf")] + [1.0] * 12,
+                  device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y = host(tg.sigmoid(x))
+    assert y[0] == 0 and np.isnan(y[1]) and y[2] == 0 and y[3] == 1
+    np.testing.assert_allclose(y[4:], _sigmoid(1.0), rtol=1e-6)
 
 
 def test_unary_of_ints_promotes_to_default_float(device):
