@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import math
-import numbers
 
 import tritongrad as torch
-from tritongrad import Size, Tensor
+from tritongrad import Tensor
 
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all
+from .utils import _LocScale
 
 __all__ = ["Cauchy"]
 
 
-class Cauchy(Distribution):
+class Cauchy(_LocScale, Distribution):
     r"""Samples from a Cauchy (Lorentz) distribution. The distribution of the ratio of
     independent normally distributed random variables with means `0` follows a Cauchy
     distribution.
@@ -34,14 +33,6 @@ class Cauchy(Distribution):
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
-
-    def __init__(self, loc, scale, validate_args: bool | None = None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number):
-            batch_shape = Size()
-        else:
-            batch_shape = self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(Cauchy, batch_shape, _instance, ("loc", "scale"))

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import numbers
 
 import tritongrad as torch
-from tritongrad import Size, Tensor
+from tritongrad import Tensor
 
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all
+from .utils import _LocScale
 
 __all__ = ["Laplace"]
 
 
-class Laplace(Distribution):
+class Laplace(_LocScale, Distribution):
     r"""Creates a Laplace distribution parameterized by ``loc`` and ``scale``.
 
     Args:
@@ -31,14 +30,6 @@ class Laplace(Distribution):
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
-
-    def __init__(self, loc, scale, validate_args: bool | None = None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number):
-            batch_shape = Size()
-        else:
-            batch_shape = self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(Laplace, batch_shape, _instance, ("loc", "scale"))

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import math
-import numbers
 
 import tritongrad as torch
-from tritongrad import Size, Tensor
+from tritongrad import Tensor
 
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import _standard_normal, broadcast_all
+from .utils import _LocScale, _standard_normal
 
 __all__ = ["Normal"]
 
 
-class Normal(ExponentialFamily):
+class Normal(_LocScale, ExponentialFamily):
     r"""Creates a normal (also called Gaussian) distribution parameterized by ``loc`` and
     ``scale``.
 
@@ -35,14 +34,6 @@ class Normal(ExponentialFamily):
     support = constraints.real
     has_rsample = True
     _mean_carrier_measure = 0
-
-    def __init__(self, loc, scale, validate_args: bool | None = None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number):
-            batch_shape = Size()
-        else:
-            batch_shape = self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(Normal, batch_shape, _instance, ("loc", "scale"))

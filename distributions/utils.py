@@ -6,7 +6,7 @@ from __future__ import annotations
 import numbers
 
 import tritongrad as torch
-from tritongrad import Tensor
+from tritongrad import Size, Tensor
 
 __all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs",
            "probs_to_logits"]
@@ -96,6 +96,17 @@ class _lazy_property_and_property(lazy_property, property):
 def _one_of(probs, logits) -> None:
     if (probs is None) == (logits is None):
         raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+
+
+class _LocScale:
+    """The ``__init__`` of a distribution given by ``loc`` and ``scale``: both broadcast
+    together; the batch is their shape, none when both are numbers."""
+
+    def __init__(self, loc, scale, validate_args: bool | None = None):
+        self.loc, self.scale = broadcast_all(loc, scale)
+        numbers_only = isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number)
+        super().__init__(Size() if numbers_only else self.loc.size(),
+                         validate_args=validate_args)
 
 
 class _ProbsLogits:
