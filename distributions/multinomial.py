@@ -11,12 +11,12 @@ from . import constraints
 from .binomial import Binomial
 from .categorical import Categorical
 from .distribution import Distribution
-from .utils import broadcast_all
+from .utils import _OverCategorical, broadcast_all
 
 __all__ = ["Multinomial"]
 
 
-class Multinomial(Distribution):
+class Multinomial(_OverCategorical, Distribution):
     r"""Creates a Multinomial distribution parameterized by ``total_count`` and either
     ``probs`` or ``logits`` (but not both). The innermost dimension of ``probs`` indexes over
     categories; all other dimensions index over batches.
@@ -73,22 +73,6 @@ class Multinomial(Distribution):
     @property
     def variance(self) -> Tensor:
         return self.total_count * self.probs * (1 - self.probs)
-
-    @property
-    def _param(self) -> Tensor:
-        return self._categorical._param
-
-    @property
-    def logits(self) -> Tensor:
-        return self._categorical.logits
-
-    @property
-    def probs(self) -> Tensor:
-        return self._categorical.probs
-
-    @property
-    def param_shape(self) -> Size:
-        return self._categorical.param_shape
 
     def sample(self, sample_shape=()) -> Tensor:
         sample_shape = Size(sample_shape)

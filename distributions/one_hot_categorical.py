@@ -10,11 +10,12 @@ from tritongrad import Size, Tensor
 from . import constraints
 from .categorical import Categorical
 from .distribution import Distribution
+from .utils import _OverCategorical
 
 __all__ = ["OneHotCategorical"]
 
 
-class OneHotCategorical(Distribution):
+class OneHotCategorical(_OverCategorical, Distribution):
     r"""Creates a one-hot categorical distribution parameterized by ``probs`` or ``logits``.
 
     Samples are one-hot coded vectors of size ``probs.size(-1)``. ``probs`` must be
@@ -54,18 +55,6 @@ class OneHotCategorical(Distribution):
         return new
 
     @property
-    def _param(self) -> Tensor:
-        return self._categorical._param
-
-    @property
-    def probs(self) -> Tensor:
-        return self._categorical.probs
-
-    @property
-    def logits(self) -> Tensor:
-        return self._categorical.logits
-
-    @property
     def mean(self) -> Tensor:
         return self._categorical.probs
 
@@ -78,10 +67,6 @@ class OneHotCategorical(Distribution):
     @property
     def variance(self) -> Tensor:
         return self._categorical.probs * (1 - self._categorical.probs)
-
-    @property
-    def param_shape(self) -> Size:
-        return self._categorical.param_shape
 
     def sample(self, sample_shape=()) -> Tensor:
         probs = self._categorical.probs

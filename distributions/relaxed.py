@@ -12,7 +12,7 @@ from .categorical import Categorical
 from .distribution import Distribution
 from .transformed_distribution import TransformedDistribution
 from .transforms import ExpTransform, SigmoidTransform
-from .utils import _ProbsLogits, broadcast_all, clamp_probs
+from .utils import _OverCategorical, _ProbsLogits, broadcast_all, clamp_probs
 
 __all__ = ["ExpRelaxedCategorical", "LogitRelaxedBernoulli", "RelaxedBernoulli",
            "RelaxedOneHotCategorical"]
@@ -107,7 +107,7 @@ class RelaxedBernoulli(_RelaxedOf):
         return super().expand(batch_shape, _instance=new)
 
 
-class ExpRelaxedCategorical(Distribution):
+class ExpRelaxedCategorical(_OverCategorical, Distribution):
     r"""Creates a ExpRelaxedCategorical parameterized by ``temperature``, and either ``probs``
     or ``logits`` (but not both). Returns the log of a point in the simplex. Based on the
     interface to ``OneHotCategorical``.
@@ -138,18 +138,6 @@ class ExpRelaxedCategorical(Distribution):
         Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
-
-    @property
-    def param_shape(self) -> Size:
-        return self._categorical.param_shape
-
-    @property
-    def logits(self) -> Tensor:
-        return self._categorical.logits
-
-    @property
-    def probs(self) -> Tensor:
-        return self._categorical.probs
 
     def rsample(self, sample_shape=()) -> Tensor:
         shape = self._extended_shape(sample_shape)

@@ -109,6 +109,27 @@ class _LocScale:
                          validate_args=validate_args)
 
 
+class _OverCategorical:
+    """A distribution built over a ``Categorical`` (``_categorical``): its parameters are
+    that one's."""
+
+    @property
+    def _param(self) -> Tensor:
+        return self._categorical._param
+
+    @property
+    def logits(self) -> Tensor:
+        return self._categorical.logits
+
+    @property
+    def probs(self) -> Tensor:
+        return self._categorical.probs
+
+    @property
+    def param_shape(self) -> Size:
+        return self._categorical.param_shape
+
+
 class _ProbsLogits:
     """The ``probs``/``logits`` pair of a distribution given one of them: the other is derived
     on first use (``_binary``: Bernoulli-style logits, else categorical ones over the last
