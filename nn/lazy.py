@@ -4,9 +4,10 @@ inferred from the first input (PyTorch's ``torch.nn.modules.lazy``).
 A lazy module starts with ``UninitializedParameter`` s; a forward pre-hook calls its
 ``initialize_parameters(*input)`` before the first forward, which materializes them, then the
 hook removes itself and the module becomes ``cls_to_become`` (``LazyLinear`` a ``Linear``).
-Loading a state dict into a module that is still uninitialized is not supported (PyTorch's
-state-dict pre-hooks, which would materialize the parameters from it, are not implemented):
-run a forward first.
+A state dict loads into a module that is still uninitialized: a load pre-hook materializes
+each uninitialized parameter with the shape of its entry (then copied in as usual); the module
+stays lazy until its first forward, as PyTorch's does. Saving an uninitialized module saves its
+``UninitializedParameter`` s as they are (Module._save_to_state_dict).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from ..autograd.grad_mode import no_grad
 from ..autograd.tensor import Tensor
 from .layers import Linear
-from .parameter import UninitializedParameter, UninitializedTensorMixin
+from .parameter import UninitializedParameter, UninitializedTensorMixin, is_lazy
 
 __all__ = ["LazyLinear", "LazyModuleMixin"]
 
@@ -36,8 +37,21 @@ class LazyModuleMixin:
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self._load_hook = self._register_load_state_dict_pre_hook(self._lazy_load_hook)
         self._initialize_hook = self.register_forward_pre_hook(self._infer_parameters,
                                                                with_kwargs=True)
+
+    def _lazy_load_hook(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                        unexpected_keys, error_msgs) -> None:
+        """Materializes each uninitialized parameter or buffer that ``state_dict`` has an
+        initialized entry for, with that entry's shape (its values are copied afterwards)."""
+        for registry in (self._parameters, self._buffers):
+            for name, t in registry.items():
+                key = prefix + name
+                if t is not None and is_lazy(t) and key in state_dict \
+                        and not is_lazy(state_dict[key]):
+                    with no_grad():
+                        t.materialize(state_dict[key].shape)
 
     def has_uninitialized_params(self) -> bool:
         """Whether the module still has uninitialized parameters or buffers."""
@@ -56,7 +70,8 @@ class LazyModuleMixin:
             raise RuntimeError(f"module {type(module).__name__} has not been fully "
                                f"initialized")
         module._initialize_hook.remove()
-        del module._initialize_hook
+        module._load_hook.remove()
+        del module._initialize_hook, module._load_hook
         if module.cls_to_become is not None:
             module.__class__ = module.cls_to_become
 

@@ -9,15 +9,19 @@ reading falls back to them (``__getattr__``), so ``self.weight`` works as in PyT
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections import OrderedDict, namedtuple
+from collections.abc import Mapping
 
 from ..autograd.grad_mode import no_grad
 from ..autograd.node import RemovableHandle
 from ..autograd.tensor import Tensor
-from .parameter import Buffer, Parameter
+from .parameter import Buffer, Parameter, is_lazy
 
 __all__ = ["Module"]
+
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"  # the key of get_extra_state()'s value, as PyTorch's
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -81,6 +85,11 @@ class Module:
         d["_forward_pre_hooks_with_kwargs"] = set()
         d["_backward_hooks"] = OrderedDict()
         d["_backward_pre_hooks"] = OrderedDict()
+        d["_state_dict_pre_hooks"] = OrderedDict()
+        d["_state_dict_hooks"] = OrderedDict()
+        d["_state_dict_post_hooks_in_place"] = set()
+        d["_load_state_dict_pre_hooks"] = OrderedDict()
+        d["_load_state_dict_post_hooks"] = OrderedDict()
 
     def __setstate__(self, state: dict) -> None:
         # modules pickled before the hook registries existed get empty ones, as PyTorch does
@@ -89,7 +98,12 @@ class Module:
                               ("_forward_hooks_always_called", set),
                               ("_forward_pre_hooks_with_kwargs", set),
                               ("_backward_hooks", OrderedDict),
-                              ("_backward_pre_hooks", OrderedDict)):
+                              ("_backward_pre_hooks", OrderedDict),
+                              ("_state_dict_pre_hooks", OrderedDict),
+                              ("_state_dict_hooks", OrderedDict),
+                              ("_state_dict_post_hooks_in_place", set),
+                              ("_load_state_dict_pre_hooks", OrderedDict),
+                              ("_load_state_dict_post_hooks", OrderedDict)):
             self.__dict__.setdefault(name, factory())
 
     def forward(self, *args, **kwargs):
@@ -533,36 +547,133 @@ class Module:
         return self._cast(dtypes.bfloat16)
 
     # -- state dict --------------------------------------------------------------------------
+    # PyTorch's protocol, kept method for method because user code overrides its pieces:
+    # ``_save_to_state_dict`` and ``_load_from_state_dict`` are each module's own part (a
+    # module that renames or converts entries overrides them and reads its ``version`` from
+    # the metadata), ``state_dict``/``load_state_dict`` walk the tree and run the hooks.
     def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
+        """Saves this module's own parameters, persistent buffers and extra state (not its
+        children's) into ``destination`` under ``prefix``."""
+        # (an uninitialized parameter of a lazy module has no data to detach: it is saved as
+        # it is, and loading it back into a lazy module keeps that module lazy)
         for name, p in self._parameters.items():
             if p is not None:
-                destination[prefix + name] = p if keep_vars else p.detach()
+                destination[prefix + name] = p if keep_vars or is_lazy(p) else p.detach()
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = b if keep_vars else b.detach()
+                destination[prefix + name] = b if keep_vars or is_lazy(b) else b.detach()
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
 
     def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
         """An ordered dict of every parameter and persistent buffer by dotted name (detached
-        tensors sharing storage with the module's, unless ``keep_vars``).
+        tensors sharing storage with the module's, unless ``keep_vars``), plus the extra state
+        of modules that define ``get_extra_state``. Its ``_metadata`` attribute maps each
+        module's prefix to ``{"version": module._version}``, which ``_load_from_state_dict``
+        receives as ``local_metadata``.
 
         Example:
             >>> tg.nn.Linear(2, 1).state_dict().keys()
             odict_keys(['weight', 'bias'])
         """
         if args:  # PyTorch's deprecated positional form (destination, prefix, keep_vars)
+            warnings.warn("Positional args are being deprecated, use kwargs instead. Refer to "
+                          "https://pytorch.org/docs/main/generated/torch.nn.Module.html"
+                          "#torch.nn.Module.state_dict for details.", FutureWarning,
+                          stacklevel=2)
             destination, prefix, keep_vars = (list(args) + [None, "", False][len(args):])[:3]
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        local_metadata = {"version": self._version}
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
+        for hook in tuple(self._state_dict_pre_hooks.values()):
+            hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, m in self._modules.items():
             if m is not None:
                 m.state_dict(destination=destination, prefix=prefix + name + ".",
                              keep_vars=keep_vars)
+        for hid, hook in tuple(self._state_dict_hooks.items()):
+            result = hook(self, destination, prefix, local_metadata)
+            if result is not None:
+                if hid in self._state_dict_post_hooks_in_place:
+                    raise RuntimeError("state_dict post-hook must return None")
+                destination = result  # the private hook's contract: it may replace the dict
         return destination
 
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict,
+                              strict: bool, missing_keys: list, unexpected_keys: list,
+                              error_msgs: list) -> None:
+        """Copies this module's own parameters, persistent buffers and extra state (not its
+        children's) from ``state_dict``, after running the load pre-hooks. Problems are
+        appended to ``missing_keys``, ``unexpected_keys`` (only when ``strict``) and
+        ``error_msgs``; nothing is raised here. ``local_metadata`` is what ``state_dict``
+        recorded for this module (``{"version": ...}``; empty for a plain dict)."""
+        for hook in tuple(self._load_state_dict_pre_hooks.values()):
+            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                 error_msgs)
+        local_state = {n: p for n, p in self._parameters.items() if p is not None}
+        local_state.update((n, b) for n, b in self._buffers.items()
+                           if b is not None and n not in self._non_persistent_buffers_set)
+        assign = local_metadata.get("assign_to_params_buffers", False)
+        for name, cur in local_state.items():
+            key = prefix + name
+            if key not in state_dict:
+                if strict:
+                    missing_keys.append(key)
+                continue
+            src = state_dict[key]
+            if not isinstance(src, Tensor):
+                error_msgs.append(f'While copying the parameter named "{key}", expected '
+                                  f'Tensor-like object from checkpoint but received '
+                                  f'{type(src)}')
+                continue
+            lazy = is_lazy(cur)
+            if lazy and is_lazy(src):
+                continue  # uninitialized into uninitialized: nothing to copy, stays lazy
+            if not lazy and cur.ndim == 0 and src.ndim == 1:
+                src = src[0]  # a scalar saved as a 1-element tensor (PyTorch 0.3's format)
+            if not lazy and tuple(src.shape) != tuple(cur.shape):
+                error_msgs.append(f"size mismatch for {key}: copying a param with shape "
+                                  f"{src.shape} from checkpoint, the shape in current model "
+                                  f"is {cur.shape}.")
+                continue
+            try:
+                with no_grad():
+                    if assign:
+                        if isinstance(cur, Parameter):
+                            src = (src.requires_grad_(cur.requires_grad)
+                                   if isinstance(src, Parameter)
+                                   else Parameter(src, cur.requires_grad))
+                        setattr(self, name, src)
+                    else:
+                        cur.copy_(src)
+            except Exception as e:  # noqa: BLE001  (reported with the key, as PyTorch)
+                error_msgs.append(f'While copying the parameter named "{key}", whose '
+                                  f'dimensions in the model are {cur.shape} and whose '
+                                  f'dimensions in the checkpoint are {src.shape}, an '
+                                  f'exception occurred : {e.args}.')
+        extra_key = prefix + _EXTRA_STATE_KEY_SUFFIX
+        if type(self).set_extra_state is not Module.set_extra_state:
+            if extra_key in state_dict:
+                self.set_extra_state(state_dict[extra_key])
+            elif strict:
+                missing_keys.append(extra_key)
+        elif strict and extra_key in state_dict:
+            unexpected_keys.append(extra_key)
+        if strict:
+            for key in state_dict:
+                if key.startswith(prefix) and key != extra_key:
+                    head, *rest = key[len(prefix):].split(".", 1)
+                    if (head not in self._modules) if rest else (head not in local_state):
+                        unexpected_keys.append(key)
+
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
-        """Copies parameters and buffers from ``state_dict`` into this module (in place, under
-        no_grad; values are cast and moved to each tensor's dtype and device).
+        """Copies parameters and buffers from ``state_dict`` into this module and its
+        descendants (in place, under no_grad; values are cast and moved to each tensor's
+        dtype and device).
 
         Args:
             state_dict: a mapping of dotted names to tensors (e.g. from ``state_dict()`` or
@@ -577,51 +688,41 @@ class Module:
 
         Raises:
             RuntimeError: listing every missing key, unexpected key and size mismatch, e.g.
-                ``size mismatch for fc.weight: copying a param with shape [10, 5] from
-                checkpoint, the shape in current model is [10, 4].``
+                ``size mismatch for fc.weight: copying a param with shape
+                tritongrad.Size([10, 5]) from checkpoint, the shape in current model is
+                tritongrad.Size([10, 4]).``
         """
-        if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
+        if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        missing, errors = [], []
-        expected = set()
-        for mod_prefix, mod in self.named_modules(remove_duplicate=False):
-            pre = mod_prefix + "." if mod_prefix else ""
-            own = [(n, p, True) for n, p in mod._parameters.items() if p is not None]
-            own += [(n, b, False) for n, b in mod._buffers.items()
-                    if b is not None and n not in mod._non_persistent_buffers_set]
-            for name, cur, is_param in own:
-                key = pre + name
-                expected.add(key)
-                if key not in state_dict:
-                    missing.append(key)
-                    continue
-                src = state_dict[key]
-                if not isinstance(src, Tensor):
-                    errors.append(f'While copying the parameter named "{key}", expected '
-                                  f'Tensor-like object from checkpoint but received '
-                                  f'{type(src)}')
-                    continue
-                if tuple(src.shape) != tuple(cur.shape):
-                    errors.append(f"size mismatch for {key}: copying a param with shape "
-                                  f"{list(src.shape)} from checkpoint, the shape in current "
-                                  f"model is {list(cur.shape)}.")
-                    continue
-                try:
-                    with no_grad():
-                        if assign:
-                            new = src.detach()
-                            if is_param:
-                                mod._parameters[name] = Parameter(new, cur.requires_grad)
-                            else:
-                                mod._buffers[name] = new
-                        else:
-                            cur.copy_(src)
-                except Exception as e:  # noqa: BLE001  (reported with the key, as PyTorch)
-                    errors.append(f'While copying the parameter named "{key}", whose '
-                                  f'dimensions in the model are {list(cur.shape)} and whose '
-                                  f'dimensions in the checkpoint are {list(src.shape)}, an '
-                                  f'exception occurred : {e.args}.')
-        unexpected = [k for k in state_dict if k not in expected]
+        missing, unexpected, errors = [], [], []
+        metadata = getattr(state_dict, "_metadata", None)
+        state_dict = OrderedDict(state_dict)  # pre-hooks may edit it; the caller's stays
+        if metadata is not None:
+            state_dict._metadata = metadata
+
+        def load(module: Module, local: dict, prefix: str = "") -> None:
+            local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
+            if assign:
+                local_metadata["assign_to_params_buffers"] = True
+            # strict is always True here, as in PyTorch: the keys are collected either way
+            # and ``strict`` only decides below whether they are an error
+            module._load_from_state_dict(local, prefix, local_metadata, True, missing,
+                                         unexpected, errors)
+            for name, child in module._modules.items():
+                if child is not None:
+                    child_prefix = prefix + name + "."
+                    load(child, {k: v for k, v in local.items() if k.startswith(child_prefix)},
+                         child_prefix)
+            incompatible = _IncompatibleKeys(missing, unexpected)
+            for hook in tuple(module._load_state_dict_post_hooks.values()):
+                if hook(module, incompatible) is not None:
+                    raise RuntimeError("Hooks registered with "
+                                       "``register_load_state_dict_post_hook`` are not "
+                                       "expected to return new values, if "
+                                       "incompatible_keys need to be modified, it should be "
+                                       "done inplace.")
+
+        load(self, state_dict)
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
@@ -633,6 +734,58 @@ class Module:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
                 type(self).__name__, "\n\t".join(errors)))
         return _IncompatibleKeys(missing, unexpected)
+
+    def get_extra_state(self):
+        """The module's state beyond parameters and buffers, to be saved in its state dict
+        under ``"_extra_state"`` (picklable); override it together with
+        ``set_extra_state``."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never "
+                           "be called. Please file an issue at "
+                           "https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml"
+                           " to report this bug.")
+
+    def set_extra_state(self, state) -> None:
+        """Restores what ``get_extra_state`` returned, when a state dict is loaded."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never "
+                           "be called. Please file an issue at "
+                           "https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml"
+                           " to report this bug.")
+
+    def register_state_dict_pre_hook(self, hook) -> RemovableHandle:
+        """Registers ``hook(module, prefix, keep_vars) -> None``, run by ``state_dict`` before
+        this module's entries are saved (e.g. to materialize or synchronize them)."""
+        return self._add_hook(self._state_dict_pre_hooks, hook, False)
+
+    def register_state_dict_post_hook(self, hook) -> RemovableHandle:
+        """Registers ``hook(module, state_dict, prefix, local_metadata) -> None``, run by
+        ``state_dict`` after this module and its children are saved; it may edit
+        ``state_dict`` in place (returning a value raises)."""
+        h = self._add_hook(self._state_dict_hooks, hook, False,
+                           self._state_dict_post_hooks_in_place)
+        self._state_dict_post_hooks_in_place.add(h.id)
+        return h
+
+    def _register_state_dict_hook(self, hook) -> RemovableHandle:
+        # PyTorch's older private form: the hook may return a new state dict
+        return self._add_hook(self._state_dict_hooks, hook, False)
+
+    def register_load_state_dict_pre_hook(self, hook) -> RemovableHandle:
+        """Registers ``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs) -> None``, run before this module's entries are loaded;
+        it may edit ``state_dict`` (the copy ``load_state_dict`` works on)."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module: bool = False
+                                           ) -> RemovableHandle:
+        # PyTorch's private form: without ``with_module`` the hook gets no module argument
+        return self._add_hook(self._load_state_dict_pre_hooks,
+                              functools.partial(hook, self) if with_module else hook, False)
+
+    def register_load_state_dict_post_hook(self, hook) -> RemovableHandle:
+        """Registers ``hook(module, incompatible_keys) -> None``, run after this module and
+        its children are loaded; it may edit ``incompatible_keys.missing_keys`` and
+        ``.unexpected_keys`` in place, which ``strict`` then judges."""
+        return self._add_hook(self._load_state_dict_post_hooks, hook, False)
 
     # -- printing ----------------------------------------------------------------------------
     def extra_repr(self) -> str:

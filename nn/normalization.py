@@ -24,6 +24,7 @@ class _BatchNorm(Module):
     statistics, reset)."""
 
     _ranks: tuple = ()
+    _version = 2  # version 2 added num_batches_tracked (PyTorch 0.4.1)
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device=None,
@@ -47,6 +48,18 @@ class _BatchNorm(Module):
             self.register_buffer("running_var", None)
             self.register_buffer("num_batches_tracked", None)
         self.reset_parameters()
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs) -> None:
+        # a state dict saved before version 2 has no num_batches_tracked: keep counting from
+        # this module's own (zero for a new one), as PyTorch does, instead of reporting it
+        key = prefix + "num_batches_tracked"
+        if (local_metadata.get("version") or 1) < 2 and self.track_running_stats \
+                and key not in state_dict:
+            state_dict[key] = (self.num_batches_tracked if self.num_batches_tracked is not None
+                               else tensor(0, dtype=dtypes.int64))
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
 
     def reset_running_stats(self) -> None:
         if self.track_running_stats:

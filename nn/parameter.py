@@ -6,7 +6,7 @@ from ..autograd.state import state
 from ..autograd.tensor import Tensor
 
 __all__ = ["Buffer", "Parameter", "UninitializedBuffer", "UninitializedParameter",
-           "affine_parameters", "normalized_shape_parameters"]
+           "affine_parameters", "is_lazy", "normalized_shape_parameters"]
 
 # Tensor's per-instance fields (copied from a fresh detached alias of the data, so a field the
 # core adds later is initialised too).
@@ -143,6 +143,11 @@ class UninitializedTensorMixin:
         return f"<{self.__class__.__name__}>"
 
     __str__ = __repr__
+
+
+def is_lazy(param) -> bool:
+    """Whether ``param`` is an uninitialized parameter or buffer (of a lazy module)."""
+    return isinstance(param, UninitializedTensorMixin)
 
 
 class UninitializedParameter(UninitializedTensorMixin, Parameter):

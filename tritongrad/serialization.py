@@ -21,7 +21,9 @@ lists for lists; everything else is a tagged dict:
 
     {"@": "tensor", "i": n}             tensors[n] (a tensor saved twice is stored once)
     {"@": "dict", "items": [[k, v]]}    a dict (an OrderedDict if ``"ordered": true``); keys
-                                        may be any encodable hashable value
+                                        may be any encodable hashable value; an OrderedDict's
+                                        ``_metadata`` (a state dict's module versions, which
+                                        ``_load_from_state_dict`` reads) is ``"metadata"``
     {"@": "tuple", "items": [...]}      a tuple
     {"@": "float", "v": "nan"}          nan, inf, -inf
     {"@": "dtype", "v": "float32"}      a tritongrad dtype
@@ -152,6 +154,9 @@ class _Writer:
                                           for k, v in obj.items()]}
             if isinstance(obj, OrderedDict):
                 out["ordered"] = True
+                meta = getattr(obj, "_metadata", None)  # a state dict's module versions
+                if isinstance(meta, dict):
+                    out["metadata"] = self.encode(meta, depth + 1)
             return out
         if isinstance(obj, list):
             return [self.encode(v, depth + 1) for v in obj]
@@ -661,6 +666,11 @@ class _Reader:
             except TypeError:
                 raise _Malformed(f"unhashable dict key of type {type(k).__name__}") from None
             out[k] = self.decode(pair[1], depth + 1)
+        if "metadata" in node:
+            meta = self.decode(node["metadata"], depth + 1)
+            if not isinstance(out, OrderedDict) or not isinstance(meta, dict):
+                raise _Malformed("a dict's 'metadata' must be a dict, on an ordered dict")
+            out._metadata = meta
         return out
 
     @staticmethod

@@ -181,8 +181,8 @@ def test_load_state_dict_errors():
     assert msg.startswith("Error(s) in loading state_dict for Net:\n\t")
     assert 'Missing key(s) in state_dict: "fc1.bias".' in msg
     assert 'Unexpected key(s) in state_dict: "extra".' in msg
-    assert ("size mismatch for fc2.weight: copying a param with shape [2, 4] from checkpoint, "
-            "the shape in current model is [2, 3].") in msg
+    assert ("size mismatch for fc2.weight: copying a param with shape tritongrad.Size([2, 4]) from checkpoint, "
+            "the shape in current model is tritongrad.Size([2, 3]).") in msg
     del bad["fc2.weight"]
     res = Net().load_state_dict(bad, strict=False)
     assert res.missing_keys == ["fc1.bias", "fc2.weight"] and res.unexpected_keys == ["extra"]
