@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from enum import Enum, auto
 
 from ...autograd.grad_mode import no_grad
@@ -218,7 +220,19 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
         tritongrad.Size([40, 1])
     """
     parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
+    # a checkpoint of the older hook-based nn.utils.weight_norm (``<name>_g``, ``<name>_v``)
+    # loads into this one, as PyTorch's
+    module._register_load_state_dict_pre_hook(functools.partial(_weight_norm_compat_hook,
+                                                                name=name))
     return module
+
+
+def _weight_norm_compat_hook(state_dict, prefix, local_metadata, strict, missing_keys,
+                             unexpected_keys, error_msgs, name: str = "weight") -> None:
+    g_key, v_key = f"{prefix}{name}_g", f"{prefix}{name}_v"
+    if g_key in state_dict and v_key in state_dict:
+        state_dict[f"{prefix}parametrizations.{name}.original0"] = state_dict.pop(g_key)
+        state_dict[f"{prefix}parametrizations.{name}.original1"] = state_dict.pop(v_key)
 
 
 # -- spectral_norm -----------------------------------------------------------------------------

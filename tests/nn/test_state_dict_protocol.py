@@ -209,3 +209,18 @@ def test_mapping_check_and_no_warning_on_clean_load():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         m.load_state_dict(m.state_dict())
+
+
+def test_old_weight_norm_checkpoint_loads_into_parametrization():
+    from tritongrad.nn.utils.parametrizations import weight_norm
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # the old form is deprecated
+        old = nn.utils.weight_norm(nn.Linear(3, 2))
+    with tg.no_grad():
+        old.weight_g.mul_(2.0)
+    sd = old.state_dict()
+    assert sorted(sd) == ["bias", "weight_g", "weight_v"]
+    new = weight_norm(nn.Linear(3, 2))
+    assert str(new.load_state_dict(sd)) == "<All keys matched successfully>"
+    x = tg.randn(4, 3)
+    np.testing.assert_allclose(new(x).detach().numpy(), old(x).detach().numpy(), rtol=1e-6)
