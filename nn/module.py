@@ -490,6 +490,13 @@ class Module:
                     self._buffers[name] = fn(b)
         return self
 
+    def to_empty(self, *, device, recurse: bool = True) -> Module:
+        """Moves the parameters and buffers to ``device`` without copying their values (new,
+        uninitialized storage), e.g. to allocate a model built elsewhere before loading a state
+        dict into it; ``recurse=False`` leaves the submodules where they are."""
+        from ..autograd.ops.creation import empty_like
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
+
     def apply(self, fn) -> Module:
         """Calls ``fn(module)`` on every descendant, then on this module (e.g. to initialise
         weights); returns self."""

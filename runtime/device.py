@@ -59,6 +59,23 @@ class device:
     def __reduce__(self):
         return (device, (self.type, self.index))
 
+    # ``with tg.device("cuda"): ...`` makes this the default device of the factories inside
+    # the block (``tg.set_default_device``), restoring the previous one after, as PyTorch's.
+    # Devices are interned, so the saved defaults live on a class-wide stack, not on self.
+    _saved_defaults: list = []
+
+    def __enter__(self) -> device:
+        from ..autograd import settings
+        from ..autograd.ops import creation
+        previous = creation.default_device
+        settings.set_default_device(self)  # (raises before anything changes if it must)
+        device._saved_defaults.append(previous)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from ..autograd.ops import creation
+        creation.default_device = device._saved_defaults.pop()
+
 
 def _parse(spec, index):
     if isinstance(spec, int) and not isinstance(spec, bool):
