@@ -26,6 +26,8 @@ EXPECTED = {
     "transformer_classifier": ({"steps": 120}, 0.1),  # (0.008 held-out error)
     "wgan_gp": ({"steps": 300}, 1.2),                 # (0.37 from the target mean; 3.2 at start)
     "per_sample_grads": ({"steps": 60}, 0.8),         # (0.55; ln 3 = 1.1 at start)
+    "vae_digits": ({"epochs": 15}, 30.0),             # (24.7 held-out -ELBO; ~44 at start)
+    "seq2seq_transformer": ({"steps": 500}, 0.3),     # (0.095 held-out sequence error)
 }
 
 
