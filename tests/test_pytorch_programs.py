@@ -28,6 +28,7 @@ EXPECTED = {
     "per_sample_grads": ({"steps": 60}, 0.8),         # (0.55; ln 3 = 1.1 at start)
     "vae_digits": ({"epochs": 15}, 30.0),             # (24.7 held-out -ELBO; ~44 at start)
     "seq2seq_transformer": ({"steps": 500}, 0.3),     # (0.095 held-out sequence error)
+    "finetune_frozen": ({"epochs": 12}, 0.25),        # (0.12 held-out error; chance 0.8)
 }
 
 
