@@ -29,6 +29,9 @@ EXPECTED = {
     "vae_digits": ({"epochs": 15}, 30.0),             # (24.7 held-out -ELBO; ~44 at start)
     "seq2seq_transformer": ({"steps": 500}, 0.3),     # (0.095 held-out sequence error)
     "finetune_frozen": ({"epochs": 12}, 0.25),        # (0.12 held-out error; chance 0.8)
+    "gnn_message_passing": ({"epochs": 30}, 0.35),    # (0.19 held-out node error; chance 0.5)
+    "reinforce_gridworld": ({"episodes": 300}, 2.0),  # (0.0 steps above the shortest path;
+                                                      # a policy that never arrives: ~15)
 }
 
 
