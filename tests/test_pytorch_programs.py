@@ -33,6 +33,7 @@ EXPECTED = {
     "reinforce_gridworld": ({"episodes": 300}, 2.0),  # (0.0 steps above the shortest path;
                                                       # a policy that never arrives: ~15)
     "packed_gru": ({"steps": 150}, 0.25),             # (0.12 held-out error; chance 0.5)
+    "unet_segmentation": ({"steps": 60}, 0.3),        # (0.11 = 1 - held-out IoU; ~0.8 at start)
 }
 
 

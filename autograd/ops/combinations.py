@@ -178,14 +178,22 @@ def _check_output_size(output_size, total: int) -> None:
 
 # -- flip / roll ----------------------------------------------------------------------------------
 
-def flip(input: Tensor, *dims) -> Tensor:
-    """Reverses the order of elements along ``dims`` (an int or a sequence); a copy.
+def flip(input: Tensor, *args, dims=None) -> Tensor:
+    """Reverses the order of elements along ``dims`` (an int or a sequence, positionally or
+    as ``dims=``; the method also takes them unpacked); a copy.
 
     Example:
         >>> tg.tensor([[1, 2], [3, 4]]).flip(0, 1).tolist()
         [[4, 3], [2, 1]]
+        >>> tg.flip(tg.tensor([1, 2, 3]), dims=[0]).tolist()
+        [3, 2, 1]
     """
-    dims = dims[0] if len(dims) == 1 else dims
+    if dims is not None and args:
+        raise TypeError("flip() got multiple values for argument 'dims'")
+    if dims is None:
+        if not args:
+            raise TypeError("flip() missing 1 required positional argument: 'dims'")
+        dims = args[0] if len(args) == 1 else args
     dims = _unique_dims(_dims_arg(dims, "flip"), input.ndim, "flip")
     out = input
     for d in dims:

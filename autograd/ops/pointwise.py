@@ -19,7 +19,7 @@ import numbers
 from ...runtime import dtype as dtypes
 from ...runtime.dtype import result_type
 from ..dispatch import Primitive, apply, apply_inplace, call, elementwise_jvp, zero_jvp, zeros
-from ..registry import OpInfo, export, with_inplace, with_jvp
+from ..registry import OpInfo, composite_inplace, export, with_inplace, with_jvp
 from ..checks import operand_on_device, scalar_type_name, tensor_arg
 from ..tensor import Tensor
 from .creation import checked_scalar, wrapped_scalar
@@ -138,6 +138,16 @@ def round(input: Tensor, *, decimals: int = 0, out=None) -> Tensor:  # noqa: A00
     scale = 10.0 ** (decimals if decimals >= 0 else -decimals)
     r = _ROUND.fn(x * scale) / scale if decimals > 0 else _ROUND.fn(x / scale) * scale
     return _result(r, out, "round")
+
+
+def round_(self: Tensor, *, decimals: int = 0) -> Tensor:
+    """In-place ``round``, to ``decimals`` decimal places."""
+    if decimals == 0:
+        return _ROUND.inplace(self)
+    return _round_decimals_(self, decimals=decimals)
+
+
+_round_decimals_ = composite_inplace(round, "round")
 
 
 class SignbitOp(Primitive):
@@ -756,7 +766,7 @@ def _logical_row(name, fn):
 
 
 OPS = _UNARY + (
-    dataclasses.replace(_ROUND, fn=round),
+    dataclasses.replace(_ROUND, fn=round, inplace=round_),
     OpInfo("clamp", clamp, inplace=clamp_, aliases=("clip",), flops="elementwise",
            dtypes="promoted with the bounds", grad="g where min <= x <= max"),
     OpInfo("clamp_min", clamp_min, dtypes="promoted", grad="g where x >= min"),

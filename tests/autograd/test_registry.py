@@ -203,12 +203,13 @@ GRAD_CASES = {
     **{n: (_A, lambda x, n=n: getattr(tg, n)(x)) for n in (
         "neg", "exp", "log", "sqrt", "rsqrt", "relu", "reciprocal", "positive", "abs", "sin",
         "cos", "tan", "tanh", "sigmoid", "log1p", "expm1", "sum", "mean", "amax", "amin",
-        "var", "std", "prod", "clone", "norm", "flip", "fliplr", "flipud", "t",
+        "var", "std", "prod", "clone", "norm", "fliplr", "flipud", "t",
         "nan_to_num", "diagonal", "diag", "tril", "triu", "diag_embed", "flatten",
         "std_mean", "var_mean", "max", "min")},
     **{n: (_AB, lambda a, b, n=n: getattr(tg, n)(a, b)) for n in (
         "add", "sub", "mul", "div", "pow", "maximum", "minimum", "remainder", "fmod", "xlogy",
         "logaddexp", "rsub", "atan2")},
+    "flip": (_A, lambda x: tg.flip(x, (0, 1))),
     "where": (_AB, lambda a, b: tg.where(a > 1.2, a, b)),
     "clamp": (_A, lambda x: tg.clamp(x, 0.8, 1.6)),
     "clamp_min": (_A, lambda x: tg.clamp_min(x, 0.8)),
