@@ -34,6 +34,7 @@ EXPECTED = {
                                                       # a policy that never arrives: ~15)
     "packed_gru": ({"steps": 150}, 0.25),             # (0.12 held-out error; chance 0.5)
     "unet_segmentation": ({"steps": 60}, 0.3),        # (0.11 = 1 - held-out IoU; ~0.8 at start)
+    "contrastive_distill": ({"epochs": 8}, 0.3),      # (0.14 student held-out error; chance 0.9)
 }
 
 
