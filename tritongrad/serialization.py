@@ -1,6 +1,12 @@
 """``tg.save`` / ``tg.load``: a safe file format for state dicts and other nested data.
 
-Nothing is pickled, so loading a file never runs code from it. A file is:
+State dicts and nestings of plain values are JSON with the tensors' bytes beside it, so loading
+them never runs code from the file. Other objects (a whole ``nn.Module``, a user's class) are
+pickled, their tensors still stored as tensors; ``load`` unpickles them only where PyTorch's
+``torch.load`` would: with ``weights_only=False`` (the caller trusts the file), or, under the
+default ``weights_only=True``, when every global the pickle names is allowed
+(``add_safe_globals``, a few builtins); otherwise it raises PyTorch's "Weights only load
+failed" error. A file is:
 
     offset 0   magic  b"\\x89TGSAVE\\n"                     (8 bytes)
            8   format version, little-endian uint32       (1)
@@ -29,6 +35,9 @@ lists for lists; everything else is a tagged dict:
     {"@": "dtype", "v": "float32"}      a tritongrad dtype
     {"@": "device", "v": "cuda:0"}      a tritongrad device
     {"@": "bytes", "hex": "..."}        bytes
+    {"@": "pickle", "type": "m.Cls",    any other object: a pickle (protocol 4) whose tensors
+     "hex": "..."}                      are persistent ids, indices into ``tensors``; ``type``
+                                        names the object's class for the error message
 
 Limits, which ``save`` never exceeds and ``load`` enforces: a header of at most 1 GiB, objects
 nested at most 256 deep (so JSON nested at most 771 deep), integers of at most 4300 digits
@@ -64,13 +73,15 @@ from .autograd.tensor import Tensor
 from .runtime import dtype as dtypes
 from .runtime.device import device as Device
 
-__all__ = ["UnpicklingError", "load", "save"]
+__all__ = ["UnpicklingError", "add_safe_globals", "clear_safe_globals", "get_safe_globals", "load",
+           "safe_globals", "save"]
 
 MAGIC = b"\x89TGSAVE\n"
 VERSION = 1
 _PREFIX = struct.Struct("<8sIIQ")
 _ALIGN = 64
-_NO_PICKLE = "tritongrad files hold no pickles, so there is no pickle to configure"
+_NO_PICKLE = ("tritongrad pickles only the objects its plain format cannot hold, always with "
+              "Python's pickle at protocol 4: there is nothing to configure")
 _MAX_HEADER = 1 << 30
 _MAX_DEPTH = 256
 # The deepest JSON a save can write: the header object, 3 levels per object level (a dict is
@@ -168,9 +179,26 @@ class _Writer:
             return {"@": "device", "v": str(obj)}
         if isinstance(obj, (bytes, bytearray)):
             return {"@": "bytes", "hex": bytes(obj).hex()}
-        raise TypeError(f"save: cannot save an object of type {type(obj).__name__} (supported: "
-                        f"dict, list, tuple, str, int, float, bool, None, bytes, Tensor, dtype, "
-                        f"device)")
+        return self.pickled(obj)
+
+    def pickled(self, obj) -> dict:
+        """``obj`` as a pickle whose tensors are stored as the file's other tensors are."""
+        buf = io.BytesIO()
+        pickler = pickle.Pickler(buf, protocol=4)
+        # a tensor (Parameters too) becomes its index in ``tensors``: stored once, with its
+        # dtype, device and checksum, and restored through map_location like any other
+        from .nn.parameter import is_lazy  # (an uninitialized parameter has no bytes)
+        pickler.persistent_id = lambda o: (self.tensor(o)["i"] if isinstance(o, Tensor)
+                                           and not is_lazy(o) else None)
+        try:
+            pickler.dump(obj)
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:
+            raise TypeError(f"save: cannot save an object of type {type(obj).__name__}: it is "
+                            f"not a dict, list, tuple, str, int, float, bool, None, bytes, "
+                            f"Tensor, dtype or device, and pickling it failed: {exc}") from exc
+        cls = type(obj)
+        return {"@": "pickle", "type": f"{cls.__module__}.{cls.__qualname__}",
+                "hex": buf.getvalue().hex()}
 
 
 def _create_temp(path: str) -> tuple[int, str]:
@@ -222,9 +250,10 @@ def _write_atomically(path, chunks) -> None:
 
 def save(obj, f, pickle_module=None, pickle_protocol=None,
          _use_new_zipfile_serialization=True) -> None:
-    """Saves ``obj`` (a state dict, or any nesting of dicts, lists and tuples of tensors,
-    strings, numbers, bools, None, bytes, dtypes and devices) to ``f`` (a path or a writable
-    binary file object). No pickle: see the module docstring for the format.
+    """Saves ``obj`` (a state dict, any nesting of dicts, lists and tuples of tensors,
+    strings, numbers, bools, None, bytes, dtypes and devices, or, pickled, any other picklable
+    object such as a whole module) to ``f`` (a path or a writable binary file object). See the
+    module docstring for the format; tensors are always stored as raw bytes, never pickled.
 
     A path is written atomically: to a new temporary file in the same directory, synced, then
     renamed over ``f``. The pickle arguments have nothing to act on: ``pickle_module``,
@@ -238,8 +267,8 @@ def save(obj, f, pickle_module=None, pickle_protocol=None,
         <All keys matched successfully>
     """
     if pickle_module is not None:
-        raise ValueError("save: pickle_module is not supported (tritongrad files never hold "
-                         "pickles)")
+        raise ValueError("save: pickle_module is not supported (tritongrad pickles only the "
+                         "objects its plain format cannot hold, with Python's pickle)")
     if pickle_protocol is not None:
         raise unsupported("save", "pickle_protocol", pickle_protocol, _NO_PICKLE)
     if not _use_new_zipfile_serialization:
@@ -570,11 +599,13 @@ def _check_map_location(map_location):
 class _Reader:
     """Decodes the header's ``object``, building each referenced tensor once."""
 
-    def __init__(self, buf: bytes, data_start: int, entries: list, map_location):
+    def __init__(self, buf: bytes, data_start: int, entries: list, map_location,
+                 weights_only: bool = True):
         self.buf = buf
         self.data_start = data_start
         self.entries = entries
         self.map_location = map_location
+        self.weights_only = weights_only
         self.cache: dict = {}
 
     def tensor(self, i) -> Tensor:
@@ -650,7 +681,24 @@ class _Reader:
             return Device(_check_device(node.get("v"), "a device value"))
         if tag == "bytes":
             return self._bytes(node.get("hex"))
+        if tag == "pickle":
+            return self._unpickle(node)
         raise _Malformed(f"unknown tag {_describe(tag)}")
+
+    def _unpickle(self, node: dict):
+        data = self._bytes(node.get("hex"))
+        unpickler = (pickle.Unpickler if not self.weights_only else _WeightsOnlyUnpickler)(
+            io.BytesIO(data))
+        unpickler.persistent_load = self.tensor
+        try:
+            return unpickler.load()
+        except _Malformed:
+            raise
+        except _NotAllowed as exc:
+            raise UnpicklingError(_weights_only_message(exc.args[0])) from None
+        except Exception as exc:  # noqa: BLE001  (a damaged pickle: say so, as a load error)
+            raise _Malformed(f"the pickled {_describe(node.get('type'))} could not be "
+                             f"unpickled: {type(exc).__name__}: {exc}") from exc
 
     def _dict(self, node: dict, depth: int) -> dict:
         items, ordered = node.get("items"), node.get("ordered", False)
@@ -682,13 +730,91 @@ class _Reader:
         return bytes.fromhex(text)
 
 
-def _load_bytes(buf: bytes, map_location):
+def _load_bytes(buf: bytes, map_location, weights_only: bool = True):
     hlen = _check_prefix(buf)
     header = _parse_header(buf[_PREFIX.size:_PREFIX.size + hlen])
     tensors, data_size = _check_header_fields(header)
     data_start = _check_file_size(buf, hlen, data_size)
     entries = _check_entries(tensors, buf, data_start, data_size)
-    return _Reader(buf, data_start, entries, map_location).decode(header["object"])
+    return _Reader(buf, data_start, entries, map_location,
+                   weights_only).decode(header["object"])
+
+
+# -- pickled objects under weights_only=True ------------------------------------------------------
+#
+# As PyTorch's weights-only unpickler: a pickle may name (and so construct or call) only the
+# globals allowed here, never an arbitrary one. Tensors never appear as globals: they are the
+# file's own tensors, passed as persistent ids.
+
+_SAFE_BUILTINS = {("collections", "OrderedDict"): OrderedDict, ("builtins", "set"): set,
+                  ("builtins", "frozenset"): frozenset, ("builtins", "complex"): complex,
+                  ("builtins", "slice"): slice, ("builtins", "range"): range,
+                  ("builtins", "bytearray"): bytearray}
+_safe_globals: dict = {}  # (module, qualname) -> the object add_safe_globals allowed
+
+
+class _NotAllowed(Exception):
+    """A weights-only load met a global that is not allowed (args[0]: its dotted name)."""
+
+
+class _WeightsOnlyUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str):
+        obj = _SAFE_BUILTINS.get((module, name)) or _safe_globals.get((module, name))
+        if obj is None:
+            raise _NotAllowed(f"{module}.{name}")
+        return obj
+
+
+def _weights_only_message(name: str) -> str:
+    return ("Weights only load failed. This file can still be loaded, to do so you have two "
+            "options, do those steps only if you trust the source of the checkpoint. \n\t(1) "
+            "Re-running `tritongrad.load` with `weights_only` set to `False` will likely "
+            "succeed, but it can result in arbitrary code execution. Do it only if you got "
+            "the file from a trusted source.\n\t(2) Alternatively, to load with "
+            "`weights_only=True` please check the recommended steps in the following error "
+            f"message.\n\tWeightsUnpickler error: Unsupported global: GLOBAL {name} was not "
+            "an allowed global by default. Please use "
+            f"`tritongrad.serialization.add_safe_globals([{name.rsplit('.', 1)[-1]}])` or the "
+            f"`tritongrad.serialization.safe_globals([{name.rsplit('.', 1)[-1]}])` context "
+            "manager to allowlist this global if you trust this class/function.")
+
+
+def _global_key(obj) -> tuple[str, str]:
+    if isinstance(obj, tuple):  # PyTorch's (object, "module.name") form
+        obj, full = obj
+        module, _, name = full.rpartition(".")
+        return module, name
+    return obj.__module__, obj.__qualname__
+
+
+def add_safe_globals(safe_globals: list) -> None:
+    """Marks these globals (classes or functions, or ``(obj, "module.name")`` pairs) as safe
+    for ``load(weights_only=True)`` to construct or call when a pickled object in the file
+    names them."""
+    for g in safe_globals:
+        _safe_globals[_global_key(g)] = g[0] if isinstance(g, tuple) else g
+
+
+def get_safe_globals() -> list:
+    """The globals ``add_safe_globals`` allowed."""
+    return list(_safe_globals.values())
+
+
+def clear_safe_globals() -> None:
+    """Forgets every global ``add_safe_globals`` allowed."""
+    _safe_globals.clear()
+
+
+@contextlib.contextmanager
+def safe_globals(globals_list: list):
+    """Allows these globals for ``load(weights_only=True)`` inside the ``with`` block only."""
+    saved = dict(_safe_globals)
+    add_safe_globals(globals_list)
+    try:
+        yield
+    finally:
+        _safe_globals.clear()
+        _safe_globals.update(saved)
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True, mmap=None,
@@ -702,11 +828,14 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
             string (all of them there), a dict mapping saved device strings to devices
             (``{"cuda:0": "cpu"}``), or a callable ``fn(cpu_tensor, saved_device_str)``
             returning the tensor to use.
-        weights_only: True (the default) is what loading always does: the format holds
-            tensors and plain values only, and no code runs. False, PyTorch's request to
-            unpickle arbitrary objects, raises.
+        weights_only: True (the default): pickled objects in the file (``tg.save`` of a
+            whole module, a user's class) are unpickled only if every global they name is
+            allowed (``add_safe_globals``, ``safe_globals``; ``OrderedDict``, ``set`` and a few
+            other builtins), else "Weights only load failed" is raised, as PyTorch's; state
+            dicts and plain values never run code. False: unpickle whatever the file holds
+            (only for files from a trusted source).
         mmap: None or False; True raises (tensors are read into memory, not mapped).
-        pickle_load_args: none are accepted (there is no pickle to pass them to).
+        pickle_load_args: none are accepted (pickles are always protocol 4, Python 3).
 
     Raises:
         UnpicklingError: the file is not a valid tritongrad save (bad magic, unknown version,
@@ -715,11 +844,12 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
             (``FileNotFoundError``, ...) propagate unchanged.
     """
     if pickle_module is not None:
-        raise ValueError("load: pickle_module is not supported (tritongrad files never hold "
-                         "pickles)")
-    if weights_only is not True:
-        raise unsupported("load", "weights_only", weights_only, "tritongrad files hold only "
-                          "tensors and plain values, never pickled objects: weights_only=True")
+        raise ValueError("load: pickle_module is not supported (tritongrad pickles only the "
+                         "objects its plain format cannot hold, with Python's pickle)")
+    if weights_only is None:  # PyTorch's "unset": its default, True
+        weights_only = True
+    if not isinstance(weights_only, bool):
+        raise TypeError(f"load: weights_only must be a bool, got {type(weights_only).__name__}")
     if mmap:
         raise unsupported("load", "mmap", mmap, "tensors are read into memory: mmap=None or "
                           "False")
@@ -730,6 +860,6 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
     name = _source_name(f)
     buf = _read_all(f)
     try:
-        return _load_bytes(buf, map_location)
+        return _load_bytes(buf, map_location, weights_only)
     except _Malformed as exc:
         raise UnpicklingError(f"load: {name}: {exc}") from None

@@ -204,10 +204,12 @@ def _saved() -> bytes:
     return buf.getvalue()
 
 
-def test_load_weights_only_true_is_what_it_does():
+def test_load_weights_only_both_ways_for_plain_values():
     assert tg.load(io.BytesIO(_saved()), weights_only=True)["w"].tolist() == [1.0, 1.0]
-    with refused("load", "weights_only", False):
-        tg.load(io.BytesIO(_saved()), weights_only=False)
+    assert tg.load(io.BytesIO(_saved()), weights_only=False)["w"].tolist() == [1.0, 1.0]
+    assert tg.load(io.BytesIO(_saved()), weights_only=None)["w"].tolist() == [1.0, 1.0]
+    with pytest.raises(TypeError, match="weights_only must be a bool"):
+        tg.load(io.BytesIO(_saved()), weights_only="yes")
 
 
 def test_load_mmap_and_pickle_args_are_refused():
