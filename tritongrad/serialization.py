@@ -696,7 +696,7 @@ class _Reader:
             raise
         except _NotAllowed as exc:
             raise UnpicklingError(_weights_only_message(exc.args[0])) from None
-        except Exception as exc:  # noqa: BLE001  (a damaged pickle: say so, as a load error)
+        except Exception as exc:  # (a damaged pickle: say so, as a load error)
             raise _Malformed(f"the pickled {_describe(node.get('type'))} could not be "
                              f"unpickled: {type(exc).__name__}: {exc}") from exc
 
