@@ -4,7 +4,9 @@
 * ``tritongrad.utils.checkpoint``: activation checkpointing (recompute instead of store);
 * ``tritongrad.utils.safetensors``: state dicts to and from ``.safetensors`` files;
 * ``tritongrad.utils.hooks`` (``RemovableHandle``) and ``tritongrad.utils.dlpack``
-  (``to_dlpack``, ``from_dlpack``).
+  (``to_dlpack``, ``from_dlpack``);
+* ``tritongrad.utils.tensorboard``: ``SummaryWriter`` (through the optional tensorboardX;
+  imported on demand, as it raises ImportError without it).
 """
 
 from . import checkpoint, data, dlpack, hooks, safetensors
