@@ -65,10 +65,10 @@ def _both(constraint, factory) -> None:
 _both(constraints.real, lambda c: transforms.identity_transform)
 _both(constraints.independent, lambda c: transforms.IndependentTransform(
     biject_to(c.base_constraint), c.reinterpreted_batch_ndims))
-_both(constraints.positive, lambda c: transforms.ExpTransform())
-_both(constraints.nonnegative, lambda c: transforms.ExpTransform())
-_both(constraints.greater_than, lambda c: transforms.ComposeTransform(
-    [transforms.ExpTransform(), transforms.AffineTransform(c.lower_bound, 1)]))
+# (positive and nonnegative are instances of these two classes: exp, shifted by 0)
+for _c in (constraints.greater_than, constraints.greater_than_eq):
+    _both(_c, lambda c: transforms.ComposeTransform(
+        [transforms.ExpTransform(), transforms.AffineTransform(c.lower_bound, 1)]))
 _both(constraints.less_than, lambda c: transforms.ComposeTransform(
     [transforms.ExpTransform(), transforms.AffineTransform(c.upper_bound, -1)]))
 
@@ -90,3 +90,24 @@ biject_to.register(constraints.simplex, lambda c: transforms.StickBreakingTransf
 transform_to.register(constraints.simplex, lambda c: transforms.SoftmaxTransform())
 transform_to.register(constraints.independent, lambda c: transforms.IndependentTransform(
     transform_to(c.base_constraint), c.reinterpreted_batch_ndims))
+transform_to.register(constraints.lower_cholesky, lambda c: transforms.LowerCholeskyTransform())
+transform_to.register(constraints.positive_definite,
+                      lambda c: transforms.PositiveDefiniteTransform())
+transform_to.register(constraints.positive_semidefinite,
+                      lambda c: transforms.PositiveDefiniteTransform())
+_both(constraints.corr_cholesky, lambda c: transforms.CorrCholeskyTransform())
+
+
+def _piecewise(registry, transform_type, attrs=()):
+    """The factory of ``registry`` for a ``cat``/``stack`` constraint: each piece's transform
+    from the same registry, joined along the constraint's dim."""
+    def factory(c):
+        return transform_type([registry(part) for part in c.cseq], dim=c.dim,
+                              **{a: getattr(c, a) for a in attrs})
+    return factory
+
+
+for _registry in (biject_to, transform_to):
+    _registry.register(constraints.cat, _piecewise(_registry, transforms.CatTransform,
+                                                   ("lengths",)))
+    _registry.register(constraints.stack, _piecewise(_registry, transforms.StackTransform))

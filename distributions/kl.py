@@ -15,12 +15,16 @@ from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
+from .cauchy import Cauchy
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .gamma import Gamma
 from .geometric import Geometric
+from .gumbel import _EULER, Gumbel
+from .half import HalfNormal
 from .independent import Independent
 from .laplace import Laplace
 from .lowrank_multivariate_normal import (LowRankMultivariateNormal, _batch_lowrank_logdet,
@@ -32,6 +36,7 @@ from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
 from .utils import _sum_rightmost
+from .weibull import Pareto
 
 __all__ = ["kl_divergence", "register_kl"]
 
@@ -182,8 +187,10 @@ def _kl_expfamily_expfamily(p, q):
     gradients = torch.autograd.grad(lg_normal.sum(), p_nparams, create_graph=True)
     result = q._log_normalizer(*q_nparams) - lg_normal
     for pnp, qnp, g in zip(p_nparams, q_nparams, gradients):
+        # <theta_q - theta_p, grad F(theta_p)>: summed over the parameter's own event
+        # dimensions (Wishart's df has none though its event is a matrix)
         term = (qnp - pnp) * g
-        result = result - _sum_rightmost(term, len(q.event_shape))
+        result = result - _sum_rightmost(term, term.dim() - result.dim())
     return result
 
 
@@ -354,21 +361,191 @@ def _kl_uniform_uniform(p, q):
     return _infinite_where((q.low > p.low) | (q.high < p.high), result)
 
 
-# -- pairs of different families (PyTorch's, among the families here) ---------------------------
+# -- pairs across families (PyTorch's) ---------------------------------------------------------
+#
+# Note [cross entropies from expectations]
+# Most of these are KL(p || q) = -H(p) + H(p, q), with the cross entropy
+# H(p, q) = -E_p[log q(X)] written once per family of q (the _cross_* functions) in terms of a
+# few expectations under p (E[X], E[X^2], E[log X], E[log(1 - X)], E[exp(tX)]) given once
+# per family of p (the _E* tables). Where p puts mass outside q's support the result is inf;
+# the pairs whose supports never nest are listed in _ALWAYS_INFINITE.
 
-@register_kl(Beta, Uniform)
-def _kl_beta_uniform(p, q):
-    result = -p.entropy() + (q.high - q.low).log()
-    return _infinite_where((q.low > p.support.lower_bound) | (q.high < p.support.upper_bound),
-                           result)
+
+def _expect_x2(p) -> Tensor:
+    return p.variance + p.mean.pow(2)
 
 
-@register_kl(Exponential, Gamma)
-def _kl_exponential_gamma(p, q):
-    ratio = q.rate / p.rate
-    t1 = -q.concentration * torch.log(ratio)
-    return (t1 + ratio + q.concentration.lgamma() + q.concentration * 0.5772156649015329
-            - (1 + 0.5772156649015329))
+def _uniform_expect_log(low, high) -> Tensor:
+    # E[log X] for X ~ Uniform(low, high), low >= 0: [x log x - x] / (high - low)
+    return (torch.xlogy(high, high) - torch.xlogy(low, low)) / (high - low) - 1
+
+
+_E_LOG_X = {  # E_p[log X] (p's support in [0, inf))
+    Beta: lambda p: torch.digamma(p.concentration1)
+    - torch.digamma(p.concentration1 + p.concentration0),
+    Exponential: lambda p: -torch.log(p.rate) - _EULER,
+    Gamma: lambda p: torch.digamma(p.concentration) - torch.log(p.rate),
+    Pareto: lambda p: torch.log(p.scale) + p.alpha.reciprocal(),
+    Uniform: lambda p: _uniform_expect_log(p.low, p.high),
+}
+_E_LOG_1MX = {  # E_p[log(1 - X)] (p's support in [0, 1])
+    Uniform: lambda p: _uniform_expect_log(1 - p.high, 1 - p.low),
+}
+_MGF = {  # E_p[exp(t X)], for t < 0
+    Exponential: lambda p, t: p.rate / (p.rate - t),
+    Gamma: lambda p, t: (1 - t / p.rate).pow(-p.concentration),
+    Gumbel: lambda p, t: torch.exp(torch.lgamma(1 - p.scale * t) + p.loc * t),
+    Normal: lambda p, t: torch.exp(p.loc * t + 0.5 * (p.scale * t).pow(2)),
+    Uniform: lambda p, t: (torch.exp(t * p.high) - torch.exp(t * p.low))
+    / (t * (p.high - p.low)),
+}
+
+
+def _lower(p):
+    """The lower end of p's support, as a number or tensor (Uniform's low, Pareto's scale,
+    0 for the others used here)."""
+    if isinstance(p, Uniform):
+        return p.low
+    if isinstance(p, Pareto):
+        return p.scale
+    return 0.0
+
+
+def _upper(p):
+    return p.high if isinstance(p, Uniform) else 1.0
+
+
+def _inf_outside(p, result: Tensor, low=None, high=None) -> Tensor:
+    """``result``, and inf where p's support leaves [low, high] (``None``: unbounded on that
+    side)."""
+    for outside in (low is not None and _lower(p) < low,
+                    high is not None and _upper(p) > high):
+        if isinstance(outside, Tensor):
+            result = _infinite_where(outside, result)
+        elif outside:
+            result = torch.full_like(result, math.inf)
+    return result
+
+
+def _cross_normal(p, q):
+    return (torch.log(q.scale) + 0.5 * math.log(2 * math.pi)
+            + (p.variance + (p.mean - q.loc).pow(2)) / (2 * q.scale.pow(2)))
+
+
+def _cross_exponential(p, q):
+    return _inf_outside(p, q.rate * p.mean - torch.log(q.rate), low=0)
+
+
+def _cross_gamma(p, q):
+    a, b = q.concentration, q.rate
+    result = (torch.lgamma(a) - a * torch.log(b) - (a - 1) * _E_LOG_X[_family(p)](p)
+              + b * p.mean)
+    return _inf_outside(p, result, low=0)
+
+
+def _cross_gumbel(p, q):
+    t = -q.scale.reciprocal()
+    return (torch.log(q.scale) + (p.mean - q.loc) / q.scale
+            + torch.exp(q.loc / q.scale) * _MGF[_family(p)](p, t))
+
+
+def _cross_beta(p, q):
+    a, b = q.concentration1, q.concentration0
+    family = _family(p)
+    result = (torch.lgamma(a) + torch.lgamma(b) - torch.lgamma(a + b)
+              - (a - 1) * _E_LOG_X[family](p) - (b - 1) * _E_LOG_1MX[family](p))
+    return _inf_outside(p, result, low=0, high=1)
+
+
+def _cross_continuous_bernoulli(p, q):
+    # log q(x) = x logits - softplus(logits) + log C(probs): linear in x
+    result = softplus(q.logits) - p.mean * q.logits - q._cont_bern_log_norm()
+    return _inf_outside(p, result, low=0, high=1)
+
+
+def _cross_uniform(p, q):
+    return _inf_outside(p, torch.log(q.high - q.low), low=q.low, high=q.high)
+
+
+def _cross_pareto(p, q):
+    result = ((q.alpha + 1) * _E_LOG_X[_family(p)](p) - torch.log(q.alpha)
+              - q.alpha * torch.log(q.scale))
+    return _inf_outside(p, result, low=q.scale)
+
+
+def _family(p) -> type:
+    """The key of p's family in the expectation tables."""
+    return next(f for f in (Beta, Exponential, Gamma, Gumbel, Normal, Pareto, Uniform,
+                            ContinuousBernoulli, Laplace) if isinstance(p, f))
+
+
+_CROSS_PAIRS = {
+    Normal: (Beta, ContinuousBernoulli, Exponential, Gamma, Gumbel, Laplace, Pareto, Uniform),
+    Exponential: (Beta, ContinuousBernoulli, Gamma, Pareto, Uniform),
+    Gamma: (Beta, Exponential, Pareto, Uniform),
+    Gumbel: (Exponential, Gamma, Gumbel, Normal, Uniform),
+    Beta: (Uniform,),
+    ContinuousBernoulli: (Beta, Uniform),
+    Uniform: (Beta, ContinuousBernoulli),
+    Pareto: (Pareto, Uniform),
+}  # q's family: the families of p with a finite KL to it
+_CROSS = {Normal: _cross_normal, Exponential: _cross_exponential, Gamma: _cross_gamma,
+          Gumbel: _cross_gumbel, Beta: _cross_beta,
+          ContinuousBernoulli: _cross_continuous_bernoulli, Uniform: _cross_uniform,
+          Pareto: _cross_pareto}
+
+
+def _register_cross(type_p: type, type_q: type) -> None:
+    @register_kl(type_p, type_q)
+    def _kl_cross(p, q):
+        return _CROSS[type_q](p, q) - p.entropy()
+
+
+for _q, _ps in _CROSS_PAIRS.items():
+    for _p in _ps:
+        _register_cross(_p, _q)
+
+_ALWAYS_INFINITE = [  # p's support is never inside q's
+    (Beta, Pareto), (ContinuousBernoulli, Pareto), (Exponential, Beta),
+    (Exponential, ContinuousBernoulli), (Exponential, Pareto), (Exponential, Uniform),
+    (Gamma, Beta), (Gamma, ContinuousBernoulli), (Gamma, Pareto), (Gamma, Uniform),
+    (Gumbel, Beta), (Gumbel, ContinuousBernoulli), (Gumbel, Exponential), (Gumbel, Gamma),
+    (Gumbel, Pareto), (Gumbel, Uniform), (Laplace, Beta), (Laplace, ContinuousBernoulli),
+    (Laplace, Exponential), (Laplace, Gamma), (Laplace, Pareto), (Laplace, Uniform),
+    (Normal, Beta), (Normal, ContinuousBernoulli), (Normal, Exponential), (Normal, Gamma),
+    (Normal, Pareto), (Normal, Uniform), (Pareto, Beta), (Pareto, ContinuousBernoulli),
+    (Pareto, Uniform), (Poisson, Bernoulli), (Poisson, Binomial),
+]
+
+
+def _kl_infinite(p, q):
+    shape = torch.broadcast_shapes(tuple(p.batch_shape), tuple(q.batch_shape))
+    dtype = p.mean.dtype
+    return torch.full(shape, math.inf, dtype=dtype, device=p.mean.device)
+
+
+for _p, _q in _ALWAYS_INFINITE:
+    register_kl(_p, _q)(_kl_infinite)
+
+
+@register_kl(Bernoulli, Poisson)
+def _kl_bernoulli_poisson(p, q):
+    # log q(x) = x log(rate) - rate - log x!, and log x! = 0 on {0, 1}
+    return q.rate - p.probs * torch.log(q.rate) - p.entropy()
+
+
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p, q):
+    # Chyzak and Nielsen (2019), "A closed-form formula for the Kullback-Leibler divergence
+    # between Cauchy distributions"
+    numerator = (p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)
+    return torch.log(numerator / (4 * p.scale * q.scale))
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p, q):
+    var_ratio = (p.scale / q.scale).pow(2)
+    return 0.5 * (var_ratio - 1 - var_ratio.log())
 
 
 @register_kl(Normal, Laplace)
@@ -380,12 +557,3 @@ def _kl_normal_laplace(p, q):
     t2 = math.sqrt(2 / math.pi) * p.scale * torch.exp(-0.5 * loc_diff_scale_ratio.pow(2))
     t3 = loc_diff * torch.erf(math.sqrt(0.5) * loc_diff_scale_ratio)
     return -t1 + (t2 + t3) / q.scale - (0.5 * (1 + math.log(0.5 * math.pi)))
-
-
-@register_kl(Uniform, Normal)
-def _kl_uniform_normal(p, q):
-    common_term = p.high - p.low
-    t1 = (math.sqrt(math.pi * 2) * q.scale / common_term).log()
-    t2 = (common_term).pow(2) / 12
-    t3 = ((p.high + p.low - 2 * q.loc) / 2).pow(2)
-    return t1 + 0.5 * (t2 + t3) / q.scale.pow(2)

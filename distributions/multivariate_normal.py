@@ -43,7 +43,56 @@ def _precision_to_scale_tril(P: Tensor) -> Tensor:
     return torch.linalg.solve_triangular(L_inv, Id.expand(L_inv.shape), upper=False)
 
 
-class MultivariateNormal(Distribution):
+def _one_matrix(covariance_matrix, precision_matrix, scale_tril) -> tuple:
+    """The one matrix given, and its name; raises unless exactly one is, of 2 or more
+    dimensions."""
+    if ((covariance_matrix is not None) + (scale_tril is not None)
+            + (precision_matrix is not None)) != 1:
+        raise ValueError("Exactly one of covariance_matrix or precision_matrix or "
+                         "scale_tril may be specified.")
+    given, name = next((m, n) for m, n in ((scale_tril, "scale_tril"),
+                                           (covariance_matrix, "covariance_matrix"),
+                                           (precision_matrix, "precision_matrix"))
+                       if m is not None)
+    if given.dim() < 2:
+        raise ValueError(f"{name} matrix must be at least two-dimensional, with optional "
+                         "leading batch dimensions")
+    return given, name
+
+
+def _scale_tril_of(given: Tensor, name: str) -> Tensor:
+    """The lower Cholesky factor of the covariance, from the matrix named ``name``."""
+    if name == "scale_tril":
+        return given
+    if name == "covariance_matrix":
+        return torch.linalg.cholesky(given)
+    return _precision_to_scale_tril(given)
+
+
+class _ScaleTrilParams:
+    """``scale_tril``, ``covariance_matrix`` and ``precision_matrix`` of a distribution
+    holding ``_unbroadcasted_scale_tril`` (MultivariateNormal, Wishart), each derived on first
+    use and expanded to the batch shape."""
+
+    def _matrix_shape(self) -> tuple:
+        return tuple(self._batch_shape) + tuple(self._unbroadcasted_scale_tril.shape[-2:])
+
+    @lazy_property
+    def scale_tril(self) -> Tensor:
+        return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
+
+    @lazy_property
+    def covariance_matrix(self) -> Tensor:
+        L = self._unbroadcasted_scale_tril
+        return torch.matmul(L, L.mT).expand(self._matrix_shape())
+
+    @lazy_property
+    def precision_matrix(self) -> Tensor:
+        return torch.cholesky_inverse(self._unbroadcasted_scale_tril).expand(
+            self._matrix_shape())
+
+
+class MultivariateNormal(_ScaleTrilParams, Distribution):
     r"""Creates a multivariate normal (also called Gaussian) distribution parameterized by a
     mean vector and a covariance matrix.
 
@@ -85,28 +134,13 @@ class MultivariateNormal(Distribution):
                  validate_args: bool | None = None):
         if loc.dim() < 1:
             raise ValueError("loc must be at least one-dimensional.")
-        if ((covariance_matrix is not None) + (scale_tril is not None)
-                + (precision_matrix is not None)) != 1:
-            raise ValueError("Exactly one of covariance_matrix or precision_matrix or "
-                             "scale_tril may be specified.")
-        given, name = next((m, n) for m, n in ((scale_tril, "scale_tril"),
-                                               (covariance_matrix, "covariance_matrix"),
-                                               (precision_matrix, "precision_matrix"))
-                           if m is not None)
-        if given.dim() < 2:
-            raise ValueError(f"{name} matrix must be at least two-dimensional, with optional "
-                             "leading batch dimensions")
+        given, name = _one_matrix(covariance_matrix, precision_matrix, scale_tril)
         batch_shape = torch.broadcast_shapes(tuple(given.shape[:-2]), tuple(loc.shape[:-1]))
         setattr(self, name, given.expand(tuple(batch_shape) + (-1, -1)))
         self.loc = loc.expand(tuple(batch_shape) + (-1,))
         event_shape = self.loc.shape[-1:]
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = torch.linalg.cholesky(covariance_matrix)
-        else:
-            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+        self._unbroadcasted_scale_tril = _scale_tril_of(given, name)
 
     def expand(self, batch_shape, _instance=None):
         new = self._expanded(MultivariateNormal, batch_shape, _instance,
@@ -114,23 +148,6 @@ class MultivariateNormal(Distribution):
                               "scale_tril": 2})
         new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril
         return new
-
-    def _matrix_shape(self) -> tuple:
-        return tuple(self._batch_shape) + tuple(self._event_shape) + tuple(self._event_shape)
-
-    @lazy_property
-    def scale_tril(self) -> Tensor:
-        return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
-
-    @lazy_property
-    def covariance_matrix(self) -> Tensor:
-        L = self._unbroadcasted_scale_tril
-        return torch.matmul(L, L.mT).expand(self._matrix_shape())
-
-    @lazy_property
-    def precision_matrix(self) -> Tensor:
-        return torch.cholesky_inverse(self._unbroadcasted_scale_tril).expand(
-            self._matrix_shape())
 
     @property
     def mean(self) -> Tensor:

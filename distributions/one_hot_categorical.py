@@ -12,7 +12,7 @@ from .categorical import Categorical
 from .distribution import Distribution
 from .utils import _OverCategorical
 
-__all__ = ["OneHotCategorical"]
+__all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
 
 class OneHotCategorical(_OverCategorical, Distribution):
@@ -90,3 +90,20 @@ class OneHotCategorical(_OverCategorical, Distribution):
         if expand:
             values = values.expand((n,) + tuple(self.batch_shape) + (n,))
         return values
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    r"""Creates a reparameterizable ``OneHotCategorical`` distribution based on the
+    straight-through gradient estimator from [1]: ``rsample`` returns the one-hot draw, whose
+    gradient is taken to be that of ``probs`` (``sample + probs - probs.detach()``).
+
+    [1] Estimating or Propagating Gradients Through Stochastic Neurons for Conditional
+    Computation (Bengio et al., 2013)
+    """
+
+    has_rsample = True
+
+    def rsample(self, sample_shape=()) -> Tensor:
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs  # cached via @lazy_property
+        return samples + (probs - probs.detach())

@@ -18,10 +18,12 @@ from . import constraints
 from .utils import _sum_rightmost
 from .utils import broadcast_all as _broadcast_all
 
-__all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform",
-           "IndependentTransform", "PowerTransform", "SigmoidTransform", "SoftmaxTransform",
-           "SoftplusTransform", "StickBreakingTransform", "TanhTransform", "Transform",
-           "identity_transform"]
+__all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
+           "CorrCholeskyTransform", "CumulativeDistributionTransform", "ExpTransform",
+           "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
+           "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
+           "SoftplusTransform", "StackTransform", "StickBreakingTransform", "TanhTransform",
+           "Transform", "identity_transform"]
 
 
 class Transform:
@@ -700,3 +702,10 @@ class IndependentTransform(Transform):
 
     def inverse_shape(self, shape):
         return self.base_transform.inverse_shape(shape)
+
+
+# The matrix and piecewise transforms live in structured_transforms.py (they build on the
+# classes above); this module is their public namespace, as torch.distributions.transforms.
+from .structured_transforms import (CatTransform, CorrCholeskyTransform,
+                                    CumulativeDistributionTransform, LowerCholeskyTransform,
+                                    PositiveDefiniteTransform, ReshapeTransform, StackTransform)

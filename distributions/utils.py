@@ -168,3 +168,9 @@ class _ProbsLogits:
         else:
             self.logits = self._param = values[0]
         return is_scalar, values[1:]
+
+
+def _nan_unless(defined: Tensor, value: Tensor) -> Tensor:
+    """``value`` where ``defined``, NaN elsewhere (moments that do not exist, such as a mean
+    for too few degrees of freedom)."""
+    return torch.where(defined, value, torch.full_like(value, float("nan")))
