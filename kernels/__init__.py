@@ -103,6 +103,20 @@ nn (fused)    gelu(x, approximate), gelu_backward(g, x, approximate)   [approxim
                   keys j <= i; lse (B, H, L) float32 (float64 for float64); S == 0 gives
                   zeros and lse -inf; the Triton backend takes D <= 128]
               attention_backward(g, q, k, v, out, lse, scale, causal) -> (dq, dk, dv)
+recurrent     lstm_cell(x, rec, b, c) -> (h, c', saved)   [one LSTM step's pointwise part:
+                  gates x + (rec + b) in the order input, forget, cell, output; x and rec
+                  (N, 4H), any strides (rec: h_prev W_hh^T, the caller's GEMM); b (4H,) or
+                  None; c, h, c' (N, H); c' = f c + i g, h = o tanh(c'); saved: the
+                  activations the backward reads, a backend-defined tuple of arrays]
+              lstm_cell_backward(dh, dc, saved, c) -> (dgates, dc_prev)
+                  [dh, dc: the gradients of h and c' or None (zeros); c: the step's input
+                  cell; dgates (N, 4H): the pre-activations' gradient (of x, rec and b)]
+              gru_cell(x, rec, b, h) -> (h', saved)   [x, rec (N, 3H): the input and
+                  recurrent terms of reset, update, new; b (3H,) or None, added to rec; n =
+                  tanh(x_n + r (rec + b)_n), h' = (1 - z) n + z h]
+              gru_cell_backward(dh, saved, h) -> (dx, drec, dh_direct)   [dx, drec (N, 3H):
+                  the gradients of x and of rec + b; dh_direct = dh z, h's other than
+                  through rec]
 optimizers    sgd_step(param, grad, momentum_buffer, lr, momentum, dampening, weight_decay,
                   nesterov, maximize, first_step)
               adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1,
@@ -166,6 +180,8 @@ CONTRACT = (
     "cross_entropy_backward", "embedding", "embedding_backward", "sgd_step", "adam_step",
     "conv2d", "conv2d_backward",
     "attention", "attention_backward",
+    # recurrent cells
+    "lstm_cell", "lstm_cell_backward", "gru_cell", "gru_cell_backward",
     # random numbers
     "rand", "randn", "randint", "dropout_mask",
     # complex numbers

@@ -1,8 +1,9 @@
 """One training step of a character-level LSTM language model: embedding, a 2-layer nn.LSTM,
 a linear head, cross-entropy, Adam (the loop of examples/pytorch_programs/char_lstm.py).
 
-Each nn.LSTM layer runs its time loop as one op (autograd/ops/recurrent.py); torch runs its
-own C++ loop. ``--mode GRU`` / ``RNN_TANH`` times the other recurrent layers. Rows: tritongrad
+Each nn.LSTM layer runs its time loop as one op (autograd/ops/recurrent.py): per step the
+recurrent GEMM and one fused cell kernel (kernels/numpy/recurrent.py on the CPU, one compiled
+pass; kernels/triton/recurrent.py on CUDA, one launch), each way; torch runs its own C++ loop. ``--mode GRU`` / ``RNN_TANH`` times the other recurrent layers. Rows: tritongrad
 and torch (when installed), taking turns.
 
     python perf/bench_rnn.py [--device cpu|cuda] [--mode LSTM|GRU|RNN_TANH] [--profile]

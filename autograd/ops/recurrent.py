@@ -6,10 +6,14 @@ left is the loop, ``h_t = cell(input_t, h_{t-1} W_hh^T + b_hh)``. Recorded op by
 fifteen nodes per step (PyTorch records as many, from C++, on the CPU); here it is one node,
 ``RnnLayerBackward0``, whose forward runs the loop on the backend's arrays and keeps each
 step's gate activations, and whose rule runs it backwards: per step one GEMM for the gradient
-of h_{t-1}, and one GEMM over all steps for W_hh's. Both are written once against the kernel
-contract, so they run on the CPU and on CUDA alike, and under ``create_graph`` (``k`` is
-``ops.traced``) the forward is recomputed in Tensor ops from the saved inputs, so the rule's
-own derivative comes from composition.
+of h_{t-1}, and one GEMM over all steps for W_hh's. Per step the pointwise rest of an LSTM or
+GRU cell (the gates' activations and the state update, some fifteen array ops; their
+derivatives as many) is one fused kernel of the contract: ``lstm_cell``/``gru_cell`` and their
+``_backward``s (one compiled pass on the CPU, one launch on CUDA). Both are written once against
+the kernel contract, so they run on the CPU and on CUDA alike, and under ``create_graph``
+(``k`` is ``ops.traced``) the forward is recomputed in Tensor ops from the saved inputs, with
+the cells as their formulas (``_Composite``), so the rule's own derivative comes from
+composition.
 
 Gate orders and formulas are PyTorch's (LSTM: input, forget, cell, output; GRU: reset, update,
 new, with the reset gate multiplying the recurrent term of n, bias included).
@@ -48,36 +52,80 @@ def _order(steps: int, reverse: bool) -> range:
     return range(steps - 1, -1, -1) if reverse else range(steps)
 
 
+class _Composite:
+    """The cell kernels (``lstm_cell`` ... ``gru_cell_backward``, kernels/__init__.py) as their
+    formulas in the contract's other ops: what a recorded rule (``k`` is ``ops.traced``) runs,
+    so that it is differentiated. ``saved`` is a tuple of the activations here."""
+
+    def __init__(self, k):
+        self.k = k
+
+    def lstm_cell(self, x, rec, b, c):
+        k, hidden = self.k, c.shape[1]
+        gates = k.add(x, rec if b is None else k.add(rec, b))
+        i, f, o = (k.unary(_SIG, _cols(k, gates, j, hidden)) for j in (0, 1, 3))
+        g = k.unary(_TANH, _cols(k, gates, 2, hidden))
+        c = k.add(k.mul(f, c), k.mul(i, g))
+        tc = k.unary(_TANH, c)
+        return k.mul(o, tc), c, (i, f, g, o, tc)
+
+    def lstm_cell_backward(self, dh, dc, saved, c):
+        k = self.k
+        i, f, g, o, tc = saved
+        dc_t = None if dh is None else k.binary("tanh_backward", k.mul(dh, o), tc)
+        dc = dc_t if dc is None else (dc if dc_t is None else k.add(dc, dc_t))
+        do = _zeros_like(k, o) if dh is None else k.mul(dh, tc)
+        if dc is None:
+            dc = _zeros_like(k, tc)
+        dgates = _cat(k, [k.binary("sigmoid_backward", k.mul(dc, g), i),
+                          k.binary("sigmoid_backward", k.mul(dc, c), f),
+                          k.binary("tanh_backward", k.mul(dc, i), g),
+                          k.binary("sigmoid_backward", do, o)])
+        return dgates, k.mul(dc, f)
+
+    def gru_cell(self, x, rec, b, h):
+        k, hidden = self.k, h.shape[1]
+        if b is not None:
+            rec = k.add(rec, b)
+        r = k.unary(_SIG, k.add(_cols(k, x, 0, hidden), _cols(k, rec, 0, hidden)))
+        z = k.unary(_SIG, k.add(_cols(k, x, 1, hidden), _cols(k, rec, 1, hidden)))
+        rec_n = _cols(k, rec, 2, hidden)
+        n = k.unary(_TANH, k.add(_cols(k, x, 2, hidden), k.mul(r, rec_n)))
+        return k.add(n, k.mul(z, k.sub(h, n))), (r, z, n, rec_n)  # (1 - z) n + z h
+
+    def gru_cell_backward(self, dh, saved, h):
+        k = self.k
+        r, z, n, rec_n = saved
+        dn = k.binary("tanh_backward", k.sub(dh, k.mul(dh, z)), n)
+        dr = k.binary("sigmoid_backward", k.mul(dn, rec_n), r)
+        dz = k.binary("sigmoid_backward", k.mul(dh, k.sub(h, n)), z)
+        return _cat(k, [dr, dz, dn]), _cat(k, [dr, dz, k.mul(dn, r)]), k.mul(dh, z)
+
+
+def _cells(k):
+    """What runs the cells: the backend's fused kernels, or their formulas when recorded."""
+    return _Composite(k) if k is traced else k
+
+
 def _run(k, mode: str, xs, h, c, w_hh, b_hh, reverse: bool):
     """The loop, over time backwards when ``reverse``: states h_0..h_L and cells c_0..c_L (or
     None), and what each step's backward needs, all in the order the steps ran."""
-    hidden = h.shape[1]
+    cells = _cells(k)
+    w_t = k.contiguous(_t(k, w_hh))  # (H, G H): each step's product reads rows
     hs, cs, keep = [h], ([c] if c is not None else None), []
     for t in _order(xs.shape[0], reverse):
         x = k.getitem(xs, (t,))
-        rec = k.matmul(h, _t(k, w_hh))
-        if b_hh is not None:
-            rec = k.add(rec, b_hh)
+        rec = k.matmul(h, w_t)
         if mode == "LSTM":
-            gates = k.add(x, rec)
-            i, f, o = (k.unary(_SIG, _cols(k, gates, j, hidden)) for j in (0, 1, 3))
-            g = k.unary(_TANH, _cols(k, gates, 2, hidden))
-            c = k.add(k.mul(f, c), k.mul(i, g))
-            tc = k.unary(_TANH, c)
-            h = k.mul(o, tc)
-            keep.append((i, f, g, o, tc))
+            h, c, saved = cells.lstm_cell(x, rec, b_hh, c)
             cs.append(c)
         elif mode == "GRU":
-            r = k.unary(_SIG, k.add(_cols(k, x, 0, hidden), _cols(k, rec, 0, hidden)))
-            z = k.unary(_SIG, k.add(_cols(k, x, 1, hidden), _cols(k, rec, 1, hidden)))
-            rec_n = _cols(k, rec, 2, hidden)
-            n = k.unary(_TANH, k.add(_cols(k, x, 2, hidden), k.mul(r, rec_n)))
-            h = k.add(n, k.mul(z, k.sub(h, n)))  # (1 - z) n + z h
-            keep.append((r, z, n, rec_n))
+            h, saved = cells.gru_cell(x, rec, b_hh, h)
         else:
-            pre = k.add(x, rec)
+            pre = k.add(x, rec if b_hh is None else k.add(rec, b_hh))
             h = k.unary(_TANH, pre) if mode == "RNN_TANH" else k.where(k.gt(pre, 0), pre, 0.0)
-            keep.append((h,))
+            saved = h
+        keep.append(saved)
         hs.append(h)
     return hs, cs, keep
 
@@ -119,41 +167,25 @@ class RnnLayerBackward0(Primitive):
         # per step as it ran (p), whose time is times[p]: dxs by time, dgates (of the
         # recurrent term) as the steps ran, as hs and keep are
         dxs, dgates = [None] * steps, [None] * steps
+        cells = _cells(k)
         for p in range(steps - 1, -1, -1):
             t = times[p]
             if dys is not None:
                 dy = k.getitem(dys, (t,))
                 dh = dy if dh is None else k.add(dh, dy)
             if mode == "LSTM":
-                i, f, g, o, tc = keep[p]
-                dc_t = None if dh is None else k.binary("tanh_backward", k.mul(dh, o), tc)
-                dc = dc_t if dc is None else (dc if dc_t is None else k.add(dc, dc_t))
-                do = _zeros_like(k, o) if dh is None else k.mul(dh, tc)
-                if dc is None:
-                    dc = _zeros_like(k, tc)
-                dpre = _cat(k, [k.binary("sigmoid_backward", k.mul(dc, g), i),
-                                k.binary("sigmoid_backward", k.mul(dc, cs[p]), f),
-                                k.binary("tanh_backward", k.mul(dc, i), g),
-                                k.binary("sigmoid_backward", do, o)])
-                dc = k.mul(dc, f)
-                dxs[t] = dgates[p] = dpre
+                dgates[p], dc = cells.lstm_cell_backward(dh, dc, keep[p], cs[p])
+                dxs[t] = dgates[p]
             elif mode == "GRU":
-                r, z, n, rec_n = keep[p]
                 if dh is None:
-                    dh = _zeros_like(k, n)
-                dn = k.binary("tanh_backward", k.sub(dh, k.mul(dh, z)), n)
-                dr = k.binary("sigmoid_backward", k.mul(dn, rec_n), r)
-                dz = k.binary("sigmoid_backward", k.mul(dh, k.sub(hs[p], n)), z)
-                dxs[t] = _cat(k, [dr, dz, dn])
-                dgates[p] = _cat(k, [dr, dz, k.mul(dn, r)])
-                dh_direct = k.mul(dh, z)
+                    dh = _zeros_like(k, hs[p])
+                dxs[t], dgates[p], dh_direct = cells.gru_cell_backward(dh, keep[p], hs[p])
             else:
-                y = keep[p][0]
+                y = keep[p]
                 if dh is None:
                     dh = _zeros_like(k, y)
-                dpre = (k.binary("tanh_backward", dh, y) if mode == "RNN_TANH"
-                        else k.binary("relu_backward", dh, y))
-                dxs[t] = dgates[p] = dpre
+                dxs[t] = dgates[p] = (k.binary("tanh_backward", dh, y) if mode == "RNN_TANH"
+                                      else k.binary("relu_backward", dh, y))
             dh = k.matmul(dgates[p], w_hh)
             if mode == "GRU":
                 dh = k.add(dh, dh_direct)

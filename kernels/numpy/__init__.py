@@ -21,6 +21,7 @@ from .nn import (batch_norm, batch_norm_backward, cross_entropy, cross_entropy_b
                  layer_norm_backward)
 from .optim import adam_step, sgd_step
 from .random import dropout_mask, rand, randint, randn
+from .recurrent import gru_cell, gru_cell_backward, lstm_cell, lstm_cell_backward
 from .reduction import argreduce, cumsum, reduce, softmax, sum
 from .sorting import sort
 
@@ -40,4 +41,5 @@ __all__ = [
     "conv2d", "conv2d_backward",
     "attention", "attention_backward",
     "conj", "real", "imag",
+    "lstm_cell", "lstm_cell_backward", "gru_cell", "gru_cell_backward",
 ]

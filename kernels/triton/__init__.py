@@ -101,6 +101,7 @@ from .nn import (
 from .normalization import batch_norm, batch_norm_backward
 from .optim import adam_step, sgd_step
 from .random import dropout_mask, rand, randint, randn
+from .recurrent import gru_cell, gru_cell_backward, lstm_cell, lstm_cell_backward
 from .reduction import argreduce
 from .rowwise import softmax
 from .sorting import sort
@@ -208,6 +209,8 @@ __all__ = [
     "gelu",
     "gelu_backward",
     "getitem",
+    "gru_cell",
+    "gru_cell_backward",
     "gt",
     "imag",
     "index",
@@ -216,6 +219,8 @@ __all__ = [
     "layer_norm_backward",
     "le",
     "log",
+    "lstm_cell",
+    "lstm_cell_backward",
     "lt",
     "matmul",
     "maximum",

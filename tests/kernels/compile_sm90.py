@@ -270,6 +270,12 @@ def main(full: bool) -> int:
                   (f"conv_transpose2d {dt}", lambda xc=xc, wc=wc, gc=gc, a=conv_args: (
                       tk.conv2d_backward(gc, xc, wc, *a, (True, False, False)),
                       tk.conv2d_backward(gc, xc, wc, *a, (False, True, False))))]
+    for dt in floats:  # recurrent cells (kernels/triton/recurrent.py): forward and backward
+        x4, x3, s = arr((6, 160), dt), arr((6, 120), dt), arr((6, 40), dt)
+        cases += [(f"lstm_cell {dt}", lambda x4=x4, s=s, dt=dt: tk.lstm_cell_backward(
+                       s, None, tk.lstm_cell(x4, x4, arr((160,), dt), s)[2], s)),
+                  (f"gru_cell {dt}", lambda x3=x3, s=s: tk.gru_cell_backward(
+                       s, tk.gru_cell(x3, x3, None, s)[1], s))]
     cases += _complex_cases(tk, arr, full)
     failures = 0
     for name, fn in cases:
