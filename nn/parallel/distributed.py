@@ -14,9 +14,9 @@ started, so communication overlaps the rest of backward. Buckets are started str
 order (a bucket ready early waits for the ones before it), which keeps the collectives in
 the same order on every rank, as MPI and NCCL require. When the last bucket has been started
 (that is, from the hook of the last parameter to become ready), every bucket is waited for
-and its averaged values are copied back into the ``.grad`` tensors. tritongrad's engine has
-no ``queue_callback`` to run this at the end of backward; the last gradient hook is the same
-moment for the parameters, since nothing after it writes a parameter's gradient.
+and its averaged values are copied back into the ``.grad`` tensors. This runs in the last
+gradient hook rather than through the engine's ``queue_callback`` at the end of backward: for
+the parameters it is the same moment, since nothing after it writes a parameter's gradient.
 
 Note [DDP hooks]: a parameter becomes ready in its ``register_post_accumulate_grad_hook``,
 which runs once a backward has accumulated the parameter's gradient into ``.grad`` (so

@@ -26,7 +26,7 @@ class DistributedSampler(Sampler[int]):
     one with ``drop_last``), and process ``rank`` takes every ``num_replicas``-th index starting
     at ``rank``. With ``shuffle=True`` the order is a permutation drawn from NumPy's
     ``default_rng(seed + epoch)``: deterministic and the same on every process, but not the
-    permutation ``torch.randperm`` draws for that seed (tritongrad has no ``randperm``).
+    permutation ``torch.randperm`` draws for that seed (the sampler does not call ``randperm``).
 
     Args:
         dataset: dataset used for sampling (anything with ``len``).
