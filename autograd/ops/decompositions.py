@@ -17,8 +17,8 @@ factorizations save all their outputs (``_keep_outputs``), as PyTorch's do. The 
 singular-vector rules assume distinct eigen/singular values (at a degenerate spectrum the
 gradient is inf/NaN, as PyTorch's) and are correct for gauge-invariant losses; for complex
 inputs ``eigh`` and ``svd`` raise PyTorch's error when the loss depends on the phase of the
-vectors. ``det``'s rule uses ``A^-H`` and so needs an invertible ``A`` (PyTorch falls back to
-an SVD at singular matrices; here the gradient there is NaN/inf).
+vectors. ``det``'s rule is ``g adj(A)^H``: ``det(A) A^-H`` for an invertible ``A``, from an SVD
+where ``|det A| < 100 eps``, as PyTorch's, so it is finite at singular matrices too.
 """
 
 from __future__ import annotations
@@ -304,12 +304,37 @@ class LinalgDetBackward0(Primitive):
     def forward(ctx, k, a):
         return _host(_np_dec.det, (a,))
 
-    vjp = complex_vjp = _tensor_rule(lambda ctx, saved, g: (
-        (g * _cj(saved[1])).unsqueeze(-1).unsqueeze(-1) * _mH(inv(saved[0]))))
+    vjp = complex_vjp = _tensor_rule(lambda ctx, saved, g: _det_grad(saved[0], saved[1], g))
 
     @staticmethod
     def jvp(ctx, k, primals, tangents, out):
         return out * _trace(solve(primals[0], tangents[0]))  # d det = det tr(A^-1 dA)
+
+
+def _det_grad(A: Tensor, d: Tensor, g: Tensor) -> Tensor:
+    """g adj(A)^H, the gradient of det. Where |det A| < 100 eps (PyTorch's threshold) adj(A)
+    comes from an SVD, A = U S V^H: adj(A) = conj(det U det V^H) V diag(prod_{j != i} s_j)
+    U^H, finite at a singular A; elsewhere adj(A) = det(A) A^-1."""
+    from .creation import eye
+    from .elementwise import where
+    from .scans import cumprod
+    from .shape import cat
+    small = d.abs() < 100 * dtypes.finfo(A.dtype).eps
+    gd = (g * _cj(d)).unsqueeze(-1).unsqueeze(-1)
+    if not bool(small.any()):
+        return gd * _mH(inv(A))
+    mask = small.unsqueeze(-1).unsqueeze(-1)
+    n = A.shape[-1]
+    safe = where(mask, eye(n, dtype=A.dtype, device=A.device), A)  # (inv of the others only)
+    regular = gd * _mH(inv(safe))
+    U, S, Vh = svd(A)
+    alpha = _cj(det(U) * det(Vh))
+    one = S[..., :1] * 0 + 1
+    before = cat([one, cumprod(S[..., :-1], -1)], -1)  # prod_{j < i} s_j
+    after = cat([cumprod(S.flip(-1)[..., :-1], -1).flip(-1), one], -1)  # prod_{j > i} s_j
+    D = (g * alpha).unsqueeze(-1) * (before * after)
+    singular = (U * D.unsqueeze(-2).to(U.dtype)) @ Vh
+    return where(mask, singular, regular)
 
 
 def det(A: Tensor, *, out=None) -> Tensor:

@@ -345,3 +345,40 @@ def test_lobpcg_is_the_exact_extreme_eigenpairs():
     E, X = tg.lobpcg(A, k=1)
     (E.sum() + (X * X).sum()).backward()
     np.testing.assert_allclose(host(A.grad), host(A.grad).T, atol=1e-12)
+
+
+def _adjugate(a: np.ndarray) -> np.ndarray:
+    """The classical adjugate by cofactors (float64 reference)."""
+    n = a.shape[0]
+    cof = np.empty_like(a)
+    for i in range(n):
+        for j in range(n):
+            minor = np.delete(np.delete(a, i, 0), j, 1)
+            cof[i, j] = (-1) ** (i + j) * np.linalg.det(minor)
+    return cof.T
+
+
+@pytest.mark.parametrize("m", [[[1.0, 2.0], [2.0, 4.0]],
+                               [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]],
+                               [[2.0, 1.0], [1.0, 3.0]]])
+def test_det_gradient_is_the_adjugate_even_at_singular_matrices(m):
+    # d det / dA = adj(A)^T everywhere (det is a polynomial); PyTorch's first-order backward
+    # gives 0 at an exactly singular A, its create_graph path (an SVD) this adjugate
+    a = np.array(m)
+    A = tg.tensor(a, dtype=tg.float64, requires_grad=True)
+    tg.linalg.det(A).backward()
+    np.testing.assert_allclose(A.grad.numpy(), _adjugate(a).T, atol=1e-12)
+    assert tg.autograd.gradcheck(tg.linalg.det, (A.detach().requires_grad_(),))
+
+
+def test_det_gradient_batched_mix_and_second_order():
+    a = np.array([[[1.0, 2.0, 0.0], [2.0, 4.0, 1.0], [0.0, 1.0, 3.0]],  # rank 3, det -1
+                  [[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 1.0, 3.0]]])  # rank 2, det 0
+    A = tg.tensor(a, dtype=tg.float64, requires_grad=True)
+    g = tg.tensor([0.5, -2.0], dtype=tg.float64)
+    (tg.linalg.det(A) * g).sum().backward()
+    for i in range(2):
+        np.testing.assert_allclose(A.grad.numpy()[i], g[i].item() * _adjugate(a[i]).T,
+                                   atol=1e-12)
+    assert tg.autograd.gradgradcheck(tg.linalg.det, (tg.tensor(a[1:], dtype=tg.float64,
+                                                               requires_grad=True),))
