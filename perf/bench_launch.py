@@ -21,8 +21,12 @@ NumPy op on host arrays; a second table times the interpreter running the op for
 
 ``--compiled`` (no GPU needed; run it in a process without ``TRITON_INTERPRET``) times the
 compiled path instead, up to the driver's launch call: the kernels are compiled for sm_90 by
-Triton as on an H100 and given launchers that run nothing (tests/kernels/compile_sm90.py), so
-the rows are the host cost of an op less cuLaunchKernel itself (2-3 us on a GPU): tritongrad
+Triton as on an H100 and given launchers that run nothing (tests/kernels/compile_sm90.py), and
+the current device and stream are answered as tritongrad's Triton driver answers them on a GPU
+(runtime/triton_driver.py, over the emulated device's thread-local state). Each compiled kernel
+gets Triton's own launcher object (``CudaLauncher``, its Python ``__call__`` included: about
+0.9 us) over a C ``launch`` that runs nothing, so the rows are the host cost of an op less the C
+launch and cuLaunchKernel (2-3 us on a GPU): tritongrad
 with its cached launches (Notes [cached launches] and [plan launches],
 kernels/triton/launcher.py), the same through Triton's own dispatch (``JITFunction.run``) on
 every launch, the op through the kernel contract alone (``kernels.triton`` on the tensors'
@@ -102,6 +106,38 @@ def tritons_dispatch():
         CachedLaunchJIT.enabled = True
 
 
+def _with_cuda_launcher(compile_only):
+    """``compile_only`` (compile_sm90's), whose kernels then launch through Triton's
+    ``CudaLauncher``, its Python ``__call__`` as on a GPU, over the harness's launcher (which
+    counts the launch and runs nothing) in place of the C ``launch``."""
+    import triton
+    from triton.backends.nvidia.driver import CudaLauncher
+
+    release = ".".join(triton.__version__.split(".")[:2])
+
+    def compile_(self, *args, **kwargs):
+        kernel = compile_only(self, *args, **kwargs)
+        stub, md = kernel._run, kernel.metadata
+        launcher = object.__new__(CudaLauncher)
+        for name in ("global_scratch_size", "global_scratch_align", "profile_scratch_size",
+                     "profile_scratch_align", "launch_cooperative_grid", "launch_pdl"):
+            setattr(launcher, name, getattr(md, name))
+        launcher.num_ctas, launcher.gsan_enabled = getattr(md, "num_ctas", 1), False
+        launcher.arg_annotations, launcher.kernel_signature = (), b""
+        if release == "3.9":  # the C launch's arguments, back in __call__'s order for the stub
+            def launch(gx, gy, gz, stream, fn, coop, pdl, km, lm, enter, leave, gs, ps, ann, sig,
+                       args):
+                stub(gx, gy, gz, stream, fn, km, lm, enter, leave, *args)
+        else:  # 3.6's order
+            def launch(gx, gy, gz, stream, fn, coop, pdl, gs, ps, *args):
+                stub(gx, gy, gz, stream, fn, *args)
+        launcher.launch = launch
+        kernel._run = launcher
+        return kernel
+
+    return compile_
+
+
 def compiled_stand_ins(script: str):
     """Installs the ``--compiled`` setup (see the module docstring) in this process: Triton
     compiles for sm_90 and every compiled kernel gets a launcher that runs nothing; returns
@@ -117,9 +153,18 @@ def compiled_stand_ins(script: str):
     import compile_sm90  # the stand-in sm_90 driver and launchers (a test double)
 
     compile_sm90.compile_only()
+    import triton
     from triton.runtime.jit import JITFunction
+    from tritongrad.runtime import triton_driver
+
+    # device and stream as a GPU run asks them, at every launch (the stand-in's are constants)
+    ours = triton_driver.make_driver_class()(utils=object())
+    active = triton.runtime.driver.active
+    active.get_current_device = ours.get_current_device
+    active.get_current_stream = ours.get_current_stream
 
     JITFunction.run = compile_sm90._run  # Triton's own, without the harness's bookkeeping
+    JITFunction._do_compile = _with_cuda_launcher(compile_sm90._compile)
     from tritongrad.kernels.triton import _launch
     from tritongrad.kernels.triton.launcher import CachedLaunchJIT
 

@@ -50,10 +50,11 @@ memory that merging its cache would have provided.
 
 Note [hot counts]: the statistics of a hot malloc or free (ten counters with their peaks, per
 pool and for all pools) cost as much as the rest of the allocator's work for that call, and
-are rarely read. So the hot path only appends the event to a log (``+-(size << 2 | pool)`` and
-``+-requested``); the log is folded into the counters, in order, before anything reads or
-changes them otherwise (``_fold``, with NumPy: a running sum per counter gives its current
-value, its maximum the peak, its negative steps the freed total), and when it grows long.
+are rarely read. So the hot path only appends the event to a log, one int that packs the
+block's size, its slack (size - requested) and its pool, negated for a free; the log is folded
+into the counters, in order, before anything reads or changes them otherwise (``_fold``, with
+NumPy: a running sum per counter gives its current value, its maximum the peak, its negative
+steps the freed total), and when it grows long.
 
 Thread-safe (one lock per allocator). Frees that arrive re-entrantly (a garbage collection
 running ``Storage.__del__`` in the middle of an allocator call) are deferred to the end of the
@@ -123,11 +124,14 @@ def segment_size(size: int) -> int:
 
 
 class _Segment:
-    __slots__ = ("pool", "ptr", "size", "small", "stream")
+    __slots__ = ("hot", "pool", "ptr", "size", "small", "stream")
 
     def __init__(self, ptr, size, stream, small, pool=None):
         self.ptr, self.size, self.stream, self.small = ptr, size, stream, small
         self.pool: _PrivatePool | None = pool  # None: the general pool
+        # the pool field of its blocks' hot events (Note [hot counts]: 2 small, 1 large), or 0
+        # for a graph's pool, whose blocks are never cached hot
+        self.hot = 0 if pool is not None else 2 if small else 1
 
 
 class _PrivatePool:
@@ -151,6 +155,8 @@ class Block:
     """
 
     __slots__ = (
+        "base",
+        "code",
         "events",
         "next",
         "prev",
@@ -168,6 +174,10 @@ class Block:
         self.prev, self.next = prev, next
         self.requested = 0
         self.state = _FREE
+        # its hot events (Note [hot counts]): base, the size and pool fields, set when it is
+        # allocated on the slow path; code, the event of its last malloc, whose negation its
+        # free logs. 0: its free takes the slow path (a graph's pool)
+        self.base = self.code = 0
         self.stream_uses: set | None = None
         self.events: list | None = None
 
@@ -199,9 +209,14 @@ _FOLDED = tuple((stats, p) for p in range(3) for stats in (
     (_ALLOCATION, _ACTIVE), (_ALLOCATED_BYTES, _ACTIVE_BYTES), (_REQUESTED_BYTES,)))
 # hot events a malloc logs before it folds them anyway. The fold's cost per event grows with
 # the log past a few thousand events (its arrays, megabytes at 1 << 14, then come from fresh
-# memory): a hot malloc+free pair cost 1.42 us at 1 << 14 with the fold of three passes per
-# pool, 1.08 us with this one and 1 << 12 (about 0.7 us without statistics at all).
+# memory).
 _FOLD_AT = 1 << 12
+# A hot event is one int (Note [hot counts]): +-(size << 15 | pool << 22 | slack), pool 1
+# (large) or 2 (small), slack = size - requested. Sizes are multiples of 512, so size << 15
+# leaves bits 0-23 free. A block's slack is below 512 plus the largest remainder a large block
+# keeps unsplit (1 MiB, see _malloc), far below 1 << 22; a block with more (it cannot happen)
+# would be freed on the slow path, which counts exactly.
+_SLACK_BITS = 22
 
 
 class CachingAllocator:
@@ -239,8 +254,8 @@ class CachingAllocator:
         self._capture_frees: list[tuple[Block, set]] = []  # cross-stream frees in a capture
         n = 3 * len(_STAT_NAMES)
         self._cur, self._peak, self._freed, self._base = [0] * n, [0] * n, [0] * n, [0] * n
-        self._log: list[int] = []        # hot mallocs and frees not yet counted (Note [hot
-        self._log_requested: list[int] = []  # counts]): +-(size << 2 | pool), +-requested
+        self._log: list[int] = []  # hot mallocs and frees not yet counted (Note [hot counts])
+        self._fold_buf: tuple | None = None  # _fold's work arrays, made at the first fold
         self.num_alloc_retries = 0
         self.num_ooms = 0
         self.num_device_alloc = 0
@@ -256,16 +271,21 @@ class CachingAllocator:
         Raises:
             OutOfMemoryError: the device is full even after releasing the cache.
         """
-        with self._lock:
+        # (acquire/release, not ``with``: the with statement cost twice as much on a path
+        # of a few hundred nanoseconds)
+        lock = self._lock
+        lock.acquire()
+        try:
             if nbytes > 0 and not (self._depth or self._pending or self._capture_pools):
-                hot = self._hot.get((stream, -(-nbytes // MIN_BLOCK) * MIN_BLOCK))
+                size = -(-nbytes // MIN_BLOCK) * MIN_BLOCK
+                hot = self._hot.get((stream, size))
                 if hot:  # Note [hot blocks]
                     block = hot.pop()
                     block.state = _ALLOCATED
                     block.requested = nbytes
+                    block.code = code = block.base + size - nbytes  # (its size is size)
                     log = self._log
-                    log.append(block.size << 2 | (2 if block.segment.small else 1))
-                    self._log_requested.append(nbytes)
+                    log.append(code)
                     if len(log) >= _FOLD_AT:
                         self._fold()
                     return block
@@ -277,17 +297,19 @@ class CachingAllocator:
                     self._leave()
                 else:
                     self._depth -= 1
+        finally:
+            lock.release()
 
     def free(self, block: Block) -> None:
         """Returns ``block``; it is reused on its stream once every recorded use is done."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             if (block.state == _ALLOCATED and block.stream_uses is None and not self._depth
-                    and not self._capture_pools and block.segment.pool is None):
-                size = block.size  # Note [hot blocks]
-                self._log.append(-(size << 2 | (2 if block.segment.small else 1)))
-                self._log_requested.append(-block.requested)
+                    and not self._capture_pools and block.code):
+                self._log.append(-block.code)  # Note [hot blocks]
                 block.state = _CACHED
-                hot = self._hot.get(key := (block.stream, size))
+                hot = self._hot.get(key := (block.stream, block.size))
                 if hot is None:
                     self._hot[key] = [block]
                 else:
@@ -304,6 +326,8 @@ class CachingAllocator:
                     self._leave()
                 else:
                     self._depth -= 1
+        finally:
+            lock.release()
 
     def record_stream(self, block: Block, stream) -> None:
         """Marks ``block`` as used by work on ``stream`` (see Note [cross-stream use])."""
@@ -533,23 +557,42 @@ class CachingAllocator:
     def _fold(self) -> None:
         """Counts the logged hot mallocs and frees (Note [hot counts]), lock held."""
         log = self._log
-        if not log:
+        n = len(log)
+        if not n:
             return
-        e = np.array(log, dtype=np.int64)
-        # one row per column of _FOLDED: blocks, bytes, requested bytes; all pools, large,
-        # small (a hot block is in one of the two: large = all - small)
-        d = np.empty((9, len(e)), dtype=np.int64)
-        d[2] = self._log_requested
+        buf = self._fold_buf
+        if buf is None or len(buf[0]) < n:
+            buf = (np.empty(max(n, _FOLD_AT), np.int64),
+                   np.empty((3, 6, max(n, _FOLD_AT)), np.int64))
+            if n <= _FOLD_AT:  # kept, so that a fold does not fault in fresh pages each time
+                self._fold_buf = buf  # (a few hundred kB, past malloc's mmap threshold)
+        e, (d, run, tmp) = buf[0][:n], buf[1][:, :, :n]
+        e[:] = log
         log.clear()
-        self._log_requested.clear()
+        # rows: blocks, bytes, requested bytes over all pools (0-2), then over the small pool
+        # (3-5); the large pool's running values are the differences
         np.sign(e, out=d[0])
         np.abs(e, out=e)
-        np.multiply(d[0], e >> 2, out=d[1])
-        np.multiply(d[:3], (e & 3) == 2, out=d[6:])
-        np.subtract(d[:3], d[6:], out=d[3:6])
-        run = np.cumsum(d, axis=1)
-        tops, totals = run.max(axis=1).tolist(), run[:, -1].tolist()
-        gone = (-np.minimum(d, 0).sum(axis=1)).tolist()
+        np.right_shift(e, 24, out=d[1])
+        np.left_shift(d[1], 9, out=d[1])
+        np.multiply(d[0], d[1], out=d[1])  # +-size
+        np.bitwise_and(e, (1 << _SLACK_BITS) - 1, out=d[2])
+        np.multiply(d[0], d[2], out=d[2])
+        np.subtract(d[1], d[2], out=d[2])  # +-requested
+        np.right_shift(e, 23, out=e)
+        np.bitwise_and(e, 1, out=e)  # 1: the small pool (pool field 2)
+        np.multiply(d[:3], e, out=d[3:])
+        np.cumsum(d, axis=1, out=run)
+        np.subtract(run[:3], run[3:], out=tmp[:3])
+        # per column of _FOLDED (all pools, large, small): the highest running value, the
+        # last, and the total of the negative steps
+        top = run.max(axis=1).tolist()
+        tops = top[:3] + tmp[:3].max(axis=1).tolist() + top[3:]
+        last = run[:, -1].tolist()
+        totals = last[:3] + [a - b for a, b in zip(last[:3], last[3:])] + last[3:]
+        np.minimum(d, 0, out=tmp)
+        neg = (-tmp.sum(axis=1)).tolist()
+        gone = neg[:3] + [a - b for a, b in zip(neg[:3], neg[3:])] + neg[3:]
         cur, peak, freed = self._cur, self._peak, self._freed
         for col, (stats, p) in enumerate(_FOLDED):
             for stat in stats:
@@ -580,6 +623,9 @@ class CachingAllocator:
         block.state = _ALLOCATED
         block.requested = nbytes
         size = block.size
+        pool_code = block.segment.hot
+        block.base = base = size << 15 | pool_code << 22
+        block.code = base + size - nbytes if pool_code and size - nbytes < 1 << _SLACK_BITS else 0
         self._count(small, ((_ALLOCATION, 1), (_ACTIVE, 1), (_ALLOCATED_BYTES, size),
                             (_ACTIVE_BYTES, size), (_REQUESTED_BYTES, nbytes)))
         return block

@@ -96,7 +96,11 @@ class Storage:
             index = _streams.device_index(device)
             alloc = allocator(index)
             device = Device("cuda", index)
-        handle = _streams.current_stream_handle(index) if stream is None else stream.cuda_stream
+        if stream is None:  # streams.current_stream_handle, inline (every op's output)
+            s = _streams._state.streams.get(index)
+            handle = 0 if s is None else s.cuda_stream
+        else:
+            handle = stream.cuda_stream
         self._block = block = alloc.malloc(nbytes, handle)
         self._allocator = alloc
         self.ptr = block.ptr
@@ -237,7 +241,8 @@ def _copy_dtoh(index: int, dst_host: int, src: int, nbytes: int) -> None:
 
 def empty(shape, dtype, device) -> DeviceArray:
     """An uninitialised contiguous array on ``device``, allocated on its current stream."""
-    shape = tuple(shape)
+    if type(shape) is not tuple:
+        shape = tuple(shape)
     strides = _CONTIGUOUS.get(shape)  # (a call less, per op; a 0-d shape's strides are ())
     if strides is None:
         strides = contiguous_strides(shape)

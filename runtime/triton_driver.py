@@ -104,13 +104,12 @@ class _L2Flush:
 
 
 def _current_device() -> int:
-    index = _streams.current_device()
-    _drv.get_driver().activate(index)  # a new thread has no current context: launch needs one
+    # Asked at every launch: streams.current_device() and get_driver() inline (the driver is
+    # probed before this one is installed)
+    index = _streams._state.device
+    # a new thread has no current context: launch needs one (cheap when it is current)
+    (_drv._driver or _drv.get_driver()).activate(index)
     return index
-
-
-def _current_stream(index) -> int:
-    return _streams.current_stream_handle(index)
 
 
 def _capability(index=None) -> tuple[int, int]:
@@ -137,7 +136,7 @@ def make_driver_class():
             self.launcher_cls = CudaLauncher
             self.get_current_device = _current_device
             self.set_current_device = _streams.set_device
-            self.get_current_stream = _current_stream
+            self.get_current_stream = _streams.current_stream_handle  # (device) -> handle
             self.get_device_capability = _capability
 
         @staticmethod

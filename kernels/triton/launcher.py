@@ -54,6 +54,18 @@ launch hooks or pre-run hooks, or with cached launches off, is ``kernel[grid](..
 kernel's cached launch or Triton's dispatch); with ``CachedLaunchJIT.check`` every cached
 ``Launch`` is checked against Triton's pick as the kernel's own cached launches are.
 
+Note [direct launches]: a compiled kernel's launcher (Triton's ``CudaLauncher``) is a Python
+``__call__`` around the C ``launch`` function: it asks for global and profile scratch memory
+(none for almost every kernel), checks for the sanitizer, and reorders the arguments, about
+0.9 us per launch on top of the C call. A cached launch (a kernel's own or a ``Launch``'s) of a
+kernel that needs no scratch memory and no sanitizer calls ``launch`` itself with the
+arguments ``__call__`` would pass it (``_direct``). That order is Triton's and changes between
+releases, so it is written out for the releases tested (3.6 and 3.9;
+tests/runtime/test_host_path.py compares it with what their ``__call__`` passes); any other
+release, launcher class or kernel with scratch memory goes through ``__call__``.
+``TRITONGRAD_DIRECT_LAUNCH=0`` sends every launch through ``__call__`` (a switch for the first
+GPU runs: the direct call has been checked against a recording stand-in of ``launch`` only).
+
 Under the interpreter (``TRITON_INTERPRET=1``, CI and the emulated device) ``jit`` is
 ``triton.jit``: interpreted kernels have no compiled launcher to cache.
 """
@@ -75,6 +87,7 @@ from .compat import INTERPRET
 __all__ = ["CachedLaunchJIT", "Launch", "LaunchMismatch", "jit"]
 
 _I32, _I64 = 1 << 31, 1 << 63
+_DIRECT = os.environ.get("TRITONGRAD_DIRECT_LAUNCH", "1").strip() != "0"  # Note [direct launches]
 # parameter kinds, for the key; _TYPED: a parameter whose annotation fixes its Triton type
 # (do_not_specialize, or a float or bool annotation), so Triton never looks at the value
 _SPECIALIZED, _CONSTEXPR, _UNSPECIALIZED, _TYPED = 0, 1, 2, 3
@@ -135,7 +148,10 @@ def _key_function(kinds: tuple, options: bool):
         width = _WIDTH.format(a=a, I32=_I32, I64=_I64)
         integer = (width if kind == _UNSPECIALIZED else
                    f"({width} | (1 if {a} == 1 else 0 if {a} & 15 else 2))")
-        exprs.append(f"((dt if not ({a}.storage.ptr + {a}.offset * (dt := {a}.dtype).itemsize)"
+        # an array at offset 0 of a 16-byte aligned storage (every allocator block is 512-byte
+        # aligned) is aligned without the address arithmetic
+        exprs.append(f"(({a}.dtype if not ({a}.offset or {a}.storage.ptr & 15)"
+                     f" else dt if not ({a}.storage.ptr + {a}.offset * (dt := {a}.dtype).itemsize)"
                      f" & 15 else (dt, False)) if type({a}) is DeviceArray"
                      f" else NoneType if {a} is None"
                      f" else {integer} if type({a}) is int else token({a}, {kind}))")
@@ -163,14 +179,51 @@ def _hooked() -> bool:
     """Whether a launch hook is installed (Triton's hook chains; a plain callable in older
     releases): hooks see every launch through Triton's own path."""
     rt = knobs.runtime
-    enter, leave = rt.launch_enter_hook, rt.launch_exit_hook
-    return bool(getattr(enter, "calls", enter) or getattr(leave, "calls", leave))
+    try:  # (Triton's HookChains: two attribute reads, no getattr calls, on every launch)
+        return bool(rt.launch_enter_hook.calls or rt.launch_exit_hook.calls)
+    except AttributeError:  # a plain callable or None
+        enter, leave = rt.launch_enter_hook, rt.launch_exit_hook
+        return bool(getattr(enter, "calls", enter) or getattr(leave, "calls", leave))
 
 
 def _compiled(kernel):
     """The CompiledKernel of what ``JITFunction.run`` returned (Triton 3.6 may return a future
     of one when it compiles asynchronously)."""
     return kernel.result() if hasattr(kernel, "result") else kernel
+
+
+def _release() -> str:
+    return ".".join(triton.__version__.split(".")[:2])
+
+
+def _direct(run, function, metadata):
+    """``fire(g0, g1, g2, stream, args)``: the C launch of ``run``'s kernel (its ``function``
+    and packed ``metadata``) on the grid (g0, g1, g2) with the kernel's arguments ``args`` (a
+    tuple), past ``CudaLauncher.__call__`` (Note [direct launches]); None when ``run`` needs
+    its ``__call__``."""
+    try:
+        from triton.backends.nvidia.driver import CudaLauncher
+    except ImportError:  # (a Triton without its CUDA backend)
+        return None
+    if (not _DIRECT or type(run) is not CudaLauncher or run.global_scratch_size
+            or run.profile_scratch_size or getattr(run, "gsan_enabled", False)):
+        return None
+    release = _release()
+    launch, coop, pdl = run.launch, run.launch_cooperative_grid, run.launch_pdl
+    if release == "3.9":  # the kernel's arguments as one tuple, described by two fields
+        annotations, signature = run.arg_annotations, run.kernel_signature
+
+        def fire(g0, g1, g2, stream, args):
+            launch(g0, g1, g2, stream, function, coop, pdl, metadata, None, None, None, None,
+                   None, annotations, signature, args)
+    elif release == "3.6":  # scratch pointers, then metadata, hooks and arguments spread
+
+        def fire(g0, g1, g2, stream, args):
+            launch(g0, g1, g2, stream, function, coop, pdl, None, None, metadata, None, None,
+                   None, *args)
+    else:
+        return None
+    return fire
 
 
 class CachedLaunchJIT(JITFunction):
@@ -239,19 +292,24 @@ class CachedLaunchJIT(JITFunction):
         if launch is None:
             kernel = _compiled(super().run(*args, grid=grid, warmup=warmup, **kwargs))
             try:  # (a kernel whose handles cannot load launches through Triton, uncached)
-                self._launches[key] = (kernel.run, kernel.function, kernel.packed_metadata,
-                                       self._tail(len(args), kwargs), kernel)
+                run, function, metadata = kernel.run, kernel.function, kernel.packed_metadata
+                self._launches[key] = (run, function, metadata, self._tail(len(args), kwargs),
+                                       kernel, _direct(run, function, metadata))
             except Exception:  # noqa: BLE001, S110 - Triton's own path reports the error
                 pass
             return kernel
-        run, function, metadata, tail, kernel = launch
+        run, function, metadata, tail, kernel, fire = launch
         if self.check:
             self.check_pick(kernel, args, grid, kwargs)
         if tail is not None:
             args += tail(kwargs)
         n = len(grid)
-        run(grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1,
-            active.get_current_stream(device), function, metadata, None, None, None, *args)
+        g0, g1, g2 = grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1
+        if fire is not None:  # Note [direct launches]
+            fire(g0, g1, g2, active.get_current_stream(device), args)
+        else:
+            run(g0, g1, g2, active.get_current_stream(device), function, metadata, None, None,
+                None, *args)
         return kernel
 
 
@@ -291,10 +349,13 @@ class Launch:
             return kernel[self.grid](*head, *self.tail, **self.options)
         if launch is None:
             return self._first(key, head)
-        run, function, metadata, compiled = launch
+        run, function, metadata, compiled, fire = launch
         if kernel.check:
             kernel.check_pick(compiled, head + self.tail, self.grid, self.options)
         g0, g1, g2 = self._grid3
+        if fire is not None:  # Note [direct launches]
+            fire(g0, g1, g2, active.get_current_stream(device), head + self.tail)
+            return compiled
         run(g0, g1, g2, active.get_current_stream(device), function, metadata, None, None, None,
             *head, *self.tail)
         return compiled
@@ -303,8 +364,9 @@ class Launch:
         """The first launch of ``key``: through the kernel's own launch path, then kept."""
         compiled = _compiled(self.kernel[self.grid](*head, *self.tail, **self.options))
         try:  # (a kernel whose handles cannot load launches through Triton, uncached)
-            self._launches[key] = (compiled.run, compiled.function, compiled.packed_metadata,
-                                   compiled)
+            run, function, metadata = compiled.run, compiled.function, compiled.packed_metadata
+            self._launches[key] = (run, function, metadata, compiled,
+                                   _direct(run, function, metadata))
         except Exception:  # noqa: BLE001, S110 - Triton's own path reports the error
             pass
         return compiled
