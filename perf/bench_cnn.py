@@ -4,8 +4,10 @@ gradient clipping, SGD with Nesterov momentum and weight decay.
 The network and the step of examples/train_digits_cnn.py (conv 1->16, 16->32, max-pool, 32->64,
 each with BatchNorm2d and ReLU, global average pool, dropout, linear 64->10) on a batch of 64
 8x8 images, written once (``build`` below) for any module with PyTorch's API, so tritongrad
-and torch (when installed) run the same program. ``--profile`` prints tritongrad's profiler
-table.
+and torch (when installed) run the same program. Where oneDNN is installed (kernels/numpy/
+onednn.py), a third row runs tritongrad with its convolutions on the NumPy path
+(``TRITONGRAD_ONEDNN=off``), taking turns with the others in the same process. ``--profile``
+prints tritongrad's profiler table.
 
     python perf/bench_cnn.py [--device cpu|cuda] [--batch 64] [--profile]
 """
@@ -16,7 +18,7 @@ import argparse
 
 import _common  # noqa: F401  (sets thread counts before NumPy loads)
 import numpy as np
-from _common import compare_steps
+from _common import report, timeit, try_torch
 
 
 def build(T, device: str, batch: int):
@@ -65,9 +67,34 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--repeat", type=int, default=30)
     args = parser.parse_args()
-    compare_steps(f"digits CNN training step (3 conv + BatchNorm2d layers, batch {args.batch} "
-                  f"of 8x8, SGD Nesterov)", lambda T: build(T, args.device, args.batch)[1],
-                  args.device, args.repeat, args.profile)
+    from tritongrad.kernels.numpy import onednn
+
+    import tritongrad as tg
+
+    cpu = args.device == "cpu"
+    lib = onednn.provider() if cpu else None
+    sync = None if cpu else tg.cuda.synchronize
+    cases = [("tritongrad", build(tg, args.device, args.batch)[1], sync)]
+    if lib is not None:
+        numpy_step = build(tg, args.device, args.batch)[1]
+
+        def numpy_convs():
+            with onednn.use("off"):
+                return numpy_step()
+
+        cases.append(("tritongrad, NumPy convs", numpy_convs, None))
+    torch = try_torch()
+    if torch is not None:
+        cases.append(("torch", build(torch, args.device, args.batch)[1],
+                      None if cpu else torch.cuda.synchronize))
+    rows = timeit(cases, warmup=3, repeat=args.repeat, interleave=cpu)
+    report(f"digits CNN training step (3 conv + BatchNorm2d layers, batch {args.batch} of 8x8, "
+           f"SGD Nesterov), {args.device}"
+           + (f", oneDNN {'.'.join(map(str, lib.version))}" if lib is not None else ""), rows)
+    if args.profile:
+        with tg.autograd.profiler.profile() as prof:
+            cases[0][1]()
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20))
 
 
 if __name__ == "__main__":

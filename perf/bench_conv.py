@@ -1,10 +1,13 @@
 """Forward and backward of one 2-D convolution layer (x, weight and bias all need gradients).
 
 Rows per shape: tritongrad's fused op (nn.functional.conv2d: the kernel contract's conv2d and
-conv2d_backward; on the CPU im2col over BLAS), the im2col composite it replaced (index_select +
-matmul, differentiated op by op), the same layer hand-written in NumPy (sliding_window_view +
-tensordot forward, tensordot + a per-tap col2im backward: no framework at all), and torch when
-installed. float32; one BLAS thread unless BENCH_THREADS says otherwise.
+conv2d_backward; on the CPU oneDNN where it is installed and takes the layer, else im2col over
+BLAS), the same with oneDNN off (the NumPy path; where oneDNN is installed), the im2col
+composite it replaced (index_select + matmul, differentiated op by op), the same layer
+hand-written in NumPy (sliding_window_view + tensordot forward, tensordot + a per-tap col2im
+backward: no framework at all), and torch when installed. float32; one BLAS thread unless
+BENCH_THREADS says otherwise; on the CPU the rows take turns (interleaved), so the machine's
+drift reaches them alike.
 
     python perf/bench_conv.py [--device cpu|cuda] [--repeat 20]
 """
@@ -60,6 +63,7 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--repeat", type=int, default=20)
     args = ap.parse_args()
+    from tritongrad.kernels.numpy import onednn
     from tritongrad.nn import _convolution
     from tritongrad.nn import functional as F
 
@@ -86,8 +90,14 @@ def main() -> None:
         def composite(x, w, b, s, p, d, gr):
             return _convolution._conv(x, w, b, s, p, d, gr, 2, "conv2d", fused=False)
 
-        cases = [("tritongrad fused", lambda: step(F.conv2d), sync),
-                 ("im2col composite", lambda: step(composite), sync)]
+        def numpy_convs(step=step):
+            with onednn.use("off"):  # (forward and backward)
+                step(F.conv2d)
+
+        cases = [("tritongrad fused", lambda: step(F.conv2d), sync)]
+        if dev == "cpu" and onednn.provider() is not None:
+            cases.append(("fused, oneDNN off", numpy_convs, None))
+        cases.append(("im2col composite", lambda: step(composite), sync))
         if dev == "cpu":
             cases.append(("numpy by hand", lambda x0=x0, w0=w0, b0=b0, g0=g0, s=stride, p=pad,
                           gr=groups: numpy_layer(x0, w0, b0, g0, s, p, gr), None))
@@ -102,7 +112,7 @@ def main() -> None:
 
             cases.append(("torch", torch_step,
                           torch.cuda.synchronize if tdev == "cuda" else None))
-        rows = timeit(cases, warmup=2, repeat=args.repeat)
+        rows = timeit(cases, warmup=2, repeat=args.repeat, interleave=dev == "cpu")
         report(f"conv2d forward + backward, {name}: x {(n, c, h, wd)} w {(o, c // groups, k, k)}"
                f" stride {stride} padding {pad} groups {groups}, float32, {dev}", rows)
 

@@ -28,6 +28,12 @@ KH*KW adds and loses to the loop (digits CNN's second layer: 820 against 460 us)
 
 float32 and float64 compute in their own dtype; float16 and bfloat16 in float32, rounded once
 at the end (as the GPU kernels accumulate in float32).
+
+Where oneDNN is installed (onednn.py: direct convolutions, as PyTorch's CPU ones), the float32
+computations (float16 and bfloat16 inputs' too) of at least ``onednn.MIN_WORK`` multiply-adds
+go to it instead, forward and backward: 1.3-17x faster than the paths above. ``TRITONGRAD_ONEDNN=off`` (or
+``onednn.use("off")``) keeps everything here; this file stays the reference it is tested
+against (tests/kernels/test_onednn_conv.py).
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..geometry import conv_geometry
-from . import jit
+from . import jit, onednn
 from .bf16 import BF16Array
 from .linalg import matmul  # (MKL where installed: blas.py)
 from .nn import _back, _up
@@ -147,8 +153,8 @@ def conv2d(x, w, bias, stride, padding, dilation, groups: int):
 
 def conv2d_columns(x, w, bias, stride, padding, dilation, groups: int):
     """``(conv2d(...), columns)``: with the im2col matrices the product read (None where none
-    were made: a depthwise or empty convolution), for conv2d_backward_columns (Note [Kept
-    columns]). Not in the kernel contract: the CPU backend's own."""
+    were made: a depthwise, empty or oneDNN convolution), for conv2d_backward_columns (Note
+    [Kept columns]). Not in the kernel contract: the CPU backend's own."""
     _same_dtype("conv2d", x, w, bias)
     *_, OH, OW, pd = conv_geometry("conv2d", x.shape, w.shape, stride, padding, dilation, groups)
     out, cols = _forward(_up(x), _up(w), None if bias is None else _up(bias), stride, pd,
@@ -169,7 +175,9 @@ def conv2d_columns(x, w, bias, stride, padding, dilation, groups: int):
 def _forward(xf, wf, bf, stride, pd, dilation, groups: int, OH: int, OW: int,
              keep: bool = False):
     """conv2d in the compute dtype: a new (N, O, OH, OW) array (with ``keep``: and the
-    columns, or None)."""
+    columns, or None), through oneDNN where it takes it (module docstring)."""
+    if (y := onednn.forward(xf, wf, bf, stride, pd, dilation, groups, OH, OW)) is not None:
+        return (y, None) if keep else y
     N = xf.shape[0]
     O, Cg, KH, KW = wf.shape
     out = np.empty((N, O, OH, OW), dtype=xf.dtype)
@@ -235,6 +243,13 @@ def conv2d_backward_columns(g, x, w, stride, padding, dilation, groups: int, nee
         raise ValueError(f"conv2d_backward: expected the output gradient of shape "
                          f"{(N, O, OH, OW)}, got {tuple(g.shape)}")
     xf, wf, gf = _up(x), _up(w), _up(g).astype(_up(x).dtype, copy=False)
+    if (r := onednn.backward(gf, xf, wf, stride, pd, dilation, groups, need_x, need_w,
+                             need_b)) is not None:
+        dx, dw, db = r
+        if need_b and db is None:
+            db = _sum(gf, (0, 2, 3), False)
+        return tuple(None if a is None else _result(a, like)
+                     for a, like in ((dx, x), (dw, w), (db, x)))
     loops = jit.loops("conv_loops") if need_x else None
     by_forward = need_x and loops is None and _dx_by_forward(stride, pd, dilation, KH, KW)
     gn = None

@@ -14,6 +14,7 @@ jit = importlib.import_module("tritongrad.kernels.numpy.jit")
 nn = importlib.import_module("tritongrad.kernels.numpy.nn")
 conv = importlib.import_module("tritongrad.kernels.numpy.conv")
 bf16 = importlib.import_module("tritongrad.kernels.numpy.bf16")
+onednn = importlib.import_module("tritongrad.kernels.numpy.onednn")
 
 needs_loops = pytest.mark.skipif(not jit.enabled(), reason="the compiled CPU loops are off")
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -147,7 +148,7 @@ def test_im2col_loop_is_the_numpy_copy(dtype, case):
 
 @pytest.mark.parametrize("case", CONV_CASES)
 @pytest.mark.parametrize("groups", [1, 2])
-def test_kept_columns_give_the_same_gradients(case, groups):
+def test_kept_columns_give_the_same_gradients(case, groups, numpy_convs):
     N, C, H, W, O, KH, KW, stride, pd, dil = case
     if C % groups or O % groups:
         pytest.skip("channels not divisible by groups")
@@ -173,6 +174,13 @@ def test_kept_columns_give_the_same_gradients(case, groups):
             np.testing.assert_array_equal(a, b_)
 
 
+@pytest.fixture
+def numpy_convs():
+    """The kept columns are the NumPy path's: oneDNN (kernels/numpy/onednn.py) makes none."""
+    with onednn.use("off"):
+        yield
+
+
 def test_kept_columns_of_depthwise_and_empty_convolutions():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2, 4, 5, 5)).astype(np.float32)
@@ -185,7 +193,7 @@ def test_kept_columns_of_depthwise_and_empty_convolutions():
     assert y.shape == (0, 3, 5, 5) and cols is None
 
 
-def test_kept_columns_of_half_inputs_are_float32():
+def test_kept_columns_of_half_inputs_are_float32(numpy_convs):
     rng = np.random.default_rng(1)
     x = rng.standard_normal((2, 3, 6, 6)).astype(np.float16)
     w = rng.standard_normal((4, 3, 3, 3)).astype(np.float16)
