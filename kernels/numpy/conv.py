@@ -31,9 +31,9 @@ at the end (as the GPU kernels accumulate in float32).
 
 Where oneDNN is installed (onednn.py: direct convolutions, as PyTorch's CPU ones), the float32
 computations (float16 and bfloat16 inputs' too) of at least ``onednn.MIN_WORK`` multiply-adds
-go to it instead, forward and backward: 1.3-17x faster than the paths above. ``TRITONGRAD_ONEDNN=off`` (or
-``onednn.use("off")``) keeps everything here; this file stays the reference it is tested
-against (tests/kernels/test_onednn_conv.py).
+go to it instead, forward and backward: 1.3-17x faster than the paths above.
+``TRITONGRAD_ONEDNN=off`` (or ``onednn.use("off")``) keeps everything here; this file stays
+the reference it is tested against (tests/kernels/test_onednn_conv.py).
 """
 
 from __future__ import annotations
