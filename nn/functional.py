@@ -753,7 +753,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         return loss.reshape(spatial) if spatial is not None else loss
     if reduction == "sum":
         return loss.sum()
-    return loss.sum() / (t != ignore_index).sum().to(loss.dtype)
+    return loss.sum() / _nn.count_not_ignored(t, ignore_index, loss.dtype)
 
 
 def _check_same_size(input: Tensor, target: Tensor) -> None:

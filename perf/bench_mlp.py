@@ -5,9 +5,10 @@ hand-written NumPy forward/backward/update (what the autograd layer adds nothing
 eight matrix products alone in NumPy (the BLAS floor under the NumPy rows) and, where
 tritongrad's CPU products run another BLAS (MKL: kernels/numpy/blas.py), through that one (its
 floor), and torch when installed. CPU default: batch 256; on a GPU (``--device cuda``) use
-``--batch 4096``.
+``--batch 4096``. On the CPU the rows take turns (interleaved), so a shared machine's drift
+reaches every row alike and the ratios hold when the times move.
 
-    python perf/bench_mlp.py [--device cpu|cuda] [--batch 256]
+    python perf/bench_mlp.py [--device cpu|cuda] [--batch 256] [--repeat 15]
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--repeat", type=int, default=15)
     args = ap.parse_args()
     import tritongrad as tg
     from tritongrad import nn, optim
@@ -130,7 +132,7 @@ def main() -> None:
 
         cases.append(("torch", torch_step, tsync))
     report(f"MLP 784-1024-1024-10, batch {args.batch}, one SGD step, {args.device}",
-           timeit(cases, warmup=3, repeat=15))
+           timeit(cases, warmup=3, repeat=args.repeat, interleave=args.device == "cpu"))
 
 
 if __name__ == "__main__":

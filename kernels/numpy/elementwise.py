@@ -18,6 +18,7 @@ from . import jit
 from .bf16 import BF16Array, round_
 
 _ndarray = np.ndarray
+_LOOP_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))  # the compiled loops' dtypes
 
 
 def _arr(x) -> np.ndarray:
@@ -134,14 +135,63 @@ sqrt = _unary(np.sqrt, quiet=True)
 
 
 def relu(a, out=None):
-    # maximum(a, 0) keeps NaN, as torch.relu does; the zero takes a's dtype (weak scalar).
-    return maximum(a, 0, out=out)
+    """max(a, 0), NaN kept, as torch.relu: float32/float64 through elementwise_loops' ufunc,
+    which also keeps -0.0 as PyTorch does; other dtypes NumPy's maximum (+0.0 there)."""
+    if type(a) is _ndarray and a.dtype in _LOOP_FLOATS \
+            and (loops := jit.loops("elementwise_loops")) is not None:
+        fn = _quiet_loop(loops.relu)  # (NaN lanes of the vectorized compare raise flags)
+        if out is None:
+            r = fn(a)
+            return r if isinstance(r, _ndarray) else np.asarray(r)
+        fn(a, out=out, casting="unsafe")
+        return out
+    return maximum(a, 0, out=out)  # (the zero takes a's dtype: a weak scalar)
 
 
 def where(cond, a, b):
+    r = _select(cond, a, b)
+    if r is not None:
+        return r
     out = _arr(np.where(cond, a, b))
     if type(a) is BF16Array or type(b) is BF16Array:
         return round_(out).view(BF16Array)  # a Python-scalar branch may be off the grid
+    return out
+
+
+_SCALARS = (int, float)
+
+
+def _select(cond, a, b):
+    """where(cond, a, b) through elementwise_loops' compiled selects when the loops run, cond
+    is a bool array and the branches are plain float32 or float64 arrays of one dtype, or one
+    such array (contiguous, cond's shape) and a Python number its dtype holds exactly (so
+    the result type is NumPy's); else None."""
+    if type(cond) is not _ndarray or cond.dtype != np.bool_:
+        return None
+    ta, tb = type(a), type(b)
+    if ta is _ndarray and tb is _ndarray:
+        if a.dtype is not b.dtype or a.dtype not in _LOOP_FLOATS:
+            return None
+        loops = jit.loops("elementwise_loops")
+        if loops is None:
+            return None
+        r = loops.select(cond, a, b)
+        return r if isinstance(r, _ndarray) else np.asarray(r)
+    if ta is _ndarray and tb in _SCALARS:
+        arr, s, flip = a, b, False
+    elif tb is _ndarray and ta in _SCALARS:
+        arr, s, flip = b, a, True
+    else:
+        return None
+    dt = arr.dtype
+    if dt not in _LOOP_FLOATS or arr.shape != cond.shape or not arr.flags.c_contiguous \
+            or not cond.flags.c_contiguous or dt.type(s) != s:
+        return None
+    loops = jit.loops("elementwise_loops")
+    if loops is None:
+        return None
+    out = np.empty(arr.shape, dt)
+    loops.select_scalar(cond.reshape(-1), arr.reshape(-1), dt.type(s), flip, out.reshape(-1))
     return out
 
 
@@ -355,9 +405,6 @@ def _zero_where(drop, g):
         return _arr(np.where(drop, 0, g))
     m = np.subtract(drop.view(np.int8), 1, dtype=ints)  # 0 where dropped, else -1: all ones
     return np.bitwise_and(g.view(ints), m, out=m).view(g.dtype)
-
-
-_LOOP_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _relu_backward(g, y, out=None):
