@@ -7,8 +7,8 @@ im2col product. The ``mkl`` extra (``pip install tritongrad[mkl]``, Intel's ``mk
 about 700 MB) makes those products run MKL's ``cblas_sgemm``/``cblas_dgemm`` through ctypes.
 
 ``gemm(a, b)`` is the one entry (kernels/numpy/linalg.py calls it): float32 or float64 plain
-ndarrays, products of at least ``MIN_WORK`` multiply-adds (below that a ctypes call costs more
-than it saves), each operand read in place when one of its strides is the element size (a
+ndarrays, products large enough that the library's faster kernels save more than its call costs
+(Note [Small products]: ``MIN_WORK``, ``SKINNY_WORK``), each operand read in place when one of its strides is the element size (a
 transposed view is BLAS's "T" operand), copied otherwise. Anything else returns None and
 NumPy computes it. Batched products of small matrices (attention's heads) stay with NumPy:
 its loop over OpenBLAS beats MKL's strided batch there.
@@ -45,9 +45,23 @@ import threading
 
 import numpy as np
 
-__all__ = ["MIN_WORK", "gemm", "provider", "use"]
+__all__ = ["MIN_WORK", "SKINNY_DIM", "SKINNY_WORK", "gemm", "provider", "use"]
 
-MIN_WORK = 1 << 17  # m * n * k: ~128 k multiply-adds, a few microseconds of BLAS
+# Which products go to the library (Note [Small products]): m * n * k of at least MIN_WORK,
+# or of at least SKINNY_WORK when one of m, n, k is at most SKINNY_DIM.
+MIN_WORK = 1 << 23
+SKINNY_WORK, SKINNY_DIM = 1 << 21, 32
+
+# Note [Small products]: a call into MKL costs ~9 us however small the product (measured
+# through this binding, one thread, session 16: a 2x2 product 8.7-10.9 us; np.matmul's
+# OpenBLAS ~1 us), so MKL only pays where its faster kernels save more than that. One
+# thread, float32, MKL against np.matmul (session 16, loaded VM, min of 7 rounds):
+# (8, 64, 256) 11-12 against 3.7 us (an LSTM step's product), (128, 128, 128) 51 against 43,
+# (256, 128, 128) 80 against 69, (128, 256, 256) 127 against 131, (256, 1024, 1024) 3623
+# against 4003; with a small dimension MKL wins earlier: (8, 256, 1024) 54 against 96,
+# (256, 10, 1024) 73 against 120, (16, 512, 512) 86 against 112, but (8, 128, 512) 21
+# against 12. (The threshold was 1 << 17 before, which sent the LSTM's per-step products to
+# MKL at 3x their NumPy time.)
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112  # CBLAS's enum values
 _I32 = 2**31 - 1
 _f32, _f64 = np.dtype(np.float32), np.dtype(np.float64)
@@ -235,7 +249,9 @@ def gemm(a, b) -> np.ndarray | None:
         return None
     m, k = a.shape
     n = b.shape[1]
-    if b.shape[0] != k or m * n * k < MIN_WORK or max(m, n, k) > _I32:
+    work = m * n * k
+    if (b.shape[0] != k or max(m, n, k) > _I32 or work < MIN_WORK
+            and (work < SKINNY_WORK or min(m, n, k) > SKINNY_DIM)):  # Note [Small products]
         return None
     ta, lda, a = _operand(a)
     tb, ldb, b = _operand(b)

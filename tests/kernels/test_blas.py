@@ -32,6 +32,14 @@ LIBRARIES = [pytest.param(name, marks=pytest.mark.skipif(
     not _available(name), reason=f"{name} is not installed")) for name in ("openblas", "mkl")]
 
 
+@pytest.fixture(autouse=True)
+def _small_products_reach_the_library(request, monkeypatch):
+    # the tests run the binding on small matrices; which sizes go to the library in use
+    # (Note [Small products]) is test_what_numpy_keeps's subject
+    if request.function.__name__ != "test_what_numpy_keeps":
+        monkeypatch.setattr(blas, "MIN_WORK", 0)
+
+
 def test_numpy_wheels_bundle_openblas():
     # CI's only run of the binding is against NumPy's OpenBLAS: it must be found where NumPy's
     # wheel bundles it (a NumPy built on another BLAS has no numpy.libs)
@@ -117,6 +125,10 @@ def test_what_numpy_keeps(library):
     big = rng.standard_normal((64, 64)).astype(np.float32)
     with blas.use(library):
         assert blas.gemm(big[:8, :8], big[:8, :8]) is None  # below MIN_WORK
+        assert blas.gemm(big, big) is None  # 2^18: below it, and no dimension small
+        tall = rng.standard_normal((1024, 512)).astype(np.float32)
+        assert blas.gemm(tall[:8], tall[:512]) is not None  # 2^22 with m = 8: skinny
+        assert blas.gemm(tall[:256, :128], tall[:128, :128]) is None  # 2^22, square-ish
         assert blas.gemm(big.astype(np.float16), big.astype(np.float16)) is None
         assert blas.gemm(big.astype(np.complex64), big.astype(np.complex64)) is None
         assert blas.gemm(big.astype(np.int32), big.astype(np.int32)) is None
