@@ -12,31 +12,39 @@ from . import functional, init, parallel, utils
 from .activation import *  # noqa: F403 (activation.__all__)
 from .activation import __all__ as _activations
 from .attention import MultiheadAttention
+from ._adaptive_softmax import AdaptiveLogSoftmaxWithLoss
+from ._feature_alpha_dropout import FeatureAlphaDropout
+from ._legacy import Container, RNNCellBase
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .layers import (AlphaDropout, Bilinear, ChannelShuffle, CosineSimilarity, Dropout,
                      Dropout1d, Dropout2d, Dropout3d,
                      Embedding, EmbeddingBag, Flatten, Fold, Identity, LayerNorm, Linear,
                      PairwiseDistance, PixelShuffle, PixelUnshuffle, Unflatten, Unfold)
-from .lazy import LazyLinear
+from .lazy import __all__ as _lazy
+from .lazy import *  # noqa: F403 (lazy.__all__)
 from .loss import *  # noqa: F403 (loss.__all__)
 from .loss import __all__ as _losses
 from .module import Module
 from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d,
-                            InstanceNorm3d, LocalResponseNorm, RMSNorm)
+                            InstanceNorm3d, LocalResponseNorm, RMSNorm, SyncBatchNorm)
 from .parallel import DataParallel
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 from .padding import *  # noqa: F403 (padding.__all__)
 from .padding import __all__ as _paddings
 from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d,
                       AdaptiveMaxPool2d, AdaptiveMaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d,
-                      MaxPool1d, MaxPool2d, MaxPool3d)
+                      FractionalMaxPool2d, FractionalMaxPool3d, LPPool1d, LPPool2d, LPPool3d,
+                      MaxPool1d, MaxPool2d, MaxPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell
 from ._sampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,
                           TransformerEncoder, TransformerEncoderLayer)
 
 __all__ = [
+    "AdaptiveLogSoftmaxWithLoss", "Container", "FeatureAlphaDropout", "FractionalMaxPool2d",
+    "FractionalMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d",
+    "MaxUnpool3d", "RNNCellBase", "SyncBatchNorm",
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AlphaDropout", "AvgPool1d", "AvgPool2d",
     "AvgPool3d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Bilinear", "Buffer", "ChannelShuffle",
@@ -45,7 +53,7 @@ __all__ = [
     "CosineSimilarity", "DataParallel",
     "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Embedding", "EmbeddingBag", "Flatten",
     "Fold", "GRU", "GRUCell", "GroupNorm", "Identity", "InstanceNorm1d", "InstanceNorm2d",
-    "InstanceNorm3d", "LSTM", "LSTMCell", "LayerNorm", "LazyLinear", "Linear",
+    "InstanceNorm3d", "LSTM", "LSTMCell", "LayerNorm", "Linear",
     "LocalResponseNorm", "MaxPool1d",
     "MaxPool2d", "MaxPool3d", "Module", "ModuleDict", "ModuleList", "MultiheadAttention",
     "PairwiseDistance", "Parameter", "ParameterDict", "ParameterList", "PixelShuffle", "PixelUnshuffle", "RMSNorm",
@@ -54,4 +62,4 @@ __all__ = [
     "UninitializedBuffer", "UninitializedParameter", "Unflatten",
     "Unfold", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "functional", "init",
     "parallel", "utils",
-] + list(_activations) + list(_losses) + list(_paddings)
+] + list(_activations) + list(_losses) + list(_paddings) + [n for n in _lazy if n != "LazyModuleMixin"]

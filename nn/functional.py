@@ -999,3 +999,48 @@ max_pool3d, avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool3d = map(
 group_norm = _autocast("float32 on cuda")(group_norm)
 multilabel_margin_loss = _autocast("float32")(multilabel_margin_loss)
 ctc_loss = _autocast("float32 on cpu")(ctc_loss)  # (PyTorch's CUDA list has no ctc_loss)
+
+# -- unpooling, LP and fractional pools, the pools with indices, feature alpha dropout
+# (nn/_unpool.py, nn/_fractional_pool.py, nn/_feature_alpha_dropout.py) -------------------------
+
+from . import _fractional_pool, _unpool
+from ._feature_alpha_dropout import feature_alpha_dropout
+from ._fractional_pool import (fractional_max_pool2d, fractional_max_pool2d_with_indices,
+                               fractional_max_pool3d, fractional_max_pool3d_with_indices)
+from ._unpool import lp_pool1d, lp_pool2d, lp_pool3d, max_unpool1d, max_unpool2d, max_unpool3d
+
+(max_pool1d_with_indices, max_pool2d_with_indices, max_pool3d_with_indices,
+ adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices,
+ adaptive_max_pool3d_with_indices) = map(_unpool.with_indices, (
+     max_pool1d, max_pool2d, max_pool3d, adaptive_max_pool1d, adaptive_max_pool2d,
+     adaptive_max_pool3d))
+
+
+def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
+             align_corners: bool | None = None) -> Tensor:
+    """Deprecated: ``interpolate(input, size, scale_factor, mode, align_corners)``."""
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
+                  "instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """Deprecated: ``interpolate(input, size, scale_factor, mode='nearest')``."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """Deprecated: ``interpolate(input, size, scale_factor, mode='bilinear',
+    align_corners=True)``."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+__all__ += _unpool.__all__ + _fractional_pool.__all__ + [
+    "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d_with_indices", "feature_alpha_dropout", "max_pool1d_with_indices",
+    "max_pool2d_with_indices", "max_pool3d_with_indices", "upsample", "upsample_bilinear",
+    "upsample_nearest"]

@@ -1,5 +1,7 @@
-"""Lazy modules: ``LazyModuleMixin`` and ``LazyLinear``, whose parameters' shapes are
-inferred from the first input (PyTorch's ``torch.nn.modules.lazy``).
+"""Lazy modules: ``LazyModuleMixin`` and the lazy layers over it (``LazyLinear``,
+``LazyConv1d/2d/3d``, ``LazyConvTranspose1d/2d/3d``, ``LazyBatchNorm1d/2d/3d``,
+``LazyInstanceNorm1d/2d/3d``), whose parameters' shapes are inferred from the first input
+(PyTorch's ``torch.nn.modules.lazy``).
 
 A lazy module starts with ``UninitializedParameter`` s; a forward pre-hook calls its
 ``initialize_parameters(*input)`` before the first forward, which materializes them, then the
@@ -13,11 +15,22 @@ stays lazy until its first forward, as PyTorch's does. Saving an uninitialized m
 from __future__ import annotations
 
 from ..autograd.grad_mode import no_grad
+from ..autograd.ops.creation import tensor
 from ..autograd.tensor import Tensor
+from ..runtime import dtype as dtypes
+from . import conv, normalization
 from .layers import Linear
-from .parameter import UninitializedParameter, UninitializedTensorMixin, is_lazy
+from .parameter import (
+    UninitializedBuffer,
+    UninitializedParameter,
+    UninitializedTensorMixin,
+    is_lazy,
+)
 
-__all__ = ["LazyLinear", "LazyModuleMixin"]
+__all__ = ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d",
+           "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
+           "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear",
+           "LazyModuleMixin"]
 
 
 class LazyModuleMixin:
@@ -110,3 +123,160 @@ class LazyLinear(LazyModuleMixin, Linear):
                 if self.bias is not None:
                     self.bias.materialize((self.out_features,))
                 self.reset_parameters()
+
+
+# -- convolutions ----------------------------------------------------------------------------------
+
+class _LazyConvMixin(LazyModuleMixin):
+    """Shared by the lazy (transposed) convolutions: ``in_channels`` is the channel dim of the
+    first input (dim 1 batched, dim 0 unbatched); the weight is then materialized as the
+    ``cls_to_become``'s, (out, in / groups, *k) or, transposed, (in, out / groups, *k), and
+    initialized as it."""
+
+    def _lazy_init(self, out_channels: int, bias: bool, device, dtype) -> None:
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def _in_channels(self, input: Tensor) -> int:
+        nd = self._nd
+        if input.ndim not in (nd + 1, nd + 2):
+            raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input "
+                               f"to {type(self).__name__}, but got input of size: "
+                               f"{list(input.shape)}")
+        return input.shape[1] if input.ndim == nd + 2 else input.shape[0]
+
+    def initialize_parameters(self, input: Tensor, *args, **kwargs) -> None:
+        """Materializes ``weight`` and ``bias`` for ``in_channels`` = the input's channels."""
+        if not self.has_uninitialized_params():
+            if self.in_channels == 0:  # loaded from a state dict: its weight has the count
+                self.in_channels = self.weight.shape[0 if self._transposed else 1] * (
+                    1 if self._transposed else self.groups)
+            return
+        with no_grad():
+            self.in_channels = self._in_channels(input)
+            if self.in_channels % self.groups != 0:
+                raise ValueError("in_channels must be divisible by groups")
+            if self.out_channels % self.groups != 0:
+                raise ValueError("out_channels must be divisible by groups")
+            channels = ((self.in_channels, self.out_channels // self.groups) if self._transposed
+                        else (self.out_channels, self.in_channels // self.groups))
+            self.weight.materialize(channels + tuple(self.kernel_size))
+            if self.bias is not None:
+                self.bias.materialize((self.out_channels,))
+            self.reset_parameters()
+
+
+class _LazyConvNd(_LazyConvMixin):
+    """A lazy convolution: ``Conv*d``'s arguments without ``in_channels``."""
+
+    def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None,
+                 dtype=None) -> None:
+        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False,
+                         padding_mode, device, dtype)
+        self._lazy_init(out_channels, bias, device, dtype)
+
+
+class _LazyConvTransposeNd(_LazyConvMixin):
+    """A lazy transposed convolution: ``ConvTranspose*d``'s arguments without
+    ``in_channels``."""
+
+    def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros",
+                 device=None, dtype=None) -> None:
+        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False,
+                         dilation, padding_mode, device, dtype)
+        self._lazy_init(out_channels, bias, device, dtype)
+
+
+def _lazy_class(base, cls, doc: str):
+    """The lazy twin of the layer ``cls``: ``base`` then ``cls``, becoming ``cls``."""
+    return type(f"Lazy{cls.__name__}", (base, cls),
+                {"cls_to_become": cls, "__doc__": doc, "__module__": __name__})
+
+
+_CONV_DOC = ("A ``{0}`` whose ``in_channels`` is inferred from its first input (``input.size(1)``"
+             ", or dim 0 unbatched); its ``weight`` and ``bias`` are ``UninitializedParameter`` s "
+             "until then, and it becomes a ``{0}`` (initialized as one) after the first forward."
+             "\n\n    Args: ``{0}``'s, without ``in_channels``.")
+LazyConv1d, LazyConv2d, LazyConv3d = (
+    _lazy_class(_LazyConvNd, c, _CONV_DOC.format(c.__name__))
+    for c in (conv.Conv1d, conv.Conv2d, conv.Conv3d))
+LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d = (
+    _lazy_class(_LazyConvTransposeNd, c, _CONV_DOC.format(c.__name__))
+    for c in (conv.ConvTranspose1d, conv.ConvTranspose2d, conv.ConvTranspose3d))
+
+
+# -- normalization ---------------------------------------------------------------------------------
+
+class _LazyNormBase(LazyModuleMixin):
+    """Shared by the lazy batch and instance norms: ``num_features`` is the channel dim of the
+    first input; ``weight``/``bias`` (``affine``) and ``running_mean``/``running_var``
+    (``track_running_stats``) are uninitialized until then."""
+
+    def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, device=None, dtype=None) -> None:
+        super().__init__(0, eps, momentum, False, False, device, dtype)
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = UninitializedParameter(device=device, dtype=dtype)
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+        if track_running_stats:
+            self.register_buffer("running_mean", UninitializedBuffer(device=device, dtype=dtype))
+            self.register_buffer("running_var", UninitializedBuffer(device=device, dtype=dtype))
+            self.register_buffer("num_batches_tracked",
+                                 tensor(0, dtype=dtypes.int64, device=device))
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.num_features != 0:
+            super().reset_parameters()
+
+    def _feature_dim(self, input: Tensor) -> int:
+        if input.ndim not in self._ranks:
+            self._check_input_dim(input)  # (raises the layer's rank error)
+        return 1
+
+    def initialize_parameters(self, input: Tensor) -> None:
+        """Materializes the parameters and running statistics for ``num_features`` = the
+        input's channels, initialized as the ``cls_to_become``'s."""
+        if not self.has_uninitialized_params():
+            if self.num_features == 0:  # loaded from a state dict
+                t = self.weight if self.weight is not None else self.running_mean
+                self.num_features = input.shape[self._feature_dim(input)] if t is None \
+                    else t.shape[0]
+            return
+        with no_grad():
+            self.num_features = input.shape[self._feature_dim(input)]
+            for t in (self.weight, self.bias, self.running_mean, self.running_var):
+                if t is not None:
+                    t.materialize((self.num_features,))
+            self.reset_parameters()
+
+
+class _LazyInstanceNorm(_LazyNormBase):
+    """Lazy instance norms. As PyTorch's, ``affine`` and ``track_running_stats`` default to
+    True here (the eager instance norms' to False); the channel dim is that of the input's
+    rank: 0 for an unbatched input (PyTorch reads dim 1 even then)."""
+
+    def _feature_dim(self, input: Tensor) -> int:
+        self._check_input_dim(input)
+        return input.ndim - self._ranks[0]
+
+
+_NORM_DOC = ("A ``{0}`` whose ``num_features`` is inferred from its first input's channel dim;"
+             " its parameters and running statistics are uninitialized until then, and it "
+             "becomes a ``{0}`` after the first forward.\n\n    Args: ``{0}``'s, without "
+             "``num_features``.")
+LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d = (
+    _lazy_class(_LazyNormBase, c, _NORM_DOC.format(c.__name__))
+    for c in (normalization.BatchNorm1d, normalization.BatchNorm2d, normalization.BatchNorm3d))
+LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d = (
+    _lazy_class(_LazyInstanceNorm, c, _NORM_DOC.format(c.__name__))
+    for c in (normalization.InstanceNorm1d, normalization.InstanceNorm2d,
+              normalization.InstanceNorm3d))

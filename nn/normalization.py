@@ -1,4 +1,4 @@
-"""Normalisation layers: BatchNorm1d, BatchNorm2d, InstanceNorm1d/2d/3d, GroupNorm, RMSNorm
+"""Normalisation layers: BatchNorm1d/2d/3d, SyncBatchNorm, InstanceNorm1d/2d/3d, GroupNorm, RMSNorm
 (LayerNorm, fused, is in layers.py). Default initialisations are PyTorch's: weight ones, bias zeros, running mean zeros
 and running variance ones."""
 
@@ -15,7 +15,8 @@ from . import init
 from .module import Module
 from .parameter import affine_parameters, normalized_shape_parameters
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm", "RMSNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm", "RMSNorm",
+           "SyncBatchNorm"]
 
 
 class _BatchNorm(Module):
@@ -130,6 +131,73 @@ class BatchNorm3d(_BatchNorm):
     """Applies Batch Normalization over a 5D input (N, C, D, H, W); see ``BatchNorm1d``."""
 
     _ranks = (5,)
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch Normalization over an (N, C, *) input (at least 2-D) whose statistics are meant
+    to be reduced over all processes of ``process_group``. Within one process (no
+    initialized process group, or a group of one), which is what tritongrad runs, it is
+    ``BatchNorm``: the batch's own statistics, on any device, as PyTorch's falls back to.
+    Across several processes it raises (no cross-process reduction of the statistics).
+
+    ``SyncBatchNorm.convert_sync_batchnorm(module)`` replaces the batch norms of a model by
+    SyncBatchNorms that share their parameters and buffers.
+
+    Example:
+        >>> sbn = tg.nn.SyncBatchNorm(3)
+        >>> sbn(tg.randn(4, 3, 5)).shape
+        tritongrad.Size([4, 3, 5])
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, process_group=None,
+                 device=None, dtype=None) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.ndim < 2:
+            raise ValueError(f"expected at least 2D input (got {input.ndim}D input)")
+        if input.shape[1] != self.num_features:
+            raise ValueError(f"SyncBatchNorm: expected input with {self.num_features} channels "
+                             f"(dim 1), got input of size {list(input.shape)}")
+
+    def forward(self, input: Tensor) -> Tensor:
+        if self.training:
+            from .. import distributed as dist
+            if dist.is_initialized() and dist.get_world_size(self.process_group) > 1:
+                raise NotImplementedError(
+                    f"SyncBatchNorm: synchronizing batch statistics across "
+                    f"{dist.get_world_size(self.process_group)} processes is not implemented; "
+                    f"use BatchNorm (per-process statistics) or a group of one process")
+        return super().forward(input)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group=None) -> Module:
+        """``module`` with every BatchNorm1d/2d/3d in it (itself included) replaced by a
+        ``SyncBatchNorm`` holding the same parameters, buffers and training mode.
+
+        Example:
+            >>> net = tg.nn.Sequential(tg.nn.Conv2d(3, 4, 1), tg.nn.BatchNorm2d(4))
+            >>> type(tg.nn.SyncBatchNorm.convert_sync_batchnorm(net)[1]).__name__
+            'SyncBatchNorm'
+        """
+        out = module
+        if isinstance(module, _BatchNorm) and not isinstance(module, _InstanceNorm):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine,
+                      module.track_running_stats, process_group)
+            if module.affine:
+                with no_grad():
+                    out.weight, out.bias = module.weight, module.bias
+            out.running_mean, out.running_var = module.running_mean, module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+            if hasattr(module, "qconfig"):
+                out.qconfig = module.qconfig
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out
 
 
 class _InstanceNorm(_BatchNorm):

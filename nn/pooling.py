@@ -1,16 +1,20 @@
-"""Pooling layers over their functionals (composites, nn/_convolution.py): MaxPool1d/2d/3d,
-AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d, AdaptiveMaxPool1d/2d/3d. Each family shares one
-module class; its members name their functional (``_functional``)."""
+"""Pooling layers over their functionals (composites, nn/_convolution.py, nn/_unpool.py,
+nn/_fractional_pool.py): MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d,
+AdaptiveMaxPool1d/2d/3d, MaxUnpool1d/2d/3d, LPPool1d/2d/3d, FractionalMaxPool2d/3d. Each
+family shares one module class; its members name their functional (``_functional``)."""
 
 from __future__ import annotations
 
 from ..autograd.tensor import Tensor
+from . import _fractional_pool, _unpool
 from . import functional as F
+from ._convolution import _ntuple
 from .module import Module
 
 __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
            "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
-           "MaxPool1d", "MaxPool2d", "MaxPool3d"]
+           "FractionalMaxPool2d", "FractionalMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d",
+           "MaxPool1d", "MaxPool2d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
 
 
 class _MaxPoolNd(Module):
@@ -238,3 +242,160 @@ class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     D * H * W)."""
 
     _functional = staticmethod(F.adaptive_max_pool3d)
+
+
+class _MaxUnpoolNd(Module):
+    """Shared by MaxUnpool1d/2d/3d: the partial inverse of the max pool with the same
+    ``kernel_size``, ``stride`` (default ``kernel_size``) and ``padding``.
+    ``forward(input, indices, output_size=None)``."""
+
+    _nd = 0
+    _functional = None
+
+    def __init__(self, kernel_size, stride=None, padding=0) -> None:
+        super().__init__()
+        name = type(self).__name__
+        self.kernel_size = _ntuple(kernel_size, self._nd, "kernel_size", name)
+        self.stride = _ntuple(stride if stride is not None else kernel_size, self._nd,
+                              "stride", name)
+        self.padding = _ntuple(padding, self._nd, "padding", name)
+
+    def forward(self, input: Tensor, indices: Tensor, output_size=None) -> Tensor:
+        return type(self)._functional(input, indices, self.kernel_size, self.stride,
+                                      self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """Computes a partial inverse of ``MaxPool1d`` (``F.max_unpool1d``): (N, C, L_in) or
+    (C, L_in) -> length (L_in - 1) stride - 2 padding + kernel_size, or ``output_size``."""
+
+    _nd = 1
+    _functional = staticmethod(_unpool.max_unpool1d)
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """Computes a partial inverse of ``MaxPool2d``: the maxima at their indices, zeros
+    elsewhere (``F.max_unpool2d``).
+
+    Example:
+        >>> pool, unpool = tg.nn.MaxPool2d(2, return_indices=True), tg.nn.MaxUnpool2d(2)
+        >>> out, idx = pool(tg.randn(1, 1, 5, 5))
+        >>> unpool(out, idx, output_size=(5, 5)).shape
+        tritongrad.Size([1, 1, 5, 5])
+    """
+
+    _nd = 2
+    _functional = staticmethod(_unpool.max_unpool2d)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """Computes a partial inverse of ``MaxPool3d`` (``F.max_unpool3d``)."""
+
+    _nd = 3
+    _functional = staticmethod(_unpool.max_unpool3d)
+
+
+class _LPPoolNd(Module):
+    """Shared by LPPool1d/2d/3d: ``(sum over the window of x^p)^(1/p)``, p = ``norm_type``."""
+
+    _functional = None
+
+    def __init__(self, norm_type: float, kernel_size, stride=None,
+                 ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.norm_type, self.kernel_size = norm_type, kernel_size
+        self.stride, self.ceil_mode = stride, ceil_mode
+
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self)._functional(input, float(self.norm_type), self.kernel_size,
+                                      self.stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    """Applies a 1D power-average pooling over an input signal composed of several input
+    planes (``F.lp_pool1d``)."""
+
+    _functional = staticmethod(_unpool.lp_pool1d)
+
+
+class LPPool2d(_LPPoolNd):
+    """Applies a 2D power-average pooling over an input signal composed of several input
+    planes (``F.lp_pool2d``): p = 1 is sum pooling, p = inf max pooling in the limit.
+
+    Example:
+        >>> tg.nn.LPPool2d(2, 3, stride=2)(tg.randn(20, 16, 50, 32)).shape
+        tritongrad.Size([20, 16, 24, 15])
+    """
+
+    _functional = staticmethod(_unpool.lp_pool2d)
+
+
+class LPPool3d(_LPPoolNd):
+    """Applies a 3D power-average pooling over an input signal composed of several input
+    planes (``F.lp_pool3d``)."""
+
+    _functional = staticmethod(_unpool.lp_pool3d)
+
+
+class _FractionalMaxPoolNd(Module):
+    """Shared by FractionalMaxPool2d/3d: exactly one of ``output_size`` and ``output_ratio``
+    (each ratio in (0, 1)); ``_random_samples`` (a buffer) fixes the windows' placement."""
+
+    _nd = 0
+    _functional = None
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None,
+                 return_indices: bool = False, _random_samples=None) -> None:
+        super().__init__()
+        name = type(self).__name__
+        self.kernel_size = _ntuple(kernel_size, self._nd, "kernel_size", name)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = None if output_size is None else _ntuple(
+            output_size, self._nd, "output_size", name)
+        self.output_ratio = None
+        if output_ratio is not None:
+            self.output_ratio = ((output_ratio,) * self._nd
+                                 if isinstance(output_ratio, (int, float))
+                                 else tuple(output_ratio))
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling "
+                             f"ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input: Tensor):
+        return type(self)._functional(input, self.kernel_size, self.output_size,
+                                      self.output_ratio, self.return_indices,
+                                      _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Applies a 2D fractional max pooling over an input signal composed of several input
+    planes (``F.fractional_max_pool2d``; Graham, 2014).
+
+    Example:
+        >>> m = tg.nn.FractionalMaxPool2d(3, output_ratio=(0.5, 0.5))
+        >>> m(tg.randn(20, 16, 50, 32)).shape
+        tritongrad.Size([20, 16, 25, 16])
+    """
+
+    _nd = 2
+    _functional = staticmethod(_fractional_pool.fractional_max_pool2d)
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """Applies a 3D fractional max pooling over an input signal composed of several input
+    planes (``F.fractional_max_pool3d``)."""
+
+    _nd = 3
+    _functional = staticmethod(_fractional_pool.fractional_max_pool3d)

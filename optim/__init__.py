@@ -1,6 +1,6 @@
 """``tritongrad.optim``: optimizers over module parameters (PyTorch's ``torch.optim``
 surface): ``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``, ``Adadelta``, ``Adamax``,
-``NAdam``, ``RAdam``, ``Rprop``, ``LBFGS``, and learning-rate schedules in ``tritongrad.optim.lr_scheduler``;
+``NAdam``, ``RAdam``, ``Rprop``, ``ASGD``, ``Adafactor``, ``LBFGS``, and learning-rate schedules in ``tritongrad.optim.lr_scheduler``;
 weight averaging (SWA, EMA) in ``tritongrad.optim.swa_utils``.
 
 Example:
@@ -16,9 +16,11 @@ Example:
 
 from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
+from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .adam_variants import Adamax, NAdam, RAdam
+from .asgd import ASGD
 from .grad_scaler import GradScaler
 from .lbfgs import LBFGS
 from .optimizer import Optimizer
@@ -27,4 +29,4 @@ from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
-           "LBFGS", "Rprop", "Optimizer", "lr_scheduler", "GradScaler", "swa_utils"]
+           "LBFGS", "Rprop", "ASGD", "Adafactor", "Optimizer", "lr_scheduler", "GradScaler", "swa_utils"]

@@ -6,8 +6,11 @@ factorizations and solvers (``inv``, ``det``, ``slogdet``, ``solve``, ``cholesky
 ``eigh``, ``svd``, ``pinv``, ``solve_triangular``, ``matrix_exp``, ``lu_factor``, ...) run
 NumPy's LAPACK on the host, with PyTorch's derivative rules (autograd/ops/decompositions.py):
 a CUDA tensor takes a host round trip that synchronizes with the current stream.
-``householder_product`` is a composite of matrix products (autograd/ops/householder.py). The
-nuclear and spectral matrix norms are not implemented.
+``eig``/``eigvals`` (complex results) run LAPACK's geev the same way; ``cond``,
+``matrix_rank``, ``lu``, ``lu_solve``, ``solve_ex``, ``tensorinv`` and ``tensorsolve`` are
+compositions of those (autograd/ops/linalg_gaps.py). ``householder_product`` is a composite
+of matrix products (autograd/ops/householder.py). ``matrix_norm``'s nuclear and spectral
+norms are not implemented (``cond`` computes its own from ``svdvals``).
 
 Example:
     >>> tg.linalg.vector_norm(tg.tensor([3., 4.]))
@@ -23,9 +26,12 @@ from .autograd.ops.decompositions import (LinAlgError, cholesky, cholesky_ex, cr
 from .autograd.ops.householder import householder_product
 from .autograd.ops.linalg_ext import linalg_norm as norm
 from .autograd.ops.linalg_ext import matrix_norm, matrix_power, vecdot, vector_norm
+from .autograd.ops.linalg_gaps import (cond, diagonal, eig, eigvals, lu, lu_solve, matrix_rank,
+                                       solve_ex, tensorinv, tensorsolve)
 
-__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cross", "det", "eigh", "eigvalsh",
-           "householder_product", "inv", "inv_ex", "lstsq", "lu_factor", "lu_factor_ex",
-           "matmul", "matrix_exp", "matrix_norm", "matrix_power", "multi_dot", "norm", "pinv",
-           "qr", "slogdet", "solve", "solve_triangular", "svd", "svdvals", "vander", "vecdot",
-           "vector_norm"]
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig",
+           "eigh", "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex", "lstsq", "lu",
+           "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm",
+           "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve",
+           "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve",
+           "vander", "vecdot", "vector_norm"]

@@ -20,6 +20,7 @@ import numbers
 from ..checks import scalar_type_name, tensor_arg, unsupported
 from ..registry import OpInfo
 from ..tensor import Tensor, wrap_dim
+from .complex_parts import real
 from .composite import write_result
 from .creation import as_dtype
 from .elementwise import _result, add, eq, mul, ne, pow, sqrt, where
@@ -85,8 +86,9 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
         return sum(ne(x.detach(), 0), dims, keepdim, dtype=x.dtype)
     if ord == 1:
         return sum(abs(x), dims, keepdim)
-    if ord == 2:
-        return _root(sum(mul(x, x), dims, keepdim), 2)
+    if ord == 2:  # (|x|^2 of a complex x is x conj(x), real)
+        sq = real(mul(x, x.conj())) if x.dtype.is_complex else mul(x, x)
+        return _root(sum(sq, dims, keepdim), 2)
     return _root(sum(pow(abs(x), ord), dims, keepdim), ord)
 
 

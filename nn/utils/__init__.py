@@ -202,3 +202,30 @@ def vector_to_parameters(vec: Tensor, parameters) -> None:
         n = p.numel()
         p.data = vec.detach()[pointer:pointer + n].view(tuple(p.shape))
         pointer += n
+
+
+def skip_init(module_cls, *args, **kwargs):
+    """Creates an instance of ``module_cls`` (with ``args`` and ``kwargs``) whose parameters
+    and buffers are meant to be overwritten before use (PyTorch leaves them uninitialized).
+    tritongrad has no meta device to build it without allocating, so it runs the constructor
+    on ``device`` (default 'cpu'): the values are the constructor's initialization.
+
+    Example:
+        >>> m = tg.nn.utils.skip_init(tg.nn.Linear, 5, 1)
+        >>> m.weight.shape
+        tritongrad.Size([1, 5])
+    """
+    import inspect
+
+    from ..module import Module
+    if not (isinstance(module_cls, type) and issubclass(module_cls, Module)):
+        raise RuntimeError(f"Expected a Module; got {module_cls}")
+    if "device" not in inspect.signature(module_cls).parameters:
+        raise RuntimeError("Module must support a 'device' arg to skip initialization")
+    kwargs.setdefault("device", "cpu")
+    return module_cls(*args, **kwargs)
+
+
+from . import convert_parameters  # (after the functions it re-exports)
+
+__all__ += ["convert_parameters", "skip_init"]

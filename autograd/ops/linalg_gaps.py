@@ -1,0 +1,325 @@
+"""``torch.linalg``'s eig, eigvals, cond, matrix_rank, lu, lu_solve, solve_ex, tensorinv,
+tensorsolve and diagonal.
+
+``eig`` is one primitive (NumPy's LAPACK geev on the host, as decompositions.py's
+factorizations: a CUDA tensor takes a host round trip) with PyTorch's derivative rule; the rest
+are compositions of decompositions.py's factorizations and solvers (``svdvals``, ``inv_ex``,
+``lu_factor_ex``, ``solve``, ``solve_triangular``) and of Tensor ops, differentiable through
+them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...runtime import dtype as dtypes
+from ..checks import tensor_arg
+from ..dispatch import Primitive, apply
+from ..tensor import Tensor, array_meta
+from .complex_parts import real
+from .decompositions import (
+    LinAlgError,
+    _eye_like,
+    _host,
+    _keep_outputs,
+    _matrix,
+    _mH,
+    _named,
+    _phase_check,
+    _same_dtype,
+    _tensor_rule,
+    _vector_rhs,
+    eigvalsh,
+    inv_ex,
+    lu_factor_ex,
+    solve,
+    solve_triangular,
+    svdvals,
+)
+from .elementwise import _result
+from .linalg_ext import matrix_norm
+from .linalg_legacy import lu_unpack
+
+__all__ = ["cond", "diagonal", "eig", "eigvals", "lu", "lu_solve", "matrix_rank", "solve_ex",
+           "tensorinv", "tensorsolve"]
+
+EigResult = _named("eig", "eigenvalues eigenvectors")
+LUResult = _named("lu", "P L U")
+SolveExResult = _named("solve_ex", "result info")
+
+
+# -- eig ---------------------------------------------------------------------------------------------
+
+def _geev(a: np.ndarray) -> tuple:
+    """Eigenvalues and unit-norm right eigenvectors of each matrix, complex (numpy's geev)."""
+    w, v = np.linalg.eig(a)
+    c = np.complex64 if a.dtype in (np.float32, np.complex64) else np.complex128
+    return w.astype(c), v.astype(c)
+
+
+class LinalgEigBackward0(Primitive):
+    """A V = V diag(L), V's columns of unit norm (PyTorch's linalg_eig_backward, general case):
+    with E_ij = conj(L_j - L_i) (1 on the diagonal) and VhgV = V^H gV,
+    gA = V^-H [(VhgV - V^H V diag(Re diag(VhgV))) / E, diagonal gL] V^H; the real part for a
+    real A. Needs distinct eigenvalues and a loss that does not depend on the eigenvectors'
+    phases (checked, as PyTorch does)."""
+
+    __slots__ = ()
+    op_name = "linalg_eig"
+    saved_names = ("eigenvalues", "eigenvectors")
+
+    @staticmethod
+    def forward(ctx, k, a):
+        ctx.real_input = not array_meta(a)[1].is_complex
+        return _host(_geev, (a,))
+
+    @staticmethod
+    def _rule(ctx, saved, gL, gV):
+        L, V = saved
+        Vh = _mH(V)
+        if gV is None:
+            gA = solve(Vh, gL.unsqueeze(-1) * Vh)
+        else:
+            VhgV = Vh @ gV
+            _phase_check(VhgV, "linalg_eig_backward")
+            Lc = L.conj()
+            E = Lc.unsqueeze(-2) - Lc.unsqueeze(-1)
+            E = E + _eye_like(E).to(E.dtype)  # 1 on the diagonal
+            inner = (VhgV - Vh @ (V * real(VhgV.diagonal(0, -2, -1)).to(V.dtype).unsqueeze(-2)))
+            inner = inner / E
+            if gL is not None:
+                inner = inner - inner.diagonal(0, -2, -1).diag_embed() + gL.diag_embed()
+            gA = solve(Vh, inner @ Vh)
+        return real(gA) if ctx.real_input else gA
+
+    vjp = complex_vjp = _tensor_rule(_rule.__func__)
+
+
+def eig(A: Tensor, *, out=None) -> EigResult:
+    """(eigenvalues, eigenvectors) of each square matrix: complex, ``A V = V diag(L)``, the
+    eigenvectors normalized to norm 1 (LAPACK's; each is defined up to a phase). Gradients
+    need distinct eigenvalues and, through the eigenvectors, a loss that does not depend on
+    their phases (else PyTorch's error).
+
+    Example:
+        >>> tg.linalg.eig(tg.tensor([[2., 0.], [0., 3.]])).eigenvalues
+        tensor([2.+0.j, 3.+0.j])
+    """
+    _matrix(A, "linalg.eig")
+    return EigResult(*_keep_outputs(apply(LinalgEigBackward0, (A,))))
+
+
+def eigvals(A: Tensor, *, out=None) -> Tensor:
+    """The (complex) eigenvalues of each square matrix, in LAPACK's order (``eig``'s)."""
+    return _result(eig(A).eigenvalues, out, "linalg.eigvals")
+
+
+# -- cond, matrix_rank -----------------------------------------------------------------------------
+
+_COND_NORMS = (None, 2, -2, 1, -1, math.inf, -math.inf, "fro", "nuc")
+
+
+def cond(A: Tensor, p=None, *, out=None) -> Tensor:
+    """The condition number of each matrix in the norm ``p``: ``sigma_max / sigma_min`` for
+    p = None or 2 (any shape), ``sigma_min / sigma_max`` for -2, else
+    ``norm(A, p) * norm(A^-1, p)`` (square matrices; ``inf`` for a singular one, as PyTorch
+    gives). Real even for complex input.
+
+    Example:
+        >>> tg.linalg.cond(tg.tensor([[1., 0.], [0., 4.]]))
+        tensor(4.)
+    """
+    op = "linalg.cond"
+    if p not in _COND_NORMS:
+        raise RuntimeError(f"{op} got an invalid norm type: {p}")
+    _matrix(A, op, square=p not in (None, 2, -2))
+    if p in (None, 2, -2):
+        s = svdvals(A)
+        hi, lo = s[..., 0], s[..., -1]
+        return _result(hi / lo if p != -2 else lo / hi, out, op)
+    Ainv, info = inv_ex(A)
+    if p == "nuc":  # the sums of the singular values of A and of A^-1
+        r = svdvals(A).sum(-1) * svdvals(Ainv).sum(-1)
+    else:
+        r = matrix_norm(A, p) * matrix_norm(Ainv, p)
+    return _result(r.where(info == 0, math.inf), out, op)
+
+
+def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None, rtol=None,
+                out=None) -> Tensor:
+    """The numerical rank of each matrix: the number of singular values (absolute
+    eigenvalues, ``hermitian``) above ``max(atol, rtol * sigma_max)``. Without ``atol`` and
+    ``rtol``, ``rtol`` is eps(dtype) * max(m, n); with only ``atol`` > 0 (or the older
+    ``tol``), ``rtol`` is 0. int64.
+
+    Example:
+        >>> tg.linalg.matrix_rank(tg.tensor([[1., 2.], [2., 4.]]))
+        tensor(1)
+    """
+    op = "linalg.matrix_rank"
+    _matrix(A, op, square=hermitian)
+    if tol is not None:
+        if atol is not None or rtol is not None:
+            raise RuntimeError(f"{op}: tol cannot be combined with atol or rtol")
+        atol = tol
+    s = (eigvalsh(A).abs() if hermitian else svdvals(A)).detach()
+    if s.shape[-1] == 0:  # an empty matrix has rank 0
+        return _result(s.sum(-1).to(dtypes.int64), out, op)
+    if rtol is None:
+        given = atol is not None and (isinstance(atol, Tensor) or atol > 0)
+        rtol = 0.0 if given else dtypes.finfo(s.dtype).eps * max(A.shape[-2], A.shape[-1])
+
+    def per_matrix(v):  # a float, or a tensor of the batch shape against (.., 1)
+        return v.unsqueeze(-1).to(s.dtype) if isinstance(v, Tensor) else float(v)
+    thr = s.amax(-1, keepdim=True) * per_matrix(rtol)
+    if atol is not None:
+        a = per_matrix(atol)
+        thr = thr.maximum(a) if isinstance(a, Tensor) else thr.clamp(min=a)
+    return _result((s > thr).sum(-1), out, op)
+
+
+# -- LU ----------------------------------------------------------------------------------------------
+
+def lu(A: Tensor, *, pivot: bool = True, out=None) -> LUResult:
+    """The LU decomposition with partial pivoting ``A = P L U`` of each (m, n) matrix: ``P``
+    a permutation, ``L`` (m, k) unit lower triangular, ``U`` (k, n) upper triangular, k =
+    min(m, n) (``lu_factor_ex`` then ``lu_unpack``; differentiable through both).
+
+    Example:
+        >>> P, L, U = tg.linalg.lu(tg.tensor([[1., 2.], [3., 4.]]))
+        >>> (P @ L @ U).tolist()
+        [[1.0, 2.0], [3.0, 4.0]]
+    """
+    _matrix(A, "linalg.lu", square=False)
+    if not pivot:
+        raise RuntimeError("linalg.lu: LU without pivoting is not implemented on the CPU")
+    LU, pivots, _ = lu_factor_ex(A)
+    return LUResult(*lu_unpack(LU, pivots))
+
+
+def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
+             adjoint: bool = False, out=None) -> Tensor:
+    """The solution X of ``A X = B`` (``left``) or ``X A = B``, with ``A^H`` in place of ``A``
+    when ``adjoint``, from ``A``'s ``lu_factor`` (``A = P L U``): triangular solves with L and
+    U and the row permutation. Differentiable with respect to ``LU`` and ``B``.
+
+    Example:
+        >>> A = tg.tensor([[2., 1.], [1., 3.]])
+        >>> LU, piv = tg.linalg.lu_factor(A)
+        >>> tg.linalg.lu_solve(LU, piv, tg.tensor([[3.], [4.]])).flatten().tolist()
+        [1.0, 1.0]
+    """
+    op = "linalg.lu_solve"
+    _matrix(LU, op, "LU")
+    tensor_arg(B, op, "B")
+    if B.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor B must have at least 2 dimensions.")
+    _same_dtype(LU, B, op)
+    n = LU.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({n}x{n} and "
+                           f"{B.shape[-2]}x{B.shape[-1]})")
+    if not left:  # X A = B  <=>  A^H X^H = B^H
+        return _result(_mH(lu_solve(LU, pivots, _mH(B), adjoint=not adjoint)), out, op)
+    P, L, U = lu_unpack(LU, pivots)
+    if adjoint:  # A^H = U^H L^H P^T: X = P L^-H U^-H B
+        y = solve_triangular(_mH(U), B, upper=False)
+        X = P @ solve_triangular(_mH(L), y, upper=True, unitriangular=True)
+    else:  # X = U^-1 L^-1 P^T B
+        y = solve_triangular(L, _mH(P) @ B, upper=False, unitriangular=True)
+        X = solve_triangular(U, y, upper=True)
+    return _result(X, out, op)
+
+
+# -- solve_ex, tensorinv, tensorsolve, diagonal ----------------------------------------------------
+
+def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False,
+             out=None) -> SolveExResult:
+    """``solve`` that reports singular matrices in ``info`` (int32, one per matrix: 0, or the
+    1-based index of U's first zero pivot) instead of raising, unless ``check_errors``; the
+    result of a singular matrix is NaN (PyTorch leaves it unspecified).
+
+    Example:
+        >>> tg.linalg.solve_ex(tg.tensor([[1., 0.], [0., 0.]]), tg.tensor([1., 1.])).info
+        tensor(2, dtype=tritongrad.int32)
+    """
+    op = "linalg.solve_ex"
+    _matrix(A, op)
+    tensor_arg(B, op, "B")
+    info = lu_factor_ex(A.detach()).info
+    bad = info != 0
+    if not bool(bad.any().item()):
+        return SolveExResult(solve(A, B, left=left), info)
+    if check_errors:
+        first = int(np.flatnonzero(bad.cpu().numpy().reshape(-1))[0])
+        where = "" if A.ndim == 2 else f"(Batch element {first}): "
+        raise LinAlgError(f"torch.linalg.solve_ex: {where}The solver failed because the input "
+                          f"matrix is singular.")
+    # the singular matrices replaced by the identity for the solve, their results by NaN
+    mask = bad.reshape(tuple(bad.shape) + (1, 1))
+    X = solve(A.where(mask.logical_not(), _eye_like(A)), B, left=left)
+    vector = left and _vector_rhs(A, B)
+    rows = mask.squeeze(-1) if vector else mask
+    return SolveExResult(X.where(rows.logical_not(), math.nan), info)
+
+
+def tensorinv(A: Tensor, ind: int = 2, *, out=None) -> Tensor:
+    """The inverse of ``A`` seen as a linear map from its first ``ind`` dims to the rest:
+    ``tensordot(tensorinv(A, ind), A, ind)`` is the identity; the result's shape is
+    ``A.shape[ind:] + A.shape[:ind]``.
+
+    Example:
+        >>> tg.linalg.tensorinv(tg.eye(4).reshape(4, 2, 2), ind=1).shape
+        tritongrad.Size([2, 2, 4])
+    """
+    op = "linalg.tensorinv"
+    tensor_arg(A, op)
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    lead, rest = tuple(A.shape[:ind]), tuple(A.shape[ind:])
+    if math.prod(lead) != math.prod(rest):
+        raise RuntimeError(f"Expected self to satisfy the requirement "
+                           f"prod(self.shape[ind:]) == prod(self.shape[:ind]), but got "
+                           f"{math.prod(rest)} != {math.prod(lead)}")
+    m = math.prod(lead)
+    inverse, info = inv_ex(A.reshape(m, m))
+    if bool((info != 0).item()):
+        raise LinAlgError("linalg.inv: The diagonal element "
+                          f"{int(info.item())} is zero, the inversion could not be completed "
+                          f"because the input matrix is singular.")
+    return _result(inverse.reshape(rest + lead), out, op)
+
+
+def tensorsolve(A: Tensor, B: Tensor, dims=None, *, out=None) -> Tensor:
+    """The X with ``tensordot(A, X, X.ndim) = B``: X has shape ``A.shape[B.ndim:]``, and
+    ``A`` (with ``dims`` moved to its end first) is solved as a square matrix.
+
+    Example:
+        >>> A = tg.eye(6).reshape(2, 3, 6)
+        >>> tg.linalg.tensorsolve(A, tg.ones(2, 3)).shape
+        tritongrad.Size([6])
+    """
+    op = "linalg.tensorsolve"
+    tensor_arg(A, op)
+    tensor_arg(B, op, "B")
+    if dims is not None:
+        dims = [d % A.ndim for d in dims]
+        keep = [d for d in range(A.ndim) if d not in dims]
+        A = A.permute(keep + dims)
+    result_shape = tuple(A.shape[B.ndim:])
+    n, m = math.prod(result_shape), math.prod(tuple(A.shape[:B.ndim]))
+    if n != m:
+        raise RuntimeError(f"Expected self to satisfy the requirement "
+                           f"prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]), "
+                           f"but got {n} != {m}")
+    X = solve(A.reshape(m, n), B.reshape(m))
+    return _result(X.reshape(result_shape), out, op)
+
+
+def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """``A.diagonal(offset, dim1, dim2)``, with the matrix dims last by default."""
+    tensor_arg(A, "linalg.diagonal")
+    return A.diagonal(offset, dim1, dim2)
