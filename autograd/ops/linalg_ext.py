@@ -109,8 +109,8 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
                 dtype=None) -> Tensor:
     """The matrix norm of the matrices in the dims ``dim`` of ``A``: ``"fro"`` (Frobenius),
     ``1``/``-1`` (largest/smallest column sum of ``|A|``) or ``inf``/``-inf`` (largest/
-    smallest row sum). ``"nuc"``, ``2`` and ``-2`` need singular values, which tritongrad does
-    not compute (NotImplementedError).
+    smallest row sum), ``"nuc"`` (the sum of the singular values) or ``2``/``-2`` (the
+    largest/smallest singular value; these three through ``svdvals``, a host kernel).
 
     Example:
         >>> tg.linalg.matrix_norm(tg.tensor([[1., -2.], [3., 4.]]), 1)
@@ -126,11 +126,9 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
         if ord == "fro":
             return vector_norm(A, 2, (d0, d1), keepdim)
         if ord == "nuc":
-            raise unsupported(op, "ord", ord, "the nuclear norm needs an SVD; 'fro', 1, -1, "
-                              "inf and -inf are supported")
-    elif ord in (2, -2):
-        raise unsupported(op, "ord", ord, "the spectral norm needs an SVD; 'fro', 1, -1, inf "
-                          "and -inf are supported")
+            return _singular_value_norm(A, sum, d0, d1, keepdim)
+    elif ord in (2, -2) and not isinstance(ord, bool):
+        return _singular_value_norm(A, amax if ord > 0 else amin, d0, d1, keepdim)
     if isinstance(ord, bool) or ord not in (1, -1, math.inf, -math.inf):
         raise RuntimeError(f"{op}: Order {ord} not supported.")
     # ord 1 sums each column (over the row dim d0) and takes the extreme over the columns;
@@ -139,6 +137,17 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
     extreme = amax if ord > 0 else amin
     r = extreme(sum(abs(A), summed, True), across, True)
     return r if keepdim else r.squeeze((d0, d1))
+
+
+def _singular_value_norm(A: Tensor, reduce, d0: int, d1: int, keepdim: bool) -> Tensor:
+    """``reduce`` (sum, amax or amin) over the singular values of the matrices in dims d0, d1
+    of ``A``."""
+    from .decompositions import svdvals
+    r = reduce(svdvals(A.movedim((d0, d1), (-2, -1))), -1)
+    if keepdim:
+        for d in sorted((d0, d1)):
+            r = r.unsqueeze(d)
+    return r
 
 
 def linalg_norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
