@@ -14,7 +14,9 @@ from . import node as _node
 from .node import FREED, FREED_MSG, AccumulateGrad, Node, _is_tensor, _type_name
 from .state import anywhere, set_mode, state
 
-__all__ = ["UNSAVED", "RawSavedTensor", "SavedTensor"]
+__all__ = ["UNSAVED", "RawSavedTensor", "SavedTensor", "saved_output"]
+
+_new = object.__new__
 
 
 def _saved_getter(i: int, raw: bool):
@@ -272,6 +274,23 @@ class SavedTensor:
                 f"at version {self._vc[0]}; expected version {self._version} instead. Hint: "
                 f"enable anomaly detection to find the operation that failed to compute its "
                 f"gradient, with tritongrad.autograd.set_detect_anomaly(True).")
+
+
+def saved_output(t) -> SavedTensor:
+    """``SavedTensor(t, True, t._output_nr)`` for an output that dispatch has just made, without
+    the type call and the inference check, which a fresh output always passes (it is an
+    inference tensor only when made in inference mode): on every recorded op that saves its
+    result (tanh, sigmoid, exp, ...)."""
+    if anywhere.saved_hooks and state.saved_hooks:
+        return SavedTensor(t, True, t._output_nr)
+    s = _new(SavedTensor)
+    vc = s._vc = t._vc
+    s._version = vc[0]
+    s._out = t._output_nr
+    s._dtype = t._dtype
+    s._fn = None
+    s._t = t._data
+    return s
 
 
 class _Unsaved:
