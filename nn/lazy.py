@@ -221,12 +221,14 @@ class _LazyNormBase(LazyModuleMixin):
     (``track_running_stats``) are uninitialized until then."""
 
     def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, device=None, dtype=None) -> None:
+                 track_running_stats: bool = True, device=None, dtype=None, *,
+                 bias: bool = True) -> None:
         super().__init__(0, eps, momentum, False, False, device, dtype)
         self.affine, self.track_running_stats = affine, track_running_stats
         if affine:
             self.weight = UninitializedParameter(device=device, dtype=dtype)
-            self.bias = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
         if track_running_stats:
             self.register_buffer("running_mean", UninitializedBuffer(device=device, dtype=dtype))
             self.register_buffer("running_var", UninitializedBuffer(device=device, dtype=dtype))

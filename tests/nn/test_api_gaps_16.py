@@ -108,7 +108,7 @@ def test_lazy_conv_errors_and_state_dict():
 def test_lazy_norms(device, lazy_cls, cls, shape):
     m = lazy_cls(momentum=0.25, device=device, dtype=tg.float64)
     assert repr(m) == (f"{lazy_cls.__name__}(0, eps=1e-05, momentum=0.25, affine=True, "
-                       f"track_running_stats=True)")
+                       f"bias=True, track_running_stats=True)")
     assert isinstance(m.running_mean, UninitializedBuffer)
     a = rng.standard_normal(shape) * 2 + 1
     y = m(t64(a, device))
@@ -456,7 +456,7 @@ def test_sync_batch_norm_is_batch_norm_in_one_process(device):
     sbn.eval(), bn.eval()
     np.testing.assert_allclose(host(sbn(x)), host(bn(x)), rtol=1e-14)
     assert sbn(t64(rng.standard_normal((2, 3, 2, 2, 2)), device)).shape == (2, 3, 2, 2, 2)
-    assert repr(sbn) == ("SyncBatchNorm(3, eps=1e-05, momentum=0.3, affine=True, "
+    assert repr(sbn) == ("SyncBatchNorm(3, eps=1e-05, momentum=0.3, affine=True, bias=True, "
                          "track_running_stats=True)")
     with pytest.raises(ValueError, match=r"expected at least 2D input \(got 1D input\)"):
         sbn(tg.randn(3))

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tritongrad as tg
-from tests.helpers import assert_grads_match, host, second_order
+from tests.helpers import assert_grads_match, host, second_order, t64
 from tritongrad import nn
 
 F = nn.functional
@@ -128,7 +128,28 @@ def test_batch_norm_errors():
     with pytest.raises(ValueError, match="Expected more than 1 value per channel when training"):
         nn.BatchNorm1d(3)(tg.randn(1, 3))
     assert repr(nn.BatchNorm2d(3)) == ("BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, "
-                                       "track_running_stats=True)")
+                                       "bias=True, track_running_stats=True)")
+
+
+@pytest.mark.parametrize("make", [lambda **kw: nn.BatchNorm1d(3, **kw),
+                                  lambda **kw: nn.InstanceNorm1d(3, affine=True, **kw),
+                                  lambda **kw: nn.GroupNorm(1, 3, **kw),
+                                  lambda **kw: nn.LazyBatchNorm1d(**kw)])
+def test_norm_layers_without_bias(make, device):
+    # PyTorch 2.x's bias=False: the scale alone, no shift (and none in the state dict)
+    m = make(bias=False, device=device, dtype=tg.float64)
+    assert "bias=False" in repr(m) and m.bias is None
+    x = t64((4, 3, 5), device)
+    with tg.no_grad():
+        ref = make(device=device, dtype=tg.float64)
+        y = m(x)
+        if m.weight is not None:
+            m.weight.mul_(2.0)
+        ref(x)
+        ref.weight.copy_(m.weight)  # same scale, and a zero shift: the same output
+    np.testing.assert_allclose(host(m(x)), host(ref(x)), rtol=1e-12, atol=1e-12)
+    assert "bias" not in m.state_dict() and y.shape == x.shape
+    assert "bias=True" in repr(make(device=device))
 
 
 def test_group_norm(device):
