@@ -14,7 +14,8 @@ from .activation import __all__ as _activations
 from .attention import MultiheadAttention
 from ._adaptive_softmax import AdaptiveLogSoftmaxWithLoss
 from ._feature_alpha_dropout import FeatureAlphaDropout
-from ._legacy import Container, RNNCellBase
+from ._legacy import Container
+from .rnn import RNNCellBase
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .layers import (AlphaDropout, Bilinear, ChannelShuffle, CosineSimilarity, Dropout,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from ..autograd.grad_mode import no_grad
 from ..autograd.ops.creation import full
 from ..autograd.tensor import Tensor
@@ -139,8 +141,17 @@ class Hardtanh(_Inplace):
 
     _params = ("min_val", "max_val")
 
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False,
+                 min_value: float | None = None, max_value: float | None = None):
         super().__init__(inplace)
+        if min_value is not None:  # PyTorch's deprecated spellings
+            warnings.warn("keyword argument `min_value` is deprecated and rename to `min_val`",
+                          FutureWarning, stacklevel=2)
+            min_val = min_value
+        if max_value is not None:
+            warnings.warn("keyword argument `max_value` is deprecated and rename to `max_val`",
+                          FutureWarning, stacklevel=2)
+            max_val = max_value
         if min_val > max_val:
             raise ValueError("min_val cannot be greater than max_val")
         self.min_val, self.max_val = min_val, max_val

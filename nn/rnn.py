@@ -38,8 +38,8 @@ from .module import Module
 from .parameter import Parameter
 from .utils.rnn import PackedSequence
 
-__all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "gru_cell",
-           "lstm_cell", "rnn_relu_cell", "rnn_tanh_cell"]
+__all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase",
+           "gru_cell", "lstm_cell", "rnn_relu_cell", "rnn_tanh_cell"]
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
@@ -469,22 +469,26 @@ class GRU(RNNBase):
 
 # -- cells: one step ---------------------------------------------------------------------------
 
-class _CellBase(Module):
-    """RNNCell, LSTMCell and GRUCell: one step of the layer with the same ``mode``; parameters
-    weight_ih, weight_hh (and bias_ih, bias_hh), initialised as the layers'."""
+class RNNCellBase(Module):
+    """The base of RNNCell, LSTMCell and GRUCell (one step of the layer with the same
+    ``mode``), with PyTorch's constructor: ``weight_ih`` (num_chunks * hidden_size,
+    input_size), ``weight_hh`` (num_chunks * hidden_size, hidden_size) and, with ``bias``,
+    ``bias_ih`` and ``bias_hh`` (num_chunks * hidden_size), all U(-1/sqrt(hidden),
+    1/sqrt(hidden)), as the layers'. Subclasses define ``forward``."""
 
     mode = "RNN_TANH"
 
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
-                 dtype=None):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
+                 device=None, dtype=None) -> None:
         super().__init__()
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
-        gates = _GATES[self.mode] * hidden_size
+        gates = num_chunks * hidden_size
         shapes = [("weight_ih", (gates, input_size)), ("weight_hh", (gates, hidden_size))]
         if bias:
             shapes += [("bias_ih", (gates,)), ("bias_hh", (gates,))]
         else:
-            self.bias_ih = self.bias_hh = None
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
         for name, shape in shapes:
             setattr(self, name, Parameter(zeros(shape, device=device, dtype=dtype)))
         self.reset_parameters()
@@ -522,7 +526,15 @@ class _CellBase(Module):
         return s
 
 
-class RNNCell(_CellBase):
+class _GatedCell(RNNCellBase):
+    """LSTMCell and GRUCell: their chunks are their mode's gates."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
+                 dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, _GATES[self.mode], device, dtype)
+
+
+class RNNCell(RNNCellBase):
     """One Elman RNN step: ``h' = tanh(W_ih x + b_ih + W_hh h + b_hh)`` (or relu).
     ``forward(input, hx=None)``: input (N, H_in) or (H_in,), hx (N, H) (zeros by default)."""
 
@@ -531,7 +543,7 @@ class RNNCell(_CellBase):
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
         self.nonlinearity = nonlinearity
-        super().__init__(input_size, hidden_size, bias, device, dtype)
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         x, unbatched = self._input(input)
@@ -541,7 +553,7 @@ class RNNCell(_CellBase):
         return h.squeeze(0) if unbatched else h
 
 
-class LSTMCell(_CellBase):
+class LSTMCell(_GatedCell):
     """One LSTM step (``LSTM``'s equations). ``forward(input, (h, c)=None)`` returns
     ``(h', c')``."""
 
@@ -555,7 +567,7 @@ class LSTMCell(_CellBase):
         return (h.squeeze(0), c.squeeze(0)) if unbatched else (h, c)
 
 
-class GRUCell(_CellBase):
+class GRUCell(_GatedCell):
     """One GRU step (``GRU``'s equations). ``forward(input, hx=None)`` returns ``h'``."""
 
     mode = "GRU"

@@ -518,3 +518,14 @@ def test_container_rnn_cell_base_skip_init_convert_parameters():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         nn.LazyConv1d(2, 1)  # (no warning from building a lazy module)
+
+
+def test_cells_derive_from_rnn_cell_base_and_hardtanh_old_keywords():
+    for cell in (nn.RNNCell(2, 3), nn.LSTMCell(2, 3), nn.GRUCell(2, 3, bias=False)):
+        assert isinstance(cell, nn.RNNCellBase)
+    assert nn.LSTMCell(2, 3).weight_ih.shape == (12, 2) and nn.GRUCell(2, 3).bias_hh.shape == (9,)
+    assert "bias_ih" not in nn.GRUCell(2, 3, bias=False).state_dict()
+    with pytest.warns(FutureWarning, match="`min_value` is deprecated"):
+        h = nn.Hardtanh(min_value=-2.0, max_value=3.0)
+    assert (h.min_val, h.max_val) == (-2.0, 3.0)
+    np.testing.assert_array_equal(host(h(tg.tensor([-5.0, 0.5, 5.0]))), [-2.0, 0.5, 3.0])
