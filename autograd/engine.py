@@ -347,8 +347,9 @@ def current_graph_task_id() -> int:
 def queue_callback(callback) -> None:
     """Queues ``callback()`` to run once the backward call running in this thread has run
     every node (and before it returns), after the callbacks queued before it; a callback may
-    queue more. What DistributedDataParallel uses to finish its gradient reductions after
-    the last gradient hook. PyTorch's ``Variable._execution_engine.queue_callback``."""
+    queue more. PyTorch's ``Variable._execution_engine.queue_callback`` (its
+    DistributedDataParallel finishes its reductions this way; tritongrad's does so in the
+    last gradient hook, nn/parallel/distributed.py)."""
     task = _local.task
     if task is None:
         raise RuntimeError("Final callbacks can only be installed during backward pass.")

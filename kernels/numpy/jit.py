@@ -9,7 +9,7 @@ one at run time: where it cannot be imported (an unsupported NumPy or platform) 
 the loops are tested against.
 
 The loops live in their own modules (``nn_loops``, ``conv_loops``, ``optim_loops``,
-``attention_loops``, ``elementwise_loops``), which import Numba and are imported only through
+``attention_loops``, ``elementwise_loops``, ``recurrent_loops``), which import Numba and are imported only through
 ``loops(name)``, so importing tritongrad does not import Numba. Each is
 compiled on its first call (``cache=True``: once per machine, in Numba's cache beside the
 module, or per process where no cache directory is writable) with
