@@ -776,7 +776,7 @@ OPS = _UNARY + (
     _binary("sub", sub, sub_, "g, -alpha g", reflected=rsub, aliases=("subtract",)),
     _binary("mul", mul, mul_, "g b, g a", aliases=("multiply",)),
     _binary("div", div, _div_rounding_, "g / b, -g a / b^2",
-            reflected=lambda self, other: mul(reciprocal(self), other), op="truediv",
+            reflected=lambda self, other: mul(_autocast_reciprocal(self), other), op="truediv",
             aliases=("true_divide", "divide")),
     _binary("pow", pow, pow_, "g e x^(e-1), g y log x",
             reflected=lambda self, other: pow(other, self), autocast="float32 on cuda"),
@@ -796,3 +796,6 @@ OPS = _UNARY + (
     ("eq", None), ("ne", "not_equal")))
 OPS = with_inplace(with_jvp(OPS), ("reciprocal",))  # every primitive here has a jvp rule
 export(OPS, globals())
+# ``2 / x`` (__rtruediv__) is ``2 * reciprocal(x)`` through reciprocal's row, so it takes that
+# row's autocast policy (float32 on CUDA, as __rtruediv__ in PyTorch's list)
+_autocast_reciprocal = next(row.fn for row in OPS if row.name == "reciprocal")
