@@ -409,6 +409,9 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor:
     tensor_arg(B, op, "B")
     _same_dtype(A, B, op)
     if not left:  # X A = B  <=>  A^T X^T = B^T
+        if B.ndim == 1 and A.shape[-1] != 1:  # a vector B is a column: n x 1, never 1 x n
+            raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation XA = B "
+                               f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[0]}x1)")
         return _result(solve(A.mT, B.mT).mT, out, op)
     vector = _vector_rhs(A, B)
     Bm = B.unsqueeze(-1) if vector else B

@@ -382,3 +382,12 @@ def test_det_gradient_batched_mix_and_second_order():
                                    atol=1e-12)
     assert tg.autograd.gradgradcheck(tg.linalg.det, (tg.tensor(a[1:], dtype=tg.float64,
                                                                requires_grad=True),))
+
+
+def test_solve_right_with_a_vector_is_pytorchs_shape_error():
+    A = tg.eye(4, dtype=tg.float64) * 2
+    with pytest.raises(RuntimeError, match=r"linalg.solve: Incompatible shapes of A and B for "
+                                           r"the equation XA = B \(4x4 and 4x1\)"):
+        tg.linalg.solve(A, tg.ones(4, dtype=tg.float64), left=False)
+    X = tg.linalg.solve(A, tg.ones(3, 4, dtype=tg.float64), left=False)
+    np.testing.assert_allclose(X.numpy(), np.full((3, 4), 0.5))
