@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ..autograd.tensor import Tensor
 from ..runtime.dtype import finfo
 from .optimizer import Optimizer, advance_step, new_step
 
@@ -52,7 +53,14 @@ class Adafactor(Optimizer):
         >>> opt.step(); opt.zero_grad()
     """
 
-    _unshaped_state = frozenset({"step", "row_var", "col_var"})  # (the factored moments)
+    def _state_shape(self, key: str, p: Tensor) -> tuple | None:
+        # the factored second moments: a mean over the last dim, and one over the one before
+        shape = tuple(p.shape)
+        if key == "row_var":
+            return shape[:-1] + (1,)
+        if key == "col_var":
+            return shape[:-2] + (1, shape[-1])
+        return super()._state_shape(key, p)
 
     def __init__(self, params, lr: float = 1e-2, beta2_decay: float = -0.8,
                  eps=(None, 1e-3), d: float = 1.0, weight_decay: float = 0.0, *, foreach=None,

@@ -43,10 +43,14 @@ class Optimizer:
         state: per-parameter state (a dict per parameter, keyed by the parameter).
     """
 
-    # Per-parameter state entries that are not shaped like the parameter (load_state_dict
-    # checks the shape of every other state tensor); a subclass with, say, factored second
-    # moments names its own.
+    # Per-parameter state entries whose shape load_state_dict does not check (scalars); every
+    # other state tensor must have the shape ``_state_shape`` gives (the parameter's, unless a
+    # subclass with, say, factored second moments says otherwise).
     _unshaped_state: frozenset = frozenset({"step"})
+
+    def _state_shape(self, key: str, p: Tensor) -> tuple | None:
+        """The shape state entry ``key`` of parameter ``p`` has (None: not checked)."""
+        return None if key in self._unshaped_state else tuple(p.shape)
 
     def __init__(self, params, defaults: dict):
         self.defaults = dict(defaults)
@@ -203,11 +207,12 @@ class Optimizer:
             # Checked here, not left to step(): a state of other shapes would otherwise load
             # and then fail (or broadcast silently) inside the update's arithmetic.
             for k, v in value.items():
-                if isinstance(v, Tensor) and k not in self._unshaped_state \
-                        and tuple(v.shape) != tuple(p.shape):
+                want = self._state_shape(k, p) if isinstance(v, Tensor) else None
+                if want is not None and tuple(v.shape) != want:
+                    expected = "" if want == tuple(p.shape) else f" (so {k!r} has {want})"
                     raise ValueError(f"loaded state dict has state {k!r} of shape "
                                      f"{tuple(v.shape)} for parameter {key}, but that "
-                                     f"parameter has shape {tuple(p.shape)}")
+                                     f"parameter has shape {tuple(p.shape)}{expected}")
             state[p] = {k: _cast_state(p, k, v) for k, v in value.items()}
         new_groups = []
         for g, sg in zip(self.param_groups, saved_groups):

@@ -182,3 +182,18 @@ def test_state_dict_round_trip(cls, kw):
             cls(nn.Linear(3, 3).to(tg.float64).parameters(), **kw).load_state_dict(
                 {"state": {0: {k: tg.zeros(5) for k in opt.state[model.weight]}},
                  "param_groups": opt.state_dict()["param_groups"]})
+
+
+def test_adafactor_load_checks_the_factored_shapes():
+    w = tg.nn.Parameter(tg.randn(3, 4))
+    opt = tg.optim.Adafactor([w])
+    w.grad = tg.randn(3, 4)
+    opt.step()
+    sd = opt.state_dict()
+    assert tuple(sd["state"][0]["row_var"].shape) == (3, 1)
+    tg.optim.Adafactor([w]).load_state_dict(sd)  # the right shapes load
+    sd["state"][0]["row_var"] = tg.zeros(4, 1)
+    with pytest.raises(ValueError, match=r"state 'row_var' of shape \(4, 1\) for parameter 0, "
+                                         r"but that parameter has shape \(3, 4\) \(so 'row_var' "
+                                         r"has \(3, 1\)\)"):
+        tg.optim.Adafactor([w]).load_state_dict(sd)
