@@ -556,7 +556,7 @@ def test_builtin_values_outside_json_load_under_weights_only():
         roundtrip({"x": object()})
 
 
-def test_weights_only_false_never_runs_code_from_a_weights_only_load(tmp_path):
+def test_a_weights_only_load_runs_no_code_from_the_file(tmp_path):
     marker = tmp_path / "ran"
 
     class Evil:
@@ -565,6 +565,6 @@ def test_weights_only_false_never_runs_code_from_a_weights_only_load(tmp_path):
 
     data = io.BytesIO()
     save({"x": Evil()}, data)
-    with pytest.raises(UnpicklingError, match="GLOBAL (io|builtins).open"):
+    with pytest.raises(UnpicklingError, match=r"GLOBAL (_?io|builtins)\.open"):
         load(data.getvalue())
     assert not marker.exists()
