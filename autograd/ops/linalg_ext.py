@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import numbers
 
-from ..checks import scalar_type_name, tensor_arg, unsupported
+from ..checks import scalar_type_name, tensor_arg
 from ..registry import OpInfo
 from ..tensor import Tensor, wrap_dim
 from .complex_parts import real
