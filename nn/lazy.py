@@ -66,6 +66,12 @@ class LazyModuleMixin:
                     with no_grad():
                         t.materialize(state_dict[key].shape)
 
+    def _uninitialized_weight(self, bias: bool, device, dtype) -> None:
+        # a lazy Linear's or convolution's weight (and bias) before the first input
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
     def has_uninitialized_params(self) -> bool:
         """Whether the module still has uninitialized parameters or buffers."""
         own = list(self._parameters.values()) + list(self._buffers.values())
@@ -104,10 +110,8 @@ class LazyLinear(LazyModuleMixin, Linear):
 
     def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None) -> None:
         super().__init__(0, 0, False)
-        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self._uninitialized_weight(bias, device, dtype)
         self.out_features = out_features
-        if bias:
-            self.bias = UninitializedParameter(device=device, dtype=dtype)
 
     def reset_parameters(self) -> None:
         if not self.has_uninitialized_params() and self.in_features != 0:
@@ -134,10 +138,8 @@ class _LazyConvMixin(LazyModuleMixin):
     initialized as it."""
 
     def _lazy_init(self, out_channels: int, bias: bool, device, dtype) -> None:
-        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self._uninitialized_weight(bias, device, dtype)
         self.out_channels = out_channels
-        if bias:
-            self.bias = UninitializedParameter(device=device, dtype=dtype)
 
     def reset_parameters(self) -> None:
         if not self.has_uninitialized_params() and self.in_channels != 0:
