@@ -199,11 +199,12 @@ def attention(q, k, v, scale: float, causal: bool):
 #   call to the blocked path, with its per-row shift;
 # - P itself is formed (rows times 1/sum: one pass over the scores, where dividing the
 #   output instead broadcasts over rows of D) and P v written straight into the output;
-# - with the compiled loops (attention_loops.py) the causal mask is applied after the exp,
-#   fused with the row sums and the normalisation (the exp of the masked scores is thrown
-#   away: the mask costs no pass of its own; the maximum then also covers masked scores, and
-#   only where it calls for a shift are they masked first and the maximum taken again), and
-#   the keys are copied transposed with the scale folded in;
+# - with the compiled loops (attention_loops.py) the causal mask is applied in the pass that
+#   takes the exp (float32: Note [Compiled exp in the softmax], the masked scores get no exp)
+#   or right after it (float64), fused with the shift, the row sums and the normalisation (the
+#   mask costs no pass of its own; the maximum then also covers masked scores, and only where
+#   it calls for a shift are they masked first and the maximum taken again), and the keys are
+#   copied transposed with the scale folded in;
 # - where P takes no more memory than q, k, v and out together (``_keeps_probs``), it rides
 #   to the backward on the returned lse (``_SavedLSE.probs``): the backward then does not
 #   recompute it (a product and four passes over the scores) and needs four products
@@ -254,13 +255,20 @@ def _whole_softmax(qf, kf, scale, causal: bool, acc):
         shift = s.max()
     if -_NO_SHIFT <= shift <= _NO_SHIFT:
         shift = 0
-    else:
-        s -= shift
-    np.exp(s, out=s)
+    # float32 with the loops: exp, shift, mask and sums in one pass (Note [Compiled exp in the
+    # softmax], attention_loops.py)
+    fused = loops is not None and acc is np.float32
+    if not fused:
+        if shift:
+            s -= shift
+        np.exp(s, out=s)
     if loops is not None:
         total = np.empty((b, h, length), acc)
-        loops.normalize_rows(s.reshape(-1, length, source), causal,
-                             total.reshape(-1, length), acc(1))
+        rows, sums = s.reshape(-1, length, source), total.reshape(-1, length)
+        if fused:
+            loops.softmax_rows(rows, acc(shift), causal, sums)
+        else:
+            loops.normalize_rows(rows, causal, sums, acc(1))
         if not total.min() >= _TINY_TOTAL:
             return None, None
         lse = np.log(total, out=total)
