@@ -31,7 +31,8 @@ with its cached launches (Notes [cached launches] and [plan launches],
 kernels/triton/launcher.py), the same through Triton's own dispatch (``JITFunction.run``) on
 every launch, the op through the kernel contract alone (``kernels.triton`` on the tensors'
 arrays: what is left once Tensors and autograd are taken away), and the raw add kernel both
-ways.
+ways. These rows are this thread's CPU time (no device work is left in them), the 25th
+percentile of interleaved rounds, so other processes on a shared machine move them little.
 
     python perf/bench_launch.py [--ops mul,tanh,sum,matmul] [--inner 300] [--compiled]
 """
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import time
 
 import _common  # noqa: F401  (sets thread counts before NumPy loads)
 import numpy as np
@@ -173,6 +175,25 @@ def compiled_stand_ins(script: str):
     return compile_sm90
 
 
+def cpu_timeit(cases: list, inner: int, repeat: int) -> list:
+    """``[(name, seconds per call)]`` for ``cases`` of ``(name, fn)``: this thread's CPU time
+    of ``inner`` calls, rounds interleaved across the cases (each turn after one untimed call),
+    the 25th percentile of ``repeat`` rounds."""
+    for _, fn in cases:
+        for _ in range(5):
+            fn()
+    times: dict = {name: [] for name, _ in cases}
+    clock = time.thread_time
+    for _ in range(repeat):
+        for name, fn in cases:
+            fn()
+            t0 = clock()
+            for _ in range(inner):
+                fn()
+            times[name].append((clock() - t0) / inner)
+    return [(name, sorted(t)[len(t) // 4]) for name, t in times.items()]
+
+
 def compiled_host_path(args) -> None:
     """The ``--compiled`` tables (see the module docstring)."""
     compiled_stand_ins("bench_launch --compiled")
@@ -218,17 +239,17 @@ def compiled_host_path(args) -> None:
         for f in (tg_op, contract, raw_launch):
             f()
             f()  # compiled, then cached
-        rows = timeit([("tritongrad", tg_op, None), ("tritongrad no_grad", tg_no_grad, None),
-                       ("kernel contract alone", contract, None),
-                       ("raw Triton launch, cached", raw_launch, None)],
-                      inner=args.inner, repeat=args.repeat, interleave=True)
-        slow = timeit([("tritongrad, Triton's dispatch", through_triton(tg_op), None),
-                       ("raw Triton launch, Triton's dispatch", through_triton(raw_launch),
-                        None)], inner=1, repeat=args.repeat, interleave=True)
+        rows = cpu_timeit([("tritongrad", tg_op), ("tritongrad no_grad", tg_no_grad),
+                           ("kernel contract alone", contract),
+                           ("raw Triton launch, cached", raw_launch)], args.inner, args.repeat)
+        slow = cpu_timeit([("tritongrad, Triton's dispatch", through_triton(tg_op)),
+                           ("raw Triton launch, Triton's dispatch", through_triton(raw_launch))],
+                          1, args.repeat)
         rows[1:1] = [(name, t / args.inner) for name, t in slow[:1]]
         rows += [(name, t / args.inner) for name, t in slow[1:]]
-        report(f"launch path: {op} on {SHAPE[0]}x{SHAPE[1]} float32, host time per call "
-               f"(compiled for sm_90, up to the driver's launch call)", rows)
+        report(f"launch path: {op} on {SHAPE[0]}x{SHAPE[1]} float32, host CPU time per call "
+               f"(compiled for sm_90, up to the driver's launch call; p25 of interleaved rounds)",
+               rows)
 
 
 def main() -> None:

@@ -290,6 +290,13 @@ class Driver:
 # ------------------------------------------------------------------------------------------
 # The real driver
 # ------------------------------------------------------------------------------------------
+class _ContextState(threading.local):
+    """Per thread: ``dev``, the device whose primary context this thread made current (None
+    before the first)."""
+
+    dev: int | None = None
+
+
 class CudaDriver(Driver):
     """The driver interface over ``cuda.bindings.driver``; every CUresult is checked."""
 
@@ -303,7 +310,7 @@ class CudaDriver(Driver):
         self._NOT_READY = cu.CUresult.CUDA_ERROR_NOT_READY
         self._OOM = cu.CUresult.CUDA_ERROR_OUT_OF_MEMORY
         self._lock = threading.Lock()
-        self._tls = threading.local()  # .dev: the device whose primary context we made current
+        self._tls = _ContextState()
         self._devices: dict[int, object] = {}  # ordinal -> CUdevice
         self._contexts: dict[int, object] = {}  # ordinal -> retained primary CUcontext
         self._count: int | None = None
@@ -359,7 +366,7 @@ class CudaDriver(Driver):
         return ctx
 
     def activate(self, dev: int) -> None:
-        if getattr(self._tls, "dev", None) != dev:
+        if self._tls.dev != dev:  # (asked at every launch: an attribute, not a getattr call)
             self._check(self.cu.cuCtxSetCurrent(self._context(dev)), "cuCtxSetCurrent")
             self._tls.dev = dev
 

@@ -29,7 +29,7 @@ from . import pinned as _pinned
 from . import streams as _streams
 from . import sync_debug as _sync_debug
 from .allocator import CachingAllocator, OutOfMemoryError
-from .array import _CONTIGUOUS, DeviceArray, contiguous_strides
+from .array import DeviceArray, contiguous_strides
 from .device import device as Device
 from .dtype import bfloat16, from_numpy_dtype
 
@@ -239,15 +239,20 @@ def _copy_dtoh(index: int, dst_host: int, src: int, nbytes: int) -> None:
     drv.stream_synchronize(index, handle)
 
 
+_LAYOUTS: dict = {}  # shape -> (contiguous strides, element count): every op's output asks
+
+
 def empty(shape, dtype, device) -> DeviceArray:
     """An uninitialised contiguous array on ``device``, allocated on its current stream."""
     if type(shape) is not tuple:
         shape = tuple(shape)
-    strides = _CONTIGUOUS.get(shape)  # (a call less, per op; a 0-d shape's strides are ())
-    if strides is None:
-        strides = contiguous_strides(shape)
-    return DeviceArray(Storage(math.prod(shape) * dtype.itemsize, device), 0, shape, strides,
-                       dtype)
+    layout = _LAYOUTS.get(shape)  # (one lookup for both: a step allocates the same few shapes)
+    if layout is None:
+        if len(_LAYOUTS) >= 4096:  # many shapes (dynamic sizes): start over
+            _LAYOUTS.clear()
+        layout = _LAYOUTS[shape] = (contiguous_strides(shape), math.prod(shape))
+    strides, numel = layout
+    return DeviceArray(Storage(numel * dtype.itemsize, device), 0, shape, strides, dtype)
 
 
 def to_device(host, device, dtype=None, non_blocking: bool = False) -> DeviceArray:

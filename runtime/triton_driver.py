@@ -30,7 +30,7 @@ import threading
 from . import driver as _drv
 from . import streams as _streams
 
-__all__ = ["ensure_triton_driver", "make_driver_class"]
+__all__ = ["ensure_triton_driver", "launch_target", "make_driver_class"]
 
 _L2_FLUSH_BYTES = 256 << 20  # as Triton's own benchmark cache
 _install_lock = threading.Lock()
@@ -110,6 +110,17 @@ def _current_device() -> int:
     # a new thread has no current context: launch needs one (cheap when it is current)
     (_drv._driver or _drv.get_driver()).activate(index)
     return index
+
+
+def launch_target() -> tuple[int, int]:
+    """(device, stream handle) of a launch: ``get_current_device()`` and then
+    ``get_current_stream(device)`` of this driver, answered from one read of the thread's state
+    (the cached launches ask both on every launch, kernels/triton/launcher.py)."""
+    st = _streams._state
+    index = st.device
+    (_drv._driver or _drv.get_driver()).activate(index)  # as _current_device
+    s = st.streams.get(index)
+    return index, 0 if s is None else s.cuda_stream
 
 
 def _capability(index=None) -> tuple[int, int]:

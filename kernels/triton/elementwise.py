@@ -75,6 +75,7 @@ __all__ = [
     "constexprs",
     "launch_arange",
     "launch_copy",
+    "launch_of",
     "run",
     "scalar",
     "scalar_arg",
@@ -885,10 +886,26 @@ def _bind(plan: _Plan, c: tuple):
     return launch
 
 
+def launch_of(out, x, y, z, consts):
+    """What ``run(out, x, y, z, xs, ys, consts)`` calls for these operands' layouts:
+    ``launch(out, x, y, z, xs, ys)``, a plan's ``Launch`` (``_no_launch`` for an empty
+    output), for callers that keep it per op (Note [op plans] in elementwise_ops.py). Call it
+    after ``run`` has run once (which installs the driver)."""
+    key = (out.shape, out.strides,
+           None if x is None else x.shape, None if x is None else x.strides,
+           None if y is None else y.shape, None if y is None else y.strides,
+           None if z is None else z.shape, None if z is None else z.strides)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _plan(key)
+    return plan if plan is _no_launch else plan.get(id(consts)) or _bind(plan, consts)
+
+
 def run(out, x, y, z, xs, ys, consts):
     """Launches ``consts`` = (OP, X_MODE, Y_MODE, Z_MODE, CT, RT) writing ``out`` (OP: a formula
     of OPS; interned by ``constexprs()`` on the hot paths); x, y, z are DeviceArrays broadcast to
     out's shape or None, xs/ys the by-value scalars."""
+    # (launch_of's key and lookups, inline: this is every elementwise launch's path)
     key = (out.shape, out.strides,  # (flat: a tuple per operand cost its making and hashing)
            None if x is None else x.shape, None if x is None else x.strides,
            None if y is None else y.shape, None if y is None else y.strides,

@@ -66,6 +66,13 @@ release, launcher class or kernel with scratch memory goes through ``__call__``.
 ``TRITONGRAD_DIRECT_LAUNCH=0`` sends every launch through ``__call__`` (a switch for the first
 GPU runs: the direct call has been checked against a recording stand-in of ``launch`` only).
 
+Note [launch target]: every cached launch needs the current device (for its key) and that
+device's current stream (for the launch). Asked of Triton's active driver, that is two calls
+through it, each reading the thread's state again (tritongrad's driver,
+runtime/triton_driver.py). When tritongrad's driver is the active one (its
+``get_current_device`` is ours), the launch paths call ``launch_target()`` instead: the same
+answers, from one read; any other driver is asked as Triton asks it (``_target``).
+
 Under the interpreter (``TRITON_INTERPRET=1``, CI and the emulated device) ``jit`` is
 ``triton.jit``: interpreted kernels have no compiled launcher to cache.
 """
@@ -81,6 +88,7 @@ from triton.runtime import driver
 from triton.runtime.jit import JITFunction
 
 from ...runtime.array import DeviceArray
+from ...runtime.triton_driver import _current_device, launch_target
 from . import _launch as L
 from .compat import INTERPRET
 
@@ -186,6 +194,16 @@ def _hooked() -> bool:
         return bool(getattr(enter, "calls", enter) or getattr(leave, "calls", leave))
 
 
+def _target(active) -> tuple:
+    """(device, stream handle) of a launch as the active driver answers them. Tritongrad's
+    driver answers both from one read of the thread's state (``launch_target``), so the launch
+    paths call that directly when it is the active one (Note [launch target])."""
+    if active.get_current_device is _current_device:
+        return launch_target()
+    device = active.get_current_device()
+    return device, active.get_current_stream(device)
+
+
 def _compiled(kernel):
     """The CompiledKernel of what ``JITFunction.run`` returned (Triton 3.6 may return a future
     of one when it compiles asynchronously)."""
@@ -284,7 +302,8 @@ class CachedLaunchJIT(JITFunction):
                 or _hooked()):
             return super().run(*args, grid=grid, warmup=warmup, **kwargs)
         active = driver.active
-        device = active.get_current_device()
+        device, stream = (launch_target() if active.get_current_device is _current_device
+                          else _target(active))
         try:
             launch = self._launches.get(key := self.launch_key(device, args, kwargs))
         except (_Uncached, TypeError):  # TypeError: an unhashable constexpr or option
@@ -306,10 +325,9 @@ class CachedLaunchJIT(JITFunction):
         n = len(grid)
         g0, g1, g2 = grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1
         if fire is not None:  # Note [direct launches]
-            fire(g0, g1, g2, active.get_current_stream(device), args)
+            fire(g0, g1, g2, stream, args)
         else:
-            run(g0, g1, g2, active.get_current_stream(device), function, metadata, None, None,
-                None, *args)
+            run(g0, g1, g2, stream, function, metadata, None, None, None, *args)
         return kernel
 
 
@@ -339,10 +357,16 @@ class Launch:
     def __call__(self, *head):
         kernel = self.kernel
         launches = self._launches
-        if launches is None or not kernel.enabled or kernel.pre_run_hooks or _hooked():
+        rt = knobs.runtime
+        try:  # _hooked(), inline (a call is a tenth of a cached launch)
+            hooked = rt.launch_enter_hook.calls or rt.launch_exit_hook.calls
+        except AttributeError:  # a plain callable or None
+            hooked = _hooked()
+        if launches is None or not kernel.enabled or kernel.pre_run_hooks or hooked:
             return kernel[self.grid](*head, *self.tail, **self.options)
         active = driver.active
-        device = active.get_current_device()
+        device, stream = (launch_target() if active.get_current_device is _current_device
+                          else _target(active))
         try:
             launch = launches.get(key := self._key(device, head))
         except (_Uncached, TypeError, ValueError):  # unhashable, or not len(head) arguments
@@ -354,10 +378,9 @@ class Launch:
             kernel.check_pick(compiled, head + self.tail, self.grid, self.options)
         g0, g1, g2 = self._grid3
         if fire is not None:  # Note [direct launches]
-            fire(g0, g1, g2, active.get_current_stream(device), head + self.tail)
+            fire(g0, g1, g2, stream, head + self.tail)
             return compiled
-        run(g0, g1, g2, active.get_current_stream(device), function, metadata, None, None, None,
-            *head, *self.tail)
+        run(g0, g1, g2, stream, function, metadata, None, None, None, *head, *self.tail)
         return compiled
 
     def _first(self, key: tuple, head: tuple):

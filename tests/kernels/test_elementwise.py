@@ -544,3 +544,31 @@ def test_tables_out_strided(kit, rng):
     tk.binary("remainder", a, 0.5, out=out)
     kit.nk.binary("remainder", ra, 0.5, out=ref)
     kit.check(out, ref)
+
+
+def test_op_plans_repeat_each_variant_exactly(kit, rng):
+    # Note [op plans]: a repeated array op is one lookup keyed by its dtypes and layouts; each
+    # variant seen must keep its own result dtype, shape and launch, and errors still come from
+    # the checks
+    from tritongrad.kernels.triton import _launch
+
+    _launch.clear_plans()
+    variants = [((4, 6), (4, 6), D.float32, "contig"), ((4, 6), (6,), D.float32, "contig"),
+                ((4, 6), (4, 6), D.float32, "T"), ((4, 6), (4, 6), D.float64, "sliced"),
+                ((4, 6), (6,), D.int32, "expanded"), ((4, 6), (4, 6), D.bool, "contig")]
+    operands = [(kit.pair(sa, dt, rng, layout=lay), kit.pair(sb, dt, rng), dt)
+                for sa, sb, dt, lay in variants]
+    for _ in range(2):  # the second round goes through the op plans
+        for (a, ra), (b, rb), dt in operands:
+            kit.check(tk.mul(a, b), kit.ref(kit.nk.mul, ra, rb, dtype=dt), dt)
+            if dt.is_floating_point:
+                kit.check(tk.unary("tanh", a), kit.ref(lambda p: kit.nk.unary("tanh", p), ra,
+                                                       dtype=dt), dt)
+        (a, _), (b, _), _ = operands[0]
+        with pytest.raises(ValueError, match="mul"):
+            tk.mul(a, kit.up(np.ones(5, np.float32)))
+        with pytest.raises(TypeError, match="tanh.*int32"):
+            tk.unary("tanh", operands[4][0][0])
+    assert len(eo._OP_PLANS) == len(variants) + 3  # tanh: the float layouts (two share one)
+    _launch.clear_plans()
+    assert not eo._OP_PLANS

@@ -46,6 +46,42 @@ def test_driver_answers_from_tritongrad(cuda):
     assert "torch" not in sys.modules
 
 
+def test_launch_target_is_the_drivers_two_answers(cuda):
+    # Note [launch target] (kernels/triton/launcher.py): the cached launches ask
+    # launch_target() instead of the driver's get_current_device/get_current_stream; the
+    # answers must be the same, on a side stream and in another thread too
+    import threading
+
+    from tritongrad.kernels.triton import launcher
+
+    drv = triton_driver.make_driver_class()(utils=object())
+
+    def both():
+        device = drv.get_current_device()
+        return device, drv.get_current_stream(device)
+
+    assert triton_driver.launch_target() == both() == (0, 0)
+    assert launcher._target(drv) == both()
+    s = cuda.Stream()
+    with cuda.stream(s):
+        assert triton_driver.launch_target() == both() == (0, s.cuda_stream)
+        seen = []
+        t = threading.Thread(target=lambda: seen.append((triton_driver.launch_target(),
+                                                         both())))
+        t.start()
+        t.join()
+        assert seen == [((0, 0), (0, 0))]  # another thread: its own default stream
+
+    class Other:  # any other driver is asked as Triton asks it
+        def get_current_device(self):
+            return 0
+
+        def get_current_stream(self, device):
+            return 1234
+
+    assert launcher._target(Other()) == (0, 1234)
+
+
 def test_benchmark_cache_and_profile_scratch_are_torch_free(cuda):
     drv = triton_driver.make_driver_class()(utils=object())
     cache = drv.get_empty_cache_for_benchmark()
