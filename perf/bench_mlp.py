@@ -2,11 +2,13 @@
 
 Rows: tritongrad (nn.Sequential + CrossEntropyLoss + optim.SGD), the same network with
 hand-written NumPy forward/backward/update (what the autograd layer adds nothing to), the step's
-eight matrix products alone in NumPy (the BLAS floor under the NumPy rows) and, where
-tritongrad's CPU products run another BLAS (MKL: kernels/numpy/blas.py), through that one (its
-floor), and torch when installed. CPU default: batch 256; on a GPU (``--device cuda``) use
-``--batch 4096``. On the CPU the rows take turns (interleaved), so a shared machine's drift
-reaches every row alike and the ratios hold when the times move.
+eight matrix products alone in NumPy (the BLAS floor under the NumPy rows), the same products
+through the CBLAS library tritongrad's CPU products call where it calls one
+(kernels/numpy/blas.py: "mkl GEMMs only" on an Intel CPU with the ``mkl`` extra), and torch
+when installed. Tritongrad's floor, the one its ratio is to be read against, is the GEMMs row
+of the library it runs: the title line names it. CPU default: batch 256; on a GPU
+(``--device cuda``) use ``--batch 4096``. On the CPU the rows take turns (interleaved), so a
+shared machine's drift reaches every row alike and the ratios hold when the times move.
 
     python perf/bench_mlp.py [--device cpu|cuda] [--batch 256] [--repeat 15]
 """
@@ -100,6 +102,7 @@ def main() -> None:
         opt.step()
 
     cases = [("tritongrad", tg_step, sync)]
+    floor = ""
     if args.device == "cpu":
         params = [a.copy() for a in p0]
         cases.append(("numpy", lambda: numpy_step(params, x0, y0, lr), None))
@@ -108,8 +111,10 @@ def main() -> None:
         cases.append(("numpy GEMMs only", lambda: numpy_gemms(params, x0, h[0], h[1], dz),
                       None))
         from tritongrad.kernels.numpy import blas, linalg
-        if blas.provider() is not None:  # tritongrad's own floor: the CBLAS library it calls
-            cases.append((f"{blas.provider().name} GEMMs only",
+        lib = blas.provider()
+        floor = f"; tritongrad's floor: {lib.name if lib else 'numpy'} GEMMs only"
+        if lib is not None:  # tritongrad's own floor: the CBLAS library it calls
+            cases.append((f"{lib.name} GEMMs only",
                           lambda: numpy_gemms(params, x0, h[0], h[1], dz, linalg.matmul), None))
     torch = try_torch()
     if torch is not None:
@@ -131,7 +136,7 @@ def main() -> None:
             topt.step()
 
         cases.append(("torch", torch_step, tsync))
-    report(f"MLP 784-1024-1024-10, batch {args.batch}, one SGD step, {args.device}",
+    report(f"MLP 784-1024-1024-10, batch {args.batch}, one SGD step, {args.device}{floor}",
            timeit(cases, warmup=3, repeat=args.repeat, interleave=args.device == "cpu"))
 
 

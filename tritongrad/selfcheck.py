@@ -89,6 +89,8 @@ def _cpu_blas() -> str:
     from .kernels.numpy import blas
     lib = blas.provider()
     if lib is None:
+        if blas._cpu_vendor() != "GenuineIntel":  # auto leaves MKL out there (Note [MKL on AMD])
+            return "NumPy's matmul (MKL is used on Intel CPUs only)"
         return "NumPy's matmul (install tritongrad[mkl] for MKL)"
     if lib.name != "mkl":
         return f"{lib.name} through CBLAS"

@@ -1,10 +1,12 @@
-"""Matrix products through a CBLAS library called directly: Intel MKL where it is installed.
+"""Matrix products through a CBLAS library called directly: Intel MKL on Intel CPUs where it is
+installed.
 
 NumPy's ``matmul`` runs its own BLAS (OpenBLAS in NumPy's wheels). PyTorch's CPU wheels run
-MKL, which is 1.1-1.35x faster on the single-precision GEMMs of a training step (docs/
-performance.md, "session 13"): a transformer's projections, an MLP's layers, a convolution's
-im2col product. The ``mkl`` extra (``pip install tritongrad[mkl]``, Intel's ``mkl`` wheel:
-about 700 MB) makes those products run MKL's ``cblas_sgemm``/``cblas_dgemm`` through ctypes.
+MKL, which on Intel CPUs is 1.1-1.35x faster on the single-precision GEMMs of a training step
+(docs/performance.md, "session 13"): a transformer's projections, an MLP's layers, a
+convolution's im2col product; on AMD's it is slower (Note [MKL on AMD]). The ``mkl`` extra
+(``pip install tritongrad[mkl]``, Intel's ``mkl`` wheel: about 700 MB) makes those products
+run MKL's ``cblas_sgemm``/``cblas_dgemm`` through ctypes.
 
 ``gemm(a, b)`` is the one entry (kernels/numpy/linalg.py calls it): float32 or float64 plain
 ndarrays, products large enough that the library's faster kernels save more than its call costs
@@ -14,11 +16,12 @@ NumPy computes it. Batched products of small matrices (attention's heads) stay w
 its loop over OpenBLAS beats MKL's strided batch there.
 
 ``TRITONGRAD_BLAS`` picks the library at the first product: ``auto`` (the default: MKL when
-installed, for the products made while NumPy's OpenBLAS runs one thread, else NumPy; see
-Note [Two thread pools]), ``mkl`` (MKL always, an error naming the extra when it is missing),
-``numpy`` (``np.matmul`` only), ``openblas`` (NumPy's own OpenBLAS through this same binding:
-no faster than ``np.matmul``; it exists so that CI, which does not install MKL, runs the
-binding's layout logic against a real CBLAS). ``use(name)`` switches it for a block (tests).
+installed and the CPU is Intel's, for the products made while NumPy's OpenBLAS runs one thread,
+else NumPy; see Note [MKL on AMD] and Note [Two thread pools]), ``mkl`` (MKL always, an error
+naming the extra when it is missing), ``numpy`` (``np.matmul`` only), ``openblas`` (NumPy's own
+OpenBLAS through this same binding: no faster than ``np.matmul``; it exists so that CI, which
+does not install MKL, runs the binding's layout logic against a real CBLAS). ``use(name)``
+switches it for a block (tests).
 MKL's threads follow ``MKL_NUM_THREADS``/``OMP_NUM_THREADS`` and ``tg.set_num_threads``
 (threadpoolctl sees the loaded library); without Intel's OpenMP runtime it runs sequential.
 
@@ -31,6 +34,19 @@ OpenBLAS on one thread (``OPENBLAS_NUM_THREADS=1``/``OMP_NUM_THREADS=1``,
 ``tg.set_num_threads(1)``: a training process per core, the benchmarks) nothing contends and
 MKL is 1.1-1.35x faster. So ``auto`` asks OpenBLAS for its thread count at each product (a
 C call, 0.1 us) and uses MKL only while it is one; ``mkl`` uses it regardless.
+
+Note [MKL on AMD]: the 1.1-1.35x above was measured on Intel Xeons (Sapphire Rapids). On an
+AMD EPYC (Zen 3, AVX2; 2-core VM, MKL 2026.2.0 against NumPy 2.4.6's OpenBLAS 0.3.31 Haswell
+kernels, one thread, float32, median of 9 interleaved rounds of thread time, 2026-11-29) MKL
+is slower on every product of the benchmarks' steps: the MLP's five large ones 1.19-1.51x
+(the 256 x 1024 x 1024 layer 13.6 against 9.0 ms), its three with a dimension of 10
+1.2-3.7x, 52.1 against 39.0 ms in all; the GPT step's 1.02-1.59x (29.4 against 23.0 ms), the
+CNN's im2col products 1.12-2.0x, the LSTM's 1.3x (2.6-3.3x per time step), 1024^3 1.17x. So
+``auto`` uses MKL only on a CPU whose vendor is ``GenuineIntel`` (``/proc/cpuinfo``; the
+``mkl`` wheel exists for Linux x86-64 only); elsewhere ``np.matmul`` computes (NumPy's
+OpenBLAS called through this binding instead was 2.5% slower on the MLP's eight products in
+one interleaved run, and adding linear's bias inside the GEMM, beta = 1, did not win it
+back). ``mkl`` still forces MKL. (Reading ``/proc/cpuinfo`` costs ~0.4 ms of CPU, once.)
 """
 
 from __future__ import annotations
@@ -156,6 +172,19 @@ def _numpy_threads():
     return fn
 
 
+def _cpu_vendor() -> str | None:
+    """The CPU's vendor as the kernel reports it (``GenuineIntel``, ``AuthenticAMD``, ...), or
+    None where ``/proc/cpuinfo`` does not say (not Linux, not x86)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
 _lock = threading.Lock()
 _UNSET = object()
 _library = _UNSET  # the loaded _Library, None for NumPy's matmul, _UNSET before the first use
@@ -178,15 +207,18 @@ def _select(name: str):
             raise RuntimeError("TRITONGRAD_BLAS=openblas: this NumPy has no bundled OpenBLAS "
                                "(scipy-openblas) to call")
         return lib
-    lib = _load_mkl()
-    if lib is None and name == "mkl":
-        raise RuntimeError("TRITONGRAD_BLAS=mkl: Intel MKL is not installed; install it with "
-                           "`pip install tritongrad[mkl]`")
-    if lib is not None and name == "auto":
-        _threads = _numpy_threads()
-        if _threads is None:  # NumPy runs another BLAS, whose threads cannot be asked
-            return None
-    return lib
+    if name == "mkl" or _cpu_vendor() == "GenuineIntel":  # Note [MKL on AMD]
+        lib = _load_mkl()
+        if lib is None and name == "mkl":
+            raise RuntimeError("TRITONGRAD_BLAS=mkl: Intel MKL is not installed; install it "
+                               "with `pip install tritongrad[mkl]`")
+        if lib is not None:
+            if name == "auto":
+                _threads = _numpy_threads()
+                if _threads is None:  # NumPy runs another BLAS, whose threads cannot be asked
+                    return None
+            return lib
+    return None  # auto without MKL (or off Intel's CPUs): NumPy computes
 
 
 def provider():

@@ -188,7 +188,8 @@ def _run(env_value: str) -> subprocess.CompletedProcess:
 def test_environment_selects_the_library():
     assert _run("numpy").stdout.strip() == "none"
     auto = _run("auto").stdout.strip()
-    assert auto == ("mkl" if _available("mkl") else "none")
+    intel = blas._cpu_vendor() == "GenuineIntel"  # Note [MKL on AMD]
+    assert auto == ("mkl" if _available("mkl") and intel else "none")
     if _available("openblas"):
         assert _run("openblas").stdout.strip() == "openblas"
     r = _run("mkl")
@@ -213,13 +214,29 @@ def test_auto_keeps_numpy_while_openblas_runs_threads(monkeypatch):
         np.testing.assert_array_equal(linalg.matmul(a, a), np.full((64, 64), 64, np.float32))
 
 
+@pytest.mark.parametrize("vendor, chosen", [("GenuineIntel", "mkl"), ("AuthenticAMD", None),
+                                            (None, None)])
+def test_auto_uses_mkl_on_intel_cpus_only(monkeypatch, vendor, chosen):
+    # Note [MKL on AMD]: MKL is slower than NumPy's OpenBLAS on AMD's CPUs, so auto leaves
+    # their products to NumPy (and an unknown vendor's); mkl, chosen explicitly, still runs
+    if chosen == "mkl" and not _available("mkl"):
+        pytest.skip("mkl is not installed")
+    monkeypatch.setattr(blas, "_cpu_vendor", lambda: vendor)
+    with blas.use("auto") as lib:
+        assert (lib.name if lib is not None else None) == chosen
+    if _available("mkl"):
+        with blas.use("mkl") as lib:
+            assert lib.name == "mkl"
+
+
 @pytest.mark.skipif(not _available("mkl"), reason="mkl is not installed")
-def test_auto_mkl_asks_numpys_openblas():
+def test_auto_mkl_asks_numpys_openblas(monkeypatch):
     # with MKL installed, auto asks NumPy's own OpenBLAS for its thread count (set through
     # its C API here); mkl, chosen explicitly, ignores it
     lib = blas._numpy_openblas()
     if lib is None:
         pytest.skip("this NumPy has no bundled OpenBLAS")
+    monkeypatch.setattr(blas, "_cpu_vendor", lambda: "GenuineIntel")  # (auto's MKL: Intel only)
     get, put = lib.scipy_openblas_get_num_threads64_, lib.scipy_openblas_set_num_threads64_
     get.restype = ctypes.c_int
     before = get()
