@@ -2,6 +2,8 @@
 
 Subclasses implement ``_update(p, group)``, which ``step`` calls for every parameter that has
 a gradient (or override ``step`` itself); each update runs under no_grad with in-place ops.
+Every class's ``step`` runs the step hooks (``register_step_pre_hook``/``post_hook`` on an
+optimizer, ``register_optimizer_step_pre_hook``/``post_hook`` for all of them) around it.
 Where the backend provides a fused update for the algorithm (``sgd_step``, ``adam_step`` in
 the kernel contract) and ``fused`` allows it, a parameter is updated by one kernel call instead
 of ~10 elementwise launches; otherwise by Tensor ops that follow PyTorch's single-tensor
@@ -11,15 +13,78 @@ implementation operation by operation.
 from __future__ import annotations
 
 import copy
+import functools
 from collections import defaultdict
+from collections.abc import Callable
+from itertools import chain
 
 import numpy as np
 
 from ..autograd.grad_mode import enable_grad, no_grad
+from ..autograd.node import RemovableHandle, _HookDict
 from ..autograd.tensor import Tensor
 from ..kernels import backend
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "register_optimizer_step_post_hook", "register_optimizer_step_pre_hook",
+           "required"]
+
+# Step hooks of every optimizer: global pre-hooks run before an optimizer's own, global
+# post-hooks after its own (PyTorch's order).
+_global_pre_hooks: _HookDict = _HookDict()
+_global_post_hooks: _HookDict = _HookDict()
+
+
+def register_optimizer_step_pre_hook(hook: Callable) -> RemovableHandle:
+    """Registers ``hook(optimizer, args, kwargs)`` to run before the ``step`` of every
+    optimizer (before the optimizer's own pre-hooks). It may return ``(new_args, new_kwargs)``
+    to replace the arguments of ``step``; ``args`` starts with the optimizer itself, as in
+    PyTorch. Returns a handle whose ``remove()`` unregisters it."""
+    handle = RemovableHandle(_global_pre_hooks)
+    _global_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_post_hook(hook: Callable) -> RemovableHandle:
+    """Registers ``hook(optimizer, args, kwargs)`` to run after the ``step`` of every optimizer
+    (after the optimizer's own post-hooks). Returns a handle whose ``remove()`` unregisters
+    it."""
+    handle = RemovableHandle(_global_post_hooks)
+    _global_post_hooks[handle.id] = hook
+    return handle
+
+
+def _with_step_hooks(step: Callable) -> Callable:
+    """Wraps an optimizer class's ``step`` so that it runs the step hooks around it. A
+    subclass's step calling ``super().step()`` runs them once: the inner call sees the
+    instance already inside a hooked step."""
+
+    @functools.wraps(step)
+    def hooked_step(*args, **kwargs):
+        self = args[0]
+        own_pre = self.__dict__.get("_optimizer_step_pre_hooks")
+        own_post = self.__dict__.get("_optimizer_step_post_hooks")  # (see Optimizer._add_hook)
+        if not (own_pre or own_post or _global_pre_hooks or _global_post_hooks) \
+                or self.__dict__.get("_in_hooked_step"):
+            return step(*args, **kwargs)
+        self._in_hooked_step = True
+        try:
+            for hook in chain(_global_pre_hooks.values(), (own_pre or {}).values()):
+                result = hook(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError(f"{type(self).__name__}.step: the step pre-hook "
+                                           f"{hook} must return None or a tuple of (new_args, "
+                                           f"new_kwargs), but got {result}.")
+                    args, kwargs = result
+            out = step(*args, **kwargs)
+            for hook in chain((own_post or {}).values(), _global_post_hooks.values()):
+                hook(self, args, kwargs)
+            return out
+        finally:
+            self._in_hooked_step = False
+
+    hooked_step._with_step_hooks = True
+    return hooked_step
 
 
 class _Required:
@@ -47,6 +112,12 @@ class Optimizer:
     # other state tensor must have the shape ``_state_shape`` gives (the parameter's, unless a
     # subclass with, say, factored second moments says otherwise).
     _unshaped_state: frozenset = frozenset({"step"})
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if callable(step) and not getattr(step, "_with_step_hooks", False):
+            cls.step = _with_step_hooks(step)
 
     def _state_shape(self, key: str, p: Tensor) -> tuple | None:
         """The shape state entry ``key`` of parameter ``p`` has (None: not checked)."""
@@ -82,6 +153,72 @@ class Optimizer:
                 if key != "params":
                     s += f"\n    {key}: {group[key]}"
         return s + "\n)"
+
+    def _add_hook(self, kind: str, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Registers ``hook`` in this optimizer's ``_optimizer_<kind>_hooks`` (made on first
+        use: a deep copy or a pickle of the optimizer drops its hooks, as PyTorch's does)."""
+        hooks = self.__dict__.setdefault(f"_optimizer_{kind}_hooks", _HookDict())
+        handle = RemovableHandle(hooks)
+        if prepend:
+            rest = list(hooks.items())
+            hooks.clear()
+            hooks[handle.id] = hook
+            hooks.update(rest)
+        else:
+            hooks[handle.id] = hook
+        return handle
+
+    def _hooks(self, kind: str):
+        return self.__dict__.get(f"_optimizer_{kind}_hooks", {}).values()
+
+    def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """Registers ``hook(optimizer, args, kwargs)`` to run before each ``step`` of this
+        optimizer. It may return ``(new_args, new_kwargs)``, which ``step`` is then called
+        with (``args`` starts with the optimizer itself, as in PyTorch).
+
+        Returns:
+            a handle whose ``remove()`` unregisters the hook.
+
+        Example:
+            >>> import tritongrad as tg
+            >>> opt = tg.optim.SGD(tg.nn.Linear(2, 1).parameters(), lr=0.1)
+            >>> handle = opt.register_step_pre_hook(lambda o, args, kwargs: None)
+            >>> handle.remove()
+        """
+        return self._add_hook("step_pre", hook)
+
+    def register_step_post_hook(self, hook: Callable) -> RemovableHandle:
+        """Registers ``hook(optimizer, args, kwargs)`` to run after each ``step`` of this
+        optimizer (e.g. to update an exponential moving average of the weights); its return
+        value is ignored. Returns a handle whose ``remove()`` unregisters the hook."""
+        return self._add_hook("step_post", hook)
+
+    def register_state_dict_pre_hook(self, hook: Callable, prepend: bool = False
+                                     ) -> RemovableHandle:
+        """Registers ``hook(optimizer)`` to run when ``state_dict()`` starts (before the other
+        such hooks with ``prepend=True``). Returns a handle whose ``remove()`` unregisters
+        it."""
+        return self._add_hook("state_dict_pre", hook, prepend)
+
+    def register_state_dict_post_hook(self, hook: Callable, prepend: bool = False
+                                      ) -> RemovableHandle:
+        """Registers ``hook(optimizer, state_dict)`` to run on the dict ``state_dict()``
+        built; a dict it returns replaces that one (None keeps it, changed in place or not).
+        Returns a handle whose ``remove()`` unregisters it."""
+        return self._add_hook("state_dict_post", hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable, prepend: bool = False
+                                          ) -> RemovableHandle:
+        """Registers ``hook(optimizer, state_dict)`` to run when ``load_state_dict()`` starts,
+        on a shallow copy of the caller's dict; a dict it returns is loaded instead. Returns a
+        handle whose ``remove()`` unregisters it."""
+        return self._add_hook("load_state_dict_pre", hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook: Callable, prepend: bool = False
+                                           ) -> RemovableHandle:
+        """Registers ``hook(optimizer)`` to run once ``load_state_dict()`` has loaded the
+        state. Returns a handle whose ``remove()`` unregisters it."""
+        return self._add_hook("load_state_dict_post", hook, prepend)
 
     def add_param_group(self, param_group: dict) -> None:
         """Adds a group of parameters (a dict with ``"params"`` and optional overrides of the
@@ -138,6 +275,8 @@ class Optimizer:
                     self._update(p, group)
         return loss
 
+    step = _with_step_hooks(step)
+
     def _update(self, p: Tensor, group: dict) -> None:
         raise NotImplementedError(f"{type(self).__name__} must implement step() or _update()")
 
@@ -152,7 +291,10 @@ class Optimizer:
         """``{"state": {index: per-parameter state}, "param_groups": [group dicts with
         "params" as indices]}``: parameters are numbered in group order, so the dict can be
         loaded into an optimizer built the same way over other (e.g. reloaded) parameters.
-        State tensors are returned by reference."""
+        State tensors are returned by reference. The ``register_state_dict_pre_hook`` hooks run
+        first, the ``register_state_dict_post_hook`` ones on the result."""
+        for hook in self._hooks("state_dict_pre"):
+            hook(self)
         mapping: dict = {}
         groups = []
         for group in self.param_groups:
@@ -163,7 +305,12 @@ class Optimizer:
             groups.append(packed)
         state = {mapping[id(p)] if isinstance(p, Tensor) else p: v
                  for p, v in self.state.items()}
-        return {"state": state, "param_groups": groups}
+        state_dict = {"state": state, "param_groups": groups}
+        for hook in self._hooks("state_dict_post"):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Loads a ``state_dict()`` into this optimizer, replacing its state.
@@ -171,7 +318,9 @@ class Optimizer:
         Group hyperparameters come from ``state_dict``; the parameters stay this optimizer's,
         matched by their number in group order. Per-parameter state is copied: tensors are
         moved to the parameter's device and floating point ones cast to its dtype (``step``
-        stays as saved, a CPU scalar). Nothing changes unless every check passes.
+        stays as saved, a CPU scalar). Nothing changes unless every check passes. The
+        ``register_load_state_dict_pre_hook`` hooks run first (on a shallow copy of
+        ``state_dict``), the ``register_load_state_dict_post_hook`` ones after loading.
 
         Args:
             state_dict: what ``state_dict()`` returned (possibly through ``tg.save``/
@@ -183,6 +332,12 @@ class Optimizer:
                 state tensor (``exp_avg``, ``momentum_buffer``, ...) does not have its
                 parameter's shape (the state of a model of other shapes).
         """
+        if isinstance(state_dict, dict):
+            state_dict = state_dict.copy()  # the pre-hooks may edit it; the caller's stays
+            for hook in self._hooks("load_state_dict_pre"):
+                result = hook(self, state_dict)
+                if result is not None:
+                    state_dict = result
         if not isinstance(state_dict, dict) or "state" not in state_dict \
                 or "param_groups" not in state_dict:
             raise ValueError("optimizer state_dict must be a dict with 'state' and "
@@ -221,6 +376,8 @@ class Optimizer:
             new_groups.append(ng)
         self.state = state
         self.param_groups = new_groups
+        for hook in self._hooks("load_state_dict_post"):
+            hook(self)
 
 
 def _cast_state(p: Tensor, key, value):

@@ -35,6 +35,17 @@ EXPECTED = {
     "packed_gru": ({"steps": 150}, 0.25),             # (0.12 held-out error; chance 0.5)
     "unet_segmentation": ({"steps": 60}, 0.3),        # (0.11 = 1 - held-out IoU; ~0.8 at start)
     "contrastive_distill": ({"epochs": 8}, 0.3),      # (0.14 student held-out error; chance 0.9)
+    "vit_digits": ({"epochs": 8}, 0.08),              # (0.030 EMA held-out error, as torch
+                                                      # gives; chance 0.9)
+    "dcgan_digits": ({"epochs": 4}, 0.5),             # (0.28-0.35 pixel mean/std gap over
+                                                      # seeds, torch 0.28-0.31; 1.0 at start)
+    "pinn_ode": ({"adam_steps": 400, "lbfgs_steps": 3}, 0.01),  # (2e-4-6e-4 max error, torch
+                                                      # 8e-4-2e-3; ~1 at start)
+    "moe_digits": ({"epochs": 8}, 0.06),              # (0.013-0.025 held-out error; chance 0.9)
+    "lora_finetune": ({"epochs": 12}, 0.2),           # (0.06-0.10 rotated held-out error, torch
+                                                      # 0.07-0.09; 0.88 before the adapters)
+    "maml_sine": ({"meta_steps": 300}, 2.0),          # (0.84-1.44 MSE after adapting, torch
+                                                      # 0.94-1.42; ~3.8 unadapted)
 }
 
 

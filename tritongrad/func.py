@@ -6,7 +6,8 @@ the tape]); they nest (``grad(grad(f))``, ``jacrev(jacrev(f))``, ``vmap(grad(f))
 pytrees (tuples, lists, dicts) of Tensors, and need no input to require grad. ``vmap`` runs
 ``func`` once per entry of the mapped dimension and stacks the results: PyTorch's semantics,
 a loop's speed (autograd/vmap.py). ``functional_call`` and ``stack_module_state`` call
-modules as functions of their state (nn/_functional_call.py).
+modules as functions of their state (nn/_functional_call.py); ``replace_all_batch_norm_modules_``
+makes a model's batch norms usable under ``vmap``.
 
 Example:
     >>> from tritongrad.func import functional_call, grad, vmap
@@ -23,6 +24,38 @@ Example:
 from .autograd.func import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp
 from .autograd.vmap import vmap
 from .nn._functional_call import functional_call, stack_module_state
+from .nn.module import Module
+from .nn.normalization import _BatchNorm, _InstanceNorm
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
-           "linearize", "stack_module_state", "vjp", "vmap"]
+           "linearize", "replace_all_batch_norm_modules_", "stack_module_state", "vjp", "vmap"]
+
+
+def replace_all_batch_norm_modules_(root: Module) -> Module:
+    """Stops every batch norm module in ``root`` (BatchNorm1d/2d/3d, SyncBatchNorm; not the
+    instance norms, as in PyTorch) from tracking running statistics, in place: their
+    ``running_mean``, ``running_var`` and ``num_batches_tracked`` become None and
+    ``track_running_stats`` False, so they normalise with each batch's own statistics, in
+    training and in eval mode. Under ``vmap`` that is what makes them correct: each mapped
+    entry is its own batch, and there is no shared running buffer for all of them to update.
+
+    Args:
+        root: the module whose submodules (and itself) are changed.
+
+    Returns:
+        ``root``.
+
+    Example:
+        >>> model = tg.nn.Sequential(tg.nn.Linear(3, 4), tg.nn.BatchNorm1d(4))
+        >>> _ = replace_all_batch_norm_modules_(model)
+        >>> vmap(model)(tg.randn(2, 5, 3)).shape
+        tritongrad.Size([2, 5, 4])
+    """
+    for module in root.modules():
+        if isinstance(module, _BatchNorm) and not isinstance(module, _InstanceNorm) \
+                and module.track_running_stats:
+            module.running_mean = None
+            module.running_var = None
+            module.num_batches_tracked = None
+            module.track_running_stats = False
+    return root

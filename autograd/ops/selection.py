@@ -6,7 +6,7 @@ window view ``Tensor.unfold``. Differentiable through their parts."""
 from __future__ import annotations
 
 from ...runtime import dtype as dtypes
-from ..checks import tensor_arg
+from ..checks import scalar_type_name, tensor_arg
 from ..registry import OpInfo
 from ..tensor import Tensor, wrap_dim
 from .composite import write_result
@@ -76,6 +76,10 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     of ``source`` in order (the last write wins where an index repeats)."""
     x = tensor_arg(input, "index_copy")
     index = _int64_index(index, "index_copy")
+    if source.dtype is not x.dtype:  # PyTorch copies without promoting, so it refuses
+        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, "
+                           f"but got (self) {scalar_type_name(x.dtype)} and (source) "
+                           f"{scalar_type_name(source.dtype)}")
     d = wrap_dim(dim, max(x.ndim, 1), "index_copy", "dim")
     if index.ndim > 1:
         raise IndexError("index_copy_(): Index should have dimension 1 or 0 (got "
@@ -101,6 +105,10 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     if mask.dtype is not dtypes.bool:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
                            f"dtype {mask.dtype}")
+    if source.dtype is not x.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but "
+                           f"got {scalar_type_name(x.dtype)} and "
+                           f"{scalar_type_name(source.dtype)}")
     m = mask.expand(broadcast_shapes(tuple(x.shape), tuple(mask.shape)))
     if tuple(m.shape) != tuple(x.shape):
         x = x.expand(tuple(m.shape))

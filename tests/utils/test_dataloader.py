@@ -224,6 +224,7 @@ def test_batch_sampler_docs_examples():
 # -- collation --------------------------------------------------------------------------------------
 
 Point = collections.namedtuple("Point", "x y")
+Named = collections.namedtuple("Named", "x label")
 
 
 def test_default_collate_types():
@@ -249,7 +250,11 @@ def test_default_collate_structures():
     assert isinstance(p, Point) and p.x.tolist() == [1, 3] and p.y.dtype == tg.float64
     pairs = default_collate([(tg.tensor(1), "a"), (tg.tensor(2), "b")])
     assert isinstance(pairs, list)  # tuples become lists, as in PyTorch
-    assert pairs[0].tolist() == [1, 2] and pairs[1] == ["a", "b"]
+    # a column of strings is the tuple zip gives, as in PyTorch (e.g. a batch's file names)
+    assert pairs[0].tolist() == [1, 2] and pairs[1] == ("a", "b")
+    named = default_collate([Named(1, "a"), Named(2, "b")])
+    assert named.label == ("a", "b") and named.x.tolist() == [1, 2]
+    assert default_collate([{"s": "a"}, {"s": "b"}])["s"] == ["a", "b"]  # a mapping's: a list
     od = default_collate([collections.OrderedDict(a=1), collections.OrderedDict(a=2)])
     assert isinstance(od, collections.OrderedDict)
     with pytest.raises(RuntimeError, match="each element in list of batch should be of equal"):

@@ -99,12 +99,13 @@ def default_collate(batch):
     if isinstance(elem, collections.abc.Mapping):
         return _rebuild_mapping(elem, {k: default_collate([d[k] for d in batch]) for k in elem})
     if _is_namedtuple(elem):
-        return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
+        return type(elem)(*(default_collate(s) for s in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
         size = len(elem)
         if any(len(e) != size for e in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
-        columns = [default_collate(list(s)) for s in zip(*batch)]
+        # (each column is a tuple, as in PyTorch: a column of strings stays one)
+        columns = [default_collate(s) for s in zip(*batch)]
         if isinstance(elem, tuple):
             return columns
         try:
