@@ -60,12 +60,57 @@ def _quiet(ufunc):
     return functools.wraps(ufunc)(call)
 
 
+# Note [Cached scalar operands]
+#   NumPy converts a Python float operand on every ufunc call (NEP 50: a weak scalar, cast to
+#   the array's dtype), which on a 16x16 array costs as much as the arithmetic (~0.3 us). The
+#   same constants come back op after op (``x * 1.01``, a scalar op's backward ``g * s``), so
+#   a float operand of a float32 or float64 array is replaced by a cached 0-d array of the
+#   array's dtype: the value NumPy would have cast it to, so the result's dtype and bits are
+#   the same (tests/kernels/test_numpy_scalar_operands.py compares both). Only values that keep
+#   their identity as dict keys are cached: not NaN (never equal to itself, so each NaN
+#   object would add an entry) nor zero (0.0 and -0.0 are one key but different operands),
+#   nor a finite value that overflows the dtype (NumPy's cast warns there; it still does).
+_SCALAR_ARRAYS = {np.dtype(np.float32): {}, np.dtype(np.float64): {}}
+_SCALARS_KEPT = 512  # per dtype; a program that makes more distinct constants starts over
+_SCALAR_MAX = {dt: float(np.finfo(dt).max) for dt in _SCALAR_ARRAYS}
+
+
+def _scalar_array(b: float, dt):
+    """``b`` as a cached 0-d array of float dtype ``dt`` (a dtype of ``_SCALAR_ARRAYS``), or
+    ``b`` itself where it is not cached (Note [Cached scalar operands])."""
+    cache = _SCALAR_ARRAYS[dt]
+    s = cache.get(b)
+    if s is not None:
+        return s
+    if b != b or b == 0 or (abs(b) > _SCALAR_MAX[dt] and math.isfinite(b)):
+        return b
+    if len(cache) >= _SCALARS_KEPT:
+        cache.clear()
+    s = cache[b] = np.array(b, dt)
+    s.flags.writeable = False  # (shared by every call: no kernel may write into it)
+    return s
+
+
+_F32_ARRAY_SCALARS = _SCALAR_ARRAYS[np.dtype(np.float32)]
+_F64_ARRAY_SCALARS = _SCALAR_ARRAYS[np.dtype(np.float64)]
+
+
 def _binary(ufunc, quiet: bool = False):
-    """The contract's binary op over ``ufunc`` (``quiet``: Note [Silent float errors])."""
+    """The contract's binary op over ``ufunc`` (``quiet``: Note [Silent float errors]; a
+    Python float ``b`` is a cached 0-d array: Note [Cached scalar operands])."""
     if quiet:
         ufunc = _quiet(ufunc)
+    f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
 
     def op(a, b, out=None):
+        if type(b) is float and type(a) is _ndarray:
+            dt = a.dtype
+            if dt is f32:  # (the cache's hit inlined: this runs on every scalar op)
+                s = _F32_ARRAY_SCALARS.get(b)
+                b = s if s is not None else _scalar_array(b, dt)
+            elif dt is f64:
+                s = _F64_ARRAY_SCALARS.get(b)
+                b = s if s is not None else _scalar_array(b, dt)
         if out is None:
             r = ufunc(a, b)  # (_arr inlined here and below: these two wrap every ufunc op)
             return r if isinstance(r, _ndarray) else np.asarray(r)
@@ -354,39 +399,41 @@ def _times(g, d, out):
 _FUSED = frozenset([np.dtype(np.float32), np.dtype(np.float64)])  # the loops' dtypes
 
 
-def _fused(name: str, g, y, out):
-    """``g`` and ``y`` through elementwise_loops' ufunc ``name`` when the loops run and both
-    are plain float32 or float64 arrays of one dtype, else None (the NumPy form runs)."""
-    if type(g) is not _ndarray or type(y) is not _ndarray or g.dtype is not y.dtype \
-            or g.dtype not in _FUSED:
-        return None
-    loops = jit.loops("elementwise_loops")
-    if loops is None:
-        return None
-    fn = getattr(loops, name)
-    if out is None:
-        r = fn(g, y)
-        return r if isinstance(r, _ndarray) else np.asarray(r)
-    fn(g, y, out=out, casting="unsafe")
-    return out
+def _fused(name: str, numpy_form):
+    """The contract's fused derivative ``name(g, y, out=None)``: elementwise_loops' ufunc
+    ``name`` when the loops run and both are plain float32 or float64 arrays of one dtype,
+    else ``numpy_form`` (the same arithmetic in NumPy ufuncs). (One function with the test
+    inline: the backward of every tanh and sigmoid passes here.)"""
+    def op(g, y, out=None):
+        if type(g) is _ndarray and type(y) is _ndarray and g.dtype is y.dtype \
+                and g.dtype in _FUSED:
+            loops = jit.loops("elementwise_loops")
+            if loops is not None:
+                fn = getattr(loops, name)
+                if out is None:
+                    r = fn(g, y)
+                    return r if isinstance(r, _ndarray) else np.asarray(r)
+                fn(g, y, out=out, casting="unsafe")
+                return out
+        return numpy_form(g, y, out)
+    op.__name__ = f"_{name}"
+    return op
 
 
-def _tanh_backward(g, y, out=None):
-    r = _fused("tanh_backward", g, y, out)
-    if r is not None:
-        return r
+def _tanh_backward_numpy(g, y, out=None):
     d = _arr(np.multiply(y, y))  # an array even for 0-d operands, so it can be written in place
     np.subtract(_ONE.get(y.dtype, 1), d, d)
     return _times(g, d, out)
 
 
-def _sigmoid_backward(g, y, out=None):
-    r = _fused("sigmoid_backward", g, y, out)
-    if r is not None:
-        return r
+def _sigmoid_backward_numpy(g, y, out=None):
     d = _arr(np.subtract(_ONE.get(y.dtype, 1), y))
     np.multiply(d, y, d)
     return _times(g, d, out)
+
+
+_tanh_backward = _fused("tanh_backward", _tanh_backward_numpy)
+_sigmoid_backward = _fused("sigmoid_backward", _sigmoid_backward_numpy)
 
 
 # Note [Selects as bit masks]
