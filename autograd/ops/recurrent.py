@@ -22,7 +22,7 @@ new, with the reset gate multiplying the recurrent term of n, bias included).
 from __future__ import annotations
 
 from ..dispatch import Primitive, apply, call, zeros
-from ..tensor import Tensor
+from ..tensor import Tensor, array_meta
 from . import traced
 from .shape import CatBackward0, StackBackward0
 
@@ -145,9 +145,17 @@ class RnnLayerBackward0(Primitive):
         w_hh, b_hh = rest[0], (rest[1] if has_bias else None)
         hs, cs, keep = _run(k, mode, xs, h0, c0, w_hh, b_hh, reverse)
         ctx.mode, ctx.has_bias, ctx.reverse = mode, has_bias, reverse
-        ctx.states = (hs, cs, keep)  # (arrays: read by the rule on arrays only)
-        ys = hs[:0:-1] if reverse else hs[1:]  # (in time order)
-        ys = _stack(k, ys) if ys else zeros(k, (0,) + tuple(h0.shape), h0)
+        all_h = None
+        if len(hs) > 1 and not reverse:
+            # every state h_0..h_L in one array: ys is its tail (copied: the output is the
+            # caller's to change in place), and the rule's W_hh product reads its head
+            # without stacking the states again
+            all_h = _stack(k, hs)
+            ys = _copy(k, k.getitem(all_h, (slice(1, None),)))
+        else:
+            ys = hs[:0:-1] if reverse else hs[1:]  # (in time order)
+            ys = _stack(k, ys) if ys else zeros(k, (0,) + tuple(h0.shape), h0)
+        ctx.states = (hs, cs, keep, all_h)  # (arrays: read by the rule on arrays only)
         return (ys, hs[-1], cs[-1]) if mode == "LSTM" else (ys, hs[-1])
 
     @staticmethod
@@ -158,8 +166,9 @@ class RnnLayerBackward0(Primitive):
         w_hh, b_hh = rest[0], (rest[1] if has_bias else None)
         if k is traced:  # recorded: the loop again, in Tensor ops, so it is differentiated
             hs, cs, keep = _run(k, mode, xs, h0, c0, w_hh, b_hh, reverse)
+            all_h = None
         else:
-            hs, cs, keep = ctx.states
+            hs, cs, keep, all_h = ctx.states
         dys, dh = grads[0], grads[1]
         dc = grads[2] if mode == "LSTM" else None
         hidden, steps = h0.shape[1], len(keep)
@@ -203,11 +212,16 @@ class RnnLayerBackward0(Primitive):
         j = len(out)
         dw = db = None
         if needs[j] or (has_bias and needs[j + 1]):
-            d_all = _stack(k, dgates)  # (L, N, G H): W_hh's and b_hh's sums in one pass
+            # (L, N, G H): W_hh's and b_hh's sums in one pass; forwards in time, an LSTM's or
+            # Elman RNN's dgates are its dxs, in the same order, already stacked
+            same = needs[0] and not reverse and mode != "GRU"
+            d_all = out[0] if same else _stack(k, dgates)
             rows = steps * h0.shape[0]
             d2 = k.view(k.contiguous(d_all), (rows, d_all.shape[2]))
             if needs[j]:
-                h_prev = k.view(k.contiguous(_stack(k, hs[:-1])), (rows, hidden))
+                h_prev = _stack(k, hs[:-1]) if all_h is None else \
+                    k.getitem(all_h, (slice(0, steps),))
+                h_prev = k.view(k.contiguous(h_prev), (rows, hidden))
                 dw = k.matmul(_t(k, d2), h_prev)
             if has_bias and needs[j + 1]:
                 db = k.sum(d2, (0,), False)
@@ -215,6 +229,13 @@ class RnnLayerBackward0(Primitive):
         if has_bias:
             out.append(db)
         return tuple(out)
+
+
+def _copy(k, a):
+    """A new array holding ``a``."""
+    out = k.empty(tuple(a.shape), *array_meta(a)[::-1])
+    k.copy_(out, a)
+    return out
 
 
 def _zeros_like(k, a):

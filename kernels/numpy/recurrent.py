@@ -84,6 +84,14 @@ def _check(op: str, x, rec, b, s, gates: int) -> int:
     return width
 
 
+def _plain(dt, *arrays) -> bool:
+    """Whether ``arrays`` are all plain NumPy arrays of dtype ``dt``."""
+    for a in arrays:
+        if type(a) is not _ndarray or a.dtype is not dt:
+            return False
+    return True
+
+
 def _sigmoid(a):
     return unary("sigmoid", np.ascontiguousarray(a))
 
@@ -92,6 +100,19 @@ def lstm_cell(x, rec, b, c):
     """One LSTM step from the gate pre-activations ``x + (rec + b)``: x and rec (N, 4H), any
     strides, b (4H,) or None, c (N, H) the cell state. Returns (h, c', saved), h and c' new
     (N, H) arrays in c's dtype (module docstring)."""
+    dt = c.dtype
+    if (dt is _F32 or dt is _F64) and _plain(dt, x, rec, c) and (b is None or _plain(dt, b)) \
+            and c.ndim == 2 and x.shape == rec.shape == (c.shape[0], 4 * c.shape[1]) \
+            and (b is None or b.shape == (x.shape[1],)) \
+            and (loops := jit.loops("recurrent_loops")) is not None:
+        # each step of a float32/float64 layer: nothing to check further or to convert (a
+        # layer runs this ~30 times per sequence, where the wrapper's Python cost rivals the
+        # compiled pass's)
+        N, H = c.shape
+        h, c2, tc, act = (np.empty((N, H), dt), np.empty((N, H), dt), np.empty((N, H), dt),
+                          np.empty((N, 4 * H), dt))
+        loops.lstm_cell(x, rec, _NO_BIAS[dt] if b is None else b, c, h, c2, act, tc)
+        return h, c2, (act, tc)
     H = _check("lstm_cell", x, rec, b, c, 4)
     dt = _computing(c)
     xw, rw, bw, cw = _work(dt, (x, rec, b, c))

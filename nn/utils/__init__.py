@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ...autograd.grad_mode import no_grad
 from ...autograd.tensor import Tensor, make
 from ...kernels import backend, multi_tensor
@@ -23,6 +25,8 @@ from .fusion import (
 )
 from .spectral_norm import remove_spectral_norm, spectral_norm
 from .weight_norm import remove_weight_norm, weight_norm
+
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "fuse_conv_bn_eval",
            "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights",
@@ -55,6 +59,9 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
         return tensor(0.0)
     norm_type = float(norm_type)
     with no_grad():
+        total = _clip_on_host(grads, max_norm, norm_type, error_if_nonfinite)
+        if total is not None:
+            return total
         if foreach is not False:
             total = _clip_multi_tensor(grads, max_norm, norm_type, error_if_nonfinite)
             if total is not None:
@@ -69,6 +76,12 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
                 total = total.maximum(p.to(total.device))
         elif norm_type == 2.0:
             total = _sum_of_squares(grads).sqrt().to(grads[0].dtype.to_real())
+        elif norm_type == 0.0:  # the 0-norm of the gradients' 0-norms: those not all zero
+            real = grads[0].dtype.to_real()
+            total = None
+            for g in grads:
+                s = (g.detach() != 0).any().to(grads[0].device, real)
+                total = s if total is None else total + s
         else:
             acc = None
             for g in grads:
@@ -101,6 +114,46 @@ def _check_finite(value: float, norm_type: float) -> None:
                            f"`parameters` is non-finite, so it cannot be clipped. To "
                            f"disable this error and scale the gradients by the "
                            f"non-finite norm anyway, set `error_if_nonfinite=False`")
+
+
+def _clip_on_host(grads: list, max_norm: float, norm_type: float, error_if_nonfinite: bool):
+    """clip_grad_norm_ for CPU gradients held as plain float32/float64 NumPy arrays (None for
+    any other): each gradient's norm in one pass without temporaries where it can (a BLAS dot
+    for the 2-norm, max and min for inf), then one in-place scaling each. A GPT step clips some
+    fifty gradients, so the Tensor ops of the general path (a product, a sum, a node each) cost
+    more than the arithmetic. The total is PyTorch's: the ``norm_type``-norm of the gradients'
+    norms (for 0 that is the number of gradients with a nonzero element), in their dtype."""
+    arrays = []
+    for g in grads:
+        a = g._data
+        if g.device.type != "cpu" or type(a) is not np.ndarray or \
+                a.dtype not in (_F32, _F64) or a.dtype != grads[0]._data.dtype:
+            return None
+        arrays.append(a)
+    if norm_type < 0 and not math.isinf(norm_type) or norm_type == -math.inf:
+        return None
+    flat = [a.reshape(-1) for a in arrays]  # (a view for contiguous gradients)
+    if norm_type == 2.0:  # vdot accumulates in the arrays' dtype, as PyTorch's sum of squares
+        total = math.sqrt(sum(float(np.vdot(f, f)) for f in flat))
+    elif math.isinf(norm_type):  # max |g| without |g|: NaN propagates through max and min
+        per = [max(float(f.max()), -float(f.min())) if f.size else 0.0 for f in flat]
+        total = float(np.max(per)) if not any(map(math.isnan, per)) else math.nan
+    elif norm_type == 0.0:
+        total = float(sum(np.count_nonzero(f) > 0 for f in flat))
+    else:
+        total = sum(float(np.power(np.abs(f), norm_type).sum(dtype=f.dtype)) for f in flat) \
+            ** (1.0 / norm_type)
+    value = arrays[0].dtype.type(total)  # (rounded as PyTorch's, which computes in the dtype)
+    if error_if_nonfinite:
+        _check_finite(float(value), norm_type)
+    coef = max_norm / (float(value) + 1e-6)
+    if not coef >= 1.0:  # (multiplying by 1 changes nothing: skipped; a NaN total scales)
+        c = arrays[0].dtype.type(coef)
+        with np.errstate(invalid="ignore"):  # (inf * 0 under an infinite total: NaN, quietly)
+            for g, a in zip(grads, arrays):
+                np.multiply(a, c, out=a)
+                g._vc[0] += 1
+    return make(np.asarray(value))
 
 
 def _clip_multi_tensor(grads: list, max_norm: float, norm_type: float,

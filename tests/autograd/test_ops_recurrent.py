@@ -141,3 +141,27 @@ def test_modified_weight_is_caught_at_backward():
         args[3].mul_(2)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         ys.sum().backward()
+
+
+@pytest.mark.parametrize("xs_grad", [True, False])
+@pytest.mark.parametrize("mode", ["LSTM", "GRU", "RNN_TANH"])
+def test_forward_in_time_reuses_its_stacks_safely(mode, xs_grad):
+    # forwards in time the rule reads W_hh's product from the states stacked by the forward,
+    # and an LSTM's or Elman RNN's dgates from the stacked dxs: gradients as the stepwise
+    # recording's whether or not xs wants one, and ys changed in place after the forward (it
+    # is a copy, not those states) leaves W_hh's gradient alone
+    args = list(_inputs(mode, True))
+    args[0] = args[0].detach().requires_grad_(xs_grad)
+    ys, *_ = rnn_layer(mode, *args)
+    ref, *_ = _stepwise(mode, *args, reverse=False)
+    weight = tg.tensor(np.random.default_rng(3).standard_normal(tuple(ys.shape)))
+    loss = (ys * weight).sum()
+    with tg.no_grad():
+        ys.mul_(0.0)  # (ys is not saved: its version is not checked)
+    ins = [a for a in _present(args) if a.requires_grad]
+    g1 = tg.autograd.grad(loss, ins)
+    g2 = tg.autograd.grad((ref * weight).sum(), ins)
+    for a, b in zip(g1, g2):
+        np.testing.assert_allclose(host(a), host(b), rtol=1e-10, atol=1e-12)
+    assert tg.autograd.gradcheck(lambda w, b: rnn_layer(mode, *args[:3], w, b)[0],
+                                 tuple(args[3:]))
