@@ -70,10 +70,7 @@ def operand_on_device(a: Tensor, b: Tensor, op: str) -> Tensor:
 
 # PyTorch's C++ names for dtypes, which its dtype errors print ("expected scalar type Long but
 # found Float")
-_SCALAR_TYPE_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
-                      "int32": "Int", "int64": "Long", "float16": "Half",
-                      "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
-                      "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+_SCALAR_TYPE_NAMES = dtypes.CPP_NAMES
 
 
 def scalar_type_name(dt) -> str:

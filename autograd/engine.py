@@ -52,6 +52,8 @@ from . import anomaly_mode, batched
 from .graph import GradientEdge
 from .layout import is_non_overlapping_and_dense
 from .node import AccumulateGrad
+from .sparse import SparseTensor
+from .sparse import accumulate as _accumulate_sparse
 from .state import set_mode, state
 from .tensor import _RETAINING, Tensor, make, refresh_retained
 
@@ -709,8 +711,9 @@ class _GraphTask:
     def _sum(self, a: Tensor, b: Tensor) -> Tensor:
         """Two gradients arriving at one input slot, summed: on the arrays when nothing is
         recorded (no Tensor op dispatch per sum), else as a recorded add."""
-        if self.create_graph or a._dtype is not b._dtype or a._data.shape != b._data.shape:
-            return a + b
+        if self.create_graph or a._dtype is not b._dtype or type(a) is not Tensor \
+                or type(b) is not Tensor or a._data.shape != b._data.shape:
+            return a + b  # (also a sparse gradient's sum: autograd/sparse.py)
         return make(backend(a._device).add(a._data, b._data))
 
 
@@ -918,6 +921,8 @@ def accumulate_grad(var: Tensor, g: Tensor, create_graph: bool, steal: bool = Tr
     3. ``.grad`` exists, ``create_graph=False``: accumulated in place, strides preserved.
     4. ``.grad`` exists, ``create_graph=True``: replaced by ``.grad + g`` (recorded).
 
+    Where ``g``, ``.grad`` or ``var`` is sparse, ``sparse.accumulate``'s rules instead.
+
     Thread-safe: concurrent backward calls accumulate into a shared leaf one at a time.
     ``steal=False`` always copies a new ``.grad``: for callers off the engine's one call path,
     whose references Note [Gradient stealing] does not count.
@@ -929,6 +934,8 @@ def accumulate_grad(var: Tensor, g: Tensor, create_graph: bool, steal: bool = Tr
     # stealing])
     with _accumulate_lock:
         old = var._grad
+        if type(g) is SparseTensor or type(old) is SparseTensor or type(var) is SparseTensor:
+            return _accumulate_sparse(var, g, create_graph)  # (autograd/sparse.py)
         if old is None:
             if not create_graph and steal and _stealable(g) and _obeys_layout(g, var):
                 var._grad = g.detach()

@@ -23,9 +23,9 @@ gradients, forward-over-reverse), and ``check_batched_grad`` batched vector-Jaco
 with one backward each, and ``check_batched_forward_grad`` the Jacobian-vector products of a
 batch of tangents from one forward pass (Note [Batched forward AD], autograd/batched.py)
 with one forward pass each. Complex inputs and outputs are checked through their real views
-(``_real_view``), which checks PyTorch's convention for complex gradients. tritongrad has no
-sparse layouts, so ``check_sparse_nnz`` and ``masked``
-have nothing to act on and are accepted for compatibility only.
+(``_real_view``), which checks PyTorch's convention for complex gradients. Sparse COO inputs
+are checked through their values (``_sparse_as_values``): the specified ones with
+``masked=True`` (or ``check_sparse_nnz``), all elements otherwise.
 """
 
 from __future__ import annotations
@@ -664,8 +664,9 @@ def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float =
         raise_exception (bool, optional): indicating whether to raise an exception if the
             check fails. The exception (``GradcheckError``) gives more information about the
             exact nature of the failure. This is helpful when debugging gradchecks.
-        check_sparse_nnz (bool, optional): accepted for compatibility; tritongrad has no
-            sparse tensors, so every input is dense and checked at every element.
+        check_sparse_nnz (bool, optional): if True, gradcheck allows for SparseTensor input,
+            and for any SparseTensor at input, gradcheck will perform check at nnz positions
+            only (deprecated in PyTorch for ``masked``, which it is the default of).
         nondet_tol (float, optional): tolerance for nondeterminism. When running identical
             inputs through the differentiation, the results must either match exactly
             (default, 0.0) or be within this tolerance.
@@ -690,7 +691,10 @@ def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float =
         fast_mode (bool, optional): if True, compare ``v^T J u`` for random unit vectors
             ``u`` and ``v`` instead of the full Jacobians (one backward per output instead of
             one per output element); on a mismatch the message shows the full Jacobians.
-        masked (bool, optional): accepted for compatibility; it only concerns sparse inputs.
+        masked (bool, optional): for sparse COO inputs: True checks only their specified
+            elements (the function is masked: unspecified elements are not variables); False
+            (the default unless ``check_sparse_nnz``) checks every element, as of the
+            input's dense form. Sparse outputs are compared in their dense form.
 
     Returns:
         True if all differences satisfy allclose condition (False instead of raising when
@@ -712,6 +716,8 @@ def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float =
     if check_batched_forward_grad and not check_forward_ad:
         raise AssertionError("Setting check_batched_forward_grad=True requires check_forward_ad "
                              "to be True")
+    func, inputs = _sparse_as_values(func, inputs, check_sparse_nnz if masked is None
+                                     else masked)
     try:
         return _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol,
                                  check_undefined_grad, check_grad_dtypes, fast_mode,
@@ -721,6 +727,56 @@ def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float =
         if raise_exception:
             raise
         return False
+
+
+def _sparse_as_values(func, inputs, masked: bool) -> tuple:
+    """``func`` and ``inputs`` with every sparse COO input (autograd/sparse.py) replaced by a
+    dense leaf of the values it is checked at, and every sparse output by its dense form:
+
+    - ``masked``: the input's specified values (its nnz), the only variables a masked
+      function of it has (PyTorch's ``masked=True``, formerly ``check_sparse_nnz``);
+    - otherwise every element: the input is rebuilt as a sparse tensor specifying all of
+      them, so its Jacobian is the dense one.
+
+    The wrapped ``func`` rebuilds each sparse input from its indices and the given values, so
+    the analytical gradients flow through ``sparse_coo_tensor``'s rule."""
+    from . import sparse
+    tupled = _as_tuple(inputs)
+    if not any(sparse.is_sparse(t) for t in tupled):
+        return func, inputs
+    parts, new_inputs = {}, []
+    for i, t in enumerate(tupled):
+        if not sparse.is_sparse(t):
+            new_inputs.append(t)
+            continue
+        if masked:
+            idx, vals = t._indices(), t._values()
+        else:
+            dense = t.detach().to_dense()
+            sd = t.sparse_dim()
+            grid = np.indices(tuple(t.shape[:sd])).reshape(sd, -1)
+            idx = _long_tensor(grid, t)
+            vals = dense.reshape(-1, *t.shape[sd:])
+        parts[i] = (idx, tuple(t.shape), t.is_coalesced() if masked else True)
+        new_inputs.append(vals.detach().clone().requires_grad_(t.requires_grad))
+
+    def values_func(*args):
+        rebuilt = [sparse.sparse_coo_tensor(parts[i][0], a, parts[i][1],
+                                            check_invariants=False,
+                                            is_coalesced=parts[i][2])
+                   if i in parts else a for i, a in enumerate(args)]
+        out = func(*rebuilt)
+        if isinstance(out, (tuple, list)):
+            return type(out)(o.to_dense() if sparse.is_sparse(o) else o for o in out)
+        return out.to_dense() if sparse.is_sparse(out) else out
+
+    return values_func, tuple(new_inputs)
+
+
+def _long_tensor(a: np.ndarray, like: Tensor) -> Tensor:
+    from .ops.creation import tensor
+    from ..runtime import dtype as dtypes
+    return tensor(np.ascontiguousarray(a), dtype=dtypes.int64, device=like.device)
 
 
 # -- deprecated: the Jacobian helpers PyTorch once exposed ----------------------------------------

@@ -190,3 +190,48 @@ def tensor_repr(t) -> str:
     if tangent is not None:
         extras.append(f"tangent={tangent!r}")
     return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+
+def _with_suffixes(body: str, suffixes: list, indent: int, force_newline: bool) -> str:
+    """``body`` and its ``name=value`` suffixes, wrapped as PyTorch wraps them: each on the
+    current line unless that would pass ``linewidth`` (or the first one when
+    ``force_newline``), else on a new line indented by ``indent``."""
+    parts = [body]
+    line = len(body) - body.rfind("\n") + 1
+    for s in suffixes:
+        if force_newline or line + len(s) + 2 > PRINT_OPTS.linewidth:
+            parts.append(",\n" + " " * indent + s)
+            line, force_newline = indent + len(s), False
+        else:
+            parts.append(", " + s)
+            line += len(s) + 2
+    return "".join(parts) + ")"
+
+
+def _part(t, indent: int) -> str:
+    """``tensor(...)`` of a sparse tensor's indices or values (PyTorch adds the size of an
+    empty one)."""
+    a = np.asarray(t.detach().cpu()._host_array())
+    body = "tensor(" + _format_array(a, indent)
+    return body + (f", size={tuple(a.shape)})" if a.size == 0 else ")")
+
+
+def sparse_repr(t) -> str:
+    """PyTorch's repr of a sparse COO tensor: ``tensor(indices=tensor([[...]]),
+    values=tensor([...]), size=(..), nnz=.., layout=torch.sparse_coo)``."""
+    pre = len("tensor(")
+    body = ("tensor(indices=" + _part(t._indices(), pre + len("indices=tensor(")) + ",\n"
+            + " " * pre + "values=" + _part(t._values(), pre + len("values=tensor(")))
+    suffixes = []
+    if t.device.type != "cpu":
+        suffixes.append(f"device='{t.device}'")
+    suffixes += [f"size={tuple(t.shape)}", f"nnz={t._nnz()}"]
+    if t.dtype is not dtypes.get_default_dtype():
+        suffixes.append(f"dtype={t.dtype}")
+    suffixes.append(f"layout={t.layout}")
+    fn = t.grad_fn
+    if fn is not None:
+        suffixes.append(f"grad_fn=<{fn.name()}>")
+    elif t.requires_grad:
+        suffixes.append("requires_grad=True")
+    return _with_suffixes(body, suffixes, pre, force_newline=True)

@@ -71,7 +71,8 @@ class Size(tuple):
 _ndarray = np.ndarray
 _NP_TO_DTYPE = {d.np: d for d in (dtypes.bool, dtypes.uint8, dtypes.int8, dtypes.int16,
                                  dtypes.int32, dtypes.int64, dtypes.float16, dtypes.float32,
-                                 dtypes.float64, dtypes.complex64, dtypes.complex128)}
+                                 dtypes.float64, dtypes.complex64, dtypes.complex128,
+                                 dtypes.uint16, dtypes.uint32, dtypes.uint64)}
 
 
 def array_meta(data) -> tuple:

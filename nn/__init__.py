@@ -64,3 +64,8 @@ __all__ = [
     "Unfold", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "functional", "init",
     "parallel", "utils",
 ] + list(_activations) + list(_losses) + list(_paddings) + [n for n in _lazy if n != "LazyModuleMixin"]
+
+from ._legacy_layers import CrossMapLRN2d, NLLLoss2d  # noqa: E402
+from ._linear_cross_entropy import LinearCrossEntropyLoss, LinearCrossEntropyOptions  # noqa: E402
+
+__all__ += ["CrossMapLRN2d", "LinearCrossEntropyLoss", "LinearCrossEntropyOptions", "NLLLoss2d"]

@@ -78,7 +78,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
     x = input.unsqueeze(0) if input.ndim == 1 else input
-    t = target.reshape(-1)
+    t = check_class_indices(target).reshape(-1)
     if x.ndim != 2 or t.shape[0] != x.shape[0]:
         raise RuntimeError(f"multi_margin_loss: inconsistent target size: {list(target.shape)} "
                            f"for input of size: {list(input.shape)}")

@@ -226,8 +226,16 @@ def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor,
     """ATen's embedding bag (weight first, ``mode`` 0 sum, 1 mean, 2 max; ``padding_idx``
     None for none, negative from the end): ``(output, offset2bag, bag_size, max_indices)``
     (nn/_embedding_bag.py says what each holds)."""
-    if sparse:
-        raise NotImplementedError(F._SPARSE_MSG.format("embedding_bag"))
+    if sparse:  # (the other three outputs are the dense path's)
+        from ..autograd.grad_mode import no_grad as _no_grad
+        out = F.embedding_bag(indices, weight, offsets, scale_grad_by_freq=scale_grad_by_freq,
+                              mode=("sum", "mean", "max")[mode], sparse=True,
+                              per_sample_weights=per_sample_weights,
+                              include_last_offset=include_last_offset, padding_idx=padding_idx)
+        with _no_grad():
+            aux = _embedding_bag(weight.detach(), indices, offsets, scale_grad_by_freq, mode,
+                                 per_sample_weights, include_last_offset, padding_idx)
+        return (out,) + tuple(aux[1:])
     return _embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode,
                           per_sample_weights, include_last_offset, padding_idx)
 

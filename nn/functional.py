@@ -321,8 +321,9 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None, no
     picked row whose ``norm_type``-norm is above it is renormalised to ``max_norm`` in place
     first (``weight`` is modified); ``scale_grad_by_freq`` scales each row's gradient by the
     inverse of its frequency in ``input``."""
-    if sparse:
-        raise NotImplementedError(_SPARSE_MSG.format("embedding"))
+    if sparse:  # (the weight's gradient is a sparse COO tensor: nn/_sparse_embedding.py)
+        return _embedding_sparse(input, weight, padding_idx, max_norm, norm_type,
+                                 scale_grad_by_freq)
     return _nn.embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq)
 
 
@@ -387,13 +388,33 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
                                   f"per_sample_weights is only supported for mode='sum' (got "
                                   f"mode='{mode}'). Please open a feature request on GitHub.")
     if sparse:
-        raise NotImplementedError(_SPARSE_MSG.format("embedding_bag"))
+        from ._sparse_embedding import embedding_bag_sparse
+        return embedding_bag_sparse(weight, input, offsets, MODES.index(mode),
+                                    per_sample_weights, include_last_offset, padding_idx)
     return _bags(weight, input, offsets, scale_grad_by_freq, MODES.index(mode),
                  per_sample_weights, include_last_offset, padding_idx)[0]
 
 
-_SPARSE_MSG = ("{}: sparse=True asks for a sparse gradient of the weight, and tritongrad has no "
-               "sparse tensors; use sparse=False (the gradient is then a dense tensor)")
+def _embedding_sparse(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq):
+    """``embedding(..., sparse=True)``: the dense op's checks and ``max_norm`` renorm, then
+    the lookup whose weight gradient is sparse (nn/_sparse_embedding.py)."""
+    from ._sparse_embedding import embedding_sparse
+    if not isinstance(input, Tensor) or input.dtype.is_floating_point:
+        return _nn.embedding(input, weight)  # (raises the dense op's dtype error)
+    if weight.ndim != 2:
+        raise RuntimeError(f"embedding: 'weight' must be 2-D, got shape {list(weight.shape)}")
+    checks.check_same_device(weight, input, "index", "embedding")
+    n = weight.shape[0]
+    if padding_idx is not None:
+        if not -n <= padding_idx < n:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx %= n
+    input = checks.guard_index(input.long(), n, checks.index_out_of_range)
+    if max_norm is not None:
+        from ..autograd.grad_mode import no_grad
+        with no_grad():
+            _nn.embedding_renorm_(weight, input, max_norm, norm_type)
+    return embedding_sparse(input, weight, padding_idx, scale_grad_by_freq)
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True,
@@ -678,7 +699,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     reduction = _reduction(size_average, reduce, reduction)
     _check_loss_devices(input, target, weight, "nll_loss")
     _check_targets(input, target, "nll_loss")
-    target = _nn.check_class_indices(target)
+    target = _nn.check_class_indices(target, byte_ok=input.ndim <= 2)
     x, t, spatial = _class_last(input, target, "nll_loss")
     from ..autograd.ops.creation import arange
     c = x.shape[1]
@@ -743,7 +764,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
             return loss.sum() / n
         return _reduce(loss, reduction)
     _check_targets(input, target, "cross_entropy")
-    target = _nn.check_class_indices(target)
+    target = _nn.check_class_indices(target, byte_ok=input.ndim <= 2)
     if weight is not None:
         return _weighted_cross_entropy(input, target, weight, ignore_index, reduction,
                                        label_smoothing)
@@ -1044,3 +1065,7 @@ __all__ += _unpool.__all__ + _fractional_pool.__all__ + [
     "adaptive_max_pool3d_with_indices", "feature_alpha_dropout", "max_pool1d_with_indices",
     "max_pool2d_with_indices", "max_pool3d_with_indices", "upsample", "upsample_bilinear",
     "upsample_nearest"]
+
+from ._linear_cross_entropy import linear_cross_entropy  # noqa: E402 (uses linear, cross_entropy)
+
+__all__ += ["linear_cross_entropy"]

@@ -82,7 +82,8 @@ class Embedding(Module):
             in place, on each forward.
         norm_type: the p of that p-norm (default 2).
         scale_grad_by_freq: divide each row's gradient by its frequency in the mini-batch.
-        sparse: sparse gradients; tritongrad has no sparse tensors, so True raises.
+        sparse: the weight's gradient is a sparse COO tensor (one row per looked-up
+            index; docs/sparse.md): use with ``optim.SGD``, ``Adagrad`` or ``SparseAdam``.
         _weight: an initial table instead of N(0, 1).
         _freeze: do not train the table.
 
@@ -97,8 +98,6 @@ class Embedding(Module):
                  sparse: bool = False, _weight=None, _freeze: bool = False, device=None,
                  dtype=None):
         super().__init__()
-        if sparse:
-            raise NotImplementedError(F._SPARSE_MSG.format("Embedding"))
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise AssertionError("Padding_idx must be within num_embeddings")

@@ -1,6 +1,6 @@
 """``tritongrad.optim``: optimizers over module parameters (PyTorch's ``torch.optim``
 surface): ``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``, ``Adadelta``, ``Adamax``,
-``NAdam``, ``RAdam``, ``Rprop``, ``ASGD``, ``Adafactor``, ``LBFGS``, and learning-rate schedules in ``tritongrad.optim.lr_scheduler``;
+``NAdam``, ``RAdam``, ``Rprop``, ``ASGD``, ``Adafactor``, ``Muon``, ``LBFGS``, and learning-rate schedules in ``tritongrad.optim.lr_scheduler``;
 weight averaging (SWA, EMA) in ``tritongrad.optim.swa_utils``.
 
 Example:
@@ -23,10 +23,14 @@ from .adam_variants import Adamax, NAdam, RAdam
 from .asgd import ASGD
 from .grad_scaler import GradScaler
 from .lbfgs import LBFGS
+from .muon import Muon
 from .optimizer import Optimizer
 from .rmsprop import RMSprop
 from .rprop import Rprop
 from .sgd import SGD
+from .sparse_adam import SparseAdam
 
 __all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
            "LBFGS", "Rprop", "ASGD", "Adafactor", "Optimizer", "lr_scheduler", "GradScaler", "swa_utils"]
+__all__ += ["Muon"]
+__all__ += ["SparseAdam"]

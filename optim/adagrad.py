@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..autograd.sparse import is_sparse
 from .optimizer import Optimizer, advance_step, check_hyperparameters, check_real, new_step
 
 __all__ = ["Adagrad"]
@@ -78,6 +79,8 @@ class Adagrad(Optimizer):
         self._init_state(p, group)  # (a state dict loaded without this parameter's entry)
         step_t, s = state["step"], state["sum"]
         step = advance_step(step_t)
+        if is_sparse(p.grad):
+            return self._update_sparse(p, group, step, s)
         g = -p.grad if group["maximize"] else p.grad
         if group["weight_decay"] != 0:
             g = g.add(p, alpha=group["weight_decay"])
@@ -85,3 +88,17 @@ class Adagrad(Optimizer):
         s.add_(g.mul(g))                                  # addcmul_(g, g, value=1)
         std = s.sqrt().add(group["eps"])
         p.sub_(g.div(std).mul(clr))                       # addcdiv_(g, std, value=-clr)
+
+    def _update_sparse(self, p, group, step: float, s) -> None:
+        """The update for a sparse gradient: the same rule on the gradient's rows only (its
+        duplicates summed first), as PyTorch's; weight decay is refused, as PyTorch's."""
+        if group["weight_decay"] != 0:
+            raise RuntimeError("weight_decay option is not compatible with sparse gradients")
+        g = p.grad.coalesce()  # (unique rows: each is read and written once below)
+        rows, vals = tuple(g._indices().unbind(0)), g._values()
+        if group["maximize"]:
+            vals = -vals
+        clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
+        s.index_put_(rows, vals * vals, accumulate=True)
+        std = s[rows].sqrt().add(group["eps"])
+        p.index_put_(rows, vals / std * -clr, accumulate=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..autograd.sparse import add_into_, is_sparse
 from .optimizer import Optimizer, bump_versions, fused_kernel, zeros_like
 
 __all__ = ["SGD"]
@@ -57,6 +58,8 @@ class SGD(Optimizer):
                                   "maximize": maximize, "foreach": foreach, "fused": fused})
 
     def _update(self, p, group) -> None:
+        if is_sparse(p.grad):
+            return self._update_sparse(p, group)
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
         wd, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
         grad = p.grad
@@ -83,3 +86,23 @@ class SGD(Optimizer):
             p.add_(g, alpha=-lr)
         if momentum != 0:
             state["momentum_buffer"] = buf
+
+    def _update_sparse(self, p, group) -> None:
+        """The update for a sparse gradient (``nn.Embedding(sparse=True)``): the same rule,
+        touching only the gradient's rows; the momentum buffer is sparse too (coalesced each
+        step, so it holds each row once). Weight decay would make the gradient dense, and is
+        refused as PyTorch refuses it."""
+        if group["weight_decay"] != 0:
+            raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
+                               "instead.")
+        momentum, state = group["momentum"], self.state[p]
+        g = -p.grad if group["maximize"] else p.grad
+        if momentum != 0:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = g.detach().clone().coalesce()
+            else:
+                buf = buf.mul(momentum).add(g * (1 - group["dampening"])).coalesce()
+            state["momentum_buffer"] = buf
+            g = g.add(buf * momentum) if group["nesterov"] else buf
+        add_into_(p, g, alpha=-group["lr"])

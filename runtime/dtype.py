@@ -16,11 +16,12 @@ import numpy as np
 __all__ = [
     "dtype", "float16", "half", "bfloat16", "float32", "float", "float64", "double",
     "uint8", "int8", "int16", "int32", "int", "int64", "long", "bool",
+    "uint16", "uint32", "uint64",
     "complex64", "cfloat", "complex128", "cdouble",
     "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "from_numpy_dtype",
     "get_float32_matmul_precision", "set_float32_matmul_precision",
     "memory_format", "contiguous_format", "preserve_format", "channels_last", "finfo", "iinfo",
-    "channels_last_3d", "bfloat16_bits", "bfloat16_values", "layout", "strided",
+    "channels_last_3d", "bfloat16_bits", "bfloat16_values", "layout", "sparse_coo", "strided",
 ]
 
 _BOOL, _INT, _FLOAT, _COMPLEX = range(4)  # promotion categories, lowest first
@@ -72,6 +73,12 @@ int8 = dtype("int8", np.int8, _INT, 1)
 int16 = dtype("int16", np.int16, _INT, 2)
 int32 = dtype("int32", np.int32, _INT, 3)
 int64 = dtype("int64", np.int64, _INT, 4)
+# PyTorch's limited-support unsigned types: creation, conversion, printing, equality; no
+# promotion with another dtype except to a floating point one (promote_types refuses).
+uint16 = dtype("uint16", np.uint16, _INT, 2, signed=False)
+uint32 = dtype("uint32", np.uint32, _INT, 3, signed=False)
+uint64 = dtype("uint64", np.uint64, _INT, 4, signed=False)
+_LIMITED_UINTS = (uint16, uint32, uint64)
 float16 = dtype("float16", np.float16, _FLOAT, 1)
 bfloat16 = dtype("bfloat16", np.uint16, _FLOAT, 1)
 float32 = dtype("float32", np.float32, _FLOAT, 2)
@@ -84,7 +91,7 @@ int, long = int32, int64  # noqa: A001
 cfloat, cdouble = complex64, complex128
 
 _all = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
-        complex64, complex128)
+        complex64, complex128, uint16, uint32, uint64)
 _by_name = {d.name: d for d in _all}
 _by_np = {d.np: d for d in _all if d is not bfloat16}
 
@@ -201,6 +208,8 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     """The smallest dtype both ``a`` and ``b`` convert to without losing category or range."""
     if a is b:
         return a
+    if a in _LIMITED_UINTS or b in _LIMITED_UINTS:
+        return _promote_limited_uint(a, b)
     if a._category != b._category:
         hi, lo = (a, b) if a._category > b._category else (b, a)
         if hi.is_complex and lo.is_floating_point and lo._rank > hi._rank:
@@ -213,6 +222,22 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     if a.is_complex or a.is_floating_point or a._category == _INT:
         return a if a._rank > b._rank else b
     return a
+
+
+# PyTorch's C++ names of the dtypes, as its error messages print them
+CPP_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
+             "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
+             "float64": "Double", "complex64": "ComplexFloat", "complex128": "ComplexDouble",
+             "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64"}
+
+
+def _promote_limited_uint(a: dtype, b: dtype) -> dtype:
+    # PyTorch promotes uint16/32/64 only to floating point types
+    for other in (a, b):
+        if other.is_floating_point:
+            return other
+    raise RuntimeError(f"Promotion for uint16, uint32, uint64 types is not supported, "
+                       f"attempted to promote {CPP_NAMES[a.name]} and {CPP_NAMES[b.name]}")
 
 
 def _category_of_scalar(x) -> int:
@@ -341,13 +366,15 @@ _formats_by_name = {f.name: f for f in (contiguous_format, preserve_format, chan
 
 
 class layout(_Named):
-    """How a tensor's elements are stored, as PyTorch's ``torch.layout``: tritongrad's tensors
-    are all ``tritongrad.strided`` (dense, with strides); it has no sparse layouts."""
+    """How a tensor's elements are stored, as PyTorch's ``torch.layout``:
+    ``tritongrad.strided`` (dense, with strides) or ``tritongrad.sparse_coo`` (indices and
+    values: autograd/sparse.py)."""
 
     __slots__ = ()
 
-    def __reduce__(self):  # a singleton, like the dtypes
-        return "strided"
+    def __reduce__(self):  # singletons, like the dtypes (the module-level name)
+        return self.name
 
 
 strided = layout("strided")
+sparse_coo = layout("sparse_coo")

@@ -23,7 +23,8 @@ from .runtime.dtype import (bfloat16, bool, cdouble, cfloat, channels_last, chan
                             finfo, float16, float32, float64, get_default_dtype, half, iinfo, int,
                             int8, int16,
                             int32, int64, layout, long, memory_format, preserve_format,
-                            promote_types, result_type, set_default_dtype, strided, uint8)
+                            promote_types, result_type, set_default_dtype, strided, uint8,
+                            uint16, uint32, uint64)
 from . import autograd
 from .autograd import (Function, enable_grad, inference_mode, is_grad_enabled,
                        is_inference_mode_enabled, no_grad, set_grad_enabled)
@@ -46,6 +47,9 @@ from ._higher_order_ops import cond, while_loop  # structured control flow, run 
 from .backends import get_float32_matmul_precision, set_float32_matmul_precision
 from . import amp
 from . import profiler  # torch.profiler (tritongrad/profiler.py)
+from . import sparse  # torch.sparse (tritongrad/sparse.py; the tensor: autograd/sparse.py)
+from .autograd.sparse import sparse_coo_tensor
+from .runtime.dtype import sparse_coo
 from .autograd.autocast import (autocast, clear_autocast_cache, get_autocast_dtype,
                                 is_autocast_available, is_autocast_cache_enabled,
                                 is_autocast_enabled, set_autocast_cache_enabled,
@@ -81,6 +85,7 @@ __all__ += ["fft"]
 __all__ += ["distributions"]
 __all__ += ["compile", "compiler", "jit"]
 __all__ += ["cond", "func", "vmap", "while_loop"]
+__all__ += ["sparse", "sparse_coo", "sparse_coo_tensor"]
 __all__ += ["amp", "autocast", "clear_autocast_cache", "get_autocast_dtype",
             "is_autocast_available", "is_autocast_cache_enabled", "is_autocast_enabled",
             "set_autocast_cache_enabled", "set_autocast_dtype", "set_autocast_enabled"]
@@ -124,3 +129,14 @@ newaxis = None  # NumPy's name for None as an index, as PyTorch has it
 
 __all__ += ["accelerator", "default_generator", "newaxis", "random", "short", "testing",
             "version"]
+
+# torch.signal, torch.quasirandom, torch.hub; the legacy autocast functions and has_* flags
+from . import hub, quasirandom, signal  # noqa: E402
+from . import _legacy_api  # noqa: E402
+from ._legacy_api import *  # noqa: E402,F401,F403
+
+from .nn._rnn_functions import gru, lstm, rnn_relu, rnn_tanh  # noqa: E402
+
+__all__ += ["hub", "quasirandom", "signal", "uint16", "uint32", "uint64"]
+__all__ += ["gru", "lstm", "rnn_relu", "rnn_tanh"]
+__all__ += list(_legacy_api.__all__)

@@ -35,3 +35,7 @@ __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "di
            "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve",
            "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve",
            "vander", "vecdot", "vector_norm"]
+
+from .autograd.ops.ldl import ldl_factor, ldl_factor_ex, ldl_solve  # noqa: E402 (SciPy's LAPACK)
+
+__all__ += ["ldl_factor", "ldl_factor_ex", "ldl_solve"]

@@ -26,6 +26,7 @@ from . import factories, sampling  # asarray, range, frombuffer, ...; normal, po
 from . import signal  # window functions, stft, istft
 from . import linalg_legacy  # lu, lu_unpack, lu_solve, chain_matmul, svd_lowrank, ...
 from . import queries  # is_complex, is_floating_point, detach, typename, is_storage
+from . import copies, native  # view_copy & co; native_layer_norm & co, segment_reduce, resize
 from . import traced  # noqa: F401 - loading it installs dispatch.traced (the rules' Tensor k)
 from .reduction import return_types
 
@@ -66,6 +67,8 @@ FAMILIES = {
     "signal": signal.OPS,
     "linalg_legacy": linalg_legacy.OPS,
     "queries": queries.OPS,
+    "copies": copies.OPS,
+    "native": native.OPS,
 }
 
 __all__ = registry.install(FAMILIES, Tensor, globals()) + ["return_types"]

@@ -104,7 +104,7 @@ def _size(args) -> tuple:
 #   is refused as on the checked path.
 
 _INT_BITS = {dtypes.uint8: 8, dtypes.int8: 8, dtypes.int16: 16, dtypes.int32: 32,
-             dtypes.int64: 64}
+             dtypes.int64: 64, dtypes.uint16: 16, dtypes.uint32: 32, dtypes.uint64: 64}
 _FLOAT_MAX = {dtypes.float16: 65504.0, dtypes.bfloat16: float.fromhex("0x1.fep127"),
               dtypes.float32: float.fromhex("0x1.fffffep127"),
               dtypes.float64: float.fromhex("0x1.fffffffffffffp1023")}
@@ -113,15 +113,15 @@ _CPP_NAMES = {dtypes.uint8: "uint8_t", dtypes.int8: "int8_t", dtypes.int16: "int
               dtypes.int32: "int", dtypes.int64: "int64_t", dtypes.float16: "c10::Half",
               dtypes.bfloat16: "c10::BFloat16", dtypes.float32: "float",
               dtypes.float64: "double", dtypes.complex64: "c10::complex<float>",
-              dtypes.complex128: "c10::complex<double>"}
+              dtypes.complex128: "c10::complex<double>", dtypes.uint16: "uint16_t",
+              dtypes.uint32: "uint32_t", dtypes.uint64: "uint64_t"}
 # ... and tensor()'s store_scalar its own (it checks integer types only: floats it casts)
-_DATA_NAMES = {dtypes.uint8: "uint8", dtypes.int8: "int8", dtypes.int16: "int16",
-               dtypes.int32: "int32", dtypes.int64: "int64"}
+_DATA_NAMES = {d: d.name for d in _INT_BITS}
 
 
 def _int_range(dt) -> tuple:
     bits = _INT_BITS[dt]
-    return (0, (1 << bits) - 1) if dt is dtypes.uint8 else (-(1 << bits - 1), (1 << bits - 1) - 1)
+    return (0, (1 << bits) - 1) if not dt.is_signed else (-(1 << bits - 1), (1 << bits - 1) - 1)
 
 
 def _overflows(v, dt) -> bool:
@@ -244,6 +244,15 @@ def _infer_array(data, dtype=None) -> np.ndarray:
         arr = np.asarray(data)
     except ValueError:  # NumPy 2 refuses ragged nested sequences
         arr = None
+    if (dtype is dtypes.uint64 and arr is not None and arr.dtype.kind in "fO"
+            and isinstance(data, (list, tuple))
+            and all(isinstance(v, int) and v >= 0 for v in _flat(data))):
+        # ints past int64's range mixed with others make NumPy pick objects or float64:
+        # uint64 holds them exactly
+        try:
+            return np.asarray(data, dtype=np.uint64)
+        except OverflowError:
+            raise _UNPACK_ERROR from None
     if arr is None or arr.dtype.kind not in "biufc":
         _refuse_data(data)
     if dtype is not None and arr.dtype.kind in "fc":
@@ -254,6 +263,8 @@ def _infer_array(data, dtype=None) -> np.ndarray:
     elif arr.dtype.kind == "c":
         arr = arr.astype(dtypes.get_default_dtype().to_complex().np)
     elif arr.dtype.kind in "iu" and arr.dtype != np.uint8:
+        if arr.dtype == np.uint64 and dtype is dtypes.uint64:
+            return arr  # (ints past int64's range, which only uint64 holds)
         if arr.dtype == np.uint64 and arr.size and int(arr.max()) >= 1 << 63:
             raise _UNPACK_ERROR  # a Python int past int64 (NumPy made the array uint64)
         arr = arr.astype(np.int64)

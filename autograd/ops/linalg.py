@@ -60,6 +60,8 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """The matrix product of two 2-D tensors."""
     if not isinstance(mat2, Tensor) or not isinstance(input, Tensor):
         raise TypeError("mm(): arguments must be Tensors")
+    if type(input) is not Tensor and input.is_sparse:  # sparse @ dense: autograd/sparse.py
+        return input.mm(mat2)
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"mm: expected 2-D tensors, got {input.ndim}-D and {mat2.ndim}-D "
                            f"(shapes {list(input.shape)} and {list(mat2.shape)})")

@@ -41,14 +41,20 @@ def _float_input(x, op: str) -> Tensor:
     return x
 
 
-def check_class_indices(target: Tensor) -> Tensor:
-    """Class-index targets as int64: PyTorch's nll_loss reads them as Long and refuses a
-    float or bool tensor ("expected scalar type Long but found Float"); other integer
-    dtypes are converted (a convenience PyTorch's CPU kernel does not offer)."""
+def check_class_indices(target: Tensor, byte_ok: bool = False) -> Tensor:
+    """Class-index targets as int64. PyTorch's nll_loss over (N, C) or (C,) inputs takes Long
+    or Byte targets (``byte_ok``: "expected target dtype to be Long or Byte, but got Float");
+    its spatial form and the margin losses take Long only ("expected scalar type Long but
+    found Byte")."""
     dt = target.dtype
-    if dt.is_floating_point or dt.is_complex or dt.name == "bool":
+    if dt.name == "int64":
+        return target
+    if not byte_ok:
         raise checks.expected_scalar_type(dtypes.int64, dt)
-    return target if dt.name == "int64" else target.long()
+    if dt.name == "uint8":
+        return target.long()
+    raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
+                       f"{dtypes.CPP_NAMES[dt.name]}")
 
 
 # -- GELU ----------------------------------------------------------------------------------------
@@ -500,7 +506,7 @@ def cross_entropy_rows(logits: Tensor, target: Tensor, ignore_index: int = -100,
         raise ValueError(f"cross_entropy: expected (N, C) logits and (N,) targets, got "
                          f"{list(x.shape)} and {list(target.shape)}")
     checks.check_same_device(x, target, "target", "cross_entropy")
-    target = check_class_indices(target)
+    target = check_class_indices(target, byte_ok=True)
     target = checks.guard_index(target, x.shape[1], checks.target_out_of_bounds,
                                 ignore_index=int(ignore_index))
     return apply(CrossEntropyLossBackward0, (x, target), int(ignore_index),

@@ -295,15 +295,15 @@ def test_tensor_refuses_ragged_and_non_numeric_data(data, exc, msg, device):
 
 def test_cross_entropy_reads_the_target_kind_from_its_shape(device):
     # PyTorch: the target's shape decides (the input's shape: class probabilities); float
-    # class indices are then refused by nll_loss, which reads them as Long
+    # class indices are then refused by nll_loss, which takes Long or Byte ones
     x = tg.zeros(2, 3, device=device)
-    with raises(RuntimeError, "expected scalar type Long but found Float"):
+    with raises(RuntimeError, "expected target dtype to be Long or Byte, but got Float"):
         F.cross_entropy(x, tg.tensor([1.0, 2.0], device=device))
-    with raises(RuntimeError, "expected scalar type Long but found Double"):
+    with raises(RuntimeError, "expected target dtype to be Long or Byte, but got Double"):
         F.cross_entropy(x, tg.tensor([1.0, 2.0], dtype=tg.float64, device=device))
-    with raises(RuntimeError, "expected scalar type Long but found Float"):
+    with raises(RuntimeError, "expected target dtype to be Long or Byte, but got Float"):
         F.cross_entropy(x, tg.tensor([1.0, 2.0], device=device), label_smoothing=0.1)
-    with raises(RuntimeError, "expected scalar type Long but found Bool"):
+    with raises(RuntimeError, "expected target dtype to be Long or Byte, but got Bool"):
         F.nll_loss(x, tg.tensor([True, False], device=device))
     with raises(RuntimeError, "Expected floating point type for target with class "
                               "probabilities, got Long"):

@@ -222,7 +222,6 @@ def _bag(**kw):
      "weight has to be a 2D Tensor, but got Tensor of dimension 1"),
     ({"indices": _t([1, 12], "cpu"), "offsets": _t([0], "cpu")}, RuntimeError,
      "embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be 12"),
-    ({"sparse": True}, NotImplementedError, "sparse=True"),
 ])
 def test_top_level_errors(kw, error, message):
     with pytest.raises(error, match=message):

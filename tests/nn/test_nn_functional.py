@@ -325,7 +325,7 @@ def test_cross_entropy_errors_and_edge_cases():
         F.cross_entropy(x, tg.tensor([0, 1, 2]), reduction="avg")
     with np.errstate(invalid="ignore"):  # every row ignored: 0 / 0, NaN as in PyTorch
         assert math.isnan(F.cross_entropy(x, tg.tensor([-100, -100, -100])).item())
-    y = F.cross_entropy(x.requires_grad_(), tg.tensor([0, 1, 2], dtype=tg.int32))
+    y = F.cross_entropy(x.requires_grad_(), tg.tensor([0, 1, 2], dtype=tg.uint8))
     assert y.grad_fn is not None
 
 
@@ -352,8 +352,29 @@ def test_nll_loss_rejects_out_of_range_and_float_targets(device):
         pytest.approx(-0.1)
     for t, name in ((tg.tensor([0.0, 1.0], device=device), "Float"),
                     (tg.tensor([True, False], device=device), "Bool")):
-        with pytest.raises(RuntimeError, match=f"^expected scalar type Long but found {name}$"):
+        with pytest.raises(RuntimeError,
+                           match=f"^expected target dtype to be Long or Byte, but got {name}$"):
             F.nll_loss(x, t)
+
+
+def test_class_index_target_dtypes_are_pytorchs(device):
+    # PyTorch's nll_loss over (N, C) inputs takes Long or Byte targets (Byte gives Long's
+    # result) and refuses the other integer dtypes; its spatial form and multi_margin_loss
+    # take Long only
+    x = tg.tensor([[0.1, 0.7, 0.2], [0.5, 0.3, 0.2]], device=device).log()
+    long_t = tg.tensor([1, 0], device=device)
+    for f in (F.nll_loss, F.cross_entropy):
+        assert f(x, long_t.to(tg.uint8)).item() == pytest.approx(f(x, long_t).item(), rel=1e-6)
+        with pytest.raises(RuntimeError,
+                           match="^expected target dtype to be Long or Byte, but got Int$"):
+            f(x, long_t.int())
+    spatial = tg.zeros(2, 3, 4, device=device)
+    for t, name in ((tg.zeros(2, 4, dtype=tg.uint8, device=device), "Byte"),
+                    (tg.zeros(2, 4, dtype=tg.int32, device=device), "Int")):
+        with pytest.raises(RuntimeError, match=f"^expected scalar type Long but found {name}$"):
+            F.cross_entropy(spatial, t)
+    with pytest.raises(RuntimeError, match="^expected scalar type Long but found Float$"):
+        F.multi_margin_loss(x, long_t.float())
 
 
 def test_nll_loss_reads_only_the_target_class(device):
@@ -507,10 +528,8 @@ def test_embedding_errors():
     assert w._version == 0
     with pytest.raises(RuntimeError, match="indices"):
         F.embedding(tg.tensor([1.0]), w)
-    with pytest.raises(NotImplementedError, match="no sparse tensors"):
-        F.embedding(tg.tensor([1]), w, sparse=True)
-    with pytest.raises(NotImplementedError, match="no sparse tensors"):
-        nn.Embedding(4, 2, sparse=True)
+    with pytest.raises(IndexError, match="out of range"):  # the sparse path checks too
+        F.embedding(tg.tensor([4]), w, sparse=True)
 
 
 # -- activations, dropout, linear ----------------------------------------------------------------

@@ -1,0 +1,727 @@
+"""Sparse COO tensors (PyTorch's ``layout=torch.sparse_coo``) and their autograd.
+
+A ``SparseTensor`` is three things: ``indices``, an int64 tensor (sparse_dim, nnz) of the
+specified elements' coordinates; ``values``, a tensor (nnz, *dense_dims) of their values; and
+the ``size``. Coordinates may repeat (the tensor is then *uncoalesced*: its value there is the
+sum), as in PyTorch; ``coalesce()`` sorts them and sums duplicates.
+
+Autograd runs through four primitives, each a ``Function`` with its rule here:
+
+- ``_FromParts``: (indices, values) -> sparse; the gradient of ``values`` is the incoming
+  gradient (dense or sparse) read at ``indices``.
+- ``_ToDense``: sparse -> dense; the gradient is sparse with the input's pattern (PyTorch's
+  masked rule: only the specified elements are variables).
+- ``_Values``: sparse -> its values; the gradient is sparse with the input's indices.
+- ``_Coalesce``: the same tensor with unique, sorted coordinates; the gradient passes through.
+
+A sparse gradient stands for its dense form (repeated coordinates add up), so the rules make
+sparse gradients only over coordinates that are unique (``_parts``), or, as the embedding's,
+whose repeats are meant to add.
+
+Everything else (sums, products with scalars, ``to_sparse``, ...; and ``sparse.mm``,
+``sparse.sum``, ``sparse.softmax`` in sparse_ops.py) is written with these and the ordinary dense ops, so it is differentiated for free and runs on
+whatever device the dense ops run on (the CPU, and CUDA through the same dense kernels). The
+index bookkeeping (sorting, deduplicating coordinates) is done on the host with NumPy: indices
+are never differentiated.
+
+A sparse tensor has no dense ``_data``: a dense op handed one fails with a message naming the
+layout (``_NoDense``), rather than computing on something wrong.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..runtime import dtype as dtypes
+from .function import Function
+from .node import AccumulateGrad
+from .tensor import Size, Tensor
+
+__all__ = ["SparseTensor", "sparse_coo_tensor", "to_sparse", "sparse_mask", "accumulate",
+           "add_into_", "deliver_sparse", "is_sparse"]
+
+
+class _NoDense:
+    """The ``_data`` of a sparse tensor: reading a dense array from it raises."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def _refuse(*_args, **_kwargs):
+        raise NotImplementedError(
+            "this operation does not support sparse COO tensors (layout "
+            "tritongrad.sparse_coo): convert with .to_dense() first, or use the ops of "
+            "tritongrad.sparse (docs/sparse.md)")
+
+    def __getattr__(self, name):
+        self._refuse()
+
+    __array__ = __len__ = __getitem__ = __iter__ = _refuse
+
+
+_NO_DENSE = _NoDense()
+
+
+def is_sparse(t) -> bool:
+    """Whether ``t`` is a sparse COO tensor (cheap: a type test)."""
+    return type(t) is SparseTensor
+
+
+def _new(indices: Tensor, values: Tensor, size, coalesced: bool) -> "SparseTensor":
+    """A sparse tensor over ``indices`` and ``values`` (both taken without history)."""
+    t = object.__new__(SparseTensor)
+    t._data = _NO_DENSE
+    t._device, t._dtype = values._device, values._dtype
+    t._requires_grad, t._fn, t._base, t._vc = False, None, None, [0]
+    t._idx = indices.detach()
+    t._vals = values.detach()
+    t._size = Size(size)
+    t._coalesced = coalesced
+    return t
+
+
+def _host_indices(t: "SparseTensor") -> np.ndarray:
+    return np.asarray(t._idx.detach().cpu().numpy(), dtype=np.int64)
+
+
+def _linear(idx: np.ndarray, size) -> np.ndarray:
+    """Row-major linear positions of coordinates ``idx`` (sparse_dim, nnz) in ``size``."""
+    if idx.shape[0] == 0:
+        return np.zeros(idx.shape[1], np.int64)
+    return np.ravel_multi_index(tuple(idx), tuple(size)) if idx.shape[1] else \
+        np.zeros(0, np.int64)
+
+
+def _index_tensor(a: np.ndarray, like: Tensor) -> Tensor:
+    from .ops.creation import tensor
+    return tensor(np.ascontiguousarray(a, dtype=np.int64), device=like.device)
+
+
+# -- the four primitives ----------------------------------------------------------------------
+
+class _FromParts(Function):
+    """sparse_coo_tensor's node (PyTorch's SparseCooTensorWithDimsAndTensorsBackward0)."""
+
+    @staticmethod
+    def forward(ctx, indices, values, size, coalesced):
+        ctx.indices = indices.detach()
+        return _new(indices, values, size, coalesced)
+
+    @staticmethod
+    def backward(ctx, g):
+        return None, _read_at(g, ctx.indices), None, None
+
+
+class _ToDense(Function):
+    """to_dense's node: the gradient is the incoming one read at the input's indices."""
+
+    @staticmethod
+    def forward(ctx, s):
+        # The gradient's pattern is the input's coordinates, each once: a sparse gradient
+        # stands for its dense form, in which a repeated entry would count twice.
+        unique = s._coalesced or s._unique()
+        ctx.indices = s._idx if unique else _Coalesce.forward(None, s)._idx
+        ctx.size, ctx.coalesced = s._size, s._coalesced or not unique
+        return _densify(s._idx, s._vals, s._size)
+
+    @staticmethod
+    def backward(ctx, g):
+        return deliver_sparse(ctx, 0, ctx.indices, _read_at(g, ctx.indices), ctx.size,
+                              ctx.coalesced)
+
+
+class _Coalesce(Function):
+    """coalesce's node: the same tensor, so the gradient passes through unchanged."""
+
+    @staticmethod
+    def forward(ctx, s):
+        idx = _host_indices(s)
+        sd = idx.shape[0]
+        uniq, inverse = np.unique(_linear(idx, s._size[:sd]), return_inverse=True)
+        coords = np.stack(np.unravel_index(uniq, tuple(s._size[:sd]))) if sd else \
+            np.zeros((0, len(uniq)), np.int64)
+        from .ops.creation import zeros
+        vals = s._vals
+        summed = zeros((len(uniq), *vals.shape[1:]), dtype=vals.dtype, device=vals.device)
+        summed = summed.index_add(0, _index_tensor(inverse.reshape(-1), vals), vals)
+        return _new(_index_tensor(coords.reshape(sd, -1), vals), summed, s._size, True)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class _Values(Function):
+    """values()'s node: a gradient of the values is a sparse gradient on the same indices."""
+
+    @staticmethod
+    def forward(ctx, s):
+        ctx.indices, ctx.size, ctx.coalesced = s._idx, s._size, s._coalesced
+        return s._vals.detach()
+
+    @staticmethod
+    def backward(ctx, g):
+        return deliver_sparse(ctx, 0, ctx.indices, g, ctx.size, ctx.coalesced)
+
+
+def deliver_sparse(ctx, slot: int, indices: Tensor, values: Tensor, size,
+                   coalesced: bool = False) -> Tensor:
+    """A sparse gradient (indices, values) for input ``slot`` of the node ``ctx``: sparse
+    when the node receiving it takes sparse gradients (a leaf's accumulation, or a sparse
+    node here), else its dense equivalent (the dense ops' rules read dense arrays)."""
+    node = ctx.next_functions[slot][0] if slot < len(ctx.next_functions) else None
+    if node is None or type(node) is AccumulateGrad or getattr(
+            node, "_forward_cls", None) in _SPARSE_NODES:
+        return _FromParts.apply(indices, values, size, coalesced)
+    return _densify(indices, values, size)
+
+
+# the nodes whose rules take sparse gradients
+_SPARSE_NODES = (_FromParts, _ToDense, _Values, _Coalesce)
+
+# the nodes print under PyTorch's names
+for _cls, _name in ((_FromParts, "SparseCooTensorWithDimsAndTensorsBackward0"),
+                    (_ToDense, "ToDenseBackward0"), (_Values, "ValuesBackward0"),
+                    (_Coalesce, "CoalesceBackward0")):
+    _cls._backward_cls.__name__ = _cls._backward_cls.__qualname__ = _name
+
+
+def _densify(indices: Tensor, values: Tensor, size) -> Tensor:
+    """The dense tensor of (indices, values), duplicates summed (differentiable in values)."""
+    from .ops.creation import zeros
+    out = zeros(tuple(size), dtype=values.dtype, device=values.device)
+    if indices.shape[1] == 0:
+        return out
+    return out.index_put(tuple(indices.unbind(0)), values, accumulate=True)
+
+
+def _read_at(g: Tensor, indices: Tensor) -> Tensor:
+    """``g``'s elements at the coordinates ``indices`` (sparse_dim, nnz): a (nnz, *dense)
+    tensor; ``g`` dense or sparse (an element it does not specify reads as zero)."""
+    if not is_sparse(g):
+        if indices.shape[1] == 0:
+            return g.reshape(-1, *g.shape[indices.shape[0]:])[:0]
+        return g[tuple(indices.unbind(0))]
+    g = g.coalesce()
+    want = _linear(np.asarray(indices.cpu().numpy(), np.int64), g._size[:indices.shape[0]])
+    have = _linear(_host_indices(g), g._size[:indices.shape[0]])
+    pos = np.searchsorted(have, want)
+    found = pos < len(have)
+    found[found] = have[pos[found]] == want[found]
+    vals = g.values()
+    if not found.all():  # (an appended zero row stands for the coordinates g lacks)
+        vals = _cat0(vals)
+        pos = np.where(found, pos, len(have))
+    return vals.index_select(0, _index_tensor(pos, vals))
+
+
+def _cat0(vals: Tensor) -> Tensor:
+    from .ops.creation import zeros
+    from .ops import cat
+    return cat([vals, zeros((1, *vals.shape[1:]), dtype=vals.dtype, device=vals.device)], 0)
+
+
+# -- the tensor ---------------------------------------------------------------------------------
+
+class SparseTensor(Tensor):
+    """A sparse COO tensor; made by ``tritongrad.sparse_coo_tensor`` or ``Tensor.to_sparse``.
+
+    Example:
+        >>> s = tg.sparse_coo_tensor([[0, 1], [2, 0]], [3., 4.], (2, 3))
+        >>> s.to_dense().tolist()
+        [[0.0, 0.0, 3.0], [4.0, 0.0, 0.0]]
+    """
+
+    # Fields (in the instance __dict__): _idx, _vals, _size, _coalesced. The dense Tensor's
+    # slots hold the device, the dtype and the autograd state; _data is _NO_DENSE.
+    is_sparse = property(lambda self: True)
+
+    @property
+    def layout(self):
+        return dtypes.sparse_coo
+
+    @property
+    def shape(self) -> Size:
+        return self._size
+
+    def size(self, dim: int | None = None):
+        if dim is None:
+            return self._size
+        from .tensor import wrap_dim
+        return self._size[wrap_dim(dim, len(self._size), "size")]
+
+    def dim(self) -> int:
+        return len(self._size)
+
+    @property
+    def ndim(self) -> int:
+        return len(self._size)
+
+    def numel(self) -> int:
+        return self._size.numel()
+
+    def __len__(self) -> int:
+        if not self._size:
+            raise TypeError("len() of a 0-d tensor")
+        return self._size[0]
+
+    nelement = numel
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        raise RuntimeError("is_contiguous: sparse COO tensors have no strides; this operation "
+                           "does not support them (see docs/sparse.md for what does)")
+
+    def stride(self, dim: int | None = None):
+        raise RuntimeError("stride: sparse COO tensors have no strides; this operation "
+                           "does not support them (see docs/sparse.md for what does)")
+
+    def data_ptr(self) -> int:
+        raise RuntimeError("data_ptr: sparse COO tensors do not have a data pointer; use "
+                           ".values().data_ptr()")
+
+    # -- parts --------------------------------------------------------------------------------
+    def sparse_dim(self) -> int:
+        """How many leading dimensions are sparse (the rows of ``indices``)."""
+        return self._idx.shape[0]
+
+    def dense_dim(self) -> int:
+        """How many trailing dimensions each value carries."""
+        return self._vals.ndim - 1
+
+    def _nnz(self) -> int:
+        """The number of specified elements (duplicates counted)."""
+        return self._idx.shape[1]
+
+    def is_coalesced(self) -> bool:
+        """Whether the indices are sorted and unique (``coalesce()`` makes them so)."""
+        return self._coalesced
+
+    def _check_coalesced(self, name: str) -> None:
+        if not self._coalesced:
+            raise RuntimeError(f"Cannot get {name} on an uncoalesced tensor, please call "
+                               f".coalesce() first")
+
+    def indices(self) -> Tensor:
+        """The (sparse_dim, nnz) int64 coordinates of a coalesced tensor."""
+        self._check_coalesced("indices")
+        return self._idx
+
+    def values(self) -> Tensor:
+        """The (nnz, *dense_dims) values of a coalesced tensor (differentiable)."""
+        self._check_coalesced("values")
+        return _Values.apply(self)
+
+    def _indices(self) -> Tensor:
+        """The coordinates, coalesced or not (PyTorch's ``_indices()``)."""
+        return self._idx
+
+    def _values(self) -> Tensor:
+        """The values, coalesced or not, without autograd (PyTorch's ``_values()``)."""
+        return self._vals.detach()
+
+    # -- conversions --------------------------------------------------------------------------
+    def to_dense(self, dtype=None, *, masked_grad=None) -> Tensor:
+        """The dense (strided) tensor; duplicate coordinates are summed. Its gradient is
+        masked to this tensor's coordinates (``masked_grad`` None or True; PyTorch's unmasked
+        rule, ``masked_grad=False``, is not implemented)."""
+        if masked_grad is False:
+            raise NotImplementedError("to_dense: masked_grad=False (an unmasked gradient) is "
+                                      "not implemented; the gradient is masked to the "
+                                      "specified elements")
+        out = _ToDense.apply(self)
+        return out if dtype is None else out.to(dtype)
+
+    def coalesce(self) -> "SparseTensor":
+        """This tensor with its coordinates sorted and unique, duplicates' values summed."""
+        return self if self._coalesced else _Coalesce.apply(self)
+
+    def _parts(self) -> tuple:
+        """(indices, values with autograd, coalesced) for ops written over the values: this
+        tensor's own when its coordinates are unique, else its coalesced form's. (With a
+        repeated coordinate the values' gradients could differ between the repeats, which no
+        gradient of the tensor can say: PyTorch's ``values()`` refuses such tensors.)"""
+        if not self._coalesced and not self._unique():
+            return self.coalesce()._parts()
+        return self._idx, _Values.apply(self), self._coalesced
+
+    def _unique(self) -> bool:
+        u = self.__dict__.get("_unique_idx")
+        if u is None:
+            lin = _linear(_host_indices(self), self._size[:self.sparse_dim()])
+            u = self._unique_idx = len(np.unique(lin)) == len(lin)
+        return u
+
+    def to_sparse(self, sparse_dim: int | None = None, **kwargs) -> "SparseTensor":
+        if kwargs.get("layout") not in (None, dtypes.sparse_coo):
+            raise NotImplementedError(f"to_sparse: layout {kwargs['layout']} is not supported "
+                                      f"(tritongrad has sparse_coo only)")
+        if sparse_dim is not None and sparse_dim != self.sparse_dim():
+            raise RuntimeError(f"to_sparse: conversion from Sparse to Sparse with sparse_dim "
+                               f"argument !=self.sparse_dim() is not supported")
+        return self
+
+    def detach(self) -> "SparseTensor":
+        out = _new(self._idx, self._vals, self._size, self._coalesced)
+        return out
+
+    def clone(self, *, memory_format=None) -> "SparseTensor":
+        idx, vals, co = self._parts()
+        return _FromParts.apply(idx.clone(), vals.clone(), self._size, co)
+
+    def to(self, *args, **kwargs) -> "SparseTensor":
+        """A copy with the values moved or cast (``to(dtype)``, ``to(device)``, ...)."""
+        idx, vals, co = self._parts()
+        vals = vals.to(*args, **kwargs)
+        if vals.device == self.device and vals.dtype is self.dtype and \
+                not kwargs.get("copy", False):
+            return self
+        return _FromParts.apply(idx.to(vals.device), vals, self._size, co)
+
+    def cpu(self) -> "SparseTensor":
+        return self.to("cpu")
+
+    def cuda(self, device=None, non_blocking: bool = False) -> "SparseTensor":
+        return self.to("cuda" if device is None else device)
+
+    def double(self) -> "SparseTensor":
+        return self.to(dtypes.float64)
+
+    def float(self) -> "SparseTensor":
+        return self.to(dtypes.float32)
+
+    def type_as(self, other: Tensor) -> "SparseTensor":
+        return self.to(other.dtype)
+
+    # -- arithmetic ---------------------------------------------------------------------------
+    def _scaled(self, f) -> "SparseTensor":
+        idx, vals, co = self._parts()
+        return _FromParts.apply(idx, vals * f, self._size, co)
+
+    def __mul__(self, other):
+        if isinstance(other, (int, float, bool)) or (isinstance(other, Tensor)
+                                                     and not is_sparse(other)
+                                                     and other.ndim == 0):
+            return self._scaled(other)
+        return NotImplemented if not isinstance(other, Tensor) else _refuse("mul", self, other)
+
+    __rmul__ = mul = __mul__
+
+    def __truediv__(self, other):
+        if isinstance(other, (int, float)) or (isinstance(other, Tensor) and not
+                                               is_sparse(other) and other.ndim == 0):
+            idx, vals, co = self._parts()
+            return _FromParts.apply(idx, vals / other, self._size, co)
+        return NotImplemented if not isinstance(other, Tensor) else _refuse("div", self, other)
+
+    div = __truediv__
+
+    def __neg__(self) -> "SparseTensor":
+        return self._scaled(-1)
+
+    neg = __neg__
+
+    def add(self, other, *, alpha=1):
+        """sparse + sparse is sparse (coalesced when both are); sparse + dense is dense."""
+        if not isinstance(other, Tensor):
+            return _refuse("add", self, other)
+        if alpha != 1:
+            other = other * alpha
+        if is_sparse(other):
+            _check_same_size("add", self, other)
+            from .ops import cat
+            (i1, v1, _), (i2, v2, _) = self._parts(), other._parts()
+            out = _FromParts.apply(cat([i1, i2.to(self.device)], 1), cat([v1, v2], 0),
+                                   self._size, False)
+            return out.coalesce() if self._coalesced and other._coalesced else out
+        return self.to_dense() + other
+
+    def __add__(self, other):
+        return self.add(other) if isinstance(other, Tensor) else NotImplemented
+
+    def __radd__(self, other):
+        # dense + sparse comes here first (a subclass's reflected operator wins)
+        return self.add(other) if isinstance(other, Tensor) else NotImplemented
+
+    def __sub__(self, other):
+        return self.add(-other) if isinstance(other, Tensor) else NotImplemented
+
+    sub = __sub__
+
+    def __rsub__(self, other):
+        return (-self).add(other) if isinstance(other, Tensor) else NotImplemented
+
+    def _set(self, idx: Tensor, vals: Tensor, coalesced: bool) -> "SparseTensor":
+        """In-place ops' one exit: new parts (rebound, never written: they may be shared with
+        the tensor this one was made from), the version bumped."""
+        self._idx, self._vals, self._coalesced = idx, vals, coalesced
+        self.__dict__.pop("_unique_idx", None)
+        self._vc[0] += 1
+        return self
+
+    def add_(self, other, *, alpha=1) -> "SparseTensor":
+        """In place: ``self += alpha * other`` for a sparse ``other`` (concatenated, so the
+        result is uncoalesced, as PyTorch's sparse accumulation)."""
+        if not is_sparse(other):
+            raise RuntimeError("add_: a sparse tensor can only be added to in place by a "
+                               "sparse tensor; use self.to_dense().add_(other)")
+        _check_same_size("add_", self, other)
+        from .ops import cat
+        vals = other._vals if alpha == 1 else other._vals * alpha
+        return self._set(cat([self._idx, other._idx.to(self.device)], 1),
+                         cat([self._vals, vals.to(self._dtype)], 0),
+                         self._coalesced and other._nnz() == 0)
+
+    def mul_(self, other) -> "SparseTensor":
+        return self._set(self._idx, self._vals * other, self._coalesced)
+
+    def zero_(self) -> "SparseTensor":
+        """Empties the tensor (nnz becomes 0), as PyTorch's zero_ on a sparse tensor."""
+        return self._set(self._idx[:, :0], self._vals[:0], True)
+
+    def copy_(self, src, non_blocking: bool = False) -> "SparseTensor":
+        """In place: ``src``'s indices and values (a sparse ``src``), or empty for ``src`` 0
+        (what ``zero_grad(set_to_none=False)`` writes)."""
+        if is_sparse(src):
+            _check_same_size("copy_", self, src)
+            return self._set(src._idx.clone(), src._vals.to(self._dtype).clone(),
+                             src._coalesced)
+        if not isinstance(src, Tensor) and src == 0:
+            return self.zero_()
+        return _refuse("copy_", self, src)
+
+    def sum(self, dim=None, keepdim: bool = False, dtype=None):
+        from .sparse_ops import sum as sparse_sum
+        if keepdim:
+            return _refuse("sum(keepdim=True)", self, None)
+        return sparse_sum(self, dim, dtype=dtype)
+
+    def mm(self, mat2: Tensor) -> Tensor:
+        """``torch.mm(self, mat2)``: dense; the gradient of ``self`` dense (sparse_ops.py)."""
+        from .sparse_ops import mm_dense_grad
+        return mm_dense_grad(self, mat2)
+
+    matmul = __matmul__ = mm
+
+    def t(self) -> "SparseTensor":
+        """The transpose of a 2-D sparse matrix (uncoalesced: the order changes)."""
+        if self.ndim != 2 or self.sparse_dim() != 2:
+            raise RuntimeError("t: expected a 2-D sparse matrix with 2 sparse dimensions")
+        idx, vals, _ = self._parts()
+        return _FromParts.apply(idx.flip(0), vals, (self._size[1], self._size[0]), False)
+
+    def __repr__(self) -> str:
+        from .printing import sparse_repr
+        return sparse_repr(self)
+
+    __str__ = __repr__
+
+    def __reduce_ex__(self, protocol: int):
+        return (_rebuild_sparse, (self._idx.detach(), self._vals.detach(),
+                                  tuple(self._size), self._coalesced, self._requires_grad))
+
+    def __deepcopy__(self, memo: dict) -> "SparseTensor":
+        if id(self) not in memo:
+            out = _new(self._idx.clone(), self._vals.clone(), self._size,
+                       self._coalesced)
+            out._requires_grad = self._requires_grad
+            memo[id(self)] = out
+        return memo[id(self)]
+
+
+SparseTensor
+
+def _rebuild_sparse(indices, values, size, coalesced, requires_grad):
+    t = _new(indices, values, size, coalesced)
+    t._requires_grad = requires_grad
+    return t
+
+
+def _refuse(op: str, a, b):
+    kinds = ", ".join("sparse" if is_sparse(x) else type(x).__name__ if not isinstance(x, Tensor)
+                      else "dense" for x in (a, b) if x is not None)
+    raise NotImplementedError(f"{op}: not supported for these operands ({kinds}) with a sparse "
+                              f"COO tensor; see docs/sparse.md for the sparse ops")
+
+
+def _check_same_size(op: str, a, b) -> None:
+    if tuple(a.shape) != tuple(b.shape):
+        raise RuntimeError(f"{op}: sparse tensors must have the same size, got "
+                           f"{list(a.shape)} and {list(b.shape)}")
+    if a.dense_dim() != b.dense_dim():
+        raise RuntimeError(f"{op}: sparse tensors must have the same dense_dim, got "
+                           f"{a.dense_dim()} and {b.dense_dim()}")
+
+
+# -- construction -------------------------------------------------------------------------------
+
+def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
+                      requires_grad: bool = False, check_invariants=None,
+                      is_coalesced: bool | None = None) -> SparseTensor:
+    """A sparse COO tensor with ``values`` at the coordinates ``indices``.
+
+    Args:
+        indices: (sparse_dim, nnz) integer coordinates (a tensor or nested lists).
+        values: (nnz, *dense_dims) values (a tensor, whose history the result keeps, or
+            lists / numbers).
+        size: the full shape; inferred (each sparse dim 1 + its largest index) if None.
+        dtype, device: of the values (default: the values').
+        requires_grad: make the result a leaf that requires grad.
+        check_invariants: False skips the checks of the coordinates against ``size``
+            (made when ``size`` is given; by default they are checked, unlike PyTorch).
+        is_coalesced: declare the indices sorted and unique (not checked, as PyTorch).
+
+    Example:
+        >>> s = tg.sparse_coo_tensor([[0, 1, 1], [2, 0, 2]], [3., 4., 5.], (2, 3))
+        >>> s._nnz(), s.sparse_dim(), s.dense_dim()
+        (3, 2, 0)
+    """
+    from .ops.creation import tensor
+    if not isinstance(values, Tensor):
+        values = tensor(values, dtype=dtype, device=device)
+    elif dtype is not None or device is not None:
+        values = values.to(device=device if device is not None else values.device,
+                           dtype=dtype if dtype is not None else values.dtype)
+    if not isinstance(indices, Tensor):
+        indices = tensor(indices, dtype=dtypes.int64, device=values.device)
+    if indices.dtype.is_floating_point or indices.dtype.is_complex or \
+            indices.dtype is dtypes.bool:
+        raise RuntimeError(f"sparse_coo_tensor: indices must be an int64 tensor, got "
+                           f"{indices.dtype}")
+    indices = indices.to(device=values.device, dtype=dtypes.int64)
+    if indices.ndim != 2:
+        raise RuntimeError(f"sparse_coo_tensor: indices must be sparse_dim x nnz, but got: "
+                           f"{list(indices.shape)}")
+    if values.ndim == 0:
+        raise RuntimeError("sparse_coo_tensor: values must have at least one dimension "
+                           "(nnz, *dense_dims)")
+    sd, nnz = indices.shape
+    if values.shape[0] != nnz:
+        raise RuntimeError(f"sparse_coo_tensor: number of dimensions of indices (nnz={nnz}) "
+                           f"must match the first dimension of values ({values.shape[0]})")
+    if check_invariants is False and size is not None:  # (trusted: the optimizers' rows)
+        return _FromParts.apply(indices, values, tuple(size), bool(is_coalesced))
+    host = np.asarray(indices.cpu().numpy(), np.int64)
+    if nnz and host.min() < 0:
+        raise RuntimeError("sparse_coo_tensor: found negative index "
+                           f"{int(host.min())}; indices must be nonnegative")
+    if size is None:
+        size = tuple(int(m) + 1 if nnz else 0 for m in (host.max(1) if nnz else [0] * sd)) \
+            + tuple(values.shape[1:])
+    else:
+        size = tuple(int(s) for s in (size if not isinstance(size, int) else (size,)))
+        if len(size) != sd + values.ndim - 1:
+            raise RuntimeError(f"sparse_coo_tensor: number of dimensions must be sparse_dim "
+                               f"({sd}) + dense_dim ({values.ndim - 1}), but got {len(size)}")
+        if tuple(values.shape[1:]) != size[sd:]:
+            raise RuntimeError(f"sparse_coo_tensor: values has dense shape "
+                               f"{list(values.shape[1:])}, expected {list(size[sd:])}")
+        if nnz:
+            for d in range(sd):
+                if host[d].max() >= size[d]:
+                    raise RuntimeError(f"sparse_coo_tensor: size is inconsistent with indices: "
+                                       f"for dim {d}, size is {size[d]} but found index "
+                                       f"{int(host[d].max())}")
+    coalesced = bool(is_coalesced) if is_coalesced is not None else nnz <= 1
+    out = _FromParts.apply(indices, values, size, coalesced)
+    if requires_grad:
+        if out._fn is not None:
+            raise RuntimeError("sparse_coo_tensor: requires_grad=True needs values that do "
+                               "not require grad (the result is a leaf)")
+        out.requires_grad_()
+    return out
+
+
+def to_sparse(self: Tensor, sparse_dim: int | None = None, *, layout=None, blocksize=None,
+              dense_dim=None) -> SparseTensor:
+    """This dense tensor as a sparse COO tensor: the nonzero entries of its first
+    ``sparse_dim`` dims (all by default) become the specified elements (differentiable)."""
+    if is_sparse(self):
+        return self.to_sparse(sparse_dim, layout=layout)
+    if layout not in (None, dtypes.sparse_coo) or blocksize is not None or \
+            dense_dim is not None:
+        raise NotImplementedError(f"to_sparse: only layout=tritongrad.sparse_coo is supported "
+                                  f"(got layout={layout}, blocksize={blocksize}, "
+                                  f"dense_dim={dense_dim})")
+    sd = self.ndim if sparse_dim is None else int(sparse_dim)
+    if not 0 <= sd <= self.ndim:
+        raise RuntimeError(f"to_sparse: sparse_dim must be in [0, {self.ndim}], got {sd}")
+    a = np.asarray(self.detach().cpu().numpy())
+    mask = a.reshape(a.shape[:sd] + (-1,)).any(-1) if sd < a.ndim else a != 0
+    coords = np.stack(np.nonzero(mask)) if sd else np.zeros((0, int(mask)), np.int64)
+    idx = _index_tensor(coords.reshape(sd, -1), self)
+    vals = self[tuple(idx.unbind(0))] if sd else self.unsqueeze(0)[:coords.shape[1]]
+    return _FromParts.apply(idx, vals, tuple(self.shape), True)
+
+
+def sparse_mask(self: Tensor, mask: SparseTensor) -> SparseTensor:
+    """This dense tensor's elements at ``mask``'s coordinates, as a sparse tensor with
+    ``mask``'s indices (PyTorch's ``Tensor.sparse_mask``; differentiable in ``self``)."""
+    if not is_sparse(mask):
+        raise RuntimeError("sparse_mask: expected mask to be a sparse COO tensor")
+    if tuple(self.shape) != tuple(mask.shape):
+        raise RuntimeError(f"sparse_mask: operands have incompatible sizes "
+                           f"{list(self.shape)} and {list(mask.shape)}")
+    m = mask.coalesce()
+    return _FromParts.apply(m._idx, _read_at(self, m._idx), m._size, True)
+
+
+def _dense_to_dense(self: Tensor, dtype=None, *, masked_grad=None) -> Tensor:
+    """``to_dense()`` of a dense tensor: itself (cast to ``dtype`` if given)."""
+    return self if dtype is None else self.to(dtype)
+
+
+# -- gradient accumulation into .grad (engine.accumulate_grad's sparse layouts) -----------------
+
+def accumulate(var: Tensor, g: Tensor, create_graph: bool) -> None:
+    """Adds ``g`` into ``var.grad`` when either is sparse, as PyTorch's AccumulateGrad:
+
+    - no ``.grad``: a sparse ``g`` is stored as it is (uncoalesced stays uncoalesced);
+    - sparse ``.grad``, sparse ``g``: stays sparse (indices and values concatenated; in place
+      unless ``create_graph``);
+    - dense ``.grad``, sparse ``g``: ``g`` is added into it (in place unless ``create_graph``);
+    - sparse ``.grad``, dense ``g``: ``.grad`` becomes the dense ``g + .grad``;
+    - ``var`` sparse, both dense (``torch.mm``'s gradient): ``.grad`` becomes ``g + .grad``.
+
+    The caller holds the engine's accumulation lock.
+    """
+    from .state import state
+    old = var._grad
+    if old is None:
+        # (a dense gradient of a sparse leaf is copied: the engine's stealing rules are for
+        # dense leaves)
+        var._grad = g if create_graph else g.detach() if is_sparse(g) else g.detach().clone()
+        return
+    if create_graph:
+        var._grad = old + g
+        return
+    prev = state.grad_enabled
+    state.grad_enabled = False
+    try:
+        if is_sparse(old) and is_sparse(g):
+            old.add_(g)
+        elif is_sparse(g):
+            add_into_(old, g)
+        else:
+            var._grad = g + old.to_dense()
+    finally:
+        state.grad_enabled = prev
+
+
+def add_into_(dense: Tensor, s: SparseTensor, alpha=1) -> Tensor:
+    """``dense += alpha * s`` in place for a sparse ``s`` (duplicates add up); unrecorded
+    use only (the optimizers' sparse updates, gradient accumulation)."""
+    if s._nnz():
+        vals = s._vals if alpha == 1 else s._vals * alpha
+        dense.index_put_(tuple(s._idx.unbind(0)), vals.to(dense.dtype), accumulate=True)
+    return dense
+
+
+def _bind() -> None:
+    """Binds the dense Tensor's sparse entry points (PyTorch's names)."""
+    Tensor.to_sparse = to_sparse
+    Tensor.to_sparse_coo = to_sparse
+    Tensor.sparse_mask = sparse_mask
+    Tensor.to_dense = _dense_to_dense
+
+
+_bind()
