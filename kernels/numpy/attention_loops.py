@@ -36,6 +36,16 @@ def transpose_scaled(a, scale, out):
                     out[n, h, j, i] = a[n, h, i, j] * scale
 
 
+@compile(inline=True)
+def _close_row(row, end, r):
+    """The end of a softmax row whose first ``end`` entries hold exps: those scaled by ``r``
+    (1 / their sum), the rest (masked keys) set to 0."""
+    for j in range(end, row.shape[0]):
+        row[j] = 0
+    for j in range(end):
+        row[j] *= r
+
+
 @compile(reassociate=True)
 def normalize_rows(e, causal, total, one):
     """Each row of ``e`` (N, L, S; exp of the scores) divided by its sum, written to ``total``
@@ -50,12 +60,8 @@ def normalize_rows(e, causal, total, one):
             acc = one - one
             for j in range(end):
                 acc += row[j]
-            for j in range(end, source):
-                row[j] = 0
             total[n, i] = acc
-            r = one / acc
-            for j in range(end):
-                row[j] *= r
+            _close_row(row, end, one / acc)
 
 
 @compile
@@ -86,9 +92,5 @@ def softmax_rows(s, shift, causal, total):
                 e = _exp(row[j] - shift)
                 row[j] = e
                 acc += e
-            for j in range(end, source):
-                row[j] = 0
             total[n, i] = acc
-            r = one / acc
-            for j in range(end):
-                row[j] *= r
+            _close_row(row, end, one / acc)
