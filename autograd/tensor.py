@@ -735,6 +735,10 @@ class Tensor:
     def _host_array(self) -> np.ndarray:
         return host_values(self._data)
 
+    # NumPy's scalars and arrays leave their binary operators to the tensor's reflected ones,
+    # as torch.Tensor's priority makes them: ``np.sqrt(2.0) * t`` is a Tensor, not an ndarray
+    __array_priority__ = 1000
+
     def __array__(self, dtype=None, copy=None):
         if self._device.type != "cpu":
             raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "

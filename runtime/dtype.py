@@ -241,11 +241,12 @@ def _promote_limited_uint(a: dtype, b: dtype) -> dtype:
 
 
 def _category_of_scalar(x) -> int:
-    if isinstance(x, builtins_bool):
+    # NumPy's scalars count as the Python numbers they hold, as in PyTorch (np.int64 is no int)
+    if isinstance(x, (builtins_bool, np.bool_)):
         return _BOOL
-    if isinstance(x, builtins_int):
+    if isinstance(x, (builtins_int, np.integer)):
         return _INT
-    if isinstance(x, complex):
+    if isinstance(x, (complex, np.complexfloating)):
         return _COMPLEX
     return _FLOAT
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 from ...runtime.dtype import bool as _BOOL
 from ...runtime.dtype import get_default_dtype, result_type
 from ..checks import operand_on_device
@@ -46,6 +48,22 @@ def broadcast_shapes(*shapes) -> tuple:
     return tuple(out)
 
 
+_PYTHON_NUMBERS = (float, int, bool, complex)
+
+
+def python_number(x):
+    """A NumPy scalar (``np.sqrt(d)`` is an ``np.float64``) or an instance of a subclass of a
+    Python number as the Python number it holds. PyTorch takes both as it takes Python numbers,
+    weakly typed (``x * np.float64(2)`` keeps a float32 ``x`` float32), where NumPy's kernels
+    would promote to the scalar's own dtype (NEP 50) or, for a subclass, to float64."""
+    if isinstance(x, np.generic):
+        return x.item()
+    for kind in _PYTHON_NUMBERS[::-1]:  # (bool before int: a bool is an int)
+        if isinstance(x, kind):
+            return kind(x)
+    return x
+
+
 def binary_operands(a, b, op: str, dtype=None):
     """(a, b) on one device with one dtype (``dtype``, or the promoted one); a Python number
     ``b`` stays a number."""
@@ -69,7 +87,9 @@ def binary_operands(a, b, op: str, dtype=None):
         dt = dtype or result_type(a, b)
         if b._dtype is not dt:
             b = b.to(dt)
-    elif isinstance(b, _Number):
+    elif isinstance(b, (_Number, np.bool_)):  # (NumPy's bool is no Number)
+        if type(b) not in _PYTHON_NUMBERS:
+            b = python_number(b)
         dt = dtype or result_type(a, b)
         if not dt.is_floating_point:  # an int operand wraps into an integer dtype, as in
             b = wrapped_scalar(b, dt)  # PyTorch (uint8 + 300 adds 44): both backends alike
@@ -634,7 +654,7 @@ def where(condition: Tensor, input=_MISSING, other=_MISSING) -> Tensor:
 def _operand(x, dt, like: Tensor, op: str) -> Tensor:
     """``x`` (a Tensor or a number) as a tensor of dtype ``dt`` on ``like``'s device."""
     if isinstance(x, _Number):  # a wrapped number: not range-checked (creation.py's note)
-        return scalar_tensor(x, dt, like._device)
+        return scalar_tensor(python_number(x), dt, like._device)
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): expected a Tensor or a number, got {type(x).__name__}")
     x = operand_on_device(like, x, op)

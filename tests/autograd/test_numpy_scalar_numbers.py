@@ -1,0 +1,70 @@
+"""NumPy scalars (``np.sqrt(d)`` is an ``np.float64``) and subclasses of Python numbers as
+operands: PyTorch takes them as the Python numbers they hold, weakly typed, so they never
+promote a tensor's dtype, and NumPy's operators defer to the tensor's reflected ones."""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import pytest
+
+import tritongrad as tg
+from tests.helpers import host
+
+
+class _Float(float):
+    pass
+
+
+class _Int(int):
+    pass
+
+
+SCALARS = [np.float64(2.5), np.float32(2.5), np.float16(2.5), _Float(2.5)]
+INT_SCALARS = [np.int64(3), np.int32(3), np.uint8(3), _Int(3)]
+OPS = [operator.add, operator.sub, operator.mul, operator.truediv, operator.pow]
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("s", SCALARS, ids=lambda s: type(s).__name__)
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_a_numpy_float_scalar_keeps_the_tensors_dtype(op, s, dtype, device):
+    x = tg.tensor([0.5, 1.5, 3.0], device=device).to(getattr(tg, dtype))
+    ref = x.double()
+    for y, want in ((op(x, s), op(host(ref), float(s))), (op(s, x), op(float(s), host(ref)))):
+        assert isinstance(y, tg.Tensor) and y.dtype is x.dtype
+        tol = 1e-6 if dtype == "float32" else 2e-2
+        np.testing.assert_allclose(host(y.double()), want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("s", INT_SCALARS, ids=lambda s: type(s).__name__)
+def test_a_numpy_int_scalar_keeps_an_integer_tensor_integer(s, device):
+    x = tg.tensor([1, 2, 3], dtype=tg.int16, device=device)
+    for y in (x * s, s * x, x + s, x - s):
+        assert y.dtype is tg.int16
+    np.testing.assert_array_equal(host(x * s), [3, 6, 9])
+    assert (x * np.float64(0.5)).dtype is tg.float32  # a float scalar: the default dtype
+    assert (x * np.complex128(1j)).dtype is tg.complex64
+
+
+def test_in_place_comparisons_and_gradients_with_numpy_scalars(device):
+    x = tg.tensor([1.0, 2.0, 4.0], device=device)
+    y = x.clone()
+    y *= np.float64(3)
+    y += _Float(1)
+    assert y.dtype is tg.float32
+    np.testing.assert_array_equal(host(y), [4.0, 7.0, 13.0])
+    np.testing.assert_array_equal(host(np.float64(2) < x), [False, False, True])
+    np.testing.assert_array_equal(host(x == np.int64(2)), [False, True, False])
+    w = tg.tensor([1.0, 2.0, 4.0], device=device, requires_grad=True)
+    (w * np.float64(0.5) + np.float32(2) / w).sum().backward()
+    assert w.grad.dtype is tg.float32
+    np.testing.assert_allclose(host(w.grad), 0.5 - 2 / np.array([1.0, 4.0, 16.0]), rtol=1e-6)
+
+
+def test_a_numpy_array_meets_a_tensor_with_a_type_error():
+    # torch.Tensor's priority makes NumPy defer, and the tensor refuses an ndarray operand
+    with pytest.raises(TypeError, match="ndarray"):
+        np.ones(3) * tg.ones(3)
+    assert isinstance(np.exp(tg.ones(2)), np.ndarray)  # ufuncs still read the tensor
