@@ -257,6 +257,9 @@ def _infer_array(data, dtype=None) -> np.ndarray:
         _refuse_data(data)
     if dtype is not None and arr.dtype.kind in "fc":
         return arr
+    if isinstance(data, np.generic) or (isinstance(data, (list, tuple)) and dtype is None and
+                                        any(isinstance(x, np.generic) for x in _flat(data))):
+        return arr.astype(_scalars_dtype(data))
     if arr.dtype.kind == "f":
         arr = arr.astype(dtypes.get_default_dtype().np if dtypes.get_default_dtype()
                          is not dtypes.bfloat16 else np.float32)
@@ -269,6 +272,26 @@ def _infer_array(data, dtype=None) -> np.ndarray:
             raise _UNPACK_ERROR  # a Python int past int64 (NumPy made the array uint64)
         arr = arr.astype(np.int64)
     return arr
+
+
+def _scalars_dtype(data) -> np.dtype:
+    """The NumPy dtype tensor() gives data holding NumPy scalars: as PyTorch infers it, each
+    NumPy scalar brings its own dtype (``tensor(np.float64(1))`` is float64) and each Python
+    number its usual one (float: the default dtype, int: int64), promoted together."""
+    def kind(x):
+        if isinstance(x, np.generic):
+            return dtypes.from_numpy_dtype(x.dtype)
+        if isinstance(x, bool):
+            return dtypes.bool
+        if isinstance(x, int):
+            return dtypes.int64
+        default = dtypes.get_default_dtype()
+        return default.to_complex() if isinstance(x, complex) else default
+    items = [data] if isinstance(data, np.generic) else list(_flat(data))
+    dt = kind(items[0])
+    for x in items[1:]:
+        dt = dtypes.promote_types(dt, kind(x))
+    return np.dtype(np.float32) if dt is dtypes.bfloat16 else dt.np
 
 
 # PyTorch reads a Python int as a C long long before anything else (THPUtils_unpackLong)

@@ -173,6 +173,8 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
             and input._dtype.is_floating_point:
         return apply(AddBackward1, (input,), other)  # (Note [Scalar operand fast path])
     a, b = binary_operands(input, other, "add")
+    if type(alpha) not in _PYTHON_NUMBERS:  # (np.float64 would promote the kernel's result)
+        alpha = python_number(alpha)
     if a._dtype is _BOOL:  # bool + bool is a logical or, alpha a truth value (PyTorch)
         alpha = alpha is not False and alpha != 0
         if not isinstance(b, Tensor):
@@ -187,6 +189,8 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
 def sub(input, other, *, alpha=1, out=None) -> Tensor:
     """``input - alpha * other``, broadcasting."""
     a, b = binary_operands(input, other, "sub")
+    if type(alpha) not in _PYTHON_NUMBERS:  # (as add's)
+        alpha = python_number(alpha)
     if a._dtype.name == "bool":
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
                            "supported. Use the `^` or `logical_xor()` operator instead.")
@@ -740,7 +744,7 @@ def _inplace(op_tensor, op_scalar, promote_float=False):
             if shape != tuple(self.shape):
                 raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
                                    f"broadcast shape {list(shape)}")
-            params = (1 if alpha is None else alpha,) if takes_alpha else ()
+            params = (1 if alpha is None else python_number(alpha),) if takes_alpha else ()
             return apply_inplace(op_tensor, self, (other,), *params)
         if not isinstance(other, _Number):
             raise TypeError(f"{op_tensor.op_name}_(): argument 'other' must be Tensor or Number")

@@ -68,3 +68,29 @@ def test_a_numpy_array_meets_a_tensor_with_a_type_error():
     with pytest.raises(TypeError, match="ndarray"):
         np.ones(3) * tg.ones(3)
     assert isinstance(np.exp(tg.ones(2)), np.ndarray)  # ufuncs still read the tensor
+
+
+def test_alpha_as_a_numpy_scalar_keeps_the_dtype(device):
+    x, y = tg.ones(3, device=device), tg.full((3,), 2.0, device=device)
+    for out in (tg.add(x, y, alpha=np.float64(0.5)), tg.sub(x, y, alpha=np.float64(0.5)),
+                x.clone().add_(y, alpha=np.float64(0.5))):
+        assert out.dtype is tg.float32
+    np.testing.assert_array_equal(host(tg.sub(x, y, alpha=np.float64(0.5))), [0.0] * 3)
+
+
+@pytest.mark.parametrize("data, want", [
+    (np.float64(0.5), "float64"), (np.float32(0.5), "float32"), (np.int32(3), "int32"),
+    (np.float16(1), "float16"), (np.bool_(True), "bool"), (np.complex64(1j), "complex64"),
+    ([np.float64(1), np.float64(2)], "float64"), ([np.float32(1), 1.5], "float32"),
+    ([np.float64(1), 1.5], "float64"), ([np.int32(1), 2], "int64"),
+    ([[np.int16(1)], [np.int16(2)]], "int16"), ([np.float32(1), np.int64(2)], "float32"),
+    ([np.int8(1), True], "int8"), ([1.5, 2], "float32"),
+])
+def test_tensor_of_numpy_scalars_takes_their_dtypes(data, want):
+    # PyTorch's inference: each NumPy scalar brings its dtype, Python numbers theirs
+    # (float: the default dtype, int: int64), promoted together
+    for make in (tg.tensor, tg.as_tensor):
+        t = make(data)
+        assert t.dtype is getattr(tg, want)
+        np.testing.assert_array_equal(host(t), np.asarray(data).astype(t.dtype.np))
+    assert tg.tensor(np.float64(0.5), dtype=tg.float32).dtype is tg.float32
