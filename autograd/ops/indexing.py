@@ -491,7 +491,7 @@ class GatherBackward0(Primitive):
 
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     """``out[i][j] = input[index[i][j]][j]`` (dim 0; likewise for every dim). The gradient is
-    dense: ``sparse_grad=True`` raises (tritongrad has no sparse tensors)."""
+    dense: ``sparse_grad=True`` raises (its sparse gradient is not built; docs/sparse.md)."""
     if sparse_grad:
         raise unsupported("gather", "sparse_grad", sparse_grad, "gradients are dense tensors")
     d, idx = _gather_checks(input, dim, index, "gather")
