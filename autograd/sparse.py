@@ -144,7 +144,7 @@ class _Coalesce(Function):
         vals = s._vals
         summed = zeros((len(uniq), *vals.shape[1:]), dtype=vals.dtype, device=vals.device)
         summed = summed.index_add(0, _index_tensor(inverse.reshape(-1), vals), vals)
-        return _new(_index_tensor(coords.reshape(sd, -1), vals), summed, s._size, True)
+        return _new(_index_tensor(coords.reshape(sd, len(uniq)), vals), summed, s._size, True)
 
     @staticmethod
     def backward(ctx, g):
@@ -192,6 +192,8 @@ def _densify(indices: Tensor, values: Tensor, size) -> Tensor:
     out = zeros(tuple(size), dtype=values.dtype, device=values.device)
     if indices.shape[1] == 0:
         return out
+    if indices.shape[0] == 0:  # no sparse dims (a 0-d tensor's): every value lands on all of it
+        return out + values.sum(0)
     return out.index_put(tuple(indices.unbind(0)), values, accumulate=True)
 
 
@@ -201,6 +203,8 @@ def _read_at(g: Tensor, indices: Tensor) -> Tensor:
     if not is_sparse(g):
         if indices.shape[1] == 0:
             return g.reshape(-1, *g.shape[indices.shape[0]:])[:0]
+        if indices.shape[0] == 0:  # no sparse dims: every coordinate is all of g
+            return g.unsqueeze(0).expand(indices.shape[1], *g.shape)
         return g[tuple(indices.unbind(0))]
     g = g.coalesce()
     want = _linear(np.asarray(indices.cpu().numpy(), np.int64), g._size[:indices.shape[0]])
@@ -601,7 +605,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
     if check_invariants is False and size is not None:  # (trusted: the optimizers' rows)
         return _FromParts.apply(indices, values, tuple(size), bool(is_coalesced))
     host = np.asarray(indices.cpu().numpy(), np.int64)
-    if nnz and host.min() < 0:
+    if host.size and host.min() < 0:  # (none with no sparse dims)
         raise RuntimeError("sparse_coo_tensor: found negative index "
                            f"{int(host.min())}; indices must be nonnegative")
     if size is None:

@@ -3,7 +3,8 @@ the tensor and its primitives): ``mm``, ``addmm``, ``sum``, ``softmax``, ``log_s
 ``torch.mm(sparse, dense)``. Each is written over the values with dense ops (gather, multiply,
 ``index_add``, ``index_reduce``), so its gradients come by composition; only
 ``torch.mm``'s node has its own rule (its gradient for the sparse operand is dense, as
-PyTorch's).
+PyTorch's). Also here: ``gather(..., sparse_grad=True)``, a dense op whose node gives its input
+a sparse gradient.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ import numpy as np
 
 from .function import Function
 from .sparse import (SparseTensor, _FromParts, _host_indices, _index_tensor, _linear,
-                     is_sparse)
+                     deliver_sparse, is_sparse)
 from .tensor import Tensor
 
-__all__ = ["addmm", "log_softmax", "mm", "mm_dense_grad", "softmax", "sum"]
+__all__ = ["addmm", "gather_sparse_grad", "log_softmax", "mm", "mm_dense_grad", "softmax", "sum"]
 
 
 def _check_mm(op: str, s, d) -> None:
@@ -79,6 +80,64 @@ _MmDenseGrad._backward_cls.__name__ = _MmDenseGrad._backward_cls.__qualname__ = 
 def mm_dense_grad(s: SparseTensor, d: Tensor) -> Tensor:
     _check_mm("mm", s, d)
     return _MmDenseGrad.apply(s, d)
+
+
+class _GatherSparseGrad(Function):
+    """``gather(x, dim, index, sparse_grad=True)``: the dense gather's values, and for ``x`` a
+    sparse gradient as PyTorch's ``_gather_sparse_backward`` builds it: one entry per element
+    of ``index``, in its order, at that element's coordinates with ``dim``'s replaced by the
+    index there (uncoalesced: repeated indices add up), holding the incoming gradient's
+    element."""
+
+    @staticmethod
+    def forward(ctx, x, dim, index):
+        from .dispatch import apply
+        from .ops.indexing import GatherBackward0
+        ctx.dim, ctx.index, ctx.size = dim, index, tuple(x.shape)
+        return apply(GatherBackward0, (x,), dim, index._data)
+
+    @staticmethod
+    def backward(ctx, g):
+        coords = _gather_coords(ctx.index, ctx.dim, len(ctx.size))
+        return deliver_sparse(ctx, 0, coords, g.reshape(-1), ctx.size), None, None
+
+    @staticmethod
+    def jvp(ctx, tx, _dim, _index):
+        from .dispatch import apply
+        from .ops.indexing import GatherBackward0
+        return apply(GatherBackward0, (tx,), ctx.dim, ctx.index._data)
+
+
+_GatherSparseGrad._backward_cls.__name__ = _GatherSparseGrad._backward_cls.__qualname__ = \
+    "GatherBackward0"
+
+
+def _gather_coords(index: Tensor, dim: int, ndim: int) -> Tensor:
+    """The (ndim, index.numel()) coordinates of the elements ``gather`` reads: for each
+    element of ``index`` (row-major), its own coordinates with dimension ``dim``'s replaced by
+    its value. (A 0-d or 1-d ``x`` may meet an index of the other rank: the index values alone
+    are then the coordinates, and a 0-d ``x`` has none.)"""
+    from .ops.creation import arange
+    from .ops.shape import stack
+    flat = index.reshape(-1)
+    if ndim <= 1:
+        return flat.reshape(1, -1)[:ndim]  # ((0, n) for a 0-d x)
+    shape = tuple(index.shape)
+    rows = []
+    for j in range(ndim):
+        if j == dim:
+            rows.append(flat)
+            continue
+        along = arange(shape[j], device=index.device).reshape(
+            *(-1 if i == j else 1 for i in range(ndim)))
+        rows.append(along.expand(*shape).reshape(-1))
+    return stack(rows)
+
+
+def gather_sparse_grad(x: Tensor, dim: int, index: Tensor) -> Tensor:
+    """``gather(x, dim, index, sparse_grad=True)`` after gather's checks (``dim`` wrapped,
+    ``index`` the checked int64 index): the same values, ``x``'s gradient sparse."""
+    return _GatherSparseGrad.apply(x, dim, index)
 
 
 def addmm(mat: Tensor, mat1: SparseTensor, mat2: Tensor, *, beta=1.0, alpha=1.0) -> Tensor:

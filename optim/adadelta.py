@@ -32,6 +32,9 @@ class Adadelta(Optimizer):
     State per parameter: ``step``, ``square_avg``, ``acc_delta``.
     """
 
+    # PyTorch's message for a sparse gradient (Note [Sparse gradients in dense optimizers])
+    _sparse_grad_error = "Adadelta does not support sparse gradients"
+
     def __init__(self, params, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
                  weight_decay: float = 0, foreach=None, *, capturable: bool = False,
                  maximize: bool = False, differentiable: bool = False):

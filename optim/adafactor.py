@@ -62,6 +62,9 @@ class Adafactor(Optimizer):
             return shape[:-2] + (1, shape[-1])
         return super()._state_shape(key, p)
 
+    # PyTorch's message for a sparse gradient (Note [Sparse gradients in dense optimizers])
+    _sparse_grad_error = "Adafactor does not support sparse gradients"
+
     def __init__(self, params, lr: float = 1e-2, beta2_decay: float = -0.8,
                  eps=(None, 1e-3), d: float = 1.0, weight_decay: float = 0.0, *, foreach=None,
                  maximize: bool = False):

@@ -51,6 +51,11 @@ class Adam(Optimizer):
         >>> opt.step(); opt.zero_grad()
     """
 
+    # PyTorch's message for a sparse gradient, AdamW's too (Note [Sparse gradients in
+    # dense optimizers])
+    _sparse_grad_error = ("Adam does not support sparse gradients, please consider "
+                          "SparseAdam instead")
+
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, amsgrad: bool = False, *, foreach=None,
                  maximize: bool = False, capturable: bool = False, differentiable: bool = False,
@@ -79,6 +84,7 @@ class Adam(Optimizer):
         loss if a closure (re-evaluating the model) is given."""
         loss = self._closure(closure)
         for group in self.param_groups:
+            self._refuse_sparse_grads(group)
             params = [p for p in group["params"] if p.grad is not None]
             if (group["foreach"] is not False and group["fused"] is not False
                     and not group["amsgrad"] and len(params) > 1

@@ -70,6 +70,9 @@ class Adamax(Optimizer):
     State per parameter: ``step``, ``exp_avg``, ``exp_inf``.
     """
 
+    # PyTorch's message for a sparse gradient (Note [Sparse gradients in dense optimizers])
+    _sparse_grad_error = "Adamax does not support sparse gradients"
+
     def __init__(self, params, lr: float = 2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, foreach=None, *, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False):
@@ -121,6 +124,9 @@ class NAdam(Optimizer):
 
     _unshaped_state = frozenset({"step", "mu_product"})  # (scalars; mu_product loads, as
     #                                                      PyTorch's, in the parameter's dtype)
+
+    # PyTorch's message for a sparse gradient (Note [Sparse gradients in dense optimizers])
+    _sparse_grad_error = "NAdam does not support sparse gradients"
 
     def __init__(self, params, lr: float = 2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, momentum_decay: float = 4e-3,
@@ -185,6 +191,9 @@ class RAdam(Optimizer):
 
     State per parameter: ``step``, ``exp_avg``, ``exp_avg_sq``.
     """
+
+    # PyTorch's message for a sparse gradient (Note [Sparse gradients in dense optimizers])
+    _sparse_grad_error = "RAdam does not support sparse gradients"
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, decoupled_weight_decay: bool = False, *,

@@ -55,6 +55,9 @@ class ASGD(Optimizer):
 
     _unshaped_state = frozenset({"step", "eta", "mu"})
 
+    # PyTorch's message for a sparse gradient (Note [Sparse gradients in dense optimizers])
+    _sparse_grad_error = "ASGD does not support sparse gradients"
+
     def __init__(self, params, lr: float = 1e-2, lambd: float = 1e-4, alpha: float = 0.75,
                  t0: float = 1e6, weight_decay: float = 0, foreach=None, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False):

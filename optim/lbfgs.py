@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.ops.shape import cat
+from ..autograd.sparse import is_sparse
 from .optimizer import Optimizer
 
 __all__ = ["LBFGS"]
@@ -156,8 +157,9 @@ class LBFGS(Optimizer):
         self._params = self.param_groups[0]["params"]
 
     def _gather_flat_grad(self):
-        return cat([p.grad.reshape(-1) if p.grad is not None else p.new_zeros(p.numel())
-                    for p in self._params], 0)
+        # a sparse gradient (nn.Embedding(sparse=True)'s) in its dense form, as PyTorch's
+        return cat([(p.grad.to_dense() if is_sparse(p.grad) else p.grad).reshape(-1)
+                    if p.grad is not None else p.new_zeros(p.numel()) for p in self._params], 0)
 
     def _add_grad(self, step_size: float, update) -> None:
         offset = 0

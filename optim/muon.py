@@ -91,6 +91,9 @@ class Muon(Optimizer):
         >>> opt.step()
     """
 
+    # PyTorch's message for a sparse gradient (Note [Sparse gradients in dense optimizers])
+    _sparse_grad_error = "Muon does not support sparse gradients"
+
     def __init__(self, params, lr: float = 1e-3, weight_decay: float = 0.1,
                  momentum: float = 0.95, nesterov: bool = True,
                  ns_coefficients: tuple[float, float, float] = DEFAULT_NS_COEFFICIENTS,

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.node import RemovableHandle, _HookDict
+from ..autograd.sparse import SparseTensor
 from ..autograd.tensor import Tensor
 from ..kernels import backend
 
@@ -112,6 +113,17 @@ class Optimizer:
     # other state tensor must have the shape ``_state_shape`` gives (the parameter's, unless a
     # subclass with, say, factored second moments says otherwise).
     _unshaped_state: frozenset = frozenset({"step"})
+
+    # Note [Sparse gradients in dense optimizers]
+    # An optimizer whose update needs dense gradients names itself here with PyTorch's
+    # message ("RMSprop does not support sparse gradients"; Adam's and AdamW's add "please
+    # consider SparseAdam instead"), and ``step`` raises it when a group holds a sparse
+    # gradient (nn.Embedding(sparse=True)'s), before updating any parameter of that group, as
+    # PyTorch's ``_init_group`` does (after the closure, which may make the gradients). None
+    # (the default): the update takes sparse gradients (SGD, Adagrad, SparseAdam; LBFGS
+    # densifies them) or the subclass decides. ``_sparse_grad_message`` may depend on the group
+    # (SGD's fused=True refuses them).
+    _sparse_grad_error: str | None = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -270,12 +282,27 @@ class Optimizer:
         loss if a closure (re-evaluating the model) is given."""
         loss = self._closure(closure)
         for group in self.param_groups:
+            self._refuse_sparse_grads(group)
             for p in group["params"]:
                 if p.grad is not None:
                     self._update(p, group)
         return loss
 
     step = _with_step_hooks(step)
+
+    def _sparse_grad_message(self, group: dict) -> str | None:
+        """The error for a sparse gradient in ``group``, or None where the update takes them
+        (Note [Sparse gradients in dense optimizers])."""
+        return self._sparse_grad_error
+
+    def _refuse_sparse_grads(self, group: dict) -> None:
+        """Raises ``_sparse_grad_message``'s RuntimeError if a parameter of ``group`` has a
+        sparse gradient (Note [Sparse gradients in dense optimizers])."""
+        message = self._sparse_grad_message(group)
+        if message is not None:
+            for p in group["params"]:
+                if type(p.grad) is SparseTensor:
+                    raise RuntimeError(message)
 
     def _update(self, p: Tensor, group: dict) -> None:
         raise NotImplementedError(f"{type(self).__name__} must implement step() or _update()")

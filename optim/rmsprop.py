@@ -48,6 +48,9 @@ class RMSprop(Optimizer):
         >>> opt.step(); opt.zero_grad()
     """
 
+    # PyTorch's message for a sparse gradient (Note [Sparse gradients in dense optimizers])
+    _sparse_grad_error = "RMSprop does not support sparse gradients"
+
     def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0, momentum: float = 0, centered: bool = False,
                  capturable: bool = False, foreach=None, maximize: bool = False,

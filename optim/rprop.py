@@ -31,6 +31,9 @@ class Rprop(Optimizer):
     State per parameter: ``step``, ``prev`` (the last gradient used), ``step_size``.
     """
 
+    # PyTorch's message for a sparse gradient (Note [Sparse gradients in dense optimizers])
+    _sparse_grad_error = "Rprop does not support sparse gradients"
+
     def __init__(self, params, lr: float = 1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
                  capturable: bool = False, foreach=None, maximize: bool = False,
                  differentiable: bool = False):

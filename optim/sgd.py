@@ -57,6 +57,10 @@ class SGD(Optimizer):
                                   "weight_decay": weight_decay, "nesterov": nesterov,
                                   "maximize": maximize, "foreach": foreach, "fused": fused})
 
+    def _sparse_grad_message(self, group: dict) -> str | None:
+        # PyTorch's fused SGD kernel refuses sparse gradients; its other paths take them
+        return "`_fused_sgd` does not support sparse gradients" if group["fused"] else None
+
     def _update(self, p, group) -> None:
         if is_sparse(p.grad):
             return self._update_sparse(p, group)

@@ -34,7 +34,7 @@ from ..node import FREED
 from ..tensor import Tensor, array_meta, wrap_dim
 from .creation import checked_scalar, full, tensor, zeros
 from ..checks import (check_devices_match, check_index_dtype, check_same_device, checked_index,
-                      index_out_of_range, out_of_bounds, unsupported)
+                      index_out_of_range, out_of_bounds)
 from .elementwise import broadcast_shapes
 from .pointwise import fill_
 from .views import SliceScatterBackward0, is_basic_index, list_as_tuple
@@ -491,10 +491,12 @@ class GatherBackward0(Primitive):
 
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     """``out[i][j] = input[index[i][j]][j]`` (dim 0; likewise for every dim). The gradient is
-    dense: ``sparse_grad=True`` raises (its sparse gradient is not built; docs/sparse.md)."""
-    if sparse_grad:
-        raise unsupported("gather", "sparse_grad", sparse_grad, "gradients are dense tensors")
+    dense, or with ``sparse_grad=True`` a sparse COO tensor with one entry per element of
+    ``index`` (autograd/sparse_ops.py, docs/sparse.md)."""
     d, idx = _gather_checks(input, dim, index, "gather")
+    if sparse_grad:
+        from ..sparse_ops import gather_sparse_grad
+        return gather_sparse_grad(input, d, idx)
     return apply(GatherBackward0, (input,), d, idx._data)
 
 

@@ -82,8 +82,8 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
         return amax(abs(x), dims, keepdim)
     if ord == -math.inf:
         return amin(abs(x), dims, keepdim)
-    if ord == 0:  # a count: constant almost everywhere, so no gradient
-        return sum(ne(x.detach(), 0), dims, keepdim, dtype=x.dtype)
+    if ord == 0:  # a count: constant almost everywhere, so no gradient (real, as every norm)
+        return sum(ne(x.detach(), 0), dims, keepdim, dtype=x.dtype.to_real())
     if ord == 1:
         return sum(abs(x), dims, keepdim)
     if ord == 2:  # (|x|^2 of a complex x is x conj(x), real)

@@ -288,13 +288,57 @@ for _c in (_ClampT1, _ClampT2):
     _c.__name__ = _c.__qualname__ = "ClampBackward0"
 
 
+# Note [clamp's mixed bounds]
+# PyTorch's clamp has two overloads, (Tensor min, Tensor max) and (Number min, Number max):
+# a tensor and a number together match neither, and its argument parser raises TypeError
+# listing both. A 0-d tensor that does not require grad passes for a Number there (its value
+# is read), so ``clamp(x, tensor(0.), 1.0)`` is the number overload. The message is the
+# function's (``clamp(input, ...)``) whether called as ``x.clamp``, ``clip`` or ``clamp``: the
+# three are one function here.
+
+_CLAMP_OVERLOADS = ("{op}() received an invalid combination of arguments - got ({got}), but "
+                    "expected one of:\n"
+                    " * (Tensor input, Tensor min = None, Tensor max = None{out})\n{why}"
+                    " * (Tensor input, Number min = None, Number max = None{out})\n{why}")
+
+
+def _arg_type_name(a) -> str:
+    """An argument's type as PyTorch's parser names it (``float``, ``numpy.float64``)."""
+    if isinstance(a, Tensor):
+        return "Tensor"
+    t = type(a)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
+
+
+def _number_bounds(min, max, op: str):
+    """``min`` and ``max`` (neither None, one a Tensor) as numbers where PyTorch reads them so
+    (Note [clamp's mixed bounds]), else its TypeError."""
+    def number(b):
+        if not isinstance(b, Tensor):
+            return b
+        if b.ndim == 0 and not b.requires_grad:
+            return b.item()
+        lo, hi = _arg_type_name(min), _arg_type_name(max)
+        inplace = op.endswith("_")
+        why = "      didn't match because some of the arguments have invalid types: " \
+            f"(Tensor, !{lo}!, !{hi}!)\n" if inplace else ""
+        raise TypeError(_CLAMP_OVERLOADS.format(op=op, got=f"Tensor, {lo}, {hi}", why=why,
+                                                out="" if inplace else ", *, Tensor out = None"))
+    return number(min), number(max)
+
+
 def _clamp_args(x: Tensor, min, max, op: str):
+    """Checks clamp's bounds; returns (the result dtype, min, max), a 0-d tensor bound read as
+    a number beside a number bound (Note [clamp's mixed bounds])."""
     if min is None and max is None:
-        raise RuntimeError(f"{op}: At least one of 'min' or 'max' must not be None")
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     for b in (min, max):
         if b is not None and not isinstance(b, (Tensor, _Number)):
             raise TypeError(f"{op}(): bounds must be numbers or Tensors, not {type(b).__name__}")
-    return result_type(x, *(b for b in (min, max) if b is not None))
+    if min is not None and max is not None and \
+            isinstance(min, Tensor) is not isinstance(max, Tensor):
+        min, max = _number_bounds(min, max, op)
+    return result_type(x, *(b for b in (min, max) if b is not None)), min, max
 
 
 def _clamp_tensor_bounds(x, min, max, dt, op):
@@ -312,7 +356,7 @@ def clamp(input: Tensor, min=None, max=None, *, out=None) -> Tensor:  # noqa: A0
     None). NaN stays NaN; if min > max every element becomes max. The gradient passes where
     min <= x <= max."""
     x = tensor_arg(input, "clamp")
-    dt = _clamp_args(x, min, max, "clamp")
+    dt, min, max = _clamp_args(x, min, max, "clamp")
     if x._dtype is not dt:
         x = x.to(dt)
     if isinstance(min, Tensor) or isinstance(max, Tensor):
@@ -338,7 +382,7 @@ def clamp_max(input: Tensor, max) -> Tensor:  # noqa: A002
 
 def clamp_(self: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     """In-place ``clamp``."""
-    dt = _clamp_args(self, min, max, "clamp_")
+    dt, min, max = _clamp_args(self, min, max, "clamp_")
     if not _can_cast(dt, self._dtype):
         raise RuntimeError(f"clamp_: result type {dt.name.capitalize()} can't be cast to the "
                            f"desired output type {self._dtype.name.capitalize()}")

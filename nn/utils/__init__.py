@@ -47,7 +47,9 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     ``max_norm``: every gradient is multiplied by min(max_norm / (total + 1e-6), 1), as
     PyTorch's (a NaN total makes them NaN); returns the total norm before clipping, as a
     tensor. On a CUDA device nothing is read back (no sync) unless ``error_if_nonfinite``,
-    which reads the total to raise RuntimeError when it is not finite.
+    which reads the total to raise RuntimeError when it is not finite. The total is PyTorch's:
+    the ``norm_type``-norm of the gradients' norms (``inf`` the greatest |g|, ``-inf`` the
+    least, 0 the number of gradients not all zero), in their promoted real dtype.
 
     ``foreach``: None (the default) or True computes with the backend's multi-tensor kernels
     where it has them and they apply (the Triton backend's kernels/triton/foreach.py: a few
@@ -66,29 +68,18 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
             total = _clip_multi_tensor(grads, max_norm, norm_type, error_if_nonfinite)
             if total is not None:
                 return total
-        if math.isinf(norm_type):
+        if norm_type == math.inf:  # (Note [An empty gradient under the inf norm])
             parts = [g.detach().abs().amax() if hasattr(g, "amax") else
                      tensor(float(abs(g.detach().cpu().numpy()).max()), device=g.device)
-                     for g in grads if g.numel()]  # (an empty gradient counts for nothing)
+                     for g in grads if g.numel()]
             total = parts[0] if parts else tensor(0.0, dtype=grads[0].dtype.to_real(),
                                                   device=grads[0].device)
             for p in parts[1:]:
                 total = total.maximum(p.to(total.device))
         elif norm_type == 2.0:
-            total = _sum_of_squares(grads).sqrt().to(grads[0].dtype.to_real())
-        elif norm_type == 0.0:  # the 0-norm of the gradients' 0-norms: those not all zero
-            real = grads[0].dtype.to_real()
-            total = None
-            for g in grads:
-                s = (g.detach() != 0).any().to(grads[0].device, real)
-                total = s if total is None else total + s
-        else:
-            acc = None
-            for g in grads:
-                g = g.detach()
-                s = (g * g).sqrt().pow(norm_type).sum().to(grads[0].device)
-                acc = s if acc is None else acc + s
-            total = acc.pow(1.0 / norm_type)
+            total = _sum_of_squares(grads).sqrt().to(_norm_dtype(grads))
+        else:  # PyTorch's own way: the norm of the gradients' norms (-inf: the least |g|)
+            total = get_total_norm(grads, norm_type)
         on_host = all(g.device.type == "cpu" for g in grads)
         if error_if_nonfinite or on_host:  # (a device's value is read only to raise, as PyTorch)
             value = float(total.item())
@@ -106,6 +97,26 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
             _scale(grads, lambda g: cast.get((g.device, g.dtype)) or cast.setdefault(
                 (g.device, g.dtype), clamped.to(g.device, g.dtype)._data))
     return total
+
+
+def _norm_dtype(grads: list):
+    """The dtype of PyTorch's total: its per-gradient norms (each in its gradient's real dtype)
+    are stacked, so the total has their promoted dtype (float32 and float64 gradients: a
+    float64 total; float16 and bfloat16: float32)."""
+    dt = grads[0].dtype.to_real()
+    for g in grads[1:]:
+        if g.dtype is not grads[0].dtype:
+            dt = dtypes.promote_types(dt, g.dtype.to_real())
+    return dt
+
+
+# Note [An empty gradient under the inf norm]
+# PyTorch's inf norm of an empty gradient raises ("_foreach_norm cannot compute the infinity
+# norm on an empty tensor ..."): max has no identity. clip_grad_norm_ here lets an empty
+# gradient count for nothing under inf, in all three paths alike (the host one, the
+# multi-tensor kernels', the general one), rather than fail a step for a zero-size parameter.
+# Negative norm types (-inf: the least |g|) go through get_total_norm, PyTorch's way, and raise
+# on an empty gradient as PyTorch's linalg.vector_norm does.
 
 
 def _check_finite(value: float, norm_type: float) -> None:
@@ -130,7 +141,7 @@ def _clip_on_host(grads: list, max_norm: float, norm_type: float, error_if_nonfi
                 a.dtype not in (_F32, _F64) or a.dtype != grads[0]._data.dtype:
             return None
         arrays.append(a)
-    if norm_type < 0 and not math.isinf(norm_type) or norm_type == -math.inf:
+    if norm_type < 0:  # (-inf and negative p: min-like, on the general path)
         return None
     flat = [a.reshape(-1) for a in arrays]  # (a view for contiguous gradients)
     if norm_type == 2.0:  # vdot accumulates in the arrays' dtype, as PyTorch's sum of squares
@@ -169,7 +180,10 @@ def _clip_multi_tensor(grads: list, max_norm: float, norm_type: float,
         total, coef = multi.norm(arrays, norm_type, max_norm)
     except TypeError:
         return None
-    total = make(total)
+    total = make(total)  # (in the first gradient's dtype: PyTorch's promotes over all)
+    dt = _norm_dtype(grads)
+    if total.dtype is not dt:
+        total = total.to(dt)
     if error_if_nonfinite:
         _check_finite(float(total.item()), norm_type)
     multi.mul_(arrays, coef)

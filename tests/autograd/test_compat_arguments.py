@@ -123,13 +123,6 @@ def test_non_blocking_copies_are_complete_on_return(device):
 
 # -- other arguments ---------------------------------------------------------------------------
 
-def test_gather_sparse_grad_is_refused(device):
-    x, idx = tg.ones(2, 2, device=device), tg.zeros(2, 1, dtype=tg.int64, device=device)
-    with refused("gather", "sparse_grad", True):
-        tg.gather(x, 1, idx, sparse_grad=True)
-    assert tg.gather(x, 1, idx, sparse_grad=False).shape == (2, 1)
-
-
 def test_zeros_out_is_written(device):
     out = tg.ones(2, 3, device=device)
     assert tg.zeros(2, 3, out=out) is out
