@@ -22,6 +22,11 @@ interpreter is patched to give a GPU's results, so the kernels run the same sour
 - a launch swaps parts of ``triton.language`` for interpreted versions process-wide while
   it runs, so two threads launching at once break each other ("Did you forget to add
   @triton.jit?"); launches are serialised by one lock (a real GPU needs none);
+- (speed, not fidelity) that swap lists the builtins of each language module anew at every
+  launch (``inspect.getmembers``, and Triton 3.6 makes a semantic object per builtin): over
+  half of a small launch's time, which the tests' thousands of launches on tiny tensors pay
+  over and over. The wrappers are made once per module and set again at each launch
+  (``patch_builtin_once``): the same wrappers of the same functions;
 - Triton 3.6 makes the all-ones value of an unsigned type (``~x``) with
   ``np.full(1, -1, dtype)``, which NumPy 2 refuses (OverflowError); newer Triton uses the
   type's maximum, as the patch does.
@@ -112,7 +117,7 @@ def patch_interpreter() -> None:
         from triton.runtime import interpreter as interp
         cls = type(interp.interpreter_builder)
         cast_impl, create_dot, handle = cls.cast_impl, cls.create_dot, interp.TensorHandle
-        patch_tensor = interp._patch_lang_tensor
+        patch_tensor, patch_builtin = interp._patch_lang_tensor, interp._patch_builtin
         all_ones = cls.get_all_ones_value
         grid_call = interp.GridExecutor.__call__
         tensor = tl.core.tensor
@@ -150,6 +155,27 @@ def patch_interpreter() -> None:
             return handle(np.full(1, np.iinfo(np_type).max, dtype=np_type), ty.scalar)
         return all_ones(self, ty)
 
+    class Recorder:  # a patch scope that records what it is asked to set, and sets nothing
+        def __init__(self):
+            self.changes = []
+
+        def set_attr(self, obj, name, value):
+            self.changes.append((obj, name, value))
+
+    builtins_of: dict = {}  # (module or class, builder) -> its patches, made once
+
+    def patch_builtin_once(pkg, builder, scope):
+        changes = builtins_of.get((pkg, builder))
+        if changes is None:  # (the first launch: nothing is patched yet, every builtin is seen)
+            record = Recorder()
+            patch_builtin(pkg, builder, record)
+            changes = builtins_of[pkg, builder] = record.changes
+        if changes and getattr(changes[0][0], changes[0][1], None) is changes[0][2]:
+            return  # patched already: a device function called inside a launch (the stock
+            #         one finds no builtin left to patch there, the wrappers being in place)
+        for obj, name, value in changes:
+            scope.set_attr(obj, name, value)
+
     def serialised_launch(self, *args, **kwargs):
         with _launch_lock:
             return grid_call(self, *args, **kwargs)
@@ -179,3 +205,4 @@ def patch_interpreter() -> None:
     cls.get_all_ones_value = patched_all_ones
     interp.GridExecutor.__call__ = serialised_launch
     interp._patch_lang_tensor = patched_tensor
+    interp._patch_builtin = patch_builtin_once

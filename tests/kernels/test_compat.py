@@ -124,3 +124,29 @@ def test_kernel_constants_act_as_literals(kit):
     assert getattr(_launch.SQRT_2_OVER_PI, "value", _launch.SQRT_2_OVER_PI) == 0.7978845608028654
     x = np.linspace(-4, 4, 17)
     kit.check(tk.gelu(kit.up(x), "tanh"), kit.nk.gelu(x, "tanh"))
+
+
+@pytest.mark.skipif(not compat.INTERPRET, reason="the interpreter runs only without a GPU")
+def test_interpreted_launches_wrap_the_builtins_once_and_restore_them(kit):
+    # Note [interpreter fidelity], its speed item: the builtins' wrappers are made once, set at
+    # each launch and restored after it; a device function's call inside a launch (the
+    # language already patched) sets nothing more
+    import triton.language as tl
+    from triton.runtime import interpreter as interp
+    original = tl.load
+    scopes = [interp._LangPatchScope() for _ in range(3)]
+    interp._patch_builtin(tl, interp.interpreter_builder, scopes[0])
+    first = tl.load
+    assert first is not original and not tl.core.is_builtin(first)
+    interp._patch_builtin(tl, interp.interpreter_builder, scopes[1])  # as inside a launch
+    assert scopes[1]._changes == [] and tl.load is first
+    scopes[0].restore()
+    assert tl.load is original and tl.core.is_builtin(tl.load)
+    interp._patch_builtin(tl, interp.interpreter_builder, scopes[2])
+    assert tl.load is first  # the same wrapper again
+    scopes[2].restore()
+    # a kernel with device functions (sigmoid's) still computes, and leaves the language as it was
+    x = np.linspace(-6, 6, 300, dtype=np.float32)
+    kit.check(tk.unary("sigmoid", kit.up(x)), 1 / (1 + np.exp(-x.astype(np.float64))),
+              check_dtype=False, rtol=1e-6, atol=1e-7)
+    assert tl.load is original
