@@ -88,6 +88,15 @@ class Node:
 
     __slots__ = ("next_functions", "_seq", "_saved", "__weakref__", "__dict__")
 
+    # Note [Node state in slots]
+    #   A node keeps what its forward tells ``ctx`` in its ``__dict__``, made on the first
+    #   such write: one dict per node, made and freed with every recorded op. The built-in
+    #   primitives that always store the same fields on every node (a scalar op's ``s``, add's
+    #   ``alpha``, addmm's ``alpha``, ``beta`` and ``layouts``) declare them as ``__slots__``
+    #   instead, so those nodes have no dict (``x * 1.01`` and every ``linear`` with a bias
+    #   record one such node per call). Other fields, and users' annotations
+    #   (``metadata``), still go to the dict.
+
     # Every node has the three slots; the fields below are set on few nodes, so they are
     # class-level defaults that an instance shadows when it sets one (creating a node is on
     # every recorded op's path).

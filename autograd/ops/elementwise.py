@@ -111,7 +111,7 @@ def _float_type(a: Tensor, b) -> object:
 # -- add / sub ---------------------------------------------------------------------------------
 
 class AddBackward0(Primitive):
-    __slots__ = ()
+    __slots__ = ("alpha",)  # (Note [Node state in slots], node.py)
     op_name = "add"
     writes_out = True
     broadcasts = True
@@ -241,7 +241,7 @@ def binary_primitive(node: str, name: str, rule=None, *, scalar: bool = False,
             return k.binary(name, a, b, out=out)
 
     class Op(Primitive):
-        __slots__ = ()
+        __slots__ = ("s",) if scalar else ()  # (Note [Node state in slots], node.py)
         op_name = name
         writes_out = True
         broadcasts = not scalar

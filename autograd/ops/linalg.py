@@ -82,7 +82,7 @@ class AddmmBackward0(Primitive):
     linear with a bias on 2-D input) records: hooks and graphs see it, not an mm and an add.
     A is saved only for B's gradient and B for A's."""
 
-    __slots__ = ()
+    __slots__ = ("alpha", "beta", "layouts")  # (Note [Node state in slots], node.py)
     op_name = "addmm"
     save_inputs = (1, 2)
     save_when = (2, 1)

@@ -60,6 +60,19 @@ def _quiet(ufunc):
     return functools.wraps(ufunc)(call)
 
 
+def _quietly(ufunc, a):
+    """``ufunc(a)`` with NumPy's floating-point errors ignored: ``_quiet(ufunc)(a)`` without
+    the wrapper's frame, for the compiled loops that every sigmoid and ReLU forward calls."""
+    if _ERRORS is None:
+        with np.errstate(all="ignore"):
+            return ufunc(a)
+    token = _ERRORS.set(_IGNORE)
+    try:
+        return ufunc(a)
+    finally:
+        _ERRORS.reset(token)
+
+
 # Note [Cached scalar operands]
 #   NumPy converts a Python float operand on every ufunc call (NEP 50: a weak scalar, cast to
 #   the array's dtype), which on a 16x16 array costs as much as the arithmetic (~0.3 us). The
@@ -184,11 +197,11 @@ def relu(a, out=None):
     which also keeps -0.0 as PyTorch does; other dtypes NumPy's maximum (+0.0 there)."""
     if type(a) is _ndarray and a.dtype in _LOOP_FLOATS \
             and (loops := jit.loops("elementwise_loops")) is not None:
-        fn = _quiet_loop(loops.relu)  # (NaN lanes of the vectorized compare raise flags)
+        # (NaN lanes of the vectorized compare raise flags)
         if out is None:
-            r = fn(a)
+            r = _quietly(loops.relu, a)
             return r if isinstance(r, _ndarray) else np.asarray(r)
-        fn(a, out=out, casting="unsafe")
+        _quiet_loop(loops.relu)(a, out=out, casting="unsafe")
         return out
     return maximum(a, 0, out=out)  # (the zero takes a's dtype: a weak scalar)
 
@@ -268,7 +281,7 @@ def _sigmoid(x):
     if x.dtype is _F32 and type(x) is _ndarray:  # one compiled pass (elementwise_loops)
         loops = jit.loops("elementwise_loops")
         if loops is not None:
-            return _arr(_quiet_loop(loops.sigmoid)(x))
+            return _arr(_quietly(loops.sigmoid, x))
     t = _arr(np.maximum(x, _EXP_ARG_MIN[x.dtype]))  # NaN stays NaN
     np.negative(t, t)
     np.exp(t, t)
@@ -309,14 +322,23 @@ _UNARY = {
     "acosh": _quiet(np.arccosh), "atanh": _quiet(np.arctanh), "log2": _quiet(np.log2),
     "log10": _quiet(np.log10), "exp2": _quiet(np.exp2),
 }
-_F32_UNARY = {"sigmoid": _sigmoid}
+
+
+def _sigmoid_op(a, out=None, casting=None):
+    """The table's sigmoid: a plain float32 array straight to ``_sigmoid`` (its compiled
+    pass), half and bfloat16 in float32 (``_in_float32``). (The float32 test first: every
+    sigmoid of a float32 model passes here.)"""
+    if out is None and type(a) is _ndarray and a.dtype is _F32:
+        return _sigmoid(a)
+    return _in_float32(_sigmoid, a, out)
+
+
+_UNARY["sigmoid"] = _sigmoid_op
 
 
 def unary(op: str, a, out=None):
     fn = _UNARY.get(op)
     if fn is None:
-        if op in _F32_UNARY:
-            return _in_float32(_F32_UNARY[op], a, out)
         raise ValueError(f"unary: unknown op {op!r}")
     if out is None:
         r = fn(a)  # (_arr inlined, as in _binary: every unary op passes here)
@@ -622,4 +644,7 @@ def binary(op: str, a, b, out=None):
         np.copyto(out.view(_ndarray), r.view(_ndarray), casting="unsafe")
         return out
     r = fn(a, b, out)
-    return out if out is not None else _arr(r)
+    if out is not None:
+        return out
+    return r if isinstance(r, _ndarray) else np.asarray(r)  # (_arr inlined: every tanh and
+                                                             # sigmoid backward passes here)
