@@ -66,7 +66,7 @@ def test_clip_grad_norm_negative_norm_types(device, p, dt, foreach):
     coef = min(0.1 / (want + 1e-6), 1.0)
     for q, v in zip(params, vals):
         np.testing.assert_allclose(host(q.grad), v * coef, rtol=1e-5)
-    assert nn.utils.get_total_norm(vals and [tg.tensor(v, dtype=dtype) for v in vals],
+    assert nn.utils.get_total_norm([tg.tensor(v, dtype=dtype) for v in vals],
                                    norm_type=p).item() == pytest.approx(want, rel=1e-5)
 
 
