@@ -392,9 +392,23 @@ def _backward_stacks(events, records, bw_parent) -> None:
 
 def _device_events_only(events) -> list:
     """use_cpu=False: keeps the events with device time, each linked to its nearest kept
-    ancestor."""
-    kept = [e for e in events if e.kernels]
-    keep = {id(e) for e in kept}
+    ancestor.
+
+    Note [device-only events]: "device time" is ``cuda_time_total``'s: with event timing
+    (``is_legacy``) an event's own measured interval; with CUPTI its own kernels *or its
+    children's*, since CUPTI gives each kernel to the innermost op that launched it. Keeping
+    only events with kernels of their own would drop, under CUPTI, every record_function range
+    and backward node (their work is their ops'), which event timing keeps (each has an
+    interval of its own there). Only events that queue nothing, e.g. views, differ: a pair of
+    events times them, CUPTI sees no work.
+    """
+    keep: set = set()  # ids of the events with device time
+    for e in reversed(events):  # children come after their parent: their verdict is known
+        if e.kernels or id(e) in keep:
+            keep.add(id(e))
+            if not e.is_legacy and e.cpu_parent is not None:
+                keep.add(id(e.cpu_parent))
+    kept = [e for e in events if id(e) in keep]
     for e in kept:
         p = e.cpu_parent
         while p is not None and id(p) not in keep:
@@ -459,8 +473,9 @@ class profile:
         use_cuda (bool, optional): Enables timing of CUDA events as well using the cudaEvent
             API: a timing event is recorded before and after each op on the current stream of
             the op's device (a backward node: on the stream it runs on), and read when the
-            context exits. Adds a few microseconds of overhead to each op. Where CUDA is not
-            available it warns and records CPU times only. Default: ``False``.
+            context exits. Adds a few microseconds of overhead to each op. On a GPU with
+            cupti-python, CUPTI records the kernels instead (see "CUDA time" below). Where
+            CUDA is not available it warns and records CPU times only. Default: ``False``.
         record_shapes (bool, optional): If shapes recording is set, information about input
             dimensions will be collected (one list per argument, ``[]`` for non-tensors). This
             allows one to see which dimensions have been used under the hood and further group
@@ -482,7 +497,10 @@ class profile:
         use_kineto (bool, optional): accepted for compatibility; tritongrad has no Kineto, the
             events are the same either way. Default: ``False``.
         use_cpu (bool, optional): with ``use_kineto=True``, ``use_cpu=False`` keeps only the
-            events that have device time. Default: ``True``.
+            events that have device time (with CUPTI an event's device time includes its
+            children's, so a ``record_function`` range or backward node around ops that queue
+            kernels is kept, as with event timing; Note [device-only events]). Default:
+            ``True``.
         use_device (str, optional): ``"cuda"`` is the same as ``use_cuda=True``; no other
             device can be profiled. Default: ``None``.
         with_modules (bool, optional): accepted for compatibility; module hierarchy is not

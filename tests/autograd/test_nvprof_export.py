@@ -16,10 +16,19 @@ import tritongrad as tg
 from tritongrad.autograd import profiler
 from tritongrad.autograd.profiler_util import DeviceSpan, EventList, FunctionEvent, Interval
 
+from cupti_double import TIMINGS, select_timing
+
 # -- export_nvprof -----------------------------------------------------------------------------
 
 
-def _emulated_cuda_profile():
+@pytest.fixture(params=TIMINGS)
+def timing(request, monkeypatch):
+    """The export runs on both timing paths (Note [profiling both timing paths])."""
+    select_timing(request.param, monkeypatch)
+    return request.param
+
+
+def _cuda_profile():
     x = tg.ones(4, 4, device="cuda", requires_grad=True)
     (x * 2).sum().backward()  # warm up
     a = tg.ones(2)
@@ -31,8 +40,8 @@ def _emulated_cuda_profile():
     return prof
 
 
-def test_round_trip_keeps_names_seq_shapes_times_and_threads(tmp_path):
-    prof = _emulated_cuda_profile()
+def test_round_trip_keeps_names_seq_shapes_times_and_threads(timing, tmp_path):
+    prof = _cuda_profile()
     path = str(tmp_path / "t.prof")
     prof.export_nvprof(path)
     evts = prof.function_events
@@ -50,24 +59,33 @@ def test_round_trip_keeps_names_seq_shapes_times_and_threads(tmp_path):
         assert [c.name for c in b.cpu_children] == [c.name for c in a.cpu_children]
 
 
-def test_round_trip_puts_each_measured_interval_on_its_event(tmp_path):
-    prof = _emulated_cuda_profile()
+def test_round_trip_puts_each_measured_interval_on_its_event(timing, tmp_path):
+    prof = _cuda_profile()
     path = str(tmp_path / "t.prof")
     prof.export_nvprof(path)
     loaded = profiler.load_nvprof(path)
+    assert all(e.is_legacy == (timing == "events") for e in prof.function_events)
     timed = 0
     for a, b in zip(prof.function_events, loaded):
-        leaf = a.device_interval is not None and not any(
-            c.device_interval is not None for c in a.cpu_children)
-        if leaf:  # the innermost timed events: their interval is one kernel named after them
-            timed += 1
-            (k,) = b.kernels
+        # event timing: the innermost timed events' intervals, one kernel named after each
+        # (an outer interval covers its children's: not written). CUPTI: the kernels CUPTI
+        # gave each event, read back to the same event through their launch calls.
+        if a.device_spans:
+            written = [s for s in a.device_spans if s.kind == "kernel"]
+        elif a.device_interval is not None and not any(
+                c.device_interval is not None for c in a.cpu_children):
             dev, stream, span = a.device_interval
-            assert (k.name, k.device) == (a.name, dev)
-            assert k.duration == pytest.approx(span.elapsed_us(), abs=2e-3)
-            assert b.device_spans[0].stream == stream
+            written = [DeviceSpan(a.name, dev, stream, span)]
         else:
-            assert b.kernels == []
+            written = []
+        timed += bool(written)
+        assert [(k.name, k.device) for k in b.kernels] == [(s.name, s.device) for s in written]
+        for k, got, s in zip(b.kernels, b.device_spans, written):
+            assert k.duration == pytest.approx(s.interval.elapsed_us(), abs=2e-3)
+            assert got.stream == s.stream
+            assert got.interval.start == pytest.approx(s.interval.start, abs=1e-3)
+            if s.launch is not None:  # (CUPTI's launch call: written where it was)
+                assert got.launch.start == pytest.approx(s.launch.start, abs=1e-3)
     assert timed >= 3
     assert [e.cuda_time_total > 0 for e in loaded][-1] is False  # the CPU op
     step = next(e for e in loaded if e.name == "step")
@@ -83,8 +101,8 @@ def _inside(evt, ancestor) -> bool:
     return False
 
 
-def test_export_writes_nvprofs_tables(tmp_path):
-    prof = _emulated_cuda_profile()
+def test_export_writes_nvprofs_tables(timing, tmp_path):
+    prof = _cuda_profile()
     path = str(tmp_path / "t.prof")
     (tmp_path / "t.prof").write_text("an old file is replaced")
     prof.export_nvprof(path)

@@ -1,6 +1,7 @@
 """The autograd profiler (seed documents' Profiler section): profile and its options, the
 table and its sort keys, key_averages, record_function, the Chrome trace, thread locality,
-CUDA event timing (emulated device in CI, real with the gpu mark) and load_nvprof."""
+CUDA time by event timing and by CUPTI (emulated device and a CUPTI double in CI, real on a
+GPU: Note [profiling both timing paths] in cupti_double.py) and load_nvprof."""
 
 import gc
 import json
@@ -17,6 +18,8 @@ import tritongrad as tg
 from tritongrad.autograd import Function, nvprof, profiler
 from tritongrad.autograd.profiler_util import estimate_flops, parse_range_name
 from tritongrad.autograd.state import state
+
+from cupti_double import TIMINGS, select_timing
 
 SORT_KEYS = ["cpu_time", "cuda_time", "cpu_time_total", "cuda_time_total", "cpu_memory_usage",
              "cuda_memory_usage", "self_cpu_memory_usage", "self_cuda_memory_usage", "count",
@@ -461,6 +464,13 @@ def test_use_cuda_without_cuda_warns_and_records_cpu(monkeypatch):
     assert "CUDA" not in prof.key_averages().table()
 
 
+@pytest.fixture(params=TIMINGS)
+def timing(request, monkeypatch):
+    """Each CUDA-time test runs on both timing paths (Note [profiling both timing paths])."""
+    select_timing(request.param, monkeypatch)
+    return request.param
+
+
 def _cuda_profile(**kwargs):
     x = tg.ones(4, 4, device="cuda", requires_grad=True)
     (x * 2).sum().backward()  # warm up (kernels compiled, allocator primed)
@@ -480,37 +490,93 @@ def _cuda_profile(**kwargs):
     return prof
 
 
-def test_use_cuda_times_with_cuda_events(tmp_path):
+_KERNEL_OPS = ("aten::mul", "aten::sum", "aten::add_")  # those of _cuda_profile that run one
+
+
+def _queues_work(evt) -> bool:
+    """Whether an event of ``_cuda_profile`` on the device queued device work, itself or
+    inside (views and the engine's bookkeeping queue none)."""
+    return evt.name in _KERNEL_OPS or any(_queues_work(c) for c in evt.cpu_children)
+
+
+def test_use_cuda_times_device_work(timing, tmp_path):
     prof = _cuda_profile(profile_memory=True)
     evts = prof.function_events
     cpu_mul = evts[-1]
     assert cpu_mul.device_interval is None and cpu_mul.cuda_time_total == 0
+    assert cpu_mul.kernels == [] and cpu_mul.device_spans == []
     cuda_events = evts[:-1]
-    assert all(e.cuda_time_total > 0 for e in cuda_events)
     for e in cuda_events:
         assert e.self_cuda_time_total <= e.cuda_time_total + 1e-6
-        assert e.is_legacy and len(e.kernels) == 1
     step = evts[0]
     assert step.name == "step"
     assert step.cuda_time_total >= sum(c.cuda_time_total for c in step.cpu_children) - 1e-3
     mul = step.cpu_children[0]
     assert mul.name == "aten::mul" and mul.cuda_memory_usage > 0
+    for e in cuda_events:
+        assert e.cuda_time_total > 0 if _queues_work(e) else e.cuda_time_total >= 0, e.name
+    if timing == "events":
+        # a pair of events around every event on the device: each has one measured interval
+        # that covers its children's work (is_legacy; on a GPU an event pair around a view
+        # may read 0: the interval has no work in it)
+        assert all(e.is_legacy and len(e.kernels) == 1 and e.device_spans == []
+                   for e in cuda_events)
+        assert all(e.device_interval is not None for e in cuda_events)
+    else:
+        # CUPTI gives each kernel to the op that launched it; a range, a node, a view has
+        # the device time of what ran inside it (is_legacy=False, as Kineto)
+        assert not any(e.is_legacy or e.device_interval is not None for e in cuda_events)
+        assert step.kernels == [] and step.self_cuda_time_total == pytest.approx(0.0)
+        assert step.cuda_time_total == pytest.approx(
+            sum(c.cuda_time_total for c in step.cpu_children))
+        for e in cuda_events:  # device time exactly where work was queued
+            assert len(e.kernels) == len(e.device_spans)
+            assert bool(e.kernels) == (e.name in _KERNEL_OPS), e.name
+            assert (e.cuda_time_total > 0) == _queues_work(e), e.name
+            if e.name in ("MulBackward0", "torch::autograd::AccumulateGrad"):
+                assert e.kernels == []  # the node's time is its mul's, its add_'s
     table = prof.key_averages().table(sort_by="self_cuda_time_total")
     for col in ("Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg", "CUDA Mem"):
         assert col in table
     assert "Self CUDA time total: " in table
     path = tmp_path / "cuda.json"
     prof.export_chrome_trace(str(path))
-    lanes = [e for e in json.loads(path.read_text())["traceEvents"]
-             if e["ph"] == "X" and e["cat"] == "cuda"]
-    assert len(lanes) == len(cuda_events) and all(e["pid"] == 0 for e in lanes)
+    device = [e for e in json.loads(path.read_text())["traceEvents"]
+              if e["ph"] == "X" and e["pid"] == 0]
+    if timing == "events":  # one measured span per timed event
+        assert len(device) == len(cuda_events) and all(e["cat"] == "cuda" for e in device)
+    else:  # one per kernel CUPTI saw
+        assert len(device) == sum(len(e.device_spans) for e in cuda_events) > 0
+        assert {e["cat"] for e in device} <= {"kernel", "gpu_memcpy", "gpu_memset"}
 
 
-def test_use_cpu_false_keeps_device_events():
+def test_use_cpu_false_keeps_device_events(timing):
+    """use_cpu=False keeps the events with device time: with event timing every event on a
+    device (each has its measured interval); with CUPTI those whose ops queued work, the
+    'step' range and the backward nodes included (their device time is their ops')."""
+    full = _cuda_profile(use_kineto=True)
     prof = _cuda_profile(use_kineto=True, use_cpu=False)
     evts = prof.function_events
-    assert evts and all(e.kernels for e in evts)
-    assert "step" in [e.name for e in evts]
+    on_device = full.function_events[:-1]  # all but the CPU op
+    expected = on_device if timing == "events" else [e for e in on_device if _queues_work(e)]
+    names = [e.name for e in evts]
+    assert names == [e.name for e in expected]
+    assert names[0] == "step" and names.count("aten::mul") == 2  # not the CPU op
+    assert "MulBackward0" in names and "torch::autograd::AccumulateGrad" in names
+    for e in evts:  # each kept event's device time is its own or its kept children's
+        assert e.kernels or e.cpu_children, e.name
+        assert e.cuda_time_total > 0 or not _queues_work(e)
+    # each under its nearest kept ancestor
+    kept = {id(e) for e in expected}
+
+    def kept_parent(e):
+        p = e.cpu_parent
+        while p is not None and id(p) not in kept:
+            p = p.cpu_parent
+        return p
+
+    assert [e.cpu_parent.name if e.cpu_parent else None for e in evts] == \
+        [kept_parent(e).name if kept_parent(e) else None for e in expected]
 
 
 @pytest.mark.gpu

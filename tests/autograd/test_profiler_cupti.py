@@ -2,20 +2,15 @@
 (autograd/profiler_cuda.py).
 
 Without a GPU these tests run the profiler's CUPTI code path against a test double of the
-``cupti.cupti`` module (``FakeCupti`` below), not the real CUPTI: it keeps CUPTI's contract as
-the profiler relies on it (buffer callbacks, enable/disable per activity kind, a stack of
-external correlation ids, one EXTERNAL_CORRELATION record per API call made while an id is
-pushed, a driver-API record and a kernel/memset record sharing a correlation id, a clock of
-its own read by ``get_timestamp``), and the tests make it "launch" kernels from inside ops.
-What the double cannot show (that real CUPTI sees Triton's cuLaunchKernel calls, its record
-field names, its clock) is checked by the ``gpu``-marked test at the end, on a real GPU.
+``cupti.cupti`` module (``cupti_double.FakeCupti``), not the real CUPTI; its docstring says
+what the double keeps of CUPTI's contract. The tests make it "launch" kernels from inside ops,
+or see every Triton kernel the emulated device runs. What the double cannot show (that real
+CUPTI sees Triton's cuLaunchKernel calls, its record field names, its clock) is checked by the
+``gpu``-marked test at the end, on a real GPU.
 """
 
-import enum
 import json
 import sys
-import time
-import types
 import warnings
 
 import pytest
@@ -24,104 +19,12 @@ import tritongrad as tg
 from tritongrad.autograd import Function, profiler, profiler_cuda
 from tritongrad.autograd.profiler import ProfilerActivity
 
-CLOCK_OFFSET = 10 ** 15  # the double's clock is not perf_counter_ns: calibration must place it
-
-
-class FakeCupti(types.SimpleNamespace):
-    """A stand-in for ``cupti.cupti`` (see the module docstring)."""
-
-    class ActivityKind(enum.IntEnum):
-        MEMCPY = 1
-        MEMSET = 2
-        KERNEL = 3
-        DRIVER = 4
-        RUNTIME = 5
-        CONCURRENT_KERNEL = 10
-        EXTERNAL_CORRELATION = 39
-
-    class ExternalCorrelationKind(enum.IntEnum):
-        INVALID = 0
-        UNKNOWN = 1
-        OPENACC = 2
-        CUSTOM0 = 3
-
-    class ActivityFlag(enum.IntEnum):
-        NONE = 0
-        FLUSH_FORCED = 1
-
-    class ActivityMemcpyKind(enum.IntEnum):
-        HTOD = 1
-        DTOH = 2
-
-    def __init__(self):
-        super().__init__()
-        self.enabled: set = set()
-        self.callbacks = None
-        self.stack: list = []
-        self.buffer: list = []
-        self.corr = 0
-        self.registrations = 0
-
-    # the bindings the profiler calls ---------------------------------------------------------
-    def activity_register_callbacks(self, requested, completed):
-        self.registrations += 1
-        self.callbacks = (requested, completed)
-
-    def activity_enable(self, kind):
-        self.enabled.add(self.ActivityKind(kind))
-
-    def activity_disable(self, kind):
-        self.enabled.discard(self.ActivityKind(kind))
-
-    def get_timestamp(self):
-        return time.perf_counter_ns() + CLOCK_OFFSET
-
-    def activity_push_external_correlation_id(self, kind, id_):
-        assert kind == self.ExternalCorrelationKind.CUSTOM0
-        self.stack.append(id_)
-
-    def activity_pop_external_correlation_id(self, kind):
-        assert kind == self.ExternalCorrelationKind.CUSTOM0
-        return self.stack.pop()
-
-    def activity_flush_all(self, flag):
-        assert flag == self.ActivityFlag.FLUSH_FORCED
-        size, _ = self.callbacks[0]()
-        assert size > 0
-        records, self.buffer = self.buffer, []
-        self.callbacks[1](records)
-
-    # what the GPU would do ---------------------------------------------------------------------
-    def launch(self, name, duration_ns=3_000, stream=7, kind="kernel"):
-        """A cuLaunchKernel (or cuMemsetD8Async) call now, its work 5 us later."""
-        K = self.ActivityKind
-        self.corr += 1
-        t = self.get_timestamp()
-        rec = types.SimpleNamespace
-        if K.DRIVER in self.enabled:
-            self.buffer.append(rec(kind=K.DRIVER, correlation_id=self.corr, start=t,
-                                   end=t + 800, cbid=307, thread_id=1))
-        if self.stack and K.EXTERNAL_CORRELATION in self.enabled:
-            self.buffer.append(rec(kind=K.EXTERNAL_CORRELATION, correlation_id=self.corr,
-                                   external_kind=int(self.ExternalCorrelationKind.CUSTOM0),
-                                   external_id=self.stack[-1]))
-        k0 = t + 5_000
-        if kind == "kernel" and K.CONCURRENT_KERNEL in self.enabled:
-            self.buffer.append(rec(kind=K.CONCURRENT_KERNEL, correlation_id=self.corr,
-                                   start=k0, end=k0 + duration_ns, device_id=0,
-                                   stream_id=stream, name=name))
-        elif kind == "memset" and K.MEMSET in self.enabled:
-            self.buffer.append(rec(kind=K.MEMSET, correlation_id=self.corr, start=k0,
-                                   end=k0 + duration_ns, device_id=0, stream_id=stream))
+from cupti_double import FakeCupti, install, report_interpreted_launches
 
 
 @pytest.fixture
-def fake(monkeypatch):
-    cupti = FakeCupti()
-    monkeypatch.setattr(profiler_cuda, "on_real_gpu", lambda: True)
-    monkeypatch.setattr(profiler_cuda, "load_cupti", lambda: cupti)
-    monkeypatch.setattr(profiler_cuda, "_registered_with", None)
-    return cupti
+def fake(monkeypatch) -> FakeCupti:
+    return install(monkeypatch)
 
 
 def _scale_function(fake):
@@ -227,6 +130,14 @@ def test_activities_select_cuda_and_device_only_events(fake):
     with profiler.profile(activities=[ProfilerActivity.CUDA]) as prof:
         Scale.apply(x).sum()
     assert [e.name for e in prof.function_events] == ["Scale"]
+    # a range around it has device time too (its op's): kept, as event timing keeps it
+    with profiler.profile(activities=[ProfilerActivity.CUDA]) as prof:
+        with profiler.record_function("step"):
+            Scale.apply(x).sum()
+    step, scale = prof.function_events
+    assert (step.name, scale.name) == ("step", "Scale")
+    assert scale.cpu_parent is step and step.cpu_children == [scale]
+    assert step.kernels == [] and step.cuda_time_total == pytest.approx(4.0)
     with profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         Scale.apply(x).sum()
     assert {"Scale", "aten::sum"} <= {e.name for e in prof.function_events}
@@ -278,36 +189,66 @@ def test_one_cuda_tracing_profile_per_process(fake):
     assert profiler_cuda._active is None
 
 
-@pytest.mark.gpu
-def test_cupti_traces_triton_kernels_on_a_gpu(tmp_path):
-    pytest.importorskip("cupti", reason="needs cupti-python (pip install cupti-python)")
-    a = tg.randn(1024, 1024, device="cuda", requires_grad=True)
+def _matmul_step_profile(n: int):
+    """A step of matmul forward and backward on CUDA, profiled with use_cuda (warmed up)."""
+    a = tg.randn(n, n, device="cuda", requires_grad=True)
     (a @ a).sum().backward()  # compile and warm up
     tg.cuda.synchronize()
     with profiler.profile(use_cuda=True) as prof:
         with profiler.record_function("step"):
             y = (a @ a).sum()
         y.backward()
+    return prof
+
+
+def _check_matmul_step_trace(prof, tmp_path, slack_us: float) -> None:
+    """What a CUPTI trace of ``_matmul_step_profile`` must show; ``slack_us``: how far the
+    calibrated CUPTI clock may put a launch call outside its op's CPU interval."""
     evts = prof.function_events
-    mm = next(e for e in evts if e.name == "mm")
-    assert mm.kernels and not mm.is_legacy, "CUPTI saw no kernel launched by mm"
-    for span in mm.device_spans:
-        assert span.kind == "kernel" and span.interval.elapsed_us() > 0
-        assert span.launch is not None
-        assert mm.time_range.start - 5 < span.launch.start < mm.time_range.end + 5
-        assert span.interval.start >= span.launch.start - 5  # runs after it is queued
+    names = [e.name for e in evts]
+    assert names.count("aten::mm") == 3, names  # forward, and two in MmBackward0
+    for mm in (e for e in evts if e.name == "aten::mm"):
+        assert mm.kernels and not mm.is_legacy, "CUPTI saw no kernel launched by aten::mm"
+        for span in mm.device_spans:
+            assert span.kind == "kernel" and span.interval.elapsed_us() > 0
+            assert span.launch is not None
+            assert mm.time_range.start - slack_us < span.launch.start
+            assert span.launch.start < mm.time_range.end + slack_us
+            assert span.interval.start >= span.launch.start - slack_us  # runs once queued
     step = next(e for e in evts if e.name == "step")
-    assert step.cuda_time_total >= mm.cuda_time_total > 0
+    fwd_mm = next(e for e in evts if e.name == "aten::mm")
+    assert fwd_mm.cpu_parent is step
+    assert step.kernels == []  # a range launches nothing itself: its time is its ops'
+    assert step.cuda_time_total >= fwd_mm.cuda_time_total > 0
+    assert step.cuda_time_total == pytest.approx(
+        sum(c.cuda_time_total for c in step.cpu_children))
     print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=10))
     path = tmp_path / "gpu.json"
     prof.export_chrome_trace(str(path))
     kernels = [e for e in json.loads(path.read_text())["traceEvents"]
                if e["ph"] == "X" and e.get("cat") == "kernel"]
-    assert kernels
-    prof.export_nvprof(str(tmp_path / "gpu.prof"))
-    loaded = profiler.load_nvprof(str(tmp_path / "gpu.prof"))
     written = [s.interval.elapsed_us() for e in evts for s in e.device_spans
                if s.kind == "kernel"]  # copies and memsets are not exported
+    assert len(kernels) == len(written) > 0
+    prof.export_nvprof(str(tmp_path / "gpu.prof"))
+    loaded = profiler.load_nvprof(str(tmp_path / "gpu.prof"))
     assert sum(k.duration for e in loaded for k in e.kernels) == pytest.approx(sum(written),
                                                                               rel=1e-3)
 
+
+def test_cupti_double_traces_the_emulated_devices_kernels(fake, monkeypatch, tmp_path):
+    """The GPU test's checks, with the double seeing the interpreter's kernels."""
+    from tritongrad.runtime import driver
+    if not driver.is_emulated():
+        pytest.skip("on a GPU no kernel runs in the interpreter: the gpu test below checks it")
+    report_interpreted_launches(monkeypatch, fake)
+    prof = _matmul_step_profile(8)
+    _check_matmul_step_trace(prof, tmp_path, slack_us=1.0)  # the double's calibration error
+    assert fake.stack == [] and profiler_cuda._active is None
+
+
+@pytest.mark.gpu
+def test_cupti_traces_triton_kernels_on_a_gpu(tmp_path):
+    pytest.importorskip("cupti", reason="needs cupti-python (pip install cupti-python)")
+    prof = _matmul_step_profile(1024)
+    _check_matmul_step_trace(prof, tmp_path, slack_us=5.0)
