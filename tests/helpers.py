@@ -145,3 +145,27 @@ def load_module(path, name: str):
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def run_threads(fn, n: int) -> None:
+    """Runs ``fn(i)`` for i in range(n) on n threads released together (a barrier); fails if
+    a thread hangs, and re-raises the first error any thread met."""
+    import threading
+
+    errors = []
+    start = threading.Barrier(n)
+
+    def body(i):
+        try:
+            start.wait()
+            fn(i)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in threads), "a thread hung"
+    assert not errors, errors[0]

@@ -39,6 +39,20 @@ another one: the sm_90 compile check and the GPU campaign's test steps run that 
 Triton reads from its knobs at compile time (``TRITON_DEBUG``) are fixed at a layout's first
 launch; ``clear_plans()`` (in _launch.py) drops the cached launches with the plans.
 
+Note [concurrent first launches]: Triton's dispatch is not made for threads. Two threads that
+miss its kernel cache for one key at once each compile the kernel (each ``CompiledKernel``
+loading a module of its own on the GPU), and the cache keeps whichever compile finished last,
+while each thread goes on with its own. A cached launch that kept one of them then held another
+object than Triton's dispatch picks: the same binary, so the results were right, but the check
+compared objects and raised ``LaunchMismatch`` (the GPU campaign's thread tests, eight threads
+launching their first kernels at once). So a kernel's first launches of new keys take Triton's
+path one at a time (``_first_lock``, per kernel; cached launches never take it): a second
+thread with the same key waits, then finds the first one's compile in Triton's cache, and
+every cached launch of a key holds the object Triton's cache holds. Launches that skip the
+cache (hooks, warmups, uncached arguments) still reach Triton unserialized, so the check also
+takes two kernels with the same compilation hash (Triton's digest of source, specialization,
+options and target) as the same kernel; another specialization has another hash.
+
 Note [plan launches]: ``kernel[grid](*args, **options)`` still costs a few microseconds in the
 cached case: the proxy ``__getitem__`` makes, the keyword arguments packed twice, and a key over
 every argument, the layout's included. A launcher whose plan (Note [lean launches] in
@@ -81,6 +95,7 @@ from __future__ import annotations
 
 import operator
 import os
+import threading
 
 import triton
 from triton import knobs
@@ -261,6 +276,7 @@ class CachedLaunchJIT(JITFunction):
         self._kinds = tuple(_kind(p) for p in self.params)
         self._keys: dict = {}  # (argument count, options) -> its key function
         self._launches = L.plan_cache()  # clear_plans() drops these with the plans
+        self._first_lock = threading.RLock()  # Note [concurrent first launches]
 
     def key_function(self, n: int, options: bool = False):
         """The key function of launches passing the first ``n`` parameters positionally:
@@ -279,8 +295,9 @@ class CachedLaunchJIT(JITFunction):
     def check_pick(self, kernel, args: tuple, grid, kwargs: dict) -> None:
         """Raises ``LaunchMismatch`` unless Triton's dispatch picks ``kernel`` for these
         arguments (``check``: every cached launch, this kernel's own or a ``Launch``'s)."""
-        if _compiled(JITFunction.run(self, *args, grid=grid, warmup=True, **kwargs)) \
-                is not kernel:
+        picked = _compiled(JITFunction.run(self, *args, grid=grid, warmup=True, **kwargs))
+        # (or another object of the same compilation: Note [concurrent first launches])
+        if picked is not kernel and getattr(picked, "hash", 0) != getattr(kernel, "hash", 1):
             raise LaunchMismatch(f"{self.__name__}: the cached launch would run another kernel "
                                  f"than Triton's dispatch picks for these arguments")
 
@@ -297,6 +314,22 @@ class CachedLaunchJIT(JITFunction):
             return pick if len(names) > 1 else lambda kw: (pick(kw),)
         return lambda kw: tuple(kw.get(name, p.default) for name, p in params)
 
+    def _first(self, key: tuple, args: tuple, grid, kwargs: dict):
+        """The first launch of ``key``: through Triton's dispatch, then kept; one at a time per
+        kernel, so that concurrent first launches compile once (Note [concurrent first
+        launches]). A thread that waited finds the compile in Triton's cache."""
+        with self._first_lock:
+            kernel = _compiled(super().run(*args, grid=grid, warmup=False, **kwargs))
+            if key in self._launches:  # another thread's first launch of the key came first
+                return kernel
+            try:  # (a kernel whose handles cannot load launches through Triton, uncached)
+                run, function, metadata = kernel.run, kernel.function, kernel.packed_metadata
+                self._launches[key] = (run, function, metadata, self._tail(len(args), kwargs),
+                                       kernel, _direct(run, function, metadata))
+            except Exception:  # noqa: BLE001, S110 - Triton's own path reports the error
+                pass
+            return kernel
+
     def run(self, *args, grid, warmup, **kwargs):
         if (warmup or not self.enabled or self.pre_run_hooks or callable(grid)
                 or _hooked()):
@@ -309,14 +342,7 @@ class CachedLaunchJIT(JITFunction):
         except (_Uncached, TypeError):  # TypeError: an unhashable constexpr or option
             return super().run(*args, grid=grid, warmup=warmup, **kwargs)
         if launch is None:
-            kernel = _compiled(super().run(*args, grid=grid, warmup=warmup, **kwargs))
-            try:  # (a kernel whose handles cannot load launches through Triton, uncached)
-                run, function, metadata = kernel.run, kernel.function, kernel.packed_metadata
-                self._launches[key] = (run, function, metadata, self._tail(len(args), kwargs),
-                                       kernel, _direct(run, function, metadata))
-            except Exception:  # noqa: BLE001, S110 - Triton's own path reports the error
-                pass
-            return kernel
+            return self._first(key, args, grid, kwargs)
         run, function, metadata, tail, kernel, fire = launch
         if self.check:
             self.check_pick(kernel, args, grid, kwargs)

@@ -4,38 +4,29 @@ On the emulated device each launch runs in Triton's interpreter, which swaps par
 ``triton.language`` process-wide while it runs: launches are serialised (Note [interpreter
 fidelity] in kernels/triton/compat.py). Gradient accumulation into a leaf that several
 threads' graphs share takes a lock, as PyTorch's AccumulateGrad does. On a real GPU the same
-tests exercise the launch path, the caching allocator and the per-thread stream state.
+tests exercise the launch path, the caching allocator and the per-thread stream state, with
+every cached launch checked against Triton's dispatch (Note [concurrent first launches] in
+kernels/triton/launcher.py: threads launching a key first at once made the check fail there).
 """
 
 from __future__ import annotations
 
-import threading
 
 import numpy as np
+import pytest
 
 import tritongrad as tg
+from tests.helpers import run_threads
+from tritongrad.kernels.triton.launcher import CachedLaunchJIT
 
 THREADS = 8
 
 
-def _run_threads(fn, n=THREADS):
-    errors = []
-    start = threading.Barrier(n)
-
-    def body(i):
-        try:
-            start.wait()
-            fn(i)
-        except BaseException as e:  # noqa: BLE001 - reported by the test below
-            errors.append(e)
-
-    threads = [threading.Thread(target=body, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    assert not any(t.is_alive() for t in threads), "a thread hung"
-    assert not errors, errors[0]
+@pytest.fixture(autouse=True)
+def _checked_launches(monkeypatch):
+    """Cached launches checked as the GPU campaign checks them (compiled kernels only: the
+    interpreter's are Triton's own)."""
+    monkeypatch.setattr(CachedLaunchJIT, "check", True)
 
 
 def test_separate_graphs_from_many_threads_are_exact(device):
@@ -49,7 +40,7 @@ def test_separate_graphs_from_many_threads_are_exact(device):
             y.backward()
             results[i, step] = (y.item(), x.grad.cpu().numpy())
 
-    _run_threads(work)
+    run_threads(work, THREADS)
     w = np.arange(33, dtype=np.float64)
     for (i, _), (value, grad) in results.items():
         x = float(i + 1)
@@ -67,6 +58,6 @@ def test_accumulation_into_a_shared_leaf_loses_nothing(device):
         for _ in range(rounds):
             (leaf * float(i + 1)).sum().backward()
 
-    _run_threads(work)
+    run_threads(work, THREADS)
     expected = rounds * sum(range(1, THREADS + 1))
     np.testing.assert_array_equal(leaf.grad.cpu().numpy(), np.full(16, expected, np.float32))
