@@ -69,12 +69,16 @@ def _add_at(a: np.ndarray, key: tuple, values) -> None:
     np.add.at(a, key, values)
 
 
+def _one_d(x):
+    """A 0-d array as a 1-element 1-d view; anything else as it is. gather/scatter read a 0-d
+    input or index as 1-d (PyTorch allows a 0-d one beside a 1-d other)."""
+    return x.reshape(1) if isinstance(x, _ndarray) and x.ndim == 0 else x
+
+
 def gather(a: np.ndarray, dim: int, index: np.ndarray) -> np.ndarray:
-    src = _plain(a)
-    if src.ndim == 0:
-        return np.array(src, copy=True).reshape(index.shape).view(type(a))
-    window = tuple(_FULL if d == dim else slice(0, n) for d, n in enumerate(index.shape))
-    out = np.take_along_axis(src[window], index, axis=dim)
+    src, idx = _one_d(_plain(a)), _one_d(index)
+    window = tuple(_FULL if d == dim else slice(0, n) for d, n in enumerate(idx.shape))
+    out = np.take_along_axis(src[window], idx, axis=dim).reshape(index.shape)
     return out.view(BF16Array) if type(a) is BF16Array else out
 
 
@@ -85,12 +89,7 @@ def _scatter_key(dim, index) -> tuple:
 
 
 def scatter_(a: np.ndarray, dim: int, index: np.ndarray, src, accumulate: bool) -> None:
-    if a.ndim == 0:
-        if index.size:
-            src0 = src if np.ndim(src) == 0 else np.asarray(src).reshape(-1)[0]
-            new = (a + src0) if accumulate else src0
-            np.copyto(_plain(a), _plain(_values_for(a, np.asarray(new))), casting="unsafe")
-        return
+    a, index, src = _one_d(a), _one_d(index), _one_d(src)  # (a's 0-d view writes a)
     key = _scatter_key(dim, index)
     if isinstance(src, np.ndarray):
         src = src[tuple(slice(0, n) for n in index.shape)]
@@ -122,9 +121,7 @@ def _identity(reduce: str, dtype: np.dtype):
 
 def scatter_reduce_(a: np.ndarray, dim: int, index: np.ndarray, src: np.ndarray, reduce: str,
                     include_self: bool) -> None:
-    if a.ndim == 0:
-        a, index, src = a.reshape(1), index.reshape(1), src.reshape(1)
-        dim = 0
+    a, index, src = _one_d(a), _one_d(index), _one_d(src)
     if index.size == 0:
         return
     key = _scatter_key(dim, index)

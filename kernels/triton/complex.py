@@ -49,6 +49,7 @@ from . import _launch as L
 from . import elementwise as E
 from ._launch import block_range
 from .elementwise import bshape, launch_copy
+from .indexing import as_shape_of, one_d
 from .launcher import jit
 
 __all__ = ["BINARY", "UNARY", "any_nonzero", "binary", "bmm", "conj", "copy", "cumsum",
@@ -766,18 +767,13 @@ def index_put_(a, indices, values, accumulate, real_index_put_) -> None:
 
 
 def gather(a, dim, index, real_gather) -> DeviceArray:
-    if a.ndim == 0:
-        return copy(_new((), a.dtype, a.device), a)
-    return view_as_complex(real_gather(a.view_as_real(), dim % a.ndim, _lanes_of(index)))
+    a1, idx = one_d(a), one_d(index)
+    out = view_as_complex(real_gather(a1.view_as_real(), dim % a1.ndim, _lanes_of(idx)))
+    return as_shape_of(out, index)
 
 
 def scatter_(a, dim, index, src, accumulate, real_scatter_) -> None:
-    if a.ndim == 0:
-        a = a.as_strided((1,), (1,), a.offset)
-        index = index.as_strided((1,), (1,), index.offset)
-        if not _is_scalar(src):
-            src = src.as_strided((1,), (1,), src.offset)
-        dim = 0
+    a, index, src = one_d(a), one_d(index), one_d(src)  # (a's 1-d view writes a)
     if _is_scalar(src):  # a value per lane: the scalar as an array of index's shape
         value, src = src, _new(index.shape, a.dtype, a.device)
         copy(src, value)

@@ -287,25 +287,30 @@ def index_put_(a, indices, values, accumulate):
     _scatter(a, lin, values, shape, dst_st, idx_st, val_st, scale, accumulate)
 
 
+def one_d(x):
+    """A 0-d DeviceArray as a 1-element 1-d view; anything else as it is. gather/scatter read a
+    0-d input or index as 1-d (PyTorch allows a 0-d one beside a 1-d other)."""
+    return x.as_strided((1,), (1,), x.offset) if type(x) is DeviceArray and x.ndim == 0 else x
+
+
+def as_shape_of(out, index):
+    """``out`` (index's shape read 1-d) back in ``index``'s own shape."""
+    return out.as_strided((), (), out.offset) if index.ndim == 0 else out
+
+
 def gather(a, dim, index):
     """out[..i..] = a[..index[..i..]..] along ``dim`` (index: a's ndim, int64, in range)."""
-    if a.ndim == 0:
-        return astype(a, a.dtype)
+    a, idx = one_d(a), one_d(index)
     dim %= a.ndim
-    src_st = tuple(0 if d == dim else s for d, s in enumerate(a.strides))[:index.ndim]
-    out = _memory.empty(index.shape, a.dtype, a.device)
-    return _gather(out, a, index, src_st, index.strides, a.strides[dim])
+    src_st = tuple(0 if d == dim else s for d, s in enumerate(a.strides))[:idx.ndim]
+    out = _memory.empty(idx.shape, a.dtype, a.device)
+    return as_shape_of(_gather(out, a, idx, src_st, idx.strides, a.strides[dim]), index)
 
 
 def scatter_(a, dim, index, src, accumulate):
     """a[..index[..i..]..] = src[..i..] along ``dim`` (src no smaller than index), or += with
     duplicates summed; ``src`` may be a Python scalar."""
-    if a.ndim == 0:
-        a = a.as_strided((1,), (1,), a.offset)
-        index = index.as_strided((1,), (1,), index.offset)
-        if type(src) is DeviceArray:
-            src = src.as_strided((1,), (1,), src.offset)
-        dim = 0
+    a, index, src = one_d(a), one_d(index), one_d(src)  # (a's 1-d view writes a)
     dim %= a.ndim
     dst_st = tuple(0 if d == dim else s for d, s in enumerate(a.strides))
     val_st = tuple(src.strides) if type(src) is DeviceArray else None
@@ -420,11 +425,7 @@ def scatter_reduce_(a, dim, index, src, reduce, include_self):
     if reduce not in _REDUCE:
         raise ValueError(f"scatter_reduce_: reduce must be one of {', '.join(_REDUCE)}, got "
                          f"{reduce!r}")
-    if a.ndim == 0:
-        a = a.as_strided((1,), (1,), a.offset)
-        index = index.as_strided((1,), (1,), index.offset)
-        src = src.as_strided((1,), (1,), src.offset)
-        dim = 0
+    a, index, src = one_d(a), one_d(index), one_d(src)
     dim %= a.ndim
     n, length = a.numel, index.shape[dim]
     if n == 0 or index.numel == 0:
