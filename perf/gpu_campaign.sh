@@ -51,12 +51,13 @@ if [[ "${1:-}" == "--fetch-wheels" ]]; then
     # nvtx: a tritongrad dependency the GPU machines lack; scikit-learn (+ its pure-Python
     # dependencies): examples/train_digits.py. numpy/scipy are already on those machines.
     # cupti-python and nccl4py: the CUPTI profiler and the NCCL backend's gpu tests (their CUDA
-    # libraries, nvidia-cuda-cupti and nvidia-nccl-cu13, are on those machines).
+    # libraries, nvidia-cuda-cupti and nvidia-nccl-cu13, are on those machines). cupti-python stays
+    # on 13.0, the machines' CUDA: 13.4 wanted nvidia-cuda-cupti 13.4 (first GPU run, 2026-11-29).
     "$PY" -m pip download --no-deps --only-binary=:all: --python-version "$pyver" \
         --implementation cp --abi "$abi" --platform "manylinux2014_$plat" \
         --platform "manylinux_2_17_$plat" --platform "manylinux_2_27_$plat" \
         --platform "manylinux_2_28_$plat" -d "$dir" \
-        "nvtx>=0.2.10" "scikit-learn>=1.3" joblib threadpoolctl "cupti-python>=13" nccl4py \
+        "nvtx>=0.2.10" "scikit-learn>=1.3" joblib threadpoolctl "cupti-python~=13.0.0" pyelftools nccl4py \
         || exit 1
     ls -l "$dir"
     echo "carry it to the GPU machine with the device tool's carry: [\".whl\"]"
@@ -113,6 +114,11 @@ NOTES=()                   # lines for the summary's notes
 STEP_N=0
 CUR_LOG="" CUR_T=0 CUR_T0=0 CUR_IDX=-1
 GPU=0 GPU_LINE="" EMULATED=0 TG_OK=0 NVTX_STUB=0 INSTALL_MODE="" SHARD_PIDS=()
+
+cpus() {  # CPUs this process may use. GNU nproc obeys OMP_NUM_THREADS, which this script sets
+    # to 1 (the first GPU run, 2026-11-29, got one suite shard on 16 cores that way)
+    env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2
+}
 
 cell() {  # one table cell: no newlines or pipes, at most 200 characters
     local s=${1//$'\n'/ }
@@ -407,7 +413,7 @@ new_record env RUNNING ""
 CUR_T0=$(now_ms)
 ENV_IDX=$CUR_IDX
 {
-    echo "date: $(date -u +%FT%TZ); host: $(uname -srm); $(nproc 2>/dev/null || echo '?') CPUs; $(awk '/MemTotal/ {printf "%.0f GiB RAM", $2 / 1048576}' /proc/meminfo 2>/dev/null)"
+    echo "date: $(date -u +%FT%TZ); host: $(uname -srm); $(cpus) CPUs; $(awk '/MemTotal/ {printf "%.0f GiB RAM", $2 / 1048576}' /proc/meminfo 2>/dev/null)"
     if commit=$(git -C "$REPO" rev-parse --short=12 HEAD 2>/dev/null); then
         echo "source: git $commit, $(git -C "$REPO" status --porcelain 2>/dev/null | wc -l) paths changed or untracked"
     else
@@ -503,7 +509,8 @@ install_wheel() {  # install_wheel DIST IMPORT: from NVTX_WHEEL / the wheel fold
                 && { echo "$dist: unpacked $(basename "$file") into the campaign's site folder"; return 0; }
         fi
     done
-    echo "$dist: no wheel found that installs here"
+    echo "$dist: no wheel found that installs here; the import says:"
+    timeout 60 "$PY" -c "import $mod" 2>&1 | tail -n 2
     return 1
 }
 
@@ -515,6 +522,7 @@ if begin_step install 150; then
         install_wheel joblib joblib
         install_wheel threadpoolctl threadpoolctl
         install_wheel scikit-learn sklearn
+        install_wheel pyelftools elftools  # (cupti-python >= 13.2 needs it)
         install_wheel cupti-python cupti  # (optional: profile(use_cuda=True) on the GPU)
         install_wheel nccl4py nccl        # (optional: the NCCL backend's gpu tests)
     } >> "$CUR_LOG" 2>&1
@@ -595,7 +603,7 @@ fi
 
 # -- 5. tests/runtime alone: its tests compare device-wide free memory, which other processes
 #       would disturb -------------------------------------------------------------------------
-if begin_step suite-runtime 75 gpu tg; then
+if begin_step suite-runtime 100 gpu tg; then
     run_logged "$CUR_T" "${CHECKED[@]}" "$PY" -m pytest tests/runtime -m "not gpu" -q --durations=5 "${PYTEST_EXTRA[@]}"
     rc=$?
     end_step "$(status_of $rc)" "$(pt_key "$CUR_LOG")"
@@ -651,11 +659,13 @@ bench_step bench-transformer 60 perf/bench_transformer.py --device cuda --repeat
 # -- 7. the rest of the suite on the real device, in parallel shards, while the NVTX capture, the
 #       examples and ncu run beside them (none of those measures time or device memory) ---------
 SUITE_IDX=-1
-if begin_step suite 210 gpu tg; then
+if begin_step suite 240 gpu tg; then
     SUITE_IDX=$CUR_IDX SUITE_T0=$CUR_T0 SUITE_LOG=$CUR_LOG
-    nshards=${CAMPAIGN_SHARDS:-$(( $(nproc 2>/dev/null || echo 2) / 2 ))}
+    # three quarters of the CPUs, at most 12: on the H200 machine (16 cores) 12 shards ran the
+    # suite in about 200 s (2026-11-29); the rest of the cores compile kernels and feed the GPU
+    nshards=${CAMPAIGN_SHARDS:-$(( $(cpus) * 3 / 4 ))}
     (( nshards < 1 )) && nshards=1
-    (( nshards > 8 )) && [[ -z "${CAMPAIGN_SHARDS:-}" ]] && nshards=8
+    (( nshards > 12 )) && [[ -z "${CAMPAIGN_SHARDS:-}" ]] && nshards=12
     # largest files first, each to the shard with the fewest bytes so far
     # shellcheck disable=SC2086  # CAMPAIGN_SUITE_PATHS is a list of paths
     mapfile -t SHARD_FILES < <(find ${CAMPAIGN_SUITE_PATHS:-tests} \( -name 'test_*.py' -o -name '*_test.py' \) \
@@ -718,8 +728,10 @@ elif begin_step ncu-nvtx 90 gpu tg nvtx; then
     run_logged "$CUR_T" "$NCU" --nvtx --print-nvtx-rename kernel --metrics gpu__time_duration.sum \
         --csv --launch-count 80 "$PY" perf/nvtx_capture.py workload --device cuda --steps 1
     rc=$?
-    profiled=$(grep -c '==PROF== Profiling' "$CUR_LOG")
-    named=$(grep -v '^#campaign#' "$CUR_LOG" | grep -c 'seq = ')
+    # with --csv, ncu prints one row per profiled kernel ("ID","Process ID",...) and, with
+    # --print-nvtx-rename kernel, names a kernel launched inside a range "<range>/<kernel>"
+    profiled=$(grep -cE '^"[0-9]+","[0-9]+",' "$CUR_LOG")
+    named=$(grep -E '^"[0-9]+","[0-9]+",' "$CUR_LOG" | grep -cE 'seq = [0-9]+/')
     st=$(status_of "$rc")
     key="profiled $profiled kernels; $named output lines name an emit_nvtx range (seq = N)"
     if [[ $st == PASS ]] && (( named == 0 )); then

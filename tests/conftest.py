@@ -7,6 +7,7 @@ skip there.
 """
 
 import os
+import sys
 
 # One BLAS thread: CI has 2 cores, and oversubscribed BLAS threads made NumPy's matmul 10-20x
 # slower there. Set before anything imports NumPy.
@@ -65,3 +66,12 @@ def _fresh_autograd_state():
     set_mode("observers", ())
     anomaly_mode.enabled, anomaly_mode.check_nan = False, True
     tg.set_default_dtype(tg.float32)
+
+
+@pytest.fixture
+def torch_untouched():
+    """Fails the test if it imported torch. Checked against the state at its start: on the GPU
+    machines torch is installed and other tests in the process (DLPack interop) may import it."""
+    before = "torch" in sys.modules
+    yield
+    assert before or "torch" not in sys.modules, "the test imported torch"

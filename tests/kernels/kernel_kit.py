@@ -49,6 +49,13 @@ class Kit:
     tk, nk, D = tk, nk, D
     dev = Device("cuda", 0)
 
+    @property
+    def real_gpu(self) -> bool:
+        """True where the kernels run on a real GPU, not Triton's interpreter."""
+        import tritongrad.cuda as tgc
+
+        return not tgc.is_emulated()
+
     # -- moving data -------------------------------------------------------------------------
     def up(self, host, dtype=None):
         """A DeviceArray from a NumPy array; ``dtype=bfloat16`` rounds float values first."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 
@@ -22,8 +23,14 @@ def _run(code: str, **env_changes) -> subprocess.CompletedProcess:
             env.pop(k, None)
         else:
             env[k] = v
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, check=False,
-                          capture_output=True, text=True, timeout=120)
+    # From a file, not ``-c``: a compiled @triton.jit reads its function's source (the
+    # interpreter does not, so only the first real GPU run showed it, 2026-11-29)
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "snippet.py")
+        with open(script, "w") as f:
+            f.write(textwrap.dedent(code))
+        return subprocess.run([sys.executable, script], env=env, check=False,
+                              capture_output=True, text=True, timeout=120)
 
 
 # -- the emulated driver ------------------------------------------------------------------

@@ -92,15 +92,15 @@ def test_event_timing_measures_device_time(cuda, big):
 
 def test_record_stream_prevents_reuse_until_the_stream_is_done(cuda, big):
     cuda.empty_cache()  # no 256 MiB blocks cached by earlier tests to muddy the pointer checks
+    gc.collect()  # now, not after queuing: in a big process it outlasted the chain (H200, 2026-11-29)
     s = cuda.Stream()
     x = memory.empty((256 * MiB,), dt.uint8, CUDA)  # allocated on the default stream
     ptr = x.data_ptr()
-    _slow(s, big, 50)
+    _slow(s, big, 200)
     _memset(x, 3, s)  # s writes x after the chain
     x.storage.record_stream(s)
-    del x
-    gc.collect()
-    assert not s.query()
+    del x  # the last reference: freed here (z below gets ptr back only if it was)
+    assert not s.query(), "the memset chain finished before the check: make it longer"
     y = memory.empty((256 * MiB,), dt.uint8, CUDA)
     assert y.data_ptr() != ptr, "reused while stream s may still write it"
     s.synchronize()
