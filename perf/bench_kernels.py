@@ -5,9 +5,10 @@
 Prints, for each elementwise/copy/reduction/row-op/optimizer case, the time, the effective
 bandwidth (bytes the op must move / time) and that bandwidth as a fraction of a device-to-device
 copy measured in the same run (``cuMemcpyDtoDAsync`` through the runtime): the roofline these
-memory-bound kernels aim at. For matmul it prints TFLOP/s (2*M*N*K / time) and, when torch is
-installed, torch's TFLOP/s for the same shapes and the ratio (torch is only a peer here;
-tritongrad never imports it). Then the host time of one small op (launch-bound: Triton's Python launch path costs ~10-20 us of host time).
+memory-bound kernels aim at; and, when torch is installed, torch's time for the same op on the
+same values and the ratio (tritongrad / torch: below 1 tritongrad is faster). For matmul it
+prints TFLOP/s (2*M*N*K / time) and torch's TFLOP/s for the same shapes and the ratio (torch is
+only a peer here; tritongrad never imports it). Inputs are random, never constants. Then the host time of one small op (launch-bound: Triton's Python launch path costs ~10-20 us of host time).
 
 Timing: ``triton.testing.do_bench`` (CUDA events through tritongrad's Triton driver, L2 flushed
 between runs) for tritongrad; torch's events on torch's stream for torch. On a machine without
@@ -55,93 +56,159 @@ def _torch_bench(torch, fn, reps: int = 50) -> float:
     return start.elapsed_time(end) / reps
 
 
-def _elementwise(tk, D, n_log2: int):
+def _inputs(rows: int, cols: int, seed: int = 0) -> dict:
+    """Host inputs, random (never constants: METHOD.md, and a zero or constant operand can run
+    faster than real data): float32 a, b (rows, cols), a bias (cols,), class targets (rows,)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((rows, cols), dtype=np.float32)
+    return {"a": a, "b": rng.uniform(0.5, 2.0, (rows, cols)).astype(np.float32),
+            "at": np.ascontiguousarray(a.T), "bias": rng.standard_normal(cols, np.float32),
+            "target": rng.integers(0, cols, rows)}
+
+
+def _cases(tk, D, host: dict, device):
+    """The memory-bound cases: (name, tritongrad fn, the same op as ``fn(torch, t)`` of torch
+    tensors ``t`` or None, bytes the op must move)."""
     from tritongrad.runtime import memory
 
-    n = 1 << n_log2
-    cols = 4096
-    rows = n // cols
+    rows, cols = host["a"].shape
+    up = lambda x: memory.to_device(x, device)  # noqa: E731
     f32 = D.float32
-    a = tk.full((rows, cols), 0.5, f32)
-    b = tk.full((rows, cols), 1.5, f32)
-    bias = tk.full((cols,), 0.25, f32)
-    h = tk.full((rows, cols), 0.5, D.float16)
+    a, b, bias, target = up(host["a"]), up(host["b"]), up(host["bias"]), up(host["target"])
+    h = tk.astype(a, D.float16)
     mask = tk.gt(a, 0.0)
     out = tk.empty((rows, cols), f32)
-    at = tk.permute(tk.full((cols, rows), 0.5, f32), (1, 0))  # (rows, cols) view, transposed
-    copy_dst = memory.empty((rows, cols), f32, a.device)
-    target = tk.full((rows,), 7, D.int64)
-    m = tk.full((rows, cols), 0.0, f32)
-    v = tk.full((rows, cols), 0.0, f32)
+    at = tk.permute(up(host["at"]), (1, 0))  # (rows, cols) view, transposed
+    copy_dst = memory.empty((rows, cols), f32, device)
+    m, v = tk.full((rows, cols), 0.0, f32), tk.full((rows, cols), 0.0, f32)
 
     def d2d():
         memory.copy_between(copy_dst, a)
 
+    n = rows * cols
     f4, f2, f1 = 4 * n, 2 * n, n
-    cases = [
-        ("copy (cuMemcpyDtoD)", d2d, 2 * f4),
-        ("copy_ kernel", lambda: tk.copy_(out, a), 2 * f4),
-        ("add", lambda: tk.add(a, b, out=out), 3 * f4),
-        ("add (new output)", lambda: tk.add(a, b), 3 * f4),
-        ("mul scalar", lambda: tk.mul(a, 2.0, out=out), 2 * f4),
-        ("add bias (broadcast)", lambda: tk.add(a, bias, out=out), 2 * f4),
-        ("exp", lambda: tk.exp(a, out=out), 2 * f4),
-        ("div", lambda: tk.div(a, b, out=out), 3 * f4),
-        ("gt -> bool", lambda: tk.gt(a, b), 2 * f4 + f1),
-        ("where", lambda: tk.where(mask, a, 0.0), f1 + 2 * f4),
-        ("relu fp16", lambda: tk.relu(h), 2 * f2),
-        ("astype f32->bf16", lambda: tk.astype(a, D.bfloat16), f4 + f2),
-        ("contiguous(transposed)", lambda: tk.contiguous(at), 2 * f4),
-        ("add transposed + contig", lambda: tk.add(at, a, out=out), 3 * f4),
-        ("sum last dim", lambda: tk.sum(a, (1,), False), f4),
-        ("sum dim 0", lambda: tk.sum(a, (0,), False), f4),
-        ("sum all", lambda: tk.sum(a, (0, 1), False), f4),
-        ("sum fp16 last dim", lambda: tk.sum(h, (1,), False), f2),
-        ("amax last dim", lambda: tk.reduce("amax", a, (1,), False), f4),
-        ("argmax last dim", lambda: tk.argreduce("argmax", a, 1, False), f4),
-        ("cumsum last dim", lambda: tk.cumsum(a, 1), 2 * f4),
-        ("softmax last dim", lambda: tk.softmax(a, 1), 2 * f4),
-        ("layer_norm", lambda: tk.layer_norm(a, bias, bias, 1e-5), 2 * f4),
-        ("cross_entropy (4096 classes)", lambda: tk.cross_entropy(a, target, -100, 0.0), f4),
-        ("gelu", lambda: tk.gelu(a, "none"), 2 * f4),
+    return [
+        ("copy (cuMemcpyDtoD)", d2d, lambda T, t: t["out"].copy_(t["a"]), 2 * f4),
+        ("copy_ kernel", lambda: tk.copy_(out, a), lambda T, t: t["out"].copy_(t["a"]), 2 * f4),
+        ("add", lambda: tk.add(a, b, out=out), lambda T, t: T.add(t["a"], t["b"], out=t["out"]),
+         3 * f4),
+        ("add (new output)", lambda: tk.add(a, b), lambda T, t: t["a"] + t["b"], 3 * f4),
+        ("mul scalar", lambda: tk.mul(a, 2.0, out=out),
+         lambda T, t: T.mul(t["a"], 2.0, out=t["out"]), 2 * f4),
+        ("add bias (broadcast)", lambda: tk.add(a, bias, out=out),
+         lambda T, t: T.add(t["a"], t["bias"], out=t["out"]), 2 * f4),
+        ("exp", lambda: tk.exp(a, out=out), lambda T, t: T.exp(t["a"], out=t["out"]), 2 * f4),
+        ("div", lambda: tk.div(a, b, out=out), lambda T, t: T.div(t["a"], t["b"], out=t["out"]),
+         3 * f4),
+        ("gt -> bool", lambda: tk.gt(a, b), lambda T, t: t["a"] > t["b"], 2 * f4 + f1),
+        ("where", lambda: tk.where(mask, a, 0.0), lambda T, t: T.where(t["mask"], t["a"], 0.0),
+         f1 + 2 * f4),
+        ("relu fp16", lambda: tk.relu(h), lambda T, t: T.relu(t["h"]), 2 * f2),
+        ("astype f32->bf16", lambda: tk.astype(a, D.bfloat16),
+         lambda T, t: t["a"].to(T.bfloat16), f4 + f2),
+        ("contiguous(transposed)", lambda: tk.contiguous(at), lambda T, t: t["at"].contiguous(),
+         2 * f4),
+        ("add transposed + contig", lambda: tk.add(at, a, out=out),
+         lambda T, t: T.add(t["at"], t["a"], out=t["out"]), 3 * f4),
+        ("sum last dim", lambda: tk.sum(a, (1,), False), lambda T, t: t["a"].sum(1), f4),
+        ("sum dim 0", lambda: tk.sum(a, (0,), False), lambda T, t: t["a"].sum(0), f4),
+        ("sum all", lambda: tk.sum(a, (0, 1), False), lambda T, t: t["a"].sum(), f4),
+        ("sum fp16 last dim", lambda: tk.sum(h, (1,), False), lambda T, t: t["h"].sum(1), f2),
+        ("amax last dim", lambda: tk.reduce("amax", a, (1,), False),
+         lambda T, t: t["a"].amax(1), f4),
+        ("argmax last dim", lambda: tk.argreduce("argmax", a, 1, False),
+         lambda T, t: t["a"].argmax(1), f4),
+        ("cumsum last dim", lambda: tk.cumsum(a, 1), lambda T, t: t["a"].cumsum(1), 2 * f4),
+        ("softmax last dim", lambda: tk.softmax(a, 1), lambda T, t: T.softmax(t["a"], 1), 2 * f4),
+        ("layer_norm", lambda: tk.layer_norm(a, bias, bias, 1e-5),
+         lambda T, t: T.nn.functional.layer_norm(t["a"], (cols,), t["bias"], t["bias"], 1e-5),
+         2 * f4),
+        (f"cross_entropy ({cols} classes)", lambda: tk.cross_entropy(a, target, -100, 0.0),
+         lambda T, t: T.nn.functional.cross_entropy(t["a"], t["target"], reduction="none"), f4),
+        ("gelu", lambda: tk.gelu(a, "none"), lambda T, t: T.nn.functional.gelu(t["a"]), 2 * f4),
         ("adam_step (p, g, m, v)", lambda: tk.adam_step(a, b, m, v, None, 3, 1e-3, 0.9, 0.999,
-                                                         1e-8, 0.0, False, False, True), 7 * f4),
+                                                         1e-8, 0.0, False, False, True),
+         None, 7 * f4),  # (torch's fused Adam is an optimizer, not an op: no peer here)
     ]
-    print(f"\nelementwise, copies and reductions: {rows} x {cols} ({n / 1e6:.1f} M elements)")
-    print(f"{'op':28s} {'time us':>10s} {'GB/s':>9s} {'vs copy':>8s}")
+
+
+def _torch_tensors(torch, host: dict) -> dict | None:
+    """The torch peers of ``_inputs`` on the GPU (None where torch is not installed)."""
+    if torch is None:
+        return None
+    a = torch.from_numpy(host["a"]).cuda()
+    return {"a": a, "b": torch.from_numpy(host["b"]).cuda(), "out": torch.empty_like(a),
+            "at": torch.from_numpy(host["at"]).cuda().t(), "bias": torch.from_numpy(host["bias"]).cuda(),
+            "target": torch.from_numpy(host["target"]).cuda(), "h": a.half(), "mask": a > 0}
+
+
+def _device():
+    from tritongrad.runtime import cuda_api
+    from tritongrad.runtime.device import device
+
+    return device("cuda", cuda_api.current_device())
+
+
+def _import_torch():
+    try:
+        import torch  # the peer only; never imported by tritongrad itself
+    except ImportError:
+        return None
+    return torch
+
+
+def _elementwise(tk, D, n_log2: int):
+    cols = 4096
+    rows = (1 << n_log2) // cols
+    host = _inputs(rows, cols)
+    torch = _import_torch()
+    tt = _torch_tensors(torch, host)
+    cases = _cases(tk, D, host, _device())
+    print(f"\nelementwise, copies and reductions: {rows} x {cols} ({rows * cols / 1e6:.1f} M "
+          f"elements), random float32 inputs" + ("" if torch else " (torch not installed)"))
+    print(f"{'op':28s} {'time us':>10s} {'GB/s':>9s} {'vs copy':>8s} {'torch us':>9s} "
+          f"{'x torch':>8s}")
     copy_gbs = None
-    for name, fn, nbytes in cases:
+    for name, fn, tfn, nbytes in cases:
         ms = _bench(fn)
         gbs = nbytes / (ms * 1e-3) / 1e9
         if copy_gbs is None:
             copy_gbs = gbs
-        print(f"{name:28s} {ms * 1e3:10.1f} {gbs:9.0f} {gbs / copy_gbs:8.2f}")
+        line = f"{name:28s} {ms * 1e3:10.1f} {gbs:9.0f} {gbs / copy_gbs:8.2f}"
+        if tt is not None and tfn is not None:
+            tms = _torch_bench(torch, lambda tfn=tfn: tfn(torch, tt))
+            line += f" {tms * 1e3:9.1f} {ms / tms:8.2f}"
+        print(line)
 
 
 def _matmul(tk, D, sizes):
-    try:
-        import torch  # the peer only; never imported by tritongrad itself
-    except ImportError:
-        torch = None
-    print("\nmatmul (square M = N = K), TFLOP/s" + ("" if torch else " (torch not installed)"))
+    import numpy as np
+    from tritongrad.runtime import memory
+
+    torch = _import_torch()
+    print("\nmatmul (square M = N = K, random normal inputs), TFLOP/s"
+          + ("" if torch else " (torch not installed)"))
     print(f"{'dtype':10s} {'size':>6s} {'tritongrad':>11s} {'torch':>8s} {'ratio':>7s}")
     tdt = {}
     if torch is not None:
         torch.backends.cuda.matmul.allow_tf32 = False  # compare IEEE float32 with IEEE float32
         tdt = {D.float16: torch.float16, D.bfloat16: torch.bfloat16, D.float32: torch.float32,
                D.float64: torch.float64}
+    rng = np.random.default_rng(1)
+    device = _device()
     for dtype in (D.float16, D.bfloat16, D.float32, D.float64):
         for s in sizes:
             if dtype is D.float64 and s > 2048:
                 continue
-            a = tk.full((s, s), 0.01, dtype)
-            b = tk.full((s, s), 0.02, dtype)
+            ha, hb = (rng.standard_normal((s, s), dtype=np.float32) for _ in range(2))
+            a, b = (tk.astype(memory.to_device(x, device), dtype) for x in (ha, hb))
             ms = _bench(lambda a=a, b=b: tk.matmul(a, b))
             tf = 2 * s**3 / (ms * 1e-3) / 1e12
             line = f"{dtype.name:10s} {s:6d} {tf:11.1f}"
             if torch is not None:
-                ta = torch.full((s, s), 0.01, dtype=tdt[dtype], device="cuda")
-                tb = torch.full((s, s), 0.02, dtype=tdt[dtype], device="cuda")
+                ta, tb = (torch.from_numpy(x).cuda().to(tdt[dtype]) for x in (ha, hb))
                 tms = _torch_bench(torch, lambda ta=ta, tb=tb: ta @ tb)
                 ttf = 2 * s**3 / (tms * 1e-3) / 1e12
                 line += f" {ttf:8.1f} {tf / ttf:7.2f}"
