@@ -20,7 +20,8 @@ Complex operands (Note [complex lanes] in complex.py) are four real products of 
 strided views that need no copy: ``complex.bmm``.
 
 Block sizes come from a few fixed configs picked by shape (no autotuning yet): the large-tile
-config for big products, smaller tiles when M or N is small (so more programs run).
+config for big products, smaller tiles when M or N is small (so more programs run); a product
+with few tiles and a long K splits K (Note [split-K]).
 """
 
 from __future__ import annotations
@@ -29,10 +30,12 @@ import triton.language as tl
 
 from ...runtime import dtype as D
 from ...runtime import memory as _memory
+from ...runtime.array import contiguous_strides
 from . import _launch as L
 from . import complex as _complex
 from .launcher import Launch, jit
 from .memory import astype, full
+from .reduction import sum as _sum
 
 __all__ = ["bmm", "matmul"]
 
@@ -43,14 +46,18 @@ GROUP_M = 8
 def _matmul_kernel(
     a_ptr,  # *T: A, (B, M, K), element (b, m, k) at b * s_ab + m * s_am + k * s_ak
     b_ptr,  # *T: B, (B, K, N), element (b, k, n) at b * s_bb + k * s_bk + n * s_bn
-    c_ptr,  # *T: C, (B, M, N) contiguous, written
+    c_ptr,  # *T: C, (B, M, N) contiguous, written; split-K: (SPLIT, B, M, N) ACC partials
     PRECISION: tl.constexpr,  # per launch (the float32 matmul precision); the rest: the plan's
     M, N, K,
     s_ab, s_am, s_ak, s_bb, s_bk, s_bn,
+    k_chunk,  # the K range of one split (program_id(1)): [s * k_chunk, (s + 1) * k_chunk)
     ACC: tl.constexpr, USE_DOT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP: tl.constexpr, INT64: tl.constexpr,
 ):
+    split = tl.program_id(1)
+    k_lo = split * k_chunk
+    k_hi = tl.minimum(K, k_lo + k_chunk)
     pid = tl.program_id(0)
     n_pid_m = tl.cdiv(M, BLOCK_M)
     n_pid_n = tl.cdiv(N, BLOCK_N)
@@ -66,18 +73,20 @@ def _matmul_kernel(
         batch = batch.to(tl.int64)
         pid_m = pid_m.to(tl.int64)
         pid_n = pid_n.to(tl.int64)
+        split = split.to(tl.int64)
+        k_lo = k_lo.to(tl.int64)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
     if INT64:
         rk = rk.to(tl.int64)
-    a_ptrs = a_ptr + batch * s_ab + (rm[:, None] * s_am + rk[None, :] * s_ak)
-    b_ptrs = b_ptr + batch * s_bb + (rk[:, None] * s_bk + rn[None, :] * s_bn)
+    a_ptrs = a_ptr + batch * s_ab + (rm[:, None] * s_am + (k_lo + rk)[None, :] * s_ak)
+    b_ptrs = b_ptr + batch * s_bb + ((k_lo + rk)[:, None] * s_bk + rn[None, :] * s_bn)
     m_mask = (rm < M)[:, None]
     n_mask = (rn < N)[None, :]
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
-    for k0 in range(0, K, BLOCK_K):
-        k_left = K - k0
+    for k0 in range(k_lo, k_hi, BLOCK_K):
+        k_left = k_hi - k0
         a = tl.load(a_ptrs, mask=m_mask & (rk[None, :] < k_left), other=0.0)
         b = tl.load(b_ptrs, mask=(rk[:, None] < k_left) & n_mask, other=0.0)
         if USE_DOT:
@@ -87,7 +96,8 @@ def _matmul_kernel(
         a_ptrs += BLOCK_K * s_ak
         b_ptrs += BLOCK_K * s_bk
     c = acc.to(c_ptr.dtype.element_ty)
-    c_ptrs = c_ptr + batch * M * N + (rm[:, None] * N + rn[None, :])
+    n_batch = tl.num_programs(0) // tiles
+    c_ptrs = c_ptr + (split * n_batch + batch) * M * N + (rm[:, None] * N + rn[None, :])
     tl.store(c_ptrs, c, mask=m_mask & n_mask)
 
 
@@ -108,6 +118,19 @@ CONFIGS = {
 _FAMILY = {D.float16: "half", D.bfloat16: "half", D.float32: "f32", D.float64: "f64"}
 _ACC = {D.float16: tl.float32, D.bfloat16: tl.float32, D.float32: tl.float32,
         D.float64: tl.float64}
+_ACC_DT = {D.float16: D.float32, D.bfloat16: D.float32, D.float32: D.float32,
+           D.float64: D.float64}
+
+# Note [split-K]: a product with few output tiles and a long K (a weight gradient, X^T @ G:
+# M x N small, K the batch) leaves most SMs idle: 784 x 1024 at 128 x 128 tiles is 56 programs
+# on an H200's 132 SMs (the MLP step at batch 4096 ran 1.84x torch there, 2026-11-29). Such a
+# product splits K over program_id(1) until about TARGET_PROGRAMS programs run, each split at
+# least MIN_SPLIT_STEPS BLOCK_K steps long; each writes its partial tile in the accumulator's
+# dtype, and one column sum (reduction.py) adds the splits in a fixed order and rounds once, so
+# the result is deterministic (no atomics). Module globals, so tests can shrink them (call
+# _launch.clear_plans() after). The same scheme as the convolution's weight gradient (conv.py).
+TARGET_PROGRAMS = 132   # one wave of large tiles on 132 SMs (H100 SXM, H200)
+MIN_SPLIT_STEPS = 4
 # tl.dot's input_precision: only meaningful for float32 inputs, "ieee" (full float32) unless
 # set_float32_matmul_precision allows TF32 ("high" or "medium", as PyTorch's allow_tf32).
 _PRECISION = {D.float16: "tf32", D.bfloat16: "tf32", D.float32: "ieee", D.float64: "ieee"}
@@ -122,6 +145,15 @@ _PLANS = L.plan_cache()
 _f64_dot: list = []  # [True/False] once known: does this Triton compile tl.dot for float64?
 
 
+def _split_k(tiles: int, K: int, bk: int) -> tuple:
+    """(splits, K per split) of a product of ``tiles`` output tiles: Note [split-K]."""
+    split = max(1, min(TARGET_PROGRAMS // tiles, K // (bk * MIN_SPLIT_STEPS)))
+    if split == 1:
+        return 1, K
+    chunk = L.cdiv(L.cdiv(K, split), bk) * bk
+    return L.cdiv(K, chunk), chunk
+
+
 def _plan(key):
     B, M, N, K, sa, sb, dtype, use_dot = key
     family = _FAMILY[dtype] if use_dot or dtype is not D.float64 else "f64_fallback"
@@ -132,19 +164,32 @@ def _plan(key):
     else:
         size = "medium"
     bm, bn, bk, warps, stages = CONFIGS[family][size]
+    tiles = B * L.cdiv(M, bm) * L.cdiv(N, bn)
+    split, chunk = _split_k(tiles, K, bk)
     int64 = (L.needs_int64((B, M, K), sa) or L.needs_int64((B, K, N), sb)
-             or B * M * N >= L._INT32_SAFE)
-    grid = (B * L.cdiv(M, bm) * L.cdiv(N, bn),)
-    plan = Launch(_matmul_kernel, grid, (M, N, K, *sa, *sb, _ACC[dtype], use_dot, bm, bn, bk,
-                                         GROUP_M, int64), num_warps=warps, num_stages=stages)
-    _PLANS[key] = plan
+             or split * B * M * N >= L._INT32_SAFE)
+    launch = Launch(_matmul_kernel, (tiles, split),
+                    (M, N, K, *sa, *sb, chunk, _ACC[dtype], use_dot, bm, bn, bk, GROUP_M, int64),
+                    num_warps=warps, num_stages=stages)
+    plan = _PLANS[key] = (launch, split)
     return plan
 
 
-def _launch(a, b, c, B, M, K, N, sa, sb, use_dot):
+def _launch(a, b, B, M, K, N, sa, sb, use_dot, shape):
+    """The product as a new contiguous array of ``shape``: the kernel's output, or with
+    split-K the sum of its partials (in the accumulator's dtype), rounded once."""
     key = (B, M, N, K, sa, sb, a.dtype, use_dot)
-    launch = _PLANS.get(key) or _plan(key)
-    launch(a, b, c, _precision(a.dtype))
+    launch, split = _PLANS.get(key) or _plan(key)
+    if split == 1:
+        c = _memory.empty(shape, a.dtype, a.device)
+        launch(a, b, c, _precision(a.dtype))
+        return c
+    acc_dt = _ACC_DT[a.dtype]
+    part = _memory.empty((split, B * M * N), acc_dt, a.device)
+    launch(a, b, part, _precision(a.dtype))
+    c = _sum(part, (0,), False)
+    c = c if a.dtype is acc_dt else astype(c, a.dtype)
+    return c.as_strided(shape, contiguous_strides(shape), c.offset)
 
 
 def _check(op, a, b, nd):
@@ -174,24 +219,22 @@ def _product(a, b, B, M, K, N, sa, sb, shape):
     dtype = a.dtype
     if K == 0 and B and M and N:
         return full(shape, 0, dtype, a.device)
-    c = _memory.empty(shape, dtype, a.device)
     if B == 0 or M == 0 or N == 0:
-        return c
+        return _memory.empty(shape, dtype, a.device)
     L.ensure_driver()
     if dtype is not D.float64:
-        _launch(a, b, c, B, M, K, N, sa, sb, True)
-    elif _f64_dot:
-        _launch(a, b, c, B, M, K, N, sa, sb, _f64_dot[0])
-    else:
-        try:
-            _launch(a, b, c, B, M, K, N, sa, sb, True)
-            _f64_dot.append(True)
-        except Exception:
-            if L.INTERPRET:  # the interpreter runs any dot: an error here is a real one
-                raise
-            _f64_dot.append(False)  # this Triton cannot compile a float64 tl.dot
-            _launch(a, b, c, B, M, K, N, sa, sb, False)
-    return c
+        return _launch(a, b, B, M, K, N, sa, sb, True, shape)
+    if _f64_dot:
+        return _launch(a, b, B, M, K, N, sa, sb, _f64_dot[0], shape)
+    try:
+        c = _launch(a, b, B, M, K, N, sa, sb, True, shape)
+        _f64_dot.append(True)
+        return c
+    except Exception:
+        if L.INTERPRET:  # the interpreter runs any dot: an error here is a real one
+            raise
+        _f64_dot.append(False)  # this Triton cannot compile a float64 tl.dot
+        return _launch(a, b, B, M, K, N, sa, sb, False, shape)
 
 
 def _bmm(a, b):

@@ -143,6 +143,8 @@ def main(full: bool) -> int:
             (f"log_softmax long {dt}", lambda dt=dt: tk.softmax(arr((4, 9000), dt), 1, True)),
             (f"matmul {dt}", lambda x=x, xt=xt: tk.matmul(x, tk.permute(xt, (1, 0)))),
             (f"bmm {dt}", lambda dt=dt: tk.bmm(arr((2, 16, 32), dt), arr((2, 32, 8), dt))),
+            (f"matmul split-K {dt}",  # one tile, a long K: Note [split-K]
+             lambda dt=dt: tk.matmul(arr((16, 1024), dt), arr((1024, 64), dt))),
             (f"gelu {dt}", lambda x=x: tk.gelu(x, "none")),
             (f"gelu_backward tanh {dt}", lambda x=x, y=y: tk.gelu_backward(y, x, "tanh")),
             (f"gelu_backward {dt}", lambda x=x, y=y: tk.gelu_backward(y, x, "none")),

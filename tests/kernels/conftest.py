@@ -61,6 +61,8 @@ def small_blocks(monkeypatch):
              for fam, cfg in mm.CONFIGS.items()}
     small["f64_fallback"] = {size: (16, 16, 4, 4, 1) for size in ("large", "medium", "small")}
     monkeypatch.setattr(mm, "CONFIGS", small)
+    monkeypatch.setattr(mm, "TARGET_PROGRAMS", 32)  # few-tile products split K (Note [split-K])
+    monkeypatch.setattr(mm, "MIN_SPLIT_STEPS", 1)
     _launch.clear_plans()
     yield
     _launch.clear_plans()

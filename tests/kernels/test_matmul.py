@@ -108,6 +108,40 @@ def test_small_blocks_tiles_and_k_loop(kit, rng, small_blocks):
         _check(kit, tk.matmul(a, b), _ref(kit, ra, rb, dtype), dtype, 50)
 
 
+def _splits(M, N, K, dtype, B=1) -> int:
+    """The number of K splits the cached plan of this product uses."""
+    return next(split for key, (_, split) in mm._PLANS.items()
+                if key[:4] == (B, M, N, K) and key[6] is dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_split_k(kit, rng, small_blocks, dtype):
+    """Note [split-K]: few tiles and a long K split K; the partials add up to the product,
+    deterministically, in the input dtype; transposed operands and a ragged last split."""
+    a, ra = kit.pair((20, 100), dtype, rng, layout="T")
+    b, rb = kit.pair((100, 12), dtype, rng)
+    got = tk.matmul(a, b)
+    assert got.dtype is dtype and tuple(got.shape) == (20, 12)
+    assert _splits(20, 12, 100, dtype) == 4  # 2 tiles; K 100 in chunks of 32 (16-wide steps)
+    _check(kit, got, _ref(kit, ra, rb, dtype), dtype, 100)
+    again = tk.matmul(a, b)
+    np.testing.assert_array_equal(kit.down(again), kit.down(got))  # a fixed order: no atomics
+
+
+def test_split_k_batched_and_int64(kit, rng, small_blocks, monkeypatch):
+    from tritongrad.kernels.triton import _launch
+
+    a, ra = kit.pair((1, 9, 70), D.float32, rng)
+    a3 = tk.expand(a, (2, 9, 70))  # batch stride 0
+    c, rc = kit.pair((2, 70, 5), D.float32, rng, layout="strided")
+    _check(kit, tk.bmm(a3, c), np.broadcast_to(ra, (2, 9, 70)) @ rc, D.float32, 70)
+    assert _splits(9, 5, 70, D.float32, B=2) > 1
+    monkeypatch.setattr(_launch, "_INT32_SAFE", 1)  # every offset in int64
+    _launch.clear_plans()
+    _check(kit, tk.bmm(a3, c), np.broadcast_to(ra, (2, 9, 70)) @ rc, D.float32, 70)
+    assert _splits(9, 5, 70, D.float32, B=2) > 1
+
+
 def test_small_blocks_float64_fallback(kit, rng, small_blocks, monkeypatch):
     monkeypatch.setattr(mm, "_f64_dot", [False])
     a, ra = kit.pair((20, 21), D.float64, rng)
