@@ -165,9 +165,13 @@ def checked_index(idx: Tensor, size: int, dim: int, op: str, allow_negative: boo
 #   the buffer (one sync for all pending checks) and raises the first failed check's error,
 #   the very error ``sync`` mode would have raised; it runs at the next point where the host
 #   waits for the device anyway (``.item()``, ``.cpu()``, ``tg.cuda.synchronize()``: a
-#   runtime sync hook), when the buffer's slots are all taken, or when called. Checks inside a CUDA graph capture are not recorded (the replays' indices are
-#   clamped, never reported);
+#   runtime sync hook), when the buffer's slots are all taken, or when called;
 # - ``off``: indices clamped, nothing recorded or raised.
+#
+# Inside a CUDA graph capture every mode is ``off``: a capture can read nothing back (``sync``
+# would break it: a graphed GPT, whose embedding checks its ids, could not be captured), and a
+# capture's buffer values are never real (``deferred``). The replays' indices are clamped,
+# never reported, as PyTorch's device-side asserts are the only check inside its graphs.
 _INDEX_CHECK_MODES = ("sync", "deferred", "off")
 _DEFERRED_SLOTS = 1024
 
@@ -246,8 +250,12 @@ def guard_index(idx: Tensor, size: int, error, allow_negative: bool = False,
     (negatives in [-size, 0) wrapped when ``allow_negative``), else ``error(bad)`` for the
     offending extreme, raised at once (the CPU, ``sync`` mode) or later, with the entries
     clamped meanwhile (CUDA in ``deferred``/``off`` mode: Note [index check modes])."""
-    mode = _index_checks["mode"]
-    if idx._device.type == "cpu" or mode == "sync":
+    mode = _index_checks["mode"] if idx._device.type != "cpu" else "sync"
+    if mode != "off" and idx._device.type != "cpu":
+        from ..runtime.graphs import is_current_stream_capturing
+        if is_current_stream_capturing():  # nothing can be read back, nor recorded for real
+            mode = "off"
+    if mode == "sync":
         lo = check_index_range(idx, size, error, allow_negative, ignore_index)
         if lo is not None and lo < 0 and allow_negative:
             k, a = idx._k, idx._data
@@ -257,10 +265,8 @@ def guard_index(idx: Tensor, size: int, error, allow_negative: bool = False,
         return idx
     k, a = idx._k, idx._data
     if mode == "deferred":
-        from ..runtime.graphs import is_current_stream_capturing
-        if not is_current_stream_capturing():  # (a capture's buffer values are never real)
-            counted = a if ignore_index is None else k.where(k.ne(a, ignore_index), a, 0)
-            _record_extremes(make(counted), size, -size if allow_negative else 0, error)
+        counted = a if ignore_index is None else k.where(k.ne(a, ignore_index), a, 0)
+        _record_extremes(make(counted), size, -size if allow_negative else 0, error)
     if allow_negative:
         a = k.where(k.lt(a, 0), k.add(a, size), a)
     safe = k.minimum(k.maximum(a, 0), size - 1)

@@ -4,7 +4,8 @@
 ``F.scaled_dot_product_attention``: the model is written once (``build`` below) for any module
 with PyTorch's API, so tritongrad and torch (when installed) run the same program. Rows:
 tritongrad and torch, with the step's time and the share of it spent in tritongrad's hot spots
-(``--profile`` prints tritongrad's profiler table).
+(``--profile`` prints tritongrad's profiler table). On cuda a second table times the step with
+the model's forward and backward as CUDA graphs, against torch's eager and graphed steps.
 
     python perf/bench_transformer.py [--device cpu|cuda] [--profile]
 """
@@ -21,8 +22,10 @@ from _common import compare_steps
 LAYERS, DIM, HEADS, CONTEXT, BATCH, VOCAB = 4, 128, 4, 64, 16, 96
 
 
-def build(T, device: str):
-    """(model, optimizer, step) for framework ``T`` (tritongrad or torch)."""
+def build(T, device: str, graphed: bool = False):
+    """(model, optimizer, step) for framework ``T`` (tritongrad or torch). ``graphed``: the
+    model's forward and backward replayed as CUDA graphs (``T.cuda.make_graphed_callables``,
+    PyTorch's partial-network capture); the loss, clipping and AdamW stay eager."""
     nn, F = T.nn, T.nn.functional
 
     class Block(nn.Module):
@@ -56,11 +59,12 @@ def build(T, device: str):
     opt = T.optim.AdamW(model.parameters(), lr=3e-4)
     rng = np.random.default_rng(0)
     ids = T.tensor(rng.integers(0, VOCAB, (BATCH, CONTEXT + 1)), device=device)
-    x, y = ids[:, :-1], ids[:, 1:]
+    x, y = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
+    forward = T.cuda.make_graphed_callables(model, (x,)) if graphed else model
 
     def step():
         opt.zero_grad()
-        loss = F.cross_entropy(model(x).reshape(-1, VOCAB), y.reshape(-1))
+        loss = F.cross_entropy(forward(x).reshape(-1, VOCAB), y.reshape(-1))
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -82,6 +86,25 @@ def main() -> None:
                   lambda T: build(T, args.device)[2], args.device, args.repeat, args.profile)
     n_params = sum(math.prod(p.shape) for p in build(tg, args.device)[0].parameters())
     print(f"parameters: {n_params}")
+    if args.device == "cuda":
+        _graphed(args.repeat)
+
+
+def _graphed(repeat: int) -> None:
+    """The same step with the model's forward and backward as CUDA graphs, against torch's
+    eager step and torch's graphed one (issue 15's target: <= 0.8x torch eager)."""
+    import tritongrad as tg
+    from _common import report, timeit, try_torch
+
+    cases = [("graphed tritongrad", build(tg, "cuda", graphed=True)[2], tg.cuda.synchronize)]
+    torch = try_torch()
+    if torch is not None:
+        cases += [("eager torch", build(torch, "cuda")[2], torch.cuda.synchronize),
+                  ("graphed torch", build(torch, "cuda", graphed=True)[2],
+                   torch.cuda.synchronize)]
+    rows = timeit(cases, warmup=3, repeat=repeat, interleave=False)
+    report("the same step, forward and backward as CUDA graphs (make_graphed_callables), "
+           "loss, clipping and AdamW eager, cuda", rows)
 
 
 if __name__ == "__main__":

@@ -187,3 +187,31 @@ def test_sync_mode_syncs_per_check(mode, syncs):
     x[_idx([1], "cuda")]
     F.embedding(_idx([0], "cuda"), x)
     assert syncs[0] == 2
+
+
+@pytest.mark.parametrize("m", ["sync", "deferred", "off"])
+def test_checks_inside_a_graph_capture_clamp_and_read_nothing(mode, m):
+    """Inside a CUDA graph capture every mode clamps only: ``sync``'s read-back would break
+    the capture (an embedding in a graphed model could not be captured), and ``deferred``
+    would record a capture's values, which are never real."""
+    mode(m)
+    w = tg.tensor(np.arange(40.0).reshape(10, 4), device="cuda")
+    ids = tg.tensor([1, 3], device="cuda")
+    F.embedding(ids, w)  # warm-up, eager (checked as the mode says)
+    g = tg.cuda.CUDAGraph()
+    with tg.cuda.graph(g):
+        out = F.embedding(ids, w)
+    ids.copy_(tg.tensor([2, 9], device="cuda"))
+    g.replay()
+    np.testing.assert_array_equal(host(out), host(w)[[2, 9]])
+    ids.copy_(tg.tensor([0, 12], device="cuda"))  # out of range: clamped in the replay
+    g.replay()
+    tg.cuda.synchronize()
+    got = host(out)
+    np.testing.assert_array_equal(got[0], host(w)[0])
+    assert any((got[1] == row).all() for row in host(w))  # some row: never out of bounds
+    checks.raise_deferred_index_errors()  # the capture recorded nothing to raise
+    if m != "off":
+        with pytest.raises(IndexError):  # and eager checks are as before
+            F.embedding(tg.tensor([12], device="cuda"), w)
+            checks.raise_deferred_index_errors()
