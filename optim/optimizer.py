@@ -25,6 +25,7 @@ from ..autograd.node import RemovableHandle, _HookDict
 from ..autograd.sparse import SparseTensor
 from ..autograd.tensor import Tensor
 from ..kernels import backend
+from ..runtime.graphs import is_current_stream_capturing
 
 __all__ = ["Optimizer", "register_optimizer_step_post_hook", "register_optimizer_step_pre_hook",
            "required"]
@@ -62,6 +63,8 @@ def _with_step_hooks(step: Callable) -> Callable:
     @functools.wraps(step)
     def hooked_step(*args, **kwargs):
         self = args[0]
+        if is_current_stream_capturing():
+            _capture_check(self)
         own_pre = self.__dict__.get("_optimizer_step_pre_hooks")
         own_post = self.__dict__.get("_optimizer_step_post_hooks")  # (see Optimizer._add_hook)
         if not (own_pre or own_post or _global_pre_hooks or _global_post_hooks) \
@@ -86,6 +89,17 @@ def _with_step_hooks(step: Callable) -> Callable:
 
     hooked_step._with_step_hooks = True
     return hooked_step
+
+
+def _capture_check(opt) -> None:
+    """Note [capturing step()]: an optimizer with a ``capturable`` option keeps host values that
+    a CUDA graph would freeze (the step count, its bias corrections): a replay would repeat the
+    captured step's numbers. PyTorch raises when such a step() is captured without
+    capturable=True, which tritongrad does not support yet; so this raises PyTorch's error.
+    Optimizers without the option (SGD) capture as they are."""
+    if any(not group.get("capturable", True) for group in opt.param_groups):
+        raise RuntimeError(f"Attempting CUDA graph capture of step() for an instance of "
+                           f"{type(opt).__name__} but param_groups' capturable is False.")
 
 
 class _Required:

@@ -67,10 +67,11 @@ def _check_pool(pool) -> tuple[int, int]:
 def is_current_stream_capturing() -> bool:
     """True if CUDA graph capture is underway on the current stream of the current device.
 
-    Wraps ``cuStreamIsCapturing``; costs nothing when no capture is underway anywhere.
+    Wraps ``cuStreamIsCapturing``; costs nothing when no capture is underway anywhere, and
+    never probes for a driver (none yet: no capture either), so CPU-only code may ask.
     """
-    drv = _drv.get_driver()
-    if not drv.capturing:
+    drv = _drv._driver
+    if drv is None or not drv.capturing:
         return False
     index = _streams.current_device()
     return drv.stream_is_capturing(index, _streams.current_stream_handle(index))

@@ -579,3 +579,28 @@ def test_gpu_replay_is_cheaper_on_the_host_than_eager(cuda):
     replay = time.perf_counter() - t0
     cuda.synchronize()
     assert replay < eager / 3, (replay, eager)
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "RMSprop", "NAdam"])
+def test_capturing_a_non_capturable_optimizer_step_raises(cuda, name):
+    """Note [capturing step()]: a replay would repeat the captured step count's numbers, so
+    PyTorch's error, before anything is captured; SGD (no step count) captures."""
+    p = tg.nn.Parameter(tg.ones(3, device="cuda"))
+    p.grad = tg.full((3,), 0.5, device="cuda")
+    opt = getattr(tg.optim, name)([p], lr=0.1)
+    opt.step()  # eager: fine
+    g = cuda.CUDAGraph()
+    with pytest.raises(RuntimeError, match=f"Attempting CUDA graph capture of step\\(\\) for an "
+                                           f"instance of {name} but param_groups' capturable "
+                                           f"is False."):
+        with cuda.graph(g):
+            opt.step()
+    _no_capture_left()
+    sgd = tg.optim.SGD([p], lr=0.1, momentum=0.9)
+    sgd.step()
+    before = _host(p).copy()
+    g2 = cuda.CUDAGraph()
+    with cuda.graph(g2):
+        sgd.step()
+    g2.replay()
+    assert not np.array_equal(_host(p), before)
