@@ -39,7 +39,9 @@ class Adam(Optimizer):
             the backend has multi-tensor kernels (the Triton backend: one launch for all the
             group's parameters of one dtype, step count and device; not with amsgrad), False
             one parameter at a time; the results are the same to the last bit.
-        capturable, differentiable: accepted for compatibility (False only).
+        capturable: keep the step count on the parameters' device, so that ``step()`` can be
+            captured in a CUDA graph (Note [capturable Adam]); not with ``fused=True``.
+        differentiable: accepted for compatibility (False only).
         fused: None (default) uses the backend's fused ``adam_step`` kernel (one launch per
             parameter) when it has one; True requires it; False uses Tensor ops (and no
             multi-tensor kernel).
@@ -70,11 +72,15 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if capturable or differentiable:
-            raise NotImplementedError("Adam: capturable and differentiable are not supported")
+        if differentiable:
+            raise NotImplementedError("Adam: differentiable is not supported")
+        if capturable and fused:
+            raise NotImplementedError("Adam: fused=True with capturable=True is not supported "
+                                      "(the fused kernels take the step count from the host)")
         super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps,
                                   "weight_decay": weight_decay, "amsgrad": amsgrad,
-                                  "maximize": maximize, "foreach": foreach, "capturable": False,
+                                  "maximize": maximize, "foreach": foreach,
+                                  "capturable": bool(capturable),
                                   "differentiable": False, "fused": fused,
                                   "decoupled_weight_decay": decoupled_weight_decay})
 
@@ -87,7 +93,7 @@ class Adam(Optimizer):
             self._refuse_sparse_grads(group)
             params = [p for p in group["params"] if p.grad is not None]
             if (group["foreach"] is not False and group["fused"] is not False
-                    and not group["amsgrad"] and len(params) > 1
+                    and not group["amsgrad"] and not group["capturable"] and len(params) > 1
                     and multi_tensor(params[0].device) is not None):  # (not on the CPU)
                 params = self._multi_tensor_update(params, group)
             for p in params:
@@ -134,11 +140,12 @@ class Adam(Optimizer):
                 bump_versions(p, s["exp_avg"], s["exp_avg_sq"])
         return rest
 
-    def _state(self, p, amsgrad: bool) -> dict:
-        """The state of ``p``, made on its first update (the step counter, zero moments)."""
+    def _state(self, p, amsgrad: bool, capturable: bool = False) -> dict:
+        """The state of ``p``, made on its first update (the step counter, zero moments); a
+        capturable group's counter lives on ``p``'s device (Note [capturable Adam])."""
         state = self.state[p]
         if not state:
-            state["step"] = new_step()
+            state["step"] = new_step(p.device if capturable else None)
             state["exp_avg"] = zeros_like(p)
             state["exp_avg_sq"] = zeros_like(p)
             if amsgrad:
@@ -149,15 +156,19 @@ class Adam(Optimizer):
         grad = p.grad
         if p.is_complex():
             raise NotImplementedError("Adam: complex parameters are not supported")
-        amsgrad = group["amsgrad"]
-        state = self._state(p, amsgrad)
+        amsgrad, capturable = group["amsgrad"], group["capturable"]
+        state = self._state(p, amsgrad, capturable)
         step_t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
         vmax = state.get("max_exp_avg_sq") if amsgrad else None
-        step = advance_step(step_t)
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         wd, maximize = group["weight_decay"], group["maximize"]
         decoupled = group["decoupled_weight_decay"]
-        fused = fused_kernel(group["fused"], "adam_step", p, grad, m, v, vmax)
+        if capturable:  # Note [capturable Adam]
+            step = _device_step(p, state)
+            fused = None
+        else:
+            step = advance_step(step_t)
+            fused = fused_kernel(group["fused"], "adam_step", p, grad, m, v, vmax)
         if fused is not None:
             fused(p._data, grad._data, m._data, v._data, None if vmax is None else vmax._data,
                   step, lr, beta1, beta2, eps, wd, amsgrad, maximize, decoupled)
@@ -179,6 +190,23 @@ class Adam(Optimizer):
         else:
             denom = v.sqrt().div(bias_correction2_sqrt).add(eps)
         p.sub_(m.mul(lr / bias_correction1).div(denom))  # addcdiv_(m, denom, -step_size)
+
+
+def _device_step(p, state: dict):
+    """Note [capturable Adam]: with ``capturable=True`` the step count is a float32 tensor on
+    the parameter's device, advanced there, and the bias corrections are tensor ops on it
+    (``1 - beta1 ** step``), so a step() queues device work only and a CUDA graph of it replays
+    correctly: each replay advances the count. The update is ``_update``'s own formula with the
+    count a tensor (so never the fused kernels, which take it from the host). As PyTorch,
+    parameters must be on a device that can capture (not the CPU)."""
+    if p.device.type == "cpu":
+        raise RuntimeError("If capturable=True, params and state_steps must be on supported "
+                           "devices: ['cuda'].")
+    step = state["step"]
+    if step.device != p.device:  # (a state loaded onto the CPU)
+        step = state["step"] = step.to(p.device)
+    step.add_(1)
+    return step
 
 
 class AdamW(Adam):

@@ -483,11 +483,12 @@ def zeros_like(p: Tensor) -> Tensor:
     return zeros(tuple(p.shape), dtype=p.dtype, device=p.device)
 
 
-def new_step() -> Tensor:
-    """The ``step`` counter of a parameter's state: a float32 CPU scalar, as PyTorch's."""
+def new_step(device=None) -> Tensor:
+    """The ``step`` counter of a parameter's state: a float32 scalar, as PyTorch's; on the CPU
+    unless a ``device`` is given (a capturable optimizer's)."""
     from ..autograd.ops.creation import tensor
     from ..runtime import dtype as dtypes
-    return tensor(0.0, dtype=dtypes.float32)
+    return tensor(0.0, dtype=dtypes.float32, device=device)
 
 
 def check_hyperparameters(owner: str, **values) -> None:

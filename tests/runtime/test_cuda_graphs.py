@@ -604,3 +604,52 @@ def test_capturing_a_non_capturable_optimizer_step_raises(cuda, name):
         sgd.step()
     g2.replay()
     assert not np.array_equal(_host(p), before)
+
+
+@pytest.mark.parametrize("name, kw", [("Adam", {}), ("Adam", {"amsgrad": True, "weight_decay": 0.1}),
+                                      ("AdamW", {"weight_decay": 0.1}),
+                                      ("Adam", {"maximize": True, "foreach": True})])
+def test_capturable_adam_step_replays_as_eager_steps(cuda, name, kw):
+    """Note [capturable Adam]: the step count lives on the device, so each replay of a captured
+    step() advances it and applies that step's bias corrections: the very parameters of eager
+    capturable steps, and those of CPU steps (capturable=False) within the float32 rounding of
+    the count's bias corrections (PyTorch's capturable step computes them in float32 too)."""
+    rng = np.random.default_rng(3)
+    p0, grads = rng.standard_normal(5), [rng.standard_normal(5) for _ in range(4)]
+    cls = getattr(tg.optim, name)
+    ref = tg.nn.Parameter(tg.tensor(p0))
+    ref_opt = cls([ref], lr=0.1, **kw)
+    eager = tg.nn.Parameter(tg.tensor(p0, device="cuda"))
+    eager_opt = cls([eager], lr=0.1, capturable=True, **kw)
+    for g in grads:
+        ref.grad, eager.grad = tg.tensor(g), tg.tensor(g, device="cuda")
+        ref_opt.step()
+        eager_opt.step()
+    p = tg.nn.Parameter(tg.tensor(p0, device="cuda"))
+    p.grad = tg.tensor(grads[0], device="cuda")
+    opt = cls([p], lr=0.1, capturable=True, **kw)
+    opt.step()  # eager: makes the state (its count on the device)
+    assert opt.state[p]["step"].device.type == "cuda"
+    g = cuda.CUDAGraph()
+    with cuda.graph(g):
+        opt.step()
+    for grad in grads[1:]:
+        _fill(p.grad, grad)
+        g.replay()
+    np.testing.assert_array_equal(_host(p), _host(eager))
+    # 1 - 0.999 ** step in float32 loses ~1e-5 relative to cancellation (PyTorch's too): about
+    # 1e-6 on each update of size lr
+    np.testing.assert_allclose(_host(p), _host(ref), rtol=1e-5, atol=1e-5)
+    assert float(opt.state[p]["step"]) == 4.0
+    _no_capture_left()
+
+
+def test_capturable_adam_refusals():
+    p = tg.nn.Parameter(tg.ones(2))
+    p.grad = tg.ones(2)
+    opt = tg.optim.Adam([p], capturable=True)
+    with pytest.raises(RuntimeError, match=r"If capturable=True, params and state_steps must be "
+                                           r"on supported devices: \['cuda'\]"):
+        opt.step()
+    with pytest.raises(NotImplementedError, match="fused=True with capturable=True"):
+        tg.optim.AdamW([p], capturable=True, fused=True)
