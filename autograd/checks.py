@@ -13,6 +13,7 @@ import threading
 
 from ..runtime import dtype as dtypes
 from ..runtime import streams as _streams
+from ..runtime.graphs import is_current_stream_capturing
 from .tensor import Tensor, make
 
 __all__ = ["tensor_arg", "check_devices_match", "check_index_dtype", "check_index_range",
@@ -250,11 +251,10 @@ def guard_index(idx: Tensor, size: int, error, allow_negative: bool = False,
     (negatives in [-size, 0) wrapped when ``allow_negative``), else ``error(bad)`` for the
     offending extreme, raised at once (the CPU, ``sync`` mode) or later, with the entries
     clamped meanwhile (CUDA in ``deferred``/``off`` mode: Note [index check modes])."""
-    mode = _index_checks["mode"] if idx._device.type != "cpu" else "sync"
-    if mode != "off" and idx._device.type != "cpu":
-        from ..runtime.graphs import is_current_stream_capturing
-        if is_current_stream_capturing():  # nothing can be read back, nor recorded for real
-            mode = "off"
+    on_cpu = idx._device.type == "cpu"
+    mode = "sync" if on_cpu else _index_checks["mode"]
+    if not on_cpu and is_current_stream_capturing():  # nothing to read back or record
+        mode = "off"
     if mode == "sync":
         lo = check_index_range(idx, size, error, allow_negative, ignore_index)
         if lo is not None and lo < 0 and allow_negative:

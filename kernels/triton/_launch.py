@@ -146,6 +146,12 @@ def num_warps(elements: int) -> int:
     return 8 if elements >= 4096 else 4
 
 
+# The dtype each float dtype accumulates in (sums, products, partial results): float32 for the
+# half types and float32, float64 for float64. One table for every kernel family.
+ACC_DT = {D.float16: D.float32, D.bfloat16: D.float32, D.float32: D.float32,
+          D.float64: D.float64}
+
+
 # -- numeric constants -------------------------------------------------------------------------
 # The numbers the kernels' formulas share, each written once (kernels/numpy/nn.py has its own);
 # kernels import them and read them as globals (Note [kernel constants] in compat.py).

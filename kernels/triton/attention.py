@@ -58,8 +58,7 @@ CONFIGS = {
 _FAMILY = {D.float16: "half", D.bfloat16: "half", D.float32: "f32", D.float64: "f64"}
 _ACC = {D.float16: tl.float32, D.bfloat16: tl.float32, D.float32: tl.float32,
         D.float64: tl.float64}
-_ACC_DT = {D.float16: D.float32, D.bfloat16: D.float32, D.float32: D.float32,
-           D.float64: D.float64}
+_ACC_DT = L.ACC_DT
 
 
 # ------------------------------------------------------------------------------------------

@@ -41,8 +41,7 @@ __all__ = ["conv2d", "conv2d_backward"]
 
 _ACC = {D.float16: tl.float32, D.bfloat16: tl.float32, D.float32: tl.float32,
         D.float64: tl.float64}
-_ACC_DT = {D.float16: D.float32, D.bfloat16: D.float32, D.float32: D.float32,
-           D.float64: D.float64}
+_ACC_DT = L.ACC_DT
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) per dtype family; the column tile
 # shrinks to the channel count (not below 16, tl.dot's smallest).

@@ -118,8 +118,7 @@ CONFIGS = {
 _FAMILY = {D.float16: "half", D.bfloat16: "half", D.float32: "f32", D.float64: "f64"}
 _ACC = {D.float16: tl.float32, D.bfloat16: tl.float32, D.float32: tl.float32,
         D.float64: tl.float64}
-_ACC_DT = {D.float16: D.float32, D.bfloat16: D.float32, D.float32: D.float32,
-           D.float64: D.float64}
+_ACC_DT = L.ACC_DT
 
 # Note [split-K]: a product with few output tiles and a long K (a weight gradient, X^T @ G:
 # M x N small, K the batch) leaves most SMs idle: 784 x 1024 at 128 x 128 tiles is 56 programs

@@ -47,8 +47,7 @@ __all__ = ["cross_entropy", "cross_entropy_backward", "embedding", "embedding_ba
 
 _ACC = {D.float16: tl.float32, D.bfloat16: tl.float32, D.float32: tl.float32,
         D.float64: tl.float64}
-_ACC_DT = {D.float16: D.float32, D.bfloat16: D.float32, D.float32: D.float32,
-           D.float64: D.float64}
+_ACC_DT = L.ACC_DT
 
 
 def _float(op, *arrays):

@@ -35,8 +35,7 @@ __all__ = ["gru_cell", "gru_cell_backward", "lstm_cell", "lstm_cell_backward"]
 
 _ACC = {D.float16: tl.float32, D.bfloat16: tl.float32, D.float32: tl.float32,
         D.float64: tl.float64}
-_ACC_DT = {D.float16: D.float32, D.bfloat16: D.float32, D.float32: D.float32,
-           D.float64: D.float64}
+_ACC_DT = L.ACC_DT
 
 
 @jit
