@@ -215,6 +215,63 @@ def _matmul(tk, D, sizes):
             print(line)
 
 
+# Products with few output tiles and a long K, as the steps' weight gradients (G^T @ X, G^T a
+# transposed view) and the GPT's small forward products: split-K on and off (Note [split-K] in
+# kernels/triton/matmul.py; off by default since the H200 run of 2026-11-30 measured both
+# steps slower with it: this table is the device-side measurement that run lacked).
+SPLIT_K_SHAPES = (("MLP dW1", 1024, 784, 4096), ("MLP dW3", 10, 1024, 4096),
+                  ("GPT dW qkv", 384, 128, 1024), ("GPT dW mlp.0", 512, 128, 1024),
+                  ("GPT qkv forward", 1024, 384, 128))
+
+
+def _split_k_products(tk, D, shapes, dtype, seed: int = 2):
+    """(name, M, N, K, G^T @ X as a callable, float64 reference) per shape."""
+    import numpy as np
+    from tritongrad.runtime import memory
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for name, M, N, K in shapes:
+        hg, hx = (rng.standard_normal((K, n), dtype=np.float32) for n in (M, N))
+        g, x = (tk.astype(memory.to_device(h, _device()), dtype) for h in (hg, hx))
+        gt = tk.permute(g, (1, 0))
+        out.append((name, M, N, K, lambda gt=gt, x=x: tk.matmul(gt, x),
+                    hg.T.astype(np.float64) @ hx.astype(np.float64)))
+    return out
+
+
+def _with_split_k(target: int, fn):
+    """``fn()`` with matmul's split-K TARGET_PROGRAMS set to ``target`` (0: off), restored."""
+    import importlib
+
+    mm = importlib.import_module("tritongrad.kernels.triton.matmul")  # the name is shadowed
+    plans = importlib.import_module("tritongrad.kernels.triton._launch")
+    old, mm.TARGET_PROGRAMS = mm.TARGET_PROGRAMS, target
+    plans.clear_plans()
+    try:
+        return fn()
+    finally:
+        mm.TARGET_PROGRAMS = old
+        plans.clear_plans()
+
+
+def _split_k(tk, D):
+    torch = _import_torch()
+    print("\nfew-tile products, G^T @ X (G^T a transposed view), float32 IEEE: split-K off "
+          "(the default) and on (TARGET_PROGRAMS = 132), microseconds")
+    print(f"{'case':18s} {'M x N x K':>18s} {'off':>8s} {'on':>8s} {'on/off':>7s}"
+          + (f" {'torch':>8s} {'off/torch':>9s}" if torch else ""))
+    for name, M, N, K, prod, _ in _split_k_products(tk, D, SPLIT_K_SHAPES, D.float32):
+        off = _with_split_k(0, lambda prod=prod: _bench(prod)) * 1e3
+        on = _with_split_k(132, lambda prod=prod: _bench(prod)) * 1e3
+        line = f"{name:18s} {f'{M} x {N} x {K}':>18s} {off:8.1f} {on:8.1f} {on / off:7.2f}"
+        if torch is not None:
+            g, x = torch.randn(K, M, device="cuda"), torch.randn(K, N, device="cuda")
+            tus = _torch_bench(torch, lambda g=g, x=x: g.t() @ x) * 1e3
+            line += f" {tus:8.1f} {off / tus:9.2f}"
+        print(line)
+
+
 def _launch_overhead(tk, D):
     from tritongrad.runtime import cuda_api
 
@@ -255,6 +312,7 @@ def main(argv=None) -> int:
     print(f"device: {cuda_api.get_device_name()}")
     _elementwise(tk, D, 22 if args.quick else 26)
     _matmul(tk, D, (1024,) if args.quick else (1024, 2048, 4096))
+    _split_k(tk, D)
     _launch_overhead(tk, D)
     return 0
 

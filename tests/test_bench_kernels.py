@@ -44,3 +44,23 @@ def test_every_case_runs_and_add_adds(bench):
     for name, fn, _, nbytes in cases:  # (the last, Adam's step, updates its inputs in place)
         assert nbytes > 0, name
         fn()
+
+
+def test_split_k_products_agree_on_and_off(bench):
+    # the few-tile products the benchmark times with split-K on and off (small shapes here):
+    # both settings give G^T @ X, and the setting is restored after
+    import importlib
+
+    from tritongrad.kernels import triton as tk
+    from tritongrad.runtime import dtype as D
+    from tritongrad.runtime import memory
+
+    mm = importlib.import_module("tritongrad.kernels.triton.matmul")
+    default = mm.TARGET_PROGRAMS
+    shapes = (("few tiles", 16, 24, 256), ("one row", 3, 40, 128))
+    for _, M, N, K, prod, ref in bench._split_k_products(tk, D, shapes, D.float32):
+        for target in (0, 132):
+            got = bench._with_split_k(target, lambda prod=prod: memory.to_host(prod()))
+            assert got.shape == (M, N)
+            np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+        assert mm.TARGET_PROGRAMS == default

@@ -101,3 +101,22 @@ def test_gpu_path_rehearsed_on_the_emulated_device(tmp_path):
         assert re.search(r"PASS on cuda:0 \(emulated\): (\d+)/\1 graph nodes matched", nvtx["key"])
     for step in ("gpu-tests", "suite", "sanitizer", "ncu-nvtx"):
         assert rows[step]["status"] == "SKIP"
+
+
+@needs_bash
+def test_suite_shards_list_their_files_in_path_order(tmp_path):
+    """Each shard's files in path order, a folder's files together: pytest 9.1 loses a folder's
+    conftest fixtures for its files listed after a file of the parent folder (pytest-dev/pytest
+    #14971; the H200 run of 2026-11-30). Largest first, these three would interleave."""
+    if _real_gpu():
+        pytest.skip("a real GPU is present: the emulated rehearsal does not run here")
+    files = ["tests/kernels/test_pool_loops.py", "tests/test_jit_eager.py",
+             "tests/kernels/test_contract.py"]
+    proc, s = _run(tmp_path, CAMPAIGN_BUDGET="150", CAMPAIGN_EMULATE="1", CAMPAIGN_ONLY="suite",
+                   CAMPAIGN_SHARDS="1", CAMPAIGN_SUITE_PATHS=" ".join(files))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    row = s["rows"]["suite"]
+    assert row["status"] == "PASS", row
+    log = (s["dir"] / row["log"]).read_text()
+    listed = re.search(r"#campaign# shard 1: (.*)", log)[1].split()
+    assert listed == sorted(files), listed

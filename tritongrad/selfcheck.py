@@ -136,10 +136,10 @@ def _ptxas() -> str:
 def _nvtx_imports() -> bool:
     """Whether the ``nvtx`` package imports (without it, tritongrad's ranges are no-ops)."""
     try:
-        import nvtx  # noqa: F401
+        import nvtx
     except ImportError:
         return False
-    return True
+    return hasattr(nvtx, "get_domain")  # a folder named nvtx imports too, as a namespace
 
 
 def _nvtx() -> str:

@@ -128,7 +128,14 @@ _ACC_DT = L.ACC_DT
 # dtype, and one column sum (reduction.py) adds the splits in a fixed order and rounds once, so
 # the result is deterministic (no atomics). Module globals, so tests can shrink them (call
 # _launch.clear_plans() after). The same scheme as the convolution's weight gradient (conv.py).
-TARGET_PROGRAMS = 132   # one wave of large tiles on 132 SMs (H100 SXM, H200)
+#
+# Off by default (TARGET_PROGRAMS = 0): on the H200 (2026-11-30) it made both measured steps
+# slower, not faster: the MLP step at batch 4096 3.02 ms with it, 2.65 without; the GPT step
+# (where nearly every product has few tiles) 26.1 ms with it, 13.9 without. Why it costs that
+# much is not known yet (the extra column sums alone are ~50 small launches a GPT step);
+# docs/performance.md, "GPU, 2026-11-30". Set TARGET_PROGRAMS = 132 (one wave of large tiles
+# on 132 SMs) to try it; the tests run it with shrunken tiles either way.
+TARGET_PROGRAMS = 0
 MIN_SPLIT_STEPS = 4
 # tl.dot's input_precision: only meaningful for float32 inputs, "ieee" (full float32) unless
 # set_float32_matmul_precision allows TF32 ("high" or "medium", as PyTorch's allow_tf32).

@@ -53,6 +53,7 @@ def test_each_backward_node_runs_on_its_forward_stream():
     Probe.seen = []
     x = tg.ones(8, device="cuda", requires_grad=True)
     side = tg.cuda.Stream()
+    side.wait_stream(tg.cuda.current_stream())  # the forward's own sync (PyTorch's rule)
     with tg.cuda.stream(side):
         y = Probe.apply(x) * 2
     z = Probe.apply(y)  # on the default stream
@@ -66,10 +67,13 @@ def test_each_backward_node_runs_on_its_forward_stream():
 def test_gradient_crossing_streams_waits_and_caller_waits_at_the_end(waits):
     x = tg.ones(8, device="cuda", requires_grad=True)
     side = tg.cuda.Stream()
+    side.wait_stream(tg.cuda.current_stream())  # the forward's own sync (PyTorch's rule)
     with tg.cuda.stream(side):
         y = x * 3
-    loss = y.sum()  # default stream
     default = tg.cuda.current_stream()
+    default.wait_stream(side)
+    loss = y.sum()  # default stream
+    waits.clear()  # only the engine's waits from here
     loss.backward()
     # SumBackward (default) -> MulBackward (side): side waits on default; the leaf's
     # gradient is accumulated on the caller's stream, which waits on side.
@@ -139,8 +143,13 @@ def test_a_side_stream_stretch_inside_a_fast_chain_still_waits(waits):
     Probe.seen = []
     x = tg.tensor(_X0, device="cuda", requires_grad=True)
     a = x * 2
+    # the forward's own syncs, PyTorch's rule for using a tensor on another stream (the
+    # first GPU run of this test, H200 2026-11-30, read `a` on side before it was written)
+    side.wait_stream(default)
     with tg.cuda.stream(side):
         b = Probe.apply(a.tanh() * 3)
+    default.wait_stream(side)
+    waits.clear()  # only the engine's waits from here
     b.sigmoid().sum().backward()
     assert Probe.seen == [side]
     assert (side, default) in waits and (default, side) in waits
@@ -180,8 +189,10 @@ def _busy(stream, repeats=120):
 def _side_stream_step(side):
     n = 1 << 22
     x = tg.ones(n, device="cuda", requires_grad=True)
+    side.wait_stream(tg.cuda.current_stream())  # the forward's own syncs (PyTorch's rule)
     with tg.cuda.stream(side):
         y = x * 3  # MulBackward1 will run on side
+    tg.cuda.current_stream().wait_stream(side)
     loss = y.sum()
     with tg.cuda.stream(side):
         # A freed NaN block on side: MulBackward1's output (allocated on side) reuses it, so
