@@ -764,10 +764,10 @@ class Tensor:
         return self.detach().cpu()._host_array().reshape(()).item()
 
     def __float__(self) -> float:
-        return float(self.item())
+        return float(_real_value(self.item(), "double"))
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(_real_value(self.item(), "int64_t"))
 
     def __complex__(self) -> complex:
         return complex(self.item())
@@ -944,3 +944,13 @@ def int_arg(value, op: str, name: str, pos: int | None = None) -> int:
         where = "" if pos is None else f" (position {pos})"
         raise TypeError(f"{op}(): argument '{name}'{where} must be int, not "
                         f"{type(value).__name__}") from None
+
+
+def _real_value(v, ctype: str):
+    """A complex tensor's value as a real number, as PyTorch's ``float()``/``int()``: its real
+    part when the imaginary part is zero, else PyTorch's overflow error."""
+    if isinstance(v, complex):
+        if v.imag != 0:
+            raise RuntimeError(f"value cannot be converted to type {ctype} without overflow")
+        return v.real
+    return v

@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 from ..autograd.sparse import is_sparse
+from ..runtime.dtype import bfloat16, float16
 from .optimizer import Optimizer, advance_step, check_hyperparameters, check_real, new_step
 
 __all__ = ["Adagrad"]
+
+
+def _check_fused(p) -> None:
+    """PyTorch's checks of ``fused=True`` (its fused Adagrad kernel runs on the CPU only)."""
+    if p.device.type != "cpu" or not p.is_floating_point():
+        raise RuntimeError("`fused=True` requires all the params to be floating point Tensors "
+                           f"of supported devices: ['cpu'] but {p.dtype} and {p.device.type}")
+    if is_sparse(p.grad) or p.is_complex():
+        raise RuntimeError("`fused` does not support sparse grad or complex param")
 
 
 class Adagrad(Optimizer):
@@ -32,7 +42,9 @@ class Adagrad(Optimizer):
             same).
         maximize: maximize the objective with respect to the params, instead of minimizing.
         differentiable: only False is supported.
-        fused: None or False; the backends have no fused Adagrad kernel, so True raises.
+        fused: True updates each parameter in one pass in float32 (float16 and bfloat16
+            parameters read and written once, rounded once, as PyTorch's fused CPU kernel);
+            CPU floating-point parameters with dense gradients only, as PyTorch's.
 
     State per parameter, created with the optimizer (as PyTorch's): ``step`` (a float32 CPU
     scalar) and ``sum``.
@@ -51,9 +63,8 @@ class Adagrad(Optimizer):
                               initial_accumulator_value=initial_accumulator_value, eps=eps)
         if differentiable:
             raise NotImplementedError("Adagrad: differentiable=True is not supported")
-        if fused:
-            raise RuntimeError("Adagrad: fused=True: no backend has a fused Adagrad kernel; "
-                               "use fused=None or False")
+        if fused and foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
         super().__init__(params, {"lr": lr, "lr_decay": lr_decay, "eps": eps,
                                   "weight_decay": weight_decay,
                                   "initial_accumulator_value": initial_accumulator_value,
@@ -74,6 +85,8 @@ class Adagrad(Optimizer):
             state["sum"] = full_like(p, group["initial_accumulator_value"])
 
     def _update(self, p, group) -> None:
+        if group["fused"]:
+            _check_fused(p)
         check_real("Adagrad", p)
         state = self.state[p]
         self._init_state(p, group)  # (a state dict loaded without this parameter's entry)
@@ -81,6 +94,8 @@ class Adagrad(Optimizer):
         step = advance_step(step_t)
         if is_sparse(p.grad):
             return self._update_sparse(p, group, step, s)
+        if group["fused"] and p.dtype in (float16, bfloat16):
+            return self._update_opmath(p, group, step, s)
         g = -p.grad if group["maximize"] else p.grad
         if group["weight_decay"] != 0:
             g = g.add(p, alpha=group["weight_decay"])
@@ -88,6 +103,19 @@ class Adagrad(Optimizer):
         s.add_(g.mul(g))                                  # addcmul_(g, g, value=1)
         std = s.sqrt().add(group["eps"])
         p.sub_(g.div(std).mul(clr))                       # addcdiv_(g, std, value=-clr)
+
+    def _update_opmath(self, p, group, step: float, s) -> None:
+        """The dense update of a half-precision parameter in float32, each of p and s rounded
+        once at the end (``fused=True``: PyTorch's fused kernel computes in float32 too)."""
+        g = p.grad.float()
+        g = -g if group["maximize"] else g
+        p32 = p.float()
+        if group["weight_decay"] != 0:
+            g = g.add(p32, alpha=group["weight_decay"])
+        clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
+        s32 = s.float().add(g.mul(g))
+        s.copy_(s32)
+        p.copy_(p32.sub(g.div(s32.sqrt().add(group["eps"])).mul(clr)))
 
     def _update_sparse(self, p, group, step: float, s) -> None:
         """The update for a sparse gradient: the same rule on the gradient's rows only (its

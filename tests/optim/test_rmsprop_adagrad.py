@@ -180,8 +180,6 @@ def test_invalid_hyperparameters(cls, kw, match):
 
 def test_unsupported_options_raise():
     p = [nn.Parameter(tg.ones(1))]
-    with pytest.raises(RuntimeError, match="Adagrad: fused=True"):
-        optim.Adagrad(p, fused=True)
     with pytest.raises(NotImplementedError, match="RMSprop: capturable"):
         optim.RMSprop(p, capturable=True)
 
