@@ -200,6 +200,31 @@ def test_argreduce_split_and_0d(kit, rng, small_blocks):
         tk.argreduce("argmax", kit.up(np.zeros((2, 0), np.float32)), 1, False)
 
 
+@pytest.mark.parametrize("shrunk", [False, True], ids=["blocks", "small_blocks"])
+def test_argreduce_lanes_on_special_rows(kit, rng, request, shrunk):
+    # Note [argmax lanes]: the first pass keeps one index per lane and moves it only on a
+    # strictly better value. Rows of ties, -inf/inf only, NaNs anywhere, integer extremes,
+    # at lengths that leave lanes empty or split the row (small_blocks): NumPy's first
+    # occurrence, NaN counting as the extreme (its first one wins)
+    if shrunk:
+        request.getfixturevalue("small_blocks")
+    specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, 1.0, -2.0], np.float32)
+    for n in (1, 3, 17, 40, 129):
+        rows = [np.full(n, -np.inf, np.float32), np.full(n, np.inf, np.float32),
+                np.full(n, np.nan, np.float32), np.full(n, 2.0, np.float32),
+                rng.choice(specials, n), rng.choice(specials[1:], n),
+                np.round(rng.standard_normal(n), 0).astype(np.float32)]
+        x = np.stack(rows)
+        xi = np.stack([np.full(n, np.iinfo(np.int64).min), np.full(n, np.iinfo(np.int64).max),
+                       rng.integers(-2, 3, n)]).astype(np.int64)
+        for op, ref in (("argmax", np.argmax), ("argmin", np.argmin)):
+            for arr in (x, xi):
+                got = kit.down(tk.argreduce(op, kit.up(arr), 1, False))
+                np.testing.assert_array_equal(got, ref(arr, axis=1), err_msg=f"{op} n={n}")
+                got0 = kit.down(tk.argreduce(op, kit.up(arr.T.copy()), 0, False))
+                np.testing.assert_array_equal(got0, ref(arr, axis=1), err_msg=f"{op} T n={n}")
+
+
 @settings(max_examples=80, deadline=None)
 @given(shape=st.lists(st.integers(0, 6), min_size=2, max_size=4), n_lead=st.integers(0, 3),
        n_trail=st.integers(0, 3), keepdim=st.booleans(), f64=st.booleans(),
