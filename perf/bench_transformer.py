@@ -5,7 +5,8 @@
 with PyTorch's API, so tritongrad and torch (when installed) run the same program. Rows:
 tritongrad and torch, with the step's time and the share of it spent in tritongrad's hot spots
 (``--profile`` prints tritongrad's profiler table). On cuda a second table times the step with
-the model's forward and backward as CUDA graphs, against torch's eager and graphed steps.
+the model's forward and backward as CUDA graphs, and the whole step as one graph, against
+torch's eager and graphed steps.
 
     python perf/bench_transformer.py [--device cpu|cuda] [--profile]
 """
@@ -22,10 +23,13 @@ from _common import compare_steps
 LAYERS, DIM, HEADS, CONTEXT, BATCH, VOCAB = 4, 128, 4, 64, 16, 96
 
 
-def build(T, device: str, graphed: bool = False):
+def build(T, device: str, graphed: bool = False, whole: bool = False):
     """(model, optimizer, step) for framework ``T`` (tritongrad or torch). ``graphed``: the
     model's forward and backward replayed as CUDA graphs (``T.cuda.make_graphed_callables``,
-    PyTorch's partial-network capture); the loss, clipping and AdamW stay eager."""
+    PyTorch's partial-network capture); the loss, clipping and AdamW stay eager. ``whole``:
+    the whole step (forward, loss, backward, clipping, a capturable AdamW) captured as one
+    graph after three warm-up steps on a side stream (PyTorch's whole-network recipe); the
+    step replays it."""
     nn, F = T.nn, T.nn.functional
 
     class Block(nn.Module):
@@ -56,7 +60,7 @@ def build(T, device: str, graphed: bool = False):
 
     T.manual_seed(0)
     model = GPT().to(device)
-    opt = T.optim.AdamW(model.parameters(), lr=3e-4)
+    opt = T.optim.AdamW(model.parameters(), lr=3e-4, capturable=whole)
     rng = np.random.default_rng(0)
     ids = T.tensor(rng.integers(0, VOCAB, (BATCH, CONTEXT + 1)), device=device)
     x, y = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
@@ -70,7 +74,34 @@ def build(T, device: str, graphed: bool = False):
         opt.step()
         return loss
 
+    if whole:
+        step = _captured(T, step, opt)
     return model, opt, step
+
+
+def _captured(T, step, opt):
+    """``step`` captured whole after three warm-up steps on a side stream: a function that
+    replays it and returns the captured loss. It holds ``step`` (so the model, its inputs and
+    gradients) and ``opt`` (its state): a graph, as PyTorch's, does not keep alive the tensors
+    it reads and writes, and freed ones would be handed out again under it."""
+    side = T.cuda.Stream()
+    side.wait_stream(T.cuda.current_stream())
+    with T.cuda.stream(side):
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            step()
+    T.cuda.current_stream().wait_stream(side)
+    graph = T.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with T.cuda.graph(graph):
+        loss = step()
+
+    def replay():
+        graph.replay()
+        return loss
+
+    replay.keep = (step, opt)
+    return replay
 
 
 def main() -> None:
@@ -96,15 +127,19 @@ def _graphed(repeat: int) -> None:
     import tritongrad as tg
     from _common import report, timeit, try_torch
 
-    cases = [("graphed tritongrad", build(tg, "cuda", graphed=True)[2], tg.cuda.synchronize)]
+    cases = [("graphed tritongrad", build(tg, "cuda", graphed=True)[2], tg.cuda.synchronize),
+             ("whole-step graph tritongrad", build(tg, "cuda", whole=True)[2],
+              tg.cuda.synchronize)]
     torch = try_torch()
     if torch is not None:
         cases += [("eager torch", build(torch, "cuda")[2], torch.cuda.synchronize),
                   ("graphed torch", build(torch, "cuda", graphed=True)[2],
+                   torch.cuda.synchronize),
+                  ("whole-step graph torch", build(torch, "cuda", whole=True)[2],
                    torch.cuda.synchronize)]
     rows = timeit(cases, warmup=3, repeat=repeat, interleave=False)
-    report("the same step, forward and backward as CUDA graphs (make_graphed_callables), "
-           "loss, clipping and AdamW eager, cuda", rows)
+    report("the same step as CUDA graphs: forward and backward (make_graphed_callables; "
+           "loss, clipping and AdamW eager), or the whole step captured once, cuda", rows)
 
 
 if __name__ == "__main__":
