@@ -21,7 +21,7 @@ strided views that need no copy: ``complex.bmm``.
 
 Block sizes come from a few fixed configs picked by shape (no autotuning yet): the large-tile
 config for big products, smaller tiles when M or N is small (so more programs run); a product
-with few tiles and a long K splits K (Note [split-K]).
+with few tiles and a long K can split K (off by default: Note [split-K]).
 """
 
 from __future__ import annotations

@@ -242,7 +242,8 @@ def _argreduce_kernel(
         # better value is the only reason to move: a tie keeps the lane's earlier (lower)
         # index, and a lane that never moves keeps its first column, the lowest index of a
         # row that is all IDENT (-inf for argmax). No index tile is loaded or built per step
-        # (the generic fold below, for the partials' pass, costs 0.53 of a copy on an H200).
+        # (with the generic fold below, now only the partials' pass, argmax ran at 0.53 of a
+        # device copy on an H200, 2026-11-30).
         best_i = tl.broadcast_to((n_lo + lane)[None, :], [BLOCK_M, BLOCK_N])
         for n0 in range(n_lo, n_hi, BLOCK_N):
             cols = n0 + lane
