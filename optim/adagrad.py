@@ -94,28 +94,23 @@ class Adagrad(Optimizer):
         step = advance_step(step_t)
         if is_sparse(p.grad):
             return self._update_sparse(p, group, step, s)
-        if group["fused"] and p.dtype in (float16, bfloat16):
-            return self._update_opmath(p, group, step, s)
-        g = -p.grad if group["maximize"] else p.grad
-        if group["weight_decay"] != 0:
-            g = g.add(p, alpha=group["weight_decay"])
-        clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
-        s.add_(g.mul(g))                                  # addcmul_(g, g, value=1)
-        std = s.sqrt().add(group["eps"])
-        p.sub_(g.div(std).mul(clr))                       # addcdiv_(g, std, value=-clr)
-
-    def _update_opmath(self, p, group, step: float, s) -> None:
-        """The dense update of a half-precision parameter in float32, each of p and s rounded
-        once at the end (``fused=True``: PyTorch's fused kernel computes in float32 too)."""
-        g = p.grad.float()
+        # fused=True: a half-precision p and s read once into float32 and written once, as
+        # PyTorch's fused kernel computes; otherwise in p's dtype, in place
+        opmath = group["fused"] and p.dtype in (float16, bfloat16)
+        g = p.grad.float() if opmath else p.grad
         g = -g if group["maximize"] else g
-        p32 = p.float()
+        pw = p.float() if opmath else p
         if group["weight_decay"] != 0:
-            g = g.add(p32, alpha=group["weight_decay"])
+            g = g.add(pw, alpha=group["weight_decay"])
         clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
-        s32 = s.float().add(g.mul(g))
-        s.copy_(s32)
-        p.copy_(p32.sub(g.div(s32.sqrt().add(group["eps"])).mul(clr)))
+        acc = s.float() if opmath else s
+        acc.add_(g.mul(g))                                # addcmul_(g, g, value=1)
+        update = g.div(acc.sqrt().add(group["eps"])).mul(clr)
+        if opmath:
+            s.copy_(acc)
+            p.copy_(pw.sub(update))
+        else:
+            p.sub_(update)                                # addcdiv_(g, std, value=-clr)
 
     def _update_sparse(self, p, group, step: float, s) -> None:
         """The update for a sparse gradient: the same rule on the gradient's rows only (its

@@ -244,15 +244,11 @@ def _with_split_k(target: int, fn):
     """``fn()`` with matmul's split-K TARGET_PROGRAMS set to ``target`` (0: off), restored."""
     import importlib
 
+    from tritongrad.kernels.triton import _launch
+
     mm = importlib.import_module("tritongrad.kernels.triton.matmul")  # the name is shadowed
-    plans = importlib.import_module("tritongrad.kernels.triton._launch")
-    old, mm.TARGET_PROGRAMS = mm.TARGET_PROGRAMS, target
-    plans.clear_plans()
-    try:
+    with _launch.knobs(mm, TARGET_PROGRAMS=target):
         return fn()
-    finally:
-        mm.TARGET_PROGRAMS = old
-        plans.clear_plans()
 
 
 def _split_k(tk, D):

@@ -35,14 +35,19 @@ import os
 import threading
 import warnings
 
+
+def is_nvtx_package(module) -> bool:
+    """Whether an imported ``nvtx`` is the NVTX package: a folder named nvtx on sys.path
+    imports as an empty namespace package (pytest puts tests/ there, and tests/nvtx/ exists:
+    the GPU run of 2026-11-30 without the wheel raised AttributeError inside emit_nvtx)."""
+    return hasattr(module, "get_domain")
+
+
 try:
     import nvtx as _nvtx
 except ImportError:  # a machine without the package (a dependency, yet not always installed)
     _nvtx = None
-if _nvtx is not None and not hasattr(_nvtx, "get_domain"):
-    # not the NVTX package: a folder named nvtx on sys.path imports as a namespace package
-    # (pytest puts tests/ there, and tests/nvtx/ exists: the GPU run of 2026-11-30 without
-    # the wheel raised AttributeError inside emit_nvtx)
+if _nvtx is not None and not is_nvtx_package(_nvtx):
     _nvtx = None
 
 __all__ = ["is_enabled", "mark", "range", "range_end", "range_pop", "range_push", "range_start"]

@@ -5,13 +5,13 @@ that the tests never import.)"""
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 
 import numpy as np
 import pytest
 
 import tritongrad as tg
+from tests.helpers import load_module
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "perf" / "bench_kernels.py"
 
@@ -20,10 +20,7 @@ SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "perf" / "bench_kernels.p
 def bench():
     if not tg.cuda.is_available():
         pytest.skip("no CUDA device, real or emulated")
-    spec = importlib.util.spec_from_file_location("bench_kernels", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_module(SCRIPT, "perf_bench_kernels")
 
 
 def test_every_case_runs_and_add_adds(bench):

@@ -6,13 +6,13 @@ tests never import)."""
 from __future__ import annotations
 
 import gc
-import importlib.util
 import pathlib
 
 import numpy as np
 import pytest
 
 import tritongrad as tg
+from tests.helpers import load_module
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "perf" / "bench_transformer.py"
 
@@ -22,9 +22,7 @@ def bench(monkeypatch):
     if not tg.cuda.is_available():
         pytest.skip("no CUDA device, real or emulated")
     monkeypatch.syspath_prepend(str(SCRIPT.parent))  # (it imports perf/_common.py)
-    spec = importlib.util.spec_from_file_location("bench_transformer", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_module(SCRIPT, "perf_bench_transformer")
     for name, value in {"LAYERS": 1, "DIM": 16, "HEADS": 2, "CONTEXT": 6, "BATCH": 2}.items():
         monkeypatch.setattr(mod, name, value)
     return mod

@@ -135,11 +135,13 @@ def _ptxas() -> str:
 
 def _nvtx_imports() -> bool:
     """Whether the ``nvtx`` package imports (without it, tritongrad's ranges are no-ops)."""
+    from tritongrad.runtime.nvtx import is_nvtx_package
+
     try:
         import nvtx
     except ImportError:
         return False
-    return hasattr(nvtx, "get_domain")  # a folder named nvtx imports too, as a namespace
+    return is_nvtx_package(nvtx)
 
 
 def _nvtx() -> str:

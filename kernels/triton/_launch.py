@@ -16,6 +16,7 @@ with the same layout.
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import triton
@@ -127,6 +128,23 @@ def plan_cache() -> dict:
 def clear_plans() -> None:
     for d in PLANS:
         d.clear()
+
+
+@contextlib.contextmanager
+def knobs(module, **values):
+    """Sets a launcher module's planning globals (block sizes, thresholds, matmul's split-K
+    ``TARGET_PROGRAMS``) for the ``with`` block, with the plans dropped on entry and exit, so
+    that plans made under the values never outlive them."""
+    old = {name: getattr(module, name) for name in values}
+    for name, value in values.items():
+        setattr(module, name, value)
+    clear_plans()
+    try:
+        yield
+    finally:
+        for name, value in old.items():
+            setattr(module, name, value)
+        clear_plans()
 
 
 # -- block sizes -------------------------------------------------------------------------------

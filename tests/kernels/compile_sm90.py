@@ -389,13 +389,8 @@ def _split_k_matmul(tk, arr, dt):
 
     mm = importlib.import_module("tritongrad.kernels.triton.matmul")  # the name is shadowed
     plans = importlib.import_module("tritongrad.kernels.triton._launch")
-    old, mm.TARGET_PROGRAMS = mm.TARGET_PROGRAMS, 132
-    plans.clear_plans()
-    try:
+    with plans.knobs(mm, TARGET_PROGRAMS=132):
         return tk.matmul(arr((16, 1024), dt), arr((1024, 64), dt))
-    finally:
-        mm.TARGET_PROGRAMS = old
-        plans.clear_plans()
 
 
 def _attention(tk, arr, dt, head, causal, backward=False):
