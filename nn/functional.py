@@ -769,12 +769,10 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         return _weighted_cross_entropy(input, target, weight, ignore_index, reduction,
                                        label_smoothing)
     x, t, spatial = _class_last(input, target, "cross_entropy")
-    loss = _nn.cross_entropy_rows(x, t, ignore_index, label_smoothing)
-    if reduction == "none":
-        return loss.reshape(spatial) if spatial is not None else loss
-    if reduction == "sum":
-        return loss.sum()
-    return loss.sum() / _nn.count_not_ignored(t, ignore_index, loss.dtype)
+    loss = _nn.cross_entropy_rows(x, t, ignore_index, label_smoothing, reduction)
+    if reduction == "none" and spatial is not None:
+        return loss.reshape(spatial)
+    return loss
 
 
 def _check_same_size(input: Tensor, target: Tensor) -> None:

@@ -22,7 +22,9 @@ import numpy as np
 
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.node import RemovableHandle, _HookDict
+from ..autograd.profiler import record_function
 from ..autograd.sparse import SparseTensor
+from ..autograd.state import state
 from ..autograd.tensor import Tensor
 from ..kernels import backend
 from ..runtime.graphs import is_current_stream_capturing
@@ -63,6 +65,15 @@ def _with_step_hooks(step: Callable) -> Callable:
     @functools.wraps(step)
     def hooked_step(*args, **kwargs):
         self = args[0]
+        if state.observers and not self.__dict__.get("_in_profiled_step"):
+            # under a profiler, PyTorch's range around each step (its profile_hook_step); a
+            # subclass's super().step() inside it opens none
+            self._in_profiled_step = True
+            try:
+                with record_function(f"Optimizer.step#{type(self).__name__}.step"):
+                    return hooked_step(*args, **kwargs)
+            finally:
+                self._in_profiled_step = False
         if is_current_stream_capturing():
             _capture_check(self)
         own_pre = self.__dict__.get("_optimizer_step_pre_hooks")
@@ -286,9 +297,11 @@ class Optimizer:
         """Resets the gradients of every optimized parameter: to None (the default), or to
         zeros in place."""
         from ..nn.module import _zero_grad
-        for group in self.param_groups:
-            for p in group["params"]:
-                _zero_grad(p, set_to_none)
+        # (PyTorch's profiler range; it costs nothing outside a profiler)
+        with record_function(f"Optimizer.zero_grad#{type(self).__name__}.zero_grad"):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    _zero_grad(p, set_to_none)
 
     @no_grad()
     def step(self, closure=None):

@@ -106,18 +106,60 @@ def _fmt(seconds: float) -> str:
 def compare_steps(title: str, step_for, device: str, repeat: int, profile: bool) -> None:
     """Times one training step of the same program under tritongrad and torch (when
     installed): ``step_for(T)`` builds it for framework ``T`` and returns the step. CPU rows
-    take turns; ``profile`` then prints tritongrad's profiler table of one step."""
+    take turns; ``profile`` then prints both profiles of one step (``profile_step``)."""
     import tritongrad as tg
 
     tg_step = step_for(tg)
     cases = [("tritongrad", tg_step, tg.cuda.synchronize if device == "cuda" else None)]
     torch = try_torch()
-    if torch is not None:
-        cases.append(("torch", step_for(torch),
-                      torch.cuda.synchronize if device == "cuda" else None))
+    torch_step = step_for(torch) if torch is not None else None
+    if torch_step is not None:
+        cases.append(("torch", torch_step, torch.cuda.synchronize if device == "cuda" else None))
     rows = timeit(cases, warmup=3, repeat=repeat, interleave=device == "cpu")
     report(f"{title}, {device}", rows)
     if profile:
-        with tg.autograd.profiler.profile() as prof:
-            tg_step()
-        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20))
+        profile_step(tg_step, device, torch_step)
+
+
+def profile_step(tg_step, device: str, torch_step=None, rows: int = 20) -> None:
+    """Prints tritongrad's profiler table of one (warm) step, and torch's for ``torch_step``.
+    On cuda the tables are sorted by the kernels' device time (CUPTI where cupti-python is
+    installed, else events) and a last line compares the step's wall time with the sum of its
+    kernels' device time: a step whose kernels add up to much less than its wall time waits
+    for the host (launches, syncs), one near it waits for its kernels."""
+    import tritongrad as tg
+
+    cuda = device == "cuda"
+    sync = tg.cuda.synchronize if cuda else (lambda: None)
+    tg_step()
+    sync()
+    t0 = time.perf_counter()
+    with tg.autograd.profiler.profile(use_cuda=cuda) as prof:
+        tg_step()
+        sync()
+    wall = time.perf_counter() - t0
+    table = prof.key_averages()
+    key = "self_cuda_time_total" if cuda else "self_cpu_time_total"
+    print(f"\ntritongrad, one step profiled ({_fmt(wall)} wall with the profiler)")
+    print(table.table(sort_by=key, row_limit=rows))
+    if cuda:
+        kernels = sum(e.self_cuda_time_total for e in table) * 1e-6
+        print(f"tritongrad: kernels {_fmt(kernels)} of device time in a {_fmt(wall)} step "
+              f"({kernels / wall:.0%})")
+    torch = try_torch()
+    if torch_step is None or torch is None:
+        return
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    torch_step()
+    if cuda:
+        torch.cuda.synchronize()
+    with torch_profile(activities=activities) as tprof:
+        torch_step()
+        if cuda:
+            torch.cuda.synchronize()
+    print("\ntorch, one step profiled")
+    print(tprof.key_averages().table(
+        sort_by="self_cuda_time_total" if cuda else "self_cpu_time_total", row_limit=rows))

@@ -184,13 +184,22 @@ def _elementwise(tk, D, n_log2: int):
 
 
 def _matmul(tk, D, sizes):
+    """TFLOP/s of square products with the fixed config (autotuning off), then autotuned (the
+    default: Note [autotuning] in kernels/triton/autotune.py), against torch's; the config the
+    tuning picked and the seconds its first call took (compiles and timing; a warm cache file
+    answers at once, so the campaign points the cache at a fresh folder)."""
+    import importlib
     import numpy as np
+    from tritongrad.kernels.triton import _launch, autotune
     from tritongrad.runtime import memory
 
+    mm = importlib.import_module("tritongrad.kernels.triton.matmul")  # the name is shadowed
     torch = _import_torch()
-    print("\nmatmul (square M = N = K, random normal inputs), TFLOP/s"
+    print("\nmatmul (square M = N = K, random normal inputs), TFLOP/s: fixed config, autotuned"
           + ("" if torch else " (torch not installed)"))
-    print(f"{'dtype':10s} {'size':>6s} {'tritongrad':>11s} {'torch':>8s} {'ratio':>7s}")
+    print(f"{'dtype':10s} {'size':>6s} {'fixed':>8s} {'tuned':>8s}"
+          + (f" {'torch':>8s} {'tuned/torch':>11s}" if torch else "")
+          + f" {'tuning s':>8s}  config")
     tdt = {}
     if torch is not None:
         torch.backends.cuda.matmul.allow_tf32 = False  # compare IEEE float32 with IEEE float32
@@ -204,15 +213,25 @@ def _matmul(tk, D, sizes):
                 continue
             ha, hb = (rng.standard_normal((s, s), dtype=np.float32) for _ in range(2))
             a, b = (tk.astype(memory.to_device(x, device), dtype) for x in (ha, hb))
-            ms = _bench(lambda a=a, b=b: tk.matmul(a, b))
-            tf = 2 * s**3 / (ms * 1e-3) / 1e12
-            line = f"{dtype.name:10s} {s:6d} {tf:11.1f}"
+            with _launch.knobs(autotune, MODE="0"):
+                fixed = _bench(lambda a=a, b=b: tk.matmul(a, b))
+            with _launch.knobs(autotune, MODE="all"):
+                t0 = time.perf_counter()
+                tk.matmul(a, b)  # plans: tunes the class (or reads the cache file)
+                tuning = time.perf_counter() - t0
+                tuned = _bench(lambda a=a, b=b: tk.matmul(a, b))
+                launch = next(p for k, p in mm._PLANS.items() if k[1:4] == (s, s, s)
+                              and k[6] is dtype)[0]
+            config = (*launch.tail[-5:-2], launch.options["num_warps"],
+                      launch.options["num_stages"])
+            flops = 2 * s**3 / 1e12
+            line = f"{dtype.name:10s} {s:6d} {flops / (fixed * 1e-3):8.1f} " \
+                   f"{flops / (tuned * 1e-3):8.1f}"
             if torch is not None:
                 ta, tb = (torch.from_numpy(x).cuda().to(tdt[dtype]) for x in (ha, hb))
                 tms = _torch_bench(torch, lambda ta=ta, tb=tb: ta @ tb)
-                ttf = 2 * s**3 / (tms * 1e-3) / 1e12
-                line += f" {ttf:8.1f} {tf / ttf:7.2f}"
-            print(line)
+                line += f" {flops / (tms * 1e-3):8.1f} {tms / tuned:11.2f}"
+            print(f"{line} {tuning:8.1f}  {config}")
 
 
 # Products with few output tiles and a long K, as the steps' weight gradients (G^T @ X, G^T a

@@ -19,7 +19,7 @@ import argparse
 
 import _common  # noqa: F401  (sets thread counts before NumPy loads)
 import numpy as np
-from _common import report, timeit, try_torch
+from _common import profile_step, report, timeit, try_torch
 
 SIZES = (784, 1024, 1024, 10)
 
@@ -76,6 +76,8 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--profile", action="store_true",
+                    help="then print tritongrad's and torch's profiles of one step")
     args = ap.parse_args()
     import tritongrad as tg
     from tritongrad import nn, optim
@@ -117,6 +119,7 @@ def main() -> None:
             cases.append((f"{lib.name} GEMMs only",
                           lambda: numpy_gemms(params, x0, h[0], h[1], dz, linalg.matmul), None))
     torch = try_torch()
+    torch_step = None
     if torch is not None:
         dev = "cuda" if args.device != "cpu" else "cpu"
         tm = torch.nn.Sequential(torch.nn.Linear(784, 1024), torch.nn.ReLU(),
@@ -138,6 +141,8 @@ def main() -> None:
         cases.append(("torch", torch_step, tsync))
     report(f"MLP 784-1024-1024-10, batch {args.batch}, one SGD step, {args.device}{floor}",
            timeit(cases, warmup=3, repeat=args.repeat, interleave=args.device == "cpu"))
+    if args.profile:
+        profile_step(tg_step, args.device, torch_step)
 
 
 if __name__ == "__main__":

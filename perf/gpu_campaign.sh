@@ -104,6 +104,9 @@ for v in TRITON_INTERPRET TRITONGRAD_EMULATE_CUDA; do
 done
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1} OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 export PYTHONDONTWRITEBYTECODE=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
+# Matmul autotuning's results (Note [autotuning], kernels/triton/autotune.py) start empty in
+# each campaign, so bench_kernels times the tuning itself, and come back in OUTDIR.
+export TRITONGRAD_CACHE_DIR=${TRITONGRAD_CACHE_DIR:-$OUTDIR/autotune}
 # The test steps check every cached kernel launch against the kernel Triton's own dispatch
 # picks (Note [cached launches], kernels/triton/launcher.py); the benchmarks time them unchecked.
 CHECKED=(env TRITONGRAD_CHECK_LAUNCHES=1)
@@ -299,7 +302,7 @@ write_summary() {
             [[ -z $log || ! -s $OUTDIR/$log ]] && continue
             if (( shown == 0 )); then echo; echo "## Benchmarks"; shown=1; fi
             lines=14
-            [[ $name == bench-kernels ]] && lines=60
+            [[ $name == bench-kernels || $name == bench-mlp ]] && lines=80  # (tables, profiles)
             echo
             echo "### $name (${R_STATUS[$idx]})"
             echo
@@ -610,12 +613,12 @@ if begin_step suite-runtime 100 gpu tg; then
 fi
 
 # -- 6. benchmarks, on a quiet GPU (nothing else runs beside them) ------------------------------
-if begin_step bench-kernels 100 gpu tg; then
+if begin_step bench-kernels 160 gpu tg; then  # (with the first matmul tunings: ~1 min)
     run_logged "$CUR_T" "$PY" perf/bench_kernels.py
     rc=$?
     st=$(status_of $rc)
     key=$(awk '/^copy \(cuMemcpyDtoD\)/ { c = "copy " $4 " GB/s" }
-               /^float16 / { m = "float16 " $2 "^3: " $3 " TFLOP/s" ($4 != "" ? ", torch " $4 ", ratio " $5 : "") }
+               /^bfloat16 / && $2 == 4096 { m = "bfloat16 4096^3: " $4 " TFLOP/s tuned (fixed " $3 ")" ($5 ~ /^[0-9.]+$/ ? ", torch " $5 ", ratio " $6 : "") }
                END { print c (c && m ? "; " : "") m }' "$CUR_LOG")
     end_step "$st" "$(key_of "$st" "$CUR_LOG" "${key:-$(last_line "$CUR_LOG")}")"
 fi
@@ -633,7 +636,7 @@ bench_step() {  # bench_step NAME CAP COMMAND...: a GPU benchmark keyed by its t
     k=$(bench_key "$CUR_LOG")
     end_step "$st" "$(key_of "$st" "$CUR_LOG" "${k:-$(last_line "$CUR_LOG")}")"
 }
-bench_step bench-mlp 50 perf/bench_mlp.py --device cuda --batch 4096
+bench_step bench-mlp 60 perf/bench_mlp.py --device cuda --batch 4096 --profile
 bench_step bench-chain 50 perf/bench_chain.py --device cuda
 # host-to-device copies from pageable and pinned memory, against torch's
 bench_step bench-transfer 30 perf/bench_transfer.py
@@ -654,7 +657,7 @@ if begin_step bench-conv 45 gpu tg; then
     end_step "$st" "$(key_of "$st" "$CUR_LOG" "$(last_line "$CUR_LOG")")"
 fi
 # the GPT-style training step (the whole stack: attention, GELU, layer norm, AdamW, clipping)
-bench_step bench-transformer 60 perf/bench_transformer.py --device cuda --repeat 5
+bench_step bench-transformer 70 perf/bench_transformer.py --device cuda --repeat 5 --profile
 
 # -- 7. the rest of the suite on the real device, in parallel shards, while the NVTX capture, the
 #       examples and ncu run beside them (none of those measures time or device memory) ---------

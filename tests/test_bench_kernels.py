@@ -61,3 +61,26 @@ def test_split_k_products_agree_on_and_off(bench):
             assert got.shape == (M, N)
             np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
         assert mm.TARGET_PROGRAMS == default
+
+
+def test_matmul_table_fixed_and_tuned(bench, monkeypatch, tmp_path, capsys):
+    # the matmul table's fixed and autotuned rows on tiny sizes (the tuning itself made to run
+    # on the emulated device, with the interpreter's times): the plan of each row is found,
+    # its config printed, and autotuning's mode restored afterwards
+    from tritongrad.kernels import triton as tk
+    from tritongrad.kernels.triton import autotune
+    from tritongrad.runtime import dtype as D
+
+    monkeypatch.setenv("TRITONGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(autotune, "_on_hardware", lambda: True)
+    monkeypatch.setattr(bench, "_import_torch", lambda: None)
+    monkeypatch.setattr(bench, "_bench", lambda fn: (fn(), 1.0)[1])
+    monkeypatch.setattr(bench, "_device", lambda: tg.device("cuda"))
+    autotune.clear()
+    mode = autotune.MODE
+    bench._matmul(tk, D, (32,))
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()
+            if line.split()[:2] in (["float16", "32"], ["float64", "32"])]
+    assert len(rows) == 2 and all(r[-5].startswith("(") for r in rows)
+    assert autotune.MODE == mode and autotune.results()  # the tuned rows did tune
+    autotune.clear()

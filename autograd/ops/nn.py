@@ -443,7 +443,9 @@ def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
 
 class CrossEntropyLossBackward0(Primitive):
     """loss_i = (1 - eps) (lse_i - x_i[t_i]) + eps (lse_i - mean_c x_ic), 0 on ignored rows:
-    dx_i = g_i (softmax(x_i) - (1 - eps) onehot(t_i) - eps / C)."""
+    dx_i = g_i (softmax(x_i) - (1 - eps) onehot(t_i) - eps / C). With a 'sum' or 'mean'
+    reduction the rows are reduced inside the op (as PyTorch's nll_loss reduces inside its
+    node): g_i = g, or g / n with n the rows not ignored, and no sum/div nodes or launches."""
 
     __slots__ = ()
     op_name = "cross_entropy"
@@ -451,28 +453,50 @@ class CrossEntropyLossBackward0(Primitive):
     fused = True
 
     @staticmethod
-    def forward(ctx, k, logits, target, ignore_index, label_smoothing):
+    def forward(ctx, k, logits, target, ignore_index, label_smoothing, reduction="none"):
         loss, lse = k.cross_entropy(k.contiguous(logits), target, ignore_index, label_smoothing)
         ctx.lse, ctx.ignore_index, ctx.smoothing = lse, ignore_index, label_smoothing
-        return loss
+        ctx.reduction, ctx.count = reduction, None
+        if reduction == "none":
+            return loss
+        total = k.sum(loss, (0,), False)
+        if reduction == "sum":
+            return total
+        # the divisor: the rows not ignored (all ignored: 0 / 0, NaN, as PyTorch's mean)
+        n = k.sum(k.astype(k.ne(target, ignore_index), dtypes.int64), (0,), False)
+        ctx.count = count = k.astype(n, meta(loss)[1])
+        return k.div(total, count)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
         x, t = saved
         if k is traced:  # recorded: the composite formula, differentiable to any order
+            if ctx.reduction != "none":
+                g = g.expand(t.shape[0])
+                if ctx.count is not None:
+                    g = g / make(ctx.count)
             return _cross_entropy_composite_backward(g, x, t, make(ctx.lse), ctx.ignore_index,
                                                      ctx.smoothing), None
+        if ctx.reduction != "none":
+            if ctx.count is not None:
+                g = k.div(g, ctx.count)
+            g = k.expand(g, tuple(t.shape))
         return k.cross_entropy_backward(k.contiguous(g), k.contiguous(x), t, ctx.lse,
                                         ctx.ignore_index, ctx.smoothing), None
 
     @staticmethod
     def jvp(ctx, k, primals, tangents, out, *params):
-        """The row's gradient (the composite backward with g = 1) dotted with the tangent."""
+        """The row's gradient (the composite backward with g = 1) dotted with the tangent,
+        reduced as the output is."""
         x, t = primals
-        ones = out.new_ones(out.shape)
+        ones = x.new_ones(t.shape)
         d = _cross_entropy_composite_backward(ones, x, t, make(ctx.lse), ctx.ignore_index,
                                               ctx.smoothing)
-        return (tangents[0] * d).sum(1)
+        rows = (tangents[0] * d).sum(1)
+        if ctx.reduction == "none":
+            return rows
+        rows = rows.sum()
+        return rows if ctx.count is None else rows / make(ctx.count)
 
 
 def _cross_entropy_composite_backward(g, x, t, lse, ignore_index, smoothing):
@@ -488,29 +512,23 @@ def _cross_entropy_composite_backward(g, x, t, lse, ignore_index, smoothing):
     return d * scale.unsqueeze(1)
 
 
-def count_not_ignored(target: Tensor, ignore_index: int, dtype) -> Tensor:
-    """How many entries of the class-index ``target`` are not ``ignore_index``: a 0-d tensor
-    of ``dtype`` with no history (the divisor of a 'mean' loss), from three kernel calls
-    rather than three recorded ops (ne, sum, to)."""
-    k, t = target._k, target._data
-    n = k.sum(k.astype(k.ne(t, int(ignore_index)), dtypes.int64), tuple(range(t.ndim)), False)
-    return make(k.astype(n, dtype), dtype)
-
-
 def cross_entropy_rows(logits: Tensor, target: Tensor, ignore_index: int = -100,
-                       label_smoothing: float = 0.0) -> Tensor:
+                       label_smoothing: float = 0.0, reduction: str = "none") -> Tensor:
     """Per-row cross-entropy of (N, C) logits against (N,) class indices: a (N,) tensor, 0 on
-    rows whose target is ``ignore_index``. (``nn.functional.cross_entropy`` reduces it.)"""
+    rows whose target is ``ignore_index``; with ``reduction`` 'sum' or 'mean' (over the rows
+    not ignored) the 0-d reduction of it, in the same op."""
     x = _float_input(logits, "cross_entropy")
     if x.ndim != 2 or target.ndim != 1 or target.shape[0] != x.shape[0]:
         raise ValueError(f"cross_entropy: expected (N, C) logits and (N,) targets, got "
                          f"{list(x.shape)} and {list(target.shape)}")
+    if reduction not in ("none", "sum", "mean"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
     checks.check_same_device(x, target, "target", "cross_entropy")
     target = check_class_indices(target, byte_ok=True)
     target = checks.guard_index(target, x.shape[1], checks.target_out_of_bounds,
                                 ignore_index=int(ignore_index))
     return apply(CrossEntropyLossBackward0, (x, target), int(ignore_index),
-                 float(label_smoothing))
+                 float(label_smoothing), reduction)
 
 
 # -- embedding -----------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from triton.language.extra import libdevice
 from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from . import _launch as L
+from . import autotune
 from .elementwise import scalar_arg
 from .launcher import Launch, jit
 from .matmul import _f64_dot, _precision
@@ -307,52 +308,115 @@ def _check(op, q, k, v):
 
 
 # Plans: the kernels' launches per layout (Note [plan launches]); the arrays, the scale and the
-# float32 matmul precision are passed per call.
+# float32 matmul precision are passed per call (the precision is in the key too: a tuned
+# config is tuned for one).
 _PLANS = L.plan_cache()
+
+# Note [attention candidates]: the (BLOCK_M, BLOCK_N, num_warps, num_stages) autotuning times
+# for each kernel (forward, backward dK/dV, backward dQ) of a large enough attention on a GPU
+# (Note [autotuning] in autotune.py), besides the CONFIGS one: wider tiles than the defaults,
+# which were chosen for the interpreter's and small sequences' sake (on an H200, 2026-11-30,
+# float32 at T = 2048 ran 2.1x torch's time with 32 x 32 tiles). A class only times tiles no
+# wider than its sequences rounded up to powers of two. float32 is tuned up to head size 64
+# only (MAX_TUNED_HEAD): its IEEE products are FMA loops, and at 128 one candidate's three
+# kernels took 30-100 s to compile (Triton 3.9, 2 cores), too long for a first call (128-row
+# float32 tiles took 20 s at 64: not candidates). The compile check compiles every candidate
+# for sm_90 at its family's largest tuned head size.
+CANDIDATES = {
+    "half": [(128, 64, 4, 3), (128, 64, 8, 3), (64, 128, 4, 3), (128, 128, 8, 2),
+             (64, 64, 4, 3), (64, 32, 4, 3)],
+    "f32": [(64, 64, 4, 2), (64, 64, 8, 2), (64, 32, 4, 2), (32, 64, 4, 2), (32, 32, 4, 3)],
+    "f64": [(32, 32, 4, 1), (32, 16, 4, 1), (16, 32, 4, 1), (32, 32, 8, 2)],
+    "f64_fallback": [],
+}
+MIN_WORK = 1 << 27  # B * H * L * S * D at least this to tune ((4, 8, 256, 64) and up)
+MAX_TUNED_HEAD = {"half": 128, "f32": 64, "f64": 128, "f64_fallback": 0}
 
 
 def _config(q, k, *more):
-    """(use_dot, BLOCK_M, BLOCK_N, BLOCK_D, int64, launch options) of a layout."""
+    """(use_dot, family, default (BLOCK_M, BLOCK_N, warps, stages), BLOCK_D, int64) of a
+    layout."""
     B, H, Lq, DH = q.shape
     S = k.shape[2]
     use_dot = True
     family = _FAMILY[q.dtype]
     if q.dtype is D.float64 and _f64_dot and not _f64_dot[0]:
         use_dot, family = False, "f64_fallback"
-    bm, bn, warps, stages = CONFIGS[family]
     bd = max(16, L.next_pow2(DH))
     int64 = any(L.needs_int64(tuple(a.shape), a.strides) for a in (q, k) + more) \
         or B * H * max(Lq, S) * bd >= L._INT32_SAFE
-    return use_dot, bm, bn, bd, int64, {"num_warps": warps, "num_stages": stages}
+    return use_dot, family, CONFIGS[family], bd, int64
 
 
-def _forward_plan(key, q, k, v):
-    use_dot, bm, bn, bd, int64, opts = _config(q, k, v)
-    B, H, Lq, DH = q.shape
-    launch = Launch(_attention_fwd_kernel, (B * H, L.cdiv(Lq, bm)), (
-        H, Lq, k.shape[2], DH, *q.strides, *k.strides, *v.strides, _ACC[q.dtype], use_dot,
-        q.dtype is D.float64, key[-2], bm, bn, bd, int64), **opts)
-    if q.dtype is not D.float64 or _f64_dot:  # (until the float64 probe has answered, each
-        # launch plans again: _config reads its answer)
-        _PLANS[key] = launch
-    return launch
-
-
-def _backward_plan(key, q, k, v, g, out):
-    """The delta, dk/dv and dq kernels' launches."""
-    use_dot, bm, bn, bd, int64, opts = _config(q, k, v, g, out)
+def _tuned(kind, kernel, family, default, make, args, q, k, key):
+    """(config, keep the plan) for ``kernel``'s launch ``make(config)(*args)``: the default,
+    or autotuning's pick for the class (Note [attention candidates])."""
     B, H, Lq, DH = q.shape
     S = k.shape[2]
-    tail = (H, Lq, S, DH, *q.strides, *k.strides, *v.strides, *g.strides, _ACC[q.dtype],
-            use_dot, q.dtype is D.float64, key[-2], bm, bn, bd, int64)
-    plan = (Launch(_attention_delta_kernel, (B * H, L.cdiv(Lq, bm)), (
-                H, Lq, DH, *g.strides, *out.strides, _ACC[q.dtype], bm, bd, int64),
-                num_warps=opts["num_warps"]),
-            Launch(_attention_bwd_dkdv_kernel, (B * H, L.cdiv(S, bn)), tail, **opts),
-            Launch(_attention_bwd_dq_kernel, (B * H, L.cdiv(Lq, bm)), tail, **opts))
-    if q.dtype is not D.float64 or _f64_dot:
+    if DH > MAX_TUNED_HEAD[family] or not autotune.wanted(B * H * Lq * S * DH, MIN_WORK):
+        return default, True
+    p2l, p2s = max(16, L.next_pow2(Lq)), max(16, L.next_pow2(S))
+    causal, precision = key[-2], key[-1]
+    cls = (f"{kind} {q.dtype.name} {precision} causal={causal} d={max(16, L.next_pow2(DH))} "
+           f"{p2l}x{p2s}")
+    candidates = [c for c in CANDIDATES[family] if c[0] <= p2l and c[1] <= p2s]
+    picked = autotune.pick(kernel, cls, default, candidates, lambda c: make(c)(*args))
+    return picked or default, picked is not None
+
+
+def _keep(key, q, plan, keep=True):
+    if keep and (q.dtype is not D.float64 or _f64_dot):  # (until the float64 probe has
+        # answered, each launch plans again: _config reads its answer)
         _PLANS[key] = plan
     return plan
+
+
+def _forward_plan(key, q, k, v, args):
+    """The forward's launch; ``args``: the call's (for tuning: the outputs are written)."""
+    use_dot, family, default, bd, int64 = _config(q, k, v)
+    B, H, Lq, DH = q.shape
+
+    def make(config):
+        bm, bn, warps, stages = config
+        return Launch(_attention_fwd_kernel, (B * H, L.cdiv(Lq, bm)), (
+            H, Lq, k.shape[2], DH, *q.strides, *k.strides, *v.strides, _ACC[q.dtype], use_dot,
+            q.dtype is D.float64, key[-2], bm, bn, bd, int64), num_warps=warps,
+            num_stages=stages)
+
+    config, keep = _tuned("forward", _attention_fwd_kernel, family, default, make, args, q, k,
+                          key)
+    return _keep(key, q, make(config), keep)
+
+
+def _backward_plan(key, q, k, v, g, out, delta, dkdv_args, dq_args):
+    """The delta, dk/dv and dq kernels' launches; the arrays: the call's (for tuning, which
+    computes delta first: the other two read it)."""
+    use_dot, family, default, bd, int64 = _config(q, k, v, g, out)
+    B, H, Lq, DH = q.shape
+    S = k.shape[2]
+    bm, _, warps, _ = default
+    delta_launch = Launch(_attention_delta_kernel, (B * H, L.cdiv(Lq, bm)), (
+        H, Lq, DH, *g.strides, *out.strides, _ACC[q.dtype], bm, bd, int64), num_warps=warps)
+
+    def maker(kernel, per_key_tile):
+        """make(config) of the dk/dv kernel (a program per key tile) or the dq kernel (per
+        query tile)."""
+        def make(config):
+            bm, bn, warps, stages = config
+            grid = (B * H, L.cdiv(S, bn) if per_key_tile else L.cdiv(Lq, bm))
+            return Launch(kernel, grid, (
+                H, Lq, S, DH, *q.strides, *k.strides, *v.strides, *g.strides, _ACC[q.dtype],
+                use_dot, q.dtype is D.float64, key[-2], bm, bn, bd, int64), num_warps=warps,
+                num_stages=stages)
+        return make
+
+    dkdv, dq = _attention_bwd_dkdv_kernel, _attention_bwd_dq_kernel
+    if autotune.wanted(B * H * Lq * S * DH, MIN_WORK):
+        delta_launch(delta, g, out)
+    make_dkdv, make_dq = maker(dkdv, True), maker(dq, False)
+    c1, keep1 = _tuned("dkdv", dkdv, family, default, make_dkdv, dkdv_args, q, k, key)
+    c2, keep2 = _tuned("dq", dq, family, default, make_dq, dq_args, q, k, key)
+    return _keep(key, q, (delta_launch, make_dkdv(c1), make_dq(c2)), keep1 and keep2)
 
 
 def _with_f64_probe(q, launch):
@@ -392,10 +456,10 @@ def attention(q, k, v, scale, causal):
     scale_bits, precision = _bits(scale), _precision(q.dtype)
 
     def launch():
-        key = ("forward", q.shape, S, q.strides, k.strides, v.strides, q.dtype, bool(causal),
-               tuple(_f64_dot))
-        (_PLANS.get(key) or _forward_plan(key, q, k, v))(out, lse, q, k, v, scale_bits,
-                                                           precision)
+        key = ("forward", q.shape, S, q.strides, k.strides, v.strides, q.dtype,
+               tuple(_f64_dot), bool(causal), precision)
+        args = (out, lse, q, k, v, scale_bits, precision)
+        (_PLANS.get(key) or _forward_plan(key, q, k, v, args))(*args)
 
     _with_f64_probe(q, launch)
     return out, lse
@@ -425,9 +489,9 @@ def attention_backward(g, q, k, v, out, lse, scale, causal):
 
     def launch():
         key = ("backward", q.shape, S, q.strides, k.strides, v.strides, g.strides,
-               out.strides, q.dtype, bool(causal), tuple(_f64_dot))
-        delta_launch, dkdv, dq_launch = (_PLANS.get(key)
-                                         or _backward_plan(key, q, k, v, g, out))
+               out.strides, q.dtype, tuple(_f64_dot), bool(causal), head[-1])
+        delta_launch, dkdv, dq_launch = (_PLANS.get(key) or _backward_plan(
+            key, q, k, v, g, out, delta, (dk, dv, *head), (dq, *head)))
         delta_launch(delta, g, out)
         dkdv(dk, dv, *head)
         dq_launch(dq, *head)

@@ -19,9 +19,11 @@ first float64 launch.
 Complex operands (Note [complex lanes] in complex.py) are four real products of their lanes,
 strided views that need no copy: ``complex.bmm``.
 
-Block sizes come from a few fixed configs picked by shape (no autotuning yet): the large-tile
-config for big products, smaller tiles when M or N is small (so more programs run); a product
-with few tiles and a long K can split K (off by default: Note [split-K]).
+Block sizes: a fixed config picked by shape (the large-tile config for big products, smaller
+tiles when M or N is small, so more programs run); on a GPU, products of at least
+``autotune.MIN_WORK`` (1024^3) take the fastest of a few candidates for their shape class
+instead, timed once (Note [autotuning] in autotune.py; Note [matmul candidates] below). A
+product with few tiles and a long K can split K (off by default: Note [split-K]).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from ...runtime.array import contiguous_strides
 from . import _launch as L
+from . import autotune
 from . import complex as _complex
 from .launcher import Launch, jit
 from .memory import astype, full
@@ -160,8 +163,61 @@ def _split_k(tiles: int, K: int, bk: int) -> tuple:
     return L.cdiv(K, chunk), chunk
 
 
-def _plan(key):
-    B, M, N, K, sa, sb, dtype, use_dot = key
+# Note [matmul candidates]: the configs autotuning times for a product of at least
+# autotune.MIN_WORK on a GPU (Note [autotuning] in autotune.py), besides the CONFIGS one, per
+# dtype family and precision: the shapes Triton's matmul tutorial and its users find best on
+# Ampere and Hopper (wide tiles, 3-4 stages for tensor cores; smaller K steps for the FMA
+# products of IEEE float32 and float64). Every candidate keeps its shared memory (stages x
+# (BLOCK_M + BLOCK_N) x BLOCK_K x itemsize) within sm_90's 227 KiB, and the sm_90 compile
+# check compiles each one. A shape class only times candidates whose tiles are not wider than
+# its M and N rounded up to powers of two.
+CANDIDATES = {
+    "half": [(128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 8, 4),
+             (128, 128, 64, 4, 4), (128, 128, 32, 4, 4), (64, 256, 32, 4, 4),
+             (128, 64, 64, 4, 4), (64, 128, 64, 4, 4), (64, 64, 64, 4, 4)],
+    "tf32": [(128, 128, 32, 8, 3), (128, 256, 32, 8, 3), (256, 128, 32, 8, 3),
+             (128, 128, 32, 4, 4), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4),
+             (64, 64, 32, 4, 4)],
+    "f32": [(128, 128, 32, 8, 3), (128, 128, 16, 8, 4), (256, 64, 16, 8, 3),
+            (64, 256, 16, 8, 3), (128, 64, 32, 4, 3), (64, 128, 32, 4, 3), (64, 64, 32, 4, 3)],
+    "f64": [(64, 64, 32, 4, 3), (128, 64, 16, 8, 2), (64, 128, 16, 8, 2), (32, 64, 16, 4, 3),
+            (64, 32, 16, 4, 3)],
+    "f64_fallback": [],
+}
+
+
+def _layout(strides: tuple) -> str:
+    """An operand's layout for its shape class: its rows contiguous, its columns, or neither."""
+    return "row" if strides[2] == 1 else "col" if strides[1] == 1 else "strided"
+
+
+def _tune(key, family, config, a, b):
+    """The config autotuning picks for ``key`` (Note [autotuning]), or None (keep no plan)."""
+    B, M, N, K, sa, sb, dtype, use_dot, precision = key
+    pick = "tf32" if family == "f32" and precision == "tf32" else family
+    p2m, p2n = max(16, L.next_pow2(M)), max(16, L.next_pow2(N))
+    candidates = [c for c in CANDIDATES[pick] if c[0] <= p2m and c[1] <= p2n]
+    cls = (f"{dtype.name} {precision} batched={B > 1} {p2m}x{p2n}x{L.next_pow2(K)} "
+           f"a={_layout(sa)} b={_layout(sb)}")
+    scratch = _memory.empty((B * M * N,), dtype, a.device)
+    return autotune.pick(_matmul_kernel, cls, config, candidates,
+                         lambda c: _launcher(key, c, 1, K)(a, b, scratch, precision))
+
+
+def _launcher(key, config, split, chunk):
+    B, M, N, K, sa, sb, dtype, use_dot, _ = key
+    bm, bn, bk, warps, stages = config
+    tiles = B * L.cdiv(M, bm) * L.cdiv(N, bn)
+    int64 = (L.needs_int64((B, M, K), sa) or L.needs_int64((B, K, N), sb)
+             or split * B * M * N >= L._INT32_SAFE)
+    return Launch(_matmul_kernel, (tiles, split),
+                  (M, N, K, *sa, *sb, chunk, _ACC[dtype], use_dot, bm, bn, bk, GROUP_M, int64),
+                  num_warps=warps, num_stages=stages)
+
+
+def _plan(key, a, b):
+    """(launch, splits) of ``key``, kept in _PLANS; a and b: the call's arrays (for tuning)."""
+    B, M, N, K, sa, sb, dtype, use_dot, _ = key
     family = _FAMILY[dtype] if use_dot or dtype is not D.float64 else "f64_fallback"
     if M >= 256 and N >= 256:
         size = "large"
@@ -169,30 +225,31 @@ def _plan(key):
         size = "small"
     else:
         size = "medium"
-    bm, bn, bk, warps, stages = CONFIGS[family][size]
-    tiles = B * L.cdiv(M, bm) * L.cdiv(N, bn)
-    split, chunk = _split_k(tiles, K, bk)
-    int64 = (L.needs_int64((B, M, K), sa) or L.needs_int64((B, K, N), sb)
-             or split * B * M * N >= L._INT32_SAFE)
-    launch = Launch(_matmul_kernel, (tiles, split),
-                    (M, N, K, *sa, *sb, chunk, _ACC[dtype], use_dot, bm, bn, bk, GROUP_M, int64),
-                    num_warps=warps, num_stages=stages)
-    plan = _PLANS[key] = (launch, split)
+    config = CONFIGS[family][size]
+    split, chunk = _split_k(B * L.cdiv(M, config[0]) * L.cdiv(N, config[1]), K, config[2])
+    keep = True
+    if split == 1 and autotune.wanted(B * M * N * K):
+        tuned = _tune(key, family, config, a, b)
+        config, keep = tuned or config, tuned is not None
+    plan = (_launcher(key, config, split, chunk), split)
+    if keep:
+        _PLANS[key] = plan
     return plan
 
 
 def _launch(a, b, B, M, K, N, sa, sb, use_dot, shape):
     """The product as a new contiguous array of ``shape``: the kernel's output, or with
     split-K the sum of its partials (in the accumulator's dtype), rounded once."""
-    key = (B, M, N, K, sa, sb, a.dtype, use_dot)
-    launch, split = _PLANS.get(key) or _plan(key)
+    precision = _precision(a.dtype)
+    key = (B, M, N, K, sa, sb, a.dtype, use_dot, precision)
+    launch, split = _PLANS.get(key) or _plan(key, a, b)
     if split == 1:
         c = _memory.empty(shape, a.dtype, a.device)
-        launch(a, b, c, _precision(a.dtype))
+        launch(a, b, c, precision)
         return c
     acc_dt = _ACC_DT[a.dtype]
     part = _memory.empty((split, B * M * N), acc_dt, a.device)
-    launch(a, b, part, _precision(a.dtype))
+    launch(a, b, part, precision)
     c = _sum(part, (0,), False)
     c = c if a.dtype is acc_dt else astype(c, a.dtype)
     return c.as_strided(shape, contiguous_strides(shape), c.offset)

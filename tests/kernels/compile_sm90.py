@@ -55,6 +55,10 @@ class _CompileOnlyDriver:
 
 
 COMPILED: list = []
+# sm_90's most shared memory per block (227 KiB, opted in): a kernel asking for more compiles
+# but cannot be loaded on the GPU (Triton's OutOfResources at the first launch)
+SM90_SHARED_LIMIT = 232448
+OVER_SHARED: list = []  # (kernel name, bytes) of the compiled kernels over it
 PASSED_FUNCTIONS: set = set()  # @triton.jit functions passed as arguments (elementwise formulas)
 LAUNCHED: dict = {}  # kernel name -> [launches through Triton's path, through the cache]
 _run, _do_compile = JITFunction.run, JITFunction._do_compile
@@ -73,6 +77,9 @@ def _compile(self, *args, **kwargs):
         kernel = kernel.result()
     name = getattr(self, "__name__", str(self))
     COMPILED.append((name, time.perf_counter() - t0))
+    shared = getattr(kernel.metadata, "shared", 0)
+    if shared > SM90_SHARED_LIMIT:
+        OVER_SHARED.append((name, shared))
     counts = LAUNCHED.setdefault(name, [0, 0])
 
     def launch(*launch_args):
@@ -229,6 +236,9 @@ def main(full: bool) -> int:
         ("attention float64 fallback", lambda: _f64_fallback(tk, arr, _attention)),
         ("matmul float32 tf32", lambda: _tf32_matmul(tk, arr)),
     ]
+    if full:  # every config autotuning may pick (Notes [matmul candidates], [attention
+        # candidates])
+        cases += _matmul_candidates(arr) + _attention_candidates(tk, arr)
     for dt in (floats + ints if full else [D.float32, D.int64]):  # sorting, scatter_reduce_
         cases += [(f"sort {dt}", lambda dt=dt: tk.sort(arr((4, 100), dt), 1, False)),
                   (f"sort descending strided {dt}",
@@ -280,13 +290,18 @@ def main(full: bool) -> int:
     cases += _complex_cases(tk, arr, full)
     failures = 0
     for name, fn in cases:
-        n0 = len(COMPILED)
+        n0, over = len(COMPILED), len(OVER_SHARED)
         try:
             fn()
             fn()  # again: through the cached launchers, checked against Triton's dispatch
         except Exception as e:  # noqa: BLE001 - report every failing variant
             failures += 1
             print(f"FAIL {name}: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
+            continue
+        if len(OVER_SHARED) > over:
+            failures += 1
+            print(f"FAIL {name}: more shared memory than sm_90 has ({SM90_SHARED_LIMIT} "
+                  f"bytes): {OVER_SHARED[over:]}")
             continue
         kernels = ", ".join(f"{k} {t:.1f}s" for k, t in COMPILED[n0:]) or "(cached)"
         print(f"ok   {name}: {kernels}")
@@ -352,6 +367,49 @@ def _complex_cases(tk, arr, full):
                               lambda op=op, z=z, w=w: C.binary(op, z, w)))
             for op in C.UNARY:
                 cases.append((f"complex {op} {dt}", lambda op=op, z=z: C.unary(op, z)))
+    return cases
+
+
+def _matmul_candidates(arr):
+    """One case per (dtype, precision, candidate config): the plan's launch of that config on
+    a 256 x 256 x 256 product (row-major A, transposed B)."""
+    import importlib
+
+    from tritongrad.runtime import dtype as D
+
+    mm = importlib.import_module("tritongrad.kernels.triton.matmul")  # the name is shadowed
+    cases = []
+    for family, dt, precision in (("half", D.float16, "tf32"), ("half", D.bfloat16, "tf32"),
+                                  ("f32", D.float32, "ieee"), ("tf32", D.float32, "tf32"),
+                                  ("f64", D.float64, "ieee")):
+        for config in mm.CANDIDATES[family]:
+            def case(dt=dt, precision=precision, config=config):
+                a, bt = arr((256, 256), dt), arr((256, 256), dt)
+                b = bt.as_strided((256, 256), bt.strides[::-1], bt.offset)
+                key = (1, 256, 256, 256, (0, *a.strides), (0, *b.strides), dt, True,
+                       precision)
+                mm._launcher(key, config, 1, 256)(a, b, arr((256, 256), dt), precision)
+            cases.append((f"matmul candidate {dt} {precision} {config}", case))
+    return cases
+
+
+def _attention_candidates(tk, arr):
+    """One case per (dtype family, attention candidate config): the forward and backward
+    kernels with that config, causal, at the largest head size the family is tuned for
+    (``attention.MAX_TUNED_HEAD``: the largest tiles)."""
+    import importlib
+
+    from tritongrad.kernels.triton import _launch
+    from tritongrad.runtime import dtype as D
+
+    ta = importlib.import_module("tritongrad.kernels.triton.attention")
+    cases = []
+    for family, dt in (("half", D.bfloat16), ("f32", D.float32), ("f64", D.float64)):
+        for config in ta.CANDIDATES[family]:
+            def case(family=family, dt=dt, config=config):
+                with _launch.knobs(ta, CONFIGS={**ta.CONFIGS, family: config}):
+                    _attention(tk, arr, dt, ta.MAX_TUNED_HEAD[family], True, True)
+            cases.append((f"attention candidate {dt} {config}", case))
     return cases
 
 
