@@ -23,15 +23,12 @@ a few tenths of a microsecond per call, so these sum to more than the plain rows
   module that defines it, exclusive of nested contract calls; what is left of the step is
   autograd, nn, optim and the runtime outside the kernels.
 
-Device values: nothing runs, so every array holds whatever its memory held. The step reads
-device values back in three places, each a device sync on a GPU: the bounds checks of
-``embedding``'s indices (twice: tokens and positions) and of ``cross_entropy``'s targets
-(autograd/checks.py, ``sync`` mode, the default: Note [index check modes]), and
-``clip_grad_norm_``'s ``total.item()`` (nn/utils). Here ``memory.to_host`` returns ones instead
-of the garbage (so every index is in range and the gradient norm is 1.0: clipping scales every
-gradient, as torch's ``clip_grad_norm_`` always does), which also leaves the copy out of the
-time; ``--index-checks deferred`` times the step without the bounds checks' syncs. Nothing else
-in these steps reads the device.
+Device values: nothing runs, so every array holds whatever its memory held. In the library's
+default (``deferred``: Note [index check modes] in autograd/checks.py) nothing in these steps
+reads the device; ``--index-checks sync`` times the step with the bounds checks of
+``embedding``'s indices (twice: tokens and positions) and ``cross_entropy``'s targets reading
+back, each a device sync on a GPU. Here ``memory.to_host`` returns ones instead of the garbage
+(so every index is in range), which also leaves the copy out of the time.
 
     python perf/bench_host_step.py [--step gpt|mlp] [--repeat 15] [--index-checks sync]
 """
@@ -163,8 +160,9 @@ def main() -> None:
     ap.add_argument("--step", default="gpt", choices=sorted(STEPS))
     ap.add_argument("--repeat", type=int, default=15, help="timed rounds per row")
     ap.add_argument("--inner", type=int, default=3, help="steps per timed round")
-    ap.add_argument("--index-checks", default="sync", choices=("sync", "deferred", "off"),
-                    help="the CUDA index check mode (Note [index check modes])")
+    ap.add_argument("--index-checks", default="deferred", choices=("sync", "deferred", "off"),
+                    help="the CUDA index check mode (Note [index check modes]; default: the "
+                         "library's)")
     ap.add_argument("--top", type=int, default=25, help="kernels and entry points listed")
     args = ap.parse_args()
     harness = compiled_stand_ins("bench_host_step")

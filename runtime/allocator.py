@@ -43,10 +43,14 @@ splitting a block off a free one, then merging it back when it is freed, is most
 allocation costs in Python. So a block freed with nothing pending (no other stream used it, no
 capture underway) is first kept whole in a "hot" list per (stream, size), state cached, and
 the next request of exactly that rounded size on that stream takes it back: the best fit there
-is, found with one dict lookup. Cached blocks count as free in every statistic. They are
-merged into the free lists (flushed) whenever a request finds no free block that fits, before
-a new segment is carved, and before segments are released, so the allocator never reserves
-memory that merging its cache would have provided.
+is, found with one dict lookup. Cached blocks count as free in every statistic. A request that
+finds neither its size cached nor a free block that fits takes the smallest larger cached block
+(split as a free one would be); only when none is large enough are the cached blocks of that
+stream and pool (small or large: no others can merge into a block that fits) merged into the
+free lists (flushed), before a new segment is carved, and all of them before segments are
+released, so the allocator never reserves memory that merging its cache would have provided.
+(Flushing the whole cache at every such miss sent the next requests of a GPT step down the
+slow path: about 85 of its 270 mallocs, two flushes a step.)
 
 Note [hot counts]: the statistics of a hot malloc or free (ten counters with their peaks, per
 pool and for all pools) cost as much as the rest of the allocator's work for that call, and
@@ -217,6 +221,13 @@ _FOLD_AT = 1 << 12
 # keeps unsplit (1 MiB, see _malloc), far below 1 << 22; a block with more (it cannot happen)
 # would be freed on the slow path, which counts exactly.
 _SLACK_BITS = 22
+_SLACK_MASK = (1 << _SLACK_BITS) - 1
+# Below this many events, a fold counts them one by one in Python (~1.3 us each); from it on,
+# with NumPy (~20 array calls, ~45 us however short the log; the two meet near 32 events on
+# the 2-core VM, 2026-11-30). A GPT step's slow-path mallocs (about 85 of its 270) each fold
+# the few hot events logged since the last one: through NumPy alone that cost ~4 ms of host
+# time per step.
+_FOLD_NUMPY_AT = 32
 
 
 class CachingAllocator:
@@ -536,6 +547,10 @@ class CachingAllocator:
         ``current + freed - base``, ``base`` being ``current`` at the last accumulated reset.
         """
         self._fold()  # (the hot events came first: Note [hot counts])
+        self._apply(small, deltas)
+
+    def _apply(self, small: bool, deltas) -> None:
+        """``_count`` without the fold: the log is empty, or these deltas are its events'."""
         pool = 2 if small else 1
         cur, peak, freed = self._cur, self._peak, self._freed
         for stat, n in deltas:
@@ -560,6 +575,20 @@ class CachingAllocator:
         n = len(log)
         if not n:
             return
+        if n < _FOLD_NUMPY_AT:  # one event at a time, in order: as _count would have
+            events = log[:]
+            log.clear()
+            for code in events:
+                e = code if code > 0 else -code
+                size = e >> 24 << 9
+                req = size - (e & _SLACK_MASK)
+                one = 1
+                if code < 0:
+                    one, size, req = -1, -size, -req
+                self._apply(e >> 23 & 1, ((_ALLOCATION, one), (_ACTIVE, one),
+                                          (_ALLOCATED_BYTES, size), (_ACTIVE_BYTES, size),
+                                          (_REQUESTED_BYTES, req)))
+            return
         buf = self._fold_buf
         if buf is None or len(buf[0]) < n:
             buf = (np.empty(max(n, _FOLD_AT), np.int64),
@@ -576,7 +605,7 @@ class CachingAllocator:
         np.right_shift(e, 24, out=d[1])
         np.left_shift(d[1], 9, out=d[1])
         np.multiply(d[0], d[1], out=d[1])  # +-size
-        np.bitwise_and(e, (1 << _SLACK_BITS) - 1, out=d[2])
+        np.bitwise_and(e, _SLACK_MASK, out=d[2])
         np.multiply(d[0], d[2], out=d[2])
         np.subtract(d[1], d[2], out=d[2])  # +-requested
         np.right_shift(e, 23, out=e)
@@ -613,9 +642,11 @@ class CachingAllocator:
         pool = self._capture_pools.get(stream) if self._capture_pools else None
         free = self._pools if pool is None else pool.free
         block = self._take_free(free, size, stream, small)
-        if block is None and self._hot:
-            self._flush_hot()
-            block = self._take_free(free, size, stream, small)
+        if block is None and pool is None and self._hot:
+            block = self._take_hot(size, stream, small)
+            if block is None:  # (only these blocks can merge into one that fits)
+                self._flush_hot(stream, small)
+                block = self._take_free(free, size, stream, small)
         if block is None:
             block = self._new_segment(nbytes, size, stream, small, pool)
         if block.size - size >= (MIN_BLOCK if small else SMALL_SIZE + 1):
@@ -655,9 +686,14 @@ class CachingAllocator:
         del pool[bisect.bisect_left(pool, (block.size, block.ptr))]
 
     def _split(self, block: Block, size: int, stream) -> None:
-        rest = Block(block.ptr + size, block.size - size, stream, block.segment, block, block.next)
-        if block.next is not None:
-            block.next.prev = rest
+        nxt = block.next
+        rest = Block(block.ptr + size, block.size - size, stream, block.segment, block, nxt)
+        if nxt is not None and nxt.state == _FREE:  # (a cached block's neighbours may be
+            self._unlink_free(nxt)                  # free: _take_hot)
+            rest.size += nxt.size
+            rest.next = nxt = nxt.next
+        if nxt is not None:
+            nxt.prev = rest
         block.next = rest
         block.size = size
         self._put_free(rest)
@@ -776,9 +812,24 @@ class CachingAllocator:
         else:
             self._free_block(block)
 
-    def _flush_hot(self) -> None:
-        """Merges every cached block into the free lists (Note [hot blocks])."""
-        hot, self._hot = self._hot, {}
+    def _take_hot(self, size: int, stream, small: bool) -> Block | None:
+        """The smallest cached block of at least ``size`` on ``stream`` in the pool ``small``
+        says, taken out of the cache (Note [hot blocks]: before merging them all)."""
+        best = None
+        for (s, n), blocks in self._hot.items():
+            if blocks and n >= size and s == stream and (best is None or n < best[0]) \
+                    and blocks[-1].segment.small == small:
+                best = (n, blocks)
+        return None if best is None else best[1].pop()
+
+    def _flush_hot(self, stream=None, small: bool | None = None) -> None:
+        """Merges the cached blocks into the free lists (Note [hot blocks]): all of them, or
+        those of ``stream`` in the pool ``small`` says."""
+        if stream is None:
+            hot, self._hot = self._hot, {}
+        else:
+            hot = {key: self._hot.pop(key) for key, blocks in list(self._hot.items())
+                   if key[0] == stream and blocks and blocks[-1].segment.small == small}
         for blocks in hot.values():
             for block in blocks:
                 self._merge_free(block)

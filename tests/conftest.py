@@ -29,6 +29,12 @@ def _real_gpu() -> bool:
         return False
 
 
+# CUDA index checks raise where the op runs (``sync``; the library's default, ``deferred``,
+# raises at the next host sync point as a device-side assert would): the suite's many error
+# tests check the op that raised. tests/autograd/test_deferred_index_checks.py runs the
+# default mode, and a training step in it.
+os.environ.setdefault("TRITONGRAD_CHECK_INDICES", "sync")
+
 REAL_GPU = _real_gpu()
 if not REAL_GPU:
     os.environ.setdefault("TRITON_INTERPRET", "1")

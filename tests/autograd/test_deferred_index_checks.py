@@ -169,15 +169,48 @@ def test_mode_validation():
         checks.set_index_check_mode("later")
 
 
-def test_mode_from_the_environment():
+@pytest.mark.parametrize("env,want", [({"TRITONGRAD_CHECK_INDICES": "off"}, "off"),
+                                      ({}, "deferred"),  # the library's default
+                                      ({"CUDA_LAUNCH_BLOCKING": "1"}, "sync"),
+                                      ({"CUDA_LAUNCH_BLOCKING": "1",
+                                        "TRITONGRAD_CHECK_INDICES": "deferred"}, "deferred")])
+def test_mode_from_the_environment(env, want):
     import os
     import subprocess
     import sys
     code = "from tritongrad.autograd import checks; print(checks.get_index_check_mode())"
-    env = dict(os.environ, TRITONGRAD_CHECK_INDICES="deferred")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                       timeout=120, check=True)
-    assert r.stdout.strip() == "deferred"
+    base = {k: v for k, v in os.environ.items()  # (the suite's conftest sets sync)
+            if k not in ("TRITONGRAD_CHECK_INDICES", "CUDA_LAUNCH_BLOCKING")}
+    r = subprocess.run([sys.executable, "-c", code], env={**base, **env}, capture_output=True,
+                       text=True, timeout=120, check=True)
+    assert r.stdout.strip() == want
+
+
+def test_a_training_step_in_the_default_mode_syncs_never(mode, syncs):
+    """The default (deferred) on a step with an embedding and a cross-entropy, as a GPT's:
+    no read-back in three steps, and the same losses and gradients as ``sync`` mode's."""
+    def run(m):
+        mode(m)
+        tg.manual_seed(0)
+        emb, head = tg.nn.Embedding(11, 8).to("cuda"), tg.nn.Linear(8, 11).to("cuda")
+        opt = tg.optim.AdamW(list(emb.parameters()) + list(head.parameters()), lr=0.1)
+        ids = tg.tensor([[1, 4, 9, 2], [0, 10, 3, 3]], device="cuda")
+        before, losses = syncs[0], []
+        for _ in range(3):
+            opt.zero_grad()
+            loss = F.cross_entropy(head(emb(ids[:, :-1])).reshape(-1, 11),
+                                   ids[:, 1:].reshape(-1))
+            loss.backward()
+            tg.nn.utils.clip_grad_norm_(emb.parameters(), 1.0)
+            opt.step()
+            losses.append(loss)
+        steps = syncs[0] - before
+        return steps, [float(x.item()) for x in losses], host(emb.weight)
+    deferred = run("deferred")
+    synced = run("sync")
+    assert deferred[0] == 0 and synced[0] == 3 * 2  # (the embedding's and the targets' checks)
+    np.testing.assert_allclose(deferred[1], synced[1], rtol=1e-6)
+    np.testing.assert_allclose(deferred[2], synced[2], rtol=1e-6)
 
 
 def test_sync_mode_syncs_per_check(mode, syncs):

@@ -245,24 +245,28 @@ class _BlockStats:
         return {k: v for k, v in alloc.memory_stats().items() if k in self.values}
 
 
+@pytest.mark.parametrize("numpy_at", [None, 0, 1 << 30], ids=["mixed", "numpy", "python"])
 @pytest.mark.parametrize("seed, every, fold_at", [(0, 1, None), (1, 1, None), (2, 1, None),
                                                    (3, 29, None), (4, 97, None), (5, 97, 8),
                                                    (6, 400, 3)])
 def test_hot_reuse_counts_as_the_slow_path_does(make_allocator, monkeypatch, seed, every,
-                                                fold_at):
+                                                fold_at, numpy_at):
     # Note [hot blocks]: a cached block handed out and cached again keeps every current, peak,
     # allocated and freed value what the blocks say, as the slow path (split, merge, _count)
     # does: the twin flushes its cache after each free, so its requests never hit it. Read
     # after every step, or after runs of ``every`` steps, whose logged hot events are counted
     # in one fold (Note [hot counts]): peaks reached inside a run, in either pool, must show.
     # With ``fold_at`` the log is also folded whenever a hot malloc finds it that long, so
-    # folds start and end at arbitrary events of a run.
+    # folds start and end at arbitrary events of a run. ``numpy_at``: every fold through NumPy,
+    # or every fold one event at a time in Python, or each by its length (the default).
     import random
 
     from tritongrad.runtime import allocator as allocator_module
 
     if fold_at is not None:
         monkeypatch.setattr(allocator_module, "_FOLD_AT", fold_at)
+    if numpy_at is not None:
+        monkeypatch.setattr(allocator_module, "_FOLD_NUMPY_AT", numpy_at)
 
     rng = random.Random(seed)
     twins = [(make_allocator()[0], _BlockStats(), []) for _ in range(2)]
@@ -516,3 +520,30 @@ def test_invariants_under_random_use(fakes, ops, fraction):
     events.complete()
     alloc.empty_cache()
     assert raw.used == 0 and alloc.reserved == 0 and alloc.allocated == 0
+
+
+def test_a_miss_takes_a_larger_cached_block_and_keeps_the_rest_cached(make_allocator):
+    """Note [hot blocks]: a request that finds neither its size cached nor a free block that
+    fits splits the smallest larger cached block, merging the split-off rest with a free
+    neighbour (a cached block's neighbours may be free); the other cached blocks, and those
+    of the other pool, stay cached; everything is returned whole in the end."""
+    alloc, raw, _ = make_allocator()
+    a = alloc.malloc(1 * MiB, A)            # the small segment (2 MiB): 1 MiB ...
+    h = alloc.malloc(768 * KiB, A)          # ... 768 KiB, and 256 KiB left free after it
+    big = alloc.malloc(8 * MiB, A)          # a large-pool block, cached below
+    alloc.free(h)
+    alloc.free(big)
+    assert alloc._hot[(A, 768 * KiB)] and alloc._hot[(A, 8 * MiB)]
+    segments = raw.allocs
+    c = alloc.malloc(512 * KiB, A)          # 256 KiB free: too small; h is split for it
+    assert c.ptr == h.ptr and c.size == 512 * KiB
+    assert alloc._hot[(A, 8 * MiB)]         # the large pool's cache was not flushed
+    rest = c.next
+    assert rest.state == 2 and rest.size == 512 * KiB and rest.next is None  # merged with
+    # the 256 KiB free neighbour: one free block to the segment's end
+    assert raw.allocs == segments  # no new segment
+    for b in (a, c):
+        alloc.free(b)
+    assert alloc.allocated == 0
+    alloc.empty_cache()
+    assert raw.used == 0
