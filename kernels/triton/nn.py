@@ -201,7 +201,8 @@ def _ln_bwd_tile(g_ptr, x_ptr, w_ptr, rows, row_mask, cols, N, g_row, x_row, s_g
 @jit
 def _layer_norm_bwd_kernel(
     dx_ptr,    # *T: (M, N) contiguous input gradient, written
-    gx_ptr,    # *ACC: (M, N) contiguous g * xhat for dweight, written when w_ptr, else None
+    part_ptr,  # *ACC: (P, 2, N) contiguous, P = the programs: each program's column sums of
+    #            g * xhat (dweight's) and of g (dbias'), written when w_ptr, else None
     g_ptr,     # *G: the output gradient; (m, n) at m * s_gm + n * s_gn
     x_ptr,     # *T: the forward input; (m, n) at m * s_xm + n * s_xn
     w_ptr,     # *W: weight (N,) with stride s_w, or None
@@ -217,12 +218,16 @@ def _layer_norm_bwd_kernel(
     x_row = rows[:, None] * s_xm
     s1 = tl.zeros([BLOCK_M, BLOCK_N], ACC)  # gw * xhat
     s2 = tl.zeros([BLOCK_M, BLOCK_N], ACC)  # gw
+    pid = tl.program_id(0)
+    if INT64:
+        pid = pid.to(tl.int64)
     for n0 in range(0, N, BLOCK_N):
         cols = n0 + tl.arange(0, BLOCK_N)
         mask, g, xhat, gw = _ln_bwd_tile(g_ptr, x_ptr, w_ptr, rows, row_mask, cols, N, g_row,
                                          x_row, s_gn, s_xn, s_w, mean, rstd, ACC)
-        if w_ptr is not None:
-            tl.store(gx_ptr + (rows[:, None] * N + cols[None, :]), g * xhat, mask=mask)
+        if w_ptr is not None:  # (g is 0 on masked lanes, xhat finite there)
+            tl.store(part_ptr + (2 * pid * N + cols), tl.sum(g * xhat, axis=0), mask=cols < N)
+            tl.store(part_ptr + ((2 * pid + 1) * N + cols), tl.sum(g, axis=0), mask=cols < N)
         s1 += tl.where(mask, gw * xhat, 0.0)
         s2 += gw
     c1 = tl.sum(s1, axis=1) / N
@@ -365,20 +370,24 @@ def layer_norm_backward(g, x, weight, mean, rstd):
     M, N = x.shape
     acc_dt = _ACC_DT[x.dtype]
     dx = _memory.empty((M, N), x.dtype, x.device)
-    gx = _memory.empty((M, N), acc_dt, x.device) if weight is not None else None
+    if weight is not None and M == 0:
+        return dx, full((N,), 0, weight.dtype, x.device), full((N,), 0, weight.dtype, x.device)
+    part = None
     if M and N:
         key = ("layer_norm_backward", x.shape, g.strides, x.strides, x.dtype,
                weight.strides if weight is not None else None, mean.strides, rstd.strides)
         launch = _PLANS.get(key) or _layer_norm_backward_plan(key)
+        if weight is not None:  # the programs' column sums: one reduction gives both
+            part = _memory.empty((launch.grid[0], 2 * N), acc_dt, x.device)
         L.ensure_driver()
-        launch(dx, gx, g, x, weight, mean, rstd)
+        launch(dx, part, g, x, weight, mean, rstd)
     if weight is None:
         return dx, None, None
-    if M == 0:
-        return dx, full((N,), 0, weight.dtype, x.device), full((N,), 0, weight.dtype, x.device)
-    dweight = _to(_sum(gx, (0,), False), weight.dtype)
-    gsum = _sum(g if g.dtype in (acc_dt, weight.dtype) else astype(g, acc_dt), (0,), False)
-    return dx, dweight, _to(gsum, weight.dtype)
+    if part is None:  # N == 0
+        part = _memory.empty((1, 0), acc_dt, x.device)
+    sums = _to(_sum(part, (0,), False), weight.dtype)  # (2 N,): dweight, dbias
+    return dx, sums.as_strided((N,), (1,), sums.offset), \
+        sums.as_strided((N,), (1,), sums.offset + N)
 
 
 def _layer_norm_backward_plan(key):
