@@ -377,7 +377,7 @@ def layer_norm_backward(g, x, weight, mean, rstd):
         key = ("layer_norm_backward", x.shape, g.strides, x.strides, x.dtype,
                weight.strides if weight is not None else None, mean.strides, rstd.strides)
         launch = _PLANS.get(key) or _layer_norm_backward_plan(key)
-        if weight is not None:  # the programs' column sums: one reduction gives both
+        if weight is not None:  # the programs' column sums of g * xhat and g
             part = _memory.empty((launch.grid[0], 2 * N), acc_dt, x.device)
         L.ensure_driver()
         launch(dx, part, g, x, weight, mean, rstd)
@@ -385,9 +385,11 @@ def layer_norm_backward(g, x, weight, mean, rstd):
         return dx, None, None
     if part is None:  # N == 0
         part = _memory.empty((1, 0), acc_dt, x.device)
-    sums = _to(_sum(part, (0,), False), weight.dtype)  # (2 N,): dweight, dbias
-    return dx, sums.as_strided((N,), (1,), sums.offset), \
-        sums.as_strided((N,), (1,), sums.offset + N)
+    # two column sums of P rows (one launch each), not one over (P, 2N): dweight and dbias in
+    # one storage would each be copied by AccumulateGrad (Note [Gradient stealing])
+    P = part.shape[0]
+    return dx, *(_to(_sum(part.as_strided((P, N), (2 * N, 1), part.offset + i * N), (0,),
+                          False), weight.dtype) for i in (0, 1))
 
 
 def _layer_norm_backward_plan(key):

@@ -71,6 +71,8 @@ def test_layer_norm(kit, rng, dtype, affine):
         if affine:
             _check(kit, dw, _r(dtype, edw), dtype, scale=10)
             _check(kit, db, _r(dtype, edb), dtype, scale=10)
+            # separate memory: gradients sharing a storage are copied by AccumulateGrad
+            assert getattr(dw, "storage", dw) is not getattr(db, "storage", db)
         else:
             assert dw is None and db is None
 
