@@ -48,6 +48,7 @@ reductions    sum(a, dims, keepdim)   [dims: sorted tuple of non-negative ints]
               softmax(a, dim, log=False)      [numerically stable (max subtracted) softmax or
                                                log_softmax along dim; all -inf rows give NaN]
 linear alg.   matmul(a, b)            [2-D]
+              addmm(c, a, b)          [a @ b + c, c broadcast to the product; 2-D]
               bmm(a, b)               [(B, n, m) @ (B, m, p); any strides, 0 batch strides too]
               (factorizations and solvers -- inv, det, slogdet, solve, cholesky, qr, eigh, svd,
               solve_triangular, matrix_exp, lu_factor, geqrf -- are not per-backend: they are host
@@ -170,7 +171,7 @@ CONTRACT = (
     "add", "sub", "mul", "div", "pow", "maximum", "minimum",
     "gt", "ge", "lt", "le", "eq", "ne",
     "neg", "exp", "log", "relu", "sqrt", "where",
-    "sum", "matmul",
+    "sum", "matmul", "addmm",
     # the Tensors op set
     "arange", "unary", "binary", "reduce", "argreduce", "cumsum", "softmax", "bmm",
     "nonzero", "index", "index_put_", "gather", "scatter_", "scatter_reduce_", "sort",

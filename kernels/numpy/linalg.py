@@ -31,6 +31,14 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.matmul(a, b)
 
 
+def addmm(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b + c for 2-D a and b, c broadcast to the product's shape: the product, then c
+    added into it in place (the Triton backend adds a bias row before its one rounding)."""
+    from .elementwise import add
+    out = matmul(a, b)
+    return add(out, c, out=out)
+
+
 def bmm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """(B, n, m) @ (B, m, p) -> (B, n, p); either batch stride may be 0 (expanded)."""
     return matmul(a, b)

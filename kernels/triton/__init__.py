@@ -72,7 +72,7 @@ from .elementwise_ops import (
     where,
 )
 from .indexing import scatter_reduce_
-from .matmul import bmm, matmul
+from .matmul import addmm, bmm, matmul
 from .memory import (
     arange,
     as_strided,
@@ -177,6 +177,7 @@ def nonzero(a):
 __all__ = [
     "adam_step",
     "add",
+    "addmm",
     "arange",
     "argreduce",
     "as_strided",

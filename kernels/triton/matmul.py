@@ -37,10 +37,11 @@ from . import _launch as L
 from . import autotune
 from . import complex as _complex
 from .launcher import Launch, jit
+from .elementwise_ops import add as _add
 from .memory import astype, full
 from .reduction import sum as _sum
 
-__all__ = ["bmm", "matmul"]
+__all__ = ["addmm", "bmm", "matmul"]
 
 GROUP_M = 8
 
@@ -50,10 +51,13 @@ def _matmul_kernel(
     a_ptr,  # *T: A, (B, M, K), element (b, m, k) at b * s_ab + m * s_am + k * s_ak
     b_ptr,  # *T: B, (B, K, N), element (b, k, n) at b * s_bb + k * s_bk + n * s_bn
     c_ptr,  # *T: C, (B, M, N) contiguous, written; split-K: (SPLIT, B, M, N) ACC partials
+    bias_ptr,  # *T: a row (N,) added to every row of C before the rounding (stride s_bias),
+    #            or None (addmm's epilogue; never with split-K)
     PRECISION: tl.constexpr,  # per launch (the float32 matmul precision); the rest: the plan's
     M, N, K,
     s_ab, s_am, s_ak, s_bb, s_bk, s_bn,
     k_chunk,  # the K range of one split (program_id(1)): [s * k_chunk, (s + 1) * k_chunk)
+    s_bias,
     ACC: tl.constexpr, USE_DOT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP: tl.constexpr, INT64: tl.constexpr,
@@ -98,6 +102,8 @@ def _matmul_kernel(
             acc += tl.sum(a[:, :, None].to(ACC) * b[None, :, :].to(ACC), axis=1)
         a_ptrs += BLOCK_K * s_ak
         b_ptrs += BLOCK_K * s_bk
+    if bias_ptr is not None:
+        acc += tl.load(bias_ptr + rn * s_bias, mask=rn < N, other=0.0).to(ACC)[None, :]
     c = acc.to(c_ptr.dtype.element_ty)
     n_batch = tl.num_programs(0) // tiles
     c_ptrs = c_ptr + (split * n_batch + batch) * M * N + (rm[:, None] * N + rn[None, :])
@@ -193,7 +199,7 @@ def _layout(strides: tuple) -> str:
 
 def _tune(key, family, config, a, b):
     """The config autotuning picks for ``key`` (Note [autotuning]), or None (keep no plan)."""
-    B, M, N, K, sa, sb, dtype, use_dot, precision = key
+    B, M, N, K, sa, sb, dtype, use_dot, precision, _ = key
     pick = "tf32" if family == "f32" and precision == "tf32" else family
     p2m, p2n = max(16, L.next_pow2(M)), max(16, L.next_pow2(N))
     candidates = [c for c in CANDIDATES[pick] if c[0] <= p2m and c[1] <= p2n]
@@ -201,23 +207,23 @@ def _tune(key, family, config, a, b):
            f"a={_layout(sa)} b={_layout(sb)}")
     scratch = _memory.empty((B * M * N,), dtype, a.device)
     return autotune.pick(_matmul_kernel, cls, config, candidates,
-                         lambda c: _launcher(key, c, 1, K)(a, b, scratch, precision))
+                         lambda c: _launcher(key, c, 1, K)(a, b, scratch, None, precision))
 
 
 def _launcher(key, config, split, chunk):
-    B, M, N, K, sa, sb, dtype, use_dot, _ = key
+    B, M, N, K, sa, sb, dtype, use_dot, _, s_bias = key
     bm, bn, bk, warps, stages = config
     tiles = B * L.cdiv(M, bm) * L.cdiv(N, bn)
     int64 = (L.needs_int64((B, M, K), sa) or L.needs_int64((B, K, N), sb)
              or split * B * M * N >= L._INT32_SAFE)
     return Launch(_matmul_kernel, (tiles, split),
-                  (M, N, K, *sa, *sb, chunk, _ACC[dtype], use_dot, bm, bn, bk, GROUP_M, int64),
-                  num_warps=warps, num_stages=stages)
+                  (M, N, K, *sa, *sb, chunk, s_bias or 0, _ACC[dtype], use_dot, bm, bn, bk,
+                   GROUP_M, int64), num_warps=warps, num_stages=stages)
 
 
 def _plan(key, a, b):
     """(launch, splits) of ``key``, kept in _PLANS; a and b: the call's arrays (for tuning)."""
-    B, M, N, K, sa, sb, dtype, use_dot, _ = key
+    B, M, N, K, sa, sb, dtype, use_dot, _, _ = key
     family = _FAMILY[dtype] if use_dot or dtype is not D.float64 else "f64_fallback"
     if M >= 256 and N >= 256:
         size = "large"
@@ -237,22 +243,25 @@ def _plan(key, a, b):
     return plan
 
 
-def _launch(a, b, B, M, K, N, sa, sb, use_dot, shape):
+def _launch(a, b, B, M, K, N, sa, sb, use_dot, shape, bias=None, s_bias=None):
     """The product as a new contiguous array of ``shape``: the kernel's output, or with
-    split-K the sum of its partials (in the accumulator's dtype), rounded once."""
+    split-K the sum of its partials (in the accumulator's dtype), rounded once; plus the row
+    ``bias`` (element n at n * s_bias) when given, in the same rounding (without split-K)."""
     precision = _precision(a.dtype)
-    key = (B, M, N, K, sa, sb, a.dtype, use_dot, precision)
+    key = (B, M, N, K, sa, sb, a.dtype, use_dot, precision, s_bias)
     launch, split = _PLANS.get(key) or _plan(key, a, b)
     if split == 1:
         c = _memory.empty(shape, a.dtype, a.device)
-        launch(a, b, c, precision)
+        launch(a, b, c, bias, precision)
         return c
     acc_dt = _ACC_DT[a.dtype]
     part = _memory.empty((split, B * M * N), acc_dt, a.device)
-    launch(a, b, part, precision)
+    launch(a, b, part, None, precision)
     c = _sum(part, (0,), False)
     c = c if a.dtype is acc_dt else astype(c, a.dtype)
-    return c.as_strided(shape, contiguous_strides(shape), c.offset)
+    c = c.as_strided(shape, contiguous_strides(shape), c.offset)
+    return c if bias is None else _add(c, bias.as_strided(shape, (0,) * (len(shape) - 1) +
+                                                          (s_bias,), bias.offset), out=c)
 
 
 def _check(op, a, b, nd):
@@ -274,7 +283,7 @@ def _check(op, a, b, nd):
     return a, b
 
 
-def _product(a, b, B, M, K, N, sa, sb, shape):
+def _product(a, b, B, M, K, N, sa, sb, shape, bias=None, s_bias=None):
     """The (B, M, K) @ (B, K, N) product of ``a`` and ``b`` viewed with the element strides
     ``sa`` and ``sb`` (batch, row, column): a new contiguous array of ``shape`` (B * M * N
     elements; the kernel reads pointers and the plan's strides, not the arrays' shapes, so a
@@ -286,18 +295,18 @@ def _product(a, b, B, M, K, N, sa, sb, shape):
         return _memory.empty(shape, dtype, a.device)
     L.ensure_driver()
     if dtype is not D.float64:
-        return _launch(a, b, B, M, K, N, sa, sb, True, shape)
+        return _launch(a, b, B, M, K, N, sa, sb, True, shape, bias, s_bias)
     if _f64_dot:
-        return _launch(a, b, B, M, K, N, sa, sb, _f64_dot[0], shape)
+        return _launch(a, b, B, M, K, N, sa, sb, _f64_dot[0], shape, bias, s_bias)
     try:
-        c = _launch(a, b, B, M, K, N, sa, sb, True, shape)
+        c = _launch(a, b, B, M, K, N, sa, sb, True, shape, bias, s_bias)
         _f64_dot.append(True)
         return c
     except Exception:
         if L.INTERPRET:  # the interpreter runs any dot: an error here is a real one
             raise
         _f64_dot.append(False)  # this Triton cannot compile a float64 tl.dot
-        return _launch(a, b, B, M, K, N, sa, sb, False, shape)
+        return _launch(a, b, B, M, K, N, sa, sb, False, shape, bias, s_bias)
 
 
 def _bmm(a, b):
@@ -319,6 +328,34 @@ def matmul(a, b):
         return c.as_strided((M, N), (N, 1), c.offset)
     (M, K), N = a.shape, b.shape[1]
     return _product(a, b, 1, M, K, N, (0, *a.strides), (0, *b.strides), (M, N))
+
+
+def _bias_stride(c, M: int, N: int) -> int | None:
+    """The element stride of ``c`` as a row of N biases broadcast to (M, N), or None when c
+    is not one (a full (M, N) input, say)."""
+    if c.ndim == 1 or (c.ndim == 2 and (c.shape[0] == 1 or c.strides[0] == 0)):
+        if c.shape[-1] == N:
+            return c.strides[-1]
+        return 0 if c.shape[-1] == 1 else None
+    return None
+
+
+def addmm(c, a, b):
+    """a @ b + c for 2-D a (M, K) and b (K, N), c broadcast to (M, N): a new contiguous (M, N)
+    in the product's dtype. A row of biases (c of shape (N,) or (1,), or (1, N) or (M, N) with
+    row stride 0) in that dtype is added in the product's epilogue, before its one rounding
+    (linear's bias: no second launch); any other c is added after the product."""
+    try:
+        a, b = _check("addmm", a, b, 2)
+    except L.ComplexOperand:
+        out = matmul(a, b)
+        return _add(out, c, out=out)
+    (M, K), N = a.shape, b.shape[1]
+    s_bias = _bias_stride(c, M, N) if c.dtype is a.dtype else None
+    if s_bias is None or not (M and N and K):
+        out = matmul(a, b)
+        return _add(out, c, out=out)
+    return _product(a, b, 1, M, K, N, (0, *a.strides), (0, *b.strides), (M, N), c, s_bias)
 
 
 def bmm(a, b):

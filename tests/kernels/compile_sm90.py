@@ -149,6 +149,8 @@ def main(full: bool) -> int:
             (f"softmax {dt}", lambda x=x: tk.softmax(x, 1, False)),
             (f"log_softmax long {dt}", lambda dt=dt: tk.softmax(arr((4, 9000), dt), 1, True)),
             (f"matmul {dt}", lambda x=x, xt=xt: tk.matmul(x, tk.permute(xt, (1, 0)))),
+            (f"addmm bias row {dt}", lambda x=x, xt=xt, dt=dt: tk.addmm(
+                arr((64,), dt), x, tk.permute(xt, (1, 0)))),
             (f"bmm {dt}", lambda dt=dt: tk.bmm(arr((2, 16, 32), dt), arr((2, 32, 8), dt))),
             (f"matmul split-K {dt}", lambda dt=dt: _split_k_matmul(tk, arr, dt)),
             (f"gelu {dt}", lambda x=x: tk.gelu(x, "none")),
@@ -387,8 +389,8 @@ def _matmul_candidates(arr):
                 a, bt = arr((256, 256), dt), arr((256, 256), dt)
                 b = bt.as_strided((256, 256), bt.strides[::-1], bt.offset)
                 key = (1, 256, 256, 256, (0, *a.strides), (0, *b.strides), dt, True,
-                       precision)
-                mm._launcher(key, config, 1, 256)(a, b, arr((256, 256), dt), precision)
+                       precision, None)
+                mm._launcher(key, config, 1, 256)(a, b, arr((256, 256), dt), None, precision)
             cases.append((f"matmul candidate {dt} {precision} {config}", case))
     return cases
 

@@ -76,14 +76,16 @@ def test_every_candidate_computes_the_product(kit, rng, family, dtype):
     """Each candidate config, launched as a plan would, against float64 (ragged edges in M, N
     and K for every tile size)."""
     a, b, ref = _product(kit, rng, dtype, m=70, k=90, n=45)
-    key = (1, 70, 45, 90, (0, *a.strides), (0, *b.strides), dtype, True,
-           mm._precision(dtype))
+    bias, rbias = kit.pair((45,), dtype, rng)
     if dtype is D.float64 and mm._f64_dot == [False]:
         pytest.skip("this Triton has no float64 tl.dot: the fallback path is not tuned")
     for config in mm.CANDIDATES[family] + [mm.CONFIGS[family]["large"]]:
-        c = tk.empty((70, 45), dtype)
-        mm._launcher(key, config, 1, 90)(a, b, c, key[-1])
-        _close(kit, c, ref, dtype, 90)
+        for row, s_bias, want in ((None, None, ref), (bias, 1, ref + rbias)):  # (addmm's)
+            key = (1, 70, 45, 90, (0, *a.strides), (0, *b.strides), dtype, True,
+                   mm._precision(dtype), s_bias)
+            c = tk.empty((70, 45), dtype)
+            mm._launcher(key, config, 1, 90)(a, b, c, row, key[-2])
+            _close(kit, c, want, dtype, 90)
 
 
 def test_tuning_picks_the_fastest_keeps_it_and_writes_it(kit, rng, tuning, monkeypatch,
@@ -199,9 +201,9 @@ def test_real_timing(kit, rng, tuning):
     emulated device its events time the interpreted launches on the host)."""
     a, b, ref = _product(kit, rng, D.float32, m=20, k=10, n=12)
     c = tk.empty((20, 12), D.float32)
-    key = (1, 20, 12, 10, (0, *a.strides), (0, *b.strides), D.float32, True, "ieee")
+    key = (1, 20, 12, 10, (0, *a.strides), (0, *b.strides), D.float32, True, "ieee", None)
     launch = mm._launcher(key, mm.CONFIGS["f32"]["medium"], 1, 10)
-    ms = autotune.time_ms(lambda: launch(a, b, c, "ieee"))
+    ms = autotune.time_ms(lambda: launch(a, b, c, None, "ieee"))
     assert 0 < ms < 1e4
     _close(kit, c, ref, D.float32, 10)
     tk.matmul(a, b)  # the real timer through a plan: the class is answered and kept

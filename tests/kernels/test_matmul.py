@@ -206,3 +206,68 @@ def test_bmm_broadcast_batch_and_views(kit, rng, small_blocks):
     _check(kit, tk.bmm(a3, c), np.broadcast_to(ra, (3, 20, 18)) @ rc, D.float32, 18)
     with pytest.raises(ValueError, match="bmm: batch sizes differ"):
         tk.bmm(a, c)
+
+
+# (the bias's shape, how it is made from a host row of N values): rows the epilogue adds,
+# then inputs addmm adds after the product
+BIASES = [("row", lambda r, m, n: r), ("one", lambda r, m, n: r[:1]),
+          ("(1, N)", lambda r, m, n: r[None, :]), ("full", None)]
+
+
+@pytest.mark.parametrize("bias", [b[0] for b in BIASES])
+@pytest.mark.parametrize("mkn", [(7, 13, 5), (33, 17, 65), (20, 0, 4), (1, 1, 1)], ids=str)
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_addmm(kit, rng, dtype, mkn, bias):
+    """a @ b + c: a bias row added before the product's rounding (the Triton epilogue) or
+    after (any other c, and the NumPy backend), against float64."""
+    m, k, n = mkn
+    a, ra = kit.pair((m, k), dtype, rng, layout="T")
+    b, rb = kit.pair((k, n), dtype, rng)
+    make = dict(BIASES)[bias]
+    if make is None:
+        c, rc = kit.pair((m, n), dtype, rng)
+    else:
+        row, rrow = kit.pair((n,), dtype, rng)
+        rc = make(rrow, m, n)
+        c = kit.up(np.ascontiguousarray(rc), dtype)
+    want = ra.astype(np.float64) @ rb.astype(np.float64) + np.asarray(rc, np.float64)
+    got = tk.addmm(c, a, b)
+    assert got.dtype is dtype and tuple(got.shape) == (m, n)
+    r, t = _tol(dtype, k)
+    # one more rounding of the sum (the NumPy backend's, and the Triton one's after the product)
+    kit.check(got, want, dtype, rtol=2 * r, atol=2 * t + (2e-2 if dtype is D.bfloat16 else 0),
+              check_dtype=False)
+
+
+def test_addmm_expanded_bias_and_other_dtypes(kit, rng):
+    # a bias row expanded to (M, N) (row stride 0) takes the epilogue too; a bias of another
+    # dtype is added after the product, promoted into it as the NumPy backend does
+    a, ra = kit.pair((6, 9), D.float32, rng)
+    b, rb = kit.pair((9, 4), D.float32, rng)
+    row, rrow = kit.pair((4,), D.float32, rng)
+    want = ra.astype(np.float64) @ rb + rrow
+    kit.check(tk.addmm(tk.expand(row, (6, 4)), a, b), want, D.float32, rtol=2e-5, atol=1e-5,
+              check_dtype=False)
+    half, rhalf = kit.pair((4,), D.float16, rng)
+    got = tk.addmm(half, a, b)
+    assert got.dtype is D.float32
+    kit.check(got, ra.astype(np.float64) @ rb + rhalf, D.float32, rtol=2e-5, atol=1e-5,
+              check_dtype=False)
+
+
+def test_linear_with_bias_is_one_launch(kit, rng, monkeypatch):
+    """Linear's forward on the Triton backend: one product with the bias in its epilogue, no
+    separate add."""
+    import tritongrad as tg
+    from tritongrad.kernels.triton import elementwise_ops
+
+    adds = []
+    real = elementwise_ops.add
+    monkeypatch.setattr(mm, "_add", lambda *a, **k: adds.append(1) or real(*a, **k))
+    lin = tg.nn.Linear(9, 4).to("cuda")
+    x = tg.randn(6, 9, device="cuda")
+    y = lin(x)
+    want = x.cpu().numpy().astype(np.float64) @ lin.weight.detach().cpu().numpy().T \
+        + lin.bias.detach().cpu().numpy()
+    np.testing.assert_allclose(y.detach().cpu().numpy(), want, rtol=2e-5, atol=1e-5)
+    assert adds == []
