@@ -360,7 +360,7 @@ def _tuned(kind, kernel, family, default, make, args, q, k, key):
     cls = (f"{kind} {q.dtype.name} {precision} causal={causal} d={max(16, L.next_pow2(DH))} "
            f"{p2l}x{p2s}")
     candidates = [c for c in CANDIDATES[family] if c[0] <= p2l and c[1] <= p2s]
-    picked = autotune.pick(kernel, cls, default, candidates, lambda c: make(c)(*args))
+    picked = autotune.pick(kernel, cls, default, candidates, make, *args)
     return picked or default, picked is not None
 
 

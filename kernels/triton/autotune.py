@@ -30,6 +30,7 @@ only costs the next process the timing.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -40,7 +41,7 @@ from ...runtime import driver as _drv
 from ...runtime import streams as _streams
 from .compat import INTERPRET
 
-__all__ = ["MIN_WORK", "MODE", "cache_path", "clear", "pick", "results", "wanted"]
+__all__ = ["MIN_WORK", "MODE", "cache_path", "clear", "pick", "results", "time_ms", "wanted"]
 
 MODE = os.environ.get("TRITONGRAD_AUTOTUNE", "1").strip().lower()  # "0", "1" or "all"
 MIN_WORK = 1 << 30  # (a 1024^3 product; "all": 0) read when a launcher plans
@@ -155,11 +156,12 @@ def _time(config: tuple, run: Callable[[], object]) -> float:
 
 
 def pick(kernel, cls: str, default: tuple, candidates: Sequence[tuple],
-         run: Callable[[tuple], object]) -> tuple | None:
+         make: Callable[[tuple], Callable], *args) -> tuple | None:
     """The config to plan with for shape class ``cls`` of ``kernel``: a remembered answer, or
-    the fastest of ``default`` and ``candidates`` as ``run(config)`` launches them (the
-    launches must be repeatable: a scratch output); None while a CUDA graph is being captured
-    (plan with the default, and keep no plan). Errors of the default's launch propagate."""
+    the fastest of ``default`` and ``candidates``, each launched as ``make(config)(*args)``
+    (one launcher made per config, so the timed launches are cached ones; they must be
+    repeatable: a scratch output); None while a CUDA graph is being captured (plan with the
+    default, and keep no plan). Errors of the default's launch propagate."""
     section = _section(kernel)
     with _lock:
         _load(section)
@@ -169,12 +171,12 @@ def pick(kernel, cls: str, default: tuple, candidates: Sequence[tuple],
             return known
         if _capturing():
             return None
-        best, best_ms = default, _time(default, lambda: run(default))
+        best, best_ms = default, _time(default, functools.partial(make(default), *args))
         for config in dict.fromkeys(candidates):
             if config == default:
                 continue
             try:
-                ms = _time(config, lambda config=config: run(config))
+                ms = _time(config, functools.partial(make(config), *args))
             except Exception:  # noqa: BLE001 - a config this GPU cannot run is not a choice
                 continue
             if ms < best_ms:

@@ -92,8 +92,13 @@ def test_tuning_picks_the_fastest_keeps_it_and_writes_it(kit, rng, tuning, monke
                                                           tmp_path):
     winner = (128, 64, 64, 4, 4)
     _fake_times(monkeypatch, tuning, winner)
+    made = []
+    real = mm._launcher
+    monkeypatch.setattr(mm, "_launcher", lambda *a: made.append(a[1]) or real(*a))
     a, b, ref = _product(kit, rng, D.float16)
     _close(kit, tk.matmul(a, b), ref, D.float16, 50)
+    # one launcher per timed config (its launches then cached ones), and the plan's
+    assert sorted(made) == sorted(tuning + [winner])
     default = mm.CONFIGS["half"]["medium"]
     assert tuning[0] == default  # timed first: its errors are the launcher's
     assert len(tuning) == len(set(tuning)) > 1
@@ -262,9 +267,9 @@ def test_attention_tunes_each_kernel(kit, rng, tuning, monkeypatch):
     current = []
     real_pick = autotune.pick
 
-    def pick(kernel, cls, default, candidates, run):
+    def pick(kernel, cls, default, candidates, make, *args):
         current[:] = [cls.split()[0]]
-        return real_pick(kernel, cls, default, candidates, run)
+        return real_pick(kernel, cls, default, candidates, make, *args)
     monkeypatch.setattr(autotune, "pick", pick)
 
     def fake(config, run):
