@@ -146,20 +146,19 @@ def profile_step(tg_step, device: str, torch_step=None, rows: int = 20) -> None:
         kernels = sum(e.self_cuda_time_total for e in table) * 1e-6
         print(f"tritongrad: kernels {_fmt(kernels)} of device time in a {_fmt(wall)} step "
               f"({kernels / wall:.0%})")
-    torch = try_torch()
-    if torch_step is None or torch is None:
+    if torch_step is None:
         return
+    import torch
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    tsync = torch.cuda.synchronize if cuda else (lambda: None)
     torch_step()
-    if cuda:
-        torch.cuda.synchronize()
+    tsync()
     with torch_profile(activities=activities) as tprof:
         torch_step()
-        if cuda:
-            torch.cuda.synchronize()
+        tsync()
     print("\ntorch, one step profiled")
     print(tprof.key_averages().table(
         sort_by="self_cuda_time_total" if cuda else "self_cpu_time_total", row_limit=rows))

@@ -348,13 +348,19 @@ def _config(q, k, *more):
     return use_dot, family, CONFIGS[family], bd, int64
 
 
+def _tunes(family: str, q, k) -> bool:
+    """Whether autotuning picks this attention's configs (Note [attention candidates])."""
+    B, H, Lq, DH = q.shape
+    return DH <= MAX_TUNED_HEAD[family] and autotune.wanted(B * H * Lq * k.shape[2] * DH,
+                                                            MIN_WORK)
+
+
 def _tuned(kind, kernel, family, default, make, args, q, k, key):
     """(config, keep the plan) for ``kernel``'s launch ``make(config)(*args)``: the default,
     or autotuning's pick for the class (Note [attention candidates])."""
-    B, H, Lq, DH = q.shape
-    S = k.shape[2]
-    if DH > MAX_TUNED_HEAD[family] or not autotune.wanted(B * H * Lq * S * DH, MIN_WORK):
+    if not _tunes(family, q, k):
         return default, True
+    Lq, DH, S = q.shape[2], q.shape[3], k.shape[2]
     p2l, p2s = max(16, L.next_pow2(Lq)), max(16, L.next_pow2(S))
     causal, precision = key[-2], key[-1]
     cls = (f"{kind} {q.dtype.name} {precision} causal={causal} d={max(16, L.next_pow2(DH))} "
@@ -411,7 +417,7 @@ def _backward_plan(key, q, k, v, g, out, delta, dkdv_args, dq_args):
         return make
 
     dkdv, dq = _attention_bwd_dkdv_kernel, _attention_bwd_dq_kernel
-    if autotune.wanted(B * H * Lq * S * DH, MIN_WORK):
+    if _tunes(family, q, k):  # (the kernels timed read delta)
         delta_launch(delta, g, out)
     make_dkdv, make_dq = maker(dkdv, True), maker(dq, False)
     c1, keep1 = _tuned("dkdv", dkdv, family, default, make_dkdv, dkdv_args, q, k, key)

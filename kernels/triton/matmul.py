@@ -350,14 +350,15 @@ def addmm(c, a, b):
     try:
         a, b = _check("addmm", a, b, 2)
     except L.ComplexOperand:
-        out = matmul(a, b)
-        return _add(out, c, out=out)
-    (M, K), N = a.shape, b.shape[1]
-    s_bias = _bias_stride(c, M, N) if c.dtype is a.dtype else None
-    if s_bias is None or not (M and N and K):
-        out = matmul(a, b)
-        return _add(out, c, out=out)
-    return _product(a, b, 1, M, K, N, (0, *a.strides), (0, *b.strides), (M, N), c, s_bias)
+        pass
+    else:
+        (M, K), N = a.shape, b.shape[1]
+        s_bias = _bias_stride(c, M, N) if c.dtype is a.dtype else None
+        if s_bias is not None and M and N and K:
+            return _product(a, b, 1, M, K, N, (0, *a.strides), (0, *b.strides), (M, N), c,
+                             s_bias)
+    out = matmul(a, b)
+    return _add(out, c, out=out)
 
 
 def bmm(a, b):
