@@ -163,15 +163,18 @@ def checked_index(idx: Tensor, size: int, dim: int, op: str, allow_negative: boo
 #   ``CUDA_LAUNCH_BLOCKING=1`` (PyTorch users' way to get errors where they happen);
 # - ``deferred`` (the default): no sync, as PyTorch's device-side asserts (on an H200,
 #   2026-11-30, a GPT step took 20.8 ms with it against 26.1 ms in ``sync`` mode, both with
-#   matmul's split-K on). The extremes are computed on the device into a per-device buffer
-#   (one (min, max) slot per check) and the indices the kernel gets are wrapped and clamped
-#   into range, so nothing is read or written out of bounds (the op's result is then
-#   meaningless, as after a CUDA device-side assert). ``raise_deferred_index_errors()`` reads
-#   the buffer (one sync for all pending checks) and raises the first failed check's error,
-#   the very error ``sync`` mode would have raised; it runs at the next point where the host
-#   waits for the device anyway (``.item()``, ``.cpu()``, ``tg.cuda.synchronize()``: a
-#   runtime sync hook), when the buffer's slots are all taken, or when called;
-# - ``off``: indices clamped, nothing recorded or raised.
+#   matmul's split-K on). One kernel (the contract's ``index_guard``) folds the indices'
+#   extremes into a per-device buffer (one (min, max) slot per check, atomically) and writes
+#   the indices the op gets, wrapped and clamped into range, so nothing is read or written
+#   out of bounds (the op's result is then meaningless, as after a CUDA device-side assert).
+#   ``raise_deferred_index_errors()`` reads the buffer (one sync for all pending checks),
+#   resets its slots and raises the first failed check's error, the very error ``sync`` mode
+#   would have raised; it runs at the next point where the host waits for the device anyway
+#   (``.item()``, ``.cpu()``, ``tg.cuda.synchronize()``: a runtime sync hook), when the
+#   buffer's slots are all taken, or when called. (Written with separate amin, amax, copy,
+#   where, maximum and minimum launches, the checks of a GPT step's two embeddings and its
+#   loss took 22 launches; as one kernel each, 3.)
+# - ``off``: indices clamped (the same kernel, recording nothing), nothing raised.
 #
 # Inside a CUDA graph capture every mode is ``off``: a capture can read nothing back (``sync``
 # would break it: a graphed GPT, whose embedding checks its ids, could not be captured), and a
@@ -196,8 +199,11 @@ def _initial_mode() -> str:
 
 
 _index_checks = {"mode": _initial_mode()}
-_deferred_lock = threading.Lock()
-_deferred: dict = {}  # device -> [buffer (2 * _DEFERRED_SLOTS int64), [(size, lower, error)]]
+_deferred_lock = threading.RLock()
+# device -> [buffer, its initial values (2 * _DEFERRED_SLOTS int64: (max, min) pairs, so the
+# first fold sets them), [(size, lower, error) per slot taken], the kernel backend]
+_deferred: dict = {}
+_I64_MAX, _I64_MIN = (1 << 63) - 1, -(1 << 63)
 
 
 def set_index_check_mode(mode: str) -> None:
@@ -215,45 +221,48 @@ def get_index_check_mode() -> str:
 def raise_deferred_index_errors() -> None:
     """Raises the error of the first index check that failed since the last call, if any
     (``deferred`` mode; one device sync per device with pending checks). Clears them all."""
-    with _deferred_lock:
-        taken = [(buf, pending) for buf, pending in _deferred.values() if pending]
-        for entry in _deferred.values():
-            entry[1] = []
     first = None
-    for buf, pending in taken:
-        values = make(buf).cpu()._data  # the one sync
-        for slot, (size, lower, error) in enumerate(pending):
-            lo, hi = int(values[2 * slot]), int(values[2 * slot + 1])
-            if first is None and (hi >= size or lo < lower):
-                first = error(hi if hi >= size else lo)
+    with _deferred_lock:  # (held: a check must not take a slot before it is reset)
+        for entry in _deferred.values():
+            buf, init, pending, k = entry
+            if not pending:
+                continue
+            entry[2] = []
+            values = make(buf).cpu()._data  # the one sync
+            used = (slice(0, 2 * len(pending), 1),)
+            k.copy_(k.getitem(buf, used), k.getitem(init, used))
+            for slot, (size, lower, error) in enumerate(pending):
+                lo, hi = int(values[2 * slot]), int(values[2 * slot + 1])
+                if first is None and (hi >= size or lo < lower):
+                    first = error(hi if hi >= size else lo)
     if first is not None:
         raise first
 
 
 def _raise_pending_at_sync() -> None:
-    if any(pending for _, pending in _deferred.values()):
+    if any(entry[2] for entry in _deferred.values()):
         raise_deferred_index_errors()
 
 
-def _record_extremes(idx: Tensor, size: int, lower: int, error) -> None:
-    """Queues idx's (min, max) into the device's deferred buffer for the next raise."""
-    k, a, dev = idx._k, idx._data, idx._device
-    dims = tuple(range(len(a.shape)))
+def _slot(k, dev, size: int, lower: int, error):
+    """A (min, max) slot of the device's deferred buffer for a check of ``size`` and
+    ``lower`` raising ``error``, kept for the next raise (Note [index check modes])."""
     with _deferred_lock:
         entry = _deferred.get(dev)
         if entry is None:
-            entry = _deferred[dev] = [k.full((2 * _DEFERRED_SLOTS,), 0, dtypes.int64, dev), []]
+            init = k.full((2 * _DEFERRED_SLOTS,), _I64_MAX, dtypes.int64, dev)
+            k.copy_(k.getitem(init, (slice(1, 2 * _DEFERRED_SLOTS, 2),)),
+                    k.full((1,), _I64_MIN, dtypes.int64, dev))
+            buf = k.empty((2 * _DEFERRED_SLOTS,), dtypes.int64, dev)
+            k.copy_(buf, init)
+            entry = _deferred[dev] = [buf, init, [], k]
             _streams.add_sync_hook(_raise_pending_at_sync)
-        full = len(entry[1]) == _DEFERRED_SLOTS
-    if full:
-        raise_deferred_index_errors()
-    with _deferred_lock:
-        buf, pending = entry
+        if len(entry[2]) == _DEFERRED_SLOTS:
+            raise_deferred_index_errors()
+        pending = entry[2]
         slot = len(pending)
         pending.append((size, lower, error))
-    for j, op in enumerate(("amin", "amax")):
-        at = 2 * slot + j
-        k.copy_(k.getitem(buf, (slice(at, at + 1, 1),)), k.reduce(op, a, dims, False))
+        return k.getitem(entry[0], (slice(2 * slot, 2 * slot + 2, 1),))
 
 
 def guard_index(idx: Tensor, size: int, error, allow_negative: bool = False,
@@ -266,6 +275,8 @@ def guard_index(idx: Tensor, size: int, error, allow_negative: bool = False,
     mode = "sync" if on_cpu else _index_checks["mode"]
     if not on_cpu and is_current_stream_capturing():  # nothing to read back or record
         mode = "off"
+    if size == 0:  # no index is in range, nor can one be clamped into it: fail at once
+        mode = "sync"
     if mode == "sync":
         lo = check_index_range(idx, size, error, allow_negative, ignore_index)
         if lo is not None and lo < 0 and allow_negative:
@@ -274,16 +285,9 @@ def guard_index(idx: Tensor, size: int, error, allow_negative: bool = False,
         return idx
     if idx.numel() == 0:
         return idx
-    k, a = idx._k, idx._data
-    if mode == "deferred":
-        counted = a if ignore_index is None else k.where(k.ne(a, ignore_index), a, 0)
-        _record_extremes(make(counted), size, -size if allow_negative else 0, error)
-    if allow_negative:
-        a = k.where(k.lt(a, 0), k.add(a, size), a)
-    safe = k.minimum(k.maximum(a, 0), size - 1)
-    if ignore_index is not None:
-        safe = k.where(k.eq(a, ignore_index), a, safe)
-    return make(safe)
+    k, lower = idx._k, -size if allow_negative else 0
+    slot = _slot(k, idx._device, size, lower, error) if mode == "deferred" else None
+    return make(k.index_guard(idx._data, size, lower, ignore_index, slot))
 
 
 # -- accepted for compatibility, not implemented -----------------------------------------------

@@ -70,6 +70,12 @@ indexing      nonzero(a) -> int64 (count, a.ndim), row-major order
                   place folding every value aimed at it with reduce (sum prod mean amax amin;
                   NaN propagates; mean of integers rounds toward -inf); a place's own value
                   joins the fold only when include_self; places no index aims at are kept
+              index_guard(a, size, lower, ignore_index, extremes) -> int64 array: the
+                  user's index array a (int64) made safe for a dim of size > 0: negatives
+                  wrapped when lower < 0, then clamped into [0, size); entries equal to
+                  ignore_index (an int or None) kept; extremes, None or two int64 entries of
+                  a device buffer, gets min/max of the entries other than ignore_index
+                  folded in (Note [index check modes] in autograd/checks.py)
 sorting       sort(a, dim, descending) -> (values, int64 indices): stable (ties keep their
                   order in both directions), NaN the largest value
 nn (fused)    gelu(x, approximate), gelu_backward(g, x, approximate)   [approximate 'none'|'tanh']
@@ -175,6 +181,7 @@ CONTRACT = (
     # the Tensors op set
     "arange", "unary", "binary", "reduce", "argreduce", "cumsum", "softmax", "bmm",
     "nonzero", "index", "index_put_", "gather", "scatter_", "scatter_reduce_", "sort",
+    "index_guard",
     # fused nn ops and optimizer updates
     "gelu", "gelu_backward", "layer_norm", "layer_norm_backward", "batch_norm",
     "batch_norm_backward", "cross_entropy",

@@ -17,11 +17,16 @@ os.environ.setdefault("OMP_NUM_THREADS", os.environ.get("BENCH_THREADS", "1"))
 os.environ.setdefault("MKL_NUM_THREADS", os.environ.get("BENCH_THREADS", "1"))
 
 
-def try_torch():
-    """torch, if installed (a peer for comparison only; tritongrad never imports it)."""
+def try_torch(device: str = "cpu"):
+    """torch, if installed (a peer for comparison only; tritongrad never imports it), and able
+    to run on ``device``: a CPU-only torch is no peer for a cuda benchmark (on the emulated
+    device, say), so that says why and gives None."""
     try:
         import torch
     except ImportError:
+        return None
+    if device != "cpu" and not torch.cuda.is_available():
+        print(f"(torch {torch.__version__} has no CUDA device: no torch rows on {device})")
         return None
     torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "1")))
     return torch
@@ -111,7 +116,7 @@ def compare_steps(title: str, step_for, device: str, repeat: int, profile: bool)
 
     tg_step = step_for(tg)
     cases = [("tritongrad", tg_step, tg.cuda.synchronize if device == "cuda" else None)]
-    torch = try_torch()
+    torch = try_torch(device)
     torch_step = step_for(torch) if torch is not None else None
     if torch_step is not None:
         cases.append(("torch", torch_step, torch.cuda.synchronize if device == "cuda" else None))

@@ -143,7 +143,7 @@ def main() -> None:
     if args.device != "cpu" and not tg.cuda.is_available():
         print("no GPU")
         return
-    torch = try_torch()
+    torch = try_torch(args.device)
     rng = np.random.default_rng(0)
     for spec in args.shapes:
         shape = tuple(int(x) for x in spec.split(","))

@@ -150,7 +150,7 @@ def main() -> None:
             chain(mx).backward()
 
         cases.append(("minimal Python autograd", mini_step, None))
-    torch = try_torch()
+    torch = try_torch(args.device)
     if torch is not None:
         dev = "cuda" if args.device != "cpu" else "cpu"
         tx = torch.tensor(x0, device=dev, requires_grad=True)

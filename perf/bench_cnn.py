@@ -83,7 +83,7 @@ def main() -> None:
                 return numpy_step()
 
         cases.append(("tritongrad, NumPy convs", numpy_convs, None))
-    torch = try_torch()
+    torch = try_torch(args.device)
     if torch is not None:
         cases.append(("torch", build(torch, args.device, args.batch)[1],
                       None if cpu else torch.cuda.synchronize))

@@ -69,7 +69,7 @@ def main() -> None:
 
     import tritongrad as tg
 
-    torch = try_torch()
+    torch = try_torch(args.device)
     dev = args.device
     sync = tg.cuda.synchronize if dev == "cuda" else None
     rng = np.random.default_rng(0)

@@ -48,7 +48,7 @@ def main() -> None:
              ("tritongrad row loop (256 backwards)", lambda: jacobian(f, x), sync)]
     if args.device == "cpu":
         cases.append(("numpy closed form", lambda: numpy_jacobian(*arrays), None))
-    torch = try_torch()
+    torch = try_torch(args.device)
     if torch is not None:
         dev = "cuda" if args.device != "cpu" else "cpu"
         tx, tw1, tb1, tw2 = (torch.tensor(a, device=dev) for a in arrays)

@@ -118,7 +118,7 @@ def main() -> None:
         if lib is not None:  # tritongrad's own floor: the CBLAS library it calls
             cases.append((f"{lib.name} GEMMs only",
                           lambda: numpy_gemms(params, x0, h[0], h[1], dz, linalg.matmul), None))
-    torch = try_torch()
+    torch = try_torch(args.device)
     torch_step = None
     if torch is not None:
         dev = "cuda" if args.device != "cpu" else "cpu"

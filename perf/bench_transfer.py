@@ -35,8 +35,8 @@ def main() -> None:
              ("tritongrad pageable", lambda: pageable.to("cuda"), sync),
              ("tritongrad pinned, host time to return",
               lambda: pinned.to("cuda", non_blocking=True), None)]
-    torch = try_torch()
-    if torch is not None and torch.cuda.is_available():
+    torch = try_torch("cuda")
+    if torch is not None:
         t_pageable = torch.from_numpy(values)
         t_pinned = t_pageable.pin_memory()
         t_sync = torch.cuda.synchronize

@@ -130,7 +130,7 @@ def _graphed(repeat: int) -> None:
     cases = [("graphed tritongrad", build(tg, "cuda", graphed=True)[2], tg.cuda.synchronize),
              ("whole-step graph tritongrad", build(tg, "cuda", whole=True)[2],
               tg.cuda.synchronize)]
-    torch = try_torch()
+    torch = try_torch("cuda")
     if torch is not None:
         cases += [("eager torch", build(torch, "cuda")[2], torch.cuda.synchronize),
                   ("graphed torch", build(torch, "cuda", graphed=True)[2],

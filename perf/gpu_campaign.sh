@@ -658,6 +658,16 @@ if begin_step bench-conv 45 gpu tg; then
 fi
 # the GPT-style training step (the whole stack: attention, GELU, layer norm, AdamW, clipping)
 bench_step bench-transformer 70 perf/bench_transformer.py --device cuda --repeat 5 --profile
+# the GPT and MLP steps with each launch-path switch flipped (reductions always split, split-K,
+# index checks that sync, TF32, the C launch through CudaLauncher.__call__): which of them the
+# steps' time moves with
+if begin_step bench-knobs 90 gpu tg; then
+    run_logged "$CUR_T" "$PY" perf/bench_knobs.py --repeat 3
+    rc=$?
+    st=$(status_of $rc)
+    key=$(grep '^key: ' "$CUR_LOG" | tail -n 1 | cut -c6-)
+    end_step "$st" "$(key_of "$st" "$CUR_LOG" "${key:-$(last_line "$CUR_LOG")}")"
+fi
 
 # -- 7. the rest of the suite on the real device, in parallel shards, while the NVTX capture, the
 #       examples and ncu run beside them (none of those measures time or device memory) ---------

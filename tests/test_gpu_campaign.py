@@ -19,7 +19,8 @@ SCRIPT = REPO / "perf" / "gpu_campaign.sh"
 BASH = shutil.which("bash")
 GPU_STEPS = ["gpu-tests", "suite-runtime", "suite", "nvtx-capture", "ex-mlp", "ex-digits",
              "ex-transformer", "bench-kernels", "bench-mlp", "bench-chain", "bench-transfer",
-             "bench-launch", "bench-attention", "bench-conv", "bench-transformer", "sanitizer",
+             "bench-launch", "bench-attention", "bench-conv", "bench-transformer", "bench-knobs",
+             "sanitizer",
              "ncu-nvtx"]
 
 needs_bash = pytest.mark.skipif(BASH is None, reason="bash is not installed")

@@ -12,7 +12,8 @@ from .conv import conv2d, conv2d_backward
 from .conv import conv2d_backward_columns, conv2d_columns  # noqa: F401
 from .elementwise import (add, binary, div, eq, exp, ge, gt, le, log, lt, maximum, minimum, mul,
                           ne, neg, pow, relu, sqrt, sub, unary, where)
-from .indexing import gather, index, index_put_, nonzero, scatter_, scatter_reduce_
+from .indexing import (gather, index, index_guard, index_put_, nonzero, scatter_,
+                       scatter_reduce_)
 from .linalg import addmm, bmm, matmul
 from .memory import (arange, as_strided, astype, contiguous, copy_, empty, expand, full, getitem,
                      permute, storage_offset, strides, view)
@@ -34,6 +35,7 @@ __all__ = [
     "sum", "reduce", "argreduce", "cumsum", "softmax",
     "matmul", "addmm", "bmm",
     "nonzero", "index", "index_put_", "gather", "scatter_", "scatter_reduce_", "sort",
+    "index_guard",
     "gelu", "gelu_backward", "layer_norm", "layer_norm_backward", "batch_norm",
     "batch_norm_backward", "cross_entropy",
     "cross_entropy_backward", "embedding", "embedding_backward", "sgd_step", "adam_step",

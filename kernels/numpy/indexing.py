@@ -75,6 +75,24 @@ def _one_d(x):
     return x.reshape(1) if isinstance(x, _ndarray) and x.ndim == 0 else x
 
 
+def index_guard(a: np.ndarray, size: int, lower: int, ignore_index, extremes) -> np.ndarray:
+    """``a`` (int64) made safe to index a dim of ``size``: negatives wrapped when ``lower`` is
+    negative, then clamped into [0, size); entries equal to ``ignore_index`` kept. With
+    ``extremes`` (two int64 entries) the smallest and largest entry other than ignore_index are
+    folded into extremes[0] (min) and extremes[1] (max)."""
+    keep = None if ignore_index is None else a != ignore_index
+    if extremes is not None:
+        counted = a if keep is None else a[keep]
+        if counted.size:
+            extremes[0] = min(int(extremes[0]), int(counted.min()))
+            extremes[1] = max(int(extremes[1]), int(counted.max()))
+    safe = np.where(a < 0, a + size, a) if lower < 0 else a
+    safe = np.clip(safe, 0, size - 1)
+    if keep is not None:
+        safe = np.where(keep, safe, a)
+    return np.ascontiguousarray(safe, dtype=np.int64)
+
+
 def gather(a: np.ndarray, dim: int, index: np.ndarray) -> np.ndarray:
     src, idx = _one_d(_plain(a)), _one_d(index)
     window = tuple(_FULL if d == dim else slice(0, n) for d, n in enumerate(idx.shape))

@@ -71,7 +71,7 @@ from .elementwise_ops import (
     unary,
     where,
 )
-from .indexing import scatter_reduce_
+from .indexing import index_guard, scatter_reduce_
 from .matmul import addmm, bmm, matmul
 from .memory import (
     arange,
@@ -215,6 +215,7 @@ __all__ = [
     "gt",
     "imag",
     "index",
+    "index_guard",
     "index_put_",
     "layer_norm",
     "layer_norm_backward",

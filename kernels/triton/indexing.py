@@ -37,10 +37,11 @@ from ._launch import block_range
 from .elementwise import FBITS, INT, PTR, scalar, scalar_arg, span
 from .elementwise_ops import add, mul, ne
 from .launcher import Launch, jit
-from .memory import astype, copy_, full
+from .memory import astype, contiguous, copy_, full
 from .rowwise import cumsum
 
-__all__ = ["gather", "index", "index_put_", "nonzero", "scatter_", "scatter_reduce_"]
+__all__ = ["gather", "index", "index_guard", "index_put_", "nonzero", "scatter_",
+           "scatter_reduce_"]
 
 BLOCK = 1024
 _ATOMIC = (D.float32, D.float64, D.int32, D.int64)
@@ -146,6 +147,34 @@ def _nonzero_kernel(
             idx = rem % shape[d]
             rem = rem // shape[d]
         tl.store(out_ptr + (pos * NDIM + d), idx.to(tl.int64), mask=flag != 0)
+
+
+@jit
+def _index_guard_kernel(
+    idx_ptr,  # *int64: the user's indices, n contiguous
+    out_ptr,  # *int64: the safe indices, written
+    ext_ptr,  # *int64: (min, max) folded in atomically (RECORD)
+    size, ignore,  # the indexed dim's size (> 0); the ignored value (IGNORE)
+    n,
+    WRAP: tl.constexpr, IGNORE: tl.constexpr, RECORD: tl.constexpr, BLOCK: tl.constexpr,
+    INT64: tl.constexpr,
+):
+    p, mask = block_range(n, BLOCK, INT64)
+    a = tl.load(idx_ptr + p, mask=mask, other=0)
+    counted = mask
+    if IGNORE:
+        counted = mask & (a != ignore)
+    if RECORD:
+        tl.atomic_min(ext_ptr, tl.min(tl.where(counted, a, 9223372036854775807), axis=0))
+        tl.atomic_max(ext_ptr + 1,
+                      tl.max(tl.where(counted, a, -9223372036854775807 - 1), axis=0))
+    safe = a
+    if WRAP:
+        safe = tl.where(safe < 0, safe + size, safe)
+    safe = tl.minimum(tl.maximum(safe, 0), size - 1)
+    if IGNORE:
+        safe = tl.where(a == ignore, a, safe)
+    tl.store(out_ptr + p, safe, mask=mask)
 
 
 # ------------------------------------------------------------------------------------------
@@ -316,6 +345,27 @@ def scatter_(a, dim, index, src, accumulate):
     val_st = tuple(src.strides) if type(src) is DeviceArray else None
     _scatter(a, index, src, index.shape, dst_st, index.strides, val_st, a.strides[dim],
              accumulate)
+
+
+def index_guard(a, size, lower, ignore_index, extremes):
+    """``a`` (int64) wrapped (``lower`` < 0) and clamped into [0, size), ignore_index kept,
+    its extremes folded into ``extremes`` (or None): one launch (the contract's words)."""
+    if a.numel == 0:
+        return _memory.empty(a.shape, D.int64, a.device)
+    if not a.is_contiguous():
+        a = contiguous(a)
+    out = _memory.empty(a.shape, D.int64, a.device)
+    n = a.numel
+    key = (_index_guard_kernel, n, lower < 0, ignore_index is not None, extremes is not None)
+    launch = _PLANS.get(key)
+    if launch is None:
+        launch = _PLANS[key] = Launch(_index_guard_kernel, _grid(n), (
+            n, lower < 0, ignore_index is not None, extremes is not None, BLOCK,
+            n >= L._INT32_SAFE))
+    L.ensure_driver()
+    launch(a, out, out if extremes is None else extremes, size,
+           0 if ignore_index is None else ignore_index)
+    return out
 
 
 def nonzero(a):

@@ -56,6 +56,12 @@ TARGET_PROGRAMS = 1056   # 8 per SM of 132 (H100/H200): below this, split the re
 #                          (2026-11-29); 8 resident programs per SM is the occupancy limit
 #                          for 8-warp programs
 MIN_ITERS = 4            # ... but give every split at least this many BLOCK_N iterations
+SPLIT_MIN = 1 << 19      # ... and split only where an unsplit program would fold at least
+#                          this many elements (2 MiB of float32, some 20-40 us for one SM):
+#                          below it the second pass's launch costs about what the split saves,
+#                          and small steps are bound by launches (a GPT step's bias and layer
+#                          norm column sums, 1024 x 128-512: 14 of its 19 sums took 2 launches).
+#                          Not measured on a GPU yet: perf/bench_knobs.py times it against 0
 
 
 @jit
@@ -314,7 +320,8 @@ def _pass(kept, N, stride_n, splittable=True):
     bm, bn = _blocks(M, N, stride_n, kst)
     m_progs = L.cdiv(M, bm)
     n_split, chunk = 1, N
-    if splittable and m_progs < TARGET_PROGRAMS and N >= 2 * MIN_ITERS * bn:
+    if (splittable and m_progs < TARGET_PROGRAMS and N >= 2 * MIN_ITERS * bn
+            and N * bm >= SPLIT_MIN):
         want = min(L.cdiv(TARGET_PROGRAMS, m_progs), N // (MIN_ITERS * bn))
         chunk = L.cdiv(L.cdiv(N, want), bn) * bn
         n_split = L.cdiv(N, chunk)

@@ -40,7 +40,7 @@ SMALL_BLOCKS = {
     "_launch": {"TILE": 16, "ROW_TILE": 16, "MAX_BLOCK_N": 8, "SINGLE_MAX": 8},
     "elementwise": {"FLAT_BLOCK": 16, "FLAT_BLOCK_LARGE": 32, "FLAT_LARGE_AT": 64,
                     "TRANSPOSE_TILE": 4},
-    "reduction": {"MAX_BLOCK_M": 8, "TARGET_PROGRAMS": 8, "MIN_ITERS": 1},
+    "reduction": {"MAX_BLOCK_M": 8, "TARGET_PROGRAMS": 8, "MIN_ITERS": 1, "SPLIT_MIN": 0},
     "indexing": {"BLOCK": 16},
     "optim": {"BLOCK": 16},
     "random": {"BLOCK": 16},

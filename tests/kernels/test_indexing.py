@@ -187,3 +187,47 @@ def test_property_index(kit, shape, k, seed):
         host = (rng.integers(0, shape[0], ishape).astype(np.int64),) + host[1:]
     dev = tuple(None if h is None else kit.up(h) for h in host)
     kit.check(tk.index(a, dev), kit.nk.index(ra, host), rtol=0, atol=0)
+
+
+I64 = np.iinfo(np.int64)
+
+
+@pytest.mark.parametrize("n", [1, 7, 2500])  # 2500: three programs folding one slot
+@pytest.mark.parametrize("wrap", [False, True])
+@pytest.mark.parametrize("ignore", [None, -100])
+@pytest.mark.parametrize("record", [False, True])
+def test_index_guard(kit, rng, n, wrap, ignore, record):
+    # the user's indices, some out of range on both sides, some ignored: the safe indices and
+    # the folded extremes as the NumPy backend computes them, the slot's earlier values kept
+    size = 13
+    h = rng.integers(-30, 30, n).astype(np.int64)
+    if ignore is not None:
+        h[rng.random(n) < 0.3] = ignore
+    slot = np.array([5, 6], np.int64)  # an earlier fold into the slot: min 5, max 6
+    ext = kit.up(slot) if record else None
+    got = tk.index_guard(kit.up(h), size, -size if wrap else 0, ignore, ext)
+    ref_ext = slot.copy()
+    ref = kit.nk.index_guard(h, size, -size if wrap else 0, ignore,
+                             ref_ext if record else None)
+    kit.check(got, ref, rtol=0, atol=0)
+    kept = h if ignore is None else h[h != ignore]
+    want = (h + size * ((h < 0) & wrap)).clip(0, size - 1)
+    if ignore is not None:
+        want = np.where(h == ignore, h, want)
+    np.testing.assert_array_equal(ref, want)
+    if record:
+        expected = [min(5, kept.min(initial=I64.max)), max(6, kept.max(initial=I64.min))]
+        np.testing.assert_array_equal(ref_ext, expected)
+        np.testing.assert_array_equal(kit.down(ext), expected)
+
+
+def test_index_guard_strided_and_empty(kit, rng):
+    h = rng.integers(-5, 20, (6, 4)).astype(np.int64)
+    a = tk.permute(kit.up(h), (1, 0))  # a transposed (non-contiguous) index array
+    ext = kit.up(np.array([I64.max, I64.min], np.int64))
+    got = tk.index_guard(a, 10, 0, None, ext)
+    kit.check(got, h.T.clip(0, 9), rtol=0, atol=0)
+    np.testing.assert_array_equal(kit.down(ext), [h.min(), h.max()])
+    empty = tk.index_guard(kit.up(np.zeros((0, 3), np.int64)), 10, 0, None, ext)
+    assert tuple(empty.shape) == (0, 3)
+    np.testing.assert_array_equal(kit.down(ext), [h.min(), h.max()])  # untouched

@@ -93,6 +93,22 @@ def test_split_plan_is_used(small_blocks):
     assert len(steps) >= 2  # dims 0 and 2 do not collapse: one pass each
 
 
+@pytest.mark.parametrize("shape, dims, passes", [
+    ((1024, 128), (0,), 1),     # a GPT step's bias gradient: one launch (SPLIT_MIN)
+    ((1024, 512), (0,), 1),
+    ((16384, 4096), (0,), 2),   # bench_kernels' column sum: split, then the partials
+    ((1 << 24,), (0,), 2),      # a full sum of 16 M elements
+])
+def test_reductions_split_only_where_a_program_has_enough_to_fold(shape, dims, passes):
+    import importlib
+
+    red = importlib.import_module("tritongrad.kernels.triton.reduction")
+    strides = tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+    steps = red._plan(("sum", shape, strides, dims, D.float32))[0]
+    assert len(steps) == passes
+    assert (steps[0][6] > 1) == (passes == 2)  # n_split
+
+
 def test_int64_offsets(kit, rng, monkeypatch):
     from tritongrad.kernels.triton import _launch
 

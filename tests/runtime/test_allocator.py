@@ -312,6 +312,41 @@ def test_cached_blocks_merge_before_a_new_segment(make_allocator):
     assert raw.used == 0 and alloc.reserved == 0
 
 
+def test_a_miss_merges_one_run_of_cached_blocks_and_keeps_the_rest(make_allocator):
+    """Note [hot blocks]: a request no cached block fits merges only the cached blocks of one
+    run of neighbours that adds up to its size; the others stay cached for their sizes."""
+    alloc, raw, _ = make_allocator()
+    blocks = [alloc.malloc(512 * KiB, A) for _ in range(8)]  # two 2 MiB segments, full
+    for b in blocks:
+        alloc.free(b)
+    assert raw.allocs == 2 and len(alloc._hot[(A, 512 * KiB)]) == 8
+    whole = alloc.malloc(1 * MiB, A)
+    assert raw.allocs == 2                      # no new segment: two neighbours merged ...
+    assert len(alloc._hot[(A, 512 * KiB)]) == 6  # ... and only they
+    again = [alloc.malloc(512 * KiB, A) for _ in range(6)]
+    assert len({b.ptr for b in again} | {whole.ptr, whole.ptr + 512 * KiB}) == 8
+    for b in [whole, *again]:
+        alloc.free(b)
+    alloc.empty_cache()
+    assert raw.used == 0 and alloc.reserved == 0
+
+
+def test_a_miss_with_no_run_to_merge_keeps_the_cache(make_allocator):
+    # cached blocks between allocated ones cannot merge into 1 MiB: a new segment, and the
+    # cached blocks stay cached
+    alloc, raw, _ = make_allocator()
+    blocks = [alloc.malloc(512 * KiB, A) for _ in range(4)]
+    for b in blocks[1::2]:
+        alloc.free(b)
+    big = alloc.malloc(1 * MiB, A)
+    assert raw.allocs == 2 and len(alloc._hot[(A, 512 * KiB)]) == 2
+    assert all(b.state == 3 for b in blocks[1::2])  # _CACHED
+    for b in [big, *blocks[::2]]:
+        alloc.free(b)
+    alloc.empty_cache()
+    assert raw.used == 0
+
+
 def test_blocks_freed_during_a_capture_are_not_cached(make_allocator):
     alloc, _, _ = make_allocator()
     b = alloc.malloc(4096, A)
