@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import importlib
 import time
 
@@ -126,10 +127,13 @@ def _time_step(tg, label, step, harness, args) -> str:
         return sum(a + b for a, b in harness.LAUNCHED.values()) if harness else 0
 
     for r in range(args.repeat + 1):  # round 0: compiles and plans, untimed
-        for name, _, switch in rows:
+        # (each round starts at another row, and each timing after a collection, so that no
+        # row always follows the same one or meets the collector's debt)
+        for name, _, switch in rows[r % len(rows):] + rows[:r % len(rows)]:
             with switch():
                 step()  # plans made again under this switch
                 sync()
+                gc.collect()
                 n0, t0 = launched(), clock()
                 for _ in range(args.inner):
                     step()

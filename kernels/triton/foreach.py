@@ -266,11 +266,12 @@ def _tables(dtype, columns: tuple, device) -> tuple:
         table = _memory.to_device(np.array(rows, dtype=np.int64), device) if rows else None
         chunks = _keep(_CHUNKS, key, (table, len(rows)))
     size = dtype.itemsize
-    addresses = tuple([a.storage.ptr + a.offset * size for c in columns for a in c])
+    # (row-major, one row per array position: the table's layout, so no transposed copy)
+    addresses = tuple([a.storage.ptr + a.offset * size for row in zip(*columns) for a in row])
     table = _ADDRESSES.get(key := (stream, len(columns), addresses))
     if table is None:
         _check_not_capturing(dtype)
-        host = np.array(addresses, dtype=np.int64).reshape(len(columns), -1).T
+        host = np.array(addresses, dtype=np.int64).reshape(-1, len(columns))
         table = _keep(_ADDRESSES, key, _memory.to_device(host, device))
     return chunks[0], table, chunks[1]
 
