@@ -223,11 +223,12 @@ def raise_deferred_index_errors() -> None:
     (``deferred`` mode; one device sync per device with pending checks). Clears them all."""
     first = None
     with _deferred_lock:  # (held: a check must not take a slot before it is reset)
-        for entry in _deferred.values():
-            buf, init, pending, k = entry
-            if not pending:
-                continue
-            entry[2] = []
+        taken = []
+        for entry in _deferred.values():  # all taken first: the read's sync hook finds none
+            if entry[2]:
+                taken.append(tuple(entry))
+                entry[2] = []
+        for buf, init, pending, k in taken:
             values = make(buf).cpu()._data  # the one sync
             used = (slice(0, 2 * len(pending), 1),)
             k.copy_(k.getitem(buf, used), k.getitem(init, used))

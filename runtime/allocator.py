@@ -850,26 +850,27 @@ class CachingAllocator:
         for (s, _), blocks in hot.items():
             if s != stream or not blocks or blocks[-1].segment.small != small:
                 continue
-            for block in blocks:
-                if block.segment in seen:
+            for cached in blocks:
+                if cached.segment in seen:
                     continue
-                seen.add(block.segment)
-                while block.prev is not None:
-                    block = block.prev
+                seen.add(cached.segment)
+                b = cached
+                while b.prev is not None:  # the segment's first block, then along it
+                    b = b.prev
                 run, total = [], 0
-                while block is not None:
-                    if block.state == _CACHED or block.state == _FREE:  # noqa: PLR1714
-                        run.append(block)
-                        total += block.size
+                while b is not None:
+                    if b.state == _CACHED or b.state == _FREE:  # noqa: PLR1714
+                        run.append(b)
+                        total += b.size
                         if total >= size:
-                            for b in run:
-                                if b.state == _CACHED:
-                                    hot[(stream, b.size)].remove(b)
-                                    self._merge_free(b)
+                            for r in run:
+                                if r.state == _CACHED:
+                                    hot[(stream, r.size)].remove(r)
+                                    self._merge_free(r)
                             return True
                     else:
                         run, total = [], 0
-                    block = block.next
+                    b = b.next
         return False
 
     def _flush_hot(self) -> None:

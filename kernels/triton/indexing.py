@@ -352,7 +352,9 @@ def index_guard(a, size, lower, ignore_index, extremes):
     its extremes folded into ``extremes`` (or None): one launch (the contract's words)."""
     if a.numel == 0:
         return _memory.empty(a.shape, D.int64, a.device)
-    if not a.is_contiguous():
+    if a.dtype is not D.int64:  # (the contract's indices are int64; a narrower one widened)
+        a = astype(a, D.int64)
+    elif not a.is_contiguous():
         a = contiguous(a)
     out = _memory.empty(a.shape, D.int64, a.device)
     n = a.numel

@@ -250,3 +250,16 @@ def test_checks_inside_a_graph_capture_clamp_and_read_nothing(mode, m):
         with pytest.raises(IndexError):  # and eager checks are as before
             F.embedding(tg.tensor([12], device="cuda"), w)
             checks.raise_deferred_index_errors()
+
+
+def test_deferred_slots_start_afresh_after_a_raise(mode):
+    # the slots fold extremes atomically (one index_guard kernel per check): a read resets
+    # them, so a later check in range does not meet the extremes of one reported before
+    mode("deferred")
+    x = _x("cuda")
+    x[_idx([1, 7], "cuda")]
+    with pytest.raises(IndexError, match="index 7 is out of bounds"):
+        checks.raise_deferred_index_errors()
+    y = x[_idx([0, 3], "cuda")]
+    checks.raise_deferred_index_errors()  # nothing pending fails
+    np.testing.assert_array_equal(host(y), host(_x("cpu"))[[0, 3]])

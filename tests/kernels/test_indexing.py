@@ -228,6 +228,8 @@ def test_index_guard_strided_and_empty(kit, rng):
     got = tk.index_guard(a, 10, 0, None, ext)
     kit.check(got, h.T.clip(0, 9), rtol=0, atol=0)
     np.testing.assert_array_equal(kit.down(ext), [h.min(), h.max()])
+    narrow = tk.index_guard(kit.up(np.array([3, 250], np.uint8)), 10, 0, None, None)
+    kit.check(narrow, np.array([3, 9], np.int64), rtol=0, atol=0)  # widened to int64
     empty = tk.index_guard(kit.up(np.zeros((0, 3), np.int64)), 10, 0, None, ext)
     assert tuple(empty.shape) == (0, 3)
     np.testing.assert_array_equal(kit.down(ext), [h.min(), h.max()])  # untouched
