@@ -154,6 +154,8 @@ class Batched:
 
         def run(*args, **kwargs):
             if not any(isinstance(a, BatchedArray) for a in args):
+                if name == "cat" and any(isinstance(a, BatchedArray) for a in args[0]):
+                    return _cat(self, fn, *args)  # (its arrays come as one list)
                 return fn(*args, **kwargs)
             if name.endswith("_") and not isinstance(args[0], BatchedArray):
                 # (batched values written into one unbatched array: each entry needs its own)
@@ -222,6 +224,15 @@ def _getitem(kb, fn, a, index):
 
 def _copy_(kb, fn, dst, src):
     return fn(dst.data, kb._lined_up(src, dst.ndim))
+
+
+def _cat(kb, fn, arrays, dim):
+    """cat(arrays, dim): the unbatched arrays given to every entry, joined past the batch
+    dim."""
+    k = kb.k
+    return BatchedArray(fn([a.data if isinstance(a, BatchedArray)
+                            else k.expand(a, (kb.size,) + tuple(a.shape)) for a in arrays],
+                           dim + 1))
 
 
 def _matmul(kb, fn, a, b):

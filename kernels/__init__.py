@@ -18,6 +18,8 @@ creation      empty(shape, dtype, device), full(shape, value, dtype, device),
               arange(start, step, n, dtype, device)   [start + step * i, i < n; int64 math for
                                                        int start/step, else float64, then cast]
 movement      astype(a, dtype), contiguous(a), copy_(dst, src)  [src broadcast and cast to dst]
+              cat(arrays, dim)  [a list of one dtype and ndim, equal sizes but along dim
+                                 (non-negative), joined along it: a new array]
 views         view(a, shape) -> array | None, permute(a, dims), expand(a, shape),
               getitem(a, index), as_strided(a, shape, strides, offset),
               strides(a), storage_offset(a)   [element units, as PyTorch; getitem's index is a
@@ -172,7 +174,7 @@ from .numpy import bf16 as _bf16
 __all__ = ["backend", "CONTRACT", "HostBFloat16", "host_array", "host_values", "data_ptr"]
 
 CONTRACT = (
-    "empty", "full", "astype", "contiguous", "copy_",
+    "empty", "full", "astype", "contiguous", "copy_", "cat",
     "view", "permute", "expand", "getitem", "as_strided", "strides", "storage_offset",
     "add", "sub", "mul", "div", "pow", "maximum", "minimum",
     "gt", "ge", "lt", "le", "eq", "ne",

@@ -49,17 +49,7 @@ class CatBackward0(Primitive):
     def forward(ctx, k, *args):
         *arrays, dim, sizes = args
         ctx.dim, ctx.sizes = dim, sizes
-        dev, dt = array_meta(arrays[0])
-        shape = list(arrays[0].shape)
-        shape[dim] = sum(sizes)
-        out = k.empty(tuple(shape), dt, dev)
-        lead = (slice(None),) * dim
-        start = 0
-        for a, n in zip(arrays, sizes):
-            if n:
-                k.copy_(k.getitem(out, lead + (slice(start, start + n),)), a)
-            start += n
-        return out
+        return k.cat(arrays, dim)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
@@ -83,20 +73,22 @@ class StackBackward0(Primitive):
     def forward(ctx, k, *args):
         *arrays, dim = args
         ctx.dim = dim
-        dev, dt = array_meta(arrays[0])
         shape = list(arrays[0].shape)
-        shape.insert(dim, len(arrays))
-        out = k.empty(tuple(shape), dt, dev)
-        lead = (slice(None),) * dim
-        for i, a in enumerate(arrays):
-            k.copy_(k.getitem(out, lead + (i,)), a)
-        return out
+        shape.insert(dim, 1)  # each input with the new dim, joined along it
+        shape = tuple(shape)
+        return k.cat([_view_or_copy(k, a, shape) for a in arrays], dim)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
         lead = (slice(None),) * ctx.dim
         return tuple(k.getitem(g, lead + (i,)) if need else None
                      for i, need in enumerate(ctx.needs_input_grad))
+
+
+def _view_or_copy(k, a, shape: tuple):
+    """``a`` viewed as ``shape`` (its elements in order), or a contiguous copy so viewed."""
+    v = k.view(a, shape)
+    return v if v is not None else k.view(k.contiguous(a), shape)
 
 
 def cat(tensors, dim: int = 0, *, out=None) -> Tensor:

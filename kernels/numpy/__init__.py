@@ -15,8 +15,8 @@ from .elementwise import (add, binary, div, eq, exp, ge, gt, le, log, lt, maximu
 from .indexing import (gather, index, index_guard, index_put_, nonzero, scatter_,
                        scatter_reduce_)
 from .linalg import addmm, bmm, matmul
-from .memory import (arange, as_strided, astype, contiguous, copy_, empty, expand, full, getitem,
-                     permute, storage_offset, strides, view)
+from .memory import (arange, as_strided, astype, cat, contiguous, copy_, empty, expand, full,
+                     getitem, permute, storage_offset, strides, view)
 from .nn import (batch_norm, batch_norm_backward, cross_entropy, cross_entropy_backward,
                  embedding, embedding_backward, gelu, gelu_backward, layer_norm,
                  layer_norm_backward)
@@ -27,7 +27,7 @@ from .reduction import argreduce, cumsum, reduce, softmax, sum
 from .sorting import sort
 
 __all__ = [
-    "empty", "full", "arange", "astype", "contiguous", "copy_",
+    "empty", "full", "arange", "astype", "contiguous", "copy_", "cat",
     "view", "permute", "expand", "getitem", "as_strided", "strides", "storage_offset",
     "add", "sub", "mul", "div", "pow", "maximum", "minimum",
     "gt", "ge", "lt", "le", "eq", "ne",

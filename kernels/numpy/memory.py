@@ -113,6 +113,14 @@ def copy_(dst: np.ndarray, src) -> None:
     np.copyto(dst, src, casting="unsafe")
 
 
+def cat(arrays: list, dim: int) -> np.ndarray:
+    """The arrays (one dtype, one ndim, equal sizes but along ``dim``) joined along ``dim``:
+    a new contiguous array."""
+    if type(arrays[0]) is BF16Array:  # (float32 values on the bfloat16 grid: joined as is)
+        return np.concatenate([a.view(_ndarray) for a in arrays], axis=dim).view(BF16Array)
+    return np.concatenate(arrays, axis=dim)
+
+
 def strides(a: np.ndarray) -> tuple:
     if 0 in a.shape:  # NumPy may report zeros; PyTorch reports row-major strides
         return contiguous_strides(a.shape)

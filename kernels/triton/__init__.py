@@ -14,8 +14,10 @@ plans and launchers):
 - rowwise.py: cumsum and softmax/log_softmax along one dim;
 - matmul.py: a tiled tl.dot kernel over arbitrary strides, batched (bmm); float32 in IEEE
   precision;
+- concat.py: cat, up to four inputs joined per launch;
 - indexing.py: gather/scatter kernels under index, index_put_, gather, scatter_; nonzero;
-  scatter_reduce_ (a pull kernel: each place folds the values aimed at it);
+  scatter_reduce_ (a pull kernel: each place folds the values aimed at it); index_guard (the
+  CUDA index checks' wrap, clamp and extremes in one kernel);
 - sorting.py: sort along one dim (a stable rank sort);
 - nn.py: fused GELU, layer norm, cross-entropy (forward and backward), embedding;
 - conv.py: 2-D convolution as implicit GEMM (forward, input and weight gradients);
@@ -71,6 +73,7 @@ from .elementwise_ops import (
     unary,
     where,
 )
+from .concat import cat
 from .indexing import index_guard, scatter_reduce_
 from .matmul import addmm, bmm, matmul
 from .memory import (
@@ -188,6 +191,7 @@ __all__ = [
     "batch_norm_backward",
     "binary",
     "bmm",
+    "cat",
     "conj",
     "contiguous",
     "conv2d",

@@ -255,3 +255,48 @@ def test_property_numpy_expand_is_broadcast_to(shape, lead, grow, layout, bf16):
     if a.size:
         assert nk.storage_offset(got) == nk.storage_offset(a)
         assert np.shares_memory(got, a)
+
+
+# -- cat (concat.py: up to four inputs a launch) ------------------------------------------------
+
+@pytest.mark.parametrize("count", [1, 2, 3, 4, 5, 9])
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_cat_counts_and_dims(kit, rng, count, dim):
+    # groups of four, then the rest; sizes along dim differ (one of them 0)
+    base = (3, 4, 5)
+    pairs = []
+    for i in range(count):
+        shape = list(base)
+        shape[dim] = (i % 3) + (0 if i == 1 else 1)
+        pairs.append(kit.pair(tuple(shape), D.float32, rng))
+    got = tk.cat([a for a, _ in pairs], dim)
+    kit.check(got, kit.nk.cat([h for _, h in pairs], dim), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("layouts", [("T", "contig", "strided"), ("sliced", "T"),
+                                     ("expanded", "contig", "contig")])
+def test_cat_layouts(kit, rng, layouts):
+    # a transposed or strided input collapses to (outer, dim, inner) strides or is copied alone;
+    # an expanded one has zero strides
+    pairs = [kit.pair((4, 3 + i, 6), D.float32, rng, layout=lay) for i, lay in enumerate(layouts)]
+    got = tk.cat([a for a, _ in pairs], 1)
+    kit.check(got, np.concatenate([h for _, h in pairs], 1), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", ALL + [D.complex64], ids=str)
+def test_cat_dtypes(kit, rng, dtype):
+    if dtype is D.complex64:
+        hs = [(rng.standard_normal((2, n)) + 1j * rng.standard_normal((2, n))).astype(np.complex64)
+              for n in (3, 1, 2)]
+        got = tk.cat([kit.up(h) for h in hs], 1)
+        kit.check(got, np.concatenate(hs, 1), rtol=0, atol=0)
+        return
+    pairs = [kit.pair((2, n, 3), dtype, rng) for n in (3, 1, 2)]
+    got = tk.cat([a for a, _ in pairs], 1)
+    kit.check(got, kit.nk.cat([h for _, h in pairs], 1), dtype, rtol=0, atol=0)
+
+
+def test_cat_empty_result(kit, rng):
+    a = kit.up(np.zeros((0, 3), np.float32))
+    got = tk.cat([a, a], 0)
+    assert tuple(got.shape) == (0, 3)

@@ -1,0 +1,149 @@
+"""``cat``: arrays joined along one dim, up to four of them per launch.
+
+The output is contiguous: along the joined dim each input owns a window, and for each index of
+the dims before it (``outer``) the windows of a group of inputs make one contiguous run of
+``width * inner`` elements (``inner``: the elements after the dim). One program covers BLOCK
+positions p of the group's runs; p splits into the outer row o, the place j along the group's
+width and the inner position c, and j picks the input (its window [e_i, e_i+1)):
+
+    out[o * out_row + out_start + j * inner + c] = a_i[o * s_o + (j - e_i) * s_n + c * s_i]
+
+Each input needs one stride per part (its dims before the joined one, and after it, each
+collapsing to one), which every contiguous input has; an input that does not collapse is
+copied on its own (``copy_``), as are complex arrays (copied on their real views there).
+
+Joining the pieces one ``copy_`` each took a launch per input: a GPT step's three attention
+gradients per layer (the qkv split's backward) took 12 launches, 4 as groups of three.
+"""
+
+from __future__ import annotations
+
+import math
+
+import triton.language as tl
+
+from ...runtime.array import DeviceArray
+from . import _launch as L
+from ._launch import block_range
+from .launcher import Launch, jit
+from .memory import copy_, empty, getitem
+
+__all__ = ["cat"]
+
+BLOCK = 1024
+GROUP = 4  # inputs per launch (the kernel's pointer arguments)
+
+
+@jit
+def _cat_kernel(
+    out_ptr,  # *T: the contiguous output, its group's windows written
+    a0, a1, a2, a3,  # *T: the group's inputs (unused ones: a0 again)
+    inner, width, out_row, out_start,  # elements after the dim; the group's width along it;
+    #                                    out's stride between outer rows; the window's offset
+    e1, e2, e3,  # where inputs 1, 2, 3 start along the group's width
+    s0o, s0n, s0i, s1o, s1n, s1i, s2o, s2n, s2i, s3o, s3n, s3i,  # per input: outer, dim, inner
+    n,  # outer * width * inner positions
+    NIN: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr,
+):
+    p, mask = block_range(n, BLOCK, INT64)
+    run = width * inner
+    o = p // run
+    r = p - o * run
+    j = r // inner
+    c = r - j * inner
+    v = tl.load(a0 + (o * s0o + j * s0n + c * s0i), mask=mask & (j < e1), other=0)
+    in1 = j >= e1
+    if NIN > 2:
+        in1 = in1 & (j < e2)
+    v = tl.where(in1, tl.load(a1 + (o * s1o + (j - e1) * s1n + c * s1i), mask=mask & in1,
+                              other=0), v)
+    if NIN > 2:
+        in2 = j >= e2
+        if NIN > 3:
+            in2 = in2 & (j < e3)
+        v = tl.where(in2, tl.load(a2 + (o * s2o + (j - e2) * s2n + c * s2i), mask=mask & in2,
+                                  other=0), v)
+    if NIN > 3:
+        in3 = j >= e3
+        v = tl.where(in3, tl.load(a3 + (o * s3o + (j - e3) * s3n + c * s3i), mask=mask & in3,
+                                  other=0), v)
+    tl.store(out_ptr + (o * out_row + out_start + r), v, mask=mask)
+
+
+_PLANS = L.plan_cache()
+
+
+def _strides3(a: DeviceArray, dim: int):
+    """``a``'s (outer, dim, inner) strides, or None when the dims before ``dim`` or after it
+    do not collapse to one stride each."""
+    shape, st = tuple(a.shape), tuple(a.strides)
+    parts = []
+    for sh, s in ((shape[:dim], st[:dim]), (shape[dim + 1:], st[dim + 1:])):
+        cshape, (cst,) = L.collapse(sh, s)
+        if len(cshape) > 1:
+            return None
+        parts.append(cst[0] if cshape else 0)
+    return parts[0], st[dim], parts[1]
+
+
+def cat(arrays: list, dim: int) -> DeviceArray:
+    """The arrays (one dtype, one ndim, equal sizes but along ``dim``) joined along ``dim``:
+    a new contiguous array (the contract's words)."""
+    first = arrays[0]
+    shape = list(first.shape)
+    shape[dim] = sum(a.shape[dim] for a in arrays)
+    out = empty(tuple(shape), first.dtype, first.device)
+    if out.numel == 0:
+        return out
+    outer, inner = math.prod(shape[:dim]), math.prod(shape[dim + 1:])
+    lead = (slice(None),) * dim
+    fused, start = [], 0  # (start along dim, array, its strides) of the inputs a launch takes
+    for a in arrays:
+        size = a.shape[dim]
+        if size:
+            st = None if first.dtype.is_complex else _strides3(a, dim)
+            if st is None:
+                copy_(getitem(out, lead + (slice(start, start + size, 1),)), a)
+            else:
+                fused.append((start, a, st))
+        start += size
+    # consecutive inputs in groups of up to GROUP (a group's windows must be adjacent)
+    group: list = []
+    for item in fused:
+        if group and (len(group) == GROUP or item[0] != group[-1][0] + group[-1][1].shape[dim]):
+            _launch(out, group, dim, outer, inner, shape[dim])
+            group = []
+        group.append(item)
+    if group:
+        _launch(out, group, dim, outer, inner, shape[dim])
+    return out
+
+
+def _launch(out, group, dim, outer, inner, total) -> None:
+    if len(group) == 1:  # (one input: the copy kernel's plan)
+        start, a, _ = group[0]
+        lead = (slice(None),) * dim
+        copy_(getitem(out, lead + (slice(start, start + a.shape[dim], 1),)), a)
+        return
+    start = group[0][0]
+    ends, strides, arrays = [], [], []
+    for s, a, st in group:
+        ends.append(s - start)
+        strides += st
+        arrays.append(a)
+    width = group[-1][0] + group[-1][1].shape[dim] - start
+    nin = len(group)
+    while len(arrays) < GROUP:  # (unused inputs: never read)
+        arrays.append(arrays[0])
+        ends.append(width)
+        strides += (0, 0, 0)
+    n = outer * width * inner
+    int64 = L.needs_int64((outer, total, inner), (total * inner, inner, 1)) or any(
+        L.needs_int64((outer, a.shape[dim], inner), st) for _, a, st in group)
+    key = (_cat_kernel, n, nin, int64)
+    launch = _PLANS.get(key)
+    if launch is None:
+        launch = _PLANS[key] = Launch(_cat_kernel, (L.cdiv(n, BLOCK),),
+                                      (n, nin, BLOCK, int64))
+    L.ensure_driver()
+    launch(out, *arrays, inner, width, total * inner, start * inner, *ends[1:], *strides)
