@@ -35,6 +35,16 @@ GROUP = 4  # inputs per launch (the kernel's pointer arguments)
 
 
 @jit
+def _pick(v, ptr, o, j, c, lo, hi, so, sn, si, mask, BOUNDED: tl.constexpr):
+    # v, or where lo <= j (< hi when BOUNDED) the input at ptr's element (o, j - lo, c)
+    inside = j >= lo
+    if BOUNDED:
+        inside = inside & (j < hi)
+    x = tl.load(ptr + (o * so + (j - lo) * sn + c * si), mask=mask & inside, other=0)
+    return tl.where(inside, x, v)
+
+
+@jit
 def _cat_kernel(
     out_ptr,  # *T: the contiguous output, its group's windows written
     a0, a1, a2, a3,  # *T: the group's inputs (unused ones: a0 again)
@@ -52,21 +62,11 @@ def _cat_kernel(
     j = r // inner
     c = r - j * inner
     v = tl.load(a0 + (o * s0o + j * s0n + c * s0i), mask=mask & (j < e1), other=0)
-    in1 = j >= e1
+    v = _pick(v, a1, o, j, c, e1, e2, s1o, s1n, s1i, mask, NIN > 2)
     if NIN > 2:
-        in1 = in1 & (j < e2)
-    v = tl.where(in1, tl.load(a1 + (o * s1o + (j - e1) * s1n + c * s1i), mask=mask & in1,
-                              other=0), v)
-    if NIN > 2:
-        in2 = j >= e2
-        if NIN > 3:
-            in2 = in2 & (j < e3)
-        v = tl.where(in2, tl.load(a2 + (o * s2o + (j - e2) * s2n + c * s2i), mask=mask & in2,
-                                  other=0), v)
+        v = _pick(v, a2, o, j, c, e2, e3, s2o, s2n, s2i, mask, NIN > 3)
     if NIN > 3:
-        in3 = j >= e3
-        v = tl.where(in3, tl.load(a3 + (o * s3o + (j - e3) * s3n + c * s3i), mask=mask & in3,
-                                  other=0), v)
+        v = _pick(v, a3, o, j, c, e3, e3, s3o, s3n, s3i, mask, False)
     tl.store(out_ptr + (o * out_row + out_start + r), v, mask=mask)
 
 
