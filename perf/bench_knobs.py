@@ -14,7 +14,7 @@ synchronized around each round. ``--compiled`` (no GPU; run without ``TRITON_INT
 the host path instead, as perf/bench_host_step.py does (kernels compiled for sm_90, launchers that
 run nothing; this thread's CPU time) and adds the launches per step of each row.
 
-    python perf/bench_knobs.py [--step gpt|mlp] [--batch N] [--repeat 5] [--compiled]
+    python perf/bench_knobs.py [--step gpt,mlp] [--batch N] [--repeat 5] [--compiled]
 """
 
 from __future__ import annotations
@@ -155,6 +155,7 @@ def _time_step(tg, label, step, harness, args) -> str:
         if name != "defaults":
             ratios.append(f"{tag} {ms / base:.2f}")
     return f"{label} {base * 1e3:.2f} ms, x: " + ", ".join(ratios)
+
 
 if __name__ == "__main__":
     main()

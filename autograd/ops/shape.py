@@ -4,9 +4,10 @@ tile tril triu``.
 ``split``/``chunk``/``unbind`` return views, made by one multi-output primitive each (one node,
 as PyTorch's ``SplitBackward0``); their rule joins the pieces' gradients (zeros for pieces that
 got none). ``unsafe_split``/``unsafe_chunk`` run the same primitive but return pieces that are
-not views to autograd, which may therefore be modified in place. ``cat``/``stack`` copy each input into its window of a fresh output with the
-backend's ``copy_`` (no dedicated kernel); their rule slices the gradient back. ``narrow`` and
-``select`` are basic-indexing views (views.py).
+not views to autograd, which may therefore be modified in place. ``cat``/``stack`` (and
+split's rule) join their inputs with the contract's ``cat`` (on CUDA up to four inputs a
+launch; ``stack`` views each input with the new dim); their rule slices the gradient back.
+``narrow`` and ``select`` are basic-indexing views (views.py).
 """
 
 from __future__ import annotations

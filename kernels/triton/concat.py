@@ -111,15 +111,16 @@ def cat(arrays: list, dim: int) -> DeviceArray:
     group: list = []
     for item in fused:
         if group and (len(group) == GROUP or item[0] != group[-1][0] + group[-1][1].shape[dim]):
-            _launch(out, group, dim, outer, inner, shape[dim])
+            _join(out, group, dim, outer, inner, shape[dim])
             group = []
         group.append(item)
     if group:
-        _launch(out, group, dim, outer, inner, shape[dim])
+        _join(out, group, dim, outer, inner, shape[dim])
     return out
 
 
-def _launch(out, group, dim, outer, inner, total) -> None:
+def _join(out, group, dim, outer, inner, total) -> None:
+    """One launch joining a group of adjacent inputs into their windows of ``out``."""
     if len(group) == 1:  # (one input: the copy kernel's plan)
         start, a, _ = group[0]
         lead = (slice(None),) * dim
