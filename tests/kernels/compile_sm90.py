@@ -237,6 +237,7 @@ def main(full: bool) -> int:
         ("cat two", lambda: tk.cat([arr((4, 3)), arr((4, 5))], 1)),
         ("cat three bf16", lambda: tk.cat([arr((4, 3), D.bfloat16)] * 3, 1)),
         ("cat four, transposed", lambda: tk.cat([tk.permute(arr((3, 4)), (1, 0))] * 4, 0)),
+        ("cat bool", lambda: tk.cat([tk.gt(arr((2, 3)), 0.0)] * 2, 1)),
         ("matmul float64 fallback", lambda: _f64_fallback(tk, arr)),
         ("attention head 24 causal backward",
          lambda: _attention(tk, arr, D.float16, 24, True, True)),

@@ -42,6 +42,7 @@ SMALL_BLOCKS = {
                     "TRANSPOSE_TILE": 4},
     "reduction": {"MAX_BLOCK_M": 8, "TARGET_PROGRAMS": 8, "MIN_ITERS": 1, "SPLIT_MIN": 0},
     "indexing": {"BLOCK": 16},
+    "concat": {"BLOCK": 16},
     "optim": {"BLOCK": 16},
     "random": {"BLOCK": 16},
     "foreach": {"CHUNK": 16, "WIDTH": 4},

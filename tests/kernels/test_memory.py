@@ -261,8 +261,8 @@ def test_property_numpy_expand_is_broadcast_to(shape, lead, grow, layout, bf16):
 
 @pytest.mark.parametrize("count", [1, 2, 3, 4, 5, 9])
 @pytest.mark.parametrize("dim", [0, 1, 2])
-def test_cat_counts_and_dims(kit, rng, count, dim):
-    # groups of four, then the rest; sizes along dim differ (one of them 0)
+def test_cat_counts_and_dims(kit, rng, small_blocks, count, dim):
+    # groups of four, then the rest; sizes along dim differ (one of them 0); several programs
     base = (3, 4, 5)
     pairs = []
     for i in range(count):
@@ -275,7 +275,7 @@ def test_cat_counts_and_dims(kit, rng, count, dim):
 
 @pytest.mark.parametrize("layouts", [("T", "contig", "strided"), ("sliced", "T"),
                                      ("expanded", "contig", "contig")])
-def test_cat_layouts(kit, rng, layouts):
+def test_cat_layouts(kit, rng, small_blocks, layouts):
     # a transposed or strided input collapses to (outer, dim, inner) strides or is copied alone;
     # an expanded one has zero strides
     pairs = [kit.pair((4, 3 + i, 6), D.float32, rng, layout=lay) for i, lay in enumerate(layouts)]
