@@ -96,14 +96,13 @@ def cat(arrays: list, dim: int) -> DeviceArray:
     if out.numel == 0:
         return out
     outer, inner = math.prod(shape[:dim]), math.prod(shape[dim + 1:])
-    lead = (slice(None),) * dim
     fused, start = [], 0  # (start along dim, array, its strides) of the inputs a launch takes
     for a in arrays:
         size = a.shape[dim]
         if size:
             st = None if first.dtype.is_complex else _strides3(a, dim)
             if st is None:
-                copy_(getitem(out, lead + (slice(start, start + size, 1),)), a)
+                _copy_into(out, a, dim, start)
             else:
                 fused.append((start, a, st))
         start += size
@@ -119,12 +118,16 @@ def cat(arrays: list, dim: int) -> DeviceArray:
     return out
 
 
+def _copy_into(out, a, dim: int, start: int) -> None:
+    """``a`` copied alone into its window of ``out`` along ``dim`` (from ``start``)."""
+    lead = (slice(None),) * dim
+    copy_(getitem(out, lead + (slice(start, start + a.shape[dim], 1),)), a)
+
+
 def _join(out, group, dim, outer, inner, total) -> None:
     """One launch joining a group of adjacent inputs into their windows of ``out``."""
     if len(group) == 1:  # (one input: the copy kernel's plan)
-        start, a, _ = group[0]
-        lead = (slice(None),) * dim
-        copy_(getitem(out, lead + (slice(start, start + a.shape[dim], 1),)), a)
+        _copy_into(out, group[0][1], dim, group[0][0])
         return
     start = group[0][0]
     ends, strides, arrays = [], [], []
