@@ -47,12 +47,26 @@ is, found with one dict lookup. Cached blocks count as free in every statistic. 
 finds neither its size cached nor a free block that fits takes the smallest larger cached block
 (split as a free one would be); only when none is large enough does it look, in the segments of
 its stream and pool, for a run of free and cached neighbours that adds up to its size, and
-merges the cached blocks of the first such run into the free lists (``_merge_run``). A new
-segment is carved only when there is no such run, and all cached blocks are merged before
-segments are released, so the allocator never reserves memory that merging its cache would
-have provided. (Merging all of the stream's cached blocks of the pool at such a miss, as before
-2026-11-30, threw away the cache the rest of the step would have hit: 71 of a GPT step's ~270
-mallocs took the slow path, every step; merging one run, 9.)
+merges the cached blocks of the first such run into the free lists (``_find_run``). A new
+segment is carved only when there is no such run (or as a spare segment, below), and all
+cached blocks are merged before segments are released. (Merging all of the stream's cached
+blocks of the pool at such a miss, as before 2026-11-30, threw away the cache the rest of the
+step would have hit: 71 of a GPT step's ~270 mallocs took the slow path, every step; merging
+one run, 9-12.)
+
+Note [spare segments]: taking a request out of cached blocks of other sizes (splitting a larger
+one, merging a run) takes them from the requests they were cached for, later in the same step;
+those then miss in turn, and the next step repeats the cycle: a GPT step (perf/
+bench_host_step.py) took the slow path 11-12 times a step, every step, ~0.6 ms of host time
+on the 2-core VM, 4 of them merging runs (~60 us each: a walk along the segments). So where the
+cache could serve such a request, a new segment is carved for it instead, as long as the
+segments carved so ("spare") stay within 1/``SPARE_SHARE`` (1/8) of reserved memory: the cache
+then grows to hold every size at its peak count, and a steady step stops missing. The GPT step:
+0 slow-path mallocs a step after the fifth, 68 MiB reserved instead of 66. The budget bounds
+what this can cost a program whose sizes keep changing (there the spare segments hold sizes
+that may never come back): once it is spent, the cache serves such requests as before. A spare
+segment the device or the memory fraction refuses is no out-of-memory: the cache serves the
+request. Released segments return their bytes to the budget.
 
 Note [hot counts]: the statistics of a hot malloc or free (ten counters with their peaks, per
 pool and for all pools) cost as much as the rest of the allocator's work for that call, and
@@ -251,6 +265,11 @@ class CachingAllocator:
         collect_garbage: called before the last retry on out-of-memory (``gc.collect``).
     """
 
+    # Note [spare segments]: carved once the cache has served SPARE_AFTER misses since the
+    # last segment it could not, while they stay within 1/SPARE_SHARE of reserved memory
+    SPARE_AFTER = 32
+    SPARE_SHARE = 8
+
     def __init__(self, raw_alloc, raw_free, record_event, *, device: str = "cuda:0",
                  mem_info=None, synchronize=None, collect_garbage=gc.collect):
         self._raw_alloc, self._raw_free, self._record_event = raw_alloc, raw_free, record_event
@@ -273,6 +292,8 @@ class CachingAllocator:
         self._cur, self._peak, self._freed, self._base = [0] * n, [0] * n, [0] * n, [0] * n
         self._log: list[int] = []  # hot mallocs and frees not yet counted (Note [hot counts])
         self._fold_buf: tuple | None = None  # _fold's work arrays, made at the first fold
+        self._spare = 0  # bytes of spare segments (Note [spare segments]) not yet released
+        self._served = 0  # misses the cache served since it last could not (or a release)
         self.num_alloc_retries = 0
         self.num_ooms = 0
         self.num_device_alloc = 0
@@ -649,11 +670,10 @@ class CachingAllocator:
         free = self._pools if pool is None else pool.free
         block = self._take_free(free, size, stream, small)
         if block is None and pool is None and self._hot:
-            block = self._take_hot(size, stream, small)
-            if block is None and self._merge_run(size, stream, small):
-                block = self._take_free(free, size, stream, small)
+            block = self._from_cache(size, stream, small)
         if block is None:
             block = self._new_segment(nbytes, size, stream, small, pool)
+            self._served = 0
         if block.size - size >= (MIN_BLOCK if small else SMALL_SIZE + 1):
             self._split(block, size, stream)
         block.state = _ALLOCATED
@@ -741,6 +761,12 @@ class CachingAllocator:
         if ptr is None:
             self.num_ooms += 1
             raise OutOfMemoryError(self._oom_message(nbytes))
+        return self._add_segment(ptr, alloc, stream, small, pool)
+
+    def _add_segment(self, ptr: int, alloc: int, stream, small: bool,
+                     pool: _PrivatePool | None) -> Block:
+        """Registers the raw allocation ``ptr`` of ``alloc`` bytes as a segment: one free
+        block, returned."""
         self.num_device_alloc += 1
         seg = _Segment(ptr, alloc, stream, small, pool)
         if pool is not None:
@@ -807,6 +833,8 @@ class CachingAllocator:
                 if not seg.pool.segments:
                     self._private.pop(seg.pool.id, None)
             self._apply(seg.small, ((_SEGMENT, -1), (_RESERVED_BYTES, -seg.size)))
+            self._spare = max(0, self._spare - seg.size)
+        self._served = 0
         return True
 
     def _release_block(self, block: Block) -> None:
@@ -830,24 +858,45 @@ class CachingAllocator:
         else:
             self._free_block(block)
 
-    def _take_hot(self, size: int, stream, small: bool) -> Block | None:
-        """The smallest cached block of at least ``size`` on ``stream`` in the pool ``small``
-        says, taken out of the cache (Note [hot blocks]: before merging them all)."""
+    def _from_cache(self, size: int, stream, small: bool) -> Block | None:
+        """A block for a request of ``size`` that no free block fits, made from cached blocks of
+        other sizes (Note [hot blocks]), or from a spare segment where the cache could serve it
+        and the budget allows (Note [spare segments]); None: only a new segment can serve it."""
+        larger = self._larger_cached(size, stream, small)
+        run = None if larger is not None else self._find_run(size, stream, small)
+        if larger is None and run is None:
+            return None
+        self._served += 1
+        if self._served >= self.SPARE_AFTER:
+            spare = self._spare_segment(size, stream, small)
+            if spare is not None:
+                return spare
+        if larger is not None:
+            return larger.pop()
+        hot = self._hot
+        for r in run:
+            if r.state == _CACHED:
+                hot[(stream, r.size)].remove(r)
+                self._merge_free(r)
+        return self._take_free(self._pools, size, stream, small)
+
+    def _larger_cached(self, size: int, stream, small: bool) -> list | None:
+        """The cache list (Note [hot blocks]) of the smallest cached size of at least ``size``
+        on ``stream`` in the pool ``small`` says, or None."""
         best = None
         for (s, n), blocks in self._hot.items():
             if blocks and n >= size and s == stream and (best is None or n < best[0]) \
                     and blocks[-1].segment.small == small:
                 best = (n, blocks)
-        return None if best is None else best[1].pop()
+        return None if best is None else best[1]
 
-    def _merge_run(self, size: int, stream, small: bool) -> bool:
-        """Merges the cached blocks of the first run of free and cached neighbours of at least
-        ``size`` bytes, in a segment of ``stream`` in the pool ``small`` says, into one free
-        block (Note [hot blocks]). False if there is none: then merging the whole cache would
-        not make a block that fits either (free blocks are merged already, and only segments
-        with a cached block can change)."""
-        hot, seen = self._hot, set()
-        for (s, _), blocks in hot.items():
+    def _find_run(self, size: int, stream, small: bool) -> list | None:
+        """The first run of free and cached neighbours of at least ``size`` bytes that holds a
+        cached block, in a segment of ``stream`` in the pool ``small`` says, or None: then
+        merging the whole cache would not make a block that fits either (free blocks are merged
+        already, and only segments with a cached block can change)."""
+        seen = set()
+        for (s, _), blocks in self._hot.items():
             if s != stream or not blocks or blocks[-1].segment.small != small:
                 continue
             for cached in blocks:
@@ -863,15 +912,24 @@ class CachingAllocator:
                         run.append(b)
                         total += b.size
                         if total >= size:
-                            for r in run:
-                                if r.state == _CACHED:
-                                    hot[(stream, r.size)].remove(r)
-                                    self._merge_free(r)
-                            return True
+                            return run
                     else:
                         run, total = [], 0
                     b = b.next
-        return False
+        return None
+
+    def _spare_segment(self, size: int, stream, small: bool) -> Block | None:
+        """A new segment for ``size`` while the cache could serve it, if the spare budget
+        allows (Note [spare segments]); None when it does not, or the device or the memory
+        fraction refuses (the cache serves the request then: no retry, no out-of-memory)."""
+        alloc = segment_size(size)
+        if (self._spare + alloc) * self.SPARE_SHARE > self._cur[3 * _RESERVED_BYTES]:
+            return None
+        ptr = self._capped_alloc(alloc)
+        if ptr is None:
+            return None
+        self._spare += alloc
+        return self._add_segment(ptr, alloc, stream, small, None)
 
     def _flush_hot(self) -> None:
         """Merges every cached block into the free lists (Note [hot blocks])."""

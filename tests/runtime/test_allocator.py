@@ -582,3 +582,72 @@ def test_a_miss_takes_a_larger_cached_block_and_keeps_the_rest_cached(make_alloc
     assert alloc.allocated == 0
     alloc.empty_cache()
     assert raw.used == 0
+
+
+def _cycle(alloc, rounds: int) -> list:
+    """``rounds`` of a steady step whose two sizes take each other's cached memory (a 1 MiB
+    block, then a 512 KiB one, each freed at once, in a 2 MiB segment whose other half stays
+    allocated); per round, how many of its mallocs missed the cache (took the slow path)."""
+    half = alloc.malloc(1 * MiB, A)
+    misses = []
+    for _ in range(rounds):
+        before = alloc._served
+        carved = alloc.num_device_alloc
+        for size in (1 * MiB, 512 * KiB):
+            alloc.free(alloc.malloc(size, A))
+        misses.append(alloc._served - before + alloc.num_device_alloc - carved)
+    alloc.free(half)
+    return misses
+
+
+def test_a_steady_cycle_gets_spare_segments_and_stops_missing(make_allocator):
+    """Note [spare segments]: once the cache has served SPARE_AFTER misses in a row from
+    other sizes' blocks, such a miss gets a new segment instead, within 1/8 of reserved memory;
+    then every size keeps its own cached block and the cycle stops missing."""
+    alloc, raw, _ = make_allocator()
+    alloc.SPARE_AFTER = 4
+    held = alloc.malloc(16 * MiB, A)  # reserved memory for the budget: 16 + 2 MiB
+    misses = _cycle(alloc, 8)
+    assert misses[1:3] == [2, 2]  # each round, each size took the other's memory
+    assert misses[-3:] == [0, 0, 0]
+    assert raw.allocs == 3 and alloc._spare == 2 * MiB  # one spare segment did it
+    assert alloc._spare * alloc.SPARE_SHARE <= alloc.reserved
+    alloc.free(held)
+    alloc.empty_cache()
+    assert raw.used == 0 and alloc._spare == 0 and alloc._served == 0
+
+
+def test_spare_segments_stay_within_their_budget(make_allocator):
+    # the same cycle with too little reserved memory for a spare segment (2 MiB > 1/8 of it)
+    # and with spares off: the cache serves every miss, as before spares existed
+    for share, held_size in ((8, 12 * MiB), (float("inf"), 16 * MiB)):
+        alloc, raw, _ = make_allocator()
+        alloc.SPARE_AFTER, alloc.SPARE_SHARE = 2, share
+        held = alloc.malloc(held_size, A)
+        assert _cycle(alloc, 6)[1:] == [2] * 5
+        assert raw.allocs == 2 and alloc._spare == 0
+        alloc.free(held)
+
+
+def test_a_segment_the_cache_could_not_serve_restarts_the_count(make_allocator):
+    alloc, raw, _ = make_allocator()
+    alloc.SPARE_AFTER = 100
+    held = alloc.malloc(16 * MiB, A)
+    _cycle(alloc, 3)
+    assert alloc._served == 5
+    other = alloc.malloc(3 * MiB, A)  # no cached block or run fits: a new segment
+    assert alloc._served == 0 and raw.allocs == 3
+    for b in (held, other):
+        alloc.free(b)
+
+
+def test_a_refused_spare_segment_is_no_out_of_memory(make_allocator, fakes):
+    # the device (or the memory fraction) refusing a spare segment: the cache serves the
+    # request, with no retry and no release of cached segments
+    raw = fakes.FakeRaw(capacity=18 * MiB)
+    alloc, raw, _ = make_allocator(raw)
+    alloc.SPARE_AFTER = 2
+    held = alloc.malloc(16 * MiB, A)
+    assert _cycle(alloc, 6)[1:] == [2] * 5
+    assert raw.allocs == 2 and alloc.num_alloc_retries == 0 and alloc.num_ooms == 0
+    alloc.free(held)
