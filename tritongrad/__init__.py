@@ -140,3 +140,11 @@ from .nn._rnn_functions import gru, lstm, rnn_relu, rnn_tanh  # noqa: E402
 __all__ += ["hub", "quasirandom", "signal", "uint16", "uint32", "uint64"]
 __all__ += ["gru", "lstm", "rnn_relu", "rnn_tanh"]
 __all__ += list(_legacy_api.__all__)
+
+# names PyTorch also keeps at the top: torch.OutOfMemoryError (torch.cuda's), torch.GradScaler
+# (torch.amp's), torch.to_dlpack (torch.utils.dlpack's)
+from .amp import GradScaler  # noqa: E402
+from .cuda import OutOfMemoryError  # noqa: E402
+from .utils.dlpack import to_dlpack  # noqa: E402
+
+__all__ += ["GradScaler", "OutOfMemoryError", "to_dlpack"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from ..checks import expected_scalar_type, unsupported
+from ..checks import expected_scalar_type
 from ..registry import OpInfo
 from ..tensor import Tensor
 from .combinations import diagonal
@@ -182,15 +182,16 @@ def einsum(equation: str, *operands) -> Tensor:
     (NumPy's and PyTorch's notation): ``"ij,jk->ik"`` is a matrix product, ``"ii"`` a trace,
     ``"...ij->...ji"`` a batched transpose. Without ``->`` the output holds the ellipsis
     dims, then the labels used once, in alphabetical order (upper case first). Dims of size 1
-    broadcast. The operands may also be passed as one list.
+    broadcast. The operands may also be passed as one list, or in the sublist format:
+    ``einsum(x, [0, 1], y, [1, 2], [0, 2])`` (each operand followed by its subscripts, ints in
+    [0, 52) or ``...``, then optionally the output's).
 
     Example:
         >>> tg.einsum("ij,j->i", tg.ones(2, 3), tg.tensor([1., 2., 3.]))
         tensor([6., 6.])
     """
-    if not isinstance(equation, str):
-        raise unsupported("einsum", "equation", type(equation).__name__,
-                          "the sublist format is not supported; pass an equation string")
+    if not isinstance(equation, str):  # the sublist format: einsum(x, [0, 1], y, [1, 2], [0, 2])
+        equation, operands = _sublist_equation((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if not operands:
@@ -212,6 +213,40 @@ def einsum(equation: str, *operands) -> Tensor:
         x, labels = _contract(x, labels, *pieces[k], keep, sizes)
     x, labels = _sum_out(x, labels, set(output))
     return _arrange(x, labels, output, sizes)
+
+
+def _sublist_equation(args: tuple) -> tuple:
+    """(equation, operands) of einsum's sublist format: operands each followed by a list of
+    subscripts (ints in [0, 52): 0-25 are ``A``-``Z``, 26-51 ``a``-``z``, as PyTorch's; and
+    ``...``), then optionally the output's list."""
+    def term(sublist) -> str:
+        out = []
+        for s in sublist:
+            if s is Ellipsis:
+                out.append("...")
+            elif not isinstance(s, int) or isinstance(s, bool):
+                raise TypeError(f"einsum(): subscripts must be ints or ..., got "
+                                f"{type(s).__name__}")
+            elif not 0 <= s < 52:
+                raise ValueError("einsum(): subscript in subscript list is not within the "
+                                 "valid range [0, 52)")
+            else:
+                out.append(chr(ord("A") + s) if s < 26 else chr(ord("a") + s - 26))
+        return "".join(out)
+
+    pairs = len(args) - len(args) % 2  # (an odd count ends with the output's sublist)
+    operands, terms = args[0:pairs:2], args[1:pairs:2]
+    for sublist in terms:
+        if not isinstance(sublist, (list, tuple)):
+            raise TypeError(f"einsum(): in the sublist format each operand must be followed by "
+                            f"a list of subscripts, got {type(sublist).__name__}")
+    equation = ",".join(term(t) for t in terms)
+    if len(args) % 2:
+        if not isinstance(args[-1], (list, tuple)):
+            raise TypeError(f"einsum(): the sublist format ends with an operand's subscripts "
+                            f"or the output's, got {type(args[-1]).__name__}")
+        equation += "->" + term(args[-1])
+    return equation, operands
 
 
 OPS = (

@@ -306,9 +306,42 @@ def test_einsum_errors(args, message):
         tg.einsum(*args)
 
 
-def test_einsum_sublist_format_is_refused():
-    with pytest.raises(NotImplementedError, match="sublist format"):
-        tg.einsum(tg.ones(2), [0], [0])
+SUBLISTS = [  # (shapes, the sublist arguments after each operand, the output's or None)
+    ([(2, 3), (3, 4)], [[0, 1], [1, 2]], [0, 2]),
+    ([(2, 3), (3, 4)], [[0, 1], [1, 2]], None),           # implicit output
+    ([(3, 3)], [[5, 5]], []),                              # trace
+    ([(2, 3, 4)], [[Ellipsis, 51]], None),                 # 51 is 'z': sorted after the rest
+    ([(2, 3, 4), (4, 5)], [[Ellipsis, 26], [26, 30]], [Ellipsis, 30]),
+    ([(2, 3), (3,), (3,)], [(0, 1), (1,), (1,)], (0,)),    # tuples as lists
+]
+
+
+@pytest.mark.parametrize("shapes,subs,out", SUBLISTS)
+def test_einsum_sublist_format(shapes, subs, out):
+    xs = [t64(s) for s in shapes]
+
+    def call(*a):
+        args = [v for pair in zip(a, subs) for v in pair]
+        return tg.einsum(*args, *([] if out is None else [out]))
+
+    nargs = [v for pair in zip([host(x) for x in xs], subs) for v in pair]
+    close(call(*xs), np.einsum(*nargs, *([] if out is None else [out])))
+    assert_grads_match(call, xs)
+
+
+@pytest.mark.parametrize("args,error,message", [
+    ((tg.ones(2, 3), [0, 52]), ValueError, r"not within the valid range \[0, 52\)"),
+    ((tg.ones(2, 3), [0, -1]), ValueError, r"not within the valid range \[0, 52\)"),
+    ((tg.ones(2, 3), [0, "j"]), TypeError, "subscripts must be ints or ..., got str"),
+    ((tg.ones(2, 3), [0, 1], tg.ones(3)), TypeError, "ends with an operand's subscripts"),
+    ((tg.ones(2, 3), 0, [0]), TypeError, "followed by a list of subscripts, got int"),
+    ((tg.ones(2, 3), [0, 1], tg.ones(2, 3), [1, 2]), RuntimeError,
+     "subscript B has size 2 for operand 1 which does not broadcast with previously seen "
+     "size 3"),
+])
+def test_einsum_sublist_errors(args, error, message):
+    with pytest.raises(error, match=message):
+        tg.einsum(*args)
 
 
 @st.composite

@@ -1,0 +1,40 @@
+"""Gaps found in session 23 (2026-11-30) by running PyTorch snippets under tritongrad."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tritongrad as tg
+
+
+def test_top_level_aliases_are_the_namespaced_objects():
+    """PyTorch keeps these at the top as well: ``torch.GradScaler is torch.amp.GradScaler``,
+    ``torch.OutOfMemoryError is torch.cuda.OutOfMemoryError``, ``torch.to_dlpack``."""
+    assert tg.GradScaler is tg.amp.GradScaler
+    assert tg.OutOfMemoryError is tg.cuda.OutOfMemoryError
+    assert issubclass(tg.OutOfMemoryError, RuntimeError)
+    x = tg.tensor(np.arange(6.0).reshape(2, 3))
+    y = tg.from_dlpack(tg.to_dlpack(x))
+    assert np.array_equal(y.numpy(), x.numpy())
+    y[0, 0] = 7.0  # one memory, as PyTorch's
+    assert x[0, 0].item() == 7.0
+    for name in ("GradScaler", "OutOfMemoryError", "to_dlpack"):
+        assert name in tg.__all__
+
+
+def test_einsum_sublist_matches_the_equation():
+    rng = np.random.default_rng(0)
+    a = tg.tensor(rng.standard_normal((2, 3, 4)), requires_grad=True)
+    b = tg.tensor(rng.standard_normal((4, 5)), requires_grad=True)
+    by_list = tg.einsum(a, [Ellipsis, 0, 1], b, [1, 2], [Ellipsis, 0, 2])
+    by_string = tg.einsum("...AB,BC->...AC", a, b)
+    assert np.allclose(by_list.detach().numpy(), by_string.detach().numpy())
+    (ga, gb) = tg.autograd.grad(by_list.sum(), (a, b))
+    (ha, hb) = tg.autograd.grad(by_string.sum(), (a, b))
+    assert np.allclose(ga.numpy(), ha.numpy()) and np.allclose(gb.numpy(), hb.numpy())
+
+
+@pytest.mark.parametrize("subscript", [True, 1.0])
+def test_einsum_sublist_refuses_non_int_subscripts(subscript):
+    with pytest.raises(TypeError, match="subscripts must be ints"):
+        tg.einsum(tg.ones(2), [subscript])
