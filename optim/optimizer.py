@@ -370,9 +370,12 @@ class Optimizer:
         """Loads a ``state_dict()`` into this optimizer, replacing its state.
 
         Group hyperparameters come from ``state_dict``; the parameters stay this optimizer's,
-        matched by their number in group order. Per-parameter state is copied: tensors are
-        moved to the parameter's device and floating point ones cast to its dtype (``step``
-        stays as saved, a CPU scalar). Nothing changes unless every check passes. The
+        matched by their number in group order. Per-parameter state tensors are moved to the
+        parameter's device and floating point ones cast to its dtype; as PyTorch's, a tensor
+        already there is used as it is, not copied (``step`` always: it stays as saved, a CPU
+        scalar), so loading a checkpoint holds no second copy of the state, and a state dict
+        taken from a live optimizer shares those tensors with it; other values are deep-copied.
+        Nothing changes unless every check passes. The
         ``register_load_state_dict_pre_hook`` hooks run first (on a shallow copy of
         ``state_dict``), the ``register_load_state_dict_post_hook`` ones after loading.
 
@@ -435,16 +438,16 @@ class Optimizer:
 
 
 def _cast_state(p: Tensor, key, value):
+    """A saved state value as ``load_state_dict`` loads it for parameter ``p`` (PyTorch's
+    policy: tensors converted only where they differ, ``step`` as saved)."""
     if not isinstance(value, Tensor):
         return copy.deepcopy(value)
     if key == "step":
-        return value.detach().clone()
+        return value
     with no_grad():
         if value.is_floating_point() and p.is_floating_point():
-            out = value.to(device=p.device, dtype=p.dtype)
-        else:
-            out = value.to(device=p.device)
-        return out.clone() if out is value else out.detach()
+            return value.to(device=p.device, dtype=p.dtype)
+        return value.to(device=p.device)
 
 
 # -- helpers shared by the algorithms ----------------------------------------------------------

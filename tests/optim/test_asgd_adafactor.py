@@ -1,6 +1,8 @@
 """ASGD and Adafactor (optim/asgd.py, optim/adafactor.py) against float64 NumPy transcriptions
 of PyTorch's documented updates, their state dict round trips, flags and argument checks."""
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -168,7 +170,8 @@ def test_state_dict_round_trip(cls, kw):
     clone = nn.Linear(4, 3).to(tg.float64)
     clone.load_state_dict(model.state_dict())
     opt2 = cls(clone.parameters(), **kw)
-    opt2.load_state_dict(opt.state_dict())
+    # (a snapshot: as PyTorch's, load_state_dict uses the live optimizer's tensors as they are)
+    opt2.load_state_dict(copy.deepcopy(opt.state_dict()))
     train(model, opt, 3)
     train(clone, opt2, 3)
     # (ASGD's eta and mu load as the parameters' dtype, float64 here, as PyTorch casts them;
