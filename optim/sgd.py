@@ -55,7 +55,8 @@ class SGD(Optimizer):
             raise NotImplementedError("SGD(differentiable=True) is not supported")
         super().__init__(params, {"lr": lr, "momentum": momentum, "dampening": dampening,
                                   "weight_decay": weight_decay, "nesterov": nesterov,
-                                  "maximize": maximize, "foreach": foreach, "fused": fused})
+                                  "maximize": maximize, "foreach": foreach,
+                                  "differentiable": False, "fused": fused})
 
     def _sparse_grad_message(self, group: dict) -> str | None:
         # PyTorch's fused SGD kernel refuses sparse gradients; its other paths take them

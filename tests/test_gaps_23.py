@@ -38,3 +38,37 @@ def test_einsum_sublist_matches_the_equation():
 def test_einsum_sublist_refuses_non_int_subscripts(subscript):
     with pytest.raises(TypeError, match="subscripts must be ints"):
         tg.einsum(tg.ones(2), [subscript])
+
+
+def test_layer_norm_repr_names_its_bias():
+    assert repr(tg.nn.LayerNorm(4)) == "LayerNorm((4,), eps=1e-05, elementwise_affine=True, bias=True)"
+    assert repr(tg.nn.LayerNorm(4, bias=False)).endswith("bias=False)")
+
+
+def test_sgd_defaults_and_repr_name_differentiable():
+    opt = tg.optim.SGD([tg.nn.Parameter(tg.ones(1))], lr=0.1)
+    assert list(opt.defaults) == ["lr", "momentum", "dampening", "weight_decay", "nesterov",
+                                  "maximize", "foreach", "differentiable", "fused"]
+    assert "    differentiable: False\n" in repr(opt)
+
+
+def test_optimizer_state_loaded_from_a_live_optimizer_is_shared_as_pytorchs():
+    """PyTorch's load_state_dict keeps state tensors that need no conversion: an optimizer
+    loaded from another's live state dict steps the same tensors (a snapshot needs
+    copy.deepcopy); one of another dtype gets converted copies."""
+    p = tg.nn.Parameter(tg.ones(2, dtype=tg.float64))
+    opt = tg.optim.Adam([p], lr=0.1)
+    p.grad = tg.ones(2, dtype=tg.float64)
+    opt.step()
+    q = tg.nn.Parameter(tg.ones(2, dtype=tg.float64))
+    shared = tg.optim.Adam([q], lr=0.1)
+    shared.load_state_dict(opt.state_dict())
+    assert all(shared.state[q][k] is opt.state[p][k] for k in ("step", "exp_avg", "exp_avg_sq"))
+    q.grad = tg.ones(2, dtype=tg.float64)
+    shared.step()
+    assert opt.state[p]["step"].item() == 2  # (PyTorch's: the step counter is one tensor)
+    r = tg.nn.Parameter(tg.ones(2))
+    cast = tg.optim.Adam([r], lr=0.1)
+    cast.load_state_dict(opt.state_dict())
+    assert cast.state[r]["exp_avg"] is not opt.state[p]["exp_avg"]
+    assert cast.state[r]["exp_avg"].dtype is tg.float32

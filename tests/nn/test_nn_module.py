@@ -204,7 +204,7 @@ def test_repr_matches_pytorch_format():
         "  (0): Linear(in_features=64, out_features=128, bias=True)\n"
         "  (1): GELU(approximate='tanh')\n"
         "  (2): Dropout(p=0.1, inplace=False)\n"
-        "  (3): LayerNorm((128,), eps=1e-05, elementwise_affine=True)\n"
+        "  (3): LayerNorm((128,), eps=1e-05, elementwise_affine=True, bias=True)\n"
         "  (4): Linear(in_features=128, out_features=10, bias=False)\n"
         "  (5): Embedding(10, 3, padding_idx=0)\n"
         "  (6): Tanh()\n"
