@@ -41,7 +41,8 @@ def test_einsum_sublist_refuses_non_int_subscripts(subscript):
 
 
 def test_layer_norm_repr_names_its_bias():
-    assert repr(tg.nn.LayerNorm(4)) == "LayerNorm((4,), eps=1e-05, elementwise_affine=True, bias=True)"
+    assert repr(tg.nn.LayerNorm(4)) == ("LayerNorm((4,), eps=1e-05, elementwise_affine=True, "
+                                        "bias=True)")
     assert repr(tg.nn.LayerNorm(4, bias=False)).endswith("bias=False)")
 
 
