@@ -266,9 +266,13 @@ class SavedTensor:
 
     def _modified_message(self, node) -> str:
         t = self._t  # (never packed: packed tensors have no version check)
-        fn = node if self._out >= 0 else self._fn
-        origin = "" if fn is None else \
-            f", which is output {max(self._out, 0)} of {fn.name()}"
+        # PyTorch names a saved output's node, and for a saved input the tensor's grad_fn now
+        # (the in-place op that modified it, not the node that made it)
+        if self._out >= 0:
+            fn, nr = node, self._out
+        else:
+            fn, nr = t.grad_fn, t._output_nr
+        origin = "" if fn is None else f", which is output {nr} of {fn.name()}"
         return (f"one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: [{_type_name(self._dtype, t)} {list(t.shape)}]{origin}, is "
                 f"at version {self._vc[0]}; expected version {self._version} instead. Hint: "

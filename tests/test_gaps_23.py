@@ -73,3 +73,26 @@ def test_optimizer_state_loaded_from_a_live_optimizer_is_shared_as_pytorchs():
     cast.load_state_dict(opt.state_dict())
     assert cast.state[r]["exp_avg"] is not opt.state[p]["exp_avg"]
     assert cast.state[r]["exp_avg"].dtype is tg.float32
+
+
+def test_modified_saved_input_names_the_tensor_s_grad_fn_now():
+    """PyTorch's message names the node that last wrote the saved input (its grad_fn when the
+    backward finds it modified), and output nr of that node; a saved output names its own."""
+    x = tg.arange(4.0, requires_grad=True)
+    a = x * 1
+    w = a * a
+    a.add_(1)
+    with pytest.raises(RuntimeError, match=r"\], which is output 0 of AddBackward0, is at "
+                                           r"version 1; expected version 0 instead"):
+        w.sum().backward()
+    e = x.exp()
+    e.sigmoid_()
+    with pytest.raises(RuntimeError, match="which is output 0 of ExpBackward0"):
+        e.sum().backward()
+    leaf = tg.ones(3, requires_grad=True)
+    sq = leaf * leaf
+    with tg.no_grad():
+        leaf.mul_(2)
+    with pytest.raises(RuntimeError, match=r"inplace operation: \[tritongrad.FloatTensor \[3\]\], "
+                                           r"is at version 1"):
+        sq.sum().backward()
