@@ -463,7 +463,7 @@ class CrossEntropyLossBackward0(Primitive):
         if reduction == "sum":
             return total
         # the divisor: the rows not ignored (all ignored: 0 / 0, NaN, as PyTorch's mean)
-        n = k.sum(k.astype(k.ne(target, ignore_index), dtypes.int64), (0,), False)
+        n = k.sum(k.ne(target, ignore_index), (0,), False)  # (bools sum to int64)
         ctx.count = count = k.astype(n, meta(loss)[1])
         return k.div(total, count)
 
