@@ -519,10 +519,11 @@ _ops = st.lists(st.tuples(st.sampled_from(["malloc", "free", "record", "complete
 
 
 @settings(max_examples=150, deadline=None)
-@given(_ops, st.sampled_from([None, 0.25, 0.5]))
-def test_invariants_under_random_use(fakes, ops, fraction):
+@given(_ops, st.sampled_from([None, 0.25, 0.5]), st.sampled_from([32, 1]))
+def test_invariants_under_random_use(fakes, ops, fraction, spare_after):
     raw, events = fakes.FakeRaw(capacity=96 * MiB), fakes.FakeEvents()
     alloc = CachingAllocator(raw.alloc, raw.free, events.record, mem_info=raw.mem_info)
+    alloc.SPARE_AFTER = spare_after  # 1: spare segments at every miss the cache could serve
     if fraction is not None:
         alloc.set_memory_fraction(fraction, 96 * MiB)
     limit = alloc.memory_limit or 96 * MiB
@@ -550,6 +551,7 @@ def test_invariants_under_random_use(fakes, ops, fraction):
             assert any(r <= p and e <= r + n for r, n in raw.live.items())
         assert alloc.allocated == sum(b.size for b in live)
         assert alloc.reserved == raw.used <= limit
+        assert alloc._spare * alloc.SPARE_SHARE <= alloc.reserved
     for b in live:
         alloc.free(b)
     events.complete()
