@@ -62,9 +62,13 @@ on the 2-core VM, 4 of them merging runs (~60 us each: a walk along the segments
 cache could serve such a request, a new segment is carved for it instead, as long as the
 segments carved so ("spare") stay within 1/``SPARE_SHARE`` (1/8) of reserved memory: the cache
 then grows to hold every size at its peak count, and a steady step stops missing. The GPT step:
-0 slow-path mallocs a step after the fifth, 68 MiB reserved instead of 66. The budget bounds
+no slow-path malloc from its seventh step on, 68 MiB reserved instead of 66. The budget bounds
 what this can cost a program whose sizes keep changing (there the spare segments hold sizes
-that may never come back): once it is spent, the cache serves such requests as before. A spare
+that may never come back): once it is spent, the cache serves such requests as before. Spare
+segments wait for a steady state: the cache must have served 32 such misses (``SPARE_AFTER``)
+since the last request it could not serve (a program still growing, as in its first steps,
+carves segments anyway), and the device must keep 1/8 of its memory free after one, so that a
+spare segment never pushes a nearly full device into the out-of-memory path's releases. A spare
 segment the device or the memory fraction refuses is no out-of-memory: the cache serves the
 request. Released segments return their bytes to the budget.
 
@@ -925,6 +929,13 @@ class CachingAllocator:
         alloc = segment_size(size)
         if (self._spare + alloc) * self.SPARE_SHARE > self._cur[3 * _RESERVED_BYTES]:
             return None
+        if self._mem_info is not None:  # never into the device's last 1/SPARE_SHARE
+            try:
+                free, total = self._mem_info()
+            except Exception:  # noqa: BLE001 - no answer: no spare segment
+                return None
+            if (free - alloc) * self.SPARE_SHARE < total:
+                return None
         ptr = self._capped_alloc(alloc)
         if ptr is None:
             return None

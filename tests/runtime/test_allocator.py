@@ -653,3 +653,16 @@ def test_a_refused_spare_segment_is_no_out_of_memory(make_allocator, fakes):
     assert _cycle(alloc, 6)[1:] == [2] * 5
     assert raw.allocs == 2 and alloc.num_alloc_retries == 0 and alloc.num_ooms == 0
     alloc.free(held)
+
+
+@pytest.mark.parametrize("capacity,spares", [(20 * MiB, 0), (32 * MiB, 1)])
+def test_spare_segments_leave_the_device_an_eighth_free(make_allocator, fakes, capacity, spares):
+    # 18 MiB in use: a spare 2 MiB segment fits a 20 MiB device, but would leave it less than
+    # 1/8 free, so the cache serves the cycle; on a 32 MiB device the spare is carved
+    alloc, raw, _ = make_allocator(fakes.FakeRaw(capacity=capacity))
+    alloc.SPARE_AFTER = 2
+    held = alloc.malloc(16 * MiB, A)
+    misses = _cycle(alloc, 6)
+    assert raw.allocs == 2 + spares and alloc._spare == spares * 2 * MiB
+    assert misses[-1] == (0 if spares else 2)
+    alloc.free(held)
