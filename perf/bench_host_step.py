@@ -21,7 +21,9 @@ a few tenths of a microsecond per call, so these sum to more than the plain rows
 - host microseconds per step in each entry point of the kernel contract (the functions of
   ``tritongrad.kernels.triton`` that autograd, nn and optim call), grouped by the launcher
   module that defines it, exclusive of nested contract calls; what is left of the step is
-  autograd, nn, optim and the runtime outside the kernels.
+  autograd, nn, optim and the runtime outside the kernels;
+- Python's garbage collections during those steps (a collection's time lands in the entry
+  point that happened to run it: ``Collections``).
 
 Device values: nothing runs, so every array holds whatever its memory held. In the library's
 default (``deferred``: Note [index check modes] in autograd/checks.py) nothing in these steps
@@ -217,7 +219,7 @@ def main() -> None:
     step = STEPS[args.step](tg)
     for _ in range(3):
         step()  # compiled, planned, cached
-    gc.collect()  # (Note below: warm-up's collections are not the step's)
+    gc.collect()  # (the warm-up's garbage is not the step's: Collections)
     rows = timeit([("tritongrad", step, None)], inner=args.inner, repeat=args.repeat)
     slow = timeit([("tritongrad, Triton's dispatch", _through_triton(step), None)],
                   inner=1, repeat=max(3, args.repeat // 3))
