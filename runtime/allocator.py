@@ -727,7 +727,7 @@ class CachingAllocator:
         nxt = block.next
         rest = Block(block.ptr + size, block.size - size, stream, block.segment, block, nxt)
         if nxt is not None and nxt.state == _FREE:  # (a cached block's neighbours may be
-            self._unlink_free(nxt)                  # free: _take_hot)
+            self._unlink_free(nxt)                  # free: _from_cache)
             rest.size += nxt.size
             rest.next = nxt = nxt.next
         if nxt is not None:

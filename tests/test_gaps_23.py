@@ -22,24 +22,6 @@ def test_top_level_aliases_are_the_namespaced_objects():
         assert name in tg.__all__
 
 
-def test_einsum_sublist_matches_the_equation():
-    rng = np.random.default_rng(0)
-    a = tg.tensor(rng.standard_normal((2, 3, 4)), requires_grad=True)
-    b = tg.tensor(rng.standard_normal((4, 5)), requires_grad=True)
-    by_list = tg.einsum(a, [Ellipsis, 0, 1], b, [1, 2], [Ellipsis, 0, 2])
-    by_string = tg.einsum("...AB,BC->...AC", a, b)
-    assert np.allclose(by_list.detach().numpy(), by_string.detach().numpy())
-    (ga, gb) = tg.autograd.grad(by_list.sum(), (a, b))
-    (ha, hb) = tg.autograd.grad(by_string.sum(), (a, b))
-    assert np.allclose(ga.numpy(), ha.numpy()) and np.allclose(gb.numpy(), hb.numpy())
-
-
-@pytest.mark.parametrize("subscript", [True, 1.0])
-def test_einsum_sublist_refuses_non_int_subscripts(subscript):
-    with pytest.raises(TypeError, match="subscripts must be ints"):
-        tg.einsum(tg.ones(2), [subscript])
-
-
 def test_layer_norm_repr_names_its_bias():
     assert repr(tg.nn.LayerNorm(4)) == ("LayerNorm((4,), eps=1e-05, elementwise_affine=True, "
                                         "bias=True)")

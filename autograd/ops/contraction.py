@@ -13,6 +13,7 @@ and the gradient comes through them.
 from __future__ import annotations
 
 import math
+import string
 
 from ..checks import expected_scalar_type
 from ..registry import OpInfo
@@ -215,6 +216,9 @@ def einsum(equation: str, *operands) -> Tensor:
     return _arrange(x, labels, output, sizes)
 
 
+_SUBSCRIPTS = string.ascii_uppercase + string.ascii_lowercase  # the sublist format's 0-51
+
+
 def _sublist_equation(args: tuple) -> tuple:
     """(equation, operands) of einsum's sublist format: operands each followed by a list of
     subscripts (ints in [0, 52): 0-25 are ``A``-``Z``, 26-51 ``a``-``z``, as PyTorch's; and
@@ -231,7 +235,7 @@ def _sublist_equation(args: tuple) -> tuple:
                 raise ValueError("einsum(): subscript in subscript list is not within the "
                                  "valid range [0, 52)")
             else:
-                out.append(chr(ord("A") + s) if s < 26 else chr(ord("a") + s - 26))
+                out.append(_SUBSCRIPTS[s])
         return "".join(out)
 
     pairs = len(args) - len(args) % 2  # (an odd count ends with the output's sublist)

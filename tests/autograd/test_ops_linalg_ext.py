@@ -329,10 +329,24 @@ def test_einsum_sublist_format(shapes, subs, out):
     assert_grads_match(call, xs)
 
 
+def test_einsum_sublist_matches_the_equation():
+    rng = np.random.default_rng(0)
+    a = tg.tensor(rng.standard_normal((2, 3, 4)), requires_grad=True)
+    b = tg.tensor(rng.standard_normal((4, 5)), requires_grad=True)
+    by_list = tg.einsum(a, [Ellipsis, 0, 1], b, [1, 2], [Ellipsis, 0, 2])
+    by_string = tg.einsum("...AB,BC->...AC", a, b)
+    assert np.allclose(by_list.detach().numpy(), by_string.detach().numpy())
+    (ga, gb) = tg.autograd.grad(by_list.sum(), (a, b))
+    (ha, hb) = tg.autograd.grad(by_string.sum(), (a, b))
+    assert np.allclose(ga.numpy(), ha.numpy()) and np.allclose(gb.numpy(), hb.numpy())
+
+
 @pytest.mark.parametrize("args,error,message", [
     ((tg.ones(2, 3), [0, 52]), ValueError, r"not within the valid range \[0, 52\)"),
     ((tg.ones(2, 3), [0, -1]), ValueError, r"not within the valid range \[0, 52\)"),
     ((tg.ones(2, 3), [0, "j"]), TypeError, "subscripts must be ints or ..., got str"),
+    ((tg.ones(2), [True]), TypeError, "subscripts must be ints or ..., got bool"),
+    ((tg.ones(2), [1.0]), TypeError, "subscripts must be ints or ..., got float"),
     ((tg.ones(2, 3), [0, 1], tg.ones(3)), TypeError, "ends with an operand's subscripts"),
     ((tg.ones(2, 3), 0, [0]), TypeError, "followed by a list of subscripts, got int"),
     ((tg.ones(2, 3), [0, 1], tg.ones(2, 3), [1, 2]), RuntimeError,
