@@ -17,10 +17,11 @@ from ..runtime.graphs import is_current_stream_capturing
 from .tensor import Tensor, make
 
 __all__ = ["tensor_arg", "check_devices_match", "check_index_dtype", "check_index_range",
-           "check_memory_format", "check_same_device", "checked_index", "expected_scalar_type",
-           "get_index_check_mode", "guard_index", "index_extremes", "index_out_of_range",
-           "operand_on_device", "out_of_bounds", "raise_deferred_index_errors",
-           "scalar_type_name", "set_index_check_mode", "target_out_of_bounds", "unsupported"]
+           "check_memory_format", "check_ordered", "check_same_device", "checked_index",
+           "expected_scalar_type", "get_index_check_mode", "guard_index", "index_extremes",
+           "index_out_of_range", "operand_on_device", "out_of_bounds",
+           "raise_deferred_index_errors", "scalar_type_name", "set_index_check_mode",
+           "target_out_of_bounds", "unsupported"]
 
 
 # -- devices ----------------------------------------------------------------------------------
@@ -31,6 +32,15 @@ def tensor_arg(x, op: str, name: str = "input") -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(x).__name__}")
     return x
+
+
+def check_ordered(x, op: str) -> None:
+    """PyTorch's refusal of a complex input to an op that compares values by order (max, sort,
+    clamp, ...): complex numbers have none, and NumPy's lexicographic order would give some
+    answer. (A non-tensor ``x`` gets ``tensor_arg``'s TypeError.)"""
+    if tensor_arg(x, op)._dtype.is_complex:
+        raise RuntimeError(f"{op}(): does not support complex input (complex numbers are not "
+                           f"ordered)")
 
 
 def check_same_device(like: Tensor, t: Tensor, arg: str, op: str) -> None:

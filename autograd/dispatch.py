@@ -489,7 +489,7 @@ def expanded_dims(t: Tensor) -> tuple:
     then; other overlap, through as_strided, it calls too hard to tell)."""
     a = t._data
     strides = a.strides
-    if 0 not in strides:  # (the common case: one test)
+    if 0 not in strides or 0 in a.shape:  # (the common case: one test; no elements: none)
         return ()
     return tuple(d for d, (n, s) in enumerate(zip(a.shape, strides)) if s == 0 and n > 1)
 

@@ -191,7 +191,9 @@ def composite_inplace(method: Callable, name: str) -> Callable:
     ``original_self``): its parts may save ``x`` for backward, and the write would make what
     they saved stale."""
     def inplace(self, *args, **kwargs):
+        from .checks import tensor_arg
         from .dispatch import check_inplace
+        tensor_arg(self, name + "_")
         from .ops.composite import write_result
         from .state import state
         src = self

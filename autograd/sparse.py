@@ -652,7 +652,7 @@ def to_sparse(self: Tensor, sparse_dim: int | None = None, *, layout=None, block
     a = np.asarray(self.detach().cpu().numpy())
     mask = a.reshape(a.shape[:sd] + (-1,)).any(-1) if sd < a.ndim else a != 0
     coords = np.stack(np.nonzero(mask)) if sd else np.zeros((0, int(mask)), np.int64)
-    idx = _index_tensor(coords.reshape(sd, -1), self)
+    idx = _index_tensor(coords.reshape(sd, -1) if sd else coords, self)  # ((0, -1): ambiguous)
     vals = self[tuple(idx.unbind(0))] if sd else self.unsqueeze(0)[:coords.shape[1]]
     return _FromParts.apply(idx, vals, tuple(self.shape), True)
 

@@ -35,6 +35,7 @@ import math
 
 import numpy as np
 
+from ..autograd import checks
 from ..autograd.autocast import autocast as _autocast
 from ..autograd.autocast import is_autocast_enabled as _autocast_enabled
 from ..autograd.ops import conv as _fused_conv
@@ -118,6 +119,8 @@ def _conv_out(n: int, k: int, s: int, lo: int, hi: int, d: int) -> int:
 
 def _check_conv_input(input: Tensor, weight: Tensor, nd: int, op: str) -> bool:
     """Raises PyTorch's errors for the ranks; True when ``input`` is unbatched."""
+    checks.tensor_arg(input, op, "input")
+    checks.tensor_arg(weight, op, "weight")
     if input.ndim not in (nd + 1, nd + 2):
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
                            f"{op}, but got input of size: {list(input.shape)}")
@@ -264,6 +267,8 @@ def _conv_transpose(input: Tensor, weight: Tensor, bias, stride, padding, output
     In the fused op, output rows past the input's reach (``output_padding`` beyond
     ``padding``: no tap lands there) are zeros appended by ``pad``, with the bias added
     after."""
+    checks.tensor_arg(input, op, "input")
+    checks.tensor_arg(weight, op, "weight")
     unbatched = input.ndim == nd + 1
     if input.ndim not in (nd + 1, nd + 2):
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
@@ -783,6 +788,8 @@ def _adaptive_windows(n: int, o: int) -> tuple[np.ndarray, np.ndarray]:
     their last position) and (o, L) whether each position is the window's own."""
     starts = [(i * n) // o for i in range(o)]
     ends = [-((-(i + 1) * n) // o) for i in range(o)]
+    if not o:  # an empty output: no windows
+        return np.zeros((0, 1), np.int64), np.zeros((0, 1), bool)
     length = max(e - b for b, e in zip(starts, ends))
     pos = np.array([[min(b + j, e - 1) for j in range(length)] for b, e in zip(starts, ends)])
     own = np.array([[b + j < e for j in range(length)] for b, e in zip(starts, ends)])
@@ -811,12 +818,14 @@ def _adaptive_max(input: Tensor, output_size, nd: int, return_indices: bool, op:
     # (lead, o1, L1, o2, L2, ..) -> (lead, o1, o2, .., L1 * L2 * ..)
     order = (tuple(range(len(lead))) + tuple(len(lead) + 2 * d for d in range(nd))
              + tuple(len(lead) + 2 * d + 1 for d in range(nd)))
-    x = x.permute(order).reshape(lead + out + (-1,))
+    window = math.prod(x.shape[len(lead) + 2 * d + 1] for d in range(nd))  # (not -1: empty)
+    x = x.permute(order).reshape(lead + out + (window,))
     values, arg = x.max(dim=-1)
     if not return_indices:
         return values
     flat = np.transpose(flat, tuple(range(0, 2 * nd, 2)) + tuple(range(1, 2 * nd, 2)))
-    table = _tensor(flat.reshape(out + (-1,)), device=input.device).expand(lead + out + (-1,))
+    table = _tensor(flat.reshape(out + (window,)), device=input.device).expand(
+        lead + out + (window,))
     return values, table.gather(-1, arg.unsqueeze(-1)).squeeze(-1)
 
 

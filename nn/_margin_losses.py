@@ -63,6 +63,10 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | 
                                 reduction: str = "mean") -> Tensor:
     """The one-versus-all logistic loss of (N, C) ``input`` against 0/1 ``target``, averaged
     over the C classes (``weight`` (C,) rescales each)."""
+    checks.tensor_arg(input, "multilabel_soft_margin_loss")  # (a number target broadcasts)
+    if input.ndim == 0:
+        raise IndexError("multilabel_soft_margin_loss: Dimension specified as -1 but tensor has "
+                         "no dimensions")
     reduction = F._reduction(size_average, reduce, reduction)
     loss = -(target * F.logsigmoid(input) + (1 - target) * F.logsigmoid(-input))
     if weight is not None:
@@ -74,6 +78,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
                       weight: Tensor | None = None, size_average=None, reduce=None,
                       reduction: str = "mean") -> Tensor:
     """The multi-class hinge loss of (N, C) or (C,) ``input`` against class indices."""
+    F._loss_operands("multi_margin_loss", input, target)
     reduction = F._reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autograd import checks
 from ..autograd.grad_mode import no_grad
 from ..autograd.ops.nn import batch_norm_training
-from ..autograd.tensor import Tensor
+from ..autograd.tensor import Tensor, int_arg
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "rms_norm"]
 
@@ -119,6 +120,11 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
     """Applies Group Normalization: the channels are split into ``num_groups`` groups, each
     normalised over its channels and the spatial dims (biased variance), then scaled and
     shifted per channel."""
+    checks.tensor_arg(input, "group_norm")
+    if type(num_groups) is not int:
+        num_groups = int_arg(num_groups, "group_norm", "num_groups", 2)
+    if num_groups <= 0:
+        raise RuntimeError(f"group_norm: num_groups must be positive, but got {num_groups}")
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.ndim}")

@@ -34,6 +34,7 @@ import math
 
 import numpy as np
 
+from ..autograd import checks
 from ..autograd.ops.creation import tensor as _tensor
 from ..autograd.tensor import Tensor
 from ..runtime import dtype as dtypes
@@ -411,6 +412,8 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
     ``"zeros"``, ``"border"`` (the edge) or ``"reflection"``. Differentiable in both ``input``
     and ``grid`` with ATen's formulas; with ``"nearest"`` the grid's gradient is zeros.
     """
+    checks.tensor_arg(input, "grid_sampler", "input")
+    checks.tensor_arg(grid, "grid_sampler", "grid")
     align_corners = bool(align_corners)
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "

@@ -139,21 +139,15 @@ def alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
     return F.alpha_dropout(input, p, train, inplace=True)
 
 
-def _feature_nd(input: Tensor) -> int:
-    if input.ndim < 2:
-        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
-    return input.ndim - 2
-
-
 def feature_dropout(input: Tensor, p: float, train: bool) -> Tensor:
     """Dropout of whole features: one keep draw per (input.size(0), input.size(1)) entry,
     broadcast over the remaining dims (ATen's feature noise)."""
-    return F._feature_dropout(input, p, train, False, _feature_nd(input), "feature_dropout")
+    return F._feature_dropout(input, p, train, False)
 
 
 def feature_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
     """In-place ``feature_dropout``."""
-    return F._feature_dropout(input, p, train, True, _feature_nd(input), "feature_dropout_")
+    return F._feature_dropout(input, p, train, True)
 
 
 _ALPHA = 1.7580993408473766  # SELU's scale * alpha: the magnitude of its negative saturation
@@ -162,15 +156,17 @@ _ALPHA = 1.7580993408473766  # SELU's scale * alpha: the magnitude of its negati
 def feature_alpha_dropout(input: Tensor, p: float, train: bool) -> Tensor:
     """Alpha dropout (``alpha_dropout``'s affine correction) of whole features: one draw per
     (input.size(0), input.size(1)) entry."""
-    nd = _feature_nd(input)
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not train or p == 0.0:
         return input
+    if input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     if p == 1.0:
         return input * 0.0
     a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
-    keep = F.dropout(input.new_ones(tuple(input.shape[:2]) + (1,) * nd), p) * (1 - p)
+    keep = F.dropout(input.new_ones(tuple(input.shape[:2]) + (1,) * (input.ndim - 2)), p)
+    keep = keep * (1 - p)
     return input * (keep * a) + ((keep - 1) * (_ALPHA * a) + _ALPHA * a * p)
 
 

@@ -328,7 +328,9 @@ class PReLU(Module):
         super().__init__()
         self.num_parameters = num_parameters
         self.init = init
-        self.weight = Parameter(full((num_parameters,), init, device=device, dtype=dtype))
+        # (float: an int init would make an integer weight, which cannot require grad)
+        self.weight = Parameter(full((num_parameters,), float(init), device=device,
+                                     dtype=dtype))
 
     def reset_parameters(self) -> None:
         with no_grad():

@@ -19,7 +19,8 @@ from ..autograd.ops.pointwise import sigmoid as _sigmoid
 from ..autograd.ops.pointwise import tanh as _tanh
 from ..autograd.ops.softmax import log_softmax as _log_softmax
 from ..autograd.ops.softmax import softmax as _softmax
-from ..autograd.tensor import Tensor
+from ..autograd.ops.softmax import softmin as _softmin
+from ..autograd.tensor import Tensor, wrap_dim
 
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
            "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d", "affine_grid",
@@ -58,6 +59,7 @@ def _reduction(size_average, reduce, reduction: str) -> str:
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """max(x, 0), elementwise."""
+    checks.tensor_arg(input, "relu_" if inplace else "relu")
     return input.relu_() if inplace else input.relu()
 
 
@@ -92,6 +94,7 @@ def _inplace(input: Tensor, fn, *args) -> Tensor:
     when recorded: the ops save their operand, which the write would otherwise modify before
     backward reads it; the write is recorded (copy_), so the gradient flows through ``fn`` as
     in PyTorch."""
+    checks.tensor_arg(input, f"{fn.__name__}_")
     return input.copy_(fn(input.clone() if input.requires_grad else input, *args))
 
 
@@ -160,6 +163,8 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
         raise ValueError("min_val cannot be greater than max_val")
     if inplace:
         return _inplace(input, hardtanh, min_val, max_val)
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):  # (keeps integer dtypes)
+        min_val, max_val = int(min_val), int(max_val)
     inside = (input > min_val).logical_and(input < max_val)
     return input.where(inside, input.detach().clamp(min_val, max_val))
 
@@ -259,7 +264,7 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 
 def softmin(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
     """softmax(-x) along ``dim``."""
-    return _softmax(-input, dim, dtype)
+    return _softmin(input, dim, dtype)
 
 
 # -- distances -----------------------------------------------------------------------------------
@@ -267,8 +272,15 @@ def softmin(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """The cosine of the angle between ``x1`` and ``x2`` along ``dim`` (broadcast together):
     ``sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps))``, each norm clamped to ``eps``."""
+    from ..autograd.ops.statistics import broadcast_tensors
+    from ..runtime.dtype import result_type
     checks.tensor_arg(x1, "cosine_similarity", "x1")
     checks.tensor_arg(x2, "cosine_similarity", "x2")
+    common = result_type(x1, x2)
+    if not common.is_floating_point:  # (integer operands are cast to a floating common dtype)
+        raise RuntimeError(f"cosine_similarity: expected common dtype to be floating point, yet "
+                           f"common dtype is {checks.scalar_type_name(common)}")
+    x1, x2 = broadcast_tensors(x1.to(common), x2.to(common))
     n1 = x1.norm(dim=dim, keepdim=True).clamp(min=eps)
     n2 = x2.norm(dim=dim, keepdim=True).clamp(min=eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)
@@ -291,6 +303,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight^T + bias, for x of shape (*, in_features). With a bias and 2-D input it is
     one ``addmm`` (an ``AddmmBackward0`` node, as PyTorch records), with a contiguous input of
     more dims that addmm between two views, else a matmul and an add."""
+    checks.tensor_arg(input, "linear", "input")
+    checks.tensor_arg(weight, "linear", "weight")
     if weight.ndim == 2 and input.ndim and input.shape[-1] != weight.shape[1]:
         raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied "
                            f"({math.prod(input.shape[:-1])}x{input.shape[-1]} and "
@@ -341,6 +355,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
     The top-level ``embedding_bag`` (nn/_embedding_bag.py) does the work."""
     from ._embedding_bag import MODES
     from ._embedding_bag import embedding_bag as _bags
+    checks.tensor_arg(input, "embedding_bag", "input")
+    checks.tensor_arg(weight, "embedding_bag", "weight")
     if weight.dtype.name == "int64" and input.is_floating_point():
         warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage "
                       "`embedding_bag(weight, input, ...)` is deprecated, and should now be "
@@ -463,43 +479,70 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
     return (input * keep + alpha * (1 - keep)) * a + b
 
 
-def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, nd: int,
-                     op: str) -> Tensor:
-    """Zeroes whole channels: one keep draw per (sample, channel) of an (N, C, *nd) or
-    unbatched (C, *nd) input, broadcast over the ``nd`` trailing dims."""
+def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool,
+                     batched: bool = True) -> Tensor:
+    """Zeroes whole channels: one keep draw per (dim 0, dim 1) index, broadcast over the
+    trailing dims; an unbatched input is taken as a batch of one (PyTorch's
+    ``feature_dropout``)."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if input.ndim not in (nd + 1, nd + 2):
-        raise RuntimeError(f"{op}: Expected {nd + 1}D or {nd + 2}D input, but received a "
-                           f"{input.ndim}D input")
-    if not training or p == 0.0:
+    if not training or p == 0.0 or input.numel() == 0:
         return input
+    x = input if batched else input.unsqueeze(0)
+    if x.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     if inplace:
         return input.copy_(_feature_dropout(input.clone() if input.requires_grad else input,
-                                            p, True, False, nd, op))
-    channels = tuple(input.shape[:input.ndim - nd])
-    mask = dropout(input.new_ones(channels + (1,) * nd), p)  # 0 or 1 / (1 - p) per channel
-    return input * mask
+                                            p, True, False, batched))
+    mask = dropout(x.new_ones(tuple(x.shape[:2]) + (1,) * (x.ndim - 2)), p)  # 0 or 1/(1-p)
+    return x * mask if batched else (x * mask).squeeze(0)
+
+
+def _unexpected_rank(op: str, want: str, spatial: str, ndim: int) -> None:
+    warnings.warn(f"{op}: Received a {ndim}-D input to {op}, which is deprecated and will "
+                  f"result in an error in a future release. To retain the behavior and silence "
+                  f"this warning, please use dropout instead. Note that {op} exists to provide "
+                  f"channel-wise dropout on inputs with {spatial} spatial dimensions, a channel "
+                  f"dimension, and an optional batch dimension (i.e. {want} inputs).",
+                  stacklevel=3)
 
 
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
     """Randomly zeroes whole channels of (N, C, L) or (C, L) input with probability ``p``,
     scaling the others by 1 / (1 - p)."""
-    return _feature_dropout(input, p, training, inplace, 1, "dropout1d")
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D "
+                           f"input. Note that dropout1d exists to provide channel-wise dropout "
+                           f"on inputs with 1 spatial dimension, a channel dimension, and an "
+                           f"optional batch dimension (i.e. 2D or 3D inputs).")
+    return _feature_dropout(input, p, training, inplace, input.ndim == 3)
 
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
-    """Randomly zeroes whole channels of (N, C, H, W) or (C, H, W) input with probability
-    ``p``, scaling the others by 1 / (1 - p)."""
-    return _feature_dropout(input, p, training, inplace, 2, "dropout2d")
+    """Randomly zeroes whole channels of (N, C, H, W) input with probability ``p``, scaling
+    the others by 1 / (1 - p). As PyTorch, a 3-D input is taken as (N, C, L) (channel-wise 1-D
+    dropout, with a warning), and other ranks warn and draw per (dim 0, dim 1) index."""
+    if input.ndim not in (3, 4):
+        _unexpected_rank("dropout2d", "3D or 4D", "2", input.ndim)
+    if input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
+                      "channel-wise 1D dropout behavior is desired - input is interpreted as "
+                      "shape (N, C, L), where C is the channel dim. This behavior will change "
+                      "in a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout "
+                      "behavior, please switch to using dropout1d instead.", stacklevel=2)
+    return _feature_dropout(input, p, training, inplace)
 
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
-    """Randomly zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) input."""
-    return _feature_dropout(input, p, training, inplace, 3, "dropout3d")
+    """Randomly zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) input (other ranks
+    warn, and all but 5-D ones are taken as unbatched, as PyTorch)."""
+    if input.ndim not in (4, 5):
+        _unexpected_rank("dropout3d", "4D or 5D", "3", input.ndim)
+    return _feature_dropout(input, p, training, inplace, input.ndim == 5)
 
 
 def _pixel_factor(input: Tensor, factor, op: str, name: str) -> int:
@@ -629,6 +672,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
              reduction: str = "mean", weight=None) -> Tensor:
     """(input - target)^2, averaged (``'mean'``), summed (``'sum'``) or per element.
     ``weight=`` (per-sample weights) raises: not implemented."""
+    _loss_operands("mse_loss", input, target)
     if weight is not None:
         raise checks.unsupported("mse_loss", "weight", "<tensor>", "unweighted losses only: "
                                  "multiply reduction='none' losses by the weights")
@@ -696,6 +740,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     """The negative log-likelihood of class indices ``target`` under log-probabilities
     ``input`` (N, C[, d1, ...]): -w[t] * input[t]; ``'mean'`` divides by sum of w[t] over the
     rows not ignored."""
+    _loss_operands("nll_loss", input, target)
     reduction = _reduction(size_average, reduce, reduction)
     _check_loss_devices(input, target, weight, "nll_loss")
     _check_targets(input, target, "nll_loss")
@@ -739,6 +784,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     With class weights ``w``: (1 - eps) nll_loss + eps / C * sum_c w[c] (lse - x[c]), whose
     ``'mean'`` divides by the summed weights of the rows' targets, as PyTorch's does.
     """
+    _loss_operands("cross_entropy", input, target)
     reduction = _reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
@@ -775,6 +821,13 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     return loss
 
 
+def _loss_operands(op: str, input, target) -> None:
+    """PyTorch's TypeError unless a loss's ``input`` and ``target`` are tensors (rather than
+    an AttributeError from inside the formula)."""
+    checks.tensor_arg(input, op, "input")
+    checks.tensor_arg(target, op, "target")
+
+
 def _check_same_size(input: Tensor, target: Tensor) -> None:
     if tuple(target.shape) != tuple(input.shape):
         warnings.warn(f"Using a target size ({list(target.shape)}) that is different to the "
@@ -803,6 +856,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
 
     The gradient is that of the clamped formula: 0 where a log is clamped (PyTorch's kernel
     instead divides by max(x (1 - x), 1e-12) there)."""
+    _loss_operands("binary_cross_entropy", input, target)
     reduction = _reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({_size(target)}) that is different to the "
@@ -832,6 +886,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
         weight: a manual rescaling weight, broadcast to the input.
         pos_weight: a weight of positive examples, broadcast along the last (class) dim.
     """
+    _loss_operands("binary_cross_entropy_with_logits", input, target)
     reduction = _reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({_size(target)}) must be the same as input size "
@@ -850,6 +905,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
             reduction: str = "mean") -> Tensor:
     """Mean absolute error |input - target| (the gradient at 0 is 0)."""
+    _loss_operands("l1_loss", input, target)
     reduction = _reduction(size_average, reduce, reduction)
     _check_same_size(input, target)
     return _reduce((input - target).abs(), reduction)
@@ -867,6 +923,7 @@ def _piecewise_quadratic(input: Tensor, target: Tensor, cut: float, quadratic_sc
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """0.5 (x - y)^2 / beta where |x - y| < beta, else |x - y| - 0.5 beta (beta = 0: L1)."""
+    _loss_operands("smooth_l1_loss", input, target)
     reduction = _reduction(size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
@@ -881,6 +938,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
                weight: Tensor | None = None) -> Tensor:
     """0.5 (x - y)^2 where |x - y| < delta, else delta (|x - y| - 0.5 delta); ``weight``
     multiplies each element's loss before the reduction."""
+    _loss_operands("huber_loss", input, target)
     reduction = _reduction(None, None, reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
@@ -896,6 +954,7 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
     target * (log(target) - input) (0 where target is 0), or with ``log_target``
     exp(target) * (target - input). ``reduction='batchmean'`` divides the sum by the batch
     size (the KL divergence's definition); ``'mean'`` divides by the number of elements."""
+    _loss_operands("kl_div", input, target)
     if reduction == "batchmean":
         _reduction(size_average, reduce, "sum")
     else:
@@ -925,6 +984,7 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
     """The negative log-likelihood of ``target`` under a Poisson distribution of rate
     exp(input) (``log_input``) or input: exp(x) - y x, or x - y log(x + eps); ``full`` adds
     Stirling's approximation of log(y!), y log y - y + log(2 pi y) / 2, where y > 1."""
+    _loss_operands("poisson_nll_loss", input, target)
     reduction = _reduction(size_average, reduce, reduction)
     loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
     if full:
@@ -943,6 +1003,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: 
     (+ log(2 pi) / 2 with ``full``). ``var`` has the input's shape, or one fewer dimension
     or a last dimension of 1 (one variance per sample), or is a number; the clamp to ``eps``
     passes gradients through unchanged, as PyTorch's (it is done without recording)."""
+    _loss_operands("gaussian_nll_loss", input, target)
     reduction = _reduction(None, None, reduction)
     if not isinstance(var, Tensor):
         var = input.new_full((), float(var))
@@ -971,9 +1032,13 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
     """Performs Lp normalization of inputs over specified dimension: v / max(||v||_p, eps)."""
     if out is not None:
         raise checks.unsupported("normalize", "out", "<tensor>", "out=None")
-    p = float(p)
+    checks.tensor_arg(input, "normalize")
+    dim = wrap_dim(dim, input.ndim, "normalize")
+    p = 2.0 if p is None else float(p)  # (None: PyTorch's norm takes it as the 2-norm)
     if math.isinf(p):
         denom = input.abs().amax(dim=dim, keepdim=True).clamp(min=eps)
+    elif p <= 0:  # the "0-norm" counts the nonzeros; a negative p has no clamp on ||v||^p
+        denom = input.norm(p, dim=dim, keepdim=True).clamp(min=eps)
     else:
         # the clamp applied to ||v||^p, not to ||v||: then a zero vector gets a finite (1/eps)
         # gradient, as PyTorch's, instead of 0 * (0 / 0) = NaN through the root

@@ -290,6 +290,8 @@ class GroupNorm(Module):
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
                  affine: bool = True, device=None, dtype=None, *, bias: bool = True):
         super().__init__()
+        if num_groups <= 0:
+            raise ValueError(f"GroupNorm: num_groups must be positive, but got {num_groups}")
         if num_channels % num_groups != 0:
             raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups "
                              f"({num_groups})")

@@ -150,12 +150,12 @@ class RNNBase(Module):
             warnings.warn(f"dropout option adds dropout after all but last recurrent layer, so "
                           f"non-zero dropout expects num_layers greater than 1, but got "
                           f"dropout={dropout} and num_layers={num_layers}", stacklevel=2)
-        for name, value in (("hidden_size", hidden_size), ("num_layers", num_layers)):
+        for name, value in (("input_size", input_size), ("hidden_size", hidden_size),
+                            ("num_layers", num_layers)):
             if not isinstance(value, int) or isinstance(value, bool):
                 raise TypeError(f"{name} should be of type int, got: {type(value).__name__}")
             if value <= 0:
-                raise ValueError(f"{name} must be greater than zero" if name == "hidden_size"
-                                 else "num_layers must be greater than zero")
+                raise ValueError(f"{name} must be greater than zero")
         if proj_size < 0:
             raise ValueError("proj_size should be a positive integer or zero to disable "
                              "projections")

@@ -244,7 +244,7 @@ _SCATTER = "g with the region zeroed, src: the region of g"
 OPS = (
     OpInfo("ravel", ravel, dtypes="all", grad="g viewed back"),
     OpInfo("adjoint", adjoint, dtypes="all", grad="adjoint(g)"),
-    OpInfo("msort", msort, dtypes="all", grad="sort's"),
+    OpInfo("msort", msort, dtypes="all but complex", grad="sort's"),
     OpInfo("narrow_copy", narrow_copy, dtypes="all", grad="g in a zero tensor"),
     OpInfo("diagflat", diagflat, dtypes="all", grad="the diagonal of g"),
     OpInfo("argwhere", argwhere, dtypes="all; int64 result", grad="none"),

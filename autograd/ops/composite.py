@@ -26,7 +26,7 @@ from ..tensor import Tensor
 from .creation import full
 from .elementwise import _result, add, div, eq, exp, isnan, le, log, maximum, mul, rsub, sub, where
 from .pointwise import abs, isfinite, isinf, log1p, logical_and
-from .reduction import StdMeanBackward0, VarMeanBackward0, _var_args
+from .reduction import StdMeanBackward0, VarMeanBackward0, _var_args, std, var
 
 # -- helpers shared by the family (and by linalg_ext's in-place products) ---------------------
 
@@ -72,9 +72,14 @@ def _float_operands(input, other, op: str) -> tuple:
 # -- statistics -----------------------------------------------------------------------------------
 
 def _with_mean(op, input: Tensor, dim, unbiased, keepdim: bool, correction) -> tuple:
-    """(statistic, mean) as one two-output node ``op``, as PyTorch records var_mean."""
+    """(statistic, mean) as one two-output node ``op``, as PyTorch records var_mean (for
+    complex input: the real statistic of ``var``/``std`` and the complex mean)."""
     dims, keepdim, n, divisor = _var_args(input, dim, unbiased, keepdim, correction,
                                           op.op_name)
+    if input.dtype.is_complex:
+        stat = var if op is VarMeanBackward0 else std
+        return (stat(input, dim, unbiased, keepdim, correction=correction),
+                input.mean(dims, keepdim))
     return apply(op, (input,), dims, keepdim, n, divisor)
 
 
@@ -176,7 +181,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
         r = x.clone()
     else:
         big, low = _finfo(x.dtype)
-        r = where(isnan(x), nan, x)
+        r = where(isnan(x), 0.0 if nan is None else nan, x)
         r = where(eq(x, math.inf), big if posinf is None else posinf, r)
         r = where(eq(x, -math.inf), low if neginf is None else neginf, r)
     return _result(r, out, "nan_to_num")
@@ -316,6 +321,9 @@ def logaddexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:
         raise NotImplementedError(f'"logaddexp" not implemented for '
                                   f"'{scalar_type_name(dt)}'")
     a, b = (t if t.dtype is dt else t.to(dt) for t in (a, b))
+    if dt.is_complex:  # (no order: the operand with the larger real part factors out)
+        m = where(a.real >= b.real, a, b)
+        return _result(add(m, log1p(exp(sub(add(a, b), add(m, m))))), out, "logaddexp")
     r = add(maximum(a, b), log1p(exp(-abs(sub(a, b)))))
     # inf - inf is NaN in the formula: equal infinities are their own result
     r = where(logical_and(isinf(a), eq(a, b)), a, r)
@@ -349,6 +357,11 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
         raise TypeError(f"isin() received an invalid combination of arguments - got "
                         f"({type(elements).__name__}, {type(test_elements).__name__}), but "
                         f"expected at least one Tensor")
+    for v in (elements, test_elements):
+        if not isinstance(v, (Tensor, numbers.Number)):
+            raise TypeError(f"isin() received an invalid combination of arguments - got "
+                            f"({type(elements).__name__}, {type(test_elements).__name__}), "
+                            f"but expected Tensors or a Tensor and a number")
     like = elements if isinstance(elements, Tensor) else test_elements
     e = elements if isinstance(elements, Tensor) else full((), elements, device=like.device)
     t = test_elements if isinstance(test_elements, Tensor) else \
@@ -401,9 +414,9 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 # -- the table ---------------------------------------------------------------------------------
 
 OPS = (
-    OpInfo("std_mean", std_mean, method=False, dtypes="floats", node=StdMeanBackward0,
+    OpInfo("std_mean", std_mean, method=False, dtypes="floats, complex", node=StdMeanBackward0,
            grad="std's for g_std + g_mean / n"),
-    OpInfo("var_mean", var_mean, method=False, dtypes="floats", node=VarMeanBackward0,
+    OpInfo("var_mean", var_mean, method=False, dtypes="floats, complex", node=VarMeanBackward0,
            grad="var's for g_var + g_mean / n"),
     OpInfo("isclose", isclose, dtypes="same dtype; bool result", grad="none"),
     OpInfo("allclose", allclose, dtypes="same dtype; Python bool", grad="none"),
@@ -419,7 +432,8 @@ OPS = (
     OpInfo("xlogy", xlogy, dtypes="floats; integers promote", grad="g log(y), g x / y; 0 at x = 0, y <= 0"),
     OpInfo("isreal", isreal, dtypes="all; bool result", grad="none"),
     OpInfo("isin", isin, method=False, dtypes="promoted; bool result", grad="none"),
-    OpInfo("logaddexp", logaddexp, dtypes="floats", grad="g sigmoid(a - b), g sigmoid(b - a)"),
+    OpInfo("logaddexp", logaddexp, dtypes="floats, complex",
+           grad="g sigmoid(a - b), g sigmoid(b - a)"),
     OpInfo("prelu", prelu, dtypes="floats",
            grad="g where x > 0, else weight g; weight: the sum of g x where x <= 0"),
     OpInfo("hardshrink", hardshrink, dtypes="floats", grad="g where abs(x) > lambd, else 0"),

@@ -14,7 +14,7 @@ from ..registry import OpInfo, with_jvp
 from ...kernels import host_array
 from ...runtime import dtype as dtypes
 from ...runtime.device import device as Device
-from ..checks import check_memory_format
+from ..checks import check_memory_format, tensor_arg
 from ..dispatch import Primitive, apply, apply_inplace, call, linear_jvp, meta, zeros
 from ..layout import empty_array, suggest_memory_format, target_strides
 from ..tensor import Tensor
@@ -208,7 +208,7 @@ def cpu(x: Tensor) -> Tensor:
 
 
 def type_as(x: Tensor, other: Tensor) -> Tensor:
-    return to(x, other.dtype)
+    return to(x, tensor_arg(other, "type_as", "other").dtype)
 
 
 # -- the legacy typed-tensor classes (torch.FloatTensor, ...) ---------------------------------
@@ -372,7 +372,7 @@ def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
             from .creation import scalar_tensor
             src = scalar_tensor(src, self.dtype, self.device)
         else:
-            raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+            raise TypeError(f"copy_(): argument 'src' must be Tensor, not {src.__class__.__name__}")
     from .elementwise import broadcast_shapes
     if broadcast_shapes(self.shape, src.shape) != tuple(self.shape):
         raise RuntimeError(f"copy_: source of shape {list(src.shape)} cannot be broadcast to "

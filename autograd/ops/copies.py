@@ -13,13 +13,15 @@ from collections.abc import Callable
 
 from ..checks import tensor_arg
 from ..registry import OpInfo
-from ..tensor import Tensor
+from ..tensor import Tensor, wrap_dim
 from .complex_parts import view_as_complex, view_as_real
 from .elementwise import _result
 
 
 def _slice(x: Tensor, dim: int = 0, start=None, end=None, step: int = 1) -> Tensor:
-    return x[(slice(None),) * (dim % max(x.ndim, 1)) + (slice(start, end, step),)]
+    if x.ndim == 0:
+        raise IndexError("slice_copy: slice() cannot be applied to a 0-dim tensor.")
+    return x[(slice(None),) * wrap_dim(dim, x.ndim, "slice_copy") + (slice(start, end, step),)]
 
 
 def _expand(x: Tensor, size, *, implicit: bool = False) -> Tensor:

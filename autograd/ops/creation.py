@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from ..registry import OpInfo
 from ...kernels import backend, host_array, host_values
 from ...runtime import dtype as dtypes
 from ...runtime.device import device as Device
-from ..checks import check_memory_format, unsupported
+from ..checks import check_memory_format, tensor_arg, unsupported
 from ..layout import format_strides, target_strides
 from ..observe import observed_op
 from ..state import state
@@ -75,11 +76,21 @@ def as_dtype(spec, default=None):
 
 def _size(args) -> tuple:
     if len(args) == 1 and not isinstance(args[0], numbers.Integral):
-        args = tuple(args[0])
-    try:
-        size = tuple(int(s) for s in args)
-    except TypeError:
-        raise TypeError(f"size must be a sequence of ints, got {args!r}") from None
+        if isinstance(args[0], Tensor) and args[0].ndim == 0:
+            pass  # one size (an integer 0-d tensor; a float one is refused below)
+        else:
+            try:
+                args = tuple(args[0])
+            except TypeError:  # (a float: one size that is no integer)
+                raise TypeError(f"size must be a sequence of ints, got {args[0]!r}") from None
+    size = []
+    for i, s in enumerate(args):
+        try:  # integers only (PyTorch refuses 2.0 as a size; a float was truncated here)
+            size.append(operator.index(s))
+        except TypeError:
+            raise TypeError(f"size must be a sequence of ints, but found element of type "
+                            f"{type(s).__name__} at pos {i}") from None
+    size = tuple(size)
     if any(s < 0 for s in size):
         raise RuntimeError(f"Trying to create tensor with negative dimension: {list(size)}")
     return size
@@ -489,10 +500,19 @@ def empty(*size, dtype=None, device=None, requires_grad: bool = False,
                          requires_grad, pin_memory)
 
 
+def _check_fill_value(value, op: str) -> None:
+    """A fill value is a number or a one-element tensor (PyTorch's Scalar argument)."""
+    if not (isinstance(value, (numbers.Number, np.generic))
+            or isinstance(value, Tensor) and value.numel() == 1):
+        raise TypeError(f"{op}(): argument 'fill_value' must be Number, not "
+                        f"{type(value).__name__}")
+
+
 @observed_op("aten::full")
 def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False,
          pin_memory: bool = False) -> Tensor:
     """A tensor of shape ``size`` filled with ``fill_value`` (its dtype inferred from it)."""
+    _check_fill_value(fill_value, "full")
     if dtype is None and isinstance(fill_value, bool):
         dtype = dtypes.bool
     elif dtype is None and isinstance(fill_value, numbers.Integral):
@@ -527,6 +547,7 @@ def _like(fn, t: Tensor, dtype, device, requires_grad, memory_format=None, **kw)
     ``t`` gives dense strides in its dimension order (PyTorch's ``empty_like``); a row-major
     layout takes ``fn``'s own path."""
     check_memory_format(f"{fn.__name__}_like", memory_format, None)
+    tensor_arg(t, f"{fn.__name__}_like")
     shape, dtype, device = tuple(t.shape), dtype or t.dtype, device or t.device
     strides = target_strides(t, memory_format)
     if strides is None:
@@ -558,6 +579,7 @@ def empty_like(input: Tensor, dtype=None, device=None, requires_grad: bool = Fal
 def full_like(input: Tensor, fill_value, dtype=None, device=None,
               requires_grad: bool = False, memory_format=None) -> Tensor:
     """A tensor of ``fill_value`` with ``input``'s size (and, by default, dtype and device)."""
+    _check_fill_value(fill_value, "full_like")
     return _like(full, input, dtype, device, requires_grad, memory_format,
                  fill_value=fill_value)
 

@@ -806,22 +806,30 @@ def svd_legacy(input: Tensor, some: bool = True, compute_uv: bool = True, *,
     return SVDLegacyResult(U, S, _mH(Vh))
 
 
-def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False, out=None) -> Tensor:
+def pinv(A: Tensor, rcond=None, hermitian: bool = False, *, atol=None, rtol=None,
+         out=None) -> Tensor:
     """The Moore-Penrose pseudoinverse ``V diag(1/S) U^H`` over the singular values above
     ``max(atol, rtol * S_max)`` (default rtol: ``max(m, n) * eps`` when neither is given);
-    differentiable through :func:`svd` (full-rank inputs with distinct singular values)."""
+    differentiable through :func:`svd` (full-rank inputs with distinct singular values).
+    Tensor tolerances hold one value per matrix (A's batch shape). ``rcond`` (positional, as
+    PyTorch's older overload) is ``rtol``."""
     op = "linalg.pinv"
     _matrix(A, op, square=False)
     from .elementwise import where
+    if rcond is not None:
+        if atol is not None or rtol is not None:
+            raise RuntimeError(f"{op}: rcond cannot be given together with atol or rtol")
+        rtol = rcond
     m, n = A.shape[-2], A.shape[-1]
     if rtol is None:
         rtol = max(m, n) * np.finfo(A.real.dtype.np if A.dtype.is_complex
                                     else A.dtype.np).eps if atol is None else 0.0
     U, S, Vh = svd(A, full_matrices=False)
     smax = S.amax(-1, keepdim=True) if S.shape[-1] else S
-    cut = smax * rtol
+    cut = smax * (rtol.unsqueeze(-1) if isinstance(rtol, Tensor) else rtol)
     if atol is not None:
-        cut = cut.clamp(min=atol) if not isinstance(atol, Tensor) else cut.maximum(atol)
+        cut = cut.clamp(min=atol) if not isinstance(atol, Tensor) else \
+            cut.maximum(atol.unsqueeze(-1))
     keep = S > cut
     Sinv = where(keep, 1 / where(keep, S, 1.0), 0.0).to(A.dtype)
     return _result((_mH(Vh) * Sinv.unsqueeze(-2)) @ _mH(U), out, op)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ...runtime.dtype import bool as _BOOL
 from ...runtime.dtype import get_default_dtype, result_type
-from ..checks import operand_on_device
+from ..checks import check_ordered, operand_on_device
 from ..dispatch import (Primitive, apply, apply_inplace, bilinear_jvp, elementwise_jvp,
                         refuse_out_dual, zero_jvp, zeros)
 from ..registry import OpInfo, export, with_inplace, with_jvp
@@ -344,7 +344,8 @@ def div(input, other, *, rounding_mode=None, out=None) -> Tensor:
 
 def reciprocal(x: Tensor) -> Tensor:
     """``1 / input`` (integers promote to the default float dtype)."""
-    return pow(x if x._dtype.is_floating_point else x.to(get_default_dtype()), -1)
+    keep = x._dtype.is_floating_point or x._dtype.is_complex  # (a complex cast drops .imag)
+    return pow(x if keep else x.to(get_default_dtype()), -1)
 
 
 # -- pow ---------------------------------------------------------------------------------------
@@ -428,7 +429,7 @@ def pow(input, exponent, *, out=None) -> Tensor:  # noqa: A001
 def unary(name: str, rule=None, jvp=None, *, saves: str | None = None, kind: str = "float",
           node: str | None = None, forward=None, out_arg: bool = True, inplace: bool = True,
           bool_error: str | None = None, bool_copies: bool = False, complex_rule=None,
-          **row) -> OpInfo:
+          real_only: bool | str = False, **row) -> OpInfo:
     """The table row of the differentiable unary op ``name``, with its primitive.
 
     The forward is ``forward(ctx, k, x, out=None)``, by default the contract's
@@ -448,7 +449,9 @@ def unary(name: str, rule=None, jvp=None, *, saves: str | None = None, kind: str
     - ``any``: integers keep their dtype (``abs``); bool is refused with ``bool_error``, or
       copied if ``bool_copies`` (``sign``).
 
-    The remaining keywords go to :class:`OpInfo` (aliases, operators, flops, grad, dtypes).
+    ``real_only`` refuses complex inputs (a NotImplementedError; a string is its message), as
+    PyTorch refuses them for the rounding ops and ``sign``. The remaining keywords go to
+    :class:`OpInfo` (aliases, operators, flops, grad, dtypes).
     """
     if kind not in ("float", "round", "any"):
         raise ValueError(f"unary {name}: unknown kind {kind!r}")
@@ -480,7 +483,12 @@ def unary(name: str, rule=None, jvp=None, *, saves: str | None = None, kind: str
         if not isinstance(x, Tensor):
             raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(x).__name__}")
         dt = x._dtype
-        if dt.is_floating_point or dt.is_complex:
+        if dt.is_floating_point:
+            return x
+        if dt.is_complex:
+            if real_only:
+                raise NotImplementedError(real_only if isinstance(real_only, str) else
+                                          f"{name} is not supported for complex inputs")
             return x
         if kind == "float":
             return x.to(get_default_dtype())
@@ -506,6 +514,11 @@ def unary(name: str, rule=None, jvp=None, *, saves: str | None = None, kind: str
             return input.clone() if x is None else apply(Op, (x,))
 
     def method_(self: Tensor) -> Tensor:
+        if not isinstance(self, Tensor):
+            raise TypeError(f"{name}_(): argument 'input' must be Tensor, not "
+                            f"{type(self).__name__}")
+        if real_only and self._dtype.is_complex:
+            operand(self)  # (its refusal of a complex input)
         dt = self._dtype
         if not (dt.is_floating_point or dt.is_complex):
             if kind == "float":
@@ -520,7 +533,7 @@ def unary(name: str, rule=None, jvp=None, *, saves: str | None = None, kind: str
     fn.__doc__ = row.pop("doc", None) or f"Elementwise ``{name}``."
     method_.__doc__ = f"In-place ``{name}``."
     row.setdefault("flops", "elementwise")
-    row.setdefault("dtypes", _KIND_DTYPES[kind])
+    row.setdefault("dtypes", _KIND_DTYPES[kind] + ("; not complex" if real_only else ""))
     return OpInfo(name, fn, inplace=method_ if inplace else None, node=Op, **row)
 
 
@@ -551,6 +564,7 @@ _UNARY = (
     unary("relu", lambda ctx, k, s, g: k.binary("relu_backward", g, s[0]), saves="output",
           kind="any", forward=lambda ctx, k, x, out=None: k.relu(x, out=out), out_arg=False,
           bool_error="Boolean inputs not supported for relu", grad="g where y > 0",
+          real_only="relu(): does not support complex input (complex numbers are not ordered)",
           doc="``max(input, 0)``: the gradient passes where the output is positive."),
 )
 neg, exp, log, sqrt, rsqrt, relu = (row.fn for row in _UNARY)
@@ -604,6 +618,7 @@ def maximum(input: Tensor, other: Tensor) -> Tensor:
     a, b = binary_operands(input, other, "maximum")
     if not isinstance(b, Tensor):
         raise TypeError("maximum(): argument 'other' must be Tensor")
+    check_ordered(a, "maximum")
     return apply(MaximumBackward0, (a, b))
 
 
@@ -612,6 +627,7 @@ def minimum(input: Tensor, other: Tensor) -> Tensor:
     a, b = binary_operands(input, other, "minimum")
     if not isinstance(b, Tensor):
         raise TypeError("minimum(): argument 'other' must be Tensor")
+    check_ordered(a, "minimum")
     return apply(MinimumBackward0, (a, b))
 
 
@@ -824,11 +840,11 @@ OPS = _UNARY + (
     _binary("pow", pow, pow_, "g e x^(e-1), g y log x",
             reflected=lambda self, other: pow(other, self), autocast="float32 on cuda"),
     OpInfo("rsub", rsub, method=False, dtypes="promoted", grad="-alpha g"),
-    OpInfo("reciprocal", reciprocal, dtypes="floats; integers promote", grad="-g y^2",
+    OpInfo("reciprocal", reciprocal, dtypes="floats, complex; integers promote", grad="-g y^2",
            autocast="float32 on cuda"),
-    OpInfo("maximum", maximum, flops="elementwise", dtypes="promoted",
+    OpInfo("maximum", maximum, flops="elementwise", dtypes="promoted; not complex",
            grad="to the larger; ties split"),
-    OpInfo("minimum", minimum, flops="elementwise", dtypes="promoted",
+    OpInfo("minimum", minimum, flops="elementwise", dtypes="promoted; not complex",
            grad="to the smaller; ties split"),
     OpInfo("where", where, method=lambda self, condition, other: where(condition, self, other),
            flops="elementwise", dtypes="promoted", grad="g where cond, g elsewhere"),

@@ -28,9 +28,12 @@ def _lapack(name: str):
 
 
 def _square_batches(a: Tensor, op: str) -> None:
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+    if a.ndim < 2:
+        raise RuntimeError(f"torch.linalg.{op}: The input tensor A must have at least 2 "
+                           f"dimensions.")
+    if a.shape[-1] != a.shape[-2]:
         raise RuntimeError(f"torch.linalg.{op}: A must be batches of square matrices, but they "
-                           f"are {a.shape[-2] if a.ndim >= 2 else 1} by {a.shape[-1]} matrices")
+                           f"are {a.shape[-2]} by {a.shape[-1]} matrices")
     if not (a.dtype.is_floating_point or a.dtype.is_complex) or a.dtype.itemsize < 4 \
             or a.dtype.name == "bfloat16":
         raise RuntimeError(f"torch.linalg.{op}: Expected a floating point or complex tensor as "

@@ -137,6 +137,8 @@ def cond(A: Tensor, p=None, *, out=None) -> Tensor:
     _matrix(A, op, square=p not in (None, 2, -2))
     if p in (None, 2, -2):
         s = svdvals(A)
+        if s.shape[-1] == 0:  # empty matrices: 0, as PyTorch gives
+            return _result(s.new_zeros(s.shape[:-1]), out, op)
         hi, lo = s[..., 0], s[..., -1]
         return _result(hi / lo if p != -2 else lo / hi, out, op)
     Ainv, info = inv_ex(A)

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..checks import tensor_arg
 from ..registry import OpInfo
-from ..tensor import Tensor
+from ..tensor import Tensor, wrap_dim
 from .decompositions import (
     LinalgLuFactorExBackward0,
     _matrix,
@@ -36,6 +36,7 @@ from .decompositions import (
     svdvals,
 )
 from .elementwise import _result
+from .linalg_ext import _matrix_dims
 
 __all__ = ["chain_matmul", "cholesky_inverse", "eig", "frobenius_norm", "lstsq", "lu",
            "lu_solve", "lu_unpack", "matrix_rank", "nuclear_norm", "pca_lowrank", "solve",
@@ -61,7 +62,12 @@ def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out=None) -> tupl
 def _permutation(pivots: Tensor, m: int) -> np.ndarray:
     """The permutations (batch, m) whose rows ``perm`` satisfy ``A[perm] = L U``, from LAPACK's
     1-based sequential row swaps."""
-    piv = pivots.detach().cpu().numpy().astype(np.int64).reshape(-1, pivots.shape[-1])
+    piv = pivots.detach().cpu().numpy().astype(np.int64)
+    piv = piv.reshape(int(np.prod(piv.shape[:-1])), piv.shape[-1])  # (not -1: may be empty)
+    if piv.size and not (piv.min() >= 1 and piv.max() <= m):  # (a swap with row 0 or past m)
+        raise RuntimeError("lu_unpack: pivots passed to lu_unpack must be between 1 and "
+                           "LU.size(-2) inclusive. Did you properly pass the result of "
+                           "lu_factor?")
     perms = np.tile(np.arange(m), (piv.shape[0], 1))
     for b, row in enumerate(piv):
         for i, p in enumerate(row):
@@ -78,6 +84,11 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
     from .creation import empty, eye, tensor
     tensor_arg(LU_data, "lu_unpack", "LU_data")
     tensor_arg(LU_pivots, "lu_unpack", "LU_pivots")
+    if LU_data.ndim < 2:
+        raise RuntimeError("lu_unpack: The input tensor LU_data must have at least 2 dimensions.")
+    if LU_pivots.dtype.name != "int32":
+        raise RuntimeError(f"lu_unpack: LU_pivots is expected to be a tensor of int32 dtype (as "
+                           f"lu_factor returns), got {LU_pivots.dtype}")
     m, n = LU_data.shape[-2], LU_data.shape[-1]
     k = min(m, n)
     none = empty((0,), dtype=LU_data.dtype, device=LU_data.device)
@@ -141,9 +152,7 @@ def nuclear_norm(input: Tensor, dim=None, keepdim: bool = False, *, out=None) ->
                                f"{input.ndim} dimension{'s' if input.ndim != 1 else ''} "
                                f"instead.")
         dim = (0, 1)
-    dims = tuple(d % input.ndim for d in dim)
-    if len(dims) != 2:
-        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {tuple(dim)}")
+    dims = _matrix_dims(input, dim, "nuclear_norm")
     moved = input.movedim(dims, (-2, -1))
     r = svdvals(moved).sum(-1)
     if keepdim:
@@ -161,6 +170,7 @@ def frobenius_norm(input: Tensor, dim, keepdim: bool = False, *, out=None) -> Te
     if len(dims) > 2:
         raise RuntimeError(f"Expected at most 2 dimensions, but got {len(dims)} dimensions "
                            f"instead.")
+    dims = tuple(wrap_dim(d, input.ndim, "frobenius_norm") for d in dims)
     r = vector_norm(input, 2, dims or None, keepdim)
     return _result(r, out, "frobenius_norm")
 
@@ -214,7 +224,7 @@ def svd_lowrank(A: Tensor, q: int | None = 6, niter: int = 2, M: Tensor | None =
     ``A ~ U diag(S) V^H``, by PyTorch's randomized algorithm (a Gaussian sketch of ``q``
     columns and ``niter`` subspace iterations; see torch.svd_lowrank). The sketch comes from
     the default generator: seed it (``manual_seed``) for repeatable results."""
-    tensor_arg(A, "svd_lowrank", "A")
+    _matrix(A, "svd_lowrank", square=False)
     return _svd_lowrank(A, 6 if q is None else q, 2 if niter is None else niter, M)
 
 
@@ -222,7 +232,7 @@ def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True, niter: int
     """Principal component analysis of ``A`` (rows: observations) by :func:`svd_lowrank` of
     the centered matrix ``A - mean(A, -2)`` (``center=False``: of ``A``): ``(U, S, V)``, the
     principal directions in ``V``'s columns; ``q`` defaults to ``min(6, m, n)``."""
-    tensor_arg(A, "pca_lowrank", "A")
+    _matrix(A, "pca_lowrank", square=False)
     m, n = A.shape[-2], A.shape[-1]
     if q is None:
         q = min(6, m, n)

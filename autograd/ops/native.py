@@ -177,6 +177,7 @@ def resize(self: Tensor, *sizes) -> Tensor:
 
 def resize_as(self: Tensor, tensor: Tensor) -> Tensor:
     """Deprecated: ``self.resize(tensor.shape)``."""
+    tensor_arg(tensor, "resize_as", "the_template")
     warnings.warn("non-inplace resize_as is deprecated", stacklevel=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

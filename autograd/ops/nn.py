@@ -593,10 +593,11 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None,
     ``norm_type``-norm exceeds it are first rescaled in place to norm ``max_norm`` (this
     modifies ``weight``, as PyTorch's does); ``scale_grad_by_freq`` divides each row's gradient
     by the number of times ``input`` picks it."""
-    if not isinstance(input, Tensor) or input.dtype.is_floating_point:
+    if not isinstance(input, Tensor) or input.dtype.name not in ("int64", "int32"):
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
                            "following scalar types: Long, Int; but got "
-                           f"{getattr(input, 'dtype', type(input).__name__)} instead")
+                           f"{getattr(input, 'dtype', type(input).__name__)} instead (while "
+                           f"checking arguments for embedding)")
     if weight.ndim != 2:
         raise RuntimeError(f"embedding: 'weight' must be 2-D, got shape {list(weight.shape)}")
     checks.check_same_device(weight, input, "index", "embedding")

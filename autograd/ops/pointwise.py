@@ -20,7 +20,7 @@ from ...runtime import dtype as dtypes
 from ...runtime.dtype import result_type
 from ..dispatch import Primitive, apply, apply_inplace, call, elementwise_jvp, zero_jvp, zeros
 from ..registry import OpInfo, composite_inplace, export, with_inplace, with_jvp
-from ..checks import operand_on_device, scalar_type_name, tensor_arg
+from ..checks import check_ordered, operand_on_device, scalar_type_name, tensor_arg
 from ..tensor import Tensor
 from .creation import checked_scalar, wrapped_scalar
 from .elementwise import (
@@ -81,10 +81,12 @@ _UNARY = (
     unary("expm1", lambda ctx, k, s, g: k.mul(g, k.add(s[0], 1)), saves="output",
           grad="g (y + 1)", autocast="float32 on cuda"),
     unary("sign", kind="any", bool_copies=True, flops=None, grad="0",
+          real_only="Unlike NumPy, torch.sign is not intended to support complex numbers. "
+                    "Please use torch.sgn instead.",
           doc="-1, 0 or 1 by the sign of each element (0 for NaN, as PyTorch); zero gradient."),
-    unary("floor", kind="round", flops=None, grad="0"),
-    unary("ceil", kind="round", flops=None, grad="0"),
-    unary("trunc", kind="round", flops=None, grad="0", aliases=("fix",)),
+    unary("floor", kind="round", flops=None, grad="0", real_only=True),
+    unary("ceil", kind="round", flops=None, grad="0", real_only=True),
+    unary("trunc", kind="round", flops=None, grad="0", aliases=("fix",), real_only=True),
     # the inverse trigonometric and the hyperbolic functions, base-2 and base-10 logarithms
     unary("asin", lambda ctx, k, s, g: k.div(g, k.sqrt(_one_minus_square(k, s[0]))),
           saves="input", aliases=("arcsin",), grad="g / sqrt(1 - x^2)",
@@ -114,7 +116,7 @@ _UNARY = (
 (abs, sin, cos, tan, tanh, sigmoid, log1p, expm1, sign, floor, ceil, trunc,  # noqa: A001
  asin, acos, atan, sinh, cosh, asinh, acosh, atanh, log2, log10, exp2) = (
     row.fn for row in _UNARY)
-_ROUND = unary("round", kind="round", flops=None, grad="0",
+_ROUND = unary("round", kind="round", flops=None, grad="0", real_only=True,
                doc="Rounds half to even, to ``decimals`` decimal places; zero gradient.")
 
 
@@ -133,7 +135,7 @@ def round(input: Tensor, *, decimals: int = 0, out=None) -> Tensor:  # noqa: A00
     if decimals == 0:
         return _ROUND.fn(input, out=out)
     x = tensor_arg(input, "round")
-    if not x._dtype.is_floating_point:
+    if not (x._dtype.is_floating_point or x._dtype.is_complex):  # (complex: refused below)
         return _result(x.clone(), out, "round")
     scale = 10.0 ** (decimals if decimals >= 0 else -decimals)
     r = _ROUND.fn(x * scale) / scale if decimals > 0 else _ROUND.fn(x / scale) * scale
@@ -332,6 +334,7 @@ def _clamp_args(x: Tensor, min, max, op: str):
     a number beside a number bound (Note [clamp's mixed bounds])."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    check_ordered(x, op)
     for b in (min, max):
         if b is not None and not isinstance(b, (Tensor, _Number)):
             raise TypeError(f"{op}(): bounds must be numbers or Tensors, not {type(b).__name__}")
@@ -812,9 +815,9 @@ def _logical_row(name, fn):
 OPS = _UNARY + (
     dataclasses.replace(_ROUND, fn=round, inplace=round_),
     OpInfo("clamp", clamp, inplace=clamp_, aliases=("clip",), flops="elementwise",
-           dtypes="promoted with the bounds", grad="g where min <= x <= max"),
-    OpInfo("clamp_min", clamp_min, dtypes="promoted", grad="g where x >= min"),
-    OpInfo("clamp_max", clamp_max, dtypes="promoted", grad="g where x <= max"),
+           dtypes="promoted with the bounds; not complex", grad="g where min <= x <= max"),
+    OpInfo("clamp_min", clamp_min, dtypes="promoted; not complex", grad="g where x >= min"),
+    OpInfo("clamp_max", clamp_max, dtypes="promoted; not complex", grad="g where x <= max"),
     OpInfo("floor_divide", floor_divide, inplace=floor_divide_,
            operators=("__floordiv__", "__rfloordiv__", "__ifloordiv__"),
            reflected=lambda self, other: floor_divide(other, self), dtypes="all but bool",

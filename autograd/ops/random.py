@@ -407,10 +407,10 @@ def _normal_like(x: Tensor, generator, op: str) -> Tensor:
 
 
 def _fill(self: Tensor, values: Tensor) -> Tensor:
-    from ..grad_mode import no_grad
-
-    with no_grad():
-        return self.copy_(values)
+    """``values`` (fresh draws, no history) written into ``self`` by ``copy_``, recorded as
+    PyTorch records the fills: a leaf that requires grad is refused outside ``no_grad``, and
+    a non-leaf's history becomes the write's (no gradient reaches what it held before)."""
+    return self.copy_(values)
 
 
 def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None,
@@ -468,6 +468,9 @@ def geometric_(self: Tensor, p: float, *, generator=None) -> Tensor:
 def random_(self: Tensor, a: int = 0, b: int | None = None, *, generator=None) -> Tensor:
     """Fills self with integers drawn uniformly from [a, b - 1] (``random_(b)``: [0, b - 1];
     no bound: up to 2^mantissa bits for floats, the dtype's maximum for integers)."""
+    if self.dtype.is_complex:
+        raise NotImplementedError(f'"random_" not implemented for '
+                                  f"'{scalar_type_name(self.dtype)}'")
     if b is None and a != 0:
         a, b = 0, a
     if b is None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 import collections
 
+from ..checks import check_ordered
 from ..registry import OpInfo, with_inplace, with_jvp
 from ...runtime import dtype as dtypes
 from ..dispatch import Primitive, apply, as_shape, call, linear_jvp, meta
@@ -25,7 +26,10 @@ from .elementwise import maximum, minimum
 
 
 def reduce_dims(x: Tensor, dim, op: str) -> tuple:
-    """``dim`` (None, an int or a sequence) as a sorted tuple of non-negative dims."""
+    """``dim`` (None, an int or a sequence) as a sorted tuple of non-negative dims (and the
+    reductions' TypeError for an ``x`` that is no tensor: ``tg.sum(3)``)."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
     nd = x.ndim
     if dim is None:
         return tuple(range(nd))
@@ -116,6 +120,8 @@ def sum(input: Tensor, dim=_ALL_DIMS, keepdim: bool = False, *,  # noqa: A001
 
     Integer and bool tensors sum to int64, as in PyTorch.
     """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"sum(): argument 'input' must be Tensor, not {type(input).__name__}")
     if dtype is not None:
         input = input.to(dtype)
     elif not (input.dtype.is_floating_point or input.dtype.is_complex) \
@@ -131,6 +137,8 @@ def sum(input: Tensor, dim=_ALL_DIMS, keepdim: bool = False, *,  # noqa: A001
 
 def mean(input: Tensor, dim=_ALL_DIMS, keepdim: bool = False, *, dtype=None) -> Tensor:
     """The mean of the elements, over all dims or over ``dim``."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"mean(): argument 'input' must be Tensor, not {type(input).__name__}")
     if dtype is not None:
         input = input.to(dtype)
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
@@ -149,11 +157,13 @@ def mean(input: Tensor, dim=_ALL_DIMS, keepdim: bool = False, *, dtype=None) -> 
 
 def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """True where any element (over ``dim``) is nonzero."""
+    reduce_dims(input, dim, "any")  # (its errors name this op, not sum)
     return sum(input.ne(0), dim, keepdim) > 0
 
 
 def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """True where every element (over ``dim``) is nonzero."""
+    reduce_dims(input, dim, "all")
     return sum(input.eq(0), dim, keepdim) == 0
 
 
@@ -315,6 +325,7 @@ def _extreme(name, full_op, dim_op, binary):
     def fn(input: Tensor, dim=None, keepdim: bool = False, *, out=None):
         if isinstance(dim, Tensor):  # max(a, b) is maximum(a, b)
             return binary(input, dim)
+        check_ordered(input, name)
         if dim is None:
             if keepdim:
                 raise TypeError(f"{name}(): keepdim=True needs a dim")
@@ -343,6 +354,7 @@ def _extreme(name, full_op, dim_op, binary):
 
 def _amax_like(name, op):
     def fn(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+        check_ordered(input, name)
         dims = reduce_dims(input, dim, name)
         _nonempty(input, dims, name)
         if not dims and input.ndim and input.numel() == 0:
@@ -373,6 +385,7 @@ class ArgmaxOp(Primitive):
 
 def _arg(name):
     def fn(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+        check_ordered(input, name)
         if input.dtype is dtypes.bool:
             raise RuntimeError(f"{name}(): does not support bool input")
         if dim is None:
@@ -533,12 +546,17 @@ def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
     """The variance over ``dim`` (all dims by default) with Bessel's ``correction``
     (default 1, the unbiased estimate; ``unbiased=False`` is correction 0)."""
     dims, keepdim, n, divisor = _var_args(input, dim, unbiased, keepdim, correction, "var")
+    if input.dtype.is_complex:  # real: E|x - mean|^2 = var(real part) + var(imaginary part)
+        return (apply(VarBackward0, (input.real,), dims, keepdim, n, divisor)
+                + apply(VarBackward0, (input.imag,), dims, keepdim, n, divisor))
     return apply(VarBackward0, (input,), dims, keepdim, n, divisor)
 
 
 def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
         correction=None) -> Tensor:
     """The standard deviation: ``sqrt(var(...))`` with the same arguments."""
+    if input.dtype.is_complex:
+        return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
     dims, keepdim, n, divisor = _var_args(input, dim, unbiased, keepdim, correction, "std")
     return apply(StdBackward0, (input,), dims, keepdim, n, divisor)
 
@@ -699,12 +717,14 @@ OPS = (
            grad="g expanded / n"),
     OpInfo("any", any, dtypes="all; bool result", grad="none"),
     OpInfo("all", all, dtypes="all; bool result", grad="none"),
-    *(OpInfo(n, globals()[n], dtypes="all", grad=_EXTREMA) for n in ("max", "min", "amax",
-                                                                       "amin")),
-    *(OpInfo(n, globals()[n], dtypes="all but bool; int64 result", grad="none")
+    *(OpInfo(n, globals()[n], dtypes="all but complex", grad=_EXTREMA)
+      for n in ("max", "min", "amax", "amin")),
+    *(OpInfo(n, globals()[n], dtypes="all but bool, complex; int64 result", grad="none")
       for n in ("argmax", "argmin")),
-    OpInfo("var", var, dtypes="floats", grad="2 g (x - mean) / (n - correction)"),
-    OpInfo("std", std, dtypes="floats", grad="g (x - mean) / ((n - correction) y); 0 at y = 0"),
+    OpInfo("var", var, dtypes="floats, complex (real result)",
+           grad="2 g (x - mean) / (n - correction)"),
+    OpInfo("std", std, dtypes="floats, complex (real result)",
+           grad="g (x - mean) / ((n - correction) y); 0 at y = 0"),
     OpInfo("prod", prod, dtypes="all; integers and bool give int64",
            grad="g y / x, without dividing by zero", autocast="float32"),
     OpInfo("logsumexp", logsumexp, dtypes="floats; integers promote", grad="g softmax(x)",

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numbers
 
 from ...runtime import dtype as dtypes
-from ..checks import scalar_type_name, tensor_arg
+from ..checks import check_ordered, scalar_type_name, tensor_arg
 from ..registry import OpInfo, with_inplace, with_jvp
 from ..tensor import Tensor, int_arg, wrap_dim
 from .composite import logaddexp
@@ -82,6 +82,7 @@ def _running_extreme(name: str, better):
         return where(take, vb, va), where(take, ib, ia)
 
     def op(input: Tensor, dim: int):
+        check_ordered(input, name)
         x, d, scalar = _scan_dim(input, dim, name)
         shape = [1] * x.ndim
         shape[d] = x.shape[d]

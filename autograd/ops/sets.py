@@ -15,7 +15,7 @@ import numbers
 import numpy as np
 
 from ...runtime import dtype as dtypes
-from ..checks import scalar_type_name, tensor_arg
+from ..checks import check_ordered, scalar_type_name, tensor_arg
 from ..registry import OpInfo
 from ..state import state
 from ..storage import NotImplementedBackward
@@ -160,6 +160,7 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
         (tensor([1, 2, 3]), tensor([1, 1, 2]))
     """
     x = tensor_arg(input, "unique")
+    check_ordered(x, "unique")  # (the result is sorted)
     a = _host(x)
     if dim is None:
         values, inverse, counts = np.unique(a.reshape(-1), return_inverse=True,
@@ -280,7 +281,7 @@ OPS = (
            grad="none"),
     OpInfo("bucketize", bucketize, method=False, dtypes="real; int64 (or int32) result",
            grad="none"),
-    OpInfo("unique", unique, dtypes="all; int64 inverse and counts", grad="none"),
+    OpInfo("unique", unique, dtypes="all but complex; int64 inverse and counts", grad="none"),
     OpInfo("unique_consecutive", unique_consecutive, dtypes="all; int64 inverse and counts",
            grad="none"),
     OpInfo("bincount", bincount, dtypes="integers; int64 (weights: float) result",

@@ -284,9 +284,9 @@ def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
 
 def unbind(input: Tensor, dim: int = 0) -> tuple:
     """The views ``input.select(dim, i)`` for every i, as a tuple."""
-    if input.ndim == 0:
-        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     d = wrap_dim(dim, input.ndim, "unbind", "dim", 1)
+    if input.ndim == 0:
+        raise IndexError("unbind: Dimension specified as 0 but tensor has no dimensions")
     if input.shape[d] == 0:
         return ()
     return _multi_view(UnbindBackward0, input, d)

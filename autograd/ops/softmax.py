@@ -87,6 +87,12 @@ def log_softmax(input: Tensor, dim=None, dtype=None, *, _stacklevel: int = 3) ->
     return _apply(LogSoftmaxBackward0, *_prepare(input, dim, dtype, "log_softmax"))
 
 
+def softmin(input: Tensor, dim=None, dtype=None) -> Tensor:
+    """``softmax(-x, dim)``; ``dtype`` casts the input first."""
+    x, dim = _prepare(input, dim, dtype, "softmin")
+    return _apply(SoftmaxBackward0, -x, dim)
+
+
 def _apply(node: type, x: Tensor, dim: int) -> Tensor:
     if x.ndim == 0:  # as a 1-element row
         return apply(node, (x.reshape(1),), 0, node.log).reshape(())

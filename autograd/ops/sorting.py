@@ -37,7 +37,7 @@ import math
 import operator
 
 from ...runtime import dtype as dtypes
-from ..checks import scalar_type_name
+from ..checks import check_ordered, scalar_type_name
 from ..dispatch import Primitive, apply, as_shape, meta
 from ..registry import OpInfo
 from ..tensor import Tensor, wrap_dim
@@ -88,6 +88,7 @@ KthvalueBackward0 = SortBackward0.variant("KthvalueBackward0", "kthvalue")
 def _sorted_slice(op: type, input: Tensor, dim, descending: bool, start: int, stop, squeeze,
                   name: str):
     """Applies ``op`` along ``dim`` (a 0-d input is sorted as one element, its result 0-d)."""
+    check_ordered(input, name)
     d = wrap_dim(dim, input.ndim, name)
     if input.ndim == 0:
         values, idx = apply(op, (input.reshape(1),), 0, bool(descending), start, stop, False)
@@ -123,7 +124,7 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = 
 def argsort(input: Tensor, dim: int = -1, descending: bool = False,
             stable: bool = False) -> Tensor:
     """The indices that sort ``input`` along ``dim`` (``sort(...).indices``); int64, stable."""
-    return sort(input, dim, descending, stable).indices
+    return _sorted_slice(SortBackward0, input, dim, descending, 0, None, False, "argsort")[1]
 
 
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
@@ -351,11 +352,12 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False):
 _SCATTERED = "g written at the indices (zeros elsewhere)"
 
 OPS = (
-    OpInfo("sort", sort, dtypes="all; int64 indices", grad=_SCATTERED, node=SortBackward0),
-    OpInfo("argsort", argsort, dtypes="all; int64 result", grad="none"),
-    OpInfo("topk", topk, dtypes="all but bool; int64 indices", grad=_SCATTERED,
+    OpInfo("sort", sort, dtypes="all but complex; int64 indices", grad=_SCATTERED,
+           node=SortBackward0),
+    OpInfo("argsort", argsort, dtypes="all but complex; int64 result", grad="none"),
+    OpInfo("topk", topk, dtypes="all but bool, complex; int64 indices", grad=_SCATTERED,
            node=TopkBackward0),
-    OpInfo("kthvalue", kthvalue, dtypes="all but bool; int64 indices", grad=_SCATTERED,
+    OpInfo("kthvalue", kthvalue, dtypes="all but bool, complex; int64 indices", grad=_SCATTERED,
            node=KthvalueBackward0),
     OpInfo("median", median, dtypes="all but bool; int64 indices", node=MedianBackward1,
            grad=_SCATTERED + "; all elements: evenly shared among those equal to the result"),

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 
 from ...runtime import dtype as dtypes
+from ...runtime.dtype import result_type
 from ..checks import scalar_type_name, tensor_arg
 from ..registry import OpInfo, with_inplace, with_jvp
 from ..tensor import Tensor, int_arg
@@ -39,9 +40,14 @@ _INF = float("inf")
 _NAN = float("nan")
 
 
-def _float(input, op: str) -> Tensor:
-    """``input`` as a floating tensor (integers and bools promote to the default dtype)."""
+def _float(input, op: str, complex_ok: bool = False) -> Tensor:
+    """``input`` as a floating tensor (integers and bools promote to the default dtype); a
+    complex one is refused, as PyTorch's real special functions refuse it, unless
+    ``complex_ok``."""
     x = tensor_arg(input, op)
+    if x.dtype.is_complex and not complex_ok:
+        raise NotImplementedError(f'"{op}" not implemented for '
+                                  f"'{scalar_type_name(x.dtype)}'")
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
         x = x.to(dtypes.get_default_dtype())
     return x
@@ -402,10 +408,10 @@ def hypot(input: Tensor, other: Tensor, *, out=None) -> Tensor:
         tensor([5.0000e+00, 1.4142e+200], dtype=tritongrad.float64)
     """
     a, b = tensor_arg(input, "hypot"), tensor_arg(other, "hypot", "other")
-    if not (a.dtype.is_floating_point and b.dtype.is_floating_point):
-        bad = b.dtype if a.dtype.is_floating_point else a.dtype
+    common = result_type(a, b)  # (an integer operand joins a floating one, as in PyTorch)
+    if not common.is_floating_point:
         raise NotImplementedError(f'"hypot_{a.device.type}" not implemented for '
-                                  f"'{scalar_type_name(bad)}'")
+                                  f"'{scalar_type_name(common)}'")
     a, b = _float_operands(a, b, "hypot")
     big, small = maximum(abs(a), abs(b)), minimum(abs(a), abs(b))
     zero = eq(big, 0)
@@ -427,7 +433,7 @@ def logaddexp2(input: Tensor, other: Tensor, *, out=None) -> Tensor:
 
 def sinc(input: Tensor) -> Tensor:
     """The normalized sinc, ``sin(pi x) / (pi x)``, 1 at 0 (where its gradient is 0)."""
-    x = _float(input, "sinc")
+    x = _float(input, "sinc", complex_ok=True)
     zero = eq(x, 0)
     px = where(zero, 1.0, x) * math.pi
     return where(zero, 1.0, sin(px) / px)

@@ -62,8 +62,9 @@ atleast_3d = _atleast(3)
 # -- hstack, vstack, dstack, column_stack ------------------------------------------------------
 
 def _nonempty(tensors, op: str) -> list:
-    if isinstance(tensors, Tensor):
-        tensors = tensors.unbind(0)  # (a tensor is a sequence of its rows, as in PyTorch)
+    if isinstance(tensors, Tensor):  # (PyTorch refuses a tensor for its sequence of rows)
+        raise TypeError(f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, "
+                        f"not Tensor")
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError(f"{op} expects a non-empty TensorList")

@@ -22,10 +22,10 @@ import warnings
 from ...runtime import dtype as dtypes
 from ..checks import tensor_arg
 from ..registry import OpInfo, with_inplace
-from ..tensor import Tensor, wrap_dim
+from ..tensor import Tensor, int_arg, wrap_dim
 from .elementwise import broadcast_shapes, isnan, maximum, minimum, where
 from .pointwise import trunc
-from .reduction import amax, amin, return_types
+from .reduction import amax, amin, reduce_dims, return_types
 
 
 class _MinMax(collections.namedtuple("aminmax", ["min", "max"])):
@@ -46,6 +46,7 @@ __all__ = ["aminmax", "broadcast_tensors", "can_cast", "corrcoef", "count_nonzer
 def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """The sum of the elements, NaN counted as zero."""
     x = tensor_arg(input, "nansum")
+    reduce_dims(x, dim, "nansum")  # (its errors name this op, not sum)
     if x.dtype.is_floating_point or x.dtype.is_complex:
         x = where(isnan(x), 0.0, x)
     return x.sum(dim, keepdim, dtype=dtype) if dim is not None else x.sum(dtype=dtype)
@@ -54,6 +55,7 @@ def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Ten
 def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """The mean of the non-NaN elements (NaN where there are none)."""
     x = tensor_arg(input, "nanmean")
+    reduce_dims(x, dim, "nanmean")
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
                            f"dtype but got {x.dtype}")
@@ -65,6 +67,7 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Te
 def count_nonzero(input: Tensor, dim=None) -> Tensor:
     """The number of nonzero elements (int64), over ``dim`` (an int or tuple) or all."""
     x = tensor_arg(input, "count_nonzero")
+    reduce_dims(x, dim, "count_nonzero")  # (its errors name this op, not sum)
     nz = (x != 0).to(dtypes.int64)
     return nz.sum() if dim is None else nz.sum(dim)
 
@@ -175,6 +178,8 @@ def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
     """Rotates by 90 degrees ``k`` times in the plane of ``dims``, from the first towards the
     second dimension."""
     x = tensor_arg(input, "rot90")
+    if type(k) is not int:
+        k = int_arg(k, "rot90", "k", 2)
     if len(dims) != 2:
         raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
     if x.ndim < 2:
@@ -195,6 +200,10 @@ def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
 
 def broadcast_tensors(*tensors) -> tuple:
     """The tensors expanded (as views) to their common broadcast shape."""
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"broadcast_tensors(): expected Tensor as element {i} in argument "
+                            f"0, but got {type(t).__name__}")
     shape = broadcast_shapes(*(tuple(t.shape) for t in tensors))
     return tuple(t.expand(shape) for t in tensors)
 
@@ -213,6 +222,11 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
 def can_cast(from_: dtypes.dtype, to: dtypes.dtype) -> bool:
     """Whether a value of ``from_`` may be cast to ``to`` under PyTorch's casting rule: not
     to a lower category (complex > floating > integral > bool)."""
+    for name, d in (("from_", from_), ("to", to)):
+        if not isinstance(d, dtypes.dtype):
+            raise TypeError(f"can_cast(): argument '{name}' must be tritongrad.dtype, not "
+                            f"{type(d).__name__}")
+
     def category(d):
         return 3 if d.is_complex else 2 if d.is_floating_point else 0 if d is dtypes.bool else 1
     return category(from_) <= category(to)

@@ -25,7 +25,7 @@ import operator
 from ..registry import OpInfo, with_jvp
 from ...runtime import dtype as D
 from ...runtime.array import check_sizes
-from ..checks import out_of_bounds
+from ..checks import out_of_bounds, tensor_arg
 from ..dispatch import (Primitive, apply, as_shape, call, check_inplace, linear_jvp, meta,
                         sum_to, zeros)
 from ..node import Node
@@ -216,7 +216,9 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         start_dim = int_arg(start_dim, "flatten", "start_dim", 1)
     if type(end_dim) is not int:
         end_dim = int_arg(end_dim, "flatten", "end_dim", 2)
-    if nd == 0:
+    if nd == 0:  # (dims -1 and 0 only, as for any 0-d tensor)
+        wrap_dim(start_dim, 0, "flatten")
+        wrap_dim(end_dim, 0, "flatten")
         return reshape(x, (1,))
     s, e = wrap_dim(start_dim, nd, "flatten"), wrap_dim(end_dim, nd, "flatten")
     if s > e:
@@ -337,12 +339,12 @@ def expand(x: Tensor, *sizes) -> Tensor:
 
 def expand_as(x: Tensor, other: Tensor) -> Tensor:
     """``input.expand(other.size())``."""
-    return expand(x, tuple(other.shape))
+    return expand(x, tuple(tensor_arg(other, "expand_as", "other").shape))
 
 
 def broadcast_to(x: Tensor, shape) -> Tensor:
-    """A view of ``input`` broadcast to ``shape`` (``expand``)."""
-    return expand(x, tuple(shape))
+    """A view of ``input`` broadcast to ``shape`` (``expand``; one int is a 1-D shape)."""
+    return expand(x, _shape_args((shape,), "broadcast_to", "size"))
 
 
 def sum_to_size(x: Tensor, *size) -> Tensor:

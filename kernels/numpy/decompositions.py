@@ -164,7 +164,7 @@ def lu_factor(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     complex ``x`` ``|Re x| + |Im x|`` (i?amax's measure)."""
     lu = np.array(a, copy=True)
     m, n = a.shape[-2:]
-    flat = lu.reshape((-1, m, n))
+    flat = lu.reshape((int(np.prod(a.shape[:-2])), m, n))  # (not -1: ambiguous when empty)
     piv = np.zeros((flat.shape[0], min(m, n)), np.int32)
     rows = np.arange(flat.shape[0])
     size = ((lambda c: np.abs(c.real) + np.abs(c.imag)) if np.iscomplexobj(a) else np.abs)

@@ -41,4 +41,5 @@ def randint(low, high, shape, dtype, device, gen: np.random.Generator):
 def dropout_mask(shape, p, dtype, device, gen: np.random.Generator):
     """The bool keep mask of dropout: ``rand(shape, dtype) >= p``."""
     u = rand(shape, dtype, device, gen)
-    return (u.view(np.ndarray) if type(u) is BF16Array else u) >= p
+    # (asarray: for a 0-d ``u`` the comparison returns a NumPy scalar, no array)
+    return np.asarray((u.view(np.ndarray) if type(u) is BF16Array else u) >= p)

@@ -2,6 +2,8 @@
 shuffling (nn/_convolution.py, nn/padding.py, nn/functional.py): values against NumPy loop
 references and np.pad, indices, gradients against central differences, both backends."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -108,5 +110,27 @@ def test_channel_dropout(device):
     z = tg.randn(3, 5)
     assert m(z) is z
     assert F.dropout3d(tg.ones(2, 2, 2, 2, 2), 0.5, training=False).sum().item() == 32
-    with pytest.raises(RuntimeError, match="dropout2d: Expected 3D or 4D input"):
-        F.dropout2d(tg.ones(2, 2), 0.5)
+    with pytest.raises(RuntimeError, match="dropout1d: Expected 2D or 3D input"):
+        F.dropout1d(tg.ones(2, 2, 2, 2), 0.5)
+    with pytest.raises(RuntimeError, match="Feature dropout requires at least 2 dimensions"), \
+            pytest.warns(UserWarning, match="Received a 1-D input to dropout2d"):
+        F.dropout2d(tg.ones(3), 0.5)
+
+
+@pytest.mark.parametrize("op, shape, drawn", [
+    # PyTorch's rules: dropout2d draws per (dim 0, dim 1) at any rank, a 3-D input being
+    # (N, C, L); dropout3d and dropout1d take their unbatched ranks as a batch of one
+    ("dropout2d", (4, 5, 6), 2), ("dropout2d", (4, 5, 6, 7), 2), ("dropout2d", (30, 40), 2),
+    ("dropout3d", (12, 5, 6, 7), 1), ("dropout3d", (4, 5, 6, 7, 8), 2), ("dropout3d", (40, 6), 1),
+    ("dropout1d", (12, 50), 1), ("dropout1d", (4, 5, 60), 2)])
+def test_channel_dropout_ranks(op, shape, drawn):
+    tg.manual_seed(0)
+    expect_warning = (op == "dropout2d" and len(shape) != 4) or \
+        (op == "dropout3d" and len(shape) not in (4, 5))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        y = getattr(F, op)(tg.ones(*shape), 0.5).numpy()
+    assert bool(seen) == expect_warning
+    v = y.reshape(int(np.prod(shape[:drawn])), -1)
+    assert (v.min(-1) == v.max(-1)).all()  # one draw per leading index...
+    assert 0 < (v[:, 0] > 0).sum() < v.shape[0]  # ...and the draws differ
