@@ -24,6 +24,7 @@ import enum
 import math
 import warnings
 
+from ..autograd import checks
 from ..autograd.ops.creation import ones, zeros
 from ..autograd.ops.nn import ATTENTION_MAX_HEAD_DIM, attention
 from ..autograd.tensor import Tensor
@@ -175,6 +176,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         >>> tg.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).shape
         tritongrad.Size([2, 4, 5, 8])
     """
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        checks.tensor_arg(t, "scaled_dot_product_attention", name)
     if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
         raise RuntimeError(f"scaled_dot_product_attention: expected query, key and value of at "
                            f"least 2 dims, got {list(query.shape)}, {list(key.shape)}, "

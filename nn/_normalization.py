@@ -39,6 +39,11 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     ``running = (1 - momentum) * running + momentum * batch`` with the unbiased variance. Out of
     training the running statistics are used.
     """
+    checks.tensor_arg(input, "batch_norm")
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None:
+            checks.tensor_arg(t, "batch_norm", name)
     if input.ndim < 2:
         raise ValueError(f"batch_norm: expected an input of at least 2 dims (N, C, *), got "
                          f"{input.ndim}D of size {list(input.shape)}")

@@ -50,6 +50,10 @@ def test_gaussian_nll_loss_input_must_be_a_tensor():
     (lambda x: x.copy_("abc"), "copy_", "src"),
     (lambda x: F.normalize([1.0, 2.0]), "normalize", "input"),
     (lambda x: F.group_norm([1.0], 1), "group_norm", "input"),
+    (lambda x: F.scaled_dot_product_attention(x, 3, x), "scaled_dot_product_attention", "key"),
+    (lambda x: F.batch_norm(x, tg.zeros(3), 1), "batch_norm", "running_var"),
+    (lambda x: tg.masked_scatter(x, 1, x), "masked_scatter", "mask"),
+    (lambda x: tg.addbmm(tg.zeros(3, 3), 1, x), "addbmm", "batch1"),
 ])
 def test_weights_and_others_must_be_tensors(call, op, arg):
     with pytest.raises(TypeError, match=rf"{op}\(\): argument '{arg}' must be Tensor"):

@@ -405,6 +405,8 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tenso
 
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``: a batch of products reduced."""
+    tensor_arg(batch1, "addbmm", "batch1")
+    tensor_arg(batch2, "addbmm", "batch2")
     if batch1.ndim != 3 or batch2.ndim != 3:
         raise RuntimeError(f"addbmm: batch1 and batch2 must be 3-D tensors, got "
                            f"{batch1.ndim}-D and {batch2.ndim}-D")

@@ -102,6 +102,8 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """A copy of ``input`` with the positions where ``mask`` (broadcast) is True filled, in
     row-major order, from the leading elements of ``source``."""
     x = tensor_arg(input, "masked_scatter")
+    tensor_arg(mask, "masked_scatter", "mask")
+    tensor_arg(source, "masked_scatter", "source")
     if mask.dtype is not dtypes.bool:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
                            f"dtype {mask.dtype}")

@@ -16,6 +16,7 @@ from tritongrad.utils.data import (
     RandomSampler,
     Sampler,
     SequentialSampler,
+    StackDataset,
     Subset,
     SubsetRandomSampler,
     TensorDataset,
@@ -78,6 +79,25 @@ def test_concat_dataset_and_plus():
         ConcatDataset([Squares(1), Stream(2)])
     assert list(Stream(2) + Stream(3)) == [0, 1, 0, 1, 2]
     assert isinstance(Stream(1) + Stream(1), ChainDataset)
+
+
+def test_stack_dataset_tuples_dicts_and_batched_fetch():
+    ds = StackDataset(Squares(4), [10, 11, 12, 13])
+    assert len(ds) == 4 and ds[2] == (4, 12)
+    named = StackDataset(sq=Squares(4), tag=Subset(Squares(9), [8, 7, 6, 5]))
+    assert named[1] == {"sq": 1, "tag": 49}
+    # each dataset's own __getitems__ is used for a batch (Subset's here)
+    assert named.__getitems__([3, 0]) == [{"sq": 9, "tag": 25}, {"sq": 0, "tag": 64}]
+    batches = list(DataLoader(StackDataset(x=tg.arange(6.0).reshape(3, 2), y=tg.tensor([7, 8, 9])),
+                              batch_size=2))
+    np.testing.assert_array_equal(batches[0]["x"].numpy(), [[0.0, 1.0], [2.0, 3.0]])
+    np.testing.assert_array_equal(batches[1]["y"].numpy(), [9])
+    with pytest.raises(ValueError, match="Size mismatch between datasets"):
+        StackDataset(Squares(3), Squares(4))
+    with pytest.raises(ValueError, match="but both types are given"):
+        StackDataset(Squares(3), y=Squares(3))
+    with pytest.raises(ValueError, match="At least one dataset should be passed"):
+        StackDataset()
 
 
 def test_subset_and_its_batched_fetch():

@@ -13,13 +13,14 @@ from importlib.util import find_spec as _find_spec
 
 from ._collate import default_collate, default_convert
 from .dataloader import DataLoader, get_worker_info
-from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset,
-                      TensorDataset, random_split)
+from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset,
+                      Subset, TensorDataset, random_split)
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
                       SubsetRandomSampler, WeightedRandomSampler)
 
 __all__ = ["DataLoader", "get_worker_info", "default_collate", "default_convert", "Dataset",
-           "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "Subset",
+           "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset", "ChainDataset",
+           "Subset",
            "random_split", "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler"]
 

@@ -12,8 +12,8 @@ from typing import Generic, TypeVar
 
 from ._random import numpy_generator
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset",
-           "Subset", "random_split"]
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
+           "ChainDataset", "Subset", "random_split"]
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -107,6 +107,55 @@ def _first_dim(t) -> int:
         raise ValueError(f"TensorDataset: every tensor needs a first dimension, got "
                          f"{type(t).__name__} of shape {None if shape is None else tuple(shape)}")
     return int(shape[0])
+
+
+class StackDataset(Dataset):
+    r"""Dataset as a stacking of multiple datasets of one length: sample ``i`` gathers sample
+    ``i`` of each, as a tuple (datasets given positionally) or a dict (given by keyword).
+
+    Example:
+        >>> images, labels = TensorDataset(tg.zeros(3, 2)), [7, 8, 9]
+        >>> StackDataset(images, labels)[2]
+        ((tensor([0., 0.]),), 9)
+        >>> StackDataset(x=images, y=labels)[0]["y"]
+        7
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or ``dict``- (via "
+                             "``kwargs``) like input/output, but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        self.datasets = args or kwargs
+        lengths = [len(d) for d in (args or kwargs.values())]
+        if any(n != lengths[0] for n in lengths):
+            raise ValueError(f"Size mismatch between datasets: lengths {lengths}")
+        self._length = lengths[0]
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __getitems__(self, indices: list) -> list:
+        # each dataset's own batched fetch where it has one (DataLoader calls this)
+        def column(d):
+            if callable(getattr(d, "__getitems__", None)):
+                got = d.__getitems__(indices)
+                if len(got) != len(indices):
+                    raise ValueError(f"Nested dataset's output size mismatch. Expected "
+                                     f"{len(indices)}, got {len(got)}")
+                return got
+            return [d[i] for i in indices]
+        if isinstance(self.datasets, dict):
+            cols = {k: column(d) for k, d in self.datasets.items()}
+            return [{k: c[j] for k, c in cols.items()} for j in range(len(indices))]
+        cols = [column(d) for d in self.datasets]
+        return [tuple(c[j] for c in cols) for j in range(len(indices))]
+
+    def __len__(self) -> int:
+        return self._length
 
 
 class ConcatDataset(Dataset[T_co]):
