@@ -599,13 +599,21 @@ def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool =
 
 
 def _copyltu(M: Tensor) -> Tensor:
-    """The Hermitian matrix with ``M``'s lower triangle: tril(M) + tril(M, -1)^H."""
-    return M.tril() + _mH(M.tril(-1))
+    """The Hermitian matrix with ``M``'s lower triangle: tril(M, -1) + tril(M, -1)^H with the
+    real part of M's diagonal (a Hermitian matrix's diagonal is real; a complex M's imaginary
+    diagonal would otherwise stay, which made complex QR's gradient wrong)."""
+    if not M.dtype.is_complex:
+        return M.tril() + _mH(M.tril(-1))
+    low = M.tril(-1)
+    return low + _mH(low) + M.diagonal(0, -2, -1).real.diag_embed().to(M.dtype)
 
 
 class LinalgQrBackward0(Primitive):
     """A = Q R (reduced or complete with m >= n, or square): with M = R gR^H - gQ^H Q,
-    dA = (gQ + Q copyltu(M)) R^-H (Walter & Lehmann; PyTorch's linalg_qr_backward)."""
+    dA = (gQ + Q copyltu(M)) R^-H (Walter & Lehmann; PyTorch's linalg_qr_backward).
+
+    Wide A (m < n, Q square in either mode) splits as A = [X | Y], R = [U | V] with X = Q U
+    square and Y = Q V: X's rule with gQ + Y gV^H for gQ and gU for gR, and dY = Q gV."""
 
     __slots__ = ()
     op_name = "linalg_qr"
@@ -625,13 +633,15 @@ class LinalgQrBackward0(Primitive):
             raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed "
                                "when mode='r'. Please use linalg.qr(A, mode='reduced') if you "
                                "are going to differentiate through linalg.qr.")
-        if m < n or (ctx.mode == "complete" and m > n):
-            raise NotImplementedError(
-                "The QR decomposition is not differentiable when mode='complete' and "
-                "nrows > ncols." if m > n else
-                "linalg.qr: the derivative for wide matrices (m < n) is not implemented by "
-                "tritongrad")
+        if ctx.mode == "complete" and m > n:
+            raise NotImplementedError("The QR decomposition is not differentiable when "
+                                      "mode='complete' and nrows > ncols.")
         gQ, gR = _zero_if_none(gQ, Q), _zero_if_none(gR, R)
+        if m < n:  # wide: the square X = Q U, then Y = Q V
+            U, V, gU, gV = R[..., :m], R[..., m:], gR[..., :m], gR[..., m:]
+            gX = LinalgQrBackward0._rule(ctx, (Q, U), gQ + (Q @ V) @ _mH(gV), gU)
+            from .shape import cat
+            return cat([gX, Q @ gV], -1)
         M = R @ _mH(gR) - _mH(gQ) @ Q
         b = gQ + Q @ _copyltu(M)
         # b R^-H: solve X R^H = b, R^H lower triangular
@@ -642,7 +652,8 @@ class LinalgQrBackward0(Primitive):
 
 def qr(A: Tensor, mode: str = "reduced", *, out=None) -> QRResult:
     """(Q, R) with ``A = Q R``: ``mode`` "reduced" (Q m x k, k = min(m, n)), "complete" (Q
-    m x m) or "r" (R only; Q empty). Differentiable for m >= n (reduced)."""
+    m x m) or "r" (R only; Q empty). Differentiable except for complete mode with m > n (the
+    extra columns of Q are not determined by A) and mode "r"."""
     op = "linalg.qr"
     _matrix(A, op, square=False)
     if mode not in ("reduced", "complete", "r"):

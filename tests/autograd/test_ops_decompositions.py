@@ -194,6 +194,9 @@ def test_factorization_gradients(device):
     check_grads(lambda s: tg.linalg.cholesky(sym(s)), [S])
     check_grads(lambda s: tg.linalg.cholesky(sym(s), upper=True), [S])
     check_grads(lambda a: tg.linalg.qr(a), [A])  # Q and R: sign-fixed by R's positive diagonal?
+    # wide (m < n): A = [X | Y] with X = Q U square (was NotImplementedError); Q square either way
+    check_grads(lambda a: tg.linalg.qr(a.mT), [A])
+    check_grads(lambda a: tg.linalg.qr(a.mT, mode="complete"), [A])
     # eigh: eigenvalues, and eigenvectors through a sign-invariant function (V diag(w) V^T, V V^T
     # weighted)
     M = t(rng.standard_normal((3, 3)), device)
@@ -233,6 +236,10 @@ def test_complex_gradients():
     assert gradcheck(lambda x: tg.linalg.solve(x, x[:, :2] * 1j), [A])
     assert gradcheck(lambda x: tg.linalg.matrix_exp(x * 0.3), [A])
     assert gradcheck(lambda x: (lambda Q, R: (Q @ Q.mH, R.abs()))(*tg.linalg.qr(x[:, :2])), [A])
+    # Q and R themselves (LAPACK's gauge: R's diagonal real): the Hermitian part of R gR^H -
+    # gQ^H Q kept its imaginary diagonal, so these failed; square, tall and wide
+    for part in (lambda x: x, lambda x: x[:, :2], lambda x: x[:2]):
+        assert gradcheck(lambda x: tg.linalg.qr(part(x)), [A])
     W = tg.tensor(a[:, :2], dtype=tg.complex128, requires_grad=True)  # 3 x 2, then 2 x 3
     for M in (W, W.mT):
         assert gradcheck(lambda x: (lambda U, S, Vh: (U @ Vh, S))(
