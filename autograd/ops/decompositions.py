@@ -745,10 +745,9 @@ class LinalgSvdBackward0(Primitive):
         U, S, Vh = saved
         m, n = U.shape[-2], Vh.shape[-1]
         k = S.shape[-1]
-        if ctx.full and (gU is not None or gVh is not None) and m != n:
-            raise NotImplementedError(
-                "svd_backward: Setting full_matrices=True in forward is not supported for "
-                "differentiating U or Vh when the matrix is not square")
+        # full_matrices with m != n: the extra singular vectors are not determined by A (any
+        # orthonormal completion), so their gradients are dropped, as PyTorch's svd_backward
+        # narrows to the k leading ones
         U, Vh = U[..., :, :k], Vh[..., :k, :]
         gU = None if gU is None else gU[..., :, :k]
         gVh = None if gVh is None else gVh[..., :k, :]

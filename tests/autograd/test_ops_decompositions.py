@@ -194,7 +194,8 @@ def test_factorization_gradients(device):
     check_grads(lambda s: tg.linalg.cholesky(sym(s)), [S])
     check_grads(lambda s: tg.linalg.cholesky(sym(s), upper=True), [S])
     check_grads(lambda a: tg.linalg.qr(a), [A])  # Q and R: sign-fixed by R's positive diagonal?
-    # wide (m < n): A = [X | Y] with X = Q U square (was NotImplementedError); Q square either way
+    # wide (m < n): A = [X | Y] with X = Q U square (was NotImplementedError); Q square in
+    # either mode
     check_grads(lambda a: tg.linalg.qr(a.mT), [A])
     check_grads(lambda a: tg.linalg.qr(a.mT, mode="complete"), [A])
     # eigh: eigenvalues, and eigenvectors through a sign-invariant function (V diag(w) V^T, V V^T
@@ -209,6 +210,13 @@ def test_factorization_gradients(device):
     check_grads(lambda a: (lambda U, S, Vh: (U * U * wu).sum() + (Vh * Vh * wv).sum())(
         *tg.linalg.svd(a.mT, full_matrices=False)), [A])
     check_grads(tg.linalg.pinv, [A])
+    # full_matrices=True on a non-square matrix: the leading k vectors' gradients (the
+    # completion's are dropped, as PyTorch's; this raised NotImplementedError)
+    w3 = t(np.array([1.0, -2.0, 0.5]), device, False)
+    for a in (A, A.mT):
+        check_grads(lambda x: (lambda U, S, Vh: ((U * U)[..., :3].sum(-2) * w3).sum() + S.sum()
+                               + ((Vh * Vh)[..., :3, :].sum(-1) * w3).sum())(*tg.linalg.svd(x)),
+                    [a])
 
 
 def test_triangular_and_exponential_gradients(device):
