@@ -356,7 +356,9 @@ _HOLOMORPHIC = frozenset((
     "transpose", "t", "squeeze", "unsqueeze", "view", "slice", "slice_scatter", "index",
     "index_put", "index_select", "index_add", "gather", "scatter", "scatter_add", "masked_fill",
     "where", "tril", "triu", "repeat", "as_strided", "as_strided_scatter", "fill_", "zero_",
-    "to",
+    "to", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "exp2", "log2",
+    "log10", "prod", "logsumexp", "unsafe_split", "unsafe_split_with_sizes", "alias",
+    "diagonal_scatter", "select_scatter",
 ))
 
 
