@@ -452,3 +452,31 @@ def test_random_of_complex():
     with pytest.raises(NotImplementedError, match="\"random_\" not implemented for "
                                                   "'ComplexFloat'"):
         tg.zeros(2, dtype=tg.complex64).random_()
+
+
+@pytest.mark.parametrize("dtype", [tg.float64, tg.complex128])
+def test_eigh_gradient_is_hermitian(dtype):
+    # PyTorch projects V^H gV onto the skew-Hermitian matrices: dA is Hermitian, the gradient
+    # of a function of a Hermitian matrix (it had an anti-Hermitian part, and second
+    # derivatives differed); its Hermitian part, checked by finite differences along Hermitian
+    # directions, was and is right
+    r = np.random.default_rng(5)
+    a = r.standard_normal((4, 4)) + (1j * r.standard_normal((4, 4)) if dtype.is_complex else 0)
+    a = a + a.conj().T + 4 * np.eye(4)
+    S = tg.tensor(np.sin(np.arange(16).reshape(4, 4) + 0.7))
+
+    def loss(x):
+        w, V = tg.linalg.eigh(x)
+        return (w * tg.tensor([1.0, -2.0, 0.5, 3.0])).sum() + ((V * V.conj()).real * S).sum()
+
+    A = tg.tensor(a, dtype=dtype, requires_grad=True)
+    g, = tg.autograd.grad(loss(A), A, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), g.detach().numpy().conj().T, atol=1e-12)
+    d = r.standard_normal((4, 4)) + (1j * r.standard_normal((4, 4)) if dtype.is_complex else 0)
+    d = d + d.conj().T
+    eps = 1e-6
+    fd = (loss(tg.tensor(a + eps * d, dtype=dtype)).item()
+          - loss(tg.tensor(a - eps * d, dtype=dtype)).item()) / (2 * eps)
+    np.testing.assert_allclose((g.detach().numpy().conj() * d).sum().real, fd, rtol=1e-6)
+    h, = tg.autograd.grad((g * S).real.sum(), A)  # the second derivative: Hermitian too
+    np.testing.assert_allclose(h.numpy(), h.numpy().conj().T, atol=1e-10)

@@ -675,8 +675,8 @@ def _phase_check(VhgV: Tensor, op: str) -> None:
 
 
 class LinalgEighBackward0(Primitive):
-    """A = V diag(w) V^H: dA = V (diag(gw) + (V^H gV) / E) V^H, E_ij = w_j - w_i off the
-    diagonal (PyTorch's linalg_eig_backward, hermitian case)."""
+    """A = V diag(w) V^H: dA = V (diag(gw) + skew(V^H gV) / E) V^H, E_ij = w_j - w_i off the
+    diagonal, skew(X) = (X - X^H) / 2 (PyTorch's linalg_eig_backward, hermitian case)."""
 
     __slots__ = ()
     op_name = "linalg_eigh"
@@ -693,6 +693,11 @@ class LinalgEighBackward0(Primitive):
             return (V * gw.unsqueeze(-2).to(V.dtype)) @ _mH(V)
         VhgV = _mH(V) @ gV
         _phase_check(VhgV, "linalg_eigh_backward")
+        # projected onto the skew-Hermitian matrices (the tangent space of U(n) at I), as
+        # PyTorch's: then / E is Hermitian and so is dA, the convention for a function of a
+        # Hermitian matrix (without it dA held an anti-Hermitian part, and second derivatives
+        # differed from PyTorch's)
+        VhgV = 0.5 * (VhgV - _mH(VhgV))
         E = w.unsqueeze(-2) - w.unsqueeze(-1)
         off = E + _eye_like(E)  # 1 on the diagonal
         inner = VhgV / off.to(V.dtype)
