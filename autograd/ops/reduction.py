@@ -120,18 +120,16 @@ def sum(input: Tensor, dim=_ALL_DIMS, keepdim: bool = False, *,  # noqa: A001
 
     Integer and bool tensors sum to int64, as in PyTorch.
     """
-    if not isinstance(input, Tensor):
-        raise TypeError(f"sum(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if dim is _ALL_DIMS:
+        dim, op = None, SumBackward0
+    else:
+        op = SumBackward1
+    dims = reduce_dims(input, dim, "sum")  # (first: its TypeError for an input no tensor)
     if dtype is not None:
         input = input.to(dtype)
     elif not (input.dtype.is_floating_point or input.dtype.is_complex) \
             and input.dtype is not dtypes.int64:
         input = input.to(dtypes.int64)
-    if dim is _ALL_DIMS:
-        dim, op = None, SumBackward0
-    else:
-        op = SumBackward1
-    dims = reduce_dims(input, dim, "sum")
     return apply(op, (input,), dims, bool(keepdim))
 
 
