@@ -412,6 +412,7 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     (N, C, H, W) -> (N, C * prod(kernel_size), L), L the number of blocks; each column holds
     one block's values, channel-major.
     """
+    checks.tensor_arg(input, "unfold")
     if input.ndim not in (3, 4):
         raise RuntimeError(f"Input Error: Only 3D or 4D input Tensors are supported (got "
                            f"{input.ndim}D)")
@@ -436,6 +437,7 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
     """Combines an array of sliding local blocks into a large containing tensor (col2im, the
     adjoint of ``unfold``): (N, C * prod(kernel_size), L) -> (N, C, *output_size), the
     values of overlapping blocks summed."""
+    checks.tensor_arg(input, "fold")
     if input.ndim not in (2, 3):
         raise RuntimeError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are "
                            f"supported (got {input.ndim}D)")
@@ -467,10 +469,11 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
 def _one_op_to_autocast(fn):
     """``fn`` run with autocast off for its input's device type: to autocast, a pool is one
     op that runs in its input's dtype (PyTorch's kernel; a policy listed at the pool's entry
-    in nn.functional applies before), so the sums and matmuls it is made of are not cast."""
+    in nn.functional applies before), so the sums and matmuls it is made of are not cast.
+    ``fn``'s last positional argument is the op's name (for a non-tensor input's error)."""
     @functools.wraps(fn)
     def run(input: Tensor, *args, **kwargs):
-        device_type = input.device.type
+        device_type = checks.tensor_arg(input, args[-1]).device.type
         if not _autocast_enabled(device_type):
             return fn(input, *args, **kwargs)
         with _autocast(device_type, enabled=False):
@@ -492,7 +495,8 @@ def _pool_setup(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode
     """Checks an ``nd``-dim pool's arguments; returns (x batched, unbatched, kernel, stride,
     padding, dilation, out, pad right extra per dim). ``dilated`` picks PyTorch's wording of
     the padding error; ``fits``: the unpadded input must hold a kernel (avg_pool3d's check)."""
-    if input.ndim not in (nd + 1, nd + 2) or any(n == 0 for n in input.shape[-(nd + 1):]):
+    if checks.tensor_arg(input, op).ndim not in (nd + 1, nd + 2) \
+            or any(n == 0 for n in input.shape[-(nd + 1):]):
         raise RuntimeError(f"{op}: non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected "
                            f"for input, but got input of size: {list(input.shape)}")
     unbatched = input.ndim == nd + 1
@@ -740,7 +744,7 @@ def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
 # -- one-dimensional pools: the 2-D ones over a plane of height one ------------------------------
 
 def _as_plane(input: Tensor, op: str) -> Tensor:
-    if input.ndim not in (2, 3):
+    if checks.tensor_arg(input, op).ndim not in (2, 3):
         raise RuntimeError(f"{op}: Expected 2D or 3D (batch mode) input tensor, but got "
                            f"input of size: {list(input.shape)}")
     return input.unsqueeze(-2)
@@ -800,7 +804,8 @@ def _adaptive_max(input: Tensor, output_size, nd: int, return_indices: bool, op:
     """Adaptive max pooling over the last ``nd`` dims: each window gathered into a padded
     block (positions past a short window repeat its last one, so they never change the
     maximum), then one max; indices are flat positions in the pooled plane (volume)."""
-    if input.ndim not in (nd + 1, nd + 2) or any(n == 0 for n in input.shape[-nd:]):
+    if checks.tensor_arg(input, op).ndim not in (nd + 1, nd + 2) \
+            or any(n == 0 for n in input.shape[-nd:]):
         raise RuntimeError(f"{op}(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
                            f"{list(input.shape)}")
     sizes = tuple(input.shape[-nd:])

@@ -4,6 +4,7 @@ channel instead of per element."""
 
 from __future__ import annotations
 
+from ..autograd import checks
 from ..autograd.tensor import Tensor
 from . import functional as F
 from .layers import Dropout
@@ -21,7 +22,7 @@ def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
     ``training``."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if input.ndim < 2:
+    if checks.tensor_arg(input, "feature_alpha_dropout").ndim < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     if not training or p == 0.0:
         return input

@@ -7,6 +7,7 @@ into ``input`` (recorded as a copy, so gradients flow as in PyTorch) and ``input
 
 from __future__ import annotations
 
+from ..autograd import checks
 from ..autograd.ops.creation import rand
 from ..autograd.tensor import Tensor
 from . import functional as F
@@ -68,6 +69,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
         >>> F.rrelu(tg.tensor([-2.0, 3.0]), 0.1, 0.3)  # evaluation: slope 0.2
         tensor([-0.4000,  3.0000])
     """
+    checks.tensor_arg(input, "rrelu")
     if inplace:
         return rrelu_(input, lower, upper, training)
     return random_slopes(input, lower, upper, training)

@@ -16,6 +16,7 @@ import dataclasses
 import math
 import warnings
 
+from ..autograd import checks
 from ..autograd.tensor import Tensor
 from . import functional as F
 from .layers import Linear
@@ -173,6 +174,7 @@ def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *
         ...         batch_chunk_size=4))
         >>> loss.backward()
     """
+    checks.tensor_arg(input, "linear_cross_entropy")
     if input.ndim < 1 or input.ndim > 2:
         raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.ndim}")
     if linear_weight.ndim < 2:

@@ -94,6 +94,7 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
     over the batch (``running = (1 - momentum) * running + momentum * stat``, the variance
     unbiased); without it the running statistics are used.
     """
+    checks.tensor_arg(input, "instance_norm")
     if input.ndim < 3:
         raise ValueError(f"instance_norm: expected an input of at least 3 dims (N, C, *), got "
                          f"{input.ndim}D of size {list(input.shape)}")
@@ -161,6 +162,7 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
     """Applies Root Mean Square Layer Normalization over the trailing ``normalized_shape``
     dims: y = x / sqrt(mean(x^2) + eps) * weight. ``eps=None`` uses the machine epsilon of
     ``input``'s dtype (``torch.finfo(input.dtype).eps``)."""
+    checks.tensor_arg(input, "rms_norm")
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     normalized_shape = tuple(normalized_shape)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autograd import checks
 from ..autograd.ops.creation import full
 from ..autograd.ops.creation import tensor as _tensor
 from ..autograd.ops.shape import cat
@@ -114,6 +115,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
         >>> tg.nn.functional.pad(t, (1, 1, 0, 2)).shape
         tritongrad.Size([1, 4, 5])
     """
+    checks.tensor_arg(input, "pad")
     if mode not in _MODES:
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     pairs = _pairs(pad, input.ndim)

@@ -172,6 +172,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
             filter when downsampling (the filter's support scaled by the scale factor; the
             bicubic filter then has ``A = -0.5``, as PIL's). Default False.
     """
+    checks.tensor_arg(input, "interpolate")
     if mode not in _MODES:
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported "
                                   f"(got {input.ndim}D) for the modes: nearest | linear | "

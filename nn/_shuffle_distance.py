@@ -3,6 +3,7 @@ shuffle and pairwise distances between rows, composed from views, gathers and no
 
 from __future__ import annotations
 
+from ..autograd import checks
 from ..autograd.ops.combinations import triu_indices
 from ..autograd.ops.linalg_ext import vector_norm
 from ..autograd.tensor import Tensor
@@ -18,7 +19,7 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:
         >>> F.channel_shuffle(tg.arange(4.0).reshape(1, 4, 1), 2).flatten()
         tensor([0., 2., 1., 3.])
     """
-    if input.ndim < 3:
+    if checks.tensor_arg(input, "channel_shuffle").ndim < 3:
         raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with "
                            f"sizes {list(input.shape)}")
     if groups <= 0:
@@ -42,7 +43,7 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:
         >>> F.pdist(tg.tensor([[0.0, 0.0], [3.0, 4.0], [6.0, 8.0]]))
         tensor([ 5., 10.,  5.])
     """
-    if input.ndim != 2:
+    if checks.tensor_arg(input, "pdist").ndim != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+from ..autograd import checks
 from ..autograd.ops.creation import zeros as _zeros
 from ..autograd.tensor import Tensor
 from ..runtime import dtype as dtypes
@@ -50,7 +51,8 @@ def _unpool_output_size(input: Tensor, kernel: tuple, stride: tuple, padding: tu
 
 def _max_unpool(input: Tensor, indices: Tensor, kernel_size, stride, padding, output_size,
                 nd: int, op: str) -> Tensor:
-    if indices.dtype is not dtypes.int64:
+    checks.tensor_arg(input, op)
+    if checks.tensor_arg(indices, op, "indices").dtype is not dtypes.int64:
         raise RuntimeError(f"elements in indices should be type int64 but got: "
                            f"{indices.dtype}")
     if tuple(indices.shape) != tuple(input.shape):

@@ -116,6 +116,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     is ``negative_slope``, as PyTorch's)."""
     if inplace:
         return _inplace(input, leaky_relu, negative_slope)
+    checks.tensor_arg(input, "leaky_relu")
     return input.where(input > 0, input * negative_slope)
 
 
@@ -123,6 +124,7 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """ELU(x) = x if x > 0 else alpha * (exp(x) - 1), elementwise."""
     if inplace:
         return _inplace(input, elu, alpha)
+    checks.tensor_arg(input, "elu")
     # expm1 of min(x, 0): the branch not taken must stay finite, or its zero gradient times
     # exp(large x) = inf would make NaN
     return input.where(input > 0, input.clamp(max=0.0).expm1() * alpha)
@@ -142,6 +144,7 @@ def _softplus_unit(z: Tensor) -> Tensor:
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """Softplus(x) = 1/beta * log(1 + exp(beta * x)), reverting to the linear function x
     where beta * x > threshold (for numerical stability)."""
+    checks.tensor_arg(input, "softplus")
     bx = input * beta if beta != 1.0 else input
     linear_part = bx > threshold
     soft = _softplus_unit(bx.where(linear_part.logical_not(), 0.0))
@@ -152,6 +155,7 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """Mish(x) = x * tanh(softplus(x)), elementwise."""
     if inplace:
         return _inplace(input, mish)
+    checks.tensor_arg(input, "mish")
     return input * _tanh(softplus(input))
 
 
@@ -163,6 +167,7 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
         raise ValueError("min_val cannot be greater than max_val")
     if inplace:
         return _inplace(input, hardtanh, min_val, max_val)
+    checks.tensor_arg(input, "hardtanh")
     if not (input.dtype.is_floating_point or input.dtype.is_complex):  # (keeps integer dtypes)
         min_val, max_val = int(min_val), int(max_val)
     inside = (input > min_val).logical_and(input < max_val)
@@ -171,6 +176,7 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     """ReLU6(x) = min(max(0, x), 6)."""
+    checks.tensor_arg(input, "relu6")
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
@@ -196,6 +202,7 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
     scale."""
     if inplace:
         return _inplace(input, selu)
+    checks.tensor_arg(input, "selu")
     return elu(input, _SELU_ALPHA) * _SELU_SCALE
 
 
@@ -205,11 +212,13 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
         raise ValueError("ZeroDivisionError: alpha cannot be 0 for CELU")
     if inplace:
         return _inplace(input, celu, alpha)
+    checks.tensor_arg(input, "celu")
     return input.where(input > 0, (input.clamp(max=0.0) / alpha).expm1() * alpha)
 
 
 def softsign(input: Tensor) -> Tensor:
     """Softsign(x) = x / (1 + |x|)."""
+    checks.tensor_arg(input, "softsign")
     return input / (input.abs() + 1)
 
 
@@ -218,6 +227,7 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     gradient is the outer piece's, 0 and 1, as PyTorch's)."""
     if inplace:
         return _inplace(input, hardswish)
+    checks.tensor_arg(input, "hardswish")
     middle = input * (input + 3) / 6
     return middle.where(input > -3, 0.0).where(input < 3, input)
 
@@ -227,18 +237,21 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     1/6 strictly inside (-3, 3), 0 elsewhere."""
     if inplace:
         return _inplace(input, hardsigmoid)
+    checks.tensor_arg(input, "hardsigmoid")
     inside = (input > -3).logical_and(input < 3)
     return (input / 6 + 0.5).where(inside, (input.detach() > 0).to(input.dtype))
 
 
 def logsigmoid(input: Tensor) -> Tensor:
     """log(sigmoid(x)) = -softplus(-x), computed without overflow."""
+    checks.tensor_arg(input, "logsigmoid")
     return _softplus_unit(-input).neg()
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
     """The gated linear unit: ``a * sigmoid(b)``, ``a`` and ``b`` the two halves of ``input``
     along ``dim``."""
+    checks.tensor_arg(input, "glu")
     if input.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     d = dim % input.ndim
@@ -251,11 +264,13 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 def tanhshrink(input: Tensor) -> Tensor:
     """Tanhshrink(x) = x - tanh(x)."""
+    checks.tensor_arg(input, "tanhshrink")
     return input - _tanh(input)
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x - lambd where x > lambd, x + lambd where x < -lambd, 0 between."""
+    checks.tensor_arg(input, "softshrink")
     if lambd < 0:
         raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be "
                            f"{lambd}.")
@@ -439,6 +454,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
     training; the identity otherwise)."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    checks.tensor_arg(input, "dropout")
     if not training or p == 0.0:
         return input
     if inplace:  # recorded like silu's in-place form
@@ -465,6 +481,7 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
     (Klambauer et al., 2017): a (x keep + alpha' (1 - keep)) + b."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    checks.tensor_arg(input, "alpha_dropout")
     if not training or p == 0.0:
         return input
     if inplace:
@@ -511,6 +528,7 @@ def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
     """Randomly zeroes whole channels of (N, C, L) or (C, L) input with probability ``p``,
     scaling the others by 1 / (1 - p)."""
+    checks.tensor_arg(input, "dropout1d")
     if input.ndim not in (2, 3):
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D "
                            f"input. Note that dropout1d exists to provide channel-wise dropout "
@@ -524,6 +542,7 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
     """Randomly zeroes whole channels of (N, C, H, W) input with probability ``p``, scaling
     the others by 1 / (1 - p). As PyTorch, a 3-D input is taken as (N, C, L) (channel-wise 1-D
     dropout, with a warning), and other ranks warn and draw per (dim 0, dim 1) index."""
+    checks.tensor_arg(input, "dropout2d")
     if input.ndim not in (3, 4):
         _unexpected_rank("dropout2d", "3D or 4D", "2", input.ndim)
     if input.ndim == 3:
@@ -540,12 +559,14 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
     """Randomly zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) input (other ranks
     warn, and all but 5-D ones are taken as unbatched, as PyTorch)."""
+    checks.tensor_arg(input, "dropout3d")
     if input.ndim not in (4, 5):
         _unexpected_rank("dropout3d", "4D or 5D", "3", input.ndim)
     return _feature_dropout(input, p, training, inplace, input.ndim == 5)
 
 
 def _pixel_factor(input: Tensor, factor, op: str, name: str) -> int:
+    checks.tensor_arg(input, op)
     r = int(factor)
     if input.ndim < 3:
         raise RuntimeError(f"{op} expects input to have at least 3 dimensions, but got input "
@@ -604,6 +625,7 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     """Divides each element by (k + alpha * mean of the squares of the ``size`` channels
     around it) ** beta; the channel window is zero-padded (size // 2 before, (size - 1) // 2
     after) and always divided by ``size``, as PyTorch's."""
+    checks.tensor_arg(input, "local_response_norm")
     if input.ndim < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} "
                          f"dimensions)")

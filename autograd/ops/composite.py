@@ -408,6 +408,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """Hardshrink(x) = x where |x| > lambd, else 0."""
+    tensor_arg(input, "hardshrink")
     return input.where(input.abs() > lambd, 0.0)
 
 
