@@ -46,6 +46,12 @@ EXPECTED = {
                                                       # 0.07-0.09; 0.88 before the adapters)
     "maml_sine": ({"meta_steps": 300}, 2.0),          # (0.84-1.44 MSE after adapting, torch
                                                       # 0.94-1.42; ~3.8 unadapted)
+    "gp_regression": ({"steps": 100}, 0.15),          # (0.083 test RMSE, torch 0.10 on its
+                                                      # own draws; the noise is 0.1)
+    "realnvp_flow": ({"steps": 400}, 0.9),            # (0.57 held-out nats, torch 0.67; 2.5
+                                                      # before training)
+    "ddpm_ring": ({"steps": 600}, 0.2),               # (0.083 from the ring, torch 0.088; pure
+                                                      # noise ~0.6)
 }
 
 
