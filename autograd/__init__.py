@@ -6,7 +6,8 @@ from .anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .engine import backward, grad
 from .function import Function
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,
-                        is_inference_mode_enabled, no_grad, set_grad_enabled)
+                        is_inference_mode_enabled, is_multithreading_enabled, no_grad,
+                        set_grad_enabled, set_multithreading_enabled)
 from .tensor import Tensor
 
 
@@ -60,31 +61,6 @@ def _is_checkpoint_valid() -> bool:
     from .engine import _local
     task = _local.task
     return task is None or task.execute is None
-
-
-class set_multithreading_enabled:  # noqa: N801 - PyTorch's name
-    """Context manager and function: whether backward may run on the engine's device threads.
-    tritongrad's engine runs every backward on the calling thread (on CUDA it orders the
-    work with streams, Note [Backward streams]), so the flag changes nothing but what
-    ``is_multithreading_enabled()`` reports, which is what code written for PyTorch checks."""
-
-    def __init__(self, mode: bool) -> None:
-        self.prev = _multithreading[0]
-        _multithreading[0] = bool(mode)
-
-    def __enter__(self) -> None:
-        pass
-
-    def __exit__(self, *exc) -> None:
-        _multithreading[0] = self.prev
-
-
-_multithreading = [True]
-
-
-def is_multithreading_enabled() -> bool:
-    """Whether multithreaded backward is enabled (``set_multithreading_enabled``)."""
-    return _multithreading[0]
 
 
 __all__ = ["graph", "Function", "Tensor", "Variable", "backward", "grad", "no_grad", "enable_grad",

@@ -230,6 +230,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
         allow_unused = materialize_grads
     outputs = _tensor_tuple(outputs, "grad(outputs)", edges=True)
     inputs = _tensor_tuple(inputs, "grad(inputs)", edges=True)
+    if not inputs:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     batch = None
     if is_grads_batched:  # Note [Batched gradients]
         batch = batched.check_batched_outputs(outputs, _tensor_tuple(

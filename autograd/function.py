@@ -140,8 +140,10 @@ class BackwardCFunction(FunctionCtx, Node):
         if g is None:
             return None
         if not isinstance(g, Tensor):
-            raise TypeError(f"function {self.name()} returned a {type(g).__name__} as gradient "
-                            f"{position}; expected a Tensor or None")
+            # (RuntimeError, PyTorch's type: "expected Variable or None (got float)")
+            raise RuntimeError(f"function {self.name()} returned a {type(g).__name__} as "
+                               f"gradient {position}; expected Variable or None (got "
+                               f"{type(g).__name__})")
         if self.next_functions[slot][0] is None:
             return None  # that input needs no gradient
         shape, dtype, device = self._input_meta[slot]

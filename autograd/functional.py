@@ -574,7 +574,7 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
                                            f"in strict mode.")
                     from .ops.creation import zeros_like
                     rows[k].append(zeros_like(inp_el))
-            with set_grad_enabled(create_graph):
+            with set_grad_enabled(bool(create_graph)):
                 jacobian_rows.append(tuple(_stack_rows(r, out.shape, inp)
                                            for r, inp in zip(rows, inputs)))
 

@@ -14,7 +14,9 @@ import warnings
 from .state import set_mode, state
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
-           "is_inference_mode_enabled", "is_inference"]
+           "is_inference_mode_enabled", "is_inference", "set_multithreading_enabled",
+           "is_multithreading_enabled",
+           "_unsafe_preserve_version_counter"]
 
 
 def is_grad_enabled() -> bool:
@@ -45,10 +47,9 @@ class _Mode:
     def clone(self) -> "_Mode":
         return self.__class__()
 
-    def __enter__(self):
+    def __enter__(self) -> None:  # (``with no_grad() as v`` binds None, as PyTorch)
         self._prev = (state.grad_enabled, state.inference)
         self._set()
-        return self
 
     def __exit__(self, *exc) -> bool:
         state.grad_enabled = self._prev[0]
@@ -162,12 +163,15 @@ class set_grad_enabled(_Mode):
     """
 
     def __init__(self, mode: bool):
-        self._mode = bool(mode)
+        if type(mode) is not bool:  # (PyTorch's binding takes a bool only, not 0 or "x")
+            raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, "
+                            f"not {type(mode).__name__}")
+        self._mode = mode
         self._prev = (state.grad_enabled, state.inference)
         state.grad_enabled = self._mode
 
-    def __enter__(self):
-        return self  # the mode was already set by __init__
+    def __enter__(self) -> None:
+        pass  # the mode was already set by __init__
 
     def clone(self) -> "set_grad_enabled":
         return set_grad_enabled(self._mode)
@@ -204,3 +208,57 @@ class inference_mode(_Mode):
     def _set(self):
         state.grad_enabled = not self._mode
         set_mode("inference", self._mode)
+
+
+class set_multithreading_enabled:  # noqa: N801 - PyTorch's name
+    """Context manager and function: whether backward may run on the engine's device threads.
+    tritongrad's engine runs every backward on the calling thread (on CUDA it orders the
+    work with streams, Note [Backward streams]), so the flag changes nothing but what
+    ``is_multithreading_enabled()`` reports, which is what code written for PyTorch checks."""
+
+    def __init__(self, mode: bool) -> None:
+        self.prev = _multithreading[0]
+        _multithreading[0] = bool(mode)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc) -> None:
+        _multithreading[0] = self.prev
+
+
+_multithreading = [True]
+
+
+def is_multithreading_enabled() -> bool:
+    """Whether multithreaded backward is enabled (``set_multithreading_enabled``)."""
+    return _multithreading[0]
+
+
+class _unsafe_preserve_version_counter(_Mode):
+    """Hides in-place modifications of ``tensors`` made inside the block from autograd: their
+    version counters are set back on exit to what they were on entry (PyTorch's "DO NOT USE
+    THIS UNLESS YOU KNOW EXACTLY WHAT YOU'RE DOING": a saved tensor refilled this way is not
+    checked any more). Views share their base's counter. Also a decorator.
+
+    Args:
+        tensors: a Tensor or a tuple of Tensors.
+    """
+
+    def __init__(self, tensors):
+        from .tensor import Tensor
+        self.tensors = (tensors,) if isinstance(tensors, Tensor) else tensors
+        if not isinstance(self.tensors, tuple):
+            raise AssertionError("Expected tensors to be a tuple")
+        self.prev_versions = tuple(t._version for t in self.tensors)
+
+    def clone(self) -> "_unsafe_preserve_version_counter":
+        return _unsafe_preserve_version_counter(self.tensors)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc) -> bool:
+        for t, version in zip(self.tensors, self.prev_versions):
+            t._vc[0] = version
+        return False

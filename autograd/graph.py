@@ -123,12 +123,16 @@ class save_on_cpu(saved_tensors_hooks):
 
 class disable_saved_tensors_hooks:
     """Context manager under which entering ``saved_tensors_hooks`` raises ``error_message``
-    (for code whose saved tensors must not be intercepted). Ops still save tensors normally."""
+    (for code whose saved tensors must not be intercepted). Ops still save tensors normally.
+    Entering it while saved-tensor hooks are active raises ``error_message`` too, as
+    PyTorch's."""
 
     def __init__(self, error_message: str):
         self.error_message = error_message
 
     def __enter__(self):
+        if state.saved_hooks:
+            raise RuntimeError(self.error_message)
         self._prev = state.saved_hooks_disabled
         state.saved_hooks_disabled = self.error_message
         return self
@@ -436,7 +440,7 @@ def register_multi_grad_hook(tensors: Sequence, fn: Callable, *, mode: str = "al
                 if ready:
                     del pending[task]
             if ready:
-                fn(tuple(entry[1]))
+                fn(entry[1])  # (a list, as PyTorch passes)
         return hook
 
     return _MultiHandle(tuple(t.register_hook(slot_hook(i)) for i, t in enumerate(tensors)

@@ -124,10 +124,7 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """ELU(x) = x if x > 0 else alpha * (exp(x) - 1), elementwise."""
     if inplace:
         return _inplace(input, elu, alpha)
-    checks.tensor_arg(input, "elu")
-    # expm1 of min(x, 0): the branch not taken must stay finite, or its zero gradient times
-    # exp(large x) = inf would make NaN
-    return input.where(input > 0, input.clamp(max=0.0).expm1() * alpha)
+    return _nn.elu(input, alpha)
 
 
 def _softplus_unit(z: Tensor) -> Tensor:
@@ -203,7 +200,7 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(input, selu)
     checks.tensor_arg(input, "selu")
-    return elu(input, _SELU_ALPHA) * _SELU_SCALE
+    return _nn.elu(input, _SELU_ALPHA, _SELU_SCALE)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
@@ -213,7 +210,7 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(input, celu, alpha)
     checks.tensor_arg(input, "celu")
-    return input.where(input > 0, (input.clamp(max=0.0) / alpha).expm1() * alpha)
+    return _nn.elu(input, alpha, 1.0, 1.0 / alpha)
 
 
 def softsign(input: Tensor) -> Tensor:

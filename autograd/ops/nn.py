@@ -25,8 +25,8 @@ from ..state import anywhere, state
 from ..tensor import Tensor, make
 from . import traced
 
-__all__ = ["batch_norm_training", "check_class_indices", "cross_entropy_rows", "embedding", "gelu",
-           "layer_norm", "threshold"]
+__all__ = ["batch_norm_training", "check_class_indices", "cross_entropy_rows", "elu", "embedding",
+           "gelu", "layer_norm", "threshold"]
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -217,6 +217,54 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
         from ..dispatch import apply_inplace
         return apply_inplace(ThresholdBackward1, input, (), threshold, value)
     return apply(ThresholdBackward0, (input,), threshold, value)
+
+
+# -- ELU (and SELU, CELU) ------------------------------------------------------------------------
+
+class EluBackward0(Primitive):
+    """y = scale x where x > 0, else alpha scale (exp(input_scale x) - 1): PyTorch's elu, which
+    selu (alpha, scale = its constants) and celu (input_scale = 1 / alpha) are too.
+
+    dx = g scale where x > 0, else g alpha scale input_scale exp(input_scale x), from x as
+    PyTorch's elu_backward: a composite through expm1, whose rule is y + 1, loses the
+    gradient where expm1 rounds to -1 (about 2e-9 at x = -20 in float32 becomes 0). The rule
+    is written over the kernel contract, so it is recorded for higher orders.
+    """
+
+    __slots__ = ()
+    op_name = "elu"
+    save_inputs = (0,)
+    jvp = staticmethod(elementwise_jvp)
+
+    @staticmethod
+    def forward(ctx, k, x, alpha, scale, input_scale):
+        ctx.params = (alpha, scale, input_scale)
+        low = k.le(x, 0)  # (PyTorch's test: a NaN takes the linear branch, value and gradient)
+        # the branch not taken must stay finite: expm1 sees min(x, 0) only
+        neg = k.mul(k.unary("expm1", k.mul(k.where(low, x, 0), input_scale)), alpha * scale)
+        return k.where(low, neg, k.mul(x, scale))
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        x, = saved
+        alpha, scale, input_scale = ctx.params
+        # exp of x where x < 0 only: at 0 the first derivative is the exponential branch's
+        # and the second 0, as PyTorch's elu_backward and its double backward give
+        xn = k.where(k.lt(x, 0), x, 0)
+        neg = k.mul(k.exp(k.mul(xn, input_scale)), alpha * scale * input_scale)
+        return k.mul(g, k.where(k.le(x, 0), neg, scale))
+
+
+def elu(input: Tensor, alpha: float = 1.0, scale: float = 1.0,
+        input_scale: float = 1.0) -> Tensor:
+    """PyTorch's ``elu`` kernel: ``scale * x`` for x > 0, else
+    ``alpha * scale * (exp(input_scale * x) - 1)``; floating-point inputs only."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"elu(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"elu\" not implemented for "
+                                  f"'{checks.scalar_type_name(input.dtype)}'")
+    return apply(EluBackward0, (input,), float(alpha), float(scale), float(input_scale))
 
 
 # -- layer norm ----------------------------------------------------------------------------------

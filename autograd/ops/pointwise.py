@@ -544,14 +544,16 @@ def _no_input_derivative(op: str) -> NotImplementedError:
 
 class IgammaBackward0(Primitive):
     """P(a, x) = gamma(a, x) / Gamma(a), the regularized lower incomplete gamma function:
-    dP/dx = x^(a-1) e^-x / Gamma(a) (``IgammaDxOp``); no derivative in a (as PyTorch) and no
-    forward-mode rule (as PyTorch)."""
+    dP/dx = x^(a-1) e^-x / Gamma(a) (``IgammaDxOp``); no derivative in a (as PyTorch). Its
+    forward-mode rule (the same derivative; PyTorch has none) is what gives erf, erfc and
+    erfinv, composed from it (ops/special.py), theirs."""
 
     __slots__ = ()
     op_name = "igamma"
     writes_out = True
     broadcasts = True
     save_inputs = (0, 1)
+    jvp = staticmethod(elementwise_jvp)
     _sign = 1
 
     @classmethod
@@ -579,6 +581,7 @@ class IgammaDxOp(Primitive):
     save_inputs = (0, 1)
     save_output = True
     broadcasts = True
+    jvp = staticmethod(elementwise_jvp)
 
     @staticmethod
     def forward(ctx, k, a, x):

@@ -487,8 +487,7 @@ OPS = (
     OpInfo("sinc", sinc, dtypes="floats; integers promote", grad=_PARTS),
     OpInfo("logit", logit, dtypes="floats; integers promote", grad="g / (p (1 - p))"),
 )
-# forward AD goes through the parts; erf and erfc (beyond |x| < 1/2) and erfinv's Newton steps
-# call igamma, which has no jvp
-OPS = with_jvp(OPS, without=("erfinv", "erf", "erfc"))
+# forward AD goes through the parts (igamma's jvp for erf, erfc and erfinv's Newton steps)
+OPS = with_jvp(OPS)
 OPS = with_inplace(OPS, ("lgamma", "digamma", "polygamma", "mvlgamma", "erfinv", "i0", "hypot",
                          "erf", "erfc", "sinc", "logit"))

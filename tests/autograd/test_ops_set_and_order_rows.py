@@ -3,6 +3,8 @@ index_reduce, and scatter_reduce/index_reduce's refusal of prod double backward 
 zeros. Values against NumPy float64, gradients against central differences (tests/helpers.py),
 on the CPU and the (emulated) CUDA device."""
 
+import math
+
 import numpy as np
 import pytest
 from tritongrad.autograd import gradcheck, gradgradcheck
@@ -272,11 +274,18 @@ def test_igamma_edges_gradient_and_refusals(device):
     with pytest.raises(TypeError, match="must be Tensor, not float"):
         tg.igamma(a, 2.0)
     import tritongrad.autograd.forward_ad as fwAD
+    # forward AD in x (PyTorch has none; erf, erfc and erfinv get theirs from it), none in a
+    aa, xx, tt = tg.rand(3, device=device) + 0.5, tg.rand(3, device=device) + 0.1, \
+        tg.rand(3, device=device)
     with fwAD.dual_level():
-        dual = fwAD.make_dual(tg.rand(3, device=device), tg.rand(3, device=device))
-        with pytest.raises(RuntimeError, match="Trying to use forward AD with igamma that does "
-                                               "not support it"):
-            tg.igamma(dual, dual)
+        tangent = fwAD.unpack_dual(tg.igamma(aa, fwAD.make_dual(xx, tt))).tangent
+        av, xv = host(aa).astype(np.float64), host(xx).astype(np.float64)
+        lgam = np.array([math.lgamma(v) for v in av])  # dP/dx = x^(a-1) e^-x / Gamma(a)
+        np.testing.assert_allclose(host(tangent), np.exp((av - 1) * np.log(xv) - xv - lgam)
+                                   * host(tt), rtol=1e-5)
+        with pytest.raises(NotImplementedError, match="the derivative for 'igamma: input' is "
+                                                      "not implemented"):
+            tg.igamma(fwAD.make_dual(aa, tt), xx)
     y = tg.tensor([2.0], device=device)
     assert y.igamma_(tg.tensor([1.0], device=device)) is y
     np.testing.assert_allclose(host(y), [1 - 2 * np.exp(-1)], rtol=1e-6)
