@@ -5,8 +5,10 @@ them never runs code from the file. Other objects (a whole ``nn.Module``, a user
 pickled, their tensors still stored as tensors; ``load`` unpickles them only where PyTorch's
 ``torch.load`` would: with ``weights_only=False`` (the caller trusts the file), or, under the
 default ``weights_only=True``, when every global the pickle names is allowed
-(``add_safe_globals``, a few builtins); otherwise it raises PyTorch's "Weights only load
-failed" error. A file is:
+(``add_safe_globals``, a few builtins) and it sets state (BUILD) only on those classes and
+plain containers (``check_build``); otherwise it raises PyTorch's "Weights only load
+failed" error. (``load`` also reads PyTorch's zip checkpoints, under the same rules: see
+``_torch_format``.) A file is:
 
     offset 0   magic  b"\\x89TGSAVE\\n"                     (8 bytes)
            8   format version, little-endian uint32       (1)
@@ -354,9 +356,11 @@ def _describe(value) -> str:
 def _check_prefix(buf: bytes) -> int:
     """Checks the magic, version, header length and header checksum; returns the length."""
     if len(buf) < _PREFIX.size or buf[:8] != MAGIC:
-        if buf[:2] == b"PK" or buf[:1] == b"\x80":
-            raise _Malformed("this looks like a PyTorch (zip/pickle) checkpoint; tritongrad "
-                             "never unpickles files: convert it to tensors and tg.save it")
+        if buf[:1] == b"\x80":
+            raise _Malformed("this looks like a PyTorch checkpoint in the legacy format (a bare "
+                             "pickle: torch.save with _use_new_zipfile_serialization=False, "
+                             "or PyTorch < 1.6), which tritongrad does not read: re-save it "
+                             "with a current torch.save (the zip format)")
         if not buf:
             raise _Malformed("not a tritongrad file (it is empty)")
         if MAGIC.startswith(buf[:8]):
@@ -596,6 +600,58 @@ def _check_map_location(map_location):
                     f"callable, got {type(map_location).__name__}")
 
 
+def host_array(raw, dtype: dtypes.dtype, shape: tuple, byteorder: str = "<") -> np.ndarray:
+    """A writable host array of ``raw`` bytes (``byteorder`` ``"<"`` or ``">"``) holding
+    ``dtype`` elements in C order, in the layout tritongrad keeps them (bfloat16 as float32)."""
+    if dtype is dtypes.bfloat16:
+        return dtypes.bfloat16_values(np.frombuffer(raw, dtype=byteorder + "u2").reshape(shape))
+    host = np.frombuffer(raw, dtype=dtype.np.newbyteorder(byteorder)).reshape(shape)
+    return host.astype(dtype.np)  # native byte order, a writable copy
+
+
+def place(host: np.ndarray, dtype: dtypes.dtype, saved_device: str, map_location) -> Tensor:
+    """A tensor of ``host``'s values on the device ``map_location`` (checked by
+    ``_check_map_location``) chooses for something saved from ``saved_device``."""
+    from .autograd.ops.creation import tensor as make_tensor
+    loc = map_location
+    if isinstance(loc, dict):
+        loc = Device(loc.get(saved_device, saved_device))
+    if callable(loc):
+        t = make_tensor(host, dtype=dtype)
+        out = loc(t, saved_device)
+        return t if out is None else out
+    dev = Device(saved_device) if loc is None else loc
+    if dev.type == "cuda":
+        from . import cuda
+        if not cuda.is_available():
+            raise RuntimeError(
+                "Attempting to deserialize object on a CUDA device but "
+                "tritongrad.cuda.is_available() is False. If you are running on a "
+                "CPU-only machine, please use tritongrad.load with map_location='cpu' "
+                "to map your storages to the CPU.")
+    return make_tensor(host, dtype=dtype, device=dev)
+
+
+def finish(t: Tensor, requires_grad: bool, parameter: bool) -> Tensor:
+    """``t`` as the saved tensor was: an ``nn.Parameter`` (sharing ``t``'s memory) or a
+    tensor requiring grad or not."""
+    if parameter:
+        from .nn.parameter import Parameter
+        return Parameter(t, requires_grad=requires_grad)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def view(whole: Tensor, offset: int, shape: tuple, stride: tuple) -> Tensor:
+    """A new leaf tensor viewing ``whole``'s storage at ``offset`` with ``shape`` and
+    ``stride`` (in elements), as PyTorch's ``_rebuild_tensor`` does with ``set_``: tensors
+    built over one storage share its memory. The caller has checked the extent."""
+    from .autograd.ops.creation import empty
+    return empty((0,), dtype=whole.dtype, device=whole.device).set_(
+        whole.untyped_storage(), offset, shape, stride)
+
+
 class _Reader:
     """Decodes the header's ``object``, building each referenced tensor once."""
 
@@ -617,37 +673,9 @@ class _Reader:
         return self.cache[i]
 
     def _build(self, e: _Entry) -> Tensor:
-        from .autograd.ops.creation import tensor as make_tensor
         raw = _tensor_bytes(self.buf, self.data_start, e)
-        if e.dtype is dtypes.bfloat16:
-            host = dtypes.bfloat16_values(np.frombuffer(raw, dtype="<u2").reshape(e.shape))
-        else:
-            host = np.frombuffer(raw, dtype=e.dtype.np.newbyteorder("<")).reshape(e.shape)
-            host = host.astype(e.dtype.np)  # native byte order, a writable copy
-        loc = self.map_location
-        if isinstance(loc, dict):
-            loc = Device(loc.get(e.device, e.device))
-        if callable(loc):
-            t = make_tensor(host, dtype=e.dtype)
-            out = loc(t, e.device)
-            t = t if out is None else out
-        else:
-            dev = Device(e.device) if loc is None else loc
-            if dev.type == "cuda":
-                from . import cuda
-                if not cuda.is_available():
-                    raise RuntimeError(
-                        "Attempting to deserialize object on a CUDA device but "
-                        "tritongrad.cuda.is_available() is False. If you are running on a "
-                        "CPU-only machine, please use tritongrad.load with map_location='cpu' "
-                        "to map your storages to the CPU.")
-            t = make_tensor(host, dtype=e.dtype, device=dev)
-        if e.parameter:
-            from .nn.parameter import Parameter
-            return Parameter(t, requires_grad=e.requires_grad)
-        if e.requires_grad:
-            t.requires_grad_(True)
-        return t
+        t = place(host_array(raw, e.dtype, e.shape), e.dtype, e.device, self.map_location)
+        return finish(t, e.requires_grad, e.parameter)
 
     def decode(self, node, depth: int = 0):
         if depth > _MAX_DEPTH:
@@ -757,12 +785,33 @@ class _NotAllowed(Exception):
     """A weights-only load met a global that is not allowed (args[0]: its dotted name)."""
 
 
-class _WeightsOnlyUnpickler(pickle.Unpickler):
+def check_build(inst) -> None:
+    """PyTorch's weights-only rule for BUILD, which sets an object's state: only on a plain
+    container or an instance of a class ``add_safe_globals`` allowed, so that a file cannot
+    set a tensor's (or any other object's) internals."""
+    from collections import Counter
+    allowed = (OrderedDict, Counter, *(g for g in _safe_globals.values() if isinstance(g, type)))
+    if type(inst) not in allowed:
+        raise _NotAllowed(f"BUILD on {type(inst).__module__}.{type(inst).__qualname__}")
+
+
+class _WeightsOnlyUnpickler(pickle._Unpickler):
+    """The pure-Python unpickler (its BUILD can be restricted; the pickles are small: the
+    tensors are persistent ids) with the safe globals only."""
+
+    dispatch = dict(pickle._Unpickler.dispatch)
+
     def find_class(self, module: str, name: str):
         obj = _SAFE_BUILTINS.get((module, name)) or _safe_globals.get((module, name))
         if obj is None:
             raise _NotAllowed(f"{module}.{name}")
         return obj
+
+    def load_build(self):
+        check_build(self.stack[-2])
+        return super().load_build()
+
+    dispatch[pickle.BUILD[0]] = load_build
 
 
 def _weights_only_message(name: str) -> str:
@@ -819,8 +868,8 @@ def safe_globals(globals_list: list):
 
 def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True, mmap=None,
          **pickle_load_args):
-    """Loads an object saved with ``tg.save`` from ``f`` (a path, a binary file object or
-    bytes).
+    """Loads an object saved with ``tg.save``, or by PyTorch's ``torch.save`` (its zip format;
+    see ``tritongrad/_torch_format.py``), from ``f`` (a path, a binary file object or bytes).
 
     Args:
         f: where to read from.
@@ -860,6 +909,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
     name = _source_name(f)
     buf = _read_all(f)
     try:
+        if buf[:4] == b"PK\x03\x04":  # a zip archive: PyTorch's torch.save format
+            from ._torch_format import load_zip
+            return load_zip(buf, map_location, weights_only)
         return _load_bytes(buf, map_location, weights_only)
     except _Malformed as exc:
         raise UnpicklingError(f"load: {name}: {exc}") from None
