@@ -44,9 +44,10 @@ class Adadelta(Optimizer):
         if capturable or differentiable:
             raise NotImplementedError("Adadelta: capturable and differentiable are not "
                                       "supported (only False)")
+        # (the keys in PyTorch's order, which state_dict() shows)
         super().__init__(params, {"lr": lr, "rho": rho, "eps": eps,
-                                  "weight_decay": weight_decay, "foreach": foreach,
-                                  "maximize": maximize, "capturable": False,
+                                  "weight_decay": weight_decay, "maximize": maximize,
+                                  "capturable": False, "foreach": foreach,
                                   "differentiable": False})
 
     def _update(self, p, group) -> None:

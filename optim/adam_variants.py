@@ -23,13 +23,17 @@ def _unsupported(owner: str, **flags) -> None:
         raise NotImplementedError(f"{owner}: {' and '.join(on)} are not supported (only False)")
 
 
-def _moments(owner: str, opt: Optimizer, p, group, *extra: str):
+def _moments(owner: str, opt: Optimizer, p, group, *extra: str, ones: tuple = ()):
     """The state of ``p`` (step, exp_avg, exp_avg_sq or what ``extra`` names, created on the
-    first step), the advanced step count and the gradient with maximize applied."""
+    first step), the advanced step count and the gradient with maximize applied. ``ones``
+    names float32 CPU scalars starting at 1 (NAdam's ``mu_product``), made right after
+    ``step``: state_dict() shows the entries in PyTorch's order."""
     check_real(owner, p)
     state = opt.state[p]
     if not state:
         state["step"] = new_step()
+        for name in ones:
+            state[name] = new_step().add_(1.0)
         for name in extra:
             state[name] = zeros_like(p)
     step = advance_step(state["step"])
@@ -140,13 +144,12 @@ class NAdam(Optimizer):
                                   "weight_decay": weight_decay,
                                   "momentum_decay": momentum_decay,
                                   "decoupled_weight_decay": decoupled_weight_decay,
-                                  "foreach": foreach, "maximize": maximize,
+                                  "maximize": maximize, "foreach": foreach,
                                   "capturable": False, "differentiable": False})
 
     def _update(self, p, group) -> None:
-        state, step, g = _moments("NAdam", self, p, group, "exp_avg", "exp_avg_sq")
-        if "mu_product" not in state:
-            state["mu_product"] = new_step().add_(1.0)  # a float32 CPU scalar, as PyTorch's
+        state, step, g = _moments("NAdam", self, p, group, "exp_avg", "exp_avg_sq",
+                                  ones=("mu_product",))
         g = _decay(p, g, group, group["decoupled_weight_decay"])
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         psi = group["momentum_decay"]
@@ -203,10 +206,10 @@ class RAdam(Optimizer):
         betas = _check_betas("RAdam", betas)
         _unsupported("RAdam", differentiable=differentiable, capturable=capturable)
         super().__init__(params, {"lr": lr, "betas": betas, "eps": eps,
-                                  "weight_decay": weight_decay,
+                                  "weight_decay": weight_decay, "maximize": maximize,
+                                  "foreach": foreach, "capturable": False,
                                   "decoupled_weight_decay": decoupled_weight_decay,
-                                  "foreach": foreach, "maximize": maximize,
-                                  "capturable": False, "differentiable": False})
+                                  "differentiable": False})
 
     def _update(self, p, group) -> None:
         state, step, g = _moments("RAdam", self, p, group, "exp_avg", "exp_avg_sq")

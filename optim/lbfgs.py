@@ -124,9 +124,10 @@ class LBFGS(Optimizer):
         history_size: update history size (default 100).
         line_search_fn: None (a fixed step ``lr``) or ``"strong_wolfe"``.
 
-    State (of the first parameter, as PyTorch's): ``func_evals``, ``n_iter``, the direction
-    ``d``, step ``t``, histories ``old_dirs``, ``old_stps``, ``ro``, ``H_diag``,
-    ``prev_flat_grad``, ``prev_loss``.
+    State (of the first parameter, as PyTorch's): ``func_evals``, ``n_iter``, ``al`` (the
+    two-loop recursion's coefficients, once it has run), the direction ``d``, step ``t``,
+    histories ``old_dirs``, ``old_stps``, ``ro``, ``H_diag``, ``prev_flat_grad``,
+    ``prev_loss``.
 
     Example:
         >>> opt = tg.optim.LBFGS([w], lr=1, line_search_fn="strong_wolfe")
@@ -155,6 +156,13 @@ class LBFGS(Optimizer):
         if len(self.param_groups) != 1:
             raise ValueError("LBFGS doesn't support per-parameter options (parameter groups)")
         self._params = self.param_groups[0]["params"]
+
+    def _state_shape(self, key: str, p) -> tuple | None:
+        """The state is of all the parameters as one flat vector (kept on the first
+        parameter): ``load_state_dict`` checks the flat vectors' length, not ``p``'s shape."""
+        if key in ("d", "prev_flat_grad"):
+            return (sum(q.numel() for q in self._params),)
+        return None
 
     def _gather_flat_grad(self):
         # a sparse gradient (nn.Embedding(sparse=True)'s) in its dense form, as PyTorch's
@@ -221,7 +229,9 @@ class LBFGS(Optimizer):
                     old_stps.append(s)
                     ro.append(1.0 / ys)
                     h_diag = ys / float(y.dot(y))
-                al = [0.0] * len(old_dirs)
+                # the recursion's coefficients live in the state, as PyTorch's ``al`` (made
+                # on the first iteration that runs the recursion, one slot per kept pair)
+                al = state.setdefault("al", [None] * history_size)
                 q = flat_grad.neg()
                 for i in range(len(old_dirs) - 1, -1, -1):
                     al[i] = float(old_stps[i].dot(q)) * ro[i]

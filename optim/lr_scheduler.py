@@ -445,7 +445,6 @@ class OneCycleLR(LRScheduler):
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got "
                              f"{anneal_strategy}")
-        self._anneal_func_type = anneal_strategy
         # Each phase: its last step and the group keys it anneals between.
         up = float(pct_start * self.total_steps) - 1
         if three_phase:
@@ -462,6 +461,7 @@ class OneCycleLR(LRScheduler):
                 _phase(self.total_steps - 1, "max_lr", "min_lr", "base_momentum",
                        "max_momentum"),
             ]
+        self._anneal_func_type = anneal_strategy  # (after the phases: state_dict()'s order)
         max_lrs = _per_group("OneCycleLR", "max_lr", optimizer, max_lr)
         if last_epoch == -1:
             for m, group in zip(max_lrs, optimizer.param_groups):
@@ -708,8 +708,11 @@ class CyclicLR(LRScheduler):
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        state_dict = dict(state_dict)
-        fn = state_dict.pop("_scale_fn_custom")
+        """Loads a ``state_dict()``; a saved custom ``scale_fn``'s ``__dict__`` updates this
+        scheduler's ``scale_fn``. As PyTorch's, this takes ``"_scale_fn_custom"`` out of the
+        caller's dict (PyTorch would then raise KeyError when the same dict is loaded again;
+        here a dict without the key loads, keeping this scheduler's ``scale_fn`` as it is)."""
+        fn = state_dict.pop("_scale_fn_custom", None)
         super().load_state_dict(state_dict)
         if fn is not None:
             self._scale_fn_custom.__dict__.update(fn)

@@ -125,8 +125,10 @@ class Optimizer:
     """Base class of the optimizers.
 
     Args:
-        params: an iterable of Tensors, or of dicts (parameter groups) each holding a
-            ``"params"`` list and any per-group hyperparameter overrides.
+        params: an iterable of Tensors or of ``(name, Tensor)`` pairs (``named_parameters()``),
+            or of dicts (parameter groups) each holding such a ``"params"`` list and any
+            per-group hyperparameter overrides. With names, each group also holds
+            ``"param_names"`` (saved by ``state_dict``; every group named or none).
         defaults: the default hyperparameters of every group.
 
     Attributes:
@@ -183,13 +185,13 @@ class Optimizer:
         self.__dict__.update(state)
 
     def __repr__(self) -> str:
+        # PyTorch's layout: each group's lines end with a newline and each group starts with
+        # one, so a blank line separates the groups
         s = type(self).__name__ + " ("
         for i, group in enumerate(self.param_groups):
-            s += f"\nParameter Group {i}"
-            for key in sorted(group):
-                if key != "params":
-                    s += f"\n    {key}: {group[key]}"
-        return s + "\n)"
+            s += f"\nParameter Group {i}\n"
+            s += "".join(f"    {key}: {group[key]}\n" for key in sorted(group) if key != "params")
+        return s + ")"
 
     def _add_hook(self, kind: str, hook: Callable, prepend: bool = False) -> RemovableHandle:
         """Registers ``hook`` in this optimizer's ``_optimizer_<kind>_hooks`` (made on first
@@ -259,7 +261,13 @@ class Optimizer:
 
     def add_param_group(self, param_group: dict) -> None:
         """Adds a group of parameters (a dict with ``"params"`` and optional overrides of the
-        defaults), e.g. a layer unfrozen during fine-tuning."""
+        defaults), e.g. a layer unfrozen during fine-tuning.
+
+        Raises:
+            ValueError: as PyTorch's: only some parameters are ``(name, Tensor)`` pairs, or
+                the group is named and the others are not (or the other way round); a
+                parameter is in another group; a required hyperparameter is missing.
+        """
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
         params = param_group["params"]
@@ -271,6 +279,7 @@ class Optimizer:
                             "Please use a list instead.")
         else:
             params = list(params)
+        params, names = _split_names(params)
         for p in params:
             if not isinstance(p, Tensor):
                 raise TypeError(f"optimizer can only optimize Tensors, but one of the params "
@@ -279,6 +288,8 @@ class Optimizer:
                 raise ValueError("can't optimize a non-leaf Tensor")
         group = dict(param_group)
         group["params"] = params
+        if names:
+            group["param_names"] = names  # (after the caller's keys, as PyTorch adds it)
         for name, default in self.defaults.items():
             if default is required and name not in group:
                 raise ValueError(f"parameter group didn't specify a value of required "
@@ -289,6 +300,11 @@ class Optimizer:
             import warnings
             warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
                           "future, this will cause an error", stacklevel=3)
+        for g in self.param_groups:
+            if ("param_names" in group) != ("param_names" in g):
+                kind = "with names" if "param_names" in group else "without names"
+                raise ValueError(f"all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {kind} to the optimizer")
         if any(id(p) in seen for p in params):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(group)
@@ -370,12 +386,14 @@ class Optimizer:
         """Loads a ``state_dict()`` into this optimizer, replacing its state.
 
         Group hyperparameters come from ``state_dict``; the parameters stay this optimizer's,
-        matched by their number in group order. Per-parameter state tensors are moved to the
-        parameter's device and floating point ones cast to its dtype; as PyTorch's, a tensor
-        already there is used as it is, not copied (``step`` always: it stays as saved, a CPU
-        scalar), so loading a checkpoint holds no second copy of the state, and a state dict
-        taken from a live optimizer shares those tensors with it; other values are deep-copied.
-        Nothing changes unless every check passes. The
+        matched by their number in group order (never by ``param_names``: saved names replace
+        this optimizer's, and a group saved without names keeps its own, as PyTorch's).
+        Per-parameter state tensors are moved to the parameter's device and floating point
+        ones cast to its dtype; as PyTorch's, a tensor already there is used as it is, not
+        copied (``step`` always: it stays as saved, a CPU scalar), so loading a checkpoint
+        holds no second copy of the state, and a state dict taken from a live optimizer shares
+        those tensors with it; other values are deep-copied. Nothing changes unless every
+        check passes. The
         ``register_load_state_dict_pre_hook`` hooks run first (on a shallow copy of
         ``state_dict``), the ``register_load_state_dict_post_hook`` ones after loading.
 
@@ -428,13 +446,33 @@ class Optimizer:
             state[p] = {k: _cast_state(p, k, v) for k, v in value.items()}
         new_groups = []
         for g, sg in zip(self.param_groups, saved_groups):
-            ng = {k: v for k, v in sg.items() if k != "params"}
+            # (a copy, so that the caller's dict and this optimizer share no group values; the
+            # keys keep the saved order, "params" included)
+            ng = {k: copy.deepcopy(v) for k, v in sg.items()}
             ng["params"] = g["params"]
+            # the saved names replace this optimizer's; without saved names, its own stay.
+            # PyTorch's rule: the names are kept for the user's own matching (say in a
+            # load_state_dict pre-hook), never used to match the parameters
+            if "param_names" in g and "param_names" not in ng:
+                ng["param_names"] = g["param_names"]
             new_groups.append(ng)
         self.state = state
         self.param_groups = new_groups
         for hook in self._hooks("load_state_dict_post"):
             hook(self)
+
+
+def _split_names(params: list) -> tuple[list, list]:
+    """``params`` (Tensors, or ``(name, Tensor)`` pairs as ``named_parameters()`` yields) as
+    ``(tensors, names)``; names is empty when no pair was given. Raises PyTorch's ValueError
+    when only some have names."""
+    names = [p[0] for p in params if isinstance(p, tuple)]
+    if not names:
+        return params, []
+    if len(names) != len(params):
+        raise ValueError("all optimizer params should be with/without names. Some param names "
+                         "are missing")
+    return [p[1] for p in params], names
 
 
 def _cast_state(p: Tensor, key, value):

@@ -60,9 +60,10 @@ class RMSprop(Optimizer):
         if capturable or differentiable:
             raise NotImplementedError("RMSprop: capturable and differentiable are not "
                                       "supported")
-        super().__init__(params, {"lr": lr, "alpha": alpha, "eps": eps,
-                                  "weight_decay": weight_decay, "momentum": momentum,
-                                  "centered": centered, "capturable": False, "foreach": foreach,
+        # (the keys in PyTorch's order, which state_dict() shows)
+        super().__init__(params, {"lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps,
+                                  "centered": centered, "weight_decay": weight_decay,
+                                  "capturable": False, "foreach": foreach,
                                   "maximize": maximize, "differentiable": False})
 
     def _update(self, p, group) -> None:

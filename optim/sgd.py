@@ -8,6 +8,9 @@ from .optimizer import Optimizer, bump_versions, fused_kernel, zeros_like
 __all__ = ["SGD"]
 
 
+_NO_STATE: dict = {}  # what a parameter without state reads (never written)
+
+
 class SGD(Optimizer):
     r"""Stochastic gradient descent (optionally with momentum), as ``torch.optim.SGD``.
 
@@ -68,8 +71,9 @@ class SGD(Optimizer):
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
         wd, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
         grad = p.grad
-        state = self.state[p]
-        buf = state.get("momentum_buffer")
+        # (read without indexing: ``self.state`` is a defaultdict, and PyTorch's SGD keeps no
+        # state at all, not even an empty dict, for a parameter without momentum)
+        buf = self.state.get(p, _NO_STATE).get("momentum_buffer")
         first = buf is None
         fused = fused_kernel(group["fused"], "sgd_step", p, grad, buf)
         if fused is not None:
@@ -90,7 +94,7 @@ class SGD(Optimizer):
                 g = g.add(buf, alpha=momentum) if nesterov else buf
             p.add_(g, alpha=-lr)
         if momentum != 0:
-            state["momentum_buffer"] = buf
+            self.state[p]["momentum_buffer"] = buf
 
     def _update_sparse(self, p, group) -> None:
         """The update for a sparse gradient (``nn.Embedding(sparse=True)``): the same rule,
@@ -100,9 +104,10 @@ class SGD(Optimizer):
         if group["weight_decay"] != 0:
             raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
                                "instead.")
-        momentum, state = group["momentum"], self.state[p]
+        momentum = group["momentum"]
         g = -p.grad if group["maximize"] else p.grad
         if momentum != 0:
+            state = self.state[p]
             buf = state.get("momentum_buffer")
             if buf is None:
                 buf = g.detach().clone().coalesce()
