@@ -69,3 +69,7 @@ from ._legacy_layers import CrossMapLRN2d, NLLLoss2d  # noqa: E402
 from ._linear_cross_entropy import LinearCrossEntropyLoss, LinearCrossEntropyOptions  # noqa: E402
 
 __all__ += ["CrossMapLRN2d", "LinearCrossEntropyLoss", "LinearCrossEntropyOptions", "NLLLoss2d"]
+
+# PyTorch's import paths (nn.modules.loss._Loss, nn.common_types, ...): re-exports, loaded last
+from . import common_types, modules  # noqa: E402
+from .layers import NonDynamicallyQuantizableLinear  # noqa: E402

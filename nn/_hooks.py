@@ -16,6 +16,12 @@ nodes, would otherwise keep the whole graph alive through the hooks.
 
 When no input requires grad there is no inputs' node: the outputs' post-hook calls the full
 hooks with a ``grad_input`` of Nones (and warns that it does), as PyTorch does.
+
+Otherwise every tensor argument gets a gradient in ``grad_input``: zeros for one that does
+not require grad or that the outputs do not depend on, as PyTorch's (its identity Function
+takes all the tensor arguments and materializes missing gradients as zeros). The zeros
+given to an input that requires grad reach it, so its ``.grad`` becomes zeros, also as
+PyTorch's.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import warnings
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.tensor import Tensor
+from ..autograd.ops.creation import zeros
 
 __all__ = ["BackwardHook", "BackwardHookFunction"]
 
@@ -69,6 +76,7 @@ class BackwardHook:
     def __init__(self, module, hooks: list, pre_hooks: list):
         self.module, self.hooks, self.pre_hooks = module, hooks, pre_hooks
         self.n_inputs, self.input_slots = 0, None  # positions of the hooked arguments
+        self.input_zeros = ()  # (position, shape, dtype, device) of every tensor argument
         self.n_outputs, self.output_slots = 0, None
         self.grad_output = None  # from the outputs' node, until the inputs' node uses it
 
@@ -90,7 +98,11 @@ class BackwardHook:
         items = list(args)
         self.n_inputs = len(items)
         self.input_slots = self._wrap(items, self._on_grad_input)
-        return args if self.input_slots is None else tuple(items)
+        if self.input_slots is None:
+            return args
+        self.input_zeros = tuple((i, a.shape, a.dtype, a.device) for i, a in enumerate(args)
+                                 if isinstance(a, Tensor))
+        return tuple(items)
 
     def setup_output_hook(self, result):
         single = isinstance(result, Tensor)
@@ -130,7 +142,11 @@ class BackwardHook:
         """The inputs' node post-hook: ``grads`` flow to the module's inputs."""
         if self.grad_output is None:
             return None  # reached without passing through the outputs (double backward)
-        grad_input = _pack(self.input_slots, grads, self.n_inputs)
+        grad_input = list(_pack(self.input_slots, grads, self.n_inputs))
+        for i, shape, dtype, device in self.input_zeros:
+            if grad_input[i] is None:
+                grad_input[i] = zeros(shape, dtype=dtype, device=device)
+        grad_input = tuple(grad_input)
         for hook in self.hooks:
             grad_input = _replace("grad_input", grad_input,
                                   hook(self.module, grad_input, self.grad_output))

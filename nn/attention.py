@@ -11,7 +11,7 @@ from ..autograd.tensor import Tensor
 from . import functional as F
 from ._attention import SDPBackend, sdpa_kernel
 from . import init
-from .layers import Linear
+from .layers import NonDynamicallyQuantizableLinear
 from .module import Module
 from .parameter import Parameter
 
@@ -71,7 +71,7 @@ class MultiheadAttention(Module):
             self.in_proj_bias = Parameter(empty((3 * embed_dim,), **kw))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, **kw)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **kw)
         if add_bias_kv:
             self.bias_k = Parameter(empty((1, 1, embed_dim), **kw))
             self.bias_v = Parameter(empty((1, 1, embed_dim), **kw))

@@ -5,8 +5,9 @@ from __future__ import annotations
 import operator
 from collections import OrderedDict
 
+from ..autograd.node import _tensor_type_name
 from ..autograd.tensor import Tensor
-from .module import Module
+from .module import Module, _addindent
 from .parameter import Parameter
 
 __all__ = ["ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential"]
@@ -16,8 +17,10 @@ class Sequential(Module):
     """Modules called in order, each on the previous one's output.
 
     ``Sequential(m0, m1, ...)`` names them "0", "1", ...; ``Sequential(OrderedDict(...))``
-    keeps the given names. Supports ``len``, iteration, indexing (a slice gives a Sequential)
-    and ``append``.
+    keeps the given names. Supports ``len``, iteration, indexing (a slice gives a Sequential),
+    ``append``, ``insert``, ``extend``, ``pop``, ``del``, ``+`` / ``+=`` (with another
+    Sequential) and ``*`` / ``*=`` (repeats the same modules). As in PyTorch, deleting
+    renumbers the children "0", "1", ..., so names stay positions.
 
     Example:
         >>> model = tg.nn.Sequential(tg.nn.Linear(4, 8), tg.nn.ReLU(), tg.nn.Linear(8, 2))
@@ -53,6 +56,7 @@ class Sequential(Module):
         names = list(self._modules)[idx] if isinstance(idx, slice) else [self._index(idx)]
         for name in names:
             del self._modules[name]
+        _renumber(self, list(self._modules.values()))
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -63,6 +67,63 @@ class Sequential(Module):
     def append(self, module: Module) -> Sequential:
         self.add_module(str(len(self)), module)
         return self
+
+    def insert(self, index: int, module: Module) -> Sequential:
+        """Inserts ``module`` before position ``index`` (``-len <= index <= len``)."""
+        if not isinstance(module, Module):
+            raise AssertionError(f"module should be of type: {Module}")
+        n = len(self)
+        if not -n <= index <= n:
+            raise IndexError(f"Index out of range: {index}")
+        mods = list(self._modules.values())
+        mods.insert(index, module)
+        _renumber(self, mods)
+        return self
+
+    def extend(self, sequential) -> Sequential:
+        """Appends each module of the iterable ``sequential``."""
+        for m in sequential:
+            self.append(m)
+        return self
+
+    def pop(self, key):
+        """Removes and returns the module (or, for a slice, the Sequential) at ``key``."""
+        v = self[key]
+        del self[key]
+        return v
+
+    def _check_sequential(self, other) -> None:
+        if not isinstance(other, Sequential):
+            raise ValueError(f"add operator supports only objects of Sequential class, but "
+                             f"{type(other)} is given.")
+
+    def __add__(self, other) -> Sequential:
+        self._check_sequential(other)
+        return Sequential().extend(self).extend(other)
+
+    def __iadd__(self, other) -> Sequential:  # noqa: PYI034
+        self._check_sequential(other)
+        return self.extend(other)
+
+    def _check_factor(self, other) -> None:
+        if not isinstance(other, int):
+            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and "
+                            f"{type(other)}")
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+
+    def __mul__(self, other: int) -> Sequential:
+        """A new Sequential holding this one's modules ``other`` times (the same objects,
+        so their parameters are shared, as in PyTorch)."""
+        self._check_factor(other)
+        return Sequential().extend(list(self) * other)
+
+    def __rmul__(self, other: int) -> Sequential:
+        return self.__mul__(other)
+
+    def __imul__(self, other: int) -> Sequential:  # noqa: PYI034
+        self._check_factor(other)
+        return self.extend(list(self) * (other - 1))
 
     def forward(self, input):
         for m in self._modules.values():
@@ -96,9 +157,7 @@ class ModuleList(Module):
     def __delitem__(self, idx) -> None:
         mods = list(self._modules.values())
         del mods[idx]
-        self._modules.clear()
-        for i, m in enumerate(mods):
-            self.add_module(str(i), m)
+        _renumber(self, mods)
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -108,6 +167,31 @@ class ModuleList(Module):
 
     def __iadd__(self, modules) -> ModuleList:  # noqa: PYI034
         return self.extend(modules)
+
+    def __add__(self, other) -> ModuleList:
+        """A new ModuleList: this one's modules, then those of the iterable ``other``."""
+        return ModuleList(list(self) + list(other))
+
+    def pop(self, key):
+        """Removes and returns the module (or, for a slice, the ModuleList) at ``key``."""
+        v = self[key]
+        del self[key]
+        return v
+
+    def __repr__(self) -> str:
+        # as PyTorch's: runs of children with the same repr print once, "(0-2): 3 x ..."
+        reprs = [repr(m) for m in self]
+        if not reprs:
+            return self._get_name() + "()"
+        runs = []  # [first index, last index, repr]
+        for i, r in enumerate(reprs):
+            if runs and runs[-1][2] == r:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, r])
+        lines = [_addindent(f"({a}): {r}" if a == b else f"({a}-{b}): {b - a + 1} x {r}", 2)
+                 for a, b, r in runs]
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
     def append(self, module: Module) -> ModuleList:
         self.add_module(str(len(self)), module)
@@ -121,9 +205,7 @@ class ModuleList(Module):
     def insert(self, index: int, module: Module) -> None:
         mods = list(self._modules.values())
         mods.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(mods):
-            self.add_module(str(i), m)
+        _renumber(self, mods)
 
 
 class ModuleDict(Module):
@@ -152,6 +234,16 @@ class ModuleDict(Module):
     def __contains__(self, key: str) -> bool:
         return key in self._modules
 
+    def clear(self) -> None:
+        """Removes every module."""
+        self._modules.clear()
+
+    def pop(self, key: str) -> Module:
+        """Removes the module under ``key`` and returns it (KeyError when absent)."""
+        v = self[key]
+        del self[key]
+        return v
+
     def keys(self):
         return self._modules.keys()
 
@@ -175,13 +267,28 @@ def _as_parameter(value):
     return value
 
 
-def _describe(value) -> str:
-    if isinstance(value, Tensor):
-        kind = "Parameter containing:" if isinstance(value, Parameter) else "Tensor:"
-        size = "x".join(map(str, value.shape))
-        dev = "" if value.device.type == "cpu" else f" ({value.device})"
-        return f"{kind} [{value.dtype} of size {size}{dev}]"
-    return f"Object of type: {type(value).__name__}"
+def _renumber(owner: Module, modules: list) -> None:
+    """Registers ``modules`` as ``owner``'s only children, named "0", "1", ...: PyTorch's
+    Sequential and ModuleList renumber so after a deletion or insertion."""
+    owner._modules.clear()
+    for i, m in enumerate(modules):
+        owner.add_module(str(i), m)
+
+
+def _describe_lines(items, type_name) -> str:
+    """The extra_repr of ParameterList / ParameterDict, as PyTorch's: one "  (key): ..."
+    line per item (the leading two spaces are PyTorch's too), a tensor described by
+    ``type_name(tensor)``, its size and its device when not on the CPU."""
+    lines = []
+    for k, v in items:
+        if isinstance(v, Tensor):
+            kind = "Parameter" if isinstance(v, Parameter) else "Tensor"
+            size = "x".join(map(str, v.shape))
+            dev = "" if v.device.type == "cpu" else f" ({v.device})"
+            lines.append(f"  ({k}): {kind} containing: [{type_name(v)} of size {size}{dev}]")
+        else:
+            lines.append(f"  ({k}): Object of type: {type(v).__name__}")
+    return "\n".join(lines)
 
 
 class ParameterList(Module):
@@ -235,7 +342,7 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self) -> str:
-        return "\n".join(f"({i}): {_describe(p)}" for i, p in enumerate(self))
+        return _describe_lines(enumerate(self), lambda t: t.dtype)
 
 
 class ParameterDict(Module):
@@ -304,4 +411,5 @@ class ParameterDict(Module):
             self[k] = v
 
     def extra_repr(self) -> str:
-        return "\n".join(f"({k}): {_describe(v)}" for k, v in self.items())
+        # PyTorch prints the legacy type name here (FloatTensor), the dtype in ParameterList
+        return _describe_lines(self.items(), _tensor_type_name)

@@ -18,7 +18,8 @@ from .module import Module
 from .parameter import Parameter, affine_parameters, normalized_shape_parameters
 
 __all__ = ["AlphaDropout", "Bilinear", "CosineSimilarity", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "Embedding",
-           "EmbeddingBag", "Flatten", "Fold", "Identity", "LayerNorm", "Linear", "PairwiseDistance", "PixelShuffle",
+           "EmbeddingBag", "Flatten", "Fold", "Identity", "LayerNorm", "Linear",
+           "NonDynamicallyQuantizableLinear", "PairwiseDistance", "PixelShuffle",
            "PixelUnshuffle", "Unflatten", "Unfold"]
 
 
@@ -69,6 +70,11 @@ class Linear(Module):
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """A ``Linear`` under another name: PyTorch uses it for ``MultiheadAttention.out_proj``
+    (to keep its quantization tools off it), so reprs name it; it behaves as Linear."""
 
 
 class Embedding(Module):

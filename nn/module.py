@@ -17,11 +17,16 @@ from collections.abc import Mapping
 from ..autograd.grad_mode import no_grad
 from ..autograd.node import RemovableHandle
 from ..autograd.tensor import Tensor
+from . import _global_hooks
 from .parameter import Buffer, Parameter, is_lazy
 
 __all__ = ["Module"]
 
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"  # the key of get_extra_state()'s value, as PyTorch's
+_LEGACY_BACKWARD_HOOK = ("Using a non-full backward hook when the forward contains multiple "
+                         "autograd Nodes is deprecated and will be removed in future versions. "
+                         "This hook will be missing some grad_input. Please use "
+                         "register_full_backward_hook to get the documented behavior.")
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -112,13 +117,22 @@ class Module:
 
     def __call__(self, *args, **kwargs):
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
-                or self._backward_pre_hooks):
+                or self._backward_pre_hooks or _global_hooks.ANY):
             return self.forward(*args, **kwargs)  # (most calls: no hook to run)
+        return self._call_with_hooks(args, kwargs)
+
+    def _call_with_hooks(self, args: tuple, kwargs: dict):
+        """``forward`` with the hooks around it, in PyTorch's order: global hooks
+        (nn/_global_hooks.py) before the module's own of each kind."""
+        g = _global_hooks
+        pre_kwargs = self._forward_pre_hooks_with_kwargs
+        fwd_kwargs = self._forward_hooks_with_kwargs
+        fwd_hooks = (*g.FORWARD.items(), *self._forward_hooks.items())
         called = set()  # the forward hooks run, so always_call ones run once on an exception
         result = None
         try:
-            for hid, hook in tuple(self._forward_pre_hooks.items()):
-                if hid in self._forward_pre_hooks_with_kwargs:
+            for hid, hook in (*g.FORWARD_PRE.items(), *self._forward_pre_hooks.items()):
+                if hid in pre_kwargs:
                     res = hook(self, args, kwargs)
                     if res is not None:
                         if not (isinstance(res, tuple) and len(res) == 2):
@@ -129,16 +143,19 @@ class Module:
                     res = hook(self, args)
                     if res is not None:
                         args = res if isinstance(res, tuple) else (res,)
+            bw_hooks = [*g.BACKWARD.values(), *self._backward_hooks.values()]
+            bw_pre_hooks = [*g.BACKWARD_PRE.values(), *self._backward_pre_hooks.values()]
             bw_hook = None
-            if self._backward_hooks or self._backward_pre_hooks:
+            if bw_hooks or bw_pre_hooks:
                 from ._hooks import BackwardHook
-                bw_hook = BackwardHook(self, list(self._backward_hooks.values()),
-                                       list(self._backward_pre_hooks.values()))
+                if self.__dict__.get("_is_full_backward_hook") is False:
+                    warnings.warn(_LEGACY_BACKWARD_HOOK, FutureWarning, stacklevel=3)
+                bw_hook = BackwardHook(self, bw_hooks, bw_pre_hooks)
                 args = bw_hook.setup_input_hook(args)
             result = self.forward(*args, **kwargs)
-            for hid, hook in tuple(self._forward_hooks.items()):
+            for hid, hook in fwd_hooks:
                 called.add(hid)
-                if hid in self._forward_hooks_with_kwargs:
+                if hid in fwd_kwargs or hid in g.FORWARD_WITH_KWARGS:
                     res = hook(self, args, kwargs, result)
                 else:
                     res = hook(self, args, result)
@@ -148,10 +165,11 @@ class Module:
                 result = bw_hook.setup_output_hook(result)
             return result
         except Exception:
-            for hid, hook in tuple(self._forward_hooks.items()):
-                if hid in self._forward_hooks_always_called and hid not in called:
+            always = self._forward_hooks_always_called
+            for hid, hook in fwd_hooks:
+                if (hid in always or hid in g.FORWARD_ALWAYS_CALLED) and hid not in called:
                     try:
-                        if hid in self._forward_hooks_with_kwargs:
+                        if hid in fwd_kwargs or hid in g.FORWARD_WITH_KWARGS:
                             hook(self, args, kwargs, result)
                         else:
                             hook(self, args, result)
@@ -227,7 +245,26 @@ class Module:
             >>> seen
             [tritongrad.Size([3, 1])]
         """
+        self._set_backward_hook_kind(True)
         return self._add_hook(self._backward_hooks, hook, prepend)
+
+    def register_backward_hook(self, hook) -> RemovableHandle:
+        """The legacy, deprecated backward hook: ``hook(module, grad_input, grad_output)``.
+
+        tritongrad runs it as a full backward hook (``register_full_backward_hook``), so it
+        gets the documented ``grad_input`` (one entry per positional argument) rather than
+        the gradients of the forward's last autograd node that PyTorch's legacy hook sees;
+        each call of the module warns (FutureWarning) as PyTorch does when those differ.
+        As in PyTorch, a module cannot have both kinds (RuntimeError)."""
+        self._set_backward_hook_kind(False)
+        return self._add_hook(self._backward_hooks, hook, False)
+
+    def _set_backward_hook_kind(self, full: bool) -> None:
+        kind = self.__dict__.get("_is_full_backward_hook")
+        if kind is not None and kind != full and self._backward_hooks:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
+                               "on a single Module. Please use only one of them.")
+        self.__dict__["_is_full_backward_hook"] = full
 
     def register_full_backward_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """Registers a backward pre-hook, called when the gradients with respect to the
@@ -301,6 +338,47 @@ class Module:
         if name not in mod._parameters:
             raise AttributeError(f"{type(mod).__name__} has no parameter `{name}`")
         return mod._parameters[name]
+
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
+        """Sets the submodule at the dotted path ``target`` (``"net.0"``) to ``module``.
+
+        The parent path must exist (``get_submodule``'s errors otherwise); an existing
+        attribute of that name must be a module (AttributeError). With ``strict``, the
+        name must already exist on the parent (AttributeError), else it is added.
+
+        Example:
+            >>> m = tg.nn.Sequential(tg.nn.Linear(2, 2), tg.nn.ReLU())
+            >>> m.set_submodule("1", tg.nn.Tanh()); type(m[1]).__name__
+            'Tanh'
+        """
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(f"{parent._get_name()} has no attribute `{name}`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        setattr(parent, name, module)
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at the dotted path ``target`` (``"bn.running_mean"``); AttributeError
+        when the path or the name does not exist, or names something that is not a buffer.
+
+        Example:
+            >>> tg.nn.BatchNorm1d(3).get_buffer("running_var").tolist()
+            [1.0, 1.0, 1.0]
+        """
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
+        buffer = getattr(mod, name)
+        if name not in mod._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return buffer
 
     def __setattr__(self, name: str, value) -> None:
         d = self.__dict__
@@ -516,6 +594,13 @@ class Module:
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
                             f"got desired dtype={dtype}")
+        if dtype is not None and dtype.is_complex:
+            warnings.warn("Complex modules are a new feature under active development whose "
+                          "design may change, and some modules might not work as expected "
+                          "when using complex tensors as parameters or buffers. Please file an "
+                          "issue at https://github.com/pytorch/pytorch/issues/new?"
+                          "template=bug-report.yml if a complex module does not work as "
+                          "expected.", stacklevel=2)
 
         def convert(t):
             fmt = memory_format if memory_format is not None and t.dim() in (4, 5) else None
@@ -533,6 +618,27 @@ class Module:
     def cpu(self) -> Module:
         """Moves every parameter and buffer to the CPU."""
         return self._apply(lambda t: t.cpu())
+
+    def type(self, dst_type) -> Module:
+        """Casts every parameter and buffer (integer ones too, as PyTorch's) to
+        ``dst_type``, a dtype or a type string such as ``"torch.DoubleTensor"``; returns
+        self."""
+        return self._apply(lambda t: t.type(dst_type))
+
+    def share_memory(self) -> Module:
+        """PyTorch moves the tensors to shared memory for ``torch.multiprocessing``;
+        tritongrad has no shared-memory tensors (DataLoader workers exchange batches by
+        pickling), so this is a no-op that returns self, kept so code calling it runs."""
+        return self
+
+    def compile(self, *args, **kwargs) -> None:
+        """Compiles this module in place, as PyTorch's ``Module.compile``: the arguments are
+        those of ``tritongrad.compile`` (and checked by it: a bad ``mode`` raises, a backend
+        other than "eager" warns once). tritongrad compiles by running eagerly, so calls keep
+        going through ``__call__`` unchanged; the compiled callable is kept as
+        ``_compiled_call_impl``, as in PyTorch."""
+        from ..compiler import compile as _compile
+        self._compiled_call_impl = _compile(self.__call__, *args, **kwargs)
 
     def _cast(self, dtype) -> Module:
         return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)

@@ -33,12 +33,12 @@ def _reset_affine(module: Module) -> None:
             init.zeros_(module.bias)
 
 
-class _BatchNorm(Module):
-    """Shared by BatchNorm1d, BatchNorm2d and BatchNorm3d, which differ only in the input ranks they
-    accept (``_ranks``); the instance norms reuse its state (parameters, running
-    statistics, reset)."""
+class _NormBase(Module):
+    """The state shared by the batch and instance norms, as PyTorch's ``_NormBase``:
+    parameters, running statistics, their reset, loading and repr. The forwards live in
+    ``_BatchNorm`` and ``_InstanceNorm``, which both derive from it (an instance norm is not
+    a ``_BatchNorm``, in PyTorch as here)."""
 
-    _ranks: tuple = ()
     _version = 2  # version 2 added num_batches_tracked (PyTorch 0.4.1)
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
@@ -87,6 +87,18 @@ class _BatchNorm(Module):
         self.reset_running_stats()
         _reset_affine(self)
 
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    """Shared by BatchNorm1d, BatchNorm2d, BatchNorm3d and SyncBatchNorm, which differ only in
+    the input ranks they accept (``_ranks``)."""
+
+    _ranks: tuple = ()
+
     def _check_input_dim(self, input: Tensor) -> None:
         if input.ndim not in self._ranks:
             want = " or ".join(f"{r}D" for r in self._ranks)
@@ -109,11 +121,6 @@ class _BatchNorm(Module):
         return F.batch_norm(input, self.running_mean if track else None,
                             self.running_var if track else None, self.weight, self.bias,
                             use_batch, factor, self.eps)
-
-    def extra_repr(self) -> str:
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, bias={self.bias is not None}, "
-                f"track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):
@@ -197,7 +204,7 @@ class SyncBatchNorm(_BatchNorm):
             'SyncBatchNorm'
         """
         out = module
-        if isinstance(module, _BatchNorm) and not isinstance(module, _InstanceNorm):
+        if isinstance(module, _BatchNorm):
             out = cls(module.num_features, module.eps, module.momentum, module.affine,
                       module.track_running_stats, process_group)
             if module.affine:
@@ -213,7 +220,7 @@ class SyncBatchNorm(_BatchNorm):
         return out
 
 
-class _InstanceNorm(_BatchNorm):
+class _InstanceNorm(_NormBase):
     """Shared by InstanceNorm1d/2d/3d: ``_ranks`` are the (unbatched, batched) input ranks.
     Unlike batch norm, affine parameters and running statistics are off by default."""
 

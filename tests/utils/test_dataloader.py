@@ -64,7 +64,7 @@ def test_tensor_dataset_indexes_along_the_first_dimension():
     assert len(ds) == 4
     xi, yi = ds[2]
     assert xi.tolist() == [6.0, 7.0, 8.0] and yi.item() == 12
-    with pytest.raises(ValueError, match="Size mismatch between tensors"):
+    with pytest.raises(AssertionError, match="Size mismatch between tensors"):
         TensorDataset(x, tg.zeros(3))
 
 

@@ -11,6 +11,7 @@ Example:
 
 from importlib.util import find_spec as _find_spec
 
+from . import _utils  # torch.utils.data._utils.collate import path
 from ._collate import default_collate, default_convert
 from .dataloader import DataLoader, get_worker_info
 from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset,

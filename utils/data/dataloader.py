@@ -182,6 +182,19 @@ class DataLoader(Generic[T_co]):
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
         self.check_worker_number_rationality()
+        self._initialized = True
+
+    _initialized = False
+    _FROZEN = frozenset(("batch_size", "batch_sampler", "sampler", "drop_last", "dataset",
+                         "persistent_workers"))
+
+    def __setattr__(self, attr: str, val) -> None:
+        # as PyTorch's: these define the iteration already set up (the batch sampler was
+        # built from batch_size, sampler and drop_last), so changing them later is refused
+        if self._initialized and attr in self._FROZEN:
+            raise ValueError(f"{attr} attribute should not be set after "
+                             f"{type(self).__name__} is initialized")
+        super().__setattr__(attr, val)
 
     @property
     def _auto_collation(self) -> bool:

@@ -89,9 +89,9 @@ class TensorDataset(Dataset[tuple]):
             raise ValueError("TensorDataset: needs at least one tensor")
         n = _first_dim(tensors[0])
         for i, t in enumerate(tensors):
-            if _first_dim(t) != n:
-                raise ValueError(f"Size mismatch between tensors: tensor 0 has {n} rows, "
-                                 f"tensor {i} has {_first_dim(t)}")
+            if _first_dim(t) != n:  # PyTorch's type (an assert), kept so except clauses match
+                raise AssertionError(f"Size mismatch between tensors: tensor 0 has {n} rows, "
+                                     f"tensor {i} has {_first_dim(t)}")
         self.tensors = tuple(tensors)
 
     def __getitem__(self, index):

@@ -1,0 +1,12 @@
+"""``torch.nn.modules.module``'s import path: Module and the global module hooks.
+
+A re-export: the classes are defined elsewhere in nn/ (this keeps PyTorch import paths
+working).
+"""
+
+from ..module import Module
+from .._global_hooks import (register_module_forward_hook, register_module_forward_pre_hook,
+    register_module_full_backward_hook, register_module_full_backward_pre_hook)
+
+__all__ = ["Module", "register_module_forward_hook", "register_module_forward_pre_hook",
+           "register_module_full_backward_hook", "register_module_full_backward_pre_hook"]
