@@ -1,8 +1,11 @@
 """Parameter initialisation, as ``torch.nn.init``: in place, under no_grad, returning the tensor.
 
 Random values come from tritongrad's global generator (``tg.manual_seed`` makes them
-reproducible) or from ``generator=``, a CPU ``tg.Generator`` (the draws are made on the host),
-in float64, and are cast once into the tensor's dtype and device.
+reproducible) or from ``generator=``, a CPU ``tg.Generator``. A real floating CPU tensor is
+filled by its own ``uniform_``/``normal_``, in its dtype, as PyTorch's init functions fill it:
+for a seed, the same numbers as PyTorch (Note [PyTorch's CPU streams] in
+kernels/numpy/random.py), so ``nn.Linear``, ``nn.Conv2d``, ... start from PyTorch's weights.
+Other tensors get float64 host draws cast once into their dtype and device.
 """
 
 from __future__ import annotations
@@ -36,13 +39,26 @@ def _f64(fn, shape, generator=None) -> Tensor:
     return fn(tuple(shape), dtype=creation.as_dtype("float64"), generator=generator)
 
 
+def _in_place(tensor: Tensor) -> bool:
+    """Whether ``tensor`` is filled by its own ``uniform_``/``normal_`` (PyTorch's draws)."""
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"expected a Tensor, got {type(tensor).__name__}")
+    return tensor.device.type == "cpu" and tensor.dtype.is_floating_point
+
+
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
     """Fills ``tensor`` with values drawn from U(a, b)."""
+    if _in_place(tensor):
+        with no_grad():
+            return tensor.uniform_(a, b, generator=generator)
     return _fill_from(tensor, _f64(creation.rand, tensor.shape, generator) * (b - a) + a)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
     """Fills ``tensor`` with values drawn from N(mean, std^2)."""
+    if _in_place(tensor):
+        with no_grad():
+            return tensor.normal_(mean, std, generator=generator)
     return _fill_from(tensor, _f64(creation.randn, tensor.shape, generator) * std + mean)
 
 

@@ -169,3 +169,31 @@ def run_threads(fn, n: int) -> None:
         t.join(timeout=300)
     assert not any(t.is_alive() for t in threads), "a thread hung"
     assert not errors, errors[0]
+
+
+class TorchMT:
+    """A reference of PyTorch's CPU stream written apart from kernels/numpy/random.py, for the
+    tests: the reference mt19937 seeding (init_genrand) of NumPy's MT19937, its raw 32-bit
+    outputs, and the 24- and 53-bit uniforms ATen makes of them."""
+
+    def __init__(self, seed: int):
+        key, x = [seed & 0xFFFFFFFF], seed & 0xFFFFFFFF
+        for i in range(1, 624):
+            x = (1812433253 * (x ^ (x >> 30)) + i) & 0xFFFFFFFF
+            key.append(x)
+        self.bits = np.random.MT19937(0)
+        self.bits.state = {"bit_generator": "MT19937",
+                           "state": {"key": np.array(key, np.uint32), "pos": 624}}
+
+    def raw32(self, n: int) -> list:
+        return [int(v) for v in self.bits.random_raw(n)]
+
+    def raw64(self, n: int) -> list:
+        r = self.raw32(2 * n)
+        return [(r[2 * i] << 32) | r[2 * i + 1] for i in range(n)]
+
+    def u24(self, n: int) -> np.ndarray:
+        return np.array([(v & 0xFFFFFF) * 2.0 ** -24 for v in self.raw32(n)], np.float32)
+
+    def u53(self, n: int) -> np.ndarray:
+        return np.array([(v & (2 ** 53 - 1)) * 2.0 ** -53 for v in self.raw64(n)])

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..registry import OpInfo
 from ...kernels import backend, host_array, host_values
+from ...kernels.numpy.random import CPUStream
 from ...runtime import dtype as dtypes
 from ...runtime.device import device as Device
 from ..checks import check_memory_format, tensor_arg, unsupported
@@ -588,7 +589,7 @@ def full_like(input: Tensor, fill_value, dtype=None, device=None,
 
 # The global stream, seeded from the OS's entropy at start; its seed is kept for initial_seed().
 _initial_seed = int(np.random.SeedSequence().entropy % (1 << 63))
-_rng = np.random.default_rng(_initial_seed)
+_rng = CPUStream(_initial_seed)  # PyTorch's CPU stream (kernels/numpy/random.py)
 
 
 def manual_seed(seed: int):

@@ -1,8 +1,12 @@
 """Random sampling: ``Generator``, ``multinomial``, ``bernoulli``/``bernoulli_``, ``randperm``,
 ``get_rng_state``/``set_rng_state``, and the streams the factories draw from.
 
-On the CPU every random number is drawn from a NumPy ``Generator`` (PCG64): the global one that
-``manual_seed`` seeds (its NumPy generator is ``creation._rng``) or a ``Generator``'s. On CUDA,
+On the CPU every random number is drawn from a ``CPUStream`` (kernels/numpy/random.py): PyTorch's
+CPU generator, mt19937 seeded as PyTorch seeds it, with its transforms, so that ``rand``,
+``randn``, ``randint``, ``randperm``, ``uniform_``, ``normal_``, ``random_``, ``bernoulli`` and
+dropout give PyTorch's numbers for a seed (Note [PyTorch's CPU streams]; ``multinomial``,
+``poisson`` and the other samplers draw from the same stream through NumPy's methods, not as
+PyTorch does). The global stream is the one ``manual_seed`` seeds (``creation._rng``). On CUDA,
 ``rand``, ``randn``, ``randint``, ``bernoulli`` and dropout draw on the device from a Philox
 generator that keeps a ``(seed, offset)`` pair on the host: each call consumes one offset and
 the kernel derives every number from (seed, offset, element index) (Note [philox positions] in
@@ -34,6 +38,8 @@ import threading
 import numpy as np
 
 from ...kernels import backend
+from ...kernels.numpy import random as cpu_random
+from ...kernels.numpy.random import CPUStream
 from ...runtime import dtype as dtypes
 from ...runtime.device import device as Device
 from ..checks import scalar_type_name
@@ -44,10 +50,16 @@ from . import creation
 from .creation import _finish, as_dtype, host_to, resolve_device
 
 _SEED_MASK = (1 << 64) - 1
-# Bytes of a state tensor: PCG64's 128-bit state and increment, its buffered 32-bit half-draw
-# (flag and value), and the generator's initial seed; little-endian.
-_STATE_FIELDS = (("state", 16), ("inc", 16), ("has_uint32", 8), ("uinteger", 8), ("seed", 8))
-_STATE_SIZE = sum(n for _, n in _STATE_FIELDS)
+# A CPU state tensor is PyTorch's (CPUGeneratorImplState, 5056 bytes, little-endian): the
+# initial seed (u64), the twister's ``left`` and ``seeded`` (i32 each), ``next`` (u64), its 624
+# words (u64 each), three doubles of which the second is the cached normal, the cache's valid
+# flag (i32, then 4 bytes of padding), a float cache (f32), its flag (bool), 3 bytes of padding.
+_STATE_SIZE = 5056
+_STATE_LAYOUT = np.dtype([("seed", "<u8"), ("left", "<i4"), ("seeded", "<i4"), ("next", "<u8"),
+                          ("words", "<u8", 624), ("normal_x", "<f8"), ("normal_y", "<f8"),
+                          ("normal_rho", "<f8"), ("normal_valid", "<i4"), ("_pad", "<i4"),
+                          ("float_normal", "<f4"), ("float_valid", "u1"), ("_pad2", "u1", 3)])
+assert _STATE_LAYOUT.itemsize == _STATE_SIZE
 _DEFAULT_SEED = 67280421310721  # PyTorch's initial seed of a new Generator
 _PHILOX_SIZE = 16  # a CUDA generator's state starts with its seed and offset, 8 bytes each
 _offset_lock = threading.Lock()
@@ -73,7 +85,7 @@ class Generator:
     def __init__(self, device="cpu") -> None:
         self._device = resolve_device(device)
         self._seed = _DEFAULT_SEED
-        self._np = np.random.default_rng(self._seed)
+        self._np = CPUStream(self._seed)
         self._offset = 0       # CUDA: the next Philox offset (one per draw)
         self._epoch = None     # CUDA: Note [graph-safe draws]
 
@@ -95,10 +107,10 @@ class Generator:
         return pos
 
     # The NumPy generator behind the stream (the global generator's lives in creation).
-    def _numpy(self) -> np.random.Generator:
+    def _numpy(self) -> CPUStream:
         return self._np
 
-    def _reset(self, rng: np.random.Generator, seed: int) -> None:
+    def _reset(self, rng: CPUStream, seed: int) -> None:
         self._np, self._seed, self._offset = rng, seed, 0
 
     @property
@@ -113,7 +125,7 @@ class Generator:
             seed = operator.index(seed) & _SEED_MASK
         except TypeError:
             raise TypeError(f"manual_seed expected an int, got {type(seed).__name__}") from None
-        self._reset(np.random.default_rng(seed), seed)
+        self._reset(CPUStream(seed), seed)
         return self
 
     def seed(self) -> int:
@@ -127,14 +139,18 @@ class Generator:
         return self._seed
 
     def get_state(self) -> Tensor:
-        """The generator's state as a CPU uint8 tensor (for ``set_state``): for a CUDA
-        generator, its seed and offset (8 bytes each, little-endian), then its NumPy stream's
-        state."""
-        st = self._numpy().bit_generator.state
-        values = {"state": st["state"]["state"], "inc": st["state"]["inc"],
-                  "has_uint32": st["has_uint32"], "uinteger": st["uinteger"],
-                  "seed": self.initial_seed()}
-        raw = b"".join(int(values[f]).to_bytes(n, "little") for f, n in _STATE_FIELDS)
+        """The generator's state as a CPU uint8 tensor (for ``set_state``): PyTorch's layout of
+        a CPU generator's 5056 bytes; for a CUDA generator, its seed and offset (8 bytes each,
+        little-endian) first, then its host stream's."""
+        stream = self._numpy()
+        st = stream.bit_generator.state["state"]
+        rec = np.zeros((), _STATE_LAYOUT)
+        pos = int(st["pos"])
+        rec["seed"], rec["left"], rec["seeded"] = self.initial_seed(), 625 - pos, 1
+        rec["next"], rec["words"] = pos % 624, st["key"]
+        if stream.next_normal is not None:
+            rec["normal_y"], rec["normal_valid"] = stream.next_normal, 1
+        raw = rec.tobytes()
         if self._device.type == "cuda":
             raw = self._seed.to_bytes(8, "little") + self._offset.to_bytes(8, "little") + raw
         return creation.tensor(np.frombuffer(raw, np.uint8).copy(), dtype=dtypes.uint8)
@@ -156,15 +172,15 @@ class Generator:
         if self._device.type == "cuda":
             philox = (int.from_bytes(raw[:8], "little"), int.from_bytes(raw[8:16], "little"))
             raw = raw[_PHILOX_SIZE:]
-        values, at = {}, 0
-        for field, n in _STATE_FIELDS:
-            values[field] = int.from_bytes(raw[at:at + n], "little")
-            at += n
-        bit_gen = np.random.PCG64()
-        bit_gen.state = {"bit_generator": "PCG64",
-                         "state": {"state": values["state"], "inc": values["inc"]},
-                         "has_uint32": values["has_uint32"], "uinteger": values["uinteger"]}
-        self._reset(np.random.Generator(bit_gen), values["seed"])
+        rec = np.frombuffer(raw, _STATE_LAYOUT)[0]
+        left = int(rec["left"])
+        if not 1 <= left <= 625:
+            raise RuntimeError(f"set_state: invalid mt19937 state (left = {left})")
+        # (PyTorch keeps 32-bit words in 64-bit slots; ``left`` counts the draws to the next
+        # twist, NumPy's ``pos`` the words used)
+        stream = CPUStream.from_state(rec["words"].astype(np.uint32), 625 - left,
+                                      float(rec["normal_y"]) if rec["normal_valid"] else None)
+        self._reset(stream, int(rec["seed"]))
         if philox is not None:
             self._seed, self._offset = philox
         return self
@@ -180,10 +196,10 @@ class _GlobalGenerator(Generator):
     def __init__(self) -> None:
         self._device = resolve_device("cpu")
 
-    def _numpy(self) -> np.random.Generator:
+    def _numpy(self) -> CPUStream:
         return creation._rng
 
-    def _reset(self, rng: np.random.Generator, seed: int) -> None:
+    def _reset(self, rng: CPUStream, seed: int) -> None:
         creation._rng, creation._initial_seed = rng, seed
 
     def initial_seed(self) -> int:
@@ -229,7 +245,7 @@ def stream(generator, device: Device, op: str):
     return generator._philox(op)
 
 
-def numpy_rng(generator, device: Device, op: str) -> np.random.Generator:
+def numpy_rng(generator, device: Device, op: str) -> CPUStream:
     """The NumPy generator ``op`` draws from for ``generator=`` (None: the global one), after
     PyTorch's checks: a Generator, of the device type of the tensor it fills."""
     if generator is None:
@@ -297,7 +313,7 @@ def randperm(n: int, *, generator=None, dtype=None, device=None,
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     dev = resolve_device(device)
     dt = as_dtype(dtype) or dtypes.int64
-    perm = numpy_rng(generator, dev, "randperm").permutation(n)
+    perm = cpu_random.randperm(n, numpy_rng(generator, dev, "randperm"))
     return _finish(host_to(perm, dt, dev), requires_grad)
 
 
@@ -349,10 +365,20 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
 
 # -- bernoulli -------------------------------------------------------------------------------
 
-def _uniform_like(x: Tensor, generator, op: str) -> Tensor:
-    """Uniform [0, 1) float64 numbers of x's shape on x's device (drawn there)."""
+def _uniform_like(x: Tensor, generator, op: str, dtype=dtypes.float64) -> Tensor:
+    """Uniform [0, 1) numbers of x's shape on x's device (drawn there), in ``dtype``."""
     gen = stream(generator, x.device, op)
-    return make(x._k.rand(tuple(x.shape), dtypes.float64, x.device, gen))
+    return make(x._k.rand(tuple(x.shape), dtype, x.device, gen))
+
+
+def _bernoulli_draws(x: Tensor, prob, generator, op: str) -> Tensor:
+    """``uniform < prob`` of x's shape: PyTorch's draws, float64 for a number ``prob``, in the
+    probabilities' dtype for a tensor of them (float32 for the half types)."""
+    dt = dtypes.float64
+    if isinstance(prob, Tensor) and prob.dtype is not dtypes.float64:
+        dt = dtypes.float32
+        prob = prob.to(dt)
+    return _uniform_like(x, generator, op, dt) < prob
 
 
 def _check_p_tensor(p: Tensor) -> None:
@@ -381,7 +407,7 @@ def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
         prob = input.detach()
     else:
         prob = _check_p_number(p, "bernoulli_")
-    return (_uniform_like(input, generator, "bernoulli") < prob).to(input.dtype)
+    return _bernoulli_draws(input, prob, generator, "bernoulli").to(input.dtype)
 
 
 def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
@@ -392,7 +418,7 @@ def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
         prob = p.detach().to(self.device)
     else:
         prob = _check_p_number(p, "bernoulli_")
-    draw = _uniform_like(self, generator, "bernoulli_") < prob
+    draw = _bernoulli_draws(self, prob, generator, "bernoulli_")
     return self.copy_(draw.to(self.dtype))
 
 
@@ -400,6 +426,12 @@ def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
 # Each draws float64 uniforms or normals of self's shape on self's device (from the generator
 # or the default one), maps them to the distribution, and writes them into self (copy_, so
 # dtype casts and the in-place checks are copy_'s); not differentiable.
+
+def _exact_cpu(x: Tensor) -> bool:
+    """Whether a fill of ``x`` draws PyTorch's CPU numbers in x's own dtype (a real floating
+    CPU tensor); others draw float64 and cast."""
+    return x.device.type == "cpu" and x.dtype.is_floating_point
+
 
 def _normal_like(x: Tensor, generator, op: str) -> Tensor:
     gen = stream(generator, x.device, op)
@@ -421,6 +453,10 @@ def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None,
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} "
                            f"> to={b}")
+    if _exact_cpu(self):  # PyTorch's numbers (Note [PyTorch's CPU streams])
+        gen = stream(generator, self.device, "uniform_")
+        return _fill(self, make(cpu_random.rand(tuple(self.shape), self.dtype, self.device,
+                                                gen, float(a), float(b))))
     return _fill(self, _uniform_like(self, generator, "uniform_") * (b - a) + a)
 
 
@@ -428,6 +464,10 @@ def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None
     """Fills self with numbers drawn from N(mean, std^2)."""
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    if _exact_cpu(self):
+        gen = stream(generator, self.device, "normal_")
+        return _fill(self, make(cpu_random.randn(tuple(self.shape), self.dtype, self.device,
+                                                 gen, float(mean), float(std))))
     return _fill(self, _normal_like(self, generator, "normal_") * std + mean)
 
 
@@ -473,6 +513,7 @@ def random_(self: Tensor, a: int = 0, b: int | None = None, *, generator=None) -
                                   f"'{scalar_type_name(self.dtype)}'")
     if b is None and a != 0:
         a, b = 0, a
+    full = b is None  # (the dtype's whole range: the draw's width goes by the dtype's size)
     if b is None:
         dt = self.dtype
         if dt.is_floating_point:
@@ -484,6 +525,11 @@ def random_(self: Tensor, a: int = 0, b: int | None = None, *, generator=None) -
     if a >= b:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={a} >= "
                            f"to={b}")
+    if self.device.type == "cpu":  # PyTorch's integers: low + draw mod range
+        gen = stream(generator, self.device, "random_")
+        wide = self.dtype.itemsize == 8 if full else None
+        return _fill(self, make(cpu_random.randint(a, b, tuple(self.shape), self.dtype,
+                                                   self.device, gen, wide)))
     u = _uniform_like(self, generator, "random_")
     return _fill(self, (u * (b - a)).floor().clamp(max=b - a - 1) + a)
 

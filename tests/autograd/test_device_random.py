@@ -2,7 +2,8 @@
 [graph-safe draws]): no host copy per draw, reproducible under ``tg.manual_seed`` and a
 ``Generator(device="cuda")``, independent across calls, the right distributions through the
 factories, bernoulli and dropout, fresh numbers on each CUDA-graph replay; the CPU numbers
-are exactly NumPy's stream, as before."""
+are PyTorch's CPU stream (tests.helpers.TorchMT, a reference written apart from the kernels;
+tests/test_rng_torch_streams.py checks them against PyTorch's own values)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import tritongrad.nn.functional as F
 from tritongrad.runtime import memory
 
 import tritongrad as tg
-from tests.helpers import host
+from tests.helpers import TorchMT, host
 from tritongrad import nn
 
 
@@ -48,13 +49,22 @@ def test_cuda_draws_make_no_host_copies(no_host_copies):
     assert no_host_copies == {"to_device": 0, "to_host": 1}
 
 
-def test_cpu_draws_are_numpys_stream():
+def test_cpu_draws_are_pytorchs_stream():
     tg.manual_seed(5)
-    rng = np.random.default_rng(5)
-    np.testing.assert_array_equal(host(tg.rand(6)), rng.random(6).astype(np.float32))
-    np.testing.assert_array_equal(host(tg.randn(3, dtype=tg.float64)), rng.standard_normal(3))
-    np.testing.assert_array_equal(host(tg.randint(2, 9, (4,))), rng.integers(2, 9, (4,)))
-    keep = rng.random((5, 4)).astype(np.float32) >= 0.3
+    ref = TorchMT(5)
+    np.testing.assert_array_equal(host(tg.rand(6)), ref.u24(6))
+    # 3 normals (the scalar path): Box-Muller pairs (u1 angle, u2 radius), r cos first, r sin
+    # kept for the next one
+    u = ref.u53(4)
+    r = np.sqrt(-2.0 * np.log1p(-u[1::2]))
+    want = [r[0] * np.cos(2 * np.pi * u[0]), r[0] * np.sin(2 * np.pi * u[0]),
+            r[1] * np.cos(2 * np.pi * u[2])]
+    np.testing.assert_allclose(host(tg.randn(3, dtype=tg.float64)), want, rtol=1e-15)
+    tg.manual_seed(5)
+    ref = TorchMT(5)
+    np.testing.assert_array_equal(host(tg.randint(2, 9, (4,))),
+                                  [2 + v % 7 for v in ref.raw32(4)])
+    keep = ref.u53(20).reshape(5, 4) < 0.7  # bernoulli_(1 - p)
     np.testing.assert_array_equal(host(F.dropout(tg.ones(5, 4), 0.3)), keep / np.float32(0.7))
 
 

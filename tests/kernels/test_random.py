@@ -14,6 +14,8 @@ from tritongrad.runtime import dtype as D
 from tritongrad.runtime import memory
 from tritongrad.runtime.device import device
 
+from tests.helpers import TorchMT
+
 CUDA = device("cuda", 0)
 N = 4096
 FLOATS = [D.float32, D.float16, D.bfloat16, D.float64]
@@ -129,15 +131,15 @@ def test_empty_draws():
 
 
 @pytest.mark.parametrize("dt", FLOATS, ids=str)
-def test_cpu_backend_is_numpys_stream(dt):
-    got = nk.rand((5,), dt, None, np.random.default_rng(3))
-    want = np.random.default_rng(3).random(5)
+def test_cpu_backend_is_pytorchs_stream(dt):
+    from tritongrad.kernels.numpy.random import CPUStream
+    got = nk.rand((5,), dt, None, CPUStream(3))
+    ref = TorchMT(3)
+    want = ref.u53(5) if dt is D.float64 else ref.u24(5)
     np.testing.assert_array_equal(np.asarray(got, dtype=np.float64),
                                   np.asarray(nk.astype(want, dt), dtype=np.float64)
                                   if dt is D.bfloat16 else want.astype(dt.np))
-    np.testing.assert_array_equal(nk.randint(0, 9, (7,), D.int64, None,
-                                             np.random.default_rng(2)),
-                                  np.random.default_rng(2).integers(0, 9, (7,)))
-    mask = nk.dropout_mask((50,), 0.4, D.float32, None, np.random.default_rng(1))
-    np.testing.assert_array_equal(
-        mask, np.random.default_rng(1).random(50).astype(np.float32) >= 0.4)
+    np.testing.assert_array_equal(nk.randint(0, 9, (7,), D.int64, None, CPUStream(2)),
+                                  [v % 9 for v in TorchMT(2).raw32(7)])
+    mask = nk.dropout_mask((50,), 0.4, D.float32, None, CPUStream(1))
+    np.testing.assert_array_equal(mask, TorchMT(1).u53(50) < 0.6)

@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Generic, TypeVar
 
-from ._random import numpy_generator
+from ._random import permutation
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
            "ChainDataset", "Subset", "random_split"]
@@ -290,7 +290,7 @@ def random_split(dataset: Dataset[T_co], lengths: Sequence[int | float],
                          f"summing to 1, got {lengths}")
     if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    order = numpy_generator(generator, "random_split").permutation(n).tolist()
+    order = permutation(n, generator, "random_split")
     out, offset = [], 0
     for length in lengths:
         out.append(Subset(dataset, order[offset:offset + length]))

@@ -6,8 +6,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sized
 
-import numpy as np
-
 from .sampler import Sampler
 
 __all__ = ["DistributedSampler"]
@@ -24,9 +22,8 @@ class DistributedSampler(Sampler[int]):
     The indices are assigned exactly as PyTorch assigns them: the (shuffled) index list is
     padded by repeating its first indices up to a multiple of ``num_replicas`` (or cut down to
     one with ``drop_last``), and process ``rank`` takes every ``num_replicas``-th index starting
-    at ``rank``. With ``shuffle=True`` the order is a permutation drawn from NumPy's
-    ``default_rng(seed + epoch)``: deterministic and the same on every process, but not the
-    permutation ``torch.randperm`` draws for that seed (the sampler does not call ``randperm``).
+    at ``rank``. With ``shuffle=True`` the order is ``randperm(n)`` from a generator seeded
+    with ``seed + epoch``: the same on every process, and PyTorch's permutation.
 
     Args:
         dataset: dataset used for sampling (anything with ``len``).
@@ -86,7 +83,9 @@ class DistributedSampler(Sampler[int]):
         n = len(self.dataset)
         if self.shuffle:
             # the same on every replica: seeded by seed + epoch only
-            indices = np.random.default_rng(self.seed + self.epoch).permutation(n).tolist()
+            from ...autograd.ops.random import Generator, randperm
+            g = Generator().manual_seed(self.seed + self.epoch)
+            indices = randperm(n, generator=g).tolist()
         else:
             indices = list(range(n))
         if not self.drop_last:

@@ -1,8 +1,9 @@
 """Samplers: the order in which a ``DataLoader`` visits a dataset's indices.
 
 A sampler is an iterable of indices (or, for ``BatchSampler``, of lists of indices) with an
-optional ``__len__``, as ``torch.utils.data.Sampler``. Random samplers shuffle with a NumPy
-generator chosen by ``_random.numpy_generator`` from their ``generator=`` argument.
+optional ``__len__``, as ``torch.utils.data.Sampler``. Random samplers draw as PyTorch's do
+from their ``generator=`` argument (utils/data/_random.py: PyTorch's orders for a seed, or a
+NumPy generator's).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from ._random import numpy_generator
+from ._random import numpy_generator, permutation, torch_generator
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler"]
@@ -105,6 +106,10 @@ class RandomSampler(Sampler[int]):
 
     def __iter__(self) -> Iterator[int]:
         n = len(self.data_source)
+        g = torch_generator(self.generator, "RandomSampler", fresh=True)
+        if g is not None:  # PyTorch's draws: randint in chunks of 32, or whole permutations
+            yield from self._torch_order(n, g)
+            return
         rng = numpy_generator(self.generator, "RandomSampler")
         if self.replacement:
             yield from rng.integers(0, n, size=self.num_samples).tolist()
@@ -113,6 +118,18 @@ class RandomSampler(Sampler[int]):
         for _ in range(self.num_samples // n):
             yield from rng.permutation(n).tolist()
         yield from rng.permutation(n)[: self.num_samples % n].tolist()
+
+    def _torch_order(self, n: int, g) -> Iterator[int]:
+        from ...autograd.ops.creation import randint
+        from ...autograd.ops.random import randperm
+        if self.replacement:
+            for _ in range(self.num_samples // 32):
+                yield from randint(0, n, (32,), generator=g).tolist()
+            yield from randint(0, n, (self.num_samples % 32,), generator=g).tolist()
+            return
+        for _ in range(self.num_samples // n):
+            yield from randperm(n, generator=g).tolist()
+        yield from randperm(n, generator=g).tolist()[: self.num_samples % n]
 
     def __len__(self) -> int:
         return self.num_samples
@@ -131,8 +148,7 @@ class SubsetRandomSampler(Sampler[int]):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        rng = numpy_generator(self.generator, "SubsetRandomSampler")
-        for i in rng.permutation(len(self.indices)).tolist():
+        for i in permutation(len(self.indices), self.generator, "SubsetRandomSampler"):
             yield self.indices[i]
 
     def __len__(self) -> int:

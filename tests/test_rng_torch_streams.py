@@ -1,0 +1,169 @@
+"""The CPU random streams are PyTorch's (Note [PyTorch's CPU streams] in
+kernels/numpy/random.py): for a seed, ``rand``, ``randn``, ``randint``, ``randperm``,
+``uniform_``, ``normal_``, ``random_``, ``bernoulli``, dropout, the default layer
+initialisations and the data utilities' shuffles give PyTorch's numbers bit for bit.
+
+The golden values below were printed by PyTorch 2.13 (CPU) for these seeds, so the streams are
+checked where torch is not installed (CI); where it is, the last tests compare many seeds,
+sizes and dtypes against torch itself."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+import tritongrad as tg
+
+
+def _seeded(seed, fn):
+    tg.manual_seed(seed)
+    return fn()
+
+
+GOLDEN = {  # name -> (seed, draw, PyTorch 2.13's values)
+    "rand": (0, lambda: tg.rand(4),
+             [0.49625658988952637, 0.7682217955589294, 0.08847743272781372,
+              0.13203048706054688]),
+    "rand_float64": (0, lambda: tg.rand(3, dtype=tg.float64),
+                     [0.9700530018065531, 0.707819864399788, 0.45938294312745087]),
+    # under 16 elements: Box-Muller in float64, one sample cached between calls
+    "randn_scalar_path": (0, lambda: tg.randn(5),
+                          [1.5409960746765137, -0.293428897857666, -2.1787893772125244,
+                           0.5684312582015991, -1.0845223665237427]),
+    # 16 or more: blocks of 16 (the float32 polynomials), the partial block redrawn
+    "randn_blocks_tail": (0, lambda: tg.randn(20)[-3:],
+                          [1.2590092420578003, 2.0049805641174316, 0.05373690277338028]),
+    "randn_float64": (5, lambda: tg.randn(18, dtype=tg.float64)[:2],
+                      [0.8235713931461853, -0.7421276044281208]),
+    "normal_": (5, lambda: tg.empty(18).normal_(0.0, 0.02)[:3],
+                [0.036846596747636795, 0.010377743281424046, -0.006728986743837595]),
+    "randint": (42, lambda: tg.cat([tg.randint(0, 10, (8,)), tg.randint(0, 2 ** 40, (2,))]),
+                [2, 7, 6, 4, 6, 5, 0, 4, 440001501305, 902372521174]),
+    "randperm": (42, lambda: tg.randperm(10), [2, 6, 1, 8, 4, 5, 0, 9, 3, 7]),
+    "linear_init": (1, lambda: tg.nn.Linear(3, 2).weight.detach().reshape(-1),
+                    [0.2974873483181, -0.2548298239707947, -0.11192598193883896,
+                     0.2709902822971344, -0.5435388088226318, 0.3462469279766083]),
+    "dropout": (3, lambda: tg.nn.functional.dropout(tg.ones(12), 0.5),
+                [2.0, 2.0, 0.0, 2.0, 0.0, 0.0, 2.0, 2.0, 2.0, 0.0, 2.0, 0.0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_streams_give_pytorchs_numbers(name):
+    seed, draw, want = GOLDEN[name]
+    got = _seeded(seed, draw)
+    np.testing.assert_array_equal(got.numpy().astype(np.float64 if got.dtype.is_floating_point
+                                                     else np.int64),
+                                  np.array(want, dtype=np.float64 if got.dtype.is_floating_point
+                                           else np.int64))
+
+
+def test_shuffling_loader_gives_pytorchs_order():
+    tg.manual_seed(9)
+    ds = tg.utils.data.TensorDataset(tg.arange(10))
+    order = [b[0].tolist() for b in tg.utils.data.DataLoader(ds, batch_size=4, shuffle=True)]
+    assert order == [[9, 5, 4, 7], [3, 1, 0, 8], [2, 6]]
+
+
+def test_state_is_pytorchs_layout_and_round_trips():
+    tg.manual_seed(11)
+    tg.randn(3)  # (leaves a cached normal in the state)
+    state = tg.get_rng_state()
+    assert state.dtype is tg.uint8 and tuple(state.shape) == (5056,)
+    raw = state.numpy().tobytes()
+    assert int.from_bytes(raw[:8], "little") == 11  # the initial seed comes first
+    a = tg.randn(7)
+    tg.set_rng_state(state)
+    np.testing.assert_array_equal(tg.randn(7).numpy(), a.numpy())
+    g = tg.Generator().manual_seed(4)
+    s = g.get_state()
+    x = tg.rand(5, generator=g)
+    np.testing.assert_array_equal(tg.rand(5, generator=g.set_state(s)).numpy(), x.numpy())
+
+
+def test_half_precision_uniform_never_reaches_the_upper_bound():
+    tg.manual_seed(0)
+    for dt in (tg.float16, tg.bfloat16):
+        x = tg.empty(20000, dtype=dt).uniform_(-0.3, 0.7).to(tg.float32).numpy()
+        top = tg.tensor([0.7], dtype=dt).to(tg.float32).item()
+        assert x.min() >= tg.tensor([-0.3], dtype=dt).to(tg.float32).item() and x.max() < top
+
+
+# -- against PyTorch itself, where it is installed (not in CI) --------------------------------
+
+def _pair(torch, seed, fn_t, fn_g):
+    torch.manual_seed(seed)
+    a = fn_t()
+    tg.manual_seed(seed)
+    b = fn_g()
+    a = (a.float() if a.dtype in (torch.float16, torch.bfloat16) else a).numpy()
+    b = (b.to(tg.float32) if b.dtype in (tg.float16, tg.bfloat16) else b).numpy()
+    return a, b
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2 ** 31 - 1, 2 ** 32 + 3])
+def test_against_torch(seed):
+    torch = pytest.importorskip("torch")
+    for n, dn in itertools.product([1, 3, 15, 16, 17, 33, 1000],
+                                   ["float32", "float64", "float16", "bfloat16"]):
+        dt, dg = getattr(torch, dn), getattr(tg, dn)
+        cases = [(lambda: torch.rand(n, dtype=dt), lambda: tg.rand(n, dtype=dg)),
+                 (lambda: torch.empty(n, dtype=dt).uniform_(-1 / math.sqrt(7), 2.5),
+                  lambda: tg.empty(n, dtype=dg).uniform_(-1 / math.sqrt(7), 2.5))]
+        if dn in ("float32", "float64"):
+            cases += [(lambda: torch.randn(n, dtype=dt), lambda: tg.randn(n, dtype=dg)),
+                      (lambda: torch.empty(n, dtype=dt).normal_(0.5, 0.02),
+                       lambda: tg.empty(n, dtype=dg).normal_(0.5, 0.02)),
+                      (lambda: torch.bernoulli(torch.full((n,), 0.3, dtype=dt)),
+                       lambda: tg.bernoulli(tg.full((n,), 0.3, dtype=dg))),
+                      (lambda: torch.nn.functional.dropout(torch.ones(n, dtype=dt), 0.4),
+                       lambda: tg.nn.functional.dropout(tg.ones(n, dtype=dg), 0.4))]
+        for fn_t, fn_g in cases:
+            a, b = _pair(torch, seed, fn_t, fn_g)
+            np.testing.assert_array_equal(a, b, err_msg=f"n={n} {dn}")
+    for lo, hi in ((0, 10), (-5, 3), (0, 2 ** 28), (0, 2 ** 40)):
+        a, b = _pair(torch, seed, lambda: torch.randint(lo, hi, (50,)),
+                     lambda: tg.randint(lo, hi, (50,)))
+        np.testing.assert_array_equal(a, b)
+    for dn in ("int64", "int32", "uint8", "bool", "float32", "float64"):
+        a, b = _pair(torch, seed, lambda: torch.empty(40, dtype=getattr(torch, dn)).random_(),
+                     lambda: tg.empty(40, dtype=getattr(tg, dn)).random_())
+        np.testing.assert_array_equal(a, b)
+    a, b = _pair(torch, seed, lambda: torch.randperm(100), lambda: tg.randperm(100))
+    np.testing.assert_array_equal(a, b)
+    def weights(T):  # the default initialisations of a few layers, in order
+        net = T.nn.Sequential(T.nn.Conv2d(3, 8, 3), T.nn.Linear(8, 4), T.nn.Embedding(9, 4),
+                              T.nn.LSTM(4, 5))
+        return T.cat([p.detach().reshape(-1) for p in net.parameters()])
+
+    a, b = _pair(torch, seed, lambda: weights(torch), lambda: weights(tg))
+    np.testing.assert_array_equal(a, b)
+
+
+def test_data_utilities_against_torch():
+    torch = pytest.importorskip("torch")
+
+    def run(T, seed):
+        T.manual_seed(seed)
+        ds = T.utils.data.TensorDataset(T.arange(23))
+        dl = T.utils.data.DataLoader(ds, batch_size=5, shuffle=True)
+        out = [[b[0].tolist() for b in dl] for _ in range(2)]
+        out.append([int(i) for i in T.utils.data.RandomSampler(ds, replacement=True,
+                                                                num_samples=40)])
+        out.append(list(T.utils.data.random_split(ds, [0.6, 0.4])[0].indices))
+        g = T.Generator().manual_seed(3)
+        out.append([b[0].tolist() for b in T.utils.data.DataLoader(ds, batch_size=4,
+                                                                   shuffle=True, generator=g)])
+        s = T.utils.data.distributed.DistributedSampler(ds, num_replicas=2, rank=1, seed=5)
+        s.set_epoch(3)
+        out.append(list(s))
+        out.append(T.rand(3).tolist())  # the global stream in step afterwards
+        return out
+
+    for seed in (0, 7):
+        assert run(torch, seed) == run(tg, seed)
+    torch.manual_seed(2)
+    torch.randn(3)
+    tg.set_rng_state(tg.tensor(torch.get_rng_state().numpy()))  # PyTorch's state bytes
+    np.testing.assert_array_equal(tg.randn(20).numpy(), torch.randn(20).numpy())
