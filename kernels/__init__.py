@@ -141,8 +141,8 @@ random        rand(shape, dtype, device, gen)          [uniform in [0, 1), float
               randint(low, high, shape, dtype, device, gen)   [uniform in [low, high)]
               dropout_mask(shape, p, dtype, device, gen) -> bool   [kept with probability 1-p]
                   gen is the stream: on the CPU a CPUStream (PyTorch's mt19937 stream and its
-                  transforms, kernels/numpy/random.py, whose rand/randn also take bounds,
-                  mean and std); on CUDA a Philox position (seed, offset, epoch):
+                  transforms, kernels/numpy/random.py, whose uniform/normal/integers also
+                  take bounds, mean and std); on CUDA a Philox position (seed, offset, epoch):
                   a pure function of it, nothing drawn on the host, epoch None for an eager
                   draw or an int64[1] device array a graph-captured draw reads and bumps
                   (Note [philox positions] in kernels/triton/random.py). The caller advances

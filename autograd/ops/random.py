@@ -455,8 +455,8 @@ def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None,
                            f"> to={b}")
     if _exact_cpu(self):  # PyTorch's numbers (Note [PyTorch's CPU streams])
         gen = stream(generator, self.device, "uniform_")
-        return _fill(self, make(cpu_random.rand(tuple(self.shape), self.dtype, self.device,
-                                                gen, float(a), float(b))))
+        return _fill(self, make(cpu_random.uniform(tuple(self.shape), self.dtype, gen,
+                                                   float(a), float(b))))
     return _fill(self, _uniform_like(self, generator, "uniform_") * (b - a) + a)
 
 
@@ -466,8 +466,8 @@ def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     if _exact_cpu(self):
         gen = stream(generator, self.device, "normal_")
-        return _fill(self, make(cpu_random.randn(tuple(self.shape), self.dtype, self.device,
-                                                 gen, float(mean), float(std))))
+        return _fill(self, make(cpu_random.normal(tuple(self.shape), self.dtype, gen,
+                                                  float(mean), float(std))))
     return _fill(self, _normal_like(self, generator, "normal_") * std + mean)
 
 
@@ -528,8 +528,8 @@ def random_(self: Tensor, a: int = 0, b: int | None = None, *, generator=None) -
     if self.device.type == "cpu":  # PyTorch's integers: low + draw mod range
         gen = stream(generator, self.device, "random_")
         wide = self.dtype.itemsize == 8 if full else None
-        return _fill(self, make(cpu_random.randint(a, b, tuple(self.shape), self.dtype,
-                                                   self.device, gen, wide)))
+        return _fill(self, make(cpu_random.integers(a, b, tuple(self.shape), self.dtype, gen,
+                                                    wide)))
     u = _uniform_like(self, generator, "random_")
     return _fill(self, (u * (b - a)).floor().clamp(max=b - a - 1) + a)
 

@@ -38,7 +38,8 @@ import numpy as np
 
 from .bf16 import BF16Array, rounded
 
-__all__ = ["CPUStream", "bernoulli", "dropout_mask", "rand", "randint", "randn", "randperm"]
+__all__ = ["CPUStream", "bernoulli", "dropout_mask", "integers", "normal", "rand", "randint",
+           "randn", "randperm", "uniform"]
 
 _F32, _F64 = np.float32, np.float64
 _U64 = np.uint64
@@ -99,8 +100,13 @@ def _uniform01(gen: CPUStream, n: int, double: bool) -> np.ndarray:
     return (gen.raw32(n) & _MASK24).astype(_F32) * _F32(2.0 ** -24)
 
 
-def rand(shape, dtype, device, gen: CPUStream, low: float = 0.0, high: float = 1.0):
-    """Uniform numbers in [low, high) (``rand``, ``uniform_``) in ``dtype``."""
+def rand(shape, dtype, device, gen: CPUStream):
+    """Uniform numbers in [0, 1) in ``dtype`` (the contract's ``rand``)."""
+    return uniform(shape, dtype, gen)
+
+
+def uniform(shape, dtype, gen: CPUStream, low: float = 0.0, high: float = 1.0):
+    """Uniform numbers in [low, high) in ``dtype`` (``rand``, ``uniform_``)."""
     shape = tuple(shape)
     double = dtype.name == "float64"
     u = _uniform01(gen, math.prod(shape), double)
@@ -224,8 +230,13 @@ def _scalar_normals(gen: CPUStream, n: int, mean: float, std: float) -> np.ndarr
     return out
 
 
-def randn(shape, dtype, device, gen: CPUStream, mean: float = 0.0, std: float = 1.0):
-    """Normal numbers N(mean, std^2) (``randn``, ``normal_``) in ``dtype``."""
+def randn(shape, dtype, device, gen: CPUStream):
+    """Standard normal numbers in ``dtype`` (the contract's ``randn``)."""
+    return normal(shape, dtype, gen)
+
+
+def normal(shape, dtype, gen: CPUStream, mean: float = 0.0, std: float = 1.0):
+    """Normal numbers N(mean, std^2) in ``dtype`` (``randn``, ``normal_``)."""
     shape = tuple(shape)
     n = math.prod(shape)
     if n < _BLOCK:
@@ -252,7 +263,12 @@ def _ints(gen: CPUStream, low: int, high: int, n: int, wide: bool | None) -> np.
     return (draws % _U64(span)).astype(np.int64) + np.int64(low)  # (wraps as ATen's does)
 
 
-def randint(low, high, shape, dtype, device, gen: CPUStream, wide: bool | None = None):
+def randint(low, high, shape, dtype, device, gen: CPUStream):
+    """Integers uniform in [low, high), stored as ``dtype`` (the contract's ``randint``)."""
+    return integers(low, high, shape, dtype, gen)
+
+
+def integers(low, high, shape, dtype, gen: CPUStream, wide: bool | None = None):
     """Integers uniform in [low, high), stored as ``dtype``; ``wide`` forces 64-bit (True) or
     32-bit (False) draws, as ATen's ``random_()`` without bounds picks them by the dtype's
     size, where bounded draws go by the range."""

@@ -161,10 +161,14 @@ def test_distributed_sampler_assignment(n, replicas, drop_last, expected):
 
 
 def test_distributed_sampler_shuffle_is_shared_and_changes_with_epoch():
-    import numpy as np
+    from tests.helpers import TorchMT
     samplers = [DistributedSampler(range(11), 2, r, seed=5) for r in range(2)]
     epoch0 = [list(s) for s in samplers]
-    perm = np.random.default_rng(5).permutation(11).tolist()  # the documented generator
+    # randperm(11) from a generator seeded with seed + epoch: PyTorch's Fisher-Yates pass
+    perm = list(range(11))
+    for i, draw in enumerate(TorchMT(5).raw32(10)):
+        j = i + draw % (11 - i)
+        perm[i], perm[j] = perm[j], perm[i]
     padded = perm + perm[:1]
     assert epoch0 == [padded[0::2], padded[1::2]]
     assert [list(s) for s in samplers] == epoch0  # same epoch, same order
