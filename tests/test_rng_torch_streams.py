@@ -21,6 +21,7 @@ def _seeded(seed, fn):
     return fn()
 
 
+_W = tg.tensor([[0.0, 0.1, 0.2, 0.3, 0.4], [0.5, 0.1, 0.1, 0.3, 0.0]])
 GOLDEN = {  # name -> (seed, draw, PyTorch 2.13's values)
     "rand": (0, lambda: tg.rand(4),
              [0.49625658988952637, 0.7682217955589294, 0.08847743272781372,
@@ -46,6 +47,13 @@ GOLDEN = {  # name -> (seed, draw, PyTorch 2.13's values)
                      0.2709902822971344, -0.5435388088226318, 0.3462469279766083]),
     "dropout": (3, lambda: tg.nn.functional.dropout(tg.ones(12), 0.5),
                 [2.0, 2.0, 0.0, 2.0, 0.0, 0.0, 2.0, 2.0, 2.0, 0.0, 2.0, 0.0]),
+    "exponential_": (2, lambda: tg.empty(3, dtype=tg.float64).exponential_(2.5),
+                     [0.9982770389232976, 0.04077553381083465, 0.49343092572058683]),
+    # one sample and no replacement: the exponential race; with replacement: the binary
+    # search in the cumulative sums (one call after the other, from one seed)
+    "multinomial": (4, lambda: tg.cat([tg.multinomial(_W, 1), tg.multinomial(_W, 3),
+                                       tg.multinomial(_W, 6, replacement=True)], 1).reshape(-1),
+                    [2, 3, 4, 2, 2, 3, 3, 2, 4, 3, 3, 0, 3, 1, 0, 0, 3, 0, 0, 0]),
 }
 
 
@@ -132,6 +140,17 @@ def test_against_torch(seed):
         np.testing.assert_array_equal(a, b)
     a, b = _pair(torch, seed, lambda: torch.randperm(100), lambda: tg.randperm(100))
     np.testing.assert_array_equal(a, b)
+    w = np.random.default_rng(seed % 2 ** 32).random((3, 40)) ** 3
+    for dn, (repl, n) in itertools.product(["float32", "float64"],
+                                           [(False, 1), (False, 5), (True, 1), (True, 9)]):
+        a, b = _pair(torch, seed,
+                     lambda: torch.multinomial(torch.tensor(w, dtype=getattr(torch, dn)), n, repl),
+                     lambda: tg.multinomial(tg.tensor(w, dtype=getattr(tg, dn)), n, repl))
+        np.testing.assert_array_equal(a, b)
+        a, b = _pair(torch, seed,
+                     lambda: torch.empty(50, dtype=getattr(torch, dn)).exponential_(3.0),
+                     lambda: tg.empty(50, dtype=getattr(tg, dn)).exponential_(3.0))
+        np.testing.assert_array_equal(a, b)
     def weights(T):  # the default initialisations of a few layers, in order
         net = T.nn.Sequential(T.nn.Conv2d(3, 8, 3), T.nn.Linear(8, 4), T.nn.Embedding(9, 4),
                               T.nn.LSTM(4, 5))

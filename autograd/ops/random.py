@@ -3,10 +3,10 @@
 
 On the CPU every random number is drawn from a ``CPUStream`` (kernels/numpy/random.py): PyTorch's
 CPU generator, mt19937 seeded as PyTorch seeds it, with its transforms, so that ``rand``,
-``randn``, ``randint``, ``randperm``, ``uniform_``, ``normal_``, ``random_``, ``bernoulli`` and
-dropout give PyTorch's numbers for a seed (Note [PyTorch's CPU streams]; ``multinomial``,
-``poisson`` and the other samplers draw from the same stream through NumPy's methods, not as
-PyTorch does). The global stream is the one ``manual_seed`` seeds (``creation._rng``). On CUDA,
+``randn``, ``randint``, ``randperm``, ``uniform_``, ``normal_``, ``random_``, ``bernoulli``,
+``exponential_``, ``multinomial`` and dropout give PyTorch's numbers for a seed (Note
+[PyTorch's CPU streams]; ``poisson`` and the other samplers draw from the same stream through
+NumPy's methods, not as PyTorch does). The global stream is the one ``manual_seed`` seeds (``creation._rng``). On CUDA,
 ``rand``, ``randn``, ``randint``, ``bernoulli`` and dropout draw on the device from a Philox
 generator that keeps a ``(seed, offset)`` pair on the host: each call consumes one offset and
 the kernel derives every number from (seed, offset, element index) (Note [philox positions] in
@@ -324,11 +324,13 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     """``num_samples`` indices drawn from the categories of each row of ``input`` (1-D or 2-D
     non-negative weights, not necessarily summing to 1), with or without ``replacement``.
 
-    Without replacement a row's indices are distinct, drawn by the exponential race (sort
-    ``E_i / w_i``, ``E_i`` standard exponential: Gumbel-top-k), which is sequential sampling
-    without replacement; categories of weight 0 come only after all the others. The weights are
-    read back to the host and sampled there. Returns int64 of shape ``(num_samples,)`` or
-    ``(rows, num_samples)`` on input's device.
+    Without replacement (or for one sample) a row's indices are distinct, drawn by the
+    exponential race (the largest ``w_i / E_i``, ``E_i`` standard exponential: Gumbel-top-k),
+    which is sequential sampling without replacement; categories of weight 0 come only after
+    all the others. With replacement each sample is a uniform located in the row's normalized
+    cumulative sum. The draws are PyTorch's CPU kernel's (kernels/numpy/random.py), so a seed
+    gives PyTorch's samples. The weights are read back to the host and sampled there. Returns
+    int64 of shape ``(num_samples,)`` or ``(rows, num_samples)`` on input's device.
     """
     if input.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
@@ -343,22 +345,14 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
                            "replacement")
     rng = numpy_rng(generator, input.device, "multinomial")
-    w = input.detach().to(dtypes.float64).cpu().numpy().reshape(-1, n_cat)
+    # (the weights in their float width: ATen samples in the input's dtype)
+    w_dt = dtypes.float64 if input.dtype is dtypes.float64 else dtypes.float32
+    w = input.detach().to(w_dt).cpu().numpy().reshape(-1, n_cat)
     if not np.isfinite(w).all() or (w < 0).any():
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    total = w.sum(axis=1, keepdims=True)
-    if (total <= 0).any():
+    if (w.sum(axis=1) <= 0).any():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    if replacement:
-        cdf = np.cumsum(w / total, axis=1)
-        u = rng.random((w.shape[0], num_samples))
-        out = np.stack([np.searchsorted(c, r, side="right") for c, r in zip(cdf, u)])
-        out = np.minimum(out, n_cat - 1)  # (u above a cdf rounded below 1)
-    else:
-        race = rng.standard_exponential(w.shape)
-        with np.errstate(divide="ignore"):
-            keys = np.where(w > 0, race / np.where(w > 0, w, 1), np.inf)
-        out = np.argsort(keys, axis=1, kind="stable")[:, :num_samples]
+    out = cpu_random.multinomial(w, num_samples, replacement, rng)
     out = out.reshape(num_samples) if input.ndim == 1 else out
     return host_to(np.ascontiguousarray(out, dtype=np.int64), dtypes.int64, input.device)
 
@@ -484,6 +478,10 @@ def exponential_(self: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
     -log(1 - U) / lambd."""
     if lambd <= 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+    if _exact_cpu(self):
+        gen = stream(generator, self.device, "exponential_")
+        return _fill(self, make(cpu_random.exponential(tuple(self.shape), self.dtype, gen,
+                                                       float(lambd))))
     u = _uniform_like(self, generator, "exponential_")
     return _fill(self, (1 - u).log().neg() / lambd)
 

@@ -1,12 +1,13 @@
-"""Random numbers of the kernel contract on the CPU: ``rand``, ``randn``, ``randint``,
-``dropout_mask``, ``bernoulli``, ``randperm``, drawn as PyTorch's CPU generator draws them, so
-that a seed gives PyTorch's numbers bit for bit.
+"""Random numbers on the CPU: the kernel contract's ``rand``, ``randn``, ``randint``,
+``dropout_mask``, and ``uniform``, ``normal``, ``integers``, ``bernoulli``, ``randperm``,
+``exponential``, ``multinomial``, drawn as PyTorch's CPU generator draws them, so that a seed
+gives PyTorch's numbers bit for bit.
 
 Note [PyTorch's CPU streams]
   PyTorch's CPU generator is a 32-bit Mersenne Twister (mt19937) seeded by the reference
   ``init_genrand(seed mod 2^32)``; ``CPUStream`` is NumPy's MT19937 put in that state, and a
-  NumPy ``Generator`` over it (the draws PyTorch has no exact twin for here, such as
-  ``poisson`` and ``multinomial``, use NumPy's methods on the same stream). A 32-bit draw is
+  NumPy ``Generator`` over it (the draws without an exact twin here, such as ``poisson``,
+  ``binomial`` and the gamma family, use NumPy's methods on the same stream). A 32-bit draw is
   one twister output; a 64-bit draw is two, the first the high word. From those, as ATen's
   CPU kernels (DistributionsHelper.h, TransformationHelper.h, cpu/DistributionTemplates.h):
 
@@ -19,7 +20,8 @@ Note [PyTorch's CPU streams]
     ``randperm`` a Fisher-Yates pass swapping ``i`` with
     ``i + draw32 mod (n - i)``;
   - Bernoulli(p): ``uniform < p``, in float64 for a number p (and dropout, ``bernoulli_(1 -
-    p)``), in the probabilities' dtype for a tensor of them;
+    p)``), in the probabilities' dtype for a tensor of them; exponential ``-1/lambda
+    log1p(-u)`` in float64; ``multinomial`` as ``multinomial`` below says;
   - normal: under 16 elements, Box-Muller in float64 per pair of 53-bit uniforms, returning
     ``r cos`` and keeping ``r sin`` for the stream's next scalar normal (PyTorch's
     ``next_double_normal_sample``); 16 or more, uniforms for all, then every block of 16 maps
@@ -38,8 +40,8 @@ import numpy as np
 
 from .bf16 import BF16Array, rounded
 
-__all__ = ["CPUStream", "bernoulli", "dropout_mask", "integers", "normal", "rand", "randint",
-           "randn", "randperm", "uniform"]
+__all__ = ["CPUStream", "bernoulli", "dropout_mask", "exponential", "integers", "multinomial",
+           "normal", "rand", "randint", "randn", "randperm", "uniform"]
 
 _F32, _F64 = np.float32, np.float64
 _U64 = np.uint64
@@ -310,3 +312,47 @@ def dropout_mask(shape, p, dtype, device, gen: CPUStream):
     """The bool keep mask of dropout: PyTorch's ``bernoulli_(1 - p)``, float64 draws."""
     shape = tuple(shape)
     return np.asarray(_uniform01(gen, math.prod(shape), True).reshape(shape) < 1.0 - p)
+
+
+# -- exponential, multinomial --------------------------------------------------------------
+
+def _exponential64(gen: CPUStream, n: int, lambd: float) -> np.ndarray:
+    # ATen's ``-1/lambd log1p(-u)`` in float64, the C library's log1p, 53-bit uniforms
+    scale = -1.0 / lambd
+    return np.fromiter((scale * math.log1p(-v) for v in _uniform01(gen, n, True).tolist()),
+                       _F64, n)
+
+
+def exponential(shape, dtype, gen: CPUStream, lambd: float = 1.0):
+    """Exponential numbers of rate ``lambd`` in ``dtype`` (``exponential_``)."""
+    shape = tuple(shape)
+    return host_array(_exponential64(gen, math.prod(shape), lambd).reshape(shape), dtype)
+
+
+def multinomial(weights: np.ndarray, num_samples: int, replacement: bool,
+                gen: CPUStream) -> np.ndarray:
+    """``num_samples`` category indices per row of the (rows, categories) ``weights`` (their
+    own float dtype), int64, drawn as ATen's CPU kernel draws them: without replacement or
+    for one sample, the exponential race ``argmax``/``topk`` of ``w / q`` (q ~ Exp(1) in w's
+    dtype, one per weight, row-major); with replacement, per row a float cumulative sum
+    normalized by the row's total (the last bucket set to 1), and for each sample a 53-bit
+    uniform located by binary search (the first bucket at or above it)."""
+    rows, n_cat = weights.shape
+    dt = weights.dtype.type
+    if not replacement or num_samples == 1:
+        q = _exponential64(gen, weights.size, 1.0).reshape(weights.shape).astype(dt)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            keys = weights / q
+        if num_samples == 1:
+            return np.argmax(keys, axis=1).astype(np.int64)[:, None]
+        return np.argsort(-keys, axis=1, kind="stable")[:, :num_samples].astype(np.int64)
+    out = np.empty((rows, num_samples), np.int64)
+    for i in range(rows):
+        cum = np.cumsum(weights[i], dtype=dt)
+        total = cum[-1]
+        if total > 0:
+            cum = cum / total
+        cum[-1] = 1
+        out[i] = np.searchsorted(cum, _uniform01(gen, num_samples, True), side="left")
+    return out
+
