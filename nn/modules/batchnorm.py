@@ -5,7 +5,7 @@ working).
 """
 
 from ..normalization import (_NormBase, _BatchNorm, BatchNorm1d, BatchNorm2d, BatchNorm3d,
-    SyncBatchNorm)
+                             SyncBatchNorm)
 from ..lazy import LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LazyBatchNorm1d", "LazyBatchNorm2d",

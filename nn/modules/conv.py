@@ -5,9 +5,9 @@ working).
 """
 
 from ..conv import (_ConvNd, _ConvTransposeNd, Conv1d, Conv2d, Conv3d, ConvTranspose1d,
-    ConvTranspose2d, ConvTranspose3d)
+                     ConvTranspose2d, ConvTranspose3d)
 from ..lazy import (LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d,
-    LazyConvTranspose3d)
+                     LazyConvTranspose3d)
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
            "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",

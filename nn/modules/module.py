@@ -6,7 +6,8 @@ working).
 
 from ..module import Module
 from .._global_hooks import (register_module_forward_hook, register_module_forward_pre_hook,
-    register_module_full_backward_hook, register_module_full_backward_pre_hook)
+                             register_module_full_backward_hook,
+                             register_module_full_backward_pre_hook)
 
 __all__ = ["Module", "register_module_forward_hook", "register_module_forward_pre_hook",
            "register_module_full_backward_hook", "register_module_full_backward_pre_hook"]
