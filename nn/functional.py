@@ -199,8 +199,7 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
     scale."""
     if inplace:
         return _inplace(input, selu)
-    checks.tensor_arg(input, "selu")
-    return _nn.elu(input, _SELU_ALPHA, _SELU_SCALE)
+    return _nn.elu(input, _SELU_ALPHA, _SELU_SCALE, op="selu")
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
@@ -209,8 +208,7 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
         raise ValueError("ZeroDivisionError: alpha cannot be 0 for CELU")
     if inplace:
         return _inplace(input, celu, alpha)
-    checks.tensor_arg(input, "celu")
-    return _nn.elu(input, alpha, 1.0, 1.0 / alpha)
+    return _nn.elu(input, alpha, 1.0, 1.0 / alpha, op="celu")
 
 
 def softsign(input: Tensor) -> Tensor:

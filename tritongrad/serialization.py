@@ -65,7 +65,7 @@ import re
 import secrets
 import struct
 import zlib
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from typing import NamedTuple
 
 import numpy as np
@@ -789,7 +789,6 @@ def check_build(inst) -> None:
     """PyTorch's weights-only rule for BUILD, which sets an object's state: only on a plain
     container or an instance of a class ``add_safe_globals`` allowed, so that a file cannot
     set a tensor's (or any other object's) internals."""
-    from collections import Counter
     allowed = (OrderedDict, Counter, *(g for g in _safe_globals.values() if isinstance(g, type)))
     if type(inst) not in allowed:
         raise _NotAllowed(f"BUILD on {type(inst).__module__}.{type(inst).__qualname__}")

@@ -255,12 +255,12 @@ class EluBackward0(Primitive):
         return k.mul(g, k.where(k.le(x, 0), neg, scale))
 
 
-def elu(input: Tensor, alpha: float = 1.0, scale: float = 1.0,
-        input_scale: float = 1.0) -> Tensor:
+def elu(input: Tensor, alpha: float = 1.0, scale: float = 1.0, input_scale: float = 1.0,
+        op: str = "elu") -> Tensor:
     """PyTorch's ``elu`` kernel: ``scale * x`` for x > 0, else
-    ``alpha * scale * (exp(input_scale * x) - 1)``; floating-point inputs only."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"elu(): argument 'input' must be Tensor, not {type(input).__name__}")
+    ``alpha * scale * (exp(input_scale * x) - 1)``; floating-point inputs only. ``op`` is the
+    name a non-tensor input's TypeError gives (``selu``, ``celu`` call this kernel too)."""
+    checks.tensor_arg(input, op)
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"elu\" not implemented for "
                                   f"'{checks.scalar_type_name(input.dtype)}'")

@@ -34,6 +34,7 @@ Note [PyTorch's CPU streams]
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -50,31 +51,40 @@ _WIDE_RANGE = 1 << 28  # integer ranges this wide or wider take 64-bit draws (AT
 _BLOCK = 16  # the vectorized normal's block: 8 radii, 8 angles
 
 
+@functools.lru_cache(maxsize=16)
+def _seeded_key(seed: int) -> np.ndarray:
+    """The twister's 624 words after the reference ``init_genrand(seed)`` (NumPy seeds
+    MT19937 otherwise): a sequential recurrence, so kept for the seeds used again (every
+    ``Generator()`` starts from PyTorch's default seed; tests and epochs reseed alike). Read
+    only: MT19937's state setter copies it."""
+    key = np.empty(624, np.uint32)
+    x = key[0] = seed
+    for i in range(1, 624):
+        x = key[i] = (1812433253 * (x ^ (x >> 30)) + i) & 0xFFFFFFFF
+    key.flags.writeable = False
+    return key
+
+
 class CPUStream(np.random.Generator):
     """PyTorch's CPU random stream (Note [PyTorch's CPU streams]): a NumPy ``Generator`` over
     MT19937 in the state ``init_genrand(seed)`` leaves, plus the cached second normal of the
     scalar Box-Muller (``next_normal``, None when there is none)."""
 
     def __init__(self, seed: int):
-        key = np.empty(624, np.uint32)
-        x = key[0] = seed & 0xFFFFFFFF
-        for i in range(1, 624):  # the reference init_genrand (NumPy seeds MT19937 otherwise)
-            x = key[i] = (1812433253 * (x ^ (x >> 30)) + i) & 0xFFFFFFFF
-        bits = np.random.MT19937(0)
-        bits.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": 624}}
-        super().__init__(bits)
-        self.next_normal = None
+        self._start(_seeded_key(seed & 0xFFFFFFFF), 624, None)
 
     @classmethod
     def from_state(cls, key: np.ndarray, pos: int, next_normal) -> CPUStream:
         """A stream at twister state (``key``, ``pos``) with ``next_normal`` cached."""
         s = cls.__new__(cls)
-        bits = np.random.MT19937(0)
-        bits.state = {"bit_generator": "MT19937",
-                      "state": {"key": np.asarray(key, np.uint32), "pos": int(pos)}}
-        np.random.Generator.__init__(s, bits)
-        s.next_normal = next_normal
+        s._start(np.asarray(key, np.uint32), int(pos), next_normal)
         return s
+
+    def _start(self, key: np.ndarray, pos: int, next_normal) -> None:
+        bits = np.random.MT19937(0)
+        bits.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": pos}}
+        np.random.Generator.__init__(self, bits)
+        self.next_normal = next_normal
 
     def __reduce__(self):  # (copies keep the class and the cached normal)
         st = self.bit_generator.state["state"]

@@ -87,12 +87,9 @@ def numpy_generator(generator, owner: str) -> np.random.Generator:
         return np.random.default_rng(global_seed())
     if isinstance(generator, np.random.Generator):
         return generator
-    from ...autograd.ops.random import Generator
-    if isinstance(generator, Generator):
-        if generator.device.type != "cpu":
-            raise RuntimeError(f"{owner}: expected a 'cpu' device type for generator but found "
-                               f"'{generator.device.type}'")
-        return generator._numpy()
+    g = torch_generator(generator, owner)  # (a tg.Generator, checked for its device)
+    if g is not None:
+        return g._numpy()
     initial_seed = getattr(generator, "initial_seed", None)
     if not callable(initial_seed):
         raise TypeError(f"{owner}: generator must be None, a tg.Generator, a "
