@@ -16,10 +16,14 @@ __all__ = ["Dirichlet"]
 def _sample_dirichlet(concentration: Tensor) -> Tensor:
     """Normalized Gamma(concentration, 1) draws: reparameterized through the gamma draws'
     implicit gradients (PyTorch differentiates the Dirichlet draw implicitly as a whole; both
-    are unbiased reparameterization gradients of the same distribution)."""
-    gammas = _standard_gamma(concentration)
-    finfo = torch.finfo(concentration.dtype)
-    return (gammas / gammas.sum(-1, keepdim=True)).clamp(min=finfo.tiny, max=1 - finfo.eps)
+    are unbiased reparameterization gradients of the same distribution). As PyTorch's
+    ``_sample_dirichlet``: the gammas drawn and normalized in float64 (so a seed gives its
+    numbers on the CPU), then cast and clamped into [tiny, the largest number below 1]."""
+    dt = concentration.dtype
+    gammas = _standard_gamma(concentration.to(torch.float64))
+    finfo = torch.finfo(dt)
+    return (gammas / gammas.sum(-1, keepdim=True)).to(dt).clamp(min=finfo.tiny,
+                                                                max=1 - finfo.eps / 2)
 
 
 class Dirichlet(ExponentialFamily):

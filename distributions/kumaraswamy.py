@@ -24,7 +24,7 @@ def _raw_moment(a: Tensor, b: Tensor, n: int) -> Tensor:
 class Kumaraswamy(TransformedDistribution):
     r"""Samples from a Kumaraswamy distribution, with density
     :math:`a b x^{a - 1} (1 - x^a)^{b - 1}` on [0, 1]. Draws are
-    :math:`(1 - (1 - U)^{1/b})^{1/a}` for :math:`U \sim \mathrm{Uniform}(0, 1)`, so they are
+    :math:`(1 - U^{1/b})^{1/a}` for :math:`U \sim \mathrm{Uniform}(0, 1)`, so they are
     reparameterized.
 
     Args:
@@ -49,8 +49,8 @@ class Kumaraswamy(TransformedDistribution):
         self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
         base_dist = Uniform(torch.zeros_like(self.concentration0),
                             torch.ones_like(self.concentration0), validate_args=validate_args)
-        transforms = [AffineTransform(loc=1.0, scale=-1.0),
-                      PowerTransform(exponent=self.concentration0.reciprocal()),
+        # (PyTorch's chain: (1 - U^(1/b))^(1/a), so that a seed gives its samples)
+        transforms = [PowerTransform(exponent=self.concentration0.reciprocal()),
                       AffineTransform(loc=1.0, scale=-1.0),
                       PowerTransform(exponent=self.concentration1.reciprocal())]
         super().__init__(base_dist, transforms, validate_args=validate_args)

@@ -8,7 +8,9 @@ into ``input`` (recorded as a copy, so gradients flow as in PyTorch) and ``input
 from __future__ import annotations
 
 from ..autograd import checks
-from ..autograd.ops.creation import rand
+from ..kernels.numpy import random as cpu_random
+from ..autograd.ops.creation import host_to, rand
+from ..autograd.ops.random import numpy_rng
 from ..autograd.tensor import Tensor
 from . import functional as F
 
@@ -54,9 +56,15 @@ def random_slopes(input: Tensor, lower: float, upper: float, training: bool,
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not training:
         return F.leaky_relu(input, (lower + upper) / 2)
-    u = rand(tuple(input.shape), dtype=input.dtype, device=input.device, generator=generator)
-    slope = (u * (upper - lower) + lower).where(input <= 0, 1.0)  # a constant of the input
-    return input * slope
+    if input.device.type == "cpu":  # PyTorch's draws: one per non-positive element
+        rng = numpy_rng(generator, input.device, "rrelu_with_noise")
+        nonpositive = input.detach().numpy() <= 0
+        slope = host_to(cpu_random.rrelu_slopes(nonpositive, float(lower), float(upper),
+                                                input.dtype, rng), input.dtype, input.device)
+    else:
+        u = rand(tuple(input.shape), dtype=input.dtype, device=input.device, generator=generator)
+        slope = (u * (upper - lower) + lower).where(input <= 0, 1.0)
+    return input * slope  # (the slopes a constant of the input: the gradient there)
 
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,

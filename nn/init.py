@@ -17,6 +17,7 @@ import numpy as np
 
 from ..autograd.grad_mode import no_grad
 from ..autograd.ops import creation
+from ..autograd.ops.elementwise import where
 from ..autograd.ops.random import randperm
 from ..autograd.tensor import Tensor
 
@@ -64,15 +65,56 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None)
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
                   b: float = 2.0, generator=None) -> Tensor:
-    """Fills ``tensor`` with N(mean, std^2) values redrawn until they lie in [a, b]."""
-    out = _f64(creation.randn, tensor.shape, generator).numpy() * std + mean
-    bad = (out < a) | (out > b)
-    for _ in range(1000):
-        if not bad.any():
-            break
-        out[bad] = _f64(creation.randn, (int(bad.sum()),), generator).numpy() * std + mean
-        bad = (out < a) | (out > b)
-    return _fill_from(tensor, creation.tensor(np.clip(out, a, b), dtype=tensor.dtype))
+    """Fills ``tensor`` with N(mean, std^2) values truncated to [a, b], drawn as PyTorch 2.13
+    draws them (so a seed gives its numbers on the CPU): where [a, b] holds more than 0.3 of
+    the mass, whole-tensor normal draws, each element kept from the first that lands in
+    [a, b]; else rejection from U(a, b) against the normal density, whole-tensor rounds of
+    candidates and acceptance uniforms until every element has accepted."""
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"expected a Tensor, got {type(tensor).__name__}")
+
+    def norm_cdf(x: float) -> float:
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
+                      "distribution of values may be incorrect.", stacklevel=2)
+    with no_grad():
+        if norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std) > 0.3:
+            # (the bounds in the tensor's dtype, so the test is on representable values)
+            lo = creation.tensor(a, dtype=tensor.dtype).item()
+            hi = creation.tensor(b, dtype=tensor.dtype).item()
+            result = tensor.normal_(mean, std, generator=generator)
+            while True:
+                mask = (result < lo) | (result > hi)
+                if not mask.any():
+                    break
+                fresh = creation.empty_like(result).normal_(mean, std, generator=generator)
+                result = where(mask, fresh, result)
+            if tensor is not result:
+                tensor.copy_(result)
+            return tensor
+        mode = max(a, min(mean, b))
+        log_peak = -0.5 * ((mode - mean) / std) ** 2
+        candidates, accept = creation.empty_like(tensor), creation.empty_like(tensor)
+
+        def rejected():  # log u > log pdf(candidate) - log pdf(mode), for fresh u
+            candidates.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
+            return accept.uniform_(generator=generator).log_().gt(candidates)
+
+        tensor.uniform_(a, b, generator=generator)
+        candidates.copy_(tensor)
+        pending = rejected()
+        if pending.any():
+            result = tensor
+            while True:
+                candidates.uniform_(a, b, generator=generator)
+                result = where(pending, candidates, result)
+                pending = where(pending, rejected(), pending)
+                if not pending.any():
+                    break
+            tensor.copy_(result)
+        return tensor
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -206,15 +248,21 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flat = _f64(creation.randn, (rows, cols), generator).numpy()
+    # (PyTorch's draws: normals in the tensor's dtype, factored in that dtype)
+    with no_grad():
+        draws = creation.empty((rows, cols), dtype=tensor.dtype).normal_(0, 1,
+                                                                         generator=generator)
+    flat = draws.numpy()
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)
     q = q * np.sign(np.diag(r))
     if rows < cols:
         q = q.T
-    values = creation.tensor(q.reshape(tuple(tensor.shape)) * gain, dtype=tensor.dtype)
-    return _fill_from(tensor, values)
+    values = creation.tensor(np.ascontiguousarray(q).reshape(tuple(tensor.shape)),
+                             dtype=tensor.dtype)
+    with no_grad():
+        return _fill_from(tensor, values).mul_(gain)
 
 
 def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
@@ -224,10 +272,12 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
     num_zeros = int(math.ceil(sparsity * rows))
-    values = _f64(creation.randn, (rows, cols), generator).numpy() * std
-    for col in range(cols):
-        values[randperm(rows, generator=generator).numpy()[:num_zeros], col] = 0
-    return _fill_from(tensor, creation.tensor(values, dtype=tensor.dtype))
+    with no_grad():
+        normal_(tensor, 0, std, generator=generator)
+        for col in range(cols):
+            # (from the global generator whatever ``generator`` is, as PyTorch's)
+            tensor[randperm(rows)[:num_zeros], col] = 0
+    return tensor
 
 
 def _make_deprecate(method):

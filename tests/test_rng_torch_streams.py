@@ -67,6 +67,62 @@ def test_streams_give_pytorchs_numbers(name):
                                            else np.int64))
 
 
+# The samplers: the values, then the next ``rand(2)`` (the stream left where PyTorch leaves
+# it). Printed by PyTorch 2.13 (CPU) for ``torch.manual_seed(seed)``, the same call, then
+# ``torch.rand(2)``.
+GOLDEN_SAMPLERS = {  # name -> (seed, draw, values, the next rand(2))
+    "cauchy_": (3, lambda: tg.empty(4).cauchy_(0.5, 2.0),
+                [-18.093225479125977, -1.084428071975708, 2.8108747005462646,
+                 -2.76538348197937], [0.5944212079048157, 0.887856662273407]),
+    "geometric_": (3, lambda: tg.empty(5, dtype=tg.float64).geometric_(0.2),
+                   [16.0, 6.0, 2.0, 8.0, 2.0], [0.45103132724761963, 0.7994906306266785]),
+    # (the scalar Box-Muller whatever the size, its z std + mean fused)
+    "log_normal_": (3, lambda: tg.empty(18, dtype=tg.float64).log_normal_(0.1, 0.5)[-3:],
+                    [1.0619138931071295, 1.7562931315843568, 1.661695984898907],
+                    [0.3686259388923645, 0.004324436187744141]),
+    "poisson": (6, lambda: tg.poisson(tg.tensor([0.0, 0.5, 4.0, 12.0, 250.0])),
+                [0.0, 0.0, 5.0, 18.0, 224.0], [0.1878029704093933, 0.837465226650238]),
+    "binomial": (6, lambda: tg.binomial(
+        tg.tensor([0.0, 7.0, 30.0, 100.0, 1000.0], dtype=tg.float64),
+        tg.tensor([0.5, 0.3, 0.9, 0.2, 0.6], dtype=tg.float64)),
+        [0.0, 4.0, 28.0, 18.0, 569.0], [0.21090328693389893, 0.4281542897224426]),
+    "Gamma": (8, lambda: tg.distributions.Gamma(
+        tg.tensor([0.3, 1.0, 7.5], dtype=tg.float64),
+        tg.tensor(2.0, dtype=tg.float64)).sample((2,)).reshape(-1),
+        [0.0018248956433747513, 0.25491729836027754, 2.66005802643728, 0.1864074671074506,
+         0.03057813772897684, 5.86022708972779], [0.6386169195175171, 0.4480188488960266]),
+    # (float32 concentrations: PyTorch draws the gammas in float64 for the Dirichlet)
+    "Dirichlet": (8, lambda: tg.distributions.Dirichlet(
+        tg.tensor([0.5, 2.0, 4.0])).sample((2,)).reshape(-1),
+        [0.009231816977262497, 0.3671012222766876, 0.6236669421195984, 0.10570095479488373,
+         0.05448531731963158, 0.8398137092590332], [0.6386169195175171, 0.4480188488960266]),
+    # (a narrow tail: the uniform-candidate rejection branch)
+    "trunc_normal_": (2, lambda: tg.nn.init.trunc_normal_(tg.empty(4), 0.0, 1.0, 1.5, 4.0),
+                      [3.2789933681488037, 1.5917503833770752, 2.689995288848877,
+                       2.0500664710998535], [0.552952766418457, 0.5381805896759033]),
+    # (a float64 uniform per non-positive input only, between bounds rounded to float)
+    "rrelu": (4, lambda: tg.nn.functional.rrelu(tg.tensor([-1.0, 2.0, -0.5, 0.0, -3.0, 1.5]),
+                                                0.1, 0.4, training=True),
+              [-0.2431328147649765, 2.0, -0.15974821150302887, 0.0, -1.148841381072998, 1.5],
+              [0.6185790300369263, 0.9743886590003967]),
+    "rrelu float64": (4, lambda: tg.nn.functional.rrelu(
+        tg.tensor([-1.0, 2.0, -0.5, 0.0, -3.0, 1.5], dtype=tg.float64), training=True),
+        [-0.2243977885068908, 2.0, -0.13871403399583324, 0.0, -0.9644731310116046, 1.5],
+        [0.6185790300369263, 0.9743886590003967]),
+    "sparse_": (2, lambda: tg.nn.init.sparse_(tg.empty(3, 2), 0.5, 1.0).reshape(-1),
+                [0.0, 0.0, -0.31950026750564575, -1.2050371170043945, 0.0, 0.0],
+                [0.7115973830223083, 0.20503419637680054]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN_SAMPLERS))
+def test_samplers_give_pytorchs_numbers_and_leave_its_stream(name):
+    seed, draw, want, after = GOLDEN_SAMPLERS[name]
+    got = _seeded(seed, draw)
+    np.testing.assert_array_equal(got.numpy().astype(np.float64), np.array(want))
+    np.testing.assert_array_equal(tg.rand(2).numpy().astype(np.float64), np.array(after))
+
+
 def test_shuffling_loader_gives_pytorchs_order():
     tg.manual_seed(9)
     ds = tg.utils.data.TensorDataset(tg.arange(10))
@@ -186,3 +242,49 @@ def test_data_utilities_against_torch():
     torch.randn(3)
     tg.set_rng_state(tg.tensor(torch.get_rng_state().numpy()))  # PyTorch's state bytes
     np.testing.assert_array_equal(tg.randn(20).numpy(), torch.randn(20).numpy())
+
+
+def test_samplers_against_torch():
+    """The samplers over many seeds, sizes and parameters, each followed by ``rand(3)`` (the
+    stream left where PyTorch leaves it): 2 x 6 x 17 comparisons."""
+    torch = pytest.importorskip("torch")
+    rates = np.concatenate([np.linspace(0, 12, 40), [9.99, 10.0, 35.5, 1e4]])
+    counts = np.round(np.linspace(0, 300, 60))
+    probs = np.random.default_rng(1).random(60)
+    alphas = np.concatenate([np.linspace(0.01, 12, 57), [1.0, 1 / 3, 250.0]])
+
+    def cases(T, dn):
+        dt = getattr(T, dn)
+        t = lambda v: T.tensor(v, dtype=dt)  # noqa: E731
+        return [lambda: T.empty(60, dtype=dt).cauchy_(-0.5, 3.0),
+                lambda: T.empty(60, dtype=dt).log_normal_(0.3, 0.7),
+                lambda: T.empty(7, dtype=dt).log_normal_(),
+                lambda: T.empty(60, dtype=dt).geometric_(0.05),
+                lambda: T.empty(9, dtype=T.int64).geometric_(0.5),
+                lambda: T.poisson(t(rates)),
+                lambda: T.binomial(t(counts), t(probs)),
+                lambda: T.binomial(t(counts), 1 - t(probs)),
+                lambda: T.distributions.Gamma(t(alphas), t(1.5)).sample(),
+                lambda: T.distributions.Beta(t(alphas[:20]), t(alphas[20:40])).sample(),
+                # (rows of 3: longer rows' sums take ATen's reduction order, not matched)
+                lambda: T.distributions.Dirichlet(t(alphas).reshape(20, 3)).sample(),
+                lambda: T.distributions.Poisson(t(rates)).sample((2,)),
+                lambda: T.nn.init.trunc_normal_(T.empty(50, dtype=dt)),
+                lambda: T.nn.init.trunc_normal_(T.empty(50, dtype=dt), 0.2, 1.0, 1.9, 5.0),
+                lambda: T.nn.init.trunc_normal_(T.empty(50, dtype=dt), 0.0, 0.1, -0.1, 0.1),
+                lambda: T.nn.init.sparse_(T.empty(9, 4, dtype=dt), 0.3),
+                lambda: T.nn.init.kaiming_normal_(T.empty(6, 7, dtype=dt))]
+
+    for dn, seed in itertools.product(["float32", "float64"], [0, 1, 5, 17, 2 ** 31 - 1, 99]):
+        if dn == "float32":  # (Gamma's float32 path: see tests/kernels/test_random.py)
+            skip = {8}
+        else:
+            skip = set()
+        for i, (fn_t, fn_g) in enumerate(zip(cases(torch, dn), cases(tg, dn))):
+            if i in skip:
+                continue
+            a, b = _pair(torch, seed, lambda: torch.cat([fn_t().reshape(-1).double(),
+                                                         torch.rand(3).double()]),
+                         lambda: tg.cat([fn_g().reshape(-1).to(tg.float64),
+                                         tg.rand(3).to(tg.float64)]))
+            np.testing.assert_array_equal(a, b, err_msg=f"case {i} {dn} seed {seed}")

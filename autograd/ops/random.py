@@ -3,11 +3,12 @@
 
 On the CPU every random number is drawn from a ``CPUStream`` (kernels/numpy/random.py): PyTorch's
 CPU generator, mt19937 seeded as PyTorch seeds it, with its transforms, so that ``rand``,
-``randn``, ``randint``, ``randperm``, ``uniform_``, ``normal_``, ``random_``, ``bernoulli``,
-``exponential_``, ``multinomial`` and dropout give PyTorch's numbers for a seed (Note
-[PyTorch's CPU streams]; ``poisson`` and the other samplers draw from the same stream through
-NumPy's methods, not as PyTorch does). The global stream is the one ``manual_seed`` seeds (``creation._rng``). On CUDA,
-``rand``, ``randn``, ``randint``, ``bernoulli`` and dropout draw on the device from a Philox
+``randn``, ``randint``, ``randperm``, ``uniform_``, ``normal_``, ``log_normal_``, ``cauchy_``,
+``geometric_``, ``random_``, ``bernoulli``, ``exponential_``, ``multinomial`` and dropout give
+PyTorch's numbers for a seed (Note [PyTorch's CPU streams]; ``poisson``, ``binomial`` and
+``_standard_gamma`` too, through the stream's NumPy-named methods, which are ATen's samplers).
+The global stream is the one ``manual_seed`` seeds (``creation._rng``). On CUDA, ``rand``,
+``randn``, ``randint``, ``bernoulli`` and dropout draw on the device from a Philox
 generator that keeps a ``(seed, offset)`` pair on the host: each call consumes one offset and
 the kernel derives every number from (seed, offset, element index) (Note [philox positions] in
 kernels/triton/random.py), so no number crosses from the host and no call waits for the
@@ -470,6 +471,10 @@ def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *,
     """Fills self with exp(N(mean, std^2)) draws."""
     if std <= 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+    if _exact_cpu(self):
+        gen = stream(generator, self.device, "log_normal_")
+        return _fill(self, make(cpu_random.log_normal(tuple(self.shape), self.dtype, gen,
+                                                      float(mean), float(std))))
     return _fill(self, (_normal_like(self, generator, "log_normal_") * std + mean).exp())
 
 
@@ -490,6 +495,10 @@ def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator=
     """Fills self with Cauchy draws: median + sigma tan(pi (U - 1/2))."""
     if sigma <= 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+    if _exact_cpu(self):
+        gen = stream(generator, self.device, "cauchy_")
+        return _fill(self, make(cpu_random.cauchy(tuple(self.shape), self.dtype, gen,
+                                                  float(median), float(sigma))))
     u = _uniform_like(self, generator, "cauchy_")
     return _fill(self, ((u - 0.5) * math.pi).tan() * sigma + median)
 
@@ -499,6 +508,10 @@ def geometric_(self: Tensor, p: float, *, generator=None) -> Tensor:
     ceil(log(1 - U) / log(1 - p))."""
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    if self.device.type == "cpu" and not self.dtype.is_complex:  # (ATen's: every real dtype)
+        gen = stream(generator, self.device, "geometric_")
+        return _fill(self, make(cpu_random.geometric(tuple(self.shape), self.dtype, gen,
+                                                     float(p))))
     u = _uniform_like(self, generator, "geometric_")
     return _fill(self, ((1 - u).log() / math.log1p(-p)).ceil().clamp(min=1.0))
 

@@ -376,7 +376,10 @@ def _standard_gamma(alpha: Tensor, generator=None) -> Tensor:
     _float_param(alpha, "gamma_cpu" if alpha.device.type == "cpu" else "gamma_cuda")
     a = alpha.detach().to(dtypes.float64).cpu().numpy()
     rng = numpy_rng(generator, alpha.device, "_standard_gamma")
-    drawn = np.asarray(rng.standard_gamma(np.where(a > 0, a, 0.0)), dtype=np.float64)
+    # float32 concentrations draw as ATen's float32 sampler (some steps rounded to float)
+    single = np.float32 if alpha.dtype is dtypes.float32 else np.float64
+    drawn = np.asarray(rng.standard_gamma(np.where(a > 0, a, 0.0), dtype=single),
+                       dtype=np.float64)
     # (no distribution there; PyTorch's sampler gives no number either)
     drawn = np.where(a > 0, drawn, np.nan)
     values = host_to(np.require(drawn, requirements="C"), alpha.dtype, alpha.device)

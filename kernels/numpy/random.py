@@ -6,8 +6,8 @@ gives PyTorch's numbers bit for bit.
 Note [PyTorch's CPU streams]
   PyTorch's CPU generator is a 32-bit Mersenne Twister (mt19937) seeded by the reference
   ``init_genrand(seed mod 2^32)``; ``CPUStream`` is NumPy's MT19937 put in that state, and a
-  NumPy ``Generator`` over it (the draws without an exact twin here, such as ``poisson``,
-  ``binomial`` and the gamma family, use NumPy's methods on the same stream). A 32-bit draw is
+  NumPy ``Generator`` over it (whose ``poisson``, ``binomial`` and ``standard_gamma`` are
+  ATen's samplers, below; its other NumPy methods are not PyTorch's). A 32-bit draw is
   one twister output; a 64-bit draw is two, the first the high word. From those, as ATen's
   CPU kernels (DistributionsHelper.h, TransformationHelper.h, cpu/DistributionTemplates.h):
 
@@ -29,7 +29,10 @@ Note [PyTorch's CPU streams]
     redrawn as 16 new uniforms over the last 16 outputs. float32 blocks use the AVX2
     polynomials PyTorch's vectorized kernel uses (Cephes ``log``/``sincos``, reproduced with
     its fused multiply-adds below); float64 blocks the C library's log, NumPy's cos and sin,
-    and ATen's fused ``r cos std + mean`` as an error-free product and sum (``_fma64``).
+    and ATen's fused ``r cos std + mean`` as an error-free product and sum (``_fma64``);
+  - cauchy, log-normal, geometric: one float64 draw an element (log-normal: the scalar
+    Box-Muller whatever the size), ATen's fused multiply-adds where its kernel has them;
+    poisson, binomial, gamma, Dirichlet: ATen's rejection samplers, element by element.
 """
 
 from __future__ import annotations
@@ -41,8 +44,9 @@ import numpy as np
 
 from .bf16 import BF16Array, rounded
 
-__all__ = ["CPUStream", "bernoulli", "dropout_mask", "exponential", "integers", "multinomial",
-           "normal", "rand", "randint", "randn", "randperm", "uniform"]
+__all__ = ["CPUStream", "bernoulli", "binomial", "cauchy", "dirichlet", "dropout_mask",
+           "exponential", "geometric", "integers", "log_normal", "multinomial", "normal",
+           "poisson", "rand", "randint", "randn", "randperm", "standard_gamma", "uniform"]
 
 _F32, _F64 = np.float32, np.float64
 _U64 = np.uint64
@@ -89,6 +93,31 @@ class CPUStream(np.random.Generator):
     def __reduce__(self):  # (copies keep the class and the cached normal)
         st = self.bit_generator.state["state"]
         return CPUStream.from_state, (st["key"].copy(), st["pos"], self.next_normal)
+
+    # NumPy's names for the samplers, drawing ATen's numbers (module functions below), so
+    # that callers of the NumPy interface get PyTorch's samples from the stream
+    def poisson(self, lam=1.0, size=None) -> np.ndarray:
+        """ATen's Poisson counts (int64) for the rates ``lam`` (``poisson`` below)."""
+        lam = np.asarray(lam, _F64)
+        return poisson(lam if size is None else np.broadcast_to(lam, size), self)
+
+    def binomial(self, n, p, size=None) -> np.ndarray:
+        """ATen's binomial draws (int64) for ``n`` trials of probability ``p``, computed as
+        for float64 tensors unless ``p`` is a float32 array (``binomial`` below)."""
+        p = np.asarray(p)
+        p = p if p.dtype == _F32 else p.astype(_F64)
+        n = np.asarray(n, p.dtype)
+        if size is not None:
+            n, p = np.broadcast_to(n, size), np.broadcast_to(p, size)
+        return binomial(n, p, self).astype(np.int64)
+
+    def standard_gamma(self, shape=1.0, size=None, dtype=np.float64, out=None) -> np.ndarray:
+        """ATen's Gamma(shape, 1) draws as for tensors of ``dtype`` (float64 or float32)
+        (``standard_gamma`` below; NumPy's signature, ``out`` unsupported)."""
+        if out is not None:
+            raise NotImplementedError("CPUStream.standard_gamma: out= is not supported")
+        a = np.asarray(shape, np.dtype(dtype))
+        return standard_gamma(a if size is None else np.broadcast_to(a, size), self)
 
     def raw32(self, n: int) -> np.ndarray:
         """``n`` 32-bit draws (as uint64)."""
@@ -194,7 +223,7 @@ def _fma64(a: np.ndarray, b: float, c: float) -> np.ndarray:
     """a b + c in float64 with one rounding (nearly always: the exact product a b = p + e by
     Dekker's splitting, then p + c + e summed with the error of p + c kept), as ATen's fused
     multiply-adds (``r cos std + mean``, ``u (to - from) + from``)."""
-    if (b, c) == (1.0, 0.0):
+    if b == 1.0 and np.ndim(c) == 0 and c == 0.0:
         return a
     p = a * b
     split = 134217729.0  # 2^27 + 1: halves of 26 bits, whose products are exact
@@ -324,6 +353,20 @@ def dropout_mask(shape, p, dtype, device, gen: CPUStream):
     return np.asarray(_uniform01(gen, math.prod(shape), True).reshape(shape) < 1.0 - p)
 
 
+def rrelu_slopes(nonpositive: np.ndarray, lower: float, upper: float, dtype,
+                 gen: CPUStream) -> np.ndarray:
+    """RReLU's training slopes as ATen's CPU kernel draws them: a float64 U(lower, upper) for
+    each non-positive input in row-major order, cast to ``dtype``; 1 elsewhere. The bounds
+    are first rounded to the computation type (float below float64: 1/3 becomes
+    0.3333333433)."""
+    if dtype.name != "float64":
+        lower, upper = float(_F32(lower)), float(_F32(upper))
+    out = np.ones(nonpositive.shape, _F64)
+    out[nonpositive] = _uniform01(gen, int(np.count_nonzero(nonpositive)), True) * \
+        (upper - lower) + lower
+    return _cast64(out, dtype)
+
+
 # -- exponential, multinomial --------------------------------------------------------------
 
 def _exponential64(gen: CPUStream, n: int, lambd: float) -> np.ndarray:
@@ -336,7 +379,7 @@ def _exponential64(gen: CPUStream, n: int, lambd: float) -> np.ndarray:
 def exponential(shape, dtype, gen: CPUStream, lambd: float = 1.0):
     """Exponential numbers of rate ``lambd`` in ``dtype`` (``exponential_``)."""
     shape = tuple(shape)
-    return host_array(_exponential64(gen, math.prod(shape), lambd).reshape(shape), dtype)
+    return _cast64(_exponential64(gen, math.prod(shape), lambd).reshape(shape), dtype)
 
 
 def multinomial(weights: np.ndarray, num_samples: int, replacement: bool,
@@ -366,3 +409,299 @@ def multinomial(weights: np.ndarray, num_samples: int, replacement: bool,
         out[i] = np.searchsorted(cum, _uniform01(gen, num_samples, True), side="left")
     return out
 
+
+
+# -- cauchy, log-normal, geometric ---------------------------------------------------------
+# ATen's serial kernels: one float64 draw per element through the C library's functions (the
+# math module's are the same ones), then cast to the tensor's dtype.
+
+def _cast64(values: np.ndarray, dtype):
+    """float64 ``values`` as ATen's ``static_cast<scalar_t>(double)``: the half types through
+    float (their conversions take a float), so rounded twice."""
+    if dtype.name in ("float16", "bfloat16"):
+        values = values.astype(_F32)
+    return host_array(values, dtype)
+
+
+def _log0(v: float) -> float:
+    return math.log(v) if v > 0.0 else -math.inf  # (a zero draw: C's log(0), not an error)
+
+
+def cauchy(shape, dtype, gen: CPUStream, median: float = 0.0, sigma: float = 1.0):
+    """Cauchy numbers ``median + sigma tan(pi (u - 1/2))`` in ``dtype`` (``cauchy_``)."""
+    shape = tuple(shape)
+    n = math.prod(shape)
+    tan, pi = math.tan, math.pi
+    t = np.fromiter((tan(pi * (u - 0.5)) for u in _uniform01(gen, n, True).tolist()), _F64, n)
+    # (``median + sigma t`` fused, as that kernel is compiled)
+    return _cast64(_fma64(t, float(sigma), float(median)).reshape(shape), dtype)
+
+
+def log_normal(shape, dtype, gen: CPUStream, mean: float = 1.0, std: float = 2.0):
+    """``exp`` of N(mean, std^2) numbers in ``dtype`` (``log_normal_``): ATen draws them one
+    at a time by the scalar Box-Muller whatever the size (a pair per two elements, the second
+    cached), not by the blocks of ``normal``."""
+    shape = tuple(shape)
+    n = math.prod(shape)
+    # (``z std + mean`` fused: that kernel is compiled with fused multiply-adds)
+    z = _fma64(_scalar_normals(gen, n, 0.0, 1.0), float(std), float(mean)).tolist()
+    return _cast64(np.fromiter(map(math.exp, z), _F64, n).reshape(shape), dtype)
+
+
+def geometric(shape, dtype, gen: CPUStream, p: float):
+    """Geometric numbers ``ceil(log(u) / log1p(-p))`` (trials to the first success) in
+    ``dtype`` (``geometric_``)."""
+    shape = tuple(shape)
+    n = math.prod(shape)
+    lp = math.log1p(-p)
+    v = np.fromiter((_log0(u) / lp for u in _uniform01(gen, n, True).tolist()), _F64, n)
+    return _cast64(np.ceil(v).reshape(shape), dtype)
+
+
+# -- poisson, binomial, gamma, Dirichlet ---------------------------------------------------
+# ATen's rejection samplers (native/Distributions.cpp and Distributions.h), element by element
+# in row-major order: each consumes as many draws as its loop takes, so element i's draws
+# start where element i-1's ended, and that chain cannot be vectorized. Each is a Python loop
+# over precomputed per-element constants (about 1-3 us an element).
+
+def _libm():
+    # lgamma and log1pf from the C library ATen calls (Python's math.lgamma is its own)
+    import ctypes
+    import ctypes.util
+    try:
+        lib = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+        lg, l1f = lib.lgamma, lib.log1pf
+    except (OSError, AttributeError):
+        return math.lgamma, lambda x: float(_F32(math.log1p(x)))
+    lg.restype, lg.argtypes = ctypes.c_double, [ctypes.c_double]
+    l1f.restype, l1f.argtypes = ctypes.c_float, [ctypes.c_float]
+    return lg, l1f
+
+
+_lgamma, _log1pf = _libm()
+
+
+class _Feed:
+    """53-bit uniforms taken one at a time, drawn in chunks; ``close`` rewinds the stream to
+    just after the last one taken, so the stream ends where ATen's would."""
+
+    __slots__ = ("gen", "buf", "pos", "mark")
+
+    def __init__(self, gen: CPUStream, guess: int):
+        self.gen = gen
+        self._fill(max(int(guess), 64))
+
+    def _fill(self, n: int) -> None:
+        self.mark = self.gen.bit_generator.state
+        self.buf, self.pos = _uniform01(self.gen, n, True).tolist(), 0
+
+    def take(self) -> float:
+        if self.pos == len(self.buf):
+            self._fill(2 * len(self.buf))
+        v = self.buf[self.pos]
+        self.pos += 1
+        return v
+
+    def normal(self) -> float:
+        """ATen's scalar ``normal_distribution<double>`` (the stream's cached second sample
+        first)."""
+        gen = self.gen
+        z = gen.next_normal
+        if z is not None:
+            gen.next_normal = None
+            return z
+        u1 = self.take()
+        u2 = self.take()
+        r = math.sqrt(-2.0 * math.log1p(-u2))
+        theta = 2.0 * math.pi * u1
+        gen.next_normal = r * math.sin(theta)
+        return r * math.cos(theta)
+
+    def close(self) -> None:
+        self.gen.bit_generator.state = self.mark
+        self.gen.bit_generator.random_raw(2 * self.pos)  # (two words per 53-bit uniform)
+
+
+def poisson(rates: np.ndarray, gen: CPUStream) -> np.ndarray:
+    """Poisson counts (int64) for non-negative float ``rates``: ATen's ``sample_poisson`` (in
+    float64 whatever the rates' dtype): Hoermann's transformed rejection for rates of 10 or
+    more, the product of uniforms below."""
+    lam = np.asarray(rates, _F64)
+    flat = lam.ravel().tolist()
+    out = [0] * len(flat)
+    feed = _Feed(gen, 2.5 * len(flat) + float(np.minimum(lam, 10).sum()))
+    take, log, floor, lgamma = feed.take, math.log, math.floor, _lgamma
+    for i, lm in enumerate(flat):
+        if lm >= 10:
+            slam, loglam = math.sqrt(lm), log(lm)
+            b = 0.931 + 2.53 * slam
+            a = -0.059 + 0.02483 * b
+            invalpha = 1.1239 + 1.1328 / (b - 3.4)
+            vr = 0.9277 - 3.6224 / (b - 2)
+            while True:
+                u = take() - 0.5
+                v = take()
+                us = 0.5 - abs(u)
+                k = floor((2 * a / us + b) * u + lm + 0.43)
+                if us >= 0.07 and v <= vr:
+                    break
+                if k < 0 or (us < 0.013 and v > us):
+                    continue
+                if (_log0(v) + log(invalpha) - log(a / (us * us) + b)
+                        <= -lm + k * loglam - lgamma(k + 1.0)):
+                    break
+            out[i] = k
+        elif lm > 0:
+            enlam, x, prod = math.exp(-lm), 0, 1.0
+            while True:
+                prod *= take()
+                if prod > enlam:
+                    x += 1
+                else:
+                    break
+            out[i] = x
+    feed.close()
+    return np.array(out, np.int64).reshape(lam.shape)
+
+
+_STIRLING = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067210376509,
+             0.0166446911898211, 0.0138761288230707, 0.0118967099458917, 0.0104112652619720,
+             0.00925546218271273, 0.00833056343336287)
+
+
+def _stirling_tail(k: float) -> float:
+    if k < 10:
+        return _STIRLING[int(k)]
+    kp1sq = (k + 1) * (k + 1)
+    return (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+
+
+def _btrs(count: float, prob: float, take, f) -> float:
+    """TensorFlow's BTRS as ATen adapts it; ``f`` rounds what ATen computes in the tensor's
+    dtype (float for float32 tensors, identity for float64)."""
+    log = math.log
+    stddev = math.sqrt(f(f(count * prob) * f(1 - prob)))
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * prob
+    c = f(count * prob) + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = f(prob / f(1 - prob))
+    alpha = (2.83 + 5.1 / b) * stddev
+    m = math.floor(f(f(count + 1) * prob))
+    while True:
+        u = take() - 0.5
+        v = take()
+        us = 0.5 - abs(u)
+        k = f(math.floor((2 * a / us + b) * u + c))
+        if k < 0 or k > count:
+            continue
+        if us >= 0.07 and v <= v_r:
+            return k
+        v = _log0(v * alpha / (a / (us * us) + b))
+        bound = ((m + 0.5) * log((m + 1) / (r * (count - m + 1)))
+                 + f(count + 1) * log((count - m + 1) / (count - k + 1))
+                 + (k + 0.5) * log(r * (count - k + 1) / (k + 1))
+                 + _stirling_tail(m) + _stirling_tail(count - m)
+                 - _stirling_tail(k) - _stirling_tail(count - k))
+        if v <= bound:
+            return k
+
+
+def _binomial_inversion(count: float, prob: float, take, single: bool) -> float:
+    logprob = float(_log1pf(-prob)) if single else math.log1p(-prob)
+    geom_sum, num = 0.0, 0.0
+    while True:
+        geom_sum += math.ceil(_log0(take()) / logprob)
+        if geom_sum > count:
+            return num
+        num += 1
+
+
+def binomial(count: np.ndarray, prob: np.ndarray, gen: CPUStream) -> np.ndarray:
+    """Binomial draws for float ``count`` and ``prob`` (broadcast; float32 or float64, the
+    dtype ATen's ``sample_binomial`` computes some of its steps in), in that dtype: BTRS where
+    the expected count of the rarer outcome is 10 or more, else inversion by geometric
+    waiting times."""
+    dt = _F32 if np.result_type(count, prob) == _F32 else _F64
+    count, prob = np.broadcast_arrays(np.asarray(count, dt), np.asarray(prob, dt))
+    single = dt is _F32
+    f = (lambda x: float(_F32(x))) if single else (lambda x: x)
+    cs, ps = count.ravel().tolist(), prob.ravel().tolist()
+    out = [0.0] * len(cs)
+    feed = _Feed(gen, 2.5 * len(cs))
+    take = feed.take
+    for i, (n, p) in enumerate(zip(cs, ps)):
+        if n <= 0.0 or p <= 0.0:
+            continue
+        if p >= 1.0:
+            out[i] = n
+        elif p <= 0.5:
+            out[i] = (_btrs(n, p, take, f) if f(n * p) >= 10.0
+                      else _binomial_inversion(n, p, take, single))
+        elif p > 0.5:
+            q = f(1.0 - p)
+            out[i] = n - (_btrs(n, q, take, f) if f(n * q) >= 10.0
+                          else _binomial_inversion(n, q, take, single))
+        else:
+            out[i] = math.nan
+    feed.close()
+    return np.array(out, dt).reshape(count.shape)
+
+
+_THIRD32 = float(_F32(1) / _F32(3))  # ATen's ``1.0f / 3.0f``, a float even for doubles
+_C0331 = float(_F32(0.0331))
+
+
+def _gamma_one(alpha: float, feed: _Feed, f) -> float:
+    """ATen's ``sample_gamma`` (Marsaglia and Tsang, boosted below 1) of one concentration, in
+    float64, ``f`` rounding what ATen computes in the tensor's dtype."""
+    take, log = feed.take, math.log
+    scale = 1.0
+    if alpha < 1.0:
+        if alpha == 0.0:
+            return 0.0
+        scale *= (1 - take()) ** f(1.0 / alpha)
+        alpha = f(alpha + 1.0)
+    d = f(alpha - _THIRD32)
+    c = 1.0 / math.sqrt(9.0 * d)
+    while True:
+        while True:
+            x = feed.normal()
+            y = 1.0 + c * x
+            if y > 0:
+                break
+        v = y * y * y
+        u = 1 - take()
+        xx = x * x
+        if u < 1.0 - _C0331 * xx * xx:
+            return scale * d * v
+        if _log0(u) < 0.5 * xx + d * (1.0 - v + log(v)):
+            return scale * d * v
+
+
+def standard_gamma(alpha: np.ndarray, gen: CPUStream) -> np.ndarray:
+    """Gamma(alpha, 1) draws in alpha's float dtype (float32 or float64), clamped below by
+    its smallest normal number: ATen's ``_standard_gamma`` (uniforms and its scalar normals
+    from the stream, in ATen's order). NaN concentrations give NaN."""
+    a = np.asarray(alpha)
+    dt = _F32 if a.dtype == _F32 else _F64
+    single = dt is _F32
+    f = (lambda x: float(_F32(x))) if single else (lambda x: x)
+    flat = a.astype(dt).ravel().tolist()
+    feed = _Feed(gen, 3 * len(flat))
+    out = np.fromiter((_gamma_one(x, feed, f) if x == x else math.nan for x in flat), _F64,
+                      len(flat))
+    feed.close()
+    out = out.astype(dt)
+    return np.maximum(out, np.finfo(dt).tiny, where=~np.isnan(out), out=out).reshape(a.shape)
+
+
+def dirichlet(alpha: np.ndarray, gen: CPUStream) -> np.ndarray:
+    """Dirichlet draws over alpha's last axis in its dtype: ATen's ``_sample_dirichlet``,
+    Gamma draws in float64 (clamped to float64's smallest normal), normalized by their sum,
+    cast, and clamped into [tiny, 1)."""
+    a = np.asarray(alpha)
+    dt = _F32 if a.dtype == _F32 else _F64
+    g = standard_gamma(a.astype(_F64), gen)
+    v = (g / g.sum(-1, keepdims=True)).astype(dt)
+    return np.minimum(np.maximum(v, np.finfo(dt).tiny), np.nextafter(dt(1), dt(0)))

@@ -143,3 +143,70 @@ def test_cpu_backend_is_pytorchs_stream(dt):
                                   [v % 9 for v in TorchMT(2).raw32(7)])
     mask = nk.dropout_mask((50,), 0.4, D.float32, None, CPUStream(1))
     np.testing.assert_array_equal(mask, TorchMT(1).u53(50) < 0.6)
+
+
+# -- ATen's rejection samplers in the tensor's dtype (kernels/numpy/random.py) ----------------
+# Golden values printed by PyTorch 2.13 (CPU) after ``torch.manual_seed(5)``:
+# ``torch._standard_gamma(torch.tensor([0.2, 1.5, 30.0]))``, then ``torch.rand(2)``; and
+# ``torch.binomial(torch.tensor([7., 100., 1000.]), torch.tensor([0.3, 0.2, 0.6]))``, then
+# ``torch.rand(2)``. float32: ATen computes some steps in float (``1.0f / alpha``, ``alpha -
+# 1.0f / 3.0f``, ``count * prob``), which these kernels round alike.
+
+def _after(stream) -> list:
+    from tritongrad.kernels.numpy.random import uniform
+    return uniform((2,), D.float32, stream).astype(np.float64).tolist()
+
+
+def test_standard_gamma_float32_is_atens():
+    from tritongrad.kernels.numpy.random import CPUStream, standard_gamma
+    s = CPUStream(5)
+    got = standard_gamma(np.array([0.2, 1.5, 30.0], np.float32), s)
+    assert got.dtype == np.float32
+    assert got.astype(np.float64).tolist() == [0.004784619435667992, 2.512828826904297,
+                                               34.13911056518555]
+    assert _after(s) == [0.9809269309043884, 0.6501586437225342]
+    # NumPy's name on the stream draws the same, as for float32 tensors with dtype=
+    got2 = CPUStream(5).standard_gamma(np.array([0.2, 1.5, 30.0]), dtype=np.float32)
+    np.testing.assert_array_equal(got2, got)
+
+
+def test_binomial_float32_is_atens():
+    from tritongrad.kernels.numpy.random import CPUStream, binomial
+    s = CPUStream(5)
+    got = binomial(np.array([7.0, 100.0, 1000.0], np.float32),
+                   np.array([0.3, 0.2, 0.6], np.float32), s)
+    assert got.dtype == np.float32 and got.tolist() == [2.0, 18.0, 581.0]
+    assert _after(s) == [0.7150057554244995, 0.5793275833129883]
+
+
+def test_samplers_edge_parameters():
+    from tritongrad.kernels.numpy.random import CPUStream, binomial, poisson, standard_gamma
+    s = CPUStream(0)
+    assert poisson(np.zeros(3), s).tolist() == [0, 0, 0]
+    assert binomial(np.array([0.0, 5.0, 5.0]), np.array([0.5, 0.0, 1.0]), s).tolist() == \
+        [0.0, 0.0, 5.0]
+    assert np.isnan(binomial(np.array([5.0]), np.array([np.nan]), s)[0])
+    g = standard_gamma(np.array([0.0, np.nan]), s)
+    assert g[0] == np.finfo(np.float64).tiny and np.isnan(g[1])
+    # none of these draws (and the samplers' unused chunk is given back to the stream)
+    assert s.raw32(3).tolist() == TorchMT(0).raw32(3)
+
+
+def test_float32_samplers_against_torch():
+    """The float32 kernels against ``torch._standard_gamma``/``torch.binomial`` and the
+    stream after them: 8 seeds x 2 samplers."""
+    torch = pytest.importorskip("torch")
+    from tritongrad.kernels.numpy.random import CPUStream, binomial, standard_gamma
+    alphas = np.concatenate([np.linspace(0.01, 12, 300), [1.0, 1 / 3, 250.0]]).astype(np.float32)
+    counts = np.round(np.linspace(0, 400, 300)).astype(np.float32)
+    probs = np.random.default_rng(2).random(300).astype(np.float32)
+    for seed in range(8):
+        for fn_t, fn_k in ((lambda: torch._standard_gamma(torch.tensor(alphas)),
+                            lambda s: standard_gamma(alphas, s)),
+                           (lambda: torch.binomial(torch.tensor(counts), torch.tensor(probs)),
+                            lambda s: binomial(counts, probs, s))):
+            torch.manual_seed(seed)
+            want = np.concatenate([fn_t().numpy(), torch.rand(3).numpy()])
+            s = CPUStream(seed)
+            got = np.concatenate([fn_k(s), nk.random.uniform((3,), D.float32, s)])
+            np.testing.assert_array_equal(got, want, err_msg=f"seed {seed}")
