@@ -22,6 +22,7 @@ What each setting does here:
 from __future__ import annotations
 
 import builtins
+import functools
 import os
 import warnings
 
@@ -92,6 +93,7 @@ def set_default_tensor_type(t) -> None:
 _threads = {"intra": None, "inter": None, "limiter": None}
 
 
+@functools.cache  # (threadpoolctl's query takes ~9 ms; set_num_threads records its own count)
 def _blas_threads() -> int | None:
     try:
         from threadpoolctl import threadpool_info

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..registry import OpInfo
 from ...kernels import backend, host_array, host_values
+from ...kernels.numpy import ranges
 from ...kernels.numpy.random import CPUStream
 from ...runtime import dtype as dtypes
 from ...runtime.device import device as Device
@@ -638,7 +639,7 @@ def _random_complex(k, name: str, size, dt, dev, generator) -> Tensor:
     prev, state.grad_enabled = state.grad_enabled, False
     try:
         z = view_as_complex(parts)
-        return z * math.sqrt(0.5) if name == "randn" else z
+        return z * (1 / math.sqrt(2)) if name == "randn" else z  # (ATen's constant)
     finally:
         state.grad_enabled = prev
 
@@ -717,6 +718,11 @@ def arange(start, end=None, step=1, dtype=None, device=None,
     if not is_int:
         start, step = float(start), float(step)
     dev = resolve_device(device)
+    if dev.type == "cpu" and dt.is_floating_point:  # PyTorch's rounding: Note [PyTorch's ranges]
+        from ..settings import get_num_threads
+        threads = get_num_threads() if n > ranges.GRAIN else 1
+        return _finish(host_to(ranges.arange(start, step, n, dt, threads), dt, dev),
+                       requires_grad)
     return _finish(make(backend(dev).arange(start, step, n, dt, dev), dt), requires_grad)
 
 
@@ -727,7 +733,7 @@ def linspace(start, end, steps: int, dtype=None, device=None,
     dt = as_dtype(dtype) or dtypes.get_default_dtype()
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
-    arr = np.linspace(start, end, int(steps))
+    arr = ranges.linspace(start, end, int(steps), dt)  # Note [PyTorch's ranges]
     return _finish(host_to(arr, dt, resolve_device(device)), requires_grad)
 
 
