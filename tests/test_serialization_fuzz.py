@@ -1,8 +1,11 @@
 """Fuzzing tg.load (tritongrad/serialization.py) with mutated checkpoints: random byte flips,
-truncations, extensions, header fields replaced by random JSON and tensor bytes changed. Every
-mutant either loads into objects that save and load again unchanged, or is refused with
-UnpicklingError: never another exception, never a hang. Header checksums (and, for tensor
-byte changes, the tensor's checksum) are recomputed so that the mutants reach the parser."""
+truncations, extensions, header fields replaced by random JSON and storage bytes changed. Every
+mutant either loads into objects that save and load again unchanged (values, geometry and
+which tensors share memory), or is refused with UnpicklingError: never another exception,
+never a hang. Header checksums (and, for storage byte changes, the storage's checksum) are
+recomputed so that the mutants reach the parser. The base file is a version 2 save holding
+views (slices, a transpose, an expand, tensors sharing a storage); its header fields are also
+fuzzed in a version 1 file (what earlier releases wrote, still read)."""
 
 import functools
 import io
@@ -28,11 +31,20 @@ PREFIX = struct.Struct("<8sIIQ")
 
 def _base_object():
     shared = tg.arange(6.0).reshape(2, 3)
+    half = tg.tensor([1.5, -2.0, 0.25], dtype=tg.bfloat16)
+    mask = tg.tensor([True, False, True])
     return {
         "w": shared,
         "again": shared,
-        "mask": tg.tensor([True, False, True]),
-        "half": tg.tensor([1.5, -2.0], dtype=tg.bfloat16),
+        "t": shared.t(),  # views of w's storage: saved with it, sharing it after a load
+        "row": shared[1],
+        "cols": shared[:, ::2],
+        "steps": tg.arange(10, dtype=tg.int64)[1::3],
+        "expanded": tg.tensor([1.0, 2.0]).unsqueeze(1).expand(2, 3),
+        "mask": mask,
+        "mask tail": mask[1:],
+        "half": half,
+        "half view": half[1:],
         "ints": tg.arange(4, dtype=tg.int32),
         "empty": tg.zeros(0, 3),
         "scalar": tg.tensor(7.0),
@@ -67,11 +79,11 @@ def _with_crc(data: bytes) -> bytes:
     return data[:12] + struct.pack("<I", crc) + data[16:]
 
 
-def _file(header, section: bytes) -> bytes:
-    """A file with ``header`` (a JSON value) and data section ``section``, its header length,
-    checksum and padding consistent."""
+def _file(header, section: bytes, version: int = 2) -> bytes:
+    """A file of format ``version`` with ``header`` (a JSON value) and data section
+    ``section``, its header length, checksum and padding consistent."""
     h = json.dumps(header).encode()
-    prefix = PREFIX.pack(b"\x89TGSAVE\n", 1, zlib.crc32(h), len(h))
+    prefix = PREFIX.pack(b"\x89TGSAVE\n", version, zlib.crc32(h), len(h))
     return prefix + h + b"\0" * (-(len(prefix) + len(h)) % 64) + section
 
 
@@ -81,8 +93,8 @@ def _same(a, b) -> bool:
     if type(a) is not type(b):
         return False
     if isinstance(a, tg.Tensor):
-        if (a.dtype, tuple(a.shape), a.requires_grad) != (b.dtype, tuple(b.shape),
-                                                           b.requires_grad):
+        if (a.dtype, tuple(a.shape), a.requires_grad, a.stride(), a.storage_offset()) != (
+                b.dtype, tuple(b.shape), b.requires_grad, b.stride(), b.storage_offset()):
             return False
         if a.dtype is tg.bfloat16:
             a, b = a.float(), b.float()
@@ -96,6 +108,32 @@ def _same(a, b) -> bool:
     if isinstance(a, (list, tuple)):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     return a == b
+
+
+def _tensors(obj) -> list:
+    """The tensors in ``obj`` (dicts, lists and tuples of them), in order."""
+    if isinstance(obj, tg.Tensor):
+        return [obj]
+    if isinstance(obj, dict):
+        return [t for k, v in obj.items() for t in _tensors(k) + _tensors(v)]
+    if isinstance(obj, (list, tuple)):
+        return [t for v in obj for t in _tensors(v)]
+    return []
+
+
+def _sharing(obj) -> list:
+    """Which of ``obj``'s tensors (by position) are one object, and which share memory:
+    for each, the position of the first that is the same object and of the first viewing
+    the same storage (empty ones aside: NumPy may give two empty arrays one address)."""
+    ts = _tensors(obj)
+    first_obj: dict = {}
+    first_storage: dict = {}
+    out = []
+    for i, t in enumerate(ts):
+        key = (str(t.device), t.untyped_storage().data_ptr()) if t.untyped_storage().nbytes(
+            ) else ("empty", i)
+        out.append((first_obj.setdefault(id(t), i), first_storage.setdefault(key, i)))
+    return out
 
 
 def _event(what: str) -> None:
@@ -119,14 +157,19 @@ def _load_or_refuse(data: bytes):
     _event("loaded")
     buf = io.BytesIO()
     save(out, buf)
-    assert _same(load(buf.getvalue()), out)
+    again = load(buf.getvalue())
+    assert _same(again, out) and _sharing(again) == _sharing(out)
     return out
 
 
 def test_base_file_loads_back_equal():
-    obj, data, _, _ = _base()
+    obj, data, header, _ = _base()
+    assert header["version"] == 2 and len(header["storages"]) < len(header["tensors"])
     out = _load_or_refuse(data)
     assert out is not None and _same(out, obj) and out["w"] is out["again"]
+    assert _sharing(out) == _sharing(obj)
+    out["w"][1, 0] = -1.0  # the views share w's storage again
+    assert out["t"][0, 1].item() == -1.0 and out["row"][0].item() == -1.0
 
 
 def _header_bounds() -> tuple[int, int]:
@@ -222,19 +265,101 @@ def test_header_fields_replaced_with_random_json(data, value, delete):
     _load_or_refuse(_file(_replaced(header, path, value, delete), section))
 
 
+# Values that a geometry field may take to reach past a storage, overflow or go negative
+_GEOMETRY = st.sampled_from([0, 1, 2, 3, 5, 6, 9, 10, 11, 12, 63, 64, 2 ** 31, 2 ** 60, 2 ** 61,
+                             2 ** 62, 2 ** 63 - 1, 2 ** 63, 2 ** 64, -1, -(2 ** 63)])
+
+
+@functools.cache
+def _geometry_paths() -> list:
+    """The paths of every tensor's storage index, storage offset, size and stride in the base
+    header (storages' offsets and sizes meet the byte flips and random JSON)."""
+    return [p for p in _header_paths() if len(p) >= 3 and p[0] == "tensors"
+            and p[2] in ("storage", "storage_offset", "shape", "stride")
+            and not isinstance(_value_at(_base()[2], p), list)]
+
+
+def _value_at(node, path):
+    for k in path:
+        node = node[k]
+    return node
+
+
+@FUZZ
+@given(data=st.data(), values=st.lists(_GEOMETRY, min_size=1, max_size=3))
+def test_geometry_fields_replaced_with_edge_values(data, values):
+    _, _, header, section = _base()
+    for v in values:
+        header = _replaced(header, data.draw(st.sampled_from(_geometry_paths())), v)
+    _load_or_refuse(_file(header, section))
+
+
 @settings(FUZZ, max_examples=100)
 @given(which=st.integers(0, 100), pos=st.integers(0, 10 ** 6), mask=st.integers(1, 255))
-def test_tensor_bytes_changed_with_a_valid_checksum(which, pos, mask):
+def test_storage_bytes_changed_with_a_valid_checksum(which, pos, mask):
     _, _, header, section = _base()
-    entries = [e for e in header["tensors"] if e["nbytes"]]
-    i = header["tensors"].index(entries[which % len(entries)])
-    e = header["tensors"][i]
+    entries = [e for e in header["storages"] if e["nbytes"]]
+    i = header["storages"].index(entries[which % len(entries)])
+    e = header["storages"][i]
     raw = bytearray(section[e["offset"]:e["offset"] + e["nbytes"]])
     raw[pos % len(raw)] ^= mask
     section = section[:e["offset"]] + bytes(raw) + section[e["offset"] + e["nbytes"]:]
-    header = _replaced(header, ("tensors", i, "crc32"), zlib.crc32(raw))
+    header = _replaced(header, ("storages", i, "crc32"), zlib.crc32(raw))
     out = _load_or_refuse(_file(header, section))
-    if e["dtype"] == "bool":  # any change of a bool makes a byte other than 0 and 1
+    if any(t["storage"] == i and t["dtype"] == "bool" for t in header["tensors"]):
+        # any change of a bool makes a byte other than 0 and 1
         assert (out is None) == (raw[pos % len(raw)] not in (0, 1))
     else:
         assert out is not None
+
+
+# -- version 1 files -------------------------------------------------------------------------
+
+_NP = {"float32": "<f4", "float64": "<f8", "float16": "<f2", "bfloat16": "<u2", "int64": "<i8",
+       "int32": "<i4", "int16": "<i2", "int8": "i1", "uint8": "u1", "bool": "u1"}
+
+
+@functools.cache
+def _v1_base():
+    """The base file as version 1 would hold it (each tensor its own elements, C order,
+    computed here from the version 2 file with NumPy), its header and data section."""
+    _, _, header, section = _base()
+    entries, out = [], b""
+    for e in header["tensors"]:
+        s = header["storages"][e["storage"]]
+        dt = np.dtype(_NP[e["dtype"]])
+        flat = np.frombuffer(section, dt, s["nbytes"] // dt.itemsize, s["offset"])
+        elems = np.lib.stride_tricks.as_strided(flat[e["storage_offset"]:], e["shape"],
+                                                [st * dt.itemsize for st in e["stride"]])
+        raw = np.ascontiguousarray(elems).tobytes()
+        out += b"\0" * (-len(out) % 64)
+        entries.append({"dtype": e["dtype"], "shape": e["shape"], "device": s["device"],
+                        "offset": len(out), "nbytes": len(raw), "crc32": zlib.crc32(raw),
+                        "requires_grad": e["requires_grad"], "parameter": e["parameter"]})
+        out += raw
+    v1 = {"format": "tritongrad", "version": 1, "tensors": entries, "data_size": len(out),
+          "object": header["object"]}
+    return v1, out
+
+
+def test_v1_base_file_loads_back_equal_without_sharing():
+    obj, _, _, _ = _base()
+    header, section = _v1_base()
+    out = _load_or_refuse(_file(header, section, version=1))
+    assert out is not None and out["w"] is out["again"]
+    for k, v in obj.items():
+        if isinstance(v, tg.Tensor):
+            assert out[k].shape == v.shape and out[k].dtype is v.dtype
+            np.testing.assert_array_equal(
+                (out[k].float() if v.dtype is tg.bfloat16 else out[k]).detach().numpy(),
+                (v.float() if v.dtype is tg.bfloat16 else v).detach().numpy())
+    assert out["t"].untyped_storage().data_ptr() != out["w"].untyped_storage().data_ptr()
+
+
+@settings(FUZZ, max_examples=100)
+@given(data=st.data(), value=JSON, delete=st.booleans())
+def test_v1_header_fields_replaced_with_random_json(data, value, delete):
+    header, section = _v1_base()
+    paths = list(_paths(header))
+    path = data.draw(st.sampled_from(paths[1:] if delete else paths))
+    _load_or_refuse(_file(_replaced(header, path, value, delete), section, version=1))

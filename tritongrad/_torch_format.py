@@ -34,13 +34,10 @@ from __future__ import annotations
 import _compat_pickle
 import codecs
 import io
-import math
 import pickle
 import re
 import zipfile
 from collections import Counter, OrderedDict
-
-import numpy as np
 
 from . import serialization as ser
 from .autograd.tensor import Size, Tensor
@@ -224,14 +221,11 @@ class _Loader:
         self.storages[key] = _Storage(key, location, stype.dtype, numel)
         return self.storages[key]
 
-    def whole(self, s: _Storage, dtype) -> Tensor:
-        """Storage ``s`` as a 1-D tensor of ``dtype``, read once, placed by map_location."""
+    def whole(self, s: _Storage, dtype, nbytes: int) -> Tensor:
+        """Storage ``s`` (``nbytes`` bytes, a whole number of ``dtype`` elements) as a 1-D
+        tensor of ``dtype``, read once, placed by map_location."""
         if (s.key, dtype.name) in self.wholes:
             return self.wholes[s.key, dtype.name]
-        nbytes = s.numel * (1 if s.dtype is None else dtype.itemsize)
-        if nbytes % dtype.itemsize:
-            raise ser._Malformed(f"storage {s.key} has {nbytes} bytes, not a whole number of "
-                                 f"{dtype.name} elements")
         name = f"{self.prefix}data/{s.key}"
         try:
             info = self.zf.getinfo(name)
@@ -241,8 +235,8 @@ class _Loader:
             raise ser._Malformed(f"storage {s.key} has {info.file_size} bytes, its tensors' "
                                  f"type and size say {nbytes}: the file is corrupted")
         raw = self.zf.read(info)  # (zipfile checks the entry's CRC-32)
-        if dtype is dtypes.bool and raw and np.frombuffer(raw, np.uint8).max() > 1:
-            raise ser._Malformed(f"storage {s.key} is bool but holds bytes other than 0 and 1")
+        if dtype is dtypes.bool:
+            ser.check_bool_bytes(f"storage {s.key}", raw)
         host = ser.host_array(raw, dtype, (nbytes // dtype.itemsize,), self.byteorder)
         location = s.location
         if self.map_location is None and not _LOCATION.fullmatch(location):
@@ -255,13 +249,9 @@ class _Loader:
                 f"load: storage {s.key} was saved on device {location!r}: map it to a "
                 f"tritongrad device in map_location"))
         try:
-            t = ser.place(host, dtype, location, self.map_location)
+            t = ser.place_storage(host, dtype, location, self.map_location, f"storage {s.key}")
         except Exception as exc:
             raise _CallerError(exc) from exc
-        if not isinstance(t, Tensor) or t.dtype is not dtype or t.numel() != host.size:
-            raise _CallerError(TypeError(
-                f"load: map_location returned {type(t).__name__} for storage {s.key}, not a "
-                f"{dtype.name} tensor of {host.size} elements"))
         self.wholes[s.key, dtype.name] = t
         return t
 
@@ -288,9 +278,6 @@ class _Loader:
                 metadata) -> Tensor:
         offset = ser._check_int(offset, "a tensor's storage offset")
         size, stride = _size(size, "size"), _size(stride, "stride")
-        if len(size) != len(stride):
-            raise ser._Malformed(f"a tensor's size {list(size)} and stride {list(stride)} "
-                                 f"differ in length")
         if not isinstance(requires_grad, bool):
             raise ser._Malformed("a tensor's requires_grad must be a bool")
         if requires_grad and not (dtype.is_floating_point or dtype.is_complex):
@@ -300,13 +287,9 @@ class _Loader:
         if metadata:
             raise ser._Malformed(f"tensor metadata {sorted(map(str, metadata))} is not "
                                  f"supported")
-        numel = s.numel if s.dtype is not None else s.numel // dtype.itemsize
-        end = offset + sum((n - 1) * st for n, st in zip(size, stride)) + 1
-        if (math.prod(size) and end > numel) or offset > numel:
-            raise ser._Malformed(f"a tensor of size {list(size)}, stride {list(stride)} at "
-                                 f"offset {offset} reaches past the end of storage {s.key} "
-                                 f"({numel} elements)")
-        t = ser.view(self.whole(s, dtype), offset, size, stride)
+        nbytes = s.numel * (1 if s.dtype is None else dtype.itemsize)
+        ser.check_view("a tensor", dtype, offset, size, stride, f"storage {s.key}", nbytes)
+        t = ser.view(self.whole(s, dtype, nbytes), offset, size, stride)
         return ser.finish(t, requires_grad, False)
 
     def rebuild_parameter(self, data, requires_grad, backward_hooks, state=None) -> Tensor:

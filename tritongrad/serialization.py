@@ -11,21 +11,32 @@ failed" error. (``load`` also reads PyTorch's zip checkpoints, under the same ru
 ``_torch_format``.) A file is:
 
     offset 0   magic  b"\\x89TGSAVE\\n"                     (8 bytes)
-           8   format version, little-endian uint32       (1)
+           8   format version, little-endian uint32       (2)
           12   CRC-32 of the header bytes, uint32
           16   header length in bytes, uint64
           24   header: UTF-8 JSON
                padding with zeros to a multiple of 64
-               data: each tensor's raw bytes (C order, little-endian), 64-byte aligned,
-                     zeros between them (no padding after the last one)
+               data: each storage's raw bytes (little-endian), 64-byte aligned, zeros between
+                     them (no padding after the last one)
 
-The header is ``{"format": "tritongrad", "version": 1, "tensors": [...], "data_size": n,
-"object": ...}`` (the file is exactly its data section's start plus ``data_size`` bytes long).
-Each entry of ``tensors`` records ``dtype`` (a tritongrad dtype name), ``shape``, ``device``
-(where it was saved from), ``offset`` and ``nbytes`` (relative to the data section), ``crc32``
-of its bytes, ``requires_grad`` and ``parameter`` (an ``nn.Parameter``). ``object`` encodes
-the saved object: JSON strings, finite floats, ints, bools and null stand for themselves,
-lists for lists; everything else is a tagged dict:
+As in PyTorch ("saving and loading tensors preserves views"), tensors are saved with the memory
+they view, their storage: each storage once, however many tensors view it, and all of it,
+however little of it they view (``.clone()`` a small view of a big tensor to save only its
+elements). Loaded tensors that viewed one storage view one storage again, with their offsets
+and strides: a write through one shows in the others. A tensor saved twice (tied parameters)
+loads as one object; distinct tensors share memory after a load only if they did before.
+
+The header is ``{"format": "tritongrad", "version": 2, "storages": [...], "tensors": [...],
+"data_size": n, "object": ...}`` (the file is exactly its data section's start plus
+``data_size`` bytes long). Each entry of ``storages`` records ``offset`` and ``nbytes`` (its
+bytes, relative to the data section; storages tile it in order of first use), their ``crc32``
+and ``device`` (where it was saved from; a storage's bytes are independent of the dtypes that
+view it: bfloat16 elements are their 16-bit patterns). Each entry of ``tensors`` records
+``storage`` (an index into ``storages``), ``storage_offset``, ``shape`` and ``stride`` (in
+elements of the tensor's ``dtype``, a tritongrad dtype name), ``requires_grad`` and
+``parameter`` (an ``nn.Parameter``). ``object`` encodes the saved object: JSON strings, finite
+floats, ints, bools and null stand for themselves, lists for lists; everything else is a
+tagged dict:
 
     {"@": "tensor", "i": n}             tensors[n] (a tensor saved twice is stored once)
     {"@": "dict", "items": [[k, v]]}    a dict (an OrderedDict if ``"ordered": true``); keys
@@ -44,13 +55,29 @@ lists for lists; everything else is a tagged dict:
 Limits, which ``save`` never exceeds and ``load`` enforces: a header of at most 1 GiB, objects
 nested at most 256 deep (so JSON nested at most 771 deep), integers of at most 4300 digits
 (Python's default ``sys.get_int_max_str_digits()``), tensors of at most 64 dimensions (NumPy's
-limit) whose byte size fits in a signed 64-bit integer.
+limit) whose byte size, and each stride's, fits in a signed 64-bit integer. A tensor's
+elements lie inside its storage: ``storage_offset`` is at most the storage's length in
+elements (``save`` writes an empty tensor's offset as at most that) and, unless the tensor is
+empty, ``storage_offset + sum((shape[d] - 1) * stride[d])`` is less than it; a storage's
+``nbytes`` is a whole number of elements of every dtype viewing it.
 
 ``load`` checks the magic, version, header checksum, those limits, every field's type and
-range, that the tensors' bytes tile the data section exactly (no overlaps, zero padding, no
-missing or extra bytes) and match their checksums, and raises
-``tg.serialization.UnpicklingError`` (a ``pickle.UnpicklingError``, as PyTorch's weights-only
-loader raises, and a ``RuntimeError``) naming the file and what is wrong otherwise.
+range, that the storages' bytes tile the data section exactly (no overlaps, zero padding, no
+missing or extra bytes) and match their checksums, that a storage viewed as bool holds only
+bytes 0 and 1, and raises ``tg.serialization.UnpicklingError`` (a ``pickle.UnpicklingError``,
+as PyTorch's weights-only loader raises, and a ``RuntimeError``) naming the file and what is
+wrong otherwise. It checks every storage and tensor entry, referenced or not, before it builds
+any tensor.
+
+tritongrad cannot view one memory as two dtypes, so tensors of different dtypes over one
+storage (which ``save`` never writes) load over one copy of its bytes per dtype: their values
+are right but they no longer share memory.
+
+Version 1 (earlier releases) is read too. Its header has no ``storages``; each entry of its
+``tensors`` holds one tensor's own elements (C order): ``dtype``, ``shape``, ``device``,
+``offset`` and ``nbytes`` (relative to the data section, 64-byte aligned, tiling it as
+version 2's storages do), ``crc32``, ``requires_grad`` and ``parameter``. Its tensors share no
+memory.
 """
 
 from __future__ import annotations
@@ -71,15 +98,18 @@ from typing import NamedTuple
 import numpy as np
 
 from .autograd.checks import unsupported
+from .autograd.storage import _span, storage_numel
 from .autograd.tensor import Tensor
 from .runtime import dtype as dtypes
+from .runtime.array import contiguous_strides
 from .runtime.device import device as Device
 
 __all__ = ["UnpicklingError", "add_safe_globals", "clear_safe_globals", "get_safe_globals", "load",
            "safe_globals", "save"]
 
 MAGIC = b"\x89TGSAVE\n"
-VERSION = 1
+VERSION = 2  # what save writes; load reads _VERSIONS
+_VERSIONS = (1, 2)
 _PREFIX = struct.Struct("<8sIIQ")
 _ALIGN = 64
 _NO_PICKLE = ("tritongrad pickles only the objects its plain format cannot hold, always with "
@@ -109,7 +139,10 @@ class UnpicklingError(pickle.UnpicklingError, RuntimeError):
 # -- save ----------------------------------------------------------------------------------------
 
 def _host_bytes(t: Tensor) -> bytes:
-    """The tensor's elements, C order, little-endian (bfloat16 as its 16-bit patterns)."""
+    """The tensor's elements, C order, little-endian (bfloat16 as its 16-bit patterns).
+
+    Always a copy, even where the tensor's memory is laid out so already: the checksum must
+    match the bytes written, also when another thread writes to the tensor meanwhile."""
     t = t.detach()
     if t.dtype is dtypes.bfloat16:
         arr = dtypes.bfloat16_bits(t.cpu().to(dtypes.float32).numpy())
@@ -123,25 +156,57 @@ def _host_bytes(t: Tensor) -> bytes:
 
 class _Writer:
     def __init__(self):
+        self.storages: list = []  # the header's entries
         self.tensors: list = []
-        self.blobs: list = []
-        self.ids: dict = {}
-        self.size = 0
+        self.blobs: list = []  # each storage's bytes
+        self.size = 0  # of the data section so far (its last storage's bytes not padded)
+        self.ids: dict = {}  # id(tensor) -> index in tensors
+        self.storage_ids: dict = {}  # (device, dtype, address, bytes) -> index in storages
+        # Every tensor saved, kept alive until the save ends: a tensor a pickle's reduce made
+        # could otherwise be freed mid-save and its id or memory reused by another, which the
+        # two dicts above would then take for the first.
+        self.keep: list = []
+        from .nn.parameter import Parameter  # (once per save: an import costs ~1 us a call)
+        self.parameter = Parameter
+
+    def storage(self, t: Tensor, offset: int) -> tuple[int, int]:
+        """The index of ``t``'s storage (``t`` viewing it from element ``offset``), stored
+        once, and its length in elements."""
+        ptr, host_nbytes = _span(t._data)
+        numel = host_nbytes // t._data.itemsize  # (a CPU bfloat16 element is 4 host bytes)
+        # An empty storage has no bytes to share: keyed by the tensor, it is never merged with
+        # another (some allocators give every empty allocation one address). The dtype is in
+        # the key so that a storage's tensors always share its dtype: tritongrad cannot view
+        # memory as two dtypes, and were some tensor to, the file would still load.
+        key = (str(t.device), t.dtype, ptr, host_nbytes) if numel else ("empty", id(t))
+        index = self.storage_ids.get(key)
+        if index is not None:
+            return index, numel
+        if not offset and t.numel() == numel and t.is_contiguous():
+            data = _host_bytes(t)  # the tensor is its whole storage (most tensors)
+        else:  # a 1-D view of all the storage, from its start
+            data = _host_bytes(t.detach().as_strided((numel,), (1,), 0))
+        self.size += -self.size % _ALIGN
+        self.storages.append({"offset": self.size, "nbytes": len(data),
+                              "crc32": zlib.crc32(data), "device": str(t.device)})
+        self.blobs.append(data)
+        self.size += len(data)
+        self.storage_ids[key] = index = len(self.storages) - 1
+        return index, numel
 
     def tensor(self, t: Tensor) -> dict:
         key = id(t)
         if key in self.ids:
             return {"@": "tensor", "i": self.ids[key]}
-        from .nn.parameter import Parameter
-        data = _host_bytes(t)
-        offset = self.size
-        pad = -len(data) % _ALIGN
-        self.blobs.append(data + b"\0" * pad)
-        self.size += len(data) + pad
-        self.tensors.append({"dtype": t.dtype.name, "shape": list(t.shape),
-                             "device": str(t.device), "offset": offset, "nbytes": len(data),
-                             "crc32": zlib.crc32(data), "requires_grad": t.requires_grad,
-                             "parameter": isinstance(t, Parameter)})
+        self.keep.append(t)
+        offset = t.storage_offset()
+        index, numel = self.storage(t, offset)
+        if not t.numel():  # (an empty view's offset may lie past the end: nothing is read)
+            offset = min(offset, numel)
+        self.tensors.append({"storage": index, "storage_offset": offset,
+                             "shape": list(t.shape), "stride": list(t.stride()),
+                             "dtype": t.dtype.name, "requires_grad": t.requires_grad,
+                             "parameter": isinstance(t, self.parameter)})
         self.ids[key] = len(self.tensors) - 1
         return {"@": "tensor", "i": self.ids[key]}
 
@@ -278,21 +343,19 @@ def save(obj, f, pickle_module=None, pickle_protocol=None,
                           _use_new_zipfile_serialization,
                           "tritongrad writes its own format, never PyTorch's legacy one")
     w = _Writer()
-    header = {"format": "tritongrad", "version": VERSION, "tensors": None,
+    header = {"format": "tritongrad", "version": VERSION, "storages": None, "tensors": None,
               "object": w.encode(obj)}
-    header["tensors"] = w.tensors
-    if w.blobs:  # no padding after the last tensor: the file ends with its last byte
-        last = w.tensors[-1]
-        w.blobs[-1] = w.blobs[-1][:last["nbytes"]]
-        w.size = last["offset"] + last["nbytes"]
-    header["data_size"] = w.size
+    header["storages"], header["tensors"], header["data_size"] = w.storages, w.tensors, w.size
     hbytes = json.dumps(header, separators=(",", ":"), allow_nan=False).encode("utf-8")
     if len(hbytes) > _MAX_HEADER:
         raise ValueError(f"save: the header would take {len(hbytes)} bytes, more than the "
                          f"{_MAX_HEADER} a file may have (save large bytes as tensors)")
     prefix = _PREFIX.pack(MAGIC, VERSION, zlib.crc32(hbytes), len(hbytes))
-    pad = -(len(prefix) + len(hbytes)) % _ALIGN
-    chunks = [prefix, hbytes, b"\0" * pad, *w.blobs]
+    chunks = [prefix, hbytes, b"\0" * (-(len(prefix) + len(hbytes)) % _ALIGN)]
+    end = 0
+    for entry, blob in zip(w.storages, w.blobs):  # zeros up to each storage's offset
+        chunks += [b"\0" * (entry["offset"] - end), blob]
+        end = entry["offset"] + entry["nbytes"]
     if isinstance(f, (str, os.PathLike)):
         _write_atomically(f, chunks)
     else:
@@ -312,13 +375,32 @@ class _Malformed(Exception):
 
 
 class _Entry(NamedTuple):
-    """A validated entry of the header's ``tensors`` list."""
+    """A validated entry of a version 1 header's ``tensors`` list."""
     dtype: dtypes.dtype
     shape: tuple
     device: str
     offset: int
     nbytes: int
     crc32: int
+    requires_grad: bool
+    parameter: bool
+
+
+class _StorageEntry(NamedTuple):
+    """A validated entry of a version 2 header's ``storages`` list."""
+    offset: int
+    nbytes: int
+    crc32: int
+    device: str
+
+
+class _TensorEntry(NamedTuple):
+    """A validated entry of a version 2 header's ``tensors`` list."""
+    storage: int
+    storage_offset: int
+    shape: tuple
+    stride: tuple
+    dtype: dtypes.dtype
     requires_grad: bool
     parameter: bool
 
@@ -353,8 +435,9 @@ def _describe(value) -> str:
     return text if len(text) <= 60 else f"{text[:50]}..."
 
 
-def _check_prefix(buf: bytes) -> int:
-    """Checks the magic, version, header length and header checksum; returns the length."""
+def _check_prefix(buf: bytes) -> tuple[int, int]:
+    """Checks the magic, version, header length and header checksum; returns the version and
+    the length."""
     if len(buf) < _PREFIX.size or buf[:8] != MAGIC:
         if buf[:1] == b"\x80":
             raise _Malformed("this looks like a PyTorch checkpoint in the legacy format (a bare "
@@ -368,9 +451,9 @@ def _check_prefix(buf: bytes) -> int:
                              f"{_PREFIX.size}-byte prefix)")
         raise _Malformed("not a tritongrad file (bad magic number)")
     _, version, crc, hlen = _PREFIX.unpack_from(buf)
-    if version != VERSION:
+    if version not in _VERSIONS:
         raise _Malformed(f"unsupported format version {version} (this tritongrad reads "
-                         f"version {VERSION})")
+                         f"versions {_VERSIONS[0]} to {_VERSIONS[-1]})")
     if hlen > _MAX_HEADER:
         raise _Malformed(f"header length {hlen} exceeds the limit of {_MAX_HEADER} bytes")
     if _PREFIX.size + hlen > len(buf):
@@ -378,7 +461,7 @@ def _check_prefix(buf: bytes) -> int:
                          f"file is truncated or corrupted")
     if zlib.crc32(buf[_PREFIX.size:_PREFIX.size + hlen]) != crc:
         raise _Malformed("header checksum mismatch: the file is corrupted or was modified")
-    return hlen
+    return version, hlen
 
 
 # A JSON string, or an unterminated one running to the end: the optional closing quote makes
@@ -426,24 +509,26 @@ def _parse_header(hbytes: bytes) -> dict:
         raise _Malformed("the header is nested too deeply to parse here") from None
 
 
-def _check_header_fields(header) -> tuple[list, int]:
-    """The top-level fields; returns the tensors list and the data section's size."""
+def _check_header_fields(header, version: int) -> int:
+    """The top-level fields of a file of ``version``; returns the data section's size."""
     if not isinstance(header, dict):
         raise _Malformed(f"the header must be a JSON object, got {type(header).__name__}")
-    missing = [k for k in ("format", "version", "tensors", "data_size", "object")
+    lists = ("tensors",) if version == 1 else ("storages", "tensors")
+    missing = [k for k in ("format", "version", *lists, "data_size", "object")
                if k not in header]
     if missing:
         raise _Malformed(f"the header lacks {', '.join(map(repr, missing))}")
     if header["format"] != "tritongrad":
         raise _Malformed(f"the header's format is {_describe(header['format'])}, not "
                          f"'tritongrad'")
-    if not _is_int(header["version"]) or header["version"] != VERSION:
+    if not _is_int(header["version"]) or header["version"] != version:
         raise _Malformed(f"the header's version {_describe(header['version'])} does not match "
-                         f"the file's version {VERSION}")
-    if not isinstance(header["tensors"], list):
-        raise _Malformed(f"the header's 'tensors' must be a list, got "
-                         f"{type(header['tensors']).__name__}")
-    return header["tensors"], _check_int(header["data_size"], "data_size")
+                         f"the file's version {version}")
+    for name in lists:
+        if not isinstance(header[name], list):
+            raise _Malformed(f"the header's {name!r} must be a list, got "
+                             f"{type(header[name]).__name__}")
+    return _check_int(header["data_size"], "data_size")
 
 
 def _check_file_size(buf: bytes, hlen: int, data_size: int) -> int:
@@ -494,72 +579,171 @@ def _check_shape(value, dtype: dtypes.dtype, what: str) -> tuple[tuple, int]:
     return shape, math.prod(shape) * dtype.itemsize
 
 
-def _check_entry(i: int, e) -> _Entry:
-    """One entry of ``tensors``: every field present, of its type and in range."""
-    what = f"tensor {i}"
+def _check_fields(what: str, e, fields: tuple) -> None:
     if not isinstance(e, dict):
         raise _Malformed(f"{what}'s entry must be an object, got {type(e).__name__}")
-    missing = [k for k in _Entry._fields if k not in e]
+    missing = [k for k in fields if k not in e]
     if missing:
         raise _Malformed(f"{what}'s entry lacks {', '.join(map(repr, missing))}")
+
+
+def _check_requires_grad(value, dtype: dtypes.dtype, what: str) -> bool:
+    requires_grad = _check_bool(value, f"{what}'s requires_grad")
+    if requires_grad and not (dtype.is_floating_point or dtype.is_complex):
+        raise _Malformed(f"{what} requires grad but has dtype {dtype.name} (only floating "
+                         f"point and complex tensors can)")
+    return requires_grad
+
+
+def _check_offset(value, what: str) -> int:
+    """A byte offset into the data section: 64-byte aligned."""
+    offset = _check_int(value, f"{what}'s offset")
+    if offset % _ALIGN:
+        raise _Malformed(f"{what}'s offset {offset} is not a multiple of {_ALIGN}")
+    return offset
+
+
+def check_view(what: str, dtype: dtypes.dtype, offset: int, shape: tuple, stride: tuple,
+               storage: str, storage_nbytes: int) -> None:
+    """Refuses (``_Malformed``) a tensor of ``dtype`` viewing ``storage`` (its name in
+    messages) of ``storage_nbytes`` bytes at element ``offset`` with ``shape`` and ``stride``
+    (tuples of non-negative ints, at most 64) unless NumPy and the device arrays can build it
+    and it reads only the storage's bytes: the storage is a whole number of elements, the
+    offset at most its length, each stride's and the shape's byte size (zero dimensions
+    aside, as NumPy counts) within a signed 64-bit integer, and the last element inside it.
+    (Both loaders build views so: ``tg.load``'s format and PyTorch's.)"""
+    item = dtype.itemsize
+    if len(shape) != len(stride):
+        raise _Malformed(f"{what}'s size {list(shape)} and stride {list(stride)} differ in "
+                         f"length")
+    if storage_nbytes % item:
+        raise _Malformed(f"{storage} has {storage_nbytes} bytes, not a whole number of "
+                         f"{dtype.name} elements")
+    if math.prod(n for n in shape if n) * item > _MAX_SIZE:
+        raise _Malformed(f"{what}'s shape {list(shape)} is too large for {dtype.name} (more "
+                         f"than {_MAX_SIZE} bytes)")
+    if any(st * item > _MAX_SIZE for st in stride):
+        raise _Malformed(f"{what}'s stride {list(stride)} is too large for {dtype.name} "
+                         f"(more than {_MAX_SIZE} bytes)")
+    numel = storage_nbytes // item
+    last = offset + sum((n - 1) * st for n, st in zip(shape, stride))
+    if offset > numel or (0 not in shape and last >= numel):
+        raise _Malformed(f"{what} of size {list(shape)}, stride {list(stride)} at offset "
+                         f"{offset} reaches past the end of {storage} ({numel} elements)")
+
+
+def _check_entry(i: int, e) -> _Entry:
+    """One entry of a version 1 file's ``tensors``: every field present, of its type and in
+    range."""
+    what = f"tensor {i}"
+    _check_fields(what, e, _Entry._fields)
     dtype = _check_dtype(e["dtype"], what)
     shape, nbytes = _check_shape(e["shape"], dtype, what)
     if _check_int(e["nbytes"], f"{what}'s nbytes") != nbytes:
         raise _Malformed(f"{what}'s size {e['nbytes']} does not match its shape {list(shape)} "
                          f"and dtype {dtype.name} ({nbytes} bytes)")
-    offset = _check_int(e["offset"], f"{what}'s offset")
-    if offset % _ALIGN:
-        raise _Malformed(f"{what}'s offset {offset} is not a multiple of {_ALIGN}")
-    requires_grad = _check_bool(e["requires_grad"], f"{what}'s requires_grad")
-    if requires_grad and not (dtype.is_floating_point or dtype.is_complex):
-        raise _Malformed(f"{what} requires grad but has dtype {dtype.name} (only floating "
-                         f"point and complex tensors can)")
-    return _Entry(dtype, shape, _check_device(e["device"], f"{what}'s device"), offset,
-                  nbytes, _check_int(e["crc32"], f"{what}'s crc32", 0xFFFFFFFF),
-                  requires_grad, _check_bool(e["parameter"], f"{what}'s parameter"))
+    return _Entry(dtype, shape, _check_device(e["device"], f"{what}'s device"),
+                  _check_offset(e["offset"], what), nbytes,
+                  _check_int(e["crc32"], f"{what}'s crc32", 0xFFFFFFFF),
+                  _check_requires_grad(e["requires_grad"], dtype, what),
+                  _check_bool(e["parameter"], f"{what}'s parameter"))
 
 
-def _check_data_layout(entries: list, buf: bytes, data_start: int, data_size: int) -> None:
-    """Checks that the tensors' bytes tile the data section as a save lays them out: in
-    bounds, no two overlapping, only zeros between them and nothing after the last one."""
+def _check_storage(i: int, e) -> _StorageEntry:
+    """One entry of a version 2 file's ``storages``."""
+    what = f"storage {i}"
+    _check_fields(what, e, _StorageEntry._fields)
+    return _StorageEntry(_check_offset(e["offset"], what),
+                         _check_int(e["nbytes"], f"{what}'s nbytes"),
+                         _check_int(e["crc32"], f"{what}'s crc32", 0xFFFFFFFF),
+                         _check_device(e["device"], f"{what}'s device"))
+
+
+def _check_tensor(i: int, e, storages: list) -> _TensorEntry:
+    """One entry of a version 2 file's ``tensors``, its view inside its storage."""
+    what = f"tensor {i}"
+    _check_fields(what, e, _TensorEntry._fields)
+    dtype = _check_dtype(e["dtype"], what)
+    shape, _ = _check_shape(e["shape"], dtype, what)
+    if not isinstance(e["stride"], list) or len(e["stride"]) != len(shape):
+        raise _Malformed(f"{what}'s stride must be a list of {len(shape)} integers (one per "
+                         f"dimension), got {_describe(e['stride'])}")
+    stride = tuple(_check_int(s, f"{what}'s stride[{d}]") for d, s in enumerate(e["stride"]))
+    index = e["storage"]
+    if not _is_int(index) or not 0 <= index < len(storages):
+        raise _Malformed(f"{what}'s storage {_describe(index)} is out of range (the file "
+                         f"lists {len(storages)} storages)")
+    offset = _check_int(e["storage_offset"], f"{what}'s storage_offset")
+    check_view(what, dtype, offset, shape, stride, f"storage {index}", storages[index].nbytes)
+    return _TensorEntry(index, offset, shape, stride, dtype,
+                        _check_requires_grad(e["requires_grad"], dtype, what),
+                        _check_bool(e["parameter"], f"{what}'s parameter"))
+
+
+def _check_data_layout(kind: str, entries: list, buf: bytes, data_start: int,
+                       data_size: int) -> None:
+    """Checks that the entries' bytes (of tensors in version 1, of storages in version 2, as
+    ``kind`` says) tile the data section as a save lays them out: in bounds, no two
+    overlapping, only zeros between them and nothing after the last one."""
     end = 0
     for i in sorted(range(len(entries)), key=lambda i: (entries[i].offset, entries[i].nbytes)):
         e = entries[i]
         if e.offset + e.nbytes > data_size:
-            raise _Malformed(f"tensor {i}'s bytes [{e.offset}, {e.offset + e.nbytes}) lie "
+            raise _Malformed(f"{kind} {i}'s bytes [{e.offset}, {e.offset + e.nbytes}) lie "
                              f"beyond the end of the data section ({data_size} bytes): the "
                              f"file is truncated or its header was modified")
         if e.offset < end:
-            raise _Malformed(f"tensor {i}'s bytes overlap another tensor's")
+            raise _Malformed(f"{kind} {i}'s bytes overlap another {kind}'s")
         if buf.count(0, data_start + end, data_start + e.offset) != e.offset - end:
-            raise _Malformed(f"the padding before tensor {i}'s bytes is not zeros")
+            raise _Malformed(f"the padding before {kind} {i}'s bytes is not zeros")
         end = e.offset + e.nbytes
     if end != data_size:
         raise _Malformed(f"the data section has {data_size - end} bytes after the last "
-                         f"tensor's")
+                         f"{kind}'s")
 
 
-def _check_tensor_bytes(i: int, e: _Entry, raw: memoryview) -> None:
+def _check_crc(what: str, e, raw: memoryview) -> None:
     if zlib.crc32(raw) != e.crc32:
-        raise _Malformed(f"tensor {i}'s data does not match its checksum: the file is "
-                         f"corrupted or was modified")
-    # NumPy would take any byte as a bool, and values other than 0 and 1 misbehave in its ops
-    if e.dtype is dtypes.bool and e.nbytes and np.frombuffer(raw, np.uint8).max() > 1:
-        raise _Malformed(f"tensor {i} is bool but holds bytes other than 0 and 1")
+        raise _Malformed(f"{what}'s data does not match its checksum: the file is corrupted or "
+                         f"was modified")
 
 
-def _tensor_bytes(buf: bytes, data_start: int, e: _Entry) -> memoryview:
-    """A tensor's bytes, without copying them."""
+def check_bool_bytes(what: str, raw) -> None:
+    """Refuses ``raw`` as bool elements unless every byte is 0 or 1: NumPy would take any
+    byte as a bool, and values other than 0 and 1 misbehave in its ops."""
+    if len(raw) and np.frombuffer(raw, np.uint8).max() > 1:
+        raise _Malformed(f"{what} is bool but holds bytes other than 0 and 1")
+
+
+def _entry_bytes(buf: bytes, data_start: int, e) -> memoryview:
+    """A (tensor's or storage's) entry's bytes, without copying them."""
     start = data_start + e.offset
     return memoryview(buf)[start:start + e.nbytes]
 
 
 def _check_entries(tensors: list, buf: bytes, data_start: int, data_size: int) -> list:
+    """A version 1 file's tensors."""
     entries = [_check_entry(i, e) for i, e in enumerate(tensors)]
-    _check_data_layout(entries, buf, data_start, data_size)
+    _check_data_layout("tensor", entries, buf, data_start, data_size)
     for i, e in enumerate(entries):
-        _check_tensor_bytes(i, e, _tensor_bytes(buf, data_start, e))
+        raw = _entry_bytes(buf, data_start, e)
+        _check_crc(f"tensor {i}", e, raw)
+        if e.dtype is dtypes.bool:
+            check_bool_bytes(f"tensor {i}", raw)
     return entries
+
+
+def _check_storages_and_tensors(storages: list, tensors: list, buf: bytes, data_start: int,
+                                data_size: int) -> tuple[list, list]:
+    """A version 2 file's storages and tensors, every one (referenced or not) checked."""
+    stored = [_check_storage(i, e) for i, e in enumerate(storages)]
+    _check_data_layout("storage", stored, buf, data_start, data_size)
+    for i, e in enumerate(stored):
+        _check_crc(f"storage {i}", e, _entry_bytes(buf, data_start, e))
+    entries = [_check_tensor(i, e, stored) for i, e in enumerate(tensors)]
+    for i in sorted({e.storage for e in entries if e.dtype is dtypes.bool}):
+        check_bool_bytes(f"storage {i}", _entry_bytes(buf, data_start, stored[i]))
+    return stored, entries
 
 
 # -- load ----------------------------------------------------------------------------------------
@@ -643,17 +827,39 @@ def finish(t: Tensor, requires_grad: bool, parameter: bool) -> Tensor:
     return t
 
 
+def place_storage(host: np.ndarray, dtype: dtypes.dtype, saved_device: str, map_location,
+                  what: str) -> Tensor:
+    """``place`` for all of a storage (``host``: its elements, 1-D; ``what`` names it), for
+    ``view`` to build its tensors over: checks what a ``map_location`` callable returned, and
+    copies it if it is not all of its own storage from the start (views are built at offsets
+    into that storage)."""
+    t = place(host, dtype, saved_device, map_location)
+    if not callable(map_location):  # (place made a new tensor, all of its storage)
+        return t
+    if not isinstance(t, Tensor) or t.dtype is not dtype or t.numel() != host.size:
+        raise TypeError(f"load: map_location returned {type(t).__name__} for {what}, not a "
+                        f"{dtype.name} tensor of {host.size} elements")
+    if t.storage_offset() or not t.is_contiguous() or storage_numel(t) != t.numel():
+        t = t.clone()
+    return t
+
+
 def view(whole: Tensor, offset: int, shape: tuple, stride: tuple) -> Tensor:
-    """A new leaf tensor viewing ``whole``'s storage at ``offset`` with ``shape`` and
-    ``stride`` (in elements), as PyTorch's ``_rebuild_tensor`` does with ``set_``: tensors
-    built over one storage share its memory. The caller has checked the extent."""
-    from .autograd.ops.creation import empty
-    return empty((0,), dtype=whole.dtype, device=whole.device).set_(
-        whole.untyped_storage(), offset, shape, stride)
+    """A new leaf tensor viewing ``whole``'s memory (``place_storage``'s result) at element
+    ``offset`` with ``shape`` and ``stride``, as PyTorch's ``_rebuild_tensor``: tensors built
+    over one storage share its memory. The caller has checked the geometry (``check_view``).
+
+    (The tensors share ``whole``'s version counter too, which PyTorch's, rebuilt by ``set_``,
+    do not: an in-place write through one invalidates the others where autograd saved them,
+    as it should, since it changed their values. ``set_`` would take 3-10x as long.)"""
+    if not offset and stride == contiguous_strides(shape) and math.prod(shape) == whole.numel():
+        return whole.view(shape).detach()  # (the usual case, a tensor that is its storage)
+    return whole.as_strided(shape, stride, offset).detach()
 
 
 class _Reader:
-    """Decodes the header's ``object``, building each referenced tensor once."""
+    """Decodes the header's ``object``, building each referenced tensor once (``_build``,
+    which each version's reader defines)."""
 
     def __init__(self, buf: bytes, data_start: int, entries: list, map_location,
                  weights_only: bool = True):
@@ -672,10 +878,8 @@ class _Reader:
             self.cache[i] = self._build(self.entries[i])
         return self.cache[i]
 
-    def _build(self, e: _Entry) -> Tensor:
-        raw = _tensor_bytes(self.buf, self.data_start, e)
-        t = place(host_array(raw, e.dtype, e.shape), e.dtype, e.device, self.map_location)
-        return finish(t, e.requires_grad, e.parameter)
+    def _build(self, e) -> Tensor:
+        raise NotImplementedError
 
     def decode(self, node, depth: int = 0):
         if depth > _MAX_DEPTH:
@@ -758,14 +962,59 @@ class _Reader:
         return bytes.fromhex(text)
 
 
+class _ReaderV1(_Reader):
+    """A version 1 file: each tensor its own elements, on its own."""
+
+    def _build(self, e: _Entry) -> Tensor:
+        raw = _entry_bytes(self.buf, self.data_start, e)
+        t = place(host_array(raw, e.dtype, e.shape), e.dtype, e.device, self.map_location)
+        return finish(t, e.requires_grad, e.parameter)
+
+
+class _ReaderV2(_Reader):
+    """A version 2 file: tensors are views of storages, each placed once (per dtype)."""
+
+    def __init__(self, buf: bytes, data_start: int, storages: list, entries: list,
+                 map_location, weights_only: bool = True):
+        super().__init__(buf, data_start, entries, map_location, weights_only)
+        self.storages = storages
+        self.viewers = Counter(e.storage for e in entries)  # storage index -> its tensors
+        self.wholes: dict = {}  # (storage index, dtype) -> place_storage's tensor
+
+    def _build(self, e: _TensorEntry) -> Tensor:
+        s = self.storages[e.storage]
+        raw = _entry_bytes(self.buf, self.data_start, s)
+        if (self.viewers[e.storage] == 1 and not callable(self.map_location)
+                and not e.storage_offset and e.stride == contiguous_strides(e.shape)
+                and math.prod(e.shape) * e.dtype.itemsize == s.nbytes):
+            # The tensor is all of its storage, which no other tensor views (most tensors):
+            # placed as it is, not as a view of a 1-D tensor of the storage, which costs a
+            # third of a small tensor's load. (A callable map_location gets storages, 1-D.)
+            t = place(host_array(raw, e.dtype, e.shape), e.dtype, s.device, self.map_location)
+            return finish(t, e.requires_grad, e.parameter)
+        key = (e.storage, e.dtype)
+        whole = self.wholes.get(key)
+        if whole is None:
+            host = host_array(raw, e.dtype, (s.nbytes // e.dtype.itemsize,))
+            whole = self.wholes[key] = place_storage(host, e.dtype, s.device, self.map_location,
+                                                     f"storage {e.storage}")
+        return finish(view(whole, e.storage_offset, e.shape, e.stride), e.requires_grad,
+                      e.parameter)
+
+
 def _load_bytes(buf: bytes, map_location, weights_only: bool = True):
-    hlen = _check_prefix(buf)
+    version, hlen = _check_prefix(buf)
     header = _parse_header(buf[_PREFIX.size:_PREFIX.size + hlen])
-    tensors, data_size = _check_header_fields(header)
+    data_size = _check_header_fields(header, version)
     data_start = _check_file_size(buf, hlen, data_size)
-    entries = _check_entries(tensors, buf, data_start, data_size)
-    return _Reader(buf, data_start, entries, map_location,
-                   weights_only).decode(header["object"])
+    if version == 1:
+        entries = _check_entries(header["tensors"], buf, data_start, data_size)
+        reader = _ReaderV1(buf, data_start, entries, map_location, weights_only)
+    else:
+        storages, entries = _check_storages_and_tensors(header["storages"], header["tensors"],
+                                                        buf, data_start, data_size)
+        reader = _ReaderV2(buf, data_start, storages, entries, map_location, weights_only)
+    return reader.decode(header["object"])
 
 
 # -- pickled objects under weights_only=True ------------------------------------------------------
@@ -875,7 +1124,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
         map_location: where tensors go: None (the device each was saved from), a device or
             string (all of them there), a dict mapping saved device strings to devices
             (``{"cuda:0": "cpu"}``), or a callable ``fn(cpu_tensor, saved_device_str)``
-            returning the tensor to use.
+            returning the tensor to use (or None: the CPU tensor), called once per storage
+            with all its elements as a 1-D tensor, of the dtype of the tensors viewing it
+            (in a version 1 file: once per tensor, shaped as the tensor).
         weights_only: True (the default): pickled objects in the file (``tg.save`` of a
             whole module, a user's class) are unpickled only if every global they name is
             allowed (``add_safe_globals``, ``safe_globals``; ``OrderedDict``, ``set`` and a few
