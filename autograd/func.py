@@ -43,13 +43,18 @@ from . import forward_ad
 from ._pytree import tree_flatten, tree_map, tree_unflatten
 from .functional import _autograd_grad, standard_basis
 from .grad_mode import enable_grad, is_grad_enabled
+from .graph import disable_saved_tensors_hooks
 from .node import AccumulateGrad
 from .tensor import Tensor
-from .vmap import check_randomness_arg, randomness_mode
+from .vmap import check_randomness_arg, randomness_mode, transform
 
 __all__ = ["grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "linearize", "vjp"]
 
 _JVP = "jvp(f, primals, tangents)"
+# (the reverse-mode transforms refuse saved-tensor hooks, around them or inside func: PyTorch's
+# doesnt_support_saved_tensors_hooks)
+_NO_SAVED_HOOKS = ("torch.func.{grad, vjp, jacrev, hessian} don't yet support saved tensor "
+                   "hooks. Please open an issue with your use case.")
 _VJP = "vjp(f, *primals)"
 
 
@@ -160,12 +165,18 @@ class _Level:
 
     def leaf(self, t: Tensor) -> Tensor:
         """``t`` (a new tensor) made a leaf of this level."""
+        if not (t.dtype.is_floating_point or t.dtype.is_complex):
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         t.requires_grad_()
         t.__dict__["_func_level"] = self.serial
         return t
 
     def alias(self, t: Tensor) -> Tensor:
         """A fresh alias of ``t`` to differentiate with respect to (grad mode must be on)."""
+        if not t.requires_grad and forward_ad.current_tangent(t) is None:
+            # (detached, not a view: func's in-place write on its input is refused as one on
+            # a leaf that requires grad, PyTorch's error, not as one on a view of it)
+            return self.leaf(t.detach())
         a = t.view_as(t)
         return a if a.requires_grad else self.leaf(a)
 
@@ -180,7 +191,8 @@ class _Level:
         flat, spec = tree_flatten(diff)
         _check_inputs(flat)
         flat = [self.alias(t) for t in flat]
-        return func(*put(tree_unflatten(flat, spec)), **kwargs), flat, spec
+        with transform():
+            return func(*put(tree_unflatten(flat, spec)), **kwargs), flat, spec
 
     def reaches_outer(self, tensors) -> bool:
         """Whether the history of any of ``tensors`` reaches an outer leaf that requires
@@ -271,27 +283,33 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
     """
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        api = "grad_and_value(f)(*args)"
-        level = _Level()
-        with enable_grad():
-            output, flat, spec = level.call(func, args, kwargs, argnums)
-            output, aux = _split_aux(output, has_aux, api)
-            if not isinstance(output, Tensor):
-                raise RuntimeError(  # noqa: TRY004 - PyTorch's type
-                    f"{api}: Expected f(*args) to return a Tensor, got "
-                    f"{type(output)}")
-            if output.dim() != 0:
-                raise RuntimeError(f"{api}: Expected f(*args) to return a scalar Tensor, got "
-                                   f"tensor with {output.dim()} dims. Maybe you wanted to use "
-                                   f"the vjp or jacrev APIs instead?")
-        # (out of enable_grad: needs_graph reads the caller's grad mode)
-        grads = level.grads((output,), flat, create_graph=level.needs_graph((output,)))
-        grads = level.lower(tree_unflatten(grads, spec))
-        if has_aux:
-            return grads, (level.lower(output), level.lower(aux))
-        return grads, level.lower(output)
+        with disable_saved_tensors_hooks(_NO_SAVED_HOOKS):
+            return _grad_and_value(func, args, kwargs, argnums, has_aux)
 
     return wrapper
+
+
+def _grad_and_value(func, args: tuple, kwargs: dict, argnums, has_aux: bool):
+    """One call of ``grad_and_value(func, argnums, has_aux)``."""
+    api = "grad_and_value(f)(*args)"
+    level = _Level()
+    with enable_grad():
+        output, flat, spec = level.call(func, args, kwargs, argnums)
+        output, aux = _split_aux(output, has_aux, api)
+        if not isinstance(output, Tensor):
+            raise RuntimeError(  # noqa: TRY004 - PyTorch's type
+                f"{api}: Expected f(*args) to return a Tensor, got "
+                f"{type(output)}")
+        if output.dim() != 0:
+            raise RuntimeError(f"{api}: Expected f(*args) to return a scalar Tensor, got "
+                               f"tensor with {output.dim()} dims. Maybe you wanted to use "
+                               f"the vjp or jacrev APIs instead?")
+    # (out of enable_grad: needs_graph reads the caller's grad mode)
+    grads = level.grads((output,), flat, create_graph=level.needs_graph((output,)))
+    grads = level.lower(tree_unflatten(grads, spec))
+    if has_aux:
+        return grads, (level.lower(output), level.lower(aux))
+    return grads, level.lower(output)
 
 
 def grad(func, argnums=0, has_aux: bool = False):
@@ -339,7 +357,7 @@ class _Recorded:
 
     def __init__(self, func, args: tuple, kwargs: dict, argnums, has_aux: bool) -> None:
         self.level = level = _Level()
-        with enable_grad():
+        with enable_grad(), disable_saved_tensors_hooks(_NO_SAVED_HOOKS):
             out, self.inputs, self.in_spec = level.call(func, args, kwargs, argnums)
             out, aux = _split_aux(out, has_aux, _VJP)
             self.outputs, self.out_spec = tree_flatten(out)
@@ -571,7 +589,9 @@ def _jvp(func, primals, tangents, strict: bool, has_aux: bool):
     from .ops.creation import zeros_like
     with forward_ad.dual_level():
         duals = [forward_ad.make_dual(p, t) for p, t in zip(flat_p, flat_t)]
-        out, aux = _split_aux(func(*tree_unflatten(duals, p_spec)), has_aux, _JVP)
+        with transform():
+            out = func(*tree_unflatten(duals, p_spec))
+        out, aux = _split_aux(out, has_aux, _JVP)
         flat_out, out_spec = tree_flatten(out)
         _check_tensors(flat_out, _JVP)
         tangents_out = []
@@ -637,8 +657,9 @@ def _jacfwd_batched(func, args: tuple, kwargs: dict, argnums, has_aux: bool, ran
     with forward_ad.dual_level(), randomness_mode(randomness):
         duals = ([forward_ad.make_dual(x, batch(b)) for x, b in zip(flat, basis)] if total
                  else flat)
-        out, aux = _split_aux(func(*put(tree_unflatten(duals, in_spec)), **kwargs), has_aux,
-                              _JVP)
+        with transform():
+            out = func(*put(tree_unflatten(duals, in_spec)), **kwargs)
+        out, aux = _split_aux(out, has_aux, _JVP)
         flat_out, out_spec = tree_flatten(out)
         _check_tensors(flat_out, _JVP)
         tangents = [forward_ad.unpack_dual(o).tangent for o in flat_out]
@@ -763,7 +784,8 @@ def linearize(func, *primals):
                 [1., 1., 1.],
                 [1., 1., 1.]])
     """
-    output = func(*primals)
+    with transform():
+        output = func(*primals)
     flat_p, p_spec = tree_flatten(primals)
     meta = [(p.shape, p.device, p.dtype) for p in flat_p]
 

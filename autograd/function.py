@@ -12,6 +12,10 @@ and views among the outputs refuse in-place writes (Note [View + in-place], tens
 Under forward AD, ``jvp`` gives the outputs' tangents, checked to keep the same aliasing:
 a dirty input's tangent modified in place and returned as-is, a view's tangent a view of its
 input's (``_set_output_tangents``).
+
+Under a ``torch.func`` transform a Function must define ``setup_context`` (PyTorch's rule);
+under ``vmap`` its ``vmap`` staticmethod, or ``generate_vmap_rule = True``, says how it
+batches (autograd/vmap.py: custom_function_forward).
 """
 
 from __future__ import annotations
@@ -20,16 +24,23 @@ import functools
 import inspect
 import traceback
 import warnings
+import weakref
 
 from . import anomaly_mode
 from .dispatch import batch_of, dual_levels, dual_masked, run_batched
-from .node import FREED, AccumulateGrad, Node
+from .node import FREED, FREED_MSG, AccumulateGrad, Node
 from .saved import SavedTensor
 from .state import state
 from .tensor import Tensor
+from .vmap import _local as _transforms, custom_function_forward
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable",
            "InplaceFunction"]
+
+
+class _SaveForForwardError(TypeError, AssertionError):
+    """PyTorch asserts that ``save_for_forward`` gets tensors (an AssertionError); tritongrad
+    raised a TypeError before, which code written against it may catch: this is both."""
 
 
 class FunctionCtx:
@@ -41,10 +52,10 @@ class FunctionCtx:
         ``backward`` reads them from ``ctx.saved_tensors``, which checks that none was
         modified in place since.
         """
-        for t in tensors:
+        for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
-                raise TypeError(f"save_for_backward can only save variables, but argument is of "
-                                f"type {type(t).__name__}")
+                raise TypeError(f"save_for_backward can only save variables, but argument {i} "
+                                f"is of type {type(t).__name__}")
         self._to_save = tensors
 
     def save_for_forward(self, *tensors) -> None:
@@ -53,8 +64,9 @@ class FunctionCtx:
         ``ctx.saved_tensors``."""
         for t in tensors:
             if t is not None and not isinstance(t, Tensor):
-                raise TypeError(f"save_for_forward expects all arguments to be tensors; but "
-                                f"got {type(t).__name__}")
+                raise _SaveForForwardError("save_for_forward expects all arguments to be "
+                                           "tensors; you should save non-tensors as "
+                                           "attributes on ctx.")
         self._saved_for_forward = tensors
 
     def mark_dirty(self, *args) -> None:
@@ -68,8 +80,9 @@ class FunctionCtx:
 
     def set_materialize_grads(self, value: bool) -> None:
         """Whether ``backward`` gets zero tensors (True, default) or None for outputs that
-        received no gradient."""
-        self._materialize = bool(value)
+        received no gradient (even when none of them did: ``backward`` still runs then, with
+        only Nones, as in PyTorch)."""
+        self._materialize_grads = bool(value)
 
 
 _ContextMethodMixin = FunctionCtx  # the name the 2019-2021 seeds document these methods under
@@ -79,20 +92,42 @@ class BackwardCFunction(FunctionCtx, Node):
     """The graph node (and ctx) of one ``Function.apply`` call."""
 
     _forward_cls = None
+    _materialize_grads = True  # (set_materialize_grads)
+    # The engine skips a node whose incoming gradients are all None unless it has this flag
+    # set; PyTorch always runs a custom Function's backward (with zeros, or with the Nones
+    # when set_materialize_grads(False)), so every BackwardCFunction has it.
+    _materialize = True
 
     def __init__(self):
         Node.__init__(self)
-        self._materialize = True
         self.needs_input_grad = ()
 
     def name(self) -> str:
         return type(self).__name__
 
     @property
+    def _raw_saved_tensors(self) -> tuple:
+        """The saved tensors as stored (``RawSavedTensor``: ``register_hooks``, ``data``), as
+        PyTorch's custom-Function nodes give them."""
+        from .saved import UNSAVED, RawSavedTensor
+        saved = self._saved
+        if saved is FREED:
+            raise RuntimeError(FREED_MSG)
+        return tuple(RawSavedTensor(self, UNSAVED if s is None else s, i)
+                     for i, s in enumerate(saved or ()))
+
+    def __call__(self, *grads):
+        # PyTorch's custom-Function nodes are not callable, unlike its built-in ones (run
+        # one with ``grad_fn.apply(*grads)``)
+        raise TypeError(f"'{type(self).__name__}' object is not callable")
+
+    @property
     def saved_tensors(self) -> tuple:
         """The tensors saved by ``save_for_backward`` (in ``jvp``: by ``save_for_forward``)."""
         if self.__dict__.get("_in_jvp"):
             return self.__dict__.get("_saved_for_forward") or ()
+        if self._saved is None:  # still inside forward (or nothing saved): PyTorch's ()
+            return ()
         if self.__dict__.get("_saved_taken"):
             raise RuntimeError(
                 "saved_tensors can only be accessed once when clear_saved_tensors_on_access=True "
@@ -108,7 +143,7 @@ class BackwardCFunction(FunctionCtx, Node):
         return saved
 
     def apply(self, *grads):
-        if self._materialize:
+        if self._materialize_grads:
             # (a non-differentiable output's gradient stays None when the forward set
             # ctx._materialize_non_diff_grads = False, as PyTorch's)
             keep = () if self.__dict__.get("_materialize_non_diff_grads", True) \
@@ -140,10 +175,8 @@ class BackwardCFunction(FunctionCtx, Node):
         if g is None:
             return None
         if not isinstance(g, Tensor):
-            # (RuntimeError, PyTorch's type: "expected Variable or None (got float)")
-            raise RuntimeError(f"function {self.name()} returned a {type(g).__name__} as "
-                               f"gradient {position}; expected Variable or None (got "
-                               f"{type(g).__name__})")
+            # (PyTorch's type and message, which names neither the function nor the index)
+            raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
         if self.next_functions[slot][0] is None:
             return None  # that input needs no gradient
         shape, dtype, device = self._input_meta[slot]
@@ -211,14 +244,16 @@ class Function(metaclass=_FunctionMeta):
     """
 
     def __init__(self, *args, **kwargs):
-        warnings.warn(f"{type(self).__name__} should not be instantiated. Methods on autograd "
-                      f"functions are all static, so you should invoke them on the class "
-                      f"itself.", DeprecationWarning, stacklevel=2)
+        warnings.warn(f"{type(self)} should not be instantiated. Methods on autograd functions "
+                      f"are all static, so you should invoke them on the class itself. "
+                      f"Instantiating an autograd function will raise an error in a future "
+                      f"version of PyTorch.", DeprecationWarning, stacklevel=2)
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("Legacy autograd function with non-static forward method is "
                            "deprecated. Please use new-style autograd function with static "
-                           "forward method.")
+                           "forward method. (Example: https://pytorch.org/docs/stable/"
+                           "autograd.html#torch.autograd.Function)")
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
@@ -250,6 +285,20 @@ class Function(metaclass=_FunctionMeta):
         raise NotImplementedError("You must implement the jvp function for custom "
                                   "autograd.Function to use it with forward mode AD.")
 
+    # Under torch.func.vmap (autograd/vmap.py: custom_function_forward): True runs forward
+    # on each entry of the batch (PyTorch generates a rule that does the same); otherwise
+    # the Function must override the ``vmap`` staticmethod below.
+    generate_vmap_rule = False
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        """The Function's batching rule under ``torch.func.vmap`` (override it, or set
+        ``generate_vmap_rule = True``): given ``info`` (``batch_size``, ``randomness``), the
+        ``in_dims`` of the arguments (None: not batched) and the batched arguments, returns
+        ``(output, out_dims)``."""
+        raise NotImplementedError("To use autograd.Function with vmap, you must either override "
+                                  "the vmap staticmethod or set generate_vmap_rule=True.")
+
     @classmethod
     def apply(cls, *args, **kwargs):
         """Runs ``forward`` and records the result's history."""
@@ -267,6 +316,8 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def _apply(cls, args, kwargs, ctx=None):
+        if ctx is None and _transforms.transforms:
+            _check_transformable(cls)
         if dual_levels and ctx is None:
             return _apply_dual(cls, args, kwargs)
         tensor_args = [a for a in args if isinstance(a, Tensor)]
@@ -289,8 +340,13 @@ class Function(metaclass=_FunctionMeta):
         state.grad_enabled = False
         try:
             if custom_setup:
-                outputs = cls.forward(*args, **kwargs)
-                cls.setup_context(ctx, _bound_inputs(cls.forward, args, kwargs), outputs)
+                inputs = _bound_inputs(cls.forward, args, kwargs)  # (first: PyTorch's errors)
+                if _transforms.levels:  # (under vmap: its vmap rule)
+                    outputs = custom_function_forward(cls, inputs,
+                                                      lambda: cls.forward(*args, **kwargs))
+                else:
+                    outputs = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, inputs, outputs)
             else:
                 outputs = cls.forward(ctx, *args, **kwargs)
         finally:
@@ -298,13 +354,38 @@ class Function(metaclass=_FunctionMeta):
         return _wrap_outputs(ctx, args, outputs, record)
 
 
+def _check_transformable(cls) -> None:
+    """PyTorch's refusal of a custom Function without ``setup_context`` under a torch.func
+    transform. (tritongrad's own Functions are exempt: they stand for PyTorch's built-in
+    ops, which work under every transform.)"""
+    if not _overrides(cls, "setup_context") and not cls.__module__.startswith("tritongrad."):
+        raise RuntimeError("In order to use an autograd.Function with functorch transforms "
+                           "(vmap, grad, jvp, jacrev, ...), it must override the setup_context "
+                           "staticmethod. For more details, please see "
+                           "https://pytorch.org/docs/main/notes/extending.func.html")
+
+
+# forward -> its inspect.Signature (reading one costs more than the rest of an apply)
+_signatures: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _bound_inputs(forward, args: tuple, kwargs: dict) -> tuple:
     """``setup_context``'s ``inputs``: forward's arguments in order, with the defaults of the
     ones not passed filled in (PyTorch's), keyword arguments placed by name."""
     try:
-        bound = inspect.signature(forward).bind(*args, **kwargs)
-    except (TypeError, ValueError):  # (a signature inspect cannot read: the args as given)
-        return args
+        signature = _signatures.get(forward)
+    except TypeError:  # (a forward weakrefs cannot point to: read each time)
+        signature = None
+    if signature is None:
+        try:
+            signature = inspect.signature(forward)
+        except (TypeError, ValueError):  # (a signature inspect cannot read: the args as given)
+            return args
+        try:
+            _signatures[forward] = signature
+        except TypeError:
+            pass
+    bound = signature.bind(*args, **kwargs)  # (its TypeError is PyTorch's for bad arguments)
     bound.apply_defaults()
     return tuple(bound.arguments.values())
 
@@ -325,7 +406,7 @@ def _apply_dual(cls, args, kwargs):
         return result
     versions = tuple(None if t is None else t._vc[0] for t in given)
     tangents = given
-    if ctx._materialize:  # inputs with no tangent get zeros, as backward's grads do
+    if ctx._materialize_grads:  # inputs with no tangent get zeros, as backward's grads do
         from .ops.creation import zeros_like
         tangents = tuple(zeros_like(a) if t is None and _differentiable(a) else t
                          for a, t in zip(args, given))

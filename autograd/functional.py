@@ -36,6 +36,11 @@ __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
 _STRATEGIES = ("forward-mode", "reverse-mode")
 
 
+class _StrategyError(ValueError, AssertionError):
+    """PyTorch asserts that ``strategy`` is known (an AssertionError); tritongrad raised a
+    ValueError before, which code written against it may catch: this is both."""
+
+
 # The arguments every function here documents alike (PyTorch's words); ``_shared_doc`` puts
 # them into each docstring's ``{func}``/``{scalar_func}``/``{create_graph}``/... fields.
 _SHARED_ARGS = {
@@ -528,7 +533,7 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
                  [1., 1.]]])
     """
     if strategy not in _STRATEGIES:
-        raise ValueError('Expected strategy to be either "forward-mode" or "reverse-mode". '
+        raise _StrategyError('Expected strategy to be either "forward-mode" or "reverse-mode". '
                          'Hint: If your function has more outputs than inputs, "forward-mode" '
                          'tends to be more performant. Otherwise, prefer to use '
                          '"reverse-mode".')
@@ -616,7 +621,7 @@ def hessian(func, inputs, create_graph: bool = False, strict: bool = False,
     """
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
     if outer_jacobian_strategy not in _STRATEGIES:
-        raise ValueError('Expected strategy to be either "forward-mode" or "reverse-mode".')
+        raise _StrategyError('Expected strategy to be either "forward-mode" or "reverse-mode".')
 
     def ensure_single_output_function(*inp):
         out = func(*inp)

@@ -16,6 +16,7 @@ hook for the gradients of several tensors, ``increment_version`` bumps version c
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import threading
 import weakref
@@ -23,12 +24,60 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
-from .node import Node, RemovableHandle
+from . import node as _node
+from .node import RemovableHandle
 from .state import set_mode, state
 
 __all__ = ["GradientEdge", "Node", "allow_mutation_on_saved_tensors", "disable_saved_tensors_hooks",
            "get_gradient_edge", "increment_version", "register_multi_grad_hook", "save_on_cpu",
            "saved_tensors_hooks"]
+
+
+class Node(abc.ABC):
+    """The abstract type of the graph's nodes (``tensor.grad_fn``), as PyTorch's: every node,
+    built-in or a custom Function's, is an instance of it (``isinstance(y.grad_fn, Node)``),
+    and it cannot be instantiated itself. (The nodes' own base class is autograd/node.py's
+    ``Node``; this one only answers isinstance checks and documents the interface.)"""
+
+    @abc.abstractmethod
+    def name(self) -> str:
+        """Returns the name (e.g. ``MulBackward0``)."""
+
+    @property
+    @abc.abstractmethod
+    def next_functions(self) -> tuple:
+        """The (node, output_nr) edges to the nodes of this node's inputs."""
+
+    @abc.abstractmethod
+    def metadata(self) -> dict:
+        """Returns the metadata dict of the node."""
+
+    @property
+    @abc.abstractmethod
+    def _input_metadata(self) -> list:
+        """The inputs' metadata."""
+
+    @abc.abstractmethod
+    def _register_hook_dict(self, tensor) -> None:
+        """Registers a tensor's backward hooks on this node."""
+
+    @abc.abstractmethod
+    def register_hook(self, fn: Callable) -> RemovableHandle:
+        """Registers ``fn(grad_inputs, grad_outputs)`` to run after this node."""
+
+    @abc.abstractmethod
+    def register_prehook(self, fn: Callable) -> RemovableHandle:
+        """Registers ``fn(grad_outputs)`` to run before this node."""
+
+    @abc.abstractmethod
+    def _sequence_nr(self) -> int:
+        """The number the engine orders ready nodes by."""
+
+    @classmethod
+    def __subclasshook__(cls, subclass):
+        if cls is Node and issubclass(subclass, _node.Node):
+            return True
+        return NotImplemented
 
 
 class saved_tensors_hooks:
@@ -314,6 +363,9 @@ class GradientEdge(NamedTuple):
 
     node: Node
     output_nr: int
+    # PyTorch's third field, a node keeping its C++ graph alive when ``node`` alone does not;
+    # a tritongrad node holds its graph itself, so this stays None (kept for the shape)
+    ownership_token: Node | None = None
 
 
 def get_gradient_edge(tensor) -> GradientEdge:
@@ -420,7 +472,9 @@ def register_multi_grad_hook(tensors: Sequence, fn: Callable, *, mode: str = "al
 
     # "all": per backward call, the gradients seen so far, and how many to wait for (the
     # tensors whose gradient-hook slot that backward will reach, counted at its first call)
-    nodes = [t._edge()[0] if t.requires_grad else None for t in tensors]
+    if not all(t.requires_grad for t in tensors):  # (PyTorch's assertion, in "all" mode only)
+        raise AssertionError("Expected gradient function to be set")
+    nodes = [t._edge()[0] for t in tensors]
     pending: dict = {}  # task id -> [calls still to come, gradients]
 
     def slot_hook(i):
@@ -429,8 +483,7 @@ def register_multi_grad_hook(tensors: Sequence, fn: Callable, *, mode: str = "al
             with lock:
                 entry = pending.get(task)
                 if entry is None:
-                    expected = sum(1 for n in nodes if n is not None
-                                   and engine.will_engine_execute_node(n))
+                    expected = sum(1 for n in nodes if engine.will_engine_execute_node(n))
                     entry = pending[task] = [expected, [None] * len(tensors)]
                     # dropped when that backward ends, had its count not reached zero
                     engine.queue_callback(lambda: pending.pop(task, None))
@@ -443,5 +496,4 @@ def register_multi_grad_hook(tensors: Sequence, fn: Callable, *, mode: str = "al
                 fn(entry[1])  # (a list, as PyTorch passes)
         return hook
 
-    return _MultiHandle(tuple(t.register_hook(slot_hook(i)) for i, t in enumerate(tensors)
-                              if t.requires_grad))
+    return _MultiHandle(tuple(t.register_hook(slot_hook(i)) for i, t in enumerate(tensors)))

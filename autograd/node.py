@@ -83,6 +83,110 @@ FREED_MSG = (
     "calling backward.")
 
 
+# Note [Saved non-tensor values]
+#   PyTorch's nodes also expose the non-tensor arguments their formula keeps, by the
+#   formula's names (``x.sum(dim=1).grad_fn._saved_dim == (1,)``, ``_saved_keepdim``,
+#   ``x.pow(2).grad_fn._saved_exponent``, ``_saved_self_sym_sizes``); they stay readable
+#   after backward freed the saved tensors. tritongrad's nodes keep what their rules need
+#   under their own field names (autograd/ops), so this table maps PyTorch's names, per node
+#   class, to getters of those fields; like the tensor names, each becomes a property when
+#   the class is defined. (Nodes whose fields do not determine PyTorch's value, or whose
+#   class is not PyTorch's for the op, are left out.) _SAVED_ALIASES gives PyTorch's name of
+#   a saved tensor where the formula calls it something else than "self"/"other".
+
+_SAVED_ALIASES = {
+    "PowBackward1": {"other": "exponent"},
+    "MmBackward0": {"other": "mat2"},
+    "MaskedFillBackward0": {"other": "mask"},
+}
+
+
+def _field(name: str, default=None, convert=None):
+    """A getter of the node's field ``name`` (``default`` when it was not set)."""
+    def get(node):
+        v = getattr(node, name, default)
+        return v if convert is None else convert(v)
+    return get
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _transposed(node, which: int) -> int:
+    """transpose's dim0 / dim1, from the permutation the node keeps (the dims it swaps)."""
+    moved = [i for i, d in enumerate(node.dims) if i != d] or [0, 0]
+    return moved[which]
+
+
+def _slice_part(part: str):
+    """A slice's dim / start / end / step, from the one slice in the node's index."""
+    def get(node):
+        index = node.index
+        dims = [i for i, ix in enumerate(index) if isinstance(ix, slice)
+                and ix != slice(None)]
+        if len(dims) != 1 or len(index) != sum(isinstance(ix, slice) for ix in index):
+            raise AttributeError(f"'{type(node).__name__}' object has no attribute "
+                                 f"'_saved_{part}'")
+        d = dims[0]
+        start, end, step = index[d].indices(node.in_shape[d])
+        return {"dim": d, "start": start, "end": end, "step": step}[part]
+    return get
+
+
+_SIZES = {"self_sym_sizes": _field("in_shape")}
+_DIM_KEEPDIM = {"dim": _field("dims"), "keepdim": _field("keepdim")}
+_DIM = {"dim": _field("dim")}
+_SAVED_VALUES = {
+    "SumBackward0": _SIZES,
+    "SumBackward1": {**_DIM_KEEPDIM, **_SIZES},
+    "MeanBackward0": {**_SIZES, "self_sym_numel": _field("n")},
+    "MeanBackward1": {**_DIM_KEEPDIM, **_SIZES,
+                      "self_sym_numel": _field("in_shape", convert=_numel)},
+    "AmaxBackward0": _DIM_KEEPDIM,
+    "AminBackward0": _DIM_KEEPDIM,
+    "LogsumexpBackward0": _DIM_KEEPDIM,
+    "ProdBackward1": {"dim": _field("dims", convert=lambda d: d[0]),
+                      "keepdim": _field("keepdim")},
+    "MaxBackward0": {**_DIM, "keepdim": _field("keepdim"), **_SIZES},
+    "MinBackward0": {**_DIM, "keepdim": _field("keepdim"), **_SIZES},
+    "PowBackward0": {"exponent": _field("e")},
+    "AddBackward0": {"alpha": _field("alpha", 1)},
+    "SubBackward0": {"alpha": _field("alpha", 1)},
+    # (x + 2 and x - 2: scalar primitives renamed AddBackward0 / SubBackward0, alpha 1)
+    "AddBackward1": {"alpha": lambda node: 1},
+    "SubBackward1": {"alpha": lambda node: 1},
+    "AddmmBackward0": {"alpha": _field("alpha", 1), "beta": _field("beta", 1)},
+    "ViewBackward0": _SIZES,
+    "ExpandBackward0": _SIZES,
+    "SqueezeBackward1": _SIZES,
+    "PermuteBackward0": {"dims": _field("dims")},
+    "TransposeBackward0": {"dim0": lambda n: _transposed(n, 0),
+                           "dim1": lambda n: _transposed(n, 1)},
+    "SliceBackward0": {**_SIZES, **{p: _slice_part(p) for p in ("dim", "start", "end", "step")}},
+    "SoftmaxBackward0": _DIM,
+    "LogSoftmaxBackward0": _DIM,
+    "CatBackward0": _DIM,
+    "StackBackward0": _DIM,
+    "CumsumBackward0": _DIM,
+    "UnbindBackward0": _DIM,
+    "GatherBackward0": {**_DIM, "sparse_grad": lambda n: False},
+    "SplitBackward0": {**_DIM, **_SIZES, "split_size": _field("sizes", convert=lambda s: s[0])},
+    "TopkBackward0": {**_DIM, **_SIZES},
+    "SortBackward0": {**_DIM, **_SIZES},
+    "ClampBackward1": {"min": _field("lo"), "max": _field("hi")},
+    "ClampMinBackward0": {"min": _field("lo")},
+    "ClampMaxBackward0": {"max": _field("hi")},
+    "TrilBackward0": {"diagonal": _field("diagonal")},
+    "TriuBackward0": {"diagonal": _field("diagonal")},
+    "GeluBackward0": {"approximate": _field("approximate")},
+    "RepeatBackward0": {"repeats": _field("reps"), **_SIZES},
+}
+
+
 class Node:
     """A backward function in the graph (``tensor.grad_fn``)."""
 
@@ -231,10 +335,15 @@ class Node:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        aliases = _SAVED_ALIASES.get(cls.__name__, {})
         for i, name in enumerate(cls._saved_slot_names()):
+            for n in (name, aliases.get(name)) if name in aliases else (name,):
+                if f"_saved_{n}" not in cls.__dict__:
+                    setattr(cls, f"_saved_{n}", property(_saved_getter(i, raw=False)))
+                    setattr(cls, f"_raw_saved_{n}", property(_saved_getter(i, raw=True)))
+        for name, get in _SAVED_VALUES.get(cls.__name__, {}).items():
             if f"_saved_{name}" not in cls.__dict__:
-                setattr(cls, f"_saved_{name}", property(_saved_getter(i, raw=False)))
-                setattr(cls, f"_raw_saved_{name}", property(_saved_getter(i, raw=True)))
+                setattr(cls, f"_saved_{name}", property(get))
 
     @classmethod
     def _saved_slot_names(cls) -> tuple:
@@ -313,6 +422,7 @@ class AccumulateGrad(Node):
 
 
 _INPUT_NAMES = ("self", "other")
+
 
 
 def _type_name(dtype, t) -> str:

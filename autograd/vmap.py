@@ -18,7 +18,10 @@ Where the loop shows through:
   entries is refused;
 - a batch of size 0 runs ``func`` once on zeros of an entry's shape, to learn the shapes of
   the (empty) results;
-- ``chunk_size`` is checked and changes nothing (the loop is already one entry at a time).
+- ``chunk_size`` is checked and changes nothing (the loop is already one entry at a time);
+- a custom Function's ``vmap`` staticmethod is asked for each entry's outputs
+  (custom_function_forward): on the whole batch when its arguments are the mapped inputs
+  themselves (once, reused by the other entries), on a batch of one otherwise.
 
 Random operations are seen through ``autograd.ops.random.draw_hook``, called before every
 draw: ``randomness="error"`` raises PyTorch's error, ``"same"`` gives each entry the generator
@@ -31,11 +34,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
+from typing import NamedTuple
 
 from ._pytree import broadcast_prefix, tree_flatten, tree_unflatten
 from .tensor import Tensor
 
-__all__ = ["check_randomness_arg", "randomness_mode", "vmap"]
+__all__ = ["VmapInfo", "check_randomness_arg", "custom_function_forward", "randomness_mode",
+           "transform", "vmap"]
 
 _RANDOMNESS = ("error", "different", "same")
 
@@ -55,9 +60,22 @@ class _Randomness:
         self.mode = mode
         self.start: dict = {}     # id(generator) -> (generator, its state at entry 0's draw)
         self.synced: set = set()  # generators already set back in the current entry
+        # A vmap call's level also knows its batch (jacfwd's has none: entry stays None), for
+        # custom Functions' vmap rules (custom_function_forward): the batch size, the flat
+        # inputs and their in_dims, the entry being run and its flat arguments.
+        self.size = 0
+        self.flat_args: list = []
+        self.flat_dims: list = []
+        self.index = 0
+        self.entry: list | None = None
+        # the vmap rules' results on the whole batch, in call order: each entry runs the
+        # same calls, which entry 0 computed for all (custom_function_forward)
+        self.rules: list = []
+        self.rule_calls = 0
 
     def next_entry(self) -> None:
         self.synced.clear()
+        self.rule_calls = 0
 
     def on_draw(self, generator, op: str) -> None:
         if self.mode == "error":
@@ -74,13 +92,21 @@ class _Randomness:
             generator.set_state(first[1])
 
 
-_local = threading.local()  # .levels: this thread's active levels, outermost first
-_active = [0]               # levels active in all threads: the hook is installed while > 0
+class _Local(threading.local):
+    """This thread's vmap state. (Class-level defaults: custom Functions read both on every
+    apply, and a getattr default on a missing attribute costs an exception each time.)"""
+
+    levels: list = ()  # the active levels, outermost first (a list once one began)
+    transforms = 0     # how many torch.func transforms are running func
+
+
+_local = _Local()
+_active = [0]  # levels active in all threads: the hook is installed while > 0
 _lock = threading.Lock()
 
 
 def _on_draw(generator, op: str) -> None:
-    for level in getattr(_local, "levels", ()):
+    for level in _local.levels:
         level.on_draw(generator, op)
 
 
@@ -103,6 +129,132 @@ def randomness_mode(mode: str):
             _active[0] -= 1
             if not _active[0]:
                 random.draw_hook = None
+
+
+# -- which transforms are running (custom Functions check it) ----------------------------------
+
+@contextlib.contextmanager
+def transform():
+    """Marks a ``torch.func`` transform (vmap, grad, vjp, jvp, jacrev, jacfwd, linearize) as
+    running ``func`` in this thread while the block runs: a custom Function applied there
+    must be of the ``setup_context`` kind, as PyTorch requires (function.py)."""
+    _local.transforms += 1
+    try:
+        yield
+    finally:
+        _local.transforms -= 1
+
+
+# -- custom Functions under vmap (PyTorch's custom_function_call_vmap) -------------------------
+
+class VmapInfo(NamedTuple):
+    """What a custom Function's ``vmap`` staticmethod is told about the vmap it runs under."""
+
+    batch_size: int
+    randomness: str
+
+
+_VMAP_RETURNS = ("Expected the vmap staticmethod to have two returns, an output and out_dims "
+                 "with pytree structure compatible with the output. ")
+_VMAP_DOCS = "For more details, please see https://pytorch.org/docs/main/notes/extending.func.html"
+
+
+def custom_function_forward(cls, inputs: tuple, forward):
+    """The outputs of custom Function ``cls`` on ``inputs`` (its forward's arguments, defaults
+    bound), run by ``forward()`` or, inside a vmap call, by the Function's own ``vmap``
+    staticmethod when it has one.
+
+    The loop (module docstring) runs the function once per entry, so the rule is asked for
+    that entry's outputs: when every tensor argument is an entry of a mapped input (the
+    ``select`` vmap made of it) or an input that is not mapped, the rule gets the whole
+    batched inputs and their ``in_dims``, as in PyTorch, and the entry's slice of its outputs
+    is kept; otherwise (arguments computed inside the vmapped function) it gets a batch of
+    one, each argument that is not an unmapped input given a leading batch dim. With
+    ``generate_vmap_rule = True`` the forward itself runs on the entry (what a generated rule
+    computes)."""
+    levels = _local.levels
+    level = levels[-1] if levels else None
+    if level is None or level.entry is None:  # (jacfwd's level is no vmap call)
+        return forward()
+    has_rule = cls.vmap is not _base_vmap(cls)
+    if cls.generate_vmap_rule:
+        if has_rule:
+            raise RuntimeError(
+                f"You tried to vmap over {cls.__name__}, but it has both generate_vmap_rule=True "
+                f"and an overridden vmap staticmethod. Please set generate_vmap_rule=False or "
+                f"delete the overridden vmap staticmethod to avoid ambiguity. {_VMAP_DOCS}")
+        return forward()
+    if not has_rule:
+        raise RuntimeError(
+            f"You tried to vmap over {cls.__name__}, but it does not have vmap support. Please "
+            f"override and implement the vmap staticmethod or set generate_vmap_rule=True. "
+            f"{_VMAP_DOCS}")
+    unmapped = {id(a) for a, d in zip(level.flat_args, level.flat_dims) if d is None}
+    where = [_entry_index(a, level) if isinstance(a, Tensor) and id(a) not in unmapped
+             else None for a in inputs]
+    if -1 not in where:
+        if all(j is None for j in where):
+            return forward()  # nothing batched: PyTorch skips the level
+        size, index = level.size, level.index
+        args = tuple(a if j is None else level.flat_args[j] for a, j in zip(inputs, where))
+        in_dims = tuple(None if j is None else level.flat_dims[j] for j in where)
+        key = (cls, in_dims, tuple(id(a) if isinstance(a, Tensor) else a for a in args))
+        k = level.rule_calls
+        level.rule_calls += 1
+        if k < len(level.rules) and _same_key(level.rules[k][0], key):
+            result = level.rules[k][1]
+        else:
+            result = cls.vmap(VmapInfo(size, level.mode), in_dims, *args)
+            level.rules[k:] = [(key, result)]
+    else:
+        size, index = 1, 0
+        batched = [isinstance(a, Tensor) and id(a) not in unmapped for a in inputs]
+        args = tuple(a.unsqueeze(0) if b else a for a, b in zip(inputs, batched))
+        in_dims = tuple(0 if b else None for b in batched)
+        result = cls.vmap(VmapInfo(size, level.mode), in_dims, *args)
+    if not isinstance(result, tuple):
+        raise RuntimeError(_VMAP_RETURNS + f"Got a {type(result)} instead")
+    if len(result) != 2:
+        raise RuntimeError(_VMAP_RETURNS + f"Got {len(result)} returns instead")
+    output, out_dims = result
+    flat, spec = tree_flatten(output)
+    dims = broadcast_prefix(out_dims, spec)
+    if dims is None:
+        raise ValueError(f"The autograd.Function's vmap staticmethod returned an incompatible "
+                         f"(output, out_dims) tuple. Expected out_dims={out_dims} to be "
+                         f"compatible with the structure of `output`. out_dims has structure "
+                         f"{tree_flatten(out_dims)[1]} but output has structure {spec}.")
+    # (a copy of the entry's slice: the output is the Function's, not a view of the rule's)
+    return tree_unflatten([o.select(d % o.dim(), index).clone()
+                           if d is not None and isinstance(o, Tensor) else o
+                           for o, d in zip(flat, dims)], spec)
+
+
+def _entry_index(t: Tensor, level) -> int:
+    """Which mapped input ``t`` is the current entry of (the ``select`` vmap made, or an
+    alias of it with the same layout, as grad's aliases of its arguments), or -1 (a tensor
+    computed inside the vmapped function)."""
+    for j, (e, d) in enumerate(zip(level.entry, level.flat_dims)):
+        if d is None:
+            continue
+        if t is e or (t.data_ptr() == e.data_ptr() and t.shape == e.shape
+                      and t.stride() == e.stride() and t.dtype == e.dtype
+                      and t.device == e.device):
+            return j
+    return -1
+
+
+def _same_key(a: tuple, b: tuple) -> bool:
+    try:
+        return a[0] is b[0] and a[1] == b[1] and len(a[2]) == len(b[2]) and all(
+            x is y or bool(x == y) for x, y in zip(a[2], b[2]))
+    except Exception:  # (a non-tensor argument that cannot be compared: run the rule again)
+        return False
+
+
+def _base_vmap(cls):
+    from .function import Function
+    return Function.vmap
 
 
 # -- inputs and outputs (PyTorch's checks and messages) ----------------------------------------
@@ -269,10 +421,12 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *,
         _check_out_dims(out_dims, func)
         size, flat_dims, flat_args, spec = _batched_inputs(in_dims, args, func)
         rows = []
-        with randomness_mode(randomness) as level:
+        with randomness_mode(randomness) as level, transform():
+            level.size, level.flat_args, level.flat_dims = size, flat_args, flat_dims
             for i in range(size) if size else (-1,):
                 level.next_entry()
-                entry = [_entry(a, d, i) for a, d in zip(flat_args, flat_dims)]
+                level.index = i
+                level.entry = entry = [_entry(a, d, i) for a, d in zip(flat_args, flat_dims)]
                 rows.append(func(*tree_unflatten(entry, spec), **kwargs))
         return _stacked(rows, out_dims, func, size)
 
