@@ -8,6 +8,8 @@ has run yet. Dimension wrapping (``wrap_dim``) and dtype promotion live with the
 
 from __future__ import annotations
 
+import inspect
+import numbers
 import os
 import threading
 
@@ -16,7 +18,8 @@ from ..runtime import streams as _streams
 from ..runtime.graphs import is_current_stream_capturing
 from .tensor import Tensor, make
 
-__all__ = ["tensor_arg", "check_devices_match", "check_index_dtype", "check_index_range",
+__all__ = ["tensor_arg", "argument_error", "bad_argument", "type_name",
+           "check_devices_match", "check_index_dtype", "check_index_range",
            "check_memory_format", "check_ordered", "check_same_device", "checked_index",
            "expected_scalar_type", "get_index_check_mode", "guard_index", "index_extremes",
            "index_out_of_range", "operand_on_device", "out_of_bounds",
@@ -26,12 +29,138 @@ __all__ = ["tensor_arg", "check_devices_match", "check_index_dtype", "check_inde
 
 # -- devices ----------------------------------------------------------------------------------
 
+def type_name(x) -> str:
+    """The type of ``x`` as PyTorch's argument errors print it: "list", "NoneType",
+    "numpy.ndarray" (a non-builtin type with its module, so a NumPy array is not taken for
+    some tritongrad class)."""
+    t = type(x)
+    if t.__module__ == "builtins" or isinstance(x, Tensor):
+        return t.__name__
+    return f"{t.__module__}.{t.__qualname__}"
+
+
 def tensor_arg(x, op: str, name: str = "input") -> Tensor:
     """``x`` itself if it is a Tensor, else PyTorch's TypeError naming ``op`` and the
     argument."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(x).__name__}")
     return x
+
+
+# -- arguments of the wrong type, found after the fact ----------------------------------------
+#
+# Note [Argument errors after the fact]: PyTorch parses every argument before an op runs, so
+# ``torch.exp([1.0])`` is a TypeError naming the op, the argument and the type given. Checking
+# each argument up front would cost every call; instead the public functions (registry.guarded)
+# run the op as it is and, only when it raises (Python 3.11's try is free until then), ask
+# ``bad_argument`` whether an argument the op's signature annotates as a Tensor was something
+# else. Then that, not the AttributeError or NumPy error it caused deep inside, is the error.
+# A list, string, None or array where a Tensor belongs is never right, so whatever it led to
+# is replaced; a Python number there (which some ops take beyond what their annotation says)
+# replaces only the errors such a mix-up causes (``_CAUSED_BY_TYPE``): an op's own
+# RuntimeError (a shape mismatch, say) stands, though an argument beside it be a number.
+
+_CAUSED_BY_TYPE = (AttributeError, TypeError, ValueError, IndexError, KeyError)
+_NUMBER_WORDS = frozenset(["Number", "float", "int", "complex", "bool", "Scalar"])
+_SEQUENCE_WORDS = ("Sequence[", "Iterable[", "list[", "tuple[", "List[", "Tuple[")
+_rules_cache: dict = {}
+_NUMBER_ENDS = (" int", " float", " complex", " bool")  # (bad_argument's "..., not int")
+
+
+def _rule(annotation) -> tuple | None:
+    """(each element of a sequence?, None allowed?, numbers allowed?) for a parameter
+    annotated ``annotation`` (a string under ``from __future__ import annotations``); None
+    where it is not a Tensor parameter."""
+    ann = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+    ann = ann.replace(" ", "").replace("'", "").replace('"', "")
+    if "Tensor" not in ann or ann.startswith("Callable"):
+        return None
+    sequence = any(ann.startswith(w + "Tensor") for w in _SEQUENCE_WORDS)
+    words = set(ann.replace("[", "|").replace("]", "|").replace(",", "|").split("|"))
+    return sequence, "None" in words or "Optional" in ann, bool(words & _NUMBER_WORDS)
+
+
+def _rules(fn) -> tuple:
+    """``fn``'s signature and its Tensor parameters' rules, by name (cached per function)."""
+    found = _rules_cache.get(fn)
+    if found is None:
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):
+            sig = None
+        rules = {} if sig is None else {p.name: (p, _rule(p.annotation))
+                                        for p in sig.parameters.values()}
+        found = _rules_cache[fn] = (sig, rules)
+    return found
+
+
+def _bad_value(value, rule) -> bool:
+    _, none_ok, numbers_ok = rule
+    if isinstance(value, Tensor) or (value is None and none_ok):
+        return False
+    return not (numbers_ok and isinstance(value, numbers.Number))  # (NumPy's scalars too)
+
+
+def bad_argument(fn, op: str, args: tuple, kwargs: dict) -> TypeError | None:
+    """PyTorch's TypeError for the first argument of ``fn(*args, **kwargs)`` that its
+    signature annotates as a Tensor (or a sequence of Tensors) but is not one, naming ``op``;
+    None when every such argument is right (Note [Argument errors after the fact])."""
+    sig, rules = _rules(fn)
+    if sig is None:
+        return None
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError:
+        return None
+    for position, (name, value) in enumerate(bound.arguments.items(), 1):
+        param, rule = rules[name]
+        if rule is None:
+            continue
+        where = f" (position {position})" if position <= len(args) else ""
+        if param.kind is param.VAR_POSITIONAL:  # (*tensors: each is one)
+            for i, v in enumerate(value):
+                if _bad_value(v, rule):
+                    return TypeError(f"{op}(): expected Tensor as element {i} in argument "
+                                     f"{position - 1}, but got {type_name(v)}")
+        elif rule[0]:  # a sequence of tensors
+            if value is None and rule[1]:
+                continue
+            if not isinstance(value, (list, tuple)):
+                return TypeError(f"{op}(): argument '{name}'{where} must be tuple of Tensors, "
+                                 f"not {type_name(value)}")
+            for i, v in enumerate(value):
+                if _bad_value(v, (False, False, rule[2])):
+                    return TypeError(f"{op}(): expected Tensor as element {i} in argument "
+                                     f"{position - 1}, but got {type_name(v)}")
+        elif _bad_value(value, rule):
+            kind = "Tensor or Number" if rule[2] else "Tensor"
+            return TypeError(f"{op}(): argument '{name}'{where} must be {kind}, not "
+                             f"{type_name(value)}")
+    return None
+
+
+def argument_error(error: BaseException, fn, op: str, canonical: str, args: tuple,
+                   kwargs: dict) -> BaseException | None:
+    """What public function ``op`` (whose own errors name it ``canonical``) raises in place of
+    ``error``, raised by ``fn(*args, **kwargs)``: None (``error`` stands) when it is the op's
+    own TypeError, one naming it and the wrong type, which is renamed when ``op`` is another
+    name for it (``special_expit``, not ``sigmoid``); else ``bad_argument``'s TypeError when
+    an argument is of the wrong type (and ``error`` of a kind that caused, for a number: see
+    the Note); else None."""
+    found = bad_argument(fn, op, args, kwargs)
+    if type(error) is TypeError:
+        msg = str(error)
+        # (the op's own error stands, under the name called, where it names the op and the
+        # type it was given: "mm(): arguments must be Tensors" names no type)
+        named = msg.startswith(op + "(") or msg.startswith(canonical + "(")
+        if named and (found is None or found.args[0].rsplit(" ", 1)[-1].split(".")[-1] in msg):
+            if op == canonical or msg.startswith(op + "("):
+                return None
+            return TypeError(op + msg[len(canonical):])
+    if found is not None:
+        if isinstance(error, _CAUSED_BY_TYPE) or not found.args[0].endswith(_NUMBER_ENDS):
+            return found
+    return None
 
 
 def check_ordered(x, op: str) -> None:

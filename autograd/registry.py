@@ -19,11 +19,14 @@ From the tables, and only from them, autograd/ops/__init__.py generates
 
 from __future__ import annotations
 
+import functools
+import types
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 __all__ = ["FLOP_RULES", "INPLACE_FUNCTIONS", "OpInfo", "composite_inplace", "export",
-           "flop_rule", "install", "markdown", "with_inplace", "with_jvp"]
+           "flop_rule", "guarded", "install", "markdown", "unguarded", "with_inplace",
+           "with_jvp"]
 
 # How the profiler counts an op's FLOPs (profiler_util.estimate_flops): one per output element,
 # one per input element, 2 * M * N * K per (broadcast) batch, or that of the product of the
@@ -40,7 +43,9 @@ class OpInfo:
     ``operators`` are dunder names bound on Tensor: ``__i<op>__`` to the in-place variant,
     ``__r<op>__`` to ``reflected`` (by default the method itself: a commutative op), any
     other to the method. ``aliases`` get the function, the method and (``<alias>_``) the
-    in-place variant wherever the op has them.
+    in-place variant wherever the op has them. Once the row is made, ``fn`` is the public
+    function (``tg.<name>``, ``guarded`` unless ``guard`` is False) and ``impl`` the function
+    given, which the method and the family module's name are.
     """
 
     name: str
@@ -62,6 +67,13 @@ class OpInfo:
     # "banned", for both device types or per type ("float32 on cuda"); None: not autocast.
     # A row that has one gets its function and method wrapped with the casting entry.
     autocast: str | None = None
+    # Whether the public function (``fn``, once the row is made) is ``guarded``: PyTorch's
+    # TypeError for an argument of the wrong type (Note [Argument errors after the fact],
+    # checks.py). False for a row whose function must stay its method (it checks its own).
+    guard: bool = True
+    # What ``fn`` was given as (autocast's entry included): the method, and the function the
+    # family module keeps for the ops' own calls, none of which pays for the guard.
+    impl: Callable | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         if self.flops is not None and self.flops not in FLOP_RULES:
@@ -76,12 +88,17 @@ class OpInfo:
                 f = getattr(self, field)
                 if callable(f) and getattr(f, "autocast", None) is None:
                     object.__setattr__(self, field, entry(f, self.autocast, self.name))
+        impl = unguarded(self.fn)  # (a row copied by ``replace`` holds the guarded function)
+        object.__setattr__(self, "impl", impl)
+        if self.guard and self.function:
+            object.__setattr__(self, "fn", guarded(impl, self.name, self.name,
+                                                   module=_OPS_MODULE))
 
     @property
     def bound(self) -> Callable | None:
         """What ``Tensor.<name>`` is, or None."""
         if self.method is True:
-            return self.fn
+            return self.impl
         return self.method or None
 
     def names(self) -> tuple[str, ...]:
@@ -100,6 +117,7 @@ class OpInfo:
 
 
 _FLOPS: dict[str, str] = {}
+_OPS_MODULE = __name__.rsplit(".", 1)[0] + ".ops"  # where ``install`` puts the functions
 
 # The in-place variants PyTorch also exposes as functions (``torch.exp_(x)``): its choice, not a
 # rule (``torch.absolute_`` and ``torch.multiply_`` do not exist), so a list. ``install`` binds
@@ -117,7 +135,7 @@ def export(rows: Iterable[OpInfo], namespace: dict) -> None:
     all of its names, so ``from .pointwise import sigmoid`` works for generated ops too."""
     for row in rows:
         for n in row.names():
-            namespace.setdefault(n, row.fn)
+            namespace.setdefault(n, row.impl)
             if row.inplace is not None:
                 namespace.setdefault(n + "_", row.inplace)
 
@@ -150,6 +168,55 @@ def install(families: dict[str, tuple[OpInfo, ...]], tensor_cls: type,
             for dunder in row.operators:
                 setattr(tensor_cls, dunder, _operator(row, dunder))
     return public
+
+
+def guarded(fn: Callable, name: str, canonical: str | None = None, rename: bool = False,
+            module: str | None = None, attr: str | None = None) -> Callable:
+    """Public function ``name`` (``tg.<name>``; ``canonical``: the name ``fn``'s own errors
+    use, when it differs) running ``fn``, whose errors from an argument of the wrong type are
+    PyTorch's TypeError naming the op, the argument and the type (checks.argument_error, Note
+    [Argument errors after the fact]), not the AttributeError or NumPy error they cause inside.
+
+    The check runs only when ``fn`` raises: a ``try`` costs nothing until then (Python 3.11+),
+    so a call pays one frame. An op row's method and operators, and the name its family module
+    keeps for the ops' own calls, are ``OpInfo.impl``, unguarded (their ``self`` is a Tensor
+    already), so ``x.exp()`` and ``x * y`` pay nothing. A non-function
+    (a class) is returned as it is, and so is a function guarded already, unless ``rename``:
+    then it is guarded anew under ``name`` (``tg.special.expit``, whose errors name
+    ``special_expit`` as PyTorch's do, is ``tg.sigmoid``'s function). ``module``: the module
+    the function is put in, under ``attr`` (default ``name``), so that pickle finds it there
+    (not ``fn``)."""
+    if not isinstance(fn, types.FunctionType):
+        return fn
+    if getattr(fn, "guarded", False):
+        if not rename or name == fn.__name__:
+            return fn
+        fn, canonical = fn.__wrapped__, fn.canonical
+    canonical = canonical or fn.__name__
+
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            from .checks import argument_error
+            error = argument_error(e, fn, name, canonical, args, kwargs)
+            if error is None:
+                raise
+            # (from None: the NumPy frames deep inside are no help to the caller; the error
+            # being replaced stays on __context__ for whoever debugs the op)
+            raise error from None
+    op.guarded, op.canonical = True, canonical
+    if name != fn.__name__:
+        op.__name__ = name
+    if module is not None:  # (pickled by reference: to be found as itself, not as ``fn``)
+        op.__module__, op.__qualname__ = module, attr or name
+    return op
+
+
+def unguarded(fn: Callable) -> Callable:
+    """The function ``guarded`` wrapped (``unguarded(tg.exp) is tg.Tensor.exp``), or ``fn``."""
+    return fn.__wrapped__ if getattr(fn, "guarded", False) else fn
 
 
 # The binary operators, whose __i*__ and __r*__ forms are in-place and reflected.
@@ -216,7 +283,7 @@ def with_inplace(rows: tuple[OpInfo, ...], names: Iterable[str]) -> tuple[OpInfo
         if row.name in names:
             if row.inplace is not None:
                 raise ValueError(f"OpInfo {row.name}: has an in-place variant already")
-            row = replace(row, inplace=composite_inplace(row.bound or row.fn, row.name))
+            row = replace(row, inplace=composite_inplace(row.bound or row.impl, row.name))
         out.append(row)
     missing = names - {row.name for row in rows}
     if missing:

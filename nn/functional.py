@@ -345,6 +345,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None, no
     picked row whose ``norm_type``-norm is above it is renormalised to ``max_norm`` in place
     first (``weight`` is modified); ``scale_grad_by_freq`` scales each row's gradient by the
     inverse of its frequency in ``input``."""
+    checks.tensor_arg(input, "embedding", "input")  # (two type tests: a list of indices was
+    checks.tensor_arg(weight, "embedding", "weight")  # a dtype error, a list of rows worse)
     if sparse:  # (the weight's gradient is a sparse COO tensor: nn/_sparse_embedding.py)
         return _embedding_sparse(input, weight, padding_idx, max_norm, norm_type,
                                  scale_grad_by_freq)
@@ -1149,3 +1151,21 @@ __all__ += _unpool.__all__ + _fractional_pool.__all__ + [
 from ._linear_cross_entropy import linear_cross_entropy  # noqa: E402 (uses linear, cross_entropy)
 
 __all__ += ["linear_cross_entropy"]
+
+# The functions above that reach into their arguments before checking them (the margin losses,
+# gumbel_softmax, one_hot, the *_with_indices pools) get the op tables' argument errors
+# (autograd/registry.py's ``guarded``: PyTorch's TypeError naming the function, the argument
+# and the type, in place of an AttributeError from inside). Only these: a guard is a frame per
+# call, and the functions every model calls (linear, embedding, attention, activations) are
+# not given one.
+from ..autograd.registry import guarded as _guarded  # noqa: E402
+
+_ARGUMENT_CHECKED = ("hinge_embedding_loss", "margin_ranking_loss", "soft_margin_loss",
+                     "multilabel_soft_margin_loss", "triplet_margin_loss",
+                     "triplet_margin_with_distance_loss", "binary_cross_entropy_with_logits",
+                     "linear_cross_entropy", "gumbel_softmax", "one_hot",
+                     "max_pool1d_with_indices", "max_pool2d_with_indices",
+                     "max_pool3d_with_indices", "adaptive_max_pool1d_with_indices",
+                     "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices",
+                     "rrelu_")
+globals().update({_n: _guarded(globals()[_n], _n, module=__name__) for _n in _ARGUMENT_CHECKED})

@@ -120,6 +120,17 @@ def numel(input: Tensor) -> int:
     return input.numel()
 
 
+# The functions that are not op table rows (numel; the top-level forms of nn.functional's, with
+# PyTorch's signatures) get the table's argument errors too (registry.guarded: PyTorch's
+# TypeError for a non-tensor, in place of an AttributeError from inside). Those that are
+# nn.functional's own functions stay those (tg.conv2d is F.conv2d, as in PyTorch).
+from .autograd.registry import guarded as _guarded  # noqa: E402
+
+numel = _guarded(numel, "numel", module=__name__)
+globals().update({_n: _guarded(globals()[_n], _n, module=__name__) for _n in _nn_top.__all__
+                  if getattr(nn.functional, _n, None) is not globals()[_n]})
+
+
 # torch.testing, torch.random (and its default_generator), torch.accelerator, torch.version
 from . import accelerator, random, testing, version  # noqa: E402
 from .random import default_generator  # noqa: E402

@@ -40,3 +40,10 @@ from .autograd.ops.fft import (
 __all__ = ["fft", "fft2", "fftfreq", "fftn", "fftshift", "hfft", "hfft2", "hfftn", "ifft",
            "ifft2", "ifftn", "ifftshift", "ihfft", "ihfft2", "ihfftn", "irfft", "irfft2",
            "irfftn", "rfft", "rfft2", "rfftfreq", "rfftn"]
+
+# PyTorch's errors name these functions fft_<name> ("fft_fft(): argument 'input' (position 1)
+# must be Tensor, not list"): each is guarded under that name (registry.guarded)
+from .autograd.registry import guarded as _guarded  # noqa: E402
+
+globals().update({_n: _guarded(globals()[_n], "fft_" + _n, rename=True, module=__name__,
+                           attr=_n) for _n in __all__})

@@ -39,3 +39,12 @@ __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "di
 from .autograd.ops.ldl import ldl_factor, ldl_factor_ex, ldl_solve  # noqa: E402 (SciPy's LAPACK)
 
 __all__ += ["ldl_factor", "ldl_factor_ex", "ldl_solve"]
+
+# PyTorch's errors name these functions linalg_<name> ("linalg_inv(): argument 'A' (position
+# 1) must be Tensor, not list"): each is guarded under that name (registry.guarded), except
+# the ops the package has at the top too, which stay those functions (tg.linalg.matmul is
+# tg.matmul)
+from .autograd.registry import guarded as _guarded  # noqa: E402
+
+globals().update({_n: _guarded(globals()[_n], "linalg_" + _n, module=__name__,
+                           attr=_n) for _n in __all__})

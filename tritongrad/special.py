@@ -25,3 +25,10 @@ __all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1",
            "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax",
            "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round",
            "sinc", "softmax", "xlog1py", "xlogy"]
+
+# PyTorch's errors name these functions special_<name> ("special_expit(): argument 'input'
+# (position 1) must be Tensor, not list"): each is guarded under that name (registry.guarded)
+from .autograd.registry import guarded as _guarded  # noqa: E402
+
+globals().update({_n: _guarded(globals()[_n], "special_" + _n, rename=True, module=__name__,
+                           attr=_n) for _n in __all__})

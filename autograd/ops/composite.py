@@ -205,7 +205,7 @@ def _same_dtype(x: Tensor, t, name: str) -> None:
         raise RuntimeError(f"expected dtype {a} for `{name}` but got dtype {b}")
 
 
-def lerp(input: Tensor, end: Tensor, weight, *, out=None) -> Tensor:
+def lerp(input: Tensor, end: Tensor, weight: Tensor | float, *, out=None) -> Tensor:
     """``input + weight * (end - input)``, broadcasting; ``weight`` is a number or a tensor
     of the same dtype as ``input`` and ``end``. For ``|weight| >= 0.5`` it is evaluated as
     ``end - (end - input) * (1 - weight)``, as PyTorch does, so that ``weight = 1`` gives
@@ -392,6 +392,7 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """PReLU(x) = x where x > 0, else weight * x; ``weight`` has one value or one per channel
     (dimension 1 of ``input``)."""
+    tensor_arg(input, "prelu")
     tensor_arg(weight, "prelu", "weight")
     if weight.ndim > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
@@ -435,8 +436,10 @@ OPS = (
     OpInfo("isin", isin, method=False, dtypes="promoted; bool result", grad="none"),
     OpInfo("logaddexp", logaddexp, dtypes="floats, complex",
            grad="g sigmoid(a - b), g sigmoid(b - a)"),
-    OpInfo("prelu", prelu, dtypes="floats",
+    # (unguarded: tg.prelu is F.prelu is Tensor.prelu, and they check their own arguments)
+    OpInfo("prelu", prelu, dtypes="floats", guard=False,
            grad="g where x > 0, else weight g; weight: the sum of g x where x <= 0"),
-    OpInfo("hardshrink", hardshrink, dtypes="floats", grad="g where abs(x) > lambd, else 0"),
+    OpInfo("hardshrink", hardshrink, dtypes="floats", guard=False,
+           grad="g where abs(x) > lambd, else 0"),
 )
 OPS = with_inplace(OPS, ("xlogy",))

@@ -64,9 +64,15 @@ def python_number(x):
     return x
 
 
+# The ops that take a number first, as PyTorch's ``torch.add(2, x)`` (``torch.maximum(2, x)``
+# is refused): a set read only where the first operand is no Tensor, so no call pays for it
+_SCALAR_FIRST = frozenset(["add", "sub", "mul", "div"])
+
+
 def binary_operands(a, b, op: str, dtype=None):
     """(a, b) on one device with one dtype (``dtype``, or the promoted one); a Python number
-    ``b`` stays a number."""
+    ``b`` stays a number, and so does ``a`` for the ops in ``_SCALAR_FIRST``, as a 0-d
+    tensor."""
     # Fast paths (most calls): a float scalar with a floating tensor, or two tensors that
     # already agree; both leave the dtype as it is (result_type would say the same).
     if dtype is None and isinstance(a, Tensor):
@@ -79,6 +85,12 @@ def binary_operands(a, b, op: str, dtype=None):
                 broadcast_shapes(a._data.shape, b._data.shape)
             return a, b
     if not isinstance(a, Tensor):
+        if op in _SCALAR_FIRST and isinstance(b, Tensor) and isinstance(a, (_Number, np.bool_)):
+            # (here, off the fast paths: a number first is rare, and PyTorch's wrapped 0-d
+            # tensor of the promoted dtype gives its dtype and value)
+            a = python_number(a)
+            a = scalar_tensor(a, dtype or result_type(b, a), b.device)
+            return binary_operands(a, b, op, dtype)
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(a).__name__}")
     if isinstance(b, Tensor):
         b = operand_on_device(a, b, op)
@@ -208,7 +220,7 @@ def _is_bool(x) -> bool:
     return x.__class__ is bool or isinstance(x, Tensor) and x._dtype is _BOOL
 
 
-def rsub(input, other, *, alpha=1) -> Tensor:
+def rsub(input: Tensor, other: Tensor | float, *, alpha=1) -> Tensor:
     """``other - alpha * input`` (``2 - x``)."""
     return add(neg(input) if alpha == 1 else mul(input, -alpha), other)
 
@@ -567,7 +579,7 @@ _UNARY = (
           real_only="relu(): does not support complex input (complex numbers are not ordered)",
           doc="``max(input, 0)``: the gradient passes where the output is positive."),
 )
-neg, exp, log, sqrt, rsqrt, relu = (row.fn for row in _UNARY)
+neg, exp, log, sqrt, rsqrt, relu = (row.impl for row in _UNARY)  # (unguarded: registry)
 
 
 # -- maximum / minimum / where -----------------------------------------------------------------
@@ -653,7 +665,8 @@ class WhereBackward0(Primitive):
             (k.where(cond, 0, g) if need_b else None)
 
 
-def where(condition: Tensor, input=_MISSING, other=_MISSING) -> Tensor:
+def where(condition: Tensor, input: Tensor | float = _MISSING,
+          other: Tensor | float = _MISSING) -> Tensor:
     """Elements of ``input`` where ``condition`` holds, else of ``other`` (broadcasting;
     either may be a number). ``where(condition)`` alone is ``nonzero(condition,
     as_tuple=True)``."""
@@ -712,6 +725,9 @@ gt, ge, lt, le, eq, ne = (_comparison(n) for n in ("gt", "ge", "lt", "le", "eq",
 
 def positive(input: Tensor) -> Tensor:
     """``+input``: the tensor itself."""
+    if not isinstance(input, Tensor):  # (else a list would come back as it went in)
+        raise TypeError(f"positive(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
     return input
 
 
@@ -857,4 +873,4 @@ OPS = with_inplace(with_jvp(OPS), ("reciprocal",))  # every primitive here has a
 export(OPS, globals())
 # ``2 / x`` (__rtruediv__) is ``2 * reciprocal(x)`` through reciprocal's row, so it takes that
 # row's autocast policy (float32 on CUDA, as __rtruediv__ in PyTorch's list)
-_autocast_reciprocal = next(row.fn for row in OPS if row.name == "reciprocal")
+_autocast_reciprocal = next(row.impl for row in OPS if row.name == "reciprocal")

@@ -390,6 +390,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1,
 
 def _inplace_product(fn, op: str):
     def method(self: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
+        tensor_arg(self, op)  # (tg.addmv_ is this too, unguarded)
         return write_result(self, fn(self, a, b, beta=beta, alpha=alpha), op)
     method.__name__ = method.__qualname__ = op
     method.__doc__ = f"In-place :func:`{op[:-1]}`."

@@ -71,7 +71,7 @@ def square(input: Tensor, *, out=None) -> Tensor:
 
 def square_(self: Tensor) -> Tensor:
     """In-place ``square``."""
-    if self.dtype is dtypes.bool:
+    if tensor_arg(self, "square_").dtype is dtypes.bool:  # (tg.square_ is this: unguarded)
         raise RuntimeError("result type Long can't be cast to the desired output type Bool")
     return self.pow_(2)
 
@@ -194,7 +194,7 @@ def _float_power_dtype(*operands):
         for o in operands) else dtypes.float64
 
 
-def float_power(input, exponent, *, out=None) -> Tensor:
+def float_power(input: Tensor | float, exponent: Tensor | float, *, out=None) -> Tensor:
     """``input ** exponent`` computed in double precision: the result is float64 (complex128
     for complex operands) whatever the inputs' dtypes; either may be a number. The gradient
     is ``pow``'s, in float64."""
@@ -327,14 +327,14 @@ def _shift(input, other, op: str, left: bool, out) -> Tensor:
     return _result(r.to(a.dtype), out, op)
 
 
-def bitwise_left_shift(input, other, *, out=None) -> Tensor:
+def bitwise_left_shift(input: Tensor | int, other: Tensor | int, *, out=None) -> Tensor:
     """``input << other`` for integers (broadcasting; either may be a number): bits shifted
     past the type's width are lost, and a shift by a negative amount or by the width or more
     gives 0, as PyTorch's."""
     return _shift(input, other, "bitwise_left_shift", True, out)
 
 
-def bitwise_right_shift(input, other, *, out=None) -> Tensor:
+def bitwise_right_shift(input: Tensor | int, other: Tensor | int, *, out=None) -> Tensor:
     """``input >> other`` for integers (broadcasting; either may be a number): an arithmetic
     shift (the sign fills in for signed types); a shift by a negative amount or by the width
     or more gives the sign (-1 or 0), as PyTorch's."""
@@ -509,7 +509,7 @@ def histogramdd(input: Tensor, bins, range=None, weight=None, density: bool = Fa
     return return_types.histogramdd(hist, tuple(edges))
 
 
-def histogram(input: Tensor, bins=100, *, range=None, weight=None,
+def histogram(input: Tensor, bins: Tensor | int = 100, *, range=None, weight=None,
               density: bool = False) -> tuple:
     """The histogram of ``input``'s values (flattened): ``bins`` equal-width bins over
     ``range`` (default: the values' min and max, widened by 0.5 each side when they are

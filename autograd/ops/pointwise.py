@@ -115,7 +115,7 @@ _UNARY = (
 )
 (abs, sin, cos, tan, tanh, sigmoid, log1p, expm1, sign, floor, ceil, trunc,  # noqa: A001
  asin, acos, atan, sinh, cosh, asinh, acosh, atanh, log2, log10, exp2) = (
-    row.fn for row in _UNARY)
+    row.impl for row in _UNARY)  # (unguarded: registry)
 _ROUND = unary("round", kind="round", flops=None, grad="0", real_only=True,
                doc="Rounds half to even, to ``decimals`` decimal places; zero gradient.")
 
@@ -373,12 +373,12 @@ def clamp(input: Tensor, min=None, max=None, *, out=None) -> Tensor:  # noqa: A0
     return _result(apply(op, (x,), lo, hi), out, "clamp")
 
 
-def clamp_min(input: Tensor, min) -> Tensor:  # noqa: A002
+def clamp_min(input: Tensor, min: Tensor | float) -> Tensor:  # noqa: A002
     """``clamp(input, min=min)``."""
     return clamp(input, min=min)
 
 
-def clamp_max(input: Tensor, max) -> Tensor:  # noqa: A002
+def clamp_max(input: Tensor, max: Tensor | float) -> Tensor:  # noqa: A002
     """``clamp(input, max=max)``."""
     return clamp(input, max=max)
 
@@ -704,19 +704,19 @@ def _as_bool(x, like: Tensor | None = None) -> Tensor | bool:
     raise TypeError(f"expected a Tensor or a number, got {type(x).__name__}")
 
 
-def logical_and(input: Tensor, other, *, out=None) -> Tensor:
+def logical_and(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     """True where both are nonzero (any dtypes; a bool tensor)."""
     return _result(bitwise_and(_as_bool(tensor_arg(input, "logical_and")), _as_bool(other)),
                    out, "logical_and")
 
 
-def logical_or(input: Tensor, other, *, out=None) -> Tensor:
+def logical_or(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     """True where either is nonzero (any dtypes; a bool tensor)."""
     return _result(bitwise_or(_as_bool(tensor_arg(input, "logical_or")), _as_bool(other)), out,
                    "logical_or")
 
 
-def logical_xor(input: Tensor, other, *, out=None) -> Tensor:
+def logical_xor(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     """True where exactly one is nonzero (any dtypes; a bool tensor)."""
     return _result(bitwise_xor(_as_bool(tensor_arg(input, "logical_xor")), _as_bool(other)),
                    out, "logical_xor")

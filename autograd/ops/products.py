@@ -176,7 +176,7 @@ def meshgrid(*tensors, indexing: str | None = None) -> tuple:
     return tuple(out)
 
 
-def cartesian_prod(*tensors) -> Tensor:
+def cartesian_prod(*tensors: Tensor) -> Tensor:
     """The Cartesian product of 1-d tensors as rows: shape ``(prod(len), len(tensors))`` (one
     tensor: itself), as ``itertools.product``.
 
@@ -223,7 +223,7 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
     return index_select(x, 0, idx).reshape(len(rows), r)
 
 
-def block_diag(*tensors) -> Tensor:
+def block_diag(*tensors: Tensor) -> Tensor:
     """The block-diagonal matrix of the given tensors (0-d: 1 x 1 blocks, 1-d: one row), in
     their promoted dtype; zeros elsewhere.
 

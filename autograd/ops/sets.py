@@ -97,8 +97,8 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False,
     return result
 
 
-def bucketize(input, boundaries: Tensor, *, out_int32: bool = False, right: bool = False,
-              out=None) -> Tensor:
+def bucketize(input: Tensor | float, boundaries: Tensor, *, out_int32: bool = False,
+              right: bool = False, out=None) -> Tensor:
     """The bucket of each value of ``input`` among the 1-d sorted ``boundaries``: the ``i``
     with ``boundaries[i-1] < x <= boundaries[i]`` (``right=True``: ``boundaries[i-1] <= x <
     boundaries[i]``), as :func:`searchsorted` with the arguments swapped.

@@ -92,7 +92,7 @@ def _view_or_copy(k, a, shape: tuple):
     return v if v is not None else k.view(k.contiguous(a), shape)
 
 
-def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
+def cat(tensors: list[Tensor] | tuple[Tensor, ...], dim: int = 0, *, out=None) -> Tensor:
     """Concatenates tensors along an existing ``dim`` (dtypes promote; 1-D empty tensors are
     skipped, as in PyTorch)."""
     if not isinstance(tensors, Tensor):
@@ -125,7 +125,7 @@ def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
     return r
 
 
-def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
+def stack(tensors: list[Tensor] | tuple[Tensor, ...], dim: int = 0, *, out=None) -> Tensor:
     """Stacks equally shaped tensors along a new ``dim``."""
     ts = _tensor_list(tensors, "stack")
     ref = tuple(ts[0].shape)

@@ -71,30 +71,30 @@ def _nonempty(tensors, op: str) -> list:
     return [tensor_arg(t, op, "tensors") for t in tensors]
 
 
-def hstack(tensors, *, out=None) -> Tensor:
+def hstack(tensors: list[Tensor] | tuple[Tensor, ...], *, out=None) -> Tensor:
     """Stack tensors in sequence horizontally (column wise): ``cat`` along dim 0 for 1-D
     tensors (0-d ones become 1-D first), along dim 1 otherwise."""
     ts = [_at_least(t, 1) for t in _nonempty(tensors, "hstack")]
     return cat(ts, 0 if ts[0].ndim == 1 else 1, out=out)
 
 
-def vstack(tensors, *, out=None) -> Tensor:
+def vstack(tensors: list[Tensor] | tuple[Tensor, ...], *, out=None) -> Tensor:
     """Stack tensors in sequence vertically (row wise): ``cat`` along dim 0 after
     ``atleast_2d`` (a vector (n,) is a row (1, n))."""
     return cat([_at_least(t, 2) for t in _nonempty(tensors, "vstack")], 0, out=out)
 
 
-def row_stack(tensors, *, out=None) -> Tensor:
+def row_stack(tensors: list[Tensor] | tuple[Tensor, ...], *, out=None) -> Tensor:
     """Alias of :func:`vstack`."""
     return cat([_at_least(t, 2) for t in _nonempty(tensors, "row_stack")], 0, out=out)
 
 
-def dstack(tensors, *, out=None) -> Tensor:
+def dstack(tensors: list[Tensor] | tuple[Tensor, ...], *, out=None) -> Tensor:
     """Stack tensors in sequence depthwise (along the third axis), after ``atleast_3d``."""
     return cat([_at_least(t, 3) for t in _nonempty(tensors, "dstack")], 2, out=out)
 
 
-def column_stack(tensors, *, out=None) -> Tensor:
+def column_stack(tensors: list[Tensor] | tuple[Tensor, ...], *, out=None) -> Tensor:
     """Creates a new tensor by horizontally stacking the tensors: 0-d and 1-D tensors become
     columns (n, 1) first, then ``cat`` along dim 1."""
     ts = [t.reshape(t.numel(), 1) if t.ndim <= 1 else t

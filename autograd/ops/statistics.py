@@ -198,7 +198,7 @@ def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
     return x.clone()
 
 
-def broadcast_tensors(*tensors) -> tuple:
+def broadcast_tensors(*tensors: Tensor) -> tuple:
     """The tensors expanded (as views) to their common broadcast shape."""
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):

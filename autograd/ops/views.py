@@ -744,7 +744,7 @@ def inplace_view(fn):
     new ``grad_fn``; a view keeps its base, and its history is regenerated from the base's on
     the next read of its ``grad_fn`` (as after any write through a view)."""
     def method(self: Tensor, *args, **kwargs) -> Tensor:
-        check_inplace(self)
+        check_inplace(tensor_arg(self, fn.__name__ + "_"))  # (tg.as_strided_ is this too)
         out = fn(self, *args, **kwargs)
         self._data = out._data
         self._vc[0] += 1
