@@ -65,6 +65,9 @@ EXPECTED = {
                                                       # noise is 0.1)
     "realnvp_flow": ({"steps": 400}, 0.9),            # (0.6665 held-out nats, torch 0.6665; 2.5
                                                       # before training)
+    "rope_gpt": ({"steps": 80}, 0.6),                 # (0.2989 held-out loss, torch 0.2990
+                                                      # with bfloat16 autocast; ln 30 = 3.4 at
+                                                      # start)
     "ddpm_ring": ({"steps": 600}, 0.2),               # (0.0877 from the ring, torch 0.0877; pure
                                                       # noise ~0.6)
 }
