@@ -424,7 +424,6 @@ class AccumulateGrad(Node):
 _INPUT_NAMES = ("self", "other")
 
 
-
 def _type_name(dtype, t) -> str:
     names = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
              "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",

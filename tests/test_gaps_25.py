@@ -185,7 +185,7 @@ def test_function_backward_returning_a_float_is_a_runtime_error():
         def backward(ctx, g):
             return 1.0
 
-    with pytest.raises(RuntimeError, match=r"expected Variable or None \(got float\)"):
+    with pytest.raises(RuntimeError, match=r"^expected Variable or None \(got float\)$"):
         Twice.apply(tg.ones(2, requires_grad=True)).sum().backward()
 
 

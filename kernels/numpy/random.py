@@ -410,7 +410,6 @@ def multinomial(weights: np.ndarray, num_samples: int, replacement: bool,
     return out
 
 
-
 # -- cauchy, log-normal, geometric ---------------------------------------------------------
 # ATen's serial kernels: one float64 draw per element through the C library's functions (the
 # math module's are the same ones), then cast to the tensor's dtype.
