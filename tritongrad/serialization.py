@@ -69,9 +69,9 @@ as PyTorch's weights-only loader raises, and a ``RuntimeError``) naming the file
 wrong otherwise. It checks every storage and tensor entry, referenced or not, before it builds
 any tensor.
 
-tritongrad cannot view one memory as two dtypes, so tensors of different dtypes over one
-storage (which ``save`` never writes) load over one copy of its bytes per dtype: their values
-are right but they no longer share memory.
+Tensors of different dtypes over one memory (``x`` and ``x.view(torch.int32)``) are saved as
+one storage per dtype, and tensors of different dtypes over one storage in a file load over one
+copy of its bytes per dtype: their values are right but they no longer share memory.
 
 Version 1 (earlier releases) is read too. Its header has no ``storages``; each entry of its
 ``tensors`` holds one tensor's own elements (C order): ``dtype``, ``shape``, ``device``,
@@ -176,8 +176,8 @@ class _Writer:
         numel = host_nbytes // t._data.itemsize  # (a CPU bfloat16 element is 4 host bytes)
         # An empty storage has no bytes to share: keyed by the tensor, it is never merged with
         # another (some allocators give every empty allocation one address). The dtype is in
-        # the key so that a storage's tensors always share its dtype: tritongrad cannot view
-        # memory as two dtypes, and were some tensor to, the file would still load.
+        # the key so that a storage's tensors always share its dtype (a ``view(dtype)`` of
+        # another saved tensor gets a storage of its own: the loader rebuilds views per dtype).
         key = (str(t.device), t.dtype, ptr, host_nbytes) if numel else ("empty", id(t))
         index = self.storage_ids.get(key)
         if index is not None:

@@ -30,7 +30,7 @@ from ..dispatch import (Primitive, apply, as_shape, call, check_inplace, linear_
                         sum_to, zeros)
 from ..node import Node
 from ..state import anywhere, state
-from ..tensor import Tensor, int_arg, propagate_creation_meta, wrap_dim
+from ..tensor import Tensor, int_arg, make, propagate_creation_meta, wrap_dim
 from . import traced
 
 __all__ = [
@@ -195,10 +195,66 @@ class ViewBackward0(_ViewPrimitive):
         return as_shape(k, g, ctx.in_shape)
 
 
-def view(x: Tensor, *shape) -> Tensor:
-    """A view of ``x`` with another shape (one dimension may be -1)."""
+def view(x: Tensor, *shape, dtype=None) -> Tensor:
+    """A view of ``x`` with another shape (one dimension may be -1); ``view(dtype)``: its
+    memory read as ``dtype`` (``view_dtype``)."""
+    if len(shape) == 1 and isinstance(shape[0], D.dtype) and dtype is None:
+        return view_dtype(x, shape[0])
+    if dtype is not None and not shape:
+        return view_dtype(x, dtype)
     shape = infer_size(_shape_args(shape, "view"), x.numel(), "view")
     return _view_apply(ViewBackward0, x, shape)
+
+
+def view_dtype(x: Tensor, dtype: D.dtype) -> Tensor:
+    """``x``'s bytes read as elements of ``dtype`` (PyTorch's ``Tensor.view(dtype)``). Between
+    dtypes of different sizes the last dimension must be contiguous and is scaled by the
+    ratio, as the other strides and the storage offset are. As in PyTorch 2.13 the result
+    shares ``x``'s memory and version counter but is not a view: no ``_base``, no history
+    (it never requires grad, even for ``x``'s own dtype)."""
+    if not isinstance(dtype, D.dtype):
+        raise TypeError(f"view(): argument 'dtype' must be torch.dtype, not "
+                        f"{type(dtype).__name__}")
+    src, dst = x.dtype.itemsize, dtype.itemsize
+    shape, strides, offset = list(x.shape), list(x.stride()), x.storage_offset()
+    if src != dst:
+        what = (f"to view {D.CPP_NAMES[x.dtype.name]} as {D.CPP_NAMES[dtype.name]} "
+                f"(different element sizes)")
+        if not shape:
+            raise RuntimeError(f"self.dim() cannot be 0 {what}")
+        if strides[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {strides[-1]}")
+        if src < dst:  # several elements make one: every count and step must divide
+            ratio = dst // src
+            for name, v in [("size(-1)", shape[-1]), ("storage_offset()", offset)] + [
+                    (f"stride({d})", st) for d, st in enumerate(strides[:-1])]:
+                if v % ratio:
+                    raise RuntimeError(f"self.{name} must be divisible by {ratio} {what}, but "
+                                       f"got {v}")
+            shape[-1] //= ratio
+            strides = [st // ratio for st in strides[:-1]] + [1]
+            offset //= ratio
+        else:
+            ratio = src // dst
+            shape[-1] *= ratio
+            strides = [st * ratio for st in strides[:-1]] + [1]
+            offset *= ratio
+    data = x._data
+    if x.dtype is dtype:
+        arr = data  # (the same memory; a new tensor of it)
+    elif x.device.type == "cpu":
+        if D.bfloat16 in (x.dtype, dtype):
+            # (a CPU bfloat16 array is float32 values on bfloat16's grid, kernels/numpy/bf16.py:
+            # its memory holds no bfloat16 bit patterns to reinterpret)
+            raise NotImplementedError("view(dtype): bfloat16 tensors on the CPU cannot be "
+                                      "viewed as another dtype (their memory is float32); "
+                                      "move the tensor to CUDA or convert with .to()")
+        arr = data.view(dtype.np)  # (NumPy scales the last axis as above)
+    else:
+        arr = type(data)(data.storage, offset, tuple(shape), tuple(strides), dtype)
+    out = make(arr, dtype)
+    out._vc = x._vc  # one memory, one version counter
+    return out
 
 
 def reshape(x: Tensor, *shape) -> Tensor:
