@@ -279,3 +279,18 @@ def test_inplace_functions_refuse_a_non_tensor(name):
         getattr(tg, name)([1.0], *args)
     msg = str(err.value)
     assert _ROW_OF[name[:-1]] in msg and "list" in msg, msg
+
+
+def test_equality_operators_fall_back_to_identity_for_other_types():
+    # PyTorch's == and != return NotImplemented for what eq/ne refuse: Python then compares
+    # identities, so `x == "auto"` is False instead of an error; eq() itself still raises
+    x = tg.tensor([1.0, 2.0])
+    assert (x == "auto") is False and (x != "auto") is True
+    assert (x == None) is False and (x != None) is True  # noqa: E711
+    assert (x == [1.0, 2.0]) is False and (x == (1.0, 2.0)) is False
+    np.testing.assert_array_equal((x == 2.0).numpy(), [False, True])
+    np.testing.assert_array_equal((x != tg.tensor([1.0, 0.0])).numpy(), [False, True])
+    with pytest.raises(TypeError, match=r"eq\(\): argument 'other'"):
+        tg.eq(x, "auto")
+    with pytest.raises(TypeError, match=r"ne\(\): argument 'other'"):
+        x.ne([1.0, 2.0])
