@@ -534,9 +534,9 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
     """
     if strategy not in _STRATEGIES:
         raise _StrategyError('Expected strategy to be either "forward-mode" or "reverse-mode". '
-                         'Hint: If your function has more outputs than inputs, "forward-mode" '
-                         'tends to be more performant. Otherwise, prefer to use '
-                         '"reverse-mode".')
+                             'Hint: If your function has more outputs than inputs, "forward-mode" '
+                             'tends to be more performant. Otherwise, prefer to use '
+                             '"reverse-mode".')
     if strategy == "forward-mode":
         if create_graph:
             raise NotImplementedError('torch.autograd.functional.jacobian: `create_graph=True` '

@@ -167,6 +167,10 @@ _SAVED_VALUES = {
     "TransposeBackward0": {"dim0": lambda n: _transposed(n, 0),
                            "dim1": lambda n: _transposed(n, 1)},
     "SliceBackward0": {**_SIZES, **{p: _slice_part(p) for p in ("dim", "start", "end", "step")}},
+    "SelectBackward0": {**_SIZES,
+                        "dim": lambda n: next(i for i, ix in enumerate(n.index)
+                                              if type(ix) is int),
+                        "index": lambda n: next(ix for ix in n.index if type(ix) is int)},
     "SoftmaxBackward0": _DIM,
     "LogSoftmaxBackward0": _DIM,
     "CatBackward0": _DIM,

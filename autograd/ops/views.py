@@ -544,6 +544,23 @@ class SliceScatterBackward0(Primitive):
         return k.getitem(g, ctx.index)
 
 
+# One int among full slices (``x[0]``, ``x[:, -1]``, ``select``) is PyTorch's select: its
+# node's name and the profiler's ``aten::select`` (other basic indexing records one
+# SliceBackward0 where PyTorch chains a node per indexed dim)
+SelectBackward0 = SliceBackward0.variant("SelectBackward0", "select")
+_FULL = slice(None)
+
+
+def _is_select(index: tuple) -> bool:
+    ints = 0
+    for ix in index:
+        if type(ix) is int:
+            ints += 1
+        elif ix != _FULL:  # (a partial slice, or None)
+            return False
+    return ints == 1
+
+
 def getitem(x: Tensor, index) -> Tensor:
     """``x[index]`` for basic indices (ints, slices, None, Ellipsis): a view."""
     if type(index) is list:
@@ -552,7 +569,7 @@ def getitem(x: Tensor, index) -> Tensor:
         from .indexing import advanced_getitem  # index tensors
         return advanced_getitem(x, index)
     index = _normalize_index(index, x.shape)
-    return _view_apply(SliceBackward0, x, index)
+    return _view_apply(SelectBackward0 if _is_select(index) else SliceBackward0, x, index)
 
 
 # -- as_strided, and history through views ------------------------------------------------------

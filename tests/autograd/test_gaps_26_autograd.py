@@ -526,3 +526,23 @@ def test_reverse_transforms_refuse_saved_tensor_hooks(transform):
         np.testing.assert_allclose(vmap(lambda a: a * 2)(x).numpy(), [2.0, 4.0])
         np.testing.assert_allclose(tg.func.jacfwd(lambda a: a * a)(x).numpy(),
                                    [[2.0, 0.0], [0.0, 4.0]])
+
+
+def test_one_int_among_full_slices_is_select():
+    # PyTorch records x[0], x[:, -1] and select() as SelectBackward0 (aten::select in the
+    # profiler), slices as SliceBackward0
+    x = tg.ones(3, 4, requires_grad=True)
+    for y in (x[0], x[:, 1], x[..., -1], x.select(1, 2)):
+        assert y.grad_fn.name() == "SelectBackward0"
+    for y in (x[0:2], x[0, 1:3], x[:, ::2]):
+        assert y.grad_fn.name() == "SliceBackward0"
+    node = x[:, -1].grad_fn
+    assert (node._saved_dim, node._saved_index, tuple(node._saved_self_sym_sizes)) == (1, 3, (3, 4))
+    x[:, 2].sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.eye(4)[[2, 2, 2]])
+    with tg.profiler.profile() as prof:
+        x[1]
+    assert [e.name for e in prof.events()] == ["aten::select"]
+    z = tg.ones(2, 2, dtype=tg.complex64, requires_grad=True)
+    (z[0] * 1j).abs().sum().backward()  # (complex autograd through select)
+    np.testing.assert_allclose(z.grad.numpy(), [[1, 1], [0, 0]])
