@@ -166,7 +166,7 @@ def install(families: dict[str, tuple[OpInfo, ...]], tensor_cls: type,
                 if row.flops is not None:
                     _FLOPS[n] = row.flops
             for dunder in row.operators:
-                setattr(tensor_cls, dunder, _operator(row, dunder))
+                setattr(tensor_cls, dunder, _operator(row, dunder, tensor_cls))
     return public
 
 
@@ -224,7 +224,7 @@ _BINARY_STEMS = frozenset(["add", "sub", "mul", "truediv", "floordiv", "mod", "p
                            "and", "or", "xor", "lshift", "rshift"])
 
 
-def _operator(row: OpInfo, dunder: str) -> Callable:
+def _operator(row: OpInfo, dunder: str, tensor_cls: type) -> Callable:
     stem = dunder[2:-2]
     if stem.startswith("i") and stem[1:] in _BINARY_STEMS:
         if row.inplace is None:
@@ -232,7 +232,25 @@ def _operator(row: OpInfo, dunder: str) -> Callable:
         return row.inplace
     if stem.startswith("r") and stem[1:] in _BINARY_STEMS:
         return row.reflected or row.bound or row.fn
+    if stem in ("eq", "ne"):
+        return _equality(row.bound or row.fn, dunder, tensor_cls)
     return row.bound or row.fn
+
+
+def _equality(compare: Callable, dunder: str, tensor_cls: type) -> Callable:
+    """``==`` / ``!=`` as PyTorch's operators: elementwise against a tensor or a number, and
+    NotImplemented for what the comparison refuses (a string, a list, None), so Python falls
+    back to identity (``x == "auto"`` is False, ``x != None`` True) instead of raising
+    (``tg.eq(x, "auto")`` still raises PyTorch's TypeError)."""
+    def operator(self, other):
+        try:
+            return compare(self, other)
+        except TypeError:
+            if isinstance(other, tensor_cls):
+                raise
+            return NotImplemented
+    operator.__name__ = dunder
+    return operator
 
 
 def flop_rule(name: str) -> str | None:

@@ -81,23 +81,3 @@ Tensor.real = property(complex_parts.real)
 Tensor.imag = property(complex_parts.imag)
 Tensor.__cuda_array_interface__ = property(interop.cuda_array_interface)
 Tensor.__hash__ = lambda self: id(self)  # __eq__ is elementwise, so hash by identity
-
-
-def _equality(compare):
-    """``==`` / ``!=`` as PyTorch's operators: elementwise against a tensor or a number, and
-    NotImplemented for anything the comparison refuses (a string, a list, None), so Python
-    falls back to identity (``x == "auto"`` is False, ``x != None`` True) instead of raising
-    (``tg.eq(x, "auto")`` still raises PyTorch's TypeError)."""
-    def operator(self, other):
-        try:
-            return compare(self, other)
-        except TypeError:
-            if isinstance(other, Tensor):
-                raise
-            return NotImplemented
-    operator.__name__ = f"__{compare.__name__}__"
-    return operator
-
-
-Tensor.__eq__ = _equality(Tensor.eq)
-Tensor.__ne__ = _equality(Tensor.ne)

@@ -222,7 +222,9 @@ def _sincos_ps(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _fma64(a: np.ndarray, b: float, c: float) -> np.ndarray:
     """a b + c in float64 with one rounding (nearly always: the exact product a b = p + e by
     Dekker's splitting, then p + c + e summed with the error of p + c kept), as ATen's fused
-    multiply-adds (``r cos std + mean``, ``u (to - from) + from``)."""
+    multiply-adds (``r cos std + mean``, ``u (to - from) + from``). ``a`` and ``c`` may be
+    arrays that broadcast together; an exact zero has IEEE's sign (-0.0 only from a zero
+    product and a -0.0 ``c``, as ``linspace`` to -0.0 ends)."""
     if b == 1.0 and np.ndim(c) == 0 and c == 0.0:
         return a
     p = a * b
@@ -236,7 +238,12 @@ def _fma64(a: np.ndarray, b: float, c: float) -> np.ndarray:
     s = p + c
     z = s - p
     t = (p - (s - z)) + (c - z)  # p + c = s + t exactly
-    return s + (t + e)
+    r = s + (t + e)
+    if r.ndim and not r.all():  # (t + e is +0.0 at an exact zero: set its sign, there only)
+        at = np.nonzero(r == 0)
+        pz, cz = (np.broadcast_to(v, r.shape)[at] for v in (p, c))
+        r[at] = np.where(pz == 0, pz + cz, 0.0)
+    return r
 
 
 def _normal_blocks(u: np.ndarray, mean: float, std: float, double: bool) -> np.ndarray:

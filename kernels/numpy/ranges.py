@@ -32,7 +32,7 @@ import numpy as np
 
 from ...runtime import dtype as dtypes
 from .bf16 import round_
-from .random import _fma64
+from .random import _fma as _fma32, _fma64
 
 _F32, _F64 = np.float32, np.float64
 GRAIN = 32768  # at::internal::GRAIN_SIZE: ranges up to this size run on one thread
@@ -42,12 +42,8 @@ _VEC_BYTES = 32  # AVX2's Vectorized<T>: 8 floats, 4 doubles, 16 halves
 def _fma(a, b, c, acc):
     """a * b + c in ``acc`` (float32 or float64) rounded once (``b`` a number)."""
     if acc is _F64:
-        r = _fma64(np.asarray(a, _F64), float(b), np.asarray(c, _F64))
-        # an exact zero takes the sign of the unfused sum (-0.0 ends stay -0.0)
-        return np.where(r == 0, np.asarray(a, _F64) * b + c, r)
-    # the float64 product of float32 values is exact; the sum rounds twice only in rare
-    # halfway cases (as random.py's float32 fused multiply-adds)
-    return (np.asarray(a, _F64) * _F64(_F32(b)) + np.asarray(c, _F32)).astype(_F32)
+        return _fma64(np.asarray(a, _F64), float(b), np.asarray(c, _F64))
+    return _fma32(a, _F32(b), np.asarray(c, _F32))
 
 
 def _rounder(dtype: dtypes.dtype):
@@ -99,20 +95,6 @@ def linspace(start, end, steps: int, dtype: dtypes.dtype) -> np.ndarray:
     return np.trunc(np.where(first, _fma64(i, step, s), _fma64(k, -step, e)))
 
 
-def _plus_products(base: np.ndarray, step: float, vec: int) -> np.ndarray:
-    """``base[:, None] + j * step`` for j < ``vec``, each fused in float64: the products are
-    split once into value and exact error (``vec`` of them), each sum is an error-free
-    two-sum with the product's error added before the one rounding (as ``_fma64``)."""
-    j = np.arange(vec, dtype=_F64)
-    p = j * step
-    e = _fma64(j, step, -p)  # j * step - p, exactly
-    a = base[:, None]
-    s = a + p
-    z = s - a
-    r = s + (((a - (s - z)) + (p - z)) + e)
-    return np.where(r == 0, s, r) if not r.all() else r  # an exact zero keeps the sum's sign
-
-
 def arange(start: float, step: float, n: int, dtype: dtypes.dtype, threads: int) -> np.ndarray:
     """``start + step * i`` for i in [0, n) as PyTorch's CPU ``arange`` of a float ``dtype``
     rounds it with ``threads`` threads: float32 values on the half types' grids for them."""
@@ -126,10 +108,7 @@ def arange(start: float, step: float, n: int, dtype: dtypes.dtype, threads: int)
         m = min(chunk, n - begin)
         body = m // (2 * vec) * (2 * vec)  # the vectorized loop's share; the rest is scalar
         base = rnd(_fma(np.arange(begin, begin + body, vec), step, start, acc))
-        if acc is _F64:
-            vals = _plus_products(base.astype(_F64), step, vec)
-        else:
-            vals = _fma(np.arange(vec), step, base[:, None], acc)
+        vals = _fma(np.arange(vec)[None, :], step, base[:, None], acc)
         out[begin:begin + body] = rnd(vals).reshape(-1)
         out[begin + body:begin + m] = rnd(_fma(np.arange(begin + body, begin + m), step,
                                                start, acc))
