@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from ..kernels import backend
 from .dispatch import SINK, Primitive, _apply, _apply_inplace, _forward_into, as_shape
+from .overrides import _disabled_torch_function_impl
 from .tensor import Tensor, array_meta, make
 
 __all__ = ["Batched", "BatchedArray", "BatchedTensor", "Unbatchable", "apply_node", "batch",
@@ -379,6 +380,7 @@ class BatchedTensor(Tensor):
     a ``BatchedArray``. Made by ``batch``; ``unbatch`` gives the (B, *shape) Tensor back."""
 
     __slots__ = ()
+    __torch_function__ = _disabled_torch_function_impl
 
     @property
     def _k(self):

@@ -163,7 +163,9 @@ def _format_array(a: np.ndarray, indent: int) -> str:
 
 def tensor_repr(t) -> str:
     a = t.detach().cpu()._host_array()
-    body = _format_array(np.asarray(a), len("tensor("))
+    # (a user's subclass shows its name, as PyTorch's: ``MyTensor([1., 2.])``)
+    prefix = "tensor" if type(t).__module__.startswith("tritongrad") else type(t).__name__
+    body = _format_array(np.asarray(a), len(prefix) + 1)
     extras = []
     if t.device.type != "cpu":
         extras.append(f"device='{t.device}'")
@@ -189,7 +191,7 @@ def tensor_repr(t) -> str:
     tangent = current_tangent(t)
     if tangent is not None:
         extras.append(f"tangent={tangent!r}")
-    return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+    return prefix + "(" + body + "".join(", " + e for e in extras) + ")"
 
 
 def _with_suffixes(body: str, suffixes: list, indent: int, force_newline: bool) -> str:

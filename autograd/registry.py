@@ -199,6 +199,12 @@ def guarded(fn: Callable, name: str, canonical: str | None = None, rename: bool 
         try:
             return fn(*args, **kwargs)
         except Exception as e:
+            from .overrides import redispatch
+            # (a tensor-like object that overrides, before any dispatch check is installed:
+            # Note [Overrides installed on first use])
+            result = redispatch(op, args, kwargs)
+            if result is not NotImplemented:
+                return result
             from .checks import argument_error
             error = argument_error(e, fn, name, canonical, args, kwargs)
             if error is None:

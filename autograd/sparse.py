@@ -35,6 +35,7 @@ import numpy as np
 from ..runtime import dtype as dtypes
 from .function import Function
 from .node import AccumulateGrad
+from .overrides import _disabled_torch_function_impl
 from .tensor import Size, Tensor
 
 __all__ = ["SparseTensor", "sparse_coo_tensor", "to_sparse", "sparse_mask", "accumulate",
@@ -238,6 +239,7 @@ class SparseTensor(Tensor):
 
     # Fields (in the instance __dict__): _idx, _vals, _size, _coalesced. The dense Tensor's
     # slots hold the device, the dtype and the autograd state; _data is _NO_DENSE.
+    __torch_function__ = _disabled_torch_function_impl
     is_sparse = property(lambda self: True)
 
     @property

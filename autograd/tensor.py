@@ -23,6 +23,7 @@ from ..kernels import HostBFloat16, backend, data_ptr, host_array, host_values
 from ..runtime import dtype as dtypes
 from ..runtime.device import device as Device
 from . import node as _node_module
+from . import overrides as _overrides
 from .node import AccumulateGrad, RemovableHandle, _HookDict
 from .state import anywhere, state
 
@@ -86,6 +87,15 @@ def array_meta(data) -> tuple:
         except KeyError:
             return _CPU, dtypes.from_numpy_dtype(data.dtype)  # raises a clear error
     return data.device, data.dtype
+
+
+def _rebuild_subclass(cls: type, args, attributes: dict) -> "Tensor":
+    """A pickled instance of Tensor subclass ``cls`` (``args``: ``_rebuild_tensor``'s, or the
+    tensor made of them), rebuilt with its attributes."""
+    t = args if isinstance(args, Tensor) else _rebuild_tensor(*args)
+    out = Tensor._make_subclass(cls, t, t.requires_grad)
+    out.__dict__.update(attributes)
+    return out
 
 
 def _rebuild_tensor(values: np.ndarray, dtype, device: str, requires_grad: bool) -> "Tensor":
@@ -167,11 +177,46 @@ class Tensor:
     _creation_meta = None  # what in-place writes a view allows (Note [View + in-place])
     _grad_dtype = _SAME    # a leaf's grad_dtype, when set (None: any)
 
-    def __new__(cls, *args, **kwargs):
-        if cls is Tensor and args and not kwargs:
-            from .ops.creation import tensor  # Tensor(data) is tensor(data), as in PyTorch
-            return tensor(args[0] if len(args) == 1 else list(args))
-        return object.__new__(cls)
+    def __new__(cls, *args, device=None):
+        """PyTorch's legacy constructor: ``Tensor(2, 3)`` an uninitialised tensor of the default
+        dtype, ``Tensor([1, 2])`` one of those values, ``Tensor(t)`` an alias of tensor ``t``
+        (its dtype, storage and history), ``Tensor()`` an empty one. A subclass's constructor
+        (``MyTensor([1, 2])``) makes the same tensor as an instance of the subclass."""
+        from .ops.creation import legacy_new
+        from .ops.views import as_subclass
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            return as_subclass(args[0], cls)
+        t = legacy_new(args, dtypes.get_default_dtype(), device or "cpu", "new")
+        return t if cls is Tensor else Tensor._make_subclass(cls, t)
+
+    @staticmethod
+    def _make_subclass(cls: type, data: "Tensor", require_grad: bool = False, **kwargs):
+        """A ``cls`` instance sharing ``data``'s storage and version counter, with no history,
+        requiring grad when ``require_grad`` (how a subclass's ``__new__`` makes its
+        instances, and ``nn.Parameter`` its own)."""
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError(f"_make_subclass(): cls must be a subclass of Tensor, got {cls!r}")
+        if not isinstance(data, Tensor):
+            raise TypeError(f"_make_subclass(): data must be a Tensor, got "
+                            f"{type(data).__name__}")
+        _overrides.note_instance(cls)
+        src = data.detach()
+        obj = _new(cls)
+        for f in _FIELDS:
+            setattr(obj, f, getattr(src, f))
+        if src._inference:
+            obj._inference = True
+        if require_grad:
+            obj.requires_grad_(True)
+        return obj
+
+    # PyTorch's __torch_function__ protocol (autograd/overrides.py): ops on an instance of a
+    # subclass go through this, which runs them and returns their Tensors as the subclass
+    __torch_function__ = classmethod(_overrides.tensor_torch_function)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _overrides.note_class(cls)
 
     # -- what it is --------------------------------------------------------------------------
     @property
@@ -357,10 +402,23 @@ class Tensor:
     def __reduce_ex__(self, protocol: int):
         # Pickled as values, dtype, device and requires_grad (every protocol; no graph, no
         # memory sharing: what PyTorch's pickling of a tensor keeps). A non-leaf comes back
-        # as a leaf, as in PyTorch.
+        # as a leaf, as in PyTorch. A subclass instance comes back as one, with its own
+        # attributes.
+        args = self._pickled()
+        if type(self) is Tensor:
+            return _rebuild_tensor, args
+        return _rebuild_subclass, (type(self), args, self._user_attributes())
+
+    def _pickled(self) -> tuple:
+        """``_rebuild_tensor``'s arguments for this tensor."""
         t = self.detach()
         values = np.array(host_values(t._data if t._device.type == "cpu" else t.cpu()._data))
-        return _rebuild_tensor, (values, self._dtype, str(self._device), self._requires_grad)
+        return values, self._dtype, str(self._device), self._requires_grad
+
+    def _user_attributes(self) -> dict:
+        """The attributes a subclass instance was given (not Tensor's own fields)."""
+        return {k: v for k, v in self.__dict__.items()
+                if not hasattr(Tensor, k) and k != "_fw_grads"}
 
     def __deepcopy__(self, memo: dict) -> "Tensor":
         if id(self) in memo:
@@ -368,10 +426,15 @@ class Tensor:
         if self._fn is not None:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
                                "support the deepcopy protocol at the moment.")
-        out = _rebuild_tensor(*self.__reduce_ex__(2)[1])
+        import copy
+        out = _rebuild_tensor(*self._pickled())
+        if type(self) is not Tensor:
+            out = _rebuild_subclass(type(self), out, {})
+        memo[id(self)] = out
         if self._grad is not None:
             out._grad = self._grad.__deepcopy__(memo)
-        memo[id(self)] = out
+        if type(self) is not Tensor:
+            out.__dict__.update(copy.deepcopy(self._user_attributes(), memo))
         return out
 
     def _is_view(self) -> bool:
@@ -788,6 +851,11 @@ class Tensor:
         return tensor_repr(self)
 
     __str__ = __repr__
+
+
+# Tensor's per-instance fields, which a subclass instance made from a tensor gets
+_FIELDS = tuple(n for n in Tensor.__slots__ if n not in ("__weakref__", "__dict__"))
+_overrides._PLAIN.update((Tensor, Size))  # (never override: skipped by dispatch at once)
 
 
 # Note [View + in-place]

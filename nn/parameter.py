@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
+from ..autograd.overrides import _disabled_torch_function_impl
 from ..autograd.state import state
 from ..autograd.tensor import Tensor
 
 __all__ = ["Buffer", "Parameter", "UninitializedBuffer", "UninitializedParameter",
            "affine_parameters", "is_lazy", "normalized_shape_parameters"]
-
-# Tensor's per-instance fields (copied from a fresh detached alias of the data, so a field the
-# core adds later is initialised too).
-_FIELDS = tuple(n for n in Tensor.__slots__ if n not in ("__weakref__", "__dict__"))
 
 
 class Parameter(Tensor):
@@ -34,6 +31,7 @@ class Parameter(Tensor):
     """
 
     __slots__ = ()
+    __torch_function__ = _disabled_torch_function_impl  # (ops give plain Tensors)
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
         if data is None:
@@ -41,13 +39,7 @@ class Parameter(Tensor):
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter: data must be a Tensor, got {type(data).__name__}")
-        src = data.detach()  # shares data's storage and version counter; no history
-        p = object.__new__(cls)
-        for f in _FIELDS:
-            try:
-                setattr(p, f, getattr(src, f))
-            except AttributeError:  # a slot the alias leaves unset
-                pass
+        p = Tensor._make_subclass(cls, data)  # data's storage and version counter, no history
         if requires_grad:
             if p._inference and not state.inference:
                 p._inference = False  # a parameter is a normal tensor (PyTorch clones here)
@@ -100,6 +92,8 @@ class Buffer(Tensor, metaclass=_BufferMeta):
         >>> [name for name, _ in m.named_buffers()], list(m.state_dict())
         (['steps'], [])
     """
+
+    __torch_function__ = _disabled_torch_function_impl
 
     def __new__(cls, data: Tensor | None = None, *, persistent: bool = True):
         if data is None:
@@ -173,17 +167,11 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
 
     cls_to_become = Tensor
     __slots__ = ()
+    __torch_function__ = _disabled_torch_function_impl
 
     def __new__(cls, requires_grad: bool = False, device=None, dtype=None):
         from ..autograd.ops.creation import empty
-        src = empty(0, device=device, dtype=dtype)
-        t = object.__new__(cls)
-        for f in _FIELDS:
-            try:
-                setattr(t, f, getattr(src, f))
-            except AttributeError:  # a slot the source leaves unset
-                pass
-        return t.requires_grad_(requires_grad)
+        return Tensor._make_subclass(cls, empty(0, device=device, dtype=dtype), requires_grad)
 
 
 def _rebuild_parameter(array, dtype_name: str, device: str, requires_grad: bool) -> Parameter:

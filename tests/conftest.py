@@ -76,6 +76,9 @@ def _fresh_autograd_state():
     set_mode("observers", ())
     anomaly_mode.enabled, anomaly_mode.check_nan = False, True
     tg.set_default_dtype(tg.float32)
+    from tritongrad.autograd import overrides  # (a test's Tensor subclass installed the check)
+    if overrides.active and not overrides._tls.modes:
+        overrides.deactivate()
 
 
 @pytest.fixture

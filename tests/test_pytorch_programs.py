@@ -70,6 +70,8 @@ EXPECTED = {
                                                       # start)
     "ddpm_ring": ({"steps": 600}, 0.2),               # (0.0877 from the ring, torch 0.0877; pure
                                                       # noise ~0.6)
+    "tensor_subclass_mode": ({"steps": 200}, 0.1),    # (0.07688 MSE, torch 0.07688; the program
+                                                      # also checks tags and FLOP counts)
 }
 
 

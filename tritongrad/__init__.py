@@ -159,3 +159,9 @@ from .cuda import OutOfMemoryError  # noqa: E402
 from .utils.dlpack import to_dlpack  # noqa: E402
 
 __all__ += ["GradScaler", "OutOfMemoryError", "to_dlpack"]
+
+# torch.overrides (the __torch_function__ protocol) and its switches, torch._C's and the top's
+from . import _C, overrides  # noqa: E402
+from ._C import DisableTorchFunction, DisableTorchFunctionSubclass  # noqa: E402
+
+__all__ += ["DisableTorchFunction", "DisableTorchFunctionSubclass", "overrides"]

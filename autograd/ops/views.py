@@ -29,8 +29,9 @@ from ..checks import out_of_bounds, tensor_arg
 from ..dispatch import (Primitive, apply, as_shape, call, check_inplace, linear_jvp, meta,
                         sum_to, zeros)
 from ..node import Node
+from ..overrides import note_instance
 from ..state import anywhere, state
-from ..tensor import Tensor, int_arg, make, propagate_creation_meta, wrap_dim
+from ..tensor import _FIELDS, Tensor, int_arg, make, propagate_creation_meta, wrap_dim
 from . import traced
 
 __all__ = [
@@ -713,23 +714,20 @@ class AliasBackward0(_ViewPrimitive):
         return g
 
 
-# (Tensor's per-instance fields, for a subclass whose own slots forbid __class__ assignment)
-_FIELDS = tuple(n for n in Tensor.__slots__ if n not in ("__weakref__", "__dict__"))
-
-
 def as_subclass(self: Tensor, cls: type) -> Tensor:
     """Makes a ``cls`` instance with the same data pointer as ``self``. Changes in the output
     mirror changes in ``self``, and the output stays attached to the autograd graph. ``cls``
     must be a subclass of ``Tensor``.
 
     The output is a view (an ``AliasBackward0`` node where autograd records), made without
-    calling ``cls``'s constructor. Ops on it return plain Tensors (tritongrad has no
-    ``__torch_function__`` to keep the subclass)."""
+    calling ``cls``'s constructor. Ops on it return ``cls`` instances unless ``cls`` disables
+    ``__torch_function__`` (autograd/overrides.py), as ``nn.Parameter`` does."""
     if not isinstance(cls, type):
         raise TypeError(f"cls must be a type (got {type(cls).__name__})")
     if not issubclass(cls, Tensor):
         raise TypeError("Creating a Tensor subclass from a class that does not inherit from "
                         "Tensor is not possible. Make sure your class inherits from Tensor.")
+    note_instance(cls)
     out = _view_apply(AliasBackward0, self)
     try:
         out.__class__ = cls

@@ -247,6 +247,9 @@ def test_hook_based_weight_norm():
 
 
 def test_hook_based_spectral_norm():
+    # (seeded: 30 power iterations from a random start reach rtol 1e-6 for most draws, not all;
+    # unseeded, the outcome depended on which tests ran before)
+    tg.manual_seed(0)
     m = _linear(5, 3)
     w = host(m.weight).copy()
     nn.utils.spectral_norm(m)
