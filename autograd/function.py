@@ -370,8 +370,8 @@ _signatures: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _bound_inputs(forward, args: tuple, kwargs: dict) -> tuple:
-    """``setup_context``'s ``inputs``: forward's arguments in order, with the defaults of the
-    ones not passed filled in (PyTorch's), keyword arguments placed by name."""
+    """``setup_context``'s ``inputs``: forward's positional arguments in order, with the
+    defaults of the ones not passed filled in (PyTorch's), keyword arguments placed by name."""
     try:
         signature = _signatures.get(forward)
     except TypeError:  # (a forward weakrefs cannot point to: read each time)
@@ -387,7 +387,7 @@ def _bound_inputs(forward, args: tuple, kwargs: dict) -> tuple:
             pass
     bound = signature.bind(*args, **kwargs)  # (its TypeError is PyTorch's for bad arguments)
     bound.apply_defaults()
-    return tuple(bound.arguments.values())
+    return bound.args  # (PyTorch's bind_default_args: *args spread, keyword-only left out)
 
 
 def _apply_dual(cls, args, kwargs):

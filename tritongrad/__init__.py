@@ -165,3 +165,9 @@ from . import _C, overrides  # noqa: E402
 from ._C import DisableTorchFunction, DisableTorchFunctionSubclass  # noqa: E402
 
 __all__ += ["DisableTorchFunction", "DisableTorchFunctionSubclass", "overrides"]
+
+# torch.library (custom operators), torch.ops (them by namespace) and torch.types
+from . import library, types  # noqa: E402
+from .library import ops  # noqa: E402
+
+__all__ += ["library", "ops", "types"]
