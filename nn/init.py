@@ -21,7 +21,8 @@ from ..autograd.ops.elementwise import where
 from ..autograd.ops.random import randperm
 from ..autograd.tensor import Tensor
 
-__all__ = ["calculate_gain", "constant", "constant_", "dirac_", "eye_", "kaiming_normal",
+__all__ = ["calculate_gain", "constant", "constant_", "dirac", "dirac_", "eye", "eye_",
+           "kaiming_normal",
            "kaiming_normal_", "kaiming_uniform", "kaiming_uniform_", "normal", "normal_", "ones_",
            "orthogonal", "orthogonal_", "sparse", "sparse_", "trunc_normal_", "uniform",
            "uniform_", "xavier_normal", "xavier_normal_", "xavier_uniform", "xavier_uniform_",
@@ -297,7 +298,7 @@ def _make_deprecate(method):
     return deprecated_init
 
 
-(uniform, normal, constant, xavier_uniform, xavier_normal, kaiming_uniform, kaiming_normal,
- orthogonal, sparse) = map(_make_deprecate, (
-    uniform_, normal_, constant_, xavier_uniform_, xavier_normal_, kaiming_uniform_,
-    kaiming_normal_, orthogonal_, sparse_))
+(uniform, normal, constant, eye, dirac, xavier_uniform, xavier_normal, kaiming_uniform,
+ kaiming_normal, orthogonal, sparse) = map(_make_deprecate, (
+    uniform_, normal_, constant_, eye_, dirac_, xavier_uniform_, xavier_normal_,
+    kaiming_uniform_, kaiming_normal_, orthogonal_, sparse_))

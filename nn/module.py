@@ -294,6 +294,9 @@ class Module:
         if param is not None and param.grad_fn is not None:
             raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model "
                              f"parameters must be created explicitly.")
+        if _global_hooks.PARAMETER_REGISTRATION:
+            param = _global_hooks.registered(_global_hooks.PARAMETER_REGISTRATION, self, name,
+                                             param)
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
@@ -305,6 +308,9 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer "
                             f"'{name}' (tritongrad Tensor or None required)")
+        if _global_hooks.BUFFER_REGISTRATION:
+            tensor = _global_hooks.registered(_global_hooks.BUFFER_REGISTRATION, self, name,
+                                              tensor)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -318,6 +324,9 @@ class Module:
         self._check_name(name, "module")
         if hasattr(self, name) and name not in self._modules:
             raise KeyError(f"attribute '{name}' already exists")
+        if _global_hooks.MODULE_REGISTRATION:
+            module = _global_hooks.registered(_global_hooks.MODULE_REGISTRATION, self, name,
+                                              module)
         self._modules[name] = module
 
     register_module = add_module
@@ -399,6 +408,9 @@ class Module:
             if params is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
             self._drop(name, "_modules")
+            if _global_hooks.MODULE_REGISTRATION:
+                value = _global_hooks.registered(_global_hooks.MODULE_REGISTRATION, self, name,
+                                                 value)
             d["_modules"][name] = value
             return
         modules = d.get("_modules")
@@ -419,6 +431,9 @@ class Module:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
                                 f"(tritongrad.Tensor or None expected)")
+            if _global_hooks.BUFFER_REGISTRATION:
+                value = _global_hooks.registered(_global_hooks.BUFFER_REGISTRATION, self, name,
+                                                 value)
             buffers[name] = value
             return
         object.__setattr__(self, name, value)

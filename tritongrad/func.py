@@ -27,8 +27,31 @@ from .nn._functional_call import functional_call, stack_module_state
 from .nn.module import Module
 from .nn.normalization import _BatchNorm, _InstanceNorm
 
-__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
-           "linearize", "replace_all_batch_norm_modules_", "stack_module_state", "vjp", "vmap"]
+__all__ = ["debug_unwrap", "functional_call", "functionalize", "grad", "grad_and_value",
+           "hessian", "jacfwd", "jacrev", "jvp", "linearize", "replace_all_batch_norm_modules_",
+           "stack_module_state", "vjp", "vmap"]
+
+
+def functionalize(func, *, remove: str = "mutations"):
+    """PyTorch's functionalization pass, for graph capture: the function with its mutations
+    replaced by out-of-place ops, then copied back into the inputs it mutated. Run eagerly (as
+    tritongrad runs every program), that is the function itself: the same results and the
+    same mutated inputs. ``remove``: "mutations" or "mutations_and_views"."""
+    if remove not in ("mutations", "mutations_and_views"):
+        raise RuntimeError(f"functionalize(f, remove='mutations'): received invalid argument "
+                           f"for remove={remove}. Valid options are:\n     remove='mutations': "
+                           f"all inplace and out= operators will be removed from the program, "
+                           f"and replaced with their out-of-place equivalents.\n     "
+                           f"remove='mutations_and_views': In addition to the above, all "
+                           f"aliasing operators {{view}} will be replaced with their "
+                           f"non-aliasing counterparts, {{view}}_copy.\n")
+    return func
+
+
+def debug_unwrap(tensor, *, recurse: bool = True):
+    """The plain tensor under a torch.func transform's wrapper, for debugging; tritongrad's
+    transforms do not wrap tensors, so ``tensor`` itself."""
+    return tensor
 
 
 def replace_all_batch_norm_modules_(root: Module) -> Module:

@@ -5,9 +5,14 @@ working).
 """
 
 from ..module import Module
-from .._global_hooks import (register_module_forward_hook, register_module_forward_pre_hook,
+from .._global_hooks import (register_module_buffer_registration_hook,
+                             register_module_forward_hook, register_module_forward_pre_hook,
                              register_module_full_backward_hook,
-                             register_module_full_backward_pre_hook)
+                             register_module_full_backward_pre_hook,
+                             register_module_module_registration_hook,
+                             register_module_parameter_registration_hook)
 
-__all__ = ["Module", "register_module_forward_hook", "register_module_forward_pre_hook",
-           "register_module_full_backward_hook", "register_module_full_backward_pre_hook"]
+__all__ = ["Module", "register_module_buffer_registration_hook", "register_module_forward_hook",
+           "register_module_forward_pre_hook", "register_module_full_backward_hook",
+           "register_module_full_backward_pre_hook", "register_module_module_registration_hook",
+           "register_module_parameter_registration_hook"]

@@ -28,7 +28,9 @@ from .weight_norm import remove_weight_norm, weight_norm
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "fuse_conv_bn_eval",
+__all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_",
+           "convert_conv2d_weight_memory_format", "convert_conv3d_weight_memory_format",
+           "fuse_conv_bn_eval",
            "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights",
            "get_total_norm", "parameters_to_vector", "parametrizations", "parametrize", "prune",
            "remove_spectral_norm", "remove_weight_norm", "rnn", "spectral_norm", "stateless",
@@ -221,6 +223,39 @@ def _sum_of_squares(grads: list) -> Tensor:
     for p in parts[1:]:
         total = total + p.to(total.device, total.dtype)
     return total
+
+
+def clip_grad_norm(parameters, max_norm: float, norm_type: float = 2.0,
+                   error_if_nonfinite: bool = False, foreach=None) -> Tensor:
+    """PyTorch's old name of :func:`clip_grad_norm_` (warns)."""
+    import warnings
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
+                  "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
+
+
+def _convert_weight_memory_format(module, memory_format, kinds: tuple):
+    if isinstance(module, kinds):
+        with no_grad():
+            module.weight.data = module.weight.detach().clone(memory_format=memory_format)
+    for child in module.children():
+        _convert_weight_memory_format(child, memory_format, kinds)
+    return module
+
+
+def convert_conv2d_weight_memory_format(module, memory_format):
+    """Converts the ``weight`` of every ``nn.Conv2d`` and ``nn.ConvTranspose2d`` in ``module``
+    (itself included, recursively) to ``memory_format`` (``channels_last``), leaving the
+    other layers as they are; returns ``module``."""
+    from ..conv import Conv2d, ConvTranspose2d
+    return _convert_weight_memory_format(module, memory_format, (Conv2d, ConvTranspose2d))
+
+
+def convert_conv3d_weight_memory_format(module, memory_format):
+    """:func:`convert_conv2d_weight_memory_format` for ``nn.Conv3d`` and
+    ``nn.ConvTranspose3d`` (``channels_last_3d``)."""
+    from ..conv import Conv3d, ConvTranspose3d
+    return _convert_weight_memory_format(module, memory_format, (Conv3d, ConvTranspose3d))
 
 
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:

@@ -519,3 +519,19 @@ def test_namespace():
     assert tg.func is func and tg.vmap is func.vmap and {"func", "vmap"} <= set(tg.__all__)
     assert all(callable(getattr(func, n)) for n in func.__all__)
     assert tg.nn.utils.stateless.functional_call is not func.functional_call  # (deprecated)
+
+
+def test_functionalize_and_debug_unwrap_run_eagerly():
+    """Eagerly, functionalize's program is the function's: same results, same mutated
+    inputs (PyTorch copies mutations back)."""
+    def f(x):
+        x.add_(1)
+        return x * 2
+
+    x = tg.ones(2)
+    np.testing.assert_array_equal(tg.func.functionalize(f)(x).numpy(), [4.0, 4.0])
+    np.testing.assert_array_equal(x.numpy(), [2.0, 2.0])
+    assert tg.func.functionalize(f, remove="mutations_and_views") is f
+    with pytest.raises(RuntimeError, match="received invalid argument for remove=views"):
+        tg.func.functionalize(f, remove="views")
+    assert tg.func.debug_unwrap(x) is x
