@@ -74,6 +74,10 @@ from .von_mises import VonMises
 from .weibull import Pareto, Weibull
 from .wishart import Wishart
 
+# PyTorch's module paths for classes that live in a shared module here
+from . import (half_cauchy, half_normal, pareto, relaxed_bernoulli,  # noqa: E402,F401
+               relaxed_categorical, studentT)
+
 __all__ = [
     "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "CatTransform",
     "Categorical", "Cauchy", "Chi2", "ComposeTransform", "ContinuousBernoulli",

@@ -460,3 +460,17 @@ def test_mixture_same_family_support_checks_every_component():
                                                                     t([1.0, 2.0])))
     assert m.support.check(t([0.5, 1.5, 3.0])).tolist() == [True, False, False]
     assert repr(m.support).startswith("MixtureSameFamilyConstraint(Interval(")
+
+
+def test_pytorch_module_paths():
+    """PyTorch's per-distribution module paths for classes kept in shared modules here."""
+    import importlib
+    for module, names in {"half_cauchy": ["HalfCauchy"], "half_normal": ["HalfNormal"],
+                          "pareto": ["Pareto"], "studentT": ["StudentT"],
+                          "relaxed_bernoulli": ["LogitRelaxedBernoulli", "RelaxedBernoulli"],
+                          "relaxed_categorical": ["ExpRelaxedCategorical",
+                                                  "RelaxedOneHotCategorical"]}.items():
+        mod = importlib.import_module(f"tritongrad.distributions.{module}")
+        assert mod.__all__ == names
+        for name in names:
+            assert getattr(mod, name) is getattr(torch.distributions, name)
