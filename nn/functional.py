@@ -12,15 +12,20 @@ import warnings
 from ..autograd import checks
 from ..autograd.autocast import autocast_op as _autocast
 from ..autograd.observe import observed_op as _observed_op
-from ..autograd.ops.linalg import addmm_node as _addmm_node
+from ..autograd.dispatch import Primitive as _Primitive
+from ..autograd.dispatch import apply as _apply
 from ..autograd.ops import nn as _nn
+from ..autograd.ops.composite import conj_rule as _conj_rule
 from ..autograd.ops.composite import hardshrink, prelu  # (Tensor methods too: an op row)
+from ..autograd.ops.elementwise import broadcast_shapes as _broadcast_shapes
+from ..autograd.ops.linalg import addmm_node as _addmm_node
 from ..autograd.ops.pointwise import sigmoid as _sigmoid
 from ..autograd.ops.pointwise import tanh as _tanh
 from ..autograd.ops.softmax import log_softmax as _log_softmax
 from ..autograd.ops.softmax import softmax as _softmax
 from ..autograd.ops.softmax import softmin as _softmin
 from ..autograd.tensor import Tensor, wrap_dim
+from ..runtime.dtype import result_type as _result_type
 
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
            "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d", "affine_grid",
@@ -686,11 +691,68 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
     return loss
 
 
+class MseLossBackward0(_Primitive):
+    """(input - target)^2, per element or reduced (``reduction``: "none", "mean", "sum"),
+    as one node (PyTorch's ``mse_loss``): the gradients are +-2 (input - target) g, over the
+    number of elements for "mean". Inputs of different shapes broadcast, and dispatch sums
+    their gradients back."""
+
+    __slots__ = ()
+    op_name = "mse_loss"
+    save_inputs = (0, 1)
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, k, x, t, reduction):
+        ctx.reduction = reduction
+        d = k.sub(x, t)
+        return _mse_reduce(ctx, k, k.mul(d, d), reduction)
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        x, t = saved
+        d = k.sub(x, t)
+        if ctx.reduction == "none":
+            gx = k.mul(k.mul(d, 2.0), g)
+        else:  # (g is 0-d: scaled first, one full-size product)
+            gx = k.mul(d, k.mul(g, 2.0 / (_mse_count(d.shape) if ctx.reduction == "mean" else 1)))
+        need_x, need_t = ctx.needs_input_grad
+        return gx if need_x else None, k.neg(gx) if need_t else None
+
+    complex_vjp = _conj_rule(vjp)
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, reduction):
+        (x, t), (tx, tt) = primals, tangents
+        dt = tx if tt is None else k.neg(tt) if tx is None else k.sub(tx, tt)
+        return _mse_reduce(ctx, k, k.mul(k.mul(k.sub(x, t), dt), 2.0), reduction)
+
+
+def _mse_count(shape) -> int | float:
+    """The divisor of a "mean" over ``shape``: its element count (NaN for none, as mean's)."""
+    return math.prod(shape) or math.nan
+
+
+def _mse_reduce(ctx, k, a, reduction: str):
+    """``a`` summed or averaged over all its elements, or as it is for "none"."""
+    if reduction == "none":
+        return a
+    s = k.sum(a, tuple(range(len(a.shape))), False)
+    return s if reduction == "sum" else k.div(s, _mse_count(a.shape))
+
+
 @_autocast("float32")
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
              reduction: str = "mean", weight=None) -> Tensor:
-    """(input - target)^2, averaged (``'mean'``), summed (``'sum'``) or per element.
-    ``weight=`` (per-sample weights) raises: not implemented."""
+    """Measures the element-wise mean squared error: (input - target)^2, averaged
+    (``'mean'``), summed (``'sum'``) or per element (``'none'``). One ``MseLossBackward0``
+    node, with gradients to ``input`` and ``target``. ``weight=`` (per-sample weights)
+    raises: not implemented.
+
+    Example:
+        >>> F.mse_loss(tg.tensor([1., 2.]), tg.tensor([2., 4.]))
+        tensor(2.5000)
+    """
     _loss_operands("mse_loss", input, target)
     if weight is not None:
         raise checks.unsupported("mse_loss", "weight", "<tensor>", "unweighted losses only: "
@@ -701,8 +763,16 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                       f"input size ({list(input.shape)}). This will likely lead to incorrect "
                       f"results due to broadcasting. Please ensure they have the same size.",
                       stacklevel=2)
-    d = input - target
-    return _reduce(d * d, reduction)
+    target = checks.operand_on_device(input, target, "mse_loss")  # (a CPU 0-d joins either)
+    if input._device is not target._device:
+        input = input.to(target._device)
+    dt = _result_type(input, target)
+    if not (dt.is_floating_point or dt.is_complex):
+        raise NotImplementedError(f'"mse_{input.device.type}" not implemented for '
+                                  f"'{checks.scalar_type_name(dt)}'")
+    _broadcast_shapes(input.shape, target.shape)  # (PyTorch's size error, before any cast)
+    return _apply(MseLossBackward0, tuple(t if t.dtype is dt else t.to(dt) for t in
+                                          (input, target)), reduction)
 
 
 def _class_last(input: Tensor, target: Tensor, op: str):

@@ -64,21 +64,30 @@ def device(request):
     return request.param
 
 
+def _without_overrides() -> None:
+    """Takes the __torch_function__ check away (autograd/overrides.py, Note [Overrides
+    installed on first use]) where a Tensor subclass installed it: a test module defining one
+    installs it when collected, and a test that makes an instance installs it again."""
+    from tritongrad.autograd import overrides
+    if overrides.active and not overrides._tls.modes:
+        overrides.deactivate()
+
+
 @pytest.fixture(autouse=True)
 def _fresh_autograd_state():
-    """Each test starts with grad mode on, anomaly mode off and no observers."""
+    """Each test starts with grad mode on, anomaly mode off, no observers and no
+    __torch_function__ check."""
     import tritongrad as tg
     from tritongrad.autograd import anomaly_mode
     from tritongrad.autograd.state import set_mode, state
+    _without_overrides()
     yield
     state.grad_enabled = True
     set_mode("inference", False)
     set_mode("observers", ())
     anomaly_mode.enabled, anomaly_mode.check_nan = False, True
     tg.set_default_dtype(tg.float32)
-    from tritongrad.autograd import overrides  # (a test's Tensor subclass installed the check)
-    if overrides.active and not overrides._tls.modes:
-        overrides.deactivate()
+    _without_overrides()
 
 
 @pytest.fixture

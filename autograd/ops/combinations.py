@@ -1,24 +1,31 @@
-"""Rearranging composites: ``swapaxes swapdims unflatten tensor_split repeat_interleave flip
-fliplr flipud roll diagonal diag diag_embed triu_indices tril_indices``.
+"""Rearranging ops: ``swapaxes swapdims unflatten tensor_split repeat_interleave flip fliplr
+flipud roll diagonal diag diag_embed triu_indices tril_indices``.
 
-Each op is written over views (``as_strided``, ``reshape``, basic indexing), ``cat`` and
-``index_select``, so it runs on both backends with no kernel of its own and is differentiable
-through its parts. ``diagonal``, ``swapaxes``, ``unflatten`` (where ``view`` can) and
-``tensor_split``'s pieces are views, as in PyTorch; the others copy.
+Most are written over views (``as_strided``, ``reshape``, basic indexing), ``cat`` and
+``index_select``, so they run on both backends with no kernel of their own and are
+differentiable through their parts. ``flip``, ``roll`` and ``diagonal`` are one node each, as
+PyTorch records them (``FlipBackward0``, ``RollBackward0``, ``DiagonalBackward0``), their
+forwards made of the contract's ``index``, ``cat`` and ``as_strided``. ``diagonal``,
+``swapaxes``, ``unflatten`` (where ``view`` can) and ``tensor_split``'s pieces are views, as in
+PyTorch; the others copy.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from ...runtime import dtype as dtypes
 from ..checks import tensor_arg
+from ..dispatch import SINK, Primitive, apply, as_shape, call, linear_jvp, meta
 from ..registry import OpInfo
 from ..tensor import Tensor, int_arg, wrap_dim
 from .creation import arange, as_dtype, resolve_device, tensor, zeros
 from .indexing import index_select
 from .shape import cat, movedim, narrow
-from .views import as_strided, getitem, inplace_view, int_tuple, is_size, transpose
+from .views import (AsStridedBackward0, _as_view, getitem, inplace_view, int_tuple, is_size,
+                    transpose)
 
 
 def _dims_arg(dims, op: str, name: str = "dims") -> tuple:
@@ -178,9 +185,40 @@ def _check_output_size(output_size, total: int) -> None:
 
 # -- flip / roll ----------------------------------------------------------------------------------
 
+def _copy(k, x):
+    """A new row-major copy of array ``x`` (``contiguous`` may return ``x`` itself)."""
+    return k.astype(x, meta(x)[1])
+
+
+class FlipBackward0(Primitive):
+    """The elements in reverse order along ``dims``: the gradient is ``g`` flipped back."""
+
+    __slots__ = ()
+    op_name = "flip"
+    jvp = linear_jvp()
+
+    @staticmethod
+    def forward(ctx, k, x, dims):
+        ctx.dims = dims
+        dev, _ = meta(x)
+        out = x
+        for d in dims:  # (one gather per flipped dim of more than one element)
+            n = x.shape[d]
+            if n > 1:
+                out = k.index(out, (None,) * d + (k.arange(n - 1, -1, n, dtypes.int64, dev),))
+        return _copy(k, x) if out is x else out
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        return call(k, FlipBackward0, (g,), ctx.dims)
+
+    complex_vjp = vjp  # (a permutation of the elements: the same map for complex values)
+
+
 def flip(input: Tensor, *args, dims=None) -> Tensor:
-    """Reverses the order of elements along ``dims`` (an int or a sequence, positionally or
-    as ``dims=``; the method also takes them unpacked); a copy.
+    """Reverse the order of an n-D tensor along the given axis in ``dims`` (an int or a
+    sequence, positionally or as ``dims=``; the method also takes them unpacked); a copy,
+    one ``FlipBackward0`` node.
 
     Example:
         >>> tg.tensor([[1, 2], [3, 4]]).flip(0, 1).tolist()
@@ -194,13 +232,9 @@ def flip(input: Tensor, *args, dims=None) -> Tensor:
         if not args:
             raise TypeError("flip() missing 1 required positional argument: 'dims'")
         dims = args[0] if len(args) == 1 else args
+    tensor_arg(input, "flip")
     dims = _unique_dims(_dims_arg(dims, "flip"), input.ndim, "flip")
-    out = input
-    for d in dims:
-        n = out.shape[d]
-        if n > 1:
-            out = index_select(out, d, arange(n - 1, -1, -1, device=out.device))
-    return out if out is not input else input.clone()
+    return apply(FlipBackward0, (input,), dims if input.ndim else ())
 
 
 def fliplr(input: Tensor) -> Tensor:
@@ -217,62 +251,105 @@ def flipud(input: Tensor) -> Tensor:
     return flip(input, (0,))
 
 
+class RollBackward0(Primitive):
+    """The elements rolled by ``shifts`` along ``dims`` (one shift per dim; no dims: the
+    flattened tensor, by one shift): the gradient is ``g`` rolled back."""
+
+    __slots__ = ()
+    op_name = "roll"
+    jvp = linear_jvp()
+
+    @staticmethod
+    def forward(ctx, k, x, shifts, dims):
+        ctx.shifts, ctx.dims = shifts, dims
+        if not dims:  # the flattened tensor, rolled, in the input's shape
+            flat = as_shape(k, x, (math.prod(x.shape),))
+            return as_shape(k, RollBackward0.forward(SINK, k, flat, shifts, (0,)), x.shape)
+        out = x
+        for s, d in zip(shifts, dims):
+            n = x.shape[d]
+            s = s % n if n else 0
+            if s:  # the last s elements, then the first n - s
+                lead = (slice(None),) * d
+                out = k.cat([k.getitem(out, lead + (slice(n - s, n),)),
+                             k.getitem(out, lead + (slice(0, n - s),))], d)
+        return _copy(k, x) if out is x else out
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        return call(k, RollBackward0, (g,), tuple(-s for s in ctx.shifts), ctx.dims)
+
+    complex_vjp = vjp  # (a permutation of the elements: the same map for complex values)
+
+
 def roll(input: Tensor, shifts, dims=None) -> Tensor:
-    """Rolls the tensor by ``shifts`` along ``dims`` (ints or matching sequences): elements
-    pushed past the end come back at the start. With ``dims=None`` the flattened tensor is
-    rolled and the shape restored.
+    """Roll the tensor ``input`` along the given dimension(s) (ints or matching sequences):
+    elements that are shifted beyond the last position are re-introduced at the first
+    position. If ``dims`` is None, the tensor is flattened before rolling and then restored
+    to the original shape. A copy, one ``RollBackward0`` node.
 
     Example:
         >>> tg.roll(tg.arange(5), 2).tolist()
         [3, 4, 0, 1, 2]
     """
+    tensor_arg(input, "roll")
     shifts = _dims_arg(shifts, "roll", "shifts")
     dims = () if dims is None else _dims_arg(dims, "roll")
     if not shifts:
         raise RuntimeError("`shifts` required")
     if not dims and len(shifts) == 1:
-        return roll(input.reshape(-1), shifts, 0).view(input.shape)
+        return apply(RollBackward0, (input,), shifts, ())
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
                            f"dims:{len(dims)}")
-    out = input
-    for s, d in zip(shifts, dims):
-        d = wrap_dim(d, input.ndim, "roll")
-        n = out.shape[d]
-        s = s % n if n else 0
-        if s:  # the last s elements, then the first n - s
-            out = cat([narrow(out, d, n - s, s), narrow(out, d, 0, n - s)], d)
-    return out if out is not input else input.clone()
+    return apply(RollBackward0, (input,), shifts,
+                 tuple(wrap_dim(d, input.ndim, "roll") for d in dims))
 
 
 # -- diagonals ------------------------------------------------------------------------------------
 
+class DiagonalBackward0(AsStridedBackward0):
+    """The ``offset``-th diagonal of the planes (``dim1``, ``dim2``), a view: as_strided's
+    forward and rule with the geometry worked out from the input's strides (so that a
+    tangent of another layout gets its own diagonal, forward AD)."""
+
+    __slots__ = ()
+    op_name = "diagonal"
+
+    @staticmethod
+    def forward(ctx, k, x, offset, d1, d2):
+        shape, strides = x.shape, k.strides(x)
+        if offset >= 0:
+            n = max(0, min(shape[d1], shape[d2] - offset))
+            start = offset * strides[d2]
+        else:
+            n = max(0, min(shape[d1] + offset, shape[d2]))
+            start = -offset * strides[d1]
+        keep = [i for i in range(len(shape)) if i not in (d1, d2)]
+        # element i of the diagonal is (i, i + offset) in the plane: one step moves both dims
+        return AsStridedBackward0.forward(
+            ctx, k, x, tuple(shape[i] for i in keep) + (n,),
+            tuple(strides[i] for i in keep) + (strides[d1] + strides[d2],), start if n else 0)
+
+    complex_vjp = AsStridedBackward0.vjp  # (it moves elements: the same map for complex)
+
+
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
-    """The view of the ``offset``-th diagonal of the planes spanned by ``dim1`` and ``dim2``
-    (above the main one for ``offset > 0``): those dims are removed and the diagonal becomes
-    the last dim.
+    """Returns a partial view of ``input`` with its diagonal elements with respect to ``dim1``
+    and ``dim2`` appended as a dimension at the end of the shape (the ``offset``-th diagonal:
+    above the main one for ``offset > 0``). One ``DiagonalBackward0`` node.
 
     Example:
         >>> tg.arange(9.).reshape(3, 3).diagonal(1).tolist()
         [1.0, 5.0]
     """
+    tensor_arg(input, "diagonal")
     nd = input.ndim
     d1, d2 = wrap_dim(dim1, nd, "diagonal"), wrap_dim(dim2, nd, "diagonal")
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     offset = int_arg(offset, "diagonal", "offset", 1)
-    shape, strides = tuple(input.shape), input.stride()
-    if offset >= 0:
-        n = max(0, min(shape[d1], shape[d2] - offset))
-        start = offset * strides[d2]
-    else:
-        n = max(0, min(shape[d1] + offset, shape[d2]))
-        start = -offset * strides[d1]
-    keep = [i for i in range(nd) if i not in (d1, d2)]
-    # element i of the diagonal is (i, i + offset) in the plane: one step moves both dims
-    return as_strided(input, tuple(shape[i] for i in keep) + (n,),
-                      tuple(strides[i] for i in keep) + (strides[d1] + strides[d2],),
-                      input.storage_offset() + (start if n else 0))
+    return _as_view(apply(DiagonalBackward0, (input,), offset, d1, d2), input)
 
 
 _diagonal = diagonal  # (diag's argument of that name hides the function)
@@ -382,11 +459,12 @@ OPS = (
     OpInfo("unflatten", unflatten, grad="g reshaped back"),
     OpInfo("tensor_split", tensor_split, grad="the gs in a zero tensor"),
     OpInfo("repeat_interleave", repeat_interleave, grad="sum over the repeats"),
-    OpInfo("flip", flip, grad="flip(g)"),
-    OpInfo("fliplr", fliplr, grad="fliplr(g)"),
-    OpInfo("flipud", flipud, grad="flipud(g)"),
-    OpInfo("roll", roll, grad="roll(g, -shifts)"),
-    OpInfo("diagonal", diagonal, grad="g on the diagonal of a zero tensor"),
+    OpInfo("flip", flip, node=FlipBackward0, grad="flip(g)"),
+    OpInfo("fliplr", fliplr, node=FlipBackward0, grad="fliplr(g)"),
+    OpInfo("flipud", flipud, node=FlipBackward0, grad="flipud(g)"),
+    OpInfo("roll", roll, node=RollBackward0, grad="roll(g, -shifts)"),
+    OpInfo("diagonal", diagonal, node=DiagonalBackward0,
+           grad="g on the diagonal of a zero tensor"),
     OpInfo("diag_embed", diag_embed, grad="diagonal(g)"),
     OpInfo("diag", diag, grad="diag(g)"),
     OpInfo("trace", trace, flops="elementwise", grad="g on the diagonal of a zero tensor"),

@@ -4,11 +4,12 @@ addcmul addcdiv xlogy logaddexp isin``, and the activations ``prelu hardshrink``
 
 Every op here is written over other public ops (``where``, ``abs``, ``log1p``, ``add_``, ...),
 so it has no kernels and no derivative rule of its own: both backends run it, and its gradient
-(to any order) comes through its parts. ``std_mean`` and ``var_mean`` are the exceptions: one
-two-output node each (``StdMeanBackward0``, ``VarMeanBackward0``, reduction.py), as PyTorch
-records them, so a hook on the node sees both gradients at once. Where the naive formula would give a NaN gradient at a
-point PyTorch differentiates (``xlogy`` at ``x = 0``), the operand is made safe with ``where``
-before the singular function is applied, not after.
+(to any order) comes through its parts. The exceptions are one node each, as PyTorch records
+them: ``std_mean`` and ``var_mean`` (two outputs: ``StdMeanBackward0``, ``VarMeanBackward0``,
+reduction.py, so a hook on the node sees both gradients at once) and ``lerp``
+(``LerpBackward0`` for a number weight, ``LerpBackward1`` for a tensor, here). Where the naive
+formula would give a NaN gradient at a point PyTorch differentiates (``xlogy`` at ``x = 0``),
+the operand is made safe with ``where`` before the singular function is applied, not after.
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ import numbers
 
 from ...runtime import dtype as dtypes
 from ...runtime.dtype import get_default_dtype, result_type
-from ..checks import scalar_type_name, tensor_arg
-from ..dispatch import apply
+from ..checks import operand_on_device, scalar_type_name, tensor_arg
+from ..dispatch import Primitive, apply, apply_inplace, elementwise_jvp, meta
 from ..registry import OpInfo, with_inplace
 from ..tensor import Tensor
 from .creation import full
-from .elementwise import _result, add, div, eq, exp, isnan, le, log, maximum, mul, rsub, sub, where
+from .elementwise import (_result, add, broadcast_shapes, div, eq, exp, isnan, le, log,
+                          maximum, mul, sub, where)
 from .pointwise import abs, isfinite, isinf, log1p, logical_and
 from .reduction import StdMeanBackward0, VarMeanBackward0, _var_args, std, var
 
@@ -205,35 +207,125 @@ def _same_dtype(x: Tensor, t, name: str) -> None:
         raise RuntimeError(f"expected dtype {a} for `{name}` but got dtype {b}")
 
 
+def conj_rule(vjp):
+    """The complex rule (``complex_vjp``) of an op holomorphic in its inputs, from its
+    ``vjp`` (J^T g): conj(J^T conj(g)) = J^H g, as dispatch does for the ops on its list
+    (Note [Complex autograd], dispatch.py)."""
+    def conj(k, a):
+        return a if a is None or not meta(a)[1].is_complex else k.conj(a)
+
+    def rule(ctx, k, saved, g):
+        out = vjp(ctx, k, saved, conj(k, g))
+        return tuple(conj(k, o) for o in out) if type(out) is tuple else conj(k, out)
+    return staticmethod(rule)
+
+
+def _one_minus(k, w):
+    return k.add(k.neg(w), 1)  # (1 - w: the contract subtracts scalars on the right only)
+
+
+class LerpBackward0(Primitive):
+    """lerp with a number ``weight``: ``input + w (end - input)`` for ``|w| < 0.5``, else
+    ``end - (end - input) (1 - w)`` (PyTorch's two formulas, exact at ``w = 1``); the
+    gradients are ``(1 - w) g`` and ``w g``."""
+
+    __slots__ = ()
+    op_name = "lerp"
+    broadcasts = True
+    jvp = staticmethod(elementwise_jvp)
+
+    @staticmethod
+    def forward(ctx, k, x, e, w):
+        ctx.weight = w
+        diff = k.sub(e, x)
+        if builtins.abs(w) < 0.5:
+            return k.add(x, k.mul(diff, w))
+        return k.sub(e, k.mul(diff, 1 - w))
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        need_x, need_e = ctx.needs_input_grad
+        w = ctx.weight
+        return k.mul(g, 1 - w) if need_x else None, k.mul(g, w) if need_e else None
+
+    complex_vjp = conj_rule(vjp)
+
+
+class LerpBackward1(Primitive):
+    """lerp with a tensor ``weight`` (the formula chosen per element); the gradients are
+    ``(1 - w) g``, ``w g`` and ``(end - input) g``."""
+
+    __slots__ = ()
+    op_name = "lerp"
+    broadcasts = True
+    save_inputs, save_when = (0, 1, 2), (2, 2, None)
+    jvp = staticmethod(elementwise_jvp)
+
+    @staticmethod
+    def forward(ctx, k, x, e, w):
+        diff = k.sub(e, x)
+        low = k.lt(k.unary("abs", w), 0.5)
+        return k.where(low, k.add(x, k.mul(w, diff)), k.sub(e, k.mul(diff, _one_minus(k, w))))
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        x, e, w = saved
+        need_x, need_e, need_w = ctx.needs_input_grad
+        return (k.mul(g, _one_minus(k, w)) if need_x else None,
+                k.mul(g, w) if need_e else None,
+                k.mul(g, k.sub(e, x)) if need_w else None)
+
+    complex_vjp = conj_rule(vjp)
+
+
+def _lerp_operands(input, end, weight, op: str) -> tuple:
+    """(input, end, weight) checked as PyTorch's lerp does, on input's device."""
+    x, e = tensor_arg(input, op), tensor_arg(end, op, "end")
+    if not _is_float(x.dtype):
+        raise NotImplementedError(f'"lerp" not implemented for \'{scalar_type_name(x.dtype)}\'')
+    _same_dtype(x, e, "end")
+    _same_dtype(x, weight, "weight")
+    e = operand_on_device(x, e, op)
+    if isinstance(weight, Tensor):
+        return x, e, operand_on_device(x, weight, op)
+    if not isinstance(weight, numbers.Number):
+        raise TypeError(f"{op}(): argument 'weight' must be Tensor or Number, not "
+                        f"{type(weight).__name__}")
+    return x, e, weight
+
+
+def _lerp_apply(run, x: Tensor, e: Tensor, weight):
+    """``run(Op, inputs, *params)``: one LerpBackward0 or LerpBackward1 node."""
+    if isinstance(weight, Tensor):
+        return run(LerpBackward1, (x, e, weight))
+    return run(LerpBackward0, (x, e), weight)
+
+
 def lerp(input: Tensor, end: Tensor, weight: Tensor | float, *, out=None) -> Tensor:
-    """``input + weight * (end - input)``, broadcasting; ``weight`` is a number or a tensor
-    of the same dtype as ``input`` and ``end``. For ``|weight| >= 0.5`` it is evaluated as
-    ``end - (end - input) * (1 - weight)``, as PyTorch does, so that ``weight = 1`` gives
-    ``end`` exactly.
+    """Does a linear interpolation of two tensors ``start`` (given by ``input``) and ``end``
+    based on a scalar or tensor ``weight``: ``input + weight * (end - input)``, broadcasting;
+    a tensor ``weight`` has the dtype of ``input`` and ``end``. For ``|weight| >= 0.5`` it
+    is evaluated as ``end - (end - input) * (1 - weight)``, as PyTorch does, so that
+    ``weight = 1`` gives ``end`` exactly. One node: ``LerpBackward0`` (a number weight) or
+    ``LerpBackward1``.
 
     Example:
         >>> tg.lerp(tg.tensor([0., 10.]), tg.tensor([10., 20.]), 0.5)
         tensor([ 5., 15.])
     """
-    x, e = tensor_arg(input, "lerp"), tensor_arg(end, "lerp", "end")
-    if not _is_float(x.dtype):
-        raise NotImplementedError(f'"lerp" not implemented for \'{scalar_type_name(x.dtype)}\'')
-    _same_dtype(x, e, "end")
-    _same_dtype(x, weight, "weight")
-    diff = sub(e, x)
-    if isinstance(weight, Tensor):
-        low = abs(weight) < 0.5
-        r = where(low, add(x, mul(weight, diff)), sub(e, mul(diff, rsub(weight, 1))))
-    elif builtins.abs(weight) < 0.5:
-        r = add(x, mul(diff, weight))
-    else:
-        r = sub(e, mul(diff, 1 - weight))
-    return _result(r, out, "lerp")
+    x, e, w = _lerp_operands(input, end, weight, "lerp")
+    return _result(_lerp_apply(apply, x, e, w), out, "lerp")
 
 
 def lerp_(self: Tensor, end: Tensor, weight) -> Tensor:
     """In-place :func:`lerp`."""
-    return write_result(self, lerp(self, end, weight), "lerp_")
+    x, e, w = _lerp_operands(self, end, weight, "lerp_")
+    shape = broadcast_shapes(x.shape, e.shape, w.shape if isinstance(w, Tensor) else ())
+    if shape != tuple(x.shape):
+        raise RuntimeError(f"lerp_: output with shape {list(x.shape)} doesn't match the "
+                           f"broadcast shape {list(shape)}")
+    return _lerp_apply(lambda op, inputs, *p: apply_inplace(op, inputs[0], inputs[1:], *p),
+                       x, e, w)
 
 
 def _addc_check(op: str, t1, t2) -> None:
@@ -426,7 +518,7 @@ OPS = (
     OpInfo("nan_to_num", nan_to_num, inplace=nan_to_num_, dtypes="all (integers: a copy)",
            grad="g where finite, else 0"),
     OpInfo("lerp", lerp, inplace=lerp_, dtypes="floats; one dtype",
-           grad="(1 - w) g, w g, (end - input) g"),
+           grad="(1 - w) g, w g, (end - input) g", node=LerpBackward0),
     OpInfo("addcmul", addcmul, inplace=addcmul_, dtypes="promoted",
            grad="g, value g t2, value g t1", autocast="promote on cuda"),
     OpInfo("addcdiv", addcdiv, inplace=addcdiv_, dtypes="promoted; not two integer tensors",

@@ -2,11 +2,13 @@
 ``addmm``, ``addmv``, ``baddbmm``, and the functions of ``tritongrad.linalg``
 (``vector_norm``, ``matrix_norm``, ``norm``, ``vecdot``).
 
-The norms reduce ``abs``/``pow``/``sum``/``amax``; the products call ``bmm``/``matmul`` and
-scale and add, except ``addmm``, one ``AddmmBackward0`` node (linalg.py) as in PyTorch. Nothing
-here has a kernel or a derivative rule of its own. The one
-singular point PyTorch defines is the gradient of a vector norm at zero (``x / ||x||`` is
-0/0): PyTorch takes the subgradient 0, and so does :func:`_root`.
+A vector norm is one ``LinalgVectorNormBackward0`` node, as in PyTorch: its forward reduces
+the contract's ``abs``/``pow``/``sum``/``amax``, its rule is PyTorch's
+``linalg_vector_norm_backward``, whose one singular point is the gradient at zero
+(``x / ||x||`` is 0/0): PyTorch takes the subgradient 0, and so does :func:`_norm_grad`. The
+matrix norms reduce ``abs``/``sum``/``amax`` and vector norms; the products call
+``bmm``/``matmul`` and scale and add, except ``addmm``, one ``AddmmBackward0`` node
+(linalg.py) as in PyTorch. Nothing here has a kernel of its own.
 
 ``nuc`` and the spectral norms (``ord=2``, ``-2`` of a matrix) need singular values, which
 tritongrad does not compute: they raise NotImplementedError.
@@ -17,28 +19,30 @@ from __future__ import annotations
 import math
 import numbers
 
+from ...runtime import dtype as dtypes
 from ..checks import scalar_type_name, tensor_arg
+from ..dispatch import Primitive, apply, meta
 from ..registry import OpInfo
 from ..tensor import Tensor, wrap_dim
-from .complex_parts import real
 from .composite import write_result
 from .creation import as_dtype
-from .elementwise import _result, add, eq, mul, ne, pow, sqrt, where
+from .elementwise import _result, add, mul, ne
 from .linalg import AddmmBackward0, addmm_node, bmm, matmul
 from .pointwise import abs
-from .reduction import amax, amin, reduce_dims, sum
+from .reduction import _expand_back, _ties_backward, amax, amin, reduce_dims, sum
 
 # -- vector and matrix norms ----------------------------------------------------------------------
 
 
-def _float_input(x: Tensor, dtype, op: str) -> Tensor:
-    """``x`` checked to be floating (or complex) and cast to ``dtype`` where given."""
+def _norm_dtype(x: Tensor, dtype, op: str):
+    """The dtype a norm of ``x`` computes in: ``dtype`` where given (floating or complex, never
+    narrowing ``x``'s), else ``x``'s own, which must be floating or complex."""
     tensor_arg(x, op, "A" if "matrix" in op else "x")
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. "
                            f"Got {scalar_type_name(x.dtype)}")
     if dtype is None:
-        return x
+        return x.dtype
     dt = as_dtype(dtype)
     if not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError(f"{op}: dtype should be floating point or complex, but got "
@@ -47,21 +51,120 @@ def _float_input(x: Tensor, dtype, op: str) -> Tensor:
         raise RuntimeError(f"{op}: the dtype of the input ({scalar_type_name(x.dtype)}) should "
                            f"be convertible without narrowing to the specified dtype "
                            f"({scalar_type_name(dt)})")
+    return dt
+
+
+def _float_input(x: Tensor, dtype, op: str) -> Tensor:
+    """``x`` checked to be floating (or complex) and cast to ``dtype`` where given."""
+    dt = _norm_dtype(x, dtype, op)
     return x if x.dtype is dt else x.to(dt)
 
 
-def _root(s: Tensor, p: float) -> Tensor:
-    """``s ** (1 / p)`` (a sum of ``|x|^p``), with gradient 0 where ``s`` is 0: the root's
-    derivative is infinite there, so it is taken of 1 instead and the value put back."""
-    zero = eq(s, 0)
-    safe = where(zero, 1.0, s)
-    return where(zero, 0.0, sqrt(safe) if p == 2 else pow(safe, 1.0 / p))
+def _is_half(dt) -> bool:
+    return dt.is_floating_point and dt.itemsize == 2
+
+
+def _norm(k, x, p, dims, keepdim):
+    """``sum(|x|^p)^(1/p)`` over ``dims`` (max, min of ``|x|`` for p = +-inf) on arrays."""
+    if p == math.inf or p == -math.inf:
+        return k.reduce("amax" if p > 0 else "amin", k.unary("abs", x), dims, keepdim)
+    dt = meta(x)[1]
+    if _is_half(dt):
+        # float16/bfloat16: powers and sums in float32 (PyTorch's opmath type), rounded once at
+        # the end; in half, |x|^2 overflows from |x| = 256 and p = 0.5 drifts (19 for 18.98)
+        return k.astype(_norm(k, k.astype(x, dtypes.float32), p, dims, keepdim), dt)
+    if p == 1:
+        return k.sum(k.unary("abs", x), dims, keepdim)
+    if p == 2:  # (|x|^2 of a complex x is x conj(x), real)
+        sq = k.real(k.mul(x, k.conj(x))) if dt.is_complex else k.mul(x, x)
+        return k.sqrt(k.sum(sq, dims, keepdim))
+    return k.pow(k.sum(k.pow(k.unary("abs", x), p), dims, keepdim), 1.0 / p)
+
+
+def _sgn(k, x, a):
+    """sign(x), or x / |x| (0 at 0) for complex x; ``a`` is |x|."""
+    if not meta(x)[1].is_complex:
+        return k.unary("sign", x)
+    zero = k.eq(a, 0)
+    return k.where(zero, 0, k.div(x, k.astype(k.where(zero, 1, a), meta(x)[1])))
+
+
+def _times(k, x, s):
+    """x * s for a real ``s`` (cast to complex ``x``'s dtype first)."""
+    dt = meta(x)[1]
+    return k.mul(x, k.astype(s, dt) if dt.is_complex else s)
+
+
+def _norm_grad(ctx, k, x, y, g):
+    """PyTorch's ``linalg_vector_norm_backward``: the gradient of the norm ``y`` of ``x``.
+    Where the norm is 0 it is 0 (the subgradient PyTorch takes); the masked operands are made
+    safe (1 for 0) before dividing, so that second derivatives stay finite there."""
+    p, dims, keepdim, shape = ctx.ord, ctx.dims, ctx.keepdim, tuple(x.shape)
+    a = k.unary("abs", x)
+    if p == math.inf or p == -math.inf:  # shared evenly among the tied extremes
+        return _times(k, _sgn(k, x, a), _ties_backward(k, g, a, y, dims, keepdim))
+    ge = _expand_back(k, g, shape, dims, keepdim)
+    if p == 1:
+        return _times(k, _sgn(k, x, a), ge)
+    ye = _expand_back(k, y, shape, dims, keepdim)
+    if p < 1:  # |x|^(p - 1) g y^(1 - p), 0 where x is 0
+        zero = k.eq(a, 0)
+        scaled = k.where(zero, 0, k.pow(k.where(zero, 1, a), p - 1))
+        return _times(k, _sgn(k, x, a), k.mul(scaled, k.mul(ge, k.pow(ye, 1 - p))))
+    zero = k.eq(ye, 0)
+    safe = k.where(zero, 1, ye)
+    scale = k.where(zero, 0, k.div(ge, safe if p == 2 else k.pow(safe, p - 1)))
+    if p == 2:
+        return _times(k, x, scale)
+    if p < 2:
+        return _times(k, _sgn(k, x, a), k.mul(k.pow(a, p - 1), scale))
+    return _times(k, x, k.mul(k.pow(a, p - 2), scale))
+
+
+class LinalgVectorNormBackward0(Primitive):
+    """The vector ``ord``-norm over ``dims`` (any ``ord`` but 0, which has no gradient), of
+    ``x`` cast to ``dtype`` where given."""
+
+    __slots__ = ()
+    op_name = "linalg_vector_norm"
+    save_inputs = (0,)
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, x, ord, dims, keepdim, dtype):
+        ctx.ord, ctx.dims, ctx.keepdim, ctx.dtype = ord, dims, keepdim, dtype
+        return _norm(k, x if dtype is None else k.astype(x, dtype), ord, dims, keepdim)
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        x, y = saved
+        dt = meta(x)[1]
+        work = ctx.dtype or dt  # the forward's dtype (float32 for half, as the forward's math)
+        if _is_half(work) and ctx.ord not in (math.inf, -math.inf):
+            work = dtypes.float32
+        if work is dt:
+            return _norm_grad(ctx, k, x, y, g)
+        real = work.to_real()  # (the norm and its gradient are real)
+        return k.astype(_norm_grad(ctx, k, k.astype(x, work), k.astype(y, real),
+                                   k.astype(g, real)), dt)
+
+    complex_vjp = vjp  # (written with sgn(x) = x / |x|: PyTorch's rule for complex x too)
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, *params):
+        # the rule is linear in g: its value at g = 1 is the norm's derivative per element
+        x, = primals
+        dev, dt = meta(out)
+        ones = k.full(tuple(out.shape), 1, dt, dev)
+        return k.sum(k.mul(LinalgVectorNormBackward0.vjp(ctx, k, (x, out), ones), tangents[0]),
+                     ctx.dims, ctx.keepdim)
 
 
 def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
-    """The vector norm of ``x`` over ``dim`` (all elements by default):
+    """Computes a vector norm of ``x`` over ``dim`` (all elements by default):
     ``sum(|x|^ord)^(1/ord)``; ``ord=inf`` is ``max(|x|)``, ``-inf`` is ``min(|x|)`` and ``0``
-    the number of non-zero elements. ``dtype`` casts ``x`` first (never narrowing).
+    the number of non-zero elements. ``dtype`` casts ``x`` first (never narrowing). One
+    ``LinalgVectorNormBackward0`` node, whose gradient is 0 where the norm is 0.
 
     Example:
         >>> tg.linalg.vector_norm(tg.tensor([3., -4.]))
@@ -71,29 +174,18 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
         raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, "
                         f"not {type(ord).__name__}")
     op = "linalg.vector_norm"
-    x = _float_input(x, dtype, op)
+    dt = _norm_dtype(x, dtype, op)
     dims = reduce_dims(x, dim, op)
     empty = any(x.shape[d] == 0 for d in dims) or (not dims and x.numel() == 0)
     if empty and (ord < 0 or ord == math.inf):  # max and min have no identity
         raise RuntimeError(f"{op} cannot compute the {ord:g} norm on an empty tensor "
-                               f"because the operation does not have an identity")
+                           f"because the operation does not have an identity")
     keepdim = bool(keepdim)
-    if ord == math.inf:
-        return amax(abs(x), dims, keepdim)
-    if ord == -math.inf:
-        return amin(abs(x), dims, keepdim)
     if ord == 0:  # a count: constant almost everywhere, so no gradient (real, as every norm)
-        return sum(ne(x.detach(), 0), dims, keepdim, dtype=x.dtype.to_real())
-    if x.dtype.is_floating_point and x.dtype.itemsize == 2:
-        # float16/bfloat16: powers and sums in float32 (PyTorch's opmath type), rounded once at
-        # the end; in half, |x|^2 overflows from |x| = 256 and p = 0.5 drifts (19 for 18.98)
-        return vector_norm(x.float(), ord, dims, keepdim).to(x.dtype)
-    if ord == 1:
-        return sum(abs(x), dims, keepdim)
-    if ord == 2:  # (|x|^2 of a complex x is x conj(x), real)
-        sq = real(mul(x, x.conj())) if x.dtype.is_complex else mul(x, x)
-        return _root(sum(sq, dims, keepdim), 2)
-    return _root(sum(pow(abs(x), ord), dims, keepdim), ord)
+        return sum(ne(x.detach().to(dt), 0), dims, keepdim, dtype=dt.to_real())
+    # (the cast to ``dtype`` is the node's, as PyTorch's: no ToCopyBackward0 before it)
+    return apply(LinalgVectorNormBackward0, (x,), ord, dims, keepdim,
+                 None if dt is x.dtype else dt)
 
 
 def _matrix_dims(A: Tensor, dim, op: str) -> tuple:
@@ -426,7 +518,7 @@ baddbmm_ = _inplace_product(baddbmm, "baddbmm_")
 # the added input and mat1; the mm/bmm addmv and baddbmm call are counted, addmm's product not)
 OPS = (
     OpInfo("norm", norm, dtypes="floats (dtype= casts)", grad="g x |x|^(p-2) / y^(p-1); 0 at 0",
-           autocast="float32 on cuda"),
+           autocast="float32 on cuda", node=LinalgVectorNormBackward0),
     OpInfo("outer", outer, aliases=("ger",), dtypes="promoted", grad="g vec2, g^T input"),
     OpInfo("inner", inner, dtypes="promoted", grad="through tensordot"),
     OpInfo("matrix_power", matrix_power, dtypes="floats (integers for n >= 0)",

@@ -1,16 +1,19 @@
 """Selecting and placing elements by index or mask, as compositions of the indexing
 primitives (``gather``, ``index_put``, ``index_select``, ``masked_select``): ``take``,
 ``take_along_dim``, ``index_fill``, ``index_copy``, ``masked_scatter``, and the sliding
-window view ``Tensor.unfold``. Differentiable through their parts."""
+window view ``Tensor.unfold``. Differentiable through their parts, but for ``unfold``: one
+``UnfoldBackward0`` node (as_strided's rule), as PyTorch records it."""
 
 from __future__ import annotations
 
 from ...runtime import dtype as dtypes
 from ..checks import scalar_type_name, tensor_arg
+from ..dispatch import apply
 from ..registry import OpInfo
 from ..tensor import Tensor, wrap_dim
 from .composite import write_result
 from .elementwise import broadcast_shapes
+from .views import AsStridedBackward0, _as_view
 
 __all__ = ["index_copy", "index_fill", "masked_scatter", "take", "take_along_dim"]
 
@@ -127,9 +130,37 @@ def masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     return write_result(self, masked_scatter(self, mask, source), "masked_scatter_")
 
 
+class UnfoldBackward0(AsStridedBackward0):
+    """The windows of ``size`` along ``dim``, ``step`` apart, in a new last dim: a view, with
+    as_strided's forward and rule (windows that overlap add their gradients) on the geometry
+    worked out from the input's strides (a tangent of another layout gets its own windows)."""
+
+    __slots__ = ()
+    op_name = "unfold"
+
+    @staticmethod
+    def forward(ctx, k, x, d, size, step):
+        if not x.shape:  # a 0-d tensor: one window of one element
+            return AsStridedBackward0.forward(ctx, k, x, (1,), (1,), 0)
+        shape, strides = list(x.shape), list(k.strides(x))
+        unit = strides[d]
+        shape[d], strides[d] = (shape[d] - size) // step + 1, unit * step
+        return AsStridedBackward0.forward(ctx, k, x, tuple(shape) + (size,),
+                                          tuple(strides) + (unit,), 0)
+
+    complex_vjp = AsStridedBackward0.vjp  # (it moves elements: the same map for complex)
+
+
 def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
-    """A view of every slice of length ``size`` along ``dimension``, ``step`` apart, in a new
-    last dimension (``Tensor.unfold``)."""
+    """Returns a view of the original tensor which contains all slices of size ``size`` from
+    ``self`` in the dimension ``dimension``, ``step`` apart, in a new last dimension
+    (``Tensor.unfold``). One ``UnfoldBackward0`` node.
+
+    Example:
+        >>> tg.arange(5.).unfold(0, 2, 2).tolist()
+        [[0.0, 1.0], [2.0, 3.0]]
+    """
+    tensor_arg(self, "unfold")
     nd = max(self.ndim, 1)
     d = wrap_dim(dimension, nd, "unfold", "dimension")
     n = self.shape[d] if self.ndim else 1
@@ -137,16 +168,7 @@ def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
         raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
-    if self.ndim == 0:
-        return self.reshape(1)
-    count = (n - size) // step + 1
-    shape = list(self.shape)
-    shape[d] = count
-    strides = list(self.stride())
-    unit = strides[d]
-    strides[d] = unit * step
-    return self.as_strided(tuple(shape) + (size,), tuple(strides) + (unit,),
-                           self.storage_offset())
+    return _as_view(apply(UnfoldBackward0, (self,), d, size, step), self)
 
 
 OPS = (
@@ -158,5 +180,6 @@ OPS = (
            grad="g, zero at the copied slices; source: g's slices"),
     OpInfo("masked_scatter", masked_scatter, inplace=masked_scatter_, dtypes="all",
            grad="g where not masked; source: g's masked elements"),
-    OpInfo("unfold", unfold, function=False, dtypes="all", grad="through as_strided"),
+    OpInfo("unfold", unfold, function=False, dtypes="all", node=UnfoldBackward0,
+           grad="g's windows added back into a zero tensor"),
 )

@@ -545,32 +545,56 @@ class SliceScatterBackward0(Primitive):
         return k.getitem(g, ctx.index)
 
 
-# One int among full slices (``x[0]``, ``x[:, -1]``, ``select``) is PyTorch's select: its
-# node's name and the profiler's ``aten::select`` (other basic indexing records one
-# SliceBackward0 where PyTorch chains a node per indexed dim)
+# Note [Basic indexing as PyTorch's chain of views]
+#   PyTorch indexes one index element at a time: ``x[0, 1:3]`` is select(0) then slice(1, 3),
+#   ``x[:, None, 1]`` unsqueeze then select, each its own view and node (SelectBackward0,
+#   SliceBackward0, UnsqueezeBackward0, what ``grad_fn``, the profiler and emit_nvtx show),
+#   and a slice that covers its whole dim is skipped, so ``x[:]``, ``x[...]`` and ``x[0:10]``
+#   of a 3-long dim are one alias (AliasBackward0). ``getitem`` makes the same steps; the
+#   common one-step case (``x[0]``, ``x[:, 1:]``, ``x[..., None]``) is one view, as before.
 SelectBackward0 = SliceBackward0.variant("SelectBackward0", "select")
 _FULL = slice(None)
 
 
-def _is_select(index: tuple) -> bool:
-    ints = 0
+def _index_steps(index: tuple, shape) -> list:
+    """The views ``x[index]`` is made of, in order: ``(primitive, view index)`` pairs, one
+    per int, None and slice not covering its dim (Note [Basic indexing as PyTorch's chain
+    of views]); ``index`` normalized (``_normalize_index``)."""
+    steps, d, src = [], 0, 0  # d: the dim in the view made so far; src: the dim of x
     for ix in index:
-        if type(ix) is int:
-            ints += 1
-        elif ix != _FULL:  # (a partial slice, or None)
-            return False
-    return ints == 1
+        if ix is None:
+            steps.append((UnsqueezeBackward0, d))
+            d += 1
+        elif type(ix) is int:
+            steps.append((SelectBackward0, (_FULL,) * d + (ix,)))
+            src += 1
+        else:
+            if ix.indices(shape[src]) != (0, shape[src], 1):
+                steps.append((SliceBackward0, (_FULL,) * d + (ix,)))
+            d += 1
+            src += 1
+    return steps
 
 
 def getitem(x: Tensor, index) -> Tensor:
-    """``x[index]`` for basic indices (ints, slices, None, Ellipsis): a view."""
+    """``x[index]`` for basic indices (ints, slices, None, Ellipsis): a view (Note [Basic
+    indexing as PyTorch's chain of views])."""
     if type(index) is list:
         index = list_as_tuple(index)
     if not is_basic_index(index):
         from .indexing import advanced_getitem  # index tensors
         return advanced_getitem(x, index)
-    index = _normalize_index(index, x.shape)
-    return _view_apply(SelectBackward0 if _is_select(index) else SliceBackward0, x, index)
+    steps = _index_steps(_normalize_index(index, x.shape), x.shape)
+    if not steps:
+        return _view_apply(AliasBackward0, x)
+    for op, step in steps:
+        if op is UnsqueezeBackward0:
+            shape = list(x.shape)
+            shape.insert(step, 1)
+            x = _view_apply(op, x, tuple(shape))
+        else:
+            x = _view_apply(op, x, step)
+    return x
 
 
 # -- as_strided, and history through views ------------------------------------------------------
