@@ -84,6 +84,20 @@ frees of blocks reusable at once the same way: folding the log at every slow mal
 the logged counters, so they are applied at once; the rest (a graph pool's blocks, frees
 waiting on events) folds the log first.
 
+Note [mem pools]: a ``MemPool`` (``tg.cuda.MemPool``, runtime/mempool.py) is a private pool of
+the same kind as a graph's, and ``graph_pool_handle()`` ids name both. ``create_pool`` gives it
+its first user; ``begin_allocate_thread_to_pool`` routes one thread's allocations (on any
+stream) to it, as ``use_mem_pool`` does, and a capturing stream's pool comes first. Its blocks
+never go hot; freed, they go back to its free lists, for its later allocations only.
+
+Note [uncached segments]: with caching disabled (``set_caching(False)``, PyTorch's
+``caching_allocator_enable(False)``) a general-pool request gets a segment of exactly its
+rounded size, never cached blocks, and the segment goes back to ``raw_free`` (after a
+synchronize, as ``cuMemFree`` would do) as soon as it is freed and its recorded streams are
+done; during a capture it stays cached instead. Blocks cached before are left for
+``empty_cache``. The three routings (capture pools, thread pools, disabled caching) share
+one attribute, ``_routed``, that the hot paths test.
+
 Thread-safe (one lock per allocator). Frees that arrive re-entrantly (a garbage collection
 running ``Storage.__del__`` in the middle of an allocator call) are deferred to the end of the
 outer call, so the free lists are never seen half-edited.
@@ -152,26 +166,32 @@ def segment_size(size: int) -> int:
 
 
 class _Segment:
-    __slots__ = ("hot", "pool", "ptr", "size", "small", "stream")
+    __slots__ = ("head", "hot", "pool", "ptr", "size", "small", "stream", "uncached")
 
-    def __init__(self, ptr, size, stream, small, pool=None):
+    def __init__(self, ptr, size, stream, small, pool=None, uncached=False):
         self.ptr, self.size, self.stream, self.small = ptr, size, stream, small
         self.pool: _PrivatePool | None = pool  # None: the general pool
+        # its first block, which no merge ever absorbs (it has no free predecessor): the walk
+        # along the segment starts there (``snapshot``)
+        self.head: Block | None = None
+        # Note [uncached segments]: made while caching is disabled, given back when freed
+        self.uncached = uncached
         # the pool field of its blocks' hot events (Note [hot counts]: 2 small, 1 large), or 0
-        # for a graph's pool, whose blocks are never cached hot
-        self.hot = 0 if pool is not None else 2 if small else 1
+        # for a private pool or an uncached segment, whose blocks are never cached hot
+        self.hot = 0 if pool is not None or uncached else 2 if small else 1
 
 
 class _PrivatePool:
-    """A CUDA graph's memory pool (Note [graph pools])."""
+    """A private memory pool: a CUDA graph's or a ``MemPool``'s (Note [graph pools])."""
 
-    __slots__ = ("free", "id", "segments", "use_count")
+    __slots__ = ("free", "id", "segments", "use_count", "use_on_oom")
 
     def __init__(self, pool_id):
         self.id = pool_id
         self.free: dict[tuple, list] = {}  # (stream, small) -> sorted [(size, ptr)]
         self.segments = 0                   # segments carved for it, not yet released
-        self.use_count = 0                  # captures underway and graphs that keep it
+        self.use_count = 0  # captures underway, graphs and MemPools that keep it, use_mem_pools
+        self.use_on_oom = False  # its free blocks may serve a general request out of memory
 
 
 class Block:
@@ -292,6 +312,11 @@ class CachingAllocator:
         self._private: dict[tuple, _PrivatePool] = {}       # pool id -> pool
         self._capture_pools: dict[object, _PrivatePool] = {}  # capturing stream -> its pool
         self._capture_frees: list[tuple[Block, set]] = []  # cross-stream frees in a capture
+        self._thread_pools: dict[int, list] = {}  # thread id -> its use_mem_pool pools, stacked
+        self._uncached = False  # Note [uncached segments]
+        # any capture pool, thread pool or disabled caching: the hot paths step aside (one
+        # attribute for all three, so that the hot paths test no more than they did)
+        self._routed = False
         n = 3 * len(_STAT_NAMES)
         self._cur, self._peak, self._freed, self._base = [0] * n, [0] * n, [0] * n, [0] * n
         self._log: list[int] = []  # hot mallocs and frees not yet counted (Note [hot counts])
@@ -318,7 +343,7 @@ class CachingAllocator:
         lock = self._lock
         lock.acquire()
         try:
-            if nbytes > 0 and not (self._depth or self._pending or self._capture_pools):
+            if nbytes > 0 and not (self._depth or self._pending or self._routed):
                 size = -(-nbytes // MIN_BLOCK) * MIN_BLOCK
                 hot = self._hot.get((stream, size))
                 if hot:  # Note [hot blocks]
@@ -348,7 +373,7 @@ class CachingAllocator:
         lock.acquire()
         try:
             if (block.state == _ALLOCATED and block.stream_uses is None and not self._depth
-                    and not self._capture_pools and block.code):
+                    and not self._routed and block.code):
                 self._log.append(-block.code)  # Note [hot blocks]
                 block.state = _CACHED
                 hot = self._hot.get(key := (block.stream, block.size))
@@ -389,11 +414,8 @@ class CachingAllocator:
             if stream in self._capture_pools:
                 raise RuntimeError(f"begin_allocate_to_pool: stream {stream!r} already "
                                    f"allocates to pool {self._capture_pools[stream].id}")
-            pool = self._private.get(pool_id)
-            if pool is None:
-                pool = self._private[pool_id] = _PrivatePool(pool_id)
-            pool.use_count += 1
-            self._capture_pools[stream] = pool
+            self._capture_pools[stream] = self._incref_pool(pool_id)
+            self._reroute()
 
     def end_allocate_to_pool(self, stream) -> None:
         """Allocations on ``stream`` come from the general pool again (the capture ended)."""
@@ -401,6 +423,7 @@ class CachingAllocator:
             self._depth += 1
             try:
                 del self._capture_pools[stream]
+                self._reroute()
                 if not self._capture_pools:
                     frees, self._capture_frees = self._capture_frees, []
                     for block, uses in frees:
@@ -408,6 +431,56 @@ class CachingAllocator:
                         self._pending.append(block)
             finally:
                 self._leave()
+
+    def create_pool(self, pool_id: tuple, use_on_oom: bool = False) -> None:
+        """Creates the private pool ``pool_id``, or adds a user to it (a ``MemPool``).
+
+        ``use_on_oom``: its free blocks may serve a request of the general pool that would
+        otherwise fail with ``OutOfMemoryError``."""
+        with self._lock:
+            pool = self._incref_pool(pool_id)
+            pool.use_on_oom = pool.use_on_oom or use_on_oom
+
+    def begin_allocate_thread_to_pool(self, pool_id: tuple, thread: int) -> None:
+        """Serves the allocations of thread ``thread`` (``threading.get_ident()``), on any
+        stream, from the private pool ``pool_id`` until ``end_allocate_thread_to_pool``; adds a
+        user to the pool, dropped by ``release_pool`` (``use_mem_pool``). Nested calls stack;
+        a capturing stream's pool comes first."""
+        with self._lock:
+            self._thread_pools.setdefault(thread, []).append(self._incref_pool(pool_id))
+            self._reroute()
+
+    def end_allocate_thread_to_pool(self, pool_id: tuple, thread: int) -> None:
+        """Ends the innermost ``begin_allocate_thread_to_pool(pool_id, thread)``."""
+        with self._lock:
+            stack = self._thread_pools.get(thread, [])
+            for i in range(len(stack) - 1, -1, -1):
+                if stack[i].id == pool_id:
+                    del stack[i]
+                    break
+            else:
+                raise RuntimeError(f"end_allocate_thread_to_pool: thread {thread} does not "
+                                   f"allocate to pool {pool_id}")
+            if not stack:
+                del self._thread_pools[thread]
+            self._reroute()
+
+    def pool_use_count(self, pool_id: tuple) -> int:
+        """The users of the private pool ``pool_id`` (0 for an unknown one)."""
+        with self._lock:
+            pool = self._private.get(pool_id)
+            return 0 if pool is None else pool.use_count
+
+    def set_caching(self, enabled: bool) -> None:
+        """Turns the cache off (Note [uncached segments]) or back on."""
+        with self._lock:
+            self._uncached = not enabled
+            self._reroute()
+
+    @property
+    def caching(self) -> bool:
+        """Whether freed blocks are cached (``set_caching``)."""
+        return not self._uncached
 
     def release_pool(self, pool_id: tuple) -> None:
         """Drops one user of the private pool (a graph reset or deleted); with the last one its
@@ -426,18 +499,62 @@ class CachingAllocator:
             return sum(seg.size for seg in self._segments.values()
                        if seg.pool is not None and seg.pool.id == pool_id)
 
-    def empty_cache(self) -> None:
+    def empty_cache(self, pool_id: tuple | None = None) -> None:
         """Returns every cached segment with no block in use to ``raw_free``.
 
-        Blocks waiting on events (freed after cross-stream use) are not released.
+        Blocks waiting on events (freed after cross-stream use) are not released, nor the
+        segments of a private pool still in use. ``pool_id``: only that private pool's.
         """
         with self._lock:
             self._depth += 1
             try:
                 self._process_events()
-                self._release_segments(None)
+                self._release_segments(None, pool_id)
             finally:
                 self._leave()
+
+    def snapshot(self, pool_id: tuple | None = None) -> list[dict]:
+        """The segments and their blocks, in the format of PyTorch's ``memory_snapshot``.
+
+        One dict per segment (sorted by address; only the private pool ``pool_id``'s if
+        given): ``device``, ``address``, ``total_size``, ``allocated_size`` (blocks in use),
+        ``active_size`` (and those freed but waiting on other streams' events),
+        ``requested_size`` (what the blocks in use asked for), ``stream``, ``segment_type``
+        (``"small"``/``"large"``), ``segment_pool_id`` (``(0, 0)``: the general pool),
+        ``is_expandable`` (False), ``frames`` (``[]``: no history is recorded) and ``blocks``,
+        each with ``address``, ``size``, ``requested_size``, ``state``
+        (``"active_allocated"``, ``"active_pending_free"`` or ``"inactive"``) and ``frames``.
+        A hot-cached block (Note [hot blocks]) is ``"inactive"``, as every statistic counts it.
+        """
+        index = int(self.device.rpartition(":")[2] or 0)
+        states = {_ALLOCATED: "active_allocated", _PENDING: "active_pending_free"}
+        out = []
+        with self._lock:
+            for seg in sorted(self._segments.values(), key=lambda g: g.ptr):
+                seg_pool = (0, 0) if seg.pool is None else seg.pool.id
+                if pool_id is not None and seg_pool != tuple(pool_id):
+                    continue
+                blocks, sizes = [], {"allocated_size": 0, "active_size": 0,
+                                     "requested_size": 0}
+                b = seg.head
+                while b is not None:
+                    state = states.get(b.state, "inactive")
+                    used = b.state == _ALLOCATED
+                    blocks.append({"address": b.ptr, "size": b.size,
+                                   "requested_size": b.requested if used else 0,
+                                   "state": state, "frames": []})
+                    if used:
+                        sizes["allocated_size"] += b.size
+                        sizes["requested_size"] += b.requested
+                    if state != "inactive":
+                        sizes["active_size"] += b.size
+                    b = b.next
+                out.append({"device": index, "address": seg.ptr, "total_size": seg.size,
+                            **sizes, "stream": seg.stream,
+                            "segment_type": "small" if seg.small else "large",
+                            "segment_pool_id": seg_pool, "is_expandable": False,
+                            "frames": [], "blocks": blocks})
+        return out
 
     def set_memory_fraction(self, fraction: float, total_memory: int) -> None:
         """Caps the memory this allocator may reserve at ``fraction * total_memory`` bytes.
@@ -559,6 +676,25 @@ class CachingAllocator:
         return "\n".join(lines)
 
     # -- internals -------------------------------------------------------------------------
+    def _incref_pool(self, pool_id: tuple) -> _PrivatePool:
+        """The private pool ``pool_id`` (created on first use) with one user more; lock held."""
+        pool = self._private.get(pool_id)
+        if pool is None:
+            pool = self._private[pool_id] = _PrivatePool(pool_id)
+        pool.use_count += 1
+        return pool
+
+    def _reroute(self) -> None:
+        self._routed = bool(self._capture_pools or self._thread_pools or self._uncached)
+
+    def _route(self, stream) -> _PrivatePool | None:
+        """The private pool a request on ``stream`` from this thread comes from, or None."""
+        pool = self._capture_pools.get(stream)
+        if pool is None and self._thread_pools:
+            stack = self._thread_pools.get(threading.get_ident())
+            pool = stack[-1] if stack else None
+        return pool
+
     def _leave(self) -> None:
         # Runs with the lock held at the end of every public call: drain deferred frees.
         try:
@@ -670,11 +806,14 @@ class CachingAllocator:
             self._process_events()
         size = round_size(nbytes)
         small = size <= SMALL_SIZE
-        pool = self._capture_pools.get(stream) if self._capture_pools else None
-        free = self._pools if pool is None else pool.free
-        block = self._take_free(free, size, stream, small)
-        if block is None and pool is None and self._hot:
-            block = self._from_cache(size, stream, small)
+        pool = self._route(stream) if self._routed else None
+        if pool is None and self._uncached:  # a segment of its own (Note [uncached segments])
+            block = None
+        else:
+            block = self._take_free(self._pools if pool is None else pool.free, size, stream,
+                                    small)
+            if block is None and pool is None and self._hot:
+                block = self._from_cache(size, stream, small)
         if block is None:
             block = self._new_segment(nbytes, size, stream, small, pool)
             self._served = 0
@@ -745,7 +884,8 @@ class CachingAllocator:
 
     def _new_segment(self, nbytes: int, size: int, stream, small: bool,
                      pool: _PrivatePool | None) -> Block:
-        alloc = segment_size(size)
+        uncached = pool is None and self._uncached
+        alloc = size if uncached else segment_size(size)
         ptr = self._capped_alloc(alloc)
         if ptr is None:  # 1: release one cached segment that is large enough (or the largest)
             self.num_alloc_retries += 1
@@ -762,22 +902,28 @@ class CachingAllocator:
                 return block
             self._release_segments(None)  # 3: release every unused cached segment
             ptr = self._capped_alloc(alloc)
+        if ptr is None and pool is None:  # 4: a free block of a MemPool(use_on_oom=True)
+            for p in self._private.values():
+                block = self._take_free(p.free, size, stream, small) if p.use_on_oom else None
+                if block is not None:
+                    return block
         if ptr is None:
             self.num_ooms += 1
             raise OutOfMemoryError(self._oom_message(nbytes))
-        return self._add_segment(ptr, alloc, stream, small, pool)
+        return self._add_segment(ptr, alloc, stream, small, pool, uncached)
 
     def _add_segment(self, ptr: int, alloc: int, stream, small: bool,
-                     pool: _PrivatePool | None) -> Block:
+                     pool: _PrivatePool | None, uncached: bool = False) -> Block:
         """Registers the raw allocation ``ptr`` of ``alloc`` bytes as a segment: one free
         block, returned."""
         self.num_device_alloc += 1
-        seg = _Segment(ptr, alloc, stream, small, pool)
+        seg = _Segment(ptr, alloc, stream, small, pool, uncached)
         if pool is not None:
             pool.segments += 1
         self._segments[ptr] = seg
         self._apply(small, ((_SEGMENT, 1), (_RESERVED_BYTES, alloc)))  # (not in the log)
-        return Block(ptr, alloc, stream, seg)
+        seg.head = Block(ptr, alloc, stream, seg)
+        return seg.head
 
     def _oom_message(self, nbytes: int) -> str:
         free = "unknown"
@@ -798,18 +944,21 @@ class CachingAllocator:
         return (f"out of memory allocating {format_bytes(nbytes)} on {self.device} ({facts}). "
                 f"{fixes}; tg.cuda.memory_summary() shows where the memory is.")
 
-    def _release_segments(self, wanted: int | None) -> bool:
+    def _release_segments(self, wanted: int | None, pool_id: tuple | None = None) -> bool:
         """Returns whole-free cached segments to the driver.
 
         ``wanted`` None: all of them. Otherwise the smallest one of at least ``wanted`` bytes,
-        or else the largest ones until ``wanted`` bytes are released. True if any were.
+        or else the largest ones until ``wanted`` bytes are released. ``pool_id``: only that
+        private pool's. True if any were.
         """
         if self._capture_pools:  # a capture records these addresses (Note [graph pools])
             return False
         self._flush_hot()
         whole = [b for b in self._free.values()
                  if b.prev is None and b.next is None and b.size == b.segment.size
-                 and (b.segment.pool is None or not b.segment.pool.use_count)]
+                 and (b.segment.pool is None or not b.segment.pool.use_count)
+                 and (pool_id is None or (b.segment.pool is not None
+                                          and b.segment.pool.id == pool_id))]
         if wanted is not None:
             big = [b for b in whole if b.size >= wanted]
             if big:
@@ -825,6 +974,12 @@ class CachingAllocator:
                 whole = picked
         if not whole:
             return False
+        self._release(whole)
+        self._served = 0
+        return True
+
+    def _release(self, whole: list) -> None:
+        """Returns the segments of these whole-free blocks to ``raw_free``."""
         if self._synchronize is not None:
             self._synchronize()
         for b in whole:
@@ -838,8 +993,6 @@ class CachingAllocator:
                     self._private.pop(seg.pool.id, None)
             self._apply(seg.small, ((_SEGMENT, -1), (_RESERVED_BYTES, -seg.size)))
             self._spare = max(0, self._spare - seg.size)
-        self._served = 0
-        return True
 
     def _release_block(self, block: Block) -> None:
         if block.state != _ALLOCATED:
@@ -954,6 +1107,9 @@ class CachingAllocator:
         self._count(block.segment.small, ((_ACTIVE, -1), (_ACTIVE_BYTES, -block.size)))
         block.events = None
         self._merge_free(block)
+        seg = block.segment
+        if seg.uncached and not self._capture_pools:  # Note [uncached segments]
+            self._release([seg.head])
 
     def _merge_free(self, block: Block) -> None:
         """Puts ``block`` on its free list, merged with the free neighbours in its segment."""

@@ -86,6 +86,26 @@ class CudaError(RuntimeError):
         self.code = code
 
 
+def check_runtime_result(res: int) -> None:
+    """Raises ``CudaError("<cudaGetErrorString> (<res>)")`` unless ``res`` is ``cudaSuccess``.
+
+    ``res`` is a CUDA *runtime* API result (``cudaError_t``, an int), as
+    ``torch.cuda.check_error`` takes; ``.code`` is its name (``"cudaErrorMemoryAllocation"``).
+    Without cuda-python the description is the number alone.
+    """
+    res = int(res)
+    if res == 0:
+        return
+    try:
+        from cuda.bindings import runtime as rt
+
+        err = rt.cudaError_t(res)
+        name, desc = err.name, rt.cudaGetErrorString(err)[1].decode()
+    except Exception:  # noqa: BLE001 - no cuda-python, or a code it does not know
+        name, desc = None, "unknown error"
+    raise CudaError(f"{desc} ({res})", name)
+
+
 class CudaUnavailableError(RuntimeError):
     """CUDA was asked for on a machine where ``tg.cuda.is_available()`` is False."""
 
@@ -163,6 +183,12 @@ class Driver:
         raise NotImplementedError
 
     def capability(self, dev: int) -> tuple[int, int]:  # cuDeviceGetAttribute (CC major/minor)
+        raise NotImplementedError
+
+    def can_access_peer(self, dev: int, peer: int) -> bool:  # cuDeviceCanAccessPeer
+        raise NotImplementedError
+
+    def uuid(self, dev: int) -> str:  # cuDeviceGetUuid, as NVML names it: "GPU-xxxxxxxx-..."
         raise NotImplementedError
 
     def total_memory(self, dev: int) -> int:  # cuDeviceTotalMem
@@ -392,6 +418,15 @@ class CudaDriver(Driver):
         minor = self._check(self.cu.cuDeviceGetAttribute(
             a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d), "cuDeviceGetAttribute")
         return int(major), int(minor)
+
+    def uuid(self, dev: int) -> str:
+        raw = bytes(self._check(self.cu.cuDeviceGetUuid(self._device(dev)),
+                                "cuDeviceGetUuid").bytes).hex()
+        return f"GPU-{raw[:8]}-{raw[8:12]}-{raw[12:16]}-{raw[16:20]}-{raw[20:32]}"
+
+    def can_access_peer(self, dev: int, peer: int) -> bool:
+        return bool(self._check(self.cu.cuDeviceCanAccessPeer(
+            self._device(dev), self._device(peer)), "cuDeviceCanAccessPeer"))
 
     def total_memory(self, dev: int) -> int:
         return int(self._check(self.cu.cuDeviceTotalMem(self._device(dev)), "cuDeviceTotalMem"))
@@ -797,6 +832,12 @@ class EmulatedDriver(Driver):
     def capability(self, dev: int) -> tuple[int, int]:
         self._dev(dev, "cuDeviceGetAttribute")
         return (9, 0)
+
+    def can_access_peer(self, dev: int, peer: int) -> bool:
+        # One device: what a single GPU answers, which cannot be its own peer.
+        self._dev(dev, "cuDeviceCanAccessPeer")
+        self._dev(peer, "cuDeviceCanAccessPeer")
+        return False
 
     def total_memory(self, dev: int) -> int:
         self._dev(dev, "cuDeviceTotalMem")

@@ -17,10 +17,11 @@ interpreter also works there.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -37,9 +38,14 @@ __all__ = ["ForeignStorage", "OutOfMemoryError", "Storage", "allocator", "copy_b
            "empty_cache", "get_per_process_memory_fraction", "max_memory_allocated",
            "max_memory_reserved", "mem_get_info", "memory_allocated", "memory_reserved",
            "memory_stats", "memory_summary", "reset_accumulated_memory_stats",
-           "reset_peak_memory_stats", "set_per_process_memory_fraction", "to_device", "to_host"]
+           "reset_peak_memory_stats", "set_per_process_memory_fraction", "to_device", "to_host",
+           "caching_allocator_alloc", "caching_allocator_delete", "caching_allocator_enable",
+           "caching_allocator_disabled", "get_allocator_backend", "memory_snapshot",
+           "host_memory_stats", "host_memory_stats_as_nested_dict",
+           "reset_peak_host_memory_stats", "reset_accumulated_host_memory_stats"]
 
 _CPU = Device("cpu")
+_caching_enabled = True  # caching_allocator_enable: every device's allocator, present and future
 _allocators: dict[int, CachingAllocator] = {}
 _allocators_lock = threading.Lock()
 
@@ -64,7 +70,7 @@ def _make_allocator(index: int) -> CachingAllocator:
         ev._record_on(index, stream_handle)
         return ev
 
-    return CachingAllocator(
+    alloc = CachingAllocator(
         raw_alloc=lambda n: drv.mem_alloc(index, n),
         raw_free=lambda p: drv.mem_free(index, p),
         record_event=record_event,
@@ -72,6 +78,8 @@ def _make_allocator(index: int) -> CachingAllocator:
         mem_info=lambda: drv.mem_get_info(index),
         synchronize=lambda: drv.ctx_synchronize(index),
     )
+    alloc.set_caching(_caching_enabled)
+    return alloc
 
 
 class Storage:
@@ -466,3 +474,185 @@ def mem_get_info(device=None) -> tuple[int, int]:
     index = _streams.device_index(device)
     return _drv.get_driver().mem_get_info(index)
 
+
+
+# ------------------------------------------------------------------------------------------
+# Raw allocations, the cache switch and the snapshot (torch.cuda.memory's)
+# ------------------------------------------------------------------------------------------
+_raw_storages: dict[int, Storage] = {}  # caching_allocator_alloc's pointers -> their storage
+_raw_lock = threading.Lock()
+
+
+def caching_allocator_alloc(size: int, device=None, stream=None) -> int:
+    """Perform a memory allocation using the CUDA memory allocator.
+
+    Memory is allocated for a given device and a stream, this function is intended to be used
+    for interoperability with other frameworks. Allocated memory is released through
+    :func:`caching_allocator_delete`. The block is a caching-allocator block like a tensor's:
+    reused on ``stream`` once deleted (``Storage.record_stream`` rules apply to other
+    streams' uses, which this raw pointer cannot record). A ``size`` of 0 gives 0 (no block).
+
+    Args:
+        size (int): number of bytes to be allocated.
+        device (device or int, optional): selected device. If it is ``None`` the default
+            CUDA device is used.
+        stream (Stream or int, optional): selected stream. If is ``None`` then the current
+            stream for the selected device is used (what PyTorch's code does).
+
+    Raises:
+        TypeError: ``stream`` is neither a ``Stream`` nor an int.
+        OutOfMemoryError: the device has no memory left.
+    """
+    index = _streams.device_index(device)
+    if stream is None:
+        stream = _streams.current_stream(index)
+    elif isinstance(stream, int) and not isinstance(stream, bool):
+        stream = _streams.Stream._wrap(stream, index)
+    elif not isinstance(stream, _streams.Stream):
+        raise TypeError("Invalid type for stream argument, must be `torch.cuda.Stream` or "
+                        "`int` representing a pointer to an existing stream")
+    if size < 0:
+        raise ValueError(f"caching_allocator_alloc: negative size {size}")
+    if size == 0:
+        return 0
+    storage = Storage(size, Device("cuda", index), stream)
+    with _raw_lock:
+        _raw_storages[storage.ptr] = storage
+    return storage.ptr
+
+
+def caching_allocator_delete(mem_ptr: int) -> None:
+    """Delete memory allocated using the CUDA memory allocator.
+
+    Memory allocated with :func:`caching_allocator_alloc` is freed here. The associated
+    device and stream are tracked inside the allocator.
+
+    Args:
+        mem_ptr (int): memory address to be freed by the allocator.
+
+    Raises:
+        RuntimeError: ``mem_ptr`` was not allocated by ``caching_allocator_alloc`` (or was
+            deleted already).
+    """
+    if mem_ptr == 0:
+        return
+    with _raw_lock:
+        storage = _raw_storages.pop(mem_ptr, None)
+    if storage is None:
+        raise RuntimeError(f"invalid device pointer: 0x{mem_ptr:x}")
+    del storage  # (the block goes back to the allocator now)
+
+
+def caching_allocator_enable(value: bool = True) -> None:
+    """Enable or disable the CUDA memory allocator. On by default.
+
+    Disabled, every allocation gets a segment of its own from the driver (``cuMemAlloc``)
+    and gives it back (``cuMemFree``, after a synchronize) as soon as it is freed; blocks
+    cached before stay until ``empty_cache``. As PyTorch's, this does nothing until CUDA is
+    initialised (``tg.cuda.is_initialized()``); it applies to every device.
+    """
+    global _caching_enabled
+    if not _drv.is_initialized():
+        return
+    _caching_enabled = bool(value)
+    with _allocators_lock:
+        allocs = list(_allocators.values())
+    for a in allocs:
+        a.set_caching(_caching_enabled)
+
+
+@contextlib.contextmanager
+def caching_allocator_disabled() -> Iterator[None]:
+    """Context manager that temporarily disables the CUDA caching allocator."""
+    prev = _caching_enabled
+    caching_allocator_enable(False)
+    try:
+        yield
+    finally:
+        caching_allocator_enable(prev)
+
+
+def get_allocator_backend() -> str:
+    """Return a string describing the active allocator backend: ``"native"``, tritongrad's
+    caching allocator (runtime/allocator.py), the only one."""
+    return "native"
+
+
+def memory_snapshot(mempool_id: tuple[int, int] | None = None,
+                    include_traces: bool = True) -> list[dict]:
+    """Return a snapshot of the CUDA memory allocator state across all devices.
+
+    Interpreting the output of this function requires familiarity with the memory allocator
+    internals: a list of segment dicts in PyTorch's format (``CachingAllocator.snapshot``),
+    sorted by device then address. No allocation history is recorded, so every ``frames``
+    is empty and ``include_traces`` changes nothing.
+
+    Args:
+        mempool_id: Optional memory pool ID to get snapshot for a specific pool (a
+            ``MemPool.id``, a ``graph_pool_handle()``, a ``CUDAGraph.pool()``).
+        include_traces: accepted for PyTorch's signature.
+    """
+    _drv.get_driver()  # (raises where CUDA is unavailable)
+    with _allocators_lock:
+        allocs = sorted(_allocators.items())
+    return [seg for _, a in allocs for seg in a.snapshot(mempool_id)]
+
+
+def _host_allocator() -> _pinned.CachingHostAllocator | None:
+    """The pinned allocator if it was ever used (asking creates nothing, probes no driver)."""
+    return _pinned._allocator
+
+
+def host_memory_stats_as_nested_dict() -> dict:
+    """Return the result of :func:`host_memory_stats` as a nested dictionary."""
+    alloc = _host_allocator()
+    if alloc is None:
+        return _pinned.HostMemoryStats().as_nested_dict()
+    return alloc.host_memory_stats()
+
+
+def host_memory_stats() -> dict:
+    """Return a dictionary of pinned (host) allocator statistics.
+
+    Core statistics (host pinned allocator, runtime/pinned.py):
+
+    - ``"allocations.{current,peak,allocated,freed}"``: pinned blocks owned by the allocator
+      (active + cached). Grows when a new block is created via CUDA and shrinks when cached
+      blocks are returned.
+    - ``"allocated_bytes.{current,peak,allocated,freed}"``: bytes of pinned blocks owned by
+      the allocator (active + cached), using the rounded block size requested from CUDA.
+    - ``"active_requests.{current,peak,allocated,freed}"``: blocks currently checked out to
+      callers (increments on handout, decrements when the block becomes reusable after
+      stream deps finish).
+    - ``"active_bytes.{current,peak,allocated,freed}"``: bytes corresponding to active
+      blocks.
+
+    Event/timing counters: ``"num_host_alloc"`` / ``"num_host_free"`` (blocks created to
+    grow the pool / cached blocks returned to CUDA), ``"host_alloc_time.{total,max,min,count,
+    avg}"`` and ``"host_free_time.{...}"`` (microseconds in the CUDA alloc and free calls).
+
+    Block sizes are rounded up to the next power of two before calling CUDA, so byte stats
+    reflect the rounded size. All zero until pinned memory is first used.
+    """
+    out: dict = {}
+    for key, value in host_memory_stats_as_nested_dict().items():
+        if isinstance(value, dict):
+            out.update((f"{key}.{k}", v) for k, v in value.items())
+        else:
+            out[key] = value
+    return dict(sorted(out.items()))
+
+
+def reset_peak_host_memory_stats() -> None:
+    """Reset the "peak" stats tracked by the host memory allocator."""
+    alloc = _host_allocator()
+    if alloc is not None:
+        alloc.reset_host_stats(peak=True)
+
+
+def reset_accumulated_host_memory_stats() -> None:
+    """Reset the "accumulated" (historical) stats tracked by the host memory allocator
+    (the ``allocated``/``freed`` totals and the timing counters)."""
+    alloc = _host_allocator()
+    if alloc is not None:
+        alloc.reset_host_stats(peak=False)

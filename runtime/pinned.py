@@ -30,6 +30,7 @@ whose completion they control; ``host_allocator()`` runs it over the driver.
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 
@@ -57,6 +58,62 @@ class HostBlock:
         return f"HostBlock(ptr=0x{self.ptr:x}, size={self.size})"
 
 
+_HOST_STATS = ("allocations", "allocated_bytes", "active_requests", "active_bytes")
+_HOST_TIMES = ("host_alloc_time", "host_free_time")
+
+
+class HostMemoryStats:
+    """PyTorch's ``host_memory_stats`` counters of one ``CachingHostAllocator``.
+
+    ``allocations``/``allocated_bytes``: blocks held from the driver (handed out or cached);
+    ``active_requests``/``active_bytes``: blocks handed out and not yet reusable. Each has
+    ``current``, ``peak``, ``allocated`` (total increase) and ``freed`` (total decrease);
+    ``host_alloc_time``/``host_free_time`` time the driver calls in microseconds.
+    """
+
+    def __init__(self):
+        self._stats = {name: [0, 0, 0, 0] for name in _HOST_STATS}  # current, peak, +, -
+        self._times = {name: [0.0, 0.0, 0.0, 0] for name in _HOST_TIMES}  # total, max, min, n
+
+    def add(self, name: str, n: int) -> None:
+        st = self._stats[name]
+        st[0] += n
+        if n >= 0:
+            st[2] += n
+            st[1] = max(st[1], st[0])
+        else:
+            st[3] -= n
+
+    def timed(self, name: str, start: float) -> None:
+        """Counts one driver call that began at ``time.perf_counter()`` ``start``."""
+        us = (time.perf_counter() - start) * 1e6
+        t = self._times[name]
+        t[0] += us
+        t[1] = max(t[1], us)
+        t[2] = us if not t[3] else min(t[2], us)
+        t[3] += 1
+
+    def as_nested_dict(self) -> dict:
+        out: dict = {name: dict(zip(("current", "peak", "allocated", "freed"), st))
+                     for name, st in self._stats.items()}
+        out["num_host_alloc"] = self._stats["allocations"][2]
+        out["num_host_free"] = self._stats["allocations"][3]
+        for name, (total, top, low, n) in self._times.items():
+            out[name] = {"total": total, "max": top, "min": low, "count": n,
+                         "avg": total / n if n else 0.0}
+        return out
+
+    def reset_peak(self) -> None:
+        for st in self._stats.values():
+            st[1] = st[0]
+
+    def reset_accumulated(self) -> None:
+        for st in self._stats.values():
+            st[2] = st[3] = 0
+        for t in self._times.values():
+            t[:] = [0.0, 0.0, 0.0, 0]
+
+
 def _rounded(nbytes: int) -> int:
     return max(_MIN_BLOCK, 1 << (max(nbytes, 1) - 1).bit_length())
 
@@ -82,6 +139,7 @@ class CachingHostAllocator:
         self._pending: list[HostBlock] = []     # freed, waiting on events (or on a capture)
         self._stats = dict.fromkeys(("allocated_bytes", "allocated_bytes_peak", "reserved_bytes",
                                      "num_host_alloc", "num_host_free"), 0)
+        self.host_stats = HostMemoryStats()  # (PyTorch's host_memory_stats)
 
     def malloc(self, nbytes: int) -> HostBlock:
         """A block of at least ``nbytes`` page-locked bytes, reused from the cache when one of
@@ -92,9 +150,11 @@ class CachingHostAllocator:
             cached = self._free.get(size)
             block = cached.pop() if cached else None
             if block is None:
+                start = time.perf_counter()
                 ptr = self._raw_alloc(size)
                 if ptr is None:  # release every cached block, then try once more
                     self._release_cached()
+                    start = time.perf_counter()
                     ptr = self._raw_alloc(size)
                 if ptr is None:
                     raise RuntimeError(f"pin_memory: out of page-locked host memory allocating "
@@ -105,6 +165,10 @@ class CachingHostAllocator:
                 self._by_ptr[ptr] = block
                 self._stats["reserved_bytes"] += size
                 self._stats["num_host_alloc"] += 1
+                self.host_stats.timed("host_alloc_time", start)
+                self.host_stats.add("allocations", 1)
+                self.host_stats.add("allocated_bytes", size)
+            self._count_active(block, 1)
             s = self._stats
             s["allocated_bytes"] += size
             s["allocated_bytes_peak"] = max(s["allocated_bytes_peak"], s["allocated_bytes"])
@@ -119,6 +183,7 @@ class CachingHostAllocator:
                 self._arm(block)
             else:
                 self._free.setdefault(block.size, []).append(block)
+                self._count_active(block, -1)
 
     def record_stream(self, block: HostBlock, stream) -> None:
         """Work queued on ``stream`` reads or writes ``block``: it is not reused until that work
@@ -144,7 +209,24 @@ class CachingHostAllocator:
         with self._lock:
             return dict(self._stats)
 
+    def host_memory_stats(self) -> dict:
+        """PyTorch's ``host_memory_stats_as_nested_dict`` (see ``HostMemoryStats``)."""
+        with self._lock:
+            return self.host_stats.as_nested_dict()
+
+    def reset_host_stats(self, peak: bool) -> None:
+        """Sets the peaks to the current values (``peak``), or zeroes the totals and times."""
+        with self._lock:
+            if peak:
+                self.host_stats.reset_peak()
+            else:
+                self.host_stats.reset_accumulated()
+
     # -- internals ---------------------------------------------------------------------------
+    def _count_active(self, block: HostBlock, n: int) -> None:
+        self.host_stats.add("active_requests", n)
+        self.host_stats.add("active_bytes", n * block.size)
+
     def _arm(self, block: HostBlock) -> None:
         """Records the events a pending block waits on, unless a stream that used it is being
         captured (then at a later poll)."""
@@ -163,13 +245,18 @@ class CachingHostAllocator:
                 block.events = None
                 block.streams.clear()
                 self._free.setdefault(block.size, []).append(block)
+                self._count_active(block, -1)
             else:
                 self._pending.append(block)
 
     def _release_cached(self) -> None:
         for blocks in self._free.values():
             for block in blocks:
+                start = time.perf_counter()
                 self._raw_free(block.ptr)
+                self.host_stats.timed("host_free_time", start)
+                self.host_stats.add("allocations", -1)
+                self.host_stats.add("allocated_bytes", -block.size)
                 self._blocks.remove(block.ptr)
                 del self._by_ptr[block.ptr]
                 self._stats["reserved_bytes"] -= block.size

@@ -23,6 +23,7 @@ from .device import device as Device
 
 __all__ = [
     "Event",
+    "ExternalStream",
     "Stream",
     "current_device",
     "current_stream",
@@ -31,6 +32,7 @@ __all__ = [
     "default_stream",
     "device_guard",
     "device_index",
+    "get_stream_from_external",
     "set_device",
     "set_stream",
     "stream",
@@ -235,8 +237,65 @@ class Stream:
         return hash((self.cuda_stream, self.device_index))
 
     def __repr__(self) -> str:
-        return (f"<tritongrad.cuda.Stream device=cuda:{self.device_index} "
+        return (f"<tritongrad.cuda.{type(self).__name__} device=cuda:{self.device_index} "
                 f"cuda_stream=0x{self.cuda_stream:x}>")
+
+
+class ExternalStream(Stream):
+    """Wrapper around an externally allocated CUDA stream.
+
+    This class is used to wrap streams allocated in other libraries in order to facilitate
+    data exchange and multi-library interactions: it works wherever a ``Stream`` does
+    (``stream(...)``, ``wait_stream``, events, ``record_stream``, backward's stream
+    semantics), and tritongrad never destroys nor recycles its CUstream.
+
+    .. note:: This class doesn't manage the stream life-cycle, it is the user responsibility
+       to keep the referenced stream alive while this class is being used.
+
+    Args:
+        stream_ptr (int): Integer representation of the ``cudaStream_t`` value allocated
+            externally.
+        device (device or int, optional): the device where the stream was originally
+            allocated (default: the current device). If device is specified incorrectly,
+            subsequent launches using this stream may fail.
+
+    Example:
+        >>> s = tg.cuda.ExternalStream(cupy_stream.ptr)  # doctest: +SKIP
+        >>> with tg.cuda.stream(s):
+        ...     y = x * 2  # queued on CuPy's stream
+    """
+
+    __slots__ = ()
+
+    def __init__(self, stream_ptr: int, device=None):
+        if isinstance(stream_ptr, bool) or not isinstance(stream_ptr, int):
+            raise TypeError(f"ExternalStream: stream_ptr must be an int (a cudaStream_t), got "
+                            f"{type(stream_ptr).__name__}")
+        self.cuda_stream = stream_ptr
+        self.device_index = device_index(device)
+        self.priority = 0
+        self._owned = False  # (never recycled into the pool, never destroyed)
+
+
+def get_stream_from_external(data_ptr: int, device=None) -> Stream:
+    """Return a :class:`Stream` from an externally allocated CUDA stream.
+
+    This function is used to wrap streams allocated in other libraries in order to facilitate
+    data exchange and multi-library interactions.
+
+    .. note:: This function doesn't manage the stream life-cycle, it is the user
+       responsibility to keep the referenced stream alive while this returned stream is
+       being used.
+
+    Args:
+        data_ptr (int): Integer representation of the ``cudaStream_t`` value that is
+            allocated externally.
+        device (device or int, optional): the device where the stream was originally
+            allocated. If device is specified incorrectly, subsequent launches using this
+            stream may fail.
+    """
+    s = ExternalStream(data_ptr, device)
+    return Stream._wrap(s.cuda_stream, s.device_index)
 
 
 def default_stream(device=None) -> Stream:

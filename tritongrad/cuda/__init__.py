@@ -15,7 +15,7 @@ from ..autograd.ops.random import cuda_manual_seed_all as manual_seed_all
 from ..autograd.ops.random import get_cuda_rng_state as get_rng_state
 from ..autograd.ops.random import set_cuda_rng_state as set_rng_state
 from . import memory, profiler, random
-from .capabilities import get_arch_list, is_bf16_supported, is_tf32_supported
+from .capabilities import get_arch_list, get_gencode_flags, is_bf16_supported, is_tf32_supported
 from .memory import (max_memory_cached, memory_cached, memory_stats_as_nested_dict,
                      reset_max_memory_allocated, reset_max_memory_cached)
 from .random import get_rng_state_all, initial_seed, seed, seed_all, set_rng_state_all
@@ -36,7 +36,7 @@ __all__ = [n for n in _api_all if not n.startswith("profiler_")] + [
     "is_tf32_supported", "max_memory_cached", "memory_cached", "memory_stats_as_nested_dict",
     "reset_max_memory_allocated", "reset_max_memory_cached", "get_rng_state_all",
     "initial_seed", "seed", "seed_all", "set_rng_state_all", "device_of", "StreamContext",
-    "get_sync_debug_mode", "set_sync_debug_mode"]
+    "get_sync_debug_mode", "set_sync_debug_mode", "get_gencode_flags", "default_generators"]
 
 StreamContext = stream  # (torch.cuda.stream(s) returns a StreamContext; ours is the class)
 
@@ -71,3 +71,7 @@ def __getattr__(name: str):
     if name == "default_generators":  # (made on first use, as each device's generator is)
         return random.default_generators()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | {"amp", "default_generators"})

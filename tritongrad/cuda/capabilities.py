@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..runtime import cuda_api
 
-__all__ = ["get_arch_list", "is_bf16_supported", "is_tf32_supported"]
+__all__ = ["get_arch_list", "get_gencode_flags", "is_bf16_supported", "is_tf32_supported"]
 
 
 def _major() -> int | None:
@@ -43,3 +43,10 @@ def get_arch_list() -> list[str]:
         return []
     return sorted({"sm_{}{}".format(*cuda_api.get_device_capability(i))
                    for i in range(cuda_api.device_count())})
+
+
+def get_gencode_flags() -> str:
+    """Return NVCC gencode flags this library was compiled with: those of
+    :func:`get_arch_list` (``-gencode compute=compute_90,code=sm_90``); empty without CUDA."""
+    return " ".join(f"-gencode compute=compute_{arch},code={kind}_{arch}"
+                    for kind, arch in (a.split("_") for a in get_arch_list()))

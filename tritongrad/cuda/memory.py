@@ -1,23 +1,38 @@
 """``torch.cuda.memory``: the caching allocator's statistics and controls (the functions of
-``runtime/cuda_api.py``, see docs/runtime.md), with PyTorch's deprecated ``*_cached`` names
-and the nested form of ``memory_stats``."""
+``runtime/cuda_api.py``: pools, raw allocations, snapshots, the pinned allocator's statistics;
+see docs/runtime.md), with PyTorch's deprecated ``*_cached`` names and the nested form of
+``memory_stats``."""
 
 from __future__ import annotations
 
 import warnings
 
-from ..runtime.cuda_api import (empty_cache, get_per_process_memory_fraction,
+from ..runtime.cuda_api import (CUDAPluggableAllocator, MemPool, caching_allocator_alloc,
+                                caching_allocator_delete, caching_allocator_disabled,
+                                caching_allocator_enable, change_current_allocator,
+                                empty_cache, get_allocator_backend,
+                                get_per_process_memory_fraction, host_memory_stats,
+                                host_memory_stats_as_nested_dict, list_gpu_processes,
                                 max_memory_allocated, max_memory_reserved, mem_get_info,
-                                memory_allocated, memory_reserved, memory_stats, memory_summary,
-                                reset_accumulated_memory_stats, reset_peak_memory_stats,
-                                set_per_process_memory_fraction)
+                                memory_allocated, memory_reserved, memory_snapshot,
+                                memory_stats, memory_summary,
+                                reset_accumulated_host_memory_stats,
+                                reset_accumulated_memory_stats, reset_peak_host_memory_stats,
+                                reset_peak_memory_stats, set_per_process_memory_fraction,
+                                use_mem_pool)
 
-__all__ = ["empty_cache", "get_per_process_memory_fraction", "max_memory_allocated",
+__all__ = ["CUDAPluggableAllocator", "MemPool", "caching_allocator_alloc",
+           "caching_allocator_delete", "caching_allocator_disabled", "caching_allocator_enable",
+           "change_current_allocator", "empty_cache", "get_allocator_backend",
+           "get_per_process_memory_fraction", "host_memory_stats",
+           "host_memory_stats_as_nested_dict", "list_gpu_processes", "max_memory_allocated",
            "max_memory_cached", "max_memory_reserved", "mem_get_info", "memory_allocated",
-           "memory_cached", "memory_reserved", "memory_stats", "memory_stats_as_nested_dict",
-           "memory_summary", "reset_accumulated_memory_stats", "reset_max_memory_allocated",
-           "reset_max_memory_cached", "reset_peak_memory_stats",
-           "set_per_process_memory_fraction"]
+           "memory_cached", "memory_reserved", "memory_snapshot", "memory_stats",
+           "memory_stats_as_nested_dict", "memory_summary",
+           "reset_accumulated_host_memory_stats", "reset_accumulated_memory_stats",
+           "reset_max_memory_allocated", "reset_max_memory_cached",
+           "reset_peak_host_memory_stats", "reset_peak_memory_stats",
+           "set_per_process_memory_fraction", "use_mem_pool"]
 
 
 def memory_stats_as_nested_dict(device=None) -> dict:
