@@ -399,6 +399,11 @@ def test_host_memory_stats_follow_the_pinned_allocator(cuda):
              for f in ("total", "max", "min", "count", "avg")}
     keys |= {"num_host_alloc", "num_host_free"}
     assert set(cuda.host_memory_stats()) == keys
+    # (earlier tests' pinned blocks may still wait on events: settled first, so that the
+    # allocation below, which polls them, changes the counts by its own block only)
+    gc.collect()
+    cuda.synchronize()
+    pinned.host_allocator().empty_cache()
     before = cuda.host_memory_stats()
     a = pinned.empty((1000,), np.float32)  # 4000 bytes: a 4096-byte block
     st = cuda.host_memory_stats()
