@@ -228,22 +228,23 @@ def test_wrap_triton_launches_a_kernel_on_tensors():
     import triton.language as tl
 
     @triton.jit
-    def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-        p = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        mask = p < n
-        tl.store(out_ptr + p, tl.load(x_ptr + p, mask=mask) + tl.load(y_ptr + p, mask=mask),
-                 mask=mask)
+    def axpy_kernel(x_ptr, y_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        keep = offsets < n
+        x = tl.load(x_ptr + offsets, mask=keep)
+        tl.store(out_ptr + offsets, alpha * x + tl.load(y_ptr + offsets, mask=keep), mask=keep)
 
-    @tg.library.triton_op(fresh("triton_add"), mutates_args=())
-    def triton_add(x: Tensor, y: Tensor) -> Tensor:
+    @tg.library.triton_op(fresh("triton_axpy"), mutates_args=())
+    def axpy(x: Tensor, y: Tensor, alpha: float) -> Tensor:
         out = tg.empty_like(x)
         n = x.numel()
-        tg.library.wrap_triton(add_kernel)[(triton.cdiv(n, 64),)](x, y, out, n, BLOCK=64)
+        tg.library.wrap_triton(axpy_kernel)[(triton.cdiv(n, 64),)](x, y, out, alpha, n,
+                                                                   BLOCK=64)
         return out
 
     x = tg.arange(100, dtype=tg.float32, device="cuda")
     y = tg.ones(100, device="cuda")
-    np.testing.assert_array_equal(host(triton_add(x, y)), np.arange(100) + 1.0)
+    np.testing.assert_array_equal(host(axpy(x, y, 3.0)), 3.0 * np.arange(100) + 1.0)
 
 
 def test_subclasses_and_modes_see_custom_ops():
