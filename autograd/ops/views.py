@@ -453,36 +453,6 @@ def squeeze(x: Tensor, dim=None) -> Tensor:
 
 # -- basic indexing ----------------------------------------------------------------------------
 
-def _normalize_index(index, shape, op="__getitem__") -> tuple:
-    """Expands Ellipsis, checks int bounds and wraps negative ints (basic indexing only)."""
-    if not isinstance(index, tuple):
-        index = (index,)
-    consumed = sum(1 for ix in index if ix is not None and ix is not Ellipsis)
-    if consumed > len(shape):
-        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
-    out, d = [], 0
-    for ix in index:
-        if ix is Ellipsis:
-            out.extend([slice(None)] * (len(shape) - consumed))
-            d += len(shape) - consumed
-            consumed = len(shape)  # a second Ellipsis expands to nothing
-        elif ix is None:
-            out.append(None)
-        elif isinstance(ix, slice):
-            if ix.step is not None and ix.step <= 0:
-                raise ValueError("step must be greater than zero")
-            out.append(ix)
-            d += 1
-        else:
-            i = operator.index(ix)
-            n = shape[d]
-            if not -n <= i < n:
-                raise IndexError(out_of_bounds(i, d, n, op))
-            out.append(i % n)
-            d += 1
-    return tuple(out)
-
-
 def list_as_tuple(index: list):
     """PyTorch's (and old NumPy's) heuristic: a list shorter than 32 holding a sequence, a
     tensor, a slice, None or Ellipsis is a tuple of indices (x[[[0, 1], [2, 3]]] is
@@ -556,22 +526,46 @@ SelectBackward0 = SliceBackward0.variant("SelectBackward0", "select")
 _FULL = slice(None)
 
 
-def _index_steps(index: tuple, shape) -> list:
-    """The views ``x[index]`` is made of, in order: ``(primitive, view index)`` pairs, one
-    per int, None and slice not covering its dim (Note [Basic indexing as PyTorch's chain
-    of views]); ``index`` normalized (``_normalize_index``)."""
+def _index_steps(index, shape: tuple, op: str = "__getitem__") -> list:
+    """The views ``x[index]`` is made of, in order, for basic ``index`` (ints, slices, None,
+    Ellipsis) of a tensor of ``shape``: ``(primitive, view index)`` pairs, one per int, None
+    and slice not covering its dim (Note [Basic indexing as PyTorch's chain of views]), ints
+    wrapped and bounds-checked. One pass: it runs on every ``x[...]``."""
+    if type(index) is not tuple:
+        index = (index,)
+    nd = len(shape)
+    consumed = 0
+    for ix in index:
+        if ix is not None and ix is not Ellipsis:
+            consumed += 1
+    if consumed > nd:
+        raise IndexError(f"too many indices for tensor of dimension {nd}")
     steps, d, src = [], 0, 0  # d: the dim in the view made so far; src: the dim of x
     for ix in index:
         if ix is None:
             steps.append((UnsqueezeBackward0, d))
             d += 1
-        elif type(ix) is int:
-            steps.append((SelectBackward0, (_FULL,) * d + (ix,)))
-            src += 1
-        else:
-            if ix.indices(shape[src]) != (0, shape[src], 1):
+        elif ix is Ellipsis:
+            skipped = nd - consumed
+            d, src, consumed = d + skipped, src + skipped, nd  # (a second one: nothing)
+        elif type(ix) is slice:
+            step = ix.step
+            if step is not None and step <= 0:
+                raise ValueError("step must be greater than zero")
+            n = shape[src]
+            start, stop = ix.start, ix.stop
+            whole = ((start is None or start == 0) and (step is None or step == 1)
+                     and (stop is None or (type(stop) is int and stop >= n)))
+            if not whole and ix.indices(n) != (0, n, 1):
                 steps.append((SliceBackward0, (_FULL,) * d + (ix,)))
             d += 1
+            src += 1
+        else:
+            i = ix if type(ix) is int else operator.index(ix)
+            n = shape[src]
+            if not -n <= i < n:
+                raise IndexError(out_of_bounds(i, src, n, op))
+            steps.append((SelectBackward0, (_FULL,) * d + (i % n,)))
             src += 1
     return steps
 
@@ -584,14 +578,13 @@ def getitem(x: Tensor, index) -> Tensor:
     if not is_basic_index(index):
         from .indexing import advanced_getitem  # index tensors
         return advanced_getitem(x, index)
-    steps = _index_steps(_normalize_index(index, x.shape), x.shape)
+    steps = _index_steps(index, x._data.shape)
     if not steps:
         return _view_apply(AliasBackward0, x)
     for op, step in steps:
         if op is UnsqueezeBackward0:
-            shape = list(x.shape)
-            shape.insert(step, 1)
-            x = _view_apply(op, x, tuple(shape))
+            shape = x._data.shape
+            x = _view_apply(op, x, shape[:step] + (1,) + shape[step:])
         else:
             x = _view_apply(op, x, step)
     return x
