@@ -201,21 +201,24 @@ def binomial(count: Tensor, prob: Tensor, generator=None) -> Tensor:
     return out
 
 
-def _not_implemented(out: Tensor, inputs: tuple, op: str) -> None:
+def _not_implemented(out: Tensor, inputs: tuple, op: str, error: type = RuntimeError,
+                     message: str | None = None) -> None:
     """Gives ``out`` PyTorch's ``NotImplemented`` grad_fn over ``inputs``: a backward that
-    reaches it raises "derivative for <op> is not implemented"."""
+    reaches it raises ``error(message)`` (default: RuntimeError "derivative for <op> is not
+    implemented")."""
     from ..storage import NotImplementedBackward
     node = NotImplementedBackward(op)
-    node.apply = _raise_not_implemented(op)
+    node.apply = _raise_not_implemented(error, message or f"derivative for {op} is not "
+                                                          f"implemented")
     node.next_functions = tuple(t._edge() for t in inputs)
     node._seq = state.seq
     state.seq += 1
     out._grad_fn, out._output_nr, out._requires_grad = node, 0, True
 
 
-def _raise_not_implemented(op: str):
+def _raise_not_implemented(error: type, message: str):
     def apply(*grads):
-        raise RuntimeError(f"derivative for {op} is not implemented")
+        raise error(message)
     return apply
 
 

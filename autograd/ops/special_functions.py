@@ -424,13 +424,9 @@ def zeta(input: Tensor | float, other: Tensor | float, *,
     if x._requires_grad and state.grad_enabled:  # PyTorch has no derivative in x
         from .sampling import _not_implemented
         r = r.detach()
-        _not_implemented(r, (x, q), "zeta")
-        r.grad_fn.apply = _raise_zeta_x
+        _not_implemented(r, (x, q), "zeta", NotImplementedError,
+                         "the derivative for 'zeta' is not implemented.")
     return _out(r, out, "zeta")
-
-
-def _raise_zeta_x(*grads):
-    raise NotImplementedError("the derivative for 'zeta' is not implemented.")
 
 
 def _signed_pow(a: Tensor, e: Tensor) -> Tensor:
