@@ -196,7 +196,7 @@ CONTRACT = (
     # random numbers
     "rand", "randn", "randint", "dropout_mask",
     # complex numbers
-    "conj", "real", "imag",
+    "conj", "real", "imag", "view_as_real", "view_as_complex",
 )
 
 _MODULES = {"cpu": "tritongrad.kernels.numpy", "cuda": "tritongrad.kernels.triton"}

@@ -33,6 +33,7 @@ def _pairs(pad, ndim: int) -> list:
 
 
 def _constant(x: Tensor, pairs: list, value: float) -> Tensor:
+    copied = False
     for dim, lo, hi in pairs:
         if lo < 0 or hi < 0:  # negative padding crops, as in PyTorch
             start, stop = max(-lo, 0), x.shape[dim] - max(-hi, 0)
@@ -50,8 +51,10 @@ def _constant(x: Tensor, pairs: list, value: float) -> Tensor:
                 shape = list(x.shape)
                 shape[dim] = n
                 parts.append(full(tuple(shape), value, dtype=x.dtype, device=x.device))
-        x = cat(parts, dim) if len(parts) > 1 else x
-    return x
+        if len(parts) > 1:
+            x, copied = cat(parts, dim), True
+    # a new tensor even where nothing was added (zero or only negative padding), as PyTorch's
+    return x if copied else x.clone()
 
 
 def _source_index(n: int, lo: int, hi: int, mode: str) -> np.ndarray:
@@ -75,6 +78,7 @@ def _copying(x: Tensor, pairs: list, mode: str) -> Tensor:
             f"Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now "
             f"(mode {mode!r} pads the last {k} dims of a {k + 1}D or {k + 2}D input, got "
             f"{ndim}D of size {list(x.shape)})")
+    source = x
     for dim, lo, hi in pairs:
         n = x.shape[dim]
         if mode == "reflect" and (lo >= n or hi >= n):
@@ -92,7 +96,7 @@ def _copying(x: Tensor, pairs: list, mode: str) -> Tensor:
         if lo or hi:
             idx = _tensor(_source_index(n, lo, hi, mode), device=x.device)
             x = x.index_select(dim, idx)
-    return x
+    return x.clone() if x is source else x  # (a new tensor always, as PyTorch's)
 
 
 def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) -> Tensor:

@@ -767,7 +767,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
     if input._device is not target._device:
         input = input.to(target._device)
     dt = _result_type(input, target)
-    if not (dt.is_floating_point or dt.is_complex):
+    if not dt.is_floating_point:  # (integers, bools and complex numbers: PyTorch's refusal)
         raise NotImplementedError(f'"mse_{input.device.type}" not implemented for '
                                   f"'{checks.scalar_type_name(dt)}'")
     _broadcast_shapes(input.shape, target.shape)  # (PyTorch's size error, before any cast)

@@ -28,6 +28,7 @@ from . import linalg_legacy  # lu, lu_unpack, lu_solve, chain_matmul, svd_lowran
 from . import queries  # is_complex, is_floating_point, detach, typename, is_storage
 from . import copies, native  # view_copy & co; native_layer_norm & co, segment_reduce, resize
 from . import traced  # noqa: F401 - loading it installs dispatch.traced (the rules' Tensor k)
+from . import float8  # noqa: F401 - float8 CPU arrays (make() learns their dtypes), _scaled_mm
 from .reduction import return_types
 
 # The families in the order of docs/ops.md's op list.
@@ -74,9 +75,9 @@ FAMILIES = {
 __all__ = registry.install(FAMILIES, Tensor, globals()) + ["return_types"]
 
 Tensor.T = property(views.numpy_T)
-Tensor.mT = property(lambda self: self.transpose(-2, -1))
-Tensor.mH = property(lambda self: self.transpose(-2, -1).conj())
-Tensor.H = property(lambda self: views.numpy_T(self).conj())
+Tensor.mT = property(arrange.matrix_T)
+Tensor.mH = property(lambda self: arrange.matrix_T(self, True))
+Tensor.H = property(arrange.matrix_H)
 Tensor.real = property(complex_parts.real)
 Tensor.imag = property(complex_parts.imag)
 Tensor.__cuda_array_interface__ = property(interop.cuda_array_interface)

@@ -42,6 +42,25 @@ def adjoint(input: Tensor) -> Tensor:
     return x.transpose(-2, -1).conj()
 
 
+def matrix_T(x: Tensor, conjugate: bool = False) -> Tensor:
+    """``x.mT`` (``conjugate``: ``x.mH``), the last two dimensions transposed, a view (of a
+    real tensor: conjugation is a copy)."""
+    if x.ndim < 2:
+        raise RuntimeError(f"tensor.{'mH' if conjugate else 'mT'} is only supported on matrices "
+                           f"or batches of matrices. Got {x.ndim}-D tensor.")
+    t = x.transpose(-2, -1)
+    return t.conj() if conjugate else t
+
+
+def matrix_H(x: Tensor) -> Tensor:
+    """``x.H``, the conjugate transpose of a matrix (a view of a real one)."""
+    if x.ndim != 2:
+        hint = " For batches of matrices, consider using tensor.mH" if x.ndim > 2 else ""
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
+                           f"{x.ndim}-D tensor.{hint}")
+    return x.transpose(0, 1).conj()
+
+
 def msort(input: Tensor, *, out=None) -> Tensor:
     """``input`` sorted along its first dimension (``sort(input, dim=0).values``)."""
     from .elementwise import _result

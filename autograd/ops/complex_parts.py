@@ -2,11 +2,13 @@
 ``angle``, ``sgn``, ``complex`` and ``polar``, the basics (Note [Complex autograd] in
 autograd/dispatch.py says how gradients flow through complex tensors).
 
-``conj``, ``real`` and ``imag`` are not holomorphic, so each gives its rule for complex values
-(``complex_vjp``) with PyTorch's convention (the gradient of z = x + iy is dL/dx + i dL/dy):
-conj's is conj(g), real's is g (as a complex number), imag's is i g. ``view_as_real`` and
-``view_as_complex`` are built from them; unlike PyTorch's, all five return new tensors, not
-views of their input's memory (writing into ``z.real`` does not change ``z``).
+``conj`` is not holomorphic, so it gives its rule for complex values (``complex_vjp``) with
+PyTorch's convention (the gradient of z = x + iy is dL/dx + i dL/dy): conj(g). ``view_as_real``
+and ``view_as_complex`` are views, as PyTorch's: the same memory read as the other kind, so
+writes through either reach the other; ``real`` and ``imag`` are ``view_as_real(z)[..., 0]``
+and ``[..., 1]`` (PyTorch's SelectBackward0 nodes over ViewAsRealBackward0). In-place writes
+through these views rewrite history as for any view (ops/views.py, Note [Views across
+dtypes]).
 """
 
 from __future__ import annotations
@@ -43,72 +45,118 @@ class ConjBackward0(Primitive):
     complex_vjp = vjp
 
 
-class RealBackward0(Primitive):
-    """The real part (``imaginary``: the imaginary part) of ``z``."""
+class ViewAsRealBackward0(Primitive):
+    """Complex ``z`` as a real view with a last dimension of 2 (real, imaginary): the same
+    memory, the offset and strides doubled."""
 
     __slots__ = ()
-    op_name, imaginary, save_inputs = "real", False, (0,)
+    op_name = "view_as_real"
 
     @staticmethod
-    def forward(ctx, k, z, imaginary):
-        return (k.imag if imaginary else k.real)(z)
+    def forward(ctx, k, z):
+        return k.view_as_real(z)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
-        # (a real input: real is the identity, imag is 0 whatever the input is)
-        return None if ctx.imaginary else g
+        # (already the complex gradient dL/dx + i dL/dy of Note [Complex autograd])
+        return k.view_as_complex(k.contiguous(g))
+
+    complex_vjp = vjp
+
+
+class ViewAsComplexBackward0(Primitive):
+    """A real ``x`` whose last dimension (2, stride 1) holds real and imaginary parts, as a
+    complex view of the same memory."""
+
+    __slots__ = ()
+    op_name = "view_as_complex"
 
     @staticmethod
-    def complex_vjp(ctx, k, saved, g):
-        gz = _as_complex(k, g, saved[0])
-        return k.mul(gz, 1j) if ctx.imaginary else gz
+    def forward(ctx, k, x):
+        return k.view_as_complex(x)
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        return k.view_as_real(k.contiguous(g))
+
+    complex_vjp = vjp
 
 
-ImagBackward0 = RealBackward0.variant("ImagBackward0", "imag", imaginary=True)
+def _views():
+    # (views imports traced, which imports this module: so views is reached at call time)
+    from . import views
+    return views
 
 
 def conj(input: Tensor) -> Tensor:
-    """The complex conjugate, elementwise (a copy of a real tensor).
+    """The complex conjugate, elementwise; a real tensor is its own conjugate: ``input``
+    itself, as PyTorch returns it (so ``x.mH`` of a real ``x`` is a view).
 
     Example:
         >>> tg.tensor([1 + 2j]).conj()
         tensor([1.-2.j])
     """
-    return apply(ConjBackward0, (tensor_arg(input, "conj"),))
+    input = tensor_arg(input, "conj")
+    if not input._dtype.is_complex:
+        return input
+    return apply(ConjBackward0, (input,))
 
 
 def real(input: Tensor) -> Tensor:
-    """The real part (``Tensor.real``): float32 of complex64, float64 of complex128."""
-    return apply(RealBackward0, (tensor_arg(input, "real"),), False)
+    """The real part (``Tensor.real``) of a complex tensor, a view of its memory (float32 of
+    complex64, float64 of complex128): as PyTorch's, ``view_as_real(input)[..., 0]``, so
+    writes into it change ``input``. A real tensor's real part is the tensor itself."""
+    input = tensor_arg(input, "real")
+    if not input._dtype.is_complex:
+        return input
+    from .shape import select
+    return select(view_as_real(input), -1, 0)
 
 
 def imag(input: Tensor) -> Tensor:
-    """The imaginary part (``Tensor.imag``); PyTorch refuses real tensors, and so does this."""
+    """The imaginary part (``Tensor.imag``), a view of ``input``'s memory
+    (``view_as_real(input)[..., 1]``); PyTorch refuses real tensors, and so does this."""
     input = tensor_arg(input, "imag")
     if not input.is_complex():
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-    return apply(ImagBackward0, (input,), True)
+    from .shape import select
+    return select(view_as_real(input), -1, 1)
 
 
 def view_as_real(input: Tensor) -> Tensor:
-    """The complex ``input`` as a real tensor with a last dimension of 2 (real, imaginary)."""
+    """A view of complex ``input`` as a real tensor with a last dimension of 2 (real,
+    imaginary): float32 of complex64, float64 of complex128, the same memory."""
     input = tensor_arg(input, "view_as_real")
     if not input.is_complex():
         raise RuntimeError("view_as_real is only supported for complex tensors")
-    from .shape import stack
-    return stack([real(input), imag(input)], -1)
+    return _views()._view_apply(ViewAsRealBackward0, input)
 
 
 def view_as_complex(input: Tensor) -> Tensor:
-    """The real ``input`` whose last dimension (of size 2) holds real and imaginary parts, as
-    a complex tensor (complex64 of float32, complex128 of float64)."""
+    """A view of real ``input`` as a complex tensor, its last dimension (of size 2, stride 1)
+    holding real and imaginary parts: complex64 of float32, complex128 of float64, the same
+    memory. The other strides and the storage offset must be even (PyTorch's rules)."""
     input = tensor_arg(input, "view_as_complex")
-    if input.dtype not in (dtypes.float32, dtypes.float64):
-        raise RuntimeError(f"view_as_complex is only supported for float and double tensors, "
-                           f"but got a tensor of scalar type: {input.dtype}")
-    if input.ndim == 0 or input.shape[-1] != 2:
+    dt = input._dtype
+    if dt not in (dtypes.float32, dtypes.float64, dtypes.float16):
+        raise RuntimeError(f"view_as_complex is only supported for half, float and double "
+                           f"tensors, but got a tensor of scalar type: "
+                           f"{dtypes.CPP_NAMES[dt.name]}")
+    if dt is dtypes.float16:
+        raise NotImplementedError("view_as_complex: float16 tensors would view as complex32 "
+                                  "(chalf), which tritongrad does not have; use float32")
+    if input.ndim == 0:
+        raise RuntimeError("Input tensor must have one or more dimensions")
+    if input.shape[-1] != 2:
         raise RuntimeError("Tensor must have a last dimension of size 2")
-    return input[..., 0] + input[..., 1] * 1j
+    strides = input.stride()
+    if strides[-1] != 1:
+        raise RuntimeError("Tensor must have a last dimension with stride 1")
+    if any(st % 2 for st in strides[:-1]):
+        raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
+    if input.storage_offset() % 2:
+        raise RuntimeError("Tensor must have a storage_offset divisible by 2")
+    return _views()._view_apply(ViewAsComplexBackward0, input)
 
 
 class AngleBackward0(Primitive):
@@ -222,12 +270,13 @@ def is_neg(input: Tensor) -> bool:
 OPS = (
     OpInfo("conj", conj, aliases=("conj_physical",), node=ConjBackward0,
            grad="conj(g)", jvp=False),
-    OpInfo("real", real, method=False, node=RealBackward0, grad="g", jvp=False),
-    OpInfo("imag", imag, method=False, node=ImagBackward0, grad="i g", jvp=False),
-    OpInfo("view_as_real", view_as_real, method=False, grad="complex(g[..., 0], g[..., 1])",
-           jvp=False),
-    OpInfo("view_as_complex", view_as_complex, method=False, grad="view_as_real(g)",
-           jvp=False),
+    # (no forward-mode AD of complex tensors: Note [Complex autograd])
+    OpInfo("real", real, method=False, grad="composite: view_as_real(z)[..., 0]", jvp=False),
+    OpInfo("imag", imag, method=False, grad="composite: view_as_real(z)[..., 1]", jvp=False),
+    OpInfo("view_as_real", view_as_real, method=False, node=ViewAsRealBackward0,
+           grad="view_as_complex(g)", jvp=False),
+    OpInfo("view_as_complex", view_as_complex, method=False, node=ViewAsComplexBackward0,
+           grad="view_as_real(g)", jvp=False),
     OpInfo("angle", angle, node=AngleBackward0, grad="g i z / |z|^2 (0 at 0); real: 0",
            jvp=False),
     OpInfo("sgn", sgn, grad="composite: z / |z|", jvp=False),

@@ -19,7 +19,7 @@ import numpy as np
 
 from ...runtime.dtype import bool as _BOOL
 from ...runtime.dtype import get_default_dtype, result_type
-from ..checks import check_ordered, operand_on_device
+from ..checks import check_ordered, operand_on_device, scalar_type_name
 from ..dispatch import (Primitive, apply, apply_inplace, bilinear_jvp, elementwise_jvp,
                         refuse_out_dual, zero_jvp, zeros)
 from ..registry import OpInfo, export, with_inplace, with_jvp
@@ -707,9 +707,13 @@ def _comparison(name: str):
             return getattr(k, name)(a, b)
 
     Compare.__name__ = Compare.__qualname__ = f"{name.capitalize()}Op"
+    ordering = name not in ("eq", "ne")
 
     def compare(input, other) -> Tensor:
         a, b = binary_operands(input, other, name)
+        if ordering and a._dtype.is_complex:  # (complex numbers have no order: PyTorch refuses)
+            raise NotImplementedError(f'"{name}_{a.device.type}" not implemented for '
+                                      f"'{scalar_type_name(a._dtype)}'")
         if isinstance(b, Tensor):
             broadcast_shapes(a.shape, b.shape)
             return apply(Compare, (a, b))

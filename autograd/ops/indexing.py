@@ -146,10 +146,12 @@ def _parse(x: Tensor, index, op: str):
             d_in += 1
             d_out += 1
         elif isinstance(ix, (Tensor, np.ndarray)) and _is_mask(ix):
-            if ix.ndim == 0:  # x[True]: a new dim of size 1; x[False]: of size 0
+            if ix.ndim == 0:
+                # x[True]: a new dim of size 1, x[False]: of size 0; a copy either way, as
+                # PyTorch's (the new dim indexed by [0] or by nothing)
                 basic.append(None)
-                if not bool(ix.item()):
-                    adv.append((d_out, zeros((0,), dtype=dtypes.int64, device=dev)._data))
+                n = 1 if bool(ix.item()) else 0
+                adv.append((d_out, zeros((n,), dtype=dtypes.int64, device=dev)._data))
                 d_out += 1
                 continue
             for j in range(ix.ndim):

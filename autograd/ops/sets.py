@@ -66,6 +66,10 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False,
         raise TypeError(f"searchsorted(): argument 'input' must be Tensor, not "
                         f"{type(input).__name__}")
     side = _side(right, side)
+    for t in (seq, input):
+        if isinstance(t, Tensor) and t.dtype.is_complex:  # (no order: PyTorch refuses)
+            raise NotImplementedError(f'"searchsorted_out_{seq.device.type}" not implemented '
+                                      f"for '{scalar_type_name(t.dtype)}'")
     s = _host(seq)
     v = np.asarray(input) if scalar else _host(input)
     if seq.ndim == 0:

@@ -24,7 +24,8 @@ from . import elementwise as _ew
 __all__ = ["add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "pow", "where", "gt", "ge",
            "lt", "le", "eq", "ne", "unary", "binary", "sum", "view", "expand", "permute",
            "strides", "storage_offset", "getitem", "as_strided", "matmul", "bmm",
-           "contiguous", "astype", "full", "arange", "index_put_", "conj", "real", "imag"]
+           "contiguous", "astype", "full", "arange", "index_put_", "conj", "real", "imag",
+           "view_as_real", "view_as_complex"]
 
 add = _ew.add
 sub = _ew.sub
@@ -37,6 +38,7 @@ sqrt = _ew.sqrt
 where = _ew.where
 gt, ge, lt, le, eq, ne = _ew.gt, _ew.ge, _ew.lt, _ew.le, _ew.eq, _ew.ne
 conj, real, imag = complex_parts.conj, complex_parts.real, complex_parts.imag
+view_as_real, view_as_complex = complex_parts.view_as_real, complex_parts.view_as_complex
 
 # The fused derivative kernels of the ``binary`` table (a: incoming gradient, b: the forward's
 # output), as the formulas the kernels compute: what a recorded backward differentiates.

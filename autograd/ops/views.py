@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import operator
+import warnings
 
 from ..registry import OpInfo, with_jvp
 from ...runtime import dtype as D
@@ -32,7 +33,7 @@ from ..node import Node
 from ..overrides import note_instance
 from ..state import anywhere, state
 from ..tensor import _FIELDS, Tensor, int_arg, make, propagate_creation_meta, wrap_dim
-from . import traced
+from . import complex_parts, traced
 
 __all__ = [
     "as_strided",
@@ -343,7 +344,20 @@ def t(x: Tensor) -> Tensor:
 
 
 def numpy_T(x: Tensor) -> Tensor:
-    return _view_apply(PermuteBackward0, x, tuple(reversed(range(x.ndim))))
+    """``x.T``: the dimensions reversed, a view; deprecated by PyTorch except on matrices, and
+    warned about as PyTorch does."""
+    nd = x.ndim
+    if nd != 2:
+        warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in "
+                      "these cases." if nd == 0 else _T_DEPRECATED, UserWarning, stacklevel=2)
+    return _view_apply(PermuteBackward0, x, tuple(reversed(range(nd))))
+
+
+_T_DEPRECATED = (
+    "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated "
+    "and it will throw an error in a future release. Consider `x.mT` to transpose batches of "
+    "matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a "
+    "tensor.")
 
 
 # -- broadcasting --------------------------------------------------------------------------------
@@ -766,19 +780,44 @@ def as_strided_scatter(k, base, src, size, stride, rel_offset: int):
                 rel_offset, dt, dev)
 
 
+# Note [Views across dtypes]
+#   ``view_as_real`` (and ``real``/``imag``, views of it) reads a complex base's memory as
+#   floats; ``view_as_complex`` reads a real base's as complex numbers. The geometry of such a
+#   view is in its own element units, so the base-relative ``as_strided`` that regenerates a
+#   view's history, and that ``CopySlices`` cuts the written region with, is taken over the
+#   base's real view instead: ``as_strided(view_as_real(base), ...)``, whose offset counts
+#   floats (twice the base's). A complex view of a real base has no such whole-base form (the
+#   base's last dimension need not be 2), so writes that would rewrite its history raise (PyTorch
+#   replays the view function there; a clone first is the way around).
+def _real_domain(base: Tensor, view_: Tensor) -> bool:
+    """Whether ``view_``'s geometry counts the floats of complex ``base`` (Note [Views across
+    dtypes]); raises for the complex view of a real base."""
+    if view_._dtype is base._dtype:
+        return False
+    if not base._dtype.is_complex:
+        raise RuntimeError(
+            "view_as_complex: a complex view of a real tensor, or its base, was modified "
+            "in-place while autograd records, and tritongrad cannot rewrite the history of "
+            "such a view (PyTorch replays the view there). Clone the view or its base before "
+            "the in-place operation.")
+    return True
+
+
 class CopySlices(Node):
     """History of a base after an in-place op ``fn`` on one of its views: the gradient of
     the written region goes through ``fn``; the rest of the base's gradient passes through."""
 
     def __init__(self, base: Tensor, view_: Tensor, fn: Node):
         super().__init__()
+        self.real_domain = _real_domain(base, view_)
         self.next_functions = (base._edge(),) + fn.next_functions[1:]
         self._seq = fn._seq
         self._stream = fn._stream
         self.fn = fn
         self.layout = (tuple(base.shape), base.stride())
+        unit = 2 if self.real_domain else 1  # (floats per complex element)
         self.geom = (tuple(view_.shape), view_.stride(),
-                     view_.storage_offset() - base.storage_offset())
+                     view_.storage_offset() - unit * base.storage_offset())
 
     @property
     def num_outputs(self) -> int:
@@ -787,10 +826,15 @@ class CopySlices(Node):
     def apply(self, g):
         shape, strides, off = self.geom
         g = _to_layout(g, *self.layout)
+        if self.real_domain:
+            g = complex_parts.view_as_real(g)
         region = as_strided(g, shape, strides, g.storage_offset() + off)
         res = self.fn.apply(region)
         first = res[0] if res[0] is not None else zeros(traced, region.shape, region)
-        return (as_strided_scatter(traced, g, first, shape, strides, off),) + tuple(res[1:])
+        out = as_strided_scatter(traced, g, first, shape, strides, off)
+        if self.real_domain:
+            out = complex_parts.view_as_complex(out.contiguous())
+        return (out,) + tuple(res[1:])
 
     def _release(self) -> None:
         self.fn._release()
@@ -810,10 +854,12 @@ def rebase_history(t: Tensor, node: Node) -> None:
 def regenerate_view_history(v: Tensor) -> None:
     """Gives view ``v`` a history on top of its base's current one."""
     base = v._base
-    rel = v.storage_offset() - base.storage_offset()
     prev = state.grad_enabled
     state.grad_enabled = True
     try:
+        if _real_domain(base, v):  # (Note [Views across dtypes])
+            base = apply(complex_parts.ViewAsRealBackward0, (base,))
+        rel = v.storage_offset() - base.storage_offset()
         fresh = apply(AsStridedBackward0, (base,), tuple(v.shape), v.stride(), rel)
     finally:
         state.grad_enabled = prev

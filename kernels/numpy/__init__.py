@@ -5,7 +5,7 @@ arrays are ``bf16.BF16Array`` (float32 storage on the bfloat16 grid).
 """
 
 from .attention import attention, attention_backward
-from .complex import conj, imag, real
+from .complex import conj, imag, real, view_as_complex, view_as_real
 from .conv import conv2d, conv2d_backward
 # beyond the contract (not in __all__): the convolution's kept columns, which
 # autograd/ops/conv.py looks for on a backend (Note [Kept columns] in conv.py)
@@ -42,6 +42,6 @@ __all__ = [
     "rand", "randn", "randint", "dropout_mask",
     "conv2d", "conv2d_backward",
     "attention", "attention_backward",
-    "conj", "real", "imag",
+    "conj", "real", "imag", "view_as_real", "view_as_complex",
     "lstm_cell", "lstm_cell_backward", "gru_cell", "gru_cell_backward",
 ]

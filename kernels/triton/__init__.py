@@ -48,7 +48,7 @@ from . import reduction as _reduction
 from . import rowwise as _rowwise
 from ._launch import ComplexOperand as _ComplexOperand
 from .attention import attention, attention_backward
-from .complex import conj, imag, real
+from .complex import conj, imag, real, view_as_complex, view_as_real
 from .conv import conv2d, conv2d_backward
 from .elementwise_ops import (
     add,
@@ -255,5 +255,7 @@ __all__ = [
     "sum",
     "unary",
     "view",
+    "view_as_complex",
+    "view_as_real",
     "where",
 ]

@@ -54,7 +54,7 @@ from .launcher import jit
 
 __all__ = ["BINARY", "UNARY", "any_nonzero", "binary", "bmm", "conj", "copy", "cumsum",
            "gather", "imag", "index", "index_put_", "prod", "real", "scatter_", "sum", "unary",
-           "view_as_complex", "where"]
+           "view_as_complex", "view_as_real", "where"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -66,12 +66,17 @@ def lane(a: DeviceArray, i: int) -> DeviceArray:
                        a.dtype.to_real())
 
 
-def view_as_complex(r: DeviceArray) -> DeviceArray:
+def view_as_real(a: DeviceArray) -> DeviceArray:
+    """Complex ``a`` as a real view with a last dimension of 2 (real, imaginary)."""
+    return a.view_as_real()
+
+
+def view_as_complex(a: DeviceArray) -> DeviceArray:
     """The complex view of a real array whose last dim is 2 with stride 1 and whose other
     strides and offset are even (``view_as_real``'s inverse)."""
-    assert r.shape[-1] == 2 and r.strides[-1] == 1, r
-    return DeviceArray(r.storage, r.offset // 2, r.shape[:-1],
-                       tuple(s // 2 for s in r.strides[:-1]), r.dtype.to_complex())
+    assert a.shape[-1] == 2 and a.strides[-1] == 1, a
+    return DeviceArray(a.storage, a.offset // 2, a.shape[:-1],
+                       tuple(s // 2 for s in a.strides[:-1]), a.dtype.to_complex())
 
 
 def _bits(x: float) -> int:
