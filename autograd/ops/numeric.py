@@ -21,8 +21,8 @@ import numbers
 from ...runtime import dtype as dtypes
 from ...runtime.dtype import get_default_dtype, result_type
 from ..checks import scalar_type_name, tensor_arg
+from ..dispatch import Primitive, apply, zeros as zeros_of
 from ..registry import OpInfo, with_inplace
-from ..state import state
 from ..tensor import Tensor, wrap_dim
 from .composite import _float_operands
 from .creation import full, linspace, wrapped_scalar, zeros
@@ -118,16 +118,57 @@ def isneginf(input: Tensor, *, out=None) -> Tensor:
 
 # -- signs -----------------------------------------------------------------------------------------
 
+def _precomputed(node: str, name: str, rule) -> type:
+    """The primitive (grad_fn ``node``) of a binary op whose values are computed beforehand
+    from detached tensors and handed to ``apply`` as its last parameter: the node records
+    both inputs (so ``other`` gets its zero gradient, as PyTorch's, rather than being left
+    out of the graph), and ``rule(ctx, k, (input, result), g)`` gives the gradients."""
+
+    class Op(Primitive):
+        __slots__ = ()
+        op_name = name
+        broadcasts = True
+        save_inputs = (0,)
+        save_output = True
+
+        @staticmethod
+        def forward(ctx, k, a, b, value):
+            return value
+
+        vjp = staticmethod(rule)
+
+    Op.__name__ = Op.__qualname__ = node
+    return Op
+
+
+def _copysign_rule(ctx, k, saved, g):
+    # g |x|' with the result's sign: g sign(x) sign(result), 0 where x is 0
+    a, r = saved
+    need_a, need_b = ctx.needs_input_grad
+    ga = k.mul(g, k.mul(k.unary("sign", a), k.unary("sign", r))) if need_a else None
+    return ga, (zeros_of(k, g.shape, g) if need_b else None)
+
+
+def _nextafter_rule(ctx, k, saved, g):
+    need_a, need_b = ctx.needs_input_grad
+    return (g if need_a else None), (zeros_of(k, g.shape, g) if need_b else None)
+
+
+CopysignBackward0 = _precomputed("CopysignBackward0", "copysign", _copysign_rule)
+NextafterBackward0 = _precomputed("NextafterBackward0", "nextafter", _nextafter_rule)
+
+
 def copysign(input: Tensor, other, *, out=None) -> Tensor:
     """``|input|`` with the sign (bit) of ``other`` (a tensor, broadcasting, or a number;
     ``-0.0`` counts as negative); integers promote to the default float dtype. The gradient
-    is ``g sign(input)`` with ``other``'s sign copied onto it (0 where ``input`` is 0), none
+    is ``g sign(input)`` with ``other``'s sign copied onto it (0 where ``input`` is 0), zero
     for ``other``."""
     a, b = _float_operands(tensor_arg(input, "copysign"), other, "copysign")
     if a.dtype.is_complex:
         raise RuntimeError("copysign is not implemented for complex tensors.")
-    magnitude = abs(a)
-    return _result(where(signbit(b.detach()), -magnitude, magnitude), out, "copysign")
+    magnitude = abs(a.detach())
+    r = where(signbit(b.detach()), -magnitude, magnitude)
+    return _result(apply(CopysignBackward0, (a, b), r._data), out, "copysign")
 
 
 def heaviside(input: Tensor, values: Tensor, *, out=None) -> Tensor:
@@ -263,7 +304,7 @@ def nextafter(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     """The next floating-point value after ``input`` towards ``other``, elementwise with
     broadcasting (floats). Computed in float64 from ``input``'s exponent: one unit in the last
     place of ``input``'s dtype, half of it below a power of two, the smallest subnormal from
-    0. Its gradient is ``g`` for ``input`` and none for ``other``, as PyTorch's."""
+    0. Its gradient is ``g`` for ``input`` and zero for ``other``, as PyTorch's."""
     x = tensor_arg(input, "nextafter")
     a, b = binary_operands(x, tensor_arg(other, "nextafter", "other"), "nextafter")
     if not a.dtype.is_floating_point:
@@ -285,12 +326,7 @@ def nextafter(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     r = where(isinf(xd), xd.sign() * top, r)
     r = where(eq(xd, yd), yd, r)
     r = where(isnan(xd) | isnan(yd), math.nan, r).to(a.dtype)
-    if state.grad_enabled and a.requires_grad:
-        # g for input (PyTorch's rule): r - (x - x) keeps r's value (and a -0.0) exactly;
-        # infinities and NaN (no derivative) are left out of x so that x - x stays 0
-        s = where(isfinite(a.detach()), a, 0.0)
-        r = r - (s.detach() - s)
-    return _result(r, out, "nextafter")
+    return _result(apply(NextafterBackward0, (a, b), r._data), out, "nextafter")
 
 
 def _max_finite(dt) -> float:

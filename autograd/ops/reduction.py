@@ -114,6 +114,22 @@ class _AllDims:
 _ALL_DIMS = _AllDims()
 
 
+def accumulating(x: Tensor, dtype) -> Tensor:
+    """``x`` in the dtype its sums and products accumulate in: ``dtype`` when given, int64 for
+    integers and bools (PyTorch's rule), else its own."""
+    if dtype is not None:
+        return x.to(dtype)
+    if not (x.dtype.is_floating_point or x.dtype.is_complex) and x.dtype is not dtypes.int64:
+        return x.to(dtypes.int64)
+    return x
+
+
+def as_requested(out: Tensor, dtype) -> Tensor:
+    """A sum's or product's result in the ``dtype=`` asked for (the integer kernels give
+    int64: ``sum(x, dtype=int32)`` is int32, as PyTorch's)."""
+    return out if dtype is None or out._dtype is dtype else out.to(dtype)
+
+
 def sum(input: Tensor, dim=_ALL_DIMS, keepdim: bool = False, *,  # noqa: A001
         dtype=None) -> Tensor:
     """The sum of the elements, over all dims or over ``dim`` (an int or a tuple).
@@ -125,12 +141,7 @@ def sum(input: Tensor, dim=_ALL_DIMS, keepdim: bool = False, *,  # noqa: A001
     else:
         op = SumBackward1
     dims = reduce_dims(input, dim, "sum")  # (first: its TypeError for an input no tensor)
-    if dtype is not None:
-        input = input.to(dtype)
-    elif not (input.dtype.is_floating_point or input.dtype.is_complex) \
-            and input.dtype is not dtypes.int64:
-        input = input.to(dtypes.int64)
-    return apply(op, (input,), dims, bool(keepdim))
+    return as_requested(apply(op, (accumulating(input, dtype),), dims, bool(keepdim)), dtype)
 
 
 def mean(input: Tensor, dim=_ALL_DIMS, keepdim: bool = False, *, dtype=None) -> Tensor:
@@ -609,16 +620,14 @@ def prod_dims(x: Tensor, dims: tuple) -> Tensor:
 
 def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """The product of the elements (over ``dim`` if given). Integers and bools give int64."""
-    if dtype is not None:
-        input = input.to(dtype)
-    elif not (input.dtype.is_floating_point or input.dtype.is_complex) \
-            and input.dtype is not dtypes.int64:
-        input = input.to(dtypes.int64)
+    input = accumulating(input, dtype)
     if dim is None:
-        return apply(ProdBackward0, (input,), tuple(range(input.ndim)), False)
+        return as_requested(apply(ProdBackward0, (input,), tuple(range(input.ndim)), False),
+                            dtype)
     if not isinstance(dim, int):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
-    return apply(ProdBackward1, (input,), reduce_dims(input, dim, "prod"), bool(keepdim))
+    return as_requested(apply(ProdBackward1, (input,), reduce_dims(input, dim, "prod"),
+                              bool(keepdim)), dtype)
 
 
 # -- logsumexp ------------------------------------------------------------------------------------
@@ -693,15 +702,12 @@ class CumsumBackward0(Primitive):
 
 def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Cumulative sums along ``dim``. Integers and bools accumulate in int64 (as PyTorch)."""
-    if dtype is not None:
-        input = input.to(dtype)
-    elif not (input.dtype.is_floating_point or input.dtype.is_complex) \
-            and input.dtype is not dtypes.int64:
-        input = input.to(dtypes.int64)
+    input = accumulating(input, dtype)
     d = wrap_dim(dim, input.ndim, "cumsum")
     if input.ndim == 0:
-        return apply(CumsumBackward0, (input.reshape(1),), 0, False).reshape(())
-    return apply(CumsumBackward0, (input,), d, False)
+        return as_requested(apply(CumsumBackward0, (input.reshape(1),), 0, False).reshape(()),
+                            dtype)
+    return as_requested(apply(CumsumBackward0, (input,), d, False), dtype)
 
 
 # -- the table ---------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from .creation import arange
 from .elementwise import ge, isnan, le, mul, sub, where
 from .indexing import gather
 from .pointwise import logical_and, logical_not, logical_or, logical_xor
-from .reduction import _return_type, return_types, sum
+from .reduction import _return_type, accumulating, as_requested, return_types, sum
 from .shape import cat, narrow
 
 # (values, indices) named tuples, beside PyTorch's others in tg.return_types
@@ -64,12 +64,8 @@ def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
         tensor([1., 2., 6., 0., 0.])
     """
     x, d, scalar = _scan_dim(input, dim, "cumprod")
-    if dtype is not None:
-        x = x.to(dtype)
-    elif not (x.dtype.is_floating_point or x.dtype.is_complex) and x.dtype is not dtypes.int64:
-        x = x.to(dtypes.int64)
-    (out,) = _scan((x,), d, lambda a, b: (mul(a[0], b[0]),))
-    return out.reshape(()) if scalar else out
+    (out,) = _scan((accumulating(x, dtype),), d, lambda a, b: (mul(a[0], b[0]),))
+    return as_requested(out.reshape(()) if scalar else out, dtype)
 
 
 def _running_extreme(name: str, better):

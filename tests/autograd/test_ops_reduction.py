@@ -377,3 +377,21 @@ def test_dim_arguments_of_the_wrong_type_name_the_op(device):
     with pytest.raises(RuntimeError, match="does not support bool input"):
         tg.tensor([True, False], device=device).argmax()
 
+
+
+@pytest.mark.parametrize("op", ["sum", "prod", "cumsum", "cumprod"])
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "float32"])
+def test_accumulations_return_the_dtype_asked_for(op, dtype):
+    # integers accumulate in int64 but the result has the dtype= asked for, as PyTorch's
+    # (300 ones summed as int8 wrap to 44, as there)
+    x = tg.ones(2, 150, dtype=tg.int16)
+    dt = getattr(tg, dtype)
+    args = (1,) if op.startswith("cum") else ()
+    out = getattr(tg, op)(x, *args, dtype=dt)
+    assert out.dtype is dt
+    if op in ("sum", "prod"):
+        assert getattr(tg, op)(x, 1, dtype=dt).dtype is dt
+    if op == "sum":
+        expect = {"int8": 44}.get(dtype, 300)
+        assert tg.sum(x, dtype=dt).item() == expect
+    assert getattr(tg, op)(x, *args).dtype is tg.int64  # (no dtype=: int64)
