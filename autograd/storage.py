@@ -76,6 +76,15 @@ class UntypedStorage:
     def element_size(self) -> int:
         return 1
 
+    def share_memory_(self) -> UntypedStorage:
+        """Moves the storage to shared memory (``Tensor.share_memory_`` of its tensors)."""
+        self._whole.share_memory_()
+        return self
+
+    def is_shared(self) -> bool:
+        """Checks if the storage is in shared memory."""
+        return self._whole.is_shared()
+
     def untyped(self) -> UntypedStorage:
         return self
 

@@ -641,10 +641,11 @@ class Module:
         return self._apply(lambda t: t.type(dst_type))
 
     def share_memory(self) -> Module:
-        """PyTorch moves the tensors to shared memory for ``torch.multiprocessing``;
-        tritongrad has no shared-memory tensors (DataLoader workers exchange batches by
-        pickling), so this is a no-op that returns self, kept so code calling it runs."""
-        return self
+        """Moves every parameter, gradient and buffer to shared memory
+        (``Tensor.share_memory_``, in place: the Parameter objects stay), so that processes
+        of ``tritongrad.multiprocessing`` given the module update the same memory; returns
+        self."""
+        return self._apply(lambda t: t.share_memory_())
 
     def compile(self, *args, **kwargs) -> None:
         """Compiles this module in place, as PyTorch's ``Module.compile``: the arguments are

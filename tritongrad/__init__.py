@@ -49,7 +49,7 @@ from . import amp
 from . import profiler  # torch.profiler (tritongrad/profiler.py)
 from . import sparse  # torch.sparse (tritongrad/sparse.py; the tensor: autograd/sparse.py)
 from .autograd.sparse import sparse_coo_tensor
-from .runtime.dtype import sparse_coo
+from .runtime.dtype import sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr
 from .autograd.autocast import (autocast, clear_autocast_cache, get_autocast_dtype,
                                 is_autocast_available, is_autocast_cache_enabled,
                                 is_autocast_enabled, set_autocast_cache_enabled,
@@ -85,7 +85,8 @@ __all__ += ["fft"]
 __all__ += ["distributions"]
 __all__ += ["compile", "compiler", "jit"]
 __all__ += ["cond", "func", "vmap", "while_loop"]
-__all__ += ["sparse", "sparse_coo", "sparse_coo_tensor"]
+__all__ += ["sparse", "sparse_coo", "sparse_coo_tensor", "sparse_csr", "sparse_csc", "sparse_bsr",
+            "sparse_bsc"]
 __all__ += ["amp", "autocast", "clear_autocast_cache", "get_autocast_dtype",
             "is_autocast_available", "is_autocast_cache_enabled", "is_autocast_enabled",
             "set_autocast_cache_enabled", "set_autocast_dtype", "set_autocast_enabled"]
@@ -143,12 +144,14 @@ __all__ += ["accelerator", "default_generator", "newaxis", "random", "short", "t
 
 # torch.signal, torch.quasirandom, torch.hub; the legacy autocast functions and has_* flags
 from . import hub, quasirandom, signal  # noqa: E402
+from . import masked  # noqa: E402  (torch.masked: tritongrad/masked/)
+from . import multiprocessing  # noqa: E402  (torch.multiprocessing: shared CPU tensors)
 from . import _legacy_api  # noqa: E402
 from ._legacy_api import *  # noqa: E402,F401,F403
 
 from .nn._rnn_functions import gru, lstm, rnn_relu, rnn_tanh  # noqa: E402
 
-__all__ += ["hub", "quasirandom", "signal", "uint16", "uint32", "uint64"]
+__all__ += ["hub", "masked", "multiprocessing", "quasirandom", "signal", "uint16", "uint32", "uint64"]
 __all__ += ["gru", "lstm", "rnn_relu", "rnn_tanh"]
 __all__ += list(_legacy_api.__all__)
 

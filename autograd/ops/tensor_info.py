@@ -1,6 +1,7 @@
 """Questions about a tensor and per-element Python callables: ``is_signed is_nonzero
-is_same_size get_device ndimension dim_order``, ``share_memory_``/``is_shared``, and the CPU-only
-``apply_ map_ map2_`` (a Python function per element, in place, as PyTorch's).
+is_same_size get_device ndimension dim_order``, ``share_memory_``/``is_shared`` (built in
+tritongrad/multiprocessing/_shm.py), and the CPU-only ``apply_ map_ map2_`` (a Python
+function per element, in place, as PyTorch's).
 
 None of these is differentiable: the questions answer Python values, and the callables run
 outside autograd (PyTorch refuses them on tensors that require grad; so does this).
@@ -51,17 +52,34 @@ def ndimension(self: Tensor) -> int:
 
 
 def share_memory_(self: Tensor) -> Tensor:
-    """PyTorch moves a CPU tensor's storage to shared memory for other processes. tritongrad's
-    CPU storage is a process-private NumPy array, and its tensors cross processes by pickling
-    (a copy), so this changes nothing and returns the tensor; CUDA tensors need nothing
-    either (as in PyTorch). ``is_shared()`` stays False for CPU tensors."""
-    return self
+    """Moves the underlying storage to shared memory.
+
+    This is a no-op if the underlying storage is already in shared memory and for CUDA
+    tensors. A CPU storage moves in place into a POSIX shared memory object (``shm_open``,
+    mapped with ``mmap``): every tensor viewing it sees the shared memory afterwards, with its
+    values unchanged, and ``tritongrad.multiprocessing`` sends it to other processes by
+    handle (see docs/multiprocessing.md).
+
+    Example:
+        >>> t = tritongrad.zeros(3).share_memory_()
+        >>> t.is_shared()
+        True
+    """
+    from ...multiprocessing import _shm  # (loads multiprocessing only when sharing)
+    return _shm.share_memory_(self)
 
 
 def is_shared(self: Tensor) -> bool:
-    """Whether the storage is shared between processes: True for CUDA tensors (as PyTorch
-    says), False for CPU tensors (``share_memory_`` does not move them)."""
-    return self.device.type == "cuda"
+    """Checks if tensor is in shared memory.
+
+    This is always ``True`` for CUDA tensors; a CPU tensor is after ``share_memory_()`` (of
+    it or of any tensor viewing its storage), or when it came from another process through
+    ``tritongrad.multiprocessing``.
+    """
+    if self.device.type != "cpu":
+        return self.device.type == "cuda"
+    from ...multiprocessing import _shm
+    return _shm.is_shared(self)
 
 
 _AMBIGUITY_CHECK = "The ambiguity_check argument must be a bool or a list of memory formats."
