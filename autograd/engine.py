@@ -52,7 +52,7 @@ from . import anomaly_mode, batched
 from .graph import GradientEdge
 from .layout import is_non_overlapping_and_dense
 from .node import AccumulateGrad
-from .sparse import SparseTensor
+from .sparse import SparseBase
 from .sparse import accumulate as _accumulate_sparse
 from .state import set_mode, state
 from .tensor import _RETAINING, Tensor, make, refresh_retained
@@ -936,7 +936,7 @@ def accumulate_grad(var: Tensor, g: Tensor, create_graph: bool, steal: bool = Tr
     # stealing])
     with _accumulate_lock:
         old = var._grad
-        if type(g) is SparseTensor or type(old) is SparseTensor or type(var) is SparseTensor:
+        if isinstance(g, SparseBase) or isinstance(old, SparseBase) or isinstance(var, SparseBase):
             return _accumulate_sparse(var, g, create_graph)  # (autograd/sparse.py)
         if old is None:
             if not create_graph and steal and _stealable(g) and _obeys_layout(g, var):

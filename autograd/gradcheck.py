@@ -730,8 +730,9 @@ def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float =
 
 
 def _sparse_as_values(func, inputs, masked: bool) -> tuple:
-    """``func`` and ``inputs`` with every sparse COO input (autograd/sparse.py) replaced by a
-    dense leaf of the values it is checked at, and every sparse output by its dense form:
+    """``func`` and ``inputs`` with every sparse input (COO, autograd/sparse.py; compressed,
+    autograd/sparse_compressed.py) replaced by a dense leaf of the values it is checked at,
+    and every sparse output by its dense form:
 
     - ``masked``: the input's specified values (its nnz), the only variables a masked
       function of it has (PyTorch's ``masked=True``, formerly ``check_sparse_nnz``);
@@ -739,13 +740,18 @@ def _sparse_as_values(func, inputs, masked: bool) -> tuple:
       them, so its Jacobian is the dense one.
 
     The wrapped ``func`` rebuilds each sparse input from its indices and the given values, so
-    the analytical gradients flow through ``sparse_coo_tensor``'s rule."""
-    from . import sparse
+    the analytical gradients flow through ``sparse_coo_tensor``'s rule (a compressed input's
+    through its own rebuild)."""
+    from . import sparse, sparse_compressed
     tupled = _as_tuple(inputs)
-    if not any(sparse.is_sparse(t) for t in tupled):
+    if not any(isinstance(t, sparse.SparseBase) for t in tupled):
         return func, inputs
-    parts, new_inputs = {}, []
+    parts, rebuild, new_inputs = {}, {}, []
     for i, t in enumerate(tupled):
+        if sparse_compressed.is_compressed(t):
+            vals, rebuild[i] = sparse_compressed.gradcheck_values(t, masked)
+            new_inputs.append(vals.detach().clone().requires_grad_(t.requires_grad))
+            continue
         if not sparse.is_sparse(t):
             new_inputs.append(t)
             continue
@@ -761,14 +767,16 @@ def _sparse_as_values(func, inputs, masked: bool) -> tuple:
         new_inputs.append(vals.detach().clone().requires_grad_(t.requires_grad))
 
     def values_func(*args):
-        rebuilt = [sparse.sparse_coo_tensor(parts[i][0], a, parts[i][1],
+        rebuilt = [rebuild[i](a) if i in rebuild else
+                   sparse.sparse_coo_tensor(parts[i][0], a, parts[i][1],
                                             check_invariants=False,
                                             is_coalesced=parts[i][2])
                    if i in parts else a for i, a in enumerate(args)]
         out = func(*rebuilt)
         if isinstance(out, (tuple, list)):
-            return type(out)(o.to_dense() if sparse.is_sparse(o) else o for o in out)
-        return out.to_dense() if sparse.is_sparse(out) else out
+            return type(out)(o.to_dense() if isinstance(o, sparse.SparseBase) else o
+                             for o in out)
+        return out.to_dense() if isinstance(out, sparse.SparseBase) else out
 
     return values_func, tuple(new_inputs)
 

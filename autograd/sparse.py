@@ -19,13 +19,16 @@ sparse gradients only over coordinates that are unique (``_parts``), or, as the 
 whose repeats are meant to add.
 
 Everything else (sums, products with scalars, ``to_sparse``, ...; and ``sparse.mm``,
-``sparse.sum``, ``sparse.softmax`` in sparse_ops.py) is written with these and the ordinary dense ops, so it is differentiated for free and runs on
-whatever device the dense ops run on (the CPU, and CUDA through the same dense kernels). The
+``sparse.sum``, ``sparse.softmax`` in sparse_ops.py) is written with these and the ordinary
+dense ops, so it is differentiated for free and runs on whatever device the dense ops run on
+(the CPU, and CUDA through the same dense kernels). The
 index bookkeeping (sorting, deduplicating coordinates) is done on the host with NumPy: indices
 are never differentiated.
 
 A sparse tensor has no dense ``_data``: a dense op handed one fails with a message naming the
-layout (``_NoDense``), rather than computing on something wrong.
+layout (``_NoDense``), rather than computing on something wrong. ``SparseBase`` holds what this
+tensor shares with the compressed layouts (sparse_compressed.py): a shape without strides, and
+the conversions made through ``to``.
 """
 
 from __future__ import annotations
@@ -38,29 +41,35 @@ from .node import AccumulateGrad
 from .overrides import _disabled_torch_function_impl
 from .tensor import Size, Tensor
 
-__all__ = ["SparseTensor", "sparse_coo_tensor", "to_sparse", "sparse_mask", "accumulate",
-           "add_into_", "deliver_sparse", "is_sparse"]
+__all__ = ["SparseBase", "SparseTensor", "sparse_coo_tensor", "to_sparse", "sparse_mask",
+           "accumulate", "add_into_", "deliver_sparse", "is_sparse", "takes_sparse",
+           "check_sparse_tensor_invariants"]
 
 
 class _NoDense:
-    """The ``_data`` of a sparse tensor: reading a dense array from it raises."""
+    """The ``_data`` of a sparse tensor of layout ``layout`` (a name: ``"coo"``, ``"csr"``,
+    ...): reading a dense array from it raises."""
 
-    __slots__ = ()
+    __slots__ = ("_layout",)
 
-    @staticmethod
-    def _refuse(*_args, **_kwargs):
+    def __init__(self, layout: str):
+        self._layout = layout
+
+    def _refuse(self, *_args, **_kwargs):
         raise NotImplementedError(
-            "this operation does not support sparse COO tensors (layout "
-            "tritongrad.sparse_coo): convert with .to_dense() first, or use the ops of "
-            "tritongrad.sparse (docs/sparse.md)")
+            f"this operation does not support sparse {self._layout.upper()} tensors (layout "
+            f"tritongrad.sparse_{self._layout}): convert with .to_dense() first, or use the ops "
+            f"of tritongrad.sparse (docs/sparse.md)")
 
     def __getattr__(self, name):
+        if name.startswith("__"):  # (introspection, hasattr(): nothing to read from)
+            raise AttributeError(name)
         self._refuse()
 
     __array__ = __len__ = __getitem__ = __iter__ = _refuse
 
 
-_NO_DENSE = _NoDense()
+_NO_DENSE = _NoDense("coo")
 
 
 def is_sparse(t) -> bool:
@@ -170,15 +179,21 @@ def deliver_sparse(ctx, slot: int, indices: Tensor, values: Tensor, size,
     """A sparse gradient (indices, values) for input ``slot`` of the node ``ctx``: sparse
     when the node receiving it takes sparse gradients (a leaf's accumulation, or a sparse
     node here), else its dense equivalent (the dense ops' rules read dense arrays)."""
-    node = ctx.next_functions[slot][0] if slot < len(ctx.next_functions) else None
-    if node is None or type(node) is AccumulateGrad or getattr(
-            node, "_forward_cls", None) in _SPARSE_NODES:
+    if takes_sparse(ctx, slot):
         return _FromParts.apply(indices, values, size, coalesced)
     return _densify(indices, values, size)
 
 
-# the nodes whose rules take sparse gradients
-_SPARSE_NODES = (_FromParts, _ToDense, _Values, _Coalesce)
+def takes_sparse(ctx, slot: int) -> bool:
+    """Whether input ``slot`` of the node ``ctx`` takes a sparse gradient: a leaf's
+    accumulation, or a node of a sparse tensor's rule (``SPARSE_NODES``)."""
+    node = ctx.next_functions[slot][0] if slot < len(ctx.next_functions) else None
+    return node is None or type(node) is AccumulateGrad or getattr(
+        node, "_forward_cls", None) in SPARSE_NODES
+
+
+# the nodes whose rules take sparse gradients (the compressed layouts' module adds its own)
+SPARSE_NODES = {_FromParts, _ToDense, _Values, _Coalesce}
 
 # the nodes print under PyTorch's names
 for _cls, _name in ((_FromParts, "SparseCooTensorWithDimsAndTensorsBackward0"),
@@ -228,23 +243,15 @@ def _cat0(vals: Tensor) -> Tensor:
 
 # -- the tensor ---------------------------------------------------------------------------------
 
-class SparseTensor(Tensor):
-    """A sparse COO tensor; made by ``tritongrad.sparse_coo_tensor`` or ``Tensor.to_sparse``.
+class SparseBase(Tensor):
+    """What the sparse layouts share (COO here, the compressed ones in sparse_compressed.py):
+    a shape without dense data or strides, and the conversions that go through ``to``.
+    Subclasses hold ``_size`` and ``_vals`` and define ``layout`` and ``to``."""
 
-    Example:
-        >>> s = tg.sparse_coo_tensor([[0, 1], [2, 0]], [3., 4.], (2, 3))
-        >>> s.to_dense().tolist()
-        [[0.0, 0.0, 3.0], [4.0, 0.0, 0.0]]
-    """
-
-    # Fields (in the instance __dict__): _idx, _vals, _size, _coalesced. The dense Tensor's
-    # slots hold the device, the dtype and the autograd state; _data is _NO_DENSE.
     __torch_function__ = _disabled_torch_function_impl
-    is_sparse = property(lambda self: True)
 
-    @property
-    def layout(self):
-        return dtypes.sparse_coo
+    def _kind(self) -> str:
+        return str(self.layout).rsplit("_", 1)[-1].upper()
 
     @property
     def shape(self) -> Size:
@@ -274,16 +281,49 @@ class SparseTensor(Tensor):
     nelement = numel
 
     def is_contiguous(self, memory_format=None) -> bool:
-        raise RuntimeError("is_contiguous: sparse COO tensors have no strides; this operation "
-                           "does not support them (see docs/sparse.md for what does)")
+        raise RuntimeError(f"is_contiguous: sparse {self._kind()} tensors have no strides; this "
+                           f"operation does not support them (see docs/sparse.md for what does)")
 
     def stride(self, dim: int | None = None):
-        raise RuntimeError("stride: sparse COO tensors have no strides; this operation "
-                           "does not support them (see docs/sparse.md for what does)")
+        raise RuntimeError(f"stride: sparse {self._kind()} tensors have no strides; this "
+                           f"operation does not support them (see docs/sparse.md for what does)")
 
     def data_ptr(self) -> int:
-        raise RuntimeError("data_ptr: sparse COO tensors do not have a data pointer; use "
-                           ".values().data_ptr()")
+        raise RuntimeError(f"data_ptr: sparse {self._kind()} tensors do not have a data pointer; "
+                           f"use .values().data_ptr()")
+
+    def cpu(self) -> "SparseBase":
+        return self.to("cpu")
+
+    def cuda(self, device=None, non_blocking: bool = False) -> "SparseBase":
+        return self.to("cuda" if device is None else device)
+
+    def double(self) -> "SparseBase":
+        return self.to(dtypes.float64)
+
+    def float(self) -> "SparseBase":
+        return self.to(dtypes.float32)
+
+    def type_as(self, other: Tensor) -> "SparseBase":
+        return self.to(other.dtype)
+
+
+class SparseTensor(SparseBase):
+    """A sparse COO tensor; made by ``tritongrad.sparse_coo_tensor`` or ``Tensor.to_sparse``.
+
+    Example:
+        >>> s = tg.sparse_coo_tensor([[0, 1], [2, 0]], [3., 4.], (2, 3))
+        >>> s.to_dense().tolist()
+        [[0.0, 0.0, 3.0], [4.0, 0.0, 0.0]]
+    """
+
+    # Fields (in the instance __dict__): _idx, _vals, _size, _coalesced. The dense Tensor's
+    # slots hold the device, the dtype and the autograd state; _data is _NO_DENSE.
+    is_sparse = property(lambda self: True)
+
+    @property
+    def layout(self):
+        return dtypes.sparse_coo
 
     # -- parts --------------------------------------------------------------------------------
     def sparse_dim(self) -> int:
@@ -359,8 +399,14 @@ class SparseTensor(Tensor):
 
     def to_sparse(self, sparse_dim: int | None = None, **kwargs) -> "SparseTensor":
         if kwargs.get("layout") not in (None, dtypes.sparse_coo):
-            raise NotImplementedError(f"to_sparse: layout {kwargs['layout']} is not supported "
-                                      f"(tritongrad has sparse_coo only)")
+            from .sparse_compressed_ops import coo_to_compressed
+            if sparse_dim is not None:
+                raise TypeError("to_sparse() with a layout takes no sparse_dim")
+            return coo_to_compressed(self, kwargs["layout"], kwargs.get("blocksize"),
+                                     kwargs.get("dense_dim"))
+        if kwargs.get("blocksize") is not None:
+            raise RuntimeError("to_sparse: conversion from Sparse to Sparse with blocksize "
+                               "argument given is not supported")
         if sparse_dim is not None and sparse_dim != self.sparse_dim():
             raise RuntimeError(f"to_sparse: conversion from Sparse to Sparse with sparse_dim "
                                f"argument !=self.sparse_dim() is not supported")
@@ -382,21 +428,6 @@ class SparseTensor(Tensor):
                 not kwargs.get("copy", False):
             return self
         return _FromParts.apply(idx.to(vals.device), vals, self._size, co)
-
-    def cpu(self) -> "SparseTensor":
-        return self.to("cpu")
-
-    def cuda(self, device=None, non_blocking: bool = False) -> "SparseTensor":
-        return self.to("cuda" if device is None else device)
-
-    def double(self) -> "SparseTensor":
-        return self.to(dtypes.float64)
-
-    def float(self) -> "SparseTensor":
-        return self.to(dtypes.float32)
-
-    def type_as(self, other: Tensor) -> "SparseTensor":
-        return self.to(other.dtype)
 
     # -- arithmetic ---------------------------------------------------------------------------
     def _scaled(self, f) -> "SparseTensor":
@@ -534,8 +565,6 @@ class SparseTensor(Tensor):
         return memo[id(self)]
 
 
-SparseTensor
-
 def _rebuild_sparse(indices, values, size, coalesced, requires_grad):
     t = _new(indices, values, size, coalesced)
     t._requires_grad = requires_grad
@@ -558,6 +587,67 @@ def _check_same_size(op: str, a, b) -> None:
                            f"{a.dense_dim()} and {b.dense_dim()}")
 
 
+# -- the invariants setting ------------------------------------------------------------------
+
+class check_sparse_tensor_invariants:  # noqa: N801 - PyTorch's name
+    """Whether the sparse tensor factories check their indices (``torch.sparse``'s context
+    manager and decorator): ``sparse_coo_tensor`` and the compressed ones (``sparse_csr_tensor``
+    ...) check when their ``check_invariants`` is None and this is enabled.
+
+    Unlike PyTorch's, it is enabled by default: the checks are cheap host work, and an
+    unchecked index out of range would read or write out of bounds in the device kernels.
+
+    Args:
+        enable: the setting inside the ``with`` block or decorated function.
+
+    Example:
+        >>> with tg.sparse.check_sparse_tensor_invariants(False):
+        ...     s = tg.sparse_coo_tensor([[5]], [1.], (2,))  # not checked
+    """
+
+    _enabled = True
+
+    @staticmethod
+    def is_enabled() -> bool:
+        """Whether the factories check their indices by default."""
+        return check_sparse_tensor_invariants._enabled
+
+    @staticmethod
+    def enable() -> None:
+        """Checks by default from now on."""
+        check_sparse_tensor_invariants._enabled = True
+
+    @staticmethod
+    def disable() -> None:
+        """Stops checking by default (a factory's ``check_invariants=True`` still checks)."""
+        check_sparse_tensor_invariants._enabled = False
+
+    def __init__(self, enable: bool = True):
+        self.state = bool(enable)
+        self.saved_state = None
+
+    def __enter__(self):
+        if self.saved_state is not None:
+            raise RuntimeError("This context manager instance is already activated. Use a "
+                               "different context manager instance for context nesting.")
+        self.saved_state = check_sparse_tensor_invariants._enabled
+        check_sparse_tensor_invariants._enabled = self.state
+        return self
+
+    def __exit__(self, *exc):
+        check_sparse_tensor_invariants._enabled = self.saved_state
+        self.saved_state = None
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            with check_sparse_tensor_invariants(self.state):
+                return fn(*args, **kwargs)
+        return wrapped
+
+
 # -- construction -------------------------------------------------------------------------------
 
 def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
@@ -573,7 +663,8 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
         dtype, device: of the values (default: the values').
         requires_grad: make the result a leaf that requires grad.
         check_invariants: False skips the checks of the coordinates against ``size``
-            (made when ``size`` is given; by default they are checked, unlike PyTorch).
+            (made when ``size`` is given); None: ``check_sparse_tensor_invariants``'s
+            setting (on by default, unlike PyTorch's).
         is_coalesced: declare the indices sorted and unique (not checked, as PyTorch).
 
     Example:
@@ -604,6 +695,8 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
     if values.shape[0] != nnz:
         raise RuntimeError(f"sparse_coo_tensor: number of dimensions of indices (nnz={nnz}) "
                            f"must match the first dimension of values ({values.shape[0]})")
+    if check_invariants is None:
+        check_invariants = check_sparse_tensor_invariants.is_enabled()
     if check_invariants is False and size is not None:  # (trusted: the optimizers' rows)
         return _FromParts.apply(indices, values, tuple(size), bool(is_coalesced))
     host = np.asarray(indices.cpu().numpy(), np.int64)
@@ -642,12 +735,16 @@ def to_sparse(self: Tensor, sparse_dim: int | None = None, *, layout=None, block
     """This dense tensor as a sparse COO tensor: the nonzero entries of its first
     ``sparse_dim`` dims (all by default) become the specified elements (differentiable)."""
     if is_sparse(self):
-        return self.to_sparse(sparse_dim, layout=layout)
-    if layout not in (None, dtypes.sparse_coo) or blocksize is not None or \
-            dense_dim is not None:
-        raise NotImplementedError(f"to_sparse: only layout=tritongrad.sparse_coo is supported "
-                                  f"(got layout={layout}, blocksize={blocksize}, "
-                                  f"dense_dim={dense_dim})")
+        return self.to_sparse(sparse_dim, layout=layout, blocksize=blocksize,
+                              dense_dim=dense_dim)
+    if layout not in (None, dtypes.sparse_coo):
+        if sparse_dim is not None:
+            raise TypeError("to_sparse() with a layout takes no sparse_dim")
+        from .sparse_compressed_ops import dense_to_compressed
+        return dense_to_compressed(self, layout, blocksize, dense_dim, "to_sparse")
+    if blocksize is not None or dense_dim is not None:
+        raise RuntimeError(f"to_sparse: layout tritongrad.sparse_coo takes neither blocksize nor "
+                           f"dense_dim (got blocksize={blocksize}, dense_dim={dense_dim})")
     sd = self.ndim if sparse_dim is None else int(sparse_dim)
     if not 0 <= sd <= self.ndim:
         raise RuntimeError(f"to_sparse: sparse_dim must be in [0, {self.ndim}], got {sd}")
@@ -692,6 +789,21 @@ def accumulate(var: Tensor, g: Tensor, create_graph: bool) -> None:
     """
     from .state import state
     old = var._grad
+    if _compressed(g) or _compressed(old):
+        # (compressed layouts: sparse_compressed.py's ``add``; no in-place merge of patterns)
+        if old is None:
+            var._grad = g if create_graph else g.detach()
+            return
+        prev = state.grad_enabled
+        state.grad_enabled = create_graph
+        try:
+            if not create_graph and type(old) is Tensor:
+                old.add_(g.to_dense())
+            else:
+                var._grad = old + g
+        finally:
+            state.grad_enabled = prev
+        return
     if old is None:
         # (a dense gradient of a sparse leaf is copied: the engine's stealing rules are for
         # dense leaves)
@@ -711,6 +823,11 @@ def accumulate(var: Tensor, g: Tensor, create_graph: bool) -> None:
             var._grad = g + old.to_dense()
     finally:
         state.grad_enabled = prev
+
+
+def _compressed(t) -> bool:
+    """Whether ``t`` is a sparse tensor of a compressed layout (CSR, CSC, BSR, BSC)."""
+    return isinstance(t, SparseBase) and type(t) is not SparseTensor
 
 
 def add_into_(dense: Tensor, s: SparseTensor, alpha=1) -> Tensor:

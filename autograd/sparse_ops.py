@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .function import Function
-from .sparse import (SparseTensor, _FromParts, _host_indices, _index_tensor, _linear,
+from .sparse import (SparseBase, SparseTensor, _FromParts, _host_indices, _index_tensor, _linear,
                      deliver_sparse, is_sparse)
 from .tensor import Tensor
 
@@ -43,14 +43,18 @@ def _spmm(vals: Tensor, rows: Tensor, cols: Tensor, n: int, d: Tensor) -> Tensor
 
 
 def mm(mat1: SparseTensor, mat2: Tensor) -> Tensor:
-    """``mat1 @ mat2`` for a sparse (n, m) ``mat1`` and a dense (m, p) ``mat2``; the gradient
-    of ``mat1`` is sparse with ``mat1``'s pattern (``torch.sparse.mm``'s rule).
+    """``mat1 @ mat2`` for a sparse (n, m) ``mat1`` (COO, or a compressed layout:
+    sparse_compressed_ops.py) and a dense (m, p) ``mat2``; the gradient of ``mat1`` is sparse
+    with ``mat1``'s pattern (``torch.sparse.mm``'s rule).
 
     Example:
         >>> s = tg.sparse_coo_tensor([[0, 1], [1, 0]], [2., 3.], (2, 2))
         >>> tg.sparse.mm(s, tg.eye(2)).tolist()
         [[0.0, 2.0], [3.0, 0.0]]
     """
+    if type(mat1) is not SparseTensor and isinstance(mat1, SparseBase):  # CSR, CSC, BSR, BSC
+        from .sparse_compressed_ops import mm as compressed_mm
+        return compressed_mm(mat1, mat2)
     _check_mm("sparse.mm", mat1, mat2)
     idx, vals, _ = mat1._parts()
     rows, cols = idx.unbind(0)
@@ -141,7 +145,8 @@ def gather_sparse_grad(x: Tensor, dim: int, index: Tensor) -> Tensor:
 
 
 def addmm(mat: Tensor, mat1: SparseTensor, mat2: Tensor, *, beta=1.0, alpha=1.0) -> Tensor:
-    """``beta * mat + alpha * (mat1 @ mat2)`` with a sparse ``mat1`` (``torch.sparse.addmm``)."""
+    """``beta * mat + alpha * (mat1 @ mat2)`` with a sparse ``mat1`` (COO or compressed;
+    ``torch.sparse.addmm``)."""
     prod = mm(mat1, mat2)
     return (mat * beta if beta != 1 else mat) + (prod * alpha if alpha != 1 else prod)
 

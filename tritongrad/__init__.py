@@ -49,6 +49,9 @@ from . import amp
 from . import profiler  # torch.profiler (tritongrad/profiler.py)
 from . import sparse  # torch.sparse (tritongrad/sparse.py; the tensor: autograd/sparse.py)
 from .autograd.sparse import sparse_coo_tensor
+from .autograd.sparse_compressed import (sparse_bsc_tensor, sparse_bsr_tensor,
+                                         sparse_compressed_tensor, sparse_csc_tensor,
+                                         sparse_csr_tensor)
 from .runtime.dtype import sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr
 from .autograd.autocast import (autocast, clear_autocast_cache, get_autocast_dtype,
                                 is_autocast_available, is_autocast_cache_enabled,
@@ -86,7 +89,8 @@ __all__ += ["distributions"]
 __all__ += ["compile", "compiler", "jit"]
 __all__ += ["cond", "func", "vmap", "while_loop"]
 __all__ += ["sparse", "sparse_coo", "sparse_coo_tensor", "sparse_csr", "sparse_csc", "sparse_bsr",
-            "sparse_bsc"]
+            "sparse_bsc", "sparse_compressed_tensor", "sparse_csr_tensor", "sparse_csc_tensor",
+            "sparse_bsr_tensor", "sparse_bsc_tensor"]
 __all__ += ["amp", "autocast", "clear_autocast_cache", "get_autocast_dtype",
             "is_autocast_available", "is_autocast_cache_enabled", "is_autocast_enabled",
             "set_autocast_cache_enabled", "set_autocast_dtype", "set_autocast_enabled"]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from ...runtime import dtype as dtypes
 from ..registry import OpInfo, with_jvp
 from ..checks import check_devices_match, expected_scalar_type, scalar_type_name
 from ..dispatch import SINK, Primitive, apply, bilinear_jvp, zeros
@@ -60,7 +61,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """The matrix product of two 2-D tensors."""
     if not isinstance(mat2, Tensor) or not isinstance(input, Tensor):
         raise TypeError("mm(): arguments must be Tensors")
-    if type(input) is not Tensor and input.is_sparse:  # sparse @ dense: autograd/sparse.py
+    if type(input) is not Tensor and input.layout is not dtypes.strided:  # sparse @ dense
         return input.mm(mat2)
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"mm: expected 2-D tensors, got {input.ndim}-D and {mat2.ndim}-D "
@@ -217,6 +218,10 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     """
     if not isinstance(other, Tensor):
         raise TypeError(f"matmul(): argument 'other' must be Tensor, not {type(other).__name__}")
+    if type(input) is not Tensor and input.layout is not dtypes.strided:  # sparse @ dense
+        return input.matmul(other)
+    if type(other) is not Tensor and other.layout is not dtypes.strided:  # dense @ sparse
+        return other.__rmatmul__(input)
     a, b = input.ndim, other.ndim
     if a == 0 or b == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "

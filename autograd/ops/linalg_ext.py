@@ -448,6 +448,11 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1, out=Non
         [[3.0, 2.0], [2.0, 3.0]]
     """
     tensor_arg(input, "addmm")
+    if type(mat1) is not Tensor and mat1.layout is not dtypes.strided:  # sparse mat1
+        prod = mat1.mm(mat2)
+        prod = prod if alpha == 1 else prod * alpha
+        return _result(prod if beta == 0 else prod + (input if beta == 1 else input * beta),
+                       out, "addmm")
     return _result(addmm_node(input, mat1, mat2, beta, alpha), out, "addmm")
 
 
