@@ -120,6 +120,14 @@ def note_class(cls: type) -> None:
         _PLAIN.add(cls)
 
 
+def override_from_first_instance(cls: type) -> None:
+    """Makes ``cls``, a subclass defined without an override and given one afterwards (a
+    library's own subclass, made at import: ``masked.MaskedTensor``), an overriding class whose
+    dispatch check is installed when its first instance is made (``note_instance``), so that
+    importing the library costs the calls of programs that never make one nothing."""
+    _PLAIN.discard(cls)
+
+
 def note_instance(cls: type) -> None:
     """An instance of Tensor subclass ``cls`` is being made: the check is installed if
     ``cls`` overrides (again, after ``deactivate``)."""

@@ -233,7 +233,7 @@ def _masked_torch_function(cls, func, types, args=(), kwargs=None):
 
 
 # Note [MaskedTensor and the dispatch check]: the class was defined without an override of its
-# own (so Tensor.__init_subclass__ listed it among the types never looked at); it overrides
-# from here on.
+# own (so defining it at import installed no check); it overrides from here on, the check
+# installed by its first instance.
 MaskedTensor.__torch_function__ = classmethod(_masked_torch_function)
-_overrides._PLAIN.discard(MaskedTensor)
+_overrides.override_from_first_instance(MaskedTensor)
