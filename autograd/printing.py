@@ -161,8 +161,13 @@ def _format_array(a: np.ndarray, indent: int) -> str:
     return _nested(a, indent, summarize, real, imag)
 
 
+_FLOAT8_NP = frozenset(d.np for d in dtypes.FLOAT8_TYPES)  # (ml_dtypes' dtypes)
+
+
 def tensor_repr(t) -> str:
     a = t.detach().cpu()._host_array()
+    if a.itemsize == 1 and a.dtype in _FLOAT8_NP:  # float8: shown by its values, as PyTorch
+        a = a.astype(np.float32)
     # (a user's subclass shows its name, as PyTorch's: ``MyTensor([1., 2.])``)
     prefix = "tensor" if type(t).__module__.startswith("tritongrad") else type(t).__name__
     body = _format_array(np.asarray(a), len(prefix) + 1)
@@ -191,7 +196,8 @@ def tensor_repr(t) -> str:
     tangent = current_tangent(t)
     if tangent is not None:
         extras.append(f"tangent={tangent!r}")
-    return prefix + "(" + body + "".join(", " + e for e in extras) + ")"
+    # (wrapped as PyTorch's _add_suffixes: a suffix passing linewidth goes on a new line)
+    return _with_suffixes(prefix + "(" + body, extras, len(prefix) + 1, False)
 
 
 def _with_suffixes(body: str, suffixes: list, indent: int, force_newline: bool) -> str:

@@ -3,7 +3,9 @@
 A ``dtype`` names an element type for every layer: the NumPy backend maps it to a NumPy dtype,
 and Triton reads it from ``str(dtype)`` (``"tritongrad.float32"`` ends in a name Triton knows).
 bfloat16 has no NumPy twin: on the CPU its storage is ``uint16`` bit patterns (see
-``kernels/numpy``), on the GPU it is native.
+``kernels/numpy``), on the GPU it is native. The float8 types (``float8_e4m3fn`` and friends)
+are stored as their one-byte bit patterns: on the CPU under the NumPy dtypes of the
+``ml_dtypes`` package, on the GPU as raw bytes (see "float8" in docs/runtime.md).
 """
 
 from __future__ import annotations
@@ -12,6 +14,11 @@ import builtins
 import threading
 
 import numpy as np
+
+try:  # the float8 NumPy dtypes (one byte each; tritongrad computes their bits itself)
+    import ml_dtypes as _ml_dtypes
+except ImportError:  # float8 tensors then refuse to be made (``_float8_np``)
+    _ml_dtypes = None
 
 __all__ = [
     "dtype", "float16", "half", "bfloat16", "float32", "float", "float64", "double",
@@ -22,6 +29,9 @@ __all__ = [
     "get_float32_matmul_precision", "set_float32_matmul_precision",
     "memory_format", "contiguous_format", "preserve_format", "channels_last", "finfo", "iinfo",
     "channels_last_3d", "bfloat16_bits", "bfloat16_values", "layout", "sparse_coo", "strided",
+    "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc",
+    "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu",
+    "float8_bits", "float8_values",
 ]
 
 _BOOL, _INT, _FLOAT, _COMPLEX = range(4)  # promotion categories, lowest first
@@ -32,7 +42,8 @@ class dtype:
 
     Attributes:
         itemsize: bytes per element.
-        is_floating_point: True for float16, bfloat16, float32 and float64.
+        is_floating_point: True for float16, bfloat16, float32, float64 and the float8
+            types.
         is_complex: True for complex64 and complex128.
         is_signed: True unless the type is bool or unsigned.
     """
@@ -86,14 +97,38 @@ float64 = dtype("float64", np.float64, _FLOAT, 3)
 complex64 = dtype("complex64", np.complex64, _COMPLEX, 2)
 complex128 = dtype("complex128", np.complex128, _COMPLEX, 3)
 
+
+
+def _float8_np(name: str):
+    # the ml_dtypes dtype of the same name; without the package a placeholder that no array
+    # is ever made with (from_numpy_dtype does not know it, float8_bits refuses)
+    return getattr(_ml_dtypes, name) if _ml_dtypes is not None else np.void
+
+
+# float8: storage formats (PyTorch's set: conversions, copies, views, a few ops, _scaled_mm).
+# e4m3fn: 4 exponent bits, 3 mantissa bits, no infinities, NaN 0x7F/0xFF (max 448); e5m2: IEEE
+# style (max 57344, inf, NaN); the "fnuz" pair: no negative zero, 0x80 the only NaN; e8m0fnu:
+# an exponent only (2 ** (bits - 127)), unsigned, 0xFF NaN: the scales of MX formats.
+float8_e4m3fn = dtype("float8_e4m3fn", _float8_np("float8_e4m3fn"), _FLOAT, 0)
+float8_e5m2 = dtype("float8_e5m2", _float8_np("float8_e5m2"), _FLOAT, 0)
+float8_e4m3fnuz = dtype("float8_e4m3fnuz", _float8_np("float8_e4m3fnuz"), _FLOAT, 0)
+float8_e5m2fnuz = dtype("float8_e5m2fnuz", _float8_np("float8_e5m2fnuz"), _FLOAT, 0)
+float8_e8m0fnu = dtype("float8_e8m0fnu", _float8_np("float8_e8m0fnu"), _FLOAT, 0, signed=False)
+if _ml_dtypes is None:  # (np.void has no fixed size: the format's is one byte)
+    for _d in (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu):
+        _d.itemsize = 1
+FLOAT8_TYPES = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu)
+
 half, float, double = float16, float32, float64  # noqa: A001
 int, long = int32, int64  # noqa: A001
 cfloat, cdouble = complex64, complex128
 
 _all = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
-        complex64, complex128, uint16, uint32, uint64)
+        complex64, complex128, uint16, uint32, uint64) + FLOAT8_TYPES
 _by_name = {d.name: d for d in _all}
-_by_np = {d.np: d for d in _all if d is not bfloat16}
+_by_np = {d.np: d for d in _all if d is not bfloat16 and d.np.type is not np.void}
+# dtypes that promote with no other (PyTorch refuses): one set test on promote_types' path
+_NO_PROMOTION = frozenset(_LIMITED_UINTS + FLOAT8_TYPES)
 
 
 def from_numpy_dtype(np_dtype) -> dtype:
@@ -145,6 +180,11 @@ class finfo:
             raise TypeError("torch.finfo() requires a floating point input type. Use "
                             "torch.iinfo to handle 'torch.finfo'")
         d = d.to_real()
+        if d in _FLOAT8_LIMITS:
+            (self.bits, self.eps, self.max, self.min, self.tiny, self.resolution, self.dtype
+             ) = _FLOAT8_LIMITS[d] + (d.name,)
+            self.smallest_normal = self.tiny
+            return
         if d is bfloat16:  # 8 exponent bits as float32, 8 significand bits (7 stored)
             f32 = np.finfo(np.float32)
             self.bits, self.eps, self.resolution = 16, 2.0 ** -7, 0.01
@@ -208,7 +248,7 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     """The smallest dtype both ``a`` and ``b`` convert to without losing category or range."""
     if a is b:
         return a
-    if a in _LIMITED_UINTS or b in _LIMITED_UINTS:
+    if a in _NO_PROMOTION or b in _NO_PROMOTION:
         return _promote_limited_uint(a, b)
     if a._category != b._category:
         hi, lo = (a, b) if a._category > b._category else (b, a)
@@ -228,10 +268,16 @@ def promote_types(a: dtype, b: dtype) -> dtype:
 CPP_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
              "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
              "float64": "Double", "complex64": "ComplexFloat", "complex128": "ComplexDouble",
-             "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64"}
+             "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64",
+             "float8_e4m3fn": "Float8_e4m3fn", "float8_e5m2": "Float8_e5m2",
+             "float8_e4m3fnuz": "Float8_e4m3fnuz", "float8_e5m2fnuz": "Float8_e5m2fnuz",
+             "float8_e8m0fnu": "Float8_e8m0fnu"}
 
 
 def _promote_limited_uint(a: dtype, b: dtype) -> dtype:
+    if a in FLOAT8_TYPES or b in FLOAT8_TYPES:  # (a is b returned before)
+        raise RuntimeError(f"Promotion for Float8 Types is not supported, attempted to promote "
+                           f"{CPP_NAMES[a.name]} and {CPP_NAMES[b.name]}")
     # PyTorch promotes uint16/32/64 only to floating point types
     for other in (a, b):
         if other.is_floating_point:
@@ -323,6 +369,94 @@ def bfloat16_values(bits) -> np.ndarray:
     return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
 
 
+# torch.finfo of the float8 types: (bits, eps, max, min, tiny, resolution); min is -max but
+# for the unsigned e8m0fnu, whose min is its smallest value 2 ** -127, as PyTorch reports it
+_FLOAT8_LIMITS = {
+    float8_e4m3fn: (8, 2.0 ** -3, 448.0, -448.0, 2.0 ** -6, 1.0),
+    float8_e5m2: (8, 2.0 ** -2, 57344.0, -57344.0, 2.0 ** -14, 1.0),
+    float8_e4m3fnuz: (8, 2.0 ** -3, 240.0, -240.0, 2.0 ** -7, 1.0),
+    # (PyTorch's e5m2fnuz eps is 2 ** -3, not its mantissa's 2 ** -2: reported as it is)
+    float8_e5m2fnuz: (8, 2.0 ** -3, 57344.0, -57344.0, 2.0 ** -15, 1.0),
+    float8_e8m0fnu: (8, 1.0, 2.0 ** 127, 2.0 ** -127, 2.0 ** -127, 1.0),
+}
+
+
+def float8_bits(values, dtype: dtype) -> np.ndarray:
+    """``values`` converted to float8 type ``dtype``, as PyTorch converts them, returned as a
+    NumPy array of ``dtype.np`` (one byte per element: the bit patterns; ``.view(np.uint8)``).
+
+    Every input goes through float32 first (as PyTorch's casts do), then rounds to the nearest
+    representable value, ties to even. Beyond the finite range: ``float8_e4m3fn`` saturates
+    to +-448 (infinities too) and keeps NaN as 0x7F/0xFF by sign; ``float8_e5m2`` overflows to
+    +-inf, NaN 0x7F/0xFF; the fnuz types give their only NaN 0x80 (negative zero becomes 0);
+    ``float8_e8m0fnu`` (a power of two) takes the magnitude and rounds up from 1.5 times a
+    power of two (ties up), below 2 ** -126 (float32 subnormals) anything above 2 ** -127 up;
+    NaN, infinities and overflow give its NaN 0xFF.
+    """
+    if dtype.np.type is np.void:
+        raise RuntimeError(f"{dtype} tensors need the ml_dtypes package (pip install ml_dtypes)")
+    f = np.asarray(values)
+    if f.dtype == dtype.np:  # the same format: the bits as they are (NaN payloads included)
+        return f.copy()
+    if f.dtype != np.float32:
+        f = f.astype(np.float32) if f.dtype.kind != "c" else f.real.astype(np.float32)
+    if dtype is float8_e8m0fnu:
+        return _e8m0_bits(f).view(dtype.np)
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = f.astype(dtype.np)  # ml_dtypes: round to nearest even, its own overflow rules
+    if dtype is float8_e4m3fn or dtype is float8_e5m2:
+        bits = out.view(np.uint8)
+        sign = (f.view(np.uint32) >> 24).astype(np.uint8) & np.uint8(0x80)
+        nan = np.isnan(f)
+        if dtype is float8_e4m3fn:  # PyTorch saturates what ml_dtypes makes NaN
+            bits[...] = np.where(np.isnan(out) & ~nan, sign | np.uint8(0x7E), bits)
+        bits[...] = np.where(nan, sign | np.uint8(0x7F), bits)  # NaN keeps its sign
+    return out
+
+
+def _e8m0_bits(f: np.ndarray) -> np.ndarray:
+    # PyTorch's fp8e8m0fnu_from_fp32_value: the float32 exponent field, rounded up by the
+    # guard bit unless the rest is zero and the implied bit is (a float32 subnormal: ties to
+    # even); NaN and infinity are the exponent 255 already
+    b = np.ascontiguousarray(f).view(np.uint32)
+    e = (b >> 23) & 0xFF
+    up = ((b & 0x400000) != 0) & (((b & 0x3FFFFF) != 0) | (e > 0)) & (e != 0xFF)
+    return (e + up).astype(np.uint8).reshape(f.shape)
+
+
+def float8_values(bits, dtype: dtype) -> np.ndarray:
+    """The float32 values (exact) of float8 type ``dtype``'s bit patterns ``bits`` (``uint8``
+    or ``dtype.np``)."""
+    table = _FLOAT8_DECODE.get(dtype)
+    if table is None:
+        table = _FLOAT8_DECODE[dtype] = _decode_table(dtype)
+    return table[np.asarray(bits).view(np.uint8)]
+
+
+_FLOAT8_DECODE: dict = {}
+
+
+def _decode_table(d: dtype) -> np.ndarray:
+    # the 256 values, with PyTorch's float32 NaNs (their sign decides a later conversion's NaN
+    # code): e4m3fn 0x7FF00000 and e5m2 float16's widening (with the sign); the fnuz types
+    # and e8m0fnu 0x7F800001
+    if d.np.type is np.void:
+        raise RuntimeError(f"{d} tensors need the ml_dtypes package (pip install ml_dtypes)")
+    codes = np.arange(256, dtype=np.uint8)
+    table = codes.view(d.np).astype(np.float32)
+    bits = table.view(np.uint32)
+    nan = np.isnan(table)
+    sign = np.where(codes >= 0x80, np.uint32(0x80000000), np.uint32(0))
+    if d is float8_e5m2:  # as float16's NaNs widen: the payload shifted, the quiet bit set
+        payload = np.uint32(0x7FC00000) | ((codes & 3).astype(np.uint32) << 21)
+        bits[nan] = sign[nan] | payload[nan]
+    elif d is float8_e4m3fn:
+        bits[nan] = sign[nan] | np.uint32(0x7FF00000)
+    else:
+        bits[nan] = np.uint32(0x7F800001)
+    return table
+
+
 class _Named:
     """A named singleton printed as ``tritongrad.<name>`` (memory formats, layouts)."""
 
@@ -368,8 +502,10 @@ _formats_by_name = {f.name: f for f in (contiguous_format, preserve_format, chan
 
 class layout(_Named):
     """How a tensor's elements are stored, as PyTorch's ``torch.layout``:
-    ``tritongrad.strided`` (dense, with strides) or ``tritongrad.sparse_coo`` (indices and
-    values: autograd/sparse.py)."""
+    ``tritongrad.strided`` (dense, with strides), ``tritongrad.sparse_coo`` (indices and
+    values: autograd/sparse.py), or one of the compressed sparse layouts ``sparse_csr``,
+    ``sparse_csc``, ``sparse_bsr``, ``sparse_bsc`` (compressed indices, plain indices and
+    values)."""
 
     __slots__ = ()
 
@@ -379,3 +515,7 @@ class layout(_Named):
 
 strided = layout("strided")
 sparse_coo = layout("sparse_coo")
+sparse_csr = layout("sparse_csr")
+sparse_csc = layout("sparse_csc")
+sparse_bsr = layout("sparse_bsr")
+sparse_bsc = layout("sparse_bsc")

@@ -53,6 +53,10 @@ from .autograd.sparse_compressed import (sparse_bsc_tensor, sparse_bsr_tensor,
                                          sparse_compressed_tensor, sparse_csc_tensor,
                                          sparse_csr_tensor)
 from .runtime.dtype import sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr
+# float8 storage formats (CPU arrays through the `float8` extra's ml_dtypes) and _scaled_mm
+from .runtime.dtype import (float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz,
+                            float8_e8m0fnu)
+from .autograd.ops.float8 import _scaled_mm  # noqa: F401 - private in torch too
 from .autograd.autocast import (autocast, clear_autocast_cache, get_autocast_dtype,
                                 is_autocast_available, is_autocast_cache_enabled,
                                 is_autocast_enabled, set_autocast_cache_enabled,
@@ -91,6 +95,8 @@ __all__ += ["cond", "func", "vmap", "while_loop"]
 __all__ += ["sparse", "sparse_coo", "sparse_coo_tensor", "sparse_csr", "sparse_csc", "sparse_bsr",
             "sparse_bsc", "sparse_compressed_tensor", "sparse_csr_tensor", "sparse_csc_tensor",
             "sparse_bsr_tensor", "sparse_bsc_tensor"]
+__all__ += ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+            "float8_e8m0fnu"]
 __all__ += ["amp", "autocast", "clear_autocast_cache", "get_autocast_dtype",
             "is_autocast_available", "is_autocast_cache_enabled", "is_autocast_enabled",
             "set_autocast_cache_enabled", "set_autocast_dtype", "set_autocast_enabled"]

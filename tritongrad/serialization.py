@@ -129,6 +129,9 @@ _DTYPES = {d.name: d for d in (dtypes.bool, dtypes.uint8, dtypes.int8, dtypes.in
                                dtypes.int32, dtypes.int64, dtypes.float16, dtypes.bfloat16,
                                dtypes.float32, dtypes.float64, dtypes.complex64,
                                dtypes.complex128)}
+# float8 elements are their one-byte bit patterns, in our files and in torch's (which name the
+# dtype in _rebuild_tensor_v3 over an UntypedStorage); known when ml_dtypes is installed
+_DTYPES.update({d.name: d for d in dtypes.FLOAT8_TYPES if d.np.type is not np.void})
 
 
 class UnpicklingError(pickle.UnpicklingError, RuntimeError):

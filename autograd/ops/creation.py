@@ -127,7 +127,8 @@ _CPP_NAMES = {dtypes.uint8: "uint8_t", dtypes.int8: "int8_t", dtypes.int16: "int
               dtypes.bfloat16: "c10::BFloat16", dtypes.float32: "float",
               dtypes.float64: "double", dtypes.complex64: "c10::complex<float>",
               dtypes.complex128: "c10::complex<double>", dtypes.uint16: "uint16_t",
-              dtypes.uint32: "uint32_t", dtypes.uint64: "uint64_t"}
+              dtypes.uint32: "uint32_t", dtypes.uint64: "uint64_t",
+              **{d: "c10::" + dtypes.CPP_NAMES[d.name] for d in dtypes.FLOAT8_TYPES}}
 # ... and tensor()'s store_scalar its own (it checks integer types only: floats it casts)
 _DATA_NAMES = {d: d.name for d in _INT_BITS}
 
@@ -135,6 +136,10 @@ _DATA_NAMES = {d: d.name for d in _INT_BITS}
 def _int_range(dt) -> tuple:
     bits = _INT_BITS[dt]
     return (0, (1 << bits) - 1) if not dt.is_signed else (-(1 << bits - 1), (1 << bits - 1) - 1)
+
+
+_FLOAT8_LIMITS = {d: (dtypes.finfo(d).min, dtypes.finfo(d).max) for d in dtypes.FLOAT8_TYPES}
+_FLOAT_MAX.update({d: hi for d, (lo, hi) in _FLOAT8_LIMITS.items()})
 
 
 def _overflows(v, dt) -> bool:
@@ -159,6 +164,9 @@ def _overflows(v, dt) -> bool:
                 return True
             lo, hi = _int_range(dt)
             return v < lo or v >= hi + 1
+        if dt in _FLOAT8_LIMITS:  # c10::overflows: below lowest (e8m0fnu's 2 ** -127) or
+            lo, hi = _FLOAT8_LIMITS[dt]  # above max; an infinity only e5m2 holds
+            return (dt is not dtypes.float8_e5m2 or not math.isinf(v)) and (v < lo or v > hi)
         return not math.isinf(v) and abs(v) > _FLOAT_MAX[dt]  # (NaN fits: it compares False)
     v = complex(v)
     if v.imag != 0 and not into_complex:

@@ -15,10 +15,12 @@ import numpy as np
 
 from ...runtime import dtype as dtypes
 from ...runtime.array import check_view_bounds, contiguous_strides, view_strides
+from . import float8 as _f8
 from .bf16 import BF16Array, round_, rounded
 
 _ndarray = np.ndarray
 _BF16 = dtypes.bfloat16
+_FLOAT8 = _f8.FLOAT8  # float8 arrays hold ml_dtypes' dtypes (kernels/numpy/float8.py)
 
 # Note [host memory reuse]: every op result is a fresh NumPy array, and with glibc's defaults
 # an array of more than 128 KiB (at first; the threshold adapts) is a fresh mmap, faulted in
@@ -61,6 +63,8 @@ def empty(shape, dtype, device=None) -> np.ndarray:
 def full(shape, value, dtype, device=None) -> np.ndarray:
     if dtype is _BF16:
         return rounded(np.full(shape, value, dtype=np.float32))
+    if dtype in _FLOAT8:  # ml_dtypes' dtypes, PyTorch's rounding (not ml_dtypes')
+        return _f8.full(shape, value, dtype)
     if (dtype.is_floating_point or dtype.is_complex) and (type(value) is float
                                                           or type(value) is int):
         # a Python number into a float dtype: an item assignment casts it as np.full's
@@ -79,12 +83,16 @@ def arange(start, step, n, dtype, device=None) -> np.ndarray:
     a = start + step * np.arange(n, dtype=np.int64 if integral else np.float64)
     if dtype is _BF16:
         return rounded(a)
+    if dtype in _FLOAT8:
+        return _f8.astype(a, dtype)
     return a.astype(dtype.np, copy=False)
 
 
 def astype(a: np.ndarray, dtype) -> np.ndarray:
     if dtype is _BF16:
         return rounded(a)
+    if dtype in _FLOAT8:  # PyTorch's rounding, not ml_dtypes' (overflow, NaN, e8m0fnu);
+        return _f8.astype(a, dtype)  # (from float8, ml_dtypes' casts are exact)
     # order="C": the contract's copies are row-major (NumPy's default "K" keeps the layout,
     # which would make contiguous() and reshape() of transposed data fail)
     if type(a) is BF16Array:
@@ -100,6 +108,8 @@ def contiguous(a: np.ndarray) -> np.ndarray:
 
 
 def copy_(dst: np.ndarray, src) -> None:
+    if dst.itemsize == 1 and dst.dtype in _f8.FLOAT8_NP:  # into float8: PyTorch's rounding
+        return _f8.copy_(dst, src)
     if type(dst) is BF16Array:
         plain = dst.view(_ndarray)
         if type(src) is BF16Array:
@@ -224,5 +234,9 @@ def as_strided(a: np.ndarray, shape, strides, offset) -> np.ndarray:
 def _at(a: np.ndarray, root: np.ndarray, ptr: int, shape, strides) -> np.ndarray:
     """A writable view of ``root``'s memory at ``ptr`` with ``a``'s dtype and element
     ``strides``."""
-    return _keep(np.asarray(_At(root, ptr, tuple(shape), tuple(s * a.itemsize for s in strides),
-                                a.dtype.str)), a)
+    byte_strides = tuple(s * a.itemsize for s in strides)
+    if a.itemsize == 1 and a.dtype in _f8.FLOAT8_NP:  # ml_dtypes' dtypes have no typestr of
+        # their own: the bytes, given the dtype back
+        return _keep(np.asarray(_At(root, ptr, tuple(shape), byte_strides, "|u1")).view(
+            a.dtype), a)
+    return _keep(np.asarray(_At(root, ptr, tuple(shape), byte_strides, a.dtype.str)), a)

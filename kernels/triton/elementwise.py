@@ -997,12 +997,32 @@ def _copy_spec(key):
     return spec
 
 
+def _bytes(a: DeviceArray) -> DeviceArray:
+    """One-byte array ``a`` (float8) seen as uint8: the same memory, copied bit for bit."""
+    return DeviceArray(a.storage, a.offset, a.shape, a.strides, D.uint8)
+
+
+def _float8_copy(dst: DeviceArray, src: DeviceArray) -> None:
+    """launch_copy with float8 on a side: PyTorch's conversion (kernels/triton/float8.py),
+    then a copy of the bytes (float8 to itself) or a plain copy."""
+    if src.dtype is not dst.dtype:
+        from .float8 import astype  # (float8 -> scaled_mm -> launcher: imported on first use)
+        src = astype(src, dst.dtype)
+    if dst.dtype in D.FLOAT8_TYPES:
+        return launch_copy(_bytes(dst), _bytes(src))
+    return launch_copy(dst, src)
+
+
 def launch_copy(dst, src):
     """Writes ``src`` (array, broadcast to dst's shape, or Python scalar) into ``dst``, cast to
     dst's dtype. No aliasing checks: memory.copy_ does them."""
     if type(src) is DeviceArray:
         key = ("copy", src.dtype, dst.dtype)
-        consts = _SPECS.get(key) or _copy_spec(key)
+        consts = _SPECS.get(key)
+        if consts is None:
+            if src.dtype in D.FLOAT8_TYPES or dst.dtype in D.FLOAT8_TYPES:  # (never in _SPECS)
+                return _float8_copy(dst, src)
+            consts = _copy_spec(key)
         if src.shape != dst.shape and bshape("copy_", src.shape, dst.shape) != dst.shape:
             raise ValueError(f"copy_: source of shape {src.shape} cannot be broadcast to "
                              f"the destination's shape {dst.shape}")

@@ -64,3 +64,13 @@ def test_the_default_dtype_decides_what_is_shown():
     finally:
         tg.set_default_dtype(old)
     assert repr(tg.tensor([1 + 1j])) == "tensor([1.+1.j])"  # complex64 with float32
+
+
+def test_suffixes_wrap_past_linewidth_as_pytorch():
+    # PyTorch's _add_suffixes: a suffix that would pass 80 columns starts a new line indented
+    # under the values
+    x = tg.tensor([1.0, -2.0, 448.0, 0.3125], dtype=tg.float64)
+    assert repr(x) == ("tensor([ 1.0000e+00, -2.0000e+00,  4.4800e+02,  3.1250e-01],\n"
+                       "       dtype=tritongrad.float64)")
+    assert repr(tg.ones(2, 3, dtype=tg.float16)) == (
+        "tensor([[1., 1., 1.],\n        [1., 1., 1.]], dtype=tritongrad.float16)")
