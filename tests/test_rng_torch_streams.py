@@ -288,3 +288,39 @@ def test_samplers_against_torch():
                          lambda: tg.cat([fn_g().reshape(-1).to(tg.float64),
                                          tg.rand(3).to(tg.float64)]))
             np.testing.assert_array_equal(a, b, err_msg=f"case {i} {dn} seed {seed}")
+
+
+@pytest.mark.parametrize("fill, args", [("uniform_", (-1.0, 2.0)), ("normal_", (0.5, 3.0))])
+def test_complex_fills_draw_both_parts(fill, args):
+    # PyTorch fills view_as_real(z): real and imaginary parts alike (normal: std / sqrt(2)
+    # each, so that the complex variance is std^2), in the order of the real view
+    tg.manual_seed(3)
+    z = getattr(tg.zeros(4000, dtype=tg.complex128), fill)(*args)
+    tg.manual_seed(3)
+    lo, hi = args
+    r = getattr(tg.zeros(4000, 2, dtype=tg.float64), fill)(
+        *((lo, hi) if fill == "uniform_" else (lo, hi / np.sqrt(2))))
+    np.testing.assert_array_equal(z.numpy().view(np.float64).reshape(-1, 2), r.numpy())
+    im = z.imag.numpy()
+    if fill == "uniform_":
+        assert im.min() >= lo and im.max() < hi and im.std() > 0.5
+    else:
+        assert abs((np.abs(z.numpy() - 0.5 * (1 + 1j)) ** 2).mean() - 9.0) < 0.6
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(3)
+    ref = getattr(torch.zeros(4000, dtype=torch.complex128), fill)(*args)
+    np.testing.assert_array_equal(z.numpy(), ref.numpy())
+
+
+@pytest.mark.parametrize("fill, err, message", [
+    ("uniform_", NotImplementedError, "\"check_uniform_bounds\" not implemented for 'Long'"),
+    ("normal_", NotImplementedError, "\"normal_kernel_cpu\" not implemented for 'Long'"),
+    ("log_normal_", NotImplementedError, "\"log_normal_cpu\" not implemented for 'Long'"),
+    ("exponential_", RuntimeError, "dtype must be a floating point but you specified Long"),
+    ("cauchy_", RuntimeError, "dtype must be a floating point but you specified long int"),
+])
+def test_continuous_fills_refuse_integers(fill, err, message):
+    with pytest.raises(err, match=message):
+        getattr(tg.zeros(3, dtype=tg.int64), fill)()
+    with pytest.raises(NotImplementedError, match="\"geometric_cpu\" not implemented for 'Bool'"):
+        tg.zeros(3, dtype=tg.bool).geometric_(0.5)

@@ -48,6 +48,7 @@ from ..observe import observed_op
 from ..registry import OpInfo
 from ..tensor import Tensor, make
 from . import creation
+from .complex_parts import view_as_real
 from .creation import _finish, as_dtype, host_to, resolve_device
 
 _SEED_MASK = (1 << 64) - 1
@@ -440,14 +441,38 @@ def _fill(self: Tensor, values: Tensor) -> Tensor:
     return self.copy_(values)
 
 
+def _floating_fill(x: Tensor, kernel: str) -> None:
+    """PyTorch's refusal of a continuous fill of an integer or bool tensor."""
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{scalar_type_name(x.dtype)}'")
+
+
+# (the C++ type names PyTorch's cauchy_ message uses)
+_C_TYPE_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
+                 "int16": "short int", "int32": "int", "int64": "long int"}
+
+
+def _continuous(x: Tensor, law: str, names: dict) -> None:
+    """PyTorch's refusal of an exponential or Cauchy fill of an integer or bool tensor."""
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise RuntimeError(f"{law} distribution is a continuous probability distribution. "
+                           f"dtype must be a floating point but you specified "
+                           f"{names.get(x.dtype.name, x.dtype.name)}")
+
+
 def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None,
              **kw) -> Tensor:
     """Fills self with numbers drawn uniformly from [a, b) (PyTorch's ``from``/``to`` are
     accepted as keywords)."""
     a, b = kw.get("from", a), kw.get("to", b)
+    _floating_fill(self, "check_uniform_bounds")
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} "
                            f"> to={b}")
+    if self.dtype.is_complex:  # real and imaginary parts drawn alike, as PyTorch's
+        view_as_real(self).uniform_(a, b, generator=generator)
+        return self
     if _exact_cpu(self):  # PyTorch's numbers (Note [PyTorch's CPU streams])
         gen = stream(generator, self.device, "uniform_")
         return _fill(self, make(cpu_random.uniform(tuple(self.shape), self.dtype, gen,
@@ -456,9 +481,14 @@ def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None,
 
 
 def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
-    """Fills self with numbers drawn from N(mean, std^2)."""
+    """Fills self with numbers drawn from N(mean, std^2) (complex: each part from
+    N(mean, std^2 / 2), so that the complex variance is std^2, as PyTorch's)."""
+    _floating_fill(self, f"normal_kernel_{self.device.type}")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    if self.dtype.is_complex:
+        view_as_real(self).normal_(mean, std / math.sqrt(2), generator=generator)
+        return self
     if _exact_cpu(self):
         gen = stream(generator, self.device, "normal_")
         return _fill(self, make(cpu_random.normal(tuple(self.shape), self.dtype, gen,
@@ -469,6 +499,7 @@ def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None
 def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *,
                 generator=None) -> Tensor:
     """Fills self with exp(N(mean, std^2)) draws."""
+    _floating_fill(self, f"log_normal_{self.device.type}")
     if std <= 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
     if _exact_cpu(self):
@@ -481,6 +512,7 @@ def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *,
 def exponential_(self: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
     """Fills self with draws from the exponential distribution of rate ``lambd``:
     -log(1 - U) / lambd."""
+    _continuous(self, "Exponential", dtypes.CPP_NAMES)
     if lambd <= 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
     if _exact_cpu(self):
@@ -493,6 +525,7 @@ def exponential_(self: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
 
 def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator=None) -> Tensor:
     """Fills self with Cauchy draws: median + sigma tan(pi (U - 1/2))."""
+    _continuous(self, "Cauchy", _C_TYPE_NAMES)
     if sigma <= 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
     if _exact_cpu(self):
@@ -506,6 +539,8 @@ def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator=
 def geometric_(self: Tensor, p: float, *, generator=None) -> Tensor:
     """Fills self with the number of Bernoulli(p) trials up to the first success (>= 1):
     ceil(log(1 - U) / log(1 - p))."""
+    if self.dtype is dtypes.bool:
+        raise NotImplementedError(f'"geometric_{self.device.type}" not implemented for \'Bool\'')
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
     if self.device.type == "cpu" and not self.dtype.is_complex:  # (ATen's: every real dtype)
