@@ -20,6 +20,7 @@ From the tables, and only from them, autograd/ops/__init__.py generates
 from __future__ import annotations
 
 import functools
+import inspect
 import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -71,6 +72,11 @@ class OpInfo:
     # TypeError for an argument of the wrong type (Note [Argument errors after the fact],
     # checks.py). False for a row whose function must stay its method (it checks its own).
     guard: bool = True
+    # The ``out=`` keyword the public function adds, for an op whose function has none
+    # (``write_out``): "cast" (the result cast to out's dtype where PyTorch's casting allows),
+    # "dtype" (computed in out's dtype, as ``dtype=``: sum, cumsum) or "exact" (out's dtype
+    # must be the result's: PyTorch's structured kernels, matmul, tril); None: none added.
+    out: str | None = None
     # What ``fn`` was given as (autocast's entry included): the method, and the function the
     # family module keeps for the ops' own calls, none of which pays for the guard.
     impl: Callable | None = field(default=None, init=False, repr=False, compare=False)
@@ -90,9 +96,13 @@ class OpInfo:
                     object.__setattr__(self, field, entry(f, self.autocast, self.name))
         impl = unguarded(self.fn)  # (a row copied by ``replace`` holds the guarded function)
         object.__setattr__(self, "impl", impl)
+        if self.out is not None and (self.out not in _OUT_FORMS or not self.guard
+                                     or "out" in inspect.signature(impl).parameters):
+            raise ValueError(f"OpInfo {self.name}: out must be one of {_OUT_FORMS}, for a "
+                             f"guarded function without an out parameter of its own")
         if self.guard and self.function:
             object.__setattr__(self, "fn", guarded(impl, self.name, self.name,
-                                                   module=_OPS_MODULE))
+                                                   module=_OPS_MODULE, out_form=self.out))
 
     @property
     def bound(self) -> Callable | None:
@@ -170,8 +180,28 @@ def install(families: dict[str, tuple[OpInfo, ...]], tensor_cls: type,
     return public
 
 
+_OUT_FORMS = ("cast", "dtype", "exact")
+
+
+def write_out(fn: Callable, name: str, form: str, args: tuple, kwargs: dict, out):
+    """``fn(*args, **kwargs)`` written into ``out=`` tensor ``out`` as PyTorch's out= form
+    of op ``name`` writes it (OpInfo.out's ``form``); returns ``out``."""
+    from .ops.elementwise import _result  # (the ops import this module)
+    from .storage import _c_type as c_type_name
+    from .tensor import Tensor
+    given = isinstance(out, Tensor)
+    if form == "dtype" and given and kwargs.get("dtype") is None:
+        kwargs = {**kwargs, "dtype": out.dtype}
+    result = fn(*args, **kwargs)
+    if form == "exact" and given and out.dtype is not result.dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {c_type_name(result.dtype)}, but "
+                           f"got {c_type_name(out.dtype)} instead")
+    return _result(result, out, name)
+
+
 def guarded(fn: Callable, name: str, canonical: str | None = None, rename: bool = False,
-            module: str | None = None, attr: str | None = None) -> Callable:
+            module: str | None = None, attr: str | None = None,
+            out_form: str | None = None) -> Callable:
     """Public function ``name`` (``tg.<name>``; ``canonical``: the name ``fn``'s own errors
     use, when it differs) running ``fn``, whose errors from an argument of the wrong type are
     PyTorch's TypeError naming the op, the argument and the type (checks.argument_error, Note
@@ -185,7 +215,8 @@ def guarded(fn: Callable, name: str, canonical: str | None = None, rename: bool 
     then it is guarded anew under ``name`` (``tg.special.expit``, whose errors name
     ``special_expit`` as PyTorch's do, is ``tg.sigmoid``'s function). ``module``: the module
     the function is put in, under ``attr`` (default ``name``), so that pickle finds it there
-    (not ``fn``)."""
+    (not ``fn``). ``out_form``: the function takes ``out=`` too (OpInfo.out, ``write_out``).
+    """
     if not isinstance(fn, types.FunctionType):
         return fn
     if getattr(fn, "guarded", False):
@@ -194,24 +225,37 @@ def guarded(fn: Callable, name: str, canonical: str | None = None, rename: bool 
         fn, canonical = fn.__wrapped__, fn.canonical
     canonical = canonical or fn.__name__
 
-    @functools.wraps(fn)
-    def op(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except Exception as e:
-            from .overrides import redispatch
-            # (a tensor-like object that overrides, before any dispatch check is installed:
-            # Note [Overrides installed on first use])
-            result = redispatch(op, args, kwargs)
-            if result is not NotImplemented:
-                return result
-            from .checks import argument_error
-            error = argument_error(e, fn, name, canonical, args, kwargs)
-            if error is None:
-                raise
-            # (from None: the NumPy frames deep inside are no help to the caller; the error
-            # being replaced stays on __context__ for whoever debugs the op)
-            raise error from None
+    def failed(e: Exception, args: tuple, kwargs: dict):
+        from .overrides import redispatch
+        # (a tensor-like object that overrides, before any dispatch check is installed:
+        # Note [Overrides installed on first use])
+        result = redispatch(op, args, kwargs)
+        if result is not NotImplemented:
+            return result
+        from .checks import argument_error
+        error = argument_error(e, fn, name, canonical, args, kwargs)
+        if error is None:
+            raise e
+        # (from None: the NumPy frames deep inside are no help to the caller; the error
+        # being replaced stays on __context__ for whoever debugs the op)
+        raise error from None
+
+    if out_form is None:
+        @functools.wraps(fn)
+        def op(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except Exception as e:
+                return failed(e, args, kwargs)
+    else:
+        @functools.wraps(fn)
+        def op(*args, out=None, **kwargs):
+            try:
+                if out is None:
+                    return fn(*args, **kwargs)
+                return write_out(fn, name, out_form, args, kwargs, out)
+            except Exception as e:
+                return failed(e, args, kwargs if out is None else {**kwargs, "out": out})
     op.guarded, op.canonical = True, canonical
     if name != fn.__name__:
         op.__name__ = name

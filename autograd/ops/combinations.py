@@ -466,7 +466,7 @@ OPS = (
     OpInfo("diagonal", diagonal, node=DiagonalBackward0,
            grad="g on the diagonal of a zero tensor"),
     OpInfo("diag_embed", diag_embed, grad="diagonal(g)"),
-    OpInfo("diag", diag, grad="diag(g)"),
+    OpInfo("diag", diag, grad="diag(g)", out="exact"),
     OpInfo("trace", trace, flops="elementwise", grad="g on the diagonal of a zero tensor"),
     OpInfo("triu_indices", triu_indices, method=False, dtypes="integers (int64)", grad="none"),
     OpInfo("tril_indices", tril_indices, method=False, dtypes="integers (int64)", grad="none"),

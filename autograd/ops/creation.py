@@ -460,8 +460,8 @@ def _factory(shape, value, dtype, device, requires_grad) -> Tensor:
 @observed_op("aten::zeros")
 def zeros(*size, dtype=None, device=None, requires_grad: bool = False, out=None,
           pin_memory: bool = False) -> Tensor:
-    """A tensor of zeros of shape ``size``; with ``out=``, that tensor zeroed in place and
-    returned (it must already have shape ``size``: tritongrad does not resize)."""
+    """A tensor of zeros of shape ``size``; with ``out=``, that tensor resized to ``size`` (as
+    PyTorch's out= functions resize), zeroed in place and returned."""
     if out is not None:
         return _zeros_into(out, _size(size), dtype, device, requires_grad)
     return _finish(_pinned(_factory(_size(size), 0.0 if dtype is None else 0, dtype, device, False),
@@ -471,9 +471,6 @@ def zeros(*size, dtype=None, device=None, requires_grad: bool = False, out=None,
 def _zeros_into(out: Tensor, size: tuple, dtype, device, requires_grad) -> Tensor:
     if not isinstance(out, Tensor):
         raise TypeError(f"zeros(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if tuple(out.shape) != size:
-        raise unsupported("zeros", "out", f"<tensor of shape {list(out.shape)}>",
-                          f"out must already have the requested shape {list(size)}")
     if dtype is not None and as_dtype(dtype) is not out.dtype:
         raise RuntimeError(f"zeros: dtype {as_dtype(dtype)} does not match out's dtype "
                            f"{out.dtype}")
@@ -483,13 +480,41 @@ def _zeros_into(out: Tensor, size: tuple, dtype, device, requires_grad) -> Tenso
     if requires_grad or (out.requires_grad and state.grad_enabled):
         raise RuntimeError("zeros(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
-    return out.zero_()
+    return out.resize_(size).zero_()  # (PyTorch's factories resize out without a warning)
 
 
 @observed_op("aten::ones")
-def ones(*size, dtype=None, device=None, requires_grad: bool = False,
+def _factory_out(name: str, out, make_it, dtype, device, requires_grad: bool,
+                 ranged: bool = False, warn: bool = False) -> Tensor:
+    """Factory ``name``'s ``out=`` form: ``make_it(dtype, device)`` (out's by default)
+    written into ``out``, resized to it first (silently, as PyTorch's factories). A range
+    (``ranged``: arange, linspace) fills an ``out`` of as many elements in its own shape, as
+    PyTorch's do, and otherwise resizes it (``warn``: with ``resize_output``'s warning, as
+    arange's)."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if requires_grad or (out.requires_grad and state.grad_enabled):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
+                           f"automatic differentiation, but one of the arguments requires "
+                           f"grad.")
+    value = make_it(as_dtype(dtype) or out.dtype, device if device is not None else out.device)
+    if ranged and out.numel() == value.numel():
+        return out.copy_(value.reshape(tuple(out.shape)))
+    if warn:
+        from .elementwise import resize_output  # (elementwise imports this module)
+        resize_output(out, tuple(value.shape))
+    else:
+        out.resize_(tuple(value.shape))
+    return out.copy_(value)
+
+
+def ones(*size, out=None, dtype=None, device=None, requires_grad: bool = False,
          pin_memory: bool = False) -> Tensor:
-    """A tensor of ones of shape ``size``."""
+    """A tensor of ones of shape ``size``; with ``out=``, that tensor resized to ``size``
+    and filled with ones."""
+    if out is not None:
+        return _factory_out("ones", out, lambda dt, dev: ones(*size, dtype=dt, device=dev),
+                            dtype, device, requires_grad)
     return _finish(_pinned(_factory(_size(size), 1.0 if dtype is None else 1, dtype, device, False),
                            pin_memory), requires_grad)
 
@@ -710,9 +735,14 @@ def randint(low, high=None, size=None, dtype=None, device=None,
 # -- ranges ------------------------------------------------------------------------------------
 
 @observed_op("aten::arange")
-def arange(start, end=None, step=1, dtype=None, device=None,
+def arange(start, end=None, step=1, *, out=None, dtype=None, device=None,
            requires_grad: bool = False) -> Tensor:
-    """Values from ``start`` to ``end`` (exclusive) in steps of ``step``."""
+    """Values from ``start`` to ``end`` (exclusive) in steps of ``step`` (``out=``: written
+    into that tensor, in its dtype)."""
+    if out is not None:
+        return _factory_out("arange", out,
+                            lambda dt, dev: arange(start, end, step, dtype=dt, device=dev),
+                            dtype, device, requires_grad, ranged=True, warn=True)
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -735,9 +765,14 @@ def arange(start, end=None, step=1, dtype=None, device=None,
 
 
 @observed_op("aten::linspace")
-def linspace(start, end, steps: int, dtype=None, device=None,
+def linspace(start, end, steps: int, *, out=None, dtype=None, device=None,
              requires_grad: bool = False) -> Tensor:
-    """``steps`` values evenly spaced from ``start`` to ``end``, both included."""
+    """``steps`` values evenly spaced from ``start`` to ``end``, both included (``out=``:
+    written into that tensor, in its dtype)."""
+    if out is not None:
+        return _factory_out("linspace", out,
+                            lambda dt, dev: linspace(start, end, steps, dtype=dt, device=dev),
+                            dtype, device, requires_grad, ranged=True)
     dt = as_dtype(dtype) or dtypes.get_default_dtype()
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")

@@ -14,6 +14,7 @@ is expanded to the output's shape once, in dispatch.
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 
@@ -743,22 +744,42 @@ def isnan(x: Tensor) -> Tensor:
 # -- out= --------------------------------------------------------------------------------------
 
 def _result(t: Tensor, out, name: str) -> Tensor:
-    """``t``, the result of op ``name``, or, given ``out=``, written into ``out``: refused
-    when autograd would need to see through the write (an input requires grad, or a tangent
-    reaches it under forward AD), as PyTorch's out= functions have no derivative."""
+    """``t``, the result of op ``name``, or, given ``out=``, written into ``out`` with
+    PyTorch's out= rules: refused when autograd would need to see through the write (an
+    input requires grad, or a tangent reaches it under forward AD: out= functions have no
+    derivative) or when ``t``'s dtype cannot be cast to ``out``'s (a float result into an
+    integer ``out``); ``out`` of another shape is resized (``resize_output``)."""
     if out is None:
         return t
     if not isinstance(out, Tensor):
         raise TypeError(f"out must be a Tensor, got {type(out).__name__}")
     refuse_out_dual(name, t, out)
-    if t._requires_grad or (out._requires_grad and state.grad_enabled):
-        # (t requires grad only when grad mode is on and an input does)
+    if t._requires_grad or (out._requires_grad and state.grad_enabled
+                            and (t._dtype.is_floating_point or t._dtype.is_complex)):
+        # (t requires grad only when grad mode is on and an input does; a result that has no
+        # gradient (a comparison's) may go into an out that requires grad, as in PyTorch)
         raise RuntimeError("functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
-    if tuple(out.shape) != tuple(t.shape):
-        raise RuntimeError(f"out= tensor has shape {list(out.shape)}, but the result has shape "
-                           f"{list(t.shape)}")
+    if not _can_cast(t._dtype, out._dtype):
+        raise RuntimeError(f"result type {scalar_type_name(t._dtype)} can't be cast to the "
+                           f"desired output type {scalar_type_name(out._dtype)}")
+    resize_output(out, tuple(t.shape))
     return out.copy_(t.detach())
+
+
+def resize_output(out: Tensor, shape: tuple) -> None:
+    """Gives ``out=`` tensor ``out`` the result's ``shape`` as PyTorch's ``resize_output``
+    does: silently when it has no elements, with PyTorch's deprecation warning otherwise."""
+    if tuple(out.shape) == shape:
+        return
+    if out.numel():
+        warnings.warn(f"An output with one or more elements was resized since it had shape "
+                      f"{list(out.shape)}, which does not match the required output shape "
+                      f"{list(shape)}. This behavior is deprecated, and in a future PyTorch "
+                      f"release outputs will not be resized unless they have zero elements. You "
+                      f"can explicitly reuse an out tensor t by resizing it, inplace, to zero "
+                      f"elements with t.resize_(0).", UserWarning, stacklevel=3)
+    out.resize_(shape)
 
 
 def _inplace(op_tensor, op_scalar, promote_float=False):
@@ -772,8 +793,8 @@ def _inplace(op_tensor, op_scalar, promote_float=False):
             if promote_float and not (dt.is_floating_point or dt.is_complex):
                 dt = get_default_dtype()
             if _can_cast(dt, self._dtype) is False:
-                raise RuntimeError(f"result type {dt.name.capitalize()} can't be cast to the "
-                                   f"desired output type {self._dtype.name.capitalize()}")
+                raise RuntimeError(f"result type {scalar_type_name(dt)} can't be cast to the "
+                                   f"desired output type {scalar_type_name(self._dtype)}")
             if other._dtype is not self._dtype:
                 other = other.to(self._dtype)
             shape = broadcast_shapes(self.shape, other.shape)
@@ -847,7 +868,8 @@ def _compare(name, alias=None):
     inplace.__name__ = f"{name}_"
     return OpInfo(name, fn, inplace=inplace, operators=(f"__{name}__",),
                   aliases=(alias,) if alias else (),
-                  dtypes="promoted; bool result (in place: self's dtype)", grad="none")
+                  dtypes="promoted; bool result (in place: self's dtype)", grad="none",
+                  out="cast")
 
 
 OPS = _UNARY + (
@@ -863,11 +885,12 @@ OPS = _UNARY + (
     OpInfo("reciprocal", reciprocal, dtypes="floats, complex; integers promote", grad="-g y^2",
            autocast="float32 on cuda"),
     OpInfo("maximum", maximum, flops="elementwise", dtypes="promoted; not complex",
-           grad="to the larger; ties split"),
+           grad="to the larger; ties split", out="cast"),
     OpInfo("minimum", minimum, flops="elementwise", dtypes="promoted; not complex",
-           grad="to the smaller; ties split"),
+           grad="to the smaller; ties split", out="cast"),
     OpInfo("where", where, method=lambda self, condition, other: where(condition, self, other),
-           flops="elementwise", dtypes="promoted", grad="g where cond, g elsewhere"),
+           flops="elementwise", dtypes="promoted", grad="g where cond, g elsewhere",
+           out="exact"),
     OpInfo("isnan", isnan, dtypes="bool result", grad="none"),
     OpInfo("positive", positive, operators=("__pos__",), dtypes="all", grad="g"),
 ) + tuple(_compare(n, alias) for n, alias in (

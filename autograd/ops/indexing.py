@@ -1071,11 +1071,11 @@ def index_reduce_(self: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
 # -- the table ---------------------------------------------------------------------------------
 
 OPS = (
-    OpInfo("gather", gather, grad="g scattered-added back"),
+    OpInfo("gather", gather, grad="g scattered-added back", out="exact"),
     OpInfo("scatter", scatter, inplace=scatter_, grad="g masked, src: g gathered"),
     OpInfo("scatter_add", scatter_add, inplace=scatter_add_, grad="g, src: g gathered",
            autocast="promote on cuda"),
-    OpInfo("index_select", index_select, grad="g index-added back"),
+    OpInfo("index_select", index_select, grad="g index-added back", out="exact"),
     OpInfo("index_put", index_put, inplace=index_put_, grad="g masked, values: g indexed",
            autocast="promote on cuda"),
     OpInfo("index_put_", index_put_, method=False, grad="g masked, values: g indexed"),

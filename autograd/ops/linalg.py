@@ -283,10 +283,11 @@ def _as_batch(x: Tensor, full: tuple, flat: tuple) -> Tensor:
 # -- the table ---------------------------------------------------------------------------------
 
 OPS = (
-    OpInfo("mm", mm, flops="matmul", grad="g b^T, a^T g", autocast="lower"),
-    OpInfo("bmm", bmm, flops="matmul", grad="g b^T, a^T g per batch", autocast="lower"),
+    OpInfo("mm", mm, flops="matmul", grad="g b^T, a^T g", autocast="lower", out="exact"),
+    OpInfo("bmm", bmm, flops="matmul", grad="g b^T, a^T g per batch", autocast="lower",
+           out="exact"),
     OpInfo("matmul", matmul, flops="matmul", operators=("__matmul__", "__rmatmul__"),
            reflected=lambda self, other: matmul(other, self), grad="g b^T, a^T g, broadcast",
-           autocast="lower"),
+           autocast="lower", out="exact"),
 )
 OPS = with_jvp(OPS)  # every primitive here has a jvp rule

@@ -524,7 +524,8 @@ baddbmm_ = _inplace_product(baddbmm, "baddbmm_")
 OPS = (
     OpInfo("norm", norm, dtypes="floats (dtype= casts)", grad="g x |x|^(p-2) / y^(p-1); 0 at 0",
            autocast="float32 on cuda", node=LinalgVectorNormBackward0),
-    OpInfo("outer", outer, aliases=("ger",), dtypes="promoted", grad="g vec2, g^T input"),
+    OpInfo("outer", outer, aliases=("ger",), dtypes="promoted", grad="g vec2, g^T input",
+           out="cast"),
     OpInfo("inner", inner, dtypes="promoted", grad="through tensordot"),
     OpInfo("matrix_power", matrix_power, dtypes="floats (integers for n >= 0)",
            grad="through its products (and inverse)"),

@@ -21,7 +21,7 @@ from ..registry import OpInfo, with_inplace, with_jvp
 from ...runtime import dtype as dtypes
 from ..dispatch import Primitive, apply, as_shape, call, linear_jvp, meta
 from ..tensor import Tensor, wrap_dim
-from .elementwise import maximum, minimum
+from .elementwise import _result, maximum, minimum
 
 
 
@@ -333,7 +333,7 @@ def _extreme(name, full_op, dim_op, binary):
 
     def fn(input: Tensor, dim=None, keepdim: bool = False, *, out=None):
         if isinstance(dim, Tensor):  # max(a, b) is maximum(a, b)
-            return binary(input, dim)
+            return _result(binary(input, dim), out, name)
         check_ordered(input, name)
         if dim is None:
             if keepdim:
@@ -342,15 +342,19 @@ def _extreme(name, full_op, dim_op, binary):
                 raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
                                    f"input.numel() == 0. Specify the reduction dim with the "
                                    f"'dim' argument.")
-            return apply(full_op, (input,), tuple(range(input.ndim)), False)
+            return _result(apply(full_op, (input,), tuple(range(input.ndim)), False), out, name)
         if not isinstance(dim, int):
             raise TypeError(f"{name}(): argument 'dim' must be int, not {type(dim).__name__}")
         d = wrap_dim(dim, input.ndim, name)
         if input.ndim == 0:
             values, indices = apply(dim_op, (input.reshape(1),), 0, False)
-            return rt(values, indices)
-        _nonempty(input, (d,), name)
-        values, indices = apply(dim_op, (input,), d, bool(keepdim))
+        else:
+            _nonempty(input, (d,), name)
+            values, indices = apply(dim_op, (input,), d, bool(keepdim))
+        if out is not None:  # (values, indices): both written, as PyTorch's out= tuple
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors")
+            values, indices = (_result(values, out[0], name), _result(indices, out[1], name))
         return rt(values, indices)
 
     fn.__name__ = name
@@ -716,24 +720,27 @@ _EXTREMA = "to the elements equal to the result, evenly shared (max(dim): the in
 
 OPS = (
     OpInfo("sum", sum, flops="reduction", dtypes="all; integers and bool sum to int64",
-           grad="g expanded", autocast="float32 on cuda"),
+           grad="g expanded", autocast="float32 on cuda", out="dtype"),
     OpInfo("mean", mean, flops="reduction", dtypes="floats (dtype= for others)",
-           grad="g expanded / n"),
+           grad="g expanded / n", out="cast"),
     OpInfo("any", any, dtypes="all; bool result", grad="none"),
     OpInfo("all", all, dtypes="all; bool result", grad="none"),
     *(OpInfo(n, globals()[n], dtypes="all but complex", grad=_EXTREMA)
-      for n in ("max", "min", "amax", "amin")),
-    *(OpInfo(n, globals()[n], dtypes="all but bool, complex; int64 result", grad="none")
+      for n in ("max", "min")),
+    *(OpInfo(n, globals()[n], dtypes="all but complex", grad=_EXTREMA, out="exact")
+      for n in ("amax", "amin")),
+    *(OpInfo(n, globals()[n], dtypes="all but bool, complex; int64 result", grad="none",
+             out="exact")
       for n in ("argmax", "argmin")),
     OpInfo("var", var, dtypes="floats, complex (real result)",
            grad="2 g (x - mean) / (n - correction)"),
     OpInfo("std", std, dtypes="floats, complex (real result)",
            grad="g (x - mean) / ((n - correction) y); 0 at y = 0"),
     OpInfo("prod", prod, dtypes="all; integers and bool give int64",
-           grad="g y / x, without dividing by zero", autocast="float32"),
+           grad="g y / x, without dividing by zero", autocast="float32", out="dtype"),
     OpInfo("logsumexp", logsumexp, dtypes="floats; integers promote", grad="g softmax(x)",
-           autocast="float32 on cuda"),
+           autocast="float32 on cuda", out="cast"),
     OpInfo("cumsum", cumsum, dtypes="all; integers and bool give int64",
-           grad="reversed cumsum of g", autocast="float32 on cuda"),
+           grad="reversed cumsum of g", autocast="float32 on cuda", out="dtype"),
 )
 OPS = with_inplace(with_jvp(OPS), ("cumsum",))  # every primitive here has a jvp rule

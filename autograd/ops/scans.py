@@ -332,7 +332,8 @@ def gradient(input: Tensor, *, spacing=1, dim=None, edge_order: int = 1) -> tupl
 _SCAN = "through its parts (a log2 n step scan)"
 
 OPS = (
-    OpInfo("cumprod", cumprod, dtypes="all; integers and bool give int64", grad=_SCAN),
+    OpInfo("cumprod", cumprod, dtypes="all; integers and bool give int64", grad=_SCAN,
+           out="dtype"),
     OpInfo("cummax", cummax, dtypes="all but complex; int64 indices",
            grad="g to the indices (gather's)"),
     OpInfo("cummin", cummin, dtypes="all but complex; int64 indices",

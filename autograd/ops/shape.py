@@ -471,7 +471,7 @@ OPS = (
     OpInfo("movedim", movedim, aliases=("moveaxis",), grad="g, dims moved back"),
     OpInfo("repeat", repeat, grad="sum over the repeats"),
     OpInfo("tile", tile, grad="sum over the repeats"),
-    OpInfo("tril", tril, grad="tril(g)"),
-    OpInfo("triu", triu, grad="triu(g)"),
+    OpInfo("tril", tril, grad="tril(g)", out="exact"),
+    OpInfo("triu", triu, grad="triu(g)", out="exact"),
 )
 OPS = with_inplace(with_jvp(OPS), ("tril", "triu"))  # every primitive here has a jvp rule
