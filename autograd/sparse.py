@@ -539,6 +539,16 @@ class SparseTensor(SparseBase):
 
     matmul = __matmul__ = mm
 
+    def smm(self, mat: Tensor) -> "SparseTensor":
+        """``tritongrad.smm(self, mat)``: this sparse matrix times a dense one, sparse."""
+        from .sparse_products import smm
+        return smm(self, mat)
+
+    def sspaddmm(self, mat1, mat2: Tensor, *, beta=1, alpha=1) -> "SparseTensor":
+        """``tritongrad.sspaddmm(self, mat1, mat2, beta=beta, alpha=alpha)``."""
+        from .sparse_products import sspaddmm
+        return sspaddmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
     def t(self) -> "SparseTensor":
         """The transpose of a 2-D sparse matrix (uncoalesced: the order changes)."""
         if self.ndim != 2 or self.sparse_dim() != 2:

@@ -19,14 +19,15 @@ import warnings
 import numpy as np
 
 from ..kernels import data_ptr
+from ..runtime import dtype as _dt
 from ..runtime.array import contiguous_strides
 from .node import Node
 from .state import state
 from .tensor import Tensor, make
 
-__all__ = ["NotImplementedBackward", "TypedStorage", "UntypedStorage", "has_same_meta",
-           "new_with_same_meta", "resize_", "resize_as_", "set_", "storage", "storage_numel",
-           "untyped_storage"]
+__all__ = ["LEGACY_STORAGES", "NotImplementedBackward", "TypedStorage", "UntypedStorage",
+           "has_same_meta", "is_set_to", "module_load", "new_with_same_meta", "resize_",
+           "resize_as_", "set_", "storage", "storage_numel", "untyped_storage"]
 
 
 def _span(a) -> tuple:
@@ -51,10 +52,20 @@ def _whole(t: Tensor) -> Tensor:
 
 
 class UntypedStorage:
-    """The memory a tensor views, in bytes (``Tensor.untyped_storage()``)."""
+    """The memory a tensor views, in bytes (``Tensor.untyped_storage()``), or new memory:
+    ``UntypedStorage(nbytes, device=None)`` (uninitialized) or ``UntypedStorage()`` (empty)."""
 
-    def __init__(self, whole: Tensor):
-        self._whole = whole  # (the tensor viewing all of it)
+    def __init__(self, *args, device=None):
+        from .ops.creation import empty
+        n = _size_arg(type(self).__name__, args)
+        self._whole = empty((n,), dtype=_dt.uint8, device=device)
+
+    @classmethod
+    def _wrap(cls, whole: Tensor):
+        """The storage viewed by ``whole`` (a 1-D tensor over all of it), not a copy."""
+        s = object.__new__(cls)
+        s._whole = whole
+        return s
 
     @property
     def device(self):
@@ -93,7 +104,43 @@ class UntypedStorage:
 
 
 class TypedStorage(UntypedStorage):
-    """The memory a tensor views, in elements of its dtype (``Tensor.storage()``)."""
+    """The memory a tensor views, in elements of its dtype (``Tensor.storage()``), or new
+    memory: ``TypedStorage(size, dtype=None, device=None)`` (uninitialized),
+    ``TypedStorage(sequence, dtype=None, device=None)`` (the values), ``TypedStorage()``
+    (empty), or ``TypedStorage(wrap_storage=untyped, dtype=...)`` (the same memory). The dtype
+    defaults to the default dtype (``tg.get_default_dtype()``).
+
+    Example:
+        >>> s = tg.TypedStorage([1, 2], dtype=tg.float64)
+        >>> s.tolist(), s.size(), s.dtype
+        ([1.0, 2.0], 2, torch.float64)
+    """
+
+    def __init__(self, *args, device=None, dtype=None, wrap_storage=None):
+        from .ops.creation import empty, tensor
+        _warn_typed()
+        dtype = _dt.get_default_dtype() if dtype is None else dtype
+        if wrap_storage is not None:
+            if args or device is not None:
+                raise RuntimeError("TypedStorage(): No positional arguments or `device` "
+                                   "should be given when using `wrap_storage`")
+            if not isinstance(wrap_storage, UntypedStorage):
+                raise TypeError(f"TypedStorage(): argument 'wrap_storage' must be "
+                                f"UntypedStorage, but got {type(wrap_storage).__name__}")
+            whole = wrap_storage._whole
+            if whole.dtype is not dtype:  # (the memory of one dtype, read as another)
+                from .checks import unsupported
+                raise unsupported("TypedStorage", "wrap_storage", wrap_storage,
+                                  f"the storage of a {dtype} tensor")
+            self._whole = whole
+        elif len(args) == 1 and not isinstance(args[0], (int, np.integer)):
+            data = args[0]
+            if isinstance(data, (str, bytes)) or not hasattr(data, "__len__"):
+                raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+            self._whole = tensor(list(data), dtype=dtype, device=device).reshape(-1)
+        else:
+            n = _size_arg("TypedStorage", args)
+            self._whole = empty((n,), dtype=dtype, device=device)
 
     @property
     def dtype(self):
@@ -112,7 +159,7 @@ class TypedStorage(UntypedStorage):
         return self._whole.element_size()
 
     def untyped(self) -> UntypedStorage:
-        return UntypedStorage(self._whole)
+        return UntypedStorage._wrap(self._whole)
 
     def tolist(self) -> list:
         return self._whole.tolist()
@@ -120,29 +167,113 @@ class TypedStorage(UntypedStorage):
     def __getitem__(self, i):
         return self._whole[i].item() if isinstance(i, int) else self._whole[i]
 
+    def __iter__(self):
+        return iter(self.tolist())
+
     def __repr__(self) -> str:
         return f"TypedStorage(dtype={self.dtype}, size={len(self)}, device={self.device})"
+
+
+def _size_arg(cls: str, args: tuple) -> int:
+    """The element (or byte) count of a storage constructor's ``(size,)`` / ``()``."""
+    if not args:
+        return 0
+    if len(args) > 1 or not isinstance(args[0], (int, np.integer)) or isinstance(args[0], bool):
+        raise TypeError(f"{cls}(): expected no arguments, (int size) or (Sequence data), got "
+                        f"({', '.join(type(a).__name__ for a in args)})")
+    n = int(args[0])
+    if n < 0:
+        raise RuntimeError(f"{cls}(): the size must be non-negative, got {n}")
+    return n
 
 
 _warned_typed = [False]
 
 
-def storage(t: Tensor) -> TypedStorage:
-    """``t``'s storage in elements of its dtype (PyTorch deprecates TypedStorage, and warns
-    once, as here)."""
+def _warn_typed() -> None:
+    """PyTorch deprecates TypedStorage, and warns once, as here."""
     if not _warned_typed[0]:
         _warned_typed[0] = True
         warnings.warn("TypedStorage is deprecated. It will be removed in the future and "
                       "UntypedStorage will be the only storage class. This should only matter "
                       "to you if you are using storages directly.  To access UntypedStorage "
                       "directly, use tensor.untyped_storage() instead of tensor.storage()",
-                      UserWarning, stacklevel=3)
-    return TypedStorage(_whole(t))
+                      UserWarning, stacklevel=4)
+
+
+def storage(t: Tensor) -> TypedStorage:
+    """``t``'s storage in elements of its dtype (deprecated, as in PyTorch: warns once)."""
+    _warn_typed()
+    return TypedStorage._wrap(_whole(t))
+
+
+class _LegacyStorageType(type):
+    """The type of ``FloatStorage`` & co: ``isinstance(s, FloatStorage)`` asks whether ``s``
+    is a TypedStorage of float32 elements, as PyTorch's."""
+
+    def __instancecheck__(cls, instance) -> bool:
+        return isinstance(instance, TypedStorage) and instance.dtype is cls.dtype
+
+
+class _LegacyStorage(metaclass=_LegacyStorageType):
+    """PyTorch's per-dtype storage classes (``torch.FloatStorage(3)``,
+    ``torch.LongStorage([1, 2])``): each makes a CPU :class:`TypedStorage` of its dtype."""
+
+    dtype = None
+
+    def __new__(cls, *args, wrap_storage=None, **kwargs):
+        for key in kwargs:
+            raise RuntimeError(f"{cls.__name__}(): Keyword argument '{key}' cannot be "
+                               f"specified (expected (), (int size), (Sequence data) or "
+                               f"(*, UntypedStorage wrap_storage))")
+        return TypedStorage(*args, dtype=cls.dtype, wrap_storage=wrap_storage)
+
+
+def _legacy(name: str, dtype) -> type:
+    return _LegacyStorageType(name, (_LegacyStorage,), {
+        "dtype": dtype, "__module__": "tritongrad",
+        "__doc__": f"``{name}(size)`` / ``{name}(sequence)``: a TypedStorage of {dtype.name}."})
+
+
+LEGACY_STORAGES = {name: _legacy(name, getattr(_dt, dt)) for name, dt in (
+    ("DoubleStorage", "float64"), ("FloatStorage", "float32"), ("HalfStorage", "float16"),
+    ("BFloat16Storage", "bfloat16"), ("LongStorage", "int64"), ("IntStorage", "int32"),
+    ("ShortStorage", "int16"), ("CharStorage", "int8"), ("ByteStorage", "uint8"),
+    ("BoolStorage", "bool"), ("ComplexFloatStorage", "complex64"),
+    ("ComplexDoubleStorage", "complex128"))}
+globals().update(LEGACY_STORAGES)
+__all__ += list(LEGACY_STORAGES)
 
 
 def untyped_storage(t: Tensor) -> UntypedStorage:
     """``t``'s storage in bytes."""
-    return UntypedStorage(_whole(t))
+    return UntypedStorage._wrap(_whole(t))
+
+
+def is_set_to(self: Tensor, tensor: Tensor) -> bool:
+    """Returns True if both tensors are pointing to the exact same memory (same storage,
+    offset, size and stride)."""
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"is_set_to(): argument 'tensor' (position 1) must be Tensor, not "
+                        f"{type(tensor).__name__}")
+    return (self._device == tensor._device and _span(self._data)[0] == _span(tensor._data)[0]
+            and self.storage_offset() == tensor.storage_offset()
+            and tuple(self.shape) == tuple(tensor.shape) and self.stride() == tensor.stride())
+
+
+def module_load(self: Tensor, other: Tensor, assign: bool = False) -> Tensor:
+    """Defines how to transform ``other`` when loading it into ``self`` in
+    ``nn.Module.load_state_dict`` (when parameters are swapped rather than copied): by
+    default ``self.copy_(other).detach()``, or ``other.detach()`` if ``assign`` is True. It
+    always returns a new object that is not ``self`` or ``other``.
+
+    Args:
+        other (Tensor): value in state dict with key corresponding to ``self``
+        assign (bool): the assign argument passed to ``nn.Module.load_state_dict``
+    """
+    if assign:
+        return other.detach()
+    return self.copy_(other).detach()
 
 
 # -- set_ ---------------------------------------------------------------------------------------

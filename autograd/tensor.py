@@ -353,6 +353,19 @@ class Tensor:
         from .storage import resize_as_
         return resize_as_(self, other, memory_format=memory_format)
 
+    def is_set_to(self, tensor: "Tensor") -> bool:
+        """Returns True if both tensors are pointing to the exact same memory (same storage,
+        offset, size and stride)."""
+        from .storage import is_set_to
+        return is_set_to(self, tensor)
+
+    def module_load(self, other: "Tensor", assign: bool = False) -> "Tensor":
+        """How ``other`` is loaded into ``self`` by ``nn.Module.load_state_dict`` when
+        parameters are swapped: ``self.copy_(other).detach()``, or ``other.detach()`` if
+        ``assign`` (always a new object, neither ``self`` nor ``other``)."""
+        from .storage import module_load
+        return module_load(self, other, assign)
+
     def is_inference(self) -> bool:
         """Returns True if this tensor is an inference tensor (created in inference mode)."""
         return self._inference

@@ -52,8 +52,7 @@ def test_compiler_only_helpers_pass_through():
 @pytest.mark.parametrize("call, msg", [
     (lambda: tg.jit.save(tg.nn.Linear(2, 2), "m.pt"), "save the state dict"),
     (lambda: tg.jit.load("m.pt"), "cannot read TorchScript archives"),
-    (lambda: tg.jit.fork(len, []), "no TorchScript runtime"),
 ])
-def test_archives_and_futures_refuse(call, msg):
+def test_archives_refuse(call, msg):
     with pytest.raises(NotImplementedError, match=msg):
         call()

@@ -156,6 +156,49 @@ __all__ += ["accelerator", "default_generator", "newaxis", "random", "short", "t
 from . import hub, quasirandom, signal  # noqa: E402
 from . import masked  # noqa: E402  (torch.masked: tritongrad/masked/)
 from . import multiprocessing  # noqa: E402  (torch.multiprocessing: shared CPU tensors)
+from . import functional, futures  # noqa: E402  (torch.functional, torch.futures)
+from .autograd.sparse_products import dsmm, hsmm, hspmm, saddmm, smm, spmm, sspaddmm  # noqa: E402
+from .autograd.storage import LEGACY_STORAGES as _LEGACY_STORAGES  # noqa: E402
+from .autograd.storage import TypedStorage, UntypedStorage, resize_as_  # noqa: E402
+from .jit import _fork as fork, _wait as wait  # noqa: E402  (torch.fork / torch.wait: no warning)
+from .runtime.device import device as _device_type  # noqa: E402  (get_device_module's own name)
+
+globals().update(_LEGACY_STORAGES)  # FloatStorage, DoubleStorage, ... (TypedStorage factories)
+
+
+def get_device_module(device=None):
+    """Returns the module associated with a given device (``tg.cuda`` for ``"cuda"``,
+    ``"cuda:1"`` or a CUDA ``tg.device``; ``tg.cpu`` for ``"cpu"``). If no device is given,
+    return the module for the current accelerator or CPU if none is present."""
+    if device is None:
+        acc = accelerator.current_accelerator(check_available=True)
+        kind = acc.type if acc is not None else "cpu"
+    elif isinstance(device, (str, _device_type)):
+        kind = _device_type(device).type
+    else:
+        raise RuntimeError(f"Invalid value of device '{device}', expect torch.device, str, or "
+                           f"None")
+    if kind not in ("cpu", "cuda"):
+        raise RuntimeError(f"Device '{kind}' does not have a corresponding module registered "
+                           f"as 'torch.{kind}'.")
+    return cpu if kind == "cpu" else cuda
+
+
+def init_num_threads() -> None:
+    """Initializes the number of parallel threads used on the current thread: a no-op here,
+    as in PyTorch builds without OpenMP (NumPy's libraries manage their own threads)."""
+
+
+def compiled_with_cxx11_abi() -> bool:
+    """Returns whether PyTorch was built with _GLIBCXX_USE_CXX11_ABI=1: True, as PyTorch's
+    current wheels (tritongrad has no C++ library of its own; the answer is what a C++
+    extension built alongside a torch install expects)."""
+    return True
+
+
+__all__ += ["functional", "futures", "dsmm", "hsmm", "hspmm", "saddmm", "smm", "spmm", "sspaddmm",
+            "TypedStorage", "UntypedStorage", "resize_as_", "fork", "wait", "get_device_module",
+            "init_num_threads", "compiled_with_cxx11_abi"] + list(_LEGACY_STORAGES)
 from . import _legacy_api  # noqa: E402
 from ._legacy_api import *  # noqa: E402,F401,F403
 

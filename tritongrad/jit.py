@@ -8,8 +8,10 @@ trace a model before training run unchanged; they warn once per process that the
 eagerly, so no request for a compiler is silently dropped. ``is_scripting()`` and
 ``is_tracing()`` are False, as they are in eager PyTorch; the decorators that only steer the
 compiler (``ignore``, ``unused``, ``export``, ``interface``) return what they decorate.
-Serialized TorchScript (``save``, ``load``) and ``fork``/``wait`` refuse with a message that
-says what to use instead.
+Serialized TorchScript (``save``, ``load``) refuses with a message that says what to use
+instead. ``fork(fn, *args)`` runs ``fn`` at once and returns a completed
+:class:`tritongrad.futures.Future`, which ``wait`` reads: eager PyTorch's own behaviour outside
+scripted code, where no asynchronous interpreter runs the task.
 """
 
 from __future__ import annotations
@@ -117,12 +119,52 @@ def load(f, map_location=None, _extra_files=None) -> Any:
                               "load a state dict saved with tritongrad.save instead")
 
 
-def fork(func, *args, **kwargs):
-    """Refused: TorchScript's asynchronous tasks need its interpreter."""
-    raise NotImplementedError("torch.jit.fork: tritongrad has no TorchScript runtime; call the "
-                              "function directly (or use a thread pool)")
+def fork(func: Callable, *args, **kwargs):
+    """Create an asynchronous task executing ``func`` and a reference to the value of its
+    result: a :class:`tritongrad.futures.Future` (deprecated, as PyTorch's: warns; the
+    top-level ``tritongrad.fork`` does not). Without a TorchScript interpreter ``func`` runs at
+    once, in the caller's thread, as eager PyTorch's ``torch.jit.fork`` does outside scripted
+    code; the Future returned is already complete (an error ``func`` raises propagates from
+    ``fork`` itself, as in eager PyTorch).
+
+    Args:
+        func (callable or torch.nn.Module): a Python function or module to invoke.
+        *args, **kwargs: arguments to invoke ``func`` with.
+
+    Returns:
+        Future: a reference to the result of ``func``, read with :func:`wait`.
+
+    Example:
+        >>> fut = tg.jit.fork(lambda a, b: a + b, tg.ones(2), b=tg.ones(2))
+        >>> tg.jit.wait(fut).tolist()
+        [2.0, 2.0]
+    """
+    warnings.warn("`torch.jit.fork` is deprecated. Please use `torch.compile` instead.",
+                  DeprecationWarning, stacklevel=2)
+    return _fork(func, *args, **kwargs)
 
 
 def wait(future):
-    """Refused, as :func:`fork`."""
-    raise NotImplementedError("torch.jit.wait: tritongrad has no TorchScript runtime")
+    """Force completion of a :class:`tritongrad.futures.Future` (from :func:`fork`) and
+    return its result (or raise its error). Deprecated, as PyTorch's: warns."""
+    warnings.warn("`torch.jit.wait` is deprecated. Please use `torch.compile` instead.",
+                  DeprecationWarning, stacklevel=2)
+    return _wait(future)
+
+
+def _fork(func: Callable, *args, **kwargs):
+    """``torch.fork``: :func:`fork` without the deprecation warning."""
+    from .futures import Future
+    if not callable(func):
+        raise TypeError(f"fork(): expected a callable, got {type(func).__name__}")
+    fut = Future()
+    fut.set_result(func(*args, **kwargs))
+    return fut
+
+
+def _wait(future):
+    """``torch.wait``: :func:`wait` without the deprecation warning."""
+    from .futures import Future
+    if not isinstance(future, Future):
+        raise TypeError(f"wait(): expected a Future, got {type(future).__name__}")
+    return future.wait()

@@ -29,6 +29,7 @@ from . import queries  # is_complex, is_floating_point, detach, typename, is_sto
 from . import copies, native  # view_copy & co; native_layer_norm & co, segment_reduce, resize
 from . import traced  # noqa: F401 - loading it installs dispatch.traced (the rules' Tensor k)
 from . import float8  # noqa: F401 - float8 CPU arrays (make() learns their dtypes), _scaled_mm
+from . import quantize  # fake_quantize_per_tensor/channel_affine (+ learnable forms)
 from .reduction import return_types
 
 # The families in the order of docs/ops.md's op list.
@@ -70,6 +71,7 @@ FAMILIES = {
     "queries": queries.OPS,
     "copies": copies.OPS,
     "native": native.OPS,
+    "quantize": quantize.OPS,
 }
 
 __all__ = registry.install(FAMILIES, Tensor, globals()) + ["return_types"]

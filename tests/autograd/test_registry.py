@@ -444,6 +444,20 @@ GRAD_CASES = {
     }.items()},
     "view_as_real_copy": (_Z, lambda x: tg.view_as_real_copy(tg.view_as_complex(x).sin())),
     "view_as_complex_copy": (_Z, lambda x: tg.view_as_complex_copy(x).abs()),
+    # (a scale far below the finite-difference step hides the rounding; x / 1e-12 > 2**40 for
+    # some elements, so the straight-through gradient is checked where it clamps too)
+    **{n: (_A, fn) for n, fn in {
+        "fake_quantize_per_tensor_affine":
+            lambda x: tg.fake_quantize_per_tensor_affine(x, 1e-12, 0, -2 ** 40, 2 ** 40),
+        "fake_quantize_per_channel_affine": lambda x: tg.fake_quantize_per_channel_affine(
+            x, tg.full((4,), 1e-12), tg.zeros(4, dtype=tg.int32), 1, -2 ** 40, 2 ** 40),
+        "_fake_quantize_learnable_per_tensor_affine":
+            lambda x: tg._fake_quantize_learnable_per_tensor_affine(
+                x, tg.tensor([1e-12]), tg.tensor([0.0]), -2 ** 40, 2 ** 40),
+        "_fake_quantize_learnable_per_channel_affine":
+            lambda x: tg._fake_quantize_learnable_per_channel_affine(
+                x, tg.full((4,), 1e-12), tg.zeros(4), 1, -2 ** 40, 2 ** 40),
+    }.items()},
 }
 DIFFERENTIABLE = sorted({r.name for r in ROWS if r.function and r.grad not in ("none", "0", "")})
 # whether forward-mode AD goes through the op (the table's "forward AD" column)
