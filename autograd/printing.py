@@ -230,6 +230,11 @@ def sparse_repr(t) -> str:
     pre = len("tensor(")
     body = ("tensor(indices=" + _part(t._indices(), pre + len("indices=tensor(")) + ",\n"
             + " " * pre + "values=" + _part(t._values(), pre + len("values=tensor(")))
+    return _with_suffixes(body, sparse_suffixes(t), pre, force_newline=True)
+
+
+def sparse_suffixes(t) -> list:
+    """The ``name=value`` suffixes of a sparse tensor's repr (any layout), PyTorch's order."""
     suffixes = []
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device}'")
@@ -242,4 +247,4 @@ def sparse_repr(t) -> str:
         suffixes.append(f"grad_fn=<{fn.name()}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
-    return _with_suffixes(body, suffixes, pre, force_newline=True)
+    return suffixes

@@ -249,6 +249,18 @@ class SparseBase(Tensor):
     Subclasses hold ``_size`` and ``_vals`` and define ``layout`` and ``to``."""
 
     __torch_function__ = _disabled_torch_function_impl
+    _densify: type  # the layout's Function from sparse to dense, masked in its gradient
+
+    def to_dense(self, dtype=None, *, masked_grad=None) -> Tensor:
+        """The dense (strided) tensor (a COO tensor's duplicate coordinates summed); its
+        gradient is masked to the specified elements (``masked_grad`` None or True; PyTorch's
+        unmasked rule, ``masked_grad=False``, is not implemented)."""
+        if masked_grad is False:
+            raise NotImplementedError("to_dense: masked_grad=False (an unmasked gradient) is "
+                                      "not implemented; the gradient is masked to the "
+                                      "specified elements")
+        out = type(self)._densify.apply(self)
+        return out if dtype is None else out.to(dtype)
 
     def _kind(self) -> str:
         return str(self.layout).rsplit("_", 1)[-1].upper()
@@ -366,16 +378,7 @@ class SparseTensor(SparseBase):
         return self._vals.detach()
 
     # -- conversions --------------------------------------------------------------------------
-    def to_dense(self, dtype=None, *, masked_grad=None) -> Tensor:
-        """The dense (strided) tensor; duplicate coordinates are summed. Its gradient is
-        masked to this tensor's coordinates (``masked_grad`` None or True; PyTorch's unmasked
-        rule, ``masked_grad=False``, is not implemented)."""
-        if masked_grad is False:
-            raise NotImplementedError("to_dense: masked_grad=False (an unmasked gradient) is "
-                                      "not implemented; the gradient is masked to the "
-                                      "specified elements")
-        out = _ToDense.apply(self)
-        return out if dtype is None else out.to(dtype)
+    _densify = _ToDense  # (SparseBase.to_dense; duplicate coordinates are summed)
 
     def coalesce(self) -> "SparseTensor":
         """This tensor with its coordinates sorted and unique, duplicates' values summed."""

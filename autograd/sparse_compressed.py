@@ -339,15 +339,7 @@ class SparseCompressedTensor(SparseBase):
         return len(self._pat.dense_shape)
 
     # -- conversions --------------------------------------------------------------------------
-    def to_dense(self, dtype=None, *, masked_grad=None) -> Tensor:
-        """The dense (strided) tensor; its gradient is masked to the specified elements
-        (``masked_grad`` None or True; PyTorch's unmasked rule is not implemented)."""
-        if masked_grad is False:
-            raise NotImplementedError("to_dense: masked_grad=False (an unmasked gradient) is "
-                                      "not implemented; the gradient is masked to the "
-                                      "specified elements")
-        out = _ToDense.apply(self)
-        return out if dtype is None else out.to(dtype)
+    _densify = _ToDense  # (SparseBase.to_dense)
 
     def to_sparse(self, *, layout=None, blocksize=None, dense_dim=None) -> SparseBase:
         """This tensor in ``layout`` (COO by default); ``blocksize`` for BSR and BSC."""
@@ -526,24 +518,13 @@ class SparseCompressedTensor(SparseBase):
 
     # -- printing, pickling --------------------------------------------------------------------
     def __repr__(self) -> str:
-        from .printing import _part, _with_suffixes
+        from .printing import _part, _with_suffixes, sparse_suffixes
         cname, pname = _INFO[self.layout][:2]
         pre = len("tensor(")
         body = ("tensor(" + cname + "=" + _part(self._pat.cidx, pre + len(cname) + 8) + ",\n"
                 + " " * pre + pname + "=" + _part(self._pat.pidx, pre + len(pname) + 8)
                 + ",\n" + " " * pre + "values=" + _part(self._vals, pre + len("values=tensor(")))
-        suffixes = []
-        if self.device.type != "cpu":
-            suffixes.append(f"device='{self.device}'")
-        suffixes += [f"size={tuple(self.shape)}", f"nnz={self._nnz()}"]
-        if self.dtype is not dtypes.get_default_dtype():
-            suffixes.append(f"dtype={self.dtype}")
-        suffixes.append(f"layout={self.layout}")
-        if self.grad_fn is not None:
-            suffixes.append(f"grad_fn=<{self.grad_fn.name()}>")
-        elif self.requires_grad:
-            suffixes.append("requires_grad=True")
-        return _with_suffixes(body, suffixes, pre, force_newline=False)
+        return _with_suffixes(body, sparse_suffixes(self), pre, force_newline=False)
 
     __str__ = __repr__
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import tritongrad as tg
 from tritongrad.autograd.tensor import Tensor
 
-from .core import MaskedTensor, is_masked_tensor
+from .core import MaskedTensor, elementwise_handlers, is_masked_tensor
 
 # PyTorch's list, and pow (PyTorch has pow among the unary ops: a number exponent)
 BINARY_NAMES = (
@@ -55,23 +55,12 @@ def _apply(func, args: tuple, kwargs: dict, inplace: bool):
     return MaskedTensor._wrap(result, mask)
 
 
-def _out_of_place(func, args, kwargs):
-    return _apply(func, args, kwargs, False)
-
-
-def _in_place(func, args, kwargs):
-    return _apply(func, args, kwargs, True)
-
-
 def handlers():
-    for name in BINARY_NAMES:
-        yield f"tritongrad.{name}", _out_of_place
-        yield f"Tensor.{name}", _out_of_place
-        if name not in _NO_INPLACE:
-            yield f"Tensor.{name}_", _in_place
+    pairs, out_of_place, in_place = elementwise_handlers(BINARY_NAMES, _NO_INPLACE, _apply)
+    yield from pairs
     for op in _OPERATORS:
-        yield f"Tensor.__{op}__", _out_of_place
-        yield f"Tensor.__r{op}__", _out_of_place
-        yield f"Tensor.__i{op}__", _in_place
+        yield f"Tensor.__{op}__", out_of_place
+        yield f"Tensor.__r{op}__", out_of_place
+        yield f"Tensor.__i{op}__", in_place
     for op in _COMPARISONS:
-        yield f"Tensor.__{op}__", _out_of_place
+        yield f"Tensor.__{op}__", out_of_place

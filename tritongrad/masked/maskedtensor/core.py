@@ -237,3 +237,21 @@ def _masked_torch_function(cls, func, types, args=(), kwargs=None):
 # installed by its first instance.
 MaskedTensor.__torch_function__ = classmethod(_masked_torch_function)
 _overrides.override_from_first_instance(MaskedTensor)
+
+
+def elementwise_handlers(names, no_inplace, apply):
+    """The (public name, handler) pairs of elementwise ops ``names``: each op's function and
+    method run ``apply(func, args, kwargs, False)``, its in-place method (unless in
+    ``no_inplace``) ``apply(..., True)``; returns them and the two handlers (for operators)."""
+    def out_of_place(func, args, kwargs):
+        return apply(func, args, kwargs, False)
+
+    def in_place(func, args, kwargs):
+        return apply(func, args, kwargs, True)
+
+    pairs = []
+    for name in names:
+        pairs += [(f"tritongrad.{name}", out_of_place), (f"Tensor.{name}", out_of_place)]
+        if name not in no_inplace:
+            pairs.append((f"Tensor.{name}_", in_place))
+    return pairs, out_of_place, in_place

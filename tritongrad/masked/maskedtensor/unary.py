@@ -6,7 +6,7 @@ from __future__ import annotations
 import tritongrad as tg
 from tritongrad.autograd.tensor import Tensor
 
-from .core import MaskedTensor
+from .core import MaskedTensor, elementwise_handlers
 
 # PyTorch's list (those tritongrad has are bound by _table._build)
 UNARY_NAMES = (
@@ -38,19 +38,8 @@ def _apply(func, args: tuple, kwargs: dict, inplace: bool):
     return MaskedTensor._wrap(result, self.get_mask())
 
 
-def _out_of_place(func, args, kwargs):
-    return _apply(func, args, kwargs, False)
-
-
-def _in_place(func, args, kwargs):
-    return _apply(func, args, kwargs, True)
-
-
 def handlers():
-    for name in UNARY_NAMES:
-        yield f"tritongrad.{name}", _out_of_place
-        yield f"Tensor.{name}", _out_of_place
-        if name not in _NO_INPLACE:
-            yield f"Tensor.{name}_", _in_place
+    pairs, out_of_place, _ = elementwise_handlers(UNARY_NAMES, _NO_INPLACE, _apply)
+    yield from pairs
     for dunder in _OPERATORS:
-        yield f"Tensor.{dunder}", _out_of_place
+        yield f"Tensor.{dunder}", out_of_place
