@@ -165,15 +165,25 @@ def mean(input: Tensor, dim=_ALL_DIMS, keepdim: bool = False, *, dtype=None) -> 
 
 
 def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
-    """True where any element (over ``dim``) is nonzero."""
+    """True where any element (over ``dim``) is nonzero; ``dim=()`` reduces nothing (each
+    element's truth, as PyTorch's)."""
     reduce_dims(input, dim, "any")  # (its errors name this op, not sum)
+    if _no_dims(dim):
+        return input.ne(0)
     return sum(input.ne(0), dim, keepdim) > 0
 
 
 def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
-    """True where every element (over ``dim``) is nonzero."""
+    """True where every element (over ``dim``) is nonzero; ``dim=()`` reduces nothing."""
     reduce_dims(input, dim, "all")
+    if _no_dims(dim):
+        return input.ne(0)
     return sum(input.eq(0), dim, keepdim) == 0
+
+
+def _no_dims(dim) -> bool:
+    # (an empty dim list: all/any reduce nothing, where sum's legacy rule reduces everything)
+    return type(dim) in (tuple, list) and not dim
 
 
 # -- return types ----------------------------------------------------------------------------

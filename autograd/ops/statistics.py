@@ -49,7 +49,9 @@ def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Ten
     reduce_dims(x, dim, "nansum")  # (its errors name this op, not sum)
     if x.dtype.is_floating_point or x.dtype.is_complex:
         x = where(isnan(x), 0.0, x)
-    return x.sum(dim, keepdim, dtype=dtype) if dim is not None else x.sum(dtype=dtype)
+    if dim is None:  # (every dim; keepdim keeps them all, as PyTorch's)
+        dim = tuple(range(x.ndim))
+    return x.sum(dim, keepdim, dtype=dtype)
 
 
 def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
@@ -60,8 +62,9 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Te
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
                            f"dtype but got {x.dtype}")
     keep = isnan(x).logical_not()
-    count = keep.sum(dim, keepdim) if dim is not None else keep.sum()
-    return nansum(x, dim, keepdim, dtype=dtype) / count
+    if dim is None:
+        dim = tuple(range(x.ndim))
+    return nansum(x, dim, keepdim, dtype=dtype) / keep.sum(dim, keepdim)
 
 
 def count_nonzero(input: Tensor, dim=None) -> Tensor:

@@ -395,3 +395,21 @@ def test_accumulations_return_the_dtype_asked_for(op, dtype):
         expect = {"int8": 44}.get(dtype, 300)
         assert tg.sum(x, dtype=dt).item() == expect
     assert getattr(tg, op)(x, *args).dtype is tg.int64  # (no dtype=: int64)
+
+
+def test_all_any_with_no_dims_reduce_nothing():
+    # PyTorch's all/any with dim=() give each element's truth (sum's legacy () reduces all)
+    x = tg.tensor([[0.0, 1.0, 2.0], [3.0, 0.0, 5.0]])
+    for fn in (tg.all, tg.any):
+        assert fn(x, ()).tolist() == [[False, True, True], [True, False, True]]
+        assert fn(x, [], keepdim=True).shape == (2, 3)
+    assert tg.all(x, (0, 1)).item() is False and tg.any(x, (0, 1)).item() is True
+
+
+def test_nan_reductions_keep_every_dim():
+    x = tg.tensor([[1.0, float("nan")], [3.0, 4.0]])
+    s = tg.nansum(x, keepdim=True)
+    assert s.shape == (1, 1) and s.item() == 8.0
+    m = tg.nanmean(x, keepdim=True)
+    assert m.shape == (1, 1) and m.item() == pytest.approx(8.0 / 3)
+    assert tg.nansum(x).shape == () and tg.nanmean(x, 1).tolist() == [1.0, 3.5]
