@@ -47,10 +47,12 @@ class ConjBackward0(Primitive):
 
 class ViewAsRealBackward0(Primitive):
     """Complex ``z`` as a real view with a last dimension of 2 (real, imaginary): the same
-    memory, the offset and strides doubled."""
+    memory, the offset and strides doubled; its gradient, the contiguous real gradient seen as
+    complex (already dL/dx + i dL/dy: Note [Complex autograd]). ``ViewAsComplexBackward0`` is
+    the same with the two views swapped."""
 
     __slots__ = ()
-    op_name = "view_as_real"
+    op_name, inverse = "view_as_real", "view_as_complex"
 
     @staticmethod
     def forward(ctx, k, z):
@@ -58,28 +60,14 @@ class ViewAsRealBackward0(Primitive):
 
     @staticmethod
     def vjp(ctx, k, saved, g):
-        # (already the complex gradient dL/dx + i dL/dy of Note [Complex autograd])
-        return k.view_as_complex(k.contiguous(g))
+        return getattr(k, ctx.inverse)(k.contiguous(g))
 
     complex_vjp = vjp
 
 
-class ViewAsComplexBackward0(Primitive):
-    """A real ``x`` whose last dimension (2, stride 1) holds real and imaginary parts, as a
-    complex view of the same memory."""
-
-    __slots__ = ()
-    op_name = "view_as_complex"
-
-    @staticmethod
-    def forward(ctx, k, x):
-        return k.view_as_complex(x)
-
-    @staticmethod
-    def vjp(ctx, k, saved, g):
-        return k.view_as_real(k.contiguous(g))
-
-    complex_vjp = vjp
+ViewAsComplexBackward0 = ViewAsRealBackward0.variant(
+    "ViewAsComplexBackward0", "view_as_complex", inverse="view_as_real",
+    forward=staticmethod(lambda ctx, k, x: k.view_as_complex(x)))
 
 
 def _views():

@@ -21,7 +21,7 @@ from ...kernels.numpy import ranges
 from ...kernels.numpy.random import CPUStream
 from ...runtime import dtype as dtypes
 from ...runtime.device import device as Device
-from ..checks import check_memory_format, tensor_arg, unsupported
+from ..checks import check_memory_format, scalar_type_name, tensor_arg
 from ..layout import format_strides, target_strides
 from ..observe import observed_op
 from ..state import state
@@ -463,27 +463,12 @@ def zeros(*size, dtype=None, device=None, requires_grad: bool = False, out=None,
     """A tensor of zeros of shape ``size``; with ``out=``, that tensor resized to ``size`` (as
     PyTorch's out= functions resize), zeroed in place and returned."""
     if out is not None:
-        return _zeros_into(out, _size(size), dtype, device, requires_grad)
+        return _factory_out("zeros", out, lambda dt, dev: zeros(*size, dtype=dt, device=dev),
+                            dtype, device, requires_grad)
     return _finish(_pinned(_factory(_size(size), 0.0 if dtype is None else 0, dtype, device, False),
                            pin_memory), requires_grad)
 
 
-def _zeros_into(out: Tensor, size: tuple, dtype, device, requires_grad) -> Tensor:
-    if not isinstance(out, Tensor):
-        raise TypeError(f"zeros(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if dtype is not None and as_dtype(dtype) is not out.dtype:
-        raise RuntimeError(f"zeros: dtype {as_dtype(dtype)} does not match out's dtype "
-                           f"{out.dtype}")
-    if device is not None and resolve_device(device) is not out.device:
-        raise RuntimeError(f"zeros: device {resolve_device(device)} does not match out's "
-                           f"device {out.device}")
-    if requires_grad or (out.requires_grad and state.grad_enabled):
-        raise RuntimeError("zeros(): functions with out=... arguments don't support automatic "
-                           "differentiation, but one of the arguments requires grad.")
-    return out.resize_(size).zero_()  # (PyTorch's factories resize out without a warning)
-
-
-@observed_op("aten::ones")
 def _factory_out(name: str, out, make_it, dtype, device, requires_grad: bool,
                  ranged: bool = False, warn: bool = False) -> Tensor:
     """Factory ``name``'s ``out=`` form: ``make_it(dtype, device)`` (out's by default)
@@ -493,6 +478,12 @@ def _factory_out(name: str, out, make_it, dtype, device, requires_grad: bool,
     arange's)."""
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if dtype is not None and as_dtype(dtype) is not out.dtype:
+        raise RuntimeError(f"dtype {scalar_type_name(as_dtype(dtype))} does not match dtype of "
+                           f"out parameter ({scalar_type_name(out.dtype)})")
+    if device is not None and resolve_device(device) is not out.device:
+        raise RuntimeError(f"{name}: device {resolve_device(device)} does not match out's "
+                           f"device {out.device}")
     if requires_grad or (out.requires_grad and state.grad_enabled):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
                            f"automatic differentiation, but one of the arguments requires "
@@ -508,6 +499,7 @@ def _factory_out(name: str, out, make_it, dtype, device, requires_grad: bool,
     return out.copy_(value)
 
 
+@observed_op("aten::ones")
 def ones(*size, out=None, dtype=None, device=None, requires_grad: bool = False,
          pin_memory: bool = False) -> Tensor:
     """A tensor of ones of shape ``size``; with ``out=``, that tensor resized to ``size``

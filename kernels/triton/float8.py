@@ -18,7 +18,7 @@ from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from . import _launch as L
 from .launcher import Launch, jit
-from .scaled_mm import _float8_bits, _float8_values
+from .scaled_mm import _float8_values, _stored_as
 
 __all__ = ["DEVICE_FLOAT8", "astype"]
 
@@ -53,13 +53,7 @@ def _convert_kernel(
         x = _float8_values(x, True)
     else:
         x = x.to(tl.float32)  # exact from the half types; float64 rounds, as PyTorch's
-    if OUT_FP8 == 1:
-        y = _float8_bits(x, False).to(y_ptr.dtype.element_ty, bitcast=True)
-    elif OUT_FP8 == 2:
-        y = _float8_bits(x, True).to(y_ptr.dtype.element_ty, bitcast=True)
-    else:
-        y = x.to(y_ptr.dtype.element_ty)
-    tl.store(y_ptr + i, y, mask=mask)
+    tl.store(y_ptr + i, _stored_as(x, y_ptr, OUT_FP8), mask=mask)
 
 
 _PLANS: dict = {}

@@ -86,6 +86,19 @@ def _float8_values(x, E5M2: tl.constexpr):
     return bits.to(tl.float32, bitcast=True)
 
 
+@triton.jit
+def _stored_as(x, ptr, OUT_FP8: tl.constexpr):
+    """float32 ``x`` as ``ptr``'s elements: PyTorch's float8 bits (``OUT_FP8`` 1: e4m3fn,
+    2: e5m2) reinterpreted as the float8 type, else a plain conversion."""
+    if OUT_FP8 == 1:
+        y = _float8_bits(x, False).to(ptr.dtype.element_ty, bitcast=True)
+    elif OUT_FP8 == 2:
+        y = _float8_bits(x, True).to(ptr.dtype.element_ty, bitcast=True)
+    else:
+        y = x.to(ptr.dtype.element_ty)
+    return y
+
+
 @jit
 def _scaled_mm_kernel(
     a_ptr,  # *fp8: A (M, K), element (m, k) at m * s_am + k * s_ak
@@ -140,13 +153,7 @@ def _scaled_mm_kernel(
     if sr_ptr is not None:
         acc = acc / tl.load(sr_ptr)
     c_ptrs = c_ptr + (rm[:, None] * N + rn[None, :])
-    if OUT_FP8 == 1:
-        out = _float8_bits(acc, False).to(c_ptr.dtype.element_ty, bitcast=True)
-    elif OUT_FP8 == 2:
-        out = _float8_bits(acc, True).to(c_ptr.dtype.element_ty, bitcast=True)
-    else:
-        out = acc.to(c_ptr.dtype.element_ty)
-    tl.store(c_ptrs, out, mask=m_mask & n_mask)
+    tl.store(c_ptrs, _stored_as(acc, c_ptr, OUT_FP8), mask=m_mask & n_mask)
 
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages): float8 tiles are half the bytes of

@@ -164,3 +164,15 @@ def test_against_torch():
                         except RuntimeError:
                             got.append("error")
                 assert got[0] == got[1], (case, dtype, shape, got)
+
+
+def test_factory_out_checks_dtype_and_keeps_the_profiler_name():
+    for factory in (tg.zeros, tg.ones):
+        with pytest.raises(RuntimeError, match=r"dtype Long does not match dtype of out "
+                                               r"parameter \(Float\)"):
+            factory(2, out=tg.empty(2), dtype=tg.int64)
+    with pytest.raises(RuntimeError, match="does not match dtype of out parameter"):
+        tg.arange(3, out=tg.empty(3), dtype=tg.int64)
+    with tg.profiler.profile() as prof:
+        tg.ones(3)
+    assert [e.name for e in prof.events()] == ["aten::ones"]
