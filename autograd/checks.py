@@ -218,6 +218,12 @@ def scalar_type_name(dt) -> str:
     return _SCALAR_TYPE_NAMES[dt.name]
 
 
+def kernel_not_implemented(kernel: str, dt) -> NotImplementedError:
+    """PyTorch's error for a dtype ``dt`` its kernel ``kernel`` does not take:
+    ``"lt_cpu" not implemented for 'ComplexFloat'``."""
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{scalar_type_name(dt)}'")
+
+
 def expected_scalar_type(expected, found) -> RuntimeError:
     """PyTorch's error for a tensor of dtype ``found`` where ``expected`` is required."""
     return RuntimeError(f"expected scalar type {scalar_type_name(expected)} but found "

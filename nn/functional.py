@@ -768,8 +768,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
         input = input.to(target._device)
     dt = _result_type(input, target)
     if not dt.is_floating_point:  # (integers, bools and complex numbers: PyTorch's refusal)
-        raise NotImplementedError(f'"mse_{input.device.type}" not implemented for '
-                                  f"'{checks.scalar_type_name(dt)}'")
+        raise checks.kernel_not_implemented(f"mse_{input.device.type}", dt)
     _broadcast_shapes(input.shape, target.shape)  # (PyTorch's size error, before any cast)
     return _apply(MseLossBackward0, tuple(t if t.dtype is dt else t.to(dt) for t in
                                           (input, target)), reduction)

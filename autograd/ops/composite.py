@@ -20,7 +20,7 @@ import numbers
 
 from ...runtime import dtype as dtypes
 from ...runtime.dtype import get_default_dtype, result_type
-from ..checks import operand_on_device, scalar_type_name, tensor_arg
+from ..checks import kernel_not_implemented, operand_on_device, scalar_type_name, tensor_arg
 from ..dispatch import Primitive, apply, apply_inplace, elementwise_jvp, meta
 from ..registry import OpInfo, with_inplace
 from ..tensor import Tensor
@@ -282,7 +282,7 @@ def _lerp_operands(input, end, weight, op: str) -> tuple:
     """(input, end, weight) checked as PyTorch's lerp does, on input's device."""
     x, e = tensor_arg(input, op), tensor_arg(end, op, "end")
     if not _is_float(x.dtype):
-        raise NotImplementedError(f'"lerp" not implemented for \'{scalar_type_name(x.dtype)}\'')
+        raise kernel_not_implemented("lerp", x.dtype)
     _same_dtype(x, e, "end")
     _same_dtype(x, weight, "weight")
     e = operand_on_device(x, e, op)
@@ -410,8 +410,7 @@ def logaddexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     a, b = tensor_arg(input, "logaddexp"), tensor_arg(other, "logaddexp", "other")
     dt = result_type(a, b)
     if not _is_float(dt):
-        raise NotImplementedError(f'"logaddexp" not implemented for '
-                                  f"'{scalar_type_name(dt)}'")
+        raise kernel_not_implemented("logaddexp", dt)
     a, b = (t if t.dtype is dt else t.to(dt) for t in (a, b))
     if dt.is_complex:  # (no order: the operand with the larger real part factors out)
         m = where(a.real >= b.real, a, b)

@@ -20,7 +20,8 @@ import numpy as np
 
 from ...runtime.dtype import bool as _BOOL
 from ...runtime.dtype import get_default_dtype, result_type
-from ..checks import check_ordered, operand_on_device, scalar_type_name
+from ..checks import (check_ordered, kernel_not_implemented, operand_on_device,
+                      scalar_type_name)
 from ..dispatch import (Primitive, apply, apply_inplace, bilinear_jvp, elementwise_jvp,
                         refuse_out_dual, zero_jvp, zeros)
 from ..registry import OpInfo, export, with_inplace, with_jvp
@@ -713,8 +714,7 @@ def _comparison(name: str):
     def compare(input, other) -> Tensor:
         a, b = binary_operands(input, other, name)
         if ordering and a._dtype.is_complex:  # (complex numbers have no order: PyTorch refuses)
-            raise NotImplementedError(f'"{name}_{a.device.type}" not implemented for '
-                                      f"'{scalar_type_name(a._dtype)}'")
+            raise kernel_not_implemented(f"{name}_{a.device.type}", a._dtype)
         if isinstance(b, Tensor):
             broadcast_shapes(a.shape, b.shape)
             return apply(Compare, (a, b))

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...runtime import dtype as dtypes
 from .. import tensor as _tensor
-from ..checks import scalar_type_name
+from ..checks import kernel_not_implemented, scalar_type_name
 from ..state import state
 from ..tensor import Tensor, make
 from .sampling import _not_implemented
@@ -50,8 +50,7 @@ def check_float8_op(op: str, *operands) -> None:
     for t in operands:
         d = getattr(t, "dtype", None)
         if d in _FLOAT8:
-            raise NotImplementedError(f'"{op}_{t.device.type}" not implemented for '
-                                      f"'{scalar_type_name(d)}'")
+            raise kernel_not_implemented(f"{op}_{t.device.type}", d)
 
 
 _FLOAT8 = frozenset(dtypes.FLOAT8_TYPES)

@@ -262,8 +262,7 @@ def elu(input: Tensor, alpha: float = 1.0, scale: float = 1.0, input_scale: floa
     name a non-tensor input's TypeError gives (``selu``, ``celu`` call this kernel too)."""
     checks.tensor_arg(input, op)
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"elu\" not implemented for "
-                                  f"'{checks.scalar_type_name(input.dtype)}'")
+        raise checks.kernel_not_implemented("elu", input.dtype)
     return apply(EluBackward0, (input,), float(alpha), float(scale), float(input_scale))
 
 

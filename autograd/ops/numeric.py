@@ -20,7 +20,7 @@ import numbers
 
 from ...runtime import dtype as dtypes
 from ...runtime.dtype import get_default_dtype, result_type
-from ..checks import scalar_type_name, tensor_arg
+from ..checks import kernel_not_implemented, scalar_type_name, tensor_arg
 from ..dispatch import Primitive, apply, zeros as zeros_of
 from ..registry import OpInfo, with_inplace
 from ..tensor import Tensor, wrap_dim
@@ -53,8 +53,7 @@ return_types.histogramdd = _named("histogramdd", ("hist", "bin_edges"))
 
 def _not_implemented(op: str, x: Tensor) -> NotImplementedError:
     """PyTorch's error for a dtype its kernel of ``op`` does not take."""
-    return NotImplementedError(f"\"{op}_{x.device.type}\" not implemented for "
-                               f"'{scalar_type_name(x.dtype)}'")
+    return kernel_not_implemented(f"{op}_{x.device.type}", x.dtype)
 
 
 def _is_float(dt) -> bool:
@@ -504,8 +503,7 @@ def histogramdd(input: Tensor, bins, range=None, weight=None, density: bool = Fa
     if x.ndim < 2:
         raise RuntimeError(f"{op}: input tensor should have at least 2 dimensions")
     if not x.dtype.is_floating_point or x.dtype.itemsize < 4:
-        raise NotImplementedError(f"\"histogramdd\" not implemented for "
-                                  f"'{scalar_type_name(x.dtype)}'")
+        raise kernel_not_implemented("histogramdd", x.dtype)
     n = x.shape[-1]
     points = x.reshape(-1, n)
     spec = _bin_spec(bins, n)

@@ -43,7 +43,7 @@ from ...kernels.numpy import random as cpu_random
 from ...kernels.numpy.random import CPUStream
 from ...runtime import dtype as dtypes
 from ...runtime.device import device as Device
-from ..checks import scalar_type_name
+from ..checks import kernel_not_implemented, scalar_type_name
 from ..observe import observed_op
 from ..registry import OpInfo
 from ..tensor import Tensor, make
@@ -397,8 +397,7 @@ def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
     has input's shape and dtype; it is not differentiable."""
     if p is None:
         if not input.dtype.is_floating_point:
-            raise NotImplementedError(f"\"bernoulli\" not implemented for "
-                                      f"'{scalar_type_name(input.dtype)}'")
+            raise kernel_not_implemented("bernoulli", input.dtype)
         _check_p_tensor(input)
         prob = input.detach()
     else:
@@ -444,8 +443,7 @@ def _fill(self: Tensor, values: Tensor) -> Tensor:
 def _floating_fill(x: Tensor, kernel: str) -> None:
     """PyTorch's refusal of a continuous fill of an integer or bool tensor."""
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
-        raise NotImplementedError(f'"{kernel}" not implemented for '
-                                  f"'{scalar_type_name(x.dtype)}'")
+        raise kernel_not_implemented(f"{kernel}", x.dtype)
 
 
 # (the C++ type names PyTorch's cauchy_ message uses)
@@ -540,7 +538,7 @@ def geometric_(self: Tensor, p: float, *, generator=None) -> Tensor:
     """Fills self with the number of Bernoulli(p) trials up to the first success (>= 1):
     ceil(log(1 - U) / log(1 - p))."""
     if self.dtype is dtypes.bool:
-        raise NotImplementedError(f'"geometric_{self.device.type}" not implemented for \'Bool\'')
+        raise kernel_not_implemented(f"geometric_{self.device.type}", self.dtype)
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
     if self.device.type == "cpu" and not self.dtype.is_complex:  # (ATen's: every real dtype)
@@ -555,8 +553,7 @@ def random_(self: Tensor, a: int = 0, b: int | None = None, *, generator=None) -
     """Fills self with integers drawn uniformly from [a, b - 1] (``random_(b)``: [0, b - 1];
     no bound: up to 2^mantissa bits for floats, the dtype's maximum for integers)."""
     if self.dtype.is_complex:
-        raise NotImplementedError(f'"random_" not implemented for '
-                                  f"'{scalar_type_name(self.dtype)}'")
+        raise kernel_not_implemented("random_", self.dtype)
     if b is None and a != 0:
         a, b = 0, a
     full = b is None  # (the dtype's whole range: the draw's width goes by the dtype's size)

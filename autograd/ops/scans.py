@@ -18,7 +18,7 @@ from __future__ import annotations
 import numbers
 
 from ...runtime import dtype as dtypes
-from ..checks import check_ordered, scalar_type_name, tensor_arg
+from ..checks import check_ordered, kernel_not_implemented, tensor_arg
 from ..registry import OpInfo, with_inplace, with_jvp
 from ..tensor import Tensor, int_arg, wrap_dim
 from .composite import logaddexp
@@ -111,8 +111,7 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     """
     x, d, scalar = _scan_dim(input, dim, "logcumsumexp")
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
-        raise NotImplementedError(f'"logcumsumexp_out_{x.device.type}" not implemented for '
-                                  f"'{scalar_type_name(x.dtype)}'")
+        raise kernel_not_implemented(f"logcumsumexp_out_{x.device.type}", x.dtype)
     (out,) = _scan((x,), d, lambda a, b: (logaddexp(a[0], b[0]),))
     return out.reshape(()) if scalar else out
 

@@ -15,7 +15,7 @@ import numbers
 import numpy as np
 
 from ...runtime import dtype as dtypes
-from ..checks import check_ordered, scalar_type_name, tensor_arg
+from ..checks import check_ordered, kernel_not_implemented, tensor_arg
 from ..registry import OpInfo
 from ..state import state
 from ..storage import NotImplementedBackward
@@ -68,8 +68,7 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False,
     side = _side(right, side)
     for t in (seq, input):
         if isinstance(t, Tensor) and t.dtype.is_complex:  # (no order: PyTorch refuses)
-            raise NotImplementedError(f'"searchsorted_out_{seq.device.type}" not implemented '
-                                      f"for '{scalar_type_name(t.dtype)}'")
+            raise kernel_not_implemented(f"searchsorted_out_{seq.device.type}", t.dtype)
     s = _host(seq)
     v = np.asarray(input) if scalar else _host(input)
     if seq.ndim == 0:
@@ -225,8 +224,7 @@ def bincount(input: Tensor, weights=None, minlength: int = 0) -> Tensor:
     """
     x = tensor_arg(input, "bincount")
     if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype is dtypes.bool:
-        raise NotImplementedError(f'"bincount_{x.device.type}" not implemented for '
-                                  f"'{scalar_type_name(x.dtype)}'")
+        raise kernel_not_implemented(f"bincount_{x.device.type}", x.dtype)
     minlength = int_arg(minlength, "bincount", "minlength")
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")
@@ -253,8 +251,7 @@ def histc(input: Tensor, bins: int = 100, min=0, max=0, *, out=None) -> Tensor:
     """
     x = tensor_arg(input, "histc")
     if not x.dtype.is_floating_point:
-        raise NotImplementedError(f'"histogram_{x.device.type}" not implemented for '
-                                  f"'{scalar_type_name(x.dtype)}'")
+        raise kernel_not_implemented(f"histogram_{x.device.type}", x.dtype)
     bins = int_arg(bins, "histc", "bins")
     if bins <= 0:
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for "

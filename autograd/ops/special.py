@@ -27,7 +27,7 @@ import math
 
 from ...runtime import dtype as dtypes
 from ...runtime.dtype import result_type
-from ..checks import scalar_type_name, tensor_arg
+from ..checks import kernel_not_implemented, tensor_arg
 from ..registry import OpInfo, with_inplace, with_jvp
 from ..tensor import Tensor, int_arg
 from .composite import _float_operands, logaddexp
@@ -46,8 +46,7 @@ def _float(input, op: str, complex_ok: bool = False) -> Tensor:
     ``complex_ok``."""
     x = tensor_arg(input, op)
     if x.dtype.is_complex and not complex_ok:
-        raise NotImplementedError(f'"{op}" not implemented for '
-                                  f"'{scalar_type_name(x.dtype)}'")
+        raise kernel_not_implemented(f"{op}", x.dtype)
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
         x = x.to(dtypes.get_default_dtype())
     return x
@@ -410,8 +409,7 @@ def hypot(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     a, b = tensor_arg(input, "hypot"), tensor_arg(other, "hypot", "other")
     common = result_type(a, b)  # (an integer operand joins a floating one, as in PyTorch)
     if not common.is_floating_point:
-        raise NotImplementedError(f'"hypot_{a.device.type}" not implemented for '
-                                  f"'{scalar_type_name(common)}'")
+        raise kernel_not_implemented(f"hypot_{a.device.type}", common)
     a, b = _float_operands(a, b, "hypot")
     big, small = maximum(abs(a), abs(b)), minimum(abs(a), abs(b))
     zero = eq(big, 0)

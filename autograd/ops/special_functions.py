@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 
 from ...runtime import dtype as dtypes
-from ..checks import scalar_type_name, tensor_arg
+from ..checks import kernel_not_implemented, tensor_arg
 from ..state import state
 from ..tensor import Tensor
 from .composite import _float_operands
@@ -60,8 +60,7 @@ _FLOAT64_MAX = 1.7976931348623157e308
 def _check_dtype(x: Tensor, op: str) -> None:
     # PyTorch's kernels take float32 and float64 only
     if x.dtype.is_complex or x.dtype in (dtypes.float16, dtypes.bfloat16):
-        raise NotImplementedError(f'"{op}_{x.device.type}" not implemented for '
-                                  f"'{scalar_type_name(x.dtype)}'")
+        raise kernel_not_implemented(f"{op}_{x.device.type}", x.dtype)
 
 
 def _real(input, op: str, name: str = "input") -> Tensor:
