@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from ...runtime import dtype as dtypes
-from ..checks import tensor_arg
+from ..checks import kernel_not_implemented, scalar_type_name, tensor_arg
 from ..dispatch import Primitive, apply, meta, zeros
 from ..registry import OpInfo, with_inplace
 from ..tensor import Tensor
@@ -207,23 +207,31 @@ def sgn(input: Tensor) -> Tensor:
     return q.masked_fill(zero, 0)
 
 
+def _check_parts(op: str, a: Tensor, b: Tensor) -> None:
+    """``complex``'s and ``polar``'s dtype rules: both parts of one floating dtype."""
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"Expected object of scalar type {scalar_type_name(a.dtype)} but got "
+                           f"scalar type {scalar_type_name(b.dtype)} for second argument")
+    if a.dtype not in (dtypes.float32, dtypes.float64, dtypes.float16):
+        raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
+                           f"{scalar_type_name(a.dtype)} and {scalar_type_name(b.dtype)}")
+    if op == "polar" and a.dtype is dtypes.float16:  # (complex32 has no polar kernel)
+        raise kernel_not_implemented(f"polar_{a.device.type}", a.dtype)
+
+
 def complex(real: Tensor, imag: Tensor) -> Tensor:  # noqa: A001 - PyTorch's name
     """The complex tensor ``real + i imag`` (complex64 of float32 parts, complex128 of float64
     ones; the parts broadcast)."""
     real, imag = tensor_arg(real, "complex", "real"), tensor_arg(imag, "complex", "imag")
-    if real.dtype is not imag.dtype:
-        raise RuntimeError(f"Expected object of scalar type {real.dtype} but got scalar type "
-                           f"{imag.dtype} for second argument")
-    if real.dtype not in (dtypes.float32, dtypes.float64, dtypes.float16):
-        raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
-                           f"{real.dtype} and {imag.dtype}")
+    _check_parts("complex", real, imag)
     return real + imag * 1j
 
 
 def polar(abs: Tensor, angle: Tensor) -> Tensor:  # noqa: A002 - PyTorch's names
     """The complex tensor with modulus ``abs`` and argument ``angle``:
-    ``abs * (cos(angle) + i sin(angle))``."""
+    ``abs * (cos(angle) + i sin(angle))``; both float32 or both float64."""
     abs, angle = tensor_arg(abs, "polar", "abs"), tensor_arg(angle, "polar", "angle")
+    _check_parts("polar", abs, angle)
     return complex(abs * angle.cos(), abs * angle.sin())
 
 

@@ -431,7 +431,7 @@ def pow(input, exponent, *, out=None) -> Tensor:  # noqa: A001
     a, b = binary_operands(input, exponent, "pow")
     if a._dtype is _BOOL:  # only a Python bool exponent keeps a bool tensor bool
         if isinstance(b, Tensor):
-            raise NotImplementedError('"pow" not implemented for \'Bool\'')
+            raise kernel_not_implemented("pow", _BOOL)
         return _result(a.clone() if b else a.new_ones(a.shape), out, "pow")
     if isinstance(b, Tensor):
         return _result(apply(PowBackward1, (a, b)), out, "pow")

@@ -164,7 +164,7 @@ def copysign(input: Tensor, other, *, out=None) -> Tensor:
     for ``other``."""
     a, b = _float_operands(tensor_arg(input, "copysign"), other, "copysign")
     if a.dtype.is_complex:
-        raise RuntimeError("copysign is not implemented for complex tensors.")
+        raise kernel_not_implemented(f"copysign_{a.device.type}", a.dtype)
     magnitude = abs(a.detach())
     r = where(signbit(b.detach()), -magnitude, magnitude)
     return _result(apply(CopysignBackward0, (a, b), r._data), out, "copysign")
@@ -224,8 +224,13 @@ def lcm(input: Tensor, other: Tensor, *, out=None) -> Tensor:
 def ldexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     """``input * 2 ** other`` (PyTorch's definition, and so its gradient); integers promote to
     the default float dtype."""
-    x = tensor_arg(input, "ldexp")
-    return _result(mul(x, pow(2.0, tensor_arg(other, "ldexp", "other"))), out, "ldexp")
+    x, e = tensor_arg(input, "ldexp"), tensor_arg(other, "ldexp", "other")
+    if e._dtype is dtypes.bool:
+        raise kernel_not_implemented(f"ldexp_{x.device.type}_exp", e._dtype)
+    dt = result_type(x, e)  # (its dtype: float16 * 2 ** int stays float16, ints go float)
+    if not (dt.is_floating_point or dt.is_complex):
+        dt = get_default_dtype()
+    return _result(mul(x.to(dt), pow(2.0, e.to(dt))), out, "ldexp")
 
 
 def _float_power_dtype(*operands):

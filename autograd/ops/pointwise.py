@@ -20,7 +20,8 @@ from ...runtime import dtype as dtypes
 from ...runtime.dtype import result_type
 from ..dispatch import Primitive, apply, apply_inplace, call, elementwise_jvp, zero_jvp, zeros
 from ..registry import OpInfo, composite_inplace, export, with_inplace, with_jvp
-from ..checks import check_ordered, operand_on_device, scalar_type_name, tensor_arg
+from ..checks import (check_ordered, kernel_not_implemented, operand_on_device, scalar_type_name,
+                      tensor_arg)
 from ..tensor import Tensor
 from .creation import checked_scalar, wrapped_scalar
 from .elementwise import (
@@ -168,7 +169,7 @@ def signbit(input: Tensor, *, out=None) -> Tensor:
     x = tensor_arg(input, "signbit")
     dt = x._dtype
     if dt.is_complex:
-        raise RuntimeError("signbit is not implemented for complex tensors.")
+        raise NotImplementedError("signbit is not implemented for complex tensors.")
     if dt.is_floating_point:
         return _result(apply(SignbitOp, (x,)), out, "signbit")
     if dt is dtypes.bool or dt is dtypes.uint8:  # (no sign)
@@ -431,13 +432,18 @@ FmodBackward1 = binary_primitive("FmodBackward0", "fmod", lambda ctx, k, saved, 
                                  scalar=True, saves=False)
 
 
-def _division(op_t, op_s, name):
+def _refuse_division(dt, device, kernel: str) -> None:
+    """PyTorch has no integer-style division of bools or complex numbers (its kernel error)."""
+    if dt is dtypes.bool or dt.is_complex:
+        raise kernel_not_implemented(f"{kernel}_{device.type}", dt)
+
+
+def _division(op_t, op_s, name, kernel):
     def fn(input, other, *, out=None) -> Tensor:
         if not isinstance(input, Tensor):  # number // tensor
             input = _operand(input, result_type(input, other), other, name)
         a, b = binary_operands(input, other, name)
-        if a._dtype is dtypes.bool:
-            raise RuntimeError(f"{name}: not supported for bool tensors")
+        _refuse_division(a._dtype, a.device, kernel)
         if isinstance(b, Tensor):
             return _result(apply(op_t, (a, b)), out, name)
         if b == 0 and not a._dtype.is_floating_point:
@@ -447,21 +453,23 @@ def _division(op_t, op_s, name):
     return fn
 
 
-floor_divide = _division(FloorDivideBackward0, FloorDivideBackward1, "floor_divide")
+floor_divide = _division(FloorDivideBackward0, FloorDivideBackward1, "floor_divide",
+                         "div_floor")
 floor_divide.__doc__ = ("``input // other``, rounding toward negative infinity (integers stay "
                         "integers); zero gradient.")
-remainder = _division(RemainderBackward0, RemainderBackward1, "remainder")
+remainder = _division(RemainderBackward0, RemainderBackward1, "remainder", "remainder")
 remainder.__doc__ = ("``input % other`` with the sign of the divisor (Python's ``%``). Its "
                      "gradient is 1 for input and ``-floor(input / other)`` for other.")
-div_trunc = _division(DivTruncBackward0, DivTruncBackward1, "div")
-fmod = _division(FmodBackward0, FmodBackward1, "fmod")
+div_trunc = _division(DivTruncBackward0, DivTruncBackward1, "div", "div_trunc")
+fmod = _division(FmodBackward0, FmodBackward1, "fmod", "fmod")
 fmod.__doc__ = ("C's ``fmod``: ``input - trunc(input / other) * other``, with the sign of the "
                 "dividend (``remainder`` takes the divisor's). Its gradient is 1 for input "
                 "and ``-trunc(input / other)`` for other.")
 
 
-def _inplace_division(op_t, op_s, name):
+def _inplace_division(op_t, op_s, name, kernel):
     def method(self: Tensor, other) -> Tensor:
+        _refuse_division(result_type(self, other), self.device, kernel)
         if isinstance(other, Tensor):
             other = operand_on_device(self, other, name)
             dt = result_type(self, other)
@@ -485,10 +493,12 @@ def _inplace_division(op_t, op_s, name):
     return method
 
 
-floor_divide_ = _inplace_division(FloorDivideBackward0, FloorDivideBackward1, "floor_divide_")
-div_trunc_ = _inplace_division(DivTruncBackward0, DivTruncBackward1, "div_")
-remainder_ = _inplace_division(RemainderBackward0, RemainderBackward1, "remainder_")
-fmod_ = _inplace_division(FmodBackward0, FmodBackward1, "fmod_")
+floor_divide_ = _inplace_division(FloorDivideBackward0, FloorDivideBackward1, "floor_divide_",
+                                  "div_floor")
+div_trunc_ = _inplace_division(DivTruncBackward0, DivTruncBackward1, "div_", "div_trunc")
+remainder_ = _inplace_division(RemainderBackward0, RemainderBackward1, "remainder_",
+                               "remainder")
+fmod_ = _inplace_division(FmodBackward0, FmodBackward1, "fmod_", "fmod")
 
 
 # -- atan2 ----------------------------------------------------------------------------------------
@@ -513,10 +523,8 @@ def _atan2_other(input, other, name: str) -> None:
     if not isinstance(other, Tensor):  # (PyTorch has no Scalar overload of atan2)
         raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not "
                         f"{type(other).__name__}")
-    for t in (input, other):
-        if t._dtype.is_complex:
-            raise RuntimeError(f"\"atan2\" not implemented for "
-                               f"'{scalar_type_name(t._dtype)}'")
+    if input._dtype.is_complex or other._dtype.is_complex:
+        raise kernel_not_implemented(f"atan2_{input.device.type}", result_type(input, other))
 
 
 def atan2(input: Tensor, other: Tensor, *, out=None) -> Tensor:
@@ -605,8 +613,7 @@ def _igamma_fn(op: type):
                             f"{type(other).__name__}")
         a, b = binary_operands(x, other, what)
         if not a._dtype.is_floating_point:
-            raise NotImplementedError(f"\"{name}_{a.device.type}\" not implemented for "
-                                      f"'{scalar_type_name(a._dtype)}'")
+            raise kernel_not_implemented(f"{name}_{a.device.type}", a._dtype)
         return a, b
 
     def fn(input: Tensor, other: Tensor, *, out=None) -> Tensor:
@@ -660,8 +667,7 @@ def _bitwise(name):
             input = _operand(input, result_type(input, other), other, name)
         a, b = binary_operands(input, other, name)
         if a._dtype.is_floating_point or a._dtype.is_complex:
-            raise RuntimeError(f"{name}: only integer and bool tensors are supported, got "
-                               f"{a._dtype}")
+            raise kernel_not_implemented(f"{name}_{a.device.type}", a._dtype)
         if isinstance(b, Tensor):
             return _result(apply(Op, (a, b)), out, name)
         return _result(apply(Op, (a,), b), out, name)
@@ -691,8 +697,7 @@ def bitwise_not(input: Tensor, *, out=None) -> Tensor:
     """``~x``: bitwise not of integers, logical not of bools."""
     x = tensor_arg(input, "bitwise_not")
     if x._dtype.is_floating_point or x._dtype.is_complex:
-        raise RuntimeError(f"bitwise_not: only integer and bool tensors are supported, got "
-                           f"{x._dtype}")
+        raise kernel_not_implemented(f"bitwise_not_{x.device.type}", x._dtype)
     return _result(apply(BitwiseNotOp, (x,)), out, "bitwise_not")
 
 

@@ -86,6 +86,14 @@ def test_complex_and_polar_build_complex_tensors():
         tg.complex(tg.ones(2), tg.ones(2, dtype=tg.float64))
     with pytest.raises(TypeError, match=r"complex\(\): argument 'imag' must be Tensor"):
         tg.complex(tg.ones(2), 1.0)
+    # polar takes complex's dtypes, less Half: no silent promotion of mixed or integer parts
+    with pytest.raises(RuntimeError, match="scalar type Float but got scalar type Double for "
+                                           "second argument"):
+        tg.polar(tg.ones(2), tg.ones(2, dtype=tg.float64))
+    with pytest.raises(RuntimeError, match="Half, Float or Double tensors but got Long and Long"):
+        tg.polar(tg.ones(2, dtype=tg.int64), tg.ones(2, dtype=tg.int64))
+    with pytest.raises(NotImplementedError, match="\"polar_cpu\" not implemented for 'Half'"):
+        tg.polar(tg.ones(2, dtype=tg.float16), tg.ones(2, dtype=tg.float16))
 
 
 @pytest.mark.parametrize("name", ["rand", "randn"])

@@ -188,6 +188,15 @@ def test_ldexp_and_float_power(device):
     np.testing.assert_allclose(host(tg.ldexp(_t(x, device), _t(e, device))), np.ldexp(x, e),
                                rtol=1e-6)
     assert_grads_match(tg.ldexp, [t64((4,), device), t64((4,), device)])
+    # the result dtype is the operands' promoted one, integers going to the default float
+    ints = _t([1, 2], device, tg.int64)
+    for a, want in ((_t([1.0], device, tg.float16), tg.float16), (ints, tg.float32),
+                    (_t([1.0], device, tg.bfloat16), tg.bfloat16)):
+        assert tg.ldexp(a, ints).dtype is want
+    assert tg.ldexp(_t([1.0], device, tg.float32), _t([1.0], device, tg.float64)).dtype \
+        is tg.float64
+    with pytest.raises(NotImplementedError, match=f"ldexp_{device}_exp.*'Bool'"):
+        tg.ldexp(_t([1.0], device), _t([True], device, tg.bool))
     fp = tg.float_power(_t([2, 3], device), 2)
     assert fp.dtype is tg.float64 and host(fp).tolist() == [4.0, 9.0]
     assert host(tg.float_power(2, _t([1.0, 3.0], device))).tolist() == [2.0, 8.0]
