@@ -163,13 +163,36 @@ def argument_error(error: BaseException, fn, op: str, canonical: str, args: tupl
     return None
 
 
+# How PyTorch 2.13 refuses complex input to an op that orders values, where it is not
+# "<op>(): does not support complex input": the kernel's NotImplementedError (``{}``: device).
+_UNORDERED_KERNEL = {"max_all": "max_all", "min_all": "min_all", "amax": "max_values_{}",
+                     "amin": "min_values_{}", "aminmax": "aminmax_{}", "kthvalue": "kthvalue_{}",
+                     "cummax": "cummax_{}", "cummin": "cummin_{}", "unique": "unique"}
+_UNORDERED_MESSAGE = {
+    "sort": (RuntimeError, " Sort does not support complex dtypes on {}"),
+    "argsort": (RuntimeError, " Sort does not support complex dtypes on {}"),
+    "topk": (RuntimeError, " topk does not support complex dtypes on {}"),
+    "maximum": (RuntimeError, "maximum not implemented for complex tensors."),
+    "minimum": (RuntimeError, "minimum not implemented for complex tensors."),
+    "clamp": (NotImplementedError, "clamp is not supported for complex types"),
+}
+
+
 def check_ordered(x, op: str) -> None:
     """PyTorch's refusal of a complex input to an op that compares values by order (max, sort,
-    clamp, ...): complex numbers have none, and NumPy's lexicographic order would give some
-    answer. (A non-tensor ``x`` gets ``tensor_arg``'s TypeError.)"""
-    if tensor_arg(x, op)._dtype.is_complex:
-        raise RuntimeError(f"{op}(): does not support complex input (complex numbers are not "
-                           f"ordered)")
+    clamp, ...), with the error it raises for ``op`` (``"max_all"``: max without a dim):
+    complex numbers have none, and NumPy's lexicographic order would give some answer.
+    (A non-tensor ``x`` gets ``tensor_arg``'s TypeError.)"""
+    dt = tensor_arg(x, op.removesuffix("_all"))._dtype
+    if not dt.is_complex:
+        return
+    device = x.device.type
+    if op in _UNORDERED_KERNEL:
+        raise kernel_not_implemented(_UNORDERED_KERNEL[op].format(device), dt)
+    if op.removesuffix("_") in _UNORDERED_MESSAGE:
+        kind, message = _UNORDERED_MESSAGE[op.removesuffix("_")]
+        raise kind(message.format(device.upper()))
+    raise RuntimeError(f"{op}(): does not support complex input")
 
 
 def check_same_device(like: Tensor, t: Tensor, arg: str, op: str) -> None:

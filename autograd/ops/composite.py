@@ -500,7 +500,8 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """Hardshrink(x) = x where |x| > lambd, else 0."""
-    tensor_arg(input, "hardshrink")
+    if not tensor_arg(input, "hardshrink").dtype.is_floating_point:
+        raise kernel_not_implemented(f"hardshrink_{input.device.type}", input.dtype)
     return input.where(input.abs() > lambd, 0.0)
 
 

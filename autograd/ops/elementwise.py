@@ -443,7 +443,7 @@ def pow(input, exponent, *, out=None) -> Tensor:  # noqa: A001
 def unary(name: str, rule=None, jvp=None, *, saves: str | None = None, kind: str = "float",
           node: str | None = None, forward=None, out_arg: bool = True, inplace: bool = True,
           bool_error: str | None = None, bool_copies: bool = False, complex_rule=None,
-          real_only: bool | str = False, **row) -> OpInfo:
+          real_only: bool | str = False, real_valued: bool = False, **row) -> OpInfo:
     """The table row of the differentiable unary op ``name``, with its primitive.
 
     The forward is ``forward(ctx, k, x, out=None)``, by default the contract's
@@ -464,7 +464,9 @@ def unary(name: str, rule=None, jvp=None, *, saves: str | None = None, kind: str
       copied if ``bool_copies`` (``sign``).
 
     ``real_only`` refuses complex inputs (a NotImplementedError; a string is its message), as
-    PyTorch refuses them for the rounding ops and ``sign``. The remaining keywords go to
+    PyTorch refuses them for the rounding ops and ``sign``. ``real_valued``: the result of a
+    complex input is real (``abs``), so the in-place form refuses complex tensors as PyTorch
+    does (instead of writing |z| + 0i back). The remaining keywords go to
     :class:`OpInfo` (aliases, operators, flops, grad, dtypes).
     """
     if kind not in ("float", "round", "any"):
@@ -533,6 +535,8 @@ def unary(name: str, rule=None, jvp=None, *, saves: str | None = None, kind: str
                             f"{type(self).__name__}")
         if real_only and self._dtype.is_complex:
             operand(self)  # (its refusal of a complex input)
+        if real_valued and self._dtype.is_complex:
+            raise RuntimeError(f"In-place {name} is not supported for complex tensors.")
         dt = self._dtype
         if not (dt.is_floating_point or dt.is_complex):
             if kind == "float":

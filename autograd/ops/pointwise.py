@@ -64,7 +64,7 @@ def _one_minus_square(k, x):
 
 _UNARY = (
     unary("abs", _abs_rule, saves="input", kind="any", complex_rule=_abs_complex_rule,
-          aliases=("absolute",), operators=("__abs__",), grad="g sign(x)",
+          real_valued=True, aliases=("absolute",), operators=("__abs__",), grad="g sign(x)",
           doc="``|x|`` (integers stay integers); the gradient is ``sign(x)`` (0 at 0; for "
               "complex x, x / |x|)."),
     unary("sin", lambda ctx, k, s, g: k.mul(g, k.unary("cos", s[0])), saves="input",

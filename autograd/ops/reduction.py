@@ -344,7 +344,7 @@ def _extreme(name, full_op, dim_op, binary):
     def fn(input: Tensor, dim=None, keepdim: bool = False, *, out=None):
         if isinstance(dim, Tensor):  # max(a, b) is maximum(a, b)
             return _result(binary(input, dim), out, name)
-        check_ordered(input, name)
+        check_ordered(input, name if dim is not None else name + "_all")
         if dim is None:
             if keepdim:
                 raise TypeError(f"{name}(): keepdim=True needs a dim")

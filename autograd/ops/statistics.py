@@ -20,7 +20,7 @@ import collections
 import warnings
 
 from ...runtime import dtype as dtypes
-from ..checks import tensor_arg
+from ..checks import kernel_not_implemented, tensor_arg
 from ..registry import OpInfo, with_inplace
 from ..tensor import Tensor, int_arg, wrap_dim
 from .elementwise import broadcast_shapes, isnan, maximum, minimum, where
@@ -173,7 +173,7 @@ def frac(input: Tensor) -> Tensor:
     """The fractional part, ``x - trunc(x)`` (sign of x); gradient 1."""
     x = tensor_arg(input, "frac")
     if not x.dtype.is_floating_point:
-        raise RuntimeError(f"\"frac_cpu\" not implemented for '{x.dtype}'")
+        raise kernel_not_implemented(f"frac_{x.device.type}", x.dtype)
     return x - trunc(x).detach()
 
 

@@ -473,6 +473,13 @@ def test_type_errors(device):
         tg.atan2(tg.ones(1, device=device), z)
     with pytest.raises(NotImplementedError, match=f"copysign_{device}.*'ComplexFloat'"):
         tg.copysign(z, 1.0)
+    with pytest.raises(RuntimeError, match="In-place abs is not supported for complex tensors"):
+        z.clone().abs_()  # (|z| is real: it was written back as |z| + 0i)
+    with pytest.raises(NotImplementedError, match=f"frac_{device}.*for 'Long'"):
+        tg.frac(tg.tensor([1, 2], device=device))
+    for x in (tg.tensor([1, 2], device=device), z):  # (an int input gave a float32 result)
+        with pytest.raises(NotImplementedError, match=f"hardshrink_{device}"):
+            tg.nn.functional.hardshrink(x)
 
 
 def test_math_constants_exact(device):
