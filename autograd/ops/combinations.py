@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from ...runtime import dtype as dtypes
-from ..checks import tensor_arg
+from ..checks import kernel_not_implemented, tensor_arg
 from ..dispatch import SINK, Primitive, apply, as_shape, call, linear_jvp, meta
 from ..registry import OpInfo
 from ..tensor import Tensor, int_arg, wrap_dim
@@ -408,7 +408,8 @@ def trace(input: Tensor) -> Tensor:
         >>> tg.trace(tg.arange(6.).view(2, 3))
         tensor(4.)
     """
-    tensor_arg(input, "trace")
+    if tensor_arg(input, "trace").dtype is dtypes.bool:
+        raise kernel_not_implemented("trace", dtypes.bool)
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
     return _diagonal(input, 0).sum()

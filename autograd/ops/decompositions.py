@@ -30,7 +30,7 @@ import numpy as np
 from ...kernels.numpy import decompositions as _np_dec
 from ...runtime import dtype as dtypes
 from .. import dispatch
-from ..checks import scalar_type_name, tensor_arg
+from ..checks import kernel_not_implemented, scalar_type_name, tensor_arg
 from ..dispatch import Primitive, apply
 from ..grad_mode import no_grad
 from ..registry import OpInfo
@@ -1100,6 +1100,8 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1, out=None) -> Tensor:
     op = "linalg.cross"
     tensor_arg(input, op)
     tensor_arg(other, op, "other")
+    if input.dtype is dtypes.bool:
+        raise kernel_not_implemented("cross", dtypes.bool)
     if input.shape[dim] != 3 or other.shape[dim] != 3:
         raise RuntimeError(f"{op}: inputs dimension {dim} must have length 3. Got "
                            f"{input.shape[dim]} and {other.shape[dim]}")

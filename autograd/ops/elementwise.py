@@ -737,6 +737,8 @@ def positive(input: Tensor) -> Tensor:
     if not isinstance(input, Tensor):  # (else a list would come back as it went in)
         raise TypeError(f"positive(): argument 'input' must be Tensor, not "
                         f"{type(input).__name__}")
+    if input._dtype is _BOOL:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return input
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from ...runtime import dtype as dtypes
 from ..registry import OpInfo, with_jvp
-from ..checks import check_devices_match, expected_scalar_type, scalar_type_name
+from ..checks import (check_devices_match, expected_scalar_type, kernel_not_implemented,
+                      scalar_type_name)
 from ..dispatch import SINK, Primitive, apply, bilinear_jvp, zeros
 from ..tensor import Tensor
 
@@ -57,6 +58,14 @@ def _column_major(k, m) -> bool:
     return s0 == 1 and s1 == rows and rows > 1 and cols > 1
 
 
+def _no_bool(t: Tensor, cpu_kernel: str, cuda_kernel: str) -> None:
+    """PyTorch has no bool matrix products (einsum and matmul of bools included): the error
+    of its kernel."""
+    if t.dtype is dtypes.bool:
+        raise kernel_not_implemented(cpu_kernel if t.device.type == "cpu" else cuda_kernel,
+                                     dtypes.bool)
+
+
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """The matrix product of two 2-D tensors."""
     if not isinstance(mat2, Tensor) or not isinstance(input, Tensor):
@@ -73,6 +82,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                            f"{input.dtype} != {mat2.dtype}")
     check_devices_match(input.device, mat2.device, "mm")
+    _no_bool(input, "addmm_impl_cpu_", "addmm_cuda")
     return apply(MmBackward0, (input, mat2))
 
 
@@ -157,6 +167,7 @@ def addmm_node(input: Tensor, mat1: Tensor, mat2: Tensor, beta=1, alpha=1) -> Te
                                f"{scalar_type_name(t.dtype)} and {scalar_type_name(mat2.dtype)}")
     check_devices_match(input.device, mat1.device, "addmm")
     check_devices_match(mat1.device, mat2.device, "addmm")
+    _no_bool(mat1, "addmm_impl_cpu_", "addmm_cuda")
     shape = input.shape
     if len(shape) > 2 or any(s != 1 and s != t for s, t in zip(shape[::-1], (p, n))):
         input.detach().expand(n, p)  # (raises expand's message: input does not broadcast)
@@ -199,6 +210,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     if input.dtype is not mat2.dtype:
         raise expected_scalar_type(input.dtype, mat2.dtype)
     check_devices_match(input.device, mat2.device, "bmm")
+    _no_bool(input, "bmm", "bmm_cuda")
     return apply(BmmBackward0, (input, mat2))
 
 

@@ -13,8 +13,9 @@ import math
 import numbers
 import warnings
 
+from ...runtime import dtype as dtypes
 from ...runtime.dtype import promote_types
-from ..checks import scalar_type_name, tensor_arg
+from ..checks import kernel_not_implemented, scalar_type_name, tensor_arg
 from ..registry import OpInfo, with_jvp
 from ..tensor import Tensor, int_arg, wrap_dim
 from .creation import tensor, zeros
@@ -102,6 +103,8 @@ def cross(input: Tensor, other: Tensor, dim=None, *, out=None) -> Tensor:
         tensor([0., 0., 1.])
     """
     a, b = tensor_arg(input, "cross"), tensor_arg(other, "cross", "other")
+    if a.dtype is dtypes.bool:
+        raise kernel_not_implemented("cross", dtypes.bool)
     if a.ndim != b.ndim:
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     shape = tuple(max(x, y) for x, y in zip(a.shape, b.shape))

@@ -166,19 +166,19 @@ def mean(input: Tensor, dim=_ALL_DIMS, keepdim: bool = False, *, dtype=None) -> 
 
 def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """True where any element (over ``dim``) is nonzero; ``dim=()`` reduces nothing (each
-    element's truth, as PyTorch's)."""
+    element's truth, as PyTorch's). A uint8 input gives a uint8 result (0 or 1), PyTorch's
+    legacy rule."""
     reduce_dims(input, dim, "any")  # (its errors name this op, not sum)
-    if _no_dims(dim):
-        return input.ne(0)
-    return sum(input.ne(0), dim, keepdim) > 0
+    r = input.ne(0) if _no_dims(dim) else sum(input.ne(0), dim, keepdim) > 0
+    return r.to(dtypes.uint8) if input.dtype is dtypes.uint8 else r
 
 
 def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
-    """True where every element (over ``dim``) is nonzero; ``dim=()`` reduces nothing."""
+    """True where every element (over ``dim``) is nonzero; ``dim=()`` reduces nothing (a
+    uint8 input gives uint8, as ``any``)."""
     reduce_dims(input, dim, "all")
-    if _no_dims(dim):
-        return input.ne(0)
-    return sum(input.eq(0), dim, keepdim) == 0
+    r = input.ne(0) if _no_dims(dim) else sum(input.eq(0), dim, keepdim) == 0
+    return r.to(dtypes.uint8) if input.dtype is dtypes.uint8 else r
 
 
 def _no_dims(dim) -> bool:

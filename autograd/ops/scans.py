@@ -167,6 +167,8 @@ def _trapezoid_widths(y: Tensor, x, dx, d: int, op: str):
 
 def _trapezoid_args(y, x, dx, dim, op: str):
     y = tensor_arg(y, op, "y")
+    if y.dtype is dtypes.bool:
+        raise RuntimeError(f"{op}: received a bool input for `y`, but bool is not supported")
     if x is not None and dx is not None:
         raise TypeError(f"{op}() received an invalid combination of arguments: x and dx")
     if dx is not None and not isinstance(dx, numbers.Number):

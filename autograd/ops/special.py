@@ -285,7 +285,8 @@ def erfinv(input: Tensor, *, out=None) -> Tensor:
         x = x - (erf(x) - ys) / (exp(-x * x) * _TWO_OVER_SQRT_PI)
     # (constants only in the edge values: y * inf would send 0 * inf = NaN back to y)
     x = where(edge, where(eq(y, 1), _INF, where(eq(y, -1), -_INF, _NAN)), x)
-    return _out(x, out, "erfinv")
+    # (the float32 constants promote float16/bfloat16 inputs: the result keeps their dtype)
+    return _out(x if x.dtype is y.dtype else x.to(y.dtype), out, "erfinv")
 
 
 _SQRT_HALF = math.sqrt(0.5)

@@ -102,6 +102,8 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     """The covariance of the variables in the rows of ``input`` (observations in the
     columns; a 1-D input is one variable), PyTorch's weighted estimate (module docstring)."""
     x = tensor_arg(input, "cov")
+    if x.dtype is dtypes.bool:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
     if x.ndim > 2:
         raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an "
                          f"input with {x.ndim} dimensions")
@@ -263,7 +265,7 @@ def _quantile(input: Tensor, q, dim, keepdim: bool, interpolation: str, op: str,
     from .creation import tensor as _tensor
 
     x = tensor_arg(input, op)
-    if not x.dtype.is_floating_point:
+    if x.dtype is not dtypes.float32 and x.dtype is not dtypes.float64:
         raise RuntimeError(f"{op}() input tensor must be either float or double dtype")
     if interpolation not in _INTERPOLATIONS:
         raise ValueError(f"{op}() interpolation must be one of linear, lower, higher, midpoint "
