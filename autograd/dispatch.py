@@ -350,8 +350,9 @@ def _new_node(op, inputs, dev):
 #   give wrong ones. Complex tensors work on both backends (the Triton one computes on pairs
 #   of float lanes: Note [complex lanes] in kernels/triton/complex.py).
 _HOLOMORPHIC = frozenset((
-    "add", "sub", "mul", "div", "neg", "exp", "log", "expm1", "log1p", "sin", "cos", "tan",
-    "tanh", "sigmoid", "sqrt", "rsqrt", "pow", "mm", "addmm", "bmm", "sum", "mean", "cumsum", "cat",
+    "add", "sub", "rsub", "mul", "div", "neg", "reciprocal", "exp", "log", "expm1", "log1p",
+    "sin", "cos", "tan", "tanh", "sigmoid", "sqrt", "rsqrt", "pow", "mm", "addmm", "bmm", "sum",
+    "mean", "cumsum", "cat",
     "stack", "split", "split_with_sizes", "unbind", "clone", "copy_", "expand", "permute",
     "transpose", "t", "squeeze", "unsqueeze", "view", "slice", "select", "slice_scatter",
     "index", "index_put", "index_select", "index_add", "gather", "scatter", "scatter_add",

@@ -13,6 +13,8 @@ is expanded to the output's shape once, in dispatch.
 
 from __future__ import annotations
 
+import cmath
+import math
 import numbers
 import warnings
 
@@ -22,7 +24,7 @@ from ...runtime.dtype import bool as _BOOL
 from ...runtime.dtype import get_default_dtype, result_type
 from ..checks import (check_ordered, kernel_not_implemented, operand_on_device,
                       scalar_type_name)
-from ..dispatch import (Primitive, apply, apply_inplace, bilinear_jvp, elementwise_jvp,
+from ..dispatch import (Primitive, apply, apply_inplace, bilinear_jvp, elementwise_jvp, meta,
                         refuse_out_dual, zero_jvp, zeros)
 from ..registry import OpInfo, export, with_inplace, with_jvp
 from ..state import state
@@ -205,26 +207,73 @@ def sub(input, other, *, alpha=1, out=None) -> Tensor:
     a, b = binary_operands(input, other, "sub")
     if type(alpha) not in _PYTHON_NUMBERS:  # (as add's)
         alpha = python_number(alpha)
-    if a._dtype.name == "bool":
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
-                           "supported. Use the `^` or `logical_xor()` operator instead.")
-    if _is_bool(input) or _is_bool(other):
-        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
-                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
-                           "operator instead.")
+    _refuse_bool_subtraction(a, input, other)
     if isinstance(b, Tensor):
         return _result(apply(SubBackward0, (a, b), alpha), out, "sub")
     return _result(apply(SubBackward1, (a,), b if alpha == 1 else
                          wrapped_scalar(b * alpha, a._dtype)), out, "sub")
 
 
+def _refuse_bool_subtraction(a: Tensor, input, other) -> None:
+    """PyTorch's refusal of ``-`` with bools (``a``: the promoted first operand)."""
+    if a._dtype is _BOOL:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if _is_bool(input) or _is_bool(other):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
+
+
 def _is_bool(x) -> bool:
     return x.__class__ is bool or isinstance(x, Tensor) and x._dtype is _BOOL
 
 
+class RsubBackward0(Primitive):
+    """``other - alpha * input`` for tensors (``torch.rsub``), one node as PyTorch's (edges:
+    input, other); the gradients are ``-alpha g`` and ``g``."""
+
+    __slots__ = ("alpha",)
+    op_name = "rsub"
+    broadcasts = True
+    jvp = staticmethod(elementwise_jvp)
+
+    @staticmethod
+    def forward(ctx, k, a, b, alpha):
+        ctx.alpha = alpha
+        return k.sub(b, a if alpha == 1 else k.mul(a, alpha))
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        return (k.neg(g) if ctx.alpha == 1 else k.mul(g, -ctx.alpha)), g
+
+
+class RsubBackward1(Primitive):
+    """``number - alpha * input`` (``1 - x``): one node with one edge, as PyTorch's."""
+
+    __slots__ = ("alpha",)
+    op_name = "rsub"
+    jvp = staticmethod(elementwise_jvp)
+
+    @staticmethod
+    def forward(ctx, k, a, s, alpha):
+        ctx.alpha = alpha
+        return k.add(k.neg(a) if alpha == 1 else k.mul(a, -alpha), s)
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        return k.neg(g) if ctx.alpha == 1 else k.mul(g, -ctx.alpha)
+
+
 def rsub(input: Tensor, other: Tensor | float, *, alpha=1) -> Tensor:
     """``other - alpha * input`` (``2 - x``)."""
-    return add(neg(input) if alpha == 1 else mul(input, -alpha), other)
+    a, b = binary_operands(input, other, "rsub")
+    if type(alpha) not in _PYTHON_NUMBERS:  # (as add's)
+        alpha = python_number(alpha)
+    _refuse_bool_subtraction(a, input, other)
+    if isinstance(b, Tensor):
+        return apply(RsubBackward0, (a, b), alpha)
+    return apply(RsubBackward1, (a,), b, alpha)
 
 
 # -- mul / div ---------------------------------------------------------------------------------
@@ -356,10 +405,28 @@ def div(input, other, *, rounding_mode=None, out=None) -> Tensor:
     return _result(apply(DivBackward1, (a,), b), out, "div")
 
 
+class ReciprocalBackward0(Primitive):
+    """``1 / x``: the gradient is ``-g y^2``."""
+
+    __slots__ = ()
+    op_name = "reciprocal"
+    save_output = True
+    jvp = staticmethod(elementwise_jvp)
+
+    @staticmethod
+    def forward(ctx, k, x):
+        return k.pow(x, -1)
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        y, = saved
+        return k.neg(k.mul(g, k.mul(y, y)))
+
+
 def reciprocal(x: Tensor) -> Tensor:
     """``1 / input`` (integers promote to the default float dtype)."""
     keep = x._dtype.is_floating_point or x._dtype.is_complex  # (a complex cast drops .imag)
-    return pow(x if keep else x.to(get_default_dtype()), -1)
+    return apply(ReciprocalBackward0, (x if keep else x.to(get_default_dtype()),))
 
 
 # -- pow ---------------------------------------------------------------------------------------
@@ -417,10 +484,46 @@ class PowBackward1(Primitive):
         return ga, gb
 
 
+class PowBackward2(Primitive):
+    """number ** tensor (``2 ** x``): one edge, the exponent's, as PyTorch's. d/de =
+    ``y log(base)``; for base 0 it is 0 where e >= 0 (the limit, as PowBackward1) and -inf
+    times ``g y`` where e < 0; a negative base of a real power has a NaN gradient."""
+
+    __slots__ = ("log_base",)
+    op_name = "pow"
+    save_inputs = (0,)
+    save_output = True
+    jvp = staticmethod(elementwise_jvp)
+
+    @staticmethod
+    def forward(ctx, k, e, base_array, base):  # (the number, and as a 0-d array of y's dtype)
+        if base == 0:
+            ctx.log_base = None
+        elif isinstance(base, complex) or meta(base_array)[1].is_complex:
+            ctx.log_base = cmath.log(base)
+        else:
+            ctx.log_base = math.log(base) if base > 0 else math.nan
+        return k.pow(base_array, e)
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        e, out = saved
+        if ctx.log_base is None:  # base 0
+            # (the factor, not a where around the product: its double backward would make
+            # 0 * inf = NaN in the unselected branch)
+            return k.mul(k.mul(g, out), k.where(k.ge(e, 0), 0.0, -math.inf))
+        return k.mul(k.mul(g, out), ctx.log_base)
+
+
 def pow(input, exponent, *, out=None) -> Tensor:  # noqa: A001
     """``input ** exponent``, broadcasting."""
     if not isinstance(input, Tensor):  # number ** tensor
-        return pow(_operand(input, result_type(input, exponent), exponent, "pow"), exponent)
+        dt = result_type(input, exponent)
+        base = _operand(input, dt, exponent, "pow")
+        if not isinstance(exponent, Tensor) or dt is _BOOL:
+            return pow(base, exponent)  # (its errors; bool ** bool is refused there)
+        e = exponent if exponent._dtype is dt else exponent.to(dt)
+        return _result(apply(PowBackward2, (e,), base._data, python_number(input)), out, "pow")
     if isinstance(exponent, int) and not (input._dtype.is_floating_point
                                           or input._dtype.is_complex):
         if exponent < 0:

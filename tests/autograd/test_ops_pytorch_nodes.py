@@ -271,3 +271,42 @@ def test_squeeze_overloads_name_their_nodes(call, node):
     assert y.grad_fn.name() == node
     (y * 3).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 1, 3, 1), 3.0))
+
+
+# -- rsub, reciprocal and number ** tensor: PyTorch's single nodes ------------------------------
+
+@pytest.mark.parametrize("call, node, edges", [
+    (lambda x, y: 1 - x, "RsubBackward1", 1),
+    (lambda x, y: tg.rsub(x, 3, alpha=2), "RsubBackward1", 1),
+    (lambda x, y: tg.rsub(x, y, alpha=2), "RsubBackward0", 2),
+    (lambda x, y: tg.reciprocal(x), "ReciprocalBackward0", 1),
+    (lambda x, y: 2 ** x, "PowBackward2", 1),
+    (lambda x, y: tg.pow(0.0, x.abs()), "PowBackward2", 1),  # (0 ** -1 is inf: not checkable)
+    (lambda x, y: (1 + 1j) ** x, "PowBackward2", 1),
+])
+def test_rsub_reciprocal_and_number_pow_are_single_nodes(call, node, edges):
+    # (they were AddBackward0 <- NegBackward0, PowBackward0 and PowBackward1 with a None edge)
+    x = _t([0.5, -1.0, 2.0], True)
+    y = _t([1.0, 2.0, 3.0], True)
+    out = call(x, y)
+    assert out.grad_fn.name() == node and len(out.grad_fn.next_functions) == edges
+    def real(a, b):
+        r = call(a, b)
+        return tg.view_as_real(r * r) if r.is_complex() else r * r
+
+    assert tg.autograd.gradcheck(real, (x, y))
+    assert tg.autograd.gradgradcheck(real, (x, y))
+
+
+def test_number_pow_gradient_limits():
+    e = _t([-1.0, 0.0, 2.0], True)
+    (tg.pow(0.0, e) * _t([1.0, 1.0, 1.0])).sum().backward()
+    # 0 ** e: d/de is 0 where e >= 0 (the limit), -inf * y where e < 0 (y = inf there)
+    assert e.grad.tolist()[1:] == [0.0, 0.0] and e.grad[0].item() == -np.inf
+    e.grad = None
+    ((-2.0) ** e).sum().backward()  # (a negative base of a real power: NaN, as PyTorch)
+    assert np.isnan(e.grad.numpy()).all()
+    assert (2 ** tg.tensor([1, 2])).dtype is tg.int64
+    assert tg.rsub(tg.tensor([1, 2]), 1.5).tolist() == [0.5, -0.5]
+    with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with a bool tensor"):
+        tg.rsub(tg.tensor([True]), 1)
