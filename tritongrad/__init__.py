@@ -53,6 +53,7 @@ from .autograd.sparse_compressed import (sparse_bsc_tensor, sparse_bsr_tensor,
                                          sparse_compressed_tensor, sparse_csc_tensor,
                                          sparse_csr_tensor)
 from .runtime.dtype import sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr
+from .runtime.dtype import jagged
 # float8 storage formats (CPU arrays through the `float8` extra's ml_dtypes) and _scaled_mm
 from .runtime.dtype import (float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz,
                             float8_e8m0fnu)
@@ -89,6 +90,7 @@ __all__ = ["device", "dtype", "Tensor", "Size", "autograd", "cuda", "distributed
 __all__ += ["backends", "get_float32_matmul_precision", "linalg", "special",
             "set_float32_matmul_precision"]
 __all__ += ["fft"]
+__all__ += ["nested", "jagged"]
 __all__ += ["distributions"]
 __all__ += ["compile", "compiler", "jit"]
 __all__ += ["cond", "func", "vmap", "while_loop"]
@@ -155,6 +157,7 @@ __all__ += ["accelerator", "default_generator", "newaxis", "random", "short", "t
 # torch.signal, torch.quasirandom, torch.hub; the legacy autocast functions and has_* flags
 from . import hub, quasirandom, signal  # noqa: E402
 from . import masked  # noqa: E402  (torch.masked: tritongrad/masked/)
+from . import nested  # noqa: E402  (torch.nested: tritongrad/nested/)
 from . import multiprocessing  # noqa: E402  (torch.multiprocessing: shared CPU tensors)
 from . import functional, futures  # noqa: E402  (torch.functional, torch.futures)
 from .autograd.sparse_products import dsmm, hsmm, hspmm, saddmm, smm, spmm, sspaddmm  # noqa: E402

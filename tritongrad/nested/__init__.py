@@ -1,0 +1,376 @@
+"""Nested tensors in the jagged layout (PyTorch's ``torch.nested`` with ``layout=torch.jagged``).
+
+A nested tensor is a batch of tensors that differ in the size of one dimension, the ragged
+one: variable-length sequences without padding. It keeps its components packed in one
+regular tensor, ``values()``, with ``offsets()`` saying where each starts (Note [Jagged
+layout] in _tensor.py); ops run on the packed values, so autograd, the CPU backend and CUDA
+come from the ordinary ops. See docs/nested.md for the supported ops and what differs from
+PyTorch.
+
+``layout=tritongrad.strided`` nested tensors (PyTorch's older layout, and its default) are
+not supported: pass ``layout=tritongrad.nested.jagged``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import tritongrad as tg
+from tritongrad.autograd.tensor import Tensor
+
+from ._tensor import NestedInt, NestedTensor, _make, _make_leaf, _Ragged, is_jagged, jagged
+
+__all__ = ["NestedInt", "NestedTensor", "as_nested_tensor", "jagged", "masked_select",
+           "narrow", "nested_tensor", "nested_tensor_from_jagged", "to_padded_tensor"]
+
+
+def _check_layout(op: str, layout) -> None:
+    if layout is None or layout is tg.strided:
+        raise RuntimeError(
+            f"{op}: nested tensors with layout=tritongrad.strided (PyTorch's default for "
+            f"{op}) are not supported in tritongrad; pass layout=tritongrad.nested.jagged "
+            f"(PyTorch's torch.jagged)")
+    if not is_jagged(layout):
+        raise RuntimeError(f"Specified layout is unsupported for nested tensors: {layout}")
+
+
+def _offsets_of(lengths: list, device) -> Tensor:
+    offs = [0]
+    for n in lengths:
+        offs.append(offs[-1] + n)
+    return tg.tensor(offs, dtype=tg.int64, device=device)
+
+
+def _pack(op: str, tensors: list, dtype, device):
+    """The components converted and concatenated along their ragged dim (differentiable);
+    returns (values, offsets, ragged_idx)."""
+    if len(tensors) == 0:
+        raise RuntimeError("Cannot construct a nested tensor from an empty tensor list")
+    if any(t.dim() == 0 for t in tensors):
+        raise RuntimeError("Cannot construct a nested tensor from a list of zero-dim tensors")
+    nd = tensors[0].dim()
+    if any(t.dim() != nd for t in tensors):
+        raise RuntimeError("When constructing a nested tensor, all tensors in list must have "
+                           "the same dim")
+    differ = [d for d in range(nd) if len({t.shape[d] for t in tensors}) > 1]
+    if len(differ) > 1:
+        shapes = ", ".join(str(tuple(t.shape)) for t in tensors)
+        raise RuntimeError(f"{op}: the jagged layout supports components that differ in one "
+                           f"dimension only, got shapes {shapes}")
+    ragged = differ[0] if differ else 0
+    dtype = dtype if dtype is not None else tensors[0].dtype
+    device = device if device is not None else tensors[0].device
+    parts = [t.to(device=device, dtype=dtype) for t in tensors]
+    values = tg.cat(parts, ragged)
+    offsets = _offsets_of([t.shape[ragged] for t in tensors], values.device)
+    return values, offsets, ragged + 1
+
+
+def nested_tensor(tensor_list, *, dtype=None, layout=None, device=None,
+                  requires_grad: bool = False, pin_memory: bool = False) -> NestedTensor:
+    """Constructs a nested tensor with no autograd history (a leaf tensor) from
+    :attr:`tensor_list`, a list of tensors (copied).
+
+    Args:
+        tensor_list (List[array_like]): a list of tensors, or anything that can be passed to
+            ``tritongrad.tensor``, where each element of the list has the same dimensionality
+            and they differ in the size of at most one dimension.
+
+    Keyword arguments:
+        dtype (dtype, optional): the desired type of the returned nested tensor. Default: if
+            None, the dtype of the leftmost tensor in the list.
+        layout (layout): ``tritongrad.nested.jagged``, the only layout supported (PyTorch's
+            default, ``strided``, is refused).
+        device (device, optional): the desired device. Default: the leftmost tensor's.
+        requires_grad (bool, optional): whether autograd should record operations on the
+            returned nested tensor. Default: ``False``.
+        pin_memory (bool, optional): allocate the values in pinned memory (CPU only).
+
+    Example::
+
+        >>> import tritongrad.nested
+        >>> a = tritongrad.arange(3, dtype=tritongrad.float)
+        >>> b = tritongrad.arange(5, dtype=tritongrad.float)
+        >>> nt = tritongrad.nested.nested_tensor([a, b], layout=tritongrad.nested.jagged,
+        ...                                      requires_grad=True)
+        >>> nt.is_leaf
+        True
+    """
+    _check_layout("nested_tensor", layout)
+    if not isinstance(tensor_list, (list, tuple)):
+        raise TypeError(f"nested_tensor(): expected a list of tensors, got "
+                        f"{type(tensor_list).__name__}")
+    tensors = [t if isinstance(t, Tensor) else tg.as_tensor(t) for t in tensor_list]
+    if any(isinstance(t, NestedTensor) for t in tensors):
+        raise RuntimeError("nested_tensor(): the components must be regular tensors, not "
+                           "nested ones")
+    with tg.no_grad():
+        values, offsets, ragged_idx = _pack("nested_tensor", [t.detach() for t in tensors],
+                                            dtype, device)
+        if pin_memory:
+            values = values.pin_memory()
+    return _make_leaf(values, _Ragged.of(offsets, None), ragged_idx, bool(requires_grad))
+
+
+def as_nested_tensor(ts, dtype=None, device=None, layout=None) -> NestedTensor:
+    """Constructs a nested tensor preserving autograd history from a tensor or a list / tuple
+    of tensors.
+
+    A nested tensor passed in is returned as it is, or converted to ``device`` / ``dtype``. A
+    regular tensor of shape ``(B, N, ...)`` is treated as a batch of B components of N rows
+    each (a view where it is contiguous and no conversion is asked for). A list of tensors is
+    copied into the nested tensor; gradients flow back to each of them.
+
+    Args:
+        ts (Tensor or List[Tensor] or Tuple[Tensor]): a tensor to treat as a nested tensor,
+            or a list / tuple of tensors with the same ndim.
+        dtype (dtype, optional): the desired type. Default: the leftmost tensor's.
+        device (device, optional): the desired device. Default: the leftmost tensor's.
+        layout (layout): ``tritongrad.nested.jagged`` (``strided`` is refused).
+
+    Example::
+
+        >>> import tritongrad.nested
+        >>> a = tritongrad.arange(3, dtype=tritongrad.float, requires_grad=True)
+        >>> b = tritongrad.arange(5, dtype=tritongrad.float, requires_grad=True)
+        >>> nt = tritongrad.nested.as_nested_tensor([a, b], layout=tritongrad.nested.jagged)
+        >>> nt.is_leaf
+        False
+        >>> nt.sum().backward()
+        >>> a.grad
+        tensor([1., 1., 1.])
+    """
+    is_list = isinstance(ts, (list, tuple)) and all(isinstance(t, Tensor) for t in ts)
+    if not isinstance(ts, Tensor) and not is_list:
+        raise TypeError("as_nested_tensor(): Expected first argument to be a tensor or a list "
+                        "/ tuple of tensors ")
+    if isinstance(ts, NestedTensor):
+        if layout is not None and not is_jagged(layout):
+            raise RuntimeError("as_nested_tensor(): Converting between nested tensor layouts "
+                               "is not supported")
+        return ts.to(device=device, dtype=dtype) if dtype is not None or device is not None \
+            else ts
+    _check_layout("as_nested_tensor", layout)
+    if isinstance(ts, Tensor):
+        if ts.dim() < 2:
+            raise RuntimeError("as_nested_tensor(): Expected tensor argument to have dim() > 1")
+        b, n = ts.shape[0], ts.shape[1]
+        values = ts.reshape(b * n, *ts.shape[2:])
+        if dtype is not None or device is not None:
+            values = values.to(device=device, dtype=dtype)
+        return _make(values, _Ragged.of(_offsets_of([n] * b, values.device), None), 1)
+    if any(isinstance(t, NestedTensor) for t in ts):
+        raise RuntimeError("as_nested_tensor(): the components must be regular tensors")
+    values, offsets, ragged_idx = _pack("as_nested_tensor", list(ts), dtype, device)
+    return _make(values, _Ragged.of(offsets, None), ragged_idx)
+
+
+def nested_tensor_from_jagged(values: Tensor, offsets: Tensor | None = None,
+                              lengths: Tensor | None = None, jagged_dim: int | None = None,
+                              min_seqlen: int | None = None,
+                              max_seqlen: int | None = None) -> NestedTensor:
+    """Constructs a jagged layout nested tensor from the given jagged components: a view of
+    ``values`` that keeps its history.
+
+    * offsets: indices within the packed dimension splitting it into batch elements, shape
+      B + 1: ``[0, 2, 3, 6]`` splits a packed dimension of size 6 into lengths ``[2, 1, 3]``.
+    * lengths: the lengths of the batch elements, shape B.
+
+    Given both, the tensor has "holes": element i is ``lengths[i]`` rows from ``offsets[i]``.
+
+    Args:
+        values (Tensor): the buffer of shape ``(sum_B(*), D_1, ..., D_N)``, the jagged
+            dimension packed into one.
+        offsets (Tensor, optional): offsets into the jagged dimension, shape B + 1.
+        lengths (Tensor, optional): lengths of the batch elements, shape B.
+        jagged_dim (int, optional): which dimension of the result is jagged (that dimension
+            minus one of ``values`` is the packed one); >= 1. Default: 1.
+        min_seqlen (int, optional): the minimum length, cached instead of computed.
+        max_seqlen (int, optional): the maximum length, cached instead of computed.
+
+    Example::
+
+        >>> import tritongrad.nested
+        >>> values = tritongrad.randn(12, 5)
+        >>> offsets = tritongrad.tensor([0, 3, 5, 6, 10, 12])
+        >>> nt = tritongrad.nested.nested_tensor_from_jagged(values, offsets)
+        >>> nt.shape[0], nt.dim()
+        (5, 3)
+    """
+    if isinstance(values, NestedTensor) or not isinstance(values, Tensor):
+        raise TypeError(f"nested_tensor_from_jagged(): values must be a regular Tensor, got "
+                        f"{type(values).__name__}")
+    if offsets is None:
+        if lengths is None:
+            raise RuntimeError("nested_tensor_from_jagged(): At least one of offsets or lengths "
+                               "is required.")
+        _check_index_tensor("lengths", lengths)
+        offsets = tg.cat([tg.zeros(1, dtype=lengths.dtype, device=lengths.device),
+                          lengths.cumsum(0).to(lengths.dtype)])
+        lengths = None
+    _check_index_tensor("offsets", offsets)
+    if lengths is not None:
+        _check_index_tensor("lengths", lengths)
+        if lengths.shape[0] != offsets.shape[0] - 1:
+            raise RuntimeError(f"nested_tensor_from_jagged(): lengths must have B = "
+                               f"{offsets.shape[0] - 1} elements (offsets has B + 1), got "
+                               f"{lengths.shape[0]}")
+    if jagged_dim is None:
+        jagged_dim = 1
+    elif jagged_dim < 1:
+        raise ValueError(f"Expected jagged_dim >=1, but got {jagged_dim}.")
+    if jagged_dim > values.dim():
+        raise ValueError(f"nested_tensor_from_jagged(): jagged_dim={jagged_dim} needs values "
+                         f"with at least {jagged_dim} dims, got shape {tuple(values.shape)}")
+    ragged = _Ragged.of(offsets, lengths, min_seqlen=min_seqlen, max_seqlen=max_seqlen)
+    return _make(values, ragged, jagged_dim)
+
+
+def _check_index_tensor(name: str, t) -> None:
+    if not isinstance(t, Tensor) or t.dim() != 1 or t.dtype not in (tg.int32, tg.int64):
+        raise RuntimeError(f"nested_tensor_from_jagged(): {name} must be a 1-D int32 or int64 "
+                           f"tensor, got {_describe(t)}")
+
+
+def _describe(t) -> str:
+    if isinstance(t, Tensor):
+        return f"a {t.dtype} tensor of shape {tuple(t.shape)}"
+    return type(t).__name__
+
+
+def narrow(tensor: Tensor, dim: int, start: int | Tensor, length: int | Tensor,
+           layout=tg.strided) -> NestedTensor:
+    """Constructs a nested tensor, a view of :attr:`tensor` (a strided tensor of shape
+    ``(B, T, ...)``) that shows in row b of dimension 1 only the elements in
+    ``[start[b], start[b] + length[b])``. ``start`` and ``length`` are integers or tensors of
+    shape ``(B,)``. The result is non-contiguous (it has ``lengths()``), as PyTorch's jagged
+    ``narrow``: the kind of nested tensor a key/value cache makes.
+
+    Args:
+        tensor (Tensor): a strided tensor, the underlying data of the nested tensor (copied
+            when it is not contiguous).
+        dim (int): the dimension narrowed: only 1 is supported for the jagged layout.
+        start (int or Tensor): the starting element of each row.
+        length (int or Tensor): the number of elements taken in each row.
+
+    Keyword arguments:
+        layout (layout): ``tritongrad.nested.jagged`` (``strided``, PyTorch's default, is
+            refused).
+
+    Example::
+
+        >>> import tritongrad.nested
+        >>> x = tritongrad.randn(2, 5, 3)
+        >>> nt = tritongrad.nested.narrow(x, 1, tritongrad.tensor([0, 1]),
+        ...                               tritongrad.tensor([3, 2]),
+        ...                               layout=tritongrad.nested.jagged)
+        >>> [c.shape for c in nt.unbind()]
+        [tritongrad.Size([3, 3]), tritongrad.Size([2, 3])]
+    """
+    for name, v in (("start", start), ("length", length)):
+        if not isinstance(v, (int, Tensor)) or isinstance(v, bool):
+            raise RuntimeError(f"{name} must be an integer or a tensor")
+    if layout is tg.strided or layout is None:
+        _check_layout("narrow", None)
+    _check_layout("narrow", layout)
+    if dim != 1:
+        raise RuntimeError("jagged layout only supports dim=1")
+    if not isinstance(tensor, Tensor) or isinstance(tensor, NestedTensor) or tensor.dim() < 2:
+        raise RuntimeError(f"narrow(): expected a strided tensor of at least 2 dims, got "
+                           f"{_describe(tensor)}")
+    b, t = tensor.shape[0], tensor.shape[1]
+    dev = tensor.device
+
+    def per_row(v) -> Tensor:
+        v = tg.tensor([v], dtype=tg.int64, device=dev) if isinstance(v, int) else v.to(
+            device=dev, dtype=tg.int64)
+        return v.reshape(-1).expand(b).contiguous()
+    start_t, length_t = per_row(start), per_row(length)
+    starts, lens = start_t.tolist(), length_t.tolist()
+    for s, n in zip(starts, lens):
+        if s < 0 or n < 0 or s + n > t:
+            raise RuntimeError(f"narrow(): start {s} and length {n} exceed dimension 1 of size "
+                               f"{t}")
+    offsets = start_t + tg.arange(b, dtype=tg.int64, device=dev) * t
+    last = offsets[-1:] + length_t[-1:]
+    offsets = tg.cat([offsets, last])
+    values = tensor.reshape(b * t, *tensor.shape[2:])
+    return _make(values, _Ragged.of(offsets, length_t), 1)
+
+
+def to_padded_tensor(input: NestedTensor, padding: float,
+                     output_size: Sequence[int] | None = None) -> Tensor:
+    """Returns a new (non-nested) tensor by padding the :attr:`input` nested tensor. The
+    leading entries are filled with the nested data, while the trailing entries are padded.
+    Differentiable with respect to the nested tensor.
+
+    Args:
+        input (NestedTensor): the nested tensor to pad.
+        padding (float): the padding value for the trailing entries.
+        output_size (Tuple[int], optional): the size of the output tensor; by default the
+            batch size and the largest length. Truncation is not supported.
+
+    Example::
+
+        >>> import tritongrad.nested
+        >>> nt = tritongrad.nested.nested_tensor([tritongrad.ones(2, 3), tritongrad.ones(1, 3)],
+        ...                                      layout=tritongrad.nested.jagged)
+        >>> tritongrad.nested.to_padded_tensor(nt, 0.0).shape
+        tritongrad.Size([2, 2, 3])
+    """
+    if not isinstance(input, NestedTensor):
+        raise RuntimeError(f"to_padded_tensor(): expected a nested tensor, got "
+                           f"{_describe(input)}")
+    with tg.DisableTorchFunctionSubclass():
+        comps = input._components()
+        d = input._ragged_idx - 1
+        width = max((c.shape[d] for c in comps), default=0)
+
+        def pad(t: Tensor, dim: int, size: int) -> Tensor:
+            missing = size - t.shape[dim]
+            if missing == 0:
+                return t
+            shape = list(t.shape)
+            shape[dim] = missing
+            return tg.cat([t, tg.full(shape, padding, dtype=t.dtype, device=t.device)], dim)
+
+        out = tg.stack([pad(c, d, width) for c in comps])
+        if output_size is not None:
+            output_size = tuple(output_size)
+            if len(output_size) != out.dim():
+                raise RuntimeError(f"to_padded_tensor(): output_size {list(output_size)} must "
+                                   f"have {out.dim()} entries")
+            for i, n in enumerate(output_size):
+                if n < out.shape[i]:
+                    raise RuntimeError("Value in output_size is less than NestedTensor padded "
+                                       "size. Truncation is not supported.")
+                out = pad(out, i, n)
+    return out
+
+
+def masked_select(tensor: Tensor, mask: Tensor) -> NestedTensor:
+    """Constructs a nested tensor given a strided tensor input and a strided mask: the values
+    are the elements where ``mask`` is True, row by row of the last dimension, so the result
+    has one component per row (``prod(tensor.shape[:-1])`` of them), unlike
+    :func:`tritongrad.masked_select`, whose output is flattened. Differentiable with respect
+    to ``tensor``.
+
+    Example::
+
+        >>> import tritongrad.nested
+        >>> tensor = tritongrad.randn(3, 3)
+        >>> mask = tritongrad.tensor([[False, False, True], [True, False, True],
+        ...                           [False, False, True]])
+        >>> nt = tritongrad.nested.masked_select(tensor, mask)
+        >>> nt.offsets().diff()
+        tensor([1, 2, 1])
+    """
+    for name, t in (("tensor", tensor), ("mask", mask)):
+        if not isinstance(t, Tensor) or isinstance(t, NestedTensor):
+            raise RuntimeError(f"tritongrad.nested.masked_select requires a strided {name}, "
+                               f"given {_describe(t)}")
+    values = tensor.masked_select(mask)
+    lengths = mask.expand(tuple(tensor.shape)).sum(dim=tensor.dim() - 1).reshape(-1)
+    offsets = tg.cat([tg.zeros(1, dtype=tg.int64, device=lengths.device),
+                      lengths.cumsum(0).to(tg.int64)])
+    return _make(values, _Ragged.of(offsets, None), 1)
