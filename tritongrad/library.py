@@ -322,7 +322,8 @@ class CustomOpDef:
         if not (anywhere.observers and state.observers):
             return self._run(kernel, positional, kwonly, tensors)
         records = state.grad_enabled and any(t.requires_grad for t in tensors)
-        with op_range(self._qualname, tuple(tensors), seq=state.seq if records else -1):
+        others = tuple(v for v in positional if not isinstance(v, Tensor))
+        with op_range(self._qualname, tuple(tensors), others, seq=state.seq if records else -1):
             return self._run(kernel, positional, kwonly, tensors)
 
     def _run(self, kernel, positional, kwonly, tensors):
@@ -603,6 +604,18 @@ class OpOverloadPacket:
 
     def __repr__(self) -> str:
         return f"<OpOverloadPacket(op='{self._qualname.replace('::', '.')}')>"
+
+    # (equal and hashed by name: ``tg.ops.aten.mm`` made twice is one key of a dict, as the
+    # flop counter's tables use them)
+    def __eq__(self, other) -> bool:
+        name = getattr(other, "_qualname", None)
+        return NotImplemented if name is None else name == self._qualname
+
+    def __hash__(self) -> int:
+        return hash(self._qualname)
+
+    def __str__(self) -> str:
+        return self._qualname.replace("::", ".")
 
     @property
     def _custom_op(self):

@@ -17,6 +17,7 @@ import numpy as np
 from ...runtime import dtype as dtypes
 from .. import tensor as _tensor
 from ..checks import kernel_not_implemented, scalar_type_name
+from ..observe import observed_op
 from ..state import state
 from ..tensor import Tensor, make
 from .sampling import _not_implemented
@@ -78,6 +79,7 @@ def _scaling_error(a: Tensor, b: Tensor, scale_a: Tensor, scale_b: Tensor) -> Va
         f"scale_b {facts(scale_b)}")
 
 
+@observed_op("aten::_scaled_mm")
 def _scaled_mm(input: Tensor, mat2: Tensor, scale_a: Tensor, scale_b: Tensor,  # noqa: A002
                bias: Tensor | None = None, scale_result: Tensor | None = None,
                out_dtype=None, use_fast_accum: bool = False) -> Tensor:

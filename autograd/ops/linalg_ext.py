@@ -22,6 +22,7 @@ import numbers
 from ...runtime import dtype as dtypes
 from ..checks import scalar_type_name, tensor_arg
 from ..dispatch import Primitive, apply, meta
+from ..observe import observed_op
 from ..registry import OpInfo
 from ..tensor import Tensor, wrap_dim
 from .composite import write_result
@@ -469,6 +470,7 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1, out=None)
     return _result(r, out, "addmv")
 
 
+@observed_op("aten::baddbmm", seq_from_counter=True)  # (one op for profiles and flop counts)
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1,
             out=None) -> Tensor:
     """``beta * input + alpha * bmm(batch1, batch2)``: ``batch1`` (b, n, m), ``batch2``
