@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import tritongrad as torch
 
+from .utils import _fmt
+
 __all__ = [
-    "Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property",
+    "Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_cholesky", "dependent",
+    "dependent_property",
     "greater_than", "greater_than_eq", "half_open_interval", "independent", "integer_interval",
     "interval", "is_dependent", "less_than", "lower_cholesky", "lower_triangular", "multinomial",
     "nonnegative", "nonnegative_integer", "one_hot", "positive", "positive_definite",
@@ -164,8 +167,8 @@ class _IntegerInterval(Constraint):
         return (value % 1 == 0) & (self.lower_bound <= value) & (value <= self.upper_bound)
 
     def __repr__(self) -> str:
-        return (f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, "
-                f"upper_bound={self.upper_bound})")
+        return (f"{self.__class__.__name__[1:]}(lower_bound={_fmt(self.lower_bound)}, "
+                f"upper_bound={_fmt(self.upper_bound)})")
 
 
 class _IntegerGreaterThan(Constraint):
@@ -181,7 +184,7 @@ class _IntegerGreaterThan(Constraint):
         return (value % 1 == 0) & (value >= self.lower_bound)
 
     def __repr__(self) -> str:
-        return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound})"
+        return f"{self.__class__.__name__[1:]}(lower_bound={_fmt(self.lower_bound)})"
 
 
 class _Real(Constraint):
@@ -202,7 +205,7 @@ class _GreaterThan(Constraint):
         return self.lower_bound < value
 
     def __repr__(self) -> str:
-        return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound})"
+        return f"{self.__class__.__name__[1:]}(lower_bound={_fmt(self.lower_bound)})"
 
 
 class _GreaterThanEq(_GreaterThan):
@@ -223,7 +226,7 @@ class _LessThan(Constraint):
         return value < self.upper_bound
 
     def __repr__(self) -> str:
-        return f"{self.__class__.__name__[1:]}(upper_bound={self.upper_bound})"
+        return f"{self.__class__.__name__[1:]}(upper_bound={_fmt(self.upper_bound)})"
 
 
 class _Interval(Constraint):
@@ -238,8 +241,8 @@ class _Interval(Constraint):
         return (self.lower_bound <= value) & (value <= self.upper_bound)
 
     def __repr__(self) -> str:
-        return (f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, "
-                f"upper_bound={self.upper_bound})")
+        return (f"{self.__class__.__name__[1:]}(lower_bound={_fmt(self.lower_bound)}, "
+                f"upper_bound={_fmt(self.upper_bound)})")
 
 
 class _HalfOpenInterval(_Interval):
@@ -345,7 +348,10 @@ class _PositiveDefinite(_Symmetric):
         sym_check = super().check(value)
         if not sym_check.all():
             return sym_check
-        return torch.linalg.cholesky_ex(value).info.eq(0)
+        # (a matrix with an infinite entry is not positive definite, whatever the
+        # factorization reports)
+        finite = value.isfinite().all(-1).all(-1)
+        return torch.linalg.cholesky_ex(value).info.eq(0) & finite
 
 
 class _Cat(Constraint):

@@ -53,8 +53,7 @@ class Geometric(_ProbsLogits, Distribution):
                     "Expected parameter probs "
                     f"({type(value).__name__} of shape {tuple(value.shape)}) "
                     f"of distribution {self!r} "
-                    f"to satisfy the constraint {constraints.unit_interval!r}, "
-                    f"but found invalid values:\n{invalid_value}")
+                    f"to be positive but found invalid values:\n{invalid_value}")
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(Geometric, batch_shape, _instance, ("probs", "logits"))

@@ -163,6 +163,14 @@ def _kl_categorical_categorical(p, q):
     return t.sum(-1)
 
 
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + torch.log1p(-p.probs)
+    t3 = -q._cont_bern_log_norm() - torch.log1p(-q.probs)
+    return t1 + t2 + t3
+
+
 @register_kl(Dirichlet, Dirichlet)
 def _kl_dirichlet_dirichlet(p, q):
     # From http://bariskurt.com/kullback-leibler-divergence-between-two-dirichlet-and-beta-distributions/
@@ -495,10 +503,27 @@ _CROSS = {Normal: _cross_normal, Exponential: _cross_exponential, Gamma: _cross_
           Pareto: _cross_pareto}
 
 
+# the power k of E_p[X^k] that q's cross entropy takes: a Pareto p has it only for alpha > k
+_PARETO_MOMENT = {Exponential: 1, Gamma: 1, Normal: 2}
+
+
 def _register_cross(type_p: type, type_q: type) -> None:
     @register_kl(type_p, type_q)
     def _kl_cross(p, q):
-        return _CROSS[type_q](p, q) - p.entropy()
+        infinite = None
+        if isinstance(p, Pareto) and type_q in _PARETO_MOMENT:
+            # Note [gradients of an infinite KL]: where the KL is inf its gradient is 0 (as
+            # PyTorch's masked assignment leaves it); the formula is evaluated at a finite
+            # stand-in alpha there, so that no 0 * inf = nan flows back through the moments
+            k = _PARETO_MOMENT[type_q]
+            infinite = p.alpha <= k
+            safe_alpha = torch.where(infinite, torch.full_like(p.alpha, k + 1.0), p.alpha)
+            p = Pareto(p.scale, safe_alpha, validate_args=False)
+        cross = _CROSS[type_q](p, q)
+        # (masked after the entropy is subtracted: inf - H(p) would still carry H's gradient)
+        outside = cross == math.inf
+        return _infinite_where(outside if infinite is None else outside | infinite,
+                               cross - p.entropy())
 
 
 for _q, _ps in _CROSS_PAIRS.items():

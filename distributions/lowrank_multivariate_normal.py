@@ -85,7 +85,8 @@ class LowRankMultivariateNormal(Distribution):
             raise ValueError(f"cov_factor must be a batch of matrices with shape "
                              f"{event_shape[0]} x m")
         if tuple(cov_diag.shape[-1:]) != event_shape:
-            raise ValueError(f"cov_diag must be a batch of vectors with shape {event_shape}")
+            raise ValueError(f"cov_diag must be a batch of vectors with shape "
+                             f"{torch.Size(event_shape)}")
         try:
             loc_, self.cov_factor, cov_diag_ = torch.broadcast_tensors(
                 loc.unsqueeze(-1), cov_factor, cov_diag.unsqueeze(-1))

@@ -55,7 +55,7 @@ class MixtureSameFamily(Distribution):
             raise ValueError(" The Mixture distribution needs to be an "
                              " instance of torch.distributions.Categorical")
         if not isinstance(self._component_distribution, Distribution):
-            raise ValueError("The Component distribution need to be an "
+            raise ValueError("The Component distribution needs to be an "
                              "instance of torch.distributions.Distribution")
 
         # Check that batch size matches

@@ -55,8 +55,9 @@ def _one_matrix(covariance_matrix, precision_matrix, scale_tril) -> tuple:
                                            (precision_matrix, "precision_matrix"))
                        if m is not None)
     if given.dim() < 2:
-        raise ValueError(f"{name} matrix must be at least two-dimensional, with optional "
-                         "leading batch dimensions")
+        shown = "scale_tril matrix" if name == "scale_tril" else name  # (PyTorch's wording)
+        raise ValueError(f"{shown} must be at least two-dimensional, with optional leading "
+                         "batch dimensions")
     return given, name
 
 

@@ -212,8 +212,7 @@ class ReshapeTransform(Transform):
             raise ValueError("Too few dimensions on input")
         cut = len(shape) - len(old)
         if tuple(shape[cut:]) != tuple(old):
-            raise ValueError(f"Shape mismatch: expected {tuple(shape[cut:])} but got "
-                             f"{tuple(old)}")
+            raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {old}")
         return tuple(shape[:cut]) + tuple(new)
 
     def forward_shape(self, shape):

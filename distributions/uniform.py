@@ -29,9 +29,14 @@ class Uniform(Distribution):
         tensor([ 2.3418])
     """
 
-    arg_constraints = {"low": constraints.dependent(is_discrete=False, event_dim=0),
-                       "high": constraints.dependent(is_discrete=False, event_dim=0)}
     has_rsample = True
+
+    @property
+    def arg_constraints(self) -> dict:
+        # each bound is constrained by the other, so the base class's check names the bound
+        # and shows the offending values
+        return {"low": constraints.less_than(self.high),
+                "high": constraints.greater_than(self.low)}
 
     def __init__(self, low, high, validate_args: bool | None = None):
         self.low, self.high = broadcast_all(low, high)
@@ -40,8 +45,6 @@ class Uniform(Distribution):
         else:
             batch_shape = self.low.size()
         super().__init__(batch_shape, validate_args=validate_args)
-        if self._validate_args and not bool(torch.lt(self.low, self.high).all()):
-            raise ValueError("Uniform is not defined when low>= high")
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(Uniform, batch_shape, _instance, ("low", "high"))

@@ -9,7 +9,7 @@ import tritongrad as torch
 from tritongrad import Size, Tensor
 
 __all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs",
-           "probs_to_logits"]
+           "probs_to_logits", "tril_matrix_to_vec", "vec_to_tril_matrix"]
 
 
 def broadcast_all(*values) -> tuple:
@@ -30,6 +30,14 @@ def broadcast_all(*values) -> tuple:
                 break
         values = [v if isinstance(v, Tensor) else torch.tensor(v, **options) for v in values]
     return torch.broadcast_tensors(*values)
+
+
+def _fmt(value) -> str:
+    """``value`` as PyTorch's f-strings show it in messages and reprs: a 0-dim tensor as its
+    Python number (PyTorch's ``Tensor.__format__`` does so), anything else as ``str``."""
+    if isinstance(value, Tensor) and value.dim() == 0:
+        return str(value.item())
+    return str(value)
 
 
 def _standard_normal(shape, dtype, device) -> Tensor:
@@ -174,3 +182,62 @@ def _nan_unless(defined: Tensor, value: Tensor) -> Tensor:
     """``value`` where ``defined``, NaN elsewhere (moments that do not exist, such as a mean
     for too few degrees of freedom)."""
     return torch.where(defined, value, torch.full_like(value, float("nan")))
+
+
+def _tril_flat_positions(n: int, diag: int, device) -> Tensor:
+    """The positions, in a flattened ``n x n`` matrix, of the entries on and below diagonal
+    ``diag``, in row order."""
+    rows, cols = torch.tril_indices(n, n, diag, device=device)
+    return rows * n + cols
+
+
+def tril_matrix_to_vec(mat: Tensor, diag: int = 0) -> Tensor:
+    r"""Convert a ``D x D`` matrix or a batch of matrices into a (batched) vector which
+    comprises of lower triangular elements from the matrix in row order.
+
+    Args:
+        mat (Tensor): a matrix or batch of matrices, of shape ``(*, D, D)``.
+        diag (int): the diagonal to keep entries on and below (0: the main diagonal, negative:
+            below it, positive: above it).
+
+    Raises:
+        ValueError: if ``diag`` is outside ``[-D, D - 1]``.
+
+    Example:
+        >>> tril_matrix_to_vec(torch.tensor([[1., 2.], [3., 4.]]))
+        tensor([1., 3., 4.])
+    """
+    n = mat.shape[-1]
+    if diag < -n or diag >= n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    flat = mat.reshape(tuple(mat.shape[:-2]) + (n * n,))
+    return flat[..., _tril_flat_positions(n, diag, mat.device)]
+
+
+def vec_to_tril_matrix(vec: Tensor, diag: int = 0) -> Tensor:
+    r"""Convert a vector or a batch of vectors into a batched ``D x D`` lower triangular matrix
+    containing elements from the vector in row order (the inverse of
+    :func:`tril_matrix_to_vec`; the other entries are zero).
+
+    Raises:
+        ValueError: if the last dimension of ``vec`` is no triangle's size.
+
+    Example:
+        >>> vec_to_tril_matrix(torch.tensor([1., 3., 4.]))
+        tensor([[1., 0.],
+                [3., 4.]])
+    """
+    # the positive root of D^2 + (1 + 2 diag) D - |diag| (diag + 1) - 2 len(vec) = 0
+    m = vec.shape[-1]
+    n = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * m + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    if round(n) - n > torch.finfo(vec.dtype).eps:
+        raise ValueError(f"The size of last dimension is {m} which cannot be expressed as the "
+                         "lower triangular part of a square D x D matrix.")
+    n = round(n)
+    # a differentiable gather from vec padded with one zero: every entry off the triangle
+    # reads the pad
+    index = torch.full((n * n,), m, dtype=torch.int64, device=vec.device)
+    index[_tril_flat_positions(n, diag, vec.device)] = torch.arange(m, device=vec.device)
+    padded = torch.cat([vec, vec.new_zeros(tuple(vec.shape[:-1]) + (1,))], dim=-1)
+    return padded[..., index].reshape(tuple(vec.shape[:-1]) + (n, n))
+

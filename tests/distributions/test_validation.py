@@ -27,15 +27,18 @@ def test_bad_parameters_raise_pytorchs_message():
     for make in (lambda: D.Gamma(t([1.0]), t([0.0])), lambda: D.Exponential(t([-1.0])),
                  lambda: D.Bernoulli(t([1.5])), lambda: D.Categorical(t([-0.5, 1.5])),
                  lambda: D.Dirichlet(t([1.0, -1.0])), lambda: D.Poisson(t([-0.5])),
-                 lambda: D.Beta(t([1.0]), t([-1.0])), lambda: D.Geometric(t([0.0])),
+                 lambda: D.Beta(t([1.0]), t([-1.0])), lambda: D.Geometric(t([1.5])),
                  lambda: D.Binomial(t([2.5]), t([0.5])), lambda: D.Laplace(t(0.0), t(0.0)),
                  lambda: D.MultivariateNormal(t([0.0, 0.0]), t([[1.0, 2.0], [2.0, 1.0]])),
                  lambda: D.MultivariateNormal(t([0.0, 0.0]), scale_tril=t([[1.0, 1.0],
                                                                            [0.0, 1.0]]))):
         with pytest.raises(ValueError, match="to satisfy the constraint"):
             make()
-    with pytest.raises(ValueError, match="Uniform is not defined when low>= high"):
-        D.Uniform(t([1.0]), t([1.0]))
+    with pytest.raises(ValueError, match=re.escape(  # (0-dim tensors shown as numbers)
+            "Expected parameter low (Tensor of shape ()) of distribution Uniform(low: 1.0, "
+            "high: 1.0) to satisfy the constraint LessThan(upper_bound=1.0), but found invalid "
+            "values:\n1.0")):
+        D.Uniform(1.0, 1.0)
     with pytest.raises(ValueError, match="Either `probs` or `logits` must be specified, but "
                                          "not both."):
         D.Bernoulli(t([0.5]), t([0.0]))
@@ -116,7 +119,8 @@ def test_constraints():
     assert constraints.independent(constraints.positive, 1).check(t([[1.0, 2.0],
                                                                      [1.0, -2.0]])).tolist() == [
         True, False]
-    assert constraints.is_dependent(D.Uniform.arg_constraints["low"])
+    assert constraints.is_dependent(constraints.dependent(is_discrete=False, event_dim=0))
+    assert not constraints.is_dependent(D.Uniform(t(0.0), t(2.0)).arg_constraints["low"])
     with pytest.raises(ValueError, match="Cannot determine validity of dependent constraint"):
         constraints.dependent.check(t(1.0))
     assert D.Uniform(t(0.0), t(2.0)).support.check(t([1.0, 3.0])).tolist() == [True, False]
