@@ -865,6 +865,13 @@ class Tensor:
 
     __str__ = __repr__
 
+    def __format__(self, format_spec: str) -> str:
+        # PyTorch's: a 0-dim tensor formats as its Python number (f"{loss:.4f}"); others
+        # take no format spec
+        if self.ndim == 0:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
 
 # Tensor's per-instance fields, which a subclass instance made from a tensor gets
 _FIELDS = tuple(n for n in Tensor.__slots__ if n not in ("__weakref__", "__dict__"))

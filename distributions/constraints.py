@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import tritongrad as torch
 
-from .utils import _fmt
-
 __all__ = [
     "Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_cholesky", "dependent",
     "dependent_property",
@@ -167,8 +165,8 @@ class _IntegerInterval(Constraint):
         return (value % 1 == 0) & (self.lower_bound <= value) & (value <= self.upper_bound)
 
     def __repr__(self) -> str:
-        return (f"{self.__class__.__name__[1:]}(lower_bound={_fmt(self.lower_bound)}, "
-                f"upper_bound={_fmt(self.upper_bound)})")
+        return (f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, "
+                f"upper_bound={self.upper_bound})")
 
 
 class _IntegerGreaterThan(Constraint):
@@ -184,7 +182,7 @@ class _IntegerGreaterThan(Constraint):
         return (value % 1 == 0) & (value >= self.lower_bound)
 
     def __repr__(self) -> str:
-        return f"{self.__class__.__name__[1:]}(lower_bound={_fmt(self.lower_bound)})"
+        return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound})"
 
 
 class _Real(Constraint):
@@ -205,7 +203,7 @@ class _GreaterThan(Constraint):
         return self.lower_bound < value
 
     def __repr__(self) -> str:
-        return f"{self.__class__.__name__[1:]}(lower_bound={_fmt(self.lower_bound)})"
+        return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound})"
 
 
 class _GreaterThanEq(_GreaterThan):
@@ -226,7 +224,7 @@ class _LessThan(Constraint):
         return value < self.upper_bound
 
     def __repr__(self) -> str:
-        return f"{self.__class__.__name__[1:]}(upper_bound={_fmt(self.upper_bound)})"
+        return f"{self.__class__.__name__[1:]}(upper_bound={self.upper_bound})"
 
 
 class _Interval(Constraint):
@@ -241,8 +239,8 @@ class _Interval(Constraint):
         return (self.lower_bound <= value) & (value <= self.upper_bound)
 
     def __repr__(self) -> str:
-        return (f"{self.__class__.__name__[1:]}(lower_bound={_fmt(self.lower_bound)}, "
-                f"upper_bound={_fmt(self.upper_bound)})")
+        return (f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, "
+                f"upper_bound={self.upper_bound})")
 
 
 class _HalfOpenInterval(_Interval):

@@ -9,7 +9,7 @@ import tritongrad as torch
 from tritongrad import Size, Tensor
 
 from . import constraints
-from .utils import _fmt, lazy_property
+from .utils import lazy_property
 
 __all__ = ["Distribution"]
 
@@ -80,7 +80,7 @@ class Distribution:
                         f"({type(value).__name__} of shape {tuple(value.shape)}) "
                         f"of distribution {self!r} "
                         f"to satisfy the constraint {constraint!r}, "
-                        f"but found invalid values:\n{_fmt(value)}")
+                        f"but found invalid values:\n{value}")
         super().__init__()
 
     def expand(self, batch_shape, _instance=None):
@@ -236,7 +236,7 @@ class Distribution:
                 f"({type(value).__name__} of shape {tuple(value.shape)}) "
                 f"to be within the support ({support!r}) "
                 f"of the distribution {self!r}, "
-                f"but found invalid values:\n{_fmt(value)}")
+                f"but found invalid values:\n{value}")
 
     def _get_checked_instance(self, cls: type, _instance=None):
         if _instance is None and type(self).__init__ != cls.__init__:
@@ -248,6 +248,6 @@ class Distribution:
     def __repr__(self) -> str:
         param_names = [k for k, _ in self.arg_constraints.items() if k in self.__dict__]
         args_string = ", ".join(
-            f"{p}: {_fmt(v) if (v := self.__dict__[p]).numel() == 1 else v.size()}"
+            f"{p}: {v if (v := self.__dict__[p]).numel() == 1 else v.size()}"
             for p in param_names)
         return self.__class__.__name__ + "(" + args_string + ")"

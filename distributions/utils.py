@@ -32,14 +32,6 @@ def broadcast_all(*values) -> tuple:
     return torch.broadcast_tensors(*values)
 
 
-def _fmt(value) -> str:
-    """``value`` as PyTorch's f-strings show it in messages and reprs: a 0-dim tensor as its
-    Python number (PyTorch's ``Tensor.__format__`` does so), anything else as ``str``."""
-    if isinstance(value, Tensor) and value.dim() == 0:
-        return str(value.item())
-    return str(value)
-
-
 def _standard_normal(shape, dtype, device) -> Tensor:
     return torch.randn(torch.Size(shape), dtype=dtype, device=device)
 

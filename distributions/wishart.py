@@ -13,7 +13,7 @@ from . import constraints
 from .chi2 import Chi2
 from .exp_family import ExponentialFamily
 from .multivariate_normal import _one_matrix, _scale_tril_of, _ScaleTrilParams
-from .utils import _fmt, _nan_unless
+from .utils import _nan_unless
 
 __all__ = ["Wishart"]
 
@@ -76,7 +76,7 @@ class Wishart(_ScaleTrilParams, ExponentialFamily):
         batch_shape = torch.broadcast_shapes(tuple(df_tensor.shape), tuple(given.shape[:-2]))
         self.df = df_tensor.expand(batch_shape)
         if bool(self.df.le(p - 1).any()):
-            raise ValueError(f"Value of df={_fmt(df)} expected to be greater than ndim - 1 = "
+            raise ValueError(f"Value of df={df} expected to be greater than ndim - 1 = "
                              f"{p - 1}.")
         setattr(self, name, given.expand(tuple(batch_shape) + (-1, -1)))
         super().__init__(batch_shape, given.shape[-2:], validate_args=validate_args)

@@ -74,3 +74,12 @@ def test_suffixes_wrap_past_linewidth_as_pytorch():
                        "       dtype=tritongrad.float64)")
     assert repr(tg.ones(2, 3, dtype=tg.float16)) == (
         "tensor([[1., 1., 1.],\n        [1., 1., 1.]], dtype=tritongrad.float16)")
+
+
+def test_format_of_a_0d_tensor_is_its_number_as_pytorch():
+    # f"{loss:.4f}" in training loops: PyTorch's Tensor.__format__ formats 0-d tensors by item()
+    assert f"{tg.tensor(3.14159):.2f}" == "3.14" and f"{tg.tensor(4.0)}" == "4.0"
+    assert f"{tg.tensor(7):>4}" == "   7" and f"{tg.tensor(True)}" == "True"
+    assert f"{tg.tensor([1.0, 2.0])}" == str(tg.tensor([1.0, 2.0]))
+    with pytest.raises(TypeError, match="unsupported format string"):
+        f"{tg.tensor([1.0, 2.0]):.2f}"
