@@ -55,8 +55,10 @@ def _not_positive_definite(m: np.ndarray) -> int:
     """LAPACK potrf's info: the order of the first leading minor that is not positive-definite."""
     for k in range(1, m.shape[0] + 1):
         try:
-            np.linalg.cholesky(m[:k, :k])
+            L = np.linalg.cholesky(m[:k, :k])
         except np.linalg.LinAlgError:
+            return k
+        if np.isnan(L[k - 1, k - 1]):  # (LAPACK's potrf fails on a NaN pivot; NumPy's not)
             return k
     return 0
 
@@ -90,9 +92,12 @@ def cholesky(a: np.ndarray) -> np.ndarray:
     lower = np.tril(a)
     herm = lower + np.conj(np.swapaxes(np.tril(a, -1), -1, -2))
     try:
-        return np.linalg.cholesky(herm)
+        L = np.linalg.cholesky(herm)
     except np.linalg.LinAlgError:
         raise _failing(herm, _not_positive_definite) from None
+    if np.isnan(np.diagonal(L, axis1=-2, axis2=-1)).any():  # (a NaN pivot: as LAPACK's)
+        raise _failing(herm, _not_positive_definite)
+    return L
 
 
 def qr(a: np.ndarray, mode: str) -> tuple[np.ndarray, np.ndarray]:

@@ -122,3 +122,13 @@ def test_matmul_broadcast_property(data):
     a, b = t64(sa, "cpu"), t64(sb, "cpu")
     np.testing.assert_allclose((a @ b).numpy(), np.matmul(a.numpy(), b.numpy()), rtol=1e-12)
     assert_grads_match(lambda x, y: x @ y, [a, b], atol=1e-5)
+
+
+def test_cholesky_fails_on_a_nan_pivot_as_lapack():
+    # NumPy's cholesky returns NaNs for a NaN pivot; LAPACK's potrf (PyTorch) reports it
+    nan, inf = float("nan"), float("inf")
+    for a, info in (([[nan, 0.0], [0.0, 1.0]], 1), ([[1.0, 0.0], [0.0, nan]], 2),
+                    ([[inf, 0.0], [0.0, 1.0]], 0), ([[4.0, inf], [inf, 1.0]], 2)):
+        assert tg.linalg.cholesky_ex(tg.tensor(a, dtype=tg.float64)).info.item() == info
+    with pytest.raises(tg.linalg.LinAlgError, match="leading minor of order 2"):
+        tg.linalg.cholesky(tg.tensor([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, nan]]]))
