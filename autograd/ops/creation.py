@@ -21,7 +21,7 @@ from ...kernels.numpy import ranges
 from ...kernels.numpy.random import CPUStream
 from ...runtime import dtype as dtypes
 from ...runtime.device import device as Device
-from ..checks import check_memory_format, scalar_type_name, tensor_arg
+from ..checks import check_memory_format, kernel_not_implemented, scalar_type_name, tensor_arg
 from ..layout import format_strides, target_strides
 from ..observe import observed_op
 from ..state import state
@@ -704,6 +704,12 @@ def randn_like(input: Tensor, dtype=None, device=None, requires_grad: bool = Fal
                  generator=generator)
 
 
+# The integer dtypes as PyTorch's C++ messages name them
+_C_TYPE_NAMES = {dtypes.uint8: "unsigned char", dtypes.int8: "signed char",
+                 dtypes.int16: "short int", dtypes.int32: "int", dtypes.int64: "long int",
+                 dtypes.bool: "bool"}
+
+
 @observed_op("aten::randint")
 def randint(low, high=None, size=None, dtype=None, device=None,
             requires_grad: bool = False, *, generator=None) -> Tensor:
@@ -719,6 +725,12 @@ def randint(low, high=None, size=None, dtype=None, device=None,
                            f"low={low} >= high={high}")
     dev = resolve_device(device)
     dt = as_dtype(dtype) or dtypes.int64
+    if dt in _C_TYPE_NAMES:  # (the range must fit the dtype: PyTorch's check)
+        lo, hi = (0, 1) if dt is dtypes.bool else (int(np.iinfo(dt.np).min),
+                                                      int(np.iinfo(dt.np).max))
+        for name, v in (("from", low), ("to - 1", high - 1)):
+            if not lo <= v <= hi:
+                raise RuntimeError(f"{name} is out of bounds for {_C_TYPE_NAMES[dt]}")
     out = backend(dev).randint(low, high, _size((size,)), dt, dev,
                                _stream(generator, dev, "randint"))
     return _finish(make(out), requires_grad)  # refuses integer dtypes, as PyTorch does
@@ -737,13 +749,22 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, device=None,
                             dtype, device, requires_grad, ranged=True, warn=True)
     if end is None:
         start, end = 0, start
+    # (0-d tensors as their numbers: arange(tensor(3)) is an int64 range, as PyTorch's)
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    is_int = all(isinstance(v, numbers.Integral) for v in (start, end, step))
+    dt = as_dtype(dtype) or (dtypes.int64 if is_int else dtypes.get_default_dtype())
+    if dt is dtypes.bool:
+        raise kernel_not_implemented(f"arange_{resolve_device(device).type}", dt)
+    for v in (start, end):
+        if isinstance(v, numbers.Real) and not math.isfinite(v):
+            raise RuntimeError(f"unsupported range: {start} -> {end}")
+    if not (dt.is_floating_point or dt.is_complex):  # PyTorch reads the bounds as integers
+        start, end, step = int(start), int(end), int(step)
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
     if (end - start) / step < 0:
         raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
                            f"(start={start}, end={end}, step={step})")
-    is_int = all(isinstance(v, numbers.Integral) for v in (start, end, step))
-    dt = as_dtype(dtype) or (dtypes.int64 if is_int else dtypes.get_default_dtype())
     n = max(0, math.ceil((end - start) / step))
     if not is_int:
         start, step = float(start), float(step)
@@ -756,6 +777,11 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, device=None,
     return _finish(make(backend(dev).arange(start, step, n, dt, dev), dt), requires_grad)
 
 
+def _c10_name(dt) -> str:
+    """A complex dtype as PyTorch's C++ messages name it (``c10::complex<float>``)."""
+    return f"c10::complex<{'double' if dt is dtypes.complex128 else 'float'}>"
+
+
 @observed_op("aten::linspace")
 def linspace(start, end, steps: int, *, out=None, dtype=None, device=None,
              requires_grad: bool = False) -> Tensor:
@@ -765,7 +791,15 @@ def linspace(start, end, steps: int, *, out=None, dtype=None, device=None,
         return _factory_out("linspace", out,
                             lambda dt, dev: linspace(start, end, steps, dtype=dt, device=dev),
                             dtype, device, requires_grad, ranged=True)
+    start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
     dt = as_dtype(dtype) or dtypes.get_default_dtype()
+    if isinstance(start, complex) or isinstance(end, complex):  # (a complex range)
+        inferred = dtypes.get_default_dtype().to_complex()
+        if dtype is None:
+            dt = inferred
+        elif not dt.is_complex:
+            raise RuntimeError(f"linspace(): inferred dtype {_c10_name(inferred)} can't be "
+                               f"safely cast to passed dtype {scalar_type_name(dt)}")
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
     arr = ranges.linspace(start, end, int(steps), dt)  # Note [PyTorch's ranges]

@@ -219,8 +219,12 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
     exponent."""
     from .creation import linspace
 
-    exps = linspace(start, end, steps, dtype=dtypes.float64, device=device)
-    out = (float(base) ** exps).to(dtype or dtypes.get_default_dtype())
+    exps = linspace(start, end, steps, device=device,
+                    dtype=dtypes.complex128 if complex in (type(start), type(end))
+                    else dtypes.float64)
+    default = dtypes.get_default_dtype()
+    out = (float(base) ** exps).to(dtype or (default.to_complex() if exps.is_complex()
+                                             else default))
     return out.requires_grad_() if requires_grad else out
 
 

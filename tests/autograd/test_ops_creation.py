@@ -73,3 +73,43 @@ def test_ranges_and_eye(device):
         tg.eye(-1)
     with pytest.raises(RuntimeError, match="m must be greater or equal to 0"):
         tg.eye(2, -1)
+
+
+# -- ranges and randint as torch 2.13 (a factory sweep against it) ------------------------------
+
+def test_integer_arange_reads_its_bounds_as_integers():
+    # PyTorch truncates start, end and step for an integer dtype (0.5 -> 0): a float step
+    # gave a range of repeated values ([0, 0, 1, 1, 2, 2] for step 0.5)
+    for args, want in (((0.5, 3), [0, 1, 2]), ((0, 3, 1.5), [0, 1, 2]), ((-2.5, 2), [-2, -1, 0, 1]),
+                       ((0, 2.9), [0, 1])):
+        assert tg.arange(*args, dtype=tg.int64).tolist() == want
+    with pytest.raises(RuntimeError, match="step must be nonzero"):
+        tg.arange(0, 3, 0.5, dtype=tg.int64)
+    # 0-d tensors are their numbers: an integer one makes an int64 range
+    assert tg.arange(tg.tensor(3)).dtype is tg.int64
+    assert tg.arange(tg.tensor(3.0)).tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(RuntimeError, match="unsupported range: 0 -> inf"):
+        tg.arange(0, float("inf"))
+    with pytest.raises(NotImplementedError, match="\"arange_cpu\" not implemented for 'Bool'"):
+        tg.arange(3, dtype=tg.bool)
+
+
+def test_complex_linspace_and_logspace():
+    z = tg.linspace(0, 1j, 3)
+    assert z.dtype is tg.complex64
+    np.testing.assert_allclose(z.numpy(), [0, 0.5j, 1j])
+    np.testing.assert_allclose(tg.linspace(1j, 2, 3, dtype=tg.complex128).numpy(),
+                               np.linspace(1j, 2, 3))
+    with pytest.raises(RuntimeError, match="inferred dtype c10::complex<float> can't be safely "
+                                           "cast to passed dtype Float"):
+        tg.linspace(0, 1j, 3, dtype=tg.float32)
+    np.testing.assert_allclose(tg.logspace(0, 1j, 2).numpy(), [1, 10 ** 1j], rtol=1e-6)
+
+
+def test_randint_range_must_fit_the_dtype():
+    assert tg.randint(0, 256, (50,), dtype=tg.uint8).max().item() <= 255
+    for low, high, dt, msg in ((-1, 2, tg.uint8, "from is out of bounds for unsigned char"),
+                               (0, 129, tg.int8, "to - 1 is out of bounds for signed char"),
+                               (0, 3, tg.bool, "to - 1 is out of bounds for bool")):
+        with pytest.raises(RuntimeError, match=msg):
+            tg.randint(low, high, (2,), dtype=dt)
