@@ -292,8 +292,11 @@ class Node:
             if g is not None and not _is_tensor(g):
                 raise TypeError(f"argument {i} is not a Variable")
         if all(g is None for g in grads) and not getattr(self, "_materialize", False):
-            return (None,) * len(self.next_functions)
-        return self.apply(*grads)
+            out = (None,) * len(self.next_functions)
+        else:
+            out = self.apply(*grads)
+        # (PyTorch's binding returns a node with one input's gradient alone, not in a tuple)
+        return out[0] if type(out) is tuple and len(out) == 1 else out
 
     # -- ctx: saving tensors -----------------------------------------------------------------
     def save_for_backward(self, *tensors) -> None:

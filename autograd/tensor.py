@@ -12,6 +12,7 @@ there; this file holds only the tensor's own state and its autograd surface.
 
 from __future__ import annotations
 
+import numbers
 import operator
 import threading
 import warnings
@@ -839,14 +840,32 @@ class Tensor:
                                f"Scalar")
         return self.detach().cpu()._host_array().reshape(()).item()
 
+    def _scalar(self):
+        """The one element, for float()/int()/complex() (PyTorch's ValueError otherwise)."""
+        if self.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
+
     def __float__(self) -> float:
-        return float(_real_value(self.item(), "double"))
+        return float(_real_value(self._scalar(), "double"))
 
     def __int__(self) -> int:
-        return int(_real_value(self.item(), "int64_t"))
+        return int(_real_value(self._scalar(), "int64_t"))
 
     def __complex__(self) -> complex:
-        return complex(self.item())
+        return complex(self._scalar())
+
+    def __iter__(self):
+        # (PyTorch's: the sub-tensors along dim 0, one unbind; a 0-d tensor has none)
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __contains__(self, element) -> bool:
+        if not isinstance(element, (Tensor, numbers.Number)):
+            raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you "
+                               f"passed in a {type(element)}.")
+        return bool((element == self).any().item())
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
