@@ -282,15 +282,18 @@ class NotImplementedBackward(Node):
     """The grad_fn of an op whose derivative PyTorch does not implement (``set_`` with a
     source that requires grad), named as PyTorch's (``NotImplemented``): running it raises."""
 
-    def __init__(self, op: str):
+    def __init__(self, op: str, error: type = NotImplementedError, message: str | None = None):
         super().__init__()
         self.op = op
+        # (PyTorch's not_implemented(): NotImplementedError; set_'s own check: RuntimeError)
+        self.error = error, message or f"the derivative for '{op}' is not implemented."
 
     def name(self) -> str:
         return "NotImplemented"
 
     def apply(self, *grads):
-        raise RuntimeError(f"the derivative for '{self.op}' is not implemented.")
+        kind, message = self.error
+        raise kind(message)
 
 
 def _repoint(t: Tensor, data) -> None:
@@ -341,7 +344,8 @@ def set_(self: Tensor, source=None, storage_offset: int = 0, size=None, stride=N
     _repoint(self, data)
     self._grad_acc = None  # (PyTorch's set_ gives a leaf a fresh AccumulateGrad)
     if record:
-        node = NotImplementedBackward("set_")
+        node = NotImplementedBackward("set_", RuntimeError,
+                                      "derivative for set_ is not implemented")
         node.next_functions = tuple([t._edge() for t in sources])
         node._seq = state.seq
         state.seq += 1

@@ -600,10 +600,19 @@ def _scatter(self, dim, index, src, value, reduce, op, inplace):
         src = value
     if src is None:
         raise TypeError(f"{op}() missing required argument 'src' or 'value'")
-    if reduce is not None and reduce not in ("add", "sum"):
-        raise NotImplementedError(f"{op}(reduce={reduce!r}) is not supported (only 'add')")
+    if reduce is not None and reduce not in ("add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
     d, idx = _gather_checks(self, dim, index, op, src)
+    if reduce is not None and isinstance(src, Tensor) and op.startswith("scatter") \
+            and not op.startswith("scatter_add"):
+        warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and "
+                      "will be removed in a future PyTorch release. Use torch.scatter_reduce "
+                      "instead for more reduction options.", UserWarning, stacklevel=3)
     src = _scatter_src(self, src, op)
+    if reduce == "multiply":  # (the legacy argument: scatter_reduce's "prod", self included)
+        if not isinstance(src, Tensor):
+            src = full(tuple(index.shape), src, dtype=self._dtype, device=self._device)
+        return (scatter_reduce_ if inplace else scatter_reduce)(self, d, index, src, "prod")
     run = apply_inplace if inplace else (lambda o, t, others, *p: apply(o, (t,) + others, *p))
     if isinstance(src, Tensor):
         op_cls = ScatterAddBackward0 if reduce is not None else ScatterBackward0
@@ -617,7 +626,8 @@ def _scatter(self, dim, index, src, value, reduce, op, inplace):
 def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,
             reduce=None) -> Tensor:
     """A copy of ``input`` with ``src`` (a tensor or a number) written at ``index`` along
-    ``dim``: ``out[index[i][j]][j] = src[i][j]`` (dim 0). Duplicate indices: one write wins."""
+    ``dim``: ``out[index[i][j]][j] = src[i][j]`` (dim 0). Duplicate indices: one write wins.
+    ``reduce`` ("add" or "multiply", PyTorch's legacy argument) accumulates instead."""
     return _scatter(input, dim, index, src, value, reduce, "scatter", False)
 
 

@@ -21,7 +21,7 @@ import numbers
 
 from ...runtime import dtype as dtypes
 from ..checks import scalar_type_name, tensor_arg
-from ..dispatch import Primitive, apply, meta
+from ..dispatch import Primitive, apply, meta, zeros
 from ..observe import observed_op
 from ..registry import OpInfo
 from ..tensor import Tensor, wrap_dim
@@ -74,6 +74,8 @@ def _norm(k, x, p, dims, keepdim):
         # float16/bfloat16: powers and sums in float32 (PyTorch's opmath type), rounded once at
         # the end; in half, |x|^2 overflows from |x| = 256 and p = 0.5 drifts (19 for 18.98)
         return k.astype(_norm(k, k.astype(x, dtypes.float32), p, dims, keepdim), dt)
+    if p == 0:  # the count of nonzero elements
+        return k.sum(k.astype(k.ne(x, 0), dt.to_real()), dims, keepdim)
     if p == 1:
         return k.sum(k.unary("abs", x), dims, keepdim)
     if p == 2:  # (|x|^2 of a complex x is x conj(x), real)
@@ -123,8 +125,8 @@ def _norm_grad(ctx, k, x, y, g):
 
 
 class LinalgVectorNormBackward0(Primitive):
-    """The vector ``ord``-norm over ``dims`` (any ``ord`` but 0, which has no gradient), of
-    ``x`` cast to ``dtype`` where given."""
+    """The vector ``ord``-norm over ``dims`` (``ord`` 0: the count of nonzeros, which has no
+    gradient), of ``x`` cast to ``dtype`` where given."""
 
     __slots__ = ()
     op_name = "linalg_vector_norm"
@@ -138,6 +140,8 @@ class LinalgVectorNormBackward0(Primitive):
 
     @staticmethod
     def vjp(ctx, k, saved, g):
+        if ctx.ord == 0:  # a count: no gradient (None, as PyTorch's: .grad stays None)
+            return None
         x, y = saved
         dt = meta(x)[1]
         work = ctx.dtype or dt  # the forward's dtype (float32 for half, as the forward's math)
@@ -155,6 +159,8 @@ class LinalgVectorNormBackward0(Primitive):
     def jvp(ctx, k, primals, tangents, out, *params):
         # the rule is linear in g: its value at g = 1 is the norm's derivative per element
         x, = primals
+        if ctx.ord == 0:
+            return zeros(k, tuple(out.shape), out)
         dev, dt = meta(out)
         ones = k.full(tuple(out.shape), 1, dt, dev)
         return k.sum(k.mul(LinalgVectorNormBackward0.vjp(ctx, k, (x, out), ones), tangents[0]),
@@ -182,8 +188,6 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
         raise RuntimeError(f"{op} cannot compute the {ord:g} norm on an empty tensor "
                            f"because the operation does not have an identity")
     keepdim = bool(keepdim)
-    if ord == 0:  # a count: constant almost everywhere, so no gradient (real, as every norm)
-        return sum(ne(x.detach().to(dt), 0), dims, keepdim, dtype=dt.to_real())
     # (the cast to ``dtype`` is the node's, as PyTorch's: no ToCopyBackward0 before it)
     return apply(LinalgVectorNormBackward0, (x,), ord, dims, keepdim,
                  None if dt is x.dtype else dt)

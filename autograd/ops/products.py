@@ -288,8 +288,9 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
     d = (a.unsqueeze(-2) - b.unsqueeze(-3)).abs()  # (..., P, R, M)
-    if p == 0:
-        return (d != 0).to(d.dtype).sum(-1)
+    if p == 0:  # (the count of differing coordinates: a zero gradient, as PyTorch's)
+        from .linalg_ext import vector_norm
+        return vector_norm(d, 0, -1)
     if math.isinf(p):
         return d.amax(-1)
     if p == 1:

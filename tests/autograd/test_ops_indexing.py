@@ -320,8 +320,10 @@ def test_scatter_src_larger_than_index_and_inplace(device):
     with pytest.raises(RuntimeError, match="^index 4 is out of bounds for dimension 0 with "
                                            "size 4$"):
         y.scatter_add_(0, idx([4], device), tg.tensor([1], device=device))
-    with pytest.raises(NotImplementedError, match="reduce"):
-        y.scatter_(0, idx([0], device), 1, reduce="multiply")
+    y.scatter_(0, idx([1], device), 2, reduce="multiply")
+    assert y.tolist() == [0, 22, 0, 7]
+    with pytest.raises(RuntimeError, match="reduce argument must be either add or multiply"):
+        y.scatter_(0, idx([0], device), 1, reduce="max")
 
 
 def test_index_select(device):
@@ -760,3 +762,21 @@ def test_scatter_reduce_errors():
         x.scatter_reduce(0, idx([0], "cpu"), tg.ones(1, dtype=tg.float64), "sum")
     with pytest.raises(RuntimeError, match="index 7 is out of bounds"):
         x.scatter_reduce(0, idx([7], "cpu"), tg.ones(1), "sum")
+
+
+def test_scatter_reduce_argument_add_and_multiply():
+    # PyTorch's legacy reduce= of scatter: "multiply" was refused, "sum" wrongly accepted
+    x = tg.ones(2, 3)
+    idx = tg.tensor([[0, 0], [1, 2]])
+    np.testing.assert_array_equal(x.scatter(1, idx, 2.5, reduce="multiply").numpy(),
+                                  [[6.25, 1, 1], [1, 2.5, 2.5]])
+    with pytest.warns(UserWarning, match="reduce argument of torch.scatter with Tensor src"):
+        r = x.scatter(1, idx, tg.tensor([[2.0, 3.0], [4.0, 5.0]]), reduce="multiply")
+    np.testing.assert_array_equal(r.numpy(), [[6, 1, 1], [1, 4, 5]])
+    y = tg.ones(2, 3, dtype=tg.int64)
+    assert y.scatter_(1, idx, 3, reduce="multiply") is y and y.tolist() == [[9, 1, 1], [1, 3, 3]]
+    np.testing.assert_array_equal(x.scatter(1, idx, 2.5, reduce="add").numpy(),
+                                  [[6, 1, 1], [1, 3.5, 3.5]])
+    for bad in ("sum", "mean"):
+        with pytest.raises(RuntimeError, match="reduce argument must be either add or multiply"):
+            x.scatter(1, idx, 2.5, reduce=bad)

@@ -38,7 +38,8 @@ def test_vector_norm_values_and_gradients(ord, device):
     if ord != 0:
         assert_grads_match(lambda t: tg.linalg.vector_norm(t, ord, 1), [x], atol=1e-5)
     else:
-        assert not tg.linalg.vector_norm(x.requires_grad_(), 0).requires_grad
+        r = tg.linalg.vector_norm(x.requires_grad_(), 0)  # (recorded; its gradient is None)
+        assert r.requires_grad and r.grad_fn.name() == "LinalgVectorNormBackward0"
 
 
 def test_vector_norm_gradient_at_zero_is_zero(device):
@@ -394,3 +395,20 @@ def test_einsum_matches_numpy_on_random_equations(case):
 ], ids=["norm2", "norm3", "fro", "einsum-dot", "einsum-mm"])
 def test_second_order(fn):
     second_order(fn, t64((2, 3)))
+
+
+def test_zero_norm_is_recorded_and_has_no_gradient():
+    # PyTorch's: the count of nonzeros is a LinalgVectorNormBackward0 whose gradient is
+    # undefined (.grad stays None); it was not recorded, so backward() through it raised
+    x = tg.tensor([[1.0, 0.0, 2.0], [3.0, 1.0, 0.0]], requires_grad=True)
+    for r in (x.norm(p=0, dim=1), tg.linalg.vector_norm(x, 0), tg.cdist(x, x, p=0),
+              tg.linalg.vector_norm(x * 1j, 0)):
+        assert r.requires_grad and r.grad_fn.name() == "LinalgVectorNormBackward0"
+        r.sum().backward()
+        assert x.grad is None
+    np.testing.assert_array_equal(tg.linalg.vector_norm(x, 0, dim=1).detach().numpy(), [2, 2])
+    np.testing.assert_array_equal(tg.cdist(x, x, p=0).detach().numpy(), [[0, 3], [3, 0]])
+    (tg.linalg.vector_norm(x, 0) + x.sum()).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.ones((2, 3)))
+    _, t = tg.func.jvp(lambda a: tg.linalg.vector_norm(a, 0), (x.detach(),), (tg.ones(2, 3),))
+    assert t.item() == 0.0
