@@ -144,7 +144,8 @@ def _fusable(query: Tensor, key: Tensor, value: Tensor) -> bool:
             and value.device == query.device
             and tuple(key.shape) == tuple(value.shape) and key.ndim == query.ndim
             and tuple(key.shape[:-2]) == shape[:-2] and key.shape[-1] == shape[-1]
-            and 0 < shape[-1] <= ATTENTION_MAX_HEAD_DIM and shape[-2] > 0 and key.shape[-2] > 0)
+            and 0 < shape[-1] <= ATTENTION_MAX_HEAD_DIM and shape[-2] > 0 and key.shape[-2] > 0
+            and query.numel() > 0)
 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
@@ -178,6 +179,13 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     """
     for name, t in (("query", query), ("key", key), ("value", value)):
         checks.tensor_arg(t, "scaled_dot_product_attention", name)
+    if key.dtype is not query.dtype or value.dtype is not query.dtype:  # (PyTorch's words)
+        raise RuntimeError(f"scaled_dot_product_attention: Expected query, key, and value to "
+                           f"have the same dtype, but got query.dtype: {query.dtype} key.dtype: "
+                           f"{key.dtype} and value.dtype: {value.dtype} instead.")
+    if not query.dtype.is_floating_point:
+        raise RuntimeError(f"scaled_dot_product_attention: expected a floating point query, "
+                           f"key and value, got {query.dtype}")
     if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
         raise RuntimeError(f"scaled_dot_product_attention: expected query, key and value of at "
                            f"least 2 dims, got {list(query.shape)}, {list(key.shape)}, "
@@ -190,7 +198,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
                            "when is_causal=True")
     if not 0.0 <= dropout_p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+        raise RuntimeError(f"scaled_dot_product_attention: dropout probability has to be "
+                           f"between 0 and 1, but got {dropout_p}")
     if enable_gqa and query.ndim >= 3 and key.ndim >= 3:
         hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
         if hq % hk or hq % hv:
@@ -279,6 +288,11 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, num_
             raise RuntimeError(f"attn_mask's dimension {attn_mask.ndim} is not supported")
         attn_mask = _bias_from_mask(attn_mask, q.dtype, keep_where_true=False)
     if key_padding_mask is not None:
+        if tuple(key_padding_mask.shape) != (n, source):  # (PyTorch asserts, in these words)
+            raise AssertionError(f"multi_head_attention_forward: expecting key_padding_mask "
+                                 f"shape of {(n, source)}, but got "
+                                 f"{tuple(key_padding_mask.shape)} (Expected "
+                                 f"key_padded_mask.shape[1] to be {source})")
         _check_mha_mask(key_padding_mask, "key_padding_mask", ((n, source),))
         key_padding_mask = _bias_from_mask(key_padding_mask, q.dtype,
                                            keep_where_true=False).reshape(n, 1, 1, source)

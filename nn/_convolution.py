@@ -92,7 +92,8 @@ def _windows(x: Tensor, kernel: tuple, stride: tuple, dilation: tuple, out: tupl
         order = (0, 1) + tuple(3 + 2 * i for i in range(nd)) + tuple(2 + 2 * i for i in range(nd))
         return x.reshape(split).permute(order).reshape(lead + (math.prod(kernel), math.prod(out)))
     idx = _window_index(sizes, kernel, stride, dilation, out)
-    taps = x.reshape(lead + (-1,)).index_select(2, _tensor(idx.reshape(-1), device=x.device))
+    flat = x.reshape(lead + (math.prod(sizes),))  # (not -1: N or C may be 0)
+    taps = flat.index_select(2, _tensor(idx.reshape(-1), device=x.device))
     return taps.reshape(lead + idx.shape)
 
 
@@ -104,8 +105,9 @@ def _col2im(cols: Tensor, size: tuple, kernel: tuple, stride: tuple, padding: tu
     n, c = cols.shape[:2]
     padded = tuple(v + 2 * p for v, p in zip(size, padding))
     idx = _window_index(padded, kernel, stride, dilation, out)  # (K, L) flat padded positions
+    flat = cols.reshape(n, c, math.prod(cols.shape[2:]))  # (not -1: N or C may be 0)
     canvas = _zeros((n, c, math.prod(padded)), dtype=cols.dtype, device=cols.device).index_add(
-        2, _tensor(idx.reshape(-1), device=cols.device), cols.reshape(n, c, -1))
+        2, _tensor(idx.reshape(-1), device=cols.device), flat)
     y = canvas.reshape((n, c) + padded)
     for dim, (v, p) in enumerate(zip(size, padding)):
         if p:
@@ -131,6 +133,27 @@ def _check_conv_input(input: Tensor, weight: Tensor, nd: int, op: str) -> bool:
     return input.ndim == nd + 1
 
 
+def _check_conv_operands(x: Tensor, weight: Tensor, bias, out_channels: int, op: str,
+                         transposed: bool = False) -> None:
+    """PyTorch's checks of a convolution's weight and bias against its input (shapes only): a
+    positive kernel, at least one filter, a 1-D bias of ``out_channels``. Mixed dtypes
+    promote where PyTorch refuses them (a deliberate difference the conv tests hold to)."""
+    kernel = tuple(weight.shape[2:])
+    if any(k < 1 for k in kernel):
+        raise RuntimeError(f"{op}: kernel size should be greater than zero, but got "
+                           f"kernel_size={list(kernel)} (weight of size {list(weight.shape)})")
+    if weight.shape[0] == 0:
+        raise RuntimeError(f"{op}: expected weight to be at least 1 at dimension 0, but got "
+                           f"weight of size {list(weight.shape)} instead")
+    if bias is not None:
+        checks.tensor_arg(bias, op, "bias")
+        if bias.ndim != 1 or bias.shape[0] != out_channels:
+            raise RuntimeError(f"{op}: Given {'transposed=1, ' if transposed else ''}weight of "
+                               f"size {list(weight.shape)}, expected bias to be 1-dimensional "
+                               f"with {out_channels} elements, but got bias of size "
+                               f"{list(bias.shape)} instead")
+
+
 def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups: int,
           nd: int, op: str, fused: bool = True) -> Tensor:
     """conv1d/conv2d (``nd`` spatial dims): the fused op for floating point tensors (unless
@@ -151,9 +174,10 @@ def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups
     if o % groups:
         raise RuntimeError(f"{op}: out_channels ({o}) must be divisible by groups ({groups})")
     if c != cg * groups:
-        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
-                           f"input{list(x.shape)} to have {cg * groups} channels, but got {c} "
-                           f"channels instead")
+        raise RuntimeError(f"{op}: Given groups={groups}, weight of size {list(weight.shape)}, "
+                           f"expected input{list(x.shape)} to have {cg * groups} channels, but "
+                           f"got {c} channels instead")
+    _check_conv_operands(x, weight, bias, o, op)
     if isinstance(padding, str):
         if padding == "valid":
             pads = [(0, 0)] * nd
@@ -164,8 +188,8 @@ def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups
             pads = [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
                     for k, d in zip(kernel, dilation)]
         else:
-            raise ValueError(f"Invalid padding string {padding!r}, should be one of "
-                             f"['valid', 'same']")
+            raise RuntimeError(f"{op}: Invalid padding string: {padding!r}, should be one of "
+                               "['valid', 'same']")
     else:
         pads = [(p, p) for p in _ntuple(padding, nd, "padding", op)]
         if any(p < 0 for p, _ in pads):
@@ -193,7 +217,7 @@ def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups
         x = pad(x, flat_pad)
     cols = _windows(x, kernel, stride, dilation, out)  # (N, C, K, L)
     k = math.prod(kernel)
-    cols = cols.reshape(n, groups, cg * k, -1)
+    cols = cols.reshape(n, groups, cg * k, math.prod(out))  # (not -1: n or C may be 0)
     # (g, O/g, C/g*K) @ (N, g, C/g*K, L): channel-major, then taps, as weight.reshape orders them
     y = weight.reshape(groups, o // groups, cg * k).matmul(cols).reshape((n, o) + out)
     if bias is not None:
@@ -299,13 +323,15 @@ def _conv_transpose(input: Tensor, weight: Tensor, bias, stride, padding, output
     if c_in % groups:
         raise RuntimeError(f"{op}: in_channels ({c_in}) must be divisible by groups ({groups})")
     if x.shape[1] != c_in:
-        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected "
-                           f"input{list(x.shape)} to have {c_in} channels, but got "
+        raise RuntimeError(f"{op}: Given transposed=1, weight of size {list(weight.shape)}, "
+                           f"expected input{list(x.shape)} to have {c_in} channels, but got "
                            f"{x.shape[1]} channels instead")
+    _check_conv_operands(x, weight, bias, weight.shape[1] * groups, op, transposed=True)
     size = [(n - 1) * s - 2 * p + d * (k - 1) + o + 1 for n, s, p, d, k, o in
             zip(x.shape[2:], stride, padding, dilation, kernel, output_padding)]
     if any(v < 1 for v in size):
-        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, x.shape[2:]))})"
+        given = " x ".join(map(str, x.shape[2:]))
+        raise RuntimeError(f"{op}: Given input size per channel: ({given})"
                            f". Calculated output size per channel: "
                            f"({' x '.join(map(str, size))}). Output size is too small")
     if not (fused and nd <= 2 and all(t is None or t.dtype.is_floating_point
@@ -339,9 +365,10 @@ def _conv_transpose_cols(x: Tensor, weight: Tensor, groups: int, kernel: tuple, 
     ``_col2im`` sums the windows into the output (what conv's im2col gathers, scattered)."""
     n, c = x.shape[:2]
     og, k = weight.shape[1], math.prod(kernel)
+    length = math.prod(x.shape[2:])  # (not -1: N or C may be 0)
     cols = weight.reshape(groups, c // groups, og * k).transpose(1, 2).matmul(
-        x.reshape(n, groups, c // groups, -1))
-    return _col2im(cols.reshape(n, groups * og, k, -1), tuple(size), kernel, stride, padding,
+        x.reshape(n, groups, c // groups, length))
+    return _col2im(cols.reshape(n, groups * og, k, length), tuple(size), kernel, stride, padding,
                    dilation, tuple(x.shape[2:]))
 
 
@@ -400,10 +427,19 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
 
 
 def _block_params(kernel_size, dilation, padding, stride, op: str):
-    """The four 2-d block parameters that unfold and fold share, each checked as a pair."""
-    return tuple(_ntuple(v, 2, name, op) for v, name in
-                 ((kernel_size, "kernel_size"), (dilation, "dilation"), (padding, "padding"),
-                  (stride, "stride")))
+    """The four 2-d block parameters that unfold and fold share, each checked as a pair (with
+    PyTorch's words)."""
+    params = tuple(_ntuple(v, 2, name, op) for v, name in
+                   ((kernel_size, "kernel_size"), (dilation, "dilation"), (padding, "padding"),
+                    (stride, "stride")))
+    for (h, w), what, low in zip(params, ("kernel size", "dilation", "padding", "stride"),
+                                 (1, 1, 0, 1)):
+        if h < low or w < low:
+            name = {"kernel size": "kernel", "padding": "pad"}.get(what, what)
+            rule = "be non-negative" if low == 0 else "be greater than zero"
+            raise RuntimeError(f"{op}: {what} should {rule}, but got {name}_height: {h} "
+                               f"{name}_width: {w}")
+    return params
 
 
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
@@ -413,8 +449,9 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     one block's values, channel-major.
     """
     checks.tensor_arg(input, "unfold")
+    _floating_pool(input, "im2col")  # (PyTorch's kernels: floating only)
     if input.ndim not in (3, 4):
-        raise RuntimeError(f"Input Error: Only 3D or 4D input Tensors are supported (got "
+        raise RuntimeError("unfold: Input Error: Only 3D or 4D input Tensors are supported (got "
                            f"{input.ndim}D)")
     unbatched = input.ndim == 3
     x = input.unsqueeze(0) if unbatched else input
@@ -429,7 +466,7 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     if any(padding):
         x = pad(x, (padding[1], padding[1], padding[0], padding[0]))
     cols = _windows(x, kernel, stride, dilation, out)
-    cols = cols.reshape(x.shape[0], -1, cols.shape[-1])
+    cols = cols.reshape(x.shape[0], x.shape[1] * math.prod(kernel), cols.shape[-1])
     return cols.squeeze(0) if unbatched else cols
 
 
@@ -438,9 +475,10 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
     adjoint of ``unfold``): (N, C * prod(kernel_size), L) -> (N, C, *output_size), the
     values of overlapping blocks summed."""
     checks.tensor_arg(input, "fold")
+    _floating_pool(input, "col2im")
     if input.ndim not in (2, 3):
-        raise RuntimeError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are "
-                           f"supported (got {input.ndim}D)")
+        raise RuntimeError("fold: Input Error: Only unbatched (2D) or batched (3D) input Tensors "
+                           f"are supported (got {input.ndim}D)")
     unbatched = input.ndim == 2
     x = input.unsqueeze(0) if unbatched else input
     size = _ntuple(output_size, 2, "output_size", "fold")
@@ -449,13 +487,13 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
     k = math.prod(kernel)
     n, ck, length = x.shape
     if ck % k:
-        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product "
-                           f"of kernel_size, but got input.size(1)={ck} and kernel_size="
-                           f"{kernel}")
+        raise RuntimeError("fold: Expected size of input's dimension 1 to be divisible by the "
+                           f"product of kernel_size, but got input.size(1)={ck} and "
+                           f"kernel_size={kernel}")
     out = tuple(_conv_out(s, kk, st, p, p, d) for s, kk, st, p, d
                 in zip(size, kernel, stride, padding, dilation))
     if math.prod(out) != length:
-        raise RuntimeError(f"Given output_size={size}, kernel_size={kernel}, dilation="
+        raise RuntimeError(f"fold: Given output_size={size}, kernel_size={kernel}, dilation="
                            f"{dilation}, padding={padding}, stride={stride}, expected size of "
                            f"input's dimension 2 to match the calculated number of sliding "
                            f"blocks {out[0]} * {out[1]} = {math.prod(out)}, but got "
@@ -512,17 +550,18 @@ def _pool_setup(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode
                            f"dilation={list(dilation)}")
     for p, k, d in zip(padding, kernel, dilation):
         if p < 0:
-            raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
+            raise RuntimeError(f"{op}: pad must be non-negative, but got pad: {p}")
         if p > (d * (k - 1) + 1) // 2:
             raise RuntimeError(  # PyTorch's two wordings: max pooling has a dilation
-                f"pad should be at most half of effective kernel size, but got pad={p}, "
+                f"{op}: pad should be at most half of effective kernel size, but got pad={p}, "
                 f"kernel_size={k} and dilation={d}" if dilated else
-                f"pad should be at most half of kernel size, but got pad={p} and "
+                f"{op}: pad should be at most half of kernel size, but got pad={p} and "
                 f"kernel_size={k}")
     sizes = tuple(x.shape[2:])
     if fits and any(n < k for n, k in zip(sizes, kernel)):
         names = "THW"[-nd:]
-        raise RuntimeError(f"input image ({' '.join(f'{a}: {n}' for a, n in zip(names, sizes))}) "
+        image = " ".join(f"{a}: {n}" for a, n in zip(names, sizes))
+        raise RuntimeError(f"{op}: input image ({image}) "
                            f"smaller than kernel size "
                            f"({' '.join(f'k{a}: {k}' for a, k in zip(names, kernel))})")
     out = tuple(_pool_out(n, k, s, p, d, ceil_mode) for n, k, s, p, d
@@ -551,6 +590,8 @@ def _max_pool(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode: 
     composite at its first."""
     x, unbatched, kernel, stride, padding, dilation, out, extra = _pool_setup(
         input, kernel_size, stride, padding, dilation, ceil_mode, op, True, nd)
+    if x.dtype.name == "bool":  # (integers are pooled, as PyTorch's CPU kernels do)
+        raise checks.kernel_not_implemented(op, x.dtype)
     if x.device.type == "cpu" and x.dtype.is_floating_point:  # one node (autograd/ops/pooling)
         values, indices = max_pool_with_indices(x, kernel, stride, padding, dilation, out)
         if unbatched:
@@ -633,6 +674,8 @@ def _avg_pool(input: Tensor, kernel_size, stride, padding, ceil_mode: bool,
     # unpadded input to hold a kernel
     x, unbatched, kernel, stride, padding, _, out, extra = _pool_setup(
         input, kernel_size, stride, padding, 1, ceil_mode, op, nd == 3, nd, fits=nd == 3)
+    if x.dtype.name == "bool":  # (integers are averaged, as PyTorch's CPU kernels do)
+        raise checks.kernel_not_implemented(op, x.dtype)
     xp = _pad_nd(x, padding, extra, 0.0)
     sums = _windows(xp, kernel, stride, (1,) * nd, out).sum(2).reshape(tuple(x.shape[:2]) + out)
     if divisor_override is not None:
@@ -676,6 +719,12 @@ def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
                      divisor_override, 3, "avg_pool3d")
 
 
+def _floating_pool(input: Tensor, op: str) -> None:
+    """PyTorch's adaptive pools (and max_pool1d without indices) have floating kernels only."""
+    if not input.dtype.is_floating_point:
+        raise checks.kernel_not_implemented(op, input.dtype)
+
+
 def _adaptive_matrix(n: int, o: int) -> np.ndarray:
     """(o, n): row i averages input positions [floor(i n / o), ceil((i + 1) n / o))."""
     m = np.zeros((o, n))
@@ -707,6 +756,7 @@ def _adaptive_avg(input: Tensor, output_size, nd: int, op: str) -> Tensor:
     if input.ndim not in (nd + 1, nd + 2) or any(n == 0 for n in input.shape[-nd:]):
         raise RuntimeError(f"{op}(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
                            f"{list(input.shape)}")
+    _floating_pool(input, op)
     sizes = tuple(input.shape[-nd:])
     out = _output_size(output_size, sizes, op)
     if all(o == 1 for o in out):  # the global average pool: one mean (10x the matmuls' speed)
@@ -759,6 +809,8 @@ def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
     """Applies a 1D max pooling over an input signal composed of several input planes
     (``max_pool2d``'s arguments, one value each; indices are positions along the signal)."""
     stride = None if stride is None or (not isinstance(stride, int) and not len(stride)) else stride
+    if not return_indices and checks.tensor_arg(input, "max_pool1d").ndim in (2, 3):
+        _floating_pool(input, "max_pool1d_impl")  # (PyTorch's 1-D kernel without indices)
     r = max_pool2d(_as_plane(input, "max_pool1d"), _one(kernel_size, "max_pool1d", "kernel_size"),
                    _one(stride, "max_pool1d", "stride"),
                    (0, _ntuple(padding, 1, "padding", "max_pool1d")[0]),
@@ -808,6 +860,7 @@ def _adaptive_max(input: Tensor, output_size, nd: int, return_indices: bool, op:
             or any(n == 0 for n in input.shape[-nd:]):
         raise RuntimeError(f"{op}(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
                            f"{list(input.shape)}")
+    _floating_pool(input, op)
     sizes = tuple(input.shape[-nd:])
     out = _output_size(output_size, sizes, op)
     lead = tuple(input.shape[:-nd])

@@ -110,7 +110,8 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     if log_probs.numel() == 0:
         raise RuntimeError("log_probs tensor must not be empty")
     lp = log_probs if batched else log_probs.unsqueeze(1)
-    tg = targets if batched else targets.unsqueeze(0)
+    # unbatched: 1-D targets are the one sequence; 2-D ones already (1, S), as PyTorch takes
+    tg = targets if batched or targets.ndim != 1 else targets.unsqueeze(0)
     t_max, n, classes = lp.shape
     blank = operator.index(blank)
     if not 0 <= blank < classes:

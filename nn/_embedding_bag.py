@@ -119,6 +119,11 @@ def _bags(offsets: Tensor, n: int, include_last_offset: bool) -> tuple:
         if offs[-1] > n:
             raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but "
                                f"got offsets[-1] of {offs[-1]}")
+        down = np.flatnonzero(np.diff(offs) < 0)  # (a bag ending before it starts)
+        if down.size:
+            i = int(down[0])
+            raise RuntimeError(f"embedding_bag: offsets must be non-decreasing, but got "
+                               f"offsets[{i}]={offs[i]} > offsets[{i + 1}]={offs[i + 1]}")
     starts_here = np.bincount(np.clip(starts, 0, n), minlength=n + 1)[:n]
     return np.cumsum(starts_here) - 1, starts.size, min(end, n)
 

@@ -55,6 +55,9 @@ def _fractional_max_pool(input: Tensor, kernel_size, output_size, output_ratio,
     if output_size is None:
         ratio = (output_ratio,) * nd if isinstance(output_ratio, (int, float)) \
             else tuple(output_ratio)
+        if len(ratio) != nd or not all(0 < r < 1 for r in ratio):  # (the module's check)
+            raise ValueError(f"{op}: output_ratio must be between 0 and 1 (got "
+                             f"{output_ratio})")
         out = tuple(int(n * r) for n, r in zip(sizes, ratio))
     else:
         out = _ntuple(output_size, nd, "output_size", op)

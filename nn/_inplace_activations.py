@@ -56,6 +56,7 @@ def random_slopes(input: Tensor, lower: float, upper: float, training: bool,
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not training:
         return F.leaky_relu(input, (lower + upper) / 2)
+    F._floating_only(input, "rrelu_with_noise_out")
     if input.device.type == "cpu":  # PyTorch's draws: one per non-positive element
         rng = numpy_rng(generator, input.device, "rrelu_with_noise")
         nonpositive = input.detach().numpy() <= 0

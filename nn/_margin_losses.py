@@ -55,6 +55,9 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=No
                      reduction: str = "mean") -> Tensor:
     """log(1 + exp(-target * input)) per element (two-class logistic loss)."""
     reduction = F._reduction(size_average, reduce, reduction)
+    if isinstance(input, Tensor) and not (input.dtype.is_floating_point
+                                          or input.dtype.is_complex):
+        raise F._cast_error("soft_margin_loss", "Float", input.dtype)  # (computed into input's)
     return F._reduce(F.softplus(-target * input), reduction)
 
 
@@ -88,6 +91,14 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
         raise RuntimeError(f"multi_margin_loss: inconsistent target size: {list(target.shape)} "
                            f"for input of size: {list(input.shape)}")
     c = x.shape[1]
+    if weight is not None:  # (PyTorch's checks and words)
+        if weight.ndim != 1:
+            raise ValueError("multi_margin_loss: weight must be one-dimensional")
+        if weight.shape[0] != c:
+            raise RuntimeError(f"multi_margin_loss: inconsistent weight size, expected {c} but "
+                               f"got {list(weight.shape)}")
+        if weight.dtype is not input.dtype:
+            raise checks.expected_scalar_type(input.dtype, weight.dtype)
     picked = x.gather(1, t.unsqueeze(1))                  # x[y], (N, 1)
     terms = (margin - picked + x).clamp(min=0.0)
     if p == 2:
@@ -159,6 +170,13 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
                           size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """1 - cos(input1, input2) where ``target`` is 1, max(0, cos - margin) where it is -1."""
     reduction = F._reduction(size_average, reduce, reduction)
+    if target.ndim > 1:  # (PyTorch's checks and words: the target's rank is one less)
+        raise RuntimeError("cosine_embedding_loss: 0D or 1D target tensor expected, "
+                           "multi-target not supported")
+    if input1.ndim != target.ndim + 1 or input2.ndim != target.ndim + 1:
+        raise RuntimeError(f"cosine_embedding_loss: {target.ndim}D target tensor expects "
+                           f"{target.ndim + 1}D input tensors, but found inputs with sizes "
+                           f"{list(input1.shape)} and {list(input2.shape)}.")
     if input1.ndim != input2.ndim or input1.ndim not in (1, 2):
         raise RuntimeError(f"cosine_embedding_loss: 1D target tensor expects 1D or 2D input "
                            f"tensors of the same dimension, but found inputs of sizes "

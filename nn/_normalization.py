@@ -5,11 +5,13 @@ any order, come from composition."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..autograd import checks
 from ..autograd.grad_mode import no_grad
-from ..autograd.ops.nn import batch_norm_training
+from ..autograd.ops.nn import batch_norm_training, check_norm_dtypes
 from ..autograd.tensor import Tensor, int_arg
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "rms_norm"]
@@ -44,16 +46,25 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                     ("weight", weight), ("bias", bias)):
         if t is not None:
             checks.tensor_arg(t, "batch_norm", name)
+    _check_float(input, "batch_norm")
     if input.ndim < 2:
-        raise ValueError(f"batch_norm: expected an input of at least 2 dims (N, C, *), got "
-                         f"{input.ndim}D of size {list(input.shape)}")
+        raise RuntimeError(f"batch_norm: expected an input of at least 2 dims (N, C, *), got "
+                           f"{input.ndim}D of size {list(input.shape)}")
+    c = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and t.numel() != c:  # (PyTorch's words for the running statistics)
+            raise RuntimeError(f"batch_norm: {name} should contain {c} elements not {t.numel()}")
+    check_norm_dtypes("batch_norm", input, weight, bias, running_mean, running_var)
     shape = _channel_shape(input)
     dims = (0,) + tuple(range(2, input.ndim))
     if training:
-        count = input.numel() // input.shape[1]
-        if count <= 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input "
-                             f"size {list(input.shape)}")
+        count = input.shape[0] * math.prod(input.shape[2:])  # values per channel
+        if count == 1:  # (an empty batch is allowed: PyTorch's _verify_batch_size)
+            raise ValueError("batch_norm: Expected more than 1 value per channel when training, "
+                             f"got input size {list(input.shape)}")
+        if count == 0:  # nothing to normalise, no statistics to update
+            return _affine(input, weight, bias, shape)
         if input.dtype.is_floating_point:  # one fused node (autograd/ops/nn.py)
             y, mean, var = batch_norm_training(input, weight, bias, eps)
             _update_running(running_mean, running_var, mean, var, count, momentum)
@@ -68,6 +79,12 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         mean, var = running_mean.to(input.dtype), running_var.to(input.dtype)
     y = (input - mean.reshape(shape)) * (var.reshape(shape) + eps).rsqrt()
     return _affine(y, weight, bias, shape)
+
+
+def _check_float(input: Tensor, op: str) -> None:
+    """PyTorch's NotImplementedError for an integer or bool input to a normalisation."""
+    if not input.dtype.is_floating_point:
+        raise checks.kernel_not_implemented(op, input.dtype)
 
 
 def _update_running(running_mean, running_var, mean: Tensor, var: Tensor, count: int,
@@ -95,14 +112,24 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
     unbiased); without it the running statistics are used.
     """
     checks.tensor_arg(input, "instance_norm")
+    _check_float(input, "instance_norm")
+    check_norm_dtypes("instance_norm", input, weight, bias)  # (the running stats are cast)
+    if input.ndim >= 2:
+        for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
+                        ("running_var", running_var)):
+            if t is not None and t.numel() != input.shape[1]:
+                raise RuntimeError(f"instance_norm: {name} should contain {input.shape[1]} "
+                                   f"elements not {t.numel()}")
     if input.ndim < 3:
         raise ValueError(f"instance_norm: expected an input of at least 3 dims (N, C, *), got "
                          f"{input.ndim}D of size {list(input.shape)}")
-    count = input.numel() // (input.shape[0] * input.shape[1]) if input.numel() else 0
-    if use_input_stats and count <= 1:
-        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
-                         f"{list(input.shape)}")
+    count = math.prod(input.shape[2:])  # values per instance and channel
+    if use_input_stats and count == 1:  # (PyTorch's _verify_spatial_size)
+        raise ValueError("instance_norm: Expected more than 1 spatial element when training, got "
+                         f"input size {list(input.shape)}")
     shape = _channel_shape(input)
+    if input.numel() == 0:  # nothing to normalise, no statistics to update
+        return _affine(input, weight, bias, shape)
     if use_input_stats:
         dims = tuple(range(2, input.ndim))
         mean = input.mean(dim=dims, keepdim=True)
@@ -132,11 +159,13 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
     if num_groups <= 0:
         raise RuntimeError(f"group_norm: num_groups must be positive, but got {num_groups}")
     if input.ndim < 2:
-        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
-                           f"{input.ndim}")
+        raise RuntimeError("group_norm: Expected at least 2 dimensions for input tensor but "
+                           f"received {input.ndim}")
+    _check_float(input, "group_norm")
+    check_norm_dtypes("group_norm", input, weight, bias)
     n, c = input.shape[:2]
     if c % num_groups:
-        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+        raise RuntimeError(f"group_norm: Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
     for name, t in (("weight", weight), ("bias", bias)):
@@ -144,7 +173,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
                                f"channels in input, but got {name} of shape {list(t.shape)} "
                                f"and input of shape {list(input.shape)}")
-    g = input.reshape(n, num_groups, -1)
+    g = input.reshape(n, num_groups, c // num_groups * math.prod(input.shape[2:]))  # (not -1)
     mean = g.mean(dim=2, keepdim=True)
     var = g.var(dim=2, unbiased=False, keepdim=True)
     y = ((g - mean) * (var + eps).rsqrt()).reshape(tuple(input.shape))
@@ -163,14 +192,15 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
     dims: y = x / sqrt(mean(x^2) + eps) * weight. ``eps=None`` uses the machine epsilon of
     ``input``'s dtype (``torch.finfo(input.dtype).eps``)."""
     checks.tensor_arg(input, "rms_norm")
+    _check_float(input, "rms_norm")
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     normalized_shape = tuple(normalized_shape)
     k = len(normalized_shape)
     if k == 0 or tuple(input.shape[input.ndim - k:]) != normalized_shape or input.ndim < k:
-        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input "
-                           f"with shape [*, {', '.join(map(str, normalized_shape))}], but got "
-                           f"input of size{list(input.shape)}")
+        raise RuntimeError(f"rms_norm: Given normalized_shape={list(normalized_shape)}, expected "
+                           f"input with shape [*, {', '.join(map(str, normalized_shape))}], but "
+                           f"got input of size{list(input.shape)}")
     if weight is not None and tuple(weight.shape) != normalized_shape:
         raise RuntimeError(f"rms_norm: expected weight of shape {list(normalized_shape)}, got "
                            f"{list(weight.shape)}")

@@ -7,6 +7,8 @@ scatter-add back onto them: ``index_select``'s rule, which sums repeated indices
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ..autograd import checks
@@ -20,15 +22,30 @@ __all__ = ["pad"]
 _MODES = ("constant", "reflect", "replicate", "circular")
 
 
+def _ints(pad) -> list:
+    """``pad`` as a list of ints; PyTorch's TypeError for anything else (a float or a bool
+    element would otherwise be truncated)."""
+    if not isinstance(pad, (list, tuple)) and not (isinstance(pad, Tensor) and pad.ndim == 1):
+        raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, not "
+                        f"{checks.type_name(pad)}")
+    out = []
+    for i, p in enumerate(pad):
+        if isinstance(p, (bool, float, complex)) or not hasattr(p, "__index__"):
+            raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, but "
+                            f"found element of type {checks.type_name(p)} at pos {i}")
+        out.append(operator.index(p))
+    return out
+
+
 def _pairs(pad, ndim: int) -> list:
     """``pad`` (last dim first, (left, right) pairs) as [(dim, left, right), ...]."""
-    pad = [int(p) for p in pad]
+    pad = _ints(pad)
     if len(pad) % 2:
-        raise RuntimeError("Padding length must be divisible by 2")
+        raise RuntimeError("pad: Padding length must be divisible by 2")
     if len(pad) // 2 > ndim:
-        raise RuntimeError(f"Padding length should be less than or equal to two times the input "
-                           f"dimension but got padding length {len(pad)} and input of dimension "
-                           f"{ndim}")
+        raise RuntimeError("pad: Padding length should be less than or equal to two times the "
+                           f"input dimension but got padding length {len(pad)} and input of "
+                           f"dimension {ndim}")
     return [(ndim - 1 - i, pad[2 * i], pad[2 * i + 1]) for i in range(len(pad) // 2)]
 
 
@@ -78,15 +95,18 @@ def _copying(x: Tensor, pairs: list, mode: str) -> Tensor:
             f"Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now "
             f"(mode {mode!r} pads the last {k} dims of a {k + 1}D or {k + 2}D input, got "
             f"{ndim}D of size {list(x.shape)})")
+    if x.dtype.name == "bool" and mode != "circular":  # (PyTorch's kernels refuse bool)
+        raise checks.kernel_not_implemented(
+            f"{'reflection' if mode == 'reflect' else 'replication'}_pad{k}d", x.dtype)
     source = x
     for dim, lo, hi in pairs:
         n = x.shape[dim]
         if mode == "reflect" and (lo >= n or hi >= n):
-            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
-                               f"input dimension, but got: padding ({lo}, {hi}) at dimension "
-                               f"{dim} of input {list(x.shape)}")
+            raise RuntimeError("pad: Argument #4: Padding size should be less than the "
+                               f"corresponding input dimension, but got: padding ({lo}, {hi}) at "
+                               f"dimension {dim} of input {list(x.shape)}")
         if mode == "circular" and (lo > n or hi > n):
-            raise RuntimeError("Padding value causes wrapping around more than once.")
+            raise RuntimeError("pad: Padding value causes wrapping around more than once.")
         if mode == "replicate" and n == 0 and (lo or hi):
             raise RuntimeError(f"padding: input of size {list(x.shape)} has nothing to "
                                f"replicate along dimension {dim}")
@@ -126,5 +146,5 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
     if mode == "constant":
         return _constant(input, pairs, 0.0 if value is None else value)
     if value is not None and value != 0:
-        raise AssertionError(f'Padding mode "{mode}"" doesn\'t take in value argument.')
+        raise RuntimeError(f'pad: Padding mode "{mode}" doesn\'t take in value argument')
     return _copying(input, pairs, mode)

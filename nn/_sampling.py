@@ -206,10 +206,20 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         factors = [float(v) for v in _per_dim(scale_factor, nd, "scale_factor")]
         out = [math.floor(n * f) for n, f in zip(spatial, factors)]
         scales = [None] * nd if recompute_scale_factor else factors
-    if any(v <= 0 for v in out):
-        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
+    if input.shape[1] == 0:  # (an empty batch is fine; empty channels are not, as PyTorch)
+        raise RuntimeError(f"interpolate: Non-empty {input.ndim}D data tensor expected but got "
+                           f"a tensor with sizes {list(input.shape)}")
+    if any(v <= 0 for v in out) or any(v <= 0 for v in spatial):
+        raise RuntimeError(f"interpolate: Input and output sizes should be greater than 0, but "
+                           f"got input "
                            f"({', '.join(map(str, spatial))}) and output "
                            f"({', '.join(map(str, out))})")
+    if not (input.dtype.is_floating_point
+            or (mode.startswith("nearest") and input.dtype.name == "uint8")):
+        # (PyTorch's kernels: floating dtypes; nearest also uint8, for images)
+        raise NotImplementedError(f"interpolate: {mode} mode needs a floating point input"
+                                  f"{' (or uint8)' if mode.startswith('nearest') else ''}, "
+                                  f"got {input.dtype}")
     if mode == "area":
         if nd == 2:
             return adaptive_avg_pool2d(input, tuple(out))
@@ -219,9 +229,6 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
             x = _area_dim(x, 2 + d, n_in, n_out)
         return x
     x = input
-    if not (x.dtype.is_floating_point or mode.startswith("nearest")):
-        raise RuntimeError(f"interpolate: {mode} mode needs a floating point input, got "
-                           f"{x.dtype}")
     for d, (n_in, n_out, sf) in enumerate(zip(spatial, out, scales)):
         if antialias:  # ATen's separable filter leaves the dimensions it does not resize
             if n_in != n_out:
@@ -436,6 +443,12 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
                            f"grid with sizes {list(grid.shape)}")
     if mode == "bicubic" and input.ndim == 5:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    if not input.dtype.is_floating_point:
+        raise checks.kernel_not_implemented(f"grid_sampler_{input.ndim - 2}d", input.dtype)
+    if grid.dtype is not input.dtype:  # (PyTorch's kernel reads both as one dtype)
+        raise RuntimeError(f"grid_sampler(): expected scalar type "
+                           f"{checks.scalar_type_name(input.dtype)} but found "
+                           f"{checks.scalar_type_name(grid.dtype)} (grid)")
     n, c, *sizes = input.shape
     out_shape = list(grid.shape[1:-1])
     nd, m = len(sizes), math.prod(out_shape)
@@ -454,8 +467,8 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
             index = (index.unsqueeze(-1) + i.unsqueeze(-2)).flatten(-2)
             weight = (weight.unsqueeze(-1) * w.unsqueeze(-2)).flatten(-2)
     taps = index.shape[-1]  # 2^nd corners, one (nearest) or 4 x 4 (bicubic)
-    got = input.reshape(n, c, -1).gather(2, index.reshape(n, 1, m * taps)
-                                         .expand(n, c, m * taps))
+    flat = input.reshape(n, c, math.prod(sizes))  # (not -1: N or C may be 0)
+    got = flat.gather(2, index.reshape(n, 1, m * taps).expand(n, c, m * taps))
     out = (got.reshape(n, c, m, taps) * weight.reshape(n, 1, m, taps)).sum(-1)
     out = out.reshape(n, c, *out_shape)
     if mode == "nearest" and grid.requires_grad:

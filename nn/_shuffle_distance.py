@@ -23,12 +23,12 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:
         raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with "
                            f"sizes {list(input.shape)}")
     if groups <= 0:
-        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of "
-                           f"groups:{groups}")
+        raise RuntimeError("channel_shuffle: Number of groups to divide channels in must be "
+                           f"positive. Value of groups:{groups}")
     c = input.shape[1]
     if c % groups:
-        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
-                           f"and {groups} groups.")
+        raise RuntimeError("channel_shuffle: Number of channels must be divisible by groups. Got "
+                           f"{c} channels and {groups} groups.")
     n, rest = input.shape[0], tuple(input.shape[2:])
     return (input.reshape((n, groups, c // groups) + rest).transpose(1, 2)
             .reshape((n, c) + rest))

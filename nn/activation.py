@@ -152,8 +152,9 @@ class Hardtanh(_Inplace):
             warnings.warn("keyword argument `max_value` is deprecated and rename to `max_val`",
                           FutureWarning, stacklevel=2)
             max_val = max_value
-        if min_val > max_val:
-            raise ValueError("min_val cannot be greater than max_val")
+        if not max_val > min_val:  # (PyTorch's assert: the module also refuses equal bounds)
+            raise AssertionError(f"{type(self).__name__}: max_val ({max_val}) must be greater "
+                                 f"than min_val ({min_val})")
         self.min_val, self.max_val = min_val, max_val
 
 

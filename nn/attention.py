@@ -118,8 +118,8 @@ class MultiheadAttention(Module):
         else:
             wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
         if query.shape[-1] != self.embed_dim:
-            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but "
-                                 f"got {query.shape[-1]}")
+            raise AssertionError("MultiheadAttention: was expecting embedding dimension of "
+                                 f"{self.embed_dim}, but got {query.shape[-1]}")
         return F.multi_head_attention_forward(
             query, key, value, self.num_heads, wq, wk, wv, self.in_proj_bias, self.bias_k,
             self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight,

@@ -184,7 +184,7 @@ class _ConvTransposeNd(_ConvNd):
             return self.output_padding
         nd = self._nd
         want = tuple(int(v) for v in output_size)[-nd:]
-        if len(want) != nd:
+        if len(output_size) not in (nd, nd + 2):  # (not only its last nd: PyTorch's check)
             raise ValueError(f"ConvTranspose{nd}D: for {input.ndim}D input, output_size must "
                              f"have {nd} or {nd + 2} elements (got {len(output_size)})")
         spatial = tuple(input.shape[-nd:])

@@ -50,6 +50,22 @@ __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
 _REDUCTIONS = ("none", "mean", "sum")
 
 
+def _floating_only(input: Tensor, kernel: str) -> None:
+    """PyTorch's NotImplementedError for an integer or bool ``input`` to an op whose kernel
+    (``kernel``, suffixed with the device type as PyTorch's names are) is defined on
+    floating (and complex) dtypes only: ``"silu_cpu" not implemented for 'Long'``."""
+    dt = input.dtype
+    if not (dt.is_floating_point or dt.is_complex):
+        raise checks.kernel_not_implemented(f"{kernel}_{input.device.type}", dt)
+
+
+def _cast_error(op: str, result: str, dt) -> RuntimeError:
+    """PyTorch's refusal to write a ``result``-typed (float) result into an integer or bool
+    operand (its composites compute in place into the operand's dtype), naming ``op``."""
+    return RuntimeError(f"{op}: result type {result} can't be cast to the desired output "
+                        f"type {checks.scalar_type_name(dt)}")
+
+
 def _reduction(size_average, reduce, reduction: str) -> str:
     if size_average is not None or reduce is not None:  # PyTorch's legacy arguments
         size_average = True if size_average is None else size_average
@@ -87,6 +103,8 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     returns ``input``."""
     if inplace:
         return _inplace(input, silu)
+    checks.tensor_arg(input, "silu")
+    _floating_only(input, "silu")
     # silu(-inf) is -inf * 0 = NaN (PyTorch), value and gradient; the CPU sigmoid clips its
     # argument (exp would overflow) and gives a tiny positive number at -inf instead of 0, so
     # -inf * that would be -inf: NaN there, which makes the product NaN both ways
@@ -122,6 +140,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     if inplace:
         return _inplace(input, leaky_relu, negative_slope)
     checks.tensor_arg(input, "leaky_relu")
+    _floating_only(input, "leaky_relu")
     return input.where(input > 0, input * negative_slope)
 
 
@@ -147,6 +166,7 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     """Softplus(x) = 1/beta * log(1 + exp(beta * x)), reverting to the linear function x
     where beta * x > threshold (for numerical stability)."""
     checks.tensor_arg(input, "softplus")
+    _floating_only(input, "softplus")
     bx = input * beta if beta != 1.0 else input
     linear_part = bx > threshold
     soft = _softplus_unit(bx.where(linear_part.logical_not(), 0.0))
@@ -158,6 +178,7 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(input, mish)
     checks.tensor_arg(input, "mish")
+    _floating_only(input, "mish")
     return input * _tanh(softplus(input))
 
 
@@ -166,10 +187,12 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
     """HardTanh(x) = min(max(x, min_val), max_val); the gradient is 1 strictly inside
     (min_val, max_val) and 0 elsewhere, as PyTorch's."""
     if min_val > max_val:
-        raise ValueError("min_val cannot be greater than max_val")
+        raise ValueError("hardtanh: min_val cannot be greater than max_val")
     if inplace:
         return _inplace(input, hardtanh, min_val, max_val)
     checks.tensor_arg(input, "hardtanh")
+    if input.dtype.name == "bool":
+        raise RuntimeError("hardtanh: Bool inputs not supported for hardtanh")
     if not (input.dtype.is_floating_point or input.dtype.is_complex):  # (keeps integer dtypes)
         min_val, max_val = int(min_val), int(max_val)
     inside = (input > min_val).logical_and(input < max_val)
@@ -210,7 +233,7 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """CELU(x) = max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
     if alpha == 0:
-        raise ValueError("ZeroDivisionError: alpha cannot be 0 for CELU")
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     if inplace:
         return _inplace(input, celu, alpha)
     return _nn.elu(input, alpha, 1.0, 1.0 / alpha, op="celu")
@@ -228,6 +251,7 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(input, hardswish)
     checks.tensor_arg(input, "hardswish")
+    _floating_only(input, "hardswish")
     middle = input * (input + 3) / 6
     return middle.where(input > -3, 0.0).where(input < 3, input)
 
@@ -238,6 +262,7 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(input, hardsigmoid)
     checks.tensor_arg(input, "hardsigmoid")
+    _floating_only(input, "hardsigmoid")
     inside = (input > -3).logical_and(input < 3)
     return (input / 6 + 0.5).where(inside, (input.detach() > 0).to(input.dtype))
 
@@ -245,6 +270,7 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
 def logsigmoid(input: Tensor) -> Tensor:
     """log(sigmoid(x)) = -softplus(-x), computed without overflow."""
     checks.tensor_arg(input, "logsigmoid")
+    _floating_only(input, "log_sigmoid")
     return _softplus_unit(-input).neg()
 
 
@@ -252,11 +278,12 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     """The gated linear unit: ``a * sigmoid(b)``, ``a`` and ``b`` the two halves of ``input``
     along ``dim``."""
     checks.tensor_arg(input, "glu")
+    _floating_only(input, "glu")
     if input.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
-    d = dim % input.ndim
+    d = wrap_dim(dim, input.ndim, "glu")
     if input.shape[d] % 2:
-        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
+        raise RuntimeError(f"glu: Halving dimension must be even, but dimension {d} is size "
                            f"{input.shape[d]}")
     a, b = input.chunk(2, d)
     return a * _sigmoid(b)
@@ -271,6 +298,7 @@ def tanhshrink(input: Tensor) -> Tensor:
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x - lambd where x > lambd, x + lambd where x < -lambd, 0 between."""
     checks.tensor_arg(input, "softshrink")
+    _floating_only(input, "softshrink")
     if lambd < 0:
         raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be "
                            f"{lambd}.")
@@ -320,6 +348,14 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     more dims that addmm between two views, else a matmul and an add."""
     checks.tensor_arg(input, "linear", "input")
     checks.tensor_arg(weight, "linear", "weight")
+    if input.ndim == 0 or weight.ndim not in (1, 2):  # (shape and dtype tests: no data read)
+        raise RuntimeError("linear: expected input of at least 1 dim and a 1-D or 2-D weight, "
+                           f"got input of size {list(input.shape)} and weight of size "
+                           f"{list(weight.shape)}")
+    if input.dtype is not weight.dtype:
+        raise RuntimeError(f"linear: mat1 and mat2 must have the same dtype, but got "
+                           f"{checks.scalar_type_name(input.dtype)} and "
+                           f"{checks.scalar_type_name(weight.dtype)}")
     if weight.ndim == 2 and input.ndim and input.shape[-1] != weight.shape[1]:
         raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied "
                            f"({math.prod(input.shape[:-1])}x{input.shape[-1]} and "
@@ -384,13 +420,13 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
                          f"is not None, then it must have the same shape as the input "
                          f"({input.shape})")
     if weight.ndim != 2:
-        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
-                         f"{weight.ndim}")
+        raise ValueError("embedding_bag: weight has to be a 2D Tensor, but got Tensor of "
+                         f"dimension {weight.ndim}")
     if input.ndim == 2:
         if offsets is not None:
-            raise ValueError(f"if input is 2D, then offsets has to be None, as input is "
-                             f"treated is a mini-batch of fixed length sequences. However, "
-                             f"found offsets of type {type(offsets)}")
+            raise ValueError("embedding_bag: if input is 2D, then offsets has to be None, as "
+                             "input is treated is a mini-batch of fixed length sequences. "
+                             f"However, found offsets of type {type(offsets)}")
         from ..autograd.ops.creation import arange
         offsets = arange(input.shape[0], dtype=input.dtype, device=input.device) * \
             input.shape[1]
@@ -400,18 +436,19 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
             per_sample_weights = per_sample_weights.reshape(-1)
     elif input.ndim == 1:
         if offsets is None:
-            raise ValueError("offsets has to be a 1D Tensor but got None")
+            raise ValueError("embedding_bag: offsets has to be a 1D Tensor but got None")
         if offsets.ndim != 1:
-            raise ValueError("offsets has to be a 1D Tensor")
+            raise ValueError("embedding_bag: offsets has to be a 1D Tensor")
     else:
-        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
-                         f"{input.ndim}")
+        raise ValueError("embedding_bag: input has to be 1D or 2D Tensor, but got Tensor of "
+                         f"dimension {input.ndim}")
     if mode not in MODES:
-        raise ValueError("mode has to be one of sum, mean or max")
+        raise ValueError("embedding_bag: mode has to be one of sum, mean or max")
     if mode == "max" and scale_grad_by_freq:
-        raise ValueError("max mode does not support scaling the gradient by the frequency")
+        raise ValueError("embedding_bag: max mode does not support scaling the gradient by the "
+                         "frequency")
     if mode == "max" and sparse:
-        raise ValueError("max mode does not support sparse weights")
+        raise ValueError("embedding_bag: max mode does not support sparse weights")
     if max_norm is not None:
         from ..autograd.grad_mode import no_grad
         with no_grad():
@@ -440,7 +477,7 @@ def _embedding_sparse(input, weight, padding_idx, max_norm, norm_type, scale_gra
     n = weight.shape[0]
     if padding_idx is not None:
         if not -n <= padding_idx < n:
-            raise AssertionError("Padding_idx must be within num_embeddings")
+            raise AssertionError("embedding: Padding_idx must be within num_embeddings")
         padding_idx %= n
     input = checks.guard_index(input.long(), n, checks.index_out_of_range)
     if max_norm is not None:
@@ -462,8 +499,10 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
     if inplace:  # recorded like silu's in-place form
         return input.copy_(dropout(input.clone() if input.requires_grad else input, p))
     if p == 1.0:
-        out = input * 0.0
+        out = input * 0  # (keeps an integer input's dtype, as PyTorch's)
     else:
+        if input.numel():
+            _check_float_result(input, "dropout")
         # the keep mask is drawn where the input lives (on CUDA: on the device, from the
         # default CUDA generator); its uniforms are the default dtype's, as rand's
         from ..autograd.ops.creation import _stream
@@ -476,6 +515,18 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
     return out
 
 
+def _check_float_result(input: Tensor, op: str) -> None:
+    """A dropout's scaled result is a float: PyTorch refuses to write it into an integer or
+    bool ``input``."""
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise _cast_error(op, "Float", input.dtype)
+
+
+def _check_p(p: float) -> None:
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
 def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
                   inplace: bool = False) -> Tensor:
     """Dropout for SELU networks: dropped elements are set to SELU's negative saturation
@@ -486,6 +537,7 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
     checks.tensor_arg(input, "alpha_dropout")
     if not training or p == 0.0:
         return input
+    _check_float_result(input, "alpha_dropout")
     if inplace:
         return input.copy_(alpha_dropout(input.clone() if input.requires_grad else input, p,
                                          True))
@@ -499,7 +551,7 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
 
 
 def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool,
-                     batched: bool = True) -> Tensor:
+                     batched: bool = True, op: str = "feature_dropout") -> Tensor:
     """Zeroes whole channels: one keep draw per (dim 0, dim 1) index, broadcast over the
     trailing dims; an unbatched input is taken as a batch of one (PyTorch's
     ``feature_dropout``)."""
@@ -507,12 +559,13 @@ def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool,
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0 or input.numel() == 0:
         return input
+    _check_float_result(input, op)
     x = input if batched else input.unsqueeze(0)
     if x.ndim < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     if inplace:
         return input.copy_(_feature_dropout(input.clone() if input.requires_grad else input,
-                                            p, True, False, batched))
+                                            p, True, False, batched, op))
     mask = dropout(x.new_ones(tuple(x.shape[:2]) + (1,) * (x.ndim - 2)), p)  # 0 or 1/(1-p)
     return x * mask if batched else (x * mask).squeeze(0)
 
@@ -531,12 +584,13 @@ def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
     """Randomly zeroes whole channels of (N, C, L) or (C, L) input with probability ``p``,
     scaling the others by 1 / (1 - p)."""
     checks.tensor_arg(input, "dropout1d")
+    _check_p(p)
     if input.ndim not in (2, 3):
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D "
                            f"input. Note that dropout1d exists to provide channel-wise dropout "
                            f"on inputs with 1 spatial dimension, a channel dimension, and an "
                            f"optional batch dimension (i.e. 2D or 3D inputs).")
-    return _feature_dropout(input, p, training, inplace, input.ndim == 3)
+    return _feature_dropout(input, p, training, inplace, input.ndim == 3, "dropout1d")
 
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
@@ -554,7 +608,7 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
                       "in a future release to interpret the input as one without a batch "
                       "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout "
                       "behavior, please switch to using dropout1d instead.", stacklevel=2)
-    return _feature_dropout(input, p, training, inplace)
+    return _feature_dropout(input, p, training, inplace, op="dropout2d")
 
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
@@ -564,7 +618,7 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
     checks.tensor_arg(input, "dropout3d")
     if input.ndim not in (4, 5):
         _unexpected_rank("dropout3d", "4D or 5D", "3", input.ndim)
-    return _feature_dropout(input, p, training, inplace, input.ndim == 5)
+    return _feature_dropout(input, p, training, inplace, input.ndim == 5, "dropout3d")
 
 
 def _pixel_factor(input: Tensor, factor, op: str, name: str) -> int:
@@ -629,8 +683,10 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     after) and always divided by ``size``, as PyTorch's."""
     checks.tensor_arg(input, "local_response_norm")
     if input.ndim < 3:
-        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} "
-                         f"dimensions)")
+        raise ValueError("local_response_norm: Expected 3D or higher dimensionality input (got "
+                         f"{input.ndim} dimensions)")
+    if size < 1:
+        raise RuntimeError(f"local_response_norm: size should be greater than zero, but got {size}")
     if input.numel() == 0:
         return input
     c = input.shape[1]
@@ -791,13 +847,39 @@ def _check_loss_devices(input: Tensor, target: Tensor, weight, op: str) -> None:
         checks.check_same_device(input, weight, "weight", op)
 
 
-def _check_targets(input: Tensor, target: Tensor, op: str) -> None:
-    n = input.shape[0] if input.ndim > 1 else None
-    expect = (tuple(input.shape[:1]) + tuple(input.shape[2:])) if input.ndim > 1 else ()
+def _check_targets(input: Tensor, target: Tensor, weight, op: str) -> None:
+    """PyTorch's checks of class-index ``target`` (and class ``weight``) against a (C,),
+    (N, C) or (N, C, d1, ...) ``input``, with its error types: shapes only, no data read."""
+    if input.ndim == 0:
+        raise ValueError(f"{op}: Expected 1 or more dimensions (got 0)")
+    if not input.dtype.is_floating_point:
+        raise checks.kernel_not_implemented(op, input.dtype)
+    if weight is not None:
+        c = input.shape[1 if input.ndim > 1 else 0]
+        if weight.ndim != 1 or weight.shape[0] != c:  # (PyTorch's words)
+            raise RuntimeError(f"{op}: weight tensor should be defined either for all {c} classes "
+                               "or no classes but got weight tensor of shape: "
+                               f"{list(weight.shape)}")
+        if weight.dtype is not input.dtype:
+            raise RuntimeError(f"{op}: expected scalar type "
+                               f"{checks.scalar_type_name(input.dtype)} but found "
+                               f"{checks.scalar_type_name(weight.dtype)} (weight)")
+    if input.ndim == 1:
+        if target.ndim > 1:
+            raise RuntimeError(f"{op}: 0D or 1D target tensor expected, multi-target not supported")
+        if target.ndim == 1 and target.shape[0] != 1:
+            raise ValueError(f"{op}: For 1D input, 1D target must have size 1, but got target "
+                             f"size: {target.shape[0]}")
+        return
+    batch = target.shape[0] if target.ndim else 0  # (PyTorch's count for a 0-d target)
+    if batch != input.shape[0]:
+        raise ValueError(f"{op}: Expected input batch_size ({input.shape[0]}) to match target "
+                         f"batch_size ({batch}).")
+    expect = (input.shape[0],) + tuple(input.shape[2:])
     if tuple(target.shape) != expect:
-        raise ValueError(f"{op}: expected target of shape {list(expect)} for input of shape "
-                         f"{list(input.shape)}, got {list(target.shape)}"
-                         + (f" (batch size {n})" if n is not None else ""))
+        if input.ndim == 2:
+            raise RuntimeError(f"{op}: 0D or 1D target tensor expected, multi-target not supported")
+        raise RuntimeError(f"{op}: Expected target size {list(expect)}, got {list(target.shape)}")
 
 
 def _weighted_cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing):
@@ -831,7 +913,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     _loss_operands("nll_loss", input, target)
     reduction = _reduction(size_average, reduce, reduction)
     _check_loss_devices(input, target, weight, "nll_loss")
-    _check_targets(input, target, "nll_loss")
+    _check_targets(input, target, weight, "nll_loss")
     target = _nn.check_class_indices(target, byte_ok=input.ndim <= 2)
     x, t, spatial = _class_last(input, target, "nll_loss")
     from ..autograd.ops.creation import arange
@@ -875,7 +957,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     _loss_operands("cross_entropy", input, target)
     reduction = _reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+        raise ValueError("cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: "
+                         f"{label_smoothing}")
     _check_loss_devices(input, target, weight, "cross_entropy")
     # PyTorch tells class probabilities from class indices by the target's shape, not its
     # dtype: a float target of the indices' shape is refused (nll_loss reads it as Long)
@@ -897,7 +980,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
             n = input.numel() // c if input.ndim > 1 else 1
             return loss.sum() / n
         return _reduce(loss, reduction)
-    _check_targets(input, target, "cross_entropy")
+    _check_targets(input, target, weight, "cross_entropy")
     target = _nn.check_class_indices(target, byte_ok=input.ndim <= 2)
     if weight is not None:
         return _weighted_cross_entropy(input, target, weight, ignore_index, reduction,
@@ -951,6 +1034,10 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                          f"input size ({_size(input)}) is deprecated. Please ensure they have "
                          f"the same size.")
     _check_loss_devices(input, target, weight, "binary_cross_entropy")
+    if target.dtype is not input.dtype:  # (PyTorch's kernel reads both as one dtype)
+        raise RuntimeError(f"binary_cross_entropy: Found dtype "
+                           f"{checks.scalar_type_name(target.dtype)} but expected "
+                           f"{checks.scalar_type_name(input.dtype)}")
     if input.numel() and bool(((input < 0).logical_or(input > 1)).any().item()):
         raise RuntimeError("all elements of input should be between 0 and 1")
     loss = -(target * _clamped_log(input) + (1.0 - target) * _clamped_log(1.0 - input))
@@ -980,6 +1067,9 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
         raise ValueError(f"Target size ({_size(target)}) must be the same as input size "
                          f"({_size(input)})")
     _check_loss_devices(input, target, weight, "binary_cross_entropy_with_logits")
+    _floating_only(input, "log_sigmoid")
+    if not (target.dtype.is_floating_point or target.dtype.is_complex):
+        raise _cast_error("binary_cross_entropy_with_logits", "Float", target.dtype)
     sp = _softplus_unit(input.neg())
     if pos_weight is not None:
         checks.check_same_device(input, pos_weight, "pos_weight",
@@ -1016,6 +1106,9 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     _check_same_size(input, target)
+    if not _result_type(input, target).is_floating_point:
+        raise checks.kernel_not_implemented(f"smooth_l1_{input.device.type}",
+                                            _result_type(input, target))
     if beta == 0.0:
         return l1_loss(input, target, reduction=reduction)
     return _reduce(_piecewise_quadratic(input, target, beta, 1.0 / beta, 1.0), reduction)
@@ -1031,6 +1124,11 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     _check_same_size(input, target)
+    if not _result_type(input, target).is_floating_point:
+        raise checks.kernel_not_implemented(f"huber_{input.device.type}",
+                                            _result_type(input, target))
+    if not input.dtype.is_floating_point:  # (PyTorch computes into the input's dtype)
+        raise _cast_error("huber_loss", "Float", input.dtype)
     loss = _piecewise_quadratic(input, target, delta, 1.0, delta)
     return _reduce(_weighted(loss, weight), reduction)
 
@@ -1043,6 +1141,9 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
     exp(target) * (target - input). ``reduction='batchmean'`` divides the sum by the batch
     size (the KL divergence's definition); ``'mean'`` divides by the number of elements."""
     _loss_operands("kl_div", input, target)
+    if not (input.dtype.is_floating_point or input.dtype.is_complex) or \
+            not (target.dtype.is_floating_point or target.dtype.is_complex):
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if reduction == "batchmean":
         _reduction(size_average, reduce, "sum")
     else:
@@ -1100,9 +1201,9 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: 
             var = var.unsqueeze(-1)
         elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1) \
                 and var.ndim != 0:
-            raise ValueError("var is of incorrect size")
+            raise ValueError("gaussian_nll_loss: var is of incorrect size")
     if bool((var < 0).any()):
-        raise ValueError("var has negative entry/entries")
+        raise ValueError("gaussian_nll_loss: var has negative entry/entries")
     var = var.clone()
     from ..autograd.grad_mode import no_grad
 
@@ -1121,6 +1222,9 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
     if out is not None:
         raise checks.unsupported("normalize", "out", "<tensor>", "out=None")
     checks.tensor_arg(input, "normalize")
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError(f"normalize: linalg.vector_norm: Expected a floating point or "
+                           f"complex tensor as input. Got {checks.scalar_type_name(input.dtype)}")
     dim = wrap_dim(dim, input.ndim, "normalize")
     p = 2.0 if p is None else float(p)  # (None: PyTorch's norm takes it as the 2-norm)
     if math.isinf(p):

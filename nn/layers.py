@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from ..autograd.ops.creation import empty
-from ..autograd.tensor import Tensor
+from ..autograd.tensor import Tensor, wrap_dim
 from . import functional as F
 from . import init
 from .module import Module
@@ -106,7 +106,7 @@ class Embedding(Module):
         super().__init__()
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
-                raise AssertionError("Padding_idx must be within num_embeddings")
+                raise AssertionError("Embedding: Padding_idx must be within num_embeddings")
             padding_idx %= num_embeddings
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
@@ -151,7 +151,8 @@ class Embedding(Module):
                         **kwargs) -> Embedding:
         """An Embedding holding ``embeddings`` (not trained when ``freeze``)."""
         if embeddings.ndim != 2:
-            raise ValueError("Embeddings parameter is expected to be 2-dimensional")
+            raise AssertionError("Embedding.from_pretrained: Embeddings parameter is expected to "
+                                 "be 2-dimensional")
         rows, cols = embeddings.shape
         return cls(rows, cols, padding_idx, _weight=embeddings, _freeze=freeze, **kwargs)
 
@@ -318,8 +319,13 @@ class Unflatten(Module):
         self.dim, self.unflattened_size = dim, tuple(unflattened_size)
 
     def forward(self, input: Tensor) -> Tensor:
-        dim = self.dim % input.ndim if input.ndim else 0
+        dim = wrap_dim(self.dim, input.ndim, "unflatten")
         shape = tuple(input.shape)
+        sizes = self.unflattened_size
+        known = math.prod(s for s in sizes if s != -1)
+        if (known != shape[dim] if -1 not in sizes else known == 0 or shape[dim] % known):
+            raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to "
+                               f"the size of dim {dim} ({shape[dim]}) in the input tensor")
         return input.reshape(shape[:dim] + self.unflattened_size + shape[dim + 1:])
 
     def extra_repr(self) -> str:

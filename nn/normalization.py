@@ -104,8 +104,10 @@ class _BatchNorm(_NormBase):
             want = " or ".join(f"{r}D" for r in self._ranks)
             raise ValueError(f"expected {want} input (got {input.ndim}D input)")
         if input.shape[1] != self.num_features:
-            raise ValueError(f"{type(self).__name__}: expected input with {self.num_features} "
-                             f"channels (dim 1), got input of size {list(input.shape)}")
+            raise RuntimeError(f"{type(self).__name__}: expected input with "
+                               f"{self.num_features} channels (dim 1), got input of size "
+                               f"{list(input.shape)} (running_mean should contain "
+                               f"{input.shape[1]} elements not {self.num_features})")
 
     def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)

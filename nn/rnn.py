@@ -78,8 +78,8 @@ def _check_cell(op: str, input: Tensor, hx: tuple, w_ih: Tensor, w_hh: Tensor,
             raise RuntimeError(f"{name} first dim must be {gates} * hidden_size = "
                                f"{gates * hidden}, but got {w.size(0)}")
     if input.size(1) != w_ih.size(1):
-        raise RuntimeError(f"input has inconsistent input_size: got {input.size(1)} expected "
-                           f"{w_ih.size(1)}")
+        raise RuntimeError(f"{op}: input has inconsistent input_size: got {input.size(1)} "
+                           f"expected {w_ih.size(1)}")
     for i, h in enumerate(hx):
         if input.size(0) != h.size(0):
             raise RuntimeError(f"Input batch size {input.size(0)} doesn't match hidden{i} "
@@ -210,6 +210,20 @@ class RNNBase(Module):
         return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), \
             get("weight_hr")
 
+    def _check_input_dtype(self, x: Tensor) -> None:
+        """PyTorch's ValueError when the input's dtype is not the weights' (outside autocast,
+        which casts both)."""
+        w = getattr(self, self._flat_weights_names[0], None) if self._flat_weights_names \
+            else None
+        if w is None or x.dtype is w.dtype:
+            return
+        from ..autograd.autocast import is_autocast_enabled
+        if is_autocast_enabled(x.device.type):
+            return
+        raise ValueError(f"{self.mode}: input dtype ({x.dtype}) does not match weight dtype "
+                         f"({w.dtype}). Convert input: input.to({w.dtype}), or convert model: "
+                         f"model.to({x.dtype})")
+
     def forward(self, input: Tensor | PackedSequence, hx=None):
         """``input`` (L, N, H_in) ((N, L, H_in) with ``batch_first``; (L, H_in) unbatched;
         or a PackedSequence, ``batch_first`` then not applying) and the initial state (zeros
@@ -239,8 +253,11 @@ class RNNBase(Module):
             x = input.unsqueeze(1) if unbatched else \
                 (input.transpose(0, 1) if self.batch_first else input)
         if x.shape[-1] != self.input_size:
-            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+            raise RuntimeError(f"{name}: input.size(-1) must be equal to input_size. Expected "
                                f"{self.input_size}, got {x.shape[-1]}")
+        self._check_input_dtype(x)
+        if x.shape[0] == 0:  # (no step to run: PyTorch refuses it)
+            raise RuntimeError(f"{name}: Expected sequence length to be larger than 0 in RNN")
         lstm = self.mode == "LSTM"
         directions = 2 if self.bidirectional else 1
         out_size = self.proj_size or self.hidden_size
@@ -253,31 +270,35 @@ class RNNBase(Module):
             if lstm:
                 c0 = zeros(c_shape, dtype=x.dtype, device=x.device)
         elif lstm:
+            if isinstance(hx, Tensor) or len(hx) != 2:  # (not a pair to unpack)
+                raise IndexError(f"{name}: expected hx to be a tuple (h_0, c_0), got "
+                                 f"{type(hx).__name__} of length "
+                                 f"{len(hx) if not isinstance(hx, Tensor) or hx.ndim else 0}")
             h0, c0 = hx
             if unbatched:
                 if h0.ndim != 2 or c0.ndim != 2:
-                    raise RuntimeError(f"For unbatched 2-D input, hx and cx should also be 2-D "
-                                       f"but got ({h0.ndim}-D, {c0.ndim}-D) tensors")
+                    raise RuntimeError(f"{name}: For unbatched 2-D input, hx and cx should also "
+                                       f"be 2-D but got ({h0.ndim}-D, {c0.ndim}-D) tensors")
                 h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
             elif h0.ndim != 3 or c0.ndim != 3:
-                raise RuntimeError(f"For batched 3-D input, hx and cx should also be 3-D but "
-                                   f"got ({h0.ndim}-D, {c0.ndim}-D) tensors")
+                raise RuntimeError(f"{name}: For batched 3-D input, hx and cx should also be 3-D "
+                                   f"but got ({h0.ndim}-D, {c0.ndim}-D) tensors")
             for i, (t, shape) in enumerate(((h0, h_shape), (c0, c_shape))):
                 if tuple(t.shape) != shape:
-                    raise RuntimeError(f"Expected hidden[{i}] size {shape}, got "
+                    raise RuntimeError(f"{name}: Expected hidden[{i}] size {shape}, got "
                                        f"{tuple(t.shape)}")
         else:
             h0 = hx
             if unbatched:
                 if h0.ndim != 2:
-                    raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but "
-                                       f"got {h0.ndim}-D tensor")
+                    raise RuntimeError(f"{name}: For unbatched 2-D input, hx should also be 2-D "
+                                       f"but got {h0.ndim}-D tensor")
                 h0 = h0.unsqueeze(1)
             elif h0.ndim != 3:
-                raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got "
+                raise RuntimeError(f"{name}: For batched 3-D input, hx should also be 3-D but got "
                                    f"{h0.ndim}-D tensor")
             if tuple(h0.shape) != h_shape:
-                raise RuntimeError(f"Expected hidden size {h_shape}, got {list(h0.shape)}")
+                raise RuntimeError(f"{name}: Expected hidden size {h_shape}, got {list(h0.shape)}")
         if sorted_indices is not None and hx is not None:  # hx is in the caller's batch order
             h0 = h0.index_select(1, sorted_indices)
             c0 = None if c0 is None else c0.index_select(1, sorted_indices)
@@ -504,7 +525,7 @@ class RNNCellBase(Module):
             raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.ndim}D "
                              f"instead")
         if input.shape[-1] != self.input_size:
-            raise RuntimeError(f"input has inconsistent input_size: got {input.shape[-1]} "
+            raise RuntimeError(f"{name}: input has inconsistent input_size: got {input.shape[-1]} "
                                f"expected {self.input_size}")
         unbatched = input.ndim == 1
         return (input.unsqueeze(0) if unbatched else input), unbatched

@@ -25,20 +25,41 @@ from ..state import anywhere, state
 from ..tensor import Tensor, make
 from . import traced
 
-__all__ = ["batch_norm_training", "check_class_indices", "cross_entropy_rows", "elu", "embedding",
-           "gelu", "layer_norm", "threshold"]
+__all__ = ["batch_norm_training", "check_class_indices", "check_norm_dtypes",
+           "cross_entropy_rows", "elu", "embedding", "gelu", "layer_norm", "threshold"]
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _GELU_TANH_A = 0.044715
 
 
-def _float_input(x, op: str) -> Tensor:
+def _float_input(x, op: str, error=NotImplementedError) -> Tensor:
+    """``x`` if it is a floating point Tensor; else PyTorch's errors: a TypeError, or (as its
+    kernels, defined on floating dtypes only) a NotImplementedError naming ``op``."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
     if not x.dtype.is_floating_point:
-        raise RuntimeError(f"{op}: expected a floating point input, got {x.dtype}")
+        raise error(f"\"{op}\" not implemented for '{checks.scalar_type_name(x.dtype)}': "
+                    f"{op} expects a floating point input, got {x.dtype}")
     return x
+
+
+def check_norm_dtypes(op: str, x: Tensor, *params) -> None:
+    """PyTorch's rule for a normalisation's parameters (weight, bias, running statistics; None
+    where absent): each of ``x``'s dtype, or all float32 for a float16/bfloat16 ``x`` (mixed
+    precision); else its "mixed dtype" RuntimeError, naming ``op``. A dtype test only: no
+    data is read."""
+    given = [t for t in params if t is not None]
+    if all(t.dtype is x.dtype for t in given):
+        return
+    where = x.device.type.upper()
+    if x.dtype.name not in ("float16", "bfloat16"):
+        raise RuntimeError(f"{op}: mixed dtype ({where}): all inputs must share same datatype "
+                           f"(input is {x.dtype}, parameters "
+                           f"{sorted({str(t.dtype) for t in given})})")
+    if any(t.dtype.name != "float32" for t in given):
+        raise RuntimeError(f"{op}: mixed dtype ({where}): expect parameter to have scalar type "
+                           f"of Float for a {x.dtype} input")
 
 
 def check_class_indices(target: Tensor, byte_ok: bool = False) -> Tensor:
@@ -465,14 +486,22 @@ def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
     """Layer normalisation over the trailing dims ``normalized_shape`` (an int or a tuple)."""
     x = _float_input(input, "layer_norm")
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not shape:
+        raise RuntimeError("layer_norm: Expected normalized_shape to be at least 1-dimensional, "
+                           "i.e., containing at least one element, but got normalized_shape = []")
     if tuple(x.shape[x.ndim - len(shape):]) != shape or len(shape) > x.ndim:
-        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
-                           f"[*, {', '.join(str(s) for s in shape)}], but got input of size "
-                           f"{list(x.shape)}")
+        raise RuntimeError(f"layer_norm: Given normalized_shape={list(shape)}, expected input "
+                           f"with shape [*, {', '.join(str(s) for s in shape)}], but got input of "
+                           f"size {list(x.shape)}")
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and tuple(t.shape) != shape:
             raise RuntimeError(f"layer_norm: expected {name} of shape {list(shape)}, got "
                                f"{list(t.shape)}")
+    check_norm_dtypes("layer_norm", x, weight, bias)
+    if x.numel() == 0:  # nothing to normalise (the kernels want a row of at least one value)
+        y = x.clone()
+        y = y if weight is None else y * weight
+        return y if bias is None else y + bias
     if bias is not None and weight is None:
         from .creation import ones
         weight = ones(shape, dtype=x.dtype, device=x.device)
@@ -651,10 +680,13 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None,
     if padding_idx is not None:
         n = weight.shape[0]
         if not -n <= padding_idx < n:
-            raise AssertionError("Padding_idx must be within num_embeddings")
+            raise AssertionError("embedding: Padding_idx must be within num_embeddings")
         padding_idx %= n
     if input.dtype.name != "int64":
         input = input.long()
+    if weight.shape[0] == 0 and input.numel():  # (every index is out of range: PyTorch's words)
+        raise RuntimeError("embedding: weight has no rows (num_embeddings is 0): "
+                           "index_select(): self indexing axis dim should be positive")
     input = checks.guard_index(input, weight.shape[0], checks.index_out_of_range)
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
@@ -793,7 +825,7 @@ def attention(query: Tensor, key: Tensor, value: Tensor, scale: float,
     most ATTENTION_MAX_HEAD_DIM; ``causal``: query i sees keys j <= i. Returns (..., L, D).
     (``nn.functional.scaled_dot_product_attention`` calls it where it applies.)"""
     for name, t in (("query", query), ("key", key), ("value", value)):
-        _float_input(t, "scaled_dot_product_attention")
+        _float_input(t, "scaled_dot_product_attention", RuntimeError)
         if t.ndim < 2:
             raise RuntimeError(f"scaled_dot_product_attention: expected {name} of at least 2 "
                                f"dims, got {list(t.shape)}")
@@ -813,6 +845,10 @@ def attention(query: Tensor, key: Tensor, value: Tensor, scale: float,
                            f"up to {ATTENTION_MAX_HEAD_DIM}, got {d}")
     for name, t in (("key", key), ("value", value)):
         checks.check_same_device(query, t, name, "scaled_dot_product_attention")
+    if query.numel() == 0 or key.numel() == 0:
+        # nothing to attend (the kernels want a row of scores): an empty result, or zeros for
+        # queries without keys, through ops that keep the graph
+        return query.matmul(key.transpose(-2, -1)).matmul(value)
     if len(lead) == 2:
         return apply(ScaledDotProductFlashAttentionBackward0, (query, key, value),
                      float(scale), bool(causal))

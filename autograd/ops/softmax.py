@@ -64,8 +64,9 @@ def _prepare(input, dim, dtype, name):
     if dtype is not None:
         input = input.to(as_dtype(dtype))
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"{name}: expected a floating point input (or pass dtype=), got "
-                           f"{input.dtype}")
+        # (NotImplementedError: PyTorch's kernels are defined on floating dtypes only)
+        raise NotImplementedError(f"{name}: expected a floating point input (or pass dtype=), "
+                                  f"got {input.dtype}")
     if dim is None:
         dim = _legacy_dim(input.ndim, name)
     return input, wrap_dim(dim, input.ndim, name)
