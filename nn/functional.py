@@ -957,8 +957,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     _loss_operands("cross_entropy", input, target)
     reduction = _reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError("cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: "
-                         f"{label_smoothing}")
+        raise RuntimeError("cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: "
+                           f"{label_smoothing}")
     _check_loss_devices(input, target, weight, "cross_entropy")
     # PyTorch tells class probabilities from class indices by the target's shape, not its
     # dtype: a float target of the indices' shape is refused (nll_loss reads it as Long)

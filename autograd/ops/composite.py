@@ -485,6 +485,9 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     (dimension 1 of ``input``)."""
     tensor_arg(input, "prelu")
     tensor_arg(weight, "prelu", "weight")
+    if input.dtype is not weight.dtype:  # (PyTorch's: no promotion, an int input refused)
+        raise RuntimeError(f"prelu: Type promoting not supported. Got "
+                           f"{scalar_type_name(input.dtype)} and {scalar_type_name(weight.dtype)}")
     if weight.ndim > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
                            f"ndim = {weight.ndim}")

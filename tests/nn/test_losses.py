@@ -100,7 +100,7 @@ def test_glu_prelu_softmin(device):
     with pytest.raises(RuntimeError, match="Mismatch of parameter numbers and input channel "
                                            "size. Found parameter numbers = 2 and channel "
                                            "size = 3"):
-        F.prelu(tg.tensor(c), tg.tensor([0.1, 0.2]))
+        F.prelu(tg.tensor(c), tg.tensor([0.1, 0.2], dtype=tg.float64))
     m = nn.PReLU(3)
     assert repr(m) == "PReLU(num_parameters=3)" and m.weight.tolist() == [0.25] * 3
     m(tg.tensor(c, dtype=tg.float32)).sum().backward()
@@ -316,3 +316,11 @@ def test_second_order_gradients():
     second_order(lambda x: F.mish(x), x)
     second_order(lambda x: F.softplus(x, 2.0), x)
     second_order(lambda x: F.normalize(x), x)
+
+
+def test_prelu_refuses_type_promotion():
+    # PyTorch's prelu: input and weight of one dtype (an int input gave a float result)
+    for x, w, msg in ((tg.tensor([1, 2]), tg.tensor([0.1]), "Got Long and Float"),
+                      (tg.ones(2), tg.ones(1, dtype=tg.float64), "Got Float and Double")):
+        with pytest.raises(RuntimeError, match=f"prelu: Type promoting not supported. {msg}"):
+            F.prelu(x, w)
