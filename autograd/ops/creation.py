@@ -645,9 +645,10 @@ def _stream(generator, device: Device, op: str):
 
 def _random(name: str, size, dtype, device, requires_grad, generator) -> Tensor:
     dt = as_dtype(dtype) or dtypes.get_default_dtype()
-    if not (dt.is_floating_point or dt.is_complex):
-        raise RuntimeError(f"random: dtype {dt} is not a floating point type")
     dev = resolve_device(device)
+    if not (dt.is_floating_point or dt.is_complex):  # (the error of PyTorch's kernel)
+        raise kernel_not_implemented("check_uniform_bounds" if name == "rand"
+                                     else f"normal_kernel_{dev.type}", dt)
     k = backend(dev)
     if dt.is_complex:
         return _finish(_random_complex(k, name, size, dt, dev, generator), requires_grad)
@@ -792,6 +793,8 @@ def linspace(start, end, steps: int, *, out=None, dtype=None, device=None,
                             lambda dt, dev: linspace(start, end, steps, dtype=dt, device=dev),
                             dtype, device, requires_grad, ranged=True)
     start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
+    if not isinstance(steps, numbers.Integral):
+        raise TypeError(f"linspace(): argument 'steps' must be int, not {type(steps).__name__}")
     dt = as_dtype(dtype) or dtypes.get_default_dtype()
     if isinstance(start, complex) or isinstance(end, complex):  # (a complex range)
         inferred = dtypes.get_default_dtype().to_complex()

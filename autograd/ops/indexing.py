@@ -436,8 +436,12 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
                          f"{index.numel()} value(s)")
     x = input if input.ndim else input.reshape(1)
     d = wrap_dim(dim, x.ndim, "index_select", "dim", 1)
+    # (PyTorch's CPU kernel words it by dim: embedding's message along dim 0, its gather's
+    # beyond)
     idx = checked_index(index.reshape(-1), x.shape[d], d, "index_select", allow_negative=False,
-                        error=index_out_of_range)
+                        error=index_out_of_range if d == 0 else lambda bad: RuntimeError(
+                            f"INDICES element is out of DATA bounds, id={bad} "
+                            f"axis_dim={x.shape[d]}"))
     out = apply(IndexSelectBackward0, (x,), (None,) * d + (idx._data,))
     return out if input.ndim else out.reshape(())  # PyTorch: a scalar stays a scalar
 
@@ -834,8 +838,13 @@ def _index_checks(self: Tensor, dim: int, index: Tensor, source: Tensor, op: str
         if j != d and n != m:
             raise RuntimeError(f"{op}(): source {list(source.shape)} must match self "
                                f"{list(self.shape)} in every dim but {d} (dim {j}: {m} != {n})")
-    idx = checked_index(index.reshape(-1), x.shape[d], d, op, allow_negative=False,
-                        error=lambda bad: IndexError("index out of range in self"))
+    def error(bad):  # (PyTorch's kernels word it apart: index_add of 2+ dims, the rest)
+        if op.startswith("index_add") and x.ndim > 1:
+            return RuntimeError(f"index {bad} is out of bounds for dimension {d} with size "
+                                f"{x.shape[d]}")
+        return IndexError("index out of range in self")
+
+    idx = checked_index(index.reshape(-1), x.shape[d], d, op, allow_negative=False, error=error)
     return x, src, d, idx
 
 

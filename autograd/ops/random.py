@@ -315,6 +315,8 @@ def randperm(n: int, *, generator=None, dtype=None, device=None,
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     dev = resolve_device(device)
     dt = as_dtype(dtype) or dtypes.int64
+    if dt is dtypes.bool:
+        raise kernel_not_implemented("randperm", dt)
     perm = cpu_random.randperm(n, numpy_rng(generator, dev, "randperm"))
     return _finish(host_to(perm, dt, dev), requires_grad)
 

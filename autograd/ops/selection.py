@@ -7,7 +7,7 @@ window view ``Tensor.unfold``. Differentiable through their parts, but for ``unf
 from __future__ import annotations
 
 from ...runtime import dtype as dtypes
-from ..checks import scalar_type_name, tensor_arg
+from ..checks import checked_index, scalar_type_name, tensor_arg
 from ..dispatch import apply
 from ..registry import OpInfo
 from ..tensor import Tensor, wrap_dim
@@ -65,8 +65,9 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
                            f"tensor with {value.ndim} dimension(s).")
     if x.ndim == 0:
         return x.clone() if index.numel() == 0 else x * 0 + value
+    index = checked_index(index.reshape(-1), x.shape[d], d, None, allow_negative=True)
     out = x.clone()
-    out[(slice(None),) * d + (index.reshape(-1),)] = value
+    out[(slice(None),) * d + (index,)] = value
     return out
 
 
@@ -92,8 +93,12 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
                          f"to source.size(dim) ({source.shape[d]})")
     if x.ndim == 0:
         return source.reshape(()).to(x.dtype) if index.numel() else x.clone()
+    index = checked_index(index.reshape(-1), x.shape[d], d, "index_copy_", allow_negative=False,
+                          error=lambda bad: IndexError(f"index_copy_(): index {bad} is out of "
+                                                       f"bounds for dimension {d} with size "
+                                                       f"{x.shape[d]}"))
     out = x.clone()
-    out[(slice(None),) * d + (index.reshape(-1),)] = source.to(x.dtype)
+    out[(slice(None),) * d + (index,)] = source.to(x.dtype)
     return out
 
 

@@ -113,3 +113,17 @@ def test_randint_range_must_fit_the_dtype():
                                (0, 3, tg.bool, "to - 1 is out of bounds for bool")):
         with pytest.raises(RuntimeError, match=msg):
             tg.randint(low, high, (2,), dtype=dt)
+
+
+def test_random_factories_refuse_integer_dtypes_with_the_kernel_error():
+    with pytest.raises(NotImplementedError, match="\"check_uniform_bounds\" not implemented for "
+                                                  "'Long'"):
+        tg.rand(2, dtype=tg.int64)
+    with pytest.raises(NotImplementedError, match="\"normal_kernel_cpu\" not implemented for "
+                                                  "'Bool'"):
+        tg.randn(2, dtype=tg.bool)
+    with pytest.raises(NotImplementedError, match="\"randperm\" not implemented for 'Bool'"):
+        tg.randperm(3, dtype=tg.bool)  # (it gave a bool "permutation")
+    assert sorted(tg.randperm(4, dtype=tg.float16).tolist()) == [0.0, 1.0, 2.0, 3.0]
+    with pytest.raises(TypeError, match="linspace\\(\\): argument 'steps' must be int"):
+        tg.linspace(0, 1, 2.5)  # (it made 2 steps)

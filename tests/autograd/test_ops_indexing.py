@@ -780,3 +780,24 @@ def test_scatter_reduce_argument_add_and_multiply():
     for bad in ("sum", "mean"):
         with pytest.raises(RuntimeError, match="reduce argument must be either add or multiply"):
             x.scatter(1, idx, 2.5, reduce=bad)
+
+
+def test_index_ops_out_of_range_errors_are_pytorchs():
+    x = tg.ones(2, 3)
+    one = tg.ones(2, 1)
+    for call, kind, msg in (
+            (lambda: x.index_select(0, tg.tensor([5])), IndexError, "index out of range in self"),
+            (lambda: x.index_select(1, tg.tensor([3])), RuntimeError,
+             "INDICES element is out of DATA bounds, id=3 axis_dim=3"),
+            (lambda: x.index_add(1, tg.tensor([3]), one), RuntimeError,
+             "index 3 is out of bounds for dimension 1 with size 3"),
+            (lambda: x.index_reduce(1, tg.tensor([3]), one, "prod"), IndexError,
+             "index out of range in self"),
+            (lambda: x.index_copy(1, tg.tensor([-1]), one), IndexError,
+             "index_copy_\\(\\): index -1 is out of bounds for dimension 1 with size 3"),
+            (lambda: x.index_fill(1, tg.tensor([3]), 1.0), IndexError,
+             "^index 3 is out of bounds for dimension 1 with size 3")):
+        with pytest.raises(kind, match=msg):
+            call()
+    np.testing.assert_array_equal(x.index_fill(1, tg.tensor([-1]), 2.0).numpy(),
+                                  [[1, 1, 2], [1, 1, 2]])
