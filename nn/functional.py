@@ -1234,7 +1234,7 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
     else:
         # the clamp applied to ||v||^p, not to ||v||: then a zero vector gets a finite (1/eps)
         # gradient, as PyTorch's, instead of 0 * (0 / 0) = NaN through the root
-        powered = input * input if p == 2.0 else input.abs().pow(p)
+        powered = input * input if p == 2.0 and not input.is_complex() else input.abs().pow(p)
         denom = powered.sum(dim, keepdim=True).clamp(min=eps ** p).pow(1.0 / p)
     return input / denom
 

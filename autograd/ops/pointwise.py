@@ -103,8 +103,11 @@ _UNARY = (
           grad="g sinh(x)", autocast="float32 on cuda"),
     unary("asinh", lambda ctx, k, s, g: k.div(g, k.sqrt(k.add(k.mul(s[0], s[0]), 1))),
           saves="input", aliases=("arcsinh",), grad="g / sqrt(x^2 + 1)"),
-    unary("acosh", lambda ctx, k, s, g: k.div(g, k.sqrt(k.sub(k.mul(s[0], s[0]), 1))),
-          saves="input", aliases=("arccosh",), grad="g / sqrt(x^2 - 1)"),
+    # (sqrt(x - 1) sqrt(x + 1), not sqrt(x^2 - 1): the two differ in sign for complex x left
+    # of the imaginary axis, where only the first is acosh's derivative)
+    unary("acosh", lambda ctx, k, s, g: k.div(g, k.mul(k.sqrt(k.sub(s[0], 1)),
+                                                       k.sqrt(k.add(s[0], 1)))),
+          saves="input", aliases=("arccosh",), grad="g / (sqrt(x - 1) sqrt(x + 1))"),
     unary("atanh", lambda ctx, k, s, g: k.div(g, _one_minus_square(k, s[0])), saves="input",
           aliases=("arctanh",), grad="g / (1 - x^2)"),
     unary("log2", lambda ctx, k, s, g: k.div(g, k.mul(s[0], _LN2)), saves="input",

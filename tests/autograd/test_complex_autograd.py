@@ -138,3 +138,26 @@ def test_forward_ad_refuses_complex():
         d = fwAD.make_dual(tg.ones(2, dtype=tg.float64), tg.ones(2, dtype=tg.float64))
         with pytest.raises(NotImplementedError, match="forward-mode AD of complex tensors"):
             d * 1j
+
+
+def test_acosh_gradient_left_of_the_imaginary_axis():
+    # d acosh(z) / dz = 1 / (sqrt(z - 1) sqrt(z + 1)); the rule had 1 / sqrt(z^2 - 1), of the
+    # wrong sign for Re z < 0. Against central differences of NumPy's arccosh (holomorphic:
+    # the gradient of Re sum acosh(z) is conj(acosh'(z)))
+    z = np.array([-0.5 + 0.3j, 0.7 - 1.2j, -1.5 - 0.4j, 2 + 0.1j])
+    h = 1e-7
+    want = (np.arccosh(z + h) - np.arccosh(z - h)) / (2 * h)
+    a = tg.tensor(z, requires_grad=True)
+    tg.acosh(a).real.sum().backward()
+    np.testing.assert_allclose(np.conj(a.grad.numpy()), want, rtol=1e-6)
+    assert tg.autograd.gradcheck(lambda t: tg.view_as_real(tg.acosh(t)),
+                                 (tg.tensor(z, requires_grad=True),))
+
+
+def test_normalize_of_complex_vectors():
+    # the 2-norm of a complex vector sums |z|^2 (it summed z^2, complex, and clamp refused it)
+    z = tg.tensor([[3 + 4j, 0j], [1j, 1 + 0j]], requires_grad=True)
+    want = z.detach().numpy() / np.linalg.norm(z.detach().numpy(), axis=1, keepdims=True)
+    np.testing.assert_allclose(tg.nn.functional.normalize(z).detach().numpy(), want)
+    assert tg.autograd.gradcheck(lambda t: tg.view_as_real(tg.nn.functional.normalize(t)),
+                                 (z.detach().to(tg.complex128).requires_grad_(),))
