@@ -109,6 +109,7 @@ class Primitive(Node):
     complex_vjp = None  # the rule for complex tensors, where ``vjp``'s is not (Note [Complex
     _complex = None     # autograd]); per input, whether it is complex (nodes that touch any)
     jvp = None
+    complex_jvp = None  # the forward-mode rule for complex tensors, where ``jvp``'s is not
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -347,7 +348,9 @@ def _new_node(op, inputs, dev):
 #   real, imag, conj) give their own ``complex_vjp``. A real input of a node with complex
 #   values gets the real part of its gradient (only that direction exists for it). Any other
 #   op refuses complex tensors that need gradients, with PyTorch's message, rather than
-#   give wrong ones. Complex tensors work on both backends (the Triton one computes on pairs
+#   give wrong ones. Forward mode needs no conjugation: a holomorphic op's tangent is
+#   f'(z) t, its real ``jvp`` formula applied to complex values; the others give a
+#   ``complex_jvp`` (abs: Re(conj(z) t) / |z|) or refuse (``_complex_jvp``). Complex tensors work on both backends (the Triton one computes on pairs
 #   of float lanes: Note [complex lanes] in kernels/triton/complex.py).
 _HOLOMORPHIC = frozenset((
     "add", "sub", "rsub", "mul", "div", "neg", "reciprocal", "exp", "log", "expm1", "log1p",
@@ -362,6 +365,24 @@ _HOLOMORPHIC = frozenset((
     "log10", "prod", "logsumexp", "unsafe_split", "unsafe_split_with_sizes", "alias",
     "diagonal_scatter", "select_scatter",
 ))
+
+
+# Ops whose jvp moves or copies elements without arithmetic: it holds for complex values
+_MOVES = frozenset(("flip", "roll", "diagonal", "unfold"))
+
+
+def _complex_jvp(op):
+    """``op``'s forward-mode rule for complex tensors (Note [Complex autograd]): its own
+    ``complex_jvp``; or its ``jvp``, which for a holomorphic op is J t with J the same formula
+    as for real values (f'(z) t), and for an op that moves elements the same map. Others
+    refuse, rather than give a wrong tangent."""
+    if op.complex_jvp is not None:
+        return op.complex_jvp
+    if op.complex_vjp is None and op.op_name in _HOLOMORPHIC or op.op_name in _MOVES:
+        return op.jvp
+    raise NotImplementedError(f"{op.op_name}: forward-mode AD of complex tensors is not "
+                              f"supported by tritongrad for this op (reverse mode is: Note "
+                              f"[Complex autograd])")
 
 
 def _complex_inputs(op, inputs) -> tuple:
@@ -678,21 +699,23 @@ def _input_tangents(op, inputs):
     tangents = tuple([_get_tangent(t, level) for t in inputs])
     for t in tangents:
         if t is not None:
-            if op.jvp is None:
+            if op.jvp is None and op.complex_jvp is None:
                 raise _no_jvp(op)
             return level, tangents
     return None
 
 
-def _run_jvp(op, ctx, inputs, tangents, out, params) -> tuple:
-    """The outputs' tangents (None where an output has none), fitted to their outputs."""
+def _run_jvp(op, ctx, inputs, tangents, out, params, rule=None) -> tuple:
+    """The outputs' tangents (None where an output has none), fitted to their outputs;
+    ``rule`` is the jvp to run (by default ``op.jvp``)."""
+    rule = rule or op.jvp
     outs = out if type(out) is tuple else (out,)
     size = batch_of(tangents)
     with dual_masked(size):
         if size is None:
-            res = op.jvp(ctx, traced, inputs, tangents, out, *params)
+            res = rule(ctx, traced, inputs, tangents, out, *params)
         else:
-            res = run_batched(lambda ts: op.jvp(ctx, traced, inputs, ts, out, *params),
+            res = run_batched(lambda ts: rule(ctx, traced, inputs, ts, out, *params),
                               tangents, size)
         res = res if type(res) is tuple else (res,)
         fitted = []
@@ -749,12 +772,13 @@ def _apply_dual(op, inputs, params):
         return out
     level, tangents = found
     first = out[0] if type(out) is tuple else out
+    rule = op.jvp
     if first._dtype.is_complex or any(t._dtype.is_complex for t in inputs):
-        raise NotImplementedError(f"{op.op_name}: forward-mode AD of complex tensors is not "
-                                  f"supported by tritongrad (reverse mode is: Note [Complex "
-                                  f"autograd])")
+        rule = _complex_jvp(op)
+    elif rule is None:  # (an op with a complex rule only, given real values)
+        raise _no_jvp(op)
     node = first._fn if first._fn is not None else ctx  # the recorded node, if any
-    touts = _run_jvp(op, node, inputs, tangents, out, params)
+    touts = _run_jvp(op, node, inputs, tangents, out, params, rule)
     for o, t in zip(out if type(out) is tuple else (out,), touts):
         if t is not None:
             _set_tangent(o, level, t)
@@ -788,7 +812,9 @@ def _apply_inplace_dual(op, target, others, params):
         node = box[0]
     else:
         node = _apply_inplace(op, target, others, params, ctx)
-    t_out, = _run_jvp(op, node, (before,) + others, tangents, target, params)
+    complex_values = target._dtype.is_complex or any(t._dtype.is_complex for t in others)
+    t_out, = _run_jvp(op, node, (before,) + others, tangents, target, params,
+                      _complex_jvp(op) if complex_values else None)
     write_inplace_tangent(target, level, t_out)
     return target
 

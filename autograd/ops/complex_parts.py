@@ -44,6 +44,10 @@ class ConjBackward0(Primitive):
 
     complex_vjp = vjp
 
+    @staticmethod
+    def complex_jvp(ctx, k, primals, tangents, out):
+        return k.conj(tangents[0])
+
 
 class ViewAsRealBackward0(Primitive):
     """Complex ``z`` as a real view with a last dimension of 2 (real, imaginary): the same
@@ -63,6 +67,10 @@ class ViewAsRealBackward0(Primitive):
         return getattr(k, ctx.inverse)(k.contiguous(g))
 
     complex_vjp = vjp
+
+    @staticmethod
+    def complex_jvp(ctx, k, primals, tangents, out):  # (the same view of the tangent)
+        return getattr(k, ctx.op_name)(k.contiguous(tangents[0]))
 
 
 ViewAsComplexBackward0 = ViewAsRealBackward0.variant(
@@ -177,6 +185,18 @@ class AngleBackward0(Primitive):
         den = k.astype(k.where(zero, 1.0, sq), meta(z)[1])
         gz = k.mul(k.mul(_as_complex(k, g, z), z), 1j)
         return k.where(zero, 0j, k.div(gz, den))
+
+    @staticmethod
+    def complex_jvp(ctx, k, primals, tangents, out):
+        # d angle = Im(conj(z) dz) / |z|^2, 0 at z = 0 (the gradient's direction, as above)
+        z, t = primals[0], tangents[0]
+        if not meta(z)[1].is_complex:
+            return zeros(k, tuple(out.shape), out)
+        sq = k.real(k.mul(z, k.conj(z)))
+        zero = k.eq(sq, 0)
+        return k.where(zero, 0.0, k.div(k.imag(k.mul(k.conj(z), t)), k.where(zero, 1.0, sq)))
+
+    jvp = complex_jvp  # (a real input: the zero tangent above)
 
 
 def angle(input: Tensor) -> Tensor:

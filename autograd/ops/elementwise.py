@@ -546,7 +546,8 @@ def pow(input, exponent, *, out=None) -> Tensor:  # noqa: A001
 def unary(name: str, rule=None, jvp=None, *, saves: str | None = None, kind: str = "float",
           node: str | None = None, forward=None, out_arg: bool = True, inplace: bool = True,
           bool_error: str | None = None, bool_copies: bool = False, complex_rule=None,
-          real_only: bool | str = False, real_valued: bool = False, **row) -> OpInfo:
+          complex_jvp=None, real_only: bool | str = False, real_valued: bool = False,
+          **row) -> OpInfo:
     """The table row of the differentiable unary op ``name``, with its primitive.
 
     The forward is ``forward(ctx, k, x, out=None)``, by default the contract's
@@ -556,7 +557,8 @@ def unary(name: str, rule=None, jvp=None, *, saves: str | None = None, kind: str
     rule (the tangent of ``y`` from ``x``'s tangent ``t``); by default the ``rule`` applied to
     the tangent, exact for a unary elementwise op, whose Jacobian is diagonal (J t = J^T t):
     ``elementwise_jvp``; no rule, a zero tangent. ``complex_rule`` is the vjp for complex
-    inputs of an op that is not holomorphic (Note [Complex autograd]). ``kind`` is the dtype
+    inputs of an op that is not holomorphic (Note [Complex autograd]), ``complex_jvp(ctx, k,
+    x, t, y)`` its forward-mode rule. ``kind`` is the dtype
     rule:
 
     - ``float``: integers and bool promote to the default float dtype (``sin``); in place,
@@ -588,6 +590,9 @@ def unary(name: str, rule=None, jvp=None, *, saves: str | None = None, kind: str
         complex_vjp = None if complex_rule is None else staticmethod(complex_rule)
 
     Op.forward = staticmethod(forward)
+    if complex_jvp is not None:
+        Op.complex_jvp = staticmethod(lambda ctx, k, primals, tangents, out:
+                                      complex_jvp(ctx, k, primals[0], tangents[0], out))
     if jvp is not None:
         Op.jvp = staticmethod(lambda ctx, k, primals, tangents, out:
                               jvp(ctx, k, primals[0], tangents[0], out))

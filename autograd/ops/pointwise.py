@@ -43,6 +43,12 @@ def _abs_rule(ctx, k, s, g):
     return k.mul(g, k.unary("sign", s[0]))
 
 
+def _abs_complex_jvp(ctx, k, z, t, y):
+    # d|z| = Re(conj(z) dz) / |z|, 0 at z = 0 (the subgradient the vjp takes there)
+    zero = k.eq(y, 0)
+    return k.where(zero, 0.0, k.div(k.real(k.mul(k.conj(z), t)), k.where(zero, 1.0, y)))
+
+
 def _abs_complex_rule(ctx, k, s, g):
     # g z / |z| (0 at 0), PyTorch's sgn: written with differentiable ops, since unlike the
     # real sign it has a derivative of its own (for double backward)
@@ -64,6 +70,7 @@ def _one_minus_square(k, x):
 
 _UNARY = (
     unary("abs", _abs_rule, saves="input", kind="any", complex_rule=_abs_complex_rule,
+          complex_jvp=_abs_complex_jvp,
           real_valued=True, aliases=("absolute",), operators=("__abs__",), grad="g sign(x)",
           doc="``|x|`` (integers stay integers); the gradient is ``sign(x)`` (0 at 0; for "
               "complex x, x / |x|)."),
