@@ -29,8 +29,8 @@ DFT's adjoint is the unscaled inverse); r2c's is the real part of the inverse c2
 gradient zero-padded back to the full last dim (onesided); c2r's is the onesided r2c of the
 gradient with the bins whose mirror images were dropped (1 .. n - (n // 2 + 1)) doubled.
 Each rule calls the primitives, so the backward records under ``create_graph`` (second
-derivatives). Forward-mode AD is refused, as for every op on complex tensors (dispatch's
-Note [Complex autograd]).
+derivatives). Forward-mode AD has no rules here yet: refused by name (dispatch's
+``_complex_jvp``).
 """
 
 from __future__ import annotations
