@@ -29,8 +29,8 @@ DFT's adjoint is the unscaled inverse); r2c's is the real part of the inverse c2
 gradient zero-padded back to the full last dim (onesided); c2r's is the onesided r2c of the
 gradient with the bins whose mirror images were dropped (1 .. n - (n // 2 + 1)) doubled.
 Each rule calls the primitives, so the backward records under ``create_graph`` (second
-derivatives). Forward-mode AD has no rules here yet: refused by name (dispatch's
-``_complex_jvp``).
+derivatives). Forward mode: each transform is linear, so a tangent's is the same transform of
+the input's tangent.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from ...kernels.numpy import fft as _np_fft
 from ...runtime import dtype as dtypes
 from ..autocast import autocast_op
 from ..checks import scalar_type_name, tensor_arg, unsupported
-from ..dispatch import Primitive, apply
+from ..dispatch import Primitive, apply, linear_jvp
 from ..tensor import Tensor, int_arg, wrap_dim
 from .combinations import roll
 from .complex_parts import conj, real
@@ -72,6 +72,7 @@ class FftC2CBackward0(Primitive):
 
     vjp = complex_vjp = _tensor_rule(
         lambda ctx, saved, g: _c2c(g, ctx.dims, ctx.mode, not ctx.forward))
+    jvp = complex_jvp = linear_jvp()  # (a linear map: the same transform of the tangent)
 
 
 class FftR2CBackward0(Primitive):
@@ -93,6 +94,7 @@ class FftR2CBackward0(Primitive):
         return real(_c2c(g, ctx.dims, ctx.mode, False))
 
     vjp = complex_vjp = _tensor_rule(_rule.__func__)
+    jvp = complex_jvp = linear_jvp()
 
 
 class FftC2RBackward0(Primitive):
@@ -121,6 +123,7 @@ class FftC2RBackward0(Primitive):
         return gx * tensor(w, dtype=g.dtype, device=g.device)
 
     vjp = complex_vjp = _tensor_rule(_rule.__func__)
+    jvp = complex_jvp = linear_jvp()
 
 
 def _c2c(x: Tensor, dims: tuple, mode: int, forward: bool) -> Tensor:

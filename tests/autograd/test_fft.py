@@ -336,3 +336,21 @@ def test_the_namespace():
         "rfftfreq", "fftshift", "ifftshift"}
     assert all(callable(getattr(fft, n)) for n in fft.__all__)
     assert "rfft" not in tg.__all__ and "fftshift" not in tg.__all__  # torch.fft only
+
+
+@pytest.mark.parametrize("name", ["fft", "rfft", "irfft", "fft2", "hfft", "ihfft"])
+def test_forward_mode_ad_of_the_transforms(name):
+    # each transform is linear: the tangent's is the same transform of the input's tangent
+    rng = np.random.default_rng(0)
+    x = tg.tensor(rng.standard_normal((4, 6)), requires_grad=True)
+    z = tg.tensor(rng.standard_normal((4, 6)) + 1j * rng.standard_normal((4, 6)),
+                  requires_grad=True)
+    fn, arg = {
+        "fft": (lambda v: tg.view_as_real(tg.fft.fft(v)), z),
+        "rfft": (lambda v: tg.view_as_real(tg.fft.rfft(v)), x),
+        "irfft": (lambda v: tg.fft.irfft(v), z),
+        "fft2": (lambda v: tg.view_as_real(tg.fft.fft2(v, norm="ortho")), z),
+        "hfft": (lambda v: tg.fft.hfft(v, n=7), z),
+        "ihfft": (lambda v: tg.view_as_real(tg.fft.ihfft(v)), x),
+    }[name]
+    assert tg.autograd.gradcheck(fn, (arg,), check_forward_ad=True)
