@@ -157,8 +157,12 @@ def _keep_outputs(outs: tuple, skip: tuple = ()) -> tuple:
     saved), for its rule; the primitive protocol saves only output 0."""
     node = outs[0]._grad_fn
     if node is not None:
+        # (under forward AD the tensors themselves, with their tangents, which a
+        # forward-over-reverse reads: as dispatch's _apply_dual re-saves output 0)
+        dual = bool(dispatch.dual_levels)
         node._saved = list(node._saved or []) + [
-            SavedTensor(t, True, i) for i, t in enumerate(outs) if i not in skip]
+            SavedTensor(t, False) if dual else SavedTensor(t, True, i)
+            for i, t in enumerate(outs) if i not in skip]
     return outs
 
 
@@ -628,14 +632,8 @@ class LinalgQrBackward0(Primitive):
     @staticmethod
     def _rule(ctx, saved, gQ, gR):
         Q, R = saved
+        _qr_differentiable(ctx.mode, Q, R)
         m, n = Q.shape[-2], R.shape[-1]
-        if ctx.mode == "r":
-            raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed "
-                               "when mode='r'. Please use linalg.qr(A, mode='reduced') if you "
-                               "are going to differentiate through linalg.qr.")
-        if ctx.mode == "complete" and m > n:
-            raise NotImplementedError("The QR decomposition is not differentiable when "
-                                      "mode='complete' and nrows > ncols.")
         gQ, gR = _zero_if_none(gQ, Q), _zero_if_none(gR, R)
         if m < n:  # wide: the square X = Q U, then Y = Q V
             U, V, gU, gV = R[..., :m], R[..., m:], gR[..., :m], gR[..., m:]
@@ -648,6 +646,47 @@ class LinalgQrBackward0(Primitive):
         return solve_triangular(_mH(R), b, upper=False, left=False)
 
     vjp = complex_vjp = _tensor_rule(_rule.__func__)
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, mode):
+        # dA R^-1 = dQ + Q dR R^-1 and X = Q^H dA R^-1 = Q^H dQ + dR R^-1: a skew-Hermitian
+        # part (Q^H dQ) plus an upper triangle with a real diagonal (dR R^-1) -- X less its
+        # skew part is dR R^-1. A wide A = [X | Y] is the square case for X, then dV from Y.
+        Q, R = out
+        dA = tangents[0]
+        _qr_differentiable(mode, Q, R)
+        m, n = Q.shape[-2], R.shape[-1]
+        if m < n:
+            from .shape import cat
+            U, V = R[..., :m], R[..., m:]
+            dQ, dU = _qr_jvp(Q, U, dA[..., :m])
+            return dQ, cat([dU, _mH(Q) @ (dA[..., m:] - dQ @ V)], -1)
+        return _qr_jvp(Q, R, dA)
+
+    complex_jvp = jvp
+
+
+def _qr_differentiable(mode: str, Q: Tensor, R: Tensor) -> None:
+    """PyTorch's refusals of QR derivatives (both modes of AD; mode "r"'s Q is empty)."""
+    if mode == "r":
+        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed "
+                           "when mode='r'. Please use linalg.qr(A, mode='reduced') if you "
+                           "are going to differentiate through linalg.qr.")
+    if mode == "complete" and Q.shape[-2] > R.shape[-1]:
+        raise NotImplementedError("The QR decomposition is not differentiable when "
+                                  "mode='complete' and nrows > ncols.")
+
+
+def _qr_jvp(Q: Tensor, R: Tensor, dA: Tensor) -> tuple:
+    """(dQ, dR) of A = Q R, m >= n."""
+    dAR = solve_triangular(R, dA, upper=True, left=False)  # dA R^-1
+    X = _mH(Q) @ dAR
+    low = X.tril(-1)
+    T = X - (low - _mH(low))
+    if X.dtype.is_complex:  # (the skew part's diagonal: i Im diag(X))
+        from .complex_parts import imag
+        T = T - (1j * imag(X.diagonal(0, -2, -1))).to(X.dtype).diag_embed()
+    return dAR - Q @ T, T @ R
 
 
 def qr(A: Tensor, mode: str = "reduced", *, out=None) -> QRResult:
@@ -707,6 +746,22 @@ class LinalgEighBackward0(Primitive):
         return V @ inner @ _mH(V)
 
     vjp = complex_vjp = _tensor_rule(_rule.__func__)
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, uplo):
+        # dP = V^H dA V (dA Hermitian, as the forward reads A's triangle): dw = Re diag(dP),
+        # dV = V (dP / E) with E_ij = w_j - w_i off the diagonal and 0 on it
+        w, V = out
+        t = tangents[0]
+        dP = _mH(V) @ _copyltu(t if uplo == "L" else _mH(t)) @ V
+        diag = dP.diagonal(0, -2, -1)
+        dw = diag.real if diag.dtype.is_complex else diag
+        E = w.unsqueeze(-2) - w.unsqueeze(-1)
+        eye = _eye_like(E)
+        inner = dP * ((1 - eye) / (E + eye)).to(V.dtype)
+        return dw, V @ inner
+
+    complex_jvp = jvp
 
 
 def qr_legacy(input: Tensor, some: bool = True, *, out=None) -> QRResult:
@@ -793,6 +848,43 @@ class LinalgSvdBackward0(Primitive):
         return gA
 
     vjp = complex_vjp = _tensor_rule(_rule.__func__)
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, full_matrices):
+        # PyTorch's linalg_svd_jvp: dP = U^H dA V, dS = Re diag(dP), dX = dP - dS,
+        # dU = U (sym(dX S) / E + i Im diag(dX) / 2S) + (I - U U^H) dA V S^-1,
+        # dV = V (sym(S dX) / E - i Im diag(dX) / 2S) + (I - V V^H) dA^H U S^-1,
+        # E_jk = S_k^2 - S_j^2 (1 on the diagonal, where sym(.) is 0), sym(X) = X + X^H
+        U, S, Vh = out
+        m, n, kk = U.shape[-2], Vh.shape[-1], S.shape[-1]
+        if full_matrices and m != n:
+            raise NotImplementedError("linalg_svd_jvp: forward AD of svd with "
+                                      "full_matrices=True is not supported for non-square "
+                                      "matrices; use full_matrices=False")
+        dA, V, dt = tangents[0], _mH(Vh), U.dtype
+        Sc = S.to(dt)
+        dP = _mH(U) @ dA @ V
+        diag = dP.diagonal(0, -2, -1)
+        dS = diag.real if dt.is_complex else diag
+        dX = dP - dS.to(dt).diag_embed()
+        S2 = S * S
+        E = S2.unsqueeze(-2) - S2.unsqueeze(-1)
+        E = (E + _eye_like(E)).to(dt)
+        dXS = dX * Sc.unsqueeze(-2)
+        SdX = Sc.unsqueeze(-1) * dX
+        inner_u, inner_v = (dXS + _mH(dXS)) / E, (SdX + _mH(SdX)) / E
+        if dt.is_complex:
+            from .complex_parts import imag
+            phase = (1j * imag(dX.diagonal(0, -2, -1)) / (2 * S)).to(dt).diag_embed()
+            inner_u, inner_v = inner_u + phase, inner_v - phase
+        dU, dV = U @ inner_u, V @ inner_v
+        if m > kk:
+            dU = dU + (dA @ V - U @ dP) / Sc.unsqueeze(-2)
+        if n > kk:
+            dV = dV + (_mH(dA) @ U - V @ _mH(dP)) / Sc.unsqueeze(-2)
+        return dU, dS, _mH(dV)
+
+    complex_jvp = jvp
 
 
 def svd(A: Tensor, full_matrices: bool = True, *, driver=None, out=None) -> SVDResult:
@@ -1147,10 +1239,10 @@ OPS = (
     OpInfo("cholesky_solve", cholesky_solve, dtypes=_FLOAT, grad="through two triangular "
            "solves", jvp=True),
     OpInfo("qr", qr_legacy, dtypes=_FLOAT, grad="(gQ + Q copyltu(M)) R^-H", node=LinalgQrBackward0,
-           jvp=False),
+           jvp=True),
     OpInfo("svd", svd_legacy, dtypes=_FLOAT, grad="svd_backward (gauge-invariant losses)",
-           node=LinalgSvdBackward0, jvp=False),
-    OpInfo("pinverse", pinverse, dtypes=_FLOAT, grad="through svd", jvp=False),
+           node=LinalgSvdBackward0, jvp=True),
+    OpInfo("pinverse", pinverse, dtypes=_FLOAT, grad="through svd", jvp=True),
     OpInfo("triangular_solve", triangular_solve, dtypes=_FLOAT, grad="-A^-H g X^H (triangle), "
            "A^-H g", node=LinalgSolveTriangularBackward0, jvp=True),
     OpInfo("lobpcg", lobpcg, method=False, dtypes=_FLOAT, grad="through eigh (and cholesky "

@@ -238,6 +238,11 @@ SAMPLES = {
     "triangular_solve": lambda d: (
         lambda b, a: torch.triangular_solve(b, a + 4 * torch.eye(3, device=d)).solution,
         [t64((3, 2), d), t64((3, 3), d)]),
+    # (tall inputs; the vectors through gauge-invariant products: their signs are arbitrary)
+    "qr": lambda d: (lambda a: torch.qr(a), [t64((4, 3), d)]),
+    "svd": lambda d: (lambda a: (lambda U, S, V: (U @ V.mT, S))(*torch.svd(a)),
+                      [t64((4, 3), d)]),
+    "pinverse": lambda d: (torch.pinverse, [t64((4, 3), d)]),
     "matrix_exp": lambda d: (torch.matrix_exp, [t64((3, 3), d)]),
 }
 # Conversions to lower precision or to non-float dtypes: the tangent is converted alike (or
@@ -614,7 +619,7 @@ def test_make_dual_errors(device):
 def test_rows_without_a_jvp_refuse_forward_ad():
     # (cfloat and cdouble: casts to complex, and forward AD refuses complex tensors)
     assert _rows("no") == ["cdouble", "cfloat", "igamma", "igammac", "index_reduce", "lobpcg",
-                           "pinverse", "qr", "scatter_reduce", "svd"]
+                           "scatter_reduce"]
     a, s = t64((3, 4)), t64((3, 2))
     with fwAD.dual_level(), pytest.raises(NotImplementedError,
                                           match="forward AD with scatter_reduce that does not "

@@ -406,3 +406,52 @@ def test_solve_right_with_a_vector_is_pytorchs_shape_error():
         tg.linalg.solve(A, tg.ones(4, dtype=tg.float64), left=False)
     X = tg.linalg.solve(A, tg.ones(3, 4, dtype=tg.float64), left=False)
     np.testing.assert_allclose(X.numpy(), np.full((3, 4), 0.5))
+
+
+def _forward_ad_cases():
+    H = lambda a: a + a.mH  # noqa: E731
+    recon_eigh = lambda w, V: (V * w.to(V.dtype).unsqueeze(-2)) @ V.mH  # noqa: E731
+    recon_svd = lambda U, S, Vh: (U * S.to(U.dtype).unsqueeze(-2)) @ Vh  # noqa: E731
+    return {
+        "eigvalsh": (lambda a: tg.linalg.eigvalsh(H(a)), (3, 3)),
+        "eigh_reconstructed": (lambda a: recon_eigh(*tg.linalg.eigh(H(a))), (3, 3)),
+        "eigh_vectors_abs": (lambda a: tg.linalg.eigh(H(a))[1].abs(), (3, 3)),
+        "eigh_upper": (lambda a: tg.linalg.eigh(H(a), UPLO="U")[0], (3, 3)),
+        "svdvals_tall": (tg.linalg.svdvals, (4, 3)),
+        "svdvals_wide": (tg.linalg.svdvals, (3, 5)),
+        "svd_reconstructed": (lambda a: recon_svd(*tg.linalg.svd(a, full_matrices=False)),
+                              (4, 3)),
+        "svd_U_abs": (lambda a: tg.linalg.svd(a, full_matrices=False)[0].abs(), (4, 3)),
+        "svd_Vh_abs_wide": (lambda a: tg.linalg.svd(a, full_matrices=False)[2].abs(), (3, 5)),
+        "pinv": (tg.linalg.pinv, (4, 3)),
+        "qr_tall": (lambda a: tg.linalg.qr(a), (4, 3)),
+        "qr_wide": (lambda a: tg.linalg.qr(a), (3, 5)),
+    }
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+@pytest.mark.parametrize("name", sorted(_forward_ad_cases()))
+def test_forward_ad_of_eigh_svd_qr(name, complex_):
+    # forward-mode rules (PyTorch's linalg_eig/svd/qr jvps) against finite differences, on
+    # gauge-invariant functions of the vectors (their signs/phases are arbitrary)
+    fn, shape = _forward_ad_cases()[name]
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if complex_ else 0)
+
+    def real_view(x):
+        outs = fn(x)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        return tuple(tg.view_as_real(o) if o.is_complex() else o for o in outs)
+
+    assert tg.autograd.gradcheck(real_view, (tg.tensor(a, requires_grad=True),),
+                                 check_forward_ad=True, check_backward_ad=False, atol=1e-5)
+
+
+def test_forward_ad_of_svd_refuses_full_non_square_and_qr_r_mode():
+    import tritongrad.autograd.forward_ad as fwAD
+    with fwAD.dual_level():
+        a = fwAD.make_dual(tg.ones(3, 2, dtype=tg.float64), tg.ones(3, 2, dtype=tg.float64))
+        with pytest.raises(NotImplementedError, match="full_matrices=True is not supported"):
+            tg.linalg.svd(a + tg.eye(3, 2, dtype=tg.float64))
+        with pytest.raises(RuntimeError, match="not computed when mode='r'"):
+            tg.linalg.qr(a + tg.eye(3, 2, dtype=tg.float64), mode="r")
