@@ -35,6 +35,7 @@ import warnings
 
 import numpy as np
 
+from ..runtime import dtype as dtypes
 from .engine import grad as _grad
 from .function import Function
 from .functional import _unit_grad_output
@@ -98,8 +99,14 @@ def _is_float(t) -> bool:
     return isinstance(t, Tensor) and t.dtype.is_floating_point
 
 
+def _dense(t: Tensor) -> Tensor:
+    """``t``, densified if sparse (a dense operand of ``sparse * dense`` gets a sparse
+    gradient, as in PyTorch)."""
+    return t if t.layout is dtypes.strided else t.to_dense()
+
+
 def _host(t: Tensor) -> np.ndarray:
-    return np.asarray(t.detach().cpu())
+    return np.asarray(_dense(t.detach()).cpu())
 
 
 def _zeros(rows: int, cols: int, like: Tensor) -> Tensor:
@@ -109,8 +116,10 @@ def _zeros(rows: int, cols: int, like: Tensor) -> Tensor:
 
 def _flat(t: Tensor) -> Tensor:
     """``t`` flattened in row-major order, as a new tensor. Copied into a row-major buffer
-    rather than reshaped, which works for every layout (transposed outputs and gradients)."""
+    rather than reshaped, which works for every layout (transposed outputs and gradients,
+    sparse gradients densified)."""
     from .ops.creation import zeros
+    t = _dense(t)
     return zeros(t.shape, dtype=t.dtype, device=t.device).copy_(t).view(-1)
 
 

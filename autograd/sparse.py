@@ -140,6 +140,40 @@ class _ToDense(Function):
                               ctx.coalesced)
 
 
+class _ToDenseUnmasked(Function):
+    """A COO tensor's dense form whose gradient is not masked: every element is a variable.
+    ``to_dense(masked_grad=False)`` hands a leaf the gradient as a sparse tensor (its nonzero
+    elements, PyTorch's layout there); ``dense + sparse`` hands it on dense, as PyTorch's
+    AddBackward0. A node of the tensor (``_FromParts``) reads it at its indices either way."""
+
+    @staticmethod
+    def forward(ctx, s, sparse_grad):
+        ctx.sparse_grad, ctx.sd = sparse_grad, s.sparse_dim()
+        return _densify(s._idx, s._vals, s._size)
+
+    @staticmethod
+    def backward(ctx, g):
+        if ctx.sparse_grad and takes_sparse(ctx, 0) and not is_sparse(g):
+            return to_sparse(g, ctx.sd), None
+        return g, None
+
+
+class _SumAll(Function):
+    """``Tensor.sum()`` of a COO tensor: the values' sum; the gradient of the input is dense
+    (the incoming scalar everywhere), as PyTorch's SumBackward0 (``torch.sparse.sum``'s is
+    masked: sparse_ops.py)."""
+
+    @staticmethod
+    def forward(ctx, s, dtype):
+        ctx.size, ctx.dtype = s._size, s._dtype
+        vals = s._vals if dtype is None else s._vals.to(dtype)
+        return vals.sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.to(ctx.dtype).expand(*ctx.size).contiguous(), None
+
+
 class _Coalesce(Function):
     """coalesce's node: the same tensor, so the gradient passes through unchanged."""
 
@@ -193,11 +227,12 @@ def takes_sparse(ctx, slot: int) -> bool:
 
 
 # the nodes whose rules take sparse gradients (the compressed layouts' module adds its own)
-SPARSE_NODES = {_FromParts, _ToDense, _Values, _Coalesce}
+SPARSE_NODES = {_FromParts, _ToDense, _Values, _Coalesce, _ToDenseUnmasked}
 
 # the nodes print under PyTorch's names
 for _cls, _name in ((_FromParts, "SparseCooTensorWithDimsAndTensorsBackward0"),
                     (_ToDense, "ToDenseBackward0"), (_Values, "ValuesBackward0"),
+                    (_ToDenseUnmasked, "ToDenseBackward0"), (_SumAll, "SumBackward0"),
                     (_Coalesce, "CoalesceBackward0")):
     _cls._backward_cls.__name__ = _cls._backward_cls.__qualname__ = _name
 
@@ -254,13 +289,18 @@ class SparseBase(Tensor):
     def to_dense(self, dtype=None, *, masked_grad=None) -> Tensor:
         """The dense (strided) tensor (a COO tensor's duplicate coordinates summed); its
         gradient is masked to the specified elements (``masked_grad`` None or True; PyTorch's
-        unmasked rule, ``masked_grad=False``, is not implemented)."""
+        unmasked rule, ``masked_grad=False``, is not implemented). ``dtype`` is refused, as
+        PyTorch's."""
+        if dtype is not None:  # (PyTorch's sparse_to_dense, sparse_csr_to_dense, refuse it)
+            raise RuntimeError(f"dtype argument is not supported by "
+                               f"{'sparse' if self._kind() == 'COO' else 'sparse_csr'}_to_dense")
+        if masked_grad is False and is_sparse(self):
+            return _ToDenseUnmasked.apply(self, True)
         if masked_grad is False:
             raise NotImplementedError("to_dense: masked_grad=False (an unmasked gradient) is "
                                       "not implemented; the gradient is masked to the "
                                       "specified elements")
-        out = type(self)._densify.apply(self)
-        return out if dtype is None else out.to(dtype)
+        return type(self)._densify.apply(self)
 
     def _kind(self) -> str:
         return str(self.layout).rsplit("_", 1)[-1].upper()
@@ -369,6 +409,15 @@ class SparseTensor(SparseBase):
         self._check_coalesced("values")
         return _Values.apply(self)
 
+    def _not_compressed(self, name: str, kind: str):
+        raise RuntimeError(f"{name} expected sparse {kind} compressed tensor layout but got "
+                           f"Sparse")
+
+    crow_indices = lambda self: self._not_compressed("crow_indices", "row")  # noqa: E731
+    col_indices = lambda self: self._not_compressed("col_indices", "row")  # noqa: E731
+    ccol_indices = lambda self: self._not_compressed("ccol_indices", "column")  # noqa: E731
+    row_indices = lambda self: self._not_compressed("row_indices", "column")  # noqa: E731
+
     def _indices(self) -> Tensor:
         """The coordinates, coalesced or not (PyTorch's ``_indices()``)."""
         return self._idx
@@ -438,20 +487,21 @@ class SparseTensor(SparseBase):
         return _FromParts.apply(idx, vals * f, self._size, co)
 
     def __mul__(self, other):
-        if isinstance(other, (int, float, bool)) or (isinstance(other, Tensor)
-                                                     and not is_sparse(other)
-                                                     and other.ndim == 0):
-            return self._scaled(other)
-        return NotImplemented if not isinstance(other, Tensor) else _refuse("mul", self, other)
+        """``self * other``: by a scalar, a dense tensor (read at the specified elements) or a
+        sparse tensor (the elements both specify); sparse (sparse_ops.mul)."""
+        if not isinstance(other, (int, float, bool, Tensor)):
+            return NotImplemented
+        from .sparse_ops import mul
+        return mul(self, other)
 
     __rmul__ = mul = __mul__
 
     def __truediv__(self, other):
-        if isinstance(other, (int, float)) or (isinstance(other, Tensor) and not
-                                               is_sparse(other) and other.ndim == 0):
-            idx, vals, co = self._parts()
-            return _FromParts.apply(idx, vals / other, self._size, co)
-        return NotImplemented if not isinstance(other, Tensor) else _refuse("div", self, other)
+        """``self / other`` for a scalar or 0-d dense ``other`` (PyTorch's only sparse case)."""
+        if not isinstance(other, (int, float, Tensor)):
+            return NotImplemented
+        from .sparse_ops import div
+        return div(self, other)
 
     div = __truediv__
 
@@ -473,14 +523,25 @@ class SparseTensor(SparseBase):
             out = _FromParts.apply(cat([i1, i2.to(self.device)], 1), cat([v1, v2], 0),
                                    self._size, False)
             return out.coalesce() if self._coalesced and other._coalesced else out
-        return self.to_dense() + other
+        if isinstance(other, SparseBase):
+            return _refuse("add", self, other)
+        raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
+                           "instead.")
+
+    def _radd(self, other, alpha=1):
+        """``other + alpha * self`` for a dense ``other``: dense, as PyTorch's add(dense,
+        sparse), whose gradient for ``self`` is dense (not masked)."""
+        d = _ToDenseUnmasked.apply(self, False)
+        return (d if alpha == 1 else d * alpha) + other
 
     def __add__(self, other):
         return self.add(other) if isinstance(other, Tensor) else NotImplemented
 
     def __radd__(self, other):
         # dense + sparse comes here first (a subclass's reflected operator wins)
-        return self.add(other) if isinstance(other, Tensor) else NotImplemented
+        if not isinstance(other, Tensor):
+            return NotImplemented
+        return self.add(other) if isinstance(other, SparseBase) else self._radd(other)
 
     def __sub__(self, other):
         return self.add(-other) if isinstance(other, Tensor) else NotImplemented
@@ -488,7 +549,9 @@ class SparseTensor(SparseBase):
     sub = __sub__
 
     def __rsub__(self, other):
-        return (-self).add(other) if isinstance(other, Tensor) else NotImplemented
+        if not isinstance(other, Tensor):
+            return NotImplemented
+        return (-self).add(other) if isinstance(other, SparseBase) else self._radd(other, -1)
 
     def _set(self, idx: Tensor, vals: Tensor, coalesced: bool) -> "SparseTensor":
         """In-place ops' one exit: new parts (rebound, never written: they may be shared with
@@ -499,17 +562,20 @@ class SparseTensor(SparseBase):
         return self
 
     def add_(self, other, *, alpha=1) -> "SparseTensor":
-        """In place: ``self += alpha * other`` for a sparse ``other`` (concatenated, so the
-        result is uncoalesced, as PyTorch's sparse accumulation)."""
+        """In place: ``self += alpha * other`` for a sparse ``other``: merged (coalesced) when
+        both are coalesced, else concatenated (uncoalesced), as PyTorch's."""
         if not is_sparse(other):
             raise RuntimeError("add_: a sparse tensor can only be added to in place by a "
                                "sparse tensor; use self.to_dense().add_(other)")
         _check_same_size("add_", self, other)
         from .ops import cat
         vals = other._vals if alpha == 1 else other._vals * alpha
-        return self._set(cat([self._idx, other._idx.to(self.device)], 1),
-                         cat([self._vals, vals.to(self._dtype)], 0),
-                         self._coalesced and other._nnz() == 0)
+        idx = cat([self._idx, other._idx.to(self.device)], 1)
+        vals = cat([self._vals, vals.to(self._dtype)], 0)
+        if self._coalesced and other._coalesced and self._nnz() and other._nnz():
+            merged = _Coalesce.forward(None, _new(idx, vals, self._size, False))
+            return self._set(merged._idx, merged._vals, True)
+        return self._set(idx, vals, self._coalesced and other._nnz() == 0)
 
     def mul_(self, other) -> "SparseTensor":
         return self._set(self._idx, self._vals * other, self._coalesced)
@@ -533,6 +599,9 @@ class SparseTensor(SparseBase):
         from .sparse_ops import sum as sparse_sum
         if keepdim:
             return _refuse("sum(keepdim=True)", self, None)
+        if dim is None or (not isinstance(dim, int) and len(set(dim)) == self.ndim):
+            # (a dense 0-d result: PyTorch's SumBackward gives self a dense gradient)
+            return _SumAll.apply(self, dtype)
         return sparse_sum(self, dim, dtype=dtype)
 
     def mm(self, mat2: Tensor) -> Tensor:
@@ -540,7 +609,17 @@ class SparseTensor(SparseBase):
         from .sparse_ops import mm_dense_grad
         return mm_dense_grad(self, mat2)
 
-    matmul = __matmul__ = mm
+    def matmul(self, other: Tensor) -> Tensor:
+        """``self @ other`` for a dense matrix or vector ``other`` (dense)."""
+        from .sparse_ops import matmul
+        return matmul(self, other)
+
+    __matmul__ = matmul
+
+    def __rmatmul__(self, other: Tensor) -> Tensor:
+        """``dense @ self`` (dense)."""
+        from .sparse_ops import rmatmul
+        return rmatmul(self, other)
 
     def smm(self, mat: Tensor) -> "SparseTensor":
         """``tritongrad.smm(self, mat)``: this sparse matrix times a dense one, sparse."""
@@ -706,8 +785,8 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
                            "(nnz, *dense_dims)")
     sd, nnz = indices.shape
     if values.shape[0] != nnz:
-        raise RuntimeError(f"sparse_coo_tensor: number of dimensions of indices (nnz={nnz}) "
-                           f"must match the first dimension of values ({values.shape[0]})")
+        raise RuntimeError(f"indices and values must have same nnz, but got nnz from "
+                           f"indices: {nnz}, nnz from values: {values.shape[0]}")
     if check_invariants is None:
         check_invariants = check_sparse_tensor_invariants.is_enabled()
     if check_invariants is False and size is not None:  # (trusted: the optimizers' rows)
@@ -722,16 +801,17 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
     else:
         size = tuple(int(s) for s in (size if not isinstance(size, int) else (size,)))
         if len(size) != sd + values.ndim - 1:
-            raise RuntimeError(f"sparse_coo_tensor: number of dimensions must be sparse_dim "
-                               f"({sd}) + dense_dim ({values.ndim - 1}), but got {len(size)}")
+            raise RuntimeError(f"'len(size) == sparse_dim + dense_dim' is not satisfied: "
+                               f"len(size) = {len(size)}, sparse_dim = {sd}, dense_dim = "
+                               f"{values.ndim - 1}")
         if tuple(values.shape[1:]) != size[sd:]:
             raise RuntimeError(f"sparse_coo_tensor: values has dense shape "
                                f"{list(values.shape[1:])}, expected {list(size[sd:])}")
         if nnz:
             for d in range(sd):
                 if host[d].max() >= size[d]:
-                    raise RuntimeError(f"sparse_coo_tensor: size is inconsistent with indices: "
-                                       f"for dim {d}, size is {size[d]} but found index "
+                    raise RuntimeError(f"size is inconsistent with indices: for dim {d}, "
+                                       f"size is {size[d]} but found index "
                                        f"{int(host[d].max())}")
     coalesced = bool(is_coalesced) if is_coalesced is not None else nnz <= 1
     out = _FromParts.apply(indices, values, size, coalesced)
@@ -761,6 +841,9 @@ def to_sparse(self: Tensor, sparse_dim: int | None = None, *, layout=None, block
     sd = self.ndim if sparse_dim is None else int(sparse_dim)
     if not 0 <= sd <= self.ndim:
         raise RuntimeError(f"to_sparse: sparse_dim must be in [0, {self.ndim}], got {sd}")
+    if sd == 0 and self.ndim:
+        raise RuntimeError("dense_to_sparse: sparse_dim argument must be in >0 when "
+                           "self.dim()>0")
     a = np.asarray(self.detach().cpu().numpy())
     mask = a.reshape(a.shape[:sd] + (-1,)).any(-1) if sd < a.ndim else a != 0
     coords = np.stack(np.nonzero(mask)) if sd else np.zeros((0, int(mask)), np.int64)
@@ -823,7 +906,8 @@ def accumulate(var: Tensor, g: Tensor, create_graph: bool) -> None:
         var._grad = g if create_graph else g.detach() if is_sparse(g) else g.detach().clone()
         return
     if create_graph:
-        var._grad = old + g
+        # (dense + sparse: PyTorch refuses sparse + dense)
+        var._grad = g + old if is_sparse(old) and not is_sparse(g) else old + g
         return
     prev = state.grad_enabled
     state.grad_enabled = False
@@ -861,3 +945,5 @@ def _bind() -> None:
 
 
 _bind()
+
+from . import sparse_ops  # noqa: E402,F401 - binds the elementwise and shape methods

@@ -432,8 +432,18 @@ class SparseCompressedTensor(SparseBase):
         return _FromValues.apply(f(self.values()), self._pat)
 
     def __mul__(self, other):
+        """``self * other`` by a scalar or a dense tensor that broadcasts to ``self``'s shape
+        (read at the specified elements): compressed, with ``self``'s pattern."""
         if isinstance(other, (int, float, bool)) or (type(other) is Tensor and other.ndim == 0):
             return self._map(lambda v: v * other)
+        if type(other) is Tensor:
+            try:
+                full = other.expand(*self.shape)
+            except RuntimeError:
+                raise RuntimeError(f"mul: the dense operand of shape {list(other.shape)} does "
+                                   f"not broadcast to the sparse operand's "
+                                   f"{list(self.shape)}") from None
+            return self._map(lambda v: v * _read(full, self._pat).to(v.dtype))
         return NotImplemented if not isinstance(other, Tensor) else _refuse("mul", self, other)
 
     __rmul__ = mul = __mul__

@@ -15,9 +15,10 @@ import numpy as np
 
 from ..runtime import dtype as dtypes
 from .function import Function
-from .sparse import _FromParts, _host_indices, _index_tensor, is_sparse
+from .sparse import SPARSE_NODES, _FromParts, _host_indices, _index_tensor, is_sparse
 from .sparse_compressed import (_FROM_DENSE, _INFO, _NAME, SparseCompressedTensor, _compress,
                                 _FromValues, _Pattern, is_compressed)
+from .sparse_compressed import _new as _new_compressed
 from .sparse_ops import _spmm
 from .tensor import Tensor
 
@@ -100,8 +101,34 @@ def coo_to_compressed(s, layout, blocksize=None, dense_dim=None) -> "SparseCompr
     indices, perm = _compress(b, host[sd - 2], host[sd - 1], batch_shape,
                               tuple(s.shape[sd - 2:sd]), layout, vals)
     pat = _Pattern(*indices, s.shape, layout)
-    vals = vals.index_select(0, _index_tensor(perm, vals))
-    return _FromValues.apply(vals.reshape(pat.values_shape), pat)
+    return _FROM_COO[layout].apply(s, pat, _index_tensor(perm, vals))
+
+
+class _FromCoo(Function):
+    """A coalesced COO tensor's conversion (``s.to_sparse_csr()`` ...): its values permuted
+    onto ``pat``. The gradient of ``s`` is the incoming gradient in COO form, as PyTorch's
+    ToSparseCsrBackward0 gives it: a compressed one keeps its pattern, a dense one
+    (``torch.mm``'s) becomes its nonzero elements, every element a variable."""
+
+    @staticmethod
+    def forward(ctx, s, pat, perm):
+        ctx.sd = s.sparse_dim()
+        return _new_compressed(pat, s._vals.index_select(0, perm).reshape(pat.values_shape))
+
+    @staticmethod
+    def backward(ctx, g):
+        from .sparse import takes_sparse, to_sparse
+        if not takes_sparse(ctx, 0):
+            return (g.to_dense() if is_compressed(g) else g), None, None
+        return (g._to_coo() if is_compressed(g) else to_sparse(g, ctx.sd)), None, None
+
+
+# one subclass per layout: the nodes print under PyTorch's names (ToSparseCsrBackward0 ...)
+_FROM_COO = {lay: type(f"_CooToSparse{_NAME[lay][6:]}", (_FromCoo,), {}) for lay in _INFO}
+for _lay, _cls in _FROM_COO.items():
+    _cls._backward_cls.__name__ = _cls._backward_cls.__qualname__ = \
+        f"ToSparse{_NAME[_lay][6:]}Backward0"
+SPARSE_NODES.update(_FROM_COO.values())
 
 
 def compressed_to(c: SparseCompressedTensor, layout, blocksize, dense_dim, op: str):

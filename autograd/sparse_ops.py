@@ -4,7 +4,10 @@ the tensor and its primitives): ``mm``, ``addmm``, ``sum``, ``softmax``, ``log_s
 ``index_add``, ``index_reduce``), so its gradients come by composition; only
 ``torch.mm``'s node has its own rule (its gradient for the sparse operand is dense, as
 PyTorch's). Also here: ``gather(..., sparse_grad=True)``, a dense op whose node gives its input
-a sparse gradient.
+a sparse gradient; sparse @ sparse; and the sparse tensors' elementwise methods (``abs``,
+``sin``, ``pow``, ... of the values: ``UNARY``), ``*`` and ``/`` with dense and sparse
+operands, ``d @ s``, and the shape methods ``transpose``, ``index_select``, ``narrow_copy``,
+``unsqueeze``, bound to the tensor classes by ``_bind`` (imported by sparse.py).
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from .sparse import (SparseBase, SparseTensor, _FromParts, _host_indices, _index
                      deliver_sparse, is_sparse)
 from .tensor import Tensor
 
-__all__ = ["addmm", "gather_sparse_grad", "log_softmax", "mm", "mm_dense_grad", "softmax", "sum"]
+__all__ = ["addmm", "div", "gather_sparse_grad", "index_select", "log_softmax", "map_values",
+           "matmul", "mm", "mm_dense_grad", "mul", "narrow_copy", "pow", "rmatmul", "select",
+           "softmax", "sparse_sparse_mm", "sum", "transpose", "unsqueeze"]
 
 
 def _check_mm(op: str, s, d) -> None:
@@ -24,7 +29,7 @@ def _check_mm(op: str, s, d) -> None:
         raise RuntimeError(f"{op}: expected mat1 to be a 2-D sparse COO matrix with 2 sparse "
                            f"dims, got {'a sparse' if is_sparse(s) else 'a dense'} tensor of "
                            f"shape {list(s.shape)}")
-    if not isinstance(d, Tensor) or is_sparse(d) or d.ndim != 2:
+    if not isinstance(d, Tensor) or isinstance(d, SparseBase) or d.ndim != 2:
         raise RuntimeError(f"{op}: expected mat2 to be a 2-D dense tensor")
     if s.shape[1] != d.shape[0]:
         raise RuntimeError(f"{op}: mat1 and mat2 shapes cannot be multiplied "
@@ -55,6 +60,8 @@ def mm(mat1: SparseTensor, mat2: Tensor) -> Tensor:
     if type(mat1) is not SparseTensor and isinstance(mat1, SparseBase):  # CSR, CSC, BSR, BSC
         from .sparse_compressed_ops import mm as compressed_mm
         return compressed_mm(mat1, mat2)
+    if is_sparse(mat2):
+        return sparse_sparse_mm("sparse.mm", mat1, mat2)
     _check_mm("sparse.mm", mat1, mat2)
     idx, vals, _ = mat1._parts()
     rows, cols = idx.unbind(0)
@@ -81,7 +88,40 @@ class _MmDenseGrad(Function):
 _MmDenseGrad._backward_cls.__name__ = _MmDenseGrad._backward_cls.__qualname__ = "MmBackward0"
 
 
+def sparse_sparse_mm(op: str, a: SparseTensor, b: SparseTensor) -> SparseTensor:
+    """``a @ b`` of two 2-D COO matrices: sparse and coalesced, holding the elements some
+    product ``a[i, k] * b[k, j]`` reaches; differentiable in both values (each gradient
+    masked to its operand's pattern, as ``torch.sparse.mm``'s)."""
+    for name, t in (("mat1", a), ("mat2", b)):
+        if t.ndim != 2 or t.sparse_dim() != 2:
+            raise RuntimeError(f"{op}: expected {name} to be a 2-D sparse COO matrix with 2 "
+                               f"sparse dims, got shape {list(t.shape)} with sparse_dim "
+                               f"{t.sparse_dim()}")
+    if a.shape[1] != b.shape[0]:
+        raise RuntimeError(f"{op}: mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x"
+                           f"{a.shape[1]} and {b.shape[0]}x{b.shape[1]})")
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"{op}: expected mat1 and mat2 to have the same dtype, but got: "
+                           f"{a.dtype} != {b.dtype}")
+    a, b = a.coalesce(), b.coalesce()
+    (ia, va, _), (_, vb, _) = a._parts(), b._parts()
+    ha, hb = _host_indices(a), _host_indices(b)
+    # every pair (entry k of a, entry l of b) with a's column == b's row (b's rows are sorted)
+    lo = np.searchsorted(hb[0], ha[1], "left")
+    hi = np.searchsorted(hb[0], ha[1], "right")
+    pa = np.repeat(np.arange(ha.shape[1]), hi - lo)
+    pb = np.concatenate([np.arange(x, y) for x, y in zip(lo, hi)] or [np.zeros(0, np.int64)])
+    coords = np.stack([ha[0][pa], hb[1][pb]]).reshape(2, -1)
+    ta, tb = _index_tensor(pa, va), _index_tensor(pb.astype(np.int64), vb)
+    out = _FromParts.apply(_index_tensor(coords, va),
+                           va.index_select(0, ta) * vb.index_select(0, tb),
+                           (a.shape[0], b.shape[1]), False)
+    return out.coalesce()
+
+
 def mm_dense_grad(s: SparseTensor, d: Tensor) -> Tensor:
+    if is_sparse(d):  # (sparse @ sparse is sparse)
+        return sparse_sparse_mm("mm", s, d)
     _check_mm("mm", s, d)
     return _MmDenseGrad.apply(s, d)
 
@@ -227,3 +267,342 @@ def _softmax(input, dim: int, dtype, log: bool) -> SparseTensor:
     total = zeros(shape, dtype=vals.dtype, device=vals.device).index_add(0, g, e)
     out = shifted - total.log().index_select(0, g) if log else e / total.index_select(0, g)
     return _FromParts.apply(idx, out, c._size, True)
+
+
+# -- zero-preserving elementwise ops and the shape ops, computed on the values -----------------
+# A function with f(0) == 0 maps a sparse tensor to one of the same pattern: f of the values.
+# The ones PyTorch's sparse COO kernels have (its list; ``exp``, ``log`` and the like, with
+# f(0) != 0, it refuses). A COO tensor is coalesced first, as PyTorch's: f of a sum of
+# duplicates is not the sum of f of them. CSR and CSC have them too, but for ``nan_to_num``
+# and ``square``.
+UNARY = ("abs", "sqrt", "sin", "sinh", "tan", "tanh", "asin", "asinh", "atan", "atanh", "ceil",
+         "floor", "round", "trunc", "sign", "sgn", "expm1", "log1p", "relu", "deg2rad",
+         "rad2deg", "erf", "erfinv", "frac", "signbit", "isnan", "isinf", "isposinf",
+         "isneginf", "nan_to_num", "square", "positive", "conj_physical")
+_COO_ONLY = ("nan_to_num", "square")
+
+
+def map_values(s: SparseBase, f) -> SparseBase:
+    """``f`` of the specified values of ``s``, on its (coalesced) pattern (differentiable)."""
+    if not is_sparse(s):
+        return s._map(f)
+    c = s.coalesce()
+    idx, vals, _ = c._parts()
+    return _FromParts.apply(idx, f(vals), c._size, True)
+
+
+def _unary_method(name: str):
+    def method(self, *args, **kwargs):
+        if name in _COO_ONLY and not is_sparse(self):
+            raise NotImplementedError(f"{name}: not supported for sparse {self._kind()} "
+                                      f"tensors (as PyTorch); use .to_dense() first")
+        return map_values(self, lambda v: getattr(v, name)(*args, **kwargs))
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = (f"``{name}`` of the specified elements (f(0) == 0, so the pattern is "
+                      f"kept; a COO tensor is coalesced first).")
+    return method
+
+
+def _unary_inplace(name: str):
+    def method(self, *args, **kwargs):
+        if self.requires_grad:  # (no in-place history for sparse tensors)
+            raise RuntimeError(f"{name}_: a sparse tensor that requires grad cannot be "
+                               f"changed in place; use {name}()")
+        from .state import state
+        prev, state.grad_enabled = state.grad_enabled, False
+        try:
+            out = getattr(self, name)(*args, **kwargs)
+        finally:
+            state.grad_enabled = prev
+        if is_sparse(self):
+            return self._set(out._idx, out._vals.to(self.dtype), True)
+        self._vals = out._vals.to(self.dtype)
+        self._vc[0] += 1
+        return self
+    method.__name__ = method.__qualname__ = name + "_"
+    method.__doc__ = f"In place: ``{name}`` of the specified elements."
+    return method
+
+
+def pow(input: SparseBase, exponent) -> SparseBase:  # noqa: A001 - PyTorch's name
+    """``input ** exponent`` for a scalar ``exponent`` other than 0 (which would make every
+    unspecified element 1), on the specified elements."""
+    if isinstance(exponent, Tensor) and exponent.ndim == 0 and not isinstance(exponent,
+                                                                              SparseBase):
+        exponent = exponent.item()
+    if isinstance(exponent, Tensor) or not isinstance(exponent, (int, float)):
+        raise RuntimeError("pow: the exponent of a sparse tensor must be a scalar")
+    if exponent == 0:
+        raise RuntimeError("pow: cannot raise to zeroth power on sparse tensor; it would make "
+                           "the result tensor dense")
+    return map_values(input, lambda v: v ** exponent)
+
+
+def _intersect(a_lin: np.ndarray, b_lin: np.ndarray) -> tuple:
+    """Positions in sorted unique ``a_lin`` and ``b_lin`` of the keys both hold."""
+    _, ia, ib = np.intersect1d(a_lin, b_lin, assume_unique=True, return_indices=True)
+    return ia, ib
+
+
+def mul(input: SparseTensor, other) -> SparseTensor:
+    """``input * other`` for a sparse COO ``input``: by a scalar, a dense tensor (read at the
+    specified elements; it must broadcast to ``input``'s shape) or a sparse tensor of the same
+    shape (the elements both specify). Sparse and coalesced, as PyTorch's."""
+    if not isinstance(other, Tensor) or (not is_sparse(other) and other.ndim == 0):
+        return input._scaled(other)
+    if isinstance(other, SparseBase) and not is_sparse(other):
+        raise RuntimeError(f"mul: expected both operands sparse COO, got sparse_coo and "
+                           f"{other.layout}")
+    if not is_sparse(other):  # (linear in input: its order and coalesced flag kept)
+        idx, vals, co = input._parts()
+        if tuple(other.shape) != tuple(input.shape):
+            try:
+                other = other.expand(*input.shape)
+            except RuntimeError:
+                raise RuntimeError(f"mul: the dense operand of shape {list(other.shape)} does "
+                                   f"not broadcast to the sparse operand's "
+                                   f"{list(input.shape)}") from None
+        at = _ReadAt.apply(other, idx)
+        return _FromParts.apply(idx, vals * at.to(vals.dtype), input._size, co)
+    from .sparse import _check_same_size
+    _check_same_size("mul", input, other)
+    c = input.coalesce()
+    idx, vals, _ = c._parts()
+    o = other.coalesce()
+    oidx, ovals, _ = o._parts()
+    sd = c.sparse_dim()
+    ia, ib = _intersect(_linear(_host_indices(c), c._size[:sd]),
+                        _linear(_host_indices(o), o._size[:sd]))
+    ia, ib = _index_tensor(ia, vals), _index_tensor(ib, vals)
+    return _FromParts.apply(idx.index_select(1, ia),
+                            vals.index_select(0, ia) * ovals.index_select(0, ib), c._size, True)
+
+
+class _ReadAt(Function):
+    """A dense tensor's elements at the coordinates ``indices`` (unique, in any order); its
+    gradient is sparse over them (PyTorch's for the dense operand of ``sparse * dense``)."""
+
+    @staticmethod
+    def forward(ctx, x, indices):
+        from .sparse import _read_at
+        ctx.indices, ctx.size = indices, tuple(x.shape)
+        return _read_at(x.detach(), indices)
+
+    @staticmethod
+    def backward(ctx, g):
+        return deliver_sparse(ctx, 0, ctx.indices, g, ctx.size), None
+
+
+_ReadAt._backward_cls.__name__ = _ReadAt._backward_cls.__qualname__ = "MulBackward0"
+
+
+def div(input: SparseBase, other) -> SparseBase:
+    """``input / other`` for a scalar or 0-d dense ``other`` (PyTorch's only sparse case)."""
+    if isinstance(other, Tensor) and (isinstance(other, SparseBase) or other.ndim != 0):
+        raise RuntimeError(f"Sparse division requires a scalar or zero-dim dense tensor divisor "
+                           f"(got shape {list(other.shape)} for divisor)")
+    return map_values(input, lambda v: v / other) if not is_sparse(input) else \
+        _div_coo(input, other)
+
+
+def _div_coo(s: SparseTensor, other) -> SparseTensor:
+    idx, vals, co = s._parts()  # (linear: duplicates may stay)
+    return _FromParts.apply(idx, vals / other, s._size, co)
+
+
+def _wrap(dim: int, ndim: int, op: str) -> int:
+    from .tensor import wrap_dim
+    return wrap_dim(dim, ndim, op)
+
+
+def transpose(input: SparseTensor, dim0: int, dim1: int) -> SparseTensor:
+    """Swaps two sparse dims (their rows of the indices; uncoalesced) or two dense dims."""
+    d0, d1 = _wrap(dim0, input.ndim, "transpose"), _wrap(dim1, input.ndim, "transpose")
+    sd = input.sparse_dim()
+    idx, vals, co = input._parts()
+    size = list(input.shape)
+    size[d0], size[d1] = size[d1], size[d0]
+    if d0 == d1:
+        return input
+    if d0 < sd and d1 < sd:
+        order = list(range(sd))
+        order[d0], order[d1] = d1, d0
+        return _FromParts.apply(idx.index_select(0, _index_tensor(np.array(order), idx)), vals,
+                                tuple(size), False)
+    if d0 >= sd and d1 >= sd:
+        return _FromParts.apply(idx, vals.transpose(d0 - sd + 1, d1 - sd + 1), tuple(size), co)
+    raise RuntimeError(f"sparse transpose: transposed dimensions must be sparse Got sparse_dim: "
+                       f"{sd}, d0: {dim0}, d1: {dim1}")
+
+
+def _select_entries(input: SparseTensor, dim: int, pick: np.ndarray, new_coord: np.ndarray,
+                    size: tuple, coalesced: bool) -> SparseTensor:
+    """The entries ``pick`` of ``input`` (its coalesced-if-needed parts), their coordinate in
+    sparse dim ``dim`` replaced by ``new_coord``."""
+    idx, vals, _ = input._parts()
+    host = _host_indices(input) if idx is input._idx else np.asarray(idx.cpu().numpy(),
+                                                                     np.int64)
+    coords = host[:, pick].copy()
+    coords[dim] = new_coord
+    sel = _index_tensor(pick, vals)
+    return _FromParts.apply(_index_tensor(coords.reshape(host.shape[0], -1), vals),
+                            vals.index_select(0, sel), size, coalesced)
+
+
+def index_select(input: SparseTensor, dim: int, index: Tensor) -> SparseTensor:
+    """The slices ``index`` of dim ``dim`` (sparse: the entries there, renumbered, in the
+    order of ``index``, uncoalesced; dense: of every value)."""
+    dim = _wrap(dim, input.ndim, "index_select")
+    if not isinstance(index, Tensor) or index.ndim > 1 or index.dtype.is_floating_point:
+        raise IndexError("index_select(): Expected a 1-D integer tensor for index")
+    sd = input.sparse_dim()
+    size = list(input.shape)
+    size[dim] = index.numel()
+    if dim >= sd:
+        idx, vals, co = input._parts()
+        return _FromParts.apply(idx, vals.index_select(dim - sd + 1, index), tuple(size), co)
+    want = np.asarray(index.reshape(-1).cpu().numpy(), np.int64)
+    n = input.shape[dim]
+    if want.size and (want.min() < -n or want.max() >= n):
+        raise IndexError(f"index_select(): index out of range in self (size {n} at dim {dim})")
+    want = np.where(want < 0, want + n, want)
+    src = input if input._coalesced or input._unique() else input.coalesce()
+    have = _host_indices(src)[dim]
+    # every (output position j, entry k) with index[j] == coordinate of entry k, j-major
+    order = np.argsort(have, kind="stable")
+    lo = np.searchsorted(have[order], want, "left")
+    hi = np.searchsorted(have[order], want, "right")
+    pick = np.concatenate([order[a:b] for a, b in zip(lo, hi)] or [np.zeros(0, np.int64)])
+    newc = np.repeat(np.arange(len(want)), hi - lo)
+    return _select_entries(src, dim, pick.astype(np.int64), newc, tuple(size), False)
+
+
+def narrow_copy(input: SparseTensor, dim: int, start: int, length: int) -> SparseTensor:
+    """The entries with ``start <= coordinate < start + length`` in dim ``dim``, shifted."""
+    dim = _wrap(dim, input.ndim, "narrow_copy")
+    n = input.shape[dim]
+    start = start + n if start < 0 else start
+    if not (0 <= start <= n and 0 <= length <= n - start):
+        raise IndexError(f"narrow_copy(): start ({start}) + length ({length}) exceeds dimension "
+                         f"size ({n}).")
+    sd = input.sparse_dim()
+    size = list(input.shape)
+    size[dim] = length
+    if dim >= sd:
+        idx, vals, co = input._parts()
+        return _FromParts.apply(idx, vals.narrow(dim - sd + 1, start, length), tuple(size), co)
+    src = input if input._coalesced or input._unique() else input.coalesce()
+    have = _host_indices(src)[dim]
+    pick = np.nonzero((have >= start) & (have < start + length))[0]
+    return _select_entries(src, dim, pick, have[pick] - start, tuple(size), src._coalesced)
+
+
+def select(input: SparseTensor, dim: int, index: int) -> Tensor:
+    """The slice ``index`` of dim ``dim``, without that dim: sparse while sparse dims remain
+    (the entries there), else (selecting the only sparse dim) the dense sum of its values."""
+    dim = _wrap(dim, input.ndim, "select")
+    n = input.shape[dim]
+    if not -n <= index < n:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(input.shape)} at dimension {dim}")
+    index = index + n if index < 0 else index
+    sd = input.sparse_dim()
+    size = tuple(input.shape[:dim]) + tuple(input.shape[dim + 1:])
+    idx, vals, co = input._parts()
+    if dim >= sd:
+        return _FromParts.apply(idx, vals.select(dim - sd + 1, index), size, co)
+    host = np.asarray(idx.cpu().numpy(), np.int64)
+    pick = _index_tensor(np.nonzero(host[dim] == index)[0], vals)
+    if sd == 1:
+        return vals.index_select(0, pick).sum(0)
+    keep = _index_tensor(np.array([d for d in range(sd) if d != dim]), idx)
+    return _FromParts.apply(idx.index_select(1, pick).index_select(0, keep),
+                            vals.index_select(0, pick), size, False)  # (as PyTorch says)
+
+
+def unsqueeze(input: SparseTensor, dim: int) -> SparseTensor:
+    """A dim of size 1 inserted at ``dim``: sparse (a row of zeros in the indices) when
+    ``dim <= sparse_dim()``, else dense."""
+    dim = _wrap(dim, input.ndim + 1, "unsqueeze")
+    sd = input.sparse_dim()
+    idx, vals, co = input._parts()
+    size = tuple(input.shape[:dim]) + (1,) + tuple(input.shape[dim:])
+    if dim > sd:
+        return _FromParts.apply(idx, vals.unsqueeze(dim - sd + 1), size, co)
+    from .ops import cat
+    from .ops.creation import zeros
+    z = zeros((1, idx.shape[1]), dtype=idx.dtype, device=idx.device)
+    return _FromParts.apply(cat([idx[:dim], z, idx[dim:]], 0), vals, size, False)
+
+
+def matmul(input: SparseTensor, other: Tensor) -> Tensor:
+    """``input @ other`` for a 2-D sparse COO ``input`` and a dense matrix or vector."""
+    if isinstance(other, Tensor) and not isinstance(other, SparseBase) and other.ndim == 1:
+        return mm_dense_grad(input, other.unsqueeze(1)).squeeze(1)
+    return mm_dense_grad(input, other)
+
+
+def rmatmul(input: SparseTensor, other: Tensor) -> Tensor:
+    """``other @ input`` for a dense matrix (or vector) ``other``: ``(input^T @ other^T)^T``;
+    the gradient of ``input`` dense, as ``torch.mm(dense, sparse)``'s."""
+    if not isinstance(other, Tensor) or isinstance(other, SparseBase):
+        return NotImplemented
+    if other.ndim not in (1, 2):
+        raise RuntimeError(f"matmul: expected a 2-D or 1-D dense operand, got shape "
+                           f"{list(other.shape)}")
+    d = other.reshape(1, -1) if other.ndim == 1 else other
+    if input.ndim != 2 or input.sparse_dim() != 2:
+        raise RuntimeError(f"matmul: expected a 2-D sparse COO matrix with 2 sparse dims, got "
+                           f"shape {list(input.shape)}")
+    if d.shape[1] != input.shape[0]:
+        raise RuntimeError(f"matmul: mat1 and mat2 shapes cannot be multiplied ({d.shape[0]}x"
+                           f"{d.shape[1]} and {input.shape[0]}x{input.shape[1]})")
+    if d.dtype is not input.dtype:
+        raise RuntimeError(f"matmul: expected mat1 and mat2 to have the same dtype, but got: "
+                           f"{d.dtype} != {input.dtype}")
+    out = _DenseMm.apply(d, input)
+    return out.reshape(-1) if other.ndim == 1 else out
+
+
+class _DenseMm(Function):
+    """``dense @ sparse`` (PyTorch's ``torch.mm(dense, sparse)``): ``(s^T @ d^T)^T``; the
+    gradient of the sparse operand is the dense ``d^T @ dC``, as PyTorch's."""
+
+    @staticmethod
+    def forward(ctx, d, s):
+        ctx.s, ctx.d = s.detach(), d.detach()
+        rows, cols = s._idx.unbind(0)
+        return _spmm(s._vals, cols, rows, s.shape[1], d.t()).t()
+
+    @staticmethod
+    def backward(ctx, g):
+        gd = mm(ctx.s, g.t()).t() if ctx.needs_input_grad[0] else None
+        gs = ctx.d.t().mm(g) if ctx.needs_input_grad[1] else None
+        return gd, gs
+
+
+_DenseMm._backward_cls.__name__ = _DenseMm._backward_cls.__qualname__ = "MmBackward0"
+
+
+def _bind() -> None:
+    """The sparse tensors' methods of this section (PyTorch's names)."""
+    from .sparse_compressed import SparseCompressedTensor
+    for name in UNARY:
+        m = _unary_method(name)
+        setattr(SparseTensor, name, m)
+        setattr(SparseCompressedTensor, name, m)
+        if name not in ("signbit", "isnan", "isinf", "isposinf", "isneginf", "positive"):
+            setattr(SparseTensor, name + "_", _unary_inplace(name))
+            setattr(SparseCompressedTensor, name + "_", _unary_inplace(name))
+    SparseTensor.pow = SparseTensor.__pow__ = SparseCompressedTensor.pow = \
+        SparseCompressedTensor.__pow__ = pow
+    SparseTensor.transpose = transpose
+    SparseTensor.index_select = index_select
+    SparseTensor.narrow_copy = narrow_copy
+    SparseTensor.unsqueeze = unsqueeze
+    SparseTensor.select = select
+    SparseTensor.neg_ = _unary_inplace("neg")
+    SparseCompressedTensor.neg_ = _unary_inplace("neg")
+
+
+_bind()

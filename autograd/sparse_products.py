@@ -69,7 +69,7 @@ def smm(input: Tensor, mat: Tensor) -> Tensor:
     idx = cartesian_prod(rows, cols).reshape(-1, 2).t() if len(rows) and p else \
         _index_tensor(np.zeros((2, 0), np.int64), mat)
     vals = dense.index_select(0, rows).reshape(-1)
-    return _FromParts.apply(idx, vals, (input.shape[0], p), True)
+    return _FromParts.apply(idx, vals, (input.shape[0], p), False)  # (as PyTorch)
 
 
 def sspaddmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:

@@ -72,6 +72,8 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
         raise TypeError("mm(): arguments must be Tensors")
     if type(input) is not Tensor and input.layout is not dtypes.strided:  # sparse @ dense
         return input.mm(mat2)
+    if type(mat2) is not Tensor and mat2.layout is not dtypes.strided:  # dense @ sparse
+        return mat2.__rmatmul__(input)
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"mm: expected 2-D tensors, got {input.ndim}-D and {mat2.ndim}-D "
                            f"(shapes {list(input.shape)} and {list(mat2.shape)})")
