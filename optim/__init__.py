@@ -1,6 +1,7 @@
 """``tritongrad.optim``: optimizers over module parameters (PyTorch's ``torch.optim``
 surface): ``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``, ``Adadelta``, ``Adamax``,
-``NAdam``, ``RAdam``, ``Rprop``, ``ASGD``, ``Adafactor``, ``Muon``, ``LBFGS``, and learning-rate schedules in ``tritongrad.optim.lr_scheduler``;
+``NAdam``, ``RAdam``, ``Rprop``, ``ASGD``, ``Adafactor``, ``Muon``, ``LBFGS``, ``SparseAdam``,
+and learning-rate schedules in ``tritongrad.optim.lr_scheduler``;
 weight averaging (SWA, EMA) in ``tritongrad.optim.swa_utils``.
 
 Example:
@@ -31,6 +32,7 @@ from .sgd import SGD
 from .sparse_adam import SparseAdam
 
 __all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
-           "LBFGS", "Rprop", "ASGD", "Adafactor", "Optimizer", "lr_scheduler", "GradScaler", "swa_utils"]
+           "LBFGS", "Rprop", "ASGD", "Adafactor", "Optimizer", "lr_scheduler", "GradScaler",
+           "swa_utils"]
 __all__ += ["Muon"]
 __all__ += ["SparseAdam"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .optimizer import (Optimizer, advance_step, check_hyperparameters, check_real, new_step,
+from .optimizer import (Optimizer, advance_step, check_hyperparameters, new_step,
                         zeros_like)
 
 __all__ = ["Adadelta"]
@@ -27,10 +27,13 @@ class Adadelta(Optimizer):
         eps: added to both under the roots (default 1e-6).
         weight_decay: L2 penalty (default 0).
         foreach: accepted for compatibility; maximize: maximize instead of minimize;
-        capturable, differentiable: only False is supported.
+        differentiable: record the update in the autograd graph, so that gradients flow
+            through ``step()`` (as SGD's); capturable: only False is supported.
 
     State per parameter: ``step``, ``square_avg``, ``acc_delta``.
     """
+
+    _complex_as_real = True  # (Note [Complex parameters])
 
     # PyTorch's message for a sparse gradient (Note [Sparse gradients in dense optimizers])
     _sparse_grad_error = "Adadelta does not support sparse gradients"
@@ -41,17 +44,15 @@ class Adadelta(Optimizer):
         check_hyperparameters("Adadelta", lr=lr, eps=eps, weight_decay=weight_decay)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Adadelta: Invalid rho value: {rho}")
-        if capturable or differentiable:
-            raise NotImplementedError("Adadelta: capturable and differentiable are not "
-                                      "supported (only False)")
+        if capturable:
+            raise NotImplementedError("Adadelta: capturable is not supported (only False)")
         # (the keys in PyTorch's order, which state_dict() shows)
         super().__init__(params, {"lr": lr, "rho": rho, "eps": eps,
                                   "weight_decay": weight_decay, "maximize": maximize,
                                   "capturable": False, "foreach": foreach,
-                                  "differentiable": False})
+                                  "differentiable": bool(differentiable)})
 
     def _update(self, p, group) -> None:
-        check_real("Adadelta", p)
         state = self.state[p]
         if not state:
             state["step"] = new_step()

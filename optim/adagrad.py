@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ..autograd.sparse import is_sparse
 from ..runtime.dtype import bfloat16, float16
-from .optimizer import Optimizer, advance_step, check_hyperparameters, check_real, new_step
+from .optimizer import (Optimizer, advance_step, check_fused_options, check_hyperparameters,
+                        new_step)
 
 __all__ = ["Adagrad"]
 
@@ -41,7 +42,8 @@ class Adagrad(Optimizer):
         foreach: accepted for compatibility (updates are per parameter; the result is the
             same).
         maximize: maximize the objective with respect to the params, instead of minimizing.
-        differentiable: only False is supported.
+        differentiable: record the update in the autograd graph, so that gradients flow
+            through ``step()`` (as SGD's).
         fused: True updates each parameter in one pass in float32 (float16 and bfloat16
             parameters read and written once, rounded once, as PyTorch's fused CPU kernel);
             CPU floating-point parameters with dense gradients only, as PyTorch's.
@@ -56,20 +58,19 @@ class Adagrad(Optimizer):
         >>> opt.step(); opt.zero_grad()
     """
 
+    _complex_as_real = True  # (Note [Complex parameters])
+
     def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
                  initial_accumulator_value: float = 0, eps: float = 1e-10, foreach=None, *,
                  maximize: bool = False, differentiable: bool = False, fused=None):
         check_hyperparameters("Adagrad", lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                               initial_accumulator_value=initial_accumulator_value, eps=eps)
-        if differentiable:
-            raise NotImplementedError("Adagrad: differentiable=True is not supported")
-        if fused and foreach:
-            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+        check_fused_options(fused, foreach, differentiable)
         super().__init__(params, {"lr": lr, "lr_decay": lr_decay, "eps": eps,
                                   "weight_decay": weight_decay,
                                   "initial_accumulator_value": initial_accumulator_value,
                                   "foreach": foreach, "maximize": maximize,
-                                  "differentiable": False, "fused": fused})
+                                  "differentiable": bool(differentiable), "fused": fused})
 
     def add_param_group(self, param_group: dict) -> None:
         # The state is created with the group (also the constructor's), as PyTorch's.
@@ -82,12 +83,14 @@ class Adagrad(Optimizer):
         state = self.state[p]
         if not state:
             state["step"] = new_step()
-            state["sum"] = full_like(p, group["initial_accumulator_value"])
+            value = group["initial_accumulator_value"]
+            # (a complex parameter's sum starts at value in both parts, as PyTorch's: each part
+            # is a real parameter of its own, Note [Complex parameters])
+            state["sum"] = full_like(p, complex(value, value) if p.is_complex() else value)
 
     def _update(self, p, group) -> None:
         if group["fused"]:
             _check_fused(p)
-        check_real("Adagrad", p)
         state = self.state[p]
         self._init_state(p, group)  # (a state dict loaded without this parameter's entry)
         step_t, s = state["step"], state["sum"]

@@ -6,8 +6,10 @@ import numpy as np
 
 from ..autograd.grad_mode import no_grad
 from ..autograd.ops.elementwise import maximum
+from ..autograd.tensor import Tensor
 from ..kernels import multi_tensor
-from .optimizer import Optimizer, advance_step, bump_versions, fused_kernel, new_step, zeros_like
+from .optimizer import (Optimizer, advance_step, bump_versions, check_fused_options,
+                        fused_kernel, new_step, zeros_like)
 
 __all__ = ["Adam", "AdamW"]
 
@@ -29,7 +31,8 @@ class Adam(Optimizer):
     Args:
         params: parameters or parameter groups.
         lr: learning rate (default 1e-3).
-        betas: (beta1, beta2), the decay rates of the moment estimates (default (0.9, 0.999)).
+        betas: (beta1, beta2), the decay rates of the moment estimates (default (0.9, 0.999));
+            both numbers or both 0-d Tensors (Note [Adam's tensor betas]).
         eps: added to the denominator (default 1e-8).
         weight_decay: L2 penalty (Adam) or decoupled decay rate (AdamW) (default 0).
         amsgrad: use the maximum of past second moments (Reddi et al., 2018).
@@ -53,6 +56,8 @@ class Adam(Optimizer):
         >>> opt.step(); opt.zero_grad()
     """
 
+    _complex_as_real = True  # (Note [Complex parameters])
+
     # PyTorch's message for a sparse gradient, AdamW's too (Note [Sparse gradients in
     # dense optimizers])
     _sparse_grad_error = ("Adam does not support sparse gradients, please consider "
@@ -72,6 +77,9 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if isinstance(betas[0], Tensor) != isinstance(betas[1], Tensor):
+            raise ValueError("betas must be either both floats or both Tensors")
+        check_fused_options(fused, foreach, differentiable)
         if differentiable:
             raise NotImplementedError("Adam: differentiable is not supported")
         if capturable and fused:
@@ -94,10 +102,11 @@ class Adam(Optimizer):
             params = [p for p in group["params"] if p.grad is not None]
             if (group["foreach"] is not False and group["fused"] is not False
                     and not group["amsgrad"] and not group["capturable"] and len(params) > 1
+                    and not _tensor_betas(*group["betas"])  # (Note [Adam's tensor betas])
                     and multi_tensor(params[0].device) is not None):  # (not on the CPU)
                 params = self._multi_tensor_update(params, group)
             for p in params:
-                self._update(p, group)
+                self._update_param(p, group)
         return loss
 
     def _multi_tensor_update(self, params: list, group) -> list:
@@ -108,7 +117,7 @@ class Adam(Optimizer):
         rest = []
         seen = set()
         for p in params:  # (per parameter per step: kept to a few operations)
-            if p.dtype.is_complex or id(p) in seen:  # (_update raises; listed twice: in turn)
+            if p.dtype.is_complex or id(p) in seen:  # (as real views; listed twice: in turn)
                 rest.append(p)
                 continue
             state = self._state(p, False)
@@ -154,8 +163,6 @@ class Adam(Optimizer):
 
     def _update(self, p, group) -> None:
         grad = p.grad
-        if p.is_complex():
-            raise NotImplementedError("Adam: complex parameters are not supported")
         amsgrad, capturable = group["amsgrad"], group["capturable"]
         state = self._state(p, amsgrad, capturable)
         step_t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
@@ -168,7 +175,8 @@ class Adam(Optimizer):
             fused = None
         else:
             step = advance_step(step_t)
-            fused = fused_kernel(group["fused"], "adam_step", p, grad, m, v, vmax)
+            fused = None if _tensor_betas(beta1, beta2) else \
+                fused_kernel(group["fused"], "adam_step", p, grad, m, v, vmax)
         if fused is not None:
             fused(p._data, grad._data, m._data, v._data, None if vmax is None else vmax._data,
                   step, lr, beta1, beta2, eps, wd, amsgrad, maximize, decoupled)
@@ -180,16 +188,50 @@ class Adam(Optimizer):
                 p.mul_(1 - lr * wd)
             else:
                 g = g.add(p, alpha=wd)
-        m.add_(g - m, alpha=1 - beta1)               # lerp_(g, 1 - beta1)
-        v.mul_(beta2).add_(g.mul(1 - beta2).mul(g))  # addcmul_(g, g, value=1 - beta2)
-        bias_correction1 = 1 - beta1 ** step
-        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+        if not capturable and _tensor_betas(beta1, beta2):
+            weight1, beta2, weight2, step_size, bias_correction2_sqrt = \
+                _tensor_beta_scalars(p, lr, beta1, beta2, step)
+        else:
+            weight1, weight2 = 1 - beta1, 1 - beta2
+            step_size = lr / (1 - beta1 ** step)
+            bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+        m.add_(g - m, alpha=weight1)                 # lerp_(g, 1 - beta1)
+        v.mul_(beta2).add_(g.mul(weight2).mul(g))    # addcmul_(g, g, value=1 - beta2)
         if amsgrad:
             vmax.copy_(maximum(vmax, v))
             denom = vmax.sqrt().div(bias_correction2_sqrt).add(eps)
         else:
             denom = v.sqrt().div(bias_correction2_sqrt).add(eps)
-        p.sub_(m.mul(lr / bias_correction1).div(denom))  # addcdiv_(m, denom, -step_size)
+        p.sub_(m.mul(step_size).div(denom))          # addcdiv_(m, denom, -step_size)
+
+
+def _tensor_betas(beta1, beta2) -> bool:
+    return isinstance(beta1, Tensor) or isinstance(beta2, Tensor)
+
+
+def _tensor_beta_scalars(p, lr, beta1, beta2, step: float) -> tuple:
+    """Note [Adam's tensor betas]: with ``betas`` given as 0-d tensors, PyTorch computes the
+    step's scalars as tensor ops in the betas' dtype (float32 for ``torch.tensor(0.9)``): the
+    bias corrections and the step size are rounded to it, ``1 - beta1`` (the moment's weight)
+    is taken in the parameter's dtype. Returns (1 - beta1, beta2, 1 - beta2, step size,
+    sqrt of the second bias correction), each rounded as PyTorch rounds it."""
+    def kind(beta):
+        return beta.dtype.np if isinstance(beta, Tensor) else np.float64
+
+    def value(beta):
+        return float(beta.item()) if isinstance(beta, Tensor) else beta
+
+    k1, k2, b1, b2 = np.dtype(kind(beta1)).type, np.dtype(kind(beta2)).type, \
+        value(beta1), value(beta2)
+    pk = np.dtype(p.dtype.np).type
+    weight1 = float(pk(1) - pk(b1))
+    weight2 = float(k2(1) - k2(b2))
+    bias_correction1 = k1(1) - k1(b1) ** k1(step)
+    # (a number over a tensor is the tensor's reciprocal times the number; a tensor lr divides)
+    step_size = float(k1(value(lr)) / bias_correction1 if isinstance(lr, Tensor)
+                      else k1(1) / bias_correction1 * k1(lr))
+    bias_correction2_sqrt = float(np.sqrt(k2(1) - k2(b2) ** k2(step)))
+    return weight1, b2, weight2, step_size, bias_correction2_sqrt
 
 
 def _device_step(p, state: dict):

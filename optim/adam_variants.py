@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ..autograd.ops.elementwise import maximum
-from .optimizer import (Optimizer, advance_step, check_hyperparameters, check_real, new_step,
+from .optimizer import (Optimizer, advance_step, check_hyperparameters, new_step,
                         zeros_like)
 
 __all__ = ["Adamax", "NAdam", "RAdam"]
@@ -20,7 +20,8 @@ def _check_betas(owner: str, betas) -> tuple:
 def _unsupported(owner: str, **flags) -> None:
     on = [name for name, v in flags.items() if v]
     if on:
-        raise NotImplementedError(f"{owner}: {' and '.join(on)} are not supported (only False)")
+        verb = "is" if len(on) == 1 else "are"
+        raise NotImplementedError(f"{owner}: {' and '.join(on)} {verb} not supported (only False)")
 
 
 def _moments(owner: str, opt: Optimizer, p, group, *extra: str, ones: tuple = ()):
@@ -28,7 +29,6 @@ def _moments(owner: str, opt: Optimizer, p, group, *extra: str, ones: tuple = ()
     first step), the advanced step count and the gradient with maximize applied. ``ones``
     names float32 CPU scalars starting at 1 (NAdam's ``mu_product``), made right after
     ``step``: state_dict() shows the entries in PyTorch's order."""
-    check_real(owner, p)
     state = opt.state[p]
     if not state:
         state["step"] = new_step()
@@ -69,10 +69,13 @@ class Adamax(Optimizer):
         eps: added to |g| (default 1e-8).
         weight_decay: L2 penalty (default 0).
         foreach: accepted for compatibility; maximize: maximize instead of minimize;
-        differentiable, capturable: only False is supported.
+        differentiable: record the update in the autograd graph (as
+        SGD's); capturable: only False is supported.
 
     State per parameter: ``step``, ``exp_avg``, ``exp_inf``.
     """
+
+    _complex_as_real = True  # (Note [Complex parameters])
 
     # PyTorch's message for a sparse gradient (Note [Sparse gradients in dense optimizers])
     _sparse_grad_error = "Adamax does not support sparse gradients"
@@ -82,10 +85,10 @@ class Adamax(Optimizer):
                  differentiable: bool = False, capturable: bool = False):
         check_hyperparameters("Adamax", lr=lr, eps=eps, weight_decay=weight_decay)
         betas = _check_betas("Adamax", betas)
-        _unsupported("Adamax", differentiable=differentiable, capturable=capturable)
+        _unsupported("Adamax", capturable=capturable)
         super().__init__(params, {"lr": lr, "betas": betas, "eps": eps,
                                   "weight_decay": weight_decay, "foreach": foreach,
-                                  "maximize": maximize, "differentiable": False,
+                                  "maximize": maximize, "differentiable": bool(differentiable),
                                   "capturable": False})
 
     def _update(self, p, group) -> None:
@@ -128,6 +131,8 @@ class NAdam(Optimizer):
 
     _unshaped_state = frozenset({"step", "mu_product"})  # (scalars; mu_product loads, as
     #                                                      PyTorch's, in the parameter's dtype)
+
+    _complex_as_real = True  # (Note [Complex parameters])
 
     # PyTorch's message for a sparse gradient (Note [Sparse gradients in dense optimizers])
     _sparse_grad_error = "NAdam does not support sparse gradients"
@@ -190,10 +195,13 @@ class RAdam(Optimizer):
         weight_decay: weight decay (default 0).
         decoupled_weight_decay: RAdamW's decay instead of the L2 term.
         foreach: accepted for compatibility; maximize: maximize instead of minimize;
-        differentiable, capturable: only False is supported.
+        differentiable: record the update in the autograd graph (as
+        SGD's); capturable: only False is supported.
 
     State per parameter: ``step``, ``exp_avg``, ``exp_avg_sq``.
     """
+
+    _complex_as_real = True  # (Note [Complex parameters])
 
     # PyTorch's message for a sparse gradient (Note [Sparse gradients in dense optimizers])
     _sparse_grad_error = "RAdam does not support sparse gradients"
@@ -204,12 +212,12 @@ class RAdam(Optimizer):
                  differentiable: bool = False):
         check_hyperparameters("RAdam", lr=lr, eps=eps, weight_decay=weight_decay)
         betas = _check_betas("RAdam", betas)
-        _unsupported("RAdam", differentiable=differentiable, capturable=capturable)
+        _unsupported("RAdam", capturable=capturable)
         super().__init__(params, {"lr": lr, "betas": betas, "eps": eps,
                                   "weight_decay": weight_decay, "maximize": maximize,
                                   "foreach": foreach, "capturable": False,
                                   "decoupled_weight_decay": decoupled_weight_decay,
-                                  "differentiable": False})
+                                  "differentiable": bool(differentiable)})
 
     def _update(self, p, group) -> None:
         state, step, g = _moments("RAdam", self, p, group, "exp_avg", "exp_avg_sq")

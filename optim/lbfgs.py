@@ -4,17 +4,32 @@
 The parameters are treated as one flat vector; each ``step(closure)`` runs up to ``max_iter``
 iterations, each calling the closure (which recomputes the loss and its gradients) once, or a
 few times inside the line search. The scalars of the method (directional derivatives, step
-lengths) are Python floats here, read once from each dot product.
+lengths) are read once from each dot product, rounded as PyTorch's 0-d tensors round them
+(Note [L-BFGS scalars]).
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.ops.shape import cat
 from ..autograd.sparse import is_sparse
+from ..autograd.ops.complex_parts import view_as_real
+from ..autograd.ops.creation import tensor
+from ..autograd.tensor import Tensor
 from .optimizer import Optimizer
 
 __all__ = ["LBFGS"]
+
+
+def _scalar_type(flat):
+    """Note [L-BFGS scalars]: PyTorch's recursion keeps its scalars (``ys``, ``ro``, ``al``,
+    ``H_diag``, the first step length) as 0-d tensors of the parameters' dtype, so in float32
+    each is rounded to float32; this returns the NumPy scalar type that rounds the same way
+    (float64 for float64 parameters)."""
+    kind = flat.dtype.np if flat.dtype.itemsize >= 4 else np.float32  # (half: float32)
+    return lambda t: np.dtype(kind).type(t.item())
 
 
 def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None) -> float:
@@ -161,17 +176,23 @@ class LBFGS(Optimizer):
         """The state is of all the parameters as one flat vector (kept on the first
         parameter): ``load_state_dict`` checks the flat vectors' length, not ``p``'s shape."""
         if key in ("d", "prev_flat_grad"):
-            return (sum(q.numel() for q in self._params),)
+            return (sum(q.numel() * (2 if q.is_complex() else 1) for q in self._params),)
         return None
 
     def _gather_flat_grad(self):
-        # a sparse gradient (nn.Embedding(sparse=True)'s) in its dense form, as PyTorch's
-        return cat([(p.grad.to_dense() if is_sparse(p.grad) else p.grad).reshape(-1)
-                    if p.grad is not None else p.new_zeros(p.numel()) for p in self._params], 0)
+        # a sparse gradient (nn.Embedding(sparse=True)'s) in its dense form, and a complex one
+        # as its real view (two real entries per element), as PyTorch's
+        flat = []
+        for p in self._params:
+            g = p.grad
+            g = p.new_zeros(tuple(p.shape)) if g is None else g.to_dense() if is_sparse(g) else g
+            flat.append((view_as_real(g) if g.is_complex() else g).reshape(-1))
+        return cat(flat, 0)
 
     def _add_grad(self, step_size: float, update) -> None:
         offset = 0
         for p in self._params:
+            p = view_as_real(p) if p.is_complex() else p  # (shares p's memory)
             n = p.numel()
             p.add_(update[offset:offset + n].view_as(p), alpha=step_size)
             offset += n
@@ -209,17 +230,21 @@ class LBFGS(Optimizer):
         d, t = state.get("d"), state.get("t")
         old_dirs, old_stps, ro = state.get("old_dirs"), state.get("old_stps"), state.get("ro")
         h_diag, prev_flat_grad = state.get("H_diag"), state.get("prev_flat_grad")
+        sc = _scalar_type(flat_grad)
+        if isinstance(h_diag, Tensor):  # (as saved: a 0-d tensor)
+            h_diag = sc(h_diag)
+        ro = None if ro is None else [sc(v) if isinstance(v, Tensor) else v for v in ro]
         prev_loss = state.get("prev_loss")
         n_iter = 0
         while n_iter < max_iter:
             n_iter += 1
             state["n_iter"] += 1
             if state["n_iter"] == 1:
-                d, old_dirs, old_stps, ro, h_diag = flat_grad.neg(), [], [], [], 1.0
+                d, old_dirs, old_stps, ro, h_diag = flat_grad.neg(), [], [], [], 1
             else:  # the two-loop recursion over the kept (y, s) pairs
                 y = flat_grad - prev_flat_grad
                 s = d * t
-                ys = float(y.dot(s))
+                ys = sc(y.dot(s))
                 if ys > 1e-10:
                     if len(old_dirs) == history_size:
                         old_dirs.pop(0)
@@ -228,24 +253,24 @@ class LBFGS(Optimizer):
                     old_dirs.append(y)
                     old_stps.append(s)
                     ro.append(1.0 / ys)
-                    h_diag = ys / float(y.dot(y))
+                    h_diag = ys / sc(y.dot(y))
                 # the recursion's coefficients live in the state, as PyTorch's ``al`` (made
                 # on the first iteration that runs the recursion, one slot per kept pair)
                 al = state.setdefault("al", [None] * history_size)
                 q = flat_grad.neg()
                 for i in range(len(old_dirs) - 1, -1, -1):
-                    al[i] = float(old_stps[i].dot(q)) * ro[i]
-                    q = q - old_dirs[i] * al[i]
-                r = q * h_diag
+                    al[i] = sc(old_stps[i].dot(q)) * ro[i]
+                    q = q - old_dirs[i] * float(al[i])
+                r = q * float(h_diag)
                 for i in range(len(old_dirs)):
-                    be_i = float(old_dirs[i].dot(r)) * ro[i]
-                    r = r + old_stps[i] * (al[i] - be_i)
+                    be_i = sc(old_dirs[i].dot(r)) * ro[i]
+                    r = r + old_stps[i] * float(al[i] - be_i)
                 d = r
             prev_flat_grad = flat_grad.clone()
             prev_loss = loss
             # the first step is scaled by the gradient's size; later ones are lr
-            t = min(1.0, 1.0 / float(flat_grad.abs().sum())) * lr if state["n_iter"] == 1 \
-                else lr
+            t = float(min(1.0, 1.0 / sc(flat_grad.abs().sum())) * lr) \
+                if state["n_iter"] == 1 else lr
             gtd = float(flat_grad.dot(d))
             if gtd > -tolerance_change:  # not a descent direction
                 break
@@ -278,6 +303,7 @@ class LBFGS(Optimizer):
             if abs(loss - prev_loss) < tolerance_change:
                 break
         state.update({"d": d, "t": t, "old_dirs": old_dirs, "old_stps": old_stps, "ro": ro,
-                      "H_diag": h_diag, "prev_flat_grad": prev_flat_grad,
+                      "H_diag": h_diag if type(h_diag) is int else tensor(h_diag),
+                      "prev_flat_grad": prev_flat_grad,
                       "prev_loss": prev_loss})
         return orig_loss

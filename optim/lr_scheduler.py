@@ -574,7 +574,9 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             epoch = self.last_epoch + 1
             self.T_cur += 1
             if self.T_cur >= self.T_i:
-                self.T_cur -= self.T_i
+                # (a remainder, not a difference: a schedule resumed at last_epoch past
+                # several cycles restarts at a multiple of T_i, as PyTorch's)
+                self.T_cur %= self.T_i
                 self.T_i *= self.T_mult
         elif epoch < 0:
             raise ValueError(f"Expected non-negative epoch, but got {epoch}")

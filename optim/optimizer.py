@@ -16,6 +16,7 @@ import copy
 import functools
 from collections import defaultdict
 from collections.abc import Callable
+from contextlib import nullcontext
 from itertools import chain
 
 import numpy as np
@@ -168,7 +169,7 @@ class Optimizer:
         self.param_groups: list = []
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of "
-                            "Tensors or dicts, but got " + type(params).__name__)
+                            "Tensors or dicts, but got " + params.type())
         groups = list(params)
         if not groups:
             raise ValueError("optimizer got an empty parameter list")
@@ -269,7 +270,7 @@ class Optimizer:
                 parameter is in another group; a required hyperparameter is missing.
         """
         if not isinstance(param_group, dict):
-            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
         params = param_group["params"]
         if isinstance(params, Tensor):
             params = [params]
@@ -284,7 +285,9 @@ class Optimizer:
             if not isinstance(p, Tensor):
                 raise TypeError(f"optimizer can only optimize Tensors, but one of the params "
                                 f"is {type(p).__name__}")
-            if not p.is_leaf:
+            # (differentiable=True optimizes a tensor computed from others, so that the
+            # update stays in their graph, as PyTorch allows)
+            if not (p.is_leaf or p.retains_grad or self.defaults.get("differentiable")):
                 raise ValueError("can't optimize a non-leaf Tensor")
         group = dict(param_group)
         group["params"] = params
@@ -295,6 +298,13 @@ class Optimizer:
                 raise ValueError(f"parameter group didn't specify a value of required "
                                  f"optimization parameter {name}")
             group.setdefault(name, default)
+        if group.get("fused"):
+            for p in params:
+                # (the fused kernels take real floating-point arrays, as PyTorch's)
+                if not p.is_floating_point():
+                    raise RuntimeError(f"`fused=True` requires all the params to be floating "
+                                       f"point Tensors of supported devices: ['cpu', 'cuda'] "
+                                       f"but {p.dtype} and {p.device.type}")
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         if len({id(p) for p in params}) != len(params):
             import warnings
@@ -324,14 +334,66 @@ class Optimizer:
         """Performs one update of every parameter that has a gradient; returns the closure's
         loss if a closure (re-evaluating the model) is given."""
         loss = self._closure(closure)
-        for group in self.param_groups:
-            self._refuse_sparse_grads(group)
-            for p in group["params"]:
-                if p.grad is not None:
-                    self._update(p, group)
+        # Note [differentiable]: with differentiable=True the update is recorded by autograd,
+        # as any other in-place ops on the (then non-leaf) parameters: a gradient computed with
+        # create_graph=True, the parameters and the state carry it into what follows the step.
+        with self._grad_mode():
+            for group in self.param_groups:
+                self._refuse_sparse_grads(group)
+                for p in group["params"]:
+                    if p.grad is not None:
+                        self._update_param(p, group)
         return loss
 
     step = _with_step_hooks(step)
+
+    def _grad_mode(self):
+        """The grad mode of the updates: enabled for differentiable=True (Note
+        [differentiable]), as it is (step's no_grad) otherwise."""
+        return enable_grad() if self.defaults.get("differentiable") else nullcontext()
+
+    # Note [Complex parameters]
+    # PyTorch's adaptive optimizers (Adam and its relatives, Adagrad, Adadelta, RMSprop, Rprop)
+    # update a complex parameter as the real tensor ``view_as_real`` makes of it, its gradient
+    # and its state alike: every elementwise rule (squares, maxima, signs) then treats the real
+    # and imaginary parts as two independent real parameters. The state stays complex, shaped
+    # as the parameter (what state_dict() shows, as PyTorch's). A class whose update is already
+    # right on complex numbers (SGD's, linear in the gradient) or that refuses them sets False.
+    _complex_as_real: bool = False
+
+    def _update_param(self, p: Tensor, group: dict) -> None:
+        """``_update(p, group)``, on real views of a complex ``p`` where the class says so
+        (Note [Complex parameters])."""
+        if self._complex_as_real and p.is_complex():
+            self._update_as_real(p, group)
+        else:
+            self._update(p, group)
+
+    def _update_as_real(self, p: Tensor, group: dict) -> None:
+        from ..autograd.ops.complex_parts import view_as_complex, view_as_real
+        if type(p.grad) is SparseTensor:
+            raise RuntimeError(f"{type(self).__name__}: sparse gradients of complex parameters "
+                               f"are not supported")
+        if group.get("differentiable"):
+            raise NotImplementedError(f"{type(self).__name__}: differentiable=True with complex "
+                                      f"parameters is not supported")
+        real = view_as_real(p.detach())  # (shares p's memory: the update writes p)
+        real.grad = view_as_real(p.grad.detach())
+        views = {k: view_as_real(v) if isinstance(v, Tensor) and v.is_complex() else v
+                 for k, v in self.state.get(p, {}).items()}
+        if views:
+            self.state[real] = views
+        try:
+            self._update(real, group)
+        finally:
+            new = self.state.pop(real, None)
+        if new is None:
+            return
+        # state tensors shaped as the real view (made or replaced by the update) go back to
+        # complex; scalars (step, NAdam's mu_product) stay as they are
+        self.state[p] = {k: view_as_complex(v) if isinstance(v, Tensor)
+                         and tuple(v.shape) == tuple(real.shape) and v.is_floating_point()
+                         else v for k, v in new.items()}
 
     def _sparse_grad_message(self, group: dict) -> str | None:
         """The error for a sparse gradient in ``group``, or None where the update takes them
@@ -525,6 +587,12 @@ def advance_step(step: Tensor) -> float:
     return float(data)
 
 
+def host_scalar(value):
+    """A hyperparameter as a fused kernel takes it: a Python number (``lr`` may be a
+    one-element Tensor, as PyTorch allows)."""
+    return float(value.item()) if isinstance(value, Tensor) else value
+
+
 def bump_versions(*tensors) -> None:
     """Records an in-place change made by a fused kernel (as an ``op_`` would)."""
     for t in tensors:
@@ -554,6 +622,11 @@ def check_hyperparameters(owner: str, **values) -> None:
             raise ValueError(f"{owner}: Invalid {words.get(name, name + ' value')}: {v}")
 
 
-def check_real(owner: str, p: Tensor) -> None:
-    if p.is_complex():
-        raise NotImplementedError(f"{owner}: complex parameters are not supported")
+def check_fused_options(fused, foreach, differentiable: bool) -> None:
+    """PyTorch's checks of ``fused=True`` against the options it excludes, made first, before
+    tritongrad's own refusal of ``differentiable``."""
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .optimizer import (Optimizer, advance_step, check_hyperparameters, check_real, new_step,
+from .optimizer import (Optimizer, advance_step, check_hyperparameters, new_step,
                         zeros_like)
 
 __all__ = ["RMSprop"]
@@ -33,7 +33,8 @@ class RMSprop(Optimizer):
         momentum: momentum factor (default 0).
         centered: if True, compute the centered RMSProp, the gradient is normalized by an
             estimation of its variance.
-        capturable, differentiable: only False is supported.
+        differentiable: record the update in the autograd graph, so that gradients flow
+            through ``step()`` (as SGD's); capturable: only False is supported.
         foreach: accepted for compatibility (updates are per parameter; the result is the
             same).
         maximize: maximize the objective with respect to the params, instead of minimizing.
@@ -48,6 +49,8 @@ class RMSprop(Optimizer):
         >>> opt.step(); opt.zero_grad()
     """
 
+    _complex_as_real = True  # (Note [Complex parameters])
+
     # PyTorch's message for a sparse gradient (Note [Sparse gradients in dense optimizers])
     _sparse_grad_error = "RMSprop does not support sparse gradients"
 
@@ -57,17 +60,16 @@ class RMSprop(Optimizer):
                  differentiable: bool = False):
         check_hyperparameters("RMSprop", lr=lr, eps=eps, momentum=momentum,
                               weight_decay=weight_decay, alpha=alpha)
-        if capturable or differentiable:
-            raise NotImplementedError("RMSprop: capturable and differentiable are not "
-                                      "supported")
+        if capturable:
+            raise NotImplementedError("RMSprop: capturable is not supported (only False)")
         # (the keys in PyTorch's order, which state_dict() shows)
         super().__init__(params, {"lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps,
                                   "centered": centered, "weight_decay": weight_decay,
                                   "capturable": False, "foreach": foreach,
-                                  "maximize": maximize, "differentiable": False})
+                                  "maximize": maximize,
+                                  "differentiable": bool(differentiable)})
 
     def _update(self, p, group) -> None:
-        check_real("RMSprop", p)
         lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
         wd, momentum, centered = group["weight_decay"], group["momentum"], group["centered"]
         state = self.state[p]

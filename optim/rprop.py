@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..autograd.ops.creation import full_like
-from .optimizer import Optimizer, advance_step, check_real, new_step, zeros_like
+from .optimizer import Optimizer, advance_step, new_step, zeros_like
 
 __all__ = ["Rprop"]
 
@@ -25,11 +25,14 @@ class Rprop(Optimizer):
         etas: (etaminus, etaplus), the shrink and growth factors (default (0.5, 1.2)).
         step_sizes: (min, max) step sizes (default (1e-6, 50)).
         maximize: maximize the objective instead of minimizing.
-        foreach, capturable, differentiable: accepted for compatibility (only False for the
-            last two).
+        differentiable: record the update in the autograd graph, so that gradients flow
+            through ``step()`` (as SGD's; the signs pass none).
+        foreach: accepted for compatibility; capturable: only False is supported.
 
     State per parameter: ``step``, ``prev`` (the last gradient used), ``step_size``.
     """
+
+    _complex_as_real = True  # (Note [Complex parameters])
 
     # PyTorch's message for a sparse gradient (Note [Sparse gradients in dense optimizers])
     _sparse_grad_error = "Rprop does not support sparse gradients"
@@ -41,15 +44,14 @@ class Rprop(Optimizer):
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
-        if capturable or differentiable:
-            raise NotImplementedError("Rprop: capturable and differentiable are not supported "
-                                      "(only False)")
+        if capturable:
+            raise NotImplementedError("Rprop: capturable is not supported (only False)")
         super().__init__(params, {"lr": lr, "etas": tuple(etas), "step_sizes": tuple(step_sizes),
                                   "foreach": foreach, "maximize": maximize,
-                                  "differentiable": False, "capturable": False})
+                                  "differentiable": bool(differentiable),
+                                  "capturable": False})
 
     def _update(self, p, group) -> None:
-        check_real("Rprop", p)
         state = self.state[p]
         if not state:
             state["step"] = new_step()

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..autograd.sparse import add_into_, is_sparse
-from .optimizer import Optimizer, bump_versions, fused_kernel, zeros_like
+from .optimizer import (Optimizer, bump_versions, check_fused_options, fused_kernel,
+                        host_scalar, zeros_like)
 
 __all__ = ["SGD"]
 
@@ -33,6 +34,9 @@ class SGD(Optimizer):
         nesterov: Nesterov momentum (needs momentum > 0 and dampening = 0).
         maximize: maximize the objective instead of minimizing.
         foreach: accepted for compatibility (updates are per parameter).
+        differentiable: record the update in the autograd graph, so that gradients flow
+            through ``step()`` (into a gradient computed with ``create_graph=True``, or into
+            the parameters, which may then be non-leaf tensors).
         fused: None (default) uses the backend's fused ``sgd_step`` kernel when it has one;
             True requires it; False uses Tensor ops.
 
@@ -54,12 +58,11 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        if differentiable:
-            raise NotImplementedError("SGD(differentiable=True) is not supported")
+        check_fused_options(fused, foreach, differentiable)
         super().__init__(params, {"lr": lr, "momentum": momentum, "dampening": dampening,
                                   "weight_decay": weight_decay, "nesterov": nesterov,
                                   "maximize": maximize, "foreach": foreach,
-                                  "differentiable": False, "fused": fused})
+                                  "differentiable": bool(differentiable), "fused": fused})
 
     def _sparse_grad_message(self, group: dict) -> str | None:
         # PyTorch's fused SGD kernel refuses sparse gradients; its other paths take them
@@ -75,12 +78,14 @@ class SGD(Optimizer):
         # state at all, not even an empty dict, for a parameter without momentum)
         buf = self.state.get(p, _NO_STATE).get("momentum_buffer")
         first = buf is None
-        fused = fused_kernel(group["fused"], "sgd_step", p, grad, buf)
+        # (a differentiable step is Tensor ops that autograd records, Note [differentiable])
+        fused = None if group["differentiable"] else \
+            fused_kernel(group["fused"], "sgd_step", p, grad, buf)
         if fused is not None:
             if momentum != 0 and first:
                 buf = zeros_like(p)  # the kernel writes the first buffer (= g) itself
-            fused(p._data, grad._data, None if buf is None else buf._data, lr, momentum,
-                  dampening, wd, nesterov, maximize, first)
+            fused(p._data, grad._data, None if buf is None else buf._data, host_scalar(lr),
+                  momentum, dampening, wd, nesterov, maximize, first)
             bump_versions(p, buf)
         else:
             g = -grad if maximize else grad

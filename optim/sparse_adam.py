@@ -53,11 +53,18 @@ class SparseAdam(Optimizer):
                 raise ValueError(f"Invalid beta parameter at index {i}: {b}")
         super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps,
                                   "maximize": maximize})
-        for group in self.param_groups:
-            for p in group["params"]:
-                if is_sparse(p):
-                    raise ValueError("Sparse params at indices [0]: SparseAdam requires dense "
-                                     "parameter tensors")
+        # PyTorch's checks, each naming every offending [group, position]
+        at = [[i, j] for i, group in enumerate(self.param_groups)
+              for j, p in enumerate(group["params"])]
+        flat = [p for group in self.param_groups for p in group["params"]]
+        sparse = [ij for ij, p in zip(at, flat) if is_sparse(p)]
+        if sparse:
+            raise ValueError(f"Sparse params at indices {sparse}: SparseAdam requires dense "
+                             f"parameter tensors")
+        complex_ = [ij for ij, p in zip(at, flat) if p.is_complex()]
+        if complex_:
+            raise ValueError(f"Complex params at indices {complex_}: SparseAdam does not "
+                             f"support complex parameters")
 
     def _update(self, p, group) -> None:
         grad = p.grad
