@@ -1,14 +1,18 @@
-"""Nested tensors in the jagged layout (PyTorch's ``torch.nested`` with ``layout=torch.jagged``).
+"""Nested tensors (PyTorch's ``torch.nested``): batches of tensors of different shapes.
 
-A nested tensor is a batch of tensors that differ in the size of one dimension, the ragged
-one: variable-length sequences without padding. It keeps its components packed in one
-regular tensor, ``values()``, with ``offsets()`` saying where each starts (Note [Jagged
-layout] in _tensor.py); ops run on the packed values, so autograd, the CPU backend and CUDA
-come from the ordinary ops. See docs/nested.md for the supported ops and what differs from
-PyTorch.
+Two layouts, as PyTorch's:
 
-``layout=tritongrad.strided`` nested tensors (PyTorch's older layout, and its default) are
-not supported: pass ``layout=tritongrad.nested.jagged``.
+* ``layout=tritongrad.strided`` (the default, as PyTorch's): components of the same number of
+  dimensions that may differ in any of them, held in one flat buffer (Note [Strided layout]
+  in _strided.py), a ``StridedNestedTensor``.
+* ``layout=tritongrad.nested.jagged`` (PyTorch's ``torch.jagged``): components that differ in
+  the size of one dimension, the ragged one (variable-length sequences), packed in one
+  regular tensor, ``values()``, with ``offsets()`` saying where each starts (Note [Jagged
+  layout] in _tensor.py), a ``NestedTensor``.
+
+Either way ops run on the packed data or per component with ordinary ops, so autograd, the
+CPU backend and CUDA come from those. See docs/nested.md for the supported ops and what
+differs from PyTorch.
 """
 
 from __future__ import annotations
@@ -18,20 +22,50 @@ from collections.abc import Sequence
 import tritongrad as tg
 from tritongrad.autograd.tensor import Tensor
 
+from ._strided import StridedNestedTensor, wrap, wrap_leaf
 from ._tensor import NestedInt, NestedTensor, _make, _make_leaf, _Ragged, is_jagged, jagged
 
-__all__ = ["NestedInt", "NestedTensor", "as_nested_tensor", "jagged", "masked_select",
-           "narrow", "nested_tensor", "nested_tensor_from_jagged", "to_padded_tensor"]
+__all__ = ["NestedInt", "NestedTensor", "StridedNestedTensor", "as_nested_tensor", "jagged",
+           "masked_select", "narrow", "nested_tensor", "nested_tensor_from_jagged",
+           "to_padded_tensor"]
 
 
-def _check_layout(op: str, layout) -> None:
+def _is_strided(layout) -> bool:
+    """Whether ``layout`` asks for the strided layout (None: PyTorch's default, strided);
+    refuses a layout that is neither."""
     if layout is None or layout is tg.strided:
-        raise RuntimeError(
-            f"{op}: nested tensors with layout=tritongrad.strided (PyTorch's default for "
-            f"{op}) are not supported in tritongrad; pass layout=tritongrad.nested.jagged "
-            f"(PyTorch's torch.jagged)")
+        return True
     if not is_jagged(layout):
         raise RuntimeError(f"Specified layout is unsupported for nested tensors: {layout}")
+    return False
+
+
+def _components_of(op: str, tensor_list) -> list:
+    """The items of ``tensor_list`` as regular tensors, with PyTorch's checks for the strided
+    layout (the jagged one checks more in ``_pack``)."""
+    if not isinstance(tensor_list, (list, tuple)):
+        raise TypeError(f"{op}(): expected a list of tensors, got {type(tensor_list).__name__}")
+    tensors = [t if isinstance(t, Tensor) else tg.as_tensor(t) for t in tensor_list]
+    if any(isinstance(t, NestedTensor) for t in tensors):
+        raise RuntimeError(f"{op}(): the components must be regular tensors, not nested ones")
+    return tensors
+
+
+def _pack_strided(tensors: list, dtype, device) -> tuple:
+    """The components converted and flattened one after another (differentiable), and their
+    sizes: Note [Strided layout]'s buffer and structure."""
+    for i, t in enumerate(tensors[1:], start=1):
+        if t.dim() != tensors[0].dim():
+            raise RuntimeError(f"All Tensors given to nested_tensor must have the same "
+                               f"dimension. Found dimension {t.dim()} for Tensor at index {i} "
+                               f"and dimension {tensors[0].dim()} for Tensor at index 0.")
+    if not tensors:
+        dt = dtype if dtype is not None else tg.get_default_dtype()
+        return tg.empty(0, dtype=dt, device=device), ()
+    dtype = dtype if dtype is not None else tensors[0].dtype
+    device = device if device is not None else tensors[0].device
+    parts = [t.to(device=device, dtype=dtype).reshape(-1) for t in tensors]
+    return tg.cat(parts), tuple(tuple(t.shape) for t in tensors)
 
 
 def _offsets_of(lengths: list, device) -> Tensor:
@@ -73,14 +107,14 @@ def nested_tensor(tensor_list, *, dtype=None, layout=None, device=None,
 
     Args:
         tensor_list (List[array_like]): a list of tensors, or anything that can be passed to
-            ``tritongrad.tensor``, where each element of the list has the same dimensionality
-            and they differ in the size of at most one dimension.
+            ``tritongrad.tensor``, where each element of the list has the same
+            dimensionality (for the jagged layout they may differ in one dimension only).
 
     Keyword arguments:
         dtype (dtype, optional): the desired type of the returned nested tensor. Default: if
             None, the dtype of the leftmost tensor in the list.
-        layout (layout): ``tritongrad.nested.jagged``, the only layout supported (PyTorch's
-            default, ``strided``, is refused).
+        layout (layout, optional): the desired layout for the nested tensor:
+            ``tritongrad.strided`` (the default) or ``tritongrad.nested.jagged``.
         device (device, optional): the desired device. Default: the leftmost tensor's.
         requires_grad (bool, optional): whether autograd should record operations on the
             returned nested tensor. Default: ``False``.
@@ -95,15 +129,18 @@ def nested_tensor(tensor_list, *, dtype=None, layout=None, device=None,
         ...                                      requires_grad=True)
         >>> nt.is_leaf
         True
+        >>> st = tritongrad.nested.nested_tensor([tritongrad.ones(2, 3), tritongrad.ones(4, 5)])
+        >>> st.layout, st.size(0)
+        (tritongrad.strided, 2)
     """
-    _check_layout("nested_tensor", layout)
-    if not isinstance(tensor_list, (list, tuple)):
-        raise TypeError(f"nested_tensor(): expected a list of tensors, got "
-                        f"{type(tensor_list).__name__}")
-    tensors = [t if isinstance(t, Tensor) else tg.as_tensor(t) for t in tensor_list]
-    if any(isinstance(t, NestedTensor) for t in tensors):
-        raise RuntimeError("nested_tensor(): the components must be regular tensors, not "
-                           "nested ones")
+    strided = _is_strided(layout)
+    tensors = _components_of("nested_tensor", tensor_list)
+    if strided:
+        with tg.no_grad():
+            buffer, sizes = _pack_strided([t.detach() for t in tensors], dtype, device)
+            if pin_memory:
+                buffer = buffer.pin_memory()
+        return wrap_leaf(buffer, sizes, bool(requires_grad))
     with tg.no_grad():
         values, offsets, ragged_idx = _pack("nested_tensor", [t.detach() for t in tensors],
                                             dtype, device)
@@ -117,16 +154,17 @@ def as_nested_tensor(ts, dtype=None, device=None, layout=None) -> NestedTensor:
     of tensors.
 
     A nested tensor passed in is returned as it is, or converted to ``device`` / ``dtype``. A
-    regular tensor of shape ``(B, N, ...)`` is treated as a batch of B components of N rows
-    each (a view where it is contiguous and no conversion is asked for). A list of tensors is
-    copied into the nested tensor; gradients flow back to each of them.
+    regular tensor of shape ``(B, N, ...)`` is treated as a batch of B components of shape
+    ``(N, ...)`` (a view where it is contiguous and no conversion is asked for). A list of
+    tensors is copied into the nested tensor; gradients flow back to each of them.
 
     Args:
         ts (Tensor or List[Tensor] or Tuple[Tensor]): a tensor to treat as a nested tensor,
             or a list / tuple of tensors with the same ndim.
         dtype (dtype, optional): the desired type. Default: the leftmost tensor's.
         device (device, optional): the desired device. Default: the leftmost tensor's.
-        layout (layout): ``tritongrad.nested.jagged`` (``strided`` is refused).
+        layout (layout, optional): ``tritongrad.strided`` (the default) or
+            ``tritongrad.nested.jagged``.
 
     Example::
 
@@ -145,12 +183,23 @@ def as_nested_tensor(ts, dtype=None, device=None, layout=None) -> NestedTensor:
         raise TypeError("as_nested_tensor(): Expected first argument to be a tensor or a list "
                         "/ tuple of tensors ")
     if isinstance(ts, NestedTensor):
-        if layout is not None and not is_jagged(layout):
+        if layout is not None and layout is not ts.layout:
             raise RuntimeError("as_nested_tensor(): Converting between nested tensor layouts "
                                "is not supported")
         return ts.to(device=device, dtype=dtype) if dtype is not None or device is not None \
             else ts
-    _check_layout("as_nested_tensor", layout)
+    strided = _is_strided(layout)
+    if strided:
+        if isinstance(ts, Tensor):
+            if ts.dim() < 2:
+                raise RuntimeError("as_nested_tensor(): Expected tensor argument to have "
+                                   "dim() > 1")
+            buffer = ts.reshape(-1)
+            if dtype is not None or device is not None:
+                buffer = buffer.to(device=device, dtype=dtype)
+            return wrap(buffer, (tuple(ts.shape[1:]),) * ts.shape[0])
+        buffer, sizes = _pack_strided(_components_of("as_nested_tensor", ts), dtype, device)
+        return wrap(buffer, sizes)
     if isinstance(ts, Tensor):
         if ts.dim() < 2:
             raise RuntimeError("as_nested_tensor(): Expected tensor argument to have dim() > 1")
@@ -246,16 +295,20 @@ def narrow(tensor: Tensor, dim: int, start: int | Tensor, length: int | Tensor,
     shape ``(B,)``. The result is non-contiguous (it has ``lengths()``), as PyTorch's jagged
     ``narrow``: the kind of nested tensor a key/value cache makes.
 
+    With ``layout=tritongrad.strided`` (the default), as PyTorch's: ``tensor`` seen as a
+    strided nested tensor of its B rows, narrowed along the batch dimension (``dim=0``, with
+    integer ``start`` and ``length``), a view of ``tensor``.
+
     Args:
         tensor (Tensor): a strided tensor, the underlying data of the nested tensor (copied
             when it is not contiguous).
-        dim (int): the dimension narrowed: only 1 is supported for the jagged layout.
+        dim (int): the dimension narrowed: 1 for the jagged layout, 0 for the strided one.
         start (int or Tensor): the starting element of each row.
         length (int or Tensor): the number of elements taken in each row.
 
     Keyword arguments:
-        layout (layout): ``tritongrad.nested.jagged`` (``strided``, PyTorch's default, is
-            refused).
+        layout (layout): ``tritongrad.strided`` (the default) or
+            ``tritongrad.nested.jagged``.
 
     Example::
 
@@ -270,9 +323,8 @@ def narrow(tensor: Tensor, dim: int, start: int | Tensor, length: int | Tensor,
     for name, v in (("start", start), ("length", length)):
         if not isinstance(v, (int, Tensor)) or isinstance(v, bool):
             raise RuntimeError(f"{name} must be an integer or a tensor")
-    if layout is tg.strided or layout is None:
-        _check_layout("narrow", None)
-    _check_layout("narrow", layout)
+    if _is_strided(layout):
+        return _narrow_strided(tensor, dim, start, length)
     if dim != 1:
         raise RuntimeError("jagged layout only supports dim=1")
     if not isinstance(tensor, Tensor) or isinstance(tensor, NestedTensor) or tensor.dim() < 2:
@@ -298,6 +350,61 @@ def narrow(tensor: Tensor, dim: int, start: int | Tensor, length: int | Tensor,
     return _make(values, _Ragged.of(offsets, length_t), 1)
 
 
+def _narrow_strided(tensor: Tensor, dim: int, start, length) -> StridedNestedTensor:
+    """PyTorch's strided ``narrow``: the tensor as a nested tensor of its rows, narrowed
+    along the batch dimension (the only one a strided nested tensor narrows)."""
+    if isinstance(start, Tensor) or isinstance(length, Tensor):
+        raise RuntimeError("start and length must be integers for the strided layout NT impl")
+    if dim != 0:
+        raise RuntimeError(f"narrow(): only dim=0 supported for nested tensors, but got: {dim}")
+    if not isinstance(tensor, Tensor) or isinstance(tensor, NestedTensor) or tensor.dim() < 2:
+        raise RuntimeError(f"narrow(): expected a strided tensor of at least 2 dims, got "
+                           f"{_describe(tensor)}")
+    b = tensor.shape[0]
+    if start < 0 or length < 0 or start + length > b:
+        raise RuntimeError(f"narrow(): start {start} and length {length} exceed dimension 0 "
+                           f"of size {b}")
+    rows = tensor.narrow(0, start, length)
+    return wrap(rows.reshape(-1), (tuple(tensor.shape[1:]),) * length)
+
+
+def _pad(t: Tensor, dim: int, size: int, padding: float) -> Tensor:
+    """``t`` padded with ``padding`` at the end of ``dim`` to ``size`` (differentiable)."""
+    missing = size - t.shape[dim]
+    if missing == 0:
+        return t
+    shape = list(t.shape)
+    shape[dim] = missing
+    return tg.cat([t, tg.full(shape, padding, dtype=t.dtype, device=t.device)], dim)
+
+
+def _to_padded_strided(input: StridedNestedTensor, padding: float, output_size) -> Tensor:
+    nd = input.dim()
+    comps = input._components()
+    widths = [max((c.shape[d] for c in comps), default=0) for d in range(nd - 1)]
+    if output_size is not None:
+        output_size = tuple(output_size)
+        if len(output_size) != nd:
+            raise RuntimeError("Length of output_size does not match NestedTensor dims. "
+                               "Broadcasting is not supported.")
+        if output_size[0] < len(comps) or any(n < w for n, w in zip(output_size[1:], widths)):
+            raise RuntimeError("Value in output_size is less than NestedTensor padded size. "
+                               "Truncation is not supported.")
+        widths = list(output_size[1:])
+    padded = []
+    for c in comps:
+        for d, w in enumerate(widths):
+            c = _pad(c, d, w, padding)
+        padded.append(c)
+    if not padded:
+        v = input.values()
+        return tg.full((0, *widths), padding, dtype=v.dtype, device=v.device)
+    out = tg.stack(padded)
+    if output_size is not None:
+        out = _pad(out, 0, output_size[0], padding)
+    return out
+
+
 def to_padded_tensor(input: NestedTensor, padding: float,
                      output_size: Sequence[int] | None = None) -> Tensor:
     """Returns a new (non-nested) tensor by padding the :attr:`input` nested tensor. The
@@ -308,7 +415,8 @@ def to_padded_tensor(input: NestedTensor, padding: float,
         input (NestedTensor): the nested tensor to pad.
         padding (float): the padding value for the trailing entries.
         output_size (Tuple[int], optional): the size of the output tensor; by default the
-            batch size and the largest length. Truncation is not supported.
+            batch size and, in each other dim, the largest component's size. Truncation is not
+            supported.
 
     Example::
 
@@ -317,10 +425,16 @@ def to_padded_tensor(input: NestedTensor, padding: float,
         ...                                      layout=tritongrad.nested.jagged)
         >>> tritongrad.nested.to_padded_tensor(nt, 0.0).shape
         tritongrad.Size([2, 2, 3])
+        >>> st = tritongrad.nested.nested_tensor([tritongrad.ones(2, 3), tritongrad.ones(4, 1)])
+        >>> tritongrad.nested.to_padded_tensor(st, -1.0, output_size=(2, 4, 5)).shape
+        tritongrad.Size([2, 4, 5])
     """
     if not isinstance(input, NestedTensor):
         raise RuntimeError(f"to_padded_tensor(): expected a nested tensor, got "
                            f"{_describe(input)}")
+    if isinstance(input, StridedNestedTensor):
+        with tg.DisableTorchFunctionSubclass():
+            return _to_padded_strided(input, padding, output_size)
     with tg.DisableTorchFunctionSubclass():
         comps = input._components()
         d = input._ragged_idx - 1

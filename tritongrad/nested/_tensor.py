@@ -316,14 +316,15 @@ class NestedTensor(Tensor):
         cached = self.__dict__.get("_nested_grad")
         if cached is not None and cached[0] is g:
             return cached[1]
-        out = like(self, g)
+        out = self._like(g)
         self.__dict__["_nested_grad"] = (g, out)  # (the same object on each read)
         return out
 
     @grad.setter
     def grad(self, value) -> None:
         if isinstance(value, NestedTensor):
-            value = value.values().detach()
+            with tg.DisableTorchFunctionSubclass():
+                value = value.values().detach()
         leaf = self.__dict__.get("_leaf")
         if leaf is not None:
             leaf.grad = value
@@ -333,6 +334,14 @@ class NestedTensor(Tensor):
     @grad.deleter
     def grad(self) -> None:
         self.grad = None
+
+    def _like(self, values: Tensor) -> "NestedTensor":
+        """``values`` (packed as this tensor's) as a nested tensor of this one's structure."""
+        return like(self, values)
+
+    def _new_leaf(self, requires_grad: bool) -> "NestedTensor":
+        """A nested leaf of this structure over this tensor's values, detached."""
+        return _make_leaf(self.values(), self._ragged, self._ragged_idx, requires_grad)
 
     def _view_grad_fn(self):
         # Note [Nested views]: a write through another alias of the values (an in-place op
@@ -363,7 +372,7 @@ class NestedTensor(Tensor):
             raise RuntimeError(f"Only Tensors of floating point and complex dtype can require "
                                f"gradients (got {self.dtype})")
         with tg.DisableTorchFunctionSubclass():
-            new = _make_leaf(self.values(), self._ragged, self._ragged_idx, requires_grad)
+            new = self._new_leaf(requires_grad)
         for f in _FIELDS:  # this object becomes the new alias (its identity is kept)
             setattr(self, f, getattr(new, f))
         self.__dict__.pop("_leaf", None)
