@@ -199,6 +199,17 @@ def write_out(fn: Callable, name: str, form: str, args: tuple, kwargs: dict, out
     return _result(result, out, name)
 
 
+def _sparse_method(name: str, args: tuple):
+    """The method ``name`` of a sparse first argument's class where it has its own (the
+    dense function refused it; PyTorch's functions dispatch on the layout), else None."""
+    from .sparse import SparseBase
+    from .tensor import Tensor
+    if not args or not isinstance(args[0], SparseBase):
+        return None
+    method = getattr(type(args[0]), name, None)
+    return None if method is None or method is getattr(Tensor, name, None) else method
+
+
 def guarded(fn: Callable, name: str, canonical: str | None = None, rename: bool = False,
             module: str | None = None, attr: str | None = None,
             out_form: str | None = None) -> Callable:
@@ -232,6 +243,9 @@ def guarded(fn: Callable, name: str, canonical: str | None = None, rename: bool 
         result = redispatch(op, args, kwargs)
         if result is not NotImplemented:
             return result
+        method = _sparse_method(name, args)
+        if method is not None:  # tg.abs(s): the sparse layout's own method, as s.abs()
+            return method(*args, **kwargs)
         from .checks import argument_error
         error = argument_error(e, fn, name, canonical, args, kwargs)
         if error is None:

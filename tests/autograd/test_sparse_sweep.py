@@ -450,3 +450,20 @@ def test_mm_of_dense_and_sparse_through_the_function():
     np.testing.assert_allclose(tg.mm(d, s).detach().numpy(), d.detach().numpy() @ s.to_dense()
                                .numpy())
     assert gradcheck(lambda x: tg.mm(x, s), (d,))
+
+
+def test_top_level_functions_take_sparse_tensors_as_their_methods_do():
+    # tg.abs(s), tg.transpose(s, 0, 1), ...: PyTorch's functions dispatch on the layout; they
+    # refused sparse tensors here (the methods took them)
+    s = tg.tensor([[0.0, -1.0], [2.0, 0.0]]).to_sparse()
+    d = s.to_dense().numpy()
+    for call, want in ((lambda: tg.abs(s), np.abs(d)), (lambda: tg.neg(s), -d),
+                       (lambda: tg.sin(s), np.sin(d)), (lambda: tg.transpose(s, 0, 1), d.T),
+                       (lambda: tg.mul(s, s), d * d), (lambda: tg.add(s, s), 2 * d),
+                       (lambda: tg.index_select(s, 0, tg.tensor([1])), d[[1]])):
+        r = call()
+        assert r.layout is tg.sparse_coo
+        np.testing.assert_allclose(r.to_dense().numpy(), want)
+    assert tg.sum(s).item() == 1.0
+    with pytest.raises(NotImplementedError, match="does not support sparse COO tensors"):
+        tg.cat([s, s])  # (not built: the first argument is a list)
