@@ -44,7 +44,8 @@ class Adam(Optimizer):
             one parameter at a time; the results are the same to the last bit.
         capturable: keep the step count on the parameters' device, so that ``step()`` can be
             captured in a CUDA graph (Note [capturable Adam]); not with ``fused=True``.
-        differentiable: accepted for compatibility (False only).
+        differentiable: record the update in the autograd graph (through a gradient computed
+            with ``create_graph=True``, to non-leaf parameters), as PyTorch's.
         fused: None (default) uses the backend's fused ``adam_step`` kernel (one launch per
             parameter) when it has one; True requires it; False uses Tensor ops (and no
             multi-tensor kernel).
@@ -80,8 +81,6 @@ class Adam(Optimizer):
         if isinstance(betas[0], Tensor) != isinstance(betas[1], Tensor):
             raise ValueError("betas must be either both floats or both Tensors")
         check_fused_options(fused, foreach, differentiable)
-        if differentiable:
-            raise NotImplementedError("Adam: differentiable is not supported")
         if capturable and fused:
             raise NotImplementedError("Adam: fused=True with capturable=True is not supported "
                                       "(the fused kernels take the step count from the host)")
@@ -89,7 +88,7 @@ class Adam(Optimizer):
                                   "weight_decay": weight_decay, "amsgrad": amsgrad,
                                   "maximize": maximize, "foreach": foreach,
                                   "capturable": bool(capturable),
-                                  "differentiable": False, "fused": fused,
+                                  "differentiable": bool(differentiable), "fused": fused,
                                   "decoupled_weight_decay": decoupled_weight_decay})
 
     @no_grad()
@@ -97,16 +96,18 @@ class Adam(Optimizer):
         """Performs one update of every parameter that has a gradient; returns the closure's
         loss if a closure (re-evaluating the model) is given."""
         loss = self._closure(closure)
-        for group in self.param_groups:
-            self._refuse_sparse_grads(group)
-            params = [p for p in group["params"] if p.grad is not None]
-            if (group["foreach"] is not False and group["fused"] is not False
-                    and not group["amsgrad"] and not group["capturable"] and len(params) > 1
-                    and not _tensor_betas(*group["betas"])  # (Note [Adam's tensor betas])
-                    and multi_tensor(params[0].device) is not None):  # (not on the CPU)
-                params = self._multi_tensor_update(params, group)
-            for p in params:
-                self._update_param(p, group)
+        with self._grad_mode():  # (recorded where differentiable: Note [differentiable])
+            for group in self.param_groups:
+                self._refuse_sparse_grads(group)
+                params = [p for p in group["params"] if p.grad is not None]
+                if (group["foreach"] is not False and group["fused"] is not False
+                        and not group["amsgrad"] and not group["capturable"] and len(params) > 1
+                        and not group["differentiable"]
+                        and not _tensor_betas(*group["betas"])  # (Note [Adam's tensor betas])
+                        and multi_tensor(params[0].device) is not None):  # (not on the CPU)
+                    params = self._multi_tensor_update(params, group)
+                for p in params:
+                    self._update_param(p, group)
         return loss
 
     def _multi_tensor_update(self, params: list, group) -> list:
@@ -175,7 +176,7 @@ class Adam(Optimizer):
             fused = None
         else:
             step = advance_step(step_t)
-            fused = None if _tensor_betas(beta1, beta2) else \
+            fused = None if _tensor_betas(beta1, beta2) or group["differentiable"] else \
                 fused_kernel(group["fused"], "adam_step", p, grad, m, v, vmax)
         if fused is not None:
             fused(p._data, grad._data, m._data, v._data, None if vmax is None else vmax._data,
@@ -188,6 +189,9 @@ class Adam(Optimizer):
                 p.mul_(1 - lr * wd)
             else:
                 g = g.add(p, alpha=wd)
+        if group["differentiable"] and not capturable and not _tensor_betas(beta1, beta2):
+            _differentiable_update(p, g, m, v, vmax, lr, beta1, beta2, eps, step)
+            return
         if not capturable and _tensor_betas(beta1, beta2):
             weight1, beta2, weight2, step_size, bias_correction2_sqrt = \
                 _tensor_beta_scalars(p, lr, beta1, beta2, step)
@@ -203,6 +207,27 @@ class Adam(Optimizer):
         else:
             denom = v.sqrt().div(bias_correction2_sqrt).add(eps)
         p.sub_(m.mul(step_size).div(denom))          # addcdiv_(m, denom, -step_size)
+
+
+def _differentiable_update(p, g, m, v, vmax, lr, beta1, beta2, eps, step: float) -> None:
+    """Note [differentiable Adam]: PyTorch's differentiable step keeps the step count a
+    float32 tensor and takes the bias corrections and step size from it as tensor ops, so
+    they are float32 values (a float64 parameter moves by a float32-rounded step size); the
+    update is written out of place where a saved value would be overwritten (the amsgrad
+    maximum). Its scalars are rounded as PyTorch's, so the values and the gradients through
+    the step agree with PyTorch's to the last digits."""
+    f32 = np.float32
+    s = f32(step)
+    step_size_neg = -(f32(lr) / (f32(1) - f32(beta1) ** s))
+    bias_correction2_sqrt = np.sqrt(f32(1) - f32(beta2) ** s)
+    m.add_(g - m, alpha=1 - beta1)               # lerp_(g, 1 - beta1)
+    v.mul_(beta2).add_(g.mul(1 - beta2).mul(g))  # addcmul_(g, g, value=1 - beta2)
+    if vmax is not None:
+        vmax.copy_(maximum(vmax.clone(), v))     # (a clone: maximum saves its operands)
+        v = vmax
+    denom = v.sqrt().div(float(bias_correction2_sqrt * step_size_neg)).add(
+        float(f32(eps) / step_size_neg))
+    p.add_(m.div(denom))                         # addcdiv_(m, denom)
 
 
 def _tensor_betas(beta1, beta2) -> bool:

@@ -352,9 +352,63 @@ def test_differentiable_refusals():
     z.grad = tg.ones(2, dtype=tg.complex128)
     with pytest.raises(NotImplementedError, match="differentiable=True with complex"):
         opt.step()
-    for cls in (optim.Adam, optim.NAdam, optim.ASGD):
+    for cls in (optim.NAdam, optim.ASGD):
         with pytest.raises(NotImplementedError, match="differentiable"):
             cls([nn.Parameter(tg.ones(2))], differentiable=True)
+
+
+def _adam_differentiable_ref(x, g, lr, betas, eps, wd=0.0, decoupled=False, maximize=False,
+                             amsgrad=False):
+    """One differentiable Adam step in NumPy float64, with PyTorch's float32 scalars (Note
+    [differentiable Adam] in optim/adam.py)."""
+    f32 = np.float32
+    b1, b2 = betas
+    g = -g if maximize else g
+    if wd and decoupled:
+        x = x * (1 - lr * wd)
+    elif wd:
+        g = g + wd * x
+    m, v = (1 - b1) * g, (1 - b2) * g * g
+    step_size_neg = -(f32(lr) / (f32(1) - f32(b1) ** f32(1)))
+    bc2_sqrt = np.sqrt(f32(1) - f32(b2) ** f32(1))
+    denom = np.sqrt(v) / float(bc2_sqrt * step_size_neg) + float(f32(eps) / step_size_neg)
+    return x + m / denom
+
+
+@pytest.mark.parametrize("cls,kw", [
+    (optim.Adam, {}), (optim.AdamW, {}), (optim.Adam, dict(amsgrad=True)),
+    (optim.Adam, dict(weight_decay=0.1, maximize=True)),
+    (optim.AdamW, dict(amsgrad=True, weight_decay=0.05))])
+def test_adam_differentiable_step_and_its_gradients(cls, kw):
+    # Adam/AdamW(differentiable=True) were refused: the step is recorded, its values those
+    # of PyTorch's (float32 scalars), its gradients to the parameter and the gradient exact
+    x0_np, g_np = np.array([0.5, -1.0, 2.0]), np.array([0.3, -0.2, 0.7])
+    x0, g0 = tg.tensor(x0_np, requires_grad=True), tg.tensor(g_np, requires_grad=True)
+
+    def step(x, g):
+        p = x.clone()
+        opt = cls([p], lr=0.1, differentiable=True, **kw)
+        p.grad = g * 1.0
+        opt.step()
+        return p
+
+    wd = kw.get("weight_decay", 0.01 if cls is optim.AdamW else 0.0)
+    want = _adam_differentiable_ref(x0_np, g_np, 0.1, (0.9, 0.999), 1e-8, wd,
+                                    cls is optim.AdamW, kw.get("maximize", False))
+    np.testing.assert_allclose(step(x0, g0).detach().numpy(), want, rtol=1e-15)
+    assert tg.autograd.gradcheck(step, (x0, g0))
+    torch = pytest.importorskip("torch")
+    tx, tgr = (torch.tensor(a, requires_grad=True) for a in (x0_np, g_np))
+    tp = tx.clone()
+    topt = getattr(torch.optim, cls.__name__)([tp], lr=0.1, differentiable=True, **kw)
+    tp.grad = tgr * 1.0
+    topt.step()
+    (tp * tp).sum().backward()
+    p = step(x0, g0)
+    (p * p).sum().backward()
+    np.testing.assert_allclose(p.detach().numpy(), tp.detach().numpy(), rtol=1e-15)
+    np.testing.assert_allclose(x0.grad.numpy(), tx.grad.numpy(), rtol=1e-13)
+    np.testing.assert_allclose(g0.grad.numpy(), tgr.grad.numpy(), rtol=1e-6, atol=1e-12)
 
 
 def test_sgd_non_leaf_parameter_needs_differentiable():
