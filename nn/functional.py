@@ -16,7 +16,8 @@ from ..autograd.dispatch import Primitive as _Primitive
 from ..autograd.dispatch import apply as _apply
 from ..autograd.ops import nn as _nn
 from ..autograd.ops.composite import conj_rule as _conj_rule
-from ..autograd.ops.composite import hardshrink, prelu  # (Tensor methods too: an op row)
+from ..autograd.ops.composite import OPS as _COMPOSITE_ROWS
+from ..autograd.ops.composite import hardshrink  # (a Tensor method too: an op row)
 from ..autograd.ops.elementwise import broadcast_shapes as _broadcast_shapes
 from ..autograd.ops.linalg import addmm_node as _addmm_node
 from ..autograd.ops.pointwise import sigmoid as _sigmoid
@@ -48,6 +49,10 @@ __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
            "triplet_margin_with_distance_loss", "unfold"]
 
 _REDUCTIONS = ("none", "mean", "sum")
+
+# (an op row, a Tensor method too: the row's function, with its autocast policy, so that
+# F.prelu is tg.prelu)
+prelu = next(row.impl for row in _COMPOSITE_ROWS if row.name == "prelu")
 
 
 def _floating_only(input: Tensor, kernel: str) -> None:

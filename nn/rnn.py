@@ -29,6 +29,7 @@ import warnings
 from ..autograd import checks
 from ..autograd.dispatch import dual_levels
 from ..autograd.ops.creation import zeros
+from ..autograd.autocast import autocast_op
 from ..autograd.ops.recurrent import rnn_layer
 from ..autograd.ops.shape import cat, stack
 from ..autograd.tensor import Tensor
@@ -327,6 +328,8 @@ class RNNBase(Module):
             x = x.transpose(0, 1)
         return x, (state if lstm else state[0])
 
+    # (autocast: a layer is one lower-precision op, as PyTorch's mkldnn/cudnn RNN layers)
+    @autocast_op("lower")
     def _run(self, x: Tensor, h: Tensor, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse: bool,
              batch_sizes: list | None = None):
         """One layer in one direction over the sequence x (L, N, H_in), or, with

@@ -532,7 +532,7 @@ OPS = (
     OpInfo("logaddexp", logaddexp, dtypes="floats, complex",
            grad="g sigmoid(a - b), g sigmoid(b - a)"),
     # (unguarded: tg.prelu is F.prelu is Tensor.prelu, and they check their own arguments)
-    OpInfo("prelu", prelu, dtypes="floats", guard=False,
+    OpInfo("prelu", prelu, dtypes="floats", guard=False, autocast="lower",
            grad="g where x > 0, else weight g; weight: the sum of g x where x <= 0"),
     OpInfo("hardshrink", hardshrink, dtypes="floats", guard=False,
            grad="g where abs(x) > lambd, else 0"),

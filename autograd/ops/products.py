@@ -311,7 +311,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
 OPS = (
     OpInfo("kron", kron, dtypes="promoted", grad="through its parts (mul)"),
     OpInfo("tensordot", tensordot, method=False, dtypes="one dtype",
-           grad="through its parts (matmul)", flops=None),
+           grad="through its parts (matmul)", flops=None, autocast="lower"),
     OpInfo("cross", cross, dtypes="promoted", grad="g x b, a x g (through its parts)"),
     OpInfo("meshgrid", meshgrid, method=False, dtypes="one dtype", grad="expanded views"),
     OpInfo("cartesian_prod", cartesian_prod, method=False, dtypes="one dtype",
