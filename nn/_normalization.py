@@ -190,7 +190,7 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
              eps: float | None = None) -> Tensor:
     """Applies Root Mean Square Layer Normalization over the trailing ``normalized_shape``
     dims: y = x / sqrt(mean(x^2) + eps) * weight. ``eps=None`` uses the machine epsilon of
-    ``input``'s dtype (``torch.finfo(input.dtype).eps``)."""
+    the dtype it computes in (``input``'s; float32 for float16 and bfloat16 inputs)."""
     checks.tensor_arg(input, "rms_norm")
     _check_float(input, "rms_norm")
     if isinstance(normalized_shape, int):
@@ -204,7 +204,13 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
     if weight is not None and tuple(weight.shape) != normalized_shape:
         raise RuntimeError(f"rms_norm: expected weight of shape {list(normalized_shape)}, got "
                            f"{list(weight.shape)}")
-    eps = _finfo_eps(input.dtype) if eps is None else eps
+    # PyTorch's: float16/bfloat16 are normalized in float32 (their "opmath" type, whose
+    # epsilon is the default eps: bfloat16's own, 2^-7, was 6% off for small rows), the
+    # weight applied after the cast back
+    half = input.dtype.is_floating_point and input.dtype.itemsize == 2
+    x = input.float() if half else input
+    eps = _finfo_eps(x.dtype) if eps is None else eps
     dims = tuple(range(input.ndim - k, input.ndim))
-    y = input * ((input * input).mean(dim=dims, keepdim=True) + eps).rsqrt()
+    y = x * ((x * x).mean(dim=dims, keepdim=True) + eps).rsqrt()
+    y = y.to(input.dtype) if half else y
     return y * weight if weight is not None else y

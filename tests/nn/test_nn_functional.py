@@ -596,3 +596,14 @@ def test_one_hot():
     out = F.one_hot(tg.tensor([0, 2, 1]), 4)
     assert out.dtype is tg.int64
     np.testing.assert_array_equal(host(out), np.eye(4, dtype=np.int64)[[0, 2, 1]])
+
+
+def test_rms_norm_of_half_inputs_computes_in_float32():
+    # PyTorch normalizes float16/bfloat16 in float32, whose epsilon is the default eps
+    # (bfloat16's own, 2^-7, made a row of small values 6% too small)
+    x = np.arange(16.0).reshape(4, 4) / 10 + 0.05
+    want = x / np.sqrt((x * x).mean(1, keepdims=True) + np.finfo(np.float32).eps)
+    for dt in (tg.bfloat16, tg.float16):
+        y = F.rms_norm(tg.tensor(x, dtype=dt), (4,))
+        assert y.dtype is dt
+        np.testing.assert_allclose(y.float().numpy(), want, rtol=1e-2)
