@@ -88,6 +88,16 @@ class _MmDenseGrad(Function):
 _MmDenseGrad._backward_cls.__name__ = _MmDenseGrad._backward_cls.__qualname__ = "MmBackward0"
 
 
+def _check_product(op: str, a, b) -> None:
+    """The shape and dtype checks of the matrix product ``a @ b`` (2-D operands)."""
+    if a.shape[1] != b.shape[0]:
+        raise RuntimeError(f"{op}: mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x"
+                           f"{a.shape[1]} and {b.shape[0]}x{b.shape[1]})")
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"{op}: expected mat1 and mat2 to have the same dtype, but got: "
+                           f"{a.dtype} != {b.dtype}")
+
+
 def sparse_sparse_mm(op: str, a: SparseTensor, b: SparseTensor) -> SparseTensor:
     """``a @ b`` of two 2-D COO matrices: sparse and coalesced, holding the elements some
     product ``a[i, k] * b[k, j]`` reaches; differentiable in both values (each gradient
@@ -97,12 +107,7 @@ def sparse_sparse_mm(op: str, a: SparseTensor, b: SparseTensor) -> SparseTensor:
             raise RuntimeError(f"{op}: expected {name} to be a 2-D sparse COO matrix with 2 "
                                f"sparse dims, got shape {list(t.shape)} with sparse_dim "
                                f"{t.sparse_dim()}")
-    if a.shape[1] != b.shape[0]:
-        raise RuntimeError(f"{op}: mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x"
-                           f"{a.shape[1]} and {b.shape[0]}x{b.shape[1]})")
-    if a.dtype is not b.dtype:
-        raise RuntimeError(f"{op}: expected mat1 and mat2 to have the same dtype, but got: "
-                           f"{a.dtype} != {b.dtype}")
+    _check_product(op, a, b)
     a, b = a.coalesce(), b.coalesce()
     (ia, va, _), (_, vb, _) = a._parts(), b._parts()
     ha, hb = _host_indices(a), _host_indices(b)
@@ -554,12 +559,7 @@ def rmatmul(input: SparseTensor, other: Tensor) -> Tensor:
     if input.ndim != 2 or input.sparse_dim() != 2:
         raise RuntimeError(f"matmul: expected a 2-D sparse COO matrix with 2 sparse dims, got "
                            f"shape {list(input.shape)}")
-    if d.shape[1] != input.shape[0]:
-        raise RuntimeError(f"matmul: mat1 and mat2 shapes cannot be multiplied ({d.shape[0]}x"
-                           f"{d.shape[1]} and {input.shape[0]}x{input.shape[1]})")
-    if d.dtype is not input.dtype:
-        raise RuntimeError(f"matmul: expected mat1 and mat2 to have the same dtype, but got: "
-                           f"{d.dtype} != {input.dtype}")
+    _check_product("matmul", d, input)
     out = _DenseMm.apply(d, input)
     return out.reshape(-1) if other.ndim == 1 else out
 

@@ -59,17 +59,8 @@ prod = math.prod
 
 class _OpKey(OpOverloadPacket):
     """An op as the registry and the counts key it (PyTorch keys them by ``aten.mm``): one key
-    per op name, equal to any ``tg.ops`` packet of the same op; ``str`` gives ``aten.mm``."""
-
-    def __eq__(self, other) -> bool:
-        name = getattr(other, "_qualname", None)
-        return NotImplemented if name is None else name == self._qualname
-
-    def __hash__(self) -> int:
-        return hash(self._qualname)
-
-    def __str__(self) -> str:
-        return self._qualname.replace("::", ".")
+    per op name, equal to any ``tg.ops`` packet of the same op (OpOverloadPacket compares by
+    name); ``str`` gives ``aten.mm``."""
 
 
 _KEYS: dict[str, _OpKey] = {}

@@ -529,31 +529,37 @@ def _key(func) -> str | None:
     return f"{getattr(func, '__module__', '')}.{qual}"
 
 
-_TABLE: dict | None = None
+class OpTable:
+    """A layout's ops: the table ``build()`` makes (on first use), ``handle`` (the layout's
+    ``__torch_function__``) and ``supported``."""
+
+    def __init__(self, build, layout: str):
+        self._build, self._layout, self._table = build, layout, None
+
+    def _get(self) -> dict:
+        if self._table is None:
+            self._table = self._build()
+        return self._table
+
+    def handle(self, cls: type, func, types: tuple, args: tuple, kwargs: dict):
+        """The op's handler, run with subclass dispatch off, or a NotImplementedError naming
+        the op."""
+        key = _key(func)
+        handler = self._get().get(key)
+        if handler is None:
+            if not all(issubclass(cls, t) for t in types):
+                return NotImplemented
+            name = key or getattr(func, "__name__", repr(func))
+            name = name.replace("tritongrad.nn.functional.", "F.").replace("tritongrad.", "")
+            raise NotImplementedError(f"{name} does not support nested tensors ({self._layout} "
+                                      f"layout); docs/nested.md lists the supported ops")
+        with tg.DisableTorchFunctionSubclass():
+            return handler(func, args, kwargs)
+
+    def supported(self) -> list:
+        """The public names of the ops the layout handles (for docs and tests)."""
+        return sorted(self._get())
 
 
-def handle(cls: type, func, types: tuple, args: tuple, kwargs: dict):
-    """NestedTensor's ``__torch_function__``: the op's handler, run with subclass dispatch
-    off, or a NotImplementedError naming the op."""
-    global _TABLE
-    if _TABLE is None:
-        _TABLE = _build()
-    key = _key(func)
-    handler = _TABLE.get(key)
-    if handler is None:
-        if not all(issubclass(cls, t) for t in types):
-            return NotImplemented
-        name = key or getattr(func, "__name__", repr(func))
-        name = name.replace("tritongrad.nn.functional.", "F.").replace("tritongrad.", "")
-        raise NotImplementedError(f"{name} does not support nested tensors (jagged layout); "
-                                  f"docs/nested.md lists the supported ops")
-    with tg.DisableTorchFunctionSubclass():
-        return handler(func, args, kwargs)
-
-
-def supported() -> list:
-    """The public names of the ops nested tensors handle (for docs and tests)."""
-    global _TABLE
-    if _TABLE is None:
-        _TABLE = _build()
-    return sorted(_TABLE)
+_JAGGED = OpTable(_build, "jagged")
+handle, supported = _JAGGED.handle, _JAGGED.supported  # (NestedTensor's __torch_function__)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import tritongrad as tg
 from tritongrad.autograd.tensor import Tensor, wrap_dim
 
-from ._ops import _INPLACE_OPERATORS, _NO_BROADCAST, _OPERATORS, FUNCTIONAL_POINTWISE, \
-    POINTWISE, _arg, _key, _name
+from ._ops import _INPLACE_OPERATORS, _NO_BROADCAST, _OPERATORS, FUNCTIONAL_POINTWISE, OpTable, \
+    POINTWISE, _arg, _key, _name, _to_padded
 from ._strided import StridedNestedTensor, _numel, pack, wrap
 from ._tensor import NestedTensor
 
@@ -361,11 +361,6 @@ def _own_method(name: str):
     return handler
 
 
-def _to_padded(func, args, kwargs):
-    from . import to_padded_tensor
-    return to_padded_tensor(*args, **kwargs)
-
-
 def _build() -> dict:
     table: dict = {}
 
@@ -412,31 +407,5 @@ def _build() -> dict:
     return table
 
 
-_TABLE: dict | None = None
-
-
-def handle(cls: type, func, types: tuple, args: tuple, kwargs: dict):
-    """StridedNestedTensor's ``__torch_function__``: the op's handler, run with subclass
-    dispatch off, or a NotImplementedError naming the op."""
-    global _TABLE
-    if _TABLE is None:
-        _TABLE = _build()
-    key = _key(func)
-    handler = _TABLE.get(key)
-    if handler is None:
-        if not all(issubclass(cls, t) for t in types):
-            return NotImplemented
-        name = key or getattr(func, "__name__", repr(func))
-        name = name.replace("tritongrad.nn.functional.", "F.").replace("tritongrad.", "")
-        raise NotImplementedError(f"{name} does not support nested tensors (strided layout); "
-                                  f"docs/nested.md lists the supported ops")
-    with tg.DisableTorchFunctionSubclass():
-        return handler(func, args, kwargs)
-
-
-def supported() -> list:
-    """The public names of the ops strided nested tensors handle (for docs and tests)."""
-    global _TABLE
-    if _TABLE is None:
-        _TABLE = _build()
-    return sorted(_TABLE)
+_STRIDED = OpTable(_build, "strided")
+handle, supported = _STRIDED.handle, _STRIDED.supported  # (StridedNestedTensor's dispatch)
