@@ -350,8 +350,9 @@ def _new_node(op, inputs, dev):
 #   op refuses complex tensors that need gradients, with PyTorch's message, rather than
 #   give wrong ones. Forward mode needs no conjugation: a holomorphic op's tangent is
 #   f'(z) t, its real ``jvp`` formula applied to complex values; the others give a
-#   ``complex_jvp`` (abs: Re(conj(z) t) / |z|) or refuse (``_complex_jvp``). Complex tensors work on both backends (the Triton one computes on pairs
-#   of float lanes: Note [complex lanes] in kernels/triton/complex.py).
+#   ``complex_jvp`` (abs: Re(conj(z) t) / |z|) or refuse (``_complex_jvp``). Complex
+#   tensors work on both backends (the Triton one computes on pairs of float lanes: Note
+#   [complex lanes] in kernels/triton/complex.py).
 _HOLOMORPHIC = frozenset((
     "add", "sub", "rsub", "mul", "div", "neg", "reciprocal", "exp", "log", "expm1", "log1p",
     "sin", "cos", "tan", "tanh", "sigmoid", "sqrt", "rsqrt", "pow", "mm", "addmm", "bmm", "sum",

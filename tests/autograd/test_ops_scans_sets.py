@@ -288,7 +288,8 @@ def test_unique_values_require_grad_without_a_derivative():
         res = res if isinstance(res, tuple) else (res,)
         assert res[0].requires_grad and not any(r.requires_grad for r in res[1:])
         assert res[0].grad_fn.name() == node
-        with pytest.raises(NotImplementedError, match=f"the derivative for '{op}' is not implemented"):
+        with pytest.raises(NotImplementedError,
+                           match=f"the derivative for '{op}' is not implemented"):
             res[0].sum().backward()
     with tg.no_grad():
         assert not tg.unique(x).requires_grad
