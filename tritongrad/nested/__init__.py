@@ -440,15 +440,7 @@ def to_padded_tensor(input: NestedTensor, padding: float,
         d = input._ragged_idx - 1
         width = max((c.shape[d] for c in comps), default=0)
 
-        def pad(t: Tensor, dim: int, size: int) -> Tensor:
-            missing = size - t.shape[dim]
-            if missing == 0:
-                return t
-            shape = list(t.shape)
-            shape[dim] = missing
-            return tg.cat([t, tg.full(shape, padding, dtype=t.dtype, device=t.device)], dim)
-
-        out = tg.stack([pad(c, d, width) for c in comps])
+        out = tg.stack([_pad(c, d, width, padding) for c in comps])
         if output_size is not None:
             output_size = tuple(output_size)
             if len(output_size) != out.dim():
@@ -458,7 +450,7 @@ def to_padded_tensor(input: NestedTensor, padding: float,
                 if n < out.shape[i]:
                     raise RuntimeError("Value in output_size is less than NestedTensor padded "
                                        "size. Truncation is not supported.")
-                out = pad(out, i, n)
+                out = _pad(out, i, n, padding)
     return out
 
 

@@ -413,11 +413,17 @@ def _getitem(func, args: tuple, kwargs: dict):
                        f"dimension only (got {index!r})")
 
 
-def _select(func, args: tuple, kwargs: dict):
-    nt = args[0]
-    if wrap_dim(_arg(args, kwargs, 1, "dim"), nt.dim(), "select") != 0:
-        raise RuntimeError("select(): only supported for NestedTensor on dim=0")
-    return _getitem(func, (nt, _arg(args, kwargs, 2, "index")), {})
+def select_via(getitem):
+    """``select(nt, 0, i)`` as the layout's ``getitem(nt, i)`` (the batch dim only)."""
+    def select(func, args: tuple, kwargs: dict):
+        nt = args[0]
+        if wrap_dim(_arg(args, kwargs, 1, "dim"), nt.dim(), "select") != 0:
+            raise RuntimeError("select(): only supported for NestedTensor on dim=0")
+        return getitem(func, (nt, _arg(args, kwargs, 2, "index")), {})
+    return select
+
+
+_select = select_via(_getitem)
 
 
 # -- attention ----------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import tritongrad as tg
 from tritongrad.autograd.tensor import Tensor, wrap_dim
 
 from ._ops import _INPLACE_OPERATORS, _NO_BROADCAST, _OPERATORS, FUNCTIONAL_POINTWISE, OpTable, \
-    POINTWISE, _arg, _key, _name, _to_padded
+    POINTWISE, _arg, _key, _name, _to_padded, select_via
 from ._strided import StridedNestedTensor, _numel, pack, wrap
 from ._tensor import NestedTensor
 
@@ -317,11 +317,7 @@ def _getitem(func, args: tuple, kwargs: dict):
                               f"that component) is supported")
 
 
-def _select(func, args: tuple, kwargs: dict):
-    nt = args[0]
-    if wrap_dim(_arg(args, kwargs, 1, "dim"), nt.dim(), "select") != 0:
-        raise RuntimeError("select(): only supported for NestedTensor on dim=0")
-    return _getitem(func, (nt, _arg(args, kwargs, 2, "index")), {})
+_select = select_via(_getitem)
 
 
 # -- attention ----------------------------------------------------------------------------------
