@@ -14,6 +14,7 @@ from ..autograd.autocast import autocast_op as _autocast
 from ..autograd.observe import observed_op as _observed_op
 from ..autograd.dispatch import Primitive as _Primitive
 from ..autograd.dispatch import apply as _apply
+from ..autograd.ops import activations as _act
 from ..autograd.ops import nn as _nn
 from ..autograd.ops.composite import conj_rule as _conj_rule
 from ..autograd.ops.composite import OPS as _COMPOSITE_ROWS
@@ -108,13 +109,7 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     returns ``input``."""
     if inplace:
         return _inplace(input, silu)
-    checks.tensor_arg(input, "silu")
-    _floating_only(input, "silu")
-    # silu(-inf) is -inf * 0 = NaN (PyTorch), value and gradient; the CPU sigmoid clips its
-    # argument (exp would overflow) and gives a tiny positive number at -inf instead of 0, so
-    # -inf * that would be -inf: NaN there, which makes the product NaN both ways
-    s = _sigmoid(input).where(input != -math.inf, math.nan)
-    return input * s
+    return _act.silu(input)
 
 
 def _inplace(input: Tensor, fn, *args) -> Tensor:
@@ -170,21 +165,14 @@ def _softplus_unit(z: Tensor) -> Tensor:
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """Softplus(x) = 1/beta * log(1 + exp(beta * x)), reverting to the linear function x
     where beta * x > threshold (for numerical stability)."""
-    checks.tensor_arg(input, "softplus")
-    _floating_only(input, "softplus")
-    bx = input * beta if beta != 1.0 else input
-    linear_part = bx > threshold
-    soft = _softplus_unit(bx.where(linear_part.logical_not(), 0.0))
-    return input.where(linear_part, soft / beta if beta != 1.0 else soft)
+    return _act.softplus(input, beta, threshold)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """Mish(x) = x * tanh(softplus(x)), elementwise."""
     if inplace:
         return _inplace(input, mish)
-    checks.tensor_arg(input, "mish")
-    _floating_only(input, "mish")
-    return input * _tanh(softplus(input))
+    return _act.mish(input)
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
@@ -195,13 +183,7 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
         raise ValueError("hardtanh: min_val cannot be greater than max_val")
     if inplace:
         return _inplace(input, hardtanh, min_val, max_val)
-    checks.tensor_arg(input, "hardtanh")
-    if input.dtype.name == "bool":
-        raise RuntimeError("hardtanh: Bool inputs not supported for hardtanh")
-    if not (input.dtype.is_floating_point or input.dtype.is_complex):  # (keeps integer dtypes)
-        min_val, max_val = int(min_val), int(max_val)
-    inside = (input > min_val).logical_and(input < max_val)
-    return input.where(inside, input.detach().clamp(min_val, max_val))
+    return _act.hardtanh(input, min_val, max_val)
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
@@ -255,10 +237,7 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     gradient is the outer piece's, 0 and 1, as PyTorch's)."""
     if inplace:
         return _inplace(input, hardswish)
-    checks.tensor_arg(input, "hardswish")
-    _floating_only(input, "hardswish")
-    middle = input * (input + 3) / 6
-    return middle.where(input > -3, 0.0).where(input < 3, input)
+    return _act.hardswish(input)
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
@@ -266,17 +245,12 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     1/6 strictly inside (-3, 3), 0 elsewhere."""
     if inplace:
         return _inplace(input, hardsigmoid)
-    checks.tensor_arg(input, "hardsigmoid")
-    _floating_only(input, "hardsigmoid")
-    inside = (input > -3).logical_and(input < 3)
-    return (input / 6 + 0.5).where(inside, (input.detach() > 0).to(input.dtype))
+    return _act.hardsigmoid(input)
 
 
 def logsigmoid(input: Tensor) -> Tensor:
     """log(sigmoid(x)) = -softplus(-x), computed without overflow."""
-    checks.tensor_arg(input, "logsigmoid")
-    _floating_only(input, "log_sigmoid")
-    return _softplus_unit(-input).neg()
+    return _act.logsigmoid(input)
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
