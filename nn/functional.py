@@ -10,10 +10,12 @@ import math
 import warnings
 
 from ..autograd import checks
+from ..autograd import grad_mode as _grad_mode
 from ..autograd.autocast import autocast_op as _autocast
 from ..autograd.observe import observed_op as _observed_op
 from ..autograd.dispatch import Primitive as _Primitive
 from ..autograd.dispatch import apply as _apply
+from ..autograd.dispatch import elementwise_jvp as _elementwise_jvp
 from ..autograd.ops import activations as _act
 from ..autograd.ops import nn as _nn
 from ..autograd.ops.composite import conj_rule as _conj_rule
@@ -149,16 +151,6 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(input, elu, alpha)
     return _nn.elu(input, alpha)
-
-
-def _softplus_unit(z: Tensor) -> Tensor:
-    """log(1 + exp(z)) without overflow, with the exact gradient sigmoid(z) everywhere
-    (z = 0 included): each branch of the where sees only arguments <= 0 to exp, and its
-    masked argument carries no gradient where the other branch is taken."""
-    pos = z > 0
-    zp = z.where(pos, 0.0)
-    zn = z.where(pos.logical_not(), 0.0)
-    return (zp + zp.neg().exp().log1p()).where(pos, zn.exp().log1p())
 
 
 @_autocast("float32 on cuda")
@@ -741,7 +733,7 @@ class MseLossBackward0(_Primitive):
     def forward(ctx, k, x, t, reduction):
         ctx.reduction = reduction
         d = k.sub(x, t)
-        return _mse_reduce(ctx, k, k.mul(d, d), reduction)
+        return _reduce_elements(ctx, k, k.mul(d, d), reduction)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
@@ -750,7 +742,7 @@ class MseLossBackward0(_Primitive):
         if ctx.reduction == "none":
             gx = k.mul(k.mul(d, 2.0), g)
         else:  # (g is 0-d: scaled first, one full-size product)
-            gx = k.mul(d, k.mul(g, 2.0 / (_mse_count(d.shape) if ctx.reduction == "mean" else 1)))
+            gx = k.mul(d, k.mul(g, 2.0 / (_element_count(d.shape) if ctx.reduction == "mean" else 1)))
         need_x, need_t = ctx.needs_input_grad
         return gx if need_x else None, k.neg(gx) if need_t else None
 
@@ -760,20 +752,20 @@ class MseLossBackward0(_Primitive):
     def jvp(ctx, k, primals, tangents, out, reduction):
         (x, t), (tx, tt) = primals, tangents
         dt = tx if tt is None else k.neg(tt) if tx is None else k.sub(tx, tt)
-        return _mse_reduce(ctx, k, k.mul(k.mul(k.sub(x, t), dt), 2.0), reduction)
+        return _reduce_elements(ctx, k, k.mul(k.mul(k.sub(x, t), dt), 2.0), reduction)
 
 
-def _mse_count(shape) -> int | float:
+def _element_count(shape) -> int | float:
     """The divisor of a "mean" over ``shape``: its element count (NaN for none, as mean's)."""
     return math.prod(shape) or math.nan
 
 
-def _mse_reduce(ctx, k, a, reduction: str):
+def _reduce_elements(ctx, k, a, reduction: str):
     """``a`` summed or averaged over all its elements, or as it is for "none"."""
     if reduction == "none":
         return a
     s = k.sum(a, tuple(range(len(a.shape))), False)
-    return s if reduction == "sum" else k.div(s, _mse_count(a.shape))
+    return s if reduction == "sum" else k.div(s, _element_count(a.shape))
 
 
 @_autocast("float32")
@@ -990,11 +982,148 @@ def _weighted(loss: Tensor, weight: Tensor | None) -> Tensor:
     return loss if weight is None else loss * weight
 
 
-def _clamped_log(p: Tensor) -> Tensor:
-    """max(log(p), -100) for p in [0, 1], with a zero gradient at p = 0: the log reads 1 there
-    (log(0) = -inf would turn the selection's zero gradient into 0 * inf = NaN)."""
-    positive = p > 0
-    return p.where(positive, 1.0).log().where(positive, -100.0).clamp(min=-100.0)
+def _log_or(k, a, at_zero: float):
+    """log(a) for a >= 0, ``at_zero`` where a is 0 (no log(0) is evaluated: its -inf would
+    warn, and turn a selected-away branch's zero gradient into NaN when recorded)."""
+    pos = k.gt(a, 0.0)
+    return k.where(pos, k.log(k.where(pos, a, 1.0)), at_zero)
+
+
+def _bce_logs(k, x):
+    """(log(x), log(1 - x)), each clamped to >= -100 as PyTorch's kernel does."""
+    return (k.maximum(_log_or(k, x, -100.0), -100.0),
+            k.maximum(_log_or(k, k.add(k.neg(x), 1.0), -100.0), -100.0))
+
+
+def _loss_jvp(ctx, k, primals, tangents, out, *params):
+    """The jvp of an elementwise loss then its reduction: the vjp's per-element terms with the
+    tangents in place of the gradient (scaled for "mean" by the vjp), summed unless "none"."""
+    total = _elementwise_jvp(ctx, k, primals, tangents, out)
+    if ctx.reduction == "none" or total is None:
+        return total
+    return k.sum(total, tuple(range(len(total.shape))), False)
+
+
+def _scaled(k, g, reduction: str, shape):
+    """The output gradient (or tangent) ``g`` as each element's factor: "mean" divides by
+    the element count."""
+    return k.div(g, _element_count(shape)) if reduction == "mean" else g
+
+
+class BinaryCrossEntropyBackward0(_Primitive):
+    """-w (t log(x) + (1 - t) log(1 - x)), each log clamped to >= -100, per element or
+    reduced, as one node saving its inputs (PyTorch's ``binary_cross_entropy``). Inputs
+    (x, t) or (x, t, weight); the weight broadcasts to x and gets no gradient. PyTorch's
+    gradients: dx = g w (x - t) / max(x (1 - x), 1e-12), dt = -g w logit(x) (unclamped)."""
+
+    __slots__ = ()
+    op_name = "binary_cross_entropy"
+    save_inputs = (0, 1)
+    jvp = staticmethod(_loss_jvp)
+
+    @staticmethod
+    def forward(ctx, k, x, t, *rest):
+        reduction = ctx.reduction = rest[-1]
+        log_x, log_1mx = _bce_logs(k, x)
+        loss = k.sub(k.mul(t, k.sub(log_1mx, log_x)), log_1mx)
+        if len(rest) == 2:
+            loss = k.mul(loss, rest[0])
+        return _reduce_elements(ctx, k, loss, reduction)
+
+    @staticmethod
+    def _derivatives(ctx, k, saved, g):
+        """(dloss/dx, dloss/dt) per element times ``g`` (None where not needed)."""
+        x, t, *w = saved
+        g = _scaled(k, g, ctx.reduction, x.shape)
+        if w:
+            g = k.mul(g, w[0])
+        need = ctx.needs_input_grad
+        dx = dt = None
+        if need[0]:
+            v = k.mul(k.add(k.neg(x), 1.0), x)
+            denom = k.where(k.gt(v, 1e-12), v, 1e-12)  # max(v, 1e-12) (traced has no maximum)
+            dx = k.mul(g, k.div(k.sub(x, t), denom))
+        if need[1]:  # -logit(x) = log(1 - x) - log(x), infinite at 0 and 1 as PyTorch's
+            logit = k.sub(_log_or(k, x, -math.inf), _log_or(k, k.add(k.neg(x), 1.0), -math.inf))
+            dt = k.mul(g, k.neg(logit))
+        return dx, dt
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        dx, dt = BinaryCrossEntropyBackward0._derivatives(ctx, k, saved, g)
+        return (dx, dt) if len(saved) == 2 else (dx, dt, None)
+
+
+class BinaryCrossEntropyWithLogitsBackward0(_Primitive):
+    """-w (p t log(sigmoid(x)) + (1 - t) log(1 - sigmoid(x))) in the stable form
+    (1 - t) x + (1 + (p - 1) t) softplus(-x), per element or reduced, as one node saving its
+    inputs (PyTorch's ``binary_cross_entropy_with_logits``). Inputs (x, t, weight,
+    pos_weight), the two weights optional (``ctx.weights``: which are given); they broadcast
+    and get no gradient. dx = g w ((p t + 1 - t) sigmoid(x) - p t), dt = g w (p softplus(-x)
+    - softplus(x))."""
+
+    __slots__ = ()
+    op_name = "binary_cross_entropy_with_logits"
+    save_inputs = (0, 1)
+    jvp = staticmethod(_loss_jvp)
+
+    @staticmethod
+    def forward(ctx, k, x, t, *rest):
+        *weights, (has_w, has_p), reduction = rest
+        ctx.reduction, ctx.weights = reduction, (has_w, has_p)
+        w = weights[0] if has_w else None
+        p = weights[-1] if has_p else None
+        sp = _act.softplus_of_neg(k, x)
+        if p is not None:  # 1 + (p - 1) t
+            sp = k.mul(sp, k.add(k.mul(k.sub(p, 1.0), t), 1.0))
+        loss = k.add(k.mul(_act.one_minus(k, t), x), sp)
+        if w is not None:
+            loss = k.mul(loss, w)
+        return _reduce_elements(ctx, k, loss, reduction)
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        x, t, *weights = saved
+        has_w, has_p = ctx.weights
+        w = weights[0] if has_w else None
+        p = weights[-1] if has_p else None
+        g = _scaled(k, g, ctx.reduction, x.shape)
+        if w is not None:
+            g = k.mul(g, w)
+        need = ctx.needs_input_grad
+        dx = dt = None
+        if need[0]:
+            s = _act.sigmoid_of(k, x)
+            if p is None:
+                dx = k.mul(g, k.sub(s, t))
+            else:
+                pt = k.mul(p, t)
+                dx = k.mul(g, k.sub(k.mul(k.add(_act.one_minus(k, t), pt), s), pt))
+        if need[1]:
+            sp_neg = _act.softplus_of_neg(k, x)
+            sp_pos = k.add(sp_neg, x)  # softplus(x) = softplus(-x) + x
+            dt = k.mul(g, k.sub(sp_neg if p is None else k.mul(p, sp_neg), sp_pos))
+        return (dx, dt) + (None,) * len(weights)
+
+
+def _saving_all(op: type, n: int) -> type:
+    """``op`` saving all of its ``n`` inputs (the losses' optional weights)."""
+    if n == len(op.save_inputs):
+        return op
+    return op.variant(op.__name__, op.op_name, save_inputs=tuple(range(n)))
+
+
+_WEIGHTED = {n: _saving_all(BinaryCrossEntropyWithLogitsBackward0, n) for n in (2, 3, 4)}
+_WEIGHTED_BCE = _saving_all(BinaryCrossEntropyBackward0, 3)
+
+
+def _not_differentiable(op: str, **tensors) -> None:
+    """PyTorch's refusal of an argument its op has no derivative for, when it requires grad
+    and gradients are being recorded."""
+    for name, t in tensors.items():
+        if t is not None and t.requires_grad and _grad_mode.is_grad_enabled():
+            raise RuntimeError(f"The function '{op}' is not differentiable with respect to "
+                               f"argument '{name}'. This input cannot have requires_grad True.")
 
 
 @_autocast("float32 on cpu, banned on cuda")
@@ -1003,9 +1132,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     """Measure Binary Cross Entropy between the target and input probabilities:
     -w * (t * log(x) + (1 - t) * log(1 - x)), each log clamped to >= -100 (as PyTorch, so a
     probability of exactly 0 or 1 gives a finite loss). ``weight`` is broadcast to the input.
-
-    The gradient is that of the clamped formula: 0 where a log is clamped (PyTorch's kernel
-    instead divides by max(x (1 - x), 1e-12) there)."""
+    One ``BinaryCrossEntropyBackward0`` node with PyTorch's gradients (the input's divides
+    by max(x (1 - x), 1e-12), the target's is -logit(x)); ``weight`` has none."""
     _loss_operands("binary_cross_entropy", input, target)
     reduction = _reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
@@ -1019,8 +1147,10 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                            f"{checks.scalar_type_name(input.dtype)}")
     if input.numel() and bool(((input < 0).logical_or(input > 1)).any().item()):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    loss = -(target * _clamped_log(input) + (1.0 - target) * _clamped_log(1.0 - input))
-    return _reduce(_weighted(loss, weight), reduction)
+    _not_differentiable("binary_cross_entropy", weight=weight)
+    if weight is None:
+        return _apply(BinaryCrossEntropyBackward0, (input, target), reduction)
+    return _apply(_WEIGHTED_BCE, (input, target, weight.to(input.dtype)), reduction)
 
 
 def _size(t: Tensor) -> str:
@@ -1049,13 +1179,13 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     _floating_only(input, "log_sigmoid")
     if not (target.dtype.is_floating_point or target.dtype.is_complex):
         raise _cast_error("binary_cross_entropy_with_logits", "Float", target.dtype)
-    sp = _softplus_unit(input.neg())
     if pos_weight is not None:
         checks.check_same_device(input, pos_weight, "pos_weight",
                                  "binary_cross_entropy_with_logits")
-        sp = sp * ((pos_weight - 1.0) * target + 1.0)
-    loss = (1.0 - target) * input + sp
-    return _reduce(_weighted(loss, weight), reduction)
+    _not_differentiable("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
+    weights = tuple(w for w in (weight, pos_weight) if w is not None)
+    return _apply(_WEIGHTED[2 + len(weights)], (input, target) + weights,
+                  (weight is not None, pos_weight is not None), reduction)
 
 
 @_autocast("float32")

@@ -27,13 +27,22 @@ __all__ = ["hardsigmoid", "hardswish", "hardtanh", "logsigmoid", "mish", "silu",
 _HALF = ("float16", "bfloat16")
 
 
-def _sigmoid(k, x):
+# -- formulas over the kernel contract (any ``k``), shared with nn/functional.py's losses --
+
+def sigmoid_of(k, x):
     """1 / (1 + exp(-x)), 0 at -inf (the recorded rules too: no clipping of the argument)."""
     dev, dt = meta(x)
     return k.div(k.full((), 1.0, dt, dev), k.add(k.exp(k.neg(x)), 1.0))
 
 
-def _one_minus(k, a):
+def softplus_of_neg(k, x):
+    """softplus(-x) = log(1 + exp(-x)) = max(-x, 0) + log1p(exp(-|x|)), without overflow
+    (the max as a where: recorded rules run on ops.traced, which has no maximum)."""
+    tail = k.unary("log1p", k.exp(k.neg(k.unary("abs", x))))
+    return k.add(k.where(k.lt(x, 0.0), k.neg(x), 0.0), tail)
+
+
+def one_minus(k, a):
     return k.add(k.neg(a), 1.0)
 
 
@@ -78,8 +87,8 @@ class SiluBackward0(_Activation):
 
     @staticmethod
     def derivative(k, x, g):
-        s = _sigmoid(k, x)
-        return k.mul(g, k.mul(s, k.add(k.mul(x, _one_minus(k, s)), 1.0)))
+        s = sigmoid_of(k, x)
+        return k.mul(g, k.mul(s, k.add(k.mul(x, one_minus(k, s)), 1.0)))
 
 
 class MishBackward0(_Activation):
@@ -95,7 +104,7 @@ class MishBackward0(_Activation):
     @staticmethod
     def derivative(k, x, g):
         t = k.unary("tanh", k.unary("log1p", k.exp(x)))
-        d = k.add(t, k.mul(k.mul(x, _sigmoid(k, x)), _one_minus(k, k.mul(t, t))))
+        d = k.add(t, k.mul(k.mul(x, sigmoid_of(k, x)), one_minus(k, k.mul(t, t))))
         return k.mul(g, d)
 
 
@@ -125,19 +134,18 @@ class SoftplusBackward0(_Activation):
 
 
 class LogSigmoidBackward0(_Activation):
-    """y = log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)):  dx = g sigmoid(-x)."""
+    """y = log(sigmoid(x)) = -softplus(-x):  dx = g sigmoid(-x)."""
 
     __slots__ = ()
     op_name = "log_sigmoid"
 
     @staticmethod
     def value(k, x):
-        tail = k.unary("log1p", k.exp(k.neg(k.unary("abs", x))))
-        return k.sub(k.minimum(x, 0.0), tail)
+        return k.neg(softplus_of_neg(k, x))
 
     @staticmethod
     def derivative(k, x, g):
-        return k.mul(g, _sigmoid(k, k.neg(x)))
+        return k.mul(g, sigmoid_of(k, k.neg(x)))
 
 
 class HardswishBackward0(_Activation):
