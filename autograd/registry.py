@@ -201,9 +201,15 @@ def write_out(fn: Callable, name: str, form: str, args: tuple, kwargs: dict, out
 
 def _sparse_method(name: str, args: tuple):
     """The method ``name`` of a sparse first argument's class where it has its own (the
-    dense function refused it; PyTorch's functions dispatch on the layout), else None."""
+    dense function refused it; PyTorch's functions dispatch on the layout), else None; for
+    the joining functions and the ``*_like`` factories (``cat([s, t])``, ``zeros_like(s)``)
+    the sparse version, ``sparse_ops.sparse_function``."""
     from .sparse import SparseBase
+    from .sparse_ops import sparse_function
     from .tensor import Tensor
+    fn = sparse_function(name, args)
+    if fn is not None:
+        return fn
     if not args or not isinstance(args[0], SparseBase):
         return None
     method = getattr(type(args[0]), name, None)

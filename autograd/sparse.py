@@ -451,9 +451,10 @@ class SparseTensor(SparseBase):
 
     def to_sparse(self, sparse_dim: int | None = None, **kwargs) -> "SparseTensor":
         if kwargs.get("layout") not in (None, dtypes.sparse_coo):
-            from .sparse_compressed_ops import coo_to_compressed
+            from .sparse_compressed_ops import check_to_sparse, coo_to_compressed
             if sparse_dim is not None:
                 raise TypeError("to_sparse() with a layout takes no sparse_dim")
+            check_to_sparse(self, kwargs["layout"], kwargs.get("blocksize"))
             return coo_to_compressed(self, kwargs["layout"], kwargs.get("blocksize"),
                                      kwargs.get("dense_dim"))
         if kwargs.get("blocksize") is not None:
@@ -576,6 +577,93 @@ class SparseTensor(SparseBase):
             merged = _Coalesce.forward(None, _new(idx, vals, self._size, False))
             return self._set(merged._idx, merged._vals, True)
         return self._set(idx, vals, self._coalesced and other._nnz() == 0)
+
+    def _check_resize(self, op: str, size, sparse_dim: int, dense_dim: int) -> tuple:
+        size = tuple(int(n) for n in size)
+        if len(size) != sparse_dim + dense_dim:
+            raise RuntimeError(f"'len(size) == sparse_dim + dense_dim' is not satisfied: "
+                               f"len(size) = {len(size)}, sparse_dim = {sparse_dim}, "
+                               f"dense_dim = {dense_dim}")
+        if self.requires_grad:
+            raise RuntimeError(f"{op}: a tensor that requires grad cannot be resized in place "
+                               f"(a leaf Variable that requires grad is being used in an "
+                               f"in-place operation)")
+        return size
+
+    def sparse_resize_(self, size, sparse_dim: int, dense_dim: int) -> "SparseTensor":
+        """Resizes this tensor in place to ``size`` with ``sparse_dim`` sparse and
+        ``dense_dim`` dense dims (PyTorch's ``sparse_resize_``). With specified elements the
+        numbers of sparse and dense dims must stay and no size may shrink (a dense dim that
+        grows is padded with zeros); an empty tensor takes any size.
+
+        Example:
+            >>> s = tg.sparse_coo_tensor([[0], [1]], [1.], (2, 2))
+            >>> s.sparse_resize_((3, 4), 2, 0).shape
+            tritongrad.Size([3, 4])
+        """
+        size = self._check_resize("sparse_resize_", size, sparse_dim, dense_dim)
+        sd, dd = self.sparse_dim(), self.dense_dim()
+        if self._nnz() == 0:
+            return self._resized(size, sparse_dim)
+        if sparse_dim != sd:
+            raise RuntimeError(f"changing the number of sparse dimensions (from {sd} to "
+                               f"{sparse_dim}) on a non-empty sparse tensor is not supported.")
+        if dense_dim != dd:
+            raise RuntimeError(f"changing the number of dense dimensions (from {dd} to "
+                               f"{dense_dim}) on a non-empty sparse tensor is not supported.")
+        old = tuple(self._size)
+        for what, a, b in (("sparse", old[:sd], size[:sd]), ("dense", old[sd:], size[sd:])):
+            if any(n < m for m, n in zip(a, b)):
+                raise RuntimeError(f"shrinking the size of {what} dimensions (from {list(a)} "
+                                   f"to {list(b)}) on a non-empty sparse tensor is not "
+                                   f"supported.")
+        vals = self._vals
+        if size[sd:] != old[sd:]:  # (grown dense dims: zeros where PyTorch leaves memory)
+            from .ops.creation import zeros
+            grown = zeros((vals.shape[0], *size[sd:]), dtype=vals.dtype, device=vals.device)
+            grown[(slice(None),) + tuple(slice(0, m) for m in old[sd:])] = vals
+            vals = grown
+        self._size = Size(size)
+        return self._set(self._idx, vals, self._coalesced)
+
+    def sparse_resize_and_clear_(self, size, sparse_dim: int, dense_dim: int) -> "SparseTensor":
+        """Empties this tensor (nnz 0) and resizes it to ``size`` with ``sparse_dim`` sparse and
+        ``dense_dim`` dense dims, in place (PyTorch's ``sparse_resize_and_clear_``)."""
+        size = self._check_resize("sparse_resize_and_clear_", size, sparse_dim, dense_dim)
+        return self._resized(size, sparse_dim)
+
+    def _resized(self, size: tuple, sparse_dim: int) -> "SparseTensor":
+        """Empty, of ``size`` with ``sparse_dim`` sparse dims (in place)."""
+        from .ops.creation import zeros
+        idx = zeros((sparse_dim, 0), dtype=dtypes.int64, device=self.device)
+        vals = zeros((0, *size[sparse_dim:]), dtype=self.dtype, device=self.device)
+        self._size = Size(size)
+        return self._set(idx, vals, True)
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad: bool = False,
+                  layout=None, pin_memory: bool = False) -> Tensor:
+        """An empty sparse COO tensor of ``size`` (every dim sparse, nnz 0), this tensor's dtype
+        and device unless given, as PyTorch's ``new_zeros`` of a sparse tensor."""
+        if len(size) == 1 and not isinstance(size[0], int):
+            size = tuple(size[0])
+        from .ops.creation import zeros
+        dtype = self.dtype if dtype is None else dtype
+        device = self.device if device is None else device
+        if layout is dtypes.strided:
+            return zeros(size, dtype=dtype, device=device, requires_grad=requires_grad)
+        if layout not in (None, dtypes.sparse_coo):
+            raise RuntimeError(f"new_zeros: layout {layout} is not supported for a sparse COO "
+                               f"tensor; convert the result with to_sparse(layout=...)")
+        out = _new(zeros((len(size), 0), dtype=dtypes.int64, device=device),
+                   zeros((0,), dtype=dtype, device=device), size, True)
+        return out.requires_grad_() if requires_grad else out
+
+    new_empty = new_zeros  # (PyTorch's new_empty of a sparse tensor is empty: nnz 0)
+
+    def _coalesced_(self, coalesced: bool) -> "SparseTensor":
+        """Declares the indices coalesced (or not), unchecked, in place (PyTorch's)."""
+        self._coalesced = bool(coalesced)
+        return self
 
     def mul_(self, other) -> "SparseTensor":
         return self._set(self._idx, self._vals * other, self._coalesced)
@@ -833,11 +921,20 @@ def to_sparse(self: Tensor, sparse_dim: int | None = None, *, layout=None, block
     if layout not in (None, dtypes.sparse_coo):
         if sparse_dim is not None:
             raise TypeError("to_sparse() with a layout takes no sparse_dim")
-        from .sparse_compressed_ops import dense_to_compressed
+        from .sparse_compressed_ops import check_to_sparse, dense_to_compressed
+        check_to_sparse(self, layout, blocksize)
         return dense_to_compressed(self, layout, blocksize, dense_dim, "to_sparse")
-    if blocksize is not None or dense_dim is not None:
-        raise RuntimeError(f"to_sparse: layout tritongrad.sparse_coo takes neither blocksize nor "
-                           f"dense_dim (got blocksize={blocksize}, dense_dim={dense_dim})")
+    if blocksize is not None:
+        raise RuntimeError("dense_to_sparse: conversion from Strided to Sparse with blocksize "
+                           "argument given is not supported")
+    if dense_dim is not None:  # (the trailing dense_dim dims dense: PyTorch's)
+        if sparse_dim is not None and sparse_dim + dense_dim != self.ndim:
+            raise RuntimeError(f"to_sparse: sparse_dim ({sparse_dim}) + dense_dim "
+                               f"({dense_dim}) must be the number of dims ({self.ndim})")
+        if not 0 <= dense_dim <= self.ndim:
+            raise RuntimeError(f"dense_to_sparse: dense_dim argument must be in [0,"
+                               f"{self.ndim}] range, but {dense_dim} is given")
+        sparse_dim = self.ndim - dense_dim
     sd = self.ndim if sparse_dim is None else int(sparse_dim)
     if not 0 <= sd <= self.ndim:
         raise RuntimeError(f"to_sparse: sparse_dim must be in [0, {self.ndim}], got {sd}")
@@ -852,14 +949,26 @@ def to_sparse(self: Tensor, sparse_dim: int | None = None, *, layout=None, block
     return _FromParts.apply(idx, vals, tuple(self.shape), True)
 
 
-def sparse_mask(self: Tensor, mask: SparseTensor) -> SparseTensor:
-    """This dense tensor's elements at ``mask``'s coordinates, as a sparse tensor with
-    ``mask``'s indices (PyTorch's ``Tensor.sparse_mask``; differentiable in ``self``)."""
-    if not is_sparse(mask):
-        raise RuntimeError("sparse_mask: expected mask to be a sparse COO tensor")
+def sparse_mask(self: Tensor, mask: SparseBase) -> SparseBase:
+    """This tensor's elements at ``mask``'s specified elements, as a sparse tensor with
+    ``mask``'s indices and layout (PyTorch's ``Tensor.sparse_mask``: COO, CSR, CSC, BSR, BSC
+    masks; ``mask``'s values are ignored). Differentiable in ``self``.
+
+    Example:
+        >>> m = tg.sparse_coo_tensor([[0, 1], [1, 0]], [9., 9.], (2, 2))
+        >>> tg.tensor([[1., 2.], [3., 4.]]).sparse_mask(m).to_dense().tolist()
+        [[0.0, 2.0], [3.0, 0.0]]
+    """
+    if not isinstance(mask, SparseBase):
+        raise NotImplementedError(f"sparse_mask: expected mask to be a sparse tensor, got a "
+                                  f"{'dense' if isinstance(mask, Tensor) else type(mask).__name__}"
+                                  f" one")
     if tuple(self.shape) != tuple(mask.shape):
-        raise RuntimeError(f"sparse_mask: operands have incompatible sizes "
-                           f"{list(self.shape)} and {list(mask.shape)}")
+        raise RuntimeError(f"sparse_mask(): operands have incompatible sizes; self has size "
+                           f"{list(self.shape)} but mask has size {list(mask.shape)}")
+    if not is_sparse(mask):  # (compressed: the values read at the mask's pattern)
+        from .sparse_compressed import _FromValues, _read
+        return _FromValues.apply(_read(self, mask._pat), mask._pat)
     m = mask.coalesce()
     return _FromParts.apply(m._idx, _read_at(self, m._idx), m._size, True)
 
@@ -936,12 +1045,78 @@ def add_into_(dense: Tensor, s: SparseTensor, alpha=1) -> Tensor:
     return dense
 
 
+# -- the sparse-only methods of a dense tensor ---------------------------------------------------
+
+_LAYOUT_NAMES = {"coo": "Sparse", "csr": "SparseCsr", "csc": "SparseCsc", "bsr": "SparseBsr",
+                 "bsc": "SparseBsc"}
+
+# (method, the layouts it expects, in PyTorch's words)
+_LAYOUT_METHODS = (("indices", "sparse coordinate"), ("coalesce", "sparse coordinate"),
+                   ("is_coalesced", "sparse coordinate"), ("values", "sparse"),
+                   ("crow_indices", "sparse row compressed"),
+                   ("col_indices", "sparse row compressed"),
+                   ("ccol_indices", "sparse column compressed"),
+                   ("row_indices", "sparse column compressed"))
+# (methods a dense tensor has no kernel for: PyTorch's NotImplementedError)
+_KERNEL_METHODS = ("_indices", "_values", "_nnz", "sparse_resize_", "sparse_resize_and_clear_")
+
+
+def layout_name(t: Tensor) -> str:
+    """``t``'s layout as PyTorch's messages name it (``Strided``, ``Sparse``, ``SparseCsr``)."""
+    if not isinstance(t, SparseBase):
+        return "Strided"
+    return _LAYOUT_NAMES[str(t.layout).rsplit("_", 1)[-1]]
+
+
+def _wrong_layout(name: str, expected: str):
+    def method(self, *args, **kwargs):
+        raise RuntimeError(f"{name} expected {expected} tensor layout but got "
+                           f"{layout_name(self)}")
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = (f"Sparse tensors only ({expected} layout): a dense tensor raises "
+                      f"PyTorch's RuntimeError.")
+    return method
+
+
+def _no_kernel(name: str):
+    def method(self, *args, **kwargs):
+        kind = layout_name(self)
+        backend = ("" if kind == "Strided" else kind) + (
+            "CUDA" if self.device.type == "cuda" else "CPU")
+        raise NotImplementedError(f"Could not run 'aten::{name}' with arguments from the "
+                                  f"'{backend}' backend: {name}() is an operation of sparse COO "
+                                  f"tensors, and this tensor's layout is {self.layout}")
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = "Sparse COO tensors only: a dense tensor raises NotImplementedError."
+    return method
+
+
+def _dense_sparse_dim(self: Tensor) -> int:
+    """A dense tensor's number of sparse dims: 0 (PyTorch's)."""
+    return 0
+
+
+def _dense_dense_dim(self: Tensor) -> int:
+    """A dense tensor's number of dense dims: all of them (PyTorch's)."""
+    return self.ndim
+
+
 def _bind() -> None:
-    """Binds the dense Tensor's sparse entry points (PyTorch's names)."""
+    """Binds the dense Tensor's sparse entry points (PyTorch's names): the conversions, and the
+    sparse-only methods, which raise PyTorch's errors on a dense tensor (an AttributeError
+    would tell the user the method does not exist)."""
     Tensor.to_sparse = to_sparse
     Tensor.to_sparse_coo = to_sparse
     Tensor.sparse_mask = sparse_mask
     Tensor.to_dense = _dense_to_dense
+    for name, expected in _LAYOUT_METHODS:
+        if name not in vars(Tensor):
+            setattr(Tensor, name, _wrong_layout(name, expected))
+    for name in _KERNEL_METHODS:
+        if name not in vars(Tensor):
+            setattr(Tensor, name, _no_kernel(name))
+    Tensor.sparse_dim = _dense_sparse_dim
+    Tensor.dense_dim = _dense_dense_dim
 
 
 _bind()

@@ -341,20 +341,26 @@ class SparseCompressedTensor(SparseBase):
     # -- conversions --------------------------------------------------------------------------
     _densify = _ToDense  # (SparseBase.to_dense)
 
-    def to_sparse(self, *, layout=None, blocksize=None, dense_dim=None) -> SparseBase:
-        """This tensor in ``layout`` (COO by default); ``blocksize`` for BSR and BSC."""
+    def to_sparse(self, sparse_dim: int | None = None, *, layout=None, blocksize=None,
+                  dense_dim=None) -> SparseBase:
+        """This tensor in ``layout`` (COO by default; ``sparse_dim``, for COO only, must be
+        the batch and the two compressed dims); ``blocksize`` for BSR and BSC."""
         layout = dtypes.sparse_coo if layout is None else layout
+        if sparse_dim is not None:
+            if layout is not dtypes.sparse_coo:
+                raise TypeError("to_sparse() with a layout takes no sparse_dim")
+            if sparse_dim != self._pat.n_batch + 2:
+                raise RuntimeError(f"sparse_compressed_to_sparse: conversion from "
+                                   f"{_NAME[self.layout]} to Sparse with sparse_dim argument "
+                                   f"!={self._pat.n_batch + 2} is not supported")
         if layout is dtypes.sparse_coo:
             if blocksize is not None:
                 raise RuntimeError(f"sparse_compressed_to_sparse: conversion from "
                                    f"{_NAME[self.layout]} to Sparse with blocksize argument "
                                    f"given is not supported")
             return self._to_coo()
-        if _INFO.get(layout, (0, 0, False))[2] and blocksize is None:
-            raise RuntimeError(f"sparse_compressed_to_sparse: conversion from "
-                               f"{_NAME[self.layout]} to {_NAME[layout]} without blocksize "
-                               f"argument given is not supported")
-        from .sparse_compressed_ops import compressed_to
+        from .sparse_compressed_ops import check_to_sparse, compressed_to
+        check_to_sparse(self, layout, blocksize)
         return compressed_to(self, layout, blocksize, dense_dim, "to_sparse")
 
     def to_sparse_coo(self) -> SparseBase:
@@ -381,8 +387,11 @@ class SparseCompressedTensor(SparseBase):
         """The COO tensor of the same elements (batch, row and column dims sparse; a block's
         elements each one entry), coalesced for CSR."""
         pat = self._pat
-        return _FromParts.apply(pat.index(), pat.flat(self.values()), pat.size,
-                                pat.layout is dtypes.sparse_csr)
+        # (CSR's elements are in row-major order, and so are those of BSR with 1 x 1 blocks,
+        # which PyTorch flags coalesced too; larger blocks' are not)
+        row_major = pat.layout is dtypes.sparse_csr or (
+            pat.layout is dtypes.sparse_bsr and pat.blocksize == (1, 1))
+        return _FromParts.apply(pat.index(), pat.flat(self.values()), pat.size, row_major)
 
     def detach(self) -> "SparseCompressedTensor":
         return _new(self._pat, self._vals)

@@ -22,8 +22,8 @@ from .sparse_compressed import _new as _new_compressed
 from .sparse_ops import _spmm
 from .tensor import Tensor
 
-__all__ = ["compressed_to", "coo_to_compressed", "dense_to_compressed", "mm", "mm_dense_grad",
-           "sampled_addmm", "spdiags"]
+__all__ = ["check_to_sparse", "compressed_to", "coo_to_compressed", "dense_to_compressed", "mm",
+           "mm_dense_grad", "mm_reduce", "sampled_addmm", "spdiags"]
 
 
 # -- conversions --------------------------------------------------------------------------------
@@ -48,6 +48,24 @@ def _blocksize(blocksize, layout, op: str) -> tuple:
     return bs
 
 
+def check_to_sparse(src, layout, blocksize) -> None:
+    """``to_sparse(layout=, blocksize=)``'s argument checks, with PyTorch's messages: a block
+    size for BSR and BSC only, and there required. ``src`` is the tensor converted."""
+    from .sparse import layout_name
+    blocked = _INFO[layout][2] if layout in _INFO else False
+    if (blocksize is None) is not blocked:
+        return
+    src_name, dst_name = layout_name(src), _NAME[layout]
+    if src_name == dst_name:
+        op = "to_sparse"
+    else:
+        op = {"Strided": "dense_to_sparse", "Sparse": "sparse_coo_to_sparse"}.get(
+            src_name, "sparse_compressed_to_sparse")
+    how = "without" if blocked else "with"
+    raise RuntimeError(f"{op}: conversion from {src_name} to {dst_name} {how} blocksize "
+                       f"argument given is not supported")
+
+
 def dense_to_compressed(x: Tensor, layout, blocksize=None, dense_dim=None,
                         op: str = "to_sparse") -> "SparseCompressedTensor":
     """The dense tensor ``x`` (*batch, nrows, ncols, *dense) in a compressed ``layout``: its
@@ -57,7 +75,8 @@ def dense_to_compressed(x: Tensor, layout, blocksize=None, dense_dim=None,
     bs = _blocksize(blocksize, layout, op)
     dd = 0 if dense_dim is None else int(dense_dim)
     if not 0 <= dd <= x.ndim - 2:
-        raise RuntimeError(f"dense_to_sparse_{str(layout).rsplit('_', 1)[-1]}: dense_dim "
+        name = "" if op == "to_sparse" else "_" + str(layout).rsplit("_", 1)[-1]
+        raise RuntimeError(f"dense_to_sparse{name}: dense_dim "
                            f"argument must be in [0,{max(x.ndim - 2, 0)}] range, but {dd} is "
                            f"given")
     nb = x.ndim - 2 - dd
@@ -149,6 +168,8 @@ def compressed_to(c: SparseCompressedTensor, layout, blocksize, dense_dim, op: s
                                f"{_NAME[pat.layout]}")
         return dense_to_compressed(c.to_dense(), layout, bs, c.dense_dim(), op)
     if bs != pat.blocksize:
+        if op == "to_sparse" and layout is not pat.layout:  # (PyTorch's name for it)
+            op = "sparse_compressed_to_sparse"
         raise RuntimeError(f"{op}: conversion from {_NAME[pat.layout]} to {_NAME[layout]} with "
                            f"blocksize changed from {list(pat.blocksize)} to {list(bs)} is not "
                            f"supported")
@@ -303,6 +324,40 @@ def mm(mat1: SparseCompressedTensor, mat2: Tensor) -> Tensor:
     ``mat1`` compressed on its pattern (masked)."""
     _check("sparse.mm", mat1, mat2)
     return _product(mat1._pat, mat1.values(), mat2)
+
+
+_REDUCTIONS = ("sum", "mean", "amax", "amin")
+
+
+def mm_reduce(mat1: SparseCompressedTensor, mat2: Tensor, reduce: str) -> Tensor:
+    """``torch.sparse.mm(mat1, mat2, reduce)`` of a 2-D CSR ``mat1`` and a dense ``mat2``:
+    row i of the result combines ``mat1[i, k] * mat2[k]`` over the specified k of row i with
+    ``reduce`` (``sum``, ``mean``, ``amax``, ``amin``; 0 for a row without any). Written with
+    ``index_add`` / ``index_reduce`` over the values, so differentiable in both operands (the
+    gradient of ``mat1`` on its pattern)."""
+    from .ops.creation import zeros
+    if not isinstance(mat1, SparseCompressedTensor) or mat1.layout is not dtypes.sparse_csr:
+        raise NotImplementedError(f"sparse.mm: reduce={reduce!r} needs a sparse CSR mat1, got "
+                                  f"{mat1.layout if isinstance(mat1, Tensor) else mat1!r}")
+    if reduce not in _REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, mean, amax or amin, got "
+                           f"{reduce}")
+    _check("sparse.mm", mat1, mat2)
+    if mat1._pat.n_batch or mat2.ndim != 2 or mat1.dense_dim():
+        raise RuntimeError(f"sparse.mm: reduce needs a 2-D CSR matrix and a 2-D dense one, "
+                           f"got {mat1.ndim}-D and {mat2.ndim}-D")
+    rows, cols = _rows_cols(mat1._pat, False, mat2.device)
+    n, p = mat1.shape[0], mat2.shape[1]
+    prods = mat1.values().unsqueeze(1) * mat2.index_select(0, cols)
+    out = zeros((n, p), dtype=prods.dtype, device=prods.device)
+    if reduce in ("sum", "mean"):
+        out = out.index_add(0, rows, prods)
+        if reduce == "mean":
+            counts = np.bincount(np.asarray(rows.cpu().numpy()), minlength=n).clip(min=1)
+            out = out / _index_tensor(counts, out).to(out.dtype).unsqueeze(1)
+        return out
+    # (include_self=False: a row's extremum over its products only; empty rows stay 0)
+    return out.index_reduce(0, rows, prods, reduce, include_self=False)
 
 
 def sampled_addmm(input: SparseCompressedTensor, mat1: Tensor, mat2: Tensor, *,

@@ -7,21 +7,29 @@ PyTorch's). Also here: ``gather(..., sparse_grad=True)``, a dense op whose node 
 a sparse gradient; sparse @ sparse; and the sparse tensors' elementwise methods (``abs``,
 ``sin``, ``pow``, ... of the values: ``UNARY``), ``*`` and ``/`` with dense and sparse
 operands, ``d @ s``, and the shape methods ``transpose``, ``index_select``, ``narrow_copy``,
-``unsqueeze``, bound to the tensor classes by ``_bind`` (imported by sparse.py).
+``unsqueeze``, bound to the tensor classes by ``_bind`` (imported by sparse.py). And the
+public functions of sparse inputs that are not methods: ``cat``, ``stack``, ``hstack``,
+``vstack`` of COO tensors and the ``*_like`` factories (``SPARSE_FUNCTIONS``, found by
+``sparse_function``, through which the dense functions route a sparse argument).
 """
 
 from __future__ import annotations
+
+import builtins
 
 import numpy as np
 
 from .function import Function
 from .sparse import (SparseBase, SparseTensor, _FromParts, _host_indices, _index_tensor, _linear,
-                     deliver_sparse, is_sparse)
+                     deliver_sparse, is_sparse, layout_name)
 from .tensor import Tensor
 
-__all__ = ["addmm", "div", "gather_sparse_grad", "index_select", "log_softmax", "map_values",
-           "matmul", "mm", "mm_dense_grad", "mul", "narrow_copy", "pow", "rmatmul", "select",
-           "softmax", "sparse_sparse_mm", "sum", "transpose", "unsqueeze"]
+_builtin_sum = builtins.sum  # (``sum`` here is torch.sparse.sum)
+
+__all__ = ["addmm", "cat", "div", "gather_sparse_grad", "hstack", "index_select", "log_softmax",
+           "map_values", "matmul", "mm", "mm_dense_grad", "mul", "narrow_copy", "pow",
+           "rmatmul", "select", "softmax", "sparse_function", "sparse_sparse_mm", "stack", "sum",
+           "transpose", "unsqueeze", "vstack"]
 
 
 def _check_mm(op: str, s, d) -> None:
@@ -47,17 +55,33 @@ def _spmm(vals: Tensor, rows: Tensor, cols: Tensor, n: int, d: Tensor) -> Tensor
     return out.index_add(0, rows, vals.unsqueeze(1) * d.index_select(0, cols))
 
 
-def mm(mat1: SparseTensor, mat2: Tensor) -> Tensor:
+def mm(mat1: SparseTensor, mat2: Tensor, reduce: str | None = None) -> Tensor:
     """``mat1 @ mat2`` for a sparse (n, m) ``mat1`` (COO, or a compressed layout:
     sparse_compressed_ops.py) and a dense (m, p) ``mat2``; the gradient of ``mat1`` is sparse
-    with ``mat1``'s pattern (``torch.sparse.mm``'s rule).
+    with ``mat1``'s pattern (``torch.sparse.mm``'s rule). Two sparse operands of one layout
+    give a sparse product (COO or CSR), two dense ones ``torch.mm``'s.
+
+    Args:
+        mat1: the sparse matrix.
+        mat2: the dense (or sparse) matrix.
+        reduce: for a CSR ``mat1``, how each row's products are combined: ``"sum"`` (the
+            product), ``"mean"`` (over the row's specified elements), ``"amax"``, ``"amin"``
+            (rows without any: 0), as PyTorch's.
 
     Example:
         >>> s = tg.sparse_coo_tensor([[0, 1], [1, 0]], [2., 3.], (2, 2))
         >>> tg.sparse.mm(s, tg.eye(2)).tolist()
         [[0.0, 2.0], [3.0, 0.0]]
     """
+    if reduce is not None:
+        from .sparse_compressed_ops import mm_reduce
+        return mm_reduce(mat1, mat2, reduce)
+    if not isinstance(mat1, SparseBase) and isinstance(mat1, Tensor) and isinstance(
+            mat2, Tensor) and not isinstance(mat2, SparseBase):
+        return mat1.mm(mat2)  # (PyTorch's sparse.mm of dense operands is torch.mm)
     if type(mat1) is not SparseTensor and isinstance(mat1, SparseBase):  # CSR, CSC, BSR, BSC
+        if isinstance(mat2, SparseBase):
+            return _compressed_sparse_mm(mat1, mat2)
         from .sparse_compressed_ops import mm as compressed_mm
         return compressed_mm(mat1, mat2)
     if is_sparse(mat2):
@@ -66,6 +90,16 @@ def mm(mat1: SparseTensor, mat2: Tensor) -> Tensor:
     idx, vals, _ = mat1._parts()
     rows, cols = idx.unbind(0)
     return _spmm(vals, rows, cols, mat1.shape[0], mat2)
+
+
+def _compressed_sparse_mm(a: SparseBase, b: SparseBase) -> SparseBase:
+    """``sparse.mm`` of two CSR matrices (PyTorch's only compressed sparse @ sparse): CSR,
+    computed as the COO product, differentiable in both through the conversions."""
+    from ..runtime import dtype as dtypes
+    if a.layout is not dtypes.sparse_csr or b.layout is not dtypes.sparse_csr:
+        raise RuntimeError(f"sparse.mm: of two sparse compressed matrices only CSR @ CSR is "
+                           f"supported, got {a.layout} and {b.layout}")
+    return sparse_sparse_mm("sparse.mm", a.to_sparse_coo(), b.to_sparse_coo()).to_sparse_csr()
 
 
 class _MmDenseGrad(Function):
@@ -192,6 +226,9 @@ def gather_sparse_grad(x: Tensor, dim: int, index: Tensor) -> Tensor:
 def addmm(mat: Tensor, mat1: SparseTensor, mat2: Tensor, *, beta=1.0, alpha=1.0) -> Tensor:
     """``beta * mat + alpha * (mat1 @ mat2)`` with a sparse ``mat1`` (COO or compressed;
     ``torch.sparse.addmm``)."""
+    if isinstance(mat, SparseBase):
+        raise RuntimeError(f"addmm_sparse_dense: expected strided result tensor, got tensor "
+                           f"with layout {layout_name(mat)}")
     prod = mm(mat1, mat2)
     return (mat * beta if beta != 1 else mat) + (prod * alpha if alpha != 1 else prod)
 
@@ -242,8 +279,10 @@ def log_softmax(input: SparseTensor, dim: int, *, dtype=None) -> SparseTensor:
 
 
 def _softmax(input, dim: int, dtype, log: bool) -> SparseTensor:
-    if not is_sparse(input):
-        raise RuntimeError("sparse.softmax: expected a sparse COO tensor")
+    if not is_sparse(input):  # (PyTorch's has no kernel for other layouts: NotImplementedError)
+        op = "log_softmax" if log else "softmax"
+        kind = input.layout if isinstance(input, Tensor) else type(input).__name__
+        raise NotImplementedError(f"sparse.{op}: expected a sparse COO tensor, got {kind}")
     from .tensor import wrap_dim
     dim = wrap_dim(dim, input.ndim, "sparse.softmax")
     c = input.coalesce()
@@ -540,6 +579,182 @@ def unsqueeze(input: SparseTensor, dim: int) -> SparseTensor:
     return _FromParts.apply(cat([idx[:dim], z, idx[dim:]], 0), vals, size, False)
 
 
+# -- joining and the *_like factories ----------------------------------------------------------
+
+def _sparse_list(tensors, op: str) -> list:
+    """``tensors`` of a sparse ``cat``/``stack``: COO tensors only (PyTorch's messages), of one
+    dtype (promoted) and device."""
+    from ..runtime.dtype import result_type
+    from .checks import check_devices_match
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{op}(): argument 'tensors' must be a sequence of Tensors, not "
+                        f"{type(tensors).__name__}")
+    ts = list(tensors)
+    if not ts:
+        raise ValueError(f"torch.{op}(): expected a non-empty list of Tensors")
+    for i, t in enumerate(ts):
+        if isinstance(t, SparseBase) and not is_sparse(t):
+            raise RuntimeError(f"{op}: sparse {t._kind()} tensors (layout {t.layout}) cannot "
+                               f"be concatenated (nor can PyTorch's); convert them with "
+                               f"to_sparse_coo() or to_dense() first")
+        if not is_sparse(t):
+            raise RuntimeError(f"Concatenating sparse tensors, but a dense tensor was found at "
+                               f"position {i}.")
+    for t in ts[1:]:
+        check_devices_match(ts[0].device, t.device, op)
+    dt = result_type(*ts) if len(ts) > 1 else ts[0].dtype
+    return [t if t.dtype is dt else t.to(dt) for t in ts]
+
+
+def cat(tensors, dim: int = 0, *, out=None) -> SparseTensor:
+    """``torch.cat`` of sparse COO tensors (PyTorch's): along a sparse dim the indices are
+    shifted and joined, along a dense dim each tensor's values are padded with zeros to the
+    joined size; the result is uncoalesced, differentiable in every input's values.
+
+    Example:
+        >>> a = tg.sparse_coo_tensor([[0], [1]], [1.], (2, 2))
+        >>> tg.cat([a, a], 1).to_dense().tolist()
+        [[0.0, 1.0, 0.0, 1.0], [0.0, 0.0, 0.0, 0.0]]
+    """
+    from .ops import cat as dense_cat
+    from .ops.creation import zeros
+    if out is not None:
+        raise RuntimeError("cat: out= is not supported for sparse tensors")
+    ts = _sparse_list(tensors, "cat")
+    first = ts[0]
+    d = _wrap(dim, first.ndim, "cat")
+    sd, dd = first.sparse_dim(), first.dense_dim()
+    for i, t in enumerate(ts[1:], 1):
+        if t.ndim != first.ndim or any(a != b for j, (a, b) in enumerate(
+                zip(t.shape, first.shape)) if j != d):
+            raise RuntimeError(f"All tensors must have the same shape: {list(first.shape)} "
+                               f"(except in the concatenating dimension), but found shape: "
+                               f"{list(t.shape)} at position {i}.")
+        if t.sparse_dim() != sd or t.dense_dim() != dd:
+            raise RuntimeError(f"All tensors must have the same sparse_dim and dense_dim: "
+                               f"{sd} and {dd}, but tensor at position {i} has "
+                               f"{t.sparse_dim()}, {t.dense_dim()}.")
+    total = _builtin_sum(t.shape[d] for t in ts)
+    size = tuple(first.shape[:d]) + (total,) + tuple(first.shape[d + 1:])
+    parts = [t._parts()[:2] for t in ts]
+    if d < sd:
+        idxs, start = [], 0
+        for (idx, _), t in zip(parts, ts):
+            shift = zeros((sd, 1), dtype=idx.dtype, device=idx.device)
+            shift[d] = start
+            idxs.append(idx + shift)
+            start += t.shape[d]
+        vals = [v for _, v in parts]
+    else:
+        idxs, vals, start = [idx for idx, _ in parts], [], 0
+        vd = d - sd + 1  # (the values' dim: they lead with nnz)
+        for (_, v), t in zip(parts, ts):
+            n = t.shape[d]
+            pieces = [zeros(tuple(v.shape[:vd]) + (m,) + tuple(v.shape[vd + 1:]),
+                            dtype=v.dtype, device=v.device) for m in (start, total - start - n)]
+            vals.append(dense_cat([pieces[0], v, pieces[1]], vd))
+            start += n
+    return _FromParts.apply(dense_cat(idxs, 1), dense_cat(vals, 0), size, False)
+
+
+def stack(tensors, dim: int = 0, *, out=None) -> SparseTensor:
+    """``torch.stack`` of sparse COO tensors of one shape: each unsqueezed at ``dim`` (a new
+    sparse dim when ``dim <= sparse_dim()``, else a dense one), then joined by ``cat``."""
+    if out is not None:
+        raise RuntimeError("stack: out= is not supported for sparse tensors")
+    ts = _sparse_list(tensors, "stack")
+    for i, t in enumerate(ts[1:], 1):
+        if tuple(t.shape) != tuple(ts[0].shape):
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{list(ts[0].shape)} at entry 0 and {list(t.shape)} at entry "
+                               f"{i}")
+    d = _wrap(dim, ts[0].ndim + 1, "stack")
+    return cat([unsqueeze(t, d) for t in ts], d)
+
+
+def hstack(tensors, *, out=None) -> SparseTensor:
+    """``torch.hstack`` of sparse COO tensors: ``cat`` along dim 1 (dim 0 for 1-D ones)."""
+    ts = _sparse_list(tensors, "hstack")
+    return cat(ts, 0 if ts[0].ndim == 1 else 1, out=out)
+
+
+def vstack(tensors, *, out=None) -> SparseTensor:
+    """``torch.vstack`` of sparse COO tensors: ``cat`` along dim 0 of them made at least 2-D."""
+    ts = _sparse_list(tensors, "vstack")
+    return cat([unsqueeze(t, 0) if t.ndim == 1 else t for t in ts], 0, out=out)
+
+
+def _like(name: str, fill):
+    """``torch.<name>`` (a ``*_like`` factory) of a sparse tensor: its layout unless ``layout``
+    says otherwise. ``fill(values, dtype, device)`` gives the values on the input's pattern
+    (COO: None, refused as PyTorch's: it has no fill kernel for COO); ``zeros_like`` and
+    ``empty_like`` give no specified elements (nnz 0), as PyTorch's."""
+
+    def like(input: SparseBase, *args, dtype=None, layout=None, device=None,
+             requires_grad: bool = False, memory_format=None, pin_memory: bool = False,
+             **options):  # (options: rand_like's generator, checked by the dense function)
+        from .ops import creation
+        from ..runtime import dtype as dtypes
+        dtype = input.dtype if dtype is None else dtype
+        device = input.device if device is None else device
+        if layout is dtypes.strided:  # (a dense result of the same shape)
+            return getattr(creation, name)(
+                input.to_dense().detach(), *args, dtype=dtype, device=device,
+                requires_grad=requires_grad, **options)
+        if layout not in (None, input.layout):
+            raise RuntimeError(f"{name}: a {input.layout} input with layout={layout} is not "
+                               f"supported; convert the result with to_sparse(layout=...)")
+        out = _like_sparse(name, fill, input, args, dtype, device, options)
+        return out.requires_grad_() if requires_grad else out
+
+    like.__name__ = like.__qualname__ = name
+    like.__doc__ = (f"``torch.{name}`` of a sparse tensor: a sparse tensor of the same size, "
+                    f"layout, dtype and device (as PyTorch's).")
+    return like
+
+
+def _like_sparse(name: str, fill, input: SparseBase, args, dtype, device,
+                 options: dict) -> SparseBase:
+    from .ops.creation import zeros
+    from .sparse import _new as new_coo
+    from .sparse_compressed import _Pattern, _new as new_compressed
+    vals = input._vals.detach()
+    if is_sparse(input):
+        if name in ("zeros_like", "empty_like"):
+            idx = input._idx[:, :0].to(device)
+            return new_coo(idx, zeros((0, *vals.shape[1:]), dtype=dtype, device=device),
+                           input.shape, True)
+        raise NotImplementedError(f"{name}: not supported for sparse COO tensors (PyTorch has "
+                                  f"no fill kernel for them either); use zeros_like, or "
+                                  f"{name} of the values: torch.sparse_coo_tensor("
+                                  f"s.indices(), torch.{name}(s.values()), s.shape)")
+    pat = input._pat.to(device)
+    if name == "zeros_like":  # (no specified elements: every compressed index 0)
+        pat = _Pattern(zeros(tuple(pat.cidx.shape), dtype=pat.cidx.dtype, device=device),
+                       pat.pidx[..., :0], pat.size, pat.layout, pat.blocksize)
+        return new_compressed(pat, zeros(pat.values_shape, dtype=dtype, device=device))
+    return new_compressed(pat, fill(vals.to(device), *args, dtype=dtype, **options))
+
+
+def _like_functions() -> dict:
+    from .ops import creation
+    return {name: _like(name, getattr(creation, name))
+            for name in ("zeros_like", "empty_like", "ones_like", "full_like", "rand_like",
+                         "randn_like")}
+
+
+def sparse_function(name: str, args: tuple):
+    """The sparse version of ``tritongrad.<name>`` for ``args`` (a sparse first argument, or a
+    list whose first element is sparse: ``cat``, ``stack``), or None: the hook by which the
+    public functions route sparse inputs (registry's ``_sparse_method``)."""
+    first = args[0] if args else None
+    if isinstance(first, (list, tuple)) and first:
+        first = next((t for t in first if isinstance(t, SparseBase)), None)
+    if not isinstance(first, SparseBase):
+        return None
+    return SPARSE_FUNCTIONS.get(name)
+
+
 def matmul(input: SparseTensor, other: Tensor) -> Tensor:
     """``input @ other`` for a 2-D sparse COO ``input`` and a dense matrix or vector."""
     if isinstance(other, Tensor) and not isinstance(other, SparseBase) and other.ndim == 1:
@@ -604,5 +819,9 @@ def _bind() -> None:
     SparseTensor.neg_ = _unary_inplace("neg")
     SparseCompressedTensor.neg_ = _unary_inplace("neg")
 
+
+SPARSE_FUNCTIONS = {"cat": cat, "concat": cat, "concatenate": cat, "stack": stack,
+                    "hstack": hstack, "vstack": vstack, "row_stack": vstack,
+                    **_like_functions()}
 
 _bind()

@@ -465,5 +465,8 @@ def test_top_level_functions_take_sparse_tensors_as_their_methods_do():
         assert r.layout is tg.sparse_coo
         np.testing.assert_allclose(r.to_dense().numpy(), want)
     assert tg.sum(s).item() == 1.0
+    joined = tg.cat([s, s])  # (a list first: routed by sparse_ops.sparse_function)
+    assert joined.layout is tg.sparse_coo
+    np.testing.assert_allclose(joined.to_dense().numpy(), np.concatenate([d, d]))
     with pytest.raises(NotImplementedError, match="does not support sparse COO tensors"):
-        tg.cat([s, s])  # (not built: the first argument is a list)
+        tg.exp(s)  # exp(0) != 0: PyTorch has no sparse exp either

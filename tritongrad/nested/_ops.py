@@ -426,6 +426,69 @@ def select_via(getitem):
 _select = select_via(_getitem)
 
 
+# -- joining ------------------------------------------------------------------------------------
+
+def _joined(func, args: tuple, kwargs: dict, op: str) -> tuple:
+    """The tensors of ``cat``/``stack`` (a list, checked to share one ragged structure), the
+    first nested one and the dim."""
+    tensors = _arg(args, kwargs, 0, "tensors")
+    dim = _arg(args, kwargs, 1, "dim", 0)
+    if kwargs.get("out") is not None:
+        raise RuntimeError(f"{op}(): out= is not supported for nested tensors")
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{op}(): argument 'tensors' must be a sequence of Tensors, not "
+                        f"{type(tensors).__name__}")
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError(f"torch.{op}(): expected a non-empty list of Tensors")
+    nts = [t for t in tensors if isinstance(t, NestedTensor)]
+    first = nts[0]
+    for t in nts[1:]:
+        if t.dim() != first.dim():
+            raise RuntimeError(f"{op}(): expected all nested tensors to have the same dim")
+        if t._ragged_idx != first._ragged_idx or not (
+                t._ragged.symbol == first._ragged.symbol
+                or t._ragged.host() == first._ragged.host()):
+            raise RuntimeError(f"{op}(): expected all nested tensors to have the same nested "
+                               f"structure, got shapes {_shape_str(first)} and {_shape_str(t)}")
+    return tensors, first, dim
+
+
+def _outer_dim(dim, nd: int, r: int, op: str) -> int:
+    """A nested dim of ``nd`` dims (ragged at ``r``), wrapped: neither the batch nor the ragged
+    one (PyTorch's _wrap_jagged_dim messages)."""
+    d = wrap_dim(dim, nd, op)
+    if d == r:
+        raise RuntimeError(f"{op}(): not supported for NestedTensor on ragged dim")
+    if d == 0:
+        raise RuntimeError(f"{op}(): not supported for NestedTensor on dim=0")
+    return d
+
+
+def _cat(func, args: tuple, kwargs: dict):
+    """``cat`` of jagged nested tensors of one ragged structure along a dim that is neither the
+    batch nor the ragged one: one ``cat`` of the packed values. A dense operand is broadcast to
+    the first nested tensor's shape first (as PyTorch's ``expand_as``)."""
+    tensors, nt, dim = _joined(func, args, kwargs, "cat")
+    d = _outer_dim(dim, nt.dim(), nt._ragged_idx, "cat")
+    values = nt.values()
+    parts = [t.values() if isinstance(t, NestedTensor)
+             else _dense_operand(t, nt, "cat").expand(values.shape) for t in tensors]
+    return like(nt, tg.cat(parts, d - 1))
+
+
+def _stack(func, args: tuple, kwargs: dict):
+    """``stack`` of jagged nested tensors of one ragged structure along a new dim after the
+    batch one (not at the ragged dim's place): one ``stack`` of the packed values; the ragged
+    dim moves one on when the new dim comes before it."""
+    tensors, nt, dim = _joined(func, args, kwargs, "stack")
+    if not all(isinstance(t, NestedTensor) for t in tensors):
+        raise RuntimeError("stack(): expected all nested tensors inputs")
+    r = nt._ragged_idx
+    d = _outer_dim(dim, nt.dim() + 1, r, "stack")
+    return like(nt, tg.stack([t.values() for t in tensors], d - 1), r + (d < r))
+
+
 # -- attention ----------------------------------------------------------------------------------
 
 def _sdpa(func, args: tuple, kwargs: dict):
@@ -506,6 +569,8 @@ def _build() -> dict:
     put(("reshape",), _view, ("tritongrad",))
     put(("chunk", "split"), _chunk)
     put(("unbind",), _unbind)
+    put(("cat", "concat", "concatenate"), _cat, ("tritongrad",))
+    put(("stack",), _stack, ("tritongrad",))
     put(("__getitem__",), _getitem, ("Tensor",))
     put(("select",), _select)
     put(("contiguous",), _contiguous, ("Tensor",))
