@@ -270,6 +270,10 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, num_
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
                            "Transformer module method `generate_square_subsequent_mask` to "
                            "create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None  # the hint stands for the mask: the fused kernel's causal form
+    else:
+        is_causal = False  # (the mask is applied as given, merged with key_padding_mask)
     bq = bk = bv = None
     if in_bias is not None:
         bq, bk, bv = in_bias.chunk(3)
@@ -319,8 +323,12 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, num_
     bias = attn_mask
     if key_padding_mask is not None:
         bias = key_padding_mask if bias is None else bias + key_padding_mask
-    out, weights = _attend(q, k, v, bias, dropout_p if training else 0.0,
-                           1.0 / math.sqrt(head), need_weights)
+    if need_weights:
+        out, weights = _attend(q, k, v, bias, dropout_p if training else 0.0,
+                               1.0 / math.sqrt(head), True)
+    else:  # as PyTorch's: through SDPA, so the fused kernel where it applies
+        out, weights = scaled_dot_product_attention(q, k, v, bias, dropout_p if training
+                                                    else 0.0, is_causal), None
     out = F.linear(out.transpose(1, 2).reshape(n, length, embed), out_proj_weight,
                    out_proj_bias)
     out = out if batch_first and not unbatched else out.transpose(0, 1)

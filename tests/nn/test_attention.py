@@ -159,3 +159,40 @@ def test_sdpa_second_order():
                for s in ((1, 2, 3), (1, 3, 3), (1, 3, 2)))
     assert tg.autograd.gradgradcheck(
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), (q, k, v))
+
+
+def _graph_names(t) -> set:
+    """The names of every node behind ``t``."""
+    seen, todo = {}, [t.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen[id(node)] = node.name()
+        todo.extend(n for n, _ in node.next_functions)
+    return set(seen.values())
+
+
+@pytest.mark.parametrize("padding", [False, True])
+def test_multihead_attention_without_weights_runs_sdpa(device, padding):
+    # need_weights=False goes through SDPA as PyTorch's does: the fused kernel when nothing
+    # else is asked (no probabilities saved for backward), and the is_causal hint stands for
+    # attn_mask unless a key_padding_mask must be merged into it; the same values as the
+    # weights path, which applies the mask as given
+    tg.manual_seed(0)
+    mha = nn.MultiheadAttention(8, 2, batch_first=True, dtype=tg.float64, device=device)
+    x = tg.randn(2, 5, 8, dtype=tg.float64, device=device, requires_grad=True)
+    causal = nn.Transformer.generate_square_subsequent_mask(5, dtype=tg.float64, device=device)
+    kpm = tg.tensor([[False] * 4 + [True], [False] * 5], device=device) if padding else None
+    fused, _ = mha(x, x, x, need_weights=False)
+    assert "ScaledDotProductFlashAttentionBackward0" in _graph_names(fused)
+    plain, _ = mha(x, x, x)
+    np.testing.assert_allclose(host(fused), host(plain), rtol=1e-12, atol=1e-14)
+    hinted, w = mha(x, x, x, attn_mask=causal, is_causal=True, need_weights=False,
+                    key_padding_mask=kpm)
+    assert w is None
+    masked, _ = mha(x, x, x, attn_mask=causal, key_padding_mask=kpm)
+    np.testing.assert_allclose(host(hinted), host(masked), rtol=1e-12, atol=1e-14)
+    gh, = tg.autograd.grad(hinted.sum(), x)
+    gm, = tg.autograd.grad(masked.sum(), x)
+    np.testing.assert_allclose(host(gh), host(gm), rtol=1e-10, atol=1e-13)
