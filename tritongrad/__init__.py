@@ -158,6 +158,7 @@ __all__ += ["accelerator", "default_generator", "newaxis", "random", "short", "t
 from . import hub, quasirandom, signal  # noqa: E402
 from . import masked  # noqa: E402  (torch.masked: tritongrad/masked/)
 from . import nested  # noqa: E402  (torch.nested: tritongrad/nested/)
+from . import fx  # noqa: E402  (torch.fx: tritongrad/fx/)
 from . import multiprocessing  # noqa: E402  (torch.multiprocessing: shared CPU tensors)
 from . import functional, futures  # noqa: E402  (torch.functional, torch.futures)
 from .autograd.sparse_products import dsmm, hsmm, hspmm, saddmm, smm, spmm, sspaddmm  # noqa: E402

@@ -1,0 +1,3 @@
+"""Graph passes (PyTorch's ``torch.fx.passes``)."""
+
+from . import shape_prop  # noqa: F401
