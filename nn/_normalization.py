@@ -1,7 +1,9 @@
 """Batch, instance, group and RMS normalisation. Batch norm in training (batch statistics) is
 one fused primitive (``NativeBatchNormBackward0``, autograd/ops/nn.py), as layer norm is;
-the rest are composed from differentiable Tensor ops (mean, var, rsqrt): their gradients, to
-any order, come from composition."""
+group norm, and instance norm with the instances' statistics (group norm with a group per
+channel), are one primitive here (``NativeGroupNormBackward0``); the rest are composed from
+differentiable Tensor ops (mean, var, rsqrt): their gradients, to any order, come from
+composition."""
 
 from __future__ import annotations
 
@@ -10,8 +12,10 @@ import math
 import numpy as np
 
 from ..autograd import checks
+from ..autograd.dispatch import Primitive, apply, as_shape, meta
 from ..autograd.grad_mode import no_grad
 from ..autograd.ops.nn import batch_norm_training, check_norm_dtypes
+from ..runtime import dtype as dtypes
 from ..autograd.tensor import Tensor, int_arg
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "rms_norm"]
@@ -28,6 +32,137 @@ def _affine(y: Tensor, weight, bias, shape: tuple) -> Tensor:
     if bias is not None:
         y = y + bias.reshape(shape)
     return y
+
+
+class NativeGroupNormBackward0(Primitive):
+    """y = xhat * weight + bias per channel, xhat = (x - mean) * rstd over each group of
+    ``C / G`` channels and the spatial dims of a sample (biased variance): PyTorch's
+    ``native_group_norm``, one node saving x and the affine parameters (the statistics are
+    recomputed by the rule, two reductions, rather than kept). Inputs (x, weight?, bias?)
+    (``ctx.affine``: which are given). With gw = g * weight and means over each group:
+        dx = rstd (gw - mean(gw) - xhat mean(gw xhat)),  dweight = sum(g xhat),
+        dbias = sum(g)   (sums over everything but the channel)
+    float16/bfloat16 inputs are computed in float32 and rounded once, as PyTorch's kernel
+    computes in its accumulate type. The rule is written over the kernel contract: recorded
+    for double backward, and forward AD has its own (``jvp``)."""
+
+    __slots__ = ()
+    op_name = "native_group_norm"
+    save_inputs = (0,)
+
+    @staticmethod
+    def _normalized(k, x, groups: int, eps: float):
+        """(xhat in (N, G, K), rstd in (N, G, 1)) of x, in float32 for half inputs."""
+        shape = x.shape
+        if meta(x)[1].name in ("float16", "bfloat16"):
+            x = k.astype(x, dtypes.float32)
+        n = shape[0]
+        size = math.prod(shape[1:]) // groups
+        xg = as_shape(k, x, (n, groups, size))
+        d = k.sub(xg, k.div(k.sum(xg, (2,), True), size))
+        rstd = k.pow(k.add(k.div(k.sum(k.mul(d, d), (2,), True), size), eps), -0.5)
+        return k.mul(d, rstd), rstd
+
+    @staticmethod
+    def forward(ctx, k, x, *rest):
+        *params, affine, groups, eps = rest
+        ctx.affine, ctx.groups, ctx.eps = affine, groups, eps
+        xhat, _ = NativeGroupNormBackward0._normalized(k, x, groups, eps)
+        return _group_affine(k, as_shape(k, xhat, x.shape), params, affine, x)
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        x, *params = saved
+        (has_w, has_b), groups = ctx.affine, ctx.groups
+        dt = meta(x)[1]
+        half = dt.name in ("float16", "bfloat16")
+        if half:
+            g = k.astype(g, dtypes.float32)
+        xhat, rstd = NativeGroupNormBackward0._normalized(k, x, groups, ctx.eps)
+        shape, need = x.shape, ctx.needs_input_grad
+        out = [None] * (1 + len(params))
+        if need[0]:
+            gw = k.mul(g, _per_channel(k, params[0], shape)) if has_w else g
+            gw = as_shape(k, gw, xhat.shape)
+            size = xhat.shape[2]
+            mean_gw = k.div(k.sum(gw, (2,), True), size)
+            mean_gwx = k.div(k.sum(k.mul(gw, xhat), (2,), True), size)
+            dx = k.mul(k.sub(k.sub(gw, mean_gw), k.mul(xhat, mean_gwx)), rstd)
+            dx = as_shape(k, dx, shape)
+            out[0] = k.astype(dx, dt) if half else dx
+        other = (0,) + tuple(range(2, len(shape)))
+        if has_w and need[1]:
+            dw = k.sum(k.mul(g, as_shape(k, xhat, shape)), other, False)
+            out[1] = k.astype(dw, meta(params[0])[1])
+        if has_b and need[-1]:
+            out[-1] = k.astype(k.sum(g, other, False), meta(params[-1])[1])
+        return tuple(out) if len(out) > 1 else out[0]
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, *rest):
+        """d(xhat) * weight + xhat * d(weight) + d(bias), d(xhat) = rstd (dx - mean(dx)
+        - xhat mean(xhat dx)) over each group."""
+        x, *params = primals
+        tx, *tparams = tangents
+        (has_w, has_b), groups = ctx.affine, ctx.groups
+        dt = meta(x)[1]
+        xhat, rstd = NativeGroupNormBackward0._normalized(k, x, groups, ctx.eps)
+        shape = x.shape
+        total = None
+        if tx is not None:
+            t = as_shape(k, k.astype(tx, dtypes.float32) if dt.name in ("float16", "bfloat16")
+                         else tx, xhat.shape)
+            size = xhat.shape[2]
+            mean_t = k.div(k.sum(t, (2,), True), size)
+            mean_xt = k.div(k.sum(k.mul(t, xhat), (2,), True), size)
+            dxhat = as_shape(k, k.mul(k.sub(k.sub(t, mean_t), k.mul(xhat, mean_xt)), rstd),
+                             shape)
+            total = k.mul(dxhat, _per_channel(k, params[0], shape)) if has_w else dxhat
+            total = k.astype(total, dt)
+        if has_w and tparams[0] is not None:
+            term = k.astype(k.mul(as_shape(k, xhat, shape),
+                                  _per_channel(k, tparams[0], shape)), dt)
+            total = term if total is None else k.add(total, term)
+        if has_b and tparams[-1] is not None:
+            term = _per_channel(k, tparams[-1], shape)
+            total = k.add(k.mul(out, 0.0), term) if total is None else k.add(total, term)
+        return total
+
+
+def _per_channel(k, p, shape: tuple):
+    """A per-channel parameter (C,) as (1, C, 1, ...) against ``shape``."""
+    return as_shape(k, p, (1, shape[1]) + (1,) * (len(shape) - 2))
+
+
+def _group_affine(k, xhat, params, affine: tuple, x):
+    """``xhat * weight + bias`` per channel, in ``x``'s dtype."""
+    has_w, has_b = affine
+    y = xhat
+    if has_w:
+        y = k.mul(y, _per_channel(k, params[0], x.shape))
+    if has_b:
+        y = k.add(y, _per_channel(k, params[-1], x.shape))
+    dt = meta(x)[1]
+    return k.astype(y, dt) if meta(y)[1] is not dt else y
+
+
+_GROUP_NORM = {}  # (weight given, bias given) -> the primitive saving what its rule reads
+
+
+def _group_norm_node(affine: tuple) -> type:
+    op = _GROUP_NORM.get(affine)
+    if op is None:
+        saves = tuple(range(1 + sum(affine)))
+        op = NativeGroupNormBackward0 if saves == (0,) else NativeGroupNormBackward0.variant(
+            "NativeGroupNormBackward0", "native_group_norm", save_inputs=saves)
+        _GROUP_NORM[affine] = op
+    return op
+
+
+def _native_group_norm(input: Tensor, groups: int, weight, bias, eps: float) -> Tensor:
+    affine = (weight is not None, bias is not None)
+    params = tuple(p for p in (weight, bias) if p is not None)
+    return apply(_group_norm_node(affine), (input,) + params, affine, groups, float(eps))
 
 
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
@@ -131,13 +266,16 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
     if input.numel() == 0:  # nothing to normalise, no statistics to update
         return _affine(input, weight, bias, shape)
     if use_input_stats:
-        dims = tuple(range(2, input.ndim))
-        mean = input.mean(dim=dims, keepdim=True)
-        var = input.var(dim=dims, unbiased=False, keepdim=True)
         if running_mean is not None or running_var is not None:
+            dims = tuple(range(2, input.ndim))
+            with no_grad():
+                mean = input.mean(dim=dims, keepdim=True)
+                var = input.var(dim=dims, unbiased=False, keepdim=True)
             per_channel = (input.shape[1],)
             _update_running(running_mean, running_var, mean.mean(0).reshape(per_channel),
                             var.mean(0).reshape(per_channel), count, momentum)
+        # each channel of each sample its own group: group norm's node
+        return _native_group_norm(input, input.shape[1], weight, bias, eps)
     else:
         if running_mean is None or running_var is None:
             raise RuntimeError("Expected running_mean and running_var to be defined when "
@@ -173,11 +311,9 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
                                f"channels in input, but got {name} of shape {list(t.shape)} "
                                f"and input of shape {list(input.shape)}")
-    g = input.reshape(n, num_groups, c // num_groups * math.prod(input.shape[2:]))  # (not -1)
-    mean = g.mean(dim=2, keepdim=True)
-    var = g.var(dim=2, unbiased=False, keepdim=True)
-    y = ((g - mean) * (var + eps).rsqrt()).reshape(tuple(input.shape))
-    return _affine(y, weight, bias, _channel_shape(input))
+    if input.numel() == 0:
+        return _affine(input, weight, bias, _channel_shape(input))
+    return _native_group_norm(input, num_groups, weight, bias, eps)
 
 
 def _finfo_eps(dtype) -> float:
