@@ -249,6 +249,7 @@ class LerpBackward0(Primitive):
         return k.mul(g, 1 - w) if need_x else None, k.mul(g, w) if need_e else None
 
     complex_vjp = conj_rule(vjp)
+    complex_jvp = jvp  # (holomorphic in x, end and weight: f'(z) t, the real rule's terms)
 
 
 class LerpBackward1(Primitive):
@@ -276,6 +277,7 @@ class LerpBackward1(Primitive):
                 k.mul(g, k.sub(e, x)) if need_w else None)
 
     complex_vjp = conj_rule(vjp)
+    complex_jvp = jvp  # (holomorphic in x, end and weight: f'(z) t, the real rule's terms)
 
 
 def _lerp_operands(input, end, weight, op: str) -> tuple:

@@ -205,6 +205,8 @@ class LinalgInvExBackward0(Primitive):
     def jvp(ctx, k, primals, tangents, out, op):
         return -(out @ tangents[0] @ out)  # dX = -X dA X
 
+    complex_jvp = jvp  # (A^-1 is holomorphic in A: the same formula for complex A)
+
 
 def inv(A: Tensor, *, out=None) -> Tensor:
     """The inverse of each square matrix of ``A`` (..., n, n). Raises LinAlgError for a
@@ -287,6 +289,8 @@ class LinalgSlogdetBackward0(Primitive):
         from .complex_parts import imag, real
         return sign * (1j * imag(tr)).to(sign.dtype), real(tr)
 
+    complex_jvp = jvp  # (written for both: sign and logabsdet are not holomorphic)
+
 
 def slogdet(A: Tensor, *, out=None) -> SlogdetResult:
     """(sign, logabsdet) of each square matrix: ``det A = sign * exp(logabsdet)``; a singular
@@ -312,7 +316,13 @@ class LinalgDetBackward0(Primitive):
 
     @staticmethod
     def jvp(ctx, k, primals, tangents, out):
-        return out * _trace(solve(primals[0], tangents[0]))  # d det = det tr(A^-1 dA)
+        # d det = tr(adj(A) dA): adj(A)^T is the conjugate of the gradient at g = 1, which is
+        # det A^-1 where A is invertible and comes from an SVD near a singular A (_det_grad),
+        # so a singular A has a tangent too (det A^-1 dA would need A^-1)
+        adj_t = _cj(_det_grad(primals[0], out, out.new_ones(out.shape)))
+        return (adj_t * tangents[0]).sum((-2, -1))
+
+    complex_jvp = jvp  # (det is holomorphic in A: the same formula for complex A)
 
 
 def _det_grad(A: Tensor, d: Tensor, g: Tensor) -> Tensor:
@@ -386,6 +396,8 @@ class LinalgSolveExBackward0(Primitive):
         if dA is not None:
             rhs = rhs - dA @ out
         return solve(A, rhs)  # dX = A^-1 (dB - dA X)
+
+    complex_jvp = jvp  # (A^-1 B is holomorphic in A and B)
 
 
 def _vector_rhs(A: Tensor, B: Tensor) -> bool:
@@ -464,6 +476,8 @@ class LinalgCholeskyExBackward0(Primitive):
         L, dA = out, _copyltu(tangents[0])
         Y = solve_triangular(L, _mH(solve_triangular(L, dA, upper=False)), upper=False)
         return L @ _phi(Y)
+
+    complex_jvp = jvp  # (written with conjugate transposes: it holds for complex A)
 
 
 def _eye_like(A: Tensor) -> Tensor:
@@ -568,6 +582,8 @@ class LinalgSolveTriangularBackward0(Primitive):
             dT = dA.triu(int(unitriangular)) if upper else dA.tril(-int(unitriangular))
             rhs = rhs - (dT @ out if left else out @ dT)
         return solve_triangular(A, rhs, upper=upper, left=left, unitriangular=unitriangular)
+
+    complex_jvp = jvp  # (T^-1 B is holomorphic in T and B)
 
 
 def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
@@ -1038,6 +1054,8 @@ class LinalgLuFactorExBackward0(Primitive):
             return cat([dL1 + dU1, dL2], -2), None
         return dL1 + dU1, None
 
+    complex_jvp = jvp  # (L and U are holomorphic in A for fixed pivots; P^T = P^H is real)
+
 
 def _lu_infos(LU: Tensor) -> np.ndarray:
     """LAPACK getrf's info per matrix: the 1-based index of the first exact zero on U's
@@ -1147,6 +1165,8 @@ class LinalgMatrixExpBackward0(Primitive):
     @staticmethod
     def jvp(ctx, k, primals, tangents, out):
         return _block_exp(primals[0], tangents[0])  # exp([[A, dA], [0, A]])[:n, n:]
+
+    complex_jvp = jvp  # (exp is holomorphic in A: the same block formula for complex A)
 
 
 def matrix_exp(A: Tensor) -> Tensor:

@@ -479,7 +479,11 @@ class PowBackward1(Primitive):
             else None
         gb = None
         if need_b:
-            limit = k.binary("bitwise_and", k.eq(a, 0), k.ge(b, 0))
+            # the limit at a == 0 is 0 for a real, non-negative exponent (a complex one:
+            # its imaginary part 0 and its real part >= 0, PyTorch's pow_backward_exponent)
+            nonneg = (k.binary("bitwise_and", k.eq(k.imag(b), 0), k.ge(k.real(b), 0))
+                      if meta(b)[1].is_complex else k.ge(b, 0))
+            limit = k.binary("bitwise_and", k.eq(a, 0), nonneg)
             gb = k.where(limit, 0, k.mul(k.mul(g, out), k.log(k.where(limit, 1, a))))
         return ga, gb
 

@@ -158,13 +158,19 @@ class LinalgVectorNormBackward0(Primitive):
     @staticmethod
     def jvp(ctx, k, primals, tangents, out, *params):
         # the rule is linear in g: its value at g = 1 is the norm's derivative per element
+        # (for complex x, dL/dRe x + i dL/dIm x: Note [Complex autograd]), so the tangent is
+        # sum(w t), or sum(Re(conj(w) t)) for complex x
         x, = primals
         if ctx.ord == 0:
             return zeros(k, tuple(out.shape), out)
         dev, dt = meta(out)
         ones = k.full(tuple(out.shape), 1, dt, dev)
-        return k.sum(k.mul(LinalgVectorNormBackward0.vjp(ctx, k, (x, out), ones), tangents[0]),
-                     ctx.dims, ctx.keepdim)
+        w = LinalgVectorNormBackward0.vjp(ctx, k, (x, out), ones)
+        t = tangents[0]
+        prod = (k.real(k.mul(k.conj(w), t)) if meta(w)[1].is_complex else k.mul(w, t))
+        return k.sum(prod, ctx.dims, ctx.keepdim)
+
+    complex_jvp = jvp
 
 
 def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
@@ -315,7 +321,8 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
         raise RuntimeError(f"{op}: Expected x and y to have the same dtype, but found x of type "
                            f"{scalar_type_name(x.dtype)} and y of type "
                            f"{scalar_type_name(y.dtype)} instead")
-    return sum(mul(x, y), dim)
+    # (x's conjugate: PyTorch's vecdot is sum(conj(x) y), the inner product of C^n)
+    return sum(mul(x.conj() if x.dtype.is_complex else x, y), dim)
 
 
 # -- products -------------------------------------------------------------------------------------

@@ -96,6 +96,21 @@ class LinalgEigBackward0(Primitive):
 
     vjp = complex_vjp = _tensor_rule(_rule.__func__)
 
+    @staticmethod
+    def complex_jvp(ctx, k, primals, tangents, out):
+        # PyTorch's linalg_eig_jvp: with dP = V^-1 dA V, dL = diag(dP) and
+        # dV = V (dP / E) with E_ij = L_j - L_i off the diagonal (0 on it), less
+        # V diag(Re diag(V^H dV)): the norm of each column stays 1
+        L, V = out
+        dP = solve(V, tangents[0].to(V.dtype) @ V)
+        E = L.unsqueeze(-2) - L.unsqueeze(-1)
+        eye = _eye_like(E)
+        dV = V @ (dP * ((1 - eye) / (E + eye)).to(V.dtype))
+        keep = real((_mH(V) @ dV).diagonal(0, -2, -1)).to(V.dtype)
+        return dP.diagonal(0, -2, -1), dV - V * keep.unsqueeze(-2)
+
+    jvp = complex_jvp  # (a real A's values are complex: the same rule)
+
 
 def eig(A: Tensor, *, out=None) -> EigResult:
     """(eigenvalues, eigenvectors) of each square matrix: complex, ``A V = V diag(L)``, the

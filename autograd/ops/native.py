@@ -3,8 +3,9 @@ dropout (which return their saved statistics or mask beside the output), ``segme
 and the deprecated non-in-place ``Tensor.resize`` / ``Tensor.resize_as``.
 
 All are composites: the outputs come from nn.functional's ops (the fused kernels where those
-have them) and the statistics are computed beside them from the detached input, as the saved
-statistics of PyTorch's kernels carry no gradient of their own here.
+have them) and the statistics are computed beside them: from the detached input for layer
+and batch norm, whose statistics carry no gradient in PyTorch either, and from the input itself
+for group norm, whose statistics PyTorch differentiates.
 """
 
 from __future__ import annotations
@@ -58,13 +59,15 @@ def native_batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,
 
 def native_group_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None, N: int,
                       C: int, HxW: int, group: int, eps: float) -> tuple:
-    """``(group_norm(input, group, ...), mean, rstd)``, the statistics (N, group)."""
+    """``(group_norm(input, group, ...), mean, rstd)``, the statistics (N, group). Unlike
+    the other two's, these statistics are differentiable, as PyTorch's (its derivative
+    formulas give them gradients and tangents)."""
     x = tensor_arg(input, "native_group_norm")
     if x.numel() != N * C * HxW:
         raise RuntimeError(f"Expected input to have {N * C * HxW} elements (N={N}, C={C}, "
                            f"HxW={HxW}), got input of shape {list(x.shape)}")
     out = _functional().group_norm(x, group, weight, bias, eps)
-    g = x.detach().reshape(N, group, -1)
+    g = x.reshape(N, group, -1)
     return out, g.mean(-1), (g.var(-1, unbiased=False) + eps).rsqrt()
 
 

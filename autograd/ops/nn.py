@@ -616,6 +616,9 @@ class EmbeddingBackward0(Primitive):
     op_name = "embedding"
     save_inputs = (1,)
     jvp = linear_jvp(0)  # the tangent's rows at the indices
+    # (it moves rows: the same for complex tables; reverse mode refuses complex tables, as
+    # PyTorch's does)
+    complex_jvp = jvp
 
     @staticmethod
     def forward(ctx, k, weight, indices, padding_idx, scale_grad_by_freq=False):

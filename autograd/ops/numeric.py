@@ -21,7 +21,8 @@ import numbers
 from ...runtime import dtype as dtypes
 from ...runtime.dtype import get_default_dtype, result_type
 from ..checks import kernel_not_implemented, scalar_type_name, tensor_arg
-from ..dispatch import Primitive, apply, zeros as zeros_of
+from ..dispatch import Primitive, apply, elementwise_jvp
+from ..dispatch import zeros as zeros_of
 from ..registry import OpInfo, with_inplace
 from ..tensor import Tensor, wrap_dim
 from .composite import _float_operands
@@ -121,7 +122,8 @@ def _precomputed(node: str, name: str, rule) -> type:
     """The primitive (grad_fn ``node``) of a binary op whose values are computed beforehand
     from detached tensors and handed to ``apply`` as its last parameter: the node records
     both inputs (so ``other`` gets its zero gradient, as PyTorch's, rather than being left
-    out of the graph), and ``rule(ctx, k, (input, result), g)`` gives the gradients."""
+    out of the graph), and ``rule(ctx, k, (input, result), g)`` gives the gradients; being
+    elementwise, its jvp is the rule applied to the tangents."""
 
     class Op(Primitive):
         __slots__ = ()
@@ -129,6 +131,7 @@ def _precomputed(node: str, name: str, rule) -> type:
         broadcasts = True
         save_inputs = (0,)
         save_output = True
+        jvp = staticmethod(elementwise_jvp)
 
         @staticmethod
         def forward(ctx, k, a, b, value):
@@ -581,7 +584,7 @@ OPS = (
     OpInfo("isposinf", isposinf, dtypes="all but complex; bool result", grad="none"),
     OpInfo("isneginf", isneginf, dtypes="all but complex; bool result", grad="none"),
     OpInfo("copysign", copysign, dtypes="floats; integers promote",
-           grad="g sign(x) with other's sign (0 at x = 0), other: 0"),
+           grad="g sign(x) with other's sign (0 at x = 0), other: 0", jvp=True),
     OpInfo("heaviside", heaviside, dtypes="all but complex; one dtype", grad="none"),
     OpInfo("gcd", gcd, dtypes="integers", grad="none"),
     OpInfo("lcm", lcm, dtypes="integers", grad="none"),
@@ -590,7 +593,7 @@ OPS = (
     OpInfo("float_power", float_power, inplace=float_power_, dtypes="float64 (complex128) result",
            grad="pow's, in float64"),
     OpInfo("frexp", frexp, dtypes="floats; int32 exponent", grad="mantissa: g / 2^exponent"),
-    OpInfo("nextafter", nextafter, dtypes="floats", grad="g, other: 0"),
+    OpInfo("nextafter", nextafter, dtypes="floats", grad="g, other: 0", jvp=True),
     _shift_row("bitwise_left_shift", bitwise_left_shift, "lshift"),
     _shift_row("bitwise_right_shift", bitwise_right_shift, "rshift"),
     OpInfo("renorm", renorm, dtypes="floats", grad="through the norm (maxnorm / (norm + 1e-7))"),
