@@ -19,14 +19,22 @@ Where the loop shows through:
 - a batch of size 0 runs ``func`` once on zeros of an entry's shape, to learn the shapes of
   the (empty) results;
 - ``chunk_size`` is checked and changes nothing (the loop is already one entry at a time);
+- an in-place write into a tensor that is not vmapped over (an input with in_dim None, a
+  tensor ``func`` captures, a module's parameter or buffer) would be made once per entry, so
+  it is refused, also where functorch would make it once (an unbatched value written): Note
+  [Writes into unbatched tensors];
 - a custom Function's ``vmap`` staticmethod is asked for each entry's outputs
   (custom_function_forward): on the whole batch when its arguments are the mapped inputs
-  themselves (once, reused by the other entries), on a batch of one otherwise.
+  themselves (once, reused by the other entries), on a batch of one otherwise; the rule runs
+  outside its own level, so one that applies the Function to the batched inputs gets its
+  forward.
 
 Random operations are seen through ``autograd.ops.random.draw_hook``, called before every
 draw: ``randomness="error"`` raises PyTorch's error, ``"same"`` gives each entry the generator
 state the first entry drew with (so the state after ``vmap`` is that after one call),
-``"different"`` lets the loop draw on.
+``"different"`` lets the loop draw on. (functorch refuses ``"same"`` for a random op whose
+input is vmapped over, ``bernoulli(p)`` with a batched ``p``; the loop gives each entry the
+same generator state and draws with that entry's input.)
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
+import types
 from typing import NamedTuple
 
 from ._pytree import broadcast_prefix, tree_flatten, tree_unflatten
@@ -204,14 +213,14 @@ def custom_function_forward(cls, inputs: tuple, forward):
         if k < len(level.rules) and _same_key(level.rules[k][0], key):
             result = level.rules[k][1]
         else:
-            result = cls.vmap(VmapInfo(size, level.mode), in_dims, *args)
+            result = _run_rule(cls, level, size, in_dims, args)
             level.rules[k:] = [(key, result)]
     else:
         size, index = 1, 0
         batched = [isinstance(a, Tensor) and id(a) not in unmapped for a in inputs]
         args = tuple(a.unsqueeze(0) if b else a for a, b in zip(inputs, batched))
         in_dims = tuple(0 if b else None for b in batched)
-        result = cls.vmap(VmapInfo(size, level.mode), in_dims, *args)
+        result = _run_rule(cls, level, size, in_dims, args)
     if not isinstance(result, tuple):
         raise RuntimeError(_VMAP_RETURNS + f"Got a {type(result)} instead")
     if len(result) != 2:
@@ -228,6 +237,19 @@ def custom_function_forward(cls, inputs: tuple, forward):
     return tree_unflatten([o.select(d % o.dim(), index).clone()
                            if d is not None and isinstance(o, Tensor) else o
                            for o, d in zip(flat, dims)], spec)
+
+
+def _run_rule(cls, level, size: int, in_dims: tuple, args: tuple):
+    """``cls.vmap`` on the batch, run outside ``level`` (the enclosing vmap levels stay), as
+    PyTorch runs it one level down: a rule that applies the Function itself to the batched
+    inputs (the usual way to write one) gets its forward, not the rule again."""
+    levels = _local.levels
+    at = len(levels) - 1 - levels[::-1].index(level)
+    del levels[at]
+    try:
+        return cls.vmap(VmapInfo(size, level.mode), in_dims, *args)
+    finally:
+        levels.insert(at, level)
 
 
 def _entry_index(t: Tensor, level) -> int:
@@ -367,9 +389,137 @@ def _stacked(rows: list, out_dims, func, size: int):
                 f"vmap({name}, ...): `{name}` must only return Tensors, got type "
                 f"{type(first)}. Did you mean to set out_dims= to None for "
                 f"output?")
+        alias = _as_view(column, d) if size else None
+        if alias is not None:
+            out.append(alias)
+            continue
         stacked = stack(column, dim=d)
         out.append(stacked.narrow(d, 0, 0) if size == 0 else stacked)
     return tree_unflatten(out, spec)
+
+
+def _as_view(column: list, d: int):
+    """The entries' outputs as one view of their storage, when they are views of it evenly
+    spaced (as the entries of a mapped input, or one unmapped tensor returned by every entry),
+    else None: functorch returns a view of an input for a view op, so writes through the
+    result reach the input. With history, every entry must be a view of one base, which the
+    view is taken of (its backward then reaches all of the base, not one entry's part)."""
+    from ..runtime import dtype as dtypes
+    from . import dispatch
+    from .batched import BatchedTensor
+    first = column[0]
+    # (not under forward AD, whose tangents the stack carries, nor for batched tangents or
+    # tensors without strides)
+    if dispatch.dual_levels or not isinstance(first, Tensor) \
+            or isinstance(first, BatchedTensor) or first.layout is not dtypes.strided:
+        return None
+    shape, strides, vc = tuple(first.shape), first.stride(), first._vc
+    for c in column[1:]:
+        if not (isinstance(c, Tensor) and c._vc is vc and tuple(c.shape) == shape
+                and c.stride() == strides and c.dtype == first.dtype):
+            return None
+    offsets = [c.storage_offset() for c in column]
+    step = offsets[1] - offsets[0] if len(offsets) > 1 else 0
+    if any(o != offsets[0] + i * step for i, o in enumerate(offsets)):
+        return None
+    if not -len(shape) - 1 <= d <= len(shape):
+        return None  # (stack raises PyTorch's IndexError)
+    d = d % (len(shape) + 1)
+    if len(column) == 1:
+        return first.unsqueeze(d)
+    source = first
+    if any(c.requires_grad for c in column):
+        roots = {id(c._base if c._base is not None else c) for c in column}
+        if len(roots) != 1:
+            return None
+        source = first._base if first._base is not None else first
+    return source.as_strided(shape[:d] + (len(column),) + shape[d:],
+                             strides[:d] + (step,) + strides[d:], offsets[0])
+
+
+# -- writes into tensors that are not vmapped over ---------------------------------------------
+
+# Note [Writes into unbatched tensors]
+#   functorch runs ``func`` once: an in-place op on a tensor that is not vmapped over (an input
+#   with in_dim None, a tensor ``func`` captures, a module's parameter or buffer) happens once,
+#   and functorch refuses it when the value written is vmapped over ("inplace arithmetic(self,
+#   *extra_args) is not possible ..."). The loop runs ``func`` once per entry, so the same write
+#   would happen ``size`` times and leave a different value (a batch norm's running statistics
+#   updated once per entry, ``y.add_(1)`` adding ``size``). The tensors the loop can see are
+#   watched through their version counters (shared by all views of a storage), read after each
+#   entry: a write into one is refused, with the entry's write already made (the check cannot
+#   come before it). Storages shared with a mapped input are not watched: writing through a
+#   mapped input is allowed, as in PyTorch.
+
+_UNBATCHED_WRITE = (
+    "vmap: {name}: an in-place operation wrote into a Tensor that is not vmapped over ({what}). "
+    "tritongrad's vmap runs the function once per entry of the batch, so the write would be "
+    "made {size} times, once per entry (PyTorch refuses it where the value written is vmapped "
+    "over: \"inplace arithmetic(self, *extra_args) is not possible\"). Please use out-of-place "
+    "operators instead, or vmap over the tensor (in_dims); for batch norm modules, see "
+    "torch.func.replace_all_batch_norm_modules_.")
+
+
+def _captured(func, out: list, seen: set, depth: int = 0) -> None:
+    """The (what, Tensor) pairs ``func`` can reach without being called: a module's parameters
+    and buffers, a bound method's module, a partial's arguments, closure cells' contents, the
+    module-level tensors and modules a function names."""
+    from ..nn.module import Module  # (autograd/ is imported before nn/)
+    if id(func) in seen or depth > 4:  # (deep enough for transforms of closures)
+        return
+    seen.add(id(func))
+    if isinstance(func, Tensor):
+        out.append(("a tensor the function captures", func))
+    elif isinstance(func, Module):
+        out.extend((f"the module's parameter or buffer {n!r}", t)
+                   for n, t in (*func.named_parameters(), *func.named_buffers()))
+    elif isinstance(func, functools.partial):
+        _captured(func.func, out, seen, depth + 1)
+        for a in tree_flatten((func.args, func.keywords))[0]:
+            _captured(a, out, seen, depth + 1)
+    elif getattr(func, "__self__", None) is not None and not isinstance(func.__self__, type):
+        _captured(func.__self__, out, seen, depth + 1)
+    elif isinstance(func, (tuple, list, dict)):
+        for a in tree_flatten(func)[0]:
+            _captured(a, out, seen, depth + 1)
+    for cell in getattr(func, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # (a cell not yet filled)
+            continue
+        _captured(value, out, seen, depth + 1)
+    if isinstance(func, types.FunctionType):  # (the module-level tensors and modules it names)
+        names = func.__globals__
+        for n in func.__code__.co_names:
+            value = names.get(n)
+            if isinstance(value, (Tensor, Module)):
+                _captured(value, out, seen, depth + 1)
+
+
+def _watched(func, flat_args: list, flat_dims: list, kwargs: dict) -> list:
+    """[what, tensor, its version] for the tensors of a call that are not vmapped over
+    (Note [Writes into unbatched tensors])."""
+    found: list = []
+    for i, (a, d) in enumerate(zip(flat_args, flat_dims)):
+        if d is None and isinstance(a, Tensor):
+            found.append((f"input {i} of the flattened inputs, with in_dim None", a))
+    found.extend(("a keyword argument", a) for a in tree_flatten(kwargs)[0]
+                 if isinstance(a, Tensor))
+    _captured(func, found, set())
+    # (one entry per storage; the counters live as long as the call's tensors, so ids hold)
+    seen = {id(a._vc) for a, d in zip(flat_args, flat_dims) if d is not None}
+    watched = []
+    for what, t in found:
+        if id(t._vc) not in seen:
+            seen.add(id(t._vc))
+            watched.append((what, t, t._version))
+    return watched
+
+
+def _check_writes(watched: list, func, size: int) -> None:
+    for what, t, version in watched:
+        if t._version != version:
+            raise RuntimeError(_UNBATCHED_WRITE.format(name=_name(func), what=what, size=size))
 
 
 def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *,
@@ -421,6 +571,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *,
         _check_out_dims(out_dims, func)
         size, flat_dims, flat_args, spec = _batched_inputs(in_dims, args, func)
         rows = []
+        watched = _watched(func, flat_args, flat_dims, kwargs)
         with randomness_mode(randomness) as level, transform():
             level.size, level.flat_args, level.flat_dims = size, flat_args, flat_dims
             for i in range(size) if size else (-1,):
@@ -428,6 +579,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *,
                 level.index = i
                 level.entry = entry = [_entry(a, d, i) for a, d in zip(flat_args, flat_dims)]
                 rows.append(func(*tree_unflatten(entry, spec), **kwargs))
+                _check_writes(watched, func, size)
         return _stacked(rows, out_dims, func, size)
 
     return wrapped

@@ -369,7 +369,7 @@ def _check_value_dtype(x: Tensor, v: Tensor, op: str) -> None:
                            f"got {x._dtype} for the destination and {v._dtype} for the source.")
 
 
-def _index_put_inplace(view: Tensor, indices, v: Tensor, accumulate: bool, op: str) -> Tensor:
+def _check_value_shape(view: Tensor, indices, v: Tensor) -> None:
     target = _indexed_shape(view, indices)
     try:
         ok = broadcast_shapes(target, tuple(v.shape)) == target
@@ -378,6 +378,10 @@ def _index_put_inplace(view: Tensor, indices, v: Tensor, accumulate: bool, op: s
     if not ok:
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(v.shape)} cannot be "
                            f"broadcast to indexing result of shape {list(target)}")
+
+
+def _index_put_inplace(view: Tensor, indices, v: Tensor, accumulate: bool, op: str) -> Tensor:
+    _check_value_shape(view, indices, v)
     _check_value_dtype(view, v, op)
     return apply_inplace(IndexPutBackward0, view, (v,), indices, accumulate)
 
@@ -418,6 +422,7 @@ def index_put(self: Tensor, indices, values, accumulate: bool = False) -> Tensor
     if view is not self:
         return index_put_(self.clone(), indices, values, accumulate)
     v = _value_tensor(self, values, "index_put", tuple(indices))
+    _check_value_shape(self, idx, v)
     _check_value_dtype(self, v, "index_put")
     return apply(IndexPutBackward0, (self, v), idx, bool(accumulate))
 
