@@ -2,7 +2,8 @@
 surface): ``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``, ``Adadelta``, ``Adamax``,
 ``NAdam``, ``RAdam``, ``Rprop``, ``ASGD``, ``Adafactor``, ``Muon``, ``LBFGS``, ``SparseAdam``,
 and learning-rate schedules in ``tritongrad.optim.lr_scheduler``;
-weight averaging (SWA, EMA) in ``tritongrad.optim.swa_utils``.
+weight averaging (SWA, EMA) in ``tritongrad.optim.swa_utils``;
+``swap_in_optimizer_params_and_state`` runs an optimizer on other tensors for a while.
 
 Example:
     >>> import tritongrad as tg
@@ -16,6 +17,7 @@ Example:
 """
 
 from . import lr_scheduler, swa_utils
+from ._stateless import swap_in_optimizer_params_and_state
 from .adadelta import Adadelta
 from .adafactor import Adafactor
 from .adagrad import Adagrad
@@ -36,3 +38,4 @@ __all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "
            "swa_utils"]
 __all__ += ["Muon"]
 __all__ += ["SparseAdam"]
+__all__ += ["swap_in_optimizer_params_and_state"]

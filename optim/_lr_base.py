@@ -9,6 +9,7 @@ import weakref
 from functools import wraps
 from typing import Any
 
+from ..autograd.tensor import Tensor
 from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "_LRScheduler"]
@@ -35,6 +36,34 @@ def _per_group(owner: str, name: str, optimizer: Optimizer, value) -> list:
                              f"param_groups has {n}.")
         return list(value)
     return [value] * n
+
+
+# Note [Tensor learning rates]
+# A group's "lr" may be a one-element Tensor (PyTorch allows it, so that a compiled or captured
+# step reads the rate from memory). As PyTorch's, a scheduler then writes each new rate into
+# that tensor in place (``_set_group_value``), never replacing it, so whatever holds the
+# tensor sees the schedule; and every list it keeps of the rates (``base_lrs``,
+# ``get_last_lr()``, ``initial_lr``) holds clones (``_group_values``), which later fills leave
+# as they were.
+
+def _group_values(optimizer: Optimizer, key: str) -> list:
+    """``group[key]`` of each parameter group, Tensors cloned (Note [Tensor learning
+    rates])."""
+    return [_copy(group[key]) for group in optimizer.param_groups]
+
+
+def _copy(value):
+    return value.clone() if isinstance(value, Tensor) else value
+
+
+def _set_group_value(group: dict, key: str, value) -> None:
+    """Sets ``group[key]`` to ``value``: a Tensor already there is filled in place (Note
+    [Tensor learning rates])."""
+    current = group[key]
+    if isinstance(current, Tensor):
+        current.fill_(float(value.item()) if isinstance(value, Tensor) else value)
+    else:
+        group[key] = value
 
 
 def _positive_int(owner: str, name: str, value) -> int:
@@ -73,14 +102,14 @@ class LRScheduler:
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
+                group.setdefault("initial_lr", _copy(group["lr"]))
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
                     raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] "
                                    f"when resuming scheduler with last_epoch >= 0 (load the "
                                    f"optimizer's state dict first)")
-        self.base_lrs: list = [group["initial_lr"] for group in optimizer.param_groups]
+        self.base_lrs: list = _group_values(optimizer, "initial_lr")
         self.last_epoch = last_epoch
         _track_optimizer_steps(optimizer)
         self._initial_step()
@@ -154,13 +183,14 @@ class LRScheduler:
         finally:
             self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values, strict=True):
-            group["lr"] = lr
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+            _set_group_value(group, "lr", lr)
+        self._last_lr = _group_values(self.optimizer, "lr")
 
     def _current_lrs(self, factor: float = 1.0) -> list:
-        """Each group's current learning rate, times ``factor`` (the recursive forms' step)."""
+        """Each group's current learning rate (a clone of a Tensor one), times ``factor`` (the
+        recursive forms' step)."""
         if factor == 1.0:
-            return [group["lr"] for group in self.optimizer.param_groups]
+            return _group_values(self.optimizer, "lr")
         return [group["lr"] * factor for group in self.optimizer.param_groups]
 
 

@@ -10,7 +10,13 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
 
-from ._lr_base import _EPOCH_DEPRECATION, LRScheduler, _check_optimizer
+from ._lr_base import (
+    _EPOCH_DEPRECATION,
+    LRScheduler,
+    _check_optimizer,
+    _group_values,
+    _set_group_value,
+)
 from .optimizer import Optimizer
 
 __all__ = ["SequentialLR", "ChainedScheduler", "ReduceLROnPlateau"]
@@ -88,16 +94,19 @@ class SequentialLR(_Composite):
         # The children each took a constructor step: undo them, restart from the initial
         # rates, and take the first step with the scheduler that runs at epoch 0 only.
         for group in optimizer.param_groups:
-            group["lr"] = group["initial_lr"]
-        self._undo_initial_steps(self)
+            _set_group_value(group, "lr", group["initial_lr"])
+        self.recursive_undo()
         first = self._schedulers[bisect_right(self._milestones, 0)]
         first._initial_step()
         self._last_lr = first.get_last_lr()
 
-    def _undo_initial_steps(self, sched) -> None:
+    def recursive_undo(self, sched=None) -> None:
+        """Recursively undoes the step that each scheduler's construction took (``sched``:
+        this scheduler when None; composites are walked into)."""
+        sched = self if sched is None else sched
         if hasattr(sched, "_schedulers"):
             for s in sched._schedulers:
-                self._undo_initial_steps(s)
+                self.recursive_undo(s)
         elif hasattr(sched, "last_epoch"):
             sched.last_epoch -= 1
 
@@ -137,13 +146,13 @@ class ChainedScheduler(_Composite):
         _check_children("ChainedScheduler", optimizer, schedulers)
         self._schedulers = list(schedulers)
         self.optimizer = optimizer
-        self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]
+        self._last_lr = _group_values(self._schedulers[-1].optimizer, "lr")
 
     def step(self) -> None:  # type: ignore[override]
         """Steps every wrapped scheduler."""
         for s in self._schedulers:
             s.step()
-        self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]
+        self._last_lr = _group_values(self._schedulers[-1].optimizer, "lr")
 
 
 # -- driven by a metric ----------------------------------------------------------------------------
@@ -271,7 +280,7 @@ class ReduceLROnPlateau(LRScheduler):
             old = float(group["lr"])
             new = max(old * self.factor, self.min_lrs[i])
             if old - new > self.eps:
-                group["lr"] = new
+                _set_group_value(group, "lr", new)
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Loads the state (and re-checks mode and threshold mode)."""

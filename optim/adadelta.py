@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .optimizer import (Optimizer, advance_step, check_hyperparameters, new_step,
-                        zeros_like)
+from .optimizer import (Optimizer, advance_device_step, advance_step, check_hyperparameters,
+                        new_step, zeros_like)
 
 __all__ = ["Adadelta"]
 
@@ -28,7 +28,9 @@ class Adadelta(Optimizer):
         weight_decay: L2 penalty (default 0).
         foreach: accepted for compatibility; maximize: maximize instead of minimize;
         differentiable: record the update in the autograd graph, so that gradients flow
-            through ``step()`` (as SGD's); capturable: only False is supported.
+            through ``step()`` (as SGD's); capturable: keep the step count on the parameters'
+            device, so that ``step()`` can be captured in a CUDA graph (Note [capturable
+            step counts]).
 
     State per parameter: ``step``, ``square_avg``, ``acc_delta``.
     """
@@ -44,21 +46,23 @@ class Adadelta(Optimizer):
         check_hyperparameters("Adadelta", lr=lr, eps=eps, weight_decay=weight_decay)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Adadelta: Invalid rho value: {rho}")
-        if capturable:
-            raise NotImplementedError("Adadelta: capturable is not supported (only False)")
         # (the keys in PyTorch's order, which state_dict() shows)
         super().__init__(params, {"lr": lr, "rho": rho, "eps": eps,
                                   "weight_decay": weight_decay, "maximize": maximize,
-                                  "capturable": False, "foreach": foreach,
+                                  "capturable": bool(capturable), "foreach": foreach,
                                   "differentiable": bool(differentiable)})
 
     def _update(self, p, group) -> None:
         state = self.state[p]
         if not state:
-            state["step"] = new_step()
+            # (Note [capturable step counts])
+            state["step"] = new_step(p.device if group["capturable"] else None)
             state["square_avg"] = zeros_like(p)
             state["acc_delta"] = zeros_like(p)
-        advance_step(state["step"])
+        if group["capturable"]:
+            advance_device_step("Adadelta", p, state)
+        else:
+            advance_step(state["step"])
         lr, rho, eps = group["lr"], group["rho"], group["eps"]
         g = -p.grad if group["maximize"] else p.grad
         if group["weight_decay"] != 0:

@@ -6,7 +6,7 @@ import math
 
 from ..autograd.tensor import Tensor
 from ..runtime.dtype import finfo
-from .optimizer import Optimizer, advance_step, new_step
+from .optimizer import Optimizer, advance_step, check_lr, new_step
 
 __all__ = ["Adafactor"]
 
@@ -68,6 +68,7 @@ class Adafactor(Optimizer):
     def __init__(self, params, lr: float = 1e-2, beta2_decay: float = -0.8,
                  eps=(None, 1e-3), d: float = 1.0, weight_decay: float = 0.0, *, foreach=None,
                  maximize: bool = False):
+        check_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Learning rate should be >= 0 but is: {lr}")
         if not 0.0 >= beta2_decay:

@@ -78,6 +78,13 @@ class Adagrad(Optimizer):
         for p in self.param_groups[-1]["params"]:
             self._init_state(p, self.param_groups[-1])
 
+    def share_memory(self) -> None:
+        """Calls ``share_memory_()`` on the state ``sum`` tensors (for Hogwild-style training
+        with ``tritongrad.multiprocessing``)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                self.state[p]["sum"].share_memory_()
+
     def _init_state(self, p, group) -> None:
         from ..autograd.ops.creation import full_like
         state = self.state[p]

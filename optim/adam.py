@@ -8,7 +8,7 @@ from ..autograd.grad_mode import no_grad
 from ..autograd.ops.elementwise import maximum
 from ..autograd.tensor import Tensor
 from ..kernels import multi_tensor
-from .optimizer import (Optimizer, advance_step, bump_versions, check_fused_options,
+from .optimizer import (Optimizer, advance_step, bump_versions, check_fused_options, check_lr,
                         fused_kernel, new_step, zeros_like)
 
 __all__ = ["Adam", "AdamW"]
@@ -68,6 +68,7 @@ class Adam(Optimizer):
                  weight_decay: float = 0, amsgrad: bool = False, *, foreach=None,
                  maximize: bool = False, capturable: bool = False, differentiable: bool = False,
                  fused=None, decoupled_weight_decay: bool = False):
+        check_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:

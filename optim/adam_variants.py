@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
-from ..autograd.ops.elementwise import maximum
-from .optimizer import (Optimizer, advance_step, check_hyperparameters, new_step,
-                        zeros_like)
+import numpy as np
+
+from ..autograd.ops.elementwise import maximum, where
+from .optimizer import (Optimizer, advance_device_step, advance_step, check_hyperparameters,
+                        new_step, zeros_like)
 
 __all__ = ["Adamax", "NAdam", "RAdam"]
 
@@ -17,26 +19,22 @@ def _check_betas(owner: str, betas) -> tuple:
     return tuple(betas)
 
 
-def _unsupported(owner: str, **flags) -> None:
-    on = [name for name, v in flags.items() if v]
-    if on:
-        verb = "is" if len(on) == 1 else "are"
-        raise NotImplementedError(f"{owner}: {' and '.join(on)} {verb} not supported (only False)")
-
-
 def _moments(owner: str, opt: Optimizer, p, group, *extra: str, ones: tuple = ()):
     """The state of ``p`` (step, exp_avg, exp_avg_sq or what ``extra`` names, created on the
-    first step), the advanced step count and the gradient with maximize applied. ``ones``
-    names float32 CPU scalars starting at 1 (NAdam's ``mu_product``), made right after
+    first step), the advanced step count (a float, or the device count of a capturable group)
+    and the gradient with maximize applied. ``ones`` names float32 scalars starting at 1
+    (NAdam's ``mu_product``; on the CPU, or with the count on the device), made right after
     ``step``: state_dict() shows the entries in PyTorch's order."""
     state = opt.state[p]
+    capturable = group.get("capturable", False)
     if not state:
-        state["step"] = new_step()
+        state["step"] = new_step(p.device if capturable else None)
         for name in ones:
-            state[name] = new_step().add_(1.0)
+            state[name] = new_step(p.device if capturable else None).add_(1.0)
         for name in extra:
             state[name] = zeros_like(p)
-    step = advance_step(state["step"])
+    # (a capturable group's count is a device tensor: Note [capturable step counts])
+    step = advance_device_step(owner, p, state) if capturable else advance_step(state["step"])
     return state, step, (-p.grad if group["maximize"] else p.grad)
 
 
@@ -70,7 +68,9 @@ class Adamax(Optimizer):
         weight_decay: L2 penalty (default 0).
         foreach: accepted for compatibility; maximize: maximize instead of minimize;
         differentiable: record the update in the autograd graph (as
-        SGD's); capturable: only False is supported.
+        SGD's); capturable: keep the step count on the parameters' device and take the bias
+        correction from it there, so that ``step()`` can be captured in a CUDA graph (Note
+        [capturable step counts]).
 
     State per parameter: ``step``, ``exp_avg``, ``exp_inf``.
     """
@@ -85,11 +85,10 @@ class Adamax(Optimizer):
                  differentiable: bool = False, capturable: bool = False):
         check_hyperparameters("Adamax", lr=lr, eps=eps, weight_decay=weight_decay)
         betas = _check_betas("Adamax", betas)
-        _unsupported("Adamax", capturable=capturable)
         super().__init__(params, {"lr": lr, "betas": betas, "eps": eps,
                                   "weight_decay": weight_decay, "foreach": foreach,
                                   "maximize": maximize, "differentiable": bool(differentiable),
-                                  "capturable": False})
+                                  "capturable": bool(capturable)})
 
     def _update(self, p, group) -> None:
         state, step, g = _moments("Adamax", self, p, group, "exp_avg", "exp_inf")
@@ -97,6 +96,12 @@ class Adamax(Optimizer):
         (beta1, beta2), m, u = group["betas"], state["exp_avg"], state["exp_inf"]
         m.add_(g - m, alpha=1 - beta1)                        # lerp_(g, 1 - beta1)
         u.copy_(maximum(u.mul(beta2), g.abs().add(group["eps"])))
+        if group["capturable"]:
+            # (Note [capturable step counts]) PyTorch's capturable form, the bias correction
+            # a float32 tensor op on the device count: p += m / (u * (beta1^t - 1) / lr)
+            neg_bias_correction = (beta1 ** step - 1) / group["lr"]
+            p.add_(m.div(u.mul(neg_bias_correction)))
+            return
         p.sub_(m.div(u).mul(group["lr"] / (1 - beta1 ** step)))
 
 
@@ -124,7 +129,10 @@ class NAdam(Optimizer):
         momentum_decay: psi (default 4e-3).
         decoupled_weight_decay: NAdamW's decay instead of the L2 term.
         foreach: accepted for compatibility; maximize: maximize instead of minimize;
-        differentiable, capturable: only False is supported.
+        differentiable: record the update in the autograd graph (as SGD's; Note
+        [differentiable NAdam]); capturable: keep the step count and the momentum product on
+        the parameters' device, the step sizes taken from them there, so that ``step()`` can
+        be captured in a CUDA graph (Note [capturable step counts]).
 
     State per parameter: ``step``, ``mu_product``, ``exp_avg``, ``exp_avg_sq``.
     """
@@ -144,13 +152,13 @@ class NAdam(Optimizer):
         check_hyperparameters("NAdam", lr=lr, eps=eps, weight_decay=weight_decay,
                               momentum_decay=momentum_decay)
         betas = _check_betas("NAdam", betas)
-        _unsupported("NAdam", differentiable=differentiable, capturable=capturable)
         super().__init__(params, {"lr": lr, "betas": betas, "eps": eps,
                                   "weight_decay": weight_decay,
                                   "momentum_decay": momentum_decay,
                                   "decoupled_weight_decay": decoupled_weight_decay,
                                   "maximize": maximize, "foreach": foreach,
-                                  "capturable": False, "differentiable": False})
+                                  "capturable": bool(capturable),
+                                  "differentiable": bool(differentiable)})
 
     def _update(self, p, group) -> None:
         state, step, g = _moments("NAdam", self, p, group, "exp_avg", "exp_avg_sq",
@@ -161,12 +169,34 @@ class NAdam(Optimizer):
         mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * psi))
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * psi))
         prod = state["mu_product"]
+        if group["capturable"] and prod.device != p.device:  # (a state loaded onto the CPU)
+            prod = state["mu_product"] = prod.to(p.device)
         prod.mul_(mu)
-        product = prod.item()
         m, v = state["exp_avg"], state["exp_avg_sq"]
         m.add_(g - m, alpha=1 - beta1)
         v.mul_(beta2).add_(g.mul(1 - beta2).mul(g))
         denom = v.div(1 - beta2 ** step).sqrt().add(eps)
+        if group["capturable"]:
+            # (Note [capturable step counts]) the count, mu, mu_next and the momentum product
+            # are float32 device tensors: PyTorch's capturable step sizes, tensor ops on them
+            size = (1.0 - mu).mul(-lr).div(1.0 - prod)
+            size_next = mu_next.mul(-lr).div(1.0 - prod * mu_next)
+            p.addcdiv_(g.mul(size), denom)
+            p.addcdiv_(m.mul(size_next), denom)
+            return
+        product = prod.item()
+        if group["differentiable"]:
+            # Note [differentiable NAdam]: PyTorch's differentiable step keeps the momentum
+            # product a float32 tensor, so both step sizes are float32 arithmetic on it (its
+            # ``c / t`` being ``reciprocal(t) * c``); the parameter is then updated by
+            # addcdiv of the scaled gradient and moment, which autograd records.
+            f32 = np.float32
+            p_next = f32(f32(product) * f32(mu_next))
+            size = f32(f32(1) / (f32(1) - f32(product))) * f32(-lr * (1.0 - mu))
+            size_next = f32(f32(1) / (f32(1) - p_next)) * f32(-lr * mu_next)
+            p.addcdiv_(g.mul(float(size)), denom)
+            p.addcdiv_(m.mul(float(size_next)), denom)
+            return
         p.sub_(g.div(denom).mul(lr * (1.0 - mu) / (1.0 - product)))
         p.sub_(m.div(denom).mul(lr * mu_next / (1.0 - product * mu_next)))
 
@@ -196,7 +226,9 @@ class RAdam(Optimizer):
         decoupled_weight_decay: RAdamW's decay instead of the L2 term.
         foreach: accepted for compatibility; maximize: maximize instead of minimize;
         differentiable: record the update in the autograd graph (as
-        SGD's); capturable: only False is supported.
+        SGD's); capturable: keep the step count on the parameters' device and take the
+        rectification from it there, so that ``step()`` can be captured in a CUDA graph (Note
+        [capturable step counts]).
 
     State per parameter: ``step``, ``exp_avg``, ``exp_avg_sq``.
     """
@@ -212,10 +244,9 @@ class RAdam(Optimizer):
                  differentiable: bool = False):
         check_hyperparameters("RAdam", lr=lr, eps=eps, weight_decay=weight_decay)
         betas = _check_betas("RAdam", betas)
-        _unsupported("RAdam", capturable=capturable)
         super().__init__(params, {"lr": lr, "betas": betas, "eps": eps,
                                   "weight_decay": weight_decay, "maximize": maximize,
-                                  "foreach": foreach, "capturable": False,
+                                  "foreach": foreach, "capturable": bool(capturable),
                                   "decoupled_weight_decay": decoupled_weight_decay,
                                   "differentiable": bool(differentiable)})
 
@@ -230,6 +261,15 @@ class RAdam(Optimizer):
         corrected = m.div(bias_correction1)
         rho_inf = 2 / (1 - beta2) - 1
         rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+        if group["capturable"]:
+            # (Note [capturable step counts]) both branches computed, the rectified one chosen
+            # on the device (PyTorch's capturable form), so no host sync on rho_t
+            rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
+                    / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+            adaptive = (bias_correction2 ** 0.5) / v.sqrt().add(eps)
+            update = where(rho_t > 5.0, rect * adaptive, 1.0)
+            p.add_(corrected.mul(lr).mul(update), alpha=-1.0)
+            return
         if rho_t > 5.0:
             rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
                     / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5

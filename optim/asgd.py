@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from ..autograd.ops.creation import tensor
+from ..autograd.ops.creation import ones_like, tensor
+from ..autograd.ops.elementwise import maximum
 from ..runtime import dtype as dtypes
-from .optimizer import Optimizer, advance_step, check_hyperparameters, new_step
+from .optimizer import (Optimizer, advance_device_step, advance_step, check_hyperparameters,
+                        new_step)
 
 __all__ = ["ASGD"]
 
 
-def _scalar(v: float):
-    """A float32 CPU scalar of the state, as ``new_step``'s counter (PyTorch keeps ``eta`` and
-    ``mu`` as float32 scalars too: each update reads them rounded to float32)."""
-    return tensor(float(v), dtype=dtypes.float32)
+def _scalar(v: float, device=None):
+    """A float32 scalar of the state, as ``new_step``'s counter, on the CPU unless a
+    ``device`` is given (PyTorch keeps ``eta`` and ``mu`` as float32 scalars too: each update
+    reads them rounded to float32)."""
+    return tensor(float(v), dtype=dtypes.float32, device=device)
 
 
 class ASGD(Optimizer):
@@ -37,10 +40,14 @@ class ASGD(Optimizer):
         alpha: power for the eta update (default 0.75).
         t0: point at which to start averaging (default 1e6).
         weight_decay: weight decay (L2 penalty) (default 0).
-        foreach: accepted for compatibility (updates are per parameter; the result is the
-            same).
+        foreach: accepted for compatibility (updates are per parameter, PyTorch's single-tensor
+            path; its foreach path, p - eta * (g + lambd * p), can differ in the last bits).
         maximize: maximize the objective with respect to the params, instead of minimizing.
-        differentiable, capturable: only False is supported.
+        differentiable: record the update in the autograd graph, so that gradients flow
+            through ``step()`` (as SGD's); the averages ``ax`` then carry it too.
+        capturable: keep the step count, eta and mu on the parameters' device, the update
+            taken from them there, so that ``step()`` can be captured in a CUDA graph (Note
+            [capturable step counts]).
 
     State per parameter: ``step``, ``eta``, ``mu`` (float32 CPU scalars) and ``ax``. As
     PyTorch's, a loaded state dict casts ``eta`` and ``mu`` to the parameter's dtype and device
@@ -62,21 +69,23 @@ class ASGD(Optimizer):
                  t0: float = 1e6, weight_decay: float = 0, foreach=None, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False):
         check_hyperparameters("ASGD", lr=lr, weight_decay=weight_decay)
-        if differentiable or capturable:
-            raise NotImplementedError("ASGD: differentiable and capturable are not supported "
-                                      "(only False)")
         super().__init__(params, {"lr": lr, "lambd": lambd, "alpha": alpha, "t0": t0,
                                   "weight_decay": weight_decay, "foreach": foreach,
-                                  "maximize": maximize, "differentiable": False,
-                                  "capturable": False})
+                                  "maximize": maximize,
+                                  "differentiable": bool(differentiable),
+                                  "capturable": bool(capturable)})
 
     def _update(self, p, group) -> None:
         state = self.state[p]
+        capturable = group["capturable"]
         if not state:
-            state["step"] = new_step()
-            state["eta"] = _scalar(group["lr"])
-            state["mu"] = _scalar(1.0)
+            device = p.device if capturable else None
+            state["step"] = new_step(device)
+            state["eta"] = _scalar(group["lr"], device)
+            state["mu"] = _scalar(1.0, device)
             state["ax"] = p.detach().new_zeros(tuple(p.shape))
+        if capturable:
+            return self._capturable_update(p, group, state)
         step = advance_step(state["step"])
         g = -p.grad if group["maximize"] else p.grad
         if group["weight_decay"] != 0:
@@ -92,3 +101,22 @@ class ASGD(Optimizer):
         lr, lambd = group["lr"], group["lambd"]
         state["eta"].fill_(lr / ((1 + lambd * lr * step) ** group["alpha"]))
         state["mu"].fill_(1 / max(1.0, step - group["t0"]))
+
+    def _capturable_update(self, p, group, state: dict) -> None:
+        """Note [capturable step counts]: the count, eta and mu stay float32 device tensors and
+        every value taken from them is a tensor op (PyTorch's capturable form): the average
+        always moves by mu (1 before t0), eta and mu recomputed on the device."""
+        step = advance_device_step("ASGD", p, state)
+        for key in ("eta", "mu"):
+            if state[key].device != p.device:  # (a state loaded onto the CPU)
+                state[key] = state[key].to(p.device)
+        eta, mu, ax = state["eta"], state["mu"], state["ax"]
+        g = -p.grad if group["maximize"] else p.grad
+        if group["weight_decay"] != 0:
+            g = g.add(p, alpha=group["weight_decay"])
+        lr, lambd = group["lr"], group["lambd"]
+        p.mul_(1 - lambd * eta)
+        p.sub_(g.mul(eta))                                  # addcmul_(g, eta, value=-1)
+        ax.add_(p.sub(ax).mul(mu))
+        eta.copy_(lr / ((1 + lambd * lr * step) ** group["alpha"]))
+        mu.copy_(1 / maximum(step - group["t0"], ones_like(step)))

@@ -18,7 +18,7 @@ from ..autograd.sparse import is_sparse
 from ..autograd.ops.complex_parts import view_as_real
 from ..autograd.ops.creation import tensor
 from ..autograd.tensor import Tensor
-from .optimizer import Optimizer
+from .optimizer import Optimizer, check_lr
 
 __all__ = ["LBFGS"]
 
@@ -157,6 +157,7 @@ class LBFGS(Optimizer):
     def __init__(self, params, lr: float = 1, max_iter: int = 20, max_eval: int | None = None,
                  tolerance_grad: float = 1e-7, tolerance_change: float = 1e-9,
                  history_size: int = 100, line_search_fn: str | None = None):
+        check_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if max_eval is None:

@@ -32,9 +32,11 @@ from ._lr_base import (
     LRScheduler,
     _check_optimizer,
     _FactorScheduler,
+    _group_values,
     _LRScheduler,
     _per_group,
     _positive_int,
+    _set_group_value,
 )
 from ._lr_drivers import ChainedScheduler, ReduceLROnPlateau, SequentialLR
 from .optimizer import Optimizer
@@ -596,8 +598,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         finally:
             self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values, strict=True):
-            group["lr"] = lr
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+            _set_group_value(group, "lr", lr)
+        self._last_lr = _group_values(self.optimizer, "lr")
 
 
 class CyclicLR(LRScheduler):
@@ -636,7 +638,7 @@ class CyclicLR(LRScheduler):
         base_lrs = _per_group("CyclicLR", "base_lr", optimizer, base_lr)
         if last_epoch == -1:
             for lr, group in zip(base_lrs, optimizer.param_groups):
-                group["lr"] = lr
+                _set_group_value(group, "lr", lr)
         self.max_lrs = _per_group("CyclicLR", "max_lr", optimizer, max_lr)
         up = float(step_size_up)
         down = float(step_size_down) if step_size_down is not None else up

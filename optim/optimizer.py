@@ -107,7 +107,7 @@ def _capture_check(opt) -> None:
     """Note [capturing step()]: an optimizer with a ``capturable`` option keeps host values that
     a CUDA graph would freeze (the step count, its bias corrections): a replay would repeat the
     captured step's numbers. PyTorch raises when such a step() is captured without
-    capturable=True, which tritongrad does not support yet; so this raises PyTorch's error.
+    capturable=True (Note [capturable step counts]), and so does this, with PyTorch's error.
     Optimizers without the option (SGD) capture as they are."""
     if any(not group.get("capturable", True) for group in opt.param_groups):
         raise RuntimeError(f"Attempting CUDA graph capture of step() for an instance of "
@@ -136,6 +136,17 @@ class Optimizer:
         param_groups: list of dicts: ``"params"`` and the group's hyperparameters.
         state: per-parameter state (a dict per parameter, keyed by the parameter).
     """
+
+    # the types of the hooks, as PyTorch names them
+    OptimizerPreHook = Callable[["Optimizer", tuple, dict], "tuple[tuple, dict] | None"]
+    OptimizerPostHook = Callable[["Optimizer", tuple, dict], None]
+
+    @staticmethod
+    def profile_hook_step(func: Callable) -> Callable:
+        """Wraps an optimizer's ``step`` so that it runs the step hooks around it, inside a
+        profiler range ``Optimizer.step#<Class>.step`` when a profiler is on. Every class's
+        ``step`` is wrapped so at its creation; wrapping again changes nothing."""
+        return func if getattr(func, "_with_step_hooks", False) else _with_step_hooks(func)
 
     # Per-parameter state entries whose shape load_state_dict does not check (scalars); every
     # other state tensor must have the shape ``_state_shape`` gives (the parameter's, unless a
@@ -587,6 +598,22 @@ def advance_step(step: Tensor) -> float:
     return float(data)
 
 
+def advance_device_step(owner: str, p: Tensor, state: dict) -> Tensor:
+    """Note [capturable step counts]: with ``capturable=True`` a parameter's ``step`` count is
+    a float32 tensor on the parameter's device, advanced there, so that a step() queues device
+    work only and each replay of a CUDA graph of it counts one more step; anything computed
+    from the count (bias corrections) must then be tensor ops on it. As PyTorch, parameters
+    must be on a device that can capture (not the CPU). Returns the advanced count."""
+    if p.device.type == "cpu":
+        raise RuntimeError(f"{owner}: If capturable=True, params and state_steps must be on "
+                           f"supported devices: ['cuda'].")
+    step = state["step"]
+    if step.device != p.device:  # (a state loaded onto the CPU)
+        step = state["step"] = step.to(p.device)
+    step.add_(1)
+    return step
+
+
 def host_scalar(value):
     """A hyperparameter as a fused kernel takes it: a Python number (``lr`` may be a
     one-element Tensor, as PyTorch allows)."""
@@ -613,9 +640,18 @@ def new_step(device=None) -> Tensor:
     return tensor(0.0, dtype=dtypes.float32, device=device)
 
 
+def check_lr(lr) -> None:
+    """Raises PyTorch's ValueError for a Tensor ``lr`` of other than one element (before the
+    range check, which could not compare it)."""
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+
+
 def check_hyperparameters(owner: str, **values) -> None:
     """Raises PyTorch's ``ValueError("Invalid <name> value: <v>")`` for the first negative
     value (``lr`` is worded "Invalid learning rate", ``eps`` "Invalid epsilon value")."""
+    if "lr" in values:
+        check_lr(values["lr"])
     words = {"lr": "learning rate", "eps": "epsilon value"}
     for name, v in values.items():
         if not 0.0 <= v:

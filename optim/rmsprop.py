@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .optimizer import (Optimizer, advance_step, check_hyperparameters, new_step,
-                        zeros_like)
+from .optimizer import (Optimizer, advance_device_step, advance_step, check_hyperparameters,
+                        new_step, zeros_like)
 
 __all__ = ["RMSprop"]
 
@@ -34,7 +34,9 @@ class RMSprop(Optimizer):
         centered: if True, compute the centered RMSProp, the gradient is normalized by an
             estimation of its variance.
         differentiable: record the update in the autograd graph, so that gradients flow
-            through ``step()`` (as SGD's); capturable: only False is supported.
+            through ``step()`` (as SGD's); capturable: keep the step count on the parameters'
+            device, so that ``step()`` can be captured in a CUDA graph (Note [capturable
+            step counts]).
         foreach: accepted for compatibility (updates are per parameter; the result is the
             same).
         maximize: maximize the objective with respect to the params, instead of minimizing.
@@ -60,12 +62,10 @@ class RMSprop(Optimizer):
                  differentiable: bool = False):
         check_hyperparameters("RMSprop", lr=lr, eps=eps, momentum=momentum,
                               weight_decay=weight_decay, alpha=alpha)
-        if capturable:
-            raise NotImplementedError("RMSprop: capturable is not supported (only False)")
         # (the keys in PyTorch's order, which state_dict() shows)
         super().__init__(params, {"lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps,
                                   "centered": centered, "weight_decay": weight_decay,
-                                  "capturable": False, "foreach": foreach,
+                                  "capturable": bool(capturable), "foreach": foreach,
                                   "maximize": maximize,
                                   "differentiable": bool(differentiable)})
 
@@ -74,13 +74,17 @@ class RMSprop(Optimizer):
         wd, momentum, centered = group["weight_decay"], group["momentum"], group["centered"]
         state = self.state[p]
         if not state:
-            state["step"] = new_step()
+            # (Note [capturable step counts])
+            state["step"] = new_step(p.device if group["capturable"] else None)
             state["square_avg"] = zeros_like(p)
             if momentum > 0:
                 state["momentum_buffer"] = zeros_like(p)
             if centered:
                 state["grad_avg"] = zeros_like(p)
-        advance_step(state["step"])
+        if group["capturable"]:
+            advance_device_step("RMSprop", p, state)
+        else:
+            advance_step(state["step"])
         g = -p.grad if group["maximize"] else p.grad
         if wd != 0:
             g = g.add(p, alpha=wd)

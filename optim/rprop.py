@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..autograd.ops.creation import full_like
-from .optimizer import Optimizer, advance_step, new_step, zeros_like
+from .optimizer import (Optimizer, advance_device_step, advance_step, check_lr, new_step,
+                        zeros_like)
 
 __all__ = ["Rprop"]
 
@@ -27,7 +28,9 @@ class Rprop(Optimizer):
         maximize: maximize the objective instead of minimizing.
         differentiable: record the update in the autograd graph, so that gradients flow
             through ``step()`` (as SGD's; the signs pass none).
-        foreach: accepted for compatibility; capturable: only False is supported.
+        foreach: accepted for compatibility; capturable: keep the step count on the
+            parameters' device, so that ``step()`` can be captured in a CUDA graph (Note
+            [capturable step counts]).
 
     State per parameter: ``step``, ``prev`` (the last gradient used), ``step_size``.
     """
@@ -40,24 +43,27 @@ class Rprop(Optimizer):
     def __init__(self, params, lr: float = 1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
                  capturable: bool = False, foreach=None, maximize: bool = False,
                  differentiable: bool = False):
+        check_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
-        if capturable:
-            raise NotImplementedError("Rprop: capturable is not supported (only False)")
         super().__init__(params, {"lr": lr, "etas": tuple(etas), "step_sizes": tuple(step_sizes),
                                   "foreach": foreach, "maximize": maximize,
                                   "differentiable": bool(differentiable),
-                                  "capturable": False})
+                                  "capturable": bool(capturable)})
 
     def _update(self, p, group) -> None:
         state = self.state[p]
         if not state:
-            state["step"] = new_step()
+            # (Note [capturable step counts])
+            state["step"] = new_step(p.device if group["capturable"] else None)
             state["prev"] = zeros_like(p)
             state["step_size"] = full_like(p, group["lr"])
-        advance_step(state["step"])
+        if group["capturable"]:
+            advance_device_step("Rprop", p, state)
+        else:
+            advance_step(state["step"])
         (etaminus, etaplus), (lo, hi) = group["etas"], group["step_sizes"]
         g = -p.grad if group["maximize"] else p.grad
         prev, step_size = state["prev"], state["step_size"]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..autograd.sparse import add_into_, is_sparse
-from .optimizer import (Optimizer, bump_versions, check_fused_options, fused_kernel,
-                        host_scalar, zeros_like)
+from .optimizer import (Optimizer, bump_versions, check_fused_options, check_lr,
+                        fused_kernel, host_scalar, zeros_like)
 
 __all__ = ["SGD"]
 
@@ -50,6 +50,7 @@ class SGD(Optimizer):
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
                  weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
                  foreach=None, differentiable: bool = False, fused=None):
+        check_lr(lr)
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:

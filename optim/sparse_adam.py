@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ..autograd.sparse import is_sparse
-from .optimizer import Optimizer, zeros_like
+from .optimizer import Optimizer, check_lr, zeros_like
 
 __all__ = ["SparseAdam"]
 
@@ -44,6 +44,7 @@ class SparseAdam(Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple = (0.9, 0.999),
                  eps: float = 1e-8, maximize: bool = False):
+        check_lr(lr)
         if not 0.0 < lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 < eps:

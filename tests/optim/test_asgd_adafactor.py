@@ -73,8 +73,7 @@ def test_asgd_arguments_and_defaults():
         optim.ASGD([p], lr=-1)
     with pytest.raises(ValueError, match="Invalid weight_decay value: -0.5"):
         optim.ASGD([p], weight_decay=-0.5)
-    with pytest.raises(NotImplementedError, match="differentiable"):
-        optim.ASGD([p], differentiable=True)
+    assert optim.ASGD([p], differentiable=True).defaults["differentiable"] is True
 
 
 # -- Adafactor -----------------------------------------------------------------------------------

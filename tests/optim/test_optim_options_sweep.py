@@ -352,9 +352,6 @@ def test_differentiable_refusals():
     z.grad = tg.ones(2, dtype=tg.complex128)
     with pytest.raises(NotImplementedError, match="differentiable=True with complex"):
         opt.step()
-    for cls in (optim.NAdam, optim.ASGD):
-        with pytest.raises(NotImplementedError, match="differentiable"):
-            cls([nn.Parameter(tg.ones(2))], differentiable=True)
 
 
 def _adam_differentiable_ref(x, g, lr, betas, eps, wd=0.0, decoupled=False, maximize=False,
