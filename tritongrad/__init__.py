@@ -231,3 +231,18 @@ from . import library, types  # noqa: E402
 from .library import ops  # noqa: E402
 
 __all__ += ["library", "ops", "types"]
+
+
+# torch.ao (eager-mode quantization: tritongrad/ao/) and its alias torch.quantization; the
+# quantized tensors' functions, dtypes and qschemes at the top, as PyTorch has them
+from . import ao, quantization  # noqa: E402
+from .ao._qtensor import (dequantize, per_channel_affine,  # noqa: E402
+                          per_channel_affine_float_qparams, per_channel_symmetric,
+                          per_tensor_affine, per_tensor_symmetric, qint8, qint32, qscheme,
+                          quantize_per_channel, quantize_per_tensor,
+                          quantize_per_tensor_dynamic, quint4x2, quint8)
+
+__all__ += ["ao", "quantization", "dequantize", "per_channel_affine",
+            "per_channel_affine_float_qparams", "per_channel_symmetric", "per_tensor_affine",
+            "per_tensor_symmetric", "qint8", "qint32", "qscheme", "quantize_per_channel",
+            "quantize_per_tensor", "quantize_per_tensor_dynamic", "quint4x2", "quint8"]
