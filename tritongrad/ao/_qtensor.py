@@ -65,20 +65,12 @@ _RANGE = {qint8: (-128, 127), quint8: (0, 255), qint32: (-2 ** 31, 2 ** 31 - 1),
           quint4x2: (0, 15)}
 
 
-class qscheme:
+class qscheme(_dt._Named):
     """How a quantized tensor maps its integers to real values (PyTorch's ``torch.qscheme``):
     ``per_tensor_affine``, ``per_channel_affine``, ``per_tensor_symmetric``,
     ``per_channel_symmetric`` or ``per_channel_affine_float_qparams``."""
 
-    __slots__ = ("name",)
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"tritongrad.{self.name}"
-
-    __str__ = __repr__
+    __slots__ = ()
 
     def __reduce__(self):  # singletons: pickled by their module-level name
         return self.name
