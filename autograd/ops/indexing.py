@@ -799,7 +799,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
 
 # -- index_add / scatter_reduce -------------------------------------------------------------------
 
-from ..checks import scalar_type_name  # (this section appended to the family)
+from ..checks import kernel_not_implemented, scalar_type_name  # (this section appended)
 
 
 class IndexAddBackward0(IndexPutBackward0):
@@ -986,6 +986,24 @@ class ScatterReduceBackward0(Primitive):
         need_x, need_src = ctx.needs_input_grad
         return (gx if need_x else None), (_pad_to(k, gs, src.shape) if need_src else None)
 
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, *params):
+        """Each element of x and src folds into one place only, so each column of the
+        Jacobian has one entry: the rule's gradient for an output gradient of ones. The
+        tangent is then x's coefficients times its tangent plus src's scattered-added."""
+        from ..dispatch import _Asking  # (the ctx asking for the inputs that have tangents)
+        (x, src), (tx, ts) = primals, tangents
+        dev, dt = meta(out)
+        asking = _Asking(ctx, (tx is not None, ts is not None))
+        cx, cs = ScatterReduceBackward0.vjp(asking, k, (x, src, out),
+                                            k.full(tuple(out.shape), 1, dt, dev))
+        total = None if tx is None else k.mul(cx, tx)
+        if ts is not None:
+            moved = call(k, ScatterAddBackward0, (_zeros(k, out.shape, out), k.mul(cs, ts)),
+                         ctx.dim, ctx.index)
+            total = moved if total is None else k.add(total, moved)
+        return total
+
 
 def _refuse_double_backward(ctx, k, gs, src_zeros):
     """src's prod gradient ``gs``, recorded (create_graph), behind a node that refuses to be
@@ -1013,6 +1031,9 @@ def _scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     if reduce == "mean" and self.dtype is dtypes.bool:
         raise RuntimeError(f"{op}(): reduce='mean' is not supported for bool tensors")
+    if self.dtype.is_complex and reduce in ("amax", "amin"):  # (no ordering of complex values)
+        raise kernel_not_implemented(
+            f"scatter_gather_tensor_{self.device.type}_reduce_{reduce}", self.dtype)
     params = (d, idx._data, reduce, bool(include_self))
     if inplace:
         return apply_inplace(ScatterReduceBackward0, self, (src,), *params)
@@ -1046,8 +1067,9 @@ def scatter_reduce_(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
 
 # index_reduce is scatter_reduce with the index spread along dim over the source's shape (each
 # source slice i folds into self's slice index[i]): the same primitive, named as PyTorch's node.
+# (forward AD refused, as PyTorch's index_reduce has no forward formula)
 IndexReduceBackward0 = ScatterReduceBackward0.variant("IndexReduceBackward0", "index_reduce",
-                                                      _src="source")
+                                                      _src="source", jvp=None)
 _INDEX_REDUCTIONS = ("prod", "mean", "amax", "amin")
 
 
@@ -1116,4 +1138,4 @@ OPS = (
            grad="mean: g / n; amax/amin: g shared among the extremes; prod: g times the "
                 "others (as scatter_reduce)"),
 )
-OPS = with_jvp(OPS, without=("scatter_reduce", "index_reduce"))  # every other row: jvp rules
+OPS = with_jvp(OPS, without=("index_reduce",))  # every other row: jvp rules

@@ -149,6 +149,8 @@ def scatter_reduce_(a: np.ndarray, dim: int, index: np.ndarray, src: np.ndarray,
     # integers and bool in int64 (the Triton kernel's accumulator), cast back once
     if out.dtype.kind == "f":
         wide = np.float32 if out.dtype.itemsize < 4 else out.dtype
+    elif out.dtype.kind == "c":
+        wide = out.dtype
     else:
         wide = np.int64
     work = out.astype(wide)
@@ -160,7 +162,7 @@ def scatter_reduce_(a: np.ndarray, dim: int, index: np.ndarray, src: np.ndarray,
         count = np.full(work.shape, 1 if include_self else 0, np.int64)
         np.add.at(count, key, 1)
         hit = count > 0
-        if work.dtype.kind == "f":
+        if work.dtype.kind in "fc":
             work[hit] /= count[hit]
         else:  # integers: floor division, as PyTorch
             work[hit] //= count[hit]
