@@ -392,6 +392,20 @@ def test_custom_leaf_modules_and_call_module_override():
     assert seen == ["b1", "b1.lin", "b2", "b2.lin"]
 
 
+def test_quantization_modules_are_leaves_as_in_pytorch():
+    """Modules of tritongrad.ao.nn (QAT, quantized) stay call_module nodes, as torch.ao.nn's
+    do under torch.fx: their observers' data-dependent checks are not traced into."""
+    import tritongrad.ao.nn.quantized as nnq
+    import tritongrad.ao.quantization as tq
+    qat = tg.ao.nn.qat.Linear(3, 2, qconfig=tq.default_qat_qconfig)
+    m = nn.Sequential(qat, nn.ReLU(), nnq.DeQuantize())
+    gm = fx.symbolic_trace(m)
+    assert [(n.op, n.target) for n in gm.graph.nodes if n.op != "placeholder"] == [
+        ("call_module", "0"), ("call_module", "1"), ("call_module", "2"), ("output", "output")]
+    x = tg.randn(4, 3)
+    _close(gm(x), m(x))
+
+
 def test_wrapped_function_autowrap_math_and_autowrap_functions():
     def f(x):
         return my_clamp_sum(x, 0.0) + 1
@@ -787,3 +801,20 @@ def test_string_annotations_stay_strings_in_the_generated_code():
     gm = fx.symbolic_trace(f)
     assert "def forward(self, x : 'SomeType') -> 'Other':" in gm.code
     _close(gm(tg.ones(2)), 2 * tg.ones(2))
+
+
+def test_docstring_examples_run():
+    """The examples in the package's docstrings print what they say."""
+    import doctest
+    import importlib
+
+    ran, runner = 0, doctest.DocTestRunner(verbose=False)
+    for name in ("tritongrad.fx", "tritongrad.fx._symbolic_trace", "tritongrad.fx.graph",
+                 "tritongrad.fx.node", "tritongrad.fx.interpreter",
+                 "tritongrad.fx.subgraph_rewriter", "tritongrad.fx.passes.shape_prop"):
+        mod = importlib.import_module(name)
+        for test in doctest.DocTestFinder().find(mod, globs={"tg": tg}):
+            ran += len(test.examples)
+            runner.run(test)
+    assert ran >= 30
+    assert runner.failures == 0, runner.summarize(verbose=False)

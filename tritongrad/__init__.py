@@ -158,7 +158,6 @@ __all__ += ["accelerator", "default_generator", "newaxis", "random", "short", "t
 from . import hub, quasirandom, signal  # noqa: E402
 from . import masked  # noqa: E402  (torch.masked: tritongrad/masked/)
 from . import nested  # noqa: E402  (torch.nested: tritongrad/nested/)
-from . import fx  # noqa: E402  (torch.fx: tritongrad/fx/)
 from . import multiprocessing  # noqa: E402  (torch.multiprocessing: shared CPU tensors)
 from . import functional, futures  # noqa: E402  (torch.functional, torch.futures)
 from .autograd.sparse_products import dsmm, hsmm, hspmm, saddmm, smm, spmm, sspaddmm  # noqa: E402
@@ -235,7 +234,6 @@ __all__ += ["library", "ops", "types"]
 
 # torch.ao (eager-mode quantization: tritongrad/ao/) and its alias torch.quantization; the
 # quantized tensors' functions, dtypes and qschemes at the top, as PyTorch has them
-from . import ao, quantization  # noqa: E402
 from .ao._qtensor import (dequantize, per_channel_affine,  # noqa: E402
                           per_channel_affine_float_qparams, per_channel_symmetric,
                           per_tensor_affine, per_tensor_symmetric, qint8, qint32, qscheme,
@@ -246,3 +244,19 @@ __all__ += ["ao", "quantization", "dequantize", "per_channel_affine",
             "per_channel_affine_float_qparams", "per_channel_symmetric", "per_tensor_affine",
             "per_tensor_symmetric", "qint8", "qint32", "qscheme", "quantize_per_channel",
             "quantize_per_tensor", "quantize_per_tensor_dynamic", "quint4x2", "quint8"]
+
+
+# torch.fx and torch.quantization load on first use (``tg.fx``, ``import tritongrad.fx``):
+# together ~60-90 ms of ``import tritongrad`` that most programs never need
+_LAZY_SUBMODULES = ("fx", "quantization")
+
+
+def __getattr__(name: str):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY_SUBMODULES))

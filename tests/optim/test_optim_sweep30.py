@@ -26,6 +26,18 @@ GRADS = [RNG.standard_normal(5) for _ in range(7)]
 
 # -- float64 references of the differentiable steps -------------------------------------------
 
+def _maximize_and_decay(x, g, lr, weight_decay, decoupled, maximize):
+    """The step's first part in every rule here: the gradient negated for ``maximize``, then
+    the weight decay, on the parameter (``decoupled``) or added to the gradient; (x, g)."""
+    g = -g if maximize else g
+    if weight_decay:
+        if decoupled:
+            x = x * (1 - lr * weight_decay)
+        else:
+            g = g + weight_decay * x
+    return x, g
+
+
 def _nadam_ref(x, grads, lr=0.1, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
                momentum_decay=4e-3, decoupled_weight_decay=False, maximize=False):
     """NAdam as PyTorch's differentiable step computes it: the momentum product P a float32
@@ -33,12 +45,7 @@ def _nadam_ref(x, grads, lr=0.1, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
     b1, b2 = betas
     m, v, P = np.zeros_like(x), np.zeros_like(x), f32(1)
     for t, g in enumerate(grads, 1):
-        g = -g if maximize else g
-        if weight_decay:
-            if decoupled_weight_decay:
-                x = x * (1 - lr * weight_decay)
-            else:
-                g = g + weight_decay * x
+        x, g = _maximize_and_decay(x, g, lr, weight_decay, decoupled_weight_decay, maximize)
         mu = b1 * (1.0 - 0.5 * 0.96 ** (t * momentum_decay))
         mu_next = b1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * momentum_decay))
         P = f32(P * f32(mu))
@@ -57,9 +64,7 @@ def _asgd_ref(x, grads, lr=0.1, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0.0
     """ASGD with eta and mu float32 scalars (PyTorch's state); returns (x, ax)."""
     eta, mu, ax = f32(lr), f32(1), np.zeros_like(x)
     for t, g in enumerate(grads, 1):
-        g = -g if maximize else g
-        if weight_decay:
-            g = g + weight_decay * x
+        x, g = _maximize_and_decay(x, g, lr, weight_decay, False, maximize)
         x = x * (1 - lambd * float(eta))
         x = x - float(eta) * g
         ax = x if mu == 1 else ax + (x - ax) * float(mu)
@@ -535,12 +540,7 @@ def _nadam_f32_ref(x, grads, lr=0.1, betas=(0.9, 0.999), eps=1e-8, weight_decay=
     b1, b2 = betas
     m, v, P = np.zeros_like(x), np.zeros_like(x), f32(1)
     for t, g in enumerate(grads, 1):
-        g = -g if maximize else g
-        if weight_decay:
-            if decoupled_weight_decay:
-                x = x * (1 - lr * weight_decay)
-            else:
-                g = g + weight_decay * x
+        x, g = _maximize_and_decay(x, g, lr, weight_decay, decoupled_weight_decay, maximize)
         st = f32(t)
         mu = f32(b1) * (f32(1) - f32(0.5) * f32(0.96) ** (st * f32(momentum_decay)))
         mu_next = f32(b1) * (f32(1) - f32(0.5) * f32(0.96) ** ((st + f32(1))

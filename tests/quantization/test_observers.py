@@ -79,6 +79,24 @@ def test_observer_defaults_and_errors():
     assert obs.min_val.item() == float("inf")
 
 
+def test_fake_quantize_range_checks_use_the_dtypes_integer_range():
+    """FakeQuantize checks a given quant_min/quant_max against iinfo of the dtype (as
+    PyTorch: quint4x2's storage byte allows 0..255, int16 its own range)."""
+    with pytest.raises(AssertionError, match="quant_min must be less than or equal"):
+        tq.FakeQuantize(quant_min=5, quant_max=1)
+    with pytest.raises(AssertionError, match="quant_min out of bound"):
+        tq.FakeQuantize(quant_min=-1, quant_max=255)
+    with pytest.raises(AssertionError, match="quant_max out of bound"):
+        tq.FakeQuantize(quant_min=-128, quant_max=128, dtype=Q.qint8,
+                        qscheme=Q.per_tensor_symmetric)
+    with pytest.raises(AssertionError, match="quant_max out of bound"):
+        tq.FakeQuantize(observer=tq.MovingAverageMinMaxObserver.with_args(dtype=Q.qint8),
+                        quant_min=0, quant_max=200)
+    fq = tq.FakeQuantize(observer=tq.PerChannelMinMaxObserver, quant_min=0, quant_max=255,
+                         dtype=Q.quint4x2, qscheme=Q.per_channel_affine_float_qparams)
+    assert (fq.quant_min, fq.quant_max) == (0, 255)
+
+
 def test_moving_average_observer_formula():
     data = batches(1)
     c = 0.25
@@ -117,6 +135,49 @@ def test_per_channel_observers(axis):
     mx = np.max([b.max(axis=other) for b in data], axis=0)
     np.testing.assert_allclose(scale.numpy(), (mx - mn) / 255, rtol=1e-6)
     np.testing.assert_allclose(zp.numpy(), -mn / ((mx - mn) / 255), rtol=1e-5)
+
+
+def test_observer_state_dict_round_trip():
+    """get_observer_state_dict keeps only the observers' entries; load_observer_state_dict
+    puts them back (per-channel buffers of any length) and names the first missing key."""
+    def model():
+        m = tg.nn.Sequential(tg.nn.Linear(3, 2))
+        m.activation_post_process = tq.PerChannelMinMaxObserver(ch_axis=1)
+        m.observer_like = tg.nn.Linear(2, 2)  # (a name with "observer" is not a statistic)
+        return m
+    src, data = model(), batches(2)
+    observe(src.activation_post_process, data)
+    sd = tq.get_observer_state_dict(src)
+    assert sorted(sd) == ["activation_post_process.eps", "activation_post_process.max_val",
+                          "activation_post_process.min_val"]
+    dst = model()
+    tq.load_observer_state_dict(dst, sd)
+    for name in ("min_val", "max_val"):
+        np.testing.assert_array_equal(getattr(dst.activation_post_process, name).numpy(),
+                                      getattr(src.activation_post_process, name).numpy())
+    # a fresh observer / fake quantize takes per-channel buffers of any length from load_state_dict
+    fresh = tq.PerChannelMinMaxObserver(ch_axis=1)
+    fresh.load_state_dict(src.activation_post_process.state_dict())
+    np.testing.assert_array_equal(fresh.max_val.numpy(),
+                                  src.activation_post_process.max_val.numpy())
+    fq = tq.default_per_channel_weight_fake_quant()
+    fq(tg.tensor(data[0]))
+    fresh_fq = tq.default_per_channel_weight_fake_quant()
+    fresh_fq.load_state_dict(fq.state_dict())
+    assert fresh_fq.scale.shape == fq.scale.shape == (4,)
+    np.testing.assert_array_equal(fresh_fq.zero_point.numpy(), fq.zero_point.numpy())
+    del sd["activation_post_process.max_val"]
+    with pytest.raises(Exception, match="Missing keys for observer "
+                       "activation_post_process.max_val in state_dict"):
+        tq.load_observer_state_dict(model(), sd)
+
+
+def test_min_max_observers_are_not_instances_of_each_other():
+    """The shared min/max base is private: the class tree is PyTorch's."""
+    assert not isinstance(tq.PerChannelMinMaxObserver(), tq.MinMaxObserver)
+    assert not isinstance(tq.MinMaxObserver(), tq.PerChannelMinMaxObserver)
+    assert isinstance(tq.MovingAverageMinMaxObserver(), tq.MinMaxObserver)
+    assert isinstance(tq.MovingAveragePerChannelMinMaxObserver(), tq.PerChannelMinMaxObserver)
 
 
 def test_histogram_observer_histogram_and_range():

@@ -183,6 +183,77 @@ def test_qat_flow_gradients_and_convert():
     assert np.abs(y - yf).max() <= 3 * q.fc.scale
 
 
+def test_qat_modules_to_float():
+    """to_float gives the float module back: the fused ReLU kept (as PyTorch), the batch norm
+    folded into the convolution; in eval with fake quantization off each computes what the
+    QAT module computes, and the float model's fused layers."""
+    m, _, rng = float_model()
+    m.train()
+    m.qconfig = tq.get_default_qat_qconfig("qnnpack")
+    prepared = tq.prepare_qat(tq.fuse_modules_qat(m, FUSE))
+    prepared.eval()
+    prepared.apply(tq.disable_fake_quant)
+    x = tg.tensor(dyadic_input(rng, (2, 3, 8, 8)))
+    conv = prepared.conv.to_float()  # ConvBnReLU2d
+    assert type(conv) is nni.ConvReLU2d and not conv.training
+    assert [type(c) for c in conv] == [tg.nn.Conv2d, tg.nn.ReLU]
+    conv2 = prepared.conv2.to_float()  # ConvReLU2d
+    assert type(conv2) is nni.ConvReLU2d and [type(c) for c in conv2] == [tg.nn.Conv2d,
+                                                                          tg.nn.ReLU]
+    fc = prepared.fc.to_float()  # Linear
+    assert type(fc) is tg.nn.Linear and fc.weight is not prepared.fc.weight
+    for q_mod, f_mod, inp in ((prepared.conv, conv, x), (prepared.conv2, conv2, conv(x)),
+                              (prepared.fc, fc, tg.randn(3, 36))):
+        want = q_mod(inp).detach().numpy()
+        np.testing.assert_allclose(f_mod(inp).detach().numpy(), want, rtol=1e-5, atol=1e-5)
+    # the folded conv-bn-relu is the float model's relu(bn(conv(x))) in eval
+    m.eval()
+    want = m.relu(m.bn(m.conv(x))).detach().numpy()
+    np.testing.assert_allclose(conv(x).detach().numpy(), want, rtol=1e-5, atol=1e-5)
+    bn_only = nniqat.ConvBn2d(3, 4, 3, qconfig=m.qconfig).eval().to_float()
+    assert type(bn_only) is tg.nn.Conv2d
+    lr = nniqat.LinearReLU(5, 2, qconfig=m.qconfig).to_float()
+    assert type(lr) is nni.LinearReLU and lr.training
+    with pytest.raises(AssertionError, match=r"LinearReLU takes \(Linear, ReLU\)"):
+        nni.LinearReLU(tg.nn.Linear(2, 2), tg.nn.Sigmoid())
+
+
+def test_custom_module_options_are_refused_by_name():
+    """Custom module classes are not supported: each entry point that takes them says so
+    rather than ignoring them."""
+    m = tg.nn.Sequential(tg.nn.Linear(2, 2)).eval()
+    m.qconfig = tq.default_qconfig
+    prep = {"float_to_observed_custom_module_class": {tg.nn.Linear: tg.nn.Linear}}
+    conv = {"observed_to_quantized_custom_module_class": {tg.nn.Linear: tg.nn.Linear}}
+    with pytest.raises(NotImplementedError, match="^prepare: custom module classes"):
+        tq.prepare(m, prepare_custom_config_dict=prep)
+    with pytest.raises(NotImplementedError, match="^propagate_qconfig_: custom module"):
+        tq.propagate_qconfig_(m, prepare_custom_config_dict=prep)
+    prepared = tq.prepare(m, prepare_custom_config_dict={})  # (empty ones are fine)
+    prepared(tg.randn(3, 2))
+    with pytest.raises(NotImplementedError, match="^convert: custom module classes"):
+        tq.convert(prepared, convert_custom_config_dict=conv)
+    with pytest.raises(NotImplementedError, match="^swap_module: custom module classes"):
+        tq.swap_module(prepared[0], {}, {tg.nn.Linear: tg.nn.Linear})
+    assert type(tq.convert(prepared, convert_custom_config_dict={})[0]) is nnq.Linear
+
+
+@pytest.mark.parametrize("name,args", [("ReLU", ()), ("ReLU6", ()), ("MaxPool2d", (2,)),
+                                       ("AvgPool2d", (2,)), ("AdaptiveAvgPool2d", (3,))])
+def test_swapped_parameter_free_modules_take_float_and_quantized_inputs(name, args):
+    """Note [Swapped parameter-free modules]: the float op on a float input, the quantized op
+    (the input's parameters kept, within a step of the float op) on a quantized one."""
+    f_mod = getattr(tg.nn, name)(*args)
+    q_mod = getattr(nnq, name).from_float(f_mod)
+    x = tg.tensor(np.random.default_rng(4).standard_normal((2, 3, 6, 6)).astype(np.float32) * 3)
+    np.testing.assert_array_equal(q_mod(x).numpy(), f_mod(x).numpy())
+    xq = Q.quantize_per_tensor(x, 0.05, 128, Q.quint8)
+    out = q_mod(xq)
+    assert isinstance(out, QuantizedTensor) and out.q_scale() == 0.05
+    want = f_mod(xq.dequantize()).numpy()
+    np.testing.assert_allclose(out.dequantize().numpy(), want, rtol=0, atol=0.05 / 2 + 1e-6)
+
+
 def test_dynamic_quantization_linear():
     rng = np.random.default_rng(12)
     m = tg.nn.Sequential(tg.nn.Linear(16, 8), tg.nn.ReLU(), tg.nn.Linear(8, 4))
@@ -339,6 +410,8 @@ def test_quantized_model_on_cuda():
     yc = qc(tg.tensor(x, device="cuda"))
     assert yc.device.type == "cuda"
     np.testing.assert_array_equal(yc.cpu().numpy(), y)
+    made_there = nnq.Quantize(0.5, 3, Q.quint8, factory_kwargs={"device": "cuda"})
+    assert made_there.scale.device.type == made_there.zero_point.device.type == "cuda"
     w = qc.fc.weight().cpu()
     assert w.q_per_channel_scales().device.type == "cpu"
 

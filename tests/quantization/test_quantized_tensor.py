@@ -171,6 +171,17 @@ def test_ops_on_quantized_tensors():
     assert q[0].int_repr().tolist() == ints[0].tolist()
     with pytest.raises(TypeError):
         tg.exp(q)  # no quantized exp: PyTorch refuses too
+    with pytest.raises(NotImplementedError, match="^cat: out= is not supported"):
+        tg.cat([q, q], 1, out=cat)
+    # hardtanh in place: the input takes the clamped integers (-0.5 and 1.0 are 10 below and
+    # 20 above the zero point), its parameters unchanged; out of place the input is kept
+    from tritongrad.ao.nn.quantized import functional as qF
+    kept = qF.hardtanh(q, -0.5, 1.0)
+    np.testing.assert_array_equal(q.int_repr().numpy(), ints)
+    assert ints.min() < 118 and ints.max() > 148
+    np.testing.assert_array_equal(kept.int_repr().numpy(), np.clip(ints, 118, 148))
+    assert qF.hardtanh(q, -0.5, 1.0, inplace=True) is q and q.q_scale() == 0.05
+    np.testing.assert_array_equal(q.int_repr().numpy(), np.clip(ints, 118, 148))
 
 
 # -- PyTorch's bits ------------------------------------------------------------------------

@@ -24,6 +24,9 @@ Note [Quantization rounding]
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 import tritongrad as tg
@@ -373,12 +376,12 @@ class QuantizedTensor:
         return handler(*args, **kwargs)
 
 
-def is_quantized(obj) -> bool:
+def is_quantized(obj: Any) -> bool:
     """True if ``obj`` is a quantized tensor."""
     return isinstance(obj, QuantizedTensor)
 
 
-def equal(a: QuantizedTensor, b) -> bool:
+def equal(a: QuantizedTensor, b: Any) -> bool:
     """``torch.equal`` on quantized tensors: the same dtype, scheme, parameters and integers."""
     if not isinstance(b, QuantizedTensor) or a._dtype is not b._dtype \
             or a._qscheme is not b._qscheme or tuple(a.shape) != tuple(b.shape):
@@ -414,6 +417,8 @@ def _max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mod
 
 def _cat(tensors, dim: int = 0, *, out=None):
     # PyTorch's quantized cat requantizes to the first input's parameters
+    if out is not None:
+        raise NotImplementedError("cat: out= is not supported for quantized tensors")
     first = tensors[0]
     first._per_tensor_only()
     ints = []
@@ -472,7 +477,9 @@ def _scalar(op: str, v, name: str, kind):
     return kind(v)
 
 
-def quantize_per_tensor(input, scale, zero_point, dtype):
+def quantize_per_tensor(input: Tensor | Sequence[Tensor], scale: float | Tensor,
+                        zero_point: int | Tensor, dtype: _QuantizedDtype
+                        ) -> QuantizedTensor | tuple[QuantizedTensor, ...]:
     """Converts a float tensor to a quantized tensor with given scale and zero point:
     ``clamp(round(input / scale + zero_point), qmin, qmax)``, rounding half to even (after the
     shift, as PyTorch's kernels: Note [Quantization rounding]).
@@ -523,7 +530,7 @@ def quantize_per_tensor(input, scale, zero_point, dtype):
 
 
 def quantize_per_channel(input: Tensor, scales: Tensor, zero_points: Tensor, axis: int,
-                         dtype) -> QuantizedTensor:
+                         dtype: _QuantizedDtype) -> QuantizedTensor:
     """Converts a float tensor to a per-channel quantized tensor with given scales and zero
     points: each slice along ``axis`` with its own scale and zero point.
 
@@ -629,7 +636,8 @@ def _choose_qparams(lo: float, hi: float, qmin: int, qmax: int,
     return scale, zp
 
 
-def quantize_per_tensor_dynamic(input: Tensor, dtype, reduce_range: bool) -> QuantizedTensor:
+def quantize_per_tensor_dynamic(input: Tensor, dtype: _QuantizedDtype,
+                                reduce_range: bool) -> QuantizedTensor:
     """Converts a float tensor to a quantized tensor with scale and zero_point calculated
     dynamically based on the input (its min and max, widened to hold 0).
 
@@ -658,7 +666,8 @@ def quantize_per_tensor_dynamic(input: Tensor, dtype, reduce_range: bool) -> Qua
     return quantize_per_tensor(input, scale, zp, dtype)
 
 
-def dequantize(tensor):
+def dequantize(tensor: QuantizedTensor | Tensor | Sequence[QuantizedTensor | Tensor]
+               ) -> Tensor | list[Tensor]:
     """Returns an fp32 Tensor by dequantizing a quantized Tensor (a list of them: a list of
     Tensors). A float Tensor is returned as it is, as PyTorch's ``torch.dequantize`` does."""
     if isinstance(tensor, (list, tuple)):

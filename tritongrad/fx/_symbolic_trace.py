@@ -114,9 +114,9 @@ def _create_wrapped_func(orig_fn: Callable) -> Callable:
 
 
 def wrap(fn_or_name: str | Callable) -> Callable | str:
-    """Marks a global function of the calling module as a leaf of tracing: a call of it with
-    a Proxy argument is recorded as one ``call_function`` node instead of traced into. Call it
-    at module level, with the function or its name (``wrap("len")`` works for builtins)::
+    """This function can be called at module-level scope to register ``fn_or_name`` as a
+    "leaf function". A "leaf function" will be preserved as a ``call_function`` node in the
+    FX trace instead of being traced through (``wrap("len")`` works for builtins)::
 
         def my_check(x):
             return x.shape[0] > 1 and x[0].item() > 0   # not traceable
@@ -152,11 +152,14 @@ def _patch_function(fn: types.FunctionType, nargs: int) -> types.FunctionType:
 
 
 class Tracer(TracerBase):
-    """Records a module's ``forward`` (or a function) as a :class:`Graph` by running it on
-    Proxies. Override its methods to change what it does:
+    """``Tracer`` is the class that implements the symbolic tracing functionality of
+    ``tritongrad.fx.symbolic_trace``: a call to ``symbolic_trace(m)`` is equivalent to
+    ``Tracer().trace(m)``, wrapped in a ``GraphModule``. ``Tracer`` can be subclassed to
+    override various behaviors of the tracing process:
 
     - ``is_leaf_module(m, qualname)``: which submodules stay ``call_module`` nodes (default:
-      tritongrad's own ``nn`` layers, except ``Sequential``) rather than being traced into;
+      the layers of ``tritongrad.nn`` and ``tritongrad.ao.nn``, except ``Sequential``)
+      rather than being traced into;
     - ``call_module``, ``getattr``, ``create_proxy``, ``create_node``, ``create_arg``.
 
     Args:
@@ -215,12 +218,19 @@ class Tracer(TracerBase):
         return super().create_arg(a)
 
     def is_leaf_module(self, m: Any, module_qualified_name: str) -> bool:
-        """Whether ``m`` stays one ``call_module`` node: tritongrad's own ``nn`` modules
-        (``Linear``, ``Conv2d``, ``BatchNorm2d``, ...) do, ``Sequential`` and user modules
-        are traced into."""
+        """A method to specify whether a given ``nn.Module`` is a "leaf" module: one kept as
+        a single ``call_module`` node rather than traced through. By default, the modules of
+        ``tritongrad.nn`` and ``tritongrad.ao.nn`` (``Linear``, ``Conv2d``, quantized and QAT
+        modules, ...) are leaves, except ``Sequential``; user modules are traced into.
+
+        Args:
+            m: The module being queried about.
+            module_qualified_name: The path to root of this module (``foo.bar.baz``).
+        """
         from ..nn.container import Sequential
         mod = type(m).__module__
-        return mod.startswith("tritongrad.nn") and not isinstance(m, Sequential)
+        return (mod.startswith(("tritongrad.nn", "tritongrad.ao.nn"))
+                and not isinstance(m, Sequential))
 
     def path_of_module(self, mod: Any) -> str:
         """The qualified name of submodule ``mod`` in the root (``layer1.0.conv1``)."""
@@ -512,24 +522,32 @@ class GraphAppendingTracer(TracerBase):
 
 
 def symbolic_trace(root: Any, concrete_args: dict[str, Any] | None = None) -> GraphModule:
-    """Traces ``root`` (an ``nn.Module`` or a function) and returns a
-    :class:`GraphModule` that computes the same thing from the recorded graph.
+    """Symbolic tracing API: given an ``nn.Module`` or function instance ``root``, this
+    function will return a :class:`GraphModule` constructed by recording operations seen
+    while tracing through ``root``.
 
-    ``concrete_args`` fixes inputs to values, which specializes control flow on them (the
-    graph checks them when called); ``PH`` keeps an entry an input.
+    ``concrete_args`` allows you to partially specialize your function, whether it's to
+    remove control flow or data structures: the specialized inputs are checked when the
+    graph is called; ``PH`` keeps an entry an input.
 
-    Example::
+    Args:
+        root: Module or function to be traced and converted into a Graph representation.
+        concrete_args: Inputs to be partially specialized.
+
+    Returns:
+        GraphModule: a Module created from the recorded operations from ``root``.
+
+    Example (a module: see the package's docstring; here a function with a specialized
+    argument)::
 
         >>> import tritongrad as tg
-        >>> class M(tg.nn.Module):
-        ...     def __init__(self):
-        ...         super().__init__()
-        ...         self.linear = tg.nn.Linear(4, 5)
-        ...     def forward(self, x):
-        ...         return tg.relu(self.linear(x)) + 1
-        >>> gm = tg.fx.symbolic_trace(M())
-        >>> [n.op for n in gm.graph.nodes]
-        ['placeholder', 'call_module', 'call_function', 'call_function', 'output']
+        >>> def f(x, flag):
+        ...     return x * 2 if flag else x - 1
+        >>> gm = tg.fx.symbolic_trace(f, concrete_args={"flag": True})
+        >>> [n.name for n in gm.graph.nodes]
+        ['x', 'flag_1', 'eq', '_assert', 'mul', 'output']
+        >>> gm(tg.tensor([1.0, 2.0]), True).tolist()
+        [2.0, 4.0]
     """
     from ..nn.module import Module
     from .graph_module import GraphModule

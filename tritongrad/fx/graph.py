@@ -95,9 +95,6 @@ class _Namespace:
         self._obj_to_name[id(obj)] = name
         self._objs.append(obj)
 
-    def _rename_object(self, obj: Any, name: str) -> None:
-        self._obj_to_name[id(obj)] = name
-
 
 @dataclass
 class PythonCode:
@@ -176,12 +173,12 @@ class Graph:
         self._tracer_extras = tracer_extras
 
     @property
-    def owning_module(self):
+    def owning_module(self) -> Any:
         """The GraphModule this graph belongs to (None for a free graph)."""
         return self._owning_module
 
     @owning_module.setter
-    def owning_module(self, mod) -> None:
+    def owning_module(self, mod: Any) -> None:
         self._owning_module = mod
 
     @property

@@ -216,7 +216,8 @@ class Proxy:
                            "want this call to be recorded, please call "
                            "tritongrad.fx.wrap('len') at module scope")
 
-    def keys(self):
+    def keys(self) -> Any:
+        """``self.keys()``, as the tracer records it (``**proxy`` unpacking calls it)."""
         return self.tracer.keys(self)
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -283,10 +284,10 @@ class ParameterProxy(Proxy):
         return f"ParameterProxy({self.name})"
 
     @property
-    def shape(self):
+    def shape(self) -> Any:
         return self.param.shape
 
-    def size(self, dim: int | None = None):
+    def size(self, dim: int | None = None) -> Any:
         return self.param.size() if dim is None else self.param.size(dim)
 
     def dim(self) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import tritongrad as tg
 from tritongrad import nn
+from tritongrad.autograd.tensor import Tensor
 
 __all__ = ["Linear", "Conv2d"]
 
@@ -33,12 +34,12 @@ class Linear(nn.Linear):
         self.qconfig = qconfig
         self.weight_fake_quant = qconfig.weight()
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return tg.nn.functional.linear(input, self.weight_fake_quant(self.weight), self.bias)
 
     @classmethod
-    def from_float(cls, mod, use_precomputed_fake_quant: bool = False):
-        """Create a qat module from a float module or qparams_dict."""
+    def from_float(cls, mod: nn.Module, use_precomputed_fake_quant: bool = False) -> nn.Module:
+        """Create a qat module from a float module (``nn.Linear`` or ``nni.LinearReLU``)."""
         from .intrinsic import LinearReLU
         if type(mod) not in (cls._FLOAT_MODULE, LinearReLU):
             raise AssertionError(f"qat.{cls.__name__}.from_float only works for "
@@ -54,7 +55,7 @@ class Linear(nn.Linear):
         qat.bias = mod.bias
         return qat
 
-    def to_float(self):
+    def to_float(self) -> nn.Module:
         linear = nn.Linear(self.in_features, self.out_features, self.bias is not None)
         linear.weight = nn.Parameter(self.weight.detach())
         if self.bias is not None:
@@ -83,7 +84,7 @@ class Conv2d(nn.Conv2d):
         self.qconfig = qconfig
         self.weight_fake_quant = qconfig.weight()
 
-    def _conv_forward(self, input, weight, bias):
+    def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
         F = tg.nn.functional
         if self.padding_mode != "zeros":
             x = F.pad(input, self._explicit_padding(), mode=self.padding_mode)
@@ -91,11 +92,11 @@ class Conv2d(nn.Conv2d):
         return F.conv2d(input, weight, bias, self.stride, self.padding, self.dilation,
                         self.groups)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return self._conv_forward(input, self.weight_fake_quant(self.weight), self.bias)
 
     @classmethod
-    def from_float(cls, mod, use_precomputed_fake_quant: bool = False):
+    def from_float(cls, mod: nn.Module, use_precomputed_fake_quant: bool = False) -> nn.Module:
         """Create a qat module from a float module."""
         from .intrinsic import _FusedModule
         if not getattr(mod, "qconfig", None):
@@ -113,7 +114,7 @@ class Conv2d(nn.Conv2d):
         qat.bias = mod.bias
         return qat
 
-    def to_float(self):
+    def to_float(self) -> nn.Module:
         conv = nn.Conv2d(self.in_channels, self.out_channels, self.kernel_size, self.stride,
                          self.padding, self.dilation, self.groups, self.bias is not None,
                          self.padding_mode)

@@ -9,11 +9,12 @@ import numpy as np
 
 import tritongrad as tg
 from tritongrad import nn
+from tritongrad.autograd.tensor import Tensor
 
 from .. import _qtensor as q
 from .observer import (FixedQParamsObserver, HistogramObserver, MovingAverageMinMaxObserver,
                        MovingAveragePerChannelMinMaxObserver, _host, _is_per_channel,
-                       _is_per_tensor, _is_symmetric, _with_args,
+                       _is_per_tensor, _is_symmetric, _load_resized, _with_args,
                        default_fixed_qparams_range_0to1_observer,
                        default_fixed_qparams_range_neg1to1_observer)
 
@@ -27,10 +28,6 @@ __all__ = ["FakeQuantizeBase", "FakeQuantize", "FixedQParamsFakeQuantize",
            "default_embedding_fake_quant_4bit", "default_histogram_fake_quant",
            "default_fused_act_fake_quant", "default_fused_wt_fake_quant",
            "default_fused_per_channel_wt_fake_quant"]
-
-_INFO = {q.qint8: (-128, 127), q.quint8: (0, 255), q.qint32: (-2 ** 31, 2 ** 31 - 1),
-         q.quint4x2: (0, 15), tg.int8: (-128, 127), tg.uint8: (0, 255),
-         tg.int32: (-2 ** 31, 2 ** 31 - 1)}
 
 
 class FakeQuantizeBase(nn.Module):
@@ -53,18 +50,16 @@ class FakeQuantizeBase(nn.Module):
     def enable_fake_quant(self, enabled: bool = True) -> None:
         self.fake_quant_enabled[0] = 1 if enabled else 0
 
-    def disable_fake_quant(self):
+    def disable_fake_quant(self) -> None:
         self.enable_fake_quant(False)
 
     def enable_observer(self, enabled: bool = True) -> None:
         self.observer_enabled[0] = 1 if enabled else 0
 
-    def disable_observer(self):
+    def disable_observer(self) -> None:
         self.enable_observer(False)
 
-    @classmethod
-    def with_args(cls, **kwargs):
-        return _with_args(cls, **kwargs)
+    with_args = classmethod(_with_args)
 
 
 class FakeQuantize(FakeQuantizeBase):
@@ -93,10 +88,10 @@ class FakeQuantize(FakeQuantizeBase):
             dtype = observer_kwargs.get("dtype", q.quint8)
             if hasattr(observer, "p"):
                 dtype = getattr(getattr(observer, "p", {}), "keywords", {}).get("dtype", dtype)
-            lo, hi = _INFO.get(dtype, (quant_min, quant_max))
-            if lo > quant_min:
+            info = tg.iinfo(dtype)
+            if info.min > quant_min:
                 raise AssertionError("quant_min out of bound")
-            if quant_max > hi:
+            if quant_max > info.max:
                 raise AssertionError("quant_max out of bound")
             observer_kwargs.update({"quant_min": quant_min, "quant_max": quant_max})
         observer_kwargs["is_dynamic"] = is_dynamic
@@ -123,19 +118,23 @@ class FakeQuantize(FakeQuantizeBase):
         self.zero_point = zero_point.detach().to(device=dev,
                                                  dtype=self.zero_point.dtype).clone()
 
-    def forward(self, X):
+    def _fake_quantize(self, X: Tensor) -> Tensor:
+        """``X`` fake quantized with the current ``scale`` and ``zero_point`` (per channel
+        along ``ch_axis``, or per tensor)."""
+        app = self.activation_post_process
+        if self.is_per_channel:
+            return tg.fake_quantize_per_channel_affine(X, self.scale, self.zero_point,
+                                                       self.ch_axis, app.quant_min,
+                                                       app.quant_max)
+        return tg.fake_quantize_per_tensor_affine(X, self.scale, self.zero_point,
+                                                  app.quant_min, app.quant_max)
+
+    def forward(self, X: Tensor) -> Tensor:
         if int(self.observer_enabled[0].item()) == 1:
             self.activation_post_process(X.detach())
             self._set_qparams(*self.calculate_qparams())
         if int(self.fake_quant_enabled[0].item()) == 1:
-            app = self.activation_post_process
-            if self.is_per_channel:
-                X = tg.fake_quantize_per_channel_affine(X, self.scale, self.zero_point,
-                                                        self.ch_axis, app.quant_min,
-                                                        app.quant_max)
-            else:
-                X = tg.fake_quantize_per_tensor_affine(X, self.scale, self.zero_point,
-                                                       app.quant_min, app.quant_max)
+            X = self._fake_quantize(X)
         return X
 
     def extra_repr(self) -> str:
@@ -146,10 +145,7 @@ class FakeQuantize(FakeQuantizeBase):
                 f"ch_axis={self.ch_axis}, scale={self.scale}, zero_point={self.zero_point}")
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        # (scale and zero_point of any length load, as PyTorch resizes them)
-        for name in ("scale", "zero_point"):
-            if prefix + name in state_dict:
-                setattr(self, name, state_dict[prefix + name].detach().clone())
+        _load_resized(self, state_dict, prefix, ("scale", "zero_point"))
         return super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
 
@@ -210,7 +206,7 @@ class FusedMovingAvgObsFakeQuantize(FakeQuantize):
                 f"quant_min={app.quant_min}, quant_max={app.quant_max}, "
                 f"qscheme={self.qscheme}, reduce_range={app.reduce_range}")
 
-    def forward(self, X):
+    def forward(self, X: Tensor) -> Tensor:
         app = self.activation_post_process
         if int(self.observer_enabled[0].item()) == 1:
             app(X.detach())
@@ -222,12 +218,7 @@ class FusedMovingAvgObsFakeQuantize(FakeQuantize):
             self.scale = tg.tensor([p[0] for p in pairs], dtype=tg.float32, device=dev)
             self.zero_point = tg.tensor([p[1] for p in pairs], dtype=tg.int32, device=dev)
         if int(self.fake_quant_enabled[0].item()) == 1:
-            if self.is_per_channel:
-                return tg.fake_quantize_per_channel_affine(X, self.scale, self.zero_point,
-                                                           self.ch_axis, app.quant_min,
-                                                           app.quant_max)
-            return tg.fake_quantize_per_tensor_affine(X, self.scale, self.zero_point,
-                                                      app.quant_min, app.quant_max)
+            return self._fake_quantize(X)
         return X
 
 
@@ -235,25 +226,25 @@ def _is_fake_quant(mod) -> bool:
     return isinstance(mod, FakeQuantizeBase)
 
 
-def disable_fake_quant(mod) -> None:
+def disable_fake_quant(mod: nn.Module) -> None:
     """Disable fake quantization for the module (``model.apply(disable_fake_quant)``)."""
     if _is_fake_quant(mod):
         mod.disable_fake_quant()
 
 
-def enable_fake_quant(mod) -> None:
+def enable_fake_quant(mod: nn.Module) -> None:
     """Enable fake quantization for the module (``model.apply(enable_fake_quant)``)."""
     if _is_fake_quant(mod):
         mod.enable_fake_quant()
 
 
-def disable_observer(mod) -> None:
+def disable_observer(mod: nn.Module) -> None:
     """Disable observation for this module (``model.apply(disable_observer)``)."""
     if _is_fake_quant(mod):
         mod.disable_observer()
 
 
-def enable_observer(mod) -> None:
+def enable_observer(mod: nn.Module) -> None:
     """Enable observation for this module (``model.apply(enable_observer)``)."""
     if _is_fake_quant(mod):
         mod.enable_observer()

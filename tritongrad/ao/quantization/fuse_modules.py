@@ -5,6 +5,7 @@ conv-relu, linear-relu, linear-bn) by one fused module, the others by ``Identity
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 
 from tritongrad import nn
 from tritongrad.nn.utils.fusion import fuse_conv_bn_eval, fuse_linear_bn_eval
@@ -15,7 +16,7 @@ __all__ = ["fuse_modules", "fuse_modules_qat", "fuse_known_modules", "get_fuser_
            "fuse_conv_bn", "fuse_conv_bn_relu", "fuse_linear_bn"]
 
 
-def fuse_conv_bn(is_qat: bool, conv, bn):
+def fuse_conv_bn(is_qat: bool, conv: nn.Conv2d, bn: nn.BatchNorm2d) -> nn.Module:
     """Return the fused conv and bn modules: ``nni.ConvBn2d`` for QAT, else a convolution
     with the batch norm folded into it (both must be in eval mode)."""
     if conv.training != bn.training:
@@ -33,7 +34,8 @@ def fuse_conv_bn(is_qat: bool, conv, bn):
     return fuse_conv_bn_eval(conv, bn)
 
 
-def fuse_conv_bn_relu(is_qat: bool, conv, bn, relu):
+def fuse_conv_bn_relu(is_qat: bool, conv: nn.Conv2d, bn: nn.BatchNorm2d,
+                      relu: nn.ReLU) -> nn.Module:
     """Return the fused conv, bn and relu modules: ``nni.ConvBnReLU2d`` for QAT, else
     ``nni.ConvReLU2d`` of the folded convolution."""
     if not conv.training == bn.training == relu.training:
@@ -45,7 +47,7 @@ def fuse_conv_bn_relu(is_qat: bool, conv, bn, relu):
     return nni.ConvReLU2d(fuse_conv_bn_eval(conv, bn), relu)
 
 
-def fuse_linear_bn(is_qat: bool, linear, bn):
+def fuse_linear_bn(is_qat: bool, linear: nn.Linear, bn: nn.BatchNorm1d) -> nn.Module:
     """Return the fused linear and bn modules (eval mode only: the batch norm folded into
     the linear layer)."""
     if linear.training != bn.training:
@@ -71,13 +73,15 @@ _DEFAULT_OP_LIST_TO_FUSER_METHOD = {
 }
 
 
-def get_fuser_method(op_list, additional_fuser_method_mapping=None):
+def get_fuser_method(op_list: tuple | list,
+                     additional_fuser_method_mapping: dict | None = None) -> Callable | None:
     """Get fuser method for the given list of module types; None if there is none."""
     mapping = {**_DEFAULT_OP_LIST_TO_FUSER_METHOD, **(additional_fuser_method_mapping or {})}
     return mapping.get(tuple(op_list))
 
 
-def fuse_known_modules(mod_list, is_qat: bool, additional_fuser_method_mapping=None):
+def fuse_known_modules(mod_list: list, is_qat: bool,
+                       additional_fuser_method_mapping: dict | None = None) -> list:
     """Return a list of known fuse modules: the fused module first, then ``Identity`` for
     each of the others. The first module's forward pre-hooks and the last module's forward
     hooks move to the fused module."""
@@ -136,14 +140,16 @@ def _fuse_modules(model, modules_to_fuse, is_qat, inplace=False, fuser_func=fuse
     return model
 
 
-def fuse_modules(model, modules_to_fuse, inplace=False, fuser_func=fuse_known_modules,
-                 fuse_custom_config_dict=None):
+def fuse_modules(model: nn.Module, modules_to_fuse: list, inplace: bool = False,
+                 fuser_func: Callable = fuse_known_modules,
+                 fuse_custom_config_dict: dict | None = None) -> nn.Module:
     """Fuse a list of modules into a single module.
 
     Fuses only the following sequence of modules: conv, bn; conv, bn, relu; conv, relu;
-    linear, relu; linear, bn (bn folded, so the model must be in eval mode). All other
-    sequences are left unchanged. For these sequences, replaces the first item in the list
-    with the fused module, replacing the rest of the modules with identity.
+    linear, relu; linear, bn (bn folded, so the model must be in eval mode). Any other
+    sequence raises ``NotImplementedError`` (``Cannot fuse modules: (types)``). For these
+    sequences, replaces the first item in the list with the fused module, replacing the rest
+    of the modules with identity.
 
     Args:
         model: Model containing the modules to be fused.
@@ -169,8 +175,9 @@ def fuse_modules(model, modules_to_fuse, inplace=False, fuser_func=fuse_known_mo
                          fuse_custom_config_dict)
 
 
-def fuse_modules_qat(model, modules_to_fuse, inplace=False, fuser_func=fuse_known_modules,
-                     fuse_custom_config_dict=None):
+def fuse_modules_qat(model: nn.Module, modules_to_fuse: list, inplace: bool = False,
+                     fuser_func: Callable = fuse_known_modules,
+                     fuse_custom_config_dict: dict | None = None) -> nn.Module:
     """QAT version for :func:`fuse_modules`: conv-bn and conv-bn-relu become
     ``nni.ConvBn2d`` / ``nni.ConvBnReLU2d`` (the batch norm kept, for training)."""
     return _fuse_modules(model, modules_to_fuse, True, inplace, fuser_func,

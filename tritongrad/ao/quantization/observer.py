@@ -82,6 +82,15 @@ def _buffer(a, device=None) -> Tensor:
     return tg.as_tensor(np.array(a, order="C"), device=device)
 
 
+def _load_resized(module: nn.Module, state_dict: dict, prefix: str, names: tuple) -> None:
+    """Buffers whose length depends on the data (per-channel statistics and parameters) take
+    the saved tensor whatever its length, as PyTorch resizes them: a fresh module (empty or
+    one-element buffers) loads a calibrated one's state."""
+    for name in names:
+        if prefix + name in state_dict:
+            setattr(module, name, state_dict[prefix + name].detach().clone())
+
+
 def _is_per_tensor(qscheme) -> bool:
     return qscheme in (q.per_tensor_affine, q.per_tensor_symmetric)
 
@@ -104,7 +113,8 @@ def validate_qmin_qmax(quant_min: int, quant_max: int) -> None:
                              "quantization range.")
 
 
-def calculate_qmin_qmax(quant_min, quant_max, has_customized_qrange: bool, dtype,
+def calculate_qmin_qmax(quant_min: int | None, quant_max: int | None,
+                        has_customized_qrange: bool, dtype,
                         reduce_range: bool) -> tuple[int, int]:
     """The quantized range an observer uses: the user's (halved by ``reduce_range``) or the
     dtype's 8-bit default."""
@@ -246,8 +256,14 @@ class UniformQuantizationObserverBase(ObserverBase):
         raise NotImplementedError("Cannot reset min/max values in the given observer.")
 
 
+def _is_unobserved(mn: np.ndarray, mx: np.ndarray) -> bool:
+    """Whether the statistics are still the initial ones (empty per channel; +inf and -inf
+    per tensor)."""
+    return mn.size == 0 or mx.size == 0 or (mn.ndim == 0 and mn == np.inf and mx == -np.inf)
+
+
 def _check_min_max_valid(mn: np.ndarray, mx: np.ndarray) -> bool:
-    if mn.size == 0 or mx.size == 0 or (mn.ndim == 0 and mn == np.inf and mx == -np.inf):
+    if _is_unobserved(mn, mx):
         warnings.warn("must run observer before calling calculate_qparams. Returning default "
                       "values.", stacklevel=3)
         return False
@@ -256,7 +272,55 @@ def _check_min_max_valid(mn: np.ndarray, mx: np.ndarray) -> bool:
     return True
 
 
-class MinMaxObserver(UniformQuantizationObserverBase):
+class _MinMaxObserverBase(UniformQuantizationObserverBase):
+    """What :class:`MinMaxObserver` and :class:`PerChannelMinMaxObserver` share: the
+    ``min_val`` / ``max_val`` buffers (0-d for per tensor, one entry a channel for per
+    channel), how they are replaced, and the parameters computed from them. Private, so that
+    neither observer is an instance of the other, as in PyTorch."""
+
+    def __init__(self, initial_min: list | float, initial_max: list | float, dtype, qscheme,
+                 reduce_range: bool, **kwargs) -> None:
+        super().__init__(dtype=dtype, qscheme=qscheme, reduce_range=reduce_range, **kwargs)
+        self.register_buffer("min_val", tg.tensor(initial_min, device=self._device))
+        self.register_buffer("max_val", tg.tensor(initial_max, device=self._device))
+        if _is_symmetric(qscheme) and reduce_range and dtype is q.quint8:
+            raise NotImplementedError("Cannot reduce range for symmetric quantization for "
+                                      "quint8")
+
+    def _update(self, mn, mx) -> None:
+        dev = self.min_val.device
+        self.min_val = _buffer(np.asarray(mn, _f32), dev)
+        self.max_val = _buffer(np.asarray(mx, _f32), dev)
+
+    def _batch_min_max(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The minimum and maximum of one batch (per tensor, or one per channel)."""
+        raise NotImplementedError
+
+    def _running_min_max(self, mn, mx, cur_min, cur_max) -> tuple[np.ndarray, np.ndarray]:
+        """The new statistics from the old ones and the batch's: the running extremes."""
+        return np.minimum(cur_min, mn), np.maximum(cur_max, mx)
+
+    def forward(self, x_orig):
+        """Records the running minimum and maximum of ``x`` (returned unchanged)."""
+        if x_orig.numel() == 0:
+            return x_orig
+        cur_min, cur_max = self._batch_min_max(_host(x_orig).astype(_f32))
+        mn, mx = _host(self.min_val), _host(self.max_val)
+        if _is_unobserved(mn, mx):
+            self._update(cur_min, cur_max)
+        else:
+            self._update(*self._running_min_max(mn, mx, cur_min, cur_max))
+        return x_orig
+
+    def calculate_qparams(self) -> tuple[Tensor, Tensor]:
+        """Calculates the quantization parameters."""
+        return self._calculate_qparams(self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}"
+
+
+class MinMaxObserver(_MinMaxObserverBase):
     """Observer module for computing the quantization parameters based on the running min and
     max values: ``scale = (max(x_max, 0) - min(x_min, 0)) / (Q_max - Q_min)`` and
     ``zero_point = Q_min - round(min(x_min, 0) / scale)`` (affine), or
@@ -287,38 +351,15 @@ class MinMaxObserver(UniformQuantizationObserverBase):
         if not _is_per_tensor(qscheme):
             raise NotImplementedError("MinMaxObserver's qscheme only support "
                                       "torch.per_tensor_symmetric and torch.per_tensor_affine.")
-        super().__init__(dtype=dtype, qscheme=qscheme, reduce_range=reduce_range,
-                         quant_min=quant_min, quant_max=quant_max,
+        super().__init__(float("inf"), float("-inf"), dtype=dtype, qscheme=qscheme,
+                         reduce_range=reduce_range, quant_min=quant_min, quant_max=quant_max,
                          factory_kwargs=factory_kwargs, eps=eps, is_dynamic=is_dynamic,
                          **kwargs)
-        self.register_buffer("min_val", tg.tensor(float("inf"), device=self._device))
-        self.register_buffer("max_val", tg.tensor(float("-inf"), device=self._device))
-        if qscheme is q.per_tensor_symmetric and reduce_range and dtype is q.quint8:
-            raise NotImplementedError("Cannot reduce range for symmetric quantization for "
-                                      "quint8")
 
-    def _update(self, mn: np.ndarray, mx: np.ndarray) -> None:
-        dev = self.min_val.device
-        self.min_val = _buffer(np.asarray(mn, _f32), dev)
-        self.max_val = _buffer(np.asarray(mx, _f32), dev)
+    def _batch_min_max(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return x.min(), x.max()
 
-    def forward(self, x_orig):
-        """Records the running minimum and maximum of ``x``."""
-        if x_orig.numel() == 0:
-            return x_orig
-        x = _host(x_orig).astype(_f32)
-        self._update(np.minimum(x.min(), _host(self.min_val)),
-                     np.maximum(x.max(), _host(self.max_val)))
-        return x_orig
-
-    def calculate_qparams(self):
-        """Calculates the quantization parameters."""
-        return self._calculate_qparams(self.min_val, self.max_val)
-
-    def extra_repr(self) -> str:
-        return f"min_val={self.min_val}, max_val={self.max_val}"
-
-    def reset_min_max_vals(self):
+    def reset_min_max_vals(self) -> None:
         """Resets the min/max values."""
         self._update(np.inf, -np.inf)
 
@@ -350,19 +391,14 @@ class MovingAverageMinMaxObserver(MinMaxObserver):
                          quant_min=quant_min, quant_max=quant_max, eps=eps,
                          is_dynamic=is_dynamic, **kwargs)
 
-    def forward(self, x_orig):
-        if x_orig.numel() == 0:
-            return x_orig
-        x = _host(x_orig).astype(_f32)
-        mn, mx = _host(self.min_val), _host(self.max_val)
-        if mn == np.inf and mx == -np.inf:
-            mn, mx = x.min(), x.max()
-        else:
-            c = _f32(self.averaging_constant)
-            mn = mn + c * (x.min() - mn)
-            mx = mx + c * (x.max() - mx)
-        self._update(mn, mx)
-        return x_orig
+    def _running_min_max(self, mn, mx, cur_min, cur_max) -> tuple[np.ndarray, np.ndarray]:
+        return _moving_average(self.averaging_constant, mn, mx, cur_min, cur_max)
+
+
+def _moving_average(c: float, mn, mx, cur_min, cur_max) -> tuple[np.ndarray, np.ndarray]:
+    """``x_min + c * (min(X) - x_min)`` and likewise for the maximum, in float32."""
+    c = _f32(c)
+    return mn + c * (cur_min - mn), mx + c * (cur_max - mx)
 
 
 def _channels_first(x: np.ndarray, ch_axis: int) -> np.ndarray:
@@ -373,7 +409,7 @@ def _channels_first(x: np.ndarray, ch_axis: int) -> np.ndarray:
     return y.reshape(y.shape[0], -1)
 
 
-class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
+class PerChannelMinMaxObserver(_MinMaxObserverBase):
     """Observer module for computing the quantization parameters based on the running per
     channel min and max values (along ``ch_axis``); the parameters are computed per channel
     the same way as in :class:`MinMaxObserver`.
@@ -394,49 +430,22 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
         if is_dynamic:
             raise NotImplementedError("PerChannelMinMaxObserver doesn't support dynamic "
                                       "quantization")
-        super().__init__(dtype=dtype, qscheme=qscheme, reduce_range=reduce_range,
+        super().__init__([], [], dtype=dtype, qscheme=qscheme, reduce_range=reduce_range,
                          quant_min=quant_min, quant_max=quant_max,
                          factory_kwargs=factory_kwargs, eps=eps, is_dynamic=is_dynamic,
                          **kwargs)
         self.ch_axis = ch_axis
-        self.register_buffer("min_val", tg.tensor([], device=self._device))
-        self.register_buffer("max_val", tg.tensor([], device=self._device))
-        if qscheme is q.per_channel_symmetric and reduce_range and dtype is q.quint8:
-            raise NotImplementedError("Cannot reduce range for symmetric quantization for "
-                                      "quint8")
 
-    def _update(self, mn, mx) -> None:
-        dev = self.min_val.device
-        self.min_val = _buffer(np.asarray(mn, _f32), dev)
-        self.max_val = _buffer(np.asarray(mx, _f32), dev)
+    def _batch_min_max(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        y = _channels_first(x, self.ch_axis)
+        return y.min(axis=1), y.max(axis=1)
 
-    def forward(self, x_orig):
-        if x_orig.numel() == 0:
-            return x_orig
-        y = _channels_first(_host(x_orig).astype(_f32), self.ch_axis)
-        cur_min, cur_max = y.min(axis=1), y.max(axis=1)
-        if self.min_val.numel() == 0 or self.max_val.numel() == 0:
-            self._update(cur_min, cur_max)
-        else:
-            self._update(np.minimum(cur_min, _host(self.min_val)),
-                         np.maximum(cur_max, _host(self.max_val)))
-        return x_orig
-
-    def calculate_qparams(self):
-        return self._calculate_qparams(self.min_val, self.max_val)
-
-    def extra_repr(self) -> str:
-        return f"min_val={self.min_val}, max_val={self.max_val}"
-
-    def reset_min_max_vals(self):
+    def reset_min_max_vals(self) -> None:
         """Resets the min/max values."""
         self._update(np.zeros(0, _f32), np.zeros(0, _f32))
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        # (buffers of any length load into the empty ones of a fresh observer)
-        for name in ("min_val", "max_val"):
-            if prefix + name in state_dict:
-                setattr(self, name, state_dict[prefix + name].detach().clone())
+        _load_resized(self, state_dict, prefix, ("min_val", "max_val"))
         return super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
 
@@ -463,18 +472,8 @@ class MovingAveragePerChannelMinMaxObserver(PerChannelMinMaxObserver):
                          eps=eps, is_dynamic=is_dynamic, **kwargs)
         self.averaging_constant = averaging_constant
 
-    def forward(self, x_orig):
-        if x_orig.numel() == 0:
-            return x_orig
-        y = _channels_first(_host(x_orig).astype(_f32), self.ch_axis)
-        cur_min, cur_max = y.min(axis=1), y.max(axis=1)
-        if self.min_val.numel() == 0 or self.max_val.numel() == 0:
-            self._update(cur_min, cur_max)
-        else:
-            c = _f32(self.averaging_constant)
-            mn, mx = _host(self.min_val), _host(self.max_val)
-            self._update(mn + c * (cur_min - mn), mx + c * (cur_max - mx))
-        return x_orig
+    def _running_min_max(self, mn, mx, cur_min, cur_max) -> tuple[np.ndarray, np.ndarray]:
+        return _moving_average(self.averaging_constant, mn, mx, cur_min, cur_max)
 
 
 # (HistogramObserver lives in its own file, built on the classes above)
@@ -586,29 +585,30 @@ def _is_activation_post_process(module) -> bool:
     return isinstance(module, (ObserverBase, FakeQuantizeBase))
 
 
-def get_observer_state_dict(mod) -> dict:
-    """Returns the state dict corresponding to the observer stats (the keys with
-    ``activation_post_process`` in their names)."""
-    return {k: v for k, v in mod.state_dict().items()
-            if "observer" in k or "activation_post_process" in k}
+def get_observer_state_dict(mod: nn.Module) -> dict:
+    """Returns the state dict corresponding to the observer stats: the entries of
+    ``mod.state_dict()`` whose keys contain ``activation_post_process``."""
+    return {k: v for k, v in mod.state_dict().items() if "activation_post_process" in k}
 
 
-def load_observer_state_dict(mod, obs_dict) -> None:
+def load_observer_state_dict(mod: nn.Module, obs_dict: dict) -> None:
     """Given input model and a state_dict containing model observer stats, load the stats
-    back into the model."""
-    missing, unexpected = [], []
+    back into the model. The observer state_dict can be saved using
+    :func:`get_observer_state_dict`.
+
+    Raises:
+        Exception: ``Missing keys for observer {key} in state_dict`` for the first statistic
+            of an observer or fake quantize module that ``obs_dict`` lacks.
+    """
     for name, module in mod.named_modules():
         prefix = name + "." if name else ""
         if _is_activation_post_process(module):
             for k in list(module.state_dict()):
                 key = prefix + k
-                if key in obs_dict:
-                    setattr(module, k, obs_dict[key].detach().clone())
-                else:
-                    missing.append(key)
-    if missing:
-        raise Exception(f"Missing keys for observer in state_dict: {missing}")  # noqa: TRY002
-    del unexpected
+                if key not in obs_dict:
+                    raise Exception(  # noqa: TRY002 - PyTorch's exception type
+                        f"Missing keys for observer {key} in state_dict")
+                setattr(module, k, obs_dict[key].detach().clone())
 
 
 default_observer = MinMaxObserver.with_args(quant_min=0, quant_max=127)

@@ -172,7 +172,7 @@ def _partial_wrapper_equals(a, b) -> bool:
     return a == b
 
 
-def qconfig_equals(q1, q2) -> bool:
+def qconfig_equals(q1: QConfig | None, q2: QConfig | None) -> bool:
     """Returns ``True`` if ``q1`` equals ``q2``, and ``False`` otherwise."""
     if q1 is None or q2 is None:
         return q1 == q2

@@ -8,6 +8,8 @@ from __future__ import annotations
 import copy
 import inspect
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 from tritongrad import nn
 
@@ -107,7 +109,8 @@ def _propagate_qconfig_helper(module, qconfig_dict, qconfig_parent=None, prefix=
                                   prefix + "." + name if prefix else name)
 
 
-def propagate_qconfig_(module, qconfig_dict=None, prepare_custom_config_dict=None) -> None:
+def propagate_qconfig_(module: nn.Module, qconfig_dict: dict | None = None,
+                       prepare_custom_config_dict: dict | None = None) -> None:
     """Propagate qconfig through the module hierarchy and assign `qconfig` attribute on each
     leaf module.
 
@@ -117,7 +120,11 @@ def propagate_qconfig_(module, qconfig_dict=None, prepare_custom_config_dict=Non
             configuration, qconfig applies to all submodules of a given module unless qconfig
             for the submodules are specified (when the submodule already has qconfig
             attribute).
+        prepare_custom_config_dict: customization configuration dictionary for prepare
+            function (custom modules are not supported: an error names them).
     """
+    _refuse_custom_modules("propagate_qconfig_", prepare_custom_config_dict,
+                           "float_to_observed_custom_module_class")
     _propagate_qconfig_helper(module, qconfig_dict or {})
 
 
@@ -199,7 +206,7 @@ def _add_observer_(module, qconfig_propagation_list=None, non_leaf_module_list=N
         insert(module)
 
 
-def add_quant_dequant(module):
+def add_quant_dequant(module: nn.Module) -> nn.Module:
     """Wrap the leaf child module in QuantWrapper if it has a valid qconfig. Note that this
     function will modify the children of module inplace and it can return a new module
     which wraps the input module as well."""
@@ -210,8 +217,9 @@ def add_quant_dequant(module):
     return module
 
 
-def prepare(model, inplace: bool = False, allow_list=None, observer_non_leaf_module_list=None,
-            prepare_custom_config_dict=None):
+def prepare(model: nn.Module, inplace: bool = False, allow_list: set | None = None,
+            observer_non_leaf_module_list: set | None = None,
+            prepare_custom_config_dict: dict | None = None) -> nn.Module:
     """Prepares a copy of the model for quantization calibration or quantization-aware
     training: quantization configuration is propagated to the submodules, and observers
     are attached (their forward hooks record the outputs' statistics).
@@ -224,10 +232,8 @@ def prepare(model, inplace: bool = False, allow_list=None, observer_non_leaf_mod
         prepare_custom_config_dict: customization configuration dictionary for prepare
             function (custom modules are not supported: an error names them).
     """
-    if prepare_custom_config_dict and prepare_custom_config_dict.get(
-            "float_to_observed_custom_module_class"):
-        raise NotImplementedError("prepare: custom module classes "
-                                  "(float_to_observed_custom_module_class) are not supported")
+    _refuse_custom_modules("prepare", prepare_custom_config_dict,
+                           "float_to_observed_custom_module_class")
     if not inplace:
         model = copy.deepcopy(model)
     propagation = get_default_qconfig_propagation_list() if allow_list is None else allow_list
@@ -238,6 +244,12 @@ def prepare(model, inplace: bool = False, allow_list=None, observer_non_leaf_mod
                       "attribute directly on submodules", stacklevel=2)
     _add_observer_(model, propagation, observer_non_leaf_module_list)
     return model
+
+
+def _refuse_custom_modules(op: str, config: dict | None, key: str) -> None:
+    """Custom module classes are not supported: refused by name rather than ignored."""
+    if config and config.get(key):
+        raise NotImplementedError(f"{op}: custom module classes ({key}) are not supported")
 
 
 def _remove_activation_post_process(module) -> None:
@@ -259,7 +271,8 @@ def _remove_qconfig(module) -> None:
     _remove_activation_post_process(module)
 
 
-def quantize(model, run_fn, run_args, mapping=None, inplace: bool = False):
+def quantize(model: nn.Module, run_fn: Callable, run_args: Any, mapping: dict | None = None,
+             inplace: bool = False) -> nn.Module:
     """Quantize the input float model with post training static quantization: prepare,
     calibrate with ``run_fn(model, *run_args)``, convert.
 
@@ -277,8 +290,8 @@ def quantize(model, run_fn, run_args, mapping=None, inplace: bool = False):
     return model
 
 
-def quantize_dynamic(model, qconfig_spec=None, dtype=None, mapping=None,
-                     inplace: bool = False):
+def quantize_dynamic(model: nn.Module, qconfig_spec: dict | set | None = None, dtype=None,
+                     mapping: dict | None = None, inplace: bool = False) -> nn.Module:
     """Converts a float model to dynamic (i.e. weights-only) quantized model: the weights of
     the chosen modules (``nn.Linear`` by default) are quantized to int8 ahead of time, the
     activations are quantized on the fly from their own range.
@@ -313,7 +326,8 @@ def quantize_dynamic(model, qconfig_spec=None, dtype=None, mapping=None,
     return model
 
 
-def prepare_qat(model, mapping=None, inplace: bool = False):
+def prepare_qat(model: nn.Module, mapping: dict | None = None,
+                inplace: bool = False) -> nn.Module:
     """Prepares a copy of the model for quantization aware training and converts it to
     quantized version: the float modules are swapped for their QAT forms (weights fake
     quantized) and fake quantize modules are attached to their outputs.
@@ -335,7 +349,8 @@ def prepare_qat(model, mapping=None, inplace: bool = False):
     return model
 
 
-def quantize_qat(model, run_fn, run_args, inplace: bool = False):
+def quantize_qat(model: nn.Module, run_fn: Callable, run_args: Any,
+                 inplace: bool = False) -> nn.Module:
     """Do quantization aware training and output a quantized model: prepare_qat, train with
     ``run_fn(model, *run_args)``, convert."""
     if not inplace:
@@ -347,9 +362,10 @@ def quantize_qat(model, run_fn, run_args, inplace: bool = False):
     return model
 
 
-def convert(module, mapping=None, inplace: bool = False, remove_qconfig: bool = True,
-            is_reference: bool = False, convert_custom_config_dict=None,
-            use_precomputed_fake_quant: bool = False):
+def convert(module: nn.Module, mapping: dict | None = None, inplace: bool = False,
+            remove_qconfig: bool = True, is_reference: bool = False,
+            convert_custom_config_dict: dict | None = None,
+            use_precomputed_fake_quant: bool = False) -> nn.Module:
     """Converts submodules in input module to a different module according to `mapping` by
     calling `from_float` method on the target module class. And remove qconfig at the end
     if remove_qconfig is set to True.
@@ -367,11 +383,8 @@ def convert(module, mapping=None, inplace: bool = False, remove_qconfig: bool = 
     if is_reference:
         raise NotImplementedError("convert: reference quantized modules (is_reference=True) "
                                   "are not supported")
-    if convert_custom_config_dict and convert_custom_config_dict.get(
-            "observed_to_quantized_custom_module_class"):
-        raise NotImplementedError("convert: custom module classes "
-                                  "(observed_to_quantized_custom_module_class) are not "
-                                  "supported")
+    _refuse_custom_modules("convert", convert_custom_config_dict,
+                           "observed_to_quantized_custom_module_class")
     if not inplace:
         module = copy.deepcopy(module)
     _convert(module, mapping, inplace=True,
@@ -381,8 +394,8 @@ def convert(module, mapping=None, inplace: bool = False, remove_qconfig: bool = 
     return module
 
 
-def _convert(module, mapping=None, inplace: bool = False,
-             use_precomputed_fake_quant: bool = False):
+def _convert(module: nn.Module, mapping: dict | None = None, inplace: bool = False,
+             use_precomputed_fake_quant: bool = False) -> nn.Module:
     if mapping is None:
         mapping = get_default_static_quant_module_mappings()
     if not inplace:
@@ -397,18 +410,24 @@ def _convert(module, mapping=None, inplace: bool = False,
     return module
 
 
-def swap_module(mod, mapping, custom_module_class_mapping=None,
-                use_precomputed_fake_quant: bool = False):
+def swap_module(mod: nn.Module, mapping: dict, custom_module_class_mapping: dict | None = None,
+                use_precomputed_fake_quant: bool = False) -> nn.Module:
     """Swaps the module if it has a quantized counterpart and it has an `observer`
     attached.
 
     Args:
         mod: input module.
         mapping: a dictionary that maps from nn module to nnq module.
+        custom_module_class_mapping: custom module classes are not supported (an error when
+            not empty).
+        use_precomputed_fake_quant: passed to ``from_float`` where it takes it.
 
     Return:
         The corresponding quantized module of `mod`.
     """
+    if custom_module_class_mapping:
+        raise NotImplementedError("swap_module: custom module classes "
+                                  "(custom_module_class_mapping) are not supported")
     if getattr(mod, "qconfig", None) is None or type(mod) not in mapping:
         return mod
     qmod = mapping[type(mod)]

@@ -8,7 +8,20 @@ from tritongrad import nn
 __all__ = ["QuantStub", "DeQuantStub", "QuantWrapper"]
 
 
-class QuantStub(nn.Module):
+class _Stub(nn.Module):
+    """An identity module that may carry its own ``qconfig`` (what the two stubs share;
+    ``convert`` tells them apart by type)."""
+
+    def __init__(self, qconfig=None) -> None:
+        super().__init__()
+        if qconfig:
+            self.qconfig = qconfig
+
+    def forward(self, x):
+        return x
+
+
+class QuantStub(_Stub):
     """Quantize stub module, before calibration, this is same as an observer, it will be
     swapped as ``nnq.Quantize`` in ``convert``.
 
@@ -17,16 +30,8 @@ class QuantStub(nn.Module):
             will get qconfig from parent modules.
     """
 
-    def __init__(self, qconfig=None):
-        super().__init__()
-        if qconfig:
-            self.qconfig = qconfig
 
-    def forward(self, x):
-        return x
-
-
-class DeQuantStub(nn.Module):
+class DeQuantStub(_Stub):
     """Dequantize stub module, before calibration, this is same as identity, this will be
     swapped as ``nnq.DeQuantize`` in ``convert``.
 
@@ -34,14 +39,6 @@ class DeQuantStub(nn.Module):
         qconfig: quantization configuration for the tensor, if qconfig is not provided, we
             will get qconfig from parent modules.
     """
-
-    def __init__(self, qconfig=None):
-        super().__init__()
-        if qconfig:
-            self.qconfig = qconfig
-
-    def forward(self, x):
-        return x
 
 
 class QuantWrapper(nn.Module):
@@ -54,7 +51,7 @@ class QuantWrapper(nn.Module):
     does actual quantization. Similarly for ``DeQuantStub``.
     """
 
-    def __init__(self, module):
+    def __init__(self, module: nn.Module) -> None:
         super().__init__()
         qconfig = getattr(module, "qconfig", None)
         self.add_module("quant", QuantStub(qconfig))

@@ -17,7 +17,9 @@ class _FusedModule(nn.Sequential):
 def _check_types(name: str, mods, types) -> None:
     got = tuple(type(m) for m in mods)
     if len(got) != len(types) or any(not issubclass(g, t) for g, t in zip(got, types)):
-        raise AssertionError(f"Incorrect types for input modules{got}")
+        want = ", ".join(t.__name__ for t in types)
+        raise AssertionError(f"Incorrect types for input modules"
+                             f"({', '.join(g.__name__ for g in got)}): {name} takes ({want})")
 
 
 class ConvReLU2d(_FusedModule):

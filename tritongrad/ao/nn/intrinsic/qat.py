@@ -8,6 +8,7 @@ import math
 
 import tritongrad as tg
 from tritongrad import nn
+from tritongrad.autograd.tensor import Tensor
 from tritongrad.nn import init
 
 from .. import qat as nnqat
@@ -18,15 +19,26 @@ __all__ = ["ConvReLU2d", "LinearReLU", "ConvBn2d", "ConvBnReLU2d", "update_bn_st
            "freeze_bn_stats"]
 
 
+def _with_relu(fused_cls: type, mod: nn.Module) -> nn.Module:
+    """``fused_cls(mod, ReLU())`` in ``mod``'s training mode (the float module a QAT module
+    with a fused ReLU converts back to)."""
+    out = fused_cls(mod, nn.ReLU())
+    out.train(mod.training)
+    return out
+
+
 class ConvReLU2d(nnqat.Conv2d):
     """A ConvReLU2d module is a fused module of Conv2d and ReLU, attached with FakeQuantize
     modules for weight for quantization aware training."""
 
     _FLOAT_MODULE = _NniConvReLU2d
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return tg.nn.functional.relu(
             self._conv_forward(input, self.weight_fake_quant(self.weight), self.bias))
+
+    def to_float(self) -> _NniConvReLU2d:
+        return _with_relu(_NniConvReLU2d, super().to_float())
 
 
 class LinearReLU(nnqat.Linear):
@@ -35,9 +47,12 @@ class LinearReLU(nnqat.Linear):
 
     _FLOAT_MODULE = _NniLinearReLU
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return tg.nn.functional.relu(tg.nn.functional.linear(
             input, self.weight_fake_quant(self.weight), self.bias))
+
+    def to_float(self) -> _NniLinearReLU:
+        return _with_relu(_NniLinearReLU, super().to_float())
 
 
 class ConvBn2d(nnqat.Conv2d):
@@ -74,10 +89,10 @@ class ConvBn2d(nnqat.Conv2d):
         else:
             self.freeze_bn_stats()
 
-    def reset_running_stats(self):
+    def reset_running_stats(self) -> None:
         self.bn.reset_running_stats()
 
-    def reset_bn_parameters(self):
+    def reset_bn_parameters(self) -> None:
         self.bn.reset_running_stats()
         init.uniform_(self.bn.weight)
         init.zeros_(self.bn.bias)
@@ -86,12 +101,12 @@ class ConvBn2d(nnqat.Conv2d):
             bound = 1 / math.sqrt(fan_in)
             init.uniform_(self.bias, -bound, bound)
 
-    def update_bn_stats(self):
+    def update_bn_stats(self) -> ConvBn2d:
         self.freeze_bn = False
         self.bn.training = True
         return self
 
-    def freeze_bn_stats(self):
+    def freeze_bn_stats(self) -> ConvBn2d:
         self.freeze_bn = True
         self.bn.training = False
         return self
@@ -109,11 +124,11 @@ class ConvBn2d(nnqat.Conv2d):
             conv_orig = conv_orig + self.bias.reshape(bias_shape)
         return self.bn(conv_orig)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         out = self._forward_approximate(input)
         return tg.nn.functional.relu(out) if self._FLOAT_RELU else out
 
-    def train(self, mode: bool = True):
+    def train(self, mode: bool = True) -> ConvBn2d:
         """Batchnorm's training behavior is using the self.training flag. Prevent changing it
         if BN is frozen."""
         self.training = mode
@@ -123,7 +138,7 @@ class ConvBn2d(nnqat.Conv2d):
         return self
 
     @classmethod
-    def from_float(cls, mod, use_precomputed_fake_quant: bool = False):
+    def from_float(cls, mod: nn.Module, use_precomputed_fake_quant: bool = False) -> ConvBn2d:
         """Create a qat module from a float module (a fused ``nni.ConvBn2d``)."""
         if type(mod) is not cls._FLOAT_MODULE:
             raise AssertionError(f"qat.{cls.__name__}.from_float only works for "
@@ -140,20 +155,13 @@ class ConvBn2d(nnqat.Conv2d):
         qat.bn.num_batches_tracked = bn.num_batches_tracked
         return qat
 
-    def to_float(self):
+    def to_float(self) -> nn.Module:
         from tritongrad.nn.utils.fusion import fuse_conv_bn_weights
-        conv = nn.Conv2d(self.in_channels, self.out_channels, self.kernel_size, self.stride,
-                         self.padding, self.dilation, self.groups, self.bias is not None,
-                         self.padding_mode)
-        conv.weight = nn.Parameter(self.weight.detach())
-        if self.bias is not None:
-            conv.bias = nn.Parameter(self.bias.detach())
+        conv = super().to_float()
         conv.weight, conv.bias = fuse_conv_bn_weights(
             conv.weight, conv.bias, self.bn.running_mean, self.bn.running_var, self.bn.eps,
             self.bn.weight, self.bn.bias)
-        out = _NniConvReLU2d(conv, nn.ReLU()) if self._FLOAT_RELU else conv
-        out.train(self.training)
-        return out
+        return _with_relu(_NniConvReLU2d, conv) if self._FLOAT_RELU else conv
 
 
 class ConvBnReLU2d(ConvBn2d):
@@ -164,14 +172,14 @@ class ConvBnReLU2d(ConvBn2d):
     _FLOAT_RELU = True
 
 
-def update_bn_stats(mod) -> None:
+def update_bn_stats(mod: nn.Module) -> None:
     """Lets the batch norm of a fused QAT conv-bn update its running statistics
     (``model.apply(update_bn_stats)``)."""
     if isinstance(mod, ConvBn2d):
         mod.update_bn_stats()
 
 
-def freeze_bn_stats(mod) -> None:
+def freeze_bn_stats(mod: nn.Module) -> None:
     """Freezes the running statistics of the batch norm of a fused QAT conv-bn
     (``model.apply(freeze_bn_stats)``)."""
     if isinstance(mod, ConvBn2d):

@@ -62,7 +62,7 @@ class Linear(nnq.Linear):
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant: bool = False):
-        """Create a dynamic quantized module from a float module or qparams_dict."""
+        """Create a dynamic quantized module from a float module (``nn.Linear`` or QAT)."""
         if type(mod) not in (tg.nn.Linear,) and not hasattr(mod, "weight_fake_quant"):
             raise AssertionError(f"nn.quantized.dynamic.Linear.from_float only works for "
                                  f"nn.Linear, got: {type(mod)}")

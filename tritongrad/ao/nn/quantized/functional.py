@@ -17,6 +17,8 @@ Note [Quantized arithmetic]
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 import tritongrad as tg
@@ -29,6 +31,7 @@ __all__ = ["linear", "conv2d", "relu", "relu6", "hardtanh", "max_pool2d", "avg_p
            "clamp"]
 
 _f32 = np.float32
+_Size2 = int | tuple[int, int]  # (a size of a 2-d op: one int for both dims, or a pair)
 
 
 def _check_q(op: str, x, name: str = "input") -> q.QuantizedTensor:
@@ -71,8 +74,9 @@ def _requantize(acc: Tensor, x_scale: float, w_scales: np.ndarray, bias, scale: 
                              float(scale), int(zero_point))
 
 
-def linear(input, weight, bias=None, scale: float | None = None,
-           zero_point: int | None = None, *, relu: bool = False) -> q.QuantizedTensor:
+def linear(input: q.QuantizedTensor, weight: q.QuantizedTensor, bias: Tensor | None = None,
+           scale: float | None = None, zero_point: int | None = None, *,
+           relu: bool = False) -> q.QuantizedTensor:
     """Applies a linear transformation to the incoming quantized data: :math:`y = xA^T + b`
     (Note [Quantized arithmetic]).
 
@@ -100,7 +104,8 @@ def linear(input, weight, bias=None, scale: float | None = None,
     return out.reshape(*lead, weight.shape[0])
 
 
-def conv2d(input, weight, bias, stride=1, padding=0, dilation=1, groups: int = 1,
+def conv2d(input: q.QuantizedTensor, weight: q.QuantizedTensor, bias: Tensor | None,
+           stride: _Size2 = 1, padding: _Size2 = 0, dilation: _Size2 = 1, groups: int = 1,
            padding_mode: str = "zeros", scale: float = 1.0, zero_point: int = 0,
            dtype=q.quint8, *, relu: bool = False) -> q.QuantizedTensor:
     """Applies a 2D convolution over a quantized 2D input composed of several input planes
@@ -137,24 +142,28 @@ def _requant_float(y: Tensor, scale: float, zero_point: int, dtype) -> q.Quantiz
     return q.quantize_per_tensor(y.to(tg.float32), scale, zero_point, dtype)
 
 
-def relu(input, inplace: bool = False) -> q.QuantizedTensor:
+def relu(input: q.QuantizedTensor, inplace: bool = False) -> q.QuantizedTensor:
     """``max(x, 0)`` on a quantized tensor: ``max(q, zero_point)``, same parameters."""
     return q._relu(_check_q("quantized::relu", input), inplace)
 
 
-def relu6(input, inplace: bool = False) -> q.QuantizedTensor:
+def relu6(input: q.QuantizedTensor, inplace: bool = False) -> q.QuantizedTensor:
     """``min(max(x, 0), 6)`` on a quantized tensor (6 quantized with its parameters)."""
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
-def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0,
+def hardtanh(input: q.QuantizedTensor, min_val: float = -1.0, max_val: float = 1.0,
              inplace: bool = False) -> q.QuantizedTensor:
     """Clamps a quantized tensor to ``[min_val, max_val]`` (bounds quantized with its
-    parameters)."""
-    return clamp(input, min_val, max_val)
+    parameters); ``inplace`` writes the result into ``input``."""
+    out = clamp(input, min_val, max_val)
+    if inplace:  # (as q._relu: the input takes the new integers, its parameters unchanged)
+        input._int = out._int
+        return input
+    return out
 
 
-def clamp(input, min_: float, max_: float) -> q.QuantizedTensor:
+def clamp(input: q.QuantizedTensor, min_: float, max_: float) -> q.QuantizedTensor:
     """``clamp`` on a quantized tensor: the integers clamped to the quantized bounds."""
     _check_q("quantized::clamp", input)
     input._per_tensor_only()
@@ -166,15 +175,17 @@ def clamp(input, min_: float, max_: float) -> q.QuantizedTensor:
     return input._like(input._int.clamp(qb(min_), qb(max_)))
 
 
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-               return_indices=False) -> q.QuantizedTensor:
+def max_pool2d(input: q.QuantizedTensor, kernel_size: _Size2, stride: _Size2 | None = None,
+               padding: _Size2 = 0, dilation: _Size2 = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> q.QuantizedTensor:
     """2D max pooling over a quantized tensor (on the integers, same parameters)."""
     return q._max_pool2d(_check_q("quantized::max_pool2d", input), kernel_size, stride,
                          padding, dilation, ceil_mode, return_indices)
 
 
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
-               count_include_pad=True, divisor_override=None) -> q.QuantizedTensor:
+def avg_pool2d(input: q.QuantizedTensor, kernel_size: _Size2, stride: _Size2 | None = None,
+               padding: _Size2 = 0, ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> q.QuantizedTensor:
     """2D average pooling of a quantized tensor, requantized to its own parameters."""
     # (PyTorch's kernel averages the shifted integers and rounds: the output keeps the
     # input's parameters)
@@ -188,7 +199,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     return input._like(out)
 
 
-def adaptive_avg_pool2d(input, output_size) -> q.QuantizedTensor:
+def adaptive_avg_pool2d(input: q.QuantizedTensor, output_size: _Size2) -> q.QuantizedTensor:
     """Adaptive 2D average pooling of a quantized tensor, requantized to its own
     parameters."""
     _check_q("quantized::adaptive_avg_pool2d", input)
@@ -208,17 +219,20 @@ def _binary(op: str, a, b, scale: float, zero_point: int, fn, relu_: bool = Fals
     return _requant_float(y, scale, zero_point, a.dtype)
 
 
-def add(a, b, scale: float, zero_point: int) -> q.QuantizedTensor:
+def add(a: q.QuantizedTensor, b: q.QuantizedTensor, scale: float,
+        zero_point: int) -> q.QuantizedTensor:
     """``a + b`` of two quantized tensors, quantized to ``scale`` and ``zero_point``."""
     return _binary("quantized::add", a, b, scale, zero_point, lambda x, y: x + y)
 
 
-def add_relu(a, b, scale: float, zero_point: int) -> q.QuantizedTensor:
+def add_relu(a: q.QuantizedTensor, b: q.QuantizedTensor, scale: float,
+             zero_point: int) -> q.QuantizedTensor:
     """``relu(a + b)`` of two quantized tensors, quantized to ``scale`` and ``zero_point``."""
     return _binary("quantized::add_relu", a, b, scale, zero_point, lambda x, y: x + y, True)
 
 
-def mul(a, b, scale: float, zero_point: int) -> q.QuantizedTensor:
+def mul(a: q.QuantizedTensor, b: q.QuantizedTensor, scale: float,
+        zero_point: int) -> q.QuantizedTensor:
     """``a * b`` of two quantized tensors, quantized to ``scale`` and ``zero_point``: the
     product of the shifted integers times ``float32(a_scale * b_scale / scale)``, rounded
     half to even (PyTorch's kernel)."""
@@ -236,7 +250,7 @@ def mul(a, b, scale: float, zero_point: int) -> q.QuantizedTensor:
                              float(scale), int(zero_point))
 
 
-def cat(tensors, dim: int = 0, scale: float | None = None,
+def cat(tensors: Sequence[q.QuantizedTensor], dim: int = 0, scale: float | None = None,
         zero_point: int | None = None) -> q.QuantizedTensor:
     """Concatenates quantized tensors along ``dim``, quantized to ``scale`` and
     ``zero_point`` (those of the first input when not given)."""
@@ -247,7 +261,7 @@ def cat(tensors, dim: int = 0, scale: float | None = None,
     return _requant_float(y, scale, zero_point, first.dtype)
 
 
-def add_scalar(input, c: float) -> q.QuantizedTensor:
+def add_scalar(input: q.QuantizedTensor, c: float) -> q.QuantizedTensor:
     """``input + c`` on a quantized tensor, PyTorch's way: the zero point moves by
     ``round(c / scale)``; where that leaves the range, the range is widened (a new scale) so
     that it still holds the shifted values, and the integers are requantized."""
@@ -272,7 +286,7 @@ def add_scalar(input, c: float) -> q.QuantizedTensor:
                              q.per_tensor_affine, s_new, z_new)
 
 
-def mul_scalar(input, c: float) -> q.QuantizedTensor:
+def mul_scalar(input: q.QuantizedTensor, c: float) -> q.QuantizedTensor:
     """``input * c`` on a quantized tensor, PyTorch's way: the scale is multiplied by
     ``|c|``; a negative ``c`` mirrors the integers within the range; ``c == 0`` gives zeros
     with scale 1 and zero point 0."""

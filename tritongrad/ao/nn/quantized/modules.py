@@ -31,6 +31,12 @@ def _quantize_weight(float_wt: Tensor, observer) -> q.QuantizedTensor:
     raise ValueError(f"Unexpected qscheme {observer.qscheme}")
 
 
+def _functional_for(input, name: str):
+    """``qF.<name>`` for a quantized input, else ``tg.nn.functional.<name>``: the modules of
+    Note [Swapped parameter-free modules] serve float inputs too."""
+    return getattr(qF if isinstance(input, q.QuantizedTensor) else tg.nn.functional, name)
+
+
 def _act_qparams(activation_post_process) -> tuple[float, int]:
     scale, zp = activation_post_process.calculate_qparams()
     return float(scale.reshape(-1)[0].item()), int(zp.reshape(-1)[0].item())
@@ -87,6 +93,8 @@ class Quantize(nn.Module):
         scale: scale of the output Quantized Tensor.
         zero_point: zero_point of output Quantized Tensor.
         dtype: data type of output Quantized Tensor.
+        factory_kwargs: dictionary of kwargs used for configuring initialization of internal
+            buffers (``device``).
 
     Example:
         >>> qm = Quantize(1.0, 0, tg.quint8)
@@ -94,10 +102,13 @@ class Quantize(nn.Module):
         [[1, 0], [1, 0]]
     """
 
-    def __init__(self, scale, zero_point, dtype, factory_kwargs=None):
+    def __init__(self, scale: float, zero_point: int, dtype, factory_kwargs: dict | None = None
+                 ) -> None:
         super().__init__()
-        self.register_buffer("scale", tg.tensor([float(scale)]))
-        self.register_buffer("zero_point", tg.tensor([int(zero_point)], dtype=tg.int64))
+        device = (factory_kwargs or {}).get("device")
+        self.register_buffer("scale", tg.tensor([float(scale)], device=device))
+        self.register_buffer("zero_point", tg.tensor([int(zero_point)], dtype=tg.int64,
+                                                     device=device))
         self.dtype = dtype
 
     def forward(self, X):
@@ -326,9 +337,7 @@ class ReLU(nn.Module):
         self.inplace = inplace
 
     def forward(self, input):
-        if isinstance(input, q.QuantizedTensor):
-            return qF.relu(input, self.inplace)
-        return tg.nn.functional.relu(input, inplace=self.inplace)
+        return _functional_for(input, "relu")(input, inplace=self.inplace)
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant: bool = False):
@@ -339,9 +348,7 @@ class ReLU6(ReLU):
     """Applies ``min(max(0, x), 6)`` to a quantized tensor (its own parameters)."""
 
     def forward(self, input):
-        if isinstance(input, q.QuantizedTensor):
-            return qF.relu6(input, self.inplace)
-        return tg.nn.functional.relu6(input, inplace=self.inplace)
+        return _functional_for(input, "relu6")(input, inplace=self.inplace)
 
 
 class MaxPool2d(nn.Module):
@@ -356,10 +363,9 @@ class MaxPool2d(nn.Module):
         self.ceil_mode = ceil_mode
 
     def forward(self, input):
-        fn = qF.max_pool2d if isinstance(input, q.QuantizedTensor) else \
-            tg.nn.functional.max_pool2d
-        return fn(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                  ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+        return _functional_for(input, "max_pool2d")(
+            input, self.kernel_size, self.stride, self.padding, self.dilation,
+            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant: bool = False):
@@ -378,10 +384,9 @@ class AvgPool2d(nn.Module):
         self.divisor_override = divisor_override
 
     def forward(self, input):
-        fn = qF.avg_pool2d if isinstance(input, q.QuantizedTensor) else \
-            tg.nn.functional.avg_pool2d
-        return fn(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                  self.count_include_pad, self.divisor_override)
+        return _functional_for(input, "avg_pool2d")(
+            input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+            self.count_include_pad, self.divisor_override)
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant: bool = False):
@@ -398,9 +403,7 @@ class AdaptiveAvgPool2d(nn.Module):
         self.output_size = output_size
 
     def forward(self, input):
-        fn = qF.adaptive_avg_pool2d if isinstance(input, q.QuantizedTensor) else \
-            tg.nn.functional.adaptive_avg_pool2d
-        return fn(input, self.output_size)
+        return _functional_for(input, "adaptive_avg_pool2d")(input, self.output_size)
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant: bool = False):
