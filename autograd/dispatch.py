@@ -57,12 +57,15 @@ from __future__ import annotations
 
 import traceback
 import warnings
+from weakref import ref as _weakref
 
+from ..kernels import _loaded as _backends
 from ..kernels import backend
 from ..runtime import streams
+from ..runtime.streams import _state as _stream_state
 from . import anomaly_mode
 from .graph import _before_inplace_write
-from .node import FREED, FREED_MSG, Node
+from .node import FREED, FREED_MSG, MAX_SEQ, AccumulateGrad, Node
 from .saved import UNSAVED, SavedTensor, saved_output
 from .state import anywhere, state
 from .tensor import Tensor, array_meta, make, view_rebase_error
@@ -259,7 +262,7 @@ def apply(op: type, inputs: tuple, *params):
 def _apply(op, inputs, params, sink=SINK):
     a = inputs[0]
     dev = a._device
-    k = backend(dev)
+    k = _backends.get(dev.type) or backend(dev)  # (backend()'s call saved once it loaded)
     ctx = sink
     if state.grad_enabled and op.differentiable:
         for t in inputs:
@@ -292,6 +295,24 @@ def _apply(op, inputs, params, sink=SINK):
     return _record(op, ctx, inputs, out)
 
 
+def _leaf_edge(t):
+    """``t._edge()`` of a non-view without history: its leaf's ``AccumulateGrad`` (made again
+    when the last graph holding it died), or ``(None, 0)``. ``Tensor._edge`` and
+    ``_grad_accumulator`` written out: two calls fewer per leaf input of a recorded op."""
+    if not t._requires_grad:
+        return (None, 0)
+    ref = t._grad_acc
+    acc = None if ref is None else ref()
+    if acc is None:  # AccumulateGrad(t), its __init__ inline
+        acc = _new(AccumulateGrad)
+        acc.next_functions = ()
+        acc._saved = None
+        acc.variable = t
+        acc._seq = MAX_SEQ
+        t._grad_acc = _weakref(acc)
+    return (acc, 0)
+
+
 def _new_node(op, inputs, dev):
     st = state
     node = _new(op)  # no __init__: a node's rarely used fields are class-level defaults
@@ -303,16 +324,18 @@ def _new_node(op, inputs, dev):
         if a._dtype.is_complex:
             node._complex = _complex_inputs(op, inputs)
         fa = a._fn
-        node.next_functions = ((fa, a._output_nr) if fa is not None and a._base is None
-                               else a._edge(),)
+        node.next_functions = ((((fa, a._output_nr) if fa is not None else _leaf_edge(a))
+                                if a._base is None else a._edge()),)
     elif n == 2:  # (unrolled: binary ops are most of what records)
         a, b = inputs
         if a._dtype.is_complex or b._dtype.is_complex:
             node._complex = _complex_inputs(op, inputs)
         fa, fb = a._fn, b._fn
         node.next_functions = (
-            (fa, a._output_nr) if fa is not None and a._base is None else a._edge(),
-            (fb, b._output_nr) if fb is not None and b._base is None else b._edge())
+            ((fa, a._output_nr) if fa is not None else _leaf_edge(a)) if a._base is None
+            else a._edge(),
+            ((fb, b._output_nr) if fb is not None else _leaf_edge(b)) if b._base is None
+            else b._edge())
         if op.broadcasts:
             sa, sb = a._data.shape, b._data.shape
             if sa != sb:
@@ -331,8 +354,9 @@ def _new_node(op, inputs, dev):
     node._saved = None
     if dev.type == "cuda":
         index = dev.index
+        # (streams.current_stream_at inline for a stream set on the device)
         node._stream = (streams.current_stream(dev) if index is None else
-                        streams.current_stream_at(index))
+                        _stream_state.streams.get(index) or streams.current_stream_at(index))
     if anomaly_mode.enabled:
         node._trace = traceback.format_stack()[:-3]
     return node

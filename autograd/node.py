@@ -404,7 +404,8 @@ class AccumulateGrad(Node):
     __slots__ = ("variable",)
 
     def __init__(self, variable):
-        # (Node.__init__ written out: a leaf's node is made again each step it is used in)
+        # (Node.__init__ written out: a leaf's node is made again each step it is used in;
+        # dispatch._leaf_edge writes this out again: keep the two alike)
         self.next_functions = ()
         self._saved = None
         self.variable = variable

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..kernels import HostBFloat16, backend, data_ptr, host_array, host_values
 from ..runtime import dtype as dtypes
+from ..runtime.array import DeviceArray
 from ..runtime.device import device as Device
 from . import node as _node_module
 from . import overrides as _overrides
@@ -116,6 +117,9 @@ def make(data, dtype=None) -> "Tensor":
     if type(data) is _ndarray and dtype is None:
         t._device = _CPU
         t._dtype = _NP_TO_DTYPE[data.dtype]
+    elif type(data) is DeviceArray:  # (every CUDA op's result: array_meta's call saved)
+        t._device = data.device
+        t._dtype = data.dtype if dtype is None else dtype
     else:
         t._device, d = array_meta(data)
         t._dtype = d if dtype is None else dtype

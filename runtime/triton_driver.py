@@ -115,7 +115,8 @@ def _current_device() -> int:
 def launch_target() -> tuple[int, int]:
     """(device, stream handle) of a launch: ``get_current_device()`` and then
     ``get_current_stream(device)`` of this driver, answered from one read of the thread's state
-    (the cached launches ask both on every launch, kernels/triton/launcher.py)."""
+    (the cached launches ask both on every launch, kernels/triton/launcher.py; ``Launch``
+    writes this out: keep the two alike)."""
     st = _streams._state
     index = st.device
     (_drv._driver or _drv.get_driver()).activate(index)  # as _current_device
