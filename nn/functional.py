@@ -247,17 +247,8 @@ def logsigmoid(input: Tensor) -> Tensor:
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
     """The gated linear unit: ``a * sigmoid(b)``, ``a`` and ``b`` the two halves of ``input``
-    along ``dim``."""
-    checks.tensor_arg(input, "glu")
-    _floating_only(input, "glu")
-    if input.ndim == 0:
-        raise RuntimeError("glu does not support scalars because halving size must be even")
-    d = wrap_dim(dim, input.ndim, "glu")
-    if input.shape[d] % 2:
-        raise RuntimeError(f"glu: Halving dimension must be even, but dimension {d} is size "
-                           f"{input.shape[d]}")
-    a, b = input.chunk(2, d)
-    return a * _sigmoid(b)
+    along ``dim`` (one ``GluBackward0`` node saving ``input``)."""
+    return _act.glu(input, dim)
 
 
 def tanhshrink(input: Tensor) -> Tensor:
@@ -885,6 +876,9 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     reduction = _reduction(size_average, reduce, reduction)
     _check_loss_devices(input, target, weight, "nll_loss")
     _check_targets(input, target, weight, "nll_loss")
+    # PyTorch's kernel has no derivative for the class weights (it is not the row weights'
+    # sum, which is held constant for 'mean'): it refuses, under its kernel's name
+    _not_differentiable("nll_loss_forward", weight=weight)
     target = _nn.check_class_indices(target, byte_ok=input.ndim <= 2)
     x, t, spatial = _class_last(input, target, "nll_loss")
     from ..autograd.ops.creation import arange
@@ -1198,18 +1192,77 @@ def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
     return _reduce((input - target).abs(), reduction)
 
 
-def _piecewise_quadratic(input: Tensor, target: Tensor, cut: float, quadratic_scale: float,
-                         linear_scale: float) -> Tensor:
-    """quadratic_scale * 0.5 d^2 where |d| < cut, else linear_scale * (|d| - 0.5 cut): the
-    shared body of smooth L1 (scales 1/beta and 1) and Huber (1 and delta)."""
-    d = (input - target).abs()
-    return (d * d * (0.5 * quadratic_scale)).where(d < cut, (d - 0.5 * cut) * linear_scale)
+class SmoothL1LossBackward0(_Primitive):
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target), per element
+    or reduced, as one node saving its two inputs (PyTorch's ``smooth_l1_loss``; beta > 0).
+    Its rule is PyTorch's smooth_l1_loss_backward: d / beta inside, sign(d) outside (a NaN
+    d gives NaN), over the element count for "mean". Inputs of different shapes broadcast,
+    and dispatch sums their gradients back. ``HuberLossBackward0`` is the same with the
+    scales of Huber (``delta``)."""
+
+    __slots__ = ()
+    op_name = "smooth_l1_loss"
+    save_inputs = (0, 1)
+    broadcasts = True
+    jvp = staticmethod(_loss_jvp)
+
+    @staticmethod
+    def scales(cut: float) -> tuple:
+        """(quadratic, linear) scales: 0.5 q d^2 inside |d| < cut, l (|d| - 0.5 cut) outside."""
+        return 1.0 / cut, 1.0
+
+    @classmethod
+    def forward(cls, ctx, k, x, t, cut, reduction):
+        ctx.params, ctx.reduction = (cut,), reduction
+        quad, lin = cls.scales(cut)
+        d = k.unary("abs", k.sub(x, t))
+        # (PyTorch's test, z < cut: a NaN takes the linear branch, NaN either way)
+        loss = k.where(k.lt(d, cut), k.mul(k.mul(d, d), 0.5 * quad),
+                       k.mul(k.sub(d, 0.5 * cut), lin))
+        return _reduce_elements(ctx, k, loss, reduction)
+
+    @classmethod
+    def vjp(cls, ctx, k, saved, g):
+        x, t = saved
+        cut, = ctx.params
+        quad, lin = cls.scales(cut)
+        d = k.sub(x, t)
+        g = _scaled(k, g, ctx.reduction, d.shape)
+        # PyTorch's kernel: -lin below -cut, lin above cut, quad d between (and for a NaN)
+        inner = k.where(k.gt(d, cut), lin, k.mul(d, quad))
+        gx = k.mul(g, k.where(k.lt(d, -cut), -lin, inner))
+        need_x, need_t = ctx.needs_input_grad
+        return gx if need_x else None, k.neg(gx) if need_t else None
+
+
+class HuberLossBackward0(SmoothL1LossBackward0):
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta): PyTorch's ``huber_loss``,
+    whose rule is d inside and delta sign(d) outside."""
+
+    __slots__ = ()
+    op_name = "huber_loss"
+
+    @staticmethod
+    def scales(cut: float) -> tuple:
+        return 1.0, cut
+
+
+def _elementwise_loss_operands(input: Tensor, target: Tensor, op: str) -> tuple:
+    """``input`` and ``target`` on one device in their common floating dtype, broadcastable
+    (PyTorch's size error otherwise), as MSE's are."""
+    target = checks.operand_on_device(input, target, op)  # (a CPU 0-d joins either)
+    if input._device is not target._device:
+        input = input.to(target._device)
+    dt = _result_type(input, target)
+    _broadcast_shapes(input.shape, target.shape)
+    return tuple(a if a.dtype is dt else a.to(dt) for a in (input, target))
 
 
 @_autocast("float32")
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
-    """0.5 (x - y)^2 / beta where |x - y| < beta, else |x - y| - 0.5 beta (beta = 0: L1)."""
+    """0.5 (x - y)^2 / beta where |x - y| < beta, else |x - y| - 0.5 beta (beta = 0: L1).
+    One ``SmoothL1LossBackward0`` node saving ``input`` and ``target``, as PyTorch's."""
     _loss_operands("smooth_l1_loss", input, target)
     reduction = _reduction(size_average, reduce, reduction)
     if beta < 0:
@@ -1220,14 +1273,16 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
                                             _result_type(input, target))
     if beta == 0.0:
         return l1_loss(input, target, reduction=reduction)
-    return _reduce(_piecewise_quadratic(input, target, beta, 1.0 / beta, 1.0), reduction)
+    operands = _elementwise_loss_operands(input, target, "smooth_l1_loss")
+    return _apply(SmoothL1LossBackward0, operands, float(beta), reduction)
 
 
 @_autocast("float32")
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
     """0.5 (x - y)^2 where |x - y| < delta, else delta (|x - y| - 0.5 delta); ``weight``
-    multiplies each element's loss before the reduction."""
+    multiplies each element's loss before the reduction. One ``HuberLossBackward0`` node
+    saving ``input`` and ``target`` (then a product and the reduction, with ``weight``)."""
     _loss_operands("huber_loss", input, target)
     reduction = _reduction(None, None, reduction)
     if delta <= 0:
@@ -1238,7 +1293,10 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
                                             _result_type(input, target))
     if not input.dtype.is_floating_point:  # (PyTorch computes into the input's dtype)
         raise _cast_error("huber_loss", "Float", input.dtype)
-    loss = _piecewise_quadratic(input, target, delta, 1.0, delta)
+    operands = _elementwise_loss_operands(input, target, "huber_loss")
+    if weight is None:
+        return _apply(HuberLossBackward0, operands, float(delta), reduction)
+    loss = _apply(HuberLossBackward0, operands, float(delta), "none")
     return _reduce(_weighted(loss, weight), reduction)
 
 

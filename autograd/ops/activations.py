@@ -1,5 +1,5 @@
-"""Pointwise activations that PyTorch computes as one op: SiLU, Mish, Softplus, LogSigmoid,
-Hardswish, Hardsigmoid, Hardtanh (and ReLU6, which is Hardtanh(0, 6)).
+"""Activations that PyTorch computes as one op: SiLU, Mish, Softplus, LogSigmoid, Hardswish,
+Hardsigmoid, Hardtanh (and ReLU6, which is Hardtanh(0, 6)), pointwise, and GLU.
 
 Each is a primitive named as PyTorch names its node, saving its input alone as PyTorch's
 does. As compositions of Tensor ops they were several nodes each saving its own operands:
@@ -22,7 +22,7 @@ from .. import checks
 from ..dispatch import Primitive, apply, elementwise_jvp, meta
 from ..tensor import Tensor
 
-__all__ = ["hardsigmoid", "hardswish", "hardtanh", "logsigmoid", "mish", "silu", "softplus"]
+__all__ = ["glu", "hardsigmoid", "hardswish", "hardtanh", "logsigmoid", "mish", "silu", "softplus"]
 
 _HALF = ("float16", "bfloat16")
 
@@ -254,3 +254,79 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tens
     if not dt.is_floating_point:
         min_val, max_val = int(min_val), int(max_val)
     return apply(HardtanhBackward0, (input,), min_val, max_val)
+
+
+# -- GLU: not pointwise (each output element reads two of the input's) --------------------------
+
+def _halves(k, x, dim: int):
+    """The two halves of ``x`` along ``dim`` (non-negative), as views."""
+    h = x.shape[dim] // 2
+    lead = (slice(None),) * dim
+    return k.getitem(x, lead + (slice(0, h),)), k.getitem(x, lead + (slice(h, 2 * h),))
+
+
+class GluBackward0(Primitive):
+    """y = a sigmoid(b), (a, b) the halves of x along ``dim``, saving x alone (PyTorch's
+    glu). With s = sigmoid(b):  da = g s,  db = g a s (1 - s); the jvp is
+    ta s + a s (1 - s) tb. float16/bfloat16 compute in float32, rounded once, as PyTorch's
+    kernel does."""
+
+    __slots__ = ()
+    op_name = "glu"
+    save_inputs = (0,)
+
+    @staticmethod
+    def forward(ctx, k, x, dim):
+        ctx.dim = dim
+        dt = meta(x)[1]
+        xf = k.astype(x, dtypes.float32) if dt.name in _HALF else x
+        a, b = _halves(k, xf, dim)
+        y = k.mul(a, sigmoid_of(k, b))
+        return k.astype(y, dt) if xf is not x else y
+
+    @staticmethod
+    def _terms(k, x, dim, ga, gb):
+        """(s ga, a s (1 - s) gb), each None where its g is."""
+        a, b = _halves(k, x, dim)
+        s = sigmoid_of(k, b)
+        da = None if ga is None else k.mul(ga, s)
+        db = None if gb is None else k.mul(gb, k.mul(a, k.mul(s, one_minus(k, s))))
+        return da, db
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        x, = saved
+        dt = meta(x)[1]
+        if dt.name in _HALF:
+            x, g = k.astype(x, dtypes.float32), k.astype(g, dtypes.float32)
+        da, db = GluBackward0._terms(k, x, ctx.dim, g, g)
+        gx = k.cat([da, db], ctx.dim)
+        return k.astype(gx, dt) if dt.name in _HALF else gx
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, dim):
+        x, = primals
+        t, = tangents
+        dt = meta(x)[1]
+        if dt.name in _HALF:
+            x, t = k.astype(x, dtypes.float32), k.astype(t, dtypes.float32)
+        ta, tb = _halves(k, t, dim)
+        da, db = GluBackward0._terms(k, x, dim, ta, tb)
+        y = k.add(da, db)
+        return k.astype(y, dt) if dt.name in _HALF else y
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """The gated linear unit ``a * sigmoid(b)``, ``a`` and ``b`` the two halves of ``input``
+    along ``dim``: one ``GluBackward0`` node saving ``input``, as PyTorch's."""
+    from ..tensor import wrap_dim
+    checks.tensor_arg(input, "glu")
+    if not input.dtype.is_floating_point:
+        raise checks.kernel_not_implemented(f"glu_{input.device.type}", input.dtype)
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = wrap_dim(dim, input.ndim, "glu")
+    if input.shape[d] % 2:
+        raise RuntimeError(f"glu: Halving dimension must be even, but dimension {d} is size "
+                           f"{input.shape[d]}")
+    return apply(GluBackward0, (input,), d)

@@ -3,9 +3,12 @@ the rest of ``tg.special`` (tritongrad/special.py): erf, erfc, ndtr, ndtri, log_
 i1e, sinc, entr, logit, xlog1py (exp2 is pointwise.py's unary op).
 
 Every function here is a composite of public differentiable ops (``exp log sin tan sqrt
-where igamma igammac ...``), so both backends run it with no kernel of its own and its
-derivatives, to any order, come through its parts: the derivative of the approximation, which
-is as accurate as the approximation (each is a convergent expansion, not a fit of values).
+where igamma igammac ...``), so both backends run it with no kernel of its own. Most
+functions' derivatives, to any order, come through their parts: the derivative of the
+approximation, which is as accurate as the approximation (each is a convergent expansion, not
+a fit of values). erf, erfc, erfinv, lgamma, digamma, polygamma, i0, sinc, logit and hypot
+are one node each instead, as PyTorch's, with the closed-form derivative (Note [Composite
+forwards, one node], at the end).
 The formulas and their accuracy in float64 (relative, except where said):
 
 - lgamma: Lanczos (g = 7, 9 terms) for x >= 1/2, reflection below; about 1e-15 (absolute near
@@ -28,11 +31,13 @@ import math
 from ...runtime import dtype as dtypes
 from ...runtime.dtype import result_type
 from ..checks import kernel_not_implemented, tensor_arg
+from ..dispatch import Primitive, apply, elementwise_jvp, meta
+from .activations import _Activation
 from ..registry import OpInfo, with_inplace, with_jvp
 from ..tensor import Tensor, int_arg
 from .composite import _float_operands, logaddexp
 from .creation import full_like
-from .elementwise import eq, exp, isnan, log, maximum, minimum, sqrt, where
+from .elementwise import eq, exp, isnan, log, sqrt, where
 from .pointwise import (abs, exp2, floor, igamma, igammac, isinf, log1p, logical_and, sign, sin,
                         tan)
 
@@ -97,7 +102,7 @@ def lgamma(input: Tensor, *, out=None) -> Tensor:
         >>> tg.lgamma(tg.tensor([0.5, 3., 10.]))
         tensor([0.5724, 0.6931, 12.8018])
     """
-    return _out(_lgamma(_float(input, "lgamma")), out, "lgamma")
+    return _out(_node(LgammaBackward0, _float(input, "lgamma")), out, "lgamma")
 
 
 @_in_float64
@@ -131,7 +136,7 @@ def digamma(input: Tensor, *, out=None) -> Tensor:
         >>> tg.digamma(tg.tensor([1., 2.]))
         tensor([-0.5772,  0.4228])
     """
-    return _out(_digamma(_float(input, "digamma")), out, "digamma")
+    return _out(_node(DigammaBackward0, _float(input, "digamma")), out, "digamma")
 
 
 @_in_float64
@@ -187,11 +192,15 @@ def polygamma(n: int, input: Tensor, *, out=None) -> Tensor:
     x = _float(input, "polygamma")
     if n == 0:
         return digamma(x, out=out)
+    return _out(_node(PolygammaBackward0, x, n), out, "polygamma")
+
+
+def _polygamma(x: Tensor, n: int) -> Tensor:
     # (-1)^(n+1) n! zeta(n + 1, x): at the poles +-inf by the sign, 0 at +inf, NaN at -inf
     bad = _nonpositive_integer(x) | isinf(x)
     special = where(eq(x, _INF), 0.0, where(eq(x, -_INF), _NAN, _INF if n % 2 else -_INF))
     r = where(bad, special, _polygamma_positive(where(bad, 1.5, x), n))
-    return _out(r, out, "polygamma")
+    return r if r.dtype is x.dtype else r.to(x.dtype)  # (special's constants are float32)
 
 
 def _polygamma_method(self: Tensor, n: int) -> Tensor:
@@ -236,7 +245,10 @@ def _erf_taylor(x: Tensor) -> Tensor:
 
 def erf(input: Tensor) -> Tensor:
     """The error function ``2/sqrt(pi) int_0^x exp(-t^2) dt``."""
-    x = _float(input, "erf")
+    return _node(ErfBackward0, _float(input, "erf"))
+
+
+def _erf(x: Tensor) -> Tensor:
     small = abs(x) < _SMALL
     xs = where(small, 1.0, x)
     half = full_like(x, 0.5)
@@ -246,7 +258,10 @@ def erf(input: Tensor) -> Tensor:
 
 def erfc(input: Tensor) -> Tensor:
     """``1 - erf(x)``, without the cancellation for large x."""
-    x = _float(input, "erfc")
+    return _node(ErfcBackward0, _float(input, "erfc"))
+
+
+def _erfc(x: Tensor) -> Tensor:
     low = x < _SMALL
     xs = where(low, 1.0, x)
     return where(low, 1 - erf(where(low, x, 0.0)), igammac(full_like(x, 0.5), xs * xs))
@@ -274,7 +289,10 @@ def erfinv(input: Tensor, *, out=None) -> Tensor:
         >>> tg.erfinv(tg.tensor([0., 0.5]))
         tensor([0.0000, 0.4769])
     """
-    y = _float(input, "erfinv")
+    return _out(_node(ErfinvBackward0, _float(input, "erfinv")), out, "erfinv")
+
+
+def _erfinv(y: Tensor) -> Tensor:
     edge = abs(y) >= 1
     ys = where(edge, 0.0, y)
     w = -log1p(-ys * ys)
@@ -286,7 +304,7 @@ def erfinv(input: Tensor, *, out=None) -> Tensor:
     # (constants only in the edge values: y * inf would send 0 * inf = NaN back to y)
     x = where(edge, where(eq(y, 1), _INF, where(eq(y, -1), -_INF, _NAN)), x)
     # (the float32 constants promote float16/bfloat16 inputs: the result keeps their dtype)
-    return _out(x if x.dtype is y.dtype else x.to(y.dtype), out, "erfinv")
+    return x if x.dtype is y.dtype else x.to(y.dtype)
 
 
 _SQRT_HALF = math.sqrt(0.5)
@@ -378,7 +396,7 @@ def i0(input: Tensor, *, out=None) -> Tensor:
         >>> tg.i0(tg.tensor([0., 1.]))
         tensor([1.0000, 1.2661])
     """
-    return _out(_bessel(0, input, False, "i0"), out, "i0")
+    return _out(_node(I0Backward0, _float(input, "i0")), out, "i0")
 
 
 def i0e(input: Tensor) -> Tensor:
@@ -412,13 +430,7 @@ def hypot(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     if not common.is_floating_point:
         raise kernel_not_implemented(f"hypot_{a.device.type}", common)
     a, b = _float_operands(a, b, "hypot")
-    big, small = maximum(abs(a), abs(b)), minimum(abs(a), abs(b))
-    zero = eq(big, 0)
-    big_s = where(zero, 1.0, big)
-    ratio = small / big_s
-    r = where(zero, 0.0, big_s * sqrt(1 + ratio * ratio))
-    r = where(isinf(a) | isinf(b), full_like(r, _INF), r)
-    return _out(r, out, "hypot")
+    return _out(apply(HypotBackward0, (a, b)), out, "hypot")
 
 
 _LN2 = math.log(2)
@@ -431,8 +443,11 @@ def logaddexp2(input: Tensor, other: Tensor, *, out=None) -> Tensor:
 
 
 def sinc(input: Tensor) -> Tensor:
-    """The normalized sinc, ``sin(pi x) / (pi x)``, 1 at 0 (where its gradient is 0)."""
+    """The normalized sinc, ``sin(pi x) / (pi x)``, 1 at 0 (where its gradient is 0): one
+    ``SincBackward0`` node saving x for real inputs."""
     x = _float(input, "sinc", complex_ok=True)
+    if not x.dtype.is_complex:
+        return apply(SincBackward0, (x,))
     zero = eq(x, 0)
     px = where(zero, 1.0, x) * math.pi
     return where(zero, 1.0, sin(px) / px)
@@ -449,9 +464,7 @@ def entr(input: Tensor) -> Tensor:
 def logit(input: Tensor, eps: float | None = None) -> Tensor:
     """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
     x = _float(input, "logit")
-    if eps is not None:
-        x = x.clamp(eps, 1 - eps)
-    return log(x / (1 - x))
+    return apply(LogitBackward0, (x,), None if eps is None else float(eps))
 
 
 def xlog1py(input, other) -> Tensor:
@@ -490,3 +503,220 @@ OPS = (
 OPS = with_jvp(OPS)
 OPS = with_inplace(OPS, ("lgamma", "digamma", "polygamma", "mvlgamma", "erfinv", "i0", "hypot",
                          "erf", "erfc", "sinc", "logit"))
+
+
+# -- one node per function ------------------------------------------------------------------------
+#
+# Note [Composite forwards, one node]: each function above is a composite of Tensor ops, which
+# recorded as it runs would be tens of nodes (erf 47, i0 250) keeping their intermediates for
+# backward: 20 to 170 times the bytes of PyTorch's one node, which saves x (erfinv: x too,
+# recomputing erfinv(x); here the output, the same bytes). So each public function is one
+# primitive named as PyTorch's node, saving x (or its output): its forward runs the composite
+# unrecorded on the input's array, and its rule is the derivative's closed form, whose
+# special functions (digamma for lgamma, i1 for i0, ...) run the same way, through
+# ``_composite``: unrecorded on a backend's arrays, recorded (so differentiable again, for
+# double backward) when the rule itself is being recorded. The composites' dtype handling
+# (float64 inside for the expansions) is theirs.
+
+def _composite(k, fn, x, *params):
+    """``fn`` (Tensor ops) of ``x``: on a recorded rule's Tensor (``k`` is ops.traced) as it is,
+    differentiably; on a backend array without recording, the array of its result."""
+    if isinstance(x, Tensor):
+        return fn(x, *params)
+    from ..grad_mode import no_grad
+    from ..tensor import make
+    with no_grad():
+        return fn(make(x), *params)._data
+
+
+class _ComposedUnary(Primitive):
+    """A unary special function as one node: ``value(x, *params)`` (Tensor ops) is its
+    forward, ``derivative(k, x, *params)`` (or of the output, with ``save_output``) the factor
+    of the incoming gradient."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+    jvp = staticmethod(elementwise_jvp)
+
+    @classmethod
+    def forward(cls, ctx, k, x, *params):
+        ctx.params = params
+        return _composite(k, cls.value, x, *params)
+
+    @classmethod
+    def vjp(cls, ctx, k, saved, g):
+        return k.mul(g, cls.derivative(k, saved[0], *ctx.params))
+
+
+def _node(op: type, x: Tensor, *params) -> Tensor:
+    return apply(op, (x,), *params)
+
+
+class ErfBackward0(_ComposedUnary):
+    """erf(x):  dx = g 2/sqrt(pi) exp(-x^2)."""
+
+    __slots__ = ()
+    op_name = "erf"
+    value = staticmethod(_erf)
+
+    @staticmethod
+    def derivative(k, x):
+        return k.mul(k.exp(k.neg(k.mul(x, x))), _TWO_OVER_SQRT_PI)
+
+
+class ErfcBackward0(_ComposedUnary):
+    """erfc(x):  dx = -g 2/sqrt(pi) exp(-x^2)."""
+
+    __slots__ = ()
+    op_name = "erfc"
+    value = staticmethod(_erfc)
+
+    @staticmethod
+    def derivative(k, x):
+        return k.mul(k.exp(k.neg(k.mul(x, x))), -_TWO_OVER_SQRT_PI)
+
+
+class ErfinvBackward0(_ComposedUnary):
+    """y = erfinv(x):  dx = g sqrt(pi)/2 exp(y^2), from the saved output (PyTorch saves x and
+    recomputes y: the same bytes)."""
+
+    __slots__ = ()
+    op_name = "erfinv"
+    save_inputs = ()
+    save_output = True
+    value = staticmethod(_erfinv)
+
+    @staticmethod
+    def derivative(k, y):
+        return k.mul(k.exp(k.mul(y, y)), math.sqrt(math.pi) / 2)
+
+
+class LgammaBackward0(_ComposedUnary):
+    """lgamma(x):  dx = g digamma(x)."""
+
+    __slots__ = ()
+    op_name = "lgamma"
+    value = staticmethod(_lgamma)
+
+    @staticmethod
+    def derivative(k, x):
+        return _composite(k, digamma, x)
+
+
+class DigammaBackward0(_ComposedUnary):
+    """digamma(x):  dx = g polygamma(1, x)."""
+
+    __slots__ = ()
+    op_name = "digamma"
+    value = staticmethod(_digamma)
+
+    @staticmethod
+    def derivative(k, x):
+        return _composite(k, lambda t: polygamma(1, t), x)
+
+
+class PolygammaBackward0(_ComposedUnary):
+    """polygamma(n, x), n >= 1:  dx = g polygamma(n + 1, x)."""
+
+    __slots__ = ()
+    op_name = "polygamma"
+    value = staticmethod(_polygamma)
+
+    @staticmethod
+    def derivative(k, x, n):
+        return _composite(k, lambda t: polygamma(n + 1, t), x)
+
+
+class I0Backward0(_ComposedUnary):
+    """i0(x):  dx = g i1(x)."""
+
+    __slots__ = ()
+    op_name = "i0"
+    value = staticmethod(lambda x: _bessel_of(x, 0, False))
+
+    @staticmethod
+    def derivative(k, x):
+        return _composite(k, i1, x)
+
+
+class SincBackward0(_Activation):
+    """sinc(x) = sin(pi x) / (pi x), 1 at 0:  dx = g (pi x cos(pi x) - sin(pi x)) / (pi x^2),
+    0 at 0 (PyTorch's formula, saving x)."""
+
+    __slots__ = ()
+    op_name = "sinc"
+
+    @staticmethod
+    def value(k, x):
+        zero = k.eq(x, 0.0)
+        px = k.mul(k.where(zero, 1.0, x), math.pi)
+        return k.where(zero, 1.0, k.div(k.unary("sin", px), px))
+
+    @staticmethod
+    def derivative(k, x, g):
+        zero = k.eq(x, 0.0)
+        xs = k.where(zero, 1.0, x)  # (no 0 / 0 in the branch selected away)
+        px = k.mul(xs, math.pi)
+        d = k.div(k.sub(k.mul(px, k.unary("cos", px)), k.unary("sin", px)),
+                  k.mul(px, xs))
+        return k.mul(g, k.where(zero, 0.0, d))
+
+
+class LogitBackward0(_Activation):
+    """logit(x) = log(x / (1 - x)), x clamped to [eps, 1 - eps] when eps is given:
+    dx = g / (x (1 - x)); outside [0, 1] NaN without eps, outside [eps, 1 - eps] 0 with it
+    (PyTorch's logit_backward, saving x)."""
+
+    __slots__ = ()
+    op_name = "logit"
+
+    @staticmethod
+    def value(k, x, eps):
+        if eps is not None:  # (where, not min/max: a NaN stays NaN, as PyTorch's clamp)
+            x = k.where(k.lt(x, eps), eps, k.where(k.gt(x, 1.0 - eps), 1.0 - eps, x))
+        return k.log(k.div(x, k.add(k.neg(x), 1.0)))
+
+    @staticmethod
+    def derivative(k, x, g, eps):
+        d = k.div(g, k.mul(x, k.add(k.neg(x), 1.0)))
+        lo, hi, outside = (0.0, 1.0, math.nan) if eps is None else (eps, 1.0 - eps, 0.0)
+        return k.where(k.lt(x, lo), outside, k.where(k.gt(x, hi), outside, d))
+
+
+class HypotBackward0(Primitive):
+    """r = sqrt(a^2 + b^2), scaled by the larger magnitude (no overflow, no underflow), inf
+    where either is infinite, as one node saving a, b and r (PyTorch's):  da = g a / r,
+    db = g b / r, 0 where r is 0 (PyTorch's: NaN). float16/bfloat16 compute in float32 and
+    round once; the operands broadcast."""
+
+    __slots__ = ()
+    op_name = "hypot"
+    save_inputs = (0, 1)
+    save_output = True
+    broadcasts = True
+    jvp = staticmethod(elementwise_jvp)
+
+    @staticmethod
+    def forward(ctx, k, a, b):
+        dt = meta(a)[1]
+        half = dt.name in ("float16", "bfloat16")
+        if half:
+            a, b = k.astype(a, dtypes.float32), k.astype(b, dtypes.float32)
+        aa, ab = k.unary("abs", a), k.unary("abs", b)
+        big, small = k.maximum(aa, ab), k.minimum(aa, ab)
+        zero = k.eq(big, 0.0)
+        big_s = k.where(zero, 1.0, big)
+        ratio = k.div(small, big_s)
+        r = k.where(zero, 0.0, k.mul(big_s, k.sqrt(k.add(k.mul(ratio, ratio), 1.0))))
+        r = k.where(k.eq(aa, _INF), _INF, k.where(k.eq(ab, _INF), _INF, r))
+        return k.astype(r, dt) if half else r
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        a, b, r = saved
+        zero = k.eq(r, 0.0)
+        scale = k.div(g, k.where(zero, 1.0, r))  # (no 0 / 0 in the branch selected away)
+        need_a, need_b = ctx.needs_input_grad
+        ga = k.where(zero, 0.0, k.mul(scale, a)) if need_a else None
+        gb = k.where(zero, 0.0, k.mul(scale, b)) if need_b else None
+        return ga, gb

@@ -24,7 +24,7 @@ from . import elementwise as _ew
 __all__ = ["add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "pow", "where", "gt", "ge",
            "lt", "le", "eq", "ne", "unary", "binary", "sum", "view", "expand", "permute",
            "strides", "storage_offset", "getitem", "as_strided", "matmul", "bmm",
-           "contiguous", "astype", "full", "arange", "index_put_", "conj", "real", "imag",
+           "contiguous", "astype", "full", "arange", "index_put_", "cat", "conj", "real", "imag",
            "view_as_real", "view_as_complex"]
 
 add = _ew.add
@@ -137,6 +137,11 @@ def getitem(a: Tensor, index) -> Tensor:
 def as_strided(a: Tensor, shape, strides, offset) -> Tensor:
     from .views import as_strided
     return as_strided(a, shape, strides, offset)
+
+
+def cat(arrays, dim: int) -> Tensor:
+    from .shape import cat  # (local, as getitem's: the op modules load after this one)
+    return cat(list(arrays), dim)
 
 
 def index_put_(a: Tensor, indices: tuple, values: Tensor, accumulate: bool) -> None:
