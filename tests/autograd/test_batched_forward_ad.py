@@ -258,6 +258,9 @@ def test_cuda_matmul_and_reduction(fallbacks):
 # per batch entry inside an otherwise batched rule, as does a device transfer.
 PER_ENTRY = {"contract gather", "contract index", "contract index_put_", "contract scatter_",
              "op to",
+             # (scatter_reduce's jvp scatters src's terms into their places, as its rule's
+             # scatter_: one index for every entry)
+             "op scatter_add",
              # (the decompositions run NumPy's LAPACK on the host, outside the kernel
              # contract: their jvp rules' solves go entry by entry)
              "op linalg_solve_ex", "op linalg_solve_triangular", "op linalg_matrix_exp"}
