@@ -878,8 +878,8 @@ def refuse_out_dual(name: str, result: Tensor, out: Tensor) -> None:
     if dual_levels:
         level = dual_levels[-1]
         if _get_tangent(result, level) is not None or _get_tangent(out, level) is not None:
-            raise NotImplementedError(f"Trying to use forward AD with {name}_out that does not support "
-                               f"it because it is an out= function")
+            raise NotImplementedError(f"Trying to use forward AD with {name}_out that does not "
+                                      f"support it because it is an out= function")
 
 
 def _view_tangent(view_: Tensor, level):
