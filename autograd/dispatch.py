@@ -61,6 +61,7 @@ from weakref import ref as _weakref
 
 from ..kernels import _loaded as _backends
 from ..kernels import backend
+from ..runtime import dtype as _dtypes
 from ..runtime import streams
 from ..runtime.streams import _state as _stream_state
 from . import anomaly_mode
@@ -72,7 +73,7 @@ from .tensor import Tensor, array_meta, make, view_rebase_error
 
 __all__ = ["Primitive", "apply", "apply_inplace", "SINK", "as_shape", "sum_to", "call", "meta",
            "zeros", "check_internal_overlap", "expanded_dims", "linear_jvp", "bilinear_jvp",
-           "elementwise_jvp", "zero_jvp", "dual_levels", "dual_masked"]
+           "elementwise_jvp", "zero_jvp", "dual_levels", "dual_masked", "opmath"]
 
 
 class _Sink:
@@ -216,6 +217,22 @@ def meta(a) -> tuple:
     if isinstance(a, Tensor):
         return a._device, a._dtype
     return array_meta(a)
+
+
+def opmath(k, *arrays) -> tuple:
+    """``(arrays, back)``: the operands of an op's forward or rule as it computes them, and
+    the function giving a result back in the first operand's dtype. float16 and bfloat16 are
+    computed in float32 and rounded once at the end, as PyTorch's kernels compute in their
+    "opmath" type; other dtypes as they are (``back`` returns its argument)."""
+    dt = meta(arrays[0])[1]
+    if dt is not _dtypes.float16 and dt is not _dtypes.bfloat16:
+        return arrays, _as_it_is
+    f32 = _dtypes.float32
+    return tuple([k.astype(a, f32) for a in arrays]), lambda y: k.astype(y, dt)
+
+
+def _as_it_is(y):
+    return y
 
 
 def zeros(k, shape, like):

@@ -12,10 +12,9 @@ import math
 import numpy as np
 
 from ..autograd import checks
-from ..autograd.dispatch import Primitive, apply, as_shape, meta
+from ..autograd.dispatch import Primitive, apply, as_shape, meta, opmath
 from ..autograd.grad_mode import no_grad
 from ..autograd.ops.nn import batch_norm_training, check_norm_dtypes
-from ..runtime import dtype as dtypes
 from ..autograd.tensor import Tensor, int_arg
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "rms_norm"]
@@ -54,14 +53,22 @@ class NativeGroupNormBackward0(Primitive):
     def _normalized(k, x, groups: int, eps: float):
         """(xhat in (N, G, K), rstd in (N, G, 1)) of x, in float32 for half inputs."""
         shape = x.shape
-        if meta(x)[1].name in ("float16", "bfloat16"):
-            x = k.astype(x, dtypes.float32)
+        (x,), _ = opmath(k, x)
         n = shape[0]
         size = math.prod(shape[1:]) // groups
         xg = as_shape(k, x, (n, groups, size))
         d = k.sub(xg, k.div(k.sum(xg, (2,), True), size))
         rstd = k.pow(k.add(k.div(k.sum(k.mul(d, d), (2,), True), size), eps), -0.5)
         return k.mul(d, rstd), rstd
+
+    @staticmethod
+    def _through_xhat(k, v, xhat, rstd):
+        """rstd (v - mean(v) - xhat mean(v xhat)) over each group of ``v`` (N, G, K): xhat's
+        Jacobian applied to v, which is its own transpose (the rule's dx, the jvp's dxhat)."""
+        size = xhat.shape[2]
+        mean_v = k.div(k.sum(v, (2,), True), size)
+        mean_vx = k.div(k.sum(k.mul(v, xhat), (2,), True), size)
+        return k.mul(k.sub(k.sub(v, mean_v), k.mul(xhat, mean_vx)), rstd)
 
     @staticmethod
     def forward(ctx, k, x, *rest):
@@ -74,22 +81,15 @@ class NativeGroupNormBackward0(Primitive):
     def vjp(ctx, k, saved, g):
         x, *params = saved
         (has_w, has_b), groups = ctx.affine, ctx.groups
-        dt = meta(x)[1]
-        half = dt.name in ("float16", "bfloat16")
-        if half:
-            g = k.astype(g, dtypes.float32)
+        (g,), back = opmath(k, g)
         xhat, rstd = NativeGroupNormBackward0._normalized(k, x, groups, ctx.eps)
         shape, need = x.shape, ctx.needs_input_grad
         out = [None] * (1 + len(params))
         if need[0]:
             gw = k.mul(g, _per_channel(k, params[0], shape)) if has_w else g
-            gw = as_shape(k, gw, xhat.shape)
-            size = xhat.shape[2]
-            mean_gw = k.div(k.sum(gw, (2,), True), size)
-            mean_gwx = k.div(k.sum(k.mul(gw, xhat), (2,), True), size)
-            dx = k.mul(k.sub(k.sub(gw, mean_gw), k.mul(xhat, mean_gwx)), rstd)
-            dx = as_shape(k, dx, shape)
-            out[0] = k.astype(dx, dt) if half else dx
+            dx = NativeGroupNormBackward0._through_xhat(k, as_shape(k, gw, xhat.shape), xhat,
+                                                        rstd)
+            out[0] = back(as_shape(k, dx, shape))
         other = (0,) + tuple(range(2, len(shape)))
         if has_w and need[1]:
             dw = k.sum(k.mul(g, as_shape(k, xhat, shape)), other, False)
@@ -110,15 +110,11 @@ class NativeGroupNormBackward0(Primitive):
         shape = x.shape
         total = None
         if tx is not None:
-            t = as_shape(k, k.astype(tx, dtypes.float32) if dt.name in ("float16", "bfloat16")
-                         else tx, xhat.shape)
-            size = xhat.shape[2]
-            mean_t = k.div(k.sum(t, (2,), True), size)
-            mean_xt = k.div(k.sum(k.mul(t, xhat), (2,), True), size)
-            dxhat = as_shape(k, k.mul(k.sub(k.sub(t, mean_t), k.mul(xhat, mean_xt)), rstd),
-                             shape)
+            (t,), back = opmath(k, tx)
+            dxhat = as_shape(k, NativeGroupNormBackward0._through_xhat(
+                k, as_shape(k, t, xhat.shape), xhat, rstd), shape)
             total = k.mul(dxhat, _per_channel(k, params[0], shape)) if has_w else dxhat
-            total = k.astype(total, dt)
+            total = back(total)
         if has_w and tparams[0] is not None:
             term = k.astype(k.mul(as_shape(k, xhat, shape),
                                   _per_channel(k, tparams[0], shape)), dt)

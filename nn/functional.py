@@ -733,7 +733,8 @@ class MseLossBackward0(_Primitive):
         if ctx.reduction == "none":
             gx = k.mul(k.mul(d, 2.0), g)
         else:  # (g is 0-d: scaled first, one full-size product)
-            gx = k.mul(d, k.mul(g, 2.0 / (_element_count(d.shape) if ctx.reduction == "mean" else 1)))
+            count = _element_count(d.shape) if ctx.reduction == "mean" else 1
+            gx = k.mul(d, k.mul(g, 2.0 / count))
         need_x, need_t = ctx.needs_input_grad
         return gx if need_x else None, k.neg(gx) if need_t else None
 
@@ -781,15 +782,8 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                       f"input size ({list(input.shape)}). This will likely lead to incorrect "
                       f"results due to broadcasting. Please ensure they have the same size.",
                       stacklevel=2)
-    target = checks.operand_on_device(input, target, "mse_loss")  # (a CPU 0-d joins either)
-    if input._device is not target._device:
-        input = input.to(target._device)
-    dt = _result_type(input, target)
-    if not dt.is_floating_point:  # (integers, bools and complex numbers: PyTorch's refusal)
-        raise checks.kernel_not_implemented(f"mse_{input.device.type}", dt)
-    _broadcast_shapes(input.shape, target.shape)  # (PyTorch's size error, before any cast)
-    return _apply(MseLossBackward0, tuple(t if t.dtype is dt else t.to(dt) for t in
-                                          (input, target)), reduction)
+    return _apply(MseLossBackward0, _elementwise_loss_operands(input, target, "mse_loss", "mse"),
+                  reduction)
 
 
 def _class_last(input: Tensor, target: Tensor, op: str):
@@ -1247,13 +1241,17 @@ class HuberLossBackward0(SmoothL1LossBackward0):
         return 1.0, cut
 
 
-def _elementwise_loss_operands(input: Tensor, target: Tensor, op: str) -> tuple:
-    """``input`` and ``target`` on one device in their common floating dtype, broadcastable
-    (PyTorch's size error otherwise), as MSE's are."""
+def _elementwise_loss_operands(input: Tensor, target: Tensor, op: str,
+                               kernel: str | None = None) -> tuple:
+    """``input`` and ``target`` on one device in their common dtype, broadcastable (PyTorch's
+    size error otherwise, before any cast); ``kernel`` names the kernel whose refusal of a
+    dtype that is not floating comes first (integers, bools, complex numbers)."""
     target = checks.operand_on_device(input, target, op)  # (a CPU 0-d joins either)
     if input._device is not target._device:
         input = input.to(target._device)
     dt = _result_type(input, target)
+    if kernel is not None and not dt.is_floating_point:
+        raise checks.kernel_not_implemented(f"{kernel}_{input.device.type}", dt)
     _broadcast_shapes(input.shape, target.shape)
     return tuple(a if a.dtype is dt else a.to(dt) for a in (input, target))
 

@@ -17,15 +17,11 @@ backward (``_Activation``).
 
 from __future__ import annotations
 
-from ...runtime import dtype as dtypes
 from .. import checks
-from ..dispatch import Primitive, apply, elementwise_jvp, meta
+from ..dispatch import Primitive, apply, elementwise_jvp, meta, opmath
 from ..tensor import Tensor
 
 __all__ = ["glu", "hardsigmoid", "hardswish", "hardtanh", "logsigmoid", "mish", "silu", "softplus"]
-
-_HALF = ("float16", "bfloat16")
-
 
 # -- formulas over the kernel contract (any ``k``), shared with nn/functional.py's losses --
 
@@ -59,20 +55,13 @@ class _Activation(Primitive):
     @classmethod
     def forward(cls, ctx, k, x, *params):
         ctx.params = params
-        dt = meta(x)[1]
-        if dt.name in _HALF:
-            return k.astype(cls.value(k, k.astype(x, dtypes.float32), *params), dt)
-        return cls.value(k, x, *params)
+        (x,), back = opmath(k, x)
+        return back(cls.value(k, x, *params))
 
     @classmethod
     def vjp(cls, ctx, k, saved, g):
-        x, = saved
-        dt = meta(x)[1]
-        if dt.name in _HALF:
-            f32 = dtypes.float32
-            return k.astype(cls.derivative(k, k.astype(x, f32), k.astype(g, f32), *ctx.params),
-                            dt)
-        return cls.derivative(k, x, g, *ctx.params)
+        (x, g), back = opmath(k, saved[0], g)
+        return back(cls.derivative(k, x, g, *ctx.params))
 
 
 class SiluBackward0(_Activation):
@@ -278,11 +267,9 @@ class GluBackward0(Primitive):
     @staticmethod
     def forward(ctx, k, x, dim):
         ctx.dim = dim
-        dt = meta(x)[1]
-        xf = k.astype(x, dtypes.float32) if dt.name in _HALF else x
-        a, b = _halves(k, xf, dim)
-        y = k.mul(a, sigmoid_of(k, b))
-        return k.astype(y, dt) if xf is not x else y
+        (x,), back = opmath(k, x)
+        a, b = _halves(k, x, dim)
+        return back(k.mul(a, sigmoid_of(k, b)))
 
     @staticmethod
     def _terms(k, x, dim, ga, gb):
@@ -295,25 +282,16 @@ class GluBackward0(Primitive):
 
     @staticmethod
     def vjp(ctx, k, saved, g):
-        x, = saved
-        dt = meta(x)[1]
-        if dt.name in _HALF:
-            x, g = k.astype(x, dtypes.float32), k.astype(g, dtypes.float32)
+        (x, g), back = opmath(k, saved[0], g)
         da, db = GluBackward0._terms(k, x, ctx.dim, g, g)
-        gx = k.cat([da, db], ctx.dim)
-        return k.astype(gx, dt) if dt.name in _HALF else gx
+        return back(k.cat([da, db], ctx.dim))
 
     @staticmethod
     def jvp(ctx, k, primals, tangents, out, dim):
-        x, = primals
-        t, = tangents
-        dt = meta(x)[1]
-        if dt.name in _HALF:
-            x, t = k.astype(x, dtypes.float32), k.astype(t, dtypes.float32)
+        (x, t), back = opmath(k, primals[0], tangents[0])
         ta, tb = _halves(k, t, dim)
         da, db = GluBackward0._terms(k, x, dim, ta, tb)
-        y = k.add(da, db)
-        return k.astype(y, dt) if dt.name in _HALF else y
+        return back(k.add(da, db))
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:

@@ -21,7 +21,7 @@ import numbers
 from ...runtime import dtype as dtypes
 from ...runtime.dtype import get_default_dtype, result_type
 from ..checks import kernel_not_implemented, operand_on_device, scalar_type_name, tensor_arg
-from ..dispatch import Primitive, apply, apply_inplace, elementwise_jvp, meta
+from ..dispatch import Primitive, apply, apply_inplace, elementwise_jvp, meta, opmath
 from ..registry import OpInfo, with_inplace
 from ..tensor import Tensor
 from .creation import full
@@ -465,14 +465,10 @@ class LogaddexpBackward0(Primitive):
 
     @staticmethod
     def forward(ctx, k, a, b):
-        dt = meta(a)[1]
-        half = dt.name in ("float16", "bfloat16")
-        if half:
-            a, b = k.astype(a, dtypes.float32), k.astype(b, dtypes.float32)
+        (a, b), back = opmath(k, a, b)
         r = k.add(k.maximum(a, b), k.unary("log1p", k.exp(k.neg(k.unary("abs", k.sub(a, b))))))
         # inf - inf is NaN in the formula: equal infinities are their own result
-        r = k.where(k.eq(a, b), k.where(k.eq(k.unary("abs", a), math.inf), a, r), r)
-        return k.astype(r, dt) if half else r
+        return back(k.where(k.eq(a, b), k.where(k.eq(k.unary("abs", a), math.inf), a, r), r))
 
     @staticmethod
     def vjp(ctx, k, saved, g):

@@ -31,7 +31,7 @@ import math
 from ...runtime import dtype as dtypes
 from ...runtime.dtype import result_type
 from ..checks import kernel_not_implemented, tensor_arg
-from ..dispatch import Primitive, apply, elementwise_jvp, meta
+from ..dispatch import Primitive, apply, elementwise_jvp, meta, opmath
 from .activations import _Activation
 from ..registry import OpInfo, with_inplace, with_jvp
 from ..tensor import Tensor, int_arg
@@ -698,18 +698,14 @@ class HypotBackward0(Primitive):
 
     @staticmethod
     def forward(ctx, k, a, b):
-        dt = meta(a)[1]
-        half = dt.name in ("float16", "bfloat16")
-        if half:
-            a, b = k.astype(a, dtypes.float32), k.astype(b, dtypes.float32)
+        (a, b), back = opmath(k, a, b)
         aa, ab = k.unary("abs", a), k.unary("abs", b)
         big, small = k.maximum(aa, ab), k.minimum(aa, ab)
         zero = k.eq(big, 0.0)
         big_s = k.where(zero, 1.0, big)
         ratio = k.div(small, big_s)
         r = k.where(zero, 0.0, k.mul(big_s, k.sqrt(k.add(k.mul(ratio, ratio), 1.0))))
-        r = k.where(k.eq(aa, _INF), _INF, k.where(k.eq(ab, _INF), _INF, r))
-        return k.astype(r, dt) if half else r
+        return back(k.where(k.eq(aa, _INF), _INF, k.where(k.eq(ab, _INF), _INF, r)))
 
     @staticmethod
     def vjp(ctx, k, saved, g):
