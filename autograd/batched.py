@@ -28,7 +28,8 @@ Note [Batched gradients]
 from __future__ import annotations
 
 from ..kernels import backend
-from .dispatch import SINK, Primitive, _apply, _apply_inplace, _forward_into, as_shape
+from .dispatch import (SINK, Primitive, _apply, _apply_inplace, _forward_into, _keep_params,
+                       as_shape)
 from .overrides import _disabled_torch_function_impl
 from .tensor import Tensor, array_meta, make
 
@@ -460,6 +461,8 @@ def apply_forward(op, inputs: tuple, params: tuple, size: int):
     else:
         return _apply(op, inputs, params)
     kb = Batched(backend(inputs[0]._device), size)
+    if op.keep_params:  # (Note [Saved indices]: the forward takes the index's array)
+        params = _keep_params(op, params)[0]
     try:
         out = op.forward(SINK, kb, *[t._data for t in inputs], *params)
     except Unbatchable:
@@ -475,6 +478,8 @@ def apply_inplace_forward(op, target: Tensor, others: tuple, params: tuple, size
     if not any(type(t._data) is BatchedArray for t in inputs):
         _apply_inplace(op, target, others, params)
         return
+    if op.keep_params:
+        params = _keep_params(op, params)[0]
     _forward_into(op, SINK, Batched(backend(target._device), size), inputs, params)
     target._vc[0] += 1
 

@@ -43,6 +43,11 @@ A Primitive is a Node subclass named as PyTorch names its backward (``MulBackwar
                    needs a gradient: nothing is kept alive or version-checked for nothing.
                    None (the default): every entry is always saved
     save_output    also save output 0 (after the inputs)
+    keep_outputs   indices of further outputs the rule reads (sort's indices, a
+                   factorization's factors), saved after the above (Note [Saved indices])
+    keep_params    positions among the params of integer tensors the rule reads (gather's
+                   index): the op passes the Tensor, its forward gets the array, and the
+                   Tensor is saved last (Note [Saved indices])
     broadcasts     the engine-facing apply sums each gradient back to its input's shape, so
                    rules never undo broadcasting themselves
     nondiff_outputs  indices of outputs that never require grad (e.g. argmax indices)
@@ -73,7 +78,7 @@ from .tensor import Tensor, array_meta, make, view_rebase_error
 
 __all__ = ["Primitive", "apply", "apply_inplace", "SINK", "as_shape", "sum_to", "call", "meta",
            "zeros", "check_internal_overlap", "expanded_dims", "linear_jvp", "bilinear_jvp",
-           "elementwise_jvp", "zero_jvp", "dual_levels", "dual_masked", "opmath"]
+           "elementwise_jvp", "zero_jvp", "dual_levels", "dual_masked", "opmath", "array_of"]
 
 
 class _Sink:
@@ -102,6 +107,8 @@ class Primitive(Node):
     save_inputs: tuple = ()
     save_when: tuple | None = None
     save_output = False
+    keep_outputs: tuple = ()
+    keep_params: tuple = ()
     broadcasts = False
     nondiff_outputs: tuple = ()
     differentiable = True  # False for ops like comparisons: never recorded
@@ -276,7 +283,63 @@ def apply(op: type, inputs: tuple, *params):
     return _apply(op, inputs, params)
 
 
-def _apply(op, inputs, params, sink=SINK):
+# Note [Saved indices]
+#   A rule that reads an index tensor (gather's index, sort's indices, max_pool's argmax
+#   positions) keeps it as PyTorch's node does: saved like any tensor, so saved-tensor hooks
+#   pack it (``save_on_cpu`` moves it off the GPU too) and backward refuses it once modified
+#   in place (``i.zero_()`` on max's indices then made a silently wrong gradient). It is an
+#   input of the op but not an edge of the node (PyTorch's GatherBackward0 has one edge), so
+#   it travels among the params: ``keep_params`` names its positions, the forward is handed
+#   its array, and after recording its SavedTensor ends ``_saved``. An output index
+#   (``keep_outputs``) is saved as the tensor the caller got, so modifying that in place is
+#   seen the same way. Nothing here runs for other ops but one class-attribute test.
+
+def _keep_params(op, params):
+    """``params`` with the tensors at ``op.keep_params`` (each a tensor, a backend array as a
+    rule's ``call`` passes, or a tuple of these and None: advanced indexing's indices)
+    replaced by their arrays, and the tensors to save, one per entry (None stays None)."""
+    plain = list(params)
+    kept = []
+    for i in op.keep_params:
+        p = plain[i]
+        if type(p) is tuple:
+            plain[i] = tuple([array_of(q) for q in p])
+            kept.extend([_as_tensor(q) for q in p])
+        else:
+            plain[i] = array_of(p)
+            kept.append(_as_tensor(p))
+    return tuple(plain), kept
+
+
+def array_of(p):
+    """A saved index as a backend array: a rule reads ``saved`` as arrays, or as Tensors when
+    it is recorded (Note [Saved indices])."""
+    return p._data if isinstance(p, Tensor) else p
+
+
+def _as_tensor(p):
+    return p if p is None or isinstance(p, Tensor) else make(p)
+
+
+def _save_kept(node, kept) -> None:
+    """Appends the kept index tensors to ``node``'s saved tensors (Note [Saved indices])."""
+    extra = [UNSAVED if t is None else SavedTensor(t, False) for t in kept]
+    node._saved = extra if node._saved is None else node._saved + extra
+
+
+def _apply_keeping(op, inputs, params, sink):
+    """``_apply`` of an op with ``keep_params`` (Note [Saved indices])."""
+    params, kept = _keep_params(op, params)
+    out = _apply(op, inputs, params, sink, True)
+    first = out[0] if type(out) is tuple else out
+    if first._fn is not None:  # (a fresh output with history: this call recorded a node)
+        _save_kept(first._fn, kept)
+    return out
+
+
+def _apply(op, inputs, params, sink=SINK, plain=False):
+    if op.keep_params and not plain:
+        return _apply_keeping(op, inputs, params, sink)
     a = inputs[0]
     dev = a._device
     k = _backends.get(dev.type) or backend(dev)  # (backend()'s call saved once it loaded)
@@ -509,7 +572,20 @@ def _record(op, node, inputs, out):
         node._saved = saved
     elif op.save_output:
         node._saved = [saved_output(result if outs is None else outs[0])]
+    if outs is not None and op.keep_outputs:
+        _save_outputs(node, outs, op.keep_outputs)
     return result
+
+
+def _save_outputs(node, outs: tuple, positions: tuple) -> None:
+    """Appends the outputs at ``positions`` to ``node``'s saved tensors (Note [Saved indices]):
+    an output with history as a saved output (its array; under forward AD the tensor itself,
+    whose tangent a forward-over-reverse reads, as ``_apply_dual`` re-saves output 0), an
+    index as the tensor the caller got."""
+    dual = bool(dual_levels)
+    extra = [SavedTensor(t, False) if dual or t._fn is not node else SavedTensor(t, True, i)
+             for i, t in ((i, outs[i]) for i in positions)]
+    node._saved = extra if node._saved is None else node._saved + extra
 
 
 def _save_needed(save: tuple, when: tuple, inputs, edges) -> list:
@@ -616,6 +692,9 @@ def _apply_inplace(op, target, others, params, sink=SINK):
         _before_inplace_write(target)                # what was saved from target's storage)
     dev = target._device
     k = backend(dev)
+    indices = None
+    if op.keep_params:
+        params, indices = _keep_params(op, params)
     if not record:
         _forward_into(op, sink, k, inputs, params)
         target._vc[0] += 1
@@ -646,6 +725,8 @@ def _apply_inplace(op, target, others, params, sink=SINK):
         saved.append(SavedTensor(target, True, target._output_nr))
     if saved:
         node._saved = saved
+    if indices:
+        _save_kept(node, indices)
     return node
 
 
@@ -825,7 +906,7 @@ def _apply_dual(op, inputs, params):
         if t is not None:
             _set_tangent(o, level, t)
     if op.save_output and node is not ctx and touts[0] is not None:
-        node._saved[-1] = SavedTensor(first, False)
+        node._saved[len(op.save_inputs)] = SavedTensor(first, False)
     return out
 
 

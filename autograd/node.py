@@ -97,7 +97,6 @@ FREED_MSG = (
 _SAVED_ALIASES = {
     "PowBackward1": {"other": "exponent"},
     "MmBackward0": {"other": "mat2"},
-    "MaskedFillBackward0": {"other": "mask"},
 }
 
 
@@ -333,11 +332,11 @@ class Node:
     #   output, and ``_raw_saved_<name>`` for the SavedTensor object itself
     #   (``register_hooks``). Here a node class may declare ``saved_names``, one name per
     #   entry of ``_saved`` in order; without it the names come from the Primitive protocol
-    #   (dispatch.py): ``save_inputs`` index 0 is "self", 1 is "other", n >= 2 "input<n>", and
-    #   ``save_output`` adds "result". Each subclass gets one property per name when it is
-    #   defined (__init_subclass__), not a ``__getattr__``: a class with ``__getattr__`` makes
-    #   every attribute read on its instances slower, and the engine reads node attributes
-    #   on every step.
+    #   (dispatch.py): ``save_inputs`` index 0 is "self", 1 is "other", n >= 2 "input<n>",
+    #   ``save_output`` adds "result", ``keep_outputs`` "indices", ``keep_params`` "index".
+    #   Each subclass gets one property per name when it is defined (__init_subclass__), not a
+    #   ``__getattr__``: a class with ``__getattr__`` makes every attribute read on its
+    #   instances slower, and the engine reads node attributes on every step.
     saved_names = None
 
     def __init_subclass__(cls, **kwargs):
@@ -358,7 +357,10 @@ class Node:
             return tuple(cls.saved_names)
         names = tuple(_INPUT_NAMES[i] if i < len(_INPUT_NAMES) else f"input{i}"
                       for i in getattr(cls, "save_inputs", ()))
-        return names + (("result",) if getattr(cls, "save_output", False) else ())
+        names += ("result",) if getattr(cls, "save_output", False) else ()
+        # (Note [Saved indices] in dispatch.py: an output's indices, an input's index)
+        return (names + ("indices",) * len(getattr(cls, "keep_outputs", ()))
+                + ("index",) * len(getattr(cls, "keep_params", ())))
 
     # -- hooks -------------------------------------------------------------------------------
     def register_hook(self, fn) -> RemovableHandle:

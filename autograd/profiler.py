@@ -240,7 +240,7 @@ class _Recorder:
         x = _Extra()
         rec = [name, seq, scope, self.top, 0, 0, x]
         if self.record_shapes:
-            x.shapes = _shapes(inputs) + [[] for _ in params]
+            x.shapes = _shapes(inputs) + _shapes(params)  # (an index param is a tensor)
         if self.with_flops and scope == SCOPE_FUNCTION:
             x.flops = estimate_flops(name, [t._data.shape for t in inputs])
         if self.with_stack:

@@ -275,9 +275,9 @@ class SavedTensor:
         origin = ""
         if fn is not None:  # (a custom Function's node is named by its Function there)
             cls = getattr(fn, "_forward_cls", None)
-            origin = f", which is output {nr} of {fn.name() if cls is None else cls.__name__}"
+            origin = f", which is output {nr} of {fn.name() if cls is None else cls.__name__},"
         return (f"one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: [{_type_name(self._dtype, t)} {list(t.shape)}]{origin}, is "
+                f"inplace operation: [{_type_name(self._dtype, t)} {list(t.shape)}]{origin} is "
                 f"at version {self._vc[0]}; expected version {self._version} instead. Hint: "
                 f"enable anomaly detection to find the operation that failed to compute its "
                 f"gradient, with tritongrad.autograd.set_detect_anomaly(True).")

@@ -30,7 +30,6 @@ from ..dispatch import (Primitive, apply, apply_inplace, as_shape, call, expande
                         linear_jvp, meta, sum_to)
 from ..dispatch import zeros as _zeros
 from .. import dispatch as _dispatch
-from ..node import FREED
 from ..tensor import Tensor, array_meta, wrap_dim
 from .creation import checked_scalar, full, tensor, zeros
 from ..checks import (check_devices_match, check_index_dtype, check_same_device, checked_index,
@@ -99,7 +98,7 @@ def _host_checked(arr: np.ndarray, size: int, dim: int, op: str) -> np.ndarray:
 
 def _parse(x: Tensor, index, op: str):
     """Splits ``index`` into (basic index applied as a view, [(view dim, index)]): each index
-    a backend int64 array already in range, or a Tensor still to be checked."""
+    an int64 tensor (or backend array) already in range."""
     items = index if isinstance(index, tuple) else (index,)
     conv = []
     for ix in items:
@@ -178,8 +177,9 @@ def _parse(x: Tensor, index, op: str):
             d_out += 1
         elif isinstance(ix, Tensor):
             basic.append(slice(None))
+            # (the tensor, so that the node saves it: Note [Saved indices])
             adv.append((d_out, checked_index(ix, x.shape[d_in], d_in, op,
-                                        allow_negative=True)._data))
+                                             allow_negative=True)))
             d_in += 1
             d_out += 1
         else:  # an int: a basic select, as PyTorch (not a NumPy advanced index)
@@ -195,7 +195,8 @@ def _is_mask(ix) -> bool:
 
 
 def _prepare(x: Tensor, index, op: str = "__getitem__"):
-    """(view to index, indices tuple of backend arrays / None) for an advanced index."""
+    """(view to index, indices tuple of int64 tensors or backend arrays / None) for an
+    advanced index."""
     basic, adv = _parse(x, index, op)
     if all(isinstance(b, slice) and b == slice(None) for b in basic):
         view = x
@@ -219,30 +220,22 @@ def _prepare(x: Tensor, index, op: str = "__getitem__"):
 
 # -- index / index_put primitives -----------------------------------------------------------------
 
-def _release_indices(node) -> None:
-    """``_release`` of the index nodes: their index arrays (``ctx.indices``) are what PyTorch
-    saves as the node's ``indices``, so they are freed with the graph, and a second backward
-    through the node raises the freed-graph error rather than run on kept indices."""
-    node._saved = FREED
-    node.__dict__.pop("indices", None)
-
-
 class IndexBackward0(Primitive):
     """x[indices]: the gradient is index_put into zeros with accumulate (duplicates add)."""
 
     __slots__ = ()
     op_name = "index"
     jvp = linear_jvp()
-    _release = _release_indices
+    keep_params = (0,)  # the indices, one saved tensor each (Note [Saved indices])
 
     @staticmethod
     def forward(ctx, k, x, indices):
-        ctx.in_shape, ctx.indices = x.shape, indices
+        ctx.in_shape = x.shape
         return k.index(x, indices)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
-        return call(k, IndexPutBackward0, (_zeros(k, ctx.in_shape, g), g), ctx.indices, True)
+        return call(k, IndexPutBackward0, (_zeros(k, ctx.in_shape, g), g), tuple(saved), True)
 
 
 IndexSelectBackward0 = IndexBackward0.variant("IndexSelectBackward0", "index_select")
@@ -255,7 +248,7 @@ class IndexPutBackward0(Primitive):
     __slots__ = ()
     op_name = "index_put"
     jvp = linear_jvp()
-    _release = _release_indices
+    keep_params = (0,)  # the indices (Note [Saved indices])
     writes_out = True
     expanded_target = ("Use of index_put_ on expanded tensors is deprecated. Please clone() the "
                        "tensor before performing this operation. This also applies to advanced "
@@ -265,7 +258,7 @@ class IndexPutBackward0(Primitive):
     def forward(ctx, k, x, v, indices, accumulate, out=None):
         # v's shape, not ``broadcasts``: that sums back only when x's and v's shapes differ,
         # but v broadcasts to x[indices], not to x (y[[0, 0]] = v, with x and v both (1,))
-        ctx.indices, ctx.accumulate, ctx.v_shape = indices, accumulate, v.shape
+        ctx.accumulate, ctx.v_shape = accumulate, v.shape
         if out is None:
             out = k.astype(x, array_meta(x)[1])
         k.index_put_(out, indices, v, accumulate)
@@ -274,14 +267,15 @@ class IndexPutBackward0(Primitive):
     @staticmethod
     def vjp(ctx, k, saved, g):
         need_x, need_v = ctx.needs_input_grad
+        indices = tuple(saved)
         gx = gv = None
         if need_x:
             if ctx.accumulate:
                 gx = g
             else:
-                gx = call(k, IndexPutBackward0, (g, _zeros(k, (), g)), ctx.indices, False)
+                gx = call(k, IndexPutBackward0, (g, _zeros(k, (), g)), indices, False)
         if need_v:
-            gv = call(k, IndexBackward0, (g,), ctx.indices)
+            gv = call(k, IndexBackward0, (g,), indices)
             if tuple(gv.shape) != tuple(ctx.v_shape):
                 gv = sum_to(k, gv, ctx.v_shape)
         return gx, gv
@@ -340,6 +334,10 @@ def setitem(x: Tensor, index, value) -> None:
     """``x[index] = value``: basic indices copy into a view (``copy_``); index tensors and masks
     go through ``index_put_``; a full-shape bool mask with a scalar is ``masked_fill_``."""
     value = _strip_leading_ones(value)
+    if index is False:  # PyTorch's early return: nothing written, no history, value unused
+        if not isinstance(value, Tensor):
+            _value_tensor(x, value, "setitem")  # (its type is still checked)
+        return
     if type(index) is list:
         index = list_as_tuple(index)
     if is_basic_index(index):
@@ -447,7 +445,7 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
                         error=index_out_of_range if d == 0 else lambda bad: RuntimeError(
                             f"INDICES element is out of DATA bounds, id={bad} "
                             f"axis_dim={x.shape[d]}"))
-    out = apply(IndexSelectBackward0, (x,), (None,) * d + (idx._data,))
+    out = apply(IndexSelectBackward0, (x,), (None,) * d + (idx,))
     return out if input.ndim else out.reshape(())  # PyTorch: a scalar stays a scalar
 
 
@@ -489,15 +487,17 @@ class GatherBackward0(Primitive):
     __slots__ = ()
     op_name = "gather"
     jvp = linear_jvp()
+    keep_params = (1,)  # the index (Note [Saved indices])
 
     @staticmethod
     def forward(ctx, k, x, dim, index):
-        ctx.in_shape, ctx.dim, ctx.index = x.shape, dim, index
+        ctx.in_shape, ctx.dim = x.shape, dim
         return k.gather(x, dim, index)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
-        return call(k, ScatterAddBackward0, (_zeros(k, ctx.in_shape, g), g), ctx.dim, ctx.index)
+        index, = saved
+        return call(k, ScatterAddBackward0, (_zeros(k, ctx.in_shape, g), g), ctx.dim, index)
 
 
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
@@ -508,7 +508,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     if sparse_grad:
         from ..sparse_ops import gather_sparse_grad
         return gather_sparse_grad(input, d, idx)
-    return apply(GatherBackward0, (input,), d, idx._data)
+    return apply(GatherBackward0, (input,), d, idx)
 
 
 def gather_backward(k, g, in_shape, dim: int, idx, keepdim: bool):
@@ -539,11 +539,12 @@ class ScatterBackward0(Primitive):
     op_name = "scatter"
     jvp = linear_jvp()  # (scatter_add too: linear in self and src)
     writes_out = True
+    keep_params = (1,)  # the index (Note [Saved indices])
     _accumulate = False
 
     @classmethod
     def forward(cls, ctx, k, x, src, dim, index, out=None):
-        ctx.dim, ctx.index, ctx.src_shape = dim, index, src.shape
+        ctx.dim, ctx.src_shape = dim, src.shape
         if out is None:
             out = k.astype(x, array_meta(x)[1])
         k.scatter_(out, dim, index, src, cls._accumulate)
@@ -552,12 +553,13 @@ class ScatterBackward0(Primitive):
     @staticmethod
     def vjp(ctx, k, saved, g):
         need_x, need_src = ctx.needs_input_grad
+        index, = saved
         gx = gs = None
         if need_x:
             gx = g if type(ctx)._accumulate else call(k, ScatterBackward1, (g,), ctx.dim,
-                                                      ctx.index, 0)
+                                                      index, 0)
         if need_src:
-            gs = _pad_to(k, call(k, GatherBackward0, (g,), ctx.dim, ctx.index), ctx.src_shape)
+            gs = _pad_to(k, call(k, GatherBackward0, (g,), ctx.dim, index), ctx.src_shape)
         return gx, gs
 
 
@@ -573,6 +575,7 @@ class ScatterBackward1(Primitive):
     __slots__ = ()
     op_name = "scatter"
     writes_out = True
+    keep_params = (1,)  # the index (Note [Saved indices])
 
     @staticmethod
     def jvp(ctx, k, primals, tangents, out, dim, index, value):
@@ -581,7 +584,7 @@ class ScatterBackward1(Primitive):
 
     @staticmethod
     def forward(ctx, k, x, dim, index, value, out=None):
-        ctx.dim, ctx.index = dim, index
+        ctx.dim = dim
         if out is None:
             out = k.astype(x, array_meta(x)[1])
         k.scatter_(out, dim, index, value, False)
@@ -589,7 +592,8 @@ class ScatterBackward1(Primitive):
 
     @staticmethod
     def vjp(ctx, k, saved, g):
-        return call(k, ScatterBackward1, (g,), ctx.dim, ctx.index, 0)
+        index, = saved
+        return call(k, ScatterBackward1, (g,), ctx.dim, index, 0)
 
 
 def _scatter_src(self: Tensor, src, op: str):
@@ -625,11 +629,11 @@ def _scatter(self, dim, index, src, value, reduce, op, inplace):
     run = apply_inplace if inplace else (lambda o, t, others, *p: apply(o, (t,) + others, *p))
     if isinstance(src, Tensor):
         op_cls = ScatterAddBackward0 if reduce is not None else ScatterBackward0
-        return run(op_cls, self, (src,), d, idx._data)
+        return run(op_cls, self, (src,), d, idx)
     if reduce is not None:
         full_src = full(tuple(index.shape), src, dtype=self._dtype, device=self._device)
-        return run(ScatterAddBackward0, self, (full_src,), d, idx._data)
-    return run(ScatterBackward1, self, (), d, idx._data, src)
+        return run(ScatterAddBackward0, self, (full_src,), d, idx)
+    return run(ScatterBackward1, self, (), d, idx, src)
 
 
 def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,
@@ -659,26 +663,28 @@ def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 # -- masked_fill / nonzero / masked_select --------------------------------------------------------
 
 class MaskedFillBackward0(Primitive):
-    """where(mask, value, x) for a number value: the filled places get no gradient."""
+    """where(mask, value, x) for a number value: the filled places get no gradient. The mask
+    is a saved param, not an input: one edge, as PyTorch's (Note [Saved indices])."""
 
     __slots__ = ()
     op_name = "masked_fill"
-    save_inputs = (1,)
-    broadcasts = True
+    keep_params = (0,)
+    saved_names = ("mask",)
 
     @staticmethod
-    def jvp(ctx, k, primals, tangents, out, value):
+    def jvp(ctx, k, primals, tangents, out, mask, value):
         """The tangent with the filled positions zeroed (the value is a constant)."""
-        return apply(type(ctx), (tangents[0], primals[1]), 0)
+        return apply(type(ctx), (tangents[0],), mask, 0)
 
     @staticmethod
     def forward(ctx, k, x, mask, value):
+        ctx.in_shape = x.shape
         return k.where(mask, value, x)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
         mask, = saved
-        return k.where(mask, 0, g), None
+        return sum_to(k, k.where(mask, 0, g), ctx.in_shape)
 
 
 class MaskedFillBackward1(Primitive):
@@ -686,23 +692,24 @@ class MaskedFillBackward1(Primitive):
 
     __slots__ = ()
     op_name = "masked_fill"
-    jvp = linear_jvp(0, 2)  # in self and the 0-d value, not the mask
-    save_inputs = (1,)
-    broadcasts = True
+    jvp = linear_jvp()  # in self and the 0-d value
+    keep_params = (0,)
+    saved_names = ("mask",)
 
     @staticmethod
-    def forward(ctx, k, x, mask, v):
+    def forward(ctx, k, x, v, mask):
+        ctx.in_shape = x.shape
         return k.where(mask, v, x)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
         mask, = saved
-        need_x, _, need_v = ctx.needs_input_grad
+        need_x, need_v = ctx.needs_input_grad
         gv = None
         if need_v:
             gv = k.where(mask, g, 0)
             gv = k.sum(gv, tuple(range(len(gv.shape))), False)
-        return (k.where(mask, 0, g) if need_x else None), None, gv
+        return (sum_to(k, k.where(mask, 0, g), ctx.in_shape) if need_x else None), gv
 
 
 def _masked_fill_args(x: Tensor, mask, value, op: str):
@@ -733,8 +740,8 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     mask, value = _masked_fill_args(input, mask, value, "masked_fill")
     broadcast_shapes(tuple(input.shape), tuple(mask.shape))
     if isinstance(value, Tensor):
-        return apply(MaskedFillBackward1, (input, mask, value))
-    return apply(MaskedFillBackward0, (input, mask), value)
+        return apply(MaskedFillBackward1, (input, value), mask)
+    return apply(MaskedFillBackward0, (input,), mask, value)
 
 
 def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
@@ -755,9 +762,9 @@ def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
         target = _basic_getitem(self, tuple(slice(0, 1) if d in dims else slice(None)
                                             for d in range(self.ndim)))
     if isinstance(value, Tensor):
-        apply_inplace(MaskedFillBackward1, target, (mask, value))
+        apply_inplace(MaskedFillBackward1, target, (value,), mask)
     else:
-        apply_inplace(MaskedFillBackward0, target, (mask,), value)
+        apply_inplace(MaskedFillBackward0, target, (), mask, value)
     return self
 
 
@@ -858,7 +865,7 @@ def _index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha, op:
     x, src, d, idx = _index_checks(self, dim, index, source, op)
     if alpha != 1:
         src = src * alpha
-    indices = (None,) * d + (idx._data,)
+    indices = (None,) * d + (idx,)
     if inplace:
         apply_inplace(IndexAddBackward0, x, (src,), indices, True)
         return self
@@ -919,11 +926,12 @@ class ScatterReduceBackward0(Primitive):
     writes_out = True
     save_inputs = (0, 1)
     save_output = True
+    keep_params = (1,)  # the index (Note [Saved indices])
     _src = "src"  # the second input's name in messages
 
     @staticmethod
     def forward(ctx, k, x, src, dim, index, reduce, include_self, out=None):
-        ctx.dim, ctx.index, ctx.reduce, ctx.include_self = dim, index, reduce, include_self
+        ctx.dim, ctx.reduce, ctx.include_self = dim, reduce, include_self
         if out is None:
             out = k.astype(x, array_meta(x)[1])
         k.scatter_reduce_(out, dim, index, src, reduce, include_self)
@@ -931,8 +939,8 @@ class ScatterReduceBackward0(Primitive):
 
     @staticmethod
     def vjp(ctx, k, saved, g):
-        x, src, y = saved
-        dim, index, reduce, incl = ctx.dim, ctx.index, ctx.reduce, ctx.include_self
+        x, src, y, index = saved
+        dim, reduce, incl = ctx.dim, ctx.reduce, ctx.include_self
         ishape = tuple(index.shape)
         dt = meta(g)[1]
 
@@ -995,12 +1003,13 @@ class ScatterReduceBackward0(Primitive):
         (x, src), (tx, ts) = primals, tangents
         dev, dt = meta(out)
         asking = _Asking(ctx, (tx is not None, ts is not None))
-        cx, cs = ScatterReduceBackward0.vjp(asking, k, (x, src, out),
+        index = params[1]
+        cx, cs = ScatterReduceBackward0.vjp(asking, k, (x, src, out, index),
                                             k.full(tuple(out.shape), 1, dt, dev))
         total = None if tx is None else k.mul(cx, tx)
         if ts is not None:
             moved = call(k, ScatterAddBackward0, (_zeros(k, out.shape, out), k.mul(cs, ts)),
-                         ctx.dim, ctx.index)
+                         ctx.dim, index)
             total = moved if total is None else k.add(total, moved)
         return total
 
@@ -1034,7 +1043,7 @@ def _scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     if self.dtype.is_complex and reduce in ("amax", "amin"):  # (no ordering of complex values)
         raise kernel_not_implemented(
             f"scatter_gather_tensor_{self.device.type}_reduce_{reduce}", self.dtype)
-    params = (d, idx._data, reduce, bool(include_self))
+    params = (d, idx, reduce, bool(include_self))
     if inplace:
         return apply_inplace(ScatterReduceBackward0, self, (src,), *params)
     return apply(ScatterReduceBackward0, (self, src), *params)

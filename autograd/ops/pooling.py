@@ -14,7 +14,7 @@ import math
 
 from ...kernels.numpy import pool as _pool
 from ..dispatch import Primitive, apply
-from ..tensor import Tensor, make
+from ..tensor import Tensor
 from . import traced
 
 __all__ = ["max_pool_with_indices"]
@@ -27,22 +27,24 @@ class MaxPool2DWithIndicesBackward0(Primitive):
     __slots__ = ()
     op_name = "max_pool2d_with_indices"
     nondiff_outputs = (1,)
+    keep_outputs = (1,)  # the indices (Note [Saved indices])
     fused = True
 
     @staticmethod
     def forward(ctx, k, x, kernel, stride, padding, dilation, out):
         values, index = _pool.max_pool(x, kernel, stride, padding, dilation, out)
-        ctx.index, ctx.shape = index, tuple(x.shape)
+        ctx.shape = tuple(x.shape)
         return values, index
 
     @staticmethod
     def vjp(ctx, k, saved, g, _g_index=None):
+        index, = saved
         if k is traced:  # recorded: a scatter_add of g, differentiable again
             n, c = ctx.shape[:2]
-            index = make(ctx.index).reshape(n, c, -1)
             dx = g.new_zeros((n, c, math.prod(ctx.shape[2:])))
-            return (dx.scatter_add(2, index, g.reshape(n, c, -1)).reshape(ctx.shape),)
-        return (_pool.max_pool_backward(g, ctx.index, ctx.shape),)
+            return (dx.scatter_add(2, index.reshape(n, c, -1), g.reshape(n, c, -1))
+                    .reshape(ctx.shape),)
+        return (_pool.max_pool_backward(g, index, ctx.shape),)
 
     @staticmethod
     def jvp(ctx, k, primals, tangents, out, *params):

@@ -19,7 +19,7 @@ import collections
 from ..checks import check_ordered
 from ..registry import OpInfo, with_inplace, with_jvp
 from ...runtime import dtype as dtypes
-from ..dispatch import Primitive, apply, as_shape, call, linear_jvp, meta
+from ..dispatch import Primitive, apply, array_of, as_shape, call, linear_jvp, meta
 from ..tensor import Tensor, wrap_dim
 from .elementwise import _result, maximum, minimum
 
@@ -303,6 +303,7 @@ class MaxBackward0(Primitive):
     __slots__ = ()
     op_name = "max"
     nondiff_outputs = (1,)
+    keep_outputs = (1,)  # the indices (Note [Saved indices])
     _kind = "argmax"
 
     @classmethod
@@ -316,13 +317,14 @@ class MaxBackward0(Primitive):
         else:
             kept = tuple(x.shape[:dim]) + (1,) + tuple(x.shape[dim + 1:])
             values = k.view(k.gather(x, dim, k.view(idx, kept)), tuple(idx.shape))
-        ctx.in_shape, ctx.dim, ctx.keepdim, ctx.idx = x.shape, dim, keepdim, idx
+        ctx.in_shape, ctx.dim, ctx.keepdim = x.shape, dim, keepdim
         return values, idx
 
     @staticmethod
     def vjp(ctx, k, saved, g, _g_indices=None):
         from .indexing import gather_backward
-        return gather_backward(k, g, ctx.in_shape, ctx.dim, ctx.idx, ctx.keepdim)
+        idx, = saved
+        return gather_backward(k, g, ctx.in_shape, ctx.dim, array_of(idx), ctx.keepdim)
 
     @staticmethod
     def jvp(ctx, k, primals, tangents, out, *params):

@@ -38,7 +38,7 @@ import operator
 
 from ...runtime import dtype as dtypes
 from ..checks import check_ordered, scalar_type_name
-from ..dispatch import Primitive, apply, as_shape, meta
+from ..dispatch import Primitive, apply, array_of, as_shape, meta
 from ..registry import OpInfo
 from ..tensor import Tensor, wrap_dim
 from .indexing import gather_backward
@@ -52,6 +52,7 @@ class SortBackward0(Primitive):
     __slots__ = ()
     op_name = "sort"
     nondiff_outputs = (1,)
+    keep_outputs = (1,)  # the indices (Note [Saved indices])
 
     @staticmethod
     def forward(ctx, k, x, dim, descending, start, stop, squeeze):
@@ -64,12 +65,13 @@ class SortBackward0(Primitive):
         if squeeze:
             shape = tuple(n for d, n in enumerate(values.shape) if d != dim)
             values, idx = as_shape(k, values, shape), as_shape(k, idx, shape)
-        ctx.in_shape, ctx.dim, ctx.idx, ctx.squeeze = tuple(x.shape), dim, idx, squeeze
+        ctx.in_shape, ctx.dim, ctx.squeeze = tuple(x.shape), dim, squeeze
         return values, idx
 
     @staticmethod
     def vjp(ctx, k, saved, g, _g_indices=None):
-        return gather_backward(k, g, ctx.in_shape, ctx.dim, ctx.idx, not ctx.squeeze)
+        idx, = saved
+        return gather_backward(k, g, ctx.in_shape, ctx.dim, array_of(idx), not ctx.squeeze)
 
     @staticmethod
     def jvp(ctx, k, primals, tangents, out, *params):
@@ -182,11 +184,12 @@ def _median_pick(k, x, dim: int, ignore_nan: bool):
 
 def _picked(ctx, k, x, dim: int, keepdim: bool, values, idx) -> tuple:
     """(values, indices) picked along ``dim`` (given keepdim), squeezed unless ``keepdim``;
-    ctx keeps what the gradient's scatter back to the indices needs."""
+    ctx keeps what the gradient's scatter back to the indices needs, but the indices (saved as
+    an output: ``keep_outputs``)."""
     if not keepdim:
         shape = tuple(n for d, n in enumerate(values.shape) if d != dim)
         values, idx = as_shape(k, values, shape), as_shape(k, idx, shape)
-    ctx.in_shape, ctx.dim, ctx.idx, ctx.squeeze = tuple(x.shape), dim, idx, not keepdim
+    ctx.in_shape, ctx.dim, ctx.squeeze = tuple(x.shape), dim, not keepdim
     return values, idx
 
 
@@ -196,6 +199,7 @@ class MedianBackward1(Primitive):
     __slots__ = ()
     op_name = "median"
     nondiff_outputs = (1,)
+    keep_outputs = (1,)
     _ignore_nan = False
 
     @classmethod
@@ -308,6 +312,7 @@ class ModeBackward0(Primitive):
     __slots__ = ()
     op_name = "mode"
     nondiff_outputs = (1,)
+    keep_outputs = (1,)
 
     @staticmethod
     def forward(ctx, k, x, dim, keepdim):
