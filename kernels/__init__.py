@@ -85,6 +85,13 @@ nn (fused)    gelu(x, approximate), gelu_backward(g, x, approximate)   [approxim
                   the forward's passes where recomputing it in the backward costs more than
                   keeping it (the CPU's many NumPy passes); None where it does not (the GPU's
                   one fused pass)]; gelu_backward(g, x, approximate, derivative) -> g * it
+              activation(op, x, *params), activation_backward(op, g, x, *params)   [one
+                  pass each way; op: silu mish softplus [params: beta, threshold]
+                  log_sigmoid hardswish hardsigmoid hardtanh [params: min_val, max_val];
+                  PyTorch's formulas and special values (kernels/triton/activations.py);
+                  g broadcast to x's shape; floats only]
+              glu(x, dim) -> a * sigmoid(b)   [a, b: x's halves along dim (non-negative,
+                  its size even)]; glu_backward(g, x, dim) -> dx (both halves' gradients)
               layer_norm(x, weight, bias, eps) -> (y, mean, rstd)
                   [x 2-D (M, N), rows normalised; weight/bias (N,) or None; mean/rstd (M,)
                   float32 for half/float32 inputs]
@@ -186,7 +193,8 @@ CONTRACT = (
     "nonzero", "index", "index_put_", "gather", "scatter_", "scatter_reduce_", "sort",
     "index_guard",
     # fused nn ops and optimizer updates
-    "gelu", "gelu_backward", "layer_norm", "layer_norm_backward", "batch_norm",
+    "gelu", "gelu_backward", "activation", "activation_backward", "glu", "glu_backward",
+    "layer_norm", "layer_norm_backward", "batch_norm",
     "batch_norm_backward", "cross_entropy",
     "cross_entropy_backward", "embedding", "embedding_backward", "sgd_step", "adam_step",
     "conv2d", "conv2d_backward",

@@ -4,15 +4,23 @@ Hardsigmoid, Hardtanh (and ReLU6, which is Hardtanh(0, 6)), pointwise, and GLU.
 Each is a primitive named as PyTorch names its node, saving its input alone as PyTorch's
 does. As compositions of Tensor ops they were several nodes each saving its own operands:
 a SiLU kept ``x``, ``sigmoid(x)`` and a mask (3.3x the saved bytes of PyTorch's, a SwiGLU
-block 1.5x), Mish 5x, Softplus 3x, Hardswish 2.5x. The forwards and rules are written over
-the kernel contract, so they run on both backends, the rules are recorded for double
-backward (``create_graph=True``), and forward AD takes the vjp's term (``elementwise_jvp``).
+block 1.5x), Mish 5x, Softplus 3x, Hardswish 2.5x.
+
+Forward and backward are one fused call each of the kernel contract (``k.activation(op, x,
+*params)`` and ``k.activation_backward(op, g, x, *params)``; ``k.glu``, ``k.glu_backward``):
+one Triton kernel each way on the GPU, one NumPy routine of in-place ufuncs on the CPU. As
+layer norm's (``fused = True``), the rule on arrays is that fused kernel and the recorded rule
+(``create_graph=True``, ``k`` is ``ops.traced``) is the composite formula below
+(``derivative``), so double backward works, as in PyTorch, whose silu and mish use an
+"infinitely differentiable" composite backward when grad mode is on. Forward AD takes the
+composite vjp's term (``elementwise_jvp``). Complex SiLU and integer Hardtanh (no gradient)
+run the composite forward (``value``): the fused kernels take floating point only.
 
 The formulas are PyTorch's CPU kernels', special values included: ``silu(-inf)`` is NaN
 (``-inf / inf``), a NaN takes Hardswish's pass-through gradient (1) but Hardsigmoid's and
 Hardtanh's 0, and Hardswish's gradient is 0 at -3 and 1 at 3. float16 and bfloat16
 inputs are computed in float32 and rounded once, as PyTorch's kernels do, forward and
-backward (``_Activation``).
+backward (the fused kernels; ``opmath`` in the composite forms).
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from __future__ import annotations
 from .. import checks
 from ..dispatch import Primitive, apply, elementwise_jvp, meta, opmath
 from ..tensor import Tensor
+from . import traced
 
 __all__ = ["glu", "hardsigmoid", "hardswish", "hardtanh", "logsigmoid", "mish", "silu", "softplus"]
 
@@ -43,24 +52,35 @@ def one_minus(k, a):
 
 
 class _Activation(Primitive):
-    """An elementwise activation of one input, saved for its rule: ``value(k, x, *params)``
-    and ``derivative(k, x, g, *params)`` (the gradient), each computed in float32 for
-    float16/bfloat16 operands and rounded once, as PyTorch's kernels compute in their opmath
-    type."""
+    """An elementwise op of one input, saved for its rule: ``kernel`` names it in the
+    contract's activation table (None: no fused kernel, the composite forms serve);
+    ``value(k, x, *params)`` and ``derivative(k, x, g, *params)`` are its composite forms
+    (the recorded rule, and the forward of dtypes the fused kernel does not take), computed
+    in float32 for float16/bfloat16 operands and rounded once, as PyTorch's kernels compute
+    in their opmath type."""
 
     __slots__ = ()
     save_inputs = (0,)
     jvp = staticmethod(elementwise_jvp)
+    kernel: str | None = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.fused = cls.kernel is not None  # (the rule on arrays is one kernel where one is)
 
     @classmethod
     def forward(cls, ctx, k, x, *params):
         ctx.params = params
+        if cls.kernel is not None and meta(x)[1].is_floating_point:
+            return k.activation(cls.kernel, x, *params)
         (x,), back = opmath(k, x)
         return back(cls.value(k, x, *params))
 
     @classmethod
     def vjp(cls, ctx, k, saved, g):
-        (x, g), back = opmath(k, saved[0], g)
+        if k is not traced and cls.kernel is not None:
+            return k.activation_backward(cls.kernel, g, saved[0], *ctx.params)
+        (x, g), back = opmath(k, saved[0], g)  # recorded: the composite formula
         return back(cls.derivative(k, x, g, *ctx.params))
 
 
@@ -69,6 +89,7 @@ class SiluBackward0(_Activation):
 
     __slots__ = ()
     op_name = "silu"
+    kernel = "silu"
 
     @staticmethod
     def value(k, x):
@@ -85,6 +106,7 @@ class MishBackward0(_Activation):
 
     __slots__ = ()
     op_name = "mish"
+    kernel = "mish"
 
     @staticmethod
     def value(k, x):
@@ -106,6 +128,7 @@ class SoftplusBackward0(_Activation):
 
     __slots__ = ()
     op_name = "softplus"
+    kernel = "softplus"
 
     @staticmethod
     def value(k, x, beta, threshold):
@@ -127,6 +150,7 @@ class LogSigmoidBackward0(_Activation):
 
     __slots__ = ()
     op_name = "log_sigmoid"
+    kernel = "log_sigmoid"
 
     @staticmethod
     def value(k, x):
@@ -143,6 +167,7 @@ class HardswishBackward0(_Activation):
 
     __slots__ = ()
     op_name = "hardswish"
+    kernel = "hardswish"
 
     @staticmethod
     def value(k, x):
@@ -159,6 +184,7 @@ class HardsigmoidBackward0(_Activation):
 
     __slots__ = ()
     op_name = "hardsigmoid"
+    kernel = "hardsigmoid"
 
     @staticmethod
     def value(k, x):
@@ -171,10 +197,11 @@ class HardsigmoidBackward0(_Activation):
 
 class HardtanhBackward0(_Activation):
     """y = min(max(x, min_val), max_val):  dx = g strictly inside (min_val, max_val), else 0
-    (a NaN's is 0, as PyTorch's float64 CPU kernel gives; its float32 one gives g)."""
+    (a NaN's is 0, as PyTorch's vectorized CPU loop gives; its scalar tail gives g)."""
 
     __slots__ = ()
     op_name = "hardtanh"
+    kernel = "hardtanh"
 
     @staticmethod
     def value(k, x, lo, hi):
@@ -257,19 +284,19 @@ def _halves(k, x, dim: int):
 class GluBackward0(Primitive):
     """y = a sigmoid(b), (a, b) the halves of x along ``dim``, saving x alone (PyTorch's
     glu). With s = sigmoid(b):  da = g s,  db = g a s (1 - s); the jvp is
-    ta s + a s (1 - s) tb. float16/bfloat16 compute in float32, rounded once, as PyTorch's
-    kernel does."""
+    ta s + a s (1 - s) tb. Forward and backward on arrays are the contract's fused ``glu``
+    and ``glu_backward``; recorded, the rule is the composite formula. float16/bfloat16
+    compute in float32, rounded once, as PyTorch's kernel does."""
 
     __slots__ = ()
     op_name = "glu"
     save_inputs = (0,)
+    fused = True
 
     @staticmethod
     def forward(ctx, k, x, dim):
         ctx.dim = dim
-        (x,), back = opmath(k, x)
-        a, b = _halves(k, x, dim)
-        return back(k.mul(a, sigmoid_of(k, b)))
+        return k.glu(x, dim)
 
     @staticmethod
     def _terms(k, x, dim, ga, gb):
@@ -282,7 +309,9 @@ class GluBackward0(Primitive):
 
     @staticmethod
     def vjp(ctx, k, saved, g):
-        (x, g), back = opmath(k, saved[0], g)
+        if k is not traced:
+            return k.glu_backward(g, saved[0], ctx.dim)
+        (x, g), back = opmath(k, saved[0], g)  # recorded: the composite formula
         da, db = GluBackward0._terms(k, x, ctx.dim, g, g)
         return back(k.cat([da, db], ctx.dim))
 

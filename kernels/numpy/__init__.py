@@ -17,9 +17,9 @@ from .indexing import (gather, index, index_guard, index_put_, nonzero, scatter_
 from .linalg import addmm, bmm, matmul
 from .memory import (arange, as_strided, astype, cat, contiguous, copy_, empty, expand, full,
                      getitem, permute, storage_offset, strides, view)
-from .nn import (batch_norm, batch_norm_backward, cross_entropy, cross_entropy_backward,
-                 embedding, embedding_backward, gelu, gelu_backward, layer_norm,
-                 layer_norm_backward)
+from .nn import (activation, activation_backward, batch_norm, batch_norm_backward,
+                 cross_entropy, cross_entropy_backward, embedding, embedding_backward, gelu,
+                 gelu_backward, glu, glu_backward, layer_norm, layer_norm_backward)
 from .optim import adam_step, sgd_step
 from .random import dropout_mask, rand, randint, randn
 from .recurrent import gru_cell, gru_cell_backward, lstm_cell, lstm_cell_backward
@@ -36,7 +36,8 @@ __all__ = [
     "matmul", "addmm", "bmm",
     "nonzero", "index", "index_put_", "gather", "scatter_", "scatter_reduce_", "sort",
     "index_guard",
-    "gelu", "gelu_backward", "layer_norm", "layer_norm_backward", "batch_norm",
+    "gelu", "gelu_backward", "activation", "activation_backward", "glu", "glu_backward",
+    "layer_norm", "layer_norm_backward", "batch_norm",
     "batch_norm_backward", "cross_entropy",
     "cross_entropy_backward", "embedding", "embedding_backward", "sgd_step", "adam_step",
     "rand", "randn", "randint", "dropout_mask",

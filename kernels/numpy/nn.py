@@ -1,5 +1,6 @@
-"""Fused neural-network ops over NumPy arrays: GELU, layer and batch norm, cross-entropy,
-embedding.
+"""Fused neural-network ops over NumPy arrays: GELU and the other activations (SiLU, Mish,
+Softplus, LogSigmoid, Hardswish, Hardsigmoid, Hardtanh, GLU), layer and batch norm,
+cross-entropy, embedding.
 
 The CPU twins of the fused Triton kernels (same names, signatures and results; see the
 contract in ``tritongrad.kernels``). Each forward returns what its backward needs (layer norm's
@@ -19,8 +20,9 @@ from .bf16 import BF16Array, round_
 from .elementwise import _quiet
 from .reduction import sum as _sum  # (sums over leading dims: BLAS products with ones)
 
-__all__ = ["batch_norm", "batch_norm_backward", "cross_entropy", "cross_entropy_backward",
-           "embedding", "embedding_backward", "gelu", "gelu_backward", "layer_norm",
+__all__ = ["ACTIVATIONS", "activation", "activation_backward", "batch_norm",
+           "batch_norm_backward", "cross_entropy", "cross_entropy_backward", "embedding",
+           "embedding_backward", "gelu", "gelu_backward", "glu", "glu_backward", "layer_norm",
            "layer_norm_backward"]
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -74,6 +76,7 @@ _AS_Q = tuple(np.float32(0.5 * c / _AS_P ** (k + 1)) for k, c in enumerate(
     (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)))
 _INV_AS_P = np.float32(1.0 / _AS_P)
 _SIGN_BIT = np.int32(-2 ** 31)
+_LOOP_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))  # elementwise_loops' dtypes
 
 
 # Note [GELU in cache-sized blocks]
@@ -264,6 +267,272 @@ def gelu_backward(g: np.ndarray, x: np.ndarray, approximate: str,
     else:
         return _fresh(_gelu_grad32(_up(g), xf), x)
     return _fresh(_up(g) * d, x)
+
+
+# -- the other activations --------------------------------------------------------------------
+# Note [activation routines]
+#   Each activation and its gradient is one routine of in-place ufuncs (``out=``) over one to
+#   three scratch arrays of the compute dtype, with PyTorch's CPU formulas (so its special
+#   values: silu(-inf) = -inf / inf = NaN, ...). A composition of contract calls made a new
+#   array per step (SiLU's backward: ~10 arrays of 4 MiB at 1M float32 elements). Selects
+#   take no branch per element (``_take_where``, ``_zero_where``) and float32 sigmoids take
+#   elementwise_loops' one-pass ufunc where the compiled loops run. Operands arrive as the
+#   caller has them (any strides; ``g`` broadcast to x's shape); results are new C-contiguous
+#   arrays of x's dtype, float16/bfloat16 computed in float32 and rounded once.
+
+def _scratch(xf: np.ndarray, dtype=None) -> np.ndarray:
+    return np.empty(xf.shape, xf.dtype if dtype is None else dtype)
+
+
+def _mask(ufunc, x: np.ndarray, c: float) -> np.ndarray:
+    """``ufunc(x, c)`` as a new bool array (one byte per element: ``_zero_where`` reads its
+    bytes as int8)."""
+    return ufunc(x, c, out=_scratch(x, np.bool_))
+
+
+_INT_OF = {4: np.int32, 8: np.int64}
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    return a.view(_INT_OF[a.dtype.itemsize])
+
+
+def _take_where(cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """where(cond, a, b), ``b`` a scratch array the result may reuse and ``a`` broadcast to
+    it: elementwise_loops' compiled select where the loops run, else a blend of the bits
+    (b ^ ((a ^ b) & -cond)); np.where branches per element, 20x a pass on an unpredictable
+    mask."""
+    loops = jit.loops("elementwise_loops")
+    if loops is not None and b.dtype in _LOOP_FLOATS:
+        return loops.select(cond, a, b)  # (into a new array: in place NumPy copies first)
+    bb = _bits(b)
+    t = np.bitwise_xor(_bits(np.asarray(a)), bb, out=np.empty_like(bb))
+    t &= np.negative(cond.view(np.int8))
+    bb ^= t
+    return b
+
+
+def _zero_where(cond: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """out = +0.0 where cond, whatever out holds there (NaN too), in place: its bits and'ed
+    with cond - 1 (a multiply by the mask would keep NaN * 0; np.copyto with where= branches
+    per element)."""
+    ob = _bits(out)
+    np.bitwise_and(ob, np.subtract(cond.view(np.int8), np.int8(1)), out=ob)
+    return out
+
+
+def _sigmoid_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)) into ``out`` (0 at -inf, 1 at +inf): elementwise_loops' one-pass
+    float32 sigmoid where the loops run."""
+    if x.dtype == np.float32 and (loops := jit.loops("elementwise_loops")) is not None:
+        return loops.sigmoid(x, out=out)
+    np.negative(x, out=out)
+    np.exp(out, out=out)
+    out += 1
+    return np.reciprocal(out, out=out)
+
+
+def _tanh_softplus_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """tanh(log1p(exp(x))) into ``out`` (Mish's factor; 1 where exp overflows)."""
+    np.exp(x, out=out)
+    np.log1p(out, out=out)
+    return np.tanh(out, out=out)
+
+
+def _silu(x):
+    t = np.negative(x, out=_scratch(x))
+    np.exp(t, out=t)
+    t += 1
+    return np.divide(x, t, out=t)  # x / (1 + exp(-x))
+
+
+def _silu_grad(g, x):
+    s = _sigmoid_into(x, _scratch(x))
+    d = np.subtract(1, s, out=_scratch(x))
+    d *= x
+    d += 1
+    d *= s
+    return np.multiply(g, d, out=d)  # g s (1 + x (1 - s))
+
+
+def _mish(x):
+    t = _tanh_softplus_into(x, _scratch(x))
+    return np.multiply(x, t, out=t)
+
+
+def _mish_grad(g, x):
+    t = _tanh_softplus_into(x, _scratch(x))
+    d = _sigmoid_into(x, _scratch(x))
+    d *= x
+    u = np.multiply(t, t, out=_scratch(x))
+    np.subtract(1, u, out=u)
+    d *= u
+    d += t
+    return np.multiply(g, d, out=d)  # g (t + x sigmoid(x) (1 - t^2))
+
+
+def _softplus(x, beta, threshold):
+    t = np.multiply(x, beta, out=_scratch(x))
+    linear = _mask(np.greater, t, threshold)
+    np.exp(t, out=t)  # (inf where linear: replaced below)
+    np.log1p(t, out=t)
+    t /= beta
+    return _take_where(linear, x, t)
+
+
+def _softplus_grad(g, x, beta, threshold):
+    z = np.multiply(x, beta, out=_scratch(x))
+    linear = _mask(np.greater, z, threshold)
+    np.exp(z, out=z)
+    d = np.add(z, 1, out=_scratch(x))
+    np.divide(z, d, out=z)
+    z *= g
+    return _take_where(linear, g, z)  # g z / (z + 1), z = exp(beta x); g where linear
+
+
+def _log_sigmoid(x):
+    t = np.abs(x, out=_scratch(x))
+    np.negative(t, out=t)
+    np.exp(t, out=t)
+    np.log1p(t, out=t)
+    m = np.minimum(x, 0, out=_scratch(x))
+    return np.subtract(m, t, out=t)  # min(x, 0) - log1p(exp(-|x|))
+
+
+def _log_sigmoid_grad(g, x):
+    t = np.exp(x, out=_scratch(x))
+    t += 1
+    return np.divide(g, t, out=t)  # g sigmoid(-x) = g / (1 + exp(x))
+
+
+def _hardswish(x):
+    t = np.add(x, 3, out=_scratch(x))
+    np.clip(t, 0, 6, out=t)  # (NaN stays NaN)
+    t *= x
+    t /= 6
+    return t
+
+
+def _hardswish_grad(g, x):
+    d = np.divide(x, 3, out=_scratch(x))
+    d += 0.5
+    d *= g
+    upper = _mask(np.less, x, 3)
+    np.logical_not(upper, out=upper)  # x >= 3, or NaN: g
+    return _zero_where(_mask(np.less_equal, x, -3), _take_where(upper, g, d))
+
+
+def _hardsigmoid(x):
+    t = np.add(x, 3, out=_scratch(x))
+    np.clip(t, 0, 6, out=t)
+    t /= 6
+    return t
+
+
+def _hardsigmoid_grad(g, x):
+    d = np.divide(g, 6, out=_scratch(x))
+    outside = _mask(np.less, x, 3)
+    outside &= x > -3
+    np.logical_not(outside, out=outside)  # (NaN: 0)
+    return _zero_where(outside, d)
+
+
+def _hardtanh(x, lo, hi):
+    return np.clip(x, lo, hi, out=_scratch(x))
+
+
+def _hardtanh_grad(g, x, lo, hi):
+    d = _scratch(x)
+    np.copyto(d, g)
+    outside = _mask(np.less, x, hi)
+    outside &= x > lo
+    np.logical_not(outside, out=outside)  # (NaN: 0)
+    return _zero_where(outside, d)
+
+
+# op -> (forward, gradient, number of parameters), the contract's activation table
+ACTIVATIONS = {
+    "silu": (_silu, _silu_grad, 0),
+    "mish": (_mish, _mish_grad, 0),
+    "softplus": (_softplus, _softplus_grad, 2),      # (beta, threshold)
+    "log_sigmoid": (_log_sigmoid, _log_sigmoid_grad, 0),
+    "hardswish": (_hardswish, _hardswish_grad, 0),
+    "hardsigmoid": (_hardsigmoid, _hardsigmoid_grad, 0),
+    "hardtanh": (_hardtanh, _hardtanh_grad, 2),      # (min_val, max_val)
+}
+
+
+def _entry(op: str, params: tuple) -> tuple:
+    entry = ACTIVATIONS.get(op)
+    if entry is None:
+        raise ValueError(f"activation: unknown op {op!r} (one of {', '.join(ACTIVATIONS)})")
+    if len(params) != entry[2]:
+        raise TypeError(f"activation {op!r} takes {entry[2]} parameters, got {len(params)}")
+    return entry
+
+
+def _float_operands(op: str, *arrays) -> None:
+    for a in arrays:
+        if type(a) is not BF16Array and a.dtype.kind != "f":
+            raise TypeError(f"{op}: floating point arrays only, got {a.dtype}")
+
+
+@_quiet
+def activation(op: str, x: np.ndarray, *params: float) -> np.ndarray:
+    """Activation ``op`` of ``x`` (the table ``ACTIVATIONS``; Note [activation routines]);
+    ``params``: softplus' (beta, threshold), hardtanh's (min_val, max_val)."""
+    fn = _entry(op, params)[0]
+    _float_operands(op, x)
+    xf = _up(x)
+    return _fresh(fn(xf, *params), x)
+
+
+@_quiet
+def activation_backward(op: str, g: np.ndarray, x: np.ndarray, *params: float) -> np.ndarray:
+    """The gradient of ``activation(op, x, *params)`` for the output gradient ``g`` (broadcast
+    to x's shape), in x's dtype."""
+    fn = _entry(op, params)[1]
+    _float_operands(op + "_backward", g, x)
+    xf = _up(x)
+    return _fresh(fn(_up(g), xf, *params), x)
+
+
+def _halves_of(a: np.ndarray, dim: int) -> tuple:
+    h = a.shape[dim] // 2
+    lead = (slice(None),) * dim
+    return a[lead + (slice(0, h),)], a[lead + (slice(h, 2 * h),)]
+
+
+@_quiet
+def glu(x: np.ndarray, dim: int) -> np.ndarray:
+    """a sigmoid(b), (a, b) the halves of ``x`` along ``dim`` (non-negative; its size even):
+    a / (1 + exp(-b)), PyTorch's CPU formula."""
+    _float_operands("glu", x)
+    a, b = _halves_of(_up(x), dim)
+    t = np.negative(b, out=_scratch(b))
+    np.exp(t, out=t)
+    t += 1
+    return _fresh(np.divide(a, t, out=t), x)
+
+
+@_quiet
+def glu_backward(g: np.ndarray, x: np.ndarray, dim: int) -> np.ndarray:
+    """The gradient of ``glu(x, dim)`` for ``g`` (glu's output shape), x's shape and dtype:
+    da = g s, db = g a s (1 - s), s = sigmoid(b), written into the halves of one array."""
+    _float_operands("glu_backward", g, x)
+    xf, gf = _up(x), _up(g)
+    a, b = _halves_of(xf, dim)
+    s = _sigmoid_into(b, _scratch(b))
+    t = np.subtract(1, s, out=_scratch(b))
+    t *= s
+    t *= a
+    # (the steps run on contiguous scratch, only the last ones write the strided halves:
+    # in-place passes over a strided half took 1.5x as long, 1024 x 2048 float32)
+    out = _scratch(xf)
+    da, db = _halves_of(out, dim)
+    np.multiply(t, gf, out=db)
+    np.multiply(s, gf, out=da)
+    return _fresh(out, x)
 
 
 # -- layer norm ----------------------------------------------------------------------------------

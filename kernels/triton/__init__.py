@@ -20,6 +20,8 @@ plans and launchers):
   CUDA index checks' wrap, clamp and extremes in one kernel);
 - sorting.py: sort along one dim (a stable rank sort);
 - nn.py: fused GELU, layer norm, cross-entropy (forward and backward), embedding;
+- activations.py: SiLU, Mish, Softplus, LogSigmoid, Hardswish, Hardsigmoid, Hardtanh and GLU,
+  forward and backward, one kernel each way;
 - conv.py: 2-D convolution as implicit GEMM (forward, input and weight gradients);
 - attention.py: fused (flash) scaled dot-product attention, forward and backward;
 - optim.py: fused SGD and Adam/AdamW updates, one launch per parameter;
@@ -47,6 +49,7 @@ from . import indexing as _indexing
 from . import reduction as _reduction
 from . import rowwise as _rowwise
 from ._launch import ComplexOperand as _ComplexOperand
+from .activations import activation, activation_backward, glu, glu_backward
 from .attention import attention, attention_backward
 from .complex import conj, imag, real, view_as_complex, view_as_real
 from .conv import conv2d, conv2d_backward
@@ -178,6 +181,8 @@ def nonzero(a):
 
 
 __all__ = [
+    "activation",
+    "activation_backward",
     "adam_step",
     "add",
     "addmm",
@@ -214,6 +219,8 @@ __all__ = [
     "gelu",
     "gelu_backward",
     "getitem",
+    "glu",
+    "glu_backward",
     "gru_cell",
     "gru_cell_backward",
     "gt",
