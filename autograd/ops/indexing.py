@@ -26,8 +26,8 @@ import numpy as np
 from ..registry import OpInfo, with_jvp
 from ...kernels import backend
 from ...runtime import dtype as dtypes
-from ..dispatch import (Primitive, apply, apply_inplace, as_shape, call, expanded_dims,
-                        linear_jvp, meta, sum_to)
+from ..dispatch import (Primitive, apply, apply_inplace, array_of, as_shape, call,
+                        expanded_dims, linear_jvp, meta, sum_to)
 from ..dispatch import zeros as _zeros
 from .. import dispatch as _dispatch
 from ..tensor import Tensor, array_meta, wrap_dim
@@ -794,13 +794,61 @@ def nonzero(input: Tensor, *, as_tuple: bool = False):
     return tuple(out[:, j] for j in range(input.ndim))
 
 
+def _masked_places(mask, shape: tuple) -> tuple:
+    """The row-major positions where ``mask`` (an array, broadcast to ``shape``) holds: one
+    int64 array per dim."""
+    k = backend(array_meta(mask)[0])
+    if tuple(mask.shape) != shape:
+        mask = k.expand(mask, shape)
+    nz = k.nonzero(mask)
+    return tuple([k.getitem(nz, (slice(None), j)) for j in range(len(shape))])
+
+
+class MaskedSelectBackward0(Primitive):
+    """input.masked_select(mask), the two broadcast together: the elements where the mask
+    holds, in row-major order; the gradient is put back at those places (and summed back to
+    the input's shape). The mask is saved, not an edge, as PyTorch's node (Note [Saved
+    indices]): a bool per element, where the places as int64 indices took 8 bytes per
+    selected element and dim."""
+
+    __slots__ = ()
+    op_name = "masked_select"
+    keep_params = (0,)
+    saved_names = ("mask",)
+    jvp = linear_jvp()
+
+    @staticmethod
+    def forward(ctx, k, x, mask):
+        shape = broadcast_shapes(tuple(x.shape), tuple(mask.shape)) or (1,)  # (0-d: 1-D)
+        ctx.in_shape, ctx.shape = tuple(x.shape), shape
+        if tuple(x.shape) != shape:
+            x = k.expand(as_shape(k, x, (1,)) if not x.shape else x, shape)
+        return k.index(x, _masked_places(as_shape(k, mask, (1,)) if not mask.shape else mask,
+                                         shape))
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        mask = array_of(saved[0])
+        places = _masked_places(as_shape(backend(array_meta(mask)[0]), mask, (1,))
+                                if not mask.shape else mask, ctx.shape)
+        out = call(k, IndexPutBackward0, (_zeros(k, ctx.shape, g), g), places, True)
+        if not ctx.in_shape:  # a 0-d input
+            return as_shape(k, sum_to(k, out, (1,)), ())
+        return sum_to(k, out, ctx.in_shape)
+
+
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The elements where the bool ``mask`` (broadcasting with input) is True, as a 1-D
     tensor."""
     if not isinstance(mask, Tensor) or mask._dtype is not dtypes.bool:
         raise RuntimeError("masked_select: expected a boolean mask")
-    shape = broadcast_shapes(tuple(input.shape), tuple(mask.shape))
-    return advanced_getitem(input.expand(shape), mask.expand(shape))
+    broadcast_shapes(tuple(input.shape), tuple(mask.shape))
+    if mask._device is not input._device:  # (as masked_fill: a CPU or 0-d mask moves)
+        if mask.ndim == 0 or mask._device.type == "cpu":
+            mask = mask.to(input._device)
+        else:
+            check_devices_match(input._device, mask._device, "masked_select")
+    return apply(MaskedSelectBackward0, (input,), mask)
 
 
 

@@ -1,18 +1,22 @@
 """Selecting and placing elements by index or mask, as compositions of the indexing
-primitives (``gather``, ``index_put``, ``index_select``, ``masked_select``): ``take``,
-``take_along_dim``, ``index_fill``, ``index_copy``, ``masked_scatter``, and the sliding
-window view ``Tensor.unfold``. Differentiable through their parts, but for ``unfold``: one
-``UnfoldBackward0`` node (as_strided's rule), as PyTorch records it."""
+primitives (``gather``, ``index_put``, ``index_select``, ``masked_select``):
+``take_along_dim``, ``index_fill``, ``index_copy``, ``masked_scatter``; differentiable through
+their parts. ``take`` (``TakeBackward0``) and the sliding window view ``Tensor.unfold``
+(``UnfoldBackward0``, as_strided's rule) are one node each, as PyTorch records them."""
 
 from __future__ import annotations
 
+import math
+
 from ...runtime import dtype as dtypes
-from ..checks import checked_index, scalar_type_name, tensor_arg
-from ..dispatch import apply
+from ..checks import check_same_device, checked_index, scalar_type_name, tensor_arg
+from ..dispatch import Primitive, apply, as_shape, call, linear_jvp
+from ..dispatch import zeros as _zeros
 from ..registry import OpInfo
 from ..tensor import Tensor, wrap_dim
 from .composite import write_result
 from .elementwise import broadcast_shapes
+from .indexing import IndexPutBackward0
 from .views import AsStridedBackward0, _as_view
 
 __all__ = ["index_copy", "index_fill", "masked_scatter", "take", "take_along_dim"]
@@ -24,12 +28,38 @@ def _int64_index(index: Tensor, op: str) -> Tensor:
     return index
 
 
+class TakeBackward0(Primitive):
+    """input.take(index): the input's elements read as a 1-D tensor, at ``index``; the
+    gradient is put back at index, duplicates summed. The index is saved, not an edge, as
+    PyTorch's node (Note [Saved indices])."""
+
+    __slots__ = ()
+    op_name = "take"
+    keep_params = (0,)
+    jvp = linear_jvp()
+
+    @staticmethod
+    def forward(ctx, k, x, index):
+        ctx.in_shape = x.shape
+        return k.index(as_shape(k, x, (math.prod(x.shape),)), (index,))
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        index, = saved
+        flat = _zeros(k, (math.prod(ctx.in_shape),), g)
+        return as_shape(k, call(k, IndexPutBackward0, (flat, g), (index,), True), ctx.in_shape)
+
+
 def take(input: Tensor, index: Tensor) -> Tensor:
     """The elements of ``input`` read as a 1-D tensor, at ``index`` (any shape; negative
     indices count from the end)."""
     x = tensor_arg(input, "take")
     index = _int64_index(index, "take")
-    return x.reshape(-1)[index]
+    check_same_device(x, index, "index", "take")
+    n = x.numel()
+    index = checked_index(index, n, 0, "take", allow_negative=True, error=lambda bad: IndexError(
+        f"out of range: tried to access index {bad} on a tensor of {n} elements."))
+    return apply(TakeBackward0, (x,), index)
 
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:

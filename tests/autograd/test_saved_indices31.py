@@ -280,3 +280,43 @@ def test_setitem_with_false_writes_nothing():
     y = x.detach().clone()
     y[tg.tensor(False)] = 5.0  # a 0-d bool tensor is a mask that selects nothing
     np.testing.assert_array_equal(host(y), _X)
+
+
+def test_take_is_one_node_with_pytorchs_error(device):
+    x = _x(device)
+    index = _idx([[1, -1], [1, 5]], device)
+    y = x.take(index)
+    assert y.grad_fn.name() == "TakeBackward0" and len(y.grad_fn.next_functions) == 1
+    y.sum().backward()
+    ref = np.zeros(24)
+    np.add.at(ref, [1, 23, 1, 5], 1.0)
+    np.testing.assert_array_equal(host(x.grad).ravel(), ref)
+    np.testing.assert_array_equal(host(y), _X.ravel()[[[1, 23], [1, 5]]])
+    with pytest.raises(IndexError, match="out of range: tried to access index 24 on a tensor "
+                                         "of 24 elements."):
+        x.take(_idx([24], device))
+    assert tg.autograd.gradcheck(lambda a: a.t().take(index), (_x(device),),
+                                 check_forward_ad=True)
+    assert tg.autograd.gradgradcheck(lambda a: a.take(index), (_x(device),))
+
+
+def test_masked_select_is_one_node_saving_the_mask(device):
+    m = _rng.standard_normal((3, 4, 6)) > 0
+    mask = tg.tensor(m, device=device)
+    x = tg.tensor(_rng.standard_normal((4, 1)), dtype=tg.float64, device=device,
+                  requires_grad=True)
+    y = x.masked_select(mask)  # broadcast to (3, 4, 6)
+    assert y.grad_fn.name() == "MaskedSelectBackward0"
+    np.testing.assert_array_equal(host(y), np.broadcast_to(host(x), m.shape)[m])
+    assert np.array_equal(host(y.grad_fn._saved_mask), m)
+    (y * 2).sum().backward()
+    np.testing.assert_array_equal(host(x.grad)[:, 0], 2 * m.sum((0, 2)))
+    assert tg.autograd.gradcheck(lambda a: a.masked_select(mask), (x.detach().requires_grad_(),),
+                                 check_forward_ad=True)
+    assert tg.autograd.gradgradcheck(lambda a: a.masked_select(mask),
+                                     (x.detach().requires_grad_(),))
+    s = tg.tensor(3.0, dtype=tg.float64, device=device, requires_grad=True)  # 0-d: 1-D result
+    y = s.masked_select(tg.tensor([True, False, True], device=device))
+    assert tuple(y.shape) == (2,)
+    y.sum().backward()
+    assert float(s.grad) == 2.0
