@@ -1,11 +1,13 @@
 """Fused neural-network ops: GELU, layer norm, cross-entropy, embedding (forward and backward).
 
 Same names, signatures and results as kernels/numpy/nn.py. GELU and its gradient are formulas
-of the elementwise family (elementwise.py); embedding is a gather of rows and its backward an
-atomic scatter-add of rows (indexing.py). Layer norm and cross-entropy are row kernels: a
-program owns BLOCK_M rows of N (C) elements; a row that fits SINGLE_MAX stays in registers
-(one read), a longer one is walked in BLOCK_N chunks (two or three reads). Everything computes
-in float32 for float16/bfloat16/float32 (float64 for float64) and rounds once at the store.
+of the elementwise family (elementwise.py); the other activations (SiLU ... GLU) have a kernel
+of their own, with parameters and two outputs (activations.py); embedding is a gather of rows
+and its backward an atomic scatter-add of rows (indexing.py). Layer norm and cross-entropy are
+row kernels: a program owns BLOCK_M rows of N (C) elements; a row that fits SINGLE_MAX stays in
+registers (one read), a longer one is walked in BLOCK_N chunks (two or three reads). Everything
+computes in float32 for float16/bfloat16/float32 (float64 for float64) and rounds once at the
+store.
 
 Layer norm (x: (M, N), any strides):
 
