@@ -1,11 +1,12 @@
 """``channel_shuffle`` and ``pdist``: ``nn.functional``'s (and the top level's) channel
-shuffle and pairwise distances between rows, composed from views, gathers and norms."""
+shuffle, composed from views, and pairwise distances between rows, one node over the kernel
+contract sharing cdist's formulas (autograd/ops/products.py)."""
 
 from __future__ import annotations
 
 from ..autograd import checks
-from ..autograd.ops.combinations import triu_indices
-from ..autograd.ops.linalg_ext import vector_norm
+from ..autograd.dispatch import SINK, Primitive, apply, as_shape, meta, opmath, zeros
+from ..autograd.ops.products import CdistBackward0, _cdist_weights, _differences
 from ..autograd.tensor import Tensor
 
 __all__ = ["channel_shuffle", "pdist"]
@@ -37,7 +38,8 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:
 def pdist(input: Tensor, p: float = 2.0) -> Tensor:
     """The p-norm distances between the rows of the 2-D ``input`` (N, M), for each pair
     ``i < j`` in row-major order: N (N - 1) / 2 values (the upper triangle of
-    ``cdist(input, input)`` without its diagonal).
+    ``cdist(input, input)`` without its diagonal). One ``PdistBackward0`` node saving
+    ``input`` and the result, as PyTorch's; the gradient is 0 where a distance is 0.
 
     Example:
         >>> F.pdist(tg.tensor([[0.0, 0.0], [3.0, 4.0], [6.0, 8.0]]))
@@ -45,8 +47,69 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:
     """
     if checks.tensor_arg(input, "pdist").ndim != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("pdist only supports floating-point dtypes")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
-    n = input.shape[0]
-    i, j = triu_indices(n, n, 1, device=input.device)
-    return vector_norm(input[i] - input[j], p, -1)
+    return apply(PdistBackward0, (input,), float(p))
+
+
+def _condensed(k, square, n: int):
+    """The strict upper triangle of the (n, n) ``square``, row by row (n >= 2)."""
+    return k.cat([k.getitem(square, (i, slice(i + 1, n))) for i in range(n - 1)], 0)
+
+
+def _square(k, condensed, n: int):
+    """The (n, n) matrix holding ``condensed`` in its strict upper triangle, zeros elsewhere
+    (``_condensed``'s inverse)."""
+    dev, dt = meta(condensed)
+    rows, at = [], 0
+    for i in range(n):
+        rows.append(k.full((i + 1,), 0, dt, dev))
+        if i < n - 1:
+            rows.append(k.getitem(condensed, (slice(at, at + n - 1 - i),)))
+            at += n - 1 - i
+    return as_shape(k, k.cat(rows, 0), (n, n))
+
+
+class PdistBackward0(Primitive):
+    """y = pdist(x, p), the pairs i < j of cdist(x, x, p), saving x and y (PyTorch's): with
+    G the (N, N) matrix of g in the pairs' places and w = dy_ij / dx_i (cdist's weights),
+    dx = sum_j G w - sum_i G w; jvp: dy_ij = sum_m w_ijm (t_i - t_j)_m. The differences of
+    all N^2 pairs are formed (twice pdist's), one row of the triangle per slice."""
+
+    __slots__ = ()
+    op_name = "_pdist_forward"
+    save_inputs = (0,)
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, x, p):
+        ctx.p = p
+        n = x.shape[0]
+        dev, dt = meta(x)
+        if n < 2:
+            return k.full((0,), 0, dt, dev)
+        return _condensed(k, CdistBackward0.forward(SINK, k, x, x, p, False), n)
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        x, y = saved
+        n = x.shape[0]
+        if n < 2 or ctx.p == 0:
+            return zeros(k, x.shape, x)
+        (x, y, g), back = opmath(k, x, y, g)
+        gw = k.mul(k.getitem(_square(k, g, n), (slice(None), slice(None), None)),
+                   _cdist_weights(k, x, x, _square(k, y, n), ctx.p))
+        return back(k.sub(k.sum(gw, (1,), False), k.sum(gw, (0,), False)))
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, p):
+        x, t = primals[0], tangents[0]
+        n = x.shape[0]
+        if n < 2 or p == 0:
+            return zeros(k, out.shape, out)
+        (x, t, y), back = opmath(k, x, t, out)
+        w = _cdist_weights(k, x, x, _square(k, y, n), p)
+        tangent = k.sum(k.mul(w, _differences(k, t, t)), (2,), False)
+        return back(_condensed(k, tangent, n))

@@ -1,9 +1,12 @@
 """Products and grids: ``kron tensordot cross meshgrid cartesian_prod combinations block_diag
 cdist``.
 
-Every op here is a composite of views, ``mul``, ``matmul``, ``cat`` and ``index_select``, so
-both backends run it and its gradient (to any order) comes through its parts. ``meshgrid``'s
-results are expanded views of its inputs, as PyTorch's.
+Every op here but ``cdist`` is a composite of views, ``mul``, ``matmul``, ``cat`` and
+``index_select``, so both backends run it and its gradient (to any order) comes through its
+parts. ``meshgrid``'s results are expanded views of its inputs, as PyTorch's. ``cdist`` is
+one node saving its inputs and result, as PyTorch's (composed, it saved the ``P x R x M``
+differences: 86 times PyTorch's bytes at 256 x 256 x 64); its forward and rules are written
+over the kernel contract, so both backends run them and a recorded rule differentiates again.
 """
 
 from __future__ import annotations
@@ -16,10 +19,12 @@ import warnings
 from ...runtime import dtype as dtypes
 from ...runtime.dtype import promote_types
 from ..checks import kernel_not_implemented, scalar_type_name, tensor_arg
+from ..dispatch import Primitive, apply, as_shape, meta, opmath
+from ..dispatch import zeros as zeros_of  # (a rule's zeros, any k)
 from ..registry import OpInfo, with_jvp
 from ..tensor import Tensor, int_arg, wrap_dim
 from .creation import tensor, zeros
-from .elementwise import _result, mul, sqrt, sub
+from .elementwise import _result, mul, sub
 from .indexing import index_select
 from .linalg import matmul
 from .shape import cat, stack
@@ -263,12 +268,23 @@ def block_diag(*tensors: Tensor) -> Tensor:
 
 # -- distances --------------------------------------------------------------------------------------
 
+_CDIST_MODES = {"use_mm_for_euclid_dist_if_necessary": 0, "use_mm_for_euclid_dist": 1,
+                "donot_use_mm_for_euclid_dist": 2}
+
+
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
           compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """The ``p``-norm distances between the rows of ``x1`` (``..., P, M``) and those of ``x2``
-    (``..., R, M``), shape ``(..., P, R)``, batch dims broadcasting. Computed from the
-    differences (no ``|a|^2 - 2 a.b + |b|^2`` shortcut: exact, and differentiable at 0 as
-    PyTorch's, with a zero gradient there).
+    (``..., R, M``), shape ``(..., P, R)``, batch dims broadcasting.
+
+    ``compute_mode`` is PyTorch's: for ``p = 2``, ``"use_mm_for_euclid_dist"`` computes
+    ``sqrt(max(|a|^2 - 2 a.b + |b|^2, 0))`` with one matrix product (fast, no ``P x R x M``
+    intermediate, but inexact for near points: a point's distance to itself may come out a
+    little above 0), ``"donot_use_mm_for_euclid_dist"`` from the differences (exact), and the
+    default ``"use_mm_for_euclid_dist_if_necessary"`` the product when ``P > 25`` or
+    ``R > 25``. One node saving ``x1``, ``x2`` and the result, as PyTorch's
+    (``EuclideanDistBackward0`` for the matrix product, else ``CdistBackward0``); the
+    gradient is 0 where a distance is 0.
 
     Example:
         >>> tg.cdist(tg.tensor([[0., 0.]]), tg.tensor([[3., 4.], [0., 1.]]))
@@ -287,23 +303,216 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
                                f"{1 if t is a else 2} got: {scalar_type_name(t.dtype)}")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
-    d = (a.unsqueeze(-2) - b.unsqueeze(-3)).abs()  # (..., P, R, M)
-    if p == 0:  # (the count of differing coordinates: a zero gradient, as PyTorch's)
-        from .linalg_ext import vector_norm
-        return vector_norm(d, 0, -1)
-    if math.isinf(p):
-        return d.amax(-1)
+    if compute_mode not in _CDIST_MODES:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    _batch_shape(tuple(a.shape[:-2]), tuple(b.shape[:-2]))  # (its error, before any work)
+    if a.dtype is not b.dtype:
+        dt = promote_types(a.dtype, b.dtype)
+        a, b = a.to(dt), b.to(dt)
+    p = float(p)
+    mode = _CDIST_MODES[compute_mode]
+    rows1, rows2 = a.shape[-2], b.shape[-2]
+    mm = (p == 2 and (mode == 1 or (mode == 0 and (rows1 > 25 or rows2 > 25)))
+          and a.numel() > 0 and b.numel() > 0)
+    return apply(EuclideanDistBackward0 if mm else CdistBackward0, (a, b), p, mm)
+
+
+def _batch_shape(s1: tuple, s2: tuple) -> tuple:
+    """The broadcast of two batch shapes, or cdist's error."""
+    n = max(len(s1), len(s2))
+    s1, s2 = (1,) * (n - len(s1)) + s1, (1,) * (n - len(s2)) + s2
+    out = []
+    for i, (u, v) in enumerate(zip(s1, s2)):
+        if u != v and u != 1 and v != 1:
+            raise RuntimeError(f"cdist: the batch dims of X1 {list(s1)} and X2 {list(s2)} do "
+                               f"not broadcast: {u} != {v} at dim {i}")
+        out.append(v if u == 1 else u)
+    return tuple(out)
+
+
+def _batched(k, a, b) -> tuple:
+    """``a`` (..., P, M) and ``b`` (..., R, M) expanded to their common batch dims."""
+    batch = _batch_shape(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    return (k.expand(a, batch + tuple(a.shape[-2:])), k.expand(b, batch + tuple(b.shape[-2:])))
+
+
+def _differences(k, a, b):
+    """``a[..., p, :] - b[..., r, :]``: shape (..., P, R, M)."""
+    lead = (slice(None),) * (len(a.shape) - 1)
+    return k.sub(k.getitem(a, lead + (None,)), k.getitem(b, lead[:-1] + (None,)))
+
+
+def _bmm(k, a, b, transpose_b: bool = False):
+    """``a @ b`` (``b^T`` when ``transpose_b``) over equal batch dims."""
+    if len(a.shape) == 2:
+        return k.matmul(a, k.permute(b, (1, 0)) if transpose_b else b)
+    batch = tuple(a.shape[:-2])
+    n = math.prod(batch)
+    a3 = as_shape(k, a, (n,) + tuple(a.shape[-2:]))
+    b3 = as_shape(k, b, (n,) + tuple(b.shape[-2:]))
+    r = k.bmm(a3, k.permute(b3, (0, 2, 1)) if transpose_b else b3)
+    return as_shape(k, r, batch + tuple(r.shape[-2:]))
+
+
+def _last(a) -> tuple:
+    return (len(a.shape) - 1,)
+
+
+def _unsqueezed(k, y):
+    """``y[..., None]``."""
+    return k.getitem(y, (slice(None),) * len(y.shape) + (None,))
+
+
+def _cdist_weights(k, a, b, y, p: float):
+    """dy_pr / da_pm, shape (..., P, R, M) (dy_pr / db_rm is its negative): PyTorch's
+    _cdist_backward terms. p = 1: sign(d); p = inf: sign(d) where |d| is the distance;
+    else sign(d) |d|^(p-1) / y^(p-1); 0 where y is 0 (and, for p < 1, where d is 0).
+    Masked operands go through ``where`` before the arithmetic, so a recorded rule meets no
+    inf or NaN in a branch it discards."""
+    d = _differences(k, a, b)
+    s = k.unary("sign", d)
     if p == 1:
-        return d.sum(-1)
+        return s
+    yy = _unsqueezed(k, y)
+    ad = k.unary("abs", d)
+    if math.isinf(p):
+        return k.where(k.eq(ad, yy), s, 0.0)
+    zero = k.eq(yy, 0)
+    ys = k.where(zero, 1.0, yy)
     if p == 2:
-        # sqrt's gradient at 0 is infinite: where the distance is 0, PyTorch's is 0
-        s = d.mul(d).sum(-1)
-        zero = s == 0
-        safe = sqrt(s.masked_fill(zero, 1.0))
-        return safe.masked_fill(zero, 0.0)
-    s = d.pow(p).sum(-1)
-    zero = s == 0
-    return s.masked_fill(zero, 1.0).pow(1.0 / p).masked_fill(zero, 0.0)
+        w = k.div(d, ys)
+    else:
+        if p < 1:
+            ad = k.where(k.eq(ad, 0), 1.0, ad)
+        w = k.mul(s, k.pow(k.div(ad, ys), p - 1))
+    return k.where(zero, 0.0, w)
+
+
+class CdistBackward0(Primitive):
+    """y = cdist(x1, x2, p) from the differences, saving x1, x2 and y (PyTorch's):
+    dx1_pm = sum_r g_pr w_prm, dx2_rm = -sum_p g_pr w_prm, w = dy_pr / dx1_pm
+    (``_cdist_weights``); jvp: dy_pr = sum_m w_prm (t1_pm - t2_rm). p = 0 counts the
+    differing coordinates: a zero gradient. float16/bfloat16 compute in float32, rounded
+    once; the batch dims broadcast (the engine sums each gradient back)."""
+
+    __slots__ = ()
+    op_name = "cdist"
+    save_inputs = (0, 1)
+    save_output = True
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, k, x1, x2, p, mm):
+        ctx.p = p
+        (x1, x2), back = opmath(k, x1, x2)
+        a, b = _batched(k, x1, x2)
+        if mm:
+            return back(_euclidean(k, a, b))
+        d = k.unary("abs", _differences(k, a, b))
+        last = _last(d)
+        if d.shape[-1] == 0:  # (no coordinates: every distance is 0)
+            return back(k.sum(d, last, False))
+        if p == 0:
+            return back(k.sum(k.astype(k.ne(d, 0), meta(d)[1]), last, False))
+        if math.isinf(p):
+            return back(k.reduce("amax", d, last, False))
+        if p == 1:
+            return back(k.sum(d, last, False))
+        if p == 2:
+            return back(k.sqrt(k.sum(k.mul(d, d), last, False)))
+        return back(k.pow(k.sum(k.pow(d, p), last, False), 1.0 / p))
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        x1, x2, y = saved
+        need1, need2 = ctx.needs_input_grad
+        (x1, x2, y, g), back = opmath(k, x1, x2, y, g)
+        a, b = _batched(k, x1, x2)
+        if ctx.p == 0:
+            return (back(zeros_of(k, a.shape, a)) if need1 else None,
+                    back(zeros_of(k, b.shape, b)) if need2 else None)
+        gw = k.mul(_unsqueezed(k, g), _cdist_weights(k, a, b, y, ctx.p))
+        n = len(gw.shape)
+        ga = back(k.sum(gw, (n - 2,), False)) if need1 else None
+        gb = back(k.neg(k.sum(gw, (n - 3,), False))) if need2 else None
+        return ga, gb
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, p, mm):
+        (x1, x2), (t1, t2) = primals, tangents
+        t1 = zeros_of(k, x1.shape, x1) if t1 is None else t1
+        t2 = zeros_of(k, x2.shape, x2) if t2 is None else t2
+        (x1, x2, t1, t2, y), back = opmath(k, x1, x2, t1, t2, out)
+        if p == 0:
+            return back(zeros_of(k, y.shape, y))
+        a, b = _batched(k, x1, x2)
+        ta, tb = _batched(k, t1, t2)
+        w = _cdist_weights(k, a, b, y, p)
+        return back(k.sum(k.mul(w, _differences(k, ta, tb)), _last(w), False))
+
+
+def _euclidean(k, a, b):
+    """sqrt(max(|a_p|^2 - 2 a_p.b_r + |b_r|^2, 0)) as one product of (-2a, |a|^2, 1) and
+    (b, 1, |b|^2) (PyTorch's _euclidean_dist, its numerics)."""
+    last = _last(a)
+    an = k.sum(k.mul(a, a), last, True)
+    bn = k.sum(k.mul(b, b), last, True)
+    dev, dt = meta(a)
+    a_ = k.cat([k.mul(a, -2.0), an, k.full(tuple(an.shape), 1, dt, dev)], last[0])
+    b_ = k.cat([b, k.full(tuple(bn.shape), 1, dt, dev), bn], last[0])
+    return k.sqrt(k.maximum(_bmm(k, a_, b_, transpose_b=True), 0.0))
+
+
+def _euclid_ratio(k, g, y):
+    """g / y, 0 where y is 0 (the subgradient 0 at a zero distance)."""
+    zero = k.eq(y, 0)
+    return k.where(zero, 0.0, k.div(g, k.where(zero, 1.0, y)))
+
+
+class EuclideanDistBackward0(CdistBackward0):
+    """y = cdist(x1, x2, 2) by one matrix product (``_euclidean``), saving x1, x2 and y
+    (PyTorch's _euclidean_dist): with r = g / y (0 where y is 0),
+    dx1 = x1 sum_r(r) - r @ x2,  dx2 = x2 sum_p(r) - r^T @ x1; jvp:
+    dy = (x1.t1 - t1.x2 - x1.t2 + x2.t2) / y (0 where y is 0)."""
+
+    __slots__ = ()
+    op_name = "_euclidean_dist"
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        x1, x2, y = saved
+        need1, need2 = ctx.needs_input_grad
+        (x1, x2, y, g), back = opmath(k, x1, x2, y, g)
+        a, b = _batched(k, x1, x2)
+        r = _euclid_ratio(k, g, y)
+        n = len(r.shape)
+        ga = gb = None
+        if need1:
+            ga = back(k.sub(k.mul(a, k.sum(r, (n - 1,), True)), _bmm(k, r, b)))
+        if need2:
+            rt = k.permute(r, tuple(range(n - 2)) + (n - 1, n - 2))
+            gb = back(k.sub(k.mul(b, k.sum(rt, (n - 1,), True)), _bmm(k, rt, a)))
+        return ga, gb
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, p, mm):
+        (x1, x2), (t1, t2) = primals, tangents
+        (x1, x2, y), back = opmath(k, x1, x2, out)
+        a, b = _batched(k, x1, x2)
+        num = None
+        if t1 is not None:
+            (t1,), _ = opmath(k, t1)
+            ta = _batched(k, t1, x2)[0]
+            num = k.sub(k.sum(k.mul(a, ta), _last(a), True), _bmm(k, ta, b, transpose_b=True))
+        if t2 is not None:
+            (t2,), _ = opmath(k, t2)
+            tb = _batched(k, x1, t2)[1]
+            rows = k.sum(k.mul(b, tb), _last(b), True)
+            n = len(rows.shape)
+            term = k.sub(k.permute(rows, tuple(range(n - 2)) + (n - 1, n - 2)),
+                         _bmm(k, a, tb, transpose_b=True))
+            num = term if num is None else k.add(num, term)
+        return back(_euclid_ratio(k, num, y))
 
 
 # -- the table ---------------------------------------------------------------------------------
@@ -321,6 +530,6 @@ OPS = (
     OpInfo("block_diag", block_diag, method=False, dtypes="promoted",
            grad="the blocks of g"),
     OpInfo("cdist", cdist, method=False, dtypes="floats",
-           grad="through its parts; 0 at zero distance"),
+           grad="sum_r g w, -sum_p g w (w = dy/dx1, PyTorch's); 0 at zero distance"),
 )
 OPS = with_jvp(OPS)  # forward AD goes through the parts (each has a jvp rule)

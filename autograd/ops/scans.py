@@ -1,16 +1,16 @@
 """Scans and differences: ``cumprod cummax cummin logcumsumexp diff trapezoid`` (``trapz``)
 ``cumulative_trapezoid gradient``.
 
-Every op here is a composite of other public ops, so both backends run it and its gradient
-(to any order) comes through its parts. The scans without a kernel of their own (a product, a
-running extremum, a running log-sum-exp) are Hillis-Steele prefix scans: ``ceil(log2 n)``
-rounds, each combining every element with the one ``2^r`` places before it (``cat`` of the
-untouched head and the combined tail). That is O(n log n) work in a handful of launches, stays
-on the tensor's device, and is exact where a shortcut is not: ``exp(cumsum(log x))`` breaks on
-zeros and negatives, and shifting ``logcumsumexp`` by the overall max underflows the early
-terms. ``cummax``/``cummin`` scan (value, index) pairs without a graph, then gather the
-values from the input, so the gradient is ``gather``'s (each ``g`` goes to the index it came
-from), as PyTorch's ``cummax_backward``.
+``cumprod`` and ``logcumsumexp`` are one node each, saving the input and the result as
+PyTorch's (Note [Scans as one node]); their forwards and rules are Hillis-Steele prefix scans
+over the kernel contract: ``ceil(log2 n)`` rounds, each combining every element with the one
+``2^r`` places before it (``cat`` of the untouched head and the combined tail). That is
+O(n log n) work in a handful of launches, stays on the tensor's device, and is exact where a
+shortcut is not: ``exp(cumsum(log x))`` breaks on zeros and negatives, and shifting
+``logcumsumexp`` by the overall max underflows the early terms. The other ops here are
+composites of public ops, differentiable through their parts. ``cummax``/``cummin`` scan
+(value, index) pairs without a graph, then gather the values from the input, so the gradient
+is ``gather``'s (each ``g`` goes to the index it came from), as PyTorch's ``cummax_backward``.
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ import numbers
 
 from ...runtime import dtype as dtypes
 from ..checks import check_ordered, kernel_not_implemented, tensor_arg
+from ..dispatch import SINK, Primitive, apply, meta, opmath
 from ..registry import OpInfo, with_inplace, with_jvp
 from ..tensor import Tensor, int_arg, wrap_dim
-from .composite import logaddexp
+from .composite import LogaddexpBackward0, logaddexp
 from .creation import arange
-from .elementwise import ge, isnan, le, mul, sub, where
+from .elementwise import ge, isnan, le, sub, where
 from .indexing import gather
 from .pointwise import logical_and, logical_not, logical_or, logical_xor
 from .reduction import _return_type, accumulating, as_requested, return_types, sum
@@ -55,17 +56,29 @@ def _scan_dim(input: Tensor, dim, op: str) -> tuple:
     return (x.reshape(1), 0, True) if x.ndim == 0 else (x, d, False)
 
 
+def _scan_axis(x: Tensor, dim, op: str) -> int:
+    """``dim`` wrapped for ``x`` (a 0-d tensor takes -1 and 0 and scans as one element)."""
+    return wrap_dim(int_arg(dim, op, "dim"), x.ndim, op)
+
+
 def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Cumulative products along ``dim``; integers and bools multiply in int64 (as PyTorch).
-    The gradient is exact at zeros (no division by the input).
+    One ``CumprodBackward0`` node saving the input and the result, as PyTorch's; its gradient
+    is exact at zeros (no division by the input), to any order.
 
     Example:
         >>> tg.cumprod(tg.tensor([1., 2., 3., 0., 5.]), 0)
         tensor([1., 2., 6., 0., 0.])
     """
-    x, d, scalar = _scan_dim(input, dim, "cumprod")
-    (out,) = _scan((accumulating(x, dtype),), d, lambda a, b: (mul(a[0], b[0]),))
-    return as_requested(out.reshape(()) if scalar else out, dtype)
+    x = tensor_arg(input, "cumprod")
+    d = _scan_axis(x, dim, "cumprod")
+    if x.dtype.is_floating_point or x.dtype.is_complex:
+        # (the cast is the node's, as PyTorch's: it saves the input, not a converted copy)
+        to = x.dtype if dtype is None else dtype
+        if isinstance(to, dtypes.dtype) and (to.is_complex or (
+                to.is_floating_point and x.dtype.is_floating_point)):
+            return apply(CumprodBackward0, (x,), d, to)
+    return as_requested(apply(CumprodBackward0, (accumulating(x, dtype),), d, None), dtype)
 
 
 def _running_extreme(name: str, better):
@@ -103,17 +116,235 @@ cummin = _running_extreme("cummin", le)
 
 def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     """``log(cumsum(exp(input), dim))`` without overflow or underflow (each step is a
-    :func:`logaddexp`). Floating dtypes only, as PyTorch.
+    :func:`logaddexp`). Floating and complex dtypes only, as PyTorch. One
+    ``LogcumsumexpBackward0`` node saving the input and the result, as PyTorch's.
 
     Example:
         >>> tg.logcumsumexp(tg.tensor([-1000., 0., 1000.]), 0)
         tensor([-1000., 0., 1000.])
     """
-    x, d, scalar = _scan_dim(input, dim, "logcumsumexp")
+    x = tensor_arg(input, "logcumsumexp")
+    d = _scan_axis(x, dim, "logcumsumexp")
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise kernel_not_implemented(f"logcumsumexp_out_{x.device.type}", x.dtype)
-    (out,) = _scan((x,), d, lambda a, b: (logaddexp(a[0], b[0]),))
-    return out.reshape(()) if scalar else out
+    return apply(LogcumsumexpBackward0, (x,), d)
+
+
+# -- cumprod and logcumsumexp: one node each ----------------------------------------------
+#
+# Note [Scans as one node]: composed of Tensor ops, cumprod and logcumsumexp were 2 log2(n)
+# nodes each saving its operands (3.5 times PyTorch's bytes at n = 256). Each is now one
+# primitive saving the input and the result, as PyTorch's. Its forward is the Hillis-Steele
+# scan on the backend's arrays (``_scan_arrays``). Its rules are first-order linear
+# recurrences, s_i = a_i s_(i-1) + b_i, run as the same kind of scan over (a, b) pairs
+# (``_linear_scan``), where PyTorch divides by the input (cumprod: then a second, O(n^2),
+# formula at zeros under create_graph) or shifts by logs of |g| (logcumsumexp). So: exact
+# with any number of zeros, every factor of logcumsumexp's in [0, 1] (no overflow), no host
+# sync, and only mul, add, exp, cat and slices, so a recorded rule (create_graph) is
+# differentiable again, to any order, with the same formulas.
+
+def _part(k, a, dim: int, start: int, stop: int):
+    """``a[..., start:stop]`` along ``dim`` (a view)."""
+    return k.getitem(a, (slice(None),) * dim + (slice(start, stop),))
+
+
+def _edge(k, like, dim: int, value):
+    """A slice of ``like`` one long along ``dim``, filled with ``value``."""
+    shape = list(like.shape)
+    shape[dim] = 1
+    dev, dt = meta(like)
+    return k.full(tuple(shape), value, dt, dev)
+
+
+def _shifted(k, a, dim: int, value, later: bool):
+    """``a`` moved one place along ``dim``, ``value`` filling the place it left: ``later``,
+    element i holds a[i - 1] (value first); else a[i + 1] (value last)."""
+    n = a.shape[dim]
+    if later:
+        return k.cat([_edge(k, a, dim, value), _part(k, a, dim, 0, n - 1)], dim)
+    return k.cat([_part(k, a, dim, 1, n), _edge(k, a, dim, value)], dim)
+
+
+def _scan_arrays(k, x, dim: int, combine):
+    """The inclusive prefix scan of backend array ``x`` along ``dim`` (at least two long)
+    under the associative ``combine(earlier, later)``: Hillis-Steele, as ``_scan``."""
+    n = x.shape[dim]
+    step = 1
+    while step < n:
+        tail = combine(_part(k, x, dim, 0, n - step), _part(k, x, dim, step, n))
+        x = k.cat([_part(k, x, dim, 0, step), tail], dim)
+        step *= 2
+    return x
+
+
+def _linear_scan(k, a, b, dim: int, reverse: bool = False):
+    """``s`` with ``s_i = a_i s_(i-1) + b_i`` along ``dim`` from ``s_(-1) = 0`` (``reverse``:
+    ``s_i = a_i s_(i+1) + b_i`` from the end). Hillis-Steele over the maps ``s -> A s + B``
+    of windows of 1, 2, 4, ... elements: a window and the one before it compose to
+    ``(A A', A B' + B)``. a's first (reverse: last) element multiplies nothing: keep it
+    finite."""
+    n = b.shape[dim]
+    step = 1
+    while step < n:
+        if reverse:  # element i takes the window starting at i + step
+            own, other = (0, n - step), (step, n)
+        else:        # element i takes the window ending at i - step
+            own, other = (step, n), (0, n - step)
+        a_own = _part(k, a, dim, *own)
+        tail = k.add(k.mul(a_own, _part(k, b, dim, *other)), _part(k, b, dim, *own))
+        join = (lambda new, x: k.cat([new, _part(k, x, dim, n - step, n)], dim)) if reverse \
+            else (lambda new, x: k.cat([_part(k, x, dim, 0, step), new], dim))
+        if 2 * step < n:  # (the last round needs no A)
+            a = join(k.mul(a_own, _part(k, a, dim, *other)), a)
+        b = join(tail, b)
+        step *= 2
+    return b
+
+
+def _copy(k, x):
+    """A new array with ``x``'s values (a forward's result must not be its input)."""
+    return k.mul(x, 1)
+
+
+def _in_dtype(k, a, dt):
+    """``a`` in dtype ``dt`` (a real one keeps a complex gradient: the engine takes its real
+    part, Note [Complex autograd])."""
+    have = meta(a)[1]
+    if have is dt or (have.is_complex and not dt.is_complex):
+        return a
+    return k.astype(a, dt)
+
+
+class CumprodBackward0(Primitive):
+    """y = cumprod(x) along ``dim`` (in dtype ``to``: the node casts, as PyTorch's), saving x
+    and y (PyTorch's):  dx_k = sum_(j >= k) g_j prod_(i <= j, i != k) x_i = y_(k-1) S_k,
+    with y_(-1) = 1 and S_k = g_k + x_(k+1) S_(k+1) (a reverse linear scan: no division, so
+    exact at any zeros). jvp:  dy_j = x_j dy_(j-1) + t_j y_(j-1). float16/bfloat16 compute
+    in float32, rounded once; complex inputs are holomorphic (Note [Complex autograd])."""
+
+    __slots__ = ()
+    op_name = "cumprod"
+    save_inputs = (0,)
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, x, dim, to):
+        ctx.dim, ctx.to = dim, to
+        if to is not None and meta(x)[1] is not to:
+            x = k.astype(x, to)
+        (x,), back = opmath(k, x)
+        if len(x.shape) == 0 or x.shape[dim] < 2:
+            return back(_copy(k, x))
+        return back(_scan_arrays(k, x, dim, k.mul))
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        x, y = saved
+        dt = meta(x)[1]
+        if ctx.to is not None and dt is not ctx.to:
+            x = k.astype(x, ctx.to)
+        dim = ctx.dim
+        if len(x.shape) == 0 or x.shape[dim] < 2:
+            return _in_dtype(k, g, dt)
+        (x, y, g), back = opmath(k, x, y, g)
+        s = _linear_scan(k, _shifted(k, x, dim, 0, later=False), g, dim, reverse=True)
+        return _in_dtype(k, back(k.mul(_shifted(k, y, dim, 1, later=True), s)), dt)
+
+    @staticmethod
+    def complex_vjp(ctx, k, saved, g):
+        return k.conj(CumprodBackward0.vjp(ctx, k, saved, k.conj(g)))
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, dim, to):
+        x, t = primals[0], tangents[0]
+        if to is not None and meta(x)[1] is not to:
+            x, t = k.astype(x, to), k.astype(t, to)
+        if len(x.shape) == 0 or x.shape[dim] < 2:
+            return t
+        (x, t, y), back = opmath(k, x, t, out)
+        return back(_linear_scan(k, x, k.mul(t, _shifted(k, y, dim, 1, later=True)), dim))
+
+    complex_jvp = jvp
+
+
+_NEG_INF = float("-inf")
+
+
+def _logaddexp_arrays(k, a, b):
+    """logaddexp of two backend arrays (a real dtype: LogaddexpBackward0's forward; complex:
+    the composite, run unrecorded)."""
+    if not meta(a)[1].is_complex:
+        return LogaddexpBackward0.forward(SINK, k, a, b)
+    from ..grad_mode import no_grad
+    from ..tensor import make
+    with no_grad():
+        return logaddexp(make(a), make(b))._data
+
+
+def _lcse_weights(k, x, y, dim: int):
+    """exp(x_k - y_k), the share of x_k in y_k, as 1 exactly where y_k = x_k by construction
+    (k = 0, or every earlier element -inf and x_k not): no inf - inf there, whose NaN a
+    recorded rule's where would still pass on (0 * NaN)."""
+    if meta(x)[1].is_complex:
+        return k.exp(k.sub(x, y))
+    n = x.shape[dim]
+    fresh = k.binary("bitwise_and", k.eq(_part(k, y, dim, 0, n - 1), _NEG_INF),
+                     k.gt(_part(k, x, dim, 1, n), _NEG_INF))
+    one = k.cat([k.eq(_edge(k, x, dim, 0), 0), fresh], dim)
+    return k.exp(k.sub(k.where(one, 0.0, x), k.where(one, 0.0, y)))
+
+
+class LogcumsumexpBackward0(Primitive):
+    """y = logcumsumexp(x) along ``dim``, saving x and y (PyTorch's):
+    dx_k = sum_(j >= k) g_j exp(x_k - y_j) = exp(x_k - y_k) R_k, with
+    R_k = g_k + exp(y_k - y_(k+1)) R_(k+1) (a reverse linear scan; y is non-decreasing, so
+    every factor is in [0, 1]). jvp:  dy_j = exp(y_(j-1) - y_j) dy_(j-1) + t_j exp(x_j - y_j).
+    Where two -inf meet (y_k = y_(k+1) = -inf) the derivative does not exist: NaN, as
+    PyTorch's; an x_k = -inf after a finite element gets 0. float16/bfloat16 compute in
+    float32, rounded once; complex inputs are holomorphic."""
+
+    __slots__ = ()
+    op_name = "logcumsumexp"
+    save_inputs = (0,)
+    save_output = True
+
+    @staticmethod
+    def forward(ctx, k, x, dim):
+        ctx.dim = dim
+        (x,), back = opmath(k, x)
+        if len(x.shape) == 0 or x.shape[dim] < 2:
+            return back(_copy(k, x))
+        return back(_scan_arrays(k, x, dim, lambda a, b: _logaddexp_arrays(k, a, b)))
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        x, y = saved
+        dim = ctx.dim
+        if len(x.shape) == 0 or x.shape[dim] < 2:
+            return g
+        (x, y, g), back = opmath(k, x, y, g)
+        n = x.shape[dim]
+        ratio = k.exp(k.sub(_part(k, y, dim, 0, n - 1), _part(k, y, dim, 1, n)))
+        a = k.cat([ratio, _edge(k, ratio, dim, 0)], dim)
+        r = _linear_scan(k, a, g, dim, reverse=True)
+        return back(k.mul(_lcse_weights(k, x, y, dim), r))
+
+    @staticmethod
+    def complex_vjp(ctx, k, saved, g):
+        return k.conj(LogcumsumexpBackward0.vjp(ctx, k, saved, k.conj(g)))
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, dim):
+        x, t = primals[0], tangents[0]
+        if len(x.shape) == 0 or x.shape[dim] < 2:
+            return t
+        (x, t, y), back = opmath(k, x, t, out)
+        n = x.shape[dim]
+        ratio = k.exp(k.sub(_part(k, y, dim, 0, n - 1), _part(k, y, dim, 1, n)))
+        a = k.cat([_edge(k, ratio, dim, 0), ratio], dim)
+        return back(_linear_scan(k, a, k.mul(t, _lcse_weights(k, x, y, dim)), dim))
+
+    complex_jvp = jvp
 
 
 # -- differences and the trapezoidal rule -----------------------------------------------------------
@@ -330,16 +561,15 @@ def gradient(input: Tensor, *, spacing=1, dim=None, edge_order: int = 1) -> tupl
 
 # -- the table ---------------------------------------------------------------------------------
 
-_SCAN = "through its parts (a log2 n step scan)"
-
 OPS = (
-    OpInfo("cumprod", cumprod, dtypes="all; integers and bool give int64", grad=_SCAN,
-           out="dtype"),
+    OpInfo("cumprod", cumprod, dtypes="all; integers and bool give int64",
+           grad="y_(k-1) S_k, S_k = g_k + x_(k+1) S_(k+1) (exact at zeros)", out="dtype"),
     OpInfo("cummax", cummax, dtypes="all but complex; int64 indices",
            grad="g to the indices (gather's)"),
     OpInfo("cummin", cummin, dtypes="all but complex; int64 indices",
            grad="g to the indices (gather's)"),
-    OpInfo("logcumsumexp", logcumsumexp, dtypes="floats", grad=_SCAN),
+    OpInfo("logcumsumexp", logcumsumexp, dtypes="floats and complex",
+           grad="exp(x_k - y_k) R_k, R_k = g_k + exp(y_k - y_(k+1)) R_(k+1)"),
     OpInfo("diff", diff, dtypes="all (bool: xor)", grad="through its parts"),
     OpInfo("trapezoid", trapezoid, method=False, aliases=("trapz",),
            dtypes="floats; integers promote", grad="through its parts"),

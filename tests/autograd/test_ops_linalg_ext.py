@@ -401,11 +401,17 @@ def test_zero_norm_is_recorded_and_has_no_gradient():
     # PyTorch's: the count of nonzeros is a LinalgVectorNormBackward0 whose gradient is
     # undefined (.grad stays None); it was not recorded, so backward() through it raised
     x = tg.tensor([[1.0, 0.0, 2.0], [3.0, 1.0, 0.0]], requires_grad=True)
-    for r in (x.norm(p=0, dim=1), tg.linalg.vector_norm(x, 0), tg.cdist(x, x, p=0),
+    for r in (x.norm(p=0, dim=1), tg.linalg.vector_norm(x, 0),
               tg.linalg.vector_norm(x * 1j, 0)):
         assert r.requires_grad and r.grad_fn.name() == "LinalgVectorNormBackward0"
         r.sum().backward()
         assert x.grad is None
+    # cdist(p=0) is PyTorch's CdistBackward0, whose gradient is zeros, not None
+    c = tg.cdist(x, x, p=0)
+    assert c.grad_fn.name() == "CdistBackward0"
+    c.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros((2, 3)))
+    x.grad = None
     np.testing.assert_array_equal(tg.linalg.vector_norm(x, 0, dim=1).detach().numpy(), [2, 2])
     np.testing.assert_array_equal(tg.cdist(x, x, p=0).detach().numpy(), [[0, 3], [3, 0]])
     (tg.linalg.vector_norm(x, 0) + x.sum()).backward()
