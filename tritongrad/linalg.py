@@ -10,7 +10,8 @@ a CUDA tensor takes a host round trip that synchronizes with the current stream.
 ``matrix_rank``, ``lu``, ``lu_solve``, ``solve_ex``, ``tensorinv`` and ``tensorsolve`` are
 compositions of those (autograd/ops/linalg_gaps.py). ``householder_product`` is a composite
 of matrix products (autograd/ops/householder.py). ``matrix_norm``'s nuclear and spectral
-norms are not implemented (``cond`` computes its own from ``svdvals``).
+norms reduce ``svdvals``. Multi-output functions take ``out=`` as a tuple of tensors, as
+PyTorch's do.
 
 Example:
     >>> tg.linalg.vector_norm(tg.tensor([3., 4.]))

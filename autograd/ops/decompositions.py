@@ -24,6 +24,7 @@ where ``|det A| < 100 eps``, as PyTorch's, so it is finite at singular matrices 
 from __future__ import annotations
 
 import collections
+import functools
 
 import numpy as np
 
@@ -107,22 +108,32 @@ def _not_pd(op: str):
         f"positive-definite (the leading minor of order {info} is not positive-definite).")
 
 
-def _matrix(A, op: str, name: str = "A", square: bool = True) -> Tensor:
+def _matrix(A, op: str, name: str = "A", square: bool = True, kernel: str | None = None,
+            every_dtype: bool = False) -> Tensor:
     """``A`` checked as PyTorch's linalg functions check it: a floating or complex tensor of
-    at least 2 dims (square ones where ``square``), not half precision."""
+    at least 2 dims (square ones where ``square``), not half precision. Where PyTorch has no
+    such check and its CPU ``kernel`` refuses the dtype instead (half precision, or with
+    ``every_dtype`` any dtype that is not float or complex), the refusal is that kernel's:
+    NotImplementedError (a RuntimeError) '"lu_cpu" not implemented for 'Half''."""
     tensor_arg(A, op, name)
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor {name} must have at least 2 dimensions.")
     dt = A.dtype
-    if not (dt.is_floating_point or dt.is_complex):
-        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
-                           f"{scalar_type_name(dt)}")
-    if dt.itemsize < 4:
-        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got "
-                           f"{scalar_type_name(dt)}")
+    low = dt.itemsize < 4 and (dt.is_floating_point or dt.is_complex)
+    by_kernel = kernel is not None and (low or (every_dtype and not (
+        dt.is_floating_point or dt.is_complex)))
+    if not by_kernel:
+        if not (dt.is_floating_point or dt.is_complex):
+            raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. "
+                               f"Got {scalar_type_name(dt)}")
+        if low:
+            raise RuntimeError(f"{op}: Low precision dtypes not supported. Got "
+                               f"{scalar_type_name(dt)}")
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{op}: A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    if by_kernel:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(dt)}\'')
     return A
 
 
@@ -183,6 +194,51 @@ def _zero_if_none(g, like: Tensor) -> Tensor:
     return like.new_zeros(like.shape) if g is None else g
 
 
+_C10_NAMES = {"float32": "float", "float64": "double", "complex64": "c10::complex<float>",
+              "complex128": "c10::complex<double>", "int32": "int", "int64": "long int"}
+
+
+def _c10(dt) -> str:
+    return _C10_NAMES.get(dt.name, dt.name)
+
+
+def _exact(t: Tensor, out, op: str, kernel: str, cast: bool = False) -> Tensor:
+    """``_result`` for the linalg functions whose ``out`` must have the result's dtype (they
+    refuse, rather than cast, as PyTorch's do, unless ``cast``); ``kernel`` is the node
+    PyTorch names when an input requires grad."""
+    if out is None:
+        return t
+    if not cast and isinstance(out, Tensor) and out.dtype is not t.dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {_c10(t.dtype)}, but got "
+                           f"{_c10(out.dtype)} instead")
+    try:
+        return _result(t, out, op)
+    except RuntimeError as e:
+        if str(e).startswith("functions with out="):
+            raise RuntimeError(f"{kernel}(): {e}") from None
+        raise
+
+
+def _tuple_out(op: str, kernel: str):
+    """Gives a multi-output function PyTorch's ``out=``: a tuple (or list) of tensors, one
+    per result, each written as :func:`_exact` writes (same dtype, resized, refused when
+    autograd would need it); the results returned are those tensors, in the function's named
+    tuple."""
+    def deco(fn):
+        @functools.wraps(fn)
+        def with_out(*args, out=None, **kwargs):
+            res = fn(*args, **kwargs)
+            if out is None:
+                return res
+            if not isinstance(out, (tuple, list)) or len(out) != len(res):
+                raise TypeError(f"{op}(): argument 'out' must be tuple of {len(res)} Tensors, "
+                                f"not {type(out).__name__}")
+            written = tuple(_exact(r, o, op, kernel) for r, o in zip(res, out))
+            return type(res)(*written) if hasattr(res, "_fields") else written
+        return with_out
+    return deco
+
+
 # -- inverse, determinant, solve -------------------------------------------------------------------
 
 
@@ -218,7 +274,8 @@ def inv(A: Tensor, *, out=None) -> Tensor:
                 [0.0000, 0.2500]])
     """
     _matrix(A, "linalg.inv")
-    return _result(apply(LinalgInvExBackward0, (A,), "linalg.inv"), out, "linalg.inv")
+    return _exact(apply(LinalgInvExBackward0, (A,), "linalg.inv"), out, "linalg.inv",
+                  "linalg_inv_ex")
 
 
 def inverse(input: Tensor, *, out=None) -> Tensor:
@@ -226,13 +283,14 @@ def inverse(input: Tensor, *, out=None) -> Tensor:
     return inv(input, out=out)
 
 
+@_tuple_out("linalg.inv_ex", "linalg_inv_ex")
 def inv_ex(A: Tensor, *, check_errors: bool = False, out=None) -> InvExResult:
     """(inverse, info): ``info`` (int32, one per matrix) is 0 when the matrix was inverted.
     A singular matrix raises LinAlgError when ``check_errors``, else its ``info`` is the
     1-based index of the zero pivot and its inverse is NaN."""
-    _matrix(A, "linalg.inv_ex")
-    if check_errors:
-        return InvExResult(inv(A), _info(A, None))
+    _matrix(A, "linalg.inv")  # (PyTorch's checks name linalg.inv)
+    if check_errors:  # (the error names linalg.inv_ex, as PyTorch's)
+        return InvExResult(apply(LinalgInvExBackward0, (A,), "linalg.inv_ex"), _info(A, None))
     try:
         return InvExResult(inv(A), _info(A, None))
     except LinAlgError:
@@ -292,6 +350,7 @@ class LinalgSlogdetBackward0(Primitive):
     complex_jvp = jvp  # (written for both: sign and logabsdet are not holomorphic)
 
 
+@_tuple_out("linalg.slogdet", "_linalg_slogdet")
 def slogdet(A: Tensor, *, out=None) -> SlogdetResult:
     """(sign, logabsdet) of each square matrix: ``det A = sign * exp(logabsdet)``; a singular
     matrix gives sign 0 and logabsdet -inf."""
@@ -353,14 +412,14 @@ def _det_grad(A: Tensor, d: Tensor, g: Tensor) -> Tensor:
 
 def det(A: Tensor, *, out=None) -> Tensor:
     """The determinant of each square matrix of ``A``."""
-    _matrix(A, "linalg.det")
-    return _result(apply(LinalgDetBackward0, (A,)), out, "linalg.det")
+    _matrix(A, "linalg.det", kernel="lu_cpu")
+    return _exact(apply(LinalgDetBackward0, (A,)), out, "linalg.det", "_linalg_det")
 
 
 def logdet(input: Tensor) -> Tensor:
     """``log(det A)``: NaN where the determinant is negative, -inf where it is 0 (real A);
     ``log|det A| + log(sign)`` for complex A."""
-    sign, logabs = slogdet(_matrix(input, "logdet"))
+    sign, logabs = slogdet(_matrix(input, "logdet", "input"))
     from .elementwise import where
     if input.dtype.is_complex:
         return logabs.to(input.dtype) + sign.log()
@@ -428,7 +487,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor:
         if B.ndim == 1 and A.shape[-1] != 1:  # a vector B is a column: n x 1, never 1 x n
             raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation XA = B "
                                f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[0]}x1)")
-        return _result(solve(A.mT, B.mT).mT, out, op)
+        return _exact(solve(A.mT, B.mT).mT, out, op, "_linalg_solve_ex")
     vector = _vector_rhs(A, B)
     Bm = B.unsqueeze(-1) if vector else B
     if Bm.shape[-2] != A.shape[-1]:
@@ -436,7 +495,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor:
                            f"({A.shape[-2]}x{A.shape[-1]} and {Bm.shape[-2]}x{Bm.shape[-1]})")
     Ab, Bb = _broadcast_batches(A, Bm)
     X = apply(LinalgSolveExBackward0, (Ab, Bb))
-    return _result(X.squeeze(-1) if vector else X, out, op)
+    return _exact(X.squeeze(-1) if vector else X, out, op, "_linalg_solve_ex")
 
 
 # -- cholesky ------------------------------------------------------------------------------------
@@ -449,8 +508,10 @@ def _phi(X: Tensor) -> Tensor:
 
 
 class LinalgCholeskyExBackward0(Primitive):
-    """A = L L^H (Murray 2016): dA = sym(L^-H Phi(L^H g) L^-1), Phi = tril with the diagonal
-    halved, sym(X) = (X + X^H) / 2."""
+    """A = L L^H (Murray 2016), PyTorch's cholesky_backward: with P = tril(L^H g),
+    dA = L^-H (P + tril(P, -1)^H) / 2 L^-1. Real: the symmetric gradient; complex: P's diagonal
+    keeps its imaginary part (PyTorch's convention; a Hermitian projection of it is the
+    Hermitian-symmetric gradient)."""
 
     __slots__ = ()
     op_name = "linalg_cholesky_ex"
@@ -464,9 +525,10 @@ class LinalgCholeskyExBackward0(Primitive):
     @staticmethod
     def _rule(ctx, saved, g):
         L = saved[0]
-        Linv = solve_triangular(L, _eye_like(L), upper=False)
-        gA = _mH(Linv) @ _phi(_mH(L) @ g) @ Linv
-        return 0.5 * (gA + _mH(gA))
+        P = (_mH(L) @ g).tril()
+        P = 0.5 * (P + _mH(P.tril(-1)))
+        P = solve_triangular(_mH(L), P, upper=True)
+        return solve_triangular(L, P, upper=False, left=False)
 
     vjp = complex_vjp = _tensor_rule(_rule.__func__)
 
@@ -485,7 +547,7 @@ def _eye_like(A: Tensor) -> Tensor:
     return eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape)
 
 
-def cholesky(A: Tensor, *, upper: bool = False, out=None) -> Tensor:
+def cholesky(input: Tensor, *, upper: bool = False, out=None) -> Tensor:
     """The Cholesky factor of each Hermitian positive-definite matrix (read from its lower
     triangle): lower ``L`` with ``A = L L^H``, or ``U = L^H`` when ``upper``. Raises
     LinAlgError when a matrix is not positive-definite.
@@ -495,10 +557,11 @@ def cholesky(A: Tensor, *, upper: bool = False, out=None) -> Tensor:
         tensor([[2., 0.],
                 [1., 2.]])
     """
+    A = input
     op = "linalg.cholesky"
-    _matrix(A, op)
+    _matrix(A, op, kernel="cholesky_cpu")
     L = apply(LinalgCholeskyExBackward0, (A,), op)
-    return _result(_mH(L) if upper else L, out, op)
+    return _exact(_mH(L) if upper else L, out, op, "linalg_cholesky_ex")
 
 
 def cholesky_legacy(input: Tensor, upper: bool = False, *, out=None) -> Tensor:
@@ -506,12 +569,14 @@ def cholesky_legacy(input: Tensor, upper: bool = False, *, out=None) -> Tensor:
     return cholesky(input, upper=upper, out=out)
 
 
-def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False,
+@_tuple_out("linalg.cholesky_ex", "linalg_cholesky_ex")
+def cholesky_ex(input: Tensor, *, upper: bool = False, check_errors: bool = False,
                 out=None) -> CholeskyExResult:
     """(L, info): ``info`` (int32 per matrix) is 0 on success, else the order of the leading
     minor that is not positive-definite (and L is NaN), unless ``check_errors`` raises."""
+    A = input
     op = "linalg.cholesky_ex"
-    _matrix(A, op)
+    _matrix(A, "linalg.cholesky", kernel="cholesky_cpu")
     if check_errors:
         return CholeskyExResult(cholesky(A, upper=upper), _info(A, None))
     try:
@@ -528,10 +593,13 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False,
         return CholeskyExResult(tensor(L, device=A.device), _info(A, infos))
 
 
-def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False, *, out=None) -> Tensor:
-    """The solution X of ``A X = B`` given A's Cholesky factor ``L`` (``A = L L^H``, or
-    ``U^H U`` when ``upper``): two triangular solves, differentiable through them."""
+def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False, *,
+                   out=None) -> Tensor:
+    """The solution X of ``A X = B`` (``B`` is ``input``) given A's Cholesky factor ``L``
+    (``input2``: ``A = L L^H``, or ``U^H U`` when ``upper``): two triangular solves,
+    differentiable through them."""
     op = "cholesky_solve"
+    B, L = input, input2
     _matrix(B, op, "B", square=False)
     _matrix(L, op, "A")
     _same_dtype(L, B, op)
@@ -542,7 +610,7 @@ def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False, *, out=None) -> Te
     else:
         Y = solve_triangular(Lb, Bb, upper=False)
         X = solve_triangular(_mH(Lb), Y, upper=True)
-    return _result(X, out, op)
+    return _exact(X, out, op, "cholesky_solve", cast=True)
 
 
 # -- triangular solve ------------------------------------------------------------------------------
@@ -586,11 +654,12 @@ class LinalgSolveTriangularBackward0(Primitive):
     complex_jvp = jvp  # (T^-1 B is holomorphic in T and B)
 
 
-def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
+def solve_triangular(input: Tensor, B: Tensor, *, upper: bool, left: bool = True,
                      unitriangular: bool = False, out=None) -> Tensor:
     """The solution X of ``A X = B`` (``left``) or ``X A = B`` for triangular ``A`` (only its
     ``upper`` or lower triangle is read; its diagonal is taken as ones when
     ``unitriangular``); batch dims broadcast."""
+    A = input
     op = "linalg.solve_triangular"
     _matrix(A, op)
     _matrix(B, op, "B", square=False)
@@ -603,16 +672,31 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
     Ab, Bb = _broadcast_batches(A, B)
     X = apply(LinalgSolveTriangularBackward0, (Ab, Bb), bool(upper), bool(left),
               bool(unitriangular))
-    return _result(X, out, op)
+    if isinstance(out, Tensor) and out.dtype is not X.dtype:  # (PyTorch's words here)
+        raise RuntimeError(f"expected scalar type {scalar_type_name(X.dtype)} but found "
+                           f"{scalar_type_name(out.dtype)}")
+    return _exact(X, out, op, "linalg_solve_triangular")
 
 
-def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
-                     unitriangular: bool = False) -> TriangularSolveResult:
-    """``tritongrad.triangular_solve`` (PyTorch's older interface): (X, a copy of A) with X the
-    solution of ``A X = b`` (``A^T X = b`` when ``transpose``)."""
+def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
+                     unitriangular: bool = False, *, out=None) -> TriangularSolveResult:
+    """``tritongrad.triangular_solve`` (PyTorch's older interface): (X, a copy of A broadcast
+    to the batch shape) with X the solution of ``A X = input`` (``A^T X = input`` when
+    ``transpose``). ``out``: a pair of tensors for (solution, cloned_coefficient)."""
+    op = "triangular_solve"
+    tensor_arg(input, op, "input")
+    tensor_arg(A, op, "A")
+    for t, name in ((input, "self"), (A, "A")):
+        if t.ndim < 2:
+            raise RuntimeError(f"torch.triangular_solve: The input tensor {name} must have at "
+                               f"least 2 dimensions.")
     M = A.mT if transpose else A
-    X = solve_triangular(M, b, upper=upper != bool(transpose), unitriangular=unitriangular)
-    return TriangularSolveResult(X, A.clone())
+    X = solve_triangular(M, input, upper=upper != bool(transpose),
+                         unitriangular=unitriangular)
+    C = A.expand(tuple(X.shape[:-2]) + tuple(A.shape[-2:])).clone()
+    if out is None:
+        return TriangularSolveResult(X, C)
+    return TriangularSolveResult(_exact(X, out[0], op, op), _exact(C, out[1], op, op))
 
 
 # -- QR, eigh, SVD ---------------------------------------------------------------------------------
@@ -705,12 +789,13 @@ def _qr_jvp(Q: Tensor, R: Tensor, dA: Tensor) -> tuple:
     return dAR - Q @ T, T @ R
 
 
+@_tuple_out("linalg.qr", "linalg_qr")
 def qr(A: Tensor, mode: str = "reduced", *, out=None) -> QRResult:
     """(Q, R) with ``A = Q R``: ``mode`` "reduced" (Q m x k, k = min(m, n)), "complete" (Q
     m x m) or "r" (R only; Q empty). Differentiable except for complete mode with m > n (the
     extra columns of Q are not determined by A) and mode "r"."""
     op = "linalg.qr"
-    _matrix(A, op, square=False)
+    _matrix(A, op, square=False, kernel="geqrf_cpu")
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            f"'reduced' (default), 'r', or 'complete'")
@@ -719,7 +804,7 @@ def qr(A: Tensor, mode: str = "reduced", *, out=None) -> QRResult:
 
 def _phase_check(VhgV: Tensor, op: str) -> None:
     """PyTorch's refusal of a complex loss that depends on the vectors' phases."""
-    if VhgV.dtype.is_complex:
+    if VhgV.dtype.is_complex and VhgV.numel():
         from .complex_parts import imag
         if float(imag(VhgV.diagonal(0, -2, -1)).abs().amax()) > 1e-6 * max(
                 1.0, float(VhgV.abs().amax())):
@@ -780,26 +865,30 @@ class LinalgEighBackward0(Primitive):
     complex_jvp = jvp
 
 
+@_tuple_out("qr", "linalg_qr")
 def qr_legacy(input: Tensor, some: bool = True, *, out=None) -> QRResult:
     """``tritongrad.qr`` (PyTorch's older interface): ``some=False`` is mode "complete"."""
     return qr(input, "reduced" if some else "complete")
 
 
-def eigh(A: Tensor, UPLO: str = "L", *, out=None) -> EighResult:
+@_tuple_out("linalg.eigh", "_linalg_eigh")
+def eigh(input: Tensor, UPLO: str = "L", *, out=None) -> EighResult:
     """(eigenvalues, eigenvectors) of each Hermitian matrix (read from its ``UPLO`` triangle),
     eigenvalues ascending and real. Eigenvectors are defined up to sign (phase); gradients
     need distinct eigenvalues and a loss that does not depend on that sign."""
+    A = input
     op = "linalg.eigh"
-    _matrix(A, op)
+    _matrix(A, op, kernel="linalg_eigh_cpu", every_dtype=True)
     if UPLO not in ("L", "U", "l", "u"):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     return EighResult(*_keep_outputs(apply(LinalgEighBackward0, (A,), UPLO.upper())))
 
 
-def eigvalsh(A: Tensor, UPLO: str = "L", *, out=None) -> Tensor:
+def eigvalsh(input: Tensor, UPLO: str = "L", *, out=None) -> Tensor:
     """The eigenvalues of each Hermitian matrix, ascending."""
-    _matrix(A, "linalg.eigvalsh")
-    return _result(eigh(A, UPLO).eigenvalues, out, "linalg.eigvalsh")
+    A = input
+    _matrix(A, "linalg.eigh", kernel="linalg_eigh_cpu", every_dtype=True)
+    return _exact(eigh(A, UPLO).eigenvalues, out, "linalg.eigvalsh", "_linalg_eigh")
 
 
 class LinalgSvdBackward0(Primitive):
@@ -903,41 +992,67 @@ class LinalgSvdBackward0(Primitive):
     complex_jvp = jvp
 
 
+def _svd_driver(A: Tensor, driver, op: str) -> None:
+    """PyTorch's checks of ``driver=``: CUDA inputs only (cuSOLVER's gesvd, gesvdj, gesvda).
+    On CUDA the host's LAPACK computes the same decomposition whichever is named."""
+    if driver is None:
+        return
+    if A.device.type != "cuda":
+        raise RuntimeError(f"{op}: keyword argument `driver=` is only supported on CUDA inputs "
+                           f"with cuSOLVER backend.")
+    if driver not in ("gesvd", "gesvdj", "gesvda"):
+        raise RuntimeError(f"{op}: driver must be one of gesvd, gesvdj, gesvda, or None (the "
+                           f"default); got {driver!r}")
+
+
+@_tuple_out("linalg.svd", "_linalg_svd")
 def svd(A: Tensor, full_matrices: bool = True, *, driver=None, out=None) -> SVDResult:
     """(U, S, Vh) with ``A = U diag(S) Vh``, S descending. Singular vectors are defined up to
     sign (phase): gradients need distinct singular values and a loss that does not depend on
     that sign (and ``full_matrices=False`` for U/Vh of a non-square matrix)."""
-    _matrix(A, "linalg.svd", square=False)
+    _matrix(A, "linalg.svd", square=False, kernel="linalg_svd_cpu")
+    _svd_driver(A, driver, "torch.linalg.svd")
     return SVDResult(*_keep_outputs(apply(LinalgSvdBackward0, (A,), bool(full_matrices))))
 
 
 def svdvals(A: Tensor, *, driver=None, out=None) -> Tensor:
     """The singular values of each matrix, descending."""
-    _matrix(A, "linalg.svdvals", square=False)
-    return _result(svd(A, False).S, out, "linalg.svdvals")
+    _matrix(A, "linalg.svd", square=False, kernel="linalg_svd_cpu")
+    _svd_driver(A, driver, "torch.linalg.svdvals")
+    return _exact(svd(A, False).S, out, "linalg.svdvals", "_linalg_svd")
 
 
+@_tuple_out("svd", "_linalg_svd")
 def svd_legacy(input: Tensor, some: bool = True, compute_uv: bool = True, *,
                out=None) -> SVDLegacyResult:
     """``tritongrad.svd`` (PyTorch's older interface): (U, S, V) with ``A = U diag(S) V^H``
     (V, not Vh); ``some=False`` gives square U and V; ``compute_uv=False`` gives zero U and
     V."""
+    if not compute_uv:  # (zero (m, m) and (n, n) U and V, whatever ``some`` says, as PyTorch)
+        S = svdvals(input)
+        m, n = input.shape[-2:]
+        z = input.detach()
+        return SVDLegacyResult(z.new_zeros(z.shape[:-2] + (m, m)), S,
+                               z.new_zeros(z.shape[:-2] + (n, n)))
     U, S, Vh = svd(input, full_matrices=not some)
-    if not compute_uv:
-        return SVDLegacyResult(U.detach().new_zeros(U.shape), S,
-                               Vh.detach().new_zeros(Vh.shape))
     return SVDLegacyResult(U, S, _mH(Vh))
 
 
-def pinv(A: Tensor, rcond=None, hermitian: bool = False, *, atol=None, rtol=None,
+def pinv(input: Tensor, rcond=None, hermitian: bool = False, *, atol=None, rtol=None,
          out=None) -> Tensor:
     """The Moore-Penrose pseudoinverse ``V diag(1/S) U^H`` over the singular values above
     ``max(atol, rtol * S_max)`` (default rtol: ``max(m, n) * eps`` when neither is given);
     differentiable through :func:`svd` (full-rank inputs with distinct singular values).
     Tensor tolerances hold one value per matrix (A's batch shape). ``rcond`` (positional, as
     PyTorch's older overload) is ``rtol``."""
+    A = input
     op = "linalg.pinv"
-    _matrix(A, op, square=False)
+    tensor_arg(A, op, "input")
+    if A.ndim < 2 or not (A.dtype.is_floating_point or A.dtype.is_complex) \
+            or A.dtype.itemsize < 4:
+        raise RuntimeError(f"{op}({scalar_type_name(A.dtype)}{{{list(A.shape)}}}): expected a "
+                           f"tensor with 2 or more dimensions of float, double, cfloat or "
+                           f"cdouble types")
     from .elementwise import where
     if rcond is not None:
         if atol is not None or rtol is not None:
@@ -955,7 +1070,8 @@ def pinv(A: Tensor, rcond=None, hermitian: bool = False, *, atol=None, rtol=None
             cut.maximum(atol.unsqueeze(-1))
     keep = S > cut
     Sinv = where(keep, 1 / where(keep, S, 1.0), 0.0).to(A.dtype)
-    return _result((_mH(Vh) * Sinv.unsqueeze(-2)) @ _mH(U), out, op)
+    return _exact((_mH(Vh) * Sinv.unsqueeze(-2)) @ _mH(U), out, op, "linalg_pinv",
+                  cast=True)
 
 
 def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
@@ -963,24 +1079,56 @@ def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     return pinv(input, rtol=rcond)
 
 
-def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None) -> LstsqResult:
+_LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+def lstsq(input: Tensor, b: Tensor, rcond=None, *, driver=None) -> LstsqResult:
     """The least-squares solution of ``A X = B`` (minimum norm), as ``pinv(A) @ B``:
-    (solution, residuals, rank, singular_values); residuals and singular_values are empty and
-    rank is computed (PyTorch's default CPU driver "gelsy" returns those)."""
-    op = "linalg.lstsq"
-    _matrix(A, op, square=False)
-    tensor_arg(B, op, "B")
-    _same_dtype(A, B, op)
+    (solution, residuals, rank, singular_values) with what PyTorch's CPU ``driver`` returns
+    (default "gelsy"): ``rank`` (int64) for every driver but "gels", ``singular_values`` (A's,
+    not differentiable) for "gelsd" and "gelss", ``residuals`` (the squared residual norm of
+    each column, differentiable) when ``m > n`` and, except for "gels", every matrix has full
+    rank; and empty tensors otherwise."""
+    A, B = input, b
+    op = "torch.linalg.lstsq"
+    tensor_arg(A, op, "input")
+    tensor_arg(B, op, "b")
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
+    _matrix(A, "linalg.lstsq", square=False)
+    _same_dtype(A, B, "linalg.lstsq")
+    if driver is None:
+        driver = "gelsy"
+    if driver not in _LSTSQ_DRIVERS:
+        raise RuntimeError(f"{op}: parameter `driver` should be one of "
+                           f"({', '.join(_LSTSQ_DRIVERS)})")
     vector = B.ndim == A.ndim - 1
     Bm = B.unsqueeze(-1) if vector else B
+    if Bm.ndim < 2:
+        raise RuntimeError(f"{op}: other must have at least 1 dimension.")
+    if Bm.shape[-2] != A.shape[-2]:
+        raise RuntimeError(f"{op}: input.size(-2) should match other.size(-2)")
     X = pinv(A, rtol=rcond) @ Bm
     from .creation import empty
     S = svdvals(A.detach())
-    eps = np.finfo(S.dtype.np).eps
-    tol = (max(A.shape[-2], A.shape[-1]) * eps if rcond is None else rcond)
-    rank = (S > S.amax(-1, keepdim=True) * tol).sum(-1) if S.shape[-1] else S.sum(-1).long()
-    none = empty((0,), dtype=S.dtype, device=A.device)
-    return LstsqResult(X.squeeze(-1) if vector else X, none, rank, none)
+    real = S.dtype
+    m, n = A.shape[-2], A.shape[-1]
+    eps = np.finfo(real.np).eps
+    tol = max(m, n) * eps if rcond is None else rcond
+    if S.shape[-1]:
+        rank = (S > S.amax(-1, keepdim=True) * tol).sum(-1)
+    else:
+        rank = S.sum(-1).to(dtypes.int64)
+    none = empty((0,), dtype=real, device=A.device)
+    full = bool((rank == min(m, n)).all()) if rank.numel() else True
+    if m > n and driver != "gelsy" and (driver == "gels" or full):
+        R = A @ X - Bm
+        residuals = (R.abs() ** 2 if R.dtype.is_complex else R * R).sum(-2)
+    else:
+        residuals = none
+    return LstsqResult(X.squeeze(-1) if vector else X, residuals,
+                       none.to(dtypes.int64) if driver == "gels" else rank,
+                       S if driver in ("gelsd", "gelss") else none)
 
 
 class LinalgLuFactorExBackward0(Primitive):
@@ -1066,7 +1214,10 @@ def _lu_infos(LU: Tensor) -> np.ndarray:
 
 
 def _lu_factor(A: Tensor, pivot: bool, check_errors: bool, op: str) -> LUFactorExResult:
-    _matrix(A, op.removeprefix("torch."), square=False)
+    if isinstance(A, Tensor) and A.ndim < 2:
+        raise RuntimeError(f"{op.replace('.linalg', '')}: Expected tensor with 2 or more "
+                           f"dimensions. Got size: {list(A.shape)} instead")
+    _matrix(A, op.removeprefix("torch."), square=False, kernel="lu_cpu", every_dtype=True)
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     LU, pivots = _keep_outputs(apply(LinalgLuFactorExBackward0, (A,)), skip=(0,))
@@ -1082,6 +1233,7 @@ def _lu_factor(A: Tensor, pivot: bool, check_errors: bool, op: str) -> LUFactorE
     return LUFactorExResult(LU, pivots, _info(A, infos))
 
 
+@_tuple_out("linalg.lu_factor", "linalg_lu_factor_ex")
 def lu_factor(A: Tensor, *, pivot: bool = True, out=None) -> LUFactorResult:
     """(LU, pivots): LAPACK getrf's packed factors of ``A = P L U`` (``L`` unit lower, ``U``
     upper) and its int32 1-based row swaps. A matrix with a zero on ``U``'s diagonal raises
@@ -1091,6 +1243,7 @@ def lu_factor(A: Tensor, *, pivot: bool = True, out=None) -> LUFactorResult:
     return LUFactorResult(LU, pivots)
 
 
+@_tuple_out("linalg.lu_factor_ex", "linalg_lu_factor_ex")
 def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False,
                  out=None) -> LUFactorExResult:
     """(LU, pivots, info): :func:`lu_factor` with ``info`` (int32, one per matrix) the
@@ -1169,8 +1322,12 @@ class LinalgMatrixExpBackward0(Primitive):
     complex_jvp = jvp  # (exp is holomorphic in A: the same block formula for complex A)
 
 
-def matrix_exp(A: Tensor) -> Tensor:
-    """The matrix exponential ``sum A^k / k!`` of each square matrix."""
+def matrix_exp(input: Tensor) -> Tensor:
+    """The matrix exponential ``sum A^k / k!`` of each square matrix. Half and bfloat16
+    inputs (which PyTorch accepts here) are computed in float32 and rounded once."""
+    A = input
+    if isinstance(A, Tensor) and A.dtype.is_floating_point and A.dtype.itemsize < 4:
+        return matrix_exp(A.float()).to(A.dtype)
     _matrix(A, "linalg.matrix_exp")
     return apply(LinalgMatrixExpBackward0, (A,))
 
@@ -1204,7 +1361,10 @@ def multi_dot(tensors, *, out=None) -> Tensor:
         r = r.squeeze(0)
     if last_vec:
         r = r.squeeze(-1)
-    return _result(r, out, op)
+    if isinstance(out, Tensor) and out.dtype is not r.dtype:
+        raise RuntimeError(f"multi_dot(): expected out tensor to have dtype {_c10(r.dtype)} but "
+                           f"got {_c10(out.dtype)}")
+    return _exact(r, out, op, "mm")
 
 
 def cross(input: Tensor, other: Tensor, *, dim: int = -1, out=None) -> Tensor:
@@ -1214,6 +1374,8 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1, out=None) -> Tensor:
     tensor_arg(other, op, "other")
     if input.dtype is dtypes.bool:
         raise kernel_not_implemented("cross", dtypes.bool)
+    if input.ndim != other.ndim:  # (PyTorch broadcasts sizes, not numbers of dims)
+        raise RuntimeError(f"{op}: inputs must have the same number of dimensions.")
     if input.shape[dim] != 3 or other.shape[dim] != 3:
         raise RuntimeError(f"{op}: inputs dimension {dim} must have length 3. Got "
                            f"{input.shape[dim]} and {other.shape[dim]}")
@@ -1222,7 +1384,7 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1, out=None) -> Tensor:
     b = [other.select(dim, i) for i in range(3)]
     r = stack([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
                a[0] * b[1] - a[1] * b[0]], dim)
-    return _result(r, out, op)
+    return _exact(r, out, op, "linalg_cross")
 
 
 def vander(x: Tensor, *, N=None) -> Tensor:
@@ -1233,7 +1395,7 @@ def vander(x: Tensor, *, N=None) -> Tensor:
         raise RuntimeError(f"{op}: x must have at least one dimension.")
     n = x.shape[-1] if N is None else N
     if n < 1:
-        raise RuntimeError(f"{op}: N must be greater than 1.")
+        raise RuntimeError("N must be greater than 1.")  # (PyTorch's words, no op name)
     from .shape import stack
     from .creation import ones_like
     cols = [ones_like(x)]

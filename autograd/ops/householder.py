@@ -128,7 +128,7 @@ def _reflect(input: Tensor, tau: Tensor, C: Tensor, left: bool, adjoint: bool) -
     return C
 
 
-def householder_product(A: Tensor, tau: Tensor, *, out=None) -> Tensor:
+def householder_product(input: Tensor, tau: Tensor, *, out=None) -> Tensor:
     """The first ``n`` columns of the product of Householder matrices ``H_1 ... H_k``, ``H_i
     = I - tau_i v_i v_i^H``, where ``v_i`` is column ``i`` of ``A`` (..., m, n) below the
     diagonal with a 1 on it and ``k = tau.shape[-1] <= n <= m``: the ``Q`` of :func:`geqrf`'s
@@ -140,6 +140,7 @@ def householder_product(A: Tensor, tau: Tensor, *, out=None) -> Tensor:
         >>> tg.allclose(Q.mT @ Q, tg.eye(2), atol=1e-6)
         True
     """
+    A = input
     op = "torch.linalg.householder_product"
     tensor_arg(A, "linalg.householder_product", "input")
     tensor_arg(tau, "linalg.householder_product", "tau")
@@ -160,7 +161,9 @@ def householder_product(A: Tensor, tau: Tensor, *, out=None) -> Tensor:
     m, n = A.shape[-2], A.shape[-1]
     ident = eye(m, n, dtype=A.dtype, device=A.device).expand(tuple(A.shape))
     Q = _reflect(A, tau, ident, left=True, adjoint=False) if _last(tau) else ident.clone()
-    return _result(Q, out, "linalg.householder_product")
+    from .decompositions import _exact
+    return _exact(Q, out, "linalg.householder_product", "linalg_householder_product",
+                  cast=True)
 
 
 def orgqr(input: Tensor, tau: Tensor) -> Tensor:
@@ -168,10 +171,11 @@ def orgqr(input: Tensor, tau: Tensor) -> Tensor:
     return householder_product(input, tau)
 
 
-def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True,
+def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True,
           transpose: bool = False, *, out=None) -> Tensor:
-    """``op(Q) @ other`` (``left``) or ``other @ op(Q)``, where ``Q = H_1 ... H_k`` is the
-    product of the Householder matrices in ``(input, tau)`` (as :func:`geqrf` returns them;
+    """``op(Q) @ other`` (``left``) or ``other @ op(Q)``, where ``other`` is ``input3`` and
+    ``Q = H_1 ... H_k`` is the product of the Householder matrices in ``(input, tau)``,
+    ``tau`` being ``input2`` (PyTorch's parameter names), as :func:`geqrf` returns them;
     ``input`` (..., mn, k) with ``mn`` the size of ``other`` on ``Q``'s side) and ``op(Q)`` is
     ``Q^H`` when ``transpose``, else ``Q``. ``Q`` is never formed. Differentiable with respect
     to all three.
@@ -185,6 +189,7 @@ def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True,
                 [ 0.0000,  0.0000]])
     """
     op = "torch.ormqr"
+    tau, other = input2, input3
     for t, name in ((input, "input"), (tau, "tau"), (other, "other")):
         tensor_arg(t, "ormqr", name)
     _at_least_2d(input, op, "input")

@@ -27,6 +27,17 @@ def _lapack(name: str):
     return lapack
 
 
+def _outs(res: tuple, out, op: str) -> tuple:
+    """``res`` written into the tuple ``out`` (PyTorch's out= for the factorizations; these
+    outputs have no derivative, so only dtype, shape and resizing apply)."""
+    if out is None:
+        return res
+    from .decompositions import _exact
+    if not isinstance(out, (tuple, list)) or len(out) != len(res):
+        raise TypeError(f"{op}(): argument 'out' must be tuple of {len(res)} Tensors")
+    return tuple(_exact(r, o, op, op) for r, o in zip(res, out))
+
+
 def _square_batches(a: Tensor, op: str) -> None:
     if a.ndim < 2:
         raise RuntimeError(f"torch.linalg.{op}: The input tensor A must have at least 2 "
@@ -40,7 +51,7 @@ def _square_batches(a: Tensor, op: str) -> None:
                            f"input. Got {scalar_type_name(a.dtype)}")
 
 
-def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False,
+def ldl_factor_ex(input: Tensor, *, hermitian: bool = False, check_errors: bool = False,
                   out=None) -> tuple:
     """``(LD, pivots, info)`` of the Bunch-Kaufman factorization of the symmetric (Hermitian
     with ``hermitian=True``) matrices ``A`` (..., n, n), read from their lower triangles;
@@ -51,12 +62,11 @@ def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = Fa
         >>> piv
         tensor([1, 2], dtype=tritongrad.int32)
     """
+    A = input
     from .creation import tensor
     from ...runtime import dtype as dtypes
     a = tensor_arg(A, "linalg.ldl_factor_ex")
     _square_batches(a, "ldl_factor_ex")
-    if out is not None:
-        raise RuntimeError("linalg.ldl_factor_ex: out= is not supported")
     lapack = _lapack("ldl_factor")
     host = np.asarray(a.detach().cpu().numpy())
     n = host.shape[-1]
@@ -74,18 +84,20 @@ def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = Fa
         raise RuntimeError(f"torch.linalg.ldl_factor_ex: The factorization could not be completed "
                            f"because the input is not invertible (info = {int(info.max())})")
     shape = host.shape
-    return (tensor(ld.reshape(shape), dtype=a.dtype, device=a.device),
+    return _outs((tensor(ld.reshape(shape), dtype=a.dtype, device=a.device),
             tensor(piv.reshape(shape[:-1]), dtype=dtypes.int32, device=a.device),
-            tensor(info.reshape(shape[:-2]), dtype=dtypes.int32, device=a.device))
+            tensor(info.reshape(shape[:-2]), dtype=dtypes.int32, device=a.device)),
+                 out, "linalg.ldl_factor_ex")
 
 
-def ldl_factor(A: Tensor, *, hermitian: bool = False, out=None) -> tuple:
+def ldl_factor(input: Tensor, *, hermitian: bool = False, out=None) -> tuple:
     """``(LD, pivots)`` of ``ldl_factor_ex``, raising when a matrix is singular."""
-    LD, pivots, info = ldl_factor_ex(A, hermitian=hermitian, out=out)
+    A = input
+    LD, pivots, info = ldl_factor_ex(A, hermitian=hermitian)
     if (info.cpu().numpy() > 0).any():
         raise RuntimeError("torch.linalg.ldl_factor: The factorization could not be completed "
                            "because the input is not invertible.")
-    return LD, pivots
+    return _outs((LD, pivots), out, "linalg.ldl_factor")
 
 
 def _solve(ld: np.ndarray, piv: np.ndarray, b: np.ndarray, hermitian: bool) -> np.ndarray:
@@ -124,10 +136,13 @@ def _ldl_solve_function():
 
         @staticmethod
         def backward(ctx, g):
+            # (through this Function again, so that create_graph records the solve: the
+            # gradient is linear in g, and its own derivative is the same solve)
             ld, piv, hermitian = ctx.factors
             if np.iscomplexobj(ld) and not hermitian:
-                return _host_solve(ld, piv, g.conj(), hermitian).conj(), None, None, None
-            return _host_solve(ld, piv, g, hermitian), None, None, None
+                return LdlSolveBackward.apply(g.conj(), ld, piv, hermitian).conj(), None, None, \
+                    None
+            return LdlSolveBackward.apply(g, ld, piv, hermitian), None, None, None
     return LdlSolveBackward
 
 
@@ -157,9 +172,9 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False,
         raise RuntimeError(f"torch.linalg.ldl_solve: Incompatible shapes of A and B for the "
                            f"equation AX = B ({ld.shape[-2]}x{ld.shape[-1]} and "
                            f"{b.shape[-2] if b.ndim >= 2 else 1}x{b.shape[-1]})")
-    if out is not None:
-        raise RuntimeError("linalg.ldl_solve: out= is not supported")
     if not _FUNCTION:  # (Function needs the ops loaded: built on first use)
         _FUNCTION.append(_ldl_solve_function())
-    return _FUNCTION[0].apply(b, ld.detach().cpu().numpy(),
-                              pivots.cpu().numpy().astype(np.int32), hermitian)
+    X = _FUNCTION[0].apply(b, ld.detach().cpu().numpy(),
+                           pivots.cpu().numpy().astype(np.int32), hermitian)
+    from .decompositions import _exact
+    return _exact(X, out, "linalg.ldl_solve", "linalg_ldl_solve")

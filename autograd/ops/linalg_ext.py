@@ -10,8 +10,9 @@ matrix norms reduce ``abs``/``sum``/``amax`` and vector norms; the products call
 ``bmm``/``matmul`` and scale and add, except ``addmm``, one ``AddmmBackward0`` node
 (linalg.py) as in PyTorch. Nothing here has a kernel of its own.
 
-``nuc`` and the spectral norms (``ord=2``, ``-2`` of a matrix) need singular values, which
-tritongrad does not compute: they raise NotImplementedError.
+``nuc`` and the spectral norms (``ord=2``, ``-2`` of a matrix) reduce ``linalg.svdvals``
+(decompositions.py, a host kernel). The norms of empty matrices are 0 where PyTorch's are
+(``_amax0``); ``out=`` follows PyTorch's dtype rules for each function.
 """
 
 from __future__ import annotations
@@ -173,7 +174,34 @@ class LinalgVectorNormBackward0(Primitive):
     complex_jvp = jvp
 
 
-def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+def _c10(dt) -> str:
+    from .decompositions import _c10 as name
+    return name(dt)
+
+
+def _out(r: Tensor, out, op: str, kernel: str, cast: bool = False) -> Tensor:
+    """``_result`` with PyTorch's name of the node in the out= autograd refusal; ``out`` must
+    have the result's dtype unless ``cast``."""
+    from .decompositions import _exact
+    return _exact(r, out, op, kernel, cast) if out is not None else r
+
+
+def _norm_out_dtype(r: Tensor, out, op: str) -> None:
+    if isinstance(out, Tensor) and out.dtype is not r.dtype:
+        raise RuntimeError(f"{op} expected out tensor dtype {scalar_type_name(r.dtype)} but "
+                           f"got: {scalar_type_name(out.dtype)}")
+
+
+def _amax0(x: Tensor, dim, keepdim: bool = False) -> Tensor:
+    """``amax`` of values that are never negative (absolute values, sums of them, singular
+    values): 0 over an empty dim, as PyTorch's norms give, where ``amax`` has no identity."""
+    if x.shape[dim] == 0:
+        return sum(x, dim, keepdim)
+    return amax(x, dim, keepdim)
+
+
+def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None,
+                out=None) -> Tensor:
     """Computes a vector norm of ``x`` over ``dim`` (all elements by default):
     ``sum(|x|^ord)^(1/ord)``; ``ord=inf`` is ``max(|x|)``, ``-inf`` is ``min(|x|)`` and ``0``
     the number of non-zero elements. ``dtype`` casts ``x`` first (never narrowing). One
@@ -195,8 +223,12 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
                            f"because the operation does not have an identity")
     keepdim = bool(keepdim)
     # (the cast to ``dtype`` is the node's, as PyTorch's: no ToCopyBackward0 before it)
-    return apply(LinalgVectorNormBackward0, (x,), ord, dims, keepdim,
-                 None if dt is x.dtype else dt)
+    r = apply(LinalgVectorNormBackward0, (x,), ord, dims, keepdim,
+              None if dt is x.dtype else dt)
+    if out is not None and out.dtype is not r.dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {_c10(r.dtype)}, but got "
+                           f"{_c10(out.dtype)} instead")
+    return _out(r, out, op, "linalg_vector_norm")
 
 
 def _matrix_dims(A: Tensor, dim, op: str) -> tuple:
@@ -212,8 +244,8 @@ def _matrix_dims(A: Tensor, dim, op: str) -> tuple:
     return d0, d1
 
 
-def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
-                dtype=None) -> Tensor:
+def matrix_norm(input: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
+                dtype=None, out=None) -> Tensor:
     """The matrix norm of the matrices in the dims ``dim`` of ``A``: ``"fro"`` (Frobenius),
     ``1``/``-1`` (largest/smallest column sum of ``|A|``) or ``inf``/``-inf`` (largest/
     smallest row sum), ``"nuc"`` (the sum of the singular values) or ``2``/``-2`` (the
@@ -223,8 +255,13 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
         >>> tg.linalg.matrix_norm(tg.tensor([[1., -2.], [3., 4.]]), 1)
         tensor(6.)
     """
+    A = input
     op = "linalg.matrix_norm"
-    tensor_arg(A, op, "A")
+    if out is not None:
+        r = matrix_norm(A, ord, dim, keepdim, dtype=dtype)
+        _norm_out_dtype(r, out, op)
+        return _out(r, out, op, "linalg_vector_norm")
+    tensor_arg(A, op, "input")
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
     A = _float_input(A, dtype, op)
@@ -241,7 +278,7 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
     # ord 1 sums each column (over the row dim d0) and takes the extreme over the columns;
     # ord inf sums each row
     summed, across = (d0, d1) if ord in (1, -1) else (d1, d0)
-    extreme = amax if ord > 0 else amin
+    extreme = _amax0 if ord > 0 else amin
     r = extreme(sum(abs(A), summed, True), across, True)
     return r if keepdim else r.squeeze((d0, d1))
 
@@ -250,14 +287,15 @@ def _singular_value_norm(A: Tensor, reduce, d0: int, d1: int, keepdim: bool) -> 
     """``reduce`` (sum, amax or amin) over the singular values of the matrices in dims d0, d1
     of ``A``."""
     from .decompositions import svdvals
-    r = reduce(svdvals(A.movedim((d0, d1), (-2, -1))), -1)
+    r = (_amax0 if reduce is amax else reduce)(svdvals(A.movedim((d0, d1), (-2, -1))), -1)
     if keepdim:
         for d in sorted((d0, d1)):
             r = r.unsqueeze(d)
     return r
 
 
-def linalg_norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+def linalg_norm(input: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None,
+                out=None) -> Tensor:
     """``tritongrad.linalg.norm``: a vector norm when ``dim`` is an int or a 1-tuple (or
     ``A`` is 1-D), a matrix norm when ``dim`` is a 2-tuple (or ``A`` is 2-D); with neither
     ``ord`` nor ``dim``, the 2-norm of all elements.
@@ -266,8 +304,13 @@ def linalg_norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=N
         >>> tg.linalg.norm(tg.tensor([[1., 2.], [2., 4.]]))
         tensor(5.)
     """
+    A = input
     op = "linalg.norm"
-    tensor_arg(A, op, "A")
+    if out is not None:
+        r = linalg_norm(A, ord, dim, keepdim, dtype=dtype)
+        _norm_out_dtype(r, out, op)
+        return _out(r, out, op, "linalg_vector_norm")
+    tensor_arg(A, op, "input")
     if dim is not None:
         dims = (dim,) if isinstance(dim, numbers.Integral) else tuple(dim)
         if len(dims) == 1:
@@ -306,7 +349,7 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
     return vector_norm(input, 2 if p is None else p, dims, keepdim, dtype=dtype)
 
 
-def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
+def vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out=None) -> Tensor:
     """The dot products of the vectors along ``dim`` of ``x`` and ``y`` (broadcasting the
     other dims). Both must have the same dtype.
 
@@ -321,8 +364,11 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
         raise RuntimeError(f"{op}: Expected x and y to have the same dtype, but found x of type "
                            f"{scalar_type_name(x.dtype)} and y of type "
                            f"{scalar_type_name(y.dtype)} instead")
+    if out is not None and out.dtype is not x.dtype:
+        raise RuntimeError(f"{op}: Expected out of dtype{scalar_type_name(x.dtype)} but found "
+                           f"{scalar_type_name(out.dtype)}")
     # (x's conjugate: PyTorch's vecdot is sum(conj(x) y), the inner product of C^n)
-    return sum(mul(x.conj() if x.dtype.is_complex else x, y), dim)
+    return _out(sum(mul(x.conj() if x.dtype.is_complex else x, y), dim), out, op, "sum")
 
 
 # -- products -------------------------------------------------------------------------------------
@@ -405,11 +451,21 @@ def inner(input: Tensor, other: Tensor) -> Tensor:
     return tensordot(input, other, ([input.ndim - 1], [other.ndim - 1]))
 
 
-def matrix_power(input: Tensor, n: int) -> Tensor:
+def matrix_power(input: Tensor, n: int, *, out=None) -> Tensor:
     """The square matrix (or batch) raised to the integer power ``n``: repeated squaring;
-    ``n = 0`` the identity, ``n < 0`` the inverse's power."""
+    ``n = 0`` the identity (still a function of ``input``: its gradient is 0, as PyTorch's),
+    ``n < 0`` the inverse's power."""
+    if out is not None:
+        r = matrix_power(input, n)
+        return _out(r, out, "linalg.matrix_power", "matmul")
     tensor_arg(input, "matrix_power")
-    if input.ndim < 2 or input.shape[-1] != input.shape[-2]:
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"linalg_matrix_power(): argument 'n' (position 2) must be int, not "
+                        f"{type(n).__name__}")
+    if input.ndim < 2:
+        raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 "
+                           "dimensions.")
+    if input.shape[-1] != input.shape[-2]:
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but "
                            f"they are {input.shape[-2] if input.ndim >= 2 else 0} by "
                            f"{input.shape[-1] if input.ndim else 0} matrices")
@@ -417,8 +473,11 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
     if n == 0:
         from .creation import eye
 
-        return eye(input.shape[-1], dtype=input.dtype, device=input.device).expand(
-            tuple(input.shape)).clone()
+        ident = eye(input.shape[-1], dtype=input.dtype, device=input.device).expand(
+            tuple(input.shape))
+        # (still a node of the graph, as PyTorch's, with a zero gradient: where's)
+        from .elementwise import where
+        return where(ident.ne(0) | ident.eq(0), ident, input)
     base = input
     if n < 0:
         from .decompositions import inverse
@@ -478,7 +537,7 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1, out=None)
                            f"mat ({'x'.join(map(str, mat.shape))}), vec "
                            f"({'x'.join(map(str, vec.shape))})")
     r = _scaled_sum(input, matmul(mat, vec), beta, alpha, "addmv")
-    return _result(r, out, "addmv")
+    return _out(r, out, "addmv", "addmv")
 
 
 @observed_op("aten::baddbmm", seq_from_counter=True)  # (one op for profiles and flop counts)
@@ -495,7 +554,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1,
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{b}, {m}] but got: [{b2}, {m2}].")
     r = _scaled_sum(input, bmm(batch1, batch2), beta, alpha, "baddbmm")
-    return _result(r, out, "baddbmm")
+    return _out(r, out, "baddbmm", "baddbmm")
 
 
 def _inplace_product(fn, op: str):
@@ -507,21 +566,29 @@ def _inplace_product(fn, op: str):
     return method
 
 
-def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tensor:
+def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
     """``beta * input + alpha * outer(vec1, vec2)``."""
     product = outer(vec1, vec2)
-    return _scaled_sum(input, product.to(input.dtype) if input.dtype is not product.dtype
-                       else product, beta, alpha, "addr")
+    if not (product.dtype.is_floating_point or product.dtype.is_complex):
+        for v, name in ((beta, "beta"), (alpha, "alpha")):
+            if isinstance(v, float) or isinstance(v, complex):
+                raise RuntimeError(f"For integral input tensors, argument {name} must not be a "
+                                   f"floating point number.")
+    r = _scaled_sum(input, product.to(input.dtype) if input.dtype is not product.dtype
+                    else product, beta, alpha, "addr")
+    return _out(r, out, "addr", "addr", cast=True)
 
 
-def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1,
+           out=None) -> Tensor:
     """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``: a batch of products reduced."""
     tensor_arg(batch1, "addbmm", "batch1")
     tensor_arg(batch2, "addbmm", "batch2")
     if batch1.ndim != 3 or batch2.ndim != 3:
         raise RuntimeError(f"addbmm: batch1 and batch2 must be 3-D tensors, got "
                            f"{batch1.ndim}-D and {batch2.ndim}-D")
-    return _scaled_sum(input, bmm(batch1, batch2).sum(0), beta, alpha, "addbmm")
+    r = _scaled_sum(input, bmm(batch1, batch2).sum(0), beta, alpha, "addbmm")
+    return _out(r, out, "addbmm", "addbmm")
 
 
 addmm_ = _inplace_product(addmm, "addmm_")

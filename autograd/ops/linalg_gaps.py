@@ -21,6 +21,7 @@ from ..tensor import Tensor, array_meta
 from .complex_parts import real
 from .decompositions import (
     LinAlgError,
+    _exact,
     _eye_like,
     _host,
     _keep_outputs,
@@ -30,6 +31,7 @@ from .decompositions import (
     _phase_check,
     _same_dtype,
     _tensor_rule,
+    _tuple_out,
     _vector_rhs,
     eigvalsh,
     inv_ex,
@@ -112,7 +114,8 @@ class LinalgEigBackward0(Primitive):
     jvp = complex_jvp  # (a real A's values are complex: the same rule)
 
 
-def eig(A: Tensor, *, out=None) -> EigResult:
+@_tuple_out("linalg.eig", "linalg_eig")
+def eig(input: Tensor, *, out=None) -> EigResult:
     """(eigenvalues, eigenvectors) of each square matrix: complex, ``A V = V diag(L)``, the
     eigenvectors normalized to norm 1 (LAPACK's; each is defined up to a phase). Gradients
     need distinct eigenvalues and, through the eigenvectors, a loss that does not depend on
@@ -122,12 +125,14 @@ def eig(A: Tensor, *, out=None) -> EigResult:
         >>> tg.linalg.eig(tg.tensor([[2., 0.], [0., 3.]])).eigenvalues
         tensor([2.+0.j, 3.+0.j])
     """
-    _matrix(A, "linalg.eig")
+    A = input
+    _matrix(A, "linalg.eig", kernel="linalg_eig_out_cpu")
     return EigResult(*_keep_outputs(apply(LinalgEigBackward0, (A,))))
 
 
-def eigvals(A: Tensor, *, out=None) -> Tensor:
+def eigvals(input: Tensor, *, out=None) -> Tensor:
     """The (complex) eigenvalues of each square matrix, in LAPACK's order (``eig``'s)."""
+    A = input
     return _result(eig(A).eigenvalues, out, "linalg.eigvals")
 
 
@@ -136,7 +141,7 @@ def eigvals(A: Tensor, *, out=None) -> Tensor:
 _COND_NORMS = (None, 2, -2, 1, -1, math.inf, -math.inf, "fro", "nuc")
 
 
-def cond(A: Tensor, p=None, *, out=None) -> Tensor:
+def cond(input: Tensor, p=None, *, out=None) -> Tensor:
     """The condition number of each matrix in the norm ``p``: ``sigma_max / sigma_min`` for
     p = None or 2 (any shape), ``sigma_min / sigma_max`` for -2, else
     ``norm(A, p) * norm(A^-1, p)`` (square matrices; ``inf`` for a singular one, as PyTorch
@@ -146,10 +151,17 @@ def cond(A: Tensor, p=None, *, out=None) -> Tensor:
         >>> tg.linalg.cond(tg.tensor([[1., 0.], [0., 4.]]))
         tensor(4.)
     """
+    A = input
     op = "linalg.cond"
     if p not in _COND_NORMS:
         raise RuntimeError(f"{op} got an invalid norm type: {p}")
-    _matrix(A, op, square=p not in (None, 2, -2))
+    # (the norm in the op's name, as PyTorch's errors give it: "linalg.cond(ord=fro)")
+    if isinstance(A, Tensor) and A.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor must have at least 2 dimensions.")
+    if p in (None, 2, -2):  # (checked by the svd it calls, as PyTorch's)
+        _matrix(A, "linalg.svd", square=False, kernel="linalg_svd_cpu")
+    else:
+        _matrix(A, f"{op}(ord={p:g})" if not isinstance(p, str) else f"{op}(ord={p})")
     if p in (None, 2, -2):
         s = svdvals(A)
         if s.shape[-1] == 0:  # empty matrices: 0, as PyTorch gives
@@ -161,7 +173,7 @@ def cond(A: Tensor, p=None, *, out=None) -> Tensor:
     return _result(r.where(info == 0, math.inf), out, op)
 
 
-def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None, rtol=None,
+def matrix_rank(input: Tensor, tol=None, hermitian: bool = False, *, atol=None, rtol=None,
                 out=None) -> Tensor:
     """The numerical rank of each matrix: the number of singular values (absolute
     eigenvalues, ``hermitian``) above ``max(atol, rtol * sigma_max)``. Without ``atol`` and
@@ -172,6 +184,7 @@ def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None, rtol
         >>> tg.linalg.matrix_rank(tg.tensor([[1., 2.], [2., 4.]]))
         tensor(1)
     """
+    A = input
     op = "linalg.matrix_rank"
     _matrix(A, op, square=hermitian)
     if tol is not None:
@@ -196,6 +209,7 @@ def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None, rtol
 
 # -- LU ----------------------------------------------------------------------------------------------
 
+@_tuple_out("linalg.lu", "linalg_lu")
 def lu(A: Tensor, *, pivot: bool = True, out=None) -> LUResult:
     """The LU decomposition with partial pivoting ``A = P L U`` of each (m, n) matrix: ``P``
     a permutation, ``L`` (m, k) unit lower triangular, ``U`` (k, n) upper triangular, k =
@@ -206,9 +220,13 @@ def lu(A: Tensor, *, pivot: bool = True, out=None) -> LUResult:
         >>> (P @ L @ U).tolist()
         [[1.0, 2.0], [3.0, 4.0]]
     """
-    _matrix(A, "linalg.lu", square=False)
+    if isinstance(A, Tensor) and A.ndim < 2:
+        raise RuntimeError(f"linalg.lu: Expected tensor with 2 or more dimensions. Got size: "
+                           f"{list(A.shape)} instead")
+    _matrix(A, "linalg.lu", square=False, kernel="lu_cpu", every_dtype=True)
     if not pivot:
-        raise RuntimeError("linalg.lu: LU without pivoting is not implemented on the CPU")
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the "
+                           "CPU")  # (PyTorch's message names lu_factor, which lu calls)
     LU, pivots, _ = lu_factor_ex(A)
     return LUResult(*lu_unpack(LU, pivots))
 
@@ -237,7 +255,8 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
                            f"{'AX = B' if left else 'XA = B'} ({n}x{n} and "
                            f"{B.shape[-2]}x{B.shape[-1]})")
     if not left:  # X A = B  <=>  A^H X^H = B^H
-        return _result(_mH(lu_solve(LU, pivots, _mH(B), adjoint=not adjoint)), out, op)
+        return _exact(_mH(lu_solve(LU, pivots, _mH(B), adjoint=not adjoint)), out, op,
+                      "linalg_lu_solve")
     P, L, U = lu_unpack(LU, pivots)
     if adjoint:  # A^H = U^H L^H P^T: X = P L^-H U^-H B
         y = solve_triangular(_mH(U), B, upper=False)
@@ -245,11 +264,12 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
     else:  # X = U^-1 L^-1 P^T B
         y = solve_triangular(L, _mH(P) @ B, upper=False, unitriangular=True)
         X = solve_triangular(U, y, upper=True)
-    return _result(X, out, op)
+    return _exact(X, out, op, "linalg_lu_solve")
 
 
 # -- solve_ex, tensorinv, tensorsolve, diagonal ----------------------------------------------------
 
+@_tuple_out("linalg.solve_ex", "_linalg_solve_ex")
 def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False,
              out=None) -> SolveExResult:
     """``solve`` that reports singular matrices in ``info`` (int32, one per matrix: 0, or the
@@ -280,7 +300,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
     return SolveExResult(X.where(rows.logical_not(), math.nan), info)
 
 
-def tensorinv(A: Tensor, ind: int = 2, *, out=None) -> Tensor:
+def tensorinv(input: Tensor, ind: int = 2, *, out=None) -> Tensor:
     """The inverse of ``A`` seen as a linear map from its first ``ind`` dims to the rest:
     ``tensordot(tensorinv(A, ind), A, ind)`` is the identity; the result's shape is
     ``A.shape[ind:] + A.shape[:ind]``.
@@ -289,6 +309,7 @@ def tensorinv(A: Tensor, ind: int = 2, *, out=None) -> Tensor:
         >>> tg.linalg.tensorinv(tg.eye(4).reshape(4, 2, 2), ind=1).shape
         tritongrad.Size([2, 2, 4])
     """
+    A = input
     op = "linalg.tensorinv"
     tensor_arg(A, op)
     if ind <= 0:
@@ -307,7 +328,7 @@ def tensorinv(A: Tensor, ind: int = 2, *, out=None) -> Tensor:
     return _result(inverse.reshape(rest + lead), out, op)
 
 
-def tensorsolve(A: Tensor, B: Tensor, dims=None, *, out=None) -> Tensor:
+def tensorsolve(input: Tensor, other: Tensor, dims=None, *, out=None) -> Tensor:
     """The X with ``tensordot(A, X, X.ndim) = B``: X has shape ``A.shape[B.ndim:]``, and
     ``A`` (with ``dims`` moved to its end first) is solved as a square matrix.
 
@@ -316,6 +337,7 @@ def tensorsolve(A: Tensor, B: Tensor, dims=None, *, out=None) -> Tensor:
         >>> tg.linalg.tensorsolve(A, tg.ones(2, 3)).shape
         tritongrad.Size([6])
     """
+    A, B = input, other
     op = "linalg.tensorsolve"
     tensor_arg(A, op)
     tensor_arg(B, op, "B")

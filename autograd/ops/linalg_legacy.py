@@ -24,9 +24,11 @@ from ..registry import OpInfo
 from ..tensor import Tensor, wrap_dim
 from .decompositions import (
     LinalgLuFactorExBackward0,
+    _exact,
     _matrix,
     _mH,
     _named,
+    _tuple_out,
     cholesky_solve,
     lu_factor_ex,
     multi_dot,
@@ -47,6 +49,7 @@ LUUnpackResult = _named("lu_unpack", "P L U")
 
 # -- LU ----------------------------------------------------------------------------------------
 
+@_tuple_out("lu", "linalg_lu_factor_ex")
 def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out=None) -> tuple:
     """Deprecated (``linalg.lu_factor``): the LU factorization of ``A`` as ``(LU, pivots)``
     (``get_infos=True``: with ``linalg.lu_factor_ex``'s int32 ``infos``, one per matrix). A
@@ -75,6 +78,7 @@ def _permutation(pivots: Tensor, m: int) -> np.ndarray:
     return perms
 
 
+@_tuple_out("lu_unpack", "lu_unpack")
 def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
               unpack_pivots: bool = True, *, out=None) -> LUUnpackResult:
     """Unpacks ``lu_factor``'s result into ``(P, L, U)`` with ``A = P L U``: ``L`` unit lower
@@ -100,7 +104,8 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
     if unpack_pivots:
         perms = _permutation(LU_pivots, m)
         eye_m = np.eye(m)
-        P = np.stack([eye_m[p].T for p in perms]).reshape(tuple(LU_data.shape[:-2]) + (m, m))
+        # (eye[p]^T for each permutation p, fancy-indexed at once: an empty batch stays empty)
+        P = np.swapaxes(eye_m[perms], -1, -2).reshape(tuple(LU_data.shape[:-2]) + (m, m))
         P = tensor(P, dtype=LU_data.dtype, device=LU_data.device)
     else:
         P = none
@@ -137,8 +142,9 @@ def chain_matmul(*matrices, out=None) -> Tensor:
         tensor_arg(t, "chain_matmul", "matrices")
         if t.ndim != 2:
             raise RuntimeError(f"Tensor dimension is {t.ndim}, expected 2 instead.")
-    r = matrices[0].clone() if len(matrices) == 1 else multi_dot(matrices)
-    return _result(r, out, "chain_matmul")
+    if len(matrices) == 1:
+        return _result(matrices[0].clone(), out, "chain_matmul")
+    return multi_dot(matrices, out=out)  # (its out= checks, as PyTorch's chain_matmul)
 
 
 def nuclear_norm(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
@@ -175,14 +181,17 @@ def frobenius_norm(input: Tensor, dim, keepdim: bool = False, *, out=None) -> Te
     return _result(r, out, "frobenius_norm")
 
 
-def cholesky_inverse(L: Tensor, upper: bool = False, *, out=None) -> Tensor:
-    """The inverse of ``A = L L^H`` from its Cholesky factor ``L`` (``upper=True``: ``A = U^H
-    U``), as ``cholesky_solve(I, L)``; differentiable with respect to ``L``."""
+def cholesky_inverse(input: Tensor, upper: bool = False, *, out=None) -> Tensor:
+    """The inverse of ``A = L L^H`` from its Cholesky factor ``L`` (``input``; ``upper=True``:
+    ``A = U^H U``), as ``cholesky_solve(I, L)``; differentiable with respect to ``L``."""
     from .creation import eye
-    _matrix(L, "cholesky_inverse", "input")
+    L = input
+    _matrix(L, "cholesky_inverse", "input", kernel="cholesky_inverse_out_cpu",
+            every_dtype=True)
     n = L.shape[-1]
     ident = eye(n, dtype=L.dtype, device=L.device).expand(tuple(L.shape))
-    return _result(cholesky_solve(ident, L, upper), out, "cholesky_inverse")
+    return _exact(cholesky_solve(ident, L, upper), out, "cholesky_inverse", "cholesky_inverse",
+                  cast=True)
 
 
 # -- randomized SVD and PCA --------------------------------------------------------------------

@@ -136,10 +136,27 @@ def solve_triangular(a: np.ndarray, b: np.ndarray, upper: bool, left: bool,
         t[..., np.arange(n), np.arange(n)] = 1
     with np.errstate(all="ignore"):
         if left:
-            return np.linalg.solve(t, b)
+            return _triangular(t, b, upper)
         # b a^-1 = (a^T^-1 b^T)^T
-        return np.swapaxes(np.linalg.solve(np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2)),
-                           -1, -2)
+        return np.swapaxes(_triangular(np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2),
+                                       not upper), -1, -2)
+
+
+def _triangular(t: np.ndarray, b: np.ndarray, upper: bool) -> np.ndarray:
+    """``t^-1 b`` for triangular ``t``: LAPACK's solve, or, for an exactly singular ``t``
+    (where getrs refuses), substitution, which gives the inf/NaN that PyTorch's trsm gives."""
+    try:
+        return np.linalg.solve(t, b)
+    except np.linalg.LinAlgError:
+        pass
+    dt = np.result_type(t, b)
+    x = np.array(np.broadcast_to(b, t.shape[:-2] + b.shape[-2:]), dtype=dt)
+    n = t.shape[-1]
+    for i in (range(n - 1, -1, -1) if upper else range(n)):
+        rest = slice(i + 1, n) if upper else slice(0, i)
+        acc = x[..., i, :] - np.einsum("...j,...jk->...k", t[..., i, rest], x[..., rest, :])
+        x[..., i, :] = acc / t[..., i, i, None]
+    return x
 
 
 def matrix_exp(a: np.ndarray) -> np.ndarray:
