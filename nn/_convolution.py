@@ -42,6 +42,8 @@ from ..autograd.ops import conv as _fused_conv
 from ..autograd.ops.creation import tensor as _tensor
 from ..autograd.ops.creation import zeros as _zeros
 from ..autograd.ops.pooling import max_pool_with_indices
+from ..autograd.ops.sampling_nodes import (AdaptiveAvgPool2DBackward0, AdaptiveAvgPool3DBackward0,
+                                           Col2ImBackward0, Im2ColBackward0, linear_node)
 from ..autograd.tensor import Tensor
 from ._padding import pad
 
@@ -463,11 +465,33 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
         raise RuntimeError(f"unfold: the kernel {list(kernel)} (dilation {list(dilation)}) does "
                            f"not fit the padded input of spatial size {list(x.shape[2:])} "
                            f"(padding {list(padding)})")
+    # one node saving nothing (linear: its rule is fold, PyTorch's Im2ColBackward0)
+    cols = linear_node(Im2ColBackward0, x, _unfold_composite, kernel, dilation, padding, stride,
+                       out, transpose=_unfold_t)
+    return cols.squeeze(0) if unbatched else cols
+
+
+def _unfold_composite(x: Tensor, kernel, dilation, padding, stride, out) -> Tensor:
+    """im2col of a checked (N, C, H, W) ``x``: (N, C * prod(kernel), L)."""
     if any(padding):
         x = pad(x, (padding[1], padding[1], padding[0], padding[0]))
     cols = _windows(x, kernel, stride, dilation, out)
-    cols = cols.reshape(x.shape[0], x.shape[1] * math.prod(kernel), cols.shape[-1])
-    return cols.squeeze(0) if unbatched else cols
+    return cols.reshape(x.shape[0], x.shape[1] * math.prod(kernel), cols.shape[-1])
+
+
+def _unfold_t(g: Tensor, shape: tuple, kernel, dilation, padding, stride, out) -> Tensor:
+    return _fold_composite(g, tuple(shape[2:]), kernel, dilation, padding, stride, out)
+
+
+def _fold_composite(x: Tensor, size, kernel, dilation, padding, stride, out) -> Tensor:
+    """col2im of a checked (N, C * prod(kernel), L) ``x``: (N, C, *size)."""
+    n, ck, length = x.shape
+    k = math.prod(kernel)
+    return _col2im(x.reshape(n, ck // k, k, length), size, kernel, stride, padding, dilation, out)
+
+
+def _fold_t(g: Tensor, shape: tuple, size, kernel, dilation, padding, stride, out) -> Tensor:
+    return _unfold_composite(g, kernel, dilation, padding, stride, out)
 
 
 def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
@@ -498,7 +522,9 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
                            f"input's dimension 2 to match the calculated number of sliding "
                            f"blocks {out[0]} * {out[1]} = {math.prod(out)}, but got "
                            f"input.size(2)={length}.")
-    y = _col2im(x.reshape(n, ck // k, k, length), size, kernel, stride, padding, dilation, out)
+    # one node saving nothing (linear: its rule is unfold, PyTorch's Col2ImBackward0)
+    y = linear_node(Col2ImBackward0, x, _fold_composite, tuple(size), kernel, dilation, padding,
+                    stride, out, transpose=_fold_t)
     return y.squeeze(0) if unbatched else y
 
 
@@ -757,8 +783,17 @@ def _adaptive_avg(input: Tensor, output_size, nd: int, op: str) -> Tensor:
         raise RuntimeError(f"{op}(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
                            f"{list(input.shape)}")
     _floating_pool(input, op)
+    out = _output_size(output_size, tuple(input.shape[-nd:]), op)
+    # one node saving nothing, as the op is linear (PyTorch's saves the input): the matmuls
+    # recorded one by one kept each intermediate and averaging matrix
+    node = AdaptiveAvgPool2DBackward0 if nd == 2 else AdaptiveAvgPool3DBackward0
+    return linear_node(node, input, _adaptive_avg_composite, out, transpose=_adaptive_avg_t)
+
+
+def _adaptive_avg_composite(input: Tensor, out: tuple) -> Tensor:
+    """The adaptive average pool of ``input`` to ``out`` over its last ``len(out)`` dims."""
+    nd = len(out)
     sizes = tuple(input.shape[-nd:])
-    out = _output_size(output_size, sizes, op)
     if all(o == 1 for o in out):  # the global average pool: one mean (10x the matmuls' speed)
         return input.mean(tuple(range(-nd, 0)), keepdim=True)
     y = input
@@ -772,6 +807,25 @@ def _adaptive_avg(input: Tensor, output_size, nd: int, op: str) -> Tensor:
         y = _tensor(m, dtype=input.dtype, device=input.device).matmul(
             y.reshape(lead + (n, math.prod(rest)))).reshape(lead + (o,) + rest)
     return y
+
+
+def _adaptive_avg_t(g: Tensor, shape: tuple, out: tuple) -> Tensor:
+    """The transpose of ``_adaptive_avg_composite`` (its vjp) applied to ``g``: the averaging
+    matrices transposed, applied in the reverse order."""
+    nd = len(out)
+    sizes = tuple(shape[-nd:])
+    if all(o == 1 for o in out):
+        return (g / math.prod(sizes)).expand(shape)
+    for d in reversed(range(nd)):
+        n, o = sizes[d], out[d]
+        m = _tensor(_adaptive_matrix(n, o), dtype=g.dtype, device=g.device)
+        if d == nd - 1:
+            g = g.matmul(m)
+            continue
+        axis = g.ndim - nd + d
+        lead, rest = tuple(g.shape[:axis]), tuple(g.shape[axis + 1:])
+        g = m.t().matmul(g.reshape(lead + (o, math.prod(rest)))).reshape(lead + (n,) + rest)
+    return g
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:

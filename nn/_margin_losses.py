@@ -23,6 +23,8 @@ from collections.abc import Callable
 
 from ..autograd import checks
 from ..autograd.ops.nn import check_class_indices
+from ..autograd.ops.sampling_nodes import (MultilabelMarginLossBackward0, MultiMarginLossBackward0,
+                                           recomputed_node)
 from ..autograd.tensor import Tensor
 from . import functional as F  # (imported first by the package: its helpers exist at call time)
 
@@ -99,6 +101,19 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
                                f"got {list(weight.shape)}")
         if weight.dtype is not input.dtype:
             raise checks.expected_scalar_type(input.dtype, weight.dtype)
+    # one node saving input, target and weight, as PyTorch's, with its closed-form rule
+    if weight is None:
+        return recomputed_node(MultiMarginLossBackward0, (input, t), _multi_margin, None, p,
+                               margin, reduction, rule=_multi_margin_rule)
+    return recomputed_node(_MultiMarginWeighted, (input, t, weight), _multi_margin, p, margin,
+                           reduction, rule=_multi_margin_rule)
+
+
+def _multi_margin(input: Tensor, t: Tensor, weight: Tensor | None, p: int, margin: float,
+                  reduction: str) -> Tensor:
+    """multi_margin_loss's composite (checked operands, ``t`` the (N,) class indices)."""
+    x = input.unsqueeze(0) if input.ndim == 1 else input
+    c = x.shape[1]
     picked = x.gather(1, t.unsqueeze(1))                  # x[y], (N, 1)
     terms = (margin - picked + x).clamp(min=0.0)
     if p == 2:
@@ -110,6 +125,34 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     if input.ndim == 1:
         loss = loss.squeeze(0)
     return F._reduce(loss, reduction)
+
+
+def _multi_margin_rule(g: Tensor, needs: tuple, input: Tensor, t: Tensor, *rest) -> tuple:
+    """multi_margin_loss's vjp: with h_i = margin - x[y] + x[i] and s = g w[y] / C for a row,
+    dx[i] = s h_i'^p [h_i > 0] (i != y; p h^(p-1)), dx[y] = -(sum of those); dw[y] += g
+    (the row's unweighted loss). ``rest``: (weight, p, margin, reduction), or (None, ...)."""
+    weight, p, margin, reduction = rest if len(rest) == 4 else (None,) + tuple(rest)
+    x = input.unsqueeze(0) if input.ndim == 1 else input
+    n, c = x.shape
+    rows = g.reshape(-1) if reduction == "none" else (g / n if reduction == "mean" else g)
+    rows = rows.expand(n) / c
+    h = margin - x.gather(1, t.unsqueeze(1)) + x
+    own = t.unsqueeze(1) == t.new_tensor(list(range(c))).unsqueeze(0)
+    keep = (h > 0).logical_and(own.logical_not())
+    scale = rows if weight is None else rows * weight[t]
+    gx = gw = None
+    if needs[0]:
+        d = (h * 2.0 if p == 2 else h.new_ones(h.shape)).where(keep, 0.0) * scale.unsqueeze(1)
+        gx = d.where(own.logical_not(), -d.sum(1, keepdim=True)).reshape(input.shape)
+    if weight is not None and needs[2]:
+        terms = h.where(keep, 0.0)
+        unweighted = (terms * terms if p == 2 else terms).sum(1)
+        gw = weight.new_zeros(weight.shape).index_add(0, t, rows * unweighted)
+    return (gx, None) if weight is None else (gx, None, gw)
+
+
+_MultiMarginWeighted = MultiMarginLossBackward0.variant(  # (PyTorch's node: weight saved too)
+    "MultiMarginLossBackward0", "multi_margin_loss", save_inputs=(0, 1, 2))
 
 
 def _multilabel_rows(input: Tensor, target: Tensor) -> tuple:
@@ -147,8 +190,17 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, red
                                   f"implemented for '{checks.scalar_type_name(input.dtype)}'")
     checks.check_same_device(input, target, "target", "multilabel_margin_loss")
     x, t = _multilabel_rows(input, target)
+    t = checks.guard_index(t, x.shape[1], _target_out_of_range, ignore_index=-1)  # in [-1, C)
+    # one node saving input and target (PyTorch's also keeps an (N, C) target mask; this one
+    # recomputes it): recorded op by op, the (N, P, C) hinge mask was kept
+    return recomputed_node(MultilabelMarginLossBackward0, (input, t), _multilabel_margin,
+                           reduction)
+
+
+def _multilabel_margin(input: Tensor, t: Tensor, reduction: str) -> Tensor:
+    """multilabel_margin_loss's composite (checked operands, ``t`` (N, C) in [-1, C))."""
+    x = input.reshape(t.shape)
     n, c = x.shape
-    t = checks.guard_index(t, c, _target_out_of_range, ignore_index=-1)  # in [-1, C)
     valid = (t < 0).long().cumsum(1) == 0  # the targets: the entries before the first -1
     # (the pairs (j, i) span only as many target slots as the longest row uses: one read)
     p = int(valid.sum(1).amax().item()) if n else 0

@@ -36,9 +36,11 @@ import numpy as np
 
 from ..autograd import checks
 from ..autograd.ops.creation import tensor as _tensor
+from ..autograd.ops.sampling_nodes import (UPSAMPLE, GridSampler2DBackward0,
+                                           GridSampler3DBackward0, linear_node, recomputed_node)
 from ..autograd.tensor import Tensor
 from ..runtime import dtype as dtypes
-from ._convolution import adaptive_avg_pool2d
+from ._convolution import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 from .module import Module
 
 __all__ = ["Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "affine_grid",
@@ -220,33 +222,45 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         raise NotImplementedError(f"interpolate: {mode} mode needs a floating point input"
                                   f"{' (or uint8)' if mode.startswith('nearest') else ''}, "
                                   f"got {input.dtype}")
-    if mode == "area":
-        if nd == 2:
-            return adaptive_avg_pool2d(input, tuple(out))
-        # 1-D and 3-D: the same averaging one dimension at a time (it is separable)
-        x = input
-        for d, (n_in, n_out) in enumerate(zip(spatial, out)):
-            x = _area_dim(x, 2 + d, n_in, n_out)
-        return x
-    x = input
+    if mode == "area":  # (PyTorch's: the adaptive average pool of the spatial dims' count)
+        pool = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[nd - 1]
+        return pool(input, tuple(out))
+    plan = []  # (dim, taps) per resized dimension
     for d, (n_in, n_out, sf) in enumerate(zip(spatial, out, scales)):
         if antialias:  # ATen's separable filter leaves the dimensions it does not resize
             if n_in != n_out:
-                x = _resize_dim(x, 2 + d, _aa_taps(mode, n_in, n_out, align_corners, sf))
+                plan.append((2 + d, _aa_taps(mode, n_in, n_out, align_corners, sf)))
         elif n_in != n_out or sf not in (None, 1.0):
-            x = _resize_dim(x, 2 + d, _taps(mode, n_in, n_out, align_corners, sf))
+            plan.append((2 + d, _taps(mode, n_in, n_out, align_corners, sf)))
+    if not plan:
+        return input
+    # one node, named as PyTorch's, saving nothing: the resize is linear in the input
+    return linear_node(UPSAMPLE[mode, nd, antialias], input, _resize, tuple(plan),
+                       transpose=_resize_t)
+
+
+def _resize(x: Tensor, plan: tuple) -> Tensor:
+    for dim, taps in plan:
+        x = _resize_dim(x, dim, taps)
     return x
 
 
-def _area_dim(x: Tensor, dim: int, n_in: int, n_out: int) -> Tensor:
-    """Adaptive average pooling along ``dim``: window i is [floor(i n / o), ceil((i+1) n / o))."""
-    rows = []
-    for i in range(n_out):
-        lo, hi = (i * n_in) // n_out, -(-((i + 1) * n_in) // n_out)
-        rows.append(x.narrow(dim, lo, hi - lo).mean(dim, keepdim=True))
-    from ..autograd.ops.shape import cat
-
-    return cat(rows, dim)
+def _resize_t(g: Tensor, shape: tuple, plan: tuple) -> Tensor:
+    """The transpose of ``_resize`` (its vjp) applied to ``g``: each step's weighted gradient
+    added back into the input rows it read, the steps in reverse order."""
+    for dim, taps in reversed(plan):
+        size = list(g.shape)
+        size[dim] = shape[dim]
+        wshape = [1] * g.ndim
+        wshape[dim] = -1
+        gx = g.new_zeros(size)
+        for index, weight in taps:
+            part = g
+            if weight is not None:
+                part = g * _tensor(weight, dtype=g.dtype, device=g.device).reshape(wshape)
+            gx = gx.index_add(dim, _tensor(index, device=g.device), part)
+        g = gx
+    return g
 
 
 class Upsample(Module):
@@ -449,6 +463,16 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
         raise RuntimeError(f"grid_sampler(): expected scalar type "
                            f"{checks.scalar_type_name(input.dtype)} but found "
                            f"{checks.scalar_type_name(grid.dtype)} (grid)")
+    if mode == "nearest":  # (its composite keeps only the rounded indices: less than the node)
+        return _grid_sample(input, grid, mode, padding_mode, align_corners)
+    node = GridSampler2DBackward0 if input.ndim == 4 else GridSampler3DBackward0
+    return recomputed_node(node, (input, grid), _grid_sample, mode, padding_mode, align_corners)
+
+
+def _grid_sample(input: Tensor, grid: Tensor, mode: str, padding_mode: str,
+                 align_corners: bool) -> Tensor:
+    """grid_sample's composite (checked arguments): the forward of GridSampler2DBackward0 and
+    GridSampler3DBackward0, and their rule recomputed (Note [Recomputed rules])."""
     n, c, *sizes = input.shape
     out_shape = list(grid.shape[1:-1])
     nd, m = len(sizes), math.prod(out_shape)

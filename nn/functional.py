@@ -632,9 +632,10 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
             or weight.shape[2] != input2.shape[-1]:
         raise RuntimeError(f"bilinear(): weight of shape {list(weight.shape)} does not match "
                            f"the inputs' features {input1.shape[-1]} and {input2.shape[-1]}")
-    from ..autograd.ops.contraction import einsum
+    from ..autograd.ops.sampling_nodes import TrilinearBackward0
 
-    y = einsum("...i,oij,...j->...o", input1, weight, input2)
+    # one node saving the inputs and the weight (PyTorch's _trilinear), then the bias's add
+    y = _apply(TrilinearBackward0, (input1, weight, input2))
     return y if bias is None else y + bias
 
 
@@ -875,29 +876,13 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     _not_differentiable("nll_loss_forward", weight=weight)
     target = _nn.check_class_indices(target, byte_ok=input.ndim <= 2)
     x, t, spatial = _class_last(input, target, "nll_loss")
-    from ..autograd.ops.creation import arange
-    c = x.shape[1]
-    checks.check_index_range(t, c, checks.target_out_of_bounds,
+    checks.check_index_range(t, x.shape[1], checks.target_out_of_bounds,
                              ignore_index=int(ignore_index))
-    valid = t != ignore_index
-    picked = arange(c, device=x.device).unsqueeze(0) == t.unsqueeze(1)  # (N, C) one-hot
-    # where, not a product with the one-hot: only x[t] is read, so -inf log-probabilities of
-    # other classes (and anything on ignored rows) give no NaN, in the value or the gradient
-    loss = -x.where(picked, 0.0).sum(1)
-    w_rows = valid.to(x.dtype)
-    if weight is not None:
-        w_rows = w_rows * weight.to(x.dtype).where(picked, 0.0).sum(1)
-        loss = loss * w_rows
-    # ignored rows selected away last, so their gradient is exactly 0 even when the 'mean'
-    # below divides by a total weight of 0 (g / 0 = inf would otherwise make inf * 0 = NaN)
-    loss = loss.where(valid, 0.0)
+    # one node saving the target and the weight (Note in autograd/ops/nn.py's NllLossBackward0)
+    loss = _nn.nll_loss_rows(x, t, weight, ignore_index, reduction, bool(spatial))
     if reduction == "none":
         return loss.reshape(spatial) if spatial is not None else loss
-    if reduction == "sum":
-        return loss.sum()
-    # the total weight is a constant of the graph (as PyTorch's total_weight): all rows ignored
-    # give 0 / 0 = NaN, with a zero gradient
-    return loss.sum() / w_rows.sum().detach()
+    return loss
 
 
 @_autocast("float32")

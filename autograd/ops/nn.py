@@ -26,7 +26,8 @@ from ..tensor import Tensor, make
 from . import traced
 
 __all__ = ["batch_norm_training", "check_class_indices", "check_norm_dtypes",
-           "cross_entropy_rows", "elu", "embedding", "gelu", "layer_norm", "threshold"]
+           "cross_entropy_rows", "elu", "embedding", "gelu", "layer_norm", "nll_loss_rows",
+           "threshold"]
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -605,6 +606,119 @@ def cross_entropy_rows(logits: Tensor, target: Tensor, ignore_index: int = -100,
                                 ignore_index=int(ignore_index))
     return apply(CrossEntropyLossBackward0, (x, target), int(ignore_index),
                  float(label_smoothing), reduction)
+
+
+# -- negative log-likelihood ---------------------------------------------------------------------
+
+def _on(k, fn, *xs):
+    """``fn`` (Tensor ops) of a rule's operands: recorded on Tensors (``k`` is ops.traced),
+    unrecorded on backend arrays, giving arrays back (None operands stay None)."""
+    if k is traced:
+        return fn(*xs)
+    from ..grad_mode import no_grad
+    with no_grad():
+        out = fn(*[x if x is None else make(x) for x in xs])
+    if isinstance(out, tuple):
+        return tuple(None if o is None else o._data for o in out)
+    return out._data
+
+
+def _nll_row_weights(t: Tensor, w, dtype, ignore_index: int) -> Tensor:
+    """Each row's weight: w[t], or 1; 0 where the target is ``ignore_index``."""
+    valid = t != ignore_index
+    if w is None:
+        return valid.to(dtype)
+    return w.to(dtype).index_select(0, t.where(valid, 0)).where(valid, 0.0)
+
+
+def _nll_forward(x: Tensor, t: Tensor, w, ignore_index: int, reduction: str) -> tuple:
+    from .creation import arange
+    valid = t != ignore_index
+    picked = arange(x.shape[1], device=x.device).unsqueeze(0) == t.unsqueeze(1)  # one-hot
+    # where, not a product with the one-hot: only x[t] is read, so -inf log-probabilities of
+    # other classes (and anything on ignored rows) give no NaN
+    loss = (-x.where(picked, 0.0).sum(1) * _nll_row_weights(t, w, x.dtype, ignore_index))
+    loss = loss.where(valid, 0.0)
+    if reduction == "none":
+        return loss, None
+    if reduction == "sum":
+        return loss.sum(), None
+    total = _nll_row_weights(t, w, x.dtype, ignore_index).sum()
+    return loss.sum() / total, total  # all rows ignored: 0 / 0 = NaN, as PyTorch's
+
+
+def _nll_grad(g: Tensor, t: Tensor, w, total, c: int, ignore_index: int,
+              reduction: str) -> Tensor:
+    from .creation import arange
+    valid = t != ignore_index
+    if total is not None:
+        g = g / total
+    scale = (-g * _nll_row_weights(t, w, g.dtype, ignore_index)).where(valid, 0.0)
+    picked = arange(c, device=g.device).unsqueeze(0) == t.unsqueeze(1)
+    # ignored rows selected away last: exactly 0 even where g / total is inf (total 0)
+    return scale.unsqueeze(1).where(picked, 0.0)
+
+
+class NllLossBackward0(Primitive):
+    """loss_i = -w[t_i] x_i[t_i], 0 where t_i is ``ignore_index``; 'sum' or 'mean' (over the
+    rows' weights, the total weight a constant) reduced inside the op, as PyTorch's node:
+    dx_i = -g_i w[t_i] onehot(t_i). The rule reads only the target and the class weights, so
+    those are saved (PyTorch's node also keeps the input); the composite it replaces kept an
+    (N, C) one-hot mask. Linear in x: its jvp is the op applied to the tangent."""
+
+    __slots__ = ()
+    op_name = "nll_loss"
+    save_inputs = (1, 2)
+    jvp = linear_jvp(0)
+
+    @staticmethod
+    def forward(ctx, k, x, t, w, ignore_index, reduction):
+        loss, total = _on(k, lambda *a: _nll_forward(*a, ignore_index, reduction), x, t, w)
+        ctx.shape, ctx.ignore_index, ctx.reduction, ctx.total = (tuple(x.shape), ignore_index,
+                                                                  reduction, total)
+        return loss
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        t, w = saved
+        total = ctx.total
+        if k is traced and total is not None:
+            total = make(total)
+        n, c = ctx.shape
+        gx = _on(k, lambda g, t, w, total: _nll_grad(
+            g if ctx.reduction == "none" else g.expand(n), t, w, total, c, ctx.ignore_index,
+            ctx.reduction), g, t, w, total)
+        return gx, None, None
+
+
+class _NllLossUnweighted(NllLossBackward0):
+    __slots__ = ()
+    save_inputs = (1,)
+
+    @staticmethod
+    def forward(ctx, k, x, t, ignore_index, reduction):
+        return NllLossBackward0.forward(ctx, k, x, t, None, ignore_index, reduction)
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        return NllLossBackward0.vjp(ctx, k, (saved[0], None), g)[:2]
+
+
+def nll_loss_rows(x: Tensor, target: Tensor, weight, ignore_index: int, reduction: str,
+                  spatial: bool) -> Tensor:
+    """The negative log-likelihood of (N, C) log-probabilities ``x`` at class indices
+    ``target`` (checked), as one node (``NllLoss2DBackward0`` for spatial input, as PyTorch
+    names it)."""
+    if weight is None:
+        op = _NllLoss2DUnweighted if spatial else _NllLossUnweighted
+        return apply(op, (x, target), int(ignore_index), reduction)
+    op = NllLoss2DBackward0 if spatial else NllLossBackward0
+    return apply(op, (x, target, weight.to(x.dtype)), int(ignore_index), reduction)
+
+
+NllLoss2DBackward0 = NllLossBackward0.variant("NllLoss2DBackward0", "nll_loss2d")
+_NllLossUnweighted = _NllLossUnweighted.variant("NllLossBackward0", "nll_loss")
+_NllLoss2DUnweighted = _NllLossUnweighted.variant("NllLoss2DBackward0", "nll_loss2d")
 
 
 # -- embedding -----------------------------------------------------------------------------------
