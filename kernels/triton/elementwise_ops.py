@@ -29,7 +29,7 @@ import triton.language as tl
 from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from ...runtime.array import DeviceArray
-from ...runtime.memory import Storage as _Storage
+from ...runtime.memory import new_array as _new_array
 from . import _launch as L
 from . import complex as _complex
 from .elementwise import (
@@ -212,7 +212,8 @@ def _unalias(out, a):
 # allocation and the launch (~0.5 us less per op). Entries exist only for calls that went
 # through the checks, so errors still come from them; clear_plans() drops them with the plans.
 # The entry keeps the result's strides and byte count too, so a repeat makes its result as
-# ``memory.empty`` would, less that call and its layout lookup (~0.1 us).
+# ``memory.empty`` would, less that call and its layout lookup (~0.1 us), by
+# ``memory.new_array`` (Note [result arrays]).
 _OP_PLANS = L.plan_cache()
 
 
@@ -221,7 +222,7 @@ def _binary(op, a, b, out):
         p = _OP_PLANS.get((op, a.dtype, b.dtype, a.shape, a.strides, b.shape, b.strides))
         if p is not None:
             launch, shape, strides, nbytes, rdtype = p
-            out = DeviceArray(_Storage(nbytes, a.device), 0, shape, strides, rdtype)  # empty()
+            out = _new_array(nbytes, a.device, shape, strides, rdtype)  # empty()
             launch(out, a, b, None, 0, 0)
             return out
     try:
@@ -267,7 +268,7 @@ def _unary(op, a, out):
         p = _OP_PLANS.get((op, a.dtype, a.shape, a.strides))
         if p is not None:
             launch, strides, nbytes, rdtype = p
-            out = DeviceArray(_Storage(nbytes, a.device), 0, a.shape, strides, rdtype)
+            out = _new_array(nbytes, a.device, a.shape, strides, rdtype)
             launch(out, a, None, None, 0, 0)
             return out
     try:
@@ -382,9 +383,10 @@ def unary(op, a, out=None):
 
 def binary(op, a, b, out=None):
     """The binary table: atan2, igamma igammac (P(a, x) and Q(a, x), the regularized incomplete
-    gamma functions) and igamma_dx (dP/dx) (floats), floor_divide trunc_divide remainder bitwise_and bitwise_or bitwise_xor,
-    and the fused derivative rules tanh_backward sigmoid_backward relu_backward (``a`` the
-    incoming gradient, ``b`` the forward's output) (broadcasting; ``b`` may be a scalar)."""
+    gamma functions) and igamma_dx (dP/dx) (floats), floor_divide trunc_divide remainder
+    bitwise_and bitwise_or bitwise_xor, and the fused derivative rules tanh_backward
+    sigmoid_backward relu_backward (``a`` the incoming gradient, ``b`` the forward's output)
+    (broadcasting; ``b`` may be a scalar)."""
     if op not in _BINARY:
         raise ValueError(f"binary: unknown op {op!r}; expected one of {', '.join(BINARY_OPS)}")
     return _binary(op, a, b, out)
