@@ -68,11 +68,12 @@ from ..kernels import _loaded as _backends
 from ..kernels import backend
 from ..runtime import dtype as _dtypes
 from ..runtime import streams
+from ..runtime.streams import _default_streams
 from ..runtime.streams import _state as _stream_state
 from . import anomaly_mode
 from .graph import _before_inplace_write
 from .node import FREED, FREED_MSG, MAX_SEQ, AccumulateGrad, Node
-from .saved import UNSAVED, SavedTensor, saved_output
+from .saved import UNSAVED, SavedTensor, saved_input, saved_output
 from .state import anywhere, state
 from .tensor import Tensor, array_meta, make, view_rebase_error
 
@@ -436,7 +437,8 @@ def _new_node(op, inputs, dev):
         index = dev.index
         # (streams.current_stream_at inline for a stream set on the device)
         node._stream = (streams.current_stream(dev) if index is None else
-                        _stream_state.streams.get(index) or streams.current_stream_at(index))
+                        _stream_state.streams.get(index) or _default_streams.get(index)
+                        or streams.current_stream_at(index))
     if anomaly_mode.enabled:
         node._trace = traceback.format_stack()[:-3]
     return node
@@ -551,22 +553,22 @@ def _record(op, node, inputs, out):
         if save == (0, 1):  # (unrolled; x * x saves x once, unless hooks must see each save)
             a, b = inputs[0], inputs[1]
             if a is b and not (anywhere.saved_hooks and state.saved_hooks):
-                sa = SavedTensor(a, False)
+                sa = saved_input(a)
                 saved = [sa, sa]
             elif when is None:
-                saved = [SavedTensor(a, False), SavedTensor(b, False)]
+                saved = [saved_input(a), saved_input(b)]
             elif when == (1, 0):  # (mul's: each input saved for the other's gradient)
                 ea, eb = node.next_functions
-                saved = [UNSAVED if eb[0] is None else SavedTensor(a, False),
-                         UNSAVED if ea[0] is None else SavedTensor(b, False)]
+                saved = [UNSAVED if eb[0] is None else saved_input(a),
+                         UNSAVED if ea[0] is None else saved_input(b)]
             else:
                 saved = _save_needed(save, when, inputs, node.next_functions)
         elif when is not None:
             saved = _save_needed(save, when, inputs, node.next_functions)
         elif save == (0,):  # (no comprehension: it costs a function call, ~0.1 us)
-            saved = [SavedTensor(inputs[0], False)]
+            saved = [saved_input(inputs[0])]
         else:
-            saved = [SavedTensor(inputs[i], False) for i in save]
+            saved = [saved_input(inputs[i]) for i in save]
         if op.save_output:
             saved.append(saved_output(result if outs is None else outs[0]))
         node._saved = saved
@@ -591,7 +593,7 @@ def _save_outputs(node, outs: tuple, positions: tuple) -> None:
 def _save_needed(save: tuple, when: tuple, inputs, edges) -> list:
     """The ``_saved`` entries of an op with ``save_when``: each input saved only when the
     gradient that needs it is (its edge is set), ``UNSAVED`` otherwise."""
-    return [UNSAVED if j is not None and edges[j][0] is None else SavedTensor(inputs[i], False)
+    return [UNSAVED if j is not None and edges[j][0] is None else saved_input(inputs[i])
             for i, j in zip(save, when)]
 
 

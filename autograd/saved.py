@@ -14,7 +14,7 @@ from . import node as _node
 from .node import FREED, FREED_MSG, AccumulateGrad, Node, _is_tensor, _type_name
 from .state import anywhere, set_mode, state
 
-__all__ = ["UNSAVED", "RawSavedTensor", "SavedTensor", "saved_output"]
+__all__ = ["UNSAVED", "RawSavedTensor", "SavedTensor", "saved_input", "saved_output"]
 
 _new = object.__new__
 
@@ -281,6 +281,21 @@ class SavedTensor:
                 f"at version {self._vc[0]}; expected version {self._version} instead. Hint: "
                 f"enable anomaly detection to find the operation that failed to compute its "
                 f"gradient, with tritongrad.autograd.set_detect_anomaly(True).")
+
+
+def saved_input(t) -> SavedTensor:
+    """``SavedTensor(t, False)`` without the class call where neither a hook nor the inference
+    check applies: on every recorded op that saves an input (mul saves both)."""
+    if anywhere.saved_hooks and state.saved_hooks or t._inference and not state.inference:
+        return SavedTensor(t, False)
+    s = _new(SavedTensor)
+    vc = s._vc = t._vc
+    s._version = vc[0]
+    s._out = -1
+    s._dtype = t._dtype
+    s._fn = t._fn
+    s._t = t
+    return s
 
 
 def saved_output(t) -> SavedTensor:

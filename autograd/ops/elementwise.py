@@ -24,8 +24,8 @@ from ...runtime.dtype import bool as _BOOL
 from ...runtime.dtype import get_default_dtype, result_type
 from ..checks import (check_ordered, kernel_not_implemented, operand_on_device,
                       scalar_type_name)
-from ..dispatch import (Primitive, apply, apply_inplace, bilinear_jvp, elementwise_jvp, meta,
-                        refuse_out_dual, zero_jvp, zeros)
+from ..dispatch import (Primitive, apply, apply_inplace, bilinear_jvp, elementwise_jvp,
+                        linear_jvp, meta, refuse_out_dual, sum_to, zero_jvp, zeros)
 from ..registry import OpInfo, export, with_inplace, with_jvp
 from ..state import state
 from ..tensor import Tensor
@@ -185,9 +185,17 @@ class SubBackward1(AddBackward1):
 
 def add(input, other, *, alpha=1, out=None) -> Tensor:
     """``input + alpha * other``, broadcasting."""
-    if type(other) is float and alpha == 1 and out is None and isinstance(input, Tensor) \
-            and input._dtype.is_floating_point:
-        return apply(AddBackward1, (input,), other)  # (Note [Scalar operand fast path])
+    if alpha == 1 and out is None and isinstance(input, Tensor) \
+            and input._dtype.is_floating_point:  # Note [Scalar operand fast path]
+        if type(other) is float:
+            return apply(AddBackward1, (input,), other)
+        # (an int alpha only: the node keeps it, and the general path would convert another
+        # type's, np.float64(1) to 1.0, before ``grad_fn._saved_alpha`` shows it)
+        if type(alpha) is int and isinstance(other, Tensor) and other._dtype is input._dtype \
+                and other._device is input._device:
+            if other._data.shape != input._data.shape:
+                broadcast_shapes(input._data.shape, other._data.shape)
+            return apply(AddBackward0, (input, other), alpha)
     a, b = binary_operands(input, other, "add")
     if type(alpha) not in _PYTHON_NUMBERS:  # (np.float64 would promote the kernel's result)
         alpha = python_number(alpha)
@@ -204,6 +212,12 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
 
 def sub(input, other, *, alpha=1, out=None) -> Tensor:
     """``input - alpha * other``, broadcasting."""
+    if type(alpha) is int and alpha == 1 and out is None and isinstance(input, Tensor) \
+            and isinstance(other, Tensor) and input._dtype.is_floating_point \
+            and other._dtype is input._dtype and other._device is input._device:
+        if other._data.shape != input._data.shape:  # (Note [Scalar operand fast path]; alpha
+            broadcast_shapes(input._data.shape, other._data.shape)  # as add's)
+        return apply(SubBackward0, (input, other), alpha)
     a, b = binary_operands(input, other, "sub")
     if type(alpha) not in _PYTHON_NUMBERS:  # (as add's)
         alpha = python_number(alpha)
@@ -374,13 +388,21 @@ for _cls, _name in ((AddBackward1, "AddBackward0"), (SubBackward1, "SubBackward0
 #   and for them binary_operands returns its operands unchanged and _result returns apply's
 #   result as it is (no promotion, no wrapped scalar, no alpha, no ``out=``): add and mul
 #   test exactly those conditions first and call apply directly, two Python calls fewer per
-#   op. tests/autograd/test_op_fast_paths.py checks both sides give the same result, node
+#   op. The same holds for two floating tensors of one dtype on one device (``x * w``, ``h + b``:
+#   most of a training step's binary ops), which add, sub, mul and div also send straight to
+#   apply, after the broadcast check binary_operands would make (its error, unchanged).
+#   tests/autograd/test_op_fast_paths.py checks both sides give the same result, node
 #   and dtype.
 def mul(input, other, *, out=None) -> Tensor:
     """``input * other``, broadcasting."""
-    if type(other) is float and out is None and isinstance(input, Tensor) \
-            and input._dtype.is_floating_point:
-        return apply(MulBackward1, (input,), other)  # (Note [Scalar operand fast path])
+    if out is None and isinstance(input, Tensor) and input._dtype.is_floating_point:
+        if type(other) is float:  # Note [Scalar operand fast path]
+            return apply(MulBackward1, (input,), other)
+        if isinstance(other, Tensor) and other._dtype is input._dtype \
+                and other._device is input._device:
+            if other._data.shape != input._data.shape:
+                broadcast_shapes(input._data.shape, other._data.shape)
+            return apply(MulBackward0, (input, other))
     a, b = binary_operands(input, other, "mul")
     if isinstance(b, Tensor):
         return _result(apply(MulBackward0, (a, b)), out, "mul")
@@ -399,6 +421,12 @@ def div(input, other, *, rounding_mode=None, out=None) -> Tensor:
             return div_trunc(input, other, out=out)
         raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                          f"but found '{rounding_mode}'")
+    if out is None and isinstance(input, Tensor) and isinstance(other, Tensor) \
+            and input._dtype.is_floating_point and other._dtype is input._dtype \
+            and other._device is input._device:  # Note [Scalar operand fast path]
+        if other._data.shape != input._data.shape:
+            broadcast_shapes(input._data.shape, other._data.shape)
+        return apply(DivBackward0, (input, other))
     a, b = binary_operands(input, other, "div", _float_type(input, other))
     if isinstance(b, Tensor):
         return _result(apply(DivBackward0, (a, b)), out, "div")
@@ -765,22 +793,28 @@ _MISSING = object()
 
 
 class WhereBackward0(Primitive):
+    """where(condition, a, b): a's gradient is g where the condition holds, b's elsewhere,
+    each summed back to its operand's shape. The condition is saved, not an edge: the node's
+    edges are a's and b's, as PyTorch's (Note [Saved indices] in dispatch.py)."""
+
     __slots__ = ()
     op_name = "where"
-    save_inputs = (0,)
-    broadcasts = True
-    jvp = staticmethod(elementwise_jvp)
+    keep_params = (0,)
+    saved_names = ("condition",)
+    jvp = linear_jvp()
 
     @staticmethod
-    def forward(ctx, k, cond, a, b):
+    def forward(ctx, k, a, b, cond):
+        ctx.shapes = (a.shape, b.shape)
         return k.where(cond, a, b)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
         cond, = saved
-        _, need_a, need_b = ctx.needs_input_grad
-        return None, (k.where(cond, g, 0) if need_a else None), \
-            (k.where(cond, 0, g) if need_b else None)
+        need_a, need_b = ctx.needs_input_grad
+        sa, sb = ctx.shapes
+        return (sum_to(k, k.where(cond, g, 0), sa) if need_a else None), \
+            (sum_to(k, k.where(cond, 0, g), sb) if need_b else None)
 
 
 def where(condition: Tensor, input: Tensor | float = _MISSING,
@@ -799,7 +833,7 @@ def where(condition: Tensor, input: Tensor | float = _MISSING,
     dt = result_type(input, other)
     a, b = (_operand(x, dt, condition, "where") for x in (input, other))
     broadcast_shapes(condition.shape, a.shape, b.shape)
-    return apply(WhereBackward0, (condition, a, b))
+    return apply(WhereBackward0, (a, b), condition)
 
 
 def _operand(x, dt, like: Tensor, op: str) -> Tensor:
