@@ -526,7 +526,8 @@ class CrossEntropyLossBackward0(Primitive):
 
     __slots__ = ()
     op_name = "cross_entropy"
-    save_inputs = (0, 1)
+    save_inputs = (0,)
+    keep_params = (0,)  # the target: saved, not an edge (Note [Saved indices])
     fused = True
 
     @staticmethod
@@ -553,19 +554,19 @@ class CrossEntropyLossBackward0(Primitive):
                 if ctx.count is not None:
                     g = g / make(ctx.count)
             return _cross_entropy_composite_backward(g, x, t, make(ctx.lse), ctx.ignore_index,
-                                                     ctx.smoothing), None
+                                                     ctx.smoothing)
         if ctx.reduction != "none":
             if ctx.count is not None:
                 g = k.div(g, ctx.count)
             g = k.expand(g, tuple(t.shape))
         return k.cross_entropy_backward(k.contiguous(g), k.contiguous(x), t, ctx.lse,
-                                        ctx.ignore_index, ctx.smoothing), None
+                                        ctx.ignore_index, ctx.smoothing)
 
     @staticmethod
-    def jvp(ctx, k, primals, tangents, out, *params):
+    def jvp(ctx, k, primals, tangents, out, target, *params):
         """The row's gradient (the composite backward with g = 1) dotted with the tangent,
         reduced as the output is."""
-        x, t = primals
+        (x,), t = primals, target
         ones = x.new_ones(t.shape)
         d = _cross_entropy_composite_backward(ones, x, t, make(ctx.lse), ctx.ignore_index,
                                               ctx.smoothing)
@@ -604,7 +605,7 @@ def cross_entropy_rows(logits: Tensor, target: Tensor, ignore_index: int = -100,
     target = check_class_indices(target, byte_ok=True)
     target = checks.guard_index(target, x.shape[1], checks.target_out_of_bounds,
                                 ignore_index=int(ignore_index))
-    return apply(CrossEntropyLossBackward0, (x, target), int(ignore_index),
+    return apply(CrossEntropyLossBackward0, (x,), target, int(ignore_index),
                  float(label_smoothing), reduction)
 
 
@@ -662,14 +663,17 @@ def _nll_grad(g: Tensor, t: Tensor, w, total, c: int, ignore_index: int,
 class NllLossBackward0(Primitive):
     """loss_i = -w[t_i] x_i[t_i], 0 where t_i is ``ignore_index``; 'sum' or 'mean' (over the
     rows' weights, the total weight a constant) reduced inside the op, as PyTorch's node:
-    dx_i = -g_i w[t_i] onehot(t_i). The rule reads only the target and the class weights, so
-    those are saved (PyTorch's node also keeps the input); the composite it replaces kept an
-    (N, C) one-hot mask. Linear in x: its jvp is the op applied to the tangent."""
+    dx_i = -g_i w[t_i] onehot(t_i). The rule reads only the target and the class weights (None
+    without), so those are saved (PyTorch's node also keeps the input); the composite it
+    replaces kept an (N, C) one-hot mask. They are params, not edges: the node's one edge is
+    x's, as PyTorch's (Note [Saved indices]). Linear in x: its jvp is the op applied to the
+    tangent."""
 
     __slots__ = ()
     op_name = "nll_loss"
-    save_inputs = (1, 2)
-    jvp = linear_jvp(0)
+    keep_params = (0, 1)
+    saved_names = ("target", "weight")
+    jvp = linear_jvp()
 
     @staticmethod
     def forward(ctx, k, x, t, w, ignore_index, reduction):
@@ -688,20 +692,7 @@ class NllLossBackward0(Primitive):
         gx = _on(k, lambda g, t, w, total: _nll_grad(
             g if ctx.reduction == "none" else g.expand(n), t, w, total, c, ctx.ignore_index,
             ctx.reduction), g, t, w, total)
-        return gx, None, None
-
-
-class _NllLossUnweighted(NllLossBackward0):
-    __slots__ = ()
-    save_inputs = (1,)
-
-    @staticmethod
-    def forward(ctx, k, x, t, ignore_index, reduction):
-        return NllLossBackward0.forward(ctx, k, x, t, None, ignore_index, reduction)
-
-    @staticmethod
-    def vjp(ctx, k, saved, g):
-        return NllLossBackward0.vjp(ctx, k, (saved[0], None), g)[:2]
+        return gx
 
 
 def nll_loss_rows(x: Tensor, target: Tensor, weight, ignore_index: int, reduction: str,
@@ -709,16 +700,12 @@ def nll_loss_rows(x: Tensor, target: Tensor, weight, ignore_index: int, reductio
     """The negative log-likelihood of (N, C) log-probabilities ``x`` at class indices
     ``target`` (checked), as one node (``NllLoss2DBackward0`` for spatial input, as PyTorch
     names it)."""
-    if weight is None:
-        op = _NllLoss2DUnweighted if spatial else _NllLossUnweighted
-        return apply(op, (x, target), int(ignore_index), reduction)
     op = NllLoss2DBackward0 if spatial else NllLossBackward0
-    return apply(op, (x, target, weight.to(x.dtype)), int(ignore_index), reduction)
+    w = None if weight is None else weight.to(x.dtype)
+    return apply(op, (x,), target, w, int(ignore_index), reduction)
 
 
 NllLoss2DBackward0 = NllLossBackward0.variant("NllLoss2DBackward0", "nll_loss2d")
-_NllLossUnweighted = _NllLossUnweighted.variant("NllLossBackward0", "nll_loss")
-_NllLoss2DUnweighted = _NllLossUnweighted.variant("NllLoss2DBackward0", "nll_loss2d")
 
 
 # -- embedding -----------------------------------------------------------------------------------
@@ -728,8 +715,9 @@ class EmbeddingBackward0(Primitive):
 
     __slots__ = ()
     op_name = "embedding"
-    save_inputs = (1,)
-    jvp = linear_jvp(0)  # the tangent's rows at the indices
+    keep_params = (0,)  # the indices: saved, not an edge (Note [Saved indices])
+    saved_names = ("indices",)
+    jvp = linear_jvp()  # the tangent's rows at the indices
     # (it moves rows: the same for complex tables; reverse mode refuses complex tables, as
     # PyTorch's does)
     complex_jvp = jvp
@@ -749,9 +737,9 @@ class EmbeddingBackward0(Primitive):
             # are the table gradient of ones, read back at the indices)
             dev, dt = meta(g)
             ones = k.full(tuple(idx.shape) + (1,), 1, dt, dev)
-            counts = call(k, EmbeddingDenseBackward0, (ones, idx), ctx.num_weights, None)
-            g = k.div(g, call(k, EmbeddingBackward0, (counts, idx), None))
-        return call(k, EmbeddingDenseBackward0, (g, idx), ctx.num_weights, ctx.padding_idx), None
+            counts = call(k, EmbeddingDenseBackward0, (ones,), idx, ctx.num_weights, None)
+            g = k.div(g, call(k, EmbeddingBackward0, (counts,), idx, None))
+        return call(k, EmbeddingDenseBackward0, (g,), idx, ctx.num_weights, ctx.padding_idx)
 
 
 class EmbeddingDenseBackward0(Primitive):
@@ -760,8 +748,9 @@ class EmbeddingDenseBackward0(Primitive):
 
     __slots__ = ()
     op_name = "embedding_dense_backward"
-    save_inputs = (1,)
-    jvp = linear_jvp(0)
+    keep_params = (0,)
+    saved_names = ("indices",)
+    jvp = linear_jvp()
 
     @staticmethod
     def forward(ctx, k, g, indices, num_weights, padding_idx):
@@ -776,7 +765,7 @@ class EmbeddingDenseBackward0(Primitive):
             n = gg.shape[0]
             keep = k.ne(k.arange(0, 1, n, dtypes.int64, dev), ctx.padding_idx)
             gg = k.mul(gg, as_shape(k, k.astype(keep, dt), (n, 1)))
-        return call(k, EmbeddingBackward0, (gg, idx), None), None
+        return call(k, EmbeddingBackward0, (gg,), idx, None)
 
 
 def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None,
@@ -807,7 +796,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None,
     input = checks.guard_index(input, weight.shape[0], checks.index_out_of_range)
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
-    return apply(EmbeddingBackward0, (weight, input), padding_idx, scale_grad_by_freq)
+    return apply(EmbeddingBackward0, (weight,), input, padding_idx, scale_grad_by_freq)
 
 
 def _embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float, norm_type: float) -> None:

@@ -320,3 +320,38 @@ def test_masked_select_is_one_node_saving_the_mask(device):
     assert tuple(y.shape) == (2,)
     y.sum().backward()
     assert float(s.grad) == 2.0
+
+
+def test_loss_targets_and_embedding_indices_are_saved_not_edges(device):
+    F = tg.nn.functional
+    x = _x(device)
+    target = _idx([0, 5, 2, 2], device)
+    weight = tg.tensor(np.linspace(0.5, 2.0, 6), dtype=tg.float64, device=device)
+    table = tg.tensor(_rng.standard_normal((10, 3)), dtype=tg.float64, device=device,
+                      requires_grad=True)
+    ids = _idx([[1, 2], [2, 9]], device)
+    outs = {"cross_entropy": F.cross_entropy(x, target),
+            "nll_loss": F.nll_loss(x, target, weight=weight),
+            "embedding": F.embedding(ids, table)}
+    for name, out in outs.items():  # one edge each, as PyTorch's
+        assert [type(e[0]).__name__ for e in out.grad_fn.next_functions] == ["AccumulateGrad"]
+    assert np.array_equal(host(outs["nll_loss"].grad_fn._saved_target), host(target))
+    assert np.array_equal(host(outs["embedding"].grad_fn._saved_indices), host(ids))
+    # the gradients: nll's is -w[t] at t over the total weight; the table's counts the rows
+    ref = np.zeros(_X.shape)
+    w = np.linspace(0.5, 2.0, 6)
+    ref[np.arange(4), [0, 5, 2, 2]] = -w[[0, 5, 2, 2]] / w[[0, 5, 2, 2]].sum()
+    g, = tg.autograd.grad(outs["nll_loss"], x, retain_graph=True)
+    np.testing.assert_allclose(host(g), ref, rtol=0, atol=1e-15)
+    outs["embedding"].sum().backward(retain_graph=True)
+    np.testing.assert_array_equal(host(table.grad)[:, 0], [0, 1, 2, 0, 0, 0, 0, 0, 0, 1])
+    packed = []
+    with tg.autograd.graph.saved_tensors_hooks(lambda t: packed.append(t._dtype) or t,
+                                               lambda t: t):
+        F.cross_entropy(x, target)
+    assert tg.int64 in packed
+    target.zero_()
+    ids.zero_()
+    for out in outs.values():
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.sum().backward(retain_graph=True)
