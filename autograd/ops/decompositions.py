@@ -13,7 +13,7 @@ Derivative rules are PyTorch's (FunctionsManual.cpp), written in Tensor ops over
 this module and the rest of the library (``_tensor_rule``): on a backward that records nothing
 they run on the arrays wrapped as Tensors under no_grad, and under ``create_graph=True`` they
 record, so second derivatives (gradgradcheck) come from the same line. Multi-output
-factorizations save all their outputs (``_keep_outputs``), as PyTorch's do. The eigenvector and
+factorizations save all their outputs (``keep_outputs``), as PyTorch's do. The eigenvector and
 singular-vector rules assume distinct eigen/singular values (at a degenerate spectrum the
 gradient is inf/NaN, as PyTorch's) and are correct for gauge-invariant losses; for complex
 inputs ``eigh`` and ``svd`` raise PyTorch's error when the loss depends on the phase of the
@@ -35,7 +35,6 @@ from ..checks import kernel_not_implemented, scalar_type_name, tensor_arg
 from ..dispatch import Primitive, apply
 from ..grad_mode import no_grad
 from ..registry import OpInfo
-from ..saved import SavedTensor
 from ..tensor import Tensor, array_meta, make
 from .elementwise import _result
 
@@ -161,20 +160,6 @@ def _tensor_rule(rule):
             return tuple(None if o is None else o._data for o in out)
         return out._data
     return staticmethod(vjp)
-
-
-def _keep_outputs(outs: tuple, skip: tuple = ()) -> tuple:
-    """Saves every output of a multi-output factorization on its node (after the inputs it
-    saved), for its rule; the primitive protocol saves only output 0."""
-    node = outs[0]._grad_fn
-    if node is not None:
-        # (under forward AD the tensors themselves, with their tangents, which a
-        # forward-over-reverse reads: as dispatch's _apply_dual re-saves output 0)
-        dual = bool(dispatch.dual_levels)
-        node._saved = list(node._saved or []) + [
-            SavedTensor(t, False) if dual else SavedTensor(t, True, i)
-            for i, t in enumerate(outs) if i not in skip]
-    return outs
 
 
 def _cj(x: Tensor) -> Tensor:
@@ -318,6 +303,7 @@ class LinalgSlogdetBackward0(Primitive):
     op_name = "linalg_slogdet"
     saved_names = ("A", "sign", "logabsdet")
     save_inputs = (0,)
+    keep_outputs = (0, 1)
 
     @staticmethod
     def forward(ctx, k, a):
@@ -355,7 +341,7 @@ def slogdet(A: Tensor, *, out=None) -> SlogdetResult:
     """(sign, logabsdet) of each square matrix: ``det A = sign * exp(logabsdet)``; a singular
     matrix gives sign 0 and logabsdet -inf."""
     _matrix(A, "linalg.slogdet")
-    return SlogdetResult(*_keep_outputs(apply(LinalgSlogdetBackward0, (A,))))
+    return SlogdetResult(*apply(LinalgSlogdetBackward0, (A,)))
 
 
 class LinalgDetBackward0(Primitive):
@@ -722,6 +708,7 @@ class LinalgQrBackward0(Primitive):
     __slots__ = ()
     op_name = "linalg_qr"
     saved_names = ("Q", "R")
+    keep_outputs = (0, 1)
     _saved_mode = property(lambda self: self.mode)  # (PyTorch's non-tensor saved value)
 
     @staticmethod
@@ -799,7 +786,7 @@ def qr(A: Tensor, mode: str = "reduced", *, out=None) -> QRResult:
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            f"'reduced' (default), 'r', or 'complete'")
-    return QRResult(*_keep_outputs(apply(LinalgQrBackward0, (A,), mode)))
+    return QRResult(*apply(LinalgQrBackward0, (A,), mode))
 
 
 def _phase_check(VhgV: Tensor, op: str) -> None:
@@ -821,6 +808,7 @@ class LinalgEighBackward0(Primitive):
     __slots__ = ()
     op_name = "linalg_eigh"
     saved_names = ("eigenvalues", "eigenvectors")
+    keep_outputs = (0, 1)
 
     @staticmethod
     def forward(ctx, k, a, uplo):
@@ -881,7 +869,7 @@ def eigh(input: Tensor, UPLO: str = "L", *, out=None) -> EighResult:
     _matrix(A, op, kernel="linalg_eigh_cpu", every_dtype=True)
     if UPLO not in ("L", "U", "l", "u"):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
-    return EighResult(*_keep_outputs(apply(LinalgEighBackward0, (A,), UPLO.upper())))
+    return EighResult(*apply(LinalgEighBackward0, (A,), UPLO.upper()))
 
 
 def eigvalsh(input: Tensor, UPLO: str = "L", *, out=None) -> Tensor:
@@ -899,6 +887,7 @@ class LinalgSvdBackward0(Primitive):
     __slots__ = ()
     op_name = "linalg_svd"
     saved_names = ("U", "S", "Vh")
+    keep_outputs = (0, 1, 2)
 
     @staticmethod
     def forward(ctx, k, a, full_matrices):
@@ -1012,7 +1001,7 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver=None, out=None) -> SVDR
     that sign (and ``full_matrices=False`` for U/Vh of a non-square matrix)."""
     _matrix(A, "linalg.svd", square=False, kernel="linalg_svd_cpu")
     _svd_driver(A, driver, "torch.linalg.svd")
-    return SVDResult(*_keep_outputs(apply(LinalgSvdBackward0, (A,), bool(full_matrices))))
+    return SVDResult(*apply(LinalgSvdBackward0, (A,), bool(full_matrices)))
 
 
 def svdvals(A: Tensor, *, driver=None, out=None) -> Tensor:
@@ -1141,9 +1130,7 @@ class LinalgLuFactorExBackward0(Primitive):
     op_name = "linalg_lu_factor_ex"
     saved_names = ("LU", "pivots")
     nondiff_outputs = (1,)
-    # (LU through the protocol, which keeps its tangent for forward-over-reverse; the pivots,
-    # an integer output, appended by _keep_outputs)
-    save_output = True
+    keep_outputs = (0, 1)  # LU and the pivots (Note [Saved indices])
 
     @staticmethod
     def forward(ctx, k, a):
@@ -1220,7 +1207,7 @@ def _lu_factor(A: Tensor, pivot: bool, check_errors: bool, op: str) -> LUFactorE
     _matrix(A, op.removeprefix("torch."), square=False, kernel="lu_cpu", every_dtype=True)
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
-    LU, pivots = _keep_outputs(apply(LinalgLuFactorExBackward0, (A,)), skip=(0,))
+    LU, pivots = apply(LinalgLuFactorExBackward0, (A,))
     infos = _lu_infos(LU)
     if check_errors and infos.any():
         flat = infos.reshape(-1)

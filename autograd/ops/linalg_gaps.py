@@ -24,7 +24,6 @@ from .decompositions import (
     _exact,
     _eye_like,
     _host,
-    _keep_outputs,
     _matrix,
     _mH,
     _named,
@@ -71,6 +70,7 @@ class LinalgEigBackward0(Primitive):
     __slots__ = ()
     op_name = "linalg_eig"
     saved_names = ("eigenvalues", "eigenvectors")
+    keep_outputs = (0, 1)
 
     @staticmethod
     def forward(ctx, k, a):
@@ -127,7 +127,7 @@ def eig(input: Tensor, *, out=None) -> EigResult:
     """
     A = input
     _matrix(A, "linalg.eig", kernel="linalg_eig_out_cpu")
-    return EigResult(*_keep_outputs(apply(LinalgEigBackward0, (A,))))
+    return EigResult(*apply(LinalgEigBackward0, (A,)))
 
 
 def eigvals(input: Tensor, *, out=None) -> Tensor:
