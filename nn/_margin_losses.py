@@ -101,6 +101,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
                                f"got {list(weight.shape)}")
         if weight.dtype is not input.dtype:
             raise checks.expected_scalar_type(input.dtype, weight.dtype)
+        F._not_differentiable("multi_margin_loss", weight=weight)
     # one node saving input, target and weight, as PyTorch's, with its closed-form rule
     if weight is None:
         return recomputed_node(MultiMarginLossBackward0, (input, t), _multi_margin, None, p,

@@ -2,6 +2,9 @@
 autograd/dispatch.py): saved-tensor hooks pack them (so ``save_on_cpu`` sees them), backward
 refuses one modified in place since (before, ``i.zero_()`` on max's indices gave a silently
 wrong gradient), and the nodes name them as PyTorch's (``_saved_indices``, ``_saved_index``).
+An index, mask, condition or target that is an argument of the op is no edge of its node, as
+in PyTorch (gather, masked_fill, where, take, masked_select, cross_entropy, nll_loss,
+embedding); and ``x[False] = v`` writes nothing, as PyTorch's early return.
 
 Each op runs on both backends; gradients are compared with NumPy references computed from
 the indices, with and without hooks, and double backward and forward AD still run through
