@@ -1,10 +1,11 @@
-"""Shape arithmetic both backends share: the output size of a convolution window."""
+"""What both backends share: the output size of a convolution window, and the lookup of the
+activation op table (kernels/numpy/nn.py, kernels/triton/activations.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["conv_geometry", "conv_pads"]
+__all__ = ["activation_entry", "conv_geometry", "conv_pads"]
 
 
 def conv_pads(padding) -> tuple:
@@ -34,3 +35,14 @@ def conv_geometry(op: str, x_shape, w_shape, stride, padding, dilation, groups: 
         raise ValueError(f"{op}: the kernel {(KH, KW)} (dilation {tuple(dilation)}) does not "
                          f"fit the padded input {(H + pt + pb, W + pl + pr)}")
     return N, C, H, W, O, Cg, KH, KW, OH, OW, pd
+
+
+def activation_entry(table: dict, op: str, params: tuple) -> tuple:
+    """``table[op]``, an activation's (forward, backward, number of parameters), checked
+    against the parameters given."""
+    entry = table.get(op)
+    if entry is None:
+        raise ValueError(f"activation: unknown op {op!r} (one of {', '.join(table)})")
+    if len(params) != entry[2]:
+        raise TypeError(f"activation {op!r} takes {entry[2]} parameters, got {len(params)}")
+    return entry

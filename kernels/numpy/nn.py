@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from ..geometry import activation_entry
 from . import jit
 from .bf16 import BF16Array, round_
 from .elementwise import _quiet
@@ -462,15 +463,6 @@ ACTIVATIONS = {
 }
 
 
-def _entry(op: str, params: tuple) -> tuple:
-    entry = ACTIVATIONS.get(op)
-    if entry is None:
-        raise ValueError(f"activation: unknown op {op!r} (one of {', '.join(ACTIVATIONS)})")
-    if len(params) != entry[2]:
-        raise TypeError(f"activation {op!r} takes {entry[2]} parameters, got {len(params)}")
-    return entry
-
-
 def _float_operands(op: str, *arrays) -> None:
     for a in arrays:
         if type(a) is not BF16Array and a.dtype.kind != "f":
@@ -481,7 +473,7 @@ def _float_operands(op: str, *arrays) -> None:
 def activation(op: str, x: np.ndarray, *params: float) -> np.ndarray:
     """Activation ``op`` of ``x`` (the table ``ACTIVATIONS``; Note [activation routines]);
     ``params``: softplus' (beta, threshold), hardtanh's (min_val, max_val)."""
-    fn = _entry(op, params)[0]
+    fn = activation_entry(ACTIVATIONS, op, params)[0]
     _float_operands(op, x)
     xf = _up(x)
     return _fresh(fn(xf, *params), x)
@@ -491,7 +483,7 @@ def activation(op: str, x: np.ndarray, *params: float) -> np.ndarray:
 def activation_backward(op: str, g: np.ndarray, x: np.ndarray, *params: float) -> np.ndarray:
     """The gradient of ``activation(op, x, *params)`` for the output gradient ``g`` (broadcast
     to x's shape), in x's dtype."""
-    fn = _entry(op, params)[1]
+    fn = activation_entry(ACTIVATIONS, op, params)[1]
     _float_operands(op + "_backward", g, x)
     xf = _up(x)
     return _fresh(fn(_up(g), xf, *params), x)

@@ -37,6 +37,7 @@ from triton.language.extra import libdevice
 from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from ...runtime.array import DeviceArray
+from ..geometry import activation_entry
 from . import _launch as L
 from . import elementwise as E
 from ._launch import block_range
@@ -279,15 +280,6 @@ def _run(fn, out, out2, x, y, g, params):
     return out
 
 
-def _entry(op: str, params: tuple) -> tuple:
-    entry = ACTIVATIONS.get(op)
-    if entry is None:
-        raise ValueError(f"activation: unknown op {op!r} (one of {', '.join(ACTIVATIONS)})")
-    if len(params) != entry[2]:
-        raise TypeError(f"activation {op!r} takes {entry[2]} parameters, got {len(params)}")
-    return entry
-
-
 def _float(op: str, *arrays) -> None:
     for a in arrays:
         if a.dtype not in _CT:
@@ -309,7 +301,7 @@ def _check_g(op: str, g, shape) -> None:
 def activation(op: str, x, *params: float):
     """Activation ``op`` of ``x`` (the table ``ACTIVATIONS``), one launch; ``params``:
     softplus' (beta, threshold), hardtanh's (min_val, max_val)."""
-    fn = _entry(op, params)[0]
+    fn = activation_entry(ACTIVATIONS, op, params)[0]
     _float(op, x)
     return _run(fn, _new(x.shape, x), None, x, None, None, params)
 
@@ -317,7 +309,7 @@ def activation(op: str, x, *params: float):
 def activation_backward(op: str, g, x, *params: float):
     """The gradient of ``activation(op, x, *params)`` for the output gradient ``g``
     (broadcast to x's shape), in x's dtype, one launch."""
-    fn = _entry(op, params)[1]
+    fn = activation_entry(ACTIVATIONS, op, params)[1]
     _float(op + "_backward", x, g)
     _check_g(op + "_backward", g, x.shape)
     return _run(fn, _new(x.shape, x), None, x, None, g, params)
