@@ -197,3 +197,13 @@ class TorchMT:
 
     def u53(self, n: int) -> np.ndarray:
         return np.array([(v & (2 ** 53 - 1)) * 2.0 ** -53 for v in self.raw64(n)])
+
+
+def saved_bytes(fn, *args) -> tuple:
+    """(bytes, count, result) of the tensors packed by saved_tensors_hooks while ``fn(*args)``
+    runs (what its graph keeps for backward), the bytes counted once per distinct tensor."""
+    packed = []
+    with tg.autograd.graph.saved_tensors_hooks(lambda t: packed.append(t) or t, lambda t: t):
+        out = fn(*args)
+    distinct = {id(t): t for t in packed}.values()
+    return sum(t.numel() * t.element_size() for t in distinct), len(packed), out

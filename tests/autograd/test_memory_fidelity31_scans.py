@@ -13,21 +13,11 @@ import numpy as np
 import pytest
 
 import tritongrad as tg
-from tests.helpers import host
+from tests.helpers import host, saved_bytes
 from tritongrad.autograd import gradcheck, gradgradcheck
 
 _rng = np.random.default_rng(31)
 _INF = math.inf
-
-
-def _saved(fn, *args):
-    """(bytes, count, result) of the tensors packed by saved_tensors_hooks while ``fn`` runs,
-    the bytes counted once per distinct tensor."""
-    packed = []
-    with tg.autograd.graph.saved_tensors_hooks(lambda t: packed.append(t) or t, lambda t: t):
-        out = fn(*args)
-    distinct = {id(t): t for t in packed}.values()
-    return sum(t.numel() * t.element_size() for t in distinct), len(packed), out
 
 
 def _one_node(out, name):
@@ -63,7 +53,7 @@ CUMPROD_ROWS = [[2., 0., 3., -1., 0.5, 0., 1.5],   # two zeros
 def test_cumprod_values_gradient_node_and_bytes(device):
     xs = np.array(CUMPROD_ROWS)
     x = _t(xs, device)
-    nbytes, count, y = _saved(lambda t: tg.cumprod(t, 1), x)
+    nbytes, count, y = saved_bytes(lambda t: tg.cumprod(t, 1), x)
     _one_node(y, "CumprodBackward0")
     assert count == 2 and nbytes <= 2 * xs.size * 8  # the input and the result
     np.testing.assert_allclose(host(y), np.cumprod(xs, 1), rtol=1e-14)
@@ -86,7 +76,7 @@ def test_cumprod_gradcheck_forward_ad_and_gradgradcheck_with_zeros():
 def test_cumprod_dtype_argument_saves_the_input_not_a_copy():
     xs = _rng.normal(size=(3, 6))
     x = _t(xs, "cpu", dtype=tg.float32)
-    nbytes, count, y = _saved(lambda t: tg.cumprod(t, 1, dtype=tg.float64), x)
+    nbytes, count, y = saved_bytes(lambda t: tg.cumprod(t, 1, dtype=tg.float64), x)
     _one_node(y, "CumprodBackward0")
     assert y.dtype is tg.float64 and count == 2
     assert nbytes <= xs.size * (4 + 8)  # the float32 input and the float64 result
@@ -174,7 +164,7 @@ def test_logcumsumexp_values_gradient_node_and_bytes(device):
     xs = _rng.uniform(-5, 5, size=(4, 9))
     xs[1] = [-1000., 0., 1000., 999., -3., 5., 1001., 0., 2.]  # far apart: no overflow
     x = _t(xs, device)
-    nbytes, count, y = _saved(lambda t: tg.logcumsumexp(t, 1), x)
+    nbytes, count, y = saved_bytes(lambda t: tg.logcumsumexp(t, 1), x)
     _one_node(y, "LogcumsumexpBackward0")
     assert count == 2 and nbytes <= 2 * xs.size * 8
     np.testing.assert_allclose(host(y), _lcse(xs), rtol=1e-14)
@@ -300,7 +290,7 @@ def test_cdist_values_gradients_node_and_bytes(p, device):
     a_np[0, 0, 1] = b_np[1, 2]  # a point of x2 in x1: distance 0, gradient 0
     a_np[1, 0, 0, 0] = b_np[0, 0, 0]  # one equal coordinate
     a, b = _t(a_np, device), _t(b_np, device)
-    nbytes, count, y = _saved(lambda u, v: tg.cdist(u, v, p), a, b)
+    nbytes, count, y = saved_bytes(lambda u, v: tg.cdist(u, v, p), a, b)
     _one_node(y, "CdistBackward0")
     assert y.shape == (2, 3, 4, 5)
     assert count == 3 and nbytes <= (a_np.size + b_np.size + y.numel()) * 8
@@ -331,7 +321,7 @@ def test_cdist_matrix_product_mode(device):
     a_np, b_np = _rng.normal(size=(27, 3)), _rng.normal(size=(4, 3))
     a_np[5] = b_np[2] = [1.0, 0.5, 0.25]  # exact in the product form too
     a, b = _t(a_np, device), _t(b_np, device)
-    nbytes, count, y = _saved(lambda u, v: tg.cdist(u, v), a, b)
+    nbytes, count, y = saved_bytes(lambda u, v: tg.cdist(u, v), a, b)
     _one_node(y, "EuclideanDistBackward0")
     assert count == 3 and nbytes <= (a_np.size + b_np.size + 27 * 4) * 8
     np.testing.assert_allclose(host(y), _cdist(a_np, b_np, 2), rtol=1e-12, atol=1e-7)
@@ -395,7 +385,7 @@ def test_pdist_values_gradients_node_and_bytes(p, device):
     x_np = _rng.normal(size=(6, 3))
     x_np[4] = x_np[1]  # a zero distance: gradient 0
     x = _t(x_np, device)
-    nbytes, count, y = _saved(lambda t: tg.nn.functional.pdist(t, p), x)
+    nbytes, count, y = saved_bytes(lambda t: tg.nn.functional.pdist(t, p), x)
     _one_node(y, "PdistBackward0")
     i, j = np.triu_indices(6, 1)
     assert y.shape == (15,) and count == 2 and nbytes <= (x_np.size + 15) * 8

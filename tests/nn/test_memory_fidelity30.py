@@ -14,20 +14,10 @@ import numpy as np
 import pytest
 
 import tritongrad as tg
-from tests.helpers import host
+from tests.helpers import host, saved_bytes
 from tritongrad.nn import functional as F
 
 _rng = np.random.default_rng(30)
-
-
-def _saved(fn, *args):
-    """(bytes, count) of the tensors packed by saved_tensors_hooks while ``fn`` runs, the
-    bytes counted once per distinct tensor."""
-    packed = []
-    with tg.autograd.graph.saved_tensors_hooks(lambda t: packed.append(t) or t, lambda t: t):
-        out = fn(*args)
-    distinct = {id(t): t for t in packed}.values()
-    return sum(t.numel() * t.element_size() for t in distinct), len(packed), out
 
 
 def _one_node(out, name):
@@ -63,7 +53,7 @@ def test_losses_values_gradients_node(device, name, reduction):
     xs, ts = _rng.normal(size=(6, 7)) * 1.5, _rng.normal(size=(6, 7))
     x = tg.tensor(xs, device=device, requires_grad=True)
     t = tg.tensor(ts, device=device, requires_grad=True)
-    nbytes, count, y = _saved(fn, x, t, reduction)
+    nbytes, count, y = saved_bytes(fn, x, t, reduction)
     _one_node(y, node)
     assert count == 2 and nbytes <= 2 * xs.size * 8  # input and target, as PyTorch's
     g = np.ones(()) if reduction != "none" else _rng.normal(size=xs.shape)
@@ -148,7 +138,7 @@ def _sig(x):
 def test_glu_values_gradients_node(device, dim):
     xs = _rng.normal(size=(4, 6, 8))
     x = tg.tensor(xs, device=device, requires_grad=True)
-    nbytes, count, y = _saved(F.glu, x, dim)
+    nbytes, count, y = saved_bytes(F.glu, x, dim)
     _one_node(y, "GluBackward0")
     assert count == 1 and nbytes <= xs.size * 8  # the input alone, as PyTorch's
     a, b = np.split(xs, 2, axis=dim)
@@ -226,7 +216,7 @@ SPECIAL = {  # name: (call, points, value reference, derivative reference, node,
 def test_special_values_gradients_node(device, name):
     fn, xs, value, deriv, node, tol = SPECIAL[name]
     x = tg.tensor(xs, device=device, requires_grad=True)
-    nbytes, count, y = _saved(fn, x)
+    nbytes, count, y = saved_bytes(fn, x)
     _one_node(y, node)
     # x alone (erfinv: its output): PyTorch's node saves x, 20 to 170 times less than the
     # composites' intermediates did
@@ -292,7 +282,7 @@ POINTWISE = {  # name: (call, points, value reference, derivative reference, nod
 def test_pointwise_values_gradients_node(device, name):
     fn, xs, value, deriv, node = POINTWISE[name]
     x = tg.tensor(xs, device=device, requires_grad=True)
-    nbytes, count, y = _saved(fn, x)
+    nbytes, count, y = saved_bytes(fn, x)
     _one_node(y, node)
     assert count == 1 and nbytes <= xs.size * 8
     y.sum().backward()
@@ -326,7 +316,7 @@ def test_logaddexp_node_values_gradients(device):
     b = np.array([0.0, 1000.0, -1.0, 5.0])
     x = tg.tensor(a, device=device, requires_grad=True)
     y_ = tg.tensor(b, device=device, requires_grad=True)
-    nbytes, count, out = _saved(tg.logaddexp, x, y_)
+    nbytes, count, out = saved_bytes(tg.logaddexp, x, y_)
     _one_node(out, "LogaddexpBackward0")
     assert count == 2 and nbytes <= (a.size + b.size) * 8
     with np.errstate(all="ignore"):
@@ -347,7 +337,7 @@ def test_hypot_node_values_gradients(device):
     b = np.array([4.0, 0.0, 1e200, 3.0])
     x = tg.tensor(a, device=device, requires_grad=True)
     y_ = tg.tensor(b, device=device, requires_grad=True)
-    nbytes, count, out = _saved(tg.hypot, x, y_)
+    nbytes, count, out = saved_bytes(tg.hypot, x, y_)
     _one_node(out, "HypotBackward0")
     assert count == 3 and nbytes <= (2 * a.size + b.size) * 8  # a, b and the result
     out.sum().backward()
@@ -372,7 +362,7 @@ def test_xlogy_node_values_gradients(device):
     b = np.array([0.0, -1.0, 2.0, 0.5])
     x = tg.tensor(a, device=device, requires_grad=True)
     y_ = tg.tensor(b, device=device, requires_grad=True)
-    nbytes, count, out = _saved(tg.xlogy, x, y_)
+    nbytes, count, out = saved_bytes(tg.xlogy, x, y_)
     _one_node(out, "XlogyBackward0")
     assert count == 2 and nbytes <= (a.size + b.size) * 8
     out.sum().backward()
@@ -395,7 +385,7 @@ def test_xlogy_node_values_gradients(device):
 def test_hardshrink_node_values_gradients(device):
     xs = np.array([-2.0, -0.5, -0.3, 0.0, 0.5, 0.7, math.nan, math.inf, -math.inf])
     x = tg.tensor(xs, device=device, requires_grad=True)
-    nbytes, count, y = _saved(F.hardshrink, x, 0.5)
+    nbytes, count, y = saved_bytes(F.hardshrink, x, 0.5)
     _one_node(y, "HardshrinkBackward0")
     assert count == 1 and nbytes <= xs.size * 8
     y.sum().backward()
@@ -415,7 +405,7 @@ def test_prelu_node_values_gradients(device, shape, channels):
     xs.flat[0] = math.nan
     x = tg.tensor(xs, device=device, requires_grad=True)
     w = tg.tensor(ws, device=device, requires_grad=True)
-    nbytes, count, y = _saved(F.prelu, x, w)
+    nbytes, count, y = saved_bytes(F.prelu, x, w)
     assert y.grad_fn.name() == "PreluKernelBackward0"
     assert count == 2 and nbytes <= (xs.size + ws.size) * 8  # x and the weight, as PyTorch's
     g = _rng.normal(size=shape)

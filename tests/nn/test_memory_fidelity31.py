@@ -14,21 +14,11 @@ import numpy as np
 import pytest
 
 import tritongrad as tg
-from tests.helpers import host
+from tests.helpers import host, saved_bytes
 from tritongrad.nn import _sampling
 from tritongrad.nn import functional as F
 
 _rng = np.random.default_rng(31)
-
-
-def _saved(fn, *args):
-    """(bytes, count, output) of the tensors packed by saved_tensors_hooks while ``fn`` runs,
-    the bytes counted once per distinct tensor."""
-    packed = []
-    with tg.autograd.graph.saved_tensors_hooks(lambda t: packed.append(t) or t, lambda t: t):
-        out = fn(*args)
-    distinct = {id(t): t for t in packed}.values()
-    return sum(t.numel() * t.element_size() for t in distinct), len(packed), out
 
 
 def _nbytes(*ts) -> int:
@@ -68,11 +58,11 @@ def _grid_sample_ref(x, grid, align_corners):
 
 
 @pytest.mark.parametrize("align_corners", [False, True])
-def test_grid_sample_node_values_saved(device, align_corners):
+def test_grid_sample_node_valuessaved_bytes(device, align_corners):
     xs = _rng.normal(size=(2, 3, 5, 6))
     gs = _rng.uniform(-1.2, 1.2, size=(2, 4, 3, 2))
     x, grid = _t(xs, device), _t(gs, device)
-    nbytes, count, y = _saved(F.grid_sample, x, grid, "bilinear", "zeros", align_corners)
+    nbytes, count, y = saved_bytes(F.grid_sample, x, grid, "bilinear", "zeros", align_corners)
     _one_node(y, "GridSampler2DBackward0")
     assert count == 2 and nbytes <= _nbytes(x, grid)  # the input and the grid, as PyTorch's
     np.testing.assert_allclose(host(y), _grid_sample_ref(xs, gs, align_corners), rtol=1e-12,
@@ -99,7 +89,7 @@ def test_grid_sample_gradcheck_forward_ad_gradgradcheck(mode, padding):
 def test_grid_sample_3d_and_one_input_needing_grad():
     x = _t(_rng.normal(size=(1, 1, 3, 3, 2)))
     grid = _t(_rng.uniform(-1, 1, size=(1, 2, 1, 1, 3)))
-    nbytes, _, y = _saved(F.grid_sample, x, grid, "bilinear", "zeros", True)
+    nbytes, _, y = saved_bytes(F.grid_sample, x, grid, "bilinear", "zeros", True)
     _one_node(y, "GridSampler3DBackward0")
     assert nbytes <= _nbytes(x, grid)
     fn = lambda a, b: F.grid_sample(a, b, align_corners=True)  # noqa: E731
@@ -165,11 +155,11 @@ POOLS = {  # name: (fn, input shape, output size, node)
 
 
 @pytest.mark.parametrize("name", POOLS)
-def test_adaptive_pools_values_gradients_nothing_saved(device, name):
+def test_adaptive_pools_values_gradients_nothingsaved_bytes(device, name):
     fn, shape, out, node = POOLS[name]
     xs = _rng.normal(size=shape)
     x = _t(xs, device)
-    nbytes, count, y = _saved(fn, x)
+    nbytes, count, y = saved_bytes(fn, x)
     assert count == 0 and nbytes == 0  # linear: the rule reads only the gradient
     if node is not None:
         _one_node(y, node)
@@ -248,11 +238,11 @@ def _bilinear_ac_ref(x, oh, ow):
 
 
 @pytest.mark.parametrize("name", MODES)
-def test_interpolate_node_values_gradients_nothing_saved(name, device="cpu"):
+def test_interpolate_node_values_gradients_nothingsaved_bytes(name, device="cpu"):
     kwargs, shape, node = MODES[name]
     xs = _rng.normal(size=shape)
     x = _t(xs, device)
-    nbytes, count, y = _saved(lambda a: F.interpolate(a, **kwargs), x)
+    nbytes, count, y = saved_bytes(lambda a: F.interpolate(a, **kwargs), x)
     _one_node(y, node)
     assert count == 0 and nbytes == 0
     g = _rng.normal(size=y.shape)
@@ -266,7 +256,7 @@ def test_interpolate_node_values_gradients_nothing_saved(name, device="cpu"):
 
 @pytest.mark.parametrize("name", ["bicubic_aa", "nearest_3d"])
 def test_interpolate_on_both_backends(device, name):
-    test_interpolate_node_values_gradients_nothing_saved(name, device)
+    test_interpolate_node_values_gradients_nothingsaved_bytes(name, device)
 
 
 def test_interpolate_bilinear_against_numpy_and_second_order():
@@ -312,18 +302,18 @@ def _im2col_ref(x, k, d, p, st):
     return cols.reshape(n, c * k[0] * k[1], oh * ow)
 
 
-def test_unfold_fold_nodes_values_adjoint_nothing_saved(device):
+def test_unfold_fold_nodes_values_adjoint_nothingsaved_bytes(device):
     k, d, p, st = (2, 3), (2, 1), (1, 0), (1, 2)
     xs = _rng.normal(size=(2, 3, 6, 7))
     x = _t(xs, device)
-    nbytes, count, cols = _saved(F.unfold, x, k, d, p, st)
+    nbytes, count, cols = saved_bytes(F.unfold, x, k, d, p, st)
     _one_node(cols, "Im2ColBackward0")
     assert count == 0 and nbytes == 0  # linear: PyTorch's node saves no tensor either
     want = _im2col_ref(xs, k, d, p, st)
     np.testing.assert_allclose(host(cols), want, rtol=1e-12)
     cs = _rng.normal(size=want.shape)
     c = _t(cs, device)
-    nbytes, count, y = _saved(F.fold, c, (6, 7), k, d, p, st)
+    nbytes, count, y = saved_bytes(F.fold, c, (6, 7), k, d, p, st)
     _one_node(y, "Col2ImBackward0")
     assert count == 0 and nbytes == 0
     # fold is unfold's adjoint: <unfold(x), c> = <x, fold(c)>; each one's gradient the other
@@ -348,12 +338,12 @@ def test_unfold_fold_gradcheck_forward_ad_gradgradcheck():
 # -- bilinear ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("bias", [False, True])
-def test_bilinear_node_values_gradients_saved(device, bias):
+def test_bilinear_node_values_gradientssaved_bytes(device, bias):
     a, b = _rng.normal(size=(2, 4, 3)), _rng.normal(size=(2, 4, 5))
     w, c = _rng.normal(size=(6, 3, 5)), _rng.normal(size=6)
     x1, x2, wt = _t(a, device), _t(b, device), _t(w, device)
     bt = _t(c, device) if bias else None
-    nbytes, count, y = _saved(F.bilinear, x1, x2, wt, bt)
+    nbytes, count, y = saved_bytes(F.bilinear, x1, x2, wt, bt)
     node = y.grad_fn if not bias else y.grad_fn.next_functions[0][0]
     assert type(node).__name__ == "TrilinearBackward0"
     assert count == 3 and nbytes <= _nbytes(x1, x2, wt)  # PyTorch's: both inputs, the weight
@@ -395,13 +385,13 @@ def _multi_margin_ref(x, y, p, margin, w):
 
 @pytest.mark.parametrize("p,weighted,reduction", [(1, False, "mean"), (2, True, "none"),
                                                   (1, True, "sum")])
-def test_multi_margin_node_values_gradients_saved(device, p, weighted, reduction):
+def test_multi_margin_node_values_gradientssaved_bytes(device, p, weighted, reduction):
     xs = _rng.normal(size=(6, 5))
     ys = np.array([0, 4, 2, 2, 1, 3])
     ws = _rng.uniform(0.5, 2, size=5) if weighted else None
     x, t = _t(xs, device), tg.tensor(ys, device=device)
     w = tg.tensor(ws, device=device) if weighted else None
-    nbytes, count, out = _saved(lambda a: F.multi_margin_loss(a, t, p, 0.9, w,
+    nbytes, count, out = saved_bytes(lambda a: F.multi_margin_loss(a, t, p, 0.9, w,
                                                               reduction=reduction), x)
     assert out.grad_fn.name() == "MultiMarginLossBackward0"
     assert count == (3 if weighted else 2) and nbytes <= _nbytes(x, t, w)
@@ -462,12 +452,12 @@ def _multilabel_ref(x, t):
 
 
 @pytest.mark.parametrize("reduction", ["none", "mean"])
-def test_multilabel_margin_node_values_gradients_saved(device, reduction):
+def test_multilabel_margin_node_values_gradientssaved_bytes(device, reduction):
     xs = _rng.normal(size=(4, 6))
     ts = np.array([[0, 2, -1, 1, 1, 1], [3, -1, 0, 0, 0, 0], [1, 2, 3, 4, 0, 5],
                    [-1, 0, 0, 0, 0, 0]])
     x, t = _t(xs, device), tg.tensor(ts, device=device)
-    nbytes, count, y = _saved(lambda a: F.multilabel_margin_loss(a, t, reduction=reduction), x)
+    nbytes, count, y = saved_bytes(lambda a: F.multilabel_margin_loss(a, t, reduction=reduction), x)
     _one_node(y, "MultilabelMarginLossBackward0")
     # the input and the target (PyTorch's node keeps an (N, C) mask too); not the (N, P, C)
     # pairs the composite kept
@@ -510,7 +500,7 @@ def test_nll_node_values_gradients_saves_no_input(device, weighted, reduction):
     ws = _rng.uniform(0.5, 2, size=5) if weighted else None
     x, t = _t(xs, device), tg.tensor(ts, device=device)
     w = tg.tensor(ws, device=device) if weighted else None
-    nbytes, count, y = _saved(lambda a: F.nll_loss(a, t, w, reduction=reduction), x)
+    nbytes, count, y = saved_bytes(lambda a: F.nll_loss(a, t, w, reduction=reduction), x)
     _one_node(y, "NllLossBackward0")
     assert nbytes <= _nbytes(t, w)  # the rule reads the target and the weights, not the input
     loss, d = _nll_ref(xs, ts, ws, -100, reduction)
@@ -526,7 +516,7 @@ def test_weighted_cross_entropy_saved_and_checks():
     t = tg.tensor([0, 4, 1, 2, 1, 4, 3, 0])
     w = tg.tensor(_rng.uniform(0.5, 2, size=5))
     x = _t(xs)
-    nbytes, _, y = _saved(lambda a: F.cross_entropy(a, t, w), x)
+    nbytes, _, y = saved_bytes(lambda a: F.cross_entropy(a, t, w), x)
     assert y.grad_fn.name() == "NllLossBackward0"
     assert nbytes <= _nbytes(x, t, w)  # log_softmax's output, the target, the weights
     logp = xs - np.log(np.exp(xs).sum(1, keepdims=True))
@@ -616,7 +606,7 @@ def test_against_torch_values_gradients_and_saved_bytes(name):
         yt = fn(torch, torch.nn.functional, *theirs)
     torch_bytes = sum(t.numel() * t.element_size() for t in
                       {t.untyped_storage().data_ptr(): t for t in packed}.values())
-    nbytes, _, y = _saved(lambda *a: fn(tg, F, *a), *ours)
+    nbytes, _, y = saved_bytes(lambda *a: fn(tg, F, *a), *ours)
     assert nbytes <= torch_bytes
     assert y.grad_fn.name() == yt.grad_fn.name() or name == "bilinear"
     np.testing.assert_allclose(host(y), yt.detach().numpy(), rtol=1e-10, atol=1e-12)
