@@ -116,16 +116,24 @@ def _to_args(args, kwargs):
     check_memory_format("to", memory_format, None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-    flags = []
+    flags, given = [], []
     for a in args:
         if isinstance(a, Tensor):
             dtype, device = a.dtype, a.device
+            given += ["Tensor"]
         elif isinstance(a, builtins.bool):
             flags.append(a)  # non_blocking, then copy
         elif isinstance(a, (str, Device, numbers.Integral)) and not _is_dtype_name(a):
             device = a
+            given += ["device"]
         elif a is not None:
             dtype = a
+            given += ["dtype"]
+    if len(given) != len(set(given)) or "Tensor" in given and len(given) > 1:
+        # (each overload takes one dtype, one device, or one tensor to match)
+        raise TypeError(f"to() received an invalid combination of arguments - got "
+                        f"({', '.join(given)}); expected (dtype), (device, dtype) or "
+                        f"(Tensor other)")
     if flags:
         non_blocking = flags[0]
     if len(flags) > 1:
@@ -270,9 +278,16 @@ def type(x: Tensor, dtype=None, non_blocking: bool = False, **kwargs):  # noqa: 
 
 
 def _caster(dt):
-    def cast(x: Tensor) -> Tensor:
-        return to(x, dt)
-    cast.__name__ = dt.name
+    """``x.float()`` and its kin: ``x.to(dt, memory_format=memory_format)``."""
+    def cast(x: Tensor, *, memory_format=None) -> Tensor:
+        return to(x, dt, memory_format=memory_format)
+    cast.__name__ = cast.__qualname__ = {dtypes.float32: "float", dtypes.float64: "double",
+                                         dtypes.float16: "half", dtypes.int64: "long",
+                                         dtypes.int32: "int", dtypes.uint8: "byte",
+                                         dtypes.int8: "char", dtypes.int16: "short",
+                                         dtypes.complex64: "cfloat",
+                                         dtypes.complex128: "cdouble"}.get(dt, dt.name)
+    cast.__doc__ = f"``self.to({dt}, memory_format=memory_format)``."
     return cast
 
 
@@ -314,24 +329,32 @@ class CloneBackward0(Primitive):
         return g
 
 
-def clone(x: Tensor, memory_format=None) -> Tensor:
+def clone(input: Tensor, *, memory_format=None) -> Tensor:  # noqa: A002 - PyTorch's name
     """A copy of this tensor (recorded: the gradient passes through) in ``memory_format``: by
-    default (``preserve_format``) a non-overlapping, dense ``x`` keeps its strides and any
-    other ``x`` gets dense strides in its dimension order; ``contiguous_format`` is
-    row-major; channels-last formats as in ``to``."""
+    default (``preserve_format``) a non-overlapping, dense ``input`` keeps its strides and
+    any other ``input`` gets dense strides in its dimension order; ``contiguous_format`` is
+    row-major; channels-last formats as in ``to``.
+
+    Example:
+        >>> x = tg.ones(2, 3).t()
+        >>> tg.clone(x).stride(), x.clone(memory_format=tg.contiguous_format).stride()
+        ((1, 3), (2, 1))
+    """
     check_memory_format("clone", memory_format, None)
-    return apply(CloneBackward0, (x,), target_strides(x, memory_format))
+    return apply(CloneBackward0, (input,), target_strides(input, memory_format))
 
 
 def contiguous(x: Tensor, memory_format=None) -> Tensor:
     """This tensor if it is contiguous in ``memory_format`` (default ``contiguous_format``:
     row-major), else a copy laid out so (PyTorch refuses ``preserve_format`` here)."""
     if memory_format is None or memory_format is dtypes.contiguous_format:
-        return x if x.is_contiguous() else clone(x, dtypes.contiguous_format)
+        return x if x.is_contiguous() else clone(x, memory_format=dtypes.contiguous_format)
     check_memory_format("contiguous", memory_format, None)
     if memory_format is dtypes.preserve_format:
+        if x.is_contiguous():  # (PyTorch's first check: nothing to lay out)
+            return x
         raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
-    return x if x.is_contiguous(memory_format) else clone(x, memory_format)
+    return x if x.is_contiguous(memory_format) else clone(x, memory_format=memory_format)
 
 
 class CopyBackwards(Primitive):
@@ -352,7 +375,9 @@ class CopyBackwards(Primitive):
     @staticmethod
     def vjp(ctx, k, saved, g):
         dt = ctx.src_dtype
-        return None, (g if meta(g)[1] is dt else k.astype(g, dt))
+        # dst's old values are overwritten: their gradient is zero (not None: a tensor that
+        # flowed only into a copy_'s destination still takes part, as in PyTorch)
+        return zeros(k, g.shape, g), (g if meta(g)[1] is dt else k.astype(g, dt))
 
     @staticmethod
     def jvp(ctx, k, primals, tangents, out, src_dtype):

@@ -76,6 +76,29 @@ def as_dtype(spec, default=None):
         raise TypeError(f"not a dtype: {spec!r}") from None
 
 
+def _size_arg(op: str, args: tuple, size) -> tuple:
+    """A factory's size, given as ``*size`` (ints, or one sequence) or as ``size=`` (PyTorch
+    binds both to its one ``size`` argument)."""
+    if size is not None:
+        if args:
+            raise TypeError(f"{op}() got multiple values for argument 'size'")
+        return _size((size,))
+    if not args:
+        raise TypeError(f'{op}() missing 1 required positional arguments: "size"')
+    if len(args) == 1 and (isinstance(args[0], (str, bytes)) or args[0] is None):
+        raise TypeError(f"{op}(): argument 'size' (position 1) must be tuple of ints, not "
+                        f"{type(args[0]).__name__}")
+    return _size(args)
+
+
+def check_layout(op: str, layout) -> None:
+    """``layout=``: tritongrad's factories make dense (``strided``) tensors only."""
+    if layout is not None and layout is not dtypes.strided:
+        from ..checks import unsupported
+        raise unsupported(op, "layout", layout, "strided: tritongrad's factories make dense "
+                          "tensors")
+
+
 def _size(args) -> tuple:
     if len(args) == 1 and not isinstance(args[0], numbers.Integral):
         if isinstance(args[0], Tensor) and args[0].ndim == 0:
@@ -246,6 +269,26 @@ def host_to(arr: np.ndarray, dtype, device: Device, non_blocking: bool = False) 
     return make(memory.to_device(host, device, dtype, non_blocking))
 
 
+_NP_SUPPORTED = ("float64, float32, float16, complex64, complex128, int64, int32, int16, int8, "
+                 "uint64, uint32, uint16, uint8, and bool")
+
+
+def check_ndarray(arr: np.ndarray) -> None:
+    """Refuses a NumPy array no tensor can hold as PyTorch's converters do: a dtype with no
+    tensor equivalent (objects, strings, dates, long double) is a TypeError, a non-native
+    byte order a ValueError (the data would be misread, not converted)."""
+    try:
+        ok = arr.dtype.kind in "biufc" and dtypes.from_numpy_dtype(arr.dtype.newbyteorder("="))
+    except TypeError:
+        ok = False
+    if not ok:
+        raise TypeError(f"can't convert np.ndarray of type numpy.{arr.dtype.type.__name__}. "
+                        f"The only supported types are: {_NP_SUPPORTED}.")
+    if not arr.dtype.isnative:
+        raise ValueError("given numpy array has byte order different from the native byte "
+                         "order. Conversion between byte orders is currently not supported.")
+
+
 def _finish(t: Tensor, requires_grad: bool) -> Tensor:
     if requires_grad:
         t.requires_grad_(True)
@@ -259,12 +302,24 @@ def _infer_array(data, dtype=None) -> np.ndarray:
         return np.asarray(data.detach().cpu())
     if isinstance(data, np.ndarray):
         return data
+    # NumPy scalars, arrays and tensors inside a sequence bring their own dtypes (see
+    # _scalars_dtype); read them before the tensors become numbers
+    typed = (dtype is None and isinstance(data, (list, tuple))
+             and any(isinstance(x, _TYPED) for x in _flat(data)))
+    typed_np = _scalars_dtype(data) if typed else None
     if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flat(data)):
-        data = _nested_map(data, lambda x: x.item() if isinstance(x, Tensor) else x)
+        data = _nested_map(data, _tensor_item)
     try:
         arr = np.asarray(data)
     except ValueError:  # NumPy 2 refuses ragged nested sequences
         arr = None
+    if (arr is not None and arr.dtype.kind == "O" and dtype is not None
+            and (dtypes.promote_types(as_dtype(dtype), dtypes.float16) is as_dtype(dtype)
+                 or as_dtype(dtype) is dtypes.bool) and _all_ints(data)):
+        # ints past 64 bits bound for a floating (or bool) dtype: PyTorch reads them as
+        # doubles (tensor(2**64, dtype=float32) is 1.8447e+19), not as C longs
+        return np.asarray(_nested_map(data, float) if _is_seq(data) else float(data),
+                          dtype=np.float64)
     if (dtype is dtypes.uint64 and arr is not None and arr.dtype.kind in "fO"
             and isinstance(data, (list, tuple))
             and all(isinstance(v, int) and v >= 0 for v in _flat(data))):
@@ -275,12 +330,13 @@ def _infer_array(data, dtype=None) -> np.ndarray:
         except OverflowError:
             raise _UNPACK_ERROR from None
     if arr is None or arr.dtype.kind not in "biufc":
-        _refuse_data(data)
+        _refuse_data(data, as_dtype(dtype))
     if dtype is not None and arr.dtype.kind in "fc":
         return arr
-    if isinstance(data, np.generic) or (isinstance(data, (list, tuple)) and dtype is None and
-                                        any(isinstance(x, np.generic) for x in _flat(data))):
+    if isinstance(data, np.generic):
         return arr.astype(_scalars_dtype(data))
+    if typed:
+        return arr.astype(typed_np)
     if arr.dtype.kind == "f":
         arr = arr.astype(dtypes.get_default_dtype().np if dtypes.get_default_dtype()
                          is not dtypes.bfloat16 else np.float32)
@@ -295,13 +351,33 @@ def _infer_array(data, dtype=None) -> np.ndarray:
     return arr
 
 
+_TYPED = (np.generic, np.ndarray, Tensor)
+
+
+def _tensor_item(x):
+    """A tensor inside tensor()'s data as the number it holds (PyTorch's item() rule)."""
+    if not isinstance(x, Tensor):
+        return x
+    if x.numel() != 1:
+        raise ValueError("only one element tensors can be converted to Python scalars")
+    return x.item()
+
+
+def _all_ints(data) -> bool:
+    return all(isinstance(v, numbers.Integral) for v in (_flat(data) if _is_seq(data)
+                                                          else (data,)))
+
+
 def _scalars_dtype(data) -> np.dtype:
-    """The NumPy dtype tensor() gives data holding NumPy scalars: as PyTorch infers it, each
-    NumPy scalar brings its own dtype (``tensor(np.float64(1))`` is float64) and each Python
-    number its usual one (float: the default dtype, int: int64), promoted together."""
+    """The NumPy dtype tensor() gives data holding NumPy scalars, NumPy arrays or tensors: as
+    PyTorch infers it, each of those brings its own dtype (``tensor(np.float64(1))`` is
+    float64, ``tensor([tensor(1, dtype=int8)])`` int8) and each Python number its usual one
+    (float: the default dtype, int: int64), promoted together."""
     def kind(x):
-        if isinstance(x, np.generic):
+        if isinstance(x, (np.generic, np.ndarray)):
             return dtypes.from_numpy_dtype(x.dtype)
+        if isinstance(x, Tensor):
+            return x.dtype
         if isinstance(x, bool):
             return dtypes.bool
         if isinstance(x, int):
@@ -319,7 +395,7 @@ def _scalars_dtype(data) -> np.dtype:
 _UNPACK_ERROR = ValueError("Overflow when unpacking long long")
 
 
-def _refuse_data(data) -> None:
+def _refuse_data(data, dtype=None) -> None:
     """Raises what torch.tensor raises for ``data`` NumPy could not make a numeric array of,
     in PyTorch's order: the element types first (a string is a TypeError, any other
     non-number a RuntimeError), then the nesting (ragged lengths are a ValueError naming the
@@ -331,8 +407,22 @@ def _refuse_data(data) -> None:
             for y in x:
                 scan(y)
         elif not isinstance(x, (int, float, complex, np.number, np.bool_)):
-            raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
+            name = type(x).__name__
+            if dtype is None:
+                raise RuntimeError(f"Could not infer dtype of {name}")
+            # with a dtype PyTorch goes straight to converting the element, and Python's
+            # conversion refuses it
+            if dtype.is_floating_point or dtype.is_complex:
+                raise TypeError(f"must be real number, not {name}")
+            raise TypeError(f"'{name}' object cannot be interpreted as an integer")
 
+    head = data
+    while _is_seq(head) and len(head):
+        head = head[0]
+    if isinstance(head, str) and head is not data:
+        # PyTorch measures the nesting down the first elements and takes a string for one
+        # more dimension
+        raise ValueError(f"too many dimensions '{type(head).__name__}'")
     scan(data)
     sizes = []
     x = data
@@ -393,14 +483,47 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False,
         tensor([[ 1., -1.],
                 [ 1., -1.]])
     """
+    if isinstance(data, np.ndarray):
+        check_ndarray(data)
     arr = _infer_array(data, dtype)
     dt = as_dtype(dtype) or (data.dtype if isinstance(data, Tensor) else
                              dtypes.from_numpy_dtype(arr.dtype))
     if not isinstance(data, (np.ndarray, Tensor)):  # Python numbers are range-checked
+        if dtype is None and dt is dtypes.float32 and _default_float(data):
+            dt = dtypes.get_default_dtype()  # (bfloat16, which NumPy has not: float32 above)
+        _check_complex(data, arr, dt)
         _check_data(arr, dt)                        # (arrays and tensors are cast)
     out = host_to(np.array(arr, copy=True) if isinstance(data, np.ndarray) else arr, dt,
                   resolve_device(device))
     return _finish(_pinned(out, pin_memory), requires_grad)
+
+
+def _default_float(data) -> bool:
+    """Whether tensor()'s float data took the default dtype (no NumPy or tensor element
+    brought its own)."""
+    if isinstance(data, np.generic):
+        return False
+    return not (_is_seq(data) and any(isinstance(x, _TYPED) for x in _flat(data)))
+
+
+def _check_complex(data, arr: np.ndarray, dt) -> None:
+    """PyTorch converts each element to a real dtype with Python's float() or __index__,
+    which refuse a complex number: the imaginary part is never dropped silently (a NumPy
+    complex scalar goes to a floating dtype by its own cast, and a Python complex to bool by
+    truth value, as PyTorch's)."""
+    if arr.dtype.kind != "c" or dt.is_complex:
+        return
+    x = next(v for v in (_flat(data) if _is_seq(data) else (data,))
+             if isinstance(v, (complex, np.complexfloating)))
+    if type(x) is complex:
+        if dt is dtypes.bool:
+            return
+        if dt.is_floating_point:
+            raise TypeError("must be real number, not complex")
+        raise TypeError("'complex' object cannot be interpreted as an integer")
+    if not dt.is_floating_point:
+        raise TypeError(f"'numpy.{type(x).__name__}' object cannot be interpreted as an "
+                        f"integer")
 
 
 _NO_PINNED_ALLOCATOR = ("pin_memory=True requires a CUDA or other accelerator backend; no pinned "
@@ -436,10 +559,11 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     return tensor(data, dtype=dtype, device=device)
 
 
-def from_numpy(ndarray: np.ndarray) -> Tensor:
+def from_numpy(ndarray: np.ndarray, /) -> Tensor:
     """A CPU tensor sharing memory with ``ndarray`` (writes to either show in both)."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    check_ndarray(ndarray)
     if any(s < 0 for s in ndarray.strides):
         raise ValueError("At least one stride in the given numpy array is negative, and tensors "
                          "with negative strides are not currently supported. (You can probably "
@@ -458,15 +582,47 @@ def _factory(shape, value, dtype, device, requires_grad) -> Tensor:
 
 
 @observed_op("aten::zeros")
-def zeros(*size, dtype=None, device=None, requires_grad: bool = False, out=None,
-          pin_memory: bool = False) -> Tensor:
-    """A tensor of zeros of shape ``size``; with ``out=``, that tensor resized to ``size`` (as
-    PyTorch's out= functions resize), zeroed in place and returned."""
+def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad: bool = False,
+          pin_memory: bool = False, **kw) -> Tensor:
+    """A tensor of zeros of shape ``size`` (ints, one sequence, or ``size=``); with ``out=``,
+    that tensor resized to ``size`` (as PyTorch's out= functions resize), zeroed in place and
+    returned.
+
+    Example:
+        >>> tg.zeros(2, 3).shape
+        tritongrad.Size([2, 3])
+    """
+    return _filled("zeros", 0, size, kw, out, dtype, layout, device, requires_grad,
+                   pin_memory, None)
+
+
+def _filled(op: str, value, size: tuple, kw: dict, out, dtype, layout, device,
+            requires_grad: bool, pin_memory: bool, memory_format) -> Tensor:
+    """zeros, ones and empty: ``value`` (None: uninitialised) in shape ``size``."""
+    shape = _size_arg(op, size, _factory_kwargs(op, kw))
+    check_layout(op, layout)
     if out is not None:
-        return _factory_out("zeros", out, lambda dt, dev: zeros(*size, dtype=dt, device=dev),
+        return _factory_out(op, out, lambda dt, dev: _filled(
+            op, value, (shape,), {}, None, dt, None, dev, False, False, None),
                             dtype, device, requires_grad)
-    return _finish(_pinned(_factory(_size(size), 0.0 if dtype is None else 0, dtype, device, False),
-                           pin_memory), requires_grad)
+    if memory_format is not None and memory_format is not dtypes.contiguous_format:
+        check_memory_format(op, memory_format, None)
+        t = empty_strided(shape, format_strides(shape, memory_format), dtype, device,
+                          False, pin_memory)
+        return _finish(t if value is None else t.fill_(value), requires_grad)
+    if value is not None and dtype is None:
+        value = float(value)  # (the default dtype, a floating one)
+    return _finish(_pinned(_factory(shape, value, dtype, device, False), pin_memory),
+                   requires_grad)
+
+
+def _factory_kwargs(op: str, kw: dict):
+    """``size=`` (PyTorch's name for the shape, also a keyword) out of a factory's extra
+    keywords."""
+    size = kw.pop("size", None)
+    if kw:
+        raise TypeError(f"{op}() got an unexpected keyword argument '{next(iter(kw))}'")
+    return size
 
 
 def _factory_out(name: str, out, make_it, dtype, device, requires_grad: bool,
@@ -500,46 +656,51 @@ def _factory_out(name: str, out, make_it, dtype, device, requires_grad: bool,
 
 
 @observed_op("aten::ones")
-def ones(*size, out=None, dtype=None, device=None, requires_grad: bool = False,
-         pin_memory: bool = False) -> Tensor:
-    """A tensor of ones of shape ``size``; with ``out=``, that tensor resized to ``size``
-    and filled with ones."""
-    if out is not None:
-        return _factory_out("ones", out, lambda dt, dev: ones(*size, dtype=dt, device=dev),
-                            dtype, device, requires_grad)
-    return _finish(_pinned(_factory(_size(size), 1.0 if dtype is None else 1, dtype, device, False),
-                           pin_memory), requires_grad)
+def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad: bool = False,
+         pin_memory: bool = False, **kw) -> Tensor:
+    """A tensor of ones of shape ``size`` (ints, one sequence, or ``size=``); with ``out=``,
+    that tensor resized to ``size`` and filled with ones."""
+    return _filled("ones", 1, size, kw, out, dtype, layout, device, requires_grad,
+                   pin_memory, None)
 
 
 @observed_op("aten::empty")
-def empty(*size, dtype=None, device=None, requires_grad: bool = False,
-          memory_format=None, pin_memory: bool = False) -> Tensor:
-    """An uninitialised tensor of shape ``size``, laid out in ``memory_format``: row-major
-    (``contiguous_format``, the default), ``channels_last`` (4-D) or ``channels_last_3d``
-    (5-D); ``preserve_format`` has nothing to preserve and raises, as in PyTorch.
-    ``pin_memory=True``: in pinned host memory."""
-    if memory_format is None or memory_format is dtypes.contiguous_format:
-        return _finish(_pinned(_factory(_size(size), None, dtype, device, False), pin_memory),
-                       requires_grad)
-    check_memory_format("empty", memory_format, None)
-    size = _size(size)
-    return empty_strided(size, format_strides(size, memory_format), dtype, device,
-                         requires_grad, pin_memory)
+def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad: bool = False,
+          pin_memory: bool = False, memory_format=None, **kw) -> Tensor:
+    """An uninitialised tensor of shape ``size`` (ints, one sequence, or ``size=``), laid out
+    in ``memory_format``: row-major (``contiguous_format``, the default), ``channels_last``
+    (4-D) or ``channels_last_3d`` (5-D); ``preserve_format`` has nothing to preserve and
+    raises, as in PyTorch. ``pin_memory=True``: in pinned host memory. ``out=``: that tensor,
+    resized to ``size``."""
+    return _filled("empty", None, size, kw, out, dtype, layout, device, requires_grad,
+                   pin_memory, memory_format)
 
 
 def _check_fill_value(value, op: str) -> None:
-    """A fill value is a number or a one-element tensor (PyTorch's Scalar argument)."""
+    """A fill value is a number or a 0-d tensor (PyTorch's Scalar argument)."""
     if not (isinstance(value, (numbers.Number, np.generic))
-            or isinstance(value, Tensor) and value.numel() == 1):
+            or isinstance(value, Tensor) and value.ndim == 0):
         raise TypeError(f"{op}(): argument 'fill_value' must be Number, not "
                         f"{type(value).__name__}")
 
 
 @observed_op("aten::full")
-def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False,
-         pin_memory: bool = False) -> Tensor:
-    """A tensor of shape ``size`` filled with ``fill_value`` (its dtype inferred from it)."""
+def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
+         requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """A tensor of shape ``size`` filled with ``fill_value`` (its dtype inferred from it:
+    bool, int64, the default dtype for a float, its complex twin for a complex); ``out=``:
+    that tensor, resized to ``size`` and filled.
+
+    Example:
+        >>> tg.full((2,), 7)
+        tensor([7, 7])
+    """
     _check_fill_value(fill_value, "full")
+    check_layout("full", layout)
+    if out is not None:
+        return _factory_out("full", out, lambda dt, dev: full(size, fill_value, dtype=dt,
+                                                              device=dev),
+                            dtype, device, requires_grad)
     if dtype is None and isinstance(fill_value, bool):
         dtype = dtypes.bool
     elif dtype is None and isinstance(fill_value, numbers.Integral):
@@ -554,8 +715,9 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False,
 
 @observed_op("aten::empty_strided")
 def empty_strided(size, stride, dtype=None, device=None, requires_grad: bool = False,
-                  pin_memory: bool = False) -> Tensor:
+                  pin_memory: bool = False, *, layout=None) -> Tensor:
     """An uninitialised tensor with explicit strides (``stride=None``: row-major)."""
+    check_layout("empty_strided", layout)
     size = _size((size,))
     dev = resolve_device(device)
     dt = as_dtype(dtype) or dtypes.get_default_dtype()
@@ -563,51 +725,61 @@ def empty_strided(size, stride, dtype=None, device=None, requires_grad: bool = F
     if stride is None:
         return _finish(_pinned(make(k.empty(size, dt, dev), dt), pin_memory), requires_grad)
     stride = tuple(int(s) for s in stride)
+    if len(stride) != len(size):
+        raise RuntimeError(f"dimensionality of sizes ({len(size)}) must match dimensionality "
+                           f"of strides ({len(stride)})")
     extent = 0 if 0 in size else 1 + sum((n - 1) * s for n, s in zip(size, stride))
     buf = _pinned_array(k.empty((extent,), dt, dev), dev, pin_memory)
     return _finish(make(k.as_strided(buf, size, stride, 0), dt), requires_grad)
 
 
-def _like(fn, t: Tensor, dtype, device, requires_grad, memory_format=None, **kw) -> Tensor:
+def _like(fn, t: Tensor, dtype, device, requires_grad, memory_format=None, layout=None,
+          pin_memory: bool = False, **kw) -> Tensor:
     """``fn`` over ``t``'s shape, dtype and device, laid out in ``memory_format``. By default
     (``preserve_format``) a non-overlapping, dense ``t``'s strides are kept and any other
     ``t`` gives dense strides in its dimension order (PyTorch's ``empty_like``); a row-major
     layout takes ``fn``'s own path."""
     check_memory_format(f"{fn.__name__}_like", memory_format, None)
+    check_layout(f"{fn.__name__}_like", layout)
     tensor_arg(t, f"{fn.__name__}_like")
     shape, dtype, device = tuple(t.shape), dtype or t.dtype, device or t.device
     strides = target_strides(t, memory_format)
     if strides is None:
-        return fn(shape, dtype=dtype, device=device, requires_grad=requires_grad, **kw)
-    out = empty_strided(shape, strides, dtype, device)
+        return fn(shape, dtype=dtype, device=device, requires_grad=requires_grad,
+                  pin_memory=pin_memory, **kw)
+    out = empty_strided(shape, strides, dtype, device, pin_memory=pin_memory)
     if fn is not empty:  # the values fn makes, copied into the layout
         out.copy_(fn(shape, dtype=dtype, device=device, **kw))
     return _finish(out, requires_grad)
 
 
 def zeros_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False,
-               memory_format=None) -> Tensor:
+               memory_format=None, *,
+               layout=None, pin_memory: bool = False) -> Tensor:
     """A tensor of zeros with ``input``'s size (and, by default, dtype and device)."""
-    return _like(zeros, input, dtype, device, requires_grad, memory_format)
+    return _like(zeros, input, dtype, device, requires_grad, memory_format, layout, pin_memory)
 
 
 def ones_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False,
-              memory_format=None) -> Tensor:
+              memory_format=None, *,
+              layout=None, pin_memory: bool = False) -> Tensor:
     """A tensor of ones with ``input``'s size (and, by default, dtype and device)."""
-    return _like(ones, input, dtype, device, requires_grad, memory_format)
+    return _like(ones, input, dtype, device, requires_grad, memory_format, layout, pin_memory)
 
 
 def empty_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False,
-               memory_format=None) -> Tensor:
+               memory_format=None, *,
+               layout=None, pin_memory: bool = False) -> Tensor:
     """An uninitialized tensor with ``input``'s size (and, by default, dtype and device)."""
-    return _like(empty, input, dtype, device, requires_grad, memory_format)
+    return _like(empty, input, dtype, device, requires_grad, memory_format, layout, pin_memory)
 
 
 def full_like(input: Tensor, fill_value, dtype=None, device=None,
-              requires_grad: bool = False, memory_format=None) -> Tensor:
+              requires_grad: bool = False, memory_format=None, *,
+              layout=None, pin_memory: bool = False) -> Tensor:
     """A tensor of ``fill_value`` with ``input``'s size (and, by default, dtype and device)."""
     _check_fill_value(fill_value, "full_like")
-    return _like(full, input, dtype, device, requires_grad, memory_format,
+    return _like(full, input, dtype, device, requires_grad, memory_format, layout, pin_memory,
                  fill_value=fill_value)
 
 
@@ -673,35 +845,47 @@ def _random_complex(k, name: str, size, dt, dev, generator) -> Tensor:
 # (one event: the kernel draws into a new array in one call, so PyTorch's nested aten::empty
 # and aten::uniform_ / aten::normal_ are no steps of their own here)
 @observed_op("aten::rand")
-def rand(*size, dtype=None, device=None, requires_grad: bool = False, generator=None,
-         pin_memory: bool = False) -> Tensor:
+def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
+         requires_grad: bool = False, pin_memory: bool = False, **kw) -> Tensor:
     """Returns a tensor filled with random numbers from a uniform distribution on the
     interval [0, 1), drawn from ``generator`` (by default the device's default generator,
     which ``manual_seed`` seeds; on CUDA, drawn on the device)."""
-    return _finish(_pinned(_random("rand", _size(size), dtype, device, False, generator),
+    shape = _size_arg("rand", size, _factory_kwargs("rand", kw))
+    check_layout("rand", layout)
+    if out is not None:
+        return _factory_out("rand", out, lambda dt, dev: rand(
+            shape, generator=generator, dtype=dt, device=dev), dtype, device, requires_grad)
+    return _finish(_pinned(_random("rand", shape, dtype, device, False, generator),
                            pin_memory), requires_grad)
 
 
 @observed_op("aten::randn")
-def randn(*size, dtype=None, device=None, requires_grad: bool = False, generator=None,
-          pin_memory: bool = False) -> Tensor:
+def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
+          requires_grad: bool = False, pin_memory: bool = False, **kw) -> Tensor:
     """Returns a tensor filled with random numbers from a normal distribution with mean 0 and
     variance 1, drawn from ``generator`` (by default the device's default generator)."""
-    return _finish(_pinned(_random("randn", _size(size), dtype, device, False, generator),
+    shape = _size_arg("randn", size, _factory_kwargs("randn", kw))
+    check_layout("randn", layout)
+    if out is not None:
+        return _factory_out("randn", out, lambda dt, dev: randn(
+            shape, generator=generator, dtype=dt, device=dev), dtype, device, requires_grad)
+    return _finish(_pinned(_random("randn", shape, dtype, device, False, generator),
                            pin_memory), requires_grad)
 
 
 def rand_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False, *,
-              generator=None, memory_format=None) -> Tensor:
+              generator=None, memory_format=None,
+              layout=None, pin_memory: bool = False) -> Tensor:
     """Uniform samples on [0, 1) with ``input``'s size (and, by default, dtype and device)."""
-    return _like(rand, input, dtype, device, requires_grad, memory_format,
+    return _like(rand, input, dtype, device, requires_grad, memory_format, layout, pin_memory,
                  generator=generator)
 
 
 def randn_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False, *,
-               generator=None, memory_format=None) -> Tensor:
+               generator=None, memory_format=None,
+               layout=None, pin_memory: bool = False) -> Tensor:
     """Standard normal samples with ``input``'s size (and, by default, dtype and device)."""
-    return _like(randn, input, dtype, device, requires_grad, memory_format,
+    return _like(randn, input, dtype, device, requires_grad, memory_format, layout, pin_memory,
                  generator=generator)
 
 
@@ -740,32 +924,52 @@ def randint(low, high=None, size=None, dtype=None, device=None,
 # -- ranges ------------------------------------------------------------------------------------
 
 @observed_op("aten::arange")
-def arange(start, end=None, step=1, *, out=None, dtype=None, device=None,
-           requires_grad: bool = False) -> Tensor:
-    """Values from ``start`` to ``end`` (exclusive) in steps of ``step`` (``out=``: written
-    into that tensor, in its dtype)."""
+def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
+           requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """Values from ``start`` (default 0) to ``end`` (exclusive) in steps of ``step``
+    (``out=``: written into that tensor, in its dtype). ``arange(n)`` is ``arange(0, n)``.
+    Integer arguments give int64, any float the default dtype.
+
+    Example:
+        >>> tg.arange(1, 4)
+        tensor([1, 2, 3])
+    """
+    check_layout("arange", layout)
+    if start is None and end is None:
+        raise TypeError('arange() missing 1 required positional arguments: "end"')
+    if pin_memory and out is None:
+        return _finish(_pinned(arange(start, end, step, dtype=dtype, device=device), True),
+                       requires_grad)
     if out is not None:
         return _factory_out("arange", out,
                             lambda dt, dev: arange(start, end, step, dtype=dt, device=dev),
                             dtype, device, requires_grad, ranged=True, warn=True)
     if end is None:
         start, end = 0, start
+    elif start is None:  # (arange(end=n))
+        start = 0
     # (0-d tensors as their numbers: arange(tensor(3)) is an int64 range, as PyTorch's)
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
     is_int = all(isinstance(v, numbers.Integral) for v in (start, end, step))
     dt = as_dtype(dtype) or (dtypes.int64 if is_int else dtypes.get_default_dtype())
-    if dt is dtypes.bool:
+    if dt is dtypes.bool or dt.is_complex:
         raise kernel_not_implemented(f"arange_{resolve_device(device).type}", dt)
+    for v in (start, end, step):
+        if not isinstance(v, numbers.Real):  # (a complex bound has no double value)
+            raise RuntimeError("value cannot be converted to type double without overflow")
     for v in (start, end):
-        if isinstance(v, numbers.Real) and not math.isfinite(v):
+        if not math.isfinite(v):
             raise RuntimeError(f"unsupported range: {start} -> {end}")
-    if not (dt.is_floating_point or dt.is_complex):  # PyTorch reads the bounds as integers
-        start, end, step = int(start), int(end), int(step)
     if step == 0:
-        raise RuntimeError("arange: step must be nonzero")
+        raise RuntimeError(f"step must be nonzero (arange: start={start}, end={end})")
+    if not dt.is_floating_point:  # PyTorch reads the bounds as integers
+        start, end, step = int(start), int(end), int(step)
+        if step == 0:  # (a fractional step that an integer dtype truncates to 0)
+            raise RuntimeError(f"step must be nonzero (arange: the step truncates to 0 in "
+                               f"{dt})")
     if (end - start) / step < 0:
-        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
-                           f"(start={start}, end={end}, step={step})")
+        raise RuntimeError(f"upper bound and lower bound inconsistent with step sign "
+                           f"(arange: start={start}, end={end}, step={step})")
     n = max(0, math.ceil((end - start) / step))
     if not is_int:
         start, step = float(start), float(step)
@@ -784,15 +988,19 @@ def _c10_name(dt) -> str:
 
 
 @observed_op("aten::linspace")
-def linspace(start, end, steps: int, *, out=None, dtype=None, device=None,
-             requires_grad: bool = False) -> Tensor:
+def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, device=None,
+             requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """``steps`` values evenly spaced from ``start`` to ``end``, both included (``out=``:
     written into that tensor, in its dtype)."""
+    check_layout("linspace", layout)
     if out is not None:
         return _factory_out("linspace", out,
                             lambda dt, dev: linspace(start, end, steps, dtype=dt, device=dev),
                             dtype, device, requires_grad, ranged=True)
     start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
+    if isinstance(steps, Tensor) and steps.numel() == 1 and not (
+            steps.dtype.is_floating_point or steps.dtype.is_complex):
+        steps = steps.item()  # (a one-element integer tensor is an int, as PyTorch's)
     if not isinstance(steps, numbers.Integral):
         raise TypeError(f"linspace(): argument 'steps' must be int, not {type(steps).__name__}")
     dt = as_dtype(dtype) or dtypes.get_default_dtype()
@@ -804,20 +1012,46 @@ def linspace(start, end, steps: int, *, out=None, dtype=None, device=None,
             raise RuntimeError(f"linspace(): inferred dtype {_c10_name(inferred)} can't be "
                                f"safely cast to passed dtype {scalar_type_name(dt)}")
     if steps < 0:
-        raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
+        raise RuntimeError(f"number of steps must be non-negative (linspace: got {steps})")
+    dev = resolve_device(device)
+    if dt is dtypes.bool:
+        raise kernel_not_implemented(f"linspace_{dev.type}", dt)
     arr = ranges.linspace(start, end, int(steps), dt)  # Note [PyTorch's ranges]
-    return _finish(host_to(arr, dt, resolve_device(device)), requires_grad)
+    return _finish(_pinned(host_to(arr, dt, dev), pin_memory), requires_grad)
 
 
 @observed_op("aten::eye")
-def eye(n: int, m: int | None = None, dtype=None, device=None,
-        requires_grad: bool = False) -> Tensor:
-    """A 2-D tensor with ones on the diagonal and zeros elsewhere (``n`` by ``m``)."""
+def eye(n: int, m: int | None = None, *, out=None, dtype=None, layout=None, device=None,
+        requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """A 2-D tensor with ones on the diagonal and zeros elsewhere, ``n`` rows by ``m``
+    (default ``n``) columns, of the default dtype unless ``dtype`` is given; ``out=``: that
+    tensor, resized to ``(n, m)`` and filled.
+
+    Example:
+        >>> tg.eye(2)
+        tensor([[1., 0.],
+                [0., 1.]])
+    """
+    check_layout("eye", layout)
+    for pos, (name, v) in enumerate((("n", n), ("m", m)), 1):
+        if v is not None:
+            try:
+                v = operator.index(v)
+            except TypeError:
+                raise TypeError(f"eye(): argument '{name}' (position {pos}) must be int, not "
+                                f"{type(v).__name__}") from None
+            if v < 0:
+                raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
+        if name == "n":
+            n = v
+        else:
+            m = v
+    if out is not None:
+        return _factory_out("eye", out, lambda dt, dev: eye(n, m, dtype=dt, device=dev),
+                            dtype, device, requires_grad)
     dt = as_dtype(dtype) or dtypes.get_default_dtype()
-    for name, v in (("n", n), ("m", m)):
-        if v is not None and v < 0:
-            raise RuntimeError(f"eye: {name} must be greater or equal to 0, got {v}")
-    return _finish(host_to(np.eye(n, m), dt, resolve_device(device)), requires_grad)
+    return _finish(_pinned(host_to(np.eye(n, m), dt, resolve_device(device)), pin_memory),
+                   requires_grad)
 
 
 # -- the table ---------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 
 from ...runtime import dtype as dtypes
-from ..checks import scalar_type_name, tensor_arg, unsupported
+from ..checks import kernel_not_implemented, scalar_type_name, tensor_arg, unsupported
 from ..registry import OpInfo
 from ..tensor import Tensor, make
 from . import creation
@@ -27,6 +27,7 @@ from .creation import (
     _size,
     arange,
     as_dtype,
+    check_layout,
     checked_scalar,
     empty,
     from_numpy,
@@ -130,6 +131,7 @@ def scalar_tensor(s, *, dtype=None, layout=None, device=None, requires_grad: boo
         >>> tg.scalar_tensor(3)
         tensor(3.)
     """
+    check_layout("scalar_tensor", layout)
     if isinstance(s, Tensor):
         s = s.item()
     if not isinstance(s, numbers.Number):
@@ -158,6 +160,7 @@ def range(start=0, end=None, step=1, *, dtype=None, layout=None, device=None,
                   "its behavior is inconsistent with Python's range builtin. Instead, use "
                   "torch.arange, which produces values in [start, end).", UserWarning,
                   stacklevel=2)
+    check_layout("range", layout)
     if end is None:  # (PyTorch's range takes both bounds; range(end) is not an overload)
         raise TypeError("range() missing required argument 'end' (pos 2)")
     if step == 0:
@@ -166,6 +169,9 @@ def range(start=0, end=None, step=1, *, dtype=None, layout=None, device=None,
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     n = math.floor((end - start) / step) + 1
     dt = as_dtype(dtype) or (out.dtype if out is not None else dtypes.get_default_dtype())
+    if dt is dtypes.bool or dt.is_complex:  # (PyTorch's range kernels take neither)
+        dev = resolve_device(out.device if out is not None else device)
+        raise kernel_not_implemented(f"range_{dev.type}", dt)
     if not math.isfinite(n):
         raise RuntimeError("unsupported range: " + f"{start} -> {end}")
     integral = not (dt.is_floating_point or dt.is_complex)
@@ -185,6 +191,7 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
     order ``physical_layout`` (outermost first): ``empty_permuted((2, 3, 4), (0, 2, 1))``
     has strides ``(12, 1, 3)``. ``empty(size)`` is ``empty_permuted(size, range(len(size)))``.
     """
+    check_layout("empty_permuted", layout)
     size = _size((size,))
     perm = tuple(operator.index(d) for d in physical_layout)
     if len(perm) != len(size):
