@@ -244,7 +244,14 @@ def complex(real: Tensor, imag: Tensor) -> Tensor:  # noqa: A001 - PyTorch's nam
     ones; the parts broadcast)."""
     real, imag = tensor_arg(real, "complex", "real"), tensor_arg(imag, "complex", "imag")
     _check_parts("complex", real, imag)
-    return real + imag * 1j
+    if real.dtype is dtypes.float16:  # (no complex32 here: as real + i imag, complex64)
+        return real + imag * 1j
+    # the parts placed side by side, not real + imag * 1j: inf * 1j is nan + inf j, so
+    # complex(1, inf) came out nan + inf j (and complex(inf, nan) nan + nan j)
+    from .shape import stack
+    from .statistics import broadcast_tensors
+    real, imag = broadcast_tensors(real, imag)
+    return view_as_complex(stack((real, imag), -1))
 
 
 def polar(abs: Tensor, angle: Tensor) -> Tensor:  # noqa: A002 - PyTorch's names

@@ -324,3 +324,17 @@ def test_factories_and_copy_gradient_on_each_device(device):
     np.testing.assert_array_equal(ga.cpu().numpy(), np.zeros(3))
     assert gb.dtype is tg.float32
     np.testing.assert_array_equal(gb.cpu().numpy(), np.full(3, 2.0))
+
+
+def test_complex_places_the_parts_so_inf_and_nan_survive():
+    # real + imag * 1j made complex(1, inf) nan + inf j: inf * 1j is nan + inf j
+    inf, nan = np.inf, np.nan
+    z = tg.complex(tg.tensor([inf, 1.0, 1.0, -inf]), tg.tensor([nan, -inf, 2.0, 0.0]))
+    want = np.array([inf, 1, 1, -inf]) + 0j
+    want.imag = [nan, -inf, 2, 0]
+    np.testing.assert_array_equal(z.numpy(), want.astype(np.complex64))
+    r = tg.tensor(np.linspace(-1, 1, 3), dtype=tg.float64, requires_grad=True)
+    i = tg.tensor([[0.5], [2.0]], dtype=tg.float64, requires_grad=True)  # broadcast parts
+    assert tuple(tg.complex(r, i).shape) == (2, 3)
+    assert tg.autograd.gradcheck(tg.complex, (r, i), check_forward_ad=True)
+    assert tg.autograd.gradgradcheck(tg.complex, (r, i))
