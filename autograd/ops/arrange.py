@@ -12,6 +12,8 @@ op only finds its view's geometry. The others are built from public ops (views, 
 
 from __future__ import annotations
 
+import warnings
+
 from ...runtime import dtype as dtypes
 from ..checks import check_same_device, scalar_type_name, tensor_arg
 from ..dispatch import apply, expanded_dims
@@ -36,6 +38,9 @@ def ravel(input: Tensor) -> Tensor:
 def adjoint(input: Tensor) -> Tensor:
     """The conjugate transpose of the last two dimensions (``x.mH``)."""
     x = tensor_arg(input, "adjoint")
+    if x.ndim == 0:
+        _warn_0d("adjoint() is deprecated on 0-D tensors. Consider using x.conj().")
+        return x.conj()
     if x.ndim < 2:
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of "
                            f"matrices. Got {x.ndim}-D tensor.")
@@ -44,12 +49,24 @@ def adjoint(input: Tensor) -> Tensor:
 
 def matrix_T(x: Tensor, conjugate: bool = False) -> Tensor:
     """``x.mT`` (``conjugate``: ``x.mH``), the last two dimensions transposed, a view (of a
-    real tensor: conjugation is a copy)."""
+    real tensor: conjugation is a copy). On a 0-d tensor, deprecated as in PyTorch: ``x``
+    itself (``mH``: ``x.conj()``), with PyTorch's warning."""
+    if x.ndim == 0:
+        if conjugate:
+            _warn_0d("Tensor.mH is deprecated on 0-D tensors. Consider using x.conj().")
+            return x.conj()
+        _warn_0d("Tensor.mT is deprecated on 0-D tensors. This function is the identity in "
+                 "these cases.")
+        return x
     if x.ndim < 2:
         raise RuntimeError(f"tensor.{'mH' if conjugate else 'mT'} is only supported on matrices "
                            f"or batches of matrices. Got {x.ndim}-D tensor.")
     t = x.transpose(-2, -1)
     return t.conj() if conjugate else t
+
+
+def _warn_0d(message: str) -> None:
+    warnings.warn(message, UserWarning, stacklevel=3)
 
 
 def matrix_H(x: Tensor) -> Tensor:

@@ -64,8 +64,14 @@ def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
     sizes = _dims_arg(sizes, "unflatten", "sizes")
     if not sizes:
         raise RuntimeError("unflatten: sizes must be non-empty")
+    if input.ndim == 0:  # (wrap_dim would take 0 and -1 for a 0-d tensor: PyTorch refuses)
+        raise RuntimeError(f"unflatten got an unexpected error: Dimension specified as {dim} "
+                           f"but tensor has no dimensions")
     d = wrap_dim(dim, input.ndim, "unflatten")
     n = input.shape[d] if input.ndim else 1
+    if sizes.count(-1) > 1:
+        raise RuntimeError("unflatten got an unexpected error: only one dimension can be "
+                           "inferred")
     known = 1
     for s in sizes:
         known *= s if s != -1 else 1
@@ -78,15 +84,37 @@ def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
     return input.reshape(shape[:d] + sizes + shape[d + 1:])
 
 
-def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
+_NO_ARG = object()
+
+
+def tensor_split(input: Tensor, indices_or_sections=_NO_ARG, dim: int = 0, *,
+                 sections=_NO_ARG, indices=_NO_ARG, tensor_indices_or_sections=_NO_ARG
+                 ) -> tuple:
     """Splits into views along ``dim``: into ``sections`` pieces (an int; the first
     ``size % sections`` are one longer) or at the listed ``indices`` (a sequence, or a 1-D
-    int64 tensor; a 0-d one is a number of sections).
+    int64 tensor; a 0-d one is a number of sections). Positionally, or by the keyword of
+    PyTorch's overload: ``sections=`` (an int), ``indices=`` (a sequence) or
+    ``tensor_indices_or_sections=`` (a tensor).
 
     Example:
         >>> [p.tolist() for p in tg.tensor_split(tg.arange(7), 3)]
         [[0, 1, 2], [3, 4], [5, 6]]
     """
+    given = [(n, v) for n, v in (("indices_or_sections", indices_or_sections),
+                                  ("sections", sections), ("indices", indices),
+                                  ("tensor_indices_or_sections", tensor_indices_or_sections))
+             if v is not _NO_ARG]
+    if len(given) != 1:
+        raise TypeError("tensor_split() expects exactly one of indices_or_sections (positional), "
+                        f"sections, indices or tensor_indices_or_sections, got "
+                        f"{[n for n, _ in given] or 'none'}")
+    name, indices_or_sections = given[0]
+    kinds = {"sections": (is_size, "int"), "tensor_indices_or_sections": (
+        lambda v: isinstance(v, Tensor), "Tensor"), "indices": (
+        lambda v: not is_size(v) and not isinstance(v, Tensor), "tuple of ints")}
+    if name in kinds and not kinds[name][0](indices_or_sections):
+        raise TypeError(f"tensor_split(): argument '{name}' must be {kinds[name][1]}, not "
+                        f"{type(indices_or_sections).__name__}")
     if input.ndim == 0:
         raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
                            "tensor with 0 dims")
@@ -206,7 +234,9 @@ class FlipBackward0(Primitive):
             n = x.shape[d]
             if n > 1:
                 out = k.index(out, (None,) * d + (k.arange(n - 1, -1, n, dtypes.int64, dev),))
-        return _copy(k, x) if out is x else out
+        # (NumPy's gather along a dim other than the first lays its result out with that dim
+        # first: made row-major here, as PyTorch's flip returns)
+        return _copy(k, x) if out is x else k.contiguous(out)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
@@ -302,6 +332,8 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
                            f"dims:{len(dims)}")
+    if input.ndim == 0:
+        raise IndexError(f"Dimension specified as {dims[0]} but tensor has no dimensions")
     return apply(RollBackward0, (input,), shifts,
                  tuple(wrap_dim(d, input.ndim, "roll") for d in dims))
 
@@ -383,7 +415,8 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     have = first + n * (m + 1)
     flat = narrow(flat, -1, 0, m * m) if have >= m * m else cat([flat, pad(m * m - have)], -1)
     planes = flat.reshape(batch + (m, m))
-    return movedim(planes, (-2, -1), (d1, d2))
+    # (a new tensor, row-major in the result's dims as PyTorch's, not a moved view)
+    return movedim(planes, (-2, -1), (d1, d2)).contiguous()
 
 
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:

@@ -13,19 +13,21 @@ launch; ``stack`` views each input with the new dim); their rule slices the grad
 from __future__ import annotations
 
 from ..registry import OpInfo, with_inplace, with_jvp
+from ...runtime import dtype as D
 from ...runtime.dtype import result_type
 from ..checks import check_devices_match
-from ..dispatch import Primitive, apply, as_shape, call, linear_jvp, zeros
+from ..dispatch import Primitive, apply, as_shape, call, linear_jvp, meta, zeros
 from ..tensor import Tensor, array_meta, int_arg, wrap_dim
 from .views import _as_view, getitem, int_tuple, is_size, permute, view_jvp
 
 
 def _tensor_list(tensors, op: str) -> list:
     if isinstance(tensors, Tensor):
-        raise TypeError(f"{op}(): argument 'tensors' must be a sequence of Tensors, not Tensor")
+        raise TypeError(f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors (a "
+                        f"sequence of Tensors), not Tensor")
     tensors = list(tensors)
     if not tensors:
-        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+        raise RuntimeError(f"{op} expects a non-empty TensorList")
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got "
@@ -50,7 +52,7 @@ class CatBackward0(Primitive):
     def forward(ctx, k, *args):
         *arrays, dim, sizes = args
         ctx.dim, ctx.sizes = dim, sizes
-        return k.cat(arrays, dim)
+        return _joined(k, arrays, dim)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
@@ -77,7 +79,7 @@ class StackBackward0(Primitive):
         shape = list(arrays[0].shape)
         shape.insert(dim, 1)  # each input with the new dim, joined along it
         shape = tuple(shape)
-        return k.cat([_view_or_copy(k, a, shape) for a in arrays], dim)
+        return _joined(k, [_view_or_copy(k, a, shape) for a in arrays], dim)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
@@ -86,23 +88,66 @@ class StackBackward0(Primitive):
                      for i, need in enumerate(ctx.needs_input_grad))
 
 
+def _joined(k, arrays, dim: int):
+    """The arrays joined along ``dim``, row-major as PyTorch's ``cat`` makes them (NumPy's
+    concatenate keeps the inputs' layout: transposed inputs would give a transposed result,
+    whose ``view`` would then fail where PyTorch's succeeds)."""
+    return k.contiguous(k.cat(arrays, dim))
+
+
 def _view_or_copy(k, a, shape: tuple):
     """``a`` viewed as ``shape`` (its elements in order), or a contiguous copy so viewed."""
     v = k.view(a, shape)
     return v if v is not None else k.view(k.contiguous(a), shape)
 
 
+def _check_out(out, inputs, dtype, op: str = "cat") -> None:
+    """PyTorch's checks of ``cat``'s ``out=`` made before anything is written: the result's
+    dtype must cast to out's (a TypeError, as ``torch.cat()`` raises it), and out may not
+    overlap an input's memory."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    from .elementwise import _can_cast
+    if not _can_cast(dtype, out.dtype):
+        raise TypeError(f"torch.cat(): input types can't be cast to the desired output type "
+                        f"{D.CPP_NAMES[out.dtype.name]}")
+    span = _memory_span(out)
+    for t in inputs:
+        other = _memory_span(t)
+        if span and other and span[0] == other[0] and span[1] < other[2] and other[1] < span[2]:
+            raise RuntimeError("unsupported operation: some elements of the input tensor and "
+                               "the written-to tensor refer to a single memory location. "
+                               "Please clone() the tensor before performing the operation.")
+
+
+def _memory_span(t: Tensor):
+    """(storage pointer, first, one past the last element offset) of ``t``; None if empty."""
+    if t.numel() == 0:
+        return None
+    lo = hi = t.storage_offset()
+    for n, st in zip(t.shape, t.stride()):
+        if st < 0:
+            lo += (n - 1) * st
+        else:
+            hi += (n - 1) * st
+    return t.untyped_storage().data_ptr(), lo, hi + 1
+
+
 def cat(tensors: list[Tensor] | tuple[Tensor, ...], dim: int = 0, *, out=None) -> Tensor:
     """Concatenates tensors along an existing ``dim`` (dtypes promote; 1-D empty tensors are
-    skipped, as in PyTorch)."""
+    skipped, as in PyTorch, and when all are such, ``dim`` is not checked)."""
     if not isinstance(tensors, Tensor):
         tensors = list(tensors)
         if not tensors:  # PyTorch's cat checks this with TORCH_CHECK_VALUE: a ValueError
             raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     ts = _tensor_list(tensors, "cat")
+    if out is not None:
+        _check_out(out, tensors, ts[0].dtype)
     nd = max(t.ndim for t in ts)
     if nd > 1:
         ts = [t for t in ts if not (t.ndim == 1 and t.shape[0] == 0)] or ts[:1]
+    elif all(t.ndim == 1 and t.shape[0] == 0 for t in ts):
+        dim = 0  # (PyTorch skips every input, and with them the check of dim)
     for i, t in enumerate(ts):
         if t.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
@@ -134,6 +179,8 @@ def stack(tensors: list[Tensor] | tuple[Tensor, ...], dim: int = 0, *, out=None)
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(ref)} at entry 0 and {list(t.shape)} at entry {i}")
     d = wrap_dim(dim, len(ref) + 1, "stack", "dim", 2)
+    if out is not None:
+        _check_out(out, tensors, ts[0].dtype, "stack")
     r = apply(StackBackward0, tuple(ts), d)
     if out is not None:
         from .elementwise import _result
@@ -241,6 +288,15 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     return _multi_view(SplitWithSizesBackward0 if listed else SplitBackward0, tensor, d, sizes)
 
 
+def _split_method(self: Tensor, split_size, dim: int = 0) -> tuple:
+    """``Tensor.split(split_size, dim=0)``: :func:`split` (PyTorch's method names its size
+    argument ``split_size``, the function ``split_size_or_sections``)."""
+    return split(self, split_size, dim)
+
+
+_split_method.__qualname__ = "Tensor.split"  # (what a wrong keyword's TypeError names)
+
+
 def unsafe_split(tensor: Tensor, split_size: int, dim: int = 0) -> tuple:
     """``split``, whose pieces autograd does not track as views: each may be modified in
     place (the others and the input see the change, unchecked)."""
@@ -308,7 +364,9 @@ def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
                          f"{start})")
     if start < 0:
         start += n
-    if length < 0 or start + length > n:
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start + length > n:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
     return getitem(input, (slice(None),) * d + (slice(start, start + length),))
 
@@ -371,6 +429,8 @@ class RepeatBackward0(Primitive):
             inter += [1, n]
             big += [r, n]
         t = k.expand(k.view(x, tuple(inter)), tuple(big))
+        if all(r == 1 for r in reps):  # (contiguous would hand back x's own memory)
+            t = k.astype(t, meta(t)[1])
         return k.view(k.contiguous(t), tuple(r * n for r, n in zip(reps, shape)))
 
     @staticmethod
@@ -383,8 +443,13 @@ class RepeatBackward0(Primitive):
         return as_shape(k, g, tuple(ctx.in_shape))
 
 
-def repeat(input: Tensor, *sizes) -> Tensor:
-    """Tiles the tensor ``sizes[i]`` times along each dim (leading new dims allowed)."""
+def repeat(input: Tensor, *sizes, repeats=None) -> Tensor:
+    """Tiles the tensor ``sizes[i]`` times along each dim (leading new dims allowed; the sizes
+    given unpacked or as ``repeats=``); always a copy."""
+    if repeats is not None:
+        if sizes:
+            raise TypeError("repeat() got multiple values for argument 'repeats'")
+        sizes = (repeats,)
     reps = sizes[0] if len(sizes) == 1 and not is_size(sizes[0]) else sizes
     reps = int_tuple(reps, "repeat", "repeats")
     if len(reps) < input.ndim:
@@ -395,8 +460,15 @@ def repeat(input: Tensor, *sizes) -> Tensor:
     return apply(RepeatBackward0, (input,), reps)
 
 
-def tile(input: Tensor, dims) -> Tensor:
-    """``repeat`` with missing leading repetitions taken as 1."""
+def tile(input: Tensor, *args, dims=None) -> Tensor:
+    """``repeat`` with missing leading repetitions taken as 1 (``dims`` a sequence, or as the
+    method also takes them, unpacked)."""
+    if dims is not None and args:
+        raise TypeError("tile() got multiple values for argument 'dims'")
+    if dims is None:
+        if not args:
+            raise TypeError("tile() missing 1 required positional arguments: \"dims\"")
+        dims = args[0] if len(args) == 1 else args
     dims = (dims,) if is_size(dims) else dims
     dims = int_tuple(dims, "tile", "dims")
     return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
@@ -460,7 +532,8 @@ OPS = (
     OpInfo("cat", cat, method=False, aliases=("concat", "concatenate"), grad="slices of g",
            autocast="promote"),
     OpInfo("stack", stack, method=False, grad="slices of g", autocast="promote"),
-    OpInfo("split", split, aliases=("split_with_sizes",), grad="cat of the gs"),
+    OpInfo("split", split, method=_split_method, aliases=("split_with_sizes",),
+           grad="cat of the gs"),
     OpInfo("unsafe_split", unsafe_split, grad="cat of the gs"),
     OpInfo("unsafe_split_with_sizes", unsafe_split_with_sizes, grad="cat of the gs"),
     OpInfo("chunk", chunk, grad="cat of the gs"),

@@ -145,12 +145,28 @@ def infer_size(shape, numel: int, op: str) -> tuple:
         raise RuntimeError(f"{op}: invalid shape dimension in {list(shape)}")
     known = math.prod(s for s in shape if s != -1)
     if neg:
-        if known == 0 or numel % known:
+        if known == 0:
+            raise RuntimeError(f"{op}: cannot reshape tensor of {numel} elements into shape "
+                               f"{list(shape)} because the unspecified dimension size -1 can "
+                               f"be any value and is ambiguous" if numel == 0 else
+                               f"{op}: shape '{list(shape)}' is invalid for input of size "
+                               f"{numel}")
+        if numel % known:
             raise RuntimeError(f"{op}: shape '{list(shape)}' is invalid for input of size {numel}")
         shape = shape[:neg[0]] + (numel // known,) + shape[neg[0] + 1:]
     elif known != numel:
         raise RuntimeError(f"{op}: shape '{list(shape)}' is invalid for input of size {numel}")
     return shape
+
+
+def _args_or_kw(args: tuple, kw, op: str, name: str) -> tuple:
+    """The sizes given unpacked (``x.view(2, 3)``) or as the keyword ``name``
+    (``x.view(size=(2, 3))``), as PyTorch's bindings take them."""
+    if kw is None:
+        return args
+    if args:
+        raise TypeError(f"{op}() got multiple values for argument '{name}'")
+    return (kw,)
 
 
 def _shape_args(shape, op: str = "view", name: str = "size") -> tuple:
@@ -197,15 +213,16 @@ class ViewBackward0(_ViewPrimitive):
         return as_shape(k, g, ctx.in_shape)
 
 
-def view(x: Tensor, *shape, dtype=None) -> Tensor:
-    """A view of ``x`` with another shape (one dimension may be -1); ``view(dtype)``: its
-    memory read as ``dtype`` (``view_dtype``)."""
-    if len(shape) == 1 and isinstance(shape[0], D.dtype) and dtype is None:
-        return view_dtype(x, shape[0])
-    if dtype is not None and not shape:
-        return view_dtype(x, dtype)
-    shape = infer_size(_shape_args(shape, "view"), x.numel(), "view")
-    return _view_apply(ViewBackward0, x, shape)
+def view(input: Tensor, *shape, dtype=None, size=None) -> Tensor:
+    """A view of ``input`` with another shape (given unpacked or as ``size=``; one dimension
+    may be -1); ``view(dtype)``: its memory read as ``dtype`` (``view_dtype``)."""
+    if len(shape) == 1 and isinstance(shape[0], D.dtype) and dtype is None and size is None:
+        return view_dtype(input, shape[0])
+    if dtype is not None and not shape and size is None:
+        return view_dtype(input, dtype)
+    shape = _shape_args(_args_or_kw(shape, size, "view", "size"), "view")
+    shape = infer_size(shape, input.numel(), "view")
+    return _view_apply(ViewBackward0, input, shape)
 
 
 def view_dtype(x: Tensor, dtype: D.dtype) -> Tensor:
@@ -259,16 +276,20 @@ def view_dtype(x: Tensor, dtype: D.dtype) -> Tensor:
     return out
 
 
-def reshape(x: Tensor, *shape) -> Tensor:
-    """``x`` with another shape: a view when strides allow, else a contiguous copy."""
-    shape = infer_size(_shape_args(shape, "reshape", "shape"), x.numel(), "reshape")
+def reshape(input: Tensor, *sizes, shape=None) -> Tensor:
+    """``input`` with another shape (given unpacked or as ``shape=``): a view when strides
+    allow, else a contiguous copy."""
+    x = input
+    shape = _shape_args(_args_or_kw(sizes, shape, "reshape", "shape"), "reshape", "shape")
+    shape = infer_size(shape, x.numel(), "reshape")
     if shape != x._data.shape and x._k.view(x._data, shape) is None:
         x = x.contiguous()
     return _view_apply(ViewBackward0, x, shape)
 
 
-def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Flattens dims ``start_dim`` to ``end_dim`` into one (a view where the strides allow)."""
+    x = input
     nd = x.ndim
     if type(start_dim) is not int:
         start_dim = int_arg(start_dim, "flatten", "start_dim", 1)
@@ -310,8 +331,11 @@ TransposeBackward0 = PermuteBackward0.variant("TransposeBackward0", "transpose")
 TBackward0 = PermuteBackward0.variant("TBackward0", "t")
 
 
-def permute(x: Tensor, *dims) -> Tensor:
-    """A view with the dims reordered as ``dims``."""
+def permute(input: Tensor, *args, dims=None) -> Tensor:
+    """A view with the dims reordered as ``dims`` (given unpacked or as ``dims=``)."""
+    x, dims = input, _args_or_kw(args, dims, "permute", "dims")
+    if not dims:
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
     # PyTorch's checks, in its order: the count first (its message names sparse_coo for
     # dense tensors too), then each dim's range, then duplicates.
     dims = int_tuple(_shape_args(dims, "permute", "dims"), "permute", "dims")
@@ -325,8 +349,9 @@ def permute(x: Tensor, *dims) -> Tensor:
     return _view_apply(PermuteBackward0, x, dims)
 
 
-def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """A view with dims ``dim0`` and ``dim1`` swapped."""
+    x = input
     nd = x.ndim
     d0 = wrap_dim(dim0, nd, "transpose", "dim0", 1)
     d1 = wrap_dim(dim1, nd, "transpose", "dim1", 2)
@@ -376,9 +401,11 @@ class ExpandBackward0(_ViewPrimitive):
         return sum_to(k, g, ctx.in_shape)
 
 
-def expand(x: Tensor, *sizes) -> Tensor:
-    """A view of ``x`` broadcast to ``sizes`` (-1 keeps a dimension); no memory is copied."""
-    sizes = _shape_args(sizes, "expand")
+def expand(input: Tensor, *sizes, size=None) -> Tensor:
+    """A view of ``input`` broadcast to ``sizes`` (given unpacked or as ``size=``; -1 keeps a
+    dimension); no memory is copied."""
+    x = input
+    sizes = _shape_args(_args_or_kw(sizes, size, "expand", "size"), "expand")
     lead = len(sizes) - x.ndim
     if lead < 0:
         raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater "
@@ -408,14 +435,14 @@ def expand(x: Tensor, *sizes) -> Tensor:
     return _view_apply(ExpandBackward0, x, shape)
 
 
-def expand_as(x: Tensor, other: Tensor) -> Tensor:
+def expand_as(input: Tensor, other: Tensor) -> Tensor:
     """``input.expand(other.size())``."""
-    return expand(x, tuple(tensor_arg(other, "expand_as", "other").shape))
+    return expand(input, tuple(tensor_arg(other, "expand_as", "other").shape))
 
 
-def broadcast_to(x: Tensor, shape) -> Tensor:
-    """A view of ``input`` broadcast to ``shape`` (``expand``; one int is a 1-D shape)."""
-    return expand(x, _shape_args((shape,), "broadcast_to", "size"))
+def broadcast_to(input: Tensor, size) -> Tensor:
+    """A view of ``input`` broadcast to ``size`` (``expand``; one int is a 1-D shape)."""
+    return expand(input, _shape_args((size,), "broadcast_to", "size"))
 
 
 def sum_to_size(x: Tensor, *size) -> Tensor:
@@ -442,8 +469,9 @@ SqueezeBackward1 = ViewBackward0.variant("SqueezeBackward1", "squeeze")
 SqueezeBackward2 = ViewBackward0.variant("SqueezeBackward2", "squeeze")
 
 
-def unsqueeze(x: Tensor, dim: int) -> Tensor:
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """A view with a dim of size one inserted at ``dim``."""
+    x = input
     nd = x.ndim + 1
     d = wrap_dim(dim, nd, "unsqueeze", "dim", 1)
     shape = list(x.shape)
@@ -451,8 +479,10 @@ def unsqueeze(x: Tensor, dim: int) -> Tensor:
     return _view_apply(UnsqueezeBackward0, x, tuple(shape))
 
 
-def squeeze(x: Tensor, dim=None) -> Tensor:
-    """A view without the dims of size one (all, or those of ``dim``)."""
+def squeeze(input: Tensor, dim=None) -> Tensor:
+    """A view without the dims of size one (all, or those of ``dim``: an int or a tuple, each
+    dim at most once)."""
+    x = input
     shape = list(x.shape)
     if dim is None:
         node = SqueezeBackward0
@@ -460,7 +490,11 @@ def squeeze(x: Tensor, dim=None) -> Tensor:
     else:
         node = SqueezeBackward2 if isinstance(dim, (tuple, list)) else SqueezeBackward1
         dims = dim if isinstance(dim, (tuple, list)) else (dim,)
-        dims = {wrap_dim(d, x.ndim, "squeeze", "dim", 1) for d in dims}
+        wrapped = [wrap_dim(d, x.ndim, "squeeze", "dim", 1) for d in dims]
+        dims = set(wrapped)
+        if len(dims) != len(wrapped):
+            dup = next(d for i, d in enumerate(wrapped) if d in wrapped[:i])
+            raise RuntimeError(f"dim {dup} appears multiple times in the list of dims")
         new = [s for i, s in enumerate(shape) if not (i in dims and s == 1)]
     return _view_apply(node, x, tuple(new))
 
@@ -710,13 +744,14 @@ def _to_layout(g: Tensor, shape, strides) -> Tensor:
     return empty_strided(shape, strides, dtype=g.dtype, device=g.device).copy_(g)
 
 
-def as_strided(x: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
-    """A view of ``x``'s storage with explicit ``size``, ``stride`` and ``storage_offset``
+def as_strided(input: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
+    """A view of ``input``'s storage with explicit ``size``, ``stride`` and ``storage_offset``
     (absolute, as PyTorch's; ``None`` keeps ``x``'s offset).
 
     The geometry is checked against the storage (non-negative sizes, strides and offset, and
     every element inside it) by the backend's ``as_strided``, through the one check both
     backends share (``runtime.array.check_view_bounds``)."""
+    x = input
     size = int_tuple(size, "as_strided", "size", 1)
     stride = int_tuple(stride, "as_strided", "stride", 2)
     if len(size) != len(stride):
