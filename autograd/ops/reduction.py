@@ -16,11 +16,13 @@ from __future__ import annotations
 import builtins
 import collections
 
-from ..checks import check_ordered
+from ..checks import check_ordered, scalar_type_name
 from ..registry import OpInfo, with_inplace, with_jvp
+from ..state import state
 from ...runtime import dtype as dtypes
 from ..dispatch import Primitive, apply, array_of, as_shape, call, linear_jvp, meta
 from ..tensor import Tensor, wrap_dim
+from ..storage import _c_type as c_type_name
 from .elementwise import _result, maximum, minimum
 
 
@@ -118,6 +120,10 @@ def accumulating(x: Tensor, dtype) -> Tensor:
     """``x`` in the dtype its sums and products accumulate in: ``dtype`` when given, int64 for
     integers and bools (PyTorch's rule), else its own."""
     if dtype is not None:
+        if (x.requires_grad and state.grad_enabled
+                and not (dtype.is_floating_point or dtype.is_complex)):
+            # (PyTorch refuses, where a cast would silently cut the graph)
+            raise RuntimeError(f"Autograd not support dtype: {scalar_type_name(dtype)}")
         return x.to(dtype)
     if not (x.dtype.is_floating_point or x.dtype.is_complex) and x.dtype is not dtypes.int64:
         return x.to(dtypes.int64)
@@ -220,32 +226,36 @@ def _nonempty(x: Tensor, dims: tuple, op: str) -> None:
             raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
 
 
-def _ties(k, x, out, dims, keepdim):
-    """(mask, count): where ``x`` equals its extreme ``out`` (NaN counts as equal to NaN),
-    and how many elements tie per reduced slice (keepdim)."""
+def _ties(k, x, out, dims, keepdim, nan_equal=True):
+    """(mask, count): where ``x`` equals its extreme ``out``, and how many elements tie per
+    reduced slice (keepdim). A NaN extreme equals the NaNs with ``nan_equal`` (full max/min
+    and median, PyTorch's evenly_distribute_backward), else nothing: its count is 0
+    (amax/amin)."""
     out_e = _expand_back(k, out, tuple(x.shape), dims, keepdim)
     mask = k.eq(x, out_e)
-    dt = meta(x)[1]
-    if dt.is_floating_point:
+    if nan_equal and meta(x)[1].is_floating_point:
         mask = k.binary("bitwise_or", mask, k.binary("bitwise_and", k.ne(x, x),
                                                      k.ne(out_e, out_e)))
     return mask, k.sum(k.astype(mask, dtypes.int64), dims, True)  # (bools sum as int64)
 
 
-def _ties_backward(k, g, x, out, dims, keepdim):
+def _ties_backward(k, g, x, out, dims, keepdim, nan_equal=True):
     """The gradient of an extreme value shared evenly among the elements equal to it, as
-    PyTorch's amax/amin and full max/min do."""
+    PyTorch's amax/amin and full max/min do. An amax/amin slice whose extreme is NaN gets
+    NaN (g / 0 times the empty mask), as PyTorch's and as finite differences give."""
     shape = tuple(x.shape)
-    mask, count = _ties(k, x, out, dims, keepdim)
+    mask, count = _ties(k, x, out, dims, keepdim, nan_equal)
     g_e = _expand_back(k, g, shape, dims, keepdim)
-    return k.where(mask, k.div(g_e, k.astype(k.expand(count, shape), meta(g_e)[1])), 0)
+    dt = meta(g_e)[1]
+    return k.mul(k.div(g_e, k.astype(k.expand(count, shape), dt)), k.astype(mask, dt))
 
 
 def _ties_jvp(ctx, k, primals, tangents, out, *params):
     """The tangent of an extreme value: the mean of the tangents of the elements tied at it
     (PyTorch's amax/amin jvp)."""
     x, t = primals[0], tangents[0]
-    mask, count = _ties(k, x, out, ctx.dims, ctx.keepdim)
+    # (median's full reduction shares these rules and sets no nan_equal: NaN equals NaN)
+    mask, count = _ties(k, x, out, ctx.dims, ctx.keepdim, getattr(ctx, "nan_equal", True))
     total = k.sum(k.where(mask, t, 0), ctx.dims, True)
     res = k.div(total, k.astype(count, meta(t)[1]))
     return res if ctx.keepdim else as_shape(k, res, tuple(out.shape))
@@ -267,16 +277,17 @@ class AmaxBackward0(Primitive):
     save_inputs = (0,)
     save_output = True
     _kind = "amax"
+    _nan_equal = False
 
     @classmethod
     def forward(cls, ctx, k, x, dims, keepdim):
-        ctx.dims, ctx.keepdim = dims, keepdim
+        ctx.dims, ctx.keepdim, ctx.nan_equal = dims, keepdim, cls._nan_equal
         return k.reduce(cls._kind, x, dims, keepdim)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
         x, out = saved
-        return _ties_backward(k, g, x, out, ctx.dims, ctx.keepdim)
+        return _ties_backward(k, g, x, out, ctx.dims, ctx.keepdim, ctx.nan_equal)
 
     jvp = staticmethod(_ties_jvp)
 
@@ -292,9 +303,10 @@ class MaxBackward1(AmaxBackward0):
 
     __slots__ = ()
     op_name = "max"
+    _nan_equal = True  # (a NaN maximum: the gradient goes to the NaNs)
 
 
-MinBackward1 = AminBackward0.variant("MinBackward1", "min")
+MinBackward1 = AminBackward0.variant("MinBackward1", "min", _nan_equal=True)
 
 
 class MaxBackward0(Primitive):
@@ -343,7 +355,11 @@ class MinBackward0(MaxBackward0):
 def _extreme(name, full_op, dim_op, binary):
     rt = getattr(return_types, name)
 
-    def fn(input: Tensor, dim=None, keepdim: bool = False, *, out=None):
+    def fn(input: Tensor, dim=None, keepdim: bool = False, *, other=None, out=None):
+        if other is not None:  # max(a, other=b): PyTorch's binding name
+            if dim is not None:
+                raise TypeError(f"{name}(): got both 'dim' and 'other'")
+            dim = other
         if isinstance(dim, Tensor):  # max(a, b) is maximum(a, b)
             return _result(binary(input, dim), out, name)
         check_ordered(input, name if dim is not None else name + "_all")
@@ -366,6 +382,10 @@ def _extreme(name, full_op, dim_op, binary):
         if out is not None:  # (values, indices): both written, as PyTorch's out= tuple
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
                 raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors")
+            for want, got in ((values.dtype, out[0]), (dtypes.int64, out[1])):
+                if isinstance(got, Tensor) and got.dtype is not want:
+                    raise RuntimeError(f"Expected out tensor to have dtype {c_type_name(want)}, "
+                                       f"but got {c_type_name(got.dtype)} instead")
             values, indices = (_result(values, out[0], name), _result(indices, out[1], name))
         return rt(values, indices)
 
@@ -381,10 +401,11 @@ def _amax_like(name, op):
     def fn(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
         check_ordered(input, name)
         dims = reduce_dims(input, dim, name)
+        if _no_dims(dim) and input.numel() == 0:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
+                               f"input.numel() == 0. Specify the reduction dim with the 'dim' "
+                               f"argument.")
         _nonempty(input, dims, name)
-        if not dims and input.ndim and input.numel() == 0:
-            raise IndexError(f"{name}(): Expected reduction dim to be specified for "
-                             f"input.numel() == 0.")
         return apply(op, (input,), dims, bool(keepdim))
     fn.__name__ = name
     fn.__doc__ = (f"The {name[1:]}imum over ``dim`` (all dims by default); NaN propagates and "
@@ -616,7 +637,31 @@ class ProdBackward0(Primitive):
 
 def _prod_partials(k, x, dims):
     """d prod / d x: the product of the other elements of each slice, computed without
-    dividing by zero."""
+    dividing by zero (or infinity)."""
+    if meta(x)[1].is_complex:
+        return _prod_partials_finite(k, x, dims)
+    # zeros and infinities kept apart: the product of the other ordinary elements (a safe
+    # division), times that of the other special ones (0 with a zero among them, +-inf with
+    # an infinity, NaN with both: 0 * inf), as the product itself would give them
+    shape = tuple(x.shape)
+    zero, inf = k.eq(x, 0), k.eq(k.unary("abs", x), float("inf"))
+    special = k.binary("bitwise_or", zero, inf)
+    safe = k.where(special, 1, x)
+    ordinary = k.div(k.expand(call(k, ProdBackward1, (safe,), dims, True), shape), safe)
+
+    def others(mask):  # per element: how many of the other elements of its slice are in mask
+        m = k.astype(mask, dtypes.int64)
+        return k.sub(k.expand(k.sum(m, dims, True), shape), m)
+
+    sign = k.where(inf, k.unary("sign", x), 1)  # (+-1: the product of the others' is / by it)
+    sign = k.mul(k.expand(call(k, ProdBackward1, (sign,), dims, True), shape), sign)
+    rest = k.where(k.gt(others(inf), 0), k.mul(sign, float("inf")), 1)
+    rest = k.where(k.gt(others(zero), 0), k.mul(rest, 0), rest)
+    return k.mul(ordinary, rest)
+
+
+def _prod_partials_finite(k, x, dims):
+    """_prod_partials for complex ``x``, whose infinities it does not single out."""
     shape = tuple(x.shape)
     zero = k.eq(x, 0)
     safe = k.where(zero, 1, x)
@@ -687,11 +732,9 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
         input = input.to(dtypes.get_default_dtype())
     dims = reduce_dims(input, dim, "logsumexp")
-    if builtins.any(input.shape[d] == 0 for d in dims):  # empty sums: log(0) = -inf
-        from .creation import full
-        shape = tuple(1 if i in dims else n for i, n in enumerate(input.shape)) if keepdim \
-            else tuple(n for i, n in enumerate(input.shape) if i not in dims)
-        return full(shape, float("-inf"), dtype=input.dtype, device=input.device)
+    if builtins.any(input.shape[d] == 0 for d in dims):
+        # empty sums: log(0) = -inf, differentiable (an empty gradient) as PyTorch's
+        return sum(input.exp(), dims, bool(keepdim)).log()
     if input.ndim == 0:
         return apply(LogsumexpBackward0, (input.reshape(1),), (0,), False)
     return apply(LogsumexpBackward0, (input,), dims, bool(keepdim))
@@ -735,8 +778,8 @@ OPS = (
            grad="g expanded", autocast="float32 on cuda", out="dtype"),
     OpInfo("mean", mean, flops="reduction", dtypes="floats (dtype= for others)",
            grad="g expanded / n", out="cast"),
-    OpInfo("any", any, dtypes="all; bool result", grad="none"),
-    OpInfo("all", all, dtypes="all; bool result", grad="none"),
+    OpInfo("any", any, dtypes="all; bool result", grad="none", out="exact"),
+    OpInfo("all", all, dtypes="all; bool result", grad="none", out="exact"),
     *(OpInfo(n, globals()[n], dtypes="all but complex", grad=_EXTREMA)
       for n in ("max", "min")),
     *(OpInfo(n, globals()[n], dtypes="all but complex", grad=_EXTREMA, out="exact")
@@ -745,9 +788,9 @@ OPS = (
              out="exact")
       for n in ("argmax", "argmin")),
     OpInfo("var", var, dtypes="floats, complex (real result)",
-           grad="2 g (x - mean) / (n - correction)"),
+           grad="2 g (x - mean) / (n - correction)", out="cast"),
     OpInfo("std", std, dtypes="floats, complex (real result)",
-           grad="g (x - mean) / ((n - correction) y); 0 at y = 0"),
+           grad="g (x - mean) / ((n - correction) y); 0 at y = 0", out="cast"),
     OpInfo("prod", prod, dtypes="all; integers and bool give int64",
            grad="g y / x, without dividing by zero", autocast="float32", out="dtype"),
     OpInfo("logsumexp", logsumexp, dtypes="floats; integers promote", grad="g softmax(x)",

@@ -2,7 +2,8 @@
 
 Their results are integer positions, counts or histograms: none carries a gradient (as
 PyTorch's; ``unique``'s values require grad where the input does, with a grad_fn that raises
-"the derivative for '_unique2' is not implemented.", as PyTorch's). Each is computed by NumPy on the host and the result put on the input's device:
+"the derivative for '_unique2' is not implemented.", as PyTorch's). Each is computed by
+NumPy on the host and the result put on the input's device:
 ``unique``'s, ``unique_consecutive``'s and ``bincount``'s output sizes depend on the values,
 so even PyTorch's CUDA kernels synchronize with the host to size them, and a sort or a binary
 search per element costs the copy's order anyway.
@@ -15,12 +16,13 @@ import numbers
 import numpy as np
 
 from ...runtime import dtype as dtypes
-from ..checks import check_ordered, kernel_not_implemented, tensor_arg
+from ..checks import check_ordered, kernel_not_implemented, scalar_type_name, tensor_arg
 from ..registry import OpInfo
 from ..state import state
 from ..storage import NotImplementedBackward
 from ..tensor import Tensor, int_arg, wrap_dim
 from .creation import host_to
+from .elementwise import _result
 
 
 def _host(t: Tensor) -> np.ndarray:
@@ -152,6 +154,18 @@ def _unique_result(like: Tensor, values: np.ndarray, inverse, counts, return_inv
     return (out, *extra)
 
 
+def _unique_dim(x: Tensor, dim, op: str) -> int:
+    """The ``dim=`` of unique/unique_consecutive, checked as PyTorch's unique_dim checks it."""
+    dim = int_arg(dim, op, "dim")
+    if x.ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    d = wrap_dim(dim, x.ndim, op)
+    if x.numel() == 0 and x.shape[d] != 0:
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique "
+                           "cannot be applied")
+    return d
+
+
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
            return_counts: bool = False, dim=None):
     """The distinct elements of ``input`` (``dim``: its distinct slices along ``dim``), sorted
@@ -170,7 +184,7 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
                                             return_counts=True, equal_nan=False)
         inverse = inverse.reshape(a.shape)
     else:
-        d = wrap_dim(int_arg(dim, "unique", "dim"), x.ndim, "unique")
+        d = _unique_dim(x, dim, "unique")
         if a.shape[d] == 0:
             values, inverse, counts = a, np.zeros(0, np.int64), np.zeros(0, np.int64)
         else:
@@ -196,7 +210,7 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False,
     if dim is None:
         a, d = a.reshape(-1), 0
     else:
-        d = wrap_dim(int_arg(dim, "unique_consecutive", "dim"), x.ndim, "unique_consecutive")
+        d = _unique_dim(x, dim, "unique_consecutive")
     moved = np.moveaxis(a, d, 0)
     moved = moved.reshape(moved.shape[0], int(np.prod(moved.shape[1:])))
     n = moved.shape[0]
@@ -258,9 +272,8 @@ def histc(input: Tensor, bins: int = 100, min=0, max=0, *, out=None) -> Tensor:
                            f"dimension 0")
     a = _host(x).reshape(-1).astype(np.float64)
     lo, hi = float(min), float(max)
-    if lo == hi and a.size:
-        finite = a[np.isfinite(a)]
-        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (lo, hi)
+    if lo == hi and a.size:  # the data's range; a NaN or an infinity in it is refused below
+        lo, hi = float(a.min()), float(a.max())
     if lo == hi:
         lo, hi = lo - 1, hi + 1
     if lo > hi:
@@ -270,9 +283,11 @@ def histc(input: Tensor, bins: int = 100, min=0, max=0, *, out=None) -> Tensor:
     a = a[(a >= lo) & (a <= hi)]  # (drops NaNs too)
     idx = np.minimum(((a - lo) * bins / (hi - lo)).astype(np.int64), bins - 1)
     result = _put(np.bincount(idx, minlength=bins).astype(np.float64), x.dtype, x)
-    if out is not None:
-        return out.copy_(result)
-    return result
+    if isinstance(out, Tensor) and out.dtype is not x.dtype:
+        raise RuntimeError(f"torch.histogram: input tensor and hist tensor should have the same "
+                           f"dtype, but got input {scalar_type_name(x.dtype).lower()} and hist "
+                           f"{scalar_type_name(out.dtype).lower()}")
+    return _result(result, out, "histc")  # (resized to (bins,) as PyTorch's resize_output)
 
 
 # -- the table ---------------------------------------------------------------------------------

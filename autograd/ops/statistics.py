@@ -22,8 +22,9 @@ import warnings
 from ...runtime import dtype as dtypes
 from ..checks import kernel_not_implemented, tensor_arg
 from ..registry import OpInfo, with_inplace
+from ..storage import _c_type as c_type_name
 from ..tensor import Tensor, int_arg, wrap_dim
-from .elementwise import broadcast_shapes, isnan, maximum, minimum, where
+from .elementwise import _result, broadcast_shapes, isnan, maximum, minimum, where
 from .pointwise import trunc
 from .reduction import amax, amin, reduce_dims, return_types
 
@@ -61,6 +62,9 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Te
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
                            f"dtype but got {x.dtype}")
+    if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
+        raise RuntimeError(f"nanmean(): could not infer output dtype. Optional dtype must be "
+                           f"either a floating point or complex dtype. Got: {dtype}")
     keep = isnan(x).logical_not()
     if dim is None:
         dim = tuple(range(x.ndim))
@@ -75,9 +79,19 @@ def count_nonzero(input: Tensor, dim=None) -> Tensor:
     return nz.sum() if dim is None else nz.sum(dim)
 
 
-def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
-    """``(min, max)`` of the elements, over ``dim`` or all (a named tuple)."""
+def aminmax(input: Tensor, *, dim=None, keepdim: bool = False, out=None):
+    """``(min, max)`` of the elements, over ``dim`` or all (a named tuple); ``out``: a pair of
+    tensors of the input's dtype to write them into."""
     x = tensor_arg(input, "aminmax")
+    if out is not None:
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            raise TypeError("aminmax(): argument 'out' must be tuple of Tensors")
+        for o in out:
+            if isinstance(o, Tensor) and o.dtype is not x.dtype:
+                raise RuntimeError(f"Expected out tensor to have dtype {c_type_name(x.dtype)}, "
+                                   f"but got {c_type_name(o.dtype)} instead")
+        lo, hi = aminmax(x, dim=dim, keepdim=keepdim)
+        return _MinMax(_result(lo, out[0], "aminmax"), _result(hi, out[1], "aminmax"))
     if x.numel() == 0 and dim is None:
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
                            "operation has no identity.")
@@ -242,8 +256,8 @@ def can_cast(from_: dtypes.dtype, to: dtypes.dtype) -> bool:
 
 
 OPS = (
-    OpInfo("nansum", nansum, dtypes="all; NaN as 0", grad="g where not NaN"),
-    OpInfo("nanmean", nanmean, dtypes="floats", grad="g / count where not NaN"),
+    OpInfo("nansum", nansum, dtypes="all; NaN as 0", grad="g where not NaN", out="dtype"),
+    OpInfo("nanmean", nanmean, dtypes="floats", grad="g / count where not NaN", out="cast"),
     OpInfo("count_nonzero", count_nonzero, dtypes="all; int64 result", grad="none"),
     OpInfo("aminmax", aminmax, dtypes="all", grad="through amin and amax"),
     OpInfo("dist", dist, dtypes="floats", grad="through norm"),
@@ -272,13 +286,15 @@ def _quantile(input: Tensor, q, dim, keepdim: bool, interpolation: str, op: str,
     if x.dtype is not dtypes.float32 and x.dtype is not dtypes.float64:
         raise RuntimeError(f"{op}() input tensor must be either float or double dtype")
     if interpolation not in _INTERPOLATIONS:
-        raise ValueError(f"{op}() interpolation must be one of linear, lower, higher, midpoint "
-                         f"or nearest. Got {interpolation}")
+        raise RuntimeError(f"{op}() interpolation must be one of linear, lower, higher, "
+                           f"midpoint or nearest. Got {interpolation}")
     scalar_q = not isinstance(q, Tensor) or q.ndim == 0
     qs = q.to(dtypes.float64).reshape(-1) if isinstance(q, Tensor) else \
         _tensor([float(q)], dtype=dtypes.float64, device=x.device)
     if isinstance(q, Tensor) and q.ndim > 1:
         raise RuntimeError(f"{op}() q must be a scalar or 1D tensor")
+    if isinstance(q, Tensor) and q.dtype is not x.dtype:
+        raise RuntimeError(f"{op}() q tensor must be same dtype as the input tensor")
     if bool(((qs < 0) | (qs > 1)).any()):
         raise RuntimeError(f"{op}() q values must be in the range [0, 1]")
     if dim is None:
@@ -297,6 +313,10 @@ def _quantile(input: Tensor, q, dim, keepdim: bool, interpolation: str, op: str,
     else:
         count = values.new_full(tuple(values.shape[:-1]) + (1,), float(n)).to(dtypes.float64)
     ranks = qs.reshape((-1,) + (1,) * values.ndim) * (count - 1).clamp(min=0)  # (Q, ..., 1)
+    if not ignore_nan:
+        # a slice with NaN takes its last sorted value, a NaN: its result is NaN and its
+        # gradient goes there, as PyTorch's (nanquantile's all-NaN slice: rank 0, a NaN too)
+        ranks = ranks.where(nan.any(-1, keepdim=True).logical_not(), float(n - 1))
     if interpolation == "lower":
         ranks = ranks.floor()
     elif interpolation == "higher":
@@ -314,8 +334,6 @@ def _quantile(input: Tensor, q, dim, keepdim: bool, interpolation: str, op: str,
     else:
         out = v_lo + (v_hi - v_lo) * (ranks - lo).to(values.dtype)
     out = out.squeeze(-1)                                  # (Q, ...)
-    empty_or_nan = (count == 0).squeeze(-1) if ignore_nan else nan.any(-1)
-    out = out.where(empty_or_nan.unsqueeze(0).logical_not(), float("nan"))
     if keepdim:
         if dim is None:
             out = out.reshape((out.shape[0],) + (1,) * input.ndim)
@@ -340,7 +358,8 @@ def nanquantile(input: Tensor, q, dim=None, keepdim: bool = False, *,
 
 
 OPS = OPS + (
-    OpInfo("quantile", quantile, dtypes="floats", grad="g to the neighbours, by the weights"),
-    OpInfo("nanquantile", nanquantile, dtypes="floats", grad="as quantile's"),
+    OpInfo("quantile", quantile, dtypes="floats", grad="g to the neighbours, by the weights",
+           out="exact"),
+    OpInfo("nanquantile", nanquantile, dtypes="floats", grad="as quantile's", out="exact"),
 )
 OPS = with_inplace(OPS, ("frac",))
