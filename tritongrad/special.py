@@ -11,7 +11,10 @@ Example:
     tensor([0.5000])
 """
 
-from .autograd.ops import expm1, log1p, log_softmax, logsumexp, round, softmax, xlogy
+from .autograd.ops import expm1, log1p, round, xlogy
+from .autograd.ops import log_softmax as _log_softmax
+from .autograd.ops import logsumexp as _logsumexp
+from .autograd.ops import softmax as _softmax
 from .autograd.ops import igamma as gammainc
 from .autograd.ops import igammac as gammaincc
 from .autograd.ops import sigmoid as expit
@@ -25,10 +28,34 @@ from .autograd.ops.special_functions import (
     scaled_modified_bessel_k0, scaled_modified_bessel_k1, shifted_chebyshev_polynomial_t,
     shifted_chebyshev_polynomial_u, shifted_chebyshev_polynomial_v, shifted_chebyshev_polynomial_w,
     spherical_bessel_j0, zeta)
+from .autograd.ops.elementwise import _result
 from .autograd.ops.special import lgamma as gammaln
+from .autograd.tensor import Tensor
 from .autograd.ops.special import mvlgamma as multigammaln
 
 psi = digamma
+
+
+def softmax(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """``exp(x) / sum(exp(x), dim)``, computed stably; ``dtype`` casts the input first.
+    Unlike ``torch.nn.functional.softmax``, ``dim`` is required (PyTorch's signature)."""
+    return _softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """``x - logsumexp(x, dim)``, computed stably; ``dtype`` casts the input first; ``dim`` is
+    required (PyTorch's signature)."""
+    return _log_softmax(input, dim, dtype=dtype)
+
+
+def logsumexp(input: Tensor, dim, keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
+    """``log(sum(exp(input), dim))``, computed stably; integers promote to the default dtype.
+
+    Example:
+        >>> tg.special.logsumexp(tg.tensor([0., 0.]), 0)
+        tensor(0.6931)
+    """
+    return _result(_logsumexp(input, dim, keepdim), out, "logsumexp")
 
 __all__ = ["airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "chebyshev_polynomial_t",
            "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w", "digamma",

@@ -158,8 +158,12 @@ def _input(x, fname: str, *, real_only: bool = False, to_complex: bool = False) 
     tensor_arg(x, f"fft_{fname}")
     dt = x.dtype
     if real_only and dt.is_complex:
-        raise RuntimeError(f"{fname} expects a real input tensor, but got "
-                           f"{scalar_type_name(dt)}")
+        found = scalar_type_name(dt)
+        if fname == "ihfftn":  # (PyTorch's words, then which function refused it)
+            raise RuntimeError(f"Only supports floating-point dtypes, but found: {found} "
+                               f"(ihfftn expects a real input tensor)")
+        kind = "real-valued" if fname == "rfftn" else "real"  # (PyTorch's words differ)
+        raise RuntimeError(f"{fname} expects a {kind} input tensor, but got {found}")
     if dt in (dtypes.float16, dtypes.bfloat16):
         raise RuntimeError(f"Unsupported dtype {scalar_type_name(dt)}")
     if not (dt.is_floating_point or dt.is_complex):
@@ -256,7 +260,8 @@ def _out(t: Tensor, out, fname: str) -> Tensor:
         if want_complex != out.dtype.is_complex or not (out.dtype.is_complex or
                                                         out.dtype.is_floating_point):
             kind = "complex" if want_complex else "floating point"
-            raise RuntimeError(f"{fname} expects a {kind} output tensor, but got "
+            name = "fftn" if fname == "ifftn" else fname  # (PyTorch's n-D c2c says fftn)
+            raise RuntimeError(f"{name} expects a {kind} output tensor, but got "
                                f"{scalar_type_name(out.dtype)}")
     return _result(t, out, f"fft_{fname}")
 
@@ -296,6 +301,10 @@ def _c2r_op(x, dims, sizes, n, norm, forward, fname, out):
 def _one_dim_op(input, n, dim, norm, out, fname: str, forward: bool, kind: str):
     """A one-dimensional transform: ``kind`` "c" (fft, ifft: c2c, or r2c of real input),
     "r2c" (rfft, ihfft) or "c2r" (irfft, hfft)."""
+    if type(dim) is not int:  # (argument types first, as PyTorch's binding checks them)
+        int_arg(dim, f"fft_{fname}", "dim")
+    if n is not None and type(n) is not int:
+        int_arg(n, f"fft_{fname}", "n", 2)
     x = _input(input, fname, real_only=kind == "r2c", to_complex=kind == "c2r")
     n, dims = _one_dim(x, n, dim, fname)
     if kind == "c2r":
@@ -415,9 +424,10 @@ def hfftn(input: Tensor, s=None, dim=None, norm: str | None = None, *, out=None)
 def ihfftn(input: Tensor, s=None, dim=None, norm: str | None = None, *, out=None) -> Tensor:
     """Computes the N dimensional inverse discrete Fourier transform of real ``input``: the
     last of ``dim`` keeps its ``s[-1] // 2 + 1`` non-negative frequencies."""
-    x = _input(input, "ihfftn", real_only=True)
-    sizes, dims = _real_dims(x, s, dim, "ihfftn")
+    # (PyTorch checks the shape arguments and norm before the dtype)
+    sizes, dims = _real_dims(tensor_arg(input, "fft_ihfftn"), s, dim, "ihfftn")
     mode = _mode(norm, False)
+    x = _input(input, "ihfftn", real_only=True)
     y = conj(_r2c(_resize(x, dims, sizes), dims[-1:], mode, True))
     return _out(_c2c(y, dims[:-1], mode, False) if len(dims) > 1 else y, out, "ihfftn")
 
@@ -441,25 +451,35 @@ ihfft2 = _two_dims(ihfftn, "ihfft2")
 
 # -- frequencies and shifts ------------------------------------------------------------------------
 
+def _fftfreq_values(n: int, d: float) -> np.ndarray:
+    return np.fft.fftfreq(n, d) if n else np.zeros(0)  # (numpy divides by n)
+
+
+def _rfftfreq_values(n: int, d: float) -> np.ndarray:
+    # PyTorch's arange(n // 2 + 1) / (n d): n = 0 gives [nan] (0 / 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.arange(n // 2 + 1, dtype=np.float64) / (n * d)
+
+
 def _freq(fn, name: str):
     def freq(n: int, d: float = 1.0, *, out=None, dtype=None, layout=None, device=None,
              requires_grad: bool = False) -> Tensor:
         n = int_arg(n, f"fft_{name}", "n", 1)
-        if n < 0:
+        if n < 0:  # (PyTorch's rfftfreq returns [-0.] for n = -1: refused here)
             raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
         if layout is not None:
             raise unsupported(f"fft.{name}", "layout", layout, "None (strided)")
         dt = as_dtype(dtype) or dtypes.get_default_dtype()
         if not (dt.is_floating_point or dt.is_complex):
             raise RuntimeError(f"{name} requires a floating point or complex dtype")
-        values = fn(n, float(d)) if n else np.zeros(0)  # (numpy divides by n)
+        values = fn(n, float(d))
         t = _finish(host_to(values, dt, resolve_device(device)), requires_grad)
         return t if out is None else _result(t, out, f"fft_{name}")
     freq.__name__ = freq.__qualname__ = name
     return freq
 
 
-fftfreq = _freq(np.fft.fftfreq, "fftfreq")
+fftfreq = _freq(_fftfreq_values, "fftfreq")
 fftfreq.__doc__ = """The sample frequencies of a signal of size ``n`` sampled at spacing ``d``:
 ``[0, 1, ..., (n - 1) // 2, -(n // 2), ..., -1] / (d n)``, the order :func:`fft` returns them in.
 
@@ -467,7 +487,7 @@ fftfreq.__doc__ = """The sample frequencies of a signal of size ``n`` sampled at
         >>> tg.fft.fftfreq(5)
         tensor([ 0.0000,  0.2000,  0.4000, -0.4000, -0.2000])
 """
-rfftfreq = _freq(np.fft.rfftfreq, "rfftfreq")
+rfftfreq = _freq(_rfftfreq_values, "rfftfreq")
 rfftfreq.__doc__ = """The sample frequencies of :func:`rfft` of a signal of size ``n`` sampled at
 spacing ``d``: ``[0, 1, ..., n // 2] / (d n)``."""
 
@@ -476,6 +496,8 @@ def _shift(input: Tensor, dim, name: str, inverse: bool) -> Tensor:
     tensor_arg(input, f"fft_{name}")
     dims = tuple(range(input.ndim)) if dim is None else \
         ((dim,) if is_size(dim) else int_tuple(dim, f"fft_{name}", "dim"))
+    if input.ndim == 0 and dims:  # (wrap_dim would take 0 and -1 for a 0-d tensor's)
+        raise IndexError(f"Dimension specified as {dims[0]} but tensor has no dimensions")
     shifts = [(input.shape[wrap_dim(d, input.ndim, f"fft_{name}")] + inverse) // 2
               for d in dims]
     return roll(input, shifts, dims)

@@ -6,21 +6,24 @@ Every function here is a composite of public differentiable ops (``exp log sin t
 where igamma igammac ...``), so both backends run it with no kernel of its own. Most
 functions' derivatives, to any order, come through their parts: the derivative of the
 approximation, which is as accurate as the approximation (each is a convergent expansion, not
-a fit of values). erf, erfc, erfinv, lgamma, digamma, polygamma, i0, sinc, logit and hypot
-are one node each instead, as PyTorch's, with the closed-form derivative (Note [Composite
-forwards, one node], at the end).
+a fit of values). erf, erfc, erfinv, lgamma, digamma, polygamma, i0, i0e, i1, i1e, ndtr,
+ndtri, entr, sinc, logit and hypot are one node each instead, as PyTorch's, with the
+closed-form derivative (Note [Composite forwards, one node], at the end).
 The formulas and their accuracy in float64 (relative, except where said):
 
 - lgamma: Lanczos (g = 7, 9 terms) for x >= 1/2, reflection below; about 1e-15 (absolute near
   the zeros x = 1, 2). Poles (0, -1, ...) give inf, as PyTorch.
 - digamma / polygamma(n): the recurrence up 10 steps, then the asymptotic (Euler-Maclaurin)
-  series with Bernoulli numbers up to B_14; digamma reflects x < 1/2. About 1e-15 for x >= 0;
-  polygamma(n >= 1) loses accuracy as x + 10 nears 0 (x < -5).
+  series with Bernoulli numbers up to B_14; digamma reflects x < 1/2, polygamma(n >= 1)
+  x < 0 (d^n/dx^n of pi cot(pi x) as a polynomial in cot). About 1e-15 for x >= 0; for x < 0
+  relative to the reflection's terms (so less near the zeros between the poles).
 - erf / erfc: the Taylor series for |x| < 1/2, else the regularized incomplete gamma
   functions: erf(x) = sign(x) P(1/2, x^2), erfc(x) = Q(1/2, x^2) (igamma's accuracy: about
   eps max(1, x^2), 1e-13 at x = 26).
 - erfinv: Giles' single-precision approximation, then two Newton steps on erf: about 1e-15
-  absolute. ndtri(p) = sqrt(2) erfinv(2p - 1): absolute error in 2p - 1 (poor for p < 1e-8).
+  absolute. ndtri(p) = sqrt(2) erfinv(2p - 1) in float64 for 0.01 <= p <= 0.99; outside, an
+  Abramowitz-Stegun (26.2.23) start and Newton steps on log_ndtr: about 1e-15 relative
+  down to the smallest p.
 - i0, i0e, i1, i1e: the power series for |x| <= 25, the asymptotic series above; about 1e-15.
 """
 
@@ -40,6 +43,7 @@ from .creation import full_like
 from .elementwise import eq, exp, isnan, log, sqrt, where
 from .pointwise import (abs, exp2, floor, igamma, igammac, isinf, log1p, logical_and, sign, sin,
                         tan)
+from .pointwise import round as round_
 
 _INF = float("inf")
 _NAN = float("nan")
@@ -195,11 +199,37 @@ def polygamma(n: int, input: Tensor, *, out=None) -> Tensor:
     return _out(_node(PolygammaBackward0, x, n), out, "polygamma")
 
 
+def _cot_derivative(n: int) -> list:
+    """The coefficients (in c = cot(pi x), lowest first) of d^n/dx^n cot(pi x): with
+    dc/dx = -pi (1 + c^2), P_0 = c and P_(k+1)(c) = -pi (1 + c^2) P_k'(c)."""
+    p = [0.0, 1.0]
+    for _ in range(n):
+        d = [i * p[i] for i in range(1, len(p))] + [0.0, 0.0]  # P_k', padded to degree + 1
+        p = [-math.pi * (d[i] + (d[i - 2] if i >= 2 else 0.0)) for i in range(len(d))]
+    return p
+
+
+@_in_float64
+def _polygamma_reflected(x: Tensor, n: int) -> Tensor:
+    """psi^(n)(x) for x < 0 by the reflection psi(1 - x) - psi(x) = pi cot(pi x), differentiated
+    n times: psi^(n)(x) = (-1)^n psi^(n)(1 - x) - pi d^n/dx^n cot(pi x). cot has period 1, so
+    it is evaluated at x - round(x) (no loss of pi x's digits for large |x|)."""
+    c = 1 / tan((x - round_(x)) * math.pi)
+    poly = None
+    for coef in reversed(_cot_derivative(n)):
+        poly = full_like(x, coef) if poly is None else poly * c + coef
+    return _polygamma_positive(1 - x, n) * ((-1) ** n) - poly * math.pi
+
+
 def _polygamma(x: Tensor, n: int) -> Tensor:
-    # (-1)^(n+1) n! zeta(n + 1, x): at the poles +-inf by the sign, 0 at +inf, NaN at -inf
+    # (-1)^(n+1) n! zeta(n + 1, x): at the poles +-inf by the sign, 0 at +inf, NaN at -inf.
+    # The series needs x + 10 well above 0: x < 0 reflects to 1 - x > 1
     bad = _nonpositive_integer(x) | isinf(x)
     special = where(eq(x, _INF), 0.0, where(eq(x, -_INF), _NAN, _INF if n % 2 else -_INF))
-    r = where(bad, special, _polygamma_positive(where(bad, 1.5, x), n))
+    left = x < 0
+    right = _polygamma_positive(where(bad | left, 1.5, x), n)
+    reflected = _polygamma_reflected(where(bad | ~left, -0.5, x), n)
+    r = where(bad, special, where(left, reflected, right))
     return r if r.dtype is x.dtype else r.to(x.dtype)  # (special's constants are float32)
 
 
@@ -220,7 +250,7 @@ def mvlgamma(input: Tensor, p: int, *, out=None) -> Tensor:
     p = int_arg(p, "mvlgamma", "p")
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
-    # (a value check, as PyTorch's: it reads the tensor on the host)
+    # (a value check, as PyTorch had (2.13 checks nothing): it reads the tensor on the host)
     if x.numel() and not bool((x > (p - 1) / 2).all()):
         raise RuntimeError("All elements must be greater than (p-1)/2")
     r = _series([lgamma(x - i / 2) for i in range(p)]) + p * (p - 1) / 4 * math.log(math.pi)
@@ -243,9 +273,9 @@ def _erf_taylor(x: Tensor) -> Tensor:
     return _series(terms) * _TWO_OVER_SQRT_PI
 
 
-def erf(input: Tensor) -> Tensor:
+def erf(input: Tensor, *, out=None) -> Tensor:
     """The error function ``2/sqrt(pi) int_0^x exp(-t^2) dt``."""
-    return _node(ErfBackward0, _float(input, "erf"))
+    return _out(_node(ErfBackward0, _float(input, "erf")), out, "erf")
 
 
 def _erf(x: Tensor) -> Tensor:
@@ -256,9 +286,9 @@ def _erf(x: Tensor) -> Tensor:
     return where(small, _erf_taylor(where(small, x, 0.0)), big)
 
 
-def erfc(input: Tensor) -> Tensor:
+def erfc(input: Tensor, *, out=None) -> Tensor:
     """``1 - erf(x)``, without the cancellation for large x."""
-    return _node(ErfcBackward0, _float(input, "erfc"))
+    return _out(_node(ErfcBackward0, _float(input, "erfc")), out, "erfc")
 
 
 def _erfc(x: Tensor) -> Tensor:
@@ -310,17 +340,26 @@ def _erfinv(y: Tensor) -> Tensor:
 _SQRT_HALF = math.sqrt(0.5)
 
 
-def ndtr(input: Tensor) -> Tensor:
+def ndtr(input: Tensor, *, out=None) -> Tensor:
     """The standard normal CDF, ``(1 + erf(x / sqrt(2))) / 2`` (as ``erfc(-x / sqrt 2) / 2``:
     accurate in the lower tail)."""
-    return erfc(-_float(input, "ndtr") * _SQRT_HALF) * 0.5
+    return _out(_node(NdtrBackward0, _float(input, "ndtr")), out, "ndtr")
 
 
-def log_ndtr(input: Tensor) -> Tensor:
+def _ndtr(x: Tensor) -> Tensor:
+    return erfc(-x * _SQRT_HALF) * 0.5
+
+
+def log_ndtr(input: Tensor, *, out=None) -> Tensor:
     """``log(ndtr(x))``, accurate in both tails: ``log1p(-ndtr(-x))`` above 0 and, below -35
     (where ndtr underflows), the asymptotic series ``-x^2/2 - log(-x) - log(2 pi)/2 +
     log(1 - 1/x^2 + 3/x^4 - 15/x^6 + 105/x^8)``."""
-    x = _float(input, "log_ndtr")
+    return _out(_log_ndtr(_float(input, "log_ndtr")), out, "log_ndtr")
+
+
+def _log_ndtr(x: Tensor) -> Tensor:
+    # (through its parts: the closed form exp(-x^2/2 - log_ndtr(x)) / sqrt(2 pi) cancels
+    # catastrophically in the far tail, where the asymptotic series' derivative does not)
     upper, far = x > 0, x < -35
     mid = where(upper, log1p(erfc(where(upper, x, 1.0) * _SQRT_HALF) * -0.5),
                 log(erfc(-where(upper | far, -1.0, x) * _SQRT_HALF) * 0.5))
@@ -330,9 +369,34 @@ def log_ndtr(input: Tensor) -> Tensor:
     return where(far, asym, mid)
 
 
-def ndtri(input: Tensor) -> Tensor:
-    """The inverse of :func:`ndtr`: ``sqrt(2) erfinv(2p - 1)``."""
-    return erfinv(_float(input, "ndtri") * 2 - 1) * math.sqrt(2)
+def ndtri(input: Tensor, *, out=None) -> Tensor:
+    """The inverse of :func:`ndtr`: ``sqrt(2) erfinv(2p - 1)``; -inf at 0, inf at 1, NaN
+    outside [0, 1]."""
+    return _out(_node(NdtriBackward0, _float(input, "ndtri")), out, "ndtri")
+
+
+_NDTRI_TAIL = 0.01
+
+
+@_in_float64
+def _ndtri(p: Tensor) -> Tensor:
+    central = _erfinv(p * 2 - 1) * math.sqrt(2)
+    # below 0.01, 2p - 1 would keep only the absolute accuracy of p: start from Abramowitz and
+    # Stegun 26.2.23 (error < 4.5e-4) and take Newton steps on log_ndtr(x) = log(p)
+    # (the upper tail by symmetry: 1 - p is exact there)
+    upper = p > 0.5
+    q = where(upper, 1 - p, p)
+    tail = logical_and(q < _NDTRI_TAIL, q > 0)
+    pt = where(tail, q, _NDTRI_TAIL)
+    t = sqrt(log(pt) * -2)
+    x = -(t - (2.515517 + t * (0.802853 + t * 0.010328))
+          / (1 + t * (1.432788 + t * (0.189269 + t * 0.001308))))
+    logp = log(pt)
+    for _ in range(4):
+        lx = _log_ndtr(x)
+        # f = log_ndtr(x) - log p, f' = phi(x) / ndtr(x) = exp(-x^2/2 - log_ndtr(x)) / sqrt(2pi)
+        x = x - (lx - logp) / exp(x * x * -0.5 - lx - _HALF_LOG_2PI)
+    return where(tail, where(upper, -x, x), central)
 
 
 # -- modified Bessel functions of the first kind, orders 0 and 1 ---------------------------------
@@ -399,19 +463,19 @@ def i0(input: Tensor, *, out=None) -> Tensor:
     return _out(_node(I0Backward0, _float(input, "i0")), out, "i0")
 
 
-def i0e(input: Tensor) -> Tensor:
+def i0e(input: Tensor, *, out=None) -> Tensor:
     """``exp(-|x|) i0(x)``, without the overflow."""
-    return _bessel(0, input, True, "i0e")
+    return _out(_node(I0eBackward0, _float(input, "i0e")), out, "i0e")
 
 
-def i1(input: Tensor) -> Tensor:
+def i1(input: Tensor, *, out=None) -> Tensor:
     """The modified Bessel function of the first kind of order 1."""
-    return _bessel(1, input, False, "i1")
+    return _out(_node(I1Backward0, _float(input, "i1")), out, "i1")
 
 
-def i1e(input: Tensor) -> Tensor:
+def i1e(input: Tensor, *, out=None) -> Tensor:
     """``exp(-|x|) i1(x)``, without the overflow."""
-    return _bessel(1, input, True, "i1e")
+    return _out(_node(I1eBackward0, _float(input, "i1e")), out, "i1e")
 
 
 # -- small compositions ----------------------------------------------------------------------------
@@ -442,36 +506,48 @@ def logaddexp2(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     return _out(logaddexp(a * _LN2, b * _LN2) / _LN2, out, "logaddexp2")
 
 
-def sinc(input: Tensor) -> Tensor:
+def sinc(input: Tensor, *, out=None) -> Tensor:
     """The normalized sinc, ``sin(pi x) / (pi x)``, 1 at 0 (where its gradient is 0): one
     ``SincBackward0`` node saving x for real inputs."""
     x = _float(input, "sinc", complex_ok=True)
     if not x.dtype.is_complex:
-        return apply(SincBackward0, (x,))
+        return _out(apply(SincBackward0, (x,)), out, "sinc")
     zero = eq(x, 0)
     px = where(zero, 1.0, x) * math.pi
-    return where(zero, 1.0, sin(px) / px)
+    return _out(where(zero, 1.0, sin(px) / px), out, "sinc")
 
 
-def entr(input: Tensor) -> Tensor:
-    """The elementwise entropy ``-x log x``: 0 at 0, -inf below 0."""
-    x = _float(input, "entr")
+def entr(input: Tensor, *, out=None) -> Tensor:
+    """The elementwise entropy ``-x log x``: 0 at 0, -inf below 0. Its gradient is
+    ``-(1 + log x)``, as PyTorch's: inf at 0, NaN below 0."""
+    return _out(_node(EntrBackward0, _float(input, "entr")), out, "entr")
+
+
+def _entr(x: Tensor) -> Tensor:
     pos = x > 0
     r = where(pos, -x * log(where(pos, x, 1.0)), full_like(x, -_INF))
     return where(eq(x, 0), 0.0, where(isnan(x), x, r))
 
 
-def logit(input: Tensor, eps: float | None = None) -> Tensor:
-    """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+def logit(input: Tensor, eps: float | None = None, *, out=None) -> Tensor:
+    """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given
+    (a negative ``eps``, as None, clamps nothing)."""
     x = _float(input, "logit")
-    return apply(LogitBackward0, (x,), None if eps is None else float(eps))
+    eps = None if eps is None or float(eps) < 0 else float(eps)
+    return _out(apply(LogitBackward0, (x,), eps), out, "logit")
 
 
-def xlog1py(input, other) -> Tensor:
-    """``input * log1p(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN)."""
+def xlog1py(input, other, *, out=None) -> Tensor:
+    """``input * log1p(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN). Gradients
+    ``log1p(other)`` and ``input / (1 + other)``, 0 where the value is the 0 by definition
+    (``input`` 0 and ``log1p(other)`` infinite or NaN)."""
     a, b = _float_operands(input, other, "xlog1py")
-    zero = logical_and(eq(a, 0), ~isnan(b))
-    return where(zero, 0.0, a * log1p(where(zero, 0.0, b)))
+    if a.dtype.is_complex:
+        raise kernel_not_implemented("xlog1py", a.dtype)
+    # only where log1p(other) is not finite does input = 0 need the definition: elsewhere
+    # input * log1p(other) is already 0, with the gradient log1p(other) for input
+    defined = logical_and(eq(a, 0), (b <= -1) | eq(b, _INF))
+    return _out(a * log1p(where(defined, 0.0, b)), out, "xlog1py")
 
 
 
@@ -681,6 +757,87 @@ class LogitBackward0(_Activation):
         d = k.div(g, k.mul(x, k.add(k.neg(x), 1.0)))
         lo, hi, outside = (0.0, 1.0, math.nan) if eps is None else (eps, 1.0 - eps, 0.0)
         return k.where(k.lt(x, lo), outside, k.where(k.gt(x, hi), outside, d))
+
+
+class NdtrBackward0(_ComposedUnary):
+    """ndtr(x):  dx = g exp(-x^2 / 2) / sqrt(2 pi)."""
+
+    __slots__ = ()
+    op_name = "ndtr"
+    value = staticmethod(_ndtr)
+
+    @staticmethod
+    def derivative(k, x):
+        return k.mul(k.exp(k.mul(k.mul(x, x), -0.5)), 1 / math.sqrt(2 * math.pi))
+
+
+class NdtriBackward0(_ComposedUnary):
+    """y = ndtri(p):  dp = g sqrt(2 pi) exp(y^2 / 2), from the saved output."""
+
+    __slots__ = ()
+    op_name = "ndtri"
+    save_inputs = ()
+    save_output = True
+    value = staticmethod(_ndtri)
+
+    @staticmethod
+    def derivative(k, y):
+        return k.mul(k.exp(k.mul(k.mul(y, y), 0.5)), math.sqrt(2 * math.pi))
+
+
+class EntrBackward0(_ComposedUnary):
+    """entr(x) = -x log x:  dx = -g (1 + log x) (PyTorch's: inf at 0, NaN below)."""
+
+    __slots__ = ()
+    op_name = "entr"
+    value = staticmethod(_entr)
+
+    @staticmethod
+    def derivative(k, x):
+        return k.neg(k.add(k.log(x), 1.0))
+
+
+class I1Backward0(_ComposedUnary):
+    """i1(x):  dx = g (i0(x) - i1(x) / x), 1/2 at 0."""
+
+    __slots__ = ()
+    op_name = "i1"
+    value = staticmethod(lambda x: _bessel_of(x, 1, False))
+
+    @staticmethod
+    def derivative(k, x):
+        zero = k.eq(x, 0.0)
+        xs = k.where(zero, 1.0, x)
+        d = k.sub(_composite(k, i0, x), k.div(_composite(k, i1, xs), xs))
+        return k.where(zero, 0.5, d)
+
+
+class I0eBackward0(_ComposedUnary):
+    """i0e(x):  dx = g (i1e(x) - sign(x) i0e(x))."""
+
+    __slots__ = ()
+    op_name = "i0e"
+    value = staticmethod(lambda x: _bessel_of(x, 0, True))
+
+    @staticmethod
+    def derivative(k, x):
+        return k.sub(_composite(k, i1e, x), k.mul(k.unary("sign", x), _composite(k, i0e, x)))
+
+
+class I1eBackward0(_ComposedUnary):
+    """i1e(x):  dx = g (i0e(x) - i1e(x) (sign(x) + 1 / x)), 1/2 at 0."""
+
+    __slots__ = ()
+    op_name = "i1e"
+    value = staticmethod(lambda x: _bessel_of(x, 1, True))
+
+    @staticmethod
+    def derivative(k, x):
+        zero = k.eq(x, 0.0)
+        xs = k.where(zero, 1.0, x)
+        e1 = _composite(k, i1e, xs)
+        d = k.sub(k.sub(_composite(k, i0e, x), k.mul(e1, k.unary("sign", xs))), k.div(e1, xs))
+        return k.where(zero, 0.5, d)
 
 
 class HypotBackward0(Primitive):

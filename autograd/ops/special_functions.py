@@ -48,7 +48,7 @@ from .elementwise import eq, exp, log, maximum, sqrt, where
 from .pointwise import (abs, acos, acosh, cos, expm1, floor, isfinite, isinf, log1p, sign, sin,
                         trunc)
 from .reduction import amax, amin
-from .special import _bessel_of, _horner, _in_float64, _out, erfc
+from .special import _ComposedUnary, _bessel_of, _horner, _in_float64, _node, _out, erfc
 
 _INF = float("inf")
 _NAN = float("nan")
@@ -370,7 +370,25 @@ def erfcx(input: Tensor, *, out: Tensor | None = None) -> Tensor:
         >>> tg.special.erfcx(tg.tensor([0., 100.]))
         tensor([1.0000, 0.0056])
     """
-    return _out(_erfcx(_real(input, "erfcx")), out, "erfcx")
+    return _out(_node(ErfcxBackward0, _real(input, "erfcx")), out, "erfcx")
+
+
+class ErfcxBackward0(_ComposedUnary):
+    """erfcx(x):  dx = g (2 x erfcx(x) - 2/sqrt(pi)) (PyTorch's; -inf as x -> -inf)."""
+
+    __slots__ = ()
+    op_name = "erfcx"
+    save_inputs = (0,)
+    save_output = True
+
+    @staticmethod
+    def value(x):
+        return _erfcx(x)
+
+    @classmethod
+    def vjp(cls, ctx, k, saved, g):
+        x, y = saved
+        return k.mul(g, k.sub(k.mul(k.mul(x, y), 2.0), 2 / math.sqrt(math.pi)))
 
 
 @_in_float64

@@ -28,6 +28,8 @@ def _window(name: str, M: int, sym: bool, dtype, layout, device, requires_grad: 
     from ..autograd.ops.creation import tensor
     from ..runtime import dtype as dtypes
     dtype = dtypes.get_default_dtype() if dtype is None else dtype
+    if isinstance(M, bool) or not isinstance(M, (int, np.integer)):
+        raise TypeError(f"{name}(): argument 'M' must be int, not {type(M).__name__}")
     if M < 0:
         raise ValueError(f"{name} requires non-negative window length, got M={M}")
     if layout is not None and layout is not dtypes.strided:
@@ -139,6 +141,12 @@ def kaiser(M: int, *, beta: float = 12.0, sym: bool = True, dtype=None, layout=N
         raise ValueError(f"beta must be non-negative, got: {beta} instead.")
 
     def formula(n, length):
+        from ..autograd.ops.creation import tensor
+        from ..autograd.ops.special import i0e
         r = 2 * n / (length - 1) - 1
-        return np.i0(beta * np.sqrt(np.clip(1 - r * r, 0.0, None))) / np.i0(beta)
+        a = beta * np.sqrt(np.clip(1 - r * r, 0.0, None))
+        # as I0e(a) / I0e(beta) exp(a - beta), I0e = exp(-x) I0: I0 alone overflows float64
+        # beyond beta = 713 (inf / inf)
+        scaled = i0e(tensor(np.stack([a, np.full_like(a, beta)]))).numpy()
+        return scaled[0] / scaled[1] * np.exp(a - beta)
     return _window("kaiser", M, sym, dtype, layout, device, requires_grad, formula)
