@@ -436,8 +436,8 @@ def _arg(name):
             raise RuntimeError(f"{name}(): does not support bool input")
         if dim is None:
             if input.numel() == 0:
-                raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
-                                   f"input.numel() == 0.")
+                raise IndexError(f"{name}(): Expected reduction dim to be specified for "
+                                 f"input.numel() == 0.")
             flat = input.reshape(-1)
             out = apply(ArgmaxOp, (flat,), name, 0, False)
             return out.reshape((1,) * input.ndim) if keepdim else out
@@ -573,7 +573,7 @@ def _var_args(input, dim, unbiased, keepdim, correction, op):
     if isinstance(dim, bool):  # var(x, unbiased)
         unbiased, dim = dim, None
     if correction is not None and unbiased is not None:
-        raise RuntimeError(f"{op}: cannot specify both unbiased and correction")
+        raise TypeError(f"{op}(): cannot specify both unbiased and correction")
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
     if not (input.dtype.is_floating_point or input.dtype.is_complex):

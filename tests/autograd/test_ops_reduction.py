@@ -141,7 +141,7 @@ def test_reduction_errors(device):
     with pytest.raises(IndexError, match="Expected reduction dim 0 to have non-zero size"):
         e.amax(0)
     assert e.amax(1).shape == (0,)
-    with pytest.raises(RuntimeError, match="Expected reduction dim to be specified"):
+    with pytest.raises(IndexError, match="Expected reduction dim to be specified"):
         e.argmax()
     with pytest.raises(IndexError, match="dimension out of range"):
         tg.ones(2, 3, device=device).max(2)
@@ -176,7 +176,7 @@ def test_var_unbiased_flag_and_positional(device):
     np.testing.assert_allclose(host(x.std(1, True)), a.std(1, ddof=1), rtol=1e-12)
     np.testing.assert_allclose(host(x.std(0, unbiased=False, keepdim=True)),
                                a.std(0, keepdims=True), rtol=1e-12)
-    with pytest.raises(RuntimeError, match="both unbiased and correction"):
+    with pytest.raises(TypeError, match="both unbiased and correction"):
         x.var(unbiased=True, correction=0)
     with pytest.raises(RuntimeError, match="floating point"):
         tg.tensor([1, 2, 3], device=device).var()
