@@ -277,8 +277,11 @@ def check_ndarray(arr: np.ndarray) -> None:
     """Refuses a NumPy array no tensor can hold as PyTorch's converters do: a dtype with no
     tensor equivalent (objects, strings, dates, long double) is a TypeError, a non-native
     byte order a ValueError (the data would be misread, not converted)."""
+    dt = arr.dtype
+    if dt.kind == "V" and dt.names is None and dt.type.__module__.startswith("ml_dtypes"):
+        return  # (ml_dtypes' bfloat16 and float8 types: the converters take them as they are)
     try:
-        ok = arr.dtype.kind in "biufc" and dtypes.from_numpy_dtype(arr.dtype.newbyteorder("="))
+        ok = dt.kind in "biufc" and dtypes.from_numpy_dtype(dt.newbyteorder("="))
     except TypeError:
         ok = False
     if not ok:

@@ -475,8 +475,9 @@ def activation(op: str, x: np.ndarray, *params: float) -> np.ndarray:
     ``params``: softplus' (beta, threshold), hardtanh's (min_val, max_val)."""
     fn = activation_entry(ACTIVATIONS, op, params)[0]
     _float_operands(op, x)
-    xf = _up(x)
-    return _fresh(fn(xf, *params), x)
+    if x.ndim == 0:  # (as one element: NumPy's and the loops' selects give 0-d a scalar)
+        return activation(op, x.reshape(1), *params).reshape(())
+    return _fresh(fn(_up(x), *params), x)
 
 
 @_quiet
@@ -485,8 +486,9 @@ def activation_backward(op: str, g: np.ndarray, x: np.ndarray, *params: float) -
     to x's shape), in x's dtype."""
     fn = activation_entry(ACTIVATIONS, op, params)[1]
     _float_operands(op + "_backward", g, x)
-    xf = _up(x)
-    return _fresh(fn(_up(g), xf, *params), x)
+    if x.ndim == 0:  # (as activation's)
+        return activation_backward(op, g.reshape(1), x.reshape(1), *params).reshape(())
+    return _fresh(fn(_up(g), _up(x), *params), x)
 
 
 def _halves_of(a: np.ndarray, dim: int) -> tuple:

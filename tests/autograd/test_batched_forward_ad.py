@@ -25,7 +25,7 @@ def host(t):
 
 
 def t64(*shape, device="cpu"):
-    return (tg.randn(*shape, dtype=tg.float64) * 0.7).to(device)
+    return (tg.randn(tuple(shape), dtype=tg.float64) * 0.7).to(device)
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ def host(t):
 
 
 def t64(*shape, device="cpu"):
-    return (tg.randn(*shape, dtype=tg.float64) * 0.7).to(device).requires_grad_()
+    return (tg.randn(tuple(shape), dtype=tg.float64) * 0.7).to(device).requires_grad_()
 
 
 @pytest.fixture
@@ -145,8 +145,8 @@ def test_is_grads_batched_argument_errors():
 def test_broadcasting_binary_ops_batch_like_the_loop(shapes, op, size):
     """Operands of different ranks: the batched rule lines the batch up past the leading
     dims of the lower-rank operand."""
-    a = (tg.rand(*shapes[0], dtype=tg.float64) + 0.5).requires_grad_()
-    b = (tg.rand(*shapes[1], dtype=tg.float64) + 0.5).requires_grad_()
+    a = (tg.rand(tuple(shapes[0]), dtype=tg.float64) + 0.5).requires_grad_()
+    b = (tg.rand(tuple(shapes[1]), dtype=tg.float64) + 0.5).requires_grad_()
     if op == "where":
         out = tg.where(a > 0.9, a * b, b)
     else:

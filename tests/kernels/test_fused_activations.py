@@ -179,6 +179,21 @@ def test_kernel_empty_and_zero_dim(kit):
               np.array(-2.0 * _sig(2.0), np.float32), rtol=1e-6)
 
 
+def test_numpy_forms_of_a_zero_dim_array_are_arrays():
+    # (NumPy's and the compiled loops' selects give a 0-d operand a scalar, which became a
+    # tensor with a NumPy dtype: softplus of a 0-d tensor broke a distribution's log_prob)
+    for op, (params, _, value, deriv) in REF.items():
+        for dtype in (np.float32, np.float64):
+            x = np.array(-0.75, dtype)
+            y = nk.activation(op, x, *params)
+            dy = nk.activation_backward(op, np.array(2.0, dtype), x, *params)
+            assert type(y) is np.ndarray and y.shape == () and y.dtype == dtype, op
+            assert type(dy) is np.ndarray and dy.shape == () and dy.dtype == dtype, op
+            np.testing.assert_allclose(y, value(np.array([-0.75]))[0], rtol=1e-6, err_msg=op)
+            np.testing.assert_allclose(dy, 2 * deriv(np.array([-0.75]))[0], rtol=1e-6,
+                                       err_msg=op)
+
+
 def test_tables_agree():
     # the two backends' activation tables, and every fused node's kernel in them
     from tritongrad.autograd.ops import activations
