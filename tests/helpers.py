@@ -207,3 +207,17 @@ def saved_bytes(fn, *args) -> tuple:
         out = fn(*args)
     distinct = {id(t): t for t in packed}.values()
     return sum(t.numel() * t.element_size() for t in distinct), len(packed), out
+
+
+def sigmoid_ref(x):
+    """1 / (1 + exp(-x)) in NumPy (float64 references of the activation tests)."""
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+def softplus_ref(x, beta=1.0, threshold=20.0):
+    """PyTorch's softplus in NumPy: log(1 + exp(beta x)) / beta, x itself past the
+    threshold."""
+    with np.errstate(over="ignore"):
+        soft = np.log1p(np.exp(np.minimum(beta * x, threshold))) / beta
+    return np.where(beta * x > threshold, x, soft)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import tritongrad as tg
-from tests.helpers import host
+from tests.helpers import host, sigmoid_ref, softplus_ref
 from tritongrad.kernels import host_values
 from tritongrad.kernels import numpy as nk
 from tritongrad.kernels.triton import activations as ta
@@ -27,15 +27,7 @@ from tritongrad.nn import functional as F
 from tritongrad.runtime import dtype as D
 
 
-def _sig(x):
-    with np.errstate(over="ignore"):
-        return 1.0 / (1.0 + np.exp(-x))
-
-
-def _softplus(x, beta=1.0, threshold=20.0):
-    with np.errstate(over="ignore"):
-        soft = np.log1p(np.exp(np.minimum(beta * x, threshold))) / beta
-    return np.where(beta * x > threshold, x, soft)
+_sig, _softplus = sigmoid_ref, softplus_ref
 
 
 # contract op -> (params, tritongrad call, float64 value, float64 derivative)

@@ -9,19 +9,11 @@ import numpy as np
 import pytest
 
 import tritongrad as tg
-from tests.helpers import host, t64
+from tests.helpers import host, sigmoid_ref, softplus_ref, t64
 from tritongrad.nn import functional as F
 
 
-def _sig(x):
-    with np.errstate(over="ignore"):
-        return 1.0 / (1.0 + np.exp(-x))
-
-
-def _softplus(x, beta=1.0, threshold=20.0):
-    with np.errstate(over="ignore"):
-        soft = np.log1p(np.exp(np.minimum(beta * x, threshold))) / beta
-    return np.where(beta * x > threshold, x, soft)
+_sig, _softplus = sigmoid_ref, softplus_ref
 
 
 # (name, call, value formula, derivative formula) in float64 NumPy
