@@ -356,7 +356,7 @@ def export_nvprof(events, path) -> None:
             if evt.scope == SCOPE_USER or evt.name.startswith(EVALUATE_PREFIX):
                 message = evt.name  # emit_nvtx names these alone
             else:
-                sizes = str(evt.input_shapes) if evt.input_shapes is not None else None
+                sizes = str(evt.input_shapes) if evt.input_shapes else None
                 message = format_range(evt.name, evt.sequence_nr,
                                        stashed=evt.scope == SCOPE_BACKWARD_FUNCTION, sizes=sizes)
             obj = struct.pack("<III", pid, evt.thread & 0xFFFFFFFF, 0)

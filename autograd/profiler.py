@@ -48,13 +48,13 @@ from .nvprof import load_nvprof, parse_nvprof_trace
 from .nvtx import emit_nvtx
 from .profiler_util import (SCOPE_BACKWARD_FUNCTION, SCOPE_FUNCTION, SCOPE_USER, DeviceSpan,
                             EventList, FunctionEvent, FunctionEventAvg, Interval, Kernel,
-                            estimate_flops)
+                            _rewrite_name, estimate_flops)
 from .state import state
 from .tensor import Tensor
 
 __all__ = ["DeviceSpan", "EventList", "FunctionEvent", "FunctionEventAvg", "Interval", "Kernel",
-           "ProfilerActivity", "emit_nvtx", "load_nvprof", "parse_nvprof_trace", "profile",
-           "record_function"]
+           "ProfilerActivity", "emit_itt", "emit_nvtx", "load_nvprof", "parse_nvprof_trace",
+           "profile", "record_function"]
 
 _now = time.perf_counter_ns
 _traced = tracemalloc.get_traced_memory  # (current, peak)
@@ -70,11 +70,13 @@ _SCOPE_EVALUATE = -1
 class _Extra:
     """What the options add to a record (only built when an option is on)."""
 
-    __slots__ = ("args", "child_overhead", "cpu_mem", "cuda0", "cuda_mem", "dev", "entry_overhead",
-                 "ev0", "ev1", "flops", "made_node", "mem0", "shapes", "stack", "stream")
+    __slots__ = ("args", "child_overhead", "concrete", "cpu_mem", "cuda0", "cuda_mem", "dev",
+                 "entry_overhead", "ev0", "ev1", "flops", "made_node", "mem0", "shapes", "stack",
+                 "stream", "strides", "types")
 
     def __init__(self):
         self.shapes = self.flops = self.stack = self.args = None
+        self.concrete = self.types = self.strides = None
         self.made_node = False
         self.dev = self.stream = self.ev0 = self.ev1 = None
         self.mem0 = self.entry_overhead = self.child_overhead = self.cpu_mem = 0
@@ -83,6 +85,35 @@ class _Extra:
 
 def _shapes(args) -> list:
     return [list(a._data.shape) if isinstance(a, Tensor) else [] for a in args]
+
+
+# The C++ type names PyTorch's traces give tensor arguments ("Input type")
+_CXX_TYPES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+              "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
+              "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+              "bool": "bool", "complex64": "c10::complex<float>",
+              "complex128": "c10::complex<double>"}
+
+
+def _argument_details(args) -> tuple[list, list, list]:
+    """(types, strides, concrete values) of an op's arguments, as PyTorch's record_shapes keeps
+    them: a tensor's C++ element type, strides and None; a scalar's "Scalar", [] and value; a
+    list's "ScalarList", [] and value; anything else "", [] and None."""
+    types, strides, concrete = [], [], []
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype = str(a.dtype).rpartition(".")[2]  # ("tritongrad.float32" -> "float32")
+            types.append(_CXX_TYPES.get(dtype, dtype))
+            strides.append(list(a.stride()))
+            concrete.append(None)
+        elif isinstance(a, (bool, int, float, complex)):
+            types.append("Scalar"), strides.append([]), concrete.append(a)
+        elif isinstance(a, (list, tuple)) and all(isinstance(v, (bool, int, float))
+                                                  for v in a):
+            types.append("ScalarList"), strides.append([]), concrete.append(list(a))
+        else:
+            types.append(""), strides.append([]), concrete.append(None)
+    return types, strides, concrete
 
 
 # -- stacks ------------------------------------------------------------------------------------
@@ -172,6 +203,7 @@ class _Recorder:
             # bound only when asked for: a CPU-only profile never calls into the CUDA runtime
             from ..runtime import driver, memory, streams
             self._driver, self._memory, self._streams = driver, memory, streams
+        self.base_time_ns = time.time_ns()  # the wall clock at t0 (the trace's base time)
         self.t0 = _now()
 
     # observe.py protocol ---------------------------------------------------------------------
@@ -241,6 +273,7 @@ class _Recorder:
         rec = [name, seq, scope, self.top, 0, 0, x]
         if self.record_shapes:
             x.shapes = _shapes(inputs) + _shapes(params)  # (an index param is a tensor)
+            x.types, x.strides, x.concrete = _argument_details((*inputs, *params))
         if self.with_flops and scope == SCOPE_FUNCTION:
             x.flops = estimate_flops(name, [t._data.shape for t in inputs])
         if self.with_stack:
@@ -325,9 +358,13 @@ class _Recorder:
             if scope == _SCOPE_EVALUATE:
                 scope = SCOPE_FUNCTION
                 backward = True
-            evt = FunctionEvent(i, name, thread, (start - t0) / 1e3, (end - t0) / 1e3,
+            # (step ranges are named "ProfilerStep*" so that tables fold them; the trace keeps
+            # each one's number)
+            evt = FunctionEvent(i, _rewrite_name(name, with_wildcard=True), thread,
+                                (start - t0) / 1e3, (end - t0) / 1e3,
                                 fwd_thread=thread if backward and seq >= 0 else 0,
-                                scope=scope, sequence_nr=seq, is_legacy=legacy)
+                                input_shapes=[], flops=0, scope=scope, sequence_nr=seq,
+                                is_legacy=legacy, trace_name=name)
             if x is not None:
                 self._fill(evt, x, refs)
             for span in spans.get(i + 1, ()):
@@ -348,8 +385,13 @@ class _Recorder:
         return events
 
     def _fill(self, evt, x, refs) -> None:
-        evt.input_shapes = x.shapes
-        evt.flops = x.flops
+        # Without record_shapes / with_flops (or for an op with no estimate) PyTorch's events
+        # hold [] and 0, not None: code that sums flops or measures shapes needs no test.
+        evt.input_shapes = x.shapes if x.shapes is not None else []
+        if x.shapes is not None:
+            evt.concrete_inputs, evt.input_types, evt.input_strides = \
+                x.concrete, x.types, x.strides
+        evt.flops = x.flops or 0
         evt.stack = x.stack if x.stack is not None else []
         evt.args = x.args
         evt.cpu_memory_usage = x.cpu_mem
@@ -425,10 +467,32 @@ def _device_events_only(events) -> list:
 
 class ProfilerActivity(enum.Enum):
     """What a profile records, as ``torch.profiler.ProfilerActivity``: ``CPU`` (ops, backward
-    nodes and user ranges on the host) and ``CUDA`` (device time of the work they queue)."""
+    nodes and user ranges on the host) and ``CUDA`` (device time of the work they queue).
+
+    ``XPU``, ``MTIA``, ``HPU`` and ``PrivateUse1`` name PyTorch's other devices, which
+    tritongrad has none of: a profile asked to record one raises a ValueError."""
 
     CPU = "CPU"
     CUDA = "CUDA"
+    XPU = "XPU"
+    MTIA = "MTIA"
+    HPU = "HPU"
+    PrivateUse1 = "PrivateUse1"
+
+
+_PROFILED = (ProfilerActivity.CPU, ProfilerActivity.CUDA)
+
+
+def _check_activities(activities) -> None:
+    """ValueError for what is not a ProfilerActivity or names a device tritongrad lacks."""
+    unknown = [a for a in activities if not isinstance(a, ProfilerActivity)]
+    if unknown:
+        raise ValueError(f"profile: activities must be ProfilerActivity values (CPU, CUDA), "
+                         f"got {sorted(map(repr, unknown))}")
+    absent = [a for a in activities if a not in _PROFILED]
+    if absent:
+        raise ValueError(f"profile: {', '.join(sorted(str(a) for a in absent))} cannot be "
+                         f"profiled: tritongrad's devices are the CPU and CUDA GPUs")
 
 
 def _cuda_tracer(stacklevel: int):
@@ -505,6 +569,17 @@ class profile:
             device can be profiled. Default: ``None``.
         with_modules (bool, optional): accepted for compatibility; module hierarchy is not
             recorded. Default: ``False``.
+        experimental_config: accepted for compatibility (PyTorch's Kineto options); none of
+            them applies to tritongrad's profiler. Default: ``None``.
+        acc_events (bool, optional): let the profile be entered again, each run's events
+            added after the earlier runs' (else entering it twice is an error). Default:
+            ``False``.
+        custom_trace_id_callback (callable, optional): called with no argument when the
+            profile ends; what it returns (a str) is the ``trace_id`` of the Chrome trace.
+            Default: ``None`` (a random id).
+        post_processing_timeout_s (float, optional): accepted for compatibility: the events
+            are built as the profile exits, with no separate post-processing to time out.
+            Must be non-negative. Default: ``None``.
         activities (iterable of ProfilerActivity, optional): what to record, as
             ``torch.profiler.profile`` takes it: ``ProfilerActivity.CUDA`` is ``use_cuda=True``;
             leaving out ``ProfilerActivity.CPU`` keeps only the events with device time (as
@@ -543,18 +618,20 @@ class profile:
         ...
     """
 
-    def __init__(self, enabled: bool = True, use_cuda: bool = False, record_shapes: bool = False,
+    def __init__(self, enabled: bool = True, *, use_cuda: bool = False,
+                 use_device: str | None = None, record_shapes: bool = False,
                  with_flops: bool = False, profile_memory: bool = False,
-                 with_stack: bool = False, use_kineto: bool = False, use_cpu: bool = True, *,
-                 use_device: str | None = None, with_modules: bool = False,
+                 with_stack: bool = False, with_modules: bool = False, use_kineto: bool = False,
+                 use_cpu: bool = True, experimental_config=None, acc_events: bool = False,
+                 custom_trace_id_callback=None, post_processing_timeout_s: float | None = None,
                  activities=None):
+        if post_processing_timeout_s is not None and post_processing_timeout_s < 0:
+            raise ValueError("post_processing_timeout_s must be non-negative")
         if activities is not None:
             activities = set(activities)
-            unknown = [a for a in activities if not isinstance(a, ProfilerActivity)]
-            if unknown or not activities:
-                raise ValueError(f"profile: activities must be a non-empty collection of "
-                                 f"ProfilerActivity (CPU, CUDA), got {sorted(map(repr, unknown))}"
-                                 if unknown else "profile: activities is empty")
+            if not activities:
+                raise ValueError("profile: activities is empty")
+            _check_activities(activities)
             use_cuda = use_cuda or ProfilerActivity.CUDA in activities
             if ProfilerActivity.CPU not in activities:
                 if ProfilerActivity.CUDA not in activities:
@@ -576,6 +653,11 @@ class profile:
         self.with_modules = with_modules
         self.use_kineto = use_kineto
         self.use_cpu = use_cpu
+        self.experimental_config = experimental_config
+        self.acc_events = acc_events
+        self.custom_trace_id_callback = custom_trace_id_callback
+        self.post_processing_timeout_s = post_processing_timeout_s
+        self.trace_id = ""
         self.entered = False
         self.function_events: EventList | None = None
         self._recorder: _Recorder | None = None
@@ -584,7 +666,9 @@ class profile:
     def __enter__(self):
         if not self.enabled:
             return self
-        if self.entered:
+        if self.entered and not self.acc_events:
+            raise RuntimeError("Profiler context manager is not reentrant")
+        if self._recorder is not None:  # (acc_events: a run is still open)
             raise RuntimeError("Profiler context manager is not reentrant")
         if getattr(_tls, "active", False):
             raise RuntimeError("Profiler is already enabled on this thread")
@@ -614,9 +698,28 @@ class profile:
         recorder, self._recorder = self._recorder, None
         observe.remove_observer(recorder)
         try:
+            events = recorder.finish(self.use_cpu)
+            base_ns = recorder.base_time_ns
+            if self.acc_events and self.function_events is not None:
+                # Later runs continue the numbering (ids stay unique) and the timeline: their
+                # times move to the first run's origin.
+                first, base_ns = len(self.function_events), self.function_events._base_time_ns
+                shift = (recorder.base_time_ns - base_ns) / 1e3
+                for i, evt in enumerate(events):
+                    evt.id = first + i
+                    ranges = [evt.time_range] + [sp.interval for sp in evt.device_spans]
+                    if evt.device_interval is not None:
+                        ranges.append(evt.device_interval[2])
+                    for r in ranges:
+                        r.start, r.end = r.start + shift, r.end + shift
+                events = list(self.function_events) + events
             self.function_events = EventList(
-                recorder.finish(self.use_cpu), use_cuda=recorder.use_cuda,
+                events, use_cuda=recorder.use_cuda,
                 profile_memory=self.profile_memory, with_flops=self.with_flops)
+            self.function_events._base_time_ns = base_ns
+            if self.custom_trace_id_callback is not None:
+                self.trace_id = self.custom_trace_id_callback()
+                self.function_events._trace_id = self.trace_id
         finally:
             _tls.active = False
             if self._started_tracemalloc:
@@ -644,12 +747,12 @@ class profile:
 
     def table(self, sort_by=None, row_limit=100, max_src_column_width=75,
               max_name_column_width=55, max_shapes_column_width=80, header=None,
-              top_level_events_only=False) -> str:
+              top_level_events_only=False, time_unit=None) -> str:
         """The events as a table; see ``EventList.table`` for the arguments and sort keys."""
         self._check_finish()
         return self.function_events.table(sort_by, row_limit, max_src_column_width,
                                           max_name_column_width, max_shapes_column_width,
-                                          header, top_level_events_only)
+                                          header, top_level_events_only, time_unit)
 
     table.__doc__ = EventList.table.__doc__
 
@@ -672,8 +775,14 @@ class profile:
         Args:
             path (str): save stacks file to this location;
             metric (str): metric to use: "self_cpu_time_total" or "self_cuda_time_total"
+
+        Raises:
+            AssertionError: "export_stacks() requires with_stack=True" for a profile that
+                recorded no stacks, as PyTorch.
         """
         self._check_finish()
+        if not self.with_stack:
+            raise AssertionError("export_stacks() requires with_stack=True")
         self.function_events.export_stacks(path, metric)
 
     def export_nvprof(self, path) -> None:
@@ -708,7 +817,8 @@ class profile:
             An EventList containing FunctionEventAvg objects.
         """
         self._check_finish()
-        return self.function_events.key_averages(group_by_input_shape, group_by_stack_n)
+        return self.function_events.key_averages(group_by_input_shape, group_by_stack_n,
+                                                 group_by_overload_name)
 
     def total_average(self) -> FunctionEventAvg:
         """Averages all events.
@@ -758,9 +868,20 @@ class record_function:
     def __init__(self, name: str, args: str | None = None):
         self.name = name
         self.args = args
+        # Whether exiting closes the range (PyTorch's flag; a range handed to a Future is
+        # closed by it instead, which tritongrad's ranges never are)
+        self.run_callbacks_on_exit = True
+        # (PyTorch's handle to the open range; tritongrad keeps its observers' tokens in _open)
+        self.record = None
         self._open = None  # [(range_exit, token)] of the observers told at __enter__
 
     def __enter__(self):
+        if not isinstance(self.name, str) or not (self.args is None
+                                                  or isinstance(self.args, str)):
+            # (RuntimeError, as PyTorch's op schema check raises, and even with no profiler)
+            bad = ("name", self.name) if not isinstance(self.name, str) else ("args", self.args)
+            raise RuntimeError(f"record_function: {bad[0]} must be a str, got "
+                               f"{type(bad[1]).__name__}")
         observers = state.observers
         if observers:
             opened = []
@@ -790,6 +911,42 @@ class record_function:
             with record_function(name, args):
                 return fn(*a, **kw)
         return wrapper
+
+
+# -- emit_itt ----------------------------------------------------------------------------------
+
+class emit_itt:
+    """Context manager that makes every autograd operation emit an ITT range.
+
+    It is useful when running the program under Intel(R) VTune Profiler. tritongrad is not
+    built with Intel's ITT API (``tritongrad.profiler.itt.is_available()`` is False), so
+    entering it while enabled raises, as PyTorch does in a build without ITT; with
+    ``enabled=False`` it is a no-op.
+
+    Args:
+        enabled (bool, optional): Setting ``enabled=False`` makes this context manager a
+            no-op. Default: ``True``.
+        record_shapes (bool, optional): If ``record_shapes=True``, the itt range wrapping each
+            autograd op will append information about the sizes of Tensor arguments received
+            by that op. Default: ``False``.
+
+    Raises:
+        RuntimeError: on entry while enabled: ITT is not available.
+    """
+
+    def __init__(self, enabled: bool = True, record_shapes: bool = False):
+        self.enabled = enabled
+        self.entered = False
+        self.record_shapes = record_shapes
+
+    def __enter__(self):
+        if not self.enabled:
+            return self
+        raise RuntimeError("emit_itt: tritongrad is not built with ITT (Intel's "
+                           "instrumentation API); use emit_nvtx or profile instead")
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        return False
 
 
 _ENTRY_CODES = frozenset(f.__code__ for f in (

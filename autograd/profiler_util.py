@@ -21,16 +21,20 @@ Either way ``self_cuda_time_total`` is the total minus the children's totals.
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 import os
 import re
+import socket
+import uuid
 from collections import namedtuple
 
 from .registry import flop_rule
 
-__all__ = ["DeviceSpan", "EventList", "FunctionEvent", "FunctionEventAvg", "Interval", "Kernel",
-           "estimate_flops", "format_memory", "format_time", "parse_range_name"]
+__all__ = ["DeviceSpan", "DeviceType", "EventList", "FunctionEvent", "FunctionEventAvg",
+           "Interval", "Kernel", "estimate_flops", "format_memory", "format_time",
+           "parse_range_name"]
 
 # Scopes, in PyTorch's numbering (RecordScope): what made the event.
 SCOPE_FUNCTION = 0           # an op, forward or run inside backward
@@ -40,6 +44,30 @@ SCOPE_USER = 7               # record_function
 _SORT_KEYS = ("cpu_time", "cuda_time", "cpu_time_total", "cuda_time_total",
               "self_cpu_time_total", "self_cuda_time_total", "cpu_memory_usage",
               "cuda_memory_usage", "self_cpu_memory_usage", "self_cuda_memory_usage", "count")
+
+# The profiler's step ranges (torch.profiler's ``ProfilerStep#<n>``) are named with a wildcard
+# in events and tables, so that key_averages folds the steps into one row; the trace keeps
+# each step's own name (``trace_name``).
+_STEP_PREFIX, _STEP_WILDCARD = "ProfilerStep#", "ProfilerStep*"
+
+
+class DeviceType(enum.Enum):
+    """Where an event ran, as ``torch.autograd.DeviceType`` numbers it (the members a
+    tritongrad profile can produce)."""
+
+    CPU = 0
+    CUDA = 1
+
+
+_pid = [os.getpid()]  # (a CPU event's device_index; read once per process, not per event)
+os.register_at_fork(after_in_child=lambda: _pid.__setitem__(0, os.getpid()))
+
+
+def _device_key(key: str) -> str:
+    """A sort or metric key with any device spelling (``cuda``, ``xpu``, ``privateuse1``) in
+    PyTorch 2.x's generic ``device`` form, as PyTorch's table and export_stacks read them."""
+    return key.replace("cuda", "device").replace("xpu", "device").replace("privateuse1",
+                                                                          "device")
 
 
 # -- formatting --------------------------------------------------------------------------------
@@ -62,12 +90,43 @@ def _format_share(part: float, total: float) -> str:
     return f"{part * 100.0 / total:.2f}%"
 
 
+def _format_time_share(time_us: float, total_time_us: float) -> str:
+    """``12.34%``: ``time_us`` as a share of ``total_time_us`` (PyTorch's private helper);
+    ``NaN`` for 0 of 0."""
+    if total_time_us == 0 and time_us != 0:
+        raise AssertionError(f"Expected time_us == 0 but got {time_us}")
+    return _format_share(time_us, total_time_us)
+
+
 def format_memory(nbytes: int) -> str:
     """``512 B``, ``4.00 KB``, ``1.50 MB``, ``2.00 GB`` (binary units, as PyTorch prints)."""
     for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
         if abs(nbytes) >= size:
             return f"{nbytes / size:.2f} {unit}"
     return f"{nbytes} B"
+
+
+_format_memory = format_memory  # (PyTorch's private name)
+
+# Utility ranges PyTorch leaves out of its event lists (none of them is recorded here, but
+# code that filters with PyTorch's helper gets the same answer).
+_FILTERED_NAMES = frozenset(("[memory]", "[OutOfMemory]", "profiler::_record_function_enter",
+                             "profiler::_record_function_enter_new",
+                             "profiler::_record_function_exit", "aten::is_leaf",
+                             "aten::output_nr", "aten::_version"))
+
+
+def _filter_name(name: str) -> bool:
+    """Whether PyTorch's profiler leaves an event of this name out (utility ops)."""
+    return name in _FILTERED_NAMES
+
+
+def _rewrite_name(name: str, with_wildcard: bool = False) -> str:
+    """The event name as tables show it: with ``with_wildcard``, ``ProfilerStep#<n>`` becomes
+    ``ProfilerStep*`` (names are never mangled here, so nothing else changes)."""
+    if with_wildcard and name.startswith(_STEP_PREFIX):
+        return _STEP_WILDCARD
+    return name
 
 
 class _FormattedTimes:
@@ -110,6 +169,9 @@ class _FormattedTimes:
     cuda_time_total_str = property(lambda self: format_time(self.cuda_time_total))
     self_cpu_time_total_str = property(lambda self: format_time(self.self_cpu_time_total))
     self_cuda_time_total_str = property(lambda self: format_time(self.self_cuda_time_total))
+    device_time_str = cuda_time_str
+    device_time_total_str = cuda_time_total_str
+    self_device_time_total_str = self_cuda_time_total_str
 
 
 class Interval:
@@ -135,7 +197,7 @@ Kernel.__doc__ = "Device work attributed to an event: a kernel's name, device an
 
 DeviceSpan = namedtuple("DeviceSpan", ["name", "device", "stream", "interval", "kind", "launch"],
                         defaults=("kernel", None))
-DeviceSpan.__doc__ = """One piece of device work on the profile's timeline (tritongrad's own record).
+DeviceSpan.__doc__ = """One piece of device work on the profile's timeline (tritongrad's record).
 
 Fields: name (the kernel's, demangled), device (index), stream (the stream's id as the tool that
 saw it numbers streams: CUPTI's stream id, nvprof's/nsys's streamId), interval (its device
@@ -163,9 +225,16 @@ class FunctionEvent(_FormattedTimes):
             evaluate_function), -1 for none (leaf accumulation, user ranges, factory
             functions).
         input_shapes: one list per argument (``[]`` for non-tensors) with ``record_shapes``,
-            else None. stack: ``"file(line): function"`` frames, innermost first, with
-            ``with_stack`` (a backward event shows the stack of the forward op that made it).
-        flops: the estimated floating-point operations (``with_flops``), or None.
+            else ``[]`` (None for an event read from a trace without sizes).
+            concrete_inputs: with ``record_shapes``, per argument, a scalar's or scalar list's
+            value, None for the others; input_types / input_strides: per argument, the type
+            as PyTorch's traces name it (``"float"``, ``"Scalar"``, ``"ScalarList"``) and a
+            tensor's strides (``[]`` for the others). stack: ``"file(line): function"``
+            frames, innermost first, with ``with_stack`` (a backward event shows the stack of
+            the forward op that made it).
+        flops: the estimated floating-point operations (``with_flops``); a profile's events
+            hold 0 for an op with no estimate, or without ``with_flops``, as in PyTorch
+            (events read from a trace file: None).
         cpu_memory_usage / cuda_memory_usage: net bytes allocated while it ran, children
             included (``profile_memory``). kernels: the device work measured for it.
         device_spans: a DeviceSpan per kernel, copy or memset whose device interval is known
@@ -176,7 +245,8 @@ class FunctionEvent(_FormattedTimes):
                  input_shapes=None, stack=None,
                  scope=SCOPE_FUNCTION, sequence_nr=-1, cpu_memory_usage=0,
                  cuda_memory_usage=0, flops=None, is_async=False, is_legacy=False,
-                 device_interval=None, trace_name=None, args=None, node_id=-1):
+                 device_interval=None, trace_name=None, args=None, node_id=-1,
+                 overload_name="", concrete_inputs=None, kwinputs=None):
         self.id = id
         self.node_id = node_id  # (PyTorch's distributed-profiling node; -1 here)
         self.name = name
@@ -196,6 +266,21 @@ class FunctionEvent(_FormattedTimes):
         self.device_interval = device_interval  # (device index, stream, Interval) on a GPU lane
         self.trace_name = trace_name if trace_name is not None else name
         self.args = args
+        self.overload_name = overload_name  # (tritongrad's ops have no overloads)
+        self.concrete_inputs = concrete_inputs if concrete_inputs is not None else []
+        self.kwinputs = kwinputs if kwinputs is not None else {}
+        # with record_shapes, per argument: the element type as PyTorch's traces name it
+        # ("float", "Scalar", ...) and the strides (tritongrad's; PyTorch keeps them in Kineto)
+        self.input_types: list = []
+        self.input_strides: list = []
+        # Every event is a host event: device work is attached to it (``kernels``), as
+        # PyTorch's legacy events hold theirs. device_index is the process, as Kineto's.
+        self.device_type = DeviceType.CPU
+        self.device_index = _pid[0]
+        self.device_resource_id = thread
+        self.use_device = None
+        # the shares of the total a table last showed for it (-1: none yet), as PyTorch's
+        self.self_cpu_percent = self.total_cpu_percent = self.total_device_percent = -1
         self.kernels: list = []
         self.device_spans: list = []  # DeviceSpan of each kernel/copy whose interval is known
         self.cpu_children: list = []
@@ -283,19 +368,22 @@ class FunctionEventAvg(_FormattedTimes):
         self.is_remote = False
         self.is_legacy = False
         self.scope = None
-        self.cpu_time_total = 0.0
-        self.cuda_time_total = 0.0
-        self.self_cpu_time_total = 0.0
-        self.self_cuda_time_total = 0.0
+        self.cpu_time_total = 0
+        self.cuda_time_total = 0
+        self.self_cpu_time_total = 0
+        self.self_cuda_time_total = 0
         self.cpu_memory_usage = 0
         self.cuda_memory_usage = 0
         self.self_cpu_memory_usage = 0
         self.self_cuda_memory_usage = 0
         self.input_shapes = None
+        self.overload_name = None
         self.stack = None
         self.cpu_children = None
         self.cpu_parent = None
         self.flops = 0
+        self.device_type = DeviceType.CPU
+        self.use_device = None
 
     def add(self, other) -> FunctionEventAvg:
         """Adds a FunctionEvent's (or another average's) numbers to this one."""
@@ -309,7 +397,10 @@ class FunctionEventAvg(_FormattedTimes):
             self.cpu_parent = other.cpu_parent
             self.cpu_children = other.cpu_children
             self.input_shapes = other.input_shapes
+            self.overload_name = other.overload_name
             self.stack = other.stack
+            self.device_type = other.device_type
+            self.use_device = other.use_device
         elif other.key != self.key:
             raise ValueError(f"FunctionEventAvg.add: key {other.key!r} differs from this "
                              f"row's key {self.key!r}")
@@ -347,10 +438,14 @@ class EventList(list):
         self._use_cuda = use_cuda
         self._profile_memory = profile_memory
         self._with_flops = with_flops
+        self._base_time_ns = 0  # wall-clock ns of time 0 (the trace's baseTimeNanoseconds)
+        self._trace_id = None
 
     def _like(self, events) -> EventList:
-        return EventList(events, use_cuda=self._use_cuda, profile_memory=self._profile_memory,
-                         with_flops=self._with_flops)
+        out = EventList(events, use_cuda=self._use_cuda, profile_memory=self._profile_memory,
+                        with_flops=self._with_flops)
+        out._base_time_ns, out._trace_id = self._base_time_ns, self._trace_id
+        return out
 
     def _populate_cpu_children(self) -> None:
         """Links each event to the innermost event around it on the same thread (and node):
@@ -408,15 +503,19 @@ class EventList(list):
                 key += (str(evt.input_shapes),)
             if group_by_stack_n > 0:
                 key += tuple(evt.stack[:group_by_stack_n])
+            if group_by_overload_name:
+                key += (evt.overload_name,)
             avg = stats.get(key)
             if avg is None:
                 avg = stats[key] = FunctionEventAvg()
             avg.add(evt)
         out = self._like(stats.values())
-        for avg in out:
+        for avg in out:  # (what was not grouped by is blanked, as PyTorch does)
             avg.stack = avg.stack[:group_by_stack_n] if avg.stack else []
             if not group_by_input_shapes:
-                avg.input_shapes = None
+                avg.input_shapes = ""
+            if not group_by_overload_name:
+                avg.overload_name = ""
         return out
 
     def total_average(self) -> FunctionEventAvg:
@@ -430,7 +529,7 @@ class EventList(list):
 
     def table(self, sort_by=None, row_limit=100, max_src_column_width=75,
               max_name_column_width=55, max_shapes_column_width=80, header=None,
-              top_level_events_only=False) -> str:
+              top_level_events_only=False, time_unit=None) -> str:
         """Prints an EventList as a nicely formatted table.
 
         Args:
@@ -446,13 +545,15 @@ class EventList(list):
             header (str, optional): a line printed above the table.
             top_level_events_only (bool): only show events that no other event encloses
                 (e.g. the ops called by your code, not the ops they call in turn).
+            time_unit (str, optional): ``"s"``, ``"ms"`` or ``"us"``: every time in that unit
+                (default: each in the unit that suits it).
 
         Returns:
             A string containing the table.
         """
         return _build_table(self, sort_by, row_limit, max_src_column_width,
                             max_name_column_width, max_shapes_column_width, header,
-                            top_level_events_only)
+                            top_level_events_only, time_unit)
 
     def export_chrome_trace(self, path) -> None:
         """Exports an EventList as a Chrome tracing tools file.
@@ -468,11 +569,12 @@ class EventList(list):
             path (str): Path where the trace will be written.
         """
         with open(path, "w") as f:
-            json.dump(chrome_trace(self), f)
+            json.dump(chrome_trace(self, path), f)
 
     def supported_export_stacks_metrics(self) -> list:
         """The metrics ``export_stacks`` can write."""
-        return ["self_cpu_time_total", "self_cuda_time_total"]
+        return ["self_cpu_time_total", "self_cuda_time_total", "self_xpu_time_total",
+                "self_privateuse1_time_total"]
 
     def export_stacks(self, path: str, metric: str) -> None:
         """Writes each event that has a stack (``with_stack=True``) and a positive ``metric``
@@ -490,7 +592,7 @@ class EventList(list):
         clean = str.maketrans(" ;\t\n", "____")
         with open(path, "w") as f:
             for evt in self:
-                value = int(getattr(evt, metric))
+                value = int(getattr(evt, _device_key(metric)))
                 if evt.stack and value > 0:
                     frames = ";".join(e.translate(clean) for e in reversed(evt.stack))
                     f.write(f"{frames} {value}\n")
@@ -511,12 +613,17 @@ class EventList(list):
 
 # -- the table ---------------------------------------------------------------------------------
 
+class _UnknownSortKey(AttributeError, ValueError):
+    """An unknown ``sort_by`` key: an AttributeError, as PyTorch's table raises for a key its
+    events lack, and a ValueError, as a bad argument value (and tritongrad's earlier error)."""
+
+
 def _sort_value(evt, key: str):
     try:
-        return getattr(evt, key)
+        return getattr(evt, _device_key(key))
     except AttributeError:
-        raise ValueError(f"table: unknown sort_by key {key!r}; valid keys: "
-                         f"{', '.join(_SORT_KEYS)}") from None
+        raise _UnknownSortKey(f"table: unknown sort_by key {key!r}; valid keys: "
+                              f"{', '.join(_SORT_KEYS)}") from None
 
 
 def _trim_path(path: str, width: int) -> str:
@@ -531,20 +638,39 @@ def _flops_unit(flops: int) -> tuple[float, str]:
     return 10.0 ** (-3 * i), units[i]
 
 
+_TIME_UNITS = {"s": 1e6, "ms": 1e3, "us": 1.0}
+
+
+def _time_formatter(time_unit):
+    """format_time, or every time in ``time_unit`` (``"s"``, ``"ms"``, ``"us"``)."""
+    if time_unit is None:
+        return format_time
+    scale = _TIME_UNITS.get(time_unit)
+    if scale is None:  # (PyTorch falls back to the default silently; an unknown unit is a bug)
+        raise ValueError(f"table: time_unit must be one of 's', 'ms', 'us' or None, "
+                         f"got {time_unit!r}")
+    return lambda us: f"{us / scale:.3f}{time_unit}"
+
+
 def _build_table(events, sort_by, row_limit, max_src_column_width, max_name_column_width,
-                 max_shapes_column_width, header, top_level_events_only) -> str:
-    """PyTorch's layout: Name, self and total CPU (share and time), CPU avg, [CUDA columns],
-    [memory columns], # of Calls, [Input Shapes], [FLOPs], [Source Location]."""
+                 max_shapes_column_width, header, top_level_events_only,
+                 time_unit=None) -> str:
+    """PyTorch's layout: Name, [Overload Name], self and total CPU (share and time), CPU avg,
+    [CUDA columns], [memory columns], # of Calls, [Node ID], [Input Shapes],
+    [Source Location], [Total FLOPs]."""
     if len(events) == 0:
         return ""
+    fmt = _time_formatter(time_unit)
     if sort_by is not None:
         events = events._like(sorted(events, key=lambda e: _sort_value(e, sort_by),
                                      reverse=True))
-    has_cuda_time = any(e.self_cuda_time_total > 0 or e.cuda_time_total > 0 for e in events)
-    has_cuda_mem = any(e.cuda_memory_usage != 0 for e in events)
+    has_cuda_time = any(e.self_cuda_time_total > 0 for e in events)
+    has_cuda_mem = any(e.self_cuda_memory_usage > 0 for e in events)
     has_shapes = any(e.input_shapes for e in events)
+    has_overloads = any(getattr(e, "overload_name", None) for e in events)
+    has_node_id = any(e.node_id != -1 for e in events)
     stacks = [e.stack for e in events if e.stack]
-    flops = [e.flops for e in events if e.flops] if events._with_flops else []
+    flops = [e.flops for e in events if e.flops and e.flops > 0] if events._with_flops else []
 
     name_width = max(len(e.key) for e in events) + 4
     if max_name_column_width is not None:
@@ -556,8 +682,11 @@ def _build_table(events, sort_by, row_limit, max_src_column_width, max_name_colu
         src_width = min(max(len(s) for st in stacks for s in st) + 4,
                         max_src_column_width or 10 ** 9)
 
-    cols = [("Name", name_width, "<"), ("Self CPU %", 12, ">"), ("Self CPU", 12, ">"),
-            ("CPU total %", 12, ">"), ("CPU total", 12, ">"), ("CPU time avg", 12, ">")]
+    cols = [("Name", name_width, "<")]
+    if has_overloads:
+        cols.append(("Overload Name", name_width, "<"))
+    cols += [("Self CPU %", 12, ">"), ("Self CPU", 12, ">"), ("CPU total %", 12, ">"),
+             ("CPU total", 12, ">"), ("CPU time avg", 12, ">")]
     if has_cuda_time:
         cols += [("Self CUDA", 12, ">"), ("Self CUDA %", 12, ">"), ("CUDA total", 12, ">"),
                  ("CUDA time avg", 12, ">")]
@@ -566,13 +695,16 @@ def _build_table(events, sort_by, row_limit, max_src_column_width, max_name_colu
         if has_cuda_mem:
             cols += [("CUDA Mem", 12, ">"), ("Self CUDA Mem", 12, ">")]
     cols.append(("# of Calls", 12, ">"))
+    if has_node_id:
+        cols.append(("Node ID", 12, ">"))
     if has_shapes:
         cols.append(("Input Shapes", shapes_width, ">"))
+    if stacks:
+        cols.append(("Source Location", src_width, "<"))
     if flops:
         scale, unit = _flops_unit(min(flops))
         cols.append((f"Total {unit}", 12, ">"))
-    if stacks:
-        cols.append(("Source Location", src_width, "<"))
+    src_col = [c[0] for c in cols].index("Source Location") if stacks else None
 
     spacing = "  "
     row_format = spacing.join("{:" + align + str(width) + "}" for _, width, align in cols)
@@ -581,6 +713,11 @@ def _build_table(events, sort_by, row_limit, max_src_column_width, max_name_colu
 
     sum_self_cpu = sum(e.self_cpu_time_total for e in events)
     sum_self_cuda = sum(e.self_cuda_time_total for e in events)
+
+    def cut(text: str) -> str:
+        if max_name_column_width is not None and len(text) >= max_name_column_width - 3:
+            return text[:max_name_column_width - 3] + "..."
+        return text
 
     lines = []
     if header is not None:
@@ -596,62 +733,92 @@ def _build_table(events, sort_by, row_limit, max_src_column_width, max_name_colu
         if top_level_events_only and evt.cpu_parent is not None:
             continue
         shown += 1
-        name = evt.key
-        if max_name_column_width is not None and len(name) >= max_name_column_width - 3:
-            name = name[:max_name_column_width - 3] + "..."
-        row = [name, _format_share(evt.self_cpu_time_total, sum_self_cpu),
-               evt.self_cpu_time_total_str,
-               _format_share(evt.cpu_time_total, sum_self_cpu) if not evt.is_async else 0,
-               evt.cpu_time_total_str, evt.cpu_time_str]
+        row = [cut(evt.key)]
+        if has_overloads:
+            row.append(cut(evt.overload_name or ""))
+        # (the shares are kept on the event, as PyTorch's table does)
+        evt.self_cpu_percent = _format_share(evt.self_cpu_time_total, sum_self_cpu)
+        evt.total_cpu_percent = (_format_share(evt.cpu_time_total, sum_self_cpu)
+                                 if not evt.is_async else 0)
+        row += [evt.self_cpu_percent, fmt(evt.self_cpu_time_total), evt.total_cpu_percent,
+                fmt(evt.cpu_time_total), fmt(evt.cpu_time)]
         if has_cuda_time:
-            row += [evt.self_cuda_time_total_str,
-                    _format_share(evt.self_cuda_time_total, sum_self_cuda),
-                    evt.cuda_time_total_str, evt.cuda_time_str]
+            evt.total_device_percent = _format_share(evt.self_cuda_time_total, sum_self_cuda)
+            row += [fmt(evt.self_cuda_time_total), evt.total_device_percent,
+                    fmt(evt.cuda_time_total), fmt(evt.cuda_time)]
         if events._profile_memory:
             row += [format_memory(evt.cpu_memory_usage), format_memory(evt.self_cpu_memory_usage)]
             if has_cuda_mem:
                 row += [format_memory(evt.cuda_memory_usage),
                         format_memory(evt.self_cuda_memory_usage)]
         row.append(evt.count)
+        if has_node_id:
+            row.append(evt.node_id)
         if has_shapes:
             row.append(str(evt.input_shapes if evt.input_shapes is not None else "")
                        [:shapes_width])
-        if flops:
-            row.append(f"{evt.flops * scale:8.3f}" if evt.flops else "--")
         if stacks:
             row.append(_trim_path(evt.stack[0], src_width) if evt.stack else "")
+        if flops:
+            row.append(f"{evt.flops * scale:8.3f}" if evt.flops and evt.flops > 0 else "--")
         lines.append(row_format.format(*row))
         if stacks:  # the rest of the stack, one frame per line under the source column
-            blank = [""] * (len(cols) - 1)
+            blank = [""] * len(cols)
             for frame in evt.stack[1:]:
-                lines.append(row_format.format(*blank, _trim_path(frame, src_width)))
-            lines.append(row_format.format(*blank, ""))
+                blank[src_col] = _trim_path(frame, src_width)
+                lines.append(row_format.format(*blank))
+            blank[src_col] = ""
+            lines.append(row_format.format(*blank))
     lines.append(separator)
-    lines.append(f"Self CPU time total: {format_time(sum_self_cpu)}")
+    lines.append(f"Self CPU time total: {fmt(sum_self_cpu)}")
     if has_cuda_time:
-        lines.append(f"Self CUDA time total: {format_time(sum_self_cuda)}")
+        lines.append(f"Self CUDA time total: {fmt(sum_self_cuda)}")
     return "\n".join(lines) + "\n"
 
 
 # -- the chrome trace --------------------------------------------------------------------------
 
-_CATEGORY = {SCOPE_FUNCTION: "cpu_op", SCOPE_BACKWARD_FUNCTION: "backward",
+# Kineto's categories: every op and backward node is a "cpu_op", a record_function range a
+# "user_annotation"
+_CATEGORY = {SCOPE_FUNCTION: "cpu_op", SCOPE_BACKWARD_FUNCTION: "cpu_op",
              SCOPE_USER: "user_annotation"}
 _DEVICE_CATEGORY = {"memcpy": "gpu_memcpy", "memset": "gpu_memset"}  # Kineto's categories
 
 
-def chrome_trace(events) -> dict:
+def _forward_backward_links(events) -> list:
+    """(forward op, backward node) pairs that share a sequence number: the op that recorded
+    the node (the outermost forward op with that number) and the node's apply."""
+    forward, links = {}, []
+    for evt in events:
+        if evt.sequence_nr < 0:
+            continue
+        if evt.scope == SCOPE_BACKWARD_FUNCTION:
+            op = forward.get(evt.sequence_nr)
+            if op is not None:
+                links.append((op, evt))
+        elif evt.scope == SCOPE_FUNCTION and not evt.fwd_thread:
+            forward.setdefault(evt.sequence_nr, evt)
+    return links
+
+
+def chrome_trace(events, path=None) -> dict:
     """The trace-event JSON object for ``events`` (see EventList.export_chrome_trace).
 
     CPU events go in this process's lane (pid = the process id, tid = the thread's native id);
     device work goes in one lane per GPU (pid = the device index, PyTorch's Kineto convention),
     one track per stream (tid = the stream handle for event-timed spans, the tool's stream id
     for kernels from CUPTI or a trace file); kernels have category ``kernel``, copies
-    ``gpu_memcpy``, memsets ``gpu_memset``, as Kineto's.
+    ``gpu_memcpy``, memsets ``gpu_memset``, as Kineto's. As in Kineto's traces, each forward
+    op is joined to the backward node it recorded by a flow (``"s"`` at the op, ``"f"`` at the
+    node, category ``fwdbwd``), and the object carries ``schemaVersion``, ``traceName`` (the
+    file), ``trace_id``, ``host_name`` and ``baseTimeNanoseconds`` (the wall-clock time, ns
+    since the epoch, of ``ts`` 0; 0 where unknown).
     """
     pid = os.getpid()
     out = [{"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
-            "args": {"name": "CPU functions"}},
+            "args": {"name": "python"}},
+           {"name": "process_labels", "ph": "M", "pid": pid, "tid": 0,
+            "args": {"labels": "CPU"}},
            {"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0,
             "args": {"sort_index": -1}}]
     threads, devices, streams = set(), set(), set()
@@ -659,14 +826,21 @@ def chrome_trace(events) -> dict:
         if evt.thread not in threads:
             threads.add(evt.thread)
             out.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": evt.thread,
-                        "args": {"name": f"thread {evt.thread}"}})
-        args = {}
+                        "args": {"name": f"thread {evt.thread} (python)"}})
+            out.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": evt.thread,
+                        "args": {"sort_index": evt.thread}})
+        args = {"External id": evt.id + 1, "Record function id": 0, "Ev Idx": evt.id}
         if evt.sequence_nr >= 0:
             args["Sequence number"] = evt.sequence_nr
             if evt.fwd_thread is not None:
                 args["Fwd thread id"] = evt.fwd_thread
-        if evt.input_shapes is not None:
+        if evt.input_shapes:  # (recorded: record_shapes, or read from a trace's sizes)
             args["Input Dims"] = evt.input_shapes
+            if evt.input_types:  # (what record_shapes adds beside the shapes, as Kineto)
+                args["Input Strides"] = evt.input_strides
+                args["Input type"] = evt.input_types
+                args["Concrete Inputs"] = ["" if v is None else str(v)
+                                           for v in evt.concrete_inputs]
         if evt.flops:
             args["FLOPs"] = evt.flops
         if evt.cpu_memory_usage:
@@ -699,7 +873,18 @@ def chrome_trace(events) -> dict:
                         "ts": round(span.start, 3), "dur": round(span.elapsed_us(), 3),
                         "pid": dev, "tid": stream,
                         "args": {"Sequence number": evt.sequence_nr, "cpu event": evt.id}})
-    return {"traceEvents": out, "displayTimeUnit": "ms"}
+    for flow, (op, node) in enumerate(_forward_backward_links(events), 1):
+        for ph, evt in (("s", op), ("f", node)):
+            mark = {"ph": ph, "id": flow, "pid": pid, "tid": evt.thread,
+                    "ts": round(evt.time_range.start, 3), "cat": "fwdbwd", "name": "fwdbwd"}
+            if ph == "f":
+                mark["bp"] = "e"  # (bound to the event that encloses it: the node)
+            out.append(mark)
+    return {"schemaVersion": 1, "deviceProperties": [],
+            "trace_id": getattr(events, "_trace_id", None) or uuid.uuid4().hex.upper(),
+            "host_name": socket.gethostname(), "displayTimeUnit": "ms",
+            "baseTimeNanoseconds": getattr(events, "_base_time_ns", 0),
+            "traceEvents": out, "traceName": str(path) if path is not None else ""}
 
 
 # -- FLOPs -------------------------------------------------------------------------------------

@@ -81,8 +81,8 @@ def test_schedule_records_only_active_steps_and_hands_each_cycle_over():
                      schedule=schedule(wait=1, warmup=1, active=2, repeat=2)) as p:
             _train(p, 10, x)
     # steps 2-3 and 6-7 are recorded; the trace is ready when the step after each begins
-    assert cycles == [(4, ["ProfilerStep#2", "ProfilerStep#3", "work2", "work3"], 2),
-                      (8, ["ProfilerStep#6", "ProfilerStep#7", "work6", "work7"], 2)]
+    assert cycles == [(4, ["ProfilerStep*", "work2", "work3"], 2),
+                      (8, ["ProfilerStep*", "work6", "work7"], 2)]
     assert p.step_num == 10 and p.current_action is N
 
 
