@@ -1,9 +1,12 @@
 """tritongrad.autograd: automatic differentiation of tensor programs (the seeds' surface)."""
 
-from . import ops  # noqa: F401  (binds the ops onto Tensor)
+import functools
+import warnings
+
+from . import ops  # noqa: F401  (binds the ops onto Tensor; first: import order)
+from . import engine as _engine
 from . import graph
 from .anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
-from .engine import backward, grad
 from .function import Function
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                         is_inference_mode_enabled, is_multithreading_enabled, no_grad,
@@ -11,11 +14,40 @@ from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,
 from .tensor import Tensor
 
 
+# Note [Dict inputs]: PyTorch 2.13's ``grad`` and ``backward`` also take ``inputs`` as a dict of
+# name -> Tensor (a module's ``named_parameters()``, say); ``grad`` then answers with a dict of
+# the same keys. The engine works on sequences: these wrappers translate.
+@functools.wraps(_engine.grad)
+def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
+         create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
+         is_grads_batched: bool = False, materialize_grads: bool = False):
+    if not only_inputs:  # (here, so that it points at the caller)
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to "
+                      "True). To accumulate gradient for other parts of the graph, please use "
+                      "torch.autograd.backward.", UserWarning, stacklevel=2)
+        only_inputs = True
+    if isinstance(inputs, dict):
+        grads = _engine.grad(outputs, tuple(inputs.values()), grad_outputs, retain_graph,
+                             create_graph, only_inputs, allow_unused, is_grads_batched,
+                             materialize_grads)
+        return dict(zip(inputs.keys(), grads))
+    return _engine.grad(outputs, inputs, grad_outputs, retain_graph, create_graph, only_inputs,
+                        allow_unused, is_grads_batched, materialize_grads)
+
+
+@functools.wraps(_engine.backward)
+def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
+             create_graph: bool = False, grad_variables=None, inputs=None) -> None:
+    if isinstance(inputs, dict):  # (Note [Dict inputs])
+        inputs = tuple(inputs.values())
+    return _engine.backward(tensors, grad_tensors, retain_graph, create_graph, grad_variables,
+                            inputs)
+
+
 def Variable(data, requires_grad: bool = False, volatile: bool = False):  # noqa: N802
     """Deprecated: returns ``data`` as a Tensor (detached), with ``requires_grad`` set.
     ``volatile`` has no effect, as in PyTorch, which warns the same way."""
     if volatile:
-        import warnings
         warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` "
                       "instead.", UserWarning, stacklevel=2)
     if not isinstance(data, Tensor):

@@ -196,7 +196,7 @@ def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTens
         ...     jvp = unpack_dual(out).tangent
     """
     if not isinstance(tensor, Tensor):
-        raise TypeError(f"unpack_dual(): argument 'tensor' must be Tensor, not "
+        raise TypeError(f"unpack_dual(): argument 'tensor' (position 1) must be Tensor, not "
                         f"{type(tensor).__name__}")
     if level is None and not _levels:
         return UnpackedDualTensor(tensor, None)

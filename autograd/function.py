@@ -71,18 +71,29 @@ class FunctionCtx:
 
     def mark_dirty(self, *args) -> None:
         """Marks input tensors that ``forward`` modified in place (call at most once)."""
+        for i, t in enumerate(args):
+            if not isinstance(t, Tensor):  # (PyTorch's type and message)
+                raise RuntimeError(f"mark_dirty can only accept variables, but argument {i} "
+                                   f"is of type {type(t).__name__}")
         self._dirty = args
 
     def mark_non_differentiable(self, *args) -> None:
         """Marks outputs that never require grad (``backward`` still gets a zero gradient
         for each of them)."""
+        for t in args:
+            if not isinstance(t, Tensor):  # (PyTorch's type and message)
+                raise RuntimeError(f"mark_non_differentiable only accepts variable arguments, "
+                                   f"but got {type(t).__name__}")
         self._non_differentiable = args
 
     def set_materialize_grads(self, value: bool) -> None:
         """Whether ``backward`` gets zero tensors (True, default) or None for outputs that
         received no gradient (even when none of them did: ``backward`` still runs then, with
         only Nones, as in PyTorch)."""
-        self._materialize_grads = bool(value)
+        if not isinstance(value, bool):  # (PyTorch's binding takes a bool only)
+            raise TypeError(f"set_materialize_grads(): argument 'value' must be bool, not "
+                            f"{type(value).__name__}")
+        self._materialize_grads = value
 
 
 _ContextMethodMixin = FunctionCtx  # the name the 2019-2021 seeds document these methods under
@@ -194,6 +205,11 @@ class BackwardCFunction(FunctionCtx, Node):
         if isinstance(node, AccumulateGrad):  # a leaf: its grad_dtype decides (None: any)
             dtype = node.variable._accumulated_dtype()
         if dtype is not None and g.dtype is not dtype:
+            if g.dtype.is_complex and not dtype.is_complex:
+                # (PyTorch refuses it too: taking the real part would hide a wrong backward)
+                raise RuntimeError(f"Function {self.name()} returned an invalid gradient at "
+                                   f"index {position} - got a complex gradient ({g.dtype}) "
+                                   f"for a real input ({dtype})")
             g = g.to(dtype)
         return g
 
@@ -318,6 +334,8 @@ class Function(metaclass=_FunctionMeta):
     def _apply(cls, args, kwargs, ctx=None):
         if ctx is None and _transforms.transforms:
             _check_transformable(cls)
+        if kwargs:
+            args, kwargs = _bind_keywords(cls, args, kwargs)
         if dual_levels and ctx is None:
             return _apply_dual(cls, args, kwargs)
         tensor_args = [a for a in args if isinstance(a, Tensor)]
@@ -369,9 +387,8 @@ def _check_transformable(cls) -> None:
 _signatures: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _bound_inputs(forward, args: tuple, kwargs: dict) -> tuple:
-    """``setup_context``'s ``inputs``: forward's positional arguments in order, with the
-    defaults of the ones not passed filled in (PyTorch's), keyword arguments placed by name."""
+def _signature(forward) -> inspect.Signature | None:
+    """``forward``'s signature, cached; None when inspect cannot read it."""
     try:
         signature = _signatures.get(forward)
     except TypeError:  # (a forward weakrefs cannot point to: read each time)
@@ -379,15 +396,42 @@ def _bound_inputs(forward, args: tuple, kwargs: dict) -> tuple:
     if signature is None:
         try:
             signature = inspect.signature(forward)
-        except (TypeError, ValueError):  # (a signature inspect cannot read: the args as given)
-            return args
+        except (TypeError, ValueError):
+            return None
         try:
             _signatures[forward] = signature
         except TypeError:
             pass
+    return signature
+
+
+def _bound_inputs(forward, args: tuple, kwargs: dict) -> tuple:
+    """``setup_context``'s ``inputs``: forward's positional arguments in order, with the
+    defaults of the ones not passed filled in (PyTorch's), keyword arguments placed by name."""
+    signature = _signature(forward)
+    if signature is None:  # (a signature inspect cannot read: the args as given)
+        return args
     bound = signature.bind(*args, **kwargs)  # (its TypeError is PyTorch's for bad arguments)
     bound.apply_defaults()
     return bound.args  # (PyTorch's bind_default_args: *args spread, keyword-only left out)
+
+
+def _bind_keywords(cls, args: tuple, kwargs: dict) -> tuple:
+    """``(args, kwargs)`` with every keyword argument that names a positional parameter of
+    ``forward`` moved into ``args``, in the signature's order (defaults not filled in), as
+    PyTorch's ``apply`` binds them: a Tensor passed by keyword is an input like any other
+    (its gradient is ``backward``'s output at its position, and ``needs_input_grad`` counts
+    it)."""
+    signature = _signature(cls.forward)
+    if signature is None:
+        return args, kwargs
+    with_ctx = not _overrides(cls, "setup_context")
+    lead = (None,) if with_ctx else ()
+    try:
+        bound = signature.bind(*lead, *args, **kwargs)
+    except TypeError as e:  # (PyTorch's message names forward)
+        raise TypeError(f"forward() {e}") from None
+    return bound.args[len(lead):], bound.kwargs
 
 
 def _apply_dual(cls, args, kwargs):
@@ -423,8 +467,8 @@ def _apply_dual(cls, args, kwargs):
     res = res if isinstance(res, tuple) else (res,)
     outs = result if isinstance(result, tuple) else (result,)
     if len(res) != len(outs):
-        raise RuntimeError(f"function {ctx.name()} returned an incorrect number of forward "
-                           f"gradients (expected {len(outs)}, got {len(res)})")
+        raise RuntimeError(f"Function's jvp returned an invalid number of forward gradients "
+                           f"(expected {len(outs)} but got {len(res)})")
     _set_output_tangents(ctx, args, given, versions, raw, dirty, outs, res, level)
     return result
 
@@ -455,9 +499,10 @@ def _set_output_tangents(ctx, args, given, versions, raw, dirty, outs, res, leve
         if t is None:
             continue
         if tuple(t.shape) != tuple(o.shape):
-            raise RuntimeError(f"Function {ctx.name()} returned an invalid forward gradient at "
-                               f"index {i} - got {list(t.shape)} but expected shape "
-                               f"{list(o.shape)}")
+            raise RuntimeError(f"Trying to set a forward gradient that has a different size "
+                               f"than that of the original Tensor, this is not supported. "
+                               f"Tensor is of size {list(o.shape)} while the given forward "
+                               f"gradient is of size {list(t.shape)}.")
         if t.dtype is not o.dtype:
             with dual_masked(batch_of((t,))):
                 t = t.to(o.dtype)

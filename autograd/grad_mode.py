@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 import warnings
 
 from .state import set_mode, state
@@ -19,9 +20,34 @@ __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_g
            "_unsafe_preserve_version_counter"]
 
 
+# Note [Grad mode in inference mode]
+#   ``state.grad_enabled`` is what ops read: whether they record a graph. In inference mode
+#   nothing is recorded whatever the grad mode, as in PyTorch (whose inference mode takes
+#   autograd out of dispatch): ``enable_grad()`` inside ``inference_mode()`` turns grad mode
+#   on (``is_grad_enabled()`` says True) but ops still record nothing. So in inference mode the
+#   grad mode the user sets lives here, and ``state.grad_enabled`` stays False; a block that
+#   began in inference mode restores it on exit. Outside inference mode this is unused.
+class _InferenceGradMode(threading.local):
+    value = False
+
+
+_inference_grad = _InferenceGradMode()
+
+
+def _set_grad_mode(mode: bool) -> None:
+    """Sets this thread's grad mode (in inference mode: the reported one only)."""
+    if state.inference:
+        _inference_grad.value = mode
+    else:
+        state.grad_enabled = mode
+
+
 def is_grad_enabled() -> bool:
-    """True if gradient recording is on in this thread."""
-    return state.grad_enabled
+    """Returns True if grad mode is currently enabled (in this thread)."""
+    st = state
+    if st.inference:
+        return _inference_grad.value
+    return st.grad_enabled
 
 
 def is_inference(input) -> bool:
@@ -36,6 +62,24 @@ def is_inference(input) -> bool:
 def is_inference_mode_enabled() -> bool:
     """True inside ``inference_mode()`` in this thread."""
     return state.inference
+
+
+def _current() -> tuple:
+    """What a grad-mode block restores on exit: (grad_enabled, inference[, the grad mode
+    reported in inference mode]) (Note [Grad mode in inference mode])."""
+    st = state
+    if st.inference:
+        return st.grad_enabled, True, _inference_grad.value
+    return st.grad_enabled, False
+
+
+def _restore(prev: tuple) -> None:
+    st = state
+    st.grad_enabled = prev[0]
+    if st.inference != prev[1]:  # (set_mode's count and lock only when it changed)
+        set_mode("inference", prev[1])
+    if len(prev) > 2:
+        _inference_grad.value = prev[2]
 
 
 # Note [Grad mode blocks]: an optimizer's step enters ``no_grad`` once per parameter, and a
@@ -54,16 +98,16 @@ class _Mode:
         return self.__class__()
 
     def __enter__(self) -> None:  # (``with no_grad() as v`` binds None, as PyTorch)
-        st = state
-        self._prev = (st.grad_enabled, st.inference)
+        self._prev = _current()
         self._set()
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        st = state
-        grad, inference = self._prev
-        st.grad_enabled = grad
-        if st.inference != inference:  # (set_mode's count and lock only when it changed)
-            set_mode("inference", inference)
+        st, prev = state, self._prev  # (_restore inline: Note [Grad mode blocks])
+        st.grad_enabled = prev[0]
+        if st.inference != prev[1]:
+            set_mode("inference", prev[1])
+        if len(prev) > 2:
+            _inference_grad.value = prev[2]
         return False
 
     def __call__(self, fn):
@@ -134,11 +178,15 @@ class no_grad(_Mode):
 
     def __enter__(self) -> None:  # (_Mode's, with _set inline)
         st = state
-        self._prev = (st.grad_enabled, st.inference)
-        st.grad_enabled = False
+        if st.inference:  # (Note [Grad mode in inference mode])
+            self._prev = (st.grad_enabled, True, _inference_grad.value)
+            _inference_grad.value = False
+        else:
+            self._prev = (st.grad_enabled, False)
+            st.grad_enabled = False
 
     def _set(self):
-        state.grad_enabled = False
+        _set_grad_mode(False)
 
 
 class enable_grad(_Mode):
@@ -154,11 +202,15 @@ class enable_grad(_Mode):
 
     def __enter__(self) -> None:  # (_Mode's, with _set inline)
         st = state
-        self._prev = (st.grad_enabled, st.inference)
-        st.grad_enabled = True
+        if st.inference:  # (Note [Grad mode in inference mode])
+            self._prev = (st.grad_enabled, True, _inference_grad.value)
+            _inference_grad.value = True
+        else:
+            self._prev = (st.grad_enabled, False)
+            st.grad_enabled = True
 
     def _set(self):
-        state.grad_enabled = True
+        _set_grad_mode(True)
 
 
 class set_grad_enabled(_Mode):
@@ -179,8 +231,8 @@ class set_grad_enabled(_Mode):
             raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, "
                             f"not {type(mode).__name__}")
         self._mode = mode
-        self._prev = (state.grad_enabled, state.inference)
-        state.grad_enabled = self._mode
+        self._prev = _current()
+        _set_grad_mode(mode)
 
     def __enter__(self) -> None:
         pass  # the mode was already set by __init__
@@ -189,11 +241,11 @@ class set_grad_enabled(_Mode):
         return set_grad_enabled(self._mode)
 
     def __call__(self, fn):
-        state.grad_enabled = self._prev[0]  # decorating must not change the mode now
+        _restore(self._prev)  # decorating must not change the mode now
         return super().__call__(fn)
 
     def _set(self):
-        state.grad_enabled = self._mode
+        _set_grad_mode(self._mode)
 
 
 class inference_mode(_Mode):
@@ -212,14 +264,35 @@ class inference_mode(_Mode):
 
     def __init__(self, mode: bool = True):
         if not callable(mode) or isinstance(mode, bool):
-            self._mode = bool(mode)
+            if not isinstance(mode, bool):  # (PyTorch fails on it too, less clearly)
+                raise TypeError(f"inference_mode(): argument 'mode' must be bool, not "
+                                f"{type(mode).__name__}")
+            self._mode = mode
 
     def clone(self) -> "inference_mode":
         return inference_mode(self._mode)
 
+    def __enter__(self) -> None:
+        super().__enter__()
+        # No forward gradients either, as in PyTorch (whose inference mode leaves out the
+        # autograd dispatch that computes them): the active forward AD level is hidden inside.
+        from .dispatch import dual_levels
+        self._duals = None
+        if self._mode and dual_levels:
+            self._duals = dual_levels[:]
+            dual_levels.clear()
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if self._duals is not None:
+            from .dispatch import dual_levels
+            dual_levels[:] = self._duals
+        return super().__exit__(exc_type, exc, tb)
+
     def _set(self):
         state.grad_enabled = not self._mode
         set_mode("inference", self._mode)
+        if self._mode:  # (entering it turns grad mode off: Note [Grad mode in inference mode])
+            _inference_grad.value = False
 
 
 class set_multithreading_enabled:  # noqa: N801 - PyTorch's name

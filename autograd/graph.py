@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import functools
 import threading
 import weakref
 from collections import defaultdict
@@ -189,6 +190,15 @@ class disable_saved_tensors_hooks:
     def __exit__(self, *exc):
         state.saved_hooks_disabled = self._prev
         return False
+
+    def __call__(self, fn: Callable) -> Callable:
+        """As a decorator (PyTorch's is a ``contextlib.contextmanager``): ``fn`` runs with
+        saved-tensor hooks disabled."""
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with disable_saved_tensors_hooks(self.error_message):
+                return fn(*args, **kwargs)
+        return wrapper
 
 
 # Note [Clone on mutate]

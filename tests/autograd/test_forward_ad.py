@@ -159,6 +159,7 @@ SAMPLES = {
     "cat": lambda d: (lambda a, b: torch.cat([a, b], 0), [t64((2, 3), d), t64((1, 3), d)]),
     "stack": lambda d: (lambda a, b: torch.stack([a, b], 1), [t64((2, 3), d), t64((2, 3), d)]),
     "split": lambda d: (lambda a: a.split(2, 1), [t64((2, 5), d)]),
+    "split_with_sizes": lambda d: (lambda a: a.split_with_sizes([1, 4], 1), [t64((2, 5), d)]),
     "chunk": lambda d: (lambda a: a.chunk(2, 0), [t64((4, 3), d)]),
     "unsafe_split": lambda d: (lambda a: a.unsafe_split(2, 1), [t64((2, 5), d)]),
     "unsafe_split_with_sizes": lambda d: (lambda a: a.unsafe_split_with_sizes([1, 4], 1),
@@ -488,9 +489,10 @@ def test_custom_function_jvp_errors():
     bad_shape = _function("BadShape", lambda ctx, x: x * 2, jvp=lambda ctx, t: t.sum())
     with fwAD.dual_level():
         d = fwAD.make_dual(torch.ones(2), torch.ones(2))
-        with pytest.raises(RuntimeError, match="incorrect number of forward gradients"):
+        with pytest.raises(RuntimeError, match="invalid number of forward gradients"):
             wrong.apply(d)
-        with pytest.raises(RuntimeError, match="invalid forward gradient at index 0"):
+        with pytest.raises(RuntimeError, match="Trying to set a forward gradient that has a "
+                                               "different size"):
             bad_shape.apply(d)
         with pytest.raises(TypeError, match="save_for_forward expects all arguments to be "
                                             "tensors"):
