@@ -20,6 +20,7 @@ under no_grad, and whose backward recomputes it under enable_grad and runs a nes
 from __future__ import annotations
 
 import contextlib
+import enum
 import os
 import threading
 import traceback
@@ -47,14 +48,17 @@ from ..autograd.tensor import Tensor
 __all__ = [
     "CheckpointError",
     "CheckpointFunction",
+    "CheckpointPolicy",
     "DefaultDeviceType",
     "GraphExecGroup",
     "check_backward_validity",
     "checkpoint",
     "checkpoint_sequential",
+    "create_selective_checkpoint_contexts",
     "detach_variable",
     "get_device_states",
     "noop_context_fn",
+    "SelectiveCheckpointContext",
     "set_checkpoint_debug_enabled",
     "set_checkpoint_early_stop",
     "set_device_states",
@@ -501,6 +505,147 @@ class _checkpoint_hook(saved_tensors_hooks):
         super().__init__(pack_hook, unpack_hook_with_error_cb)
 
 
+# -- selective activation checkpointing ---------------------------------------------------------
+
+class CheckpointPolicy(enum.Enum):
+    """Enum for specifying the policy for checkpointing during backpropagation.
+
+    - ``{MUST,PREFER}_SAVE``: the operation's output would be saved during the forward pass
+      and not recomputed during the backward pass;
+    - ``{MUST,PREFER}_RECOMPUTE``: the operation's output would not be saved during the
+      forward pass and would be recomputed during the backward pass;
+    - ``{MUST,PREFER}_CPU_OFFLOAD``: the output would be saved, offloaded to CPU, and reloaded
+      during the backward pass.
+
+    tritongrad consults the policy but recomputes every op (see
+    ``create_selective_checkpoint_contexts``).
+    """
+
+    MUST_SAVE = 0
+    PREFER_SAVE = 1
+    MUST_RECOMPUTE = 2
+    PREFER_RECOMPUTE = 3
+    MUST_CPU_OFFLOAD = 4
+    PREFER_CPU_OFFLOAD = 5
+
+
+def _policy_from_bool(b: bool) -> CheckpointPolicy:
+    # (a policy function returning a bool: PyTorch's backward compatibility)
+    return CheckpointPolicy.MUST_SAVE if b else CheckpointPolicy.PREFER_RECOMPUTE
+
+
+class SelectiveCheckpointContext:
+    """Context passed to the policy function during selective checkpointing: ``is_recompute``
+    (False: the original forward) and ``op_output`` (None in tritongrad, whose policy runs
+    as the op starts)."""
+
+    def __init__(self, *, is_recompute: bool, op_output=None) -> None:
+        self.is_recompute = is_recompute
+        self.op_output = op_output
+
+
+def _op_overload(op):
+    """What a policy is given for the op the observer reports: ``tg.ops.aten.<name>.default``
+    (what the user's op list holds) where the op has one, else the op itself."""
+    name = observe.event_name(op)
+    if name.startswith("aten::"):
+        from tritongrad.library import ops
+        try:
+            return getattr(ops.aten, name[len("aten::"):]).default
+        except AttributeError:
+            pass
+    return op
+
+
+class _PolicyObserver:
+    """The forward context of ``create_selective_checkpoint_contexts``: an observer
+    (autograd/observe.py) asking the policy about every op the checkpointed forward runs, and
+    checking its answer."""
+
+    def __init__(self, policy_fn: Callable) -> None:
+        self.policy_fn = policy_fn
+
+    def __enter__(self):
+        observe.add_observer(self)
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        observe.remove_observer(self)
+        return False
+
+    def op_enter(self, op, seq, inputs, params):
+        observe.remove_observer(self)  # (the policy's own ops are not asked about)
+        try:
+            policy = self.policy_fn(SelectiveCheckpointContext(is_recompute=False),
+                                    _op_overload(op), *inputs, *params)
+        finally:
+            observe.add_observer(self)
+        # (a bool is PyTorch's old form; anything but a save policy means recompute, as
+        # there: every op is recomputed here anyway)
+        return _policy_from_bool(policy) if isinstance(policy, bool) else policy
+
+    def op_exit(self, token) -> None:
+        pass
+
+    def node_enter(self, node, grads):
+        return None
+
+    def node_exit(self, token) -> None:
+        pass
+
+
+def create_selective_checkpoint_contexts(policy_fn_or_list, allow_cache_entry_mutation=False):
+    """Helper to avoid recomputing certain ops during activation checkpointing: the two
+    context managers to return from ``checkpoint``'s ``context_fn``.
+
+    ``policy_fn_or_list`` is a list of ops (``tg.ops.aten.mm.default``: those are saved,
+    every other op recomputed) or a function ``policy_fn(ctx, op, *args, **kwargs) ->
+    CheckpointPolicy`` called for each op the checkpointed forward runs
+    (``ctx.is_recompute`` False).
+
+    tritongrad consults the policy (and checks what it returns) but recomputes every op, as
+    a policy of ``PREFER_RECOMPUTE`` everywhere does: the results and gradients are those of
+    PyTorch; what differs is the memory kept and the compute spent recomputing. (Keeping an
+    op's outputs would need the op's result to be replayed from a cache during the
+    recomputation, which tritongrad's dispatch has no hook for.)
+
+    Args:
+        policy_fn_or_list: a list of ops to save, or a policy function.
+        allow_cache_entry_mutation: accepted for PyTorch's signature (nothing is cached).
+
+    Returns:
+        A tuple of two context managers: the forward's and the recomputation's.
+
+    Example:
+        >>> import functools
+        >>> ops_to_save = [tg.ops.aten.mm.default]
+        >>> context_fn = functools.partial(create_selective_checkpoint_contexts, ops_to_save)
+        >>> x = tg.randn(3, 3, requires_grad=True)
+        >>> y = checkpoint(lambda t: (t @ t).sigmoid().sum(), x, use_reentrant=False,
+        ...                context_fn=context_fn)
+    """
+    from tritongrad.library import OpOverloadPacket
+    if isinstance(policy_fn_or_list, list):
+        for op in policy_fn_or_list:
+            if isinstance(op, OpOverloadPacket) or not callable(op):
+                extra = ("Please update the OpOverloadPacket to a specific OpOverload.For "
+                         "example, if you have `torch.ops.aten.mm`, change it to "
+                         "`torch.ops.aten.mm.default`."
+                         if isinstance(op, OpOverloadPacket) else "")
+                raise ValueError(f"Expected op in `op_list` to be an OpOverload but got: {op} "
+                                 f"of type {type(op)}. {extra}")
+        saved = list(policy_fn_or_list)
+
+        def policy_fn(ctx, op, *args, **kwargs):
+            return (CheckpointPolicy.MUST_SAVE if op in saved
+                    else CheckpointPolicy.PREFER_RECOMPUTE)
+    elif callable(policy_fn_or_list):
+        policy_fn = policy_fn_or_list
+    else:
+        raise TypeError("policy_fn_or_list must be either a function or a list of ops.")
+    return _PolicyObserver(policy_fn), contextlib.nullcontext()
+
+
 # -- debug mode ----------------------------------------------------------------------------------
 
 _AUTOGRAD_DIR = os.path.dirname(os.path.abspath(observe.__file__)) + os.sep
@@ -687,7 +832,7 @@ def checkpoint(function: Callable, *args, use_reentrant: bool | None = None,
         warnings.warn(
             "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. "
             "tritongrad uses use_reentrant=False (the recommended variant) when it is not "
-            "passed; PyTorch uses use_reentrant=True and will raise an exception. Refer to "
+            "passed; PyTorch uses use_reentrant=True. Refer to "
             "docs for more details on the differences between the two variants.",
             stacklevel=2)
         use_reentrant = False
@@ -725,7 +870,7 @@ def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool |
         warnings.warn(
             "torch.utils.checkpoint.checkpoint_sequential: the use_reentrant parameter should "
             "be passed explicitly. tritongrad uses use_reentrant=False when it is not passed; "
-            "PyTorch uses use_reentrant=True and will raise an exception.", stacklevel=2)
+            "PyTorch uses use_reentrant=True.", stacklevel=2)
         use_reentrant = False
     if hasattr(functions, "children") and callable(functions.children):
         functions = list(functions.children())
