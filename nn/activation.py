@@ -178,6 +178,9 @@ class ReLU6(_Inplace):
     """ReLU6(x) = min(max(0, x), 6)."""
 
     functional = staticmethod(F.relu6)
+    # PyTorch's ReLU6 is a Hardtanh(0, 6): its bounds are attributes
+    min_val = 0.0
+    max_val = 6.0
 
 
 class Mish(_Inplace):
@@ -290,6 +293,10 @@ class Softshrink(_Stateless):
     def __init__(self, lambd: float = 0.5):
         super().__init__()
         self.lambd = lambd
+
+
+    def extra_repr(self) -> str:
+        return str(self.lambd)
 
 
 class Hardshrink(Softshrink):

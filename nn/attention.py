@@ -93,6 +93,30 @@ class MultiheadAttention(Module):
             init.xavier_normal_(self.bias_k)
             init.xavier_normal_(self.bias_v)
 
+    def merge_masks(self, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
+                    query: Tensor) -> tuple:
+        """Determines the mask type and combines the masks, as PyTorch's (for its fused
+        path): only ``key_padding_mask`` (N, S) gives ``(it, 1)``; an ``attn_mask`` ((L, S)
+        or (N * num_heads, L, S)) gives it expanded to (N, num_heads, L, L), plus the
+        expanded padding mask when both are given, and type 2; neither gives
+        ``(None, None)``. ``query`` is (N, L, E)."""
+        mask_type, merged = None, None
+        if key_padding_mask is not None:
+            mask_type, merged = 1, key_padding_mask
+        if attn_mask is not None:
+            batch_size, seq_len, _ = query.shape
+            mask_type = 2
+            if attn_mask.dim() == 3:
+                expanded = attn_mask.view(batch_size, -1, seq_len, seq_len)
+            else:
+                expanded = attn_mask.view(1, 1, seq_len, seq_len).expand(
+                    batch_size, self.num_heads, -1, -1)
+            merged = expanded
+            if key_padding_mask is not None:
+                merged = expanded + key_padding_mask.view(batch_size, 1, 1, seq_len).expand(
+                    -1, self.num_heads, -1, -1)
+        return merged, mask_type
+
     def forward(self, query: Tensor, key: Tensor, value: Tensor,
                 key_padding_mask: Tensor | None = None, need_weights: bool = True,
                 attn_mask: Tensor | None = None, average_attn_weights: bool = True,
@@ -120,6 +144,13 @@ class MultiheadAttention(Module):
         if query.shape[-1] != self.embed_dim:
             raise AssertionError("MultiheadAttention: was expecting embedding dimension of "
                                  f"{self.embed_dim}, but got {query.shape[-1]}")
+        # PyTorch's checks (AssertionError): one key per value
+        if self._qkv_same_embed_dim and key.shape != value.shape:
+            raise AssertionError(f"key shape {key.shape} does not match value shape "
+                                 f"{value.shape}")
+        if not self._qkv_same_embed_dim and key.shape[:-1] != value.shape[:-1]:
+            raise AssertionError(f"key's sequence and batch dims {key.shape[:-1]} do not match "
+                                 f"value's {value.shape[:-1]}")
         return F.multi_head_attention_forward(
             query, key, value, self.num_heads, wq, wk, wv, self.in_proj_bias, self.bias_k,
             self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 from collections import OrderedDict
+from collections.abc import Iterable, Mapping
 
 from ..autograd.node import _tensor_type_name
 from ..autograd.tensor import Tensor
@@ -198,6 +199,9 @@ class ModuleList(Module):
         return self
 
     def extend(self, modules) -> ModuleList:
+        if not isinstance(modules, Iterable):
+            raise TypeError(f"ModuleList.extend should be called with an iterable, but got "
+                            f"{type(modules).__name__}")
         for m in modules:
             self.append(m)
         return self
@@ -254,9 +258,34 @@ class ModuleDict(Module):
         return self._modules.values()
 
     def update(self, modules) -> None:
-        items = modules.items() if hasattr(modules, "items") else modules
-        for k, m in items:
+        """Adds (or replaces) the modules of a mapping or an iterable of (key, module)
+        pairs."""
+        for k, m in _update_items(modules, "ModuleDict", sort=False):
             self[k] = m
+
+
+def _update_items(pairs, owner: str, sort: bool):
+    """The (key, value) pairs of ``owner.update(pairs)``, with PyTorch's checks; ``sort``: a
+    plain mapping's items in sorted key order (ParameterDict's rule; an OrderedDict or another
+    container keeps its order)."""
+    what = "ParametersDict" if owner == "ParameterDict" else owner  # (PyTorch's spelling)
+    if not isinstance(pairs, Iterable):
+        raise TypeError(f"{what}.update should be called with an iterable of key/value pairs, "
+                        f"but got {type(pairs).__name__}")
+    if isinstance(pairs, (OrderedDict, ModuleDict, ParameterDict)):
+        return list(pairs.items())
+    if isinstance(pairs, Mapping):
+        return sorted(pairs.items()) if sort else list(pairs.items())
+    out = []
+    for j, p in enumerate(pairs):
+        if not isinstance(p, Iterable):
+            raise TypeError(f"{owner} update sequence element #{j} should be Iterable; is"
+                            f"{type(p).__name__}")
+        if len(p) != 2:
+            raise ValueError(f"{owner} update sequence element #{j} has length {len(p)}; 2 is "
+                             f"required")
+        out.append((p[0], p[1]))
+    return out
 
 
 def _as_parameter(value):
@@ -337,6 +366,10 @@ class ParameterList(Module):
         return self
 
     def extend(self, values) -> ParameterList:
+        # (a Tensor is iterable, but is never unpacked here)
+        if not isinstance(values, Iterable) or isinstance(values, Tensor):
+            raise TypeError(f"ParameterList.extend should be called with an iterable, but got "
+                            f"{type(values).__name__}")
         for v in values:
             self.append(v)
         return self
@@ -362,8 +395,7 @@ class ParameterDict(Module):
             self.update(parameters)
 
     def __getitem__(self, key: str):
-        if key not in self._keys:
-            raise KeyError(key)
+        # a missing key raises AttributeError, as PyTorch's (it reads the attribute)
         return getattr(self, key)
 
     def __setitem__(self, key: str, value) -> None:
@@ -394,20 +426,63 @@ class ParameterDict(Module):
     def items(self):
         return [(k, self[k]) for k in self._keys]
 
+    def __reversed__(self):
+        return reversed(list(self._keys))
+
     def get(self, key: str, default=None):
-        try:
-            return self[key]
-        except KeyError:
-            return default
+        """The value under ``key``, or ``default`` when there is none."""
+        return self[key] if key in self else default
 
     def pop(self, key: str):
+        """Removes the value under ``key`` and returns it."""
         v = self[key]
         del self[key]
         return v
 
+    def popitem(self) -> tuple:
+        """Removes and returns the last (key, value) pair."""
+        k = next(reversed(self._keys))
+        v = self[k]
+        del self[k]
+        return k, v
+
+    def setdefault(self, key: str, default=None):
+        """The value under ``key``, first set to ``default`` when there is none."""
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def clear(self) -> None:
+        """Removes every value."""
+        for k in list(self._keys):
+            del self[k]
+
+    def copy(self) -> ParameterDict:
+        """A new ParameterDict holding the same values (the same Parameter objects)."""
+        return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
+
+    def fromkeys(self, keys, default=None) -> ParameterDict:
+        """A new ParameterDict with ``keys``, each set to ``default``."""
+        return ParameterDict((k, default) for k in keys)
+
+    def __or__(self, other: ParameterDict) -> ParameterDict:
+        out = self.copy()
+        out.update(other)
+        return out
+
+    def __ror__(self, other: ParameterDict) -> ParameterDict:
+        out = other.copy()
+        out.update(self)
+        return out
+
+    def __ior__(self, other: ParameterDict) -> ParameterDict:  # noqa: PYI034
+        self.update(other)
+        return self
+
     def update(self, parameters) -> None:
-        items = parameters.items() if hasattr(parameters, "items") else parameters
-        for k, v in items:
+        """Adds (or replaces) the values of a mapping (a plain dict's in sorted key order, as
+        PyTorch's) or of an iterable of (key, value) pairs."""
+        for k, v in _update_items(parameters, "ParameterDict", sort=True):
             self[k] = v
 
     def extra_repr(self) -> str:

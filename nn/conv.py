@@ -56,6 +56,13 @@ class _ConvNd(Module):
         else:
             self.padding = _ntuple(padding, nd, "padding", name)
         self.groups, self.padding_mode = groups, padding_mode
+        # PyTorch's attributes: ``transposed``, ``output_padding`` (zeros for a convolution;
+        # the transposed layers set theirs) and the F.pad argument of a non-zeros padding_mode
+        self.transposed = self._transposed
+        self.output_padding = (0,) * nd
+        explicit = self._explicit_padding()
+        self._reversed_padding_repeated_twice = (
+            explicit if isinstance(padding, str) else tuple(explicit))
         channels = ((in_channels, out_channels // groups) if self._transposed else
                     (out_channels, in_channels // groups))
         affine_parameters(self, channels + self.kernel_size, ("weight",), True, device, dtype)
@@ -95,7 +102,7 @@ class _ConvNd(Module):
             s += f", padding={self.padding}"
         if self.dilation != (1,) * nd:
             s += f", dilation={self.dilation}"
-        if getattr(self, "output_padding", (0,) * nd) != (0,) * nd:
+        if self.output_padding != (0,) * nd:
             s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"

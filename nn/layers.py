@@ -144,17 +144,22 @@ class Embedding(Module):
             s += f", norm_type={self.norm_type}"
         if self.scale_grad_by_freq:
             s += ", scale_grad_by_freq=True"
+        if self.sparse:
+            s += ", sparse=True"
         return s
 
     @classmethod
     def from_pretrained(cls, embeddings: Tensor, freeze: bool = True, padding_idx=None,
-                        **kwargs) -> Embedding:
-        """An Embedding holding ``embeddings`` (not trained when ``freeze``)."""
+                        max_norm=None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        sparse: bool = False) -> Embedding:
+        """An Embedding holding ``embeddings`` (2-D, used as the weight itself, not a copy);
+        ``freeze`` (default True) stops it being trained."""
         if embeddings.ndim != 2:
-            raise AssertionError("Embedding.from_pretrained: Embeddings parameter is expected to "
-                                 "be 2-dimensional")
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape
-        return cls(rows, cols, padding_idx, _weight=embeddings, _freeze=freeze, **kwargs)
+        return cls(rows, cols, padding_idx=padding_idx, max_norm=max_norm, norm_type=norm_type,
+                   scale_grad_by_freq=scale_grad_by_freq, sparse=sparse, _weight=embeddings,
+                   _freeze=freeze)
 
 
 class LayerNorm(Module):
@@ -316,7 +321,8 @@ class Unflatten(Module):
                 isinstance(n, int) for n in unflattened_size):
             raise TypeError("unflattened_size must be tuple of ints, but found element of "
                             f"type {type(unflattened_size).__name__} instead")
-        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+        # kept as given (list or tuple): PyTorch's repr shows it that way
+        self.dim, self.unflattened_size = dim, unflattened_size
 
     def forward(self, input: Tensor) -> Tensor:
         dim = wrap_dim(self.dim, input.ndim, "unflatten")
@@ -326,7 +332,7 @@ class Unflatten(Module):
         if (known != shape[dim] if -1 not in sizes else known == 0 or shape[dim] % known):
             raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to "
                                f"the size of dim {dim} ({shape[dim]}) in the input tensor")
-        return input.reshape(shape[:dim] + self.unflattened_size + shape[dim + 1:])
+        return input.reshape(shape[:dim] + tuple(sizes) + shape[dim + 1:])
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
@@ -404,6 +410,21 @@ class EmbeddingBag(Embedding):
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", mode='{self.mode}'"
+
+    @classmethod
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True, max_norm=None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        mode: str = "mean", sparse: bool = False,
+                        include_last_offset: bool = False, padding_idx=None) -> EmbeddingBag:
+        """An EmbeddingBag holding ``embeddings`` (2-D, used as the weight itself);
+        ``freeze`` (default True) stops it being trained."""
+        if embeddings.ndim != 2:
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        m = cls(rows, cols, max_norm, norm_type, scale_grad_by_freq, mode, sparse, embeddings,
+                include_last_offset, padding_idx)
+        m.weight.requires_grad = not freeze
+        return m
 
 
 class Fold(Module):

@@ -17,7 +17,10 @@ __all__ = ["BCELoss", "BCEWithLogitsLoss", "CTCLoss", "CosineEmbeddingLoss", "Cr
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__()
-        self.reduction = F._reduction(size_average, reduce, reduction)
+        if size_average is not None or reduce is not None:  # PyTorch's legacy arguments
+            reduction = F._reduction(size_average, reduce, reduction)
+        # (as PyTorch's: an invalid reduction is reported by the functional, on the call)
+        self.reduction = reduction
 
 
 class _WeightedLoss(_Loss):
@@ -257,6 +260,10 @@ class TripletMarginWithDistanceLoss(_Loss):
         if margin <= 0:
             raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater "
                              f"than 0, got {margin} instead")
+        # as PyTorch's: the default is a PairwiseDistance() submodule (shown by repr)
+        if distance_function is None:
+            from .layers import PairwiseDistance
+            distance_function = PairwiseDistance()
         self.distance_function, self.margin, self.swap = distance_function, margin, swap
 
     def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:

@@ -13,6 +13,7 @@ import functools
 import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
+from typing import TypeVar
 
 from ..autograd.grad_mode import no_grad
 from ..autograd.node import RemovableHandle
@@ -71,12 +72,20 @@ class Module:
     """
 
     training: bool
+    T_destination = TypeVar("T_destination", bound=dict)  # PyTorch's state_dict annotation
     _version = 1  # the state_dict metadata version, as PyTorch's
+    # PyTorch's class flags: dump_patches (a legacy serialization switch, unused here) and
+    # call_super_init (Module.__init__ passes its arguments on to the next class in the MRO)
+    dump_patches: bool = False
+    call_super_init: bool = False
 
     def __init__(self, *args, **kwargs):
-        if args or kwargs:
-            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments: "
-                            f"Module.__init__ takes none (pass them to the subclass)")
+        if not self.call_super_init and kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword "
+                            f"argument '{next(iter(kwargs))}'")
+        if not self.call_super_init and args:
+            raise TypeError(f"{type(self).__name__}.__init__() takes 1 positional argument "
+                            f"but {len(args) + 1} were given")
         d = self.__dict__
         d["training"] = True
         d["_parameters"] = OrderedDict()
@@ -95,6 +104,9 @@ class Module:
         d["_state_dict_post_hooks_in_place"] = set()
         d["_load_state_dict_pre_hooks"] = OrderedDict()
         d["_load_state_dict_post_hooks"] = OrderedDict()
+        if self.call_super_init:
+            # cooperative multiple inheritance: the rest of the MRO gets the arguments
+            super().__init__(*args, **kwargs)
 
     def __setstate__(self, state: dict) -> None:
         # modules pickled before the hook registries existed get empty ones, as PyTorch does
@@ -335,18 +347,23 @@ class Module:
         """The submodule at dotted path ``target`` ("" is this module)."""
         mod = self
         for item in target.split(".") if target else ():
-            if item not in mod._modules:
-                raise AttributeError(f"{type(mod).__name__} has no attribute `{item}`")
-            mod = mod._modules[item]
+            if not hasattr(mod, item):
+                raise AttributeError(f"{mod._get_name()} has no attribute `{item}`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
         return mod
 
     def get_parameter(self, target: str) -> Parameter:
         """The parameter at dotted path ``target``."""
         mod_path, _, name = target.rpartition(".")
         mod = self.get_submodule(mod_path)
-        if name not in mod._parameters:
-            raise AttributeError(f"{type(mod).__name__} has no parameter `{name}`")
-        return mod._parameters[name]
+        if not hasattr(mod, name):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
+        param = getattr(mod, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return param
 
     def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
         """Sets the submodule at the dotted path ``target`` (``"net.0"``) to ``module``.
@@ -466,8 +483,10 @@ class Module:
         object.__delattr__(self, name)
 
     def __dir__(self):
-        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers)
-                      | set(self._modules))
+        keys = set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(
+            self._modules)
+        # as PyTorch's: names that are not Python identifiers ("0" in a Sequential) left out
+        return sorted(k for k in keys if not k[0].isdigit())
 
     # -- traversal ---------------------------------------------------------------------------
     def named_modules(self, memo: set | None = None, prefix: str = "",
@@ -629,6 +648,27 @@ class Module:
     def cuda(self, device=None) -> Module:
         """Moves every parameter and buffer to a CUDA device."""
         return self._apply(lambda t: t.cuda(device))
+
+    def _no_backend(self, kind: str, exc: type) -> Module:
+        # PyTorch's CPU/CUDA builds raise the same way for these device kinds
+        if any(True for _ in self.parameters()) or any(True for _ in self.buffers()):
+            raise exc(f"tritongrad has no {kind} backend (devices: cpu, cuda)")
+        return self
+
+    def xpu(self, device=None) -> Module:
+        """Moves every parameter and buffer to an XPU device: tritongrad has no XPU backend,
+        so a module holding tensors raises AssertionError (as a torch build without XPU)."""
+        return self._no_backend("XPU", AssertionError)
+
+    def ipu(self, device=None) -> Module:
+        """Moves every parameter and buffer to an IPU device: tritongrad has none
+        (RuntimeError, as a torch build without IPU support)."""
+        return self._no_backend("IPU", RuntimeError)
+
+    def mtia(self, device=None) -> Module:
+        """Moves every parameter and buffer to an MTIA device: tritongrad has none
+        (AssertionError, as a torch build without MTIA)."""
+        return self._no_backend("MTIA", AssertionError)
 
     def cpu(self) -> Module:
         """Moves every parameter and buffer to the CPU."""

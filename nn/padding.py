@@ -17,8 +17,11 @@ class _Pad(Module):
     mode = "constant"
     nd = 0
 
-    def __init__(self, padding, value: float = 0.0):
+    def __init__(self, padding):  # (PyTorch's signature: only ConstantPad takes a value)
         super().__init__()
+        self._set(padding, 0.0)
+
+    def _set(self, padding, value: float) -> None:
         n = 2 * self.nd
         padding = (padding,) * n if isinstance(padding, int) else tuple(padding)
         if len(padding) != n:
@@ -37,7 +40,8 @@ class _Pad(Module):
 
 class _ConstantPad(_Pad):
     def __init__(self, padding, value: float):
-        super().__init__(padding, value)
+        Module.__init__(self)
+        self._set(padding, value)
 
     def extra_repr(self) -> str:
         return f"padding={self.padding}, value={self.value}"

@@ -194,6 +194,50 @@ class RNNBase(Module):
         """Does nothing: the weights are separate tensors here (cuDNN's flat buffer is a
         PyTorch detail)."""
 
+    # -- PyTorch's argument checks, public there (subclasses call and override them) --------
+    def check_input(self, input: Tensor, batch_sizes: Tensor | None) -> None:
+        """Checks ``input``: its dtype is the weights' (ValueError), it has 3 dims (2 for the
+        data of a packed sequence) and its last size is ``input_size`` (RuntimeError)."""
+        self._check_input_dtype(input)
+        expected = 2 if batch_sizes is not None else 3
+        if input.dim() != expected:
+            raise RuntimeError(f"input must have {expected} dimensions, got {input.dim()}")
+        if self.input_size != input.size(-1):
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {input.size(-1)}")
+
+    def get_expected_hidden_size(self, input: Tensor, batch_sizes: Tensor | None) -> tuple:
+        """(num_layers * num_directions, batch, proj_size or hidden_size)."""
+        if batch_sizes is not None:
+            mini_batch = int(batch_sizes[0])
+        else:
+            mini_batch = input.size(0) if self.batch_first else input.size(1)
+        directions = 2 if self.bidirectional else 1
+        return (self.num_layers * directions, mini_batch, self.proj_size or self.hidden_size)
+
+    def check_hidden_size(self, hx: Tensor, expected_hidden_size: tuple,
+                          msg: str = "Expected hidden size {}, got {}") -> None:
+        """RuntimeError (``msg`` formatted with the sizes) unless ``hx`` has that size."""
+        if tuple(hx.size()) != tuple(expected_hidden_size):
+            raise RuntimeError(msg.format(tuple(expected_hidden_size), list(hx.size())))
+
+    def check_forward_args(self, input: Tensor, hidden, batch_sizes: Tensor | None) -> None:
+        """``check_input`` then the size of ``hidden`` (h_0)."""
+        self.check_input(input, batch_sizes)
+        self.check_hidden_size(hidden, self.get_expected_hidden_size(input, batch_sizes))
+
+    def permute_hidden(self, hx: Tensor, permutation: Tensor | None):
+        """``hx`` with its batch dim (1) reordered by ``permutation`` (None: unchanged)."""
+        if permutation is None:
+            return hx
+        return hx.index_select(1, permutation)
+
+    @property
+    def _flat_weights(self) -> list:
+        """The parameters named by ``_flat_weights_names``, in that order (PyTorch's
+        attribute; read live, so a reassigned weight shows)."""
+        return [getattr(self, n, None) for n in self._flat_weights_names]
+
     @property
     def all_weights(self) -> list:
         """The parameters per layer and direction, as lists in registration order."""
@@ -221,7 +265,7 @@ class RNNBase(Module):
         from ..autograd.autocast import is_autocast_enabled
         if is_autocast_enabled(x.device.type):
             return
-        raise ValueError(f"{self.mode}: input dtype ({x.dtype}) does not match weight dtype "
+        raise ValueError(f"RNN input dtype ({x.dtype}) does not match weight dtype "
                          f"({w.dtype}). Convert input: input.to({w.dtype}), or convert model: "
                          f"model.to({x.dtype})")
 
@@ -464,6 +508,30 @@ class LSTM(RNNBase):
         super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first,
                          dropout, bidirectional, proj_size, device, dtype)
 
+    def get_expected_cell_size(self, input: Tensor, batch_sizes: Tensor | None) -> tuple:
+        """(num_layers * num_directions, batch, hidden_size): c_0's size."""
+        if batch_sizes is not None:
+            mini_batch = int(batch_sizes[0])
+        else:
+            mini_batch = input.size(0) if self.batch_first else input.size(1)
+        return (self.num_layers * (2 if self.bidirectional else 1), mini_batch,
+                self.hidden_size)
+
+    def check_forward_args(self, input: Tensor, hidden: tuple,  # type: ignore[override]
+                           batch_sizes: Tensor | None) -> None:
+        """``check_input`` then the sizes of h_0 and c_0."""
+        self.check_input(input, batch_sizes)
+        self.check_hidden_size(hidden[0], self.get_expected_hidden_size(input, batch_sizes),
+                               "Expected hidden[0] size {}, got {}")
+        self.check_hidden_size(hidden[1], self.get_expected_cell_size(input, batch_sizes),
+                               "Expected hidden[1] size {}, got {}")
+
+    def permute_hidden(self, hx: tuple, permutation: Tensor | None) -> tuple:  # type: ignore
+        """(h, c) with their batch dim reordered by ``permutation``."""
+        if permutation is None:
+            return hx
+        return hx[0].index_select(1, permutation), hx[1].index_select(1, permutation)
+
 
 class GRU(RNNBase):
     r"""A multi-layer gated recurrent unit RNN. For each element of the sequence, each layer
@@ -585,6 +653,9 @@ class LSTMCell(_GatedCell):
 
     def forward(self, input: Tensor, hx: tuple | None = None) -> tuple:
         x, unbatched = self._input(input)
+        if hx is not None and not (isinstance(hx, (tuple, list)) and len(hx) == 2):
+            raise TypeError(f"lstm_cell(): argument 'hx' (position 2) must be tuple of "
+                            f"Tensors, not {type(hx).__name__}")
         h, c = (None, None) if hx is None else hx
         h, c = self._state(h, x, unbatched), self._state(c, x, unbatched)
         h, c = lstm_cell(x, (h, c), self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)

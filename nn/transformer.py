@@ -60,6 +60,12 @@ class _Layer(Module):
         for i in range(1, blocks + 1):
             setattr(self, f"dropout{i}", Dropout(dropout))
         self.activation = _activation(activation)
+        if blocks == 2:
+            # PyTorch's flag for its fused inference path: 1 relu, 2 gelu, 0 anything else
+            from .activation import GELU, ReLU
+            act = self.activation
+            self.activation_relu_or_gelu = (1 if act is F.relu or isinstance(act, ReLU) else
+                                            2 if act is F.gelu or isinstance(act, GELU) else 0)
 
     def _sa_block(self, x: Tensor, attn_mask, key_padding_mask, is_causal: bool) -> Tensor:
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
@@ -97,7 +103,7 @@ class TransformerEncoderLayer(_Layer):
     """
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
-                 dropout: float = 0.1, activation="relu", layer_norm_eps: float = 1e-5,
+                 dropout: float = 0.1, activation=F.relu, layer_norm_eps: float = 1e-5,
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True,
                  device=None, dtype=None):
         super().__init__(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
@@ -128,7 +134,7 @@ class TransformerDecoderLayer(_Layer):
     """
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
-                 dropout: float = 0.1, activation="relu", layer_norm_eps: float = 1e-5,
+                 dropout: float = 0.1, activation=F.relu, layer_norm_eps: float = 1e-5,
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True,
                  device=None, dtype=None):
         super().__init__(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
@@ -179,6 +185,10 @@ class TransformerEncoder(Module):
         self.layers = _clones(encoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
+        # PyTorch's flags (no nested-tensor fast path here: use_nested_tensor stays False)
+        self.enable_nested_tensor = enable_nested_tensor
+        self.use_nested_tensor = False
+        self.mask_check = mask_check
 
     def forward(self, src: Tensor, mask: Tensor | None = None,
                 src_key_padding_mask: Tensor | None = None,
@@ -220,14 +230,14 @@ class Transformer(Module):
 
     Args:
         d_model (512), nhead (8), num_encoder_layers (6), num_decoder_layers (6),
-        dim_feedforward (2048), dropout (0.1), activation ("relu"): as the layers'.
+        dim_feedforward (2048), dropout (0.1), activation (F.relu): as the layers'.
         custom_encoder, custom_decoder: modules used instead of the built stacks.
         layer_norm_eps, batch_first, norm_first, bias: as the layers'.
     """
 
     def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,
                  num_decoder_layers: int = 6, dim_feedforward: int = 2048,
-                 dropout: float = 0.1, activation="relu", custom_encoder: Module | None = None,
+                 dropout: float = 0.1, activation=F.relu, custom_encoder: Module | None = None,
                  custom_decoder: Module | None = None, layer_norm_eps: float = 1e-5,
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True,
                  device=None, dtype=None):

@@ -136,7 +136,7 @@ def test_activation_modules_and_inplace():
               nn.Softshrink(), nn.Hardshrink(), nn.Softmin(0), nn.PReLU()):
         assert m(x).shape == (2,)
     assert nn.GLU()(tg.ones(2, 4)).shape == (2, 2)
-    assert repr(nn.Softshrink(0.3)) == "Softshrink(lambd=0.3)"
+    assert repr(nn.Softshrink(0.3)) == "Softshrink(0.3)"
     assert repr(nn.CELU(0.5, inplace=True)) == "CELU(alpha=0.5, inplace=True)"
     for act in (nn.SELU, nn.Hardswish, nn.Hardsigmoid):  # in place: written into the input
         leaf = tg.tensor([-1.0, 2.0], requires_grad=True)
