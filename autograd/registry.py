@@ -190,8 +190,13 @@ def write_out(fn: Callable, name: str, form: str, args: tuple, kwargs: dict, out
     from .storage import _c_type as c_type_name
     from .tensor import Tensor
     given = isinstance(out, Tensor)
-    if form == "dtype" and given and kwargs.get("dtype") is None:
-        kwargs = {**kwargs, "dtype": out.dtype}
+    if form == "dtype" and given:
+        want = kwargs.get("dtype")
+        if want is None:
+            kwargs = {**kwargs, "dtype": out.dtype}
+        elif want is not out.dtype:  # (PyTorch's check: the result is not cast into out)
+            raise RuntimeError(f"Expected out tensor to have dtype {c_type_name(want)}, but "
+                               f"got {c_type_name(out.dtype)} instead")
     result = fn(*args, **kwargs)
     if form == "exact" and given and out.dtype is not result.dtype:
         raise RuntimeError(f"Expected out tensor to have dtype {c_type_name(result.dtype)}, but "

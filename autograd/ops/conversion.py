@@ -208,8 +208,12 @@ def is_pinned(x: Tensor, device=None) -> builtins.bool:
     return x._device.type == "cpu" and pinned.is_pinned(x._data)
 
 
-def cpu(x: Tensor) -> Tensor:
-    """A copy of this tensor in CPU memory (``x`` itself if already there)."""
+def cpu(x: Tensor, memory_format=None) -> Tensor:
+    """A copy of this tensor in CPU memory (``x`` itself if already there, in the layout
+    asked). ``memory_format`` as in ``to``: ``channels_last`` lays a 4-d copy out so."""
+    if memory_format is not None and memory_format is not dtypes.preserve_format:
+        check_memory_format("cpu", memory_format, None)
+        return to(x, Device("cpu"), memory_format=memory_format)
     if x._device.type == "cpu":
         return x  # the common case, without parsing to()'s overloads
     return to(x, Device("cpu"))
@@ -386,10 +390,12 @@ class CopyBackwards(Primitive):
         return zeros(k, out.shape, out) if t is None else t
 
 
-def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
-    """Copies ``src`` (broadcast, cast, moved) into this tensor in place and returns it.
+def copy_(self: Tensor, other, non_blocking: bool = False) -> Tensor:
+    """Copies ``other`` (the source: broadcast, cast, moved; PyTorch's binding names it
+    ``other``, its documentation ``src``) into this tensor in place and returns it.
     ``non_blocking=True`` as in ``to``: a copy from pinned host memory to a CUDA tensor is
     queued on the current stream and this returns at once."""
+    src = other
     if not isinstance(src, Tensor):
         if isinstance(src, numbers.Number):
             # PyTorch wraps the number as a tensor and casts it: not range-checked, an int
@@ -397,7 +403,8 @@ def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
             from .creation import scalar_tensor
             src = scalar_tensor(src, self.dtype, self.device)
         else:
-            raise TypeError(f"copy_(): argument 'src' must be Tensor, not {src.__class__.__name__}")
+            raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not "
+                            f"{src.__class__.__name__}")
     from .elementwise import broadcast_shapes
     if broadcast_shapes(self.shape, src.shape) != tuple(self.shape):
         raise RuntimeError(f"copy_: source of shape {list(src.shape)} cannot be broadcast to "

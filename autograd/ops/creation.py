@@ -488,6 +488,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False,
     """
     if isinstance(data, np.ndarray):
         check_ndarray(data)
+    if _is_ml_bfloat16(data):  # (held as float32 values on the CPU: converted, exactly)
+        data, dtype = np.asarray(data, np.float32), dtype or dtypes.bfloat16
     arr = _infer_array(data, dtype)
     dt = as_dtype(dtype) or (data.dtype if isinstance(data, Tensor) else
                              dtypes.from_numpy_dtype(arr.dtype))
@@ -499,6 +501,16 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False,
     out = host_to(np.array(arr, copy=True) if isinstance(data, np.ndarray) else arr, dt,
                   resolve_device(device))
     return _finish(_pinned(out, pin_memory), requires_grad)
+
+
+def _is_ml_bfloat16(data) -> bool:
+    """Whether ``data`` is a NumPy array or scalar of ml_dtypes' ``bfloat16``: tritongrad's
+    CPU bfloat16 is float32 storage on the bfloat16 grid (kernels/numpy/bf16.py), so such an
+    array is converted through float32 (exact) rather than shared. (ml_dtypes' float8 arrays
+    are a float8 tensor's own storage, shared as they are.)"""
+    dt = getattr(data, "dtype", None)
+    return (isinstance(data, (np.ndarray, np.generic)) and dt.name == "bfloat16"
+            and dt.type.__module__.startswith("ml_dtypes"))
 
 
 def _default_float(data) -> bool:
@@ -557,7 +569,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     if isinstance(data, Tensor):
         return data.to(device=dev or data.device, dtype=dt or data.dtype)
     if isinstance(data, np.ndarray) and (dev or resolve_device(None)).type == "cpu" and (
-            dt is None or dt.np == data.dtype):
+            dt is None or dt.np == data.dtype) and not _is_ml_bfloat16(data):
         return from_numpy(data)
     return tensor(data, dtype=dtype, device=device)
 
@@ -567,6 +579,10 @@ def from_numpy(ndarray: np.ndarray, /) -> Tensor:
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     check_ndarray(ndarray)
+    if _is_ml_bfloat16(ndarray):
+        raise TypeError("from_numpy(): an ml_dtypes bfloat16 array cannot share memory with a "
+                        "tensor (CPU bfloat16 tensors keep float32 storage); copy it with "
+                        "tritongrad.tensor(array) instead")
     if any(s < 0 for s in ndarray.strides):
         raise ValueError("At least one stride in the given numpy array is negative, and tensors "
                          "with negative strides are not currently supported. (You can probably "
@@ -845,51 +861,64 @@ def _random_complex(k, name: str, size, dt, dev, generator) -> Tensor:
         state.grad_enabled = prev
 
 
-# (one event: the kernel draws into a new array in one call, so PyTorch's nested aten::empty
-# and aten::uniform_ / aten::normal_ are no steps of their own here)
-@observed_op("aten::rand")
-def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
-         requires_grad: bool = False, pin_memory: bool = False, **kw) -> Tensor:
-    """Returns a tensor filled with random numbers from a uniform distribution on the
-    interval [0, 1), drawn from ``generator`` (by default the device's default generator,
-    which ``manual_seed`` seeds; on CUDA, drawn on the device)."""
-    shape = _size_arg("rand", size, _factory_kwargs("rand", kw))
-    check_layout("rand", layout)
-    if out is not None:
-        return _factory_out("rand", out, lambda dt, dev: rand(
-            shape, generator=generator, dtype=dt, device=dev), dtype, device, requires_grad)
-    return _finish(_pinned(_random("rand", shape, dtype, device, False, generator),
-                           pin_memory), requires_grad)
+def _sampler(name: str, doc: str):
+    """The public factory ``name`` (``rand`` or ``randn``): a tensor of the given size filled
+    with samples of the backend's distribution of that name (the contract's ``rand``/``randn``
+    draws), with PyTorch's factory arguments; ``doc`` is its docstring."""
+
+    def sample(*size, generator=None, out=None, dtype=None, layout=None, device=None,
+               requires_grad: bool = False, pin_memory: bool = False, **kw) -> Tensor:
+        shape = _size_arg(name, size, _factory_kwargs(name, kw))
+        check_layout(name, layout)
+        if out is not None:
+            return _factory_out(name, out, lambda dt, dev: public(
+                shape, generator=generator, dtype=dt, device=dev), dtype, device, requires_grad)
+        return _finish(_pinned(_random(name, shape, dtype, device, False, generator),
+                               pin_memory), requires_grad)
+
+    sample.__name__ = sample.__qualname__ = name
+    sample.__doc__ = doc
+    # (one event: the kernel draws into a new array in one call, so PyTorch's nested
+    # aten::empty and aten::uniform_ / aten::normal_ are no steps of their own here)
+    public = observed_op(f"aten::{name}")(sample)
+    return public
 
 
-@observed_op("aten::randn")
-def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
-          requires_grad: bool = False, pin_memory: bool = False, **kw) -> Tensor:
-    """Returns a tensor filled with random numbers from a normal distribution with mean 0 and
-    variance 1, drawn from ``generator`` (by default the device's default generator)."""
-    shape = _size_arg("randn", size, _factory_kwargs("randn", kw))
-    check_layout("randn", layout)
-    if out is not None:
-        return _factory_out("randn", out, lambda dt, dev: randn(
-            shape, generator=generator, dtype=dt, device=dev), dtype, device, requires_grad)
-    return _finish(_pinned(_random("randn", shape, dtype, device, False, generator),
-                           pin_memory), requires_grad)
+def _sampler_like(sampler, doc: str):
+    """``<sampler>_like``: ``sampler``'s samples with ``input``'s size (and, by default, dtype
+    and device)."""
+
+    def like(input: Tensor, dtype=None, device=None, requires_grad: bool = False, *,
+             generator=None, memory_format=None, layout=None,
+             pin_memory: bool = False) -> Tensor:
+        return _like(sampler, input, dtype, device, requires_grad, memory_format, layout,
+                     pin_memory, generator=generator)
+
+    like.__name__ = like.__qualname__ = sampler.__name__ + "_like"
+    like.__doc__ = doc
+    return like
 
 
-def rand_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False, *,
-              generator=None, memory_format=None,
-              layout=None, pin_memory: bool = False) -> Tensor:
-    """Uniform samples on [0, 1) with ``input``'s size (and, by default, dtype and device)."""
-    return _like(rand, input, dtype, device, requires_grad, memory_format, layout, pin_memory,
-                 generator=generator)
+rand = _sampler("rand", """Returns a tensor filled with random numbers from a uniform
+    distribution on the interval [0, 1), drawn from ``generator`` (by default the device's
+    default generator, which ``manual_seed`` seeds; on CUDA, drawn on the device).
 
+    Example:
+        >>> tg.rand(2, 3).shape
+        tritongrad.Size([2, 3])
+    """)
+randn = _sampler("randn", """Returns a tensor filled with random numbers from a normal
+    distribution with mean 0 and variance 1, drawn from ``generator`` (by default the device's
+    default generator).
 
-def randn_like(input: Tensor, dtype=None, device=None, requires_grad: bool = False, *,
-               generator=None, memory_format=None,
-               layout=None, pin_memory: bool = False) -> Tensor:
-    """Standard normal samples with ``input``'s size (and, by default, dtype and device)."""
-    return _like(randn, input, dtype, device, requires_grad, memory_format, layout, pin_memory,
-                 generator=generator)
+    Example:
+        >>> tg.randn(2, 3).shape
+        tritongrad.Size([2, 3])
+    """)
+rand_like = _sampler_like(rand, "Uniform samples on [0, 1) with ``input``'s size (and, by "
+                                 "default, dtype and device).")
+randn_like = _sampler_like(randn, "Standard normal samples with ``input``'s size (and, by "
+                                  "default, dtype and device).")
 
 
 # The integer dtypes as PyTorch's C++ messages name them
@@ -900,10 +929,25 @@ _C_TYPE_NAMES = {dtypes.uint8: "unsigned char", dtypes.int8: "signed char",
 
 @observed_op("aten::randint")
 def randint(low, high=None, size=None, dtype=None, device=None,
-            requires_grad: bool = False, *, generator=None) -> Tensor:
-    """Random integers in [low, high) from ``generator`` (by default the global one)."""
+            requires_grad: bool = False, *, generator=None, out=None, layout=None,
+            pin_memory: bool = False) -> Tensor:
+    """Random integers in [low, high) from ``generator`` (by default the global one);
+    ``out=``: written into that tensor, in its dtype (a float ``out`` holds the integers).
+
+    Example:
+        >>> tg.randint(0, 10, (3,)).dtype
+        tritongrad.int64
+    """
     if size is None and isinstance(high, (tuple, list)):  # randint(high, size)
         low, high, size = 0, low, high
+    check_layout("randint", layout)
+    if out is not None:
+        return _factory_out("randint", out, lambda dt, dev: randint(
+            low, high, size, dtype=dt, device=dev, generator=generator), dtype, device,
+            requires_grad)
+    if pin_memory:
+        return _finish(_pinned(randint(low, high, size, dtype=dtype, device=device,
+                                       generator=generator), True), requires_grad)
     if high is None:
         low, high = 0, low
     if size is None:
@@ -1070,10 +1114,12 @@ def _new(factory):
     return method
 
 
-def _new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """A new tensor filled with ``fill_value``, by default of this tensor's dtype and device."""
+def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False,
+              layout=None, pin_memory: bool = False) -> Tensor:
+    """A new tensor filled with ``fill_value``, by default of this tensor's dtype and device
+    (``layout`` and ``pin_memory`` as :func:`full`'s)."""
     return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
-                requires_grad=requires_grad)
+                requires_grad=requires_grad, layout=layout, pin_memory=pin_memory)
 
 
 def _new_tensor(self, data, dtype=None, device=None, requires_grad=False) -> Tensor:

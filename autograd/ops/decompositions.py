@@ -402,6 +402,23 @@ def det(A: Tensor, *, out=None) -> Tensor:
     return _exact(apply(LinalgDetBackward0, (A,)), out, "linalg.det", "_linalg_det")
 
 
+def _det(input: Tensor) -> Tensor:
+    """``tritongrad.det(input)`` and ``Tensor.det()``: :func:`det` under PyTorch's top-level
+    name for the matrix, ``input`` (``linalg.det`` names it ``A`` and takes ``out=``;
+    ``torch.det`` has no ``out=``)."""
+    return det(input)
+
+
+def _slogdet(input: Tensor, *, out=None) -> SlogdetResult:
+    """``tritongrad.slogdet(input)`` and ``Tensor.slogdet()``: :func:`slogdet` under PyTorch's
+    top-level name for the matrix, ``input`` (``linalg.slogdet`` names it ``A``)."""
+    return slogdet(input, out=out)
+
+
+_det.__name__ = _det.__qualname__ = "det"
+_slogdet.__name__ = _slogdet.__qualname__ = "slogdet"
+
+
 def logdet(input: Tensor) -> Tensor:
     """``log(det A)``: NaN where the determinant is negative, -inf where it is 0 (real A);
     ``log|det A| + log(sign)`` for complex A."""
@@ -1397,10 +1414,10 @@ _FLOAT = "float32/64, complex64/128"
 OPS = (
     OpInfo("inverse", inverse, dtypes=_FLOAT, grad="-A^-H g A^-H", node=LinalgInvExBackward0,
            jvp=True),
-    OpInfo("det", det, dtypes=_FLOAT, grad="g conj(det) A^-H", node=LinalgDetBackward0,
+    OpInfo("det", _det, dtypes=_FLOAT, grad="g conj(det) A^-H", node=LinalgDetBackward0,
            jvp=True),
     OpInfo("logdet", logdet, dtypes=_FLOAT, grad="g A^-H (through slogdet)", jvp=True),
-    OpInfo("slogdet", slogdet, dtypes=_FLOAT, grad="g_logabsdet A^-H",
+    OpInfo("slogdet", _slogdet, dtypes=_FLOAT, grad="g_logabsdet A^-H",
            node=LinalgSlogdetBackward0, jvp=True),
     OpInfo("cholesky", cholesky_legacy,
            dtypes=_FLOAT, grad="sym(L^-H Phi(L^H g) L^-1)", node=LinalgCholeskyExBackward0,

@@ -166,9 +166,10 @@ def householder_product(input: Tensor, tau: Tensor, *, out=None) -> Tensor:
                   cast=True)
 
 
-def orgqr(input: Tensor, tau: Tensor) -> Tensor:
-    """Alias for :func:`tritongrad.linalg.householder_product`."""
-    return householder_product(input, tau)
+def orgqr(input: Tensor, input2: Tensor) -> Tensor:
+    """Alias for :func:`tritongrad.linalg.householder_product`, ``tau`` being ``input2``
+    (PyTorch's argument names, as :func:`ormqr`'s)."""
+    return householder_product(input, input2)
 
 
 def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True,

@@ -112,12 +112,12 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
     return LUUnpackResult(P, L, U)
 
 
-def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor, *, out=None) -> Tensor:
-    """Deprecated (``linalg.lu_solve``): the solution of ``A X = b`` from ``A``'s LU
-    factorization (``lu_factor``): ``U^-1 L^-1 P^T b``. Differentiable with respect to ``b``
-    and ``LU_data``."""
+def lu_solve(input: Tensor, LU_data: Tensor, LU_pivots: Tensor, *, out=None) -> Tensor:
+    """Deprecated (``linalg.lu_solve``): the solution of ``A X = input`` from ``A``'s LU
+    factorization (``lu_factor``): ``U^-1 L^-1 P^T input`` (PyTorch's argument names).
+    Differentiable with respect to ``input`` and ``LU_data``."""
     op = "linalg.lu_solve"
-    tensor_arg(b, "lu_solve")
+    b = tensor_arg(input, "lu_solve")
     if b.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor B must have at least 2 dimensions.")
     _matrix(LU_data, op, "LU")

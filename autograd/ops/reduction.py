@@ -216,6 +216,42 @@ class return_types:  # noqa: N801 - PyTorch's module name
     median = _return_type("median")
     nanmedian = _return_type("nanmedian")
     mode = _return_type("mode")
+    # what the out= forms return, as PyTorch's (``torch.return_types.max_out``)
+    max_out = _return_type("max_out")
+    min_out = _return_type("min_out")
+    median_out = _return_type("median_out")
+    nanmedian_out = _return_type("nanmedian_out")
+    mode_out = _return_type("mode_out")
+    sort_out = _return_type("sort_out")
+    topk_out = _return_type("topk_out")
+    kthvalue_out = _return_type("kthvalue_out")
+
+
+def write_pair(name: str, values: Tensor, indices: Tensor, out, mismatch, position: int = 3):
+    """The out= form of an op returning (values, indices): ``values`` and ``indices`` written
+    into the pair ``out`` (a tuple or list of two tensors; PyTorch's TypeErrors otherwise,
+    ``position`` being out's argument number in them), refused when autograd would need them
+    and when a tensor's dtype is not the result's (``mismatch(want, got, which)``, which is
+    "values" or "indices", gives the RuntimeError's text: PyTorch's differs from op to op),
+    each resized as ``_result`` resizes. Returns ``return_types.<name>_out`` of the two."""
+    if not isinstance(out, (tuple, list)):
+        raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors, not "
+                        f"{type(out).__name__}")
+    for i, t in enumerate(out):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument {position}, but got "
+                            f"{type(t).__name__}")
+    if len(out) != 2:
+        raise TypeError(f"expected tuple of 2 elements but got {len(out)}")
+    if values.requires_grad:
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
+                           f"automatic differentiation, but one of the arguments requires grad.")
+    for want, got, which in ((values.dtype, out[0].dtype, "values"),
+                             (dtypes.int64, out[1].dtype, "indices")):
+        if got is not want:
+            raise RuntimeError(mismatch(want, got, which))
+    rt = getattr(return_types, name + "_out")
+    return rt(_result(values, out[0], name), _result(indices, out[1], name))
 
 
 # -- max / min / amax / amin / argmax / argmin ---------------------------------------------------
@@ -380,13 +416,7 @@ def _extreme(name, full_op, dim_op, binary):
             _nonempty(input, (d,), name)
             values, indices = apply(dim_op, (input,), d, bool(keepdim))
         if out is not None:  # (values, indices): both written, as PyTorch's out= tuple
-            if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors")
-            for want, got in ((values.dtype, out[0]), (dtypes.int64, out[1])):
-                if isinstance(got, Tensor) and got.dtype is not want:
-                    raise RuntimeError(f"Expected out tensor to have dtype {c_type_name(want)}, "
-                                       f"but got {c_type_name(got.dtype)} instead")
-            values, indices = (_result(values, out[0], name), _result(indices, out[1], name))
+            return write_pair(name, values, indices, out, _out_dtype_error)
         return rt(values, indices)
 
     fn.__name__ = name
@@ -395,6 +425,11 @@ def _extreme(name, full_op, dim_op, binary):
                   f"indices) along dim (the first index among ties). ``{name}(x, other)``: "
                   f"the elementwise {name}imum.")
     return fn
+
+
+def _out_dtype_error(want, got, which: str) -> str:
+    return (f"Expected out tensor to have dtype {c_type_name(want)}, but got "
+            f"{c_type_name(got)} instead")
 
 
 def _amax_like(name, op):

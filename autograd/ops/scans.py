@@ -7,10 +7,12 @@ over the kernel contract: ``ceil(log2 n)`` rounds, each combining every element 
 ``2^r`` places before it (``cat`` of the untouched head and the combined tail). That is
 O(n log n) work in a handful of launches, stays on the tensor's device, and is exact where a
 shortcut is not: ``exp(cumsum(log x))`` breaks on zeros and negatives, and shifting
-``logcumsumexp`` by the overall max underflows the early terms. The other ops here are
-composites of public ops, differentiable through their parts. ``cummax``/``cummin`` scan
-(value, index) pairs without a graph, then gather the values from the input, so the gradient
-is ``gather``'s (each ``g`` goes to the index it came from), as PyTorch's ``cummax_backward``.
+``logcumsumexp`` by the overall max underflows the early terms. ``cummax``/``cummin`` are one
+node each too (``CummaxBackward0``/``CumminBackward0``, saving the input and the indices, as
+PyTorch's): the same scan over (value, index) pairs, and a gradient that is ``g`` added at
+the indices (each ``g_j`` to the element that was the running extreme at j), PyTorch's
+``cummaxmin_backward``. The other ops here are composites of public ops, differentiable
+through their parts.
 """
 
 from __future__ import annotations
@@ -18,42 +20,23 @@ from __future__ import annotations
 import numbers
 
 from ...runtime import dtype as dtypes
-from ..checks import check_ordered, kernel_not_implemented, tensor_arg
-from ..dispatch import SINK, Primitive, apply, meta, opmath
+from ..checks import check_ordered, kernel_not_implemented, scalar_type_name, tensor_arg
+from ..dispatch import SINK, Primitive, apply, call, meta, opmath
+from ..dispatch import zeros as _zeros
 from ..registry import OpInfo, with_inplace, with_jvp
 from ..tensor import Tensor, int_arg, wrap_dim
 from .composite import LogaddexpBackward0, logaddexp
-from .creation import arange
-from .elementwise import ge, isnan, le, sub, where
-from .indexing import gather
-from .pointwise import logical_and, logical_not, logical_or, logical_xor
-from .reduction import _return_type, accumulating, as_requested, return_types, sum
+from .elementwise import _result, sub
+from .indexing import ScatterAddBackward0
+from .pointwise import logical_xor
+from .reduction import _return_type, accumulating, as_requested, return_types, sum, write_pair
 from .shape import cat, narrow
 
 # (values, indices) named tuples, beside PyTorch's others in tg.return_types
 return_types.cummax = _return_type("cummax")
 return_types.cummin = _return_type("cummin")
-
-
-def _scan(xs: tuple, dim: int, combine) -> tuple:
-    """The inclusive prefix scan of the tensors ``xs`` (one shape) along ``dim`` under the
-    associative ``combine(earlier, later) -> combined`` (tuples of tensors): Hillis-Steele."""
-    n = xs[0].shape[dim]
-    step = 1
-    while step < n:
-        head = tuple(narrow(x, dim, 0, step) for x in xs)
-        tail = combine(tuple(narrow(x, dim, 0, n - step) for x in xs),
-                       tuple(narrow(x, dim, step, n - step) for x in xs))
-        xs = tuple(cat([h, t], dim) for h, t in zip(head, tail))
-        step *= 2
-    return xs
-
-
-def _scan_dim(input: Tensor, dim, op: str) -> tuple:
-    """(input as at least 1-d, the wrapped dim, whether input was 0-d)."""
-    x = tensor_arg(input, op)
-    d = wrap_dim(int_arg(dim, op, "dim"), x.ndim, op)
-    return (x.reshape(1), 0, True) if x.ndim == 0 else (x, d, False)
+return_types.cummax_out = _return_type("cummax_out")
+return_types.cummin_out = _return_type("cummin_out")
 
 
 def _scan_axis(x: Tensor, dim, op: str) -> int:
@@ -81,43 +64,20 @@ def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     return as_requested(apply(CumprodBackward0, (accumulating(x, dtype),), d, None), dtype)
 
 
-def _running_extreme(name: str, better):
-    """cummax / cummin: ``better(later, earlier)`` says where the later element wins a tie-free
-    comparison; NaN beats everything and ties go to the later index (PyTorch's kernel)."""
-
-    def combine(earlier, later):
-        (va, ia), (vb, ib) = earlier, later
-        take = logical_or(isnan(vb), logical_and(logical_not(isnan(va)), better(vb, va)))
-        return where(take, vb, va), where(take, ib, ia)
-
-    def op(input: Tensor, dim: int):
-        check_ordered(input, name)
-        x, d, scalar = _scan_dim(input, dim, name)
-        shape = [1] * x.ndim
-        shape[d] = x.shape[d]
-        idx = arange(x.shape[d], device=x.device).reshape(shape).expand(x.shape)
-        _, idx = _scan((x.detach(), idx), d, combine)
-        idx = idx.contiguous()
-        values = gather(x, d, idx)
-        if scalar:
-            values, idx = values.reshape(()), idx.reshape(())
-        return getattr(return_types, name)(values, idx)
-
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = (f"The running {name[3:]}imum along ``dim`` and where it was found, as the "
-                  f"named tuple ``(values, indices)``; NaN propagates and ties take the later "
-                  f"index, as PyTorch. The gradient goes to the indices.")
-    return op
+_NO_OUT_GRAD = ("{}(): functions with out=... arguments don't support automatic "
+                "differentiation, but one of the arguments requires grad.")
 
 
-cummax = _running_extreme("cummax", ge)
-cummin = _running_extreme("cummin", le)
+def _scalar_type_error(want, got, which: str = "") -> str:
+    """The text of PyTorch's dtype check in the scans' out= forms."""
+    return f"expected scalar_type {scalar_type_name(want)} but found {scalar_type_name(got)}"
 
 
-def logcumsumexp(input: Tensor, dim: int) -> Tensor:
+def logcumsumexp(input: Tensor, dim: int, *, out=None) -> Tensor:
     """``log(cumsum(exp(input), dim))`` without overflow or underflow (each step is a
     :func:`logaddexp`). Floating and complex dtypes only, as PyTorch. One
-    ``LogcumsumexpBackward0`` node saving the input and the result, as PyTorch's.
+    ``LogcumsumexpBackward0`` node saving the input and the result, as PyTorch's. ``out``
+    must have the result's dtype (PyTorch's RuntimeError otherwise).
 
     Example:
         >>> tg.logcumsumexp(tg.tensor([-1000., 0., 1000.]), 0)
@@ -127,7 +87,13 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     d = _scan_axis(x, dim, "logcumsumexp")
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise kernel_not_implemented(f"logcumsumexp_out_{x.device.type}", x.dtype)
-    return apply(LogcumsumexpBackward0, (x,), d)
+    if out is not None:
+        tensor_arg(out, "logcumsumexp", "out")
+        if x.requires_grad:
+            raise RuntimeError(_NO_OUT_GRAD.format("logcumsumexp"))
+        if out.dtype is not x.dtype:
+            raise RuntimeError(_scalar_type_error(x.dtype, out.dtype))
+    return _result(apply(LogcumsumexpBackward0, (x,), d), out, "logcumsumexp")
 
 
 # -- cumprod and logcumsumexp: one node each ----------------------------------------------
@@ -167,14 +133,22 @@ def _shifted(k, a, dim: int, value, later: bool):
 
 def _scan_arrays(k, x, dim: int, combine):
     """The inclusive prefix scan of backend array ``x`` along ``dim`` (at least two long)
-    under the associative ``combine(earlier, later)``: Hillis-Steele, as ``_scan``."""
-    n = x.shape[dim]
+    under the associative ``combine(earlier, later)``: Hillis-Steele, ``ceil(log2 n)``
+    rounds, each combining every element with the one ``2^r`` places before it."""
+    return _scan_pairs(k, (x,), dim, lambda a, b: (combine(a[0], b[0]),))[0]
+
+
+def _scan_pairs(k, xs: tuple, dim: int, combine) -> tuple:
+    """``_scan_arrays`` of a tuple of backend arrays of one shape, scanned together:
+    ``combine(earlier, later)`` takes and returns tuples."""
+    n = xs[0].shape[dim]
     step = 1
     while step < n:
-        tail = combine(_part(k, x, dim, 0, n - step), _part(k, x, dim, step, n))
-        x = k.cat([_part(k, x, dim, 0, step), tail], dim)
+        tail = combine(tuple(_part(k, x, dim, 0, n - step) for x in xs),
+                       tuple(_part(k, x, dim, step, n) for x in xs))
+        xs = tuple(k.cat([_part(k, x, dim, 0, step), t], dim) for x, t in zip(xs, tail))
         step *= 2
-    return x
+    return xs
 
 
 def _linear_scan(k, a, b, dim: int, reverse: bool = False):
@@ -345,6 +319,115 @@ class LogcumsumexpBackward0(Primitive):
         return back(_linear_scan(k, a, k.mul(t, _lcse_weights(k, x, y, dim)), dim))
 
     complex_jvp = jvp
+
+
+# -- cummax and cummin: one node each ---------------------------------------------------------
+
+def _running_pairs(k, x, dim: int, better: str):
+    """(values, indices) of the running extreme of backend array ``x`` along ``dim`` (at
+    least two long): a Hillis-Steele scan over (value, index) pairs where the later element
+    wins when ``better`` (``ge``/``le``) holds or it is NaN, unless the earlier is NaN. So
+    ties and NaNs take the later index and a NaN stays until the next NaN: PyTorch's
+    kernel."""
+    dev = meta(x)[0]
+    n, nd = x.shape[dim], len(x.shape)
+    idx = k.arange(0, 1, n, dtypes.int64, dev)
+    idx = k.contiguous(k.expand(_along(k, idx, nd, dim), tuple(x.shape)))
+
+    def combine(earlier, later):
+        (va, ia), (vb, ib) = earlier, later
+        nan_a, nan_b = k.ne(va, va), k.ne(vb, vb)
+        wins = k.binary("bitwise_and", k.unary("bitwise_not", nan_a), getattr(k, better)(vb, va))
+        take = k.binary("bitwise_or", nan_b, wins)
+        return k.where(take, vb, va), k.where(take, ib, ia)
+    return _scan_pairs(k, (x, idx), dim, combine)
+
+
+def _along(k, a, nd: int, dim: int):
+    """1-d backend array ``a`` shaped to broadcast along ``dim`` of an ``nd``-d array."""
+    shape = [1] * nd
+    shape[dim] = a.shape[0]
+    view = k.view(a, tuple(shape))
+    return view if view is not None else k.view(k.contiguous(a), tuple(shape))
+
+
+class CummaxBackward0(Primitive):
+    """(values, indices) = cummax(x) along ``dim``, saving x and the indices (PyTorch's):
+    dx = zeros like x with g added at the indices (``scatter_add``; each g_j goes to the
+    element that was the running maximum at j), so an element that stays the maximum over
+    several places gets the sum of their gradients. jvp: the tangent at the indices. The
+    indices are not differentiable."""
+
+    __slots__ = ()
+    op_name = "cummax"
+    save_inputs = (0,)
+    nondiff_outputs = (1,)
+    keep_outputs = (1,)  # the indices (Note [Saved indices])
+    _better = "ge"
+
+    @classmethod
+    def forward(cls, ctx, k, x, dim):
+        ctx.dim = dim
+        if len(x.shape) == 0 or x.shape[dim] < 2:
+            dev = meta(x)[0]
+            return _copy(k, x), k.full(tuple(x.shape), 0, dtypes.int64, dev)
+        return _running_pairs(k, x, dim, cls._better)
+
+    @staticmethod
+    def vjp(ctx, k, saved, g, _g_indices=None):
+        x, idx = saved
+        if len(x.shape) == 0 or 0 in x.shape:
+            return g
+        return call(k, ScatterAddBackward0, (_zeros(k, x.shape, g), g), ctx.dim, idx)
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, *params):
+        t, idx = tangents[0], out[1]
+        return (t.clone() if t.ndim == 0 else t.gather(ctx.dim, idx)), None
+
+
+CumminBackward0 = CummaxBackward0.variant("CumminBackward0", "cummin", _better="le")
+
+
+def _running_extreme(name: str, node: type):
+    rt, rt_out = getattr(return_types, name), getattr(return_types, name + "_out")
+
+    def op(input: Tensor, dim: int, *, out=None):
+        x = tensor_arg(input, name)
+        check_ordered(x, name)
+        dim = int_arg(dim, name, "dim")
+        if x.ndim == 0 and dim not in (-1, 0):
+            raise IndexError(f"{name}(): Expected reduction dim -1 or 0 for scalar but got "
+                             f"{dim}")
+        d = wrap_dim(dim, x.ndim, name)
+        values, indices = apply(node, (x,), d)
+        if out is None:
+            return rt(values, indices)
+        return write_pair(name, values, indices, out, _scalar_type_error, position=2)
+
+    op.__name__ = op.__qualname__ = name
+    return op
+
+
+cummax = _running_extreme("cummax", CummaxBackward0)
+cummax.__doc__ = """The running maximum of ``input`` along ``dim`` and where it was found, as
+    the named tuple ``(values, indices)``: ``values[i]`` is the maximum of ``input[:i + 1]``
+    (along ``dim``) and ``indices[i]`` its index. Ties take the later index and NaN propagates
+    (the index of the latest NaN), as PyTorch. One ``CummaxBackward0`` node saving the input
+    and the indices; the gradient of ``values`` is added at the indices. ``out``: a pair of
+    tensors of the values' dtype and int64.
+
+    Example:
+        >>> tg.cummax(tg.tensor([1., 3., 2., 3.]), 0)
+        tritongrad.return_types.cummax(
+        values=tensor([1., 3., 3., 3.]),
+        indices=tensor([0, 1, 1, 3]))
+    """
+cummin = _running_extreme("cummin", CumminBackward0)
+cummin.__doc__ = """The running minimum of ``input`` along ``dim`` and where it was found, as
+    the named tuple ``(values, indices)``; ties take the later index and NaN propagates, as
+    :func:`cummax`. One ``CumminBackward0`` node saving the input and the indices; the
+    gradient of ``values`` is added at the indices."""
 
 
 # -- differences and the trapezoidal rule -----------------------------------------------------------
@@ -565,9 +648,9 @@ OPS = (
     OpInfo("cumprod", cumprod, dtypes="all; integers and bool give int64",
            grad="y_(k-1) S_k, S_k = g_k + x_(k+1) S_(k+1) (exact at zeros)", out="dtype"),
     OpInfo("cummax", cummax, dtypes="all but complex; int64 indices",
-           grad="g to the indices (gather's)"),
+           grad="g added at the indices (scatter_add)", node=CummaxBackward0),
     OpInfo("cummin", cummin, dtypes="all but complex; int64 indices",
-           grad="g to the indices (gather's)"),
+           grad="g added at the indices (scatter_add)", node=CumminBackward0),
     OpInfo("logcumsumexp", logcumsumexp, dtypes="floats and complex",
            grad="exp(x_k - y_k) R_k, R_k = g_k + exp(y_k - y_(k+1)) R_(k+1)"),
     OpInfo("diff", diff, dtypes="all (bool: xor)", grad="through its parts"),

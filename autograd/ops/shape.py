@@ -266,7 +266,10 @@ def _split_plan(x: Tensor, split_size_or_sections, dim) -> tuple:
     n = x.shape[d]
     if isinstance(split_size_or_sections, (list, tuple)):
         sizes = int_tuple(split_size_or_sections, "split_with_sizes", "split_sizes", 1)
-        if any(s < 0 for s in sizes) or sum(sizes) != n:
+        if any(s < 0 for s in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative "
+                               f"entries, but got split_sizes={list(sizes)}")
+        if sum(sizes) != n:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
                                f"(input tensor's size at dimension {d}), but got "
                                f"split_sizes={list(sizes)}")
@@ -288,6 +291,24 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     return _multi_view(SplitWithSizesBackward0 if listed else SplitBackward0, tensor, d, sizes)
 
 
+def split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
+    """Splits into views along ``dim`` of the listed sizes ``split_sizes`` (non-negative, summing
+    to the dim's size): :func:`split` with a list, under PyTorch's name and argument names.
+
+    Example:
+        >>> tg.split_with_sizes(tg.arange(5), [2, 3])
+        (tensor([0, 1]), tensor([2, 3, 4]))
+    """
+    return split(input, _listed(split_sizes), dim)
+
+
+def _listed(split_sizes):
+    """``split_sizes`` as a list (a TypeError naming split_with_sizes for a single size)."""
+    if isinstance(split_sizes, (list, tuple)):
+        return split_sizes
+    return list(int_tuple(split_sizes, "split_with_sizes", "split_sizes", 2))
+
+
 def _split_method(self: Tensor, split_size, dim: int = 0) -> tuple:
     """``Tensor.split(split_size, dim=0)``: :func:`split` (PyTorch's method names its size
     argument ``split_size``, the function ``split_size_or_sections``)."""
@@ -297,18 +318,18 @@ def _split_method(self: Tensor, split_size, dim: int = 0) -> tuple:
 _split_method.__qualname__ = "Tensor.split"  # (what a wrong keyword's TypeError names)
 
 
-def unsafe_split(tensor: Tensor, split_size: int, dim: int = 0) -> tuple:
+def unsafe_split(input: Tensor, split_size: int, dim: int = 0) -> tuple:
     """``split``, whose pieces autograd does not track as views: each may be modified in
     place (the others and the input see the change, unchecked)."""
-    d, sizes, listed = _split_plan(tensor, split_size, dim)
+    d, sizes, listed = _split_plan(input, split_size, dim)
     op = UnsafeSplitWithSizesBackward0 if listed else UnsafeSplitBackward0
-    outs = apply(op, (tensor,), d, sizes)
+    outs = apply(op, (input,), d, sizes)
     return outs if type(outs) is tuple else (outs,)
 
 
-def unsafe_split_with_sizes(tensor: Tensor, split_sizes, dim: int = 0) -> tuple:
+def unsafe_split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
     """``split_with_sizes`` whose pieces are not views to autograd (see ``unsafe_split``)."""
-    return unsafe_split(tensor, list(split_sizes), dim)
+    return unsafe_split(input, list(_listed(split_sizes)), dim)
 
 
 def _chunk_size(input: Tensor, chunks: int, dim: int) -> tuple:
@@ -532,8 +553,8 @@ OPS = (
     OpInfo("cat", cat, method=False, aliases=("concat", "concatenate"), grad="slices of g",
            autocast="promote"),
     OpInfo("stack", stack, method=False, grad="slices of g", autocast="promote"),
-    OpInfo("split", split, method=_split_method, aliases=("split_with_sizes",),
-           grad="cat of the gs"),
+    OpInfo("split", split, method=_split_method, grad="cat of the gs"),
+    OpInfo("split_with_sizes", split_with_sizes, grad="cat of the gs"),
     OpInfo("unsafe_split", unsafe_split, grad="cat of the gs"),
     OpInfo("unsafe_split_with_sizes", unsafe_split_with_sizes, grad="cat of the gs"),
     OpInfo("chunk", chunk, grad="cat of the gs"),

@@ -42,7 +42,7 @@ from ..dispatch import Primitive, apply, array_of, as_shape, meta
 from ..registry import OpInfo
 from ..tensor import Tensor, wrap_dim
 from .indexing import gather_backward
-from .reduction import _ties_backward, _ties_jvp, return_types
+from .reduction import _out_dtype_error, _ties_backward, _ties_jvp, return_types, write_pair
 
 
 class SortBackward0(Primitive):
@@ -106,10 +106,12 @@ def _int_k(k, name: str) -> int:
         raise TypeError(f"{name}(): argument 'k' must be int, not {type(k).__name__}") from None
 
 
-def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False, *,
+         out=None):
     """Sorts the elements of ``input`` along ``dim`` in ascending order by value (descending
     when ``descending``). Returns the named tuple ``(values, indices)``, where ``indices`` (int64)
-    are the positions of the values in the original ``input``.
+    are the positions of the values in the original ``input``. ``out``: a pair of tensors of
+    the values' dtype and int64 (as for ``topk`` and ``kthvalue``), both written.
 
     The sort is always stable (equal elements keep their order), whatever ``stable`` says; NaN
     sorts as the largest value.
@@ -120,6 +122,8 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = 
         tritongrad.return_types.sort(values=tensor([1., 2., 3.]), indices=tensor([1, 2, 0]))
     """
     values, idx = _sorted_slice(SortBackward0, input, dim, descending, 0, None, False, "sort")
+    if out is not None:  # (values, indices), both written, as PyTorch's out= pair
+        return write_pair("sort", values, idx, out, _out_dtype_error)
     return return_types.sort(values, idx)
 
 
@@ -129,7 +133,8 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False,
     return _sorted_slice(SortBackward0, input, dim, descending, 0, None, False, "argsort")[1]
 
 
-def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *,
+         out=None):
     """The ``k`` largest elements of ``input`` along ``dim`` (the smallest when ``largest`` is
     False), as the named tuple ``(values, indices)``.
 
@@ -144,10 +149,12 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
     values, idx = _sorted_slice(TopkBackward0, input, d, largest, 0, k, False, "topk")
+    if out is not None:
+        return write_pair("topk", values, idx, out, _out_dtype_error, position=5)
     return return_types.topk(values, idx)
 
 
-def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out=None):
     """The ``k``-th smallest element of ``input`` along ``dim`` (k counts from 1), as the named
     tuple ``(values, indices)``; ``keepdim`` keeps ``dim`` with size 1. NaN counts as the
     largest value."""
@@ -161,7 +168,15 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     values, idx = _sorted_slice(KthvalueBackward0, input, d, False, k - 1, k, not keepdim,
                                 "kthvalue")
+    if out is not None:
+        return write_pair("kthvalue", values, idx, out, _kthvalue_out_error, position=4)
     return return_types.kthvalue(values, idx)
+
+
+def _kthvalue_out_error(want, got, which: str) -> str:
+    if which == "values":
+        return "output values must be of same type as input"
+    return f"output indices must be of scalar type {scalar_type_name(want)}"
 
 
 # -- median / nanmedian --------------------------------------------------------------------------
@@ -245,13 +260,16 @@ NanmedianBackward0 = MedianBackward0.variant("NanmedianBackward0", "nanmedian",
 def _median(name: str, full_op: type, dim_op: type):
     rt = getattr(return_types, name)
 
-    def fn(input: Tensor, dim=None, keepdim: bool = False):
+    def fn(input: Tensor, dim=None, keepdim: bool = False, *, out=None):
+        if out is not None and dim is None:  # (PyTorch's all-elements overload has no out=)
+            raise TypeError(f"{name}() missing 1 required positional arguments: \"dim\"")
         if not isinstance(input, Tensor):
             raise TypeError(f"{name}(): argument 'input' must be Tensor, not "
                             f"{type(input).__name__}")
         dt = input.dtype
-        if dt is dtypes.bool or dt.is_complex:
-            raise NotImplementedError(f"\"{name}_{input.device.type}\" not implemented for "
+        if dt is dtypes.bool or dt.is_complex:  # (PyTorch's kernel names, nanmedian's too)
+            kernel = f"median_{input.device.type}" if dim is None else "median_out"
+            raise NotImplementedError(f"\"{kernel}\" not implemented for "
                                       f"'{scalar_type_name(dt)}'")
         if dim is None:
             if input.numel() == 0:  # PyTorch: NaN (of the input's float dtype)
@@ -261,13 +279,32 @@ def _median(name: str, full_op: type, dim_op: type):
         d = wrap_dim(dim, input.ndim, name)
         if input.ndim == 0:
             values, idx = apply(dim_op, (input.reshape(1),), 0, False)
+        elif input.shape[d] == 0:
+            raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
+        else:
+            values, idx = apply(dim_op, (input,), d, bool(keepdim))
+        if out is None:
             return rt(values, idx)
-        if input.shape[d] == 0:
-            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
-        return rt(*apply(dim_op, (input,), d, bool(keepdim)))
+        return write_pair(name, values, idx, out, _median_out_error)
 
     fn.__name__ = fn.__qualname__ = name
     return fn
+
+
+def _median_out_error(want, got, which: str) -> str:
+    """PyTorch's text for an out= tensor of the wrong dtype (nanmedian's names median too)."""
+    if which == "values":
+        return (f"Expected tensor for 'values' to have the same type as tensor for argument #2 "
+                f"'self'; but type {_tensor_type(got)} does not equal {_tensor_type(want)} "
+                f"(while checking arguments for median)")
+    return (f"Expected tensor for argument #1 'indices' to have scalar type "
+            f"{scalar_type_name(want)}; but got {_tensor_type(got)} instead (while checking "
+            f"arguments for median)")
+
+
+def _tensor_type(dt) -> str:
+    """The legacy tensor type name of a CPU tensor of dtype ``dt`` (``Tensor.type()``)."""
+    return f"tritongrad.{scalar_type_name(dt)}Tensor"
 
 
 median = _median("median", MedianBackward0, MedianBackward1)
@@ -276,11 +313,12 @@ median.__doc__ = (
     ``dim``, the named tuple ``(values, indices)`` of the lower medians along ``dim`` (the
     first NaN of a slice holding one). ``keepdim`` keeps ``dim`` with size 1. The gradient
     goes to the returned index (with ``dim``), or is shared evenly among the elements equal to
-    the median.""")
+    the median. ``out`` (with ``dim``): a pair of tensors of the values' dtype and int64, both
+    written (and resized) as PyTorch's.""")
 nanmedian = _median("nanmedian", NanmedianBackward0, NanmedianBackward1)
 nanmedian.__doc__ = (
     """``median`` ignoring NaN: the lower median of the non-NaN values (NaN where a slice, or
-    the tensor, is all NaN), with the same forms and gradients as ``median``.""")
+    the tensor, is all NaN), with the same forms, gradients and ``out=`` as ``median``.""")
 
 
 # -- mode ----------------------------------------------------------------------------------------
@@ -327,11 +365,12 @@ class ModeBackward0(Primitive):
     jvp = SortBackward0.jvp
 
 
-def mode(input: Tensor, dim: int = -1, keepdim: bool = False):
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out=None):
     """The mode of ``input`` along ``dim``: the named tuple ``(values, indices)`` of the most
     frequent value of each slice (among equally frequent values, the smallest) and the index
     of its last occurrence in the slice. ``keepdim`` keeps ``dim`` with size 1. Each NaN
-    counts as a value of its own. The gradient goes to the returned index.
+    counts as a value of its own. The gradient goes to the returned index. ``out``: a pair of
+    tensors of the values' dtype and int64, as for :func:`median`.
 
     Example::
 
@@ -346,10 +385,18 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False):
     d = wrap_dim(dim, input.ndim, "mode")
     if input.ndim == 0:
         values, idx = apply(ModeBackward0, (input.reshape(1),), 0, False)
-        return return_types.mode(values, idx)
-    if input.shape[d] == 0:
+    elif input.shape[d] == 0:
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
-    return return_types.mode(*apply(ModeBackward0, (input,), d, bool(keepdim)))
+    else:
+        values, idx = apply(ModeBackward0, (input,), d, bool(keepdim))
+    if out is None:
+        return return_types.mode(values, idx)
+    return write_pair("mode", values, idx, out, _mode_out_error)
+
+
+def _mode_out_error(want, got, which: str) -> str:
+    return (f"expected scalar type '{scalar_type_name(want)}' but got '{scalar_type_name(got)}' "
+            f"for {which} output")
 
 
 # -- the table ---------------------------------------------------------------------------------

@@ -48,7 +48,8 @@ from .elementwise import eq, exp, log, maximum, sqrt, where
 from .pointwise import (abs, acos, acosh, cos, expm1, floor, isfinite, isinf, log1p, sign, sin,
                         trunc)
 from .reduction import amax, amin
-from .special import _ComposedUnary, _bessel_of, _horner, _in_float64, _node, _out, erfc
+from .special import _bessel_of, _horner, _in_float64, _node, _out, erfc
+from .special_nodes import _ComposedUnary
 
 _INF = float("inf")
 _NAN = float("nan")

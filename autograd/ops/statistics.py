@@ -2,10 +2,10 @@
 ``count_nonzero``, ``aminmax``, ``dist``, ``cov``, ``corrcoef``, ``fmax``, ``fmin``, ``frac``,
 ``rot90``, ``broadcast_tensors``, ``logspace`` (and ``tg.can_cast``, a dtype rule).
 
-Each is a composite of differentiable ops (no kernel of its own), so both backends run it
-and its derivatives come through its parts:
+Each but nansum is a composite of differentiable ops (no kernel of its own), so both backends
+run it and its derivatives come through its parts:
 
-- nansum / nanmean: NaN replaced by 0 (not counted by nanmean) before the sum;
+- nansum: one node (``NansumBackward0``, PyTorch's); nanmean: nansum / the non-NaN count;
 - cov: ``sum_i w_i (x_i - mean_w)(y_i - mean_w) / (sum w - correction)`` with
   w = fweights * aweights (PyTorch's weighted, bias-corrected estimate; with aweights the
   correction is scaled by sum(w a) / sum(w)); corrcoef: cov / sqrt(var_x var_y), clipped to
@@ -21,12 +21,13 @@ import warnings
 
 from ...runtime import dtype as dtypes
 from ..checks import kernel_not_implemented, tensor_arg
+from ..dispatch import Primitive, apply
 from ..registry import OpInfo, with_inplace
 from ..storage import _c_type as c_type_name
 from ..tensor import Tensor, int_arg, wrap_dim
 from .elementwise import _result, broadcast_shapes, isnan, maximum, minimum, where
 from .pointwise import trunc
-from .reduction import amax, amin, reduce_dims, return_types
+from .reduction import _expand_back, amax, amin, reduce_dims, return_types
 
 
 class _MinMax(collections.namedtuple("aminmax", ["min", "max"])):
@@ -44,19 +45,67 @@ __all__ = ["aminmax", "broadcast_tensors", "can_cast", "corrcoef", "count_nonzer
            "dist", "fmax", "fmin", "frac", "logspace", "nanmean", "nansum", "rot90"]
 
 
+class NansumBackward0(Primitive):
+    """nansum over ``dims``, saving the input (PyTorch's): dx = g broadcast back, times
+    ``not isnan(x)`` (a product, not a selection, as PyTorch's ``grad * self.isnan()
+    .logical_not()``: an infinite g gives NaN at a NaN, which is what makes nanmean's gradient
+    NaN over an all-NaN slice, where its count is 0). The product's ``g * 0`` at the NaNs is
+    computed as ``g / inf`` (0 for a finite g, NaN otherwise) because the contract's ``div``
+    is silent where NumPy's ``mul`` warns on ``inf * 0``. jvp: the tangent with NaN places
+    zeroed, summed."""
+
+    __slots__ = ()
+    op_name = "nansum"
+    save_inputs = (0,)
+
+    @staticmethod
+    def forward(ctx, k, x, dims, keepdim):
+        ctx.dims, ctx.keepdim = dims, keepdim
+        return k.sum(k.where(k.ne(x, x), 0, x), dims, keepdim)
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        x, = saved
+        g = _expand_back(k, g, tuple(x.shape), ctx.dims, ctx.keepdim)
+        return k.where(k.eq(x, x), g, k.div(g, float("inf")))
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, dims, keepdim):
+        return where(isnan(primals[0]), 0.0, tangents[0]).sum(dims, keepdim)
+
+
 def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
-    """The sum of the elements, NaN counted as zero."""
+    """The sum of the elements over ``dim`` (all by default), NaN counted as zero; in
+    ``dtype`` when given (the input cast first, as PyTorch). Floating and complex inputs are
+    one ``NansumBackward0`` node saving the input, whose gradient is 0 at the NaNs.
+
+    Example:
+        >>> tg.nansum(tg.tensor([1., float("nan"), 2.]))
+        tensor(3.)
+    """
     x = tensor_arg(input, "nansum")
-    reduce_dims(x, dim, "nansum")  # (its errors name this op, not sum)
-    if x.dtype.is_floating_point or x.dtype.is_complex:
-        x = where(isnan(x), 0.0, x)
+    dims = reduce_dims(x, dim, "nansum")  # (its errors name this op, not sum)
     if dim is None:  # (every dim; keepdim keeps them all, as PyTorch's)
         dim = tuple(range(x.ndim))
-    return x.sum(dim, keepdim, dtype=dtype)
+    floating = x.dtype.is_floating_point or x.dtype.is_complex
+    if dtype is not None and (dtype.is_floating_point or dtype.is_complex):
+        x = x.to(dtype)
+    elif dtype is not None or not floating:  # (integers: no NaN; an integer dtype= takes
+        if floating:                          # sum's rules, refused where autograd records)
+            x = where(isnan(x), 0.0, x)
+        return x.sum(dim, keepdim, dtype=dtype)
+    return apply(NansumBackward0, (x,), dims, bool(keepdim))
 
 
 def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
-    """The mean of the non-NaN elements (NaN where there are none)."""
+    """The mean of the non-NaN elements over ``dim`` (all by default): ``nansum / count``, NaN
+    where a slice has no non-NaN element. Its gradient is ``g / count`` at the non-NaN
+    elements, 0 at NaNs, and NaN over an all-NaN slice (0 / 0), as PyTorch's.
+
+    Example:
+        >>> tg.nanmean(tg.tensor([1., float("nan"), 2.]))
+        tensor(1.5000)
+    """
     x = tensor_arg(input, "nanmean")
     reduce_dims(x, dim, "nanmean")
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
@@ -218,20 +267,38 @@ def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
 
 
 def broadcast_tensors(*tensors: Tensor) -> tuple:
-    """The tensors expanded (as views) to their common broadcast shape."""
+    """The tensors expanded to their common broadcast shape, as a tuple: each a view made by
+    ``expand`` (``ExpandBackward0``), except one that already has that shape, which comes back
+    as itself (the same object, as PyTorch's), so no node is recorded for it.
+
+    Example:
+        >>> a, b = tg.broadcast_tensors(tg.zeros(3, 1), tg.zeros(1, 4))
+        >>> a.shape, b.shape
+        (tritongrad.Size([3, 4]), tritongrad.Size([3, 4]))
+    """
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
-            raise TypeError(f"broadcast_tensors(): expected Tensor as element {i} in argument "
-                            f"0, but got {type(t).__name__}")
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
     shape = broadcast_shapes(*(tuple(t.shape) for t in tensors))
-    return tuple(t.expand(shape) for t in tensors)
+    return tuple(t if tuple(t.shape) == shape else t.expand(shape) for t in tensors)
 
 
-def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
-             requires_grad: bool = False) -> Tensor:
+def logspace(start, end, steps: int, base: float = 10.0, *, out=None, dtype=None, layout=None,
+             device=None, requires_grad: bool = False) -> Tensor:
     """``steps`` values from ``base ** start`` to ``base ** end``, evenly spaced in the
-    exponent."""
-    from .creation import linspace
+    exponent; ``out=``: written into that tensor, in its dtype (as the other factories').
+
+    Example:
+        >>> tg.logspace(0, 2, 3)
+        tensor([  1.,  10., 100.])
+    """
+    from .creation import _factory_out, check_layout, linspace
+
+    check_layout("logspace", layout)
+    if out is not None:
+        return _factory_out("logspace", out, lambda dt, dev: logspace(
+            start, end, steps, base, dtype=dt, device=dev), dtype, device, requires_grad)
 
     exps = linspace(start, end, steps, device=device,
                     dtype=dtypes.complex128 if complex in (type(start), type(end))
@@ -256,7 +323,8 @@ def can_cast(from_: dtypes.dtype, to: dtypes.dtype) -> bool:
 
 
 OPS = (
-    OpInfo("nansum", nansum, dtypes="all; NaN as 0", grad="g where not NaN", out="dtype"),
+    OpInfo("nansum", nansum, dtypes="all; NaN as 0", grad="g * not isnan(x)", out="dtype",
+           node=NansumBackward0),
     OpInfo("nanmean", nanmean, dtypes="floats", grad="g / count where not NaN", out="cast"),
     OpInfo("count_nonzero", count_nonzero, dtypes="all; int64 result", grad="none"),
     OpInfo("aminmax", aminmax, dtypes="all", grad="through amin and amax"),
@@ -265,7 +333,7 @@ OPS = (
     OpInfo("corrcoef", corrcoef, dtypes="floats (integers promote)", grad="through its parts"),
     OpInfo("fmax", fmax, dtypes="promoted", grad="g to the larger non-NaN operand"),
     OpInfo("fmin", fmin, dtypes="promoted", grad="g to the smaller non-NaN operand"),
-    OpInfo("frac", frac, dtypes="floats", grad="g"),
+    OpInfo("frac", frac, dtypes="floats", grad="g", out="exact"),
     OpInfo("rot90", rot90, dtypes="all", grad="the rotation back"),
     OpInfo("broadcast_tensors", broadcast_tensors, method=False, dtypes="all",
            grad="summed back"),

@@ -234,6 +234,7 @@ GRAD_CASES = {
     "cat": (_AB, lambda a, b: tg.cat([a, b], 1)),
     "stack": (_AB, lambda a, b: tg.stack([a, b], 0)),
     "split": (_A, lambda x: tg.split(x, 2, 1)[1]),
+    "split_with_sizes": (_A, lambda x: tg.split_with_sizes(x, [1, 3], 1)[1]),
     "chunk": (_A, lambda x: tg.chunk(x, 2, 0)[0]),
     "unsafe_split": (_A, lambda x: tg.unsafe_split(x, 2, 1)[1]),
     "unsafe_split_with_sizes": (_A, lambda x: tg.unsafe_split_with_sizes(x, [1, 3], 1)[1]),
