@@ -24,7 +24,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
     if not only_inputs:  # (here, so that it points at the caller)
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to "
                       "True). To accumulate gradient for other parts of the graph, please use "
-                      "torch.autograd.backward.", UserWarning, stacklevel=2)
+                      "torch.autograd.backward.", FutureWarning, stacklevel=2)
         only_inputs = True
     if isinstance(inputs, dict):
         grads = _engine.grad(outputs, tuple(inputs.values()), grad_outputs, retain_graph,

@@ -72,7 +72,7 @@ from ..runtime.streams import _default_streams
 from ..runtime.streams import _state as _stream_state
 from . import anomaly_mode
 from .graph import _before_inplace_write
-from .node import FREED, FREED_MSG, MAX_SEQ, AccumulateGrad, Node
+from .node import _ZERO_NRS, FREED, FREED_MSG, MAX_SEQ, AccumulateGrad, Node
 from .saved import UNSAVED, SavedTensor, saved_input, saved_output
 from .state import anywhere, state
 from .tensor import Tensor, array_meta, make, view_rebase_error
@@ -95,6 +95,7 @@ class _Sink:
 
 
 SINK = _Sink()
+_NRS1, _NRS2 = _ZERO_NRS[1], _ZERO_NRS[2]  # the usual output numbers of 1 and 2 edges
 _new = object.__new__
 # ops/traced.py, installed when it loads (it imports the op modules, which import this one)
 traced = None
@@ -141,10 +142,10 @@ class Primitive(Node):
 
     @property
     def needs_input_grad(self) -> tuple:
-        nf = self.next_functions
+        nf = self._next
         if len(nf) == 2:  # (unrolled for the binary rules that ask on every backward)
-            return nf[0][0] is not None, nf[1][0] is not None
-        return tuple([e[0] is not None for e in nf])
+            return nf[0] is not None, nf[1] is not None
+        return tuple([n is not None for n in nf])
 
     def apply(self, *grads):
         cls = type(self)
@@ -376,47 +377,69 @@ def _apply(op, inputs, params, sink=SINK, plain=False):
     return _record(op, ctx, inputs, out)
 
 
-def _leaf_edge(t):
-    """``t._edge()`` of a non-view without history: its leaf's ``AccumulateGrad`` (made again
-    when the last graph holding it died), or ``(None, 0)``. ``Tensor._edge`` and
-    ``_grad_accumulator`` written out: two calls fewer per leaf input of a recorded op."""
+def _leaf_node(t):
+    """The node of ``t._edge()`` for a non-view without history (its output number is 0):
+    its leaf's ``AccumulateGrad`` (made again when the last graph holding it died), or None.
+    ``Tensor._edge`` and ``_grad_accumulator`` written out: two calls fewer per leaf input of
+    a recorded op."""
     if not t._requires_grad:
-        return (None, 0)
+        return None
     ref = t._grad_acc
     acc = None if ref is None else ref()
     if acc is None:  # AccumulateGrad(t), its __init__ inline
         acc = _new(AccumulateGrad)
-        acc.next_functions = ()
+        acc._next = acc._nrs = ()
         acc._saved = None
         acc.variable = t
         acc._seq = MAX_SEQ
         t._grad_acc = _weakref(acc)
-    return (acc, 0)
+    return acc
 
 
 def _new_node(op, inputs, dev):
     st = state
     node = _new(op)  # no __init__: a node's rarely used fields are class-level defaults
     n = len(inputs)
-    # (Tensor._edge inlined below for the usual input, a non-view with history: the call is
-    # a tenth of the node's cost)
+    # (Tensor._edge inlined below for the usual input, a non-view: the call is a tenth of the
+    # node's cost. The edges go to _next/_nrs, Note [Edges as two tuples] in node.py; a
+    # leaf's output number is 0.)
     if n == 1:
         a = inputs[0]
         if a._dtype.is_complex:
             node._complex = _complex_inputs(op, inputs)
-        fa = a._fn
-        node.next_functions = ((((fa, a._output_nr) if fa is not None else _leaf_edge(a))
-                                if a._base is None else a._edge()),)
+        if a._base is None:
+            fa = a._fn
+            if fa is None:
+                # (a leaf's live accumulator read here: _leaf_node's call saved on every step
+                # but the first; one whose tensor stopped requiring grad is not its edge)
+                ra = a._grad_acc
+                fa = ra() if ra is not None and a._requires_grad else None
+                node._next, node._nrs = (fa or _leaf_node(a),), _NRS1
+            else:
+                na = a._output_nr
+                node._next, node._nrs = (fa,), _NRS1 if na == 0 else (na,)
+        else:
+            node.next_functions = (a._edge(),)
     elif n == 2:  # (unrolled: binary ops are most of what records)
         a, b = inputs
         if a._dtype.is_complex or b._dtype.is_complex:
             node._complex = _complex_inputs(op, inputs)
-        fa, fb = a._fn, b._fn
-        node.next_functions = (
-            ((fa, a._output_nr) if fa is not None else _leaf_edge(a)) if a._base is None
-            else a._edge(),
-            ((fb, b._output_nr) if fb is not None else _leaf_edge(b)) if b._base is None
-            else b._edge())
+        if a._base is None and b._base is None:
+            fa, fb = a._fn, b._fn
+            if fa is None:  # (as above)
+                na, ra = 0, a._grad_acc
+                fa = (ra() if ra is not None and a._requires_grad else None) or _leaf_node(a)
+            else:
+                na = a._output_nr
+            if fb is None:
+                nb, rb = 0, b._grad_acc
+                fb = (rb() if rb is not None and b._requires_grad else None) or _leaf_node(b)
+            else:
+                nb = b._output_nr
+            node._next = (fa, fb)
+            node._nrs = _NRS2 if na == 0 and nb == 0 else (na, nb)
+        else:
+            node.next_functions = (a._edge(), b._edge())
         if op.broadcasts:
             sa, sb = a._data.shape, b._data.shape
             if sa != sb:
@@ -558,13 +581,13 @@ def _record(op, node, inputs, out):
             elif when is None:
                 saved = [saved_input(a), saved_input(b)]
             elif when == (1, 0):  # (mul's: each input saved for the other's gradient)
-                ea, eb = node.next_functions
-                saved = [UNSAVED if eb[0] is None else saved_input(a),
-                         UNSAVED if ea[0] is None else saved_input(b)]
+                ea, eb = node._next
+                saved = [UNSAVED if eb is None else saved_input(a),
+                         UNSAVED if ea is None else saved_input(b)]
             else:
-                saved = _save_needed(save, when, inputs, node.next_functions)
+                saved = _save_needed(save, when, inputs, node._next)
         elif when is not None:
-            saved = _save_needed(save, when, inputs, node.next_functions)
+            saved = _save_needed(save, when, inputs, node._next)
         elif save == (0,):  # (no comprehension: it costs a function call, ~0.1 us)
             saved = [saved_input(inputs[0])]
         else:
@@ -590,10 +613,11 @@ def _save_outputs(node, outs: tuple, positions: tuple) -> None:
     node._saved = extra if node._saved is None else node._saved + extra
 
 
-def _save_needed(save: tuple, when: tuple, inputs, edges) -> list:
+def _save_needed(save: tuple, when: tuple, inputs, nodes) -> list:
     """The ``_saved`` entries of an op with ``save_when``: each input saved only when the
-    gradient that needs it is (its edge is set), ``UNSAVED`` otherwise."""
-    return [UNSAVED if j is not None and edges[j][0] is None else saved_input(inputs[i])
+    gradient that needs it is (its edge's node, in ``nodes``, is set), ``UNSAVED``
+    otherwise."""
+    return [UNSAVED if j is not None and nodes[j] is None else saved_input(inputs[i])
             for i, j in zip(save, when)]
 
 
@@ -705,10 +729,16 @@ def _apply_inplace(op, target, others, params, sink=SINK):
     save, when = op.save_inputs, op.save_when
     if when is not None:  # (the inputs whose gradients are needed: their edges are set)
         save = tuple([i for i, j in zip(save, when)
-                      if j is None or node.next_functions[j][0] is not None])
+                      if j is None or node._next[j] is not None])
     if 0 in save:
         # the rule needs target's value from before the write: keep a copy of it
         original = target.detach().clone()
+        if dual_levels:  # (forward-over-reverse: the saved value keeps the tangent target had
+            level = dual_levels[-1]  # before the write, a copy: target's is rewritten in place)
+            tangent = _get_tangent(target, level)
+            if tangent is not None:
+                with dual_masked(batch_of((tangent,))):
+                    _set_tangent(original, level, tangent.clone())
         if target._requires_grad:
             original._fn, original._output_nr = target._edge()
             original._requires_grad = True
@@ -927,8 +957,15 @@ def _apply_inplace_dual(op, target, others, params):
             _apply_inplace(op, target, others, params)
         return target
     level, tangents = found
+    if tangents[0] is not None and tangents[0].requires_grad:
+        # (the rule's ops may save target's tangent for backward, and it is overwritten in
+        # place below (write_inplace_tangent): they get a copy)
+        with dual_masked(batch_of(tangents[:1])):
+            tangents = (tangents[0].clone(),) + tuple(tangents[1:])
     with dual_masked():
-        before = target.detach().clone()  # the rule reads the value from before the write
+        # the rule reads the value from before the write, with its history (reverse mode
+        # over the tangent computation differentiates through it)
+        before = target.clone()
     ctx = _new(op)
     if anywhere.observers and state.observers:
         box = []
@@ -941,6 +978,9 @@ def _apply_inplace_dual(op, target, others, params):
     t_out, = _run_jvp(op, node, (before,) + others, tangents, target, params,
                       _complex_jvp(op) if complex_values else None)
     write_inplace_tangent(target, level, t_out)
+    if op.save_output and node is not ctx and t_out is not None:
+        # (as for an out-of-place op: the saved output is the target with its new tangent)
+        node._saved[len(op.save_inputs)] = SavedTensor(target, False)
     return target
 
 

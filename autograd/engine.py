@@ -222,7 +222,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
     if not only_inputs:
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). "
                       "To accumulate gradient for other parts of the graph, please use "
-                      "torch.autograd.backward.", UserWarning, stacklevel=2)
+                      "torch.autograd.backward.", FutureWarning, stacklevel=2)
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when "
                          "materialize_grads=True, but got: allow_unused=False.")
@@ -440,7 +440,7 @@ class _GraphTask:
             # are expanded from the stack they start on)
             while stack:
                 n = stack.pop()
-                for nx, _ in n.next_functions:
+                for nx in n._next:  # (Note [Edges as two tuples], node.py)
                     if nx is not None:
                         if nx in deps:
                             deps[nx] += 1
@@ -453,7 +453,7 @@ class _GraphTask:
         order = list(stack)
         while stack:
             n = stack.pop()
-            for nx, _ in n.next_functions:
+            for nx in n._next:
                 if nx is not None and nx not in nodes:
                     nodes.add(nx)
                     stack.append(nx)
@@ -464,13 +464,13 @@ class _GraphTask:
         target_nodes = {n for n, _ in targets}
         leads, execute = {}, set()
         for n in _topo_reverse(order):
-            beyond = any(leads.get(nx, False) for nx, _ in n.next_functions if nx is not None)
+            beyond = any(leads.get(nx, False) for nx in n._next if nx is not None)
             leads[n] = beyond or n in target_nodes
             if beyond or (self.accumulate and n in target_nodes):
                 execute.add(n)
         relevant = execute | set(self.captures or ())
         for n in execute:
-            for nx, _ in n.next_functions:
+            for nx in n._next:
                 if nx is not None and nx in relevant:
                     deps[nx] = deps.get(nx, 0) + 1
         self.deps, self.relevant = deps, relevant
@@ -533,7 +533,7 @@ class _GraphTask:
                 # deliver each gradient to the node that made the matching input (a
                 # consumer on another stream waits: Note [Backward streams], point 2)
                 stream = node._stream if streams is not None else None
-                for (nx, slot), g in zip(node.next_functions, outs):
+                for nx, slot, g in zip(node._next, node._nrs, outs):
                     if nx is None or (relevant is not None and nx not in relevant):
                         continue
                     if g is not None:
@@ -581,15 +581,15 @@ class _GraphTask:
                 node._release()
             if heap:
                 break
-            nf = node.next_functions
-            nx = nf[0][0]
+            nf = node._next
+            nx = nf[0]
             if nx is None or deps[nx] != len(nf) or nx in buffers or nx._hooked \
                     or not nx.on_arrays or nx.num_outputs != 1 \
                     or (home is not None and not home(nx)):
                 break
             data = outs[0]
             if len(nf) > 1:  # every edge must lead to nx; their gradients are summed
-                for (n, _), o in zip(nf, outs):
+                for n, o in zip(nf, outs):
                     if n is not nx or (o is not None and data is not None
                                        and o.shape != data.shape):
                         data = None
@@ -602,9 +602,13 @@ class _GraphTask:
                 break
             deps[nx] = 0
             node = nx
-        if len(outs) == 1:  # (no comprehension: ~0.1 us)
+        n = len(outs)
+        if n == 1:  # (no comprehension: ~0.1 us)
             o = outs[0]
             return node, (None if o is None else make(o),)
+        if n == 2:
+            o, p = outs
+            return node, (None if o is None else make(o), None if p is None else make(p))
         return node, tuple([None if o is None else make(o) for o in outs])
 
     def _run_full(self, node, grads):
@@ -638,7 +642,7 @@ class _GraphTask:
                 break
         g = None
         if undefined and not getattr(node, "_materialize", False):
-            outs = (None,) * len(node.next_functions)
+            outs = (None,) * len(node._next)
         elif state.observers or self.streams is not None or anomaly_mode.enabled:
             outs = self._call(node, grads)
         else:
@@ -751,7 +755,7 @@ def _topo_reverse(nodes):
     pending = {n: 0 for n in nodes}
     parents = {n: [] for n in nodes}
     for n in nodes:
-        for nx, _ in n.next_functions:
+        for nx in n._next:
             if nx is not None and nx in pending:
                 pending[n] += 1
                 parents[nx].append(n)

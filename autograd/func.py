@@ -217,7 +217,7 @@ class _Level:
                     if self._outer(node.variable):
                         return True
                     continue
-                stack.extend(n for n, _ in node.next_functions if n is not None)
+                stack.extend(n for n in node._next if n is not None)
             clean |= seen  # (fully explored: nothing below reaches an outer leaf)
         return False
 

@@ -188,7 +188,7 @@ class BackwardCFunction(FunctionCtx, Node):
         if not isinstance(g, Tensor):
             # (PyTorch's type and message, which names neither the function nor the index)
             raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
-        if self.next_functions[slot][0] is None:
+        if self._next[slot] is None:
             return None  # that input needs no gradient
         shape, dtype, device = self._input_meta[slot]
         if tuple(g.shape) != shape:
@@ -201,7 +201,7 @@ class BackwardCFunction(FunctionCtx, Node):
         if g.device is not device:
             raise RuntimeError(f"Function {self.name()} returned an invalid gradient at index "
                                f"{position} - expected device {device} but got {g.device}")
-        node = self.next_functions[slot][0]
+        node = self._next[slot]
         if isinstance(node, AccumulateGrad):  # a leaf: its grad_dtype decides (None: any)
             dtype = node.variable._accumulated_dtype()
         if dtype is not None and g.dtype is not dtype:

@@ -180,6 +180,9 @@ _SAVED_VALUES = {
     "SplitBackward0": {**_DIM, **_SIZES, "split_size": _field("sizes", convert=lambda s: s[0])},
     "TopkBackward0": {**_DIM, **_SIZES},
     "SortBackward0": {**_DIM, **_SIZES},
+    "CummaxBackward0": _DIM,
+    "CumminBackward0": _DIM,
+    "NansumBackward0": _DIM_KEEPDIM,
     "ClampBackward1": {"min": _field("lo"), "max": _field("hi")},
     "ClampMinBackward0": {"min": _field("lo")},
     "ClampMaxBackward0": {"max": _field("hi")},
@@ -193,7 +196,20 @@ _SAVED_VALUES = {
 class Node:
     """A backward function in the graph (``tensor.grad_fn``)."""
 
-    __slots__ = ("next_functions", "_seq", "_saved", "__weakref__", "__dict__")
+    __slots__ = ("_next", "_nrs", "_seq", "_saved", "_pairs", "__weakref__", "__dict__")
+
+    # Note [Edges as two tuples]
+    #   PyTorch's ``next_functions`` is a tuple of (node, output_nr) pairs. Kept as such, every
+    #   recorded op would leave three objects the cyclic garbage collector tracks besides the
+    #   node (one tuple per edge and the tuple of them), and a graph's nodes live until its
+    #   backward: the collector's full passes over them made the cost per node grow with the
+    #   graph (perf/bench_graph.py). So a node keeps the nodes its edges lead to in ``_next``
+    #   and their output numbers in ``_nrs`` (a tuple of ints, which the collector stops
+    #   tracking once it has seen it; the usual all-zero ones are shared constants), one
+    #   tracked tuple besides the node; ``next_functions`` builds PyTorch's pairs when first asked
+    #   (kept in ``_pairs`` with the two tuples they were built from, as code that indexes
+    #   ``next_functions[i]`` per input would otherwise build them once per input), and
+    #   assigning it splits them. The engine walks ``_next``/``_nrs`` directly.
 
     # Note [Node state in slots]
     #   A node keeps what its forward tells ``ctx`` in its ``__dict__``, made on the first
@@ -219,9 +235,27 @@ class Node:
                        # chain it (dispatch.Primitive, except those that change device)
 
     def __init__(self):
-        self.next_functions = ()
+        self._next = self._nrs = ()
         self._seq = 0
         self._saved = None
+
+    @property
+    def next_functions(self) -> tuple:
+        """The (node, output_nr) edges to the nodes that made this node's inputs, one per
+        input (node None for an input that needs no gradient)."""
+        nodes, nrs = self._next, self._nrs
+        cached = getattr(self, "_pairs", None)  # (a slot, unset on most nodes)
+        if cached is not None and cached[0] is nodes and cached[1] is nrs:
+            return cached[2]
+        pairs = tuple(zip(nodes, nrs))
+        self._pairs = (nodes, nrs, pairs)
+        return pairs
+
+    @next_functions.setter
+    def next_functions(self, edges) -> None:
+        edges = tuple(edges)
+        self._next = tuple([e[0] for e in edges])
+        self._nrs = _output_nrs(tuple([e[1] for e in edges]))
 
     # -- identity ----------------------------------------------------------------------------
     def name(self) -> str:
@@ -407,8 +441,8 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable):
         # (Node.__init__ written out: a leaf's node is made again each step it is used in;
-        # dispatch._leaf_edge writes this out again: keep the two alike)
-        self.next_functions = ()
+        # dispatch._leaf_node writes this out again: keep the two alike)
+        self._next = self._nrs = ()
         self._saved = None
         self.variable = variable
         self._seq = MAX_SEQ
@@ -432,6 +466,17 @@ class AccumulateGrad(Node):
 
 
 _INPUT_NAMES = ("self", "other")
+
+# The output numbers of edges that all lead to output 0, shared (Note [Edges as two tuples]):
+# a tuple made at run time is tracked by the collector until its first pass over it.
+_ZERO_NRS = tuple((0,) * n for n in range(9))
+
+
+def _output_nrs(nrs: tuple) -> tuple:
+    """``nrs``, or the shared tuple equal to it when every entry is 0."""
+    if len(nrs) < len(_ZERO_NRS) and not any(nrs):
+        return _ZERO_NRS[len(nrs)]
+    return nrs
 
 
 def _type_name(dtype, t) -> str:

@@ -221,7 +221,7 @@ def deliver_sparse(ctx, slot: int, indices: Tensor, values: Tensor, size,
 def takes_sparse(ctx, slot: int) -> bool:
     """Whether input ``slot`` of the node ``ctx`` takes a sparse gradient: a leaf's
     accumulation, or a node of a sparse tensor's rule (``SPARSE_NODES``)."""
-    node = ctx.next_functions[slot][0] if slot < len(ctx.next_functions) else None
+    node = ctx._next[slot] if slot < len(ctx._next) else None
     return node is None or type(node) is AccumulateGrad or getattr(
         node, "_forward_cls", None) in SPARSE_NODES
 

@@ -295,7 +295,7 @@ def rsub(input: Tensor, other: Tensor | float, *, alpha=1) -> Tensor:
 def zero_vjp(ctx, k, saved, g):
     """A zero gradient for each input that needs one (not g * 0: that would keep NaN and
     inf)."""
-    if len(ctx.next_functions) == 1:
+    if len(ctx._next) == 1:
         return zeros(k, g.shape, g)
     return tuple(zeros(k, g.shape, g) if need else None for need in ctx.needs_input_grad)
 

@@ -347,7 +347,7 @@ def _leaves_reached(outputs) -> set:
         seen.add(node)
         if isinstance(node, AccumulateGrad):
             reached.add(id(node.variable))
-        for nx, _ in node.next_functions:
+        for nx in node._next:
             if nx is not None and nx not in seen:
                 stack.append(nx)
     return reached

@@ -311,6 +311,6 @@ def test_dict_inputs_match_torch():
 
 def test_only_inputs_warning_points_at_the_caller():
     x = leaf(tg)
-    with pytest.warns(UserWarning, match="only_inputs argument is deprecated") as rec:
+    with pytest.warns(FutureWarning, match="only_inputs argument is deprecated") as rec:
         tg.autograd.grad((x * 3).sum(), x, only_inputs=False)
     assert rec[0].filename == __file__

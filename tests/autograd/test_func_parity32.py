@@ -163,12 +163,6 @@ def test_checkpoint_default_warning_wording():
 
 # -- higher-order derivatives through in-place ops ----------------------------------------------
 
-# Note: these need the autograd/dispatch.py change described in the h32 func sweep report
-# (_apply_inplace / _apply_inplace_dual keep the tangents of the values an in-place op saves);
-# until it lands they fail, hence xfail(strict=False).
-_INPLACE_NEEDS_DISPATCH = pytest.mark.xfail(
-    strict=False, reason="needs the dispatch.py in-place tangent fix (h32 func report)")
-
 _INPLACE = [  # (f, its elementwise second derivative of sum(f))
     ("mul_", lambda a: a.clone().mul_(a), lambda a: 2 + 0 * a),
     ("mul_exp_", lambda a: a.clone().mul_(a).add_(a.exp()), lambda a: 2 + np.exp(a)),
@@ -180,7 +174,6 @@ _INPLACE = [  # (f, its elementwise second derivative of sum(f))
 ]
 
 
-@_INPLACE_NEEDS_DISPATCH
 @pytest.mark.parametrize("name,f,d2", _INPLACE, ids=[c[0] for c in _INPLACE])
 def test_hessian_and_jvp_of_grad_through_inplace(name, f, d2):
     a = np.array([0.3, -0.5, 1.1])
@@ -193,7 +186,6 @@ def test_hessian_and_jvp_of_grad_through_inplace(name, f, d2):
                                rtol=1e-10, atol=1e-12)
 
 
-@_INPLACE_NEEDS_DISPATCH
 def test_reverse_over_jvp_through_inplace_gradcheck():
     def tangent_out(a, t):
         return jvp(lambda c: c.clone().mul_(c).add_(c.exp()), (a,), (t,))[1]

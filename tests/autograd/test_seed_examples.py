@@ -261,7 +261,7 @@ def test_grad_variables_alias_warns():
 
 def test_only_inputs_is_deprecated_and_ignored():
     x = torch.ones(2, requires_grad=True)
-    with pytest.warns(UserWarning, match="only_inputs argument is deprecated"):
+    with pytest.warns(FutureWarning, match="only_inputs argument is deprecated"):
         (g,) = torch.autograd.grad((x * 3).sum(), x, only_inputs=False)
     np.testing.assert_allclose(g.numpy(), [3, 3])
     assert x.grad is None

@@ -1,6 +1,6 @@
 """The recording and launch shortcuts of the CUDA host path (session 30): a recorded op's edges
 to its inputs built without ``Tensor._edge`` for inputs that are not views
-(``dispatch._leaf_edge``), a CUDA result wrapped without ``array_meta``, the node's stream read
+(``dispatch._leaf_node``), a CUDA result wrapped without ``array_meta``, the node's stream read
 from the thread's state, the backend module read from the kernels' cache, and the launch paths
 reading Triton's active driver from its field. Each must give what the long way gives."""
 
