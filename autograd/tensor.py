@@ -824,6 +824,10 @@ class Tensor:
         if self._device.type != "cpu":
             raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
                             f"Tensor.cpu() to copy the tensor to host memory first.")
+        if self._requires_grad and state.grad_enabled:  # (numpy()'s rule, as PyTorch's
+            # __array__, which calls numpy(): np.asarray(t) would drop the graph silently)
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
         a = self._host_array()
         converts = self._dtype is dtypes.bfloat16 or (dtype is not None and
                                                       np.dtype(dtype) != a.dtype)

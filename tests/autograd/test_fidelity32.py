@@ -488,7 +488,6 @@ def test_bfloat16_numpy_arrays_become_bfloat16_tensors():
 
 # -- numpy() / __array__ of a tensor that requires grad ------------------------------------------
 
-@pytest.mark.skip(reason="needs the tensor.py change")
 def test_array_protocol_refuses_a_tensor_that_requires_grad():
     t = tg.ones(2, requires_grad=True)
     msg = ("Can't call numpy\\(\\) on Tensor that requires grad. Use tensor.detach\\(\\)"
