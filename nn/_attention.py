@@ -14,7 +14,12 @@ among them as PyTorch's backends: ``FLASH_ATTENTION``/``EFFICIENT_ATTENTION`` th
 Masks: ``scaled_dot_product_attention`` reads a bool ``attn_mask`` as *keep where True*;
 ``MultiheadAttention`` reads its bool masks as *ignore where True* (both as PyTorch). Each is
 turned into an additive float bias (0 or -inf) before ``_attend``. A query row whose every key
-is masked gets NaN, as PyTorch's math reference gives.
+is masked gets output 0 from ``scaled_dot_product_attention`` (PyTorch's ``_safe_softmax``) and
+NaN from ``multi_head_attention_forward`` with ``need_weights`` (its plain softmax), as PyTorch.
+
+``multi_head_attention_forward`` has PyTorch's signature (sequence-first, packed or separate
+projection weights, ``static_k``/``static_v``); ``mha_forward`` is the same computation over
+the three projection weights, batch-first or not, which ``nn.MultiheadAttention`` calls.
 """
 
 from __future__ import annotations
@@ -29,8 +34,8 @@ from ..autograd.ops.creation import ones, zeros
 from ..autograd.ops.nn import ATTENTION_MAX_HEAD_DIM, attention
 from ..autograd.tensor import Tensor
 
-__all__ = ["SDPBackend", "multi_head_attention_forward", "scaled_dot_product_attention",
-           "sdpa_kernel"]
+__all__ = ["SDPBackend", "mha_forward", "multi_head_attention_forward",
+           "scaled_dot_product_attention", "sdpa_kernel"]
 
 
 # -- which implementations scaled_dot_product_attention may choose --------------------------------
@@ -102,14 +107,22 @@ def sdpa_kernel(backends, set_priority: bool = False):
 
 
 def _attend(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, dropout_p: float,
-            scale: float, need_weights: bool = False):
+            scale: float, need_weights: bool = False, safe: bool = False):
     """softmax(q k^T * scale + bias) (dropped out with ``dropout_p``) @ v, over the last two
-    dims, batch dims broadcast; returns (output, attention weights or None)."""
+    dims, batch dims broadcast; returns (output, attention weights or None). ``safe``: a row
+    whose scores are all -inf (every key masked) gets weights 0, not NaN (PyTorch's
+    ``_safe_softmax`` in SDPA's math path), with a zero gradient."""
     from . import functional as F  # functional imports this module
     scores = q.matmul(k.transpose(-2, -1)) * scale
     if bias is not None:
         scores = scores + bias
-    weights = scores.softmax(-1)
+    if safe and bias is not None:
+        # the blocked rows' scores are replaced before the softmax, not only its output: a
+        # NaN softmax would send NaN into q and k's gradients through its backward
+        blocked = (scores == -math.inf).all(-1, keepdim=True)
+        weights = scores.masked_fill(blocked, 0.0).softmax(-1).masked_fill(blocked, 0.0)
+    else:
+        weights = scores.softmax(-1)
     if dropout_p > 0.0:
         weights = F.dropout(weights, dropout_p)
     return weights.matmul(v), (weights if need_weights else None)
@@ -194,6 +207,12 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         raise RuntimeError(f"scaled_dot_product_attention: query {list(query.shape)} and key "
                            f"{list(key.shape)} must share the embedding size (last dim), and "
                            f"key and value {list(value.shape)} the sequence length (dim -2)")
+    if attn_mask is not None and not (attn_mask.dtype.name == "bool"
+                                      or attn_mask.dtype.is_floating_point
+                                      or attn_mask.dtype is query.dtype):
+        raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
+                           f"dtype, but got attn_mask.dtype: {attn_mask.dtype} and "
+                           f"query.dtype: {query.dtype} instead.")
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
                            "when is_causal=True")
@@ -226,7 +245,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         bias = _bias_from_mask(keep, query.dtype, keep_where_true=True)
     elif attn_mask is not None:
         bias = _bias_from_mask(attn_mask, query.dtype, keep_where_true=True)
-    out, _ = _attend(query, key, value, bias, dropout_p, scale)
+    out, _ = _attend(query, key, value, bias, dropout_p, scale, safe=attn_mask is not None)
     return out
 
 
@@ -238,17 +257,83 @@ def _check_mha_mask(mask: Tensor, name: str, shapes: tuple) -> None:
         raise AssertionError(f"only bool and floating types of {name} are supported")
 
 
-def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, num_heads: int,
-                                 q_weight: Tensor, k_weight: Tensor, v_weight: Tensor,
-                                 in_bias: Tensor | None, bias_k: Tensor | None,
-                                 bias_v: Tensor | None, add_zero_attn: bool, dropout_p: float,
-                                 out_proj_weight: Tensor, out_proj_bias: Tensor | None,
-                                 training: bool = True, key_padding_mask: Tensor | None = None,
-                                 need_weights: bool = True, attn_mask: Tensor | None = None,
-                                 average_attn_weights: bool = True, is_causal: bool = False,
-                                 batch_first: bool = False):
+def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int,
+                       num_heads: int, in_proj_weight: Tensor | None,
+                       in_proj_bias: Tensor | None, bias_k: Tensor | None,
+                       bias_v: Tensor | None, add_zero_attn: bool, dropout_p: float,
+                       out_proj_weight: Tensor, out_proj_bias: Tensor | None,
+                       training: bool = True, key_padding_mask: Tensor | None = None,
+                       need_weights: bool = True, attn_mask: Tensor | None = None,
+                       use_separate_proj_weight: bool = False,
+                       q_proj_weight: Tensor | None = None, k_proj_weight: Tensor | None = None,
+                       v_proj_weight: Tensor | None = None, static_k: Tensor | None = None,
+                       static_v: Tensor | None = None, average_attn_weights: bool = True,
+                       is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+    """Forward method for MultiHeadAttention (PyTorch's functional form).
+
+    Args:
+        query, key, value: (L, N, E) / (S, N, E_k) / (S, N, E_v), or unbatched (L, E) ...
+        embed_dim_to_check: the model's total dimension; ``query``'s last dim must equal it.
+        num_heads: parallel attention heads.
+        in_proj_weight, in_proj_bias: the packed (3E, E) input projection and its (3E,) bias.
+        bias_k, bias_v: (1, 1, E) biases appended to the keys and values at dim 0.
+        add_zero_attn: append a batch of zeros to the keys and values at dim 1.
+        dropout_p: probability of an element to be zeroed (while ``training``).
+        out_proj_weight, out_proj_bias: the output projection.
+        key_padding_mask: (N, S); True (or -inf) marks keys to ignore.
+        need_weights: also return the attention weights.
+        attn_mask: (L, S) or (N * num_heads, L, S); True (or -inf) blocks attention.
+        use_separate_proj_weight: project with ``q/k/v_proj_weight`` instead of the packed
+            ``in_proj_weight`` (for keys and values of other sizes than E).
+        static_k, static_v: (N * num_heads, S, E / num_heads) keys / values used as they are,
+            instead of projected.
+        average_attn_weights: average the returned weights over the heads.
+        is_causal: a hint that ``attn_mask`` is the causal mask (which must be given).
+
+    Returns:
+        ``(attn_output, attn_weights)``: (L, N, E) ((L, E) unbatched), and (N, L, S) averaged
+        or (N, num_heads, L, S), or None without ``need_weights``.
+    """
+    if query.shape[-1] != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
+                             f"got {query.shape[-1]}")
+    if use_separate_proj_weight:
+        for name, w in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
+            if w is None:
+                raise AssertionError(f"use_separate_proj_weight is True but {name}_proj_weight "
+                                     f"is None")
+        wq, wk, wv = q_proj_weight, k_proj_weight, v_proj_weight
+    else:
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        if tuple(key.shape) != tuple(value.shape):
+            raise AssertionError(f"key shape {tuple(key.shape)} does not match value shape "
+                                 f"{tuple(value.shape)}")
+        wq, wk, wv = in_proj_weight.chunk(3)
+    if bias_k is not None and static_k is not None:
+        raise AssertionError("bias cannot be added to static key.")
+    if bias_v is not None and static_v is not None:
+        raise AssertionError("bias cannot be added to static value.")
+    return mha_forward(query, key, value, num_heads, wq, wk, wv, in_proj_bias, bias_k, bias_v,
+                       add_zero_attn, dropout_p, out_proj_weight, out_proj_bias, training,
+                       key_padding_mask, need_weights, attn_mask, average_attn_weights,
+                       is_causal, static_k=static_k, static_v=static_v)
+
+
+def mha_forward(query: Tensor, key: Tensor, value: Tensor, num_heads: int,
+                q_weight: Tensor, k_weight: Tensor, v_weight: Tensor,
+                in_bias: Tensor | None, bias_k: Tensor | None,
+                bias_v: Tensor | None, add_zero_attn: bool, dropout_p: float,
+                out_proj_weight: Tensor, out_proj_bias: Tensor | None,
+                training: bool = True, key_padding_mask: Tensor | None = None,
+                need_weights: bool = True, attn_mask: Tensor | None = None,
+                average_attn_weights: bool = True, is_causal: bool = False,
+                batch_first: bool = False, static_k: Tensor | None = None,
+                static_v: Tensor | None = None):
     """The forward of ``nn.MultiheadAttention`` on batch-first or sequence-first inputs; see
-    there. ``key_padding_mask`` / bool ``attn_mask``: True marks what may not be attended."""
+    there. ``key_padding_mask`` / bool ``attn_mask``: True marks what may not be attended.
+    ``static_k``/``static_v``: (N * num_heads, S, head_dim) keys/values replacing the
+    projected ones (``multi_head_attention_forward``'s)."""
     from . import functional as F
     unbatched = query.ndim == 2
     if unbatched:
@@ -266,6 +351,8 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, num_
     query, key, value = (t.transpose(0, 1) for t in (query, key, value))  # (N, L, E)
     n, length, embed = query.shape
     head = embed // num_heads
+    if head * num_heads != embed:
+        raise AssertionError(f"embed_dim {embed} not divisible by num_heads {num_heads}")
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
                            "Transformer module method `generate_square_subsequent_mask` to "
@@ -316,6 +403,8 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, num_
                bias_v.reshape(1, 1, embed).expand(n, 1, embed))
     elif bias_k is not None or bias_v is not None:
         raise AssertionError("bias_k and bias_v must both be set or both be None")
+    k = _static(k, static_k, "static_k", n, num_heads, head)
+    v = _static(v, static_v, "static_v", n, num_heads, head)
     if add_zero_attn:
         extend(None, None)
     # (N, S, E) -> (N, H, S, D)
@@ -340,6 +429,20 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, num_
         if unbatched:
             weights = weights.squeeze(0)
     return out, weights
+
+
+def _static(x: Tensor, static: Tensor | None, name: str, n: int, heads: int,
+            head: int) -> Tensor:
+    """``x`` (N, S, E), or the (N * heads, S', head) ``static`` in its place as (N, S', E)."""
+    if static is None:
+        return x
+    if static.shape[0] != n * heads:
+        raise AssertionError(f"expecting {name}.size(0) of {n * heads}, but got "
+                             f"{static.shape[0]}")
+    if static.shape[2] != head:
+        raise AssertionError(f"expecting {name}.size(2) of {head}, but got {static.shape[2]}")
+    s = static.shape[1]
+    return static.reshape(n, heads, s, head).transpose(1, 2).reshape(n, s, heads * head)
 
 
 def _cat_seq(x: Tensor, extra: Tensor) -> Tensor:

@@ -48,8 +48,8 @@ from ..autograd.tensor import Tensor
 from ._padding import pad
 
 __all__ = ["adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "avg_pool2d",
-           "avg_pool3d", "conv1d", "conv2d", "conv_transpose3d", "max_pool2d", "max_pool3d",
-           "unfold"]
+           "avg_pool3d", "conv1d", "conv2d", "conv_tbc", "conv_transpose3d", "max_pool2d",
+           "max_pool3d", "unfold"]
 
 
 def _ntuple(v, n: int, arg: str, op: str) -> tuple:
@@ -452,7 +452,12 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     """
     checks.tensor_arg(input, "unfold")
     _floating_pool(input, "im2col")  # (PyTorch's kernels: floating only)
-    if input.ndim not in (3, 4):
+    if input.ndim < 3:  # (PyTorch's: its size(-3) of the input, out of range)
+        n = max(input.ndim, 1)
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {input.ndim}) (unfold: Only 3D or 4D input Tensors are "
+                         f"supported, got {input.ndim}D)")
+    if input.ndim > 4:
         raise RuntimeError("unfold: Input Error: Only 3D or 4D input Tensors are supported (got "
                            f"{input.ndim}D)")
     unbatched = input.ndim == 3
@@ -705,12 +710,15 @@ def _avg_pool(input: Tensor, kernel_size, stride, padding, ceil_mode: bool,
     xp = _pad_nd(x, padding, extra, 0.0)
     sums = _windows(xp, kernel, stride, (1,) * nd, out).sum(2).reshape(tuple(x.shape[:2]) + out)
     if divisor_override is not None:
-        y = sums / divisor_override
+        divisor = divisor_override
     else:
         divs = [_avg_divisor(n, k, s, p, o, count_include_pad) for n, k, s, p, o
                 in zip(x.shape[2:], kernel, stride, padding, out)]
-        y = sums / _tensor(functools.reduce(np.multiply.outer, divs), dtype=x.dtype,
-                           device=x.device)
+        divisor = _tensor(functools.reduce(np.multiply.outer, divs), dtype=x.dtype,
+                          device=x.device)
+    # integers keep their dtype, the mean truncated toward zero (PyTorch's CPU kernels)
+    y = (sums / divisor if x.dtype.is_floating_point else
+         sums.div(divisor, rounding_mode="trunc"))
     return y.squeeze(0) if unbatched else y
 
 
@@ -865,10 +873,12 @@ def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
     stride = None if stride is None or (not isinstance(stride, int) and not len(stride)) else stride
     if not return_indices and checks.tensor_arg(input, "max_pool1d").ndim in (2, 3):
         _floating_pool(input, "max_pool1d_impl")  # (PyTorch's 1-D kernel without indices)
-    r = max_pool2d(_as_plane(input, "max_pool1d"), _one(kernel_size, "max_pool1d", "kernel_size"),
-                   _one(stride, "max_pool1d", "stride"),
-                   (0, _ntuple(padding, 1, "padding", "max_pool1d")[0]),
-                   _one(dilation, "max_pool1d", "dilation"), ceil_mode, return_indices)
+    # max_pool2d's computation over (N, C, 1, L), its errors naming max_pool1d
+    r = _max_pool(_as_plane(input, "max_pool1d"), _one(kernel_size, "max_pool1d", "kernel_size"),
+                  _one(stride, "max_pool1d", "stride"),
+                  (0, _ntuple(padding, 1, "padding", "max_pool1d")[0]),
+                  _one(dilation, "max_pool1d", "dilation"), ceil_mode, return_indices, 2,
+                  "max_pool1d")
     if return_indices:
         return r[0].squeeze(-2), r[1].squeeze(-2)
     return r.squeeze(-2)
@@ -879,11 +889,11 @@ def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     """Applies a 1D average pooling over an input signal composed of several input planes
     (``avg_pool2d``'s arguments, one value each)."""
     stride = None if stride is None or (not isinstance(stride, int) and not len(stride)) else stride
-    return avg_pool2d(_as_plane(input, "avg_pool1d"), _one(kernel_size, "avg_pool1d",
-                                                           "kernel_size"),
-                      _one(stride, "avg_pool1d", "stride"),
-                      (0, _ntuple(padding, 1, "padding", "avg_pool1d")[0]), ceil_mode,
-                      count_include_pad).squeeze(-2)
+    return _avg_pool(_as_plane(input, "avg_pool1d"), _one(kernel_size, "avg_pool1d",
+                                                          "kernel_size"),
+                     _one(stride, "avg_pool1d", "stride"),
+                     (0, _ntuple(padding, 1, "padding", "avg_pool1d")[0]), ceil_mode,
+                     count_include_pad, None, 2, "avg_pool1d").squeeze(-2)
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
@@ -958,3 +968,42 @@ def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False
     """Applies a 1D adaptive max pooling over an input signal composed of several input
     planes."""
     return _adaptive_max(input, output_size, 1, return_indices, "adaptive_max_pool1d")
+
+
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    """Applies a 1-dimensional sequence convolution over an input sequence. Input and output
+    dimensions are (Time, Batch, Channels) - hence TBC.
+
+    Args:
+        input: (sequence length, batch, in_channels).
+        weight: filter of shape (kernel width, in_channels, out_channels).
+        bias: (out_channels).
+        pad: number of timesteps to pad on both ends (a negative one crops). Default: 0.
+
+    Returns:
+        (sequence length + 2 pad - kernel width + 1, batch, out_channels): ``conv1d`` over
+        the time axis, with the weight read as (out_channels, in_channels, kernel width).
+    """
+    for name, t in (("input", input), ("weight", weight), ("bias", bias)):
+        checks.tensor_arg(t, "conv_tbc", name)
+    if input.ndim != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.ndim != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, "
+                           "out_channels.")
+    if bias.ndim != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if bias.shape[0] != weight.shape[2]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    pad = int(pad)
+    length = input.shape[0] + 2 * pad - weight.shape[0] + 1
+    if length < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {length}: "
+                           f"[{length}, {input.shape[1]}, {weight.shape[2]}]")
+    x = input.permute(1, 2, 0)  # (B, C_in, T)
+    if pad < 0:  # (conv1d takes no negative padding: the crop first)
+        x, pad = x.narrow(2, -pad, input.shape[0] + 2 * pad), 0
+    y = conv1d(x, weight.permute(2, 1, 0), bias, padding=pad)
+    return y.permute(2, 0, 1)

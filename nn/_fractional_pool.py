@@ -129,16 +129,18 @@ def fractional_max_pool3d(input: Tensor, kernel_size, output_size=None, output_r
 
 
 def fractional_max_pool2d_with_indices(input: Tensor, kernel_size, output_size=None,
-                                       output_ratio=None, return_indices: bool = True,
+                                       output_ratio=None, return_indices: bool = False,
                                        _random_samples=None):
-    """``fractional_max_pool2d`` returning (values, indices)."""
+    """``fractional_max_pool2d`` returning (values, indices) whatever ``return_indices`` says
+    (PyTorch's default, False, shows in its signature but is not read)."""
     return fractional_max_pool2d(input, kernel_size, output_size, output_ratio, True,
                                  _random_samples)
 
 
 def fractional_max_pool3d_with_indices(input: Tensor, kernel_size, output_size=None,
-                                       output_ratio=None, return_indices: bool = True,
+                                       output_ratio=None, return_indices: bool = False,
                                        _random_samples=None):
-    """``fractional_max_pool3d`` returning (values, indices)."""
+    """``fractional_max_pool3d`` returning (values, indices) whatever ``return_indices`` says
+    (PyTorch's default, False, shows in its signature but is not read)."""
     return fractional_max_pool3d(input, kernel_size, output_size, output_ratio, True,
                                  _random_samples)

@@ -198,7 +198,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if need != nd:
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
                                   f"{need + 2}D input")
-    if (size is None) == (scale_factor is None):
+    if size is None and scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
     spatial = list(input.shape[2:])
     if size is not None:
@@ -216,11 +218,12 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                            f"got input "
                            f"({', '.join(map(str, spatial))}) and output "
                            f"({', '.join(map(str, out))})")
-    if not (input.dtype.is_floating_point
-            or (mode.startswith("nearest") and input.dtype.name == "uint8")):
-        # (PyTorch's kernels: floating dtypes; nearest also uint8, for images)
+    image = input.dtype.name == "uint8" and (mode.startswith("nearest") or mode == "bicubic"
+                                             or mode == "bilinear")
+    if not (input.dtype.is_floating_point or image):
+        # (PyTorch's kernels: floating dtypes; nearest, bilinear and bicubic also uint8)
         raise NotImplementedError(f"interpolate: {mode} mode needs a floating point input"
-                                  f"{' (or uint8)' if mode.startswith('nearest') else ''}, "
+                                  f"{' (or uint8)' if mode != 'area' else ''}, "
                                   f"got {input.dtype}")
     if mode == "area":  # (PyTorch's: the adaptive average pool of the spatial dims' count)
         pool = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[nd - 1]
@@ -234,6 +237,13 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
             plan.append((2 + d, _taps(mode, n_in, n_out, align_corners, sf)))
     if not plan:
         return input
+    if image and not mode.startswith("nearest"):
+        # PyTorch's uint8 image kernels: the width pass, then the height pass, each rounded
+        # and clamped to uint8 (theirs in fixed point: a value may differ by 1 or 2)
+        x = input.to(dtypes.float32)
+        for dim, taps in reversed(plan):
+            x = _resize_dim(x, dim, taps).round().clamp(0, 255)
+        return x.to(dtypes.uint8)
     # one node, named as PyTorch's, saving nothing: the resize is linear in the input
     return linear_node(UPSAMPLE[mode, nd, antialias], input, _resize, tuple(plan),
                        transpose=_resize_t)
@@ -278,6 +288,7 @@ class Upsample(Module):
     def __init__(self, size=None, scale_factor=None, mode: str = "nearest",
                  align_corners: bool | None = None, recompute_scale_factor: bool | None = None):
         super().__init__()
+        self.name = type(self).__name__  # (PyTorch's attribute)
         self.size = size
         self.scale_factor = (float(scale_factor) if isinstance(scale_factor, (int, float))
                              else scale_factor)
@@ -346,6 +357,11 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
     if min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
     n, spatial = size[0], size[2:]
+    if theta.shape[0] != n:  # (PyTorch's bmm words it; its first words kept)
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{n}, {nd + 1}] but got: [{theta.shape[0]}, {nd + 1}] "
+                           f"(affine_grid: size {size} asks for {n} matrices, theta holds "
+                           f"{theta.shape[0]})")
     # base (1, prod(spatial), nd + 1): x along the last dimension, y the one before, ...
     cols, total = [], math.prod(spatial)
     for d in reversed(range(nd)):
@@ -484,7 +500,8 @@ def _grid_sample(input: Tensor, grid: Tensor, mode: str, padding_mode: str,
         i, w = _grid_axis(grid[..., nd - 1 - d], size, mode, padding_mode, align_corners)
         inside = (i >= 0).logical_and(i <= size - 1).to(input.dtype)
         w = inside if w is None else w * inside  # 0 outside (zeros padding)
-        i = i.clamp(0, size - 1).to(dtypes.int64) * strides[d]
+        # (a NaN coordinate's tap reads index 0 with weight 0, or NaN: never a wild index)
+        i = i.clamp(0, size - 1).nan_to_num(0.0).to(dtypes.int64) * strides[d]
         if index is None:
             index, weight = i, w
         else:  # every tap of the axes so far with every tap of this one

@@ -9,7 +9,7 @@ from ..autograd.dispatch import SINK, Primitive, apply, as_shape, meta, opmath, 
 from ..autograd.ops.products import CdistBackward0, _cdist_weights, _differences
 from ..autograd.tensor import Tensor
 
-__all__ = ["channel_shuffle", "pdist"]
+__all__ = ["channel_shuffle", "native_channel_shuffle", "pdist"]
 
 
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:
@@ -33,6 +33,11 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:
     n, rest = input.shape[0], tuple(input.shape[2:])
     return (input.reshape((n, groups, c // groups) + rest).transpose(1, 2)
             .reshape((n, c) + rest))
+
+
+def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """Native kernel level implementation of the ``channel_shuffle`` (the same result here)."""
+    return channel_shuffle(input, groups)
 
 
 def pdist(input: Tensor, p: float = 2.0) -> Tensor:

@@ -19,7 +19,8 @@ from ..autograd import checks
 from ..autograd.ops.creation import zeros as _zeros
 from ..autograd.tensor import Tensor
 from ..runtime import dtype as dtypes
-from ._convolution import _ntuple, avg_pool1d, avg_pool2d, avg_pool3d
+from ._convolution import (_ntuple, avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d, max_pool2d,
+                           max_pool3d)
 
 __all__ = ["lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d",
            "max_unpool3d"]
@@ -123,6 +124,11 @@ def _lp_pool(input: Tensor, norm_type: float, kernel_size, stride, ceil_mode: bo
              avg_pool) -> Tensor:
     kernel = _ntuple(kernel_size, nd, "kernel_size", f"lp_pool{nd}d")
     p = float(norm_type)
+    if math.isinf(p):  # the limit of the p-norm: the largest |x| (PyTorch's special case)
+        max_pool = (max_pool1d, max_pool2d, max_pool3d)[nd - 1]
+        if p > 0:
+            return max_pool(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        return -max_pool(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
     powered = input.pow(p)
     sums = (avg_pool(powered, kernel_size, stride, 0, ceil_mode) if stride is not None else
             avg_pool(powered, kernel_size, padding=0, ceil_mode=ceil_mode))
@@ -134,8 +140,9 @@ def lp_pool1d(input: Tensor, norm_type: float, kernel_size, stride=None,
               ceil_mode: bool = False) -> Tensor:
     """Applies a 1D power-average pooling over an input signal composed of several input
     planes: ``f(X) = (sum_{x in X} x^p)^(1/p)`` over each window (p = ``norm_type``; p = 1 is
-    sum pooling, and p -> inf approaches max pooling). Negative inputs: as PyTorch's, a
-    non-integer p, or a negative sum under a fractional root, gives NaN. With ``ceil_mode`` a
+    sum pooling; p = inf takes the largest |x| of each window, p = -inf the smallest).
+    Negative inputs: as PyTorch's, a non-integer p, or a negative sum under a fractional root,
+    gives NaN. With ``ceil_mode`` a
     last window cut short by the input's end counts as its mean times the kernel size (an
     average pool times the kernel size, as PyTorch computes it)."""
     return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1, avg_pool1d)

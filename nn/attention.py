@@ -1,6 +1,7 @@
 """``torch.nn.attention`` (``sdpa_kernel``, ``SDPBackend``: which implementation
 ``scaled_dot_product_attention`` may use) and ``MultiheadAttention`` over
-``F.multi_head_attention_forward`` (a matmul + softmax composite, nn/_attention.py).
+``mha_forward`` (a matmul + softmax composite, nn/_attention.py, which also holds
+``F.multi_head_attention_forward``, the same computation in PyTorch's argument layout).
 Initialisation is PyTorch's: the input projections xavier_uniform_, their biases and the output
 projection's bias zeros, ``bias_k`` / ``bias_v`` xavier_normal_."""
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from ..autograd.ops.creation import empty
 from ..autograd.tensor import Tensor
-from . import functional as F
+from . import _attention
 from ._attention import SDPBackend, sdpa_kernel
 from . import init
 from .layers import NonDynamicallyQuantizableLinear
@@ -151,7 +152,7 @@ class MultiheadAttention(Module):
         if not self._qkv_same_embed_dim and key.shape[:-1] != value.shape[:-1]:
             raise AssertionError(f"key's sequence and batch dims {key.shape[:-1]} do not match "
                                  f"value's {value.shape[:-1]}")
-        return F.multi_head_attention_forward(
+        return _attention.mha_forward(
             query, key, value, self.num_heads, wq, wk, wv, self.in_proj_bias, self.bias_k,
             self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight,
             self.out_proj.bias, training=self.training, key_padding_mask=key_padding_mask,

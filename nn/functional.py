@@ -34,7 +34,8 @@ from ..runtime.dtype import result_type as _result_type
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
            "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d", "affine_grid",
            "alpha_dropout", "avg_pool1d", "avg_pool2d", "avg_pool3d", "batch_norm", "bilinear", "binary_cross_entropy", "binary_cross_entropy_with_logits",
-           "celu", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+           "celu", "conv1d", "conv2d", "conv3d", "conv_tbc", "conv_transpose1d",
+           "conv_transpose2d",
            "conv_transpose3d", "cosine_embedding_loss", "cosine_similarity", "cross_entropy", "ctc_loss", "dropout", "dropout1d",
            "dropout2d", "dropout3d", "elu", "embedding", "embedding_bag", "fold",
            "gaussian_nll_loss", "gelu", "glu", "grid_sample", "group_norm", "gumbel_softmax",
@@ -264,7 +265,8 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     if lambd < 0:
         raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be "
                            f"{lambd}.")
-    return (input - lambd).where(input > lambd, (input + lambd).where(input < -lambd, 0.0))
+    # (the middle branch is input * 0, not 0: a NaN input stays NaN, as PyTorch's)
+    return (input - lambd).where(input > lambd, (input + lambd).where(input < -lambd, input * 0))
 
 
 def softmin(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
@@ -302,6 +304,14 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
 
 # -- layers --------------------------------------------------------------------------------------
 
+def _c_type_name(dt) -> str:
+    """The C++ type PyTorch's dtype errors print ("double", "float", "long int", ...)."""
+    return {"float64": "double", "float32": "float", "float16": "c10::Half",
+            "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
+            "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+            "bool": "bool"}.get(dt.name, dt.name)
+
+
 @_observed_op("aten::linear", seq_from_counter=True)  # (outside autocast: as PyTorch's event)
 @_autocast("lower")
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -310,14 +320,21 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     more dims that addmm between two views, else a matmul and an add."""
     checks.tensor_arg(input, "linear", "input")
     checks.tensor_arg(weight, "linear", "weight")
-    if input.ndim == 0 or weight.ndim not in (1, 2):  # (shape and dtype tests: no data read)
-        raise RuntimeError("linear: expected input of at least 1 dim and a 1-D or 2-D weight, "
-                           f"got input of size {list(input.shape)} and weight of size "
+    if input.ndim == 0 or weight.ndim == 0:  # (shape and dtype tests: no data read)
+        raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are "
+                           f"{input.ndim}D and {weight.ndim}D")
+    if weight.ndim > 2:
+        raise RuntimeError(f"linear: expected a 1-D or 2-D weight, got weight of size "
                            f"{list(weight.shape)}")
-    if input.dtype is not weight.dtype:
-        raise RuntimeError(f"linear: mat1 and mat2 must have the same dtype, but got "
-                           f"{checks.scalar_type_name(input.dtype)} and "
-                           f"{checks.scalar_type_name(weight.dtype)}")
+    if input.dtype is not weight.dtype:  # (PyTorch's words: addmm's with a bias, else mm's)
+        if bias is not None:
+            raise RuntimeError(f"linear: mat1 and mat2 must have the same dtype, but got "
+                               f"{checks.scalar_type_name(input.dtype)} and "
+                               f"{checks.scalar_type_name(weight.dtype)}")
+        raise RuntimeError(f"linear: expected m1 and m2 to have the same dtype, but got: "
+                           f"{_c_type_name(input.dtype)} != {_c_type_name(weight.dtype)}")
+    if bias is not None and weight.ndim == 1 and input.ndim == 2:
+        raise RuntimeError("mat2 must be a matrix, got 1-D tensor")  # (PyTorch's addmm path)
     if weight.ndim == 2 and input.ndim and input.shape[-1] != weight.shape[1]:
         raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied "
                            f"({math.prod(input.shape[:-1])}x{input.shape[-1]} and "
@@ -763,28 +780,43 @@ def _reduce_elements(ctx, k, a, reduction: str):
 
 @_autocast("float32")
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
-             reduction: str = "mean", weight=None) -> Tensor:
+             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """Measures the element-wise mean squared error: (input - target)^2, averaged
     (``'mean'``), summed (``'sum'``) or per element (``'none'``). One ``MseLossBackward0``
-    node, with gradients to ``input`` and ``target``. ``weight=`` (per-sample weights)
-    raises: not implemented.
+    node, with gradients to ``input`` and ``target``. ``weight`` (the input's size) multiplies
+    each element's loss; ``'mean'`` is then the weighted sum over ``weight.sum()``, as
+    PyTorch's.
 
     Example:
         >>> F.mse_loss(tg.tensor([1., 2.]), tg.tensor([2., 4.]))
         tensor(2.5000)
     """
     _loss_operands("mse_loss", input, target)
-    if weight is not None:
-        raise checks.unsupported("mse_loss", "weight", "<tensor>", "unweighted losses only: "
-                                 "multiply reduction='none' losses by the weights")
     reduction = _reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         warnings.warn(f"Using a target size ({list(target.shape)}) that is different to the "
                       f"input size ({list(input.shape)}). This will likely lead to incorrect "
                       f"results due to broadcasting. Please ensure they have the same size.",
                       stacklevel=2)
-    return _apply(MseLossBackward0, _elementwise_loss_operands(input, target, "mse_loss", "mse"),
-                  reduction)
+    operands = _elementwise_loss_operands(input, target, "mse_loss", "mse")
+    if weight is None:
+        return _apply(MseLossBackward0, operands, reduction)
+    return _sample_weighted(_apply(MseLossBackward0, operands, "none"), input, weight,
+                            reduction, "mse_loss")
+
+
+def _sample_weighted(loss: Tensor, input: Tensor, weight: Tensor, reduction: str, op: str,
+                     mean_over_weight: bool = True) -> Tensor:
+    """``loss * weight`` reduced as PyTorch's weighted l1/mse/huber losses: ``weight`` must
+    have the input's size; ``'mean'`` divides by ``weight.sum()`` (l1, mse) or by the element
+    count (huber, ``mean_over_weight=False``)."""
+    checks.tensor_arg(weight, op, "weight")
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    loss = loss * weight
+    if reduction == "mean" and mean_over_weight:
+        return loss.sum() / weight.sum()
+    return _reduce(loss, reduction)
 
 
 def _class_last(input: Tensor, target: Tensor, op: str):
@@ -949,10 +981,6 @@ def _check_same_size(input: Tensor, target: Tensor) -> None:
                       f"input size ({list(input.shape)}). This will likely lead to incorrect "
                       f"results due to broadcasting. Please ensure they have the same size.",
                       stacklevel=3)
-
-
-def _weighted(loss: Tensor, weight: Tensor | None) -> Tensor:
-    return loss if weight is None else loss * weight
 
 
 def _log_or(k, a, at_zero: float):
@@ -1163,12 +1191,16 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
 
 @_autocast("float32")
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
-            reduction: str = "mean") -> Tensor:
-    """Mean absolute error |input - target| (the gradient at 0 is 0)."""
+            reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    """Mean absolute error |input - target| (the gradient at 0 is 0). ``weight`` (the input's
+    size) multiplies each element's loss; ``'mean'`` is then the weighted sum over
+    ``weight.sum()``, as PyTorch's."""
     _loss_operands("l1_loss", input, target)
     reduction = _reduction(size_average, reduce, reduction)
     _check_same_size(input, target)
-    return _reduce((input - target).abs(), reduction)
+    if weight is None:
+        return _reduce((input - target).abs(), reduction)
+    return _sample_weighted((input - target).abs(), input, weight, reduction, "l1_loss")
 
 
 class SmoothL1LossBackward0(_Primitive):
@@ -1263,8 +1295,9 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
 @_autocast("float32")
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
-    """0.5 (x - y)^2 where |x - y| < delta, else delta (|x - y| - 0.5 delta); ``weight``
-    multiplies each element's loss before the reduction. One ``HuberLossBackward0`` node
+    """0.5 (x - y)^2 where |x - y| < delta, else delta (|x - y| - 0.5 delta); ``weight`` (the
+    input's size) multiplies each element's loss before the reduction (``'mean'``: over the
+    element count). One ``HuberLossBackward0`` node
     saving ``input`` and ``target`` (then a product and the reduction, with ``weight``)."""
     _loss_operands("huber_loss", input, target)
     reduction = _reduction(None, None, reduction)
@@ -1280,7 +1313,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     if weight is None:
         return _apply(HuberLossBackward0, operands, float(delta), reduction)
     loss = _apply(HuberLossBackward0, operands, float(delta), "none")
-    return _reduce(_weighted(loss, weight), reduction)
+    return _sample_weighted(loss, input, weight, reduction, "huber_loss", mean_over_weight=False)
 
 
 @_autocast("float32")
@@ -1395,8 +1428,8 @@ from ._attention import multi_head_attention_forward, scaled_dot_product_attenti
 from ._convolution import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d,
                            adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d,
                            avg_pool1d, avg_pool2d, avg_pool3d, conv1d, conv2d, conv3d,
-                           conv_transpose1d, conv_transpose2d, conv_transpose3d, fold,
-                           max_pool1d, max_pool2d, max_pool3d, unfold)
+                           conv_tbc, conv_transpose1d, conv_transpose2d, conv_transpose3d,
+                           fold, max_pool1d, max_pool2d, max_pool3d, unfold)
 from ._normalization import batch_norm, group_norm, instance_norm, rms_norm
 from ._padding import pad
 from ._sampling import affine_grid, grid_sample, interpolate
@@ -1408,7 +1441,7 @@ from ._ctc_loss import ctc_loss
 from . import _inplace_activations, _shuffle_distance
 from ._inplace_activations import (celu_, elu_, hardtanh_, leaky_relu_, relu_, rrelu, rrelu_,
                                    selu_)
-from ._shuffle_distance import channel_shuffle, pdist
+from ._shuffle_distance import channel_shuffle, native_channel_shuffle, pdist
 
 __all__ += _inplace_activations.__all__ + _shuffle_distance.__all__
 

@@ -556,6 +556,8 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
             raise RuntimeError(f"prelu: Mismatch of parameter numbers and input channel size. "
                                f"Found parameter numbers = {n} and channel size = {channels}.")
         weight = weight.reshape((1, n) + (1,) * (input.ndim - 2))
+    elif input.ndim == 0:  # (a 0-d input keeps its shape, as PyTorch's)
+        weight = weight.reshape(())
     return apply(PreluKernelBackward0, (input, weight))
 
 

@@ -237,6 +237,12 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
                            f"'{checks.scalar_type_name(input.dtype)}'")
     if inplace:
         from ..dispatch import apply_inplace
+        from ..grad_mode import is_grad_enabled
+        if value > threshold and input.requires_grad and is_grad_enabled():
+            # the result cannot tell a replaced value from a kept one (both > threshold): the
+            # mask must come from the input, which the write overwrites; so computed out of
+            # place and written back (recorded as a copy)
+            return input.copy_(apply(ThresholdBackward0, (input.clone(),), threshold, value))
         return apply_inplace(ThresholdBackward1, input, (), threshold, value)
     return apply(ThresholdBackward0, (input,), threshold, value)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from ...kernels.numpy import pool as _pool
-from ..dispatch import Primitive, apply
+from ..dispatch import Primitive, apply, zeros
 from ..tensor import Tensor
 from . import traced
 
@@ -39,6 +39,8 @@ class MaxPool2DWithIndicesBackward0(Primitive):
     @staticmethod
     def vjp(ctx, k, saved, g, _g_index=None):
         index, = saved
+        if math.prod(ctx.shape) == 0:  # (an empty batch or plane: nothing to scatter)
+            return (zeros(k, ctx.shape, g),)
         if k is traced:  # recorded: a scatter_add of g, differentiable again
             n, c = ctx.shape[:2]
             dx = g.new_zeros((n, c, math.prod(ctx.shape[2:])))

@@ -540,6 +540,8 @@ def _row_mean(a: np.ndarray) -> np.ndarray:
 def _fresh(r: np.ndarray, like: np.ndarray) -> np.ndarray:
     """``_back`` for a result the caller made and no one else holds: itself when it already
     has ``like``'s dtype (no copy)."""
+    if not isinstance(r, np.ndarray):  # (NumPy's ufuncs give a scalar for 0-d operands)
+        r = np.asarray(r)
     return r if r.dtype == like.dtype and type(like) is not BF16Array else _back(r, like)
 
 
