@@ -157,7 +157,30 @@ class _Mode:
         return wrapper
 
 
-class no_grad(_Mode):
+class _FixedMode(_Mode):
+    """Base of ``no_grad`` and ``enable_grad``: grad mode set to ``_value`` inside."""
+
+    _value: bool
+
+    # (no __init__: ``__new__`` takes the argument; Note [Grad mode blocks])
+    def __new__(cls, orig_func=None):
+        self = object.__new__(cls)
+        return self if orig_func is None else self(orig_func)  # bare @no_grad, as newer PyTorch
+
+    def __enter__(self) -> None:  # (_Mode's, with _set inline)
+        st = state
+        if st.inference:  # (Note [Grad mode in inference mode])
+            self._prev = (st.grad_enabled, True, _inference_grad.value)
+            _inference_grad.value = self._value
+        else:
+            self._prev = (st.grad_enabled, False)
+            st.grad_enabled = self._value
+
+    def _set(self):
+        _set_grad_mode(self._value)
+
+
+class no_grad(_FixedMode):
     """Context manager that disables gradient calculation.
 
     Results of every computation inside have ``requires_grad=False``, even when the inputs
@@ -171,46 +194,16 @@ class no_grad(_Mode):
         False
     """
 
-    # (no __init__: ``__new__`` takes the argument; Note [Grad mode blocks])
-    def __new__(cls, orig_func=None):
-        self = object.__new__(cls)
-        return self if orig_func is None else self(orig_func)  # bare @no_grad, as newer PyTorch
-
-    def __enter__(self) -> None:  # (_Mode's, with _set inline)
-        st = state
-        if st.inference:  # (Note [Grad mode in inference mode])
-            self._prev = (st.grad_enabled, True, _inference_grad.value)
-            _inference_grad.value = False
-        else:
-            self._prev = (st.grad_enabled, False)
-            st.grad_enabled = False
-
-    def _set(self):
-        _set_grad_mode(False)
+    _value = False
 
 
-class enable_grad(_Mode):
+class enable_grad(_FixedMode):
     """Context manager that enables gradient calculation inside ``no_grad``/``set_grad_enabled``.
 
     Thread local; also a decorator (``@enable_grad()``). It does not leave inference mode.
     """
 
-    # (no __init__: ``__new__`` takes the argument; Note [Grad mode blocks])
-    def __new__(cls, orig_func=None):
-        self = object.__new__(cls)
-        return self if orig_func is None else self(orig_func)
-
-    def __enter__(self) -> None:  # (_Mode's, with _set inline)
-        st = state
-        if st.inference:  # (Note [Grad mode in inference mode])
-            self._prev = (st.grad_enabled, True, _inference_grad.value)
-            _inference_grad.value = True
-        else:
-            self._prev = (st.grad_enabled, False)
-            st.grad_enabled = True
-
-    def _set(self):
-        _set_grad_mode(True)
+    _value = True
 
 
 class set_grad_enabled(_Mode):

@@ -557,13 +557,8 @@ def _op_overload(op):
     return op
 
 
-class _PolicyObserver:
-    """The forward context of ``create_selective_checkpoint_contexts``: an observer
-    (autograd/observe.py) asking the policy about every op the checkpointed forward runs, and
-    checking its answer."""
-
-    def __init__(self, policy_fn: Callable) -> None:
-        self.policy_fn = policy_fn
+class _ObserverBlock:
+    """An op observer (autograd/observe.py) that is the context manager of its own block."""
 
     def __enter__(self):
         observe.add_observer(self)
@@ -572,6 +567,15 @@ class _PolicyObserver:
     def __exit__(self, *exc) -> bool:
         observe.remove_observer(self)
         return False
+
+
+class _PolicyObserver(_ObserverBlock):
+    """The forward context of ``create_selective_checkpoint_contexts``: an observer
+    (autograd/observe.py) asking the policy about every op the checkpointed forward runs, and
+    checking its answer."""
+
+    def __init__(self, policy_fn: Callable) -> None:
+        self.policy_fn = policy_fn
 
     def op_enter(self, op, seq, inputs, params):
         observe.remove_observer(self)  # (the policy's own ops are not asked about)
@@ -651,7 +655,7 @@ def create_selective_checkpoint_contexts(policy_fn_or_list, allow_cache_entry_mu
 _AUTOGRAD_DIR = os.path.dirname(os.path.abspath(observe.__file__)) + os.sep
 
 
-class _OpLog:
+class _OpLog(_ObserverBlock):
     """An observer (autograd/observe.py) logging each op run, with the Python stack that ran
     it; re-enterable, a fresh log each time."""
 
@@ -661,12 +665,7 @@ class _OpLog:
 
     def __enter__(self):
         self.logs, self.tbs = [], []
-        observe.add_observer(self)
-        return self
-
-    def __exit__(self, *exc) -> bool:
-        observe.remove_observer(self)
-        return False
+        return super().__enter__()
 
     def op_enter(self, op, seq, inputs, params):
         args = ", ".join(f"{t.dtype}{list(t.shape)}" for t in inputs)
