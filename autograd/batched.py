@@ -323,7 +323,7 @@ def check_batched_outputs(outputs: tuple, grads: tuple) -> int:
     """The batch size of ``grad(..., is_grads_batched=True)``'s ``grad_outputs``, checked as
     PyTorch checks them (the first dim of each is the batch; the rest is its output's
     shape)."""
-    size = None
+    sizes = []
     for i, (t, g) in enumerate(zip(outputs, grads)):
         if g is None:
             continue
@@ -339,11 +339,12 @@ def check_batched_outputs(outputs: tuple, grads: tuple) -> int:
                 f"detected: grad_output[{i}] has a shape of {g.shape} and output[{i}] has a "
                 f"shape of {shape}. If you only want some tensors in `grad_output` to be "
                 f"considered batched, consider using vmap.")
-        if size is not None and g.shape[0] != size:
-            raise RuntimeError(f"grad(is_grads_batched=True): every grad_output must have the "
-                               f"same batch size (the first dimension), got {size} and "
-                               f"{g.shape[0]} (grad_output[{i}])")
-        size = g.shape[0]
+        sizes.append(g.shape[0])
+    if len(set(sizes)) > 1:
+        # (PyTorch's vmap over the batch raises this, naming every batched size in order)
+        raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
+                         f"dimension, got sizes {sizes} for the mapped dimension")
+    size = sizes[0] if sizes else None
     if size is None:
         raise RuntimeError("grad(is_grads_batched=True) needs grad_outputs: the batch of "
                            "vectors, one (B, *output.shape) tensor per output")

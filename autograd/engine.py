@@ -48,6 +48,7 @@ import warnings
 import numpy as np
 
 from ..kernels import backend
+from ..kernels.numpy.elementwise import quiet_float_errors
 from . import anomaly_mode, batched
 from .graph import GradientEdge
 from .layout import is_non_overlapping_and_dense
@@ -158,6 +159,11 @@ _CREATE_GRAPH_CYCLE = (
     "cycle and avoid the leak.")
 
 
+# The warnings PyTorch gives once per process (TORCH_WARN_ONCE), each once: set when given.
+# (Tests reset them to see a warning again.)
+_warned = {"create_graph": False, "layout": False, "layout_create_graph": False}
+
+
 def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
              create_graph: bool = False, grad_variables=None, inputs=None) -> None:
     """Computes the sum of gradients of ``tensors`` w.r.t. graph leaves, into their ``.grad``.
@@ -193,7 +199,8 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
     grads = _make_grads(tensors, grad_tensors, "backward")
     if retain_graph is None:
         retain_graph = create_graph
-    if create_graph:
+    if create_graph and not _warned["create_graph"]:
+        _warned["create_graph"] = True  # (once per process, as PyTorch's TORCH_WARN_ONCE)
         warnings.warn(_CREATE_GRAPH_CYCLE, UserWarning, stacklevel=2)
     run_backward(tensors, grads, retain_graph, create_graph, inputs, allow_unused=True,
                  accumulate=True)
@@ -298,7 +305,12 @@ def run_backward(outputs, grads, keep_graph: bool, create_graph: bool, inputs, a
         if outer is not None:
             task.depth = outer.depth + 1
         _local.task = task
-        task.run()
+        # (NumPy's float errors ignored for the whole pass: rules meet 0 * inf and inf - inf
+        # as a matter of course and PyTorch's backward is silent, Note [Silent float errors]
+        # in kernels/numpy/elementwise.py; NumPy code of the user's hooks and custom backward
+        # functions runs under the same setting)
+        with quiet_float_errors():
+            task.run()
         callbacks = task.final_callbacks
         if callbacks:  # (a callback may queue more: they run too, in order)
             i = 0
@@ -619,7 +631,7 @@ class _GraphTask:
         Returns the input gradients, or None when the node is only captured, not run."""
         if node._tensor_hooks is not None or node._retained is not None or (
                 type(node) is AccumulateGrad and node.variable._hooks):
-            _run_tensor_hooks(node, grads)
+            _run_tensor_hooks(node, grads, self.batch)
         if self.captures is not None:
             for slot, i in self.captures.get(node, ()):
                 g = grads[slot] if slot < len(grads) else None
@@ -648,6 +660,12 @@ class _GraphTask:
         else:
             outs = self._apply(node, grads)
         if node._post_hooks:  # (they run even when the rule did not, as in PyTorch)
+            if self.relevant is not None:
+                # PyTorch computes only the input gradients the task needs: the hooks see
+                # None for one whose edge leads nowhere that runs or is captured
+                relevant = self.relevant
+                outs = tuple([None if nx is None or nx not in relevant else o
+                              for nx, o in zip(node._next, outs)]) + tuple(outs[len(node._next):])
             for h in tuple(node._post_hooks.values()):
                 r = h(outs, tuple(grads))
                 if r is not None:
@@ -723,20 +741,43 @@ class _GraphTask:
         return make(backend(a._device).add(a._data, b._data))
 
 
-def _run_tensor_hooks(node, grads) -> None:
-    """Tensor hooks (which may replace a gradient), then retain_grad, for each slot."""
+def _run_tensor_hooks(node, grads, batch: int | None = None) -> None:
+    """Tensor hooks (which may replace a gradient), then retain_grad, for each slot. In a
+    batched backward (``batch``: Note [Batched gradients]) a hook sees one entry's gradient,
+    as under PyTorch's vmap: it runs once per entry, as ``vmap`` runs a function here."""
     for slot in range(len(grads)):
         hooks = node._tensor_hooks_for(slot)
         if hooks:
             for h in tuple(hooks.values()):
-                r = h(grads[slot])
+                g = grads[slot]
+                if batch is not None and g is not None:
+                    grads[slot] = _batched_hook(h, g, batch)
+                    continue
+                r = h(g)
                 if r is not None:
-                    grads[slot] = _checked_hook_result(h, r, grads[slot])
+                    grads[slot] = _checked_hook_result(h, r, g)
+            g = r = None  # (a reference to a gradient: Note [Gradient stealing])
     if node._retained:
         for slot, ref in node._retained.items():
             t = ref()
             if t is not None and grads[slot] is not None:
                 _retain(t, grads[slot])
+
+
+def _batched_hook(h, g: Tensor, batch: int) -> Tensor:
+    """Tensor hook ``h`` on each entry of the batched gradient ``g`` (B, *shape): the
+    entries it replaces (checked as ``h(g)``'s result is) stacked with those it keeps."""
+    rows = [g[i] for i in range(batch)]
+    changed = False
+    for i, row in enumerate(rows):
+        r = h(row)
+        if r is not None:
+            rows[i] = _checked_hook_result(h, r, row)
+            changed = True
+    if not changed:
+        return g
+    from .ops.shape import stack
+    return stack(rows)
 
 
 def _run_post_accumulate_hooks(var: Tensor) -> None:
@@ -954,8 +995,27 @@ def accumulate_grad(var: Tensor, g: Tensor, create_graph: bool, steal: bool = Tr
                 old.add_(g)
             finally:
                 state.grad_enabled = prev
+            if not _warned["layout"]:
+                _check_layout(old, var, "layout")
         else:
-            var._grad = old + g
+            var._grad = new = old + g
+            if not _warned["layout_create_graph"]:
+                _check_layout(new, var, "layout_create_graph")
+
+
+def _check_layout(result: Tensor, var: Tensor, site: str) -> None:
+    """PyTorch's warning, once per process for each of its two sites (accumulation in place,
+    and with create_graph), when an accumulated ``.grad`` breaks the gradient layout contract
+    (``_obeys_layout``): a ``.grad`` the user set with other strides keeps them (rules 3 and
+    4), which may make every accumulation into it slower."""
+    if _obeys_layout(result, var):
+        return
+    _warned[site] = True
+    warnings.warn(f"grad and param do not obey the gradient layout contract. This is not an "
+                  f"error, but may impair performance.\n"
+                  f"grad.sizes() = {list(result.shape)}, strides() = {list(result.stride())}\n"
+                  f"param.sizes() = {list(var.shape)}, strides() = {list(var.stride())}",
+                  UserWarning, stacklevel=2)
 
 
 # -- streams (Note [Backward streams]) ---------------------------------------------------------

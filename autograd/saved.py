@@ -128,10 +128,10 @@ class _Packed:
     edge (node, output_nr) that tensor gets: None for a saved output, whose edge is the node
     unpacking it (Note [Packed saved tensors])."""
 
-    __slots__ = ("edge", "unpack", "value")
+    __slots__ = ("edge", "shape", "unpack", "value")
 
-    def __init__(self, value, unpack, edge):
-        self.value, self.unpack, self.edge = value, unpack, edge
+    def __init__(self, value, unpack, edge, shape: tuple = ()):
+        self.value, self.unpack, self.edge, self.shape = value, unpack, edge, shape
 
     def unpacked(self, node, output_nr: int):
         """The unpack hook's tensor, in the saved tensor's place in the graph."""
@@ -144,6 +144,8 @@ class _Packed:
         if not _is_tensor(t):
             raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but "
                             f"got result of type {type(t).__name__}")
+        if tuple(t._data.shape) != self.shape:
+            _check_broadcastable(self.shape, tuple(t._data.shape))
         fn, nr = (node, output_nr) if output_nr >= 0 else self.edge
         if fn is None and not t._requires_grad:
             return t  # nothing to re-wrap (what the hook returned, as it returned it)
@@ -159,6 +161,21 @@ class _Packed:
             if nr:
                 r._output_nr = nr
         return r
+
+
+def _check_broadcastable(saved: tuple, unpacked: tuple) -> None:
+    """An unpack hook's tensor of another shape than the one saved: the rules compute with it
+    in the saved one's place (on arrays, where NumPy would raise its own ValueError), so one
+    that cannot broadcast against it raises PyTorch's error for such a pair (``a`` the saved
+    tensor's shape, ``b`` the unpacked one's, the dimension counted in the broadcast shape).
+    One that broadcasts is let through, as in PyTorch."""
+    n = max(len(saved), len(unpacked))
+    for i in range(1, n + 1):
+        a = saved[-i] if i <= len(saved) else 1
+        b = unpacked[-i] if i <= len(unpacked) else 1
+        if a != b and a != 1 and b != 1:
+            raise RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b "
+                               f"({b}) at non-singleton dimension {n - i}")
 
 
 class SavedTensor:
@@ -205,7 +222,7 @@ class SavedTensor:
             state.grad_enabled = prev
         if t._vc[0] != version:
             raise RuntimeError(_PACK_INPLACE_MSG)
-        self._t = _Packed(value, unpack_hook, edge)
+        self._t = _Packed(value, unpack_hook, edge, tuple(t._data.shape))
 
     def register_hooks(self, node, pack_hook, unpack_hook) -> None:
         """Replaces the stored tensor by what ``pack_hook`` makes of it (RawSavedTensor)."""
