@@ -134,10 +134,10 @@ _OPS_MODULE = __name__.rsplit(".", 1)[0] + ".ops"  # where ``install`` puts the 
 # each where a row (under any of its names) has an in-place variant.
 INPLACE_FUNCTIONS = frozenset("""
     abs_ acos_ acosh_ addmv_ arccos_ arccosh_ arcsin_ arcsinh_ arctan_ arctanh_ as_strided_
-    asin_ asinh_ atan_ atanh_ ceil_ clamp_ clamp_max_ clamp_min_ clip_ cos_ cosh_ deg2rad_ erf_
-    erfc_ exp2_ exp_ expm1_ fix_ floor_ frac_ gcd_ i0_ lcm_ ldexp_ log10_ log1p_ log2_ log_
-    logit_ nan_to_num_ neg_ negative_ rad2deg_ reciprocal_ relu_ round_ rsqrt_ sigmoid_ sin_
-    sinc_ sinh_ sqrt_ square_ tan_ tanh_ trunc_ xlogy_""".split())
+    asin_ asinh_ atan_ atanh_ ceil_ clamp_ clamp_max_ clamp_min_ clip_ conj_physical_ cos_ cosh_
+    deg2rad_ erf_ erfc_ exp2_ exp_ expm1_ fix_ floor_ frac_ gcd_ i0_ lcm_ ldexp_ log10_ log1p_
+    log2_ log_ logit_ nan_to_num_ neg_ negative_ rad2deg_ reciprocal_ relu_ round_ rsqrt_
+    sigmoid_ sin_ sinc_ sinh_ sqrt_ square_ tan_ tanh_ trunc_ xlogy_""".split())
 
 
 def export(rows: Iterable[OpInfo], namespace: dict) -> None:

@@ -21,6 +21,7 @@ import numpy as np
 from ..kernels import data_ptr
 from ..runtime import dtype as _dt
 from ..runtime.array import contiguous_strides
+from .checks import tensor_arg
 from .node import Node
 from .state import state
 from .tensor import Tensor, make
@@ -402,9 +403,10 @@ def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
     return self
 
 
-def resize_as_(self: Tensor, other: Tensor, memory_format=None) -> Tensor:
-    """``self.resize_(other.shape)``."""
-    return resize_(self, tuple(other.shape), memory_format=memory_format)
+def resize_as_(self: Tensor, the_template: Tensor, memory_format=None) -> Tensor:
+    """``self.resize_(the_template.shape)`` (PyTorch's argument name: ``the_template=``)."""
+    return resize_(self, tuple(tensor_arg(the_template, "resize_as_", "the_template").shape),
+                   memory_format=memory_format)
 
 
 # -- layouts (forward AD's tangents) ---------------------------------------------------------------

@@ -329,6 +329,11 @@ class Tensor:
     def data_ptr(self) -> int:
         return data_ptr(self._data)
 
+    def const_data_ptr(self) -> int:
+        """The address of the first element (PyTorch's read-only form of ``data_ptr``; the
+        same address here, with no copy-on-write storage)."""
+        return data_ptr(self._data)
+
     # -- storage (autograd/storage.py) ---------------------------------------------------------
     def untyped_storage(self):
         """The memory this tensor views, in bytes (all of it: a view's storage is its base's)."""
@@ -353,10 +358,10 @@ class Tensor:
         from .storage import resize_
         return resize_(self, *sizes, memory_format=memory_format)
 
-    def resize_as_(self, other: "Tensor", memory_format=None) -> "Tensor":
-        """``self.resize_(other.shape)``."""
+    def resize_as_(self, the_template: "Tensor", memory_format=None) -> "Tensor":
+        """``self.resize_(the_template.shape)``."""
         from .storage import resize_as_
-        return resize_as_(self, other, memory_format=memory_format)
+        return resize_as_(self, the_template, memory_format=memory_format)
 
     def is_set_to(self, tensor: "Tensor") -> bool:
         """Returns True if both tensors are pointing to the exact same memory (same storage,

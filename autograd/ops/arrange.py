@@ -12,6 +12,7 @@ op only finds its view's geometry. The others are built from public ops (views, 
 
 from __future__ import annotations
 
+import numbers
 import warnings
 
 from ...runtime import dtype as dtypes
@@ -125,6 +126,22 @@ def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1, out=None) 
     return _result(result, out, "nonzero_static")
 
 
+def _sections_arg(op: str, args: tuple, sections, indices):
+    """The one split argument of ``hsplit``/``vsplit``/``dsplit``, by position or by
+    PyTorch's keyword for its overload: ``sections=`` (an int) or ``indices=`` (a sequence of
+    ints); anything else is PyTorch's TypeError listing the two overloads."""
+    given = [*args] + [v for v in (sections, indices) if v is not None]
+    if len(given) != 1 or (sections is not None and not isinstance(sections, numbers.Integral)) \
+            or (indices is not None and not isinstance(indices, (tuple, list))):
+        got = [type(a).__name__ for a in args] + [
+            f"{k}={type(v).__name__}" for k, v in (("sections", sections), ("indices", indices))
+            if v is not None]
+        raise TypeError(f"{op}() received an invalid combination of arguments - got "
+                        f"({', '.join(got)}), but expected one of:\n * (int sections)\n"
+                        f" * (tuple of ints indices)")
+    return given[0]
+
+
 def _dim_split(input: Tensor, indices_or_sections, dim: int, least: int, op: str) -> tuple:
     x = tensor_arg(input, op)
     if x.ndim < least:
@@ -139,23 +156,35 @@ def _dim_split(input: Tensor, indices_or_sections, dim: int, least: int, op: str
     return tensor_split(x, indices_or_sections, dim)
 
 
-def hsplit(input: Tensor, indices_or_sections) -> tuple:
-    """``tensor_split`` along dim 1 (dim 0 for a 1-D tensor): into equal sections (an int,
-    which must divide the size) or at the listed indices."""
-    return _dim_split(input, indices_or_sections, 1 if tensor_arg(input, "hsplit").ndim > 1
-                      else 0, 1, "hsplit")
+def hsplit(input: Tensor, *args, sections: int | None = None, indices=None) -> tuple:
+    """hsplit(input, sections) or hsplit(input, indices)
+
+    ``tensor_split`` along dim 1 (dim 0 for a 1-D tensor): into ``sections`` equal parts (an
+    int, which must divide the size) or at the listed ``indices``.
+
+    Example:
+        >>> [t.shape[1] for t in tg.ones(2, 6).hsplit(indices=[1, 3])]
+        [1, 2, 3]
+    """
+    split = _sections_arg("hsplit", args, sections, indices)
+    return _dim_split(input, split, 1 if tensor_arg(input, "hsplit").ndim > 1 else 0, 1,
+                      "hsplit")
 
 
-def vsplit(input: Tensor, indices_or_sections) -> tuple:
-    """``tensor_split`` along dim 0 of a tensor of at least 2 dims (equal sections, or at the
-    listed indices)."""
-    return _dim_split(input, indices_or_sections, 0, 2, "vsplit")
+def vsplit(input: Tensor, *args, sections: int | None = None, indices=None) -> tuple:
+    """vsplit(input, sections) or vsplit(input, indices)
+
+    ``tensor_split`` along dim 0 of a tensor of at least 2 dims (``sections`` equal parts, or
+    at the listed ``indices``)."""
+    return _dim_split(input, _sections_arg("vsplit", args, sections, indices), 0, 2, "vsplit")
 
 
-def dsplit(input: Tensor, indices_or_sections) -> tuple:
-    """``tensor_split`` along dim 2 of a tensor of at least 3 dims (equal sections, or at the
-    listed indices)."""
-    return _dim_split(input, indices_or_sections, 2, 3, "dsplit")
+def dsplit(input: Tensor, *args, sections: int | None = None, indices=None) -> tuple:
+    """dsplit(input, sections) or dsplit(input, indices)
+
+    ``tensor_split`` along dim 2 of a tensor of at least 3 dims (``sections`` equal parts, or
+    at the listed ``indices``)."""
+    return _dim_split(input, _sections_arg("dsplit", args, sections, indices), 2, 3, "dsplit")
 
 
 # -- the view-scatter family ---------------------------------------------------------------------

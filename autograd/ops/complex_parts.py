@@ -20,9 +20,10 @@ from ..checks import kernel_not_implemented, scalar_type_name, tensor_arg
 from ..dispatch import Primitive, apply, meta, zeros
 from ..registry import OpInfo, with_inplace
 from ..tensor import Tensor
+from .elementwise import _result
 
-__all__ = ["angle", "complex", "conj", "imag", "polar", "real", "sgn", "view_as_complex",
-           "view_as_real"]
+__all__ = ["angle", "complex", "conj", "conj_physical", "imag", "polar",
+           "real", "sgn", "view_as_complex", "view_as_real"]
 
 
 def _as_complex(k, g, like):
@@ -96,6 +97,24 @@ def conj(input: Tensor) -> Tensor:
     if not input._dtype.is_complex:
         return input
     return apply(ConjBackward0, (input,))
+
+
+# (conj is eager here, so conj_physical is the same computation, under PyTorch's node name)
+ConjPhysicalBackward0 = ConjBackward0.variant("ConjPhysicalBackward0", "conj_physical")
+
+
+def conj_physical(input: Tensor) -> Tensor:
+    """The complex conjugate, computed (never a lazy view; tritongrad's ``conj`` is not one
+    either); a real tensor is returned itself, as PyTorch does.
+
+    Example:
+        >>> tg.conj_physical(tg.tensor([1 + 2j]))
+        tensor([1.-2.j])
+    """
+    input = tensor_arg(input, "conj_physical")
+    if not input._dtype.is_complex:
+        return input
+    return apply(ConjPhysicalBackward0, (input,))
 
 
 def real(input: Tensor) -> Tensor:
@@ -239,11 +258,30 @@ def _check_parts(op: str, a: Tensor, b: Tensor) -> None:
         raise kernel_not_implemented(f"polar_{a.device.type}", a.dtype)
 
 
-def complex(real: Tensor, imag: Tensor) -> Tensor:  # noqa: A001 - PyTorch's name
+def _parts_out(result: Tensor, out, op: str) -> Tensor:
+    """``result`` of ``complex``/``polar``, or written into ``out=``, which must have its
+    dtype (PyTorch's check, before the out= rules of ``_result``)."""
+    if out is not None and isinstance(out, Tensor) and out.dtype is not result.dtype:
+        raise RuntimeError(f"Expected object of scalar type {scalar_type_name(result.dtype)} "
+                           f"but got scalar type {scalar_type_name(out.dtype)} for argument "
+                           f"'out'")
+    return _result(result, out, op)
+
+
+def complex(real: Tensor, imag: Tensor, *, out=None) -> Tensor:  # noqa: A001 - PyTorch's
     """The complex tensor ``real + i imag`` (complex64 of float32 parts, complex128 of float64
-    ones; the parts broadcast)."""
+    ones; the parts broadcast), or written into ``out``, of that dtype.
+
+    Example:
+        >>> tg.complex(tg.tensor([1.0]), tg.tensor([2.0]))
+        tensor([1.+2.j])
+    """
     real, imag = tensor_arg(real, "complex", "real"), tensor_arg(imag, "complex", "imag")
     _check_parts("complex", real, imag)
+    return _parts_out(_complex(real, imag), out, "complex")
+
+
+def _complex(real: Tensor, imag: Tensor) -> Tensor:
     if real.dtype is dtypes.float16:  # (no complex32 here: as real + i imag, complex64)
         return real + imag * 1j
     # the parts placed side by side, not real + imag * 1j: inf * 1j is nan + inf j, so
@@ -254,12 +292,13 @@ def complex(real: Tensor, imag: Tensor) -> Tensor:  # noqa: A001 - PyTorch's nam
     return view_as_complex(stack((real, imag), -1))
 
 
-def polar(abs: Tensor, angle: Tensor) -> Tensor:  # noqa: A002 - PyTorch's names
+def polar(abs: Tensor, angle: Tensor, *, out=None) -> Tensor:  # noqa: A002 - PyTorch's names
     """The complex tensor with modulus ``abs`` and argument ``angle``:
-    ``abs * (cos(angle) + i sin(angle))``; both float32 or both float64."""
+    ``abs * (cos(angle) + i sin(angle))``; both float32 or both float64 (``out``: of the
+    result's complex dtype)."""
     abs, angle = tensor_arg(abs, "polar", "abs"), tensor_arg(angle, "polar", "angle")
     _check_parts("polar", abs, angle)
-    return complex(abs * angle.cos(), abs * angle.sin())
+    return _parts_out(_complex(abs * angle.cos(), abs * angle.sin()), out, "polar")
 
 
 # -- lazy conjugation and negation: tritongrad has neither ----------------------------------------
@@ -291,8 +330,10 @@ def is_neg(input: Tensor) -> bool:
 # -- the table ---------------------------------------------------------------------------------
 
 OPS = (
-    OpInfo("conj", conj, aliases=("conj_physical",), node=ConjBackward0,
-           grad="conj(g)", jvp=False),
+    OpInfo("conj", conj, node=ConjBackward0, grad="conj(g)", jvp=False),
+    # (its own row for its in-place form: PyTorch has conj_physical_, not conj_)
+    OpInfo("conj_physical", conj_physical, node=ConjPhysicalBackward0, grad="conj(g)",
+           jvp=False),
     # (no forward-mode AD of complex tensors: Note [Complex autograd])
     OpInfo("real", real, method=False, grad="composite: view_as_real(z)[..., 0]", jvp=False),
     OpInfo("imag", imag, method=False, grad="composite: view_as_real(z)[..., 1]", jvp=False),
@@ -310,4 +351,4 @@ OPS = (
     OpInfo("is_conj", is_conj, dtypes="all; Python bool", grad="none"),
     OpInfo("is_neg", is_neg, dtypes="all; Python bool", grad="none"),
 )
-OPS = with_inplace(OPS, ("sgn",))
+OPS = with_inplace(OPS, ("sgn", "conj_physical"))

@@ -939,6 +939,9 @@ def _inplace(op_tensor, op_scalar, promote_float=False):
     takes_alpha = op_tensor in (AddBackward0, SubBackward0)
 
     def method(self: Tensor, other, *, alpha=None):
+        if alpha is not None and not takes_alpha:  # (mul_, div_: PyTorch refuses alpha=)
+            raise TypeError(f"{op_tensor.op_name}_() got an unexpected keyword argument "
+                            f"'alpha'")
         if isinstance(other, Tensor):
             other = operand_on_device(self, other, op_tensor.op_name + "_")
             dt = result_type(self, other)
@@ -965,7 +968,7 @@ def _inplace(op_tensor, op_scalar, promote_float=False):
                                f"desired output type {self._dtype.name.capitalize()}")
         s = wrapped_scalar(other if alpha is None else other * alpha, self._dtype)
         return apply_inplace(op_scalar, self, (), s)
-    method.__name__ = op_tensor.op_name + "_"
+    method.__name__ = method.__qualname__ = op_tensor.op_name + "_"
     return method
 
 
@@ -995,6 +998,9 @@ def _div_rounding_(self: Tensor, other, *, rounding_mode=None) -> Tensor:
         return div_trunc_(self, other)
     raise ValueError(f"div_ expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                      f"found '{rounding_mode}'")
+
+
+_div_rounding_.__name__ = _div_rounding_.__qualname__ = "div_"  # (Python's TypeErrors name it)
 
 
 def pow_(self: Tensor, exponent) -> Tensor:

@@ -557,13 +557,9 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1,
     return _out(r, out, "baddbmm", "baddbmm")
 
 
-def _inplace_product(fn, op: str):
-    def method(self: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
-        tensor_arg(self, op)  # (tg.addmv_ is this too, unguarded)
-        return write_result(self, fn(self, a, b, beta=beta, alpha=alpha), op)
-    method.__name__ = method.__qualname__ = op
-    method.__doc__ = f"In-place :func:`{op[:-1]}`."
-    return method
+def _inplace_product(fn, op: str, self: Tensor, a: Tensor, b: Tensor, beta, alpha) -> Tensor:
+    tensor_arg(self, op)  # (tg.addmv_ is this too, unguarded)
+    return write_result(self, fn(self, a, b, beta=beta, alpha=alpha), op)
 
 
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
@@ -591,11 +587,31 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1,
     return _out(r, out, "addbmm", "addbmm")
 
 
-addmm_ = _inplace_product(addmm, "addmm_")
-addr_ = _inplace_product(addr, "addr_")
-addbmm_ = _inplace_product(addbmm, "addbmm_")
-addmv_ = _inplace_product(addmv, "addmv_")
-baddbmm_ = _inplace_product(baddbmm, "baddbmm_")
+# The in-place forms, one each: their operands keep PyTorch's keyword names (mat1=, vec=, ...).
+def addmm_(self: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """In-place :func:`addmm`."""
+    return _inplace_product(addmm, "addmm_", self, mat1, mat2, beta, alpha)
+
+
+def addr_(self: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """In-place :func:`addr`."""
+    return _inplace_product(addr, "addr_", self, vec1, vec2, beta, alpha)
+
+
+def addbmm_(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """In-place :func:`addbmm`."""
+    return _inplace_product(addbmm, "addbmm_", self, batch1, batch2, beta, alpha)
+
+
+def addmv_(self: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """In-place :func:`addmv`."""
+    return _inplace_product(addmv, "addmv_", self, mat, vec, beta, alpha)
+
+
+def baddbmm_(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """In-place :func:`baddbmm`."""
+    return _inplace_product(baddbmm, "baddbmm_", self, batch1, batch2, beta, alpha)
+
 
 # -- the table ---------------------------------------------------------------------------------
 
@@ -603,7 +619,7 @@ baddbmm_ = _inplace_product(baddbmm, "baddbmm_")
 # the added input and mat1; the mm/bmm addmv and baddbmm call are counted, addmm's product not)
 OPS = (
     OpInfo("norm", norm, dtypes="floats (dtype= casts)", grad="g x |x|^(p-2) / y^(p-1); 0 at 0",
-           autocast="float32 on cuda", node=LinalgVectorNormBackward0),
+           autocast="float32 on cuda", node=LinalgVectorNormBackward0, out="exact"),
     OpInfo("outer", outer, aliases=("ger",), dtypes="promoted", grad="g vec2, g^T input",
            out="cast"),
     OpInfo("inner", inner, dtypes="promoted", grad="through tensordot"),

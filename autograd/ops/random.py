@@ -551,13 +551,45 @@ def geometric_(self: Tensor, p: float, *, generator=None) -> Tensor:
     return _fill(self, ((1 - u).log() / math.log1p(-p)).ceil().clamp(min=1.0))
 
 
-def random_(self: Tensor, a: int = 0, b: int | None = None, *, generator=None) -> Tensor:
-    """Fills self with integers drawn uniformly from [a, b - 1] (``random_(b)``: [0, b - 1];
-    no bound: up to 2^mantissa bits for floats, the dtype's maximum for integers)."""
+_RANDOM_OVERLOADS = ("\n * (*, Generator generator = None)\n * (int from, int to, *, Generator "
+                     "generator = None)\n * (int to, *, Generator generator = None)")
+
+
+def _random_bounds(args: tuple, kwargs: dict) -> tuple:
+    """``random_``'s (from, to) from PyTorch's three overloads: ``()``, ``(to)`` and
+    ``(from, to)`` (``to`` may be None: up to the dtype's limit). ``from`` is a Python keyword,
+    so it arrives in ``kwargs`` (``x.random_(**{"from": 3, "to": 5})``), as in PyTorch."""
+    unknown = sorted(set(kwargs) - {"from", "to"})
+    if len(args) > 2:
+        raise TypeError(f"random_() takes 2 positional arguments but {len(args)} were given")
+    if len(args) == 1 and not kwargs:
+        return 0, args[0]
+    bound = dict(zip(("from", "to"), args))
+    repeated = any(k in bound for k in kwargs)
+    bound.update(kwargs)
+    if unknown or repeated or (bound and "to" not in bound):  # (from without to: no overload)
+        got = ", ".join([type(a).__name__ for a in args]
+                        + [f"{k}={type(v).__name__}" for k, v in kwargs.items()])
+        raise TypeError(f"random_() received an invalid combination of arguments - got "
+                        f"({got}, ), but expected one of:{_RANDOM_OVERLOADS}")
+    return bound.get("from", 0), bound.get("to")
+
+
+def random_(self: Tensor, *args, generator=None, **kwargs) -> Tensor:
+    """random_(from=0, to=None, *, generator=None) -> Tensor
+
+    Fills self with integers drawn uniformly from [from, to - 1] (``random_(to)``: [0, to - 1];
+    no ``to``: up to 2^mantissa for floats, the dtype's maximum for integers). ``from`` is a
+    Python keyword: pass it by position or as ``**{"from": 3}``.
+
+    Example:
+        >>> x = tg.zeros(4).random_(3, 5)
+        >>> bool(((x >= 3) & (x <= 4)).all())
+        True
+    """
     if self.dtype.is_complex:
         raise kernel_not_implemented("random_", self.dtype)
-    if b is None and a != 0:
-        a, b = 0, a
+    a, b = _random_bounds(args, kwargs)
     full = b is None  # (the dtype's whole range: the draw's width goes by the dtype's size)
     if b is None:
         dt = self.dtype

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import warnings
 
 from ..checks import check_ordered, scalar_type_name
 from ..registry import OpInfo, with_inplace, with_jvp
@@ -601,7 +602,8 @@ def _var(k, x, dims, keepdim, n, divisor):
     mean = k.div(k.sum(x, dims, True), n) if n else k.sum(x, dims, True)
     d = k.sub(x, mean)
     s = k.sum(k.mul(d, d), dims, keepdim)
-    return k.div(s, divisor) if divisor else k.mul(s, float("inf"))
+    # (no divisor: s / 0, inf or NaN; the division is silent where s * inf would warn of 0 * inf)
+    return k.div(s, divisor if divisor else 0.0)
 
 
 def _var_args(input, dim, unbiased, keepdim, correction, op):
@@ -619,6 +621,10 @@ def _var_args(input, dim, unbiased, keepdim, correction, op):
     for d in dims:
         n *= input.shape[d]
     divisor = n - correction
+    if divisor <= 0:  # (then inf, or NaN where the squares sum to 0, as PyTorch)
+        warnings.warn(f"{op}(): degrees of freedom is <= 0. Correction should be strictly less "
+                      f"than the reduction factor (input numel divided by output numel).",
+                      UserWarning, stacklevel=3)
     return dims, bool(keepdim), n, builtins.max(divisor, 0)
 
 

@@ -445,9 +445,22 @@ def broadcast_to(input: Tensor, size) -> Tensor:
     return expand(input, _shape_args((size,), "broadcast_to", "size"))
 
 
-def sum_to_size(x: Tensor, *size) -> Tensor:
-    """Sums ``x`` down to ``size`` (the inverse of broadcasting ``size`` to ``x.shape``)."""
-    size = int_tuple(_shape_args(size, "sum_to_size"), "sum_to_size", "size")
+def sum_to_size(x: Tensor, *sizes, size=None) -> Tensor:
+    """Sums ``x`` down to ``size`` (the inverse of broadcasting ``size`` to ``x.shape``):
+    ``x.sum_to_size(1, 3)``, ``x.sum_to_size((1, 3))`` or ``x.sum_to_size(size=(1, 3))``.
+
+    Example:
+        >>> tg.ones(2, 3).sum_to_size(size=(1, 3)).tolist()
+        [[2.0, 2.0, 2.0]]
+    """
+    if size is not None:
+        if sizes:
+            raise TypeError("sum_to_size() got multiple values for argument 'size'")
+        if not isinstance(size, (tuple, list)):  # (a bare int only by position, as PyTorch)
+            raise TypeError(f"sum_to_size(): argument 'size' must be tuple of ints, not "
+                            f"{type(size).__name__}")
+        sizes = (size,)
+    size = int_tuple(_shape_args(sizes, "sum_to_size"), "sum_to_size", "size")
     shape = tuple(x.shape)
     if shape == size:
         return x

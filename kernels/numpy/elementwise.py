@@ -60,6 +60,37 @@ def _quiet(ufunc):
     return functools.wraps(ufunc)(call)
 
 
+class quiet_float_errors:
+    """Context manager: NumPy's floating-point errors ignored in its block, for a caller that
+    runs many kernels at once (the backward pass's chain of rules, where ``0 * inf`` and
+    ``inf - inf`` are ordinary and PyTorch is silent), at the price of one state change for
+    the block instead of one per call (Note [Silent float errors]). The caller's state comes
+    back on exit, also on an exception; the object is reusable, not reentrant.
+
+    Example:
+        >>> with quiet_float_errors():
+        ...     r = np.multiply(np.zeros(1), np.full(1, np.inf))
+    """
+
+    __slots__ = ("_token",)
+
+    def __enter__(self):
+        if _ERRORS is None:
+            self._token = np.errstate(all="ignore")
+            self._token.__enter__()
+        else:
+            self._token = _ERRORS.set(_IGNORE)
+        return self
+
+    def __exit__(self, *exc):
+        token, self._token = self._token, None
+        if _ERRORS is None:
+            token.__exit__(*exc)
+        else:
+            _ERRORS.reset(token)
+        return False
+
+
 def _quietly(ufunc, a):
     """``ufunc(a)`` with NumPy's floating-point errors ignored: ``_quiet(ufunc)(a)`` without
     the wrapper's frame, for the compiled loops that every sigmoid and ReLU forward calls."""

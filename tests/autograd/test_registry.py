@@ -138,6 +138,7 @@ IN_PLACE_ARGS = {
     "as_strided": lambda: ((2, 2), (1, 2), 1),
     # composites made in place by registry.with_inplace, and the numeric family
     **dict.fromkeys(["erf", "erfc", "erfinv", "lgamma", "digamma", "i0", "sinc", "frac", "sgn",
+                     "conj_physical",
                      "reciprocal", "rsqrt", "tril", "triu", "logical_not", "bitwise_not",
                      "square", "deg2rad", "rad2deg"], lambda: ()),
     **dict.fromkeys(["xlogy", "hypot", "logical_and", "logical_or", "logical_xor", "copysign",
@@ -286,6 +287,8 @@ GRAD_CASES = {
     "trace": (_A, lambda x: tg.trace(x)),
     # complex parts, through real views (complex gradcheck is the real views' anyway)
     "conj": (_Z, lambda x: tg.view_as_real(tg.view_as_complex(x).conj() * (1 + 2j))),
+    "conj_physical": (_Z, lambda x: tg.view_as_real(
+        tg.conj_physical(tg.view_as_complex(x)) * (1 + 2j))),
     "real": (_Z, lambda x: tg.view_as_complex(x).exp().real),
     "imag": (_Z, lambda x: (tg.view_as_complex(x) * (2 - 1j)).imag),
     "view_as_real": (_Z, lambda x: tg.view_as_real(tg.view_as_complex(x).sin())),
