@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 import threading
 import types as _types
 import warnings
@@ -111,13 +112,27 @@ def _overrides(tp: type) -> bool:
     return f is not None and f is not _disabled_torch_function_impl
 
 
+def _package_loading() -> bool:
+    """Whether ``tritongrad`` itself is still being imported (its ``__init__`` running)."""
+    pkg = sys.modules.get("tritongrad")
+    return pkg is None or getattr(getattr(pkg, "__spec__", None), "_initializing", False)
+
+
 def note_class(cls: type) -> None:
     """A Tensor subclass was defined (``Tensor.__init_subclass__``): one that overrides
-    installs the dispatch check, one that does not joins the types never looked at."""
-    if _overrides(cls):
-        activate()
-    else:
+    installs the dispatch check, one that does not joins the types never looked at.
+
+    A class that overrides and is defined while the package itself loads (the library's own:
+    ``nn.parameter.UninitializedParameter``) installs nothing then: ``activate`` imports the
+    namespaces it wraps, some not loaded yet (a circular import), and a check installed at
+    import would cost every op of every program. It installs the check with its first
+    instance instead, as :func:`override_from_first_instance`."""
+    if not _overrides(cls):
         _PLAIN.add(cls)
+    elif _package_loading():
+        override_from_first_instance(cls)
+    else:
+        activate()
 
 
 def override_from_first_instance(cls: type) -> None:

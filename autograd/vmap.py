@@ -18,11 +18,14 @@ Where the loop shows through:
   entries is refused;
 - a batch of size 0 runs ``func`` once on zeros of an entry's shape, to learn the shapes of
   the (empty) results;
-- ``chunk_size`` is checked and changes nothing (the loop is already one entry at a time);
+- ``chunk_size`` is checked (a TypeError for a non-int, on ``vmap`` itself where PyTorch's
+  comes on the call) and changes nothing (the loop is already one entry at a time);
 - an in-place write into a tensor that is not vmapped over (an input with in_dim None, a
   tensor ``func`` captures, a module's parameter or buffer) would be made once per entry, so
   it is refused, also where functorch would make it once (an unbatched value written): Note
-  [Writes into unbatched tensors];
+  [Writes into unbatched tensors]; a batch norm (or instance norm) about to update running
+  statistics that are not vmapped over raises PyTorch's own error first
+  (``check_running_stats``);
 - a custom Function's ``vmap`` staticmethod is asked for each entry's outputs
   (custom_function_forward): on the whole batch when its arguments are the mapped inputs
   themselves (once, reused by the other entries), on a batch of one otherwise; the rule runs
@@ -48,8 +51,8 @@ from typing import NamedTuple
 from ._pytree import broadcast_prefix, tree_flatten, tree_unflatten
 from .tensor import Tensor
 
-__all__ = ["VmapInfo", "check_randomness_arg", "custom_function_forward", "randomness_mode",
-           "transform", "vmap"]
+__all__ = ["VmapInfo", "check_randomness_arg", "check_running_stats", "custom_function_forward",
+           "randomness_mode", "transform", "vmap"]
 
 _RANDOMNESS = ("error", "different", "same")
 
@@ -516,6 +519,36 @@ def _watched(func, flat_args: list, flat_dims: list, kwargs: dict) -> list:
     return watched
 
 
+_BATCH_NORM_UNBATCHED = (
+    "Batch norm got a batched tensor as input while the running_mean or running_var, which "
+    "will be updated in place, were not batched.\nIf you are using a module and do not need "
+    "eval mode, please set `track_running_stats` to be False.If you are using a prebuilt "
+    "module and do not need eval mode, please see the functorch website for resources on how "
+    "to patch your module to work with vmap")
+
+
+def check_running_stats(input: Tensor, *stats: Tensor | None) -> None:
+    """PyTorch's batch norm rule under vmap: the running statistics a batch norm (or an
+    instance norm with input statistics) is about to update in place must be vmapped over
+    when its input is. Called by nn/_normalization.py before the update; nothing outside a
+    vmap call. In the loop every tensor ``func`` sees is one entry's, so "vmapped over" is
+    read from storage: a tensor is batched when it shares one with a mapped input of the
+    innermost vmap call, and the input counts as batched unless it shares one with an
+    input passed with in_dim None."""
+    levels = _local.levels
+    level = levels[-1] if levels else None
+    if level is None or level.entry is None:  # (not in a vmap call: jacfwd's level has none)
+        return
+    mapped = {id(a._vc) for a, d in zip(level.flat_args, level.flat_dims)
+              if d is not None and isinstance(a, Tensor)}
+    unmapped = {id(a._vc) for a, d in zip(level.flat_args, level.flat_dims)
+                if d is None and isinstance(a, Tensor)}
+    if id(input._vc) in unmapped and id(input._vc) not in mapped:
+        return
+    if any(t is not None and id(t._vc) not in mapped for t in stats):
+        raise RuntimeError(_BATCH_NORM_UNBATCHED)
+
+
 def _check_writes(watched: list, func, size: int) -> None:
     for what, t, version in watched:
         if t._version != version:
@@ -562,9 +595,16 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *,
         >>> batched_dot(x, y)
     """
     check_randomness_arg(randomness)
+    # (PyTorch compares first, so 0 and negatives are a ValueError here; a float or a bool
+    # fails later there, on the call, with a TypeError from splitting the batch)
+    if chunk_size is not None and not isinstance(chunk_size, int):
+        raise TypeError(f"vmap: chunk_size should be None or an int, got "
+                        f"{type(chunk_size).__name__} ({chunk_size!r})")
     if not (chunk_size is None or chunk_size > 0):
         raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got "
                          f"{chunk_size})")
+    if isinstance(chunk_size, bool):
+        raise TypeError(f"vmap: chunk_size should be None or an int, got bool ({chunk_size})")
 
     @functools.wraps(func)
     def wrapped(*args, **kwargs):

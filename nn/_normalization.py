@@ -16,6 +16,7 @@ from ..autograd.dispatch import Primitive, apply, as_shape, meta, opmath
 from ..autograd.grad_mode import no_grad
 from ..autograd.ops.nn import batch_norm_training, check_norm_dtypes
 from ..autograd.tensor import Tensor, int_arg
+from ..autograd.vmap import check_running_stats
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "rms_norm"]
 
@@ -196,6 +197,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                              f"got input size {list(input.shape)}")
         if count == 0:  # nothing to normalise, no statistics to update
             return _affine(input, weight, bias, shape)
+        if running_mean is not None or running_var is not None:
+            check_running_stats(input, running_mean, running_var)  # (under vmap)
         if input.dtype.is_floating_point:  # one fused node (autograd/ops/nn.py)
             y, mean, var = batch_norm_training(input, weight, bias, eps)
             _update_running(running_mean, running_var, mean, var, count, momentum)
@@ -263,6 +266,7 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
         return _affine(input, weight, bias, shape)
     if use_input_stats:
         if running_mean is not None or running_var is not None:
+            check_running_stats(input, running_mean, running_var)  # (under vmap)
             dims = tuple(range(2, input.ndim))
             with no_grad():
                 mean = input.mean(dim=dims, keepdim=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..autograd.overrides import _disabled_torch_function_impl
+from ..autograd.overrides import DisableTorchFunctionSubclass, _disabled_torch_function_impl
 from ..autograd.state import state
 from ..autograd.tensor import Tensor
 
@@ -107,13 +107,35 @@ class Buffer(Tensor, metaclass=_BufferMeta):
         return t
 
 
+# Tensor methods an uninitialized parameter or buffer still allows (PyTorch's
+# ``UninitializedTensorMixin._allowed_methods``): what Module.to/cuda/half/... and copying
+# call on it, which act on its (empty) data; every other op raises.
+_ALLOWED_METHODS = frozenset(f"Tensor.{n}" for n in (
+    "__hash__", "size", "copy_", "is_complex", "is_floating_point", "half", "float", "double",
+    "char", "short", "int", "long", "cuda", "cpu", "to", "get_device"))
+
+
 class UninitializedTensorMixin:
     """What an uninitialized parameter or buffer of a lazy module does: it holds no values
     until ``materialize(shape)`` gives it some and turns it into ``cls_to_become``; its shape
-    cannot be read before that."""
+    cannot be read and ops other than conversions (``to``, ``float``, ``copy_``, ``size``,
+    ...) raise a ValueError before that."""
 
     cls_to_become: type = Tensor
     __slots__ = ()
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        # (a property's getter comes as its __get__, a method-wrapper: allowed, as in PyTorch)
+        if getattr(func, "__qualname__", None) in _ALLOWED_METHODS \
+                or type(func).__name__ == "method-wrapper":
+            return _disabled_torch_function_impl(func, types, args, kwargs)
+        raise ValueError(
+            f"Attempted to use an uninitialized parameter in {func}. This error happens when "
+            f"you are using a `LazyModule` or explicitly manipulating "
+            f"`torch.nn.parameter.{cls.__name__}` objects. When using LazyModules Call "
+            f"`forward` with a dummy batch to initialize the parameters before calling torch "
+            f"functions")
 
     def materialize(self, shape, device=None, dtype=None) -> None:
         """Creates a tensor of ``shape`` (uninitialized values; on ``device`` and of
@@ -132,6 +154,16 @@ class UninitializedTensorMixin:
                            "load an uninitialized parameter into an initialized one. Call "
                            "`forward` to initialize the parameters before accessing their "
                            "attributes.")
+
+    def __deepcopy__(self, memo):
+        # (a new uninitialized one; PyTorch's buffer copy runs an op and raises here)
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.requires_grad, self.device, self.dtype)
+        return memo[id(self)]
+
+    def __reduce_ex__(self, protocol):
+        # (rebuilt uninitialized, as PyTorch: there are no values to save)
+        return (self.__class__, (self.requires_grad,))
 
     def __repr__(self) -> str:
         return f"<{self.__class__.__name__}>"
@@ -153,12 +185,8 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
 
     def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
         from ..autograd.ops.creation import empty
-        return Parameter.__new__(cls, empty(0, device=device, dtype=dtype), requires_grad)
-
-    def __deepcopy__(self, memo):
-        if id(self) not in memo:
-            memo[id(self)] = type(self)(self.requires_grad, self.device, self.dtype)
-        return memo[id(self)]
+        with DisableTorchFunctionSubclass():  # (Parameter's setup runs ops on the new object)
+            return Parameter.__new__(cls, empty(0, device=device, dtype=dtype), requires_grad)
 
 
 class UninitializedBuffer(UninitializedTensorMixin, Tensor):
@@ -167,11 +195,12 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
 
     cls_to_become = Tensor
     __slots__ = ()
-    __torch_function__ = _disabled_torch_function_impl
 
     def __new__(cls, requires_grad: bool = False, device=None, dtype=None):
         from ..autograd.ops.creation import empty
-        return Tensor._make_subclass(cls, empty(0, device=device, dtype=dtype), requires_grad)
+        with DisableTorchFunctionSubclass():  # (requires_grad_ on the new object)
+            return Tensor._make_subclass(cls, empty(0, device=device, dtype=dtype),
+                                         requires_grad)
 
 
 def _rebuild_parameter(array, dtype_name: str, device: str, requires_grad: bool) -> Parameter:

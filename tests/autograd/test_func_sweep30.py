@@ -282,9 +282,9 @@ def test_vmap_refuses_writes_into_unmapped_inputs_and_captures():
         vmap(functools.partial(lambda c, a: c[1:].mul_(a[0]), tg.ones(4)))(x)
     # a batch norm's running statistics (PyTorch refuses the same model)
     bn = tg.nn.BatchNorm1d(4).double()
-    with pytest.raises(RuntimeError, match="'running_mean'.*replace_all_batch_norm_modules_"):
+    with pytest.raises(RuntimeError, match="Batch norm got a batched tensor as input"):
         vmap(bn)(t(arr(2, 5, 4)))
-    with pytest.raises(RuntimeError, match="'running_mean'"):  # (through grad, in a closure)
+    with pytest.raises(RuntimeError, match="Batch norm got a batched tensor as input"):  # (grad)
         vmap(grad(lambda u: bn(u).sum()))(t(arr(2, 5, 4)))
     with pytest.raises(RuntimeError, match="a tensor the function captures"):
         vmap(_writes_module_level)(x)
