@@ -146,8 +146,27 @@ def override_from_first_instance(cls: type) -> None:
 def note_instance(cls: type) -> None:
     """An instance of Tensor subclass ``cls`` is being made: the check is installed if
     ``cls`` overrides (again, after ``deactivate``)."""
-    if not active and _overrides(cls):
-        activate()
+    if _overrides(cls):
+        activate(getattr(cls, "_transient_override", False))
+
+
+# Note [Transient overrides]
+#   A class whose instances override only for a while (``_transient_override``: the lazy
+#   modules' uninitialized parameters, which raise PyTorch's error when used in an op until
+#   ``materialize`` turns them into plain Parameters) installs the check with its first
+#   instance like any other, but the check then costs every op of the program (~1.6 us on
+#   ``x + x``) long after the last of them is materialized. So the check remembers whether
+#   anything else asked for it (``_lasting``: another class's instance, a class defined after
+#   import, a mode, fx); when nothing did, ``release_transient`` (called when no such instance
+#   is left) takes it off again.
+_lasting = False
+
+
+def release_transient() -> None:
+    """The last instance of a transient overriding class is gone: removes the dispatch check
+    unless something else installed or uses it (Note [Transient overrides])."""
+    if active and not _lasting and not _tls.modes:
+        deactivate()
 
 
 def _add(found: list | None, arg) -> list:
@@ -479,10 +498,13 @@ def _wrap(fn: Callable, module: str, qualname: str) -> Callable:
     return public
 
 
-def activate() -> None:
+def activate(transient: bool = False) -> None:
     """Installs the dispatch check on every overridable function (Note [Overrides installed
-    on first use]); does nothing when it is installed."""
-    global active
+    on first use]); does nothing when it is installed. ``transient``: asked for by an instance
+    of a class that overrides only for a while (Note [Transient overrides])."""
+    global active, _lasting
+    if not transient:
+        _lasting = True
     if active:
         return
     with _lock:
@@ -518,7 +540,7 @@ def activate() -> None:
 def deactivate() -> None:
     """Puts the functions without the check back (for tests: each starts without it). Refused
     while a mode is entered."""
-    global active
+    global active, _lasting
     with _lock:
         if _tls.modes:
             raise RuntimeError("overrides: cannot deactivate while a TorchFunctionMode is active")
@@ -526,6 +548,7 @@ def deactivate() -> None:
             owner, name, original = _installed.pop()
             setattr(owner, name, original)
         active = False
+        _lasting = False
 
 
 def redispatch(public: Callable, args: tuple, kwargs: dict):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import weakref
+
+from ..autograd import overrides
 from ..autograd.overrides import DisableTorchFunctionSubclass, _disabled_torch_function_impl
 from ..autograd.state import state
 from ..autograd.tensor import Tensor
@@ -115,6 +118,18 @@ _ALLOWED_METHODS = frozenset(f"Tensor.{n}" for n in (
     "char", "short", "int", "long", "cuda", "cpu", "to", "get_device"))
 
 
+# The uninitialized parameters and buffers not yet materialized, id -> weak reference (a
+# tensor's == is elementwise: no WeakSet; one that dies uninitialized leaves without a call to
+# release_transient).
+_uninitialized: dict = {}
+
+
+def _track(t: Tensor) -> Tensor:
+    key = id(t)
+    _uninitialized[key] = weakref.ref(t, lambda _: _uninitialized.pop(key, None))
+    return t
+
+
 class UninitializedTensorMixin:
     """What an uninitialized parameter or buffer of a lazy module does: it holds no values
     until ``materialize(shape)`` gives it some and turns it into ``cls_to_become``; its shape
@@ -123,6 +138,7 @@ class UninitializedTensorMixin:
 
     cls_to_become: type = Tensor
     __slots__ = ()
+    _transient_override = True  # (Note [Transient overrides] in autograd/overrides.py)
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -146,6 +162,9 @@ class UninitializedTensorMixin:
         dtype = self.dtype if dtype is None else dtype
         self.data = empty(tuple(shape), device=device, dtype=dtype)
         self.__class__ = self.cls_to_become
+        _uninitialized.pop(id(self), None)
+        if not _uninitialized:  # (the last one: ops need not ask about them any more)
+            overrides.release_transient()
 
     @property
     def shape(self):
@@ -186,7 +205,8 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
     def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
         from ..autograd.ops.creation import empty
         with DisableTorchFunctionSubclass():  # (Parameter's setup runs ops on the new object)
-            return Parameter.__new__(cls, empty(0, device=device, dtype=dtype), requires_grad)
+            p = Parameter.__new__(cls, empty(0, device=device, dtype=dtype), requires_grad)
+        return _track(p)
 
 
 class UninitializedBuffer(UninitializedTensorMixin, Tensor):
@@ -199,8 +219,8 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
     def __new__(cls, requires_grad: bool = False, device=None, dtype=None):
         from ..autograd.ops.creation import empty
         with DisableTorchFunctionSubclass():  # (requires_grad_ on the new object)
-            return Tensor._make_subclass(cls, empty(0, device=device, dtype=dtype),
-                                         requires_grad)
+            b = Tensor._make_subclass(cls, empty(0, device=device, dtype=dtype), requires_grad)
+        return _track(b)
 
 
 def _rebuild_parameter(array, dtype_name: str, device: str, requires_grad: bool) -> Parameter:
