@@ -558,7 +558,8 @@ def _op_overload(op):
 
 
 class _ObserverBlock:
-    """An op observer (autograd/observe.py) that is the context manager of its own block."""
+    """An op observer (autograd/observe.py) that is the context manager of its own block
+    (subclasses say what ``op_enter`` does; the other events are ignored)."""
 
     def __enter__(self):
         observe.add_observer(self)
@@ -567,6 +568,15 @@ class _ObserverBlock:
     def __exit__(self, *exc) -> bool:
         observe.remove_observer(self)
         return False
+
+    def op_exit(self, token) -> None:
+        pass
+
+    def node_enter(self, node, grads):
+        return None
+
+    def node_exit(self, token) -> None:
+        pass
 
 
 class _PolicyObserver(_ObserverBlock):
@@ -587,15 +597,6 @@ class _PolicyObserver(_ObserverBlock):
         # (a bool is PyTorch's old form; anything but a save policy means recompute, as
         # there: every op is recomputed here anyway)
         return _policy_from_bool(policy) if isinstance(policy, bool) else policy
-
-    def op_exit(self, token) -> None:
-        pass
-
-    def node_enter(self, node, grads):
-        return None
-
-    def node_exit(self, token) -> None:
-        pass
 
 
 def create_selective_checkpoint_contexts(policy_fn_or_list, allow_cache_entry_mutation=False):
@@ -674,15 +675,6 @@ class _OpLog(_ObserverBlock):
         while stack and stack[-1].filename.startswith(_AUTOGRAD_DIR):  # dispatch's own frames
             stack.pop()
         self.tbs.append(stack)
-
-    def op_exit(self, token) -> None:
-        pass
-
-    def node_enter(self, node, grads):
-        return None
-
-    def node_exit(self, token) -> None:
-        pass
 
 
 _checkpoint_error_template = """ \
