@@ -56,7 +56,7 @@ from .node import AccumulateGrad
 from .sparse import SparseBase
 from .sparse import accumulate as _accumulate_sparse
 from .state import set_mode, state
-from .tensor import _RETAINING, Tensor, make, refresh_retained
+from .tensor import _CPU, _RETAINING, Tensor, make, refresh_retained
 
 __all__ = ["backward", "current_graph_task_id", "grad", "queue_callback", "run_backward",
            "will_engine_execute_node"]
@@ -533,14 +533,19 @@ class _GraphTask:
                     and (home is None or home(node)):
                 if type(node) is not AccumulateGrad:
                     node, outs = self._run_rule(node, grads, heap, buffers, home)
-                elif streams is None and not node.variable._hooks:
-                    outs = self._apply(node, grads)  # a leaf's accumulation alone
+                else:
+                    _as_tensors(grads)
+                    if streams is None and not node.variable._hooks:
+                        outs = self._apply(node, grads)  # a leaf's accumulation alone
+                    else:
+                        outs = self._run_full(node, grads)
+            else:
+                if fast:
+                    _as_tensors(grads)
+                if evaluating:
+                    outs = self._run_evaluated(node, grads, evaluating)
                 else:
                     outs = self._run_full(node, grads)
-            elif evaluating:
-                outs = self._run_evaluated(node, grads, evaluating)
-            else:
-                outs = self._run_full(node, grads)
             if outs is not None:
                 # deliver each gradient to the node that made the matching input (a
                 # consumer on another stream waits: Note [Backward streams], point 2)
@@ -581,12 +586,16 @@ class _GraphTask:
         buffer or queue entry per link."""
         keep_graph = self.keep_graph
         if not node.on_arrays or node.num_outputs != 1 or self.create_graph:
+            _as_tensors(grads)
             outs = node.apply(*grads)
             if not keep_graph:
                 node._release()
             return node, outs
-        deps, g = self.deps, grads[0]
-        k, data = backend(g._device), g._data
+        deps, data = self.deps, grads[0]
+        if isinstance(data, Tensor):
+            k, data = backend(data._device), data._data
+        else:
+            k = _array_backend(data)
         while True:
             outs = node.vjp_on_arrays(k, data)
             if not keep_graph:
@@ -614,14 +623,7 @@ class _GraphTask:
                 break
             deps[nx] = 0
             node = nx
-        n = len(outs)
-        if n == 1:  # (no comprehension: ~0.1 us)
-            o = outs[0]
-            return node, (None if o is None else make(o),)
-        if n == 2:
-            o, p = outs
-            return node, (None if o is None else make(o), None if p is None else make(p))
-        return node, tuple([None if o is None else make(o) for o in outs])
+        return node, outs  # arrays: Note [Array gradients]
 
     def _run_full(self, node, grads):
         """The full path, in order: tensor hooks and ``retain_grad``, the ``grad()`` capture,
@@ -732,13 +734,44 @@ class _GraphTask:
         old = buf[slot]
         buf[slot] = g if old is None else self._sum(old, g)
 
-    def _sum(self, a: Tensor, b: Tensor) -> Tensor:
+    def _sum(self, a, b):
         """Two gradients arriving at one input slot, summed: on the arrays when nothing is
-        recorded (no Tensor op dispatch per sum), else as a recorded add."""
+        recorded (no Tensor op dispatch per sum), else as a recorded add. Either may be an
+        array (Note [Array gradients]); two arrays of one kind, dtype and shape give an
+        array."""
+        if not isinstance(a, Tensor):
+            if not isinstance(b, Tensor) and type(a) is type(b) and a.dtype == b.dtype \
+                    and a.shape == b.shape:
+                return _array_backend(a).add(a, b)
+            a = make(a)
+        if not isinstance(b, Tensor):
+            b = make(b)
         if self.create_graph or a._dtype is not b._dtype or type(a) is not Tensor \
                 or type(b) is not Tensor or a._data.shape != b._data.shape:
             return a + b  # (also a sparse gradient's sum: autograd/sparse.py)
         return make(backend(a._device).add(a._data, b._data))
+
+
+# Note [Array gradients]
+#   The fast path (_run_rule) hands on the gradients its rule made as backend arrays, not
+#   Tensors: they go into the consumers' input buffers as they are, are summed there as arrays
+#   (``_sum``), and the next rule on the fast path reads them as they are; only a node that
+#   needs Tensors (a rule without ``vjp_on_arrays``, hooks, a leaf's accumulation, observers)
+#   gets them wrapped (``_as_tensors``), once, when it runs. A Tensor per gradient and per sum
+#   was a third of a small node's backward (a graph of adds into one leaf: 3 per node). Only
+#   fast tasks (nothing watching, no create_graph) put arrays in the buffers; root gradients
+#   and every other path's stay Tensors, so a buffer may hold both.
+
+def _array_backend(a):
+    """The kernel module of backend array ``a`` (a NumPy array is on the CPU)."""
+    return backend(_CPU if isinstance(a, np.ndarray) else a.device)
+
+
+def _as_tensors(grads: list) -> None:
+    """Makes the arrays among ``grads`` Tensors, in place (Note [Array gradients])."""
+    for i, g in enumerate(grads):
+        if g is not None and not isinstance(g, Tensor):
+            grads[i] = make(g)
 
 
 def _run_tensor_hooks(node, grads, batch: int | None = None) -> None:
@@ -1067,15 +1100,21 @@ class _StreamSync:
             return self._caller(var._device) if var._device.type == "cuda" else None
         return node._stream
 
-    def deliver(self, g: Tensor, producer, consumer):
-        if g._device.type != "cuda":
+    def deliver(self, g, producer, consumer):
+        """Gradient ``g`` (a Tensor, or an array: Note [Array gradients]) made on stream
+        ``producer``, made safe to use on ``consumer``'s stream (point 2)."""
+        if isinstance(g, Tensor):
+            device = g._device
+        else:
+            device = _CPU if isinstance(g, np.ndarray) else g.device
+        if device.type != "cuda":
             return g
         if producer is None:
-            producer = self._caller(g._device)  # a root gradient: the caller's stream made it
+            producer = self._caller(device)  # a root gradient: the caller's stream made it
         target = self.stream_of(consumer)
         if target is not None and target != producer:
             target.wait_event(producer.record_event())
-            g._data.storage.record_stream(target)
+            (g._data if isinstance(g, Tensor) else g).storage.record_stream(target)
         return g
 
     def run_on(self, node):
