@@ -174,11 +174,22 @@ def orthogonal(module: Module, name: str = "weight", orthogonal_map: str | None 
 
 def norm_except_dim(v: Tensor, pow: float = 2, dim: int = 0) -> Tensor:
     """The ``pow``-norm of ``v`` over every dimension but ``dim``, kept as size-1 dimensions
-    (``dim=-1``: the norm of the whole tensor, a 0-dim tensor)."""
+    (``dim=-1``: the norm of the whole tensor, a 0-dim tensor), as PyTorch's
+    ``torch.norm_except_dim``: a 1-D ``v`` gives ``|v|`` elementwise for ``dim=0``; another
+    negative ``dim`` counts from the end (``-2`` of a matrix is its dim 0), and one out of
+    range is an IndexError."""
     if dim == -1:
         return vector_norm(v, pow)
-    others = tuple(d for d in range(v.ndim) if d != dim)
-    return vector_norm(v, pow, others, keepdim=True)
+    if dim == 0:  # (rows: a 1-D v has one element per row, so its norm is |v|)
+        return vector_norm(v.reshape(v.shape[0], -1), pow, 1).reshape(
+            (v.shape[0],) + (1,) * (v.ndim - 1))
+    if dim == v.ndim - 1:
+        return vector_norm(v.reshape(-1, v.shape[-1]), pow, 0).reshape(
+            (1,) * (v.ndim - 1) + (v.shape[-1],))
+    if not -v.ndim <= dim < v.ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of "
+                         f"[{-v.ndim}, {v.ndim - 1}], but got {dim})")
+    return norm_except_dim(v.transpose(0, dim), pow, 0).transpose(0, dim)
 
 
 def _weight_norm(v: Tensor, g: Tensor, dim: int) -> Tensor:

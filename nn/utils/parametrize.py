@@ -22,7 +22,8 @@ from ..module import Module
 from ..parameter import Parameter
 
 __all__ = ["ParametrizationList", "cached", "is_parametrized", "register_parametrization",
-           "remove_parametrizations", "type_before_parametrizations"]
+           "remove_parametrizations", "transfer_parametrizations_and_params",
+           "type_before_parametrizations"]
 
 _cache_enabled = 0
 _cache: dict = {}
@@ -355,3 +356,32 @@ def type_before_parametrizations(module: Module) -> type:
     if is_parametrized(module):
         return module.__class__.__bases__[0]
     return type(module)
+
+
+def transfer_parametrizations_and_params(from_module: Module, to_module: Module,
+                                         tensor_name: str | None = None) -> Module:
+    """Transfers the parametrizations of ``from_module`` (all of them, or those on
+    ``tensor_name``) and the tensors they parametrize to ``to_module``: the same
+    parametrization modules are registered on ``to_module`` (a tensor it lacks is first
+    created as a Parameter holding ``from_module``'s current value), and its originals
+    become ``from_module``'s original tensors, shared. Nothing happens if ``from_module``
+    is not parametrized.
+
+    Returns:
+        ``to_module``.
+    """
+    if not is_parametrized(from_module):
+        return to_module
+    names = list(from_module.parametrizations) if tensor_name is None else [tensor_name]
+    for name in names:
+        source = from_module.parametrizations[name]
+        if not hasattr(to_module, name):
+            setattr(to_module, name, Parameter(getattr(from_module, name).detach()))
+        for parametrization in source:
+            register_parametrization(to_module, name, parametrization)
+        target = to_module.parametrizations[name]
+        originals = ["original"] if source.is_tensor else \
+            [f"original{i}" for i in range(source.ntensors)]
+        for attr in originals:
+            setattr(target, attr, getattr(source, attr))
+    return to_module
