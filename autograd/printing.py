@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..runtime import dtype as dtypes
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
 
 
 class PrintOptions:
@@ -55,6 +62,36 @@ def set_printoptions(precision: int | None = None, threshold: float | None = Non
     if linewidth is not None:
         PRINT_OPTS.linewidth = linewidth
     PRINT_OPTS.sci_mode = sci_mode
+
+
+def get_printoptions() -> dict[str, Any]:
+    """The current print options, as a dict ``set_printoptions(**d)`` takes back (PyTorch's
+    ``torch._tensor_str.get_printoptions``).
+
+    Example:
+        >>> tg.autograd.printing.get_printoptions()["precision"]
+        4
+    """
+    return {name: getattr(PRINT_OPTS, name)
+            for name in ("precision", "threshold", "edgeitems", "linewidth", "sci_mode")}
+
+
+@contextlib.contextmanager
+def printoptions(**kwargs: Any) -> Iterator[None]:
+    """Sets print options (``set_printoptions``'s arguments) for the block, restoring the
+    previous ones after it, even when it raises (PyTorch's ``torch._tensor_str.printoptions``).
+
+    Example:
+        >>> with tg.autograd.printing.printoptions(precision=1):
+        ...     print(tg.tensor([1.25]))
+        tensor([1.2])
+    """
+    old = get_printoptions()
+    set_printoptions(**kwargs)
+    try:
+        yield
+    finally:
+        set_printoptions(**old)
 
 
 def _summarized(a: np.ndarray) -> np.ndarray:
@@ -164,22 +201,36 @@ def _format_array(a: np.ndarray, indent: int) -> str:
 _FLOAT8_NP = frozenset(d.np for d in dtypes.FLOAT8_TYPES)  # (ml_dtypes' dtypes)
 
 
-def tensor_repr(t) -> str:
-    a = t.detach().cpu()._host_array()
-    if a.itemsize == 1 and a.dtype in _FLOAT8_NP:  # float8: shown by its values, as PyTorch
-        a = a.astype(np.float32)
+def _implied_dtype(dtype) -> bool:
+    """Whether a repr's values imply ``dtype``, so that PyTorch shows no ``dtype=`` suffix:
+    the default dtype, its complex counterpart, int64 and bool."""
+    default = dtypes.get_default_dtype()
+    return dtype in (default, dtypes.complex128 if default is dtypes.float64 else
+                     dtypes.complex64, dtypes.int64, dtypes.bool)
+
+
+def tensor_repr(t: Tensor, tensor_contents: str | None = None) -> str:
+    """PyTorch's repr of dense tensor ``t``: its values, then the suffixes (device, size,
+    dtype, grad_fn, tangent) that PyTorch shows. ``tensor_contents`` (PyTorch's
+    ``Tensor.__repr__(tensor_contents=...)``, for subclasses) replaces the values."""
     # (a user's subclass shows its name, as PyTorch's: ``MyTensor([1., 2.])``)
     prefix = "tensor" if type(t).__module__.startswith("tritongrad") else type(t).__name__
-    body = _format_array(np.asarray(a), len(prefix) + 1)
+    if tensor_contents is None:
+        a = t.detach().cpu()._host_array()
+        if a.itemsize == 1 and a.dtype in _FLOAT8_NP:  # float8: shown by its values (PyTorch)
+            a = a.astype(np.float32)
+        body = _format_array(np.asarray(a), len(prefix) + 1)
+    else:
+        body = tensor_contents
     extras = []
     if t.device.type != "cpu":
         extras.append(f"device='{t.device}'")
     if t.numel() == 0 and t.ndim != 1:
         extras.append(f"size={tuple(t.shape)}")
-    default = dtypes.get_default_dtype()
-    shown_dtypes = (default, dtypes.complex128 if default is dtypes.float64 else dtypes.complex64,
-                    dtypes.int64, dtypes.bool)
-    if t.dtype not in shown_dtypes or (t.numel() == 0 and t.dtype is not default):
+    elif t.numel() and not PRINT_OPTS.edgeitems:  # (PyTorch's: the values show as "...")
+        extras.append(f"size={tuple(t.shape)}")
+    if not _implied_dtype(t.dtype) or (t.numel() == 0
+                                       and t.dtype is not dtypes.get_default_dtype()):
         extras.append(f"dtype={t.dtype}")
     try:
         fn = t.grad_fn  # (a view's, regenerated if its base was modified in place since)
@@ -197,7 +248,12 @@ def tensor_repr(t) -> str:
     if tangent is not None:
         extras.append(f"tangent={tangent!r}")
     # (wrapped as PyTorch's _add_suffixes: a suffix passing linewidth goes on a new line)
-    return _with_suffixes(prefix + "(" + body, extras, len(prefix) + 1, False)
+    text = _with_suffixes(prefix + "(" + body, extras, len(prefix) + 1, False)
+    if prefix != "tensor":
+        from ..nn.parameter import Parameter  # (nn imports autograd, which imports this)
+        if isinstance(t, Parameter):  # a user's Parameter subclass: PyTorch's "P(MyP([...]))"
+            text = f"Parameter({text})"
+    return text
 
 
 def _with_suffixes(body: str, suffixes: list, indent: int, force_newline: bool) -> str:
@@ -224,12 +280,16 @@ def _part(t, indent: int) -> str:
     return body + (f", size={tuple(a.shape)})" if a.size == 0 else ")")
 
 
-def sparse_repr(t) -> str:
+def sparse_repr(t: Tensor, tensor_contents: str | None = None) -> str:
     """PyTorch's repr of a sparse COO tensor: ``tensor(indices=tensor([[...]]),
-    values=tensor([...]), size=(..), nnz=.., layout=torch.sparse_coo)``."""
+    values=tensor([...]), size=(..), nnz=.., layout=torch.sparse_coo)`` (``tensor_contents``,
+    as ``tensor_repr``'s, replaces the indices and values)."""
     pre = len("tensor(")
-    body = ("tensor(indices=" + _part(t._indices(), pre + len("indices=tensor(")) + ",\n"
-            + " " * pre + "values=" + _part(t._values(), pre + len("values=tensor(")))
+    if tensor_contents is not None:
+        body = "tensor(" + tensor_contents
+    else:
+        body = ("tensor(indices=" + _part(t._indices(), pre + len("indices=tensor(")) + ",\n"
+                + " " * pre + "values=" + _part(t._values(), pre + len("values=tensor(")))
     return _with_suffixes(body, sparse_suffixes(t), pre, force_newline=True)
 
 
@@ -239,7 +299,7 @@ def sparse_suffixes(t) -> list:
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device}'")
     suffixes += [f"size={tuple(t.shape)}", f"nnz={t._nnz()}"]
-    if t.dtype is not dtypes.get_default_dtype():
+    if not _implied_dtype(t.dtype):
         suffixes.append(f"dtype={t.dtype}")
     suffixes.append(f"layout={t.layout}")
     fn = t.grad_fn

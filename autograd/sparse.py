@@ -726,9 +726,9 @@ class SparseTensor(SparseBase):
         idx, vals, _ = self._parts()
         return _FromParts.apply(idx.flip(0), vals, (self._size[1], self._size[0]), False)
 
-    def __repr__(self) -> str:
+    def __repr__(self, *, tensor_contents: str | None = None) -> str:
         from .printing import sparse_repr
-        return sparse_repr(self)
+        return sparse_repr(self, tensor_contents)
 
     __str__ = __repr__
 

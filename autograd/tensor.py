@@ -132,6 +132,19 @@ def make(data, dtype=None) -> "Tensor":
     return t
 
 
+_scalar_warned = []  # PyTorch's TORCH_WARN_ONCE: once per process
+
+
+def _warn_scalar_of_grad() -> None:
+    """PyTorch's warning for ``float()``/``complex()`` of a tensor that requires grad (the
+    number has no history); ``item()`` and ``int()`` do not warn, as there."""
+    if not _scalar_warned:
+        _scalar_warned.append(True)
+        warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to "
+                      "unexpected behavior.\nConsider using tensor.detach() first.",
+                      UserWarning, stacklevel=3)
+
+
 def _keep_inference(t: Tensor, src: Tensor) -> None:
     """Gives ``t``, just made, ``src``'s inference flag (what make() gave it may differ), set
     only when it differs: setting it gives the tensor a ``__dict__`` (~0.1 us per detach)."""
@@ -860,12 +873,16 @@ class Tensor:
         return self.item()
 
     def __float__(self) -> float:
+        if self._requires_grad:
+            _warn_scalar_of_grad()
         return float(_real_value(self._scalar(), "double"))
 
     def __int__(self) -> int:
         return int(_real_value(self._scalar(), "int64_t"))
 
     def __complex__(self) -> complex:
+        if self._requires_grad:
+            _warn_scalar_of_grad()
         return complex(self._scalar())
 
     def __iter__(self):
@@ -891,9 +908,9 @@ class Tensor:
                             "index")
         return int(self.item())
 
-    def __repr__(self) -> str:
+    def __repr__(self, *, tensor_contents: str | None = None) -> str:
         from .printing import tensor_repr
-        return tensor_repr(self)
+        return tensor_repr(self, tensor_contents)
 
     __str__ = __repr__
 

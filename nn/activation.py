@@ -245,11 +245,17 @@ class Hardswish(_Inplace):
 
     functional = staticmethod(F.hardswish)
 
+    def extra_repr(self) -> str:
+        return ""  # (PyTorch shows no inplace flag for this one)
+
 
 class Hardsigmoid(_Inplace):
     """Hardsigmoid(x) = relu6(x + 3) / 6."""
 
     functional = staticmethod(F.hardsigmoid)
+
+    def extra_repr(self) -> str:
+        return ""  # (PyTorch shows no inplace flag for this one)
 
 
 class _Stateless(Module):

@@ -409,7 +409,18 @@ class EmbeddingBag(Embedding):
                                per_sample_weights, self.include_last_offset, self.padding_idx)
 
     def extra_repr(self) -> str:
-        return super().extra_repr() + f", mode='{self.mode}'"
+        # (PyTorch's order, which differs from Embedding's, and no ``sparse``)
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm!r}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type!r}"
+        if self.scale_grad_by_freq is not False:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq!r}"
+        s += f", mode={self.mode!r}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx!r}"
+        return s
 
     @classmethod
     def from_pretrained(cls, embeddings: Tensor, freeze: bool = True, max_norm=None,

@@ -247,8 +247,9 @@ __all__ += ["ao", "quantization", "dequantize", "per_channel_affine",
 
 
 # torch.fx and torch.quantization load on first use (``tg.fx``, ``import tritongrad.fx``):
-# together ~60-90 ms of ``import tritongrad`` that most programs never need
-_LAZY_SUBMODULES = ("fx", "quantization")
+# together ~60-90 ms of ``import tritongrad`` that most programs never need; so does
+# ``torch._tensor_str``'s path to the print options
+_LAZY_SUBMODULES = ("fx", "quantization", "_tensor_str")
 
 
 def __getattr__(name: str):

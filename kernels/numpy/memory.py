@@ -20,6 +20,7 @@ from .bf16 import BF16Array, round_, rounded
 
 _ndarray = np.ndarray
 _BF16 = dtypes.bfloat16
+_F16 = dtypes.float16
 _FLOAT8 = _f8.FLOAT8  # float8 arrays hold ml_dtypes' dtypes (kernels/numpy/float8.py)
 
 # Note [host memory reuse]: every op result is a fresh NumPy array, and with glibc's defaults
@@ -97,6 +98,9 @@ def astype(a: np.ndarray, dtype) -> np.ndarray:
     # which would make contiguous() and reshape() of transposed data fail)
     if type(a) is BF16Array:
         return a.view(_ndarray).astype(dtype.np, order="C", copy=True)
+    if dtype is _F16 and a.dtype.itemsize > 2:
+        with np.errstate(over="ignore"):  # (out of range: inf, silently, as PyTorch's cast)
+            return a.astype(dtype.np, order="C", copy=True)
     return a.astype(dtype.np, order="C", copy=True)
 
 
