@@ -51,6 +51,15 @@ class RemovableHandle:
         for d in self._extra:
             d.discard(self.id) if isinstance(d, set) else d.pop(self.id, None)
 
+    def __getstate__(self):
+        # (as PyTorch's: the hooks dict itself, as a weakref does not pickle; a pickled
+        # module's hook handles, such as a lazy module's, keep working after a load)
+        return (self._hooks_ref(), self.id, self._extra)
+
+    def __setstate__(self, state) -> None:
+        hooks, self.id, self._extra = state
+        self._hooks_ref = weakref.ref(hooks) if _weakrefable(hooks) else lambda: hooks
+
     def __enter__(self):
         return self
 

@@ -25,8 +25,12 @@ and allowed classes. With ``weights_only=False`` non-torch globals are imported 
 unpickler would (the caller trusts the file), but a torch global outside ``_GLOBALS`` (a
 whole ``nn.Module``, an optimizer) still raises: there is no torch here to build it.
 
-The legacy format (``_use_new_zipfile_serialization=False``, PyTorch < 1.6: a bare pickle
-stream) is not read; ``tg.load`` names it in its error.
+Besides plain tensors: a conjugate or negative view (saved as metadata over its storage) loads
+as the values it shows, an ``nn.Buffer`` as a tensor, and sparse tensors
+(``_rebuild_sparse_tensor``: COO, CSR, CSC, BSR, BSC) with their invariants checked.
+
+The legacy format (``_use_new_zipfile_serialization=False``, PyTorch < 1.6: a stream of
+pickles, ``load_legacy``) is read too, under the same rules.
 """
 
 from __future__ import annotations
@@ -122,7 +126,9 @@ def _set_state(obj, state) -> None:
         raise ser._Malformed(f"a tensor's state must be a dict of names, got "
                              f"{type(state).__name__}")
     for k, v in state.items():
-        if k.startswith("_"):
+        if k.startswith("_") and not (k == "_is_buffer" and isinstance(v, bool)):
+            # (``_is_buffer``: an ``nn.Buffer``'s mark, a bool, which tritongrad's Buffer uses
+            # too)
             raise ser._Malformed(f"a tensor's state sets the private attribute {k!r}")
         setattr(obj, k, v)
 
@@ -133,8 +139,8 @@ class _Unpickler(pickle._Unpickler):
 
     dispatch = dict(pickle._Unpickler.dispatch)
 
-    def __init__(self, data: bytes, loader: _Loader):
-        super().__init__(io.BytesIO(data))
+    def __init__(self, stream: io.BytesIO, loader: _Loader):
+        super().__init__(stream)
         self.loader = loader
         ld = loader
         self.globals = {
@@ -144,6 +150,8 @@ class _Unpickler(pickle._Unpickler):
             ("torch._utils", "_rebuild_parameter"): ld.rebuild_parameter,
             ("torch._utils", "_rebuild_parameter_with_state"): ld.rebuild_parameter,
             ("torch._tensor", "_rebuild_from_type_v2"): ld.rebuild_from_type,
+            ("torch._utils", "_rebuild_sparse_tensor"): ld.rebuild_sparse,
+            ("torch.serialization", "_get_layout"): _layout,
             ("torch", "Tensor"): _TENSOR, ("torch.nn.parameter", "Parameter"): _PARAMETER,
             ("torch", "Size"): Size, ("torch", "device"): _device,
             ("torch", "UntypedStorage"): _StorageType("UntypedStorage", None),
@@ -202,9 +210,14 @@ class _Loader:
         self.wholes: dict = {}  # (key, dtype name) -> 1-D tensor of the whole storage
 
     def storage(self, pid) -> _Storage:
-        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
+        # (the legacy format adds a sixth item, view metadata, None but in files of PyTorch
+        # < 0.4 that saved storage views)
+        if not (isinstance(pid, tuple) and len(pid) in (5, 6) and pid[0] == "storage"):
             raise ser._Malformed(f"unknown persistent id {ser._describe(pid)}")
-        _, stype, key, location, numel = pid
+        if len(pid) == 6 and pid[5] is not None:
+            raise ser._Malformed("storage views (a legacy checkpoint of PyTorch < 0.4) are not "
+                                 "supported")
+        _, stype, key, location, numel = pid[:5]
         if not isinstance(stype, _StorageType):
             raise ser._Malformed(f"a storage's type is {type(stype).__name__}, not a "
                                  f"storage class")
@@ -226,15 +239,7 @@ class _Loader:
         tensor of ``dtype``, read once, placed by map_location."""
         if (s.key, dtype.name) in self.wholes:
             return self.wholes[s.key, dtype.name]
-        name = f"{self.prefix}data/{s.key}"
-        try:
-            info = self.zf.getinfo(name)
-        except KeyError:
-            raise ser._Malformed(f"the archive lacks storage {s.key} ({name})") from None
-        if info.file_size != nbytes:
-            raise ser._Malformed(f"storage {s.key} has {info.file_size} bytes, its tensors' "
-                                 f"type and size say {nbytes}: the file is corrupted")
-        raw = self.zf.read(info)  # (zipfile checks the entry's CRC-32)
+        raw = self._read(s, nbytes)
         if dtype is dtypes.bool:
             ser.check_bool_bytes(f"storage {s.key}", raw)
         host = ser.host_array(raw, dtype, (nbytes // dtype.itemsize,), self.byteorder)
@@ -254,6 +259,18 @@ class _Loader:
             raise _CallerError(exc) from exc
         self.wholes[s.key, dtype.name] = t
         return t
+
+    def _read(self, s: _Storage, nbytes: int) -> bytes:
+        """Storage ``s``'s ``nbytes`` bytes, from its archive entry."""
+        name = f"{self.prefix}data/{s.key}"
+        try:
+            info = self.zf.getinfo(name)
+        except KeyError:
+            raise ser._Malformed(f"the archive lacks storage {s.key} ({name})") from None
+        if info.file_size != nbytes:
+            raise ser._Malformed(f"storage {s.key} has {info.file_size} bytes, its tensors' "
+                                 f"type and size say {nbytes}: the file is corrupted")
+        return self.zf.read(info)  # (zipfile checks the entry's CRC-32)
 
     def rebuild_tensor(self, storage, storage_offset, size, stride, requires_grad=False,
                        backward_hooks=None, metadata=None) -> Tensor:
@@ -284,13 +301,43 @@ class _Loader:
             raise ser._Malformed(f"a {dtype.name} tensor cannot require grad")
         if hooks:  # (PyTorch drops them too, with a warning: they are not saved)
             raise ser._Malformed("backward hooks in a checkpoint are not supported")
-        if metadata:
-            raise ser._Malformed(f"tensor metadata {sorted(map(str, metadata))} is not "
-                                 f"supported")
+        # torch.save records a conjugate or negative view's bit (``x.conj()``, its ``.imag``)
+        # as metadata over the unchanged storage; applied here to a copy
+        if metadata is not None and (not isinstance(metadata, dict) or not set(metadata) <= {
+                "conj", "neg"} or not all(isinstance(v, bool) for v in metadata.values())):
+            raise ser._Malformed(f"tensor metadata {ser._describe(metadata)} is not supported "
+                                 f"(only the conj and neg bits)")
         nbytes = s.numel * (1 if s.dtype is None else dtype.itemsize)
         ser.check_view("a tensor", dtype, offset, size, stride, f"storage {s.key}", nbytes)
         t = ser.view(self.whole(s, dtype, nbytes), offset, size, stride)
+        if metadata and metadata.get("neg"):
+            t = t.neg()
+        if metadata and metadata.get("conj"):
+            if not dtype.is_complex:
+                raise ser._Malformed(f"a {dtype.name} tensor has the conj bit")
+            t = t.conj().clone()
         return ser.finish(t, requires_grad, False)
+
+    def rebuild_sparse(self, layout, data):
+        """``torch._utils._rebuild_sparse_tensor``: a COO tensor from (indices, values, size[,
+        is_coalesced]), a compressed one from (compressed indices, plain indices, values,
+        size); built by ``tg.load``'s own rebuild, which checks its invariants, as PyTorch
+        checks them after a load."""
+        n = len(data) if isinstance(data, tuple) else 0
+        coo = layout is dtypes.sparse_coo and n in (3, 4)
+        if not (coo or (layout in _COMPRESSED and n == 4)):
+            raise ser._Malformed(f"_rebuild_sparse_tensor of {ser._describe(layout)} with "
+                                 f"{n} parts is not supported")
+        k = 2 if coo else 3  # the index and value tensors come first, then the size
+        try:
+            return ser._rebuild_sparse(str(layout).rsplit(".", 1)[-1], data[:k],
+                                       _size(data[k], "size"), data[3] if coo and n == 4
+                                       else None, False)
+        except ser._Malformed:
+            raise
+        except Exception as exc:  # (invalid indices)
+            raise ser._Malformed(f"a sparse tensor is invalid: {type(exc).__name__}: "
+                                 f"{exc}") from None
 
     def rebuild_parameter(self, data, requires_grad, backward_hooks, state=None) -> Tensor:
         if not isinstance(data, Tensor) or not isinstance(requires_grad, bool):
@@ -310,6 +357,18 @@ class _Loader:
         t = func(*args)
         _set_state(t, state)
         return t
+
+
+_LAYOUTS = {f"torch.{n}": getattr(dtypes, n) for n in (
+    "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "strided")}
+_COMPRESSED = tuple(_LAYOUTS[f"torch.sparse_{n}"] for n in ("csr", "csc", "bsr", "bsc"))
+
+
+def _layout(name):
+    """``torch.serialization._get_layout``: a layout by its name ("torch.sparse_coo")."""
+    if not isinstance(name, str) or name not in _LAYOUTS:
+        raise ser._Malformed(f"unknown layout {ser._describe(name)}")
+    return _LAYOUTS[name]
 
 
 def _archive_prefix(zf: zipfile.ZipFile) -> str:
@@ -347,7 +406,7 @@ def load_zip(buf: bytes, map_location, weights_only: bool):
             data = zf.read(prefix + "data.pkl")
             loader = _Loader(zf, prefix, byteorder, map_location, weights_only)
             try:
-                return _Unpickler(data, loader).load()
+                return _Unpickler(io.BytesIO(data), loader).load()
             except (ser._Malformed, ser._NotAllowed, zipfile.BadZipFile):
                 raise
             except _CallerError as exc:  # (map_location's, or no CUDA: not the file's fault)
@@ -361,3 +420,118 @@ def load_zip(buf: bytes, map_location, weights_only: bool):
             NotImplementedError) as exc:  # a damaged archive (bad CRC, unsupported method)
         raise ser._Malformed(f"the PyTorch zip archive is damaged ({type(exc).__name__}: "
                              f"{exc})") from None
+
+
+# -- the legacy format ---------------------------------------------------------------------------
+#
+# ``torch.save(obj, f, _use_new_zipfile_serialization=False)`` (the default before PyTorch 1.6)
+# writes pickles one after the other: the magic number, the protocol version (1001), a dict of
+# system info (``little_endian``), the object (storages as persistent ids, as in data.pkl but
+# with a sixth item, None), the sorted list of storage keys; then, for each key in that order,
+# the storage's element count (8 bytes, in the file's byte order) and its elements. A storage's
+# bytes lie after the pickle that names its type, so the pickle is read twice: once to learn
+# each storage's element size, once to build the tensors.
+
+_LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
+_LEGACY_PROTOCOL = 1001
+
+
+class _PlainUnpickler(pickle._Unpickler):
+    """For the legacy format's header pickles (ints, a dict, a list of keys): no globals."""
+
+    def find_class(self, module: str, name: str):
+        raise ser._Malformed(f"a header pickle names GLOBAL {module}.{name}")
+
+    def persistent_load(self, pid):
+        raise ser._Malformed("a header pickle holds a persistent id")
+
+
+class _ScanLoader(_Loader):
+    """The first reading of a legacy pickle: records its storages' types and sizes (``storage``)
+    and builds empty placeholder tensors."""
+
+    def _tensor(self, s: _Storage, dtype, *args) -> Tensor:
+        from .autograd.ops.creation import zeros
+        return zeros(0, dtype=dtype)
+
+    def rebuild_sparse(self, layout, data):
+        return None
+
+
+class _LegacyLoader(_Loader):
+    """The second reading: storages' bytes at the offsets the first one found."""
+
+    def __init__(self, buf: bytes, spans: dict, byteorder: str, map_location, weights_only):
+        super().__init__(None, "", byteorder, map_location, weights_only)
+        self.buf, self.spans = buf, spans
+
+    def _read(self, s: _Storage, nbytes: int) -> bytes:
+        start, size = self.spans[s.key]
+        if size != nbytes:
+            raise ser._Malformed(f"storage {s.key} has {size} bytes, its tensors' type and size "
+                                 f"say {nbytes}: the file is corrupted")
+        return self.buf[start:start + size]
+
+
+def _storage_spans(buf: bytes, pos: int, keys, storages: dict, byteorder: str) -> dict:
+    """Where each storage's bytes lie: ``key -> (offset, nbytes)``, walking the data section
+    from ``pos`` in the order of ``keys``."""
+    if not isinstance(keys, list) or set(keys) != set(storages) or len(set(keys)) != len(keys):
+        raise ser._Malformed("the storage key list does not match the storages the object "
+                             "names")
+    spans = {}
+    for key in keys:
+        s = storages[key]
+        if pos + 8 > len(buf):
+            raise ser._Malformed(f"the file is truncated (storage {key}'s size is missing)")
+        numel = int.from_bytes(buf[pos:pos + 8], "little" if byteorder == "<" else "big")
+        if numel != s.numel:
+            raise ser._Malformed(f"storage {key} holds {numel} elements, the object says "
+                                 f"{s.numel}")
+        nbytes = numel * (1 if s.dtype is None else s.dtype.itemsize)
+        if pos + 8 + nbytes > len(buf):
+            raise ser._Malformed(f"the file is truncated (storage {key}'s bytes)")
+        spans[key] = (pos + 8, nbytes)
+        pos += 8 + nbytes
+    return spans
+
+
+def load_legacy(buf: bytes, map_location, weights_only: bool):
+    """The object in a legacy-format PyTorch checkpoint ``buf`` (under the same rules as
+    ``load_zip``); raises ``_Malformed`` naming the format for a bad or unsupported file."""
+    f = io.BytesIO(buf)
+    try:
+        magic = _PlainUnpickler(f).load()
+    except Exception:
+        magic = None
+    if magic != _LEGACY_MAGIC or isinstance(magic, bool):
+        raise ser._Malformed("not a tritongrad file or a PyTorch checkpoint: a pickle that "
+                             "does not start with PyTorch's magic number (tritongrad "
+                             "unpickles no other files)")
+    try:
+        try:
+            version, info = _PlainUnpickler(f).load(), _PlainUnpickler(f).load()
+            if version != _LEGACY_PROTOCOL or not isinstance(info, dict):
+                raise ser._Malformed(f"unsupported protocol version {ser._describe(version)}")
+            byteorder = "<" if info.get("little_endian", True) else ">"
+            start = f.tell()
+            scan = _ScanLoader(None, "", byteorder, map_location, weights_only)
+            _Unpickler(f, scan).load()
+            keys = _PlainUnpickler(f).load()
+            spans = _storage_spans(buf, f.tell(), keys, scan.storages, byteorder)
+            f.seek(start)
+            loader = _LegacyLoader(buf, spans, byteorder, map_location, weights_only)
+            return _Unpickler(f, loader).load()
+        except (ser._Malformed, ser._NotAllowed):
+            raise
+        except _CallerError as exc:
+            raise exc.args[0] from None
+        except Exception as exc:  # a damaged or truncated pickle
+            raise ser._Malformed(f"the pickle could not be unpickled: {type(exc).__name__}: "
+                                 f"{exc}") from exc
+    except ser._NotAllowed as exc:
+        raise ser.UnpicklingError(ser._weights_only_message(exc.args[0])) from None
+    except ser._Malformed as exc:
+        raise ser._Malformed(f"a PyTorch checkpoint in the legacy format "
+                             f"(_use_new_zipfile_serialization=False, PyTorch < 1.6): "
+                             f"{exc}") from None

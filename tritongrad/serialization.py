@@ -7,8 +7,8 @@ pickled, their tensors still stored as tensors; ``load`` unpickles them only whe
 default ``weights_only=True``, when every global the pickle names is allowed
 (``add_safe_globals``, a few builtins) and it sets state (BUILD) only on those classes and
 plain containers (``check_build``); otherwise it raises PyTorch's "Weights only load
-failed" error. (``load`` also reads PyTorch's zip checkpoints, under the same rules: see
-``_torch_format``.) A file is:
+failed" error. (``load`` also reads PyTorch's checkpoints, its zip format and its legacy one,
+under the same rules: see ``_torch_format``.) A file is:
 
     offset 0   magic  b"\\x89TGSAVE\\n"                     (8 bytes)
            8   format version, little-endian uint32       (2)
@@ -50,7 +50,12 @@ tagged dict:
     {"@": "bytes", "hex": "..."}        bytes
     {"@": "pickle", "type": "m.Cls",    any other object: a pickle (protocol 4) whose tensors
      "hex": "..."}                      are persistent ids, indices into ``tensors``; ``type``
-                                        names the object's class for the error message
+                                        names the object's class for the error message.
+                                        Subclasses of dict, list and tuple (a namedtuple,
+                                        ``Counter``, ``Size``) are pickled, to keep their
+                                        type; so are sparse tensors (``_rebuild_sparse`` of
+                                        their index and value tensors) and uninitialized
+                                        parameters
 
 Limits, which ``save`` never exceeds and ``load`` enforces: a header of at most 1 GiB, objects
 nested at most 256 deep (so JSON nested at most 771 deep), integers of at most 4300 digits
@@ -99,7 +104,7 @@ import numpy as np
 
 from .autograd.checks import unsupported
 from .autograd.storage import _span, storage_numel
-from .autograd.tensor import Tensor
+from .autograd.tensor import Size, Tensor
 from .runtime import dtype as dtypes
 from .runtime.array import contiguous_strides
 from .runtime.device import device as Device
@@ -126,12 +131,17 @@ _MAX_NDIM = 64
 _MAX_SIZE = (1 << 63) - 1  # byte sizes and offsets: NumPy indexes with signed 64-bit integers
 
 _DTYPES = {d.name: d for d in (dtypes.bool, dtypes.uint8, dtypes.int8, dtypes.int16,
-                               dtypes.int32, dtypes.int64, dtypes.float16, dtypes.bfloat16,
+                               dtypes.int32, dtypes.int64, dtypes.uint16, dtypes.uint32,
+                               dtypes.uint64, dtypes.float16, dtypes.bfloat16,
                                dtypes.float32, dtypes.float64, dtypes.complex64,
                                dtypes.complex128)}
 # float8 elements are their one-byte bit patterns, in our files and in torch's (which name the
 # dtype in _rebuild_tensor_v3 over an UntypedStorage); known when ml_dtypes is installed
 _DTYPES.update({d.name: d for d in dtypes.FLOAT8_TYPES if d.np.type is not np.void})
+
+
+# The containers the JSON object encodes as themselves; their subclasses are pickled.
+_JSON_CONTAINERS = frozenset((dict, OrderedDict, list, tuple))
 
 
 class UnpicklingError(pickle.UnpicklingError, RuntimeError):
@@ -169,8 +179,13 @@ class _Writer:
         # could otherwise be freed mid-save and its id or memory reused by another, which the
         # two dicts above would then take for the first.
         self.keep: list = []
-        from .nn.parameter import Parameter  # (once per save: an import costs ~1 us a call)
-        self.parameter = Parameter
+        from .nn.parameter import Parameter, is_lazy  # (once per save: an import costs ~1 us)
+        self.parameter, self.is_lazy = Parameter, is_lazy
+
+    def plain(self, t: Tensor) -> bool:
+        """Whether ``t`` is stored as a view of a storage: a strided tensor with its values
+        (not a sparse tensor or an uninitialized parameter)."""
+        return t.layout is dtypes.strided and not self.is_lazy(t)
 
     def storage(self, t: Tensor, offset: int) -> tuple[int, int]:
         """The index of ``t``'s storage (``t`` viewing it from element ``offset``), stored
@@ -227,9 +242,16 @@ class _Writer:
         if isinstance(obj, float):
             return float(obj) if math.isfinite(obj) else {"@": "float", "v": repr(float(obj))}
         if isinstance(obj, Tensor):
-            return self.tensor(obj)
+            # (an uninitialized parameter has no bytes, a sparse tensor is its parts: both
+            # are pickled)
+            return self.tensor(obj) if self.plain(obj) else self.pickled(obj)
         if isinstance(obj, (np.integer, np.floating, np.bool_)):
             return self.encode(obj.item(), depth)
+        cls = type(obj)
+        if cls not in _JSON_CONTAINERS and isinstance(obj, (dict, list, tuple)):
+            # a subclass (a namedtuple, Counter, defaultdict, Size, a user's dict) is pickled,
+            # so that it loads as its own type, as in PyTorch
+            return self.pickled(obj)
         if isinstance(obj, dict):
             out = {"@": "dict", "items": [[self.encode(k, depth + 1), self.encode(v, depth + 1)]
                                           for k, v in obj.items()]}
@@ -254,12 +276,13 @@ class _Writer:
     def pickled(self, obj) -> dict:
         """``obj`` as a pickle whose tensors are stored as the file's other tensors are."""
         buf = io.BytesIO()
-        pickler = pickle.Pickler(buf, protocol=4)
+        pickler = _Pickler(buf, protocol=4)
         # a tensor (Parameters too) becomes its index in ``tensors``: stored once, with its
         # dtype, device and checksum, and restored through map_location like any other
-        from .nn.parameter import is_lazy  # (an uninitialized parameter has no bytes)
+        # (an uninitialized parameter has no bytes: it pickles itself; a sparse tensor is
+        # pickled as its parts, which are tensors)
         pickler.persistent_id = lambda o: (self.tensor(o)["i"] if isinstance(o, Tensor)
-                                           and not is_lazy(o) else None)
+                                           and self.plain(o) else None)
         try:
             pickler.dump(obj)
         except (pickle.PicklingError, TypeError, AttributeError) as exc:
@@ -269,6 +292,51 @@ class _Writer:
         cls = type(obj)
         return {"@": "pickle", "type": f"{cls.__module__}.{cls.__qualname__}",
                 "hex": buf.getvalue().hex()}
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles sparse tensors as ``_rebuild_sparse`` of their parts."""
+
+    def reducer_override(self, obj):
+        return _reduce_sparse(obj)
+
+
+def _reduce_sparse(obj):
+    """How ``save`` pickles a sparse tensor: ``_rebuild_sparse`` of its parts (else pickle's
+    own rules: ``NotImplemented``)."""
+    layout = getattr(obj, "layout", None) if isinstance(obj, Tensor) else None
+    if layout is None or layout is dtypes.strided:
+        return NotImplemented
+    name = str(layout).rsplit(".", 1)[-1]
+    if layout is dtypes.sparse_coo:
+        parts = (obj._indices().detach(), obj._values().detach())
+        return _rebuild_sparse, (name, parts, tuple(obj.shape), obj.is_coalesced(),
+                                 obj.requires_grad)
+    if layout in (dtypes.sparse_csr, dtypes.sparse_bsr):
+        parts = (obj.crow_indices(), obj.col_indices(), obj.values().detach())
+    else:
+        parts = (obj.ccol_indices(), obj.row_indices(), obj.values().detach())
+    return _rebuild_sparse, (name, parts, tuple(obj.shape), None, obj.requires_grad)
+
+
+def _rebuild_sparse(layout: str, parts: tuple, size: tuple, coalesced, requires_grad: bool):
+    """A sparse tensor ``save`` pickled (``_reduce_sparse``), its invariants checked: a file's
+    indices are not trusted (an invalid one raises, which ``load`` reports as a bad file)."""
+    from .autograd.sparse import sparse_coo_tensor
+    from .autograd.sparse_compressed import sparse_compressed_tensor
+    if layout not in _SPARSE_LAYOUTS or not isinstance(parts, tuple) or not all(
+            isinstance(p, Tensor) for p in parts) or len(parts) != (
+            2 if layout == "sparse_coo" else 3) or not isinstance(requires_grad, bool) or (
+            coalesced is not None and not isinstance(coalesced, bool)):
+        raise _Malformed(f"invalid sparse tensor of layout {_describe(layout)}")
+    if layout == "sparse_coo":
+        return sparse_coo_tensor(*parts, size, check_invariants=True, is_coalesced=coalesced,
+                                 requires_grad=requires_grad)
+    return sparse_compressed_tensor(*parts, size, layout=getattr(dtypes, layout),
+                                    check_invariants=True, requires_grad=requires_grad)
+
+
+_SPARSE_LAYOUTS = ("sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc")
 
 
 def _create_temp(path: str) -> tuple[int, str]:
@@ -345,6 +413,7 @@ def save(obj, f, pickle_module=None, pickle_protocol=None,
         raise unsupported("save", "_use_new_zipfile_serialization",
                           _use_new_zipfile_serialization,
                           "tritongrad writes its own format, never PyTorch's legacy one")
+    _check_destination(f)
     w = _Writer()
     header = {"format": "tritongrad", "version": VERSION, "storages": None, "tensors": None,
               "object": w.encode(obj)}
@@ -364,6 +433,14 @@ def save(obj, f, pickle_module=None, pickle_protocol=None,
     else:
         for c in chunks:
             f.write(c)
+
+
+def _check_destination(f) -> None:
+    """PyTorch's error for a ``save`` destination that is neither a path nor writable, raised
+    before any work."""
+    if not isinstance(f, (str, os.PathLike)) and not callable(getattr(f, "write", None)):
+        raise AttributeError(f"expected 'f' to be string, path, or a file-like object with a "
+                             f"'write' attribute, got {type(f).__name__}")
 
 
 # -- load: validation ----------------------------------------------------------------------------
@@ -442,11 +519,6 @@ def _check_prefix(buf: bytes) -> tuple[int, int]:
     """Checks the magic, version, header length and header checksum; returns the version and
     the length."""
     if len(buf) < _PREFIX.size or buf[:8] != MAGIC:
-        if buf[:1] == b"\x80":
-            raise _Malformed("this looks like a PyTorch checkpoint in the legacy format (a bare "
-                             "pickle: torch.save with _use_new_zipfile_serialization=False, "
-                             "or PyTorch < 1.6), which tritongrad does not read: re-save it "
-                             "with a current torch.save (the zip format)")
         if not buf:
             raise _Malformed("not a tritongrad file (it is empty)")
         if MAGIC.startswith(buf[:8]):
@@ -1027,6 +1099,9 @@ def _load_bytes(buf: bytes, map_location, weights_only: bool = True):
 # file's own tensors, passed as persistent ids.
 
 _SAFE_BUILTINS = {("collections", "OrderedDict"): OrderedDict, ("builtins", "set"): set,
+                  ("collections", "Counter"): Counter,
+                  (Size.__module__, Size.__qualname__): Size,
+                  (__name__, "_rebuild_sparse"): _rebuild_sparse,
                   ("builtins", "frozenset"): frozenset, ("builtins", "complex"): complex,
                   ("builtins", "slice"): slice, ("builtins", "range"): range,
                   ("builtins", "bytearray"): bytearray}
@@ -1119,8 +1194,9 @@ def safe_globals(globals_list: list):
 
 def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True, mmap=None,
          **pickle_load_args):
-    """Loads an object saved with ``tg.save``, or by PyTorch's ``torch.save`` (its zip format;
-    see ``tritongrad/_torch_format.py``), from ``f`` (a path, a binary file object or bytes).
+    """Loads an object saved with ``tg.save``, or by PyTorch's ``torch.save`` (its zip format
+    or its legacy one; see ``tritongrad/_torch_format.py``), from ``f`` (a path, a binary file
+    object or bytes).
 
     Args:
         f: where to read from.
@@ -1136,7 +1212,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
             other builtins), else "Weights only load failed" is raised, as PyTorch's; state
             dicts and plain values never run code. False: unpickle whatever the file holds
             (only for files from a trusted source).
-        mmap: None or False; True raises (tensors are read into memory, not mapped).
+        mmap: None, False, or True with ``f`` a path: accepted so that PyTorch code runs,
+            but the file is read into memory, not mapped (the tensors are the same).
         pickle_load_args: none are accepted (pickles are always protocol 4, Python 3).
 
     Raises:
@@ -1152,9 +1229,11 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
         weights_only = True
     if not isinstance(weights_only, bool):
         raise TypeError(f"load: weights_only must be a bool, got {type(weights_only).__name__}")
-    if mmap:
-        raise unsupported("load", "mmap", mmap, "tensors are read into memory: mmap=None or "
-                          "False")
+    if mmap and not isinstance(f, (str, os.PathLike)):
+        # (PyTorch raises ValueError; NotImplementedError is the type of every argument
+        # value tritongrad refuses)
+        raise unsupported("load", "mmap", mmap, "f must be a file path in order to use the "
+                          "mmap argument; the file is then read into memory, not mapped")
     if pickle_load_args:
         name, value = next(iter(sorted(pickle_load_args.items())))
         raise unsupported("load", name, value, _NO_PICKLE)
@@ -1165,6 +1244,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
         if buf[:4] == b"PK\x03\x04":  # a zip archive: PyTorch's torch.save format
             from ._torch_format import load_zip
             return load_zip(buf, map_location, weights_only)
+        if buf[:1] == b"\x80":  # a pickle: PyTorch's legacy format
+            from ._torch_format import load_legacy
+            return load_legacy(buf, map_location, weights_only)
         return _load_bytes(buf, map_location, weights_only)
     except _Malformed as exc:
         raise UnpicklingError(f"load: {name}: {exc}") from None

@@ -55,7 +55,8 @@ def default_collate(batch):
     * Tensor -> Tensor (with an added outer dimension batch size)
     * NumPy Arrays -> Tensor
     * float -> float64 Tensor
-    * int -> int64 Tensor (bool -> bool Tensor)
+    * int -> int64 Tensor (bool -> bool Tensor; an int followed by floats: the default
+      float dtype, as ``tensor(batch)`` infers)
     * str -> str (unchanged)
     * bytes -> bytes (unchanged)
     * Mapping[K, V_i] -> Mapping[K, default_collate([V_1, V_2, ...])]
@@ -88,12 +89,12 @@ def default_collate(batch):
         if isinstance(elem, np.ndarray) and elem.ndim > 0:
             return tg.stack([tg.as_tensor(b) for b in batch], 0)
         return tg.as_tensor(np.stack([np.asarray(b) for b in batch]))  # NumPy scalars
-    if isinstance(elem, bool):  # before int: bool is an int
-        return tg.tensor(list(batch), dtype=tg.bool)
     if isinstance(elem, float):
         return tg.tensor(list(batch), dtype=tg.float64)
     if isinstance(elem, numbers.Integral):
-        return tg.tensor(list(batch), dtype=tg.int64)
+        # the dtype inferred from all the values, as PyTorch's ``torch.tensor(batch)``: bools
+        # give bool, ints int64, an int first with floats after it the default float dtype
+        return tg.tensor(list(batch))
     if isinstance(elem, (str, bytes)):
         return batch
     if isinstance(elem, collections.abc.Mapping):

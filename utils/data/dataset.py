@@ -39,7 +39,8 @@ class Dataset(Generic[T_co]):
     """
 
     def __getitem__(self, index) -> T_co:
-        raise NotImplementedError(f"{type(self).__name__} must implement __getitem__")
+        raise NotImplementedError(f"Subclasses of Dataset should implement __getitem__ "
+                                  f"({type(self).__name__} does not)")
 
     def __add__(self, other: Dataset[T_co]) -> ConcatDataset[T_co]:
         return ConcatDataset([self, other])
@@ -85,8 +86,8 @@ class TensorDataset(Dataset[tuple]):
     """
 
     def __init__(self, *tensors) -> None:
-        if not tensors:
-            raise ValueError("TensorDataset: needs at least one tensor")
+        if not tensors:  # (PyTorch's type: its check indexes tensors[0])
+            raise IndexError("TensorDataset: needs at least one tensor")
         n = _first_dim(tensors[0])
         for i, t in enumerate(tensors):
             if _first_dim(t) != n:  # PyTorch's type (an assert), kept so except clauses match
@@ -284,12 +285,14 @@ def random_split(dataset: Dataset[T_co], lengths: Sequence[int | float],
                 warnings.warn(f"Length of split at index {i} is 0. This might result in an "
                               f"empty dataset.", stacklevel=2)
         lengths = sizes
+    if sum(lengths) != n:  # (first, as PyTorch, which has no other check)
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+    # PyTorch splits [-1, 11] of 10 items into 9 and 1 (the negative length slices from the
+    # end): refused here
     if any(isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < 0
            for x in lengths):
         raise ValueError(f"random_split: lengths must be non-negative integers or fractions "
                          f"summing to 1, got {lengths}")
-    if sum(lengths) != n:
-        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     order = permutation(n, generator, "random_split")
     out, offset = [], 0
     for length in lengths:

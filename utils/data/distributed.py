@@ -52,15 +52,11 @@ class DistributedSampler(Sampler[int]):
                  shuffle: bool = True, seed: int = 0, drop_last: bool = False) -> None:
         if num_replicas is None or rank is None:
             from ... import distributed as dist
-            if not dist.is_initialized():
-                raise RuntimeError("DistributedSampler: num_replicas and rank default to the "
-                                   "default process group's, which has not been initialized; "
-                                   "call init_process_group first or pass both")
+            # (before init_process_group these raise PyTorch's "Default process group has
+            # not been initialized" error, a ValueError and a RuntimeError)
             num_replicas = dist.get_world_size() if num_replicas is None else num_replicas
             rank = dist.get_rank() if rank is None else rank
-        if num_replicas <= 0:
-            raise ValueError(f"DistributedSampler: num_replicas should be a positive integer, "
-                             f"got {num_replicas}")
+        # (num_replicas <= 0 leaves no valid rank: PyTorch's message says so)
         if rank >= num_replicas or rank < 0:
             raise ValueError(f"Invalid rank {rank}, rank should be in the interval "
                              f"[0, {num_replicas - 1}]")

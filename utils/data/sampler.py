@@ -53,8 +53,8 @@ class Sampler(Generic[T_co]):
 
 def _check_count(owner: str, name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
-        raise ValueError(f"{owner}: {name} should be a positive integer value, but got "
-                         f"{name}={value!r}")
+        raise ValueError(f"{name} should be a positive integer value, but got "
+                         f"{name}={value!r} ({owner})")
     return int(value)
 
 
@@ -91,8 +91,8 @@ class RandomSampler(Sampler[int]):
     def __init__(self, data_source: Sized, replacement: bool = False,
                  num_samples: int | None = None, generator=None) -> None:
         if not isinstance(replacement, bool):
-            raise TypeError(f"RandomSampler: replacement should be a boolean value, but got "
-                            f"replacement={replacement!r}")
+            raise TypeError(f"replacement should be a boolean value, but got "
+                            f"replacement={replacement!r} (RandomSampler)")
         self.data_source = data_source
         self.replacement = replacement
         self._num_samples = num_samples
@@ -165,7 +165,9 @@ class WeightedRandomSampler(Sampler[int]):
         replacement: if ``True``, samples are drawn with replacement. If not, they are drawn
             without replacement, which means that when a sample index is drawn for a row, it
             cannot be drawn again for that row.
-        generator: where the random numbers come from.
+        generator: where the random numbers come from: ``None`` (the global generator) or a
+            ``tg.Generator`` draw ``multinomial(weights, num_samples, replacement)``, so a
+            seed gives PyTorch's indices.
 
     Example:
         >>> list(WeightedRandomSampler([0.1, 0.9, 0.4, 0.7, 3.0, 0.6], 5, replacement=True))
@@ -176,29 +178,41 @@ class WeightedRandomSampler(Sampler[int]):
                  generator=None) -> None:
         _check_count("WeightedRandomSampler", "num_samples", num_samples)
         if not isinstance(replacement, bool):
-            raise ValueError(f"WeightedRandomSampler: replacement should be a boolean value, "
-                             f"but got replacement={replacement!r}")
-        w = np.asarray(_host(weights), dtype=np.float64)
+            raise ValueError(f"replacement should be a boolean value, but got "
+                             f"replacement={replacement!r} (WeightedRandomSampler)")
+        from ...autograd.ops.creation import as_tensor
+        from ...runtime.dtype import float64
+        # a float64 tensor, as PyTorch's (``sampler.weights`` is read by user code); negative
+        # or NaN weights raise at iteration, from multinomial, as PyTorch's
+        w = as_tensor(_host(weights), dtype=float64)
         if w.ndim != 1:
-            raise ValueError(f"WeightedRandomSampler: weights should be a 1d sequence but "
-                             f"given weights have shape {tuple(w.shape)}")
-        if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
-            raise ValueError("WeightedRandomSampler: weights must be finite and non-negative "
-                             "with a positive sum")
-        if not replacement and num_samples > np.count_nonzero(w):
+            raise ValueError(f"weights should be a 1d sequence but given weights have shape "
+                             f"{tuple(w.shape)} (WeightedRandomSampler)")
+        nonzero = int((w != 0).sum().item())
+        if not replacement and num_samples > nonzero:
+            # (PyTorch's multinomial raises this at iteration; tests/utils/test_dataloader.py
+            # expects it here, at construction)
             raise RuntimeError(f"WeightedRandomSampler: cannot draw {num_samples} samples "
-                               f"without replacement from {np.count_nonzero(w)} non-zero "
-                               f"weights")
+                               f"without replacement from {nonzero} non-zero weights")
         self.weights = w
         self.num_samples = int(num_samples)
         self.replacement = replacement
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
+        g = torch_generator(self.generator, "WeightedRandomSampler")
+        if g is not None:  # (None: the global generator) PyTorch's multinomial draws
+            from ...autograd.ops.random import multinomial
+            yield from multinomial(self.weights, self.num_samples, self.replacement,
+                                   generator=g).tolist()
+            return
         rng = numpy_generator(self.generator, "WeightedRandomSampler")
-        draws = rng.choice(len(self.weights), size=self.num_samples, replace=self.replacement,
-                           p=self.weights / self.weights.sum())
-        yield from draws.tolist()
+        w = self.weights.numpy()
+        if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+            raise RuntimeError("WeightedRandomSampler: invalid multinomial distribution "
+                               "(weights must be finite and non-negative with a positive sum)")
+        yield from rng.choice(len(w), size=self.num_samples, replace=self.replacement,
+                              p=w / w.sum()).tolist()
 
     def __len__(self) -> int:
         return self.num_samples
@@ -230,11 +244,11 @@ class BatchSampler(Sampler[list[int]]):
                  drop_last: bool) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) \
                 or batch_size <= 0:
-            raise ValueError(f"BatchSampler: batch_size should be a positive integer value, "
-                             f"but got batch_size={batch_size!r}")
+            raise ValueError(f"batch_size should be a positive integer value, but got "
+                             f"batch_size={batch_size!r} (BatchSampler)")
         if not isinstance(drop_last, bool):
-            raise ValueError(f"BatchSampler: drop_last should be a boolean value, but got "
-                             f"drop_last={drop_last!r}")
+            raise ValueError(f"drop_last should be a boolean value, but got "
+                             f"drop_last={drop_last!r} (BatchSampler)")
         self.sampler = sampler
         self.batch_size = int(batch_size)
         self.drop_last = drop_last
