@@ -33,6 +33,8 @@ import threading
 import warnings
 from collections.abc import Callable
 
+import numpy as np
+
 from ..runtime.dtype import bfloat16, float16, float32, float64, promote_types
 from ..runtime.dtype import dtype as _dtype
 from .state import state
@@ -41,6 +43,8 @@ from .tensor import Tensor
 __all__ = [
     "POLICIES",
     "autocast",
+    "autocast_decrement_nesting",
+    "autocast_increment_nesting",
     "autocast_op",
     "clear_autocast_cache",
     "entry",
@@ -52,12 +56,18 @@ __all__ = [
     "set_autocast_cache_enabled",
     "set_autocast_dtype",
     "set_autocast_enabled",
+    "suspended",
 ]
 
 POLICIES = ("lower", "float32", "promote", "banned")
 _DEVICE_TYPES = ("cpu", "cuda")
 _DEFAULT_DTYPE = {"cpu": bfloat16, "cuda": float16}
 _SUPPORTED = (bfloat16, float16)
+# The device types a device string may start with (PyTorch's list, for its error): of these
+# only cpu and cuda have autocast here; the others are refused as unsupported.
+_KNOWN_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep",
+                       "hip", "ve", "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta",
+                       "hpu", "mtia", "privateuseone")
 
 _BANNED_MSG = {
     "binary_cross_entropy": (
@@ -102,43 +112,74 @@ def _refresh() -> None:
     _set_on(any(_tls.enabled.values()))
 
 
-def _check_device_type(device_type: str) -> None:
-    if device_type not in _DEVICE_TYPES:
+def _parse_device_type(device_type: str, api: str) -> str | None:
+    """``device_type`` as a key of the state ("cuda:1" -> "cuda"), or None for a device type
+    without autocast here; PyTorch's errors for a non-string and an unknown device string."""
+    if type(device_type) is str and device_type in _DEFAULT_DTYPE:  # (the common case)
+        return device_type
+    if not isinstance(device_type, str):
+        raise TypeError(f"{api}(): argument 'device_type' (position 1) must be str, not "
+                        f"{type(device_type).__name__}")
+    base, colon, index = device_type.partition(":")
+    if base not in _KNOWN_DEVICE_TYPES or (colon and not index.isdigit()):
+        raise RuntimeError(f"Expected one of {', '.join(_KNOWN_DEVICE_TYPES)} device type at "
+                           f"start of device string: {device_type}")
+    return base if base in _DEFAULT_DTYPE else None
+
+
+def _check_device_type(device_type: str, api: str = "autocast") -> str:
+    """``device_type``'s key in the state; RuntimeError for one without autocast here."""
+    key = _parse_device_type(device_type, api)
+    if key is None:
         raise RuntimeError(f"User specified an unsupported autocast device_type '{device_type}'")
+    return key
+
+
+def _check_bool(value, api: str) -> bool:
+    # (PyTorch's bindings take a bool only: a 0/1 or a string is refused, not truth-tested)
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{api}(): argument 'enabled' (position 2) must be bool, not "
+                        f"{type(value).__name__}")
+    return bool(value)
 
 
 def is_autocast_available(device_type: str) -> bool:
-    """Returns whether autocast is available for ``device_type`` ("cpu" and "cuda")."""
-    return device_type in _DEVICE_TYPES
+    """Returns whether autocast is available for ``device_type`` ("cpu" and "cuda", with or
+    without an index); RuntimeError for a string that names no device type."""
+    return _parse_device_type(device_type, "is_autocast_available") is not None
 
 
 def is_autocast_enabled(device_type: str | None = None) -> bool:
     """Returns whether autocast is enabled for ``device_type`` in this thread. Without an
     argument it answers for CUDA (PyTorch's older form)."""
     device_type = "cuda" if device_type is None else device_type
-    _check_device_type(device_type)
-    return _tls.enabled[device_type]
+    return _tls.enabled[_check_device_type(device_type, "is_autocast_enabled")]
 
 
-def set_autocast_enabled(device_type: str, enabled: bool) -> None:
+def set_autocast_enabled(device_type: str | bool, enabled: bool | None = None) -> None:
     """Enables or disables autocast for ``device_type`` in this thread (prefer ``autocast``,
-    which restores the previous state)."""
-    _check_device_type(device_type)
-    _tls.enabled[device_type] = bool(enabled)
+    which restores the previous state). ``set_autocast_enabled(enabled)``, PyTorch's older
+    form, sets it for CUDA."""
+    if enabled is None and isinstance(device_type, (bool, np.bool_)):
+        device_type, enabled = "cuda", device_type
+    key = _check_device_type(device_type, "set_autocast_enabled")
+    _tls.enabled[key] = _check_bool(enabled, "set_autocast_enabled")
     _refresh()
 
 
 def get_autocast_dtype(device_type: str) -> _dtype:
     """Returns the lower precision dtype autocast uses for ``device_type``: by default
     bfloat16 on the CPU and float16 on CUDA."""
-    _check_device_type(device_type)
-    return _tls.dtype[device_type]
+    return _tls.dtype[_check_device_type(device_type, "get_autocast_dtype")]
 
 
 def set_autocast_dtype(device_type: str, dtype: _dtype) -> None:
     """Sets the lower precision dtype autocast uses for ``device_type`` in this thread."""
-    _check_device_type(device_type)
-    _tls.dtype[device_type] = dtype
+    key = _check_device_type(device_type, "set_autocast_dtype")
+    if not isinstance(dtype, _dtype):
+        raise TypeError(f"set_autocast_dtype(): argument 'dtype' (position 2) must be "
+                        f"tritongrad.dtype, not {type(dtype).__name__}")
+    _tls.dtype[key] = dtype
 
 
 def is_autocast_cache_enabled() -> bool:
@@ -148,7 +189,41 @@ def is_autocast_cache_enabled() -> bool:
 
 def set_autocast_cache_enabled(enabled: bool) -> None:
     """Sets whether autocast regions cache the casts of weights (this thread)."""
+    if not isinstance(enabled, (bool, np.bool_)):
+        raise TypeError(f"enabled must be a bool (got {type(enabled).__name__})")
     _tls.cache_enabled = bool(enabled)
+
+
+def autocast_increment_nesting() -> int:
+    """Enters one more autocast nesting level; returns the new depth (``autocast`` does this;
+    the cache of casts is cleared when the depth returns to 0)."""
+    _tls.nesting += 1
+    return _tls.nesting
+
+
+def autocast_decrement_nesting() -> int:
+    """Leaves one autocast nesting level; returns the new depth (PyTorch's: it may go below
+    0 when called unpaired)."""
+    _tls.nesting -= 1
+    return _tls.nesting
+
+
+class suspended:
+    """Autocast off for every device type while inside, the enabled state left as it is (so
+    ``is_autocast_enabled`` still answers True): for calls PyTorch does not autocast though
+    the op is listed, such as the ``out=`` forms. Cheap: one test when no region is on."""
+
+    __slots__ = ("_was_on",)
+
+    def __enter__(self) -> None:
+        self._was_on = _tls.on
+        if self._was_on:
+            _set_on(False)
+
+    def __exit__(self, *exc) -> bool:
+        if self._was_on:
+            _refresh()
+        return False
 
 
 def clear_autocast_cache() -> None:
@@ -168,7 +243,7 @@ class autocast:
     thread-local.
 
     Args:
-        device_type: "cuda" or "cpu" (a tensor's ``device.type``).
+        device_type: "cuda" or "cpu" (a tensor's ``device.type``; "cuda:0" names CUDA too).
         dtype: the lower precision dtype: float16 or bfloat16. Default: ``get_autocast_dtype
             (device_type)`` (float16 on CUDA, bfloat16 on the CPU).
         enabled: whether autocasting is enabled in the region. Default: True.
@@ -188,33 +263,37 @@ class autocast:
         if not isinstance(device_type, str):
             raise ValueError(  # noqa: TRY004 - PyTorch raises ValueError here
                 f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
-        _check_device_type(device_type)
+        self._key = _check_device_type(device_type)  # ("cuda:0" -> "cuda")
         self.device = device_type
-        self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
+        self.fast_dtype = _tls.dtype[self._key] if dtype is None else dtype
         self._cache_enabled = is_autocast_cache_enabled() if cache_enabled is None \
-            else bool(cache_enabled)
-        enabled = bool(enabled)
+            else cache_enabled
         if enabled:
-            if device_type == "cuda":
+            if self._key == "cuda":
                 from ..runtime.cuda_api import is_available
                 if not is_available():
                     warnings.warn("CUDA is not available or torch_xla is imported. Disabling "
                                   "autocast.", stacklevel=2)
                     enabled = False
             if enabled and self.fast_dtype not in _SUPPORTED:
-                name = device_type.upper()
+                name = self._key.upper()
                 warnings.warn(f"In {name} autocast, but the target dtype is not supported. "
                               f"Disabling autocast.\n{name} Autocast only supports dtypes of "
                               + ", ".join(map(str, _SUPPORTED)) + " currently.", stacklevel=2)
                 enabled = False
-        self._enabled = enabled
+        self._enabled = enabled  # (checked to be a bool on entering, as PyTorch does)
 
     def __enter__(self):
-        self._prev = (_tls.enabled[self.device], _tls.dtype[self.device], _tls.cache_enabled)
-        _tls.enabled[self.device] = self._enabled
-        _tls.dtype[self.device] = self.fast_dtype
+        # (the arguments' types first, so that a refused region changes no state)
+        enabled = _check_bool(self._enabled, "set_autocast_enabled")
+        if not isinstance(self._cache_enabled, (bool, np.bool_)):
+            raise TypeError(f"enabled must be a bool (got {type(self._cache_enabled).__name__})")
+        key = self._key
+        self._prev = (_tls.enabled[key], _tls.dtype[key], _tls.cache_enabled, _tls.on)
+        _tls.enabled[key] = enabled
+        _tls.dtype[key] = self.fast_dtype
         _tls.nesting += 1
-        _tls.cache_enabled = self._cache_enabled
+        _tls.cache_enabled = bool(self._cache_enabled)
         _refresh()
         return self
 
@@ -222,8 +301,11 @@ class autocast:
         _tls.nesting -= 1
         if _tls.nesting == 0:  # leaving the outermost region: cached casts are stale now
             _tls.cache.clear()
-        _tls.enabled[self.device], _tls.dtype[self.device], _tls.cache_enabled = self._prev
-        _refresh()
+        key = self._key
+        _tls.enabled[key], _tls.dtype[key], _tls.cache_enabled, on = self._prev
+        # (as it was on entering: a region entered inside a listed op, where autocast is
+        # suspended, leaves it suspended for the rest of that op)
+        _set_on(on)
         return False
 
     def _clone(self) -> autocast:
@@ -233,7 +315,15 @@ class autocast:
 
     def __call__(self, func: Callable) -> Callable:
         """Decorates ``func`` to run inside the region (each call in a fresh copy of it, so a
-        recursive or concurrent call does not overwrite another's saved state)."""
+        recursive or concurrent call does not overwrite another's saved state; PyTorch's
+        shares one, and a recursive call leaves its region enabled after returning)."""
+        if not callable(func):
+            raise TypeError(
+                f"autocast()(func) requires a callable, but got {type(func).__name__}. Did you "
+                f"mean to use autocast as a context manager? For example:\n"
+                f"    with tritongrad.autocast(device_type=...):\n"
+                f"        output = model(input)")
+
         @functools.wraps(func)
         def decorated(*args, **kwargs):
             with self._clone():

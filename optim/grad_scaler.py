@@ -17,12 +17,61 @@ from enum import Enum
 import numpy as np
 
 from ..autograd.grad_mode import no_grad
-from ..autograd.ops.creation import full, zeros
+from ..autograd.ops.creation import full
 from ..autograd.ops.shape import cat
 from ..autograd.tensor import Tensor
-from ..runtime.dtype import float16, float32, int32
+from ..runtime.dtype import bfloat16, float16, float32, int32
 
 __all__ = ["GradScaler", "OptState"]
+
+
+def _amp_foreach_non_finite_check_and_unscale_(grads: list, found_inf: Tensor,
+                                               inv_scale: Tensor) -> None:
+    """PyTorch's ``torch._amp_foreach_non_finite_check_and_unscale_``: sets ``found_inf`` (a
+    1-element float32 tensor) to 1.0 if any of ``grads`` (tensors of one device) holds an inf
+    or NaN, then multiplies each of them in place by ``inv_scale`` (a 1-element float32
+    tensor), float16 and bfloat16 ones computed in float32 and rounded once, as PyTorch's
+    kernel does (multiplying by ``inv_scale`` rounded to their dtype would be off by up to
+    one unit in the last place)."""
+    if not grads:
+        return
+    with no_grad():
+        # Checked before unscaling, as PyTorch does: a scale below 1 (after many backoffs)
+        # can turn a finite gradient infinite, and that one does not skip the step there.
+        # One reduction per dtype; the flag is set (0 or 1, never more) without a host sync.
+        by_dtype: dict = defaultdict(list)
+        for g in grads:
+            by_dtype[g.dtype].append(g.reshape(-1))
+        for flats in by_dtype.values():
+            flat = cat(flats) if len(flats) > 1 else flats[0]
+            found_inf.copy_(found_inf.logical_or(flat.isfinite().all().logical_not()))
+        for g in grads:
+            if g.dtype is float16 or g.dtype is bfloat16:
+                g.copy_(g.float().mul_(inv_scale))
+            else:
+                g.mul_(inv_scale)
+
+
+def _amp_update_scale_(scale: Tensor, growth_tracker: Tensor, found_inf: Tensor,
+                       growth_factor: float, backoff_factor: float,
+                       growth_interval: int) -> Tensor:
+    """PyTorch's ``torch._amp_update_scale_``: ``scale`` (a 1-element float32 tensor)
+    multiplied in place by ``backoff_factor`` when ``found_inf`` is nonzero (the growth
+    tracker reset), else the tracker (an int32 tensor) counts one more clean step, and at
+    ``growth_interval`` of them the scale is multiplied by ``growth_factor`` (kept only while
+    finite) and the tracker reset. Returns ``scale``."""
+    s, t = scale.item(), int(growth_tracker.item())
+    with np.errstate(over="ignore"):  # (products in double, rounded to float32 once)
+        if found_inf.item():
+            s, t = float(np.float32(s * backoff_factor)), 0
+        elif t + 1 == growth_interval:
+            grown = np.float32(s * growth_factor)
+            s, t = (float(grown) if np.isfinite(grown) else s), 0
+        else:
+            t += 1
+    scale.fill_(s)
+    growth_tracker.fill_(t)
+    return scale
 
 
 class OptState(Enum):
@@ -110,6 +159,8 @@ class GradScaler:
         return self._scale, self._growth_tracker
 
     def _lazy_init_scale_growth_tracker(self, dev) -> None:
+        if self._growth_tracker is not None:
+            raise AssertionError("_growth_tracker initialized before _scale")
         # 0-dim, so that scaling a float16 loss keeps it float16 (PyTorch's promotion rule)
         self._scale = full((), self._init_scale, dtype=float32, device=dev)
         self._growth_tracker = full((), self._init_growth_tracker, dtype=int32, device=dev)
@@ -134,28 +185,26 @@ class GradScaler:
 
     def _unscale_grads_(self, optimizer, inv_scale: Tensor, found_inf: Tensor,
                         allow_fp16: bool) -> dict:
-        """Multiplies every gradient by ``inv_scale`` in place and records, per device, 1.0 in
-        a copy of ``found_inf`` when any of them holds an inf or NaN."""
+        """Multiplies every gradient by ``inv_scale`` in place; returns, per device, a copy of
+        ``found_inf`` set to 1.0 when any of that device's gradients holds an inf or NaN."""
         per_device: dict = defaultdict(list)
         with no_grad():
             for group in optimizer.param_groups:
                 for p in group["params"]:
+                    if not isinstance(p, Tensor):
+                        raise AssertionError(
+                            f"expected param to be torch.Tensor, got {type(p).__name__}")
                     g = p.grad
                     if g is None:
                         continue
                     if not allow_fp16 and g.dtype is float16:
                         raise ValueError("Attempting to unscale FP16 gradients.")
                     per_device[g.device].append(g)
-            found = {}
-            for dev, grads in per_device.items():
-                scale = inv_scale.to(device=dev)
-                for g in grads:
-                    g.mul_(scale)
-                # One reduction per device over every gradient (cat promotes mixed dtypes,
-                # keeping infs and NaNs): inf * inv_scale stays inf, NaN stays NaN, so
-                # checking after unscaling finds what checking before would.
-                flat = cat([g.reshape(-1) for g in grads])
-                found[dev] = found_inf.to(device=dev) + flat.isfinite().all().logical_not()
+        found = {}
+        for dev, grads in per_device.items():
+            found[dev] = found_inf if found_inf.device == dev else found_inf.to(device=dev)
+            _amp_foreach_non_finite_check_and_unscale_(grads, found[dev],
+                                                       inv_scale.to(device=dev))
         return found
 
     def unscale_(self, optimizer) -> None:
@@ -175,7 +224,7 @@ class GradScaler:
             raise RuntimeError("unscale_() is being called after step().")
         # the reciprocal in double precision, as PyTorch computes it, then float32
         inv_scale = self._scale.double().reciprocal().float()
-        found_inf = zeros((1,), dtype=float32, device=self._scale.device)
+        found_inf = full((), 0.0, dtype=float32, device=self._scale.device)
         state["found_inf_per_device"] = self._unscale_grads_(optimizer, inv_scale, found_inf,
                                                              False)
         state["stage"] = OptState.UNSCALED
@@ -197,11 +246,15 @@ class GradScaler:
             self.unscale_(optimizer)
         if not state["found_inf_per_device"]:
             raise AssertionError("No inf checks were recorded for this optimizer.")
-        retval = None
-        if not sum(v.item() for v in state["found_inf_per_device"].values()):
-            retval = optimizer.step(*args, **kwargs)
+        retval = self._maybe_opt_step(optimizer, state, *args, **kwargs)
         state["stage"] = OptState.STEPPED
         return retval
+
+    def _maybe_opt_step(self, optimizer, optimizer_state: dict, *args, **kwargs):
+        """``optimizer.step(*args, **kwargs)`` unless an inf or NaN was found."""
+        if not sum(v.item() for v in optimizer_state["found_inf_per_device"].values()):
+            return optimizer.step(*args, **kwargs)
+        return None
 
     def update(self, new_scale: float | Tensor | None = None) -> None:
         """Updates the scale factor: multiplied by ``backoff_factor`` if any optimizer's
@@ -226,18 +279,11 @@ class GradScaler:
                           for f in state["found_inf_per_device"].values()]
             if not found_infs:
                 raise AssertionError("No inf checks were recorded prior to update.")
-            found = sum(f.item() for f in found_infs)
-            s, t = scale.item(), int(tracker.item())
-            if found:
-                s, t = float(np.float32(s * self._backoff_factor)), 0
-            elif t + 1 == self._growth_interval:
-                with np.errstate(over="ignore"):  # (kept only while finite)
-                    grown = np.float32(s * self._growth_factor)
-                s, t = (float(grown) if np.isfinite(grown) else s), 0
-            else:
-                t += 1
-            scale.fill_(s)
-            tracker.fill_(t)
+            found = found_infs[0].to(device=scale.device)
+            for f in found_infs[1:]:
+                found = found + f.to(device=scale.device)
+            _amp_update_scale_(scale, tracker, found, self._growth_factor,
+                               self._backoff_factor, self._growth_interval)
         self._per_optimizer_states = defaultdict(_refresh_per_optimizer_state)
 
     def get_scale(self) -> float:
@@ -306,3 +352,35 @@ class GradScaler:
         self._init_growth_tracker = int(state_dict["_growth_tracker"])
         if self._growth_tracker is not None:
             self._growth_tracker.fill_(state_dict["_growth_tracker"])
+
+    def __getstate__(self) -> dict:
+        # (pickled as PyTorch's: the scale and tracker as numbers, made again on first use)
+        state = self.__dict__.copy()
+        if self._enabled:
+            if len(self._per_optimizer_states) != 0:
+                raise AssertionError("A GradScaler instance may only be pickled at the beginning "
+                                     "of an iteration, or at the end after scaler.update().")
+            state["_init_scale"] = self.get_scale()
+            state["_init_growth_tracker"] = self._get_growth_tracker()
+            state["_scale"] = None
+            state["_growth_tracker"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
+    def _get_scale_async(self) -> Tensor | None:
+        return self._scale
+
+    def _check_inf_per_device(self, optimizer) -> dict:
+        """Records, without unscaling, whether each device's gradients hold an inf or NaN."""
+        scale, _ = self._check_scale_growth_tracker("_check_inf_per_device")
+        dummy_inv_scale = full((), 1.0, dtype=float32, device=scale.device)
+        found_inf = full((), 0.0, dtype=float32, device=scale.device)
+        state = self._per_optimizer_states[id(optimizer)]
+        state["found_inf_per_device"] = self._unscale_grads_(optimizer, dummy_inv_scale,
+                                                             found_inf, True)
+        return state["found_inf_per_device"]
+
+    def _found_inf_per_device(self, optimizer) -> dict:
+        return self._per_optimizer_states[id(optimizer)]["found_inf_per_device"]

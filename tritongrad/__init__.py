@@ -58,10 +58,12 @@ from .runtime.dtype import jagged
 from .runtime.dtype import (float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz,
                             float8_e8m0fnu)
 from .autograd.ops.float8 import _scaled_mm  # noqa: F401 - private in torch too
-from .autograd.autocast import (autocast, clear_autocast_cache, get_autocast_dtype,
-                                is_autocast_available, is_autocast_cache_enabled,
-                                is_autocast_enabled, set_autocast_cache_enabled,
-                                set_autocast_dtype, set_autocast_enabled)
+from .autograd.autocast import (autocast, autocast_decrement_nesting,
+                                autocast_increment_nesting, clear_autocast_cache,
+                                get_autocast_dtype, is_autocast_available,
+                                is_autocast_cache_enabled, is_autocast_enabled,
+                                set_autocast_cache_enabled, set_autocast_dtype,
+                                set_autocast_enabled)
 
 cpu = amp.cpu  # PyTorch's torch.cpu, here only its amp
 
@@ -99,7 +101,8 @@ __all__ += ["sparse", "sparse_coo", "sparse_coo_tensor", "sparse_csr", "sparse_c
             "sparse_bsr_tensor", "sparse_bsc_tensor"]
 __all__ += ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
             "float8_e8m0fnu"]
-__all__ += ["amp", "autocast", "clear_autocast_cache", "get_autocast_dtype",
+__all__ += ["amp", "autocast", "autocast_decrement_nesting", "autocast_increment_nesting",
+            "clear_autocast_cache", "get_autocast_dtype",
             "is_autocast_available", "is_autocast_cache_enabled", "is_autocast_enabled",
             "set_autocast_cache_enabled", "set_autocast_dtype", "set_autocast_enabled"]
 __all__ += list(_ops_all)
@@ -214,6 +217,8 @@ __all__ += list(_legacy_api.__all__)
 # names PyTorch also keeps at the top: torch.OutOfMemoryError (torch.cuda's), torch.GradScaler
 # (torch.amp's), torch.to_dlpack (torch.utils.dlpack's)
 from .amp import GradScaler  # noqa: E402
+from .optim.grad_scaler import (_amp_foreach_non_finite_check_and_unscale_,  # noqa: E402
+                                _amp_update_scale_)
 from .cuda import OutOfMemoryError  # noqa: E402
 from .utils.dlpack import to_dlpack  # noqa: E402
 

@@ -25,7 +25,7 @@ import numpy as np
 from .autograd.autocast import (autocast, get_autocast_dtype, is_autocast_available,
                                 is_autocast_enabled)
 from .autograd.tensor import Tensor
-from .optim.grad_scaler import GradScaler
+from .optim.grad_scaler import GradScaler, OptState
 from .runtime.dtype import bfloat16, dtype, float16, float64
 
 __all__ = ["GradScaler", "autocast", "custom_bwd", "custom_fwd", "is_autocast_available"]
@@ -132,16 +132,24 @@ class _CpuAutocast(autocast):
         super().__init__("cpu", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
 
-class _CudaGradScaler(GradScaler):
-    """``tg.cuda.amp.GradScaler(args...)``: deprecated, ``tg.amp.GradScaler("cuda",
-    args...)``."""
+def _device_grad_scaler(device_type: str) -> type:
+    """``tg.<device_type>.amp.GradScaler``: PyTorch's deprecated per-device form of
+    ``tg.amp.GradScaler(device_type, args...)``."""
+    class _DeviceGradScaler(GradScaler):
+        def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0,
+                     backoff_factor: float = 0.5, growth_interval: int = 2000,
+                     enabled: bool = True) -> None:
+            _deprecated(f"torch.{device_type}.amp.GradScaler",
+                        f"torch.amp.GradScaler('{device_type}', args...)")
+            super().__init__(device_type, init_scale, growth_factor, backoff_factor,
+                             growth_interval, enabled)
 
-    def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0,
-                 backoff_factor: float = 0.5, growth_interval: int = 2000,
-                 enabled: bool = True) -> None:
-        _deprecated("torch.cuda.amp.GradScaler", "torch.amp.GradScaler('cuda', args...)")
-        super().__init__("cuda", init_scale, growth_factor, backoff_factor, growth_interval,
-                         enabled)
+    _DeviceGradScaler.__doc__ = (f"``tg.{device_type}.amp.GradScaler(args...)``: deprecated, "
+                                 f"``tg.amp.GradScaler('{device_type}', args...)``.")
+    return _DeviceGradScaler
+
+
+_CudaGradScaler, _CpuGradScaler = _device_grad_scaler("cuda"), _device_grad_scaler("cpu")
 
 
 def _cuda_custom_fwd(fwd=None, *, cast_inputs=None):
@@ -159,7 +167,8 @@ def _cuda_custom_bwd(bwd):
 
 
 for _cls, _name in ((_CudaAutocast, "autocast"), (_CpuAutocast, "autocast"),
-                    (_CudaGradScaler, "GradScaler"), (_cuda_custom_fwd, "custom_fwd"),
+                    (_CudaGradScaler, "GradScaler"), (_CpuGradScaler, "GradScaler"),
+                    (_cuda_custom_fwd, "custom_fwd"),
                     (_cuda_custom_bwd, "custom_bwd")):
     _cls.__name__ = _cls.__qualname__ = _name  # (the names PyTorch's classes have)
 
@@ -176,6 +185,12 @@ def _module(name: str, doc: str, **attrs) -> types.ModuleType:
 cuda_amp = _module("tritongrad.cuda.amp", "PyTorch's torch.cuda.amp (deprecated forms).",
                    autocast=_CudaAutocast, GradScaler=_CudaGradScaler,
                    custom_fwd=_cuda_custom_fwd, custom_bwd=_cuda_custom_bwd)
-cpu_amp = _module("tritongrad.cpu.amp", "PyTorch's torch.cpu.amp (deprecated form).",
-                  autocast=_CpuAutocast)
+cpu_amp = _module("tritongrad.cpu.amp", "PyTorch's torch.cpu.amp (deprecated forms).",
+                  autocast=_CpuAutocast, GradScaler=_CpuGradScaler)
 cpu = _module("tritongrad.cpu", "PyTorch's torch.cpu: here only its amp.", amp=cpu_amp)
+# PyTorch's submodules of torch.amp, which code imports names from
+autocast_mode = _module("tritongrad.amp.autocast_mode", "PyTorch's torch.amp.autocast_mode.",
+                        autocast=autocast, custom_fwd=custom_fwd, custom_bwd=custom_bwd,
+                        is_autocast_available=is_autocast_available)
+grad_scaler = _module("tritongrad.amp.grad_scaler", "PyTorch's torch.amp.grad_scaler.",
+                      GradScaler=GradScaler, OptState=OptState)
