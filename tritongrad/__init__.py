@@ -208,6 +208,13 @@ __all__ += ["functional", "futures", "dsmm", "hsmm", "hspmm", "saddmm", "smm", "
 from . import _legacy_api  # noqa: E402
 from ._legacy_api import *  # noqa: E402,F401,F403
 
+# torch.sym_* on Python numbers, and ATen entry points under their native names
+from . import _aten_aliases, _symbolic  # noqa: E402
+from ._aten_aliases import *  # noqa: E402,F401,F403
+from ._symbolic import *  # noqa: E402,F401,F403
+
+__all__ += _aten_aliases.__all__ + _symbolic.__all__
+
 from .nn._rnn_functions import gru, lstm, rnn_relu, rnn_tanh  # noqa: E402
 
 __all__ += ["hub", "masked", "multiprocessing", "quasirandom", "signal", "uint16", "uint32", "uint64"]
