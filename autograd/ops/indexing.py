@@ -41,7 +41,10 @@ from .views import getitem as _basic_getitem
 
 
 _Number = numbers.Number
-_INDEX_DTYPES = (dtypes.int64, dtypes.int32, dtypes.int16, dtypes.int8, dtypes.uint8)
+# (int16 and int8 refused, as PyTorch's "long, int, byte or bool"; uint8 is a mask)
+_INDEX_DTYPES = (dtypes.int64, dtypes.int32, dtypes.uint8)
+_UINT8_MASK = ("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
+               "instead.")
 
 
 # -- index checks ---------------------------------------------------------------------------------
@@ -53,6 +56,8 @@ def _index_tensor(ix, device, op: str) -> Tensor:
     if dt is not dtypes.bool and dt not in _INDEX_DTYPES:
         raise IndexError(f"{op}: tensors used as indices must be long, int, byte or bool "
                          f"tensors (got {dt})")
+    if dt is dtypes.uint8:
+        warnings.warn(_UINT8_MASK, UserWarning, stacklevel=4)
     if ix._device is device:
         return ix
     if ix._device.type != "cpu":
@@ -62,13 +67,15 @@ def _index_tensor(ix, device, op: str) -> Tensor:
 
 
 def _host_index(ix, op: str) -> np.ndarray:
-    """A list / NumPy array / Python bool index as a NumPy int64 or bool array."""
+    """A list / NumPy array / Python bool index as a NumPy int64 or bool array. A list of
+    floats is truncated to int64, as PyTorch's (it reads an index list as a long tensor); a
+    float NumPy array is refused, as PyTorch's (a float tensor)."""
     try:
         arr = np.asarray(ix)
     except (TypeError, ValueError):
         arr = None
     if arr is None or arr.dtype == object or arr.dtype.kind not in "biuf" or (
-            arr.dtype.kind == "f" and arr.size):
+            arr.dtype.kind == "f" and arr.size and not isinstance(ix, list)):
         what = type(ix).__name__ if arr is None or arr.dtype == object else \
             f"{type(ix).__name__} of {arr.dtype}"
         raise IndexError(f"{op}: only integers, slices (`:`), ellipsis (`...`), None and long "
@@ -345,13 +352,17 @@ def setitem(x: Tensor, index, value) -> None:
         if isinstance(value, _Number):
             fill_(view, value)
         else:
-            view.copy_(_value_tensor(x, value, "setitem") if not isinstance(value, Tensor)
-                       else value)
+            if not isinstance(value, Tensor):
+                value = _value_tensor(x, value, "setitem")
+            if value.shape != view.shape:
+                _check_expand(tuple(view.shape), tuple(value.shape))
+            view.copy_(value)
         return
     if isinstance(index, Tensor) and index._dtype is dtypes.bool \
             and tuple(index.shape) == tuple(x.shape) and (
             isinstance(value, _Number) or (isinstance(value, Tensor) and value.ndim == 0)):
-        masked_fill_(x, index, value)  # no nonzero (no device sync) for x[mask] = scalar
+        # no nonzero (no device sync) for x[mask] = scalar
+        _masked_fill_inplace(x, index, value, _MaskedIndexPutBackward0)
         return
     view, indices = _prepare(x, index, "__setitem__")
     v = _value_tensor(x, value, "__setitem__", index)
@@ -359,6 +370,22 @@ def setitem(x: Tensor, index, value) -> None:
         view.copy_(v)
         return
     _index_put_inplace(view, indices, v, False, "__setitem__")
+
+
+def _check_expand(target: tuple, shape: tuple) -> None:
+    """PyTorch's errors for a value of ``shape`` that does not expand to ``target`` (the
+    basic-index ``x[...] = v``, a copy into the view)."""
+    if len(shape) > len(target):
+        raise RuntimeError(f"expand(Tensor{{{list(shape)}}}, size={list(target)}): the number "
+                           f"of sizes provided ({len(target)}) must be greater or equal to the "
+                           f"number of dimensions in the tensor ({len(shape)})")
+    lead = len(target) - len(shape)
+    for j, n in enumerate(shape):
+        if n != 1 and n != target[lead + j]:
+            raise RuntimeError(f"The expanded size of the tensor ({target[lead + j]}) must "
+                               f"match the existing size ({n}) at non-singleton dimension "
+                               f"{lead + j}.  Target sizes: {list(target)}.  Tensor sizes: "
+                               f"{list(shape)}")
 
 
 def _check_value_dtype(x: Tensor, v: Tensor, op: str) -> None:
@@ -402,7 +429,10 @@ def _indices_arg(self: Tensor, indices, op: str):
     if not isinstance(indices, (tuple, list)):
         raise TypeError(f"{op}(): argument 'indices' must be a tuple of Tensors")
     idx = tuple(slice(None) if i is None else i for i in indices)
-    return _prepare(self, idx, op)
+    view, idx = _prepare(self, idx, op)
+    if idx is None:  # (PyTorch fails on this too, with an error about an undefined mask)
+        raise RuntimeError(f"{op}(): expected at least one index tensor in indices")
+    return view, idx
 
 
 def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tensor:
@@ -676,10 +706,15 @@ class MaskedFillBackward0(Primitive):
         """The tangent with the filled positions zeroed (the value is a constant)."""
         return apply(type(ctx), (tangents[0],), mask, 0)
 
-    @staticmethod
-    def forward(ctx, k, x, mask, value):
+    contiguous_out = True  # (index_fill's variant keeps x's layout, as PyTorch's)
+
+    @classmethod
+    def forward(cls, ctx, k, x, mask, value):
         ctx.in_shape = x.shape
-        return k.where(mask, value, x)
+        out = k.where(mask, value, x)
+        # contiguous, as PyTorch's (a contiguous clone filled), where where() would keep a
+        # transposed x's layout
+        return k.contiguous(out) if cls.contiguous_out else out
 
     @staticmethod
     def vjp(ctx, k, saved, g):
@@ -696,10 +731,13 @@ class MaskedFillBackward1(Primitive):
     keep_params = (0,)
     saved_names = ("mask",)
 
-    @staticmethod
-    def forward(ctx, k, x, v, mask):
+    contiguous_out = True  # (as MaskedFillBackward0's)
+
+    @classmethod
+    def forward(cls, ctx, k, x, v, mask):
         ctx.in_shape = x.shape
-        return k.where(mask, v, x)
+        out = k.where(mask, v, x)
+        return k.contiguous(out) if cls.contiguous_out else out
 
     @staticmethod
     def vjp(ctx, k, saved, g):
@@ -713,8 +751,10 @@ class MaskedFillBackward1(Primitive):
 
 
 def _masked_fill_args(x: Tensor, mask, value, op: str):
+    # (the messages name masked_fill_ for both forms, as PyTorch's: its masked_fill is
+    # clone().masked_fill_())
     if not isinstance(mask, Tensor) or mask._dtype is not dtypes.bool:
-        raise RuntimeError(f"{op} only supports boolean masks, but got mask with dtype "
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{getattr(mask, 'dtype', type(mask).__name__)}")
     if mask._device is not x._device:
         if mask.ndim == 0 or mask._device.type == "cpu":
@@ -723,8 +763,8 @@ def _masked_fill_args(x: Tensor, mask, value, op: str):
             check_devices_match(x._device, mask._device, op)
     if isinstance(value, Tensor):
         if value.ndim != 0:
-            raise RuntimeError(f"{op} only supports a 0-dimensional value tensor, but got "
-                               f"tensor with {value.ndim} dimension(s).")
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but "
+                               f"got tensor with {value.ndim} dimension(s).")
         if value._device is not x._device:
             value = value.to(x._device)
         return mask, (value if value._dtype is x._dtype else value.to(x._dtype))
@@ -746,6 +786,16 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
 
 def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
     """In-place ``masked_fill`` (the mask must broadcast to this tensor's shape)."""
+    return _masked_fill_inplace(self, mask, value, MaskedFillBackward1)
+
+
+# x[mask] = v for a 0-d tensor v and a mask of x's shape runs as masked_fill_ (no nonzero, no
+# device sync) but records PyTorch's node for it, index_put_'s
+_MaskedIndexPutBackward0 = MaskedFillBackward1.variant("IndexPutBackward0", "masked_fill")
+
+
+def _masked_fill_inplace(self: Tensor, mask: Tensor, value, tensor_node: type) -> Tensor:
+    """masked_fill_, recording ``tensor_node`` for a 0-d tensor value."""
     mask, value = _masked_fill_args(self, mask, value, "masked_fill_")
     if broadcast_shapes(tuple(self.shape), tuple(mask.shape)) != tuple(self.shape):
         raise RuntimeError(f"masked_fill_: mask of shape {list(mask.shape)} does not broadcast "
@@ -757,12 +807,12 @@ def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
         # location is filled when any of its aliases is masked. The forward here writes every
         # element (a where), so it runs on one alias per location: the expanded dims cut to
         # size 1 (a view of the same memory), the mask reduced over them with any().
-        warnings.warn(_MASKED_FILL_EXPANDED, UserWarning, stacklevel=2)
+        warnings.warn(_MASKED_FILL_EXPANDED, UserWarning, stacklevel=3)
         mask = mask.expand(tuple(self.shape)).any(dims, keepdim=True)
         target = _basic_getitem(self, tuple(slice(0, 1) if d in dims else slice(None)
                                             for d in range(self.ndim)))
     if isinstance(value, Tensor):
-        apply_inplace(MaskedFillBackward1, target, (value,), mask)
+        apply_inplace(tensor_node, target, (value,), mask)
     else:
         apply_inplace(MaskedFillBackward0, target, (), mask, value)
     return self
@@ -783,14 +833,19 @@ class NonzeroOp(Primitive):
         return k.nonzero(x)
 
 
-def nonzero(input: Tensor, *, as_tuple: bool = False):
-    """The indices of the nonzero elements: an int64 (count, ndim) tensor, or with
-    ``as_tuple=True`` one 1-D tensor per dim."""
+def nonzero(input: Tensor, *, out: Tensor | None = None, as_tuple: bool = False):
+    """The indices of the nonzero elements: an int64 (count, ndim) tensor (written into
+    ``out`` when given), or with ``as_tuple=True`` one 1-D tensor per dim."""
+    if out is not None:
+        if as_tuple:
+            raise RuntimeError("nonzero does not support the out kwarg when as_tuple is True")
+        from ..registry import write_out
+        return write_out(nonzero, "nonzero", "exact", (input,), {}, out)
     out = apply(NonzeroOp, (input,))
     if not as_tuple:
         return out
-    if input.ndim == 0:
-        return (out.reshape(-1),)
+    if input.ndim == 0:  # (PyTorch reads a 0-d input as 1-d here: index 0 when nonzero)
+        return (zeros((out.shape[0],), dtype=dtypes.int64, device=out.device),)
     return tuple(out[:, j] for j in range(input.ndim))
 
 
@@ -841,7 +896,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The elements where the bool ``mask`` (broadcasting with input) is True, as a 1-D
     tensor."""
     if not isinstance(mask, Tensor) or mask._dtype is not dtypes.bool:
-        raise RuntimeError("masked_select: expected a boolean mask")
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
     broadcast_shapes(tuple(input.shape), tuple(mask.shape))
     if mask._device is not input._device:  # (as masked_fill: a CPU or 0-d mask moves)
         if mask.ndim == 0 or mask._device.type == "cpu":
@@ -896,8 +951,9 @@ def _index_checks(self: Tensor, dim: int, index: Tensor, source: Tensor, op: str
                            f"source.size(dim): ({src.shape[d]}), for dim: {d}")
     for j, (n, m) in enumerate(zip(x.shape, src.shape)):
         if j != d and n != m:
-            raise RuntimeError(f"{op}(): source {list(source.shape)} must match self "
-                               f"{list(self.shape)} in every dim but {d} (dim {j}: {m} != {n})")
+            raise RuntimeError(f"source tensor shape must match self tensor shape, excluding "
+                               f"the specified dimension. Got self.shape = {list(self.shape)} "
+                               f"source.shape = {list(source.shape)} ({op}(), dim {d})")
     def error(bad):  # (PyTorch's kernels word it apart: index_add of 2+ dims, the rest)
         if op.startswith("index_add") and x.ndim > 1:
             return RuntimeError(f"index {bad} is out of bounds for dimension {d} with size "
@@ -912,6 +968,11 @@ def _index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha, op:
                inplace: bool) -> Tensor:
     x, src, d, idx = _index_checks(self, dim, index, source, op)
     if alpha != 1:
+        # alpha in self's dtype first, as PyTorch's Scalar::to<T>() (2.5 is 2 for integers,
+        # 300 overflows int8, 1j refused for floats): src * 2.5 would promote, and the sum
+        # be rounded instead
+        if not self.dtype.is_complex:
+            alpha = checked_scalar(alpha, self.dtype)
         src = src * alpha
     indices = (None,) * d + (idx,)
     if inplace:
@@ -939,6 +1000,7 @@ def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
 
 
 _REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+_REDUCE_ALIASES = {"max": "amax", "min": "amin"}  # (PyTorch takes these too)
 
 
 def _lift(k, a):
@@ -1078,6 +1140,7 @@ def _refuse_double_backward(ctx, k, gs, src_zeros):
 
 def _scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
                     include_self: bool, op: str, inplace: bool) -> Tensor:
+    reduce = _REDUCE_ALIASES.get(reduce, reduce)
     if reduce not in _REDUCTIONS:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
@@ -1086,8 +1149,9 @@ def _scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     d, idx = _gather_checks(self, dim, index, op, src)
     if src.dtype is not self.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
-    if reduce == "mean" and self.dtype is dtypes.bool:
-        raise RuntimeError(f"{op}(): reduce='mean' is not supported for bool tensors")
+    if reduce == "mean" and self.dtype is dtypes.bool:  # (PyTorch's kernel has no bool mean)
+        raise kernel_not_implemented(
+            f"scatter_gather_tensor_{self.device.type}_reduce_mean", self.dtype)
     if self.dtype.is_complex and reduce in ("amax", "amin"):  # (no ordering of complex values)
         raise kernel_not_implemented(
             f"scatter_gather_tensor_{self.device.type}_reduce_{reduce}", self.dtype)
@@ -1136,8 +1200,8 @@ def _index_reduce(self: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
         raise RuntimeError(f"{op}(): Expected reduce to be one of prod, mean, amax or amin but "
                            f"got {reduce}.")
     x, src, d, idx = _index_checks(self, dim, index, source, op)
-    if reduce == "mean" and self.dtype is dtypes.bool:
-        raise RuntimeError(f"{op}(): reduce='mean' is not supported for bool tensors")
+    if reduce == "mean" and self.dtype is dtypes.bool:  # (PyTorch's kernel has no bool mean)
+        raise kernel_not_implemented("index_func_", self.dtype)
     shape = [1] * src.ndim
     shape[d] = src.shape[d]
     spread = idx.reshape(tuple(shape)).expand(tuple(src.shape)).contiguous()
@@ -1183,7 +1247,7 @@ OPS = (
            autocast="promote on cuda"),
     OpInfo("index_put_", index_put_, method=False, grad="g masked, values: g indexed"),
     OpInfo("masked_fill", masked_fill, inplace=masked_fill_, grad="g where not mask"),
-    OpInfo("masked_select", masked_select, grad="g scattered back"),
+    OpInfo("masked_select", masked_select, grad="g scattered back", out="exact"),
     OpInfo("nonzero", nonzero, grad="none"),
     OpInfo("index_add", index_add, inplace=index_add_, grad="g, source: alpha g index-selected"),
     OpInfo("scatter_reduce", scatter_reduce, inplace=scatter_reduce_,

@@ -10,13 +10,15 @@ import math
 
 from ...runtime import dtype as dtypes
 from ..checks import check_same_device, checked_index, scalar_type_name, tensor_arg
-from ..dispatch import Primitive, apply, as_shape, call, linear_jvp
+from ..dispatch import Primitive, apply, apply_inplace, as_shape, call, linear_jvp
 from ..dispatch import zeros as _zeros
 from ..registry import OpInfo
 from ..tensor import Tensor, wrap_dim
 from .composite import write_result
+from .creation import zeros
 from .elementwise import broadcast_shapes
-from .indexing import IndexPutBackward0
+from .indexing import (IndexPutBackward0, MaskedFillBackward0, MaskedFillBackward1,
+                       _masked_fill_args)
 from .views import AsStridedBackward0, _as_view
 
 __all__ = ["index_copy", "index_fill", "masked_scatter", "take", "take_along_dim"]
@@ -57,6 +59,8 @@ def take(input: Tensor, index: Tensor) -> Tensor:
     index = _int64_index(index, "take")
     check_same_device(x, index, "index", "take")
     n = x.numel()
+    if n == 0 and index.numel():
+        raise IndexError("take(): tried to take from an empty tensor")
     index = checked_index(index, n, 0, "take", allow_negative=True, error=lambda bad: IndexError(
         f"out of range: tried to access index {bad} on a tensor of {n} elements."))
     return apply(TakeBackward0, (x,), index)
@@ -66,7 +70,10 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     """``gather`` with ``input`` and ``indices`` broadcast against each other except along
     ``dim`` (None: both flattened)."""
     x = tensor_arg(input, "take_along_dim")
-    indices = _int64_index(indices, "take_along_dim")
+    tensor_arg(indices, "take_along_dim", "indices")
+    if indices.dtype is not dtypes.int64:
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{scalar_type_name(indices.dtype)}")
     if dim is None:
         return x.reshape(-1).gather(0, indices.reshape(-1))
     if x.ndim != indices.ndim:
@@ -84,32 +91,61 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     return x.expand(tuple(xb)).gather(d, indices.expand(tuple(ib)))
 
 
-def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
-    """A copy of ``input`` with the slices at ``index`` along ``dim`` set to ``value`` (a
-    number or a 0-d tensor)."""
-    x = tensor_arg(input, "index_fill")
-    index = _int64_index(index, "index_fill")
+# index_fill is masked_fill with a mask along one dim (each slice filled once, however often
+# its index repeats: a 0-d value tensor's gradient is g summed over the filled places), and
+# index_copy index_put at (:, ..., index); nodes named as PyTorch's.
+IndexFillBackward0 = MaskedFillBackward0.variant("IndexFillBackward0", "index_fill",
+                                                 contiguous_out=False)
+IndexFillBackward1 = MaskedFillBackward1.variant("IndexFillBackward1", "index_fill",
+                                                 contiguous_out=False)
+IndexCopyBackward0 = IndexPutBackward0.variant("IndexCopyBackward0", "index_copy")
+
+
+def _index_fill(x: Tensor, dim: int, index: Tensor, value, inplace: bool) -> Tensor:
+    tensor_arg(x, "index_fill")
+    if not isinstance(index, Tensor) or index.dtype is not dtypes.int64:
+        raise IndexError("index_fill_(): Expected dtype int64 for index.")
+    if index.ndim > 1:
+        raise RuntimeError("Index has to be a vector/scalar")
     d = wrap_dim(dim, max(x.ndim, 1), "index_fill", "dim")
     if isinstance(value, Tensor) and value.ndim != 0:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
                            f"tensor with {value.ndim} dimension(s).")
-    if x.ndim == 0:
-        return x.clone() if index.numel() == 0 else x * 0 + value
-    index = checked_index(index.reshape(-1), x.shape[d], d, None, allow_negative=True)
-    out = x.clone()
-    out[(slice(None),) * d + (index,)] = value
-    return out
+    n = x.shape[d] if x.ndim else 1
+    index = checked_index(index.reshape(-1), n, d, None, allow_negative=True)
+    # the slices to fill, as a bool mask broadcasting along dim d
+    mask = zeros((n,), dtype=dtypes.bool, device=x.device)
+    mask.index_put_((index,), True)
+    mask = mask.reshape((n,) + (1,) * (x.ndim - d - 1) if x.ndim else ())
+    mask, value = _masked_fill_args(x, mask, value, "index_fill_")
+    if isinstance(value, Tensor):
+        node, inputs, params = IndexFillBackward1, (value,), (mask,)
+    else:
+        node, inputs, params = IndexFillBackward0, (), (mask, value)
+    if inplace:
+        apply_inplace(node, x, inputs, *params)
+        return x
+    return apply(node, (x,) + inputs, *params)
+
+
+def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
+    """A copy of ``input`` with the slices at ``index`` along ``dim`` set to ``value`` (a
+    number or a 0-d tensor)."""
+    return _index_fill(input, dim, index, value, False)
 
 
 def index_fill_(self: Tensor, dim: int, index: Tensor, value) -> Tensor:
-    return write_result(self, index_fill(self, dim, index, value), "index_fill_")
+    """In-place ``index_fill``."""
+    return _index_fill(self, dim, index, value, True)
 
 
-def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
-    """A copy of ``input`` with the slices at ``index`` along ``dim`` replaced by the slices
-    of ``source`` in order (the last write wins where an index repeats)."""
-    x = tensor_arg(input, "index_copy")
-    index = _int64_index(index, "index_copy")
+def _index_copy(x: Tensor, dim: int, index: Tensor, source: Tensor, inplace: bool) -> Tensor:
+    tensor_arg(x, "index_copy")
+    tensor_arg(source, "index_copy", "source")
+    if not isinstance(index, Tensor) or index.dtype is not dtypes.int64:
+        got = scalar_type_name(index.dtype) if isinstance(index, Tensor) else \
+            type(index).__name__
+        raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got {got}")
     if source.dtype is not x.dtype:  # PyTorch copies without promoting, so it refuses
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, "
                            f"but got (self) {scalar_type_name(x.dtype)} and (source) "
@@ -121,19 +157,42 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     if x.ndim and source.ndim and source.shape[d] != index.numel():
         raise IndexError(f"index_copy_(): Number of indices ({index.numel()}) should be equal "
                          f"to source.size(dim) ({source.shape[d]})")
-    if x.ndim == 0:
-        return source.reshape(()).to(x.dtype) if index.numel() else x.clone()
+    if x.ndim == 0:  # (no index to check against a dim: PyTorch's copy of the one value)
+        if inplace:
+            return x.copy_(source.reshape(())) if index.numel() else x
+        return source.reshape(()).clone() if index.numel() else x.clone()
+    if source.ndim:  # the slices (the shapes without dim d) must match, as PyTorch's
+        xs = x.shape[:d] + x.shape[d + 1:]
+        ss = source.shape[:d] + source.shape[d + 1:]
+        for j, (m, n) in enumerate(zip(xs, ss)):
+            if m != n:
+                raise RuntimeError(f"index_copy_(): Source/destination tensor must have same "
+                                   f"slice shapes. Destination slice shape: {m} at dimension "
+                                   f"{j} and source slice shape: {n} at dimension {j}.")
     index = checked_index(index.reshape(-1), x.shape[d], d, "index_copy_", allow_negative=False,
                           error=lambda bad: IndexError(f"index_copy_(): index {bad} is out of "
                                                        f"bounds for dimension {d} with size "
                                                        f"{x.shape[d]}"))
-    out = x.clone()
-    out[(slice(None),) * d + (index,)] = source.to(x.dtype)
-    return out
+    src = source
+    want = x.shape[:d] + (index.shape[0],) + x.shape[d + 1:]
+    if tuple(src.shape) != want:  # (a 0-d source for one index, or its dims of 1)
+        src = src.reshape(want)
+    indices = (None,) * d + (index,)
+    if inplace:
+        apply_inplace(IndexCopyBackward0, x, (src,), indices, False)
+        return x
+    return apply(IndexCopyBackward0, (x, src), indices, False)
+
+
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """A copy of ``input`` with the slices at ``index`` along ``dim`` replaced by the slices
+    of ``source`` in order (the last write wins where an index repeats)."""
+    return _index_copy(input, dim, index, source, False)
 
 
 def index_copy_(self: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
-    return write_result(self, index_copy(self, dim, index, source), "index_copy_")
+    """In-place ``index_copy``."""
+    return _index_copy(self, dim, index, source, True)
 
 
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
@@ -154,9 +213,9 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
         x = x.expand(tuple(m.shape))
     count = int(m.sum().item())
     if source.numel() < count:
-        raise RuntimeError("masked_scatter: expected source to have at least as many elements "
-                           "as the ones in mask")
-    out = x.clone()
+        raise RuntimeError("masked_scatter: Number of elements of source < number of ones in "
+                           "mask")
+    out = x.clone(memory_format=dtypes.contiguous_format)  # (PyTorch's result: contiguous)
     out[m] = source.reshape(-1)[:count].to(x.dtype)
     return out
 
@@ -208,7 +267,8 @@ def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
 
 OPS = (
     OpInfo("take", take, dtypes="all", grad="g scattered back"),
-    OpInfo("take_along_dim", take_along_dim, dtypes="all", grad="g scattered back"),
+    OpInfo("take_along_dim", take_along_dim, dtypes="all", grad="g scattered back",
+           out="exact"),
     OpInfo("index_fill", index_fill, inplace=index_fill_, dtypes="all",
            grad="g, zero at the filled slices"),
     OpInfo("index_copy", index_copy, inplace=index_copy_, dtypes="all",

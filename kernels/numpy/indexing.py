@@ -31,6 +31,11 @@ def index(a: np.ndarray, indices: tuple) -> np.ndarray:
     out = _plain(a)[_key(indices)]
     if type(out) is not _ndarray:  # 0-d index arrays for every dim pick a NumPy scalar
         out = np.asarray(out)
+    elif not out.flags.c_contiguous:
+        # NumPy lays a result out with the indexed dims first and transposes it when they
+        # are not the leading ones (x[:, idx]); PyTorch's result is contiguous, and users see
+        # that through is_contiguous()/strides()
+        out = np.ascontiguousarray(out)
     return out.view(BF16Array) if type(a) is BF16Array else out
 
 
