@@ -465,8 +465,8 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
         raise IndexError("index_select(): Index is supposed to be a vector")
     check_index_dtype(index, "index_select")
     if not input.ndim and index.numel() != 1:
-        raise IndexError(f"index_select(): Index to scalar can have only 1 value, got "
-                         f"{index.numel()} value(s)")
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
+                           f"{index.numel()} value(s)")
     x = input if input.ndim else input.reshape(1)
     d = wrap_dim(dim, x.ndim, "index_select", "dim", 1)
     # (PyTorch's CPU kernel words it by dim: embedding's message along dim 0, its gather's

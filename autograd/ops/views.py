@@ -522,8 +522,16 @@ def list_as_tuple(index: list):
         for ix in index:
             if ix is None or ix is Ellipsis or isinstance(
                     ix, (slice, list, tuple, Tensor)) or hasattr(ix, "__array__"):
+                warnings.warn(_LIST_AS_TUPLE, UserWarning, stacklevel=4)
                 return tuple(index)
     return index
+
+
+_LIST_AS_TUPLE = (  # (PyTorch 2.13's text, warned each time as there)
+    "Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed "
+    "in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be "
+    "interpreted as tensor index, x[torch.tensor(seq)], which will result either in an error "
+    "or a different result")
 
 
 def is_basic_index(index) -> bool:
@@ -600,6 +608,11 @@ def _index_steps(index, shape: tuple, op: str = "__getitem__") -> list:
         if ix is not None and ix is not Ellipsis:
             consumed += 1
     if consumed > nd:
+        if not nd:  # (PyTorch's messages for a 0-d tensor)
+            if any(type(ix) is slice for ix in index):
+                raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
         raise IndexError(f"too many indices for tensor of dimension {nd}")
     steps, d, src = [], 0, 0  # d: the dim in the view made so far; src: the dim of x
     for ix in index:
@@ -612,7 +625,8 @@ def _index_steps(index, shape: tuple, op: str = "__getitem__") -> list:
         elif type(ix) is slice:
             step = ix.step
             if step is not None and step <= 0:
-                raise ValueError("step must be greater than zero")
+                raise ValueError("slice step cannot be zero" if step == 0
+                                 else "step must be greater than zero")
             n = shape[src]
             start, stop = ix.start, ix.stop
             whole = ((start is None or start == 0) and (step is None or step == 1)

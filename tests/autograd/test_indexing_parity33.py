@@ -333,8 +333,6 @@ def test_masked_and_take_messages():
 
 # -- changes needed in files this sweep does not own ------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="index_select's 0-d message is a RuntimeError in "
-                   "PyTorch; tests/autograd/test_ops_indexing.py pins IndexError")
 def test_index_select_of_a_scalar_with_two_indices_is_a_runtime_error():
     with pytest.raises(RuntimeError, match="Index to scalar can have only 1 value, got 2"):
         tg.tensor(3.0).index_select(0, i64([0, 0]))
@@ -348,8 +346,6 @@ def test_put_records_put_backward():
     assert type(x.grad_fn).__name__ == "PutBackward0"
 
 
-@pytest.mark.xfail(strict=True, reason="views.py _index_steps: PyTorch's messages for x[0] / "
-                   "x[:] of a 0-d tensor and a zero slice step")
 def test_basic_index_messages_of_0d_tensors_and_zero_steps():
     with pytest.raises(IndexError, match="^invalid index of a 0-dim tensor"):
         tg.tensor(1.0)[0]
@@ -359,8 +355,6 @@ def test_basic_index_messages_of_0d_tensors_and_zero_steps():
         tg.zeros(3)[::0]
 
 
-@pytest.mark.xfail(strict=True, reason="views.py list_as_tuple: PyTorch warns that a non-tuple "
-                   "sequence as a multidimensional index is deprecated")
 def test_list_of_lists_index_warns():
     with pytest.warns(UserWarning, match="Using a non-tuple sequence for multidimensional "
                                          "indexing is deprecated"):
