@@ -64,8 +64,11 @@ class Bernoulli(_ProbsLogits, ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
-        return -F.binary_cross_entropy_with_logits(logits, value.to(logits.dtype),
-                                                   reduction="none")
+        # (a floating value keeps its dtype, so float32 logits and float64 values give float64,
+        # as PyTorch's; integer and bool ones, which PyTorch refuses, count in the logits')
+        if not value.dtype.is_floating_point:
+            value = value.to(logits.dtype)
+        return -F.binary_cross_entropy_with_logits(logits, value, reduction="none")
 
     def entropy(self) -> Tensor:
         return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")

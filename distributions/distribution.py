@@ -166,8 +166,8 @@ class Distribution:
     def sample_n(self, n: int) -> Tensor:
         """Generates ``n`` samples, or ``n`` batches of samples if the distribution parameters
         are batched (deprecated: use ``sample((n,))``)."""
-        warnings.warn("sample_n will be deprecated. Use .sample((n,)) instead", UserWarning,
-                      stacklevel=2)
+        warnings.warn("`sample_n(n)` will be deprecated. Use `sample((n,))` instead.",
+                      FutureWarning, stacklevel=2)
         return self.sample(Size((n,)))
 
     def log_prob(self, value: Tensor) -> Tensor:
@@ -201,8 +201,9 @@ class Distribution:
         """The size of the sample returned by the distribution, given a ``sample_shape``:
         ``sample_shape + batch_shape + event_shape``."""
         if isinstance(sample_shape, int):
-            raise TypeError(f"sample_shape must be a tuple of ints (torch.Size), got the int "
-                            f"{sample_shape}: write ({sample_shape},)")
+            # (PyTorch's words, from torch.Size(int), then the fix)
+            raise TypeError(f"'int' object is not iterable: sample_shape must be a tuple of ints "
+                            f"(torch.Size), got the int {sample_shape}; write ({sample_shape},)")
         return Size(tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))
 
     def _validate_sample(self, value: Tensor) -> None:

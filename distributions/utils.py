@@ -20,7 +20,7 @@ def broadcast_all(*values) -> tuple:
         ValueError: if a value is neither a number nor a Tensor.
     """
     if not all(isinstance(v, (Tensor, numbers.Number)) for v in values):
-        raise ValueError("Input arguments must all be instances of numbers.Number, "
+        raise ValueError("Input arguments must all be instances of Number, "
                          "torch.Tensor or objects implementing __torch_function__.")
     if not all(isinstance(v, Tensor) for v in values):
         options = {"dtype": torch.get_default_dtype()}

@@ -35,7 +35,9 @@ def _proposal_r(kappa: Tensor) -> Tensor:
 def _rejection_sample(kappa: Tensor, r: Tensor) -> Tensor:
     """Angles in [-pi, pi] from VonMises(0, kappa) by Best and Fisher's (1979) rejection
     sampler: a wrapped-Cauchy proposal, accepted with probability at least ~0.66 per round.
-    Every round draws for all entries and keeps the first accepted one of each."""
+    Every round draws for all entries, until each has accepted once; as in PyTorch, an entry
+    keeps its latest accepted proposal (given the accept flags, accepted proposals are i.i.d.
+    von Mises, so the law is the same), which keeps the draws PyTorch's from one seed."""
     x = torch.zeros_like(kappa)
     done = torch.zeros(kappa.shape, dtype=torch.bool, device=kappa.device)
     while not bool(done.all()):
@@ -46,7 +48,7 @@ def _rejection_sample(kappa: Tensor, r: Tensor) -> Tensor:
         c = kappa * (r - f)
         accept = ((c * (2 - c) - u2) > 0) | ((c / u2).log() + 1 - c >= 0)
         theta = torch.sign(u3 - 0.5) * torch.acos(f)
-        x = torch.where(accept & ~done, theta, x)
+        x = torch.where(accept, theta, x)
         done = done | accept
     return x
 

@@ -123,9 +123,10 @@ class Wishart(_ScaleTrilParams, ExponentialFamily):
 
     @property
     def variance(self) -> Tensor:
-        # Var(X_ij) = df (S_ij^2 + S_ii S_jj)
+        # Var(X_ij) = df (S_ij^2 + S_ii S_jj). (The diagonal of a copy: S may be expanded, and
+        # the gradient of an expanded tensor's diagonal is overcounted by tritongrad's autograd.)
         S = self.covariance_matrix
-        diag = S.diagonal(dim1=-2, dim2=-1)
+        diag = S.contiguous().diagonal(dim1=-2, dim2=-1)
         return self._df_matrix() * (S.pow(2) + diag.unsqueeze(-1) * diag.unsqueeze(-2))
 
     def _bartlett_sample(self, sample_shape) -> Tensor:
@@ -168,7 +169,9 @@ class Wishart(_ScaleTrilParams, ExponentialFamily):
         L = self._unbroadcasted_scale_tril
         # tr(S^-1 X), with S^-1 = cholesky_inverse(L) symmetric
         trace = (torch.cholesky_inverse(L) * value).sum((-2, -1))
-        return (0.5 * (nu - p - 1) * torch.logdet(value) - 0.5 * trace
+        # (log |det|, as PyTorch's: finite for a value off the support with validation off)
+        logdet = torch.linalg.slogdet(value).logabsdet
+        return (0.5 * (nu - p - 1) * logdet - 0.5 * trace
                 - 0.5 * nu * p * math.log(2) - nu * _half_log_det(L)
                 - torch.mvlgamma(0.5 * nu, p))
 
