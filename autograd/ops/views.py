@@ -685,10 +685,22 @@ class AsStridedBackward0(_ViewPrimitive):
         shape, strides, rel = ctx.geom
         lo = min(0, rel)
         hi = max(_extent(in_shape, in_strides), rel + _extent(shape, strides))
-        if _overlaps(shape, strides):
+        in_overlaps = _overlaps(in_shape, in_strides)
+        if in_overlaps or _overlaps(shape, strides):
             # Several output elements read one storage element: their gradients add up.
             full = zeros(k, (hi - lo,), g)
             k.index_put_(full, (_storage_index(k, g, shape, strides, rel - lo),), g, True)
+            if in_overlaps:
+                # The input reads some storage elements through several of its own elements
+                # (an expanded tensor): each gets the element's gradient divided by their
+                # number, so that the backward of what made the input (expand's sum) adds it
+                # up once, as ATen's as_strided_backward does (the full gradient in each:
+                # x.expand(3, 2, 2).diagonal(0, -2, -1).sum() gave x 9 I for 3 I).
+                count = zeros(k, (hi - lo,), g)
+                ones = k.full(tuple(in_shape), 1, meta(g)[1], meta(g)[0])
+                k.index_put_(count, (_storage_index(k, g, in_shape, in_strides, -lo),), ones,
+                             True)
+                full = k.div(full, k.where(k.gt(count, 0), count, 1))
             return k.as_strided(full, in_shape, in_strides, k.storage_offset(full) - lo)
         if lo == 0 and hi == _extent(in_shape, in_strides):
             return as_strided_scatter(k, _zeros_layout(k, g, *ctx.layout), g, *ctx.geom)
@@ -746,6 +758,8 @@ def _storage_index(k, like, shape, strides, offset):
     dev, _ = meta(like)
     idx = k.full((1,) * len(shape), offset, D.int64, dev)
     for d, (n, s) in enumerate(zip(shape, strides)):
+        if s == 0:  # (adds nothing: the final expand covers the dim)
+            continue
         step = k.arange(0, s, n, D.int64, dev)
         idx = k.add(idx, k.view(step, tuple(n if i == d else 1 for i in range(len(shape)))))
     return k.expand(idx, tuple(shape)) if tuple(idx.shape) != tuple(shape) else idx

@@ -222,9 +222,6 @@ def test_bernoulli_log_prob_promotes_to_the_values_dtype():
 
 # -- outside distributions/ (reported; strict xfails mark them) ------------------------------
 
-@pytest.mark.xfail(strict=True, reason="autograd/ops/combinations.py DiagonalBackward0 "
-                   "(as_strided's vjp) sums the gradient into the storage of a stride-0 input "
-                   "and then expands it again: 3x the gradient here")
 def test_diagonal_of_expanded_tensor_gradient():
     x = t(np.arange(4.0).reshape(2, 2), grad=True)
     x.expand((3, 2, 2)).diagonal(dim1=-2, dim2=-1).sum().backward()
