@@ -20,7 +20,7 @@ from ..checks import kernel_not_implemented, scalar_type_name, tensor_arg
 from ..dispatch import Primitive, apply, meta, zeros
 from ..registry import OpInfo, with_inplace
 from ..tensor import Tensor
-from .elementwise import _result
+from .elementwise import _result, check_out_dtype
 
 __all__ = ["angle", "complex", "conj", "conj_physical", "imag", "polar",
            "real", "sgn", "view_as_complex", "view_as_real"]
@@ -103,7 +103,7 @@ def conj(input: Tensor) -> Tensor:
 ConjPhysicalBackward0 = ConjBackward0.variant("ConjPhysicalBackward0", "conj_physical")
 
 
-def conj_physical(input: Tensor) -> Tensor:
+def conj_physical(input: Tensor, *, out=None) -> Tensor:
     """The complex conjugate, computed (never a lazy view; tritongrad's ``conj`` is not one
     either); a real tensor is returned itself, as PyTorch does.
 
@@ -112,6 +112,10 @@ def conj_physical(input: Tensor) -> Tensor:
         tensor([1.-2.j])
     """
     input = tensor_arg(input, "conj_physical")
+    if out is not None:
+        check_out_dtype(out, input._dtype)
+        return _result(apply(ConjPhysicalBackward0, (input,)) if input._dtype.is_complex
+                       else input, out, "conj_physical")
     if not input._dtype.is_complex:
         return input
     return apply(ConjPhysicalBackward0, (input,))
@@ -218,7 +222,7 @@ class AngleBackward0(Primitive):
     jvp = complex_jvp  # (a real input: the zero tangent above)
 
 
-def angle(input: Tensor) -> Tensor:
+def angle(input: Tensor, *, out=None) -> Tensor:
     """The elementwise argument (phase) of ``input``, in radians: of a complex value
     atan2(imag, real); of a real one 0, or pi where it is negative. Integers give the default
     float dtype.
@@ -230,13 +234,16 @@ def angle(input: Tensor) -> Tensor:
     input = tensor_arg(input, "angle")
     if not (input.is_complex() or input.is_floating_point()):
         input = input.to(dtypes.get_default_dtype())
-    return apply(AngleBackward0, (input,))
+    return _result(apply(AngleBackward0, (input,)), out, "angle")
 
 
-def sgn(input: Tensor) -> Tensor:
+def sgn(input: Tensor, *, out=None) -> Tensor:
     """``input / input.abs()`` for complex values (0 where the value is 0), ``sign`` for real
     ones."""
     input = tensor_arg(input, "sgn")
+    if out is not None:
+        check_out_dtype(out, input._dtype)
+        return _result(sgn(input), out, "sgn")
     if not input.is_complex():
         return input.sign()
     a = input.abs()

@@ -197,8 +197,8 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
                 broadcast_shapes(input._data.shape, other._data.shape)
             return apply(AddBackward0, (input, other), alpha)
     a, b = binary_operands(input, other, "add")
-    if type(alpha) not in _PYTHON_NUMBERS:  # (np.float64 would promote the kernel's result)
-        alpha = python_number(alpha)
+    if alpha.__class__ is not int:  # (the default 1 needs no check)
+        alpha = _checked_alpha(alpha, a._dtype)
     if a._dtype is _BOOL:  # bool + bool is a logical or, alpha a truth value (PyTorch)
         alpha = alpha is not False and alpha != 0
         if not isinstance(b, Tensor):
@@ -206,6 +206,8 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
     elif not isinstance(b, Tensor) and alpha != 1:
         b = wrapped_scalar(b * alpha, a._dtype)
     if isinstance(b, Tensor):
+        if alpha != 1:  # (an int alpha wraps into an integer dtype, as a scalar operand)
+            alpha = wrapped_scalar(alpha, a._dtype)
         return _result(apply(AddBackward0, (a, b), alpha), out, "add")
     return _result(apply(AddBackward1, (a,), b), out, "add")
 
@@ -219,18 +221,38 @@ def sub(input, other, *, alpha=1, out=None) -> Tensor:
             broadcast_shapes(input._data.shape, other._data.shape)  # as add's)
         return apply(SubBackward0, (input, other), alpha)
     a, b = binary_operands(input, other, "sub")
-    if type(alpha) not in _PYTHON_NUMBERS:  # (as add's)
-        alpha = python_number(alpha)
-    _refuse_bool_subtraction(a, input, other)
+    if alpha.__class__ is not int:  # (as add's)
+        alpha = _checked_alpha(alpha, a._dtype)
+    _refuse_bool_subtraction(a._dtype, input, other)
     if isinstance(b, Tensor):
+        if alpha != 1:  # (as add's)
+            alpha = wrapped_scalar(alpha, a._dtype)
         return _result(apply(SubBackward0, (a, b), alpha), out, "sub")
     return _result(apply(SubBackward1, (a,), b if alpha == 1 else
                          wrapped_scalar(b * alpha, a._dtype)), out, "sub")
 
 
-def _refuse_bool_subtraction(a: Tensor, input, other) -> None:
-    """PyTorch's refusal of ``-`` with bools (``a``: the promoted first operand)."""
-    if a._dtype is _BOOL:
+def _checked_alpha(alpha, dt):
+    """``alpha`` (a Python number or a NumPy scalar; np.float64 would promote the kernel's
+    result) as a Python number, refused as PyTorch's alpha_check refuses it for result dtype
+    ``dt``."""
+    if type(alpha) not in _PYTHON_NUMBERS:
+        alpha = python_number(alpha)
+    if alpha.__class__ is bool:
+        if dt is not _BOOL:
+            raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    elif not (dt.is_floating_point or dt.is_complex) and alpha.__class__ is not int:
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                           "point number.")
+    elif alpha.__class__ is complex and not dt.is_complex:
+        raise RuntimeError("For non-complex input tensors, argument alpha must not be a "
+                           "complex number.")
+    return alpha
+
+
+def _refuse_bool_subtraction(dt, input, other) -> None:
+    """PyTorch's refusal of ``-`` with bools (``dt``: the operands' promoted dtype)."""
+    if dt is _BOOL:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
                            "supported. Use the `^` or `logical_xor()` operator instead.")
     if _is_bool(input) or _is_bool(other):
@@ -282,9 +304,9 @@ class RsubBackward1(Primitive):
 def rsub(input: Tensor, other: Tensor | float, *, alpha=1) -> Tensor:
     """``other - alpha * input`` (``2 - x``)."""
     a, b = binary_operands(input, other, "rsub")
-    if type(alpha) not in _PYTHON_NUMBERS:  # (as add's)
-        alpha = python_number(alpha)
-    _refuse_bool_subtraction(a, input, other)
+    if alpha.__class__ is not int:  # (as add's)
+        alpha = _checked_alpha(alpha, a._dtype)
+    _refuse_bool_subtraction(a._dtype, input, other)
     if isinstance(b, Tensor):
         return apply(RsubBackward0, (a, b), alpha)
     return apply(RsubBackward1, (a,), b, alpha)
@@ -451,10 +473,11 @@ class ReciprocalBackward0(Primitive):
         return k.neg(k.mul(g, k.mul(y, y)))
 
 
-def reciprocal(x: Tensor) -> Tensor:
+def reciprocal(x: Tensor, *, out=None) -> Tensor:
     """``1 / input`` (integers promote to the default float dtype)."""
     keep = x._dtype.is_floating_point or x._dtype.is_complex  # (a complex cast drops .imag)
-    return apply(ReciprocalBackward0, (x if keep else x.to(get_default_dtype()),))
+    return _result(apply(ReciprocalBackward0, (x if keep else x.to(get_default_dtype()),)),
+                   out, "reciprocal")
 
 
 # -- pow ---------------------------------------------------------------------------------------
@@ -550,9 +573,12 @@ class PowBackward2(Primitive):
 def pow(input, exponent, *, out=None) -> Tensor:  # noqa: A001
     """``input ** exponent``, broadcasting."""
     if not isinstance(input, Tensor):  # number ** tensor
+        if not isinstance(exponent, Tensor):
+            raise TypeError(f"pow(): expected a Tensor base or exponent, got "
+                            f"{type(input).__name__} and {type(exponent).__name__}")
         dt = result_type(input, exponent)
         base = _operand(input, dt, exponent, "pow")
-        if not isinstance(exponent, Tensor) or dt is _BOOL:
+        if dt is _BOOL:
             return pow(base, exponent)  # (its errors; bool ** bool is refused there)
         e = exponent if exponent._dtype is dt else exponent.to(dt)
         return _result(apply(PowBackward2, (e,), base._data, python_number(input)), out, "pow")
@@ -632,7 +658,9 @@ def unary(name: str, rule=None, jvp=None, *, saves: str | None = None, kind: str
         Op.jvp = staticmethod(elementwise_jvp if rule is not None else zero_jvp)
 
     Op.__name__ = Op.__qualname__ = node or f"{name.capitalize()}Backward0"
-    refuse_bool = bool_error or f"{name}: not supported for bool tensors"
+    # PyTorch's kernels that have no bool form: its NotImplementedError names the kernel
+    # (``"abs_cpu" not implemented for 'Bool'``); the message goes on to say it in words
+    kernel = f"{name}_vml" if kind == "round" else name
 
     def operand(x) -> Tensor | None:
         """The tensor to apply Op to, or None when the result is a copy of ``x``."""
@@ -651,8 +679,15 @@ def unary(name: str, rule=None, jvp=None, *, saves: str | None = None, kind: str
         if dt is _BOOL:
             if bool_copies:
                 return None
-            raise RuntimeError(refuse_bool)
+            if bool_error:
+                raise RuntimeError(bool_error)
+            e = kernel_not_implemented(f"{kernel}_{x._device.type}", dt)
+            raise type(e)(f"{e}: {name} is not supported for bool tensors")
         return None if kind == "round" else x
+
+    def check_out(input: Tensor, out) -> None:
+        if kind != "float" and not (real_valued and input._dtype.is_complex):
+            check_out_dtype(out, input._dtype)
 
     # (a floating tensor is its own operand: those calls go straight to apply, as add's and
     # mul's with a float do, Note [Scalar operand fast path])
@@ -661,6 +696,8 @@ def unary(name: str, rule=None, jvp=None, *, saves: str | None = None, kind: str
             if out is None and isinstance(input, Tensor) and input._dtype.is_floating_point:
                 return apply(Op, (input,))
             x = operand(input)
+            if out is not None:
+                check_out(input, out)
             return _result(input.clone() if x is None else apply(Op, (x,)), out, name)
     else:
         def fn(input: Tensor) -> Tensor:
@@ -680,8 +717,7 @@ def unary(name: str, rule=None, jvp=None, *, saves: str | None = None, kind: str
         dt = self._dtype
         if not (dt.is_floating_point or dt.is_complex):
             if kind == "float":
-                raise RuntimeError(f"{name}_: result type Float can't be cast to the desired "
-                                   f"output type {dt.name.capitalize()}")
+                check_cast(get_default_dtype(), dt)
             if operand(self) is None:
                 return self
         return apply_inplace(Op, self, ())
@@ -717,7 +753,7 @@ _UNARY = (
     # 1 / sqrt(x) as the reciprocal of the root, so that rsqrt(-0.0) is -inf (IEEE, and
     # PyTorch), where -0.0 ** -0.5 would be +inf
     unary("rsqrt", lambda ctx, k, s, g: k.mul(g, k.mul(k.mul(s[0], k.mul(s[0], s[0])), -0.5)),
-          saves="output", forward=lambda ctx, k, x: k.pow(k.sqrt(x), -1), out_arg=False,
+          saves="output", forward=lambda ctx, k, x, out=None: k.pow(k.sqrt(x), -1, out=out),
           grad="-g y^3 / 2", autocast="float32 on cuda"),
     unary("relu", lambda ctx, k, s, g: k.binary("relu_backward", g, s[0]), saves="output",
           kind="any", forward=lambda ctx, k, x, out=None: k.relu(x, out=out), out_arg=False,
@@ -937,39 +973,63 @@ def resize_output(out: Tensor, shape: tuple) -> None:
 def _inplace(op_tensor, op_scalar, promote_float=False):
     """The ``x.op_(other)`` method for a binary primitive pair."""
     takes_alpha = op_tensor in (AddBackward0, SubBackward0)
+    subtracts = op_tensor is SubBackward0
+    name = op_tensor.op_name + "_"
 
     def method(self: Tensor, other, *, alpha=None):
         if alpha is not None and not takes_alpha:  # (mul_, div_: PyTorch refuses alpha=)
-            raise TypeError(f"{op_tensor.op_name}_() got an unexpected keyword argument "
-                            f"'alpha'")
+            raise TypeError(f"{name}() got an unexpected keyword argument 'alpha'")
         if isinstance(other, Tensor):
-            other = operand_on_device(self, other, op_tensor.op_name + "_")
+            other = operand_on_device(self, other, name)
             dt = result_type(self, other)
-            if promote_float and not (dt.is_floating_point or dt.is_complex):
-                dt = get_default_dtype()
-            if _can_cast(dt, self._dtype) is False:
-                raise RuntimeError(f"result type {scalar_type_name(dt)} can't be cast to the "
-                                   f"desired output type {scalar_type_name(self._dtype)}")
+        elif isinstance(other, (_Number, np.bool_)):
+            if type(other) not in _PYTHON_NUMBERS:
+                other = python_number(other)
+            dt = result_type(self, other)
+        else:
+            raise TypeError(f"{name}(): argument 'other' must be Tensor or Number")
+        if subtracts:
+            _refuse_bool_subtraction(dt, self, other)
+        if alpha is not None:
+            if alpha.__class__ is not int:
+                alpha = _checked_alpha(alpha, dt)
+            if dt is _BOOL:  # (a truth value, as add's: bool + bool is a logical or)
+                alpha = alpha is not False and alpha != 0
+        if promote_float and not (dt.is_floating_point or dt.is_complex):
+            dt = get_default_dtype()
+        if not _can_cast(dt, self._dtype):
+            check_cast(dt, self._dtype)  # (its error)
+        if isinstance(other, Tensor):
             if other._dtype is not self._dtype:
                 other = other.to(self._dtype)
             shape = broadcast_shapes(self.shape, other.shape)
             if shape != tuple(self.shape):
                 raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
                                    f"broadcast shape {list(shape)}")
-            params = (1 if alpha is None else python_number(alpha),) if takes_alpha else ()
+            # (an int alpha wraps into an integer dtype as the scalar operands do)
+            params = (1 if alpha is None else wrapped_scalar(alpha, self._dtype),) \
+                if takes_alpha else ()
             return apply_inplace(op_tensor, self, (other,), *params)
-        if not isinstance(other, _Number):
-            raise TypeError(f"{op_tensor.op_name}_(): argument 'other' must be Tensor or Number")
-        dt = result_type(self, other)
-        if promote_float and not dt.is_floating_point:
-            dt = get_default_dtype()
-        if _can_cast(dt, self._dtype) is False:
-            raise RuntimeError(f"result type {dt.name.capitalize()} can't be cast to the "
-                               f"desired output type {self._dtype.name.capitalize()}")
         s = wrapped_scalar(other if alpha is None else other * alpha, self._dtype)
         return apply_inplace(op_scalar, self, (), s)
-    method.__name__ = method.__qualname__ = op_tensor.op_name + "_"
+    method.__name__ = method.__qualname__ = name
     return method
+
+
+def check_out_dtype(out, dt) -> None:
+    """PyTorch's refusal of an ``out=`` of another dtype than ``dt`` for the ops that keep
+    their input's dtype (``abs floor neg bitwise_not ...``: no cast of the result)."""
+    if isinstance(out, Tensor) and out._dtype is not dt:
+        raise RuntimeError(f"Found dtype {scalar_type_name(out._dtype)} but expected "
+                           f"{scalar_type_name(dt)}")
+
+
+def check_cast(dt, self_dtype) -> None:
+    """PyTorch's refusal of an in-place op (or ``out=``) whose result dtype ``dt`` is of a
+    higher category than ``self_dtype`` (float into an integer tensor, int into bool)."""
+    if not _can_cast(dt, self_dtype):
+        raise RuntimeError(f"result type {scalar_type_name(dt)} can't be cast to the desired "
+                           f"output type {scalar_type_name(self_dtype)}")
 
 
 def _category(d) -> int:
@@ -1004,8 +1064,35 @@ _div_rounding_.__name__ = _div_rounding_.__qualname__ = "div_"  # (Python's Type
 
 
 def pow_(self: Tensor, exponent) -> Tensor:
+    """In-place ``pow``: the result's dtype must be one ``self`` can hold (PyTorch's
+    refusal of ``int_tensor.pow_(0.5)`` and ``bool_tensor.pow_(2)``)."""
     if isinstance(exponent, Tensor):
+        exponent = operand_on_device(self, exponent, "pow_")
+        dt = result_type(self, exponent)
+        check_cast(dt, self._dtype)
+        if self._dtype is _BOOL:
+            raise kernel_not_implemented("pow", _BOOL)
+        shape = broadcast_shapes(self.shape, exponent.shape)
+        if shape != tuple(self.shape):
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
+                               f"broadcast shape {list(shape)}")
+        if dt is not self._dtype and not (dt.is_floating_point or dt.is_complex):
+            # (integers: computed in the promoted dtype, then cast, as PyTorch: uint8 3 **
+            # int64 -2 is 0, not 3 ** 254 in uint8; no autograd here)
+            return self.copy_(pow(self, exponent))
         return apply_inplace(PowBackward1, self, (exponent.to(self._dtype),))
+    if not isinstance(exponent, (_Number, np.bool_)):
+        raise TypeError(f"pow_(): argument 'exponent' must be Tensor or Number, not "
+                        f"{type(exponent).__name__}")
+    exponent = python_number(exponent)
+    dt = self._dtype
+    check_cast(result_type(self, exponent), dt)
+    if dt is _BOOL:  # (a bool exponent: x ** True is x, x ** False is ones)
+        return self if exponent else self.fill_(True)
+    if not (dt.is_floating_point or dt.is_complex) and exponent.__class__ is int:
+        if exponent < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        exponent = checked_scalar(exponent, dt)  # (Scalar::to<T>(), as pow's)
     return apply_inplace(PowBackward0, self, (), exponent)
 
 
@@ -1022,7 +1109,11 @@ def _compare(name, alias=None):
 
     def inplace(self: Tensor, other) -> Tensor:
         # the comparison's result (1 or 0) written into self, in self's dtype
-        return self.copy_(fn(self, other))
+        r = fn(self, other)
+        if tuple(r.shape) != tuple(self.shape):
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
+                               f"broadcast shape {list(r.shape)}")
+        return self.copy_(r)
     inplace.__name__ = f"{name}_"
     return OpInfo(name, fn, inplace=inplace, operators=(f"__{name}__",),
                   aliases=(alias,) if alias else (),

@@ -26,9 +26,11 @@ from ..dispatch import zeros as zeros_of
 from ..registry import OpInfo, with_inplace
 from ..tensor import Tensor, wrap_dim
 from .composite import _float_operands
-from .creation import full, linspace, wrapped_scalar, zeros
-from .elementwise import _result, binary_operands, broadcast_shapes, eq, isnan, mul, ne, pow, where
-from .pointwise import abs, exp2, floor, floor_divide, isfinite, isinf, log2, remainder, signbit
+from .creation import full, linspace, scalar_tensor, wrapped_scalar, zeros
+from .elementwise import (_result, binary_operands, broadcast_shapes, check_cast, eq, isnan, mul,
+                          ne, pow, where)
+from .pointwise import (abs, check_bool_out, exp2, floor, floor_divide, isfinite, isinf, log2,
+                        remainder, signbit)
 from .reduction import return_types
 
 _Number = numbers.Number
@@ -101,6 +103,8 @@ def _isinf_of_sign(input: Tensor, value: float, op: str, out) -> Tensor:
     x = tensor_arg(input, op)
     if x.dtype.is_complex:
         raise RuntimeError(f"{op} does not support complex inputs.")
+    if out is not None:
+        check_bool_out(out, op)
     if not x.dtype.is_floating_point:  # integers are finite
         return _result(zeros(tuple(x.shape), dtype=dtypes.bool, device=x.device), out, op)
     return _result(eq(x.detach(), value), out, op)
@@ -165,6 +169,9 @@ def copysign(input: Tensor, other, *, out=None) -> Tensor:
     ``-0.0`` counts as negative); integers promote to the default float dtype. The gradient
     is ``g sign(input)`` with ``other``'s sign copied onto it (0 where ``input`` is 0), zero
     for ``other``."""
+    if isinstance(other, _Number) and not isinstance(other, builtins.complex):
+        # (only the number's sign is read: 1e40 into a float32 operand would overflow)
+        other = math.copysign(1.0, other)
     a, b = _float_operands(tensor_arg(input, "copysign"), other, "copysign")
     if a.dtype.is_complex:
         raise kernel_not_implemented(f"copysign_{a.device.type}", a.dtype)
@@ -181,7 +188,7 @@ def heaviside(input: Tensor, values: Tensor, *, out=None) -> Tensor:
     v = tensor_arg(values, "heaviside", "values")
     if x.dtype.is_complex or v.dtype.is_complex:
         raise RuntimeError("heaviside is not yet implemented for complex tensors.")
-    if x.dtype is not v.dtype:
+    if x.dtype is not v.dtype or isinstance(out, Tensor) and out.dtype is not x.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different "
                            "dtypes.")
     x, v = x.detach(), v.detach()
@@ -228,7 +235,8 @@ def ldexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     """``input * 2 ** other`` (PyTorch's definition, and so its gradient); integers promote to
     the default float dtype."""
     x, e = tensor_arg(input, "ldexp"), tensor_arg(other, "ldexp", "other")
-    if e._dtype is dtypes.bool:
+    if e._dtype is dtypes.bool and x._dtype.is_floating_point:  # (PyTorch's kernel refuses a
+        # bool exponent of a float input; an integer or bool input is promoted first)
         raise kernel_not_implemented(f"ldexp_{x.device.type}_exp", e._dtype)
     dt = result_type(x, e)  # (its dtype: float16 * 2 ** int stays float16, ints go float)
     if not (dt.is_floating_point or dt.is_complex):
@@ -249,6 +257,10 @@ def float_power(input: Tensor | float, exponent: Tensor | float, *, out=None) ->
     if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
         raise TypeError("float_power(): expected at least one Tensor argument")
     dt = _float_power_dtype(input, exponent)
+    if isinstance(out, Tensor) and out.dtype is not dt:  # (no cast of the result: PyTorch's)
+        raise RuntimeError(f"the output given to float_power has dtype "
+                           f"{scalar_type_name(out.dtype)} but the operation's result requires "
+                           f"dtype {scalar_type_name(dt)}")
     base, e = (v.to(dt) if isinstance(v, Tensor) else v for v in (input, exponent))
     return _result(pow(base, e), out, "float_power")
 
@@ -343,8 +355,8 @@ def _max_finite(dt) -> float:
 # -- bit shifts ---------------------------------------------------------------------------------------
 
 def _shift(input, other, op: str, left: bool, out) -> Tensor:
-    if not isinstance(input, Tensor):  # 2 << t
-        input = full((), input, dtype=result_type(input, other), device=other.device)
+    if not isinstance(input, Tensor):  # 2 << t (a wrapped number: 300 wraps into uint8)
+        input = scalar_tensor(input, result_type(input, other), other.device)
     a, b = binary_operands(input, other, op)
     if _is_float(a.dtype) or a.dtype is dtypes.bool:
         raise _not_implemented(("lshift" if left else "rshift"), a)
@@ -571,8 +583,26 @@ def histogram(input: Tensor, bins: Tensor | int = 100, *, range=None, weight=Non
 
 # -- the table ---------------------------------------------------------------------------------
 
+def _integer_inplace(fn, name: str):
+    """``x.<name>_(other)`` for an integer op without a derivative: PyTorch's refusal of a
+    result dtype ``x`` cannot hold (``bool_tensor <<= 2``: Long into Bool), then the result
+    written into ``x``."""
+    def inplace(self: Tensor, other) -> Tensor:
+        tensor_arg(self, name + "_")
+        check_cast(result_type(self, other), self.dtype)
+        r = fn(self, other)
+        if tuple(r.shape) != tuple(self.shape):
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
+                               f"broadcast shape {list(r.shape)}")
+        return self.copy_(r)
+    inplace.__name__ = inplace.__qualname__ = name + "_"
+    inplace.__doc__ = f"In-place ``{name}``."
+    return inplace
+
+
 def _shift_row(name: str, fn, op: str) -> OpInfo:
-    return OpInfo(name, fn, operators=(f"__{op}__", f"__r{op}__", f"__i{op}__"),
+    return OpInfo(name, fn, inplace=_integer_inplace(fn, name),
+                  operators=(f"__{op}__", f"__r{op}__", f"__i{op}__"),
                   reflected=lambda self, other: fn(other, self), dtypes="integers",
                   grad="none")
 
@@ -586,8 +616,8 @@ OPS = (
     OpInfo("copysign", copysign, dtypes="floats; integers promote",
            grad="g sign(x) with other's sign (0 at x = 0), other: 0", jvp=True),
     OpInfo("heaviside", heaviside, dtypes="all but complex; one dtype", grad="none"),
-    OpInfo("gcd", gcd, dtypes="integers", grad="none"),
-    OpInfo("lcm", lcm, dtypes="integers", grad="none"),
+    OpInfo("gcd", gcd, inplace=_integer_inplace(gcd, "gcd"), dtypes="integers", grad="none"),
+    OpInfo("lcm", lcm, inplace=_integer_inplace(lcm, "lcm"), dtypes="integers", grad="none"),
     OpInfo("ldexp", ldexp, dtypes="floats; integers promote",
            grad="g 2^e, g x 2^e ln 2 (input * 2 ** other)"),
     OpInfo("float_power", float_power, inplace=float_power_, dtypes="float64 (complex128) result",
@@ -600,5 +630,5 @@ OPS = (
     OpInfo("histogram", histogram, dtypes="floats", grad="none"),
     OpInfo("histogramdd", histogramdd, method=False, dtypes="float32/64", grad="none"),
 )
-OPS = with_inplace(OPS, ("deg2rad", "rad2deg", "copysign", "heaviside", "gcd", "lcm", "ldexp",
-                         "nextafter", "bitwise_left_shift", "bitwise_right_shift", "renorm"))
+OPS = with_inplace(OPS, ("deg2rad", "rad2deg", "copysign", "heaviside", "ldexp", "nextafter",
+                         "renorm"))

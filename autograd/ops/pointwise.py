@@ -16,16 +16,21 @@ import dataclasses
 import math
 import numbers
 
+import numpy as np
+
 from ...runtime import dtype as dtypes
 from ...runtime.dtype import result_type
-from ..dispatch import Primitive, apply, apply_inplace, call, elementwise_jvp, zero_jvp, zeros
+from ..dispatch import (Primitive, apply, apply_inplace, call, elementwise_jvp, meta, zero_jvp,
+                        zeros)
 from ..registry import OpInfo, composite_inplace, export, with_inplace, with_jvp
 from ..checks import (check_ordered, kernel_not_implemented, operand_on_device, scalar_type_name,
                       tensor_arg)
 from ..tensor import Tensor
 from .creation import checked_scalar, wrapped_scalar
 from .elementwise import (
-    _can_cast,
+    check_cast,
+    check_out_dtype,
+    python_number,
     _float_type,
     _inplace,
     _operand,
@@ -64,8 +69,14 @@ _LN2, _LN10 = math.log(2.0), math.log(10.0)
 
 
 def _one_minus_square(k, x):
-    """1 - x^2 on backend ``k`` (the contract subtracts scalars on the right only)."""
-    return k.neg(k.sub(k.mul(x, x), 1))
+    """1 - x^2 on backend ``k`` (the contract subtracts scalars on the right only). Real x:
+    -x^2 + 1, +0 at |x| = 1, so that asin's, acos's and atanh's derivatives there are the
+    limits from inside (+inf), not -inf through a -0. Complex x: -(x^2 - 1), whose zero
+    imaginary parts keep the sign that puts sqrt on the side of the branch cut that the
+    forward takes (asin(2 + 0j)'s derivative is its finite difference along the real axis)."""
+    if meta(x)[1].is_complex:
+        return k.neg(k.sub(k.mul(x, x), 1))
+    return k.add(k.neg(k.mul(x, x)), 1)
 
 
 _UNARY = (
@@ -178,6 +189,8 @@ def signbit(input: Tensor, *, out=None) -> Tensor:
     (a bool tensor; never differentiable)."""
     x = tensor_arg(input, "signbit")
     dt = x._dtype
+    if out is not None:
+        check_bool_out(out, "signbit")
     if dt.is_complex:
         raise NotImplementedError("signbit is not implemented for complex tensors.")
     if dt.is_floating_point:
@@ -187,6 +200,12 @@ def signbit(input: Tensor, *, out=None) -> Tensor:
         return _result(zeros(tuple(x.shape), dtype=dtypes.bool, device=x.device), out,
                        "signbit")
     return _result(x.detach() < 0, out, "signbit")
+
+
+def check_bool_out(out, op: str) -> None:
+    """PyTorch's refusal of a non-bool ``out=`` for the bool-valued ``op``."""
+    if isinstance(out, Tensor) and out._dtype is not dtypes.bool:
+        raise RuntimeError(f"{op} does not support non-boolean outputs.")
 
 
 def isinf(input: Tensor) -> Tensor:
@@ -397,9 +416,7 @@ def clamp_max(input: Tensor, max: Tensor | float) -> Tensor:  # noqa: A002
 def clamp_(self: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     """In-place ``clamp``."""
     dt, min, max = _clamp_args(self, min, max, "clamp_")
-    if not _can_cast(dt, self._dtype):
-        raise RuntimeError(f"clamp_: result type {dt.name.capitalize()} can't be cast to the "
-                           f"desired output type {self._dtype.name.capitalize()}")
+    check_cast(dt, self._dtype)
     dt = self._dtype
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         bounds, has_lo, has_hi = _clamp_tensor_bounds(self, min, max, dt, "clamp_")
@@ -448,9 +465,12 @@ def _refuse_division(dt, device, kernel: str) -> None:
         raise kernel_not_implemented(f"{kernel}_{device.type}", dt)
 
 
-def _division(op_t, op_s, name, kernel):
+def _division(op_t, op_s, name, kernel, scalar_first=True):
     def fn(input, other, *, out=None) -> Tensor:
         if not isinstance(input, Tensor):  # number // tensor
+            if not scalar_first:  # (PyTorch's fmod has no Scalar-first overload)
+                raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                                f"{type(input).__name__}")
             input = _operand(input, result_type(input, other), other, name)
         a, b = binary_operands(input, other, name)
         _refuse_division(a._dtype, a.device, kernel)
@@ -471,7 +491,7 @@ remainder = _division(RemainderBackward0, RemainderBackward1, "remainder", "rema
 remainder.__doc__ = ("``input % other`` with the sign of the divisor (Python's ``%``). Its "
                      "gradient is 1 for input and ``-floor(input / other)`` for other.")
 div_trunc = _division(DivTruncBackward0, DivTruncBackward1, "div", "div_trunc")
-fmod = _division(FmodBackward0, FmodBackward1, "fmod", "fmod")
+fmod = _division(FmodBackward0, FmodBackward1, "fmod", "fmod", scalar_first=False)
 fmod.__doc__ = ("C's ``fmod``: ``input - trunc(input / other) * other``, with the sign of the "
                 "dividend (``remainder`` takes the divisor's). Its gradient is 1 for input "
                 "and ``-trunc(input / other)`` for other.")
@@ -479,22 +499,16 @@ fmod.__doc__ = ("C's ``fmod``: ``input - trunc(input / other) * other``, with th
 
 def _inplace_division(op_t, op_s, name, kernel):
     def method(self: Tensor, other) -> Tensor:
-        _refuse_division(result_type(self, other), self.device, kernel)
+        dt = result_type(self, other)
+        check_cast(dt, self._dtype)  # (PyTorch's order: the cast, then the kernel's dtype)
+        _refuse_division(dt, self.device, kernel)
         if isinstance(other, Tensor):
             other = operand_on_device(self, other, name)
-            dt = result_type(self, other)
-            if not _can_cast(dt, self._dtype):
-                raise RuntimeError(f"result type {dt.name.capitalize()} can't be cast to the "
-                                   f"desired output type {self._dtype.name.capitalize()}")
             if broadcast_shapes(self.shape, other.shape) != tuple(self.shape):
                 raise RuntimeError(f"{name}: output with shape {list(self.shape)} doesn't match "
                                    f"the broadcast shape "
                                    f"{list(broadcast_shapes(self.shape, other.shape))}")
             return apply_inplace(op_t, self, (other.to(self._dtype),))
-        dt = result_type(self, other)
-        if not _can_cast(dt, self._dtype):
-            raise RuntimeError(f"result type {dt.name.capitalize()} can't be cast to the "
-                               f"desired output type {self._dtype.name.capitalize()}")
         other = wrapped_scalar(other, self._dtype)
         if other == 0 and not self._dtype.is_floating_point:
             raise RuntimeError(f"ZeroDivisionError: integer division by zero in {name}")
@@ -685,12 +699,21 @@ def _bitwise(name):
     def inplace(self: Tensor, other) -> Tensor:
         if isinstance(other, Tensor):
             other = operand_on_device(self, other, name + "_")
-            if broadcast_shapes(self.shape, other.shape) != tuple(self.shape):
-                raise RuntimeError(f"{name}_: output with shape {list(self.shape)} doesn't "
-                                   f"match the broadcast shape")
-            if not _can_cast(result_type(self, other), self._dtype):
-                raise RuntimeError(f"{name}_: result type can't be cast to "
-                                   f"{self._dtype.name.capitalize()}")
+        elif isinstance(other, (_Number, np.bool_)):
+            other = python_number(other)
+        else:
+            raise TypeError(f"{name}_(): argument 'other' must be Tensor or Number, not "
+                            f"{type(other).__name__}")
+        if isinstance(other, Tensor):
+            shape = broadcast_shapes(self.shape, other.shape)
+            if shape != tuple(self.shape):
+                raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
+                                   f"broadcast shape {list(shape)}")
+        dt = result_type(self, other)
+        check_cast(dt, self._dtype)  # (PyTorch's order: the cast, then the kernel's dtype)
+        if dt.is_floating_point or dt.is_complex:
+            raise kernel_not_implemented(f"{name}_{self.device.type}", dt)
+        if isinstance(other, Tensor):
             return apply_inplace(Op, self, (other.to(self._dtype),))
         return apply_inplace(Op, self, (), wrapped_scalar(other, self._dtype))
 
@@ -708,10 +731,12 @@ def bitwise_not(input: Tensor, *, out=None) -> Tensor:
     x = tensor_arg(input, "bitwise_not")
     if x._dtype.is_floating_point or x._dtype.is_complex:
         raise kernel_not_implemented(f"bitwise_not_{x.device.type}", x._dtype)
+    if out is not None:
+        check_out_dtype(out, x._dtype)
     return _result(apply(BitwiseNotOp, (x,)), out, "bitwise_not")
 
 
-def _as_bool(x, like: Tensor | None = None) -> Tensor | bool:
+def _as_bool(x) -> Tensor | bool:
     if isinstance(x, Tensor):
         return x if x._dtype is dtypes.bool else x != 0
     if isinstance(x, _Number):
