@@ -35,6 +35,7 @@ import math
 import numbers
 import operator
 import threading
+import warnings
 
 import numpy as np
 
@@ -50,6 +51,7 @@ from ..tensor import Tensor, make
 from . import creation
 from .complex_parts import view_as_real
 from .creation import _finish, as_dtype, host_to, resolve_device
+from .elementwise import _result, resize_output
 
 _SEED_MASK = (1 << 64) - 1
 # A CPU state tensor is PyTorch's (CPUGeneratorImplState, 5056 bytes, little-endian): the
@@ -121,12 +123,9 @@ class Generator:
         return self._device
 
     def manual_seed(self, seed: int) -> Generator:
-        """Seeds the generator (any int; negative ones wrap modulo 2**64, as PyTorch's);
-        returns it."""
-        try:
-            seed = operator.index(seed) & _SEED_MASK
-        except TypeError:
-            raise TypeError(f"manual_seed expected an int, got {type(seed).__name__}") from None
+        """Seeds the generator (an int in [-2**63, 2**64); negative ones wrap modulo 2**64, as
+        PyTorch's); returns it."""
+        seed = _seed_arg(seed)
         self._reset(CPUStream(seed), seed)
         return self
 
@@ -139,6 +138,37 @@ class Generator:
     def initial_seed(self) -> int:
         """The seed the generator was last seeded with."""
         return self._seed
+
+    def clone_state(self) -> Generator:
+        """A new generator of this one's device in this one's state (seed, stream position
+        and cached normal; a CUDA generator's offset), independent of it from then on."""
+        twin = Generator(self._device)
+        twin.set_state(self.get_state())
+        return twin
+
+    def get_offset(self) -> int:
+        """A CUDA generator's Philox offset (here: the draws it has made since its seed); a
+        CPU generator has none (RuntimeError, as PyTorch's)."""
+        if self._device.type != "cuda":
+            raise RuntimeError("CPU Generator does not use offset")
+        return self._offset
+
+    def set_offset(self, offset: int) -> Generator:
+        """Sets a CUDA generator's Philox offset (see ``get_offset``); returns self."""
+        if self._device.type != "cuda":
+            raise RuntimeError("CPU Generator does not use offset")
+        self._offset = operator.index(offset)
+        return self
+
+    def graphsafe_get_state(self) -> Generator:
+        """PyTorch's CUDA-graph generator states are not supported (NotImplementedError, as
+        PyTorch's CPU generator): captures here keep their draws fresh by the generator's
+        epoch (Note [graph-safe draws]); ``clone_state`` copies a state."""
+        raise NotImplementedError("graphsafe_get_state is not supported in this Generator")
+
+    def graphsafe_set_state(self, state: Generator) -> Generator:
+        """Not supported (see ``graphsafe_get_state``)."""
+        raise NotImplementedError("graphsafe_set_state is not supported in this Generator")
 
     def get_state(self) -> Tensor:
         """The generator's state as a CPU uint8 tensor (for ``set_state``): PyTorch's layout of
@@ -159,15 +189,15 @@ class Generator:
 
     def set_state(self, new_state: Tensor) -> Generator:
         """Restores a state from ``get_state`` (of this or any generator); returns self."""
+        # (PyTorch's messages, which name its tensor type)
         if not isinstance(new_state, Tensor):
-            raise TypeError(f"set_state(): argument 'new_state' must be Tensor, not "
-                            f"{type(new_state).__name__}")
+            raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
         if new_state.dtype is not dtypes.uint8:
-            raise RuntimeError(f"set_state: expected a uint8 (Byte) state tensor, got "
-                               f"{scalar_type_name(new_state.dtype)}")
+            raise _StateDtypeError(f"RNG state must be a torch.ByteTensor (uint8), got "
+                                   f"{scalar_type_name(new_state.dtype)}")
         size = _STATE_SIZE + (_PHILOX_SIZE if self._device.type == "cuda" else 0)
         if new_state.numel() != size:
-            raise RuntimeError(f"Expected a Generator state of size {size} but found the "
+            raise RuntimeError(f"Expected a CPUGeneratorImplState of size {size} but found the "
                                f"input RNG state size to be {new_state.numel()}")
         raw = new_state.detach().cpu().numpy().reshape(-1).tobytes()
         philox = None
@@ -189,6 +219,22 @@ class Generator:
 
     def __repr__(self) -> str:
         return f"<tritongrad.Generator object, device={self._device}>"
+
+
+class _StateDtypeError(TypeError, RuntimeError):
+    """A state tensor of another dtype than uint8: PyTorch's TypeError, and the RuntimeError
+    this library raised before (callers may catch either)."""
+
+
+def _seed_arg(seed) -> int:
+    """A seed as PyTorch's ``Generator.manual_seed`` takes it: an integer (not a bool) that
+    fits 64 bits, signed or not, wrapped into [0, 2**64)."""
+    if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
+        raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
+    seed = operator.index(seed)
+    if not -(1 << 63) <= seed <= _SEED_MASK:
+        raise ValueError("Overflow when unpacking long long")
+    return seed & _SEED_MASK
 
 
 class _GlobalGenerator(Generator):
@@ -301,8 +347,8 @@ def set_rng_state(new_state: Tensor) -> None:
 # -- randperm --------------------------------------------------------------------------------
 
 @observed_op("aten::randperm")
-def randperm(n: int, *, generator=None, dtype=None, device=None,
-             requires_grad: bool = False) -> Tensor:
+def randperm(n: int, *, generator=None, out: Tensor | None = None, dtype=None, device=None,
+             requires_grad: bool = False, layout=None, pin_memory: bool = False) -> Tensor:
     """A random permutation of the integers ``0 .. n-1`` (int64 by default).
 
     Example::
@@ -313,18 +359,44 @@ def randperm(n: int, *, generator=None, dtype=None, device=None,
     n = operator.index(n)
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    if out is not None:  # (written into out, in its dtype, as PyTorch's randperm_out)
+        if not isinstance(out, Tensor):
+            raise TypeError(f"randperm(): argument 'out' must be Tensor, not "
+                            f"{type(out).__name__}")
+        values = randperm(n, generator=generator, dtype=out.dtype, device=out.device)
+        resize_output(out, (n,))
+        return out.copy_(values)
     dev = resolve_device(device)
     dt = as_dtype(dtype) or dtypes.int64
-    if dt is dtypes.bool:
+    if dt is dtypes.bool or dt.is_complex:
         raise kernel_not_implemented("randperm", dt)
+    _check_randperm_size(n, dt)
     perm = cpu_random.randperm(n, numpy_rng(generator, dev, "randperm"))
-    return _finish(host_to(perm, dt, dev), requires_grad)
+    result = host_to(perm, dt, dev)
+    if pin_memory:
+        result = creation._pinned(result, True)
+    return _finish(result, requires_grad)
+
+
+# (PyTorch's check_supported_max_int_with_precision: n - 1 must fit the dtype, and a float
+# dtype must hold every integer up to n exactly)
+_PERM_FLOAT_MAX = {"float16": ((1 << 11) + 1, "2049"), "float32": ((1 << 24) + 1, "2^24+1"),
+                   "float64": ((1 << 53) + 1, "2^53+1")}
+
+
+def _check_randperm_size(n: int, dt) -> None:
+    if not (dt.is_floating_point or dt.is_complex) and n > 1 and n - 1 > np.iinfo(dt.np).max:
+        raise RuntimeError(f"value cannot be converted to type {dt.name}_t without overflow")
+    limit = _PERM_FLOAT_MAX.get(dt.name)
+    if limit is not None and n > limit[0]:
+        raise RuntimeError(f"n cannot be greater than {limit[1]} for "
+                           f"{dtypes.CPP_NAMES[dt.name]} type.")
 
 
 # -- multinomial -----------------------------------------------------------------------------
 
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
-                generator=None) -> Tensor:
+                generator=None, out: Tensor | None = None) -> Tensor:
     """``num_samples`` indices drawn from the categories of each row of ``input`` (1-D or 2-D
     non-negative weights, not necessarily summing to 1), with or without ``replacement``.
 
@@ -356,22 +428,53 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     if (w.sum(axis=1) <= 0).any():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    out = cpu_random.multinomial(w, num_samples, replacement, rng)
-    out = out.reshape(num_samples) if input.ndim == 1 else out
-    return host_to(np.ascontiguousarray(out, dtype=np.int64), dtypes.int64, input.device)
+    if out is not None and out.dtype is not dtypes.int64:
+        raise RuntimeError(f"multinomial expects Long tensor out, got: "
+                           f"{scalar_type_name(out.dtype)}")
+    drawn = cpu_random.multinomial(w, num_samples, replacement, rng)
+    drawn = drawn.reshape(num_samples) if input.ndim == 1 else drawn
+    return _result(host_to(np.ascontiguousarray(drawn, dtype=np.int64), dtypes.int64,
+                           input.device), out, "multinomial")
 
 
 # -- bernoulli -------------------------------------------------------------------------------
 
+def _fill_order(x: Tensor) -> list | None:
+    """The order in which ATen's CPU kernels fill ``x`` (TensorIterator's: memory order, the
+    dims by decreasing stride), as a permutation of x's dims; None when x is contiguous, or
+    when its memory order is its row-major one."""
+    if x.is_contiguous():
+        return None
+    strides = x.stride()
+    perm = sorted((d for d in range(x.ndim) if x.shape[d] != 1), key=lambda d: -strides[d])
+    perm += [d for d in range(x.ndim) if x.shape[d] == 1]  # (size-1 dims: no order of theirs)
+    return None if perm == sorted(perm) else perm
+
+
+def _drawn(x: Tensor, draw) -> Tensor:
+    """``draw(shape)`` (a host array of draws in row-major order) for the elements of CPU
+    tensor ``x`` in the order ATen's kernel fills them (``_fill_order``), as a tensor of x's
+    shape."""
+    perm = _fill_order(x)
+    if perm is None:
+        return make(draw(tuple(x.shape)))
+    values = make(draw(tuple(x.shape[d] for d in perm)))
+    return values.permute(*np.argsort(perm).tolist())
+
+
 def _uniform_like(x: Tensor, generator, op: str, dtype=dtypes.float64) -> Tensor:
-    """Uniform [0, 1) numbers of x's shape on x's device (drawn there), in ``dtype``."""
+    """Uniform [0, 1) numbers of x's shape on x's device (drawn there), in ``dtype`` (on the
+    CPU in the order ATen's kernels draw them)."""
     gen = stream(generator, x.device, op)
+    if x.device.type == "cpu":
+        return _drawn(x, lambda shape: cpu_random.rand(shape, dtype, x.device, gen))
     return make(x._k.rand(tuple(x.shape), dtype, x.device, gen))
 
 
 def _bernoulli_draws(x: Tensor, prob, generator, op: str) -> Tensor:
-    """``uniform < prob`` of x's shape: PyTorch's draws, float64 for a number ``prob``, in the
-    probabilities' dtype for a tensor of them (float32 for the half types)."""
+    """``uniform < prob`` of x's shape (drawn in the order ATen fills ``x``): PyTorch's draws,
+    float64 for a number ``prob``, in the probabilities' dtype for a tensor of them (float32
+    for the half types)."""
     dt = dtypes.float64
     if isinstance(prob, Tensor) and prob.dtype is not dtypes.float64:
         dt = dtypes.float32
@@ -393,28 +496,52 @@ def _check_p_number(p, op: str) -> float:
     return float(p)
 
 
-def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
+def bernoulli(input: Tensor, p=None, *, generator=None, out: Tensor | None = None) -> Tensor:
     """Draws binary random numbers (0 or 1): ``out[i] = 1`` with probability ``input[i]``
     (or with probability ``p``, a number, for every element when it is given). The result
-    has input's shape and dtype; it is not differentiable."""
+    has input's shape and dtype (``out=``: written into that tensor, in its dtype, as
+    ``out.bernoulli_(input)``); it is not differentiable."""
+    if out is not None:
+        if p is not None:
+            raise TypeError("bernoulli() received an invalid combination of arguments - got "
+                            "(Tensor, float, out=Tensor), but expected one of:\n"
+                            " * (Tensor input, *, torch.Generator generator = None, Tensor out "
+                            "= None)\n * (Tensor input, float p, *, torch.Generator generator "
+                            "= None)")
+        if not isinstance(out, Tensor):
+            raise TypeError(f"bernoulli(): argument 'out' must be Tensor, not "
+                            f"{type(out).__name__}")
+        resize_output(out, tuple(input.shape))
+        return bernoulli_(out, input, generator=generator)
     if p is None:
+        if input.dtype.is_complex:
+            raise kernel_not_implemented("bernoulli_tensor_cpu_self_", input.dtype)
         if not input.dtype.is_floating_point:
-            raise kernel_not_implemented("bernoulli", input.dtype)
+            raise kernel_not_implemented("bernoulli_tensor_cpu_p_", input.dtype)
         _check_p_tensor(input)
         prob = input.detach()
     else:
         prob = _check_p_number(p, "bernoulli_")
-    return _bernoulli_draws(input, prob, generator, "bernoulli").to(input.dtype)
+    # (ATen's result is contiguous, filled in row-major order whatever input's layout)
+    target = input if input.device.type != "cpu" or input.is_contiguous() else creation.empty(
+        tuple(input.shape), dtype=input.dtype, device=input.device)
+    return _bernoulli_draws(target, prob, generator, "bernoulli").to(input.dtype)
 
 
 def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
     """Fills ``self`` with 0/1 draws, 1 with probability ``p`` (a number, or a tensor of
     probabilities broadcasting to self's shape); returns self."""
     if isinstance(p, Tensor):
+        if not p.dtype.is_floating_point:
+            raise kernel_not_implemented("bernoulli_tensor_cpu_p_", p.dtype)
+        if self.dtype.is_complex:
+            raise kernel_not_implemented("bernoulli_tensor_cpu_self_", self.dtype)
         _check_p_tensor(p)
         prob = p.detach().to(self.device)
     else:
         prob = _check_p_number(p, "bernoulli_")
+        if self.dtype.is_complex:
+            raise kernel_not_implemented("bernoulli_scalar_cpu_", self.dtype)
     draw = _bernoulli_draws(self, prob, generator, "bernoulli_")
     return self.copy_(draw.to(self.dtype))
 
@@ -442,20 +569,22 @@ def _fill(self: Tensor, values: Tensor) -> Tensor:
     return self.copy_(values)
 
 
-def _floating_fill(x: Tensor, kernel: str) -> None:
-    """PyTorch's refusal of a continuous fill of an integer or bool tensor."""
-    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+def _floating_fill(x: Tensor, kernel: str, complex_ok: bool = True) -> None:
+    """PyTorch's refusal of a continuous fill of an integer or bool tensor (and of a complex
+    one unless ``complex_ok``)."""
+    if not (x.dtype.is_floating_point or (complex_ok and x.dtype.is_complex)):
         raise kernel_not_implemented(f"{kernel}", x.dtype)
 
 
 # (the C++ type names PyTorch's cauchy_ message uses)
 _C_TYPE_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
-                 "int16": "short int", "int32": "int", "int64": "long int"}
+                 "int16": "short int", "int32": "int", "int64": "long int",
+                 "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
 
 
 def _continuous(x: Tensor, law: str, names: dict) -> None:
-    """PyTorch's refusal of an exponential or Cauchy fill of an integer or bool tensor."""
-    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+    """PyTorch's refusal of an exponential or Cauchy fill of a non-real-floating tensor."""
+    if not x.dtype.is_floating_point:
         raise RuntimeError(f"{law} distribution is a continuous probability distribution. "
                            f"dtype must be a floating point but you specified "
                            f"{names.get(x.dtype.name, x.dtype.name)}")
@@ -475,8 +604,8 @@ def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None,
         return self
     if _exact_cpu(self):  # PyTorch's numbers (Note [PyTorch's CPU streams])
         gen = stream(generator, self.device, "uniform_")
-        return _fill(self, make(cpu_random.uniform(tuple(self.shape), self.dtype, gen,
-                                                   float(a), float(b))))
+        return _fill(self, _drawn(self, lambda shape: cpu_random.uniform(
+            shape, self.dtype, gen, float(a), float(b))))
     return _fill(self, _uniform_like(self, generator, "uniform_") * (b - a) + a)
 
 
@@ -491,21 +620,23 @@ def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None
         return self
     if _exact_cpu(self):
         gen = stream(generator, self.device, "normal_")
-        return _fill(self, make(cpu_random.normal(tuple(self.shape), self.dtype, gen,
-                                                  float(mean), float(std))))
+        # (ATen's blocks of 16 only for a contiguous tensor: others one at a time)
+        serial = not self.is_contiguous()
+        return _fill(self, _drawn(self, lambda shape: cpu_random.normal(
+            shape, self.dtype, gen, float(mean), float(std), serial)))
     return _fill(self, _normal_like(self, generator, "normal_") * std + mean)
 
 
 def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *,
                 generator=None) -> Tensor:
     """Fills self with exp(N(mean, std^2)) draws."""
-    _floating_fill(self, f"log_normal_{self.device.type}")
+    _floating_fill(self, f"log_normal_{self.device.type}", complex_ok=False)
     if std <= 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
     if _exact_cpu(self):
         gen = stream(generator, self.device, "log_normal_")
-        return _fill(self, make(cpu_random.log_normal(tuple(self.shape), self.dtype, gen,
-                                                      float(mean), float(std))))
+        return _fill(self, _drawn(self, lambda shape: cpu_random.log_normal(
+            shape, self.dtype, gen, float(mean), float(std))))
     return _fill(self, (_normal_like(self, generator, "log_normal_") * std + mean).exp())
 
 
@@ -517,8 +648,8 @@ def exponential_(self: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
     if _exact_cpu(self):
         gen = stream(generator, self.device, "exponential_")
-        return _fill(self, make(cpu_random.exponential(tuple(self.shape), self.dtype, gen,
-                                                       float(lambd))))
+        return _fill(self, _drawn(self, lambda shape: cpu_random.exponential(
+            shape, self.dtype, gen, float(lambd))))
     u = _uniform_like(self, generator, "exponential_")
     return _fill(self, (1 - u).log().neg() / lambd)
 
@@ -530,8 +661,8 @@ def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator=
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
     if _exact_cpu(self):
         gen = stream(generator, self.device, "cauchy_")
-        return _fill(self, make(cpu_random.cauchy(tuple(self.shape), self.dtype, gen,
-                                                  float(median), float(sigma))))
+        return _fill(self, _drawn(self, lambda shape: cpu_random.cauchy(
+            shape, self.dtype, gen, float(median), float(sigma))))
     u = _uniform_like(self, generator, "cauchy_")
     return _fill(self, ((u - 0.5) * math.pi).tan() * sigma + median)
 
@@ -539,16 +670,51 @@ def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator=
 def geometric_(self: Tensor, p: float, *, generator=None) -> Tensor:
     """Fills self with the number of Bernoulli(p) trials up to the first success (>= 1):
     ceil(log(1 - U) / log(1 - p))."""
-    if self.dtype is dtypes.bool:
+    if self.dtype is dtypes.bool or self.dtype.is_complex:
         raise kernel_not_implemented(f"geometric_{self.device.type}", self.dtype)
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
     if self.device.type == "cpu" and not self.dtype.is_complex:  # (ATen's: every real dtype)
         gen = stream(generator, self.device, "geometric_")
-        return _fill(self, make(cpu_random.geometric(tuple(self.shape), self.dtype, gen,
-                                                     float(p))))
+        return _fill(self, _drawn(self, lambda shape: cpu_random.geometric(
+            shape, self.dtype, gen, float(p))))
     u = _uniform_like(self, generator, "geometric_")
     return _fill(self, ((1 - u).log() / math.log1p(-p)).ceil().clamp(min=1.0))
+
+
+# (the C++ names of the floating types in random_'s bounds messages)
+_C_FLOAT_NAMES = {"float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+                  "float64": "double"}
+
+
+def check_random_bounds(low: int, high: int, dtype) -> None:
+    """PyTorch's checks of integer draws from [low, high) into ``dtype`` (``random_``,
+    ``randint``): both ends must fit the dtype (RuntimeError); a floating dtype narrows them
+    first (``float_bounds``) and warns where they pass 2^mantissa bits, beyond which it
+    cannot hold every integer."""
+    if dtype.is_floating_point:
+        low, high = cpu_random.float_bounds(low, high, dtype)
+        if low >= high:
+            raise RuntimeError(f"random_ expects 'from' casted to dtype to be less than 'to' "
+                               f"casted to dtype, but got from={low} >= to={high}")
+        info, name = dtypes.finfo(dtype), _C_FLOAT_NAMES[dtype.name]
+        lo, hi = float(info.min), float(info.max)
+    else:
+        name = _C_TYPE_NAMES.get(dtype.name, dtype.name)
+        lo, hi = (0, 1) if dtype is dtypes.bool else (int(np.iinfo(dtype.np).min),
+                                                     int(np.iinfo(dtype.np).max))
+    for what, v in (("from", low), ("to - 1", high - 1)):
+        if not lo <= v <= hi:
+            raise RuntimeError(f"{what} is out of bounds for {name}")
+    if dtype.is_floating_point:
+        digits = {"float16": 11, "bfloat16": 8, "float32": 24}.get(dtype.name, 53)
+        for what, v in (("from", low), ("to - 1", high - 1)):
+            if abs(v) > 1 << digits:
+                warnings.warn(f"{what} is out of bounds [-(2^{digits}), 2^{digits}]. Due to "
+                              f"precision limitations {name} can support discrete uniform "
+                              f"distribution only within this range. This warning will become "
+                              f"an error in version 1.7 release, please fix the code in "
+                              f"advance", stacklevel=3)
 
 
 _RANDOM_OVERLOADS = ("\n * (*, Generator generator = None)\n * (int from, int to, *, Generator "
@@ -588,9 +754,12 @@ def random_(self: Tensor, *args, generator=None, **kwargs) -> Tensor:
         True
     """
     if self.dtype.is_complex:
+        # (PyTorch's kernel is "random_kernel_cpu"; tests/test_gaps_24.py pins this name)
         raise kernel_not_implemented("random_", self.dtype)
     a, b = _random_bounds(args, kwargs)
-    full = b is None  # (the dtype's whole range: the draw's width goes by the dtype's size)
+    # (no bounds at all: ATen's random_kernel, whose draw's width goes by the dtype's size;
+    # any bound: by the range's)
+    full = not args and not kwargs
     if b is None:
         dt = self.dtype
         if dt.is_floating_point:
@@ -602,11 +771,13 @@ def random_(self: Tensor, *args, generator=None, **kwargs) -> Tensor:
     if a >= b:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={a} >= "
                            f"to={b}")
+    if not full:
+        check_random_bounds(a, b, self.dtype)
     if self.device.type == "cpu":  # PyTorch's integers: low + draw mod range
         gen = stream(generator, self.device, "random_")
         wide = self.dtype.itemsize == 8 if full else None
-        return _fill(self, make(cpu_random.integers(a, b, tuple(self.shape), self.dtype, gen,
-                                                    wide)))
+        return _fill(self, _drawn(self, lambda shape: cpu_random.integers(
+            a, b, shape, self.dtype, gen, wide)))
     u = _uniform_like(self, generator, "random_")
     return _fill(self, (u * (b - a)).floor().clamp(max=b - a - 1) + a)
 

@@ -22,6 +22,7 @@ import operator
 
 import numpy as np
 
+from ...kernels.numpy import random as cpu_random
 from ...runtime import dtype as dtypes
 from ..checks import scalar_type_name, tensor_arg
 from ..dispatch import Primitive, apply, zero_jvp
@@ -29,8 +30,9 @@ from ..grad_mode import no_grad
 from ..registry import OpInfo
 from ..state import state
 from ..tensor import Tensor
-from .creation import _finish, as_dtype, host_to, randint, randn, resolve_device
-from .elementwise import _result, broadcast_shapes, zero_vjp
+from .creation import (_finish, _size, as_dtype, empty, empty_like, host_to, randint, randn,
+                       resolve_device)
+from .elementwise import _result, broadcast_shapes, resize_output, zero_vjp
 from .random import numpy_rng
 
 __all__ = ["binomial", "normal", "poisson", "randint_like"]  # (and the private _standard_gamma)
@@ -108,10 +110,17 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
             got = ", ".join(type(a).__name__ for a in (mean, std, size) if a is not None)
             raise TypeError(_NORMAL_OVERLOADS.format(got))
         _std_number(std)
-        z = randn(size, dtype=dtype if out is None else out.dtype,
-                   device=device if out is None else out.device, generator=generator)
-        with no_grad():
-            z = z * float(std) + float(mean)
+        dt, dev = (dtype, device) if out is None else (out.dtype, out.device)
+        if out is not None and out.device.type == "cpu":  # (out.normal_: in out's layout)
+            resize_output(out, _size((size,)))
+            return out.normal_(float(mean), float(std), generator=generator)
+        if resolve_device(dev).type == "cpu":  # (ATen's: normal_(mean, std), fused in-kernel)
+            z = empty(size, dtype=dt, device=dev).normal_(float(mean), float(std),
+                                                          generator=generator)
+        else:
+            z = randn(size, dtype=dt, device=dev, generator=generator)
+            with no_grad():
+                z = z * float(std) + float(mean)
         if out is not None:
             return _result(z, out, "normal")
         if pin_memory:
@@ -139,9 +148,16 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
             raise RuntimeError("normal expects all elements of std >= 0.0")
         mean = float(mean)
     dt = dtypes.result_type(*params) if len(params) == 2 else like.dtype
-    z = randn(shape, dtype=dt, device=like.device, generator=generator)
-    with no_grad():
-        values = z * (std.detach() if s_t else std) + (mean.detach() if m_t else mean)
+    if not s_t and like.device.type == "cpu":
+        # (ATen's normal(Tensor, float): normal_(0, std), the std applied in the kernel, then
+        # the mean added)
+        z = empty(shape, dtype=dt, device=like.device).normal_(0.0, std, generator=generator)
+        with no_grad():
+            values = z + mean.detach()
+    else:
+        z = randn(shape, dtype=dt, device=like.device, generator=generator)
+        with no_grad():
+            values = z * (std.detach() if s_t else std) + (mean.detach() if m_t else mean)
     values = values.to(dt).contiguous()
     return _result(_sampled(node, params, values), out, "normal")
 
@@ -187,14 +203,18 @@ def binomial(count: Tensor, prob: Tensor, generator=None) -> Tensor:
     if prob.dtype is not count.dtype:
         raise RuntimeError(f"Found dtype {scalar_type_name(prob.dtype)} but expected "
                            f"{scalar_type_name(count.dtype)}")
+    if count.dtype in (dtypes.float16, dtypes.bfloat16):
+        raise NotImplementedError(f"\"binomial_{count.device.type}\" not implemented for "
+                                  f"'{scalar_type_name(count.dtype)}'")
     shape = broadcast_shapes(tuple(count.shape), tuple(prob.shape))
-    n = np.broadcast_to(count.detach().to(dtypes.float64).cpu().numpy(), shape)
-    p = np.broadcast_to(prob.detach().to(dtypes.float64).cpu().numpy(), shape)
+    # (in the parameters' float width: ATen's sampler computes some steps in it)
+    wide = dtypes.float32 if count.dtype is dtypes.float32 else dtypes.float64
+    n = np.broadcast_to(count.detach().to(wide).cpu().numpy(), shape)
+    p = np.broadcast_to(prob.detach().to(wide).cpu().numpy(), shape)
     # (PyTorch's sampler clamps: no trials below 0, probabilities into [0, 1])
-    n = np.floor(np.nan_to_num(np.maximum(n, 0))).astype(np.int64)
+    n = np.nan_to_num(np.maximum(n, 0))  # (a fractional count is used as it is, as ATen's)
     p = np.clip(np.nan_to_num(p), 0.0, 1.0)
-    drawn = np.asarray(numpy_rng(generator, count.device, "binomial").binomial(n, p),
-                       dtype=np.float64)
+    drawn = cpu_random.binomial(n, p, numpy_rng(generator, count.device, "binomial"))
     out = host_to(np.require(drawn, requirements="C"), count.dtype, count.device)
     if state.grad_enabled and (count.requires_grad or prob.requires_grad):
         _not_implemented(out, (count, prob), "aten::binomial")
@@ -243,7 +263,11 @@ def randint_like(input: Tensor, low: int = 0, high: int | None = None, *, dtype=
                            f"to={high}")
     dt = as_dtype(dtype) or input.dtype
     dev = input.device if device is None else resolve_device(device)
-    out = randint(low, high, tuple(input.shape), dtype=dt, device=dev, generator=generator)
+    if dev.type == "cpu":  # (ATen's empty_like(input).random_(low, high): in its layout)
+        out = empty_like(input, dtype=dt, device=dev, memory_format=memory_format)
+        out.random_(low, high, generator=generator)
+    else:
+        out = randint(low, high, tuple(input.shape), dtype=dt, device=dev, generator=generator)
     return _finish(out, requires_grad)
 
 

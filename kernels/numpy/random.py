@@ -11,20 +11,24 @@ Note [PyTorch's CPU streams]
   one twister output; a 64-bit draw is two, the first the high word. From those, as ATen's
   CPU kernels (DistributionsHelper.h, TransformationHelper.h, cpu/DistributionTemplates.h):
 
+  - a kernel fills a tensor in memory order (TensorIterator's), which the callers arrange
+    for a non-contiguous one (autograd/ops/random.py's ``_drawn``);
   - uniform on [from, to): float64 from ``(draw64 mod 2^53) 2^-53``; float32, float16 and
     bfloat16 from ``(draw32 mod 2^24) 2^-24``, then ``u (to - from) + from`` as a fused
     multiply-add (in float32 for all but float64), a
     half-precision value that rounds up to ``to`` becoming ``from``;
   - integers in [low, high): ``low + draw mod (high - low)``, the draw 64-bit when the range
-    is 2^28 or more, else 32-bit (``random_()`` without bounds: 64-bit for 8-byte dtypes);
-    ``randperm`` a Fisher-Yates pass swapping ``i`` with
-    ``i + draw32 mod (n - i)``;
+    is 2^28 or more, else 32-bit (``random_()`` without bounds: 64-bit for 8-byte dtypes),
+    a floating dtype's bounds first narrowed where they round outside (``float_bounds``);
+    ``randperm`` a Fisher-Yates pass swapping ``i`` with ``i + draw32 mod (n - i)`` (from
+    n = 2^32 / 20: the inside-out pass of 64-bit draws, ``_randperm_wide``);
   - Bernoulli(p): ``uniform < p``, in float64 for a number p (and dropout, ``bernoulli_(1 -
     p)``), in the probabilities' dtype for a tensor of them; exponential ``-1/lambda
     log1p(-u)`` in float64; ``multinomial`` as ``multinomial`` below says;
-  - normal: under 16 elements, Box-Muller in float64 per pair of 53-bit uniforms, returning
-    ``r cos`` and keeping ``r sin`` for the stream's next scalar normal (PyTorch's
-    ``next_double_normal_sample``); 16 or more, uniforms for all, then every block of 16 maps
+  - normal: under 16 elements (or into a non-contiguous tensor), Box-Muller in float64 per
+    pair of 53-bit uniforms, returning ``r cos`` and keeping ``r sin`` for the stream's next
+    scalar normal (PyTorch's ``next_double_normal_sample``), ``z std + mean`` fused; 16 or
+    more, uniforms for all, then every block of 16 maps
     its first 8 to radii and last 8 to angles (``r cos`` then ``r sin``), a partial last block
     redrawn as 16 new uniforms over the last 16 outputs. float32 blocks use the AVX2
     polynomials PyTorch's vectorized kernel uses (Cephes ``log``/``sincos``, reproduced with
@@ -274,8 +278,9 @@ def _scalar_normals(gen: CPUStream, n: int, mean: float, std: float) -> np.ndarr
             gen.next_normal, z = r * math.sin(theta), r * math.cos(theta)
         else:
             gen.next_normal = None
-        out[i] = z * std + mean
-    return out
+        out[i] = z
+    # (``z std + mean`` fused, as ATen's compiled ``normal_distribution``)
+    return _fma64(out, float(std), float(mean))
 
 
 def randn(shape, dtype, device, gen: CPUStream):
@@ -283,12 +288,14 @@ def randn(shape, dtype, device, gen: CPUStream):
     return normal(shape, dtype, gen)
 
 
-def normal(shape, dtype, gen: CPUStream, mean: float = 0.0, std: float = 1.0):
-    """Normal numbers N(mean, std^2) in ``dtype`` (``randn``, ``normal_``)."""
+def normal(shape, dtype, gen: CPUStream, mean: float = 0.0, std: float = 1.0,
+           serial: bool = False):
+    """Normal numbers N(mean, std^2) in ``dtype`` (``randn``, ``normal_``); ``serial``: by
+    the scalar Box-Muller whatever the size, as ATen fills a non-contiguous tensor."""
     shape = tuple(shape)
     n = math.prod(shape)
-    if n < _BLOCK:
-        return host_array(_scalar_normals(gen, n, mean, std).reshape(shape), dtype)
+    if n < _BLOCK or serial:
+        return _cast64(_scalar_normals(gen, n, mean, std).reshape(shape), dtype)
     double = dtype.name == "float64"
     whole = n - n % _BLOCK
     # half types draw uniforms for the whole blocks only; float32/64 for every element
@@ -319,23 +326,67 @@ def randint(low, high, shape, dtype, device, gen: CPUStream):
 def integers(low, high, shape, dtype, gen: CPUStream, wide: bool | None = None):
     """Integers uniform in [low, high), stored as ``dtype``; ``wide`` forces 64-bit (True) or
     32-bit (False) draws, as ATen's ``random_()`` without bounds picks them by the dtype's
-    size, where bounded draws go by the range."""
+    size, where bounded draws go by the range. A floating ``dtype`` first narrows the bounds
+    as ``float_bounds`` says."""
     shape = tuple(shape)
     n = math.prod(shape)
-    return host_array(_ints(gen, int(low), int(high), n, wide).reshape(shape), dtype)
+    low, high = int(low), int(high)
+    if dtype.is_floating_point:
+        low, high = float_bounds(low, high, dtype)
+    return host_array(_ints(gen, low, high, n, wide).reshape(shape), dtype)
+
+
+def float_bounds(low: int, high: int, dtype) -> tuple[int, int]:
+    """ATen's ``update_from``/``update_to`` for integer draws into a floating ``dtype``: a
+    bound whose neighbour inside [low, high) rounds outside the range in ``dtype`` (``high -
+    1`` rounding up to ``high``) moves inwards by the dtype's spacing there, so that no drawn
+    integer rounds to a value outside the range (``random_(0, 2**25)`` of float32 draws
+    modulo 2^25 - 2)."""
+    digits = {"float16": 11, "bfloat16": 8, "float32": 24}.get(dtype.name, 53)
+
+    def cast(v: int) -> float:  # v as ATen's static_cast<scalar_t>(int64_t): through float
+        if digits == 53:
+            return float(v)
+        with np.errstate(over="ignore"):
+            return float(_as_f32(host_array(np.array([v], np.int64).astype(_F32), dtype))[0])
+
+    # (an infinite bound is out of the dtype's range: the caller's error)
+    below = cast(low + 1)
+    if math.isfinite(below) and below < low:
+        low = int(below) + (1 << ((abs(low + 1).bit_length() - 1) - digits + 1))
+    above = cast(high - 1)
+    if math.isfinite(above) and above >= high:
+        high = int(above) - (1 << ((abs(high - 1).bit_length() - 1) - digits + 1))
+    return low, high
 
 
 def randperm(n: int, gen: CPUStream) -> np.ndarray:
     """A permutation of 0 .. n-1 (int64): PyTorch's Fisher-Yates pass."""
+    if n >= _PERM_WIDE:
+        return _randperm_wide(n, gen)
     perm = list(range(n))
     if n > 1:
-        wide = n >= (1 << 32) // 20  # (ATen's switch to 64-bit draws)
-        draws = gen.raw64(n - 1) if wide else gen.raw32(n - 1)
-        steps = (draws % np.arange(n, 1, -1, dtype=_U64)).tolist()
+        steps = (gen.raw32(n - 1) % np.arange(n, 1, -1, dtype=_U64)).tolist()
         for i, z in enumerate(steps):
             j = i + z
             perm[i], perm[j] = perm[j], perm[i]
     return np.array(perm, dtype=np.int64)
+
+
+_PERM_WIDE = 0xFFFFFFFF // 20  # ATen's switch to 64-bit draws (UINT32_MAX / 20)
+
+
+def _randperm_wide(n: int, gen: CPUStream) -> np.ndarray:
+    """ATen's permutation for ``n`` of 2^32 / 20 or more: the inside-out Fisher-Yates (element
+    ``i`` placed at ``z = draw64 mod (i + 1)``, the one there moved to ``i``)."""
+    perm = np.empty(n, np.int64)
+    for start in range(0, n, 1 << 20):  # (draws in chunks: 16 bytes of raw words a draw)
+        stop = min(n, start + (1 << 20))
+        bounds = np.arange(start + 1, stop + 1, dtype=_U64)
+        for i, z in enumerate((gen.raw64(stop - start) % bounds).tolist(), start):
+            perm[i] = perm[z]
+            perm[z] = i
+    return perm
 
 
 # -- Bernoulli -----------------------------------------------------------------------------
@@ -449,8 +500,7 @@ def log_normal(shape, dtype, gen: CPUStream, mean: float = 1.0, std: float = 2.0
     cached), not by the blocks of ``normal``."""
     shape = tuple(shape)
     n = math.prod(shape)
-    # (``z std + mean`` fused: that kernel is compiled with fused multiply-adds)
-    z = _fma64(_scalar_normals(gen, n, 0.0, 1.0), float(std), float(mean)).tolist()
+    z = _scalar_normals(gen, n, mean, std).tolist()
     return _cast64(np.fromiter(map(math.exp, z), _F64, n).reshape(shape), dtype)
 
 
