@@ -25,8 +25,8 @@ from ..dispatch import Primitive, apply, apply_inplace, elementwise_jvp, meta, o
 from ..registry import OpInfo, with_inplace
 from ..tensor import Tensor
 from .creation import full
-from .elementwise import (_result, add, broadcast_shapes, div, eq, exp, isnan, le, log, mul,
-                          sub, where)
+from .elementwise import (_result, add, broadcast_shapes, check_cast, div, eq, exp, isnan, le,
+                          log, mul, sub, where)
 from .pointwise import abs, isfinite, log1p, logical_and
 from .reduction import StdMeanBackward0, VarMeanBackward0, _var_args, std, var
 
@@ -44,9 +44,8 @@ def write_result(self: Tensor, result: Tensor, op: str) -> Tensor:
     if tuple(result.shape) != tuple(self.shape):
         raise RuntimeError(f"{op}: output with shape {list(self.shape)} doesn't match the "
                            f"broadcast shape {list(result.shape)}")
-    if _is_float(result.dtype) and not _is_float(self.dtype):
-        raise RuntimeError(f"{op}: result type {scalar_type_name(result.dtype)} can't be cast "
-                           f"to the desired output type {scalar_type_name(self.dtype)}")
+    # (complex into real is refused too: copy_ would drop the imaginary part)
+    check_cast(result.dtype, self.dtype)
     return self.copy_(result)
 
 

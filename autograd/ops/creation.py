@@ -767,7 +767,11 @@ def _like(fn, t: Tensor, dtype, device, requires_grad, memory_format=None, layou
         return fn(shape, dtype=dtype, device=device, requires_grad=requires_grad,
                   pin_memory=pin_memory, **kw)
     out = empty_strided(shape, strides, dtype, device, pin_memory=pin_memory)
-    if fn is not empty:  # the values fn makes, copied into the layout
+    if (fn is rand or fn is randn) and out.device.type == "cpu":
+        # drawn in memory order, as ATen's rand_like/randn_like fill the new layout
+        fill = out.uniform_ if fn is rand else out.normal_
+        fill(generator=kw.get("generator"))
+    elif fn is not empty:  # the values fn makes, copied into the layout
         out.copy_(fn(shape, dtype=dtype, device=device, **kw))
     return _finish(out, requires_grad)
 
@@ -813,7 +817,7 @@ def manual_seed(seed: int):
     """Seeds the random number generator of every device; returns the global generator
     (``random.default_generator``)."""
     from .random import default_generator  # (random.py builds on this module)
-    return default_generator.manual_seed(seed)
+    return default_generator.manual_seed(int(seed))  # (as torch/random.py: 1.5 seeds 1)
 
 
 def seed() -> int:
@@ -851,10 +855,12 @@ def _random_complex(k, name: str, size, dt, dev, generator) -> Tensor:
     """PyTorch's complex samples: the real and imaginary parts drawn independently, on [0, 1)
     each for ``rand``, normal with variance 1/2 each for ``randn`` (so that E|z|^2 = 1)."""
     from .complex_parts import view_as_complex
-    parts = make(getattr(k, name)(tuple(size) + (2,), dt.to_real(), dev,
-                                  _stream(generator, dev, name)))
     prev, state.grad_enabled = state.grad_enabled, False
     try:
+        if name == "randn" and dev.type == "cpu":  # ATen's: std 1/sqrt(2) inside the kernel
+            return empty(tuple(size), dtype=dt, device=dev).normal_(generator=generator)
+        parts = make(getattr(k, name)(tuple(size) + (2,), dt.to_real(), dev,
+                                      _stream(generator, dev, name)))
         z = view_as_complex(parts)
         return z * (1 / math.sqrt(2)) if name == "randn" else z  # (ATen's constant)
     finally:
@@ -921,12 +927,6 @@ randn_like = _sampler_like(randn, "Standard normal samples with ``input``'s size
                                   "default, dtype and device).")
 
 
-# The integer dtypes as PyTorch's C++ messages name them
-_C_TYPE_NAMES = {dtypes.uint8: "unsigned char", dtypes.int8: "signed char",
-                 dtypes.int16: "short int", dtypes.int32: "int", dtypes.int64: "long int",
-                 dtypes.bool: "bool"}
-
-
 @observed_op("aten::randint")
 def randint(low, high=None, size=None, dtype=None, device=None,
             requires_grad: bool = False, *, generator=None, out=None, layout=None,
@@ -952,17 +952,13 @@ def randint(low, high=None, size=None, dtype=None, device=None,
         low, high = 0, low
     if size is None:
         raise TypeError("randint() missing required argument 'size'")
-    if low >= high:
-        raise RuntimeError(f"randint: expects 'low' to be less than 'high', but got "
-                           f"low={low} >= high={high}")
+    if low >= high:  # (PyTorch's words: randint is random_ on a new tensor)
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
+                           f"from={low} >= to={high}")
     dev = resolve_device(device)
     dt = as_dtype(dtype) or dtypes.int64
-    if dt in _C_TYPE_NAMES:  # (the range must fit the dtype: PyTorch's check)
-        lo, hi = (0, 1) if dt is dtypes.bool else (int(np.iinfo(dt.np).min),
-                                                      int(np.iinfo(dt.np).max))
-        for name, v in (("from", low), ("to - 1", high - 1)):
-            if not lo <= v <= hi:
-                raise RuntimeError(f"{name} is out of bounds for {_C_TYPE_NAMES[dt]}")
+    from .random import check_random_bounds  # (random.py builds on this module)
+    check_random_bounds(low, high, dt)  # the range must fit the dtype, as PyTorch's checks
     out = backend(dev).randint(low, high, _size((size,)), dt, dev,
                                _stream(generator, dev, "randint"))
     return _finish(make(out), requires_grad)  # refuses integer dtypes, as PyTorch does

@@ -343,3 +343,29 @@ def test_bitwise_against_torch(name, seed):
     for a, b in zip(run(tg), run(torch)):
         assert a.dtype == b.dtype and a.shape == b.shape
         np.testing.assert_array_equal(a, b)
+
+
+# -- factories built on the fills (autograd/ops/creation.py) ------------------------------------
+
+def test_factories_draw_as_aten_fills():
+    # rand_like/randn_like of a transposed input draw in its memory order; complex randn's
+    # std 1/sqrt(2) is applied inside the normal kernel; manual_seed(1.5) seeds 1
+    tg.manual_seed(3)
+    x = tg.zeros(3, 4).t()
+    a, b = tg.rand_like(x), tg.randn_like(x)
+    tg.manual_seed(3)
+    mem_a = tg.rand(4, 3)
+    mem_b = tg.randn(4, 3)
+    np.testing.assert_array_equal(a.t().contiguous().numpy().ravel(), mem_a.numpy().ravel())
+    np.testing.assert_array_equal(b.t().contiguous().numpy().ravel(), mem_b.numpy().ravel())
+    tg.manual_seed(1.5)
+    first = tg.rand(2)
+    tg.manual_seed(1)
+    np.testing.assert_array_equal(first.numpy(), tg.rand(2).numpy())
+    with pytest.raises(RuntimeError, match="^to - 1 is out of bounds for c10::Half"):
+        tg.randint(0, 100000, (2,), dtype=tg.float16)
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(7)
+    tg.manual_seed(7)
+    np.testing.assert_array_equal(tg.randn(5, dtype=tg.complex64).numpy(),
+                                  torch.randn(5, dtype=torch.complex64).numpy())
