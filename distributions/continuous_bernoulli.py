@@ -92,11 +92,19 @@ class ContinuousBernoulli(_ProbsLogits, ExponentialFamily):
         taylor = math.log(2.0) + (4.0 / 3.0 + 104.0 / 45.0 * x) * x
         return torch.where(self._outside_unstable_region(), log_norm, taylor)
 
+    def _cut_probs_wide(self) -> Tensor:
+        """``_cut_probs()`` in float64: the moments' closed forms subtract two terms of
+        ~1 / (1 - 2p)^2 that cancel near the window (at probs 0.499 in float32 PyTorch's
+        variance is -1.6 and this library's was 0.25, for 0.0833)."""
+        cut_probs = self._cut_probs()
+        return cut_probs if cut_probs.dtype is torch.float64 else cut_probs.double()
+
     @property
     def mean(self) -> Tensor:
-        cut_probs = self._cut_probs()
-        mus = cut_probs / (2.0 * cut_probs - 1.0) + 1.0 / (torch.log1p(-cut_probs)
-                                                          - torch.log(cut_probs))
+        cut_probs = self._cut_probs_wide()
+        mus = (cut_probs / (2.0 * cut_probs - 1.0) + 1.0 / (torch.log1p(-cut_probs)
+                                                           - torch.log(cut_probs))
+               ).to(self.probs.dtype)
         x = self.probs - 0.5
         taylor = 0.5 + (1.0 / 3.0 + 16.0 / 45.0 * torch.pow(x, 2)) * x
         return torch.where(self._outside_unstable_region(), mus, taylor)
@@ -107,9 +115,10 @@ class ContinuousBernoulli(_ProbsLogits, ExponentialFamily):
 
     @property
     def variance(self) -> Tensor:
-        cut_probs = self._cut_probs()
+        cut_probs = self._cut_probs_wide()
         variances = (cut_probs * (cut_probs - 1.0) / torch.pow(1.0 - 2.0 * cut_probs, 2)
-                     + 1.0 / torch.pow(torch.log1p(-cut_probs) - torch.log(cut_probs), 2))
+                     + 1.0 / torch.pow(torch.log1p(-cut_probs) - torch.log(cut_probs), 2)
+                     ).to(self.probs.dtype)
         x = torch.pow(self.probs - 0.5, 2)
         taylor = 1.0 / 12.0 - (1.0 / 15.0 - 128.0 / 945.0 * x) * x
         return torch.where(self._outside_unstable_region(), variances, taylor)

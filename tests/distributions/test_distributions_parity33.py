@@ -298,3 +298,18 @@ def test_parity_with_torch(dtype):
                 sa, sb = a.sample((2, 3)), b.sample((2, 3))
             np.testing.assert_allclose(sa.numpy(), sb.numpy(), rtol=1e-5, atol=1e-6,
                                        err_msg=name)
+
+
+def test_continuous_bernoulli_moments_in_float32_near_the_window():
+    # the closed forms cancel two terms of ~1 / (1 - 2p)^2: computed in float64 (PyTorch's
+    # float32 variance at 0.499 is -1.6); the reference integrates the density
+    for p in (0.499, 0.4985, 0.3):
+        d = tg.distributions.ContinuousBernoulli(probs=tg.tensor(p, dtype=tg.float32))
+        xs = np.linspace(0.0, 1.0, 200001)
+        c = 2 * np.arctanh(1 - 2 * p) / (1 - 2 * p)
+        pdf = c * p ** xs * (1 - p) ** (1 - xs)
+        m = np.trapezoid(xs * pdf, xs)
+        v = np.trapezoid((xs - m) ** 2 * pdf, xs)
+        assert d.mean.dtype is tg.float32
+        np.testing.assert_allclose(d.mean.item(), m, rtol=1e-6)
+        np.testing.assert_allclose(d.variance.item(), v, rtol=1e-5)
