@@ -40,8 +40,8 @@ from ..tensor import Tensor, int_arg
 from .composite import _float_operands, logaddexp
 from .creation import full_like
 from .elementwise import eq, exp, isnan, log, sqrt, where
-from .pointwise import (abs, exp2, floor, igamma, igammac, isinf, log1p, logical_and, sign, sin,
-                        tan)
+from .pointwise import (abs, exp2, floor, igamma, igammac, isinf, log1p, logical_and, sign,
+                        signbit, sin, tan)
 from .pointwise import round as round_
 
 _INF = float("inf")
@@ -133,7 +133,8 @@ _SHIFT = 10
 
 
 def digamma(input: Tensor, *, out=None) -> Tensor:
-    """``psi(x) = d/dx lgamma(x)``: -inf at 0, NaN at the negative integers (PyTorch's).
+    """``psi(x) = d/dx lgamma(x)``: -inf at +0 (+inf at -0), NaN at the negative integers
+    (PyTorch's).
 
     Example:
         >>> tg.digamma(tg.tensor([1., 2.]))
@@ -158,8 +159,9 @@ def _digamma(x0: Tensor) -> Tensor:
         p = p * w2
     r = log(w) - 0.5 / w - tail - _series([1 / (z + k) for k in range(_SHIFT)])
     r = where(left, r - math.pi / tan(where(left, x, 0.25) * math.pi), r)
-    # +inf: inf; 0: -inf; the negative integers and -inf: NaN (PyTorch's)
-    special = where(eq(x0, 0), -_INF, where(x0 > 0, _INF, _NAN))
+    # +inf: inf; +0: -inf and -0: +inf (the limits from each side); the negative integers
+    # and -inf: NaN (PyTorch's)
+    special = where(eq(x0, 0), where(signbit(x0), _INF, -_INF), where(x0 > 0, _INF, _NAN))
     return where(bad, special, r)
 
 

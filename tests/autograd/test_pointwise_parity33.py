@@ -224,3 +224,9 @@ def test_edge_gradients_against_torch():
         x = torch.tensor(vals, dtype=torch.float64, requires_grad=True)
         getattr(torch, name)(x).sum().backward()
         np.testing.assert_allclose(ours, x.grad.tolist(), rtol=1e-15, err_msg=name)
+
+
+def test_digamma_at_signed_zeros_is_the_limit_from_each_side():
+    # psi(x) -> -inf as x -> 0+ and +inf as x -> 0- (SciPy's and PyTorch's)
+    got = tg.digamma(tg.tensor([-0.0, 0.0, -2.0], dtype=tg.float64)).tolist()
+    assert got[0] == float("inf") and got[1] == float("-inf") and got[2] != got[2]
