@@ -139,12 +139,15 @@ _F32_ARRAY_SCALARS = _SCALAR_ARRAYS[np.dtype(np.float32)]
 _F64_ARRAY_SCALARS = _SCALAR_ARRAYS[np.dtype(np.float64)]
 
 
-def _binary(ufunc, quiet: bool = False):
+def _binary(ufunc, quiet: bool = False, opmath_scalar: bool = False):
     """The contract's binary op over ``ufunc`` (``quiet``: Note [Silent float errors]; a
-    Python float ``b`` is a cached 0-d array: Note [Cached scalar operands])."""
+    Python float ``b`` is a cached 0-d array: Note [Cached scalar operands]; with
+    ``opmath_scalar`` a float16 array's float ``b`` is used as a float32, as PyTorch's mul and
+    div read a number operand in their "opmath" type, float32 for half, where its add and
+    sub round it to float16 first)."""
     if quiet:
         ufunc = _quiet(ufunc)
-    f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
+    f16, f32, f64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
 
     def op(a, b, out=None):
         if type(b) is float and type(a) is _ndarray:
@@ -155,6 +158,13 @@ def _binary(ufunc, quiet: bool = False):
             elif dt is f64:
                 s = _F64_ARRAY_SCALARS.get(b)
                 b = s if s is not None else _scalar_array(b, dt)
+            elif dt is f16 and opmath_scalar:
+                # computed in float32 with the number as a float32, rounded once; NumPy would
+                # round the number to float16 first (x / 0.7 was 1.4277 for PyTorch's 1.4287)
+                with np.errstate(over="ignore"):
+                    r = ufunc(a, np.float32(b), out=out, casting="unsafe") if out is not None \
+                        else ufunc(a, np.float32(b)).astype(f16)
+                return r if isinstance(r, _ndarray) else np.asarray(r, f16)
         if out is None:
             r = ufunc(a, b)  # (_arr inlined here and below: these two wrap every ufunc op)
             return r if isinstance(r, _ndarray) else np.asarray(r)
@@ -188,8 +198,8 @@ def _compare(ufunc):
 
 add = _binary(np.add)
 sub = _binary(np.subtract)
-mul = _binary(np.multiply)
-div = _binary(np.true_divide, quiet=True)
+mul = _binary(np.multiply, opmath_scalar=True)
+div = _binary(np.true_divide, quiet=True, opmath_scalar=True)
 _power = _binary(np.power, quiet=True)
 
 

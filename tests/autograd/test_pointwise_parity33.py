@@ -230,3 +230,24 @@ def test_digamma_at_signed_zeros_is_the_limit_from_each_side():
     # psi(x) -> -inf as x -> 0+ and +inf as x -> 0- (SciPy's and PyTorch's)
     got = tg.digamma(tg.tensor([-0.0, 0.0, -2.0], dtype=tg.float64)).tolist()
     assert got[0] == float("inf") and got[1] == float("-inf") and got[2] != got[2]
+
+
+def test_half_mul_and_div_read_a_number_in_float32_add_and_sub_in_half():
+    # PyTorch's mul/div kernels read a number operand in float32 (their opmath type for half)
+    # and round once; add/sub round it to float16 first
+    x = np.array([1.0, 3.0, 0.3, 1000.0], np.float16)
+    t = tg.tensor(x)
+    f32 = x.astype(np.float32)
+    np.testing.assert_array_equal((t / 0.7).numpy(), (f32 / np.float32(0.7)).astype(np.float16))
+    np.testing.assert_array_equal((t * 0.1).numpy(), (f32 * np.float32(0.1)).astype(np.float16))
+    np.testing.assert_array_equal((t + 0.1).numpy(), x + np.float16(0.1))
+    np.testing.assert_array_equal((t - 0.3).numpy(), x - np.float16(0.3))
+    y = t.clone()
+    y.div_(0.7)
+    assert y.dtype is tg.float16 and y.tolist()[0] == 1.4287109375  # (NumPy's: 1.427734375)
+    torch = pytest.importorskip("torch")
+    v = np.random.default_rng(0).standard_normal(500).astype(np.float16)
+    for op in ("add", "sub", "mul", "div"):
+        for s in (0.1, 0.7, 3.3, -2.5):
+            np.testing.assert_array_equal(getattr(tg, op)(tg.tensor(v), s).numpy(),
+                                          getattr(torch, op)(torch.tensor(v), s).numpy())
