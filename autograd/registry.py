@@ -197,7 +197,9 @@ def write_out(fn: Callable, name: str, form: str, args: tuple, kwargs: dict, out
         elif want is not out.dtype:  # (PyTorch's check: the result is not cast into out)
             raise RuntimeError(f"Expected out tensor to have dtype {c_type_name(want)}, but "
                                f"got {c_type_name(out.dtype)} instead")
-    result = fn(*args, **kwargs)
+    from .autocast import suspended
+    with suspended():  # (PyTorch's out= forms are not autocast: out's dtype is the caller's)
+        result = fn(*args, **kwargs)
     if form == "exact" and given and out.dtype is not result.dtype:
         raise RuntimeError(f"Expected out tensor to have dtype {c_type_name(result.dtype)}, but "
                            f"got {c_type_name(out.dtype)} instead")

@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from ..autograd.autocast import autocast_op
 from ..autograd.ops.creation import rand as _rand
 from ..autograd.ops.creation import tensor as _tensor
 from ..autograd.tensor import Tensor
@@ -69,6 +70,8 @@ def _fractional_max_pool(input: Tensor, kernel_size, output_size, output_ratio,
     batch, planes = x.shape[:2]
     if _random_samples is None:
         _random_samples = _rand((batch, planes, nd), dtype=x.dtype, device=x.device)
+    elif _random_samples.dtype is not x.dtype:
+        raise RuntimeError("Expect _random_samples to have the same dtype as input")
     if tuple(_random_samples.shape) != (batch, planes, nd):
         raise RuntimeError(f"{op}(): expected _random_samples of shape "
                            f"{[batch, planes, nd]}, but got {list(_random_samples.shape)}")
@@ -96,6 +99,7 @@ def _fractional_max_pool(input: Tensor, kernel_size, output_size, output_ratio,
     return values, indices.squeeze(0) if unbatched else indices
 
 
+@autocast_op("float32 on cpu")
 def fractional_max_pool2d(input: Tensor, kernel_size, output_size=None, output_ratio=None,
                           return_indices: bool = False, _random_samples=None):
     """Applies 2D fractional max pooling over an input signal composed of several input
@@ -120,6 +124,7 @@ def fractional_max_pool2d(input: Tensor, kernel_size, output_size=None, output_r
                                 _random_samples, 2)
 
 
+@autocast_op("float32 on cpu")
 def fractional_max_pool3d(input: Tensor, kernel_size, output_size=None, output_ratio=None,
                           return_indices: bool = False, _random_samples=None):
     """Applies 3D fractional max pooling (``fractional_max_pool2d``'s arguments, each an int or

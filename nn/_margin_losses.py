@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..autograd import checks
+from ..autograd.autocast import autocast_op
 from ..autograd.ops.nn import check_class_indices
 from ..autograd.ops.sampling_nodes import (MultilabelMarginLossBackward0, MultiMarginLossBackward0,
                                            recomputed_node)
@@ -34,6 +35,7 @@ __all__ = ["cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss
            "triplet_margin_loss", "triplet_margin_with_distance_loss"]
 
 
+@autocast_op("float32")
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                         size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """max(0, -target (input1 - input2) + margin); ``target`` holds 1 or -1."""
@@ -45,6 +47,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
     return F._reduce((-target * (input1 - input2) + margin).clamp(min=0.0), reduction)
 
 
+@autocast_op("float32")
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average=None,
                          reduce=None, reduction: str = "mean") -> Tensor:
     """``input`` where ``target`` is 1, max(0, margin - input) where it is -1."""
@@ -53,6 +56,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, siz
     return F._reduce(margin_part + input.where(target != -1, 0.0), reduction)
 
 
+@autocast_op("float32")
 def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                      reduction: str = "mean") -> Tensor:
     """log(1 + exp(-target * input)) per element (two-class logistic loss)."""
@@ -79,6 +83,7 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | 
     return F._reduce(loss.sum(input.ndim - 1) / input.shape[-1], reduction)
 
 
+@autocast_op("float32")
 def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
                       weight: Tensor | None = None, size_average=None, reduce=None,
                       reduction: str = "mean") -> Tensor:
@@ -219,6 +224,7 @@ def _multilabel_margin(input: Tensor, t: Tensor, reduction: str) -> Tensor:
     return F._reduce(loss, reduction)
 
 
+@autocast_op("float32")
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                           size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """1 - cos(input1, input2) where ``target`` is 1, max(0, cos - margin) where it is -1."""
@@ -260,6 +266,7 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     return F._reduce((d_ap - d_an + margin).clamp(min=0.0), F._reduction(None, None, reduction))
 
 
+@autocast_op("float32")
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0,
                         p: float = 2, eps: float = 1e-6, swap: bool = False, size_average=None,
                         reduce=None, reduction: str = "mean") -> Tensor:

@@ -35,6 +35,7 @@ import math
 import numpy as np
 
 from ..autograd import checks
+from ..autograd.autocast import autocast_op
 from ..autograd.ops.creation import tensor as _tensor
 from ..autograd.ops.sampling_nodes import (UPSAMPLE, GridSampler2DBackward0,
                                            GridSampler3DBackward0, linear_node, recomputed_node)
@@ -438,6 +439,7 @@ def _grid_axis(coord: Tensor, size: int, mode: str, padding_mode: str,
     return x0.unsqueeze(-1) + offsets, stack([1 - t, t], -1)
 
 
+@autocast_op("float32 on cpu")
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
                 padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
     """Computes the output using ``input`` values and pixel locations from ``grid``.

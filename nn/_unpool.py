@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 from ..autograd import checks
+from ..autograd.autocast import autocast_op
 from ..autograd.ops.creation import zeros as _zeros
 from ..autograd.tensor import Tensor
 from ..runtime import dtype as dtypes
@@ -78,6 +79,7 @@ def _max_unpool(input: Tensor, indices: Tensor, kernel_size, stride, padding, ou
     return canvas.scatter(-1, flat_idx, input.reshape(lead + (-1,))).reshape(lead + out)
 
 
+@autocast_op("float32 on cpu")  # (PyTorch's is max_unpool2d's kernel, on its CPU list)
 def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
                  output_size=None) -> Tensor:
     """Computes a partial inverse of ``max_pool1d``: the pooled values at their indices, zeros
@@ -87,6 +89,7 @@ def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, paddi
                        "max_unpool1d")
 
 
+@autocast_op("float32 on cpu")
 def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
                  output_size=None) -> Tensor:
     """Computes a partial inverse of ``max_pool2d``: each value of ``input`` is written at its
@@ -110,6 +113,7 @@ def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, paddi
                        "max_unpool2d")
 
 
+@autocast_op("float32 on cpu")
 def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
                  output_size=None) -> Tensor:
     """Computes a partial inverse of ``max_pool3d`` (``max_unpool2d``'s arguments, each an int

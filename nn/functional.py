@@ -6,12 +6,14 @@ one kernel each way); the rest are compositions of Tensor ops, differentiable to
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
 from ..autograd import checks
 from ..autograd import grad_mode as _grad_mode
 from ..autograd.autocast import autocast_op as _autocast
+from ..autograd.autocast import suspended as _suspended
 from ..autograd.observe import observed_op as _observed_op
 from ..autograd.dispatch import Primitive as _Primitive
 from ..autograd.dispatch import apply as _apply
@@ -651,8 +653,10 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
                            f"the inputs' features {input1.shape[-1]} and {input2.shape[-1]}")
     from ..autograd.ops.sampling_nodes import TrilinearBackward0
 
-    # one node saving the inputs and the weight (PyTorch's _trilinear), then the bias's add
-    y = _apply(TrilinearBackward0, (input1, weight, input2))
+    # one node saving the inputs and the weight (PyTorch's _trilinear), then the bias's add;
+    # PyTorch's _trilinear is not autocast: its contraction runs in the inputs' dtype
+    with _suspended():
+        y = _apply(TrilinearBackward0, (input1, weight, input2))
     return y if bias is None else y + bias
 
 
@@ -1367,7 +1371,8 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
     return _reduce(loss, reduction)
 
 
-@_autocast("float32")
+# (no autocast policy: PyTorch's is a composite, its parts' policies apply: on the CPU it
+# runs in the input's dtype)
 def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: bool = False,
                       eps: float = 1e-6, reduction: str = "mean") -> Tensor:
     """The negative log-likelihood of ``target`` under Gaussians of mean ``input`` and
@@ -1456,6 +1461,27 @@ max_pool3d, avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool3d = map(
     _autocast("float32 on cpu"), (max_pool3d, avg_pool3d, adaptive_avg_pool3d,
                                   adaptive_max_pool3d))
 group_norm = _autocast("float32 on cuda")(group_norm)
+# (grid_sample, the unpools, the fractional and margin losses: at their definitions, as the
+# nn modules take those functions from their own modules)
+
+
+def _pad_with_policy(pad_fn):
+    """F.pad, whose reflect (1-D, 2-D) and replicate (1-D to 3-D) paddings run in float32
+    under CPU autocast: PyTorch's reflection_pad1d/2d and replication_pad1d/2d/3d kernels are
+    on its CPU float32 list (reflection_pad3d, circular and constant are not)."""
+    float32 = _autocast("float32 on cpu")(pad_fn)
+
+    @functools.wraps(pad_fn)
+    def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) -> Tensor:
+        if mode == "replicate" or (mode == "reflect" and not (hasattr(pad, "__len__")
+                                                              and len(pad) >= 6)):
+            return float32(input, pad, mode, value)
+        return pad_fn(input, pad, mode, value)
+    pad.__module__ = __name__  # (pickled by reference: found here, not as pad_fn)
+    return pad
+
+
+pad = _pad_with_policy(pad)
 multilabel_margin_loss = _autocast("float32")(multilabel_margin_loss)
 ctc_loss = _autocast("float32 on cpu")(ctc_loss)  # (PyTorch's CUDA list has no ctc_loss)
 

@@ -33,6 +33,7 @@ from ..autograd.autocast import autocast_op
 from ..autograd.ops.recurrent import rnn_layer
 from ..autograd.ops.shape import cat, stack
 from ..autograd.tensor import Tensor
+from ..runtime.dtype import float16
 from . import functional as F
 from . import init
 from .module import Module
@@ -61,7 +62,9 @@ def _gru_step(gi: Tensor, gh: Tensor, h: Tensor, hidden: int) -> Tensor:
     r = (gi[:, :hidden] + gh[:, :hidden]).sigmoid()
     z = (gi[:, hidden:2 * hidden] + gh[:, hidden:2 * hidden]).sigmoid()
     n = (gi[:, 2 * hidden:] + r * gh[:, 2 * hidden:]).tanh()
-    return (1 - z) * n + z * h
+    # (PyTorch's form: under CPU autocast the float32 state meets the lower precision gates
+    # here, and the blend is made in float32)
+    return (h - n) * z + n
 
 
 # -- one step: ATen's cell functions (torch.lstm_cell, ...), which the cell modules call ---------
@@ -372,17 +375,29 @@ class RNNBase(Module):
             x = x.transpose(0, 1)
         return x, (state if lstm else state[0])
 
-    # (autocast: a layer is one lower-precision op, as PyTorch's mkldnn/cudnn RNN layers)
-    @autocast_op("lower")
-    def _run(self, x: Tensor, h: Tensor, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse: bool,
-             batch_sizes: list | None = None):
+    def _run(self, x: Tensor, h: Tensor, c, w_ih, *args, **kwargs):
+        """``_layer`` under autocast's policy for ``self.mode``: a layer is one lower
+        precision op, as PyTorch's cudnn layers and CPU LSTM layer (mkldnn_rnn_layer, float32
+        and bfloat16 weights) are, and as its CPU RNN's linears make it (the tanh/relu of
+        lower precision sums). PyTorch's CPU GRU, and LSTM with float16 weights, are
+        composites: their linears run in lower precision and the state, in its own dtype, is
+        updated with the gates in the promoted dtype (float32 for float32 weights)."""
+        composite = self.mode == "GRU" or (self.mode == "LSTM" and w_ih.dtype is float16)
+        layer = self._composite_layer if composite else self._lower_layer
+        return layer(x, h, c, w_ih, *args, **kwargs)
+
+    def _layer(self, x: Tensor, h: Tensor, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse: bool,
+               batch_sizes: list | None = None):
         """One layer in one direction over the sequence x (L, N, H_in), or, with
         ``batch_sizes``, over a packed sequence's data (sum(batch_sizes), H_in): (outputs
         shaped as x with H_out features, h, c (None but for LSTM)), h and c holding each
         sequence's state after its own last element."""
         projected = F.linear(x, w_ih, b_ih)  # every step's input term at once
         # the loop as one op (autograd/ops/recurrent.py), which has no forward-mode rule
-        if batch_sizes is None and w_hr is None and not dual_levels:
+        # (step by step where the state's dtype is not the projection's: a CPU GRU under
+        # autocast, whose linears are cast and whose state is not; see _run)
+        if batch_sizes is None and w_hr is None and not dual_levels \
+                and projected.dtype is h.dtype:
             ys, *state = rnn_layer(self.mode, projected, h, c, w_hh, b_hh, reverse)
             return ys, state[0], (state[1] if c is not None else None)
         if batch_sizes is None:
@@ -422,6 +437,9 @@ class RNNBase(Module):
         if not ys:  # an empty sequence: no outputs, the state unchanged
             return zeros((0,) + tuple(h.shape), dtype=x.dtype, device=x.device), h, c
         return (stack(ys) if batch_sizes is None else cat(ys)), h, c
+
+    _lower_layer = autocast_op("lower")(_layer)
+    _composite_layer = autocast_op("lower on cuda")(_layer)
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"

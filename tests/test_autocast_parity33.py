@@ -1,10 +1,11 @@
 """Autocast and GradScaler against PyTorch's behaviour (sweep 33): the state functions'
 argument checks and device strings, regions entered and left inside a listed op, the
 decorator, GradScaler's unscaling (low precision gradients rounded once, the inf check made
-before unscaling), its update rule, pickling and PyTorch's private helpers; and, marked
-xfail, the op-side differences the sweep found (policies missing from op rows, ``out=``
-under autocast, addmm's double rounding in float16/bfloat16). Expected values are computed
-here with NumPy in float32/float64; a comparison with torch runs where torch is installed."""
+before unscaling), its update rule, pickling and PyTorch's private helpers; and the
+op-side differences the sweep found (policies missing from op rows, ``out=`` under autocast,
+addmm's double rounding in float16/bfloat16; more in test_autocast_ops33.py). Expected
+values are computed here with NumPy in float32/float64; a comparison with torch runs where
+torch is installed."""
 
 import pickle
 import warnings
@@ -373,28 +374,21 @@ _FLOAT32_ON_CPU = {  # PyTorch's CPU float32 list: bfloat16 inputs come out floa
 }
 
 
-@pytest.mark.xfail(strict=True, reason="the op has no CPU float32 autocast policy (sweep 33 "
-                                       "report: an autocast= field on its row / autocast_op)")
 @pytest.mark.parametrize("name", sorted(_FLOAT32_ON_CPU))
 def test_pytorchs_cpu_float32_list(name):
     assert _FLOAT32_ON_CPU[name]() is tg.float32
 
 
-@pytest.mark.xfail(strict=True, reason="linalg.vecdot has no 'lower' autocast policy")
 def test_vecdot_runs_in_lower_precision():
     assert _cpu_dtype(tg.linalg.vecdot, (3, 4), (3, 4), dtype=tg.float32) is tg.bfloat16
 
 
-@pytest.mark.xfail(strict=True, reason="GRU/RNN on the CPU are not lower-precision ops in "
-                                       "PyTorch (only LSTM's mkldnn_rnn_layer is): nn/rnn.py")
 def test_gru_stays_float32_on_cpu():
     gru = tg.nn.GRU(3, 4)
     with tg.autocast("cpu"):
         assert gru(tg.ones(2, 1, 3))[0].dtype is tg.float32
 
 
-@pytest.mark.xfail(strict=True, reason="out= is handled outside the autocast entry "
-                                       "(autograd/registry.py write_out)")
 def test_out_forms_are_not_autocast():
     out = tg.empty(2, 2)
     with tg.autocast("cpu"):
@@ -402,8 +396,6 @@ def test_out_forms_are_not_autocast():
     assert out.dtype is tg.float32
 
 
-@pytest.mark.xfail(strict=True, reason="kernels/numpy addmm rounds the product to float16 "
-                                       "before adding the bias (PyTorch rounds once)")
 def test_low_precision_addmm_rounds_once():
     rng = np.random.default_rng(0)
     a, b, c = rng.standard_normal((8, 32)), rng.standard_normal((32, 4)), rng.standard_normal(4)

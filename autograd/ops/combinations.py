@@ -23,6 +23,7 @@ from ..registry import OpInfo
 from ..tensor import Tensor, int_arg, wrap_dim
 from .creation import arange, as_dtype, resolve_device, tensor, zeros
 from .indexing import index_select
+from .reduction import sum as _sum
 from .shape import cat, movedim, narrow
 from .views import (AsStridedBackward0, _as_view, getitem, inplace_view, int_tuple, is_size,
                     transpose)
@@ -445,7 +446,9 @@ def trace(input: Tensor) -> Tensor:
         raise kernel_not_implemented("trace", dtypes.bool)
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
-    return _diagonal(input, 0).sum()
+    # (sum's function, not its autocast entry: PyTorch's trace is one kernel, which CUDA
+    # autocast does not cast to float32 as it casts sum)
+    return _sum(_diagonal(input, 0))
 
 
 def _triangle_indices(upper: bool, row: int, col: int, offset: int, dtype, device,
@@ -501,7 +504,8 @@ OPS = (
            grad="g on the diagonal of a zero tensor"),
     OpInfo("diag_embed", diag_embed, grad="diagonal(g)"),
     OpInfo("diag", diag, grad="diag(g)", out="exact"),
-    OpInfo("trace", trace, flops="elementwise", grad="g on the diagonal of a zero tensor"),
+    OpInfo("trace", trace, flops="elementwise", grad="g on the diagonal of a zero tensor",
+           autocast="float32 on cpu"),
     OpInfo("triu_indices", triu_indices, method=False, dtypes="integers (int64)", grad="none"),
     OpInfo("tril_indices", tril_indices, method=False, dtypes="integers (int64)", grad="none"),
 )

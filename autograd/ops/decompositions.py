@@ -31,6 +31,7 @@ import numpy as np
 from ...kernels.numpy import decompositions as _np_dec
 from ...runtime import dtype as dtypes
 from .. import dispatch
+from ..autocast import autocast_op
 from ..checks import kernel_not_implemented, scalar_type_name, tensor_arg
 from ..dispatch import Primitive, apply
 from ..grad_mode import no_grad
@@ -180,7 +181,8 @@ def _zero_if_none(g, like: Tensor) -> Tensor:
 
 
 _C10_NAMES = {"float32": "float", "float64": "double", "complex64": "c10::complex<float>",
-              "complex128": "c10::complex<double>", "int32": "int", "int64": "long int"}
+              "complex128": "c10::complex<double>", "int32": "int", "int64": "long int",
+              "float16": "c10::Half", "bfloat16": "c10::BFloat16"}
 
 
 def _c10(dt) -> str:
@@ -249,6 +251,7 @@ class LinalgInvExBackward0(Primitive):
     complex_jvp = jvp  # (A^-1 is holomorphic in A: the same formula for complex A)
 
 
+@autocast_op("float32 on cpu")
 def inv(A: Tensor, *, out=None) -> Tensor:
     """The inverse of each square matrix of ``A`` (..., n, n). Raises LinAlgError for a
     singular matrix. On CUDA: a host round trip (module docstring).
@@ -268,6 +271,7 @@ def inverse(input: Tensor, *, out=None) -> Tensor:
     return inv(input, out=out)
 
 
+@autocast_op("float32 on cpu")
 @_tuple_out("linalg.inv_ex", "linalg_inv_ex")
 def inv_ex(A: Tensor, *, check_errors: bool = False, out=None) -> InvExResult:
     """(inverse, info): ``info`` (int32, one per matrix) is 0 when the matrix was inverted.
@@ -474,6 +478,7 @@ def _broadcast_batches(A: Tensor, B: Tensor) -> tuple[Tensor, Tensor]:
     return A.expand(batch + tuple(A.shape[-2:])), B.expand(batch + tuple(B.shape[-2:]))
 
 
+@autocast_op("float32 on cpu")
 def solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor:
     """The solution X of ``A X = B`` (``left``) or ``X A = B``, batch dims broadcast; ``B`` may
     be a (batch of) vector(s). Raises LinAlgError for a singular ``A``.
@@ -550,6 +555,7 @@ def _eye_like(A: Tensor) -> Tensor:
     return eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape)
 
 
+@autocast_op("float32 on cpu")
 def cholesky(input: Tensor, *, upper: bool = False, out=None) -> Tensor:
     """The Cholesky factor of each Hermitian positive-definite matrix (read from its lower
     triangle): lower ``L`` with ``A = L L^H``, or ``U = L^H`` when ``upper``. Raises
@@ -572,6 +578,7 @@ def cholesky_legacy(input: Tensor, upper: bool = False, *, out=None) -> Tensor:
     return cholesky(input, upper=upper, out=out)
 
 
+@autocast_op("float32 on cpu")
 @_tuple_out("linalg.cholesky_ex", "linalg_cholesky_ex")
 def cholesky_ex(input: Tensor, *, upper: bool = False, check_errors: bool = False,
                 out=None) -> CholeskyExResult:
@@ -793,6 +800,7 @@ def _qr_jvp(Q: Tensor, R: Tensor, dA: Tensor) -> tuple:
     return dAR - Q @ T, T @ R
 
 
+@autocast_op("float32 on cpu")
 @_tuple_out("linalg.qr", "linalg_qr")
 def qr(A: Tensor, mode: str = "reduced", *, out=None) -> QRResult:
     """(Q, R) with ``A = Q R``: ``mode`` "reduced" (Q m x k, k = min(m, n)), "complete" (Q
@@ -876,6 +884,7 @@ def qr_legacy(input: Tensor, some: bool = True, *, out=None) -> QRResult:
     return qr(input, "reduced" if some else "complete")
 
 
+@autocast_op("float32 on cpu")
 @_tuple_out("linalg.eigh", "_linalg_eigh")
 def eigh(input: Tensor, UPLO: str = "L", *, out=None) -> EighResult:
     """(eigenvalues, eigenvectors) of each Hermitian matrix (read from its ``UPLO`` triangle),
@@ -889,6 +898,7 @@ def eigh(input: Tensor, UPLO: str = "L", *, out=None) -> EighResult:
     return EighResult(*apply(LinalgEighBackward0, (A,), UPLO.upper()))
 
 
+@autocast_op("float32 on cpu")
 def eigvalsh(input: Tensor, UPLO: str = "L", *, out=None) -> Tensor:
     """The eigenvalues of each Hermitian matrix, ascending."""
     A = input
@@ -1011,6 +1021,7 @@ def _svd_driver(A: Tensor, driver, op: str) -> None:
                            f"default); got {driver!r}")
 
 
+@autocast_op("float32 on cpu")
 @_tuple_out("linalg.svd", "_linalg_svd")
 def svd(A: Tensor, full_matrices: bool = True, *, driver=None, out=None) -> SVDResult:
     """(U, S, Vh) with ``A = U diag(S) Vh``, S descending. Singular vectors are defined up to
@@ -1021,6 +1032,7 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver=None, out=None) -> SVDR
     return SVDResult(*apply(LinalgSvdBackward0, (A,), bool(full_matrices)))
 
 
+@autocast_op("float32 on cpu")
 def svdvals(A: Tensor, *, driver=None, out=None) -> Tensor:
     """The singular values of each matrix, descending."""
     _matrix(A, "linalg.svd", square=False, kernel="linalg_svd_cpu")
@@ -1088,6 +1100,7 @@ def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
 _LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
+@autocast_op("float32 on cpu")
 def lstsq(input: Tensor, b: Tensor, rcond=None, *, driver=None) -> LstsqResult:
     """The least-squares solution of ``A X = B`` (minimum norm), as ``pinv(A) @ B``:
     (solution, residuals, rank, singular_values) with what PyTorch's CPU ``driver`` returns
@@ -1353,6 +1366,11 @@ def multi_dot(tensors, *, out=None) -> Tensor:
                                0 < i < len(tensors) - 1 else
                                f"multi_dot(): the {'first' if i == 0 else 'last'} tensor must "
                                f"be 1D or 2D but got {t.ndim}D")
+        # (before any product: under autocast the products would cast both to one dtype)
+        if t.dtype is not tensors[0].dtype:
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but "
+                               f"tensor 0 is {_c10(tensors[0].dtype)} and tensor {i} "
+                               f"{_c10(t.dtype)}")
     first_vec, last_vec = tensors[0].ndim == 1, tensors[-1].ndim == 1
     if first_vec:
         tensors[0] = tensors[0].unsqueeze(0)
@@ -1413,7 +1431,7 @@ def vander(x: Tensor, *, N=None) -> Tensor:
 _FLOAT = "float32/64, complex64/128"
 OPS = (
     OpInfo("inverse", inverse, dtypes=_FLOAT, grad="-A^-H g A^-H", node=LinalgInvExBackward0,
-           jvp=True),
+           jvp=True, autocast="float32 on cpu"),
     OpInfo("det", _det, dtypes=_FLOAT, grad="g conj(det) A^-H", node=LinalgDetBackward0,
            jvp=True),
     OpInfo("logdet", logdet, dtypes=_FLOAT, grad="g A^-H (through slogdet)", jvp=True),
@@ -1421,16 +1439,17 @@ OPS = (
            node=LinalgSlogdetBackward0, jvp=True),
     OpInfo("cholesky", cholesky_legacy,
            dtypes=_FLOAT, grad="sym(L^-H Phi(L^H g) L^-1)", node=LinalgCholeskyExBackward0,
-           jvp=True),
+           jvp=True, autocast="float32 on cpu"),
     OpInfo("cholesky_solve", cholesky_solve, dtypes=_FLOAT, grad="through two triangular "
-           "solves", jvp=True),
+           "solves", jvp=True, autocast="float32 on cpu"),
     OpInfo("qr", qr_legacy, dtypes=_FLOAT, grad="(gQ + Q copyltu(M)) R^-H", node=LinalgQrBackward0,
-           jvp=True),
+           jvp=True, autocast="float32 on cpu"),
     OpInfo("svd", svd_legacy, dtypes=_FLOAT, grad="svd_backward (gauge-invariant losses)",
-           node=LinalgSvdBackward0, jvp=True),
-    OpInfo("pinverse", pinverse, dtypes=_FLOAT, grad="through svd", jvp=True),
+           node=LinalgSvdBackward0, jvp=True, autocast="float32 on cpu"),
+    OpInfo("pinverse", pinverse, dtypes=_FLOAT, grad="through svd", jvp=True,
+           autocast="float32 on cpu"),
     OpInfo("triangular_solve", triangular_solve, dtypes=_FLOAT, grad="-A^-H g X^H (triangle), "
-           "A^-H g", node=LinalgSolveTriangularBackward0, jvp=True),
+           "A^-H g", node=LinalgSolveTriangularBackward0, jvp=True, autocast="float32 on cpu"),
     OpInfo("lobpcg", lobpcg, method=False, dtypes=_FLOAT, grad="through eigh (and cholesky "
            "for B)", jvp=False),
     OpInfo("matrix_exp", matrix_exp, dtypes=_FLOAT, grad="exp([[A^H, g], [0, A^H]])[:n, n:]",

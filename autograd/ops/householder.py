@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from ...kernels.numpy import decompositions as _np_dec
 from ..checks import check_same_device, scalar_type_name, tensor_arg
+from ..autocast import autocast_op
 from ..dispatch import Primitive, apply
 from ..registry import OpInfo
 from ..tensor import Tensor
@@ -128,6 +129,7 @@ def _reflect(input: Tensor, tau: Tensor, C: Tensor, left: bool, adjoint: bool) -
     return C
 
 
+@autocast_op("float32 on cpu")
 def householder_product(input: Tensor, tau: Tensor, *, out=None) -> Tensor:
     """The first ``n`` columns of the product of Householder matrices ``H_1 ... H_k``, ``H_i
     = I - tau_i v_i v_i^H``, where ``v_i`` is column ``i`` of ``A`` (..., m, n) below the
@@ -225,9 +227,10 @@ def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True,
 
 _FLOAT = "float32/64, complex64/128"
 OPS = (
-    OpInfo("geqrf", geqrf, dtypes=_FLOAT, grad="none", node=GeqrfBackward0),
+    OpInfo("geqrf", geqrf, dtypes=_FLOAT, grad="none", node=GeqrfBackward0,
+           autocast="float32 on cpu"),
     OpInfo("orgqr", orgqr, dtypes=_FLOAT + "; tau's = input's",
-           grad="through k rank-one reflector updates", jvp=True),
+           grad="through k rank-one reflector updates", jvp=True, autocast="float32 on cpu"),
     OpInfo("ormqr", ormqr, dtypes=_FLOAT + "; one dtype",
-           grad="through k rank-one reflector updates", jvp=True),
+           grad="through k rank-one reflector updates", jvp=True, autocast="float32 on cpu"),
 )

@@ -7,7 +7,7 @@ from ...runtime import dtype as dtypes
 from ..registry import OpInfo, with_jvp
 from ..checks import (check_devices_match, expected_scalar_type, kernel_not_implemented,
                       scalar_type_name)
-from ..dispatch import SINK, Primitive, apply, bilinear_jvp, zeros
+from ..dispatch import SINK, Primitive, apply, bilinear_jvp, opmath, zeros
 from ..tensor import Tensor
 
 
@@ -111,12 +111,15 @@ class AddmmBackward0(Primitive):
             ctx.layouts = ((_column_major(k, a),), (_column_major(k, b),))
         if alpha == 1 and beta == 1:  # (linear: a bias row added in the product's epilogue)
             return k.addmm(c, a, b)
+        # float16/bfloat16: alpha * product + beta * input in float32, rounded once, as
+        # PyTorch's GEMM (k.addmm above does the same)
+        (a, b, c), back = opmath(k, a, b, c)
         out = k.matmul(a, b)  # (a new array: scaled and added to in place, no more allocated)
         if alpha != 1:
             k.mul(out, alpha, out=out)
-        if beta == 0:
-            return out
-        return k.add(out, c if beta == 1 else k.mul(c, beta), out=out)
+        if beta != 0:
+            k.add(out, c if beta == 1 else k.mul(c, beta), out=out)
+        return back(out)
 
     @staticmethod
     def vjp(ctx, k, saved, g):

@@ -21,6 +21,7 @@ import math
 import numbers
 
 from ...runtime import dtype as dtypes
+from ..autocast import autocast_op
 from ..checks import scalar_type_name, tensor_arg
 from ..dispatch import Primitive, apply, meta, zeros
 from ..observe import observed_op
@@ -349,6 +350,7 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
     return vector_norm(input, 2 if p is None else p, dims, keepdim, dtype=dtype)
 
 
+@autocast_op("lower")
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out=None) -> Tensor:
     """The dot products of the vectors along ``dim`` of ``x`` and ``y`` (broadcasting the
     other dims). Both must have the same dtype.
@@ -622,7 +624,7 @@ OPS = (
            autocast="float32 on cuda", node=LinalgVectorNormBackward0, out="exact"),
     OpInfo("outer", outer, aliases=("ger",), dtypes="promoted", grad="g vec2, g^T input",
            out="cast"),
-    OpInfo("inner", inner, dtypes="promoted", grad="through tensordot"),
+    OpInfo("inner", inner, dtypes="promoted", grad="through tensordot", autocast="lower"),
     OpInfo("matrix_power", matrix_power, dtypes="floats (integers for n >= 0)",
            grad="through its products (and inverse)"),
     OpInfo("addr", addr, inplace=addr_, dtypes="one dtype", grad="beta g, alpha g v2, "

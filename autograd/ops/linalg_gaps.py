@@ -16,6 +16,7 @@ import numpy as np
 
 from ...runtime import dtype as dtypes
 from ..checks import tensor_arg
+from ..autocast import autocast_op, suspended
 from ..dispatch import Primitive, apply
 from ..tensor import Tensor, array_meta
 from .complex_parts import real
@@ -114,6 +115,7 @@ class LinalgEigBackward0(Primitive):
     jvp = complex_jvp  # (a real A's values are complex: the same rule)
 
 
+@autocast_op("float32 on cpu")
 @_tuple_out("linalg.eig", "linalg_eig")
 def eig(input: Tensor, *, out=None) -> EigResult:
     """(eigenvalues, eigenvectors) of each square matrix: complex, ``A V = V diag(L)``, the
@@ -130,6 +132,7 @@ def eig(input: Tensor, *, out=None) -> EigResult:
     return EigResult(*apply(LinalgEigBackward0, (A,)))
 
 
+@autocast_op("float32 on cpu")
 def eigvals(input: Tensor, *, out=None) -> Tensor:
     """The (complex) eigenvalues of each square matrix, in LAPACK's order (``eig``'s)."""
     A = input
@@ -141,6 +144,7 @@ def eigvals(input: Tensor, *, out=None) -> Tensor:
 _COND_NORMS = (None, 2, -2, 1, -1, math.inf, -math.inf, "fro", "nuc")
 
 
+@autocast_op("float32 on cpu")
 def cond(input: Tensor, p=None, *, out=None) -> Tensor:
     """The condition number of each matrix in the norm ``p``: ``sigma_max / sigma_min`` for
     p = None or 2 (any shape), ``sigma_min / sigma_max`` for -2, else
@@ -173,6 +177,7 @@ def cond(input: Tensor, p=None, *, out=None) -> Tensor:
     return _result(r.where(info == 0, math.inf), out, op)
 
 
+@autocast_op("float32 on cpu")
 def matrix_rank(input: Tensor, tol=None, hermitian: bool = False, *, atol=None, rtol=None,
                 out=None) -> Tensor:
     """The numerical rank of each matrix: the number of singular values (absolute
@@ -243,6 +248,12 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
         >>> tg.linalg.lu_solve(LU, piv, tg.tensor([[3.], [4.]])).flatten().tolist()
         [1.0, 1.0]
     """
+    # (PyTorch's is one kernel, not autocast: the permutation's products here are not cast)
+    with suspended():
+        return _lu_solve(LU, pivots, B, left, adjoint, out)
+
+
+def _lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, left: bool, adjoint: bool, out):
     op = "linalg.lu_solve"
     _matrix(LU, op, "LU")
     tensor_arg(B, op, "B")
@@ -300,6 +311,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
     return SolveExResult(X.where(rows.logical_not(), math.nan), info)
 
 
+@autocast_op("float32 on cpu")
 def tensorinv(input: Tensor, ind: int = 2, *, out=None) -> Tensor:
     """The inverse of ``A`` seen as a linear map from its first ``ind`` dims to the rest:
     ``tensordot(tensorinv(A, ind), A, ind)`` is the identity; the result's shape is
@@ -328,6 +340,7 @@ def tensorinv(input: Tensor, ind: int = 2, *, out=None) -> Tensor:
     return _result(inverse.reshape(rest + lead), out, op)
 
 
+@autocast_op("float32 on cpu")
 def tensorsolve(input: Tensor, other: Tensor, dims=None, *, out=None) -> Tensor:
     """The X with ``tensordot(A, X, X.ndim) = B``: X has shape ``A.shape[B.ndim:]``, and
     ``A`` (with ``dims`` moved to its end first) is solved as a square matrix.

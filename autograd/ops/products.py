@@ -530,6 +530,7 @@ OPS = (
     OpInfo("block_diag", block_diag, method=False, dtypes="promoted",
            grad="the blocks of g"),
     OpInfo("cdist", cdist, method=False, dtypes="floats",
-           grad="sum_r g w, -sum_p g w (w = dy/dx1, PyTorch's); 0 at zero distance"),
+           grad="sum_r g w, -sum_p g w (w = dy/dx1, PyTorch's); 0 at zero distance",
+           autocast="float32"),
 )
 OPS = with_jvp(OPS)  # forward AD goes through the parts (each has a jvp rule)

@@ -272,7 +272,7 @@ OPS = (
     OpInfo("index_fill", index_fill, inplace=index_fill_, dtypes="all",
            grad="g, zero at the filled slices"),
     OpInfo("index_copy", index_copy, inplace=index_copy_, dtypes="all",
-           grad="g, zero at the copied slices; source: g's slices"),
+           grad="g, zero at the copied slices; source: g's slices", autocast="promote on cpu"),
     OpInfo("masked_scatter", masked_scatter, inplace=masked_scatter_, dtypes="all",
            grad="g where not masked; source: g's masked elements"),
     OpInfo("unfold", unfold, function=False, dtypes="all", node=UnfoldBackward0,

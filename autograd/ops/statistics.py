@@ -427,7 +427,8 @@ def nanquantile(input: Tensor, q, dim=None, keepdim: bool = False, *,
 
 OPS = OPS + (
     OpInfo("quantile", quantile, dtypes="floats", grad="g to the neighbours, by the weights",
-           out="exact"),
-    OpInfo("nanquantile", nanquantile, dtypes="floats", grad="as quantile's", out="exact"),
+           out="exact", autocast="float32 on cpu"),
+    OpInfo("nanquantile", nanquantile, dtypes="floats", grad="as quantile's", out="exact",
+           autocast="float32 on cpu"),
 )
 OPS = with_inplace(OPS, ("frac",))
