@@ -482,14 +482,23 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
     if p == 1.0:
         out = input * 0  # (keeps an integer input's dtype, as PyTorch's)
     else:
-        if input.numel():
-            _check_float_result(input, "dropout")
-        # the keep mask is drawn where the input lives (on CUDA: on the device, from the
-        # default CUDA generator); its uniforms are the default dtype's, as rand's
+        if not input.numel():
+            return input  # (PyTorch's: the empty input itself)
+        _check_float_result(input, "dropout")
+        dev = input.device
+        if dev.type == "cpu":
+            # ATen's _dropout_impl: Bernoulli(1 - p) noise in the input's dtype and layout,
+            # divided by 1 - p in place, one product: PyTorch's numbers for a seed in every
+            # float dtype (a float32 keep mask cast and two products differed in float16
+            # and bfloat16)
+            from ..autograd.ops.creation import empty_like
+            noise = empty_like(input).bernoulli_(1.0 - p)
+            return input * noise.div_(1.0 - p)
+        # on CUDA the keep mask is drawn on the device (the default CUDA generator's
+        # Philox); its uniforms are the default dtype's, as rand's
         from ..autograd.ops.creation import _stream
         from ..autograd.tensor import make
         from ..runtime.dtype import get_default_dtype
-        dev = input.device
         keep = make(input._k.dropout_mask(tuple(input.shape), float(p), get_default_dtype(),
                                           dev, _stream(None, dev, "dropout")))
         out = input * keep.to(input.dtype) * (1.0 / (1.0 - p))

@@ -369,3 +369,26 @@ def test_factories_draw_as_aten_fills():
     tg.manual_seed(7)
     np.testing.assert_array_equal(tg.randn(5, dtype=tg.complex64).numpy(),
                                   torch.randn(5, dtype=torch.complex64).numpy())
+
+
+def test_dropout_draws_as_atens_in_every_float_dtype():
+    # ATen's _dropout_impl: Bernoulli(1 - p) noise in the input's dtype, divided by 1 - p in
+    # place, one product (a float32 mask cast and two products differed in half precision)
+    x = np.arange(1.0, 61.0).reshape(3, 4, 5) / 7
+    for dt in ("float32", "float16", "bfloat16"):
+        tg.manual_seed(0)
+        t = tg.tensor(x, dtype=getattr(tg, dt))
+        got = tg.nn.functional.dropout(t, 0.7)
+        tg.manual_seed(0)
+        noise = tg.empty_like(t).bernoulli_(0.3)
+        np.testing.assert_array_equal(got.float().numpy(),
+                                      (t * noise.div_(0.3)).float().numpy())
+    assert tg.nn.functional.dropout(tg.ones(0, dtype=tg.int64), 0.5) is not None
+    torch = pytest.importorskip("torch")
+    for dt in ("float16", "bfloat16"):
+        tg.manual_seed(1)
+        torch.manual_seed(1)
+        a = tg.nn.functional.dropout(tg.tensor(x, dtype=getattr(tg, dt)).transpose(0, 2), 0.7)
+        b = torch.nn.functional.dropout(torch.tensor(x, dtype=getattr(torch, dt))
+                                        .transpose(0, 2), 0.7)
+        np.testing.assert_array_equal(a.float().numpy(), b.float().numpy())
