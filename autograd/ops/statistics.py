@@ -25,7 +25,7 @@ from ..dispatch import Primitive, apply
 from ..registry import OpInfo, with_inplace
 from ..storage import _c_type as c_type_name
 from ..tensor import Tensor, int_arg, wrap_dim
-from .elementwise import _result, broadcast_shapes, isnan, maximum, minimum, where
+from .elementwise import _result, broadcast_shapes, isnan, where
 from .pointwise import trunc
 from .reduction import _expand_back, amax, amin, reduce_dims, return_types
 
@@ -223,15 +223,17 @@ def corrcoef(input: Tensor) -> Tensor:
 
 
 def fmax(input: Tensor, other: Tensor, *, out=None) -> Tensor:
-    """The elementwise maximum, ignoring NaN: NaN only where both are NaN."""
-    a, b = tensor_arg(input, "fmax"), other
-    return where(isnan(a), b, where(isnan(b), a, maximum(a, b)))
+    """The elementwise maximum, ignoring NaN: NaN only where both are NaN. The gradient goes
+    to ``input`` where it is chosen, ties included, as PyTorch's (not split as maximum's)."""
+    a, b = tensor_arg(input, "fmax"), tensor_arg(other, "fmax", "other")
+    return _result(where((a >= b) | isnan(b), a, b), out, "fmax")
 
 
 def fmin(input: Tensor, other: Tensor, *, out=None) -> Tensor:
-    """The elementwise minimum, ignoring NaN: NaN only where both are NaN."""
-    a, b = tensor_arg(input, "fmin"), other
-    return where(isnan(a), b, where(isnan(b), a, minimum(a, b)))
+    """The elementwise minimum, ignoring NaN: NaN only where both are NaN. The gradient goes
+    to ``input`` where it is chosen, ties included, as PyTorch's."""
+    a, b = tensor_arg(input, "fmin"), tensor_arg(other, "fmin", "other")
+    return _result(where((a <= b) | isnan(b), a, b), out, "fmin")
 
 
 def frac(input: Tensor) -> Tensor:

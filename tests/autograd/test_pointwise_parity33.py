@@ -251,3 +251,20 @@ def test_half_mul_and_div_read_a_number_in_float32_add_and_sub_in_half():
         for s in (0.1, 0.7, 3.3, -2.5):
             np.testing.assert_array_equal(getattr(tg, op)(tg.tensor(v), s).numpy(),
                                           getattr(torch, op)(torch.tensor(v), s).numpy())
+
+
+def test_fmax_fmin_write_out_and_send_ties_to_input():
+    nan = float("nan")
+    a = tg.tensor([1.0, 5.0, nan, 2.0, nan], requires_grad=True)
+    b = tg.tensor([3.0, 2.0, 1.0, 2.0, nan], requires_grad=True)
+    tg.fmax(a, b).sum().backward()
+    assert a.grad.tolist() == [0.0, 1.0, 0.0, 1.0, 1.0]  # (the tie at 2 all to input)
+    assert b.grad.tolist() == [1.0, 0.0, 1.0, 0.0, 0.0]
+    a.grad = b.grad = None
+    r = tg.fmin(a, b)
+    r.sum().backward()
+    assert r.detach().tolist()[:4] == [1.0, 2.0, 1.0, 2.0]
+    assert a.grad.tolist() == [1.0, 0.0, 0.0, 1.0, 1.0]
+    out = tg.empty(2)
+    assert tg.fmax(tg.tensor([1.0, 5.0]), tg.tensor([3.0, 2.0]), out=out) is out
+    assert out.tolist() == [3.0, 5.0]
