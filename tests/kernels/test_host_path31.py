@@ -171,10 +171,12 @@ def test_pairs_the_fast_path_does_not_take_still_promote_and_refuse():
 @pytest.mark.parametrize("op", ["add", "sub"])
 def test_add_and_sub_keep_alpha_as_the_general_path_does(op):
     x, w = tg.ones(2, requires_grad=True), tg.ones(2, requires_grad=True)
-    for alpha in (1, 1.0, True, np.float64(1.0), np.int64(1)):
+    for alpha in (1, 1.0, np.float64(1.0), np.int64(1)):
         saved = getattr(tg, op)(x, w, alpha=alpha).grad_fn._saved_alpha
         want = ew.python_number(alpha)  # a Python number, as the general path keeps it
         assert saved == want and type(saved) is type(want), alpha
+    with pytest.raises(RuntimeError, match="Boolean alpha only supported for Boolean results"):
+        getattr(tg, op)(x, w, alpha=True)  # (PyTorch's alpha check, float results)
 
 
 def test_a_parameter_takes_the_fast_path_as_a_tensor():
