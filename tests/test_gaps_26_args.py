@@ -274,7 +274,8 @@ _ROW_OF = {n: row.name for rows in FAMILIES.values() for row in rows for n in ro
 def test_inplace_functions_refuse_a_non_tensor(name):
     # (tg.exp_ is Tensor.exp_, unguarded: each checks its own target; an alias's error names
     # its row, arccos_ as acos_)
-    args = {"addmv_": (_x(2, 2), _x(2)), "as_strided_": ((1,), (1,))}.get(name, ())
+    args = {"addmv_": (_x(2, 2), _x(2)), "as_strided_": ((1,), (1,)),
+            "gcd_": (tg.tensor([2]),), "lcm_": (tg.tensor([2]),)}.get(name, ())
     with pytest.raises(TypeError) as err:
         getattr(tg, name)([1.0], *args)
     msg = str(err.value)
