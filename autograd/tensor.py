@@ -463,7 +463,9 @@ class Tensor:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
                                "support the deepcopy protocol at the moment.")
         import copy
-        out = _rebuild_tensor(*self._pickled())
+        out = self._storage_copy(memo)
+        if self._requires_grad:
+            out.requires_grad_()
         if type(self) is not Tensor:
             out = _rebuild_subclass(type(self), out, {})
         memo[id(self)] = out
@@ -472,6 +474,21 @@ class Tensor:
         if type(self) is not Tensor:
             out.__dict__.update(copy.deepcopy(self._user_attributes(), memo))
         return out
+
+    def _storage_copy(self, memo: dict) -> "Tensor":
+        """A tensor with this one's geometry over a copy of its storage, made once per storage
+        in a deepcopy (``memo``): tensors that shared memory share the copies' memory, as
+        PyTorch's deepcopy copies storages through its memo."""
+        from .storage import _span, _whole
+        copies = memo.setdefault("tritongrad.storages", {})
+        a = self._data
+        key = (str(self._device), _span(a)[0], self._dtype)
+        whole = copies.get(key)
+        if whole is None:  # (kept alive by the memo while the deepcopy runs: keys stay unique)
+            whole = copies[key] = _whole(self).clone()
+        k = self._k
+        return make(k.as_strided(whole._data, tuple(a.shape), k.strides(a),
+                                 k.storage_offset(a)), self._dtype)
 
     def _is_view(self) -> bool:
         """Whether this tensor is a view of another (``_base``)."""

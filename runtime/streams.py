@@ -141,9 +141,221 @@ class device_guard:
 
 
 # ------------------------------------------------------------------------------------------
+# Device-agnostic streams and events (torch.Stream, torch.Event)
+# ------------------------------------------------------------------------------------------
+# Note [device-agnostic streams]
+#   ``tg.Stream(device)`` and ``tg.Event(device)`` are PyTorch's device-agnostic classes: on a
+#   CUDA device they make the CUDA ``Stream``/``Event`` below (subclasses of these, as
+#   ``torch.cuda.Stream`` is a ``torch.Stream``), on a host device (cpu, meta) a stream with no
+#   queue, as ATen's: work on it is done when issued, so it is always complete, waiting and
+#   synchronizing do nothing, and events cannot be recorded ("cpu backend doesn't support
+#   events."). No device names the current accelerator when one is available, else the CPU.
+
+# c10::DeviceType's numbers, which ``Stream.device_type`` reports as PyTorch's does
+_DEVICE_TYPE_IDS = {"cpu": 0, "cuda": 1, "meta": 14}
+
+
+def _any_device(device, cls: str) -> Device:
+    """The device of ``tg.Stream(device)``/``tg.Event(device)`` (Note [device-agnostic
+    streams]); an int is an accelerator's index."""
+    if device is None:
+        return Device("cuda", _state.device) if _drv.is_available() else Device("cpu")
+    if isinstance(device, int) and not isinstance(device, bool):
+        if not _drv.is_available():
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        return Device("cuda", device)
+    if isinstance(device, str):
+        return Device(device)
+    if isinstance(device, Device):
+        return device
+    raise TypeError(f"{cls}(): argument 'device' must be torch.device, not "
+                    f"{type(device).__name__}")
+
+
+class DeviceStream:
+    """An in-order queue of work on a device: ``tg.Stream``, PyTorch's device-agnostic
+    ``torch.Stream`` (Note [device-agnostic streams]).
+
+    Args:
+        device: the device of the stream (default: the current accelerator, else the CPU).
+        priority: 0 or negative; negative numbers are higher priorities (CUDA streams).
+
+    As a context manager it makes the stream current on its device and restores the previous
+    one on exit (a host stream changes nothing).
+
+    Example::
+
+        >>> with tg.Stream(device="cuda") as s:  # doctest: +SKIP
+        ...     y = x @ x  # queued on s
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, *args, **kwargs):
+        if cls is not DeviceStream:  # (tg.cuda.Stream(...) and its subclasses)
+            return object.__new__(cls)
+        if len(args) > 1:  # (the message Python gives for Stream(device, *, ...))
+            raise TypeError(f"Stream() takes from 0 to 1 positional arguments but {len(args)} "
+                            f"were given")
+        return _new_stream(*args, **kwargs)
+
+    @property
+    def device_type(self) -> int:
+        """The device's type as PyTorch's ``c10::DeviceType`` number (cpu 0, cuda 1)."""
+        return _DEVICE_TYPE_IDS.get(self.device.type, -1)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return (f"tritongrad.Stream device_type={self.device.type}, "
+                f"device_index={self.device_index}, stream_id={self.stream_id}")
+
+
+def _new_stream(device=None, *, priority: int = 0) -> DeviceStream:
+    """``tg.Stream(device, priority=...)`` (Note [device-agnostic streams])."""
+    if not isinstance(priority, int) or isinstance(priority, bool):
+        raise TypeError(f"Stream(): argument 'priority' must be int, not "
+                        f"{type(priority).__name__}")
+    dev = _any_device(device, "Stream")
+    if dev.type == "cuda":  # (type() then runs Stream.__init__(device, priority=...))
+        return object.__new__(Stream)
+    return object.__new__(_HostStream)._on(dev)
+
+
+class _HostStream(DeviceStream):
+    """A stream of a host device (Note [device-agnostic streams])."""
+
+    __slots__ = ("_device",)
+
+    def __init__(self, device=None, *, priority: int = 0):
+        pass  # (made by DeviceStream.__new__)
+
+    def _on(self, device: Device) -> _HostStream:
+        self._device = device
+        return self
+
+    @property
+    def device(self) -> Device:
+        """The device the stream belongs to."""
+        return self._device
+
+    device_index = -1
+    stream_id = 0
+
+    def query(self) -> bool:
+        """True: work on a host stream is done when it is issued."""
+        return True
+
+    def synchronize(self) -> None:
+        """Nothing to wait for on a host stream."""
+
+    def wait_event(self, event: DeviceEvent) -> None:
+        """Nothing to wait for on a host stream."""
+
+    def wait_stream(self, stream: DeviceStream) -> None:
+        """Nothing to wait for on a host stream."""
+
+    def record_event(self, event: DeviceEvent | None = None) -> DeviceEvent:
+        """Refused: a host device has no events."""
+        raise RuntimeError(f"{self._device.type} backend doesn't support events.")
+
+    def is_capturing(self) -> bool:
+        """False: graphs capture CUDA streams only."""
+        return False
+
+    @property
+    def native_handle(self) -> int:
+        raise RuntimeError("Backend doesn't support getting stream native handle.")
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _HostStream) and other._device == self._device
+
+    def __hash__(self) -> int:
+        return hash(("stream", self._device.type))
+
+
+class DeviceEvent:
+    """A marker in a stream, to wait on, to poll or to time between: ``tg.Event``, PyTorch's
+    device-agnostic ``torch.Event`` (Note [device-agnostic streams]).
+
+    Args:
+        device: the device of the event (default: the current accelerator, else the CPU).
+        enable_timing: the event can measure time (``elapsed_time``).
+        blocking: ``synchronize`` sleeps instead of spinning (CUDA).
+        interprocess: can be shared between processes (CUDA).
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, *args, **kwargs):
+        if cls is not DeviceEvent:  # (tg.cuda.Event(...))
+            return object.__new__(cls)
+        if len(args) > 1:  # (the message Python gives for Event(device, *, ...))
+            raise TypeError(f"Event() takes from 0 to 1 positional arguments but {len(args)} "
+                            f"were given")
+        return _new_event(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        dev = self.device
+        return (f"tritongrad.Event device_type={'cuda' if dev is None else dev.type}, "
+                f"device_index={-1 if dev is None or dev.index is None else dev.index}, "
+                f"event_id={self.event_id}")
+
+
+def _new_event(device=None, *, enable_timing: bool = False, blocking: bool = False,
+               interprocess: bool = False) -> DeviceEvent:
+    """``tg.Event(device, ...)`` (Note [device-agnostic streams]); type() then runs the
+    made class's ``__init__`` with the same arguments."""
+    dev = _any_device(device, "Event")
+    if dev.type == "cuda":
+        return object.__new__(_AnyCudaEvent)
+    return object.__new__(_HostEvent)._on(dev, enable_timing)
+
+
+class _HostEvent(DeviceEvent):
+    """An event of a host device, which cannot be recorded (Note [device-agnostic streams])."""
+
+    __slots__ = ("_device", "enable_timing")
+
+    def __init__(self, device=None, *, enable_timing: bool = False, blocking: bool = False,
+                 interprocess: bool = False):
+        pass  # (made by DeviceEvent.__new__)
+
+    def _on(self, device: Device, enable_timing: bool) -> _HostEvent:
+        self._device, self.enable_timing = device, enable_timing
+        return self
+
+    @property
+    def device(self) -> Device:
+        """The device of the event."""
+        return self._device
+
+    event_id = 0
+
+    def _refuse(self, stream=None):
+        raise RuntimeError(f"{self._device.type} backend doesn't support events.")
+
+    record = wait = synchronize = _refuse
+
+    def query(self) -> bool:
+        """True: an event never recorded is complete."""
+        return True
+
+    def elapsed_time(self, end_event: DeviceEvent) -> float:
+        """Refused: a host event is never recorded."""
+        if not (self.enable_timing and end_event.enable_timing):
+            raise ValueError("Both events must be created with argument 'enable_timing=True'.")
+        raise ValueError("Both events must be recorded before calculating elapsed time.")
+
+
+# ------------------------------------------------------------------------------------------
 # Streams
 # ------------------------------------------------------------------------------------------
-class Stream:
+class Stream(DeviceStream):
     """A CUDA stream: a queue of work that runs in issue order on one device.
 
     Wraps ``cuStreamCreateWithPriority(CU_STREAM_NON_BLOCKING, priority)``. Two ``Stream``
@@ -165,9 +377,10 @@ class Stream:
         >>> tg.cuda.current_stream().wait_stream(s)
     """
 
-    __slots__ = ("__weakref__", "_owned", "cuda_stream", "device_index", "priority")
+    __slots__ = ("__weakref__", "_ctx", "_owned", "cuda_stream", "device_index", "priority")
 
     def __init__(self, device=None, priority: int = 0):
+        self._ctx = None
         index = device_index(device)
         pool = _stream_pool.get((index, priority))
         handle = pool.pop() if pool else None  # list.pop is atomic: no lock needed
@@ -183,6 +396,7 @@ class Stream:
         """A Stream object over an existing handle (the default stream, external streams)."""
         s = object.__new__(cls)
         s.cuda_stream, s.device_index, s.priority, s._owned = handle, index, priority, False
+        s._ctx = None
         return s
 
     def __del__(self):
@@ -228,6 +442,32 @@ class Stream:
     def synchronize(self) -> None:
         """Blocks the host until the stream's queued work is done (``cuStreamSynchronize``)."""
         _drv.get_driver().stream_synchronize(self.device_index, self.cuda_stream)
+
+    @property
+    def stream_id(self) -> int:
+        """The stream's id (its CUstream handle; 0 for the default stream)."""
+        return self.cuda_stream
+
+    @property
+    def native_handle(self) -> int:
+        """The CUstream handle as an int."""
+        return self.cuda_stream
+
+    def is_capturing(self) -> bool:
+        """Whether a CUDA graph capture is underway on this stream (``cuStreamIsCapturing``)."""
+        drv = _drv._driver
+        return bool(drv is not None and drv.capturing
+                    and drv.stream_is_capturing(self.device_index, self.cuda_stream))
+
+    def __enter__(self) -> Stream:
+        """Makes this stream (and its device) current until ``__exit__``, as ``stream(s)``."""
+        ctx = self._ctx = stream(self), self._ctx  # (nested entries of one stream)
+        ctx[0].__enter__()
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        ctx, self._ctx = self._ctx, self._ctx[1]
+        return ctx[0].__exit__(*exc)
 
     def __eq__(self, other) -> bool:
         return (isinstance(other, Stream) and self.cuda_stream == other.cuda_stream
@@ -424,7 +664,7 @@ def run_sync_hooks() -> None:
 # ------------------------------------------------------------------------------------------
 # Events
 # ------------------------------------------------------------------------------------------
-class Event:
+class Event(DeviceEvent):
     """A CUDA event: a marker in a stream, to wait on, to poll, or to time between.
 
     The CUevent is created (``cuEventCreate``) on the first ``record``, on the device of the
@@ -465,6 +705,8 @@ class Event:
     def cuda_event(self) -> int:
         """The CUevent handle as an int (0 before the first record)."""
         return self._handle or 0
+
+    event_id = cuda_event
 
     @property
     def device(self) -> Device | None:
@@ -538,3 +780,14 @@ class Event:
         if self._handle is None:
             return "<tritongrad.cuda.Event uninitialized>"
         return f"<tritongrad.cuda.Event device=cuda:{self._device} cuda_event=0x{self._handle:x}>"
+
+
+class _AnyCudaEvent(Event):
+    """``tg.Event(device)`` on a CUDA device: a CUDA ``Event`` made with the device-agnostic
+    signature (Note [device-agnostic streams])."""
+
+    __slots__ = ()
+
+    def __init__(self, device=None, *, enable_timing: bool = False, blocking: bool = False,
+                 interprocess: bool = False):
+        super().__init__(enable_timing, blocking, interprocess)

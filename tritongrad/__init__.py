@@ -18,6 +18,7 @@ if not _os.path.isdir(_os.path.join(__path__[0], "runtime")) and _os.path.isfile
     __path__.append(_root)
 
 from .runtime.device import device
+from .runtime.streams import DeviceEvent as Event, DeviceStream as Stream
 from .runtime.dtype import (bfloat16, bool, cdouble, cfloat, channels_last, channels_last_3d,
                             complex64, complex128, contiguous_format, double, dtype, float,
                             finfo, float16, float32, float64, get_default_dtype, half, iinfo, int,
@@ -92,6 +93,7 @@ __all__ = ["device", "dtype", "Tensor", "Size", "autograd", "cuda", "distributed
 __all__ += ["backends", "get_float32_matmul_precision", "linalg", "special",
             "set_float32_matmul_precision"]
 __all__ += ["fft"]
+__all__ += ["Event", "Stream"]
 __all__ += ["nested", "jagged"]
 __all__ += ["distributions"]
 __all__ += ["compile", "compiler", "jit"]
