@@ -95,6 +95,13 @@ class FunctionCtx:
                             f"{type(value).__name__}")
         self._materialize_grads = value
 
+    def mark_shared_storage(self, *pairs) -> None:
+        """Deprecated and does nothing, as in PyTorch: tensors sharing storage are tracked
+        without it."""
+        warnings.warn("`mark_shared_storage` is deprecated. Tensors with shared storages are "
+                      "automatically tracked. Note that calls to `set_()` are not tracked",
+                      FutureWarning, stacklevel=2)
+
 
 _ContextMethodMixin = FunctionCtx  # the name the 2019-2021 seeds document these methods under
 

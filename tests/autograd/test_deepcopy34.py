@@ -60,3 +60,21 @@ def test_against_torch():
         assert a.tolist() == [[0.0, -1.0, 2.0, -3.0], [4.0, -5.0, 6.0, -7.0],
                               [8.0, -9.0, 10.0, -11.0]], lib
         assert (b.storage_offset(), b.stride()) == (1, (4, 2)), lib
+
+
+def test_mark_shared_storage_is_deprecated():
+    class Same(tg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            out = x.view_as(x)
+            ctx.mark_shared_storage((x, out))
+            return out
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = tg.ones(2, requires_grad=True)
+    with pytest.warns(FutureWarning, match="`mark_shared_storage` is deprecated"):
+        Same.apply(x).sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0]
