@@ -305,6 +305,9 @@ class Driver:
     def graph_node_count(self, dev: int, graph: int) -> int:
         raise NotImplementedError  # cuGraphGetNodes(graph, 0) -> count
 
+    def graph_debug_dot_print(self, dev: int, graph: int, path: str) -> None:
+        raise NotImplementedError  # cuGraphDebugDotPrint(graph, path, VERBOSE)
+
     # -- profiler --------------------------------------------------------------------------
     def profiler_start(self, dev: int) -> None:  # cuProfilerStart
         raise NotImplementedError
@@ -651,6 +654,13 @@ class CudaDriver(Driver):
         _, count = self._check(self.cu.cuGraphGetNodes(self.cu.CUgraph(graph), 0),
                                "cuGraphGetNodes")
         return int(count)
+
+    def graph_debug_dot_print(self, dev: int, graph: int, path: str) -> None:
+        cu = self.cu
+        self.activate(dev)
+        verbose = int(cu.CUgraphDebugDot_flags.CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE)
+        self._check(cu.cuGraphDebugDotPrint(cu.CUgraph(graph), path.encode(), verbose),
+                    "cuGraphDebugDotPrint")
 
     # -- profiler --------------------------------------------------------------------------
     def profiler_start(self, dev: int) -> None:
@@ -1067,6 +1077,20 @@ class EmulatedDriver(Driver):
 
     def graph_node_count(self, dev: int, graph: int) -> int:
         return len(self._graph(self._graphs, graph, "cuGraphGetNodes"))
+
+    def graph_debug_dot_print(self, dev: int, graph: int, path: str) -> None:
+        """The graph as Graphviz DOT, as ``cuGraphDebugDotPrint`` writes one: its nodes (the
+        recorded operations, named by what they call) in a chain, the order they run in."""
+        ops = self._graph(self._graphs, graph, "cuGraphDebugDotPrint")
+        lines = [f"digraph dot {{", f'  label="emulated graph 0x{graph:x}";']
+        for i, op in enumerate(ops):
+            name = getattr(getattr(op, "func", op), "__name__", type(op).__name__)
+            name = "kernel" if name == "<lambda>" else name  # (a launch: a bound kernel)
+            lines.append(f'  node{i} [shape=record, label="{i}: {name}"];')
+            if i:
+                lines.append(f"  node{i - 1} -> node{i};")
+        with open(path, "w") as f:
+            f.write("\n".join([*lines, "}", ""]))
 
     # -- profiler --------------------------------------------------------------------------
     def profiler_start(self, dev: int) -> None:

@@ -83,6 +83,12 @@ class CUDAGraph:
     Prefer the ``graph`` context manager, which captures on a side stream after synchronizing
     and freeing cached memory. As ``torch.cuda.CUDAGraph``.
 
+    Args:
+        keep_graph: if False (the default), ``capture_end`` instantiates the executable graph
+            and destroys the captured CUgraph; if True, the CUgraph is kept
+            (``raw_cuda_graph``) and instantiated by ``instantiate``, or by the first
+            ``replay``.
+
     Example:
         >>> g = tg.cuda.CUDAGraph()  # doctest: +SKIP
         >>> static_x = tg.zeros(8, device="cuda")
@@ -92,7 +98,12 @@ class CUDAGraph:
         >>> g.replay()  # static_y now holds arange(8) * 2 + 1
     """
 
-    def __init__(self):
+    def __init__(self, keep_graph: bool = False):
+        if not isinstance(keep_graph, bool):
+            raise TypeError(f"CUDAGraph(): argument 'keep_graph' must be bool, not "
+                            f"{type(keep_graph).__name__}")
+        self._keep_graph = keep_graph
+        self._debug = False  # enable_debug_mode: keep the CUgraph for debug_dump
         self._device = -1
         self._stream: int | None = None  # the capturing stream, during a capture
         self._pool: tuple[int, int] | None = None
@@ -114,7 +125,7 @@ class CUDAGraph:
             RuntimeError: the current stream is the default stream, or this graph already
                 holds a capture.
         """
-        if self._stream is not None or self._exec is not None:
+        if self._stream is not None or self._exec is not None or self._graph is not None:
             raise RuntimeError("This CUDAGraph instance already owns a captured graph. To "
                                "capture a new graph, create a new instance.")
         if capture_error_mode not in _drv.CAPTURE_MODES:
@@ -138,8 +149,8 @@ class CUDAGraph:
         self._device, self._stream, self._pool = index, stream, pool
 
     def capture_end(self) -> None:
-        """Ends the capture (``cuStreamEndCapture``) and instantiates the graph
-        (``cuGraphInstantiate``), ready to ``replay``.
+        """Ends the capture (``cuStreamEndCapture``) and, unless the graph was made with
+        ``keep_graph=True``, instantiates it (``cuGraphInstantiate``), ready to ``replay``.
 
         Must be called on the stream the capture began on. The graph keeps its memory pool
         until ``reset``.
@@ -165,11 +176,33 @@ class CUDAGraph:
             self._release_pool()
             raise
         alloc.end_allocate_to_pool(stream)
-        self._exec = drv.graph_instantiate(index, self._graph)
         if drv.graph_node_count(index, self._graph) == 0:
             warnings.warn("The CUDA Graph is empty. This usually means that the graph was "
                           "attempted to be captured on wrong device or stream.", UserWarning,
                           stacklevel=2)
+        if not self._keep_graph:
+            self.instantiate()
+            if not self._debug:  # (debug_dump reads it)
+                graph, self._graph = self._graph, None
+                drv.graph_destroy(index, graph)
+
+    def instantiate(self) -> None:
+        """Instantiates the captured graph (``cuGraphInstantiate``): called by ``capture_end``
+        unless ``keep_graph=True``, else by the first ``replay`` if not called before. Again,
+        it replaces the executable graph (``raw_cuda_graph_exec``'s handle is then destroyed);
+        the CUgraph stays.
+
+        Raises:
+            RuntimeError: there is no captured graph.
+        """
+        if self._graph is None:
+            raise RuntimeError("CUDAGraph.instantiate: there is no captured graph to "
+                               "instantiate (capture one first; with keep_graph=False, "
+                               "capture_end has instantiated it already)")
+        drv = _drv.get_driver()
+        old, self._exec = self._exec, drv.graph_instantiate(self._device, self._graph)
+        if old is not None:
+            drv.graph_exec_destroy(self._device, old)
 
     def _abort(self) -> None:
         """Ends a capture that failed (the exception propagates): nothing is kept."""
@@ -194,7 +227,11 @@ class CUDAGraph:
         """
         graph_exec = self._exec
         if graph_exec is None:
-            raise RuntimeError("Called CUDAGraph.replay without a preceding successful capture.")
+            if self._graph is None:
+                raise RuntimeError("Called CUDAGraph.replay without a preceding successful "
+                                   "capture.")
+            self.instantiate()  # (keep_graph=True, not instantiated yet)
+            graph_exec = self._exec
         index = self._device
         _drv.get_driver().graph_launch(index, graph_exec, _streams.current_stream_handle(index))
 
@@ -222,9 +259,53 @@ class CUDAGraph:
         Raises:
             RuntimeError: nothing was captured successfully.
         """
-        if self._pool is None or self._exec is None:
+        if self._pool is None or (self._exec is None and self._graph is None):
             raise RuntimeError("Called CUDAGraph.pool without a preceding successful capture.")
         return self._pool
+
+    def raw_cuda_graph(self) -> int:
+        """The captured CUgraph as an int (``keep_graph=True`` only), for cuda-python's graph
+        management calls.
+
+        Raises:
+            RuntimeError: the graph was made with ``keep_graph=False``, or nothing was captured.
+        """
+        if not self._keep_graph:
+            raise RuntimeError("You cannot access the raw cudaGraph_t instance unless "
+                               "CUDAGraph was initialized with keep_graph=true")
+        if self._graph is None:
+            raise RuntimeError("CUDAGraph.raw_cuda_graph: nothing was captured")
+        return self._graph
+
+    def raw_cuda_graph_exec(self) -> int:
+        """The executable graph (CUgraphExec) as an int: after ``capture_end`` with
+        ``keep_graph=False``, else after ``instantiate``. A later ``instantiate`` destroys it.
+
+        Raises:
+            RuntimeError: the graph is not instantiated.
+        """
+        if self._exec is None:
+            raise RuntimeError("You cannot access the raw cudaGraphExec_t instance until "
+                               "instantiate() has been called")
+        return self._exec
+
+    def enable_debug_mode(self) -> None:
+        """Keeps the captured CUgraph after ``capture_end`` for ``debug_dump``."""
+        self._debug = True
+
+    def debug_dump(self, debug_path: str) -> None:
+        """Writes the captured graph to ``debug_path`` as Graphviz DOT
+        (``cuGraphDebugDotPrint``), if ``enable_debug_mode`` was called before the capture
+        ended (a warning otherwise, as PyTorch's).
+
+        Args:
+            debug_path: the file to write.
+        """
+        if not (self._debug or self._keep_graph) or self._graph is None:
+            warnings.warn("CUDA Graphs debug not enabled, set with "
+                          "[graph].enable_debug_mode()", UserWarning, stacklevel=2)
+            return
+        _drv.get_driver().graph_debug_dot_print(self._device, self._graph, str(debug_path))
 
     def __del__(self):
         try:  # destructors never raise
@@ -235,7 +316,8 @@ class CUDAGraph:
 
     def __repr__(self) -> str:
         state = ("capturing" if self._stream is not None
-                 else "captured" if self._exec is not None else "empty")
+                 else "captured" if self._exec is not None or self._graph is not None
+                 else "empty")
         return f"<tritongrad.cuda.CUDAGraph {state}>"
 
 

@@ -14,10 +14,11 @@ import warnings
 from . import cuda
 from .runtime.device import device as Device
 
-__all__ = ["current_accelerator", "current_device_idx", "current_device_index",
-           "current_stream", "device_count", "device_index", "empty_cache", "is_available",
-           "max_memory_allocated", "max_memory_reserved", "memory_allocated",
-           "memory_reserved", "memory_stats", "reset_peak_memory_stats", "set_device_idx",
+__all__ = ["Graph", "current_accelerator", "current_device_idx", "current_device_index",
+           "current_stream", "device_count", "device_index", "empty_cache", "empty_host_cache",
+           "get_device_capability", "get_memory_info", "is_available", "max_memory_allocated",
+           "max_memory_reserved", "memory_allocated", "memory_reserved", "memory_stats",
+           "reset_accumulated_memory_stats", "reset_peak_memory_stats", "set_device_idx",
            "set_device_index", "set_stream", "synchronize"]
 
 _ACCELERATOR = "cuda"
@@ -138,3 +139,73 @@ def _memory(name: str):
  memory_stats, reset_peak_memory_stats) = map(_memory, (
     "empty_cache", "max_memory_allocated", "max_memory_reserved", "memory_allocated",
     "memory_reserved", "memory_stats", "reset_peak_memory_stats"))
+
+
+(get_memory_info, reset_accumulated_memory_stats) = map(_memory, (
+    "mem_get_info", "reset_accumulated_memory_stats"))
+get_memory_info.__name__ = get_memory_info.__qualname__ = "get_memory_info"
+get_memory_info.__doc__ = ("``(free, total)`` bytes of ``device``'s memory (the current device "
+                           "if None): free across all processes, and the device's total.")
+
+
+def empty_host_cache() -> None:
+    """Releases the cached host (pinned) memory that no copy still uses, so that other
+    applications can use it; does nothing if the pinned allocator was never used."""
+    from .runtime import memory
+    alloc = memory._host_allocator()
+    if alloc is not None:
+        alloc.empty_cache()
+
+
+def get_device_capability(device=None, /) -> dict:
+    """The capability of ``device`` (the current device if None): ``{"supported_dtypes":
+    set}``, the dtypes tensors on it can have and convert between."""
+    from .runtime import dtype as dtypes
+    _index(device, optional=True)  # (checks the device's type)
+    return {"supported_dtypes": {getattr(dtypes, name) for name in dtypes.CPP_NAMES}}
+
+
+class Graph(cuda.CUDAGraph):
+    """An accelerator graph that captures and replays work (``torch.accelerator.Graph``): a
+    ``CUDAGraph`` that is also a context manager capturing the work queued on the current
+    stream (which must not be the default stream: enter a ``tg.Stream`` first).
+
+    Args:
+        keep_graph: see ``CUDAGraph``.
+        pool: a ``graph_pool_handle()`` or another graph's ``pool()``, to share its memory.
+        capture_error_mode: ``"default"`` (CUDA's ``"global"``), ``"global"``,
+            ``"thread_local"`` or ``"relaxed"``: see ``CUDAGraph.capture_begin``.
+
+    Example::
+
+        >>> x = tg.zeros(2000, device="cuda")  # doctest: +SKIP
+        >>> graph = tg.accelerator.Graph()
+        >>> with tg.Stream(), graph:
+        ...     x += 1
+        >>> graph.replay()
+    """
+
+    def __init__(self, keep_graph: bool = False, *, pool=None,
+                 capture_error_mode: str = "default") -> None:
+        super().__init__(keep_graph)
+        self.graph_pool = pool
+        self.capture_error_mode = capture_error_mode
+
+    def capture_begin(self) -> None:
+        """Begins the capture on the current stream, with the pool and capture error mode
+        given at construction."""
+        mode = self.capture_error_mode
+        super().capture_begin(self.graph_pool, "global" if mode == "default" else mode)
+
+    def __enter__(self) -> None:
+        synchronize()
+        empty_cache()
+        empty_host_cache()
+        self.capture_begin()
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None:
+            self.capture_end()
+        else:  # (the body's error propagates; the half-made capture is dropped)
+            self._abort()
+        return False
