@@ -100,11 +100,16 @@ def _rebuild_subclass(cls: type, args, attributes: dict) -> "Tensor":
     return out
 
 
-def _rebuild_tensor(values: np.ndarray, dtype, device: str, requires_grad: bool) -> "Tensor":
-    """A pickled tensor (``Tensor.__reduce_ex__``), rebuilt."""
+def _rebuild_tensor(values: np.ndarray, dtype, device: str, requires_grad: bool,
+                    geometry: tuple | None = None) -> "Tensor":
+    """A pickled tensor (``Tensor.__reduce_ex__``), rebuilt: ``values``, or with ``geometry``
+    (offset, shape, strides in elements) the tensor over ``values``, its storage's."""
     t = make(host_array(values, dtype), dtype)
     if device != "cpu":
         t = t.to(device)
+    if geometry is not None:
+        offset, shape, strides = geometry
+        t = make(t._k.as_strided(t._data, tuple(shape), tuple(strides), offset), dtype)
     if requires_grad:
         t.requires_grad_()
     return t
@@ -436,9 +441,10 @@ class Tensor:
         return id(self)
 
     def __reduce_ex__(self, protocol: int):
-        # Pickled as values, dtype, device and requires_grad (every protocol; no graph, no
-        # memory sharing: what PyTorch's pickling of a tensor keeps). A non-leaf comes back
-        # as a leaf, as in PyTorch. A subclass instance comes back as one, with its own
+        # Pickled as its storage's values, its offset, shape and strides, dtype, device and
+        # requires_grad (every protocol; no graph, and no memory shared with other pickled
+        # tensors: what PyTorch's pickling of a tensor keeps). A non-leaf comes back as a
+        # leaf, as in PyTorch. A subclass instance comes back as one, with its own
         # attributes.
         args = self._pickled()
         if type(self) is Tensor:
@@ -447,9 +453,14 @@ class Tensor:
 
     def _pickled(self) -> tuple:
         """``_rebuild_tensor``'s arguments for this tensor."""
+        from .storage import _whole
         t = self.detach()
-        values = np.array(host_values(t._data if t._device.type == "cpu" else t.cpu()._data))
-        return values, self._dtype, str(self._device), self._requires_grad
+        whole = _whole(t)
+        values = np.array(host_values(whole._data if t._device.type == "cpu"
+                                      else whole.cpu()._data))
+        a, k = t._data, t._k
+        geometry = (k.storage_offset(a), tuple(a.shape), tuple(k.strides(a)))
+        return values, self._dtype, str(self._device), self._requires_grad, geometry
 
     def _user_attributes(self) -> dict:
         """The attributes a subclass instance was given (not Tensor's own fields)."""

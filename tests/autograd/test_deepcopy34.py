@@ -78,3 +78,15 @@ def test_mark_shared_storage_is_deprecated():
     with pytest.warns(FutureWarning, match="`mark_shared_storage` is deprecated"):
         Same.apply(x).sum().backward()
     assert x.grad.tolist() == [1.0, 1.0]
+
+
+def test_pickle_keeps_offset_and_strides():
+    import pickle
+    x = tg.arange(24.0).reshape(2, 3, 4)
+    for v in (x[1:, 1:], x.transpose(0, 2), x[:, :, ::2], tg.ones(3).expand(4, 3)):
+        y = pickle.loads(pickle.dumps(v))
+        assert (y.storage_offset(), y.stride(), tuple(y.shape)) == \
+            (v.storage_offset(), v.stride(), tuple(v.shape))
+        assert tg.equal(y, v)
+    bf = pickle.loads(pickle.dumps(tg.arange(6.0).to(tg.bfloat16)[2:]))
+    assert bf.dtype == tg.bfloat16 and bf.storage_offset() == 2 and bf.tolist() == [2, 3, 4, 5]
