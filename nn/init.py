@@ -1,11 +1,11 @@
 """Parameter initialisation, as ``torch.nn.init``: in place, under no_grad, returning the tensor.
 
 Random values come from tritongrad's global generator (``tg.manual_seed`` makes them
-reproducible) or from ``generator=``, a CPU ``tg.Generator``. A real floating CPU tensor is
-filled by its own ``uniform_``/``normal_``, in its dtype, as PyTorch's init functions fill it:
-for a seed, the same numbers as PyTorch (Note [PyTorch's CPU streams] in
-kernels/numpy/random.py), so ``nn.Linear``, ``nn.Conv2d``, ... start from PyTorch's weights.
-Other tensors get float64 host draws cast once into their dtype and device.
+reproducible) or from ``generator=``, a CPU ``tg.Generator``. Every tensor is filled by its own
+``uniform_``/``normal_``, in its dtype, as PyTorch's init functions fill it: on the CPU, for a
+seed, the same numbers as PyTorch (Note [PyTorch's CPU streams] in kernels/numpy/random.py), so
+``nn.Linear``, ``nn.Conv2d``, ... start from PyTorch's weights; and the same errors (integer
+and bool tensors cannot be drawn into).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from ..autograd.ops import creation
 from ..autograd.ops.elementwise import where
 from ..autograd.ops.random import randperm
 from ..autograd.tensor import Tensor
+from ..runtime import dtype as dtypes
 
 __all__ = ["calculate_gain", "constant", "constant_", "dirac", "dirac_", "eye", "eye_",
            "kaiming_normal",
@@ -29,39 +30,25 @@ __all__ = ["calculate_gain", "constant", "constant_", "dirac", "dirac_", "eye", 
            "zeros_"]
 
 
-def _fill_from(tensor: Tensor, values) -> Tensor:
+def _check_tensor(tensor, name: str) -> None:
+    # (PyTorch fails here with an AttributeError on the missing method; a TypeError naming the
+    # function says what is wrong)
     if not isinstance(tensor, Tensor):
-        raise TypeError(f"expected a Tensor, got {type(tensor).__name__}")
-    with no_grad():
-        tensor.copy_(values)
-    return tensor
-
-
-def _f64(fn, shape, generator=None) -> Tensor:
-    return fn(tuple(shape), dtype=creation.as_dtype("float64"), generator=generator)
-
-
-def _in_place(tensor: Tensor) -> bool:
-    """Whether ``tensor`` is filled by its own ``uniform_``/``normal_`` (PyTorch's draws)."""
-    if not isinstance(tensor, Tensor):
-        raise TypeError(f"expected a Tensor, got {type(tensor).__name__}")
-    return tensor.device.type == "cpu" and tensor.dtype.is_floating_point
+        raise TypeError(f"nn.init.{name}(): expected a Tensor, got {type(tensor).__name__}")
 
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
     """Fills ``tensor`` with values drawn from U(a, b)."""
-    if _in_place(tensor):
-        with no_grad():
-            return tensor.uniform_(a, b, generator=generator)
-    return _fill_from(tensor, _f64(creation.rand, tensor.shape, generator) * (b - a) + a)
+    _check_tensor(tensor, "uniform_")
+    with no_grad():
+        return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
     """Fills ``tensor`` with values drawn from N(mean, std^2)."""
-    if _in_place(tensor):
-        with no_grad():
-            return tensor.normal_(mean, std, generator=generator)
-    return _fill_from(tensor, _f64(creation.randn, tensor.shape, generator) * std + mean)
+    _check_tensor(tensor, "normal_")
+    with no_grad():
+        return tensor.normal_(mean, std, generator=generator)
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
@@ -71,8 +58,7 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     the mass, whole-tensor normal draws, each element kept from the first that lands in
     [a, b]; else rejection from U(a, b) against the normal density, whole-tensor rounds of
     candidates and acceptance uniforms until every element has accepted."""
-    if not isinstance(tensor, Tensor):
-        raise TypeError(f"expected a Tensor, got {type(tensor).__name__}")
+    _check_tensor(tensor, "trunc_normal_")
 
     def norm_cdf(x: float) -> float:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
@@ -120,32 +106,43 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
     """Fills ``tensor`` with ``val``."""
-    return _fill_from(tensor, val)
+    _check_tensor(tensor, "constant_")
+    with no_grad():
+        return tensor.fill_(val)
 
 
 def zeros_(tensor: Tensor) -> Tensor:
-    return constant_(tensor, 0.0)
+    """Fills ``tensor`` with zeros."""
+    _check_tensor(tensor, "zeros_")
+    with no_grad():
+        return tensor.zero_()
 
 
 def ones_(tensor: Tensor) -> Tensor:
-    return constant_(tensor, 1.0)
+    """Fills ``tensor`` with ones."""
+    _check_tensor(tensor, "ones_")
+    with no_grad():
+        return tensor.fill_(1.0)
 
 
 def eye_(tensor: Tensor) -> Tensor:
     """Fills the 2-D ``tensor`` with the identity matrix."""
+    _check_tensor(tensor, "eye_")
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    return _fill_from(tensor, creation.eye(*tensor.shape, dtype=tensor.dtype))
+    with no_grad():
+        tensor.copy_(creation.eye(*tensor.shape, dtype=tensor.dtype))
+    return tensor
 
 
-def calculate_gain(nonlinearity: str, param=None) -> float:
+def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
     """The recommended gain for ``nonlinearity``: 1 for linear/conv/sigmoid, 5/3 for tanh,
     sqrt(2) for relu, sqrt(2 / (1 + slope^2)) for leaky_relu (slope ``param``, default 0.01),
-    3/4 for selu."""
+    3/4 for selu. (The linear ones return the int 1, as PyTorch's.)"""
     linear = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
               "conv_transpose3d", "sigmoid")
     if nonlinearity in linear:
-        return 1.0
+        return 1
     if nonlinearity == "tanh":
         return 5.0 / 3
     if nonlinearity == "relu":
@@ -163,7 +160,7 @@ def calculate_gain(nonlinearity: str, param=None) -> float:
     raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
 
 
-def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple:
+def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
     if tensor.ndim < 2:
         raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 "
                          "dimensions")
@@ -171,9 +168,12 @@ def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple:
     return tensor.shape[1] * receptive, tensor.shape[0] * receptive
 
 
-def _fan(tensor: Tensor, mode: str) -> int:
-    if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
+    """fan_in or fan_out, by ``mode`` (in any case)."""
+    mode = mode.lower()
+    valid_modes = ["fan_in", "fan_out"]
+    if mode not in valid_modes:
+        raise ValueError(f"Mode {mode} not supported, please use one of {valid_modes}")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return fan_in if mode == "fan_in" else fan_out
 
@@ -181,7 +181,8 @@ def _fan(tensor: Tensor, mode: str) -> int:
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio, 2010)."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
-    a = gain * math.sqrt(6.0 / float(fan_in + fan_out))
+    # (PyTorch's rounding: the bound from the standard deviation, for its numbers bit for bit)
+    a = math.sqrt(3.0) * (gain * math.sqrt(2.0 / float(fan_in + fan_out)))
     return uniform_(tensor, -a, a, generator)
 
 
@@ -191,13 +192,26 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
 
 
+def _no_elements(tensor: Tensor, name: str) -> bool:
+    _check_tensor(tensor, name)
+    if 0 in tuple(tensor.shape):
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=3)
+        return True
+    return False
+
+
+def _kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str) -> float:
+    fan = _calculate_correct_fan(tensor, mode)  # (before the gain's errors, as PyTorch's)
+    return calculate_gain(nonlinearity, a) / math.sqrt(fan)
+
+
 def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
                      nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
     """U(-bound, bound) with bound = gain * sqrt(3 / fan) (He et al., 2015); ``a`` is the
     leaky_relu slope. ``Linear`` uses a = sqrt(5), giving bound = 1 / sqrt(fan_in)."""
-    if 0 in tuple(tensor.shape):
+    if _no_elements(tensor, "kaiming_uniform_"):
         return tensor
-    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    std = _kaiming_std(tensor, a, mode, nonlinearity)
     bound = math.sqrt(3.0) * std
     return uniform_(tensor, -bound, bound, generator)
 
@@ -205,10 +219,9 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
 def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
                     nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
     """N(0, std^2) with std = gain / sqrt(fan)."""
-    if 0 in tuple(tensor.shape):
+    if _no_elements(tensor, "kaiming_normal_"):
         return tensor
-    return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode)),
-                   generator)
+    return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), generator)
 
 
 def fan_in_uniform_(bias: Tensor | None, fan_in: int) -> Tensor | None:
@@ -224,6 +237,7 @@ def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
     """Fills the 3-, 4- or 5-dimensional ``tensor`` with the Dirac delta function, which
     preserves the identity of the inputs in convolutional layers: as many input channels as
     possible are preserved (in each of ``groups`` groups, for grouped convolutions)."""
+    _check_tensor(tensor, "dirac_")
     if tensor.ndim not in (3, 4, 5):
         raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
     sizes = tuple(tensor.shape)
@@ -235,7 +249,13 @@ def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
     for g in range(groups):
         for d in range(min(per_group, sizes[1])):
             values[(g * per_group + d, d) + centre] = 1
-    return _fill_from(tensor, creation.tensor(values, dtype=tensor.dtype))
+    with no_grad():
+        tensor.copy_(creation.tensor(values, dtype=tensor.dtype))
+    return tensor
+
+
+# the dtypes without a QR factorization, by ATen's names
+_NO_QR = {dtypes.float16: "Half", dtypes.bfloat16: "BFloat16"}
 
 
 def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
@@ -243,6 +263,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
     the Q of the QR decomposition of a standard normal matrix, its columns' signs made those
     of R's diagonal (so Q is uniformly distributed), times ``gain``. A tensor of more than two
     dimensions is seen as a matrix of its first dimension by the rest."""
+    _check_tensor(tensor, "orthogonal_")
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
@@ -251,9 +272,12 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
     cols = tensor.numel() // rows
     # (PyTorch's draws: normals in the tensor's dtype, factored in that dtype)
     with no_grad():
-        draws = creation.empty((rows, cols), dtype=tensor.dtype).normal_(0, 1,
-                                                                         generator=generator)
-    flat = draws.numpy()
+        draws = creation.empty((rows, cols), dtype=tensor.dtype,
+                               device=tensor.device).normal_(0, 1, generator=generator)
+    if tensor.dtype in _NO_QR:  # (no LAPACK factorization in half precision, as PyTorch's)
+        raise NotImplementedError(f'"geqrf_{tensor.device.type}" not implemented for '
+                                  f"'{_NO_QR[tensor.dtype]}'")
+    flat = draws.cpu().numpy()
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)
@@ -263,12 +287,13 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
     values = creation.tensor(np.ascontiguousarray(q).reshape(tuple(tensor.shape)),
                              dtype=tensor.dtype)
     with no_grad():
-        return _fill_from(tensor, values).mul_(gain)
+        return tensor.copy_(values).mul_(gain)
 
 
 def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
     """Fills the 2-D ``tensor`` as a sparse matrix (Martens, 2010): N(0, std^2) values with a
     fraction ``sparsity`` of each column's elements set to zero."""
+    _check_tensor(tensor, "sparse_")
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
@@ -302,3 +327,8 @@ def _make_deprecate(method):
  kaiming_normal, orthogonal, sparse) = map(_make_deprecate, (
     uniform_, normal_, constant_, eye_, dirac_, xavier_uniform_, xavier_normal_,
     kaiming_uniform_, kaiming_normal_, orthogonal_, sparse_))
+
+# PyTorch's private helpers, which some model code imports (``from torch.nn.init import
+# _no_grad_trunc_normal_``): the public functions take the same arguments
+_no_grad_uniform_, _no_grad_normal_, _no_grad_trunc_normal_ = uniform_, normal_, trunc_normal_
+_no_grad_fill_, _no_grad_zero_ = constant_, zeros_

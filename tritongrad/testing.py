@@ -1,8 +1,10 @@
 """``tritongrad.testing``: PyTorch's ``torch.testing``: ``assert_close`` (with its default
-tolerances per dtype and its mismatch messages) and ``make_tensor``.
+tolerances per dtype and its mismatch messages), the deprecated ``assert_allclose``, and
+``make_tensor`` (for a seed, PyTorch's values on the CPU).
 
-Values are compared on the CPU after the attribute checks (shape, device, dtype, stride), so
-a comparison of CUDA tensors reads them back once.
+Values are compared on the CPU after the attribute checks (shape, layout, stride, device,
+dtype), so a comparison of CUDA tensors reads them back once; closeness is PyTorch's
+``isclose``, in the compared dtype.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ from typing import Any
 import numpy as np
 
 from .autograd.ops import creation
+from .autograd.ops.complex_parts import view_as_real
+from .autograd.ops.composite import isclose
 from .autograd.tensor import Tensor
 from .runtime import dtype as dtypes
 from .runtime.device import device as Device
 
-__all__ = ["assert_close", "make_tensor"]
+__all__ = ["assert_allclose", "assert_close", "make_tensor"]
 
 # {dtype: (rtol, atol)}, as PyTorch's table; other dtypes (integers, bool) compare exactly
 _DTYPE_PRECISIONS = {
@@ -32,6 +36,7 @@ _DTYPE_PRECISIONS = {
     dtypes.complex64: (1.3e-6, 1e-5),
     dtypes.complex128: (1e-7, 1e-7),
 }
+_INT64_MAX = 2 ** 63 - 1
 # the dtype a Python number is compared as (for its default tolerances)
 _NUMBER_DTYPES = {int: dtypes.int64, float: dtypes.float64, complex: dtypes.complex128}
 
@@ -83,36 +88,134 @@ def _mismatch_msg(identifier: str, extra: str | None, abs_diff, abs_idx, atol, r
     return msg.strip()
 
 
-def _scalar_mismatch_msg(actual, expected, rtol: float, atol: float) -> str:
+def _scalar_mismatch_msg(actual, expected, rtol: float, atol: float,
+                         identifier: str = "Scalars") -> str:
     abs_diff = abs(actual - expected)
     rel_diff = math.inf if expected == 0 else abs_diff / abs(expected)
-    return _mismatch_msg("Scalars", f"Expected {expected} but got {actual}.", abs_diff, None,
+    return _mismatch_msg(identifier, f"Expected {expected} but got {actual}.", abs_diff, None,
                          atol, rel_diff, None, rtol)
 
 
+def _is_float8(dt) -> bool:
+    return dt.is_floating_point and dt.itemsize == 1
+
+
+def _modulus(z: np.ndarray) -> np.ndarray:
+    """|z| as PyTorch's CPU ``abs`` gives it (SLEEF's hypot, correctly rounded but in rare
+    cases): the parts squared and summed in a wider type (float64 for complex64, long double
+    for complex128), the root rounded once into the parts' dtype; NumPy's own hypot can be a
+    unit in the last place off (|2+3j| = sqrt(13))."""
+    wide = np.float64 if z.dtype == np.complex64 else np.longdouble
+    re, im = z.real.astype(wide), z.imag.astype(wide)
+    modulus = np.sqrt(re * re + im * im)
+    modulus[np.isinf(re) | np.isinf(im)] = np.inf  # (hypot(inf, NaN) is inf)
+    return modulus.astype(z.real.dtype)
+
+
 def _tensor_mismatch_msg(actual: Tensor, expected: Tensor, matches: np.ndarray, rtol: float,
-                         atol: float) -> str:
+                         atol: float, identifier: str) -> str:
     total = matches.size
     mismatches = total - int(matches.sum())
     extra = f"Mismatched elements: {mismatches} / {total} ({mismatches / total:.1%})"
+    shape = tuple(matches.shape)
+    if _is_float8(actual.dtype):  # compared bitwise: no differences, the first mismatch
+        first = tuple(int(i) for i in np.argwhere(~matches)[0])
+        return (f"{identifier} are not 'equal'!\n\n{extra}\n"
+                f"The first mismatched element is at index {first}.")
     if not (actual.dtype.is_floating_point or actual.dtype.is_complex):
         # integers and bools: differences in int64 (no overflow, no unsigned wrap-around)
         actual, expected = actual.to(dtypes.int64), expected.to(dtypes.int64)
     a, e = actual.reshape(-1), expected.reshape(-1)
     hits = creation.tensor(matches.reshape(-1))
     # the differences in the compared dtype, as PyTorch reports them; matching elements count 0
-    abs_diff = (a - e).abs().masked_fill(hits, 0)
-    rel_diff = (abs_diff / e.abs()).masked_fill(hits, 0)
-    shape = tuple(matches.shape)
+    if e.dtype.is_complex:
+        a_np, e_np = a.numpy(), e.numpy()
+        with np.errstate(all="ignore"):
+            abs_diff, e_abs = (creation.tensor(_modulus(z)) for z in (a_np - e_np, e_np))
+    else:
+        abs_diff, e_abs = (a - e).abs(), e.abs()
+    abs_diff = abs_diff.masked_fill(hits, 0)
+    rel_diff = (abs_diff / e_abs).masked_fill(hits, 0)
 
     def greatest(diff: Tensor) -> tuple:
+        # PyTorch's max over the flat differences: the first NaN, else the first greatest
         values = diff.to(dtypes.float64).numpy()
-        flat = int(np.argmax(np.where(np.isnan(values), np.inf, values)))  # NaN is greatest
+        nans = np.flatnonzero(np.isnan(values))
+        flat = int(nans[0]) if nans.size else int(np.argmax(values))
         return diff[flat].item(), tuple(int(i) for i in np.unravel_index(flat, shape))
 
     (abs_value, abs_idx), (rel_value, rel_idx) = greatest(abs_diff), greatest(rel_diff)
-    return _mismatch_msg("Tensor-likes", extra, abs_value, abs_idx, atol, rel_value, rel_idx,
-                         rtol)
+    return _mismatch_msg(identifier, extra, abs_value, abs_idx, atol, rel_value, rel_idx, rtol)
+
+
+def _type_repr(x) -> str:
+    # the tensor type as ``tritongrad.Tensor``, where PyTorch writes ``torch.Tensor``
+    return "<class 'tritongrad.Tensor'>" if type(x) is Tensor else str(type(x))
+
+
+def _values_close(actual: Tensor, expected: Tensor, id: tuple, rtol: float, atol: float,
+                  equal_nan: bool, identifier: str = "Tensor-likes") -> None:
+    """PyTorch's ``isclose`` in the tensors' dtype (its rounding of ``atol + rtol |expected|``
+    included), then the mismatch message."""
+    if _is_float8(actual.dtype) and (rtol != 0 or atol != 0):
+        raise _Mismatch(AssertionError, f"Rtol={rtol} and atol={atol} are not supported for "
+                                        f"bitwise comparison of low dimensional floats. Please "
+                                        f"use rtol=0.0 and atol=0.0.", id)
+    with np.errstate(all="ignore"):  # (inf - inf on the host: a NaN, which fails, no warning)
+        close = isclose(actual, expected, rtol, atol, equal_nan)
+        if equal_nan and actual.dtype.is_complex:  # (a NaN in either part)
+            close = close | (actual.isnan() & expected.isnan())
+        matches = np.asarray(close.numpy())
+    if matches.all():
+        return
+    if actual.ndim == 0:
+        msg = _scalar_mismatch_msg(actual.item(), expected.item(), rtol, atol,
+                                   "Scalars" if identifier == "Tensor-likes" else identifier)
+    else:
+        msg = _tensor_mismatch_msg(actual, expected, matches, rtol, atol, identifier)
+    raise _Mismatch(AssertionError, msg, id)
+
+
+# the sparse compressed layouts: (name, compressed indices, plain indices), as PyTorch's
+_COMPRESSED = {dtypes.sparse_csr: ("CSR", "crow_indices", "col_indices"),
+               dtypes.sparse_csc: ("CSC", "ccol_indices", "row_indices"),
+               dtypes.sparse_bsr: ("BSR", "crow_indices", "col_indices"),
+               dtypes.sparse_bsc: ("BSC", "ccol_indices", "row_indices")}
+
+
+def _compare_sparse(actual: Tensor, expected: Tensor, id: tuple, rtol: float, atol: float,
+                    equal_nan: bool) -> None:
+    """Sparse tensors of one layout: their numbers of specified elements and indices equal,
+    their values close (as stored: uncoalesced COO tensors are not coalesced first)."""
+    def fail(msg: str):
+        raise _Mismatch(AssertionError, msg, id)
+
+    if actual.layout is dtypes.sparse_coo:
+        if actual.sparse_dim() != expected.sparse_dim():
+            fail(f"The number of sparse dimensions in sparse COO tensors does not match: "
+                 f"{actual.sparse_dim()} != {expected.sparse_dim()}")
+        if actual._nnz() != expected._nnz():
+            fail(f"The number of specified values in sparse COO tensors does not match: "
+                 f"{actual._nnz()} != {expected._nnz()}")
+        _values_close(actual._indices(), expected._indices(), id, 0, 0, False,
+                      "Sparse COO indices")
+        _values_close(actual._values(), expected._values(), id, rtol, atol, equal_nan,
+                      "Sparse COO values")
+        return
+    name, compressed, plain = _COMPRESSED[actual.layout]
+    if actual._nnz() != expected._nnz():
+        fail(f"The number of specified values in sparse {name} tensors does not match: "
+             f"{actual._nnz()} != {expected._nnz()}")
+    for method in (compressed, plain):
+        a, e = getattr(actual, method)(), getattr(expected, method)()
+        common = dtypes.promote_types(a.dtype, e.dtype)
+        _values_close(a.to(common), e.to(common), id, 0, 0, False, f"Sparse {name} {method}")
+    _values_close(actual.values(), expected.values(), id, rtol, atol, equal_nan,
+                  f"Sparse {name} values")
+
+
+# unsigned dtypes PyTorch does not promote: compared as int64 when the dtypes differ
+_WIDE_UNSIGNED = (dtypes.uint16, dtypes.uint32, dtypes.uint64)
 
 
 def _compare_tensors(actual: Tensor, expected: Tensor, id: tuple, *, rtol, atol, equal_nan,
@@ -121,61 +224,41 @@ def _compare_tensors(actual: Tensor, expected: Tensor, id: tuple, *, rtol, atol,
         raise _Mismatch(AssertionError,
                         f"The values for attribute '{name}' do not match: {a} != {e}.", id)
 
-    rtol, atol = _tolerances((actual.dtype, expected.dtype), rtol, atol, id)
     if actual.shape != expected.shape:
         attribute_mismatch("shape", actual.shape, expected.shape)
-    if check_layout and actual.layout != expected.layout:
-        attribute_mismatch("layout", actual.layout, expected.layout)
-    if check_stride and actual.stride() != expected.stride():
+    if actual.layout != expected.layout:
+        if check_layout:
+            attribute_mismatch("layout", actual.layout, expected.layout)
+    elif (actual.layout is dtypes.strided and check_stride
+          and actual.stride() != expected.stride()):
         attribute_mismatch("stride()", actual.stride(), expected.stride())
     if check_device and actual.device != expected.device:
         attribute_mismatch("device", actual.device, expected.device)
     if check_dtype and actual.dtype != expected.dtype:
         attribute_mismatch("dtype", actual.dtype, expected.dtype)
+    if "meta" in (actual.device.type, expected.device.type):
+        return
 
     actual, expected = actual.detach().cpu(), expected.detach().cpu()
     if actual.dtype != expected.dtype:
-        common = dtypes.promote_types(actual.dtype, expected.dtype)
+        a_dt, e_dt = (dtypes.int64 if dt in _WIDE_UNSIGNED else dt
+                      for dt in (actual.dtype, expected.dtype))
+        common = dtypes.promote_types(a_dt, e_dt)
         actual, expected = actual.to(common), expected.to(common)
-    matches = _isclose(actual, expected, rtol, atol, equal_nan)
-    if matches.all():
-        return
-    if actual.ndim == 0:
-        msg = _scalar_mismatch_msg(actual.item(), expected.item(), rtol, atol)
+    if actual.layout != expected.layout:  # (check_layout=False: both dense)
+        actual, expected = (t if t.layout is dtypes.strided else t.to_dense()
+                            for t in (actual, expected))
+    if actual.layout is dtypes.strided:
+        _values_close(actual, expected, id, rtol, atol, equal_nan)
     else:
-        msg = _tensor_mismatch_msg(actual, expected, matches, rtol, atol)
-    raise _Mismatch(AssertionError, msg, id)
+        _compare_sparse(actual, expected, id, rtol, atol, equal_nan)
 
 
-def _isclose(actual: Tensor, expected: Tensor, rtol: float, atol: float,
-             equal_nan: bool) -> np.ndarray:
-    """|actual - expected| <= atol + rtol * |expected| elementwise, in float64 (complex128)
-    on the host; equal values (infinities too) always match, NaNs only with ``equal_nan``."""
-    if actual.dtype.is_complex:
-        a, e = actual.to(dtypes.complex128).numpy(), expected.to(dtypes.complex128).numpy()
-    elif actual.dtype.is_floating_point:
-        a, e = actual.to(dtypes.float64).numpy(), expected.to(dtypes.float64).numpy()
-    else:  # exact, without float64's rounding of large int64 values
-        a, e = actual.to(dtypes.int64).numpy(), expected.to(dtypes.int64).numpy()
-        if rtol == 0 and atol == 0:
-            return np.asarray(a == e)
-        a, e = a.astype(np.float64), e.astype(np.float64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.abs(a - e)
-        close = (a == e) | (np.isfinite(diff) & (diff <= atol + rtol * np.abs(e)))
-    if equal_nan:
-        close |= np.isnan(a) & np.isnan(e)
-    return np.asarray(close)
-
-
-def _compare_numbers(actual, expected, id: tuple, *, rtol, atol, equal_nan, check_dtype,
-                     **_) -> None:
-    actual, expected = (x.item() if isinstance(x, np.number) else x for x in (actual, expected))
+def _compare_numbers(actual, expected, id: tuple, *, rtol, atol, equal_nan,
+                     check_dtype) -> None:
     if check_dtype and type(actual) is not type(expected):
         raise _Mismatch(AssertionError, f"The (d)types do not match: {type(actual)} != "
                                         f"{type(expected)}.", id)
-    rtol, atol = _tolerances([_NUMBER_DTYPES[type(x)] for x in (actual, expected)], rtol, atol,
-                             id)
     if actual == expected:
         return
     if equal_nan and cmath.isnan(actual) and cmath.isnan(expected):
@@ -190,17 +273,19 @@ def _as_tensor(x) -> Tensor:
     return x if isinstance(x, Tensor) else creation.as_tensor(x)
 
 
-def _compare(actual, expected, id: tuple, options: dict) -> None:
-    """Recurses through sequences and mappings, then compares the pair by its kind: None,
-    booleans, numbers, tensor-likes (a Tensor, or two NumPy arrays)."""
+def _originate(actual, expected, id: tuple, options: dict, pairs: list) -> None:
+    """Recurses through sequences and mappings and appends to ``pairs`` a comparison for each
+    pair of leaves, by its kind: None, booleans, numbers, tensor-likes (tensors, or two NumPy
+    arrays). As PyTorch's, every pair is formed (and its tolerances found) before any is
+    compared: an input that cannot be compared fails before a value that differs."""
     seq = collections.abc.Sequence
     if (isinstance(actual, seq) and isinstance(expected, seq)
             and not isinstance(actual, str) and not isinstance(expected, str)):
         if len(actual) != len(expected):
             raise _Mismatch(AssertionError, f"The length of the sequences mismatch: "
                                             f"{len(actual)} != {len(expected)}", id)
-        for i, (a, e) in enumerate(zip(actual, expected)):
-            _compare(a, e, (*id, i), options)
+        for i in range(len(actual)):
+            _originate(actual[i], expected[i], (*id, i), options, pairs)
         return
     mapping = collections.abc.Mapping
     if isinstance(actual, mapping) and isinstance(expected, mapping):
@@ -216,8 +301,9 @@ def _compare(actual, expected, id: tuple, options: dict) -> None:
         except TypeError:
             keys = list(a_keys)
         for key in keys:
-            _compare(actual[key], expected[key], (*id, key), options)
+            _originate(actual[key], expected[key], (*id, key), options, pairs)
         return
+    rtol, atol, equal_nan = options["rtol"], options["atol"], options["equal_nan"]
     if actual is None or expected is None:
         if not (actual is None and expected is None):
             raise _Mismatch(AssertionError, f"None mismatch: {actual} is not {expected}", id)
@@ -230,21 +316,30 @@ def _compare(actual, expected, id: tuple, options: dict) -> None:
         return
     number_types = (int, float, complex, np.number)
     if isinstance(actual, number_types) and isinstance(expected, number_types):
-        _compare_numbers(actual, expected, id, **options)
+        a, e = (x.item() if isinstance(x, np.number) else x for x in (actual, expected))
+        # (a bool against a number: an int, where PyTorch fails with an internal error)
+        dts = [_NUMBER_DTYPES[int if type(x) is bool else type(x)] for x in (a, e)]
+        tols = _tolerances(dts, rtol, atol, id)
+        pairs.append(lambda: _compare_numbers(a, e, id, rtol=tols[0], atol=tols[1],
+                                              equal_nan=equal_nan,
+                                              check_dtype=options["check_dtype"]))
         return
     # tensor-likes: of directly related types (of one type without allow_subclasses)
     related = isinstance(actual, type(expected)) or isinstance(expected, type(actual))
     if related and (options["allow_subclasses"] or type(actual) is type(expected)):
         try:
             a, e = _as_tensor(actual), _as_tensor(expected)
-        except (TypeError, ValueError, RuntimeError):
+        except Exception:  # (what as_tensor cannot take: no comparison pair)
             pass
         else:
-            _compare_tensors(a, e, id, **{k: v for k, v in options.items()
-                                         if k != "allow_subclasses"})
+            tols = _tolerances((a.dtype, e.dtype), rtol, atol, id)
+            pairs.append(lambda: _compare_tensors(
+                a, e, id, rtol=tols[0], atol=tols[1], equal_nan=equal_nan,
+                **{k: options[k] for k in ("check_device", "check_dtype", "check_layout",
+                                           "check_stride")}))
             return
     raise _Mismatch(TypeError, f"No comparison pair was able to handle inputs of type "
-                               f"{type(actual)} and {type(expected)}.", id)
+                               f"{_type_repr(actual)} and {_type_repr(expected)}.", id)
 
 
 def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True,
@@ -258,7 +353,8 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True,
     ``|actual - expected| <= atol + rtol * |expected|`` elementwise; non-finite values are
     close only when they are equal (NaN only with ``equal_nan=True``). ``actual`` and
     ``expected`` may be tensors, NumPy arrays, Python or NumPy scalars, or sequences and
-    mappings of them (compared element by element).
+    mappings of them (compared element by element). Sparse tensors of one layout compare
+    their indices exactly and their values closely; float8 tensors compare bitwise.
 
     Default tolerances (``rtol``, ``atol``) by dtype, the loosest of the two inputs':
     float16 (1e-3, 1e-5), bfloat16 (1.6e-2, 1e-5), float32 (1.3e-6, 1e-5), float64 (1e-7,
@@ -278,7 +374,10 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True,
         check_layout: if True (default), tensors must have the same layout.
         check_stride: if True, tensors must have the same strides.
         msg: an error message to use instead of the generated one, or a callable that is
-            given the generated message and returns the one to raise.
+            given the generated message and returns the one to raise. (Not used, as in
+            PyTorch, for inputs that cannot be compared: sequences of different lengths,
+            mappings with different keys, unrelated types, a lone ``rtol`` or ``atol``; these
+            are found in all the inputs before any values are compared.)
 
     Raises:
         ValueError: if only one of ``rtol`` and ``atol`` is given.
@@ -305,10 +404,45 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True,
     options = {"allow_subclasses": allow_subclasses, "rtol": rtol, "atol": atol,
                "equal_nan": equal_nan, "check_device": check_device, "check_dtype": check_dtype,
                "check_layout": check_layout, "check_stride": check_stride}
+    pairs: list[Callable[[], None]] = []
     try:
-        _compare(actual, expected, (), options)
-    except _Mismatch as mismatch:
-        raise mismatch.to_error(msg) from None
+        _originate(actual, expected, (), options, pairs)
+    except _Mismatch as mismatch:  # (inputs that cannot be compared: ``msg`` is not used)
+        raise mismatch.to_error(None) from None
+    for compare in pairs:
+        try:
+            compare()
+        except _Mismatch as mismatch:
+            raise mismatch.to_error(msg) from None
+
+
+# the default tolerances of the deprecated ``assert_allclose`` (others compare exactly)
+_ALLCLOSE_PRECISIONS = {dtypes.float16: (1e-3, 1e-3), dtypes.float32: (1e-4, 1e-5),
+                        dtypes.float64: (1e-5, 1e-8)}
+
+
+def assert_allclose(actual: Any, expected: Any, rtol: float | None = None,
+                    atol: float | None = None, equal_nan: bool = True, msg: str = "") -> None:
+    """Deprecated (as in PyTorch since 1.12): :func:`assert_close` with looser default
+    tolerances (float16 (1e-3, 1e-3), float32 (1e-4, 1e-5), float64 (1e-5, 1e-8)),
+    ``equal_nan=True`` and ``check_dtype=False``; inputs that are not tensors are made tensors
+    (``expected`` in ``actual``'s dtype)."""
+    __tracebackhide__ = True
+    warnings.warn("`torch.testing.assert_allclose()` is deprecated since 1.12 and will be "
+                  "removed in a future release. Please use `torch.testing.assert_close()` "
+                  "instead. You can find detailed upgrade instructions in "
+                  "https://github.com/pytorch/pytorch/issues/61844.", FutureWarning,
+                  stacklevel=2)
+    if not isinstance(actual, Tensor):
+        actual = creation.tensor(actual)
+    if not isinstance(expected, Tensor):
+        expected = creation.tensor(expected, dtype=actual.dtype)
+    if rtol is None and atol is None:
+        rtols, atols = zip(*(_ALLCLOSE_PRECISIONS.get(t.dtype, (0.0, 0.0))
+                             for t in (actual, expected)))
+        rtol, atol = max(rtols), max(atols)
+    assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan,
+                 check_device=True, check_dtype=False, check_stride=False, msg=msg or None)
 
 
 # -- make_tensor -------------------------------------------------------------------------------
@@ -321,7 +455,7 @@ def _low_high(dtype, low, high, lowest: float, highest: float, default_low: floa
     high = default_high if high is None else high
     if any(isinstance(v, float) and math.isnan(v) for v in (low, high)):
         raise ValueError(f"`low` and `high` cannot be NaN, but got low={low} and high={high}")
-    if low == high and not integral:
+    if low == high and not integral and not _is_float8(dtype):
         warnings.warn("Passing `low==high` to `torch.testing.make_tensor` for floating or "
                       "complex types is deprecated since 2.1 and will be removed in 2.3. Use "
                       "`torch.full(...)` instead.", FutureWarning, stacklevel=3)
@@ -339,7 +473,8 @@ def make_tensor(*shape, dtype: dtypes.dtype, device: str | Device,
                 requires_grad: bool = False, noncontiguous: bool = False,
                 exclude_zero: bool = False, memory_format=None) -> Tensor:
     """Creates a tensor with the given ``shape``, ``device`` and ``dtype``, filled with values
-    drawn uniformly from ``[low, high)``.
+    drawn uniformly from ``[low, high)`` as PyTorch draws them (for a seed, its values on the
+    CPU); float8 dtypes are drawn in float32 and converted.
 
     ``low`` and ``high`` outside the dtype's finite range are clamped to it. When None, they
     default by dtype: bool [0, 2), unsigned integers [0, 10), signed integers [-9, 10),
@@ -356,8 +491,8 @@ def make_tensor(*shape, dtype: dtypes.dtype, device: str | Device,
         noncontiguous: if True, the returned tensor is non-contiguous (ignored for fewer
             than two elements). Mutually exclusive with ``memory_format``.
         exclude_zero: if True, zeros are replaced with the dtype's smallest positive value:
-            1 for bool and integers, ``finfo(dtype).tiny`` for floating types (both parts of
-            complex ones).
+            1 for bool and integers, ``finfo(dtype).tiny`` for floating types (``tiny + 0j``
+            for complex ones, as PyTorch's).
         memory_format: the memory format of the returned tensor.
 
     Raises:
@@ -392,25 +527,25 @@ def make_tensor(*shape, dtype: dtypes.dtype, device: str | Device,
         result = creation.randint(low, high, shape, dtype=dtype, device=device)
     elif integral:
         info = dtypes.iinfo(dtype)
-        # randint's bounds are int64: the greatest int64 itself cannot be drawn
-        highest = info.max + (0 if dtype is dtypes.int64 else 1)
+        # randint's bounds are int64: the greatest int64 itself cannot be drawn (nor, for
+        # uint64, anything greater: where PyTorch overflows, the range is clamped to int64's)
+        highest = min(info.max + 1, _INT64_MAX)
         low, high = _low_high(dtype, low, high, info.min, highest, -9, 10, True)
         result = creation.randint(low, high, shape, dtype=dtype, device=device)
-    elif dtype in _DTYPE_PRECISIONS:
+    elif dtype in _DTYPE_PRECISIONS or _is_float8(dtype):
         info = dtypes.finfo(dtype)
         low, high = _low_high(dtype, low, high, info.min, info.max, -9, 9, False)
-        parts = 2 if dtype.is_complex else 1
-        values = creation.rand((*shape, parts), dtype=dtypes.float64)
-        if high - low == math.inf:  # a range wider than float64's: halved, then doubled
-            values = (values * (high / 2 - low / 2) + low / 2) * 2
+        # PyTorch's draws (so a seed gives its numbers on the CPU): the tensor's own
+        # ``uniform_`` in its dtype (complex: both parts alike), float8 through float32
+        result = creation.empty(shape, dtype=dtypes.float32 if _is_float8(dtype) else dtype,
+                                device=device)
+        drawn = view_as_real(result) if dtype.is_complex else result
+        if high - low >= dtypes.finfo(drawn.dtype).max:  # (a range the dtype cannot hold)
+            drawn.uniform_(low / 2, high / 2).mul_(2)
         else:
-            values = values * (high - low) + low
-        values = values.numpy()
-        if dtype.is_complex:
-            values = values[..., 0] + 1j * values[..., 1]
-        else:
-            values = values[..., 0]
-        result = creation.tensor(values, dtype=dtype, device=device)
+            drawn.uniform_(low, high)
+        if _is_float8(dtype):  # (reshaped: a 0-d tensor's conversion gives shape (1,))
+            result = result.to(dtype).reshape(shape)
     else:
         raise TypeError(f"The requested dtype '{dtype}' is not supported by "
                         f"torch.testing.make_tensor(). To request support, file an issue at: "
@@ -420,11 +555,8 @@ def make_tensor(*shape, dtype: dtypes.dtype, device: str | Device,
         result = result[..., 1::2]
     elif memory_format is not None:
         result = result.clone(memory_format=memory_format)
-    if exclude_zero:
-        tiny = 1 if integral else dtypes.finfo(dtype).tiny
-        if dtype.is_complex:
-            tiny = complex(tiny, tiny)
-        result[result == 0] = tiny
-    if not integral:
+    if exclude_zero:  # (complex: tiny + 0j, as PyTorch's assignment of the real tiny)
+        result[result == 0] = 1 if integral else dtypes.finfo(dtype).tiny
+    if not (integral or _is_float8(dtype)):
         result.requires_grad_(requires_grad)
     return result
