@@ -45,13 +45,16 @@ def _named(name: str, fields: tuple) -> type:
         parts = ",\n".join(f"{f}={getattr(self, f)!r}" for f in fields)
         return f"tritongrad.return_types.{name}(\n{parts})"
 
-    return type(name, (base,), {"__slots__": (), "__repr__": __repr__})
+    # (the qualified name is where pickle finds the class: this module's ``return_types``)
+    return type(name, (base,), {"__slots__": (), "__repr__": __repr__,
+                                "__qualname__": f"return_types.{name}"})
 
 
 # (return_types is reduction.py's home of the named result tuples; these two are this family's)
 return_types.frexp = _named("frexp", ("mantissa", "exponent"))
 return_types.histogram = _named("histogram", ("hist", "bin_edges"))
 return_types.histogramdd = _named("histogramdd", ("hist", "bin_edges"))
+return_types.histogram_out = _named("histogram_out", ("hist", "bin_edges"))
 
 
 def _not_implemented(op: str, x: Tensor) -> NotImplementedError:
@@ -564,7 +567,7 @@ def histogramdd(input: Tensor, bins, range=None, weight=None, density: bool = Fa
 
 
 def histogram(input: Tensor, bins: Tensor | int = 100, *, range=None, weight=None,
-              density: bool = False) -> tuple:
+              density: bool = False, out=None) -> tuple:
     """The histogram of ``input``'s values (flattened): ``bins`` equal-width bins over
     ``range`` (default: the values' min and max, widened by 0.5 each side when they are
     equal), or the bin edges given as a 1-D tensor. Each bin holds the count (or, with
@@ -572,13 +575,38 @@ def histogram(input: Tensor, bins: Tensor | int = 100, *, range=None, weight=Non
     its right edge too; values outside, and NaN, are not counted. ``density=True``
     normalises to a density (the hist integrates to 1). Returns ``(hist, bin_edges)``: the
     one-dimensional :func:`histogramdd`, as PyTorch computes it (so its errors are
-    histogramdd's)."""
+    histogramdd's). ``out``: a pair of tensors of ``input``'s dtype, both written (and
+    resized)."""
     x = tensor_arg(input, "histogram")
+    if not isinstance(bins, Tensor) and (not isinstance(bins, numbers.Integral)
+                                         or isinstance(bins, bool)):
+        raise TypeError(f"histogram() received an invalid combination of arguments - got "
+                        f"(Tensor, {type(bins).__name__}), but expected one of:\n"
+                        f" * (Tensor input, Tensor bins, *, Tensor weight = None, bool density "
+                        f"= False, tuple of Tensors out = None)\n"
+                        f" * (Tensor input, int bins = 100, *, tuple of floats range = None, "
+                        f"Tensor weight = None, bool density = False, tuple of Tensors out = "
+                        f"None)\n")
+    if not isinstance(bins, Tensor) and bins <= 0:  # (histogramdd's message would be its own)
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
     if weight is not None:
         weight = tensor_arg(weight, "histogram", "weight").reshape(-1)
     hist, (edges,) = histogramdd(x.reshape(-1, 1), [bins] if isinstance(bins, Tensor) else bins,
                                  range=range, weight=weight, density=density)
-    return return_types.histogram(hist, edges)
+    if out is None:
+        return return_types.histogram(hist, edges)
+    if not (isinstance(out, (tuple, list)) and len(out) == 2
+            and builtins.all(isinstance(t, Tensor) for t in out)):
+        raise TypeError(f"histogram(): argument 'out' must be tuple of 2 Tensors, not "
+                        f"{type(out).__name__}")
+    for t, which, suffix in ((out[1], "bin_edges", " for dimension 0"), (out[0], "hist", "")):
+        if t.dtype is not x.dtype:
+            raise RuntimeError(f"torch.histogram: input tensor and {which} tensor should have "
+                               f"the same dtype, but got input "
+                               f"{scalar_type_name(x.dtype).lower()} and {which} "
+                               f"{scalar_type_name(t.dtype).lower()}{suffix}")
+    return return_types.histogram_out(_result(hist, out[0], "histogram"),
+                                      _result(edges, out[1], "histogram"))
 
 
 # -- the table ---------------------------------------------------------------------------------

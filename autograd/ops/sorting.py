@@ -28,19 +28,22 @@ The gradient goes to the returned index.
 
 Every sort here is stable, so ``stable=False`` gives a stable order too (an unstable sort may
 return any order of equal elements, and this is one), and ``topk(sorted=False)`` returns its
-k values sorted (PyTorch leaves their order unspecified).
+k values sorted (PyTorch leaves their order unspecified); topk's and kthvalue's indices of
+equal values are therefore the earliest ones, where PyTorch's partial sorts return some.
+sort's results take a dense input's layout (a transposed input gives transposed results), as
+PyTorch's ``empty_like``-made outputs.
 """
 
 from __future__ import annotations
 
 import math
-import operator
 
 from ...runtime import dtype as dtypes
 from ..checks import check_ordered, scalar_type_name
 from ..dispatch import Primitive, apply, array_of, as_shape, meta
+from ..layout import target_strides
 from ..registry import OpInfo
-from ..tensor import Tensor, wrap_dim
+from ..tensor import Tensor, int_arg, wrap_dim
 from .indexing import gather_backward
 from .reduction import _out_dtype_error, _ties_backward, _ties_jvp, return_types, write_pair
 
@@ -92,18 +95,25 @@ def _sorted_slice(op: type, input: Tensor, dim, descending: bool, start: int, st
     """Applies ``op`` along ``dim`` (a 0-d input is sorted as one element, its result 0-d)."""
     check_ordered(input, name)
     d = wrap_dim(dim, input.ndim, name)
-    if input.ndim == 0:
-        values, idx = apply(op, (input.reshape(1),), 0, bool(descending), start, stop, False)
+    if input.ndim == 0:  # (PyTorch: topk(k=0) of a 0-d tensor still returns its element)
+        values, idx = apply(op, (input.reshape(1),), 0, bool(descending), 0, 1, False)
         return values.reshape(()), idx.reshape(())
+    if stop is None:  # a full sort: its results take the input's layout, as PyTorch's
+        strides = target_strides(input, None)  # (None for a row-major input: no look)
+        if strides is not None:
+            # sort the view whose dims are in memory order (row-major for a dense input) and
+            # permute the results back: they get the input's strides with no extra copy
+            perm = sorted(range(input.ndim), key=lambda i: -strides[i])
+            values, idx = apply(op, (input.permute(perm),), perm.index(d), bool(descending),
+                                0, input.shape[d], False)
+            inverse = [perm.index(i) for i in range(input.ndim)]
+            return values.permute(inverse), idx.permute(inverse)
     return apply(op, (input,), d, bool(descending), start,
                  input.shape[d] if stop is None else stop, squeeze)
 
 
 def _int_k(k, name: str) -> int:
-    try:
-        return operator.index(k)
-    except TypeError:
-        raise TypeError(f"{name}(): argument 'k' must be int, not {type(k).__name__}") from None
+    return k if k.__class__ is int else int_arg(k, name, "k", 2)
 
 
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False, *,
@@ -160,7 +170,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out
     largest value."""
     k = _int_k(k, "kthvalue")
     if input.dtype is dtypes.bool:
-        raise NotImplementedError(f"\"kthvalue\" not implemented for "
+        raise NotImplementedError(f"\"kthvalue_{input.device.type}\" not implemented for "
                                   f"'{scalar_type_name(input.dtype)}'")
     d = wrap_dim(dim, input.ndim, "kthvalue")
     n = input.shape[d] if input.ndim else 1
@@ -272,9 +282,9 @@ def _median(name: str, full_op: type, dim_op: type):
             raise NotImplementedError(f"\"{kernel}\" not implemented for "
                                       f"'{scalar_type_name(dt)}'")
         if dim is None:
-            if input.numel() == 0:  # PyTorch: NaN (of the input's float dtype)
+            if input.numel() == 0:  # PyTorch: NaN, cast to the input's dtype
                 from .creation import full
-                return full((), float("nan"), dtype=dt, device=input.device)
+                return full((), _empty_median(dt), dtype=dt, device=input.device)
             return apply(full_op, (input,))
         d = wrap_dim(dim, input.ndim, name)
         if input.ndim == 0:
@@ -289,6 +299,15 @@ def _median(name: str, full_op: type, dim_op: type):
 
     fn.__name__ = fn.__qualname__ = name
     return fn
+
+
+def _empty_median(dt) -> float | int:
+    """The median PyTorch gives an empty tensor: NaN, or for an integer dtype what x86's
+    conversion of NaN gives (the lowest int32 or int64; 0 in the narrower types, which
+    keep its low bits)."""
+    if dt.is_floating_point:
+        return float("nan")
+    return {dtypes.int64: -2 ** 63, dtypes.int32: -2 ** 31}.get(dt, 0)
 
 
 def _median_out_error(want, got, which: str) -> str:

@@ -63,7 +63,7 @@ def test_sort_non_contiguous(device):
         rv, ri = ref_sort(a.T, dim, False)
         np.testing.assert_array_equal(host(v), rv)
         np.testing.assert_array_equal(host(i), ri)
-        assert v.is_contiguous()
+        assert v.stride() == x.stride()  # (a dense input's layout kept, as PyTorch's)
 
 
 def test_sort_scalar_and_empty(device):
@@ -142,7 +142,7 @@ def test_errors():
         tg.tensor([True, False]).kthvalue(1)
     with pytest.raises(IndexError, match="dimension out of range"):
         x.sort(dim=3)
-    with pytest.raises(TypeError, match=r"topk\(\): argument 'k' must be int"):
+    with pytest.raises(TypeError, match=r"topk\(\): argument 'k' \(position 2\) must be int"):
         x.topk(1.5)
 
 
