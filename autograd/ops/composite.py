@@ -18,6 +18,8 @@ import builtins
 import math
 import numbers
 
+import numpy as np
+
 from ...runtime import dtype as dtypes
 from ...runtime.dtype import get_default_dtype, result_type
 from ..checks import kernel_not_implemented, operand_on_device, scalar_type_name, tensor_arg
@@ -115,7 +117,11 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
         >>> tg.isclose(tg.tensor([1., 2.]), tg.tensor([1. + 1e-6, 2.1]))
         tensor([ True, False])
     """
-    a, b = tensor_arg(input, "isclose"), tensor_arg(other, "isclose", "other")
+    a = tensor_arg(input, "isclose")
+    if not isinstance(other, Tensor):
+        raise TypeError(f"isclose(): argument 'other' (position 2) must be Tensor, not "
+                        f"{type(other).__name__}")
+    b = other
     if a.dtype is not b.dtype:
         raise RuntimeError(f"{scalar_type_name(a.dtype)} did not match "
                            f"{scalar_type_name(b.dtype)}")
@@ -132,7 +138,8 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
     if a.dtype is dtypes.bool:
         a, b = a.to(get_default_dtype()), b.to(get_default_dtype())
     allowed = add(abs(mul(b, rtol)), atol)
-    actual = abs(sub(a, b))
+    with np.errstate(invalid="ignore"):  # (inf - inf is NaN, kept out below, silently)
+        actual = abs(sub(a, b))
     # the finiteness test keeps inf - inf (NaN) and inf vs a finite value out
     return close | logical_and(isfinite(actual), actual <= allowed)
 
@@ -146,9 +153,9 @@ def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e
 def equal(input: Tensor, other: Tensor) -> bool:
     """``True`` if two tensors have the same size and elements, ``False`` otherwise (NaN is
     not equal to itself; dtypes promote as for ``==``)."""
-    for name, t in (("input", input), ("other", other)):
+    for pos, (name, t) in enumerate((("input", input), ("other", other)), 1):
         if not isinstance(t, Tensor):
-            raise TypeError(f"equal(): argument '{name}' must be Tensor, not "
+            raise TypeError(f"equal(): argument '{name}' (position {pos}) must be Tensor, not "
                             f"{type(t).__name__}")
     if tuple(input.shape) != tuple(other.shape):
         return False
@@ -515,7 +522,7 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
     t = test_elements if isinstance(test_elements, Tensor) else \
         full((), test_elements, device=like.device)
     for x in (e, t):
-        if x.dtype.is_complex:
+        if x.dtype.is_complex or x.dtype is dtypes.bool:
             raise RuntimeError(f"Unsupported input type encountered for isin(): "
                                f"{scalar_type_name(x.dtype)}")
     e, t = e.detach(), t.detach()

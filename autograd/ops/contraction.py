@@ -123,6 +123,12 @@ def _sizes(terms: list, operands: tuple) -> dict:
         for label, n in own.items():
             seen = sizes.get(label, n)
             if seen != n and 1 not in (seen, n):
+                if label < 0:  # (an ellipsis dim: PyTorch names its dim in the operand)
+                    at = labels.index(label)
+                    raise RuntimeError(f"einsum(): dimension {at} covered by ellipsis in operand "
+                                       f"{i} has size {n} which does not broadcast with "
+                                       f"previously seen ellipsis with size {seen} for the "
+                                       f"respective dimension")
                 raise RuntimeError(f"einsum(): subscript {_name(label)} has size {n} for "
                                    f"operand {i} which does not broadcast with previously seen "
                                    f"size {seen}")
@@ -191,6 +197,9 @@ def einsum(equation: str, *operands) -> Tensor:
         >>> tg.einsum("ij,j->i", tg.ones(2, 3), tg.tensor([1., 2., 3.]))
         tensor([6., 6.])
     """
+    if not operands:  # (einsum("ij") or einsum(x): PyTorch's ValueError)
+        raise ValueError("einsum(): must specify the equation string and at least one operand, "
+                         "or at least one operand and its subscripts list")
     if not isinstance(equation, str):  # the sublist format: einsum(x, [0, 1], y, [1, 2], [0, 2])
         equation, operands = _sublist_equation((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):

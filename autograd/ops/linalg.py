@@ -153,6 +153,25 @@ class AddmmBackward0(Primitive):
         return total
 
 
+def scaled_weights(dtype, beta, alpha) -> tuple:
+    """``beta`` and ``alpha`` as the addmm family converts them to the result's ``dtype``, as
+    PyTorch's: an integer result truncates them (0.5 -> 0; PyTorch gives 18, not 28, for
+    ``addmm(3s, 3s, 3s, beta=0.5, alpha=1.5)`` of 2x2 int64 threes), a real one refuses a
+    complex weight with an imaginary part."""
+    if dtype.is_floating_point:
+        for w in (beta, alpha):
+            if isinstance(w, complex) and w.imag:
+                raise RuntimeError(f"value cannot be converted to type "
+                                   f"{'double' if dtype is dtypes.float64 else 'float'} "
+                                   f"without overflow")
+        return (beta.real if isinstance(beta, complex) else beta,
+                alpha.real if isinstance(alpha, complex) else alpha)
+    if dtype.is_complex:
+        return beta, alpha
+    return int(beta.real if isinstance(beta, complex) else beta), \
+        int(alpha.real if isinstance(alpha, complex) else alpha)
+
+
 def addmm_node(input: Tensor, mat1: Tensor, mat2: Tensor, beta=1, alpha=1) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)`` as one AddmmBackward0 node, the operands
     checked as PyTorch's addmm checks them (``input`` must broadcast to the product's
@@ -176,6 +195,8 @@ def addmm_node(input: Tensor, mat1: Tensor, mat2: Tensor, beta=1, alpha=1) -> Te
     shape = input.shape
     if len(shape) > 2 or any(s != 1 and s != t for s, t in zip(shape[::-1], (p, n))):
         input.detach().expand(n, p)  # (raises expand's message: input does not broadcast)
+    if not (beta == 1 and alpha == 1):  # (nn.Linear's call: nothing to convert)
+        beta, alpha = scaled_weights(mat2._dtype, beta, alpha)
     return apply(AddmmBackward0, (input, mat1, mat2), beta, alpha)
 
 

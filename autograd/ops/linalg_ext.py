@@ -30,7 +30,7 @@ from ..tensor import Tensor, wrap_dim
 from .composite import write_result
 from .creation import as_dtype
 from .elementwise import _result, add, mul, ne
-from .linalg import AddmmBackward0, addmm_node, bmm, matmul
+from .linalg import AddmmBackward0, addmm_node, bmm, matmul, scaled_weights
 from .pointwise import abs
 from .reduction import _expand_back, _ties_backward, amax, amin, reduce_dims, sum
 
@@ -396,7 +396,7 @@ def _same_dtype(a: Tensor, b: Tensor, op: str) -> None:
                            f"{scalar_type_name(a.dtype)} and {scalar_type_name(b.dtype)}")
 
 
-def dot(input: Tensor, tensor: Tensor) -> Tensor:
+def dot(input: Tensor, tensor: Tensor, *, out=None) -> Tensor:
     """The dot product of two 1-D tensors of the same length and dtype (a 0-d tensor); no
     complex conjugation (``vdot`` conjugates the first).
 
@@ -415,16 +415,17 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
                            f"but got {input.shape[0]} and {tensor.shape[0]} elements "
                            f"respectively")
     _same_dtype(input, tensor, "dot")
-    return matmul(input, tensor)
+    return _out(matmul(input, tensor), out, "dot", "dot")
 
 
-def vdot(input: Tensor, other: Tensor) -> Tensor:
+def vdot(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     """``dot(conj(input), other)``: the dot product of complex vectors; ``dot`` for real."""
     tensor_arg(input, "vdot")
-    return dot(input.conj() if input.dtype.is_complex else input, other)
+    return _out(dot(input.conj() if input.dtype.is_complex else input, other), out, "vdot",
+                "vdot")
 
 
-def mv(input: Tensor, vec: Tensor) -> Tensor:
+def mv(input: Tensor, vec: Tensor, *, out=None) -> Tensor:
     """The product of the matrix ``input`` (n, m) and the vector ``vec`` (m,): shape (n,)."""
     tensor_arg(input, "mv")
     tensor_arg(vec, "mv", "vec")
@@ -435,22 +436,23 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
         raise RuntimeError(f"mv: size mismatch, got input ({input.shape[0]}), mat "
                            f"({input.shape[0]}x{input.shape[1]}), vec ({vec.shape[0]})")
     _same_dtype(input, vec, "mv")
-    return matmul(input, vec)
+    return _out(matmul(input, vec), out, "mv", "mv")
 
 
-def inner(input: Tensor, other: Tensor) -> Tensor:
+def inner(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     """The dot product over the last dimension of both (a scalar times a tensor when one is
     0-d): shape input.shape[:-1] + other.shape[:-1]."""
     tensor_arg(input, "inner")
     tensor_arg(other, "inner", "other")
     if input.ndim == 0 or other.ndim == 0:
-        return input * other
+        return _out(input * other, out, "inner", "inner")
     if input.shape[-1] != other.shape[-1]:
         raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
                            f"got shapes {list(input.shape)} and {list(other.shape)}")
     from .products import tensordot
 
-    return tensordot(input, other, ([input.ndim - 1], [other.ndim - 1]))
+    return _out(tensordot(input, other, ([input.ndim - 1], [other.ndim - 1])), out, "inner",
+                "inner")
 
 
 def matrix_power(input: Tensor, n: int, *, out=None) -> Tensor:
@@ -504,6 +506,7 @@ def _scaled_sum(input: Tensor, product: Tensor, beta, alpha, op: str) -> Tensor:
         raise RuntimeError(f"{op}: self and the product must have the same dtype, but got "
                            f"{scalar_type_name(input.dtype)} and "
                            f"{scalar_type_name(product.dtype)}")
+    beta, alpha = scaled_weights(product.dtype, beta, alpha)
     shaped = input.expand(product.shape)
     if alpha != 1:
         product = mul(product, alpha)
@@ -526,7 +529,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1, out=Non
         prod = prod if alpha == 1 else prod * alpha
         return _result(prod if beta == 0 else prod + (input if beta == 1 else input * beta),
                        out, "addmm")
-    return _result(addmm_node(input, mat1, mat2, beta, alpha), out, "addmm")
+    return _out(addmm_node(input, mat1, mat2, beta, alpha), out, "addmm", "addmm")
 
 
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:
@@ -572,8 +575,8 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1, out=None
             if isinstance(v, float) or isinstance(v, complex):
                 raise RuntimeError(f"For integral input tensors, argument {name} must not be a "
                                    f"floating point number.")
-    r = _scaled_sum(input, product.to(input.dtype) if input.dtype is not product.dtype
-                    else product, beta, alpha, "addr")
+    dt = dtypes.promote_types(input.dtype, product.dtype)  # (all three, as PyTorch's)
+    r = _scaled_sum(input.to(dt), product.to(dt), beta, alpha, "addr")
     return _out(r, out, "addr", "addr", cast=True)
 
 
@@ -624,10 +627,10 @@ OPS = (
            autocast="float32 on cuda", node=LinalgVectorNormBackward0, out="exact"),
     OpInfo("outer", outer, aliases=("ger",), dtypes="promoted", grad="g vec2, g^T input",
            out="cast"),
-    OpInfo("inner", inner, dtypes="promoted", grad="through tensordot", autocast="lower"),
+    OpInfo("inner", inner, dtypes="one dtype", grad="through tensordot", autocast="lower"),
     OpInfo("matrix_power", matrix_power, dtypes="floats (integers for n >= 0)",
            grad="through its products (and inverse)"),
-    OpInfo("addr", addr, inplace=addr_, dtypes="one dtype", grad="beta g, alpha g v2, "
+    OpInfo("addr", addr, inplace=addr_, dtypes="promoted", grad="beta g, alpha g v2, "
            "alpha g^T v1", autocast="lower on cuda"),
     OpInfo("addbmm", addbmm, inplace=addbmm_, dtypes="one dtype",
            grad="beta g, alpha g b^T, alpha a^T g per batch", autocast="lower"),

@@ -18,7 +18,8 @@ import warnings
 
 from ...runtime import dtype as dtypes
 from ...runtime.dtype import promote_types
-from ..checks import kernel_not_implemented, scalar_type_name, tensor_arg
+from ..checks import (expected_scalar_type, kernel_not_implemented, scalar_type_name,
+                      tensor_arg)
 from ..dispatch import Primitive, apply, as_shape, meta, opmath
 from ..dispatch import zeros as zeros_of  # (a rule's zeros, any k)
 from ..registry import OpInfo, with_jvp
@@ -30,11 +31,16 @@ from .linalg import matmul
 from .shape import cat, stack
 
 
-def _tensors_arg(tensors: tuple, op: str) -> list:
-    """``op(*tensors)`` or ``op([tensors])`` (PyTorch takes both), as a list of tensors."""
-    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+def _tensors_arg(tensors: tuple, op: str, one_list: bool = True) -> list:
+    """``op(*tensors)`` or, where ``one_list`` (meshgrid's), ``op([tensors])``, as a list of
+    tensors."""
+    if one_list and len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
-    return [tensor_arg(t, op, "tensors") for t in tensors]
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):  # (the varargs are argument 0, as PyTorch counts)
+            raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
+    return list(tensors)
 
 
 def kron(input: Tensor, other: Tensor, *, out=None) -> Tensor:
@@ -57,27 +63,35 @@ def kron(input: Tensor, other: Tensor, *, out=None) -> Tensor:
 
 
 def _tensordot_dims(dims, a: Tensor, b: Tensor) -> tuple:
-    if isinstance(dims, Tensor):
-        dims = dims.tolist()
-    if isinstance(dims, numbers.Integral) and not isinstance(dims, bool):
+    """(a's contracted dims, b's), checked as PyTorch's ``tensordot`` checks them."""
+    if isinstance(dims, Tensor):  # (PyTorch's: one element is a count, else two rows of dims)
+        dims = dims.tolist() if dims.numel() > 1 else int(dims.item())
+    if isinstance(dims, numbers.Integral):  # (bool too, as PyTorch's)
+        dims = int(dims)
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
         if dims > min(a.ndim, b.ndim):
             raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got "
                                f"dims={dims}")
         return list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    if not isinstance(dims, (list, tuple)):
+        raise RuntimeError(f"tensordot expects dims to be int or tuple[list[int], list[int]] or "
+                           f"list[list[int]] containing two lists, but got dims={dims}")
     da, db = dims
-    da = [da] if isinstance(da, numbers.Integral) else list(da)
-    db = [db] if isinstance(db, numbers.Integral) else list(db)
+    for d, name in ((da, "dims_self"), (db, "dims_other")):
+        if not isinstance(d, (list, tuple)):  # ((1, 0) is no pair of lists: PyTorch refuses)
+            raise TypeError(f"tensordot(): argument '{name}' must be tuple of ints, not "
+                            f"{type(d).__name__}")
     if len(da) != len(db):
         raise RuntimeError("both dimension lists should have same length")
     return ([wrap_dim(d, a.ndim, "tensordot") for d in da],
             [wrap_dim(d, b.ndim, "tensordot") for d in db])
 
 
-def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
+def tensordot(a: Tensor, b: Tensor, dims=2, out: Tensor | None = None) -> Tensor:
     """Contracts ``a``'s dims ``dims[0]`` with ``b``'s ``dims[1]`` (an int ``n``: ``a``'s last
-    ``n`` with ``b``'s first ``n``); the result has ``a``'s other dims, then ``b``'s.
+    ``n`` with ``b``'s first ``n``); the result has ``a``'s other dims, then ``b``'s. Both
+    must have one dtype (no promotion, as PyTorch's), and so must ``out``.
 
     Example:
         >>> tg.tensordot(tg.ones(3, 4, 5), tg.ones(4, 5, 2), dims=2).shape
@@ -85,6 +99,8 @@ def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
     """
     a, b = tensor_arg(a, "tensordot", "a"), tensor_arg(b, "tensordot", "b")
     da, db = _tensordot_dims(dims, a, b)
+    if a.dtype is not b.dtype:
+        raise RuntimeError("both inputs should have same dtype")
     for i, j in zip(da, db):
         if a.shape[i] != b.shape[j]:
             raise RuntimeError(f"contracted dimensions need to match, but first has size "
@@ -92,16 +108,24 @@ def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
                                f"in dim {j}")
     free_a = [d for d in range(a.ndim) if d not in da]
     free_b = [d for d in range(b.ndim) if d not in db]
+    shape_a, shape_b = [a.shape[d] for d in free_a], [b.shape[d] for d in free_b]
     k = math.prod(a.shape[d] for d in da)
-    left = a.permute(free_a + da).reshape(-1, k)
-    right = b.permute(db + free_b).reshape(k, -1)
-    r = matmul(left, right).reshape([a.shape[d] for d in free_a] + [b.shape[d] for d in free_b])
+    # (sizes spelled out, no -1: with a size 0 among them, -1 would be ambiguous)
+    left = a.permute(free_a + da).reshape(math.prod(shape_a), k)
+    right = b.permute(db + free_b).reshape(k, math.prod(shape_b))
+    r = matmul(left, right).reshape(shape_a + shape_b)
+    if isinstance(out, Tensor) and out.dtype is not r.dtype:
+        raise RuntimeError(f"tensordot: Expected the output tensor to have dtype "
+                           f"{scalar_type_name(r.dtype)}, but got an output tensor with dtype "
+                           f"{scalar_type_name(out.dtype)}")
     return _result(r, out, "tensordot")
 
 
-def cross(input: Tensor, other: Tensor, dim=None, *, out=None) -> Tensor:
-    """The cross product of 3-vectors along ``dim`` (broadcasting). Without ``dim``, the first
-    dim of size 3, with PyTorch's deprecation warning (``linalg.cross`` defaults to -1).
+def cross(input: Tensor, other: Tensor, dim: int | None = None, *,
+          out: Tensor | None = None) -> Tensor:
+    """The cross product of 3-vectors along ``dim`` (other dims broadcast; both of one dtype,
+    and ``out`` too). Without ``dim``, the first dim of size 3, with PyTorch's deprecation
+    warning (``linalg.cross`` defaults to -1).
 
     Example:
         >>> tg.cross(tg.tensor([1., 0., 0.]), tg.tensor([0., 1., 0.]), dim=0)
@@ -110,9 +134,15 @@ def cross(input: Tensor, other: Tensor, dim=None, *, out=None) -> Tensor:
     a, b = tensor_arg(input, "cross"), tensor_arg(other, "cross", "other")
     if a.dtype is dtypes.bool:
         raise kernel_not_implemented("cross", dtypes.bool)
+    if a.dtype is not b.dtype:  # (no promotion, as PyTorch's)
+        raise expected_scalar_type(a.dtype, b.dtype)
     if a.ndim != b.ndim:
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
-    shape = tuple(max(x, y) for x, y in zip(a.shape, b.shape))
+    for i, (x, y) in enumerate(zip(a.shape, b.shape)):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
+                               f"({y}) at non-singleton dimension {i}")
+    shape = tuple(y if x == 1 else x for x, y in zip(a.shape, b.shape))
     if dim is None:
         d = next((i for i, n in enumerate(shape) if n == 3), None)
         if d is None:
@@ -122,23 +152,26 @@ def cross(input: Tensor, other: Tensor, dim=None, *, out=None) -> Tensor:
                       "\nThe default value of dim will change to agree with that of "
                       "linalg.cross in a future release.", UserWarning, stacklevel=2)
     else:
-        d = wrap_dim(int_arg(dim, "cross", "dim"), a.ndim, "cross")
-        if a.shape[d] != 3 or b.shape[d] != 3:
-            raise RuntimeError(f"linalg.cross: inputs dimension {d} must have length 3. Got "
-                               f"{a.shape[d]} and {b.shape[d]}")
-    for i, (x, y) in enumerate(zip(a.shape, b.shape)):
-        if x != y and x != 1 and y != 1:
-            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
-                               f"({y}) at non-singleton dimension {i}")
+        dim = int_arg(dim, "cross", "dim")
+        if a.ndim == 0:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        d = wrap_dim(dim, a.ndim, "cross")
+    if a.shape[d] != 3 or b.shape[d] != 3:  # (this dim does not broadcast)
+        raise RuntimeError(f"linalg.cross: inputs dimension {d} must have length 3. Got "
+                           f"{a.shape[d]} and {b.shape[d]}")
     a, b = a.expand(shape), b.expand(shape)
     ax, ay, az = a.unbind(d)
     bx, by, bz = b.unbind(d)
     r = stack([sub(mul(ay, bz), mul(az, by)), sub(mul(az, bx), mul(ax, bz)),
                sub(mul(ax, by), mul(ay, bx))], d)
-    return _result(r, out, "cross")
+    if out is None:
+        return r
+    from .decompositions import _exact  # (out's dtype must be the result's, as PyTorch's)
+
+    return _exact(r, out, "cross", "linalg_cross")
 
 
-# -- grids ------------------------------------------------------------------------------------------
+# -- grids -----------------------------------------------------------------------------------------
 
 def meshgrid(*tensors, indexing: str | None = None) -> tuple:
     """Coordinate grids of 1-d (or 0-d) tensors: result ``i`` is ``tensors[i]`` expanded along
@@ -195,7 +228,7 @@ def cartesian_prod(*tensors: Tensor) -> Tensor:
                 [2, 3],
                 [2, 4]])
     """
-    ts = _tensors_arg(tensors, "cartesian_prod")
+    ts = _tensors_arg(tensors, "cartesian_prod", False)
     for t in ts:
         if t.ndim != 1:
             raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
@@ -241,7 +274,7 @@ def block_diag(*tensors: Tensor) -> Tensor:
                 [1., 1., 0.],
                 [0., 0., 5.]])
     """
-    ts = _tensors_arg(tensors, "block_diag")
+    ts = _tensors_arg(tensors, "block_diag", False)
     if not ts:
         return zeros(1, 0)
     blocks = []
@@ -266,7 +299,7 @@ def block_diag(*tensors: Tensor) -> Tensor:
     return cat(rows, 0)
 
 
-# -- distances --------------------------------------------------------------------------------------
+# -- distances -------------------------------------------------------------------------------------
 
 _CDIST_MODES = {"use_mm_for_euclid_dist_if_necessary": 0, "use_mm_for_euclid_dist": 1,
                 "donot_use_mm_for_euclid_dist": 2}
@@ -306,9 +339,8 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     if compute_mode not in _CDIST_MODES:
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     _batch_shape(tuple(a.shape[:-2]), tuple(b.shape[:-2]))  # (its error, before any work)
-    if a.dtype is not b.dtype:
-        dt = promote_types(a.dtype, b.dtype)
-        a, b = a.to(dt), b.to(dt)
+    if a.dtype is not b.dtype:  # (no promotion, as PyTorch's)
+        raise expected_scalar_type(a.dtype, b.dtype)
     p = float(p)
     mode = _CDIST_MODES[compute_mode]
     rows1, rows2 = a.shape[-2], b.shape[-2]
@@ -323,9 +355,10 @@ def _batch_shape(s1: tuple, s2: tuple) -> tuple:
     s1, s2 = (1,) * (n - len(s1)) + s1, (1,) * (n - len(s2)) + s2
     out = []
     for i, (u, v) in enumerate(zip(s1, s2)):
-        if u != v and u != 1 and v != 1:
-            raise RuntimeError(f"cdist: the batch dims of X1 {list(s1)} and X2 {list(s2)} do "
-                               f"not broadcast: {u} != {v} at dim {i}")
+        if u != v and u != 1 and v != 1:  # (PyTorch's words, i counted in the batch dims)
+            raise RuntimeError(f"The size of tensor a ({u}) must match the size of tensor b "
+                               f"({v}) at non-singleton dimension {i} (the batch dims of X1 "
+                               f"{list(s1)} and X2 {list(s2)})")
         out.append(v if u == 1 else u)
     return tuple(out)
 
@@ -521,7 +554,7 @@ OPS = (
     OpInfo("kron", kron, dtypes="promoted", grad="through its parts (mul)"),
     OpInfo("tensordot", tensordot, method=False, dtypes="one dtype",
            grad="through its parts (matmul)", flops=None, autocast="lower"),
-    OpInfo("cross", cross, dtypes="promoted", grad="g x b, a x g (through its parts)"),
+    OpInfo("cross", cross, dtypes="one dtype", grad="g x b, a x g (through its parts)"),
     OpInfo("meshgrid", meshgrid, method=False, dtypes="one dtype", grad="expanded views"),
     OpInfo("cartesian_prod", cartesian_prod, method=False, dtypes="one dtype",
            grad="through its parts"),
