@@ -233,7 +233,8 @@ class _Handle:
 
 def _storage_ptr(t) -> int:
     # (in the backend array's own units: a host bfloat16 array holds 4-byte elements)
-    return t.data_ptr() - t.storage_offset() * t._data.itemsize
+    from ..kernels import data_ptr  # (the address of an empty tensor too: not Tensor.data_ptr's 0)
+    return data_ptr(t._data) - t.storage_offset() * t._data.itemsize
 
 
 def _get_tid(t) -> tuple:

@@ -282,6 +282,7 @@ class SavedTensor:
         return t._data
 
     def _modified_message(self, node) -> str:
+        from .tensor import _short_name
         t = self._t  # (never packed: packed tensors have no version check)
         # PyTorch names a saved output's node, and for a saved input the tensor's grad_fn now
         # (the in-place op that modified it, not the node that made it)
@@ -292,12 +293,14 @@ class SavedTensor:
         origin = ""
         if fn is not None:  # (a custom Function's node is named by its Function there)
             cls = getattr(fn, "_forward_cls", None)
-            origin = f", which is output {nr} of {fn.name() if cls is None else cls.__name__},"
+            name = _short_name(fn) if cls is None else cls.__name__  # (torch 2.13: "of Exp")
+            origin = f", which is output {nr} of {name},"
         return (f"one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: [{_type_name(self._dtype, t)} {list(t.shape)}]{origin} is "
                 f"at version {self._vc[0]}; expected version {self._version} instead. Hint: "
                 f"enable anomaly detection to find the operation that failed to compute its "
-                f"gradient, with tritongrad.autograd.set_detect_anomaly(True).")
+                f"gradient, with tritongrad.autograd.set_detect_anomaly(True, "
+                f"check_nan=False).")
 
 
 def saved_input(t) -> SavedTensor:

@@ -3,9 +3,11 @@
 ``Tensor.untyped_storage()`` / ``Tensor.storage()`` describe the memory a tensor views (all of
 it, not only the tensor's elements: ``tg.randn(5)[:4].storage()`` has 5 elements), as
 PyTorch's ``UntypedStorage`` (bytes) and ``TypedStorage`` (elements of the tensor's dtype).
-They are read-only descriptions here: their ``data_ptr()`` tells whether two tensors share
-memory, ``len()``/``size()``/``nbytes()`` how much there is, and ``Tensor.set_`` can point a
-tensor into one.
+Their ``data_ptr()`` tells whether two tensors share memory (storages of the same memory
+compare equal), ``len()``/``size()``/``nbytes()`` how much there is; their items (bytes, or
+elements) are read and written in place (``s[i]``, ``fill_``, ``copy_``, ``tolist``) and
+``Tensor.set_`` can point a tensor into one. They cannot change size under their tensors
+(``UntypedStorage.resize_``, which FSDP uses to free memory, is accepted only as a no-op).
 
 ``set_`` and ``resize_`` change a tensor's geometry in place (PyTorch's semantics, with one
 difference noted at ``resize_``): both are in-place ops to autograd (version bump, the
@@ -28,7 +30,8 @@ from .tensor import Tensor, make
 
 __all__ = ["LEGACY_STORAGES", "NotImplementedBackward", "TypedStorage", "UntypedStorage",
            "has_same_meta", "is_set_to", "module_load", "new_with_same_meta", "resize_",
-           "resize_as_", "set_", "storage", "storage_numel", "untyped_storage"]
+           "resize_as_", "resize_for_output", "set_", "storage", "storage_numel",
+           "untyped_storage"]
 
 
 def _span(a) -> tuple:
@@ -54,10 +57,26 @@ def _whole(t: Tensor) -> Tensor:
 
 class UntypedStorage:
     """The memory a tensor views, in bytes (``Tensor.untyped_storage()``), or new memory:
-    ``UntypedStorage(nbytes, device=None)`` (uninitialized) or ``UntypedStorage()`` (empty)."""
+    ``UntypedStorage(nbytes, device=None)`` (uninitialized), ``UntypedStorage(sequence,
+    device=None)`` (those bytes) or ``UntypedStorage()`` (empty).
+
+    Its bytes can be read and written as PyTorch's: ``s[i]`` (an int in [0, 256)), ``s[i] =
+    v``, ``fill_``, ``copy_`` from another storage, ``tolist``; writes change every tensor
+    viewing the memory and, as in PyTorch, bump no version counter. Two storage objects of the
+    same memory compare equal (PyTorch hands out one object per storage)."""
 
     def __init__(self, *args, device=None):
-        from .ops.creation import empty
+        from .ops.creation import empty, tensor
+        if len(args) == 1 and isinstance(args[0], (list, tuple)):
+            for v in args[0]:
+                if not isinstance(v, (int, np.integer)):
+                    raise RuntimeError(f"{type(self).__name__}(): tried to construct a storage "
+                                       f"from a sequence ({type(args[0]).__name__}), but one of "
+                                       f"the items was of type {type(v).__name__} instead of "
+                                       f"int")
+            self._whole = tensor([int(v) % 256 for v in args[0]], dtype=_dt.uint8,
+                                 device=device).reshape(-1)
+            return
         n = _size_arg(type(self).__name__, args)
         self._whole = empty((n,), dtype=_dt.uint8, device=device)
 
@@ -72,9 +91,17 @@ class UntypedStorage:
     def device(self):
         return self._whole.device
 
+    @property
+    def is_cuda(self) -> bool:
+        return self._whole.device.type == "cuda"
+
+    def get_device(self) -> int | None:
+        """The device index (None on the CPU, as PyTorch's storages answer)."""
+        return self._whole.device.index
+
     def data_ptr(self) -> int:
-        """The address of the storage's first byte."""
-        return self._whole.data_ptr()
+        """The address of the storage's first byte (0 for an empty storage, as PyTorch's)."""
+        return self._whole.data_ptr() if self._whole.numel() else 0
 
     def nbytes(self) -> int:
         return self._whole.numel() * self._whole.element_size()
@@ -88,6 +115,18 @@ class UntypedStorage:
     def element_size(self) -> int:
         return 1
 
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, UntypedStorage):
+            return NotImplemented
+        return type(self) is type(other) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def _key(self) -> tuple:
+        # (the memory's own address: empty storages are not all one storage)
+        return self._whole.device, data_ptr(self._whole._data), self.nbytes()
+
     def share_memory_(self) -> UntypedStorage:
         """Moves the storage to shared memory (``Tensor.share_memory_`` of its tensors)."""
         self._whole.share_memory_()
@@ -97,11 +136,187 @@ class UntypedStorage:
         """Checks if the storage is in shared memory."""
         return self._whole.is_shared()
 
+    def is_pinned(self, device=None) -> bool:
+        """Whether the storage is in pinned host memory."""
+        return self._whole.is_pinned()
+
+    def pin_memory(self, device=None) -> UntypedStorage:
+        """A copy of the storage in pinned host memory (itself if already pinned)."""
+        return type(self)._wrap(self._whole.pin_memory())
+
+    def resizable(self) -> bool:
+        return True
+
     def untyped(self) -> UntypedStorage:
         return self
 
+    def clone(self) -> UntypedStorage:
+        """A copy of the storage in new memory."""
+        return type(self)._wrap(self._whole.clone())
+
+    def cpu(self) -> UntypedStorage:
+        """The storage itself if it is on the CPU, else a CPU copy."""
+        return self if self._whole.device.type == "cpu" else type(self)._wrap(self._whole.cpu())
+
+    # -- bytes -----------------------------------------------------------------------------
+    # Element access goes through ``_items()``: the storage as a 1-D tensor of its items
+    # (bytes here, elements for TypedStorage) viewing its memory. A CPU bfloat16 storage has
+    # no byte view (its host elements are float32), so its bytes are converted both ways.
+
+    def _items(self) -> Tensor | None:
+        """A uint8 tensor viewing the storage's bytes; None where the host memory of its
+        elements is not their bytes (CPU bfloat16)."""
+        w = self._whole
+        if w._dtype is _dt.uint8:
+            return w
+        if w._data.itemsize != w.element_size():
+            return None
+        return w.view(_dt.uint8)
+
+    def _host_bytes(self) -> np.ndarray:
+        """A host copy of the storage's bytes, laid out as PyTorch's (little-endian)."""
+        items = self._items()
+        if items is not None:
+            return np.asarray(items.cpu()._data).reshape(-1)
+        bits = _dt.bfloat16_bits(np.asarray(self._whole.cpu()._data, dtype=np.float32))
+        return bits.astype("<u2").view(np.uint8)
+
+    def _write_bytes(self, edit) -> None:
+        """Writes ``edit(bytes)`` (a function of a host copy of the bytes, editing it in
+        place) back: the path of a storage with no byte view."""
+        from .ops.creation import tensor
+        raw = self._host_bytes().copy()
+        edit(raw)
+        values = _dt.bfloat16_values(raw.view("<u2"))
+        self._whole.copy_(tensor(values, dtype=_dt.float32))
+
+    def _index(self, i, op: str) -> int:
+        if not isinstance(i, (int, np.integer)) or isinstance(i, bool):
+            raise TypeError(f"can't index a {type(self).__name__} with {type(i).__name__}")
+        n = len(self)
+        j = int(i) + n if i < 0 else int(i)
+        if not 0 <= j < n:
+            if op == "get":
+                raise IndexError(f"index {j} out of range for storage of size {n}")
+            raise RuntimeError(f"index {int(i)} out of bounds for storage of size {n}")
+        return j
+
+    def _item(self, value):
+        """``value`` as an item of this storage: a byte (PyTorch keeps its low 8 bits)."""
+        if not isinstance(value, (int, np.integer)):
+            raise RuntimeError(f"can only set storage content with a int types, but got "
+                               f"{type(value).__name__} instead")
+        return int(value) % 256
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            items = self._items()
+            if items is None:  # (no byte view to share: a copy of the bytes)
+                from .ops.creation import tensor
+                items = tensor(self._host_bytes(), dtype=_dt.uint8)
+            return type(self)._wrap(items[i])
+        j = self._index(i, "get")
+        items = self._items()
+        return self._host_bytes()[j].item() if items is None else items[j].item()
+
+    def __setitem__(self, i, value) -> None:
+        if isinstance(i, slice):
+            self._assign(i, value)
+            return
+        self._assign(self._index(i, "set"), value)
+
+    def _assign(self, where, value) -> None:
+        v = self._item(value)
+        items = self._items()
+        if items is None:
+            def edit(raw):
+                raw[where] = v
+            self._write_bytes(edit)
+        else:
+            items[where] = v
+
+    def fill_(self, value) -> UntypedStorage:
+        """Sets every item to ``value`` (for an untyped storage, every byte), in place."""
+        if isinstance(value, float):
+            raise RuntimeError("fill_ expects int, but got float")
+        self._assign(slice(None), value)
+        return self
+
+    def copy_(self, src, non_blocking: bool | None = None) -> UntypedStorage:
+        """Copies the bytes of storage ``src`` (of the same size) into this one."""
+        if not isinstance(src, UntypedStorage):
+            raise TypeError(f"copy_(): argument 'src' (position 1) must be Storage, not "
+                            f"{type(src).__name__}")
+        if self.nbytes() != src.nbytes():
+            raise RuntimeError(f"size does not match, self was {self.nbytes()} bytes but src "
+                               f"was {src.nbytes()} bytes")
+        mine, theirs = self._whole, src._whole
+        if mine._dtype is theirs._dtype:  # (elements as they are: every dtype, any device)
+            mine.copy_(theirs)
+        elif self._items() is not None and src._items() is not None:
+            self._items().copy_(src._items())
+        else:
+            data = src._host_bytes()
+
+            def edit(raw):
+                raw[:] = data
+            if self._items() is None:
+                self._write_bytes(edit)
+            else:
+                from .ops.creation import tensor
+                self._items().copy_(tensor(data, dtype=_dt.uint8))
+        return self
+
+    def tolist(self) -> list:
+        """The bytes as Python ints."""
+        return self._host_bytes().tolist()
+
+    def __iter__(self):
+        return iter(self.tolist())
+
+    def resize_(self, size: int) -> UntypedStorage:
+        """PyTorch resizes a storage in place under every tensor viewing it (FSDP frees
+        parameter memory so); tritongrad's tensors hold their memory themselves, so only a
+        resize to the present size (a no-op) is accepted."""
+        n = _size_arg(f"{type(self).__name__}.resize_", (size,))
+        if n != len(self):
+            from .checks import unsupported
+            raise unsupported(f"{type(self).__name__}.resize_", "size", n,
+                              f"a storage cannot change size under its tensors; its size is "
+                              f"{len(self)}: use Tensor.resize_ or new tensors")
+        return self
+
+    @classmethod
+    def from_buffer(cls, buffer, byte_order: str | None = None, count: int = -1,
+                    offset: int = 0, dtype=None, device=None) -> UntypedStorage:
+        """A new storage holding the bytes of a Python buffer read as ``count`` elements of
+        ``dtype`` from byte ``offset`` (``byte_order``: "little", "big" or "native"; needed
+        for elements of more than one byte), stored in this machine's order."""
+        if dtype is None:
+            raise RuntimeError("argument 'dtype' cannot be None")
+        np_dtype = _host_dtype(dtype)
+        if np_dtype.itemsize > 1:
+            if byte_order not in ("little", "big", "native"):
+                raise RuntimeError(f"function missing required argument 'byte_order' (pos 2)"
+                                   if byte_order is None else f"Invalid byte_order "
+                                   f"'{byte_order}' (expected 'big', 'little', or 'native')")
+            if byte_order != "native":
+                np_dtype = np_dtype.newbyteorder("<" if byte_order == "little" else ">")
+        values = np.frombuffer(buffer, dtype=np_dtype, count=count, offset=offset)
+        raw = values.astype(values.dtype.newbyteorder("=")).view(np.uint8)
+        from .ops.creation import tensor
+        whole = tensor(raw, dtype=_dt.uint8, device=device)
+        if cls is UntypedStorage:
+            return cls._wrap(whole)
+        return cls._wrap(whole.view(dtype))
+
     def __repr__(self) -> str:
         return f"UntypedStorage(nbytes={self.nbytes()}, device={self.device})"
+
+
+def _host_dtype(dtype) -> np.dtype:
+    """The NumPy dtype of ``dtype``'s elements as bytes (bfloat16: two bytes)."""
+    return np.dtype(np.uint16) if dtype is _dt.bfloat16 else dtype.np
 
 
 class TypedStorage(UntypedStorage):
@@ -109,7 +324,8 @@ class TypedStorage(UntypedStorage):
     memory: ``TypedStorage(size, dtype=None, device=None)`` (uninitialized),
     ``TypedStorage(sequence, dtype=None, device=None)`` (the values), ``TypedStorage()``
     (empty), or ``TypedStorage(wrap_storage=untyped, dtype=...)`` (the same memory). The dtype
-    defaults to the default dtype (``tg.get_default_dtype()``).
+    defaults to the default dtype (``tg.get_default_dtype()``). Its items (``s[i]``,
+    ``fill_``, ``tolist``) are elements.
 
     Example:
         >>> s = tg.TypedStorage([1, 2], dtype=tg.float64)
@@ -162,14 +378,38 @@ class TypedStorage(UntypedStorage):
     def untyped(self) -> UntypedStorage:
         return UntypedStorage._wrap(self._whole)
 
+    def _items(self) -> Tensor:
+        return self._whole
+
+    def _item(self, value):
+        return value  # (the tensor's assignment casts a number to the dtype, as PyTorch)
+
     def tolist(self) -> list:
         return self._whole.tolist()
 
     def __getitem__(self, i):
-        return self._whole[i].item() if isinstance(i, int) else self._whole[i]
+        if isinstance(i, slice):
+            return type(self)._wrap(self._whole[i])
+        return self._whole[self._index(i, "get")].item()
 
-    def __iter__(self):
-        return iter(self.tolist())
+    def fill_(self, value) -> TypedStorage:
+        """Sets every element to ``value``, in place."""
+        self._whole.fill_(value)
+        return self
+
+    def copy_(self, src, non_blocking: bool | None = None) -> TypedStorage:
+        """Copies the elements of storage ``src`` (as many) into this one, converting."""
+        if not isinstance(src, UntypedStorage):
+            raise TypeError(f"copy_(): argument 'src' (position 1) must be Storage, not "
+                            f"{type(src).__name__}")
+        if isinstance(src, TypedStorage):
+            if len(src) != len(self):
+                raise RuntimeError(f"size does not match, self was {len(self)} elements but "
+                                   f"src was {len(src)}")
+            self._whole.copy_(src._whole)
+            return self
+        self.untyped().copy_(src)
+        return self
 
     def __repr__(self) -> str:
         return f"TypedStorage(dtype={self.dtype}, size={len(self)}, device={self.device})"
@@ -297,21 +537,27 @@ class NotImplementedBackward(Node):
         raise kind(message)
 
 
-def _repoint(t: Tensor, data) -> None:
+# (PyTorch's class of such a grad_fn is named "NotImplemented": ``type(t.grad_fn).__name__``)
+NotImplementedBackward.__name__ = NotImplementedBackward.__qualname__ = "NotImplemented"
+
+
+def _repoint(t: Tensor, data, bump: bool = True) -> None:
     """Gives ``t`` the geometry (and memory) of backend array ``data``; a view whose memory
     is no longer its base's stops being a view."""
     t._data = data
     if t._base is not None and _span(data)[0] != _span(t._base._data)[0]:
         t._base = None
         t.__dict__.pop("_creation_meta", None)
-    t._vc[0] += 1
+    if bump:
+        t._vc[0] += 1
 
 
 def set_(self: Tensor, source=None, storage_offset: int = 0, size=None, stride=None) -> Tensor:
     """Makes this tensor view ``source``'s memory: another tensor's (its geometry too), a
     storage's (``storage_offset``, ``size`` and ``stride`` in elements; by default all of it,
-    contiguous), or nothing (empty). Its version counter stays its own; a leaf gets a new
-    gradient accumulator (nodes recorded before no longer stand for it)."""
+    contiguous; a storage too small for them grows, as at ``resize_``), or nothing (empty).
+    Its version counter stays its own; a leaf gets a new gradient accumulator (nodes recorded
+    before no longer stand for it)."""
     from .dispatch import check_inplace
     sources = (self,) if not isinstance(source, Tensor) else (self, source)
     record = state.grad_enabled and any(t.requires_grad for t in sources)
@@ -322,8 +568,9 @@ def set_(self: Tensor, source=None, storage_offset: int = 0, size=None, stride=N
     else:
         src = source if isinstance(source, Tensor) else getattr(source, "_whole", None)
         if src is None:
-            raise TypeError(f"set_(): argument 'source' must be Tensor or Storage, not "
-                            f"{type(source).__name__}")
+            raise TypeError(f"set_() received an invalid combination of arguments - got "
+                            f"({type(source).__name__}), but expected a Tensor or a Storage "
+                            f"as 'source'")
         if src._dtype is not self._dtype:
             if type(source) is UntypedStorage:  # (reinterpreting bytes: not implemented)
                 from .checks import unsupported
@@ -341,7 +588,9 @@ def set_(self: Tensor, source=None, storage_offset: int = 0, size=None, stride=N
         else:
             size = (src.numel() - storage_offset,) if size is None else tuple(size)
             stride = contiguous_strides(size) if stride is None else tuple(stride)
-            data = k.as_strided(src._data, size, stride, storage_offset)
+            if storage_offset < 0:
+                raise RuntimeError(f"Tensor: invalid storage offset {storage_offset}")
+            data = _strided_in_storage(self, src, size, stride, storage_offset)
     _repoint(self, data)
     self._grad_acc = None  # (PyTorch's set_ gives a leaf a fresh AccumulateGrad)
     if record:
@@ -369,9 +618,11 @@ def _c_type(dtype) -> str:
 # -- resize_ ------------------------------------------------------------------------------------
 
 def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
-    """Gives this tensor shape ``sizes``, contiguous from its storage offset. Its elements up
-    to the new size keep their memory (and values); the storage grows when too small, keeping
-    its contents. The version is bumped only if the shape changes.
+    """Gives this tensor shape ``sizes``, contiguous from its storage offset (or laid out as
+    ``memory_format``: a channels-last format gives NHWC / NDHWC strides). Its elements up to
+    the new size keep their memory (and values); the storage grows when too small, keeping
+    its contents. The same shape without ``memory_format`` changes nothing; the version is
+    bumped only if the shape changes (PyTorch's rules).
 
     Unlike PyTorch, whose storage grows in place for every tensor sharing it, a grown storage
     is new memory that only this tensor sees (NumPy arrays and device allocations cannot
@@ -379,7 +630,9 @@ def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
     from .checks import check_memory_format
     from .dispatch import check_inplace
     from .ops.views import _shape_args, int_tuple
-    check_memory_format("resize_", memory_format)
+    check_memory_format("resize_", memory_format, None)
+    if memory_format is _dt.preserve_format:
+        raise RuntimeError("Unsupported memory formatPreserve")
     sizes = int_tuple(_shape_args(sizes, "resize_"), "resize_", "size")
     if any(n < 0 for n in sizes):
         raise RuntimeError(f"Trying to create tensor with negative dimension {min(sizes)}: "
@@ -387,20 +640,49 @@ def resize_(self: Tensor, *sizes, memory_format=None) -> Tensor:
     if self.requires_grad and not state.inference:  # (inference mode skips autograd's check)
         raise RuntimeError("cannot resize variables that require grad")
     check_inplace(self, False)
-    if sizes == tuple(self._data.shape):
-        return self
-    k = self._k
-    offset = self.storage_offset()
-    need = offset + int(np.prod(sizes, dtype=np.int64))
-    have = storage_numel(self)
-    whole = _whole(self)._data
+    _resize(self, sizes, memory_format)
+    return self
+
+
+def resize_for_output(out: Tensor, shape: tuple) -> None:
+    """Gives ``out=`` tensor ``out`` the result's ``shape`` as PyTorch's ``resize_output``
+    does inside an op: without resize_'s checks (an ``out`` that requires grad is resized under
+    no_grad) and without a version bump (the op's write into ``out`` is its one bump)."""
+    _resize(out, tuple(shape), None, bump=False)
+
+
+def _resize(t: Tensor, sizes: tuple, memory_format, bump: bool = True) -> None:
+    """``resize_``'s change of geometry (its arguments checked): the version is bumped (with
+    ``bump``) when the shape changes."""
+    from .layout import format_strides
+    shape = tuple(t._data.shape)
+    strides = None if memory_format is None else format_strides(sizes, memory_format)
+    if strides is None:
+        if sizes == shape and memory_format is None:
+            return
+        strides = contiguous_strides(sizes)
+    if sizes == shape and strides == t.stride():
+        return
+    _repoint(t, _strided_in_storage(t, t, sizes, strides, t.storage_offset()),
+             bump and sizes != shape)
+
+
+def _strided_in_storage(t: Tensor, src: Tensor, sizes: tuple, strides: tuple, offset: int):
+    """A backend array of ``sizes`` and ``strides`` at element ``offset`` of the storage of
+    ``src`` (of ``t``'s dtype and device), for ``t``. When the storage is too small for it,
+    it is grown: new memory holding the storage's contents, which only ``t`` will see (see
+    ``resize_``)."""
+    k = t._k
+    extent = 0 if 0 in sizes else 1 + sum((n - 1) * s for n, s in zip(sizes, strides))
+    need = offset + extent
+    have = storage_numel(src)
+    whole = _whole(src)._data
     if need > have:
-        grown = k.empty((need,), self._dtype, self._device)
+        grown = k.empty((need,), t._dtype, t._device)
         if have:
             k.copy_(k.getitem(grown, (slice(0, have, 1),)), whole)
         whole = grown
-    _repoint(self, k.as_strided(whole, sizes, contiguous_strides(sizes), offset))
-    return self
+    return k.as_strided(whole, sizes, strides, offset)
 
 
 def resize_as_(self: Tensor, the_template: Tensor, memory_format=None) -> Tensor:

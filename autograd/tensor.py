@@ -318,7 +318,11 @@ class Tensor:
     def stride(self, dim: int | None = None):
         """Strides in elements, or the stride of dimension ``dim``."""
         st = self._k.strides(self._data)
-        return st if dim is None else st[wrap_dim(dim, self._data.ndim, "stride")]
+        if dim is None:
+            return st
+        if not st and wrap_dim(dim, 0, "stride") is not None:  # (dims -1 and 0 pass wrap_dim)
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        return st[wrap_dim(dim, self._data.ndim, "stride")]
 
     def storage_offset(self) -> int:
         return self._k.storage_offset(self._data)
@@ -345,12 +349,14 @@ class Tensor:
         return True
 
     def data_ptr(self) -> int:
-        return data_ptr(self._data)
+        """The address of the first element; 0 for a tensor with no elements, as PyTorch's."""
+        a = self._data
+        return 0 if 0 in a.shape else data_ptr(a)
 
     def const_data_ptr(self) -> int:
         """The address of the first element (PyTorch's read-only form of ``data_ptr``; the
         same address here, with no copy-on-write storage)."""
-        return data_ptr(self._data)
+        return self.data_ptr()
 
     # -- storage (autograd/storage.py) ---------------------------------------------------------
     def untyped_storage(self):
@@ -524,6 +530,10 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
+        if flag and self._fn is None and not (self._dtype.is_floating_point
+                                              or self._dtype.is_complex):
+            raise RuntimeError("only Tensors of floating point and complex dtype can require "
+                               "gradients")  # (PyTorch's setter's words)
         self.requires_grad_(flag)
 
     requires_grad = requires_grad.deleter(_no_delete("requires_grad"))
@@ -797,7 +807,7 @@ class Tensor:
     @data.setter
     def data(self, value: "Tensor") -> None:
         if not isinstance(value, Tensor):
-            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
         if self._requires_grad and not (value._dtype.is_floating_point
                                         or value._dtype.is_complex):
             raise RuntimeError("data set to a tensor that requires gradients must be floating "

@@ -64,12 +64,12 @@ def test_modified_saved_input_names_the_tensor_s_grad_fn_now():
     a = x * 1
     w = a * a
     a.add_(1)
-    with pytest.raises(RuntimeError, match=r"\], which is output 0 of AddBackward0, is at "
+    with pytest.raises(RuntimeError, match=r"\], which is output 0 of Add, is at "
                                            r"version 1; expected version 0 instead"):
         w.sum().backward()
     e = x.exp()
     e.sigmoid_()
-    with pytest.raises(RuntimeError, match="which is output 0 of ExpBackward0"):
+    with pytest.raises(RuntimeError, match="which is output 0 of Exp,"):
         e.sum().backward()
     leaf = tg.ones(3, requires_grad=True)
     sq = leaf * leaf

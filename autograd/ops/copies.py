@@ -1,6 +1,6 @@
 """PyTorch's ``*_copy`` functions (``view_copy``, ``permute_copy``, ``split_copy``, ...): each is
-its view op followed by ``clone``, so the result never aliases the input (the functional forms
-that graph compilers lower views to).
+its view op followed by a row-major ``clone`` (as PyTorch's), so the result never aliases the
+input (the functional forms that graph compilers lower views to).
 
 They are one generated table: ``_VIEWS`` names each copy after its view and says how to call
 the view; ``_copy_op`` wraps it (argument check, clone of every result, ``out=``). Gradients
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..checks import tensor_arg
+from ...runtime.dtype import contiguous_format
 from ..registry import OpInfo
 from ..tensor import Tensor, wrap_dim
 from .complex_parts import view_as_complex, view_as_real
@@ -55,13 +55,22 @@ _VIEWS: dict[str, Callable] = {
 
 def _copy_op(name: str, view: Callable) -> Callable:
     def copy(input: Tensor, *args, out=None, **kwargs):
-        result = view(tensor_arg(input, name), *args, **kwargs)
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                            f"{type(input).__name__}")
+        result = view(input, *args, **kwargs)
+        # (PyTorch's copies are row-major whatever the view's strides: clone(contiguous))
         if isinstance(result, Tensor):
-            return _result(result.clone(), out, name)
-        pieces = tuple(r.clone() for r in result)
+            return _result(result.clone(memory_format=contiguous_format), out, name)
+        pieces = tuple(r.clone(memory_format=contiguous_format) for r in result)
         if out is None:
             return pieces
-        return tuple(_result(p, o, name) for p, o in zip(pieces, out, strict=True))
+        if len(out) != len(pieces):
+            raise RuntimeError(f"{name}() expected an out= argument of size {len(pieces)}, got "
+                               f"size {len(out)}")
+        for p, o in zip(pieces, out):
+            _result(p, o, name)
+        return None  # (PyTorch's out= forms of the multi-output copies return nothing)
     copy.__name__ = copy.__qualname__ = name
     copy.__doc__ = (f"``{name[:-5]}(input, ...)`` copied: the same values in new memory (a "
                     f"tuple of copies where the view op gives several views).")

@@ -946,8 +946,8 @@ def _result(t: Tensor, out, name: str) -> Tensor:
                             and (t._dtype.is_floating_point or t._dtype.is_complex)):
         # (t requires grad only when grad mode is on and an input does; a result that has no
         # gradient (a comparison's) may go into an out that requires grad, as in PyTorch)
-        raise RuntimeError("functions with out=... arguments don't support automatic "
-                           "differentiation, but one of the arguments requires grad.")
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
+                           f"automatic differentiation, but one of the arguments requires grad.")
     if not _can_cast(t._dtype, out._dtype):
         raise RuntimeError(f"result type {scalar_type_name(t._dtype)} can't be cast to the "
                            f"desired output type {scalar_type_name(out._dtype)}")
@@ -967,7 +967,8 @@ def resize_output(out: Tensor, shape: tuple) -> None:
                       f"release outputs will not be resized unless they have zero elements. You "
                       f"can explicitly reuse an out tensor t by resizing it, inplace, to zero "
                       f"elements with t.resize_(0).", UserWarning, stacklevel=3)
-    out.resize_(shape)
+    from ..storage import resize_for_output  # (the op's write is out's one version bump)
+    resize_for_output(out, shape)
 
 
 def _inplace(op_tensor, op_scalar, promote_float=False):

@@ -197,9 +197,12 @@ def test_memory_format_must_be_a_memory_format(call):
         call(tg.ones(2, 3, 4, 5))
 
 
-def test_resize_stays_row_major_only():
-    with pytest.raises(NotImplementedError, match="memory_format"):
-        tg.ones(2, 3, 4, 5).resize_(2, 3, 4, 5, memory_format=tg.channels_last)
+def test_resize_to_channels_last():
+    t = tg.ones(2, 3, 4, 5)
+    t.resize_(2, 3, 4, 5, memory_format=tg.channels_last)
+    assert t.stride() == (60, 1, 15, 3) and t._version == 0  # (same shape: restrided only)
+    t.resize_(1, 2, 2, 2, memory_format=tg.channels_last)
+    assert t.stride() == (8, 1, 4, 2) and t._version == 1
 
 
 # -- the default gradient layouts ----------------------------------------------------------------
