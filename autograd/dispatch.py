@@ -493,7 +493,8 @@ _HOLOMORPHIC = frozenset((
     "zero_",
     "to", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "exp2", "log2",
     "log10", "prod", "logsumexp", "unsafe_split", "unsafe_split_with_sizes", "alias",
-    "diagonal_scatter", "select_scatter",
+    "diagonal_scatter", "select_scatter", "masked_select", "take", "index_fill", "index_copy",
+    "_unsafe_view",
 ))
 
 

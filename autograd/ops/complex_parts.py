@@ -142,6 +142,25 @@ def imag(input: Tensor) -> Tensor:
     return select(view_as_real(input), -1, 1)
 
 
+def set_real(self: Tensor, value) -> None:
+    """``self.real = value``: ``value`` (a tensor or a number, broadcast) copied into the real
+    part, in place, as PyTorch's setter (``self.real.copy_(value)``)."""
+    _set_part(real(self), value)
+
+
+def set_imag(self: Tensor, value) -> None:
+    """``self.imag = value``: ``value`` copied into the imaginary part, in place; a real
+    ``self`` is refused, as by ``imag``."""
+    _set_part(imag(self), value)
+
+
+def _set_part(part: Tensor, value) -> None:
+    if not isinstance(value, Tensor):
+        from .creation import full
+        value = full((), value, dtype=part.dtype, device=part.device)
+    part.copy_(value)
+
+
 def view_as_real(input: Tensor) -> Tensor:
     """A view of complex ``input`` as a real tensor with a last dimension of 2 (real,
     imaginary): float32 of complex64, float64 of complex128, the same memory."""
@@ -254,13 +273,16 @@ def sgn(input: Tensor, *, out=None) -> Tensor:
 
 
 def _check_parts(op: str, a: Tensor, b: Tensor) -> None:
-    """``complex``'s and ``polar``'s dtype rules: both parts of one floating dtype."""
+    """``complex``'s and ``polar``'s dtype rules: both parts of one floating dtype (PyTorch
+    checks that each is floating before that they agree: complex(float64, complex128) names
+    both dtypes)."""
+    floats = (dtypes.float32, dtypes.float64, dtypes.float16)
+    if a.dtype not in floats or b.dtype not in floats:
+        raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
+                           f"{scalar_type_name(a.dtype)} and {scalar_type_name(b.dtype)}")
     if a.dtype is not b.dtype:
         raise RuntimeError(f"Expected object of scalar type {scalar_type_name(a.dtype)} but got "
                            f"scalar type {scalar_type_name(b.dtype)} for second argument")
-    if a.dtype not in (dtypes.float32, dtypes.float64, dtypes.float16):
-        raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
-                           f"{scalar_type_name(a.dtype)} and {scalar_type_name(b.dtype)}")
     if op == "polar" and a.dtype is dtypes.float16:  # (complex32 has no polar kernel)
         raise kernel_not_implemented(f"polar_{a.device.type}", a.dtype)
 

@@ -185,7 +185,11 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
         tensor([0., 9., 1.])
     """
     x = tensor_arg(input, "nan_to_num")
-    if not x.dtype.is_floating_point:
+    if x.dtype.is_complex:  # (each part on its own, as PyTorch's)
+        from .complex_parts import complex as _complex, imag, real
+        r = _complex(nan_to_num(real(x), nan, posinf, neginf),
+                     nan_to_num(imag(x), nan, posinf, neginf))
+    elif not x.dtype.is_floating_point:
         r = x.clone()
     else:
         big, low = _finfo(x.dtype)

@@ -209,8 +209,11 @@ def check_bool_out(out, op: str) -> None:
 
 
 def isinf(input: Tensor) -> Tensor:
-    """True where an element is +inf or -inf."""
+    """True where an element is +inf or -inf (a complex one: either part is)."""
     x = tensor_arg(input, "isinf")
+    if x._dtype.is_complex:  # (|z| cannot say: |1e308 + 1e308j| overflows to inf)
+        x = x.detach()
+        return isinf(x.real) | isinf(x.imag)
     if not x._dtype.is_floating_point:
         from .creation import zeros
         return zeros(tuple(x.shape), dtype=dtypes.bool, device=x.device)
@@ -218,8 +221,11 @@ def isinf(input: Tensor) -> Tensor:
 
 
 def isfinite(input: Tensor) -> Tensor:
-    """True where an element is neither infinite nor NaN."""
+    """True where an element is neither infinite nor NaN (a complex one: both parts are)."""
     x = tensor_arg(input, "isfinite")
+    if x._dtype.is_complex:
+        x = x.detach()
+        return isfinite(x.real) & isfinite(x.imag)
     if not x._dtype.is_floating_point:
         from .creation import ones
         return ones(tuple(x.shape), dtype=dtypes.bool, device=x.device)

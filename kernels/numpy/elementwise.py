@@ -216,7 +216,23 @@ def pow(a, b, out=None):  # noqa: A001
                 return r
             np.copyto(out, r, casting="unsafe")
             return out
+    elif type(b) in _SCALAR_EXPONENTS and a.dtype.kind == "c" and b in _COMPLEX_POW:
+        r = _arr(_COMPLEX_POW[b](a))
+        if out is None:
+            return r
+        np.copyto(out, r, casting="unsafe")
+        return out
     return _power(a, b, out)
+
+
+# PyTorch computes complex z ** 0.5, ** -0.5 and ** -1 as sqrt, 1 / sqrt and 1 / z (its
+# pow_tensor_scalar_kernel); NumPy's general complex power, exp(e log z), makes NaN of every
+# infinity there (inf ** -1 came out nan + nanj, not 0)
+_SCALAR_EXPONENTS = (int, float, complex)
+_quiet_sqrt, _quiet_divide = _quiet(np.sqrt), _quiet(np.true_divide)
+_COMPLEX_POW = {0.5: _quiet_sqrt, -0.5: lambda a: _quiet_divide(1, _quiet_sqrt(a)),
+                -1: lambda a: _quiet_divide(1, a)}
+
 maximum = _binary(np.maximum)  # both propagate NaN, as torch.maximum does
 minimum = _binary(np.minimum)
 
