@@ -121,7 +121,8 @@ def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1, out=None) 
         result = cat([found, full((size - n, x.ndim), fill_value, dtype=dtypes.int64,
                                   device=x.device)])
     if isinstance(out, Tensor) and out.numel() == 0:
-        out.resize_(tuple(result.shape))  # (an empty out= is resized, as PyTorch's)
+        from ..storage import resize_for_output  # (an empty out= is resized, as PyTorch's)
+        resize_for_output(out, tuple(result.shape))
     from .elementwise import _result
     return _result(result, out, "nonzero_static")
 

@@ -145,7 +145,7 @@ def tensor_split(input: Tensor, indices_or_sections=_NO_ARG, dim: int = 0, *,
         bounds = list(int_tuple(arg, "tensor_split", "indices", 1))
     lead = (slice(None),) * d
     starts = [0] + bounds
-    ends = bounds + [None]
+    ends = bounds + [n]  # (an explicit end: the last piece's node shows it, as PyTorch's)
     # Python slices clip to the dim and give empty pieces for decreasing indices, which is
     # what tensor_split specifies
     return tuple(getitem(input, lead + (slice(a, b),)) for a, b in zip(starts, ends))
@@ -187,7 +187,8 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
     # a new axis of r broadcast copies right after dim, folded into it: each element then
     # sits next to its repeats (the gradient sums them back through expand)
     tiled = x.unsqueeze(d + 1).expand(shape[:d + 1] + (r,) + shape[d + 1:])
-    return tiled.reshape(shape[:d] + (n * r,) + shape[d + 1:])
+    # (a contiguous copy viewed, as PyTorch's: CloneBackward0 then a ViewBackward0 view)
+    return tiled.contiguous().view(shape[:d] + (n * r,) + shape[d + 1:])
 
 
 def _counts(repeats: Tensor, n: int) -> np.ndarray:
@@ -225,6 +226,7 @@ class FlipBackward0(Primitive):
     __slots__ = ()
     op_name = "flip"
     jvp = linear_jvp()
+    _saved_dims = property(lambda n: tuple(n.dims))  # (as PyTorch's node shows them)
 
     @staticmethod
     def forward(ctx, k, x, dims):
@@ -289,6 +291,8 @@ class RollBackward0(Primitive):
     __slots__ = ()
     op_name = "roll"
     jvp = linear_jvp()
+    _saved_shifts = property(lambda n: tuple(n.shifts))
+    _saved_dims = property(lambda n: tuple(n.dims))
 
     @staticmethod
     def forward(ctx, k, x, shifts, dims):
@@ -348,9 +352,14 @@ class DiagonalBackward0(AsStridedBackward0):
 
     __slots__ = ()
     op_name = "diagonal"
+    _saved_offset = property(lambda n: n.diag[0])  # (as PyTorch's node shows them)
+    _saved_dim1 = property(lambda n: n.diag[1])
+    _saved_dim2 = property(lambda n: n.diag[2])
+    _saved_self_sym_sizes = property(lambda n: tuple(n.layout[0]))
 
     @staticmethod
     def forward(ctx, k, x, offset, d1, d2):
+        ctx.diag = (offset, d1, d2)
         shape, strides = x.shape, k.strides(x)
         if offset >= 0:
             n = max(0, min(shape[d1], shape[d2] - offset))

@@ -370,6 +370,9 @@ class CopyBackwards(Primitive):
     broadcasts = True
     writes_out = True
 
+    def name(self) -> str:
+        return "torch::autograd::CopyBackwards"  # (PyTorch's C++ node's name)
+
     @staticmethod
     def forward(ctx, k, dst, src, src_dtype, out):
         ctx.src_dtype = src_dtype

@@ -30,6 +30,7 @@ from ..dispatch import (Primitive, apply, apply_inplace, array_of, as_shape, cal
                         expanded_dims, linear_jvp, meta, sum_to)
 from ..dispatch import zeros as _zeros
 from .. import dispatch as _dispatch
+from ..state import state
 from ..tensor import Tensor, array_meta, wrap_dim
 from .creation import checked_scalar, full, tensor, zeros
 from ..checks import (check_devices_match, check_index_dtype, check_same_device, checked_index,
@@ -350,6 +351,11 @@ def setitem(x: Tensor, index, value) -> None:
     if is_basic_index(index):
         view = _basic_getitem(x, index)
         if isinstance(value, _Number):
+            if view._requires_grad and state.grad_enabled:
+                # (PyTorch copies the number as a 0-d tensor: the CopySlices node has an edge
+                # (None) for it, ``x[0] = 1.0; x.grad_fn.next_functions``)
+                view.copy_(full((), value, dtype=x._dtype, device=x._device))
+                return
             fill_(view, value)
         else:
             if not isinstance(value, Tensor):

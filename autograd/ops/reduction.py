@@ -25,6 +25,7 @@ from ..dispatch import Primitive, apply, array_of, as_shape, call, linear_jvp, m
 from ..tensor import Tensor, wrap_dim
 from ..storage import _c_type as c_type_name
 from .elementwise import _result, maximum, minimum
+from .views import note_args, shown_arg
 
 
 
@@ -44,7 +45,7 @@ def reduce_dims(x: Tensor, dim, op: str) -> tuple:
     for d in dims:
         d = wrap_dim(d, nd, op)
         if d in out:
-            raise RuntimeError(f"{op}: dim {d} appears multiple times in the list of dims")
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         out.add(d)
     return tuple(sorted(d for d in out if d < nd or nd == 0)) if nd else ()
 
@@ -59,21 +60,43 @@ def _expand_back(k, g, shape, dims, keepdim: bool):
     return k.expand(g, tuple(shape))
 
 
+def _cast_in(ctx, k, x, dtype):
+    """Array ``x`` as ``dtype`` inside a sum's forward: PyTorch's ``sum(x, dtype=)`` and
+    ``cumsum(x, dim, dtype=)`` of a float ``x`` are one node with no ToCopyBackward0 before
+    it. The node notes ``x``'s dtype (``src_dtype``), which its gradient is cast back to."""
+    if dtype is None:
+        return x
+    ctx.src_dtype = meta(x)[1]
+    return k.astype(x, dtype)
+
+
+def _cast_back(ctx, k, g):
+    return g if ctx.src_dtype is None else k.astype(g, ctx.src_dtype)
+
+
+def _float_cast(x: Tensor, dtype) -> bool:
+    """Whether ``dtype=`` casts float ``x`` to another float dtype: done in the op's own
+    node (_cast_in) rather than by a recorded ``to``."""
+    return (dtype is not None and dtype is not x.dtype and dtype.is_floating_point
+            and x.dtype.is_floating_point)
+
+
 class SumBackward0(Primitive):
     """sum over all elements: the gradient is broadcast back to the input's shape."""
 
     __slots__ = ()
     op_name = "sum"
     jvp = linear_jvp()
+    src_dtype = None  # (the input's dtype when dtype= cast it: _cast_in)
 
     @staticmethod
-    def forward(ctx, k, x, dims, keepdim):
+    def forward(ctx, k, x, dims, keepdim, dtype=None):
         ctx.in_shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
-        return k.sum(x, dims, keepdim)
+        return k.sum(_cast_in(ctx, k, x, dtype), dims, keepdim)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
-        return _expand_back(k, g, ctx.in_shape, ctx.dims, ctx.keepdim)
+        return _expand_back(k, _cast_back(ctx, k, g), ctx.in_shape, ctx.dims, ctx.keepdim)
 
 
 class SumBackward1(SumBackward0):
@@ -148,6 +171,8 @@ def sum(input: Tensor, dim=_ALL_DIMS, keepdim: bool = False, *,  # noqa: A001
     else:
         op = SumBackward1
     dims = reduce_dims(input, dim, "sum")  # (first: its TypeError for an input no tensor)
+    if _float_cast(input, dtype):
+        return apply(op, (input,), dims, bool(keepdim), dtype)
     return as_requested(apply(op, (accumulating(input, dtype),), dims, bool(keepdim)), dtype)
 
 
@@ -203,7 +228,9 @@ def _return_type(name: str):
         return (f"tritongrad.return_types.{name}(\nvalues={self.values!r},\n"
                 f"indices={self.indices!r})")
 
-    return type(name, (base,), {"__slots__": (), "__repr__": __repr__})
+    # (the qualified name pickle finds it by: the return_types class below)
+    return type(name, (base,), {"__slots__": (), "__repr__": __repr__,
+                                "__qualname__": f"return_types.{name}"})
 
 
 class return_types:  # noqa: N801 - PyTorch's module name
@@ -306,8 +333,9 @@ def _mean(k, x, dims):
     return k.div(k.sum(x, dims, True), n if n else float("nan"))
 
 
-class AmaxBackward0(Primitive):
-    """amax over dims: the gradient goes to the maxima, split evenly among ties."""
+class _TiesBackward(Primitive):
+    """amax over dims: the gradient goes to the maxima, split evenly among ties. (The base
+    of amax, amin, and max() / min() of all elements, whose PyTorch nodes show no dim.)"""
 
     __slots__ = ()
     op_name = "amax"
@@ -329,13 +357,13 @@ class AmaxBackward0(Primitive):
     jvp = staticmethod(_ties_jvp)
 
 
-class AminBackward0(AmaxBackward0):
-    __slots__ = ()
-    op_name = "amin"
-    _kind = "amin"
+_DIM_SHOWN = shown_arg("dim", lambda n: n.dims)  # (amax(x): dim (), all dims reduced)
+AmaxBackward0 = _TiesBackward.variant("AmaxBackward0", "amax", _saved_dim=_DIM_SHOWN)
+AminBackward0 = _TiesBackward.variant("AminBackward0", "amin", _kind="amin",
+                                      _saved_dim=_DIM_SHOWN)
 
 
-class MaxBackward1(AmaxBackward0):
+class MaxBackward1(_TiesBackward):
     """max() of all elements: ties share the gradient evenly (PyTorch's rule)."""
 
     __slots__ = ()
@@ -343,7 +371,7 @@ class MaxBackward1(AmaxBackward0):
     _nan_equal = True  # (a NaN maximum: the gradient goes to the NaNs)
 
 
-MinBackward1 = AminBackward0.variant("MinBackward1", "min", _nan_equal=True)
+MinBackward1 = _TiesBackward.variant("MinBackward1", "min", _kind="amin", _nan_equal=True)
 
 
 class MaxBackward0(Primitive):
@@ -442,7 +470,8 @@ def _amax_like(name, op):
                                f"input.numel() == 0. Specify the reduction dim with the 'dim' "
                                f"argument.")
         _nonempty(input, dims, name)
-        return apply(op, (input,), dims, bool(keepdim))
+        out = apply(op, (input,), dims, bool(keepdim))
+        return out if not _no_dims(dim) else note_args(out, dim=())
     fn.__name__ = name
     fn.__doc__ = (f"The {name[1:]}imum over ``dim`` (all dims by default); NaN propagates and "
                   f"tied elements share the gradient evenly.")
@@ -495,16 +524,25 @@ argmin = _arg("argmin")
 
 # -- var / std -----------------------------------------------------------------------------------
 
+# (var, std, var_mean, std_mean: their arguments as PyTorch's nodes show them, Note
+# [Arguments nodes show] in views.py; var() gives dim None and correction None, as there)
+_VAR_SHOWN = {"_saved_dim": shown_arg("dim", lambda n: n.dims),
+              "_saved_keepdim": property(lambda n: n.keepdim),
+              "_saved_correction": shown_arg("correction", lambda n: n.correction)}
+
+
 class VarBackward0(Primitive):
     """var = sum((x - mean)^2) / (n - correction): d/dx = 2 (x - mean) / (n - correction)."""
 
     __slots__ = ()
     op_name = "var"
     save_inputs = (0,)
+    locals().update(_VAR_SHOWN)
 
     @staticmethod
     def forward(ctx, k, x, dims, keepdim, n, divisor):
         ctx.dims, ctx.keepdim, ctx.divisor = dims, keepdim, divisor
+        ctx.correction = n - divisor
         return _var(k, x, dims, keepdim, n, divisor)
 
     @staticmethod
@@ -534,10 +572,12 @@ class StdBackward0(Primitive):
     op_name = "std"
     save_inputs = (0,)
     save_output = True
+    locals().update(_VAR_SHOWN)
 
     @staticmethod
     def forward(ctx, k, x, dims, keepdim, n, divisor):
         ctx.dims, ctx.keepdim, ctx.divisor = dims, keepdim, divisor
+        ctx.correction = n - divisor
         return k.sqrt(_var(k, x, dims, keepdim, n, divisor))
 
     @staticmethod
@@ -565,6 +605,7 @@ class VarMeanBackward0(Primitive):
     op_name = "var_mean"
     save_inputs = (0,)
     _stat = VarBackward0
+    locals().update(_VAR_SHOWN)
 
     @classmethod
     def forward(cls, ctx, k, x, dims, keepdim, n, divisor):
@@ -636,7 +677,23 @@ def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
     if input.dtype.is_complex:  # real: E|x - mean|^2 = var(real part) + var(imaginary part)
         return (apply(VarBackward0, (input.real,), dims, keepdim, n, divisor)
                 + apply(VarBackward0, (input.imag,), dims, keepdim, n, divisor))
-    return apply(VarBackward0, (input,), dims, keepdim, n, divisor)
+    return _shown_var_args(apply(VarBackward0, (input,), dims, keepdim, n, divisor), dim,
+                           unbiased, correction)
+
+
+def _shown_var_args(out: Tensor, dim, unbiased, correction) -> Tensor:
+    """var's or std's result, its node showing dim and correction as PyTorch's: None where
+    not given (``unbiased=`` shows as correction 1 or 0)."""
+    if out._grad_fn is None:
+        return out
+    if isinstance(dim, bool):  # var(x, unbiased)
+        dim, unbiased = None, dim
+    if correction is None and unbiased is not None:
+        correction = 1 if unbiased else 0
+    elif correction is None and dim is not None:
+        correction = 1  # (PyTorch's dim overload: unbiased=True by default)
+    return note_args(out, dim=None if dim is None else out._grad_fn.dims,
+                     correction=correction)
 
 
 def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
@@ -645,7 +702,8 @@ def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *,
     if input.dtype.is_complex:
         return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
     dims, keepdim, n, divisor = _var_args(input, dim, unbiased, keepdim, correction, "std")
-    return apply(StdBackward0, (input,), dims, keepdim, n, divisor)
+    return _shown_var_args(apply(StdBackward0, (input,), dims, keepdim, n, divisor), dim,
+                           unbiased, correction)
 
 
 # -- prod ------------------------------------------------------------------------------------------
@@ -789,24 +847,27 @@ class CumsumBackward0(Primitive):
     __slots__ = ()
     op_name = "cumsum"
     jvp = linear_jvp()
+    src_dtype = None  # (as SumBackward0's)
 
     @staticmethod
-    def forward(ctx, k, x, dim, reverse):
+    def forward(ctx, k, x, dim, reverse, dtype=None):
         ctx.dim, ctx.reverse = dim, reverse
+        x = _cast_in(ctx, k, x, dtype)
+        if not x.shape:  # (0-d: one element, its own cumulative sum; one node, as PyTorch's)
+            return as_shape(k, k.cumsum(as_shape(k, x, (1,)), 0, reverse), ())
         return k.cumsum(x, dim, reverse)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
-        return call(k, CumsumBackward0, (g,), ctx.dim, not ctx.reverse)
+        return _cast_back(ctx, k, call(k, CumsumBackward0, (g,), ctx.dim, not ctx.reverse))
 
 
 def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Cumulative sums along ``dim``. Integers and bools accumulate in int64 (as PyTorch)."""
-    input = accumulating(input, dtype)
     d = wrap_dim(dim, input.ndim, "cumsum")
-    if input.ndim == 0:
-        return as_requested(apply(CumsumBackward0, (input.reshape(1),), 0, False).reshape(()),
-                            dtype)
+    if _float_cast(input, dtype):
+        return apply(CumsumBackward0, (input,), d, False, dtype)
+    input = accumulating(input, dtype)
     return as_requested(apply(CumsumBackward0, (input,), d, False), dtype)
 
 

@@ -200,6 +200,7 @@ class CumprodBackward0(Primitive):
     op_name = "cumprod"
     save_inputs = (0,)
     save_output = True
+    _saved_dim = property(lambda n: n.dim)  # (as PyTorch's node shows it)
 
     @staticmethod
     def forward(ctx, k, x, dim, to):
@@ -281,6 +282,7 @@ class LogcumsumexpBackward0(Primitive):
     op_name = "logcumsumexp"
     save_inputs = (0,)
     save_output = True
+    _saved_dim = property(lambda n: n.dim)
 
     @staticmethod
     def forward(ctx, k, x, dim):

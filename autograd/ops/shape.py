@@ -190,11 +190,12 @@ def stack(tensors: list[Tensor] | tuple[Tensor, ...], dim: int = 0, *, out=None)
 
 # -- split / chunk / unbind ---------------------------------------------------------------------
 
-class SplitBackward0(Primitive):
-    """Views of consecutive windows along dim: the gradient joins the pieces' gradients."""
+class _SplitBackward(Primitive):
+    """Views of consecutive windows along dim: the gradient joins the pieces' gradients.
+    (split's and split_with_sizes' nodes are siblings: PyTorch's show ``_saved_split_size``
+    and ``_saved_split_sizes`` respectively.)"""
 
     __slots__ = ()
-    op_name = "split"
     jvp = staticmethod(view_jvp)  # its outputs are views
 
     @staticmethod
@@ -219,7 +220,13 @@ class SplitBackward0(Primitive):
         return call(k, CatBackward0, parts, dim, ctx.sizes)
 
 
-SplitWithSizesBackward0 = SplitBackward0.variant("SplitWithSizesBackward0", "split_with_sizes")
+_SPLIT_ARGS = {"_saved_dim": property(lambda n: n.dim),
+               "_saved_self_sym_sizes": property(lambda n: tuple(n.in_shape))}
+_SPLIT_SIZE = {**_SPLIT_ARGS, "_saved_split_size": property(lambda n: n.sizes[0])}
+_SPLIT_SIZES = {**_SPLIT_ARGS, "_saved_split_sizes": property(lambda n: tuple(n.sizes))}
+SplitBackward0 = _SplitBackward.variant("SplitBackward0", "split")
+SplitWithSizesBackward0 = _SplitBackward.variant("SplitWithSizesBackward0", "split_with_sizes",
+                                                 **_SPLIT_SIZES)
 
 
 class UnbindBackward0(Primitive):
@@ -253,9 +260,10 @@ def _multi_view(op, x: Tensor, *params) -> tuple:
 
 # unsafe_split's pieces share the input's memory but are not views to autograd (nor share its
 # version counter), as PyTorch's: they may be modified in place, at the user's risk.
-UnsafeSplitBackward0 = SplitBackward0.variant("UnsafeSplitBackward0", "unsafe_split")
-UnsafeSplitWithSizesBackward0 = SplitBackward0.variant("UnsafeSplitWithSizesBackward0",
-                                                       "unsafe_split_with_sizes")
+UnsafeSplitBackward0 = _SplitBackward.variant("UnsafeSplitBackward0", "unsafe_split",
+                                              **_SPLIT_SIZE)
+UnsafeSplitWithSizesBackward0 = _SplitBackward.variant("UnsafeSplitWithSizesBackward0",
+                                                       "unsafe_split_with_sizes", **_SPLIT_SIZES)
 
 
 def _split_plan(x: Tensor, split_size_or_sections, dim) -> tuple:

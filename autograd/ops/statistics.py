@@ -26,7 +26,6 @@ from ..registry import OpInfo, with_inplace
 from ..storage import _c_type as c_type_name
 from ..tensor import Tensor, int_arg, wrap_dim
 from .elementwise import _result, broadcast_shapes, isnan, where
-from .pointwise import trunc
 from .reduction import _expand_back, amax, amin, reduce_dims, return_types
 
 
@@ -39,6 +38,7 @@ class _MinMax(collections.namedtuple("aminmax", ["min", "max"])):
         return f"tritongrad.return_types.aminmax(\nmin={self.min!r},\nmax={self.max!r})"
 
 
+_MinMax.__name__, _MinMax.__qualname__ = "aminmax", "return_types.aminmax"  # (pickle's path)
 return_types.aminmax = _MinMax
 
 __all__ = ["aminmax", "broadcast_tensors", "can_cast", "corrcoef", "count_nonzero", "cov",
@@ -236,12 +236,32 @@ def fmin(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     return _result(where((a <= b) | isnan(b), a, b), out, "fmin")
 
 
+class FracBackward0(Primitive):
+    """x - trunc(x), one node as PyTorch's (not a SubBackward0 with a detached operand):
+    the gradient (and the tangent) passes through unchanged."""
+
+    __slots__ = ()
+    op_name = "frac"
+
+    @staticmethod
+    def forward(ctx, k, x):
+        return k.sub(x, k.unary("trunc", x))
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        return g
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, *params):
+        return tangents[0]
+
+
 def frac(input: Tensor) -> Tensor:
     """The fractional part, ``x - trunc(x)`` (sign of x); gradient 1."""
     x = tensor_arg(input, "frac")
     if not x.dtype.is_floating_point:
         raise kernel_not_implemented(f"frac_{x.device.type}", x.dtype)
-    return x - trunc(x).detach()
+    return apply(FracBackward0, (x,))
 
 
 def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:

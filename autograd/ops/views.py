@@ -106,6 +106,36 @@ def _view_apply(op, x: Tensor, *params) -> Tensor:
     return _as_view(apply(op, (x,), *params), x)
 
 
+# Note [Arguments nodes show]
+#   PyTorch's nodes show the arguments their formula keeps as ``_saved_<name>``, as the user
+#   gave them (``x.var().grad_fn._saved_dim`` is None, ``x.unsqueeze(1)...`` 1), where a
+#   rule here keeps what its backward needs (all dims; the output shape). An op whose node
+#   shows more than its rule keeps notes the arguments on the node after recording
+#   (``note_args``: only when there is a node, so no cost without a graph), and the node
+#   class reads them with ``shown_arg`` properties; PyTorch's other names come from
+#   node.py's table (Note [Saved non-tensor values]).
+_UNSET = object()
+
+
+def note_args(out: Tensor, **args) -> Tensor:
+    """Notes ``args`` on ``out``'s node (if it has one) for its ``shown_arg`` properties."""
+    fn = out._grad_fn
+    if fn is not None:
+        fn.__dict__["_shown"] = args
+    return out
+
+
+def shown_arg(name: str, default=None) -> property:
+    """A ``_saved_<name>`` property: the argument ``note_args`` noted, else ``default(node)``
+    (a node recorded by a path that notes nothing), else None."""
+    def get(node):
+        v = node.__dict__.get("_shown", {}).get(name, _UNSET)
+        if v is _UNSET:
+            return None if default is None else default(node)
+        return v
+    return property(get)
+
+
 # -- shapes ----------------------------------------------------------------------------------
 
 def int_tuple(values, op: str, name: str, pos: int = 1) -> tuple:
@@ -192,9 +222,12 @@ def _shape_args(shape, op: str = "view", name: str = "size") -> tuple:
 
 # -- view/reshape ------------------------------------------------------------------------------
 
-class ViewBackward0(_ViewPrimitive):
+class _ReshapeBackward(_ViewPrimitive):
+    """A view with another shape (view, reshape, unsqueeze, squeeze): the gradient is
+    reshaped back. The nodes PyTorch names differently show different saved values, so
+    they are siblings (variants of this), not subclasses of ViewBackward0."""
+
     __slots__ = ()
-    op_name = "view"
 
     @staticmethod
     def forward(ctx, k, x, shape):
@@ -211,6 +244,9 @@ class ViewBackward0(_ViewPrimitive):
     @staticmethod
     def vjp(ctx, k, saved, g):
         return as_shape(k, g, ctx.in_shape)
+
+
+ViewBackward0 = _ReshapeBackward.variant("ViewBackward0", "view")
 
 
 def view(input: Tensor, *shape, dtype=None, size=None) -> Tensor:
@@ -283,7 +319,9 @@ def reshape(input: Tensor, *sizes, shape=None) -> Tensor:
     shape = _shape_args(_args_or_kw(sizes, shape, "reshape", "shape"), "reshape", "shape")
     shape = infer_size(shape, x.numel(), "reshape")
     if shape != x._data.shape and x._k.view(x._data, shape) is None:
-        x = x.contiguous()
+        # A copy, so no view of ``input``: as PyTorch's (``_unsafe_view`` of the clone), an
+        # UnsafeViewBackward0 node with no ``_base``
+        return apply(UnsafeViewBackward0, (x.contiguous(),), shape)
     return _view_apply(ViewBackward0, x, shape)
 
 
@@ -302,15 +340,19 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     s, e = wrap_dim(start_dim, nd, "flatten"), wrap_dim(end_dim, nd, "flatten")
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:  # (PyTorch returns the input itself: no view, no node)
+        return x if isinstance(x, Tensor) else tensor_arg(x, "flatten")
     shape = tuple(x.shape)
     return reshape(x, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
 
 
 # -- permutations ------------------------------------------------------------------------------
 
-class PermuteBackward0(_ViewPrimitive):
+class _PermuteBackward(_ViewPrimitive):
+    """permute, transpose, t: the gradient is permuted back (siblings, as _ReshapeBackward's:
+    each shows its own saved values)."""
+
     __slots__ = ()
-    op_name = "permute"
 
     @staticmethod
     def forward(ctx, k, x, dims):
@@ -325,10 +367,11 @@ class PermuteBackward0(_ViewPrimitive):
         return k.permute(g, tuple(inverse))
 
 
-TransposeBackward0 = PermuteBackward0.variant("TransposeBackward0", "transpose")
-
-
-TBackward0 = PermuteBackward0.variant("TBackward0", "t")
+PermuteBackward0 = _PermuteBackward.variant("PermuteBackward0", "permute")
+TransposeBackward0 = _PermuteBackward.variant("TransposeBackward0", "transpose",
+                                              _saved_dim0=shown_arg("dim0"),
+                                              _saved_dim1=shown_arg("dim1"))
+TBackward0 = _PermuteBackward.variant("TBackward0", "t")
 
 
 def permute(input: Tensor, *args, dims=None) -> Tensor:
@@ -358,7 +401,7 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     dims = list(range(nd))
     if nd:  # a 0-d tensor takes dims 0 and -1 and is its own transpose
         dims[d0], dims[d1] = dims[d1], dims[d0]
-    return _view_apply(TransposeBackward0, x, tuple(dims))
+    return note_args(_view_apply(TransposeBackward0, x, tuple(dims)), dim0=d0, dim1=d1)
 
 
 def t(x: Tensor) -> Tensor:
@@ -472,14 +515,24 @@ def sum_to_size(x: Tensor, *sizes, size=None) -> Tensor:
 
 # -- squeeze / unsqueeze -----------------------------------------------------------------------
 
-UnsqueezeBackward0 = ViewBackward0.variant("UnsqueezeBackward0", "unsqueeze")
+_SELF_SIZES = property(lambda n: tuple(n.in_shape))
+UnsqueezeBackward0 = _ReshapeBackward.variant(
+    "UnsqueezeBackward0", "unsqueeze", _saved_dim=shown_arg("dim"))
+# (reshape's copy: the view rule on a fresh tensor, not made a view of anything)
+UnsafeViewBackward0 = _ReshapeBackward.variant("UnsafeViewBackward0", "_unsafe_view",
+                                               _saved_self_sym_sizes=_SELF_SIZES)
 
 
 # PyTorch's three overloads name three nodes: squeeze() SqueezeBackward0, squeeze(dim)
 # SqueezeBackward1, squeeze(dims) SqueezeBackward2
-SqueezeBackward0 = ViewBackward0.variant("SqueezeBackward0", "squeeze")
-SqueezeBackward1 = ViewBackward0.variant("SqueezeBackward1", "squeeze")
-SqueezeBackward2 = ViewBackward0.variant("SqueezeBackward2", "squeeze")
+SqueezeBackward0 = _ReshapeBackward.variant("SqueezeBackward0", "squeeze",
+                                            _saved_self_sym_sizes=_SELF_SIZES)
+SqueezeBackward1 = _ReshapeBackward.variant("SqueezeBackward1", "squeeze",
+                                            _saved_self_sym_sizes=_SELF_SIZES,
+                                            _saved_dim=shown_arg("dim"))
+SqueezeBackward2 = _ReshapeBackward.variant("SqueezeBackward2", "squeeze",
+                                            _saved_self_sym_sizes=_SELF_SIZES,
+                                            _saved_dim=shown_arg("dim"))
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
@@ -489,7 +542,7 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     d = wrap_dim(dim, nd, "unsqueeze", "dim", 1)
     shape = list(x.shape)
     shape.insert(d, 1)
-    return _view_apply(UnsqueezeBackward0, x, tuple(shape))
+    return note_args(_view_apply(UnsqueezeBackward0, x, tuple(shape)), dim=d)
 
 
 def squeeze(input: Tensor, dim=None) -> Tensor:
@@ -509,6 +562,8 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
             dup = next(d for i, d in enumerate(wrapped) if d in wrapped[:i])
             raise RuntimeError(f"dim {dup} appears multiple times in the list of dims")
         new = [s for i, s in enumerate(shape) if not (i in dims and s == 1)]
+        return note_args(_view_apply(node, x, tuple(new)),
+                         dim=tuple(wrapped) if node is SqueezeBackward2 else wrapped[0])
     return _view_apply(node, x, tuple(new))
 
 
@@ -548,11 +603,10 @@ def is_basic_index(index) -> bool:
     return True
 
 
-class SliceBackward0(_ViewPrimitive):
+class _BasicIndexBackward(_ViewPrimitive):
     """Basic indexing (ints, slices, None): the gradient is scattered into zeros."""
 
     __slots__ = ()
-    op_name = "slice"
 
     @staticmethod
     def forward(ctx, k, x, index):
@@ -588,10 +642,37 @@ class SliceScatterBackward0(Primitive):
 #   PyTorch indexes one index element at a time: ``x[0, 1:3]`` is select(0) then slice(1, 3),
 #   ``x[:, None, 1]`` unsqueeze then select, each its own view and node (SelectBackward0,
 #   SliceBackward0, UnsqueezeBackward0, what ``grad_fn``, the profiler and emit_nvtx show),
-#   and a slice that covers its whole dim is skipped, so ``x[:]``, ``x[...]`` and ``x[0:10]``
-#   of a 3-long dim are one alias (AliasBackward0). ``getitem`` makes the same steps; the
+#   and a slice in a tuple that covers its whole dim is skipped, so ``x[:, :]``, ``x[...]``
+#   and ``x[0:10,]`` of a 3-long dim are one alias (AliasBackward0); a lone slice is always
+#   sliced (``x[:]`` is a SliceBackward0, as PyTorch's). ``getitem`` makes the same steps; the
 #   common one-step case (``x[0]``, ``x[:, 1:]``, ``x[..., None]``) is one view, as before.
-SelectBackward0 = SliceBackward0.variant("SelectBackward0", "select")
+def _slice_of(node) -> tuple:
+    """(dim, slice) of a SliceBackward0 node: its index is ``(:,) * dim + (slice,)``."""
+    index = node.index
+    return len(index) - 1, index[-1]
+
+
+_INT64_MAX = (1 << 63) - 1
+
+
+class SliceBackward0(_BasicIndexBackward):
+    """``x[a:b:c]`` along one dim. Its saved values are the slice as written, as PyTorch's:
+    an omitted end is INT64_MAX, an omitted start 0 (``x[:, ::2].grad_fn._saved_end``)."""
+
+    __slots__ = ()
+    op_name = "slice"
+    _saved_dim = property(lambda n: _slice_of(n)[0])
+    _saved_start = property(lambda n: _none_or(_slice_of(n)[1].start, 0))
+    _saved_end = property(lambda n: _none_or(_slice_of(n)[1].stop, _INT64_MAX))
+    _saved_step = property(lambda n: _none_or(_slice_of(n)[1].step, 1))
+
+
+def _none_or(v, default: int) -> int:
+    return default if v is None else operator.index(v)
+
+
+# (not a SliceBackward0: a select node has no start, end or step)
+SelectBackward0 = _BasicIndexBackward.variant("SelectBackward0", "select")
 _FULL = slice(None)
 
 
@@ -655,11 +736,15 @@ def getitem(x: Tensor, index) -> Tensor:
         return advanced_getitem(x, index)
     steps = _index_steps(index, x._data.shape)
     if not steps:
+        if type(index) is slice:
+            # (PyTorch slices a lone slice even when it covers the dim: ``x[:]`` and ``x[0:]``
+            # are SliceBackward0 nodes; only within a tuple is such a slice skipped)
+            return _view_apply(SliceBackward0, x, (index,))
         return _view_apply(AliasBackward0, x)
     for op, step in steps:
         if op is UnsqueezeBackward0:
             shape = x._data.shape
-            x = _view_apply(op, x, shape[:step] + (1,) + shape[step:])
+            x = note_args(_view_apply(op, x, shape[:step] + (1,) + shape[step:]), dim=step)
         else:
             x = _view_apply(op, x, step)
     return x
@@ -882,6 +967,9 @@ def _real_domain(base: Tensor, view_: Tensor) -> bool:
 class CopySlices(Node):
     """History of a base after an in-place op ``fn`` on one of its views: the gradient of
     the written region goes through ``fn``; the rest of the base's gradient passes through."""
+
+    def name(self) -> str:
+        return "torch::autograd::CopySlices"  # (PyTorch's C++ node's name, as AccumulateGrad's)
 
     def __init__(self, base: Tensor, view_: Tensor, fn: Node):
         super().__init__()

@@ -245,12 +245,12 @@ def test_histogram_results_pickle():
     np.testing.assert_array_equal(r.bin_edges.numpy(), [1.0, 2.0, 3.0])
 
 
-@pytest.mark.xfail(strict=True, reason="reduction.py's _return_type: the class's __qualname__ "
-                                       "is not where pickle finds it (return_types.<name>)")
 def test_sort_results_pickle():
     import pickle
     r = pickle.loads(pickle.dumps(tg.sort(t(np.array([2.0, 1.0])))))
     np.testing.assert_array_equal(r.values.numpy(), [1.0, 2.0])
+    m = pickle.loads(pickle.dumps(tg.aminmax(t(np.array([2.0, 1.0])))))
+    assert type(m).__name__ == "aminmax" and (m.min.item(), m.max.item()) == (1.0, 2.0)
 
 
 # -- against PyTorch -----------------------------------------------------------------------------
