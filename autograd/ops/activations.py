@@ -35,9 +35,22 @@ __all__ = ["glu", "hardsigmoid", "hardswish", "hardtanh", "logsigmoid", "mish", 
 # -- formulas over the kernel contract (any ``k``), shared with nn/functional.py's losses --
 
 def sigmoid_of(k, x):
-    """1 / (1 + exp(-x)), 0 at -inf (the recorded rules too: no clipping of the argument)."""
+    """1 / (1 + exp(-x)), 0 at -inf (the recorded rules too: no clipping of the argument).
+    Where exp(-x) overflows (x below -log(max), in x's dtype) the value is that quotient's 0,
+    taken from a branch whose exp never sees such an x: a recorded rule's derivative there is
+    0, not the 0 * inf (NaN) that differentiating 1 / (1 + inf) gives (so SiLU's, Mish's,
+    LogSigmoid's and GLU's double backward at x = -800, or -90 in float32, is 0, as
+    PyTorch's)."""
     dev, dt = meta(x)
-    return k.div(k.full((), 1.0, dt, dev), k.add(k.exp(k.neg(x)), 1.0))
+    over = k.lt(x, _EXP_OVERFLOW_BELOW if dt.itemsize >= 8 else _EXP_OVERFLOW_BELOW_32)
+    e = k.exp(k.neg(k.where(over, 0.0, x)))
+    return k.where(over, 0.0, k.div(k.full((), 1.0, dt, dev), k.add(e, 1.0)))
+
+
+# exp(-x) overflows below these (-log of float64's, float32's largest finite value, rounded
+# toward 0); float16 and bfloat16 rules run in float32 (opmath)
+_EXP_OVERFLOW_BELOW = -709.78
+_EXP_OVERFLOW_BELOW_32 = -88.72
 
 
 def softplus_of_neg(k, x):

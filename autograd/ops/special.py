@@ -361,13 +361,20 @@ def log_ndtr(input: Tensor, *, out=None) -> Tensor:
 def _log_ndtr(x: Tensor) -> Tensor:
     # (through its parts: the closed form exp(-x^2/2 - log_ndtr(x)) / sqrt(2 pi) cancels
     # catastrophically in the far tail, where the asymptotic series' derivative does not)
+    from .special_functions import erfcx
     upper, far = x > 0, x < -35
+    # below -20, log(erfc(t) / 2) as log(erfcx(t) / 2) - t^2 (t = -x / sqrt 2): the same value,
+    # but a recorded derivative through erfc would divide by erfc(t)^2, which underflows
+    # from x = -26.5 (double backward: inf, or 10% off just above)
+    low = (x < -20) & ~far
+    t = where(low, x, -25.0) * -_SQRT_HALF
+    lower = log(erfcx(t) * 0.5) - t * t
     mid = where(upper, log1p(erfc(where(upper, x, 1.0) * _SQRT_HALF) * -0.5),
-                log(erfc(-where(upper | far, -1.0, x) * _SQRT_HALF) * 0.5))
+                log(erfc(-where(upper | far | low, -1.0, x) * _SQRT_HALF) * 0.5))
     xf = where(far, x, -40.0)
     u = 1 / (xf * xf)
     asym = -0.5 / u - log(-xf) - _HALF_LOG_2PI + log1p(u * (-1 + u * (3 + u * (-15 + u * 105))))
-    return where(far, asym, mid)
+    return where(far, asym, where(low, lower, mid))
 
 
 def ndtri(input: Tensor, *, out=None) -> Tensor:

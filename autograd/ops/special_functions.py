@@ -19,8 +19,8 @@ read back to the host except where said. The formulas, and their accuracy in flo
   fraction and 1/(sqrt(pi) x) above; about 1e-14. Differentiable through its parts.
 - zeta(x, q): Cephes' (PyTorch's) Euler-Maclaurin sum, the direct part summed to
   max(9, 10 - q) terms: that length is set by min(q), read back once per call for a tensor q
-  (below q = -4087, 4096 terms, the result is NaN). About 1e-15. Differentiable in q through
-  its parts; a derivative in x raises, as PyTorch's.
+  (below q = -4087, 4096 terms, the result is NaN). About 1e-15. One node, differentiable in
+  q by PyTorch's formula (``SpecialZetaBackward0``); a derivative in x raises, as PyTorch's.
 - Chebyshev T U V W: PyTorch's recurrence for n up to its bound (6, 8 or 4: a fixed few
   steps); above it the closed forms, cos and sin of (n + h) acos(x) for |x| < 1, the cosh and
   sinh forms in t = acosh(x) for |x| > 1 (as exp(n t) times a ratio, which overflows only with
@@ -40,6 +40,7 @@ import math
 
 from ...runtime import dtype as dtypes
 from ..checks import kernel_not_implemented, tensor_arg
+from ..dispatch import Primitive, apply
 from ..state import state
 from ..tensor import Tensor
 from .composite import _float_operands
@@ -435,16 +436,71 @@ def zeta(input: Tensor | float, other: Tensor | float, *,
     lo = float(other) if not isinstance(other, Tensor) else \
         float(amin(where(isfinite(q), q, 1.0)).item()) if q.numel() else 1.0
     terms = min(max(9, math.floor(9 - lo) + 1) if math.isfinite(lo) else 9, _ZETA_MAX_TERMS)
-    wide = x.dtype is not dtypes.float64  # (PyTorch sums float32 in double, too)
-    xd, qd = (x.to(dtypes.float64), q.to(dtypes.float64)) if wide else (x, q)
-    r = _zeta(xd.detach(), qd, terms, lo < 0)
-    r = r.to(x.dtype) if wide else r
+    node = SpecialZetaBackward0 if isinstance(input, Tensor) else SpecialZetaBackward1
+    r = apply(node, (x.detach(), q), terms, lo < 0)
     if x._requires_grad and state.grad_enabled:  # PyTorch has no derivative in x
         from .sampling import _not_implemented
         r = r.detach()
         _not_implemented(r, (x, q), "zeta", NotImplementedError,
                          "the derivative for 'zeta' is not implemented.")
     return _out(r, out, "zeta")
+
+
+class SpecialZetaBackward0(Primitive):
+    """zeta(x, q) as one node, as PyTorch's, saving x and q (the composite would record a few
+    hundred): dq = -g x zeta(x + 1, q), PyTorch's formula, which its recorded rule
+    differentiates again through this node (x (x + 1) zeta(x + 2, q), and so on). Below x = 1
+    that is the analytic continuation's derivative (finite on (0, 1), NaN at and below 0),
+    though the value there is NaN, as PyTorch's; differentiating the Euler-Maclaurin sum
+    instead gave 0. The float32 sums run in float64 (as PyTorch's), rounded once."""
+
+    __slots__ = ()
+    op_name = "zeta"
+    save_inputs = (0, 1)
+    broadcasts = True
+
+    @staticmethod
+    def forward(ctx, k, x, q, terms, negative):
+        ctx.params = (terms, negative)
+        if isinstance(x, Tensor):  # (never: a forward's operands are a backend's arrays)
+            return _zeta_wide(x, q, terms, negative)
+        from ..grad_mode import no_grad
+        from ..tensor import make
+        with no_grad():
+            return _zeta_wide(make(x), make(q), terms, negative)._data
+
+    @classmethod
+    def _dq(cls, ctx, k, x, q):
+        """d zeta / dq = -x zeta(x + 1, q): this node again, recorded when the rule is."""
+        x1 = k.add(x, 1.0)
+        z = apply(cls, (x1, q), *ctx.params) if isinstance(q, Tensor) else \
+            cls.forward(ctx, k, x1, q, *ctx.params)
+        return k.mul(k.neg(x), z)
+
+    @classmethod
+    def vjp(cls, ctx, k, saved, g):
+        x, q = saved
+        return None, (k.mul(g, cls._dq(ctx, k, x, q)) if ctx.needs_input_grad[1] else None)
+
+    @classmethod
+    def jvp(cls, ctx, k, primals, tangents, out, terms, negative):
+        tq = tangents[1]
+        if tq is None:
+            return k.mul(out, 0.0)
+        return k.mul(tq, cls._dq(ctx, k, *primals))
+
+
+class SpecialZetaBackward1(SpecialZetaBackward0):
+    """zeta(x, q) for a number x (PyTorch's node for the Scalar self overload)."""
+
+    __slots__ = ()
+
+
+def _zeta_wide(x: Tensor, q: Tensor, terms: int, negative: bool) -> Tensor:
+    """_zeta in float64, cast back: PyTorch sums float32 in double, too."""
+    if x.dtype is dtypes.float64:
+        return _zeta(x, q, terms, negative)
+    return _zeta(x.to(dtypes.float64), q.to(dtypes.float64), terms, negative).to(x.dtype)
 
 
 def _signed_pow(a: Tensor, e: Tensor) -> Tensor:

@@ -147,7 +147,9 @@ class I0Backward0(_ComposedUnary):
 
 class SincBackward0(_Activation):
     """sinc(x) = sin(pi x) / (pi x), 1 at 0:  dx = g (pi x cos(pi x) - sin(pi x)) / (pi x^2),
-    0 at 0 (PyTorch's formula, saving x)."""
+    0 at 0 (PyTorch's formula, saving x). At 0 the factor is the Taylor series' first terms,
+    -pi^2 x / 3 + pi^4 x^3 / 30 (0 there), so a recorded rule differentiates to sinc's
+    second (-pi^2 / 3), third and fourth derivatives at 0 (PyTorch's double backward: NaN)."""
 
     __slots__ = ()
     op_name = "sinc"
@@ -165,7 +167,10 @@ class SincBackward0(_Activation):
         px = k.mul(xs, math.pi)
         d = k.div(k.sub(k.mul(px, k.unary("cos", px)), k.unary("sin", px)),
                   k.mul(px, xs))
-        return k.mul(g, k.where(zero, 0.0, d))
+        x2 = k.mul(x, x)
+        # (+ 0.0: a -0.0 from x = -0.0 reads as PyTorch's 0)
+        series = k.add(k.mul(x, k.add(k.mul(x2, math.pi ** 4 / 30), -math.pi ** 2 / 3)), 0.0)
+        return k.mul(g, k.where(zero, series, d))
 
 
 class LogitBackward0(_Activation):
