@@ -64,6 +64,8 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=No
     if isinstance(input, Tensor) and not (input.dtype.is_floating_point
                                           or input.dtype.is_complex):
         raise F._cast_error("soft_margin_loss", "Float", input.dtype)  # (computed into input's)
+    if isinstance(target, Tensor):  # (PyTorch has no derivative for the target)
+        F._not_differentiable("soft_margin_loss", target=target)
     return F._reduce(F.softplus(-target * input), reduction)
 
 

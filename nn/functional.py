@@ -1252,9 +1252,11 @@ class SmoothL1LossBackward0(_Primitive):
         quad, lin = cls.scales(cut)
         d = k.sub(x, t)
         g = _scaled(k, g, ctx.reduction, d.shape)
-        # PyTorch's kernel: -lin below -cut, lin above cut, quad d between (and for a NaN)
-        inner = k.where(k.gt(d, cut), lin, k.mul(d, quad))
-        gx = k.mul(g, k.where(k.lt(d, -cut), -lin, inner))
+        # PyTorch's kernel: -lin below -cut, lin above cut, quad d between (and for a NaN);
+        # at |d| = cut both give +-lin, taken from the linear side so that a second
+        # derivative there is 0, as PyTorch's double backward ((|d| < cut) / cut) has it
+        inner = k.where(k.ge(d, cut), lin, k.mul(d, quad))
+        gx = k.mul(g, k.where(k.le(d, -cut), -lin, inner))
         need_x, need_t = ctx.needs_input_grad
         return gx if need_x else None, k.neg(gx) if need_t else None
 

@@ -612,9 +612,11 @@ def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None,
 def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
     """Fills self with numbers drawn from N(mean, std^2) (complex: each part from
     N(mean, std^2 / 2), so that the complex variance is std^2, as PyTorch's)."""
-    _floating_fill(self, f"normal_kernel_{self.device.type}")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    if self.numel() == 0:  # (PyTorch checks the dtype only when there is something to fill)
+        return self
+    _floating_fill(self, f"normal_kernel_{self.device.type}")
     if self.dtype.is_complex:
         view_as_real(self).normal_(mean, std / math.sqrt(2), generator=generator)
         return self

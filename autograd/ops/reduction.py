@@ -755,7 +755,13 @@ def _prod_partials(k, x, dims):
     sign = k.where(inf, k.unary("sign", x), 1)  # (+-1: the product of the others' is / by it)
     sign = k.mul(k.expand(call(k, ProdBackward1, (sign,), dims, True), shape), sign)
     rest = k.where(k.gt(others(inf), 0), k.mul(sign, float("inf")), 1)
-    rest = k.where(k.gt(others(zero), 0), k.mul(rest, 0), rest)
+    # With one other zero in the slice the partial is 0, but it depends on that zero (its
+    # value times it): kept as that product, a second derivative sees it (torch's does).
+    zeros_at = k.where(zero, x, 0)
+    other_zero = k.sub(k.expand(k.sum(zeros_at, dims, True), shape), zeros_at)
+    n_zero = others(zero)
+    rest = k.where(k.gt(n_zero, 1), k.mul(rest, 0),
+                   k.where(k.eq(n_zero, 1), k.mul(rest, other_zero), rest))
     return k.mul(ordinary, rest)
 
 

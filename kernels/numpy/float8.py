@@ -33,7 +33,8 @@ def astype(a: np.ndarray, dtype: D.dtype) -> np.ndarray:
     if type(a) is BF16Array:
         a = a.view(np.ndarray)
     if dtype in D.FLOAT8_TYPES:
-        return np.ascontiguousarray(D.float8_bits(a, dtype))
+        # (ascontiguousarray makes a 0-d array 1-d: the shape is put back)
+        return np.ascontiguousarray(D.float8_bits(a, dtype)).reshape(np.shape(a))
     if is_float8(a):
         f = D.float8_values(a, D.from_numpy_dtype(a.dtype))
         return rounded(f) if dtype is D.bfloat16 else f.astype(dtype.np, order="C")

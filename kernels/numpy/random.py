@@ -231,6 +231,9 @@ def _fma64(a: np.ndarray, b: float, c: float) -> np.ndarray:
     product and a -0.0 ``c``, as ``linspace`` to -0.0 ends)."""
     if b == 1.0 and np.ndim(c) == 0 and c == 0.0:
         return a
+    if not math.isfinite(b * 134217729.0) and math.isfinite(b):
+        # (|b| > ~1e300: the splitting below overflows; scaled down and back, exactly)
+        return _fma64(a, b * 2.0 ** -64, np.multiply(c, 2.0 ** -64)) * 2.0 ** 64
     p = a * b
     split = 134217729.0  # 2^27 + 1: halves of 26 bits, whose products are exact
     ah = a * split

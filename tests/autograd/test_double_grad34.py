@@ -273,9 +273,6 @@ def test_hvp_of_a_loss_matches_torch():
 
 # -- found by the sweep, fixed in files other than this change's (see the report) -------------
 
-@pytest.mark.xfail(strict=True, reason="autograd/ops/reduction.py _prod_partials: a slice's "
-                   "one zero multiplies the others' partials as a constant 0, so their "
-                   "derivative in that zero is lost")
 def test_prod_second_derivative_with_a_zero():
     x = np.array([0.0, 2.0, 3.0])
     _, h, vs = _hvp(lambda t: t.prod(), x)
@@ -284,9 +281,6 @@ def test_prod_second_derivative_with_a_zero():
     np.testing.assert_allclose(h[0], w * hess @ vs[0], rtol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="nn/functional.py SmoothL1LossBackward0.vjp: |d| = "
-                   "beta takes the quadratic branch, so its recorded rule differentiates to "
-                   "1/beta where PyTorch's smooth_l1_loss_double_backward gives 0")
 def test_smooth_l1_second_derivative_at_beta_is_zero():
     x = tg.tensor([-1.0, 1.0, 0.5], dtype=tg.float64, requires_grad=True)
     g, = tg.autograd.grad(F.smooth_l1_loss(x, tg.zeros(3, dtype=tg.float64),
@@ -295,8 +289,6 @@ def test_smooth_l1_second_derivative_at_beta_is_zero():
     np.testing.assert_array_equal(h.numpy(), [0.0, 0.0, 1.0])
 
 
-@pytest.mark.xfail(strict=True, reason="nn/_margin_losses.py soft_margin_loss does not refuse "
-                   "a target that requires grad, as PyTorch's does")
 def test_soft_margin_loss_refuses_a_target_requiring_grad():
     x = tg.tensor([0.5, -1.0], requires_grad=True)
     t = tg.tensor([1.0, -1.0], requires_grad=True)
