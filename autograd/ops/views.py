@@ -119,17 +119,29 @@ _UNSET = object()
 
 def note_args(out: Tensor, **args) -> Tensor:
     """Notes ``args`` on ``out``'s node (if it has one) for its ``shown_arg`` properties."""
-    fn = out._grad_fn
+    fn = out._fn
     if fn is not None:
-        fn.__dict__["_shown"] = args
+        d = fn.__dict__
+        for name, value in args.items():
+            d["_shown_" + name] = value
+    return out
+
+
+def note_dim(out: Tensor, dim: int) -> Tensor:
+    """``note_args(out, dim=dim)`` without the keyword call (unsqueeze's, on every call)."""
+    fn = out._fn
+    if fn is not None:
+        fn._shown_dim = dim
     return out
 
 
 def shown_arg(name: str, default=None) -> property:
     """A ``_saved_<name>`` property: the argument ``note_args`` noted, else ``default(node)``
     (a node recorded by a path that notes nothing), else None."""
+    key = "_shown_" + name
+
     def get(node):
-        v = node.__dict__.get("_shown", {}).get(name, _UNSET)
+        v = node.__dict__.get(key, _UNSET)
         if v is _UNSET:
             return None if default is None else default(node)
         return v
@@ -542,7 +554,7 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     d = wrap_dim(dim, nd, "unsqueeze", "dim", 1)
     shape = list(x.shape)
     shape.insert(d, 1)
-    return note_args(_view_apply(UnsqueezeBackward0, x, tuple(shape)), dim=d)
+    return note_dim(_view_apply(UnsqueezeBackward0, x, tuple(shape)), d)
 
 
 def squeeze(input: Tensor, dim=None) -> Tensor:
@@ -744,7 +756,7 @@ def getitem(x: Tensor, index) -> Tensor:
     for op, step in steps:
         if op is UnsqueezeBackward0:
             shape = x._data.shape
-            x = note_args(_view_apply(op, x, shape[:step] + (1,) + shape[step:]), dim=step)
+            x = note_dim(_view_apply(op, x, shape[:step] + (1,) + shape[step:]), step)
         else:
             x = _view_apply(op, x, step)
     return x
