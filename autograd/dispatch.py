@@ -72,7 +72,7 @@ from ..runtime.streams import _default_streams
 from ..runtime.streams import _state as _stream_state
 from . import anomaly_mode
 from .graph import _before_inplace_write
-from .node import _ZERO_NRS, FREED, FREED_MSG, MAX_SEQ, AccumulateGrad, Node
+from .node import _ZERO_NRS, FREED, FREED_MSG, MAX_SEQ, AccumulateGrad, Node, _output_nrs
 from .saved import UNSAVED, SavedTensor, saved_input, saved_output
 from .state import anywhere, state
 from .tensor import Tensor, array_meta, make, view_rebase_error
@@ -444,10 +444,23 @@ def _new_node(op, inputs, dev):
             sa, sb = a._data.shape, b._data.shape
             if sa != sb:
                 node._shapes = (sa, sb)  # inputs broadcast: backward sums gradients back
-    else:
-        if any(t._dtype.is_complex for t in inputs):
+    else:  # (addmm, linear's node, and the other ops of three or more inputs)
+        nxt, nrs, cplx = [], [], False
+        for t in inputs:
+            if t._dtype.is_complex:
+                cplx = True
+            if t._base is None and t._fn is None:  # (a leaf's edge, as above)
+                r = t._grad_acc
+                nxt.append((r() if r is not None and t._requires_grad else None)
+                           or _leaf_node(t))
+                nrs.append(0)
+            else:
+                f, nr = t._edge()
+                nxt.append(f)
+                nrs.append(nr)
+        if cplx:
             node._complex = _complex_inputs(op, inputs)
-        node.next_functions = tuple([t._edge() for t in inputs])
+        node._next, node._nrs = tuple(nxt), _output_nrs(tuple(nrs))
         if op.broadcasts:
             shapes = tuple([t._data.shape for t in inputs])
             if shapes.count(shapes[0]) != n:

@@ -320,8 +320,13 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight^T + bias, for x of shape (*, in_features). With a bias and 2-D input it is
     one ``addmm`` (an ``AddmmBackward0`` node, as PyTorch records), with a contiguous input of
     more dims that addmm between two views, else a matmul and an add."""
-    checks.tensor_arg(input, "linear", "input")
-    checks.tensor_arg(weight, "linear", "weight")
+    if not (isinstance(input, Tensor) and isinstance(weight, Tensor)):
+        checks.tensor_arg(input, "linear", "input")
+        checks.tensor_arg(weight, "linear", "weight")
+    if (bias is not None and input._dtype is weight._dtype and isinstance(bias, Tensor)
+            and len(weight._data.shape) == 2 and len(input._data.shape) == 2
+            and input._data.shape[1] == weight._data.shape[1]):
+        return _addmm_node(bias, input, weight.t())  # (the usual call: checked as addmm's)
     if input.ndim == 0 or weight.ndim == 0:  # (shape and dtype tests: no data read)
         raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are "
                            f"{input.ndim}D and {weight.ndim}D")

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from numpy import ndarray as _ndarray
+
 from ...runtime import dtype as dtypes
 from ..registry import OpInfo, with_jvp
 from ..checks import (check_devices_match, expected_scalar_type, kernel_not_implemented,
@@ -53,6 +55,9 @@ _T = (1, 0)
 
 
 def _column_major(k, m) -> bool:
+    if type(m) is _ndarray:  # (NumPy's flags say it: F- and not C-contiguous, both dims > 1)
+        f = m.flags
+        return f.f_contiguous and not f.c_contiguous
     rows, cols = m.shape
     s0, s1 = k.strides(m)
     return s0 == 1 and s1 == rows and rows > 1 and cols > 1
@@ -176,24 +181,33 @@ def addmm_node(input: Tensor, mat1: Tensor, mat2: Tensor, beta=1, alpha=1) -> Te
     """``beta * input + alpha * (mat1 @ mat2)`` as one AddmmBackward0 node, the operands
     checked as PyTorch's addmm checks them (``input`` must broadcast to the product's
     shape)."""
-    for t, name in ((mat1, "mat1"), (mat2, "mat2")):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"addmm(): argument '{name}' must be Tensor, not "
-                            f"{type(t).__name__}")
-        if t.ndim != 2:
-            raise RuntimeError(f"{name} must be a matrix, got {t.ndim}-D tensor")
-    (n, m), (m2, p) = mat1.shape, mat2.shape
+    # (the checks read the fields, not the properties: every nn.Linear call passes here)
+    if not (isinstance(mat1, Tensor) and isinstance(mat2, Tensor)) or \
+            len(mat1._data.shape) != 2 or len(mat2._data.shape) != 2:
+        for t, name in ((mat1, "mat1"), (mat2, "mat2")):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"addmm(): argument '{name}' must be Tensor, not "
+                                f"{type(t).__name__}")
+            if t.ndim != 2:
+                raise RuntimeError(f"{name} must be a matrix, got {t.ndim}-D tensor")
+    (n, m), (m2, p) = mat1._data.shape, mat2._data.shape
     if m != m2:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{m} and {m2}x{p})")
-    for t, name in ((input, "self"), (mat1, "mat1")):  # (PyTorch's order of the checks)
-        if t.dtype is not mat2.dtype:
-            raise RuntimeError(f"{name} and mat2 must have the same dtype, but got "
-                               f"{scalar_type_name(t.dtype)} and {scalar_type_name(mat2.dtype)}")
-    check_devices_match(input.device, mat1.device, "addmm")
-    check_devices_match(mat1.device, mat2.device, "addmm")
-    _no_bool(mat1, "addmm_impl_cpu_", "addmm_cuda")
-    shape = input.shape
-    if len(shape) > 2 or any(s != 1 and s != t for s, t in zip(shape[::-1], (p, n))):
+    dt = mat2._dtype
+    if input._dtype is not dt or mat1._dtype is not dt:
+        for t, name in ((input, "self"), (mat1, "mat1")):  # (PyTorch's order of the checks)
+            if t.dtype is not dt:
+                raise RuntimeError(f"{name} and mat2 must have the same dtype, but got "
+                                   f"{scalar_type_name(t.dtype)} and {scalar_type_name(dt)}")
+    dev = mat1._device
+    if input._device != dev or mat2._device != dev:
+        check_devices_match(input.device, dev, "addmm")
+        check_devices_match(dev, mat2.device, "addmm")
+    if dt is dtypes.bool:
+        _no_bool(mat1, "addmm_impl_cpu_", "addmm_cuda")
+    shape = input._data.shape
+    if shape != (p,) and shape != (n, p) and (
+            len(shape) > 2 or any(s != 1 and s != t for s, t in zip(shape[::-1], (p, n)))):
         input.detach().expand(n, p)  # (raises expand's message: input does not broadcast)
     if not (beta == 1 and alpha == 1):  # (nn.Linear's call: nothing to convert)
         beta, alpha = scaled_weights(mat2._dtype, beta, alpha)

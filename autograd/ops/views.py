@@ -418,9 +418,13 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
 
 def t(x: Tensor) -> Tensor:
     """Transposes a tensor of at most 2 dimensions."""
-    if x.ndim > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
-    return _view_apply(TBackward0, x, tuple(reversed(range(x.ndim))))
+    nd = x.ndim
+    if nd > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
+    return _view_apply(TBackward0, x, _T_DIMS[nd])
+
+
+_T_DIMS = ((), (0,), (1, 0))  # (t's permutations: linear transposes its weight every call)
 
 
 def numpy_T(x: Tensor) -> Tensor:

@@ -37,7 +37,6 @@ def addmm(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     added into it in place (the Triton backend adds a bias row before its one rounding).
     float16 and bfloat16 add c to the float32 product and round once, as PyTorch's CPU GEMM
     does (rounding the product first is 1 ulp off in about a third of the results)."""
-    from .elementwise import add
     if a.dtype == _f16:
         out = matmul(a.astype(np.float32), b.astype(np.float32))
         return np.add(out, c, out=out, dtype=np.float32).astype(np.float16)
@@ -45,6 +44,9 @@ def addmm(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         out = matmul(a.view(np.ndarray), b.view(np.ndarray))
         return tag(round_(np.add(out, c.view(np.ndarray), out=out)))
     out = matmul(a, b)
+    if type(c) is np.ndarray and c.dtype == out.dtype:  # (linear's bias: ufunc straight)
+        return np.add(out, c, out=out)
+    from .elementwise import add
     return add(out, c, out=out)
 
 

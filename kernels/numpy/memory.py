@@ -136,10 +136,11 @@ def cat(arrays: list, dim: int) -> np.ndarray:
 
 
 def strides(a: np.ndarray) -> tuple:
-    if 0 in a.shape:  # NumPy may report zeros; PyTorch reports row-major strides
-        return contiguous_strides(a.shape)
+    shape = a.shape
+    if 0 in shape:  # NumPy may report zeros; PyTorch reports row-major strides
+        return contiguous_strides(shape)
     n = a.itemsize
-    return tuple(s // n for s in a.strides)
+    return tuple([s // n for s in a.strides])  # (a list: no generator frame)
 
 
 def _storage_root(a: np.ndarray) -> np.ndarray:
