@@ -270,6 +270,9 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     """
     if not isinstance(other, Tensor):
         raise TypeError(f"matmul(): argument 'other' must be Tensor, not {type(other).__name__}")
+    if not isinstance(input, Tensor):
+        raise TypeError(f"matmul(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
     if type(input) is not Tensor and input.layout is not dtypes.strided:  # sparse @ dense
         return input.matmul(other)
     if type(other) is not Tensor and other.layout is not dtypes.strided:  # dense @ sparse
@@ -339,7 +342,9 @@ OPS = (
     OpInfo("bmm", bmm, flops="matmul", grad="g b^T, a^T g per batch", autocast="lower",
            out="exact"),
     OpInfo("matmul", matmul, flops="matmul", operators=("__matmul__", "__rmatmul__"),
-           reflected=lambda self, other: matmul(other, self), grad="g b^T, a^T g, broadcast",
+           reflected=lambda self, other: matmul(other, self) if isinstance(other, Tensor)
+           else NotImplemented,  # (``ndarray @ t``: Python's TypeError, as PyTorch's)
+           grad="g b^T, a^T g, broadcast",
            autocast="lower", out="exact"),
 )
 OPS = with_jvp(OPS)  # every primitive here has a jvp rule

@@ -212,3 +212,12 @@ def test_against_torch():
             np.testing.assert_allclose(got[1], want[1], err_msg=str(i))
         elif want[0] != "TypeError":  # (tg's TypeErrors name the op first)
             assert want[1] == got[1], (i, want, got)
+
+
+def test_ndarray_matmul_tensor_is_pythons_type_error():
+    with pytest.raises(TypeError, match="unsupported operand type"):
+        np.ones((2, 2)) @ tg.ones(2, 2)
+    with pytest.raises(TypeError, match=r"matmul\(\): argument 'input' \(position 1\) must be"):
+        tg.matmul(np.ones((2, 2)), tg.ones(2, 2))
+    a = tg.arange(6.0).reshape(2, 3)
+    assert (tg.ones(1, 2) @ a).tolist() == [[3.0, 5.0, 7.0]]  # (the reflected order kept)
