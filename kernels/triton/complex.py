@@ -290,11 +290,13 @@ def _c_ipow(xr, xi, yr, yi):
     ri = tl.zeros_like(xr)
     br = xr
     bi = xi
+    first = n == n  # (the first factor is taken as is: 1 * (inf + 0j) would make NaN of 0 * inf)
     for _ in tl.static_range(7):  # 100 < 2 ** 7
         odd = (n & 1) != 0
         pr, pi = _cmul(rr, ri, br, bi)
-        rr = tl.where(odd, pr, rr)
-        ri = tl.where(odd, pi, ri)
+        rr = tl.where(odd, tl.where(first, br, pr), rr)
+        ri = tl.where(odd, tl.where(first, bi, pi), ri)
+        first = first & ~odd
         n = n >> 1
         more = n > 0  # square the base only while bits remain (no overflow past the top one)
         sr, si = _cmul(br, bi, tl.where(more, br, 0.0), tl.where(more, bi, 0.0))
@@ -417,14 +419,19 @@ def _c_log1p(xr, xi, yr, yi):
 
 @_formula
 def _c_sqrt(xr, xi, yr, yi):
-    # C99's csqrt (NumPy's): t = sqrt((|x| + |z|) / 2), the other part y / 2t
+    # C99's csqrt (NumPy's): t = sqrt((|x| + |z|) / 2), the other part y / 2t; the halves
+    # added after halving (|x| + |z| overflowed near the largest values: sqrt(1e308 + 1e308j)
+    # was inf), and an infinite y gives (inf, y) whatever x is, as C99 says
     a = libdevice.hypot(xr, xi)
-    t = _sqrt((tl.abs(xr) + a) * 0.5)
+    t = _sqrt(tl.abs(xr) * 0.5 + a * 0.5)
     zero = a == 0
     t2 = tl.where(zero, 1.0, 2.0 * t)
     pos = xr >= 0
     re = tl.where(pos, t, _div(tl.abs(xi), t2))
     im = tl.where(pos, _div(xi, t2), libdevice.copysign(t, xi))
+    inf_y = tl.abs(xi) == float("inf")
+    re = tl.where(inf_y, float("inf"), re)
+    im = tl.where(inf_y, xi, im)
     return tl.where(zero, 0.0, re), tl.where(zero, xi, im)
 
 
@@ -645,6 +652,9 @@ def binary(op: str, a, b, out=None) -> DeviceArray:
     if _is_scalar(b):
         ys = complex(b)
         shape = a.shape
+        if op == "pow" and ys in (0.5, -0.5):  # (sqrt and 1 / sqrt, as PyTorch's kernel)
+            r = unary("sqrt", a)
+            return _finish("pow", r if ys == 0.5 else binary("pow", r, -1), out)
         if op == "pow" and ys.imag == 0 and ys.real == int(ys.real) and abs(ys.real) <= 100:
             op = "ipow"
         b = None

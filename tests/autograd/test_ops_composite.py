@@ -248,5 +248,6 @@ def test_equal(device):
     assert tg.equal(a[:2], tg.tensor([1, 2], device=device))  # promotes as == does
     assert not tg.equal(a, a)  # NaN is not equal to itself
     assert not tg.equal(a[:2], a[:1]) and a[:2].equal(a[:2].clone())
-    with pytest.raises(TypeError, match="equal\\(\\): argument 'other' must be Tensor"):
+    with pytest.raises(TypeError,
+                       match="equal\\(\\): argument 'other' \\(position 2\\) must be Tensor"):
         tg.equal(a, [1.0])
