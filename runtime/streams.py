@@ -515,6 +515,7 @@ class ExternalStream(Stream):
         self.device_index = device_index(device)
         self.priority = 0
         self._owned = False  # (never recycled into the pool, never destroyed)
+        self._ctx = None
 
 
 def get_stream_from_external(data_ptr: int, device=None) -> Stream:

@@ -110,3 +110,11 @@ def test_cuda_stream_is_capturing(cuda):
         assert s.is_capturing() and not tg.Stream("cuda").is_capturing()
         x * 2
     assert not s.is_capturing()
+
+
+def test_external_stream_is_a_context_manager(cuda):
+    s = tg.cuda.Stream()
+    ext = tg.cuda.ExternalStream(s.cuda_stream)
+    with ext as entered:
+        assert entered is ext and tg.cuda.current_stream() == s  # (the same CUstream)
+    assert tg.cuda.current_stream() == tg.cuda.default_stream()
