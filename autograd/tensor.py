@@ -320,7 +320,8 @@ class Tensor:
         st = self._k.strides(self._data)
         if dim is None:
             return st
-        if not st and wrap_dim(dim, 0, "stride") is not None:  # (dims -1 and 0 pass wrap_dim)
+        if not st:  # (a 0-d tensor: dims -1 and 0 pass wrap_dim, and have no stride)
+            wrap_dim(dim, 0, "stride")
             raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
         return st[wrap_dim(dim, self._data.ndim, "stride")]
 

@@ -350,3 +350,16 @@ def test_modified_saved_tensor_message_names_the_op():
 
 def test_empty_tensor_data_ptr_is_zero():
     assert tg.zeros(0).data_ptr() == 0 and tg.zeros(3)[3:].data_ptr() == 0
+
+
+def test_tensor_metadata_messages_as_torch():
+    with pytest.raises(IndexError, match="^Dimension specified as 0 but tensor has no dimensions"):
+        tg.tensor(1.0).stride(0)
+    with pytest.raises(IndexError, match="dimension out of range"):
+        tg.tensor(1.0).stride(1)
+    assert tg.ones(2, 3).stride(-1) == 1
+    with pytest.raises(TypeError, match="^Variable data has to be a tensor, but got int"):
+        tg.ones(2).data = 3
+    t = tg.ones(2, dtype=tg.int64)
+    with pytest.raises(RuntimeError, match="^only Tensors of floating point and complex dtype"):
+        t.requires_grad = True
