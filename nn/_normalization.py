@@ -248,6 +248,11 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
     checks.tensor_arg(input, "instance_norm")
     _check_float(input, "instance_norm")
     check_norm_dtypes("instance_norm", input, weight, bias)  # (the running stats are cast)
+    for pos, name, t in ((2, "running_mean", running_mean), (3, "running_var", running_var),
+                         (4, "weight", weight), (5, "bias", bias)):
+        if t is not None and not isinstance(t, Tensor):
+            raise TypeError(f"instance_norm(): argument '{name}' (position {pos}) must be "
+                            f"Tensor, not {type(t).__name__}")
     if input.ndim >= 2:
         for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
                         ("running_var", running_var)):

@@ -292,8 +292,9 @@ class Module:
             raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
         if name == "":
             raise KeyError(f'{kind} name can\'t be empty string ""')
-        if "." in name:
-            raise KeyError(f'{kind} name can\'t contain "."')
+        if "." in name:  # (PyTorch's add_module names the module; the others do not)
+            raise KeyError(f'{kind} name can\'t contain "."' +
+                           (f", got: {name}" if kind == "module" else ""))
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
         """Adds parameter ``param`` (or None: a declared, absent parameter) under ``name``."""
@@ -301,7 +302,7 @@ class Module:
         if hasattr(self, name) and name not in self._parameters:
             raise KeyError(f"attribute '{name}' already exists")
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter "
+            raise TypeError(f"cannot assign '{_type_name(param)}' object to parameter "
                             f"'{name}' (tritongrad.nn.Parameter or None required)")
         if param is not None and param.grad_fn is not None:
             raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model "
@@ -318,7 +319,7 @@ class Module:
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer "
+            raise TypeError(f"cannot assign '{_type_name(tensor)}' object to buffer "
                             f"'{name}' (tritongrad Tensor or None required)")
         if _global_hooks.BUFFER_REGISTRATION:
             tensor = _global_hooks.registered(_global_hooks.BUFFER_REGISTRATION, self, name,
@@ -979,10 +980,10 @@ class Module:
 
 
 def _type_name(value) -> str:
-    if isinstance(value, Tensor):
-        from ..autograd.node import _tensor_type_name
-        return _tensor_type_name(value)
-    return type(value).__name__
+    """PyTorch's ``typename`` of ``value`` in its messages: 'tritongrad.FloatTensor',
+    'tritongrad.nn.activation.ReLU', 'int'."""
+    from ..autograd.ops.queries import typename
+    return typename(value)
 
 
 def _zero_grad(p: Tensor, set_to_none: bool) -> None:

@@ -1076,6 +1076,8 @@ def eye(n: int, m: int | None = None, *, out=None, dtype=None, layout=None, devi
                 [0., 1.]])
     """
     check_layout("eye", layout)
+    if n is None:  # (m=None is "square"; n has no default)
+        raise TypeError("eye(): argument 'n' (position 1) must be int, not NoneType")
     for pos, (name, v) in enumerate((("n", n), ("m", m)), 1):
         if v is not None:
             try:

@@ -505,6 +505,9 @@ fmod.__doc__ = ("C's ``fmod``: ``input - trunc(input / other) * other``, with th
 
 def _inplace_division(op_t, op_s, name, kernel):
     def method(self: Tensor, other) -> Tensor:
+        if not isinstance(other, (Tensor, numbers.Number)):
+            raise TypeError(f"{name}(): argument 'other' (position 1) must be Tensor, not "
+                            f"{type(other).__name__}")
         dt = result_type(self, other)
         check_cast(dt, self._dtype)  # (PyTorch's order: the cast, then the kernel's dtype)
         _refuse_division(dt, self.device, kernel)

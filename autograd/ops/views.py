@@ -27,8 +27,8 @@ from ..registry import OpInfo, with_jvp
 from ...runtime import dtype as D
 from ...runtime.array import check_sizes
 from ..checks import out_of_bounds, tensor_arg
-from ..dispatch import (Primitive, apply, as_shape, call, check_inplace, linear_jvp, meta,
-                        sum_to, zeros)
+from ..dispatch import (Primitive, apply, apply_view, as_shape, call, check_inplace, linear_jvp,
+                        meta, sum_to, zeros)
 from ..node import Node
 from ..overrides import note_instance
 from ..state import anywhere, state
@@ -103,7 +103,7 @@ class _ViewPrimitive(Primitive):
 
 
 def _view_apply(op, x: Tensor, *params) -> Tensor:
-    return _as_view(apply(op, (x,), *params), x)
+    return _as_view(apply_view(op, x, params), x)
 
 
 # Note [Arguments nodes show]
@@ -407,18 +407,22 @@ def permute(input: Tensor, *args, dims=None) -> Tensor:
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """A view with dims ``dim0`` and ``dim1`` swapped."""
     x = input
-    nd = x.ndim
+    nd = x._data.ndim
     d0 = wrap_dim(dim0, nd, "transpose", "dim0", 1)
     d1 = wrap_dim(dim1, nd, "transpose", "dim1", 2)
     dims = list(range(nd))
     if nd:  # a 0-d tensor takes dims 0 and -1 and is its own transpose
         dims[d0], dims[d1] = dims[d1], dims[d0]
-    return note_args(_view_apply(TransposeBackward0, x, tuple(dims)), dim0=d0, dim1=d1)
+    out = _view_apply(TransposeBackward0, x, tuple(dims))
+    fn = out._fn
+    if fn is not None:  # (note_args without its keyword dict: transpose is a hot view)
+        fn._shown_dim0, fn._shown_dim1 = d0, d1
+    return out
 
 
 def t(x: Tensor) -> Tensor:
     """Transposes a tensor of at most 2 dimensions."""
-    nd = x.ndim
+    nd = x._data.ndim
     if nd > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
     return _view_apply(TBackward0, x, _T_DIMS[nd])
@@ -554,11 +558,9 @@ SqueezeBackward2 = _ReshapeBackward.variant("SqueezeBackward2", "squeeze",
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """A view with a dim of size one inserted at ``dim``."""
     x = input
-    nd = x.ndim + 1
-    d = wrap_dim(dim, nd, "unsqueeze", "dim", 1)
-    shape = list(x.shape)
-    shape.insert(d, 1)
-    return note_dim(_view_apply(UnsqueezeBackward0, x, tuple(shape)), d)
+    shape = x._data.shape  # (the array's tuple: Tensor.shape builds a Size per read)
+    d = wrap_dim(dim, len(shape) + 1, "unsqueeze", "dim", 1)
+    return note_dim(_view_apply(UnsqueezeBackward0, x, shape[:d] + (1,) + shape[d:]), d)
 
 
 def squeeze(input: Tensor, dim=None) -> Tensor:

@@ -178,6 +178,9 @@ def norm_except_dim(v: Tensor, pow: float = 2, dim: int = 0) -> Tensor:
     ``torch.norm_except_dim``: a 1-D ``v`` gives ``|v|`` elementwise for ``dim=0``; another
     negative ``dim`` counts from the end (``-2`` of a matrix is its dim 0), and one out of
     range is an IndexError."""
+    if not isinstance(v, Tensor):
+        raise TypeError(f"norm_except_dim(): argument 'v' (position 1) must be Tensor, not "
+                        f"{type(v).__name__}")
     if dim == -1:
         return vector_norm(v, pow)
     if dim == 0:  # (rows: a 1-D v has one element per row, so its norm is |v|)
