@@ -10,6 +10,7 @@ producing NaN raises an error that names the node.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import threading
 import warnings
@@ -50,6 +51,24 @@ def set_running_node(node):
     return prev
 
 
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# tritongrad's own op machinery: PyTorch's is C++, so its forward tracebacks end at the
+# user's (or torch.nn's) Python frame that called the op
+_INTERNAL = tuple(os.path.join(_ROOT, d) + os.sep for d in ("autograd", "kernels", "runtime"))
+
+
+def _user_frames(trace: list) -> list:
+    """``trace`` (``traceback.format_stack`` entries) without its innermost frames inside
+    tritongrad's op machinery (dispatch, the op wrappers, kernels)."""
+    end = len(trace)
+    while end > 1:
+        entry = trace[end - 1]
+        if not (entry.startswith('  File "') and entry[8:].startswith(_INTERNAL)):
+            break
+        end -= 1
+    return trace[:end]
+
+
 def report_error(node) -> None:
     """Warns where ``node``, whose backward just raised, was recorded: its forward traceback,
     then that of each ancestor (Note [Anomaly parents]), PyTorch's messages. A warning that
@@ -62,12 +81,13 @@ def report_error(node) -> None:
             _warn(f"Error detected in {node.name()}. No forward pass information available. "
                   f"Enable detect anomaly during forward pass for more information.")
             return
+        stack = "".join(_user_frames(trace))
         if first:
             _warn(f"Error detected in {node.name()}. Traceback of forward call that caused the "
-                  f"error:\n{''.join(trace)}")
+                  f"error:\n{stack}")
         else:
             _warn(f"\n\nPrevious calculation was induced by {node.name()}. Traceback of "
-                  f"forward call that induced the previous calculation:\n{''.join(trace)}")
+                  f"forward call that induced the previous calculation:\n{stack}")
         first = False
         node = node.__dict__.get("_anomaly_parent")
 
@@ -88,8 +108,13 @@ def is_anomaly_check_nan_enabled() -> bool:
 
 
 def _set(mode: bool, nan: bool) -> None:
+    """Sets both flags; bools only, as PyTorch's binding (``torch.set_anomaly_enabled``)."""
     global enabled, check_nan
-    enabled, check_nan = bool(mode), bool(nan)
+    for name, pos, value in (("enabled", 1, mode), ("check_nan", 2, nan)):
+        if type(value) is not bool:
+            raise TypeError(f"set_anomaly_enabled(): argument '{name}' (position {pos}) must "
+                            f"be bool, not {type(value).__name__}")
+    enabled, check_nan = mode, nan
 
 
 class detect_anomaly:
@@ -106,10 +131,9 @@ class detect_anomaly:
         warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime "
                       "and should only be enabled for debugging.", UserWarning, stacklevel=2)
 
-    def __enter__(self):
+    def __enter__(self) -> None:  # (``with detect_anomaly() as v`` binds None, as PyTorch)
         self._prev = (enabled, check_nan)
         _set(True, self.check_nan)
-        return self
 
     def __exit__(self, *exc):
         _set(*self._prev)
@@ -149,5 +173,5 @@ class set_detect_anomaly(_Restore):
         self._prev = (enabled, globals()["check_nan"])
         _set(mode, check_nan)
 
-    def __enter__(self):
-        return self
+    def __enter__(self) -> None:  # (already set by __init__; binds None, as PyTorch)
+        pass

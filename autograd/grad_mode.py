@@ -157,6 +157,12 @@ class _Mode:
         return wrapper
 
 
+# PyTorch's name of the decorator-and-context-manager base (torch.utils._contextlib), which
+# code defining its own grad-mode-like blocks subclasses: ``__enter__``/``__exit__`` to
+# override, ``clone`` making a fresh instance for each decorated call.
+_DecoratorContextManager = _Mode
+
+
 class _FixedMode(_Mode):
     """Base of ``no_grad`` and ``enable_grad``: grad mode set to ``_value`` inside."""
 
@@ -220,15 +226,22 @@ class set_grad_enabled(_Mode):
     """
 
     def __init__(self, mode: bool):
-        if type(mode) is not bool:  # (PyTorch's binding takes a bool only, not 0 or "x")
-            raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, "
-                            f"not {type(mode).__name__}")
-        self._mode = mode
+        _check_bool("set_grad_enabled", mode)
+        self.mode = self._mode = mode
+        self.prev = is_grad_enabled()  # (PyTorch's attributes; ``_prev`` is what exit restores)
         self._prev = _current()
         _set_grad_mode(mode)
 
     def __enter__(self) -> None:
-        pass  # the mode was already set by __init__
+        # Set again, as PyTorch does: the mode may have changed since __init__ (``m =
+        # set_grad_enabled(False)`` then ``set_grad_enabled(True)``, or a second ``with m``),
+        # and the block still runs with ``mode``; exit restores the mode before __init__.
+        _set_grad_mode(self._mode)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__module__}.{type(self).__qualname__}(mode={self._mode})"
+
+    __str__ = __repr__
 
     def clone(self) -> "set_grad_enabled":
         return set_grad_enabled(self._mode)
@@ -251,7 +264,7 @@ class inference_mode(_Mode):
     def __new__(cls, mode=True):
         self = super().__new__(cls)
         if callable(mode) and not isinstance(mode, bool):  # bare @inference_mode
-            self._mode = True
+            self.mode = self._mode = True
             return self(mode)
         return self
 
@@ -260,7 +273,7 @@ class inference_mode(_Mode):
             if not isinstance(mode, bool):  # (PyTorch fails on it too, less clearly)
                 raise TypeError(f"inference_mode(): argument 'mode' must be bool, not "
                                 f"{type(mode).__name__}")
-            self._mode = mode
+            self.mode = self._mode = mode  # (``mode``: PyTorch's attribute)
 
     def clone(self) -> "inference_mode":
         return inference_mode(self._mode)
@@ -288,29 +301,85 @@ class inference_mode(_Mode):
             _inference_grad.value = False
 
 
-class set_multithreading_enabled:  # noqa: N801 - PyTorch's name
+def _check_bool(fn: str, mode) -> None:
+    """The TypeError of PyTorch's binding ``fn`` for a ``mode`` that is not a bool."""
+    if type(mode) is not bool:  # (PyTorch's bindings take a bool only, not 0 or "x")
+        raise TypeError(f"{fn}(): argument 'enabled' (position 1) must be bool, not "
+                        f"{type(mode).__name__}")
+
+
+def _set_grad_enabled(mode: bool) -> None:
+    """``torch._C._set_grad_enabled``: sets this thread's grad mode, with no block to end."""
+    _check_bool("set_grad_enabled", mode)
+    _set_grad_mode(mode)
+
+
+class _GlobalFlag(_Mode):
+    """Base of the process-wide switches that are both a function and a context manager, as
+    PyTorch's: the flag changes when called, a ``with`` block restores the previous value on
+    exit, and a decorated function runs with ``mode``. Subclasses name ``_flags``' key."""
+
+    _key: str
+    _binding: str  # (the name PyTorch's binding gives in its error)
+
+    def __init__(self, mode: bool) -> None:
+        _check_bool(self._binding, mode)
+        self.prev = _flags[self._key]
+        self.mode = mode
+        _flags[self._key] = mode
+
+    def clone(self) -> "_GlobalFlag":
+        return self.__class__(self.mode)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc) -> bool:
+        _flags[self._key] = self.prev
+        return False
+
+
+_flags = {"multithreading": True, "view_replay": False}
+
+
+class set_multithreading_enabled(_GlobalFlag):  # noqa: N801 - PyTorch's name
     """Context manager and function: whether backward may run on the engine's device threads.
     tritongrad's engine runs every backward on the calling thread (on CUDA it orders the
     work with streams, Note [Backward streams]), so the flag changes nothing but what
     ``is_multithreading_enabled()`` reports, which is what code written for PyTorch checks."""
 
-    def __init__(self, mode: bool) -> None:
-        self.prev = _multithreading[0]
-        _multithreading[0] = bool(mode)
-
-    def __enter__(self) -> None:
-        pass
-
-    def __exit__(self, *exc) -> None:
-        _multithreading[0] = self.prev
+    _key, _binding = "multithreading", "set_multithreading_enabled"
 
 
-_multithreading = [True]
+class _force_original_view_tracking(_GlobalFlag):  # noqa: N801 - PyTorch's name
+    """Context manager and function: whether views made by ops that are not view ops are
+    rebuilt with the original view function rather than ``as_strided`` (PyTorch's view
+    replay). tritongrad does not read the flag: it is recorded and reported
+    (``_is_view_replay_enabled``) for code that sets it."""
+
+    _key, _binding = "view_replay", "set_view_replay_enabled"
 
 
 def is_multithreading_enabled() -> bool:
     """Whether multithreaded backward is enabled (``set_multithreading_enabled``)."""
-    return _multithreading[0]
+    return _flags["multithreading"]
+
+
+def _set_multithreading_enabled(mode: bool) -> None:
+    """``torch._C._set_multithreading_enabled``."""
+    _check_bool("set_multithreading_enabled", mode)
+    _flags["multithreading"] = mode
+
+
+def _is_view_replay_enabled() -> bool:
+    """``torch._C._is_view_replay_enabled`` (``_force_original_view_tracking``)."""
+    return _flags["view_replay"]
+
+
+def _set_view_replay_enabled(mode: bool) -> None:
+    """``torch._C._set_view_replay_enabled``."""
+    _check_bool("set_view_replay_enabled", mode)
+    _flags["view_replay"] = mode
 
 
 class _unsafe_preserve_version_counter(_Mode):

@@ -428,6 +428,8 @@ class Tensor:
     @property
     def _version(self) -> int:
         """How many in-place ops have modified this tensor's storage (shared by its views)."""
+        if self._inference:
+            raise RuntimeError("Inference tensors do not track version counter.")
         return self._vc[0]
 
     def record_stream(self, stream) -> None:

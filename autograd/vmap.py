@@ -515,7 +515,7 @@ def _watched(func, flat_args: list, flat_dims: list, kwargs: dict) -> list:
     for what, t in found:
         if id(t._vc) not in seen:
             seen.add(id(t._vc))
-            watched.append((what, t, t._version))
+            watched.append((what, t, t._vc[0]))
     return watched
 
 
@@ -551,7 +551,7 @@ def check_running_stats(input: Tensor, *stats: Tensor | None) -> None:
 
 def _check_writes(watched: list, func, size: int) -> None:
     for what, t, version in watched:
-        if t._version != version:
+        if t._vc[0] != version:
             raise RuntimeError(_UNBATCHED_WRITE.format(name=_name(func), what=what, size=size))
 
 

@@ -54,7 +54,7 @@ def _check_outputs(op: str, out, inputs: list, versions: list, strict: bool = Tr
                 f"tensors or ints/bools only but got {type(leaf)}.")
     if not strict:
         return leaves
-    if any(t._version != v for t, v in zip(inputs, versions)):
+    if any(t._vc[0] != v for t, v in zip(inputs, versions)):
         raise RuntimeError(_NO_MUTATION.format(op))
     seen = [t._vc for t in inputs]
     for leaf in leaves:
@@ -106,7 +106,7 @@ def cond(pred: bool | float | Tensor, true_fn: Callable, false_fn: Callable,
     if inputs is None or not all(isinstance(t, Tensor) for t in inputs):
         raise RuntimeError(f"Expect operands to be a tuple of possibly nested dict/list/tuple "
                            f"that only consists of tensor leaves, but got {operands}.")
-    versions = [t._version for t in inputs]
+    versions = [t._vc[0] for t in inputs]
     out = (true_fn if bool(pred) else false_fn)(*operands)
     # (in inference a branch may modify and return its inputs, as PyTorch allows)
     _check_outputs("torch.cond", out, inputs, versions, strict=state.grad_enabled)
@@ -180,9 +180,9 @@ def while_loop(cond_fn: Callable, body_fn: Callable, carried_inputs: tuple | lis
     val, out = carried_inputs, None
     while True:
         tensors = [t for t in carried if isinstance(t, Tensor)]
-        versions = [t._version for t in tensors]
+        versions = [t._vc[0] for t in tensors]
         go = _check_pred(cond_fn(*val))
-        if any(t._version != v for t, v in zip(tensors, versions)):
+        if any(t._vc[0] != v for t, v in zip(tensors, versions)):
             raise RuntimeError(_NO_MUTATION.format("torch.while_loop"))
         if not go:
             break

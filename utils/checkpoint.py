@@ -769,7 +769,12 @@ def _checkpoint_without_reentrant(function: Callable, preserve_rng_state: bool,
     frame.save_inputs(*args)
     with _checkpoint_hook(frame), forward_context:
         ret = function(*args, **kwargs)
-    frame.forward_completed = True
+        frame.forward_completed = True
+    if not frame.forward_completed:  # the forward raised, and forward_context swallowed it
+        raise RuntimeError(
+            "torch.utils.checkpoint: the forward context provided by context_fn suppressed an "
+            "exception raised during the checkpointed forward. This is not supported because "
+            "checkpoint cannot return a value for a failed forward.")
     return ret
 
 
@@ -852,7 +857,9 @@ def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool |
         functions: an ``nn.Sequential`` or the list of modules or functions to run in order.
         segments: number of chunks to create in the model.
         input: a tensor, the input of ``functions[0]``.
-        use_reentrant, **kwargs: passed to ``checkpoint`` (kwargs: ``preserve_rng_state``).
+        use_reentrant: passed to ``checkpoint``.
+        preserve_rng_state: passed to ``checkpoint`` (default ``True``); other keyword
+            arguments raise a ValueError, as in PyTorch.
 
     Returns:
         Output of running ``functions`` sequentially on ``input``.
@@ -863,13 +870,19 @@ def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool |
             "be passed explicitly. tritongrad uses use_reentrant=False when it is not passed; "
             "PyTorch uses use_reentrant=True.", stacklevel=2)
         use_reentrant = False
+    preserve = kwargs.pop("preserve_rng_state", True)
+    if kwargs:  # (PyTorch's: the other keywords checkpoint takes are not passed on)
+        raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
     if hasattr(functions, "children") and callable(functions.children):
         functions = list(functions.children())
     functions = list(functions)
     if not isinstance(segments, int) or segments <= 0:
         raise ValueError(f"checkpoint_sequential: segments must be a positive integer, got "
                          f"{segments!r}")
-    size = len(functions) // segments if segments <= len(functions) else 1
+    if segments > len(functions):  # (PyTorch fails here too: a segment size of 0)
+        raise ValueError(f"checkpoint_sequential: segments ({segments}) must not exceed the "
+                         f"number of functions ({len(functions)})")
+    size = len(functions) // segments
 
     def run(chunk: Sequence[Callable]):
         def forward(x):
@@ -882,5 +895,5 @@ def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool |
     for start in range(0, size * (segments - 1), size):
         end = start + size - 1
         input = checkpoint(run(functions[start:end + 1]), input, use_reentrant=use_reentrant,
-                           **kwargs)
+                           preserve_rng_state=preserve)
     return run(functions[end + 1:])(input)

@@ -102,7 +102,7 @@ def binary_operands(a, b, op: str, dtype=None):
             a = a.to(b._device)
         dt = dtype or result_type(a, b)
         if b._dtype is not dt:
-            b = b.to(dt)
+            b = _promoted(b, dt)
     elif isinstance(b, (_Number, np.bool_)):  # (NumPy's bool is no Number)
         if type(b) not in _PYTHON_NUMBERS:
             b = python_number(b)
@@ -113,10 +113,20 @@ def binary_operands(a, b, op: str, dtype=None):
         raise TypeError(f"{op}(): argument 'other' must be Tensor or Number, not "
                         f"{type(b).__name__}")
     if a._dtype is not dt:
-        a = a.to(dt)
+        a = _promoted(a, dt)
     if isinstance(b, Tensor) and a._data.shape != b._data.shape:
         broadcast_shapes(a._data.shape, b._data.shape)
     return a, b
+
+
+def _promoted(t: Tensor, dt) -> Tensor:
+    """``t`` in the promoted dtype ``dt``. PyTorch promotes inside the kernel and saves the
+    tensor given, so an inference tensor stays one: its copy here is marked so, and saving it
+    for backward is refused as saving ``t`` is."""
+    c = t.to(dt)
+    if t._inference:
+        c._inference = True
+    return c
 
 
 def _float_type(a: Tensor, b) -> object:
