@@ -95,6 +95,11 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
     x = input.unsqueeze(0) if input.ndim == 1 else input
+    if target.ndim > 1 and x.ndim == 2:  # (a 1-D target of the right size: next)
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to "
+                           f"the number of input samples (batch size). Expected target size "
+                           f"[{x.shape[0]}], but got {list(target.shape)}. Input has shape "
+                           f"{list(input.shape)}.")
     t = check_class_indices(target).reshape(-1)
     if x.ndim != 2 or t.shape[0] != x.shape[0]:
         raise RuntimeError(f"multi_margin_loss: inconsistent target size: {list(target.shape)} "
@@ -109,6 +114,8 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
         if weight.dtype is not input.dtype:
             raise checks.expected_scalar_type(input.dtype, weight.dtype)
         F._not_differentiable("multi_margin_loss", weight=weight)
+    checks.check_index_range(t, c, lambda bad: RuntimeError(
+        "multi_margin_loss: target out of range"))
     # one node saving input, target and weight, as PyTorch's, with its closed-form rule
     if weight is None:
         return recomputed_node(MultiMarginLossBackward0, (input, t), _multi_margin, None, p,
@@ -231,6 +238,8 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
                           size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """1 - cos(input1, input2) where ``target`` is 1, max(0, cos - margin) where it is -1."""
     reduction = F._reduction(size_average, reduce, reduction)
+    for name, t in (("input1", input1), ("input2", input2), ("target", target)):
+        checks.tensor_arg(t, "cosine_embedding_loss", name)
     if target.ndim > 1:  # (PyTorch's checks and words: the target's rank is one less)
         raise RuntimeError("cosine_embedding_loss: 0D or 1D target tensor expected, "
                            "multi-target not supported")
@@ -258,14 +267,23 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
                                       reduction: str = "mean") -> Tensor:
     """max(d(anchor, positive) - d(anchor, negative) + margin, 0), ``d`` the given distance
     (default: the pairwise Euclidean distance)."""
-    if margin <= 0:
-        raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, "
-                         f"got {margin} instead")
+    reduction = F._reduction(None, None, reduction)  # (PyTorch's order of checks)
+    _check_triplet(anchor, positive, negative, margin)
     d = F.pairwise_distance if distance_function is None else distance_function
     d_ap, d_an = d(anchor, positive), d(anchor, negative)
     if swap:
         d_an = d_an.minimum(d(positive, negative))
-    return F._reduce((d_ap - d_an + margin).clamp(min=0.0), F._reduction(None, None, reduction))
+    return F._reduce((d_ap - d_an + margin).clamp(min=0.0), reduction)
+
+
+def _check_triplet(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float) -> None:
+    """The triplet losses' checks, PyTorch's: a positive margin, equal numbers of dims."""
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
+                           f"same number of dimensions, but got: anchor {anchor.ndim}D, "
+                           f"positive {positive.ndim}D, and negative {negative.ndim}D inputs")
 
 
 @autocast_op("float32")
@@ -275,10 +293,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
     """The triplet loss with the pairwise ``p``-norm distance (``eps`` added to each
     difference, as ``pairwise_distance``)."""
     reduction = F._reduction(size_average, reduce, reduction)
-    if not anchor.ndim == positive.ndim == negative.ndim:
-        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
-                           f"same number of dimensions, but got: anchor {anchor.ndim}D, "
-                           f"positive {positive.ndim}D, and negative {negative.ndim}D inputs")
+    _check_triplet(anchor, positive, negative, margin)
     d_ap = F.pairwise_distance(anchor, positive, p, eps)
     d_an = F.pairwise_distance(anchor, negative, p, eps)
     if swap:

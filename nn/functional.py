@@ -82,6 +82,8 @@ def _reduction(size_average, reduce, reduction: str) -> str:
         size_average = True if size_average is None else size_average
         reduce = True if reduce is None else reduce
         reduction = "none" if not reduce else "mean" if size_average else "sum"
+        warnings.warn("size_average and reduce args will be deprecated, please use "
+                      f"reduction='{reduction}' instead.", stacklevel=3)
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     return reduction
@@ -658,6 +660,10 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """y = x1^T A x2 + b per output feature: ``weight`` (out, in1, in2), inputs (*, in1) and
     (*, in2) with the same leading dims."""
+    for name, t in (("input1", input1), ("input2", input2), ("weight", weight)):
+        checks.tensor_arg(t, "bilinear", name)
+    if bias is not None:
+        checks.tensor_arg(bias, "bilinear", "bias")
     if tuple(input1.shape[:-1]) != tuple(input2.shape[:-1]):
         raise RuntimeError(f"bilinear(): input batch dimensions do not match: got "
                            f"{list(input1.shape[:-1])} and {list(input2.shape[:-1])}")
@@ -811,11 +817,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
     """
     _loss_operands("mse_loss", input, target)
     reduction = _reduction(size_average, reduce, reduction)
-    if tuple(target.shape) != tuple(input.shape):
-        warnings.warn(f"Using a target size ({list(target.shape)}) that is different to the "
-                      f"input size ({list(input.shape)}). This will likely lead to incorrect "
-                      f"results due to broadcasting. Please ensure they have the same size.",
-                      stacklevel=2)
+    _check_same_size(input, target)
     operands = _elementwise_loss_operands(input, target, "mse_loss", "mse")
     if weight is None:
         return _apply(MseLossBackward0, operands, reduction)
@@ -851,7 +853,7 @@ def _class_last(input: Tensor, target: Tensor, op: str):
 def _check_loss_devices(input: Tensor, target: Tensor, weight, op: str) -> None:
     checks.check_same_device(input, target, "target", op)
     if weight is not None:
-        checks.check_same_device(input, weight, "weight", op)
+        checks.check_same_device(input, checks.tensor_arg(weight, op, "weight"), "weight", op)
 
 
 def _check_targets(input: Tensor, target: Tensor, weight, op: str) -> None:
@@ -860,7 +862,11 @@ def _check_targets(input: Tensor, target: Tensor, weight, op: str) -> None:
     if input.ndim == 0:
         raise ValueError(f"{op}: Expected 1 or more dimensions (got 0)")
     if not input.dtype.is_floating_point:
-        raise checks.kernel_not_implemented(op, input.dtype)
+        # (nll_loss's named as PyTorch's CPU kernels; cross_entropy's by the op, which
+        # PyTorch's, its log_softmax's, would not name)
+        kernel = op if op != "nll_loss" else \
+            "nll_loss2d_forward_out_frame" if input.ndim > 2 else "nll_loss_out_frame"
+        raise checks.kernel_not_implemented(kernel, input.dtype)
     if weight is not None:
         c = input.shape[1 if input.ndim > 1 else 0]
         if weight.ndim != 1 or weight.shape[0] != c:  # (PyTorch's words)
@@ -920,10 +926,11 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     _loss_operands("nll_loss", input, target)
     reduction = _reduction(size_average, reduce, reduction)
     _check_loss_devices(input, target, weight, "nll_loss")
-    _check_targets(input, target, weight, "nll_loss")
     # PyTorch's kernel has no derivative for the class weights (it is not the row weights'
-    # sum, which is held constant for 'mean'): it refuses, under its kernel's name
+    # sum, which is held constant for 'mean'): it refuses, under its kernel's name, before
+    # its checks of the arguments
     _not_differentiable("nll_loss_forward", weight=weight)
+    _check_targets(input, target, weight, "nll_loss")
     target = _nn.check_class_indices(target, byte_ok=input.ndim <= 2)
     x, t, spatial = _class_last(input, target, "nll_loss")
     checks.check_index_range(t, x.shape[1], checks.target_out_of_bounds,
@@ -960,6 +967,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         if not target.dtype.is_floating_point:
             raise RuntimeError(f"Expected floating point type for target with class "
                                f"probabilities, got {checks.scalar_type_name(target.dtype)}")
+        if ignore_index >= 0:  # (PyTorch's test: its default, -100, and negatives pass)
+            raise RuntimeError("cross_entropy: ignore_index is not supported for floating point "
+                               "target")
         cdim = 1 if input.ndim > 1 else 0
         c = input.shape[cdim]
         if label_smoothing:
@@ -995,8 +1005,8 @@ def _loss_operands(op: str, input, target) -> None:
 
 def _check_same_size(input: Tensor, target: Tensor) -> None:
     if tuple(target.shape) != tuple(input.shape):
-        warnings.warn(f"Using a target size ({list(target.shape)}) that is different to the "
-                      f"input size ({list(input.shape)}). This will likely lead to incorrect "
+        warnings.warn(f"Using a target size ({_size(target)}) that is different to the "
+                      f"input size ({_size(input)}). This will likely lead to incorrect "
                       f"results due to broadcasting. Please ensure they have the same size.",
                       stacklevel=3)
 
@@ -1136,6 +1146,15 @@ _WEIGHTED = {n: _saving_all(BinaryCrossEntropyWithLogitsBackward0, n) for n in (
 _WEIGHTED_BCE = _saving_all(BinaryCrossEntropyBackward0, 3)
 
 
+def _check_weight_shape(input: Tensor, weight: Tensor) -> None:
+    """PyTorch's errors for a BCE weight that does not broadcast to the input's shape (its
+    size error), or that would broadcast the loss beyond it."""
+    shape = tuple(_broadcast_shapes(input.shape, weight.shape))
+    if shape != tuple(input.shape):
+        raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the "
+                           f"broadcast shape {list(shape)}")
+
+
 def _not_differentiable(op: str, **tensors) -> None:
     """PyTorch's refusal of an argument its op has no derivative for, when it requires grad
     and gradients are being recorded."""
@@ -1164,11 +1183,13 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         raise RuntimeError(f"binary_cross_entropy: Found dtype "
                            f"{checks.scalar_type_name(target.dtype)} but expected "
                            f"{checks.scalar_type_name(input.dtype)}")
-    if input.numel() and bool(((input < 0).logical_or(input > 1)).any().item()):
+    # (as PyTorch's test, 0 <= x <= 1, a NaN is out of range too)
+    if input.numel() and not bool(((input >= 0).logical_and(input <= 1)).all().item()):
         raise RuntimeError("all elements of input should be between 0 and 1")
     _not_differentiable("binary_cross_entropy", weight=weight)
     if weight is None:
         return _apply(BinaryCrossEntropyBackward0, (input, target), reduction)
+    _check_weight_shape(input, weight)
     return _apply(_WEIGHTED_BCE, (input, target, weight.to(input.dtype)), reduction)
 
 
@@ -1203,6 +1224,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
                                  "binary_cross_entropy_with_logits")
     _not_differentiable("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
     weights = tuple(w for w in (weight, pos_weight) if w is not None)
+    for w in weights:
+        _check_weight_shape(input, w)
     return _apply(_WEIGHTED[2 + len(weights)], (input, target) + weights,
                   (weight is not None, pos_weight is not None), reduction)
 
@@ -1306,8 +1329,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
     if not _result_type(input, target).is_floating_point:
         raise checks.kernel_not_implemented(f"smooth_l1_{input.device.type}",
                                             _result_type(input, target))
-    if beta == 0.0:
-        return l1_loss(input, target, reduction=reduction)
+    if beta == 0.0:  # (l1_loss, without its size warning a second time)
+        return _reduce((input - target).abs(), reduction)
     operands = _elementwise_loss_operands(input, target, "smooth_l1_loss")
     return _apply(SmoothL1LossBackward0, operands, float(beta), reduction)
 
@@ -1344,19 +1367,23 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
     exp(target) * (target - input). ``reduction='batchmean'`` divides the sum by the batch
     size (the KL divergence's definition); ``'mean'`` divides by the number of elements."""
     _loss_operands("kl_div", input, target)
-    if not (input.dtype.is_floating_point or input.dtype.is_complex) or \
-            not (target.dtype.is_floating_point or target.dtype.is_complex):
-        raise RuntimeError("kl_div: Integral inputs not supported.")
-    if reduction == "batchmean":
-        _reduction(size_average, reduce, "sum")
-    else:
+    batchmean = reduction == "batchmean"
+    if size_average is not None or reduce is not None:
+        # (as PyTorch's: these override the reduction, and 'batchmean' still divides then)
         reduction = _reduction(size_average, reduce, reduction)
+    elif batchmean:
+        reduction = "sum"
+    else:
+        reduction = _reduction(None, None, reduction)
         if reduction == "mean":
             warnings.warn("reduction: 'mean' divides the total loss by both the batch size and "
                           "the support size.'batchmean' divides only by the batch size, and "
                           "aligns with the KL div math definition.'mean' will be changed to "
                           "behave the same as 'batchmean' in the next major release.",
                           stacklevel=2)
+    if not (input.dtype.is_floating_point or input.dtype.is_complex) or \
+            not (target.dtype.is_floating_point or target.dtype.is_complex):
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         loss = target.exp() * (target - input)
     else:
@@ -1364,9 +1391,8 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
         nonzero = target != 0
         safe = target.where(nonzero, 1.0)
         loss = (target * safe.log()).where(nonzero, 0.0) - target * input
-    if reduction == "batchmean":
-        return loss.sum() / input.shape[0] if input.ndim else loss.sum()
-    return _reduce(loss, reduction)
+    loss = _reduce(loss, reduction)
+    return loss / input.shape[0] if batchmean and input.ndim else loss
 
 
 @_autocast("float32")
@@ -1397,17 +1423,22 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: 
     or a last dimension of 1 (one variance per sample), or is a number; the clamp to ``eps``
     passes gradients through unchanged, as PyTorch's (it is done without recording)."""
     _loss_operands("gaussian_nll_loss", input, target)
-    reduction = _reduction(None, None, reduction)
+    # PyTorch's order: the sign of var, its size, then the reduction
     if not isinstance(var, Tensor):
-        var = input.new_full((), float(var))
-    if tuple(var.shape) != tuple(input.shape):
-        if tuple(input.shape[:-1]) == tuple(var.shape):
-            var = var.unsqueeze(-1)
-        elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1) \
-                and var.ndim != 0:
-            raise ValueError("gaussian_nll_loss: var is of incorrect size")
-    if bool((var < 0).any()):
+        if var < 0:
+            raise ValueError("gaussian_nll_loss: var has negative entry/entries")
+        var = input.new_full(input.shape, float(var))
+    elif bool((var < 0).any()):
         raise ValueError("gaussian_nll_loss: var has negative entry/entries")
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):  # one variance per sample
+            var = var.unsqueeze(-1)
+        # else it must differ from the input's size in one dimension only, where it is 1
+        elif not (var.ndim == input.ndim and sum(
+                v for i, v in zip(input.shape, var.shape) if i != v) == 1):
+            raise ValueError("gaussian_nll_loss: var is of incorrect size")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not valid")
     var = var.clone()
     from ..autograd.grad_mode import no_grad
 

@@ -111,10 +111,7 @@ class KLDivLoss(_Loss):
 
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean",
                  log_target: bool = False):
-        Module.__init__(self)
-        if reduction != "batchmean":
-            reduction = F._reduction(size_average, reduce, reduction)
-        self.reduction = reduction
+        super().__init__(size_average, reduce, reduction)  # (legacy arguments override)
         self.log_target = log_target
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
