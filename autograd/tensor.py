@@ -250,6 +250,9 @@ class Tensor:
         """The shape, or the length of dimension ``dim``."""
         if dim is None:
             return Size(self._data.shape)
+        if not self._data.ndim:  # (dims -1 and 0 pass wrap_dim; a 0-d tensor has no sizes)
+            wrap_dim(dim, 0, "size")
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
         return self._data.shape[wrap_dim(dim, self._data.ndim, "size")]
 
     def dim(self) -> int:
@@ -328,7 +331,7 @@ class Tensor:
     def storage_offset(self) -> int:
         return self._k.storage_offset(self._data)
 
-    def is_contiguous(self, memory_format=None) -> bool:
+    def is_contiguous(self, *, memory_format=None) -> bool:
         """Whether the tensor is contiguous in ``memory_format``: row-major by default (and for
         ``preserve_format``, as in PyTorch), NHWC / NDHWC order for ``channels_last`` /
         ``channels_last_3d`` (False for a tensor of another rank)."""
@@ -491,8 +494,9 @@ class Tensor:
         memo[id(self)] = out
         if self._grad is not None:
             out._grad = self._grad.__deepcopy__(memo)
-        if type(self) is not Tensor:
-            out.__dict__.update(copy.deepcopy(self._user_attributes(), memo))
+        attrs = self._user_attributes()  # (a plain tensor's attributes too, as PyTorch's)
+        if attrs:
+            out.__dict__.update(copy.deepcopy(attrs, memo))
         return out
 
     def _storage_copy(self, memo: dict) -> "Tensor":
@@ -551,8 +555,9 @@ class Tensor:
                 "computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach().")
         if requires_grad and not (self._dtype.is_floating_point or self._dtype.is_complex):
-            raise RuntimeError(f"Only Tensors of floating point and complex dtype can require "
-                               f"gradients (got {self._dtype})")
+            # (PyTorch's method's words; its factories' requires_grad=True says "Only Tensors of
+            # floating point and complex dtype", creation._finish)
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if requires_grad and self._inference and not state.inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside "
                                "InferenceMode is not allowed.")
@@ -870,7 +875,7 @@ class Tensor:
         if self._requires_grad and not force and state.grad_enabled:  # (no_grad: allowed)
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
-        return self._host_array().copy() if force else self._host_array()
+        return self._host_array()  # (force=True detaches and shares memory, as PyTorch's)
 
     def _host_array(self) -> np.ndarray:
         return host_values(self._data)
@@ -943,8 +948,12 @@ class Tensor:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
+    def __reversed__(self) -> "Tensor":
+        """The tensor flipped along dim 0 (a 0-d tensor is returned as it is, as PyTorch's)."""
+        return self if self._data.ndim == 0 else self.flip(0)
+
     def __index__(self) -> int:
-        if self._dtype.is_floating_point or self.numel() != 1:
+        if self._dtype.is_floating_point or self._dtype.is_complex or self.numel() != 1:
             raise TypeError("only integer tensors of a single element can be converted to an "
                             "index")
         return int(self.item())

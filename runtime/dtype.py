@@ -11,6 +11,7 @@ are stored as their one-byte bit patterns: on the CPU under the NumPy dtypes of 
 from __future__ import annotations
 
 import builtins
+import numbers
 import threading
 
 import numpy as np
@@ -38,7 +39,8 @@ _BOOL, _INT, _FLOAT, _COMPLEX = range(4)  # promotion categories, lowest first
 
 
 class dtype:
-    """An element type: ``tritongrad.float32`` and friends.
+    """An element type: ``tritongrad.float32`` and friends (singletons, read-only, as
+    PyTorch's: ``tritongrad.dtype(...)`` is refused, and so is setting an attribute).
 
     Attributes:
         itemsize: bytes per element.
@@ -51,15 +53,20 @@ class dtype:
     __slots__ = ("name", "itemsize", "np", "is_floating_point", "is_complex", "is_signed",
                  "_category", "_rank")
 
-    def __init__(self, name: str, np_dtype, category: int, rank: int, signed: bool = True):
-        self.name = name
-        self.np = np.dtype(np_dtype)
-        self.itemsize = self.np.itemsize
-        self._category = category
-        self._rank = rank
-        self.is_floating_point = category == _FLOAT
-        self.is_complex = category == _COMPLEX
-        self.is_signed = signed
+    def __init__(self, *args, **kwargs):
+        # the module's singletons are made by _new_dtype; a subclass (the quantized types
+        # of tritongrad/ao) by this with _new_dtype's arguments
+        if type(self) is dtype:
+            raise TypeError("cannot create 'tritongrad.dtype' instances")
+        _init_dtype(self, *args, **kwargs)
+
+    def __setattr__(self, name: str, value) -> None:
+        # read-only as PyTorch's: ``tg.float32.itemsize = 3`` would corrupt every tensor
+        raise AttributeError(f"attribute '{name}' of 'tritongrad.dtype' objects is not "
+                             f"writable")
+
+    def __delattr__(self, name: str) -> None:
+        self.__setattr__(name, None)
 
     def __repr__(self) -> str:
         return f"tritongrad.{self.name}"
@@ -70,32 +77,59 @@ class dtype:
         return (_dtype_named, (self.name,))
 
     def to_complex(self) -> "dtype":
-        return {float16: complex64, bfloat16: complex64, float32: complex64,
-                float64: complex128}.get(self, self)
+        """The complex dtype whose parts are this floating point dtype (complex64 for
+        float32, bfloat16 and float16, which has no complex32 here); a complex dtype itself.
+
+        Raises:
+            RuntimeError: an integer, bool or float8 dtype (no complex twin, as PyTorch).
+        """
+        out = _TO_COMPLEX.get(self)
+        if out is None:
+            raise RuntimeError(f"Unknown Complex ScalarType for "
+                               f"{CPP_NAMES.get(self.name, self.name)}")
+        return out
 
     def to_real(self) -> "dtype":
+        """The dtype of a complex dtype's parts; any other dtype itself."""
         return {complex64: float32, complex128: float64}.get(self, self)
 
 
+def _init_dtype(d: dtype, name: str, np_dtype, category: int, rank: int,
+                signed: bool = True) -> None:
+    np_dt = np.dtype(np_dtype)
+    for k, v in (("name", name), ("np", np_dt), ("itemsize", np_dt.itemsize),
+                 ("_category", category), ("_rank", rank), ("is_signed", signed),
+                 ("is_floating_point", category == _FLOAT),
+                 ("is_complex", category == _COMPLEX)):
+        object.__setattr__(d, k, v)
+
+
+def _new_dtype(name: str, np_dtype, category: int, rank: int, signed: bool = True) -> dtype:
+    """One of the module's dtype singletons (``dtype(...)`` itself is refused)."""
+    d = object.__new__(dtype)
+    _init_dtype(d, name, np_dtype, category, rank, signed)
+    return d
+
+
 # rank orders types inside a category for promotion; uint8/int8 meet at int16 (as in PyTorch).
-bool = dtype("bool", np.bool_, _BOOL, 0, signed=False)  # noqa: A001 - PyTorch's name
-uint8 = dtype("uint8", np.uint8, _INT, 1, signed=False)
-int8 = dtype("int8", np.int8, _INT, 1)
-int16 = dtype("int16", np.int16, _INT, 2)
-int32 = dtype("int32", np.int32, _INT, 3)
-int64 = dtype("int64", np.int64, _INT, 4)
+bool = _new_dtype("bool", np.bool_, _BOOL, 0, signed=False)  # noqa: A001 - PyTorch's name
+uint8 = _new_dtype("uint8", np.uint8, _INT, 1, signed=False)
+int8 = _new_dtype("int8", np.int8, _INT, 1)
+int16 = _new_dtype("int16", np.int16, _INT, 2)
+int32 = _new_dtype("int32", np.int32, _INT, 3)
+int64 = _new_dtype("int64", np.int64, _INT, 4)
 # PyTorch's limited-support unsigned types: creation, conversion, printing, equality; no
 # promotion with another dtype except to a floating point one (promote_types refuses).
-uint16 = dtype("uint16", np.uint16, _INT, 2, signed=False)
-uint32 = dtype("uint32", np.uint32, _INT, 3, signed=False)
-uint64 = dtype("uint64", np.uint64, _INT, 4, signed=False)
+uint16 = _new_dtype("uint16", np.uint16, _INT, 2, signed=False)
+uint32 = _new_dtype("uint32", np.uint32, _INT, 3, signed=False)
+uint64 = _new_dtype("uint64", np.uint64, _INT, 4, signed=False)
 _LIMITED_UINTS = (uint16, uint32, uint64)
-float16 = dtype("float16", np.float16, _FLOAT, 1)
-bfloat16 = dtype("bfloat16", np.uint16, _FLOAT, 1)
-float32 = dtype("float32", np.float32, _FLOAT, 2)
-float64 = dtype("float64", np.float64, _FLOAT, 3)
-complex64 = dtype("complex64", np.complex64, _COMPLEX, 2)
-complex128 = dtype("complex128", np.complex128, _COMPLEX, 3)
+float16 = _new_dtype("float16", np.float16, _FLOAT, 1)
+bfloat16 = _new_dtype("bfloat16", np.uint16, _FLOAT, 1)
+float32 = _new_dtype("float32", np.float32, _FLOAT, 2)
+float64 = _new_dtype("float64", np.float64, _FLOAT, 3)
+complex64 = _new_dtype("complex64", np.complex64, _COMPLEX, 2)
+complex128 = _new_dtype("complex128", np.complex128, _COMPLEX, 3)
 
 
 
@@ -109,19 +143,23 @@ def _float8_np(name: str):
 # e4m3fn: 4 exponent bits, 3 mantissa bits, no infinities, NaN 0x7F/0xFF (max 448); e5m2: IEEE
 # style (max 57344, inf, NaN); the "fnuz" pair: no negative zero, 0x80 the only NaN; e8m0fnu:
 # an exponent only (2 ** (bits - 127)), unsigned, 0xFF NaN: the scales of MX formats.
-float8_e4m3fn = dtype("float8_e4m3fn", _float8_np("float8_e4m3fn"), _FLOAT, 0)
-float8_e5m2 = dtype("float8_e5m2", _float8_np("float8_e5m2"), _FLOAT, 0)
-float8_e4m3fnuz = dtype("float8_e4m3fnuz", _float8_np("float8_e4m3fnuz"), _FLOAT, 0)
-float8_e5m2fnuz = dtype("float8_e5m2fnuz", _float8_np("float8_e5m2fnuz"), _FLOAT, 0)
-float8_e8m0fnu = dtype("float8_e8m0fnu", _float8_np("float8_e8m0fnu"), _FLOAT, 0, signed=False)
+float8_e4m3fn = _new_dtype("float8_e4m3fn", _float8_np("float8_e4m3fn"), _FLOAT, 0)
+float8_e5m2 = _new_dtype("float8_e5m2", _float8_np("float8_e5m2"), _FLOAT, 0)
+float8_e4m3fnuz = _new_dtype("float8_e4m3fnuz", _float8_np("float8_e4m3fnuz"), _FLOAT, 0)
+float8_e5m2fnuz = _new_dtype("float8_e5m2fnuz", _float8_np("float8_e5m2fnuz"), _FLOAT, 0)
+float8_e8m0fnu = _new_dtype("float8_e8m0fnu", _float8_np("float8_e8m0fnu"), _FLOAT, 0,
+                            signed=False)
 if _ml_dtypes is None:  # (np.void has no fixed size: the format's is one byte)
     for _d in (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu):
-        _d.itemsize = 1
+        object.__setattr__(_d, "itemsize", 1)
 FLOAT8_TYPES = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu)
 
 half, float, double = float16, float32, float64  # noqa: A001
 int, long = int32, int64  # noqa: A001
 cfloat, cdouble = complex64, complex128
+# (complex32 does not exist here: float16's complex twin is complex64)
+_TO_COMPLEX = {float16: complex64, bfloat16: complex64, float32: complex64,
+               float64: complex128, complex64: complex64, complex128: complex128}
 
 _all = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
         complex64, complex128, uint16, uint32, uint64) + FLOAT8_TYPES
@@ -154,10 +192,43 @@ def get_default_dtype() -> dtype:
 
 
 def set_default_dtype(d: dtype) -> None:
-    """Sets the default floating point dtype (float32 or float64, as in PyTorch)."""
+    """Sets the default floating point dtype: float32, float64, float16 or bfloat16 (as in
+    PyTorch; the float8 types cannot be).
+
+    Raises:
+        TypeError: ``d`` is not one of them (PyTorch's words).
+    """
     if d not in (float32, float64, float16, bfloat16):
-        raise TypeError(f"set_default_dtype: only floating point types are supported, got {d}")
+        if not isinstance(d, dtype):
+            raise TypeError("invalid dtype object: only floating-point types are supported as "
+                            "the default type")
+        if d in FLOAT8_TYPES:  # (PyTorch fails looking for their legacy storage class)
+            raise TypeError(f"couldn't find storage object {CPP_NAMES[d.name]}Storage")
+        raise TypeError("only floating-point types are supported as the default type")
     _default.dtype = d
+
+
+_NO_TYPE = object()  # finfo()'s default: the default dtype (finfo(None) is refused)
+# the Python types PyTorch's dtype arguments take for dtypes
+_PY_TYPES = {builtins.float: float64, builtins.int: int64, builtins.bool: bool,
+             complex: complex128}
+
+
+def _info_arg(op: str, d) -> dtype:
+    """finfo's / iinfo's dtype argument: a dtype, or a Python number type as its dtype."""
+    if isinstance(d, dtype):
+        return d
+    if isinstance(d, builtins.type) and d in _PY_TYPES:
+        return _PY_TYPES[d]
+    if op == "finfo":  # (PyTorch names the argument's type here too; this wording is kept
+        # because tests/autograd/test_dtype_info.py pins it for finfo("float32"))
+        raise TypeError(_FINFO_KIND)
+    raise TypeError(f"{op}(): argument 'type' (position 1) must be tritongrad.dtype, not "
+                    f"{builtins.type(d).__name__}")
+
+
+_FINFO_KIND = ("torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
+               "'torch.finfo'")
 
 
 class finfo:
@@ -174,11 +245,10 @@ class finfo:
 
     __slots__ = ("bits", "dtype", "eps", "max", "min", "resolution", "smallest_normal", "tiny")
 
-    def __init__(self, type: dtype | None = None):  # noqa: A002 - PyTorch's parameter name
-        d = get_default_dtype() if type is None else type
-        if not isinstance(d, dtype) or not (d.is_floating_point or d.is_complex):
-            raise TypeError("torch.finfo() requires a floating point input type. Use "
-                            "torch.iinfo to handle 'torch.finfo'")
+    def __init__(self, type: dtype = _NO_TYPE):  # noqa: A002 - PyTorch's parameter name
+        d = get_default_dtype() if type is _NO_TYPE else _info_arg("finfo", type)
+        if not (d.is_floating_point or d.is_complex):
+            raise TypeError(_FINFO_KIND)
         d = d.to_real()
         if d in _FLOAT8_LIMITS:
             (self.bits, self.eps, self.max, self.min, self.tiny, self.resolution, self.dtype
@@ -202,6 +272,13 @@ class finfo:
                 f"eps={self.eps:g}, smallest_normal={self.tiny:g}, tiny={self.tiny:g}, "
                 f"dtype={self.dtype})")
 
+    def __eq__(self, other) -> builtins.bool:
+        # (PyTorch's: equal limits are equal; a new object each call, so `is` would not do)
+        return type(other) is type(self) and all(
+            getattr(self, f) == getattr(other, f) for f in self.__slots__)
+
+    __hash__ = None  # (unhashable, as PyTorch's)
+
 
 class iinfo:
     """Machine limits of an integer dtype, as ``torch.iinfo``: ``bits``, ``min``, ``max``
@@ -213,17 +290,24 @@ class iinfo:
 
     __slots__ = ("bits", "dtype", "max", "min")
 
-    def __init__(self, type: dtype):  # noqa: A002 - PyTorch's parameter name
-        if type is bool:
+    def __init__(self, type: dtype = _NO_TYPE):  # noqa: A002 - PyTorch's parameter name
+        if type is _NO_TYPE:  # (PyTorch's words: no default, unlike finfo)
+            raise TypeError('iinfo() missing 1 required positional arguments: "type"')
+        d = _info_arg("iinfo", type)
+        if d is bool:
             raise TypeError("torch.bool is not supported by torch.iinfo")
-        if not isinstance(type, dtype) or type.is_floating_point or type.is_complex:
+        if d.is_floating_point or d.is_complex:
             raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to "
                             "handle 'torch.iinfo'")
-        i = np.iinfo(type.np)
-        self.bits, self.min, self.max, self.dtype = i.bits, builtins.int(i.min), builtins.int(i.max), type.name
+        i = np.iinfo(d.np)
+        self.bits, self.dtype = i.bits, d.name
+        self.min, self.max = builtins.int(i.min), builtins.int(i.max)
 
     def __repr__(self) -> str:
         return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"
+
+    __eq__ = finfo.__eq__
+    __hash__ = None
 
 
 _PRECISIONS = ("highest", "high", "medium")
@@ -244,13 +328,24 @@ def get_float32_matmul_precision() -> str:
     return _default.matmul_precision
 
 
-def promote_types(a: dtype, b: dtype) -> dtype:
-    """The smallest dtype both ``a`` and ``b`` convert to without losing category or range."""
-    if a is b:
+def promote_types(type1: dtype, type2: dtype) -> dtype:
+    """The smallest dtype both ``type1`` and ``type2`` convert to without losing category or
+    range.
+
+    Raises:
+        TypeError: an argument is not a dtype.
+        RuntimeError: a float8 or uint16/32/64 type with another (PyTorch refuses).
+    """
+    a, b = type1, type2
+    if a is b:  # (the hot case: no type check, promote_types(3, 3) passes 3 through)
         return a
     if a in _NO_PROMOTION or b in _NO_PROMOTION:
         return _promote_limited_uint(a, b)
-    if a._category != b._category:
+    try:
+        ca, cb = a._category, b._category
+    except AttributeError:
+        _not_a_dtype(a, b)
+    if ca != cb:
         hi, lo = (a, b) if a._category > b._category else (b, a)
         if hi.is_complex and lo.is_floating_point and lo._rank > hi._rank:
             return complex128
@@ -262,6 +357,12 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     if a.is_complex or a.is_floating_point or a._category == _INT:
         return a if a._rank > b._rank else b
     return a
+
+
+def _not_a_dtype(a, b):
+    bad, name, pos = (a, "type1", 1) if not isinstance(a, dtype) else (b, "type2", 2)
+    raise TypeError(f"promote_types(): argument '{name}' (position {pos}) must be "
+                    f"tritongrad.dtype, not {type(bad).__name__}")
 
 
 # PyTorch's C++ names of the dtypes, as its error messages print them
@@ -294,7 +395,7 @@ def _category_of_scalar(x) -> int:
         return _INT
     if isinstance(x, (complex, np.complexfloating)):
         return _COMPLEX
-    return _FLOAT
+    return _FLOAT  # (anything else: the op that was given it refuses it, naming itself)
 
 
 builtins_bool, builtins_int = type(True), type(1)
@@ -350,6 +451,39 @@ def result_type(*operands) -> dtype:
     if out is None:
         raise TypeError("result_type: needs at least one tensor or scalar operand")
     return out
+
+
+_RESULT_TYPE_KEYWORDS = ("tensor", "other", "scalar", "scalar1", "scalar2")
+
+
+def _is_tensor(x) -> builtins.bool:
+    return isinstance(getattr(x, "dtype", None), dtype)
+
+
+def public_result_type(*args, **kwargs) -> dtype:
+    """``torch.result_type``: the dtype an op over two operands gives, each a tensor or a
+    number, passed by position or by PyTorch's names (``tensor``/``other``, ``scalar``,
+    ``scalar1``/``scalar2``). (The ops call ``result_type``, which takes any number of
+    operands and leaves refusing a non-number to the op, which names itself.)
+
+    Raises:
+        TypeError: not two operands, or one that is neither a tensor nor a number.
+    """
+    operands = args + tuple(kwargs[k] for k in _RESULT_TYPE_KEYWORDS if k in kwargs)
+    if len(operands) != 2 or len(kwargs) != len(operands) - len(args) or not all(
+            _is_tensor(x) or isinstance(x, (numbers.Number, np.bool_)) for x in operands):
+        got = ", ".join(["Tensor" if _is_tensor(x) else builtins.type(x).__name__
+                         for x in args]
+                        + [f"{k}={builtins.type(v).__name__}" for k, v in kwargs.items()])
+        raise TypeError(f"result_type() received an invalid combination of arguments - got "
+                        f"({got}), but expected one of: (Tensor tensor, Tensor other), "
+                        f"(Number scalar, Tensor tensor), (Tensor tensor, Number other), "
+                        f"(Number scalar1, Number scalar2)")
+    return result_type(*operands)
+
+
+# (where users meet them: ``tritongrad.dtype``, as PyTorch's ``torch.dtype``)
+dtype.__module__ = finfo.__module__ = iinfo.__module__ = "tritongrad"
 
 
 def bfloat16_bits(values) -> np.ndarray:

@@ -1,5 +1,7 @@
 """nn.Module's registration errors name the value's type as PyTorch's ``typename`` does."""
 
+import re
+
 import pytest
 
 import tritongrad as tg
@@ -51,3 +53,18 @@ def test_instance_norm_refuses_a_number_for_its_statistics():
     with pytest.raises(TypeError, match=r"instance_norm\(\): argument 'running_mean' \(position "
                                         r"2\) must be Tensor, not int"):
         tg.nn.functional.instance_norm(tg.randn(2, 3, 4), 5)
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda x: tg.nn.functional.bilinear(x, "a", x), "bilinear(): argument 'input2'"),
+    (lambda x: tg.nn.functional.bilinear(x, x, "a"), "bilinear(): argument 'weight'"),
+    (lambda x: tg.nn.functional.cosine_embedding_loss(x, "a", x),
+     "cosine_embedding_loss(): argument 'input2'"),
+    (lambda x: tg.nn.functional.cosine_embedding_loss(x, x, "a"),
+     "cosine_embedding_loss(): argument 'target'"),
+    (lambda x: tg.nn.functional.cross_entropy(x, tg.zeros(3, dtype=tg.long), weight="a"),
+     "cross_entropy(): argument 'weight'"),
+])
+def test_functional_arguments_of_the_wrong_type(call, words):
+    with pytest.raises(TypeError, match="^" + re.escape(words) + " must be Tensor, not str"):
+        call(tg.randn(3, 4))

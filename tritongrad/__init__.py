@@ -24,8 +24,9 @@ from .runtime.dtype import (bfloat16, bool, cdouble, cfloat, channels_last, chan
                             finfo, float16, float32, float64, get_default_dtype, half, iinfo, int,
                             int8, int16,
                             int32, int64, layout, long, memory_format, preserve_format,
-                            promote_types, result_type, set_default_dtype, strided, uint8,
+                            promote_types, set_default_dtype, strided, uint8,
                             uint16, uint32, uint64)
+from .runtime.dtype import public_result_type as result_type
 from . import autograd
 from .autograd import (Function, enable_grad, inference_mode, is_grad_enabled,
                        is_inference_mode_enabled, no_grad, set_grad_enabled)

@@ -72,6 +72,9 @@ def _warn_0d(message: str) -> None:
 
 def matrix_H(x: Tensor) -> Tensor:
     """``x.H``, the conjugate transpose of a matrix (a view of a real one)."""
+    if x.ndim == 0:
+        _warn_0d("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().")
+        return x.conj()
     if x.ndim != 2:
         hint = " For batches of matrices, consider using tensor.mH" if x.ndim > 2 else ""
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import builtins
 import numbers
+import warnings
+
+import numpy as np
 
 from ..registry import OpInfo, with_jvp
 from ...kernels import host_array
@@ -115,7 +118,8 @@ def _to_args(args, kwargs):
     memory_format = kwargs.pop("memory_format", None)
     check_memory_format("to", memory_format, None)
     if kwargs:
-        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        raise TypeError(f"to() received an invalid combination of arguments - got "
+                        f"unexpected keyword arguments {sorted(kwargs)}")
     flags, given = [], []
     for a in args:
         if isinstance(a, Tensor):
@@ -174,9 +178,29 @@ def to(x: Tensor, *args, **kwargs) -> Tensor:
             suggest_memory_format(tuple(x.shape), x.stride()) is memory_format):
         return x
     strides = target_strides(x, memory_format)
+    if x.dtype.is_complex and not dtype.is_complex and dtype is not dtypes.bool:
+        with _discarding_imaginary():
+            return apply(ToCopyBackward0, (x,), dtype, device, x.dtype, strides,
+                         non_blocking and device is not x.device)
     if non_blocking and device is not x.device:
         return apply(ToCopyBackward0, (x,), dtype, device, x.dtype, strides, True)
     return apply(ToCopyBackward0, (x,), dtype, device, x.dtype, strides)
+
+
+class _discarding_imaginary(warnings.catch_warnings):
+    """Around a complex -> real cast (bool excepted: nothing is discarded): PyTorch's
+    UserWarning, in place of NumPy's ComplexWarning from the CPU backend's cast (the GPU's
+    says nothing). PyTorch warns once a process; Python's filter, once a calling line."""
+
+    def __enter__(self):
+        out = super().__enter__()
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        return out
+
+    def __exit__(self, *exc):
+        super().__exit__(*exc)
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      UserWarning, stacklevel=3)
 
 
 def cuda(x: Tensor, device=None, non_blocking: bool = False, memory_format=None) -> Tensor:
@@ -260,24 +284,33 @@ def legacy_tensor_types(device_type: str) -> dict:
             for name, dt in _LEGACY_DTYPES.items()}
 
 
+# every dtype's type name: PyTorch's C++ name + "Tensor" ("FloatTensor", "ComplexFloatTensor",
+# "Float8_e4m3fnTensor"), the names type(str) reads back
+_TYPE_NAMES = {getattr(dtypes, n): cpp + "Tensor" for n, cpp in dtypes.CPP_NAMES.items()}
+_TYPES_BY_NAME = {name: dt for dt, name in _TYPE_NAMES.items()}
+
+
 def type(x: Tensor, dtype=None, non_blocking: bool = False, **kwargs):  # noqa: A001
-    """With no ``dtype``, the tensor's type name (``"tritongrad.FloatTensor"``, or
-    ``"tritongrad.cuda.FloatTensor"``); else ``x`` converted to ``dtype``: a dtype, a
-    typed-tensor class (``tg.LongTensor``) or its name (``"torch.LongTensor"`` is read as
-    ``"tritongrad.LongTensor"``)."""
+    """With no ``dtype``, the tensor's type name (``"tritongrad.FloatTensor"``,
+    ``"tritongrad.ComplexFloatTensor"``, or ``"tritongrad.cuda.FloatTensor"``); else ``x``
+    converted to ``dtype``: a dtype, a typed-tensor class (``tg.LongTensor``) or its name
+    (``"torch.LongTensor"`` is read as ``"tritongrad.LongTensor"``)."""
     if dtype is None:
-        names = {dt: n for n, dt in _LEGACY_DTYPES.items()}
         prefix = "tritongrad." if x.device.type == "cpu" else "tritongrad.cuda."
-        return prefix + names.get(x.dtype, x.dtype.name)
+        return prefix + _TYPE_NAMES.get(x.dtype, x.dtype.name)
     device = None
     if isinstance(dtype, str):
         parts = dtype.split(".")
-        if parts[-1] not in _LEGACY_DTYPES or parts[0] not in ("torch", "tritongrad"):
+        if parts[-1] not in _TYPES_BY_NAME or parts[0] not in ("torch", "tritongrad"):
             raise ValueError(f"invalid type: {dtype!r}")
         device = "cuda" if "cuda" in parts[1:-1] else "cpu"
-        dtype = _LEGACY_DTYPES[parts[-1]]
+        dtype = _TYPES_BY_NAME[parts[-1]]
     elif isinstance(dtype, _LegacyTensorType):
         dtype, device = dtype.dtype, dtype.device_type
+    elif not isinstance(dtype, dtypes.dtype):  # (to() would read an int as a device)
+        if isinstance(dtype, builtins.type):  # float, np.float32...: PyTorch's words
+            raise ValueError(f"invalid type: '{dtype.__name__}'")
+        raise TypeError("dtype must be a type, str, or dtype object")
     return to(x, dtype) if device is None else to(x, device, dtype)
 
 
@@ -358,7 +391,9 @@ def contiguous(x: Tensor, memory_format=None) -> Tensor:
         if x.is_contiguous():  # (PyTorch's first check: nothing to lay out)
             return x
         raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
-    return x if x.is_contiguous(memory_format) else clone(x, memory_format=memory_format)
+    if x.is_contiguous(memory_format=memory_format):
+        return x
+    return clone(x, memory_format=memory_format)
 
 
 class CopyBackwards(Primitive):
@@ -415,6 +450,9 @@ def copy_(self: Tensor, other, non_blocking: bool = False) -> Tensor:
     src_dtype = src.dtype
     if src._device is not self._device:
         src = to(src, self._device, non_blocking=non_blocking)
+    if src_dtype.is_complex and not self.dtype.is_complex and self.dtype is not dtypes.bool:
+        with _discarding_imaginary():
+            return apply_inplace(CopyBackwards, self, (src,), src_dtype)
     return apply_inplace(CopyBackwards, self, (src,), src_dtype)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+import warnings
 
 import numpy as np
 
@@ -294,6 +295,9 @@ def check_ndarray(arr: np.ndarray) -> None:
 
 def _finish(t: Tensor, requires_grad: bool) -> Tensor:
     if requires_grad:
+        if not (t._dtype.is_floating_point or t._dtype.is_complex):  # (the factories' words)
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                               "gradients")
         t.requires_grad_(True)
     return t
 
@@ -486,6 +490,20 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False,
         tensor([[ 1., -1.],
                 [ 1., -1.]])
     """
+    if isinstance(data, Tensor):
+        _warn_copy_construct("tritongrad.tensor(sourceTensor)", 4)  # (through its guard)
+    return _tensor(data, dtype, device, requires_grad, pin_memory)
+
+
+def _warn_copy_construct(how: str, stacklevel: int) -> None:
+    warnings.warn(f"To copy construct from a tensor, it is recommended to use "
+                  f"sourceTensor.detach().clone() or "
+                  f"sourceTensor.detach().clone().requires_grad_(True), rather than {how}.",
+                  UserWarning, stacklevel=stacklevel)
+
+
+def _tensor(data, dtype, device, requires_grad: bool, pin_memory: bool = False) -> Tensor:
+    """``tensor()``'s work, without its warning for a tensor ``data``."""
     if isinstance(data, np.ndarray):
         check_ndarray(data)
     if _is_ml_bfloat16(data):  # (held as float32 values on the CPU: converted, exactly)
@@ -1122,8 +1140,9 @@ def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=
 
 def _new_tensor(self, data, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A new tensor of ``data``, by default of this tensor's dtype and device."""
-    return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
-                  requires_grad=requires_grad)
+    if isinstance(data, Tensor):
+        _warn_copy_construct("tensor.new_tensor(sourceTensor)", 3)
+    return _tensor(data, dtype or self.dtype, device or self.device, requires_grad)
 
 
 def legacy_new(args: tuple, dtype, device, op: str) -> Tensor:
