@@ -426,13 +426,18 @@ def _jacfwd(func, inputs, strict: bool, vectorize: bool):
         raise RuntimeError('torch.autograd.functional.jacobian: `strict=True` and '
                            '`strategy="forward-mode"` are not supported together (yet). Please '
                            'either set `strict=False` or `strategy="reverse-mode"`.')
+    # (PyTorch's order of checks: strict, then the inputs' types, then vectorize)
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
     if not vectorize:
         raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse "
                                   "Hessian is only implemented for `vectorize=True`.")
     from . import forward_ad
     from .batched import batch, unbatch
     from .ops.creation import zeros
-    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
+    for inp in inputs:  # (make_dual's ValueError, as PyTorch's forward mode raises it)
+        if not (inp.dtype.is_floating_point or inp.dtype.is_complex):
+            raise ValueError(f"Expected primal to be floating point or complex, but got: "
+                             f"{inp.dtype}")
     # The inputs require grad so that a function differentiating itself (hessian's jac_func:
     # forward-over-reverse) keeps their duals in its graph by a view, not a detach, which
     # would drop their tangents; the result is detached at the end.
@@ -445,9 +450,11 @@ def _jacfwd(func, inputs, strict: bool, vectorize: bool):
             args = [forward_ad.make_dual(inp, batch(t)) for inp, t in zip(inputs, tangents)]
         else:  # (no element: an empty batch of tangents is none)
             args = list(inputs)
-        is_outputs_tuple, outs = _as_tuple(func(*args), "outputs of the user-provided "
-                                           "function", "jacobian")
+        # ("The outputs given to ...": PyTorch's words on this path)
+        is_outputs_tuple, outs = _as_tuple(func(*args), "outputs", "jacobian")
         unpacked = [forward_ad.unpack_dual(o) for o in outs]
+    # Lists, not tuples, where the result is a sequence: PyTorch's forward-mode jacobian (and so
+    # a forward-over-reverse hessian) returns lists; code may compare with ==.
     result = []
     for u in unpacked:
         out = u.primal
@@ -456,13 +463,16 @@ def _jacfwd(func, inputs, strict: bool, vectorize: bool):
         for inp, n in zip(inputs, sizes):
             shape = tuple(out.shape) + tuple(inp.shape)
             if cols is None or not n or not out.numel():
-                blocks.append(zeros(shape, dtype=out.dtype, device=out.device))
+                # (the output's zero tangent broadcast over the input's elements, as
+                # PyTorch's vmap gives it: stride 0 there, no memory per input element)
+                zero = zeros(out.shape, dtype=out.dtype, device=out.device)
+                blocks.append(zero.reshape(tuple(out.shape) + (1,) * inp.ndim).expand(shape))
             else:
                 block = cols[start:start + n].reshape(n, out.numel())
                 blocks.append(block.t().reshape(shape))
             start += n
-        result.append(_grad_postprocess(tuple(blocks), False))
-    return _tuple_postprocess(tuple(result), (is_outputs_tuple, is_inputs_tuple))
+        result.append([b.detach() for b in blocks])
+    return _tuple_postprocess(result, (is_outputs_tuple, is_inputs_tuple))
 
 
 def _jacrev_vectorized(outputs: tuple, inputs: tuple, is_outputs_tuple: bool,
@@ -483,8 +493,8 @@ def _jacrev_vectorized(outputs: tuple, inputs: tuple, is_outputs_tuple: bool,
         blocks = []
         for g, inp in zip(grads, inputs):
             shape = tuple(out.shape) + tuple(inp.shape)
-            if g is None:
-                blocks.append(zeros(shape, dtype=inp.dtype, device=inp.device))
+            if g is None:  # (one row of zeros expanded, as PyTorch's: no memory per row)
+                blocks.append(zeros(inp.shape, dtype=inp.dtype, device=inp.device).expand(shape))
             else:
                 blocks.append(g[start:start + n].reshape(shape))
         result.append(tuple(blocks))
@@ -518,7 +528,8 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
         where ``Jacobian[i][j]`` will contain the Jacobian of the ``i``\\ th output and
         ``j``\\ th input and will have as size the concatenation of the sizes of the
         corresponding output and the corresponding input and will have same dtype and device
-        as the corresponding input.
+        as the corresponding input. With ``strategy="forward-mode"`` the tuples are lists,
+        as PyTorch's.
 
     Example:
         >>> import tritongrad as torch

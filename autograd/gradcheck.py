@@ -87,8 +87,18 @@ def _as_tuple(x) -> tuple:
     return (x,)
 
 
+class _OutputTypeError(TypeError, AttributeError):
+    """A ``func`` output that is not a Tensor. PyTorch fails on it with an AttributeError (it
+    reads ``requires_grad`` from each output), which code may catch; this is both."""
+
+
 def _differentiable_outputs(x) -> tuple:
-    return tuple(o for o in _as_tuple(x) if isinstance(o, Tensor) and o.requires_grad)
+    outputs = _as_tuple(x)
+    for i, o in enumerate(outputs):
+        if not isinstance(o, Tensor):  # (a non-Tensor has no gradient to check: refused)
+            raise _OutputTypeError(f"gradcheck: func must return a Tensor or a tuple of "
+                                   f"Tensors, but output {i} has type {type(o).__name__}.")
+    return tuple(o for o in outputs if o.requires_grad)
 
 
 def _diff_inputs(inputs: tuple) -> list:
@@ -149,7 +159,7 @@ def _check_inputs(tupled_inputs: tuple) -> None:
         any_input_requiring_grad = True
     if not any_input_requiring_grad:
         raise ValueError("gradcheck expects at least one input tensor to require gradient, "
-                         "but none of the them have requires_grad=True.")
+                         "but none of them have requires_grad=True.")
 
 
 def _real_view(func, inputs: tuple) -> tuple:
