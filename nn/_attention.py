@@ -176,8 +176,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         attn_mask: broadcastable to (N, ..., L, S). A boolean mask: True indicates the element
             should take part in attention. A float mask: added to the attention scores.
         dropout_p: dropout probability; applied whenever greater than 0.0 (use 0.0 in eval).
-        is_causal: apply a lower-right-free causal mask (query i attends to keys 0..i);
-            an error if ``attn_mask`` is also set.
+        is_causal: apply a causal mask aligned to the upper left (query i attends to keys
+            0..i); with ``attn_mask`` too, both apply where PyTorch's CPU flash kernel would
+            run (4-D inputs it takes), else an error as PyTorch's.
         scale: scaling factor applied prior to softmax; default 1/sqrt(E).
         enable_gqa: grouped-query attention: Hq may be a multiple of H, each key/value head
             then serves Hq / H query heads.
@@ -199,36 +200,40 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     if not query.dtype.is_floating_point:
         raise RuntimeError(f"scaled_dot_product_attention: expected a floating point query, "
                            f"key and value, got {query.dtype}")
-    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
-        raise RuntimeError(f"scaled_dot_product_attention: expected query, key and value of at "
-                           f"least 2 dims, got {list(query.shape)}, {list(key.shape)}, "
-                           f"{list(value.shape)}")
+    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:  # (PyTorch's words)
+        raise RuntimeError(f"Expected query, key, and value to all be at least 2 dimensional, "
+                           f"but got query.dim: {query.ndim} key.dim: {key.ndim} and value.dim: "
+                           f"{value.ndim} instead. (scaled_dot_product_attention)")
     if query.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:
         raise RuntimeError(f"scaled_dot_product_attention: query {list(query.shape)} and key "
                            f"{list(key.shape)} must share the embedding size (last dim), and "
                            f"key and value {list(value.shape)} the sequence length (dim -2)")
-    if attn_mask is not None and not (attn_mask.dtype.name == "bool"
-                                      or attn_mask.dtype.is_floating_point
+    # PyTorch's rule: bool, float32 ("float") or the query's dtype; a float64 mask on float32
+    # queries is refused, not cast
+    if attn_mask is not None and not (attn_mask.dtype.name in ("bool", "float32")
                                       or attn_mask.dtype is query.dtype):
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
                            f"dtype, but got attn_mask.dtype: {attn_mask.dtype} and "
                            f"query.dtype: {query.dtype} instead.")
-    if is_causal and attn_mask is not None:
-        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
-                           "when is_causal=True")
     if not 0.0 <= dropout_p <= 1.0:
         raise RuntimeError(f"scaled_dot_product_attention: dropout probability has to be "
                            f"between 0 and 1, but got {dropout_p}")
     if enable_gqa and query.ndim >= 3 and key.ndim >= 3:
         hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
-        if hq % hk or hq % hv:
-            raise RuntimeError(f"scaled_dot_product_attention: with enable_gqa, the number of "
-                               f"query heads ({hq}) must be a multiple of the number of key "
-                               f"({hk}) and value ({hv}) heads")
+        if hq % hk or hq % hv:  # (PyTorch's words)
+            raise RuntimeError(f"Number of heads in key and value must divide the number of "
+                               f"heads in query: {hq} query heads, {hk} key heads and {hv} "
+                               f"value heads (scaled_dot_product_attention, enable_gqa)")
         key, value = _repeat_heads(key, hq // hk), _repeat_heads(value, hq // hv)
     length, source = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     fused_on = _enabled[SDPBackend.FLASH_ATTENTION] or _enabled[SDPBackend.EFFICIENT_ATTENTION]
+    if is_causal and attn_mask is not None:
+        # PyTorch's CPU flash kernel takes both (the mask, also causal: upper left) where it
+        # runs, 4-D inputs of its shapes; its math kernel refuses the pair
+        if not (fused_on and query.ndim == 4 and _fusable(query, key, value)):
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not "
+                               "be set when is_causal=True")
     fusable = attn_mask is None and dropout_p == 0.0 and _fusable(query, key, value)
     if fused_on and fusable:
         return attention(query, key, value, scale, is_causal)
@@ -240,11 +245,12 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                       UserWarning, stacklevel=3)  # (the user's call, past autocast's wrapper)
         raise RuntimeError("No available kernel. Aborting execution.")
     bias = None
+    if attn_mask is not None:
+        bias = _bias_from_mask(attn_mask, query.dtype, keep_where_true=True)
     if is_causal:
         keep = ones((length, source), dtype=query.dtype, device=query.device).tril().bool()
-        bias = _bias_from_mask(keep, query.dtype, keep_where_true=True)
-    elif attn_mask is not None:
-        bias = _bias_from_mask(attn_mask, query.dtype, keep_where_true=True)
+        causal = _bias_from_mask(keep, query.dtype, keep_where_true=True)
+        bias = causal if bias is None else bias + causal
     out, _ = _attend(query, key, value, bias, dropout_p, scale, safe=attn_mask is not None)
     return out
 
@@ -294,6 +300,7 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embe
         ``(attn_output, attn_weights)``: (L, N, E) ((L, E) unbatched), and (N, L, S) averaged
         or (N, num_heads, L, S), or None without ``need_weights``.
     """
+    _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
     if query.shape[-1] != embed_dim_to_check:
         raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
                              f"got {query.shape[-1]}")
@@ -335,14 +342,12 @@ def mha_forward(query: Tensor, key: Tensor, value: Tensor, num_heads: int,
     ``static_k``/``static_v``: (N * num_heads, S, head_dim) keys/values replacing the
     projected ones (``multi_head_attention_forward``'s)."""
     from . import functional as F
+    _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
     unbatched = query.ndim == 2
     if unbatched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
         if key_padding_mask is not None:
             key_padding_mask = key_padding_mask.unsqueeze(0)
-    elif query.ndim != 3:
-        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
-                             f"{query.ndim}-D query tensor")
     elif batch_first:  # computed batch-first below; sequence-first is the transposed view
         query, key, value = (t.transpose(0, 1) for t in (query, key, value))
     if key.shape[:2] != value.shape[:2]:
@@ -379,11 +384,11 @@ def mha_forward(query: Tensor, key: Tensor, value: Tensor, num_heads: int,
             raise RuntimeError(f"attn_mask's dimension {attn_mask.ndim} is not supported")
         attn_mask = _bias_from_mask(attn_mask, q.dtype, keep_where_true=False)
     if key_padding_mask is not None:
-        if tuple(key_padding_mask.shape) != (n, source):  # (PyTorch asserts, in these words)
-            raise AssertionError(f"multi_head_attention_forward: expecting key_padding_mask "
-                                 f"shape of {(n, source)}, but got "
-                                 f"{tuple(key_padding_mask.shape)} (Expected "
-                                 f"key_padded_mask.shape[1] to be {source})")
+        for dim, size in enumerate((n, source)):  # (PyTorch asserts, in these words)
+            if key_padding_mask.ndim == 2 and key_padding_mask.shape[dim] != size:
+                raise AssertionError(f"Expected key_padded_mask.shape[{dim}] to be {size}, but "
+                                     f"got {key_padding_mask.shape[dim]} "
+                                     f"(multi_head_attention_forward)")
         _check_mha_mask(key_padding_mask, "key_padding_mask", ((n, source),))
         key_padding_mask = _bias_from_mask(key_padding_mask, q.dtype,
                                            keep_where_true=False).reshape(n, 1, 1, source)
@@ -429,6 +434,34 @@ def mha_forward(query: Tensor, key: Tensor, value: Tensor, num_heads: int,
         if unbatched:
             weights = weights.squeeze(0)
     return out, weights
+
+
+def _mha_shape_check(query: Tensor, key: Tensor, value: Tensor,
+                     key_padding_mask: Tensor | None, attn_mask: Tensor | None,
+                     num_heads: int) -> None:
+    """PyTorch's checks of the inputs' dims (F._mha_shape_check), in its words:
+    AssertionError unless all are batched (3-D query, key, value; 2-D key_padding_mask) or
+    all unbatched (2-D; 1-D key_padding_mask), attn_mask 2-D or 3-D."""
+    kind = {3: "batched (3-D)", 2: "unbatched (2-D)"}.get(query.ndim)
+    if kind is None:
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
+                             f"{query.ndim}-D query tensor")
+    dims = query.ndim
+    if key.ndim != dims or value.ndim != dims:
+        raise AssertionError(f"For {kind} `query`, expected `key` and `value` to be {dims}-D but "
+                             f"found {key.ndim}-D and {value.ndim}-D tensors respectively")
+    if key_padding_mask is not None and key_padding_mask.ndim != dims - 1:
+        raise AssertionError(f"For {kind} `query`, expected `key_padding_mask` to be `None` or "
+                             f"{dims - 1}-D but found {key_padding_mask.ndim}-D tensor instead")
+    if attn_mask is not None:
+        if attn_mask.ndim not in (2, 3):
+            raise AssertionError(f"For {kind} `query`, expected `attn_mask` to be `None`, 2-D or "
+                                 f"3-D but found {attn_mask.ndim}-D tensor instead")
+        if dims == 2 and attn_mask.ndim == 3:
+            expected = (num_heads, query.shape[0], key.shape[0])
+            if tuple(attn_mask.shape) != expected:
+                raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got "
+                                     f"{attn_mask.shape}")
 
 
 def _static(x: Tensor, static: Tensor | None, name: str, n: int, heads: int,

@@ -138,6 +138,9 @@ class MultiheadAttention(Module):
             ``(attn_output, attn_weights)``: (L, N, E) (batch-first: (N, L, E)), and (N, L, S)
             averaged or (N, num_heads, L, S) per head, or None without ``need_weights``.
         """
+        # PyTorch's order: the dims of every input first, then the sizes
+        _attention._mha_shape_check(query, key, value, key_padding_mask, attn_mask,
+                                    self.num_heads)
         if self._qkv_same_embed_dim:
             wq, wk, wv = self.in_proj_weight.chunk(3)
         else:

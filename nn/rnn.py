@@ -334,7 +334,7 @@ class RNNBase(Module):
             for i, (t, shape) in enumerate(((h0, h_shape), (c0, c_shape))):
                 if tuple(t.shape) != shape:
                     raise RuntimeError(f"{name}: Expected hidden[{i}] size {shape}, got "
-                                       f"{tuple(t.shape)}")
+                                       f"{list(t.shape)}")
         else:
             h0 = hx
             if unbatched:
@@ -458,6 +458,13 @@ class RNNBase(Module):
         return s
 
 
+def _refuse_proj_size(proj_size) -> None:
+    """RNN and GRU take no ``proj_size``: PyTorch's ValueError for any value given, 0
+    included."""
+    if proj_size is not None:
+        raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+
+
 class RNN(RNNBase):
     r"""A multi-layer Elman RNN: ``h' = tanh(W_ih x + b_ih + W_hh h + b_hh)`` for each element
     of the sequence (``nonlinearity='relu'``: relu instead of tanh). Arguments, layers,
@@ -473,7 +480,9 @@ class RNN(RNNBase):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
-                 dropout: float = 0.0, bidirectional: bool = False, device=None, dtype=None):
+                 dropout: float = 0.0, bidirectional: bool = False, device=None, dtype=None,
+                 proj_size: int | None = None):
+        _refuse_proj_size(proj_size)
         modes = {"tanh": "RNN_TANH", "relu": "RNN_RELU"}
         if nonlinearity not in modes:
             raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
@@ -572,7 +581,9 @@ class GRU(RNNBase):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
-                 bidirectional: bool = False, device=None, dtype=None):
+                 bidirectional: bool = False, device=None, dtype=None,
+                 proj_size: int | None = None):
+        _refuse_proj_size(proj_size)
         super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first,
                          dropout, bidirectional, 0, device, dtype)
 

@@ -4,15 +4,20 @@
 by default, ``norm_first=True`` for pre-norm), built on ``MultiheadAttention``, ``Linear``,
 ``LayerNorm`` and ``Dropout``.
 
-The fast paths PyTorch takes in inference (nested tensors, the fused encoder kernel) compute
-the same values; here every call takes the path written below.
+The fast paths PyTorch takes in inference (the fused encoder kernel, nested tensors) compute
+the same values, so every call takes the path written below; the one visible difference, the
+zeros the nested-tensor path leaves at padded positions (``TransformerEncoder``), is
+reproduced.
 """
 
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Callable
 
+from ..autograd.autocast import is_autocast_enabled
+from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.ops.creation import full
 from ..autograd.tensor import Tensor
 from . import functional as F
@@ -164,6 +169,30 @@ class TransformerDecoderLayer(_Layer):
         return self.norm3(x + self._ff_block(x, self.dropout3))
 
 
+def _why_not_nested(layer: Module) -> str:
+    """Why PyTorch's TransformerEncoder would not use nested tensors with this layer ("" when
+    it would): its checks in TransformerEncoder.__init__, in its order and words."""
+    name = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{name} was not TransformerEncoderLayer"
+    if layer.norm_first:
+        return f"{name}.norm_first was True"
+    if not layer.self_attn.batch_first:
+        return (f"{name}.self_attn.batch_first was not True(use batch_first for better "
+                f"inference performance)")
+    if not layer.self_attn._qkv_same_embed_dim:
+        return f"{name}.self_attn._qkv_same_embed_dim was not True"
+    if layer.self_attn.in_proj_bias is None:
+        return f"{name}.self_attn was passed bias=False"
+    if not layer.activation_relu_or_gelu:
+        return f"{name}.activation_relu_or_gelu was not True"
+    if layer.norm1.eps != layer.norm2.eps:
+        return f"{name}.norm1.eps was not equal to {name}.norm2.eps"
+    if layer.self_attn.num_heads % 2 == 1:
+        return f"{name}.self_attn.num_heads is odd"
+    return ""
+
+
 def _clones(layer: Module, n: int) -> ModuleList:
     return ModuleList([copy.deepcopy(layer) for _ in range(n)])
 
@@ -176,7 +205,9 @@ class TransformerEncoder(Module):
         encoder_layer: a ``TransformerEncoderLayer``.
         num_layers: the number of sub-encoder-layers in the encoder.
         norm: the layer normalization component (optional).
-        enable_nested_tensor, mask_check: accepted for compatibility (no nested tensors).
+        enable_nested_tensor: in inference with a padding mask, PyTorch's fast path (nested
+            tensors) where its conditions hold: the padded positions' outputs are zeros.
+        mask_check: check that the padding mask is left-aligned before taking that path.
     """
 
     def __init__(self, encoder_layer: Module, num_layers: int, norm: Module | None = None,
@@ -185,19 +216,59 @@ class TransformerEncoder(Module):
         self.layers = _clones(encoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
-        # PyTorch's flags (no nested-tensor fast path here: use_nested_tensor stays False)
+        # PyTorch's flags: use_nested_tensor says whether the inference fast path's nested
+        # tensors would be used, which shows in the outputs (see forward)
         self.enable_nested_tensor = enable_nested_tensor
-        self.use_nested_tensor = False
+        self.use_nested_tensor = enable_nested_tensor
         self.mask_check = mask_check
+        why_not = _why_not_nested(encoder_layer)
+        if enable_nested_tensor and why_not:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False "
+                          f"because {why_not}", stacklevel=2)
+            self.use_nested_tensor = False
 
     def forward(self, src: Tensor, mask: Tensor | None = None,
                 src_key_padding_mask: Tensor | None = None,
                 is_causal: bool | None = None) -> Tensor:
+        padded = self._nested_padding(src, mask, src_key_padding_mask)
         out = src
         for layer in self.layers:
             out = layer(out, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
                         is_causal=bool(is_causal))
+        if padded is not None:
+            # PyTorch's inference fast path runs the layers on a nested tensor of the kept
+            # positions and pads it back with zeros: the same values, padding zeroed
+            out = out.masked_fill(padded, 0.0)
         return out if self.norm is None else self.norm(out)
+
+    def _nested_padding(self, src: Tensor, mask: Tensor | None,
+                        src_key_padding_mask: Tensor | None) -> Tensor | None:
+        """The (N, S, 1) padded positions when PyTorch would take its nested-tensor fast path
+        (its conditions in TransformerEncoder.forward: inference without grad, batched,
+        batch-first input with a left-aligned padding mask and no attention mask), else
+        None."""
+        if not self.use_nested_tensor or src_key_padding_mask is None or mask is not None \
+                or src.dim() != 3 or self.layers[0].training:
+            return None
+        if is_autocast_enabled(src.device.type):
+            return None
+        if is_grad_enabled():
+            layer = self.layers[0]
+            attn = layer.self_attn
+            args = (src, attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight,
+                    attn.out_proj.bias, layer.norm1.weight, layer.norm1.bias,
+                    layer.norm2.weight, layer.norm2.bias, layer.linear1.weight,
+                    layer.linear1.bias, layer.linear2.weight, layer.linear2.bias)
+            if any(t is not None and t.requires_grad for t in args):
+                return None
+        keep = src_key_padding_mask.logical_not()
+        if tuple(keep.shape) != tuple(src.shape[:2]):
+            return None
+        # left-aligned: every sequence's kept positions come first (mask_check's test)
+        if self.mask_check and keep.shape[1] > 1 \
+                and bool((keep[:, 1:] & keep[:, :-1].logical_not()).any()):
+            return None
+        return keep.logical_not().unsqueeze(-1)
 
 
 class TransformerDecoder(Module):

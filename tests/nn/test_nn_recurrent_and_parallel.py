@@ -100,7 +100,7 @@ def test_lstm_gradients_and_errors():
                                            "Expected 2, got 3"):
         lstm(tg.randn(3, 1, 3, dtype=tg.float64))
     with pytest.raises(RuntimeError, match=r"Expected hidden\[0\] size \(2, 1, 2\), got "
-                                           r"\(2, 1, 3\)"):
+                                           r"\[2, 1, 3\]"):
         lstm(x, (tg.zeros(2, 1, 3, dtype=tg.float64), tg.zeros(2, 1, 3, dtype=tg.float64)))
     with pytest.raises(ValueError, match="proj_size has to be smaller than hidden_size"):
         nn.LSTM(2, 3, proj_size=3)

@@ -295,7 +295,7 @@ def test_packed_rnn_errors():
     lstm = nn.LSTM(2, 3)
     packed = pack_padded_sequence(tg.randn(4, 3, 2), [4, 2, 1])
     with pytest.raises(RuntimeError, match=r"Expected hidden\[0\] size \(1, 3, 3\), got "
-                                           r"\(1, 2, 3\)"):
+                                           r"\[1, 2, 3\]"):
         lstm(packed, (tg.zeros(1, 2, 3), tg.zeros(1, 2, 3)))
     with pytest.raises(RuntimeError, match="input must have 2 dimensions, got 3"):
         lstm(PackedSequence(tg.randn(7, 3, 2), tg.tensor([3, 2, 1, 1])))
