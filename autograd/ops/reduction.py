@@ -34,9 +34,12 @@ def reduce_dims(x: Tensor, dim, op: str) -> tuple:
     reductions' TypeError for an ``x`` that is no tensor: ``tg.sum(3)``)."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
-    nd = x.ndim
+    nd = x._data.ndim
     if dim is None:
         return tuple(range(nd))
+    if dim.__class__ is int:  # (the usual call, x.sum(1): no set, no sort)
+        d = wrap_dim(dim, nd, op)
+        return (d,) if nd else ()
     # one dim (an int, a NumPy integer; anything else is named in wrap_dim's TypeError) or many
     dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
     if not dims:
@@ -77,8 +80,8 @@ def _cast_back(ctx, k, g):
 def _float_cast(x: Tensor, dtype) -> bool:
     """Whether ``dtype=`` casts float ``x`` to another float dtype: done in the op's own
     node (_cast_in) rather than by a recorded ``to``."""
-    return (dtype is not None and dtype is not x.dtype and dtype.is_floating_point
-            and x.dtype.is_floating_point)
+    return (dtype is not None and dtype is not x._dtype and dtype.is_floating_point
+            and x._dtype.is_floating_point)
 
 
 class SumBackward0(Primitive):
@@ -149,7 +152,8 @@ def accumulating(x: Tensor, dtype) -> Tensor:
             # (PyTorch refuses, where a cast would silently cut the graph)
             raise RuntimeError(f"Autograd not support dtype: {scalar_type_name(dtype)}")
         return x.to(dtype)
-    if not (x.dtype.is_floating_point or x.dtype.is_complex) and x.dtype is not dtypes.int64:
+    dt = x._dtype
+    if not (dt.is_floating_point or dt.is_complex) and dt is not dtypes.int64:
         return x.to(dtypes.int64)
     return x
 
