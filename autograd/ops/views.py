@@ -178,7 +178,7 @@ def is_size(v) -> bool:
 def infer_size(shape, numel: int, op: str) -> tuple:
     """Resolves one -1 in ``shape`` and checks the element count."""
     shape = int_tuple(shape, op, "shape" if op == "reshape" else "size")
-    if -1 not in shape and math.prod(shape) == numel and min(shape, default=0) >= 0:
+    if -1 not in shape and math.prod(shape) == numel and (not shape or min(shape) >= 0):
         return shape  # (the usual call: nothing to infer, nothing wrong)
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
