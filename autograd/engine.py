@@ -647,7 +647,7 @@ class _GraphTask:
             for h in tuple(node._pre_hooks.values()):
                 r = h(tuple(grads))
                 if r is not None:
-                    grads[:] = _checked_hook_values(h, r, len(grads))
+                    grads[:] = _checked_hook_values(h, r, grads)
             r = None  # (a reference to the gradients: Note [Gradient stealing])
         undefined = True  # every gradient is None: the rule has nothing to run on
         for g in grads:
@@ -662,16 +662,17 @@ class _GraphTask:
         else:
             outs = self._apply(node, grads)
         if node._post_hooks:  # (they run even when the rule did not, as in PyTorch)
-            if self.relevant is not None:
-                # PyTorch computes only the input gradients the task needs: the hooks see
-                # None for one whose edge leads nowhere that runs or is captured
-                relevant = self.relevant
-                outs = tuple([None if nx is None or nx not in relevant else o
-                              for nx, o in zip(node._next, outs)]) + tuple(outs[len(node._next):])
+            custom = getattr(node, "_forward_cls", None) is not None
+            if not custom:
+                # PyTorch's built-in nodes compute only the input gradients the task needs:
+                # the hooks see None for an input that needs none (``a + b``, b not requiring
+                # grad) or whose edge leads nowhere that runs or is captured. (A custom
+                # Function's hooks see what its backward returned, as in PyTorch.)
+                outs = _needed_only(node, outs, self.relevant)
             for h in tuple(node._post_hooks.values()):
                 r = h(outs, tuple(grads))
                 if r is not None:
-                    outs = _checked_hook_values(h, r, len(outs))
+                    outs = _checked_hook_values(h, r, outs, fills_none=custom)
         if not self.keep_graph:
             node._release()
         return outs
@@ -843,31 +844,59 @@ def _topo_reverse(nodes):
                 ready.append(p)
 
 
+def _needed_only(node, outs, relevant) -> tuple:
+    """``outs`` as a built-in node's post-hooks see them: None for each input gradient that no
+    node of the task takes (its edge is None, or leads to no node in ``relevant`` when that is
+    given), and for the inputs PyTorch has and the node keeps no edge for (Note [Edges of
+    wrapped scalars] in node.py)."""
+    return tuple([None if nx is None or (relevant is not None and nx not in relevant) else o
+                  for nx, o in zip(node._next, outs)]) + tuple(outs[len(node._next):]) \
+        + (None,) * node._none_edges
+
+
 def _hook_name(h) -> str:
     return getattr(h, "__name__", type(h).__name__)
 
 
-def _checked_hook_result(h, r, g):
-    """A tensor hook's replacement gradient, checked as PyTorch checks it."""
+def _checked_hook_result(h, r, g, fills_none: bool = False):
+    """A tensor hook's replacement gradient, checked as PyTorch checks it (check_single_result:
+    a tensor, not replacing a missing gradient, of the same type, then of the same size).
+    ``fills_none``: a tensor may stand in for a missing gradient (a custom Function's
+    post-hooks, _checked_hook_values). (Another device of the same type is refused too, where
+    PyTorch refuses it later, as the gradient reaches the next node.)"""
     if not isinstance(r, Tensor):
         raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
-    if g is not None:
-        if tuple(r.shape) != tuple(g.shape):
-            raise RuntimeError(f"hook '{_hook_name(h)}' has changed the size of value")
-        if r._dtype is not g._dtype or r._device is not g._device:
-            from .node import _tensor_type_name
-            raise RuntimeError(f"hook '{_hook_name(h)}' has changed the type of value (was "
-                               f"{_tensor_type_name(g)} got {_tensor_type_name(r)})")
+    if g is None:
+        if fills_none:
+            return r
+        raise RuntimeError("can't replace a None gradient with a non-None value")
+    if r._dtype is not g._dtype or r._device is not g._device:
+        from .node import _tensor_type_name
+        raise RuntimeError(f"hook '{_hook_name(h)}' has changed the type of value (was "
+                           f"{_tensor_type_name(g)} got {_tensor_type_name(r)})")
+    if tuple(r.shape) != tuple(g.shape):
+        raise RuntimeError(f"hook '{_hook_name(h)}' has changed the size of value")
     return r
 
 
-def _checked_hook_values(h, r, n: int) -> tuple:
-    """A node pre- or post-hook's replacement gradients: a tuple (or list) of ``n``."""
-    if not isinstance(r, (tuple, list)):
+def _checked_hook_values(h, r, grads, fills_none: bool = False) -> tuple:
+    """A node pre- or post-hook's replacement for ``grads``: a tuple of as many entries, each
+    None (no gradient) or a tensor checked against the gradient it replaces as a tensor hook's
+    result is (a list is refused, as PyTorch's).
+
+    A custom Function's post-hook may give a gradient where there was None (``fills_none``),
+    where PyTorch refuses it: module full backward hooks (nn/_hooks.py, post-hooks of an
+    identity Function that does not materialize its gradients) hand zeros to the inputs the
+    outputs do not depend on that way, as PyTorch's materialized gradients give them."""
+    if not isinstance(r, tuple):  # (PyTorch's: a list is refused too)
         raise TypeError(f"expected tuple, but hook returned '{type(r).__name__}'")
+    n = len(grads)
     if len(r) != n:
         raise RuntimeError(f"hook '{_hook_name(h)}' has returned an incorrect number of values "
                            f"(got {len(r)}, but expected {n})")
+    for new, old in zip(r, grads):
+        if new is not None:
+            _checked_hook_result(h, new, old, fills_none)
     return tuple(r)
 
 
@@ -881,7 +910,8 @@ def _retain(t: Tensor, g: Tensor) -> None:
 
 def _check_nan(node, outs) -> None:
     for i, g in enumerate(outs):
-        if g is not None and g._dtype.is_floating_point and bool(g.isnan().any().item()):
+        if g is not None and (g._dtype.is_floating_point or g._dtype.is_complex) \
+                and bool(g.isnan().any().item()):
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th "
                                f"output.")
 

@@ -242,11 +242,20 @@ class Node:
     _shapes = None    # input shapes, for ops that broadcast
     on_arrays = False  # its rule runs on one backend's arrays (vjp_on_arrays): the engine may
                        # chain it (dispatch.Primitive, except those that change device)
+    _none_edges = 0   # Note [Edges of wrapped scalars]
 
     def __init__(self):
         self._next = self._nrs = ()
         self._seq = 0
         self._saved = None
+
+    # Note [Edges of wrapped scalars]
+    #   PyTorch wraps a Python scalar operand as a tensor, so ``x * 2``'s MulBackward0 has two
+    #   inputs: its ``next_functions`` ends with ``(None, 0)``, its post-hooks get two
+    #   ``grad_inputs`` (the second None) and must return two, and calling it returns two
+    #   gradients. tritongrad's scalar ops keep no edge for the scalar (the engine walks one
+    #   edge fewer); a node class that stands for such an op sets ``_none_edges`` to the
+    #   number of trailing None edges PyTorch's node has, and those three places add them.
 
     @property
     def next_functions(self) -> tuple:
@@ -256,7 +265,7 @@ class Node:
         cached = getattr(self, "_pairs", None)  # (a slot, unset on most nodes)
         if cached is not None and cached[0] is nodes and cached[1] is nrs:
             return cached[2]
-        pairs = tuple(zip(nodes, nrs))
+        pairs = tuple(zip(nodes, nrs)) + ((None, 0),) * self._none_edges
         self._pairs = (nodes, nrs, pairs)
         return pairs
 
@@ -337,6 +346,8 @@ class Node:
             out = (None,) * len(self.next_functions)
         else:
             out = self.apply(*grads)
+            if self._none_edges and type(out) is tuple:  # Note [Edges of wrapped scalars]
+                out = out + (None,) * self._none_edges
         # (PyTorch's binding returns a node with one input's gradient alone, not in a tuple)
         return out[0] if type(out) is tuple and len(out) == 1 else out
 

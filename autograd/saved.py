@@ -48,23 +48,31 @@ class RawSavedTensor:
         # saved is None once the graph was freed; index is its place in node._saved
         self._node, self._saved, self._index = node, saved, index
 
+    def _live(self):
+        """The SavedTensor, or None once the graph was freed (also when this handle was
+        taken before the backward that freed it)."""
+        return None if self._node._saved is FREED else self._saved
+
     def unpack(self):
         """The saved tensor (as ``grad_fn._saved_<name>`` returns it)."""
-        if self._saved is None:
+        saved = self._live()
+        if saved is None:
             raise RuntimeError(FREED_MSG)
-        return self._saved.unpack(self._node)
+        return saved.unpack(self._node)
 
     @property
     def data(self):
         """What is stored: the pack hook's result as it returned it; without hooks the saved
         input itself, or a saved output's values as a tensor without history (None once
         freed)."""
-        return None if self._saved is None else self._saved.stored()
+        saved = self._live()
+        return None if saved is None else saved.stored()
 
     @property
     def unpack_hook(self):
         """The unpack hook of the saved tensor, or None when it was saved without hooks."""
-        t = None if self._saved is None else self._saved._t
+        saved = self._live()
+        t = None if saved is None else saved._t
         return t.unpack if type(t) is _Packed else None
 
     def register_hooks(self, pack_hook, unpack_hook) -> None:
@@ -73,7 +81,7 @@ class RawSavedTensor:
         One pair of hooks per saved tensor."""
         if not callable(pack_hook) or not callable(unpack_hook):
             raise TypeError("register_hooks(): pack_hook and unpack_hook must be callable")
-        if self._saved is None:
+        if self._live() is None:
             raise RuntimeError(
                 "Calling register_hooks on a saved tensor after it has been freed. Saved "
                 "intermediate values of the graph are freed when you call .backward() or "

@@ -10,6 +10,8 @@ from .autograd.grad_mode import (_is_view_replay_enabled, _set_grad_enabled,  # 
 from .autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled  # noqa: F401
 from .autograd.grad_mode import \
     is_multithreading_enabled as _is_multithreading_enabled  # noqa: F401
+from .autograd.engine import current_graph_task_id as _current_graph_task_id  # noqa: F401
+from .autograd.engine import will_engine_execute_node as _will_engine_execute_node  # noqa: F401
 from .autograd.settings import (is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: F401
                                 set_anomaly_enabled)
 

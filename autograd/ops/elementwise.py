@@ -413,6 +413,10 @@ DivBackward0.save_when = (1, None)
 # so users see the tensor-tensor names there; the scalar primitives are named to match.
 for _cls, _name in ((AddBackward1, "AddBackward0"), (SubBackward1, "SubBackward0")):
     _cls.__name__ = _cls.__qualname__ = _name
+# Note [Edges of wrapped scalars] (node.py): PyTorch's node of x * 2, x / 2, x + 2, x - 2 has a
+# second, None edge for the wrapped scalar
+for _cls in (MulBackward1, DivBackward1, AddBackward1):  # (SubBackward1 inherits it)
+    _cls._none_edges = 1
 
 
 # Note [Scalar operand fast path]

@@ -166,8 +166,10 @@ def test_requires_grad_errors():
     x = tg.ones(2, requires_grad=True)
     with pytest.raises(RuntimeError, match="only change requires_grad flags of leaf"):
         (x * 2).requires_grad_(False)
-    with pytest.raises(RuntimeError, match="floating point and complex dtype"):
-        tg.ones(2, dtype=tg.int64).requires_grad_()
+    with pytest.raises(RuntimeError, match="^only Tensors of floating point dtype can require"):
+        tg.ones(2, dtype=tg.int64).requires_grad_()  # (PyTorch's method's words)
+    with pytest.raises(RuntimeError, match="^Only Tensors of floating point and complex dtype"):
+        tg.ones(2, dtype=tg.int64, requires_grad=True)  # (and its factories')
 
 
 def test_detach_shares_storage_and_version():

@@ -211,8 +211,6 @@ def test_anomaly_without_nan_check_lets_nan_through():
     assert np.isnan(g[0]) and g[1] == 0
 
 
-@pytest.mark.xfail(strict=True, reason="autograd/engine.py _check_nan tests floating "
-                   "gradients only; PyTorch checks complex ones too")
 def test_anomaly_nan_check_covers_complex_gradients():
     x = tg.tensor([0j, 1 + 1j], requires_grad=True)
     with pytest.warns(UserWarning):
