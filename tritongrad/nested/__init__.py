@@ -44,7 +44,9 @@ def _components_of(op: str, tensor_list) -> list:
     """The items of ``tensor_list`` as regular tensors, with PyTorch's checks for the strided
     layout (the jagged one checks more in ``_pack``)."""
     if not isinstance(tensor_list, (list, tuple)):
-        raise TypeError(f"{op}(): expected a list of tensors, got {type(tensor_list).__name__}")
+        # PyTorch's first words
+        raise TypeError(f"Only lists (List[Tensor] and List[List...[Scalar]]) are accepted in "
+                        f"{op}(): expected a list of tensors, got {type(tensor_list).__name__}")
     tensors = [t if isinstance(t, Tensor) else tg.as_tensor(t) for t in tensor_list]
     if any(isinstance(t, NestedTensor) for t in tensors):
         raise RuntimeError(f"{op}(): the components must be regular tensors, not nested ones")
@@ -86,6 +88,10 @@ def _pack(op: str, tensors: list, dtype, device):
     if any(t.dim() != nd for t in tensors):
         raise RuntimeError("When constructing a nested tensor, all tensors in list must have "
                            "the same dim")
+    # (PyTorch's jagged layout refuses mixed dtypes even when dtype= is given)
+    if any(t.dtype != tensors[0].dtype for t in tensors):
+        raise RuntimeError("When constructing a nested tensor, all tensors in list must have "
+                           "the same dtype")
     differ = [d for d in range(nd) if len({t.shape[d] for t in tensors}) > 1]
     if len(differ) > 1:
         shapes = ", ".join(str(tuple(t.shape)) for t in tensors)
@@ -134,6 +140,9 @@ def nested_tensor(tensor_list, *, dtype=None, layout=None, device=None,
         (tritongrad.strided, 2)
     """
     strided = _is_strided(layout)
+    if not strided and isinstance(tensor_list, Tensor) and not isinstance(tensor_list,
+                                                                          NestedTensor):
+        tensor_list = tensor_list.unbind(0)  # its rows, as PyTorch's jagged layout takes it
     tensors = _components_of("nested_tensor", tensor_list)
     if strided:
         with tg.no_grad():

@@ -75,10 +75,10 @@ def _dense_operand(t: Tensor, nt: NestedTensor, op: str) -> Tensor:
     if t.dim() <= nd - 1 - r:  # only the dims after the ragged one
         return t
     shape = tuple(t.shape)
-    bad = ValueError(f"{op}: cannot broadcast a dense tensor of shape {tuple(shape)} with a "
-                     f"nested tensor of shape {_shape_str(nt)}: only a dense tensor whose "
-                     f"sizes are 1 (or B for the batch dim) along the batch and ragged dims is "
-                     f"supported")
+    bad = RuntimeError(f"{op}: cannot broadcast a dense tensor of shape {tuple(shape)} with a "
+                       f"nested tensor of shape {_shape_str(nt)}: only a dense tensor whose "
+                       f"sizes are 1 (or B for the batch dim) along the batch and ragged dims is "
+                       f"supported")
     if t.dim() > nd or shape[t.dim() - nd + r] != 1:
         raise bad
     if t.dim() < nd:
@@ -163,16 +163,15 @@ def _arg(args: tuple, kwargs: dict, i: int, name: str, default=None):
     return kwargs.get(name, default)
 
 
-def _inner_dim(nt: NestedTensor, dim, op: str, what: str = "") -> int:
+def _inner_dim(nt: NestedTensor, dim, op: str) -> int:
     """The values' dim for nested dim ``dim``, which must be neither the batch dim nor the
     ragged one."""
     d = wrap_dim(dim, nt.dim(), op)
+    # PyTorch's wording
     if d == 0:
-        raise RuntimeError(f"{op}(): not supported when {what or 'operating'} along the batch "
-                           f"dimension for NestedTensor")
+        raise RuntimeError(f"{op}(): not supported for NestedTensor on dim=0")
     if d == nt._ragged_idx:
-        raise RuntimeError(f"{op}(): not supported along the ragged dimension ({d}) for "
-                           f"NestedTensor")
+        raise RuntimeError(f"{op}(): not supported for NestedTensor on ragged dim")
     return d - 1
 
 
@@ -304,13 +303,17 @@ def _linear(func, args: tuple, kwargs: dict):
 
 
 def _matmul(func, args: tuple, kwargs: dict):
-    a, b = args[0], _arg(args, kwargs, 1, "other")
-    if isinstance(a, NestedTensor) and isinstance(b, Tensor) and not isinstance(
-            b, NestedTensor) and b.dim() == 2:
+    a, b = args[0], _arg(args, kwargs, 1, "other" if _name(func) != "bmm" else "mat2")
+    if _name(func) != "bmm" and isinstance(a, NestedTensor) and isinstance(
+            b, Tensor) and not isinstance(b, NestedTensor) and b.dim() == 2:
         return _linear(func, (a, b), {})
-    raise RuntimeError(f"{_name(func)}(): only a nested tensor times a dense 2-D matrix is "
-                       f"supported for nested tensors (got {_describe(a)} and {_describe(b)}); "
-                       f"use scaled_dot_product_attention for attention")
+    shapes = [_shape_str(t) if isinstance(t, NestedTensor) else tuple(getattr(t, "shape", ()))
+              for t in (a, b)]
+    # PyTorch's first words, then what is supported
+    raise RuntimeError(f"{_name(func)}(): not supported between inputs of shapes {shapes[0]} "
+                       f"and {shapes[1]}: only matmul of a nested tensor with a dense 2-D "
+                       f"matrix is supported (got {_describe(a)} and {_describe(b)}); use "
+                       f"scaled_dot_product_attention for attention")
 
 
 def _describe(t) -> str:
@@ -385,14 +388,67 @@ def _view(func, args: tuple, kwargs: dict):
 
 def _chunk(func, args: tuple, kwargs: dict):
     nt = args[0]
-    name = getattr(func, "__name__", "")
+    # the method's __name__ may be a private helper's (_split_method)
+    name = "chunk" if getattr(func, "__name__", "") == "chunk" else "split"
     dim = _arg(args, kwargs, 2, "dim", 0)
-    d = _inner_dim(nt, dim, name, "splitting")
+    if name == "chunk" and wrap_dim(dim, nt.dim(), name) == 0 and nt._ragged_idx == 1:
+        return _chunk_batch(nt, _arg(args, kwargs, 1, "chunks"))
+    d = _inner_dim(nt, dim, name)
     how = _arg(args, kwargs, 1, "chunks" if name == "chunk" else "split_size_or_sections")
     if how is None:
         how = kwargs.get("split_size")
     parts = func(nt.values(), how, d)
     return tuple(like(nt, p) for p in parts)
+
+
+def _chunk_batch(nt: NestedTensor, chunks: int) -> tuple:
+    """``nt.chunk(chunks, 0)``: nested tensors of consecutive components, each a view of its
+    part of the (packed) values with its own offsets, as PyTorch's."""
+    if not isinstance(chunks, int) or chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    if not nt.is_contiguous():
+        nt = nt.contiguous()
+    starts, lens = nt._ragged.host()
+    b = len(starts)
+    step = -(-b // chunks) if b else 1
+    offsets = nt._ragged.offsets
+    out = []
+    for s in range(0, b, step):
+        e = min(s + step, b)
+        begin, end = starts[s], starts[e - 1] + lens[e - 1]
+        values = nt.values().narrow(0, begin, end - begin)
+        out.append(_make(values, _Ragged(offsets[s:e + 1] - begin, None), 1))
+    return tuple(out)
+
+
+def _unsqueeze(func, args: tuple, kwargs: dict):
+    nt = args[0]
+    d = wrap_dim(_arg(args, kwargs, 1, "dim"), nt.dim() + 1, "unsqueeze")
+    if d == 0:
+        raise RuntimeError("unsqueeze(): not supported for NestedTensor on dim=0")
+    r = nt._ragged_idx
+    return like(nt, nt.values().unsqueeze(d - 1), r + 1 if d <= r else r)
+
+
+def _squeeze(func, args: tuple, kwargs: dict):
+    nt = args[0]
+    dim = _arg(args, kwargs, 1, "dim")
+    if dim is None:
+        # as PyTorch's (aten.squeeze.default has no jagged kernel)
+        raise NotImplementedError("squeeze() without a dim does not support nested tensors: "
+                                  "give the dim")
+    d = _inner_dim(nt, dim, "squeeze")
+    if nt.values().shape[d] != 1:
+        return nt
+    r = nt._ragged_idx
+    return like(nt, nt.values().squeeze(d), r - 1 if d + 1 < r else r)
+
+
+def _narrow(func, args: tuple, kwargs: dict):
+    nt = args[0]
+    d = _inner_dim(nt, _arg(args, kwargs, 1, "dim"), "narrow")
+    start, length = _arg(args, kwargs, 2, "start"), _arg(args, kwargs, 3, "length")
+    return like(nt, nt.values().narrow(d, start, length))
 
 
 def _unbind(func, args: tuple, kwargs: dict):
@@ -561,7 +617,8 @@ def _build() -> dict:
     put(("layer_norm", "rms_norm"), _layer_norm, ("tritongrad.nn.functional",))
     put(("linear",), _linear, ("tritongrad.nn.functional",))
     put(("embedding",), _embedding, ("tritongrad.nn.functional",))
-    put(("matmul", "__matmul__"), _matmul)
+    # (bmm: always refused, with matmul's error, as PyTorch's jagged layout does)
+    put(("matmul", "__matmul__", "bmm"), _matmul)
     put(("transpose", "swapaxes", "swapdims"), _transpose)
     put(("unflatten",), _unflatten)
     put(("flatten",), _flatten)
@@ -569,6 +626,9 @@ def _build() -> dict:
     put(("reshape",), _view, ("tritongrad",))
     put(("chunk", "split"), _chunk)
     put(("unbind",), _unbind)
+    put(("unsqueeze",), _unsqueeze)
+    put(("squeeze",), _squeeze)
+    put(("narrow",), _narrow)
     put(("cat", "concat", "concatenate"), _cat, ("tritongrad",))
     put(("stack",), _stack, ("tritongrad",))
     put(("__getitem__",), _getitem, ("Tensor",))

@@ -56,8 +56,10 @@ def _pointwise(func, args: tuple, kwargs: dict):
             return a.values()
         if operands and isinstance(a, Tensor) and a.dim() > 0:
             # (PyTorch's strided nested tensors take numbers and 0-dim tensors only)
-            raise RuntimeError(f"{op}: expected both operands to be nested (or a number), but "
-                               f"got a nested tensor and {_describe(a)}")
+            # PyTorch's first words, then which op and operand
+            raise RuntimeError(f"Expected both self and other to be nested, but got a nested "
+                               f"self and non-nested other ({op}: expected both operands to be "
+                               f"nested (or a number), got a nested tensor and {_describe(a)})")
         return a
     vargs = tuple(conv(a) for a in args)
     vkwargs = {k: conv(v) for k, v in kwargs.items()}
@@ -132,6 +134,8 @@ def _reduction(func, args: tuple, kwargs: dict):
         return func(nt.values(), **rest)
     dims = [dim] if isinstance(dim, int) else list(dim)
     nd = nt.dim()
+    if len(set(wrap_dim(d, nd, op) for d in dims)) > 1:
+        raise RuntimeError("NestedTensor only allows reduction of a single dimension for now.")
     for d in dims:
         d = wrap_dim(d, nd, op)
         if d != nd - 1:
@@ -198,8 +202,10 @@ def _matmul(func, args: tuple, kwargs: dict):
     a, b = args[0], _arg(args, kwargs, 1, "other" if op != "bmm" else "mat2")
     _strided_only(op, (a, b))
     if not (isinstance(a, StridedNestedTensor) and isinstance(b, StridedNestedTensor)):
-        raise RuntimeError(f"{op}: expected both operands to be nested, but got "
-                           f"{_describe(a)} and {_describe(b)}")
+        which = ("a nested self and non-nested other" if isinstance(a, NestedTensor)
+                 else "a non-nested self and nested other")
+        raise RuntimeError(f"Expected both to be nested, but got {which} ({op}: expected both "
+                           f"operands to be nested, got {_describe(a)} and {_describe(b)})")
     if len(a) != len(b):
         raise RuntimeError(f"{op}: expected the nested tensors to have the same number of "
                            f"components, got {len(a)} and {len(b)}")
@@ -294,6 +300,61 @@ def _squeeze(func, args: tuple, kwargs: dict):
     return wrap(nt.values(), tuple(s[:d - 1] + s[d:] for s in nt._sizes))
 
 
+def _chunk(func, args: tuple, kwargs: dict):
+    """``chunk`` / ``split`` with a list of sizes, along the last dim only (PyTorch's
+    support): one nested tensor per piece, of the components' pieces."""
+    nt = args[0]
+    # the method's __name__ may be a private helper's (_split_method)
+    op = "chunk" if _name(func) == "chunk" else "split_with_sizes"
+    how = _arg(args, kwargs, 1, "chunks" if op == "chunk" else "split_size_or_sections")
+    if how is None:
+        how = kwargs.get("split_size", kwargs.get("split_sizes"))
+    d = wrap_dim(_arg(args, kwargs, 2, "dim", 0), nt.dim(), op)
+    if op == "split_with_sizes" and isinstance(how, int):
+        raise NotImplementedError("split does not support nested tensors (strided layout) with "
+                                  "an int split size; give the sizes as a list")
+    if d != nt.dim() - 1:
+        what = "Chunk" if op == "chunk" else "split_with_sizes"
+        raise RuntimeError(f"{what} for nested tensors is currently only supported for the "
+                           f"last dimension.")
+    n = nt._regular(d)
+    if n is None:
+        raise RuntimeError(f"Expected all tensors in nested tensor to have the same trailing "
+                           f"dimension, instead last dimension equals: "
+                           f"{[s[-1] for s in nt._sizes]}")
+    if op == "chunk":
+        if not isinstance(how, int) or how <= 0:
+            raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {how}")
+        if n % how:
+            raise RuntimeError(f"Chunk for nested tensors is only supported for nested tensors "
+                               f"with trailing dimension divisible by chunks, got: "
+                               f"{n} % {how} != 0")
+        sizes = [n // how] * how
+    else:
+        sizes = [int(k) for k in how]
+        if sum(sizes) != n or any(k < 0 for k in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
+                               f"(input tensor's size at dimension {d}), but got "
+                               f"split_sizes={sizes}")
+    pieces = [c.split(sizes, -1) for c in nt._components()]
+    return tuple(pack([p[i] for p in pieces], nt.values()) for i in range(len(sizes)))
+
+
+def _narrow(func, args: tuple, kwargs: dict):
+    """``narrow`` along the batch dim only (PyTorch's support): components start..start+length."""
+    nt = args[0]
+    dim = _arg(args, kwargs, 1, "dim")
+    if wrap_dim(dim, nt.dim(), "narrow") != 0:
+        raise RuntimeError(f"narrow(): only dim=0 supported for nested tensors, but got: {dim}")
+    start, length = int(_arg(args, kwargs, 2, "start")), int(_arg(args, kwargs, 3, "length"))
+    b = len(nt)
+    if start < 0:
+        start += b
+    if not 0 <= start <= b or length < 0 or start + length > b:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({b}).")
+    return pack(nt._components()[start:start + length], nt.values())
+
+
 def _unbind(func, args: tuple, kwargs: dict):
     nt = args[0]
     if wrap_dim(_arg(args, kwargs, 1, "dim", 0), nt.dim(), "unbind") != 0:
@@ -386,6 +447,8 @@ def _build() -> dict:
     put(("unsqueeze",), _unsqueeze)
     put(("squeeze",), _squeeze)
     put(("unbind",), _unbind)
+    put(("chunk", "split", "split_with_sizes"), _chunk)
+    put(("narrow",), _narrow)
     put(("__getitem__",), _getitem, ("Tensor",))
     put(("select",), _select)
     put(("scaled_dot_product_attention",), _sdpa, ("tritongrad.nn.functional",))

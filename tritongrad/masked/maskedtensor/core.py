@@ -169,6 +169,11 @@ class MaskedTensor(Tensor):
         (differentiable: masked-out elements get no gradient)."""
         return self.get_data().masked_fill(~self.get_mask(), value)
 
+    def to_dense(self) -> "MaskedTensor":
+        """This MaskedTensor: its data is strided already (PyTorch's returns a MaskedTensor
+        too, not a plain Tensor)."""
+        return self
+
     def is_sparse_coo(self) -> bool:
         return self.layout is getattr(tg, "sparse_coo", None)
 
