@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 
 import numpy as np
 
@@ -45,6 +46,7 @@ from ..autograd.ops.pooling import max_pool_with_indices
 from ..autograd.ops.sampling_nodes import (AdaptiveAvgPool2DBackward0, AdaptiveAvgPool3DBackward0,
                                            Col2ImBackward0, Im2ColBackward0, linear_node)
 from ..autograd.tensor import Tensor
+from ..runtime.dtype import channels_last as _channels_last
 from ._padding import pad
 
 __all__ = ["adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "avg_pool2d",
@@ -52,9 +54,14 @@ __all__ = ["adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool3d", 
            "max_pool3d", "unfold"]
 
 
+_WARNED = {"same": False}  # the warnings given once a process
+
+
 def _ntuple(v, n: int, arg: str, op: str) -> tuple:
     if isinstance(v, int):
         return (v,) * n
+    if isinstance(v, str):  # (conv1d-3d take 'same'/'valid' padding before this)
+        raise TypeError(f"{op}(): argument '{arg}' must be tuple of ints, not str")
     v = tuple(int(e) for e in v)
     if len(v) == 1:
         return v * n
@@ -111,9 +118,27 @@ def _col2im(cols: Tensor, size: tuple, kernel: tuple, stride: tuple, padding: tu
     canvas = _zeros((n, c, math.prod(padded)), dtype=cols.dtype, device=cols.device).index_add(
         2, _tensor(idx.reshape(-1), device=cols.device), flat)
     y = canvas.reshape((n, c) + padded)
+    if not any(padding):
+        return y
     for dim, (v, p) in enumerate(zip(size, padding)):
         if p:
             y = y.narrow(2 + dim, p, v)
+    return y.contiguous()  # PyTorch's fold and conv_transpose3d give contiguous tensors
+
+
+def _channels_last_like(y, *inputs):
+    """``y`` (a 4-D tensor, or a tuple of them) in channels_last when one of ``inputs`` is
+    channels_last and not contiguous (PyTorch's suggest_memory_format: its 2-d convolutions,
+    pools and resamplings keep that layout); else ``y`` itself. Only a non-contiguous input
+    costs more than one ``is_contiguous``."""
+    if (y[0] if isinstance(y, tuple) else y).ndim != 4:  # (unbatched: no such layout)
+        return y
+    for t in inputs:
+        if t is not None and t.ndim == 4 and not t.is_contiguous() \
+                and t.is_contiguous(memory_format=_channels_last):
+            if isinstance(y, tuple):
+                return tuple(v.contiguous(memory_format=_channels_last) for v in y)
+            return y.contiguous(memory_format=_channels_last)
     return y
 
 
@@ -189,6 +214,11 @@ def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups
             # the total d*(k-1) split with the extra element on the right, as PyTorch does
             pads = [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
                     for k, d in zip(kernel, dilation)]
+            if not _WARNED["same"] and any(lo != hi for lo, hi in pads):
+                _WARNED["same"] = True  # (PyTorch's TORCH_WARN_ONCE)
+                warnings.warn("Using padding='same' with even kernel lengths and odd dilation "
+                              "may require a zero-padded copy of the input be created",
+                              stacklevel=4)
         else:
             raise RuntimeError(f"{op}: Invalid padding string: {padding!r}, should be one of "
                                "['valid', 'same']")
@@ -268,7 +298,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
         >>> F.conv2d(tg.randn(1, 4, 5, 5), tg.randn(8, 4, 3, 3), padding=1).shape
         tritongrad.Size([1, 8, 5, 5])
     """
-    return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+    return _channels_last_like(
+        _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d"), input, weight)
 
 
 def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
@@ -318,7 +349,10 @@ def _conv_transpose(input: Tensor, weight: Tensor, bias, stride, padding, output
         raise RuntimeError(f"{op}: dilation should be greater than zero (got {list(dilation)})")
     if any(v < 0 for v in padding):
         raise RuntimeError(f"{op}: negative padding is not supported (got {list(padding)})")
-    if any(o < 0 or (o >= s and o >= d) for o, s, d in zip(output_padding, stride, dilation)):
+    if any(o < 0 for o in output_padding):
+        raise RuntimeError(f"{op}: negative output_padding is not supported (got "
+                           f"{list(output_padding)})")
+    if any(o >= s and o >= d for o, s, d in zip(output_padding, stride, dilation)):
         raise RuntimeError(f"{op}: output padding must be smaller than either stride or "
                            f"dilation, but got output_padding {list(output_padding)}, stride "
                            f"{list(stride)} and dilation {list(dilation)}")
@@ -331,7 +365,7 @@ def _conv_transpose(input: Tensor, weight: Tensor, bias, stride, padding, output
     _check_conv_operands(x, weight, bias, weight.shape[1] * groups, op, transposed=True)
     size = [(n - 1) * s - 2 * p + d * (k - 1) + o + 1 for n, s, p, d, k, o in
             zip(x.shape[2:], stride, padding, dilation, kernel, output_padding)]
-    if any(v < 1 for v in size):
+    if any(v < 0 for v in size):  # (an empty output is PyTorch's result, not an error)
         given = " x ".join(map(str, x.shape[2:]))
         raise RuntimeError(f"{op}: Given input size per channel: ({given})"
                            f". Calculated output size per channel: "
@@ -406,8 +440,9 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
         >>> F.conv_transpose2d(tg.randn(1, 4, 5, 5), tg.randn(4, 8, 3, 3), stride=2).shape
         tritongrad.Size([1, 8, 11, 11])
     """
-    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups,
-                           dilation, 2, "conv_transpose2d")
+    return _channels_last_like(
+        _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation,
+                        2, "conv_transpose2d"), input, weight)
 
 
 def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
@@ -575,10 +610,15 @@ def _pool_setup(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode
         else _ntuple(stride, nd, "stride", op)
     padding = _ntuple(padding, nd, "padding", op)
     dilation = _ntuple(dilation, nd, "dilation", op)
-    if any(k < 1 for k in kernel) or any(s < 1 for s in stride) or any(d < 1 for d in dilation):
-        raise RuntimeError(f"{op}: kernel_size, stride and dilation must be greater than zero, "
-                           f"but got kernel_size={list(kernel)}, stride={list(stride)}, "
-                           f"dilation={list(dilation)}")
+    names = "THW"[-nd:]  # PyTorch's words (a zero kernel named first, not its stride)
+    if any(k < 1 for k in kernel):
+        raise RuntimeError(f"{op}: kernel size should be greater than zero, but got "
+                           + " ".join(f"k{a}: {k}" for a, k in zip(names, kernel)))
+    if any(s < 1 for s in stride):
+        raise RuntimeError(f"{op}: stride should not be zero, but got stride={list(stride)}")
+    if any(d < 1 for d in dilation):
+        raise RuntimeError(f"{op}: dilation should be greater than zero, but got "
+                           + " ".join(f"dilation{a}: {d}" for a, d in zip(names, dilation)))
     for p, k, d in zip(padding, kernel, dilation):
         if p < 0:
             raise RuntimeError(f"{op}: pad must be non-negative, but got pad: {p}")
@@ -590,7 +630,6 @@ def _pool_setup(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode
                 f"kernel_size={k}")
     sizes = tuple(x.shape[2:])
     if fits and any(n < k for n, k in zip(sizes, kernel)):
-        names = "THW"[-nd:]
         image = " ".join(f"{a}: {n}" for a, n in zip(names, sizes))
         raise RuntimeError(f"{op}: input image ({image}) "
                            f"smaller than kernel size "
@@ -663,8 +702,8 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
 
     The gradient goes to the first maximum of each window, as PyTorch's kernel sends it.
     """
-    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
-                     2, "max_pool2d")
+    return _channels_last_like(_max_pool(input, kernel_size, stride, padding, dilation,
+                                         ceil_mode, return_indices, 2, "max_pool2d"), input)
 
 
 def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
@@ -736,8 +775,9 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
         divisor_override: if specified, it will be used as divisor, otherwise the size of the
             pooling region will be used. Default: None.
     """
-    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                     divisor_override, 2, "avg_pool2d")
+    return _channels_last_like(_avg_pool(input, kernel_size, stride, padding, ceil_mode,
+                                         count_include_pad, divisor_override, 2, "avg_pool2d"),
+                               input)
 
 
 def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
@@ -843,7 +883,8 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
 
     Window i along a dim of size n covers [floor(i n / o), ceil((i + 1) n / o)): windows
     differ in size, so the pool is two matmuls with averaging matrices."""
-    return _adaptive_avg(input, output_size, 2, "adaptive_avg_pool2d")
+    return _channels_last_like(_adaptive_avg(input, output_size, 2, "adaptive_avg_pool2d"),
+                               input)
 
 
 def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
@@ -866,11 +907,29 @@ def _one(v, op: str, name: str):
     return v if v is None else (1, _ntuple(v, 1, name, op)[0])
 
 
+def _check_max_pool1d(kernel_size, stride, padding, dilation) -> None:
+    """PyTorch's max_pool1d words for its arguments' errors (the 2-D pool it runs as would
+    name a plane's height and width); the padding's upper bound is left to that pool."""
+    op = "max_pool1d"
+    k = _ntuple(kernel_size, 1, "kernel_size", op)[0]
+    s = k if stride is None else _ntuple(stride, 1, "stride", op)[0]
+    p = _ntuple(padding, 1, "padding", op)[0]
+    d = _ntuple(dilation, 1, "dilation", op)[0]
+    for name, v in (("kernel_size", k), ("stride", s)):
+        if v < 1:
+            raise RuntimeError(f"max_pool1d() {name} must be greater than zero, but got {v}")
+    if p < 0:
+        raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {p}")
+    if d < 1:
+        raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {d}")
+
+
 def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                ceil_mode: bool = False, return_indices: bool = False):
     """Applies a 1D max pooling over an input signal composed of several input planes
     (``max_pool2d``'s arguments, one value each; indices are positions along the signal)."""
     stride = None if stride is None or (not isinstance(stride, int) and not len(stride)) else stride
+    _check_max_pool1d(kernel_size, stride, padding, dilation)
     if not return_indices and checks.tensor_arg(input, "max_pool1d").ndim in (2, 3):
         _floating_pool(input, "max_pool1d_impl")  # (PyTorch's 1-D kernel without indices)
     # max_pool2d's computation over (N, C, 1, L), its errors naming max_pool1d
@@ -954,7 +1013,8 @@ def _adaptive_max(input: Tensor, output_size, nd: int, return_indices: bool, op:
 def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
     """Applies a 2D adaptive max pooling over an input signal composed of several input
     planes (windows as ``adaptive_avg_pool2d``'s); indices are flat positions in each plane."""
-    return _adaptive_max(input, output_size, 2, return_indices, "adaptive_max_pool2d")
+    return _channels_last_like(
+        _adaptive_max(input, output_size, 2, return_indices, "adaptive_max_pool2d"), input)
 
 
 def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):
@@ -1006,4 +1066,4 @@ def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tenso
     if pad < 0:  # (conv1d takes no negative padding: the crop first)
         x, pad = x.narrow(2, -pad, input.shape[0] + 2 * pad), 0
     y = conv1d(x, weight.permute(2, 1, 0), bias, padding=pad)
-    return y.permute(2, 0, 1)
+    return y.permute(2, 0, 1).contiguous()  # (PyTorch's result is contiguous)

@@ -31,6 +31,7 @@ weighted by the products of the taps' weights, which carry the gradient to the g
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -41,7 +42,8 @@ from ..autograd.ops.sampling_nodes import (UPSAMPLE, GridSampler2DBackward0,
                                            GridSampler3DBackward0, linear_node, recomputed_node)
 from ..autograd.tensor import Tensor
 from ..runtime import dtype as dtypes
-from ._convolution import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
+from ._convolution import (_channels_last_like, adaptive_avg_pool1d, adaptive_avg_pool2d,
+                           adaptive_avg_pool3d)
 from .module import Module
 
 __all__ = ["Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "affine_grid",
@@ -205,6 +207,8 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         raise ValueError("only one of size or scale_factor should be defined")
     spatial = list(input.shape[2:])
     if size is not None:
+        if recompute_scale_factor:
+            raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
         out = [int(v) for v in _per_dim(size, nd, "size")]
         scales = [None] * nd
     else:
@@ -214,7 +218,8 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if input.shape[1] == 0:  # (an empty batch is fine; empty channels are not, as PyTorch)
         raise RuntimeError(f"interpolate: Non-empty {input.ndim}D data tensor expected but got "
                            f"a tensor with sizes {list(input.shape)}")
-    if any(v <= 0 for v in out) or any(v <= 0 for v in spatial):
+    # (area is an adaptive pool, which takes an empty output: a small scale_factor's 0)
+    if any(v <= 0 for v in spatial) or (mode != "area" and any(v <= 0 for v in out)):
         raise RuntimeError(f"interpolate: Input and output sizes should be greater than 0, but "
                            f"got input "
                            f"({', '.join(map(str, spatial))}) and output "
@@ -236,8 +241,6 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                 plan.append((2 + d, _aa_taps(mode, n_in, n_out, align_corners, sf)))
         elif n_in != n_out or sf not in (None, 1.0):
             plan.append((2 + d, _taps(mode, n_in, n_out, align_corners, sf)))
-    if not plan:
-        return input
     if image and not mode.startswith("nearest"):
         # PyTorch's uint8 image kernels: the width pass, then the height pass, each rounded
         # and clamped to uint8 (theirs in fixed point: a value may differ by 1 or 2)
@@ -246,11 +249,14 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
             x = _resize_dim(x, dim, taps).round().clamp(0, 255)
         return x.to(dtypes.uint8)
     # one node, named as PyTorch's, saving nothing: the resize is linear in the input
-    return linear_node(UPSAMPLE[mode, nd, antialias], input, _resize, tuple(plan),
-                       transpose=_resize_t)
+    y = linear_node(UPSAMPLE[mode, nd, antialias], input, _resize, tuple(plan),
+                    transpose=_resize_t)
+    return _channels_last_like(y, input) if nd == 2 else y
 
 
 def _resize(x: Tensor, plan: tuple) -> Tensor:
+    if not plan:  # the same size: a new tensor all the same, as PyTorch's (no alias)
+        return x.clone()
     for dim, taps in plan:
         x = _resize_dim(x, dim, taps)
     return x
@@ -336,11 +342,20 @@ def _base_coords(n: int, align_corners: bool, like: Tensor) -> Tensor:
     return c if align_corners else c * ((n - 1) / n)
 
 
+def _warn_default_align_corners() -> None:
+    warnings.warn("Default grid_sample and affine_grid behavior has changed to "
+                  "align_corners=False since 1.3.0. Please specify align_corners=True if the "
+                  "old behavior is desired. See the documentation of grid_sample for details.",
+                  stacklevel=3)
+
+
 def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tensor:
     """Generates a 2-D or 3-D flow field (sampling grid), given a batch of affine matrices
     ``theta``: (N, 2, 3) for a ``size`` (N, C, H, W), giving a grid (N, H, W, 2); or (N, 3, 4)
     for a ``size`` (N, C, D, H, W), giving a grid (N, D, H, W, 3). Each output pixel's
     normalised (x, y[, z]) is ``theta @ (x, y[, z], 1)``."""
+    if align_corners is None:
+        _warn_default_align_corners()
     align_corners = bool(align_corners)
     if not theta.dtype.is_floating_point:
         raise ValueError(f"Expected theta to have floating point type, but got "
@@ -357,6 +372,11 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
                          f"{list(theta.shape)}.")
     if min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    if align_corners and min(size[2:]) == 1:
+        warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size "
+                      "grids when align_corners=True. This is not an intended use case of "
+                      "affine_grid. See the documentation of affine_grid for details.",
+                      stacklevel=2)
     n, spatial = size[0], size[2:]
     if theta.shape[0] != n:  # (PyTorch's bmm words it; its first words kept)
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
@@ -454,6 +474,8 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
     """
     checks.tensor_arg(input, "grid_sampler", "input")
     checks.tensor_arg(grid, "grid_sampler", "grid")
+    if align_corners is None:
+        _warn_default_align_corners()
     align_corners = bool(align_corners)
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "

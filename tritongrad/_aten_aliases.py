@@ -50,27 +50,10 @@ grid_sampler_3d = _grid_sampler_nd(3)
 
 
 def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
-    """A 1-D convolution over ``input`` of shape (time, batch, in_channels) with ``weight``
-    of shape (kernel width, in_channels, out_channels) and ``bias`` (out_channels), ``pad``
-    steps of zeros at both ends of time: (time + 2 * pad - kernel width + 1, batch,
-    out_channels)."""
-    from .nn.functional import conv1d
-    if input.dim() != 3:
-        raise RuntimeError(f"conv_tbc: Input must have 3 dims: time, batch, in_channel (got "
-                           f"{input.dim()})")
-    if weight.dim() != 3:
-        raise RuntimeError(f"conv_tbc: Weight tensor must have 3 dims: kernel_width, "
-                           f"in_channels, out_channels (got {weight.dim()})")
-    if bias.dim() != 1:
-        raise RuntimeError("conv_tbc: Bias must be 1-D")
-    if input.shape[2] != weight.shape[1]:
-        raise RuntimeError(f"conv_tbc: Input dim 2 (input channels) is not == dim 1 in the "
-                           f"weight tensor ({input.shape[2]} != {weight.shape[1]})")
-    if bias.shape[0] != weight.shape[2]:
-        raise RuntimeError(f"conv_tbc: Bias has wrong size: must match the output channels "
-                           f"({bias.shape[0]} != {weight.shape[2]})")
-    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
-    return out.permute(2, 0, 1)
+    """``F.conv_tbc``: a 1-D convolution over (time, batch, in_channels) with a (kernel width,
+    in_channels, out_channels) weight (nn/_convolution.py holds it)."""
+    from .nn.functional import conv_tbc as conv
+    return conv(input, weight, bias, pad)
 
 
 def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:
