@@ -36,9 +36,11 @@ def test_calling_a_node_directly_computes_its_input_gradients():
     ga, gb = (x * x).grad_fn(tg.ones(2, dtype=tg.float64))  # one gradient per operand
     np.testing.assert_allclose(ga.detach().numpy(), [1.0, 2.0])
     np.testing.assert_allclose(gb.detach().numpy(), [1.0, 2.0])
-    # no gradient in, none out (one input: its gradient alone, not in a tuple, as PyTorch's
-    # binding returns it; PyTorch's x * 2 node has a second, None, edge for the number)
-    assert (x * 2).grad_fn(None) is None
+    # no gradient in, none out: one per edge, and PyTorch's x * 2 node has a second, None,
+    # edge for the number (Note [Edges of wrapped scalars]); a one-input node's gradient
+    # comes alone, not in a tuple, as PyTorch's binding returns it
+    assert (x * 2).grad_fn(None) == (None, None)
+    assert x.exp().grad_fn(None) is None
     a, _ = x.unbind()
     g = a.grad_fn(tg.tensor(3.0, dtype=tg.float64), tg.tensor(5.0, dtype=tg.float64))
     np.testing.assert_allclose(g.numpy(), [3.0, 5.0])
