@@ -39,6 +39,7 @@ import numpy as np
 from ..autograd import checks
 from ..autograd.autocast import autocast as _autocast
 from ..autograd.autocast import is_autocast_enabled as _autocast_enabled
+from ..autograd.grad_mode import no_grad as _no_grad
 from ..autograd.ops import conv as _fused_conv
 from ..autograd.ops.creation import tensor as _tensor
 from ..autograd.ops.creation import zeros as _zeros
@@ -137,8 +138,20 @@ def _channels_last_like(y, *inputs):
         if t is not None and t.ndim == 4 and not t.is_contiguous() \
                 and t.is_contiguous(memory_format=_channels_last):
             if isinstance(y, tuple):
-                return tuple(v.contiguous(memory_format=_channels_last) for v in y)
-            return y.contiguous(memory_format=_channels_last)
+                return tuple(_relaid(v) for v in y)
+            return _relaid(y)
+    return y
+
+
+def _relaid(y: Tensor) -> Tensor:
+    """The op's own fresh result ``y`` with its values laid out channels_last: its array is
+    replaced, so ``y`` keeps the op's node (a copy recorded after it would put a
+    CloneBackward0 where PyTorch's grad_fn is the op's own, and add a node to backward). A
+    view of another result is copied as an op instead (its base fixes its memory)."""
+    if y._base is not None:
+        return y.contiguous(memory_format=_channels_last)
+    with _no_grad():
+        y._data = y.detach().contiguous(memory_format=_channels_last)._data
     return y
 
 

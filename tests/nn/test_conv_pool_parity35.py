@@ -83,6 +83,10 @@ def test_channels_last_kept_by_2d_ops():
     y = F.conv2d(xc, _t(w), _t(b), padding=1)
     assert _is_cl(y)
     np.testing.assert_allclose(y.detach().numpy(), _conv2d_ref(x, w, b, 1), rtol=1e-4, atol=1e-4)
+    # the layout is the op's own result's: its node is the convolution's, as PyTorch's (no
+    # CloneBackward0 on top)
+    assert type(y.grad_fn).__name__ == "ConvolutionBackward0"
+    assert type(F.max_pool2d(xc, 2).grad_fn).__name__ == "MaxPool2DWithIndicesBackward0"
     y.sum().backward()  # gradients flow through the layout change
     assert _is_cl(F.conv2d(_t(x), _cl(_t(w))))  # a channels_last weight, as PyTorch's
     assert tuple(F.conv2d(_t(x[0]), _cl(_t(w))).shape) == (4, 4, 3)  # unbatched
