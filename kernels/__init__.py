@@ -251,7 +251,9 @@ def host_array(values, dtype) -> np.ndarray:
         return _bf16.rounded(values)
     if type(values) is HostBFloat16:
         values = values.view(np.ndarray)
-    return np.require(values, dtype=dtype.np, requirements="C")
+    # np.asarray, not np.require: the same array, and a float overflowing its dtype (1e38 in
+    # float16) becomes inf without NumPy's warning leaking (Note [Floating-point warnings])
+    return np.asarray(values, dtype=dtype.np, order="C")
 
 
 def host_values(a) -> np.ndarray:

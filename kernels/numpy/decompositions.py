@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .elementwise import _quiet  # (Note [Silent float errors]: np.linalg's warnings)
+
 __all__ = ["LinAlgFailure", "inv", "det", "slogdet", "solve", "cholesky", "qr", "eigh", "svd",
            "solve_triangular", "matrix_exp", "lu_factor", "geqrf"]
 
@@ -63,6 +65,7 @@ def _not_positive_definite(m: np.ndarray) -> int:
     return 0
 
 
+@_quiet
 def inv(a: np.ndarray) -> np.ndarray:
     try:
         return np.linalg.inv(a)
@@ -70,15 +73,18 @@ def inv(a: np.ndarray) -> np.ndarray:
         raise _failing(a, _zero_pivot) from None
 
 
+@_quiet
 def det(a: np.ndarray) -> np.ndarray:
     return np.linalg.det(a)
 
 
+@_quiet
 def slogdet(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     sign, logabs = np.linalg.slogdet(a)
     return sign.astype(a.dtype), logabs.astype(np.abs(a[..., :0, :0]).dtype)
 
 
+@_quiet
 def solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a^-1 b``: ``a`` (..., n, n), ``b`` (..., n, k), batch dims equal."""
     try:
@@ -87,6 +93,7 @@ def solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         raise _failing(a, _zero_pivot) from None
 
 
+@_quiet
 def cholesky(a: np.ndarray) -> np.ndarray:
     """The lower factor L of ``a = L L^H`` (read from the lower triangle of ``a``)."""
     lower = np.tril(a)
@@ -100,6 +107,7 @@ def cholesky(a: np.ndarray) -> np.ndarray:
     return L
 
 
+@_quiet
 def qr(a: np.ndarray, mode: str) -> tuple[np.ndarray, np.ndarray]:
     """``mode``: "reduced", "complete" or "r" (Q is then an empty array, as PyTorch's)."""
     if mode == "r":
@@ -108,11 +116,13 @@ def qr(a: np.ndarray, mode: str) -> tuple[np.ndarray, np.ndarray]:
     return np.linalg.qr(a, mode=mode)
 
 
+@_quiet
 def eigh(a: np.ndarray, uplo: str) -> tuple[np.ndarray, np.ndarray]:
     w, v = np.linalg.eigh(a, UPLO=uplo)
     return w, v
 
 
+@_quiet
 def svd(a: np.ndarray, full_matrices: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if 0 in a.shape[-2:]:  # LAPACK is not called: identity-shaped U and Vh, no values
         m, n = a.shape[-2:]
@@ -124,6 +134,7 @@ def svd(a: np.ndarray, full_matrices: bool) -> tuple[np.ndarray, np.ndarray, np.
     return np.linalg.svd(a, full_matrices=full_matrices)
 
 
+@_quiet
 def solve_triangular(a: np.ndarray, b: np.ndarray, upper: bool, left: bool,
                      unitriangular: bool) -> np.ndarray:
     """``a^-1 b`` (``left``) or ``b a^-1``, reading only the upper or lower triangle of ``a``
@@ -159,6 +170,7 @@ def _triangular(t: np.ndarray, b: np.ndarray, upper: bool) -> np.ndarray:
     return x
 
 
+@_quiet
 def matrix_exp(a: np.ndarray) -> np.ndarray:
     """``exp(a)`` by scaling and squaring a degree-18 Taylor polynomial (computed in the
     double precision of ``a``'s kind, rounded once)."""
@@ -179,6 +191,7 @@ def matrix_exp(a: np.ndarray) -> np.ndarray:
     return out.astype(a.dtype)
 
 
+@_quiet
 def lu_factor(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """LAPACK getrf's packed ``LU`` and 1-based int32 ``pivots`` (row ``i`` swapped with
     ``pivots[i] - 1``), by partial pivoting over every matrix at once (a zero pivot leaves its
@@ -204,6 +217,7 @@ def lu_factor(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return flat.reshape(a.shape), piv.reshape(a.shape[:-2] + (min(m, n),))
 
 
+@_quiet
 def geqrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """LAPACK geqrf's compact QR: ``R`` on and above the diagonal, the Householder vectors
     below it (their leading 1 implicit), and the scalar factors ``tau`` (..., min(m, n)).

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 
 import numpy as np
 
@@ -33,8 +34,17 @@ def _arr(x) -> np.ndarray:
 #   NumPy's floating-point errors ignored, set for their call alone: NumPy keeps that state in
 #   a context variable, and setting it directly costs ~0.2 us a call where ``np.errstate``
 #   costs ~0.8 us (a NumPy without that variable gets ``np.errstate``). The user's NumPy error
-#   settings are untouched outside the call. add / sub / mul (overflow only, rare) and the
-#   ops that cannot overflow keep the plain, fastest call.
+#   settings are untouched outside the call. add / sub / mul (inf - inf, 0 * inf, overflow)
+#   and the ops that cannot overflow keep the plain, fastest call: the warnings filter below,
+#   scoped to this package's modules, silences what they raise at no cost per call (it names
+#   the frame that called the ufunc, so the kernels call ufuncs and their ``reduce`` /
+#   ``accumulate`` directly, not NumPy's Python wrappers such as np.sum, np.require; the
+#   kernels that must go through np.linalg / np.fft are wrapped with ``_quiet``). A user's
+#   own NumPy calls keep their warnings. The filter holds for the process from the import on;
+#   pytest restores the filters it found after collecting (which imports the package), and a
+#   filter put in front (``-W error``) wins, hence the explicit state for the commonest ops.
+warnings.filterwarnings("ignore", r"(invalid value|divide by zero|overflow|underflow) "
+                        "encountered", RuntimeWarning, r"tritongrad\.")
 try:
     from numpy._core._ufunc_config import _extobj_contextvar as _ERRORS
     with np.errstate(all="ignore"):

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .elementwise import _quiet  # (Note [Silent float errors]: np.fft's warnings)
+
 __all__ = ["BY_N", "BY_ROOT_N", "NONE", "c2c", "c2r", "r2c"]
 
 NONE, BY_ROOT_N, BY_N = 0, 1, 2
@@ -31,6 +33,7 @@ def _complex_of(dt: np.dtype) -> np.dtype:
         np.dtype(np.complex128)
 
 
+@_quiet
 def c2c(a: np.ndarray, dims: tuple, mode: int, forward: bool) -> np.ndarray:
     """The complex-to-complex transform of ``a`` over ``dims``: ``sum_j a_j e^(-+2 pi i jk/n)``
     (the minus sign when ``forward``), scaled by ``mode``."""
@@ -38,6 +41,7 @@ def c2c(a: np.ndarray, dims: tuple, mode: int, forward: bool) -> np.ndarray:
     return fn(a, axes=dims, norm=norm[mode]).astype(a.dtype, copy=False)
 
 
+@_quiet
 def r2c(a: np.ndarray, dims: tuple, mode: int, onesided: bool) -> np.ndarray:
     """The forward transform of real ``a`` over ``dims``; ``onesided`` keeps the
     ``n // 2 + 1`` non-redundant bins of the last of ``dims`` (the rest follow by hermitian
@@ -46,6 +50,7 @@ def r2c(a: np.ndarray, dims: tuple, mode: int, onesided: bool) -> np.ndarray:
     return fn(a, axes=dims, norm=_FORWARD[mode]).astype(_complex_of(a.dtype), copy=False)
 
 
+@_quiet
 def c2r(a: np.ndarray, dims: tuple, mode: int, last_dim_size: int) -> np.ndarray:
     """The inverse transform of the onesided hermitian ``a`` over ``dims`` into a real signal
     whose last transformed dim has ``last_dim_size`` points (``a`` holds its

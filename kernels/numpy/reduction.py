@@ -33,15 +33,20 @@ def _up(a):
 def sum(a: np.ndarray, dims: tuple, keepdim: bool) -> np.ndarray:
     if a.dtype == _f16:
         # PyTorch accumulates half in float32; NumPy would accumulate in half.
-        return _arr(np.sum(a, axis=dims, keepdims=keepdim, dtype=np.float32).astype(np.float16))
+        return _arr(_add_reduce(a, dims, np.float32, None, keepdim).astype(np.float16))
     if type(a) is _ndarray and a.dtype in _BLAS and 0 < len(dims) < a.ndim and a.size \
             and a.flags.c_contiguous:
         r = _blas_sum(a, dims, keepdim)
         if r is not None:
             return r
+    if type(a) is _ndarray:
+        return _arr(_add_reduce(a, dims, None, None, keepdim))
     return _arr(np.sum(a, axis=dims, keepdims=keepdim))
 
 
+# the ufunc's reduce rather than np.sum's Python wrapper: one frame fewer, and inf + -inf's
+# NaN stays silent (Note [Floating-point warnings]); the same dtypes as np.sum
+_add_reduce = np.add.reduce
 _BLAS = (np.dtype(np.float32), np.dtype(np.float64))
 _ONES: dict = {}
 
@@ -96,7 +101,7 @@ def reduce(op: str, a: np.ndarray, dims: tuple, keepdim: bool) -> np.ndarray:
         raise ValueError(f"reduce: unknown op {op!r}") from None
     if op == "prod" and _low_precision(a):
         x, back = _up(a)
-        return back(np.prod(x, axis=dims, keepdims=keepdim))
+        return back(fn(x, axis=dims, keepdims=keepdim))
     r = _arr(fn(a.view(_ndarray) if type(a) is BF16Array else a, axis=dims, keepdims=keepdim))
     return r.view(BF16Array) if type(a) is BF16Array and op != "all" and op != "any" else r
 
@@ -145,7 +150,7 @@ def cumsum(a: np.ndarray, dim: int, reverse: bool = False) -> np.ndarray:
     x, back = _up(a)
     if reverse:
         x = np.flip(x, dim)
-    r = np.cumsum(x, axis=dim)
+    r = np.add.accumulate(x, axis=dim)  # (np.cumsum's dtypes, without its Python wrapper)
     if reverse:
         r = np.ascontiguousarray(np.flip(r, dim))
     return back(r)
