@@ -42,6 +42,7 @@ from .views import getitem as _basic_getitem
 
 
 _Number = numbers.Number
+_INT = dtypes._INT  # (a dtype's promotion category: the integer types)
 # (int16 and int8 refused, as PyTorch's "long, int, byte or bool"; uint8 is a mask)
 _INDEX_DTYPES = (dtypes.int64, dtypes.int32, dtypes.uint8)
 _UINT8_MASK = ("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
@@ -289,8 +290,28 @@ class IndexPutBackward0(Primitive):
         return gx, gv
 
 
+def _selects(index):
+    """``index`` with each 0-d integer tensor (uint8's a mask) as its int: PyTorch indexes by
+    one as by the number, a select (``x[t]`` a view, ``x[t] = v`` a copy that casts ``v``),
+    not as an index tensor (a copy; its index_put refuses another dtype). ``index`` itself
+    when it holds none."""
+    items = index if type(index) is tuple else (index,)
+    if not any(isinstance(ix, Tensor) and ix.ndim == 0 and ix._dtype._category == _INT
+               and ix._dtype is not dtypes.uint8 for ix in items):
+        return index
+    items = tuple(int(ix.item()) if isinstance(ix, Tensor) and ix.ndim == 0
+                  and ix._dtype._category == _INT and ix._dtype is not dtypes.uint8 else ix
+                  for ix in items)
+    return items if type(index) is tuple else items[0]
+
+
 def advanced_getitem(x: Tensor, index) -> Tensor:
     """``x[index]`` with index tensors, lists or bool masks (a copy, not a view)."""
+    selects = _selects(index)
+    if selects is not index:
+        index = selects
+        if is_basic_index(index):
+            return _basic_getitem(x, index)
     view, indices = _prepare(x, index)
     return view if indices is None else apply(IndexBackward0, (view,), indices)
 
@@ -348,7 +369,13 @@ def setitem(x: Tensor, index, value) -> None:
         return
     if type(index) is list:
         index = list_as_tuple(index)
-    if is_basic_index(index):
+    basic = is_basic_index(index)
+    if not basic:
+        selects = _selects(index)
+        if selects is not index:
+            index = selects
+            basic = is_basic_index(index)
+    if basic:
         view = _basic_getitem(x, index)
         if isinstance(value, _Number):
             if view._requires_grad and state.grad_enabled:
