@@ -209,8 +209,18 @@ def _cdiv(xr, xi, yr, yi):
 
 @jit
 def _cexp(xr, xi):
+    # C99 Annex G's cexp (NumPy's, on the CPU): a real argument stays real (exp(800 + 0j) is
+    # inf + 0j, where inf * sin(0) made inf + NaN j), and an infinite real part with a NaN or
+    # infinite imaginary one gives inf + NaN j (+inf) or 0 (-inf) instead of NaN + NaN j
     e = libdevice.exp(xr)
-    return e * libdevice.cos(xi), e * libdevice.sin(xi)
+    re = e * libdevice.cos(xi)
+    im = e * libdevice.sin(xi)
+    wild = (tl.abs(xi) == float("inf")) | (xi != xi)
+    to_zero = wild & (xr == -float("inf"))
+    re = tl.where(xi == 0, e, tl.where(wild & (xr == float("inf")), float("inf"),
+                                       tl.where(to_zero, 0.0, re)))
+    im = tl.where(xi == 0, xi, tl.where(to_zero, 0.0, im))
+    return re, im
 
 
 @jit
@@ -269,13 +279,14 @@ def _c_div(xr, xi, yr, yi):
 
 @_formula
 def _c_pow(xr, xi, yr, yi):
-    # exp(y log x); x == 0: 1 for y == 0, 0 for real y > 0, else NaN (NumPy's npy_cpow)
+    # exp(y log x); x == 0: 1 for y == 0, 0 for Re y > 0 (also a complex y), else NaN (NumPy's
+    # npy_cpow, the CPU's)
     lr, li = _clog(xr, xi)
     wr, wi = _cmul(yr, yi, lr, li)
     re, im = _cexp(wr, wi)
     x0 = (xr == 0) & (xi == 0)
     y0 = (yr == 0) & (yi == 0)
-    zero = x0 & (yr > 0) & (yi == 0)
+    zero = x0 & (yr > 0)
     nan = x0 & ~zero
     re = tl.where(y0, 1.0, tl.where(zero, 0.0, tl.where(nan, float("nan"), re)))
     im = tl.where(y0, 0.0, tl.where(zero, 0.0, tl.where(nan, float("nan"), im)))
