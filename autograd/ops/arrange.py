@@ -1,7 +1,8 @@
 """Composites that rearrange or place elements: ``ravel adjoint msort narrow_copy diagflat
 argwhere nonzero_static hsplit vsplit dsplit``, the view-scatter family (``select_scatter
 slice_scatter diagonal_scatter as_strided_scatter``: a copy of the input with a view's region
-replaced), and the flat-index writes ``put``/``put_`` and ``fill_diagonal_``.
+replaced), and the flat-index writes ``put``/``put_`` (one ``PutBackward0`` node, PyTorch's)
+and ``fill_diagonal_``.
 
 The view scatters are one primitive, views.py's ``AsStridedScatterBackward0`` (a copy of the
 base with a strided region replaced; its rule sends ``g`` with the region zeroed to the input
@@ -12,17 +13,19 @@ op only finds its view's geometry. The others are built from public ops (views, 
 
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 
 from ...runtime import dtype as dtypes
-from ..checks import check_same_device, scalar_type_name, tensor_arg
-from ..dispatch import apply, expanded_dims
-from ..registry import OpInfo, with_inplace
+from ..checks import check_same_device, checked_index, scalar_type_name, tensor_arg
+from ..dispatch import (Primitive, apply, apply_inplace, as_shape, call, expanded_dims,
+                        linear_jvp, meta, zeros)
+from ..registry import OpInfo
 from ..tensor import Tensor, wrap_dim
 from .combinations import diag, diagonal, tensor_split
 from .creation import arange, full
-from .indexing import nonzero
+from .indexing import IndexBackward0, IndexPutBackward0, nonzero
 from .shape import cat, narrow, select
 from .sorting import sort
 from .views import AsStridedScatterBackward0, as_strided, getitem
@@ -255,14 +258,53 @@ def as_strided_scatter(input: Tensor, src: Tensor, size, stride,
 
 # -- flat-index writes -----------------------------------------------------------------------------
 
-def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
-    """A copy of ``input`` with the elements at ``index`` (positions in the row-major
-    flattened tensor; negative ones count from the end) set to ``source``'s (or, with
-    ``accumulate``, added to them). The gradient is ``g`` with the written positions zeroed
-    (all of ``g`` with ``accumulate``), and ``g`` taken at ``index`` for ``source``."""
-    x = tensor_arg(input, "put")
-    index = tensor_arg(index, "put", "index")
-    source = tensor_arg(source, "put", "source")
+class PutBackward0(Primitive):
+    """input with the elements at ``index`` (positions in the row-major flattened tensor,
+    already wrapped into range) set to ``source``'s, or with ``accumulate`` added to them
+    (duplicates summed); one node saving ``source`` (for its shape) and the index, not an
+    edge (PyTorch's). The result is row-major (PyTorch's keeps input's layout). input's
+    gradient is ``g`` with the written places zeroed (all of ``g`` with ``accumulate``);
+    source's is ``g`` taken at ``index``."""
+
+    __slots__ = ()
+    op_name = "put"
+    save_inputs, save_when = (1,), (1,)
+    keep_params = (0,)
+    saved_names = ("source", "index")
+    jvp = linear_jvp(0, 1)
+    _saved_accumulate = property(lambda n: n.accumulate)  # (as PyTorch's node shows it)
+
+    @staticmethod
+    def forward(ctx, k, x, source, index, accumulate):
+        ctx.accumulate, ctx.in_shape = accumulate, x.shape
+        out = k.astype(x, meta(x)[1])  # (a row-major copy: its flat view is the positions)
+        k.index_put_(as_shape(k, out, (math.prod(x.shape),)), (index,),
+                     as_shape(k, source, tuple(index.shape)), accumulate)
+        return out
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        source, index = saved
+        need_x, need_s = ctx.needs_input_grad
+        n = math.prod(ctx.in_shape)
+        flat = as_shape(k, g, (n,))
+        gx = gs = None
+        if need_x:
+            gx = g if ctx.accumulate else as_shape(k, call(
+                k, IndexPutBackward0, (flat, zeros(k, (), g)), (index,), False), ctx.in_shape)
+        if need_s:
+            gs = as_shape(k, call(k, IndexBackward0, (flat,), (index,)), tuple(source.shape))
+        return gx, gs
+
+    complex_vjp = vjp  # (it moves elements: the same map for complex values)
+    complex_jvp = jvp
+
+
+def _put(x: Tensor, index: Tensor, source: Tensor, accumulate: bool, inplace: bool) -> Tensor:
+    op = "put_" if inplace else "put"
+    tensor_arg(x, op)
+    index = tensor_arg(index, op, "index")
+    source = tensor_arg(source, op, "source")
     if index.dtype is not dtypes.int64:
         raise RuntimeError(f"put_(): Expected a long tensor for index, but got "
                            f"{scalar_type_name(index.dtype)}")
@@ -275,14 +317,30 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
                          f"elements, but got source.numel() = {source.numel()}, index.numel() "
                          f"= {index.numel()}")
     check_same_device(x, index, "index", "put_")
-    flat = index.reshape(-1)
+    check_same_device(x, source, "source", "put_")
     n = x.numel()
-    if flat.numel():
-        bad = (flat < -n) | (flat >= n)
-        if bad.any():
-            raise IndexError(f"out of range: tried to access index {flat[bad][0].item()} on a "
-                             f"tensor of {n} elements.")
-    return x.reshape(-1).index_put((flat,), source.reshape(-1), accumulate).reshape(x.shape)
+    if n == 0 and index.numel():
+        raise IndexError("put_(): Tried to put elements into an empty tensor")
+    index = checked_index(index, max(n, 1), 0, op, allow_negative=True,
+                          error=lambda bad: IndexError(f"out of range: tried to access index "
+                                                       f"{bad} on a tensor of {n} elements."))
+    if inplace:
+        return apply_inplace(PutBackward0, x, (source,), index, bool(accumulate))
+    return apply(PutBackward0, (x, source), index, bool(accumulate))
+
+
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """A copy of ``input`` with the elements at ``index`` (positions in the row-major
+    flattened tensor; negative ones count from the end) set to ``source``'s (or, with
+    ``accumulate``, added to them). One ``PutBackward0`` node: the gradient is ``g`` with the
+    written positions zeroed (all of ``g`` with ``accumulate``), and ``g`` taken at ``index``
+    for ``source``."""
+    return _put(input, index, source, accumulate, False)
+
+
+def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """In-place :func:`put`."""
+    return _put(self, index, source, accumulate, True)
 
 
 def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
@@ -329,9 +387,8 @@ OPS = (
            node=DiagonalScatterBackward0),
     OpInfo("as_strided_scatter", as_strided_scatter, dtypes="input's", grad=_SCATTER,
            node=AsStridedScatterBackward0),
-    OpInfo("put", put, dtypes="one dtype; int64 index",
+    OpInfo("put", put, inplace=put_, dtypes="one dtype; int64 index", node=PutBackward0,
            grad="g with the written positions zeroed, source: g at index"),
     OpInfo("fill_diagonal_", fill_diagonal_, function=False, dtypes="the tensor's",
            grad="g with the diagonal zeroed"),
 )
-OPS = with_inplace(OPS, ("put",))

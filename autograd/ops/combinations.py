@@ -1,11 +1,12 @@
 """Rearranging ops: ``swapaxes swapdims unflatten tensor_split repeat_interleave flip fliplr
-flipud roll diagonal diag diag_embed triu_indices tril_indices``.
+flipud roll diagonal diag diag_embed trace triu_indices tril_indices``.
 
 Most are written over views (``as_strided``, ``reshape``, basic indexing), ``cat`` and
 ``index_select``, so they run on both backends with no kernel of their own and are
-differentiable through their parts. ``flip``, ``roll`` and ``diagonal`` are one node each, as
-PyTorch records them (``FlipBackward0``, ``RollBackward0``, ``DiagonalBackward0``), their
-forwards made of the contract's ``index``, ``cat`` and ``as_strided``. ``diagonal``,
+differentiable through their parts. ``flip``, ``roll``, ``diagonal``, ``diag_embed`` and
+``trace`` are one node each, as PyTorch records them (``FlipBackward0``, ``RollBackward0``,
+``DiagonalBackward0``, ``DiagEmbedBackward0``, ``TraceBackward0``), their forwards made of the
+contract's ``index``, ``cat``, ``as_strided``, ``copy_`` and ``sum``. ``diagonal``,
 ``swapaxes``, ``unflatten`` (where ``view`` can) and ``tensor_split``'s pieces are views, as in
 PyTorch; the others copy.
 """
@@ -21,10 +22,8 @@ from ..checks import kernel_not_implemented, tensor_arg
 from ..dispatch import SINK, Primitive, apply, as_shape, call, linear_jvp, meta
 from ..registry import OpInfo
 from ..tensor import Tensor, int_arg, wrap_dim
-from .creation import arange, as_dtype, resolve_device, tensor, zeros
+from .creation import as_dtype, resolve_device, tensor
 from .indexing import index_select
-from .reduction import sum as _sum
-from .shape import cat, movedim, narrow
 from .views import (AsStridedBackward0, _as_view, getitem, inplace_view, int_tuple, is_size,
                     transpose)
 
@@ -397,36 +396,62 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
 _diagonal = diagonal  # (diag's argument of that name hides the function)
 
 
+class DiagEmbedBackward0(Primitive):
+    """x's last dim on the ``offset``-th diagonal of the planes (``dim1``, ``dim2``) of a zero
+    tensor, one node (PyTorch's): the zeros written, then x copied into their diagonal view.
+    The gradient is that diagonal of ``g`` (a ``DiagonalBackward0`` when recorded, as
+    PyTorch's). ``sizes`` gives the planes' sides where they are not square (trace's
+    gradient); by default both are ``n + |offset|``."""
+
+    __slots__ = ()
+    op_name = "diag_embed"
+    jvp = linear_jvp()
+    _saved_offset = property(lambda n: n.diag[0])  # (as PyTorch's node shows them)
+    _saved_dim1 = property(lambda n: n.diag[1])
+    _saved_dim2 = property(lambda n: n.diag[2])
+
+    @staticmethod
+    def forward(ctx, k, x, offset, d1, d2, sizes=None):
+        ctx.diag = (offset, d1, d2)
+        dev, dt = meta(x)
+        n = x.shape[-1]
+        rows, cols = sizes or (n + abs(offset),) * 2
+        shape = list(x.shape[:-1])
+        for d, side in sorted(((d1, rows), (d2, cols))):
+            shape.insert(d, side)
+        out = k.full(tuple(shape), 0, dt, dev)
+        if n:
+            k.copy_(DiagonalBackward0.forward(SINK, k, out, offset, d1, d2), x)
+        return out
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        return call(k, DiagonalBackward0, (g,), *ctx.diag)
+
+    complex_vjp = vjp  # (it moves elements: the same map for complex values)
+    complex_jvp = jvp
+
+
 def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """A tensor whose planes (``dim1``, ``dim2``) hold the last dim of ``input`` on their
-    ``offset``-th diagonal, zeros elsewhere; the planes are of side ``n + |offset|``.
+    ``offset``-th diagonal, zeros elsewhere; the planes are of side ``n + |offset|``. One
+    ``DiagEmbedBackward0`` node.
 
     Example:
         >>> tg.diag_embed(tg.tensor([1, 2])).tolist()
         [[1, 0], [0, 2]]
     """
+    tensor_arg(input, "diag_embed")
     nd = input.ndim + 1
+    for d in (dim1, dim2):  # (PyTorch's message names no op here)
+        if type(d) is int and not -nd <= d < nd:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, "
+                             f"{nd - 1}], but got {d})")
     d1, d2 = wrap_dim(dim1, nd, "diag_embed"), wrap_dim(dim2, nd, "diag_embed")
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     offset = int_arg(offset, "diag_embed", "offset", 1)
-    batch, n = tuple(input.shape[:-1]), (input.shape[-1] if input.ndim else 1)
-    v = input.reshape(batch + (n,))
-    m = n + abs(offset)
-
-    def pad(length):
-        return zeros(batch + (length,), dtype=input.dtype, device=input.device)
-
-    # Flattened, an m x m plane holds element i of its diagonal at i (m + 1) + first: so each
-    # element followed by m zeros, after `first` zeros, laid out and cut (or padded) to m * m.
-    first = offset if offset >= 0 else -offset * m
-    spaced = cat([v.unsqueeze(-1), pad(n * m).reshape(batch + (n, m))], -1)
-    flat = cat([pad(first), spaced.reshape(batch + (n * (m + 1),))], -1)
-    have = first + n * (m + 1)
-    flat = narrow(flat, -1, 0, m * m) if have >= m * m else cat([flat, pad(m * m - have)], -1)
-    planes = flat.reshape(batch + (m, m))
-    # (a new tensor, row-major in the result's dims as PyTorch's, not a moved view)
-    return movedim(planes, (-2, -1), (d1, d2)).contiguous()
+    return apply(DiagEmbedBackward0, (input,), offset, d1, d2)
 
 
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
@@ -444,8 +469,38 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
 
 
+class TraceBackward0(Primitive):
+    """The sum of a matrix's main diagonal, one node (PyTorch's; integers sum in int64): the
+    gradient is ``g`` on the diagonal of a zero matrix of the input's shape (diag_embed's
+    forward, so recorded it is a ``DiagEmbedBackward0``)."""
+
+    __slots__ = ()
+    op_name = "trace"
+    _saved_self_sym_sizes = property(lambda n: tuple(n.in_shape))  # (as PyTorch's node)
+
+    @staticmethod
+    def forward(ctx, k, x):
+        ctx.in_shape = x.shape
+        dt = meta(x)[1]
+        d = DiagonalBackward0.forward(SINK, k, x, 0, 0, 1)
+        if not (dt.is_floating_point or dt.is_complex) and dt is not dtypes.int64:
+            d = k.astype(d, dtypes.int64)  # (PyTorch's sum of integers: int64)
+        return k.sum(d, (0,), False)
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        rows, cols = ctx.in_shape
+        diag = k.expand(as_shape(k, g, (1,)), (min(rows, cols),))
+        return call(k, DiagEmbedBackward0, (diag,), 0, 0, 1, (rows, cols))
+
+    complex_vjp = vjp  # (linear: the same map for complex values)
+    jvp = linear_jvp()
+    complex_jvp = jvp
+
+
 def trace(input: Tensor) -> Tensor:
-    """The sum of the main diagonal of a 2-D tensor (of any shape, as PyTorch's).
+    """The sum of the main diagonal of a 2-D tensor (of any shape, as PyTorch's); integers
+    sum in int64. One ``TraceBackward0`` node.
 
     Example:
         >>> tg.trace(tg.arange(6.).view(2, 3))
@@ -455,9 +510,7 @@ def trace(input: Tensor) -> Tensor:
         raise kernel_not_implemented("trace", dtypes.bool)
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
-    # (sum's function, not its autocast entry: PyTorch's trace is one kernel, which CUDA
-    # autocast does not cast to float32 as it casts sum)
-    return _sum(_diagonal(input, 0))
+    return apply(TraceBackward0, (input,))
 
 
 def _triangle_indices(upper: bool, row: int, col: int, offset: int, dtype, device,
@@ -511,9 +564,10 @@ OPS = (
     OpInfo("roll", roll, node=RollBackward0, grad="roll(g, -shifts)"),
     OpInfo("diagonal", diagonal, node=DiagonalBackward0,
            grad="g on the diagonal of a zero tensor"),
-    OpInfo("diag_embed", diag_embed, grad="diagonal(g)"),
+    OpInfo("diag_embed", diag_embed, node=DiagEmbedBackward0, grad="diagonal(g)"),
     OpInfo("diag", diag, grad="diag(g)", out="exact"),
-    OpInfo("trace", trace, flops="elementwise", grad="g on the diagonal of a zero tensor",
+    OpInfo("trace", trace, flops="elementwise", node=TraceBackward0,
+           grad="g on the diagonal of a zero tensor",
            autocast="float32 on cpu"),
     OpInfo("triu_indices", triu_indices, method=False, dtypes="integers (int64)", grad="none"),
     OpInfo("tril_indices", tril_indices, method=False, dtypes="integers (int64)", grad="none"),

@@ -6,10 +6,12 @@ Every op here is written over other public ops (``where``, ``abs``, ``log1p``, `
 so it has no kernels and no derivative rule of its own: both backends run it, and its gradient
 (to any order) comes through its parts. The exceptions are one node each, as PyTorch records
 them: ``std_mean`` and ``var_mean`` (two outputs: ``StdMeanBackward0``, ``VarMeanBackward0``,
-reduction.py, so a hook on the node sees both gradients at once) and ``lerp``
-(``LerpBackward0`` for a number weight, ``LerpBackward1`` for a tensor, here). Where the naive
-formula would give a NaN gradient at a point PyTorch differentiates (``xlogy`` at ``x = 0``),
-the operand is made safe with ``where`` before the singular function is applied, not after.
+reduction.py, so a hook on the node sees both gradients at once), ``lerp``
+(``LerpBackward0`` for a number weight, ``LerpBackward1`` for a tensor, here), ``addcmul`` and
+``addcdiv`` (``AddcmulBackward0``, ``AddcdivBackward0``, in place too), ``xlogy``,
+``logaddexp``, ``prelu`` and ``hardshrink``. Where the naive formula would give a NaN
+gradient at a point PyTorch differentiates (``xlogy`` at ``x = 0``), the operand is made safe
+with ``where`` before the singular function is applied, not after.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from ..dispatch import Primitive, apply, apply_inplace, elementwise_jvp, meta, o
 from ..registry import OpInfo, with_inplace
 from ..tensor import Tensor
 from .creation import full
-from .elementwise import (_result, add, broadcast_shapes, check_cast, div, eq, exp, isnan, le,
-                          log, mul, sub, where)
+from .elementwise import (_result, add, broadcast_shapes, check_cast, eq, exp, isnan, le, log,
+                          mul, sub, where)
 from .pointwise import abs, isfinite, log1p, logical_and
 from .reduction import StdMeanBackward0, VarMeanBackward0, _var_args, std, var
 
@@ -353,26 +355,126 @@ def _addc_check(op: str, t1, t2) -> None:
             "(input + value * tensor1 / tensor2), for all dtypes.")
 
 
-def _addc(op: str, combine):
+def _scaled(k, a, value):
+    return a if value == 1 else k.mul(a, value)
+
+
+class AddcmulBackward0(Primitive):
+    """input + value * tensor1 * tensor2 (broadcasting), one node saving each factor only when
+    the other's gradient needs it (PyTorch's):  d input = g,  d tensor1 = g (value
+    tensor2),  d tensor2 = g (value tensor1). float16/bfloat16 compute in float32 and round
+    once, as PyTorch's kernel."""
+
+    __slots__ = ()
+    op_name = "addcmul"
+    save_inputs, save_when = (1, 2), (2, 1)
+    saved_names = ("tensor1", "tensor2")
+    broadcasts = True
+    jvp = staticmethod(elementwise_jvp)
+    _saved_value = property(lambda n: n.value)  # (as PyTorch's node shows it)
+
+    @staticmethod
+    def forward(ctx, k, x, t1, t2, value):
+        ctx.value = value
+        (x, t1, t2), back = opmath(k, x, t1, t2)
+        return back(k.add(x, k.mul(_scaled(k, t1, value), t2)))
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        t1, t2 = saved
+        need_x, need_1, need_2 = ctx.needs_input_grad
+        v = ctx.value
+        return (g if need_x else None, k.mul(g, _scaled(k, t2, v)) if need_1 else None,
+                k.mul(g, _scaled(k, t1, v)) if need_2 else None)
+
+    complex_vjp = conj_rule(vjp)
+    complex_jvp = jvp  # (holomorphic in every input: the real rule's terms)
+
+
+class AddcdivBackward0(AddcmulBackward0):
+    """input + value * tensor1 / tensor2 (broadcasting), one node saving both (PyTorch's):
+    d input = g,  d tensor1 = g (value / tensor2),  d tensor2 = -g (value tensor1 /
+    tensor2^2)."""
+
+    __slots__ = ()
+    op_name = "addcdiv"
+    save_when = (None, 1)  # (tensor2's gradient reads both)
+
+    @staticmethod
+    def forward(ctx, k, x, t1, t2, value):
+        ctx.value = value
+        (x, t1, t2), back = opmath(k, x, t1, t2)
+        return back(k.add(x, k.div(_scaled(k, t1, value), t2)))
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        t1, t2 = saved
+        need_x, need_1, need_2 = ctx.needs_input_grad
+        v = ctx.value
+        g2 = None
+        if need_2:
+            g2 = k.neg(k.mul(g, k.div(_scaled(k, t1, v), k.mul(t2, t2))))
+        return (g if need_x else None,
+                k.mul(g, k.div(k.full((), v, *meta(t2)[::-1]), t2)) if need_1 else None, g2)
+
+    complex_vjp = conj_rule(vjp)
+    complex_jvp = AddcmulBackward0.jvp
+
+
+_VALUE_TYPES = {"float64": "double", "int64": "int64_t", "int32": "int", "int16": "int16_t",
+                "int8": "int8_t", "uint8": "uint8_t"}
+
+
+def _addc_args(op: type, name: str, x, t1, t2, value) -> tuple:
+    """(dtype, value): the promoted dtype of the three operands and ``value`` as a number of
+    it (truncated for integers, as PyTorch converts the Scalar), or PyTorch's errors."""
+    tensor_arg(x, name)
+    _addc_check(name, t1, t2)
+    dt = result_type(x, t1, t2)
+    if dt is dtypes.bool and op is AddcmulBackward0:
+        raise kernel_not_implemented(f"addcmul_{x.device.type}_out", dt)
+    if isinstance(value, Tensor):
+        value = value.item()
+    if not isinstance(value, numbers.Number):
+        raise TypeError(f"{name}(): argument 'value' must be Number, not "
+                        f"{type(value).__name__}")
+    if isinstance(value, complex) and not dt.is_complex:
+        raise RuntimeError(f"value cannot be converted to type "
+                           f"{_VALUE_TYPES.get(dt.name, 'float')} without overflow")
+    if not _is_float(dt):
+        value = int(value)
+    return dt, value
+
+
+def _addc(op: type):
+    name = op.op_name
+
     def fn(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1, out=None) -> Tensor:
-        tensor_arg(input, op)
-        _addc_check(op, tensor1, tensor2)
-        term = combine(tensor1, tensor2)
-        r = add(input, term if value == 1 else mul(term, value))
-        return _result(r, out, op)
+        dt, value = _addc_args(op, name, input, tensor1, tensor2, value)
+        operands = tuple(t if t.dtype is dt else t.to(dt) for t in (input, tensor1, tensor2))
+        return _result(apply(op, operands, value), out, name)
 
     def inplace(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
-        _addc_check(op + "_", tensor1, tensor2)
-        return self.add_(combine(tensor1, tensor2), alpha=value)
+        dt, value = _addc_args(op, name + "_", self, tensor1, tensor2, value)
+        check_cast(dt, self.dtype)
+        shape = broadcast_shapes(tuple(self.shape), tuple(tensor1.shape),
+                                 tuple(tensor2.shape))
+        if shape != tuple(self.shape):
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
+                               f"broadcast shape {list(shape)}")
+        # (computed in self's dtype: the node's operands share one dtype)
+        t1, t2 = (t if t.dtype is self.dtype else t.to(self.dtype) for t in (tensor1, tensor2))
+        return apply_inplace(op, self, (t1, t2), value if _is_float(self.dtype) else int(value))
 
-    fn.__name__ = fn.__qualname__ = op
-    inplace.__name__ = inplace.__qualname__ = op + "_"
-    inplace.__doc__ = f"In-place :func:`{op}` (the optimisers' update step)."
+    fn.__name__ = fn.__qualname__ = name
+    inplace.__name__ = inplace.__qualname__ = name + "_"
+    inplace.__doc__ = f"In-place :func:`{name}` (the optimisers' update step)."
     return fn, inplace
 
 
-addcmul, addcmul_ = _addc("addcmul", mul)
-addcmul.__doc__ = """``input + value * tensor1 * tensor2``, broadcasting and promoting.
+addcmul, addcmul_ = _addc(AddcmulBackward0)
+addcmul.__doc__ = """``input + value * tensor1 * tensor2``, broadcasting and promoting (``value``
+    truncated to an integer for integer tensors). One ``AddcmulBackward0`` node.
 
     Example:
         >>> tg.addcmul(tg.ones(2), tg.tensor([1., 2.]), tg.tensor([3., 4.]), value=0.5)
@@ -380,9 +482,9 @@ addcmul.__doc__ = """``input + value * tensor1 * tensor2``, broadcasting and pro
     """
 
 
-addcdiv, addcdiv_ = _addc("addcdiv", div)
+addcdiv, addcdiv_ = _addc(AddcdivBackward0)
 addcdiv.__doc__ = """``input + value * tensor1 / tensor2``, broadcasting and promoting (a true
-    division: two integer tensors are refused, as in PyTorch).
+    division: two integer tensors are refused, as in PyTorch). One ``AddcdivBackward0`` node.
 
     Example:
         >>> tg.addcdiv(tg.ones(2), tg.tensor([1., 2.]), tg.tensor([4., 4.]), value=2)
@@ -643,10 +745,11 @@ OPS = (
            grad="g where finite, else 0"),
     OpInfo("lerp", lerp, inplace=lerp_, dtypes="floats; one dtype",
            grad="(1 - w) g, w g, (end - input) g", node=LerpBackward0),
-    OpInfo("addcmul", addcmul, inplace=addcmul_, dtypes="promoted",
-           grad="g, value g t2, value g t1", autocast="promote on cuda"),
+    OpInfo("addcmul", addcmul, inplace=addcmul_, dtypes="promoted; not bool",
+           node=AddcmulBackward0, grad="g, value g t2, value g t1", autocast="promote on cuda"),
     OpInfo("addcdiv", addcdiv, inplace=addcdiv_, dtypes="promoted; not two integer tensors",
-           grad="g, value g / t2, -value g t1 / t2^2", autocast="promote on cuda"),
+           node=AddcdivBackward0, grad="g, value g / t2, -value g t1 / t2^2",
+           autocast="promote on cuda"),
     OpInfo("xlogy", xlogy, dtypes="floats; integers promote", grad="g log(y), g x / y; 0 at x = 0, y <= 0"),
     OpInfo("isreal", isreal, dtypes="all; bool result", grad="none"),
     OpInfo("isin", isin, method=False, dtypes="promoted; bool result", grad="none"),

@@ -1,8 +1,9 @@
 """Selecting and placing elements by index or mask, as compositions of the indexing
 primitives (``gather``, ``index_put``, ``index_select``, ``masked_select``):
-``take_along_dim``, ``index_fill``, ``index_copy``, ``masked_scatter``; differentiable through
-their parts. ``take`` (``TakeBackward0``) and the sliding window view ``Tensor.unfold``
-(``UnfoldBackward0``, as_strided's rule) are one node each, as PyTorch records them."""
+``take_along_dim``, ``index_fill``, ``index_copy``; differentiable through their parts.
+``take`` (``TakeBackward0``), ``masked_scatter`` (``MaskedScatterBackward0``, in place too) and
+the sliding window view ``Tensor.unfold`` (``UnfoldBackward0``, as_strided's rule) are one node
+each, as PyTorch records them."""
 
 from __future__ import annotations
 
@@ -10,15 +11,14 @@ import math
 
 from ...runtime import dtype as dtypes
 from ..checks import check_same_device, checked_index, scalar_type_name, tensor_arg
-from ..dispatch import Primitive, apply, apply_inplace, as_shape, call, linear_jvp
+from ..dispatch import Primitive, apply, apply_inplace, as_shape, call, linear_jvp, meta, sum_to
 from ..dispatch import zeros as _zeros
 from ..registry import OpInfo
 from ..tensor import Tensor, wrap_dim
-from .composite import write_result
 from .creation import zeros
 from .elementwise import broadcast_shapes
 from .indexing import (IndexPutBackward0, MaskedFillBackward0, MaskedFillBackward1,
-                       _masked_fill_args)
+                       MaskedSelectBackward0, _masked_fill_args, _masked_places)
 from .views import AsStridedBackward0, _as_view
 
 __all__ = ["index_copy", "index_fill", "masked_scatter", "take", "take_along_dim"]
@@ -195,12 +195,62 @@ def index_copy_(self: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     return _index_copy(self, dim, index, source, True)
 
 
-def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
-    """A copy of ``input`` with the positions where ``mask`` (broadcast) is True filled, in
-    row-major order, from the leading elements of ``source``."""
-    x = tensor_arg(input, "masked_scatter")
-    tensor_arg(mask, "masked_scatter", "mask")
-    tensor_arg(source, "masked_scatter", "source")
+class MaskedScatterBackward0(Primitive):
+    """input with the places where ``mask`` holds (the two broadcast together) filled, in
+    row-major order, from the leading elements of ``source``; one node saving the mask, not
+    an edge (PyTorch's): input's gradient is ``g`` zeroed at those places (summed back to
+    its shape), source's is ``g`` at them, in order, zeros after (source's shape)."""
+
+    __slots__ = ()
+    op_name = "masked_scatter"
+    keep_params = (0,)
+    saved_names = ("mask",)
+    jvp = linear_jvp()
+    _saved_source_sym_sizes = property(lambda n: tuple(n.src_shape))  # (PyTorch's node's)
+
+    @staticmethod
+    def forward(ctx, k, x, source, mask):
+        dev, dt = meta(x)
+        shape = tuple(mask.shape)  # (the caller expanded it to the broadcast shape)
+        ctx.in_shape, ctx.src_shape = tuple(x.shape), tuple(source.shape)
+        out = k.full(shape, 0, dt, dev)  # (a new, contiguous result, as PyTorch's)
+        k.copy_(out, x)
+        if shape:
+            places = _masked_places(mask, shape)
+        else:  # (0-d: one place or none)
+            places = _masked_places(as_shape(k, mask, (1,)), (1,))
+            out = as_shape(k, out, (1,))
+        count = places[0].shape[0]
+        if count:
+            flat = as_shape(k, source, (math.prod(source.shape),))
+            k.index_put_(out, places, k.getitem(flat, (slice(0, count, 1),)), False)
+        return out if shape else as_shape(k, out, ())
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        mask, = saved
+        need_x, need_s = ctx.needs_input_grad
+        gx = gs = None
+        if need_x:
+            gx = sum_to(k, k.where(mask, 0.0, g), ctx.in_shape)
+        if need_s:
+            n = math.prod(ctx.src_shape)
+            picked = call(k, MaskedSelectBackward0, (g,), mask)
+            rest = n - picked.shape[0]
+            if rest:
+                picked = k.cat([picked, _zeros(k, (rest,), g)], 0)
+            gs = as_shape(k, picked, ctx.src_shape)
+        return gx, gs
+
+    complex_vjp = vjp  # (it moves elements: the same map for complex values)
+    complex_jvp = jvp
+
+
+def _masked_scatter_args(x: Tensor, mask, source, op: str) -> Tensor:
+    """The mask, checked and expanded to the broadcast shape with ``x``, as PyTorch's."""
+    tensor_arg(x, op)
+    tensor_arg(mask, op, "mask")
+    tensor_arg(source, op, "source")
     if mask.dtype is not dtypes.bool:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
                            f"dtype {mask.dtype}")
@@ -208,20 +258,35 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but "
                            f"got {scalar_type_name(x.dtype)} and "
                            f"{scalar_type_name(source.dtype)}")
+    check_same_device(x, source, "source", op)
     m = mask.expand(broadcast_shapes(tuple(x.shape), tuple(mask.shape)))
-    if tuple(m.shape) != tuple(x.shape):
-        x = x.expand(tuple(m.shape))
-    count = int(m.sum().item())
-    if source.numel() < count:
-        raise RuntimeError("masked_scatter: Number of elements of source < number of ones in "
-                           "mask")
-    out = x.clone(memory_format=dtypes.contiguous_format)  # (PyTorch's result: contiguous)
-    out[m] = source.reshape(-1)[:count].to(x.dtype)
-    return out
+    if mask._device is not x._device:
+        m = m.to(x._device)
+    if source.numel() < int(m.sum().item()):
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    return m
+
+
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """A copy of ``input`` with the positions where ``mask`` (broadcast) is True filled, in
+    row-major order, from the leading elements of ``source``. One ``MaskedScatterBackward0``
+    node."""
+    m = _masked_scatter_args(input, mask, source, "masked_scatter")
+    return apply(MaskedScatterBackward0, (input, source), m)
 
 
 def masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
-    return write_result(self, masked_scatter(self, mask, source), "masked_scatter_")
+    """In-place :func:`masked_scatter`; ``mask`` broadcasts to ``self``'s shape."""
+    tensor_arg(self, "masked_scatter_")
+    if isinstance(mask, Tensor):  # (it broadcasts to self, not self to it)
+        if mask.ndim > self.ndim:
+            raise RuntimeError(f"expand({mask.device.type.upper()}BoolType{{{list(mask.shape)}}}"
+                               f", size={list(self.shape)}): the number of sizes provided "
+                               f"({self.ndim}) must be greater or equal to the number of "
+                               f"dimensions in the tensor ({mask.ndim})")
+        mask = mask.expand(tuple(self.shape))
+    m = _masked_scatter_args(self, mask, source, "masked_scatter_")
+    return apply_inplace(MaskedScatterBackward0, self, (source,), m)
 
 
 class UnfoldBackward0(AsStridedBackward0):
@@ -274,6 +339,7 @@ OPS = (
     OpInfo("index_copy", index_copy, inplace=index_copy_, dtypes="all",
            grad="g, zero at the copied slices; source: g's slices", autocast="promote on cpu"),
     OpInfo("masked_scatter", masked_scatter, inplace=masked_scatter_, dtypes="all",
+           node=MaskedScatterBackward0,
            grad="g where not masked; source: g's masked elements"),
     OpInfo("unfold", unfold, function=False, dtypes="all", node=UnfoldBackward0,
            grad="g's windows added back into a zero tensor"),

@@ -2,16 +2,19 @@
 ``count_nonzero``, ``aminmax``, ``dist``, ``cov``, ``corrcoef``, ``fmax``, ``fmin``, ``frac``,
 ``rot90``, ``broadcast_tensors``, ``logspace`` (and ``tg.can_cast``, a dtype rule).
 
-Each but nansum is a composite of differentiable ops (no kernel of its own), so both backends
-run it and its derivatives come through its parts:
+``nansum``, ``aminmax``, ``dist``, ``fmax``/``fmin`` (the maximum / minimum ignoring NaN),
+``frac`` and ``rot90`` (flips and a transpose) are one node each, as PyTorch records them
+(``NansumBackward0``, ``AminmaxBackward0``, ``DistBackward0``, ``FmaxBackward0``/
+``FminBackward0``, ``FracBackward0``, ``Rot90Backward0``), their forwards made of the kernel
+contract's reductions, comparisons, ``where`` and flips; the others are composites of
+differentiable ops (no kernel of their own), so both backends run them and their derivatives
+come through their parts:
 
-- nansum: one node (``NansumBackward0``, PyTorch's); nanmean: nansum / the non-NaN count;
+- nanmean: nansum / the non-NaN count;
 - cov: ``sum_i w_i (x_i - mean_w)(y_i - mean_w) / (sum w - correction)`` with
   w = fweights * aweights (PyTorch's weighted, bias-corrected estimate; with aweights the
   correction is scaled by sum(w a) / sum(w)); corrcoef: cov / sqrt(var_x var_y), clipped to
-  [-1, 1] as NumPy and PyTorch do;
-- fmax / fmin: the maximum / minimum ignoring NaN (NaN only where both are NaN);
-- frac: x - trunc(x); rot90: flips and a transpose.
+  [-1, 1] as NumPy and PyTorch do.
 """
 
 from __future__ import annotations
@@ -20,13 +23,15 @@ import collections
 import warnings
 
 from ...runtime import dtype as dtypes
-from ..checks import kernel_not_implemented, tensor_arg
-from ..dispatch import Primitive, apply
+from ..checks import check_ordered, kernel_not_implemented, scalar_type_name, tensor_arg
+from ..dispatch import SINK, Primitive, apply, call, elementwise_jvp, linear_jvp
 from ..registry import OpInfo, with_inplace
 from ..storage import _c_type as c_type_name
-from ..tensor import Tensor, int_arg, wrap_dim
-from .elementwise import _result, broadcast_shapes, isnan, where
-from .reduction import _expand_back, amax, amin, reduce_dims, return_types
+from ..tensor import Tensor, array_meta, int_arg, wrap_dim
+from .combinations import FlipBackward0
+from .elementwise import _result, binary_operands, broadcast_shapes, isnan, where
+from .linalg_ext import LinalgVectorNormBackward0
+from .reduction import _expand_back, _ties_backward, _ties_jvp, reduce_dims, return_types
 
 
 class _MinMax(collections.namedtuple("aminmax", ["min", "max"])):
@@ -128,9 +133,45 @@ def count_nonzero(input: Tensor, dim=None) -> Tensor:
     return nz.sum() if dim is None else nz.sum(dim)
 
 
+class AminmaxBackward0(Primitive):
+    """(amin, amax) over ``dims``, one node with two outputs as PyTorch's (a hook on it sees
+    both gradients), saving the input and both results: each gradient is shared evenly
+    among the elements tied at its extreme (amin's and amax's rule; a NaN extreme gives NaN).
+    jvp: the mean of the tied elements' tangents, per output."""
+
+    __slots__ = ()
+    op_name = "aminmax"
+    save_inputs = (0,)
+    keep_outputs = (0, 1)
+    saved_names = ("self", "min", "max")
+    _saved_dim = property(lambda n: n.dim)  # (as PyTorch's node shows them: None for all)
+    _saved_keepdim = property(lambda n: n.keepdim)
+
+    @staticmethod
+    def forward(ctx, k, x, dims, keepdim, dim):
+        ctx.dims, ctx.keepdim, ctx.dim, ctx.nan_equal = dims, keepdim, dim, False
+        return k.reduce("amin", x, dims, keepdim), k.reduce("amax", x, dims, keepdim)
+
+    @staticmethod
+    def vjp(ctx, k, saved, g_min, g_max):
+        x, lo, hi = saved
+        dims, keep = ctx.dims, ctx.keepdim
+        gx = None if g_min is None else _ties_backward(k, g_min, x, lo, dims, keep, False)
+        if g_max is not None:
+            other = _ties_backward(k, g_max, x, hi, dims, keep, False)
+            gx = other if gx is None else k.add(gx, other)
+        return gx
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, *params):
+        return _ties_jvp(ctx, k, primals, tangents, out[0]), \
+            _ties_jvp(ctx, k, primals, tangents, out[1])
+
+
 def aminmax(input: Tensor, *, dim=None, keepdim: bool = False, out=None):
     """``(min, max)`` of the elements, over ``dim`` or all (a named tuple); ``out``: a pair of
-    tensors of the input's dtype to write them into."""
+    tensors of the input's dtype to write them into. One ``AminmaxBackward0`` node: tied
+    elements share each gradient evenly."""
     x = tensor_arg(input, "aminmax")
     if out is not None:
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
@@ -141,23 +182,83 @@ def aminmax(input: Tensor, *, dim=None, keepdim: bool = False, out=None):
                                    f"but got {c_type_name(o.dtype)} instead")
         lo, hi = aminmax(x, dim=dim, keepdim=keepdim)
         return _MinMax(_result(lo, out[0], "aminmax"), _result(hi, out[1], "aminmax"))
-    if x.numel() == 0 and dim is None:
-        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
-                           "operation has no identity.")
+    check_ordered(x, "aminmax")
     if dim is None:
-        lo, hi = amin(x), amax(x)
-        if keepdim:
-            lo, hi = lo.reshape((1,) * x.ndim), hi.reshape((1,) * x.ndim)
+        if x.numel() == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as "
+                               "the operation has no identity.")
+        dims = tuple(range(x.ndim))
     else:
-        lo, hi = amin(x, dim, keepdim), amax(x, dim, keepdim)
-    return _MinMax(lo, hi)
+        if not isinstance(dim, int):
+            dim = int_arg(dim, "aminmax", "dim")
+        dims = reduce_dims(x, dim, "aminmax")
+        for d in dims:
+            if x.shape[d] == 0:
+                raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
+    return _MinMax(*apply(AminmaxBackward0, (x,), dims, bool(keepdim), dim))
+
+
+class DistBackward0(LinalgVectorNormBackward0):
+    """The ``p``-norm of ``input - other`` (broadcast) over all elements, one node saving both
+    operands and the result (PyTorch's): the norm's rule (linalg_vector_norm's, 0 where the
+    norm is 0) for the difference, to ``input`` and negated to ``other``; none for p = 0, a
+    count (PyTorch's backward fails there). jvp: the norm's tangent of ``t_input -
+    t_other``."""
+
+    __slots__ = ()
+    op_name = "dist"
+    save_inputs = (0, 1)
+    save_output = True
+    broadcasts = True
+    _saved_p = property(lambda n: n.ord)  # (as PyTorch's node shows it)
+
+    @staticmethod
+    def forward(ctx, k, a, b, p):
+        diff = k.sub(a, b)
+        return LinalgVectorNormBackward0.forward(ctx, k, diff, p, tuple(range(len(diff.shape))),
+                                                 False, None)
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        a, b, y = saved
+        gd = LinalgVectorNormBackward0.vjp(ctx, k, (k.sub(a, b), y), g)
+        if gd is None:
+            return None, None
+        need_a, need_b = ctx.needs_input_grad
+        return gd if need_a else None, k.neg(gd) if need_b else None
+
+    complex_vjp = vjp  # (the norm's rule, written with sgn(x): PyTorch's for complex too)
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, *params):
+        (a, b), (ta, tb) = primals, tangents
+        t = k.neg(tb) if ta is None else ta if tb is None else k.sub(ta, tb)
+        diff = k.sub(a, b)
+        if tuple(t.shape) != tuple(diff.shape):  # (one operand broadcast)
+            t = k.expand(t, tuple(diff.shape))
+        return LinalgVectorNormBackward0.jvp(ctx, k, (diff,), (t,), out)
+
+    complex_jvp = jvp
 
 
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
-    """The p-norm of ``input - other`` (broadcast), over all elements."""
+    """The p-norm of ``input - other`` (broadcast), over all elements: ``p`` any number
+    (0: the count of differing elements, +-inf: the largest / smallest ``|difference|``). One
+    ``DistBackward0`` node.
+
+    Example:
+        >>> tg.dist(tg.tensor([1., 2.]), tg.tensor([4., 6.]))
+        tensor(5.)
+    """
     tensor_arg(input, "dist")
     tensor_arg(other, "dist", "other")
-    return (input - other).norm(p)
+    a, b = binary_operands(input, other, "dist")
+    if not (a.dtype.is_floating_point or a.dtype.is_complex):
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. "
+                           f"Got {scalar_type_name(a.dtype)} instead.")
+    if isinstance(p, Tensor):
+        p = p.item()
+    return apply(DistBackward0, (a, b), float(p))
 
 
 def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
@@ -222,18 +323,57 @@ def corrcoef(input: Tensor) -> Tensor:
     return c.clamp(-1.0, 1.0) if not c.dtype.is_complex else c
 
 
+class FmaxBackward0(Primitive):
+    """fmax: the larger operand, ``input`` where the two tie or ``other`` is NaN (NaN only
+    where both are), one node saving both (PyTorch's): ``g`` goes to the operand chosen,
+    ``input`` on ties (not split, as maximum's). The operands broadcast."""
+
+    __slots__ = ()
+    op_name = "fmax"
+    save_inputs = (0, 1)
+    broadcasts = True
+    jvp = staticmethod(elementwise_jvp)
+    _cmp = "ge"
+
+    @classmethod
+    def forward(cls, ctx, k, a, b):
+        return k.where(k.ne(b, b), a, k.where(getattr(k, cls._cmp)(a, b), a, b))
+
+    @classmethod
+    def vjp(cls, ctx, k, saved, g):
+        a, b = saved
+        # (input is chosen where other is NaN or it wins or ties; other elsewhere)
+        to_a = k.where(k.ne(b, b), True, getattr(k, cls._cmp)(a, b))
+        need_a, need_b = ctx.needs_input_grad
+        return (k.where(to_a, g, 0.0) if need_a else None,
+                k.where(to_a, 0.0, g) if need_b else None)
+
+
+FminBackward0 = FmaxBackward0.variant("FminBackward0", "fmin", _cmp="le")
+
+
+def _fmax_like(op: type, input: Tensor, other: Tensor, out) -> Tensor:
+    name = op.op_name
+    tensor_arg(input, name)
+    tensor_arg(other, name, "other")
+    a, b = binary_operands(input, other, name)
+    if a.dtype.is_complex:
+        raise RuntimeError(f"{name} not implemented for complex tensors.")
+    return _result(apply(op, (a, b)), out, name)
+
+
 def fmax(input: Tensor, other: Tensor, *, out=None) -> Tensor:
-    """The elementwise maximum, ignoring NaN: NaN only where both are NaN. The gradient goes
-    to ``input`` where it is chosen, ties included, as PyTorch's (not split as maximum's)."""
-    a, b = tensor_arg(input, "fmax"), tensor_arg(other, "fmax", "other")
-    return _result(where((a >= b) | isnan(b), a, b), out, "fmax")
+    """The elementwise maximum, ignoring NaN: NaN only where both are NaN; broadcasting and
+    promoting. One ``FmaxBackward0`` node: the gradient goes to ``input`` where it is
+    chosen, ties included, as PyTorch's (not split as maximum's)."""
+    return _fmax_like(FmaxBackward0, input, other, out)
 
 
 def fmin(input: Tensor, other: Tensor, *, out=None) -> Tensor:
-    """The elementwise minimum, ignoring NaN: NaN only where both are NaN. The gradient goes
-    to ``input`` where it is chosen, ties included, as PyTorch's."""
-    a, b = tensor_arg(input, "fmin"), tensor_arg(other, "fmin", "other")
-    return _result(where((a <= b) | isnan(b), a, b), out, "fmin")
+    """The elementwise minimum, ignoring NaN: NaN only where both are NaN; broadcasting and
+    promoting. One ``FminBackward0`` node: the gradient goes to ``input`` where it is
+    chosen, ties included, as PyTorch's."""
+    return _fmax_like(FminBackward0, input, other, out)
 
 
 class FracBackward0(Primitive):
@@ -264,9 +404,46 @@ def frac(input: Tensor) -> Tensor:
     return apply(FracBackward0, (x,))
 
 
+class Rot90Backward0(Primitive):
+    """rot90 by ``k`` quarter turns in the plane of ``dims``, one node (PyTorch's): a flip and
+    a transpose (the result non-contiguous, as PyTorch's), two flips, or a copy; the
+    gradient is ``g`` turned back (rot90 by ``-k``)."""
+
+    __slots__ = ()
+    op_name = "rot90"
+    jvp = linear_jvp()
+    _saved_k = property(lambda n: n.k)  # (as PyTorch's node shows them)
+    _saved_dims = property(lambda n: n.dims)
+
+    @staticmethod
+    def forward(ctx, k, x, turns, dims, dense=False):
+        ctx.k, ctx.dims = turns, dims
+        d0, d1 = dims
+        turns %= 4
+        if turns == 0:
+            return k.astype(x, array_meta(x)[1])
+        if turns == 2:
+            return FlipBackward0.forward(SINK, k, x, (d0, d1))
+        perm = list(range(len(x.shape)))
+        perm[d0], perm[d1] = d1, d0
+        if dense:  # (the same rotation, transposed first: the flip's copy is row-major)
+            return FlipBackward0.forward(SINK, k, k.permute(x, tuple(perm)),
+                                         (d0 if turns == 1 else d1,))
+        return k.permute(FlipBackward0.forward(SINK, k, x, (d1 if turns == 1 else d0,)),
+                         tuple(perm))
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        # (a row-major gradient: a leaf's .grad then needs no copy into its layout)
+        return call(k, Rot90Backward0, (g,), -ctx.k, ctx.dims, True)
+
+    complex_vjp = vjp  # (it moves elements: the same map for complex values)
+    complex_jvp = jvp
+
+
 def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
     """Rotates by 90 degrees ``k`` times in the plane of ``dims``, from the first towards the
-    second dimension."""
+    second dimension. One ``Rot90Backward0`` node."""
     x = tensor_arg(input, "rot90")
     if type(k) is not int:
         k = int_arg(k, "rot90", "k", 2)
@@ -278,14 +455,7 @@ def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
     if d0 == d1:
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
                            f"dim1 = {d1}")
-    k %= 4
-    if k == 1:
-        return x.flip((d1,)).transpose(d0, d1)
-    if k == 2:
-        return x.flip((d0, d1))
-    if k == 3:
-        return x.flip((d0,)).transpose(d0, d1)
-    return x.clone()
+    return apply(Rot90Backward0, (x,), k, (d0, d1))
 
 
 def broadcast_tensors(*tensors: Tensor) -> tuple:
@@ -349,14 +519,18 @@ OPS = (
            node=NansumBackward0),
     OpInfo("nanmean", nanmean, dtypes="floats", grad="g / count where not NaN", out="cast"),
     OpInfo("count_nonzero", count_nonzero, dtypes="all; int64 result", grad="none"),
-    OpInfo("aminmax", aminmax, dtypes="all", grad="through amin and amax"),
-    OpInfo("dist", dist, dtypes="floats", grad="through norm"),
+    OpInfo("aminmax", aminmax, dtypes="all but complex", node=AminmaxBackward0,
+           grad="g_min, g_max shared among the tied extremes"),
+    OpInfo("dist", dist, dtypes="floats, complex", node=DistBackward0,
+           grad="the norm's, of input - other (negated for other)"),
     OpInfo("cov", cov, dtypes="floats (integers promote)", grad="through its parts"),
     OpInfo("corrcoef", corrcoef, dtypes="floats (integers promote)", grad="through its parts"),
-    OpInfo("fmax", fmax, dtypes="promoted", grad="g to the larger non-NaN operand"),
-    OpInfo("fmin", fmin, dtypes="promoted", grad="g to the smaller non-NaN operand"),
+    OpInfo("fmax", fmax, dtypes="promoted; not complex", node=FmaxBackward0,
+           grad="g to the larger non-NaN operand"),
+    OpInfo("fmin", fmin, dtypes="promoted; not complex", node=FminBackward0,
+           grad="g to the smaller non-NaN operand"),
     OpInfo("frac", frac, dtypes="floats", grad="g", out="exact"),
-    OpInfo("rot90", rot90, dtypes="all", grad="the rotation back"),
+    OpInfo("rot90", rot90, dtypes="all", node=Rot90Backward0, grad="the rotation back"),
     OpInfo("broadcast_tensors", broadcast_tensors, method=False, dtypes="all",
            grad="summed back"),
     OpInfo("logspace", logspace, method=False, dtypes="float", grad="none"),

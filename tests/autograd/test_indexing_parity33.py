@@ -338,8 +338,6 @@ def test_index_select_of_a_scalar_with_two_indices_is_a_runtime_error():
         tg.tensor(3.0).index_select(0, i64([0, 0]))
 
 
-@pytest.mark.xfail(strict=True, reason="put_ is a composite in autograd/ops/arrange.py "
-                   "(CopyBackwards), PyTorch records PutBackward0")
 def test_put_records_put_backward():
     x = tg.tensor(B, requires_grad=True) * 1
     x.put_(i64([0]), tg.tensor([1.0], dtype=tg.float64))
