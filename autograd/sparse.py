@@ -208,6 +208,27 @@ class _Values(Function):
         return deliver_sparse(ctx, 0, ctx.indices, g, ctx.size, ctx.coalesced)
 
 
+class _RepeatedValues(Function):
+    """The values of a tensor whose coordinates repeat, for the ops that move or scale each
+    entry (``clone``, ``t``, ``* 2`` ...) and keep the repeats, as PyTorch's. Every gradient
+    of such an op's result reads one element per coordinate, so the repeats' gradients are
+    equal; the tensor's gradient holds it once per coordinate (summed, the repeats would count
+    it several times)."""
+
+    @staticmethod
+    def forward(ctx, s):
+        idx = _host_indices(s)
+        _, first = np.unique(_linear(idx, s._size[:idx.shape[0]]), return_index=True)
+        ctx.first = _index_tensor(first, s._vals)  # (sorted by coordinate: coalesced)
+        ctx.indices = _index_tensor(idx[:, first], s._vals)
+        ctx.size = s._size
+        return s._vals.detach()
+
+    @staticmethod
+    def backward(ctx, g):
+        return deliver_sparse(ctx, 0, ctx.indices, g.index_select(0, ctx.first), ctx.size, True)
+
+
 def deliver_sparse(ctx, slot: int, indices: Tensor, values: Tensor, size,
                    coalesced: bool = False) -> Tensor:
     """A sparse gradient (indices, values) for input ``slot`` of the node ``ctx``: sparse
@@ -227,7 +248,7 @@ def takes_sparse(ctx, slot: int) -> bool:
 
 
 # the nodes whose rules take sparse gradients (the compressed layouts' module adds its own)
-SPARSE_NODES = {_FromParts, _ToDense, _Values, _Coalesce, _ToDenseUnmasked}
+SPARSE_NODES = {_FromParts, _ToDense, _Values, _Coalesce, _ToDenseUnmasked, _RepeatedValues}
 
 # the nodes print under PyTorch's names
 for _cls, _name in ((_FromParts, "SparseCooTensorWithDimsAndTensorsBackward0"),
@@ -340,10 +361,6 @@ class SparseBase(Tensor):
         raise RuntimeError(f"stride: sparse {self._kind()} tensors have no strides; this "
                            f"operation does not support them (see docs/sparse.md for what does)")
 
-    def data_ptr(self) -> int:
-        raise RuntimeError(f"data_ptr: sparse {self._kind()} tensors do not have a data pointer; "
-                           f"use .values().data_ptr()")
-
     def cpu(self) -> "SparseBase":
         return self.to("cpu")
 
@@ -358,6 +375,33 @@ class SparseBase(Tensor):
 
     def type_as(self, other: Tensor) -> "SparseBase":
         return self.to(other.dtype)
+
+    def data_ptr(self) -> int:
+        raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage (a "
+                           f"sparse {self._kind()} tensor: use .values().data_ptr())")
+
+    def numpy(self, *, force: bool = False):
+        raise TypeError(f"can't convert {layout_name(self)} layout tensor to numpy. Use "
+                        f"Tensor.to_dense() first.")
+
+    def tolist(self):
+        raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage (a "
+                           f"sparse {self._kind()} tensor: use .to_dense().tolist())")
+
+
+def _cast_method(name: str, dt):
+    def cast(self, memory_format=None) -> SparseBase:
+        return self.to(dt)
+    cast.__name__ = cast.__qualname__ = name
+    cast.__doc__ = f"This tensor with its values cast to ``{dt}`` (the layout kept)."
+    return cast
+
+
+for _name, _dt in (("half", dtypes.float16), ("bfloat16", dtypes.bfloat16),
+                   ("int", dtypes.int32), ("long", dtypes.int64), ("short", dtypes.int16),
+                   ("char", dtypes.int8), ("byte", dtypes.uint8), ("bool", dtypes.bool),
+                   ("cfloat", dtypes.complex64), ("cdouble", dtypes.complex128)):
+    setattr(SparseBase, _name, _cast_method(_name, _dt))
 
 
 class SparseTensor(SparseBase):
@@ -442,6 +486,13 @@ class SparseTensor(SparseBase):
             return self.coalesce()._parts()
         return self._idx, _Values.apply(self), self._coalesced
 
+    def _entry_parts(self) -> tuple:
+        """(indices, values with autograd, coalesced) for the ops that move or scale each
+        entry on its own: this tensor's own, repeated coordinates kept (PyTorch's)."""
+        if self._coalesced or self._unique():
+            return self._idx, _Values.apply(self), self._coalesced
+        return self._idx, _RepeatedValues.apply(self), False
+
     def _unique(self) -> bool:
         u = self.__dict__.get("_unique_idx")
         if u is None:
@@ -470,12 +521,12 @@ class SparseTensor(SparseBase):
         return out
 
     def clone(self, *, memory_format=None) -> "SparseTensor":
-        idx, vals, co = self._parts()
+        idx, vals, co = self._entry_parts()
         return _FromParts.apply(idx.clone(), vals.clone(), self._size, co)
 
     def to(self, *args, **kwargs) -> "SparseTensor":
         """A copy with the values moved or cast (``to(dtype)``, ``to(device)``, ...)."""
-        idx, vals, co = self._parts()
+        idx, vals, co = self._entry_parts()
         vals = vals.to(*args, **kwargs)
         if vals.device == self.device and vals.dtype is self.dtype and \
                 not kwargs.get("copy", False):
@@ -484,7 +535,7 @@ class SparseTensor(SparseBase):
 
     # -- arithmetic ---------------------------------------------------------------------------
     def _scaled(self, f) -> "SparseTensor":
-        idx, vals, co = self._parts()
+        idx, vals, co = self._entry_parts()
         return _FromParts.apply(idx, vals * f, self._size, co)
 
     def __mul__(self, other):
@@ -504,9 +555,25 @@ class SparseTensor(SparseBase):
         from .sparse_ops import div
         return div(self, other)
 
-    div = __truediv__
+    def div(self, other, *, rounding_mode: str | None = None) -> "SparseTensor":
+        """``self / other`` (``rounding_mode``: ``"trunc"``, ``"floor"``) for a scalar or 0-d
+        dense ``other``."""
+        from .sparse_ops import div
+        return div(self, other, rounding_mode=rounding_mode)
+
+    def __floordiv__(self, other):
+        if not isinstance(other, (int, float, Tensor)):
+            return NotImplemented
+        from .sparse_ops import floor_divide
+        return floor_divide(self, other)
+
+    floor_divide = __floordiv__
 
     def __neg__(self) -> "SparseTensor":
+        if self.dtype is dtypes.bool:
+            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
+                               "If you are trying to invert a mask, use the `~` or "
+                               "`logical_not()` operator instead.")
         return self._scaled(-1)
 
     neg = __neg__
@@ -519,11 +586,7 @@ class SparseTensor(SparseBase):
             other = other * alpha
         if is_sparse(other):
             _check_same_size("add", self, other)
-            from .ops import cat
-            (i1, v1, _), (i2, v2, _) = self._parts(), other._parts()
-            out = _FromParts.apply(cat([i1, i2.to(self.device)], 1), cat([v1, v2], 0),
-                                   self._size, False)
-            return out.coalesce() if self._coalesced and other._coalesced else out
+            return _add_sparse(self, other)
         if isinstance(other, SparseBase):
             return _refuse("add", self, other)
         raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
@@ -536,12 +599,15 @@ class SparseTensor(SparseBase):
         return (d if alpha == 1 else d * alpha) + other
 
     def __add__(self, other):
+        if isinstance(other, (int, float, complex)) and not isinstance(other, bool):
+            raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
+                               "instead.")  # (a number is a dense 0-d operand: PyTorch's)
         return self.add(other) if isinstance(other, Tensor) else NotImplemented
 
     def __radd__(self, other):
         # dense + sparse comes here first (a subclass's reflected operator wins)
         if not isinstance(other, Tensor):
-            return NotImplemented
+            return self.__add__(other)
         return self.add(other) if isinstance(other, SparseBase) else self._radd(other)
 
     def __sub__(self, other):
@@ -684,13 +750,48 @@ class SparseTensor(SparseBase):
         return _refuse("copy_", self, src)
 
     def sum(self, dim=None, keepdim: bool = False, dtype=None):
+        """The sum of all elements (dense 0-d) or over ``dim``: sparse while sparse dims remain
+        (``keepdim``: the summed dims kept with size 1, a kept dim after a sparse one sparse),
+        dense otherwise, as PyTorch's."""
+        from .sparse_ops import _dim
         from .sparse_ops import sum as sparse_sum
         if keepdim:
-            return _refuse("sum(keepdim=True)", self, None)
+            if dim is None:
+                raise TypeError("sum() received an invalid combination of arguments - got "
+                                "(keepdim=bool, ): keepdim needs dim")
+            out = self.sum(dim, dtype=dtype)
+            for d in sorted({_dim(d, self.ndim) for d in ((dim,) if isinstance(dim, int)
+                                                           else dim)}):
+                out = out.unsqueeze(d)
+            return out
         if dim is None or (not isinstance(dim, int) and len(set(dim)) == self.ndim):
             # (a dense 0-d result: PyTorch's SumBackward gives self a dense gradient)
             return _SumAll.apply(self, dtype)
         return sparse_sum(self, dim, dtype=dtype)
+
+    def norm(self, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+        """The ``p``-norm of all elements (a dense 0-d tensor; the unspecified ones are 0):
+        of the coalesced values, as PyTorch's ``norm`` of a sparse tensor (full reductions
+        only)."""
+        if dim is not None and sorted(
+                (dim,) if isinstance(dim, int) else [d % self.ndim for d in dim]) != list(
+                range(self.ndim)):
+            raise RuntimeError("norm_sparse currently only supports full reductions, so 'dim' "
+                               "must either be empty or contain all dimensions of the input")
+        vals = self.coalesce()._parts()[1]
+        vals = vals if dtype is None else vals.to(dtype)
+        return vals.norm(2 if p == "fro" else p)
+
+    def any(self, dim=None, keepdim: bool = False) -> Tensor:
+        """Whether any element is nonzero (a dense 0-d bool tensor; ``dim`` not supported)."""
+        if dim is not None:
+            return _refuse("any(dim)", self, None)
+        return self.coalesce()._vals.detach().any()
+
+    def float_power(self, exponent) -> "SparseTensor":
+        """``pow`` in float64 (complex128 for complex values), on the specified elements."""
+        dt = dtypes.complex128 if self.dtype.is_complex else dtypes.float64
+        return self.to(dt).pow(exponent)
 
     def mm(self, mat2: Tensor) -> Tensor:
         """``torch.mm(self, mat2)``: dense; the gradient of ``self`` dense (sparse_ops.py)."""
@@ -720,11 +821,88 @@ class SparseTensor(SparseBase):
         return sspaddmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
     def t(self) -> "SparseTensor":
-        """The transpose of a 2-D sparse matrix (uncoalesced: the order changes)."""
+        """The transpose of a 2-D sparse matrix (uncoalesced: the order changes); a 0-d or
+        1-D tensor is its own transpose."""
+        if self.ndim < 2 and self.dense_dim() == 0:
+            return self
         if self.ndim != 2 or self.sparse_dim() != 2:
-            raise RuntimeError("t: expected a 2-D sparse matrix with 2 sparse dimensions")
-        idx, vals, _ = self._parts()
+            raise RuntimeError(f"t() expects a tensor with <= 2 sparse and 0 dense dimensions, "
+                               f"but got {self.sparse_dim()} sparse and {self.dense_dim()} "
+                               f"dense dimensions")
+        idx, vals, _ = self._entry_parts()
         return _FromParts.apply(idx.flip(0), vals, (self._size[1], self._size[0]), False)
+
+    @property
+    def T(self) -> "SparseTensor":  # noqa: N802 - PyTorch's name
+        """``t()`` of a matrix; the dims reversed for more (``permute``), as PyTorch's."""
+        if self.ndim <= 2:
+            return self.t()
+        return self.permute(*range(self.ndim - 1, -1, -1))
+
+    @property
+    def mT(self) -> "SparseTensor":  # noqa: N802 - PyTorch's name
+        """The last two dims swapped."""
+        if self.ndim < 2:
+            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of "
+                               f"matrices. Got {self.ndim}-D tensor.")
+        return self.transpose(-2, -1)
+
+    def __getitem__(self, key):
+        """``s[i]`` / ``s[i, j, ...]`` with integers: ``select`` of the leading dims (PyTorch's
+        sparse indexing beyond that, slices and tensors, is not supported here)."""
+        keys = key if isinstance(key, tuple) else (key,)
+        if not keys or not all(isinstance(k, int) and not isinstance(k, bool) for k in keys):
+            raise NotImplementedError(f"indexing a sparse COO tensor with {key!r}: only integer "
+                                      f"indices are supported (they select leading dims); use "
+                                      f"index_select, narrow_copy or to_dense()")
+        if len(keys) > self.ndim:
+            raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
+        out = self
+        for d, k in enumerate(keys):
+            if not -self.shape[d] <= k < self.shape[d]:
+                raise IndexError(f"index {k} is out of bounds for dimension {d} with size "
+                                 f"{self.shape[d]}")
+            out = out.select(0, k)
+        return out
+
+    def reshape(self, *shape) -> Tensor:
+        """Not supported for sparse tensors (PyTorch's RuntimeError)."""
+        raise RuntimeError("reshape is not implemented for sparse tensors (convert with "
+                           "to_dense() first)")
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        """Not supported for sparse tensors (it is a reshape: PyTorch's RuntimeError)."""
+        return self.reshape(-1)
+
+    def view(self, *shape) -> Tensor:
+        """Not supported for sparse tensors (PyTorch's NotImplementedError)."""
+        raise NotImplementedError("Could not run 'aten::view' with arguments from the "
+                                  f"'Sparse{self.device.type.upper()}' backend (a sparse COO "
+                                  f"tensor has no strided data to view)")
+
+    def contiguous(self, memory_format=None) -> Tensor:
+        """Not supported for sparse tensors (PyTorch's RuntimeError)."""
+        raise RuntimeError("unsupported memory format option Contiguous (a sparse COO tensor "
+                           "has no strides)")
+
+    def t_(self) -> "SparseTensor":
+        """``t()`` in place."""
+        return self._become("t_", self.t())
+
+    def transpose_(self, dim0: int, dim1: int) -> "SparseTensor":
+        """``transpose(dim0, dim1)`` in place."""
+        return self._become("transpose_", self.transpose(dim0, dim1))
+
+    def _become(self, op: str, out: "SparseTensor") -> "SparseTensor":
+        """In place: this tensor takes ``out``'s parts and size (an unrecorded change)."""
+        if self.requires_grad:
+            raise RuntimeError(f"a leaf Variable that requires grad is being used in an "
+                               f"in-place operation ({op} of a sparse tensor that requires "
+                               f"grad; use {op[:-1]}())")
+        if out is not self:
+            self._size = out._size
+            self._set(out._idx, out._vals, out._coalesced)
+        return self
 
     def __repr__(self, *, tensor_contents: str | None = None) -> str:
         from .printing import sparse_repr
@@ -733,8 +911,9 @@ class SparseTensor(SparseBase):
     __str__ = __repr__
 
     def __reduce_ex__(self, protocol: int):
+        # (requires_grad is not kept: PyTorch's COO rebuild drops it)
         return (_rebuild_sparse, (self._idx.detach(), self._vals.detach(),
-                                  tuple(self._size), self._coalesced, self._requires_grad))
+                                  tuple(self._size), self._coalesced, False))
 
     def __deepcopy__(self, memo: dict) -> "SparseTensor":
         if id(self) not in memo:
@@ -756,6 +935,72 @@ def _refuse(op: str, a, b):
                       else "dense" for x in (a, b) if x is not None)
     raise NotImplementedError(f"{op}: not supported for these operands ({kinds}) with a sparse "
                               f"COO tensor; see docs/sparse.md for the sparse ops")
+
+
+def _keys(t: SparseTensor) -> tuple:
+    """(the linear keys of ``t``'s coordinates, whether they are in order)."""
+    key = _linear(_host_indices(t), t._size[:t.sparse_dim()])
+    return key, t._coalesced or bool((key[1:] >= key[:-1]).all())
+
+
+def _merge_unordered(ka: np.ndarray, kb: np.ndarray) -> tuple:
+    """``_merge`` of key sequences not in order: PyTorch's two-pointer walk itself (at each
+    step the smaller head is taken, equal heads together), on the host."""
+    a, b = ka.tolist(), kb.tolist()
+    keys, pa, pb = [], [], []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i] <= b[j]:
+            pa.append(len(keys))
+            if a[i] == b[j]:
+                pb.append(len(keys))
+                j += 1
+            keys.append(a[i])
+            i += 1
+        else:
+            pb.append(len(keys))
+            keys.append(b[j])
+            j += 1
+    pa.extend(range(len(keys), len(keys) + len(a) - i))
+    keys.extend(a[i:])
+    pb.extend(range(len(keys), len(keys) + len(b) - j))
+    keys.extend(b[j:])
+    return (np.asarray(keys, np.int64), np.asarray(pa, np.int64), np.asarray(pb, np.int64))
+
+
+def _merge(ka: np.ndarray, kb: np.ndarray) -> tuple:
+    """PyTorch's two-pointer merge of two sorted key sequences: (the merged keys, where each
+    entry of a and of b lands). The k-th entry of a coordinate in a meets its k-th in b (their
+    values add up); the others stay on their own."""
+    ranks = [np.arange(len(k)) - np.searchsorted(k, k, "left") for k in (ka, kb)]
+    keys, rank = np.concatenate([ka, kb]), np.concatenate(ranks)
+    order = np.lexsort((rank, keys))
+    ks, rs = keys[order], rank[order]
+    new = np.ones(len(ks), bool)
+    new[1:] = (ks[1:] != ks[:-1]) | (rs[1:] != rs[:-1])
+    pos = np.empty(len(keys), np.int64)
+    pos[order] = np.cumsum(new) - 1
+    return ks[new], pos[:len(ka)], pos[len(ka):]
+
+
+def _add_sparse(a: SparseTensor, b: SparseTensor) -> SparseTensor:
+    """``a + b`` of two COO tensors, as PyTorch's: the entries merged by its two-pointer walk
+    over the coordinates (coalesced when both operands are)."""
+    from ..runtime.dtype import result_type
+    (_, v1, _), (_, v2, _) = a._entry_parts(), b._entry_parts()
+    dt = result_type(a, b)
+    v1, v2 = v1.to(dt), v2.to(dt)
+    (ka, in_order_a), (kb, in_order_b) = _keys(a), _keys(b)
+    keys, pa, pb = (_merge if in_order_a and in_order_b else _merge_unordered)(ka, kb)
+    sd = a.sparse_dim()
+    coords = np.stack(np.unravel_index(keys, tuple(a._size[:sd]))) if sd else \
+        np.zeros((0, len(keys)), np.int64)
+    from .ops.creation import zeros
+    vals = zeros((len(keys), *v1.shape[1:]), dtype=dt, device=v1.device)
+    vals = vals.index_add(0, _index_tensor(pa, v1), v1).index_add(
+        0, _index_tensor(pb, v1), v2.to(v1.device))
+    return _FromParts.apply(_index_tensor(coords.reshape(sd, -1), v1), vals, a._size,
+                            a._coalesced and b._coalesced)
 
 
 def _check_same_size(op: str, a, b) -> None:
@@ -878,11 +1123,13 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
     if check_invariants is None:
         check_invariants = check_sparse_tensor_invariants.is_enabled()
     if check_invariants is False and size is not None:  # (trusted: the optimizers' rows)
-        return _FromParts.apply(indices, values, tuple(size), bool(is_coalesced))
+        return _leaf(_FromParts.apply(indices, values, tuple(size), bool(is_coalesced)),
+                     requires_grad)
     host = np.asarray(indices.cpu().numpy(), np.int64)
     if host.size and host.min() < 0:  # (none with no sparse dims)
-        raise RuntimeError("sparse_coo_tensor: found negative index "
-                           f"{int(host.min())}; indices must be nonnegative")
+        d = int(np.nonzero((host < 0).any(1))[0][0])
+        raise RuntimeError(f"found negative index {int(host[d].min())} for dim {d} "
+                           f"(sparse_coo_tensor: indices must be nonnegative)")
     if size is None:
         size = tuple(int(m) + 1 if nnz else 0 for m in (host.max(1) if nnz else [0] * sd)) \
             + tuple(values.shape[1:])
@@ -893,8 +1140,8 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
                                f"len(size) = {len(size)}, sparse_dim = {sd}, dense_dim = "
                                f"{values.ndim - 1}")
         if tuple(values.shape[1:]) != size[sd:]:
-            raise RuntimeError(f"sparse_coo_tensor: values has dense shape "
-                               f"{list(values.shape[1:])}, expected {list(size[sd:])}")
+            raise RuntimeError(f"values has incorrect size, expected {[nnz, *size[sd:]]}, got "
+                               f"{list(values.shape)}")
         if nnz:
             for d in range(sd):
                 if host[d].max() >= size[d]:
@@ -902,8 +1149,15 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
                                        f"size is {size[d]} but found index "
                                        f"{int(host[d].max())}")
     coalesced = bool(is_coalesced) if is_coalesced is not None else nnz <= 1
-    out = _FromParts.apply(indices, values, size, coalesced)
+    return _leaf(_FromParts.apply(indices, values, size, coalesced), requires_grad)
+
+
+def _leaf(out: SparseTensor, requires_grad: bool) -> SparseTensor:
+    """``sparse_coo_tensor``'s result, made a leaf that requires grad if asked."""
     if requires_grad:
+        if not (out.dtype.is_floating_point or out.dtype.is_complex):
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                               "gradients")
         if out._fn is not None:
             raise RuntimeError("sparse_coo_tensor: requires_grad=True needs values that do "
                                "not require grad (the result is a leaf)")
@@ -937,7 +1191,8 @@ def to_sparse(self: Tensor, sparse_dim: int | None = None, *, layout=None, block
         sparse_dim = self.ndim - dense_dim
     sd = self.ndim if sparse_dim is None else int(sparse_dim)
     if not 0 <= sd <= self.ndim:
-        raise RuntimeError(f"to_sparse: sparse_dim must be in [0, {self.ndim}], got {sd}")
+        raise RuntimeError(f"dense_to_sparse: sparse_dim argument must be in [0,{self.ndim}] "
+                           f"range, but {sd} is given")
     if sd == 0 and self.ndim:
         raise RuntimeError("dense_to_sparse: sparse_dim argument must be in >0 when "
                            "self.dim()>0")
@@ -969,8 +1224,10 @@ def sparse_mask(self: Tensor, mask: SparseBase) -> SparseBase:
     if not is_sparse(mask):  # (compressed: the values read at the mask's pattern)
         from .sparse_compressed import _FromValues, _read
         return _FromValues.apply(_read(self, mask._pat), mask._pat)
-    m = mask.coalesce()
-    return _FromParts.apply(m._idx, _read_at(self, m._idx), m._size, True)
+    # (a mask whose coordinates are unique keeps its order and flag, as PyTorch's; repeated
+    # ones are read once each: PyTorch reads each repeat, counting the element twice)
+    m = mask if mask._coalesced or mask._unique() else mask.coalesce()
+    return _FromParts.apply(m._idx, _read_at(self, m._idx), m._size, m._coalesced)
 
 
 def _dense_to_dense(self: Tensor, dtype=None, *, masked_grad=None) -> Tensor:

@@ -453,9 +453,31 @@ class SparseCompressedTensor(SparseBase):
                                    f"not broadcast to the sparse operand's "
                                    f"{list(self.shape)}") from None
             return self._map(lambda v: v * _read(full, self._pat).to(v.dtype))
+        if isinstance(other, SparseBase) and _INFO[self.layout][2] is False and \
+                not _INFO.get(other.layout, (0, 0, False))[2]:
+            return self._mul_sparse(other)
         return NotImplemented if not isinstance(other, Tensor) else _refuse("mul", self, other)
 
     __rmul__ = mul = __mul__
+
+    def _mul_sparse(self, other: SparseBase) -> "SparseCompressedTensor":
+        """``self * other`` of a CSR or CSC ``self`` and a CSR, CSC or COO ``other``, in
+        ``self``'s layout, as PyTorch's: the elements both specify when ``other`` has
+        ``self``'s layout or is a coalesced COO tensor; else on ``other``'s pattern (each of
+        its elements the product there). Differentiable in both."""
+        from ..runtime.dtype import result_type
+        from .sparse_compressed_ops import coo_to_compressed, compressed_to
+        if tuple(other.shape) != tuple(self.shape):
+            raise RuntimeError(f"mul: expected operands of one size, got {list(self.shape)} "
+                               f"and {list(other.shape)}")
+        coo = other.layout is dtypes.sparse_coo
+        if other.layout is self.layout or (coo and other.is_coalesced()):
+            both = self._to_coo() * (other if coo else other.to_sparse_coo())
+            return coo_to_compressed(both, self.layout, None, self.dense_dim())
+        dt = result_type(self, other)
+        o = coo_to_compressed(other.coalesce(), self.layout, None, other.dense_dim()) if coo \
+            else compressed_to(other, self.layout, None, None, "mul")
+        return o.to(dt) * self.to_dense().to(dt)
 
     def __truediv__(self, other):
         if isinstance(other, (int, float)) or (type(other) is Tensor and other.ndim == 0):

@@ -105,8 +105,9 @@ def coo_to_compressed(s, layout, blocksize=None, dense_dim=None) -> "SparseCompr
         raise RuntimeError(f"{op}: conversion from Sparse with dense_dim {s.dense_dim()} to "
                            f"dense_dim {dense_dim} is not supported")
     if s.sparse_dim() < 2:
-        raise RuntimeError(f"{op}: expected a COO tensor with at least 2 sparse dims (*batch, "
-                           f"rows, cols), got sparse_dim {s.sparse_dim()}")
+        raise RuntimeError(f"coo_{op}: conversion from Sparse to {_NAME[layout]} for input "
+                           f"tensors with sparse_dim()!=2 is not supported (got sparse_dim "
+                           f"{s.sparse_dim()}; batched COO tensors have more sparse dims)")
     if _INFO[layout][2]:
         return dense_to_compressed(s.to_dense(), layout, blocksize, s.dense_dim(), op)
     _blocksize(blocksize, layout, op)
@@ -378,6 +379,11 @@ def sampled_addmm(input: SparseCompressedTensor, mat1: Tensor, mat2: Tensor, *,
     """
     if out is not None:
         raise NotImplementedError("sampled_addmm: out= is not supported")
+    if isinstance(input, Tensor) and (is_sparse(input) or not is_compressed(input)):
+        # (PyTorch has no kernel for COO or dense inputs: NotImplementedError)
+        raise NotImplementedError(f"Could not run 'aten::sparse_sampled_addmm' with arguments "
+                                  f"from the '{'Sparse' if is_sparse(input) else ''}CPU' backend "
+                                  f"(sampled_addmm takes a CSR input)")
     if not is_compressed(input) or input.layout is not dtypes.sparse_csr:
         lay = _NAME.get(input.layout, input.layout) if isinstance(input, Tensor) else "none"
         raise RuntimeError(f"sampled_addmm: Expected result to have sparse csr layout, but got "
@@ -467,7 +473,7 @@ def spdiags(diagonals: Tensor, offsets: Tensor, shape, layout=None):
     ks, rows, cols = (np.concatenate(a).astype(np.int64) for a in (ks, rows, cols))
     vals = diags[_index_tensor(ks, diags), _index_tensor(cols, diags)]
     out = _FromParts.apply(_index_tensor(np.stack([rows, cols]), diags), vals, shape,
-                           len(offs) <= 1)
+                           len(rows) < 2)  # (PyTorch's says not coalesced, nnz < 2 aside)
     if layout in (None, dtypes.sparse_coo):
         return out
     return coo_to_compressed(out, layout)

@@ -26,10 +26,10 @@ from .tensor import Tensor
 
 _builtin_sum = builtins.sum  # (``sum`` here is torch.sparse.sum)
 
-__all__ = ["addmm", "cat", "div", "gather_sparse_grad", "hstack", "index_select", "log_softmax",
-           "map_values", "matmul", "mm", "mm_dense_grad", "mul", "narrow_copy", "pow",
-           "rmatmul", "select", "softmax", "sparse_function", "sparse_sparse_mm", "stack", "sum",
-           "transpose", "unsqueeze", "vstack"]
+__all__ = ["addmm", "cat", "div", "floor_divide", "gather_sparse_grad", "hstack", "index_select",
+           "log_softmax", "map_values", "matmul", "mm", "mm_dense_grad", "mul", "narrow_copy",
+           "permute", "pow", "rmatmul", "scalar_name", "select", "softmax", "sparse_function",
+           "sparse_sparse_mm", "stack", "sum", "transpose", "unsqueeze", "vstack"]
 
 
 def _check_mm(op: str, s, d) -> None:
@@ -37,14 +37,37 @@ def _check_mm(op: str, s, d) -> None:
         raise RuntimeError(f"{op}: expected mat1 to be a 2-D sparse COO matrix with 2 sparse "
                            f"dims, got {'a sparse' if is_sparse(s) else 'a dense'} tensor of "
                            f"shape {list(s.shape)}")
+    if isinstance(d, Tensor) and not isinstance(d, SparseBase) and d.ndim < 2:
+        raise IndexError(f"Dimension out of range (expected to be in range of "
+                         f"[{-max(d.ndim, 1)}, {max(d.ndim, 1) - 1}], but got 1)")  # (PyTorch's)
     if not isinstance(d, Tensor) or isinstance(d, SparseBase) or d.ndim != 2:
         raise RuntimeError(f"{op}: expected mat2 to be a 2-D dense tensor")
     if s.shape[1] != d.shape[0]:
         raise RuntimeError(f"{op}: mat1 and mat2 shapes cannot be multiplied "
                            f"({s.shape[0]}x{s.shape[1]} and {d.shape[0]}x{d.shape[1]})")
     if s.dtype is not d.dtype:
-        raise RuntimeError(f"{op}: expected mat1 and mat2 to have the same dtype, but got: "
-                           f"{s.dtype} != {d.dtype}")
+        raise RuntimeError(f"expected scalar type {scalar_name(s.dtype)} but found "
+                           f"{scalar_name(d.dtype)} ({op}: mat1 and mat2 must have the same "
+                           f"dtype)")
+
+
+def scalar_name(dt) -> str:
+    """``dt`` as PyTorch's messages name it (``Float``, ``Long``, ...)."""
+    from ..runtime import dtype as dtypes
+    return {dtypes.float32: "Float", dtypes.float64: "Double", dtypes.float16: "Half",
+            dtypes.bfloat16: "BFloat16", dtypes.int64: "Long", dtypes.int32: "Int",
+            dtypes.int16: "Short", dtypes.int8: "Char", dtypes.uint8: "Byte",
+            dtypes.bool: "Bool", dtypes.complex64: "ComplexFloat",
+            dtypes.complex128: "ComplexDouble"}.get(dt, str(dt))
+
+
+def _dim(dim: int, ndim: int) -> int:
+    """``dim`` wrapped, or PyTorch's IndexError (torch.sparse's functions name no op)."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
+    return dim + n if dim < 0 else dim
 
 
 def _spmm(vals: Tensor, rows: Tensor, cols: Tensor, n: int, d: Tensor) -> Tensor:
@@ -236,16 +259,23 @@ def addmm(mat: Tensor, mat1: SparseTensor, mat2: Tensor, *, beta=1.0, alpha=1.0)
 def sum(input: SparseTensor, dim=None, dtype=None) -> Tensor:  # noqa: A001 - PyTorch's name
     """The sum of all elements (a dense 0-d tensor) or over ``dim`` (``torch.sparse.sum``): a
     sparse tensor while sparse dims remain, dense when all sparse dims are summed."""
-    if not is_sparse(input):
-        raise RuntimeError("sparse.sum: expected a sparse COO tensor")
+    if not is_sparse(input):  # (PyTorch's messages: its sum coalesces, or reads _indices())
+        if dim is None:
+            raise RuntimeError(f"coalesce expected sparse coordinate tensor layout but got "
+                               f"{layout_name(input)} (sparse.sum takes a sparse COO tensor)")
+        raise NotImplementedError(f"Could not run 'aten::_indices' with arguments from the "
+                                  f"'{layout_name(input).replace('Strided', '')}CPU' backend "
+                                  f"(sparse.sum takes a sparse COO tensor)")
     idx, vals, _ = input._parts()
     if dtype is not None:
         vals = vals.to(dtype)
     if dim is None:
         return vals.sum()
-    from .tensor import wrap_dim
-    dims = sorted({wrap_dim(d, input.ndim, "sparse.sum")
-                   for d in ((dim,) if isinstance(dim, int) else dim)})
+    wrapped = [_dim(d, input.ndim) for d in ((dim,) if isinstance(dim, int) else dim)]
+    for i, d in enumerate(wrapped):
+        if d in wrapped[:i]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    dims = sorted(wrapped)
     sd = input.sparse_dim()
     dense_dims = [d - sd + 1 for d in dims if d >= sd]
     if dense_dims:
@@ -279,12 +309,16 @@ def log_softmax(input: SparseTensor, dim: int, *, dtype=None) -> SparseTensor:
 
 
 def _softmax(input, dim: int, dtype, log: bool) -> SparseTensor:
+    op = "log_softmax" if log else "softmax"
     if not is_sparse(input):  # (PyTorch's has no kernel for other layouts: NotImplementedError)
-        op = "log_softmax" if log else "softmax"
-        kind = input.layout if isinstance(input, Tensor) else type(input).__name__
-        raise NotImplementedError(f"sparse.{op}: expected a sparse COO tensor, got {kind}")
-    from .tensor import wrap_dim
-    dim = wrap_dim(dim, input.ndim, "sparse.softmax")
+        kind = layout_name(input) if isinstance(input, Tensor) else type(input).__name__
+        backend = ("" if kind == "Strided" else kind) + "CPU"
+        raise NotImplementedError(f"Could not run 'aten::_sparse_{op}' with arguments from the "
+                                  f"'{backend}' backend (sparse.{op} takes a sparse COO tensor)")
+    dim = _dim(dim, input.ndim)
+    if not (input.dtype if dtype is None else dtype).is_floating_point:
+        raise NotImplementedError(f"\"{op}\" not implemented for "
+                                  f"'{scalar_name(input.dtype if dtype is None else dtype)}'")
     c = input.coalesce()
     idx, vals, _ = c._parts()
     if dtype is not None:
@@ -391,14 +425,14 @@ def _intersect(a_lin: np.ndarray, b_lin: np.ndarray) -> tuple:
 def mul(input: SparseTensor, other) -> SparseTensor:
     """``input * other`` for a sparse COO ``input``: by a scalar, a dense tensor (read at the
     specified elements; it must broadcast to ``input``'s shape) or a sparse tensor of the same
-    shape (the elements both specify). Sparse and coalesced, as PyTorch's."""
+    shape (the elements both specify; coalesced: PyTorch's, for two coalesced operands)."""
     if not isinstance(other, Tensor) or (not is_sparse(other) and other.ndim == 0):
         return input._scaled(other)
     if isinstance(other, SparseBase) and not is_sparse(other):
         raise RuntimeError(f"mul: expected both operands sparse COO, got sparse_coo and "
                            f"{other.layout}")
     if not is_sparse(other):  # (linear in input: its order and coalesced flag kept)
-        idx, vals, co = input._parts()
+        idx, vals, co = input._entry_parts()
         if tuple(other.shape) != tuple(input.shape):
             try:
                 other = other.expand(*input.shape)
@@ -406,8 +440,10 @@ def mul(input: SparseTensor, other) -> SparseTensor:
                 raise RuntimeError(f"mul: the dense operand of shape {list(other.shape)} does "
                                    f"not broadcast to the sparse operand's "
                                    f"{list(input.shape)}") from None
+        from ..runtime.dtype import result_type
+        dt = result_type(input, other)  # (PyTorch's promotion: sparse f32 * dense f64 is f64)
         at = _ReadAt.apply(other, idx)
-        return _FromParts.apply(idx, vals * at.to(vals.dtype), input._size, co)
+        return _FromParts.apply(idx, vals.to(dt) * at.to(dt), input._size, co)
     from .sparse import _check_same_size
     _check_same_size("mul", input, other)
     c = input.coalesce()
@@ -440,18 +476,26 @@ class _ReadAt(Function):
 _ReadAt._backward_cls.__name__ = _ReadAt._backward_cls.__qualname__ = "MulBackward0"
 
 
-def div(input: SparseBase, other) -> SparseBase:
-    """``input / other`` for a scalar or 0-d dense ``other`` (PyTorch's only sparse case)."""
+def div(input: SparseBase, other, *, rounding_mode: str | None = None) -> SparseBase:
+    """``input / other`` for a scalar or 0-d dense ``other`` (PyTorch's only sparse case);
+    ``rounding_mode`` ``"trunc"`` or ``"floor"`` as the dense ``div``'s."""
     if isinstance(other, Tensor) and (isinstance(other, SparseBase) or other.ndim != 0):
         raise RuntimeError(f"Sparse division requires a scalar or zero-dim dense tensor divisor "
                            f"(got shape {list(other.shape)} for divisor)")
-    return map_values(input, lambda v: v / other) if not is_sparse(input) else \
-        _div_coo(input, other)
+    if rounding_mode is None:
+        f = lambda v: v / other  # noqa: E731
+    else:
+        f = lambda v: v.div(other, rounding_mode=rounding_mode)  # noqa: E731
+    if not is_sparse(input) or rounding_mode is not None:
+        # (rounding is not linear: of the coalesced values, as PyTorch's)
+        return map_values(input, f)
+    idx, vals, co = input._entry_parts()  # (each entry divided: repeats kept, as PyTorch's)
+    return _FromParts.apply(idx, f(vals), input._size, co)
 
 
-def _div_coo(s: SparseTensor, other) -> SparseTensor:
-    idx, vals, co = s._parts()  # (linear: duplicates may stay)
-    return _FromParts.apply(idx, vals / other, s._size, co)
+def floor_divide(input: SparseBase, other) -> SparseBase:
+    """``input // other``: ``div(input, other, rounding_mode="floor")``."""
+    return div(input, other, rounding_mode="floor")
 
 
 def _wrap(dim: int, ndim: int, op: str) -> int:
@@ -463,7 +507,7 @@ def transpose(input: SparseTensor, dim0: int, dim1: int) -> SparseTensor:
     """Swaps two sparse dims (their rows of the indices; uncoalesced) or two dense dims."""
     d0, d1 = _wrap(dim0, input.ndim, "transpose"), _wrap(dim1, input.ndim, "transpose")
     sd = input.sparse_dim()
-    idx, vals, co = input._parts()
+    idx, vals, co = input._entry_parts()
     size = list(input.shape)
     size[d0], size[d1] = size[d1], size[d0]
     if d0 == d1:
@@ -479,13 +523,39 @@ def transpose(input: SparseTensor, dim0: int, dim1: int) -> SparseTensor:
                        f"{sd}, d0: {dim0}, d1: {dim1}")
 
 
+def permute(input: SparseTensor, *dims) -> SparseTensor:
+    """The dims reordered: the sparse dims among themselves (rows of the indices; the result
+    uncoalesced) and the dense ones among themselves, as PyTorch's."""
+    if len(dims) == 1 and not isinstance(dims[0], int):
+        dims = tuple(dims[0])
+    n, sd = input.ndim, input.sparse_dim()
+    if len(dims) != n:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
+                           f"not match the length of the desired ordering of dimensions i.e. "
+                           f"input.dim() = {n} is not equal to len(dims) = {len(dims)}")
+    order = [_wrap(d, n, "permute") for d in dims]
+    if len(set(order)) != n:
+        raise RuntimeError("permute(sparse_coo): duplicate dims are not allowed.")
+    if any(d >= sd for d in order[:sd]):
+        raise RuntimeError("permute(sparse_coo): transpositions between sparse and dense "
+                           "dimensions are not allowed.Only transpositions within sparse and "
+                           "dense dimensions are supported.")
+    idx, vals, co = input._entry_parts()
+    size = tuple(input.shape[d] for d in order)
+    if order[sd:] != list(range(sd, n)):
+        vals = vals.permute(0, *(d - sd + 1 for d in order[sd:]))
+    if order[:sd] == list(range(sd)):
+        return _FromParts.apply(idx, vals, size, co)
+    return _FromParts.apply(idx.index_select(0, _index_tensor(np.array(order[:sd]), idx)), vals,
+                            size, False)
+
+
 def _select_entries(input: SparseTensor, dim: int, pick: np.ndarray, new_coord: np.ndarray,
                     size: tuple, coalesced: bool) -> SparseTensor:
-    """The entries ``pick`` of ``input`` (its coalesced-if-needed parts), their coordinate in
+    """The entries ``pick`` of ``input`` (repeated coordinates kept), their coordinate in
     sparse dim ``dim`` replaced by ``new_coord``."""
-    idx, vals, _ = input._parts()
-    host = _host_indices(input) if idx is input._idx else np.asarray(idx.cpu().numpy(),
-                                                                     np.int64)
+    idx, vals, _ = input._entry_parts()
+    host = _host_indices(input)
     coords = host[:, pick].copy()
     coords[dim] = new_coord
     sel = _index_tensor(pick, vals)
@@ -498,27 +568,28 @@ def index_select(input: SparseTensor, dim: int, index: Tensor) -> SparseTensor:
     order of ``index``, uncoalesced; dense: of every value)."""
     dim = _wrap(dim, input.ndim, "index_select")
     if not isinstance(index, Tensor) or index.ndim > 1 or index.dtype.is_floating_point:
-        raise IndexError("index_select(): Expected a 1-D integer tensor for index")
+        raise IndexError("index_select() argument index must be 1-D strided (non-sparse) "
+                         "long-tensor.")
     sd = input.sparse_dim()
     size = list(input.shape)
     size[dim] = index.numel()
     if dim >= sd:
-        idx, vals, co = input._parts()
+        idx, vals, co = input._entry_parts()
         return _FromParts.apply(idx, vals.index_select(dim - sd + 1, index), tuple(size), co)
     want = np.asarray(index.reshape(-1).cpu().numpy(), np.int64)
     n = input.shape[dim]
     if want.size and (want.min() < -n or want.max() >= n):
         raise IndexError(f"index_select(): index out of range in self (size {n} at dim {dim})")
     want = np.where(want < 0, want + n, want)
-    src = input if input._coalesced or input._unique() else input.coalesce()
-    have = _host_indices(src)[dim]
+    have = _host_indices(input)[dim]  # (repeated coordinates kept, as PyTorch's)
     # every (output position j, entry k) with index[j] == coordinate of entry k, j-major
     order = np.argsort(have, kind="stable")
     lo = np.searchsorted(have[order], want, "left")
     hi = np.searchsorted(have[order], want, "right")
     pick = np.concatenate([order[a:b] for a, b in zip(lo, hi)] or [np.zeros(0, np.int64)])
     newc = np.repeat(np.arange(len(want)), hi - lo)
-    return _select_entries(src, dim, pick.astype(np.int64), newc, tuple(size), False)
+    # (coalesced with fewer than two entries, as PyTorch's says)
+    return _select_entries(input, dim, pick.astype(np.int64), newc, tuple(size), len(pick) < 2)
 
 
 def narrow_copy(input: SparseTensor, dim: int, start: int, length: int) -> SparseTensor:
@@ -533,12 +604,12 @@ def narrow_copy(input: SparseTensor, dim: int, start: int, length: int) -> Spars
     size = list(input.shape)
     size[dim] = length
     if dim >= sd:
-        idx, vals, co = input._parts()
+        idx, vals, co = input._entry_parts()
         return _FromParts.apply(idx, vals.narrow(dim - sd + 1, start, length), tuple(size), co)
-    src = input if input._coalesced or input._unique() else input.coalesce()
-    have = _host_indices(src)[dim]
+    have = _host_indices(input)[dim]  # (repeated coordinates kept, as PyTorch's)
     pick = np.nonzero((have >= start) & (have < start + length))[0]
-    return _select_entries(src, dim, pick, have[pick] - start, tuple(size), src._coalesced)
+    return _select_entries(input, dim, pick, have[pick] - start, tuple(size),
+                           input._coalesced)
 
 
 def select(input: SparseTensor, dim: int, index: int) -> Tensor:
@@ -561,7 +632,8 @@ def select(input: SparseTensor, dim: int, index: int) -> Tensor:
         return vals.index_select(0, pick).sum(0)
     keep = _index_tensor(np.array([d for d in range(sd) if d != dim]), idx)
     return _FromParts.apply(idx.index_select(1, pick).index_select(0, keep),
-                            vals.index_select(0, pick), size, False)  # (as PyTorch says)
+                            vals.index_select(0, pick), size,
+                            pick.shape[0] < 2)  # (as PyTorch says)
 
 
 def unsqueeze(input: SparseTensor, dim: int) -> SparseTensor:
@@ -569,7 +641,7 @@ def unsqueeze(input: SparseTensor, dim: int) -> SparseTensor:
     ``dim <= sparse_dim()``, else dense."""
     dim = _wrap(dim, input.ndim + 1, "unsqueeze")
     sd = input.sparse_dim()
-    idx, vals, co = input._parts()
+    idx, vals, co = input._entry_parts()
     size = tuple(input.shape[:dim]) + (1,) + tuple(input.shape[dim:])
     if dim > sd:
         return _FromParts.apply(idx, vals.unsqueeze(dim - sd + 1), size, co)
@@ -812,6 +884,7 @@ def _bind() -> None:
     SparseTensor.pow = SparseTensor.__pow__ = SparseCompressedTensor.pow = \
         SparseCompressedTensor.__pow__ = pow
     SparseTensor.transpose = transpose
+    SparseTensor.permute = permute
     SparseTensor.index_select = index_select
     SparseTensor.narrow_copy = narrow_copy
     SparseTensor.unsqueeze = unsqueeze
