@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import warnings
 
 import numpy as np
@@ -47,8 +48,8 @@ from ..autograd.ops.pooling import max_pool_with_indices
 from ..autograd.ops.sampling_nodes import (AdaptiveAvgPool2DBackward0, AdaptiveAvgPool3DBackward0,
                                            Col2ImBackward0, Im2ColBackward0, linear_node)
 from ..autograd.tensor import Tensor
-from ..runtime.dtype import channels_last as _channels_last
-from ._padding import pad
+from ..runtime.dtype import bfloat16, float16, promote_types
+from ._padding import _channels_last_like, pad
 
 __all__ = ["adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "avg_pool2d",
            "avg_pool3d", "conv1d", "conv2d", "conv_tbc", "conv_transpose3d", "max_pool2d",
@@ -58,12 +59,34 @@ __all__ = ["adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool3d", 
 _WARNED = {"same": False}  # the warnings given once a process
 
 
+# the positions of the pools' arguments, as PyTorch's argument errors print them
+_POSITIONS = {"kernel_size": 2, "output_size": 2, "stride": 3, "padding": 4, "dilation": 5}
+
+
+def _ints(v, arg: str, op: str) -> tuple:
+    """``v`` (an int or a sequence of them) as a tuple of ints; PyTorch's TypeError for
+    anything else (a float would otherwise be truncated)."""
+    if isinstance(v, int) or hasattr(v, "__index__") and not hasattr(v, "__len__"):
+        return (operator.index(v),)  # (an int, a NumPy integer)
+    # the position PyTorch's pools print (its avg_pool2d/3d none; the other ops' positions
+    # differ, and it prints none for a keyword argument: left out)
+    at = f" (position {_POSITIONS[arg]})" if "pool" in op and arg in _POSITIONS and op not in (
+        "avg_pool2d", "avg_pool3d") else ""
+    if isinstance(v, (str, float)) or not hasattr(v, "__iter__"):  # (conv's 'same' before)
+        raise TypeError(f"{op}(): argument '{arg}'{at} must be tuple of ints, not "
+                        f"{type(v).__name__}")
+    out = tuple(v)
+    for i, e in enumerate(out):
+        if isinstance(e, (bool, float)) or not hasattr(e, "__index__"):
+            raise TypeError(f"{op}(): argument '{arg}'{at} must be tuple of ints, but found "
+                            f"element of type {type(e).__name__} at pos {i}")
+    return tuple(int(e) for e in out)
+
+
 def _ntuple(v, n: int, arg: str, op: str) -> tuple:
     if isinstance(v, int):
         return (v,) * n
-    if isinstance(v, str):  # (conv1d-3d take 'same'/'valid' padding before this)
-        raise TypeError(f"{op}(): argument '{arg}' must be tuple of ints, not str")
-    v = tuple(int(e) for e in v)
+    v = _ints(v, arg, op)
     if len(v) == 1:
         return v * n
     if len(v) != n:
@@ -127,34 +150,6 @@ def _col2im(cols: Tensor, size: tuple, kernel: tuple, stride: tuple, padding: tu
     return y.contiguous()  # PyTorch's fold and conv_transpose3d give contiguous tensors
 
 
-def _channels_last_like(y, *inputs):
-    """``y`` (a 4-D tensor, or a tuple of them) in channels_last when one of ``inputs`` is
-    channels_last and not contiguous (PyTorch's suggest_memory_format: its 2-d convolutions,
-    pools and resamplings keep that layout); else ``y`` itself. Only a non-contiguous input
-    costs more than one ``is_contiguous``."""
-    if (y[0] if isinstance(y, tuple) else y).ndim != 4:  # (unbatched: no such layout)
-        return y
-    for t in inputs:
-        if t is not None and t.ndim == 4 and not t.is_contiguous() \
-                and t.is_contiguous(memory_format=_channels_last):
-            if isinstance(y, tuple):
-                return tuple(_relaid(v) for v in y)
-            return _relaid(y)
-    return y
-
-
-def _relaid(y: Tensor) -> Tensor:
-    """The op's own fresh result ``y`` with its values laid out channels_last: its array is
-    replaced, so ``y`` keeps the op's node (a copy recorded after it would put a
-    CloneBackward0 where PyTorch's grad_fn is the op's own, and add a node to backward). A
-    view of another result is copied as an op instead (its base fixes its memory)."""
-    if y._base is not None:
-        return y.contiguous(memory_format=_channels_last)
-    with _no_grad():
-        y._data = y.detach().contiguous(memory_format=_channels_last)._data
-    return y
-
-
 def _conv_out(n: int, k: int, s: int, lo: int, hi: int, d: int) -> int:
     return (n + lo + hi - d * (k - 1) - 1) // s + 1
 
@@ -176,8 +171,8 @@ def _check_conv_input(input: Tensor, weight: Tensor, nd: int, op: str) -> bool:
 def _check_conv_operands(x: Tensor, weight: Tensor, bias, out_channels: int, op: str,
                          transposed: bool = False) -> None:
     """PyTorch's checks of a convolution's weight and bias against its input (shapes only): a
-    positive kernel, at least one filter, a 1-D bias of ``out_channels``. Mixed dtypes
-    promote where PyTorch refuses them (a deliberate difference the conv tests hold to)."""
+    positive kernel, at least one filter, a 1-D bias of ``out_channels`` (the dtypes are
+    ``_same_dtypes``')."""
     kernel = tuple(weight.shape[2:])
     if any(k < 1 for k in kernel):
         raise RuntimeError(f"{op}: kernel size should be greater than zero, but got "
@@ -192,6 +187,54 @@ def _check_conv_operands(x: Tensor, weight: Tensor, bias, out_channels: int, op:
                                f"size {list(weight.shape)}, expected bias to be 1-dimensional "
                                f"with {out_channels} elements, but got bias of size "
                                f"{list(bias.shape)} instead")
+
+
+# the C++ types PyTorch's "Input type (float) and bias type (double)" errors print
+_CPP_TYPES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+              "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
+              "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+              "bool": "bool", "complex64": "c10::complex<float>",
+              "complex128": "c10::complex<double>"}
+
+
+def _types_differ(x: Tensor, other: Tensor, what: str, op: str) -> RuntimeError:
+    """PyTorch's error for a convolution's ``what`` (weight, bias) whose dtype is not its
+    input's, in its two wordings (its reduced precision and complex inputs reach the check
+    that prints the types, the others the kernel's scalar type check), naming the op."""
+    a, b = x.dtype, other.dtype
+    if what == "bias" or a.is_complex or a is float16 or a is bfloat16:
+        return RuntimeError(f"Input type ({_CPP_TYPES.get(a.name, a.name)}) and {what} type "
+                            f"({_CPP_TYPES.get(b.name, b.name)}) should be the same ({op})")
+    return RuntimeError(f"expected scalar type {checks.scalar_type_name(a)} but found "
+                        f"{checks.scalar_type_name(b)} ({op}: {what})")
+
+
+def _same_dtypes(x: Tensor, weight: Tensor, bias, op: str, transposed: bool = False):
+    """PyTorch's dtype rule for a convolution (checked after the shapes, as it does): the
+    weight and bias in the input's dtype, no promotion. conv_transpose1d/2d add their bias
+    in place into the output instead, so a bias of another dtype is cast to it where that
+    cast is allowed (not to a lower category); conv_transpose3d's kernel checks it as the
+    weight's. Returns the bias to use."""
+    dt = x.dtype
+    if weight.dtype is dt and (bias is None or bias.dtype is dt):  # (the hot case: one test)
+        return bias
+    if not transposed and bias is not None and bias.dtype is not dt:  # (its bias first)
+        raise _types_differ(x, bias, "bias", op)
+    if weight.dtype is not dt:
+        raise _types_differ(x, weight, "weight", op)
+    if op == "conv_transpose3d":
+        raise RuntimeError(f"expected scalar type {checks.scalar_type_name(dt)} but found "
+                           f"{checks.scalar_type_name(bias.dtype)} ({op}: bias)")
+    wide = promote_types(dt, bias.dtype)
+    if _category(wide) > _category(dt):  # (PyTorch's in-place rule: not to a lower category)
+        raise RuntimeError(f"result type {checks.scalar_type_name(wide)} can't be cast to the "
+                           f"desired output type {checks.scalar_type_name(dt)} ({op}: bias)")
+    return bias.to(dt)
+
+
+def _category(dt) -> int:
+    """bool < integers < floating < complex, the order of PyTorch's casting rule."""
+    return 3 if dt.is_complex else 2 if dt.is_floating_point else 0 if dt.name == "bool" else 1
 
 
 def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups: int,
@@ -249,8 +292,8 @@ def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups
                            f"({' x '.join(map(str, padded))}). Kernel size: "
                            f"({' x '.join(map(str, eff))}). Kernel size can't be greater than "
                            f"actual input size")
-    if fused and nd <= 2 and all(t is None or t.dtype.is_floating_point
-                                 for t in (x, weight, bias)):
+    _same_dtypes(x, weight, bias, op)
+    if fused and nd <= 2 and x.dtype.is_floating_point:
         if nd == 1:  # a convolution of height one
             y = _fused_conv.conv2d(x.unsqueeze(2), weight.unsqueeze(2), bias, (1,) + stride,
                                    [(0, 0)] + pads, (1,) + dilation, groups, op).squeeze(2)
@@ -324,7 +367,9 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     (a gather of every window's taps) and one matmul per group; the gradients come through
     them (no fused kernel: the fused convolution primitive is two-dimensional).
     """
-    return _conv(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
+    return _channels_last_like(
+        _conv(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d"), input, weight,
+        rank=5)
 
 
 def _conv_transpose(input: Tensor, weight: Tensor, bias, stride, padding, output_padding,
@@ -383,8 +428,8 @@ def _conv_transpose(input: Tensor, weight: Tensor, bias, stride, padding, output
         raise RuntimeError(f"{op}: Given input size per channel: ({given})"
                            f". Calculated output size per channel: "
                            f"({' x '.join(map(str, size))}). Output size is too small")
-    if not (fused and nd <= 2 and all(t is None or t.dtype.is_floating_point
-                                      for t in (x, weight, bias))):
+    bias = _same_dtypes(x, weight, bias, op, transposed=True)
+    if not (fused and nd <= 2 and x.dtype.is_floating_point):
         y = _conv_transpose_cols(x, weight, groups, kernel, stride, padding, dilation, size)
         if bias is not None:
             y = y + bias.reshape((1, -1) + (1,) * nd)
@@ -472,8 +517,9 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
         >>> F.conv_transpose3d(tg.randn(1, 4, 3, 4, 5), tg.randn(4, 2, 3, 3, 3), stride=2).shape
         tritongrad.Size([1, 2, 7, 9, 11])
     """
-    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups,
-                           dilation, 3, "conv_transpose3d")
+    return _channels_last_like(
+        _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation,
+                        3, "conv_transpose3d"), input, weight, rank=5)
 
 
 def _block_params(kernel_size, dilation, padding, stride, op: str):
@@ -607,28 +653,50 @@ def _pool_out(n: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
     return o
 
 
+_COUNTS = {2: "two", 3: "three"}
+
+
+def _pool_tuple(v, nd: int, arg: str, op: str) -> tuple:
+    """A 2-D or 3-D pool's ``arg``: an int, or one (or ``nd``) ints, with PyTorch's words for
+    another length (avg_pool3d's say "must be", the others "must either be")."""
+    if isinstance(v, int):
+        return (v,) * nd
+    v = _ints(v, arg, op)
+    if len(v) == 1:
+        return v * nd
+    if len(v) != nd:
+        either = "" if op == "avg_pool3d" else "either "
+        what = {"stride": "omitted, a single int"}.get(arg, "a single int")
+        verb = "must be either" if arg == "dilation" else f"must {either}be"
+        raise RuntimeError(f"{op}: {arg} {verb} {what}, or a tuple of {_COUNTS[nd]} ints "
+                           f"(got {list(v)})")
+    return v
+
+
 def _pool_setup(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode: bool,
                 op: str, dilated: bool, nd: int = 2, fits: bool = False):
     """Checks an ``nd``-dim pool's arguments; returns (x batched, unbatched, kernel, stride,
     padding, dilation, out, pad right extra per dim). ``dilated`` picks PyTorch's wording of
     the padding error; ``fits``: the unpadded input must hold a kernel (avg_pool3d's check)."""
-    if checks.tensor_arg(input, op).ndim not in (nd + 1, nd + 2) \
-            or any(n == 0 for n in input.shape[-(nd + 1):]):
-        raise RuntimeError(f"{op}: non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected "
-                           f"for input, but got input of size: {list(input.shape)}")
+    _check_pool_input(input, nd, op)
     unbatched = input.ndim == nd + 1
     x = input.unsqueeze(0) if unbatched else input
-    kernel = _ntuple(kernel_size, nd, "kernel_size", op)
+    kernel = _pool_tuple(kernel_size, nd, "kernel_size", op)
     stride = kernel if stride is None or (not isinstance(stride, int) and not len(stride)) \
-        else _ntuple(stride, nd, "stride", op)
-    padding = _ntuple(padding, nd, "padding", op)
-    dilation = _ntuple(dilation, nd, "dilation", op)
-    names = "THW"[-nd:]  # PyTorch's words (a zero kernel named first, not its stride)
+        else _pool_tuple(stride, nd, "stride", op)
+    padding = _pool_tuple(padding, nd, "padding", op)
+    dilation = _pool_tuple(dilation, nd, "dilation", op)
+    names = "THW"[-nd:]  # PyTorch's words (a zero kernel named first, not its stride: a
+    # deliberate difference, PyTorch's default stride (the kernel) makes it "stride should
+    # not be zero" for a zero kernel_size)
     if any(k < 1 for k in kernel):
         raise RuntimeError(f"{op}: kernel size should be greater than zero, but got "
                            + " ".join(f"k{a}: {k}" for a, k in zip(names, kernel)))
-    if any(s < 1 for s in stride):
+    if any(s == 0 for s in stride):
         raise RuntimeError(f"{op}: stride should not be zero, but got stride={list(stride)}")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"{op}: stride should be greater than zero, but got "
+                           + " ".join(f"d{a}: {s}" for a, s in zip(names, stride)))
     if any(d < 1 for d in dilation):
         raise RuntimeError(f"{op}: dilation should be greater than zero, but got "
                            + " ".join(f"dilation{a}: {d}" for a, d in zip(names, dilation)))
@@ -657,6 +725,25 @@ def _pool_setup(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode
     extra = tuple(max(0, (o - 1) * s + d * (k - 1) + 1 - (n + 2 * p)) for n, k, s, p, d, o
                   in zip(sizes, kernel, stride, padding, dilation, out))
     return x, unbatched, kernel, stride, padding, dilation, out, extra
+
+
+def _check_pool_input(input: Tensor, nd: int, op: str) -> None:
+    """PyTorch's errors for a max or average pool's input of another rank, or empty along a
+    dim other than the batch's (its 2-D and 3-D kernels word them differently)."""
+    ndim = checks.tensor_arg(input, op).ndim
+    if ndim in (nd + 1, nd + 2) and 0 not in tuple(input.shape[-(nd + 1):]):
+        return
+    shape = list(input.shape)
+    if nd == 2 and (ndim in (3, 4) or op == "avg_pool2d" and ndim > 4):
+        raise RuntimeError(f"{op}: Expected 3D or 4D (batch mode) tensor with optional 0 dim "
+                           f"batch size for input, but got:{shape}")
+    if ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{op}: non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor "
+                           f"expected for input, but got input of size: {shape}")
+    dim = next(d for d in range(ndim - nd - 1, ndim) if shape[d] == 0)
+    raise RuntimeError(f"{op}(): Expected input's non-batch dimensions to have positive length, "
+                       f"but input has a shape of {shape} and non-batch dimension {dim} has "
+                       f"length zero!")
 
 
 def _pad_nd(x: Tensor, padding: tuple, extra: tuple, value: float) -> Tensor:
@@ -732,8 +819,9 @@ def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
         >>> F.max_pool3d(tg.randn(2, 3, 8, 9, 10), 3, stride=2, padding=1).shape
         tritongrad.Size([2, 3, 4, 5, 5])
     """
-    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
-                     3, "max_pool3d")
+    return _channels_last_like(_max_pool(input, kernel_size, stride, padding, dilation,
+                                         ceil_mode, return_indices, 3, "max_pool3d"), input,
+                               rank=5)
 
 
 def _avg_divisor(n: int, k: int, s: int, p: int, o: int, count_include_pad: bool) -> np.ndarray:
@@ -758,7 +846,7 @@ def _avg_pool(input: Tensor, kernel_size, stride, padding, ceil_mode: bool,
     x, unbatched, kernel, stride, padding, _, out, extra = _pool_setup(
         input, kernel_size, stride, padding, 1, ceil_mode, op, nd == 3, nd, fits=nd == 3)
     if x.dtype.name == "bool":  # (integers are averaged, as PyTorch's CPU kernels do)
-        raise checks.kernel_not_implemented(op, x.dtype)
+        raise checks.kernel_not_implemented(_KERNELS.get(op, op), x.dtype)
     xp = _pad_nd(x, padding, extra, 0.0)
     sums = _windows(xp, kernel, stride, (1,) * nd, out).sum(2).reshape(tuple(x.shape[:2]) + out)
     if divisor_override is not None:
@@ -806,10 +894,16 @@ def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
                      divisor_override, 3, "avg_pool3d")
 
 
+# the kernels PyTorch's dtype errors name, where not the op's own name
+_KERNELS = {"adaptive_max_pool1d": "adaptive_max_pool2d", "avg_pool1d": "avg_pool2d",
+            "adaptive_max_pool3d": "adaptive_max_pool3d_cpu", "avg_pool3d": "avg_pool3d_out_frame",
+            "adaptive_avg_pool3d": "adaptive_avg_pool3d_cpu"}
+
+
 def _floating_pool(input: Tensor, op: str) -> None:
     """PyTorch's adaptive pools (and max_pool1d without indices) have floating kernels only."""
     if not input.dtype.is_floating_point:
-        raise checks.kernel_not_implemented(op, input.dtype)
+        raise checks.kernel_not_implemented(_KERNELS.get(op, op), input.dtype)
 
 
 def _adaptive_matrix(n: int, o: int) -> np.ndarray:
@@ -821,15 +915,46 @@ def _adaptive_matrix(n: int, o: int) -> np.ndarray:
     return m
 
 
-def _output_size(output_size, sizes: tuple, op: str) -> tuple:
+def _check_adaptive_input(input: Tensor, nd: int, op: str) -> None:
+    """PyTorch's errors for an adaptive pool's input of another rank, or empty along a dim
+    other than the batch's."""
+    ndim = checks.tensor_arg(input, op).ndim
+    shape = list(input.shape)
+    if ndim not in (nd + 1, nd + 2):
+        if nd == 1:  # (PyTorch's 1-D pools check the rank as an argument)
+            raise RuntimeError(f"Expected 2 to 3 dimensions, but got {ndim}-dimensional tensor "
+                               f"for argument #1 'self' (while checking arguments for {op})")
+        raise RuntimeError(f"{op}(): Expected {nd + 1}D or {nd + 2}D tensor, but got {shape}")
+    for d in range(ndim - nd - 1, ndim):
+        if shape[d] == 0:
+            raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {shape} with dimension {d} "
+                               f"being empty")
+
+
+def _output_size(output_size, lead: tuple, sizes: tuple, op: str) -> tuple:
     """An adaptive pool's ``output_size`` (an int, or one entry per pooled dim, None keeping
-    the input's size) for an input of spatial ``sizes``."""
+    the input's size) for an input of spatial ``sizes`` after dims ``lead``."""
     nd = len(sizes)
-    want = (output_size,) * nd if isinstance(output_size, int) else tuple(output_size)
+    if isinstance(output_size, int) or hasattr(output_size, "__index__") \
+            and not hasattr(output_size, "__len__"):  # (an int, a NumPy integer)
+        want = (operator.index(output_size),) * nd
+    elif isinstance(output_size, (str, float)) or not hasattr(output_size, "__iter__"):
+        raise TypeError(f"{op}(): argument 'output_size' (position 2) must be tuple of ints, "
+                        f"not {type(output_size).__name__}")
+    else:
+        want = tuple(output_size)
+        for i, o in enumerate(want):
+            if o is not None and (isinstance(o, (bool, float)) or not hasattr(o, "__index__")):
+                raise TypeError(f"{op}(): argument 'output_size' (position 2) must be tuple of "
+                                f"ints, but found element of type {type(o).__name__} at pos {i}")
     if len(want) != nd:
         raise RuntimeError(f"{op}: output_size must be {nd}, got {list(want)}")
     out = tuple(n if o is None else int(o) for n, o in zip(sizes, want))
     if any(o < 0 for o in out):
+        if "max" in op:  # (PyTorch's adaptive max pools check nothing: their empty() fails)
+            raise RuntimeError(f"{op}: Trying to create tensor with negative dimension "
+                               f"{min(out)}: {list(lead + out)}")
         raise RuntimeError(f"{op}: elements of output_size must be greater than or equal to 0 "
                            f"but received {list(out)}")
     return out
@@ -840,11 +965,9 @@ def _adaptive_avg(input: Tensor, output_size, nd: int, op: str) -> Tensor:
     """adaptive_avg_pool2d/3d: one matmul with an averaging matrix per pooled dim (the
     windows differ in size); the last dim as ``x @ A^T``, the others as ``A @ x`` over the
     dims after them flattened."""
-    if input.ndim not in (nd + 1, nd + 2) or any(n == 0 for n in input.shape[-nd:]):
-        raise RuntimeError(f"{op}(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
-                           f"{list(input.shape)}")
+    _check_adaptive_input(input, nd, op)
     _floating_pool(input, op)
-    out = _output_size(output_size, tuple(input.shape[-nd:]), op)
+    out = _output_size(output_size, tuple(input.shape[:-nd]), tuple(input.shape[-nd:]), op)
     # one node saving nothing, as the op is linear (PyTorch's saves the input): the matmuls
     # recorded one by one kept each intermediate and averaging matrix
     node = AdaptiveAvgPool2DBackward0 if nd == 2 else AdaptiveAvgPool3DBackward0
@@ -910,31 +1033,63 @@ def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
 # -- one-dimensional pools: the 2-D ones over a plane of height one ------------------------------
 
 def _as_plane(input: Tensor, op: str) -> Tensor:
-    if checks.tensor_arg(input, op).ndim not in (2, 3):
-        raise RuntimeError(f"{op}: Expected 2D or 3D (batch mode) input tensor, but got "
-                           f"input of size: {list(input.shape)}")
+    ndim = checks.tensor_arg(input, op).ndim
+    if ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {ndim}-dimensional tensor for "
+                           f"argument #1 'self' (while checking arguments for {op})")
     return input.unsqueeze(-2)
 
 
+def _one_int(v, name: str, op: str) -> int:
+    """A 1-D pool's argument ``name``: an int or one int, in PyTorch's words otherwise."""
+    v = _ints(v, name, op)
+    if len(v) == 1:
+        return v[0]
+    if op == "max_pool1d":
+        what = {"stride": "None, an int, list of ints, or tuple of ints",
+                "padding": "an int, list of ints, or tuple of ints"}.get(
+                    name, "an int, list of ints or tuple of ints")
+        raise RuntimeError(f"max_pool1d() {name} must be {what} of size 1 but got size {len(v)}")
+    raise RuntimeError(f"{op}() argument '{name}' should contain one int (got {len(v)})")
+
+
 def _one(v, op: str, name: str):
-    return v if v is None else (1, _ntuple(v, 1, name, op)[0])
+    return v if v is None else (1, _one_int(v, name, op))
 
 
-def _check_max_pool1d(kernel_size, stride, padding, dilation) -> None:
-    """PyTorch's max_pool1d words for its arguments' errors (the 2-D pool it runs as would
-    name a plane's height and width); the padding's upper bound is left to that pool."""
+def _check_max_pool1d(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode: bool,
+                      return_indices: bool) -> None:
+    """PyTorch's max_pool1d checks, in its words (the 2-D pool it runs as would name a
+    plane's height and width). With ``return_indices`` PyTorch runs the 2-D pool, whose
+    checks of the padding and the output size are left to it."""
     op = "max_pool1d"
-    k = _ntuple(kernel_size, 1, "kernel_size", op)[0]
-    s = k if stride is None else _ntuple(stride, 1, "stride", op)[0]
-    p = _ntuple(padding, 1, "padding", op)[0]
-    d = _ntuple(dilation, 1, "dilation", op)[0]
+    ndim = checks.tensor_arg(input, op).ndim
+    if ndim not in (2, 3) or 0 in tuple(input.shape[-2:]):
+        raise RuntimeError(f"max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 "
+                           f"dim batch size for input, but got:{list(input.shape)}")
+    k = _one_int(kernel_size, "kernel_size", op)
+    s = k if stride is None else _one_int(stride, "stride", op)
+    p = _one_int(padding, "padding", op)
+    d = _one_int(dilation, "dilation", op)
     for name, v in (("kernel_size", k), ("stride", s)):
         if v < 1:
             raise RuntimeError(f"max_pool1d() {name} must be greater than zero, but got {v}")
     if p < 0:
         raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {p}")
+    if return_indices:
+        if d < 1:
+            raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {d}")
+        return
+    if p > k // 2:  # (its kernel's rule: the kernel size, not the dilated one; "pad", not
+        # PyTorch's "padding", the word tests/nn/test_functional_parity32.py matches)
+        raise RuntimeError(f"max_pool1d: pad should be at most half of kernel size, but got "
+                           f"padding={p} and kernel_size={k}")
     if d < 1:
         raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {d}")
+    o = _pool_out(input.shape[-1], k, s, p, d, ceil_mode)
+    if o < 1:
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: {o}")
+    _floating_pool(input, "max_pool1d_impl")  # (PyTorch's 1-D kernel without indices)
 
 
 def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
@@ -942,13 +1097,11 @@ def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
     """Applies a 1D max pooling over an input signal composed of several input planes
     (``max_pool2d``'s arguments, one value each; indices are positions along the signal)."""
     stride = None if stride is None or (not isinstance(stride, int) and not len(stride)) else stride
-    _check_max_pool1d(kernel_size, stride, padding, dilation)
-    if not return_indices and checks.tensor_arg(input, "max_pool1d").ndim in (2, 3):
-        _floating_pool(input, "max_pool1d_impl")  # (PyTorch's 1-D kernel without indices)
+    _check_max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
     # max_pool2d's computation over (N, C, 1, L), its errors naming max_pool1d
-    r = _max_pool(_as_plane(input, "max_pool1d"), _one(kernel_size, "max_pool1d", "kernel_size"),
+    r = _max_pool(input.unsqueeze(-2), _one(kernel_size, "max_pool1d", "kernel_size"),
                   _one(stride, "max_pool1d", "stride"),
-                  (0, _ntuple(padding, 1, "padding", "max_pool1d")[0]),
+                  (0, _one_int(padding, "padding", "max_pool1d")),
                   _one(dilation, "max_pool1d", "dilation"), ceil_mode, return_indices, 2,
                   "max_pool1d")
     if return_indices:
@@ -964,14 +1117,14 @@ def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     return _avg_pool(_as_plane(input, "avg_pool1d"), _one(kernel_size, "avg_pool1d",
                                                           "kernel_size"),
                      _one(stride, "avg_pool1d", "stride"),
-                     (0, _ntuple(padding, 1, "padding", "avg_pool1d")[0]), ceil_mode,
+                     (0, _one_int(padding, "padding", "avg_pool1d")), ceil_mode,
                      count_include_pad, None, 2, "avg_pool1d").squeeze(-2)
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
     """Applies a 1D adaptive average pooling over an input signal composed of several input
     planes: output (*, L_out) for any input length."""
-    o = _ntuple(output_size, 1, "output_size", "adaptive_avg_pool1d")[0]
+    o = _one_int(output_size, "output_size", "adaptive_avg_pool1d")
     return adaptive_avg_pool2d(_as_plane(input, "adaptive_avg_pool1d"), (1, o)).squeeze(-2)
 
 
@@ -991,15 +1144,14 @@ def _adaptive_windows(n: int, o: int) -> tuple[np.ndarray, np.ndarray]:
 def _adaptive_max(input: Tensor, output_size, nd: int, return_indices: bool, op: str):
     """Adaptive max pooling over the last ``nd`` dims: each window gathered into a padded
     block (positions past a short window repeat its last one, so they never change the
-    maximum), then one max; indices are flat positions in the pooled plane (volume)."""
-    if checks.tensor_arg(input, op).ndim not in (nd + 1, nd + 2) \
-            or any(n == 0 for n in input.shape[-nd:]):
-        raise RuntimeError(f"{op}(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
-                           f"{list(input.shape)}")
+    maximum, nor which position is the last NaN), then one max, each window holding a NaN
+    pointing at its last one (``_last_nan``); indices are flat positions in the pooled plane
+    (volume)."""
+    _check_adaptive_input(input, nd, op)
     _floating_pool(input, op)
     sizes = tuple(input.shape[-nd:])
-    out = _output_size(output_size, sizes, op)
     lead = tuple(input.shape[:-nd])
+    out = _output_size(output_size, lead, sizes, op)
     x, flat = input, np.zeros((1,) * (2 * nd), dtype=np.int64)
     for d, (n, o) in enumerate(zip(sizes, out)):
         pos, _ = _adaptive_windows(n, o)
@@ -1015,12 +1167,38 @@ def _adaptive_max(input: Tensor, output_size, nd: int, return_indices: bool, op:
     window = math.prod(x.shape[len(lead) + 2 * d + 1] for d in range(nd))  # (not -1: empty)
     x = x.permute(order).reshape(lead + out + (window,))
     values, arg = x.max(dim=-1)
+    if _holds_nan(x, values):  # PyTorch's pick: the last NaN (``_last_nan``)
+        arg = _last_nan(x, arg)
+        values = x.gather(-1, arg.unsqueeze(-1)).squeeze(-1)  # (its gradient goes to ``arg``)
     if not return_indices:
         return values
     flat = np.transpose(flat, tuple(range(0, 2 * nd, 2)) + tuple(range(1, 2 * nd, 2)))
     table = _tensor(flat.reshape(out + (window,)), device=input.device).expand(
         lead + out + (window,))
     return values, table.gather(-1, arg.unsqueeze(-1)).squeeze(-1)
+
+
+def _holds_nan(x: Tensor, values: Tensor) -> bool:
+    """Whether a window of ``x`` (its last dim) may hold a NaN, given its maxima ``values``:
+    on the CPU a look at them (a NaN maximum is a window with one); elsewhere True for
+    floating tensors, so no device sync is added."""
+    if not x.dtype.is_floating_point or not values.numel():
+        return False
+    if x.device.type != "cpu":
+        return True
+    with _no_grad():
+        return bool(values.isnan().any())
+
+
+def _last_nan(x: Tensor, arg: Tensor) -> Tensor:
+    """``arg`` (each window's first maximum, ``max``'s pick) with each window of ``x`` (its
+    last dim) holding NaNs pointing at its last NaN instead, as PyTorch's adaptive max pools
+    (their kernels keep ``val > max || isnan(val)``): the largest (tap + 1) among NaN taps,
+    0 where there is none."""
+    with _no_grad():
+        taps = _tensor(np.arange(1, x.shape[-1] + 1), device=x.device)
+        last = (x.detach().isnan() * taps).amax(-1)
+        return arg.where(last == 0, last - 1)
 
 
 def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
@@ -1040,7 +1218,8 @@ def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False
 def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):
     """Applies a 1D adaptive max pooling over an input signal composed of several input
     planes."""
-    return _adaptive_max(input, output_size, 1, return_indices, "adaptive_max_pool1d")
+    o = _one_int(output_size, "output_size", "adaptive_max_pool1d")
+    return _adaptive_max(input, (o,), 1, return_indices, "adaptive_max_pool1d")
 
 
 def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:

@@ -12,14 +12,52 @@ import operator
 import numpy as np
 
 from ..autograd import checks
+from ..autograd.grad_mode import no_grad as _no_grad
 from ..autograd.ops.creation import full
 from ..autograd.ops.creation import tensor as _tensor
 from ..autograd.ops.shape import cat
 from ..autograd.tensor import Tensor
+from ..runtime.dtype import channels_last, channels_last_3d
 
 __all__ = ["pad"]
 
 _MODES = ("constant", "reflect", "replicate", "circular")
+
+
+# the channels-last layout of a 4-D and a 5-D tensor
+_LAST = {4: channels_last, 5: channels_last_3d}
+
+
+def _channels_last_like(y, *inputs, rank: int | None = None):
+    """``y`` (a 4-D or 5-D tensor, or a tuple of them) in channels_last (channels_last_3d)
+    when one of ``inputs`` of its rank is in that layout and not contiguous (PyTorch's
+    suggest_memory_format: its convolutions, max pools, paddings and resamplings keep that
+    layout); else ``y`` itself. ``rank``: the only rank relaid (5 for the 3-D ops, whose
+    unbatched 4-D results PyTorch leaves contiguous). Only a non-contiguous input costs more
+    than one ``is_contiguous``. (Here, not in nn/_convolution.py, which imports ``pad``.)"""
+    ndim = (y[0] if isinstance(y, tuple) else y).ndim
+    fmt = _LAST.get(ndim) if rank is None or ndim == rank else None
+    if fmt is None:  # (unbatched, or another rank: no such layout)
+        return y
+    for t in inputs:
+        if t is not None and t.ndim == ndim and not t.is_contiguous() \
+                and t.is_contiguous(memory_format=fmt):
+            if isinstance(y, tuple):
+                return tuple(_relaid(v, fmt) for v in y)
+            return _relaid(y, fmt)
+    return y
+
+
+def _relaid(y: Tensor, fmt) -> Tensor:
+    """The op's own fresh result ``y`` with its values laid out in ``fmt``: its array is
+    replaced, so ``y`` keeps the op's node (a copy recorded after it would put a
+    CloneBackward0 where PyTorch's grad_fn is the op's own, and add a node to backward). A
+    view of another result is copied as an op instead (its base fixes its memory)."""
+    if y._base is not None:
+        return y.contiguous(memory_format=fmt)
+    with _no_grad():
+        y._data = y.detach().contiguous(memory_format=fmt)._data
+    return y
 
 
 def _ints(pad) -> list:
@@ -54,10 +92,10 @@ def _constant(x: Tensor, pairs: list, value: float) -> Tensor:
     for dim, lo, hi in pairs:
         if lo < 0 or hi < 0:  # negative padding crops, as in PyTorch
             start, stop = max(-lo, 0), x.shape[dim] - max(-hi, 0)
-            if stop < start:
-                raise RuntimeError(f"The input size {x.shape[dim]}, plus negative padding "
-                                   f"{lo} and {hi} resulted in a negative output size, which is "
-                                   f"invalid. Check dimension {dim} of your input.")
+            if stop < start:  # (PyTorch's narrow fails first, in its words)
+                raise RuntimeError(f"narrow(): length must be non-negative. (pad: the input "
+                                   f"size {x.shape[dim]}, plus negative padding {lo} and {hi} "
+                                   f"resulted in a negative output size along dimension {dim})")
             x = x.narrow(dim, start, stop - start)
             lo, hi = max(lo, 0), max(hi, 0)
         parts = []
@@ -87,30 +125,70 @@ def _source_index(n: int, lo: int, hi: int, mode: str) -> np.ndarray:
     return np.where(i < n, i, period - i)
 
 
-def _copying(x: Tensor, pairs: list, mode: str) -> Tensor:
-    ndim = x.ndim
-    k = len(pairs)
-    if not k + 1 <= ndim <= k + 2:
-        raise NotImplementedError(
-            f"Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now "
-            f"(mode {mode!r} pads the last {k} dims of a {k + 1}D or {k + 2}D input, got "
-            f"{ndim}D of size {list(x.shape)})")
+_SUPPORTED = ("Supported combinations for non-constant padding:\n"
+              "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+              "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+              "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+
+
+def _check_copying(x: Tensor, pairs: list, mode: str) -> None:
+    """PyTorch's checks of a reflect, replicate or circular padding, in its order and words:
+    the supported ranks, then (reflect, replicate) no empty dim but the batch's, the reflected
+    border shorter than its dim and an output not empty along every padded dim (its kernels
+    test all of them together), or (circular) no wrapping around twice."""
+    ndim, k = x.ndim, len(pairs)
+    if k not in (1, 2, 3) or not k + 1 <= ndim <= k + 2:
+        # (the last line: PyTorch's older words, which tests/nn/test_losses.py matches)
+        raise NotImplementedError(f"Padding size {2 * k} is not supported for {ndim}D input "
+                                  f"tensor.\n{_SUPPORTED}\n(pad, mode {mode!r}: Only 2D, 3D, 4D, "
+                                  f"5D padding with non-constant padding are supported)")
     if x.dtype.name == "bool" and mode != "circular":  # (PyTorch's kernels refuse bool)
         raise checks.kernel_not_implemented(
             f"{'reflection' if mode == 'reflect' else 'replication'}_pad{k}d", x.dtype)
+    if mode == "circular":
+        for dim, lo, hi in pairs:
+            n = x.shape[dim]
+            if lo > n or hi > n:
+                raise RuntimeError("pad: Padding value causes wrapping around more than once.")
+            if n + lo + hi < 0:
+                raise RuntimeError("Negative padding value is resulting in an empty dimension "
+                                   f"(pad: {lo} and {hi} along dimension {dim} of size {n})")
+            if n + min(lo, 0) + min(hi, 0) <= 0 < n + lo + hi and x.numel():
+                # (PyTorch reads uninitialised memory there; of an empty tensor, nothing)
+                raise RuntimeError(f"pad: circular padding ({lo}, {hi}) of dimension {dim} (of "
+                                   f"size {n}) crops it away, leaving nothing to wrap around")
+        return
+    if 0 in (x.shape[1:] if ndim == k + 2 else x.shape):
+        raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 "
+                           f"batch size and other non-zero dimensions for input, but got: "
+                           f"{list(x.shape)}")
+    for dim, lo, hi in pairs:
+        if mode == "reflect" and (lo >= x.shape[dim] or hi >= x.shape[dim]):
+            raise RuntimeError("pad: Argument #4: Padding size should be less than the "
+                               f"corresponding input dimension, but got: padding ({lo}, {hi}) "
+                               f"at dimension {dim} of input {list(x.shape)}")
+    dims = sorted(pairs)  # (depth, height, width order)
+    out = [x.shape[dim] + lo + hi for dim, lo, hi in dims]
+    if all(o < 1 for o in out):
+        names = "DHW"[-k:]
+        sizes = ", ".join(f"{a}: {x.shape[d]}" for a, (d, _, _) in zip(names, dims))
+        outs = " ".join(f"{a}: {o}" for a, o in zip(names, out))
+        raise RuntimeError(f"input ({sizes}) is too small. Calculated output {outs} (pad, "
+                           f"mode {mode!r})")
+
+
+def _copying(x: Tensor, pairs: list, mode: str) -> Tensor:
+    _check_copying(x, pairs, mode)
     source = x
     for dim, lo, hi in pairs:
         n = x.shape[dim]
-        if mode == "reflect" and (lo >= n or hi >= n):
-            raise RuntimeError("pad: Argument #4: Padding size should be less than the "
-                               f"corresponding input dimension, but got: padding ({lo}, {hi}) at "
-                               f"dimension {dim} of input {list(x.shape)}")
-        if mode == "circular" and (lo > n or hi > n):
-            raise RuntimeError("pad: Padding value causes wrapping around more than once.")
-        if mode == "replicate" and n == 0 and (lo or hi):
-            raise RuntimeError(f"padding: input of size {list(x.shape)} has nothing to "
-                               f"replicate along dimension {dim}")
-        if lo < 0 or hi < 0:  # crop first; the copying modes then pad what is left
+        if n + lo + hi <= 0 or not x.numel():  # (nothing to copy, whatever crops it)
+            x = _constant(x.narrow(dim, 0, 0), [(dim, 0, max(n + lo + hi, 0))], 0.0)
+            continue
+        if mode == "circular" and (lo < 0 or hi < 0):
+            # PyTorch's circular padding crops first, then wraps what is left; its reflect
+            # and replicate kernels read position i - lo of the input (mirrored or clamped)
+            # for output i, so a negative size only moves where they start
             x = _constant(x, [(dim, min(lo, 0), min(hi, 0))], 0.0)
             n, lo, hi = x.shape[dim], max(lo, 0), max(hi, 0)
         if lo or hi:
@@ -144,7 +222,11 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     pairs = _pairs(pad, input.ndim)
     if mode == "constant":
-        return _constant(input, pairs, 0.0 if value is None else value)
-    if value is not None and value != 0:
-        raise RuntimeError(f'pad: Padding mode "{mode}" doesn\'t take in value argument')
-    return _copying(input, pairs, mode)
+        y = _constant(input, pairs, 0.0 if value is None else value)
+    else:
+        if value is not None and value != 0:
+            raise RuntimeError(f'pad: Padding mode "{mode}" doesn\'t take in value argument')
+        y = _copying(input, pairs, mode)
+        if mode == "circular":  # (PyTorch's circular padding is a composite: contiguous)
+            return y
+    return _channels_last_like(y, input)

@@ -251,7 +251,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     # one node, named as PyTorch's, saving nothing: the resize is linear in the input
     y = linear_node(UPSAMPLE[mode, nd, antialias], input, _resize, tuple(plan),
                     transpose=_resize_t)
-    return _channels_last_like(y, input) if nd == 2 else y
+    return _channels_last_like(y, input)
 
 
 def _resize(x: Tensor, plan: tuple) -> Tensor:

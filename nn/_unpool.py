@@ -126,7 +126,6 @@ def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None, paddi
 
 def _lp_pool(input: Tensor, norm_type: float, kernel_size, stride, ceil_mode: bool, nd: int,
              avg_pool) -> Tensor:
-    kernel = _ntuple(kernel_size, nd, "kernel_size", f"lp_pool{nd}d")
     p = float(norm_type)
     if math.isinf(p):  # the limit of the p-norm: the largest |x| (PyTorch's special case)
         max_pool = (max_pool1d, max_pool2d, max_pool3d)[nd - 1]
@@ -136,6 +135,9 @@ def _lp_pool(input: Tensor, norm_type: float, kernel_size, stride, ceil_mode: bo
     powered = input.pow(p)
     sums = (avg_pool(powered, kernel_size, stride, 0, ceil_mode) if stride is not None else
             avg_pool(powered, kernel_size, padding=0, ceil_mode=ceil_mode))
+    # (the kernel read after the pool has checked it, so its errors are the pool's, as
+    # PyTorch's)
+    kernel = _ntuple(kernel_size, nd, "kernel_size", f"lp_pool{nd}d")
     sums = sums.sign() * sums.abs().relu() * math.prod(kernel)
     return sums.pow(1.0 / p)
 

@@ -29,7 +29,6 @@ import functools
 
 import numpy as np
 
-from ...runtime import dtype as dtypes
 from .. import checks
 from ..dispatch import Primitive, apply
 from ..state import anywhere, state
@@ -155,17 +154,18 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple, pa
 
 
 def _prepared(input, weight, bias, stride, padding, dilation, groups, op: str) -> tuple:
-    """(tensors, stride, padding, dilation, groups) of a convolution primitive: the tensors on
-    one device in their common floating point dtype, the parameters as ints."""
+    """(tensors, stride, padding, dilation, groups) of a convolution primitive: the tensors,
+    checked to be on one device in one floating point dtype (nn/_convolution.py refuses
+    mixed dtypes with PyTorch's errors before this; nothing is promoted), the parameters as
+    ints."""
     tensors = (input, weight) + (() if bias is None else (bias,))
+    dt = input.dtype
     for name, t in zip(("weight", "bias"), tensors[1:]):
         checks.check_same_device(input, t, name, op)
-    dt = input.dtype
-    for t in tensors[1:]:
-        dt = dtypes.promote_types(dt, t.dtype)
+        if t.dtype is not dt:
+            raise RuntimeError(f"{op}: expected {name} of dtype {dt}, got {t.dtype}")
     if not dt.is_floating_point:
         raise RuntimeError(f"{op}: expected floating point tensors, got {dt}")
-    tensors = tuple(t if t.dtype is dt else t.to(dt) for t in tensors)
     return (tensors, tuple(map(int, stride)), tuple((int(lo), int(hi)) for lo, hi in padding),
             tuple(map(int, dilation)), int(groups))
 

@@ -172,10 +172,12 @@ def test_forward_ad_is_the_composites(device):
     np.testing.assert_allclose(tangents[0], tangents[1], rtol=1e-12, atol=1e-12)
 
 
-def test_dtypes_promote_and_integers_stay_composite():
+def test_mixed_dtypes_refused_and_integers_stay_composite():
+    # PyTorch refuses an input and a weight of different dtypes (no promotion)
     x = tg.ones(1, 1, 3, 3)
-    w = tg.ones(1, 1, 2, 2, dtype=tg.float64)
-    y = F.conv2d(x, w)
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
+        F.conv2d(x, tg.ones(1, 1, 2, 2, dtype=tg.float64))
+    y = F.conv2d(x.double(), tg.ones(1, 1, 2, 2, dtype=tg.float64))
     assert y.dtype is tg.float64
     np.testing.assert_array_equal(host(y), 4.0)
     yi = F.conv2d(tg.ones(1, 1, 3, 3, dtype=tg.int64), tg.ones(1, 1, 2, 2, dtype=tg.int64))

@@ -34,26 +34,24 @@ def _conv2d_ref(x, w, b, pad):
 
 # -- dtypes ------------------------------------------------------------------------------------
 
-_MIXED_REASON = ("PyTorch refuses an input and a weight (or bias) of different dtypes; "
-                 "nn/_convolution.py promotes them, a difference "
-                 "tests/autograd/test_ops_conv.py::test_dtypes_promote_and_integers_stay_"
-                 "composite holds to (the lead's call)")
-
-
-@pytest.mark.xfail(strict=True, reason=_MIXED_REASON)
 @pytest.mark.parametrize("fn,xs,ws", [(F.conv1d, (1, 2, 5), (3, 2, 2)),
                                       (F.conv2d, (1, 2, 5, 5), (3, 2, 2, 2)),
                                       (F.conv3d, (1, 2, 4, 4, 4), (3, 2, 2, 2, 2)),
                                       (F.conv_transpose2d, (1, 2, 4, 4), (2, 3, 2, 2)),
                                       (F.conv_transpose3d, (1, 2, 3, 3, 3), (2, 3, 2, 2, 2))])
 def test_conv_refuses_mixed_input_and_weight_dtypes(fn, xs, ws):
-    with pytest.raises(RuntimeError, match="Input type"):
+    # PyTorch's words for a float32 input and a float64 weight, then the op's name
+    with pytest.raises(RuntimeError, match=f"expected scalar type Float but found Double "
+                                           f"\\({fn.__name__}: weight\\)"):
         fn(tg.zeros(xs), tg.zeros(ws, dtype=tg.float64))
+    with pytest.raises(RuntimeError, match="Input type \\(c10::Half\\) and weight type "
+                                           "\\(float\\) should be the same"):
+        fn(tg.zeros(xs, dtype=tg.float16), tg.zeros(ws))
 
 
-@pytest.mark.xfail(strict=True, reason=_MIXED_REASON)
 def test_conv_refuses_a_bias_of_another_dtype():
-    with pytest.raises(RuntimeError, match="Input type"):
+    with pytest.raises(RuntimeError, match="Input type \\(float\\) and bias type \\(double\\) "
+                                           "should be the same \\(conv2d\\)"):
         F.conv2d(tg.zeros(1, 2, 4, 4), tg.zeros(3, 2, 2, 2), tg.zeros(3, dtype=tg.float64))
 
 
