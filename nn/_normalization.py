@@ -27,11 +27,15 @@ def _channel_shape(x: Tensor) -> tuple:
 
 
 def _affine(y: Tensor, weight, bias, shape: tuple) -> Tensor:
+    """``y * weight + bias`` with per-channel parameters viewed as ``shape``, in ``y``'s dtype
+    (float32 parameters of a float16/bfloat16 input do not promote the result, as PyTorch's
+    mixed-precision kernels)."""
+    dt = y.dtype
     if weight is not None:
         y = y * weight.reshape(shape)
     if bias is not None:
         y = y + bias.reshape(shape)
-    return y
+    return y if y.dtype is dt else y.to(dt)
 
 
 class NativeGroupNormBackward0(Primitive):
@@ -179,9 +183,10 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if t is not None:
             checks.tensor_arg(t, "batch_norm", name)
     _check_float(input, "batch_norm")
-    if input.ndim < 2:
-        raise RuntimeError(f"batch_norm: expected an input of at least 2 dims (N, C, *), got "
-                           f"{input.ndim}D of size {list(input.shape)}")
+    if input.ndim < 2:  # (PyTorch's types: its training check reads a missing dim 1)
+        raise (IndexError if training else RuntimeError)(
+            f"batch_norm: expected an input of at least 2 dims (N, C, *), got {input.ndim}D of "
+            f"size {list(input.shape)}")
     c = input.shape[1]
     for name, t in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
@@ -189,8 +194,10 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
             raise RuntimeError(f"batch_norm: {name} should contain {c} elements not {t.numel()}")
     check_norm_dtypes("batch_norm", input, weight, bias, running_mean, running_var)
     shape = _channel_shape(input)
-    dims = (0,) + tuple(range(2, input.ndim))
     if training:
+        if (running_mean is None) != (running_var is None):
+            raise ValueError("batch_norm: running_mean and running_var must either both be None "
+                             "or neither be None")
         count = input.shape[0] * math.prod(input.shape[2:])  # values per channel
         if count == 1:  # (an empty batch is allowed: PyTorch's _verify_batch_size)
             raise ValueError("batch_norm: Expected more than 1 value per channel when training, "
@@ -199,20 +206,31 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
             return _affine(input, weight, bias, shape)
         if running_mean is not None or running_var is not None:
             check_running_stats(input, running_mean, running_var)  # (under vmap)
-        if input.dtype.is_floating_point:  # one fused node (autograd/ops/nn.py)
-            y, mean, var = batch_norm_training(input, weight, bias, eps)
-            _update_running(running_mean, running_var, mean, var, count, momentum)
-            return y
-        mean = input.mean(dim=dims)
-        var = input.var(dim=dims, unbiased=False)
+        # one fused node (autograd/ops/nn.py; the input is floating point, checked above)
+        y, mean, var = batch_norm_training(input, weight, bias, eps)
         _update_running(running_mean, running_var, mean, var, count, momentum)
-    else:
-        if running_mean is None or running_var is None:
-            raise RuntimeError("batch_norm: running_mean and running_var must be defined in "
-                               "evaluation mode (training=False)")
-        mean, var = running_mean.to(input.dtype), running_var.to(input.dtype)
-    y = (input - mean.reshape(shape)) * (var.reshape(shape) + eps).rsqrt()
-    return _affine(y, weight, bias, shape)
+        return y
+    for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+        if t is None:
+            raise RuntimeError(f"batch_norm: {name} must be defined in evaluation mode")
+    return _batch_norm_eval(input, running_mean, running_var, weight, bias, eps, shape)
+
+
+def _batch_norm_eval(input: Tensor, mean: Tensor, var: Tensor, weight, bias, eps: float,
+                     shape: tuple) -> Tensor:
+    """``input * scale + shift`` with the per-channel scale = weight / sqrt(var + eps) and
+    shift = bias - mean * scale, as PyTorch's CPU kernel; a float16/bfloat16 input is computed
+    in float32 (its float32 statistics and parameters unrounded) and rounded once."""
+    dt = input.dtype
+    x = input.float() if dt.itemsize == 2 else input
+    scale = (var.to(x.dtype) + eps).rsqrt()
+    if weight is not None:
+        scale = scale * weight.to(x.dtype)
+    shift = -mean.to(x.dtype) * scale
+    if bias is not None:
+        shift = shift + bias.to(x.dtype)
+    y = x * scale.reshape(shape) + shift.reshape(shape)
+    return y if y.dtype is dt else y.to(dt)
 
 
 def _check_float(input: Tensor, op: str) -> None:
@@ -259,18 +277,21 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
             if t is not None and t.numel() != input.shape[1]:
                 raise RuntimeError(f"instance_norm: {name} should contain {input.shape[1]} "
                                    f"elements not {t.numel()}")
-    if input.ndim < 3:
-        raise ValueError(f"instance_norm: expected an input of at least 3 dims (N, C, *), got "
-                         f"{input.ndim}D of size {list(input.shape)}")
     count = math.prod(input.shape[2:])  # values per instance and channel
-    if use_input_stats and count == 1:  # (PyTorch's _verify_spatial_size)
+    if use_input_stats and count == 1:  # (PyTorch's _verify_spatial_size: also for < 3 dims)
         raise ValueError("instance_norm: Expected more than 1 spatial element when training, got "
                          f"input size {list(input.shape)}")
+    if input.ndim < 2:  # ((N, C) is normalised by the running statistics; PyTorch's type)
+        raise IndexError(f"instance_norm: expected an input of at least 2 dims (N, C, *), got "
+                         f"{input.ndim}D of size {list(input.shape)}")
     shape = _channel_shape(input)
     if input.numel() == 0:  # nothing to normalise, no statistics to update
         return _affine(input, weight, bias, shape)
     if use_input_stats:
-        if running_mean is not None or running_var is not None:
+        if (running_mean is None) != (running_var is None):
+            raise ValueError("instance_norm: running_mean and running_var must either both be "
+                             "None or neither be None")
+        if running_mean is not None:
             check_running_stats(input, running_mean, running_var)  # (under vmap)
             dims = tuple(range(2, input.ndim))
             with no_grad():
@@ -281,14 +302,10 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
                             var.mean(0).reshape(per_channel), count, momentum)
         # each channel of each sample its own group: group norm's node
         return _native_group_norm(input, input.shape[1], weight, bias, eps)
-    else:
-        if running_mean is None or running_var is None:
-            raise RuntimeError("Expected running_mean and running_var to be defined when "
-                               "use_input_stats is false")
-        mean = running_mean.to(input.dtype).reshape(shape)
-        var = running_var.to(input.dtype).reshape(shape)
-    y = (input - mean) * (var + eps).rsqrt()
-    return _affine(y, weight, bias, shape)
+    if running_mean is None or running_var is None:
+        raise RuntimeError("Expected running_mean and running_var to be defined when "
+                           "use_input_stats is false")
+    return _batch_norm_eval(input, running_mean, running_var, weight, bias, eps, shape)
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
@@ -338,20 +355,30 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
         normalized_shape = (normalized_shape,)
     normalized_shape = tuple(normalized_shape)
     k = len(normalized_shape)
-    if k == 0 or tuple(input.shape[input.ndim - k:]) != normalized_shape or input.ndim < k:
+    if k == 0:
+        raise RuntimeError("rms_norm: Expected normalized_shape to be at least 1-dimensional, "
+                           "i.e., containing at least one element, but got normalized_shape = []")
+    if input.ndim < k:  # (PyTorch's ValueError)
+        raise ValueError(f"rms_norm: Input tensor must have at least {k} dimensions, but got "
+                         f"{input.ndim}")
+    if tuple(input.shape[input.ndim - k:]) != normalized_shape:
         raise RuntimeError(f"rms_norm: Given normalized_shape={list(normalized_shape)}, expected "
                            f"input with shape [*, {', '.join(map(str, normalized_shape))}], but "
                            f"got input of size{list(input.shape)}")
     if weight is not None and tuple(weight.shape) != normalized_shape:
-        raise RuntimeError(f"rms_norm: expected weight of shape {list(normalized_shape)}, got "
-                           f"{list(weight.shape)}")
-    # PyTorch's: float16/bfloat16 are normalized in float32 (their "opmath" type, whose
-    # epsilon is the default eps: bfloat16's own, 2^-7, was 6% off for small rows), the
-    # weight applied after the cast back
-    half = input.dtype.is_floating_point and input.dtype.itemsize == 2
-    x = input.float() if half else input
+        raise RuntimeError(f"rms_norm: Expected weight to be of same shape as normalized_shape, "
+                           f"but got weight of shape {list(weight.shape)} and normalized_shape = "
+                           f"{list(normalized_shape)}")
+    # PyTorch 2.13's: float16/bfloat16 are normalized in float32 (their "opmath" type, whose
+    # epsilon is the default eps: bfloat16's own, 2^-7, was 6% off for small rows), the weight
+    # applied in that type too, and the result rounded once to the input's dtype (whatever the
+    # weight's); a contiguous result, as its kernel writes one
+    dt = input.dtype
+    x = input.contiguous()
+    x = x.float() if dt.itemsize == 2 else x
     eps = _finfo_eps(x.dtype) if eps is None else eps
     dims = tuple(range(input.ndim - k, input.ndim))
     y = x * ((x * x).mean(dim=dims, keepdim=True) + eps).rsqrt()
-    y = y.to(input.dtype) if half else y
-    return y * weight if weight is not None else y
+    if weight is not None:
+        y = y * weight
+    return y if y.dtype is dt else y.to(dt)

@@ -47,6 +47,11 @@ class _EmbeddingSparse(Function):
         return deliver_sparse(ctx, 0, idx.unsqueeze(0), vals, ctx.size), None, None, None
 
 
+# the node's name is PyTorch's (the dense lookup's node is an EmbeddingBackward0 too)
+_EmbeddingSparse._backward_cls.__name__ = "EmbeddingBackward0"
+_EmbeddingSparse._backward_cls.__qualname__ = "EmbeddingBackward0"
+
+
 def embedding_sparse(input: Tensor, weight: Tensor, padding_idx=None,
                      scale_grad_by_freq: bool = False) -> Tensor:
     """``F.embedding(input, weight, padding_idx, sparse=True)`` after its checks and

@@ -1,6 +1,6 @@
-"""Normalisation layers: BatchNorm1d/2d/3d, SyncBatchNorm, InstanceNorm1d/2d/3d, GroupNorm, RMSNorm
-(LayerNorm, fused, is in layers.py). Default initialisations are PyTorch's: weight ones, bias zeros, running mean zeros
-and running variance ones."""
+"""Normalisation layers: BatchNorm1d/2d/3d, SyncBatchNorm, InstanceNorm1d/2d/3d, GroupNorm,
+RMSNorm, LocalResponseNorm (LayerNorm, fused, is in layers.py). Default initialisations are
+PyTorch's: weight ones, bias zeros, running mean zeros and running variance ones."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from . import init
 from .module import Module
 from .parameter import affine_parameters, normalized_shape_parameters
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm", "RMSNorm",
-           "SyncBatchNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d",
+           "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm", "RMSNorm", "SyncBatchNorm"]
 
 
 def _norm_affine(module: Module, n: int, affine: bool, bias: bool, device, dtype) -> None:
@@ -103,11 +103,9 @@ class _BatchNorm(_NormBase):
         if input.ndim not in self._ranks:
             want = " or ".join(f"{r}D" for r in self._ranks)
             raise ValueError(f"expected {want} input (got {input.ndim}D input)")
-        if input.shape[1] != self.num_features:
-            raise RuntimeError(f"{type(self).__name__}: expected input with "
-                               f"{self.num_features} channels (dim 1), got input of size "
-                               f"{list(input.shape)} (running_mean should contain "
-                               f"{input.shape[1]} elements not {self.num_features})")
+        # (a channel count other than num_features is batch_norm's error, naming the first
+        # per-channel tensor that does not match, as PyTorch's; without running statistics
+        # or affine parameters there is none, and any count is normalised)
 
     def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)
@@ -181,9 +179,6 @@ class SyncBatchNorm(_BatchNorm):
     def _check_input_dim(self, input: Tensor) -> None:
         if input.ndim < 2:
             raise ValueError(f"expected at least 2D input (got {input.ndim}D input)")
-        if input.shape[1] != self.num_features:
-            raise ValueError(f"SyncBatchNorm: expected input with {self.num_features} channels "
-                             f"(dim 1), got input of size {list(input.shape)}")
 
     def forward(self, input: Tensor) -> Tensor:
         if self.training:

@@ -502,9 +502,15 @@ def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
                            f"size {list(x.shape)}")
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and tuple(t.shape) != shape:
-            raise RuntimeError(f"layer_norm: expected {name} of shape {list(shape)}, got "
-                               f"{list(t.shape)}")
+            raise RuntimeError(f"layer_norm: Expected {name} to be of same shape as "
+                               f"normalized_shape, but got {name} of shape {list(t.shape)} and "
+                               f"normalized_shape = {list(shape)}")
     check_norm_dtypes("layer_norm", x, weight, bias)
+    if (weight is not None and weight.dtype is not x.dtype) or (
+            bias is not None and bias.dtype is not x.dtype):
+        # float32 parameters of a float16/bfloat16 input (the only mix allowed): normalised in
+        # float32 and rounded once, the parameters' gradients float32, as PyTorch's kernel
+        return layer_norm(x.float(), shape, weight, bias, eps).to(x.dtype)
     if x.numel() == 0:  # nothing to normalise (the kernels want a row of at least one value)
         y = x.clone()
         y = y if weight is None else y * weight
@@ -516,8 +522,7 @@ def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
         if t is not None:
             checks.check_same_device(x, t, name, "layer_norm")
     n = math.prod(shape)
-    inputs = tuple(t if t.dtype is x.dtype else t.to(x.dtype)
-                   for t in (x, weight, bias) if t is not None)
+    inputs = tuple(t for t in (x, weight, bias) if t is not None)
     op = NativeLayerNormBackward0 if weight is not None else _LayerNormNoAffine
     return apply(op, inputs, n, len(shape), float(eps))
 
