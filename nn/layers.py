@@ -119,8 +119,8 @@ class Embedding(Module):
             self.reset_parameters()
         else:
             if tuple(_weight.shape) != (num_embeddings, embedding_dim):
-                raise ValueError("Shape of weight does not match num_embeddings and "
-                                 "embedding_dim")
+                raise AssertionError("Shape of weight does not match num_embeddings and "
+                                     "embedding_dim")  # (PyTorch asserts)
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     def reset_parameters(self) -> None:

@@ -233,3 +233,8 @@ def test_layer_norm_half_input_float32_parameters(dtype, device):
         np.sqrt(x.var(1, keepdims=True) + 1e-5)
     tol = 2e-2 if dtype is tg.bfloat16 else 3e-3
     np.testing.assert_allclose(_np(xt.grad), dx, rtol=tol, atol=tol)
+
+
+def test_embedding_with_a_weight_of_another_shape_asserts_as_pytorch():
+    with pytest.raises(AssertionError, match="Shape of weight does not match num_embeddings"):
+        tg.nn.Embedding(3, 2, _weight=tg.zeros(2, 3))
