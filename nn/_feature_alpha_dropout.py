@@ -20,23 +20,10 @@ def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
     ``a (x keep + alpha' (1 - keep)) + b`` with a = ((1 - p)(1 + p alpha'^2))^(-1/2) and
     b = -a alpha' p, which keeps zero mean and unit variance. The identity when not
     ``training``."""
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if checks.tensor_arg(input, "feature_alpha_dropout").ndim < 2:
-        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
-    if not training or p == 0.0:
-        return input
-    if inplace:
-        return input.copy_(feature_alpha_dropout(
-            input.clone() if input.requires_grad else input, p, True))
-    if p == 1.0:
-        return input * 0.0
-    alpha = -F._SELU_ALPHA * F._SELU_SCALE
-    a = ((1 - p) * (1 + p * alpha * alpha)) ** -0.5
-    b = -a * alpha * p
-    noise_shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
-    keep = F.dropout(input.new_ones(noise_shape), p) * (1 - p)  # 0 or 1 per channel
-    return (input * keep + alpha * (1 - keep)) * a + b
+    F._check_p(p)
+    checks.tensor_arg(input, "feature_alpha_dropout")
+    return F._dropout_impl(input, p, training, inplace, "feature_alpha_dropout", feature=True,
+                           alpha=True)
 
 
 class FeatureAlphaDropout(Dropout):

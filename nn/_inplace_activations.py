@@ -2,12 +2,15 @@
 ``hardtanh_``, ``selu_``, ``celu_``) and the randomized leaky ReLU (``rrelu``, ``rrelu_``).
 
 Each in-place form is its out-of-place function with ``inplace=True``: the result is written
-into ``input`` (recorded as a copy, so gradients flow as in PyTorch) and ``input`` returned.
+into ``input``, which is returned, recorded as PyTorch records it (the op's own node:
+``LeakyReluBackward1``, ``EluBackward1``, ``CeluBackward1``, ``HardtanhBackward0``,
+``RreluWithNoiseBackward1``; rrelu in training as a copy of its out-of-place result).
 """
 
 from __future__ import annotations
 
 from ..autograd import checks
+from ..autograd.ops import activations as _act
 from ..kernels.numpy import random as cpu_random
 from ..autograd.ops.creation import host_to, rand
 from ..autograd.ops.random import numpy_rng
@@ -55,8 +58,8 @@ def random_slopes(input: Tensor, lower: float, upper: float, training: bool,
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not training:
-        return F.leaky_relu(input, (lower + upper) / 2)
-    F._floating_only(input, "rrelu_with_noise_out")
+        return _act.leaky_relu(input, (lower + upper) / 2, node=_act.RreluWithNoiseBackward0)
+    _check_training_dtype(input)
     if input.device.type == "cpu":  # PyTorch's draws: one per non-positive element
         rng = numpy_rng(generator, input.device, "rrelu_with_noise")
         nonpositive = input.detach().numpy() <= 0
@@ -66,6 +69,13 @@ def random_slopes(input: Tensor, lower: float, upper: float, training: bool,
         u = rand(tuple(input.shape), dtype=input.dtype, device=input.device, generator=generator)
         slope = (u * (upper - lower) + lower).where(input <= 0, 1.0)
     return input * slope  # (the slopes a constant of the input: the gradient there)
+
+
+def _check_training_dtype(input: Tensor) -> None:
+    """PyTorch's rrelu_with_noise kernels: floating point only, and not float16 on the CPU."""
+    dt = input.dtype
+    if not dt.is_floating_point or (dt.name == "float16" and input.device.type == "cpu"):
+        raise checks.kernel_not_implemented(f"rrelu_with_noise_out_{input.device.type}", dt)
 
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
@@ -86,5 +96,11 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
 
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
            training: bool = False) -> Tensor:
-    """In-place version of ``rrelu``."""
+    """In-place version of ``rrelu`` (in evaluation one ``RreluWithNoiseBackward1`` node, as
+    PyTorch's)."""
+    if not training:
+        checks.tensor_arg(input, "rrelu_")
+        if lower > upper:
+            raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+        return _act.leaky_relu(input, (lower + upper) / 2, True, _act.RreluWithNoiseBackward1)
     return F._inplace(input, random_slopes, lower, upper, training)

@@ -178,9 +178,11 @@ class ReLU6(_Inplace):
     """ReLU6(x) = min(max(0, x), 6)."""
 
     functional = staticmethod(F.relu6)
-    # PyTorch's ReLU6 is a Hardtanh(0, 6): its bounds are attributes
-    min_val = 0.0
-    max_val = 6.0
+
+    def __init__(self, inplace: bool = False):
+        super().__init__(inplace)
+        # PyTorch's ReLU6 is a Hardtanh(0, 6): its bounds are instance attributes
+        self.min_val, self.max_val = 0.0, 6.0
 
 
 class Mish(_Inplace):

@@ -17,6 +17,7 @@ from ..autograd.autocast import suspended as _suspended
 from ..autograd.observe import observed_op as _observed_op
 from ..autograd.dispatch import Primitive as _Primitive
 from ..autograd.dispatch import apply as _apply
+from ..autograd.dispatch import apply_inplace as _apply_inplace
 from ..autograd.dispatch import elementwise_jvp as _elementwise_jvp
 from ..autograd.ops import activations as _act
 from ..autograd.ops import nn as _nn
@@ -115,8 +116,16 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x) (also called swish); ``inplace=True`` writes it into ``input`` and
     returns ``input``."""
     if inplace:
-        return _inplace(input, silu)
+        return _inplace_node(input, _act.SiluBackward0, "silu", complex_ok=True)
     return _act.silu(input)
+
+
+def _inplace_node(input: Tensor, node: type, op: str, *params, complex_ok: bool = False):
+    """``op``'s activation primitive ``node`` run in place on ``input`` (floating point, or
+    complex with ``complex_ok``), recorded as that node, as PyTorch records its in-place
+    activations (the leaf and view errors, a view's CopySlices, are apply_inplace's)."""
+    _act._checked(input, f"{op}_", op, complex_ok)
+    return _apply_inplace(node, input, (), *params)
 
 
 def _inplace(input: Tensor, fn, *args) -> Tensor:
@@ -143,19 +152,14 @@ def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:  # noqa
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """LeakyReLU(x) = max(0, x) + negative_slope * min(0, x), elementwise (the gradient at 0
-    is ``negative_slope``, as PyTorch's)."""
-    if inplace:
-        return _inplace(input, leaky_relu, negative_slope)
-    checks.tensor_arg(input, "leaky_relu")
-    _floating_only(input, "leaky_relu")
-    return input.where(input > 0, input * negative_slope)
+    is ``negative_slope``, as PyTorch's): one ``LeakyReluBackward0`` node (in place
+    ``LeakyReluBackward1``)."""
+    return _act.leaky_relu(input, negative_slope, inplace)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """ELU(x) = x if x > 0 else alpha * (exp(x) - 1), elementwise."""
-    if inplace:
-        return _inplace(input, elu, alpha)
-    return _nn.elu(input, alpha)
+    return _act.elu(input, alpha, inplace=inplace)
 
 
 @_autocast("float32 on cuda")
@@ -168,7 +172,7 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """Mish(x) = x * tanh(softplus(x)), elementwise."""
     if inplace:
-        return _inplace(input, mish)
+        return _inplace_node(input, _act.MishBackward0, "mish")
     return _act.mish(input)
 
 
@@ -178,9 +182,7 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
     (min_val, max_val) and 0 elsewhere, as PyTorch's."""
     if min_val > max_val:
         raise ValueError("hardtanh: min_val cannot be greater than max_val")
-    if inplace:
-        return _inplace(input, hardtanh, min_val, max_val)
-    return _act.hardtanh(input, min_val, max_val)
+    return _act.hardtanh(input, min_val, max_val, inplace)
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
@@ -209,18 +211,15 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """SELU(x) = scale * (max(0, x) + min(0, alpha * (exp(x) - 1))), with PyTorch's alpha and
     scale."""
-    if inplace:
-        return _inplace(input, selu)
-    return _nn.elu(input, _SELU_ALPHA, _SELU_SCALE, op="selu")
+    return _act.elu(input, _SELU_ALPHA, _SELU_SCALE, 1.0, inplace, "selu")
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """CELU(x) = max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+    checks.tensor_arg(input, "celu_" if inplace else "celu")
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
-    if inplace:
-        return _inplace(input, celu, alpha)
-    return _nn.elu(input, alpha, 1.0, 1.0 / alpha, op="celu")
+    return _act.elu(input, alpha, 1.0, 1.0 / alpha, inplace, "celu")
 
 
 def softsign(input: Tensor) -> Tensor:
@@ -233,7 +232,7 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """Hardswish(x) = 0 for x <= -3, x for x >= 3, x (x + 3) / 6 between (at -3 and 3 the
     gradient is the outer piece's, 0 and 1, as PyTorch's)."""
     if inplace:
-        return _inplace(input, hardswish)
+        return _inplace_node(input, _act.HardswishBackward0, "hardswish")
     return _act.hardswish(input)
 
 
@@ -241,7 +240,7 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """Hardsigmoid(x) = 0 for x <= -3, 1 for x >= 3, x / 6 + 1/2 between; the gradient is
     1/6 strictly inside (-3, 3), 0 elsewhere."""
     if inplace:
-        return _inplace(input, hardsigmoid)
+        return _inplace_node(input, _act.HardsigmoidBackward0, "hardsigmoid")
     return _act.hardsigmoid(input)
 
 
@@ -263,14 +262,9 @@ def tanhshrink(input: Tensor) -> Tensor:
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """x - lambd where x > lambd, x + lambd where x < -lambd, 0 between."""
-    checks.tensor_arg(input, "softshrink")
-    _floating_only(input, "softshrink")
-    if lambd < 0:
-        raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be "
-                           f"{lambd}.")
-    # (the middle branch is input * 0, not 0: a NaN input stays NaN, as PyTorch's)
-    return (input - lambd).where(input > lambd, (input + lambd).where(input < -lambd, input * 0))
+    """x - lambd where x > lambd, x + lambd where x < -lambd, 0 between (one
+    ``SoftshrinkBackward0`` node)."""
+    return _act.softshrink(input, lambd)
 
 
 def softmin(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
@@ -479,37 +473,9 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
             inplace: bool = False) -> Tensor:
     """Zeroes each element with probability ``p`` and scales the rest by 1 / (1 - p) (in
     training; the identity otherwise)."""
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    _check_p(p)
     checks.tensor_arg(input, "dropout")
-    if not training or p == 0.0:
-        return input
-    if inplace:  # recorded like silu's in-place form
-        return input.copy_(dropout(input.clone() if input.requires_grad else input, p))
-    if p == 1.0:
-        out = input * 0  # (keeps an integer input's dtype, as PyTorch's)
-    else:
-        if not input.numel():
-            return input  # (PyTorch's: the empty input itself)
-        _check_float_result(input, "dropout")
-        dev = input.device
-        if dev.type == "cpu":
-            # ATen's _dropout_impl: Bernoulli(1 - p) noise in the input's dtype and layout,
-            # divided by 1 - p in place, one product: PyTorch's numbers for a seed in every
-            # float dtype (a float32 keep mask cast and two products differed in float16
-            # and bfloat16)
-            from ..autograd.ops.creation import empty_like
-            noise = empty_like(input).bernoulli_(1.0 - p)
-            return input * noise.div_(1.0 - p)
-        # on CUDA the keep mask is drawn on the device (the default CUDA generator's
-        # Philox); its uniforms are the default dtype's, as rand's
-        from ..autograd.ops.creation import _stream
-        from ..autograd.tensor import make
-        from ..runtime.dtype import get_default_dtype
-        keep = make(input._k.dropout_mask(tuple(input.shape), float(p), get_default_dtype(),
-                                          dev, _stream(None, dev, "dropout")))
-        out = input * keep.to(input.dtype) * (1.0 / (1.0 - p))
-    return out
+    return _dropout_impl(input, p, training, inplace, "dropout")
 
 
 def _check_float_result(input: Tensor, op: str) -> None:
@@ -524,47 +490,89 @@ def _check_p(p: float) -> None:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
+# SELU's negative saturation magnitude, scale * alpha: alpha dropout's value for a dropped unit
+_ALPHA_DROPOUT = 1.7580993408473766
+
+
+def _keep_mask(input: Tensor, p: float, shape: tuple) -> Tensor:
+    """1 (kept, probability 1 - p) or 0 per element of ``shape``, in the input's dtype."""
+    dev = input.device
+    if dev.type == "cpu":
+        # ATen's noise: Bernoulli(1 - p) drawn in the input's dtype (and, for elementwise
+        # dropout, its layout: empty_like), so a seed gives PyTorch's numbers in every float
+        # dtype (a float32 keep mask cast and two products differed in float16 and bfloat16)
+        from ..autograd.ops.creation import empty_like
+        noise = empty_like(input) if shape == tuple(input.shape) else input.new_empty(shape)
+        return noise.bernoulli_(1.0 - p)
+    # on CUDA the keep mask is drawn on the device (the default CUDA generator's Philox); its
+    # uniforms are the default dtype's, as rand's
+    from ..autograd.ops.creation import _stream
+    from ..autograd.tensor import make
+    from ..runtime.dtype import get_default_dtype
+    keep = make(input._k.dropout_mask(shape, float(p), get_default_dtype(), dev,
+                                      _stream(None, dev, "dropout")))
+    return keep.to(input.dtype)
+
+
+def _dropout_impl(input: Tensor, p: float, training: bool, inplace: bool, op: str,
+                  feature: bool = False, alpha: bool = False) -> Tensor:
+    """ATen's ``_dropout_impl``, which dropout, alpha dropout and their feature (per channel)
+    forms share, in its order: the input itself when not training, for p = 0 or an empty
+    input; ``input * 0`` (any dtype) for p = 1; else the keep mask (one draw per element, or
+    per (dim 0, dim 1) index with ``feature``), scaled by 1 / (1 - p), or for ``alpha`` the
+    affine correction ``a x keep + b`` that keeps SELU's zero mean and unit variance, dropped
+    units at SELU's saturation. ``inplace`` multiplies (and adds) in place, so the nodes and
+    the leaf's error are PyTorch's."""
+    if not training or p == 0.0 or input.numel() == 0:
+        return input
+    if p == 1.0:  # (a 0-d zero of the input's dtype: an integer or bool input keeps it)
+        zero = input.new_zeros(())
+        return input.mul_(zero) if inplace else input * zero
+    shape = tuple(input.shape)
+    if feature:
+        if input.ndim < 2:
+            raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+        shape = shape[:2] + (1,) * (input.ndim - 2)
+    _check_float_result(input, op)  # (ATen's: from scaling the noise in place, after its draw)
+    noise = _keep_mask(input, p, shape)
+    if not alpha:
+        noise = noise.div_(1.0 - p)
+        return input.mul_(noise) if inplace else input * noise
+    a = 1.0 / math.sqrt((_ALPHA_DROPOUT * _ALPHA_DROPOUT * p + 1) * (1 - p))
+    b = (noise - 1) * (_ALPHA_DROPOUT * a) + _ALPHA_DROPOUT * a * p
+    noise = noise.mul_(a)
+    return (input.mul_(noise) if inplace else input * noise).add_(b)
+
+
 def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
                   inplace: bool = False) -> Tensor:
     """Dropout for SELU networks: dropped elements are set to SELU's negative saturation
     value, and the result is affinely corrected to keep the input's mean and variance
     (Klambauer et al., 2017): a (x keep + alpha' (1 - keep)) + b."""
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    _check_p(p)
     checks.tensor_arg(input, "alpha_dropout")
-    if not training or p == 0.0:
-        return input
-    _check_float_result(input, "alpha_dropout")
-    if inplace:
-        return input.copy_(alpha_dropout(input.clone() if input.requires_grad else input, p,
-                                         True))
-    if p == 1.0:
-        return input * 0.0
-    alpha = -_SELU_ALPHA * _SELU_SCALE
-    a = ((1 - p) * (1 + p * alpha * alpha)) ** -0.5
-    b = -a * alpha * p
-    keep = dropout(input.new_ones(tuple(input.shape)), p) * (1 - p)  # 0 or 1
-    return (input * keep + alpha * (1 - keep)) * a + b
+    return _dropout_impl(input, p, training, inplace, "alpha_dropout", alpha=True)
 
 
 def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool,
-                     batched: bool = True, op: str = "feature_dropout") -> Tensor:
+                     op: str = "feature_dropout") -> Tensor:
     """Zeroes whole channels: one keep draw per (dim 0, dim 1) index, broadcast over the
-    trailing dims; an unbatched input is taken as a batch of one (PyTorch's
-    ``feature_dropout``)."""
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    trailing dims (ATen's ``feature_dropout``)."""
+    _check_p(p)
+    return _dropout_impl(input, p, training, inplace, op, feature=True)
+
+
+def _unbatched_feature_dropout(input: Tensor, p: float, training: bool, inplace: bool,
+                               op: str) -> Tensor:
+    """``_feature_dropout`` of ``input`` as a batch of one, as PyTorch's Python wrappers do
+    it: unsqueezed and squeezed back (in place with ``inplace``), so the result is a view.
+    Unlike PyTorch's, nothing to drop (evaluation, p = 0, no elements) returns ``input``
+    itself, as dropout and the batched forms do (PyTorch returns a view of it then too)."""
     if not training or p == 0.0 or input.numel() == 0:
         return input
-    _check_float_result(input, op)
-    x = input if batched else input.unsqueeze(0)
-    if x.ndim < 2:
-        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
-    if inplace:
-        return input.copy_(_feature_dropout(input.clone() if input.requires_grad else input,
-                                            p, True, False, batched, op))
-    mask = dropout(x.new_ones(tuple(x.shape[:2]) + (1,) * (x.ndim - 2)), p)  # 0 or 1/(1-p)
-    return x * mask if batched else (x * mask).squeeze(0)
+    x = input.unsqueeze_(0) if inplace else input.unsqueeze(0)
+    y = _dropout_impl(x, p, training, inplace, op, feature=True)
+    return y.squeeze_(0) if inplace else y.squeeze(0)
 
 
 def _unexpected_rank(op: str, want: str, spatial: str, ndim: int) -> None:
@@ -580,14 +588,16 @@ def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
     """Randomly zeroes whole channels of (N, C, L) or (C, L) input with probability ``p``,
     scaling the others by 1 / (1 - p)."""
-    checks.tensor_arg(input, "dropout1d")
     _check_p(p)
+    checks.tensor_arg(input, "dropout1d")
     if input.ndim not in (2, 3):
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D "
                            f"input. Note that dropout1d exists to provide channel-wise dropout "
                            f"on inputs with 1 spatial dimension, a channel dimension, and an "
                            f"optional batch dimension (i.e. 2D or 3D inputs).")
-    return _feature_dropout(input, p, training, inplace, input.ndim == 3, "dropout1d")
+    if input.ndim == 2:
+        return _unbatched_feature_dropout(input, p, training, inplace, "dropout1d")
+    return _dropout_impl(input, p, training, inplace, "dropout1d", feature=True)
 
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
@@ -595,6 +605,7 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
     """Randomly zeroes whole channels of (N, C, H, W) input with probability ``p``, scaling
     the others by 1 / (1 - p). As PyTorch, a 3-D input is taken as (N, C, L) (channel-wise 1-D
     dropout, with a warning), and other ranks warn and draw per (dim 0, dim 1) index."""
+    _check_p(p)
     checks.tensor_arg(input, "dropout2d")
     if input.ndim not in (3, 4):
         _unexpected_rank("dropout2d", "3D or 4D", "2", input.ndim)
@@ -605,17 +616,20 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
                       "in a future release to interpret the input as one without a batch "
                       "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout "
                       "behavior, please switch to using dropout1d instead.", stacklevel=2)
-    return _feature_dropout(input, p, training, inplace, op="dropout2d")
+    return _dropout_impl(input, p, training, inplace, "dropout2d", feature=True)
 
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
     """Randomly zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) input (other ranks
     warn, and all but 5-D ones are taken as unbatched, as PyTorch)."""
+    _check_p(p)
     checks.tensor_arg(input, "dropout3d")
     if input.ndim not in (4, 5):
         _unexpected_rank("dropout3d", "4D or 5D", "3", input.ndim)
-    return _feature_dropout(input, p, training, inplace, input.ndim == 5, "dropout3d")
+    if input.ndim != 5:
+        return _unbatched_feature_dropout(input, p, training, inplace, "dropout3d")
+    return _dropout_impl(input, p, training, inplace, "dropout3d", feature=True)
 
 
 def _pixel_factor(input: Tensor, factor, op: str, name: str) -> int:
@@ -738,7 +752,9 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     elif num_classes <= hi:
         raise RuntimeError("Class values must be smaller than num_classes.")
     classes = arange(num_classes, device=tensor.device)
-    return (tensor.unsqueeze(-1) == classes).long()
+    # (contiguous, as PyTorch's, whose result is a new zeros tensor, whatever the layout of
+    # ``tensor``)
+    return (tensor.unsqueeze(-1) == classes).long().contiguous()
 
 
 # -- losses --------------------------------------------------------------------------------------

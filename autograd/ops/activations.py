@@ -1,5 +1,6 @@
 """Activations that PyTorch computes as one op: SiLU, Mish, Softplus, LogSigmoid, Hardswish,
-Hardsigmoid, Hardtanh (and ReLU6, which is Hardtanh(0, 6)), pointwise, and GLU.
+Hardsigmoid, Hardtanh (and ReLU6, which is Hardtanh(0, 6)), LeakyReLU (and RReLU in
+evaluation), Softshrink, pointwise, and GLU; CELU's node over autograd/ops/nn.py's ELU kernel.
 
 Each is a primitive named as PyTorch names its node, saving its input alone as PyTorch's
 does. As compositions of Tensor ops they were several nodes each saving its own operands:
@@ -15,6 +16,13 @@ layer norm's (``fused = True``), the rule on arrays is that fused kernel and the
 "infinitely differentiable" composite backward when grad mode is on. Forward AD takes the
 composite vjp's term (``elementwise_jvp``). Complex SiLU and integer Hardtanh (no gradient)
 run the composite forward (``value``): the fused kernels take floating point only.
+LeakyReLU and Softshrink have no fused kernel: their composite forms serve both ways (one node
+saving the input, where they were a ``where`` over two or three recorded ops).
+
+In-place forms run the same node through ``apply_inplace`` (PyTorch's in-place activations
+record their own node, not a copy): the input is saved as it was before the write, except
+for LeakyReLU's and Hardtanh's, whose rules read the result as PyTorch's; the in-place
+ELU/CELU and LeakyReLU refuse a negative slope's backward, as PyTorch's do.
 
 The formulas are PyTorch's CPU kernels', special values included: ``silu(-inf)`` is NaN
 (``-inf / inf``), a NaN takes Hardswish's pass-through gradient (1) but Hardsigmoid's and
@@ -26,11 +34,13 @@ backward (the fused kernels; ``opmath`` in the composite forms).
 from __future__ import annotations
 
 from .. import checks
-from ..dispatch import Primitive, apply, elementwise_jvp, meta, opmath
+from ..dispatch import Primitive, apply, apply_inplace, elementwise_jvp, meta, opmath
 from ..tensor import Tensor
 from . import traced
+from .nn import EluBackward0
 
-__all__ = ["glu", "hardsigmoid", "hardswish", "hardtanh", "logsigmoid", "mish", "silu", "softplus"]
+__all__ = ["celu", "elu", "glu", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu",
+           "logsigmoid", "mish", "silu", "softplus", "softshrink"]
 
 # -- formulas over the kernel contract (any ``k``), shared with nn/functional.py's losses --
 
@@ -225,6 +235,144 @@ class HardtanhBackward0(_Activation):
         return k.where(k.gt(x, lo), k.where(k.lt(x, hi), g, 0.0), 0.0)
 
 
+class LeakyReluBackward0(_Activation):
+    """y = x where x > 0, else negative_slope x:  dx = g where x > 0, else negative_slope g
+    (at 0 the slope's, a NaN's the slope's too: PyTorch's leaky_relu_backward)."""
+
+    __slots__ = ()
+    op_name = "leaky_relu"
+
+    @staticmethod
+    def value(k, x, slope):
+        return k.where(k.gt(x, 0.0), x, k.mul(x, slope))
+
+    @staticmethod
+    def derivative(k, x, g, slope):
+        return k.where(k.gt(x, 0.0), g, k.mul(g, slope))
+
+
+_NEGATIVE_SLOPE_INPLACE = ("In-place {} backward calculation is triggered with a negative slope "
+                           "which is not supported. This is caused by calling in-place forward "
+                           "function with a negative slope, please call out-of-place version "
+                           "instead.")
+
+
+class LeakyReluBackward1(LeakyReluBackward0):
+    """leaky_relu_: the rule reads the result (the input is overwritten), as PyTorch's, whose
+    mask y > 0 is x's for a slope >= 0; a negative slope's backward is refused, as there."""
+
+    __slots__ = ()
+    op_name = "leaky_relu_"
+    save_inputs = ()
+    save_output = True
+
+    @classmethod
+    def vjp(cls, ctx, k, saved, g):
+        if ctx.params[0] < 0:
+            raise RuntimeError(_NEGATIVE_SLOPE_INPLACE.format("leakyReLu"))
+        return super().vjp(ctx, k, saved, g)
+
+
+# rrelu in evaluation: leaky_relu with the mean slope, under PyTorch's node name
+RreluWithNoiseBackward0 = LeakyReluBackward0.variant("RreluWithNoiseBackward0", "rrelu_with_noise")
+RreluWithNoiseBackward1 = LeakyReluBackward1.variant("RreluWithNoiseBackward1",
+                                                     "rrelu_with_noise_")
+
+
+class SoftshrinkBackward0(_Activation):
+    """y = x - lambd where x > lambd, x + lambd where x < -lambd, else 0 (-0 for a negative x,
+    NaN for NaN):  dx = 0 where -lambd <= x <= lambd, else g (a NaN passes g)."""
+
+    __slots__ = ()
+    op_name = "softshrink"
+
+    @staticmethod
+    def value(k, x, lambd):
+        # the middle branch is x * 0 (signed zero, NaN kept) of the x it applies to: the other
+        # lanes multiply 0, so an infinite x makes no inf * 0 there
+        middle = k.mul(k.where(k.gt(k.unary("abs", x), lambd), 0.0, x), 0.0)
+        return k.where(k.gt(x, lambd), k.sub(x, lambd),
+                       k.where(k.lt(x, -lambd), k.add(x, lambd), middle))
+
+    @staticmethod
+    def derivative(k, x, g, lambd):
+        return k.where(k.le(k.unary("abs", x), lambd), 0.0, g)
+
+
+# CELU is PyTorch's elu kernel with input_scale 1 / alpha, under its own node names; the
+# in-place forms (1) save the input as it was before the write (apply_inplace's copy), and
+# refuse a negative alpha's backward as PyTorch's, whose rule reads the result
+class _EluInplace(EluBackward0):
+    __slots__ = ()
+    save_inputs = (0,)
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        if ctx.params[0] < 0:
+            raise RuntimeError(_NEGATIVE_SLOPE_INPLACE.format("elu"))
+        return EluBackward0.vjp(ctx, k, saved, g)
+
+
+CeluBackward0 = EluBackward0.variant("CeluBackward0", "celu")
+EluBackward1 = _EluInplace.variant("EluBackward1", "elu_")
+CeluBackward1 = _EluInplace.variant("CeluBackward1", "celu_")
+
+
+def _run(node: type, input: Tensor, inplace: bool, *params) -> Tensor:
+    """``node`` applied to ``input``, or with ``inplace`` written into it (recorded as the
+    node itself, as PyTorch's in-place activations are, not as a copy)."""
+    if inplace:
+        return apply_inplace(node, input, (), *params)
+    return apply(node, (input,), *params)
+
+
+def elu(input: Tensor, alpha: float = 1.0, scale: float = 1.0, input_scale: float = 1.0,
+        inplace: bool = False, op: str = "elu") -> Tensor:
+    """PyTorch's elu kernel (ELU; SELU with its constants; CELU with ``op='celu'``,
+    input_scale 1 / alpha): ``scale x`` for x > 0, else ``alpha scale (exp(input_scale x) -
+    1)``, one node (``EluBackward0``/``CeluBackward0``; in place ``EluBackward1``/
+    ``CeluBackward1``); floating-point inputs only."""
+    checks.tensor_arg(input, op)
+    if not input.dtype.is_floating_point:
+        raise checks.kernel_not_implemented("elu", input.dtype)
+    celu = op == "celu"
+    if inplace:
+        node = CeluBackward1 if celu else EluBackward1
+    else:
+        node = CeluBackward0 if celu else EluBackward0
+    return _run(node, input, inplace, float(alpha), float(scale), float(input_scale))
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False,
+               node: type | None = None) -> Tensor:
+    """LeakyReLU(x) = x for x > 0, else negative_slope x: one node (``LeakyReluBackward0``,
+    in place ``LeakyReluBackward1``; ``node`` another of their variants, rrelu's)."""
+    checks.tensor_arg(input, "leaky_relu_" if inplace else "leaky_relu")
+    if not input.dtype.is_floating_point:
+        raise checks.kernel_not_implemented(f"leaky_relu_{input.device.type}", input.dtype)
+    if node is None:
+        node = LeakyReluBackward1 if inplace else LeakyReluBackward0
+    return _run(node, input, inplace, float(negative_slope))
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """Softshrink: x - lambd above lambd, x + lambd below -lambd, 0 between (one
+    ``SoftshrinkBackward0`` node saving the input)."""
+    checks.tensor_arg(input, "softshrink")
+    if not input.dtype.is_floating_point:
+        raise checks.kernel_not_implemented("softshrink_check", input.dtype)
+    if lambd < 0:
+        raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be "
+                           f"{lambd}.")
+    return apply(SoftshrinkBackward0, (input,), float(lambd))
+
+
+# hardtanh_ (relu6_): the rule reads the result, as PyTorch's (no copy of the input kept):
+# strictly inside (min_val, max_val) exactly where the input was, NaN where it was NaN
+HardtanhBackward0Inplace = HardtanhBackward0.variant("HardtanhBackward0", "hardtanh_",
+                                                     save_inputs=(), save_output=True)
+
+
 def _checked(input, op: str, kernel: str, complex_ok: bool = False) -> None:
     """PyTorch's errors: a non-Tensor ``input`` (TypeError naming ``op``), or a dtype its
     ``kernel`` (suffixed with the device type) is not defined on."""
@@ -271,10 +419,12 @@ def hardsigmoid(input: Tensor) -> Tensor:
     return apply(HardsigmoidBackward0, (input,))
 
 
-def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
     """HardTanh(x) = min(max(x, min_val), max_val); integer inputs clamp to the integer
-    bounds (no gradient), complex ones are refused as PyTorch's clamp refuses them."""
-    checks.tensor_arg(input, "hardtanh")
+    bounds (no gradient), complex ones are refused as PyTorch's clamp refuses them. In place
+    (``inplace``) the node is ``HardtanhBackward0`` too, as PyTorch's."""
+    checks.tensor_arg(input, "hardtanh_" if inplace else "hardtanh")
     dt = input.dtype
     if dt.name == "bool":
         raise RuntimeError("hardtanh: Bool inputs not supported for hardtanh")
@@ -282,7 +432,8 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tens
         raise NotImplementedError("clamp is not supported for complex types")
     if not dt.is_floating_point:
         min_val, max_val = int(min_val), int(max_val)
-    return apply(HardtanhBackward0, (input,), min_val, max_val)
+    return _run(HardtanhBackward0Inplace if inplace else HardtanhBackward0, input, inplace,
+                min_val, max_val)
 
 
 # -- GLU: not pointwise (each output element reads two of the input's) --------------------------
@@ -341,12 +492,12 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     along ``dim``: one ``GluBackward0`` node saving ``input``, as PyTorch's."""
     from ..tensor import wrap_dim
     checks.tensor_arg(input, "glu")
-    if not input.dtype.is_floating_point:
-        raise checks.kernel_not_implemented(f"glu_{input.device.type}", input.dtype)
     if input.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     d = wrap_dim(dim, input.ndim, "glu")
     if input.shape[d] % 2:
         raise RuntimeError(f"glu: Halving dimension must be even, but dimension {d} is size "
                            f"{input.shape[d]}")
+    if not input.dtype.is_floating_point:  # (after the shape's errors, as PyTorch's)
+        raise checks.kernel_not_implemented(f"glu_{input.device.type}", input.dtype)
     return apply(GluBackward0, (input,), d)

@@ -16,6 +16,7 @@ import warnings
 
 from ..registry import OpInfo, with_jvp
 from ..dispatch import Primitive, apply
+from ..checks import scalar_type_name
 from ..tensor import Tensor, wrap_dim
 from .creation import as_dtype
 
@@ -32,21 +33,31 @@ class SoftmaxBackward0(Primitive):
     @staticmethod
     def forward(ctx, k, x, dim, log):
         ctx.dim = dim
-        return k.softmax(x, dim, log)
+        if not x.shape:  # a 0-d input is its own row: x - x is 0 (NaN for inf or NaN)
+            z = k.sub(x, x)
+            return z if log else k.exp(z)
+        # (contiguous whatever the input's layout, as PyTorch's: a no-op for the usual
+        # contiguous input; a transposed one's result can be viewed as PyTorch's can)
+        return k.contiguous(k.softmax(x, dim, log))
 
     @staticmethod
     def vjp(ctx, k, saved, g):
         y, = saved
         if ctx.log:
-            return k.sub(g, k.mul(k.exp(y), k.sum(g, (ctx.dim,), True)))
-        return k.mul(y, k.sub(g, k.sum(k.mul(g, y), (ctx.dim,), True)))
+            return k.sub(g, k.mul(k.exp(y), _row_sum(k, g, ctx.dim)))
+        return k.mul(y, k.sub(g, _row_sum(k, k.mul(g, y), ctx.dim)))
 
     @staticmethod
     def jvp(ctx, k, primals, tangents, out, *params):
         t = tangents[0]
         if ctx.log:
-            return k.sub(t, k.sum(k.mul(t, k.exp(out)), (ctx.dim,), True))
+            return k.sub(t, _row_sum(k, k.mul(t, k.exp(out)), ctx.dim))
         return SoftmaxBackward0.vjp(ctx, k, (out,), t)
+
+
+def _row_sum(k, a, dim: int):
+    """The sum of ``a`` along ``dim`` kept as a dim of 1; a 0-d ``a`` is its own sum."""
+    return k.sum(a, (dim,), True) if a.shape else a
 
 
 LogSoftmaxBackward0 = SoftmaxBackward0.variant("LogSoftmaxBackward0", "log_softmax", log=True)
@@ -58,18 +69,22 @@ def _legacy_dim(ndim: int, name: str) -> int:
     return 0 if ndim in (0, 1, 3) else 1
 
 
-def _prepare(input, dim, dtype, name):
+def _prepare(input, dim, dtype, name, kernel):
+    """PyTorch's order: the implicit dim's warning, the dim's range, the cast to ``dtype``,
+    then its ``kernel``'s dtype error (``softmax_lastdim_kernel_impl``
+    along the last dim, ``softmax_kernel_impl`` along another)."""
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if dim is None:
+        dim = _legacy_dim(input.ndim, name)
+    dim = wrap_dim(dim, input.ndim, name)
     if dtype is not None:
         input = input.to(as_dtype(dtype))
     if not input.dtype.is_floating_point:
-        # (NotImplementedError: PyTorch's kernels are defined on floating dtypes only)
-        raise NotImplementedError(f"{name}: expected a floating point input (or pass dtype=), "
-                                  f"got {input.dtype}")
-    if dim is None:
-        dim = _legacy_dim(input.ndim, name)
-    return input, wrap_dim(dim, input.ndim, name)
+        last = "lastdim_" if dim == input.ndim - 1 or input.ndim == 0 else ""
+        raise NotImplementedError(f"\"{kernel}_{last}kernel_impl\" not implemented for "
+                                  f"'{scalar_type_name(input.dtype)}'")
+    return input, dim
 
 
 def softmax(input: Tensor, dim=None, dtype=None, *, _stacklevel: int = 3) -> Tensor:
@@ -80,23 +95,26 @@ def softmax(input: Tensor, dim=None, dtype=None, *, _stacklevel: int = 3) -> Ten
         >>> tg.tensor([1., 2., 3.]).softmax(0)
         tensor([0.0900, 0.2447, 0.6652])
     """
-    return _apply(SoftmaxBackward0, *_prepare(input, dim, dtype, "softmax"))
+    return _apply(SoftmaxBackward0, *_prepare(input, dim, dtype, "softmax", "softmax"))
 
 
 def log_softmax(input: Tensor, dim=None, dtype=None, *, _stacklevel: int = 3) -> Tensor:
     """``x - logsumexp(x, dim)``, computed stably; ``dtype`` casts the input first."""
-    return _apply(LogSoftmaxBackward0, *_prepare(input, dim, dtype, "log_softmax"))
+    return _apply(LogSoftmaxBackward0,
+                  *_prepare(input, dim, dtype, "log_softmax", "log_softmax"))
 
 
 def softmin(input: Tensor, dim=None, dtype=None) -> Tensor:
-    """``softmax(-x, dim)``; ``dtype`` casts the input first."""
-    x, dim = _prepare(input, dim, dtype, "softmin")
-    return _apply(SoftmaxBackward0, -x, dim)
+    """``softmax(-x, dim)``; ``dtype`` casts the negated input (PyTorch's order: a bool
+    input's negation error comes first)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"softmin(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if dim is None:  # (the warning before the negation's error, as PyTorch's)
+        dim = _legacy_dim(input.ndim, "softmin")
+    return _apply(SoftmaxBackward0, *_prepare(-input, dim, dtype, "softmin", "softmax"))
 
 
 def _apply(node: type, x: Tensor, dim: int) -> Tensor:
-    if x.ndim == 0:  # as a 1-element row
-        return apply(node, (x.reshape(1),), 0, node.log).reshape(())
     return apply(node, (x,), dim, node.log)
 
 
