@@ -368,7 +368,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None, no
     picked row whose ``norm_type``-norm is above it is renormalised to ``max_norm`` in place
     first (``weight`` is modified); ``scale_grad_by_freq`` scales each row's gradient by the
     inverse of its frequency in ``input``."""
-    checks.tensor_arg(input, "embedding", "input")  # (two type tests: a list of indices was
+    checks.tensor_arg(input, "embedding", "indices")  # (two type tests: a list of indices was
     checks.tensor_arg(weight, "embedding", "weight")  # a dtype error, a list of rows worse)
     if sparse:  # (the weight's gradient is a sparse COO tensor: nn/_sparse_embedding.py)
         return _embedding_sparse(input, weight, padding_idx, max_norm, norm_type,
@@ -1470,8 +1470,6 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
               out=None) -> Tensor:
     """Performs Lp normalization of inputs over specified dimension: v / max(||v||_p, eps)."""
-    if out is not None:
-        raise checks.unsupported("normalize", "out", "<tensor>", "out=None")
     checks.tensor_arg(input, "normalize")
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(f"normalize: linalg.vector_norm: Expected a floating point or "
@@ -1487,7 +1485,10 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
         # gradient, as PyTorch's, instead of 0 * (0 / 0) = NaN through the root
         powered = input * input if p == 2.0 and not input.is_complex() else input.abs().pow(p)
         denom = powered.sum(dim, keepdim=True).clamp(min=eps ** p).pow(1.0 / p)
-    return input / denom
+    if out is None:
+        return input / denom
+    from .. import div  # (PyTorch's: torch.div(input, denom, out=out))
+    return div(input, denom, out=out)
 
 
 # -- composites in their own modules (convolution, pooling, normalisation, attention) ---------

@@ -238,3 +238,18 @@ def test_layer_norm_half_input_float32_parameters(dtype, device):
 def test_embedding_with_a_weight_of_another_shape_asserts_as_pytorch():
     with pytest.raises(AssertionError, match="Shape of weight does not match num_embeddings"):
         tg.nn.Embedding(3, 2, _weight=tg.zeros(2, 3))
+
+
+def test_normalize_writes_out_as_pytorch_div():
+    x = tg.tensor([[3.0, 4.0], [1.0, 0.0]])
+    out = tg.empty(0)
+    r = tg.nn.functional.normalize(x, out=out)
+    assert r is out
+    np.testing.assert_allclose(out.numpy(), [[0.6, 0.8], [1.0, 0.0]], rtol=1e-6)
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        tg.nn.functional.normalize(x.requires_grad_(), out=tg.empty(2, 2))
+
+
+def test_embedding_names_its_indices_argument():
+    with pytest.raises(TypeError, match="argument 'indices'"):
+        tg.nn.functional.embedding([1], tg.ones(2, 2))
