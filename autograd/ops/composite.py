@@ -658,11 +658,15 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     if input.dtype is not weight.dtype:  # (PyTorch's: no promotion, an int input refused)
         raise RuntimeError(f"prelu: Type promoting not supported. Got "
                            f"{scalar_type_name(input.dtype)} and {scalar_type_name(weight.dtype)}")
+    if not input.dtype.is_floating_point:  # (complex too: x > 0 has no meaning)
+        raise kernel_not_implemented(f"prelu_{input.device.type}", input.dtype)
     if weight.ndim > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
                            f"ndim = {weight.ndim}")
     n = weight.numel()
     if n != 1:
+        if input.ndim == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
         channels = input.shape[1] if input.ndim >= 2 else 0
         if channels != n:
             raise RuntimeError(f"prelu: Mismatch of parameter numbers and input channel size. "

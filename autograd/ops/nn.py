@@ -232,9 +232,15 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
     if not isinstance(input, Tensor):
         raise TypeError(f"threshold(): argument 'input' must be Tensor, not "
                         f"{type(input).__name__}")
-    if input.dtype is dtypes.bool or input.dtype.is_complex:
-        raise RuntimeError(f"\"threshold\" not implemented for "
-                           f"'{checks.scalar_type_name(input.dtype)}'")
+    dt = input.dtype
+    if dt is dtypes.bool or dt.is_complex:
+        raise checks.kernel_not_implemented(f"threshold_{input.device.type}", dt)
+    if not dt.is_floating_point:  # (PyTorch's kernel converts both to the integer type)
+        threshold, value = int(threshold), int(value)
+        info = dtypes.iinfo(dt)
+        if not info.min <= value <= info.max:
+            raise RuntimeError(f"value cannot be converted to type {dt.name}_t without "
+                               f"overflow")
     if inplace:
         from ..dispatch import apply_inplace
         from ..grad_mode import is_grad_enabled

@@ -491,3 +491,26 @@ def test_dropout_draws_are_torchs(name, dtype):
             warnings.simplefilter("ignore")
             out.append(getattr(F_, name)(x, 0.3, True).to(lib.float64).numpy())
     np.testing.assert_array_equal(out[1], out[0])
+
+
+def test_threshold_of_integers_stays_integer():
+    # PyTorch's kernel converts threshold and value to the tensor's type (truncating)
+    for dt in (tg.int64, tg.int8):
+        r = tg.nn.functional.threshold(tg.tensor([0, 1, 2], dtype=dt), 1.5, -2.7)
+        assert r.dtype is dt and r.tolist() == [-2, -2, 2]
+    with pytest.raises(RuntimeError, match="value cannot be converted to type uint8_t"):
+        tg.nn.functional.threshold(tg.tensor([0, 1, 2], dtype=tg.uint8), 1.5, -2.7)
+    with pytest.raises(NotImplementedError, match="\"threshold_cpu\" not implemented for "
+                                                  "'ComplexFloat'"):
+        tg.nn.functional.threshold(tg.tensor([1j]), 1.0, 0.0)
+
+
+def test_prelu_refuses_non_float_input_and_zero_dim_with_channels():
+    for x in (tg.tensor([1, -2]), tg.tensor([1j])):
+        with pytest.raises(NotImplementedError, match="\"prelu_cpu\" not implemented for"):
+            tg.nn.functional.prelu(x, tg.ones(1, dtype=x.dtype))
+    with pytest.raises(RuntimeError, match="Not allow zero-dim input tensor"):
+        tg.nn.functional.prelu(tg.tensor(1.0), tg.tensor([0.25, 0.5]))
+    # one weight with a 0-d input still works, the shape kept
+    r = tg.nn.functional.prelu(tg.tensor(-2.0), tg.tensor([0.25]))
+    assert r.shape == () and float(r) == -0.5
