@@ -147,7 +147,7 @@ def test_namespaces_name_their_functions_as_pytorch(fn, name):
         fn([1.0, 2.0])
 
 
-@pytest.mark.parametrize("pos,name", [(0, "input"), (1, "weight")])
+@pytest.mark.parametrize("pos,name", [(0, "indices"), (1, "weight")])  # (PyTorch's names)
 def test_functional_embedding(pos, name):
     args = [tg.tensor([0, 1]), _x(3, 2)]
     args[pos] = [0, 1]
