@@ -372,12 +372,13 @@ class AddcmulBackward0(Primitive):
     broadcasts = True
     jvp = staticmethod(elementwise_jvp)
     _saved_value = property(lambda n: n.value)  # (as PyTorch's node shows it)
+    combine = "mul"  # (the kernel contract's op between the tensors: addcdiv's "div")
 
-    @staticmethod
-    def forward(ctx, k, x, t1, t2, value):
+    @classmethod
+    def forward(cls, ctx, k, x, t1, t2, value):
         ctx.value = value
         (x, t1, t2), back = opmath(k, x, t1, t2)
-        return back(k.add(x, k.mul(_scaled(k, t1, value), t2)))
+        return back(k.add(x, getattr(k, cls.combine)(_scaled(k, t1, value), t2)))
 
     @staticmethod
     def vjp(ctx, k, saved, g):
@@ -399,12 +400,7 @@ class AddcdivBackward0(AddcmulBackward0):
     __slots__ = ()
     op_name = "addcdiv"
     save_when = (None, 1)  # (tensor2's gradient reads both)
-
-    @staticmethod
-    def forward(ctx, k, x, t1, t2, value):
-        ctx.value = value
-        (x, t1, t2), back = opmath(k, x, t1, t2)
-        return back(k.add(x, k.div(_scaled(k, t1, value), t2)))
+    combine = "div"
 
     @staticmethod
     def vjp(ctx, k, saved, g):
