@@ -83,15 +83,21 @@ def _ints(v, arg: str, op: str) -> tuple:
     return tuple(int(e) for e in out)
 
 
-def _ntuple(v, n: int, arg: str, op: str) -> tuple:
+def _conv_length_error(v: tuple, n: int, arg: str, op: str) -> str:
+    return (f"{op}: expected {arg} to be a single integer value or a list of {n} values to "
+            f"match the convolution dimensions, but got {arg}={list(v)}")
+
+
+def _ntuple(v, n: int, arg: str, op: str, length_error=_conv_length_error) -> tuple:
+    """``arg`` as ``n`` ints: an int, or one (or ``n``) ints; another length is a RuntimeError
+    worded by ``length_error(v, n, arg, op)`` (a convolution's words unless given)."""
     if isinstance(v, int):
         return (v,) * n
     v = _ints(v, arg, op)
     if len(v) == 1:
         return v * n
     if len(v) != n:
-        raise RuntimeError(f"{op}: expected {arg} to be a single integer value or a list of {n} "
-                           f"values to match the convolution dimensions, but got {arg}={list(v)}")
+        raise RuntimeError(length_error(v, n, arg, op))
     return v
 
 
@@ -656,21 +662,18 @@ def _pool_out(n: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
 _COUNTS = {2: "two", 3: "three"}
 
 
+def _pool_length_error(v: tuple, nd: int, arg: str, op: str) -> str:
+    # PyTorch's words: avg_pool3d's say "must be", the others "must either be"
+    either = "" if op == "avg_pool3d" else "either "
+    what = {"stride": "omitted, a single int"}.get(arg, "a single int")
+    verb = "must be either" if arg == "dilation" else f"must {either}be"
+    return f"{op}: {arg} {verb} {what}, or a tuple of {_COUNTS[nd]} ints (got {list(v)})"
+
+
 def _pool_tuple(v, nd: int, arg: str, op: str) -> tuple:
-    """A 2-D or 3-D pool's ``arg``: an int, or one (or ``nd``) ints, with PyTorch's words for
-    another length (avg_pool3d's say "must be", the others "must either be")."""
-    if isinstance(v, int):
-        return (v,) * nd
-    v = _ints(v, arg, op)
-    if len(v) == 1:
-        return v * nd
-    if len(v) != nd:
-        either = "" if op == "avg_pool3d" else "either "
-        what = {"stride": "omitted, a single int"}.get(arg, "a single int")
-        verb = "must be either" if arg == "dilation" else f"must {either}be"
-        raise RuntimeError(f"{op}: {arg} {verb} {what}, or a tuple of {_COUNTS[nd]} ints "
-                           f"(got {list(v)})")
-    return v
+    """A 2-D or 3-D pool's ``arg``: an int, or one (or ``nd``) ints, with PyTorch's pool words
+    for another length."""
+    return _ntuple(v, nd, arg, op, _pool_length_error)
 
 
 def _pool_setup(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode: bool,

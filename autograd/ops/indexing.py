@@ -296,13 +296,15 @@ def _selects(index):
     not as an index tensor (a copy; its index_put refuses another dtype). ``index`` itself
     when it holds none."""
     items = index if type(index) is tuple else (index,)
-    if not any(isinstance(ix, Tensor) and ix.ndim == 0 and ix._dtype._category == _INT
-               and ix._dtype is not dtypes.uint8 for ix in items):
+    if not any(_is_select(ix) for ix in items):
         return index
-    items = tuple(int(ix.item()) if isinstance(ix, Tensor) and ix.ndim == 0
-                  and ix._dtype._category == _INT and ix._dtype is not dtypes.uint8 else ix
-                  for ix in items)
+    items = tuple(int(ix.item()) if _is_select(ix) else ix for ix in items)
     return items if type(index) is tuple else items[0]
+
+
+def _is_select(ix) -> bool:
+    return isinstance(ix, Tensor) and ix.ndim == 0 and ix._dtype._category == _INT \
+        and ix._dtype is not dtypes.uint8
 
 
 def advanced_getitem(x: Tensor, index) -> Tensor:
