@@ -14,8 +14,10 @@ import numpy as np
 from ..autograd import checks
 from ..autograd.dispatch import Primitive, apply, as_shape, meta, opmath
 from ..autograd.grad_mode import no_grad
+from ..autograd.ops import traced
 from ..autograd.ops.nn import batch_norm_training, check_norm_dtypes
-from ..autograd.tensor import Tensor, int_arg
+from ..autograd.state import state
+from ..autograd.tensor import Tensor, int_arg, make
 from ..autograd.vmap import check_running_stats
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "rms_norm"]
@@ -193,6 +195,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if t is not None and t.numel() != c:  # (PyTorch's words for the running statistics)
             raise RuntimeError(f"batch_norm: {name} should contain {c} elements not {t.numel()}")
     check_norm_dtypes("batch_norm", input, weight, bias, running_mean, running_var)
+    _check_statistics_grad(running_mean, running_var)
     shape = _channel_shape(input)
     if training:
         if (running_mean is None) != (running_var is None):
@@ -213,24 +216,132 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     for name, t in (("running_mean", running_mean), ("running_var", running_var)):
         if t is None:
             raise RuntimeError(f"batch_norm: {name} must be defined in evaluation mode")
-    return _batch_norm_eval(input, running_mean, running_var, weight, bias, eps, shape)
+    return _batch_norm_eval(input, running_mean, running_var, weight, bias, eps)
 
 
-def _batch_norm_eval(input: Tensor, mean: Tensor, var: Tensor, weight, bias, eps: float,
-                     shape: tuple) -> Tensor:
-    """``input * scale + shift`` with the per-channel scale = weight / sqrt(var + eps) and
-    shift = bias - mean * scale, as PyTorch's CPU kernel; a float16/bfloat16 input is computed
-    in float32 (its float32 statistics and parameters unrounded) and rounded once."""
-    dt = input.dtype
-    x = input.float() if dt.itemsize == 2 else input
-    scale = (var.to(x.dtype) + eps).rsqrt()
-    if weight is not None:
-        scale = scale * weight.to(x.dtype)
-    shift = -mean.to(x.dtype) * scale
-    if bias is not None:
-        shift = shift + bias.to(x.dtype)
-    y = x * scale.reshape(shape) + shift.reshape(shape)
-    return y if y.dtype is dt else y.to(dt)
+class _BatchNormEval(Primitive):
+    """Batch normalisation with given statistics (evaluation mode): per channel (dim 1),
+    y = x * scale + shift, scale = weight * rstd, rstd = 1 / sqrt(var + eps), shift = bias -
+    mean * scale, as PyTorch's CPU kernel computes it; one ``NativeBatchNormBackward0`` node
+    with edges to (x, weight?, bias?), as PyTorch's ``native_batch_norm`` records (a frozen
+    batch norm in a fine-tuned network: one node, not four). The statistics (``mean``,
+    ``var``: arrays, params) have no gradient; rstd and the mean are copied into the node, so
+    the running statistics changing in place later (the next training step) do not reach
+    this node's backward. With xhat = (x - mean) * rstd, per channel:
+        dx = g * weight * rstd,  dweight = sum(g xhat),  dbias = sum(g)
+    float16/bfloat16 inputs are computed in float32 and rounded once. Under
+    ``create_graph=True`` the rule is recorded (its ops on Tensors)."""
+
+    __slots__ = ()
+    op_name = "native_batch_norm"
+    save_inputs = (0, 1)
+
+    @staticmethod
+    def _stats(k, x, mean, var, eps: float) -> tuple:
+        """(mean, rstd) in x's compute dtype, per channel viewed as (1, C, 1, ...)."""
+        ct = meta(x)[1]
+        rstd = k.pow(k.sqrt(k.add(k.astype(var, ct), eps)), -1)  # (rsqrt, as Tensor.rsqrt)
+        return (_per_channel(k, k.astype(mean, ct), x.shape),
+                _per_channel(k, rstd, x.shape))
+
+    @staticmethod
+    def forward(ctx, k, x, *rest):
+        *params, mean, var, affine, eps = rest
+        (xc,), back = opmath(k, x)
+        mu, rstd = _BatchNormEval._stats(k, xc, mean, var, eps)
+        ctx.affine, ctx.mu, ctx.rstd = affine, mu, rstd
+        ctx.bias_dtype = meta(params[-1])[1] if affine[1] else None  # (the bias is not saved)
+        scale, shift = rstd, k.neg(k.mul(mu, rstd))
+        if affine[0]:
+            w = _per_channel(k, k.astype(params[0], meta(xc)[1]), x.shape)
+            scale, shift = k.mul(scale, w), k.mul(shift, w)
+        if affine[1]:
+            shift = k.add(shift, _per_channel(k, k.astype(params[-1], meta(xc)[1]), x.shape))
+        return back(k.add(k.mul(xc, scale), shift))
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        x, *params = saved
+        has_w, has_b = ctx.affine
+        mu, rstd = ctx.mu, ctx.rstd
+        if k is traced:  # (recorded: the statistics as constant Tensors)
+            mu, rstd = make(mu), make(rstd)
+        (gc,), back = opmath(k, g)
+        shape, need = x.shape, ctx.needs_input_grad
+        out = [None] * len(need)  # (x, weight?, bias?: the bias is not saved)
+        if need[0]:
+            scale = rstd
+            if has_w:
+                scale = k.mul(scale, _per_channel(k, k.astype(params[0], meta(gc)[1]), shape))
+            out[0] = back(k.mul(gc, scale))
+        other = (0,) + tuple(range(2, len(shape)))
+        if has_w and need[1]:
+            (xc,), _ = opmath(k, x)  # (sum(g (x - mean)) * rstd: one product fewer)
+            dw = k.mul(k.sum(k.mul(gc, k.sub(xc, mu)), other, True), rstd)
+            out[1] = k.astype(as_shape(k, dw, (shape[1],)), meta(params[0])[1])
+        if has_b and need[-1]:
+            out[-1] = k.astype(k.sum(gc, other, False), ctx.bias_dtype)
+        return tuple(out) if len(out) > 1 else out[0]
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, *rest):
+        """tx * weight * rstd + xhat * tweight + tbias (per channel)."""
+        x, *params = primals
+        tx, *tparams = tangents
+        has_w, has_b = ctx.affine
+        (xc,), back = opmath(k, x)
+        ct, shape = meta(xc)[1], x.shape
+        mu, rstd = ctx.mu, ctx.rstd
+        if k is traced:
+            mu, rstd = make(mu), make(rstd)
+        total = None
+        if tx is not None:
+            (t,), _ = opmath(k, tx)
+            scale = rstd
+            if has_w:
+                scale = k.mul(scale, _per_channel(k, k.astype(params[0], ct), shape))
+            total = k.mul(t, scale)
+        if has_w and tparams[0] is not None:
+            term = k.mul(k.mul(k.sub(xc, mu), rstd),
+                         _per_channel(k, k.astype(tparams[0], ct), shape))
+            total = term if total is None else k.add(total, term)
+        if has_b and tparams[-1] is not None:
+            term = k.add(k.mul(xc, 0.0), _per_channel(k, k.astype(tparams[-1], ct), shape))
+            total = term if total is None else k.add(total, term)
+        return None if total is None else back(total)
+
+
+_BatchNormEval.__name__ = _BatchNormEval.__qualname__ = "NativeBatchNormBackward0"
+_BATCH_NORM_EVAL = {}  # (weight given, bias given) -> the primitive saving what its rule reads
+
+
+def _batch_norm_eval(input: Tensor, mean: Tensor, var: Tensor, weight, bias,
+                     eps: float) -> Tensor:
+    """Batch normalisation of ``input`` with the statistics ``mean``/``var`` (evaluation
+    mode): one ``_BatchNormEval`` node."""
+    affine = (weight is not None, bias is not None)
+    op = _BATCH_NORM_EVAL.get(affine)
+    if op is None:
+        saves = (0, 1) if affine[0] else (0,)
+        op = _BATCH_NORM_EVAL[affine] = _BatchNormEval.variant(
+            "NativeBatchNormBackward0", "native_batch_norm", save_inputs=saves)
+    params = tuple(p for p in (weight, bias) if p is not None)
+    if mean.device != input.device or var.device != input.device:
+        raise RuntimeError(f"batch_norm: expected running_mean and running_var on the input's "
+                           f"device {input.device}, got {mean.device} and {var.device}")
+    return apply(op, (input,) + params, mean._data, var._data, affine, float(eps))
+
+
+def _check_statistics_grad(running_mean, running_var) -> None:
+    """PyTorch's error for running statistics requiring grad while recording: native_batch_norm
+    has no gradient for them (the old composite gave them one, silently)."""
+    if not state.grad_enabled:
+        return
+    for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+        if t is not None and t.requires_grad:
+            raise RuntimeError(f"The function 'native_batch_norm' is not differentiable with "
+                               f"respect to argument '{name}'. This input cannot have "
+                               f"requires_grad True.")
 
 
 def _check_float(input: Tensor, op: str) -> None:
@@ -266,6 +377,7 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
     checks.tensor_arg(input, "instance_norm")
     _check_float(input, "instance_norm")
     check_norm_dtypes("instance_norm", input, weight, bias)  # (the running stats are cast)
+    _check_statistics_grad(running_mean, running_var)
     for pos, name, t in ((2, "running_mean", running_mean), (3, "running_var", running_var),
                          (4, "weight", weight), (5, "bias", bias)):
         if t is not None and not isinstance(t, Tensor):
@@ -305,7 +417,7 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
     if running_mean is None or running_var is None:
         raise RuntimeError("Expected running_mean and running_var to be defined when "
                            "use_input_stats is false")
-    return _batch_norm_eval(input, running_mean, running_var, weight, bias, eps, shape)
+    return _batch_norm_eval(input, running_mean, running_var, weight, bias, eps)
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
