@@ -594,8 +594,9 @@ class SparseTensor(SparseBase):
 
     def _radd(self, other, alpha=1):
         """``other + alpha * self`` for a dense ``other``: dense, as PyTorch's add(dense,
-        sparse), whose gradient for ``self`` is dense (not masked)."""
-        d = _ToDenseUnmasked.apply(self, False)
+        sparse), whose gradient for ``self`` is dense (not masked); of one size only."""
+        from .sparse_ops import _densified
+        d = _densified("add", other, self)
         return (d if alpha == 1 else d * alpha) + other
 
     def __add__(self, other):

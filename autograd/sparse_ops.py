@@ -28,7 +28,7 @@ _builtin_sum = builtins.sum  # (``sum`` here is torch.sparse.sum)
 
 __all__ = ["addmm", "cat", "div", "floor_divide", "gather_sparse_grad", "hstack", "index_select",
            "log_softmax", "map_values", "matmul", "mm", "mm_dense_grad", "mul", "narrow_copy",
-           "permute", "pow", "rmatmul", "scalar_name", "select", "softmax", "sparse_function",
+           "permute", "pow", "rmatmul", "dense_sparse", "scalar_name", "select", "softmax", "sparse_function",
            "sparse_sparse_mm", "stack", "sum", "transpose", "unsqueeze", "vstack"]
 
 
@@ -476,12 +476,16 @@ class _ReadAt(Function):
 _ReadAt._backward_cls.__name__ = _ReadAt._backward_cls.__qualname__ = "MulBackward0"
 
 
-def div(input: SparseBase, other, *, rounding_mode: str | None = None) -> SparseBase:
-    """``input / other`` for a scalar or 0-d dense ``other`` (PyTorch's only sparse case);
-    ``rounding_mode`` ``"trunc"`` or ``"floor"`` as the dense ``div``'s."""
+def _check_divisor(other) -> None:
     if isinstance(other, Tensor) and (isinstance(other, SparseBase) or other.ndim != 0):
         raise RuntimeError(f"Sparse division requires a scalar or zero-dim dense tensor divisor "
                            f"(got shape {list(other.shape)} for divisor)")
+
+
+def div(input: SparseBase, other, *, rounding_mode: str | None = None) -> SparseBase:
+    """``input / other`` for a scalar or 0-d dense ``other`` (PyTorch's only sparse case);
+    ``rounding_mode`` ``"trunc"`` or ``"floor"`` as the dense ``div``'s."""
+    _check_divisor(other)
     if rounding_mode is None:
         f = lambda v: v / other  # noqa: E731
     else:
@@ -823,7 +827,7 @@ def sparse_function(name: str, args: tuple):
     if isinstance(first, (list, tuple)) and first:
         first = next((t for t in first if isinstance(t, SparseBase)), None)
     if not isinstance(first, SparseBase):
-        return None
+        return dense_sparse(name, args)
     return SPARSE_FUNCTIONS.get(name)
 
 
@@ -891,6 +895,80 @@ def _bind() -> None:
     SparseTensor.select = select
     SparseTensor.neg_ = _unary_inplace("neg")
     SparseCompressedTensor.neg_ = _unary_inplace("neg")
+
+
+# -- a dense first operand and a sparse second one ----------------------------------------------
+# Note [Dense first, sparse second]: ``d + s`` reaches the sparse class's reflected operator
+# first (a subclass's wins), but ``torch.add(d, s)`` and ``d.add_(s)`` name the dense op, whose
+# kernels cannot read a sparse operand. PyTorch dispatches them on the layouts: add/sub give a
+# dense result (the sparse operand's gradient dense, not masked), of the same size only;
+# mul gives a sparse one (``s * d``); division by a sparse tensor is refused. The dense op's
+# ``failed`` path (registry) and the in-place methods find these through ``dense_sparse``.
+
+def _densified(op: str, input: Tensor, other: SparseBase) -> Tensor:
+    """``other`` as a dense tensor for ``op(input, other)``: of ``input``'s size (dense-sparse
+    addition does not broadcast, as PyTorch's)."""
+    if tuple(input.shape) != tuple(other.shape):
+        raise RuntimeError(f"{op}: expected 'self' and 'other' to have same size, but self has "
+                           f"size {list(input.shape)} while other has size "
+                           f"{list(other.shape)} (FYI: dense-sparse addition does not "
+                           f"currently support broadcasting)")
+    if is_sparse(other):
+        from .sparse import _ToDenseUnmasked
+        return _ToDenseUnmasked.apply(other, False)
+    return other.to_dense()
+
+
+def _dense_sparse_add(name: str):
+    def op(input: Tensor, other: SparseBase, *args, **kwargs) -> Tensor:
+        from . import ops
+        return getattr(ops, name)(input, _densified(name, input, other), *args, **kwargs)
+    op.__name__ = op.__qualname__ = f"{name}_dense_sparse"
+    op.__doc__ = f"``{name}(dense, sparse)``: dense (Note [Dense first, sparse second])."
+    return op
+
+
+def _dense_sparse_add_(name: str):
+    def op(input: Tensor, other: SparseBase, *args, **kwargs) -> Tensor:
+        return getattr(Tensor, name)(input, _densified(name, input, other), *args, **kwargs)
+    op.__name__ = op.__qualname__ = f"{name}_dense_sparse"
+    op.__doc__ = (f"``dense.{name}(sparse)``: in place, as with the sparse operand densified "
+                  f"(Note [Dense first, sparse second]).")
+    return op
+
+
+def _dense_sparse_mul(input: Tensor, other: SparseTensor, *, out=None) -> SparseTensor:
+    """``mul(dense, sparse)``: sparse, ``other * input`` (Note [Dense first, sparse second])."""
+    if out is not None:
+        raise RuntimeError("mul(dense, sparse): the product is a sparse tensor; out= takes a "
+                           "dense one: compute it without out=")
+    return mul(other, input)
+
+
+def _dense_sparse_div(input: Tensor, other: SparseBase, *args, **kwargs):
+    """``div(dense, sparse)``: refused, as PyTorch's (a sparse divisor is mostly zeros)."""
+    _check_divisor(other)
+
+
+_DENSE_SPARSE = {"add": _dense_sparse_add("add"), "sub": _dense_sparse_add("sub"),
+                 "subtract": _dense_sparse_add("subtract"),
+                 "add_": _dense_sparse_add_("add_"), "sub_": _dense_sparse_add_("sub_"),
+                 "subtract_": _dense_sparse_add_("subtract_"),
+                 "mul_": _dense_sparse_add_("mul_"), "multiply_": _dense_sparse_add_("mul_"),
+                 "mul": _dense_sparse_mul, "multiply": _dense_sparse_mul,
+                 **dict.fromkeys(("div", "divide", "true_divide", "div_", "divide_",
+                                  "true_divide_"), _dense_sparse_div)}
+
+
+def dense_sparse(name: str, args: tuple):
+    """The version of op ``name`` for a dense first and a sparse second argument in ``args``,
+    or None (Note [Dense first, sparse second])."""
+    if len(args) < 2 or not isinstance(args[1], SparseBase) or isinstance(args[0], SparseBase) \
+            or not isinstance(args[0], Tensor):
+        return None
+    if name in ("mul", "multiply") and not is_sparse(args[1]):
+        return None  # (a compressed operand: its own refusal)
+    return _DENSE_SPARSE.get(name)
 
 
 SPARSE_FUNCTIONS = {"cat": cat, "concat": cat, "concatenate": cat, "stack": stack,

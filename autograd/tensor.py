@@ -463,6 +463,23 @@ class Tensor:
             return _rebuild_tensor, args
         return _rebuild_subclass, (type(self), args, self._user_attributes())
 
+    def __setstate__(self, state: tuple) -> None:
+        """Restores a leaf from PyTorch's legacy pickled states (loading never calls this:
+        ``_rebuild_tensor`` does): ``(storage, storage_offset, size, stride)`` sets the
+        tensor's data, ``(data, _, requires_grad, _, backward_hooks)`` (a legacy Variable)
+        and ``(requires_grad, _, backward_hooks)`` its attributes."""
+        if self._fn is not None:
+            raise RuntimeError("__setstate__ can be only called on leaf Tensors")
+        if len(state) == 4:
+            self.set_(*state)
+            return
+        if len(state) == 5:
+            self.data = state[0]
+            state = (state[3], state[4], state[2])
+        self.requires_grad, _, hooks = state
+        for hook in (hooks or {}).values():  # (an OrderedDict of tensor hooks, or None)
+            self.register_hook(hook)
+
     def _pickled(self) -> tuple:
         """``_rebuild_tensor``'s arguments for this tensor."""
         from .storage import _whole
