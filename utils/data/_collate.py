@@ -131,7 +131,11 @@ def default_convert(data):
     if isinstance(data, tg.Tensor):
         return data
     if isinstance(data, (np.ndarray, np.generic)) and not isinstance(data, (np.str_, np.bytes_)):
-        return tg.as_tensor(np.asarray(data)) if _numeric_array(np.asarray(data)) else data
+        # NumPy's own types only (ndarray, memmap, scalars), as PyTorch's check of the type's
+        # module: a subclass from elsewhere (numpy.ma's masked arrays) is left alone
+        if type(data).__module__ != "numpy" or not _numeric_array(np.asarray(data)):
+            return data
+        return tg.as_tensor(np.asarray(data))
     if isinstance(data, (str, bytes)):
         return data
     if isinstance(data, collections.abc.Mapping):

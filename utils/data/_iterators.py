@@ -65,19 +65,41 @@ class _BaseDataLoaderIter:
         self._pin_memory = loader.pin_memory and _pinning_available()
         self._sampler_iter = iter(self._index_sampler)
         self._base_seed = draw_seed(loader.generator, "DataLoader")
+        self._num_yielded = 0
+        # len(dataset) of an IterableDataset if len(loader) was asked, else None: a stream
+        # yielding more than that warns, as PyTorch's (which compares it with the number of
+        # batches, whatever the batch size)
+        self._len_called = loader._IterableDataset_len_called
 
     def __iter__(self) -> _BaseDataLoaderIter:
         return self
 
     def __next__(self) -> Any:
         data = self._next_data()
+        if self._len_called is not None:
+            self._num_yielded += 1
+            if self._num_yielded > self._len_called:
+                self._warn_length()
         return pin_memory(data) if self._pin_memory else data
+
+    def _warn_length(self) -> None:
+        msg = (f"Length of IterableDataset {self._dataset} was reported to be "
+               f"{self._len_called}(when accessing len(dataloader)), but {self._num_yielded} "
+               f"samples have been fetched. ")
+        if self._num_workers > 0:
+            msg += ("For multiprocessing data-loading, this could be caused by not properly "
+                    "configuring the IterableDataset replica at each worker. Please see "
+                    "https://pytorch.org/docs/stable/data.html#torch.utils.data.IterableDataset"
+                    " for examples.")
+        warnings.warn(msg, stacklevel=3)
 
     def _next_data(self) -> Any:
         raise NotImplementedError
 
     def _reset(self, loader) -> None:
         self._sampler_iter = iter(self._index_sampler)
+        self._num_yielded = 0
+        self._len_called = loader._IterableDataset_len_called
 
     def __len__(self) -> int:
         return len(self._index_sampler)

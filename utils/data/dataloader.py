@@ -185,6 +185,9 @@ class DataLoader(Generic[T_co]):
         self._initialized = True
 
     _initialized = False
+    # len(dataset) of an IterableDataset once len(self) was asked (the iterators warn when
+    # the stream yields more), as PyTorch's attribute of this name
+    _IterableDataset_len_called: int | None = None
     _FROZEN = frozenset(("batch_size", "batch_sampler", "sampler", "drop_last", "dataset",
                          "persistent_workers"))
 
@@ -251,7 +254,7 @@ class DataLoader(Generic[T_co]):
         """The number of batches (of samples without batching): from the sampler, or for an
         ``IterableDataset`` from the dataset's own ``len()`` (which must then exist)."""
         if self._iterable:
-            n = len(self.dataset)  # type: ignore[arg-type]
+            n = self._IterableDataset_len_called = len(self.dataset)  # type: ignore[arg-type]
             if self.batch_size is not None:
                 n = n // self.batch_size if self.drop_last else -(-n // self.batch_size)
             return n

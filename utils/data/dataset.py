@@ -104,9 +104,12 @@ class TensorDataset(Dataset[tuple]):
 
 def _first_dim(t) -> int:
     shape = getattr(t, "shape", None)
-    if shape is None or len(shape) == 0:
+    if shape is not None and len(shape) == 0:  # PyTorch's error for size(0) of a 0-d tensor
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions "
+                         "(TensorDataset: every tensor needs a first dimension)")
+    if shape is None:
         raise ValueError(f"TensorDataset: every tensor needs a first dimension, got "
-                         f"{type(t).__name__} of shape {None if shape is None else tuple(shape)}")
+                         f"{type(t).__name__}, which has no shape")
     return int(shape[0])
 
 
@@ -190,6 +193,13 @@ class ConcatDataset(Dataset[T_co]):
     def __len__(self) -> int:
         return self.cumulative_sizes[-1]
 
+    @property
+    def cummulative_sizes(self) -> list[int]:
+        """The old, misspelt name of ``cumulative_sizes`` (deprecated, as in PyTorch)."""
+        warnings.warn("cummulative_sizes attribute is renamed to cumulative_sizes",
+                      DeprecationWarning, stacklevel=2)
+        return self.cumulative_sizes
+
     def __getitem__(self, idx: int):
         if idx < 0:
             if -idx > len(self):
@@ -272,8 +282,9 @@ def random_split(dataset: Dataset[T_co], lengths: Sequence[int | float],
     """
     n = len(dataset)  # type: ignore[arg-type]
     lengths = list(lengths)
-    if lengths and all(isinstance(x, numbers.Real) and not isinstance(x, numbers.Integral)
-                       for x in lengths) and math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
+    # Fractions are recognised by their sum alone, as PyTorch does: [1] or [1, 0] split the
+    # whole dataset too (into one part, or a full and an empty one).
+    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
         for i, frac in enumerate(lengths):
             if frac < 0 or frac > 1:
                 raise ValueError(f"Fraction at index {i} is not between 0 and 1")
