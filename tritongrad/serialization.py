@@ -394,9 +394,10 @@ def save(obj, f, pickle_module=None, pickle_protocol=None,
     module docstring for the format; tensors are always stored as raw bytes, never pickled.
 
     A path is written atomically: to a new temporary file in the same directory, synced, then
-    renamed over ``f``. The pickle arguments have nothing to act on: ``pickle_module``,
-    ``pickle_protocol`` and ``_use_new_zipfile_serialization=False`` (PyTorch's legacy
-    format) raise.
+    renamed over ``f``. The pickle arguments have little to act on: ``pickle_module`` raises;
+    ``pickle_protocol`` (2 to pickle's highest) and ``_use_new_zipfile_serialization=False``
+    (PyTorch's legacy format) are accepted, so that PyTorch code passing them runs, and the
+    file is tritongrad's format all the same (its pickled objects at protocol 4).
 
     Example:
         >>> model = tg.nn.Linear(3, 2)
@@ -407,12 +408,11 @@ def save(obj, f, pickle_module=None, pickle_protocol=None,
     if pickle_module is not None:
         raise ValueError("save: pickle_module is not supported (tritongrad pickles only the "
                          "objects its plain format cannot hold, with Python's pickle)")
-    if pickle_protocol is not None:
-        raise unsupported("save", "pickle_protocol", pickle_protocol, _NO_PICKLE)
-    if not _use_new_zipfile_serialization:
-        raise unsupported("save", "_use_new_zipfile_serialization",
-                          _use_new_zipfile_serialization,
-                          "tritongrad writes its own format, never PyTorch's legacy one")
+    top = pickle.HIGHEST_PROTOCOL
+    if pickle_protocol is not None and (type(pickle_protocol) is not int
+                                        or not 2 <= pickle_protocol <= top):
+        raise ValueError(f"save: pickle_protocol must be an int from 2 to {top}, got "
+                         f"{pickle_protocol!r}")
     _check_destination(f)
     w = _Writer()
     header = {"format": "tritongrad", "version": VERSION, "storages": None, "tensors": None,
@@ -1230,10 +1230,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
     if not isinstance(weights_only, bool):
         raise TypeError(f"load: weights_only must be a bool, got {type(weights_only).__name__}")
     if mmap and not isinstance(f, (str, os.PathLike)):
-        # (PyTorch raises ValueError; NotImplementedError is the type of every argument
-        # value tritongrad refuses)
-        raise unsupported("load", "mmap", mmap, "f must be a file path in order to use the "
-                          "mmap argument; the file is then read into memory, not mapped")
+        raise ValueError("f must be a file path in order to use the mmap argument")
     if pickle_load_args:
         name, value = next(iter(sorted(pickle_load_args.items())))
         raise unsupported("load", name, value, _NO_PICKLE)

@@ -49,8 +49,9 @@ _FORMAT = {
 }
 _NUMPY_DTYPE = {"BOOL": np.bool_, "U8": "<u1", "I8": "<i1", "I16": "<i2", "I32": "<i4",
                 "I64": "<i8", "F16": "<f2", "BF16": "<u2", "F32": "<f4", "F64": "<f8",
-                "U32": "<u4", "U64": "<u8"}
-_FORMAT.update({dtypes.uint32: ("U32", "uint32"), dtypes.uint64: ("U64", "uint64")})
+                "U16": "<u2", "U32": "<u4", "U64": "<u8", "C64": "<c8"}
+_FORMAT.update({dtypes.uint16: ("U16", "uint16"), dtypes.uint32: ("U32", "uint32"),
+                dtypes.uint64: ("U64", "uint64"), dtypes.complex64: ("C64", "complex64")})
 # float8 (when ml_dtypes is installed): one byte each, read back as their bit patterns
 _FLOAT8_CODES = {"float8_e4m3fn": "F8_E4M3", "float8_e5m2": "F8_E5M2",
                  "float8_e4m3fnuz": "F8_E4M3FNUZ", "float8_e5m2fnuz": "F8_E5M2FNUZ",
