@@ -68,6 +68,11 @@ class Adam(Optimizer):
                  weight_decay: float = 0, amsgrad: bool = False, *, foreach=None,
                  maximize: bool = False, capturable: bool = False, differentiable: bool = False,
                  fused=None, decoupled_weight_decay: bool = False):
+        # (PyTorch's foreach path reads a Tensor lr only in its capturable form, and refuses it
+        # otherwise, before any other check)
+        if isinstance(lr, Tensor) and foreach and not capturable:
+            raise ValueError("lr as a Tensor is not supported for capturable=False and "
+                             "foreach=True")
         check_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
@@ -129,7 +134,7 @@ class Adam(Optimizer):
                 continue
             seen.add(id(p))
             batches.setdefault((p.device, p.dtype, float(count)), []).append(p)
-        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        lr, (beta1, beta2), eps = _kernel_lr(group["lr"]), group["betas"], group["eps"]
         wd, maximize = group["weight_decay"], group["maximize"]
         for (device, _, count), batch in batches.items():
             multi = getattr(multi_tensor(device), "adam_step", None)
@@ -181,7 +186,7 @@ class Adam(Optimizer):
                 fused_kernel(group["fused"], "adam_step", p, grad, m, v, vmax)
         if fused is not None:
             fused(p._data, grad._data, m._data, v._data, None if vmax is None else vmax._data,
-                  step, lr, beta1, beta2, eps, wd, amsgrad, maximize, decoupled)
+                  step, _kernel_lr(lr), beta1, beta2, eps, wd, amsgrad, maximize, decoupled)
             bump_versions(p, m, v, vmax)
             return
         g = -grad if maximize else grad
@@ -219,7 +224,11 @@ def _differentiable_update(p, g, m, v, vmax, lr, beta1, beta2, eps, step: float)
     the step agree with PyTorch's to the last digits."""
     f32 = np.float32
     s = f32(step)
-    step_size_neg = -(f32(lr) / (f32(1) - f32(beta1) ** s))
+    bias_correction1 = f32(1) - f32(beta1) ** s
+    # (PyTorch takes a number over a tensor, ``lr / bias_correction1``, as the reciprocal
+    # times the number: two float32 roundings; a Tensor lr divides)
+    step_size_neg = -(f32(lr.item()) / bias_correction1 if isinstance(lr, Tensor)
+                      else f32(1) / bias_correction1 * f32(lr))
     bias_correction2_sqrt = np.sqrt(f32(1) - f32(beta2) ** s)
     m.add_(g - m, alpha=1 - beta1)               # lerp_(g, 1 - beta1)
     v.mul_(beta2).add_(g.mul(1 - beta2).mul(g))  # addcmul_(g, g, value=1 - beta2)
@@ -227,8 +236,16 @@ def _differentiable_update(p, g, m, v, vmax, lr, beta1, beta2, eps, step: float)
         vmax.copy_(maximum(vmax.clone(), v))     # (a clone: maximum saves its operands)
         v = vmax
     denom = v.sqrt().div(float(bias_correction2_sqrt * step_size_neg)).add(
-        float(f32(eps) / step_size_neg))
+        float(f32(1) / step_size_neg * f32(eps)))  # (eps / step_size_neg, as above)
     p.add_(m.div(denom))                         # addcdiv_(m, denom)
+
+
+def _kernel_lr(lr):
+    """A Tensor ``lr`` as the fused kernels take it: a NumPy scalar of its dtype, so that the
+    step size computed from it rounds as PyTorch's tensor arithmetic on a float32 ``lr``
+    (``lr / bias_correction1`` in float32), and the half-precision NumPy form does not mix a
+    Tensor into its array arithmetic (a TypeError there)."""
+    return np.dtype(lr.dtype.np).type(lr.item()) if isinstance(lr, Tensor) else lr
 
 
 def _tensor_betas(beta1, beta2) -> bool:

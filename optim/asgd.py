@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd.ops.creation import ones_like, tensor
 from ..autograd.ops.elementwise import maximum
+from ..autograd.tensor import Tensor
 from ..runtime import dtype as dtypes
 from .optimizer import (Optimizer, advance_device_step, advance_step, check_hyperparameters,
                         new_step)
@@ -51,7 +54,7 @@ class ASGD(Optimizer):
 
     State per parameter: ``step``, ``eta``, ``mu`` (float32 CPU scalars) and ``ax``. As
     PyTorch's, a loaded state dict casts ``eta`` and ``mu`` to the parameter's dtype and device
-    (then read unrounded).
+    (then read unrounded; each new value is still rounded to float32 first, as PyTorch's).
 
     Example:
         >>> model = tg.nn.Linear(3, 1)
@@ -99,8 +102,11 @@ class ASGD(Optimizer):
         else:
             ax.copy_(p)
         lr, lambd = group["lr"], group["lambd"]
-        state["eta"].fill_(lr / ((1 + lambd * lr * step) ** group["alpha"]))
-        state["mu"].fill_(1 / max(1.0, step - group["t0"]))
+        # (PyTorch makes each new value a tensor, torch.as_tensor(number): a float32 rounding
+        # even where eta and mu are float64, as a loaded state dict makes them)
+        eta = lr / ((1 + lambd * lr * step) ** group["alpha"])
+        state["eta"].fill_(eta if isinstance(eta, Tensor) else float(np.float32(eta)))
+        state["mu"].fill_(float(np.float32(1 / max(1.0, step - group["t0"]))))
 
     def _capturable_update(self, p, group, state: dict) -> None:
         """Note [capturable step counts]: the count, eta and mu stay float32 device tensors and

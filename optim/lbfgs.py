@@ -39,7 +39,7 @@ def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None) -> float:
     d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
     d2_square = d1 ** 2 - g1 * g2
     if d2_square >= 0:
-        d2 = d2_square ** 0.5
+        d2 = np.sqrt(d2_square)  # (in the scalars' precision: float32 in float32)
         if x1 <= x2:
             min_pos = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
         else:
@@ -48,15 +48,17 @@ def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None) -> float:
     return (lo + hi) / 2.0
 
 
-def _strong_wolfe(obj_func, x, t: float, d, f: float, g, gtd: float, c1: float = 1e-4,
+def _strong_wolfe(obj_func, x, t: float, d, f: float, g, gtd, sc, c1: float = 1e-4,
                   c2: float = 0.9, tolerance_change: float = 1e-9, max_ls: int = 25):
     """A step length along ``d`` meeting the strong Wolfe conditions: bracketing, then
-    zooming by cubic interpolation. Returns (loss, flat gradient, t, evaluations)."""
-    d_norm = float(d.abs().max())
+    zooming by cubic interpolation. Returns (loss, flat gradient, t, evaluations). The
+    directional derivatives are ``sc`` scalars (Note [L-BFGS scalars]): in float32 the search
+    computes in float32, as PyTorch's on its 0-d tensors."""
+    d_norm = sc(d.abs().max())
     g = g.clone()
     f_new, g_new = obj_func(x, t, d)
     evals = 1
-    gtd_new = float(g_new.dot(d))
+    gtd_new = sc(g_new.dot(d))
     t_prev, f_prev, g_prev, gtd_prev = 0.0, f, g, gtd
     done = False
     ls_iter = 0
@@ -81,7 +83,7 @@ def _strong_wolfe(obj_func, x, t: float, d, f: float, g, gtd: float, c1: float =
         t_prev, f_prev, g_prev, gtd_prev = tmp, f_new, g_new.clone(), gtd_new
         f_new, g_new = obj_func(x, t, d)
         evals += 1
-        gtd_new = float(g_new.dot(d))
+        gtd_new = sc(g_new.dot(d))
         ls_iter += 1
     if ls_iter == max_ls:
         bracket, bracket_f, bracket_g = [0.0, t], [f, f_new], [g, g_new]
@@ -106,7 +108,7 @@ def _strong_wolfe(obj_func, x, t: float, d, f: float, g, gtd: float, c1: float =
             insuf_progress = False
         f_new, g_new = obj_func(x, t, d)
         evals += 1
-        gtd_new = float(g_new.dot(d))
+        gtd_new = sc(g_new.dot(d))
         ls_iter += 1
         if f_new > (f + c1 * t * gtd) or f_new >= bracket_f[low]:
             bracket[high], bracket_f[high] = t, f_new
@@ -235,6 +237,10 @@ class LBFGS(Optimizer):
         if isinstance(h_diag, Tensor):  # (as saved: a 0-d tensor)
             h_diag = sc(h_diag)
         ro = None if ro is None else [sc(v) if isinstance(v, Tensor) else v for v in ro]
+        if "al" in state:  # (as saved: 0-d tensors, None in the slots not used yet)
+            state["al"] = [sc(v) if isinstance(v, Tensor) else v for v in state["al"]]
+        if isinstance(t, Tensor):
+            t = sc(t)
         prev_loss = state.get("prev_loss")
         n_iter = 0
         while n_iter < max_iter:
@@ -270,9 +276,9 @@ class LBFGS(Optimizer):
             prev_flat_grad = flat_grad.clone()
             prev_loss = loss
             # the first step is scaled by the gradient's size; later ones are lr
-            t = float(min(1.0, 1.0 / sc(flat_grad.abs().sum())) * lr) \
-                if state["n_iter"] == 1 else lr
-            gtd = float(flat_grad.dot(d))
+            # (a float32 scalar in float32, as PyTorch's 0-d tensor: Note [L-BFGS scalars])
+            t = min(1.0, 1.0 / sc(flat_grad.abs().sum())) * lr if state["n_iter"] == 1 else lr
+            gtd = sc(flat_grad.dot(d))
             if gtd > -tolerance_change:  # not a descent direction
                 break
             ls_func_evals = 0
@@ -282,8 +288,10 @@ class LBFGS(Optimizer):
                 def obj_func(x, t, d):
                     return self._directional_evaluate(closure, x, t, d)
 
-                loss, flat_grad, t, ls_func_evals = _strong_wolfe(obj_func, x_init, t, d, loss,
-                                                                  flat_grad, gtd)
+                # (the search may spend what is left of max_eval, as PyTorch's)
+                loss, flat_grad, t, ls_func_evals = _strong_wolfe(
+                    obj_func, x_init, t, d, loss, flat_grad, gtd, sc,
+                    max_ls=max_eval - current_evals)
                 self._add_grad(t, d)
                 opt_cond = float(flat_grad.abs().max()) <= tolerance_grad
             else:
@@ -303,8 +311,18 @@ class LBFGS(Optimizer):
                 break
             if abs(loss - prev_loss) < tolerance_change:
                 break
-        state.update({"d": d, "t": t, "old_dirs": old_dirs, "old_stps": old_stps, "ro": ro,
-                      "H_diag": h_diag if type(h_diag) is int else tensor(h_diag),
+        # the scalars saved as PyTorch saves them: 0-d tensors of the parameters' dtype where
+        # its recursion made tensors (a Python number where it kept one: H_diag's first 1, a
+        # step t of lr)
+        dtype = flat_grad.dtype
+
+        def saved(v):
+            return tensor(v, dtype=dtype) if isinstance(v, np.generic) else v
+        if "al" in state:
+            state["al"] = [saved(v) for v in state["al"]]
+        state.update({"d": d, "t": saved(t), "old_dirs": old_dirs, "old_stps": old_stps,
+                      "ro": None if ro is None else [saved(v) for v in ro],
+                      "H_diag": saved(h_diag),
                       "prev_flat_grad": prev_flat_grad,
                       "prev_loss": prev_loss})
         return orig_loss
