@@ -2,9 +2,12 @@
 
 Processes are launched by MPI (``mpirun -n 2 python train.py``); ``init_process_group("mpi")``
 (CPU tensors, through mpi4py) or ``init_process_group("nccl")`` (CUDA tensors, through
-nccl4py) connects them, and the collectives (``all_reduce``, ``broadcast``, ``all_gather``,
-``all_gather_into_tensor``, ``reduce_scatter_tensor``, ``reduce``, ``barrier``, ``send``,
-``recv``) take PyTorch's arguments, ``group=`` and ``async_op=`` included. Importing this
+nccl4py) connects them, and the collectives (``all_reduce``, ``broadcast``, ``reduce``,
+``all_gather``, ``all_gather_into_tensor``, ``gather``, ``scatter``, ``reduce_scatter``,
+``reduce_scatter_tensor``, ``all_to_all``, ``all_to_all_single``, ``barrier``,
+``monitored_barrier``, ``send``, ``recv``, ``batch_isend_irecv`` and the ``*_object``
+ones) take PyTorch's arguments, ``group=``, ``group_src=``/``group_dst=`` and ``async_op=``
+included. Importing this
 package imports neither mpi4py nor nccl4py: they load when a process group is made. See
 docs/distributed.md.
 

@@ -14,7 +14,9 @@ Note [MPI staging]: MPI reads and writes a C-contiguous host buffer.
   * A CUDA tensor is staged through host memory the same way (a device-to-host copy before,
     a host-to-device copy after): correct, not fast. Use the ``nccl`` backend for GPU tensors.
   * bfloat16 (which NumPy lacks) travels as its float32 values; results of reductions are
-    rounded back onto the bfloat16 grid when written back.
+    rounded back onto the bfloat16 grid when written back. float16 reductions also run on
+    float32 copies and are rounded once at the end: no partial sum is rounded to float16 (or
+    overflows it) on the way, so the result is the correctly rounded one.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ class _Staged:
 
     __slots__ = ("buf", "direct", "divisor", "tensor")
 
-    def __init__(self, t, writes: bool = True, divisor: int | None = None):
+    def __init__(self, t, writes: bool = True, divisor: int | None = None,
+                 widen: bool = False):
         self.tensor = t
         self.divisor = divisor  # ReduceOp.AVG: MPI sums, the average is the sum / size
         if t._device.type == "cpu":
@@ -63,6 +66,8 @@ class _Staged:
         else:  # CUDA: staged through host memory
             self.direct = False
             self.buf = np.ascontiguousarray(host_values(t.detach().cpu()._data))
+        if widen and self.buf.dtype == np.float16:  # a reduction's operand: float32
+            self.buf, self.direct = self.buf.astype(np.float32), False
 
     def commit(self) -> None:
         t, buf = self.tensor, self.buf
@@ -124,7 +129,7 @@ class MPIBackend:
 
     # -- collectives (every rank of the communicator calls each, in the same order) --------------
     def allreduce(self, t, op_name: str) -> Work:
-        s = _Staged(t, divisor=self._avg(op_name))
+        s = _Staged(t, divisor=self._avg(op_name), widen=True)
         req = self.comm.Iallreduce(self.MPI.IN_PLACE, s.buf, self._op(op_name, t._dtype))
         return self._work(req, (s,))
 
@@ -135,7 +140,7 @@ class MPIBackend:
         return self._work(req, () if is_root else (s,), (s,))  # the root's values stay
 
     def reduce(self, t, root: int, op_name: str) -> Work:
-        s = _Staged(t, divisor=self._avg(op_name))
+        s = _Staged(t, divisor=self._avg(op_name), widen=True)
         is_root = self.comm.Get_rank() == root
         op = self._op(op_name, t._dtype)
         if is_root:
@@ -152,8 +157,41 @@ class MPIBackend:
 
     def reduce_scatter(self, out, inp, op_name: str) -> Work:
         """``out`` receives this rank's block of the elementwise reduction of ``inp``."""
-        so, si = _Staged(out, divisor=self._avg(op_name)), _Staged(inp, writes=False)
+        so = _Staged(out, divisor=self._avg(op_name), widen=True)
+        si = _Staged(inp, writes=False, widen=True)
         req = self.comm.Ireduce_scatter_block(si.buf, so.buf, self._op(op_name, inp._dtype))
+        return self._work(req, (so,), (si,))
+
+    def gather(self, out, inp, root: int) -> Work:
+        """On ``root``, ``out`` (world_size * inp.numel() elements, rank-major) receives
+        every rank's ``inp``; the other ranks pass ``out=None``."""
+        si = _Staged(inp, writes=False)
+        if out is None:
+            req = self.comm.Igather(self._bytes(si.buf), None, root=root)
+            return self._work(req, (), (si,))
+        so = _Staged(out)
+        req = self.comm.Igather(self._bytes(si.buf), self._bytes(so.buf), root=root)
+        return self._work(req, (so,), (si,))
+
+    def scatter(self, out, inp, root: int) -> Work:
+        """``out`` receives block ``rank`` of root's ``inp`` (None on the other ranks)."""
+        so = _Staged(out)
+        si = None if inp is None else _Staged(inp, writes=False)
+        req = self.comm.Iscatter(None if si is None else self._bytes(si.buf),
+                                 self._bytes(so.buf), root=root)
+        return self._work(req, (so,), (si,))
+
+    def alltoallv(self, out, inp, out_counts: list, in_counts: list) -> Work:
+        """Block ``j`` of ``inp`` (``in_counts[j]`` elements, in order) goes to rank ``j``;
+        block ``i`` of ``out`` (``out_counts[i]`` elements) comes from rank ``i``."""
+        so, si = _Staged(out), _Staged(inp, writes=False)
+        size = so.buf.itemsize
+
+        def spec(buf, counts):
+            nbytes = [c * size for c in counts]
+            displs = np.concatenate(([0], np.cumsum(nbytes)[:-1])).astype(int).tolist()
+            return [self._bytes(buf), (nbytes, displs), self.MPI.BYTE]
+        req = self.comm.Ialltoallv(spec(si.buf, in_counts), spec(so.buf, out_counts))
         return self._work(req, (so,), (si,))
 
     def barrier(self) -> Work:
@@ -185,6 +223,12 @@ class MPIBackend:
 
     def broadcast_object(self, obj, root: int):
         return self.comm.bcast(obj, root=root)
+
+    def gather_object(self, obj, root: int) -> list | None:
+        return self.comm.gather(obj, root=root)
+
+    def scatter_object(self, objs: list | None, root: int):
+        return self.comm.scatter(objs, root=root)
 
     def free(self) -> None:
         if self.comm != self.MPI.COMM_WORLD and self.comm != self.MPI.COMM_NULL:

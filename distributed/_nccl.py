@@ -151,8 +151,25 @@ class NCCLBackend:
         sub = self.mpi.split(member, key)
         return None if sub is None else NCCLBackend(sub, self.device)
 
+    # gather, scatter and all-to-all have no NCCL collective of their own (NCCL would need
+    # grouped send/recv): they go through MPI, the tensors staged through host memory.
+    def gather(self, out, inp, root: int) -> Work:
+        return self.mpi.gather(out, inp, root)
+
+    def scatter(self, out, inp, root: int) -> Work:
+        return self.mpi.scatter(out, inp, root)
+
+    def alltoallv(self, out, inp, out_counts: list, in_counts: list) -> Work:
+        return self.mpi.alltoallv(out, inp, out_counts, in_counts)
+
     def allgather_object(self, obj) -> list:
         return self.mpi.allgather_object(obj)
+
+    def gather_object(self, obj, root: int) -> list | None:
+        return self.mpi.gather_object(obj, root)
+
+    def scatter_object(self, objs: list | None, root: int):
+        return self.mpi.scatter_object(objs, root)
 
     def broadcast_object(self, obj, root: int):
         return self.mpi.broadcast_object(obj, root)

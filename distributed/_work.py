@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-__all__ = ["Work"]
+__all__ = ["Future", "Work"]
 
 
 class Work:
@@ -74,6 +74,10 @@ class Work:
         """The output tensors of the operation (call after ``wait``)."""
         return self._outputs
 
+    def get_future(self) -> Future:
+        """A ``Future`` completed with the output tensors when the operation completes."""
+        return Future(self)
+
     def source_rank(self) -> int:
         """For a completed ``irecv``: the rank the message came from."""
         if not self._done:
@@ -83,6 +87,44 @@ class Work:
 
     def __repr__(self) -> str:
         return f"<tritongrad.distributed.Work {'completed' if self._done else 'pending'}>"
+
+
+class Future:
+    """The ``torch.futures.Future`` of a Work (``Work.get_future()``): its value is the
+    list of the operation's output tensors, or what a ``then`` callback returned."""
+
+    __slots__ = ("_callback", "_parent", "_value", "_work")
+
+    def __init__(self, work: Work | None = None, parent: Future | None = None,
+                 callback: Callable | None = None):
+        self._work, self._parent, self._callback = work, parent, callback
+        self._value = None
+
+    def done(self) -> bool:
+        """True once the value is available (non-blocking)."""
+        if self._work is not None:
+            return self._work.is_completed()
+        return self._parent.done()
+
+    def wait(self):
+        """Blocks until the operation completed; returns the value."""
+        if self._work is not None:
+            self._work.wait()
+            return self._work.result()
+        if self._callback is not None:
+            self._parent.wait()
+            self._value, self._callback = self._callback(self._parent), None
+        return self._value
+
+    def value(self):
+        """The value of a completed future (raises if not yet done)."""
+        if not self.done():
+            raise RuntimeError("Future.value: the future is not completed yet; call wait()")
+        return self.wait()
+
+    def then(self, callback: Callable) -> Future:
+        """A future whose value is ``callback(self)``, run when it is waited for."""
+        return Future(parent=self, callback=callback)
 
 
 def completed(outputs: tuple = ()) -> Work:

@@ -24,6 +24,7 @@ from ._work import Work, completed
 __all__ = [
     "Backend",
     "GroupMember",
+    "P2POp",
     "ProcessGroup",
     "ReduceOp",
     "Work",
@@ -31,25 +32,38 @@ __all__ = [
     "all_gather_into_tensor",
     "all_gather_object",
     "all_reduce",
+    "all_to_all",
+    "all_to_all_single",
     "barrier",
+    "batch_isend_irecv",
     "broadcast",
     "broadcast_object_list",
     "destroy_process_group",
+    "gather",
+    "gather_object",
     "get_backend",
+    "get_global_rank",
+    "get_group_rank",
     "get_process_group_ranks",
     "get_rank",
     "get_world_size",
+    "group",
     "init_process_group",
     "irecv",
     "is_available",
+    "is_gloo_available",
     "is_initialized",
     "is_mpi_available",
     "is_nccl_available",
     "isend",
+    "monitored_barrier",
     "new_group",
     "recv",
     "reduce",
+    "reduce_scatter",
     "reduce_scatter_tensor",
+    "scatter",
+    "scatter_object_list",
     "send",
 ]
 
@@ -61,6 +75,12 @@ class _NotInitialized(ValueError, RuntimeError):
     """Raised by every call that needs the default group before ``init_process_group``:
     PyTorch 2 raises ValueError here and PyTorch 1 RuntimeError; both ``except`` clauses
     catch this one."""
+
+
+class _CheckError(ValueError, RuntimeError):
+    """A bad argument caught before any communication. PyTorch raises RuntimeError for many
+    of these (from its backend: wrong sizes, dtypes, roots, reduction ops) and ValueError
+    for others; both ``except`` clauses catch this one."""
 
 
 class Backend(str):
@@ -110,6 +130,9 @@ class GroupMember:
     NON_GROUP_MEMBER = object()
 
 
+group = GroupMember  # PyTorch's other name for it: ``dist.group.WORLD``
+
+
 class ProcessGroup:
     """A group of ranks that communicate together, over one backend.
 
@@ -156,6 +179,11 @@ def is_mpi_available() -> bool:
     """True if the MPI backend can be used (mpi4py imports)."""
     import importlib.util
     return importlib.util.find_spec("mpi4py") is not None
+
+
+def is_gloo_available() -> bool:
+    """False: tritongrad has no gloo backend; ``mpi`` is its CPU backend."""
+    return False
 
 
 def is_nccl_available() -> bool:
@@ -261,16 +289,21 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
 
 
 def new_group(ranks: list[int] | None = None, timeout=None, backend: str | None = None,
-              pg_options=None, use_local_synchronization: bool = False) -> ProcessGroup:
+              pg_options=None, use_local_synchronization: bool = False, group_desc=None,
+              device_id=None, sort_ranks: bool = True) -> ProcessGroup:
     """Creates a group of a subset of the world's ranks (default: all of them).
 
     Every process of the world must call it, members or not, with the same ``ranks``. The
-    members get the group (ranks numbered by their order in ``sorted(ranks)``); the others
-    get ``GroupMember.NON_GROUP_MEMBER``, and collectives they call with it do nothing.
+    members get the group (ranks numbered by their order in ``sorted(ranks)``, or in
+    ``ranks`` with ``sort_ranks=False``); the others get ``GroupMember.NON_GROUP_MEMBER``,
+    and collectives they call with it do nothing.
 
     Args:
         ranks: global ranks of the members.
         backend: must be None or the default group's backend.
+        group_desc, device_id: accepted for compatibility (a label; NCCL's device is the
+            default group's).
+        sort_ranks: number the members in sorted order (default) or in ``ranks``' order.
         timeout, pg_options, use_local_synchronization: not supported; leave them at their
             defaults.
     """
@@ -282,13 +315,15 @@ def new_group(ranks: list[int] | None = None, timeout=None, backend: str | None 
         raise ValueError(f"new_group: backend {backend!r} differs from the default group's "
                          f"{world._backend_name!r}; tritongrad groups share the default backend")
     n = world.size()
-    members = sorted(range(n) if ranks is None else {int(r) for r in ranks})
+    members = list(range(n)) if ranks is None else list(dict.fromkeys(int(r) for r in ranks))
+    if sort_ranks:
+        members.sort()
     bad = [r for r in members if not 0 <= r < n]
     if bad:
         raise ValueError(f"new_group: ranks {bad} are out of range for a world of {n} "
                          f"processes")
     member = world.rank() in members
-    impl = world._impl.split(member, world.rank())
+    impl = world._impl.split(member, members.index(world.rank()) if member else 0)
     if not member:
         return GroupMember.NON_GROUP_MEMBER
     group = ProcessGroup(world._backend_name, impl, members, members.index(world.rank()))
@@ -337,6 +372,28 @@ def get_backend(group: ProcessGroup | None = None) -> str:
     return g._backend_name
 
 
+def get_group_rank(group: ProcessGroup | None, global_rank: int) -> int:
+    """The rank in ``group`` of the process with global rank ``global_rank`` (the identity
+    for the world group)."""
+    g = _group(group, "get_group_rank")
+    if g is None:
+        raise ValueError("Invalid process group specified")
+    if int(global_rank) not in g._ranks:
+        raise ValueError(f"Global rank {global_rank} is not part of group {g}")
+    return g._ranks.index(int(global_rank))
+
+
+def get_global_rank(group: ProcessGroup | None, group_rank: int) -> int:
+    """The global rank of the process with rank ``group_rank`` in ``group`` (the identity
+    for the world group)."""
+    g = _group(group, "get_global_rank")
+    if g is None:
+        raise ValueError("Invalid process group specified")
+    if not 0 <= int(group_rank) < g.size():
+        raise ValueError(f"Group rank {group_rank} is not part of group {g}")
+    return g._ranks[int(group_rank)]
+
+
 def get_process_group_ranks(group: ProcessGroup) -> list[int]:
     """The global ranks of ``group``'s members, in group-rank order."""
     g = _group(group, "get_process_group_ranks")
@@ -359,8 +416,8 @@ def _check_tensor(op: str, t, name: str, g: ProcessGroup) -> None:
 
 def _check_same(op: str, a, an: str, b, bn: str) -> None:
     if a._dtype is not b._dtype:
-        raise ValueError(f"{op}: {an} and {bn} must have the same dtype, got {a._dtype} and "
-                         f"{b._dtype}")
+        raise _CheckError(f"{op}: {an} and {bn} must have the same dtype, got {a._dtype} "
+                          f"and {b._dtype}")
     if a._device != b._device:
         raise ValueError(f"{op}: {an} and {bn} must be on the same device, got {a._device} "
                          f"and {b._device}")
@@ -377,23 +434,24 @@ def _check_world_multiple(op: str, g: ProcessGroup, big, big_name: str, small,
                           small_name: str, rule: str) -> None:
     """``big`` holds ``small`` once per rank (PyTorch's ``rule`` when it does not)."""
     if big.numel() != small.numel() * g.size():
-        raise ValueError(f"{op}: {rule}: {big_name} has {big.numel()} elements "
-                         f"{list(big.shape)}, {small_name} {small.numel()} {list(small.shape)}, "
-                         f"world_size {g.size()}")
+        raise _CheckError(f"{op}: {rule}: {big_name} has {big.numel()} elements "
+                          f"{list(big.shape)}, {small_name} {small.numel()} "
+                          f"{list(small.shape)}, world_size {g.size()}")
 
 
 def _op_name(op: str, red, t) -> str:
     if not isinstance(red, ReduceOp.RedOpType):
         raise TypeError(f"{op}: op must be a ReduceOp (e.g. ReduceOp.SUM), got {red!r}")
     d = t._dtype
+    if d.is_complex and red not in (ReduceOp.SUM, ReduceOp.AVG):
+        # PyTorch's words (a ValueError on every backend, PRODUCT included)
+        raise ValueError(f"{op} does not support {red} on complex tensors")
     if red is ReduceOp.AVG and not (d.is_floating_point or d.is_complex):
-        raise ValueError(f"{op}: ReduceOp.AVG needs a floating-point or complex tensor, got "
-                         f"{d}; reduce with SUM and divide, or convert first")
-    if red in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and (d.is_floating_point
-                                                                 or d.is_complex):
-        raise ValueError(f"{op}: ReduceOp.{red.name} needs an integer or bool tensor, got {d}")
-    if red in (ReduceOp.MIN, ReduceOp.MAX) and d.is_complex:
-        raise ValueError(f"{op}: ReduceOp.{red.name} is undefined for complex tensors ({d})")
+        raise _CheckError(f"{op}: ReduceOp.AVG needs a floating-point or complex tensor, got "
+                          f"{d}; reduce with SUM and divide, or convert first")
+    if red in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and d.is_floating_point:
+        raise _CheckError(f"Cannot use ReduceOp.{red.name} with non-integral dtype in {op}: "
+                          f"ReduceOp.{red.name} needs an integer or bool tensor, got {d}")
     return red.name
 
 
@@ -401,8 +459,26 @@ def _group_rank(op: str, g: ProcessGroup, global_rank: int, name: str) -> int:
     try:
         return g._ranks.index(int(global_rank))
     except ValueError:
-        raise ValueError(f"{op}: {name}={global_rank}: the global rank {global_rank} is not "
-                         f"part of the group (ranks {g._ranks})") from None
+        raise _CheckError(f"{op}: {name}={global_rank}: the global rank {global_rank} is not "
+                          f"part of the group (ranks {g._ranks})") from None
+
+
+def _root(op: str, g: ProcessGroup, global_rank, group_rank, name: str,
+          default: int | None = None) -> int:
+    """The group rank a root or peer was given as: a global rank (``src=``/``dst=``) or a
+    rank in ``g`` (``group_src=``/``group_dst=``); ``default`` (a group rank) for neither."""
+    if group_rank is not None:
+        if global_rank is not None:
+            raise ValueError(f"Can't specify both {name} and group_{name} ({op})")
+        if not 0 <= int(group_rank) < g.size():
+            raise _CheckError(f"{op}: group_{name}={group_rank} is not a rank of the group "
+                              f"(size {g.size()})")
+        return int(group_rank)
+    if global_rank is None:
+        if default is None:
+            raise ValueError(f"Must specify {name} or group_{name} ({op})")
+        return default
+    return _group_rank(op, g, global_rank, name)
 
 
 def _debug_check(op: str, g: ProcessGroup, *facts) -> None:
@@ -481,8 +557,8 @@ def all_reduce(tensor, op=ReduceOp.SUM, group: ProcessGroup | None = None,
     return _finish(g._impl.allreduce(tensor, red), async_op, (tensor,))
 
 
-def broadcast(tensor, src: int, group: ProcessGroup | None = None,
-              async_op: bool = False) -> Work | None:
+def broadcast(tensor, src: int | None = None, group: ProcessGroup | None = None,
+              async_op: bool = False, group_src: int | None = None) -> Work | None:
     """Broadcasts the tensor to the whole group: ``tensor`` must have the same number of
     elements in all processes; on the ranks other than ``src`` it is overwritten in place.
 
@@ -492,18 +568,19 @@ def broadcast(tensor, src: int, group: ProcessGroup | None = None,
         src: source rank (global, as in PyTorch).
         group: the process group to work on (default: the world).
         async_op: whether this op should be an async op.
+        group_src: source rank in ``group`` (instead of ``src``).
     """
     g = _group(group, "broadcast")
     if g is None:
         return _not_member("broadcast", async_op)
     _check_tensor("broadcast", tensor, "tensor", g)
-    root = _group_rank("broadcast", g, src, "src")
+    root = _root("broadcast", g, src, group_src, "src")
     _debug_check("broadcast", g, src, *_facts(tensor))
     return _finish(g._impl.broadcast(tensor, root), async_op, (tensor,))
 
 
-def reduce(tensor, dst: int, op=ReduceOp.SUM, group: ProcessGroup | None = None,
-           async_op: bool = False) -> Work | None:
+def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group: ProcessGroup | None = None,
+           async_op: bool = False, group_dst: int | None = None) -> Work | None:
     """Reduces the tensor data across all machines; only the process with rank ``dst`` is
     going to receive the final result (in ``tensor``, in place). The other ranks' tensors
     keep their values here (PyTorch leaves them unspecified).
@@ -514,13 +591,14 @@ def reduce(tensor, dst: int, op=ReduceOp.SUM, group: ProcessGroup | None = None,
         op: one of the ``ReduceOp`` values.
         group: the process group to work on (default: the world).
         async_op: whether this op should be an async op.
+        group_dst: destination rank in ``group`` (instead of ``dst``).
     """
     g = _group(group, "reduce")
     if g is None:
         return _not_member("reduce", async_op)
     _check_tensor("reduce", tensor, "tensor", g)
     red = _op_name("reduce", op, tensor)
-    root = _group_rank("reduce", g, dst, "dst")
+    root = _root("reduce", g, dst, group_dst, "dst")
     _debug_check("reduce", g, dst, red, *_facts(tensor))
     return _finish(g._impl.reduce(tensor, root, red), async_op, (tensor,))
 
@@ -566,29 +644,243 @@ def all_gather(tensor_list: list, tensor, group: ProcessGroup | None = None,
     if g is None:
         return _not_member(op, async_op)
     _check_tensor(op, tensor, "tensor", g)
-    if not isinstance(tensor_list, (list, tuple)) or len(tensor_list) != g.size():
-        n = len(tensor_list) if isinstance(tensor_list, (list, tuple)) else tensor_list
-        raise ValueError(f"{op}: tensor_list must be a list of world_size={g.size()} tensors, "
-                         f"got {n!r}")
-    for i, t in enumerate(tensor_list):
-        _check_tensor(op, t, f"tensor_list[{i}]", g)
-        _check_same(op, t, f"tensor_list[{i}]", tensor, "tensor")
-        if tuple(t.shape) != tuple(tensor.shape):
-            raise ValueError(f"{op}: tensor_list[{i}] has shape {list(t.shape)}, but tensor "
-                             f"has {list(tensor.shape)}; every rank's tensor must have the "
-                             f"same shape")
+    _check_list(op, g, tensor_list, "tensor_list", tensor, "tensor")
     _debug_check(op, g, *_facts(tensor))
-    # One gather into a contiguous staging tensor, then a copy into each list entry.
-    from ..autograd.ops.creation import empty
-    flat = empty((g.size(),) + tuple(tensor.shape), dtype=tensor.dtype, device=tensor.device)
+    flat = _stacked_like(tensor, g.size())
+    work = _then(g._impl.allgather(flat, tensor), _unstack_into(flat, tensor_list))
+    return _finish(work, async_op, tuple(tensor_list))
 
-    def scatter_into_list():
+
+def _check_list(op: str, g: ProcessGroup, tensors, name: str, like, like_name: str) -> None:
+    """``tensors`` is a list of ``world_size`` tensors with ``like``'s shape, dtype, device."""
+    if not isinstance(tensors, (list, tuple)) or len(tensors) != g.size():
+        n = len(tensors) if isinstance(tensors, (list, tuple)) else tensors
+        raise _CheckError(f"{op}: {name} must be a list of world_size={g.size()} tensors, "
+                          f"got {n!r}")
+    for i, t in enumerate(tensors):
+        _check_tensor(op, t, f"{name}[{i}]", g)
+        _check_same(op, t, f"{name}[{i}]", like, like_name)
+        if tuple(t.shape) != tuple(like.shape):
+            raise _CheckError(f"{op}: {name}[{i}] has shape {list(t.shape)}, but {like_name} "
+                              f"has {list(like.shape)}; every rank's tensor must have the "
+                              f"same shape")
+
+
+def _stacked_like(t, n: int):
+    """A contiguous ``(n, *t.shape)`` staging tensor: a list collective moves one buffer."""
+    from ..autograd.ops.creation import empty
+    return empty((n,) + tuple(t.shape), dtype=t.dtype, device=t.device)
+
+
+def _stack(tensors: list):
+    """The tensors' values in one contiguous ``(len, *shape)`` tensor (no autograd)."""
+    from ..autograd.grad_mode import no_grad
+    from ..autograd.ops.shape import stack
+    with no_grad():
+        return stack([t.detach() for t in tensors])
+
+
+def _unstack_into(flat, tensors: list):
+    """The completion step that copies block ``i`` of ``flat`` into ``tensors[i]``."""
+    def copy_out():
         from ..autograd.grad_mode import no_grad
         with no_grad():
-            for i, t in enumerate(tensor_list):
-                t.detach().copy_(flat[i])
-    work = _then(g._impl.allgather(flat, tensor), scatter_into_list)
-    return _finish(work, async_op, tuple(tensor_list))
+            for i, t in enumerate(tensors):
+                t.detach().copy_(flat[i].view(t.shape))
+    return copy_out
+
+
+def _root_list(op: str, g: ProcessGroup, root: int, tensors, name: str) -> None:
+    """PyTorch's rule for gather/scatter lists: given on the root, and only there."""
+    if g.rank() == root:
+        if not tensors:
+            raise ValueError(f"Argument ``{name}`` must be specified on "
+                             f"{'destination' if op == 'gather' else 'source'} rank.")
+    elif tensors:
+        raise ValueError(f"Argument ``{name}`` must NOT be specified on "
+                         f"non-{'destination' if op == 'gather' else 'source'} ranks.")
+
+
+def gather(tensor, gather_list: list | None = None, dst: int | None = None,
+           group: ProcessGroup | None = None, async_op: bool = False,
+           group_dst: int | None = None) -> Work | None:
+    """Gathers a list of tensors in a single process: on rank ``dst``, ``gather_list[i]``
+    receives rank ``i``'s ``tensor``.
+
+    Args:
+        tensor: input tensor.
+        gather_list: on ``dst`` only (None elsewhere): ``world_size`` tensors of
+            ``tensor``'s shape and dtype.
+        dst: destination rank (global; default 0).
+        group: the process group to work on (default: the world).
+        async_op: whether this op should be an async op.
+        group_dst: destination rank in ``group`` (instead of ``dst``).
+    """
+    op = "gather"
+    g = _group(group, op)
+    if g is None:
+        return _not_member(op, async_op)
+    _check_tensor(op, tensor, "tensor", g)
+    root = _root(op, g, dst, group_dst, "dst", default=0)
+    _root_list(op, g, root, gather_list, "gather_list")
+    _debug_check(op, g, root, *_facts(tensor))
+    if g.rank() != root:
+        return _finish(g._impl.gather(None, tensor, root), async_op, ())
+    _check_list(op, g, gather_list, "gather_list", tensor, "tensor")
+    flat = _stacked_like(tensor, g.size())
+    work = _then(g._impl.gather(flat, tensor, root), _unstack_into(flat, gather_list))
+    return _finish(work, async_op, tuple(gather_list))
+
+
+def scatter(tensor, scatter_list: list | None = None, src: int | None = None,
+            group: ProcessGroup | None = None, async_op: bool = False,
+            group_src: int | None = None) -> Work | None:
+    """Scatters a list of tensors to all processes: rank ``i``'s ``tensor`` receives
+    ``scatter_list[i]`` of rank ``src``.
+
+    Args:
+        tensor: output tensor.
+        scatter_list: on ``src`` only (None elsewhere): ``world_size`` tensors of
+            ``tensor``'s shape and dtype.
+        src: source rank (global; default 0).
+        group: the process group to work on (default: the world).
+        async_op: whether this op should be an async op.
+        group_src: source rank in ``group`` (instead of ``src``).
+    """
+    op = "scatter"
+    g = _group(group, op)
+    if g is None:
+        return _not_member(op, async_op)
+    _check_tensor(op, tensor, "tensor", g)
+    root = _root(op, g, src, group_src, "src", default=0)
+    _root_list(op, g, root, scatter_list, "scatter_list")
+    _debug_check(op, g, root, *_facts(tensor))
+    flat = None
+    if g.rank() == root:
+        _check_list(op, g, scatter_list, "scatter_list", tensor, "tensor")
+        flat = _stack(scatter_list)
+    return _finish(g._impl.scatter(tensor, flat, root), async_op, (tensor,))
+
+
+def reduce_scatter(output, input_list: list, op=ReduceOp.SUM,
+                   group: ProcessGroup | None = None, async_op: bool = False) -> Work | None:
+    """Reduces, then scatters a list of tensors to all processes in a group: ``output``
+    receives the elementwise reduction of every rank's ``input_list[rank]``.
+
+    Args:
+        output: output tensor.
+        input_list: ``world_size`` tensors of ``output``'s shape and dtype.
+        op: one of the ``ReduceOp`` values.
+        group: the process group to work on (default: the world).
+        async_op: whether this op should be an async op.
+    """
+    name = "reduce_scatter"
+    g = _group(group, name)
+    if g is None:
+        return _not_member(name, async_op)
+    _check_tensor(name, output, "output", g)
+    _check_list(name, g, input_list, "input_list", output, "output")
+    red = _op_name(name, op, output)
+    _debug_check(name, g, red, *_facts(output))
+    work = g._impl.reduce_scatter(output, _stack(input_list), red)
+    return _finish(work, async_op, (output,))
+
+
+def all_to_all_single(output, input, output_split_sizes: list | None = None,
+                      input_split_sizes: list | None = None,
+                      group: ProcessGroup | None = None, async_op: bool = False) -> Work | None:
+    """Splits ``input`` along its first dimension and scatters the pieces to every rank,
+    then concatenates the pieces received from every rank into ``output``: rank ``j``
+    receives rank ``i``'s ``i``-to-``j`` piece in its ``i``-th slot.
+
+    Args:
+        output: gathered concatenated output tensor.
+        input: input tensor to scatter.
+        output_split_sizes: the number of first-dimension rows received from each rank
+            (None: ``output.shape[0]`` split evenly).
+        input_split_sizes: the number of rows sent to each rank (None: an even split).
+        group: the process group to work on (default: the world).
+        async_op: whether this op should be an async op.
+
+    Example (``mpirun -n 2``)::
+
+        >>> inp = tg.arange(4) + 4 * dist.get_rank()   # rank 0: [0 1 2 3], 1: [4 5 6 7]
+        >>> out = tg.empty(4, dtype=tg.int64)
+        >>> dist.all_to_all_single(out, inp)
+        >>> out                                        # rank 0: [0 1 4 5], 1: [2 3 6 7]
+    """
+    op = "all_to_all_single"
+    g = _group(group, op)
+    if g is None:
+        return _not_member(op, async_op)
+    _check_pair(op, g, output, "output", input, "input")
+    counts = [_split_counts(op, g, t, sizes, name) for t, sizes, name in
+              ((output, output_split_sizes, "output"), (input, input_split_sizes, "input"))]
+    _debug_check(op, g, *_facts(input))
+    return _finish(g._impl.alltoallv(output, input, *counts), async_op, (output,))
+
+
+def _split_counts(op: str, g: ProcessGroup, t, sizes, name: str) -> list[int]:
+    """Elements per rank of ``t`` split along its first dimension by ``sizes`` (rows)."""
+    rows = t.shape[0] if t.dim() else 1
+    row = t.numel() // rows if rows else 0
+    if sizes is None or len(sizes) == 0:
+        if rows % g.size():
+            raise _CheckError(f"{op}: {name} tensor's first dimension ({rows}) must divide "
+                              f"evenly by world_size {g.size()}; pass {name}_split_sizes")
+        return [rows // g.size() * row] * g.size()
+    sizes = [int(s) for s in sizes]
+    if len(sizes) != g.size() or sum(sizes) != rows or min(sizes) < 0:
+        raise _CheckError(f"{op}: {name}_split_sizes {sizes} must hold world_size="
+                          f"{g.size()} non-negative row counts summing to {name}'s first "
+                          f"dimension {rows}")
+    return [s * row for s in sizes]
+
+
+def all_to_all(output_tensor_list: list, input_tensor_list: list,
+               group: ProcessGroup | None = None, async_op: bool = False) -> Work | None:
+    """Scatters a list of input tensors to all processes and gathers a list of tensors
+    from them: rank ``j``'s ``output_tensor_list[i]`` receives rank ``i``'s
+    ``input_tensor_list[j]`` (shapes may differ between slots; sizes must agree pairwise).
+
+    Args:
+        output_tensor_list: ``world_size`` tensors to receive into.
+        input_tensor_list: ``world_size`` tensors to send.
+        group: the process group to work on (default: the world).
+        async_op: whether this op should be an async op.
+    """
+    op = "all_to_all"
+    g = _group(group, op)
+    if g is None:
+        return _not_member(op, async_op)
+    # the inputs first: every tensor is compared with input_tensor_list[0]
+    lists = ((input_tensor_list, "input_tensor_list"), (output_tensor_list, "output_tensor_list"))
+    for tensors, name in lists:
+        if not isinstance(tensors, (list, tuple)) or len(tensors) != g.size():
+            raise _CheckError(f"{op}: {name} must be a list of world_size={g.size()} "
+                              f"tensors")
+        for i, t in enumerate(tensors):
+            _check_tensor(op, t, f"{name}[{i}]", g)
+            _check_same(op, t, f"{name}[{i}]", input_tensor_list[0], "input_tensor_list[0]")
+    from ..autograd.grad_mode import no_grad
+    from ..autograd.ops.creation import empty
+    from ..autograd.ops.shape import cat
+    like = input_tensor_list[0]
+    with no_grad():
+        flat_in = cat([t.detach().reshape(-1) for t in input_tensor_list])
+    out_counts = [t.numel() for t in output_tensor_list]
+    flat_out = empty((sum(out_counts),), dtype=like.dtype, device=like.device)
+    _debug_check(op, g, str(like._dtype))
+
+    def copy_out():
+        with no_grad():
+            offset = 0
+            for t, n in zip(output_tensor_list, out_counts):
+                t.detach().copy_(flat_out[offset:offset + n].view(t.shape))
+                offset += n
+    work = g._impl.alltoallv(flat_out, flat_in, out_counts,
+                             [t.numel() for t in input_tensor_list])
+    return _finish(_then(work, copy_out), async_op, tuple(output_tensor_list))
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group: ProcessGroup | None = None,
@@ -618,7 +910,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group: ProcessGroup | 
 
 
 def barrier(group: ProcessGroup | None = None, async_op: bool = False,
-            device_ids=None) -> Work | None:
+            device_ids=None, timeout=None) -> Work | None:
     """Synchronizes all processes: each blocks until the whole group entered this call.
 
     Args:
@@ -626,6 +918,8 @@ def barrier(group: ProcessGroup | None = None, async_op: bool = False,
         async_op: whether this op should be an async op.
         device_ids: accepted for compatibility with the NCCL signature; must be None or list
             this process's one device.
+        timeout: a blocking barrier raises RuntimeError if the other ranks have not all
+            arrived within it (a ``datetime.timedelta``).
     """
     g = _group(group, "barrier")
     if g is None:
@@ -634,56 +928,159 @@ def barrier(group: ProcessGroup | None = None, async_op: bool = False,
         raise ValueError(f"barrier: device_ids must name this process's one device, got "
                          f"{device_ids!r}")
     _debug_check("barrier", g)
-    return _finish(g._impl.barrier(), async_op, ())
+    if timeout is None or async_op:
+        return _finish(g._impl.barrier(), async_op, ())
+    _wait_until(g, g._impl.barrier(), _as_timedelta(timeout, "barrier"), "barrier")
+    return None
 
 
-def isend(tensor, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> Work | None:
-    """Sends ``tensor`` to rank ``dst`` (global) asynchronously; returns a Work whose
-    ``wait()`` returns once the tensor may be modified again."""
+def _as_timedelta(timeout, op: str):
+    import datetime
+    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+        warnings.warn("Please specify timeout arg as a timedelta. Converting current value of "
+                      f"{timeout} assuming it represents seconds", stacklevel=3)
+        return datetime.timedelta(seconds=timeout)
+    if not isinstance(timeout, datetime.timedelta):
+        raise TypeError(f"{op}: timeout must be a datetime.timedelta, got "
+                        f"{type(timeout).__name__}")
+    return timeout
+
+
+def _wait_until(g: ProcessGroup, work: Work, timeout, op: str) -> None:
+    """Polls ``work`` until it completes, or raises once ``timeout`` has passed (the MPI
+    operation itself cannot be cancelled: it completes when the late ranks arrive)."""
+    import time
+    deadline = time.monotonic() + timeout.total_seconds()
+    while not work.is_completed():
+        if time.monotonic() > deadline:
+            ms = int(timeout.total_seconds() * 1000)
+            raise RuntimeError(f"[Rank {g.rank()}]: {op}: not every rank of the group passed "
+                               f"monitoredBarrier in {ms} ms")
+        time.sleep(0.0005)
+
+
+def isend(tensor, dst: int | None = None, group: ProcessGroup | None = None, tag: int = 0,
+          group_dst: int | None = None) -> Work | None:
+    """Sends ``tensor`` to rank ``dst`` (global; or ``group_dst`` in ``group``)
+    asynchronously; returns a Work whose ``wait()`` returns once the tensor may be modified
+    again."""
     g = _group(group, "isend")
     if g is None:
         return _not_member("isend", True)
     _check_tensor("isend", tensor, "tensor", g)
-    peer = _group_rank("isend", g, dst, "dst")
+    peer = _root("isend", g, dst, group_dst, "dst")
     if peer == g.rank():
-        raise ValueError(f"isend: dst={dst} is this process's own rank; sending to oneself "
-                         f"is not supported")
+        raise ValueError("Invalid destination rank: destination rank should not be the same "
+                         "as the rank of the current process.")
     return _finish(g._impl.send(tensor, peer, int(tag)), True, (tensor,))
 
 
 def irecv(tensor, src: int | None = None, group: ProcessGroup | None = None,
-          tag: int = 0) -> Work | None:
-    """Receives into ``tensor`` asynchronously from rank ``src`` (global; None: any rank).
-    The Work's ``source_rank()`` gives the sender's rank in ``group`` once ``wait()``
-    returned."""
+          tag: int = 0, group_src: int | None = None) -> Work | None:
+    """Receives into ``tensor`` asynchronously from rank ``src`` (global; or ``group_src``
+    in ``group``; None for both: any rank). The Work's ``source_rank()`` gives the sender's
+    rank in ``group`` once ``wait()`` returned."""
     g = _group(group, "irecv")
     if g is None:
         return _not_member("irecv", True)
     _check_tensor("irecv", tensor, "tensor", g)
-    peer = None if src is None else _group_rank("irecv", g, src, "src")
+    any_source = src is None and group_src is None
+    peer = None if any_source else _root("irecv", g, src, group_src, "src")
+    if peer == g.rank():
+        raise ValueError("Invalid source rank: source rank should not be the same as the "
+                         "rank of the current process.")
     return _finish(g._impl.recv(tensor, peer, int(tag)), True, (tensor,))
 
 
-def send(tensor, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> None:
-    """Sends ``tensor`` synchronously to rank ``dst`` (global)."""
-    work = isend(tensor, dst, group, tag)
+def send(tensor, dst: int | None = None, group: ProcessGroup | None = None, tag: int = 0,
+         group_dst: int | None = None) -> None:
+    """Sends ``tensor`` synchronously to rank ``dst`` (global; or ``group_dst``)."""
+    work = isend(tensor, dst, group, tag, group_dst)
     if work is not None:
         work.wait()
 
 
 def recv(tensor, src: int | None = None, group: ProcessGroup | None = None,
-         tag: int = 0) -> int:
-    """Receives ``tensor`` synchronously from rank ``src`` (global; None: any rank).
+         tag: int = 0, group_src: int | None = None) -> int:
+    """Receives ``tensor`` synchronously from rank ``src`` (global; or ``group_src``;
+    None for both: any rank).
 
     Returns:
         The sender's global rank (-1 if not part of the group).
     """
     g = _group(group, "recv")
-    work = irecv(tensor, src, group, tag)
+    work = irecv(tensor, src, group, tag, group_src)
     if work is None or g is None:
         return -1
     work.wait()
     return g._ranks[work.source_rank()]
+
+
+class P2POp:
+    """A point-to-point operation for ``batch_isend_irecv``: ``op`` (``isend`` or
+    ``irecv``), the tensor to send or receive into, and the peer (a global rank, or
+    ``group_peer`` in ``group``)."""
+
+    def __init__(self, op, tensor, peer: int | None = None,
+                 group: ProcessGroup | None = None, tag: int = 0,
+                 group_peer: int | None = None):
+        if op not in (isend, irecv):
+            raise ValueError("Invalid ``op``. Expected ``op`` to be of type "
+                             "``torch.distributed.isend`` or ``torch.distributed.irecv``.")
+        self.op, self.tensor, self.peer = op, tensor, peer
+        self.group, self.tag, self.group_peer = group, tag, group_peer
+
+    def __repr__(self) -> str:
+        return (f"P2POp(op={self.op.__name__}, peer={self.peer}, tag={self.tag}, "
+                f"shape={list(self.tensor.shape)})")
+
+
+def batch_isend_irecv(p2p_op_list: list) -> list:
+    """Starts every ``P2POp`` of the list (all non-blocking, so their order cannot
+    deadlock) and returns their Works, in order.
+
+    Example (``mpirun -n 2``)::
+
+        >>> send, recv = tg.ones(2) * rank, tg.zeros(2)
+        >>> ops = [dist.P2POp(dist.isend, send, (rank + 1) % world),
+        ...        dist.P2POp(dist.irecv, recv, (rank - 1) % world)]
+        >>> for work in dist.batch_isend_irecv(ops):
+        ...     work.wait()
+    """
+    if not isinstance(p2p_op_list, list) or not p2p_op_list \
+            or not all(isinstance(p, P2POp) for p in p2p_op_list):
+        raise ValueError("Invalid ``p2p_op_list``. Each op is expected to to be of type "
+                         "``torch.distributed.P2POp``.")
+    if any(p.group is not p2p_op_list[0].group for p in p2p_op_list):
+        raise ValueError("All ops need to use the same group.")
+    works = []
+    for p in p2p_op_list:
+        if p.op is isend:
+            w = isend(p.tensor, p.peer, p.group, p.tag, p.group_peer)
+        else:
+            w = irecv(p.tensor, p.peer, p.group, p.tag, p.group_peer)
+        if w is not None:
+            works.append(w)
+    return works
+
+
+def monitored_barrier(group: ProcessGroup | None = None, timeout=None,
+                      wait_all_ranks: bool = False) -> None:
+    """A barrier that raises instead of hanging when some rank does not enter it within
+    ``timeout`` (a ``datetime.timedelta``, or seconds; default 30 minutes, PyTorch's).
+
+    MPI cannot tell which ranks are missing without extra traffic, so the error says that
+    not every rank arrived, on each rank that timed out; ``wait_all_ranks`` is accepted for
+    compatibility.
+    """
+    import datetime
+    g = _group(group, "monitored_barrier")
+    if g is None:
+        _not_member("monitored_barrier", False)
+        return
+    timeout = datetime.timedelta(minutes=30) if timeout is None else \
+        _as_timedelta(timeout, "monitored_barrier")
+    _wait_until(g, g._impl.barrier(), timeout, "monitored_barrier")
 
 
 def all_gather_object(object_list: list, obj, group: ProcessGroup | None = None) -> None:
@@ -705,16 +1102,65 @@ def all_gather_object(object_list: list, obj, group: ProcessGroup | None = None)
     object_list[:] = g._impl.allgather_object(obj)
 
 
-def broadcast_object_list(object_list: list, src: int = 0,
-                          group: ProcessGroup | None = None) -> None:
-    """Broadcasts the picklable objects in ``object_list`` from rank ``src`` (global): the
-    other ranks' lists (of the same length) are overwritten in place."""
+def broadcast_object_list(object_list: list, src: int | None = None,
+                          group: ProcessGroup | None = None, device=None,
+                          group_src: int | None = None) -> None:
+    """Broadcasts the picklable objects in ``object_list`` from rank ``src`` (global; or
+    ``group_src``; default 0): the other ranks' lists (of the same length) are overwritten
+    in place. ``device`` is accepted for compatibility (objects travel pickled)."""
     g = _group(group, "broadcast_object_list")
     if g is None:
         return _not_member("broadcast_object_list", False)
-    root = _group_rank("broadcast_object_list", g, src, "src")
+    root = _root("broadcast_object_list", g, src, group_src, "src", default=0)
     values = g._impl.broadcast_object(list(object_list), root)
     if len(values) != len(object_list):
-        raise ValueError(f"broadcast_object_list: rank {src} sent {len(values)} objects but "
-                         f"this rank's list has {len(object_list)} entries")
+        raise ValueError(f"broadcast_object_list: rank {g._ranks[root]} sent {len(values)} "
+                         f"objects but this rank's list has {len(object_list)} entries")
     object_list[:] = values
+
+
+def gather_object(obj, object_gather_list: list | None = None, dst: int | None = None,
+                  group: ProcessGroup | None = None, group_dst: int | None = None) -> None:
+    """Gathers picklable objects in a single process: on rank ``dst`` (global; or
+    ``group_dst``; default 0), ``object_gather_list[i]`` becomes rank ``i``'s ``obj``; the
+    other ranks pass None."""
+    op = "gather_object"
+    g = _group(group, op)
+    if g is None:
+        return _not_member(op, False)
+    root = _root(op, g, dst, group_dst, "dst", default=0)
+    if g.rank() == root and (object_gather_list is None
+                             or len(object_gather_list) != g.size()):
+        # PyTorch asserts only after gathering; checked first here, so a rank that raises
+        # leaves no rank behind in the collective (the others then wait, as in PyTorch)
+        raise ValueError(f"{op}: object_gather_list must be a list of world_size={g.size()} "
+                         f"entries on the destination rank")
+    values = g._impl.gather_object(obj, root)
+    if g.rank() == root:
+        object_gather_list[:] = values
+
+
+def scatter_object_list(scatter_object_output_list: list,
+                        scatter_object_input_list: list | None = None,
+                        src: int | None = None, group: ProcessGroup | None = None,
+                        group_src: int | None = None) -> None:
+    """Scatters picklable objects: ``scatter_object_output_list[0]`` becomes
+    ``scatter_object_input_list[rank]`` of rank ``src`` (global; or ``group_src``;
+    default 0)."""
+    op = "scatter_object_list"
+    g = _group(group, op)
+    if g is None:
+        return _not_member(op, False)
+    if not isinstance(scatter_object_output_list, list) or len(scatter_object_output_list) < 1:
+        raise ValueError("Expected argument scatter_object_output_list to be a list of size "
+                         "at least 1.")
+    root = _root(op, g, src, group_src, "src", default=0)
+    objs = None
+    if g.rank() == root:
+        if scatter_object_input_list is None:
+            raise ValueError("source rank must provide non-None scatter_object_input_list")
+        objs = list(scatter_object_input_list)
+        if len(objs) != g.size():
+            raise ValueError(f"{op}: scatter_object_input_list must have world_size="
+                             f"{g.size()} entries, got {len(objs)}")
+    scatter_object_output_list[0] = g._impl.scatter_object(objs, root)

@@ -80,6 +80,14 @@ class DistributedDataParallel(Module):
             forward and mark the parameters it does not reach as ready, so their (zero)
             share still lets the buckets complete; a parameter that no rank used keeps its
             ``.grad`` as it was.
+        dim: accepted for compatibility (inputs are never split: one device per process).
+        init_sync: broadcast rank 0's parameters and buffers at construction (default).
+        check_reduction: ignored, as in PyTorch (deprecated there).
+        gradient_as_bucket_view: accepted; the gradients get the same values either way
+            (here they are never views of the communication buffers).
+        static_graph: the set of used parameters is the same in every iteration; handled
+            as ``find_unused_parameters`` (a graph walk per forward), which gives the
+            gradients PyTorch's static-graph mode gives.
 
     ``state_dict()`` keys carry the ``module.`` prefix, exactly as PyTorch's DDP (save
     ``ddp.module.state_dict()`` for a checkpoint without it).
@@ -93,9 +101,11 @@ class DistributedDataParallel(Module):
         >>> opt.step()
     """
 
-    def __init__(self, module: Module, device_ids=None, output_device=None,
-                 broadcast_buffers: bool = True, process_group=None,
-                 bucket_cap_mb: float | None = None, find_unused_parameters: bool = False):
+    def __init__(self, module: Module, device_ids=None, output_device=None, dim: int = 0,
+                 broadcast_buffers: bool = True, init_sync: bool = True, process_group=None,
+                 bucket_cap_mb: float | None = None, find_unused_parameters: bool = False,
+                 check_reduction: bool = False, gradient_as_bucket_view: bool = False,
+                 static_graph: bool = False):
         super().__init__()
         if not isinstance(module, Module):
             raise TypeError(f"DistributedDataParallel: module must be a tritongrad.nn.Module, "
@@ -127,6 +137,10 @@ class DistributedDataParallel(Module):
         self.output_device = output_device
         self.broadcast_buffers = broadcast_buffers
         self.find_unused_parameters = find_unused_parameters
+        self.gradient_as_bucket_view = gradient_as_bucket_view
+        self.static_graph = static_graph
+        self.dim = dim
+        self._walk_graph = find_unused_parameters or static_graph
         self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 2**20)
         self.require_backward_grad_sync = True
         self._params = params
@@ -134,7 +148,8 @@ class DistributedDataParallel(Module):
         self._src = dist.get_process_group_ranks(process_group)[0] if process_group else 0
 
         self._verify_shapes()
-        self._sync_module_states()
+        if init_sync:
+            self._sync_module_states()
         self._buckets, self._where = self._make_buckets(params)
         self._hooks = [p.register_post_accumulate_grad_hook(self._make_hook(i))
                        for i, p in enumerate(params)]  # Note [DDP hooks]
@@ -212,7 +227,7 @@ class DistributedDataParallel(Module):
             b.pending, b.flat, b.work = len(b.params), None, None
         self._next_bucket = 0
         self._unused = []
-        if self.find_unused_parameters:
+        if self._walk_graph:
             reached = _leaves_reached(outputs)
             self._unused = [i for i, p in enumerate(self._params) if id(p) not in reached]
 
@@ -246,7 +261,7 @@ class DistributedDataParallel(Module):
     def _mark_ready(self, i: int) -> None:
         if not self._in_flight:
             self._in_flight = True
-            if self.find_unused_parameters:
+            if self._walk_graph:
                 self._start_used_count()
                 for j in self._unused:
                     self._mark_one(j)
