@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
+import sys
 import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-__all__ = ["FLOP_RULES", "INPLACE_FUNCTIONS", "OpInfo", "composite_inplace", "export",
-           "flop_rule", "guarded", "install", "markdown", "unguarded", "with_inplace",
-           "with_jvp"]
+__all__ = ["FLOP_RULES", "INPLACE_FUNCTIONS", "OpInfo", "check_exact_out", "composite_inplace",
+           "export", "flop_rule", "guarded", "install", "markdown", "unguarded", "user_stacklevel",
+           "with_inplace", "with_jvp"]
 
 # How the profiler counts an op's FLOPs (profiler_util.estimate_flops): one per output element,
 # one per input element, 2 * M * N * K per (broadcast) batch, or that of the product of the
@@ -74,8 +76,10 @@ class OpInfo:
     guard: bool = True
     # The ``out=`` keyword the public function adds, for an op whose function has none
     # (``write_out``): "cast" (the result cast to out's dtype where PyTorch's casting allows),
-    # "dtype" (computed in out's dtype, as ``dtype=``: sum, cumsum) or "exact" (out's dtype
-    # must be the result's: PyTorch's structured kernels, matmul, tril); None: none added.
+    # "dtype" (computed in out's dtype, as ``dtype=``: sum, cumsum), "exact" (out's dtype
+    # must be the result's: PyTorch's structured kernels, matmul, tril) or "same" (as exact,
+    # with the error of PyTorch's TensorIterator ops that do not cast: clamp_min, frac);
+    # None: none added.
     out: str | None = None
     # What ``fn`` was given as (autocast's entry included): the method, and the function the
     # family module keeps for the ops' own calls, none of which pays for the guard.
@@ -180,7 +184,7 @@ def install(families: dict[str, tuple[OpInfo, ...]], tensor_cls: type,
     return public
 
 
-_OUT_FORMS = ("cast", "dtype", "exact")
+_OUT_FORMS = ("cast", "dtype", "exact", "same")
 
 
 def write_out(fn: Callable, name: str, form: str, args: tuple, kwargs: dict, out):
@@ -200,10 +204,50 @@ def write_out(fn: Callable, name: str, form: str, args: tuple, kwargs: dict, out
     from .autocast import suspended
     with suspended():  # (PyTorch's out= forms are not autocast: out's dtype is the caller's)
         result = fn(*args, **kwargs)
-    if form == "exact" and given and out.dtype is not result.dtype:
-        raise RuntimeError(f"Expected out tensor to have dtype {c_type_name(result.dtype)}, but "
-                           f"got {c_type_name(out.dtype)} instead")
+    if form in ("exact", "same") and given and out.dtype is not result.dtype:
+        if form == "same":
+            from .ops.elementwise import check_out_dtype
+            check_out_dtype(out, result.dtype)  # (its error)
+        error = _EXACT_ERRORS.get(name)
+        if error is not None:
+            from .checks import scalar_type_name
+            raise RuntimeError(error.format(want=scalar_type_name(result.dtype),
+                                            got=scalar_type_name(out.dtype)))
+        check_exact_out(out, result.dtype)
     return _result(result, out, name)
+
+
+# The ops whose kernels refuse an out= of another dtype in words of their own (the others say
+# check_exact_out's): "want" is the result's dtype, "got" out's (PyTorch's names: Float).
+_EXACT_ERRORS = {
+    **dict.fromkeys(("amax", "amin"), "Expected the dtype for input and out to match, but got "
+                    "{want} for input's dtype and {got} for out's dtype."),
+    **{op: op + "(): self and result must have the same scalar type"
+       for op in ("index_select", "masked_select")},
+}
+
+
+_LIBRARY_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                   d) + os.sep for d in ("autograd", "tritongrad"))
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for a ``warnings.warn`` in the function calling this that names the
+    first frame outside the library (the user's call, however deep the op's wrappers: guard,
+    out=, observers), as PyTorch's warnings from C++ do. Walks the stack: for warnings only."""
+    f, level = sys._getframe(1), 1
+    while f is not None and f.f_code.co_filename.startswith(_LIBRARY_DIRS):
+        f, level = f.f_back, level + 1
+    return level
+
+
+def check_exact_out(out, dtype) -> None:
+    """PyTorch's refusal of an ``out=`` tensor whose dtype is not ``dtype``, the result's, for
+    the ops that write into out without casting (OpInfo.out's "exact")."""
+    if getattr(out, "dtype", dtype) is not dtype:  # (not a tensor: _result's TypeError)
+        from .storage import _c_type as c_type_name
+        raise RuntimeError(f"Expected out tensor to have dtype {c_type_name(dtype)}, but got "
+                           f"{c_type_name(out.dtype)} instead")
 
 
 def _sparse_method(name: str, args: tuple):

@@ -21,7 +21,7 @@ from ...runtime import dtype as dtypes
 from ..checks import check_same_device, checked_index, scalar_type_name, tensor_arg
 from ..dispatch import (Primitive, apply, apply_inplace, as_shape, call, expanded_dims,
                         linear_jvp, meta, zeros)
-from ..registry import OpInfo
+from ..registry import OpInfo, check_exact_out
 from ..tensor import Tensor, wrap_dim
 from .combinations import diag, diagonal, tensor_split
 from .creation import arange, full
@@ -88,7 +88,10 @@ def matrix_H(x: Tensor) -> Tensor:
 def msort(input: Tensor, *, out=None) -> Tensor:
     """``input`` sorted along its first dimension (``sort(input, dim=0).values``)."""
     from .elementwise import _result
-    return _result(sort(tensor_arg(input, "msort"), 0).values, out, "msort")
+    r = sort(tensor_arg(input, "msort"), 0).values
+    if out is not None:
+        check_exact_out(out, r.dtype)  # (PyTorch's msort.out is sort's, which does not cast)
+    return _result(r, out, "sort")
 
 
 def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
@@ -372,7 +375,7 @@ OPS = (
     OpInfo("ravel", ravel, dtypes="all", grad="g viewed back"),
     OpInfo("adjoint", adjoint, dtypes="all", grad="adjoint(g)"),
     OpInfo("msort", msort, dtypes="all but complex", grad="sort's"),
-    OpInfo("narrow_copy", narrow_copy, dtypes="all", grad="g in a zero tensor"),
+    OpInfo("narrow_copy", narrow_copy, dtypes="all", grad="g in a zero tensor", out="exact"),
     OpInfo("diagflat", diagflat, dtypes="all", grad="the diagonal of g"),
     OpInfo("argwhere", argwhere, dtypes="all; int64 result", grad="none"),
     OpInfo("nonzero_static", nonzero_static, dtypes="all; int64 result", grad="none"),

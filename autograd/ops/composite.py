@@ -26,11 +26,11 @@ from ...runtime import dtype as dtypes
 from ...runtime.dtype import get_default_dtype, result_type
 from ..checks import kernel_not_implemented, operand_on_device, scalar_type_name, tensor_arg
 from ..dispatch import Primitive, apply, apply_inplace, elementwise_jvp, meta, opmath
-from ..registry import OpInfo, with_inplace
+from ..registry import OpInfo, check_exact_out, with_inplace
 from ..tensor import Tensor
 from .creation import full
-from .elementwise import (_result, add, broadcast_shapes, check_cast, eq, exp, isnan, le, log,
-                          mul, sub, where)
+from .elementwise import (_result, add, broadcast_shapes, check_cast, check_out_dtype, eq, exp,
+                          isnan, le, log, mul, sub, where)
 from .pointwise import abs, isfinite, log1p, logical_and
 from .reduction import StdMeanBackward0, VarMeanBackward0, _var_args, std, var
 
@@ -46,7 +46,7 @@ def write_result(self: Tensor, result: Tensor, op: str) -> Tensor:
     written into ``self``. As PyTorch's in-place ops, the result must have ``self``'s shape
     (no broadcasting of ``self``) and a dtype category ``self`` can hold (no float into int)."""
     if tuple(result.shape) != tuple(self.shape):
-        raise RuntimeError(f"{op}: output with shape {list(self.shape)} doesn't match the "
+        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
                            f"broadcast shape {list(result.shape)}")
     # (complex into real is refused too: copy_ would drop the imaginary part)
     check_cast(result.dtype, self.dtype)
@@ -187,6 +187,9 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
         tensor([0., 9., 1.])
     """
     x = tensor_arg(input, "nan_to_num")
+    if isinstance(out, Tensor) and out.dtype is not x.dtype:  # (PyTorch's: no cast)
+        raise RuntimeError(f"nan_to_num: dtype of out: {scalar_type_name(out.dtype)} should be "
+                           f"same as input: {scalar_type_name(x.dtype)}")
     if x.dtype.is_complex:  # (each part on its own, as PyTorch's)
         from .complex_parts import complex as _complex, imag, real
         r = _complex(nan_to_num(real(x), nan, posinf, neginf),
@@ -328,6 +331,8 @@ def lerp(input: Tensor, end: Tensor, weight: Tensor | float, *, out=None) -> Ten
         tensor([ 5., 15.])
     """
     x, e, w = _lerp_operands(input, end, weight, "lerp")
+    if out is not None and isinstance(w, Tensor):
+        check_out_dtype(out, x.dtype)  # (PyTorch's: cast for a number weight, not a tensor's)
     return _result(_lerp_apply(apply, x, e, w), out, "lerp")
 
 
@@ -336,7 +341,7 @@ def lerp_(self: Tensor, end: Tensor, weight) -> Tensor:
     x, e, w = _lerp_operands(self, end, weight, "lerp_")
     shape = broadcast_shapes(x.shape, e.shape, w.shape if isinstance(w, Tensor) else ())
     if shape != tuple(x.shape):
-        raise RuntimeError(f"lerp_: output with shape {list(x.shape)} doesn't match the "
+        raise RuntimeError(f"output with shape {list(x.shape)} doesn't match the "
                            f"broadcast shape {list(shape)}")
     return _lerp_apply(lambda op, inputs, *p: apply_inplace(op, inputs[0], inputs[1:], *p),
                        x, e, w)
@@ -641,6 +646,8 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
         found = parts[0] if len(parts) == 1 else cat(parts) if parts else \
             full((0,), False, dtype=dtypes.bool, device=e.device)
     found = found.reshape(tuple(e.shape))
+    if out is not None:
+        check_exact_out(out, dtypes.bool)  # (PyTorch's isin.out is structured: no cast)
     return _result(~found if invert else found, out, "isin")
 
 
@@ -698,11 +705,14 @@ class PreluKernelBackward0(Primitive):
         return gx, gw
 
 
-def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+def hardshrink(input: Tensor, lambd: float = 0.5, *, out=None) -> Tensor:
     """Hardshrink(x) = x where |x| > lambd, else 0."""
     if not tensor_arg(input, "hardshrink").dtype.is_floating_point:
         raise kernel_not_implemented(f"hardshrink_{input.device.type}", input.dtype)
-    return apply(HardshrinkBackward0, (input,), float(lambd))
+    if out is None:
+        return apply(HardshrinkBackward0, (input,), float(lambd))
+    check_out_dtype(out, input.dtype)  # (PyTorch's: no cast)
+    return _result(apply(HardshrinkBackward0, (input,), float(lambd)), out, "hardshrink")
 
 
 class HardshrinkBackward0(Primitive):

@@ -444,9 +444,10 @@ def copy_(self: Tensor, other, non_blocking: bool = False) -> Tensor:
             raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not "
                             f"{src.__class__.__name__}")
     from .elementwise import broadcast_shapes
-    if broadcast_shapes(self.shape, src.shape) != tuple(self.shape):
-        raise RuntimeError(f"copy_: source of shape {list(src.shape)} cannot be broadcast to "
-                           f"the destination's shape {list(self.shape)}")
+    shape = broadcast_shapes(self.shape, src.shape)
+    if shape != tuple(self.shape):
+        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast "
+                           f"shape {list(shape)}")
     src_dtype = src.dtype
     if src._device is not self._device:
         src = to(src, self._device, non_blocking=non_blocking)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ...runtime.dtype import contiguous_format
-from ..registry import OpInfo
+from ..registry import OpInfo, check_exact_out
 from ..tensor import Tensor, wrap_dim
 from .complex_parts import view_as_complex, view_as_real
 from .elementwise import _result
@@ -59,8 +59,11 @@ def _copy_op(name: str, view: Callable) -> Callable:
             raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
                             f"{type(input).__name__}")
         result = view(input, *args, **kwargs)
-        # (PyTorch's copies are row-major whatever the view's strides: clone(contiguous))
+        # (PyTorch's copies are row-major whatever the view's strides: clone(contiguous);
+        # their out= forms copy into out without a cast: check_exact_out)
         if isinstance(result, Tensor):
+            if out is not None:
+                check_exact_out(out, result.dtype)
             return _result(result.clone(memory_format=contiguous_format), out, name)
         pieces = tuple(r.clone(memory_format=contiguous_format) for r in result)
         if out is None:
@@ -69,6 +72,7 @@ def _copy_op(name: str, view: Callable) -> Callable:
             raise RuntimeError(f"{name}() expected an out= argument of size {len(pieces)}, got "
                                f"size {len(out)}")
         for p, o in zip(pieces, out):
+            check_exact_out(o, p.dtype)
             _result(p, o, name)
         return None  # (PyTorch's out= forms of the multi-output copies return nothing)
     copy.__name__ = copy.__qualname__ = name

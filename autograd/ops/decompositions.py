@@ -207,6 +207,17 @@ def _exact(t: Tensor, out, op: str, kernel: str, cast: bool = False) -> Tensor:
         raise
 
 
+def _castable(t: Tensor, out, op: str, what: str, kernel: str) -> Tensor:
+    """``_exact`` with a cast for the linalg functions whose ``out`` may be of any dtype the
+    result casts to safely (PyTorch's checks name the op and the result, ``what``)."""
+    from .elementwise import _can_cast
+    if isinstance(out, Tensor) and not _can_cast(t.dtype, out.dtype):
+        raise RuntimeError(f"{op}: Expected {what} to be safely castable from "
+                           f"{scalar_type_name(t.dtype)} dtype to "
+                           f"{scalar_type_name(out.dtype)} dtype.")
+    return _exact(t, out, op.removeprefix("torch."), kernel, cast=True)
+
+
 def _tuple_out(op: str, kernel: str):
     """Gives a multi-output function PyTorch's ``out=``: a tuple (or list) of tensors, one
     per result, each written as :func:`_exact` writes (same dtype, resized, refused when
@@ -575,8 +586,10 @@ def cholesky(input: Tensor, *, upper: bool = False, out=None) -> Tensor:
 
 
 def cholesky_legacy(input: Tensor, upper: bool = False, *, out=None) -> Tensor:
-    """``tritongrad.cholesky`` (PyTorch's older interface): :func:`cholesky`."""
-    return cholesky(input, upper=upper, out=out)
+    """``tritongrad.cholesky`` (PyTorch's older interface): :func:`cholesky`, whose ``out``
+    (unlike linalg.cholesky's) may be of a dtype the result casts to."""
+    L = cholesky(input, upper=upper)
+    return L if out is None else _castable(L, out, "cholesky", "result", "linalg_cholesky_ex")
 
 
 @autocast_op("float32 on cpu")
@@ -1102,7 +1115,7 @@ _LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
 @autocast_op("float32 on cpu")
-def lstsq(input: Tensor, b: Tensor, rcond=None, *, driver=None) -> LstsqResult:
+def lstsq(input: Tensor, b: Tensor, rcond=None, *, driver=None, out=None) -> LstsqResult:
     """The least-squares solution of ``A X = B`` (minimum norm), as ``pinv(A) @ B``:
     (solution, residuals, rank, singular_values) with what PyTorch's CPU ``driver`` returns
     (default "gelsy"): ``rank`` (int64) for every driver but "gels", ``singular_values`` (A's,
@@ -1146,9 +1159,16 @@ def lstsq(input: Tensor, b: Tensor, rcond=None, *, driver=None) -> LstsqResult:
         residuals = (R.abs() ** 2 if R.dtype.is_complex else R * R).sum(-2)
     else:
         residuals = none
-    return LstsqResult(X.squeeze(-1) if vector else X, residuals,
-                       none.to(dtypes.int64) if driver == "gels" else rank,
-                       S if driver in ("gelsd", "gelss") else none)
+    res = LstsqResult(X.squeeze(-1) if vector else X, residuals,
+                      none.to(dtypes.int64) if driver == "gels" else rank,
+                      S if driver in ("gelsd", "gelss") else none)
+    if out is None:
+        return res
+    if not isinstance(out, (tuple, list)) or len(out) != len(res):
+        raise TypeError(f"linalg_lstsq(): argument 'out' must be tuple of {len(res)} Tensors, "
+                        f"not {type(out).__name__}")
+    return LstsqResult(*(_castable(r, o, op, what, "linalg_lstsq")
+                         for r, o, what in zip(res, out, LstsqResult._fields)))
 
 
 class LinalgLuFactorExBackward0(Primitive):

@@ -24,9 +24,10 @@ from ...runtime.dtype import bool as _BOOL
 from ...runtime.dtype import get_default_dtype, result_type
 from ..checks import (check_ordered, kernel_not_implemented, operand_on_device,
                       scalar_type_name)
-from ..dispatch import (Primitive, apply, apply_inplace, bilinear_jvp, elementwise_jvp,
-                        linear_jvp, meta, refuse_out_dual, sum_to, zero_jvp, zeros)
-from ..registry import OpInfo, export, with_inplace, with_jvp
+from ..dispatch import (Primitive, apply, apply_inplace, bilinear_jvp, check_inplace,
+                        check_internal_overlap, elementwise_jvp, linear_jvp, meta,
+                        refuse_out_dual, sum_to, zero_jvp, zeros)
+from ..registry import OpInfo, export, user_stacklevel, with_inplace, with_jvp
 from ..state import state
 from ..tensor import Tensor
 from .creation import checked_scalar, scalar_tensor, wrapped_scalar
@@ -731,8 +732,12 @@ def unary(name: str, rule=None, jvp=None, *, saves: str | None = None, kind: str
         dt = self._dtype
         if not (dt.is_floating_point or dt.is_complex):
             if kind == "float":
-                check_cast(get_default_dtype(), dt)
+                refuse_cast_into(self, get_default_dtype(), Op)
             if operand(self) is None:
+                # (the values stay, but it is still a write, as PyTorch's: refused into an
+                # expanded tensor, and a version bump that saved copies of self notice)
+                check_internal_overlap(Op, self)
+                self._vc[0] += 1
                 return self
         return apply_inplace(Op, self, ())
 
@@ -980,7 +985,7 @@ def resize_output(out: Tensor, shape: tuple) -> None:
                       f"{list(shape)}. This behavior is deprecated, and in a future PyTorch "
                       f"release outputs will not be resized unless they have zero elements. You "
                       f"can explicitly reuse an out tensor t by resizing it, inplace, to zero "
-                      f"elements with t.resize_(0).", UserWarning, stacklevel=3)
+                      f"elements with t.resize_(0).", UserWarning, stacklevel=user_stacklevel())
     from ..storage import resize_for_output  # (the op's write is out's one version bump)
     resize_for_output(out, shape)
 
@@ -1013,7 +1018,7 @@ def _inplace(op_tensor, op_scalar, promote_float=False):
         if promote_float and not (dt.is_floating_point or dt.is_complex):
             dt = get_default_dtype()
         if not _can_cast(dt, self._dtype):
-            check_cast(dt, self._dtype)  # (its error)
+            refuse_cast_into(self, dt, op_tensor, (other,))
         if isinstance(other, Tensor):
             if other._dtype is not self._dtype:
                 other = other.to(self._dtype)
@@ -1037,6 +1042,21 @@ def check_out_dtype(out, dt) -> None:
     if isinstance(out, Tensor) and out._dtype is not dt:
         raise RuntimeError(f"Found dtype {scalar_type_name(out._dtype)} but expected "
                            f"{scalar_type_name(dt)}")
+
+
+def refuse_cast_into(self: Tensor, dt, op: type, others: tuple = ()) -> None:
+    """Raises the error PyTorch's in-place ``op`` on ``self`` (with operands ``others``)
+    raises first when its result dtype ``dt`` cannot be cast into ``self``: autograd's (a leaf,
+    or a view of one, that requires grad), then the kernel's, in order: several elements of
+    ``self`` in one memory location, ``self``'s shape not the broadcast one, the cast. For
+    the failure path only (it does the checks that apply_inplace would make later)."""
+    check_inplace(self, any(getattr(t, "requires_grad", False) for t in (self, *others)))
+    check_internal_overlap(op, self)
+    shape = broadcast_shapes(self.shape, *(t.shape for t in others if isinstance(t, Tensor)))
+    if shape != tuple(self.shape):
+        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast "
+                           f"shape {list(shape)}")
+    check_cast(dt, self._dtype)
 
 
 def check_cast(dt, self_dtype) -> None:

@@ -23,7 +23,7 @@ import numbers
 from ...runtime import dtype as dtypes
 from ..autocast import autocast_op
 from ..checks import scalar_type_name, tensor_arg
-from ..dispatch import Primitive, apply, meta, zeros
+from ..dispatch import Primitive, apply, check_inplace, meta, zeros
 from ..observe import observed_op
 from ..registry import OpInfo
 from ..tensor import Tensor, wrap_dim
@@ -566,6 +566,8 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1,
 
 def _inplace_product(fn, op: str, self: Tensor, a: Tensor, b: Tensor, beta, alpha) -> Tensor:
     tensor_arg(self, op)  # (tg.addmv_ is this too, unguarded)
+    # (autograd's errors, a leaf or a view of one that requires grad, before the kernel's)
+    check_inplace(self, any(getattr(t, "requires_grad", False) for t in (self, a, b)))
     return write_result(self, fn(self, a, b, beta=beta, alpha=alpha), op)
 
 

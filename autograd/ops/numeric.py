@@ -311,6 +311,12 @@ def frexp(input: Tensor, *, out=None) -> tuple:
     mantissa = _scale(x.to(dtypes.float64), -e).to(x.dtype)
     result = return_types.frexp(mantissa, e.to(dtypes.int32))
     if out is not None:
+        from ..storage import _c_type
+        # (PyTorch's frexp writes into out without a cast: each dtype must be the result's)
+        wants = (f"mantissa to have dtype {_c_type(x.dtype)}", "exponent to have int dtype")
+        for o, r, want in zip(out, result, wants):
+            if isinstance(o, Tensor) and o.dtype is not r.dtype:
+                raise RuntimeError(f"torch.frexp() expects {want} but got {_c_type(o.dtype)}")
         for o, r in zip(out, result):
             _result(r, o, "frexp")
         return return_types.frexp(*out)
@@ -654,7 +660,8 @@ OPS = (
     OpInfo("nextafter", nextafter, dtypes="floats", grad="g, other: 0", jvp=True),
     _shift_row("bitwise_left_shift", bitwise_left_shift, "lshift"),
     _shift_row("bitwise_right_shift", bitwise_right_shift, "rshift"),
-    OpInfo("renorm", renorm, dtypes="floats", grad="through the norm (maxnorm / (norm + 1e-7))"),
+    OpInfo("renorm", renorm, dtypes="floats", grad="through the norm (maxnorm / (norm + 1e-7))",
+           out="exact"),
     OpInfo("histogram", histogram, dtypes="floats", grad="none"),
     OpInfo("histogramdd", histogramdd, method=False, dtypes="float32/64", grad="none"),
 )

@@ -394,29 +394,36 @@ def clamp(input: Tensor, min=None, max=None, *, out=None) -> Tensor:  # noqa: A0
     """Clamps every element into [min, max] (numbers or broadcasting tensors; either may be
     None). NaN stays NaN; if min > max every element becomes max. The gradient passes where
     min <= x <= max."""
+    return _clamp_out(input, min, max, out, "clamp")
+
+
+def _clamp_out(input: Tensor, min, max, out, name: str) -> Tensor:  # noqa: A002
+    # (``name``: the op whose out= form this is, for _result's error: clamp, clamp_min ...)
     x = tensor_arg(input, "clamp")
     dt, min, max = _clamp_args(x, min, max, "clamp")
+    if out is not None and not isinstance(min, Tensor) and not isinstance(max, Tensor):
+        check_out_dtype(out, dt)  # (PyTorch's clamp.Scalar does not cast into out; .Tensor does)
     if x._dtype is not dt:
         x = x.to(dt)
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         bounds, has_lo, has_hi = _clamp_tensor_bounds(x, min, max, dt, "clamp")
         broadcast_shapes(x.shape, *(b.shape for b in bounds))
         op = _ClampT1 if len(bounds) == 1 else _ClampT2
-        return _result(apply(op, (x,) + bounds, has_lo, has_hi), out, "clamp")
+        return _result(apply(op, (x,) + bounds, has_lo, has_hi), out, name)
     lo, hi = _scalar_bound(min, dt), _scalar_bound(max, dt)
     op = ClampBackward1 if lo is not None and hi is not None else \
         ClampMinBackward0 if hi is None else ClampMaxBackward0
-    return _result(apply(op, (x,), lo, hi), out, "clamp")
+    return _result(apply(op, (x,), lo, hi), out, name)
 
 
-def clamp_min(input: Tensor, min: Tensor | float) -> Tensor:  # noqa: A002
+def clamp_min(input: Tensor, min: Tensor | float, *, out=None) -> Tensor:  # noqa: A002
     """``clamp(input, min=min)``."""
-    return clamp(input, min=min)
+    return _clamp_out(input, min, None, out, "clamp_min")
 
 
-def clamp_max(input: Tensor, max: Tensor | float) -> Tensor:  # noqa: A002
+def clamp_max(input: Tensor, max: Tensor | float, *, out=None) -> Tensor:  # noqa: A002
     """``clamp(input, max=max)``."""
-    return clamp(input, max=max)
+    return _clamp_out(input, None, max, out, "clamp_max")
 
 
 def clamp_(self: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
@@ -426,9 +433,10 @@ def clamp_(self: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     dt = self._dtype
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         bounds, has_lo, has_hi = _clamp_tensor_bounds(self, min, max, dt, "clamp_")
-        if broadcast_shapes(self.shape, *(b.shape for b in bounds)) != tuple(self.shape):
-            raise RuntimeError(f"clamp_: bounds of shapes {[list(b.shape) for b in bounds]} "
-                               f"do not broadcast to the tensor's shape {list(self.shape)}")
+        shape = broadcast_shapes(self.shape, *(b.shape for b in bounds))
+        if shape != tuple(self.shape):
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
+                               f"broadcast shape {list(shape)}")
         op = _ClampT1 if len(bounds) == 1 else _ClampT2
         return apply_inplace(op, self, bounds, has_lo, has_hi)
     lo, hi = _scalar_bound(min, dt), _scalar_bound(max, dt)
@@ -514,7 +522,7 @@ def _inplace_division(op_t, op_s, name, kernel):
         if isinstance(other, Tensor):
             other = operand_on_device(self, other, name)
             if broadcast_shapes(self.shape, other.shape) != tuple(self.shape):
-                raise RuntimeError(f"{name}: output with shape {list(self.shape)} doesn't match "
+                raise RuntimeError(f"output with shape {list(self.shape)} doesn't match "
                                    f"the broadcast shape "
                                    f"{list(broadcast_shapes(self.shape, other.shape))}")
             return apply_inplace(op_t, self, (other.to(self._dtype),))

@@ -655,7 +655,7 @@ OPS = (
            grad="g added at the indices (scatter_add)", node=CumminBackward0),
     OpInfo("logcumsumexp", logcumsumexp, dtypes="floats and complex",
            grad="exp(x_k - y_k) R_k, R_k = g_k + exp(y_k - y_(k+1)) R_(k+1)"),
-    OpInfo("diff", diff, dtypes="all (bool: xor)", grad="through its parts"),
+    OpInfo("diff", diff, dtypes="all (bool: xor)", grad="through its parts", out="cast"),
     OpInfo("trapezoid", trapezoid, method=False, aliases=("trapz",),
            dtypes="floats; integers promote", grad="through its parts"),
     OpInfo("cumulative_trapezoid", cumulative_trapezoid, method=False,

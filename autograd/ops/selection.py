@@ -52,10 +52,17 @@ class TakeBackward0(Primitive):
         return as_shape(k, call(k, IndexPutBackward0, (flat, g), (index,), True), ctx.in_shape)
 
 
-def take(input: Tensor, index: Tensor) -> Tensor:
+def take(input: Tensor, index: Tensor, *, out=None) -> Tensor:
     """The elements of ``input`` read as a 1-D tensor, at ``index`` (any shape; negative
     indices count from the end)."""
     x = tensor_arg(input, "take")
+    if out is not None:
+        from .elementwise import _result
+        if isinstance(out, Tensor) and out.dtype is not x.dtype:  # (PyTorch's: no cast)
+            raise RuntimeError(f"take(): self and out expected to have the same dtype, but got "
+                               f"self.dtype = {scalar_type_name(x.dtype)} and out.dtype = "
+                               f"{scalar_type_name(out.dtype)}")
+        return _result(take(x, index), out, "take")
     index = _int64_index(index, "take")
     check_same_device(x, index, "index", "take")
     n = x.numel()

@@ -529,7 +529,7 @@ OPS = (
            grad="g to the larger non-NaN operand"),
     OpInfo("fmin", fmin, dtypes="promoted; not complex", node=FminBackward0,
            grad="g to the smaller non-NaN operand"),
-    OpInfo("frac", frac, dtypes="floats", grad="g", out="exact"),
+    OpInfo("frac", frac, dtypes="floats", grad="g", out="same"),
     OpInfo("rot90", rot90, dtypes="all", node=Rot90Backward0, grad="the rotation back"),
     OpInfo("broadcast_tensors", broadcast_tensors, method=False, dtypes="all",
            grad="summed back"),
