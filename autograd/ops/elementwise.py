@@ -194,53 +194,70 @@ class SubBackward1(AddBackward1):
         return k.sub(a, s, out=out)
 
 
+def _dense_sparse(name: str, input, other, **kwargs):
+    """Op ``name`` of a dense ``input`` and a sparse ``other``, whose array the dense kernels
+    could not read, by the sparse layout's rules (autograd/sparse_ops.py, Note [Dense first,
+    sparse second]); any other failure is raised again."""
+    from ..sparse_ops import dense_sparse
+    routed = dense_sparse(name, (input, other))
+    if routed is None:
+        raise
+    return routed(input, other, **kwargs)
+
+
 def add(input, other, *, alpha=1, out=None) -> Tensor:
     """``input + alpha * other``, broadcasting."""
-    if alpha == 1 and out is None and isinstance(input, Tensor) \
-            and input._dtype.is_floating_point:  # Note [Scalar operand fast path]
-        if type(other) is float:
-            return apply(AddBackward1, (input,), other)
-        # (an int alpha only: the node keeps it, and the general path would convert another
-        # type's, np.float64(1) to 1.0, before ``grad_fn._saved_alpha`` shows it)
-        if type(alpha) is int and isinstance(other, Tensor) and other._dtype is input._dtype \
-                and other._device is input._device:
-            if other._data.shape != input._data.shape:
-                broadcast_shapes(input._data.shape, other._data.shape)
-            return apply(AddBackward0, (input, other), alpha)
-    a, b = binary_operands(input, other, "add")
-    if alpha.__class__ is not int:  # (the default 1 needs no check)
-        alpha = _checked_alpha(alpha, a._dtype)
-    if a._dtype is _BOOL:  # bool + bool is a logical or, alpha a truth value (PyTorch)
-        alpha = alpha is not False and alpha != 0
-        if not isinstance(b, Tensor):
-            b = b and alpha
-    elif not isinstance(b, Tensor) and alpha != 1:
-        b = wrapped_scalar(b * alpha, a._dtype)
-    if isinstance(b, Tensor):
-        if alpha != 1:  # (an int alpha wraps into an integer dtype, as a scalar operand)
-            alpha = wrapped_scalar(alpha, a._dtype)
-        return _result(apply(AddBackward0, (a, b), alpha), out, "add")
-    return _result(apply(AddBackward1, (a,), b), out, "add")
+    try:  # (free until it raises: Python 3.11's zero-cost try)
+        if alpha == 1 and out is None and isinstance(input, Tensor) \
+                and input._dtype.is_floating_point:  # Note [Scalar operand fast path]
+            if type(other) is float:
+                return apply(AddBackward1, (input,), other)
+            # (an int alpha only: the node keeps it, and the general path would convert another
+            # type's, np.float64(1) to 1.0, before ``grad_fn._saved_alpha`` shows it)
+            if type(alpha) is int and isinstance(other, Tensor) and other._dtype is input._dtype \
+                    and other._device is input._device:
+                if other._data.shape != input._data.shape:
+                    broadcast_shapes(input._data.shape, other._data.shape)
+                return apply(AddBackward0, (input, other), alpha)
+        a, b = binary_operands(input, other, "add")
+        if alpha.__class__ is not int:  # (the default 1 needs no check)
+            alpha = _checked_alpha(alpha, a._dtype)
+        if a._dtype is _BOOL:  # bool + bool is a logical or, alpha a truth value (PyTorch)
+            alpha = alpha is not False and alpha != 0
+            if not isinstance(b, Tensor):
+                b = b and alpha
+        elif not isinstance(b, Tensor) and alpha != 1:
+            b = wrapped_scalar(b * alpha, a._dtype)
+        if isinstance(b, Tensor):
+            if alpha != 1:  # (an int alpha wraps into an integer dtype, as a scalar operand)
+                alpha = wrapped_scalar(alpha, a._dtype)
+            return _result(apply(AddBackward0, (a, b), alpha), out, "add")
+        return _result(apply(AddBackward1, (a,), b), out, "add")
+    except NotImplementedError:  # a sparse other: Note [Dense first, sparse second]
+        return _dense_sparse("add", input, other, alpha=alpha, out=out)
 
 
 def sub(input, other, *, alpha=1, out=None) -> Tensor:
     """``input - alpha * other``, broadcasting."""
-    if type(alpha) is int and alpha == 1 and out is None and isinstance(input, Tensor) \
-            and isinstance(other, Tensor) and input._dtype.is_floating_point \
-            and other._dtype is input._dtype and other._device is input._device:
-        if other._data.shape != input._data.shape:  # (Note [Scalar operand fast path]; alpha
-            broadcast_shapes(input._data.shape, other._data.shape)  # as add's)
-        return apply(SubBackward0, (input, other), alpha)
-    a, b = binary_operands(input, other, "sub")
-    if alpha.__class__ is not int:  # (as add's)
-        alpha = _checked_alpha(alpha, a._dtype)
-    _refuse_bool_subtraction(a._dtype, input, other)
-    if isinstance(b, Tensor):
-        if alpha != 1:  # (as add's)
-            alpha = wrapped_scalar(alpha, a._dtype)
-        return _result(apply(SubBackward0, (a, b), alpha), out, "sub")
-    return _result(apply(SubBackward1, (a,), b if alpha == 1 else
-                         wrapped_scalar(b * alpha, a._dtype)), out, "sub")
+    try:  # (free until it raises: Python 3.11's zero-cost try)
+        if type(alpha) is int and alpha == 1 and out is None and isinstance(input, Tensor) \
+                and isinstance(other, Tensor) and input._dtype.is_floating_point \
+                and other._dtype is input._dtype and other._device is input._device:
+            if other._data.shape != input._data.shape:  # (Note [Scalar operand fast path]; alpha
+                broadcast_shapes(input._data.shape, other._data.shape)  # as add's)
+            return apply(SubBackward0, (input, other), alpha)
+        a, b = binary_operands(input, other, "sub")
+        if alpha.__class__ is not int:  # (as add's)
+            alpha = _checked_alpha(alpha, a._dtype)
+        _refuse_bool_subtraction(a._dtype, input, other)
+        if isinstance(b, Tensor):
+            if alpha != 1:  # (as add's)
+                alpha = wrapped_scalar(alpha, a._dtype)
+            return _result(apply(SubBackward0, (a, b), alpha), out, "sub")
+        return _result(apply(SubBackward1, (a,), b if alpha == 1 else
+                             wrapped_scalar(b * alpha, a._dtype)), out, "sub")
+    except NotImplementedError:  # a sparse other: Note [Dense first, sparse second]
+        return _dense_sparse("sub", input, other, alpha=alpha, out=out)
 
 
 def _checked_alpha(alpha, dt):
@@ -432,42 +449,48 @@ for _cls in (MulBackward1, DivBackward1, AddBackward1):  # (SubBackward1 inherit
 #   and dtype.
 def mul(input, other, *, out=None) -> Tensor:
     """``input * other``, broadcasting."""
-    if out is None and isinstance(input, Tensor) and input._dtype.is_floating_point:
-        if type(other) is float:  # Note [Scalar operand fast path]
-            return apply(MulBackward1, (input,), other)
-        if isinstance(other, Tensor) and other._dtype is input._dtype \
-                and other._device is input._device:
-            if other._data.shape != input._data.shape:
-                broadcast_shapes(input._data.shape, other._data.shape)
-            return apply(MulBackward0, (input, other))
-    a, b = binary_operands(input, other, "mul")
-    if isinstance(b, Tensor):
-        return _result(apply(MulBackward0, (a, b)), out, "mul")
-    return _result(apply(MulBackward1, (a,), b), out, "mul")
+    try:  # (free until it raises: Python 3.11's zero-cost try)
+        if out is None and isinstance(input, Tensor) and input._dtype.is_floating_point:
+            if type(other) is float:  # Note [Scalar operand fast path]
+                return apply(MulBackward1, (input,), other)
+            if isinstance(other, Tensor) and other._dtype is input._dtype \
+                    and other._device is input._device:
+                if other._data.shape != input._data.shape:
+                    broadcast_shapes(input._data.shape, other._data.shape)
+                return apply(MulBackward0, (input, other))
+        a, b = binary_operands(input, other, "mul")
+        if isinstance(b, Tensor):
+            return _result(apply(MulBackward0, (a, b)), out, "mul")
+        return _result(apply(MulBackward1, (a,), b), out, "mul")
+    except NotImplementedError:  # a sparse other: Note [Dense first, sparse second]
+        return _dense_sparse("mul", input, other, out=out)
 
 
 def div(input, other, *, rounding_mode=None, out=None) -> Tensor:
     """``input / other`` (true division: integer inputs give floats), broadcasting; with
     ``rounding_mode="floor"`` or ``"trunc"`` the quotient is rounded (integers stay integers,
     and the gradient is zero)."""
-    if rounding_mode is not None:
-        from .pointwise import div_trunc, floor_divide
-        if rounding_mode == "floor":
-            return floor_divide(input, other, out=out)
-        if rounding_mode == "trunc":
-            return div_trunc(input, other, out=out)
-        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
-                         f"but found '{rounding_mode}'")
-    if out is None and isinstance(input, Tensor) and isinstance(other, Tensor) \
-            and input._dtype.is_floating_point and other._dtype is input._dtype \
-            and other._device is input._device:  # Note [Scalar operand fast path]
-        if other._data.shape != input._data.shape:
-            broadcast_shapes(input._data.shape, other._data.shape)
-        return apply(DivBackward0, (input, other))
-    a, b = binary_operands(input, other, "div", _float_type(input, other))
-    if isinstance(b, Tensor):
-        return _result(apply(DivBackward0, (a, b)), out, "div")
-    return _result(apply(DivBackward1, (a,), b), out, "div")
+    try:  # (free until it raises: Python 3.11's zero-cost try)
+        if rounding_mode is not None:
+            from .pointwise import div_trunc, floor_divide
+            if rounding_mode == "floor":
+                return floor_divide(input, other, out=out)
+            if rounding_mode == "trunc":
+                return div_trunc(input, other, out=out)
+            raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                             f"but found '{rounding_mode}'")
+        if out is None and isinstance(input, Tensor) and isinstance(other, Tensor) \
+                and input._dtype.is_floating_point and other._dtype is input._dtype \
+                and other._device is input._device:  # Note [Scalar operand fast path]
+            if other._data.shape != input._data.shape:
+                broadcast_shapes(input._data.shape, other._data.shape)
+            return apply(DivBackward0, (input, other))
+        a, b = binary_operands(input, other, "div", _float_type(input, other))
+        if isinstance(b, Tensor):
+            return _result(apply(DivBackward0, (a, b)), out, "div")
+        return _result(apply(DivBackward1, (a,), b), out, "div")
+    except NotImplementedError:  # a sparse other: Note [Dense first, sparse second]
+        return _dense_sparse("div", input, other, rounding_mode=rounding_mode, out=out)
 
 
 class ReciprocalBackward0(Primitive):
@@ -997,41 +1020,45 @@ def _inplace(op_tensor, op_scalar, promote_float=False):
     name = op_tensor.op_name + "_"
 
     def method(self: Tensor, other, *, alpha=None):
-        if alpha is not None and not takes_alpha:  # (mul_, div_: PyTorch refuses alpha=)
-            raise TypeError(f"{name}() got an unexpected keyword argument 'alpha'")
-        if isinstance(other, Tensor):
-            other = operand_on_device(self, other, name)
-            dt = result_type(self, other)
-        elif isinstance(other, (_Number, np.bool_)):
-            if type(other) not in _PYTHON_NUMBERS:
-                other = python_number(other)
-            dt = result_type(self, other)
-        else:
-            raise TypeError(f"{name}(): argument 'other' must be Tensor or Number")
-        if subtracts:
-            _refuse_bool_subtraction(dt, self, other)
-        if alpha is not None:
-            if alpha.__class__ is not int:
-                alpha = _checked_alpha(alpha, dt)
-            if dt is _BOOL:  # (a truth value, as add's: bool + bool is a logical or)
-                alpha = alpha is not False and alpha != 0
-        if promote_float and not (dt.is_floating_point or dt.is_complex):
-            dt = get_default_dtype()
-        if not _can_cast(dt, self._dtype):
-            refuse_cast_into(self, dt, op_tensor, (other,))
-        if isinstance(other, Tensor):
-            if other._dtype is not self._dtype:
-                other = other.to(self._dtype)
-            shape = broadcast_shapes(self.shape, other.shape)
-            if shape != tuple(self.shape):
-                raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
-                                   f"broadcast shape {list(shape)}")
-            # (an int alpha wraps into an integer dtype as the scalar operands do)
-            params = (1 if alpha is None else wrapped_scalar(alpha, self._dtype),) \
-                if takes_alpha else ()
-            return apply_inplace(op_tensor, self, (other,), *params)
-        s = wrapped_scalar(other if alpha is None else other * alpha, self._dtype)
-        return apply_inplace(op_scalar, self, (), s)
+        try:  # (free until it raises; nothing is changed before a kernel reads other)
+            if alpha is not None and not takes_alpha:  # (mul_, div_: PyTorch refuses alpha=)
+                raise TypeError(f"{name}() got an unexpected keyword argument 'alpha'")
+            if isinstance(other, Tensor):
+                other = operand_on_device(self, other, name)
+                dt = result_type(self, other)
+            elif isinstance(other, (_Number, np.bool_)):
+                if type(other) not in _PYTHON_NUMBERS:
+                    other = python_number(other)
+                dt = result_type(self, other)
+            else:
+                raise TypeError(f"{name}(): argument 'other' must be Tensor or Number")
+            if subtracts:
+                _refuse_bool_subtraction(dt, self, other)
+            if alpha is not None:
+                if alpha.__class__ is not int:
+                    alpha = _checked_alpha(alpha, dt)
+                if dt is _BOOL:  # (a truth value, as add's: bool + bool is a logical or)
+                    alpha = alpha is not False and alpha != 0
+            if promote_float and not (dt.is_floating_point or dt.is_complex):
+                dt = get_default_dtype()
+            if not _can_cast(dt, self._dtype):
+                refuse_cast_into(self, dt, op_tensor, (other,))
+            if isinstance(other, Tensor):
+                if other._dtype is not self._dtype:
+                    other = other.to(self._dtype)
+                shape = broadcast_shapes(self.shape, other.shape)
+                if shape != tuple(self.shape):
+                    raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
+                                       f"broadcast shape {list(shape)}")
+                # (an int alpha wraps into an integer dtype as the scalar operands do)
+                params = (1 if alpha is None else wrapped_scalar(alpha, self._dtype),) \
+                    if takes_alpha else ()
+                return apply_inplace(op_tensor, self, (other,), *params)
+            s = wrapped_scalar(other if alpha is None else other * alpha, self._dtype)
+            return apply_inplace(op_scalar, self, (), s)
+        except NotImplementedError:  # a sparse other: Note [Dense first, sparse second]
+            kwargs = {} if alpha is None else {"alpha": alpha}
+            return _dense_sparse(name, self, other, **kwargs)
     method.__name__ = method.__qualname__ = name
     return method
 

@@ -40,6 +40,47 @@ def test_add_sub_are_dense_with_dense_gradients(call, sign, alpha):
     np.testing.assert_allclose(s.grad.numpy(), sign * alpha * G)
 
 
+@pytest.mark.parametrize("name, kwargs, sign, alpha", [
+    ("add", {}, 1, 1), ("add", {"alpha": 2}, 1, 2), ("sub", {}, -1, 1),
+    ("sub", {"alpha": 3}, -1, 3), ("subtract", {"alpha": 0.5}, -1, 0.5)])
+def test_methods_out_of_place_and_in_place(name, kwargs, sign, alpha):
+    d, s = _operands()
+    y = getattr(d, name)(s, **kwargs)
+    assert y.layout is tg.strided
+    np.testing.assert_allclose(y.detach().numpy(), D + sign * alpha * S, rtol=1e-15)
+    d, s = _operands()
+    x = d * 1.0  # (a non-leaf, to be written in place)
+    v = x._version
+    r = getattr(x, name + "_")(s, **kwargs)
+    assert r is x and x._version == v + 1
+    np.testing.assert_allclose(x.detach().numpy(), D + sign * alpha * S, rtol=1e-15)
+    x.backward(tg.tensor(G))
+    np.testing.assert_allclose(d.grad.numpy(), G)
+    assert s.grad.layout is tg.strided
+    np.testing.assert_allclose(s.grad.numpy(), sign * alpha * G)
+
+
+def test_mul_methods():
+    d, s = _operands()
+    y = d.mul(s)
+    assert y.layout is tg.sparse_coo
+    np.testing.assert_allclose(y.to_dense().detach().numpy(), D * S)
+    d, s = _operands()
+    x = d * 1.0
+    x.mul_(s)  # (in place: dense, zeros where s specifies nothing, as PyTorch's)
+    assert x.layout is tg.strided
+    np.testing.assert_allclose(x.detach().numpy(), D * S)
+    x.backward(tg.tensor(G))
+    np.testing.assert_allclose(d.grad.numpy(), G * S)
+    np.testing.assert_allclose(s.grad.numpy(), G * D)
+    for call in (lambda: tg.tensor(D).div(tg.tensor(S).to_sparse()),
+                 lambda: tg.tensor(D).div_(tg.tensor(S).to_sparse())):
+        with pytest.raises(RuntimeError, match="Sparse division requires a scalar"):
+            call()
+    with pytest.raises(NotImplementedError, match="does not support sparse COO"):
+        tg.tensor(D).pow(tg.tensor(S).to_sparse())  # (no sparse rule: the plain refusal)
+
+
 def test_add_with_out_and_promotion():
     out = tg.empty(3, 4, dtype=tg.float64)
     r = tg.add(tg.tensor(D), tg.tensor(S).to_sparse(), alpha=3, out=out)
