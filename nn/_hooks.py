@@ -36,14 +36,14 @@ from ..autograd.ops.creation import zeros
 __all__ = ["BackwardHook", "BackwardHookFunction"]
 
 
-def _replace(kind: str, old: tuple, new) -> tuple:
-    """A hook's result: None keeps ``old``; else a tuple of the same length."""
+def _replace(what: str, old: tuple, new) -> tuple:
+    """A hook's result: None keeps ``old``; else a tuple of the same length (``what``: the
+    error's words for the hook and the values)."""
     if new is None:
         return old
     new = tuple(new) if isinstance(new, (tuple, list)) else (new,)
     if len(new) != len(old):
-        raise RuntimeError(f"Backward hook returned an invalid number of {kind}s - got "
-                           f"{len(new)}, but expected {len(old)}")
+        raise RuntimeError(f"{what} got {len(new)}, but expected {len(old)}")
     return new
 
 
@@ -89,7 +89,12 @@ class BackwardHook:
         outs = BackwardHookFunction.apply(*(items[i] for i in slots))
         if not isinstance(outs, tuple):
             outs = (outs,)
-        outs[0].grad_fn.register_hook(post_hook)
+
+        def hook(grad_inputs: tuple, grad_outputs: tuple):
+            # (named as PyTorch's wrapper: the engine's errors about a replaced gradient say
+            # "hook 'hook' has changed the size of value")
+            return post_hook(grad_inputs, grad_outputs)
+        outs[0].grad_fn.register_hook(hook)
         for i, t in zip(slots, outs):
             items[i] = t
         return slots
@@ -120,7 +125,8 @@ class BackwardHook:
         """The outputs' node post-hook: ``grads`` flow into the module's outputs."""
         grad_output = _pack(self.output_slots, grads, self.n_outputs)
         for hook in self.pre_hooks:
-            grad_output = _replace("grad_output", grad_output, hook(self.module, grad_output))
+            grad_output = _replace("Backward pre hook returned an invalid number of "
+                                   "grad_output,", grad_output, hook(self.module, grad_output))
         self.grad_output = grad_output
         if self.input_slots is None:
             warnings.warn("Full backward hook is firing when gradients are computed with "
@@ -148,7 +154,7 @@ class BackwardHook:
                 grad_input[i] = zeros(shape, dtype=dtype, device=device)
         grad_input = tuple(grad_input)
         for hook in self.hooks:
-            grad_input = _replace("grad_input", grad_input,
-                                  hook(self.module, grad_input, self.grad_output))
+            grad_input = _replace("Backward hook returned an invalid number of grad_input,",
+                                  grad_input, hook(self.module, grad_input, self.grad_output))
         self.grad_output = None
         return tuple(grad_input[slot] for slot in self.input_slots)

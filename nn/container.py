@@ -157,7 +157,7 @@ class ModuleList(Module):
 
     def __delitem__(self, idx) -> None:
         mods = list(self._modules.values())
-        del mods[idx]
+        del mods[idx if isinstance(idx, slice) else int(self._index(idx))]
         _renumber(self, mods)
 
     def __len__(self) -> int:
@@ -377,6 +377,9 @@ class ParameterList(Module):
     def extra_repr(self) -> str:
         return _describe_lines(enumerate(self), lambda t: t.dtype)
 
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("ParameterList should not be called.")
+
 
 class ParameterDict(Module):
     """Holds parameters in an ordered dictionary, registered under their keys; tensors added
@@ -400,7 +403,9 @@ class ParameterDict(Module):
 
     def __setitem__(self, key: str, value) -> None:
         if not isinstance(key, str):
-            raise TypeError(f"ParameterDict keys must be strings, got {type(key).__name__}")
+            raise TypeError(f"Index given to ParameterDict cannot be used as a key as it is not "
+                            f"a string (type is '{type(key).__name__}'). Open an issue on "
+                            f"github if you need non-string keys.")
         self._keys[key] = None
         setattr(self, key, _as_parameter(value))
 
@@ -417,17 +422,18 @@ class ParameterDict(Module):
     def __contains__(self, key) -> bool:
         return key in self._keys
 
+    # as PyTorch's: a keys view, and generators of the values and the items
     def keys(self):
-        return list(self._keys)
+        return self._keys.keys()
 
     def values(self):
-        return [self[k] for k in self._keys]
+        return (self[k] for k in self._keys)
 
     def items(self):
-        return [(k, self[k]) for k in self._keys]
+        return ((k, self[k]) for k in self._keys)
 
     def __reversed__(self):
-        return reversed(list(self._keys))
+        return reversed(self._keys)
 
     def get(self, key: str, default=None):
         """The value under ``key``, or ``default`` when there is none."""
@@ -440,7 +446,9 @@ class ParameterDict(Module):
         return v
 
     def popitem(self) -> tuple:
-        """Removes and returns the last (key, value) pair."""
+        """Removes and returns the last (key, value) pair (KeyError when empty)."""
+        if not self._keys:
+            raise KeyError("popitem(): dictionary is empty")
         k = next(reversed(self._keys))
         v = self[k]
         del self[k]
@@ -488,3 +496,6 @@ class ParameterDict(Module):
     def extra_repr(self) -> str:
         # PyTorch prints the legacy type name here (FloatTensor), the dtype in ParameterList
         return _describe_lines(self.items(), _tensor_type_name)
+
+    def __call__(self, input):
+        raise RuntimeError("ParameterDict should not be called.")

@@ -108,6 +108,13 @@ class Module:
             # cooperative multiple inheritance: the rest of the MRO gets the arguments
             super().__init__(*args, **kwargs)
 
+    def __getstate__(self) -> dict:
+        # as PyTorch's: what ``compile()`` made is left out (a copy or an unpickled module runs
+        # eagerly; pickling it would fail on the compiled callable)
+        state = self.__dict__.copy()
+        state.pop("_compiled_call_impl", None)
+        return state
+
     def __setstate__(self, state: dict) -> None:
         # modules pickled before the hook registries existed get empty ones, as PyTorch does
         self.__dict__.update(state)
@@ -132,6 +139,13 @@ class Module:
                 or self._backward_pre_hooks or _global_hooks.ANY):
             return self.forward(*args, **kwargs)  # (most calls: no hook to run)
         return self._call_with_hooks(args, kwargs)
+
+    # PyTorch's names for the call (its ``__call__`` is ``_wrapped_call_impl``, which runs
+    # ``_call_impl``): code that calls them directly, or a subclass's ``__call__`` that
+    # delegates to ``_call_impl``, gets this one
+    _call_impl = __call__
+    _wrapped_call_impl = __call__
+    _compiled_call_impl = None  # what ``compile()`` made (class default, as PyTorch's)
 
     def _call_with_hooks(self, args: tuple, kwargs: dict):
         """``forward`` with the hooks around it, in PyTorch's order: global hooks
@@ -174,6 +188,10 @@ class Module:
                 if res is not None:
                     result = res
             if bw_hook is not None:
+                if not isinstance(result, (Tensor, tuple, list)):  # (lists: see _hooks.py)
+                    warnings.warn(f"For backward hooks to be called, module output should be a "
+                                  f"Tensor or a tuple of Tensors but received {type(result)}",
+                                  stacklevel=3)
                 result = bw_hook.setup_output_hook(result)
             return result
         except Exception:
@@ -186,9 +204,10 @@ class Module:
                         else:
                             hook(self, args, result)
                     except Exception as e:  # noqa: BLE001  (the forward's error wins)
-                        warnings.warn(f"global module forward hook with ``always_call=True`` "
-                                      f"raised an exception that was silenced as another "
-                                      f"error was raised in forward: {e}", stacklevel=2)
+                        kind = "global module" if hid in g.FORWARD_ALWAYS_CALLED else "module"
+                        warnings.warn(f"{kind} forward hook with ``always_call=True`` raised an "
+                                      f"exception that was silenced as another error was "
+                                      f"raised in forward: {e}", stacklevel=2)
             raise
 
     @staticmethod
@@ -422,21 +441,19 @@ class Module:
                                 f"(tritongrad.nn.Parameter or None expected)")
             params[name] = None
             return
-        if isinstance(value, Module):
+        modules = d.get("_modules")
+        is_module = isinstance(value, Module)
+        if is_module or (modules is not None and name in modules):
+            if not is_module and value is not None:
+                raise TypeError(f"cannot assign '{_type_name(value)}' as child module "
+                                f"'{name}' (tritongrad.nn.Module or None expected)")
             if params is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
             self._drop(name, "_modules")
-            if _global_hooks.MODULE_REGISTRATION:
+            if _global_hooks.MODULE_REGISTRATION:  # (None too, as PyTorch's)
                 value = _global_hooks.registered(_global_hooks.MODULE_REGISTRATION, self, name,
                                                  value)
-            d["_modules"][name] = value
-            return
-        modules = d.get("_modules")
-        if modules is not None and name in modules:
-            if value is not None:
-                raise TypeError(f"cannot assign '{_type_name(value)}' as child module "
-                                f"'{name}' (tritongrad.nn.Module or None expected)")
-            modules[name] = None
+            modules[name] = value
             return
         buffers = d.get("_buffers")
         if isinstance(value, Buffer):  # nn.Buffer: registered, persistent as it says
@@ -448,7 +465,7 @@ class Module:
         if buffers is not None and name in buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
-                                f"(tritongrad.Tensor or None expected)")
+                                f"(tritongrad.nn.Buffer, tritongrad.Tensor or None expected)")
             if _global_hooks.BUFFER_REGISTRATION:
                 value = _global_hooks.registered(_global_hooks.BUFFER_REGISTRATION, self, name,
                                                  value)
@@ -523,13 +540,17 @@ class Module:
         for _, m in self.named_children():
             yield m
 
-    def _named_members(self, registry: str, prefix: str, recurse: bool,
+    def _named_members(self, registry, prefix: str = "", recurse: bool = True,
                        remove_duplicate: bool = True):
+        """(dotted name, member) of every module's ``registry`` ("_parameters", "_buffers"),
+        or of the (name, member) pairs the callable ``registry(module)`` gives (PyTorch's
+        ``get_members_fn`` form, which other libraries call)."""
+        members = registry if callable(registry) else (lambda m: getattr(m, registry).items())
         seen = set()
         mods = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) \
             if recurse else [(prefix, self)]
         for mod_prefix, mod in mods:
-            for name, v in getattr(mod, registry).items():
+            for name, v in members(mod):
                 if v is None or (remove_duplicate and id(v) in seen):
                     continue
                 if remove_duplicate:
@@ -560,8 +581,11 @@ class Module:
         """Sets training mode (``self.training``) on this module and its descendants."""
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")  # noqa: TRY004
-        for m in self.modules():
-            m.__dict__["training"] = mode
+        # as PyTorch's: an attribute assignment and each child's own ``train`` (a subclass
+        # that overrides it, e.g. to keep its batch norms frozen, is obeyed)
+        self.training = mode
+        for m in self.children():
+            m.train(mode)
         return self
 
     def eval(self) -> Module:
@@ -582,22 +606,52 @@ class Module:
     def _apply(self, fn, recurse: bool = True) -> Module:
         """Replaces every parameter's and buffer's values by ``fn(tensor)``, keeping the
         Parameter objects (optimizers holding them stay valid) and moving their gradients
-        along."""
+        along. ``torch.__future__``'s switches change that, as in PyTorch: with
+        ``set_overwrite_module_params_on_conversion(True)`` each parameter (and gradient) is
+        replaced by a new object, with ``set_swap_module_params_on_conversion(True)`` the new
+        values are swapped into the old objects (``utils.swap_tensors``)."""
         if recurse:
             for m in self.children():
                 m._apply(fn)
+        overwrite, swap = _CONVERSION["overwrite"], _CONVERSION["swap"]
         with no_grad():
             for name, p in self._parameters.items():
                 if p is None:
                     continue
                 new = fn(p)
-                if new is not p:
-                    p.data = new
                 g = p._grad
-                if g is not None:
-                    new_g = fn(g)
-                    if new_g is not g:
-                        g.data = new_g
+                if swap:
+                    if g is not None:
+                        p.grad = None  # (PyTorch drops it first: a swapped grad is re-set)
+                    try:
+                        _swap(p, Parameter(new, p.requires_grad))
+                    except Exception as e:
+                        if g is not None:
+                            p.grad = g
+                        raise RuntimeError(f"_apply(): Couldn't swap {self._get_name()}."
+                                           f"{name}") from e
+                    out = p
+                elif overwrite:
+                    out = self._parameters[name] = Parameter(new, p.requires_grad)
+                else:
+                    if new is not p:
+                        p.data = new
+                    out = p
+                if g is None:
+                    continue
+                new_g = fn(g)
+                if swap:
+                    new_g.requires_grad_(g.requires_grad)
+                    try:
+                        _swap(g, new_g)
+                    except Exception as e:
+                        raise RuntimeError(f"_apply(): Couldn't swap {self._get_name()}."
+                                           f"{name}.grad") from e
+                    out.grad = g
+                elif overwrite:
+                    out.grad = new_g.requires_grad_(g.requires_grad)
+                elif new_g is not g:
+                    g.data = new_g
             for name, b in self._buffers.items():
                 if b is not None:
                     self._buffers[name] = fn(b)
@@ -625,6 +679,8 @@ class Module:
         (applied, as in PyTorch, to the 4-D and 5-D tensors only: ``channels_last`` lays out
         convolution weights NHWC). Only floating point tensors change dtype."""
         from ..autograd.ops.conversion import _to_args
+        if "copy" in kwargs or sum(isinstance(a, bool) for a in args) > 1:
+            raise RuntimeError(".to() does not accept copy argument")
         dtype, device, _, _, memory_format = _to_args(args, dict(kwargs))
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
@@ -797,8 +853,8 @@ class Module:
             src = state_dict[key]
             if not isinstance(src, Tensor):
                 error_msgs.append(f'While copying the parameter named "{key}", expected '
-                                  f'Tensor-like object from checkpoint but received '
-                                  f'{type(src)}')
+                                  f'tritongrad.Tensor or Tensor-like object from checkpoint '
+                                  f'but received {type(src)}')
                 continue
             lazy = is_lazy(cur)
             if lazy and is_lazy(src):
@@ -886,11 +942,11 @@ class Module:
             incompatible = _IncompatibleKeys(missing, unexpected)
             for hook in tuple(module._load_state_dict_post_hooks.values()):
                 if hook(module, incompatible) is not None:
-                    raise RuntimeError("Hooks registered with "
-                                       "``register_load_state_dict_post_hook`` are not "
-                                       "expected to return new values, if "
-                                       "incompatible_keys need to be modified, it should be "
-                                       "done inplace.")
+                    raise AssertionError("Hooks registered with "  # (PyTorch's type)
+                                         "``register_load_state_dict_post_hook`` are not "
+                                         "expected to return new values, if "
+                                         "incompatible_keys need to be modified, it should "
+                                         "be done inplace.")
 
         load(self, state_dict)
         if strict:
@@ -977,6 +1033,35 @@ class Module:
             else:
                 body = "\n  " + "\n  ".join(lines) + "\n"
         return f"{self._get_name()}({body})"
+
+
+# ``torch.__future__``'s switches for ``Module._apply`` (tritongrad/__future__.py's setters)
+_CONVERSION = {"overwrite": False, "swap": False}
+
+
+def set_overwrite_module_params_on_conversion(value: bool) -> None:
+    """``torch.__future__``'s: whether ``Module.to()``/``float()``/... make new Parameter
+    objects (True) instead of changing the existing ones' data (False, the default)."""
+    _CONVERSION["overwrite"] = value
+
+
+def get_overwrite_module_params_on_conversion() -> bool:
+    return _CONVERSION["overwrite"]
+
+
+def set_swap_module_params_on_conversion(value: bool) -> None:
+    """``torch.__future__``'s: whether ``Module.to()``/``float()``/... swap the converted
+    values into the existing Parameter objects (``utils.swap_tensors``; default False)."""
+    _CONVERSION["swap"] = value
+
+
+def get_swap_module_params_on_conversion() -> bool:
+    return _CONVERSION["swap"]
+
+
+def _swap(t1: Tensor, t2: Tensor) -> None:
+    from ..utils import swap_tensors
+    swap_tensors(t1, t2)
 
 
 def _type_name(value) -> str:

@@ -63,9 +63,12 @@ class Parameter(Tensor):
 
     def __reduce_ex__(self, protocol):
         # Pickle (copy.copy, multiprocessing) as "rebuild from a copy of the values": the
-        # storage is not shared with the pickled object, as with any copy.
-        return (_rebuild_parameter, (self.detach().cpu().numpy().copy(), str(self.dtype),
-                                     str(self.device), self.requires_grad))
+        # storage is not shared with the pickled object, as with any copy. Attributes a user
+        # or library gave the parameter (``p.is_sharded = True``) are kept, as PyTorch's.
+        args = (self.detach().cpu().numpy().copy(), str(self.dtype), str(self.device),
+                self.requires_grad)
+        attributes = self._user_attributes()
+        return (_rebuild_parameter, (*args, attributes) if attributes else args)
 
 
 class _BufferMeta(type):
@@ -223,9 +226,13 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
         return _track(b)
 
 
-def _rebuild_parameter(array, dtype_name: str, device: str, requires_grad: bool) -> Parameter:
+def _rebuild_parameter(array, dtype_name: str, device: str, requires_grad: bool,
+                       attributes: dict | None = None) -> Parameter:
     from ..autograd.ops.creation import as_dtype, tensor
-    return Parameter(tensor(array, dtype=as_dtype(dtype_name), device=device), requires_grad)
+    p = Parameter(tensor(array, dtype=as_dtype(dtype_name), device=device), requires_grad)
+    if attributes:
+        p.__dict__.update(attributes)
+    return p
 
 
 def affine_parameters(module, shape, names=("weight", "bias"), present=True, device=None,

@@ -41,6 +41,7 @@ from . import backends, linalg
 from . import special  # torch.special (tritongrad/special.py)
 from . import fft  # torch.fft (tritongrad/fft.py)
 from . import compiler  # torch.compiler (tritongrad/compiler.py)
+from . import __future__  # torch.__future__: Module conversion switches (tritongrad/__future__.py)
 from . import jit  # torch.jit, run eagerly (tritongrad/jit.py)
 from .compiler import compile  # noqa: A004 - torch.compile, run eagerly
 from . import func  # torch.func (tritongrad/func.py)

@@ -106,7 +106,7 @@ def test_backward_hook_wrong_count_raises():
     m.register_full_backward_hook(lambda mod, gi, go: (gi[0], gi[0], gi[0]))
     x = tg.ones(2, requires_grad=True)
     with pytest.raises(RuntimeError, match="Backward hook returned an invalid number of "
-                                           "grad_inputs - got 3, but expected 1"):
+                                           "grad_input, got 3, but expected 1"):
         m(x).sum().backward()
 
 
