@@ -745,8 +745,12 @@ def _apply_inplace(op, target, others, params, sink=SINK):
     """The in-place write and its history; returns the forward's ctx (the node, or ``sink``
     when nothing records)."""
     inputs = (target,) + others
-    # (a view requires grad when its base does: Tensor.requires_grad)
-    record = state.grad_enabled and any(t.requires_grad for t in inputs)
+    record = False
+    if state.grad_enabled:
+        for t in inputs:  # (a view requires grad when its base does: Tensor.requires_grad)
+            if t._requires_grad or (t._base is not None and t.requires_grad):
+                record = True
+                break
     check_inplace(target, record)
     check_internal_overlap(op, target)
     if anywhere.saved_hooks and state.saved_hooks:  # (allow_mutation_on_saved_tensors clones

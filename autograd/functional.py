@@ -139,7 +139,7 @@ def _grad_preprocess(inputs: tuple, create_graph: bool, need_graph: bool) -> tup
         if create_graph and inp.requires_grad:
             res.append(inp.view(inp.shape))
         else:
-            res.append(inp.detach().requires_grad_(need_graph))
+            res.append(inp.detach().requires_grad_(bool(need_graph)))
     return tuple(res)
 
 

@@ -459,9 +459,10 @@ class Tensor:
         # leaf, as in PyTorch. A subclass instance comes back as one, with its own
         # attributes.
         args = self._pickled()
-        if type(self) is Tensor:
+        attrs = self._user_attributes()  # (a plain tensor's too: ``t.tag = ...``, PyTorch's)
+        if type(self) is Tensor and not attrs:
             return _rebuild_tensor, args
-        return _rebuild_subclass, (type(self), args, self._user_attributes())
+        return _rebuild_subclass, (type(self), args, attrs)
 
     def __setstate__(self, state: tuple) -> None:
         """Restores a leaf from PyTorch's legacy pickled states (loading never calls this:
@@ -554,6 +555,8 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
+        if type(flag) is not bool:
+            raise RuntimeError("requires_grad must be a bool")  # (PyTorch's setter's type)
         if flag and self._fn is None and not (self._dtype.is_floating_point
                                               or self._dtype.is_complex):
             raise RuntimeError("only Tensors of floating point and complex dtype can require "
@@ -564,6 +567,9 @@ class Tensor:
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         """Sets ``requires_grad`` in place on a leaf tensor and returns it."""
+        if type(requires_grad) is not bool:
+            raise TypeError(f"requires_grad_(): argument 'requires_grad' (position 1) must be "
+                            f"bool, not {type(requires_grad).__name__}")
         if self._fn is not None:
             if requires_grad:
                 return self
@@ -936,7 +942,7 @@ class Tensor:
         return self.item()
 
     def __float__(self) -> float:
-        if self._requires_grad:
+        if self._requires_grad and state.grad_enabled:  # (PyTorch's: not under no_grad)
             _warn_scalar_of_grad()
         return float(_real_value(self._scalar(), "double"))
 
@@ -944,7 +950,7 @@ class Tensor:
         return int(_real_value(self._scalar(), "int64_t"))
 
     def __complex__(self) -> complex:
-        if self._requires_grad:
+        if self._requires_grad and state.grad_enabled:  # (PyTorch's: not under no_grad)
             _warn_scalar_of_grad()
         return complex(self._scalar())
 

@@ -558,5 +558,5 @@ def make_tensor(*shape, dtype: dtypes.dtype, device: str | Device,
     if exclude_zero:  # (complex: tiny + 0j, as PyTorch's assignment of the real tiny)
         result[result == 0] = 1 if integral else dtypes.finfo(dtype).tiny
     if not (integral or _is_float8(dtype)):
-        result.requires_grad_(requires_grad)
+        result.requires_grad = requires_grad  # (PyTorch's: the setter's check of the type)
     return result

@@ -1013,6 +1013,9 @@ def resize_output(out: Tensor, shape: tuple) -> None:
     resize_for_output(out, shape)
 
 
+_ALPHA1 = {True: (1,), False: ()}  # the alpha param of an in-place op without alpha=
+
+
 def _inplace(op_tensor, op_scalar, promote_float=False):
     """The ``x.op_(other)`` method for a binary primitive pair."""
     takes_alpha = op_tensor in (AddBackward0, SubBackward0)
@@ -1021,6 +1024,16 @@ def _inplace(op_tensor, op_scalar, promote_float=False):
 
     def method(self: Tensor, other, *, alpha=None):
         try:  # (free until it raises; nothing is changed before a kernel reads other)
+            # Note [Scalar operand fast path], in place: a float, or a tensor of self's dtype,
+            # device and shape, into a floating self needs no promotion, cast or broadcast
+            # check (``p.add_(g)``, ``h.mul_(0.9)``: an optimizer's or a hand-written loop's)
+            if alpha is None and self._dtype.is_floating_point:
+                if type(other) is float:
+                    return apply_inplace(op_scalar, self, (), other)
+                if isinstance(other, Tensor) and other._dtype is self._dtype \
+                        and other._device is self._device \
+                        and other._data.shape == self._data.shape:
+                    return apply_inplace(op_tensor, self, (other,), *_ALPHA1[takes_alpha])
             if alpha is not None and not takes_alpha:  # (mul_, div_: PyTorch refuses alpha=)
                 raise TypeError(f"{name}() got an unexpected keyword argument 'alpha'")
             if isinstance(other, Tensor):
