@@ -320,6 +320,14 @@ def _infer_array(data, dtype=None) -> np.ndarray:
         arr = np.asarray(data)
     except ValueError:  # NumPy 2 refuses ragged nested sequences
         arr = None
+    if arr is not None and arr.dtype.kind in "fO" and _is_seq(data) and not typed:
+        # Python ints past int64's range (NumPy made float64 or objects of them): PyTorch
+        # reads each int as a C long unless a float beside them makes the tensor floating,
+        # when every number is read as a double
+        if dtype is None and _all_ints(data):
+            raise _UNPACK_ERROR
+        if arr.dtype.kind == "O" and all(type(v) in (int, float) for v in _flat(data)):
+            arr = np.asarray(_nested_map(data, float), dtype=np.float64)
     if (arr is not None and arr.dtype.kind == "O" and dtype is not None
             and (dtypes.promote_types(as_dtype(dtype), dtypes.float16) is as_dtype(dtype)
                  or as_dtype(dtype) is dtypes.bool) and _all_ints(data)):
@@ -353,6 +361,8 @@ def _infer_array(data, dtype=None) -> np.ndarray:
         if arr.dtype == np.uint64 and dtype is dtypes.uint64:
             return arr  # (ints past int64's range, which only uint64 holds)
         if arr.dtype == np.uint64 and arr.size and int(arr.max()) >= 1 << 63:
+            if dtype is not None and as_dtype(dtype).is_floating_point:
+                return arr.astype(np.float64)  # (read as doubles, as the branch above)
             raise _UNPACK_ERROR  # a Python int past int64 (NumPy made the array uint64)
         arr = arr.astype(np.int64)
     return arr

@@ -69,6 +69,18 @@ def python_number(x):
     return x
 
 
+_INT_MIN, _UINT64_MAX = -(1 << 63), (1 << 64) - 1
+
+
+def check_int_operand(b: int) -> None:
+    """PyTorch's range for a Python int operand: it is unpacked as an int64 or a uint64 (then
+    cast to the op's dtype), so ``x + 2**64`` raises rather than wrapping silently."""
+    if b > _UINT64_MAX:
+        raise OverflowError("int too big to convert")
+    if b < _INT_MIN:
+        raise OverflowError("can't convert negative int to unsigned")
+
+
 # The ops that take a number first, as PyTorch's ``torch.add(2, x)`` (``torch.maximum(2, x)``
 # is refused): a set read only where the first operand is no Tensor, so no call pays for it
 _SCALAR_FIRST = frozenset(["add", "sub", "mul", "div"])
@@ -82,7 +94,7 @@ def binary_operands(a, b, op: str, dtype=None):
     # already agree; both leave the dtype as it is (result_type would say the same).
     if dtype is None and isinstance(a, Tensor):
         tb = type(b)
-        if tb is float or tb is int:
+        if tb is float or (tb is int and _INT_MIN <= b <= _UINT64_MAX):
             if a._dtype.is_floating_point:
                 return a, b
         elif isinstance(b, Tensor) and b._dtype is a._dtype and b._device is a._device:
@@ -107,6 +119,8 @@ def binary_operands(a, b, op: str, dtype=None):
     elif isinstance(b, (_Number, np.bool_)):  # (NumPy's bool is no Number)
         if type(b) not in _PYTHON_NUMBERS:
             b = python_number(b)
+        elif type(b) is int:
+            check_int_operand(b)
         dt = dtype or result_type(a, b)
         if not dt.is_floating_point:  # an int operand wraps into an integer dtype, as in
             b = wrapped_scalar(b, dt)  # PyTorch (uint8 + 300 adds 44): both backends alike
@@ -1042,6 +1056,8 @@ def _inplace(op_tensor, op_scalar, promote_float=False):
             elif isinstance(other, (_Number, np.bool_)):
                 if type(other) not in _PYTHON_NUMBERS:
                     other = python_number(other)
+                elif type(other) is int:
+                    check_int_operand(other)
                 dt = result_type(self, other)
             else:
                 raise TypeError(f"{name}(): argument 'other' must be Tensor or Number")

@@ -108,3 +108,34 @@ def test_future_conversion_switches(switch):
     # overwrite: a new Parameter object; swap: the old object, its contents swapped
     assert (m.weight is w) == (switch == "swap")
     assert isinstance(m.weight, tg.nn.Parameter)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: tg.tensor([1]) + 2 ** 64, lambda: 2 ** 70 + tg.tensor([1]),
+    lambda: tg.tensor([3]) * 2 ** 70, lambda: tg.tensor([1.0]) * 2 ** 64,
+    lambda: tg.tensor([1]) == 2 ** 64, lambda: tg.tensor([1.0]).add_(2 ** 64),
+    lambda: tg.tensor([3]) > 2 ** 70])
+def test_python_int_operands_past_uint64_raise(call):
+    # (PyTorch unpacks an int operand as an int64 or a uint64; these wrapped silently)
+    with pytest.raises(OverflowError, match="int too big to convert"):
+        call()
+
+
+def test_python_int_operands_within_range_wrap_as_pytorch():
+    with pytest.raises(OverflowError, match="can't convert negative int to unsigned"):
+        tg.tensor([1.0]) * (-2 ** 63 - 1)
+    assert (tg.tensor([1.0]) * -2 ** 63).item() == -2.0 ** 63
+    assert (tg.tensor([1.0]) + (2 ** 64 - 1)).item() == 2.0 ** 64
+    assert (tg.tensor([1], dtype=tg.uint8) + 300).tolist() == [45]  # (wraps: PyTorch's)
+
+
+def test_tensor_of_python_ints_past_int64():
+    for data in ([2 ** 63, 1], [2 ** 63], [-2 ** 63 - 1], 2 ** 64):
+        with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+            tg.tensor(data)
+    # a float beside them, or a floating dtype: every number read as a double
+    assert tg.tensor([2 ** 70, 1.5]).tolist() == [float(2 ** 70), 1.5]
+    assert tg.tensor([[1.5, 2], [2 ** 70, 1]]).dtype is tg.float32
+    assert tg.tensor([2 ** 63], dtype=tg.float64).tolist() == [2.0 ** 63]
+    assert tg.tensor([2 ** 63, 1], dtype=tg.float32).tolist() == [2.0 ** 63, 1.0]
+    assert tg.tensor([2 ** 64 - 1], dtype=tg.uint64).tolist() == [2 ** 64 - 1]
