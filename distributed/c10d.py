@@ -164,6 +164,7 @@ class _State:
     def __init__(self):
         self.world: ProcessGroup | None = None
         self.groups: list = []  # every group made by new_group, freed by destroy_process_group
+        self.timeout = None  # init_process_group's timeout: monitored_barrier's default
 
 
 _state = _State()
@@ -218,7 +219,9 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
             ``"nccl"`` (CUDA tensors, through the ``nccl4py`` package). None picks ``"mpi"``.
         init_method: None or ``"env://"``; other URLs (``tcp://``, ``file://``) would need a
             rendezvous of tritongrad's own, which MPI's launcher makes unnecessary.
-        timeout: not supported (MPI and NCCL collectives cannot be abandoned); must be None.
+        timeout: a ``datetime.timedelta`` (or seconds): the default of ``monitored_barrier``.
+            The other collectives wait as long as they take (MPI and NCCL collectives cannot
+            be abandoned); ``barrier`` and ``monitored_barrier`` take their own timeouts.
         world_size: the number of processes, if given: must equal MPI's.
         rank: this process's rank, if given: must equal MPI's.
         store: not supported (the launcher is the rendezvous); must be None.
@@ -241,7 +244,9 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         raise ValueError(f"init_process_group: init_method={init_method!r} is not supported: "
                          f"processes are started and connected by an MPI launcher "
                          f"(mpirun -n N python script.py); pass None or 'env://'")
-    for arg, value, fix in (("timeout", timeout, None), ("store", store, None),
+    if timeout is not None:
+        timeout = _as_timedelta(timeout, "init_process_group")
+    for arg, value, fix in (("store", store, None),
                             ("pg_options", pg_options, None), ("group_name", group_name, "")):
         if value != fix:
             raise NotImplementedError(f"init_process_group: {arg} is not supported by "
@@ -266,6 +271,7 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         from ._nccl import NCCLBackend
         impl = NCCLBackend(impl, device_id)
     _state.world = ProcessGroup(name, impl, list(range(mpi_size)), mpi_rank)
+    _state.timeout = timeout
     GroupMember.WORLD = _state.world
 
 
@@ -279,6 +285,7 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
             g._impl.free()
         _state.groups = []
         _state.world = GroupMember.WORLD = None
+        _state.timeout = None
         return
     if group is GroupMember.NON_GROUP_MEMBER:
         return
@@ -1078,8 +1085,10 @@ def monitored_barrier(group: ProcessGroup | None = None, timeout=None,
     if g is None:
         _not_member("monitored_barrier", False)
         return
-    timeout = datetime.timedelta(minutes=30) if timeout is None else \
-        _as_timedelta(timeout, "monitored_barrier")
+    if timeout is None:  # (the process group's, PyTorch's default: 30 minutes unless set)
+        timeout = _state.timeout or datetime.timedelta(minutes=30)
+    else:
+        timeout = _as_timedelta(timeout, "monitored_barrier")
     _wait_until(g, g._impl.barrier(), timeout, "monitored_barrier")
 
 

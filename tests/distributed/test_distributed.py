@@ -102,10 +102,26 @@ def test_init_arguments_checked_before_mpi_starts():
         dist.init_process_group("gloo")
     with pytest.raises(ValueError, match="init_method='tcp://10.0.0.1:23456' is not supported"):
         dist.init_process_group("mpi", init_method="tcp://10.0.0.1:23456")
-    with pytest.raises(NotImplementedError, match="timeout is not supported"):
-        import datetime
-        dist.init_process_group("mpi", timeout=datetime.timedelta(seconds=5))
+    with pytest.raises(TypeError, match="init_process_group: timeout must be a "
+                                        "datetime.timedelta, got str"):
+        dist.init_process_group("mpi", timeout="5s")
     assert not dist.is_initialized()
+
+
+@pytest.mark.skipif(mpi_missing(), reason="needs mpi4py and an MPI library")
+def test_init_timeout_is_monitored_barriers_default():
+    # (a world of one, in its own process: MPI is started and finalized there)
+    code = ("import datetime, tritongrad.distributed as dist\n"
+            "from tritongrad.distributed import c10d\n"
+            "dist.init_process_group('mpi', timeout=datetime.timedelta(seconds=7))\n"
+            "assert c10d._state.timeout == datetime.timedelta(seconds=7)\n"
+            "dist.monitored_barrier()\n"
+            "dist.destroy_process_group()\n"
+            "assert c10d._state.timeout is None\n"
+            "print('ok')\n")
+    p = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr
 
 
 @pytest.mark.skipif(importlib.util.find_spec("nccl") is not None,
