@@ -227,16 +227,29 @@ _EXACT_ERRORS = {
 }
 
 
-_LIBRARY_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                   d) + os.sep for d in ("autograd", "tritongrad"))
+_LIBRARY_DIRS: tuple = ()
+
+
+def _library_dirs() -> tuple:
+    """This package's folder and the top-level package's (one folder holding both in an
+    installed wheel; the checkout's autograd/ and tritongrad/ in an editable install)."""
+    global _LIBRARY_DIRS
+    if not _LIBRARY_DIRS:
+        top = sys.modules.get("tritongrad")
+        dirs = [os.path.dirname(os.path.abspath(__file__))]
+        if top is not None and getattr(top, "__file__", None):
+            dirs.append(os.path.dirname(os.path.abspath(top.__file__)))
+        _LIBRARY_DIRS = tuple(d + os.sep for d in dirs)
+    return _LIBRARY_DIRS
 
 
 def user_stacklevel() -> int:
     """The ``stacklevel`` for a ``warnings.warn`` in the function calling this that names the
     first frame outside the library (the user's call, however deep the op's wrappers: guard,
     out=, observers), as PyTorch's warnings from C++ do. Walks the stack: for warnings only."""
+    dirs = _library_dirs()
     f, level = sys._getframe(1), 1
-    while f is not None and f.f_code.co_filename.startswith(_LIBRARY_DIRS):
+    while f is not None and f.f_code.co_filename.startswith(dirs):
         f, level = f.f_back, level + 1
     return level
 
