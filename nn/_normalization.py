@@ -338,7 +338,7 @@ def _check_statistics_grad(running_mean, running_var) -> None:
     if not state.grad_enabled:
         return
     for name, t in (("running_mean", running_mean), ("running_var", running_var)):
-        if t is not None and t.requires_grad:
+        if isinstance(t, Tensor) and t.requires_grad:  # (other types: their own errors)
             raise RuntimeError(f"The function 'native_batch_norm' is not differentiable with "
                                f"respect to argument '{name}'. This input cannot have "
                                f"requires_grad True.")
