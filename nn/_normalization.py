@@ -229,6 +229,7 @@ class _BatchNormEval(Primitive):
     the running statistics changing in place later (the next training step) do not reach
     this node's backward. With xhat = (x - mean) * rstd, per channel:
         dx = g * weight * rstd,  dweight = sum(g xhat),  dbias = sum(g)
+    (dweight from per-channel sums: (sum(g x) - mean sum(g)) rstd)
     float16/bfloat16 inputs are computed in float32 and rounded once. Under
     ``create_graph=True`` the rule is recorded (its ops on Tensors)."""
 
@@ -274,13 +275,18 @@ class _BatchNormEval(Primitive):
             if has_w:
                 scale = k.mul(scale, _per_channel(k, k.astype(params[0], meta(gc)[1]), shape))
             out[0] = back(k.mul(gc, scale))
-        other = (0,) + tuple(range(2, len(shape)))
+        other, c = (0,) + tuple(range(2, len(shape))), (shape[1],)
+        g_sum = None
         if has_w and need[1]:
-            (xc,), _ = opmath(k, x)  # (sum(g (x - mean)) * rstd: one product fewer)
-            dw = k.mul(k.sum(k.mul(gc, k.sub(xc, mu)), other, True), rstd)
-            out[1] = k.astype(as_shape(k, dw, (shape[1],)), meta(params[0])[1])
+            # sum(g xhat) = (sum(g x) - mean sum(g)) rstd: per-channel sums, no full-size
+            # x - mean (what the composite x * scale + shift's rule computed, its rounding)
+            (xc,), _ = opmath(k, x)
+            g_sum = k.sum(gc, other, True)
+            dw = k.mul(k.sub(k.sum(k.mul(gc, xc), other, True), k.mul(mu, g_sum)), rstd)
+            out[1] = k.astype(as_shape(k, dw, c), meta(params[0])[1])
         if has_b and need[-1]:
-            out[-1] = k.astype(k.sum(gc, other, False), ctx.bias_dtype)
+            db = k.sum(gc, other, False) if g_sum is None else as_shape(k, g_sum, c)
+            out[-1] = k.astype(db, ctx.bias_dtype)
         return tuple(out) if len(out) > 1 else out[0]
 
     @staticmethod
