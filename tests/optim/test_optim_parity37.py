@@ -60,9 +60,11 @@ def test_adam_tensor_lr_on_half_precision_parameters(dtype):
 
 # -- L-BFGS -----------------------------------------------------------------------------------
 
-def _lbfgs_quadratic(max_eval, dtype=tg.float64):
+def _lbfgs_quadratic(max_eval=None, dtype=tg.float64, **options):
+    """One L-BFGS step on 0.5 |x|^2 from (3, -2): (x, its state)."""
     x = nn.Parameter(tg.tensor([3.0, -2.0], dtype=dtype))
-    opt = optim.LBFGS([x], lr=1e-4, line_search_fn="strong_wolfe", max_eval=max_eval)
+    options = options or {"lr": 1e-4, "line_search_fn": "strong_wolfe"}
+    opt = optim.LBFGS([x], max_eval=max_eval, **options)
 
     def closure():
         opt.zero_grad()
@@ -137,16 +139,8 @@ def test_lbfgs_state_dict_round_trip_continues_the_same_run():
 def test_lbfgs_float32_line_search_scalars_are_float32():
     # Note [L-BFGS scalars]: the first step length, 1 / |g|_1 * lr, is PyTorch's float32 0-d
     # tensor for float32 parameters; saved as such a tensor
-    x = nn.Parameter(tg.tensor([3.0, -2.0], dtype=tg.float32))
-    opt = optim.LBFGS([x], lr=0.5, max_iter=1)
-
-    def closure():
-        opt.zero_grad()
-        loss = (x ** 2).sum() * 0.5
-        loss.backward()
-        return loss
-    opt.step(closure)
-    t = opt.state[x]["t"]
+    _, state = _lbfgs_quadratic(dtype=tg.float32, lr=0.5, max_iter=1)
+    t = state["t"]
     assert isinstance(t, tg.Tensor) and t.dtype == tg.float32
     assert float(t) == float(np.float32(1) / np.float32(5) * np.float32(0.5))
 
