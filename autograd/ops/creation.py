@@ -320,10 +320,11 @@ def _infer_array(data, dtype=None) -> np.ndarray:
         arr = np.asarray(data)
     except ValueError:  # NumPy 2 refuses ragged nested sequences
         arr = None
-    if arr is not None and arr.dtype.kind in "fO" and _is_seq(data) and not typed:
+    if arr is not None and arr.dtype.kind in "fO" and arr.size and _is_seq(data) \
+            and not typed:
         # Python ints past int64's range (NumPy made float64 or objects of them): PyTorch
         # reads each int as a C long unless a float beside them makes the tensor floating,
-        # when every number is read as a double
+        # when every number is read as a double (an empty list is float64 too: left alone)
         if dtype is None and _all_ints(data):
             raise _UNPACK_ERROR
         if arr.dtype.kind == "O" and all(type(v) in (int, float) for v in _flat(data)):

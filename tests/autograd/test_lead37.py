@@ -139,3 +139,5 @@ def test_tensor_of_python_ints_past_int64():
     assert tg.tensor([2 ** 63], dtype=tg.float64).tolist() == [2.0 ** 63]
     assert tg.tensor([2 ** 63, 1], dtype=tg.float32).tolist() == [2.0 ** 63, 1.0]
     assert tg.tensor([2 ** 64 - 1], dtype=tg.uint64).tolist() == [2 ** 64 - 1]
+    # (an empty list is float64 to NumPy too: still the default dtype's empty tensor)
+    assert tg.tensor([]).dtype is tg.float32 and tg.tensor([[], []]).shape == (2, 0)
