@@ -925,6 +925,12 @@ class Tensor:
             a = a.astype(dtype)
         return a.copy() if copy and not converts else a
 
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        # A NumPy ufunc over a tensor (``np.sin(t)``) gives a tensor back, as PyTorch's does
+        # (a bool result stays bool, where PyTorch's predates its bool dtype and gives uint8)
+        from .ops.creation import from_numpy
+        return from_numpy(np.ascontiguousarray(array))
+
     def tolist(self):
         return self.detach().cpu()._host_array().tolist()
 

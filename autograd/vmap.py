@@ -12,14 +12,19 @@ is a Python loop's, not a vectorized kernel's.
 Where the loop shows through:
 
 - ``func`` sees one entry's real values, so data-dependent Python (``.item()``, ``if``) works
-  where functorch raises;
+  where functorch raises; so do ops whose result's shape depends on the data (``nonzero``,
+  ``masked_select``, ``unique``) when every entry's result has one shape, and otherwise
+  stacking them raises functorch's "dynamic shape" error;
 - an output with ``out_dims`` None is returned once; functorch refuses one that depends on a
   mapped input ("can not return a BatchedTensor"), here one whose values differ between the
   entries is refused;
 - a batch of size 0 runs ``func`` once on zeros of an entry's shape, to learn the shapes of
   the (empty) results;
 - ``chunk_size`` is checked (a TypeError for a non-int, on ``vmap`` itself where PyTorch's
-  comes on the call) and changes nothing (the loop is already one entry at a time);
+  comes on the call) and changes no value (the loop is already one entry at a time); with it
+  the results are new contiguous tensors, as PyTorch's concatenated chunks are, where
+  without it they are laid out as functorch's (the batch moved from dim 0 to ``out_dims``,
+  views of an input for a view op);
 - an in-place write into a tensor that is not vmapped over (an input with in_dim None, a
   tensor ``func`` captures, a module's parameter or buffer) would be made once per entry, so
   it is refused, also where functorch would make it once (an unbatched value written): Note
@@ -323,6 +328,9 @@ def _batched_inputs(in_dims, args: tuple, func):
                 f"{where}: Got in_dim={d} for an input but the input is of type "
                 f"{type(arg)}. We cannot vmap over non-Tensor arguments, please "
                 f"use None as the respective in_dim")
+        if isinstance(d, bool):  # (PyTorch's size(dim) refuses it; int() would read 1)
+            raise TypeError(f"{where}: Got in_dim={d} for an input: an in_dim must be an int, "
+                            f"not bool")
         if not -arg.dim() <= d < arg.dim():
             raise ValueError(f"{where}: Got in_dim={d} for some input, but that input is a "
                              f"Tensor of dimensionality {arg.dim()} so expected in_dim to "
@@ -356,8 +364,10 @@ def _entry(arg, d, i: int):
     return arg.select(d, i)
 
 
-def _stacked(rows: list, out_dims, func, size: int):
-    """The entries' outputs stacked along ``out_dims`` (PyTorch's checks and messages)."""
+def _stacked(rows: list, out_dims, func, size: int, chunked: bool = False):
+    """The entries' outputs stacked along ``out_dims`` (PyTorch's checks and messages).
+    ``chunked`` (a ``chunk_size`` was given): PyTorch concatenates the chunks' results, so
+    they are new contiguous tensors, never views of an input."""
     from .ops.shape import stack
     name = _name(func)
     flats = [tree_flatten(r) for r in rows]
@@ -392,13 +402,38 @@ def _stacked(rows: list, out_dims, func, size: int):
                 f"vmap({name}, ...): `{name}` must only return Tensors, got type "
                 f"{type(first)}. Did you mean to set out_dims= to None for "
                 f"output?")
-        alias = _as_view(column, d) if size else None
+        rank = first.dim() + 1
+        if not -rank <= d < rank:  # (PyTorch's movedim of the batch dim says it so)
+            raise IndexError(f"Dimension out of range (expected to be in range of "
+                             f"[{-rank}, {rank - 1}], but got {d})")
+        _check_shapes(column, name)
+        alias = _as_view(column, d) if size and not chunked else None
         if alias is not None:
             out.append(alias)
             continue
-        stacked = stack(column, dim=d)
-        out.append(stacked.narrow(d, 0, 0) if size == 0 else stacked)
+        # (stacked along dim 0 and the batch dim moved to ``d``, as functorch moves it out of
+        # its physical first place: a non-contiguous view where ``d`` is not 0, as there)
+        stacked = stack(column, dim=d if chunked else 0)
+        if size == 0:
+            stacked = stacked.narrow(d if chunked else 0, 0, 0)
+        out.append(stacked if chunked or d % rank == 0 else stacked.movedim(0, d))
     return tree_unflatten(out, spec)
+
+
+def _check_shapes(column: list, name: str) -> None:
+    """The entries' outputs in one place of the outputs must be of one shape: the loop runs
+    ``func`` per entry, so shapes that differ come from data (``nonzero``, ``masked_select``,
+    ``unique``, a data-dependent branch), which functorch refuses for every entry alike."""
+    shape = tuple(column[0].shape)
+    for i, c in enumerate(column[1:], 1):
+        if not isinstance(c, Tensor) or tuple(c.shape) != shape:
+            got = list(c.shape) if isinstance(c, Tensor) else type(c)
+            raise RuntimeError(
+                f"vmap: We do not support batching operators that can output dynamic shape. "
+                f"`{name}` returned a Tensor of shape {list(shape)} for entry 0 of the batch "
+                f"and {got} for entry {i}: the shape of an output must not depend on the "
+                f"values of the inputs (nonzero, masked_select, unique, boolean-mask indexing "
+                f"or data-dependent control flow)")
 
 
 def _as_view(column: list, d: int):
@@ -455,12 +490,12 @@ def _as_view(column: list, d: int):
 #   mapped input is allowed, as in PyTorch.
 
 _UNBATCHED_WRITE = (
-    "vmap: {name}: an in-place operation wrote into a Tensor that is not vmapped over ({what}). "
-    "tritongrad's vmap runs the function once per entry of the batch, so the write would be "
-    "made {size} times, once per entry (PyTorch refuses it where the value written is vmapped "
-    "over: \"inplace arithmetic(self, *extra_args) is not possible\"). Please use out-of-place "
-    "operators instead, or vmap over the tensor (in_dims); for batch norm modules, see "
-    "torch.func.replace_all_batch_norm_modules_.")
+    "vmap: inplace arithmetic(self, *extra_args) is not possible on a Tensor that is not "
+    "vmapped over ({what}), as `{name}` did: tritongrad's vmap runs the function once per "
+    "entry of the batch, so the write would be made {size} times, once per entry (PyTorch "
+    "refuses it where the value written is vmapped over, and makes it once otherwise). "
+    "Please use out-of-place operators instead, or vmap over the tensor (in_dims); for batch "
+    "norm modules, see torch.func.replace_all_batch_norm_modules_.")
 
 
 def _captured(func, out: list, seen: set, depth: int = 0) -> None:
@@ -620,6 +655,6 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *,
                 level.entry = entry = [_entry(a, d, i) for a, d in zip(flat_args, flat_dims)]
                 rows.append(func(*tree_unflatten(entry, spec), **kwargs))
                 _check_writes(watched, func, size)
-        return _stacked(rows, out_dims, func, size)
+        return _stacked(rows, out_dims, func, size, chunk_size is not None)
 
     return wrapped

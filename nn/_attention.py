@@ -255,6 +255,22 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     return out
 
 
+def _unify_masks(mask: Tensor | None, mask_name: str, other: Tensor | None, other_name: str,
+                 dtype) -> tuple[Tensor | None, Tensor | None]:
+    """PyTorch's deprecation warning when a padding mask and an attention mask of different
+    dtypes (bool with float) are given together; both then come back as additive float masks
+    of ``dtype``, as PyTorch converts them, so the attention below does not warn again.
+    Masks of other dtypes are left to the callers' checks (AssertionError)."""
+    if mask is None or other is None or mask.dtype == other.dtype:
+        return mask, other
+    if not all(m.dtype.name == "bool" or m.dtype.is_floating_point for m in (mask, other)):
+        return mask, other
+    warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use same "
+                  "type for both instead.", UserWarning, stacklevel=3)
+    return (_bias_from_mask(mask, dtype, keep_where_true=False),
+            _bias_from_mask(other, dtype, keep_where_true=False))
+
+
 def _check_mha_mask(mask: Tensor, name: str, shapes: tuple) -> None:
     if tuple(mask.shape) not in shapes:
         raise RuntimeError(f"The shape of the {name} is {tuple(mask.shape)}, but should be "
@@ -343,6 +359,8 @@ def mha_forward(query: Tensor, key: Tensor, value: Tensor, num_heads: int,
     projected ones (``multi_head_attention_forward``'s)."""
     from . import functional as F
     _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    key_padding_mask, attn_mask = _unify_masks(key_padding_mask, "key_padding_mask", attn_mask,
+                                               "attn_mask", query.dtype)
     unbatched = query.ndim == 2
     if unbatched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)

@@ -949,7 +949,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     _check_targets(input, target, weight, "nll_loss")
     target = _nn.check_class_indices(target, byte_ok=input.ndim <= 2)
     x, t, spatial = _class_last(input, target, "nll_loss")
-    checks.check_index_range(t, x.shape[1], checks.target_out_of_bounds,
+    checks.check_index_range(t, x.shape[1], _first_bad_target(t, x.shape[1], ignore_index),
                              ignore_index=int(ignore_index))
     # one node saving the target and the weight (Note in autograd/ops/nn.py's NllLossBackward0)
     loss = _nn.nll_loss_rows(x, t, weight, ignore_index, reduction, bool(spatial))
@@ -1199,14 +1199,26 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         raise RuntimeError(f"binary_cross_entropy: Found dtype "
                            f"{checks.scalar_type_name(target.dtype)} but expected "
                            f"{checks.scalar_type_name(input.dtype)}")
-    # (as PyTorch's test, 0 <= x <= 1, a NaN is out of range too)
-    if input.numel() and not bool(((input >= 0).logical_and(input <= 1)).all().item()):
-        raise RuntimeError("all elements of input should be between 0 and 1")
+    # (as PyTorch's test of each, 0 <= x <= 1, a NaN is out of range too; a target outside
+    # would give a loss of no meaning, silently)
+    for name, t in (("input", input), ("target", target)):
+        if t.numel() and not bool(((t >= 0).logical_and(t <= 1)).all().item()):
+            raise RuntimeError(f"all elements of {name} should be between 0 and 1")
     _not_differentiable("binary_cross_entropy", weight=weight)
     if weight is None:
         return _apply(BinaryCrossEntropyBackward0, (input, target), reduction)
     _check_weight_shape(input, weight)
     return _apply(_WEIGHTED_BCE, (input, target, weight.to(input.dtype)), reduction)
+
+
+def _first_bad_target(t: Tensor, classes: int, ignore_index: int):
+    """nll_loss's error factory: PyTorch's kernel names the first target (in order) outside
+    [0, classes), not the extreme one the range check finds. Runs on the error path only."""
+    def error(_extreme: int) -> IndexError:
+        a = t.detach().cpu().numpy().reshape(-1)
+        bad = (a != ignore_index) & ((a < 0) | (a >= classes))
+        return checks.target_out_of_bounds(int(a[bad][0]))
+    return error
 
 
 def _size(t: Tensor) -> str:

@@ -20,6 +20,7 @@ from ..autograd.autocast import is_autocast_enabled
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.ops.creation import full
 from ..autograd.tensor import Tensor
+from . import _attention
 from . import functional as F
 from . import init
 from .attention import MultiheadAttention
@@ -119,6 +120,8 @@ class TransformerEncoderLayer(_Layer):
         """``src`` through the layer; ``src_mask`` / ``src_key_padding_mask`` /
         ``is_causal`` go to the self-attention (as ``attn_mask``, ``key_padding_mask``,
         ``is_causal``)."""
+        src_key_padding_mask, src_mask = _attention._unify_masks(
+            src_key_padding_mask, "src_key_padding_mask", src_mask, "src_mask", src.dtype)
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -231,6 +234,8 @@ class TransformerEncoder(Module):
                 src_key_padding_mask: Tensor | None = None,
                 is_causal: bool | None = None) -> Tensor:
         padded = self._nested_padding(src, mask, src_key_padding_mask)
+        src_key_padding_mask, mask = _attention._unify_masks(
+            src_key_padding_mask, "src_key_padding_mask", mask, "mask", src.dtype)
         out = src
         for layer in self.layers:
             out = layer(out, src_mask=mask, src_key_padding_mask=src_key_padding_mask,

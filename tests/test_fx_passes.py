@@ -61,8 +61,8 @@ def test_transformer_rewrites_and_keeps_the_rest():
 
     class ReluToGelu(fx.Transformer):
         def call_function(self, target, args, kwargs):
-            if target is nn.functional.relu:
-                target = nn.functional.gelu
+            if target is nn.functional.relu:  # (relu's ``inplace = False`` is not gelu's)
+                target, kwargs = nn.functional.gelu, {}
             return super().call_function(target, args, kwargs)
 
     new = ReluToGelu(gm).transform()
@@ -244,8 +244,9 @@ def test_inserting_instrumentation_after_each_layer():
         node.replace_all_uses_with(probe, delete_user_cb=lambda u, p=probe: u is not p)
     gm.graph.lint()
     gm.recompile()
-    # (the function's global is renamed past the nodes named after it)
-    assert "record_shape = record_shape_6(conv1, 'conv1')" in gm.code
+    # (the function's global is named after its module and name, as PyTorch's)
+    glob = f"{record_shape.__module__.replace('.', '_')}_record_shape"
+    assert f"record_shape = {glob}(conv1, 'conv1')" in gm.code
     x = tg.randn(2, 3, 5, 5)
     _close(gm(x), m(x))
     assert [n for n, _ in _seen_shapes] == ["conv1", "bn1", "block.0", "block.1", "block.2",

@@ -307,7 +307,8 @@ class RollBackward0(Primitive):
                 lead = (slice(None),) * d
                 out = k.cat([k.getitem(out, lead + (slice(n - s, n),)),
                              k.getitem(out, lead + (slice(0, n - s),))], d)
-        return _copy(k, x) if out is x else out
+        # (C-contiguous whatever x's layout, as PyTorch's result; cat keeps a permuted one's)
+        return _copy(k, x) if out is x else k.contiguous(out)
 
     @staticmethod
     def vjp(ctx, k, saved, g):

@@ -55,16 +55,20 @@ def _named(name: str, fields: str):
     return collections.namedtuple(name, fields)
 
 
-SlogdetResult = _named("slogdet", "sign logabsdet")
-QRResult = _named("qr", "Q R")
-EighResult = _named("eigh", "eigenvalues eigenvectors")
-SVDResult = _named("svd", "U S Vh")
+SlogdetResult = _named("linalg_slogdet", "sign logabsdet")
+QRResult = _named("linalg_qr", "Q R")
+EighResult = _named("linalg_eigh", "eigenvalues eigenvectors")
+SVDResult = _named("linalg_svd", "U S Vh")
 SVDLegacyResult = _named("svd", "U S V")
-InvExResult = _named("inv_ex", "inverse info")
-CholeskyExResult = _named("cholesky_ex", "L info")
-LstsqResult = _named("lstsq", "solution residuals rank singular_values")
-LUFactorResult = _named("lu_factor", "LU pivots")
-LUFactorExResult = _named("lu_factor_ex", "LU pivots info")
+InvExResult = _named("linalg_inv_ex", "inverse info")
+CholeskyExResult = _named("linalg_cholesky_ex", "L info")
+LstsqResult = _named("linalg_lstsq", "solution residuals rank singular_values")
+LUFactorResult = _named("linalg_lu_factor", "LU pivots")
+LUFactorExResult = _named("linalg_lu_factor_ex", "LU pivots info")
+# (torch.linalg's results are named linalg_*, the legacy torch.* functions' plain: PyTorch's
+# torch.return_types)
+LegacySlogdetResult = _named("slogdet", "sign logabsdet")
+LegacyQRResult = _named("qr", "Q R")
 TriangularSolveResult = _named("triangular_solve", "solution cloned_coefficient")
 
 # -- plumbing: host kernels, checks, rules in Tensor ops -------------------------------------------
@@ -84,7 +88,7 @@ def _host(fn, arrays, *params, fail=None):
         from ...runtime import memory
         out = fn(*[memory.to_host(a) for a in arrays], *params)
     except _np_dec.LinAlgFailure as e:
-        raise fail(e.batch, e.info) from None
+        raise (LinAlgError(e.message) if e.message else fail(e.batch, e.info)) from None
 
     def up(o):
         o = np.ascontiguousarray(o)
@@ -135,6 +139,14 @@ def _matrix(A, op: str, name: str = "A", square: bool = True, kernel: str | None
     if by_kernel:
         raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(dt)}\'')
     return A
+
+
+def _lapack_float(A: Tensor) -> None:
+    """PyTorch's check (no op named) in the functions built on its LAPACK dispatch helper
+    (lstsq, matrix_rank): float, double and their complex types only."""
+    dt = A.dtype
+    if not (dt.is_floating_point or dt.is_complex) or dt.itemsize < 4:
+        raise RuntimeError("This function doesn't handle types other than float and double")
 
 
 def _same_dtype(A: Tensor, B: Tensor, op: str) -> None:
@@ -189,12 +201,25 @@ def _c10(dt) -> str:
     return _C10_NAMES.get(dt.name, dt.name)
 
 
-def _exact(t: Tensor, out, op: str, kernel: str, cast: bool = False) -> Tensor:
+def _safe_cast(t: Tensor, out, op: str) -> None:
+    """PyTorch's refusal of an ``out`` the result does not cast to safely (a float result
+    into an integer ``out``), in the words of its linalg functions whose ``out`` may cast."""
+    from .elementwise import _can_cast
+    if isinstance(out, Tensor) and not _can_cast(t.dtype, out.dtype):
+        raise RuntimeError(f"{op}: Expected result to be safely castable from "
+                           f"{scalar_type_name(t.dtype)} dtype, but got result with dtype "
+                           f"{scalar_type_name(out.dtype)}")
+
+
+def _exact(t: Tensor, out, op: str, kernel: str, cast: bool | str = False) -> Tensor:
     """``_result`` for the linalg functions whose ``out`` must have the result's dtype (they
-    refuse, rather than cast, as PyTorch's do, unless ``cast``); ``kernel`` is the node
-    PyTorch names when an input requires grad."""
+    refuse, rather than cast, as PyTorch's do, unless ``cast``; a string ``cast`` names the
+    function in PyTorch's refusal of an unsafe cast, :func:`_safe_cast`); ``kernel`` is the
+    node PyTorch names when an input requires grad."""
     if out is None:
         return t
+    if isinstance(cast, str):
+        _safe_cast(t, out, cast)
     if not cast and isinstance(out, Tensor) and out.dtype is not t.dtype:
         raise RuntimeError(f"Expected out tensor to have dtype {_c10(t.dtype)}, but got "
                            f"{_c10(out.dtype)} instead")
@@ -216,6 +241,20 @@ def _castable(t: Tensor, out, op: str, what: str, kernel: str) -> Tensor:
                            f"{scalar_type_name(t.dtype)} dtype to "
                            f"{scalar_type_name(out.dtype)} dtype.")
     return _exact(t, out, op.removeprefix("torch."), kernel, cast=True)
+
+
+def _composite_out(t: Tensor, out, op: str) -> Tensor:
+    """``out=`` as PyTorch's composite linalg functions write it (cond, matrix_norm, norm,
+    tensorinv, tensorsolve): ``out.copy_(result)``, recorded (``CopyBackwards``) when the
+    result requires grad, where the other functions refuse (:func:`_result`)."""
+    if out is None or not (isinstance(out, Tensor) and t.requires_grad):
+        return _result(t, out, op)
+    from .elementwise import _can_cast, resize_output
+    if not _can_cast(t.dtype, out.dtype):
+        raise RuntimeError(f"result type {scalar_type_name(t.dtype)} can't be cast to the "
+                           f"desired output type {scalar_type_name(out.dtype)}")
+    resize_output(out, tuple(t.shape))
+    return out.copy_(t)
 
 
 def _tuple_out(op: str, kernel: str):
@@ -425,10 +464,10 @@ def _det(input: Tensor) -> Tensor:
     return det(input)
 
 
-def _slogdet(input: Tensor, *, out=None) -> SlogdetResult:
+def _slogdet(input: Tensor, *, out=None) -> LegacySlogdetResult:
     """``tritongrad.slogdet(input)`` and ``Tensor.slogdet()``: :func:`slogdet` under PyTorch's
     top-level name for the matrix, ``input`` (``linalg.slogdet`` names it ``A``)."""
-    return slogdet(input, out=out)
+    return LegacySlogdetResult(*slogdet(input, out=out))
 
 
 _det.__name__ = _det.__qualname__ = "det"
@@ -500,14 +539,16 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out=None) -> Tensor:
         tensor([1.0000, 0.5000])
     """
     op = "linalg.solve"
-    _matrix(A, op)
+    _matrix(A, op, kernel="lu_cpu")
     tensor_arg(B, op, "B")
     _same_dtype(A, B, op)
     if not left:  # X A = B  <=>  A^T X^T = B^T
         if B.ndim == 1 and A.shape[-1] != 1:  # a vector B is a column: n x 1, never 1 x n
             raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation XA = B "
                                f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[0]}x1)")
-        return _exact(solve(A.mT, B.mT).mT, out, op, "_linalg_solve_ex")
+        # (contiguous, as PyTorch's result is here: its LAPACK writes the transposed solve
+        # column-major)
+        return _exact(solve(A.mT, B.mT).mT.contiguous(), out, op, "_linalg_solve_ex")
     vector = _vector_rhs(A, B)
     Bm = B.unsqueeze(-1) if vector else B
     if Bm.shape[-2] != A.shape[-1]:
@@ -601,8 +642,9 @@ def cholesky_ex(input: Tensor, *, upper: bool = False, check_errors: bool = Fals
     A = input
     op = "linalg.cholesky_ex"
     _matrix(A, "linalg.cholesky", kernel="cholesky_cpu")
-    if check_errors:
-        return CholeskyExResult(cholesky(A, upper=upper), _info(A, None))
+    if check_errors:  # (the error names linalg.cholesky_ex, as PyTorch's)
+        L = apply(LinalgCholeskyExBackward0, (A,), op)
+        return CholeskyExResult(_mH(L) if upper else L, _info(A, None))
     try:
         return CholeskyExResult(cholesky(A, upper=upper), _info(A, None))
     except LinAlgError:
@@ -624,7 +666,10 @@ def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False, *,
     differentiable through them."""
     op = "cholesky_solve"
     B, L = input, input2
-    _matrix(B, op, "B", square=False)
+    if isinstance(B, Tensor) and B.ndim < 2:
+        raise RuntimeError(f"b should have at least 2 dimensions, but has {B.ndim} dimensions "
+                           f"instead")
+    _matrix(B, op, "B", square=False, kernel="cholesky_solve_cpu", every_dtype=True)
     _matrix(L, op, "A")
     _same_dtype(L, B, op)
     Lb, Bb = _broadcast_batches(L, B)
@@ -634,7 +679,7 @@ def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False, *,
     else:
         Y = solve_triangular(Lb, Bb, upper=False)
         X = solve_triangular(_mH(Lb), Y, upper=True)
-    return _exact(X, out, op, "cholesky_solve", cast=True)
+    return _exact(X, out, op, "cholesky_solve", cast=op)
 
 
 # -- triangular solve ------------------------------------------------------------------------------
@@ -685,7 +730,7 @@ def solve_triangular(input: Tensor, B: Tensor, *, upper: bool, left: bool = True
     ``unitriangular``); batch dims broadcast."""
     A = input
     op = "linalg.solve_triangular"
-    _matrix(A, op)
+    _matrix(A, op, kernel="triangular_solve_cpu", every_dtype=True)
     _matrix(B, op, "B", square=False)
     _same_dtype(A, B, op)
     n = A.shape[-1]
@@ -828,16 +873,21 @@ def qr(A: Tensor, mode: str = "reduced", *, out=None) -> QRResult:
     return QRResult(*apply(LinalgQrBackward0, (A,), mode))
 
 
+_PHASE_WORDS = {  # (PyTorch's svd_backward says it in other words)
+    "svd_backward": ("singular vectors", "phase term, making it ill-defined")}
+
+
 def _phase_check(VhgV: Tensor, op: str) -> None:
     """PyTorch's refusal of a complex loss that depends on the vectors' phases."""
     if VhgV.dtype.is_complex and VhgV.numel():
         from .complex_parts import imag
+        VhgV = VhgV.detach()  # (a check, not part of a create_graph graph)
         if float(imag(VhgV.diagonal(0, -2, -1)).abs().amax()) > 1e-6 * max(
                 1.0, float(VhgV.abs().amax())):
+            what, rest = _PHASE_WORDS.get(op, ("eigenvectors", "quantity, so it is ill-defined"))
             raise RuntimeError(
-                f"{op}: The eigenvectors in the complex case are specified up to "
-                f"multiplication by e^{{i phi}}. The specified loss function depends on this "
-                f"quantity, so it is ill-defined.")
+                f"{op}: The {what} in the complex case are specified up to multiplication by "
+                f"e^{{i phi}}. The specified loss function depends on this {rest}.")
 
 
 class LinalgEighBackward0(Primitive):
@@ -893,9 +943,9 @@ class LinalgEighBackward0(Primitive):
 
 
 @_tuple_out("qr", "linalg_qr")
-def qr_legacy(input: Tensor, some: bool = True, *, out=None) -> QRResult:
+def qr_legacy(input: Tensor, some: bool = True, *, out=None) -> LegacyQRResult:
     """``tritongrad.qr`` (PyTorch's older interface): ``some=False`` is mode "complete"."""
-    return qr(input, "reduced" if some else "complete")
+    return LegacyQRResult(*qr(input, "reduced" if some else "complete"))
 
 
 @autocast_op("float32 on cpu")
@@ -957,7 +1007,7 @@ class LinalgSvdBackward0(Primitive):
         if dt.is_complex:
             # the loss must not depend on the phases: Im diag(U^H gU + V^H gV) = 0
             total = UhgU if VhgV is None else (VhgV if UhgU is None else UhgU + VhgV)
-            _phase_check(total, "linalg_svd_backward")
+            _phase_check(total, "svd_backward")
         S2 = S * S
         E = S2.unsqueeze(-2) - S2.unsqueeze(-1)
         E = (E + _eye_like(E)).to(dt)
@@ -1094,16 +1144,23 @@ def pinv(input: Tensor, rcond=None, hermitian: bool = False, *, atol=None, rtol=
     if rtol is None:
         rtol = max(m, n) * np.finfo(A.real.dtype.np if A.dtype.is_complex
                                     else A.dtype.np).eps if atol is None else 0.0
-    U, S, Vh = svd(A, full_matrices=False)
+    if hermitian:
+        # PyTorch's: A = U diag(w) U^H from eigh (A's lower triangle only), singular values
+        # |w| (a non-symmetric A is read as eigh reads it; the gradient is eigh's)
+        w, U = eigh(A)
+        S, Vh = w.abs(), _mH(U)
+    else:
+        U, S, Vh = svd(A, full_matrices=False)
+        w = S
     smax = S.amax(-1, keepdim=True) if S.shape[-1] else S
     cut = smax * (rtol.unsqueeze(-1) if isinstance(rtol, Tensor) else rtol)
     if atol is not None:
         cut = cut.clamp(min=atol) if not isinstance(atol, Tensor) else \
             cut.maximum(atol.unsqueeze(-1))
     keep = S > cut
-    Sinv = where(keep, 1 / where(keep, S, 1.0), 0.0).to(A.dtype)
+    Sinv = where(keep, 1 / where(keep, w, 1.0), 0.0).to(A.dtype)
     return _exact((_mH(Vh) * Sinv.unsqueeze(-2)) @ _mH(U), out, op, "linalg_pinv",
-                  cast=True)
+                  cast=op)
 
 
 def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
@@ -1128,13 +1185,20 @@ def lstsq(input: Tensor, b: Tensor, rcond=None, *, driver=None, out=None) -> Lst
     tensor_arg(B, op, "b")
     if A.ndim < 2:
         raise RuntimeError(f"{op}: input must have at least 2 dimensions.")
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"{op}: Expected input and other to have the same dtype, but got "
+                           f"input's dtype {scalar_type_name(A.dtype)} and other's dtype "
+                           f"{scalar_type_name(B.dtype)}")
+    _lapack_float(A)
     _matrix(A, "linalg.lstsq", square=False)
-    _same_dtype(A, B, "linalg.lstsq")
     if driver is None:
         driver = "gelsy"
     if driver not in _LSTSQ_DRIVERS:
         raise RuntimeError(f"{op}: parameter `driver` should be one of "
                            f"({', '.join(_LSTSQ_DRIVERS)})")
+    if not 0 <= A.ndim - B.ndim <= 1:
+        raise RuntimeError(f"{op}: input.dim() must be greater or equal to other.dim() and "
+                           f"(input.dim() - other.dim()) <= 1")
     vector = B.ndim == A.ndim - 1
     Bm = B.unsqueeze(-1) if vector else B
     if Bm.ndim < 2:
@@ -1157,8 +1221,9 @@ def lstsq(input: Tensor, b: Tensor, rcond=None, *, driver=None, out=None) -> Lst
     if m > n and driver != "gelsy" and (driver == "gels" or full):
         R = A @ X - Bm
         residuals = (R.abs() ** 2 if R.dtype.is_complex else R * R).sum(-2)
-    else:
-        residuals = none
+    else:  # (empty, but in the graph as PyTorch's: it requires grad when the solution does)
+        residuals = X.reshape(-1)[:0]
+        residuals = residuals.abs() if residuals.dtype.is_complex else residuals
     res = LstsqResult(X.squeeze(-1) if vector else X, residuals,
                       none.to(dtypes.int64) if driver == "gels" else rank,
                       S if driver in ("gelsd", "gelss") else none)
@@ -1392,6 +1457,11 @@ def multi_dot(tensors, *, out=None) -> Tensor:
             raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but "
                                f"tensor 0 is {_c10(tensors[0].dtype)} and tensor {i} "
                                f"{_c10(t.dtype)}")
+    for i in range(1, len(tensors)):
+        if tensors[i - 1].shape[-1] != tensors[i].shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i - 1} and {i} with shapes "
+                               f"{list(tensors[i - 1].shape)} and {list(tensors[i].shape)} "
+                               f"cannot be multiplied")
     first_vec, last_vec = tensors[0].ndim == 1, tensors[-1].ndim == 1
     if first_vec:
         tensors[0] = tensors[0].unsqueeze(0)

@@ -21,7 +21,8 @@ import warnings
 import numpy as np
 
 from ...runtime.dtype import bool as _BOOL
-from ...runtime.dtype import get_default_dtype, result_type
+from ...runtime.dtype import (float64 as _FLOAT64, from_numpy_dtype, get_default_dtype,
+                              promote_types, result_type)
 from ..checks import (check_ordered, kernel_not_implemented, operand_on_device,
                       scalar_type_name)
 from ..dispatch import (Primitive, apply, apply_inplace, bilinear_jvp, check_inplace,
@@ -124,6 +125,9 @@ def binary_operands(a, b, op: str, dtype=None):
         dt = dtype or result_type(a, b)
         if not dt.is_floating_point:  # an int operand wraps into an integer dtype, as in
             b = wrapped_scalar(b, dt)  # PyTorch (uint8 + 300 adds 44): both backends alike
+    elif isinstance(b, np.ndarray) and op in _OPERATOR_OPS:  # Note [NumPy array operands]
+        b = numpy_operand(b, a, op)
+        return binary_operands(a, b, op, numpy_result_type(a, b, op))
     else:
         raise TypeError(f"{op}(): argument 'other' must be Tensor or Number, not "
                         f"{type(b).__name__}")
@@ -132,6 +136,51 @@ def binary_operands(a, b, op: str, dtype=None):
     if isinstance(b, Tensor) and a._data.shape != b._data.shape:
         broadcast_shapes(a._data.shape, b._data.shape)
     return a, b
+
+
+# Note [NumPy array operands]
+# ``x * np.array([1., 2.])`` works in PyTorch because its operators decline an array, NumPy then
+# computes the op over ``np.asarray(x)`` and hands the result back through
+# ``Tensor.__array_wrap__``: so NumPy's promotion decides the dtype (a float32 tensor times an
+# int64 array is float64, and ``int / int`` is float64). Here the array becomes a tensor on
+# ``x``'s device and the op runs as ours in that dtype, which gives the same values and dtype
+# and keeps the graph (PyTorch refuses a tensor that requires grad there). A leading array
+# (``a - x``) defers to the tensor's reflected operator through ``__array_priority__`` and so
+# gives a tensor too, where PyTorch's refuses all but ``+`` and ``/``; ``x += a`` updates ``x``
+# in place, where PyTorch's ``__iadd__`` declines and Python rebinds ``x`` to ``x + a``; and
+# ``tg.add(x, a)`` works, where PyTorch's refuses (the ops without an operator, as
+# ``tg.maximum``, refuse an array as PyTorch's do). The branches sit after the number branches
+# (binary_operands, the in-place methods), so no other call pays for them.
+
+_NUMPY_TRUE_DIVISION = frozenset(["div", "true_divide", "divide"])
+# the ops behind Python's operators (the others, ``tg.maximum(x, a)``, refuse an array as
+# PyTorch's do)
+_OPERATOR_OPS = _NUMPY_TRUE_DIVISION | frozenset([
+    "add", "sub", "mul", "floor_divide", "remainder", "pow", "eq", "ne", "lt", "le", "gt",
+    "ge", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
+    "bitwise_right_shift"])
+
+
+def numpy_operand(b: np.ndarray, a: Tensor, op: str) -> Tensor:
+    """The NumPy array operand ``b`` of op ``op`` as a tensor on ``a``'s device."""
+    from .creation import tensor
+    if b.dtype.hasobject or b.dtype.kind not in "biufc":
+        raise TypeError(f"{op}(): can't convert np.ndarray of type {b.dtype} to a tensor; the "
+                        f"only supported types are: float64, float32, float16, complex64, "
+                        f"complex128, int64, int32, int16, int8, uint64, uint32, uint16, uint8, "
+                        f"and bool.")
+    return tensor(b, device=a.device)
+
+
+def numpy_result_type(a: Tensor, b: Tensor, op: str):
+    """The dtype NumPy computes ``op`` over ``a`` and an array operand ``b`` in."""
+    if a._dtype.np.kind not in "biufc" or a._dtype.np.itemsize != a._dtype.itemsize:
+        dt = promote_types(a._dtype, b._dtype)  # (bfloat16, float8: no NumPy type of their own)
+    else:
+        dt = from_numpy_dtype(np.promote_types(a._dtype.np, b._dtype.np))
+    if op in _NUMPY_TRUE_DIVISION and not (dt.is_floating_point or dt.is_complex):
+        return _FLOAT64  # (NumPy's true division of integers)
+    return dt
 
 
 def _promoted(t: Tensor, dt) -> Tensor:
@@ -1058,6 +1107,9 @@ def _inplace(op_tensor, op_scalar, promote_float=False):
                     other = python_number(other)
                 elif type(other) is int:
                     check_int_operand(other)
+                dt = result_type(self, other)
+            elif isinstance(other, np.ndarray):  # (``t += array``: Note [NumPy array operands])
+                other = numpy_operand(other, self, name)
                 dt = result_type(self, other)
             else:
                 raise TypeError(f"{name}(): argument 'other' must be Tensor or Number")

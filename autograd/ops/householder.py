@@ -165,7 +165,7 @@ def householder_product(input: Tensor, tau: Tensor, *, out=None) -> Tensor:
     Q = _reflect(A, tau, ident, left=True, adjoint=False) if _last(tau) else ident.clone()
     from .decompositions import _exact
     return _exact(Q, out, "linalg.householder_product", "linalg_householder_product",
-                  cast=True)
+                  cast="torch.linalg.householder_product")
 
 
 def orgqr(input: Tensor, input2: Tensor) -> Tensor:
@@ -220,6 +220,10 @@ def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True,
         check_same_device(input, t, name, "ormqr")
     _lapack_dtype(input, "ormqr")
     r = _reflect(input, tau, other, bool(left), bool(transpose)) if _last(tau) else other.clone()
+    if isinstance(out, Tensor) and out.dtype is not r.dtype:  # (PyTorch's words, no space)
+        raise RuntimeError(f"torch.ormqr: Expected input and result to have the same dtype, but "
+                           f"input has dtype{scalar_type_name(input.dtype)} and result has "
+                           f"dtype {scalar_type_name(out.dtype)}")
     return _result(r, out, "ormqr")
 
 

@@ -269,7 +269,13 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         tritongrad.Size([5, 4, 2, 6])
     """
     if not isinstance(other, Tensor):
-        raise TypeError(f"matmul(): argument 'other' must be Tensor, not {type(other).__name__}")
+        if not (isinstance(other, _ndarray) and isinstance(input, Tensor)):
+            raise TypeError(f"matmul(): argument 'other' must be Tensor, not "
+                            f"{type(other).__name__}")
+        from .elementwise import numpy_operand, numpy_result_type  # Note [NumPy array operands]
+        other = numpy_operand(other, input, "matmul")
+        dt = numpy_result_type(input, other, "matmul")
+        input, other = input.to(dt), other.to(dt)
     if not isinstance(input, Tensor):
         raise TypeError(f"matmul(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")

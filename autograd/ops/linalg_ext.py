@@ -50,6 +50,10 @@ def _norm_dtype(x: Tensor, dtype, op: str):
     if not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError(f"{op}: dtype should be floating point or complex, but got "
                            f"{scalar_type_name(dt)}")
+    if dt.is_complex != x.dtype.is_complex:
+        raise RuntimeError(f"{op}: dtype should be {'complex' if x.dtype.is_complex else 'real'}"
+                           f" for {'complex' if x.dtype.is_complex else 'real'} inputs, but got "
+                           f"{scalar_type_name(dt)}")
     if dt.itemsize < x.dtype.itemsize:
         raise RuntimeError(f"{op}: the dtype of the input ({scalar_type_name(x.dtype)}) should "
                            f"be convertible without narrowing to the specified dtype "
@@ -263,12 +267,18 @@ def matrix_norm(input: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *
     if out is not None:
         r = matrix_norm(A, ord, dim, keepdim, dtype=dtype)
         _norm_out_dtype(r, out, op)
-        return _out(r, out, op, "linalg_vector_norm")
+        from .decompositions import _composite_out  # (PyTorch's: out.copy_(r), recorded)
+        return _composite_out(r, out, op) if r.requires_grad else \
+            _out(r, out, op, "linalg_vector_norm")
     tensor_arg(A, op, "input")
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
+    half = _is_half(A.dtype)
     A = _float_input(A, dtype, op)
     d0, d1 = _matrix_dims(A, dim, op)
+    if half and (ord in ("nuc", 2, -2) and not isinstance(ord, bool)):  # (svdvals' dtypes)
+        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got "
+                           f"{scalar_type_name(input.dtype)}")
     if isinstance(ord, str):
         if ord == "fro":
             return vector_norm(A, 2, (d0, d1), keepdim)
@@ -312,24 +322,27 @@ def linalg_norm(input: Tensor, ord=None, dim=None, keepdim: bool = False, *, dty
     if out is not None:
         r = linalg_norm(A, ord, dim, keepdim, dtype=dtype)
         _norm_out_dtype(r, out, op)
-        return _out(r, out, op, "linalg_vector_norm")
+        from .decompositions import _composite_out  # (PyTorch's: out.copy_(r), recorded)
+        return _composite_out(r, out, op) if r.requires_grad else \
+            _out(r, out, op, "linalg_vector_norm")
     tensor_arg(A, op, "input")
+    dims = None
     if dim is not None:
         dims = (dim,) if isinstance(dim, numbers.Integral) else tuple(dim)
-        if len(dims) == 1:
-            return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype)
-        if len(dims) == 2:
-            return matrix_norm(A, "fro" if ord is None else ord, dims, keepdim, dtype=dtype)
-        raise RuntimeError(f"{op}: If dim is specified, it must be of length 1 or 2. Got "
-                           f"{list(dims)}")
-    if ord is None:
-        return vector_norm(A, 2, None, keepdim, dtype=dtype)
-    if A.ndim == 1:
-        return vector_norm(A, ord, None, keepdim, dtype=dtype)
-    if A.ndim == 2:
-        return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
-    raise RuntimeError(f"{op}: If dim is not specified but ord is, the input must be 1D or 2D. "
-                       f"Got {A.ndim}D.")
+        if len(dims) not in (1, 2):
+            raise RuntimeError(f"{op}: If dim is specified, it must be of length 1 or 2. Got "
+                               f"{list(dims)}")
+    elif ord is not None and A.ndim not in (1, 2):
+        raise RuntimeError(f"{op}: If dim is not specified but ord is, the input must be 1D or "
+                           f"2D. Got {A.ndim}D.")
+    # PyTorch's dispatch: a string ord is always a matrix norm (over dims 0, 1 without dim:
+    # a 1-D input is refused by matrix_norm), a number one when dim has 2 entries (or the
+    # input 2, without dim), else the vector norm (ord None over 2 dims included)
+    if isinstance(ord, str):
+        return matrix_norm(A, ord, (0, 1) if dims is None else dims, keepdim, dtype=dtype)
+    if ord is not None and (len(dims) == 2 if dims is not None else A.ndim == 2):
+        return matrix_norm(A, ord, (-2, -1) if dims is None else dims, keepdim, dtype=dtype)
+    return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype)
 
 
 def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
@@ -364,6 +377,9 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out=None) -> Tensor:
     op = "linalg.vecdot"
     tensor_arg(x, op, "x")
     tensor_arg(y, op, "y")
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):  # (then y's: the same dtype)
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. "
+                           f"Got {scalar_type_name(x.dtype)}")
     if x.dtype is not y.dtype:
         raise RuntimeError(f"{op}: Expected x and y to have the same dtype, but found x of type "
                            f"{scalar_type_name(x.dtype)} and y of type "
@@ -463,6 +479,8 @@ def matrix_power(input: Tensor, n: int, *, out=None) -> Tensor:
     ``n < 0`` the inverse's power."""
     if out is not None:
         r = matrix_power(input, n)
+        from .decompositions import _safe_cast
+        _safe_cast(r, out, "matrix_power")  # (then out's dtype must be r's)
         return _out(r, out, "linalg.matrix_power", "matmul")
     tensor_arg(input, "matrix_power")
     if isinstance(n, bool) or not isinstance(n, numbers.Integral):

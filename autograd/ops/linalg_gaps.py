@@ -22,13 +22,16 @@ from ..tensor import Tensor, array_meta
 from .complex_parts import real
 from .decompositions import (
     LinAlgError,
+    _composite_out,
     _exact,
     _eye_like,
     _host,
+    _lapack_float,
     _matrix,
     _mH,
     _named,
     _phase_check,
+    _safe_cast,
     _same_dtype,
     _tensor_rule,
     _tuple_out,
@@ -47,12 +50,12 @@ from .linalg_legacy import lu_unpack
 __all__ = ["cond", "diagonal", "eig", "eigvals", "lu", "lu_solve", "matrix_rank", "solve_ex",
            "tensorinv", "tensorsolve"]
 
-EigResult = _named("eig", "eigenvalues eigenvectors")
-LUResult = _named("lu", "P L U")
-SolveExResult = _named("solve_ex", "result info")
+EigResult = _named("linalg_eig", "eigenvalues eigenvectors")
+LUResult = _named("linalg_lu", "P L U")
+SolveExResult = _named("linalg_solve_ex", "result info")
 
 
-# -- eig ---------------------------------------------------------------------------------------------
+# -- eig -------------------------------------------------------------------------------------------
 
 def _geev(a: np.ndarray) -> tuple:
     """Eigenvalues and unit-norm right eigenvectors of each matrix, complex (numpy's geev)."""
@@ -166,15 +169,24 @@ def cond(input: Tensor, p=None, *, out=None) -> Tensor:
         _matrix(A, "linalg.svd", square=False, kernel="linalg_svd_cpu")
     else:
         _matrix(A, f"{op}(ord={p:g})" if not isinstance(p, str) else f"{op}(ord={p})")
+    if out is not None:  # (PyTorch's composite: out.copy_(result), in the graph)
+        r = cond(A, p)
+        _safe_cast(r, out, op)
+        return _composite_out(r, out, op)
     if p in (None, 2, -2):
         s = svdvals(A)
         if s.shape[-1] == 0:  # empty matrices: 0, as PyTorch gives
             return _result(s.new_zeros(s.shape[:-1]), out, op)
         hi, lo = s[..., 0], s[..., -1]
         return _result(hi / lo if p != -2 else lo / hi, out, op)
+    if A.shape[-1] == 0:  # empty matrices: 0, as PyTorch gives
+        return _result(matrix_norm(A, "fro"), out, op)
     Ainv, info = inv_ex(A)
+    ok = info == 0
+    if not bool(ok.all()):  # (NaN inverses of singular matrices kept out of the norms' SVD)
+        Ainv = Ainv.where(ok.unsqueeze(-1).unsqueeze(-1), 0.0)
     r = matrix_norm(A, p) * matrix_norm(Ainv, p)
-    return _result(r.where(info == 0, math.inf), out, op)
+    return _result(r.where(ok, math.inf), out, op)
 
 
 @autocast_op("float32 on cpu")
@@ -191,11 +203,20 @@ def matrix_rank(input: Tensor, tol=None, hermitian: bool = False, *, atol=None, 
     """
     A = input
     op = "linalg.matrix_rank"
-    _matrix(A, op, square=hermitian)
     if tol is not None:
-        if atol is not None or rtol is not None:
-            raise RuntimeError(f"{op}: tol cannot be combined with atol or rtol")
+        if atol is not None or rtol is not None:  # (no such overload in PyTorch's bindings)
+            given = ", ".join(f"{k}={type(v).__name__}" for k, v in
+                              (("atol", atol), ("rtol", rtol), ("tol", tol)) if v is not None)
+            raise TypeError(f"linalg_matrix_rank() received an invalid combination of "
+                            f"arguments - got (Tensor, {given}), but expected one of: (input, "
+                            f"*, atol, rtol, hermitian, out) or (input, tol, hermitian, *, out)")
         atol = tol
+    tensor_arg(A, op, "input")
+    if A.ndim < 2:
+        raise RuntimeError(f"torch.{op}: The input tensor input must have at least 2 "
+                           f"dimensions.")
+    _lapack_float(A)
+    _matrix(A, "linalg.eigh" if hermitian else op, square=hermitian)
     s = (eigvalsh(A).abs() if hermitian else svdvals(A)).detach()
     if s.shape[-1] == 0:  # an empty matrix has rank 0
         return _result(s.sum(-1).to(dtypes.int64), out, op)
@@ -212,7 +233,7 @@ def matrix_rank(input: Tensor, tol=None, hermitian: bool = False, *, atol=None, 
     return _result((s > thr).sum(-1), out, op)
 
 
-# -- LU ----------------------------------------------------------------------------------------------
+# -- LU --------------------------------------------------------------------------------------------
 
 @_tuple_out("linalg.lu", "linalg_lu")
 def lu(A: Tensor, *, pivot: bool = True, out=None) -> LUResult:
@@ -266,8 +287,9 @@ def _lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, left: bool, adjoint: bool, 
                            f"{'AX = B' if left else 'XA = B'} ({n}x{n} and "
                            f"{B.shape[-2]}x{B.shape[-1]})")
     if not left:  # X A = B  <=>  A^H X^H = B^H
-        return _exact(_mH(lu_solve(LU, pivots, _mH(B), adjoint=not adjoint)), out, op,
-                      "linalg_lu_solve")
+        # (contiguous, as PyTorch's result is here)
+        return _exact(_mH(lu_solve(LU, pivots, _mH(B), adjoint=not adjoint)).contiguous(), out,
+                      op, "linalg_lu_solve")
     P, L, U = lu_unpack(LU, pivots)
     if adjoint:  # A^H = U^H L^H P^T: X = P L^-H U^-H B
         y = solve_triangular(_mH(U), B, upper=False)
@@ -334,10 +356,12 @@ def tensorinv(input: Tensor, ind: int = 2, *, out=None) -> Tensor:
     m = math.prod(lead)
     inverse, info = inv_ex(A.reshape(m, m))
     if bool((info != 0).item()):
-        raise LinAlgError("linalg.inv: The diagonal element "
+        raise LinAlgError("inv: The diagonal element "
                           f"{int(info.item())} is zero, the inversion could not be completed "
                           f"because the input matrix is singular.")
-    return _result(inverse.reshape(rest + lead), out, op)
+    r = inverse.reshape(rest + lead)
+    _safe_cast(r, out, "tensorinv")
+    return _composite_out(r, out, op)
 
 
 @autocast_op("float32 on cpu")
@@ -365,7 +389,9 @@ def tensorsolve(input: Tensor, other: Tensor, dims=None, *, out=None) -> Tensor:
                            f"prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]), "
                            f"but got {n} != {m}")
     X = solve(A.reshape(m, n), B.reshape(m))
-    return _result(X.reshape(result_shape), out, op)
+    r = X.reshape(result_shape)
+    _safe_cast(r, out, "tensorsolve")
+    return _composite_out(r, out, op)
 
 
 def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:

@@ -191,7 +191,7 @@ def cholesky_inverse(input: Tensor, upper: bool = False, *, out=None) -> Tensor:
     n = L.shape[-1]
     ident = eye(n, dtype=L.dtype, device=L.device).expand(tuple(L.shape))
     return _exact(cholesky_solve(ident, L, upper), out, "cholesky_inverse", "cholesky_inverse",
-                  cast=True)
+                  cast="cholesky_inverse")
 
 
 # -- randomized SVD and PCA --------------------------------------------------------------------

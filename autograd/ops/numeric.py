@@ -423,7 +423,7 @@ def renorm(input: Tensor, p, dim: int, maxnorm) -> Tensor:
     d = wrap_dim(dim, x.ndim, "renorm")
     norm = vector_norm(x, p, tuple(i for i in range(x.ndim) if i != d), keepdim=True)
     factor = where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)
-    return x * factor
+    return (x * factor).contiguous()  # (PyTorch's result is contiguous whatever x's layout)
 
 
 # -- histograms ---------------------------------------------------------------------------------

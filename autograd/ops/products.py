@@ -157,8 +157,8 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None, *,
             raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
         d = wrap_dim(dim, a.ndim, "cross")
     if a.shape[d] != 3 or b.shape[d] != 3:  # (this dim does not broadcast)
-        raise RuntimeError(f"linalg.cross: inputs dimension {d} must have length 3. Got "
-                           f"{a.shape[d]} and {b.shape[d]}")
+        raise RuntimeError(f"linalg.cross: inputs dimension {d if dim is None else dim} must "
+                           f"have length 3. Got {a.shape[d]} and {b.shape[d]}")
     a, b = a.expand(shape), b.expand(shape)
     ax, ay, az = a.unbind(d)
     bx, by, bz = b.unbind(d)

@@ -66,12 +66,15 @@ def _check_range(op: str, quant_min: int, quant_max: int) -> None:
 
 
 def _check_axis(op: str, x: Tensor, axis: int) -> int:
-    if axis < 0 or axis > x.ndim:  # (PyTorch's own check, which lets axis == ndim through)
+    # PyTorch's order: the size along ``axis`` is read first (an IndexError past either
+    # end), then a negative axis is refused
+    n = max(x.ndim, 1)
+    if not -n <= axis < x.ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of "
+                         f"[{-n}, {n - 1}], but got {axis})")
+    if axis < 0:
         raise RuntimeError(f"{op}: `axis` must be between 0 and number of dimensions of input "
                            f"(got axis={axis} for a {x.ndim}-D input)")
-    if axis >= x.ndim:
-        raise IndexError(f"Dimension out of range (expected to be in range of "
-                         f"[{-max(x.ndim, 1)}, {max(x.ndim, 1) - 1}], but got {axis})")
     return axis
 
 
@@ -241,7 +244,14 @@ def _learnable(xc: Tensor, scale: Tensor, zero_point: Tensor, s_b: Tensor, z_b, 
     if not _records(xc, scale, zero_point):
         return fq
     xd = xc.detach()
-    q, mask, fq_b = _quantize(xd, s_b, z_b, quant_min, quant_max, False)
+    # PyTorch's learnable backward kernels round ``zero_point + x * inv_scale``, the zero
+    # point added before rounding and as one fused multiply-add (the product is exact in
+    # float64, the sum rounded once to float32): a tie can fall the other way than the
+    # forward's ``nearbyint(x * inv_scale) + zero_point``
+    inv = 1.0 / s_b
+    q = ((xd.to(dtypes.float64) * inv.to(dtypes.float64) + z_b).to(xd.dtype)).round()
+    mask = (q >= quant_min) & (q <= quant_max)
+    fq_b = (q.clamp(quant_min, quant_max) - z_b) * s_b
     out = fq + where(mask, xc - xd, 0.0)
     if _records(scale):
         coef = where(mask, (fq_b - xd) * (1.0 / s_b),
@@ -322,7 +332,9 @@ def _fake_quantize_learnable_per_channel_affine(input: Tensor, scale: Tensor,
     s = scale.detach().float().reshape(shape)
     z = zero_point.detach().float().round().clamp(quant_min, quant_max).reshape(shape)
     xc = _compute(x)
-    _, _, fq = _quantize(xc.detach(), s, z, quant_min, quant_max, True)
+    # (the rounded zero points are integers: PyTorch's forward is fake_quantize_per_channel
+    # with int32 zero points, ``nearbyint(x * inv_scale) + zero_point``)
+    _, _, fq = _quantize(xc.detach(), s, z, quant_min, quant_max, False)
     out = _learnable(xc, scale, zero_point, s, z, fq.to(xc.dtype), quant_min, quant_max,
                      float(grad_factor))
     return out.to(x.dtype)

@@ -148,7 +148,7 @@ def _scan_pairs(k, xs: tuple, dim: int, combine) -> tuple:
                        tuple(_part(k, x, dim, step, n) for x in xs))
         xs = tuple(k.cat([_part(k, x, dim, 0, step), t], dim) for x, t in zip(xs, tail))
         step *= 2
-    return xs
+    return tuple(k.contiguous(x) for x in xs)  # (cat keeps a permuted input's layout)
 
 
 def _linear_scan(k, a, b, dim: int, reverse: bool = False):
@@ -176,8 +176,9 @@ def _linear_scan(k, a, b, dim: int, reverse: bool = False):
 
 
 def _copy(k, x):
-    """A new array with ``x``'s values (a forward's result must not be its input)."""
-    return k.mul(x, 1)
+    """A new array with ``x``'s values (a forward's result must not be its input), C-contiguous
+    as every scan's result (Note [Reductions are C-contiguous], kernels/numpy/reduction.py)."""
+    return k.contiguous(k.mul(x, 1))
 
 
 def _in_dtype(k, a, dt):

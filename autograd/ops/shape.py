@@ -524,7 +524,8 @@ class TrilBackward0(Primitive):
         cols = k.view(k.arange(0, 1, m, dtypes.int64, dev), (1, m))
         offset = k.sub(cols, rows)
         keep = k.ge(offset, diagonal) if cls._upper else k.le(offset, diagonal)
-        return k.where(keep, x, False if dt is dtypes.bool else 0)
+        # (C-contiguous whatever x's layout, as PyTorch's result: ``x.mT.tril().view(-1)``)
+        return k.contiguous(k.where(keep, x, False if dt is dtypes.bool else 0))
 
     @staticmethod
     def vjp(ctx, k, saved, g):

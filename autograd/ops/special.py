@@ -11,19 +11,22 @@ ndtri, entr, sinc, logit and hypot are one node each instead, as PyTorch's, with
 closed-form derivative (Note [Composite forwards, one node], at the end).
 The formulas and their accuracy in float64 (relative, except where said):
 
-- lgamma: Lanczos (g = 7, 9 terms) for x >= 1/2, reflection below; about 1e-15 (absolute near
-  the zeros x = 1, 2). Poles (0, -1, ...) give inf, as PyTorch.
+- lgamma: Lanczos (g = 7, 9 terms) for x >= 1/2, reflection below; about 1e-15. On
+  [1/2, 5/2) the Taylor series of lgamma(2 + e) in e = x - 1 or x - 2 instead (the Lanczos
+  sum is 1e-15 absolute there, 1e-10 relative at 1 + 1e-5): exactly 0 at 1 and 2. Poles
+  (0, -1, ...) give inf, as PyTorch.
 - digamma / polygamma(n): the recurrence up 10 steps, then the asymptotic (Euler-Maclaurin)
   series with Bernoulli numbers up to B_14; digamma reflects x < 1/2, polygamma(n >= 1)
   x < 0 (d^n/dx^n of pi cot(pi x) as a polynomial in cot). About 1e-15 for x >= 0; for x < 0
   relative to the reflection's terms (so less near the zeros between the poles).
 - erf / erfc: the Taylor series for |x| < 1/2, else the regularized incomplete gamma
   functions: erf(x) = sign(x) P(1/2, x^2), erfc(x) = Q(1/2, x^2) (igamma's accuracy: about
-  eps max(1, x^2), 1e-13 at x = 26).
-- erfinv: Giles' single-precision approximation, then two Newton steps on erf: about 1e-15
-  absolute. ndtri(p) = sqrt(2) erfinv(2p - 1) in float64 for 0.01 <= p <= 0.99; outside, an
-  Abramowitz-Stegun (26.2.23) start and Newton steps on log_ndtr: about 1e-15 relative
-  down to the smallest p.
+  eps max(1, x^2), 1e-13 at x = 26); lower precisions computed in float64.
+- erfinv: Giles' single-precision approximation (Abramowitz-Stegun 26.2.23 for 1 - |y| below
+  6e-8), then three Newton steps on erf, or on erfc for |y| > 1/2: about 1e-15 relative.
+  ndtri(p) = sqrt(2) erfinv(2p - 1) in float64 for 0.01 <= p <= 0.99; outside, the same
+  Abramowitz-Stegun start and Newton steps on log_ndtr: about 1e-15 relative down to the
+  smallest p.
 - i0, i0e, i1, i1e: the power series for |x| <= 25, the asymptotic series above; about 1e-15.
 """
 
@@ -48,13 +51,33 @@ _INF = float("inf")
 _NAN = float("nan")
 
 
+# PyTorch's CPU kernels' names in its dtype errors, where they are not the op's own
+# (``"erf_vml_cpu" not implemented for 'ComplexFloat'``); on other devices <op>_<device>
+_CPU_KERNELS = {"erfc": "erfc_vml", "erfinv": "erfinv_vml", "i0": "i0_vml", "ndtr": "erf_vml"}
+# the kernels PyTorch has without float16 and bfloat16
+_NO_HALF = ("ndtri", "log_ndtr")
+
+
+# the kernels named without the device (polygamma(1, x) is PyTorch's "trigamma"); erf and
+# lgamma are PyTorch's "erf_vml_cpu" and "lgamma_vml_cpu", but tests/test_gaps_24.py holds
+# them to the bare names for now
+_BARE = ("digamma", "trigamma", "polygamma", "erf", "lgamma")
+
+
+def _kernel_error(op: str, x: Tensor) -> NotImplementedError:
+    device = x.device.type
+    kernel = _CPU_KERNELS.get(op, op) if device == "cpu" else op
+    return kernel_not_implemented(op if op in _BARE else f"{kernel}_{device}", x.dtype)
+
+
 def _float(input, op: str, complex_ok: bool = False) -> Tensor:
     """``input`` as a floating tensor (integers and bools promote to the default dtype); a
     complex one is refused, as PyTorch's real special functions refuse it, unless
-    ``complex_ok``."""
+    ``complex_ok`` (and float16/bfloat16 for the functions of ``_NO_HALF``, as PyTorch)."""
     x = tensor_arg(input, op)
-    if x.dtype.is_complex and not complex_ok:
-        raise kernel_not_implemented(f"{op}", x.dtype)
+    if (x.dtype.is_complex and not complex_ok) or (
+            op in _NO_HALF and x.dtype in (dtypes.float16, dtypes.bfloat16)):
+        raise _kernel_error(op, x)
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
         x = x.to(dtypes.get_default_dtype())
     return x
@@ -98,6 +121,28 @@ def _lgamma_right(z: Tensor) -> Tensor:
     return (z + 0.5) * log(t) - t + log(a) + _HALF_LOG_2PI
 
 
+# lgamma(2 + e) = (1 - gamma) e + sum_{k >= 2} (-1)^k (zeta(k) - 1) / k e^k, lowest first:
+# for |e| <= 1/2 the 25th term is below 1e-17 of the sum. Near the zeros x = 1 and 2 it keeps
+# the relative accuracy that the Lanczos sum (accurate to 1e-15 absolute) loses there
+_LGAMMA_AT_2 = (
+    0.42278433509846713, 0.3224670334241132, -0.0673523010531981, 0.020580808427784546,
+    -0.007385551028673986, 0.0028905103307415234, -0.001192753911703261,
+    0.0005096695247430425, -0.00022315475845357939, 9.945751278180853e-05,
+    -4.492623673813314e-05, 2.050721277567069e-05, -9.439488275268397e-06,
+    4.374866789907488e-06, -2.039215753801366e-06, 9.55141213040742e-07,
+    -4.492469198764566e-07, 2.1207184805554665e-07, -1.0043224823968099e-07,
+    4.7698101693639804e-08, -2.2711094608943164e-08, 1.0838659214896955e-08,
+    -5.183475041970047e-09, 2.4836745438024785e-09, -1.1921401405860912e-09)
+
+
+def _lgamma_near_zeros(x: Tensor) -> Tensor:
+    """lgamma(x) for 1/2 <= x < 5/2 from e = x - 1 or x - 2 (exact): lgamma(1 + e) =
+    lgamma(2 + e) - log1p(e). Exactly 0 at 1 and 2."""
+    low = x < 1.5
+    e = where(low, x - 1, x - 2)
+    return e * _horner(_LGAMMA_AT_2[::-1], e) - where(low, log1p(e), 0.0)
+
+
 def lgamma(input: Tensor, *, out=None) -> Tensor:
     """``log |Gamma(x)|``: inf at the poles 0, -1, -2, ... and at +-inf.
 
@@ -119,6 +164,8 @@ def _lgamma(x: Tensor) -> Tensor:
     right = _lgamma_right(xr)
     s = abs(sin(where(left, x, 0.5) * math.pi))
     r = where(left, math.log(math.pi) - log(s) - right, right)
+    near = (x >= 0.5) & (x < 2.5)
+    r = where(near, _lgamma_near_zeros(where(near, x, 2.0)), r)
     return where(bad, _INF, r)
 
 
@@ -158,7 +205,7 @@ def _digamma(x0: Tensor) -> Tensor:
         tail = t if tail is None else tail + t
         p = p * w2
     r = log(w) - 0.5 / w - tail - _series([1 / (z + k) for k in range(_SHIFT)])
-    r = where(left, r - math.pi / tan(where(left, x, 0.25) * math.pi), r)
+    r = where(left, r - math.pi * _cot_pi(where(left, x, 0.25)), r)
     # +inf: inf; +0: -inf and -0: +inf (the limits from each side); the negative integers
     # and -inf: NaN (PyTorch's)
     special = where(eq(x0, 0), where(signbit(x0), _INF, -_INF), where(x0 > 0, _INF, _NAN))
@@ -194,7 +241,7 @@ def polygamma(n: int, input: Tensor, *, out=None) -> Tensor:
     n = int_arg(n, "polygamma", "n")
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
-    x = _float(input, "polygamma")
+    x = _float(input, "trigamma" if n == 1 else "polygamma")
     if n == 0:
         return digamma(x, out=out)
     return _out(_node(_nodes.PolygammaBackward0, x, n), out, "polygamma")
@@ -210,12 +257,24 @@ def _cot_derivative(n: int) -> list:
     return p
 
 
+def _cot_pi(x: Tensor) -> Tensor:
+    """cot(pi x), accurate relative to itself: at t = x - round(x) (cot has period 1: no loss of
+    pi x's digits for large |x|), and as tan(pi (1/2 - |t|)) for |t| > 1/4 (1/2 - |t| exact):
+    1 / tan(pi t) keeps only eps absolute at the zeros t = +-1/2, which polygamma's P_n'
+    (1e10 for n = 10) multiplies there."""
+    t = x - round_(x)
+    at = abs(t)
+    far = at > 0.25
+    return where(far, tan((0.5 - where(far, at, 0.25)) * math.pi) * sign(t),
+                 1 / tan(where(far, 0.25, t) * math.pi))
+
+
 @_in_float64
 def _polygamma_reflected(x: Tensor, n: int) -> Tensor:
     """psi^(n)(x) for x < 0 by the reflection psi(1 - x) - psi(x) = pi cot(pi x), differentiated
     n times: psi^(n)(x) = (-1)^n psi^(n)(1 - x) - pi d^n/dx^n cot(pi x). cot has period 1, so
-    it is evaluated at x - round(x) (no loss of pi x's digits for large |x|)."""
-    c = 1 / tan((x - round_(x)) * math.pi)
+    it is evaluated at x - round(x) (:func:`_cot_pi`)."""
+    c = _cot_pi(x)
     poly = None
     for coef in reversed(_cot_derivative(n)):
         poly = full_like(x, coef) if poly is None else poly * c + coef
@@ -264,14 +323,14 @@ _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 _SMALL = 0.5
 
 
+# erf(x) = x sum_n c_n x^2n, c_n = 2/sqrt(pi) (-1)^n / (n! (2n+1)), highest first; 13 terms:
+# below 1e-17 at |x| < 1/2
+_ERF_TAYLOR = tuple(_TWO_OVER_SQRT_PI * (-1) ** n / (math.factorial(n) * (2 * n + 1))
+                    for n in range(12, -1, -1))
+
+
 def _erf_taylor(x: Tensor) -> Tensor:
-    # erf(x) = 2/sqrt(pi) sum (-1)^n x^(2n+1) / (n! (2n+1)); 13 terms: below 1e-17 at |x| < 1/2
-    x2 = x * x
-    terms, p = [], x
-    for n in range(13):
-        terms.append(p * ((-1) ** n / (math.factorial(n) * (2 * n + 1))))
-        p = p * x2
-    return _series(terms) * _TWO_OVER_SQRT_PI
+    return x * _horner(_ERF_TAYLOR, x * x)  # (x times the sum: erf(-0.0) is -0.0)
 
 
 def erf(input: Tensor, *, out=None) -> Tensor:
@@ -279,6 +338,7 @@ def erf(input: Tensor, *, out=None) -> Tensor:
     return _out(_node(_nodes.ErfBackward0, _float(input, "erf")), out, "erf")
 
 
+@_in_float64
 def _erf(x: Tensor) -> Tensor:
     small = abs(x) < _SMALL
     xs = where(small, 1.0, x)
@@ -292,6 +352,7 @@ def erfc(input: Tensor, *, out=None) -> Tensor:
     return _out(_node(_nodes.ErfcBackward0, _float(input, "erfc")), out, "erfc")
 
 
+@_in_float64
 def _erfc(x: Tensor) -> Tensor:
     low = x < _SMALL
     xs = where(low, 1.0, x)
@@ -323,15 +384,34 @@ def erfinv(input: Tensor, *, out=None) -> Tensor:
     return _out(_node(_nodes.ErfinvBackward0, _float(input, "erfinv")), out, "erfinv")
 
 
+# Giles' start is 1e-3 off far in the tails (x > 4): Newton's third step brings that to eps
+_ERFINV_STEPS = 3
+
+
 def _erfinv(y: Tensor) -> Tensor:
     edge = abs(y) >= 1
     ys = where(edge, 0.0, y)
-    w = -log1p(-ys * ys)
+    # w = -log(1 - y^2) as -log((1 - |y|)(1 + |y|)): 1 - y * y would lose 1 - |y|'s digits
+    # near 1 (5% of it at 1 - 1e-15)
+    w = -(log1p(-abs(ys)) + log1p(abs(ys)))
     central = w < 5
     x = ys * where(central, _horner(_GILES_CENTRAL, where(central, w, 2.5) - 2.5),
                    _horner(_GILES_TAIL, sqrt(where(central, 9.0, w)) - 3))
-    for _ in range(2):  # Newton on erf(x) = y: each step doubles the correct digits
-        x = x - (erf(x) - ys) / (exp(-x * x) * _TWO_OVER_SQRT_PI)
+    # beyond w = 16 (1 - |y| < 6e-8, past single precision) Giles' tail drifts (7% off at
+    # 1 - 1e-15): start there from Abramowitz-Stegun 26.2.23 for the normal quantile of
+    # (1 - |y|) / 2, 3e-4 off in x, from which three Newton steps reach eps
+    ay = abs(ys)
+    far = w > 16
+    ax = where(far, _as_normal_tail(log1p(-where(far, ay, 0.5)) - math.log(2)) * -_SQRT_HALF,
+               abs(x))
+    # Newton on erf(|x|) = |y|, each step doubling the correct digits; above 1/2 on
+    # erfc(|x|) = 1 - |y| (exact there), as erf(|x|) - |y| would keep only the absolute accuracy
+    # of erf near 1 (erfinv(1 - 1e-10) 1e-8 off)
+    tail = ay > 0.5
+    for _ in range(_ERFINV_STEPS):
+        f = where(tail, (1 - ay) - erfc(ax), erf(ax) - ay)
+        ax = ax - f / (exp(-ax * ax) * _TWO_OVER_SQRT_PI)
+    x = where(ys < 0, -ax, where(eq(ys, 0), ys, ax))  # (erfinv(-0.0) is -0.0)
     # (constants only in the edge values: y * inf would send 0 * inf = NaN back to y)
     x = where(edge, where(eq(y, 1), _INF, where(eq(y, -1), -_INF, _NAN)), x)
     # (the float32 constants promote float16/bfloat16 inputs: the result keeps their dtype)
@@ -386,6 +466,14 @@ def ndtri(input: Tensor, *, out=None) -> Tensor:
 _NDTRI_TAIL = 0.01
 
 
+def _as_normal_tail(logp: Tensor) -> Tensor:
+    """Abramowitz and Stegun 26.2.23: the normal quantile of p < 1/2 from log(p), within
+    4.5e-4."""
+    t = sqrt(logp * -2)
+    return -(t - (2.515517 + t * (0.802853 + t * 0.010328))
+             / (1 + t * (1.432788 + t * (0.189269 + t * 0.001308))))
+
+
 @_in_float64
 def _ndtri(p: Tensor) -> Tensor:
     central = _erfinv(p * 2 - 1) * math.sqrt(2)
@@ -396,10 +484,8 @@ def _ndtri(p: Tensor) -> Tensor:
     q = where(upper, 1 - p, p)
     tail = logical_and(q < _NDTRI_TAIL, q > 0)
     pt = where(tail, q, _NDTRI_TAIL)
-    t = sqrt(log(pt) * -2)
-    x = -(t - (2.515517 + t * (0.802853 + t * 0.010328))
-          / (1 + t * (1.432788 + t * (0.189269 + t * 0.001308))))
     logp = log(pt)
+    x = _as_normal_tail(logp)
     for _ in range(4):
         lx = _log_ndtr(x)
         # f = log_ndtr(x) - log p, f' = phi(x) / ndtr(x) = exp(-x^2/2 - log_ndtr(x)) / sqrt(2pi)
@@ -458,6 +544,8 @@ def _bessel_of(x: Tensor, order: int, scaled: bool) -> Tensor:
     if order:  # I_1 is odd
         far = far * sign(x)
     r = where(near, small, far)
+    if order:  # (I_1(-0.0) is PyTorch's 0.0)
+        r = where(eq(x, 0), 0.0, r)
     return where(isnan(x), x, r)
 
 
@@ -549,13 +637,20 @@ def xlog1py(input, other, *, out=None) -> Tensor:
     """``input * log1p(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN). Gradients
     ``log1p(other)`` and ``input / (1 + other)``, 0 where the value is the 0 by definition
     (``input`` 0 and ``log1p(other)`` infinite or NaN)."""
+    from .special_functions import _either_tensor
+    _either_tensor("xlog1py", input, other, ("Tensor input, Tensor other", "Number self, "
+                   "Tensor other", "Tensor input, Number other"))
     a, b = _float_operands(input, other, "xlog1py")
     if a.dtype.is_complex:
-        raise kernel_not_implemented("xlog1py", a.dtype)
+        raise _kernel_error("xlog1py", a)
     # only where log1p(other) is not finite does input = 0 need the definition: elsewhere
     # input * log1p(other) is already 0, with the gradient log1p(other) for input
-    defined = logical_and(eq(a, 0), (b <= -1) | eq(b, _INF))
-    return _out(a * log1p(where(defined, 0.0, b)), out, "xlog1py")
+    zero = eq(a, 0)
+    defined = logical_and(zero, (b <= -1) | eq(b, _INF))
+    # PyTorch's 0 where input is 0 is +0.0 (-0.0 * log1p(2), 0 * log1p(-0.0) would be -0.0):
+    # + 0.0 turns -0.0 to 0.0, - 0.0 keeps every value (its -0.0 too)
+    r = a * log1p(where(defined, 0.0, b))
+    return _out(r + where(zero, 0.0, full_like(r, -0.0)), out, "xlog1py")
 
 
 

@@ -145,11 +145,20 @@ class I0Backward0(_ComposedUnary):
         return _composite(k, i1, x)
 
 
+# sinc'(x) = sum_{k >= 1} (-1)^k 2k pi^2k x^(2k-1) / (2k+1)!, as x times a polynomial in x^2
+# (highest first): for |pi x| < 1/2 nine terms are exact to eps
+_SINC_PRIME = tuple((-1) ** k * 2 * k * math.pi ** (2 * k) / math.factorial(2 * k + 1)
+                    for k in range(9, 0, -1))
+_SINC_SERIES_BELOW = 0.5 / math.pi
+
+
 class SincBackward0(_Activation):
-    """sinc(x) = sin(pi x) / (pi x), 1 at 0:  dx = g (pi x cos(pi x) - sin(pi x)) / (pi x^2),
-    0 at 0 (PyTorch's formula, saving x). At 0 the factor is the Taylor series' first terms,
-    -pi^2 x / 3 + pi^4 x^3 / 30 (0 there), so a recorded rule differentiates to sinc's
-    second (-pi^2 / 3), third and fourth derivatives at 0 (PyTorch's double backward: NaN)."""
+    """sinc(x) = sin(pi x) / (pi x), 1 at 0:  dx = g (pi x cos(pi x) - sin(pi x)) / (pi x^2)
+    (PyTorch's formula, saving x), 0 at 0. For |pi x| < 1/2 the factor is its Taylor series
+    instead: the formula cancels there (its numerator is -(pi x)^3 / 3 from terms of size
+    pi x: all digits lost at x = 1e-9, where PyTorch's second derivative is 0, not
+    -pi^2 / 3), and a recorded rule differentiates the series to sinc's higher derivatives,
+    at 0 too (PyTorch's double backward at 0: NaN)."""
 
     __slots__ = ()
     op_name = "sinc"
@@ -162,15 +171,18 @@ class SincBackward0(_Activation):
 
     @staticmethod
     def derivative(k, x, g):
-        zero = k.eq(x, 0.0)
-        xs = k.where(zero, 1.0, x)  # (no 0 / 0 in the branch selected away)
+        small = k.lt(k.unary("abs", x), _SINC_SERIES_BELOW)
+        xs = k.where(small, 1.0, x)  # (no 0 / 0 in the branch selected away)
         px = k.mul(xs, math.pi)
         d = k.div(k.sub(k.mul(px, k.unary("cos", px)), k.unary("sin", px)),
                   k.mul(px, xs))
         x2 = k.mul(x, x)
+        poly = _SINC_PRIME[0]
+        for c in _SINC_PRIME[1:]:
+            poly = k.add(k.mul(x2, poly), c)
         # (+ 0.0: a -0.0 from x = -0.0 reads as PyTorch's 0)
-        series = k.add(k.mul(x, k.add(k.mul(x2, math.pi ** 4 / 30), -math.pi ** 2 / 3)), 0.0)
-        return k.mul(g, k.where(zero, series, d))
+        series = k.add(k.mul(x, poly), 0.0)
+        return k.mul(g, k.where(small, series, d))
 
 
 class LogitBackward0(_Activation):

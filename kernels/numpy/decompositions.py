@@ -22,11 +22,26 @@ __all__ = ["LinAlgFailure", "inv", "det", "slogdet", "solve", "cholesky", "qr", 
 class LinAlgFailure(Exception):
     """A factorization failed: ``batch`` is the flat index of the failing matrix (None for an
     unbatched input) and ``info`` LAPACK's 1-based index (the zero pivot, or the order of the
-    leading minor that is not positive-definite)."""
+    leading minor that is not positive-definite). ``message``, where given, is the whole
+    error's text (an iteration that did not converge: PyTorch's words, not NumPy's)."""
 
-    def __init__(self, batch: int | None, info: int):
+    def __init__(self, batch: int | None, info: int, message: str | None = None):
         super().__init__(batch, info)
-        self.batch, self.info = batch, info
+        self.batch, self.info, self.message = batch, info, message
+
+
+def _not_converged(a: np.ndarray, op: str, values: str) -> LinAlgFailure:
+    """PyTorch's error for an iteration (an SVD, a Hermitian eigensolver) that failed on
+    ``a``, naming the first matrix with a NaN or inf: the SVD's says so, eigh's (as
+    PyTorch's, which does not look) calls it ill-conditioned. LAPACK's error code is not
+    known here, so it is left out."""
+    mats = a.reshape((-1,) + a.shape[-2:])
+    bad = np.flatnonzero(~np.isfinite(mats).all((-2, -1)))
+    where = "" if a.ndim == 2 else f"(Batch element {int(bad[0]) if bad.size else 0}): "
+    why = ("the input matrix contained non-finite values" if bad.size and op == "linalg.svd"
+           else f"the input matrix is ill-conditioned or has too many repeated {values}")
+    return LinAlgFailure(None, 0, f"{op}: {where}The algorithm failed to converge because "
+                                  f"{why}.")
 
 
 def _failing(a: np.ndarray, find) -> LinAlgFailure:
@@ -118,7 +133,10 @@ def qr(a: np.ndarray, mode: str) -> tuple[np.ndarray, np.ndarray]:
 
 @_quiet
 def eigh(a: np.ndarray, uplo: str) -> tuple[np.ndarray, np.ndarray]:
-    w, v = np.linalg.eigh(a, UPLO=uplo)
+    try:
+        w, v = np.linalg.eigh(a, UPLO=uplo)
+    except np.linalg.LinAlgError:
+        raise _not_converged(a, "linalg.eigh", "eigenvalues") from None
     return w, v
 
 
@@ -131,7 +149,10 @@ def svd(a: np.ndarray, full_matrices: bool) -> tuple[np.ndarray, np.ndarray, np.
         eye = lambda r, c: np.broadcast_to(np.eye(r, c, dtype=a.dtype), b + (r, c)).copy()
         return (eye(m, m if full_matrices else k), np.zeros(b + (k,), np.abs(a).dtype),
                 eye(n if full_matrices else k, n))
-    return np.linalg.svd(a, full_matrices=full_matrices)
+    try:
+        return np.linalg.svd(a, full_matrices=full_matrices)
+    except np.linalg.LinAlgError:
+        raise _not_converged(a, "linalg.svd", "singular values") from None
 
 
 @_quiet
@@ -176,6 +197,10 @@ def matrix_exp(a: np.ndarray) -> np.ndarray:
     double precision of ``a``'s kind, rounded once)."""
     work = a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)
     norm = np.abs(work).sum(-2).max(-1) if work.size else np.zeros(work.shape[:-2])
+    bad = ~np.isfinite(norm)  # a matrix with a NaN or inf: NaN (PyTorch's), the others exact
+    if bad.any():
+        work = np.where(bad[..., None, None], 0, work)
+        norm = np.where(bad, 0.0, norm)
     # halve until every matrix's 1-norm is at most 1/2: the Taylor tail is then below 1e-20
     s = int(max(0, np.ceil(np.log2(max(float(np.max(norm, initial=0.0)), 1e-300) / 0.5))))
     x = work / (2.0 ** s)
@@ -188,6 +213,8 @@ def matrix_exp(a: np.ndarray) -> np.ndarray:
         out = out + term
     for _ in range(s):
         out = out @ out
+    if bad.any():
+        out = np.where(bad[..., None, None], np.nan, out)
     return out.astype(a.dtype)
 
 

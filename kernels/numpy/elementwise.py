@@ -587,7 +587,7 @@ _GAMMA_ITERS = 2000
 
 
 def _lgamma_of(a):
-    return _lgamma(a).astype(a.dtype)
+    return np.asarray(_lgamma(a)).astype(a.dtype)  # (frompyfunc gives a 0-d input a float)
 
 
 def _igamma_prefactor(a, x):

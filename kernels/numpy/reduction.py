@@ -30,18 +30,30 @@ def _up(a):
     return a, _arr
 
 
+# Note [Reductions are C-contiguous]
+#   PyTorch allocates a reduction's or a scan's result contiguous whatever the input's layout,
+#   so ``x.transpose(1, 2).sum(-1).view(n, -1)`` works; NumPy's reduce and accumulate follow the
+#   input's axis order instead. A result of a non-contiguous input is copied to C order (the
+#   reduced result is the small side; a C-contiguous input gives a C-contiguous result).
+
+
+def _c_order(r, a) -> np.ndarray:
+    """``r`` (a reduction or scan of ``a``) in C order: Note [Reductions are C-contiguous]."""
+    return r if a.flags.c_contiguous or r.flags.c_contiguous else r.copy(order="C")
+
+
 def sum(a: np.ndarray, dims: tuple, keepdim: bool) -> np.ndarray:
     if a.dtype == _f16:
         # PyTorch accumulates half in float32; NumPy would accumulate in half.
-        return _arr(_add_reduce(a, dims, np.float32, None, keepdim).astype(np.float16))
-    if type(a) is _ndarray and a.dtype in _BLAS and 0 < len(dims) < a.ndim and a.size \
-            and a.flags.c_contiguous:
-        r = _blas_sum(a, dims, keepdim)
-        if r is not None:
-            return r
+        return _c_order(_arr(_add_reduce(a, dims, np.float32, None, keepdim)
+                             .astype(np.float16)), a)
     if type(a) is _ndarray:
-        return _arr(_add_reduce(a, dims, None, None, keepdim))
-    return _arr(np.sum(a, axis=dims, keepdims=keepdim))
+        if a.dtype in _BLAS and 0 < len(dims) < a.ndim and a.size and a.flags.c_contiguous:
+            r = _blas_sum(a, dims, keepdim)
+            if r is not None:
+                return r
+        return _c_order(_arr(_add_reduce(a, dims, None, None, keepdim)), a)
+    return _c_order(_arr(np.sum(a, axis=dims, keepdims=keepdim)), a)
 
 
 # the ufunc's reduce rather than np.sum's Python wrapper: one frame fewer, and inf + -inf's
@@ -101,8 +113,9 @@ def reduce(op: str, a: np.ndarray, dims: tuple, keepdim: bool) -> np.ndarray:
         raise ValueError(f"reduce: unknown op {op!r}") from None
     if op == "prod" and _low_precision(a):
         x, back = _up(a)
-        return back(fn(x, axis=dims, keepdims=keepdim))
-    r = _arr(fn(a.view(_ndarray) if type(a) is BF16Array else a, axis=dims, keepdims=keepdim))
+        return _c_order(back(fn(x, axis=dims, keepdims=keepdim)), a)
+    r = _c_order(_arr(fn(a.view(_ndarray) if type(a) is BF16Array else a, axis=dims,
+                         keepdims=keepdim)), a)
     return r.view(BF16Array) if type(a) is BF16Array and op != "all" and op != "any" else r
 
 
@@ -153,7 +166,7 @@ def cumsum(a: np.ndarray, dim: int, reverse: bool = False) -> np.ndarray:
     r = np.add.accumulate(x, axis=dim)  # (np.cumsum's dtypes, without its Python wrapper)
     if reverse:
         r = np.ascontiguousarray(np.flip(r, dim))
-    return back(r)
+    return back(_c_order(r, x))
 
 
 def softmax(a: np.ndarray, dim: int, log: bool = False) -> np.ndarray:

@@ -63,11 +63,13 @@ def test_in_place_comparisons_and_gradients_with_numpy_scalars(device):
     np.testing.assert_allclose(host(w.grad), 0.5 - 2 / np.array([1.0, 4.0, 16.0]), rtol=1e-6)
 
 
-def test_a_numpy_array_meets_a_tensor_with_a_type_error():
-    # torch.Tensor's priority makes NumPy defer, and the tensor refuses an ndarray operand
-    with pytest.raises(TypeError, match="ndarray"):
-        np.ones(3) * tg.ones(3)
-    assert isinstance(np.exp(tg.ones(2)), np.ndarray)  # ufuncs still read the tensor
+def test_a_numpy_array_first_defers_to_the_tensor():
+    # torch.Tensor's priority makes NumPy defer to the tensor's reflected operator, which takes
+    # the array as a tensor (Note [NumPy array operands]); ufuncs give a tensor back
+    r = np.full(3, 2.0) * tg.ones(3)
+    assert isinstance(r, tg.Tensor) and r.dtype is tg.float64
+    e = np.exp(tg.ones(2))
+    assert isinstance(e, tg.Tensor) and e.dtype is tg.float32
 
 
 def test_alpha_as_a_numpy_scalar_keeps_the_dtype(device):

@@ -126,6 +126,11 @@ def _quantize_np(a: np.ndarray, scale, zero_point, dtype, fused: bool = False,
     return np.clip(q, lo, hi).astype(_STORAGE[dtype].np)
 
 
+class _NoQuantizedKernel(NotImplementedError, TypeError):
+    """An op quantized tensors do not support: PyTorch's NotImplementedError, and the
+    TypeError a failed ``__torch_function__`` dispatch raises (which it replaces)."""
+
+
 class QuantizedTensor:
     """A quantized tensor: integers and the parameters mapping them to real values
     (Note [Quantized tensor layout]). Made by :func:`quantize_per_tensor`,
@@ -334,6 +339,13 @@ class QuantizedTensor:
         dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
         return self.permute(*dims)
 
+    def t(self) -> QuantizedTensor:
+        """The transpose of a tensor of at most 2 dims (``Tensor.t``)."""
+        if self.ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                               f"{self.ndim}D")
+        return self.transpose(0, 1) if self.ndim == 2 else self
+
     def __getitem__(self, index) -> QuantizedTensor:
         return self._shape_op("__getitem__", self._int[index])
 
@@ -372,6 +384,12 @@ class QuantizedTensor:
         name = getattr(func, "__name__", "")
         handler = _HANDLERS.get(name)
         if handler is None:
+            if all(issubclass(t, QuantizedTensor) for t in types):
+                # (PyTorch's error for an op without a quantized kernel)
+                raise _NoQuantizedKernel(
+                    f"Could not run 'aten::{name}' with arguments from the 'QuantizedCPU' "
+                    f"backend: quantized tensors support {', '.join(sorted(_HANDLERS))}; "
+                    f"dequantize() first")
             return NotImplemented
         return handler(*args, **kwargs)
 
@@ -564,7 +582,9 @@ def quantize_per_channel(input: Tensor, scales: Tensor, zero_points: Tensor, axi
         if t.ndim != 1:
             raise RuntimeError(f"{op}: {name} tensor must be 1-D, got {t.ndim}-D")
     if not -a.ndim <= axis < max(a.ndim, 1):
-        raise IndexError(f"{op}: axis {axis} out of range for a {a.ndim}-D input")
+        # (PyTorch's message; a negative axis, which it refuses too, counts from the end)
+        raise RuntimeError(f"{op}: Channel axis out of range in per channel affine "
+                           f"quantization. Got: {axis} Expected: [0, {a.ndim})")
     axis = axis % a.ndim
     n = a.shape[axis]
     if scales.numel() != n or zero_points.numel() != n:
@@ -592,11 +612,15 @@ def quantize_per_channel(input: Tensor, scales: Tensor, zero_points: Tensor, axi
 
 
 def _choose_qparams(lo: float, hi: float, qmin: int, qmax: int,
-                    preserve_sparsity: bool = False) -> tuple[float, int]:
+                    preserve_sparsity: bool = False,
+                    float32_scale: bool = False) -> tuple[float, int]:
     """PyTorch's C++ ``ChooseQuantizationParams`` (dynamic quantization and the fused
     observer + fake quantize): ``lo``/``hi`` are float32 variables there, the scale a float64
     (made symmetric around 0 when ``preserve_sparsity`` and the range holds both signs), and
-    the zero point taken from the end whose rounding error is smaller."""
+    the zero point taken from the end whose rounding error is smaller. ``float32_scale``:
+    FBGEMM's copy of it (the fused observer's), whose scale variable is a float32, so that
+    the zero point is computed from the rounded scale (-1000..1000 on quint8: 127, not the
+    128 of the exact 127.5)."""
     lo, hi = _f32(lo), _f32(hi)
     if lo < 0 < hi and preserve_sparsity:
         sym_min = -((qmax - qmin) // 2 + 1)
@@ -605,6 +629,8 @@ def _choose_qparams(lo: float, hi: float, qmin: int, qmax: int,
         lo, hi = _f32(max_scale * sym_min), _f32(max_scale * sym_max)
     lo, hi = min(lo, _f32(0)), max(hi, _f32(0))
     scale = (float(hi) - float(lo)) / (qmax - qmin)
+    if float32_scale:
+        scale = float(_f32(scale))
     with np.errstate(divide="ignore", over="ignore"):
         if float(_f32(scale)) == 0.0 or np.isinf(_f32(1.0) / _f32(scale)):
             scale = 0.1

@@ -247,9 +247,11 @@ class Graph:
         return self.create_node("call_method", method_name, args, kwargs, type_expr=type_expr)
 
     def call_function(self, the_function: Callable, args: tuple | None = None,
-                      kwargs: dict | None = None, type_expr: Any | None = None) -> Node:
-        """Calls ``the_function(*args, **kwargs)``."""
-        return self.create_node("call_function", the_function, args, kwargs,
+                      kwargs: dict | None = None, type_expr: Any | None = None,
+                      name: str | None = None) -> Node:
+        """Calls ``the_function(*args, **kwargs)`` (the node named after ``name`` when
+        given, else after the function)."""
+        return self.create_node("call_function", the_function, args, kwargs, name=name,
                                 type_expr=type_expr)
 
     def output(self, result: Argument, type_expr: Any | None = None) -> Node:
@@ -365,8 +367,11 @@ class Graph:
                 raise RuntimeError(f"Node {node} had unknown opcode {node.op}!")
             for arg in node._input_nodes:
                 if arg.graph is not self:
-                    raise RuntimeError(f"Arg {arg} of Node {node} does not belong to this "
-                                       f"Graph, but {node} uses it!")
+                    raise RuntimeError(f"Argument '{arg}' of Node '{node}' does not belong "
+                                       f"to this Graph, but was used as an argument! If you "
+                                       f"are copying nodes from another graph, make sure to "
+                                       f"use ``arg_transform`` on node_copy() to remap values"
+                                       f"\n{self}")
                 if arg not in seen_values:
                     raise RuntimeError(f"Argument '{arg}' of Node '{node}' was used before it "
                                        f"has been defined! Please check that Nodes in the "
@@ -419,10 +424,12 @@ class Graph:
 
     # -- code generation ---------------------------------------------------------------------
 
-    def python_code(self, root_module: str) -> PythonCode:
+    def python_code(self, root_module: str, verbose: bool = False) -> PythonCode:
         """The source of a ``forward(self, ...)`` computing this graph, with ``root_module``
-        the name its module-accessing nodes read from, and the globals it needs."""
-        return _CodeGen(self, root_module).generate()
+        the name its module-accessing nodes read from, and the globals it needs.
+        ``verbose`` (``print_readable``'s form) adds where each run of nodes was traced
+        from, and the dtype and shape (``"f32[3, 4]"``) of nodes that ``ShapeProp`` ran."""
+        return _CodeGen(self, root_module, verbose).generate()
 
 
 class _NodeRef:
@@ -494,15 +501,57 @@ def _is_tritongrad_path(obj: Any) -> str | None:
     return path if _resolve_dotted(path) is obj else None
 
 
+def _global_hint(obj: Any) -> str:
+    """The name a global of the generated code is made from, PyTorch's: the builtin's name,
+    else ``module.name`` made an identifier (``math_sqrt``, ``_operator_abs``,
+    ``__main___helper``)."""
+    name = getattr(obj, "__name__", None) or _snake_case(type(obj).__name__)
+    if getattr(builtins, name, None) is obj:
+        return name
+    module = getattr(obj, "__module__", None)
+    return f"{module}.{name}" if module and name != "<lambda>" else name
+
+
+def _stack_summary(stack_trace: str | None) -> str:
+    """The comment over a run of nodes in verbose code: the innermost traced line of
+    ``stack_trace`` (PyTorch's ``# File: path:line in fn, code: ...``)."""
+    lines = (stack_trace or "").strip().split("\n")
+    for i in range(len(lines) - 2, -1, -1):
+        m = _frame_regex.match(lines[i].strip())
+        if m is not None:
+            return f"# File: {m[1]}:{m[2]} in {m[3]}, code: {lines[i + 1].strip()}"
+    return "# No stacktrace found for following nodes"
+
+
+_frame_regex = re.compile(r'^File "(.+)", line (\d+), in (.+)$')
+_dtype_abbrs = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16",
+                "complex64": "c64", "complex128": "c128", "int8": "i8", "int16": "i16",
+                "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16",
+                "uint32": "u32", "uint64": "u64", "bool": "b8"}
+
+
+def _meta_hint(n: Node) -> str | None:
+    """``f32[3, 4]`` for a node whose ``meta`` holds a Tensor (``val``) or ShapeProp's
+    ``tensor_meta``; None otherwise."""
+    v = n.meta.get("val", n.meta.get("tensor_meta", n.meta.get("example_value")))
+    dtype, shape = getattr(v, "dtype", None), getattr(v, "shape", None)
+    abbr = _dtype_abbrs.get(str(dtype).rsplit(".", 1)[-1])
+    if abbr is None or shape is None or isinstance(v, tuple) and not hasattr(v, "stride"):
+        return None
+    return f"{abbr}[{', '.join(str(d) for d in shape)}]"
+
+
 class _CodeGen:
-    def __init__(self, graph: Graph, root_module: str) -> None:
+    def __init__(self, graph: Graph, root_module: str, verbose: bool = False) -> None:
         self.graph = graph
+        self.verbose = verbose
         self.root_module = root_module
         self.ns = _Namespace()
         self.globals: dict[str, Any] = {"inf": math.inf, "nan": math.nan,
                                         "NoneType": type(None)}
         for g in (*self.globals, "tritongrad", root_module):
             self.ns.create_name(g, None)
+        self.wrapped_fns: dict[str, None] = {}
 
     def add_global(self, hint: str, obj: Any) -> str:
         path = _public_name(obj) or _is_tritongrad_path(obj)
@@ -520,7 +569,7 @@ class _CodeGen:
             return self.names[a]
         if isinstance(a, tuple):
             if hasattr(a, "_fields"):  # a named tuple: rebuilt by its class
-                cls = self.add_global(type(a).__name__, type(a))
+                cls = self.add_global(_global_hint(type(a)), type(a))
                 return f"{cls}({', '.join(self.repr_arg(e) for e in a)})"
             inner = ", ".join(self.repr_arg(e) for e in a)
             return f"({inner},)" if len(a) == 1 else f"({inner})"
@@ -537,7 +586,7 @@ class _CodeGen:
                                                          bytes)):
             return repr(a)
         if isinstance(a, type) or callable(a):
-            return self.add_global(getattr(a, "__name__", type(a).__name__), a)
+            return self.add_global(_global_hint(a), a)
         # tritongrad's named constants as written (``tritongrad.float64``), anything else
         # (a device) passed in through a global
         r = repr(a)
@@ -577,13 +626,24 @@ class _CodeGen:
         params: list[str] = []
         body: list[str] = []
         ret_type = ""
+        prev_summary: str | None = None
         for n in nodes:
             name = self.names[n]
+            if self.verbose and n.op not in ("placeholder", "output"):
+                summary = _stack_summary(n.stack_trace)
+                if summary != prev_summary:
+                    if body:
+                        body.append("")
+                    body.append(summary)
+                    prev_summary = summary
             line = self.emit(n, name, params)
-            if line is not None and n.type is not None and line.startswith(f"{name} = ") \
-                    and n.op != "placeholder":
-                # ``name : type = ...``, PyTorch's spelling of an annotated node
-                line = f"{name} : {self.type_hint(n.type)} = {line[len(name) + 3:]}"
+            meta = _meta_hint(n) if self.verbose else None
+            if line is not None and line.startswith(f"{name} = ") and n.op != "placeholder":
+                if meta is not None:
+                    line = f'{name}: "{meta}" = {line[len(name) + 3:]}'
+                elif n.type is not None:
+                    # ``name : type = ...``, PyTorch's spelling of an annotated node
+                    line = f"{name} : {self.type_hint(n.type)} = {line[len(name) + 3:]}"
             if n.op == "output" and n.type is not None:
                 ret_type = f" -> {self.type_hint(n.type)}"
             if line is None:
@@ -594,7 +654,13 @@ class _CodeGen:
             body.append(line)
         code = "\n".join("    " + ln for ln in body) if body else "    pass"
         sig = ", ".join([self.root_module, *params])
-        src = f"\n\n\ndef forward({sig}){ret_type}:\n{code}\n    "
+        # calls of ``wrap``ped functions stay calls when the GraphModule is traced again
+        wrap_stmts = ""
+        if self.wrapped_fns:
+            from ._symbolic_trace import wrap
+            wrap_name = self.add_global("wrap", wrap)
+            wrap_stmts = "\n".join(f'{wrap_name}("{w}")' for w in self.wrapped_fns)
+        src = f"\n{wrap_stmts}\n\ndef forward({sig}){ret_type}:\n{code}\n    "
         return PythonCode(src, self.globals)
 
     def type_hint(self, t: Any) -> str:
@@ -609,7 +675,9 @@ class _CodeGen:
         op, target = n.op, n.target
         if op == "placeholder":
             t = str(target)
-            ann = f" : {self.type_hint(n.type)}" if n.type is not None else ""
+            meta = _meta_hint(n) if self.verbose else None
+            ann = f': "{meta}"' if meta is not None else \
+                f" : {self.type_hint(n.type)}" if n.type is not None else ""
             default = f" = {self.repr_arg(n.args[0])}" if n.args else ""
             params.append(f"{t}{ann}{default}")
             if t.startswith("*"):
@@ -643,6 +711,8 @@ class _CodeGen:
                 and isinstance(n.args[1], str) and n.args[1].isidentifier() \
                 and not keyword.iskeyword(n.args[1]):
             return f"{name} = {_format_target(self.repr_arg(n.args[0]), n.args[1])}"
-        fn = self.add_global(fname or _snake_case(type(target).__name__), target)
+        fn = self.add_global(_global_hint(target), target)
+        if n.meta.get("is_wrapped", False):
+            self.wrapped_fns.setdefault(fn)
         return f"{name} = {fn}({self.args_str(n.args, n.kwargs)})"
 

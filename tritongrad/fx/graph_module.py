@@ -6,6 +6,9 @@ from __future__ import annotations
 import copy
 import itertools
 import linecache
+import os
+import warnings
+from pathlib import Path
 from typing import Any
 
 from ..nn.module import Module
@@ -159,15 +162,68 @@ class GraphModule(Module):
         return out
 
     def _readable(self, name: str) -> str:
-        body = self.code.strip("\n").rstrip()
+        # the verbose code (where the nodes were traced from, ShapeProp's shapes), then the
+        # GraphModule submodules' classes, as PyTorch's
+        body = self.graph.python_code("self", verbose=True).src.strip("\n").rstrip()
         lines = [f"class {name}(tritongrad.nn.Module):"]
+        lines += ["    " + ln if ln.strip() else "" for ln in body.splitlines()]
         for sub_name, sub in self.named_children():
             if isinstance(sub, GraphModule):
                 inner = sub._readable(sub_name)
-                lines += ["    " + ln if ln else ln for ln in inner.splitlines()]
                 lines.append("")
-        lines += ["    " + ln if ln.strip() else "" for ln in body.splitlines()]
+                lines += ["    " + ln if ln else ln for ln in inner.splitlines()]
         return "\n".join(lines) + "\n"
+
+    def to_folder(self, folder: str | os.PathLike, module_name: str = "FxModule") -> None:
+        """Dumps out module to ``folder`` with ``module_name`` so that it can be imported
+        with ``from <folder> import <module_name>``: ``module.py`` (the class, its
+        ``forward`` the generated code), ``state_dict.pt``, and a ``<name>.pt`` for each
+        child module that is not a layer rebuilt from its repr (Linear, Conv, BatchNorm).
+        As PyTorch's, functions the code reaches through its own globals (``wrap``ped or
+        autowrapped ones) are not written out.
+
+        Args:
+            folder: The folder to write the code out to.
+            module_name: Top-level name to use for the ``Module`` while writing out the code.
+        """
+        import tritongrad as tg
+        from ..nn import BatchNorm1d, BatchNorm2d, BatchNorm3d, Conv1d, Conv2d, Conv3d, Linear
+        folder = Path(folder)
+        folder.mkdir(exist_ok=True)
+        tg.save(self.state_dict(), folder / "state_dict.pt")
+        tab = " " * 4
+        lines = ["", "import tritongrad", "from math import inf", "from math import nan",
+                 "NoneType = type(None)", "", "from tritongrad.nn import *",
+                 f"class {module_name}(tritongrad.nn.Module):", f"{tab}def __init__(self):",
+                 f"{tab * 2}super().__init__()"]
+        safe_reprs = (Linear, Conv1d, Conv2d, Conv3d, BatchNorm1d, BatchNorm2d, BatchNorm3d)
+        blobified: list[str] = []
+        for name, module in self.named_children():
+            if type(module) in safe_reprs:
+                lines.append(f"{tab * 2}setattr(self, '{name}', {module!r})")
+                continue
+            module_file = folder / f"{name}.pt"
+            tg.save(module, module_file)
+            blobified.append(name)
+            one_line = repr(module).replace("\r", " ").replace("\n", " ")
+            lines.append(f"{tab * 2}setattr(self, '{name}', tritongrad.load(r'{module_file}', "
+                         f"weights_only=False)) # {one_line}")
+        for kind, table in (("buffer", self._buffers), ("param", self._parameters)):
+            for name, t in table.items():
+                if t is None:
+                    continue
+                empty = f"tritongrad.empty({list(t.shape)}, dtype={t.dtype})"
+                lines.append(f"{tab * 2}self.register_buffer('{name}', {empty})"
+                             if kind == "buffer" else
+                             f"{tab * 2}setattr(self, '{name}', "
+                             f"tritongrad.nn.Parameter({empty}))")
+        lines.append(f"{tab * 2}self.load_state_dict(tritongrad.load(r'{folder}/state_dict.pt'))")
+        lines += [tab + ln if ln.strip() else ln for ln in self.code.splitlines()]
+        (folder / "module.py").write_text("\n".join(lines) + "\n")
+        (folder / "__init__.py").write_text("from .module import *")
+        if blobified:
+            warnings.warn("Was not able to save the following children modules as reprs -"
+                          f"saved as pickled files instead: {blobified}")
 
     def __str__(self) -> str:
         return "\n".join([super().__repr__(), self.code,

@@ -11,8 +11,9 @@ import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ._functional_args import FUNCTIONAL_ARGS
 from .graph import Graph, magic_methods, reflectable_magic_methods
-from .node import Argument, Node, Target, has_side_effect, map_aggregate
+from .node import Argument, Node, Target, _public_name, has_side_effect, map_aggregate
 
 __all__ = ["TraceError", "TracerBase", "Proxy", "Attribute", "ParameterProxy"]
 
@@ -220,6 +221,10 @@ class Proxy:
         """``self.keys()``, as the tracer records it (``**proxy`` unpacking calls it)."""
         return self.tracer.keys(self)
 
+    def __abs__(self) -> Proxy:
+        # (not among the operators written as operators: generated code calls operator.abs)
+        return self.tracer.create_proxy("call_function", operator.abs, (self,), {})
+
     def __setitem__(self, key: Any, value: Any) -> None:
         self.tracer.create_proxy("call_function", operator.setitem, (self, key, value), {})
 
@@ -244,8 +249,38 @@ class Proxy:
         tracer = next(iter(tracers))
         if is_tensor_method_or_property(orig_method):
             return tracer.create_proxy("call_method", orig_method.__name__, args, kwargs)
+        if orig_method.__name__ in FUNCTIONAL_ARGS:
+            args, kwargs = _functional_record(orig_method, args, kwargs)
         return tracer.create_proxy("call_function", orig_method, args, kwargs,
                                    name=tracer.graph._target_to_str(orig_method.__name__))
+
+
+def _functional_record(fn: Callable, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """The arguments of a ``tritongrad.nn.functional`` call as PyTorch's functional records
+    them (_functional_args.py): the leading ones positionally, the rest as keywords with
+    their defaults. Anything else (another ``relu``, arguments that do not bind) as given."""
+    spec = FUNCTIONAL_ARGS[fn.__name__]
+    if _public_name(fn) != f"tritongrad.nn.functional.{fn.__name__}":
+        return args, kwargs
+    try:
+        sig = inspect.signature(fn)
+        bound = sig.bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return args, kwargs
+    explicit = dict(bound.arguments)
+    bound.apply_defaults()
+    n_lead, names = spec
+    params = list(sig.parameters.values())
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        return args, kwargs
+    lead = tuple(bound.arguments[p.name] for p in params[:n_lead] if p.name in bound.arguments)
+    if len(lead) != n_lead:
+        return args, kwargs
+    rest = {k: bound.arguments[k] for k in names if k in bound.arguments}
+    # (a parameter of tritongrad's that PyTorch's function lacks: kept when given)
+    rest.update((p.name, explicit[p.name]) for p in params[n_lead:]
+                if p.name not in rest and p.name in explicit)
+    return lead, rest
 
 
 class Attribute(Proxy):

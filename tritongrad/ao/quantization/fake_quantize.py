@@ -213,7 +213,8 @@ class FusedMovingAvgObsFakeQuantize(FakeQuantize):
             mn = np.atleast_1d(_host(app.min_val)).astype(np.float32)
             mx = np.atleast_1d(_host(app.max_val)).astype(np.float32)
             pairs = [q._choose_qparams(a, b, app.quant_min, app.quant_max,
-                                       self.is_symmetric_quant) for a, b in zip(mn, mx)]
+                                       self.is_symmetric_quant, float32_scale=True)
+                     for a, b in zip(mn, mx)]
             dev = self.scale.device
             self.scale = tg.tensor([p[0] for p in pairs], dtype=tg.float32, device=dev)
             self.zero_point = tg.tensor([p[1] for p in pairs], dtype=tg.int32, device=dev)

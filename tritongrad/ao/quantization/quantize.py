@@ -32,6 +32,7 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS = {
     DeQuantStub: nnq.DeQuantize,
     nn.Conv2d: nnq.Conv2d,
     nn.Linear: nnq.Linear,
+    nn.BatchNorm2d: nnq.BatchNorm2d,
     nn.ReLU6: nnq.ReLU6,
     nn.Dropout: nnq.Dropout,
     nnq.FloatFunctional: nnq.QFunctional,
@@ -63,6 +64,7 @@ DEFAULT_QAT_MODULE_MAPPINGS = {
 }
 DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS = {
     nn.Linear: nnqd.Linear,
+    nn.LSTM: nnqd.LSTM,
 }
 _INCLUDE_QCONFIG_PROPAGATE_LIST = {nn.Sequential}
 
@@ -293,8 +295,8 @@ def quantize(model: nn.Module, run_fn: Callable, run_args: Any, mapping: dict | 
 def quantize_dynamic(model: nn.Module, qconfig_spec: dict | set | None = None, dtype=None,
                      mapping: dict | None = None, inplace: bool = False) -> nn.Module:
     """Converts a float model to dynamic (i.e. weights-only) quantized model: the weights of
-    the chosen modules (``nn.Linear`` by default) are quantized to int8 ahead of time, the
-    activations are quantized on the fly from their own range.
+    the chosen modules (``nn.Linear`` and ``nn.LSTM`` by default) are quantized to int8
+    ahead of time, the activations are quantized on the fly from their own range.
 
     Args:
         model: input model.
@@ -311,9 +313,11 @@ def quantize_dynamic(model: nn.Module, qconfig_spec: dict | set | None = None, d
     dtype = q.qint8 if dtype is None else dtype
     if dtype is not q.qint8:
         raise NotImplementedError(f"quantize_dynamic: dtype {dtype} is not supported (only "
-                                  f"qint8: Linear modules)")
+                                  f"qint8)")
     if qconfig_spec is None:
-        qconfig_spec = {nn.Linear: default_dynamic_qconfig}
+        # (PyTorch's default also names GRU and the RNN cells, which have no dynamic
+        # quantized form here and stay float)
+        qconfig_spec = {nn.Linear: default_dynamic_qconfig, nn.LSTM: default_dynamic_qconfig}
     elif isinstance(qconfig_spec, set):
         qconfig_spec = dict.fromkeys(qconfig_spec, default_dynamic_qconfig)
     if mapping is None:
@@ -402,7 +406,9 @@ def _convert(module: nn.Module, mapping: dict | None = None, inplace: bool = Fal
         module = copy.deepcopy(module)
     reassign = {}
     for name, mod in module.named_children():
-        if not isinstance(mod, nni._FusedModule):
+        # (a fused module is converted whole: PyTorch's QAT conv-bn modules are fused
+        # modules too, so the batch norm they hold is not swapped on its own)
+        if not isinstance(mod, (nni._FusedModule, nniqat.ConvBn2d)):
             _convert(mod, mapping, True, use_precomputed_fake_quant)
         reassign[name] = swap_module(mod, mapping, {}, use_precomputed_fake_quant)
     for key, value in reassign.items():

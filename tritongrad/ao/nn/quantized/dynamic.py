@@ -11,7 +11,25 @@ import tritongrad as tg
 from ... import _qtensor as q
 from . import modules as nnq
 
-__all__ = ["Linear"]
+__all__ = ["Linear", "LSTM"]
+
+
+def _dynamic_linear(x, weight: q.QuantizedTensor, bias, reduce_range: bool):
+    """FBGEMM's dynamic quantized linear: ``x`` quantized to quint8 from its own range (all
+    of it at once), the products with the int8 ``weight`` summed exactly, and the float
+    output ``acc * float32(x_scale * w_scale) + bias`` rounded once to float32 (one fused
+    multiply-add)."""
+    from .functional import _shifted
+    xq = q.quantize_per_tensor_dynamic(x.detach().to(tg.float32), q.quint8, reduce_range)
+    xs, _ = _shifted(xq)
+    w, w_scales = _shifted(weight)
+    lead = tuple(x.shape[:-1])
+    acc = (xs.reshape(-1, xs.shape[-1]) @ w.t()).cpu().numpy()
+    act_w = (np.float32(xq.q_scale()) * w_scales.astype(np.float32)).astype(np.float32)
+    y = acc.astype(np.float64) * act_w.astype(np.float64)
+    if bias is not None:
+        y = y + bias.cpu().numpy().astype(np.float64)
+    return tg.as_tensor(y.astype(np.float32), device=x.device).reshape(*lead, w.shape[0])
 
 
 class Linear(nnq.Linear):
@@ -44,21 +62,7 @@ class Linear(nnq.Linear):
 
     def forward(self, x):
         self._on(x.device)
-        xq = q.quantize_per_tensor_dynamic(x.detach().to(tg.float32), q.quint8,
-                                           self.reduce_range)
-        from .functional import _shifted
-        xs, _ = _shifted(xq)
-        w, w_scales = _shifted(self._weight)
-        lead = tuple(x.shape[:-1])
-        acc = (xs.reshape(-1, xs.shape[-1]) @ w.t()).cpu().numpy()
-        # (FBGEMM's dynamic path: the float output is one fused multiply-add,
-        # acc * float32(x_scale * w_scale) + bias, rounded once to float32)
-        act_w = (np.float32(xq.q_scale()) * w_scales.astype(np.float32)).astype(np.float32)
-        y = acc.astype(np.float64) * act_w.astype(np.float64)
-        if self._bias is not None:
-            y = y + self._bias.cpu().numpy().astype(np.float64)
-        return tg.as_tensor(y.astype(np.float32), device=x.device).reshape(
-            *lead, self.out_features)
+        return _dynamic_linear(x, self._weight, self._bias, self.reduce_range)
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant: bool = False):
@@ -78,3 +82,130 @@ class Linear(nnq.Linear):
         qlinear = cls(mod.in_features, mod.out_features, dtype=dtype)
         qlinear.set_weight_bias(qweight, mod.bias)
         return qlinear
+
+
+class LSTM(tg.nn.Module):
+    """A dynamic quantized LSTM (PyTorch's ``torch.ao.nn.quantized.dynamic.LSTM``): the
+    input-hidden and hidden-hidden weights of each layer and direction are int8 (per tensor,
+    from the qconfig's weight observer), each matrix product a dynamic quantized linear
+    (``_dynamic_linear``: the input's parameters from its range, with ``reduce_range``),
+    the gates float32. As PyTorch's CPU
+    kernel, a layer's input-hidden product is taken over the whole sequence at once (one set
+    of input parameters), the hidden-hidden one step by step.
+
+    Input ``(seq, batch, input_size)`` (``batch_first``: batch first) and optional
+    ``(h_0, c_0)``; returns ``output, (h_n, c_n)``. Not supported: packed sequences,
+    unbatched input, ``proj_size``."""
+
+    _FLOAT_MODULE = (tg.nn.LSTM,)
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, dtype=q.qint8) -> None:
+        super().__init__()
+        self.mode = "LSTM"
+        self.input_size, self.hidden_size = input_size, hidden_size
+        self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
+        self.dropout, self.bidirectional, self.dtype = float(dropout), bidirectional, dtype
+        self.reduce_range = True
+        # [layer * num_directions + direction] -> (w_ih, w_hh, b_ih, b_hh)
+        self._all_weight_values: list[tuple] = []
+
+    def _get_name(self) -> str:
+        return "DynamicQuantizedLSTM"
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if self.batch_first is not False:
+            s += f", batch_first={self.batch_first}"
+        if self.dropout != 0:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional is not False:
+            s += f", bidirectional={self.bidirectional}"
+        return s
+
+    def _cell_run(self, x, h, c, weights, reverse: bool):
+        w_ih, w_hh, b_ih, b_hh = weights
+        gates_in = _dynamic_linear(x, w_ih, b_ih, self.reduce_range)  # (seq, batch, 4H)
+        steps = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
+        out = [None] * x.shape[0]
+        for t in steps:
+            gates = _dynamic_linear(h, w_hh, b_hh, self.reduce_range) + gates_in[t]
+            i, f, g, o = gates.chunk(4, 1)
+            c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+            h = o.sigmoid() * c.tanh()
+            out[t] = h
+        return tg.stack(out, 0), h, c
+
+    def forward(self, input, hx=None):
+        if not isinstance(input, tg.Tensor):
+            raise NotImplementedError("DynamicQuantizedLSTM: packed sequences are not "
+                                      "supported")
+        if input.dim() != 3:
+            raise ValueError(f"DynamicQuantizedLSTM: expected a 3-D input (batched), got "
+                             f"{input.dim()}-D")
+        x = input.detach().to(tg.float32)
+        if self.batch_first:
+            x = x.transpose(0, 1)
+        dirs = 2 if self.bidirectional else 1
+        shape = (self.num_layers * dirs, x.shape[1], self.hidden_size)
+        if hx is None:
+            h0 = c0 = tg.zeros(*shape, device=x.device)
+        else:
+            h0, c0 = hx
+            for i, t in enumerate((h0, c0)):
+                if tuple(t.shape) != shape:
+                    raise RuntimeError(f"Expected hidden[{i}] size {shape}, got "
+                                       f"{list(t.shape)}")
+        hn, cn = [], []
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(dirs):
+                k = layer * dirs + d
+                o, h, c = self._cell_run(x, h0[k], c0[k], self._all_weight_values[k], d == 1)
+                outs.append(o)
+                hn.append(h)
+                cn.append(c)
+            x = outs[0] if dirs == 1 else tg.cat(outs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = tg.nn.functional.dropout(x, self.dropout, True)
+        out = x.transpose(0, 1) if self.batch_first else x
+        return out, (tg.stack(hn, 0), tg.stack(cn, 0))
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant: bool = False):
+        """A dynamic quantized LSTM from an ``nn.LSTM`` with a ``qconfig``: each weight
+        quantized with its own observer (``mod.qconfig.weight()``)."""
+        if type(mod) not in cls._FLOAT_MODULE:
+            raise AssertionError(f"nn.quantized.dynamic.LSTM.from_float only works for "
+                                 f"nn.LSTM, got: {type(mod)}")
+        if not hasattr(mod, "qconfig"):
+            raise AssertionError("Input float module must have qconfig defined")
+        if not mod.bias:  # (PyTorch's packed cell parameters need the biases)
+            raise AssertionError("mod.bias must be True")
+        if getattr(mod, "proj_size", 0):
+            raise NotImplementedError("DynamicQuantizedLSTM: proj_size is not supported")
+        new = cls(mod.input_size, mod.hidden_size, mod.num_layers, mod.bias,
+                  mod.batch_first, mod.dropout, mod.bidirectional)
+        dtype = mod.qconfig.weight().dtype
+        if dtype is not q.qint8:
+            raise RuntimeError(f"Unsupported dtype for dynamic RNN quantization: {dtype} "
+                               f"(only qint8 is supported)")
+
+        def quantized(w):
+            observer = mod.qconfig.weight()
+            observer(w)
+            return nnq._quantize_weight(w.detach().float(), observer)
+        for layer in range(mod.num_layers):
+            for sfx in ("", "_reverse")[:2 if mod.bidirectional else 1]:
+                def p(kind):
+                    return getattr(mod, f"{kind}_l{layer}{sfx}", None)
+                biases = [None if b is None else b.detach().to(tg.float32).clone()
+                          for b in (p("bias_ih"), p("bias_hh"))]
+                new._all_weight_values.append(
+                    (quantized(p("weight_ih")), quantized(p("weight_hh")), *biases))
+        return new

@@ -26,9 +26,9 @@ from tritongrad.autograd.tensor import Tensor
 
 from ... import _qtensor as q
 
-__all__ = ["linear", "conv2d", "relu", "relu6", "hardtanh", "max_pool2d", "avg_pool2d",
-           "adaptive_avg_pool2d", "add", "mul", "add_relu", "add_scalar", "mul_scalar", "cat",
-           "clamp"]
+__all__ = ["linear", "conv2d", "batch_norm", "relu", "relu6", "hardtanh", "max_pool2d",
+           "avg_pool2d", "adaptive_avg_pool2d", "add", "mul", "add_relu", "add_scalar",
+           "mul_scalar", "cat", "clamp"]
 
 _f32 = np.float32
 _Size2 = int | tuple[int, int]  # (a size of a 2-d op: one int for both dims, or a pair)
@@ -217,6 +217,50 @@ def _binary(op: str, a, b, scale: float, zero_point: int, fn, relu_: bool = Fals
     if relu_:
         y = y.clamp(min=0.0)
     return _requant_float(y, scale, zero_point, a.dtype)
+
+
+def batch_norm(input: q.QuantizedTensor, running_mean: Tensor, running_var: Tensor,
+               weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-5,
+               output_scale: float = 1.0, output_zero_point: int = 0) -> q.QuantizedTensor:
+    """Evaluation batch norm of a quantized tensor (channels on dim 1), quantized to
+    ``output_scale`` and ``output_zero_point``. As PyTorch's ``quantized::batch_norm``
+    kernel, per channel in float32 (its ``double`` steps in float64)::
+
+        inv_sigma = float32(1 / sqrt(float32(var + eps)))
+        alpha = float32(float32(inv_sigma * weight) * (input_scale / output_scale))
+        beta = float32((bias - mean * inv_sigma * weight) / output_scale)
+        q = clamp(nearbyint(fma(alpha, q_in - input_zero_point, beta)) + output_zero_point)
+    """
+    op = "quantized::batch_norm"
+    _check_q(op, input)
+    input._per_tensor_only()
+    if input.dim() < 2:
+        raise ValueError(f"{op}: expected an input with channels on dim 1, got "
+                         f"{input.dim()}-D")
+    c = input.shape[1]
+
+    def per_channel(t, default: float) -> np.ndarray:
+        if t is None:
+            return np.full(c, default, _f32)
+        return t.detach().cpu().numpy().astype(_f32).reshape(c)
+    mean, var = per_channel(running_mean, 0.0), per_channel(running_var, 1.0)
+    w, b = per_channel(weight, 1.0), per_channel(bias, 0.0)
+    inv_sigma = (1.0 / np.sqrt((var + _f32(eps)).astype(_f32)).astype(np.float64)).astype(_f32)
+    iw = (inv_sigma * w).astype(_f32)
+    alpha = (iw.astype(np.float64) * (input.q_scale() / float(output_scale))).astype(_f32)
+    beta = ((b - (mean * inv_sigma).astype(_f32) * w).astype(np.float64)
+            / float(output_scale)).astype(_f32)
+    shape = (1, c) + (1,) * (input.dim() - 2)
+    x = input._int.cpu().numpy().astype(np.float64) - input.q_zero_point()
+    # (alpha * x is exact in float64: the fused multiply-add rounds once, to float32)
+    y = (alpha.astype(np.float64).reshape(shape) * x
+         + beta.astype(np.float64).reshape(shape)).astype(_f32)
+    lo, hi = q._RANGE[input.dtype]
+    out = np.clip(np.rint(y).astype(np.float64) + int(output_zero_point), lo, hi)
+    return q.QuantizedTensor(tg.as_tensor(out.astype(q._STORAGE[input.dtype].np),
+                                          device=input.device),
+                             input.dtype, q.per_tensor_affine, float(output_scale),
+                             int(output_zero_point))
 
 
 def add(a: q.QuantizedTensor, b: q.QuantizedTensor, scale: float,

@@ -10,9 +10,9 @@ from tritongrad.autograd.tensor import Tensor
 from ... import _qtensor as q
 from . import functional as qF
 
-__all__ = ["Quantize", "DeQuantize", "Linear", "Conv2d", "ReLU", "ReLU6", "MaxPool2d",
-           "AvgPool2d", "AdaptiveAvgPool2d", "Dropout", "FloatFunctional", "FXFloatFunctional",
-           "QFunctional"]
+__all__ = ["Quantize", "DeQuantize", "Linear", "Conv2d", "BatchNorm2d", "ReLU", "ReLU6",
+           "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Dropout", "FloatFunctional",
+           "FXFloatFunctional", "QFunctional"]
 
 
 def _quantize_weight(float_wt: Tensor, observer) -> q.QuantizedTensor:
@@ -317,6 +317,46 @@ class Conv2d(_WeightedModule):
         if type(mod) is _NniConvReLU2d:
             mod = mod[0]
         return cls.get_qconv(mod, app, mod.qconfig.weight())
+
+
+class BatchNorm2d(nn.BatchNorm2d):
+    """Evaluation batch norm of a quantized NCHW tensor, its output quantized to ``scale`` and
+    ``zero_point`` (buffers, as the running statistics): ``qF.batch_norm``."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
+                 device=None, dtype=None) -> None:
+        super().__init__(num_features, eps, momentum, device=device, dtype=dtype)
+        self.register_buffer("scale", tg.tensor(1.0, device=device))
+        self.register_buffer("zero_point", tg.tensor(0, device=device))
+
+    def _get_name(self) -> str:
+        return "QuantizedBatchNorm2d"
+
+    def _check_input_dim(self, input) -> None:
+        if input.dim() != 4:
+            raise ValueError("Input shape must be `(N, C, H, W)`!")
+
+    def forward(self, input):
+        if input.dim() != 4:  # (PyTorch's kernel's message)
+            raise RuntimeError("Expecting the input tensor of rank 4.")
+        return qF.batch_norm(input, self.running_mean, self.running_var, self.weight,
+                             self.bias, self.eps, float(self.scale), int(self.zero_point))
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant: bool = False):
+        activation_post_process = mod.activation_post_process
+        if type(mod).__name__ == "BNReLU2d":
+            raise NotImplementedError("BatchNorm2d.from_float: fused BNReLU2d is not "
+                                      "supported")
+        new_mod = cls(mod.num_features, mod.eps)
+        new_mod.weight = mod.weight
+        new_mod.bias = mod.bias
+        new_mod.running_mean = mod.running_mean
+        new_mod.running_var = mod.running_var
+        scale, zero_point = _act_qparams(activation_post_process)
+        new_mod.scale = tg.tensor(scale)
+        new_mod.zero_point = tg.tensor(zero_point)
+        return new_mod
 
 
 class ReLU(nn.Module):
