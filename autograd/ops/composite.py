@@ -531,7 +531,10 @@ class XlogyBackward0(Primitive):
 
     @staticmethod
     def forward(ctx, k, x, y):
-        return k.mul(x, XlogyBackward0._log_y(k, x, y))
+        # 0 wherever x = 0 and y is no NaN, +0.0 even for x = -0.0 or y = inf, as PyTorch's
+        # (the vjp keeps the derivative log(y) at x = 0 for y > 0)
+        zero = k.binary("bitwise_and", k.eq(x, 0.0), k.eq(y, y))
+        return k.where(zero, 0.0, k.mul(x, k.log(k.where(zero, 1.0, y))))
 
     @staticmethod
     def vjp(ctx, k, saved, g):

@@ -159,9 +159,15 @@ def round(input: Tensor, *, decimals: int = 0, out=None) -> Tensor:  # noqa: A00
     x = tensor_arg(input, "round")
     if not (x._dtype.is_floating_point or x._dtype.is_complex):  # (complex: refused below)
         return _result(x.clone(), out, "round")
-    scale = 10.0 ** (decimals if decimals >= 0 else -decimals)
-    r = _ROUND.fn(x * scale) / scale if decimals > 0 else _ROUND.fn(x / scale) * scale
-    return _result(r, out, "round")
+    try:
+        scale = 10.0 ** (decimals if decimals >= 0 else -decimals)
+    except OverflowError:  # (PyTorch's result is NaN: inf / inf, 0 * inf)
+        scale = float("inf")
+    # half precision scales in float32, as PyTorch's kernel (125 * 1000 overflows float16)
+    low = x._dtype.itemsize == 2 and x._dtype.is_floating_point
+    y = x.float() if low else x
+    r = _ROUND.fn(y * scale) / scale if decimals > 0 else _ROUND.fn(y / scale) * scale
+    return _result(r.to(x._dtype) if low else r, out, "round")
 
 
 def round_(self: Tensor, *, decimals: int = 0) -> Tensor:
