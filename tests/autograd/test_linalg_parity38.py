@@ -13,18 +13,10 @@ import pytest
 import tritongrad as tg
 from tests.helpers import numeric_grads
 
+from tests.autograd.test_linalg_parity31 import host, t
+
 LA = tg.linalg
 rng = np.random.default_rng(3838)
-
-
-def t(a, requires_grad=False):
-    a = np.asarray(a)
-    dt = tg.complex128 if np.iscomplexobj(a) else tg.float64
-    return tg.tensor(a, dtype=dt, requires_grad=requires_grad)
-
-
-def host(x):
-    return x.detach().cpu().numpy()
 
 
 def _weights(shape):

@@ -114,19 +114,8 @@ class LSTM(tg.nn.Module):
     def _get_name(self) -> str:
         return "DynamicQuantizedLSTM"
 
-    def extra_repr(self) -> str:
-        s = f"{self.input_size}, {self.hidden_size}"
-        if self.num_layers != 1:
-            s += f", num_layers={self.num_layers}"
-        if self.bias is not True:
-            s += f", bias={self.bias}"
-        if self.batch_first is not False:
-            s += f", batch_first={self.batch_first}"
-        if self.dropout != 0:
-            s += f", dropout={self.dropout}"
-        if self.bidirectional is not False:
-            s += f", bidirectional={self.bidirectional}"
-        return s
+    proj_size = 0  # (not taken: the float LSTM's repr then reads the same)
+    extra_repr = tg.nn.LSTM.extra_repr
 
     def _cell_run(self, x, h, c, weights, reverse: bool):
         w_ih, w_hh, b_ih, b_hh = weights
