@@ -292,6 +292,17 @@ def target_out_of_bounds(bad) -> IndexError:
     return IndexError(f"Target {bad} is out of bounds.")
 
 
+def first_bad_target(idx: Tensor, classes: int, ignore_index: int):
+    """An error factory for nll_loss / cross_entropy: PyTorch's kernel names the first target
+    (in order) outside [0, classes), not the extreme one the range check finds. Reads the
+    targets on the error path only."""
+    def error(_extreme: int) -> IndexError:
+        a = idx.detach().cpu().numpy().reshape(-1)
+        bad = (a != ignore_index) & ((a < 0) | (a >= classes))
+        return target_out_of_bounds(int(a[bad][0]) if bad.any() else _extreme)
+    return error
+
+
 def check_index_range(idx: Tensor, size: int, error, allow_negative: bool = False,
                       ignore_index=None):
     """Raises ``error(bad)`` for the offending extreme unless every entry of ``idx`` (other

@@ -949,7 +949,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     _check_targets(input, target, weight, "nll_loss")
     target = _nn.check_class_indices(target, byte_ok=input.ndim <= 2)
     x, t, spatial = _class_last(input, target, "nll_loss")
-    checks.check_index_range(t, x.shape[1], _first_bad_target(t, x.shape[1], ignore_index),
+    checks.check_index_range(t, x.shape[1],
+                             checks.first_bad_target(t, x.shape[1], int(ignore_index)),
                              ignore_index=int(ignore_index))
     # one node saving the target and the weight (Note in autograd/ops/nn.py's NllLossBackward0)
     loss = _nn.nll_loss_rows(x, t, weight, ignore_index, reduction, bool(spatial))
@@ -1209,16 +1210,6 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         return _apply(BinaryCrossEntropyBackward0, (input, target), reduction)
     _check_weight_shape(input, weight)
     return _apply(_WEIGHTED_BCE, (input, target, weight.to(input.dtype)), reduction)
-
-
-def _first_bad_target(t: Tensor, classes: int, ignore_index: int):
-    """nll_loss's error factory: PyTorch's kernel names the first target (in order) outside
-    [0, classes), not the extreme one the range check finds. Runs on the error path only."""
-    def error(_extreme: int) -> IndexError:
-        a = t.detach().cpu().numpy().reshape(-1)
-        bad = (a != ignore_index) & ((a < 0) | (a >= classes))
-        return checks.target_out_of_bounds(int(a[bad][0]))
-    return error
 
 
 def _size(t: Tensor) -> str:

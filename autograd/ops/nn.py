@@ -620,8 +620,11 @@ def cross_entropy_rows(logits: Tensor, target: Tensor, ignore_index: int = -100,
         raise ValueError(f"{reduction} is not a valid value for reduction")
     checks.check_same_device(x, target, "target", "cross_entropy")
     target = check_class_indices(target, byte_ok=True)
-    target = checks.guard_index(target, x.shape[1], checks.target_out_of_bounds,
-                                ignore_index=int(ignore_index))
+    # (a CUDA check may be deferred: its error then names the extreme target it recorded,
+    # without reading the targets back)
+    error = checks.first_bad_target(target, x.shape[1], int(ignore_index)) \
+        if target.device.type == "cpu" else checks.target_out_of_bounds
+    target = checks.guard_index(target, x.shape[1], error, ignore_index=int(ignore_index))
     return apply(CrossEntropyLossBackward0, (x,), target, int(ignore_index),
                  float(label_smoothing), reduction)
 

@@ -62,3 +62,14 @@ def test_gammainc_gradient_of_a_zero_dim_tensor():
 def test_cross_names_the_dim_as_given():
     with pytest.raises(RuntimeError, match="inputs dimension -1 must have length 3"):
         tg.cross(tg.ones(2, 4), tg.ones(2, 4), dim=-1)
+
+
+@pytest.mark.parametrize("fn", ["cross_entropy", "nll_loss"])
+def test_loss_names_the_first_bad_target_in_order(fn):
+    f = getattr(tg.nn.functional, fn)
+    with pytest.raises(IndexError, match=r"^Target 7 is out of bounds\.$"):
+        f(tg.zeros(2, 4, 2), tg.tensor([[1, 7], [5, 9]]))  # (9 is the largest)
+    with pytest.raises(IndexError, match=r"^Target 9 is out of bounds\.$"):
+        f(tg.zeros(3, 4), tg.tensor([9, -1, 5]))
+    with pytest.raises(IndexError, match=r"^Target 5 is out of bounds\.$"):
+        f(tg.zeros(3, 4), tg.tensor([1, 5, -100]))  # (ignore_index is no bad target)
