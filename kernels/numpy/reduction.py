@@ -12,6 +12,7 @@ import numpy as np
 
 from .bf16 import BF16Array, round_
 from .elementwise import _arr
+from .memory import contiguous
 
 _ndarray = np.ndarray
 _f16 = np.dtype(np.float16)
@@ -39,14 +40,15 @@ def _up(a):
 
 def _c_order(r, a) -> np.ndarray:
     """``r`` (a reduction or scan of ``a``) in C order: Note [Reductions are C-contiguous]."""
-    return r if a.flags.c_contiguous or r.flags.c_contiguous else r.copy(order="C")
+    return r if a.flags.c_contiguous else contiguous(r)
 
 
 def sum(a: np.ndarray, dims: tuple, keepdim: bool) -> np.ndarray:
     if a.dtype == _f16:
         # PyTorch accumulates half in float32; NumPy would accumulate in half.
-        return _c_order(_arr(_add_reduce(a, dims, np.float32, None, keepdim)
-                             .astype(np.float16)), a)
+        # (the rounding copy is the C-order one: Note [Reductions are C-contiguous])
+        return _arr(_add_reduce(a, dims, np.float32, None, keepdim).astype(np.float16,
+                                                                          order="C"))
     if type(a) is _ndarray:
         if a.dtype in _BLAS and 0 < len(dims) < a.ndim and a.size and a.flags.c_contiguous:
             r = _blas_sum(a, dims, keepdim)
