@@ -153,6 +153,8 @@ def is_autocast_enabled(device_type: str | None = None) -> bool:
     """Returns whether autocast is enabled for ``device_type`` in this thread. Without an
     argument it answers for CUDA (PyTorch's older form)."""
     device_type = "cuda" if device_type is None else device_type
+    if device_type == "meta":  # (a meta tensor's ops ask: never cast, Note [The meta device])
+        return False
     return _tls.enabled[_check_device_type(device_type, "is_autocast_enabled")]
 
 

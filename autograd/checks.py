@@ -451,7 +451,10 @@ def guard_index(idx: Tensor, size: int, error, allow_negative: bool = False,
     (negatives in [-size, 0) wrapped when ``allow_negative``), else ``error(bad)`` for the
     offending extreme, raised at once (the CPU, ``sync`` mode) or later, with the entries
     clamped meanwhile (CUDA in ``deferred``/``off`` mode: Note [index check modes])."""
-    on_cpu = idx._device.type == "cpu"
+    kind = idx._device.type
+    if kind == "meta":  # no values to check (Note [The meta device] in kernels/meta.py)
+        return idx
+    on_cpu = kind == "cpu"
     mode = "sync" if on_cpu else _index_checks["mode"]
     if not on_cpu and is_current_stream_capturing():  # nothing to read back or record
         mode = "off"

@@ -215,7 +215,10 @@ def tensor_repr(t: Tensor, tensor_contents: str | None = None) -> str:
     ``Tensor.__repr__(tensor_contents=...)``, for subclasses) replaces the values."""
     # (a user's subclass shows its name, as PyTorch's: ``MyTensor([1., 2.])``)
     prefix = "tensor" if type(t).__module__.startswith("tritongrad") else type(t).__name__
-    if tensor_contents is None:
+    no_data = t.device.type == "meta"  # (Note [The meta device]: "...", the size, a dtype)
+    if tensor_contents is None and no_data:
+        body = "..."
+    elif tensor_contents is None:
         a = t.detach().cpu()._host_array()
         if a.itemsize == 1 and a.dtype in _FLOAT8_NP:  # float8: shown by its values (PyTorch)
             a = a.astype(np.float32)
@@ -225,12 +228,18 @@ def tensor_repr(t: Tensor, tensor_contents: str | None = None) -> str:
     extras = []
     if t.device.type != "cpu":
         extras.append(f"device='{t.device}'")
-    if t.numel() == 0 and t.ndim != 1:
+    if no_data:  # (PyTorch's: the size always, and any dtype but the default)
+        extras.append(f"size={tuple(t.shape)}")
+        if t.dtype is not dtypes.get_default_dtype():
+            extras.append(f"dtype={t.dtype}")
+    elif t.numel() == 0 and t.ndim != 1:
         extras.append(f"size={tuple(t.shape)}")
     elif t.numel() and not PRINT_OPTS.edgeitems:  # (PyTorch's: the values show as "...")
         extras.append(f"size={tuple(t.shape)}")
-    if not _implied_dtype(t.dtype) or (t.numel() == 0
-                                       and t.dtype is not dtypes.get_default_dtype()):
+    if no_data:
+        pass
+    elif not _implied_dtype(t.dtype) or (t.numel() == 0
+                                         and t.dtype is not dtypes.get_default_dtype()):
         extras.append(f"dtype={t.dtype}")
     try:
         fn = t.grad_fn  # (a view's, regenerated if its base was modified in place since)

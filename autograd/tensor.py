@@ -313,8 +313,14 @@ class Tensor:
 
     # PyTorch's flags for storage kinds and devices tritongrad does not have: always False
     # (read-only properties, as PyTorch's).
-    is_sparse = is_sparse_csr = is_quantized = is_meta = is_mkldnn = is_nested = property(
+    is_sparse = is_sparse_csr = is_quantized = is_mkldnn = is_nested = property(
         lambda self: False)
+
+    @property
+    def is_meta(self) -> bool:
+        """Whether the tensor is on the meta device (a shape and dtype, no values: Note [The
+        meta device] in kernels/meta.py)."""
+        return self._device.type == "meta"
     is_xpu = is_mps = is_ipu = is_xla = is_vulkan = is_maia = is_mtia = property(
         lambda self: False)
 
@@ -939,6 +945,8 @@ class Tensor:
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
                                f"Scalar")
+        if self._device.type == "meta":
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         return self.detach().cpu()._host_array().reshape(()).item()
 
     def _scalar(self):

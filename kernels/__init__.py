@@ -207,7 +207,8 @@ CONTRACT = (
     "conj", "real", "imag", "view_as_real", "view_as_complex",
 )
 
-_MODULES = {"cpu": "tritongrad.kernels.numpy", "cuda": "tritongrad.kernels.triton"}
+_MODULES = {"cpu": "tritongrad.kernels.numpy", "cuda": "tritongrad.kernels.triton",
+            "meta": "tritongrad.kernels.meta"}  # (Note [The meta device] in meta.py)
 _loaded: dict = {}
 
 

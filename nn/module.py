@@ -695,6 +695,11 @@ class Module:
 
         def convert(t):
             fmt = memory_format if memory_format is not None and t.dim() in (4, 5) else None
+            if t.is_meta and device is not None and device.type != "meta":
+                raise NotImplementedError(  # (PyTorch's words, its hint included)
+                    "Cannot copy out of meta tensor; no data! Please use "
+                    "torch.nn.Module.to_empty() instead of torch.nn.Module.to() when moving "
+                    "module from meta to a different device.")
             if dtype is not None and (t.is_floating_point() or t.is_complex()):
                 return t.to(device=device, dtype=dtype, memory_format=fmt)
             if device is None and fmt is None:
@@ -875,6 +880,13 @@ class Module:
                                    else Parameter(src, cur.requires_grad))
                         setattr(self, name, src)
                     else:
+                        if not lazy and cur.is_meta and not src.is_meta:
+                            warnings.warn(f"for {key}: copying from a non-meta parameter in "
+                                          f"the checkpoint to a meta parameter in the current "
+                                          f"model, which is a no-op. (Did you mean to pass "
+                                          f"`assign=True` to assign items in the state "
+                                          f"dictionary to their corresponding key in the module "
+                                          f"instead of copying them in place?)", stacklevel=2)
                         cur.copy_(src)
             except Exception as e:  # noqa: BLE001  (reported with the key, as PyTorch)
                 error_msgs.append(f'While copying the parameter named "{key}", whose '

@@ -1,4 +1,5 @@
-"""Devices: ``device("cpu")``, ``device("cuda")``, ``device("cuda:1")``, ``device("cuda", 1)``."""
+"""Devices: ``device("cpu")``, ``device("cuda")``, ``device("cuda:1")``, ``device("cuda", 1)``,
+``device("meta")`` (shapes and dtypes without values: Note [The meta device] in kernels/meta.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ __all__ = ["device", "as_device"]
 
 
 class device:
-    """Where a tensor's memory lives: ``device(type='cpu')`` or ``device(type='cuda', index=0)``.
+    """Where a tensor's memory lives: ``device(type='cpu')``, ``device(type='cuda', index=0)``,
+    or ``device(type='meta')`` (no memory: a shape and a dtype).
 
     Instances are interned, so two equal devices are the same object and comparing them is
     cheap. ``device("cuda")`` has ``index=None`` and means "the current CUDA device";
@@ -83,9 +85,9 @@ def _parse(spec, index):
     if not isinstance(spec, str):
         raise TypeError(f"device: expected a string, an int or a device, got {type(spec).__name__}")
     typ, sep, idx = spec.partition(":")
-    if typ not in ("cpu", "cuda"):
-        raise RuntimeError(f"device: expected one of cpu, cuda device type at start of device "
-                           f"string: {spec!r}")
+    if typ not in ("cpu", "cuda", "meta"):
+        raise RuntimeError(f"device: expected one of cpu, cuda, meta device type at start of "
+                           f"device string: {spec!r}")
     if sep:
         if index is not None:
             raise RuntimeError(f"device: index given twice in device({spec!r}, {index})")

@@ -357,6 +357,10 @@ def to_host(a: DeviceArray, non_blocking: bool = False) -> np.ndarray:
     back as uint16 bit patterns. ``non_blocking`` and a contiguous ``a``: the copy goes to a
     new pinned array and is not waited for (read it after synchronizing the stream).
     """
+    if a.device.type == "meta":  # (an op reading values on the host: Note [The meta device])
+        raise NotImplementedError("Cannot copy out of meta tensor; no data! (the operation "
+                                  "reads the tensor's values on the host, which a tensor on "
+                                  "the meta device does not have)")
     npdt = a.dtype.np
     if a.numel == 0:
         return np.empty(a.shape, dtype=npdt)

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 
 from ..registry import OpInfo, with_jvp
-from ...kernels import host_array
+from ...kernels import backend, host_array
 from ...runtime import dtype as dtypes
 from ...runtime.device import device as Device
 from ..checks import check_memory_format, tensor_arg
@@ -32,6 +32,10 @@ def _move(k, x, dtype, device, non_blocking=False):
     src_dev = _array_device(x)
     if src_dev is device:
         return k.astype(x, dtype)
+    if device.type == "meta":  # (Note [The meta device]: the shape and dtype, no values)
+        return backend(device).empty(x.shape, dtype)
+    if src_dev.type == "meta":
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
     if device.type == "cpu":  # device -> host: cast on the device, then copy down
         arr = memory.to_host(k.astype(x, dtype), non_blocking)
         if dtype is dtypes.bfloat16:  # bit patterns -> the CPU backend's bfloat16 array
@@ -72,7 +76,6 @@ class ToCopyBackward0(Primitive):
             return _move(k, x, dtype, device, non_blocking)
         if src_device is device:  # one pass: the cast is the copy into the layout
             return _strided_copy(k, x, dtype, device, strides)
-        from ...kernels import backend
         return _strided_copy(backend(device), _move(k, x, dtype, device, non_blocking), dtype,
                              device, strides)
 
@@ -296,7 +299,8 @@ def type(x: Tensor, dtype=None, non_blocking: bool = False, **kwargs):  # noqa: 
     converted to ``dtype``: a dtype, a typed-tensor class (``tg.LongTensor``) or its name
     (``"torch.LongTensor"`` is read as ``"tritongrad.LongTensor"``)."""
     if dtype is None:
-        prefix = "tritongrad." if x.device.type == "cpu" else "tritongrad.cuda."
+        kind = x.device.type
+        prefix = "tritongrad." if kind == "cpu" else f"tritongrad.{kind}."
         return prefix + _TYPE_NAMES.get(x.dtype, x.dtype.name)
     device = None
     if isinstance(dtype, str):

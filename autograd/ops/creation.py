@@ -262,6 +262,8 @@ def host_to(arr: np.ndarray, dtype, device: Device, non_blocking: bool = False) 
     see ``runtime.memory.to_device``)."""
     if device.type == "cpu":
         return make(host_array(arr, dtype))
+    if device.type == "meta":  # (Note [The meta device]: the shape and dtype, no values)
+        return make(backend(device).empty(np.shape(arr), dtype))
     from ...runtime import memory
     if dtype is dtypes.bfloat16:
         host = dtypes.bfloat16_bits(host_values(arr))

@@ -41,9 +41,9 @@ def is_same_size(input: Tensor, other: Tensor) -> bool:
 
 
 def get_device(input: Tensor) -> int:
-    """The index of the CUDA device the tensor is on, or -1 for a CPU tensor."""
+    """The index of the CUDA device the tensor is on, or -1 for a CPU (or meta) tensor."""
     dev = tensor_arg(input, "get_device").device
-    return -1 if dev.type == "cpu" else (dev.index or 0)
+    return (dev.index or 0) if dev.type == "cuda" else -1
 
 
 def ndimension(self: Tensor) -> int:

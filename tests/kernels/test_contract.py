@@ -1,4 +1,5 @@
-"""Both backends export every CONTRACT name, with the same signatures, and nothing imports torch."""
+"""Every backend exports every CONTRACT name (NumPy and Triton with the same signatures; the meta
+backend forwards its arguments), and nothing imports torch."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ import subprocess
 import sys
 
 import pytest
+from tritongrad.kernels import meta as mk
 from tritongrad.kernels import numpy as nk
 from tritongrad.kernels import triton as tk
 
 from tritongrad import kernels
 
 
-@pytest.mark.parametrize("mod", [nk, tk], ids=["numpy", "triton"])
+@pytest.mark.parametrize("mod", [nk, tk, mk], ids=["numpy", "triton", "meta"])
 def test_backend_exports_every_contract_name(mod):
     missing = [n for n in kernels.CONTRACT if not callable(getattr(mod, n, None))]
     assert not missing, f"{mod.__name__} lacks {missing}"
@@ -34,6 +36,7 @@ def test_backend_dispatch():
 
     assert kernels.backend(device("cpu")) is nk
     assert kernels.backend(device("cuda", 0)) is tk
+    assert kernels.backend(device("meta")) is mk
 
 
 def test_triton_backend_never_imports_torch():
