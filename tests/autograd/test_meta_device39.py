@@ -412,3 +412,20 @@ def test_to_meta_from_cpu_keeps_shape_dtype_and_history():
     assert m.is_meta and m.dtype is tg.float64 and m.grad_fn is not None
     with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor"):
         m.sum().backward()  # (the gradient has no values to bring back: PyTorch's error)
+
+
+def test_between_meta_and_cuda():
+    """The same moves with the CUDA device (emulated without a GPU, real on one)."""
+    if not tg.cuda.is_available():
+        pytest.skip("no CUDA device (real or emulated)")
+    c = tg.ones(2, 3, device="cuda").t()
+    m = c.to("meta")
+    assert m.is_meta and m.shape == (3, 2) and m.stride() == c.stride()
+    with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor"):
+        m.to("cuda")
+    with pytest.raises(RuntimeError, match="same device"):
+        c + tg.empty(3, 2, device="meta")
+    with tg.device("meta"):
+        lin = tg.nn.Linear(3, 4)
+    lin.to_empty(device="cuda")
+    assert lin.weight.device.type == "cuda" and lin(tg.ones(2, 3, device="cuda")).shape == (2, 4)
