@@ -429,3 +429,22 @@ def test_between_meta_and_cuda():
         lin = tg.nn.Linear(3, 4)
     lin.to_empty(device="cuda")
     assert lin.weight.device.type == "cuda" and lin(tg.ones(2, 3, device="cuda")).shape == (2, 4)
+
+
+@pytest.mark.parametrize("name", ["uniform_", "normal_", "xavier_uniform_", "xavier_normal_",
+                                  "kaiming_uniform_", "kaiming_normal_", "trunc_normal_",
+                                  "orthogonal_", "sparse_", "eye_", "zeros_", "ones_"])
+def test_init_on_meta_fills_nothing_and_draws_nothing(name):
+    args = (0.5,) if name == "sparse_" else ()
+    tg.manual_seed(5)
+    t = tg.empty(4, 5, device="meta")
+    assert getattr(tg.nn.init, name)(t, *args) is t and t.shape == (4, 5)
+    after = tg.rand(2)
+    tg.manual_seed(5)
+    np.testing.assert_array_equal(after.numpy(), tg.rand(2).numpy())
+
+
+def test_bernoulli_of_meta_probabilities():
+    p = tg.empty(3, 2, device="meta")
+    out = tg.bernoulli(p)
+    assert out.is_meta and out.shape == (3, 2) and out.dtype is tg.float32
