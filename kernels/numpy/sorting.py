@@ -23,9 +23,11 @@ def sort(a: np.ndarray, dim: int, descending: bool) -> tuple:
         # overflows integers and leaves NaN last).
         rev = np.flip(keys, dim)
         n = keys.shape[dim]
-        idx = np.flip(n - 1 - np.argsort(rev, axis=dim, kind="stable"), dim)
+        # (a copy: a flipped array of one element along ``dim`` passes as C-contiguous to
+        # ascontiguousarray and would keep its negative stride)
+        idx = np.array(np.flip(n - 1 - np.argsort(rev, axis=dim, kind="stable"), dim),
+                       dtype=np.int64, order="C")
     else:
-        idx = np.argsort(keys, axis=dim, kind="stable")
-    idx = np.ascontiguousarray(idx, dtype=np.int64)
+        idx = np.ascontiguousarray(np.argsort(keys, axis=dim, kind="stable"), dtype=np.int64)
     values = np.take_along_axis(keys, idx, dim)  # a new C-contiguous array
     return (values.view(BF16Array) if type(a) is BF16Array else values), idx

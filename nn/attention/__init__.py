@@ -1,5 +1,5 @@
 """``torch.nn.attention`` (``sdpa_kernel``, ``SDPBackend``: which implementation
-``scaled_dot_product_attention`` may use) and ``MultiheadAttention`` over
+``scaled_dot_product_attention`` may use; the ``flex_attention`` and ``bias`` submodules) and ``MultiheadAttention`` over
 ``mha_forward`` (a matmul + softmax composite, nn/_attention.py, which also holds
 ``F.multi_head_attention_forward``, the same computation in PyTorch's argument layout).
 Initialisation is PyTorch's: the input projections xavier_uniform_, their biases and the output
@@ -7,14 +7,13 @@ projection's bias zeros, ``bias_k`` / ``bias_v`` xavier_normal_."""
 
 from __future__ import annotations
 
-from ..autograd.ops.creation import empty
-from ..autograd.tensor import Tensor
-from . import _attention
-from ._attention import SDPBackend, sdpa_kernel
-from . import init
-from .layers import NonDynamicallyQuantizableLinear
-from .module import Module
-from .parameter import Parameter
+from ...autograd.ops.creation import empty
+from ...autograd.tensor import Tensor
+from .. import _attention, init
+from .._attention import SDPBackend, sdpa_kernel
+from ..layers import NonDynamicallyQuantizableLinear
+from ..module import Module
+from ..parameter import Parameter
 
 __all__ = ["MultiheadAttention", "SDPBackend", "sdpa_kernel"]
 
