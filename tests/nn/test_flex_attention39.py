@@ -226,3 +226,52 @@ def test_same_as_torch(name):
             assert getattr(bm_g, f).tolist() == getattr(bm_t, f).tolist(), f
         assert str(bm_g) == str(bm_t)
         assert bm_g.sparsity() == pytest.approx(bm_t.sparsity())
+
+
+# -- nn.attention.bias ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("variant", ["upper_left", "lower_right"])
+@pytest.mark.parametrize("lq,lkv", [(3, 5), (4, 4), (5, 3)])
+def test_causal_bias(variant, lq, lkv):
+    from tritongrad.nn.attention import bias
+    make = getattr(bias, f"causal_{variant}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        b = make(lq, lkv)
+    warned = [str(w.message) for w in caught]
+    nan_warning = ("Lower right causal bias will produce NaNs in the output when "
+                   "seq_len_q > seq_len_kv!")
+    assert warned == ([nan_warning] if variant == "lower_right" and lq > lkv else [])
+    offset = 0 if variant == "upper_left" else lkv - lq
+    mask = np.tril(np.ones((lq, lkv), bool), offset)
+    np.testing.assert_array_equal(b._materialize().numpy(), mask)
+    assert (b.seq_len_q, b.seq_len_kv) == (lq, lkv)
+    q = tg.tensor(Q0[:1, :2, :lq])
+    k, v = tg.tensor(K0[:1, :2, :lkv]), tg.tensor(V0[:1, :2, :lkv])
+    out = tg.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=b)
+    s = Q0[:1, :2, :lq] @ np.swapaxes(K0[:1, :2, :lkv], -1, -2) / 4
+    s = np.where(mask, s, -np.inf)
+    with np.errstate(invalid="ignore"):
+        p = np.exp(s - s.max(-1, keepdims=True))
+        want = (p / p.sum(-1, keepdims=True)) @ V0[:1, :2, :lkv]
+    rows = mask.any(-1)  # (rows with no key: PyTorch's fused kernels give 0, its math NaN)
+    np.testing.assert_allclose(out.numpy()[..., rows, :], want[..., rows, :], rtol=1e-12)
+    with pytest.raises(ValueError, match="CausalBias should not be used with causal=True"):
+        tg.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=b, is_causal=True)
+
+
+def test_causal_bias_as_torch():
+    torch = pytest.importorskip("torch")
+    from torch.nn.attention import bias as theirs
+    from tritongrad.nn.attention import bias as ours
+    for name in ("causal_upper_left", "causal_lower_right"):
+        for lq, lkv in ((3, 5), (6, 6)):
+            t, g = getattr(theirs, name)(lq, lkv), getattr(ours, name)(lq, lkv)
+            assert repr(g) == repr(t)
+            assert int(g.variant) == int(t.variant)
+            q = torch.tensor(Q0[:1, :2, :lq], dtype=torch.float32)
+            k = torch.tensor(K0[:1, :2, :lkv], dtype=torch.float32)
+            want = torch.nn.functional.scaled_dot_product_attention(q, k, k, attn_mask=t)
+            got = tg.nn.functional.scaled_dot_product_attention(
+                tg.tensor(q.numpy()), tg.tensor(k.numpy()), tg.tensor(k.numpy()), attn_mask=g)
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
