@@ -2,8 +2,9 @@
 
 ``backend(device)`` is the one place a device picks its implementation: ``kernels.numpy`` for
 ``cpu`` (NumPy arrays), ``kernels.triton`` for ``cuda`` (``runtime.DeviceArray``; Triton kernels
-launched on tritongrad's current stream). Op code above this layer never branches on the
-device. Both backends export every name in ``CONTRACT`` with the same signature and semantics;
+launched on tritongrad's current stream), ``kernels.meta`` for ``meta`` (arrays with a shape and
+no values: Note [The meta device]). Op code above this layer never branches on the device. The
+NumPy and Triton backends export every name in ``CONTRACT`` with the same signature and semantics;
 ``tests/kernels/test_contract.py`` holds them to it, and the Triton kernels run in CI through
 Triton's interpreter against the NumPy results.
 

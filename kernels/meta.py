@@ -101,8 +101,9 @@ def _contiguous_strides(shape: tuple) -> tuple:
 def new(shape, dtype, strides=None) -> DeviceArray:
     """A meta array of ``shape`` and ``dtype`` (row-major unless ``strides``), over storage of
     exactly the elements it spans."""
-    shape = tuple([int(n) for n in shape])  # (builtins: the contract's names shadow them)
+    shape = tuple([int(n) for n in shape])
     strides = _contiguous_strides(shape) if strides is None else tuple(strides)
+    # (builtins.sum: the contract's sum shadows it here)
     span = 0 if 0 in shape else 1 + builtins.sum((n - 1) * abs(s) for n, s in zip(shape, strides))
     return DeviceArray(MetaStorage(span * dtype.itemsize), 0, shape, strides, dtype)
 
