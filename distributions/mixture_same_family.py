@@ -145,8 +145,13 @@ class MixtureSameFamily(Distribution):
             gather_dim = sample_len + batch_len
             es = tuple(self.event_shape)
 
-            # mixture samples [n, B]
-            mix_sample = self.mixture_distribution.sample(sample_shape)
+            # mixture samples [n, B]: one set of weights shared by the batch (a mixture
+            # with fewer batch dimensions) still draws each entry's component on its own
+            # (PyTorch 2.13's gather fails on the missing dimensions)
+            mix = self.mixture_distribution
+            if tuple(mix.batch_shape) != tuple(self.batch_shape):
+                mix = mix.expand(self.batch_shape)
+            mix_sample = mix.sample(sample_shape)
             mix_shape = tuple(mix_sample.shape)
 
             # component samples [n, B, k, E]
@@ -155,8 +160,6 @@ class MixtureSameFamily(Distribution):
             # Gather along the k dimension
             mix_sample_r = mix_sample.reshape(mix_shape + (1,) * (len(es) + 1))
             mix_sample_r = mix_sample_r.repeat((1,) * len(mix_shape) + (1,) + es)
-            mix_sample_r = mix_sample_r.expand(tuple(comp_samples.shape[:gather_dim])
-                                               + (1,) + es)
             samples = torch.gather(comp_samples, gather_dim, mix_sample_r)
             return samples.squeeze(gather_dim)
 

@@ -14,12 +14,6 @@ from .utils import broadcast_all
 __all__ = ["VonMises"]
 
 
-def _log_i0(x: Tensor) -> Tensor:
-    """log I0(x) for x >= 0, through the exponentially scaled Bessel function (no
-    overflow)."""
-    return torch.log(torch.special.i0e(x)) + x
-
-
 def _proposal_r(kappa: Tensor) -> Tensor:
     r"""Best and Fisher's wrapped-Cauchy envelope parameter r = (1 + rho^2) / (2 rho), with
     :math:`\rho = (\tau - \sqrt{2\tau}) / (2\kappa)` and :math:`\tau = 1 + s`,
@@ -88,7 +82,12 @@ class VonMises(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         kappa = self.concentration
-        return kappa * torch.cos(value - self.loc) - math.log(2 * math.pi) - _log_i0(kappa)
+        # kappa cos(d) - log I0(kappa) written as -2 kappa sin^2(d / 2) - log i0e(kappa): the
+        # same value without the cancellation of kappa cos(d) against log I0 ~ kappa, which in
+        # float32 costs ~1e-2 at kappa 1e5 (PyTorch's form)
+        half_sin = torch.sin((value - self.loc) / 2)
+        return (-2 * kappa * half_sin * half_sin - math.log(2 * math.pi)
+                - torch.log(torch.special.i0e(kappa)))
 
     def sample(self, sample_shape=()) -> Tensor:
         """Draws by rejection sampling (in float64; no gradients)."""
