@@ -145,14 +145,22 @@ def _resize_dim(x: Tensor, dim: int, taps) -> Tensor:
     return out
 
 
-def _per_dim(value, nd: int, name: str) -> list:
+# PyTorch 2.13's words for a size / scale_factor of the wrong length: (what the input is
+# compared with, how the value is named, the placeholder of the expected format)
+_PER_DIM_WORDS = {"size": ("output", "output size of", "output size in (o1, o2, ...,oK)"),
+                  "scale_factor": ("scale_factor", "scale_factor of shape",
+                                   "scale_factor in (s1, s2, ...,sK)")}
+
+
+def _per_dim(value, spatial: list, name: str) -> list:
+    nd = len(spatial)
     if isinstance(value, (list, tuple)):
         if len(value) != nd:
-            raise ValueError(f"Input and {name} must have the same number of spatial "
+            what, called, fmt = _PER_DIM_WORDS[name]
+            raise ValueError(f"Input and {what} must have the same number of spatial "
                              f"dimensions, but got input with spatial dimensions of "
-                             f"{nd} and {name} of {list(value)}. Please provide input tensor "
-                             f"in (N, C, d1, d2, ...,dK) format and {name} in "
-                             f"(o1, o2, ...,oK) format.")
+                             f"{spatial} and {called} {value}. Please provide input tensor "
+                             f"in (N, C, d1, d2, ...,dK) format and {fmt} format.")
         return list(value)
     return [value] * nd
 
@@ -209,10 +217,10 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if size is not None:
         if recompute_scale_factor:
             raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
-        out = [int(v) for v in _per_dim(size, nd, "size")]
+        out = [int(v) for v in _per_dim(size, spatial, "size")]
         scales = [None] * nd
     else:
-        factors = [float(v) for v in _per_dim(scale_factor, nd, "scale_factor")]
+        factors = [float(v) for v in _per_dim(scale_factor, spatial, "scale_factor")]
         out = [math.floor(n * f) for n, f in zip(spatial, factors)]
         scales = [None] * nd if recompute_scale_factor else factors
     if input.shape[1] == 0:  # (an empty batch is fine; empty channels are not, as PyTorch)

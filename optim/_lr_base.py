@@ -19,6 +19,8 @@ _EPOCH_DEPRECATION = (
     "where possible. Please use `scheduler.step()` to step the scheduler. During the "
     "deprecation, if epoch is different from None, the closed form is used instead of the "
     "new chainable form, where available.")
+# where PyTorch's call-order warnings send the user
+_ORDER_DOCS = "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate"
 
 
 def _check_optimizer(owner: str, optimizer) -> None:
@@ -154,17 +156,19 @@ class LRScheduler:
         """
         if self._step_count == 1:
             # The old order (scheduler before optimizer) skips the schedule's first value.
+            # (PyTorch 2.13's words: the API and its documentation are PyTorch's)
             if not getattr(self.optimizer.step, "_wrapped_by_lr_sched", False):
                 warnings.warn("Seems like `optimizer.step()` has been overridden after learning "
                               "rate scheduler initialization. Please, make sure to call "
-                              "`optimizer.step()` before `lr_scheduler.step()`.", UserWarning,
-                              stacklevel=2)
+                              "`optimizer.step()` before `lr_scheduler.step()`. See more "
+                              f"details at {_ORDER_DOCS}", UserWarning, stacklevel=2)
             elif not getattr(self.optimizer, "_opt_called", False):
                 warnings.warn("Detected call of `lr_scheduler.step()` before "
-                              "`optimizer.step()`. You should call them in the opposite order: "
-                              "`optimizer.step()` before `lr_scheduler.step()`. Failure to do "
-                              "this will result in skipping the first value of the learning "
-                              "rate schedule.", UserWarning, stacklevel=2)
+                              "`optimizer.step()`. In PyTorch 1.1.0 and later, you should call "
+                              "them in the opposite order: `optimizer.step()` before "
+                              "`lr_scheduler.step()`.  Failure to do this will result in "
+                              "PyTorch skipping the first value of the learning rate schedule. "
+                              f"See more details at {_ORDER_DOCS}", UserWarning, stacklevel=2)
         self._step_count += 1
         if epoch is not None:
             warnings.warn(_EPOCH_DEPRECATION, UserWarning, stacklevel=2)

@@ -291,7 +291,9 @@ class RandomUnstructured(_UnstructuredAmount):
     """
 
     def _importance(self, t):
-        return rand(tuple(t.shape), device=t.device)
+        # PyTorch prunes the k largest of rand_like(t): the k lowest of its negation draw the
+        # same entries from the same random stream (rand_like: t's dtype consumes the stream)
+        return -rand(tuple(t.shape), dtype=t.dtype, device=t.device)
 
 
 class L1Unstructured(_UnstructuredAmount):
@@ -468,10 +470,6 @@ def global_unstructured(parameters, pruning_method, importance_scores=None, **kw
     importance_scores = importance_scores if importance_scores is not None else {}
     if not isinstance(importance_scores, dict):
         raise TypeError("global_unstructured(): importance_scores must be of type dict")
-    if getattr(pruning_method, "PRUNING_TYPE", None) != "unstructured":
-        raise TypeError('Only "unstructured" PRUNING_TYPE supported for the `pruning_method`. '
-                        f'Found method {pruning_method} of type '
-                        f'{getattr(pruning_method, "PRUNING_TYPE", None)}')
     scores, defaults = [], []
     for module, name in parameters:
         scores.append(importance_scores.get((module, name), getattr(module, name)).reshape(-1))
@@ -482,8 +480,12 @@ def global_unstructured(parameters, pruning_method, importance_scores=None, **kw
         flat = cat(scores)
         container = PruningContainer()
         container._tensor_name = "temp"
-        method = pruning_method(**kwargs)
+        method = pruning_method(**kwargs)  # as PyTorch: its arguments are checked first
         method._tensor_name = "temp"
+        if method.PRUNING_TYPE != "unstructured":
+            raise TypeError('Only "unstructured" PRUNING_TYPE supported for the '
+                            f'`pruning_method`. Found method {pruning_method} of type '
+                            f'{method.PRUNING_TYPE}')
         container.add_pruning_method(method)
         final = container.compute_mask(flat, cat(defaults))
     start = 0

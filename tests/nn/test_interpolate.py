@@ -148,7 +148,7 @@ def test_modules_and_errors():
         F.interpolate(x, scale_factor=2, mode="linear")
     with pytest.raises(ValueError, match="only one of size or scale_factor should be defined"):
         F.interpolate(x, size=2, scale_factor=2)
-    with pytest.raises(ValueError, match="Input and size must have the same number of spatial "
+    with pytest.raises(ValueError, match="Input and output must have the same number of spatial "
                                          "dimensions"):
         F.interpolate(x, size=(2, 2, 2))
 
