@@ -26,6 +26,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import math
+import operator
 import warnings
 from collections.abc import Callable
 from typing import NamedTuple
@@ -63,33 +64,28 @@ def _no_score_mod(score, batch, head, token_q, token_kv):
     return score
 
 
+def _combined(mask_mods: tuple, name: str, start: bool, join) -> Callable:
+    """A mask_mod folding ``mask_mods``' masks with ``join`` from ``start``."""
+    if not all(callable(m) for m in mask_mods):
+        raise RuntimeError(f"All inputs should be callable mask_mods: {mask_mods}")
+
+    def combined(b, h, q_idx, kv_idx):
+        result = creation.full((), start, dtype=dtypes.bool, device=b.device)
+        for mod in mask_mods:
+            result = join(result, mod(b, h, q_idx, kv_idx))
+        return result
+    combined.__name__ = name
+    return combined
+
+
 def and_masks(*mask_mods: Callable) -> Callable:
     """A mask_mod allowing a position where every one of ``mask_mods`` does."""
-    _check_callables(mask_mods, "and_masks")
-
-    def and_mask(b, h, q_idx, kv_idx):
-        result = creation.ones((), dtype=dtypes.bool, device=b.device)
-        for mod in mask_mods:
-            result = result & mod(b, h, q_idx, kv_idx)
-        return result
-    return and_mask
+    return _combined(mask_mods, "and_mask", True, operator.and_)
 
 
 def or_masks(*mask_mods: Callable) -> Callable:
     """A mask_mod allowing a position where any one of ``mask_mods`` does."""
-    _check_callables(mask_mods, "or_masks")
-
-    def or_mask(b, h, q_idx, kv_idx):
-        result = creation.zeros((), dtype=dtypes.bool, device=b.device)
-        for mod in mask_mods:
-            result = result | mod(b, h, q_idx, kv_idx)
-        return result
-    return or_mask
-
-
-def _check_callables(mods, name: str) -> None:
-    if not all(callable(m) for m in mods):
-        raise RuntimeError(f"All inputs should be callable mask_mods: {mods}")
+    return _combined(mask_mods, "or_mask", False, operator.or_)
 
 
 def _positions(B: int, H: int, Q: int, KV: int, device) -> tuple:
