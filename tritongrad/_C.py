@@ -15,4 +15,6 @@ from .autograd.engine import will_engine_execute_node as _will_engine_execute_no
 from .autograd.settings import (is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: F401
                                 set_anomaly_enabled)
 
+from .library import _AutoDispatchBelowAutograd  # noqa: F401
+
 __all__ = ["DisableTorchFunction", "DisableTorchFunctionSubclass"]

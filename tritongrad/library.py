@@ -22,9 +22,20 @@ Note [Custom ops as Functions]
   in ``mutates_args`` have their version counters bumped, so autograd's in-place checks see
   the mutation.
 
-Not there: ``register_fake`` is kept but unused (tritongrad has no fake or meta tensors and no
-tracing compiler), ``opcheck`` checks only what runs eagerly (see its docstring), and the
-older ``Library``/``impl`` registration API.
+Note [Fake kernels on the meta device]
+  An op called with meta tensors (``device="meta"``, kernels/meta.py) runs its fake
+  implementation (``register_fake``; for a ``Library`` op also a ``"Meta"`` kernel), as
+  PyTorch's does: it returns meta tensors of the outputs' shapes and dtypes without touching
+  data, so a model with custom ops can be sized and traced for shapes on ``"meta"``. Without
+  one the call raises PyTorch's error. A recording call goes through the op's Function as on
+  any device, so ``register_autograd``'s formula sees meta tensors too. PyTorch's meta tensors
+  (unlike its FakeTensors) have no data-dependent output sizes, so ``get_ctx()`` inside a fake
+  implementation running on meta tensors raises PyTorch's error saying so.
+
+The older registration API (``Library``, ``define``, ``impl``, the module-level
+``register_*`` taking an op's name) is in _op_library.py. Not there: PyTorch's fake-tensor and
+AOT tests of ``opcheck`` (no tracer) and ``__torch_dispatch__`` (``register_torch_dispatch``
+raises).
 """
 
 from __future__ import annotations
@@ -40,12 +51,15 @@ from .autograd.function import Function
 from .autograd.observe import op_range
 from .autograd.state import anywhere, state
 from .autograd.tensor import Tensor
+from .autograd.vmap import _local as _transforms
 from .runtime.device import device as Device
 from .runtime.dtype import dtype as DType
 from .types import Number
 
-__all__ = ["CustomOpDef", "custom_op", "infer_schema", "opcheck", "ops", "triton_op",
-           "wrap_triton"]
+__all__ = ["CustomOpDef", "Library", "custom_op", "define", "fallthrough_kernel", "get_ctx",
+           "impl", "impl_abstract", "infer_schema", "opcheck", "ops", "register_autocast",
+           "register_autograd", "register_fake", "register_kernel", "register_torch_dispatch",
+           "register_vmap", "triton_op", "wrap_triton"]
 
 
 # -- schemas ------------------------------------------------------------------------------------
@@ -165,7 +179,9 @@ def infer_schema(prototype_function: Callable, /, *, mutates_args, op_name: str 
 
 # -- the op -------------------------------------------------------------------------------------
 
-_OPS: dict[str, CustomOpDef] = {}
+_OPS: dict[str, CustomOpDef] = {}  # "ns::name": the op (a defined op's default overload)
+_OVERLOADS: dict[str, dict] = {}  # "ns::name": {overload name: op} (Library.define's)
+_fake_calls: list = []  # the ops whose fake implementations are running (get_ctx)
 
 
 class _Call:
@@ -219,6 +235,8 @@ def _tensors(values: Iterable) -> list:
 class CustomOpDef:
     """A custom operator made by :func:`custom_op`: call it as the function it wraps."""
 
+    _overload = "default"  # (Library.define's ops may have others: ``ns::name.out``)
+
     def __init__(self, namespace: str, name: str, schema: str, fn: Callable, mutated: tuple,
                  device_types, tags=None):
         self._namespace, self._name = namespace, name
@@ -252,8 +270,9 @@ class CustomOpDef:
         return register if fn is None else register(fn)
 
     def register_fake(self, fn: Callable, /) -> Callable:
-        """Registers the op's fake (shape-only) implementation. Kept for code written for
-        PyTorch; tritongrad has no fake tensors, so it is not called."""
+        """Registers the op's fake implementation: given meta tensors (``device="meta"``:
+        shapes, dtypes and strides, no data) it returns the outputs' meta tensors (Note [Fake
+        kernels on the meta device])."""
         self._fake_fn = fn
         return fn
 
@@ -308,6 +327,19 @@ class CustomOpDef:
             relevant = args + tuple(kwargs.values())
             if overrides.has_torch_function(relevant):
                 return overrides.handle_torch_function(self, relevant, *args, **kwargs)
+        positional, kwonly = self._bind(args, kwargs)
+        tensors = _tensors((*positional, *kwonly.values()))
+        device_type = self._device_type(tensors, (*positional, *kwonly.values()))
+        positional, kwonly = self._autocast_args(device_type, positional, kwonly)
+        if not (anywhere.observers and state.observers):
+            return self._dispatch(device_type, positional, kwonly, tensors)
+        records = state.grad_enabled and any(t.requires_grad for t in tensors)
+        others = tuple(v for v in positional if not isinstance(v, Tensor))
+        with op_range(self._qualname, tuple(tensors), others, seq=state.seq if records else -1):
+            return self._dispatch(device_type, positional, kwonly, tensors)
+
+    def _bind(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """The call's positional arguments (defaults filled in) and keyword-only ones."""
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
         params = self._signature.parameters
@@ -315,19 +347,12 @@ class CustomOpDef:
                            if params[n].kind is not params[n].KEYWORD_ONLY)
         kwonly = {n: v for n, v in bound.arguments.items()
                   if params[n].kind is params[n].KEYWORD_ONLY}
-        tensors = _tensors(bound.arguments.values())
-        device_type = self._device_type(tensors, bound.arguments)
-        positional, kwonly = self._autocast_args(device_type, positional, kwonly)
-        kernel = self._kernel(device_type)
-        if not (anywhere.observers and state.observers):
-            return self._run(kernel, positional, kwonly, tensors)
-        records = state.grad_enabled and any(t.requires_grad for t in tensors)
-        others = tuple(v for v in positional if not isinstance(v, Tensor))
-        with op_range(self._qualname, tuple(tensors), others, seq=state.seq if records else -1):
-            return self._run(kernel, positional, kwonly, tensors)
+        return positional, kwonly
 
-    def _run(self, kernel, positional, kwonly, tensors):
-        if state.grad_enabled and any(t.requires_grad for t in tensors):
+    def _dispatch(self, device_type: str, positional: tuple, kwonly: dict, tensors: list):
+        kernel = self._kernel(device_type)
+        if (state.grad_enabled and any(t.requires_grad for t in tensors)) \
+                or (self._vmap_fn is not None and _transforms.levels):  # (its vmap rule)
             flat, layout = _flatten(positional)
             return self._function.apply(*flat, _Call(self, kernel, layout, kwonly))
         return self._kernel_call(kernel, positional, kwonly)
@@ -348,15 +373,17 @@ class CustomOpDef:
                 t._vc[0] += 1
         return out
 
-    def _device_type(self, tensors: list, arguments: dict) -> str:
+    def _device_type(self, tensors: list, values: tuple) -> str:
         if tensors:
             return tensors[0].device.type
-        for v in arguments.values():
-            if isinstance(v, (Device, str)) and str(v).split(":")[0] in ("cpu", "cuda"):
+        for v in values:
+            if isinstance(v, (Device, str)) and str(v).split(":")[0] in ("cpu", "cuda", "meta"):
                 return str(v).split(":")[0]
         return "cpu"
 
     def _kernel(self, device_type: str) -> Callable:
+        if device_type == "meta" and "meta" not in self._kernels:
+            return self._fake_kernel()
         if device_type not in self._disabled and device_type in self._kernels:
             return self._kernels[device_type]
         if None in self._kernels:
@@ -364,6 +391,25 @@ class CustomOpDef:
         raise NotImplementedError(f"Could not run '{self._qualname}' with arguments from the "
                                   f"'{device_type}' device type: it has kernels for "
                                   f"{sorted(k for k in self._kernels if k)} only")
+
+    def _fake_kernel(self) -> Callable:
+        """The fake implementation as the meta device's kernel (Note [Fake kernels on the meta
+        device]), or PyTorch's error without one."""
+        fake = self._fake_fn
+        if fake is None:
+            raise self._no_fake()
+        def on_meta(*args, **kwargs):
+            _fake_calls.append(self)
+            try:
+                return fake(*args, **kwargs)
+            finally:
+                _fake_calls.pop()
+        return on_meta
+
+    def _no_fake(self) -> Exception:
+        return RuntimeError(f"There was no fake impl registered for {self!r}. This is necessary "
+                            f"for torch.compile/export/fx tracing to work. Please use "
+                            f"`{self._name}.register_fake` to add an fake impl.")
 
     def _autocast_args(self, device_type: str, positional: tuple, kwonly: dict):
         to = self._autocast.get(device_type)
@@ -424,7 +470,7 @@ class CustomOpDef:
         def backward(ctx, *grads):
             if op._backward_fn is None:
                 raise RuntimeError(f"Trying to backward through {op._namespace}.{op._name}."
-                                   f"default but no autograd formula was registered. Please "
+                                   f"{op._overload} but no autograd formula was registered. Please "
                                    f"use register_autograd to add one.")
             result = op._backward_fn(ctx, *grads)
             result = result if isinstance(result, tuple) else (result,)
@@ -448,7 +494,7 @@ class CustomOpDef:
             return op._vmap_fn(info, call.regroup(in_dims[:-1]), *call.regroup(args[:-1]),
                                **call.kwonly)
 
-        name = f"GeneratedBackwardFor_{self._namespace}_{self._name}_default"
+        name = f"GeneratedBackwardFor_{self._namespace}_{self._name}_{self._overload}"
         cls = type(name, (Function,), {
             "forward": staticmethod(forward), "setup_context": staticmethod(setup_context),
             "backward": staticmethod(backward), "vmap": staticmethod(vmap),
@@ -457,7 +503,9 @@ class CustomOpDef:
 
 
 def _storage(t: Tensor):
-    """What identifies ``t``'s memory (its storage's first byte)."""
+    """What identifies ``t``'s memory (its storage's first byte; a meta tensor has none)."""
+    if t.is_meta:
+        return id(t)
     return (t.device, t.untyped_storage().data_ptr())
 
 
@@ -496,6 +544,7 @@ def custom_op(name: str, fn: Callable | None = None, /, *, mutates_args, device_
             warnings.warn(f"custom_op: {name} was defined already; the new definition "
                           f"replaces it", stacklevel=2)
         _OPS[name] = op
+        _OVERLOADS[name] = {"default": op}
         return op
 
     return inner if fn is None else inner(fn)
@@ -587,20 +636,72 @@ class OpCheckError(Exception):
 
 # -- tg.ops -------------------------------------------------------------------------------------
 
-class OpOverloadPacket:
-    """``tg.ops.<ns>.<name>``: callable, with ``.default`` (the op itself)."""
+class OpOverload:
+    """``tg.ops.<ns>.<name>.<overload>`` of a custom or defined op (``.default``, ``.out``):
+    callable, with PyTorch's ``_schema``, ``name()``, ``overloadpacket`` and ``namespace``."""
 
-    def __init__(self, qualname: str, fn: Callable):
-        self._qualname, self._fn = qualname, fn
+    def __init__(self, op: CustomOpDef, packet: OpOverloadPacket, overload: str):
+        self._op, self.overloadpacket, self._overloadname = op, packet, overload
+        self.namespace, self._opname = op._namespace, op._name
+        self._qualname = op._qualname + ("" if overload == "default" else "." + overload)
+        self.__name__ = f"{op._name}.{overload}"
+
+    def __call__(self, *args, **kwargs):
+        return self._op(*args, **kwargs)
+
+    @property
+    def _schema(self):
+        """The op's schema (``str()`` prints ``ns::name.overload(...) -> ...``)."""
+        from ._op_schema import parse
+        schema = getattr(self._op, "_parsed", None)
+        return schema or parse(self._op._schema, self._op._qualname)
+
+    def name(self) -> str:
+        return self._qualname
+
+    @property
+    def _custom_op(self) -> CustomOpDef:
+        return self._op
+
+    def __repr__(self) -> str:
+        return f"<OpOverload(op='{self.namespace}.{self._opname}', overload=" \
+               f"'{self._overloadname}')>"
+
+    def __str__(self) -> str:
+        return f"{self.namespace}.{self._opname}.{self._overloadname}"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, OpOverload) and other._op is self._op
+
+    def __hash__(self) -> int:
+        return hash(self._qualname)
+
+
+class OpOverloadPacket:
+    """``tg.ops.<ns>.<name>``: callable, with ``.default`` and the op's other overloads."""
+
+    def __init__(self, qualname: str, fn: Callable, overloads: dict | None = None):
+        self._qualname, self._fn, self._overloads = qualname, fn, overloads
         self.__name__ = qualname.split("::")[-1]
 
     def __call__(self, *args, **kwargs):
-        return self._fn(*args, **kwargs)
+        if self._overloads is None or len(self._overloads) == 1:
+            return self._fn(*args, **kwargs)
+        return _call_some_overload(self._overloads, args, kwargs)
 
     def __getattr__(self, overload: str):
         if overload.startswith("__"):
             raise AttributeError(overload)
-        return self._fn  # .default, and for aten ops PyTorch's overload names (.Tensor, ...)
+        if self._overloads is None:
+            return self._fn  # aten: PyTorch's overload names (.default, .Tensor, ...)
+        op = self._overloads.get(overload)
+        if op is None:
+            raise AttributeError(f"The underlying op of '{self}' has no overload name "
+                                 f"'{overload}'")
+        return OpOverload(op, self, overload)
+
+    def overloads(self) -> list[str]:
+        return list(self._overloads or ("default",))
 
     def __repr__(self) -> str:
         return f"<OpOverloadPacket(op='{self._qualname.replace('::', '.')}')>"
@@ -622,6 +723,22 @@ class OpOverloadPacket:
         return self._fn if isinstance(self._fn, CustomOpDef) else None
 
 
+def _call_some_overload(overloads: dict, args: tuple, kwargs: dict):
+    """A packet's call: the default overload, else the first whose schema the arguments fit
+    (PyTorch's overload resolution, in definition order)."""
+    if "default" in overloads:
+        return overloads["default"](*args, **kwargs)
+    failure = None
+    for op in overloads.values():
+        try:
+            op._bind(args, kwargs)
+        except RuntimeError as e:
+            failure = failure or e
+            continue
+        return op(*args, **kwargs)
+    raise failure
+
+
 class _OpNamespace:
     def __init__(self, name: str):
         self._name = name
@@ -630,8 +747,8 @@ class _OpNamespace:
         if op.startswith("__"):
             raise AttributeError(op)
         qualname = f"{self._name}::{op}"
-        if qualname in _OPS:
-            return OpOverloadPacket(qualname, _OPS[qualname])
+        if qualname in _OVERLOADS:
+            return OpOverloadPacket(qualname, _OPS[qualname], _OVERLOADS[qualname])
         if self._name == "aten":
             import tritongrad
             fn = getattr(tritongrad, op, None) or getattr(tritongrad.nn.functional, op, None)
@@ -651,3 +768,10 @@ class _Ops:
 
 
 ops = _Ops()
+
+
+# (the registration by name needs CustomOpDef and the tables above: imported last)
+from ._op_library import (Library, _AutoDispatchBelowAutograd,  # noqa: F401,I001
+                          define, fallthrough_kernel, get_ctx, impl, impl_abstract,
+                          register_autocast, register_autograd, register_fake, register_kernel,
+                          register_torch_dispatch, register_vmap)

@@ -192,7 +192,8 @@ def test_ops_namespace_profiler_and_vmap():
     packet = getattr(getattr(tg.ops, ns), name)
     x = tg.tensor([0.25, 0.5], dtype=tg.float64)
     np.testing.assert_allclose(host(packet(x)), np.sin([0.25, 0.5]))
-    assert packet.default is op
+    assert packet.default._custom_op is op and packet.default.name() == op._qualname
+    assert str(packet.default._schema) == f"{op._qualname}(Tensor x) -> Tensor"
     eye = tg.eye(2, dtype=tg.float64)
     np.testing.assert_array_equal(host(tg.ops.aten.mm.default(eye, x[:, None])),
                                   host(x[:, None]))
