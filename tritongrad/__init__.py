@@ -68,7 +68,7 @@ from .autograd.autocast import (autocast, autocast_decrement_nesting,
                                 set_autocast_cache_enabled, set_autocast_dtype,
                                 set_autocast_enabled)
 
-cpu = amp.cpu  # PyTorch's torch.cpu, here only its amp
+from . import cpu  # noqa: E402  (PyTorch's torch.cpu: the CPU's device API and its amp)
 
 # numbers and the legacy typed-tensor classes (``tg.LongTensor([1, 2])``, ``isinstance(t,
 # tg.FloatTensor)``)

@@ -187,7 +187,6 @@ cuda_amp = _module("tritongrad.cuda.amp", "PyTorch's torch.cuda.amp (deprecated 
                    custom_fwd=_cuda_custom_fwd, custom_bwd=_cuda_custom_bwd)
 cpu_amp = _module("tritongrad.cpu.amp", "PyTorch's torch.cpu.amp (deprecated forms).",
                   autocast=_CpuAutocast, GradScaler=_CpuGradScaler)
-cpu = _module("tritongrad.cpu", "PyTorch's torch.cpu: here only its amp.", amp=cpu_amp)
 # PyTorch's submodules of torch.amp, which code imports names from
 autocast_mode = _module("tritongrad.amp.autocast_mode", "PyTorch's torch.amp.autocast_mode.",
                         autocast=autocast, custom_fwd=custom_fwd, custom_bwd=custom_bwd,
