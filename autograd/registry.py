@@ -354,8 +354,8 @@ def unguarded(fn: Callable) -> Callable:
 
 
 # The binary operators, whose __i*__ and __r*__ forms are in-place and reflected.
-_BINARY_STEMS = frozenset(["add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul",
-                           "and", "or", "xor", "lshift", "rshift"])
+_BINARY_STEMS = frozenset(["add", "sub", "mul", "truediv", "div", "floordiv", "mod", "pow",
+                           "matmul", "and", "or", "xor", "lshift", "rshift"])
 
 
 def _operator(row: OpInfo, dunder: str, tensor_cls: type) -> Callable:

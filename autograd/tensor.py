@@ -380,6 +380,37 @@ class Tensor:
         from .storage import storage
         return storage(self)
 
+    def storage_type(self) -> type:
+        """The legacy storage class of this tensor's dtype (``FloatStorage`` for float32)."""
+        from .storage import LEGACY_STORAGES
+        for cls in LEGACY_STORAGES.values():
+            if cls.dtype is self._dtype:
+                return cls
+        raise RuntimeError(f"storage_type: no legacy storage class holds {self._dtype}")
+
+    def is_distributed(self) -> bool:
+        """False: tensors are never distributed (PyTorch's legacy query)."""
+        return False
+
+    # A quantized tensor's methods (tritongrad/ao/_qtensor.py) on a plain one: ``dequantize``
+    # is the tensor itself, the others are PyTorch's error.
+    def dequantize(self) -> "Tensor":
+        return self
+
+    def _not_quantized(name: str):
+        def method(self):
+            raise NotImplementedError(f"Could not run 'aten::{name}' with arguments from the "
+                                      f"'{self._device.type.upper()}' backend: it needs a "
+                                      f"quantized tensor")
+        method.__name__ = method.__qualname__ = name
+        return method
+    int_repr, q_scale = _not_quantized("int_repr"), _not_quantized("q_scale")
+    q_zero_point = _not_quantized("q_zero_point")
+    q_per_channel_axis = _not_quantized("q_per_channel_axis")
+    q_per_channel_scales = _not_quantized("q_per_channel_scales")
+    q_per_channel_zero_points = _not_quantized("q_per_channel_zero_points")
+    del _not_quantized
+
     def set_(self, source=None, storage_offset: int = 0, size=None, stride=None) -> "Tensor":
         """Makes this tensor view ``source``: a tensor's memory and geometry, a storage (with
         ``storage_offset``, ``size``, ``stride``), or nothing (empty). In place."""
@@ -984,6 +1015,8 @@ class Tensor:
         if self.numel() != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
+
+    __nonzero__, __long__ = __bool__, __int__  # (Python 2's names, which PyTorch keeps)
 
     def __reversed__(self) -> "Tensor":
         """The tensor flipped along dim 0 (a 0-d tensor is returned as it is, as PyTorch's)."""

@@ -73,7 +73,12 @@ _EMULATED_ALIGN = 256  # cuMemAlloc's alignment; emulated pointers keep it
 _HOST_PAGE = 4096  # cuMemHostAlloc's memory starts on a page
 
 
-class CudaError(RuntimeError):
+class AcceleratorError(RuntimeError):
+    """Exception raised while executing on device (PyTorch's ``torch.AcceleratorError``: the
+    base of the CUDA errors, so ``except tg.AcceleratorError`` catches them)."""
+
+
+class CudaError(AcceleratorError):
     """A failed CUDA driver call: ``CUDA_ERROR_X: <description> (in cuFunction)``.
 
     Attributes:

@@ -231,9 +231,10 @@ from .amp import GradScaler  # noqa: E402
 from .optim.grad_scaler import (_amp_foreach_non_finite_check_and_unscale_,  # noqa: E402
                                 _amp_update_scale_)
 from .cuda import OutOfMemoryError  # noqa: E402
+from .runtime.driver import AcceleratorError  # noqa: E402  (the base of CUDA errors)
 from .utils.dlpack import to_dlpack  # noqa: E402
 
-__all__ += ["GradScaler", "OutOfMemoryError", "to_dlpack"]
+__all__ += ["AcceleratorError", "GradScaler", "OutOfMemoryError", "to_dlpack"]
 
 # torch.overrides (the __torch_function__ protocol) and its switches, torch._C's and the top's
 from . import _C, overrides  # noqa: E402
@@ -241,21 +242,28 @@ from ._C import DisableTorchFunction, DisableTorchFunctionSubclass  # noqa: E402
 
 __all__ += ["DisableTorchFunction", "DisableTorchFunctionSubclass", "overrides"]
 
-# torch.library (custom operators), torch.ops (them by namespace) and torch.types
-from . import library, types  # noqa: E402
+# torch.library (custom operators), torch.ops (them by namespace) and torch.types; the
+# operator schemas (torch.parse_schema, torch.FunctionSchema) and tags (torch.Tag)
+from . import library, storage, types  # noqa: E402
+from ._op_schema import Argument, FunctionSchema, Tag, parse_schema  # noqa: E402
 from .library import ops  # noqa: E402
 
-__all__ += ["library", "ops", "types"]
+Storage = FloatStorage  # noqa: F821 (PyTorch's torch.Storage, its legacy float storage)
+__all__ += ["Argument", "FunctionSchema", "Storage", "Tag", "library", "ops", "parse_schema",
+            "storage", "types"]
 
 
 # torch.ao (eager-mode quantization: tritongrad/ao/) and its alias torch.quantization; the
 # quantized tensors' functions, dtypes and qschemes at the top, as PyTorch has them
-from .ao._qtensor import (dequantize, per_channel_affine,  # noqa: E402
+from .ao._qtensor import (dequantize, int_repr, per_channel_affine,  # noqa: E402
                           per_channel_affine_float_qparams, per_channel_symmetric,
-                          per_tensor_affine, per_tensor_symmetric, qint8, qint32, qscheme,
-                          quantize_per_channel, quantize_per_tensor,
-                          quantize_per_tensor_dynamic, quint4x2, quint8)
+                          per_tensor_affine, per_tensor_symmetric, q_per_channel_axis,
+                          q_per_channel_scales, q_per_channel_zero_points, q_scale,
+                          q_zero_point, qint8, qint32, qscheme, quantize_per_channel,
+                          quantize_per_tensor, quantize_per_tensor_dynamic, quint4x2, quint8)
 
+__all__ += ["int_repr", "q_per_channel_axis", "q_per_channel_scales",
+            "q_per_channel_zero_points", "q_scale", "q_zero_point"]
 __all__ += ["ao", "quantization", "dequantize", "per_channel_affine",
             "per_channel_affine_float_qparams", "per_channel_symmetric", "per_tensor_affine",
             "per_tensor_symmetric", "qint8", "qint32", "qscheme", "quantize_per_channel",

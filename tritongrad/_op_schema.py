@@ -14,6 +14,7 @@ Note [Schema calls]
 
 from __future__ import annotations
 
+import enum
 import math
 import re
 from dataclasses import dataclass
@@ -129,6 +130,40 @@ def _format_default(value) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_format_default(v) for v in value) + "]"
     return str(value)
+
+
+class Tag(enum.Enum):
+    """PyTorch's operator tags (``torch.Tag``), as ``custom_op(..., tags=...)`` and
+    ``Library.define(..., tags=...)`` take them; tritongrad keeps them on the op."""
+
+    core = 0
+    cudagraph_unsafe = 1
+    data_dependent_output = 2
+    dynamic_output_shape = 3
+    flexible_layout = 4
+    generated = 5
+    inplace = 6
+    inplace_view = 7
+    maybe_aliasing_or_mutating = 8
+    needs_contiguous_strides = 9
+    needs_exact_strides = 10
+    needs_fixed_stride_order = 11
+    nondeterministic_bitwise = 12
+    nondeterministic_seeded = 13
+    out = 14
+    out_variant = 15
+    pointwise = 16
+    pt2_compliant_tag = 17
+    reduction = 18
+    view_copy = 19
+
+    def __str__(self) -> str:
+        return f"Tag.{self.name}"
+
+
+def parse_schema(schema: str) -> FunctionSchema:
+    """``torch.parse_schema``: the FunctionSchema of ``"ns::name.overload(args) -> returns"``."""
+    return parse(schema)
 
 
 def _here(schema: str, at: int, width: int) -> str:

@@ -10,8 +10,30 @@ import math
 
 import numpy as np
 
-__all__ = ["sym_float", "sym_int", "sym_ite", "sym_max", "sym_min", "sym_not", "sym_sqrt",
+__all__ = ["SymBool", "SymFloat", "SymInt", "sym_float", "sym_int", "sym_ite", "sym_max", "sym_min", "sym_not", "sym_sqrt",
            "sym_sum"]
+
+class _SymNode:
+    """A symbolic value: made by PyTorch's tracer around a node of its shape environment.
+    tritongrad traces no shapes, so none is ever made: the classes exist for the type hints
+    and ``isinstance`` checks of code written for PyTorch (``isinstance(n, tg.SymInt)`` is
+    False for every Python int, as in eager PyTorch)."""
+
+    def __init__(self, node):
+        self.node = node
+
+
+class SymInt(_SymNode):
+    """An int-like symbolic value (see _SymNode)."""
+
+
+class SymFloat(_SymNode):
+    """A float-like symbolic value (see _SymNode)."""
+
+
+class SymBool(_SymNode):
+    """A bool-like symbolic value (see _SymNode)."""
+
 
 _NUMBERS = (np.integer, np.floating, int, float)  # (PyTorch's order, shown in its error)
 _FLOATS = (np.floating, float)

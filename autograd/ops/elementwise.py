@@ -1241,9 +1241,12 @@ def pow_(self: Tensor, exponent) -> Tensor:
 
 # -- the table ---------------------------------------------------------------------------------
 
-def _binary(name, fn, inplace, grad, reflected=None, op=None, **row):
-    op = op or name
-    return OpInfo(name, fn, inplace=inplace, operators=(f"__{op}__", f"__r{op}__", f"__i{op}__"),
+def _binary(name, fn, inplace, grad, reflected=None, op=None, legacy=(), **row):
+    """A binary op's row, with its operators (``__op__``, ``__rop__``, ``__iop__``; ``legacy``:
+    more stems, Python 2's ``div`` that PyTorch keeps)."""
+    ops = [op or name, *legacy]
+    return OpInfo(name, fn, inplace=inplace,
+                  operators=tuple(f"__{p}{o}__" for o in ops for p in ("", "r", "i")),
                   reflected=reflected, flops="elementwise", dtypes="promoted", grad=grad, **row)
 
 
@@ -1270,7 +1273,7 @@ OPS = _UNARY + (
     _binary("mul", mul, mul_, "g b, g a", aliases=("multiply",)),
     _binary("div", div, _div_rounding_, "g / b, -g a / b^2",
             reflected=lambda self, other: mul(_autocast_reciprocal(self), other), op="truediv",
-            aliases=("true_divide", "divide")),
+            legacy=("div",), aliases=("true_divide", "divide")),
     _binary("pow", pow, pow_, "g e x^(e-1), g y log x",
             reflected=lambda self, other: pow(other, self), autocast="float32 on cuda"),
     OpInfo("rsub", rsub, method=False, dtypes="promoted", grad="-alpha g"),

@@ -13,6 +13,7 @@ import builtins
 import math
 import numbers
 import operator
+import os
 import warnings
 
 import numpy as np
@@ -35,7 +36,8 @@ from .creation import (
     tensor,
 )
 
-__all__ = ["asarray", "empty_permuted", "fill", "frombuffer", "range", "scalar_tensor"]
+__all__ = ["asarray", "empty_permuted", "fill", "from_file", "frombuffer", "range",
+           "scalar_tensor"]
 
 
 # -- asarray -----------------------------------------------------------------------------------
@@ -265,6 +267,48 @@ def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0,
     return _finish(make(arr), requires_grad)
 
 
+def from_file(filename, shared: bool | None = None, size: int = 0, *, dtype=None, layout=None,
+              device=None, pin_memory: bool = False, requires_grad: bool = False) -> Tensor:
+    """A 1-D CPU tensor of ``size`` elements of ``dtype`` whose storage is the memory-mapped
+    file ``filename``. ``shared=True`` maps it shared: writes to the tensor go to the file (it
+    is created, or extended, to the size needed); otherwise (``False``/None) the mapping is
+    private: the file must hold ``size`` elements and writes stay in the tensor. With
+    ``device`` another than the CPU, the mapped tensor is copied there."""
+    dt = as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    check_layout("from_file", layout)
+    size = operator.index(size)
+    if pin_memory:
+        raise RuntimeError("from_file: tensors backed by a memory-mapped file cannot be created "
+                           "in pinned memory")
+    if dt is dtypes.bfloat16:
+        raise unsupported("from_file", "dtype", dt, "bfloat16 host tensors are stored as "
+                          "float32 and cannot map a file's bytes")
+    dev = resolve_device(device)
+    if dev.type == "meta":
+        raise NotImplementedError("aten::from_file: attempted to run this operator with Meta "
+                                  "tensors, but there was no fake impl or Meta kernel "
+                                  "registered.")
+    path, need = os.fspath(filename), size * dt.itemsize
+    if shared:
+        with builtins.open(path, "ab") as f:  # (created if missing, never shortened)
+            if f.tell() < need:
+                f.truncate(need)
+    try:
+        have = os.path.getsize(path)
+    except OSError as e:
+        raise RuntimeError(f"unable to open file <{path}> in read-only mode: {e.strerror} "
+                           f"({e.errno})") from None
+    if have < need:
+        raise RuntimeError(f"file <{path}> size <{have}> is smaller than the required mapping "
+                           f"size <{need}>")
+    arr = (np.memmap(path, dtype=dt.np, mode="r+" if shared else "c", shape=(size,))
+           if size else np.empty(0, dt.np))
+    out = make(arr)
+    if dev.type != "cpu":
+        out = out.to(dev)
+    return _finish(out, requires_grad)
+
+
 # -- fill --------------------------------------------------------------------------------------
 
 def fill(input: Tensor, value) -> Tensor:
@@ -285,6 +329,7 @@ OPS = (
     OpInfo("range", range, method=False, dtypes="the default dtype (dtype= any)", grad="none"),
     OpInfo("empty_permuted", empty_permuted, method=False, dtypes="all", grad="none"),
     OpInfo("frombuffer", frombuffer, method=False, dtypes="all but bfloat16", grad="none"),
+    OpInfo("from_file", from_file, method=False, dtypes="all but bfloat16", grad="none"),
     OpInfo("fill", fill, method=False, dtypes="the input's",
            grad="0 for input; value: sum of g"),
 )

@@ -38,7 +38,8 @@ __all__ = ["qint8", "quint8", "qint32", "quint4x2", "qscheme", "per_tensor_affin
            "per_channel_affine", "per_tensor_symmetric", "per_channel_symmetric",
            "per_channel_affine_float_qparams", "QuantizedTensor", "quantize_per_tensor",
            "quantize_per_channel", "quantize_per_tensor_dynamic", "dequantize",
-           "is_quantized", "QUANTIZED_DTYPES"]
+           "is_quantized", "QUANTIZED_DTYPES", "int_repr", "q_per_channel_axis",
+           "q_per_channel_scales", "q_per_channel_zero_points", "q_scale", "q_zero_point"]
 
 class _QuantizedDtype(_dt.dtype):
     """A quantized element type: runtime/dtype.py's ``dtype`` (its constructor takes the
@@ -690,6 +691,26 @@ def quantize_per_tensor_dynamic(input: Tensor, dtype: _QuantizedDtype,
     amax = float(a.max()) if a.size else 0.0
     scale, zp = _choose_qparams(amin, amax, lo, hi)
     return quantize_per_tensor(input, scale, zp, dtype)
+
+
+def _quantized_method(name: str):
+    """``tg.<name>(q)``: the quantized tensor's method, PyTorch's error for another tensor."""
+    def fn(input):
+        if not isinstance(input, QuantizedTensor):
+            raise NotImplementedError(f"Could not run 'aten::{name}' with arguments from the "
+                                      f"'{input.device.type.upper()}' backend: it needs a "
+                                      f"quantized tensor")
+        return getattr(input, name)()
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``input.{name}()`` of a quantized tensor ``input``."
+    return fn
+
+
+q_scale, q_zero_point, int_repr = (_quantized_method(n) for n in
+                                   ("q_scale", "q_zero_point", "int_repr"))
+q_per_channel_axis, q_per_channel_scales, q_per_channel_zero_points = (
+    _quantized_method(n) for n in ("q_per_channel_axis", "q_per_channel_scales",
+                                   "q_per_channel_zero_points"))
 
 
 def dequantize(tensor: QuantizedTensor | Tensor | Sequence[QuantizedTensor | Tensor]
