@@ -8,7 +8,7 @@ from . import engine as _engine
 from . import graph
 from .anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .function import Function
-from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,
+from .grad_mode import (enable_grad, enforce_grad_layout_policy, inference_mode, is_grad_enabled,
                         is_inference_mode_enabled, is_multithreading_enabled, no_grad,
                         set_grad_enabled, set_multithreading_enabled)
 from .tensor import Tensor
@@ -96,6 +96,7 @@ def _is_checkpoint_valid() -> bool:
 
 
 __all__ = ["graph", "Function", "Tensor", "Variable", "backward", "grad", "no_grad", "enable_grad",
+           "enforce_grad_layout_policy",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled",
            "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "profiler"]
 from . import profiler  # noqa: E402
@@ -105,3 +106,8 @@ from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 __all__ += ["forward_ad", "functional", "GradcheckError", "gradcheck", "gradgradcheck",
             "SavedTensor", "kineto_available", "set_multithreading_enabled",
             "is_multithreading_enabled"]
+
+# names PyTorch's torch.autograd also holds (imported there from elsewhere)
+from .grad_mode import _is_view_replay_enabled as is_view_replay_enabled  # noqa: E402
+from .overrides import has_torch_function, handle_torch_function, is_tensor_like  # noqa: E402
+from .profiler import ProfilerActivity  # noqa: E402

@@ -1047,7 +1047,8 @@ def accumulate_grad(var: Tensor, g: Tensor, create_graph: bool, steal: bool = Tr
         if isinstance(g, SparseBase) or isinstance(old, SparseBase) or isinstance(var, SparseBase):
             return _accumulate_sparse(var, g, create_graph)  # (autograd/sparse.py)
         if old is None:
-            if not create_graph and steal and _stealable(g) and _obeys_layout(g, var):
+            if not create_graph and steal and _stealable(g) and (
+                    not state.grad_layout_enforced or _obeys_layout(g, var)):
                 var._grad = g.detach()
             else:
                 var._grad = _clone_obeying_layout(g, var)
@@ -1058,11 +1059,11 @@ def accumulate_grad(var: Tensor, g: Tensor, create_graph: bool, steal: bool = Tr
                 old.add_(g)
             finally:
                 state.grad_enabled = prev
-            if not _warned["layout"]:
+            if not _warned["layout"] and state.grad_layout_enforced:
                 _check_layout(old, var, "layout")
         else:
             var._grad = new = old + g
-            if not _warned["layout_create_graph"]:
+            if not _warned["layout_create_graph"] and state.grad_layout_enforced:
                 _check_layout(new, var, "layout_create_graph")
 
 

@@ -7,6 +7,7 @@ mode applies while the generator runs, not while the caller holds a yielded valu
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import threading
@@ -16,7 +17,7 @@ from .state import set_mode, state
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
            "is_inference_mode_enabled", "is_inference", "set_multithreading_enabled",
-           "is_multithreading_enabled",
+           "is_multithreading_enabled", "enforce_grad_layout_policy",
            "_unsafe_preserve_version_counter"]
 
 
@@ -299,6 +300,26 @@ class inference_mode(_Mode):
         set_mode("inference", self._mode)
         if self._mode:  # (entering it turns grad mode off: Note [Grad mode in inference mode])
             _inference_grad.value = False
+
+
+class enforce_grad_layout_policy(contextlib.ContextDecorator):
+    """Controls the gradient layout contract's enforcement, as a function or as a context
+    manager (thread local). With ``enable=False`` a stealable gradient whose layout does not
+    match its parameter's becomes ``.grad`` as it is (no copy into the parameter's strides),
+    and the "grad and param do not obey the gradient layout contract" warning is not given; a
+    gradient that must be copied still gets the contract's layout (engine.accumulate_grad).
+    """
+
+    def __init__(self, enable: bool = True):
+        _check_bool("set_grad_layout_enforcement_enabled", enable)
+        self.enable, self.prev = enable, state.grad_layout_enforced
+        state.grad_layout_enforced = enable
+
+    def __enter__(self) -> None:
+        state.grad_layout_enforced = self.enable
+
+    def __exit__(self, *exc) -> None:
+        state.grad_layout_enforced = self.prev
 
 
 def _check_bool(fn: str, mode) -> None:

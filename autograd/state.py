@@ -15,6 +15,8 @@ import threading
 class _State(threading.local):
     grad_enabled = True
     inference = False
+    # enforce_grad_layout_policy: whether accumulated gradients are held to the layout contract
+    grad_layout_enforced = True
     # The sequence number the next graph node will get. Forward ranges under emit_nvtx show
     # it ("seq = N"), backward nodes stash it ("stashed seq = N").
     seq = 0
