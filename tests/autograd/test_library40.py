@@ -191,22 +191,20 @@ def dispatch(torch):
     out += [x.grad is None, [str(w.message).split(": ", 1)[1][:40] for w in said]]
     out.append(ops.nd(torch.ones(2, dtype=torch.int64)).requires_grad)
 
+    def grads_and_warnings(op):
+        x.grad = None
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            op(x).sum().backward()
+        return [_values(x.grad), len(said)]
+
     lib.define("tr(Tensor x) -> Tensor")
     lib.impl("tr", lambda x: x * 4, "CPU")  # differentiable ops inside, no formula
-    x.grad = None
-    with warnings.catch_warnings(record=True) as said:
-        warnings.simplefilter("always")
-        ops.tr(x).sum().backward()
-    out += [_values(x.grad), len(said)]
-
+    out += grads_and_warnings(ops.tr)
     lib.define("ft(Tensor x) -> Tensor")
     lib.impl("ft", lambda x: x + 1, "CPU")
     lib.impl("ft", torch.library.fallthrough_kernel, "Autograd")
-    x.grad = None
-    with warnings.catch_warnings(record=True) as said:
-        warnings.simplefilter("always")
-        ops.ft(x).sum().backward()
-    out += [_values(x.grad), len(said)]
+    out += grads_and_warnings(ops.ft)
 
     lib.define("two(Tensor x) -> (Tensor, Tensor)")
     lib.impl("two", lambda x: (x + 1, x * 2), "CompositeExplicitAutograd")
