@@ -1,5 +1,6 @@
 """Products and grids: ``kron tensordot cross meshgrid cartesian_prod combinations block_diag
-cdist``.
+cdist``, and the grouped matrix product of Mixture-of-Experts layers (``_grouped_mm``,
+``F.grouped_mm``).
 
 Every op here but ``cdist`` is a composite of views, ``mul``, ``matmul``, ``cat`` and
 ``index_select``, so both backends run it and its gradient (to any order) comes through its
@@ -18,8 +19,7 @@ import warnings
 
 from ...runtime import dtype as dtypes
 from ...runtime.dtype import promote_types
-from ..checks import (expected_scalar_type, kernel_not_implemented, scalar_type_name,
-                      tensor_arg)
+from ..checks import expected_scalar_type, kernel_not_implemented, scalar_type_name, tensor_arg
 from ..dispatch import Primitive, apply, as_shape, meta, opmath
 from ..dispatch import zeros as zeros_of  # (a rule's zeros, any k)
 from ..registry import OpInfo, with_jvp
@@ -550,7 +550,100 @@ class EuclideanDistBackward0(CdistBackward0):
 
 # -- the table ---------------------------------------------------------------------------------
 
+# -- grouped_mm ----------------------------------------------------------------------------------
+
+# Note [Grouped matrix products]
+#   ``_grouped_mm(a, b, offs=)`` is one GEMM per group (a MoE layer's experts): 2-D ``a`` (the
+#   tokens, sorted by expert) times 3-D ``b`` (one matrix per expert) with ``offs[i]`` the end
+#   of expert i's rows; 3-D times 3-D a plain batched product; 3-D times 2-D with the columns
+#   of ``b`` grouped; 2-D times 2-D with the contraction grouped (the weight gradient: one
+#   ``(M, N)`` result per group). It is composed of slices, ``matmul`` and ``cat``/``stack``,
+#   so both backends run it and its gradient comes through the parts, the groups' slices of
+#   the inputs getting theirs. The offsets are read on the host (to slice), and checked, where
+#   PyTorch's kernel takes them as they are: decreasing or out-of-range offsets are an error
+#   here, not undefined results. Rows (columns) past ``offs[-1]`` are zero; PyTorch leaves
+#   them unset. PyTorch's CPU kernel also asks 16-byte-aligned strides and refuses float64;
+#   this one takes any layout and floating dtype.
+
+def _grouped_mm(mat_a: Tensor, mat_b: Tensor, offs: Tensor | None = None,
+                bias: Tensor | None = None, out_dtype=None) -> Tensor:
+    """The grouped matrix product of Note [Grouped matrix products]: ``mat_a`` and ``mat_b``
+    2-D or 3-D, ``offs`` the int32 ends of the groups of a 2-D operand's grouped dimension,
+    ``out_dtype`` the result's dtype (accumulated in float32 for low-precision inputs)."""
+    tensor_arg(mat_a, "_grouped_mm", "mat_a")
+    tensor_arg(mat_b, "_grouped_mm", "mat_b")
+    if mat_a.dim() not in (2, 3):
+        raise RuntimeError("mat_a has to be 2 or 3d")
+    if mat_b.dim() not in (2, 3):
+        raise RuntimeError("mat_b has to be 2 or 3d")
+    both_3d = mat_a.dim() == 3 and mat_b.dim() == 3
+    if (offs is None) != both_3d:
+        raise RuntimeError("Have to provide offsets if there is a 2d matrix, or no offset if "
+                           "both matrices are 3d")
+    if bias is not None:
+        raise RuntimeError("Bias not supported yet")
+    for name, m in (("mat_a", mat_a), ("mat_b", mat_b)):
+        if not m.dtype.is_floating_point:
+            raise RuntimeError(f"Expected {name} to be a floating matrix, got "
+                               f"{scalar_type_name(m.dtype)}")
+    if mat_a.dtype is not mat_b.dtype:
+        raise RuntimeError(f"Expected mat_a and mat_b to have the same dtype, got "
+                           f"{scalar_type_name(mat_a.dtype)} and {scalar_type_name(mat_b.dtype)}")
+    if mat_a.shape[-1] != mat_b.shape[-2]:
+        raise RuntimeError("contraction dimension of mat_a and mat_b must match")
+    dtype = mat_a.dtype if out_dtype is None else out_dtype
+    if dtype is not mat_a.dtype and dtype is not dtypes.float32:
+        raise RuntimeError(f"Expected out_dtype to be None or float32, got {dtype}")
+    a, b = (mat_a.to(dtypes.float32), mat_b.to(dtypes.float32)) \
+        if dtype is not mat_a.dtype else (mat_a, mat_b)
+    if both_3d:
+        if a.shape[0] != b.shape[0]:
+            raise RuntimeError("matrix batch sizes have to match")
+        return matmul(a, b)
+    ends = _group_ends(offs, mat_a, mat_b)
+    starts = [0, *ends[:-1]]
+    groups = list(zip(starts, ends))
+    if mat_a.dim() == 2 and mat_b.dim() == 3:  # rows of a grouped: one expert each
+        if len(groups) != b.shape[0]:
+            raise RuntimeError("matrix batch sizes have to match")
+        parts = [matmul(a[s:e], b[g]) for g, (s, e) in enumerate(groups)]
+        rest = a.shape[0] - ends[-1]
+        return cat(parts + [zeros(rest, b.shape[-1], dtype=a.dtype, device=a.device)], 0)
+    if mat_a.dim() == 3:  # columns of b grouped
+        if len(groups) != a.shape[0]:
+            raise RuntimeError("matrix batch sizes have to match")
+        parts = [matmul(a[g], b[:, s:e]) for g, (s, e) in enumerate(groups)]
+        rest = b.shape[1] - ends[-1]
+        return cat(parts + [zeros(a.shape[1], rest, dtype=a.dtype, device=a.device)], 1)
+    return stack([matmul(a[:, s:e], b[s:e]) for s, e in groups])  # the contraction grouped
+
+
+def _group_ends(offs, mat_a: Tensor, mat_b: Tensor) -> list[int]:
+    """``offs`` as Python ints, checked: 1-D int32, non-decreasing, within the grouped
+    dimension (a 2-D ``mat_a``'s rows, else ``mat_b``'s columns; both 2-D: the contraction)."""
+    tensor_arg(offs, "_grouped_mm", "offs")
+    if offs.dtype is not dtypes.int32:
+        raise RuntimeError("Offsets have to be int32")
+    if offs.dim() != 1:
+        raise RuntimeError("offs has to be 1D")
+    if offs.numel() == 0:
+        raise RuntimeError("_grouped_mm: offs must name at least one group")
+    ends = [int(v) for v in offs.tolist()]
+    if mat_a.dim() == 2 and mat_b.dim() == 2:
+        length, what = mat_a.shape[1], "the contraction dimension"
+    elif mat_a.dim() == 2:
+        length, what = mat_a.shape[0], "mat_a's rows"
+    else:
+        length, what = mat_b.shape[1], "mat_b's columns"
+    if any(e < s for s, e in zip([0, *ends], ends)) or ends[-1] > length:
+        raise RuntimeError(f"_grouped_mm: offs must be non-decreasing offsets within {what} "
+                           f"({length}), got {ends}")
+    return ends
+
+
 OPS = (
+    OpInfo("_grouped_mm", _grouped_mm, method=False, dtypes="floats (one dtype)",
+           grad="through its parts (matmul of the groups' slices)"),
     OpInfo("kron", kron, dtypes="promoted", grad="through its parts (mul)"),
     OpInfo("tensordot", tensordot, method=False, dtypes="one dtype",
            grad="through its parts (matmul)", flops=None, autocast="lower"),

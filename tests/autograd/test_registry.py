@@ -313,6 +313,8 @@ GRAD_CASES = {
     "combinations": (_tensors((4,)), lambda x: tg.combinations(x, 3)),
     "block_diag": (_tensors((2, 2), (3,)), tg.block_diag),
     "cdist": (_tensors((3, 4), (2, 4)), tg.cdist),
+    "_grouped_mm": (_tensors((5, 3), (2, 3, 2)),
+                    lambda a, b: tg._grouped_mm(a, b, offs=tg.tensor([2, 4], dtype=tg.int32))),
     "lgamma": (_A, tg.lgamma),
     "digamma": (_A, tg.digamma),
     "polygamma": (_A, lambda x: tg.polygamma(2, x)),
