@@ -155,28 +155,49 @@ class GraphExecGroup:
 # -- device, RNG and autocast state --------------------------------------------------------------
 
 class DefaultDeviceType:
-    """The device type checkpoint assumes for its RNG and autocast state when no input is on
-    an accelerator ("cuda" unless set)."""
+    r"""A class that manages the default device type for checkpointing.
 
-    _default_device_type = "cuda"
+    If no non-CPU tensors are present, the default device type will be used: until
+    ``set_device_type`` is called, the current accelerator's type when one is available,
+    else ``"cpu"`` (as PyTorch's ``torch.accelerator.current_accelerator(True)``).
+    """
+
+    _default_device_type: str | None = None
 
     @staticmethod
     def set_device_type(device: str = "cuda") -> None:
+        """Set the default device type for checkpointing."""
         DefaultDeviceType._default_device_type = device
 
     @staticmethod
     def get_device_type() -> str:
+        """Get the current default device type for checkpointing."""
+        if not DefaultDeviceType._default_device_type:
+            from ..accelerator import current_accelerator
+            acc = current_accelerator(True)
+            DefaultDeviceType._default_device_type = acc.type if acc is not None else "cpu"
         return DefaultDeviceType._default_device_type
 
 
 def _infer_device_type(*args) -> str:
-    types = {a.device.type for a in args if isinstance(a, Tensor) and a.device.type != "cpu"}
-    if len(types) > 1:
-        warnings.warn("Tensor arguments, excluding CPU tensors, are detected on at least two "
-                      "types of devices. Device state will only be saved for devices of a "
-                      "single device type, and the remaining devices will be ignored.",
-                      stacklevel=3)
-    return next(iter(sorted(types)), DefaultDeviceType.get_device_type())
+    """The device type of the non-CPU tensors among ``args`` (nested ones too): "cuda" if
+    any, else the first one's, else ``DefaultDeviceType``'s; warns for several, as PyTorch."""
+    from ..autograd._pytree import tree_leaves
+    device_types = [a.device.type for a in tree_leaves(args)
+                    if isinstance(a, Tensor) and a.device.type != "cpu"]
+    if len(set(device_types)) > 1:
+        warnings.warn(
+            "Tensor arguments, excluding CPU tensors, are detected on at least two types of "
+            "devices. Device state will only be saved for devices of a single device type, and "
+            "the remaining devices will be ignored. Consequently, if any checkpointed functions "
+            "involve randomness, this may result in incorrect gradients. (Note that if CUDA "
+            "devices are among the devices detected, it will be prioritized; otherwise, the "
+            "first device encountered will be selected.)"
+            f"\nDevice types: {sorted(set(device_types))} first device type: "
+            f"{device_types[0]}", stacklevel=3)
+    if not device_types:
+        return DefaultDeviceType.get_device_type()
+    return "cuda" if "cuda" in device_types else device_types[0]
 
 
 def get_device_states(*args) -> tuple[list, list]:
@@ -346,11 +367,13 @@ def _default_meta(x: Tensor) -> dict:
 
 _metadata_fns: dict[str, Callable] = {"default": _default_meta, "none": lambda _: None}
 
+# (PyTorch's words, with its non-breaking hyphen in "checkpoint\u2011debug"; its paragraph on
+# torch.compile's dynamic-shape graphs does not apply here and is left out)
 _debug_tip_msg = """
 Tip: To see a more detailed error message, either pass `debug=True` to
 `torch.utils.checkpoint.checkpoint(...)` or wrap the code block
 with `with torch.utils.checkpoint.set_checkpoint_debug_enabled(True):` to
-enable checkpoint-debug mode globally.
+enable checkpoint\u2011debug mode globally.
 """
 
 

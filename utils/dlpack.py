@@ -3,10 +3,32 @@ without copying (``autograd/ops/interop.py`` has the protocol and its stream rul
 
 from __future__ import annotations
 
+import enum
+
 from ..autograd.ops.interop import from_dlpack
 from ..autograd.tensor import Tensor
 
-__all__ = ["from_dlpack", "to_dlpack"]
+__all__ = ["DLDeviceType", "from_dlpack", "to_dlpack"]
+
+
+class DLDeviceType(enum.IntEnum):
+    """The device types of the DLPack protocol (``__dlpack_device__()[0]``)."""
+
+    kDLCPU = 1
+    kDLCUDA = 2
+    kDLCUDAHost = 3
+    kDLOpenCL = 4
+    kDLVulkan = 7
+    kDLMetal = 8
+    kDLVPI = 9
+    kDLROCM = 10
+    kDLROCMHost = 11
+    kDLExtDev = 12
+    kDLCUDAManaged = 13
+    kDLOneAPI = 14
+    kDLWebGPU = 15
+    kDLHexagon = 16
+    kDLMAIA = 17
 
 
 def to_dlpack(tensor: Tensor):
@@ -23,7 +45,15 @@ def to_dlpack(tensor: Tensor):
 
     The DLPack capsule shares the tensor's memory.
     """
-    if not isinstance(tensor, Tensor):
-        raise TypeError(f"to_dlpack(): argument 'tensor' must be Tensor, not "
-                        f"{type(tensor).__name__}")
+    if not isinstance(tensor, Tensor):  # (PyTorch's words: its binding's name and argument)
+        raise TypeError(f"_to_dlpack(): argument 'data' (position 1) must be Tensor, not "
+                        f"{_tp_name(type(tensor))}")
     return tensor.__dlpack__()
+
+
+def _tp_name(cls: type) -> str:
+    """A type's name as CPython's ``tp_name`` spells it in PyTorch's argument errors: a class
+    defined in Python by its name, a C type by its dotted path (``numpy.ndarray``, ``list``)."""
+    if cls.__flags__ & (1 << 9) or cls.__module__ == "builtins":  # Py_TPFLAGS_HEAPTYPE
+        return cls.__name__
+    return f"{cls.__module__}.{cls.__qualname__}"

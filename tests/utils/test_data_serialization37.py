@@ -54,7 +54,8 @@ def test_tensor_dataset_of_a_0d_tensor_raises_pytorchs_index_error():
 
 def test_concat_dataset_keeps_the_deprecated_cummulative_sizes():
     ds = ConcatDataset([range(3), [7, 8]])
-    with pytest.warns(DeprecationWarning, match="^cummulative_sizes attribute is renamed"):
+    with pytest.warns(FutureWarning, match="^`cummulative_sizes` attribute is renamed to "
+                                           "`cumulative_sizes`$"):
         assert ds.cummulative_sizes == [3, 5]
     assert ds[3] == 7 and ds[-1] == 8
 

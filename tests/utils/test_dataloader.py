@@ -220,8 +220,13 @@ def test_weighted_random_sampler_follows_the_weights():
     assert counts[0] == 0 and abs(counts[2] / counts[1] - 3.0) < 0.35
     no_rep = list(WeightedRandomSampler(tg.tensor([1.0, 1.0, 5.0, 0.0]), 3, replacement=False))
     assert sorted(no_rep) == [0, 1, 2]
-    with pytest.raises(RuntimeError, match="without replacement"):
-        WeightedRandomSampler([1.0, 0.0], 2, replacement=False)
+    # more samples than non-zero weights: PyTorch draws the zero-weight indices last
+    assert sorted(WeightedRandomSampler([1.0, 0.0], 2, replacement=False)) == [0, 1]
+    assert list(WeightedRandomSampler([1.0, 0.0], 2, replacement=False,
+                                      generator=np.random.default_rng(0))) == [0, 1]
+    with pytest.raises(RuntimeError, match="^cannot sample n_sample > prob_dist"):
+        list(WeightedRandomSampler([1.0, 2.0], 3, replacement=False,
+                                   generator=np.random.default_rng(0)))
     with pytest.raises(ValueError, match="weights should be a 1d sequence"):
         WeightedRandomSampler([[1.0, 2.0]], 2)
     with pytest.raises(ValueError, match="num_samples should be a positive integer"):

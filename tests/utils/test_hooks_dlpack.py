@@ -30,7 +30,8 @@ def test_to_dlpack_round_trip_shares_memory(device):
     assert u.shape == t.shape and u.device == t.device and u.dtype == t.dtype
     u[0, 0] = 7.0
     np.testing.assert_array_equal(host(t), [[7, 1, 2], [3, 4, 5]])
-    with pytest.raises(TypeError, match="to_dlpack\\(\\): argument 'tensor' must be Tensor"):
+    with pytest.raises(TypeError, match="^_to_dlpack\\(\\): argument 'data' \\(position 1\\) "
+                                        "must be Tensor, not numpy.ndarray$"):  # PyTorch's words
         tg.utils.dlpack.to_dlpack(np.zeros(2))
 
 

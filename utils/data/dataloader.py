@@ -168,10 +168,11 @@ class DataLoader(Generic[T_co]):
             raise ValueError("batch_size=None option disables auto-batching and is mutually "
                              "exclusive with drop_last")
 
-        if sampler is None and not self._iterable:
-            sampler = (RandomSampler(dataset, generator=generator) if shuffle  # type: ignore
+        if sampler is None:  # (an IterableDataset's: PyTorch's placeholder, never drawn from)
+            sampler = (_InfiniteConstantSampler() if self._iterable
+                       else RandomSampler(dataset, generator=generator) if shuffle  # type: ignore
                        else SequentialSampler(dataset))  # type: ignore[arg-type]
-        if batch_size is not None and batch_sampler is None and not self._iterable:
+        if batch_size is not None and batch_sampler is None:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)  # type: ignore
 
         self.batch_size = batch_size
@@ -259,6 +260,15 @@ class DataLoader(Generic[T_co]):
                 n = n // self.batch_size if self.drop_last else -(-n // self.batch_size)
             return n
         return len(self._index_sampler)  # type: ignore[arg-type]
+
+
+class _InfiniteConstantSampler(Sampler):
+    r"""Analogous to ``itertools.repeat(None, None)``: the sampler of a ``DataLoader`` over
+    an ``IterableDataset`` (whose order is the dataset's own)."""
+
+    def __iter__(self) -> Iterator[None]:
+        while True:
+            yield None
 
 
 def _checked_context(context, num_workers: int):

@@ -39,8 +39,7 @@ class Dataset(Generic[T_co]):
     """
 
     def __getitem__(self, index) -> T_co:
-        raise NotImplementedError(f"Subclasses of Dataset should implement __getitem__ "
-                                  f"({type(self).__name__} does not)")
+        raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
 
     def __add__(self, other: Dataset[T_co]) -> ConcatDataset[T_co]:
         return ConcatDataset([self, other])
@@ -49,7 +48,7 @@ class Dataset(Generic[T_co]):
     # ``len()`` raising TypeError is the signal DataLoader and samplers check for).
 
 
-class IterableDataset(Dataset[T_co]):
+class IterableDataset(Dataset[T_co], Iterable[T_co]):
     r"""An iterable Dataset: every dataset that represents an iterable of data samples should
     subclass it. Such a form of datasets is particularly useful when data come from a stream.
 
@@ -65,8 +64,8 @@ class IterableDataset(Dataset[T_co]):
         [0, 1, 0, 1, 2]
     """
 
-    def __iter__(self) -> Iterator[T_co]:
-        raise NotImplementedError(f"{type(self).__name__} must implement __iter__")
+    # ``__iter__`` stays abstract (from ``Iterable``), as PyTorch's: a subclass without one
+    # cannot be instantiated ("Can't instantiate abstract class ...").
 
     def __add__(self, other):  # type: ignore[override]
         return ChainDataset([self, other])
@@ -91,8 +90,7 @@ class TensorDataset(Dataset[tuple]):
         n = _first_dim(tensors[0])
         for i, t in enumerate(tensors):
             if _first_dim(t) != n:  # PyTorch's type (an assert), kept so except clauses match
-                raise AssertionError(f"Size mismatch between tensors: tensor 0 has {n} rows, "
-                                     f"tensor {i} has {_first_dim(t)}")
+                raise AssertionError("Size mismatch between tensors")
         self.tensors = tuple(tensors)
 
     def __getitem__(self, index):
@@ -105,8 +103,7 @@ class TensorDataset(Dataset[tuple]):
 def _first_dim(t) -> int:
     shape = getattr(t, "shape", None)
     if shape is not None and len(shape) == 0:  # PyTorch's error for size(0) of a 0-d tensor
-        raise IndexError("Dimension specified as 0 but tensor has no dimensions "
-                         "(TensorDataset: every tensor needs a first dimension)")
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     if shape is None:
         raise ValueError(f"TensorDataset: every tensor needs a first dimension, got "
                          f"{type(t).__name__}, which has no shape")
@@ -127,14 +124,15 @@ class StackDataset(Dataset):
 
     def __init__(self, *args, **kwargs) -> None:
         if args and kwargs:
-            raise ValueError("Supported either ``tuple``- (via ``args``) or ``dict``- (via "
+            # (PyTorch's words, with its missing space, so that messages compare equal)
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via "
                              "``kwargs``) like input/output, but both types are given.")
         if not args and not kwargs:
             raise ValueError("At least one dataset should be passed")
         self.datasets = args or kwargs
         lengths = [len(d) for d in (args or kwargs.values())]
         if any(n != lengths[0] for n in lengths):
-            raise ValueError(f"Size mismatch between datasets: lengths {lengths}")
+            raise ValueError("Size mismatch between datasets")
         self._length = lengths[0]
 
     def __getitem__(self, index):
@@ -196,8 +194,8 @@ class ConcatDataset(Dataset[T_co]):
     @property
     def cummulative_sizes(self) -> list[int]:
         """The old, misspelt name of ``cumulative_sizes`` (deprecated, as in PyTorch)."""
-        warnings.warn("cummulative_sizes attribute is renamed to cumulative_sizes",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn("`cummulative_sizes` attribute is renamed to `cumulative_sizes`",
+                      FutureWarning, stacklevel=2)
         return self.cumulative_sizes
 
     def __getitem__(self, idx: int):

@@ -45,16 +45,15 @@ class Sampler(Generic[T_co]):
         pass
 
     def __iter__(self) -> Iterator[T_co]:
-        raise NotImplementedError(f"{type(self).__name__} must implement __iter__")
+        raise NotImplementedError  # (PyTorch's: no message)
 
     # No default __len__: as in PyTorch, len() of a sampler without one raises TypeError, and
     # DataLoader.__len__ relies on that to report "no length".
 
 
-def _check_count(owner: str, name: str, value) -> int:
+def _check_count(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
-        raise ValueError(f"{name} should be a positive integer value, but got "
-                         f"{name}={value!r} ({owner})")
+        raise ValueError(f"{name} should be a positive integer value, but got {name}={value}")
     return int(value)
 
 
@@ -92,12 +91,12 @@ class RandomSampler(Sampler[int]):
                  num_samples: int | None = None, generator=None) -> None:
         if not isinstance(replacement, bool):
             raise TypeError(f"replacement should be a boolean value, but got "
-                            f"replacement={replacement!r} (RandomSampler)")
+                            f"replacement={replacement}")
         self.data_source = data_source
         self.replacement = replacement
         self._num_samples = num_samples
         self.generator = generator
-        _check_count("RandomSampler", "num_samples", self.num_samples)
+        _check_count("num_samples", self.num_samples)
 
     @property
     def num_samples(self) -> int:
@@ -176,10 +175,10 @@ class WeightedRandomSampler(Sampler[int]):
 
     def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
                  generator=None) -> None:
-        _check_count("WeightedRandomSampler", "num_samples", num_samples)
+        _check_count("num_samples", num_samples)
         if not isinstance(replacement, bool):
             raise ValueError(f"replacement should be a boolean value, but got "
-                             f"replacement={replacement!r} (WeightedRandomSampler)")
+                             f"replacement={replacement}")
         from ...autograd.ops.creation import as_tensor
         from ...runtime.dtype import float64
         # a float64 tensor, as PyTorch's (``sampler.weights`` is read by user code); negative
@@ -187,13 +186,9 @@ class WeightedRandomSampler(Sampler[int]):
         w = as_tensor(_host(weights), dtype=float64)
         if w.ndim != 1:
             raise ValueError(f"weights should be a 1d sequence but given weights have shape "
-                             f"{tuple(w.shape)} (WeightedRandomSampler)")
-        nonzero = int((w != 0).sum().item())
-        if not replacement and num_samples > nonzero:
-            # (PyTorch's multinomial raises this at iteration; tests/utils/test_dataloader.py
-            # expects it here, at construction)
-            raise RuntimeError(f"WeightedRandomSampler: cannot draw {num_samples} samples "
-                               f"without replacement from {nonzero} non-zero weights")
+                             f"{tuple(w.shape)}")
+        # More samples than non-zero weights without replacement is not refused, as in
+        # PyTorch: its multinomial then draws the zero-weight indices last.
         self.weights = w
         self.num_samples = int(num_samples)
         self.replacement = replacement
@@ -211,8 +206,17 @@ class WeightedRandomSampler(Sampler[int]):
         if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
             raise RuntimeError("WeightedRandomSampler: invalid multinomial distribution "
                                "(weights must be finite and non-negative with a positive sum)")
-        yield from rng.choice(len(w), size=self.num_samples, replace=self.replacement,
-                              p=w / w.sum()).tolist()
+        if self.replacement:
+            yield from rng.choice(len(w), size=self.num_samples, p=w / w.sum()).tolist()
+            return
+        if self.num_samples > len(w):  # (PyTorch's multinomial's words)
+            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                               "replacement")
+        # Without replacement: the smallest of Exp(1)/w keys, i.e. successive draws in
+        # proportion to the weights left; zero weights come last, as in PyTorch's multinomial
+        with np.errstate(divide="ignore"):
+            keys = rng.exponential(size=len(w)) / w
+        yield from np.argsort(keys, kind="stable")[: self.num_samples].tolist()
 
     def __len__(self) -> int:
         return self.num_samples
@@ -245,10 +249,10 @@ class BatchSampler(Sampler[list[int]]):
         if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) \
                 or batch_size <= 0:
             raise ValueError(f"batch_size should be a positive integer value, but got "
-                             f"batch_size={batch_size!r} (BatchSampler)")
+                             f"batch_size={batch_size}")
         if not isinstance(drop_last, bool):
             raise ValueError(f"drop_last should be a boolean value, but got "
-                             f"drop_last={drop_last!r} (BatchSampler)")
+                             f"drop_last={drop_last}")
         self.sampler = sampler
         self.batch_size = int(batch_size)
         self.drop_last = drop_last
