@@ -6,8 +6,10 @@ nccl4py) connects them, and the collectives (``all_reduce``, ``broadcast``, ``re
 ``all_gather``, ``all_gather_into_tensor``, ``gather``, ``scatter``, ``reduce_scatter``,
 ``reduce_scatter_tensor``, ``all_to_all``, ``all_to_all_single``, ``barrier``,
 ``monitored_barrier``, ``send``, ``recv``, ``batch_isend_irecv`` and the ``*_object``
-ones) take PyTorch's arguments, ``group=``, ``group_src=``/``group_dst=`` and ``async_op=``
-included. Importing this
+ones, ``send_object_list``/``recv_object_list`` too) take PyTorch's arguments, ``group=``,
+``group_src=``/``group_dst=`` and ``async_op=`` included; ``new_subgroups`` splits the world.
+The key-value stores (``HashStore``, ``FileStore``, ``TCPStore``, ``PrefixStore``) work
+without a process group. Importing this
 package imports neither mpi4py nor nccl4py: they load when a process group is made. See
 docs/distributed.md.
 

@@ -15,18 +15,40 @@ clear error on a mismatch instead of hanging or returning garbage.
 
 from __future__ import annotations
 
+import datetime
 import enum
 import os
 import warnings
 
+from ._store import (
+    DistBackendError,
+    DistError,
+    DistNetworkError,
+    DistStoreError,
+    FileStore,
+    HashStore,
+    PrefixStore,
+    Store,
+    TCPStore,
+)
 from ._work import Work, completed
 
 __all__ = [
     "Backend",
+    "DebugLevel",
+    "DistBackendError",
+    "DistError",
+    "DistNetworkError",
+    "DistStoreError",
+    "FileStore",
     "GroupMember",
+    "HashStore",
     "P2POp",
+    "PrefixStore",
     "ProcessGroup",
     "ReduceOp",
+    "Store",
+    "TCPStore",
     "Work",
     "all_gather",
     "all_gather_into_tensor",
@@ -38,12 +60,16 @@ __all__ = [
     "batch_isend_irecv",
     "broadcast",
     "broadcast_object_list",
+    "default_pg_timeout",
     "destroy_process_group",
     "gather",
     "gather_object",
     "get_backend",
+    "get_debug_level",
     "get_global_rank",
     "get_group_rank",
+    "get_node_local_rank",
+    "get_pg_count",
     "get_process_group_ranks",
     "get_rank",
     "get_world_size",
@@ -51,20 +77,29 @@ __all__ = [
     "init_process_group",
     "irecv",
     "is_available",
+    "is_backend_available",
     "is_gloo_available",
     "is_initialized",
     "is_mpi_available",
     "is_nccl_available",
+    "is_torchelastic_launched",
     "isend",
     "monitored_barrier",
     "new_group",
+    "new_subgroups",
+    "new_subgroups_by_enumeration",
     "recv",
+    "recv_object_list",
     "reduce",
     "reduce_scatter",
     "reduce_scatter_tensor",
     "scatter",
     "scatter_object_list",
     "send",
+    "send_object_list",
+    "set_debug_level",
+    "set_debug_level_from_env",
+    "supports_complex",
 ]
 
 _NOT_INITIALIZED = ("Default process group has not been initialized, please make sure to call "
@@ -133,6 +168,66 @@ class GroupMember:
 group = GroupMember  # PyTorch's other name for it: ``dist.group.WORLD``
 
 
+# PyTorch's default timeout of a process group's operations (``init_process_group``'s default)
+default_pg_timeout = datetime.timedelta(minutes=30)
+
+
+def supports_complex(reduceOp) -> bool:
+    """Return true if reduce ops is supported. False otherwise (MAX, MIN, PRODUCT and the
+    bitwise ops have no meaning on complex tensors)."""
+    return reduceOp not in (ReduceOp.MAX, ReduceOp.MIN, ReduceOp.PRODUCT, ReduceOp.BAND,
+                            ReduceOp.BOR, ReduceOp.BXOR)
+
+
+class DebugLevel(enum.IntEnum):
+    """The level of the distributed debug checks: ``OFF``, ``INFO`` or ``DETAIL`` (at
+    ``DETAIL`` every collective first checks that all ranks called the same one, with the same
+    dtypes and shapes)."""
+
+    OFF = 0
+    INFO = 1
+    DETAIL = 2
+
+    def __repr__(self) -> str:  # as PyTorch's pybind11 enum prints
+        return f"DebugLevel.{self.name}"
+
+    __str__ = __repr__
+
+
+def _debug_level_from(value: str) -> DebugLevel:
+    try:
+        return DebugLevel[value.upper()]
+    except KeyError:
+        raise ValueError("The value of TORCH_DISTRIBUTED_DEBUG must be OFF, INFO, or "
+                         "DETAIL.") from None
+
+
+def get_debug_level() -> DebugLevel:
+    """Gets the debug level of the torch.distributed package: the one set by
+    ``set_debug_level``/``set_debug_level_from_env``, else ``TORCH_DISTRIBUTED_DEBUG``'s
+    (OFF when unset or invalid)."""
+    if _state.debug_level is not None:
+        return _state.debug_level
+    try:
+        return _debug_level_from(os.environ.get("TORCH_DISTRIBUTED_DEBUG", "OFF"))
+    except ValueError:
+        return DebugLevel.OFF
+
+
+def set_debug_level(level: DebugLevel) -> None:
+    """Sets the debug level of the torch.distributed package."""
+    if not isinstance(level, DebugLevel):
+        raise TypeError(f"set_debug_level(): incompatible function arguments: level must be "
+                        f"a DebugLevel, got {type(level).__name__}")
+    _state.debug_level = level
+
+
+def set_debug_level_from_env() -> None:
+    """Sets the debug level of the torch.distributed package from the
+    ``TORCH_DISTRIBUTED_DEBUG`` environment variable."""
+    _state.debug_level = _debug_level_from(os.environ.get("TORCH_DISTRIBUTED_DEBUG", "OFF"))
+
+
 class ProcessGroup:
     """A group of ranks that communicate together, over one backend.
 
@@ -143,6 +238,7 @@ class ProcessGroup:
         self._impl = impl
         self._ranks = ranks
         self._rank = rank
+        self._timeout = None  # new_group's timeout: this group's monitored_barrier default
 
     def rank(self) -> int:
         """This process's rank in the group."""
@@ -165,6 +261,9 @@ class _State:
         self.world: ProcessGroup | None = None
         self.groups: list = []  # every group made by new_group, freed by destroy_process_group
         self.timeout = None  # init_process_group's timeout: monitored_barrier's default
+        self.pg_count = 0  # groups made since init_process_group (get_pg_count)
+        self.store = None  # the store given to init_process_group, if any
+        self.debug_level: DebugLevel | None = None  # None: follow TORCH_DISTRIBUTED_DEBUG
 
 
 _state = _State()
@@ -197,6 +296,44 @@ def is_nccl_available() -> bool:
         return False
 
 
+def is_backend_available(backend: str) -> bool:
+    """Check backend availability: True if ``backend`` ("mpi" or "nccl", any case) can be
+    used here (its package imports). tritongrad has no other backends."""
+    name = str(backend).lower()
+    if name == Backend.MPI:
+        return is_mpi_available()
+    if name == Backend.NCCL:
+        return is_nccl_available()
+    return False
+
+
+def is_torchelastic_launched() -> bool:
+    """Check whether this process was launched with ``torch.distributed.elastic`` (aka
+    torchelastic): the existence of the ``TORCHELASTIC_RUN_ID`` environment variable is used
+    as a proxy (it maps to the rendezvous id, always non-null under torchelastic)."""
+    return os.getenv("TORCHELASTIC_RUN_ID") is not None
+
+
+def get_node_local_rank(fallback_rank: int | None = None) -> int:
+    """Return the local rank of the current process relative to the node: the
+    ``LOCAL_RANK`` environment variable (set by the launcher), else ``fallback_rank``,
+    else a RuntimeError."""
+    if "LOCAL_RANK" in os.environ:
+        return int(os.environ["LOCAL_RANK"])
+    if fallback_rank is not None:
+        return int(fallback_rank)
+    raise RuntimeError(
+        "LOCAL_RANK is not in the environment. Consider passing fallback_rank to allow "
+        "`get_node_local_rank` to work, assuming you are not running in a multi-device "
+        "context and want the code to run locally instead.")
+
+
+def get_pg_count() -> int:
+    """Return the number of process groups (the default group and every ``new_group``
+    made since ``init_process_group``; 0 before it)."""
+    return _state.pg_count
+
+
 def is_initialized() -> bool:
     """True if the default process group has been initialized."""
     return _state.world is not None
@@ -224,7 +361,10 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
             be abandoned); ``barrier`` and ``monitored_barrier`` take their own timeouts.
         world_size: the number of processes, if given: must equal MPI's.
         rank: this process's rank, if given: must equal MPI's.
-        store: not supported (the launcher is the rendezvous); must be None.
+        store: a ``Store`` (``TCPStore``, ``FileStore``, ...) may be given, with ``rank`` and
+            ``world_size``, as in PyTorch; the ranks still meet through MPI (the launcher is
+            the rendezvous), so ``rank``/``world_size`` must equal MPI's. The store is kept
+            for the program's own use; it carries no process-group traffic.
         group_name, pg_options: accepted for compatibility; must be empty / None.
         device_id: for ``nccl``, the ``tg.device("cuda", i)`` this process uses (default: the
             current CUDA device).
@@ -240,14 +380,14 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     if _state.world is not None:
         raise ValueError("trying to initialize the default process group twice!")
     name = Backend(backend or Backend.MPI)
+    _check_store(store, init_method, world_size, rank)
     if init_method not in (None, "env://"):
         raise ValueError(f"init_process_group: init_method={init_method!r} is not supported: "
                          f"processes are started and connected by an MPI launcher "
                          f"(mpirun -n N python script.py); pass None or 'env://'")
     if timeout is not None:
         timeout = _as_timedelta(timeout, "init_process_group")
-    for arg, value, fix in (("store", store, None),
-                            ("pg_options", pg_options, None), ("group_name", group_name, "")):
+    for arg, value, fix in (("pg_options", pg_options, None), ("group_name", group_name, "")):
         if value != fix:
             raise NotImplementedError(f"init_process_group: {arg} is not supported by "
                                       f"tritongrad's MPI-launched process groups; leave it at "
@@ -272,7 +412,25 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         impl = NCCLBackend(impl, device_id)
     _state.world = ProcessGroup(name, impl, list(range(mpi_size)), mpi_rank)
     _state.timeout = timeout
+    _state.store = store
+    _state.pg_count = 1
     GroupMember.WORLD = _state.world
+
+
+def _check_store(store, init_method, world_size: int, rank: int) -> None:
+    """PyTorch's rules for ``init_process_group(store=...)``."""
+    if store is None:
+        return
+    if not isinstance(store, Store):
+        raise TypeError(f"init_process_group: store must be a torch.distributed Store "
+                        f"(TCPStore, FileStore, HashStore, PrefixStore), got "
+                        f"{type(store).__name__}")
+    if init_method is not None:
+        raise AssertionError("Cannot specify both init_method and store.")
+    if world_size <= 0:
+        raise AssertionError("world_size must be positive if using store")
+    if rank < 0:
+        raise AssertionError("rank must be non-negative if using store")
 
 
 def destroy_process_group(group: ProcessGroup | None = None) -> None:
@@ -285,7 +443,8 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
             g._impl.free()
         _state.groups = []
         _state.world = GroupMember.WORLD = None
-        _state.timeout = None
+        _state.timeout = _state.store = None
+        _state.pg_count = 0
         return
     if group is GroupMember.NON_GROUP_MEMBER:
         return
@@ -311,13 +470,16 @@ def new_group(ranks: list[int] | None = None, timeout=None, backend: str | None 
         group_desc, device_id: accepted for compatibility (a label; NCCL's device is the
             default group's).
         sort_ranks: number the members in sorted order (default) or in ``ranks``' order.
-        timeout, pg_options, use_local_synchronization: not supported; leave them at their
-            defaults.
+        timeout: a ``datetime.timedelta``: this group's ``monitored_barrier`` default (as
+            ``init_process_group``'s for the world).
+        pg_options, use_local_synchronization: not supported; leave them at their defaults.
     """
     world = _world()
-    if timeout is not None or pg_options is not None or use_local_synchronization:
-        raise NotImplementedError("new_group: timeout, pg_options and use_local_synchronization "
-                                  "are not supported; leave them at their defaults")
+    if timeout is not None:
+        timeout = _as_timedelta(timeout, "new_group")
+    if pg_options is not None or use_local_synchronization:
+        raise NotImplementedError("new_group: pg_options and use_local_synchronization are not "
+                                  "supported; leave them at their defaults")
     if backend is not None and Backend(backend) != world._backend_name:
         raise ValueError(f"new_group: backend {backend!r} differs from the default group's "
                          f"{world._backend_name!r}; tritongrad groups share the default backend")
@@ -330,12 +492,102 @@ def new_group(ranks: list[int] | None = None, timeout=None, backend: str | None 
         raise ValueError(f"new_group: ranks {bad} are out of range for a world of {n} "
                          f"processes")
     member = world.rank() in members
+    _state.pg_count += 1  # on every rank, members or not (as PyTorch's group names)
     impl = world._impl.split(member, members.index(world.rank()) if member else 0)
     if not member:
         return GroupMember.NON_GROUP_MEMBER
     group = ProcessGroup(world._backend_name, impl, members, members.index(world.rank()))
+    group._timeout = timeout
     _state.groups.append(group)
     return group
+
+
+def new_subgroups(group_size: int | None = None, group: ProcessGroup | None = None,
+                  timeout=None, backend: str | None = None, pg_options=None,
+                  group_desc: str | None = None) -> tuple:
+    """Create subgroups of equal size: ranks ``[0, group_size)`` of ``group`` (default: the
+    world) form the first, the next ``group_size`` ranks the second, and so on. Every rank of
+    the world must call it.
+
+    Args:
+        group_size: the size of each subgroup. PyTorch's default (the number of CUDA
+            devices of the machine) needs CUDA; pass it explicitly otherwise.
+        group: the group to split (default: the world).
+        timeout, backend, pg_options, group_desc: passed to ``new_group``.
+
+    Returns:
+        The subgroup containing the current rank, and all the subgroups used for cleanup.
+
+    Example (``mpirun -n 4``)::
+
+        >>> cur_subgroup, subgroups = dist.new_subgroups(2)   # {0, 1} and {2, 3}
+        >>> t = tg.ones(1) * dist.get_rank()
+        >>> dist.all_reduce(t, group=cur_subgroup)
+        >>> t                                               # 1 on ranks 0, 1; 5 on 2, 3
+    """
+    if group_size is None:
+        group_size = _cuda_device_count()
+    if group_size <= 0:
+        raise ValueError(f"The arg 'group_size' ({group_size}) must be positive")
+    world_size = get_world_size(group=group)
+    if world_size < group_size:
+        raise ValueError(f"The arg 'group_size' ({group_size}) must not exceed the world size "
+                         f"({world_size})")
+    if world_size % group_size != 0:
+        raise ValueError(f"The world size ({world_size}) must be divisible by "
+                         f"'{group_size=}'")
+    ranks = get_process_group_ranks(group if group is not None else _world())
+    return new_subgroups_by_enumeration(
+        [ranks[i:i + group_size] for i in range(0, len(ranks), group_size)],
+        timeout=timeout, backend=backend, pg_options=pg_options, group_desc=group_desc)
+
+
+def _cuda_device_count() -> int:
+    """``new_subgroups``' default group size: the CUDA devices of this machine."""
+    from .. import cuda
+    if not cuda.is_available():
+        raise ValueError("Default group size only takes effect when CUDA is available."
+                         "If your subgroup using a backend that does not depend on CUDA,"
+                         "please pass in 'group_size' correctly.")
+    return cuda.device_count()
+
+
+def new_subgroups_by_enumeration(ranks_per_subgroup_list: list, timeout=None,
+                                 backend: str | None = None, pg_options=None,
+                                 group_desc: str | None = None) -> tuple:
+    """Create subgroups by dividing the global world: ``ranks_per_subgroup_list[i]`` lists
+    the global ranks of subgroup ``i``. The subgroups cannot overlap, and some ranks may not
+    have to be in any subgroup (their current subgroup is None). Every rank of the world must
+    call it.
+
+    Returns:
+        The subgroup containing the current rank, and all the subgroups used for cleanup
+        (``GroupMember.NON_GROUP_MEMBER`` stands for a subgroup this rank is not in, as
+        ``new_group`` returns).
+
+    Example (``mpirun -n 4``)::
+
+        >>> cur_subgroup, subgroups = dist.new_subgroups_by_enumeration([[0, 2], [1, 3]])
+    """
+    if ranks_per_subgroup_list is None or len(ranks_per_subgroup_list) == 0:
+        raise ValueError("The arg 'ranks_per_subgroup_list' cannot be empty")
+    owner: dict = {}  # rank -> the ranks of its subgroup: overlaps are errors
+    for ranks in ranks_per_subgroup_list:
+        for rank in ranks:
+            if rank in owner:
+                # checked before any group is made (PyTorch: while making them), so a bad
+                # list raises on every rank without leaving half-made communicators
+                raise ValueError(f"Rank {rank} has appeared in both subgroup {owner[rank]} "
+                                 f"and {ranks}")
+            owner[rank] = ranks
+    subgroups, cur_subgroup, my_rank = [], None, get_rank()
+    for ranks in ranks_per_subgroup_list:
+        subgroup = new_group(ranks=ranks, timeout=timeout, backend=backend,
+                             pg_options=pg_options, group_desc=group_desc)
+        subgroups.append(subgroup)
+        if my_rank in ranks:
+            cur_subgroup = subgroup
+    return cur_subgroup, subgroups
 
 
 # -- queries ---------------------------------------------------------------------------------
@@ -491,7 +743,7 @@ def _root(op: str, g: ProcessGroup, global_rank, group_rank, name: str,
 def _debug_check(op: str, g: ProcessGroup, *facts) -> None:
     """Under TORCH_DISTRIBUTED_DEBUG=DETAIL: compare this call's op, dtypes and shapes with
     every rank's (one small pickled allgather), so a mismatch raises on every rank."""
-    if os.environ.get("TORCH_DISTRIBUTED_DEBUG", "").upper() != "DETAIL":
+    if get_debug_level() is not DebugLevel.DETAIL:
         return
     mine = (op,) + tuple(facts)
     everyone = g._impl.allgather_object(mine)
@@ -1023,6 +1275,125 @@ def recv(tensor, src: int | None = None, group: ProcessGroup | None = None,
     return g._ranks[work.source_rank()]
 
 
+def _object_device(g: ProcessGroup, device):
+    """Where object payloads travel: ``device`` if given, else the NCCL group's CUDA device,
+    else the CPU (PyTorch's ``_get_object_coll_device``)."""
+    if device is not None:
+        return device
+    return getattr(g._impl, "device", None) if g._backend_name == Backend.NCCL else None
+
+
+def _bytes_tensor(data: bytes, device):
+    import numpy as np
+
+    from ..autograd.ops.creation import tensor
+    from ..runtime import dtype as dtypes
+    return tensor(np.frombuffer(data, dtype=np.uint8).copy(), dtype=dtypes.uint8,
+                  device=device)
+
+
+def send_object_list(object_list: list, dst: int | None = None,
+                     group: ProcessGroup | None = None, device=None,
+                     group_dst: int | None = None, use_batch: bool = False) -> None:
+    """Sends picklable objects in ``object_list`` synchronously.
+
+    Similar to :func:`send`, but Python objects can be passed in. Note that all objects in
+    ``object_list`` must be picklable in order to be sent; the receiver must provide a list
+    of the same length to :func:`recv_object_list`.
+
+    Args:
+        object_list: List of input objects to sent.
+        dst: Destination rank to send ``object_list`` to (global).
+        group: The process group to work on (default: the world).
+        device: If not None, the objects are serialized and converted to tensors which are
+            moved to the ``device`` before sending.
+        group_dst: Destination rank on ``group`` (instead of ``dst``).
+        use_batch: accepted for compatibility (the sends are the same point-to-point ones).
+
+    Example (``mpirun -n 2``)::
+
+        >>> if dist.get_rank() == 0:
+        ...     dist.send_object_list(["foo", 12, {1: 2}], dst=1)
+        ... else:
+        ...     objects = [None, None, None]
+        ...     dist.recv_object_list(objects, src=0)   # objects: ['foo', 12, {1: 2}]
+    """
+    import pickle
+
+    import numpy as np
+    op = "send_object_list"
+    g = _group(group, op)
+    if g is None:
+        _not_member(op, False)
+        return
+    peer = _root(op, g, dst, group_dst, "dst")
+    dev = _object_device(g, device)
+    payloads = [pickle.dumps(obj) for obj in object_list]
+    # one header message ([count, size_0, ...]: the receiver checks the count), then the bytes
+    header = np.array([len(payloads)] + [len(b) for b in payloads], dtype=np.int64)
+    send(_bytes_tensor(header.tobytes(), dev), group=group, group_dst=peer)
+    if payloads:
+        send(_bytes_tensor(b"".join(payloads), dev), group=group, group_dst=peer)
+
+
+def recv_object_list(object_list: list, src: int | None = None,
+                     group: ProcessGroup | None = None, device=None,
+                     group_src: int | None = None, use_batch: bool = False) -> int:
+    """Receives picklable objects in ``object_list`` synchronously.
+
+    Similar to :func:`recv`, but can receive Python objects: ``object_list`` (as long as the
+    sender's list) is overwritten in place.
+
+    Args:
+        object_list: List of objects to receive into.
+        src: Source rank from which to recv ``object_list`` (global). None (with
+            ``group_src`` None): from any rank, as PyTorch documents (PyTorch 2.13 itself
+            raises "Must specify global_rank or group_rank" there).
+        group: The process group to work on (default: the world).
+        device: If not None, receives on this device.
+        group_src: Source rank on ``group`` (instead of ``src``).
+        use_batch: accepted for compatibility.
+
+    Returns:
+        Sender rank. -1 if rank is not part of the group. If rank is part of the group,
+        ``object_list`` will contain the sent objects from ``src`` rank.
+
+    .. warning:: :func:`recv_object_list` uses ``pickle`` module implicitly, which is known
+        to be insecure. Only call this function with data you trust.
+    """
+    import pickle
+
+    import numpy as np
+
+    from ..autograd.ops.creation import empty
+    from ..runtime import dtype as dtypes
+    op = "recv_object_list"
+    g = _group(group, op)
+    if g is None:
+        _not_member(op, False)
+        return -1
+    dev = _object_device(g, device)
+    n = len(object_list)
+    header = empty(((n + 1) * 8,), dtype=dtypes.uint8, device=dev)
+    sender = recv(header, src, group, group_src=group_src)  # any rank when both are None
+    counts = np.frombuffer(header.cpu().numpy().tobytes(), dtype=np.int64)
+    sent = int(counts[0])
+    sizes = [int(c) for c in counts[1:sent + 1]]
+    data = b""
+    if sent:
+        buf = empty((sum(sizes),), dtype=dtypes.uint8, device=dev)
+        recv(buf, group=group, group_src=g._ranks.index(sender))
+        data = buf.cpu().numpy().tobytes()
+    if sent != n:
+        raise ValueError(f"{op}: rank {sender} sent {sent} objects, but object_list has {n} "
+                         f"entries; pass a list of the sender's length")
+    offset = 0
+    for i, size in enumerate(sizes):
+        object_list[i] = pickle.loads(data[offset:offset + size])
+        offset += size
+    return sender
+
+
 class P2POp:
     """A point-to-point operation for ``batch_isend_irecv``: ``op`` (``isend`` or
     ``irecv``), the tensor to send or receive into, and the peer (a global rank, or
@@ -1080,13 +1451,12 @@ def monitored_barrier(group: ProcessGroup | None = None, timeout=None,
     not every rank arrived, on each rank that timed out; ``wait_all_ranks`` is accepted for
     compatibility.
     """
-    import datetime
     g = _group(group, "monitored_barrier")
     if g is None:
         _not_member("monitored_barrier", False)
         return
     if timeout is None:  # (the process group's, PyTorch's default: 30 minutes unless set)
-        timeout = _state.timeout or datetime.timedelta(minutes=30)
+        timeout = g._timeout or _state.timeout or default_pg_timeout
     else:
         timeout = _as_timedelta(timeout, "monitored_barrier")
     _wait_until(g, g._impl.barrier(), timeout, "monitored_barrier")
