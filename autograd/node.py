@@ -38,11 +38,15 @@ class RemovableHandle:
 
     __slots__ = ("_extra", "_hooks_ref", "id")
     _ids = itertools.count()
+    next_id = 0  # (PyTorch's: the id the next handle gets)
 
-    def __init__(self, hooks: dict, *extra):
+    def __init__(self, hooks: dict, *extra, extra_dict=None):
         self._hooks_ref = weakref.ref(hooks) if _weakrefable(hooks) else lambda: hooks
+        if extra_dict is not None:  # (PyTorch's keyword: a dict or a list of dicts)
+            extra += tuple(extra_dict) if isinstance(extra_dict, list) else (extra_dict,)
         self._extra = extra
         self.id = next(RemovableHandle._ids)
+        RemovableHandle.next_id = self.id + 1
 
     def remove(self) -> None:
         hooks = self._hooks_ref()
@@ -59,6 +63,9 @@ class RemovableHandle:
     def __setstate__(self, state) -> None:
         hooks, self.id, self._extra = state
         self._hooks_ref = weakref.ref(hooks) if _weakrefable(hooks) else lambda: hooks
+        if self.id >= RemovableHandle.next_id:  # (new handles' ids stay unique, as PyTorch's)
+            RemovableHandle._ids = itertools.count(self.id + 1)
+            RemovableHandle.next_id = self.id + 1
 
     def __enter__(self):
         return self
@@ -521,3 +528,6 @@ def _is_tensor(x) -> bool:
 # saved.py needs this module's names; Node.__init_subclass__ needs its getter once ops define
 # node classes, which is after both modules loaded
 from .saved import _saved_getter  # noqa: E402
+
+
+RemovableHandle.__module__ = "tritongrad.utils.hooks"  # (its public home, as PyTorch's)

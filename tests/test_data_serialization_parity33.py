@@ -101,7 +101,7 @@ def test_default_collate_infers_the_dtype_of_numbers_from_the_whole_batch():
 
 def test_dataset_errors():
     with pytest.raises(IndexError):
-        TensorDataset()
+        len(TensorDataset())  # (made, as PyTorch's; only its length fails)
     with pytest.raises(NotImplementedError, match="^Subclasses of Dataset should implement "
                                                   "__getitem__"):
         Dataset()[0]

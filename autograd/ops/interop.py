@@ -31,6 +31,10 @@ _TYPESTR = {dtypes.bool: "|b1", dtypes.uint8: "|u1", dtypes.int8: "|i1", dtypes.
             dtypes.complex128: "<c16"}
 
 
+
+class _ExportError(BufferError, RuntimeError):
+    """What ``__dlpack__`` raises for a tensor that cannot be exported as it is."""
+
 def dlpack_device(self: Tensor) -> tuple:
     """``(device type, index)`` as DLPack numbers them: (1, 0) for the CPU, (2, i) for
     cuda:i."""
@@ -54,12 +58,13 @@ def dlpack(self: Tensor, stream=None, *, max_version=None, dl_device=None, copy=
         copy: True exports a copy (flagged ``IS_COPIED``), False or None shares the memory.
 
     Raises:
-        RuntimeError: the tensor requires grad (export ``tensor.detach()``).
+        BufferError: the tensor requires grad (export ``tensor.detach()``; PyTorch's type, and
+            a RuntimeError too, as tritongrad raised before).
         BufferError: ``dl_device`` is another device, or the dtype has no DLPack type.
         TypeError: ``stream`` is not an int or None.
     """
     if self._requires_grad:
-        raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        raise _ExportError("Can't export tensors that require gradient, use tensor.detach()")
     if self._device.type == "cpu":
         kwargs = {}
         if max_version is not None:

@@ -85,9 +85,8 @@ class TensorDataset(Dataset[tuple]):
     """
 
     def __init__(self, *tensors) -> None:
-        if not tensors:  # (PyTorch's type: its check indexes tensors[0])
-            raise IndexError("TensorDataset: needs at least one tensor")
-        n = _first_dim(tensors[0])
+        # (with no tensors it is made, and len() raises IndexError, as PyTorch's)
+        n = _first_dim(tensors[0]) if tensors else 0
         for i, t in enumerate(tensors):
             if _first_dim(t) != n:  # PyTorch's type (an assert), kept so except clauses match
                 raise AssertionError("Size mismatch between tensors")
