@@ -33,7 +33,7 @@ __all__ = ["PyTree", "Context", "FlattenFn", "UnflattenFn", "TreeSpec", "LeafSpe
            "tree_map_", "tree_map_only", "tree_map_only_", "tree_all", "tree_any",
            "tree_all_only", "tree_any_only", "treespec_pprint", "is_namedtuple",
            "is_namedtuple_class", "is_namedtuple_instance", "is_structseq",
-           "is_structseq_class", "is_structseq_instance",
+           "is_structseq_class", "is_structseq_instance", "treespec_dumps", "treespec_loads",
            # tritongrad's own (vmap's in_dims/out_dims)
            "LEAF", "broadcast_prefix"]
 
@@ -696,3 +696,118 @@ def _broadcast_to_and_flatten(tree: PyTree, treespec: TreeSpec,
                               is_leaf: Callable[[PyTree], bool] | None = None) -> list | None:
     """PyTorch's name of :func:`broadcast_prefix`."""
     return broadcast_prefix(tree, treespec, is_leaf)
+
+
+# -- serialized TreeSpecs (PyTorch's JSON, protocol 1) -------------------------------------------
+
+# Note [Serialized tree specs]
+#   ``treespec_dumps`` writes PyTorch's JSON: ``[1, node]`` with each node ``{"type": its
+#   registered serialized_type_name (null for a leaf), "context": ..., "children_spec": [...]}``.
+#   A context goes through the type's ``to_dumpable_context`` when it has one (a defaultdict's
+#   factory by module and name, a namedtuple class by its registered name), else as a JSON
+#   string of itself; ``treespec_loads`` reverses both, so a spec written by PyTorch loads here
+#   and the other way round.
+_PROTOCOLS = (1,)
+_NAMEDTUPLES: dict = {}  # namedtuple class -> its serialized name, and back
+_NAMEDTUPLE_CLASSES: dict = {}
+
+
+def _register_namedtuple(cls: type, *, serialized_type_name: str) -> None:
+    """Gives namedtuple class ``cls`` the name its tree specs are serialized under."""
+    _NAMEDTUPLES[cls] = serialized_type_name
+    _NAMEDTUPLE_CLASSES[serialized_type_name] = cls
+
+
+def _namedtuple_to_dumpable(cls: type) -> str:
+    if cls not in _NAMEDTUPLES:
+        raise NotImplementedError(
+            f"Can't serialize TreeSpec of namedtuple class {cls} because we didn't register a "
+            f"serializated_type_name. Please register using `_register_namedtuple`.")
+    return _NAMEDTUPLES[cls]
+
+
+def _namedtuple_from_dumpable(name: str) -> type:
+    if name not in _NAMEDTUPLE_CLASSES:
+        raise NotImplementedError(f"Couldn't find a namedtuple registered under the name "
+                                  f"{name!r}. Please register using `_register_namedtuple`.")
+    return _NAMEDTUPLE_CLASSES[name]
+
+
+def _defaultdict_to_dumpable(context) -> dict:
+    factory, keys = context
+    return {"default_factory_module": factory.__module__,
+            "default_factory_name": factory.__qualname__, "dict_context": keys}
+
+
+def _defaultdict_from_dumpable(dumpable: dict) -> list:
+    import importlib
+    module = importlib.import_module(dumpable["default_factory_module"])
+    return [getattr(module, dumpable["default_factory_name"]), dumpable["dict_context"]]
+
+
+def _set_dumpable(cls: type, to_fn: Callable, from_fn: Callable) -> None:
+    node = SUPPORTED_SERIALIZED_TYPES[cls]
+    SUPPORTED_SERIALIZED_TYPES[cls] = node._replace(to_dumpable_context=to_fn,
+                                                    from_dumpable_context=from_fn)
+
+
+_set_dumpable(namedtuple, _namedtuple_to_dumpable, _namedtuple_from_dumpable)
+_set_dumpable(defaultdict, _defaultdict_to_dumpable, _defaultdict_from_dumpable)
+
+
+def _check_protocol(protocol) -> None:
+    if protocol not in _PROTOCOLS:
+        raise ValueError(f"Unknown protocol {protocol}. Available protocols: {list(_PROTOCOLS)}")
+
+
+def treespec_dumps(treespec: TreeSpec, protocol: int | None = None) -> str:
+    """``treespec`` as PyTorch's JSON (Note [Serialized tree specs]); ``protocol`` None is 1."""
+    import json
+    protocol = 1 if protocol is None else protocol
+    _check_protocol(protocol)
+    if not isinstance(treespec, TreeSpec):
+        raise TypeError(f"treespec_dumps(treespec, protocol): Expected `treespec` to be an "
+                        f"instance of TreeSpec but got item of type {type(treespec)}.")
+
+    def node(spec: TreeSpec) -> dict:
+        if spec.is_leaf():
+            return {"type": None, "context": None, "children_spec": []}
+        entry = SUPPORTED_SERIALIZED_TYPES.get(spec.type)
+        if entry is None or entry.serialized_type_name == NO_SERIALIZED_TYPE_NAME_FOUND:
+            raise NotImplementedError(
+                f"No registered serialization name for {spec.type} found. Please update your "
+                f"_register_pytree_node call with a `serialized_type_name` kwarg.")
+        if entry.to_dumpable_context is not None:
+            context = entry.to_dumpable_context(spec._context)
+        else:
+            try:
+                context = json.dumps(spec._context)
+            except TypeError:
+                raise TypeError("Unable to serialize context. Please make the context json "
+                                "dump-able, or register a custom serializer using "
+                                "_register_pytree_node.") from None
+        return {"type": entry.serialized_type_name, "context": context,
+                "children_spec": [node(c) for c in spec._children]}
+
+    return json.dumps([protocol, node(treespec)])
+
+
+def treespec_loads(serialized: str) -> TreeSpec:
+    """The TreeSpec that ``treespec_dumps`` (here or PyTorch's) wrote as ``serialized``."""
+    import json
+    protocol, root = json.loads(serialized)
+    _check_protocol(protocol)
+    by_name = {e.serialized_type_name: e for e in SUPPORTED_SERIALIZED_TYPES.values()}
+
+    def spec(entry: dict) -> TreeSpec:
+        if entry["type"] is None:
+            return LeafSpec()
+        found = by_name.get(entry["type"])
+        if found is None:
+            raise NotImplementedError(f"Deserializing {entry['type']} in pytree is not "
+                                      f"registered.")
+        context = (found.from_dumpable_context(entry["context"])
+                   if found.from_dumpable_context is not None else json.loads(entry["context"]))
+        return TreeSpec(found.typ, context, [spec(c) for c in entry["children_spec"]])
+
+    return spec(root)

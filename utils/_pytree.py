@@ -30,6 +30,7 @@ from ..autograd._pytree import (  # noqa: F401  (private names PyTorch code reac
     _deregister_pytree_node,
     _get_node_type,
     _private_register_pytree_node,
+    _register_namedtuple,
     _register_pytree_node,
     arg_tree_leaves,
     map_only,
