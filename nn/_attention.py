@@ -362,6 +362,9 @@ def mha_forward(query: Tensor, key: Tensor, value: Tensor, num_heads: int,
     key_padding_mask, attn_mask = _unify_masks(key_padding_mask, "key_padding_mask", attn_mask,
                                                "attn_mask", query.dtype)
     unbatched = query.ndim == 2
+    fused = batch_first and _takes_torch_fast_path(
+        query, key, value, training, num_heads, bias_k, bias_v, add_zero_attn,
+        (q_weight, k_weight, v_weight, in_bias, out_proj_weight, out_proj_bias))
     if unbatched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
         if key_padding_mask is not None:
@@ -441,17 +444,43 @@ def mha_forward(query: Tensor, key: Tensor, value: Tensor, num_heads: int,
     else:  # as PyTorch's: through SDPA, so the fused kernel where it applies
         out, weights = scaled_dot_product_attention(q, k, v, bias, dropout_p if training
                                                     else 0.0, is_causal), None
-    out = F.linear(out.transpose(1, 2).reshape(n, length, embed), out_proj_weight,
-                   out_proj_bias)
-    out = out if batch_first and not unbatched else out.transpose(0, 1)
-    if unbatched:
-        out = out.squeeze(1)
+    # PyTorch projects the heads' output sequence-first, (L, N, E), contiguous: a batch-first
+    # output is that buffer's transposed view (so ``.view`` works on a sequence-first output,
+    # and a dropout after it draws its mask in PyTorch's order); its fused batch-first fast
+    # path returns (N, L, E) contiguous instead
+    if fused:
+        out = F.linear(out.transpose(1, 2).reshape(n, length, embed), out_proj_weight,
+                       out_proj_bias)
+    else:
+        out = F.linear(out.permute(2, 0, 1, 3).reshape(length, n, embed), out_proj_weight,
+                       out_proj_bias)
+        out = out.squeeze(1) if unbatched else out.transpose(0, 1) if batch_first else out
     if weights is not None:
         if average_attn_weights:
             weights = weights.mean(dim=1)
         if unbatched:
             weights = weights.squeeze(0)
     return out, weights
+
+
+def _takes_torch_fast_path(query: Tensor, key: Tensor, value: Tensor, training: bool,
+                           num_heads: int, bias_k, bias_v, add_zero_attn: bool,
+                           params: tuple) -> bool:
+    """Whether PyTorch's batch-first ``MultiheadAttention`` would run its fused native kernel
+    (``torch._native_multi_head_attention``, whose output is (N, L, E) contiguous): batched
+    self-attention (``query is key is value``) in eval, an even head count, no bias_k / bias_v
+    / zero attention, the input projection with a bias and in the input's dtype, autocast
+    off, and no autograd to record (PyTorch's ``why_not_fast_path`` checks)."""
+    from ..autograd.autocast import is_autocast_enabled
+    from ..autograd.grad_mode import is_grad_enabled
+    in_bias = params[3]
+    if (training or query.ndim != 3 or query is not key or key is not value
+            or num_heads % 2 or bias_k is not None or bias_v is not None or add_zero_attn
+            or in_bias is None or in_bias.dtype is not query.dtype
+            or params[0].dtype is not query.dtype or is_autocast_enabled()):
+        return False
+    tensors = (query,) + tuple(t for t in params if t is not None)
+    return not (is_grad_enabled() and any(t.requires_grad for t in tensors))
 
 
 def _mha_shape_check(query: Tensor, key: Tensor, value: Tensor,

@@ -204,7 +204,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         count = input.shape[0] * math.prod(input.shape[2:])  # values per channel
         if count == 1:  # (an empty batch is allowed: PyTorch's _verify_batch_size)
             raise ValueError("batch_norm: Expected more than 1 value per channel when training, "
-                             f"got input size {list(input.shape)}")
+                             f"got input size {input.shape}")
         if count == 0:  # nothing to normalise, no statistics to update
             return _affine(input, weight, bias, shape)
         if running_mean is not None or running_var is not None:

@@ -330,9 +330,11 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise RuntimeError(f"linear: expected a 1-D or 2-D weight, got weight of size "
                            f"{list(weight.shape)}")
     if input.dtype is not weight.dtype:  # (PyTorch's words: addmm's with a bias, else mm's)
-        if bias is not None:
-            raise RuntimeError(f"linear: mat1 and mat2 must have the same dtype, but got "
-                               f"{checks.scalar_type_name(input.dtype)} and "
+        if bias is not None:  # (addmm(bias, input, weight.t()) checks self against mat2 first)
+            bias_first = isinstance(bias, Tensor) and bias.dtype is not weight.dtype
+            name, dt = ("self", bias.dtype) if bias_first else ("mat1", input.dtype)
+            raise RuntimeError(f"linear: {name} and mat2 must have the same dtype, but got "
+                               f"{checks.scalar_type_name(dt)} and "
                                f"{checks.scalar_type_name(weight.dtype)}")
         raise RuntimeError(f"linear: expected m1 and m2 to have the same dtype, but got: "
                            f"{_c_type_name(input.dtype)} != {_c_type_name(weight.dtype)}")
@@ -671,6 +673,32 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     return x.reshape(tuple(lead) + (c * r * r, h // r, w // r))
 
 
+def _check_bilinear_shapes(input1: Tensor, input2: Tensor, weight: Tensor,
+                           bias: Tensor | None) -> None:
+    """PyTorch's checks in its order and words (aten's bilinear): the inputs' ranks, their batch
+    dims one at a time, each input's features against ``weight``, then the bias."""
+    if input1.ndim != input2.ndim:
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and "
+                           f"{input2.ndim}")
+    for i in range(input1.ndim - 1):
+        if input1.shape[i] != input2.shape[i]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: "
+                               f"got {input1.shape[i]} and {input2.shape[i]}")
+    for which, x, dim in (("input1", input1, 1), ("input2", input2, 2)):
+        if weight.ndim <= dim:  # PyTorch reads weight.size(dim) unchecked
+            n = max(weight.ndim, 1)
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, "
+                             f"{n - 1}], but got {dim})")
+        if x.shape[-1] != weight.shape[dim]:
+            raise RuntimeError(f"bilinear(): {which} size does not match weight size: got "
+                               f"{x.shape[-1]} but expected {weight.shape[dim]}")
+    if bias is not None and bias.ndim >= 1 and bias.shape[0] != weight.shape[0]:
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
+                           f"{bias.shape[0]} but expected {weight.shape[0]}")
+    if weight.ndim != 3:  # (PyTorch's _trilinear, on a weight with extra dims)
+        raise RuntimeError("number of dimensions must match")
+
+
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """y = x1^T A x2 + b per output feature: ``weight`` (out, in1, in2), inputs (*, in1) and
     (*, in2) with the same leading dims."""
@@ -678,13 +706,7 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
         checks.tensor_arg(t, "bilinear", name)
     if bias is not None:
         checks.tensor_arg(bias, "bilinear", "bias")
-    if tuple(input1.shape[:-1]) != tuple(input2.shape[:-1]):
-        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got "
-                           f"{list(input1.shape[:-1])} and {list(input2.shape[:-1])}")
-    if weight.ndim != 3 or weight.shape[1] != input1.shape[-1] \
-            or weight.shape[2] != input2.shape[-1]:
-        raise RuntimeError(f"bilinear(): weight of shape {list(weight.shape)} does not match "
-                           f"the inputs' features {input1.shape[-1]} and {input2.shape[-1]}")
+    _check_bilinear_shapes(input1, input2, weight, bias)
     from ..autograd.ops.sampling_nodes import TrilinearBackward0
 
     # one node saving the inputs and the weight (PyTorch's _trilinear), then the bias's add;

@@ -109,8 +109,11 @@ class LRScheduler:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
                     raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] "
-                                   f"when resuming scheduler with last_epoch >= 0 (load the "
-                                   f"optimizer's state dict first)")
+                                   f"when resuming scheduler with last_epoch >= 0.\nThis "
+                                   f"typically happens when:\n1. You're trying to resume "
+                                   f"training from a checkpoint but haven't properly loaded the "
+                                   f"optimizer state\n2. You're using last_epoch >= 0 for a "
+                                   f"fresh training run (not recommended)")
         self.base_lrs: list = _group_values(optimizer, "initial_lr")
         self.last_epoch = last_epoch
         _track_optimizer_steps(optimizer)

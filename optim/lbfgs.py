@@ -164,8 +164,6 @@ class LBFGS(Optimizer):
             raise ValueError(f"Invalid learning rate: {lr}")
         if max_eval is None:
             max_eval = max_iter * 5 // 4
-        if line_search_fn not in (None, "strong_wolfe"):
-            raise RuntimeError("only 'strong_wolfe' is supported")
         super().__init__(params, {"lr": lr, "max_iter": max_iter, "max_eval": max_eval,
                                   "tolerance_grad": tolerance_grad,
                                   "tolerance_change": tolerance_change,
@@ -283,6 +281,8 @@ class LBFGS(Optimizer):
                 break
             ls_func_evals = 0
             if line_search_fn is not None:
+                if line_search_fn != "strong_wolfe":  # (PyTorch checks it here, not at init)
+                    raise RuntimeError("only 'strong_wolfe' is supported")
                 x_init = [p.clone() for p in self._params]
 
                 def obj_func(x, t, d):

@@ -320,7 +320,8 @@ class Optimizer:
         if len({id(p) for p in params}) != len(params):
             import warnings
             warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
-                          "future, this will cause an error", stacklevel=3)
+                          "future, this will cause an error; see github.com/pytorch/pytorch/"
+                          "issues/40967 for more information", stacklevel=3)
         for g in self.param_groups:
             if ("param_names" in group) != ("param_names" in g):
                 kind = "with names" if "param_names" in group else "without names"

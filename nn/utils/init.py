@@ -7,10 +7,12 @@ __all__ = ["skip_init"]
 
 
 def skip_init(module_cls, *args, **kwargs):
-    """Creates an instance of ``module_cls`` (with ``args`` and ``kwargs``) whose parameters
-    and buffers are meant to be overwritten before use (PyTorch leaves them uninitialized).
-    tritongrad has no meta device to build it without allocating, so it runs the constructor
-    on ``device`` (default 'cpu'): the values are the constructor's initialization.
+    """Given a module class object and args / kwargs, instantiate the module without
+    initializing parameters / buffers. This can be useful if initialization is slow or if
+    custom initialization will be performed, making the default initialization unnecessary.
+    As PyTorch's, the module is built on the meta device and moved with ``to_empty``: its
+    parameters and buffers are left uninitialized, and the global random stream is not
+    consumed (a seeded program draws the same numbers after it as PyTorch's).
 
     Example:
         >>> m = tg.nn.utils.skip_init(tg.nn.Linear, 5, 1)
@@ -24,5 +26,6 @@ def skip_init(module_cls, *args, **kwargs):
         raise RuntimeError(f"Expected a Module; got {module_cls}")
     if "device" not in inspect.signature(module_cls).parameters:
         raise RuntimeError("Module must support a 'device' arg to skip initialization")
-    kwargs.setdefault("device", "cpu")
-    return module_cls(*args, **kwargs)
+    final_device = kwargs.pop("device", "cpu")
+    kwargs["device"] = "meta"
+    return module_cls(*args, **kwargs).to_empty(device=final_device)

@@ -297,8 +297,11 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
     if unsorted_indices is not None:  # back to the batch order the sequences came in
         perm = np.asarray(unsorted_indices.tolist(), dtype=np.int64)
         index, lengths = index[:, perm], lengths[perm]
-    padded = _gather_rows(data, index.T if batch_first else index, padding_value)
-    return padded, _tensor(lengths, dtype=dtypes.int64)
+    padded = _gather_rows(data, index, padding_value)  # (T, B, *), contiguous
+    # (PyTorch pads sequence-first and returns the batch-first result as a transposed view:
+    # its layout decides what .view accepts and the order a dropout after it draws in)
+    return padded.transpose(0, 1) if batch_first else padded, _tensor(lengths,
+                                                                       dtype=dtypes.int64)
 
 
 def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.0,

@@ -408,8 +408,15 @@ def test_against_torch():
         lambda m, f, t: f.max_pool1d(t(x), 7),
         lambda m, f, t: f.avg_pool1d(t(x), (2, 2)),
     ]
-    for case in cases:
+    # (which of its two wordings PyTorch gives for a batch of one with a double weight, or a
+    # half input with a float weight, depends on the kernel its CPU build picks: the AMD EPYC
+    # VMs word them the other way from the Intel ones)
+    either = {"Input type", "expected scalar"}
+    for i, case in enumerate(cases):
         got = _outcome(lambda: case(tg, F, tg.tensor))
         want = _outcome(lambda: case(torch, torch.nn.functional, torch.tensor))
+        if i < 2 and got[1] in either and want[1] in either:
+            assert got[0] == want[0] == "RuntimeError"
+            continue
         assert got == want
     assert math.isnan(float(F.adaptive_max_pool1d(tg.tensor(a), 1)[0, 0, 0]))

@@ -73,8 +73,12 @@ def test_stops_at_a_stationary_point_and_checks_arguments():
     assert opt.state[w]["func_evals"] == 1 and opt.state[w]["n_iter"] == 0
     with pytest.raises(ValueError, match="LBFGS doesn't support per-parameter options"):
         optim.LBFGS([{"params": [w]}, {"params": [nn.Parameter(tg.ones(1))]}])
+    # an unknown line search is accepted, as PyTorch accepts it, and refused at the first step
+    # that would search (PyTorch's check sits in step)
+    bad = optim.LBFGS([w], line_search_fn="backtracking")
+    assert bad.param_groups[0]["line_search_fn"] == "backtracking"
     with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
-        optim.LBFGS([w], line_search_fn="backtracking")
+        bad.step(make_closure(bad, lambda w: ((w - 1) ** 2).sum(), w))
     model = nn.Linear(3, 1)  # a module's parameters, several tensors as one flat vector
     x, y = tg.randn(32, 3), tg.randn(32, 1)
     opt = optim.LBFGS(model.parameters(), line_search_fn="strong_wolfe")
