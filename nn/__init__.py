@@ -71,5 +71,29 @@ from ._linear_cross_entropy import LinearCrossEntropyLoss, LinearCrossEntropyOpt
 __all__ += ["CrossMapLRN2d", "LinearCrossEntropyLoss", "LinearCrossEntropyOptions", "NLLLoss2d"]
 
 # PyTorch's import paths (nn.modules.loss._Loss, nn.common_types, ...): re-exports, loaded last
-from . import common_types, modules  # noqa: E402
+from . import common_types, grad, modules  # noqa: E402
+
+_FACTORY_KEYS = ("device", "dtype", "memory_format")
+
+
+def factory_kwargs(kwargs: dict | None) -> dict:
+    """Return a canonicalized dict of factory kwargs: the ``device``, ``dtype`` and
+    ``memory_format`` of ``kwargs``, and those of its ``factory_kwargs`` entry (which names
+    them where another argument of the same name exists); refuses other keys and a key given
+    both ways, with PyTorch's TypeErrors. For module constructors: ``Parameter(tg.empty(10,
+    **nn.factory_kwargs(kwargs)))``."""
+    if kwargs is None:
+        return {}
+    unexpected = set(kwargs) - {*_FACTORY_KEYS, "factory_kwargs"}
+    if unexpected:
+        raise TypeError(f"unexpected kwargs {unexpected}")
+    out = {k: kwargs[k] for k in _FACTORY_KEYS if k in kwargs}
+    for k, v in kwargs.get("factory_kwargs", {}).items():
+        if k in out:
+            raise TypeError(f"{k} specified twice, in **kwargs and in factory_kwargs")
+        out[k] = v
+    return out
+
+
+__all__ += ["factory_kwargs", "grad"]
 from .layers import NonDynamicallyQuantizableLinear  # noqa: E402

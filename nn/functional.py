@@ -1623,6 +1623,20 @@ from ._linear_cross_entropy import linear_cross_entropy  # noqa: E402 (uses line
 
 __all__ += ["linear_cross_entropy"]
 
+def grouped_mm(mat_a: Tensor, mat_b: Tensor, *, offs: Tensor | None = None,
+               bias: Tensor | None = None, out_dtype=None) -> Tensor:
+    """Computes a grouped matrix multiply that shares weight shapes across experts but allows
+    jagged token counts per expert, as Mixture-of-Experts layers need (``tg._grouped_mm``,
+    Note [Grouped matrix products] in autograd/ops/products.py): ``mat_a`` and ``mat_b`` 2-D
+    or 3-D, ``offs`` the int32 ends of the groups of a 2-D operand's grouped dimension,
+    ``out_dtype`` the result's dtype."""
+    from ..autograd.ops.products import _grouped_mm
+    return _grouped_mm(mat_a, mat_b, offs=offs, bias=bias, out_dtype=out_dtype)
+
+
+__all__ += ["grouped_mm"]
+
+
 # The functions above that reach into their arguments before checking them (the margin losses,
 # gumbel_softmax, one_hot, the *_with_indices pools) get the op tables' argument errors
 # (autograd/registry.py's ``guarded``: PyTorch's TypeError naming the function, the argument

@@ -231,6 +231,7 @@ from .amp import GradScaler  # noqa: E402
 from .optim.grad_scaler import (_amp_foreach_non_finite_check_and_unscale_,  # noqa: E402
                                 _amp_update_scale_)
 from .cuda import OutOfMemoryError  # noqa: E402
+from .optim._foreach import *  # noqa: E402,F403  (torch._foreach_*: not in __all__, as torch)
 from .runtime.driver import AcceleratorError  # noqa: E402  (the base of CUDA errors)
 from .utils.dlpack import to_dlpack  # noqa: E402
 

@@ -134,3 +134,10 @@ def test_on_cuda():
     expected_a[:2] = b.numpy()[0].sum(1)
     expected_a[2:5] = b.numpy()[1].sum(1)
     np.testing.assert_allclose(ac.grad.cpu().numpy(), expected_a, rtol=1e-5)
+
+
+def test_functional_form():
+    a, b = _t(10, 8), _t(3, 8, 4)
+    np.testing.assert_array_equal(
+        tg.nn.functional.grouped_mm(a, b, offs=_offs(3, 7, 10)).numpy(),
+        tg._grouped_mm(a, b, offs=_offs(3, 7, 10)).numpy())

@@ -61,3 +61,18 @@ def test_against_torch():
                                                                 dilation, groups)
             mine = getattr(ng, f"conv{n}d_{kind}")(*args_g, stride, padding, dilation, groups)
             np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-10, atol=1e-10)
+
+
+def test_factory_kwargs():
+    """``nn.factory_kwargs`` (module constructors' helper, in nn/__init__.py), as torch 2.13."""
+    fk = tg.nn.factory_kwargs
+    assert fk(None) == {} and fk({"device": "cpu", "dtype": tg.float64}) == {
+        "device": "cpu", "dtype": tg.float64}
+    assert fk({"factory_kwargs": {"device": "cpu"}, "dtype": tg.float16}) == {
+        "device": "cpu", "dtype": tg.float16}
+    assert fk({"factory_kwargs": {"bogus": 1}}) == {"bogus": 1}  # (not checked, as torch's)
+    with pytest.raises(TypeError, match="unexpected kwargs {'bogus'}"):
+        fk({"bogus": 1})
+    with pytest.raises(TypeError, match="device specified twice, in \\*\\*kwargs and in "
+                                        "factory_kwargs"):
+        fk({"device": "cpu", "factory_kwargs": {"device": "cpu"}})

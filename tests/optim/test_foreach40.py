@@ -125,3 +125,13 @@ def test_errors_in_torch_words(call, kind, message) -> None:
     with pytest.raises(kind) as ref:
         call(torch, torch)
     assert str(ref.value) == message
+
+
+def test_reachable_at_the_top():
+    """``tg._foreach_*`` as ``torch._foreach_*`` (kept out of ``__all__``, as PyTorch's)."""
+    import tritongrad as top
+    ps = [top.ones(2), top.ones(3)]
+    top._foreach_mul_(ps, 0.5)
+    top._foreach_add_(ps, [top.ones(2), top.ones(3)], alpha=0.5)
+    assert [p.tolist() for p in ps] == [[1.0, 1.0], [1.0, 1.0, 1.0]]
+    assert "_foreach_mul_" not in top.__all__
