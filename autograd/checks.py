@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import numbers
 import os
+import re
 import threading
 
 from ..runtime import dtype as dtypes
@@ -139,6 +140,9 @@ def bad_argument(fn, op: str, args: tuple, kwargs: dict) -> TypeError | None:
     return None
 
 
+_POSITION = re.compile(r" \(position \d+\)")
+
+
 def argument_error(error: BaseException, fn, op: str, canonical: str, args: tuple,
                    kwargs: dict) -> BaseException | None:
     """What public function ``op`` (whose own errors name it ``canonical``) raises in place of
@@ -154,6 +158,9 @@ def argument_error(error: BaseException, fn, op: str, canonical: str, args: tupl
         # type it was given: "mm(): arguments must be Tensors" names no type)
         named = msg.startswith(op + "(") or msg.startswith(canonical + "(")
         if named and (found is None or found.args[0].rsplit(" ", 1)[-1].split(".")[-1] in msg):
+            if found is not None and _POSITION.sub("", found.args[0]) == op + msg[
+                    msg.index("("):]:
+                return found  # (the same words, with PyTorch's "(position N)" in them)
             if op == canonical or msg.startswith(op + "("):
                 return None
             return TypeError(op + msg[len(canonical):])

@@ -352,7 +352,7 @@ def test_cell_gradients(name):
     (lambda: tg.rnn_tanh_cell(tg.zeros(3), tg.zeros(4), tg.zeros(4, 3), tg.zeros(4, 4)),
      IndexError, "dimension out of range"),
     (lambda: tg.gru_cell(tg.zeros(2, 3), (tg.zeros(2, 4),), tg.zeros(12, 3), tg.zeros(12, 4)),
-     TypeError, "gru_cell\\(\\): argument 'hx' must be Tensor, not tuple"),
+     TypeError, "gru_cell\\(\\): argument 'hx' \\(position 2\\) must be Tensor, not tuple"),
 ])
 def test_cell_errors(call, error, message):
     with pytest.raises(error, match=message):

@@ -84,7 +84,7 @@ def test_complex_and_polar_build_complex_tensors():
                      (r.detach().abs().requires_grad_(), m.detach().requires_grad_()))
     with pytest.raises(RuntimeError, match="Expected object of scalar type"):
         tg.complex(tg.ones(2), tg.ones(2, dtype=tg.float64))
-    with pytest.raises(TypeError, match=r"complex\(\): argument 'imag' must be Tensor"):
+    with pytest.raises(TypeError, match=r"complex\(\): argument 'imag' \(position 2\) must be Tensor"):
         tg.complex(tg.ones(2), 1.0)
     # polar takes complex's dtypes, less Half: no silent promotion of mixed or integer parts
     with pytest.raises(RuntimeError, match="scalar type Float but got scalar type Double for "

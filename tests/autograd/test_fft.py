@@ -307,7 +307,7 @@ def test_out():
      "Dimension specified as -1 but tensor has no dimensions"),
     (lambda x, z: F.fft(x, dim=2), IndexError, "out of range"),
     (lambda x, z: F.fft2(x[0]), IndexError, "out of range"),
-    (lambda x, z: F.fft([1.0, 2.0]), TypeError, "argument 'input' must be Tensor, not list"),
+    (lambda x, z: F.fft([1.0, 2.0]), TypeError, "argument 'input' \\(position 1\\) must be Tensor, not list"),
     (lambda x, z: F.fft(x, 2.5), TypeError, r"argument 'n' \(position 2\) must be int"),
 ])
 def test_errors(call, error, match):
