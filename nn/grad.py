@@ -43,32 +43,26 @@ def _vjp(n: int, x, w, grad_output, stride, padding, dilation, groups, wrt: int)
         return _grad(out, target, grad_output, create_graph=create)[0]
 
 
-def _input_fn(n: int):
-    name = f"conv{n}d_input"
-
-    def fn(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
-        x = weight.new_zeros(tuple(input_size))
-        return _vjp(n, x, weight, grad_output, stride, padding, dilation, groups, 0)
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = (f"The gradient of ``conv{n}d`` with respect to its input: ``input_size`` the "
-                  f"input's shape, ``weight`` the filters, ``grad_output`` the gradient of the "
-                  f"output; ``stride``, ``padding``, ``dilation``, ``groups`` as the "
-                  f"convolution's.")
+def _named(fn, n: int, wrt: str, given: str):
+    fn.__name__ = fn.__qualname__ = f"conv{n}d_{wrt}"
+    fn.__doc__ = (f"The gradient of ``conv{n}d`` with respect to its {wrt}: {given}, "
+                  f"``grad_output`` the gradient of the output; ``stride``, ``padding``, "
+                  f"``dilation``, ``groups`` as the convolution's.")
     return fn
+
+
+def _input_fn(n: int):
+    def fn(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
+        return _vjp(n, weight.new_zeros(tuple(input_size)), weight, grad_output, stride,
+                    padding, dilation, groups, 0)
+    return _named(fn, n, "input", "``input_size`` the input's shape, ``weight`` the filters")
 
 
 def _weight_fn(n: int):
-    name = f"conv{n}d_weight"
-
     def fn(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1):
-        w = input.new_zeros(tuple(weight_size))
-        return _vjp(n, input, w, grad_output, stride, padding, dilation, groups, 1)
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = (f"The gradient of ``conv{n}d`` with respect to its weight: ``input`` the "
-                  f"input, ``weight_size`` the filters' shape, ``grad_output`` the gradient of "
-                  f"the output; ``stride``, ``padding``, ``dilation``, ``groups`` as the "
-                  f"convolution's.")
-    return fn
+        return _vjp(n, input, input.new_zeros(tuple(weight_size)), grad_output, stride,
+                    padding, dilation, groups, 1)
+    return _named(fn, n, "weight", "``input`` the input, ``weight_size`` the filters' shape")
 
 
 conv1d_input, conv2d_input, conv3d_input = (_input_fn(n) for n in (1, 2, 3))

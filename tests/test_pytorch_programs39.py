@@ -1122,32 +1122,40 @@ REFS = {
 
 PROGRAMS = {name: (globals()[f"_{name}"],) + META[name] for name in META}
 
-_cached_tg_run = functools.lru_cache(maxsize=None)(lambda name: _run39(tg, PROGRAMS[name][0]))
+def program_tests(programs: dict, refs: dict) -> tuple:
+    """A programs file's two tests: each program against PyTorch 2.13's first and last losses
+    recorded in ``refs`` (without torch), and its whole log, printed output and warnings
+    against a live PyTorch run. ``programs``: name -> (program, rtol, atol, loosely compared
+    log names)."""
+    cached_run = functools.lru_cache(maxsize=None)(lambda name: _run39(tg, programs[name][0]))
+
+    @pytest.mark.parametrize("name", sorted(programs))
+    def test_program(name: str) -> None:
+        _, rtol, atol, _ = programs[name]
+        log, _, _ = cached_run(name)
+        key, first, last = refs[name]  # PyTorch 2.13's, from the same weights and data
+        got = [float(np.asarray(v, dtype=np.float64).sum()) for n, v in log if n == key]
+        assert np.isfinite(got).all()
+        np.testing.assert_allclose([got[0], got[-1]], [first, last], rtol=max(rtol, 1e-4),
+                                   atol=atol)
+
+    @pytest.mark.parametrize("name", sorted(programs))
+    def test_program_matches_torch(name: str) -> None:
+        torch = pytest.importorskip("torch")
+        program, rtol, atol, loose = programs[name]
+        ref_log, ref_out, ref_warnings = _run39(torch, program)
+        log, out, said = cached_run(name)
+        assert [n for n, _ in log] == [n for n, _ in ref_log]
+        diffs = [_same(n, a, b, rtol, 1e-2 if n in loose else atol)
+                 for (n, a), (_, b) in zip(ref_log, log)]
+        assert [d for d in diffs if d] == []
+        assert out == ref_out
+        assert said == ref_warnings
+
+    return test_program, test_program_matches_torch
 
 
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_program(name: str) -> None:
-    _, rtol, atol, loose = PROGRAMS[name]
-    log, _, _ = _cached_tg_run(name)
-    key, first, last = REFS[name]  # PyTorch 2.13's, from the same weights and data
-    got = [float(np.asarray(v, dtype=np.float64).sum()) for n, v in log if n == key]
-    assert np.isfinite(got).all()
-    np.testing.assert_allclose([got[0], got[-1]], [first, last], rtol=max(rtol, 1e-4),
-                               atol=atol)
-
-
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_program_matches_torch(name: str) -> None:
-    torch = pytest.importorskip("torch")
-    program, rtol, atol, loose = PROGRAMS[name]
-    ref_log, ref_out, ref_warnings = _run39(torch, program)
-    log, out, said = _cached_tg_run(name)
-    assert [n for n, _ in log] == [n for n, _ in ref_log]
-    diffs = [_same(n, a, b, rtol, 1e-2 if n in loose else atol)
-             for (n, a), (_, b) in zip(ref_log, log)]
-    assert [d for d in diffs if d] == []
-    assert out == ref_out
-    assert said == ref_warnings
+test_program, test_program_matches_torch = program_tests(PROGRAMS, REFS)
 
 
 # -- regressions found by the sweep -----------------------------------------------------------

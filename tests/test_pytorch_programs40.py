@@ -24,7 +24,6 @@ random stream).
 from __future__ import annotations
 
 import copy
-import functools
 import io
 import math
 import warnings
@@ -33,8 +32,8 @@ import numpy as np
 import pytest
 
 import tritongrad as tg
-from tests.test_pytorch_programs38 import _mod, _same
-from tests.test_pytorch_programs39 import _data, _run39
+from tests.test_pytorch_programs38 import _mod
+from tests.test_pytorch_programs39 import _data, program_tests
 
 
 def _vit(torch, rec, init):
@@ -1506,32 +1505,7 @@ REFS = {
 
 PROGRAMS = {name: (globals()[f"_{name}"],) + META[name] for name in META}
 
-_cached_tg_run = functools.lru_cache(maxsize=None)(lambda name: _run39(tg, PROGRAMS[name][0]))
-
-
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_program(name: str) -> None:
-    _, rtol, atol, _ = PROGRAMS[name]
-    log, _, _ = _cached_tg_run(name)
-    key, first, last = REFS[name]  # PyTorch 2.13's, from the same weights and data
-    got = [float(np.asarray(v, dtype=np.float64).sum()) for n, v in log if n == key]
-    assert np.isfinite(got).all()
-    np.testing.assert_allclose([got[0], got[-1]], [first, last], rtol=max(rtol, 1e-4),
-                               atol=atol)
-
-
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_program_matches_torch(name: str) -> None:
-    torch = pytest.importorskip("torch")
-    program, rtol, atol, loose = PROGRAMS[name]
-    ref_log, ref_out, ref_warnings = _run39(torch, program)
-    log, out, said = _cached_tg_run(name)
-    assert [n for n, _ in log] == [n for n, _ in ref_log]
-    diffs = [_same(n, a, b, rtol, 1e-2 if n in loose else atol)
-             for (n, a), (_, b) in zip(ref_log, log)]
-    assert [d for d in diffs if d] == []
-    assert out == ref_out
-    assert said == ref_warnings
+test_program, test_program_matches_torch = program_tests(PROGRAMS, REFS)
 
 
 # -- regressions found by the sweep -----------------------------------------------------------

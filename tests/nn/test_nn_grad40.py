@@ -76,3 +76,13 @@ def test_factory_kwargs():
     with pytest.raises(TypeError, match="device specified twice, in \\*\\*kwargs and in "
                                         "factory_kwargs"):
         fk({"device": "cpu", "factory_kwargs": {"device": "cpu"}})
+
+
+def test_keyword_arguments_as_torch():
+    x, w, g = _t((1, 2, 5, 5)), _t((3, 2, 3, 3)), _t((1, 3, 3, 3))
+    np.testing.assert_array_equal(
+        ng.conv2d_input(input_size=x.shape, weight=w, grad_output=g).numpy(),
+        ng.conv2d_input(x.shape, w, g).numpy())
+    np.testing.assert_array_equal(
+        ng.conv2d_weight(input=x, weight_size=w.shape, grad_output=g).numpy(),
+        ng.conv2d_weight(x, w.shape, g).numpy())
