@@ -332,8 +332,8 @@ class Library:
         overloads[overload] = op
         if overload == "default" or parsed.name not in _OPS:
             _OPS[parsed.name] = op
-        for entry in _PENDING.pop(f"{parsed.name}.{overload}", ()):
-            _register(*entry)
+        for lib, key, fn in _PENDING.pop(f"{parsed.name}.{overload}", ()):
+            _register(lib, op, key, fn)
         self._defined.append(op)
         return parsed.name.split("::")[1]
 
@@ -351,7 +351,7 @@ class Library:
                                       "dispatch key sets to pass a kernel")
         key = _check_key(dispatch_key or self.dispatch_key or "CompositeImplicitAutograd")
         name = _name_of(op_name, self.ns)
-        _impl(self, name, key, fn, allow_override)
+        _impl(self, name, key, fn)
 
     def fallback(self, fn: Callable, dispatch_key: str = "", *, with_keyset: bool = False):
         """Not available: tritongrad has no boxed fallbacks over every operator."""
@@ -406,18 +406,16 @@ def _name_of(op, ns: str) -> str:
     return name if "." in name.split("::")[1] else name + ".default"
 
 
-def _impl(lib: Library | None, name: str, key: str, fn: Callable, allow_override: bool) -> None:
+def _impl(lib: Library | None, name: str, key: str, fn: Callable) -> None:
     qualname, overload = name.rsplit(".", 1)
     op = _OVERLOADS.get(qualname, {}).get(overload)
-    if op is None:  # (PyTorch allows kernels before the definition)
-        _PENDING.setdefault(name, []).append((lib, op, key, fn, allow_override))
+    if op is None:  # (PyTorch allows kernels before the definition: kept until it comes)
+        _PENDING.setdefault(name, []).append((lib, key, fn))
         return
-    _register(lib, op, key, fn, allow_override)
+    _register(lib, op, key, fn)
 
 
-def _register(lib, op, key, fn, allow_override) -> None:
-    if op is None:  # (a pending registration, its op now defined)
-        return
+def _register(lib, op, key, fn) -> None:
     slot = _KEYS.get(key, key)
     previous = op._kernels.get(slot)
     if previous is not None:  # (PyTorch's warning, given once per process)
@@ -500,7 +498,7 @@ def impl(qualname, types, func: Callable | None = None, *, lib: Library | None =
             if lib is not None:
                 lib.impl(name.split("::")[1], fn, key)
             else:
-                _impl(None, name, key, fn, True)
+                _impl(None, name, key, fn)
         return fn
     return register if func is None else register(func)
 

@@ -524,3 +524,22 @@ def test_library_destroyed_when_collected():
     gc.collect()
     with pytest.raises(AttributeError, match="has no attribute 'gone'"):
         getattr(tg.ops, ns).gone  # noqa: B018
+
+
+def _kernel_before_definition(torch) -> list:
+    ns = _ns(torch)
+    lib = torch.library.Library(ns, "DEF")
+    lib.impl("foo", lambda x: x * 9, "CPU")  # (PyTorch takes a kernel before the definition)
+    torch.library.impl(f"{ns}::bar", "cpu")(lambda x: x + 1)
+    lib.define("foo(Tensor x) -> Tensor")
+    lib.define("bar(Tensor x) -> Tensor")
+    ops = getattr(torch.ops, ns)
+    out = [_values(ops.foo(torch.ones(2))), _values(ops.bar(torch.ones(2)))]
+    lib._destroy()
+    return out
+
+
+def test_kernel_registered_before_its_definition():
+    assert _kernel_before_definition(tg) == [[9.0, 9.0], [2.0, 2.0]]
+    torch = pytest.importorskip("torch")
+    assert _kernel_before_definition(torch) == [[9.0, 9.0], [2.0, 2.0]]
