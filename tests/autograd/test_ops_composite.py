@@ -140,7 +140,7 @@ def test_addc_dtypes_and_errors():
         tg.addcdiv(tg.zeros(3), tg.ones(3, dtype=tg.int64), tg.ones(3, dtype=tg.int64))
     with pytest.raises(RuntimeError, match="Integer division"):
         tg.zeros(3).addcdiv_(tg.ones(3, dtype=tg.int64), tg.ones(3, dtype=tg.int64))
-    with pytest.raises(TypeError, match="argument 'tensor1' must be Tensor"):
+    with pytest.raises(TypeError, match=r"argument 'tensor1' \(position 2\) must be Tensor"):
         tg.addcmul(tg.zeros(3), 1.0, tg.ones(3))
 
 
