@@ -16,7 +16,7 @@ import itertools
 from ..runtime import dtype as dtypes
 from ..runtime.array import contiguous_strides
 
-__all__ = ["dim_order", "format_strides", "is_contiguous_as", "is_non_overlapping_and_dense",
+__all__ = ["dim_order", "elementwise_strides", "format_strides", "is_contiguous_as", "is_non_overlapping_and_dense",
            "suggest_memory_format", "infer_dense_strides", "target_strides", "empty_array"]
 
 # The dimensions of NCHW / NCDHW from the innermost (stride 1: channels) outwards.
@@ -116,14 +116,20 @@ def _should_swap(shape, strides, d0, d1) -> int:
     return 1 if shape[d0] > shape[d1] else 0
 
 
-def _innermost_first(shape, strides) -> list:
+def _innermost_first(shape, *operands) -> list:
     """The dimensions sorted innermost first by stride (PyTorch's stable insertion sort from
-    the row-major order, so dimensions the strides cannot order keep their places)."""
+    the row-major order, so dimensions the strides cannot order keep their places). With
+    several operands' strides (broadcast to ``shape``), the first operand whose strides order
+    a pair decides it, as TensorIterator's ``reorder_dimensions``."""
     perm = list(range(len(shape) - 1, -1, -1))
     for i in range(1, len(shape)):
         d1 = i
         for d0 in range(i - 1, -1, -1):
-            c = _should_swap(shape, strides, perm[d0], perm[d1])
+            c = 0
+            for strides in operands:
+                c = _should_swap(shape, strides, perm[d0], perm[d1])
+                if c:
+                    break
             if c > 0:
                 perm[d0], perm[d1] = perm[d1], perm[d0]
                 d1 = d0
@@ -163,6 +169,50 @@ def infer_dense_strides(shape, strides) -> tuple:
         out[d] = step
         if shape[d] > 1:
             step *= shape[d]
+    return tuple(out)
+
+
+def _broadcast(shape, op_shape, op_strides) -> tuple:
+    """An operand's strides seen from the result's ``shape``: 0 along the dimensions it is
+    broadcast over (missing on the left, or of size 1 where the result's is not)."""
+    lead = len(shape) - len(op_shape)
+    return (0,) * lead + tuple(0 if n == 1 and shape[lead + i] != 1 else s
+                               for i, (n, s) in enumerate(zip(op_shape, op_strides)))
+
+
+def elementwise_strides(shape: tuple, operands) -> tuple | None:
+    """The strides of an elementwise op's result of ``shape`` over ``operands`` (``(shape,
+    strides)`` pairs in argument order, a number as ``((), ())``), or None for row-major:
+    PyTorch's TensorIterator. Operands of the result's shape that are all row-major give
+    row-major, all channels-last give channels-last, all alike and dense give those strides;
+    otherwise the result is dense in the dimension order of the operands' strides, the first
+    operand that orders two dimensions deciding them (``x_channels_last + y_contiguous`` is
+    channels-last, ``y_contiguous + x_channels_last`` row-major)."""
+    ndim = len(shape)
+    if ndim <= 1:
+        return None
+    row_major = _row_major_strides(shape)
+    # the common case first, in tuple compares: numbers cannot order dimensions, and only an
+    # empty result's row-major strides can tie with a broadcast operand's
+    if 0 not in shape and all(st == row_major for sh, st in operands if sh):
+        return None
+    if all(sh == shape for sh, _ in operands):
+        if all(is_contiguous_as(shape, st, dtypes.contiguous_format) for _, st in operands):
+            return None
+        if ndim == 4 and all(is_contiguous_as(shape, st, dtypes.channels_last)
+                             for _, st in operands):
+            return format_strides(shape, dtypes.channels_last)
+        first = operands[0][1]
+        if all(st == first for _, st in operands) and is_non_overlapping_and_dense(shape, first):
+            return first
+    perm = _innermost_first(shape, *(_broadcast(shape, sh, st) for sh, st in operands))
+    if perm == list(range(ndim - 1, -1, -1)):
+        return None
+    out = [0] * ndim
+    step = 1
+    for d in perm:  # (TensorIterator's compatible strides: a size-0 dimension zeroes the rest)
+        out[d] = step
+        step *= shape[d]
     return tuple(out)
 
 

@@ -10,7 +10,11 @@ Triton's interpreter against the NumPy results.
 
 The contract (``a``, ``b``: backend arrays of one dtype, already promoted by the caller; ``s``: a
 Python scalar; ``op``: a string naming one entry of that function's table; results are new
-contiguous arrays unless ``out=`` is given or the name ends in ``_`` (in place, returns None);
+contiguous arrays unless ``out=`` is given or the name ends in ``_`` (in place, returns None),
+but for the elementwise family and the activations, whose results PyTorch lays out as its
+TensorIterator does: row-major for row-major operands, else dense in the order of the
+operands' strides (``autograd.layout.elementwise_strides``; Note [Result layouts] in
+kernels/numpy/elementwise.py);
 float16/bfloat16 math computes in float32 and rounds once; float results that are inf or NaN
 (x / 0, log(0), sqrt(-1)) come without warnings, as PyTorch's; integer index arrays are int64
 and already checked and wrapped into range by the caller):

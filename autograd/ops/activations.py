@@ -175,6 +175,12 @@ class LogSigmoidBackward0(_Activation):
     op_name = "log_sigmoid"
     kernel = "log_sigmoid"
 
+    @classmethod
+    def forward(cls, ctx, k, x):
+        # PyTorch's log_sigmoid makes a row-major result whatever x's layout (its buffer
+        # output is allocated so), where the other activations keep x's
+        return super().forward(ctx, k, k.contiguous(x))
+
     @staticmethod
     def value(k, x):
         return k.neg(softplus_of_neg(k, x))

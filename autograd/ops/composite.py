@@ -28,7 +28,7 @@ from ..checks import kernel_not_implemented, operand_on_device, scalar_type_name
 from ..dispatch import Primitive, apply, apply_inplace, elementwise_jvp, meta, opmath
 from ..registry import OpInfo, check_exact_out, with_inplace
 from ..tensor import Tensor
-from .creation import full
+from .creation import full, ones_like
 from .elementwise import (_result, add, broadcast_shapes, check_cast, check_out_dtype, eq, exp,
                           isnan, le, log, mul, sub, where)
 from .pointwise import abs, isfinite, log1p, logical_and
@@ -607,7 +607,7 @@ def isreal(input: Tensor) -> Tensor:
     its imaginary part is zero."""
     x = tensor_arg(input, "isreal")
     if not x.dtype.is_complex:
-        return x.new_ones(tuple(x.shape), dtype=dtypes.bool)
+        return ones_like(x, dtype=dtypes.bool)  # (x's layout, as PyTorch's)
     return x.imag == 0
 
 

@@ -137,7 +137,7 @@ class GeluBackwardBackward0(Primitive):
     def forward(ctx, k, g, x, approximate, derivative=None):
         # derivative: GELU'(x) as GeluBackward0's forward kept it, or None (recomputed here)
         ctx.approximate = approximate
-        return k.gelu_backward(k.contiguous(g), x, approximate, derivative)
+        return k.gelu_backward(g, x, approximate, derivative)  # (PyTorch's layout: g's first)
 
     @staticmethod
     def vjp(ctx, k, saved, gg):

@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 
+from ...runtime.array import contiguous_strides
 from . import jit
 from .bf16 import BF16Array, round_
 
@@ -25,6 +26,78 @@ _LOOP_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))  # the compiled loop
 def _arr(x) -> np.ndarray:
     # ufuncs over 0-d inputs return NumPy scalars; the contract returns arrays.
     return x if isinstance(x, _ndarray) else np.asarray(x)
+
+
+# Note [Result layouts]
+#   PyTorch lays an elementwise result out as its TensorIterator does (autograd/layout.py,
+#   ``elementwise_strides``): row-major for row-major operands, else dense in the order of the
+#   operands' strides, the first operand that orders two dimensions deciding them. NumPy's
+#   order='K' agrees for one operand and for operands laid out alike, but where they differ it
+#   falls back to row-major (a channels-last ``x + y`` came out NCHW where PyTorch keeps
+#   NHWC), and it may give a size-1 dimension another stride. So the ops over two or three
+#   arrays look at their operands (two flag reads when all are row-major, the common case)
+#   and, where NumPy's layout is not PyTorch's, return the result as a view with PyTorch's
+#   strides when only size-1 dimensions differ, else copied into PyTorch's layout (one more
+#   pass, for operands whose layouts disagree). One operand is left to NumPy: its layout
+#   differs from PyTorch's in size-1 dimensions' strides only, not worth a check per op.
+def _row_major(*xs) -> bool:
+    return all(type(x) is not _ndarray or x.flags.c_contiguous for x in xs)
+
+
+def _torch_strides(xs, shape) -> tuple:
+    """The strides PyTorch gives an elementwise result of ``shape`` over ``xs``."""
+    from ...autograd.layout import elementwise_strides  # (kernels sit below autograd)
+    want = elementwise_strides(shape, [(x.shape, tuple(s // x.itemsize for s in x.strides))
+                                       if isinstance(x, _ndarray) else ((), ()) for x in xs])
+    return contiguous_strides(shape) if want is None else want
+
+
+def _laid_out(r: np.ndarray, *xs, want: tuple | None = None) -> np.ndarray:
+    """``r``, the result of an elementwise op over ``xs`` (arrays and numbers, in argument
+    order), with the strides PyTorch gives it (``want``, when the caller knows them): Note
+    [Result layouts]."""
+    from .memory import as_strided
+    shape, item = r.shape, r.itemsize
+    if want is None:
+        want = _torch_strides(xs, shape)
+    have = tuple(s // item for s in r.strides)
+    if have == want:
+        return r
+    if all(h == w or n == 1 for h, w, n in zip(have, want, shape)):
+        return as_strided(r, shape, want, 0)
+    extent = 0 if 0 in shape else 1 + sum((n - 1) * w for n, w in zip(shape, want))
+    out = as_strided(np.empty(extent, r.dtype).view(type(r)), shape, want, 0)
+    np.copyto(out, r)
+    return out
+
+
+def in_memory_order(*positions: int):
+    """A decorator for a kernel that makes new row-major results from same-shape arrays (at
+    argument ``positions``; None allowed) with any strides: where PyTorch's result would not
+    be row-major (Note [Result layouts]), the kernel runs on the arrays transposed into that
+    result's memory order (views: no copy for a dense operand), and its results come back
+    transposed, so a channels-last GELU is channels-last, as PyTorch's."""
+    def wrap(kernel):
+        @functools.wraps(kernel)
+        def run(*args, **kwargs):
+            xs = [args[i] for i in positions if i < len(args) and args[i] is not None]
+            if xs[0].ndim < 2 or all(x.flags.c_contiguous for x in xs):
+                return kernel(*args, **kwargs)
+            want = _torch_strides(xs, xs[0].shape)
+            if want == contiguous_strides(xs[0].shape):
+                return kernel(*args, **kwargs)
+            perm = sorted(range(len(want)), key=lambda d: -want[d])  # outermost first
+            args = [a.transpose(perm) if i in positions and a is not None else a
+                    for i, a in enumerate(args)]
+            inverse = tuple(np.argsort(perm))
+            r = kernel(*args, **kwargs)
+
+            def back(a):
+                return _laid_out(a.transpose(inverse), want=want) \
+                    if isinstance(a, _ndarray) else a
+            return tuple(map(back, r)) if type(r) is tuple else back(r)
+        return run
+    return wrap
 
 
 # Note [Silent float errors]
@@ -177,6 +250,9 @@ def _binary(ufunc, quiet: bool = False, opmath_scalar: bool = False):
                 return r if isinstance(r, _ndarray) else np.asarray(r, f16)
         if out is None:
             r = ufunc(a, b)  # (_arr inlined here and below: these two wrap every ufunc op)
+            if isinstance(b, _ndarray) and r.ndim > 1 and not (
+                    a.flags.c_contiguous and b.flags.c_contiguous):
+                return _laid_out(r, a, b)  # Note [Result layouts]
             return r if isinstance(r, _ndarray) else np.asarray(r)
         ufunc(a, b, out=out, casting="unsafe")
         return out
@@ -201,7 +277,11 @@ def _unary(ufunc, quiet: bool = False):
 
 def _compare(ufunc):
     def op(a, b):
-        return _arr(ufunc(a, b))
+        r = _arr(ufunc(a, b))
+        if isinstance(b, _ndarray) and r.ndim > 1 and not (
+                a.flags.c_contiguous and b.flags.c_contiguous):
+            return _laid_out(r, a, b)  # Note [Result layouts]
+        return r
     op.__name__ = ufunc.__name__
     return op
 
@@ -275,12 +355,13 @@ def relu(a, out=None):
 
 def where(cond, a, b):
     r = _select(cond, a, b)
-    if r is not None:
-        return r
-    out = _arr(np.where(cond, a, b))
-    if type(a) is BF16Array or type(b) is BF16Array:
-        return round_(out).view(BF16Array)  # a Python-scalar branch may be off the grid
-    return out
+    if r is None:
+        r = _arr(np.where(cond, a, b))
+        if type(a) is BF16Array or type(b) is BF16Array:
+            r = round_(r).view(BF16Array)  # a Python-scalar branch may be off the grid
+    if r.ndim > 1 and not _row_major(cond, a, b):
+        return _laid_out(r, cond, a, b)  # Note [Result layouts]
+    return r
 
 
 _SCALARS = (int, float)
@@ -706,12 +787,15 @@ def binary(op: str, a, b, out=None):
         a = a.view(_ndarray) if type(a) is BF16Array else a
         b = b.view(_ndarray) if type(b) is BF16Array else b
         r = round_(_arr(fn(a, b))).view(BF16Array)
-        if out is None:
-            return r
-        np.copyto(out.view(_ndarray), r.view(_ndarray), casting="unsafe")
-        return out
-    r = fn(a, b, out)
-    if out is not None:
-        return out
+        if out is not None:
+            np.copyto(out.view(_ndarray), r.view(_ndarray), casting="unsafe")
+            return out
+    else:
+        r = fn(a, b, out)
+        if out is not None:
+            return out
+    if isinstance(b, _ndarray) and r.ndim > 1 and not (
+            a.flags.c_contiguous and b.flags.c_contiguous):
+        return _laid_out(r, a, b)  # Note [Result layouts]
     return r if isinstance(r, _ndarray) else np.asarray(r)  # (_arr inlined: every tanh and
                                                              # sigmoid backward passes here)

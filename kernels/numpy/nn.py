@@ -18,7 +18,7 @@ import numpy as np
 from ..geometry import activation_entry
 from . import jit
 from .bf16 import BF16Array, round_
-from .elementwise import _quiet
+from .elementwise import _quiet, in_memory_order
 from .reduction import sum as _sum  # (sums over leading dims: BLAS products with ones)
 
 __all__ = ["ACTIVATIONS", "activation", "activation_backward", "batch_norm",
@@ -218,6 +218,7 @@ def _ndtr64(x: np.ndarray) -> np.ndarray:
 
 # -- GELU ----------------------------------------------------------------------------------------
 
+@in_memory_order(0)  # (Note [Result layouts])
 @_quiet  # inf and NaN pass through as PyTorch's do (Note [Silent float errors])
 def gelu(x: np.ndarray, approximate: str, with_grad: bool = False):
     """GELU(x) = x * Phi(x) (``approximate='none'``) or 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715
@@ -251,6 +252,7 @@ def _x_phi64(xf: np.ndarray) -> np.ndarray:
     return xf * _exp_half_square(np.clip(xf, -40.0, 40.0)) * _INV_SQRT_2PI
 
 
+@in_memory_order(0, 1, 3)  # (Note [Result layouts])
 @_quiet
 def gelu_backward(g: np.ndarray, x: np.ndarray, approximate: str,
                   derivative: np.ndarray | None = None) -> np.ndarray:
@@ -469,6 +471,7 @@ def _float_operands(op: str, *arrays) -> None:
             raise TypeError(f"{op}: floating point arrays only, got {a.dtype}")
 
 
+@in_memory_order(1)  # (Note [Result layouts])
 @_quiet
 def activation(op: str, x: np.ndarray, *params: float) -> np.ndarray:
     """Activation ``op`` of ``x`` (the table ``ACTIVATIONS``; Note [activation routines]);
@@ -480,6 +483,7 @@ def activation(op: str, x: np.ndarray, *params: float) -> np.ndarray:
     return _fresh(fn(_up(x), *params), x)
 
 
+@in_memory_order(1, 2)  # (Note [Result layouts])
 @_quiet
 def activation_backward(op: str, g: np.ndarray, x: np.ndarray, *params: float) -> np.ndarray:
     """The gradient of ``activation(op, x, *params)`` for the output gradient ``g`` (broadcast

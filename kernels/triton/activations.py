@@ -43,6 +43,7 @@ from . import elementwise as E
 from ._launch import block_range
 from .elementwise import FBITS, scalar_arg
 from .launcher import Launch, jit
+from .memory import result_array
 
 __all__ = ["ACTIVATIONS", "FORMULAS", "activation", "activation_backward", "glu",
            "glu_backward"]
@@ -303,7 +304,7 @@ def activation(op: str, x, *params: float):
     softplus' (beta, threshold), hardtanh's (min_val, max_val)."""
     fn = activation_entry(ACTIVATIONS, op, params)[0]
     _float(op, x)
-    return _run(fn, _new(x.shape, x), None, x, None, None, params)
+    return _run(fn, result_array(x.shape, x.dtype, x.device, x), None, x, None, None, params)
 
 
 def activation_backward(op: str, g, x, *params: float):
@@ -312,7 +313,8 @@ def activation_backward(op: str, g, x, *params: float):
     fn = activation_entry(ACTIVATIONS, op, params)[1]
     _float(op + "_backward", x, g)
     _check_g(op + "_backward", g, x.shape)
-    return _run(fn, _new(x.shape, x), None, x, None, g, params)
+    out = result_array(x.shape, x.dtype, x.device, g, x)  # (PyTorch's operand order)
+    return _run(fn, out, None, x, None, g, params)
 
 
 def _halves(a: DeviceArray, dim: int) -> tuple:

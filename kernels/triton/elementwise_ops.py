@@ -48,6 +48,7 @@ from .elementwise import (
     scalar_arg,
     span,
 )
+from .memory import result_array
 
 __all__ = [
     "add",
@@ -249,7 +250,7 @@ def _binary(op, a, b, out):
             return out
         return _complex.binary(op, a, b, out)
     if out is None:
-        out = _memory.empty(shape, rdtype, a.device)
+        out = result_array(shape, rdtype, a.device, a, b)  # (PyTorch's layout)
         if y is not None:  # an array op: kept (Note [op plans])
             run(out, a, y, None, 0, 0, consts)
             _OP_PLANS[op, a.dtype, y.dtype, a.shape, a.strides, y.shape, y.strides] = (
@@ -282,7 +283,7 @@ def _unary(op, a, out):
             return out
         return _complex.unary(op, a, out)
     if out is None:
-        out = _memory.empty(a.shape, rdtype, a.device)
+        out = result_array(a.shape, rdtype, a.device, a)
         run(out, a, None, None, 0, 0, consts)
         _OP_PLANS[op, a.dtype, a.shape, a.strides] = (launch_of(out, a, None, None, consts),
                                                       out.strides, out.storage.nbytes, rdtype)
@@ -444,5 +445,5 @@ def where(cond, a, b):
         ys = scalar_arg(b, consts[2])
         b = None
     shape = shapes[0] if len(shapes) == 1 else bshape("where", *shapes)
-    out = _memory.empty(shape, rdtype, cond.device)
+    out = result_array(shape, rdtype, cond.device, cond, a, b)
     return run(out, a, b, cond, xs, ys, consts)

@@ -19,7 +19,7 @@ are the contract's names for them.
 from __future__ import annotations
 
 from ...runtime import memory as _memory
-from ...runtime.array import DeviceArray, check_view_bounds, view_strides
+from ...runtime.array import DeviceArray, check_view_bounds, contiguous_strides, view_strides
 from ...runtime.device import device as Device
 from . import _launch as L
 from . import complex as _complex
@@ -36,6 +36,7 @@ __all__ = [
     "full",
     "getitem",
     "permute",
+    "result_array",
     "storage_offset",
     "strides",
     "view",
@@ -53,6 +54,32 @@ def _device(device):
 def empty(shape, dtype, device=None) -> DeviceArray:
     """An uninitialised contiguous array (from the runtime's caching allocator)."""
     return _memory.empty(shape, dtype, _device(device))
+
+
+def _row_major(a: DeviceArray) -> bool:
+    layout = _memory._LAYOUTS.get(a.shape)  # (empty()'s cache of row-major strides)
+    return a.strides == (layout[0] if layout is not None else contiguous_strides(a.shape))
+
+
+def result_array(shape, dtype, device, *xs) -> DeviceArray:
+    """A new array for an elementwise result of ``shape`` over ``xs`` (arrays and numbers,
+    in argument order), laid out as PyTorch's TensorIterator lays it out: row-major when the
+    operands are, else dense in their strides' order (Note [Result layouts] in
+    kernels/numpy/elementwise.py; the kernels write any strides, so this costs no copy)."""
+    for x in xs:  # (a loop, not all(): the scalar ops ask on every call)
+        if type(x) is DeviceArray and not _row_major(x):
+            break
+    else:
+        if 0 not in shape:
+            return _memory.empty(shape, dtype, _device(device))
+    from ...autograd.layout import elementwise_strides  # (kernels sit below autograd)
+    want = elementwise_strides(tuple(shape), [(x.shape, x.strides) if type(x) is DeviceArray
+                                              else ((), ()) for x in xs])
+    if want is None:
+        return _memory.empty(shape, dtype, _device(device))
+    extent = 0 if 0 in shape else 1 + sum((n - 1) * w for n, w in zip(shape, want))
+    return _memory.new_array(extent * dtype.itemsize, _device(device), tuple(shape), want,
+                             dtype)
 
 
 def full(shape, value, dtype, device=None) -> DeviceArray:

@@ -41,7 +41,7 @@ from .elementwise import NONE, OPS, PTR, constexprs, scalar_arg
 from .elementwise import run as _run_ew
 from .indexing import index, index_put_
 from .launcher import Launch, jit
-from .memory import astype, contiguous, copy_, full
+from .memory import astype, contiguous, copy_, full, result_array
 from .reduction import sum as _sum
 
 __all__ = ["cross_entropy", "cross_entropy_backward", "embedding", "embedding_backward", "gelu",
@@ -92,7 +92,7 @@ def gelu(x, approximate, with_grad=False):
     one would only cost memory."""
     _float("gelu", x)
     op = _gelu_op(approximate, x.dtype)
-    out = _memory.empty(x.shape, x.dtype, x.device)
+    out = result_array(x.shape, x.dtype, x.device, x)
     out = _run_ew(out, x, None, None, 0, 0, _ew_consts(op, NONE, x.dtype))
     return (out, None) if with_grad else out
 
@@ -101,7 +101,7 @@ def gelu_backward(g, x, approximate, derivative=None):
     """g * GELU'(x), in x's dtype (g broadcast to x's shape); ``derivative``: GELU'(x) given,
     so only the product is left."""
     _float("gelu_backward", g, x)
-    out = _memory.empty(x.shape, x.dtype, x.device)
+    out = result_array(x.shape, x.dtype, x.device, g, x)
     if derivative is not None:
         return _run_ew(out, g, derivative, None, 0, 0, _ew_consts("mul", PTR, x.dtype))
     op = _gelu_op(approximate, x.dtype) + "_grad"
