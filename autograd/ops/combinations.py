@@ -20,6 +20,7 @@ import numpy as np
 from ...runtime import dtype as dtypes
 from ..checks import kernel_not_implemented, tensor_arg
 from ..dispatch import SINK, Primitive, apply, as_shape, call, linear_jvp, meta
+from ..layout import dim_order
 from ..registry import OpInfo
 from ..tensor import Tensor, int_arg, wrap_dim
 from .creation import as_dtype, resolve_device, tensor
@@ -230,6 +231,17 @@ class FlipBackward0(Primitive):
     @staticmethod
     def forward(ctx, k, x, dims):
         ctx.dims = dims
+        # PyTorch's flip keeps x's layout (dense in x's dimension order): flipped in that
+        # order, row-major there, and permuted back
+        order = dim_order(x.shape, k.strides(x)) if len(x.shape) > 1 else None
+        if order is None or order == tuple(range(len(order))):
+            return FlipBackward0._flipped(k, x, dims)
+        out = FlipBackward0._flipped(k, k.permute(x, order), [order.index(d) for d in dims])
+        return k.permute(out, tuple(order.index(d) for d in range(len(order))))
+
+    @staticmethod
+    def _flipped(k, x, dims):
+        """``x`` flipped along ``dims``, a new row-major array."""
         dev, _ = meta(x)
         out = x
         for d in dims:  # (one gather per flipped dim of more than one element)
@@ -237,7 +249,7 @@ class FlipBackward0(Primitive):
             if n > 1:
                 out = k.index(out, (None,) * d + (k.arange(n - 1, -1, n, dtypes.int64, dev),))
         # (NumPy's gather along a dim other than the first lays its result out with that dim
-        # first: made row-major here, as PyTorch's flip returns)
+        # first: made row-major here)
         return _copy(k, x) if out is x else k.contiguous(out)
 
     @staticmethod

@@ -202,3 +202,13 @@ def test_against_torch():
             mine = out
         else:
             assert mine == out
+
+
+def test_flip_keeps_the_layout(device):
+    for name, x, xc in _layouts(device):
+        for dims in ((0,), (-1,), (0, 1)):
+            r = x.flip(dims)
+            assert r.stride() == x.stride(), (name, dims)
+            assert tg.equal(r, xc.flip(dims)), (name, dims)
+    sliced = tg.arange(16.0, device=device).reshape(2, 8)[:, ::2]  # not dense: row-major
+    assert sliced.flip(1).stride() == (4, 1)
