@@ -58,6 +58,10 @@ from .sparse import accumulate as _accumulate_sparse
 from .state import set_mode, state
 from .tensor import _CPU, _RETAINING, Tensor, make, refresh_retained
 
+# The accumulation's own calls, taken before a __torch_function__ check can wrap the Tensor
+# methods: PyTorch accumulates in C++, so modes and subclass handlers never see these
+_is_contiguous = Tensor.is_contiguous
+
 __all__ = ["backward", "current_graph_task_id", "grad", "queue_callback", "run_backward",
            "will_engine_execute_node"]
 
@@ -930,12 +934,12 @@ def _obeys_layout(g: Tensor, var: Tensor) -> bool:
         # (a stride-0 size-1 dimension marks a view, such as cat's gradients)
         return all(gs == vs if n != 1 else gs != 0
                    for n, gs, vs in zip(g._data.shape, g_strides, var_strides))
-    return g.is_contiguous()
+    return _is_contiguous(g)
 
 
 def _dense(t: Tensor) -> bool:
     # (row-major, the usual layout, first: no sort)
-    return t.is_contiguous() or is_non_overlapping_and_dense(t._data.shape, t.stride())
+    return _is_contiguous(t) or is_non_overlapping_and_dense(t._data.shape, t.stride())
 
 
 # Note [Gradient stealing]
@@ -1056,7 +1060,8 @@ def accumulate_grad(var: Tensor, g: Tensor, create_graph: bool, steal: bool = Tr
             prev = state.grad_enabled
             state.grad_enabled = False
             try:
-                old.add_(g)
+                # (the unwrapped method: PyTorch accumulates in C++, unseen by modes)
+                getattr(Tensor.add_, "__wrapped__", Tensor.add_)(old, g)
             finally:
                 state.grad_enabled = prev
             if not _warned["layout"] and state.grad_layout_enforced:

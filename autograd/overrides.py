@@ -28,11 +28,19 @@ Note [Dispatch order]
   runs, so the handler's own calls reach the modes below it and then the subclasses), then
   each overriding argument, subclasses before their superclasses, then in the order given,
   one per type, until one returns something other than ``NotImplemented``; if none does, a
-  TypeError. Arguments are looked for in the positional and keyword arguments and one level
-  into lists and tuples (``tg.cat([a, b])``). Exact Tensors and disabled subclasses never
-  override, so ``types`` holds only overriding types. Dispatch state is per thread:
-  ``DisableTorchFunctionSubclass`` turns off subclass dispatch (modes still run),
-  ``DisableTorchFunction`` both.
+  TypeError, worded as PyTorch's builtins word it ("Multiple dispatch failed for ...") or, for
+  what is a Python function in PyTorch (most of ``nn.functional``, ``einsum``, one's own
+  through ``handle_torch_function``), as its Python ``handle_torch_function`` does ("no
+  implementation found for ..."); a binary operator returns ``NotImplemented`` instead, so
+  Python raises its own "unsupported operand type(s)". Handlers are given what PyTorch's are:
+  an operator as the method it computes (``x + y`` as ``Tensor.add``, ``x[i]`` as
+  ``Tensor.__getitem__``), ``kwargs=None`` for a builtin called without keywords, and an
+  ``nn.functional`` function's trailing arguments by keyword with their defaults. Arguments
+  are looked for in the positional and keyword arguments and one level into lists and tuples
+  (``tg.cat([a, b])``). Exact Tensors and disabled subclasses never override, so ``types``
+  holds only overriding types (PyTorch's Python functions also list ``Tensor`` there).
+  Dispatch state is per thread: ``DisableTorchFunctionSubclass`` turns off subclass dispatch
+  (modes still run), ``DisableTorchFunction`` both.
 """
 
 from __future__ import annotations
@@ -45,11 +53,11 @@ import types as _types
 import warnings
 from collections.abc import Callable, Iterable
 
-__all__ = ["BaseTorchFunctionMode", "TorchFunctionMode", "get_default_nowrap_functions",
-           "get_ignored_functions", "get_overridable_functions", "handle_torch_function",
-           "has_torch_function", "has_torch_function_unary", "has_torch_function_variadic",
-           "is_tensor_like", "is_tensor_method_or_property", "resolve_name",
-           "wrap_torch_function"]
+# (PyTorch's torch.overrides.__all__: the modes and the other helpers are importable, not starred)
+__all__ = ["enable_reentrant_dispatch", "get_ignored_functions", "get_overridable_functions",
+           "get_testing_overrides", "handle_torch_function", "has_torch_function",
+           "is_tensor_like", "is_tensor_method_or_property", "redispatch_function",
+           "resolve_name", "wrap_torch_function"]
 
 
 def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
@@ -63,6 +71,7 @@ class _Dispatch(threading.local):
     modes: tuple = ()  # the TorchFunctionMode stack, innermost last
     off = 0  # DisableTorchFunction depth: no modes, no subclasses
     sub_off = 0  # DisableTorchFunctionSubclass depth
+    skip_one = False  # redispatch_function: the next has_torch_function answers False
 
 
 _tls = _Dispatch()
@@ -72,9 +81,8 @@ class DisableTorchFunctionSubclass:
     """Inside ``with``: no call is handed to a subclass's ``__torch_function__`` in this
     thread (modes still see them)."""
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         _tls.sub_off += 1
-        return self
 
     def __exit__(self, *exc) -> None:
         _tls.sub_off -= 1
@@ -84,9 +92,8 @@ class DisableTorchFunction:
     """Inside ``with``: no ``__torch_function__`` dispatch at all in this thread, neither to
     modes nor to subclasses."""
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         _tls.off += 1
-        return self
 
     def __exit__(self, *exc) -> None:
         _tls.off -= 1
@@ -208,8 +215,16 @@ def _overloaded_call(args: tuple, kwargs: dict) -> list | None:
 
 
 def has_torch_function(relevant_args: Iterable) -> bool:
-    """Whether a call with ``relevant_args`` goes to a ``__torch_function__``: a mode is
-    active, or one of them (or of their lists' elements) overrides."""
+    """Check for __torch_function__ implementations in the elements of an iterable or if a
+    __torch_function__ mode is enabled. Considers exact ``Tensor`` s and ``Parameter`` s
+    non-dispatchable. Use this to guard a call to :func:`handle_torch_function`; don't use it
+    to test if something is Tensor-like, use :func:`is_tensor_like` instead.
+
+    Unlike PyTorch's, it also looks one level into the lists and tuples among them (the
+    custom operators' check, tritongrad/library.py, relies on it for ``Tensor[]`` arguments)."""
+    if _tls.skip_one:  # (redispatch_function: this call runs its own body)
+        _tls.skip_one = False
+        return False
     if _tls.off:
         return False
     if _tls.modes:
@@ -247,13 +262,19 @@ def _pop_mode_temporarily():
         _tls.modes = modes
 
 
-def _dispatch(public: Callable, overloaded: list | None, args: tuple, kwargs: dict):
+def _dispatch(public: Callable, overloaded: list | None, args: tuple, kwargs: dict,
+              python_api: bool = False):
     """Hands ``public(*args, **kwargs)`` to the active mode and the overriding arguments in
-    Note [Dispatch order]."""
+    Note [Dispatch order]. ``python_api``: ``public`` is one of PyTorch's Python functions
+    (``nn.functional``'s, one's own through :func:`handle_torch_function`), whose refusal
+    PyTorch words differently from its builtins'."""
     overloaded = overloaded or []
     types = tuple(type(a) for a in overloaded)
-    if _tls.modes and not _tls.off:
-        with _pop_mode_temporarily() as mode:
+    if not (kwargs or python_api):
+        kwargs = None  # (a builtin called without keywords hands over None, as PyTorch's)
+    mode = _tls.modes[-1] if _tls.modes and not _tls.off else None
+    if mode is not None:
+        with _pop_mode_temporarily():
             result = mode.__torch_function__(public, types, args, kwargs)
         if result is not NotImplemented:
             return result
@@ -261,12 +282,22 @@ def _dispatch(public: Callable, overloaded: list | None, args: tuple, kwargs: di
         result = arg.__torch_function__(public, types, args, kwargs)
         if result is not NotImplemented:
             return result
+    raise TypeError(_refusal(public, types, mode, python_api))
+
+
+def _refusal(public: Callable, types: tuple, mode, python_api: bool) -> str:
+    """PyTorch's message when every handler returned ``NotImplemented``: its Python
+    ``handle_torch_function``'s for a Python function, its dispatcher's for a builtin."""
+    if python_api:
+        name = f"{getattr(public, '__module__', None)}.{getattr(public, '__name__', public)}"
+        nor = f" nor in mode {mode!r}" if mode is not None else ""
+        return (f"no implementation found for '{name}' on types that implement "
+                f"__torch_function__: {list(types)}{nor}")
     name = resolve_name(public) or repr(public)
-    handlers = "".join(f"\n  - tensor subclass {t}" for t in types)
-    if _tls.modes:
-        handlers += f"\n  - mode object {_tls.modes[-1]!r}"
-    raise TypeError(f"Multiple dispatch failed for '{name}'; all __torch_function__ handlers "
-                    f"returned NotImplemented:\n{handlers}\n")
+    handlers = f"\n  - mode object {mode!r}" if mode is not None else ""
+    handlers += "".join(f"\n  - tensor subclass {t}" for t in types)
+    return (f"Multiple dispatch failed for '{name}'; all __torch_function__ handlers "
+            f"returned NotImplemented:\n{handlers}\n")
 
 
 def handle_torch_function(public_api: Callable, relevant_args: Iterable, *args, **kwargs):
@@ -274,7 +305,7 @@ def handle_torch_function(public_api: Callable, relevant_args: Iterable, *args, 
     and of the overriding objects among ``relevant_args`` (a function's own dispatch, after
     :func:`has_torch_function` said yes)."""
     overloaded = None if _tls.sub_off else _overloaded(relevant_args)
-    return _dispatch(public_api, overloaded, args, kwargs)
+    return _dispatch(public_api, overloaded, args, kwargs, python_api=True)
 
 
 def wrap_torch_function(dispatcher: Callable):
@@ -365,7 +396,7 @@ def _push_mode(mode: TorchFunctionMode) -> None:
 
 def _pop_mode() -> TorchFunctionMode:
     if not _tls.modes:
-        raise RuntimeError("Trying to pop from an empty mode stack")
+        raise RuntimeError("trying to pop from empty mode stack")
     mode = _tls.modes[-1]
     _tls.modes = _tls.modes[:-1]
     return mode
@@ -383,15 +414,112 @@ def _len_torch_function_stack() -> int:
     return len(_tls.modes)
 
 
+# (torch._C's names for the mode stack)
+_push_on_torch_function_stack = _push_mode
+_pop_torch_function_stack = _pop_mode
+
+
+def _get_function_stack_at(i: int) -> TorchFunctionMode:
+    return _tls.modes[i]
+
+
+@contextlib.contextmanager
+def enable_reentrant_dispatch():
+    """PyTorch's context manager for code inside ``__torch_dispatch__``, which tritongrad does
+    not have: it raises PyTorch's error outside it, which is everywhere here."""
+    raise RuntimeError("Accessing torch dispatch state outside of '__torch_dispatch__' is not "
+                       "allowed.")
+    yield  # (a generator, for contextmanager)
+
+
+def redispatch_function(func: Callable, types: tuple, args: tuple = (),
+                        kwargs: dict | None = None):
+    """Skip one level of ``__torch_function__`` dispatch and call the function.
+
+    This is primarily useful for **Tensor subclasses** that want to call into a function's
+    implementation while still intercepting PyTorch operations inside that function: the
+    calls ``func`` makes dispatch as usual (tritongrad's own functions make none)."""
+    kwargs = kwargs or {}
+    if isinstance(func, _types.MethodWrapperType) and isinstance(func.__self__, property):
+        func = func.__self__.fget  # (a property's __get__: its getter, with the check)
+    inner = getattr(func, "__torch_function_wrapped__", None)
+    if inner is not None:
+        return inner(*args, **kwargs)
+    _tls.skip_one = True  # (one's own function: its has_torch_function check says no)
+    try:
+        return func(*args, **kwargs)
+    finally:
+        _tls.skip_one = False
+
+
 # -- which functions are overridable ----------------------------------------------------------
 
-# Tensor's attributes that never dispatch: object protocol, pickling, array interfaces.
+# Tensor's attributes that never dispatch: object protocol, pickling, array interfaces, and
+# ``__iter__`` (PyTorch's: its ``unbind`` dispatches instead, so a subclass's rows keep the type)
 _NOT_METHODS = frozenset(("__new__", "__init_subclass__", "__hash__", "__reduce_ex__",
                           "__deepcopy__", "__array__", "__dlpack__", "__dlpack_device__",
-                          "as_subclass"))
+                          "as_subclass", "__iter__"))
 _PROPERTIES = ("T", "mT", "H", "mH", "real", "imag")
-# tritongrad's top-level op-table names that are not functions of tensors
-_NOT_TOP = frozenset(("manual_seed", "seed", "initial_seed"))
+# tritongrad's top-level op-table names that are not functions of tensors (``from_numpy``:
+# PyTorch's modes do not see it), and functions of other things that modes do see
+_NOT_TOP = frozenset(("manual_seed", "seed", "initial_seed", "from_numpy", "broadcast_shapes"))
+_TOP_EXTRA = ("numel", "result_type", "can_cast", "promote_types")
+# Functions whose tensor arguments never dispatch, but which modes see: ``tensor(data)``
+# copies ``data`` as a plain tensor in PyTorch, whatever its class.
+_MODE_ONLY = frozenset(("tensor",))
+# nn.functional's functions that are builtins in PyTorch (the rest are Python functions, whose
+# refusal is worded as handle_torch_function's: Note [Dispatch order])
+_F_BUILTINS = frozenset((
+    "adaptive_avg_pool1d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "bilinear", "conv1d",
+    "conv2d", "conv3d", "conv_tbc", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "cosine_similarity", "gelu", "hardshrink", "linear", "logsigmoid", "one_hot",
+    "pairwise_distance", "pixel_shuffle", "pixel_unshuffle", "prelu",
+    "scaled_dot_product_attention", "softplus", "softshrink", "threshold_", "celu_", "elu_",
+    "hardtanh_", "leaky_relu_", "relu_", "rrelu_", "selu_", "channel_shuffle",
+    "native_channel_shuffle", "pdist"))
+# Top-level functions that are Python functions in PyTorch (torch.functional and torch's own)
+_TOP_PYTHON = frozenset((
+    "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_tensors",
+    "cartesian_prod", "cdist", "chain_matmul", "einsum", "lu", "meshgrid", "norm", "split",
+    "stft", "istft", "tensordot", "unique", "unique_consecutive", "unravel_index", "lobpcg",
+    "pca_lowrank", "svd_lowrank"))
+# What PyTorch's get_ignored_functions lists among the functions wrapped here: they still
+# dispatch (as PyTorch's do), but are listed as ignored, not overridable
+_LISTED_IGNORED = {
+    "tritongrad": frozenset((
+        "as_strided", "triu_indices", "tril_indices", "tensor", "as_tensor", "zeros", "ones",
+        "empty", "full", "empty_strided", "rand", "randn", "randint", "rand_like", "randn_like",
+        "arange", "linspace", "eye", "randperm", "logspace", "vander", "asarray",
+        "scalar_tensor", "range", "empty_permuted", "frombuffer", "from_file", "fill", "normal",
+        "randint_like", "hann_window", "hamming_window", "blackman_window", "bartlett_window",
+        "kaiser_window", "get_rng_state", "set_rng_state", "broadcast_shapes", "typename",
+        "is_storage", "from_numpy")),
+    "tritongrad.nn.functional": frozenset((
+        "sigmoid", "tanh", "hardsigmoid", "hardswish", "upsample", "upsample_bilinear",
+        "upsample_nearest", "grouped_mm")),
+    "tritongrad.fft": frozenset(("fftfreq", "rfftfreq")),
+    "Tensor": frozenset((
+        "stride", "__iter__", "unflatten", "new_zeros", "new_ones", "new_empty",
+        "new_empty_strided", "new_full", "new_tensor", "new", "solve", "lstsq", "symeig", "eig",
+        "to_sparse_coo", "to_sparse_csr", "to_sparse_csc", "to_sparse_bsr", "to_sparse_bsc")),
+}
+# Tensor's operators that PyTorch hands to handlers as the method they compute (``x + y`` as
+# ``Tensor.add``): a handler that overrides the method overrides the operator too
+_OPERATOR_API = {
+    "__add__": "add", "__radd__": "add", "__iadd__": "add_", "__sub__": "sub",
+    "__isub__": "sub_", "__mul__": "mul", "__rmul__": "mul", "__imul__": "mul_",
+    "__truediv__": "div", "__itruediv__": "div_", "__ifloordiv__": "floor_divide_",
+    "__mod__": "remainder", "__imod__": "remainder_", "__matmul__": "matmul",
+    "__rand__": "bitwise_and", "__ror__": "bitwise_or", "__rxor__": "bitwise_xor",
+    "__ne__": "ne", "__lt__": "lt", "__le__": "le", "__gt__": "gt", "__ge__": "ge",
+    "__neg__": "neg", "__pos__": "positive", "__abs__": "abs"}
+# Binary operators: when dispatch fails with a TypeError they return NotImplemented, so that
+# Python tries the other operand and then raises its own "unsupported operand type(s)", as
+# PyTorch's. (Not ``==`` and ``!=``, for which Python would answer by identity instead.)
+_BINARY = frozenset(
+    f"__{p}{op}__" for op in ("add", "sub", "mul", "truediv", "div", "floordiv", "mod", "pow",
+                              "matmul", "and", "or", "xor", "lshift", "rshift")
+    for p in ("", "r", "i")) | {"__lt__", "__le__", "__gt__", "__ge__"}
 
 
 def _namespaces() -> list:
@@ -403,7 +531,7 @@ def _namespaces() -> list:
     from tritongrad.nn import functional as F
 
     from .ops import __all__ as ops_all
-    top = [n for n in (*ops_all, *_torch_functions.__all__, "numel") if n not in _NOT_TOP]
+    top = [n for n in (*ops_all, *_torch_functions.__all__, *_TOP_EXTRA) if n not in _NOT_TOP]
     return [(tritongrad, top), (F, F.__all__), (linalg, linalg.__all__),
             (special, special.__all__), (fft, fft.__all__)]
 
@@ -414,27 +542,67 @@ def _tensor_methods() -> list:
             and n not in _NOT_METHODS and (not n.startswith("_") or n.endswith("__"))]
 
 
+def _listed(module, names) -> tuple[list, list]:
+    """``module``'s functions among ``names``: (overridable, listed as ignored)."""
+    skip = _LISTED_IGNORED.get(module.__name__, frozenset())  # (Tensor's: "Tensor")
+    fns = [(n, getattr(module, n, None)) for n in names]
+    fns = [(n, f) for n, f in fns if isinstance(f, _types.FunctionType)]
+    return [f for n, f in fns if n not in skip], [f for n, f in fns if n in skip]
+
+
 def get_overridable_functions() -> dict:
-    """The overridable functions by namespace (``tritongrad``, ``tritongrad.nn.functional``,
-    ... and ``Tensor``), as they are now."""
+    """List functions that are overridable via __torch_function__
+
+    Returns:
+        Dict[Any, List[Callable]]: A dictionary that maps namespaces that contain overridable
+        functions to functions in that namespace that can be overridden.
+    """
     from .tensor import Tensor
-    out = {module: [getattr(module, n) for n in names
-                    if isinstance(getattr(module, n, None), _types.FunctionType)]
-           for module, names in _namespaces()}
-    out[Tensor] = [getattr(Tensor, n) for n in _tensor_methods()]
+    out = {module: _listed(module, names)[0] for module, names in _namespaces()}
+    out[Tensor] = _listed(Tensor, _tensor_methods())[0]
     out[Tensor] += [getattr(Tensor, n).__get__ for n in _PROPERTIES]
     return out
 
 
 def get_ignored_functions() -> set:
-    """Public functions and Tensor methods that cannot be overridden."""
+    """Return public functions that cannot be overridden by ``__torch_function__``.
+
+    Returns:
+        Set[Callable]: A tuple of functions that are publicly available in the torch API but
+        cannot be overridden with ``__torch_function__``. Mostly this is because none of the
+        arguments of these functions are tensors or tensor-likes.
+    """
     import tritongrad
     from .tensor import Tensor
     overridable = {id(f) for fs in get_overridable_functions().values() for f in fs}
     out = {f for n in tritongrad.__all__ if callable(f := getattr(tritongrad, n, None))
            and isinstance(f, _types.FunctionType) and id(f) not in overridable}
+    for module, names in _namespaces():
+        out.update(_listed(module, names)[1])
+    out.update(_listed(Tensor, _tensor_methods())[1])
     return out | {v for n, v in vars(Tensor).items() if n in _NOT_METHODS
-                  and isinstance(v, _types.FunctionType)}
+                  and isinstance(v, _types.FunctionType)} | {Tensor.__new__}
+
+
+def get_testing_overrides() -> dict:
+    """Return a dict containing dummy overrides for all overridable functions
+
+    Returns:
+        Dict[Callable, Callable]: A dictionary that maps overridable functions in the PyTorch
+        API to lambda functions that have the same signature as the real function and
+        unconditionally return -1. These lambda functions are useful for testing API coverage
+        for a type that defines ``__torch_function__``.
+    """
+    import inspect
+    out = {}
+    for fns in get_overridable_functions().values():
+        for f in fns:
+            out[f] = dummy = lambda *args, **kwargs: -1
+            try:
+                dummy.__signature__ = inspect.signature(f)
+            except (TypeError, ValueError):  # (a property's __get__)
+                pass
+    return out
 
 
 def get_default_nowrap_functions() -> set:
@@ -449,21 +617,46 @@ def _nowrap() -> frozenset:
 
 
 def is_tensor_method_or_property(func: Callable) -> bool:
-    """Whether ``func`` is a Tensor method or a property getter (``Tensor.T.__get__``)."""
+    """Returns True if the function passed in is a handler for a method or property belonging
+    to ``torch.Tensor``, as passed into ``__torch_function__``.
+
+    .. note::
+       For properties, their ``__get__`` method must be passed in.
+    """
     from .tensor import Tensor
-    if getattr(func, "__name__", None) == "__get__":
-        return True
     name = getattr(func, "__name__", None)
-    return name is not None and getattr(Tensor, name, None) is func
+    return name == "__get__" or name is not None and getattr(Tensor, name, None) is func
 
 
 def resolve_name(f) -> str | None:
-    """The dotted name of an overridable function (``tritongrad.add``, ``Tensor.add``)."""
+    """Get a human readable string name for a function passed to __torch_function__
+
+    Arguments:
+        f (Callable): Function to resolve the name of.
+
+    Returns:
+        str: Name of the function; if eval'ed it should give back the input function, or
+        None for a function that is not overridable (``tritongrad.Tensor.add``,
+        ``tritongrad.Tensor.T.__get__``, ``tritongrad.nn.functional.relu``).
+    """
+    from .tensor import Tensor
     if isinstance(f, _types.MethodWrapperType):  # a property's __get__
-        return f"{f.__self__.__objclass__.__name__}.{f.__self__.__name__}.__get__" \
-            if hasattr(f.__self__, "__objclass__") else None
-    module, qual = getattr(f, "__module__", None), getattr(f, "__qualname__", None)
-    return f"{module}.{qual}" if module and qual else None
+        if f.__name__ != "__get__":
+            return None
+        name = next((n for n, v in vars(Tensor).items() if v is f.__self__), None)
+        return f"tritongrad.Tensor.{name}.__get__" if name else None
+    name = getattr(f, "__name__", None)
+    if not isinstance(name, str):
+        return None
+    if getattr(Tensor, name, None) is f:
+        return f"tritongrad.Tensor.{name}"
+    if getattr(f, "__torch_function_wrapped__", None) is not None:
+        return f"{f.__module__}.{f.__qualname__}"
+    # (before the check is installed: the functions themselves, whatever their own names)
+    methods = [f"tritongrad.Tensor.{n}" for n in _tensor_methods() if vars(Tensor)[n] is f]
+    return next(iter(methods), None) or next(
+        (f"{module.__name__}.{n}" for module, names in _namespaces() for n in names
+         if getattr(module, n, None) is f), None)
 
 
 # -- installing the wrappers (Note [Overrides installed on first use]) ------------------------
@@ -473,29 +666,73 @@ _installed: list = []  # (owner, name, original), to put back
 _lock = threading.RLock()
 
 
-def _wrap(fn: Callable, module: str, qualname: str) -> Callable:
+def _dispatch_python(public: Callable, overloaded: list | None, args: tuple, kwargs: dict):
+    """:func:`_dispatch` for a function that is a Python function in PyTorch: an
+    ``nn.functional`` one hands over its arguments as PyTorch's does (the leading ones
+    positionally, the rest by keyword with their defaults: ``softmax(x, 0)`` as ``(x,)``,
+    ``{"dim": 0, "_stacklevel": 3, "dtype": None}``), from the table fx records them by."""
+    from tritongrad.fx.proxy import FUNCTIONAL_ARGS, _functional_record
+    if getattr(public, "__name__", None) in FUNCTIONAL_ARGS:
+        args, kwargs = _functional_record(public, args, kwargs)
+    return _dispatch(public, overloaded, args, kwargs, python_api=True)
+
+
+def _dispatch_operator(public: Callable, overloaded: list | None, args: tuple, kwargs: dict):
+    """:func:`_dispatch` for a binary operator: ``NotImplemented`` where it raises TypeError
+    (every handler refused), so that Python tries the other operand's reflected operator and
+    then raises its own "unsupported operand type(s)", as PyTorch's operators do."""
+    try:
+        return _dispatch(public, overloaded, args, kwargs)
+    except TypeError:
+        return NotImplemented
+
+
+_DISPATCH = {"builtin": _dispatch, "python": _dispatch_python, "operator": _dispatch_operator}
+
+
+def _wrap(fn: Callable, module: str, qualname: str, kind: str = "builtin") -> Callable:
     """``fn`` behind the dispatch check, named ``module.qualname`` (where pickle finds it).
-    A handler is given the wrapper as ``func`` (``api``: a property's ``__get__`` instead)."""
+    A handler is given the wrapper as ``func`` (``api``: a property's ``__get__``, or the
+    method an operator computes, instead). ``kind``: how a refusal is reported (a key of
+    ``_DISPATCH``), or ``"mode"`` for a function that only modes see (``_MODE_ONLY``)."""
     tls = _tls
+    dispatch = _DISPATCH.get(kind, _dispatch)
 
     @functools.wraps(fn)
     def public(*args, **kwargs):
         if tls.off:
             return fn(*args, **kwargs)
         if tls.modes:
-            return _dispatch(api[0], None if tls.sub_off else _overloaded_call(args, kwargs),
-                             args, kwargs)
+            return dispatch(api[0], None if tls.sub_off else _overloaded_call(args, kwargs),
+                            args, kwargs)
         if tls.sub_off:
             return fn(*args, **kwargs)
         found = _overloaded_call(args, kwargs)
         if found is None:
             return fn(*args, **kwargs)
-        return _dispatch(api[0], found, args, kwargs)
+        return dispatch(api[0], found, args, kwargs)
 
+    @functools.wraps(fn)
+    def mode_only(*args, **kwargs):
+        if tls.modes and not tls.off:
+            return _dispatch(api[0], None, args, kwargs)
+        return fn(*args, **kwargs)
+
+    if kind == "mode":
+        public = mode_only
     api = [public]
     public.__module__, public.__qualname__ = module, qualname
     public.__torch_function_wrapped__, public.api = fn, api
     return public
+
+
+def _kind(module_name: str, name: str) -> str:
+    """The ``kind`` of :func:`_wrap` for public function ``module_name.name``."""
+    if module_name == "tritongrad":
+        return "mode" if name in _MODE_ONLY else "python" if name in _TOP_PYTHON else "builtin"
+    if module_name == "tritongrad.nn.functional":
+        return "builtin" if name in _F_BUILTINS else "python"
+    return "builtin"
 
 
 def activate(transient: bool = False) -> None:
@@ -519,13 +756,22 @@ def activate(transient: bool = False) -> None:
                     continue
                 w = made.get(id(fn))
                 if w is None:
-                    w = made[id(fn)] = _wrap(fn, module.__name__, name)
+                    w = made[id(fn)] = _wrap(fn, module.__name__, name,
+                                             _kind(module.__name__, name))
+                    w.__name__ = name  # (``result_type``, not its helper's name)
                 _installed.append((module, name, fn))
                 setattr(module, name, w)
         for name in _tensor_methods():
             fn = vars(Tensor)[name]
             _installed.append((Tensor, name, fn))
-            setattr(Tensor, name, _wrap(fn, fn.__module__, f"Tensor.{name}"))
+            w = _wrap(fn, fn.__module__, f"Tensor.{name}",
+                      "operator" if name in _BINARY else "builtin")
+            w.__name__ = name  # (``getitem`` is ``__getitem__`` here, as resolve_name finds it)
+            setattr(Tensor, name, w)
+        for name, method in _OPERATOR_API.items():
+            op, target = vars(Tensor).get(name), vars(Tensor).get(method)
+            if hasattr(op, "api") and hasattr(target, "api"):
+                op.api[0] = target
         for name in _PROPERTIES:
             prop = vars(Tensor)[name]
             getter = _wrap(prop.fget, prop.fget.__module__, f"Tensor.{name}")

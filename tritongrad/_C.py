@@ -3,8 +3,15 @@ the ``__torch_function__`` switches (autograd/overrides.py) and the grad-mode an
 switches (autograd/grad_mode.py, autograd/settings.py)."""
 
 from .autograd.overrides import (DisableTorchFunction, DisableTorchFunctionSubclass,  # noqa: F401
-                                 _disabled_torch_function_impl, _is_torch_function_enabled,
-                                 _is_torch_function_mode_enabled, _len_torch_function_stack)
+                                 _disabled_torch_function_impl, _get_function_stack_at,
+                                 _is_torch_function_enabled, _is_torch_function_mode_enabled,
+                                 _len_torch_function_stack, _pop_torch_function_stack,
+                                 _push_on_torch_function_stack)
+from .autograd.overrides import has_torch_function as _has_torch_function  # noqa: F401
+from .autograd.overrides import \
+    has_torch_function_unary as _has_torch_function_unary  # noqa: F401
+from .autograd.overrides import \
+    has_torch_function_variadic as _has_torch_function_variadic  # noqa: F401
 from .autograd.grad_mode import (_is_view_replay_enabled, _set_grad_enabled,  # noqa: F401
                                  _set_multithreading_enabled, _set_view_replay_enabled)
 from .autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled  # noqa: F401
