@@ -34,16 +34,25 @@ def _arr(x) -> np.ndarray:
 #   operands' strides, the first operand that orders two dimensions deciding them. NumPy's
 #   order='K' agrees for one operand and for operands laid out alike, but where they differ it
 #   falls back to row-major (a channels-last ``x + y`` came out NCHW where PyTorch keeps
-#   NHWC), and it may give a size-1 dimension another stride. The two disagree only where
-#   the first operand is not row-major (a row-major first operand decides every pair of
-#   dimensions it is not broadcast over, in row-major order, and NumPy keeps that order where
-#   operands conflict), so the ops over two arrays read that one flag (~0.1 us; where reads
-#   its three) and, where NumPy's layout is not PyTorch's, return the result as a view with
-#   PyTorch's strides when only size-1 dimensions differ, else copied into PyTorch's layout
-#   (one more pass, for operands whose layouts disagree). One operand is left to NumPy: its
-#   layout differs from PyTorch's in size-1 dimensions' strides only, not worth a check.
-def _row_major(*xs) -> bool:
-    return all(type(x) is not _ndarray or x.flags.c_contiguous for x in xs)
+#   NHWC), and it may give a size-1 dimension another stride. The two agree where the first
+#   operand is row-major and of the result's shape (it decides every pair of dimensions, in
+#   row-major order, and NumPy keeps that order where operands conflict), or where all the
+#   operands are row-major; ``_numpy_agrees`` asks that (one flag read and a shape compare in
+#   the common case, ~0.1 us). Elsewhere the result is given PyTorch's strides: as a view
+#   when only size-1 dimensions differ, else copied into PyTorch's layout (one more pass, for
+#   operands whose layouts disagree). NumPy's flag passes size-1 dimensions whatever their
+#   strides, which PyTorch reads: a first operand with size-1 dimensions strided out of order
+#   can make PyTorch order another operand's dimensions otherwise (random layouts with
+#   size-1 dimensions, none of the usual ones); left, for the check saved on every op. One
+#   operand is left to NumPy: its layout differs from PyTorch's in size-1 dimensions'
+#   strides only.
+def _numpy_agrees(r: np.ndarray, first: np.ndarray, *rest) -> bool:
+    """Whether NumPy's layout of ``r`` is PyTorch's over these operands in memory order (Note
+    [Result layouts])."""
+    if not first.flags.c_contiguous:
+        return False
+    return first.shape == r.shape or all(type(x) is not _ndarray and type(x) is not BF16Array
+                                         or x.flags.c_contiguous for x in rest)
 
 
 def _torch_strides(xs, shape) -> tuple:
@@ -252,7 +261,7 @@ def _binary(ufunc, quiet: bool = False, opmath_scalar: bool = False):
                 return r if isinstance(r, _ndarray) else np.asarray(r, f16)
         if out is None:
             r = ufunc(a, b)  # (_arr inlined here and below: these two wrap every ufunc op)
-            if isinstance(b, _ndarray) and not a.flags.c_contiguous and r.ndim > 1:
+            if isinstance(b, _ndarray) and r.ndim > 1 and not _numpy_agrees(r, a, b):
                 return _laid_out(r, a, b)  # Note [Result layouts]
             return r if isinstance(r, _ndarray) else np.asarray(r)
         ufunc(a, b, out=out, casting="unsafe")
@@ -279,7 +288,7 @@ def _unary(ufunc, quiet: bool = False):
 def _compare(ufunc):
     def op(a, b):
         r = _arr(ufunc(a, b))
-        if isinstance(b, _ndarray) and not a.flags.c_contiguous and r.ndim > 1:
+        if isinstance(b, _ndarray) and r.ndim > 1 and not _numpy_agrees(r, a, b):
             return _laid_out(r, a, b)  # Note [Result layouts]
         return r
     op.__name__ = ufunc.__name__
@@ -359,7 +368,7 @@ def where(cond, a, b):
         r = _arr(np.where(cond, a, b))
         if type(a) is BF16Array or type(b) is BF16Array:
             r = round_(r).view(BF16Array)  # a Python-scalar branch may be off the grid
-    if r.ndim > 1 and not _row_major(cond, a, b):
+    if r.ndim > 1 and not _numpy_agrees(r, cond, a, b):
         return _laid_out(r, cond, a, b)  # Note [Result layouts]
     return r
 
@@ -794,7 +803,7 @@ def binary(op: str, a, b, out=None):
         r = fn(a, b, out)
         if out is not None:
             return out
-    if isinstance(b, _ndarray) and not a.flags.c_contiguous and r.ndim > 1:
+    if isinstance(b, _ndarray) and r.ndim > 1 and not _numpy_agrees(r, a, b):
         return _laid_out(r, a, b)  # Note [Result layouts]
     return r if isinstance(r, _ndarray) else np.asarray(r)  # (_arr inlined: every tanh and
                                                              # sigmoid backward passes here)

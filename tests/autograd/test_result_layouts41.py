@@ -212,3 +212,33 @@ def test_flip_keeps_the_layout(device):
             assert tg.equal(r, xc.flip(dims)), (name, dims)
     sliced = tg.arange(16.0, device=device).reshape(2, 8)[:, ::2]  # not dense: row-major
     assert sliced.flip(1).stride() == (4, 1)
+
+
+def test_binary_and_where_against_torch_on_random_layouts():
+    # the CPU backend's kernels (not only the rule), on layouts without size-1 dimensions,
+    # whose strides NumPy's row-major flag skips (Note [Result layouts])
+    torch = pytest.importorskip("torch")
+    rng = random.Random(7)
+
+    def laid(lib, shape, perm, sliced):
+        inv = [perm.index(i) for i in range(len(shape))]
+        if sliced:
+            wide = [shape[p] * (2 if p == len(shape) - 1 else 1) for p in perm]
+            return lib.zeros(wide).permute(*inv)[..., ::2]
+        return lib.zeros([shape[p] for p in perm]).permute(*inv)
+
+    for _ in range(400):
+        nd = rng.randint(2, 4)
+        shape = [rng.randint(2, 4) for _ in range(nd)]
+        specs = []
+        for _ in range(rng.choice([2, 3])):
+            sh = shape[rng.randint(0, nd - 1):] if rng.random() < 0.2 else shape
+            perm = list(range(len(sh)))
+            rng.shuffle(perm)
+            specs.append((sh, perm, rng.random() < 0.2))
+        results = []
+        for lib in (torch, tg):
+            xs = [laid(lib, *s) for s in specs]
+            results.append(xs[0] * xs[1] if len(xs) == 2
+                           else lib.where(xs[0] > 0, xs[1], xs[2]))
+        assert tuple(results[1].stride()) == tuple(results[0].stride()), specs
