@@ -16,12 +16,16 @@ import itertools
 from ..runtime import dtype as dtypes
 from ..runtime.array import contiguous_strides
 
-__all__ = ["dim_order", "elementwise_strides", "format_strides", "is_contiguous_as", "is_non_overlapping_and_dense",
-           "suggest_memory_format", "infer_dense_strides", "target_strides", "empty_array"]
+__all__ = ["NHWC_PERMUTATIONS", "channels_last_order", "dim_order", "elementwise_strides",
+           "empty_array", "format_strides", "infer_dense_strides", "is_contiguous_as",
+           "is_non_overlapping_and_dense", "laid_out", "suggest_memory_format",
+           "target_strides"]
 
 # The dimensions of NCHW / NCDHW from the innermost (stride 1: channels) outwards.
 _CHANNELS_LAST_ORDER = {4: (1, 3, 2, 0), 5: (1, 4, 3, 2, 0)}
 _RANK = {"channels_last": 4, "channels_last_3d": 5}
+# NCHW / NCDHW permuted into channels-last memory order (N, *, C), and back.
+NHWC_PERMUTATIONS = {4: ((0, 2, 3, 1), (0, 3, 1, 2)), 5: ((0, 2, 3, 4, 1), (0, 4, 1, 2, 3))}
 
 
 def _channels_order(fmt: dtypes.memory_format, ndim: int) -> tuple:
@@ -251,3 +255,47 @@ def empty_array(k, shape, strides, dtype, device):
     element count) on backend ``k``."""
     extent = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
     return k.as_strided(k.empty((extent,), dtype, device), tuple(shape), tuple(strides), 0)
+
+
+
+
+def channels_last_order(k, *arrays, row_major_wins: bool = False):
+    """(to NHWC, back) permutations when the strides of one of ``arrays`` (4-D or 5-D, of one
+    rank) suggest a channels-last memory format (PyTorch's ``suggest_memory_format``: its
+    convolutions, poolings and batch norm give their results and input gradients in it), else
+    None (row-major). ``row_major_wins``: an array that is row-major as well (an (N, 1, H, W)
+    or (N, C, 1, 1) one can be both) keeps row-major, as PyTorch's batch norm does."""
+    orders = NHWC_PERMUTATIONS.get(len(arrays[0].shape))
+    if orders is None:
+        return None
+    for a in arrays:
+        shape = tuple(a.shape)
+        if 0 in shape:
+            continue
+        strides = k.strides(a)
+        if suggest_memory_format(shape, strides) is not dtypes.contiguous_format and not (
+                row_major_wins and is_contiguous_as(shape, strides, dtypes.contiguous_format)):
+            return orders
+    return None
+
+
+def laid_out(k, a, order):
+    """Array ``a`` with exactly the strides of its memory format: channels-last where
+    ``order`` (from ``channels_last_order``) is given, else row-major; ``a`` itself when it
+    has them, else a copy (a dense ``a`` whose size-1 dims' strides differ is only restrided,
+    as PyTorch's formats give those dims definite strides too)."""
+    shape = tuple(a.shape)
+    if 0 in shape:
+        return a
+    fmt = dtypes.contiguous_format if order is None else \
+        (dtypes.channels_last if len(shape) == 4 else dtypes.channels_last_3d)
+    target = format_strides(shape, fmt) if order is not None else contiguous_strides(shape)
+    strides = k.strides(a)
+    if strides == target:
+        return a
+    if not is_contiguous_as(shape, strides, fmt):
+        a = k.contiguous(a) if order is None else \
+            k.permute(k.contiguous(k.permute(a, order[0])), order[1])
+        if k.strides(a) == target:
+            return a
+    return k.as_strided(a, shape, target, k.storage_offset(a))

@@ -6,10 +6,12 @@ each with BatchNorm2d and ReLU, global average pool, dropout, linear 64->10) on 
 8x8 images, written once (``build`` below) for any module with PyTorch's API, so tritongrad
 and torch (when installed) run the same program. Where oneDNN is installed (kernels/numpy/
 onednn.py), a third row runs tritongrad with its convolutions on the NumPy path
-(``TRITONGRAD_ONEDNN=off``), taking turns with the others in the same process. ``--profile``
-prints tritongrad's profiler table.
+(``TRITONGRAD_ONEDNN=off``), taking turns with the others in the same process.
+``--channels-last`` runs the model and its input in ``torch.channels_last`` memory format
+(convolutions, batch norm and pooling then give channels-last results and gradients in both
+libraries). ``--profile`` prints tritongrad's profiler table.
 
-    python perf/bench_cnn.py [--device cpu|cuda] [--batch 64] [--profile]
+    python perf/bench_cnn.py [--device cpu|cuda] [--batch 64] [--channels-last] [--profile]
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import numpy as np
 from _common import report, timeit, try_torch
 
 
-def build(T, device: str, batch: int):
+def build(T, device: str, batch: int, channels_last: bool = False):
     """(model, step) for framework ``T`` (tritongrad or torch)."""
     nn = T.nn
 
@@ -47,6 +49,9 @@ def build(T, device: str, batch: int):
     loss_fn = nn.CrossEntropyLoss(label_smoothing=0.05)
     rng = np.random.default_rng(0)
     x = T.tensor(rng.random((batch, 1, 8, 8), dtype=np.float32) * 16, device=device)
+    if channels_last:
+        model.to(memory_format=T.channels_last)
+        x = x.to(memory_format=T.channels_last)
     y = T.tensor(rng.integers(0, 10, batch), device=device)
 
     def step():
@@ -64,6 +69,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--channels-last", action="store_true")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--repeat", type=int, default=30)
     args = parser.parse_args()
@@ -74,9 +80,10 @@ def main() -> None:
     cpu = args.device == "cpu"
     lib = onednn.provider() if cpu else None
     sync = None if cpu else tg.cuda.synchronize
-    cases = [("tritongrad", build(tg, args.device, args.batch)[1], sync)]
+    config = (args.device, args.batch, args.channels_last)
+    cases = [("tritongrad", build(tg, *config)[1], sync)]
     if lib is not None:
-        numpy_step = build(tg, args.device, args.batch)[1]
+        numpy_step = build(tg, *config)[1]
 
         def numpy_convs():
             with onednn.use("off"):
@@ -85,11 +92,12 @@ def main() -> None:
         cases.append(("tritongrad, NumPy convs", numpy_convs, None))
     torch = try_torch(args.device)
     if torch is not None:
-        cases.append(("torch", build(torch, args.device, args.batch)[1],
+        cases.append(("torch", build(torch, *config)[1],
                       None if cpu else torch.cuda.synchronize))
     rows = timeit(cases, warmup=3, repeat=args.repeat, interleave=cpu)
     report(f"digits CNN training step (3 conv + BatchNorm2d layers, batch {args.batch} of 8x8, "
            f"SGD Nesterov), {args.device}"
+           + (", channels_last" if args.channels_last else "")
            + (f", oneDNN {'.'.join(map(str, lib.version))}" if lib is not None else ""), rows)
     if args.profile:
         with tg.autograd.profiler.profile() as prof:

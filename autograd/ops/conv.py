@@ -31,6 +31,7 @@ import numpy as np
 
 from .. import checks
 from ..dispatch import Primitive, apply
+from ..layout import channels_last_order, laid_out
 from ..state import anywhere, state
 from ..tensor import Tensor, array_meta
 from . import traced
@@ -76,6 +77,7 @@ class ConvolutionBackward0(Primitive):
                 grads = k.conv2d_backward_columns(g, x, w, *params, needs3, ctx._columns)
             else:
                 grads = k.conv2d_backward(g, x, w, *params, needs3)
+            grads = _in_conv_layout(k, grads, x, w)
         return tuple(gr if need else None for gr, need in zip(grads, needs))
 
     def _release(self) -> None:
@@ -85,6 +87,15 @@ class ConvolutionBackward0(Primitive):
     @staticmethod
     def jvp(ctx, k, primals, tangents, out, *params):
         return _bilinear_jvp(ConvolutionBackward0, primals, tangents, out, params)
+
+
+def _in_conv_layout(k, grads: tuple, x, w) -> tuple:
+    """(dx, dw, db) with dx and dw in the memory format of the convolution of ``x`` and ``w``:
+    channels-last when either one's strides suggest it and it is not row-major as well, else
+    row-major (what PyTorch 2.13's CPU convolutions give both gradients)."""
+    order = channels_last_order(k, x, w, row_major_wins=True)
+    return tuple(laid_out(k, a, order) if a is not None and i < 2 else a
+                 for i, a in enumerate(grads))
 
 
 def _bilinear_jvp(op: type, primals, tangents, out, params):
@@ -219,7 +230,7 @@ class ConvTransposeBackward0(Primitive):
             dw = k.conv2d_backward(x, g, w, *params, (False, True, False))[1]
         if len(needs) > 2 and needs[2]:
             db = k.sum(g, (0, 2, 3), False)
-        return dx, dw, db
+        return _in_conv_layout(k, (dx, dw, db), x, w)
 
     @staticmethod
     def jvp(ctx, k, primals, tangents, out, *params):

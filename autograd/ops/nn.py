@@ -21,6 +21,7 @@ from ...runtime import dtype as dtypes
 from .. import checks
 from ..dispatch import (SINK, Primitive, apply, as_shape, call, elementwise_jvp, linear_jvp,
                         meta, zeros)
+from ..layout import channels_last_order, laid_out
 from ..state import anywhere, state
 from ..tensor import Tensor, make
 from . import traced
@@ -423,10 +424,11 @@ class NativeBatchNormBackward0(Primitive):
     @staticmethod
     def forward(ctx, k, x, *args):
         arrays, eps = args[:-1], args[-1]
-        y, mean, var = k.batch_norm(x, arrays[0] if arrays else None,
+        ctx.order = order = channels_last_order(k, x, row_major_wins=True)
+        y, mean, var = k.batch_norm(_rows(k, x, order), arrays[0] if arrays else None,
                                     arrays[1] if len(arrays) > 1 else None, eps)
         ctx.eps, ctx.mean, ctx.var = eps, mean, var
-        return y, mean, var
+        return _unrows(k, y, x, order), mean, var
 
     @staticmethod
     def vjp(ctx, k, saved, g, _g_mean=None, _g_var=None):
@@ -436,7 +438,10 @@ class NativeBatchNormBackward0(Primitive):
             dims = (0,) + tuple(range(2, len(x.shape)))
             grads = _batch_norm_composite_backward(g, x, w, dims, ctx.eps, needs)
         else:
-            grads = k.batch_norm_backward(g, x, w, ctx.mean, ctx.var, ctx.eps)
+            order = ctx.order
+            grads = k.batch_norm_backward(_rows(k, g, order), _rows(k, x, order), w, ctx.mean,
+                                          ctx.var, ctx.eps)
+            grads = (_unrows(k, grads[0], x, order),) + tuple(grads[1:])
         grads = grads[:len(needs)]
         return tuple(gr if need else None for gr, need in zip(grads, needs))
 
@@ -448,6 +453,36 @@ class NativeBatchNormBackward0(Primitive):
         shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
         return (_normalization_jvp(primals, tangents, (0,) + tuple(range(2, x.ndim)), shape, eps),
                 None, None)
+
+
+# Note [Channels-last batch norm]
+#   PyTorch's batch norm gives its output and its input gradient in the memory format the
+#   input's strides suggest. A channels-last (N, C, H, W) input is normalised as what its
+#   memory holds, N*H*W rows of C channels: the kernels see the (N*H*W, C, 1) view of its
+#   NHWC permutation (no copy; their statistics per dim 1 are the same), and the result,
+#   (N*H*W, C, 1) in row-major order, viewed back, is channels-last (NumPy's kernel walks
+#   the rows with the channels innermost, as it does short planes). Without this, the
+#   kernels copied the input to NCHW, and a channels-last result would cost another copy.
+def _rows(k, a, order):
+    """``a`` (N, C, *) as (N*prod(*), C, 1) in its NHWC order (a view where its memory allows,
+    else a copy); ``a`` itself without ``order``."""
+    if order is None:
+        return a
+    p = k.permute(a, order[0])
+    shape = (math.prod(p.shape[:-1]), p.shape[-1], 1)
+    v = k.view(p, shape)
+    return v if v is not None else k.view(k.contiguous(p), shape)
+
+
+def _unrows(k, r, like, order):
+    """The (N*prod(*), C, 1) result ``r`` of ``_rows`` viewed back as ``like``'s (N, C, *):
+    channels-last strides; without ``order``, ``r`` row-major (a kernel composed of
+    elementwise ops, as the Triton backend's, would keep a permuted input's layout)."""
+    if order is None:
+        return laid_out(k, r, None)
+    shape = tuple(like.shape)
+    nhwc = tuple(shape[d] for d in order[0])
+    return k.permute(k.view(r, nhwc), order[1])
 
 
 class _BatchNormNoAffine(NativeBatchNormBackward0):

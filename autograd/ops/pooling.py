@@ -14,6 +14,7 @@ import math
 
 from ...kernels.numpy import pool as _pool
 from ..dispatch import Primitive, apply, zeros
+from ..layout import channels_last_order, laid_out
 from ..tensor import Tensor
 from . import traced
 
@@ -34,6 +35,7 @@ class MaxPool2DWithIndicesBackward0(Primitive):
     def forward(ctx, k, x, kernel, stride, padding, dilation, out):
         values, index = _pool.max_pool(x, kernel, stride, padding, dilation, out)
         ctx.shape = tuple(x.shape)
+        ctx.order = channels_last_order(k, x, row_major_wins=True)  # (its gradient: PyTorch's)
         return values, index
 
     @staticmethod
@@ -46,7 +48,8 @@ class MaxPool2DWithIndicesBackward0(Primitive):
             dx = g.new_zeros((n, c, math.prod(ctx.shape[2:])))
             return (dx.scatter_add(2, index.reshape(n, c, -1), g.reshape(n, c, -1))
                     .reshape(ctx.shape),)
-        return (_pool.max_pool_backward(g, index, ctx.shape),)
+        dx = _pool.max_pool_backward(g, index, ctx.shape, channels_last=ctx.order is not None)
+        return (laid_out(k, dx, ctx.order),)
 
     @staticmethod
     def jvp(ctx, k, primals, tangents, out, *params):

@@ -36,6 +36,7 @@ from typing import NamedTuple
 from ..autocast import autocast, is_autocast_enabled
 from ..dispatch import Primitive, apply, linear_jvp
 from ..grad_mode import enable_grad, no_grad
+from ..layout import channels_last_order, laid_out
 from ..tensor import Tensor, make
 
 __all__ = ["Composite", "LinearComposite", "Recomputed", "TrilinearBackward0", "linear_node",
@@ -103,10 +104,24 @@ class _Composite(Primitive):
 
 class LinearComposite(_Composite):
     """An op linear in its one input: nothing saved; the rule is the composite's transpose
-    applied to ``g``, the jvp the op applied to the tangent."""
+    applied to ``g``, the jvp the op applied to the tangent.
+
+    ``grad_layout`` (a class attribute of the resampling nodes) gives the memory formats of
+    PyTorch's kernels: the result in the one the input's strides suggest (channels-last or
+    row-major), the input gradient in the one ``"input"``'s or ``"grad"``'s (the output
+    gradient's) strides suggest. None: the composite's own layouts."""
 
     __slots__ = ()
     jvp = linear_jvp()
+    grad_layout = None
+
+    @staticmethod
+    def forward(ctx, k, *args):
+        out = _Composite.forward(ctx, k, *args)
+        if getattr(ctx, "grad_layout", None) is None:
+            return out
+        ctx.order = order = channels_last_order(k, args[0])
+        return laid_out(k, out, order)
 
     @staticmethod
     def vjp(ctx, k, saved, g):
@@ -117,12 +132,22 @@ class LinearComposite(_Composite):
                 with _one_op():
                     return ctx.transpose(gt, ctx.shapes[0], *ctx.params)
             with no_grad(), _one_op():
-                return ctx.transpose(gt, ctx.shapes[0], *ctx.params)._data
-        with enable_grad(), _one_op():
-            z = gt.new_zeros(ctx.shapes[0]).requires_grad_()
-            y = ctx.fn(z, *ctx.params)
-            (gx,) = _grad(y, (z,), gt, recorded)
-        return gx if recorded else gx._data
+                gx = ctx.transpose(gt, ctx.shapes[0], *ctx.params)
+        else:
+            with enable_grad(), _one_op():
+                z = gt.new_zeros(ctx.shapes[0]).requires_grad_()
+                y = ctx.fn(z, *ctx.params)
+                (gx,) = _grad(y, (z,), gt, recorded)
+            if recorded:
+                return gx
+        rule = ctx.grad_layout
+        if rule is None:
+            return gx._data
+        if rule == "input":  # (a global pool is PyTorch's mean: its gradient is row-major)
+            order = None if all(n == 1 for n in g.shape[2:]) else ctx.order
+        else:
+            order = channels_last_order(k, g)
+        return laid_out(k, gx._data, order)
 
 
 def _grad(y: Tensor, xs, g: Tensor, create_graph: bool) -> tuple:
@@ -232,15 +257,20 @@ def recomputed_node(node: type, inputs: tuple, fn, *params, rule=None) -> Tensor
 # -- the nodes, named as PyTorch's -----------------------------------------------------------
 
 AdaptiveAvgPool2DBackward0 = LinearComposite.variant("AdaptiveAvgPool2DBackward0",
-                                                     "adaptive_avg_pool2d")
+                                                     "adaptive_avg_pool2d", grad_layout="input")
 AdaptiveAvgPool3DBackward0 = LinearComposite.variant("AdaptiveAvgPool3DBackward0",
                                                      "adaptive_avg_pool3d")
 Im2ColBackward0 = LinearComposite.variant("Im2ColBackward0", "im2col")  # F.unfold
 Col2ImBackward0 = LinearComposite.variant("Col2ImBackward0", "col2im")  # F.fold
-# F.interpolate's nodes: (mode, spatial dims, antialias) -> PyTorch's name
+# F.interpolate's nodes: (mode, spatial dims, antialias) -> PyTorch's name; PyTorch 2.13's CPU
+# kernels give the input gradient in the output gradient's memory format for the 2-D nearest
+# and bilinear modes and trilinear, row-major for the others (bicubic, 3-D nearest). Its
+# adaptive average pools: 2-D in the input's format (but a global pool, a mean, row-major), 3-D
+# row-major.
 UPSAMPLE = {(mode, nd, aa): LinearComposite.variant(
     f"Upsample{name}{nd}D{'Aa' if aa else ''}Backward0",
-    f"{'_' if aa else ''}upsample_{mode.replace('-', '_')}{nd}d{'_aa' if aa else ''}")
+    f"{'_' if aa else ''}upsample_{mode.replace('-', '_')}{nd}d{'_aa' if aa else ''}",
+    grad_layout="grad" if (nd == 2 and mode != "bicubic") or mode == "trilinear" else None)
     for mode, name, dims in (("nearest", "Nearest", (1, 2, 3)),
                              ("nearest-exact", "NearestExact", (1, 2, 3)),
                              ("linear", "Linear", (1,)), ("bilinear", "Bilinear", (2,)),

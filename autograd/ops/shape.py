@@ -17,6 +17,7 @@ from ...runtime import dtype as D
 from ...runtime.dtype import result_type
 from ..checks import check_devices_match
 from ..dispatch import Primitive, apply, as_shape, call, linear_jvp, meta, zeros
+from ..layout import NHWC_PERMUTATIONS, suggest_memory_format
 from ..tensor import Tensor, array_meta, int_arg, wrap_dim
 from .views import _as_view, getitem, int_tuple, is_size, permute, view_jvp
 
@@ -77,9 +78,15 @@ class StackBackward0(Primitive):
         *arrays, dim = args
         ctx.dim = dim
         shape = list(arrays[0].shape)
-        shape.insert(dim, 1)  # each input with the new dim, joined along it
-        shape = tuple(shape)
-        return _joined(k, [_view_or_copy(k, a, shape) for a in arrays], dim)
+        if dim < len(shape):
+            # PyTorch's stack: the inputs joined along ``dim`` (cat's layout rule), the
+            # result viewed with the new dim split off (a split is always a view)
+            joined = _joined(k, arrays, dim)
+            shape[dim:dim + 1] = [len(arrays), shape[dim]]
+            return k.view(joined, tuple(shape))
+        shape.insert(dim, 1)  # each input with the new last dim, joined along it (unsqueezed
+        shape = tuple(shape)  # so, no input suggests channels-last: row-major)
+        return k.contiguous(k.cat([_view_or_copy(k, a, shape) for a in arrays], dim))
 
     @staticmethod
     def vjp(ctx, k, saved, g):
@@ -89,10 +96,25 @@ class StackBackward0(Primitive):
 
 
 def _joined(k, arrays, dim: int):
-    """The arrays joined along ``dim``, row-major as PyTorch's ``cat`` makes them (NumPy's
-    concatenate keeps the inputs' layout: transposed inputs would give a transposed result,
-    whose ``view`` would then fail where PyTorch's succeeds)."""
+    """The arrays joined along ``dim`` in the layout PyTorch's ``cat`` gives them
+    (``compute_output_memory_format``): channels-last (channels_last_3d) when every input's
+    strides suggest it, else row-major (NumPy's concatenate keeps the inputs' layout:
+    transposed inputs would give a transposed result, whose ``view`` would then fail where
+    PyTorch's succeeds)."""
+    orders = NHWC_PERMUTATIONS.get(len(arrays[0].shape))
+    if orders is not None and _all_channels_last(k, arrays):
+        # joined in NHWC order (each input a permuted view, the result a fresh NHWC array),
+        # then viewed back as NCHW: channels-last strides, with no copy but cat's own
+        order, back = orders
+        nhwc = k.cat([k.permute(a, order) for a in arrays], order.index(dim))
+        return k.permute(nhwc, back)
     return k.contiguous(k.cat(arrays, dim))
+
+
+def _all_channels_last(k, arrays) -> bool:
+    """Whether every array's strides suggest a channels-last memory format."""
+    return all(suggest_memory_format(tuple(a.shape), k.strides(a)) is not D.contiguous_format
+               for a in arrays)
 
 
 def _view_or_copy(k, a, shape: tuple):
@@ -164,10 +186,18 @@ def cat(tensors: list[Tensor] | tuple[Tensor, ...], dim: int = 0, *, out=None) -
                                    f"Expected size {ref[j]} but got size {t.shape[j]} for "
                                    f"tensor number {i} in the list.")
     r = apply(CatBackward0, tuple(ts), d, tuple(t.shape[d] for t in ts))
+    if len(ts) < len(tensors) and not r.is_contiguous():
+        _row_major(r)  # (a skipped 1-D empty input suggests row-major: PyTorch's result is)
     if out is not None:
         from .elementwise import _result
         return _result(r, out, "cat")
     return r
+
+
+def _row_major(r: Tensor) -> None:
+    """cat's own fresh result ``r`` made row-major in place (it keeps its node)."""
+    k = r._k
+    r._data = k.contiguous(r._data)
 
 
 def stack(tensors: list[Tensor] | tuple[Tensor, ...], dim: int = 0, *, out=None) -> Tensor:

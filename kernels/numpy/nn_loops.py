@@ -443,6 +443,17 @@ def max_pool_backward(g, index, dx):
             dx[p, index[p, i]] += g[p, i]
 
 
+@compile
+def max_pool_backward_nhwc(g, index, dx):
+    """dx (N, plane, C) += each output's gradient g (N, C, L) at its index (N, C, L): the
+    channels-last input gradient, g and index read in whatever layout they have."""
+    n_, c_, l_ = g.shape
+    for n in range(n_):
+        for i in range(l_):
+            for c in range(c_):
+                dx[n, index[n, c, i], c] += g[n, c, i]
+
+
 @compile(inline=True)
 def _later_max(best, at, v, q):
     """(best, at) after the scan meets value v at position q: selects, not a branch (Note
@@ -478,6 +489,28 @@ def max_pool_2x2(x, values, index):
                 best, at = _later_max(best, at, bottom[j], at0 + w_ + j)
                 best, at = _later_max(best, at, bottom[j + 1], at0 + w_ + j + 1)
                 vo[c], io[c] = best, at
+
+
+@compile
+def max_pool_2x2_nhwc(x, values, index):
+    """max_pool_2x2 over channels-last memory: x (N, H, W, C), values and index (N, OH, OW,
+    C), the channels innermost (vector lanes); the same scan, NaN rule and plane indices."""
+    n_, _, w_, c_ = x.shape
+    _, oh_, ow_, _ = values.shape
+    for n in range(n_):
+        for b in range(oh_):
+            at0 = 2 * b * w_
+            for c in range(ow_):
+                j = 2 * c
+                t0, t1 = x[n, 2 * b, j], x[n, 2 * b, j + 1]
+                b0, b1 = x[n, 2 * b + 1, j], x[n, 2 * b + 1, j + 1]
+                vo, io = values[n, b, c], index[n, b, c]
+                for ch in range(c_):
+                    best, at = t0[ch], at0 + j
+                    best, at = _later_max(best, at, t1[ch], at0 + j + 1)
+                    best, at = _later_max(best, at, b0[ch], at0 + w_ + j)
+                    best, at = _later_max(best, at, b1[ch], at0 + w_ + j + 1)
+                    vo[ch], io[ch] = best, at
 
 
 

@@ -35,12 +35,20 @@ def max_pool(x, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, o
     """(values (N, C, *out) in x's dtype, indices (N, C, *out) int64) of the max pool."""
     xf = _up(x)
     n, c, sizes = x.shape[0], x.shape[1], tuple(x.shape[2:])
+    loops = jit.loops("nn_loops")
+    if loops is not None and _channels_last(xf) and _is_2x2(sizes, kernel, stride, padding,
+                                                            dilation, out):
+        # a channels-last input pooled as its memory holds it: no copy in, and results in
+        # its layout (PyTorch's), which the caller would otherwise copy into
+        values = np.empty((n,) + tuple(out) + (c,), xf.dtype)
+        index = np.empty(values.shape, np.int64)
+        loops.max_pool_2x2_nhwc(xf.transpose(0, 2, 3, 1), values, index)
+        return _fresh(values, x).transpose(0, 3, 1, 2), index.transpose(0, 3, 1, 2)
     x4 = np.ascontiguousarray(xf).reshape((n * c,) + _as_3d(sizes, sizes, 1))
     values = np.empty((n * c,) + _as_3d(out, out, 1), xf.dtype)
     index = np.empty(values.shape, np.int64)
     k3, s3, p3, d3 = (_as_3d(out, v, fill) for v, fill
                       in ((kernel, 1), (stride, 1), (padding, 0), (dilation, 1)))
-    loops = jit.loops("nn_loops")
     if loops is not None and _is_2x2(sizes, kernel, stride, padding, dilation, out):
         loops.max_pool_2x2(x4[:, 0], values[:, 0], index[:, 0])  # Note [2x2 max pool]
     elif loops is not None:
@@ -52,6 +60,11 @@ def max_pool(x, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, o
         _max_pool_numpy(x4, k3, s3, p3, d3, values, index)
     shape = (n, c) + tuple(out)
     return _fresh(values.reshape(shape), x), index.reshape(shape)
+
+
+def _channels_last(x: np.ndarray) -> bool:
+    """Whether 4-D ``x`` is densely channels-last (NHWC memory) and not row-major."""
+    return x.ndim == 4 and not x.flags.c_contiguous and x.transpose(0, 2, 3, 1).flags.c_contiguous
 
 
 def _is_2x2(sizes, kernel, stride, padding, dilation, out) -> bool:
@@ -112,12 +125,22 @@ def _tap_positions(sizes, kernel, stride, padding, dilation, out) -> tuple:
     return pos, inside
 
 
-def max_pool_backward(g, index: np.ndarray, input_shape: tuple):
+def max_pool_backward(g, index: np.ndarray, input_shape: tuple, channels_last: bool = False):
     """The input gradient (``input_shape``, g's dtype) of max_pool: each output's gradient
-    added at its index in its plane."""
+    added at its index in its plane. ``channels_last``: the gradient is made channels-last
+    (NHWC / NDHWC memory), where the compiled loops run (else row-major)."""
     gf = _up(g)
     n, c = input_shape[:2]
     plane = math.prod(input_shape[2:])
+    if channels_last and (loops := jit.loops("nn_loops")) is not None:
+        # written in place, in NHWC order: no copy of g, the indices or the result (a
+        # channels-last network's gradients are so already)
+        dx = np.zeros((n, plane, c), gf.dtype)
+        loops.max_pool_backward_nhwc(gf.reshape(n, c, -1), index.reshape(n, c, -1), dx)
+        spatial = tuple(input_shape[2:])
+        dx = dx.reshape((n,) + spatial + (c,)).transpose(0, len(spatial) + 1,
+                                                         *range(1, len(spatial) + 1))
+        return _fresh(dx, g)
     g2 = np.ascontiguousarray(gf).reshape(n * c, -1)
     i2 = np.ascontiguousarray(index).reshape(n * c, -1)
     if (loops := jit.loops("nn_loops")) is not None:
