@@ -218,10 +218,11 @@ class Tensor:
         requiring grad when ``require_grad`` (how a subclass's ``__new__`` makes its
         instances, and ``nn.Parameter`` its own)."""
         if not (isinstance(cls, type) and issubclass(cls, Tensor)):
-            raise TypeError(f"_make_subclass(): cls must be a subclass of Tensor, got {cls!r}")
+            raise TypeError("Creating a Tensor subclass from a class that does not inherit from "
+                            "Tensor is not possible. Make sure your class inherits from Tensor.")
         if not isinstance(data, Tensor):
-            raise TypeError(f"_make_subclass(): data must be a Tensor, got "
-                            f"{type(data).__name__}")
+            raise TypeError(f"_make_subclass(): argument 'data' (position 2) must be Tensor, "
+                            f"not {type(data).__name__}")
         _overrides.note_instance(cls)
         src = data.detach()
         obj = _new(cls)
@@ -230,6 +231,10 @@ class Tensor:
         if src._inference:
             obj._inference = True
         if require_grad:
+            if not (src._dtype.is_floating_point or src._dtype.is_complex):
+                # (PyTorch's _make_subclass words, capitalised unlike requires_grad_'s)
+                raise RuntimeError("Only Tensors of floating point and complex dtype can "
+                                   "require gradients")
             obj.requires_grad_(True)
         return obj
 
@@ -539,7 +544,10 @@ class Tensor:
             return memo[id(self)]
         if self._fn is not None:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
-                               "support the deepcopy protocol at the moment.")
+                               "support the deepcopy protocol at the moment.  If you were "
+                               "attempting to deepcopy a module, this may be because of a "
+                               "torch.nn.utils.weight_norm usage, see "
+                               "https://github.com/pytorch/pytorch/pull/103001")
         import copy
         out = self._storage_copy(memo)
         if self._requires_grad:

@@ -288,8 +288,13 @@ def test_legacy_constructor_and_subclass_constructors():
     assert type(s) is Plain and s.is_leaf and s.requires_grad and s.data_ptr() == x.data_ptr()
     with pytest.raises(TypeError, match="invalid data type .str."):
         tg.Tensor("a")
-    with pytest.raises(TypeError, match="cls must be a subclass of Tensor"):
+    with pytest.raises(TypeError, match="does not inherit from Tensor is not possible"):
         tg.Tensor._make_subclass(int, x)
+    with pytest.raises(TypeError, match=r"argument 'data' \(position 2\) must be Tensor, not list"):
+        tg.Tensor._make_subclass(Plain, [1.0])
+    with pytest.raises(RuntimeError, match="^Only Tensors of floating point and complex dtype"):
+        tg.Tensor._make_subclass(Plain, tg.ones(2, dtype=tg.int64), True)
+    assert not tg.Tensor._make_subclass(Plain, tg.ones(2, dtype=tg.int64)).requires_grad
 
 
 def test_copies_keep_the_subclass_and_its_attributes():
@@ -300,6 +305,8 @@ def test_copies_keep_the_subclass_and_its_attributes():
         np.testing.assert_array_equal(host(c), [1.0, 2.0])
     assert copy.deepcopy(m).note is not m.note
     assert type(copy.deepcopy(tg.ones(1))) is tg.Tensor
+    with pytest.raises(RuntimeError, match="graph leaves.*weight_norm usage"):
+        copy.deepcopy(m * 2)  # (a non-leaf; PyTorch names the usual cause)
 
 
 def test_repr_names_the_subclass():
