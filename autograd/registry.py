@@ -368,7 +368,21 @@ def _operator(row: OpInfo, dunder: str, tensor_cls: type) -> Callable:
         return row.reflected or row.bound or row.fn
     if stem in ("eq", "ne"):
         return _equality(row.bound or row.fn, dunder, tensor_cls)
+    if stem == "invert":
+        return _invert(row.bound or row.fn)
     return row.bound or row.fn
+
+
+def _invert(bitwise_not: Callable) -> Callable:
+    """``~`` as PyTorch's operator: ``bitwise_not``, but a floating-point or complex tensor
+    gets the operator's TypeError (``bitwise_not`` itself raises its not-implemented
+    RuntimeError)."""
+    def __invert__(self):
+        if self._dtype.is_floating_point or self._dtype.is_complex:
+            raise TypeError("~ (operator.invert) is only implemented on integer and "
+                            "Boolean-type tensors")
+        return bitwise_not(self)
+    return __invert__
 
 
 def _equality(compare: Callable, dunder: str, tensor_cls: type) -> Callable:

@@ -91,6 +91,16 @@ def array_meta(data) -> tuple:
     return data.device, data.dtype
 
 
+def user_subclass(t: "Tensor") -> bool:
+    """Whether ``t`` is an instance of a user's Tensor subclass, as PyTorch's Python
+    subclasses are (not a Tensor, a Parameter, or one of the library's own classes: sparse
+    and nested tensors are plain Tensors in PyTorch): ``nn.Parameter`` and ``save`` keep its
+    class."""
+    cls = type(t)
+    return cls is not Tensor and not getattr(cls, "_is_parameter_class", False) \
+        and not cls.__module__.startswith("tritongrad.")
+
+
 def _rebuild_subclass(cls: type, args, attributes: dict) -> "Tensor":
     """A pickled instance of Tensor subclass ``cls`` (``args``: ``_rebuild_tensor``'s, or the
     tensor made of them), rebuilt with its attributes."""

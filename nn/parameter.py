@@ -7,18 +7,31 @@ import weakref
 from ..autograd import overrides
 from ..autograd.overrides import DisableTorchFunctionSubclass, _disabled_torch_function_impl
 from ..autograd.state import state
-from ..autograd.tensor import Tensor
+from ..autograd.tensor import Tensor, user_subclass
 
 __all__ = ["Buffer", "Parameter", "UninitializedBuffer", "UninitializedParameter",
            "affine_parameters", "is_lazy", "normalized_shape_parameters"]
 
 
-class Parameter(Tensor):
+class _ParameterMeta(type):
+    # An instance of a user's Tensor subclass made a parameter keeps its class (its methods
+    # and __torch_function__) and is marked as one: isinstance answers from the mark, as
+    # PyTorch's _ParameterMeta does.
+    def __instancecheck__(cls, instance) -> bool:
+        if cls is Parameter and getattr(instance, "_is_param", False) \
+                and isinstance(instance, Tensor):
+            return True
+        return super().__instancecheck__(instance)
+
+
+class Parameter(Tensor, metaclass=_ParameterMeta):
     """A Tensor that is a module parameter: assigning one as a Module attribute registers it
     (it then appears in ``parameters()`` and ``state_dict()``).
 
     It is a leaf that shares ``data``'s storage (and version counter) and requires grad unless
-    ``requires_grad=False``; ops on it return plain Tensors, as in PyTorch.
+    ``requires_grad=False``; ops on it return plain Tensors, as in PyTorch. ``data`` of a
+    user's Tensor subclass gives ``data.detach()``, of that subclass, marked as a parameter
+    (``isinstance(p, Parameter)`` holds), as PyTorch's.
 
     Args:
         data: the initial values (a Tensor; an empty float tensor when None).
@@ -35,6 +48,7 @@ class Parameter(Tensor):
 
     __slots__ = ()
     __torch_function__ = _disabled_torch_function_impl  # (ops give plain Tensors)
+    _is_parameter_class = True  # (tensor.user_subclass: not a user's class)
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
         if data is None:
@@ -42,6 +56,8 @@ class Parameter(Tensor):
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter: data must be a Tensor, got {type(data).__name__}")
+        if user_subclass(data):
+            return _marked_parameter(data, requires_grad)
         p = Tensor._make_subclass(cls, data)  # data's storage and version counter, no history
         if requires_grad:
             if p._inference and not state.inference:
@@ -69,6 +85,21 @@ class Parameter(Tensor):
                 self.requires_grad)
         attributes = self._user_attributes()
         return (_rebuild_parameter, (*args, attributes) if attributes else args)
+
+
+def _marked_parameter(data: Tensor, requires_grad: bool) -> Tensor:
+    """PyTorch's parameter of a Tensor subclass: ``data.detach()``, of ``data``'s class,
+    marked ``_is_param``."""
+    t = data.detach().requires_grad_(requires_grad)
+    if type(t) is not type(data):
+        raise RuntimeError(
+            f"Creating a Parameter from an instance of type {type(data).__name__} requires "
+            f"that detach() returns an instance of the same type, but return type "
+            f"{type(t).__name__} was found instead. To use the type as a Parameter, please "
+            f"correct the detach() semantics defined by its __torch_dispatch__() "
+            f"implementation.")
+    t._is_param = True
+    return t
 
 
 class _BufferMeta(type):

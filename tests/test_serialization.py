@@ -572,3 +572,33 @@ def test_a_weights_only_load_runs_no_code_from_the_file(tmp_path):
     with pytest.raises(UnpicklingError, match=r"GLOBAL (_?io|builtins)\.open"):
         load(data.getvalue())
     assert not marker.exists()
+
+
+class UnitTensor(tg.Tensor):
+    """A user's Tensor subclass (module-level: pickle finds it by name)."""
+
+
+def test_a_subclass_instance_loads_as_its_class_with_its_attributes():
+    # PyTorch's _rebuild_from_type_v2: the class, the tensor (stored as the file's tensors
+    # are: shared storage, views) and the instance's attributes
+    s = tg.arange(6.0).reshape(2, 3).as_subclass(UnitTensor)
+    s.unit = "m"
+    w = tg.ones(2).as_subclass(UnitTensor).requires_grad_()
+    p = nn.Parameter(tg.ones(3).as_subclass(UnitTensor))
+    buf = io.BytesIO()
+    save({"s": s, "views": [s.t(), s], "w": w, "p": p}, buf)
+    buf.seek(0)
+    r = load(buf, weights_only=False)
+    assert type(r["s"]) is UnitTensor and r["s"].unit == "m" and r["views"][1] is r["s"]
+    assert type(r["views"][0]) is UnitTensor and r["views"][0].shape == (3, 2)
+    r["s"][0, 1] = 100.0  # the view and the tensor share the loaded storage
+    assert r["views"][0][1, 0].item() == 100.0
+    assert r["w"].requires_grad and r["w"].is_leaf and not r["s"].requires_grad
+    assert type(r["p"]) is UnitTensor and isinstance(r["p"], nn.Parameter) and r["p"].requires_grad
+    # weights-only: the class must be allowed, as in PyTorch
+    buf.seek(0)
+    with pytest.raises(UnpicklingError, match="UnitTensor was not an allowed global"):
+        load(buf)
+    buf.seek(0)
+    with tg.serialization.safe_globals([UnitTensor]):
+        assert type(load(buf)["s"]) is UnitTensor

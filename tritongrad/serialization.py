@@ -55,7 +55,11 @@ tagged dict:
                                         ``Counter``, ``Size``) are pickled, to keep their
                                         type; so are sparse tensors (``_rebuild_sparse`` of
                                         their index and value tensors) and uninitialized
-                                        parameters
+                                        parameters; an instance of a user's Tensor
+                                        subclass is ``_rebuild_subclass`` of its class, a
+                                        plain tensor and its attributes, with ``"ref": k``
+                                        (saved once: every reference to it loads as one
+                                        object)
 
 Limits, which ``save`` never exceeds and ``load`` enforces: a header of at most 1 GiB, objects
 nested at most 256 deep (so JSON nested at most 771 deep), integers of at most 4300 digits
@@ -104,7 +108,7 @@ import numpy as np
 
 from .autograd.checks import unsupported
 from .autograd.storage import _span, storage_numel
-from .autograd.tensor import Size, Tensor
+from .autograd.tensor import Size, Tensor, _rebuild_subclass, make, user_subclass
 from .runtime import dtype as dtypes
 from .runtime.array import contiguous_strides
 from .runtime.device import device as Device
@@ -179,13 +183,14 @@ class _Writer:
         # could otherwise be freed mid-save and its id or memory reused by another, which the
         # two dicts above would then take for the first.
         self.keep: list = []
+        self.subclasses: dict = {}  # id(tensor) -> its node (Writer.subclass)
         from .nn.parameter import Parameter, is_lazy  # (once per save: an import costs ~1 us)
         self.parameter, self.is_lazy = Parameter, is_lazy
 
     def plain(self, t: Tensor) -> bool:
         """Whether ``t`` is stored as a view of a storage: a strided tensor with its values
         (not a sparse tensor or an uninitialized parameter)."""
-        return t.layout is dtypes.strided and not self.is_lazy(t)
+        return t.layout is dtypes.strided and not self.is_lazy(t) and not user_subclass(t)
 
     def storage(self, t: Tensor, offset: int) -> tuple[int, int]:
         """The index of ``t``'s storage (``t`` viewing it from element ``offset``), stored
@@ -244,7 +249,9 @@ class _Writer:
         if isinstance(obj, Tensor):
             # (an uninitialized parameter has no bytes, a sparse tensor is its parts: both
             # are pickled)
-            return self.tensor(obj) if self.plain(obj) else self.pickled(obj)
+            if self.plain(obj):
+                return self.tensor(obj)
+            return self.subclass(obj) if user_subclass(obj) else self.pickled(obj)
         if isinstance(obj, (np.integer, np.floating, np.bool_)):
             return self.encode(obj.item(), depth)
         cls = type(obj)
@@ -273,6 +280,16 @@ class _Writer:
             return {"@": "bytes", "hex": bytes(obj).hex()}
         return self.pickled(obj)
 
+    def subclass(self, t: Tensor) -> dict:
+        """An instance of a user's Tensor subclass, pickled once however often it is saved:
+        its ``"ref"`` makes every reference load as one object, as in PyTorch."""
+        node = self.subclasses.get(id(t))
+        if node is None:
+            node = {**self.pickled(t), "ref": len(self.subclasses)}
+            self.subclasses[id(t)] = node
+            self.keep.append(t)
+        return node
+
     def pickled(self, obj) -> dict:
         """``obj`` as a pickle whose tensors are stored as the file's other tensors are."""
         buf = io.BytesIO()
@@ -295,9 +312,16 @@ class _Writer:
 
 
 class _Pickler(pickle.Pickler):
-    """Pickles sparse tensors as ``_rebuild_sparse`` of their parts."""
+    """Pickles sparse tensors as ``_rebuild_sparse`` of their parts, and instances of a
+    user's Tensor subclass as ``_rebuild_subclass`` of their class, a plain tensor (stored
+    as the file's tensors are) and their attributes, as PyTorch's ``_rebuild_from_type_v2``."""
 
     def reducer_override(self, obj):
+        if isinstance(obj, Tensor) and obj.layout is dtypes.strided and user_subclass(obj):
+            plain = make(obj._data, obj._dtype)  # (its memory, its requires_grad)
+            if obj.requires_grad:
+                plain.requires_grad_()
+            return _rebuild_subclass, (type(obj), plain, obj._user_attributes())
         return _reduce_sparse(obj)
 
 
@@ -944,6 +968,7 @@ class _Reader:
         self.map_location = map_location
         self.weights_only = weights_only
         self.cache: dict = {}
+        self.refs: dict = {}  # a pickle node's "ref" -> what it loaded as
 
     def tensor(self, i) -> Tensor:
         if not _is_int(i) or not 0 <= i < len(self.entries):
@@ -989,7 +1014,14 @@ class _Reader:
         if tag == "bytes":
             return self._bytes(node.get("hex"))
         if tag == "pickle":
-            return self._unpickle(node)
+            ref = node.get("ref")
+            if ref is None:
+                return self._unpickle(node)
+            if not _is_int(ref):
+                raise _Malformed(f"a pickle's ref must be an int, not {_describe(ref)}")
+            if ref not in self.refs:
+                self.refs[ref] = self._unpickle(node)
+            return self.refs[ref]
         raise _Malformed(f"unknown tag {_describe(tag)}")
 
     def _unpickle(self, node: dict):
@@ -1102,6 +1134,8 @@ _SAFE_BUILTINS = {("collections", "OrderedDict"): OrderedDict, ("builtins", "set
                   ("collections", "Counter"): Counter,
                   (Size.__module__, Size.__qualname__): Size,
                   (__name__, "_rebuild_sparse"): _rebuild_sparse,
+                  # (its class must be allowed too: ``add_safe_globals``, as PyTorch's)
+                  (_rebuild_subclass.__module__, "_rebuild_subclass"): _rebuild_subclass,
                   ("builtins", "frozenset"): frozenset, ("builtins", "complex"): complex,
                   ("builtins", "slice"): slice, ("builtins", "range"): range,
                   ("builtins", "bytearray"): bytearray}

@@ -374,7 +374,13 @@ def test_bitwise_ints(device):
     with pytest.raises(NotImplementedError, match=f"bitwise_xor_{device}.* 'ComplexFloat'"):
         tg.ones(2, dtype=tg.int32, device=device) ^ (1 + 2j)
     with pytest.raises(NotImplementedError, match=f"bitwise_not_{device}.* for 'Float'"):
-        ~tg.ones(2, device=device)
+        tg.bitwise_not(tg.ones(2, device=device))
+    # ... but the ~ operator refuses floats and complex itself, with a TypeError
+    for dtype in (tg.float32, tg.complex64):
+        with pytest.raises(TypeError, match=r"^~ \(operator.invert\) is only implemented on "
+                                            "integer and Boolean-type tensors$"):
+            ~tg.ones(2, dtype=dtype, device=device)
+    assert (~tg.tensor([True, False], device=device)).tolist() == [False, True]
 
 
 def test_logical_ops_any_dtype(device):

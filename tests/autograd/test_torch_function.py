@@ -76,6 +76,25 @@ def test_parameters_stay_plain_but_not_next_to_a_subclass():
         assert type(tg.ones(2).as_subclass(Plain) + 1) is tg.Tensor
 
 
+def test_a_parameter_of_a_subclass_keeps_its_class():
+    # PyTorch's Parameter(data of a user's subclass): data.detach(), of that class, marked
+    s = tg.tensor([1.0, 2.0]).as_subclass(Plain)
+    p = tg.nn.Parameter(s)
+    assert type(p) is Plain and isinstance(p, tg.nn.Parameter) and p.requires_grad and p.is_leaf
+    assert p.data_ptr() == s.data_ptr() and not s.requires_grad
+    assert not isinstance(s, tg.nn.Parameter) and not isinstance(tg.ones(1), tg.nn.Parameter)
+    assert repr(p) == "Parameter(Plain([1., 2.], requires_grad=True))"
+    m = tg.nn.Module()
+    m.w = p
+    assert dict(m.named_parameters()) == {"w": p} and type(m.w) is Plain
+    m.double()
+    assert type(m.w) is Plain and m.w.dtype is tg.float64 and isinstance(m.w, tg.nn.Parameter)
+    assert not tg.nn.Parameter(s, requires_grad=False).requires_grad
+    with pytest.raises(RuntimeError, match="only Tensors of floating point"):
+        tg.nn.Parameter(tg.ones(2, dtype=tg.int64).as_subclass(Plain))
+    assert type(tg.nn.Parameter(tg.ones(2))) is tg.nn.Parameter  # (a plain Tensor's)
+
+
 def test_gradients_flow_through_a_subclass(device):
     x = tg.tensor([1.0, -2.0, 3.0], dtype=tg.float64, device=device, requires_grad=True)
     m = x.as_subclass(Plain)
