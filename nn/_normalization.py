@@ -14,11 +14,13 @@ import numpy as np
 from ..autograd import checks
 from ..autograd.dispatch import Primitive, apply, as_shape, meta, opmath
 from ..autograd.grad_mode import no_grad
+from ..autograd.layout import channels_last_order, laid_out
 from ..autograd.ops import traced
 from ..autograd.ops.nn import batch_norm_training, check_norm_dtypes
 from ..autograd.state import state
 from ..autograd.tensor import Tensor, int_arg, make
 from ..autograd.vmap import check_running_stats
+from ._padding import _channels_last_like
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "rms_norm"]
 
@@ -97,6 +99,8 @@ class NativeGroupNormBackward0(Primitive):
             dx = NativeGroupNormBackward0._through_xhat(k, as_shape(k, gw, xhat.shape), xhat,
                                                         rstd)
             out[0] = back(as_shape(k, dx, shape))
+            if k is not traced:  # (PyTorch's dx: in the memory format x suggests)
+                out[0] = laid_out(k, out[0], channels_last_order(k, x))
         other = (0,) + tuple(range(2, len(shape)))
         if has_w and need[1]:
             dw = k.sum(k.mul(g, as_shape(k, xhat, shape)), other, False)
@@ -418,8 +422,9 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
             per_channel = (input.shape[1],)
             _update_running(running_mean, running_var, mean.mean(0).reshape(per_channel),
                             var.mean(0).reshape(per_channel), count, momentum)
-        # each channel of each sample its own group: group norm's node
-        return _native_group_norm(input, input.shape[1], weight, bias, eps)
+        # each channel of each sample its own group: group norm's node, over a row-major copy
+        # as PyTorch's instance norm (its result and input gradient are row-major)
+        return _native_group_norm(input.contiguous(), input.shape[1], weight, bias, eps)
     if running_mean is None or running_var is None:
         raise RuntimeError("Expected running_mean and running_var to be defined when "
                            "use_input_stats is false")
@@ -453,7 +458,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                                f"and input of shape {list(input.shape)}")
     if input.numel() == 0:
         return _affine(input, weight, bias, _channel_shape(input))
-    return _native_group_norm(input, num_groups, weight, bias, eps)
+    # (PyTorch's result is in the memory format the input suggests: channels-last or row-major)
+    return _channels_last_like(_native_group_norm(input, num_groups, weight, bias, eps), input)
 
 
 def _finfo_eps(dtype) -> float:
@@ -490,7 +496,7 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
     # PyTorch 2.13's: float16/bfloat16 are normalized in float32 (their "opmath" type, whose
     # epsilon is the default eps: bfloat16's own, 2^-7, was 6% off for small rows), the weight
     # applied in that type too, and the result rounded once to the input's dtype (whatever the
-    # weight's); a contiguous result, as its kernel writes one
+    # weight's); a result in the memory format the input suggests, as its kernel writes one
     dt = input.dtype
     x = input.contiguous()
     x = x.float() if dt.itemsize == 2 else x
@@ -499,4 +505,4 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
     y = x * ((x * x).mean(dim=dims, keepdim=True) + eps).rsqrt()
     if weight is not None:
         y = y * weight
-    return y if y.dtype is dt else y.to(dt)
+    return _channels_last_like(y if y.dtype is dt else y.to(dt), input)

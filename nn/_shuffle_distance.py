@@ -8,6 +8,7 @@ from ..autograd import checks
 from ..autograd.dispatch import SINK, Primitive, apply, as_shape, meta, opmath, zeros
 from ..autograd.ops.products import CdistBackward0, _cdist_weights, _differences
 from ..autograd.tensor import Tensor
+from ._padding import _channels_last_like
 
 __all__ = ["channel_shuffle", "native_channel_shuffle", "pdist"]
 
@@ -31,8 +32,8 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:
         raise RuntimeError("channel_shuffle: Number of channels must be divisible by groups. Got "
                            f"{c} channels and {groups} groups.")
     n, rest = input.shape[0], tuple(input.shape[2:])
-    return (input.reshape((n, groups, c // groups) + rest).transpose(1, 2)
-            .reshape((n, c) + rest))
+    y = input.reshape((n, groups, c // groups) + rest).transpose(1, 2).reshape((n, c) + rest)
+    return _channels_last_like(y, input)  # (PyTorch's: in the format the input suggests)
 
 
 def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:

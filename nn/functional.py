@@ -656,7 +656,8 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     n = len(lead)
     x = input.reshape(tuple(lead) + (c // (r * r), r, r, h, w))
     x = x.permute(tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2))
-    return x.reshape(tuple(lead) + (c // (r * r), h * r, w * r))
+    return _channels_last_like(x.reshape(tuple(lead) + (c // (r * r), h * r, w * r)), input,
+                               rank=4)
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
@@ -670,7 +671,8 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     n = len(lead)
     x = input.reshape(tuple(lead) + (c, h // r, r, w // r, r))
     x = x.permute(tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))
-    return x.reshape(tuple(lead) + (c * r * r, h // r, w // r))
+    return _channels_last_like(x.reshape(tuple(lead) + (c * r * r, h // r, w // r)), input,
+                               rank=4)
 
 
 def _check_bilinear_shapes(input1: Tensor, input2: Tensor, weight: Tensor,
@@ -1525,7 +1527,7 @@ from ._convolution import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_av
                            conv_tbc, conv_transpose1d, conv_transpose2d, conv_transpose3d,
                            fold, max_pool1d, max_pool2d, max_pool3d, unfold)
 from ._normalization import batch_norm, group_norm, instance_norm, rms_norm
-from ._padding import pad
+from ._padding import _channels_last_like, pad
 from ._sampling import affine_grid, grid_sample, interpolate
 from ._margin_losses import (cosine_embedding_loss, hinge_embedding_loss, margin_ranking_loss,
                              multi_margin_loss, multilabel_margin_loss,

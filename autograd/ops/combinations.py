@@ -20,7 +20,7 @@ import numpy as np
 from ...runtime import dtype as dtypes
 from ..checks import kernel_not_implemented, tensor_arg
 from ..dispatch import SINK, Primitive, apply, as_shape, call, linear_jvp, meta
-from ..layout import dim_order
+from ..layout import channels_last_order, dim_order, laid_out
 from ..registry import OpInfo
 from ..tensor import Tensor, int_arg, wrap_dim
 from .creation import as_dtype, resolve_device, tensor
@@ -319,8 +319,10 @@ class RollBackward0(Primitive):
                 lead = (slice(None),) * d
                 out = k.cat([k.getitem(out, lead + (slice(n - s, n),)),
                              k.getitem(out, lead + (slice(0, n - s),))], d)
-        # (C-contiguous whatever x's layout, as PyTorch's result; cat keeps a permuted one's)
-        return _copy(k, x) if out is x else k.contiguous(out)
+        # (in the memory format x's strides suggest, as PyTorch's result: channels-last or
+        # row-major; cat keeps a permuted one's layout)
+        out = _copy(k, x) if out is x else out
+        return laid_out(k, out, channels_last_order(k, x))
 
     @staticmethod
     def vjp(ctx, k, saved, g):

@@ -9,7 +9,9 @@ the input suggests (row-major where the input is row-major as well); a convoluti
 weight gradients are channels-last when the input's or the weight's strides suggest it, as are
 max pooling's and the 2-D adaptive average pool's input gradients (a global pool's, a mean's,
 is row-major); the 2-D nearest/bilinear resizes' input gradient follows the output gradient's
-format, bicubic's is row-major.
+format, bicubic's is row-major; group norm, rms norm, roll, channel shuffle and the pixel
+shuffles give their result (group norm its input gradient too) in the format the input
+suggests, and instance norm normalises a row-major copy.
 
 The strides were recorded from torch 2.13 (CPU) and are checked without torch; where torch is
 installed it is run as well, and the values are compared with the same op on row-major inputs
@@ -97,10 +99,32 @@ CASES = {
                     [(8, X4[0], CL)], C, [(48, 1, 16, 4)], [(120, 30, 6, 1)]),
     "bicubic_g_cl": (lambda L, x: F(L).interpolate(x, scale_factor=2, mode="bicubic"),
                      [(8, X4[0], CL)], CL, [(480, 1, 48, 4)], [(120, 30, 6, 1)]),
+    # group norm, rms norm, roll, channel shuffle and the pixel shuffles: the result in the
+    # format the input suggests (group norm's input gradient too); instance norm normalises a
+    # row-major copy
+    "group_norm_cl": (lambda L, x: F(L).group_norm(x, 2), [(2, X4[0], CL)], C,
+                      [(120, 1, 24, 4)], [(120, 1, 24, 4)]),
+    "group_norm_g_cl": (lambda L, x: F(L).group_norm(x, 2), [(2, X4[0], C)], CL,
+                        [(120, 30, 6, 1)], [(120, 30, 6, 1)]),
+    "instance_norm_cl": (lambda L, x: F(L).instance_norm(x), [(2, X4[0], CL)], CL,
+                         [(120, 30, 6, 1)], [(120, 30, 6, 1)]),
+    "rms_norm_cl": (lambda L, x: F(L).rms_norm(x, (6,)), [(2, X4[0], CL)], C,
+                    [(120, 1, 24, 4)], [(120, 30, 6, 1)]),
+    "roll_cl": (lambda L, x: L.roll(x, 1, 2), [(2, X4[0], CL)], C,
+                [(120, 1, 24, 4)], [(120, 30, 6, 1)]),
+    "roll_permuted": (lambda L, x: L.roll(x, (1, 2), (1, 3)), [(2, X4[0], (0, 2, 1, 3))], C,
+                      [(120, 30, 6, 1)], [(120, 30, 6, 1)]),
+    "channel_shuffle_cl": (lambda L, x: F(L).channel_shuffle(x, 2), [(2, X4[0], CL)], C,
+                           [(120, 1, 24, 4)], [(120, 30, 6, 1)]),
+    "pixel_shuffle_cl": (lambda L, x: F(L).pixel_shuffle(x, 2), [(2, (2, 8, 3, 2), CL)], C,
+                         [(48, 1, 8, 2)], [(48, 6, 2, 1)]),
+    "pixel_unshuffle_cl": (lambda L, x: F(L).pixel_unshuffle(x, 2), [(2, (2, 4, 6, 4), CL)], C,
+                           [(96, 1, 32, 16)], [(96, 24, 4, 1)]),
 }
 # a few on the CUDA device too (emulated by the interpreter where no GPU: kept small)
 CUDA_CASES = ("cat_cl_dim1", "stack_cl_dim2", "batch_norm_cl", "conv2d_x_cl", "conv2d_1x1",
-              "adaptive_avg_pool2d_cl", "bilinear_cl", "nearest_g_cl")
+              "adaptive_avg_pool2d_cl", "bilinear_cl", "nearest_g_cl", "group_norm_cl",
+              "roll_cl")
 
 
 def _run(lib, name: str, device: str = "cpu", row_major: bool = False):
