@@ -12,11 +12,12 @@ import operator
 import numpy as np
 
 from ..autograd import checks
-from ..autograd.grad_mode import no_grad as _no_grad
+from ..autograd.layout import NHWC_PERMUTATIONS, laid_out, suggest_memory_format
 from ..autograd.ops.creation import full
 from ..autograd.ops.creation import tensor as _tensor
 from ..autograd.ops.shape import cat
 from ..autograd.tensor import Tensor
+from ..runtime.array import contiguous_strides
 from ..runtime.dtype import channels_last, channels_last_3d
 
 __all__ = ["pad"]
@@ -29,19 +30,23 @@ _LAST = {4: channels_last, 5: channels_last_3d}
 
 
 def _channels_last_like(y, *inputs, rank: int | None = None):
-    """``y`` (a 4-D or 5-D tensor, or a tuple of them) in channels_last (channels_last_3d)
-    when one of ``inputs`` of its rank is in that layout and not contiguous (PyTorch's
-    suggest_memory_format: its convolutions, max pools, paddings and resamplings keep that
-    layout); else ``y`` itself. ``rank``: the only rank relaid (5 for the 3-D ops, whose
-    unbatched 4-D results PyTorch leaves contiguous). Only a non-contiguous input costs more
-    than one ``is_contiguous``. (Here, not in nn/_convolution.py, which imports ``pad``.)"""
+    """``y`` (a 4-D or 5-D tensor, or a tuple of them) with the exact strides of
+    channels_last (channels_last_3d) when the strides of one of ``inputs`` of its rank
+    suggest that format (PyTorch's ``suggest_memory_format``, which its convolutions, pools,
+    paddings, resamplings, group norm and shuffles give their results in: a sliced or
+    cropped channels-last input too, and an (N, 1, H, W) or (N, C, 1, 1) one whose strides
+    say channels-last); else ``y`` itself. ``rank``: the only rank relaid (5 for the 3-D
+    ops, whose unbatched 4-D results PyTorch leaves contiguous). A row-major input costs one
+    strides compare. (Here, not in nn/_convolution.py, which imports ``pad``.)"""
     ndim = (y[0] if isinstance(y, tuple) else y).ndim
     fmt = _LAST.get(ndim) if rank is None or ndim == rank else None
     if fmt is None:  # (unbatched, or another rank: no such layout)
         return y
     for t in inputs:
-        if t is not None and t.ndim == ndim and not t.is_contiguous() \
-                and t.is_contiguous(memory_format=fmt):
+        if t is None or t.ndim != ndim:
+            continue
+        shape, strides = tuple(t.shape), t.stride()
+        if strides != contiguous_strides(shape) and suggest_memory_format(shape, strides) is fmt:
             if isinstance(y, tuple):
                 return tuple(_relaid(v, fmt) for v in y)
             return _relaid(y, fmt)
@@ -49,14 +54,14 @@ def _channels_last_like(y, *inputs, rank: int | None = None):
 
 
 def _relaid(y: Tensor, fmt) -> Tensor:
-    """The op's own fresh result ``y`` with its values laid out in ``fmt``: its array is
-    replaced, so ``y`` keeps the op's node (a copy recorded after it would put a
-    CloneBackward0 where PyTorch's grad_fn is the op's own, and add a node to backward). A
-    view of another result is copied as an op instead (its base fixes its memory)."""
+    """The op's own fresh result ``y`` with its values laid out in ``fmt``, exactly its
+    strides (a size-1 dim's too, as PyTorch allocates it): its array is replaced, so ``y``
+    keeps the op's node (a copy recorded after it would put a CloneBackward0 where PyTorch's
+    grad_fn is the op's own, and add a node to backward). A view of another result is copied
+    as an op instead (its base fixes its memory)."""
     if y._base is not None:
         return y.contiguous(memory_format=fmt)
-    with _no_grad():
-        y._data = y.detach().contiguous(memory_format=fmt)._data
+    y._data = laid_out(y._k, y._data, NHWC_PERMUTATIONS[y.ndim])
     return y
 
 

@@ -33,6 +33,8 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:
                            f"{c} channels and {groups} groups.")
     n, rest = input.shape[0], tuple(input.shape[2:])
     y = input.reshape((n, groups, c // groups) + rest).transpose(1, 2).reshape((n, c) + rest)
+    if y._base is not None or y is input:  # (one group: a new tensor all the same, as PyTorch's)
+        y = y.clone()
     return _channels_last_like(y, input)  # (PyTorch's: in the format the input suggests)
 
 

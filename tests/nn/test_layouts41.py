@@ -186,6 +186,67 @@ def test_recorded_strides_are_torchs(name: str) -> None:
         np.testing.assert_allclose(_host(a), _host(b), rtol=1e-4, atol=1e-5)
 
 
+# Inputs whose strides suggest channels-last without being densely so, or that are both
+# formats at once: PyTorch's ops read the strides (suggest_memory_format), so a crop or a
+# channel split of a channels-last tensor, and an (N, 1, H, W) one made channels-last, keep
+# that format. (input kind, op): torch 2.13's result strides.
+def _cropped(L, a):
+    return L.tensor(a).to(memory_format=L.channels_last)[:, :, :4, :4]
+
+
+def _channel_split(L, a):
+    return L.tensor(a).to(memory_format=L.channels_last)[:, :2]
+
+
+def _one_channel(L, a):
+    return L.tensor(a[:, :1]).to(memory_format=L.channels_last)
+
+
+SUGGESTED = {
+    ("crop", "conv2d"): (_cropped, lambda L, x: F(L).conv2d(x, L.ones(3, 4, 1, 1)),
+                         (48, 1, 12, 3)),
+    ("crop", "max_pool2d"): (_cropped, lambda L, x: F(L).max_pool2d(x, 2), (16, 1, 8, 4)),
+    ("crop", "reflect_pad"): (_cropped, lambda L, x: F(L).pad(x, (1, 1, 1, 1), mode="reflect"),
+                              (144, 1, 24, 4)),
+    ("crop", "bilinear"): (_cropped, lambda L, x: F(L).interpolate(x, scale_factor=2,
+                                                                   mode="bilinear"),
+                           (256, 1, 32, 4)),
+    ("split", "avg_pool2d"): (_channel_split, lambda L, x: F(L).avg_pool2d(x, 2), (18, 1, 6, 2)),
+    ("split", "group_norm"): (_channel_split, lambda L, x: F(L).group_norm(x, 1),
+                              (72, 1, 12, 2)),
+    ("split", "channel_shuffle"): (_channel_split, lambda L, x: F(L).channel_shuffle(x, 2),
+                                   (72, 1, 12, 2)),
+    ("one_channel", "conv2d"): (_one_channel, lambda L, x: F(L).conv2d(x, L.ones(3, 1, 1, 1)),
+                                (108, 1, 18, 3)),
+    ("one_channel", "adaptive_max"): (_one_channel,
+                                      lambda L, x: F(L).adaptive_max_pool2d(x, 2), (4, 1, 2, 1)),
+    ("one_channel", "pixel_unshuffle"): (_one_channel, lambda L, x: F(L).pixel_unshuffle(x, 2),
+                                         (36, 1, 12, 4)),
+}
+
+
+@pytest.mark.parametrize("key", sorted(SUGGESTED))
+def test_suggested_channels_last(key) -> None:
+    make, op, strides = SUGGESTED[key]
+    a = arr(3, 2, 4, 6, 6)
+    x = make(tg, a)
+    y = op(tg, x)
+    assert tuple(y.stride()) == strides
+    # the layout changes no value: the same op on a row-major copy
+    np.testing.assert_allclose(_host(y), _host(op(tg, x.contiguous())), rtol=1e-5, atol=1e-6)
+    torch = pytest.importorskip("torch")
+    ty = op(torch, make(torch, a))
+    assert tuple(ty.stride()) == strides
+    np.testing.assert_allclose(_host(y), _host(ty), rtol=1e-4, atol=1e-5)
+
+
+def test_channel_shuffle_of_one_group_is_a_new_tensor() -> None:
+    x = tg.tensor(arr(3, 2, 4, 3, 3))
+    y = F(tg).channel_shuffle(x, 1)
+    y.add_(1.0)  # (no write reaches x: PyTorch's result is a copy)
+    np.testing.assert_array_equal(_host(x), arr(3, 2, 4, 3, 3))
+
+
 def test_batch_norm_channels_last_float64_reference() -> None:
     """Channels-last batch norm (NHWC rows in the kernel) against float64 NumPy: the output and
     the input, weight and bias gradients."""
