@@ -279,6 +279,8 @@ class _BatchNormEval(Primitive):
             if has_w:
                 scale = k.mul(scale, _per_channel(k, k.astype(params[0], meta(gc)[1]), shape))
             out[0] = back(k.mul(gc, scale))
+            if k is not traced:  # (PyTorch's dx: in the memory format x suggests)
+                out[0] = laid_out(k, out[0], channels_last_order(k, x, row_major_wins=True))
         other, c = (0,) + tuple(range(2, len(shape))), (shape[1],)
         g_sum = None
         if has_w and need[1]:
