@@ -1,5 +1,5 @@
-"""``F.pad``, composed from differentiable Tensor ops (``cat`` and ``narrow`` for constant
-padding, ``index_select`` for the modes that copy input elements into the border).
+"""``F.pad``: constant padding is one node (``ConstantPadNdBackward0``, PyTorch's), the modes
+that copy input elements into the border are composed from ``index_select``.
 
 The border of a non-constant mode is a gather of input elements, so its gradient is a
 scatter-add back onto them: ``index_select``'s rule, which sums repeated indices.
@@ -12,10 +12,10 @@ import operator
 import numpy as np
 
 from ..autograd import checks
-from ..autograd.layout import NHWC_PERMUTATIONS, laid_out, suggest_memory_format
-from ..autograd.ops.creation import full
+from ..autograd.dispatch import Primitive, apply, call, meta
+from ..autograd.layout import (NHWC_PERMUTATIONS, channels_last_order, laid_out,
+                               suggest_memory_format)
 from ..autograd.ops.creation import tensor as _tensor
-from ..autograd.ops.shape import cat
 from ..autograd.tensor import Tensor
 from ..runtime.array import contiguous_strides
 from ..runtime.dtype import channels_last, channels_last_3d
@@ -92,29 +92,58 @@ def _pairs(pad, ndim: int) -> list:
     return [(ndim - 1 - i, pad[2 * i], pad[2 * i + 1]) for i in range(len(pad) // 2)]
 
 
-def _constant(x: Tensor, pairs: list, value: float) -> Tensor:
-    copied = False
+class ConstantPadNdBackward0(Primitive):
+    """``pad(x, pad, value=value)`` in constant mode, PyTorch's one node: a new array of the
+    padded shape filled with ``value`` (in the memory format x's strides suggest, as
+    PyTorch's), x copied into its middle; a negative pad crops x instead. ``pairs``: ((dim,
+    lo, hi), ...). Its gradient is the same op on g with the pads negated and zero fill (the
+    middle of g, zero where x was cropped), so double backward is this op too; so is the jvp,
+    with zero fill (the op is affine in x: the fill has no tangent)."""
+
+    __slots__ = ()
+    op_name = "constant_pad_nd"
+
+    @staticmethod
+    def forward(ctx, k, x, pairs, value):
+        ctx.pairs = pairs
+        shape = list(x.shape)
+        src, dst = [slice(None)] * len(shape), [slice(None)] * len(shape)
+        for dim, lo, hi in pairs:
+            n = shape[dim]
+            start, stop = max(-lo, 0), n - max(-hi, 0)
+            src[dim] = slice(start, stop)
+            dst[dim] = slice(max(lo, 0), max(lo, 0) + stop - start)
+            shape[dim] = n + lo + hi
+        device, dtype = meta(x)
+        order = channels_last_order(k, x) if 0 not in shape else None
+        if order is None:
+            out = k.full(tuple(shape), value, dtype, device)
+        else:  # (filled in NHWC order, seen as NCHW: channels-last strides)
+            out = k.permute(k.full(tuple(shape[d] for d in order[0]), value, dtype, device),
+                            order[1])
+        if 0 not in shape:
+            k.copy_(k.getitem(out, tuple(dst)), k.getitem(x, tuple(src)))
+        return out
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        return call(k, ConstantPadNdBackward0, (g,),
+                    tuple((d, -lo, -hi) for d, lo, hi in ctx.pairs), 0)
+
+    @staticmethod
+    def jvp(ctx, k, primals, tangents, out, *params):
+        return call(k, ConstantPadNdBackward0, (tangents[0],), ctx.pairs, 0)
+
+
+def _constant(x: Tensor, pairs: list, value) -> Tensor:
     for dim, lo, hi in pairs:
-        if lo < 0 or hi < 0:  # negative padding crops, as in PyTorch
-            start, stop = max(-lo, 0), x.shape[dim] - max(-hi, 0)
-            if stop < start:  # (PyTorch's narrow fails first, in its words)
-                raise RuntimeError(f"narrow(): length must be non-negative. (pad: the input "
-                                   f"size {x.shape[dim]}, plus negative padding {lo} and {hi} "
-                                   f"resulted in a negative output size along dimension {dim})")
-            x = x.narrow(dim, start, stop - start)
-            lo, hi = max(lo, 0), max(hi, 0)
-        parts = []
-        for n in (lo, None, hi):
-            if n is None:
-                parts.append(x)
-            elif n:
-                shape = list(x.shape)
-                shape[dim] = n
-                parts.append(full(tuple(shape), value, dtype=x.dtype, device=x.device))
-        if len(parts) > 1:
-            x, copied = cat(parts, dim), True
+        n = x.shape[dim]
+        if n + min(lo, 0) + min(hi, 0) < 0:  # (PyTorch's narrow fails first, in its words)
+            raise RuntimeError(f"narrow(): length must be non-negative. (pad: the input "
+                               f"size {n}, plus negative padding {lo} and {hi} "
+                               f"resulted in a negative output size along dimension {dim})")
     # a new tensor even where nothing was added (zero or only negative padding), as PyTorch's
-    return x if copied else x.clone()
+    return apply(ConstantPadNdBackward0, (x,), tuple(pairs), value)
 
 
 def _source_index(n: int, lo: int, hi: int, mode: str) -> np.ndarray:

@@ -79,6 +79,42 @@ def test_padding_layers_match_np_pad(name, mode, nd):
         assert repr(m) == f"ConstantPad{nd}d(padding={pads}, value=1.5)"
 
 
+@pytest.mark.parametrize("pads", [(1, 2), (2, 0, 1, 3), (-1, 2, 1, -2), (0, 0), (-1, -1, 0, 0),
+                                  (1, 1, 1, 1, 1, 1)])
+def test_constant_pad_node(device, pads):
+    """Constant padding is PyTorch's one ConstantPadNdBackward0 node; negative pads crop; its
+    gradient (finite differences), double backward and forward-mode tangent."""
+    x = rng.standard_normal((2, 3, 4, 5))
+    t = tg.tensor(x, device=device, requires_grad=True)
+    y = F.pad(t, pads, value=-2.5)
+    assert type(y.grad_fn).__name__ == "ConstantPadNdBackward0"
+    widths = [(0, 0)] * (4 - len(pads) // 2) + [tuple(pads[2 * i:2 * i + 2])
+                                                 for i in range(len(pads) // 2)][::-1]
+    ref = x[tuple(slice(max(-lo, 0), n - max(-hi, 0)) for (lo, hi), n in zip(widths, x.shape))]
+    ref = np.pad(ref, [(max(lo, 0), max(hi, 0)) for lo, hi in widths], constant_values=-2.5)
+    np.testing.assert_array_equal(host(y), ref)
+    assert y.data_ptr() != t.data_ptr()  # (a new tensor even for zero padding)
+    small = tg.tensor(x[:1, :2], device=device, requires_grad=True)
+    if device == "cpu":  # (the interpreter would take minutes over the finite differences)
+        assert_grads_match(lambda a: F.pad(a, pads, value=-2.5), [tg.tensor(x[:1, :2])])
+        assert tg.autograd.gradgradcheck(lambda a: F.pad(a, pads) ** 2, (small,))
+    g = tg.tensor(rng.standard_normal(tuple(y.shape)), device=device)
+    y.backward(g)  # the gradient: the middle of g, zero where x was cropped
+    grad = np.zeros_like(x)
+    inner = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for (lo, hi), n in zip(widths, x.shape))
+    grad[inner] = host(g)[tuple(slice(max(lo, 0), max(lo, 0) + s.stop - s.start)
+                                for (lo, hi), s in zip(widths, inner))]
+    np.testing.assert_array_equal(host(t.grad), grad)
+    with tg.autograd.forward_ad.dual_level():
+        tangent = tg.tensor(rng.standard_normal(x.shape), device=device)
+        dual = tg.autograd.forward_ad.make_dual(tg.tensor(x, device=device), tangent)
+        out = tg.autograd.forward_ad.unpack_dual(F.pad(dual, pads, value=3.0)).tangent
+    np.testing.assert_array_equal(host(out), host(F.pad(tangent, pads)))
+    for dtype in (tg.int64, tg.bool):
+        r = F.pad(tg.ones(2, 2, dtype=dtype, device=device), (1, 0), value=0)
+        assert r.dtype is dtype and r.tolist() == [[0, 1, 1], [0, 1, 1]]
+
+
 def test_pixel_shuffle_and_unshuffle(device):
     x = rng.standard_normal((2, 12, 3, 4))
     y = F.pixel_shuffle(tg.tensor(x, device=device), 2)
