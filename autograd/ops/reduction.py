@@ -122,7 +122,9 @@ class MeanBackward0(Primitive):
 
     @staticmethod
     def vjp(ctx, k, saved, g):
-        return _expand_back(k, k.div(g, ctx.n), ctx.in_shape, ctx.dims, ctx.keepdim)
+        # g expanded, then divided: a fresh array (PyTorch's), which a hook may change in
+        # place; dividing first would hand on a stride-0 view that refuses in-place writes
+        return k.div(_expand_back(k, g, ctx.in_shape, ctx.dims, ctx.keepdim), ctx.n)
 
 
 class MeanBackward1(MeanBackward0):

@@ -413,3 +413,21 @@ def test_nan_reductions_keep_every_dim():
     m = tg.nanmean(x, keepdim=True)
     assert m.shape == (1, 1) and m.item() == pytest.approx(8.0 / 3)
     assert tg.nansum(x).shape == () and tg.nanmean(x, 1).tolist() == [1.0, 3.5]
+
+
+def test_mean_gradient_is_a_fresh_tensor_a_hook_may_change(device):
+    """mean's backward divides the expanded gradient (PyTorch's): the input's gradient is a
+    fresh array, so a hook may scale it in place (a stride-0 view would refuse the write, as
+    sum's does in both libraries)."""
+    x = tg.tensor(np.arange(6.0).reshape(2, 3), device=device, requires_grad=True)
+    y = x * 1.0
+    seen = []
+
+    def double_in_place(g):
+        seen.append(g.stride())
+        g.mul_(2.0)
+
+    y.register_hook(double_in_place)
+    y.mean(dim=1).sum().backward()
+    assert seen == [(3, 1)]
+    np.testing.assert_allclose(host(x.grad), np.full((2, 3), 2.0 / 3.0))
