@@ -18,8 +18,9 @@ class _ParameterMeta(type):
     # and __torch_function__) and is marked as one: isinstance answers from the mark, as
     # PyTorch's _ParameterMeta does.
     def __instancecheck__(cls, instance) -> bool:
-        if cls is Parameter and getattr(instance, "_is_param", False) \
-                and isinstance(instance, Tensor):
+        # (Tensor first: an fx Proxy answers any getattr with a proxy, whose truth raises)
+        if cls is Parameter and isinstance(instance, Tensor) \
+                and getattr(instance, "_is_param", False):
             return True
         return super().__instancecheck__(instance)
 
