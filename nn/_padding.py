@@ -13,11 +13,10 @@ import numpy as np
 
 from ..autograd import checks
 from ..autograd.dispatch import Primitive, apply, call, meta
-from ..autograd.layout import (NHWC_PERMUTATIONS, channels_last_order, laid_out,
-                               suggest_memory_format)
+from ..autograd.layout import (NHWC_PERMUTATIONS, _row_major_strides, channels_last_order,
+                               laid_out, suggest_memory_format)
 from ..autograd.ops.creation import tensor as _tensor
 from ..autograd.tensor import Tensor
-from ..runtime.array import contiguous_strides
 from ..runtime.dtype import channels_last, channels_last_3d
 
 __all__ = ["pad"]
@@ -46,7 +45,8 @@ def _channels_last_like(y, *inputs, rank: int | None = None):
         if t is None or t.ndim != ndim:
             continue
         shape, strides = tuple(t.shape), t.stride()
-        if strides != contiguous_strides(shape) and suggest_memory_format(shape, strides) is fmt:
+        # (the row-major strides remembered per shape: every convolution and pool asks)
+        if strides != _row_major_strides(shape) and suggest_memory_format(shape, strides) is fmt:
             if isinstance(y, tuple):
                 return tuple(_relaid(v, fmt) for v in y)
             return _relaid(y, fmt)
