@@ -44,7 +44,9 @@ from ..autograd.grad_mode import no_grad as _no_grad
 from ..autograd.ops import conv as _fused_conv
 from ..autograd.ops.creation import tensor as _tensor
 from ..autograd.ops.creation import zeros as _zeros
+from ..autograd.ops.pooling import avg_pool as avg_pool_node
 from ..autograd.ops.pooling import max_pool_with_indices
+from ..kernels.numpy.pool import avg_divisor
 from ..autograd.ops.sampling_nodes import (AdaptiveAvgPool2DBackward0, AdaptiveAvgPool3DBackward0,
                                            Col2ImBackward0, Im2ColBackward0, linear_node)
 from ..autograd.tensor import Tensor
@@ -827,21 +829,14 @@ def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                                rank=5)
 
 
-def _avg_divisor(n: int, k: int, s: int, p: int, o: int, count_include_pad: bool) -> np.ndarray:
-    """Per output position along one dim: the window's length clipped to the padded input
-    (``count_include_pad``) or to the input itself (PyTorch's avg_pool2d rule)."""
-    start = np.arange(o) * s - p
-    end = np.minimum(start + k, n + p)
-    if count_include_pad:
-        return end - start
-    return np.minimum(end, n) - np.maximum(start, 0)
-
-
 @_one_op_to_autocast
 def _avg_pool(input: Tensor, kernel_size, stride, padding, ceil_mode: bool,
-              count_include_pad: bool, divisor_override, nd: int, op: str) -> Tensor:
-    """avg_pool2d/3d: im2col on the zero padded input, a sum over the taps divided by a
-    per-position divisor, the outer product of the per-dim ones, computed on the host."""
+              count_include_pad: bool, divisor_override, nd: int, op: str, *,
+              fused: bool = True) -> Tensor:
+    """avg_pool1d/2d/3d: on the CPU one node (autograd/ops/pooling.py) for floating inputs;
+    elsewhere (or not ``fused``: the pool benchmark's comparison) im2col on the zero padded
+    input, a sum over the taps divided by a per-position divisor (kernels/numpy/pool.py's
+    ``avg_divisor``, computed on the host)."""
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError(f"{op}: divisor must be not zero")
     # PyTorch's avg_pool3d words the padding error as max pooling does, and wants the
@@ -850,15 +845,16 @@ def _avg_pool(input: Tensor, kernel_size, stride, padding, ceil_mode: bool,
         input, kernel_size, stride, padding, 1, ceil_mode, op, nd == 3, nd, fits=nd == 3)
     if x.dtype.name == "bool":  # (integers are averaged, as PyTorch's CPU kernels do)
         raise checks.kernel_not_implemented(_KERNELS.get(op, op), x.dtype)
+    if fused and x.device.type == "cpu" and x.dtype.is_floating_point:  # one node
+        y = avg_pool_node(x, kernel, stride, padding, out, count_include_pad, divisor_override)
+        return y.squeeze(0) if unbatched else y
     xp = _pad_nd(x, padding, extra, 0.0)
     sums = _windows(xp, kernel, stride, (1,) * nd, out).sum(2).reshape(tuple(x.shape[:2]) + out)
     if divisor_override is not None:
         divisor = divisor_override
     else:
-        divs = [_avg_divisor(n, k, s, p, o, count_include_pad) for n, k, s, p, o
-                in zip(x.shape[2:], kernel, stride, padding, out)]
-        divisor = _tensor(functools.reduce(np.multiply.outer, divs), dtype=x.dtype,
-                          device=x.device)
+        divisor = _tensor(avg_divisor(tuple(x.shape[2:]), kernel, stride, padding, out,
+                                      count_include_pad, None), dtype=x.dtype, device=x.device)
     # integers keep their dtype, the mean truncated toward zero (PyTorch's CPU kernels)
     y = (sums / divisor if x.dtype.is_floating_point else
          sums.div(divisor, rounding_mode="trunc"))

@@ -513,6 +513,54 @@ def max_pool_2x2_nhwc(x, values, index):
                     vo[ch], io[ch] = best, at
 
 
+# Average pooling (kernels/numpy/pool.py): planes of the (P, D, H, W) ``x``, windows described
+# by (3,) int arrays as max pooling's (no dilation); ``div`` (OD, OH, OW) each window's divisor
+# in the compute dtype. PyTorch's CPU kernel: the taps inside the input summed in scan order in
+# the compute dtype (``zero``: a one-element array of it, the sum's start), then one division.
+
+@compile
+def avg_pool(x, kernel, stride, padding, div, zero, values):
+    p_, d_, h_, w_ = x.shape
+    _, od_, oh_, ow_ = values.shape
+    for p in range(p_):
+        for a in range(od_):
+            z0 = a * stride[0] - padding[0]
+            z1, z0 = min(z0 + kernel[0], d_), max(z0, 0)
+            for b in range(oh_):
+                y0 = b * stride[1] - padding[1]
+                y1, y0 = min(y0 + kernel[1], h_), max(y0, 0)
+                for c in range(ow_):
+                    x0 = c * stride[2] - padding[2]
+                    x1, x0 = min(x0 + kernel[2], w_), max(x0, 0)
+                    s = zero[0]
+                    for z in range(z0, z1):
+                        for y in range(y0, y1):
+                            for i in range(x0, x1):
+                                s += x[p, z, y, i]
+                    values[p, a, b, c] = s / div[a, b, c]
+
+
+@compile
+def avg_pool_backward(g, kernel, stride, padding, div, dx):
+    """dx (P, D, H, W), zeroed, += each output's gradient over its divisor at its window's taps
+    inside the input (PyTorch's CPU kernel, in its order)."""
+    _, d_, h_, w_ = dx.shape
+    p_, od_, oh_, ow_ = g.shape
+    for p in range(p_):
+        for a in range(od_):
+            z0 = a * stride[0] - padding[0]
+            z1, z0 = min(z0 + kernel[0], d_), max(z0, 0)
+            for b in range(oh_):
+                y0 = b * stride[1] - padding[1]
+                y1, y0 = min(y0 + kernel[1], h_), max(y0, 0)
+                for c in range(ow_):
+                    x0 = c * stride[2] - padding[2]
+                    x1, x0 = min(x0 + kernel[2], w_), max(x0, 0)
+                    share = g[p, a, b, c] / div[a, b, c]
+                    for z in range(z0, z1):
+                        for y in range(y0, y1):
+                            for i in range(x0, x1):
+                                dx[p, z, y, i] += share
 
 
 # Cross-entropy (nn.py): rows of the (N, C) ``x`` against class indices ``t`` (N,), the NumPy

@@ -1,6 +1,6 @@
-"""Max pooling with indices over NumPy arrays: the CPU's fused max_pool1d/2d/3d (the node in
-autograd/ops/pooling.py; other devices compose the pool from windows and a max, in
-nn/_convolution.py).
+"""Max pooling with indices and average pooling over NumPy arrays: the CPU's fused
+max_pool1d/2d/3d and avg_pool1d/2d/3d (the nodes in autograd/ops/pooling.py; other devices
+compose the pools from windows and a max or a sum, in nn/_convolution.py).
 
 x (N, C, *S) with nd = len(S) spatial dims; window o along dim i covers positions o s_i - p_i
 + j d_i, j < k_i, those outside [0, S_i) left out (PyTorch's implicit -inf padding). Each
@@ -15,6 +15,7 @@ pass where kernels/numpy/jit.py allows, MaxPool2d(2)'s windows a loop of their o
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -23,7 +24,7 @@ from numpy.lib.stride_tricks import as_strided
 from . import jit
 from .nn import _fresh, _up
 
-__all__ = ["max_pool", "max_pool_backward"]
+__all__ = ["avg_divisor", "avg_pool", "avg_pool_backward", "max_pool", "max_pool_backward"]
 
 
 def _as_3d(shape: tuple, params: tuple, fill: int) -> tuple:
@@ -150,3 +151,94 @@ def max_pool_backward(g, index: np.ndarray, input_shape: tuple, channels_last: b
         flat = (i2 + np.arange(n * c)[:, None] * plane).reshape(-1)
         dx = np.bincount(flat, weights=g2.reshape(-1), minlength=n * c * plane).astype(gf.dtype)
     return _fresh(dx.reshape(input_shape), g)
+
+
+def avg_divisor(sizes: tuple, kernel: tuple, stride: tuple, padding: tuple, out: tuple,
+                count_include_pad: bool, divisor_override) -> np.ndarray:
+    """(*out) int64: each average pool window's divisor, PyTorch's rule: ``divisor_override``
+    where given, else the window's volume clipped to the padded input (``count_include_pad``)
+    or to the input itself, the outer product of the per-dim lengths."""
+    if divisor_override is not None:
+        return np.full(tuple(out), divisor_override, np.int64)
+    lengths = []
+    for n, k, s, p, o in zip(sizes, kernel, stride, padding, out):
+        start = np.arange(o, dtype=np.int64) * s - p
+        end = np.minimum(start + k, n + p)
+        lengths.append(end - start if count_include_pad else
+                       np.minimum(end, n) - np.maximum(start, 0))
+    return functools.reduce(np.multiply.outer, lengths)
+
+
+@functools.lru_cache(maxsize=128)
+def _avg_plan(sizes: tuple, spec: tuple, dtype: np.dtype) -> tuple:
+    """(div (OD, OH, OW) in ``dtype``, kernel, stride and padding as (3,) int arrays, the
+    three as tuples, out as three dims) of an average pool of ``spec`` (``avg_pool``'s) over
+    planes of ``sizes``: what every call of one layer would otherwise make again (a third of
+    a small pool's time)."""
+    kernel, stride, padding, out, include_pad, override = spec
+    div = avg_divisor(sizes, kernel, stride, padding, out, include_pad, override)
+    out3 = _as_3d(out, out, 1)
+    div = div.astype(dtype).reshape(out3)
+    div.flags.writeable = False
+    k3, s3, p3 = (_as_3d(out, v, fill) for v, fill in ((kernel, 1), (stride, 1), (padding, 0)))
+    return div, *(np.array(v) for v in (k3, s3, p3)), k3, s3, p3, out3
+
+
+def avg_pool(x, spec: tuple):
+    """(N, C, *out) in x's dtype: the average pool of ``spec`` = (kernel, stride, padding,
+    out, count_include_pad, divisor_override), each window's sum of the taps inside the input
+    over its divisor (``avg_divisor``'s), computed as PyTorch's CPU kernel (float16 and
+    bfloat16 in float32, rounded once)."""
+    xf = _up(x)
+    n, c, sizes = x.shape[0], x.shape[1], tuple(x.shape[2:])
+    div, ka, sa, pa, k3, s3, p3, out3 = _avg_plan(sizes, spec, xf.dtype)
+    x4 = np.ascontiguousarray(xf).reshape((n * c,) + _as_3d(sizes, sizes, 1))
+    values = np.empty((n * c,) + out3, xf.dtype)
+    if (loops := jit.loops("nn_loops")) is not None:
+        loops.avg_pool(x4, ka, sa, pa, div, np.zeros(1, xf.dtype), values)
+    else:
+        canvas = np.zeros((n * c, *_reach(x4.shape[1:], k3, s3, p3, out3)), xf.dtype)
+        canvas[(slice(None),) + tuple(slice(q, q + m) for q, m in zip(p3, x4.shape[1:]))] = x4
+        win = _windows(canvas, k3, s3, out3)
+        total = None
+        for t in np.ndindex(*k3):  # the taps in scan order (a padded one adds a zero)
+            tap = win[(slice(None),) * 4 + t]
+            total = tap.copy() if total is None else np.add(total, tap, out=total)
+        np.divide(total, div, out=values)
+    return _fresh(values.reshape((n, c) + tuple(spec[3])), x)
+
+
+def avg_pool_backward(g, input_shape: tuple, spec: tuple):
+    """The input gradient (``input_shape``, g's dtype, row-major) of ``avg_pool(x, spec)``:
+    each output's gradient over its divisor added at its window's taps inside the input."""
+    gf = _up(g)
+    n, c, sizes = input_shape[0], input_shape[1], tuple(input_shape[2:])
+    div, ka, sa, pa, k3, s3, p3, out3 = _avg_plan(sizes, spec, gf.dtype)
+    g4 = np.ascontiguousarray(gf).reshape((n * c,) + out3)
+    plane = _as_3d(sizes, sizes, 1)
+    if (loops := jit.loops("nn_loops")) is not None:
+        dx = np.zeros((n * c,) + plane, gf.dtype)
+        loops.avg_pool_backward(g4, ka, sa, pa, div, dx)
+    else:  # each tap's shares added onto a zero padded canvas, then cropped
+        canvas = np.zeros((n * c, *_reach(plane, k3, s3, p3, out3)), gf.dtype)
+        win = _windows(canvas, k3, s3, out3)
+        share = g4 / div
+        for t in np.ndindex(*k3):  # (one tap's positions are distinct: no lost updates)
+            win[(slice(None),) * 4 + t] += share
+        dx = canvas[(slice(None),) + tuple(slice(q, q + m) for q, m in zip(p3, plane))]
+    return _fresh(dx.reshape(input_shape), g)
+
+
+def _reach(sizes: tuple, kernel: tuple, stride: tuple, padding: tuple, out: tuple) -> list:
+    """The extent per dim of a zero padded canvas holding every window (a ceil_mode window
+    may reach past the right padding)."""
+    return [max(m + 2 * q, (o - 1) * s + k) for m, q, o, s, k
+            in zip(sizes, padding, out, stride, kernel)]
+
+
+def _windows(canvas: np.ndarray, kernel: tuple, stride: tuple, out: tuple) -> np.ndarray:
+    """(P, *out, *kernel): the pool's windows over the zero padded ``canvas`` (P, *reach), a
+    strided view (writes through it land in the canvas)."""
+    st = canvas.strides
+    return as_strided(canvas, (canvas.shape[0], *out, *kernel),
+                      (st[0], *(a * s for a, s in zip(st[1:], stride)), *st[1:]))
