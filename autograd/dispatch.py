@@ -43,6 +43,9 @@ A Primitive is a Node subclass named as PyTorch names its backward (``MulBackwar
                    needs a gradient: nothing is kept alive or version-checked for nothing.
                    None (the default): every entry is always saved
     save_output    also save output 0 (after the inputs)
+    saves_scalar   the rule reads a number the forward kept (``x * 2``: PyTorch's node saves the
+                   wrapped scalar as ``other``): nothing is saved, but the node's saved values
+                   count as freed after a backward, so a second one refuses as PyTorch's does
     keep_outputs   indices of further outputs the rule reads (sort's indices, a
                    factorization's factors), saved after the above (Note [Saved indices])
     keep_params    positions among the params of integer tensors the rule reads (gather's
@@ -109,6 +112,7 @@ class Primitive(Node):
     save_inputs: tuple = ()
     save_when: tuple | None = None
     save_output = False
+    saves_scalar = False
     keep_outputs: tuple = ()
     keep_params: tuple = ()
     broadcasts = False
@@ -632,6 +636,8 @@ def _record(op, node, inputs, out):
         node._saved = saved
     elif op.save_output:
         node._saved = [saved_output(result if outs is None else outs[0])]
+    elif op.saves_scalar:  # (an empty record, freed by backward like any)
+        node._saved = ()
     if outs is not None and op.keep_outputs:
         _save_outputs(node, outs, op.keep_outputs)
     return result

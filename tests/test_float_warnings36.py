@@ -41,3 +41,29 @@ def test_no_floating_point_warnings_from_the_package():
     assert len(warned) == 1, run.stderr
     assert warned[0].startswith("<string>") and "invalid value encountered in subtract" \
         in warned[0], run.stderr
+
+
+ERRORS_SCRIPT = textwrap.dedent("""
+    import warnings
+    import tritongrad as tg
+
+    warnings.simplefilter("error")  # in front of the package's filter (pytest's "error")
+    inf = float("inf")
+    x = tg.tensor([inf, -inf, 0., 1e38, 3.], requires_grad=True)
+    out = [x * 0, x - x, x + x, x * x, x.square(), x.sin(), x.exp(), (x * 0).sum()]
+    (x * 0).sum().backward()
+    # in place, NumPy warns after writing: each element computed once (1e38 * 10 overflows,
+    # 5 * 10 is 50, not 500)
+    y = tg.tensor([1e38, 5.0])
+    y.mul_(10)
+    z = tg.tensor([inf, 0.5])
+    z.sin_()
+    print("values", out[0].tolist()[3], y.tolist(), round(z.tolist()[1], 6))
+""")
+
+
+def test_no_error_when_the_users_filter_makes_warnings_errors():
+    run = subprocess.run([sys.executable, "-c", ERRORS_SCRIPT], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "values 0.0 [inf, 50.0] 0.479426" in run.stdout, run.stdout

@@ -488,6 +488,8 @@ DivBackward1 = binary_primitive("DivBackward0", "div", lambda ctx, k, saved, g: 
 # input that nothing needs is neither kept alive nor version-checked.
 MulBackward0.save_when = (1, 0)
 DivBackward0.save_when = (1, None)
+# PyTorch's x * 2 and x / 2 save the wrapped 2 (``_saved_other``): a second backward refuses
+MulBackward1.saves_scalar = DivBackward1.saves_scalar = True
 
 
 # Python's ``x + 2`` reaches PyTorch's Tensor overload (the number is wrapped as a 0-d tensor),

@@ -127,6 +127,13 @@ def in_memory_order(*positions: int):
 #   own NumPy calls keep their warnings. The filter holds for the process from the import on;
 #   pytest restores the filters it found after collecting (which imports the package), and a
 #   filter put in front (``-W error``) wins, hence the explicit state for the commonest ops.
+#   A filter put in front that turns the warning into an error (``warnings.simplefilter(
+#   "error")``, pytest's ``filterwarnings = error``) would still make ``inf * 0`` raise from
+#   the plain calls of ``_binary``, ``_unary`` and ``unary``: they catch that RuntimeWarning
+#   (free until it is raised: Python 3.11's zero-cost try). NumPy warns after the ufunc has
+#   run, so an ``out=`` already holds the result; an out-of-place one is computed again with
+#   the errors ignored (its operands are unchanged). Matrix products and reductions that
+#   overflow still warn.
 warnings.filterwarnings("ignore", r"(invalid value|divide by zero|overflow|underflow) "
                         "encountered", RuntimeWarning, r"tritongrad\.")
 try:
@@ -239,8 +246,9 @@ def _binary(ufunc, quiet: bool = False, opmath_scalar: bool = False):
     ``opmath_scalar`` a float16 array's float ``b`` is used as a float32, as PyTorch's mul and
     div read a number operand in their "opmath" type, float32 for half, where its add and
     sub round it to float16 first)."""
+    calm = _quiet(ufunc)
     if quiet:
-        ufunc = _quiet(ufunc)
+        ufunc = calm
     f16, f32, f64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
 
     def op(a, b, out=None):
@@ -259,28 +267,38 @@ def _binary(ufunc, quiet: bool = False, opmath_scalar: bool = False):
                     r = ufunc(a, np.float32(b), out=out, casting="unsafe") if out is not None \
                         else ufunc(a, np.float32(b)).astype(f16)
                 return r if isinstance(r, _ndarray) else np.asarray(r, f16)
-        if out is None:
-            r = ufunc(a, b)  # (_arr inlined here and below: these two wrap every ufunc op)
-            if isinstance(b, _ndarray) and r.ndim > 1 and not _numpy_agrees(r, a, b):
-                return _laid_out(r, a, b)  # Note [Result layouts]
-            return r if isinstance(r, _ndarray) else np.asarray(r)
-        ufunc(a, b, out=out, casting="unsafe")
-        return out
+        try:
+            if out is None:
+                r = ufunc(a, b)  # (_arr inlined here and below: these two wrap every ufunc op)
+            else:
+                ufunc(a, b, out=out, casting="unsafe")
+                return out
+        except RuntimeWarning:  # a user's filter made NumPy's warning an error (Note [Silent
+            if out is not None:  # float errors])
+                return out
+            r = calm(a, b)
+        if isinstance(b, _ndarray) and r.ndim > 1 and not _numpy_agrees(r, a, b):
+            return _laid_out(r, a, b)  # Note [Result layouts]
+        return r if isinstance(r, _ndarray) else np.asarray(r)
     op.__name__ = ufunc.__name__
     return op
 
 
 def _unary(ufunc, quiet: bool = False):
     """The contract's unary op over ``ufunc`` (``quiet``: Note [Silent float errors])."""
+    calm = _quiet(ufunc)
     if quiet:
-        ufunc = _quiet(ufunc)
+        ufunc = calm
 
     def op(a, out=None):
-        if out is None:
-            r = ufunc(a)
-            return r if isinstance(r, _ndarray) else np.asarray(r)
-        ufunc(a, out=out, casting="unsafe")
-        return out
+        try:
+            if out is None:
+                r = ufunc(a)
+                return r if isinstance(r, _ndarray) else np.asarray(r)
+            ufunc(a, out=out, casting="unsafe")
+            return out
+        except RuntimeWarning:  # (as _binary's)
+            return _arr(calm(a)) if out is None else out
     op.__name__ = ufunc.__name__
     return op
 
@@ -497,11 +515,17 @@ def unary(op: str, a, out=None):
     fn = _UNARY.get(op)
     if fn is None:
         raise ValueError(f"unary: unknown op {op!r}")
-    if out is None:
-        r = fn(a)  # (_arr inlined, as in _binary: every unary op passes here)
-        return r if isinstance(r, _ndarray) else np.asarray(r)
-    fn(a, out=out, casting="unsafe")
-    return out
+    try:
+        if out is None:
+            r = fn(a)  # (_arr inlined, as in _binary: every unary op passes here)
+            return r if isinstance(r, _ndarray) else np.asarray(r)
+        fn(a, out=out, casting="unsafe")
+        return out
+    except RuntimeWarning:  # (as _binary's: Note [Silent float errors])
+        if out is not None:
+            return out
+        with quiet_float_errors():
+            return unary(op, a)
 
 
 def _in_float32(fn, a, out):

@@ -37,6 +37,22 @@ def test_second_backward_through_freed_saved_tensors_raises(build):
         tg.autograd.grad(s, a)
 
 
+@pytest.mark.parametrize("op, slope", [(lambda x: x * 2, 2.0), (lambda x: 2 * x, 2.0),
+                                       (lambda x: x.mul(2.5), 2.5), (lambda x: x / 2, 0.5)])
+def test_second_backward_through_a_scalar_product_raises(op, slope):
+    """PyTorch's x * 2 and x / 2 save the wrapped 2: a second backward refuses, where x + 2
+    (its node saves only alpha, a number) runs again."""
+    a = _f64([1.0, 2.0, 3.0])
+    s = op(a).sum()
+    s.backward()
+    with pytest.raises(RuntimeError, match=FREED):
+        s.backward()
+    t = (a + 2).sum()
+    t.backward()
+    t.backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [slope + 2.0] * 3)
+
+
 @pytest.mark.parametrize("build, expected", [
     (_index_put_graph, [0.0, 16.0, 0.0]),         # only b[1] = 2a is left: d (2a)^2 = 8a
     (_view_write_graph, [72.0, 144.0, 24.0]),     # (6a)^2 for a[:2], (2a)^2 for a[2]
