@@ -247,7 +247,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         if antialias:  # ATen's separable filter leaves the dimensions it does not resize
             if n_in != n_out:
                 plan.append((2 + d, _aa_taps(mode, n_in, n_out, align_corners, sf)))
-        elif n_in != n_out or sf not in (None, 1.0):
+        elif n_in != n_out or (sf not in (None, 1.0) and not _copies_same_size(mode, nd)):
             plan.append((2 + d, _taps(mode, n_in, n_out, align_corners, sf)))
     if image and not mode.startswith("nearest"):
         # PyTorch's uint8 image kernels: the width pass, then the height pass, each rounded
@@ -260,6 +260,14 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     y = linear_node(UPSAMPLE[mode, nd, antialias], input, _resize, tuple(plan),
                     transpose=_resize_t)
     return _channels_last_like(y, input)
+
+
+def _copies_same_size(mode: str, nd: int) -> bool:
+    """Whether a dimension whose size a ``scale_factor`` other than 1 keeps (3 * 1.2 -> 3) is
+    copied as it is, as PyTorch's CPU kernels do for the linear modes (their separable
+    resampling skips such a dimension) and for 2-D nearest; 1-D and 3-D nearest,
+    nearest-exact and bicubic resample it with the given scale."""
+    return mode in ("linear", "bilinear", "trilinear") or (mode == "nearest" and nd == 2)
 
 
 def _resize(x: Tensor, plan: tuple) -> Tensor:

@@ -28,8 +28,8 @@ from ..observe import observed_op
 from ..registry import OpInfo
 from ..tensor import Tensor, wrap_dim
 from .composite import write_result
-from .creation import as_dtype
-from .elementwise import _result, add, mul, ne
+from .creation import as_dtype, ones
+from .elementwise import _result, add, mul, ne, where
 from .linalg import AddmmBackward0, addmm_node, bmm, matmul, scaled_weights
 from .pointwise import abs
 from .reduction import _expand_back, _ties_backward, amax, amin, reduce_dims, sum
@@ -520,7 +520,8 @@ def matrix_power(input: Tensor, n: int, *, out=None) -> Tensor:
 def _scaled_sum(input: Tensor, product: Tensor, beta, alpha, op: str) -> Tensor:
     """``beta * input + alpha * product``, ``input`` broadcast to the product's shape. With
     ``beta = 0`` the input's values are ignored (NaN and inf in it do not propagate), as
-    PyTorch specifies."""
+    PyTorch specifies; an input that requires grad stays in the graph, its gradient zero (a
+    ``where`` picking the product everywhere), as PyTorch's node gives it."""
     tensor_arg(input, op)
     if input.dtype is not product.dtype:
         raise RuntimeError(f"{op}: self and the product must have the same dtype, but got "
@@ -531,7 +532,9 @@ def _scaled_sum(input: Tensor, product: Tensor, beta, alpha, op: str) -> Tensor:
     if alpha != 1:
         product = mul(product, alpha)
     if beta == 0:
-        return product
+        if not shaped.requires_grad:
+            return product
+        return where(ones((), dtype=dtypes.bool, device=product.device), product, shaped)
     return add(shaped if beta == 1 else mul(shaped, beta), product)
 
 

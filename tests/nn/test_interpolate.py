@@ -251,3 +251,34 @@ def test_antialias_errors():
                       antialias=True)
     with pytest.raises(ValueError, match=msg):
         F.interpolate(tg.zeros(1, 1, 4), scale_factor=0.5, mode="bilinear", antialias=True)
+
+
+def test_a_dimension_whose_size_a_scale_factor_keeps():
+    """3 * 1.2 -> 3: PyTorch's CPU kernels copy that dimension for the linear modes and 2-D
+    nearest (their separable resampling skips it); 1-D and 3-D nearest, nearest-exact and
+    bicubic resample it with the given scale."""
+    F = tg.nn.functional
+    row = tg.arange(3.0).reshape(1, 1, 3)
+    assert F.interpolate(row, scale_factor=1.2, mode="linear").flatten().tolist() == [0, 1, 2]
+    # 1-D nearest: floor(dst / 1.2)
+    assert F.interpolate(row, scale_factor=1.2, mode="nearest").flatten().tolist() == [0, 0, 1]
+    plane = tg.arange(9.0).reshape(1, 1, 3, 3)
+    y = F.interpolate(plane, scale_factor=(2, 1.2), mode="bilinear")
+    assert tuple(y.shape) == (1, 1, 6, 3)
+    np.testing.assert_allclose(y[0, 0, :, 0].numpy(), [0, 0.75, 2.25, 3.75, 5.25, 6])  # resized
+    np.testing.assert_array_equal(y[0, 0, 0].numpy(), [0, 1, 2])  # copied
+    y = F.interpolate(plane, scale_factor=(2, 1.2), mode="nearest")
+    np.testing.assert_array_equal(y[0, 0, 0].numpy(), [0, 1, 2])
+    np.testing.assert_array_equal(F.interpolate(plane, scale_factor=1.2, mode="nearest").numpy(),
+                                  plane.numpy())
+    y = F.interpolate(plane, scale_factor=(1, 1.2), mode="bicubic")
+    assert not np.allclose(y.numpy(), plane.numpy())
+    cube = tg.arange(27.0).reshape(1, 1, 3, 3, 3)
+    y = F.interpolate(cube, scale_factor=(2, 1.2, 1.2), mode="trilinear")
+    np.testing.assert_array_equal(y[0, 0, 0].numpy(), cube[0, 0, 0].numpy())
+    y = F.interpolate(cube, scale_factor=1.2, mode="nearest")
+    np.testing.assert_array_equal(y[0, 0, 0, 0].numpy(), [0, 0, 1])
+    # the gradient is the copy's too
+    x = plane.clone().requires_grad_()
+    F.interpolate(x, scale_factor=(1.2, 1.2), mode="bilinear").sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.ones((1, 1, 3, 3)))
