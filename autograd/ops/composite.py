@@ -301,6 +301,9 @@ def _lerp_operands(input, end, weight, op: str) -> tuple:
     if not _is_float(x.dtype):
         raise kernel_not_implemented("lerp", x.dtype)
     _same_dtype(x, e, "end")
+    if (isinstance(weight, Tensor) and weight.ndim == 0 and weight.dtype is not x.dtype
+            and _is_float(weight.dtype)):  # (PyTorch's: a 0-d weight is cast, as a number)
+        weight = weight.to(x.dtype)
     _same_dtype(x, weight, "weight")
     e = operand_on_device(x, e, op)
     if isinstance(weight, Tensor):
@@ -321,7 +324,7 @@ def _lerp_apply(run, x: Tensor, e: Tensor, weight):
 def lerp(input: Tensor, end: Tensor, weight: Tensor | float, *, out=None) -> Tensor:
     """Does a linear interpolation of two tensors ``start`` (given by ``input``) and ``end``
     based on a scalar or tensor ``weight``: ``input + weight * (end - input)``, broadcasting;
-    a tensor ``weight`` has the dtype of ``input`` and ``end``. For ``|weight| >= 0.5`` it
+    a tensor ``weight`` has the dtype of ``input`` and ``end`` (a 0-d one is cast to it). For ``|weight| >= 0.5`` it
     is evaluated as ``end - (end - input) * (1 - weight)``, as PyTorch does, so that
     ``weight = 1`` gives ``end`` exactly. One node: ``LerpBackward0`` (a number weight) or
     ``LerpBackward1``.
@@ -567,6 +570,18 @@ def logaddexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     return _result(apply(LogaddexpBackward0, (a, b)), out, "logaddexp")
 
 
+def logaddexp2(input: Tensor, other: Tensor, *, out=None) -> Tensor:
+    """``log2(2^input + 2^other)`` without overflow (:func:`logaddexp` in base 2): one
+    ``Logaddexp2Backward0`` node over the operands promoted together (real floating dtypes,
+    as PyTorch's kernel)."""
+    a, b = tensor_arg(input, "logaddexp2"), tensor_arg(other, "logaddexp2", "other")
+    dt = result_type(a, b)
+    if not dt.is_floating_point:
+        raise kernel_not_implemented("logaddexp2", dt)
+    a, b = (t if t.dtype is dt else t.to(dt) for t in (a, b))
+    return _result(apply(Logaddexp2Backward0, (a, b)), out, "logaddexp2")
+
+
 class LogaddexpBackward0(Primitive):
     """y = log(exp(a) + exp(b)) = max(a, b) + log1p(exp(-|a - b|)), equal infinities their
     own result, as one node saving a and b (PyTorch's; the composite was five nodes saving
@@ -579,20 +594,35 @@ class LogaddexpBackward0(Primitive):
     broadcasts = True
     jvp = staticmethod(elementwise_jvp)
 
-    @staticmethod
-    def forward(ctx, k, a, b):
+    # the base's exponential, and log's factor (Logaddexp2Backward0's base 2)
+    exp = staticmethod(lambda k, a: k.exp(a))
+    log_base = 1.0
+
+    @classmethod
+    def forward(cls, ctx, k, a, b):
         (a, b), back = opmath(k, a, b)
-        r = k.add(k.maximum(a, b), k.unary("log1p", k.exp(k.neg(k.unary("abs", k.sub(a, b))))))
+        tail = k.unary("log1p", cls.exp(k, k.neg(k.unary("abs", k.sub(a, b)))))
+        r = k.add(k.maximum(a, b), tail if cls.log_base == 1.0 else k.div(tail, cls.log_base))
         # inf - inf is NaN in the formula: equal infinities are their own result
         return back(k.where(k.eq(a, b), k.where(k.eq(k.unary("abs", a), math.inf), a, r), r))
 
-    @staticmethod
-    def vjp(ctx, k, saved, g):
+    @classmethod
+    def vjp(cls, ctx, k, saved, g):
         a, b = saved
         need_a, need_b = ctx.needs_input_grad
-        ga = k.div(g, k.add(k.exp(k.sub(b, a)), 1.0)) if need_a else None
-        gb = k.div(g, k.add(k.exp(k.sub(a, b)), 1.0)) if need_b else None
+        ga = k.div(g, k.add(cls.exp(k, k.sub(b, a)), 1.0)) if need_a else None
+        gb = k.div(g, k.add(cls.exp(k, k.sub(a, b)), 1.0)) if need_b else None
         return ga, gb
+
+
+class Logaddexp2Backward0(LogaddexpBackward0):
+    """y = log2(2^a + 2^b) = max(a, b) + log1p(2^-|a - b|) / ln 2, as LogaddexpBackward0:
+    da = g / (1 + 2^(b - a)),  db = g / (1 + 2^(a - b))."""
+
+    __slots__ = ()
+    op_name = "logaddexp2"
+    exp = staticmethod(lambda k, a: k.unary("exp2", a))
+    log_base = math.log(2)
 
 
 # -- isin ----------------------------------------------------------------------------------------
@@ -768,6 +798,8 @@ OPS = (
     OpInfo("isin", isin, method=False, dtypes="promoted; bool result", grad="none"),
     OpInfo("logaddexp", logaddexp, dtypes="floats, complex",
            grad="g sigmoid(a - b), g sigmoid(b - a)"),
+    OpInfo("logaddexp2", logaddexp2, dtypes="floats", node=Logaddexp2Backward0,
+           grad="g 2^a / (2^a + 2^b), g 2^b / (2^a + 2^b)"),
     # (unguarded: tg.prelu is F.prelu is Tensor.prelu, and they check their own arguments)
     OpInfo("prelu", prelu, dtypes="floats", guard=False, autocast="lower",
            grad="g where x > 0, else weight g; weight: the sum of g x where x <= 0"),

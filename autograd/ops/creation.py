@@ -1038,9 +1038,9 @@ def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, d
         raise RuntimeError(f"step must be nonzero (arange: start={start}, end={end})")
     if not dt.is_floating_point:  # PyTorch reads the bounds as integers
         start, end, step = int(start), int(end), int(step)
-        if step == 0:  # (a fractional step that an integer dtype truncates to 0)
-            raise RuntimeError(f"step must be nonzero (arange: the step truncates to 0 in "
-                               f"{dt})")
+        if step == 0:  # (a fractional step that an integer dtype truncates to 0: PyTorch's
+            raise ValueError(f"step must be nonzero (arange: the step truncates to 0 in "  # type)
+                             f"{dt})")
     if (end - start) / step < 0:
         raise RuntimeError(f"upper bound and lower bound inconsistent with step sign "
                            f"(arange: start={start}, end={end}, step={step})")

@@ -1,4 +1,4 @@
-"""Special functions: ``lgamma digamma polygamma mvlgamma erfinv i0 hypot logaddexp2``, and
+"""Special functions: ``lgamma digamma polygamma mvlgamma erfinv i0 hypot``, and
 the rest of ``tg.special`` (tritongrad/special.py): erf, erfc, ndtr, ndtri, log_ndtr, i0e, i1,
 i1e, sinc, entr, logit, xlog1py (exp2 is pointwise.py's unary op).
 
@@ -40,7 +40,7 @@ from ..checks import kernel_not_implemented, tensor_arg
 from ..dispatch import apply
 from ..registry import OpInfo, with_inplace, with_jvp
 from ..tensor import Tensor, int_arg
-from .composite import _float_operands, logaddexp
+from .composite import _float_operands
 from .creation import full_like
 from .elementwise import eq, exp, isnan, log, sqrt, where
 from .pointwise import (abs, exp2, floor, igamma, igammac, isinf, log1p, logical_and, sign,
@@ -593,15 +593,6 @@ def hypot(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     return _out(apply(_nodes.HypotBackward0, (a, b)), out, "hypot")
 
 
-_LN2 = math.log(2)
-
-
-def logaddexp2(input: Tensor, other: Tensor, *, out=None) -> Tensor:
-    """``log2(2^input + 2^other)`` without overflow (:func:`logaddexp` in base 2)."""
-    a, b = tensor_arg(input, "logaddexp2"), tensor_arg(other, "logaddexp2", "other")
-    return _out(logaddexp(a * _LN2, b * _LN2) / _LN2, out, "logaddexp2")
-
-
 def sinc(input: Tensor, *, out=None) -> Tensor:
     """The normalized sinc, ``sin(pi x) / (pi x)``, 1 at 0 (where its gradient is 0): one
     ``SincBackward0`` node saving x for real inputs."""
@@ -669,8 +660,6 @@ OPS = (
            grad="g sqrt(pi)/2 exp(y^2) " + _PARTS),
     OpInfo("i0", i0, dtypes="floats; integers promote", grad="g i1(x) " + _PARTS),
     OpInfo("hypot", hypot, dtypes="floats", grad="g a / y, g b / y; 0 at 0"),
-    OpInfo("logaddexp2", logaddexp2, dtypes="floats",
-           grad="g 2^a / (2^a + 2^b), g 2^b / (2^a + 2^b)"),
     # torch.special functions that PyTorch also has as torch.<name> and Tensor.<name>
     OpInfo("erf", erf, dtypes="floats; integers promote", grad="g 2/sqrt(pi) exp(-x^2) " + _PARTS),
     OpInfo("erfc", erfc, dtypes="floats; integers promote",

@@ -485,13 +485,18 @@ def logspace(start, end, steps: int, base: float = 10.0, *, out=None, dtype=None
         >>> tg.logspace(0, 2, 3)
         tensor([  1.,  10., 100.])
     """
-    from .creation import _factory_out, check_layout, linspace
+    from .creation import _factory_out, as_dtype, check_layout, linspace
 
     check_layout("logspace", layout)
     if out is not None:
         return _factory_out("logspace", out, lambda dt, dev: logspace(
             start, end, steps, base, dtype=dt, device=dev), dtype, device, requires_grad)
 
+    target = as_dtype(dtype)
+    if target is not None and not (target.is_floating_point or target.is_complex):
+        # PyTorch reads the endpoints as integers of an integer dtype: 10 ** [0, 1, 2], not
+        # 10 ** [0.5, 1.5, 2.5], for logspace(0.5, 2.5, 3, dtype=int64)
+        start, end = (int(v.item() if isinstance(v, Tensor) else v) for v in (start, end))
     exps = linspace(start, end, steps, device=device,
                     dtype=dtypes.complex128 if complex in (type(start), type(end))
                     else dtypes.float64)
@@ -544,6 +549,7 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 def _quantile(input: Tensor, q, dim, keepdim: bool, interpolation: str, op: str,
               ignore_nan: bool) -> Tensor:
+    from .composite import lerp
     from .creation import tensor as _tensor
 
     x = tensor_arg(input, op)
@@ -553,8 +559,10 @@ def _quantile(input: Tensor, q, dim, keepdim: bool, interpolation: str, op: str,
         raise RuntimeError(f"{op}() interpolation must be one of linear, lower, higher, "
                            f"midpoint or nearest. Got {interpolation}")
     scalar_q = not isinstance(q, Tensor) or q.ndim == 0
-    qs = q.to(dtypes.float64).reshape(-1) if isinstance(q, Tensor) else \
-        _tensor([float(q)], dtype=dtypes.float64, device=x.device)
+    # the ranks in the input's dtype, as PyTorch's (a float32 q * (n - 1) rounds there first:
+    # 'nearest' takes 0.1 * 5 = 0.5 to 0 where float64's 0.50000000745 goes to 1)
+    qs = q.reshape(-1) if isinstance(q, Tensor) else \
+        _tensor([float(q)], dtype=x.dtype, device=x.device)
     if isinstance(q, Tensor) and q.ndim > 1:
         raise RuntimeError(f"{op}() q must be a scalar or 1D tensor")
     if isinstance(q, Tensor) and q.dtype is not x.dtype:
@@ -573,9 +581,9 @@ def _quantile(input: Tensor, q, dim, keepdim: bool, interpolation: str, op: str,
     values = x.sort(d).values.movedim(d, -1)          # (..., n), NaN last
     nan = isnan(values)
     if ignore_nan:
-        count = nan.logical_not().sum(-1, keepdim=True).to(dtypes.float64)  # (..., 1)
+        count = nan.logical_not().sum(-1, keepdim=True).to(x.dtype)  # (..., 1)
     else:
-        count = values.new_full(tuple(values.shape[:-1]) + (1,), float(n)).to(dtypes.float64)
+        count = values.new_full(tuple(values.shape[:-1]) + (1,), float(n))
     ranks = qs.reshape((-1,) + (1,) * values.ndim) * (count - 1).clamp(min=0)  # (Q, ..., 1)
     if not ignore_nan:
         # a slice with NaN takes its last sorted value, a NaN: its result is NaN and its
@@ -593,10 +601,8 @@ def _quantile(input: Tensor, q, dim, keepdim: bool, interpolation: str, op: str,
     last = n - 1
     v_lo = vals.gather(-1, lo.clamp(0, last).to(dtypes.int64))
     v_hi = vals.gather(-1, hi.clamp(0, last).to(dtypes.int64))
-    if interpolation == "midpoint":
-        out = v_lo + (v_hi - v_lo) * 0.5
-    else:
-        out = v_lo + (v_hi - v_lo) * (ranks - lo).to(values.dtype)
+    # (PyTorch's lerp, whose rounding for weights >= 0.5 is end - (end - start) (1 - w))
+    out = lerp(v_lo, v_hi, 0.5 if interpolation == "midpoint" else ranks - lo)
     out = out.squeeze(-1)                                  # (Q, ...)
     if keepdim:
         if dim is None:
