@@ -91,7 +91,7 @@ def _make_grads(outputs: tuple, grads, what: str, batched: bool = False) -> list
         grads = (grads,)
     else:
         grads = tuple(grads)
-    if len(grads) != len(outputs):
+    if len(grads) < len(outputs):  # (more are ignored: PyTorch zips them with the outputs)
         raise RuntimeError(f"got {len(outputs)} tensors and {len(grads)} gradients")
     out = []
     for i, (t, g) in enumerate(zip(outputs, grads)):

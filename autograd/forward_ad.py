@@ -142,6 +142,11 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
                            f"that of the original Tensor, this is not supported. Tensor is of "
                            f"size {list(tensor.shape)} while the given forward gradient is of "
                            f"size {list(tangent.shape)}.")
+    if tangent.dtype is not tensor.dtype and \
+            tangent.dtype.is_complex is tensor.dtype.is_complex:
+        # PyTorch takes a tangent of another floating dtype (its ops' tangents come out in
+        # their results' dtypes): here it is cast to the primal's, where the rules expect it
+        tangent = tangent.to(tensor.dtype)
     if tangent.dtype is not tensor.dtype:
         raise RuntimeError(f"Trying to set a forward gradient that has a different dtype than "
                            f"that of the original Tensor, this is not supported. Tensor is of "

@@ -158,7 +158,8 @@ def round(input: Tensor, *, decimals: int = 0, out=None) -> Tensor:  # noqa: A00
         return _ROUND.fn(input, out=out)
     x = tensor_arg(input, "round")
     if not (x._dtype.is_floating_point or x._dtype.is_complex):  # (complex: refused below)
-        return _result(x.clone(), out, "round")
+        # (PyTorch's kernel with decimals takes floating dtypes only; without, a copy)
+        raise kernel_not_implemented(f"round_{x.device.type}", x.dtype)
     try:
         scale = 10.0 ** (decimals if decimals >= 0 else -decimals)
     except OverflowError:  # (PyTorch's result is NaN: inf / inf, 0 * inf)
@@ -380,10 +381,21 @@ def _clamp_args(x: Tensor, min, max, op: str):
     for b in (min, max):
         if b is not None and not isinstance(b, (Tensor, _Number)):
             raise TypeError(f"{op}(): bounds must be numbers or Tensors, not {type(b).__name__}")
+        if isinstance(b, Tensor) and b.dtype.is_complex:  # (x is real: check_ordered)
+            raise kernel_not_implemented(f"clamp_{x.device.type}", b.dtype)
+    # a complex number bound is read as a real one, as PyTorch's Scalar: only without an
+    # imaginary part
+    min, max = (_real_bound(b) if isinstance(b, complex) else b for b in (min, max))
     if min is not None and max is not None and \
             isinstance(min, Tensor) is not isinstance(max, Tensor):
         min, max = _number_bounds(min, max, op)
     return result_type(x, *(b for b in (min, max) if b is not None)), min, max
+
+
+def _real_bound(b: complex) -> float:
+    if b.imag:
+        raise RuntimeError("value cannot be converted to type double without overflow")
+    return b.real
 
 
 def _clamp_tensor_bounds(x, min, max, dt, op):

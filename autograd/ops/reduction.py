@@ -471,7 +471,7 @@ def _amax_like(name, op):
     def fn(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
         check_ordered(input, name)
         dims = reduce_dims(input, dim, name)
-        if _no_dims(dim) and input.numel() == 0:
+        if (dim is None or _no_dims(dim)) and input.numel() == 0:
             raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
                                f"input.numel() == 0. Specify the reduction dim with the 'dim' "
                                f"argument.")
