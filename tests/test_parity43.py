@@ -142,3 +142,32 @@ def test_no_warning_escapes_these_paths():
         warnings.simplefilter("error")
         tg.lerp(tg.zeros(2), tg.ones(2), tg.tensor(0.5, dtype=tg.float64))
         tg.quantile(tg.arange(6.0), tg.tensor([0.1, 0.7]))
+
+
+def test_node_names_as_pytorch_records_them():
+    x = tg.ones(3, 4, requires_grad=True)
+    y = x * 1
+    assert x.expand_as(x).grad_fn.name() == "ExpandBackward0"  # (also for the same shape)
+    assert y.narrow(0, 0, 3).grad_fn.name() == "SliceBackward0"  # (a whole-dim narrow too)
+    assert y.narrow(0, 0, 3).grad_fn._saved_end == 3
+    assert x[:, 0:4].grad_fn.name() == "AliasBackward0"  # (where indexing skips the slice)
+    assert x.nan_to_num().grad_fn.name() == "NanToNumBackward0"
+    assert tg.fill(y, 2.0).grad_fn.name() == "FillBackward0"
+    assert tg.fill(y, tg.tensor(2.0)).grad_fn.name() == "FillBackward1"
+    assert y.clone().fill_(2.0).grad_fn.name() == "FillBackward2"
+    assert y.clone().fill_(tg.tensor(2.0)).grad_fn.name() == "FillBackward3"
+    z = y.clone()
+    z[z > 0] = 0.0
+    assert z.grad_fn.name() == "IndexPutBackward0" and len(z.grad_fn.next_functions) == 2
+    z.sum().backward()
+    assert x.grad.abs().sum().item() == 0.0
+
+
+def test_nan_to_num_node():
+    inf = math.inf
+    x = tg.tensor([math.nan, inf, -inf, 2.0], dtype=tg.float64, requires_grad=True)
+    y = tg.nan_to_num(x, posinf=5.0)
+    assert y.tolist() == [0.0, 5.0, -np.finfo(np.float64).max, 2.0]
+    y.sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0, 1.0]
+    assert tg.nan_to_num(tg.tensor([inf], dtype=tg.float16)).item() == 65504.0

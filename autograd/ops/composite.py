@@ -198,10 +198,30 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
         r = x.clone()
     else:
         big, low = _finfo(x.dtype)
-        r = where(isnan(x), 0.0 if nan is None else nan, x)
-        r = where(eq(x, math.inf), big if posinf is None else posinf, r)
-        r = where(eq(x, -math.inf), low if neginf is None else neginf, r)
+        r = apply(NanToNumBackward0, (x,), 0.0 if nan is None else nan,
+                  big if posinf is None else posinf, low if neginf is None else neginf)
     return _result(r, out, "nan_to_num")
+
+
+class NanToNumBackward0(Primitive):
+    """nan_to_num of a real floating x: NaN, +inf and -inf replaced by the numbers given, one
+    node saving x (PyTorch's): the gradient passes where x is finite."""
+
+    __slots__ = ()
+    op_name = "nan_to_num"
+    save_inputs = (0,)
+    jvp = staticmethod(elementwise_jvp)
+
+    @staticmethod
+    def forward(ctx, k, x, nan, posinf, neginf):
+        r = k.where(k.ne(x, x), nan, x)
+        r = k.where(k.eq(x, math.inf), posinf, r)
+        return k.where(k.eq(x, -math.inf), neginf, r)
+
+    @staticmethod
+    def vjp(ctx, k, saved, g):
+        x, = saved
+        return k.where(k.lt(k.unary("abs", x), math.inf), g, 0.0)
 
 
 def nan_to_num_(self: Tensor, nan: float = 0.0, posinf: float | None = None,
@@ -785,7 +805,7 @@ OPS = (
     OpInfo("allclose", allclose, dtypes="same dtype; Python bool", grad="none"),
     OpInfo("equal", equal, dtypes="promoted; Python bool", grad="none"),
     OpInfo("nan_to_num", nan_to_num, inplace=nan_to_num_, dtypes="all (integers: a copy)",
-           grad="g where finite, else 0"),
+           grad="g where finite, else 0", node=NanToNumBackward0),
     OpInfo("lerp", lerp, inplace=lerp_, dtypes="floats; one dtype",
            grad="(1 - w) g, w g, (end - input) g", node=LerpBackward0),
     OpInfo("addcmul", addcmul, inplace=addcmul_, dtypes="promoted; not bool",

@@ -315,9 +315,9 @@ def fill(input: Tensor, value) -> Tensor:
     """A tensor of ``input``'s shape, dtype and device filled with ``value`` (a number or a
     0-d tensor): the out-of-place ``fill_``. Gradient: zero for ``input``, the sum of the
     gradient for a tensor ``value``."""
-    from .pointwise import fill_
+    from .pointwise import FillBackward0, FillBackward1, fill_with
     tensor_arg(input, "fill")
-    return fill_(input.clone(), value)
+    return fill_with(input.clone(), value, (FillBackward0, FillBackward1))
 
 
 # -- the table ---------------------------------------------------------------------------------

@@ -396,7 +396,10 @@ def setitem(x: Tensor, index, value) -> None:
     if isinstance(index, Tensor) and index._dtype is dtypes.bool \
             and tuple(index.shape) == tuple(x.shape) and (
             isinstance(value, _Number) or (isinstance(value, Tensor) and value.ndim == 0)):
-        # no nonzero (no device sync) for x[mask] = scalar
+        # no nonzero (no device sync) for x[mask] = scalar; a number wrapped in a 0-d tensor
+        # as PyTorch's (its IndexPutBackward0 has the value's edge, None)
+        if not isinstance(value, Tensor):
+            value = _value_tensor(x, value, "__setitem__")
         _masked_fill_inplace(x, index, value, _MaskedIndexPutBackward0)
         return
     view, indices = _prepare(x, index, "__setitem__")

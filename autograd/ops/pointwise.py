@@ -860,18 +860,29 @@ class FillBackward1(Primitive):
         return zeros(k, out.shape, out) if tv is None else tv
 
 
+# PyTorch names the nodes of its four fill overloads apart: fill(number), fill(tensor), then
+# the in-place fill_(number) and fill_(tensor)
+FillBackward2 = FillBackward0.variant("FillBackward2", "fill_")
+FillBackward3 = FillBackward1.variant("FillBackward3", "fill_")
+
+
 def fill_(self: Tensor, value) -> Tensor:
     """Fills the tensor with ``value`` (a number or a 0-d tensor) in place."""
+    return fill_with(self, value, (FillBackward2, FillBackward3))
+
+
+def fill_with(self: Tensor, value, _nodes: tuple) -> Tensor:
+    """``fill_`` recording one of ``_nodes`` (for a number, for a tensor ``value``)."""
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
                                f"with {value.ndim} dimensions.")
         value = operand_on_device(self, value, "fill_")
-        return apply_inplace(FillBackward1, self, (value.to(self._dtype),))
+        return apply_inplace(_nodes[1], self, (value.to(self._dtype),))
     if not isinstance(value, _Number):
         raise TypeError(f"fill_(): argument 'value' must be Number or Tensor, not "
                         f"{type(value).__name__}")
-    return apply_inplace(FillBackward0, self, (), checked_scalar(value, self._dtype))
+    return apply_inplace(_nodes[0], self, (), checked_scalar(value, self._dtype))
 
 
 def zero_(self: Tensor) -> Tensor:

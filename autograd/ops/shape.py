@@ -19,7 +19,8 @@ from ..checks import check_devices_match
 from ..dispatch import Primitive, apply, as_shape, call, linear_jvp, meta, zeros
 from ..layout import NHWC_PERMUTATIONS, suggest_memory_format
 from ..tensor import Tensor, array_meta, int_arg, wrap_dim
-from .views import _as_view, getitem, int_tuple, is_size, permute, view_jvp
+from .views import (SliceBackward0, _as_view, _view_apply, getitem, int_tuple, is_size, permute,
+                    view_jvp)
 
 
 def _tensor_list(tensors, op: str) -> list:
@@ -427,7 +428,9 @@ def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
         raise RuntimeError("narrow(): length must be non-negative.")
     if start + length > n:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
-    return getitem(input, (slice(None),) * d + (slice(start, start + length),))
+    # PyTorch's narrow is one slice, a SliceBackward0 node even where it covers the whole dim
+    # (where x[:, 0:n] is an alias)
+    return _view_apply(SliceBackward0, input, (slice(None),) * d + (slice(start, start + length),))
 
 
 def select(input: Tensor, dim: int, index: int) -> Tensor:

@@ -493,9 +493,7 @@ def expand(input: Tensor, *sizes, size=None) -> Tensor:
         shape.append(s)
     shape = tuple(shape)
     check_sizes(shape)  # a singleton may have been given a negative size
-    if shape == tuple(x.shape):
-        return _view_apply(ViewBackward0, x, shape)  # PyTorch records a view here too
-    return _view_apply(ExpandBackward0, x, shape)
+    return _view_apply(ExpandBackward0, x, shape)  # (PyTorch's node also for the same shape)
 
 
 def expand_as(input: Tensor, other: Tensor) -> Tensor:

@@ -107,6 +107,7 @@ SAMPLES = {
     "where": lambda d: (lambda a, b: torch.where(a > 0, a, b), [t64((3, 4), d), t64((4,), d)]),
     "positive": lambda d: (torch.positive, [t64((3,), d)]),
     "logaddexp2": lambda d: (torch.logaddexp2, [t64((3, 4), d), t64((4,), d)]),
+    "nan_to_num": lambda d: (lambda a: torch.nan_to_num(a, posinf=3.0), [t64((3, 4), d)]),
     # pointwise
     "atan2": lambda d: (torch.atan2, [t64((3, 4), d), t64((4,), d)]),
     "clamp": lambda d: (lambda a, lo, hi: (a.clamp(-0.5, 0.5), torch.clamp(a, lo, hi)),
