@@ -101,7 +101,9 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
                            f"[{x.shape[0]}], but got {list(target.shape)}. Input has shape "
                            f"{list(input.shape)}.")
     t = check_class_indices(target).reshape(-1)
-    if x.ndim != 2 or t.shape[0] != x.shape[0]:
+    if input.ndim == 1 and target.ndim == 0:  # (PyTorch's: a () loss, where (1,) gives (1,))
+        t = t.reshape(())
+    if x.ndim != 2 or t.numel() != x.shape[0]:
         raise RuntimeError(f"multi_margin_loss: inconsistent target size: {list(target.shape)} "
                            f"for input of size: {list(input.shape)}")
     c = x.shape[1]
@@ -128,6 +130,7 @@ def _multi_margin(input: Tensor, t: Tensor, weight: Tensor | None, p: int, margi
                   reduction: str) -> Tensor:
     """multi_margin_loss's composite (checked operands, ``t`` the (N,) class indices)."""
     x = input.unsqueeze(0) if input.ndim == 1 else input
+    squeeze, t = t.ndim == 0, t.reshape(-1)
     c = x.shape[1]
     picked = x.gather(1, t.unsqueeze(1))                  # x[y], (N, 1)
     terms = (margin - picked + x).clamp(min=0.0)
@@ -137,7 +140,7 @@ def _multi_margin(input: Tensor, t: Tensor, weight: Tensor | None, p: int, margi
         terms = terms * weight[t].unsqueeze(1)
     own = t.unsqueeze(1) == t.new_tensor(list(range(c))).unsqueeze(0)  # i == y: no term
     loss = terms.where(own.logical_not(), 0.0).sum(1) / c
-    if input.ndim == 1:
+    if squeeze:
         loss = loss.squeeze(0)
     return F._reduce(loss, reduction)
 
@@ -148,6 +151,7 @@ def _multi_margin_rule(g: Tensor, needs: tuple, input: Tensor, t: Tensor, *rest)
     (the row's unweighted loss). ``rest``: (weight, p, margin, reduction), or (None, ...)."""
     weight, p, margin, reduction = rest if len(rest) == 4 else (None,) + tuple(rest)
     x = input.unsqueeze(0) if input.ndim == 1 else input
+    t = t.reshape(-1)
     n, c = x.shape
     rows = g.reshape(-1) if reduction == "none" else (g / n if reduction == "mean" else g)
     rows = rows.expand(n) / c

@@ -171,3 +171,12 @@ def test_nan_to_num_node():
     y.sum().backward()
     assert x.grad.tolist() == [0.0, 0.0, 0.0, 1.0]
     assert tg.nan_to_num(tg.tensor([inf], dtype=tg.float16)).item() == 65504.0
+
+
+def test_multi_margin_loss_of_a_vector_keeps_the_targets_shape():
+    F = tg.nn.functional
+    x = tg.tensor([0.1, 0.5, -0.3, 0.2])
+    # margin 1 - x[3] + x[i] for i != 3: 0.9, 1.3, 0.5; their mean over C = 4 classes
+    one = F.multi_margin_loss(x, tg.tensor([3]), reduction="none")
+    assert tuple(one.shape) == (1,) and one.item() == pytest.approx(2.7 / 4)
+    assert tuple(F.multi_margin_loss(x, tg.tensor(3), reduction="none").shape) == ()
