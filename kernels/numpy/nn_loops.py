@@ -518,20 +518,24 @@ def max_pool_2x2_nhwc(x, values, index):
 # in the compute dtype. PyTorch's CPU kernel: the taps inside the input summed in scan order in
 # the compute dtype (``zero``: a one-element array of it, the sum's start), then one division.
 
+@compile(inline=True)
+def _span(o, stride, padding, kernel, n):
+    """[lo, hi): the taps inside an input of size n of window o along one dim."""
+    lo = o * stride - padding
+    return max(lo, 0), min(lo + kernel, n)
+
+
 @compile
 def avg_pool(x, kernel, stride, padding, div, zero, values):
     p_, d_, h_, w_ = x.shape
     _, od_, oh_, ow_ = values.shape
     for p in range(p_):
         for a in range(od_):
-            z0 = a * stride[0] - padding[0]
-            z1, z0 = min(z0 + kernel[0], d_), max(z0, 0)
+            z0, z1 = _span(a, stride[0], padding[0], kernel[0], d_)
             for b in range(oh_):
-                y0 = b * stride[1] - padding[1]
-                y1, y0 = min(y0 + kernel[1], h_), max(y0, 0)
+                y0, y1 = _span(b, stride[1], padding[1], kernel[1], h_)
                 for c in range(ow_):
-                    x0 = c * stride[2] - padding[2]
-                    x1, x0 = min(x0 + kernel[2], w_), max(x0, 0)
+                    x0, x1 = _span(c, stride[2], padding[2], kernel[2], w_)
                     s = zero[0]
                     for z in range(z0, z1):
                         for y in range(y0, y1):
@@ -548,14 +552,11 @@ def avg_pool_backward(g, kernel, stride, padding, div, dx):
     p_, od_, oh_, ow_ = g.shape
     for p in range(p_):
         for a in range(od_):
-            z0 = a * stride[0] - padding[0]
-            z1, z0 = min(z0 + kernel[0], d_), max(z0, 0)
+            z0, z1 = _span(a, stride[0], padding[0], kernel[0], d_)
             for b in range(oh_):
-                y0 = b * stride[1] - padding[1]
-                y1, y0 = min(y0 + kernel[1], h_), max(y0, 0)
+                y0, y1 = _span(b, stride[1], padding[1], kernel[1], h_)
                 for c in range(ow_):
-                    x0 = c * stride[2] - padding[2]
-                    x1, x0 = min(x0 + kernel[2], w_), max(x0, 0)
+                    x0, x1 = _span(c, stride[2], padding[2], kernel[2], w_)
                     share = g[p, a, b, c] / div[a, b, c]
                     for z in range(z0, z1):
                         for y in range(y0, y1):
