@@ -383,7 +383,12 @@ class Node:
         return self.saved_tensors
 
     def _release(self) -> None:
-        if self._saved is not None:
+        saved = self._saved
+        # (entries never saved, ``saved.UNSAVED``, free nothing: a node that saved none of its
+        # inputs runs again, as PyTorch's with only undefined SavedVariables; an empty record
+        # is a saved scalar's, Primitive.saves_scalar)
+        if saved is not None and saved is not FREED and (
+                not saved or not all(getattr(s, "never_saved", False) for s in saved)):
             self._saved = FREED
 
     # -- saved-value introspection: grad_fn._saved_self, grad_fn._raw_saved_other, ... -------

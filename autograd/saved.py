@@ -360,6 +360,7 @@ class _Unsaved:
         return None
 
     _t = None  # (RawSavedTensor.unpack_hook)
+    never_saved = True  # (Node._release: nothing to free)
 
     def __repr__(self) -> str:
         return "UNSAVED"

@@ -53,6 +53,22 @@ def test_second_backward_through_a_scalar_product_raises(op, slope):
     np.testing.assert_array_equal(a.grad.numpy(), [slope + 2.0] * 3)
 
 
+def test_a_node_that_saved_nothing_runs_again():
+    """addcmul saves each factor only for the other's gradient: with neither requiring grad
+    nothing is saved, and a second backward runs, as PyTorch's (its SavedVariables are
+    undefined); x * w with w saved refuses."""
+    a = _f64([1.0, 2.0, 3.0])
+    t1, t2 = _f64([2.0, 2.0, 2.0], False), _f64([0.5, 1.0, 1.5], False)
+    s = a.addcmul(t1, t2, value=2).sum()
+    s.backward()
+    s.backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [2.0, 2.0, 2.0])
+    s = (a * t1).sum()
+    s.backward()
+    with pytest.raises(RuntimeError, match=FREED):
+        s.backward()
+
+
 @pytest.mark.parametrize("build, expected", [
     (_index_put_graph, [0.0, 16.0, 0.0]),         # only b[1] = 2a is left: d (2a)^2 = 8a
     (_view_write_graph, [72.0, 144.0, 24.0]),     # (6a)^2 for a[:2], (2a)^2 for a[2]
