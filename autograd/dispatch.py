@@ -720,6 +720,36 @@ def check_internal_overlap(op: type, t: Tensor) -> None:
             warnings.warn(allow, UserWarning, stacklevel=4)
 
 
+def check_partial_overlap(target: Tensor, others: tuple) -> None:
+    """Refuses an in-place write into ``target`` that reads another view of the same memory
+    overlapping it in part (``a[1:].copy_(a[:-1])``, ``a[1:].add_(a[:-1])``), PyTorch's rule
+    (assert_no_partial_overlap): the result would depend on the order of the writes. The
+    same view, or views that do not overlap, are fine. Tensors are compared through their
+    bases, one identity test each (views of one tensor share its base); memory shared in
+    other ways (``set_``, ``from_numpy``) is not looked for."""
+    base = target._base if target._base is not None else target
+    for t in others:
+        if isinstance(t, Tensor) and t is not target and (
+                t._base if t._base is not None else t) is base and _overlap_in_part(target, t):
+            raise RuntimeError("unsupported operation: some elements of the input tensor and "
+                               "the written-to tensor refer to a single memory location. "
+                               "Please clone() the tensor before performing the operation.")
+
+
+def _overlap_in_part(a: Tensor, b: Tensor) -> bool:
+    """Whether two views of one base overlap other than as the same view (the rare case:
+    only reached for views of one base). As PyTorch's get_overlap_status, only views that
+    fill their memory span (non-overlapping and dense) are compared; interleaved ones
+    (``a[::2]``, ``a[1::2]``) are "too hard" and pass."""
+    if (a.storage_offset() == b.storage_offset() and a.stride() == b.stride()
+            and tuple(a.shape) == tuple(b.shape)):
+        return False
+    from .ops.shape import _memory_span
+    sa, sb = _memory_span(a), _memory_span(b)
+    return bool(sa and sb and sa[2] - sa[1] == a.numel() and sb[2] - sb[1] == b.numel()
+                and sa[1] < sb[2] and sb[1] < sa[2])
+
+
 def _forward_into(op, ctx, k, inputs, params) -> None:
     dst = inputs[0]._data
     if op.writes_out:
@@ -759,6 +789,8 @@ def _apply_inplace(op, target, others, params, sink=SINK):
                 break
     check_inplace(target, record)
     check_internal_overlap(op, target)
+    if others:
+        check_partial_overlap(target, others)
     if anywhere.saved_hooks and state.saved_hooks:  # (allow_mutation_on_saved_tensors clones
         _before_inplace_write(target)                # what was saved from target's storage)
     dev = target._device

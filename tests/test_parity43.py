@@ -180,3 +180,27 @@ def test_multi_margin_loss_of_a_vector_keeps_the_targets_shape():
     one = F.multi_margin_loss(x, tg.tensor([3]), reduction="none")
     assert tuple(one.shape) == (1,) and one.item() == pytest.approx(2.7 / 4)
     assert tuple(F.multi_margin_loss(x, tg.tensor(3), reduction="none").shape) == ()
+
+
+@pytest.mark.parametrize("dtype", [tg.float32, tg.bfloat16, tg.int64, tg.bool, tg.complex64])
+def test_tensor_of_a_tensor_copies(dtype):
+    a = tg.tensor([1, 0], dtype=dtype)
+    with pytest.warns(UserWarning, match="To copy construct"):
+        b = tg.tensor(a)
+    with pytest.warns(UserWarning, match="To copy construct"):
+        c = a.new_tensor(a)
+    b[0] = 0
+    c[0] = 0
+    assert a.tolist()[0] == 1 and b.data_ptr() != a.data_ptr() != c.data_ptr()
+
+
+def test_partial_overlap_in_place_refused():
+    a = tg.arange(6.0)
+    for write in (lambda: a[1:].copy_(a[:-1]), lambda: a[1:].add_(a[:-1])):
+        with pytest.raises(RuntimeError, match="refer to a single memory location"):
+            write()
+    assert a.tolist() == [0, 1, 2, 3, 4, 5]
+    a.add_(a)                # the same view: fine
+    a[:3].add_(a[3:])        # no overlap: fine
+    a[::2].mul_(a[1::2])     # interleaved (PyTorch's "too hard" case): allowed
+    assert a.tolist() == [60.0, 10.0, 84.0, 6.0, 80.0, 10.0]

@@ -529,8 +529,9 @@ def _tensor(data, dtype, device, requires_grad: bool, pin_memory: bool = False) 
             dt = dtypes.get_default_dtype()  # (bfloat16, which NumPy has not: float32 above)
         _check_complex(data, arr, dt)
         _check_data(arr, dt)                        # (arrays and tensors are cast)
-    out = host_to(np.array(arr, copy=True) if isinstance(data, np.ndarray) else arr, dt,
-                  resolve_device(device))
+    # (an array or a tensor's memory is copied: the new tensor never shares it, as PyTorch's)
+    out = host_to(np.array(arr, copy=True, subok=True)
+                  if isinstance(data, (np.ndarray, Tensor)) else arr, dt, resolve_device(device))
     return _finish(_pinned(out, pin_memory), requires_grad)
 
 
