@@ -204,3 +204,22 @@ def test_partial_overlap_in_place_refused():
     a[:3].add_(a[3:])        # no overlap: fine
     a[::2].mul_(a[1::2])     # interleaved (PyTorch's "too hard" case): allowed
     assert a.tolist() == [60.0, 10.0, 84.0, 6.0, 80.0, 10.0]
+
+
+def test_results_that_were_their_input():
+    b = tg.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    p = tg.linalg.matrix_power(b, 1)
+    assert p is not b and p.grad_fn.name() == "CloneBackward0"
+    p.detach().add_(100)
+    assert b[0, 0].item() == 1.0
+    x = tg.tensor([1 + 0j, 2 + 0j])
+    y = tg.fft.fftn(x, dim=())
+    y.mul_(10)
+    assert x.tolist() == [1 + 0j, 2 + 0j] and y.tolist() == [10 + 0j, 20 + 0j]
+
+
+def test_fftfreq_with_zero_spacing():
+    np.testing.assert_array_equal(tg.fft.fftfreq(4, 0.0, dtype=tg.float64).numpy(),
+                                  [math.nan, math.inf, -math.inf, -math.inf])
+    np.testing.assert_allclose(tg.fft.fftfreq(5, 0.5, dtype=tg.float64).numpy(),
+                               [0, 0.4, 0.8, -0.8, -0.4], rtol=1e-15)

@@ -452,7 +452,11 @@ ihfft2 = _two_dims(ihfftn, "ihfft2")
 # -- frequencies and shifts ------------------------------------------------------------------------
 
 def _fftfreq_values(n: int, d: float) -> np.ndarray:
-    return np.fft.fftfreq(n, d) if n else np.zeros(0)  # (numpy divides by n)
+    # PyTorch's: [0, 1, ..., -(n // 2), ..., -1] times 1 / (n d), in doubles (d = 0 gives
+    # [nan, inf, -inf, ...] where NumPy's fftfreq raises ZeroDivisionError)
+    k = np.concatenate([np.arange((n - 1) // 2 + 1), np.arange(-(n // 2), 0)]).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return k * (np.float64(1.0) / np.float64(n * d)) if n else np.zeros(0)
 
 
 def _rfftfreq_values(n: int, d: float) -> np.ndarray:

@@ -514,7 +514,8 @@ def matrix_power(input: Tensor, n: int, *, out=None) -> Tensor:
         n >>= 1
         if n:
             base = matmul(base, base)
-    return result
+    # (the power 1 is a new tensor, as PyTorch's: a CloneBackward0, not the input itself)
+    return result.clone() if result is input else result
 
 
 def _scaled_sum(input: Tensor, product: Tensor, beta, alpha, op: str) -> Tensor:

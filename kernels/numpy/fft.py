@@ -37,6 +37,8 @@ def _complex_of(dt: np.dtype) -> np.dtype:
 def c2c(a: np.ndarray, dims: tuple, mode: int, forward: bool) -> np.ndarray:
     """The complex-to-complex transform of ``a`` over ``dims``: ``sum_j a_j e^(-+2 pi i jk/n)``
     (the minus sign when ``forward``), scaled by ``mode``."""
+    if not dims:  # (no axis: NumPy returns ``a`` itself; the result is a new array)
+        return a.copy()
     fn, norm = (np.fft.fftn, _FORWARD) if forward else (np.fft.ifftn, _INVERSE)
     return fn(a, axes=dims, norm=norm[mode]).astype(a.dtype, copy=False)
 
