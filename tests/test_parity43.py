@@ -223,3 +223,12 @@ def test_fftfreq_with_zero_spacing():
                                   [math.nan, math.inf, -math.inf, -math.inf])
     np.testing.assert_allclose(tg.fft.fftfreq(5, 0.5, dtype=tg.float64).numpy(),
                                [0, 0.4, 0.8, -0.8, -0.4], rtol=1e-15)
+
+
+def test_bernoulli_of_probabilities_that_require_grad():
+    p = tg.full((3,), 0.5, requires_grad=True)
+    y = tg.bernoulli(p)
+    assert y.grad_fn.name() == "BernoulliBackward0" and set(y.tolist()) <= {0.0, 1.0}
+    y.sum().backward()
+    assert p.grad.tolist() == [0.0, 0.0, 0.0]
+    assert not tg.bernoulli(p.detach()).requires_grad

@@ -502,7 +502,8 @@ def bernoulli(input: Tensor, p=None, *, generator=None, out: Tensor | None = Non
     """Draws binary random numbers (0 or 1): ``out[i] = 1`` with probability ``input[i]``
     (or with probability ``p``, a number, for every element when it is given). The result
     has input's shape and dtype (``out=``: written into that tensor, in its dtype, as
-    ``out.bernoulli_(input)``); it is not differentiable."""
+    ``out.bernoulli_(input)``); probabilities that require grad get a zero gradient
+    (``BernoulliBackward0``, PyTorch's: the draws are not reparameterized)."""
     if out is not None:
         if p is not None:
             raise TypeError("bernoulli() received an invalid combination of arguments - got "
@@ -527,7 +528,11 @@ def bernoulli(input: Tensor, p=None, *, generator=None, out: Tensor | None = Non
     # (ATen's result is contiguous, filled in row-major order whatever input's layout)
     target = input if input.device.type != "cpu" or input.is_contiguous() else creation.empty(
         tuple(input.shape), dtype=input.dtype, device=input.device)
-    return _bernoulli_draws(target, prob, generator, "bernoulli").to(input.dtype)
+    values = _bernoulli_draws(target, prob, generator, "bernoulli").to(input.dtype)
+    if p is None and input.requires_grad:  # (PyTorch's node: a zero gradient for p)
+        from .sampling import BernoulliBackward0, _sampled
+        return _sampled(BernoulliBackward0, (input,), values)
+    return values
 
 
 def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:

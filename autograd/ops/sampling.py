@@ -8,7 +8,8 @@ they read their parameters back (a synchronization).
 
 Gradients are PyTorch's (tools/autograd/derivatives.yaml): the samples are not
 reparameterized, so ``normal`` and ``poisson`` give their tensor parameters zero gradients
-(``NormalBackward1/2/3``, ``PoissonBackward0``), and ``binomial``'s derivative is not
+(``NormalBackward1/2/3``, ``PoissonBackward0``; random.py's ``bernoulli`` of a probability
+tensor ``BernoulliBackward0``), and ``binomial``'s derivative is not
 implemented (its grad_fn raises when reached, as PyTorch's ``NotImplemented``).
 
 ``_standard_gamma`` (PyTorch's private sampler behind ``distributions.Gamma``, ``Beta`` and
@@ -57,6 +58,7 @@ class NormalBackward3(Primitive):
 NormalBackward1 = NormalBackward3.variant("NormalBackward1", "normal")  # normal(Tensor, float)
 NormalBackward2 = NormalBackward3.variant("NormalBackward2", "normal")  # normal(float, Tensor)
 PoissonBackward0 = NormalBackward3.variant("PoissonBackward0", "poisson")
+BernoulliBackward0 = NormalBackward3.variant("BernoulliBackward0", "bernoulli")  # (random.py)
 
 
 def _sampled(node: type, params: tuple, values: Tensor) -> Tensor:
