@@ -233,9 +233,16 @@ def test_validation_messages(case):
     make, start = _BAD[case]
     for lib in libs():
         name = "torch" if lib is not tg else "tritongrad"
-        with pytest.raises((ValueError, RuntimeError), match="^" + re.escape(
-                start.format(name, name))):
-            make(lib.distributions, lib)
+        # (torch.compile, run by an earlier test, turns torch's default validation off)
+        dist = lib.distributions.Distribution
+        was = dist._validate_args
+        dist.set_default_validate_args(True)
+        try:
+            with pytest.raises((ValueError, RuntimeError), match="^" + re.escape(
+                    start.format(name, name))):
+                make(lib.distributions, lib)
+        finally:
+            dist.set_default_validate_args(was)
 
 
 def test_validate_args_default_off_lets_bad_values_through():
