@@ -148,6 +148,7 @@ class AvgPool3DBackwardBackward0(AvgPool2DBackwardBackward0):
     __slots__ = ()
     op_name = "avg_pool3d_backward"
 
+
 _AVG_POOL = {2: AvgPool2DBackward0, 3: AvgPool3DBackward0}
 _AVG_BACKWARD = {2: AvgPool2DBackwardBackward0, 3: AvgPool3DBackwardBackward0}
 
