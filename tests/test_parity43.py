@@ -232,3 +232,16 @@ def test_bernoulli_of_probabilities_that_require_grad():
     y.sum().backward()
     assert p.grad.tolist() == [0.0, 0.0, 0.0]
     assert not tg.bernoulli(p.detach()).requires_grad
+
+
+def test_ldl_factor_results_are_named():
+    pytest.importorskip("scipy")
+    a = tg.tensor([[4.0, 2.0], [2.0, 3.0]], dtype=tg.float64)
+    r = tg.linalg.ldl_factor_ex(a)
+    assert type(r).__name__ == "linalg_ldl_factor_ex" and r.info.item() == 0
+    np.testing.assert_allclose(r.LD.numpy(), [[4.0, 0.0], [0.5, 2.0]])
+    assert r.pivots.tolist() == [1, 2]
+    f = tg.linalg.ldl_factor(a)
+    assert type(f).__name__ == "linalg_ldl_factor" and f.pivots.tolist() == [1, 2]
+    x = tg.linalg.ldl_solve(f.LD, f.pivots, tg.tensor([[1.0], [2.0]], dtype=tg.float64))
+    np.testing.assert_allclose((a @ x).numpy(), [[1.0], [2.0]], rtol=1e-12)

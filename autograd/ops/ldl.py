@@ -12,6 +12,8 @@ grad_B = A^-1 grad_X (A^-H for Hermitian), another solve with the same factors.
 
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 
 from ..checks import scalar_type_name, tensor_arg
@@ -27,15 +29,21 @@ def _lapack(name: str):
     return lapack
 
 
+# PyTorch's named results (``torch.return_types.linalg_ldl_factor_ex``: .LD, .pivots, .info)
+LDLFactorExResult = collections.namedtuple("linalg_ldl_factor_ex", "LD pivots info")
+LDLFactorResult = collections.namedtuple("linalg_ldl_factor", "LD pivots")
+
+
 def _outs(res: tuple, out, op: str) -> tuple:
-    """``res`` written into the tuple ``out`` (PyTorch's out= for the factorizations; these
-    outputs have no derivative, so only dtype, shape and resizing apply)."""
+    """``res`` (a named result) written into the tuple ``out`` (PyTorch's out= for the
+    factorizations; these outputs have no derivative, so only dtype, shape and resizing
+    apply)."""
     if out is None:
         return res
     from .decompositions import _exact
     if not isinstance(out, (tuple, list)) or len(out) != len(res):
         raise TypeError(f"{op}(): argument 'out' must be tuple of {len(res)} Tensors")
-    return tuple(_exact(r, o, op, op) for r, o in zip(res, out))
+    return type(res)(*(_exact(r, o, op, op) for r, o in zip(res, out)))
 
 
 def _square_batches(a: Tensor, op: str) -> None:
@@ -84,10 +92,11 @@ def ldl_factor_ex(input: Tensor, *, hermitian: bool = False, check_errors: bool 
         raise RuntimeError(f"torch.linalg.ldl_factor_ex: The factorization could not be completed "
                            f"because the input is not invertible (info = {int(info.max())})")
     shape = host.shape
-    return _outs((tensor(ld.reshape(shape), dtype=a.dtype, device=a.device),
-            tensor(piv.reshape(shape[:-1]), dtype=dtypes.int32, device=a.device),
-            tensor(info.reshape(shape[:-2]), dtype=dtypes.int32, device=a.device)),
-                 out, "linalg.ldl_factor_ex")
+    return _outs(LDLFactorExResult(
+        tensor(ld.reshape(shape), dtype=a.dtype, device=a.device),
+        tensor(piv.reshape(shape[:-1]), dtype=dtypes.int32, device=a.device),
+        tensor(info.reshape(shape[:-2]), dtype=dtypes.int32, device=a.device)),
+        out, "linalg.ldl_factor_ex")
 
 
 def ldl_factor(input: Tensor, *, hermitian: bool = False, out=None) -> tuple:
@@ -97,7 +106,7 @@ def ldl_factor(input: Tensor, *, hermitian: bool = False, out=None) -> tuple:
     if (info.cpu().numpy() > 0).any():
         raise RuntimeError("torch.linalg.ldl_factor: The factorization could not be completed "
                            "because the input is not invertible.")
-    return _outs((LD, pivots), out, "linalg.ldl_factor")
+    return _outs(LDLFactorResult(LD, pivots), out, "linalg.ldl_factor")
 
 
 def _solve(ld: np.ndarray, piv: np.ndarray, b: np.ndarray, hermitian: bool) -> np.ndarray:
