@@ -384,12 +384,20 @@ class Node:
 
     def _release(self) -> None:
         saved = self._saved
-        # (entries never saved, ``saved.UNSAVED``, free nothing: a node that saved none of its
-        # inputs runs again, as PyTorch's with only undefined SavedVariables; an empty record
-        # is a saved scalar's, Primitive.saves_scalar)
-        if saved is not None and saved is not FREED and (
-                not saved or not all(getattr(s, "never_saved", False) for s in saved)):
-            self._saved = FREED
+        if saved is None or saved is FREED:
+            return
+        # Entries never saved (``saved.UNSAVED``) free nothing: a node that saved none of its
+        # inputs runs again, as PyTorch's with only undefined SavedVariables. The loop stops
+        # at the first saved entry, the first one for nearly every node (the backward loop
+        # releases each node it ran). An empty record is a saved scalar's
+        # (Primitive.saves_scalar): freed.
+        for s in saved:
+            if not getattr(s, "never_saved", False):  # (SavedTensor: a class attribute)
+                break
+        else:
+            if saved:
+                return
+        self._saved = FREED
 
     # -- saved-value introspection: grad_fn._saved_self, grad_fn._raw_saved_other, ... -------
     # Note [Saved-value names]

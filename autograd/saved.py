@@ -198,6 +198,7 @@ class SavedTensor:
     """
 
     __slots__ = ("_dtype", "_fn", "_out", "_t", "_vc", "_version")
+    never_saved = False  # (Node._release: something to free; _Unsaved's is True)
 
     def __init__(self, t, is_output: bool = False, output_nr: int = 0):
         if t._inference and not state.inference:

@@ -970,15 +970,15 @@ def where(condition: Tensor, input: Tensor | float = _MISSING,
         return nonzero(condition, as_tuple=True)
     if input is _MISSING or other is _MISSING:
         raise TypeError("where(): expected a condition alone, or a condition, input and other")
-    if isinstance(condition, Tensor) and condition._dtype.name == "uint8":
+    if not isinstance(condition, Tensor) or condition._dtype.name != "bool":
+        if not (isinstance(condition, Tensor) and condition._dtype.name == "uint8"):
+            raise RuntimeError(f"where expected condition to be a boolean tensor, but got "
+                               f"{getattr(condition, 'dtype', type(condition).__name__)}")
         warnings.warn("where received a uint8 condition tensor. This behavior is deprecated "
                       "and will be removed in a future version of PyTorch. Use a boolean "
                       "condition instead.", UserWarning,  # (PyTorch's; accepted)
                       stacklevel=user_stacklevel())
         condition = condition.ne(0)
-    if not isinstance(condition, Tensor) or condition._dtype.name != "bool":
-        raise RuntimeError(f"where expected condition to be a boolean tensor, but got "
-                           f"{getattr(condition, 'dtype', type(condition).__name__)}")
     dt = result_type(input, other)
     a, b = (_operand(x, dt, condition, "where") for x in (input, other))
     broadcast_shapes(condition.shape, a.shape, b.shape)

@@ -383,9 +383,10 @@ def _clamp_args(x: Tensor, min, max, op: str):
             raise TypeError(f"{op}(): bounds must be numbers or Tensors, not {type(b).__name__}")
         if isinstance(b, Tensor) and b.dtype.is_complex:  # (x is real: check_ordered)
             raise kernel_not_implemented(f"clamp_{x.device.type}", b.dtype)
-    # a complex number bound is read as a real one, as PyTorch's Scalar: only without an
-    # imaginary part
-    min, max = (_real_bound(b) if isinstance(b, complex) else b for b in (min, max))
+    if isinstance(min, complex) or isinstance(max, complex):
+        # a complex number bound is read as a real one, as PyTorch's Scalar: only without an
+        # imaginary part
+        min, max = (_real_bound(b) if isinstance(b, complex) else b for b in (min, max))
     if min is not None and max is not None and \
             isinstance(min, Tensor) is not isinstance(max, Tensor):
         min, max = _number_bounds(min, max, op)
