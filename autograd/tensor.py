@@ -41,6 +41,16 @@ class Size(tuple):
 
     __slots__ = ()
 
+    def __new__(cls, sizes=()):
+        # Elements convert through ``__index__`` (NumPy integers, one-element integer
+        # tensors) and anything else is refused, as PyTorch's Size. Shapes the library makes
+        # itself are plain ints and skip this (``tuple.__new__(Size, shape)``).
+        items = tuple(sizes)
+        for i, d in enumerate(items):
+            if type(d) is not int:
+                items = items[:i] + (_size_item(d, i),) + items[i + 1:]
+        return tuple.__new__(cls, items)
+
     def __repr__(self) -> str:
         return f"tritongrad.Size({list(self)})"
 
@@ -69,6 +79,16 @@ class Size(tuple):
     def __getitem__(self, index):
         out = tuple.__getitem__(self, index)
         return Size(out) if isinstance(index, slice) else out
+
+
+def _size_item(d, i: int) -> int:
+    try:
+        if isinstance(d, (float, complex, str, bytes)):
+            raise TypeError
+        return operator.index(d)
+    except TypeError:
+        raise TypeError(f"tritongrad.Size() takes an iterable of 'int' (item {i} is "
+                        f"'{type(d).__name__}')") from None
 
 
 _ndarray = np.ndarray
@@ -259,12 +279,12 @@ class Tensor:
     # -- what it is --------------------------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(self._data.shape)
+        return tuple.__new__(Size, self._data.shape)
 
     def size(self, dim: int | None = None):
         """The shape, or the length of dimension ``dim``."""
         if dim is None:
-            return Size(self._data.shape)
+            return tuple.__new__(Size, self._data.shape)
         if not self._data.ndim:  # (dims -1 and 0 pass wrap_dim; a 0-d tensor has no sizes)
             wrap_dim(dim, 0, "size")
             raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")

@@ -374,7 +374,9 @@ class LinalgSlogdetBackward0(Primitive):
                 # the sign's phase: d sign = i Im(tr(A^-1 dA)) sign
                 from .complex_parts import imag
                 g = g + 1j * imag(sign.conj() * g_sign).to(A.dtype)
-        return g.unsqueeze(-1).unsqueeze(-1) * _mH(inv(A))
+        # a singular A (logabsdet -inf) has no gradient: non-finite values, not an error, as
+        # PyTorch's (whose LU solve on the singular factors gives infs and NaNs)
+        return g.unsqueeze(-1).unsqueeze(-1) * _mH(inv_ex(A).inverse)
 
     vjp = complex_vjp = _tensor_rule(_rule.__func__)
 
@@ -1496,7 +1498,7 @@ def vander(x: Tensor, *, N=None) -> Tensor:
     if x.ndim < 1:
         raise RuntimeError(f"{op}: x must have at least one dimension.")
     n = x.shape[-1] if N is None else N
-    if n < 1:
+    if n <= 1:
         raise RuntimeError("N must be greater than 1.")  # (PyTorch's words, no op name)
     from .shape import stack
     from .creation import ones_like

@@ -18,7 +18,8 @@ from ...runtime import dtype as dtypes
 from ..checks import tensor_arg
 from ..autocast import autocast_op, suspended
 from ..dispatch import Primitive, apply
-from ..tensor import Tensor, array_meta
+from ..grad_mode import is_grad_enabled
+from ..tensor import Tensor, array_meta, make
 from .complex_parts import real
 from .decompositions import (
     LinAlgError,
@@ -26,6 +27,7 @@ from .decompositions import (
     _exact,
     _eye_like,
     _host,
+    _np_dec,
     _lapack_float,
     _matrix,
     _mH,
@@ -57,11 +59,27 @@ SolveExResult = _named("linalg_solve_ex", "result info")
 
 # -- eig -------------------------------------------------------------------------------------------
 
+def _complex_of(a: np.ndarray):
+    return np.complex64 if a.dtype in (np.float32, np.complex64) else np.complex128
+
+
 def _geev(a: np.ndarray) -> tuple:
     """Eigenvalues and unit-norm right eigenvectors of each matrix, complex (numpy's geev)."""
+    if not np.isfinite(a).all():  # (NumPy's own error otherwise; these are PyTorch's words)
+        raise _np_dec.LinAlgFailure(None, 0, "linalg.eig: input tensor should not contain "
+                                             "infs or NaNs.")
     w, v = np.linalg.eig(a)
-    c = np.complex64 if a.dtype in (np.float32, np.complex64) else np.complex128
-    return w.astype(c), v.astype(c)
+    return w.astype(_complex_of(a)), v.astype(_complex_of(a))
+
+
+def _geev_values(a: np.ndarray) -> np.ndarray:
+    """Eigenvalues where some matrix holds a NaN or inf (PyTorch's eigvals without a graph
+    gives LAPACK such input unchecked): NaN for those matrices, the others' as ``_geev``'s."""
+    bad = ~np.isfinite(a).all((-2, -1))
+    w = np.linalg.eigvals(np.where(bad[..., None, None], 0, a) if bad.any() else a)
+    w = w.astype(_complex_of(a))
+    w[bad] = np.nan
+    return w
 
 
 class LinalgEigBackward0(Primitive):
@@ -139,7 +157,13 @@ def eig(input: Tensor, *, out=None) -> EigResult:
 def eigvals(input: Tensor, *, out=None) -> Tensor:
     """The (complex) eigenvalues of each square matrix, in LAPACK's order (``eig``'s)."""
     A = input
-    return _result(eig(A).eigenvalues, out, "linalg.eigvals")
+    _matrix(A, "linalg.eigvals", kernel="linalg_eig_out_cpu")
+    try:
+        return _result(eig(A).eigenvalues, out, "linalg.eigvals")
+    except LinAlgError:  # (a NaN or inf: eig refuses it, as PyTorch's, which needs a graph)
+        if A.requires_grad and is_grad_enabled():
+            raise
+    return _result(make(_host(_geev_values, (A._data,))), out, "linalg.eigvals")
 
 
 # -- cond, matrix_rank -----------------------------------------------------------------------------

@@ -1,0 +1,53 @@
+"""Differences from PyTorch found in session 44, each pinned to PyTorch's behaviour as measured
+against torch 2.13, checked here against hand-computed values (torch is not installed in CI)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tritongrad as tg
+
+
+def test_size_converts_its_elements_through_index():
+    s = tg.Size([np.int64(3), tg.tensor(4), True])
+    assert s == (3, 4, 1) and all(type(d) is int for d in s) and isinstance(s, tg.Size)
+    for bad, name in ((3.5, "float"), (tg.tensor(3.0), "Tensor"), ("a", "str")):
+        with pytest.raises(TypeError, match=f"item 0 is '{name}'"):
+            tg.Size([bad])
+    with pytest.raises(TypeError):
+        tg.Size(3)
+    assert tg.zeros(2, 3).shape == tg.Size([2, 3]) and tg.zeros(2, 3).size() == (2, 3)
+
+
+def test_vander_needs_more_than_one_column():
+    with pytest.raises(RuntimeError, match="N must be greater than 1"):
+        tg.linalg.vander(tg.tensor([1.0, 2.0]), N=1)
+    with pytest.raises(RuntimeError, match="N must be greater than 1"):
+        tg.linalg.vander(tg.tensor([2.0]))  # (N defaults to the length)
+
+
+def test_slogdet_of_a_singular_matrix_backpropagates_non_finite_values():
+    """PyTorch's gradient at a singular matrix comes from an LU solve on singular factors
+    (infs and NaNs); it is not an error. The other matrices of the batch keep theirs."""
+    A = tg.tensor([[[1.0, 2.0], [2.0, 4.0]], [[2.0, 0.0], [0.0, 4.0]]], dtype=tg.float64,
+                  requires_grad=True)
+    sign, logabs = tg.linalg.slogdet(A)
+    assert sign[0].item() == 0 and logabs[0].item() == -math.inf
+    logabs.sum().backward()
+    assert not np.isfinite(A.grad[0].numpy()).any()
+    np.testing.assert_allclose(A.grad[1].numpy(), [[0.5, 0.0], [0.0, 0.25]])  # A^-T
+
+
+def test_eig_refuses_non_finite_input_and_eigvals_without_a_graph_gives_nan():
+    bad = tg.tensor([[[math.nan, 1.0], [0.0, 1.0]], [[2.0, 0.0], [0.0, 3.0]]])
+    with pytest.raises(RuntimeError, match="linalg.eig: input tensor should not contain infs "
+                                           "or NaNs"):
+        tg.linalg.eig(bad)
+    w = tg.linalg.eigvals(bad)
+    assert w.dtype is tg.complex64 and np.isnan(w[0].numpy()).all()
+    np.testing.assert_allclose(np.sort_complex(w[1].numpy()), [2, 3])
+    with pytest.raises(RuntimeError, match="should not contain infs or NaNs"):
+        tg.linalg.eigvals(bad.clone().requires_grad_())  # (with a graph: eig's refusal)
