@@ -226,6 +226,7 @@ class Tensor:
     _post_acc_hooks = None  # a leaf's post-accumulate-grad hooks (engine._apply runs them)
     _grad_acc = None     # weakref to a leaf's AccumulateGrad
     _retains_grad = False
+    _retained_at = None  # (set per instance by retain_grad: not a user's attribute)
     _inference = False
     _creation_meta = None  # what in-place writes a view allows (Note [View + in-place])
     _grad_dtype = _SAME    # a leaf's grad_dtype, when set (None: any)

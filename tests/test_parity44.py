@@ -51,3 +51,23 @@ def test_eig_refuses_non_finite_input_and_eigvals_without_a_graph_gives_nan():
     np.testing.assert_allclose(np.sort_complex(w[1].numpy()), [2, 3])
     with pytest.raises(RuntimeError, match="should not contain infs or NaNs"):
         tg.linalg.eigvals(bad.clone().requires_grad_())  # (with a graph: eig's refusal)
+
+
+def test_save_keeps_attributes_given_to_plain_tensors_and_parameters():
+    import io
+    x = tg.ones(2)
+    x.note, x.extra = 5, {"a": [1, 2]}
+    p = tg.nn.Parameter(tg.zeros(3))
+    p.tag = "w"
+    kept = tg.ones(2, requires_grad=True) * 2
+    kept.retain_grad()  # (the library's own per-instance field is not an attribute to save)
+    buf = io.BytesIO()
+    tg.save({"x": [x, x], "p": p, "kept": kept.detach(), "plain": tg.ones(1)}, buf)
+    for weights_only in (True, False):
+        buf.seek(0)
+        out = tg.load(buf, weights_only=weights_only)
+        assert out["x"][0] is out["x"][1]
+        assert out["x"][0].note == 5 and out["x"][0].extra == {"a": [1, 2]}
+        assert isinstance(out["p"], tg.nn.Parameter) and out["p"].tag == "w"
+        assert out["plain"].__dict__ == {} and out["kept"].__dict__ == {}
+        np.testing.assert_array_equal(out["x"][0].numpy(), [1, 1])

@@ -59,7 +59,9 @@ tagged dict:
                                         subclass is ``_rebuild_subclass`` of its class, a
                                         plain tensor and its attributes, with ``"ref": k``
                                         (saved once: every reference to it loads as one
-                                        object)
+                                        object); a plain tensor given attributes
+                                        (``x.note = 1``) is ``_set_attributes`` of the
+                                        tensor and its attributes
 
 Limits, which ``save`` never exceeds and ``load`` enforces: a header of at most 1 GiB, objects
 nested at most 256 deep (so JSON nested at most 771 deep), integers of at most 4300 digits
@@ -250,6 +252,10 @@ class _Writer:
             # (an uninitialized parameter has no bytes, a sparse tensor is its parts: both
             # are pickled)
             if self.plain(obj):
+                attributes = obj._user_attributes()
+                if attributes:  # (``x.note = ...``: kept, as PyTorch's tensors keep theirs)
+                    node = self.pickled(_Attributed(obj, attributes))
+                    return {**node, "type": f"{type(obj).__module__}.{type(obj).__qualname__}"}
                 return self.tensor(obj)
             return self.subclass(obj) if user_subclass(obj) else self.pickled(obj)
         if isinstance(obj, (np.integer, np.floating, np.bool_)):
@@ -341,6 +347,22 @@ def _reduce_sparse(obj):
     else:
         parts = (obj.ccol_indices(), obj.row_indices(), obj.values().detach())
     return _rebuild_sparse, (name, parts, tuple(obj.shape), None, obj.requires_grad)
+
+
+class _Attributed:
+    """A plain tensor given attributes, pickled as ``_set_attributes`` of the tensor (a
+    persistent id, stored as the file's other tensors) and its attributes."""
+
+    def __init__(self, t: Tensor, attributes: dict):
+        self.t, self.attributes = t, attributes
+
+    def __reduce__(self):
+        return _set_attributes, (self.t, self.attributes)
+
+
+def _set_attributes(t: Tensor, attributes: dict) -> Tensor:
+    t.__dict__.update(attributes)
+    return t
 
 
 def _rebuild_sparse(layout: str, parts: tuple, size: tuple, coalesced, requires_grad: bool):
@@ -1134,6 +1156,7 @@ _SAFE_BUILTINS = {("collections", "OrderedDict"): OrderedDict, ("builtins", "set
                   ("collections", "Counter"): Counter,
                   (Size.__module__, Size.__qualname__): Size,
                   (__name__, "_rebuild_sparse"): _rebuild_sparse,
+                  (__name__, "_set_attributes"): _set_attributes,
                   # (its class must be allowed too: ``add_safe_globals``, as PyTorch's)
                   (_rebuild_subclass.__module__, "_rebuild_subclass"): _rebuild_subclass,
                   ("builtins", "frozenset"): frozenset, ("builtins", "complex"): complex,
