@@ -43,8 +43,9 @@ class Size(tuple):
 
     def __new__(cls, sizes=()):
         # Elements convert through ``__index__`` (NumPy integers, one-element integer
-        # tensors) and anything else is refused, as PyTorch's Size. Shapes the library makes
-        # itself are plain ints and skip this (``tuple.__new__(Size, shape)``).
+        # tensors) and anything else is refused, as PyTorch's Size, except a nested tensor's
+        # symbolic ragged size (PyTorch's SymInt). Shapes the library makes itself are plain
+        # ints and skip this (``tuple.__new__(Size, shape)``).
         items = tuple(sizes)
         for i, d in enumerate(items):
             if type(d) is not int:
@@ -72,16 +73,18 @@ class Size(tuple):
         return Size(other + tuple(self))
 
     def __mul__(self, n):
-        return Size(tuple.__mul__(self, n))
+        return tuple.__new__(Size, tuple.__mul__(self, n))
 
     __rmul__ = __mul__
 
     def __getitem__(self, index):
         out = tuple.__getitem__(self, index)
-        return Size(out) if isinstance(index, slice) else out
+        return tuple.__new__(Size, out) if isinstance(index, slice) else out
 
 
-def _size_item(d, i: int) -> int:
+def _size_item(d, i: int):
+    if getattr(type(d), "symbolic_size", False):
+        return d
     try:
         if isinstance(d, (float, complex, str, bytes)):
             raise TypeError

@@ -55,6 +55,7 @@ class NestedInt:
     printed ``j1``): equal only to itself, so shapes with different ragged structures differ."""
 
     __slots__ = ("_n",)
+    symbolic_size = True  # (a Size may hold it: PyTorch's SymInt)
 
     def __init__(self, n: int):
         self._n = n
