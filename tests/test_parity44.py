@@ -71,3 +71,29 @@ def test_save_keeps_attributes_given_to_plain_tensors_and_parameters():
         assert isinstance(out["p"], tg.nn.Parameter) and out["p"].tag == "w"
         assert out["plain"].__dict__ == {} and out["kept"].__dict__ == {}
         np.testing.assert_array_equal(out["x"][0].numpy(), [1, 1])
+
+
+@pytest.mark.parametrize("op", ["logical_and", "logical_or", "logical_xor"])
+def test_logical_ops_take_tensors_only(op):
+    x = tg.tensor([1, 0, 2])
+    with pytest.raises(TypeError, match=f"{op}.*'other'.*must be Tensor, not int"):
+        getattr(tg, op)(x, 2)
+    with pytest.raises(TypeError, match="must be Tensor, not int"):
+        getattr(x, op)(2)
+    want = {"logical_and": [1, 0, 0], "logical_or": [1, 0, 1], "logical_xor": [0, 0, 1]}[op]
+    r = getattr(tg, op)(x, tg.tensor([1.0, 0.0, 0.0]))
+    assert r.dtype is tg.bool and r.tolist() == [bool(v) for v in want]
+
+
+@pytest.mark.parametrize("op", ["xlogy", "special.xlog1py", "hypot", "copysign"])
+def test_real_only_binary_ops_refuse_complex_operands(op):
+    fn = tg
+    for part in op.split("."):
+        fn = getattr(fn, part)
+    name = op.split(".")[-1]
+    with pytest.raises(NotImplementedError, match=f'"{name}_cpu" not implemented for '
+                                                  f"'ComplexFloat'"):
+        fn(tg.tensor([1.0, 2.0]), tg.tensor([1j, 2.0]))
+    # (hypot takes no number, as PyTorch's: a TypeError)
+    with pytest.raises(TypeError if name == "hypot" else NotImplementedError):
+        fn(tg.tensor([1.0, 2.0]), 1j)

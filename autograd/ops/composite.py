@@ -54,15 +54,17 @@ def write_result(self: Tensor, result: Tensor, op: str) -> Tensor:
 
 
 def _float_operands(input, other, op: str) -> tuple:
-    """(input, other) as tensors of one floating dtype (integers promote to the default float
-    dtype), on the tensor operand's device; one of them may be a Python number."""
+    """(input, other) as tensors of one real floating dtype (integers promote to the default
+    float dtype), on the tensor operand's device; one of them may be a Python number."""
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         raise TypeError(f"{op}(): expected at least one Tensor argument, got "
                         f"{type(input).__name__} and {type(other).__name__}")
     dt = result_type(input, other)
+    like = input if isinstance(input, Tensor) else other
+    if dt.is_complex:  # (none of these has a complex kernel in PyTorch)
+        raise kernel_not_implemented(f"{op}_{like.device.type}", dt)
     if not _is_float(dt):
         dt = get_default_dtype()
-    like = input if isinstance(input, Tensor) else other
 
     def cast(v):
         if isinstance(v, Tensor):

@@ -772,30 +772,27 @@ def bitwise_not(input: Tensor, *, out=None) -> Tensor:
     return _result(apply(BitwiseNotOp, (x,)), out, "bitwise_not")
 
 
-def _as_bool(x) -> Tensor | bool:
-    if isinstance(x, Tensor):
-        return x if x._dtype is dtypes.bool else x != 0
-    if isinstance(x, _Number):
-        return bool(x)
-    raise TypeError(f"expected a Tensor or a number, got {type(x).__name__}")
+def _logical(bitwise, input: Tensor, other: Tensor, out, op: str) -> Tensor:
+    """``bitwise`` of the operands' truth values; both must be tensors (PyTorch refuses a
+    number)."""
+    x, y = tensor_arg(input, op), tensor_arg(other, op, "other")
+    return _result(bitwise(x if x._dtype is dtypes.bool else x != 0,
+                           y if y._dtype is dtypes.bool else y != 0), out, op)
 
 
 def logical_and(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     """True where both are nonzero (any dtypes; a bool tensor)."""
-    return _result(bitwise_and(_as_bool(tensor_arg(input, "logical_and")), _as_bool(other)),
-                   out, "logical_and")
+    return _logical(bitwise_and, input, other, out, "logical_and")
 
 
 def logical_or(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     """True where either is nonzero (any dtypes; a bool tensor)."""
-    return _result(bitwise_or(_as_bool(tensor_arg(input, "logical_or")), _as_bool(other)), out,
-                   "logical_or")
+    return _logical(bitwise_or, input, other, out, "logical_or")
 
 
 def logical_xor(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     """True where exactly one is nonzero (any dtypes; a bool tensor)."""
-    return _result(bitwise_xor(_as_bool(tensor_arg(input, "logical_xor")), _as_bool(other)),
-                   out, "logical_xor")
+    return _logical(bitwise_xor, input, other, out, "logical_xor")
 
 
 def logical_not(input: Tensor, *, out=None) -> Tensor:
