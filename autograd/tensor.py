@@ -432,9 +432,9 @@ class Tensor:
         return False
 
     # A quantized tensor's methods (tritongrad/ao/_qtensor.py) on a plain one: ``dequantize``
-    # is the tensor itself, the others are PyTorch's error.
+    # is the tensor as float32 (itself when it is one), the others are PyTorch's error.
     def dequantize(self) -> "Tensor":
-        return self
+        return self.to(dtypes.float32)
 
     def _not_quantized(name: str):
         def method(self):

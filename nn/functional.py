@@ -28,6 +28,7 @@ from ..autograd.ops.elementwise import broadcast_shapes as _broadcast_shapes
 from ..autograd.ops.linalg import addmm_node as _addmm_node
 from ..autograd.ops.pointwise import sigmoid as _sigmoid
 from ..autograd.ops.pointwise import tanh as _tanh
+from ..autograd.ops.softmax import implicit_dim
 from ..autograd.ops.softmax import log_softmax as _log_softmax
 from ..autograd.ops.softmax import softmax as _softmax
 from ..autograd.ops.softmax import softmin as _softmin
@@ -194,13 +195,13 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 @_autocast("float32 on cuda")
 def log_softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
     """log(softmax(x)) along ``dim``, computed stably."""
-    return _log_softmax(input, dim, dtype)
+    return _log_softmax(input, implicit_dim(input, dim, "log_softmax"), dtype)
 
 
 @_autocast("float32 on cuda")
 def softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
     """exp(x) / sum(exp(x)) along ``dim``, computed stably."""
-    return _softmax(input, dim, dtype)
+    return _softmax(input, implicit_dim(input, dim, "softmax"), dtype)
 
 
 # SELU's constants (Klambauer et al. 2017), as PyTorch's

@@ -97,3 +97,34 @@ def test_real_only_binary_ops_refuse_complex_operands(op):
     # (hypot takes no number, as PyTorch's: a TypeError)
     with pytest.raises(TypeError if name == "hypot" else NotImplementedError):
         fn(tg.tensor([1.0, 2.0]), 1j)
+
+
+def test_dequantize_of_a_plain_tensor_is_float32():
+    x = tg.tensor([1, 2], dtype=tg.int64)
+    for r in (x.dequantize(), tg.dequantize(x)):
+        assert r.dtype is tg.float32 and r.tolist() == [1.0, 2.0]
+    f = tg.ones(2)
+    assert f.dequantize() is f
+    assert tg.dequantize(tg.ones(2, dtype=tg.float64)).dtype is tg.float32
+
+
+def test_nansum_and_nanmean_refuse_complex_on_the_cpu():
+    z = tg.tensor([1j, math.nan])
+    for fn in (tg.nansum, tg.nanmean, lambda t: t.nansum(0)):
+        with pytest.raises(RuntimeError, match="nansum on CPU does not support complex inputs"):
+            fn(z)
+    with pytest.raises(NotImplementedError, match="\"nansum_cpu\" not implemented for "
+                                                  "'ComplexFloat'"):
+        tg.nansum(tg.tensor([1.0]), dtype=tg.complex64)
+    assert tg.nansum(tg.tensor([1.0, math.nan, 2.0])).item() == 3.0
+
+
+def test_repeat_interleave_counts_are_int32_or_int64():
+    for dt, name in ((tg.uint8, "Byte"), (tg.int16, "Short"), (tg.bool, "Bool"),
+                     (tg.float32, "Float")):
+        with pytest.raises(NotImplementedError, match=f"not implemented for '{name}'"):
+            tg.repeat_interleave(tg.tensor([1, 2]).to(dt))
+        with pytest.raises(NotImplementedError, match=f"not implemented for '{name}'"):
+            tg.repeat_interleave(tg.tensor([5, 6]), tg.tensor([1, 1]).to(dt))
+    r = tg.repeat_interleave(tg.tensor([1, 2], dtype=tg.int32))
+    assert r.dtype is tg.int32 and r.tolist() == [0, 1, 1]  # (the counts' dtype)

@@ -166,7 +166,8 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
     """
     if repeats is None:  # repeat_interleave(repeats): the indices themselves
         counts = _counts(input, input.shape[0] if input.ndim else 1)
-        return tensor(np.repeat(np.arange(counts.size), counts), device=input.device)
+        return tensor(np.repeat(np.arange(counts.size), counts), dtype=input.dtype,
+                      device=input.device)  # (in the counts' dtype, as PyTorch's)
     x = input.reshape(-1) if dim is None else input
     d = 0 if dim is None else wrap_dim(dim, x.ndim, "repeat_interleave")
     if x.ndim == 0:
@@ -193,9 +194,8 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
 
 def _counts(repeats: Tensor, n: int) -> np.ndarray:
     """The host copy of a 1-D tensor of repeat counts for a dim of size ``n``, checked."""
-    if repeats.dtype.is_floating_point or repeats.dtype is dtypes.bool:
-        raise RuntimeError(f"repeat_interleave: repeats has to be Long or Int tensor, got "
-                           f"{repeats.dtype}")
+    if repeats.dtype not in (dtypes.int32, dtypes.int64):  # (PyTorch's kernel takes no other)
+        raise kernel_not_implemented(f"repeat_interleave_{repeats.device.type}", repeats.dtype)
     if repeats.ndim > 1:
         raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
     counts = repeats.reshape(-1).cpu().numpy().astype(np.int64)

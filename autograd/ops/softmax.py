@@ -63,20 +63,25 @@ def _row_sum(k, a, dim: int):
 LogSoftmaxBackward0 = SoftmaxBackward0.variant("LogSoftmaxBackward0", "log_softmax", log=True)
 
 
-def _legacy_dim(ndim: int, name: str) -> int:
+def implicit_dim(input, dim, name: str):
+    """``nn.functional``'s softmax family without a ``dim``: PyTorch's deprecated choice,
+    with its warning."""
+    if dim is not None or not isinstance(input, Tensor):
+        return dim
     warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
                   f"to include dim=X as an argument.", UserWarning, stacklevel=3)
-    return 0 if ndim in (0, 1, 3) else 1
+    return 0 if input.ndim in (0, 1, 3) else 1
 
 
 def _prepare(input, dim, dtype, name, kernel):
-    """PyTorch's order: the implicit dim's warning, the dim's range, the cast to ``dtype``,
+    """PyTorch's order: the dim (required: only ``nn.functional``'s forms choose one,
+    ``implicit_dim``), its range, the cast to ``dtype``,
     then its ``kernel``'s dtype error (``softmax_lastdim_kernel_impl``
     along the last dim, ``softmax_kernel_impl`` along another)."""
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
     if dim is None:
-        dim = _legacy_dim(input.ndim, name)
+        raise TypeError(f"{name}(): argument 'dim' must be int, not NoneType")
     dim = wrap_dim(dim, input.ndim, name)
     if dtype is not None:
         input = input.to(as_dtype(dtype))
@@ -87,7 +92,7 @@ def _prepare(input, dim, dtype, name, kernel):
     return input, dim
 
 
-def softmax(input: Tensor, dim=None, dtype=None, *, _stacklevel: int = 3) -> Tensor:
+def softmax(input: Tensor, dim: int, dtype=None, *, _stacklevel: int = 3) -> Tensor:
     """``exp(x) / sum(exp(x), dim)``, computed stably; ``dtype`` casts the input first (e.g.
     float32 softmax of half logits).
 
@@ -98,7 +103,7 @@ def softmax(input: Tensor, dim=None, dtype=None, *, _stacklevel: int = 3) -> Ten
     return _apply(SoftmaxBackward0, *_prepare(input, dim, dtype, "softmax", "softmax"))
 
 
-def log_softmax(input: Tensor, dim=None, dtype=None, *, _stacklevel: int = 3) -> Tensor:
+def log_softmax(input: Tensor, dim: int, dtype=None, *, _stacklevel: int = 3) -> Tensor:
     """``x - logsumexp(x, dim)``, computed stably; ``dtype`` casts the input first."""
     return _apply(LogSoftmaxBackward0,
                   *_prepare(input, dim, dtype, "log_softmax", "log_softmax"))
@@ -109,8 +114,7 @@ def softmin(input: Tensor, dim=None, dtype=None) -> Tensor:
     input's negation error comes first)."""
     if not isinstance(input, Tensor):
         raise TypeError(f"softmin(): argument 'input' must be Tensor, not {type(input).__name__}")
-    if dim is None:  # (the warning before the negation's error, as PyTorch's)
-        dim = _legacy_dim(input.ndim, "softmin")
+    dim = implicit_dim(input, dim, "softmin")  # (before the negation's error, as PyTorch's)
     return _apply(SoftmaxBackward0, *_prepare(-input, dim, dtype, "softmin", "softmax"))
 
 

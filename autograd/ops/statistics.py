@@ -81,8 +81,8 @@ class NansumBackward0(Primitive):
 
 def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """The sum of the elements over ``dim`` (all by default), NaN counted as zero; in
-    ``dtype`` when given (the input cast first, as PyTorch). Floating and complex inputs are
-    one ``NansumBackward0`` node saving the input, whose gradient is 0 at the NaNs.
+    ``dtype`` when given (the input cast first, as PyTorch). Floating inputs (complex ones on
+    CUDA; PyTorch's CPU kernel refuses them) are one ``NansumBackward0`` node saving the input, whose gradient is 0 at the NaNs.
 
     Example:
         >>> tg.nansum(tg.tensor([1., float("nan"), 2.]))
@@ -90,6 +90,11 @@ def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Ten
     """
     x = tensor_arg(input, "nansum")
     dims = reduce_dims(x, dim, "nansum")  # (its errors name this op, not sum)
+    if x.device.type == "cpu" and (x.dtype.is_complex or (dtype is not None
+                                                          and dtype.is_complex)):
+        if x.dtype.is_complex:  # (PyTorch's CPU kernel has no complex form; CUDA's has)
+            raise RuntimeError("nansum on CPU does not support complex inputs")
+        raise kernel_not_implemented("nansum_cpu", dtype)
     if dim is None:  # (every dim; keepdim keeps them all, as PyTorch's)
         dim = tuple(range(x.ndim))
     floating = x.dtype.is_floating_point or x.dtype.is_complex

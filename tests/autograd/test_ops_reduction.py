@@ -338,8 +338,13 @@ def test_softmax_errors_and_legacy_dim(device):
         tg.softmax(tg.tensor([1, 2], device=device), 0)  # (PyTorch's kernel's error)
     with pytest.raises(IndexError, match="dimension out of range"):
         tg.softmax(tg.ones(2, 3, device=device), 2)
+    # the implicit dim is nn.functional's alone; tg.softmax and Tensor.softmax need a dim
     with pytest.warns(UserWarning, match="Implicit dimension choice"):
-        y = tg.softmax(tg.ones(2, 3, device=device))
+        y = tg.nn.functional.softmax(tg.ones(2, 3, device=device))
+    with pytest.raises(TypeError, match="'dim' must be int, not NoneType"):
+        tg.softmax(tg.ones(2, 3, device=device), None)
+    with pytest.raises(TypeError, match="dim"):
+        tg.ones(2, 3, device=device).log_softmax()
     np.testing.assert_allclose(host(y), np.full((2, 3), 1 / 3), rtol=1e-6)
     assert tg.softmax(tg.tensor(3.0, device=device), 0).item() == 1.0
     assert tg.ones(0, 3, device=device).softmax(1).shape == (0, 3)

@@ -716,12 +716,12 @@ q_per_channel_axis, q_per_channel_scales, q_per_channel_zero_points = (
 def dequantize(tensor: QuantizedTensor | Tensor | Sequence[QuantizedTensor | Tensor]
                ) -> Tensor | list[Tensor]:
     """Returns an fp32 Tensor by dequantizing a quantized Tensor (a list of them: a list of
-    Tensors). A float Tensor is returned as it is, as PyTorch's ``torch.dequantize`` does."""
+    Tensors). Another Tensor is returned as float32, as PyTorch's ``torch.dequantize`` does."""
     if isinstance(tensor, (list, tuple)):
         return [dequantize(t) for t in tensor]
     if isinstance(tensor, QuantizedTensor):
         return tensor.dequantize()
     if isinstance(tensor, Tensor):
-        return tensor
+        return tensor.dequantize()
     raise TypeError(f"dequantize(): argument 'tensor' must be Tensor, not "
                     f"{type(tensor).__name__}")
