@@ -213,10 +213,13 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
             return _affine(input, weight, bias, shape)
         if running_mean is not None or running_var is not None:
             check_running_stats(input, running_mean, running_var)  # (under vmap)
-        # one fused node (autograd/ops/nn.py; the input is floating point, checked above)
-        y, mean, var = batch_norm_training(input, weight, bias, eps)
-        _update_running(running_mean, running_var, mean, var, count, momentum)
-        return y
+        # one fused node (autograd/ops/nn.py; the input is floating point, checked above),
+        # which updates the running statistics itself (before it saves: see there)
+        update = None
+        if running_mean is not None or running_var is not None:
+            def update(mean, var):
+                _update_running(running_mean, running_var, mean, var, count, momentum)
+        return batch_norm_training(input, weight, bias, eps, update)[0]
     for name, t in (("running_mean", running_mean), ("running_var", running_var)):
         if t is None:
             raise RuntimeError(f"batch_norm: {name} must be defined in evaluation mode")
@@ -421,12 +424,17 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
             with no_grad():
                 mean = input.mean(dim=dims, keepdim=True)
                 var = input.var(dim=dims, unbiased=False, keepdim=True)
+        # each channel of each sample its own group: group norm's node, over a row-major copy
+        # as PyTorch's instance norm (its result and input gradient are row-major)
+        y = _native_group_norm(input.contiguous(), input.shape[1], weight, bias, eps)
+        if running_mean is not None:
+            # after the node saves, as PyTorch's instance norm copies them after its batch
+            # norm: a checkpoint's recomputation that stops at those saves (early stop) does
+            # not update them again
             per_channel = (input.shape[1],)
             _update_running(running_mean, running_var, mean.mean(0).reshape(per_channel),
                             var.mean(0).reshape(per_channel), count, momentum)
-        # each channel of each sample its own group: group norm's node, over a row-major copy
-        # as PyTorch's instance norm (its result and input gradient are row-major)
-        return _native_group_norm(input.contiguous(), input.shape[1], weight, bias, eps)
+        return y
     if running_mean is None or running_var is None:
         raise RuntimeError("Expected running_mean and running_var to be defined when "
                            "use_input_stats is false")

@@ -128,3 +128,26 @@ def test_repeat_interleave_counts_are_int32_or_int64():
             tg.repeat_interleave(tg.tensor([5, 6]), tg.tensor([1, 1]).to(dt))
     r = tg.repeat_interleave(tg.tensor([1, 2], dtype=tg.int32))
     assert r.dtype is tg.int32 and r.tolist() == [0, 1, 1]  # (the counts' dtype)
+
+
+@pytest.mark.parametrize("early_stop", [True, False])
+def test_checkpoint_recomputation_updates_running_statistics_as_pytorch(early_stop):
+    """PyTorch's batch norm updates its running statistics inside the op, before it saves: a
+    non-reentrant checkpoint's recomputation updates them a second time even where it stops
+    at that op's saves. Its instance norm copies them after its saves: the early stop skips
+    that second update. (Values: torch 2.13.)"""
+    from tritongrad.utils import checkpoint as cp
+    with cp.set_checkpoint_early_stop(early_stop):
+        bn = tg.nn.BatchNorm1d(2)
+        x = tg.tensor([[1.0, 2.0], [3.0, 5.0]], requires_grad=True)
+        cp.checkpoint(bn, x, use_reentrant=False).sum().backward()
+        np.testing.assert_allclose(bn.running_mean.numpy(), [0.38, 0.665], rtol=1e-6)
+        np.testing.assert_allclose(bn.running_var.numpy(), [1.19, 1.665], rtol=1e-6)
+        assert int(bn.num_batches_tracked) == 2
+        inorm = tg.nn.InstanceNorm1d(2, track_running_stats=True)
+        x = tg.tensor([[[1.0, 2.0, 4.0], [3.0, 5.0, 0.0]]], requires_grad=True)
+        cp.checkpoint(inorm, x, use_reentrant=False).sum().backward()
+        once = [0.1 * 7 / 3, 0.1 * 8 / 3]
+        twice = [m * 0.9 + m for m in once]
+        np.testing.assert_allclose(inorm.running_mean.numpy(), once if early_stop else twice,
+                                   rtol=1e-5)

@@ -423,11 +423,16 @@ class NativeBatchNormBackward0(Primitive):
 
     @staticmethod
     def forward(ctx, k, x, *args):
-        arrays, eps = args[:-1], args[-1]
+        arrays, eps, running = args[:-2], args[-2], args[-1]
         ctx.order = order = channels_last_order(k, x, row_major_wins=True)
         y, mean, var = k.batch_norm(_rows(k, x, order), arrays[0] if arrays else None,
                                     arrays[1] if len(arrays) > 1 else None, eps)
         ctx.eps, ctx.mean, ctx.var = eps, mean, var
+        if running is not None:
+            # part of the op, before the node saves anything, as in PyTorch's
+            # native_batch_norm: a checkpoint's recomputation that stops at this node's saves
+            # (early stop) has updated them again, as PyTorch's has
+            running(make(mean), make(var))
         return _unrows(k, y, x, order), mean, var
 
     @staticmethod
@@ -446,7 +451,7 @@ class NativeBatchNormBackward0(Primitive):
         return tuple(gr if need else None for gr, need in zip(grads, needs))
 
     @staticmethod
-    def jvp(ctx, k, primals, tangents, out, eps):
+    def jvp(ctx, k, primals, tangents, out, eps, running):
         """dy = rstd (tx - mean(tx) - xhat mean(xhat tx)) w + xhat tw + tb (means per channel);
         the statistics' tangents are not formed (they have no gradient)."""
         x = primals[0]
@@ -509,10 +514,11 @@ def _batch_norm_composite_backward(g, x, w, dims, eps, needs):
     return dx, dw, db
 
 
-def batch_norm_training(x: Tensor, weight, bias, eps: float) -> tuple:
+def batch_norm_training(x: Tensor, weight, bias, eps: float, running=None) -> tuple:
     """(y, mean, var) of batch normalisation with ``x``'s own statistics per channel (dim 1;
     the biased variance), one NativeBatchNormBackward0 node; ``weight``/``bias`` (C,) or
-    None."""
+    None. ``running(mean, var)``, when given, updates the running statistics from the batch's
+    (Tensors without history) inside the op, before its node saves its inputs."""
     x = _float_input(x, "batch_norm")
     c = (x.shape[1],)
     for name, t in (("weight", weight), ("bias", bias)):
@@ -526,7 +532,7 @@ def batch_norm_training(x: Tensor, weight, bias, eps: float) -> tuple:
         weight = ones(c, dtype=x.dtype, device=x.device)
     inputs = tuple(t for t in (x, weight, bias) if t is not None)
     op = NativeBatchNormBackward0 if weight is not None else _BatchNormNoAffine
-    return apply(op, inputs, eps)
+    return apply(op, inputs, eps, running)
 
 
 def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
