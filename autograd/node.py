@@ -113,6 +113,8 @@ FREED_MSG = (
 _SAVED_ALIASES = {
     "PowBackward1": {"other": "exponent"},
     "MmBackward0": {"other": "mat2"},
+    "ClampMinBackward1": {"other": "min"},
+    "ClampMaxBackward1": {"other": "max"},
 }
 
 

@@ -22,6 +22,7 @@ from ..autograd.dispatch import elementwise_jvp as _elementwise_jvp
 from ..autograd.ops import activations as _act
 from ..autograd.ops import nn as _nn
 from ..autograd.ops.composite import conj_rule as _conj_rule
+from ..autograd.ops.composite import float_arg as _float_arg
 from ..autograd.ops.composite import OPS as _COMPOSITE_ROWS
 from ..autograd.ops.composite import hardshrink  # (a Tensor method too: an op row)
 from ..autograd.ops.elementwise import broadcast_shapes as _broadcast_shapes
@@ -1565,6 +1566,8 @@ def _pad_with_policy(pad_fn):
 
     @functools.wraps(pad_fn)
     def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) -> Tensor:
+        if value is not None and type(value) is not float:  # (a string would reach NumPy)
+            value = _float_arg(value, "pad", "value", 4)
         if mode == "replicate" or (mode == "reflect" and not (hasattr(pad, "__len__")
                                                               and len(pad) >= 6)):
             return float32(input, pad, mode, value)

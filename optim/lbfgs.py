@@ -201,7 +201,8 @@ class LBFGS(Optimizer):
     def _directional_evaluate(self, closure, x, t: float, d):
         self._add_grad(t, d)
         with enable_grad():
-            loss = float(closure())
+            loss = closure()
+        loss = float(loss)  # (under the step's no_grad, as PyTorch's: no scalar warning)
         flat_grad = self._gather_flat_grad()
         for p, saved in zip(self._params, x):
             p.copy_(saved)

@@ -280,7 +280,8 @@ def test_inplace_functions_refuse_a_non_tensor(name):
     # (tg.exp_ is Tensor.exp_, unguarded: each checks its own target; an alias's error names
     # its row, arccos_ as acos_)
     args = {"addmv_": (_x(2, 2), _x(2)), "as_strided_": ((1,), (1,)),
-            "gcd_": (tg.tensor([2]),), "lcm_": (tg.tensor([2]),)}.get(name, ())
+            "gcd_": (tg.tensor([2]),), "lcm_": (tg.tensor([2]),), "clamp_min_": (0,),
+            "clamp_max_": (0,)}.get(name, ())
     with pytest.raises(TypeError) as err:
         getattr(tg, name)([1.0], *args)
     msg = str(err.value)

@@ -151,3 +151,58 @@ def test_checkpoint_recomputation_updates_running_statistics_as_pytorch(early_st
         twice = [m * 0.9 + m for m in once]
         np.testing.assert_allclose(inorm.running_mean.numpy(), once if early_stop else twice,
                                    rtol=1e-5)
+
+
+def test_clamp_nodes_are_named_per_op_and_bound_kind():
+    a = tg.ones(2, requires_grad=True)
+    names = {"clamp(min=1)": a.clamp(min=1), "clamp(max=1)": a.clamp(max=1),
+             "clamp_min(1)": a.clamp_min(1), "clamp_max(1)": a.clamp_max(1),
+             "clamp(min=t)": a.clamp(min=tg.zeros(2)),
+             "clamp_min(t)": a.clamp_min(tg.zeros(2)), "clamp_max(t)": a.clamp_max(tg.ones(2)),
+             "clamp_min_(1)": a.clone().clamp_min_(1),
+             "clamp_max_(t)": a.clone().clamp_max_(tg.zeros(2))}
+    want = {"clamp(min=1)": "ClampBackward1", "clamp(max=1)": "ClampBackward1",
+            "clamp_min(1)": "ClampMinBackward0", "clamp_max(1)": "ClampMaxBackward0",
+            "clamp(min=t)": "ClampBackward0", "clamp_min(t)": "ClampMinBackward1",
+            "clamp_max(t)": "ClampMaxBackward1", "clamp_min_(1)": "ClampMinBackward0",
+            "clamp_max_(t)": "ClampMaxBackward1"}
+    assert {k: type(v.grad_fn).__name__ for k, v in names.items()} == want
+    assert names["clamp_max(t)"].grad_fn._saved_max.tolist() == [1.0, 1.0]
+    x = tg.tensor([-1.0, 0.5, 3.0], requires_grad=True)
+    y = x.clone().clamp_max_(tg.tensor([0.0, 1.0, 1.0]))
+    y.sum().backward()
+    assert y.tolist() == [-1.0, 0.5, 1.0] and x.grad.tolist() == [1.0, 1.0, 0.0]
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        tg.tensor([1, 5]).clamp_min_(2.5)
+
+
+def test_lbfgs_strong_wolfe_reads_the_loss_without_the_scalar_warning():
+    import warnings
+    w = tg.zeros(2, requires_grad=True)
+    opt = tg.optim.LBFGS([w], max_iter=3, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = ((w - 1) ** 2).sum()
+        loss.backward()
+        return loss
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        opt.step(closure)
+    np.testing.assert_allclose(w.detach().numpy(), [1.0, 1.0], atol=1e-5)
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_pad_packed_sequence_of_an_unsorted_pack_is_an_index_select(batch_first):
+    rnn = tg.nn.utils.rnn
+    x = tg.arange(24.0).reshape((3, 4, 2) if batch_first else (4, 3, 2)).requires_grad_()
+    p = rnn.pack_padded_sequence(x, tg.tensor([2, 4, 3]), batch_first=batch_first,
+                                 enforce_sorted=False)
+    out, lengths = rnn.pad_packed_sequence(p, batch_first=batch_first, padding_value=-1)
+    assert out.is_contiguous() and type(out.grad_fn).__name__ == "IndexSelectBackward0"
+    assert lengths.tolist() == [2, 4, 3]
+    seq = (out if batch_first else out.transpose(0, 1)).detach()
+    ref = x.detach() if batch_first else x.detach().transpose(0, 1)
+    for b, n in enumerate([2, 4, 3]):
+        np.testing.assert_array_equal(seq[b, :n].numpy(), ref[b, :n].numpy())
+        assert (seq[b, n:].numpy() == -1).all()

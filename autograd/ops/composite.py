@@ -24,13 +24,14 @@ import numpy as np
 
 from ...runtime import dtype as dtypes
 from ...runtime.dtype import get_default_dtype, result_type
-from ..checks import kernel_not_implemented, operand_on_device, scalar_type_name, tensor_arg
+from ..checks import (kernel_not_implemented, operand_on_device, scalar_type_name, tensor_arg,
+                      type_name)
 from ..dispatch import Primitive, apply, apply_inplace, elementwise_jvp, meta, opmath
 from ..registry import OpInfo, check_exact_out, with_inplace
 from ..tensor import Tensor
 from .creation import full, ones_like
 from .elementwise import (_result, add, broadcast_shapes, check_cast, check_out_dtype, eq, exp,
-                          isnan, le, log, mul, sub, where)
+                          isnan, le, log, mul, python_number, sub, where)
 from .pointwise import abs, isfinite, log1p, logical_and
 from .reduction import StdMeanBackward0, VarMeanBackward0, _var_args, std, var
 
@@ -53,6 +54,28 @@ def write_result(self: Tensor, result: Tensor, op: str) -> Tensor:
     return self.copy_(result)
 
 
+def float_arg(value, op: str, name: str, pos: int | None = None):
+    """``value`` as a ``float`` argument of PyTorch's parser takes it: a real number (a NumPy
+    one as the Python number it holds) or a 0-d tensor's value (a complex one with an
+    imaginary part is PyTorch's RuntimeError); anything else is its TypeError naming ``op``
+    and the argument, where NumPy would fail on it deep inside."""
+    if isinstance(value, Tensor) and value.ndim == 0:
+        return float(value)
+    if isinstance(value, (numbers.Real, np.bool_)):
+        return python_number(value)
+    where = "" if pos is None else f" (position {pos})"
+    raise TypeError(f"{op}(): argument '{name}'{where} must be float, not {type_name(value)}")
+
+
+def check_broadcast(*operands) -> None:
+    """PyTorch's error for tensor operands whose shapes don't broadcast. The ops here reach
+    their nodes without binary_operands' check, where the kernels would raise NumPy's
+    ValueError instead; equal shapes (the common case) cost a comparison each."""
+    shapes = [t.shape for t in operands if isinstance(t, Tensor)]
+    if any(s != shapes[0] for s in shapes[1:]):
+        broadcast_shapes(*shapes)
+
+
 def _float_operands(input, other, op: str) -> tuple:
     """(input, other) as tensors of one real floating dtype (integers promote to the default
     float dtype), on the tensor operand's device; one of them may be a Python number."""
@@ -73,6 +96,7 @@ def _float_operands(input, other, op: str) -> tuple:
             raise TypeError(f"{op}(): expected a Tensor or a number, got {type(v).__name__}")
         return full((), v, dtype=dt, device=like.device)
 
+    check_broadcast(input, other)
     return cast(input), cast(other)
 
 
@@ -178,6 +202,13 @@ def _finfo(dt) -> tuple:
     return big, -big
 
 
+def _nan_to_num_args(op: str, *values) -> tuple:
+    """nan_to_num's ``nan``, ``posinf`` and ``neginf`` checked as PyTorch's parser does (None
+    is the default): a string would reach NumPy's ``where``."""
+    return tuple(v if v is None or type(v) is float else float_arg(v, op, name)
+                 for v, name in zip(values, ("nan", "posinf", "neginf")))
+
+
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
                neginf: float | None = None, *, out=None) -> Tensor:
     """Replaces NaN with ``nan``, +inf with ``posinf`` and -inf with ``neginf`` (by default
@@ -189,6 +220,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
         tensor([0., 9., 1.])
     """
     x = tensor_arg(input, "nan_to_num")
+    nan, posinf, neginf = _nan_to_num_args("nan_to_num", nan, posinf, neginf)
     if isinstance(out, Tensor) and out.dtype is not x.dtype:  # (PyTorch's: no cast)
         raise RuntimeError(f"nan_to_num: dtype of out: {scalar_type_name(out.dtype)} should be "
                            f"same as input: {scalar_type_name(x.dtype)}")
@@ -229,6 +261,7 @@ class NanToNumBackward0(Primitive):
 def nan_to_num_(self: Tensor, nan: float = 0.0, posinf: float | None = None,
                 neginf: float | None = None) -> Tensor:
     """In-place :func:`nan_to_num`."""
+    nan, posinf, neginf = _nan_to_num_args("nan_to_num_", nan, posinf, neginf)
     return write_result(self, nan_to_num(self, nan, posinf, neginf), "nan_to_num_")
 
 
@@ -356,6 +389,7 @@ def lerp(input: Tensor, end: Tensor, weight: Tensor | float, *, out=None) -> Ten
         tensor([ 5., 15.])
     """
     x, e, w = _lerp_operands(input, end, weight, "lerp")
+    check_broadcast(x, e, w)  # (lerp_ checks its output's broadcast shape, which covers it)
     if out is not None and isinstance(w, Tensor):
         check_out_dtype(out, x.dtype)  # (PyTorch's: cast for a number weight, not a tensor's)
     return _result(_lerp_apply(apply, x, e, w), out, "lerp")
@@ -477,6 +511,9 @@ def _addc(op: type):
 
     def fn(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1, out=None) -> Tensor:
         dt, value = _addc_args(op, name, input, tensor1, tensor2, value)
+        # (here, not in _addc_args: the in-place form's check of its broadcast shape covers
+        # it, so the optimisers' addcmul_ steps pay nothing)
+        check_broadcast(input, tensor1, tensor2)
         operands = tuple(t if t.dtype is dt else t.to(dt) for t in (input, tensor1, tensor2))
         return _result(apply(op, operands, value), out, name)
 
@@ -582,6 +619,7 @@ def logaddexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:
         tensor([   0.6931, 1000.6931])
     """
     a, b = tensor_arg(input, "logaddexp"), tensor_arg(other, "logaddexp", "other")
+    check_broadcast(a, b)
     dt = result_type(a, b)
     if not _is_float(dt):
         raise kernel_not_implemented("logaddexp", dt)
@@ -597,6 +635,7 @@ def logaddexp2(input: Tensor, other: Tensor, *, out=None) -> Tensor:
     ``Logaddexp2Backward0`` node over the operands promoted together (real floating dtypes,
     as PyTorch's kernel)."""
     a, b = tensor_arg(input, "logaddexp2"), tensor_arg(other, "logaddexp2", "other")
+    check_broadcast(a, b)
     dt = result_type(a, b)
     if not dt.is_floating_point:
         raise kernel_not_implemented("logaddexp2", dt)

@@ -331,6 +331,14 @@ class _ClampT2(ClampBackward0):
 
 for _c in (_ClampT1, _ClampT2):
     _c.__name__ = _c.__qualname__ = "ClampBackward0"
+# clamp_min / clamp_max with a tensor bound: their own nodes, as PyTorch's (with a number,
+# ClampMinBackward0 / ClampMaxBackward0; clamp itself is ClampBackward0 / ClampBackward1)
+ClampMinBackward1 = _ClampT1.variant("ClampMinBackward1", "clamp_min")
+ClampMaxBackward1 = _ClampT1.variant("ClampMaxBackward1", "clamp_max")
+# the node of each of the three ops: (with number bounds, with tensor bounds (one, two))
+_CLAMP_NODES = {"clamp": (ClampBackward1, _ClampT1, _ClampT2),
+                "clamp_min": (ClampMinBackward0, ClampMinBackward1, None),
+                "clamp_max": (ClampMaxBackward0, ClampMaxBackward1, None)}
 
 
 # Note [clamp's mixed bounds]
@@ -427,12 +435,10 @@ def _clamp_out(input: Tensor, min, max, out, name: str) -> Tensor:  # noqa: A002
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         bounds, has_lo, has_hi = _clamp_tensor_bounds(x, min, max, dt, "clamp")
         broadcast_shapes(x.shape, *(b.shape for b in bounds))
-        op = _ClampT1 if len(bounds) == 1 else _ClampT2
+        op = _CLAMP_NODES[name][len(bounds)]
         return _result(apply(op, (x,) + bounds, has_lo, has_hi), out, name)
     lo, hi = _scalar_bound(min, dt), _scalar_bound(max, dt)
-    op = ClampBackward1 if lo is not None and hi is not None else \
-        ClampMinBackward0 if hi is None else ClampMaxBackward0
-    return _result(apply(op, (x,), lo, hi), out, name)
+    return _result(apply(_CLAMP_NODES[name][0], (x,), lo, hi), out, name)
 
 
 def clamp_min(input: Tensor, min: Tensor | float, *, out=None) -> Tensor:  # noqa: A002
@@ -447,19 +453,32 @@ def clamp_max(input: Tensor, max: Tensor | float, *, out=None) -> Tensor:  # noq
 
 def clamp_(self: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     """In-place ``clamp``."""
-    dt, min, max = _clamp_args(self, min, max, "clamp_")
+    return _clamp_inplace(self, min, max, "clamp")
+
+
+def clamp_min_(self: Tensor, min) -> Tensor:  # noqa: A002
+    """In-place ``clamp_min``."""
+    return _clamp_inplace(self, min, None, "clamp_min")
+
+
+def clamp_max_(self: Tensor, max) -> Tensor:  # noqa: A002
+    """In-place ``clamp_max``."""
+    return _clamp_inplace(self, None, max, "clamp_max")
+
+
+def _clamp_inplace(self: Tensor, min, max, name: str) -> Tensor:  # noqa: A002
+    dt, min, max = _clamp_args(self, min, max, f"{name}_")
     check_cast(dt, self._dtype)
     dt = self._dtype
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        bounds, has_lo, has_hi = _clamp_tensor_bounds(self, min, max, dt, "clamp_")
+        bounds, has_lo, has_hi = _clamp_tensor_bounds(self, min, max, dt, f"{name}_")
         shape = broadcast_shapes(self.shape, *(b.shape for b in bounds))
         if shape != tuple(self.shape):
             raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(shape)}")
-        op = _ClampT1 if len(bounds) == 1 else _ClampT2
-        return apply_inplace(op, self, bounds, has_lo, has_hi)
+        return apply_inplace(_CLAMP_NODES[name][len(bounds)], self, bounds, has_lo, has_hi)
     lo, hi = _scalar_bound(min, dt), _scalar_bound(max, dt)
-    return apply_inplace(ClampBackward1, self, (), lo, hi)
+    return apply_inplace(_CLAMP_NODES[name][0], self, (), lo, hi)
 
 
 # -- integer division and remainder -----------------------------------------------------------
@@ -903,8 +922,10 @@ OPS = _UNARY + (
     dataclasses.replace(_ROUND, fn=round, inplace=round_),
     OpInfo("clamp", clamp, inplace=clamp_, aliases=("clip",), flops="elementwise",
            dtypes="promoted with the bounds; not complex", grad="g where min <= x <= max"),
-    OpInfo("clamp_min", clamp_min, dtypes="promoted; not complex", grad="g where x >= min"),
-    OpInfo("clamp_max", clamp_max, dtypes="promoted; not complex", grad="g where x <= max"),
+    OpInfo("clamp_min", clamp_min, inplace=clamp_min_, dtypes="promoted; not complex",
+           grad="g where x >= min"),
+    OpInfo("clamp_max", clamp_max, inplace=clamp_max_, dtypes="promoted; not complex",
+           grad="g where x <= max"),
     OpInfo("floor_divide", floor_divide, inplace=floor_divide_,
            operators=("__floordiv__", "__rfloordiv__", "__ifloordiv__"),
            reflected=lambda self, other: floor_divide(other, self), dtypes="all but bool",
@@ -937,6 +958,6 @@ OPS = _UNARY + (
     OpInfo("zero_", zero_, dtypes="the tensor's", grad="0"),
 )
 OPS = with_jvp(OPS)  # every primitive here has a jvp rule
-OPS = with_inplace(OPS, ("clamp_min", "clamp_max", "bitwise_not", "logical_and", "logical_or",
+OPS = with_inplace(OPS, ("bitwise_not", "logical_and", "logical_or",
                          "logical_xor", "logical_not"))
 export(OPS, globals())

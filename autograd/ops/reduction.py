@@ -24,6 +24,7 @@ from ...runtime import dtype as dtypes
 from ..dispatch import Primitive, apply, array_of, as_shape, call, linear_jvp, meta
 from ..tensor import Tensor, wrap_dim
 from ..storage import _c_type as c_type_name
+from .creation import as_dtype
 from .elementwise import _result, maximum, minimum
 from .views import note_args, shown_arg
 
@@ -166,6 +167,14 @@ def as_requested(out: Tensor, dtype) -> Tensor:
     return out if dtype is None or out._dtype is dtype else out.to(dtype)
 
 
+def _dtype_arg(dtype, op: str):
+    """A ``dtype=`` that is no dtype: a Python number type as PyTorch's parser takes it
+    (``float`` is float64), else its TypeError, where the op would fail on the object."""
+    if isinstance(dtype, type) and dtype in (float, int, bool, complex):
+        return as_dtype(dtype)
+    raise TypeError(f"{op}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
+
+
 def sum(input: Tensor, dim=_ALL_DIMS, keepdim: bool = False, *,  # noqa: A001
         dtype=None) -> Tensor:
     """The sum of the elements, over all dims or over ``dim`` (an int or a tuple).
@@ -177,7 +186,12 @@ def sum(input: Tensor, dim=_ALL_DIMS, keepdim: bool = False, *,  # noqa: A001
     else:
         op = SumBackward1
     dims = reduce_dims(input, dim, "sum")  # (first: its TypeError for an input no tensor)
-    if _float_cast(input, dtype):
+    try:
+        cast = _float_cast(input, dtype)
+    except AttributeError:  # (a dtype= no dtype: checked once it fails, so no call pays)
+        dtype = _dtype_arg(dtype, "sum")
+        cast = _float_cast(input, dtype)
+    if cast:
         return apply(op, (input,), dims, bool(keepdim), dtype)
     return as_requested(apply(op, (accumulating(input, dtype),), dims, bool(keepdim)), dtype)
 

@@ -40,7 +40,7 @@ from ..checks import kernel_not_implemented, tensor_arg
 from ..dispatch import apply
 from ..registry import OpInfo, with_inplace, with_jvp
 from ..tensor import Tensor, int_arg
-from .composite import _float_operands
+from .composite import _float_operands, float_arg
 from .creation import full_like
 from .elementwise import eq, exp, isnan, log, sqrt, where
 from .pointwise import (abs, exp2, floor, igamma, igammac, isinf, log1p, logical_and, sign,
@@ -620,7 +620,9 @@ def logit(input: Tensor, eps: float | None = None, *, out=None) -> Tensor:
     """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given
     (a negative ``eps``, as None, clamps nothing)."""
     x = _float(input, "logit")
-    eps = None if eps is None or float(eps) < 0 else float(eps)
+    if eps is not None:
+        eps = float_arg(eps, "logit", "eps")
+    eps = None if eps is None or eps < 0 else float(eps)
     return _out(apply(_nodes.LogitBackward0, (x,), eps), out, "logit")
 
 

@@ -266,30 +266,68 @@ def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     return apply(DistBackward0, (a, b), float(p))
 
 
+def _cov_weights(w, name: str, n: int, integral: bool) -> Tensor:
+    """``fweights`` (``integral``) or ``aweights`` checked as PyTorch's cov does, in its order:
+    rank, dtype, count, then sign (a NaN fails it too, as PyTorch's ``min() >= 0``)."""
+    w = tensor_arg(w, "cov", name)
+    if w.ndim > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
+                           f"{name} with {w.ndim} dimensions")
+    dt = w.dtype
+    if integral:  # (bool is no integral dtype to PyTorch's check)
+        ok = not (dt.is_floating_point or dt.is_complex or dt is dtypes.bool)
+    else:
+        ok = dt.is_floating_point
+    if not ok:
+        kind = "integral" if integral else "floating point"
+        raise RuntimeError(f"cov(): expected {name} to have {kind} dtype but got {name} with "
+                           f"{scalar_type_name(w.dtype)} dtype")
+    if w.numel() != n:
+        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
+                           f"observations in the input but got {w.numel()} != {n}")
+    if n and not bool((w >= 0).all()):
+        raise RuntimeError(f"cov(): {name} cannot be negative")
+    return w.reshape(-1)
+
+
+def _cov_input(input, op: str) -> Tensor:
+    """``input`` as cov's 2-D (variables, observations) view, or PyTorch's errors (corrcoef's
+    rank error names corrcoef, its dtype error cov, as PyTorch's)."""
+    x = tensor_arg(input, op)
+    if x.ndim > 2:
+        raise RuntimeError(f"{op}(): expected input to have two or fewer dimensions but got an "
+                           f"input with {x.ndim} dimensions")
+    if x.dtype is dtypes.bool:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
+    return x.reshape(1, -1) if x.ndim < 2 else x
+
+
 def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         aweights: Tensor | None = None) -> Tensor:
     """The covariance of the variables in the rows of ``input`` (observations in the
-    columns; a 1-D input is one variable), PyTorch's weighted estimate (module docstring)."""
-    x = tensor_arg(input, "cov")
-    if x.dtype is dtypes.bool:
-        raise RuntimeError("cov(): bool dtype is not supported for input")
-    if x.ndim > 2:
-        raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an "
-                         f"input with {x.ndim} dimensions")
-    x = x.reshape(1, -1) if x.ndim < 2 else x
-    if not (x.dtype.is_floating_point or x.dtype.is_complex):
-        x = x.to(dtypes.get_default_dtype())
+    columns; a 1-D input is one variable), PyTorch's weighted estimate (module docstring).
+    As PyTorch's, the result is squeezed: one variable gives a 0-d tensor."""
+    x = _cov_input(input, "cov")
+    if type(correction) is not int:
+        if isinstance(correction, bool):  # (operator.index takes a bool; PyTorch refuses it)
+            raise TypeError("cov(): argument 'correction' must be int, not bool")
+        correction = int_arg(correction, "cov", "correction")
     n = x.shape[1]
+    if fweights is not None:
+        fweights = _cov_weights(fweights, "fweights", n, True)
+    if aweights is not None:
+        aweights = _cov_weights(aweights, "aweights", n, False)
+    # the dtype PyTorch's products give: an integer input computes in the default float
+    # dtype, and float64 aweights promote a float32 input
+    dt = x.dtype if x.dtype.is_floating_point or x.dtype.is_complex else \
+        dtypes.get_default_dtype()
+    if aweights is not None:
+        dt = dtypes.promote_types(dt, aweights.dtype)
+    x = x.to(dt)
     w = None
     if fweights is not None:
-        if fweights.ndim > 1 or fweights.shape[0] != n:
-            raise ValueError(f"cov(): expected fweights to have one dimension and the same "
-                             f"number of elements as the observations ({n})")
         w = fweights.to(x.dtype)
     if aweights is not None:
-        if aweights.ndim > 1 or aweights.shape[0] != n:
-            raise ValueError(f"cov(): expected aweights to have one dimension and the same "
-                             f"number of elements as the observations ({n})")
         w = aweights.to(x.dtype) if w is None else w * aweights.to(x.dtype)
     if w is None:
         total = float(n)
@@ -297,6 +335,8 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         norm = total - correction
     else:
         total = w.sum()
+        if not bool(total != 0):
+            raise RuntimeError("cov(): weights sum to zero, can't be normalized")
         mean = (x * w).sum(1, keepdim=True) / total
         if correction == 0:
             norm = total
@@ -312,13 +352,13 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         norm = 0.0
     xc = x - mean
     xw = xc if w is None else xc * w
-    c = xw.matmul(xc.transpose(0, 1).conj()) / norm
-    return c.squeeze() if input.ndim < 2 else c
+    return (xw.matmul(xc.transpose(0, 1).conj()) / norm).squeeze()
 
 
 def corrcoef(input: Tensor) -> Tensor:
     """Pearson's correlation coefficients of the variables in the rows of ``input``:
     cov / sqrt(var_i var_j), clipped to [-1, 1]."""
+    _cov_input(input, "corrcoef")
     c = cov(input)
     if c.ndim == 0:
         return c / c

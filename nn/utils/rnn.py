@@ -294,14 +294,16 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
     index = np.full((steps, batch), data.shape[0], dtype=np.int64)  # the padding row
     index[:len(sizes)][live] = np.arange(data.shape[0])
     lengths = live.sum(0)
-    if unsorted_indices is not None:  # back to the batch order the sequences came in
-        perm = np.asarray(unsorted_indices.tolist(), dtype=np.int64)
-        index, lengths = index[:, perm], lengths[perm]
     padded = _gather_rows(data, index, padding_value)  # (T, B, *), contiguous
     # (PyTorch pads sequence-first and returns the batch-first result as a transposed view:
     # its layout decides what .view accepts and the order a dropout after it draws in)
-    return padded.transpose(0, 1) if batch_first else padded, _tensor(lengths,
-                                                                       dtype=dtypes.int64)
+    if batch_first:
+        padded = padded.transpose(0, 1)
+    if unsorted_indices is not None:  # back to the batch order the sequences came in, by
+        # index_select as PyTorch's (its result is then contiguous either way)
+        padded = padded.index_select(1 - batch_first, unsorted_indices)
+        lengths = lengths[np.asarray(unsorted_indices.tolist(), dtype=np.int64)]
+    return padded, _tensor(lengths, dtype=dtypes.int64)
 
 
 def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.0,
