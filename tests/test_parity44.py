@@ -206,3 +206,14 @@ def test_pad_packed_sequence_of_an_unsorted_pack_is_an_index_select(batch_first)
     for b, n in enumerate([2, 4, 3]):
         np.testing.assert_array_equal(seq[b, :n].numpy(), ref[b, :n].numpy())
         assert (seq[b, n:].numpy() == -1).all()
+
+
+def test_a_string_given_to_to_is_a_device_and_bad_rounding_modes_are_runtime_errors():
+    with pytest.raises(RuntimeError, match="device string: 'float32'"):
+        tg.ones(2).to("float32")
+    assert tg.ones(2).to("cpu", tg.float64).dtype is tg.float64
+    for fn in (lambda: tg.div(tg.ones(2), 2, rounding_mode="foo"),
+               lambda: tg.ones(2).div_(2, rounding_mode="foo")):
+        with pytest.raises(RuntimeError, match="rounding_mode to be one of None, 'trunc', or "
+                                               "'floor' but found 'foo'"):
+            fn()

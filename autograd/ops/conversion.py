@@ -130,8 +130,8 @@ def _to_args(args, kwargs):
             given += ["Tensor"]
         elif isinstance(a, builtins.bool):
             flags.append(a)  # non_blocking, then copy
-        elif isinstance(a, (str, Device, numbers.Integral)) and not _is_dtype_name(a):
-            device = a
+        elif isinstance(a, (str, Device, numbers.Integral)):
+            device = a  # (a string is a device, as PyTorch's: "float32" is no dtype here)
             given += ["device"]
         elif a is not None:
             dtype = a
@@ -147,11 +147,6 @@ def _to_args(args, kwargs):
         copy = flags[1]
     return (as_dtype(dtype), (None if device is None else resolve_device(device)),
             builtins.bool(non_blocking), copy, memory_format)
-
-
-def _is_dtype_name(a) -> builtins.bool:
-    return isinstance(a, str) and isinstance(
-        getattr(dtypes, a.removeprefix("tritongrad.").removeprefix("torch."), None), dtypes.dtype)
 
 
 def to(x: Tensor, *args, **kwargs) -> Tensor:

@@ -542,7 +542,7 @@ def div(input, other, *, rounding_mode=None, out=None) -> Tensor:
                 return floor_divide(input, other, out=out)
             if rounding_mode == "trunc":
                 return div_trunc(input, other, out=out)
-            raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+            raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                              f"but found '{rounding_mode}'")
         if out is None and isinstance(input, Tensor) and isinstance(other, Tensor) \
                 and input._dtype.is_floating_point and other._dtype is input._dtype \
@@ -1207,7 +1207,7 @@ def _div_rounding_(self: Tensor, other, *, rounding_mode=None) -> Tensor:
         return floor_divide_(self, other)
     if rounding_mode == "trunc":
         return div_trunc_(self, other)
-    raise ValueError(f"div_ expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+    raise RuntimeError(f"div_ expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                      f"found '{rounding_mode}'")
 
 
