@@ -44,18 +44,30 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
                             inputs)
 
 
-def Variable(data, requires_grad: bool = False, volatile: bool = False):  # noqa: N802
-    """Deprecated: returns ``data`` as a Tensor (detached), with ``requires_grad`` set.
-    ``volatile`` has no effect, as in PyTorch, which warns the same way."""
-    if volatile:
-        warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` "
-                      "instead.", UserWarning, stacklevel=2)
-    if not isinstance(data, Tensor):
-        raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
-    t = data.detach()
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+class _VariableMeta(type):
+    def __instancecheck__(cls, other) -> bool:
+        return isinstance(other, Tensor)  # (every Tensor is a Variable, as in PyTorch)
+
+
+class Variable(metaclass=_VariableMeta):
+    """Deprecated: ``Variable(data)`` returns ``data`` as a Tensor (detached), with
+    ``requires_grad`` set (an empty float tensor without ``data``), and ``isinstance(t,
+    Variable)`` holds for every Tensor, as in PyTorch. ``volatile`` has no effect, as in
+    PyTorch, which warns the same way."""
+
+    def __new__(cls, data=None, requires_grad: bool = False, volatile: bool = False):
+        if volatile:
+            warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` "
+                          "instead.", UserWarning, stacklevel=2)
+        if data is None:
+            from .ops.creation import empty
+            data = empty((0,))
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+        t = data.detach()
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
 
 
 class _ExecutionEngine:

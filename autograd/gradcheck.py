@@ -249,7 +249,9 @@ def _vjp_columns(inputs: tuple, output: Tensor, grad_outputs) -> tuple:
     jacs = [_zeros(t.numel(), len(grad_outputs), t) for t in diff]
     types_ok = sizes_ok = True
     for j, go in enumerate(grad_outputs):
-        grads = _grad(output, diff, go, retain_graph=True, allow_unused=True)
+        # (a copy each time, as PyTorch fills its grad_output afresh per column: a backward
+        # that modifies its grad_output in place must not change the second run's)
+        grads = _grad(output, diff, go.clone(), retain_graph=True, allow_unused=True)
         for jac, g, t in zip(jacs, grads, diff):
             if g is None:
                 continue

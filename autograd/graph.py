@@ -138,8 +138,8 @@ class save_on_cpu(saved_tensors_hooks):
     Saved CUDA tensors move to host memory as they are saved, which trades a copy each way for
     GPU memory held until backward. With ``pin_memory=True`` they are kept in pinned memory
     (where CUDA is available), from which the copies back for backward are asynchronous
-    (``non_blocking=True``), as in PyTorch. ``device_type`` must be ``"cuda"``, the only
-    accelerator tritongrad has.
+    (``non_blocking=True``), as in PyTorch. ``device_type`` is ``"cuda"``, the only
+    accelerator tritongrad has, or ``"cpu"`` (CPU tensors are kept as they are).
 
     Example:
         >>> a = tg.randn(5, requires_grad=True, device="cuda")
@@ -149,9 +149,9 @@ class save_on_cpu(saved_tensors_hooks):
     """
 
     def __init__(self, pin_memory: bool = False, device_type: str = "cuda"):
-        if device_type != "cuda":
+        if device_type not in ("cuda", "cpu"):
             from .checks import unsupported
-            raise unsupported("save_on_cpu", "device_type", device_type, "only 'cuda'")
+            raise unsupported("save_on_cpu", "device_type", device_type, "'cuda' or 'cpu'")
         self.pin_memory = pin_memory
 
         def pack(t):

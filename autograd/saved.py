@@ -304,12 +304,16 @@ class SavedTensor:
             cls = getattr(fn, "_forward_cls", None)
             name = _short_name(fn) if cls is None else cls.__name__  # (torch 2.13: "of Exp")
             origin = f", which is output {nr} of {name},"
+        from . import anomaly_mode
+        hint = ("the backtrace further above shows the operation that failed to compute its "
+                "gradient. The variable in question was changed in there or anywhere later. "
+                "Good luck!" if anomaly_mode.is_anomaly_enabled() else
+                "enable anomaly detection to find the operation that failed to compute its "
+                "gradient, with tritongrad.autograd.set_detect_anomaly(True, check_nan=False).")
         return (f"one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: [{_type_name(self._dtype, t)} {list(t.shape)}]{origin} is "
                 f"at version {self._vc[0]}; expected version {self._version} instead. Hint: "
-                f"enable anomaly detection to find the operation that failed to compute its "
-                f"gradient, with tritongrad.autograd.set_detect_anomaly(True, "
-                f"check_nan=False).")
+                f"{hint}")
 
 
 def saved_input(t) -> SavedTensor:

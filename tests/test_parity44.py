@@ -217,3 +217,50 @@ def test_a_string_given_to_to_is_a_device_and_bad_rounding_modes_are_runtime_err
         with pytest.raises(RuntimeError, match="rounding_mode to be one of None, 'trunc', or "
                                                "'floor' but found 'foo'"):
             fn()
+
+
+def test_gradcheck_gives_each_run_a_fresh_grad_output():
+    """A backward that scales its grad_output in place is still reentrant: PyTorch fills the
+    grad_output afresh for each column."""
+    class Double(tg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            g.mul_(2)
+            return g
+    x = tg.rand(3, dtype=tg.float64, requires_grad=True)
+    assert tg.autograd.gradcheck(Double.apply, (x,))
+    assert tg.autograd.gradcheck(Double.apply, (x,), fast_mode=True)
+
+
+def test_variable_is_a_class_every_tensor_is_an_instance_of():
+    from tritongrad.autograd import Variable
+    assert isinstance(tg.ones(1), Variable) and not isinstance([1.0], Variable)
+    v = Variable(tg.ones(2), requires_grad=True)
+    assert type(v) is tg.Tensor and v.requires_grad and v.is_leaf
+    e = Variable()
+    assert e.shape == (0,) and e.dtype is tg.float32
+    with pytest.raises(TypeError, match="Variable data has to be a tensor, but got list"):
+        Variable([1.0])
+
+
+def test_save_on_cpu_takes_the_cpu_device_type():
+    a = tg.ones(2, requires_grad=True)
+    with tg.autograd.graph.save_on_cpu(pin_memory=False, device_type="cpu"):
+        y = a * a
+    y.sum().backward()
+    assert a.grad.tolist() == [2.0, 2.0]
+
+
+def test_the_in_place_error_hint_under_anomaly_detection():
+    for anomaly, hint in ((False, "enable anomaly detection"),
+                          (True, "the backtrace further above shows the operation")):
+        with tg.autograd.set_detect_anomaly(anomaly):
+            a = tg.ones(2, requires_grad=True)
+            b = a.sigmoid()
+            b.mul_(2)
+            with pytest.raises(RuntimeError, match=hint):
+                b.sum().backward()
