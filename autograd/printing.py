@@ -243,7 +243,7 @@ def tensor_repr(t: Tensor, tensor_contents: str | None = None) -> str:
         extras.append(f"dtype={t.dtype}")
     try:
         fn = t.grad_fn  # (a view's, regenerated if its base was modified in place since)
-        name = None if fn is None else fn.name()
+        name = None if fn is None else _fn_name(fn)
     except RuntimeError:
         # a view whose history cannot be regenerated (Note [View + in-place]): PyTorch
         # prints it rather than fail
@@ -313,7 +313,14 @@ def sparse_suffixes(t) -> list:
     suffixes.append(f"layout={t.layout}")
     fn = t.grad_fn
     if fn is not None:
-        suffixes.append(f"grad_fn=<{fn.name()}>")
+        suffixes.append(f"grad_fn=<{_fn_name(fn)}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     return suffixes
+
+
+def _fn_name(fn) -> str:
+    """A node's name as a tensor's repr shows it: without the namespace of the engine's own
+    nodes (``grad_fn=<CopySlices>``, whose ``name()`` is ``tritongrad::autograd::CopySlices``),
+    as PyTorch's."""
+    return fn.name().rsplit("::", 1)[-1]

@@ -264,3 +264,13 @@ def test_the_in_place_error_hint_under_anomaly_detection():
             b.mul_(2)
             with pytest.raises(RuntimeError, match=hint):
                 b.sum().backward()
+
+
+def test_repr_names_the_engines_own_nodes_without_their_namespace():
+    a = tg.ones(2, requires_grad=True)
+    b = a.clone()
+    b[0] = 5
+    c = tg.zeros(2)
+    c.copy_(a)
+    assert repr(b).endswith("grad_fn=<CopySlices>)") and repr(c).endswith("grad_fn=<CopyBackwards>)")
+    assert c.grad_fn.name().endswith("::CopyBackwards")  # (name() keeps it)
