@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 from ..autograd import checks
 from ..autograd.autocast import autocast_op
+from ..autograd.ops.elementwise import broadcast_shapes
 from ..autograd.ops.nn import check_class_indices
 from ..autograd.ops.sampling_nodes import (MultilabelMarginLossBackward0, MultiMarginLossBackward0,
                                            recomputed_node)
@@ -66,6 +67,12 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=No
         raise F._cast_error("soft_margin_loss", "Float", input.dtype)  # (computed into input's)
     if isinstance(target, Tensor):  # (PyTorch has no derivative for the target)
         F._not_differentiable("soft_margin_loss", target=target)
+        # PyTorch computes the loss in place into an input-shaped tensor: the target may
+        # broadcast to input's shape, not input to a larger one
+        shape = broadcast_shapes(tuple(input.shape), tuple(target.shape))
+        if shape != tuple(input.shape):
+            raise RuntimeError(f"soft_margin_loss: output with shape {list(input.shape)} "
+                               f"doesn't match the broadcast shape {list(shape)}")
     return F._reduce(F.softplus(-target * input), reduction)
 
 

@@ -235,6 +235,9 @@ def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start=None, end=None
     """A copy of ``input`` with the slice ``start:end:step`` of dim ``dim`` replaced by
     ``src``. The gradient is ``g`` with the slice zeroed for ``input``, its slice for
     ``src``."""
+    if isinstance(step, int) and step <= 0:  # (PyTorch's RuntimeError: indexing's is a ValueError)
+        raise RuntimeError(f"slice_scatter: slice step must be positive (got {step})")
+
     def view_of(x):
         d = wrap_dim(dim, x.ndim, "slice_scatter")
         return getitem(x, (slice(None),) * d + (slice(start, end, step),))

@@ -288,11 +288,25 @@ _TYPE_NAMES = {getattr(dtypes, n): cpp + "Tensor" for n, cpp in dtypes.CPP_NAMES
 _TYPES_BY_NAME = {name: dt for dt, name in _TYPE_NAMES.items()}
 
 
-def type(x: Tensor, dtype=None, non_blocking: bool = False, **kwargs):  # noqa: A001
+_TYPE_ASYNC = ("This overload of type is deprecated:\n\ttype(object dtype = None, bool async = "
+               "False, *, torch.memory_format memory_format = None)\nConsider using one of the "
+               "following signatures instead:\n\ttype(object dtype = None, bool non_blocking = "
+               "False, *, torch.memory_format memory_format = None)")
+
+
+def type(x: Tensor, dtype=None, non_blocking: bool = False, *, memory_format=None,  # noqa: A001
+         **kwargs):
     """With no ``dtype``, the tensor's type name (``"tritongrad.FloatTensor"``,
     ``"tritongrad.ComplexFloatTensor"``, or ``"tritongrad.cuda.FloatTensor"``); else ``x``
     converted to ``dtype``: a dtype, a typed-tensor class (``tg.LongTensor``) or its name
-    (``"torch.LongTensor"`` is read as ``"tritongrad.LongTensor"``)."""
+    (``"torch.LongTensor"`` is read as ``"tritongrad.LongTensor"``). ``async`` (a Python
+    keyword: ``**{"async": True}``) is the deprecated name of ``non_blocking``, as
+    PyTorch's."""
+    if kwargs:  # (only async: any other keyword is PyTorch's TypeError, not ignored)
+        bad = [k for k in kwargs if k != "async"]
+        if bad:
+            raise TypeError(f"type() got an unexpected keyword argument '{bad[0]}'")
+        warnings.warn(_TYPE_ASYNC, UserWarning, stacklevel=2)
     if dtype is None:
         kind = x.device.type
         prefix = "tritongrad." if kind == "cpu" else f"tritongrad.{kind}."
@@ -310,7 +324,8 @@ def type(x: Tensor, dtype=None, non_blocking: bool = False, **kwargs):  # noqa: 
         if isinstance(dtype, builtins.type):  # float, np.float32...: PyTorch's words
             raise ValueError(f"invalid type: '{dtype.__name__}'")
         raise TypeError("dtype must be a type, str, or dtype object")
-    return to(x, dtype) if device is None else to(x, device, dtype)
+    kw = {} if memory_format is None else {"memory_format": memory_format}  # (to() checks it)
+    return to(x, dtype, **kw) if device is None else to(x, device, dtype, **kw)
 
 
 def _caster(dt):

@@ -95,6 +95,9 @@ def _size_arg(op: str, args: tuple, size) -> tuple:
 def check_layout(op: str, layout) -> None:
     """``layout=``: tritongrad's factories make dense (``strided``) tensors only."""
     if layout is not None and layout is not dtypes.strided:
+        if not isinstance(layout, dtypes.layout):  # (PyTorch's parser: a TypeError)
+            raise TypeError(f"{op}(): argument 'layout' must be tritongrad.layout, not "
+                            f"{type(layout).__name__}")
         from ..checks import unsupported
         raise unsupported(op, "layout", layout, "strided: tritongrad's factories make dense "
                           "tensors")
@@ -1023,7 +1026,12 @@ def arange(start=None, end=None, step=1, *, out=None, dtype=None, layout=None, d
         start, end = 0, start
     elif start is None:  # (arange(end=n))
         start = 0
-    # (0-d tensors as their numbers: arange(tensor(3)) is an int64 range, as PyTorch's)
+    # (0-d tensors as their numbers: arange(tensor(3)) is an int64 range, as PyTorch's; any
+    # other tensor is no number, even of one element, PyTorch's TypeError)
+    for name, v in (("start", start), ("end", end), ("step", step)):
+        if isinstance(v, Tensor) and v.ndim:
+            raise TypeError(f"arange(): argument '{name}' must be Number, not Tensor (a "
+                            f"tensor of {v.ndim} dimension(s): only a 0-d one is a number)")
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
     is_int = all(isinstance(v, numbers.Integral) for v in (start, end, step))
     dt = as_dtype(dtype) or (dtypes.int64 if is_int else dtypes.get_default_dtype())
@@ -1062,6 +1070,16 @@ def _c10_name(dt) -> str:
     return f"c10::complex<{'double' if dt is dtypes.complex128 else 'float'}>"
 
 
+def check_range_bounds(op: str, start, end) -> None:
+    """linspace's and logspace's ``start`` and ``end``: numbers or 0-d tensors. PyTorch
+    refuses a tensor of any other rank, even of one element (which ``.item()`` would read)."""
+    bad = [f"{name} with {v.ndim} dimension(s)" for name, v in (("start", start), ("end", end))
+           if isinstance(v, Tensor) and v.ndim]
+    if bad:
+        raise RuntimeError(f"{op} only supports 0-dimensional start and end tensors, but got "
+                           f"{' and '.join(bad)}.")
+
+
 @observed_op("aten::linspace")
 def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, device=None,
              requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
@@ -1072,6 +1090,7 @@ def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, devic
         return _factory_out("linspace", out,
                             lambda dt, dev: linspace(start, end, steps, dtype=dt, device=dev),
                             dtype, device, requires_grad, ranged=True)
+    check_range_bounds("linspace", start, end)
     start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
     if isinstance(steps, Tensor) and steps.numel() == 1 and not (
             steps.dtype.is_floating_point or steps.dtype.is_complex):

@@ -78,6 +78,8 @@ def _host_index(ix, op: str) -> np.ndarray:
         arr = None
     if arr is None or arr.dtype == object or arr.dtype.kind not in "biuf" or (
             arr.dtype.kind == "f" and arr.size and not isinstance(ix, list)):
+        if arr is not None and arr.dtype.kind in "US":
+            raise _string_index(op, "str" if arr.dtype.kind == "U" else "bytes")
         what = type(ix).__name__ if arr is None or arr.dtype == object else \
             f"{type(ix).__name__} of {arr.dtype}"
         raise IndexError(f"{op}: only integers, slices (`:`), ellipsis (`...`), None and long "
@@ -85,6 +87,14 @@ def _host_index(ix, op: str) -> np.ndarray:
     if arr.dtype.kind == "b":
         return arr
     return arr.astype(np.int64, copy=False)  # x[[]] (a float64 empty array) indexes nothing
+
+
+def _string_index(op: str, kind: str) -> TypeError:
+    """PyTorch's error for a string in an index (``x['a']``, ``x[[0, 'a']]``): it reads one
+    as a sequence to make an index tensor of, and refuses its data type (a TypeError, not
+    the IndexError of other objects)."""
+    return TypeError(f"{op}: invalid data type '{kind}' in the index (only integers, slices "
+                     f"(`:`), ellipsis (`...`), None and integer or bool tensors index)")
 
 
 def _type_name(v) -> str:
@@ -121,6 +131,8 @@ def _parse(x: Tensor, index, op: str):
             try:
                 conv.append(operator.index(ix))
             except TypeError:
+                if isinstance(ix, (str, bytes)):
+                    raise _string_index(op, type(ix).__name__) from None
                 raise IndexError(f"{op}: only integers, slices (`:`), ellipsis (`...`), None and "
                                  f"long or byte Variables are valid indices (got "
                                  f"{_type_name(ix)})") from None
@@ -838,17 +850,7 @@ def _masked_fill_inplace(self: Tensor, mask: Tensor, value, tensor_node: type) -
     if broadcast_shapes(tuple(self.shape), tuple(mask.shape)) != tuple(self.shape):
         raise RuntimeError(f"masked_fill_: mask of shape {list(mask.shape)} does not broadcast "
                            f"to the tensor's shape {list(self.shape)}")
-    target = self
-    dims = expanded_dims(self)
-    if dims:
-        # PyTorch allows this (deprecated) and writes only the masked elements, so a memory
-        # location is filled when any of its aliases is masked. The forward here writes every
-        # element (a where), so it runs on one alias per location: the expanded dims cut to
-        # size 1 (a view of the same memory), the mask reduced over them with any().
-        warnings.warn(_MASKED_FILL_EXPANDED, UserWarning, stacklevel=3)
-        mask = mask.expand(tuple(self.shape)).any(dims, keepdim=True)
-        target = _basic_getitem(self, tuple(slice(0, 1) if d in dims else slice(None)
-                                            for d in range(self.ndim)))
+    target, mask = expanded_fill_target(self, mask, "masked_fill_")
     if isinstance(value, Tensor):
         apply_inplace(tensor_node, target, (value,), mask)
     else:
@@ -856,9 +858,24 @@ def _masked_fill_inplace(self: Tensor, mask: Tensor, value, tensor_node: type) -
     return self
 
 
-_MASKED_FILL_EXPANDED = ("Use of masked_fill_ on expanded tensors is deprecated. Please clone() "
-                         "the tensor before performing this operation. This also applies to "
-                         "advanced indexing e.g. tensor[mask] = scalar")
+def expanded_fill_target(self: Tensor, mask: Tensor, op: str | None) -> tuple:
+    """(the tensor to fill, the mask) for a masked fill of ``self`` in place: ``self`` and
+    ``mask`` as they are, unless ``self`` is expanded (``expanded_dims``). PyTorch allows
+    that (masked_fill_ and index_fill_ deprecated: a warning naming ``op``; tril_ and triu_
+    silently, ``op`` None) and writes only the masked elements, so a memory location is
+    filled when any of its aliases is masked. The forward here writes every element (a
+    where), so it runs on one alias per location: the expanded dims cut to size 1 (a view of
+    the same memory), the mask reduced over them with any()."""
+    dims = expanded_dims(self)
+    if not dims:
+        return self, mask
+    if op is not None:
+        warnings.warn(f"Use of {op} on expanded tensors is deprecated. Please clone() the "
+                      f"tensor before performing this operation. This also applies to advanced "
+                      f"indexing e.g. tensor[mask] = scalar", UserWarning, stacklevel=4)
+    mask = mask.expand(tuple(self.shape)).any(dims, keepdim=True)
+    return _basic_getitem(self, tuple(slice(0, 1) if d in dims else slice(None)
+                                      for d in range(self.ndim))), mask
 
 
 class NonzeroOp(Primitive):
@@ -956,6 +973,7 @@ class IndexAddBackward0(IndexPutBackward0):
 
     __slots__ = ()
     op_name = "index_add"
+    expanded_target = None  # (PyTorch's index_add_ refuses it, unlike index_put_'s warning)
 
 
 def _index_checks(self: Tensor, dim: int, index: Tensor, source: Tensor, op: str):

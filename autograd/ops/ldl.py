@@ -13,6 +13,7 @@ grad_B = A^-1 grad_X (A^-H for Hermitian), another solve with the same factors.
 from __future__ import annotations
 
 import collections
+import math
 
 import numpy as np
 
@@ -78,7 +79,8 @@ def ldl_factor_ex(input: Tensor, *, hermitian: bool = False, check_errors: bool 
     lapack = _lapack("ldl_factor")
     host = np.asarray(a.detach().cpu().numpy())
     n = host.shape[-1]
-    flat = host.reshape(-1, n, n)
+    # (the batch counted, not -1: NumPy cannot infer it when the matrices are empty)
+    flat = host.reshape(math.prod(host.shape[:-2]), n, n)
     ld = np.zeros_like(flat)
     piv = np.zeros(flat.shape[:1] + (n,), np.int32)
     info = np.zeros(flat.shape[:1], np.int32)
@@ -114,12 +116,13 @@ def _solve(ld: np.ndarray, piv: np.ndarray, b: np.ndarray, hermitian: bool) -> n
     routine = "hetrs" if hermitian and np.iscomplexobj(ld) else "sytrs"
     n = ld.shape[-1]
     batch = np.broadcast_shapes(ld.shape[:-2], b.shape[:-2])
-    ld = np.broadcast_to(ld, batch + ld.shape[-2:]).reshape(-1, n, n)
-    piv = np.broadcast_to(piv, batch + piv.shape[-1:]).reshape(-1, n)
-    bb = np.broadcast_to(b, batch + b.shape[-2:]).reshape((-1,) + b.shape[-2:])
+    count = math.prod(batch)  # (not -1: NumPy cannot infer it when the matrices are empty)
+    ld = np.broadcast_to(ld, batch + ld.shape[-2:]).reshape(count, n, n)
+    piv = np.broadcast_to(piv, batch + piv.shape[-1:]).reshape(count, n)
+    bb = np.broadcast_to(b, batch + b.shape[-2:]).reshape((count,) + b.shape[-2:])
     out = np.empty(bb.shape, np.result_type(ld, bb))
     fn = lapack.get_lapack_funcs(routine, (ld[:1],))
-    for i in range(bb.shape[0]):
+    for i in range(bb.shape[0] if out.size else 0):  # (LAPACK refuses empty matrices)
         x, info = fn(ld[i], piv[i], bb[i], lower=1)
         out[i] = x
     return out.reshape(batch + b.shape[-2:])

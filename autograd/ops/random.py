@@ -601,7 +601,11 @@ def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None,
              **kw) -> Tensor:
     """Fills self with numbers drawn uniformly from [a, b) (PyTorch's ``from``/``to`` are
     accepted as keywords)."""
-    a, b = kw.get("from", a), kw.get("to", b)
+    if kw:  # (only from and to: any other keyword is PyTorch's TypeError, not ignored)
+        bad = [k for k in kw if k not in ("from", "to")]
+        if bad:
+            raise TypeError(f"uniform_() got an unexpected keyword argument '{bad[0]}'")
+        a, b = kw.get("from", a), kw.get("to", b)
     _floating_fill(self, "check_uniform_bounds")
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} "

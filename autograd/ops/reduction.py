@@ -17,7 +17,7 @@ import builtins
 import collections
 import warnings
 
-from ..checks import check_ordered, scalar_type_name
+from ..checks import check_ordered, kernel_not_implemented, scalar_type_name
 from ..registry import OpInfo, with_inplace, with_jvp
 from ..state import state
 from ...runtime import dtype as dtypes
@@ -888,9 +888,18 @@ class CumsumBackward0(Primitive):
         return _cast_back(ctx, k, call(k, CumsumBackward0, (g,), ctx.dim, not ctx.reverse))
 
 
+def check_scan_dtype(input: Tensor, dtype, op: str) -> None:
+    """PyTorch's scans (cumsum, cumprod) have no bool kernel: a bool result asked for
+    (``dtype=``, or an ``out=`` of bool, which arrives as ``dtype=``) is its
+    NotImplementedError, not a scan in int64 cast to bool."""
+    if dtype is dtypes.bool:
+        raise kernel_not_implemented(f"{op}_out_{input.device.type}", dtype)
+
+
 def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Cumulative sums along ``dim``. Integers and bools accumulate in int64 (as PyTorch)."""
     d = wrap_dim(dim, input.ndim, "cumsum")
+    check_scan_dtype(input, dtype, "cumsum")
     if _float_cast(input, dtype):
         return apply(CumsumBackward0, (input,), d, False, dtype)
     input = accumulating(input, dtype)

@@ -29,7 +29,15 @@ from .composite import LogaddexpBackward0, logaddexp
 from .elementwise import _result, sub
 from .indexing import ScatterAddBackward0
 from .pointwise import logical_xor
-from .reduction import _return_type, accumulating, as_requested, return_types, sum, write_pair
+from .reduction import (
+    _return_type,
+    accumulating,
+    as_requested,
+    check_scan_dtype,
+    return_types,
+    sum,
+    write_pair,
+)
 from .shape import cat, narrow
 
 # (values, indices) named tuples, beside PyTorch's others in tg.return_types
@@ -55,6 +63,7 @@ def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """
     x = tensor_arg(input, "cumprod")
     d = _scan_axis(x, dim, "cumprod")
+    check_scan_dtype(x, dtype, "cumprod")
     if x.dtype.is_floating_point or x.dtype.is_complex:
         # (the cast is the node's, as PyTorch's: it saves the input, not a converted copy)
         to = x.dtype if dtype is None else dtype

@@ -18,7 +18,8 @@ from ..tensor import Tensor, wrap_dim
 from .creation import zeros
 from .elementwise import broadcast_shapes
 from .indexing import (IndexPutBackward0, MaskedFillBackward0, MaskedFillBackward1,
-                       MaskedSelectBackward0, _masked_fill_args, _masked_places)
+                       MaskedSelectBackward0, _masked_fill_args, _masked_places,
+                       expanded_fill_target)
 from .views import AsStridedBackward0, _as_view
 
 __all__ = ["index_copy", "index_fill", "masked_scatter", "take", "take_along_dim"]
@@ -105,7 +106,9 @@ IndexFillBackward0 = MaskedFillBackward0.variant("IndexFillBackward0", "index_fi
                                                  contiguous_out=False)
 IndexFillBackward1 = MaskedFillBackward1.variant("IndexFillBackward1", "index_fill",
                                                  contiguous_out=False)
-IndexCopyBackward0 = IndexPutBackward0.variant("IndexCopyBackward0", "index_copy")
+# (index_copy_ into an expanded tensor is refused, as PyTorch's: not index_put_'s warning)
+IndexCopyBackward0 = IndexPutBackward0.variant("IndexCopyBackward0", "index_copy",
+                                               expanded_target=None)
 
 
 def _index_fill(x: Tensor, dim: int, index: Tensor, value, inplace: bool) -> Tensor:
@@ -125,12 +128,15 @@ def _index_fill(x: Tensor, dim: int, index: Tensor, value, inplace: bool) -> Ten
     mask.index_put_((index,), True)
     mask = mask.reshape((n,) + (1,) * (x.ndim - d - 1) if x.ndim else ())
     mask, value = _masked_fill_args(x, mask, value, "index_fill_")
+    target = x
+    if inplace:
+        target, mask = expanded_fill_target(x, mask, "index_fill_")
     if isinstance(value, Tensor):
         node, inputs, params = IndexFillBackward1, (value,), (mask,)
     else:
         node, inputs, params = IndexFillBackward0, (), (mask, value)
     if inplace:
-        apply_inplace(node, x, inputs, *params)
+        apply_inplace(node, target, inputs, *params)
         return x
     return apply(node, (x,) + inputs, *params)
 

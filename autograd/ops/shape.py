@@ -12,11 +12,12 @@ launch; ``stack`` views each input with the new dim); their rule slices the grad
 
 from __future__ import annotations
 
-from ..registry import OpInfo, with_inplace, with_jvp
+from ..registry import OpInfo, composite_inplace, with_jvp
 from ...runtime import dtype as D
 from ...runtime.dtype import result_type
 from ..checks import check_devices_match
-from ..dispatch import Primitive, apply, as_shape, call, linear_jvp, meta, zeros
+from ..dispatch import (Primitive, apply, as_shape, call, expanded_dims, linear_jvp, meta,
+                        zeros)
 from ..layout import NHWC_PERMUTATIONS, suggest_memory_format
 from ..tensor import Tensor, array_meta, int_arg, wrap_dim
 from .views import (SliceBackward0, _as_view, _view_apply, getitem, int_tuple, is_size, permute,
@@ -417,7 +418,11 @@ def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, input.ndim, "narrow", "dim", 1)
     n = input.shape[d]
-    start = start if type(start) is int else int_arg(start, "narrow", "start", 2)
+    if type(start) is not int:
+        if isinstance(start, Tensor) and (start.ndim or start.dtype.is_floating_point
+                                          or start.dtype.is_complex or start.dtype is D.bool):
+            raise RuntimeError("narrow(): start must be an 0-dim integral Tensor.")
+        start = int_arg(start, "narrow", "start", 2)
     length = length if type(length) is int else int_arg(length, "narrow", "length", 3)
     if not -n <= start <= n:
         raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got "
@@ -589,6 +594,29 @@ def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     return apply(TriuBackward0, (input,), diagonal)
 
 
+def _tri_inplace(upper: bool):
+    """tril_ (triu_): composite_inplace's, a copy_ of the result, except into an expanded
+    tensor, which copy_ refuses but PyTorch's tril_ allows: it writes only the zeros, so a
+    memory location is zeroed when any of its aliases is outside the kept triangle (a masked
+    fill on one alias per location, indexing.expanded_fill_target)."""
+    name = "triu_" if upper else "tril_"
+    plain = composite_inplace(triu if upper else tril, name[:-1])
+
+    def inplace(self, diagonal: int = 0):
+        if isinstance(self, Tensor) and self.ndim >= 2 and expanded_dims(self):
+            from .creation import ones
+            from .indexing import expanded_fill_target
+            keep = ones(tuple(self.shape[-2:]), dtype=D.bool, device=self.device)
+            drop = (triu if upper else tril)(keep, diagonal).logical_not_()
+            target, drop = expanded_fill_target(self, drop, None)
+            target.masked_fill_(drop, 0)
+            return self
+        return plain(self, diagonal)
+    inplace.__name__ = inplace.__qualname__ = name
+    inplace.__doc__ = plain.__doc__
+    return inplace
+
+
 # -- the table ---------------------------------------------------------------------------------
 
 OPS = (
@@ -607,7 +635,7 @@ OPS = (
     OpInfo("movedim", movedim, aliases=("moveaxis",), grad="g, dims moved back"),
     OpInfo("repeat", repeat, grad="sum over the repeats"),
     OpInfo("tile", tile, grad="sum over the repeats"),
-    OpInfo("tril", tril, grad="tril(g)", out="exact"),
-    OpInfo("triu", triu, grad="triu(g)", out="exact"),
+    OpInfo("tril", tril, grad="tril(g)", out="exact", inplace=_tri_inplace(False)),
+    OpInfo("triu", triu, grad="triu(g)", out="exact", inplace=_tri_inplace(True)),
 )
-OPS = with_inplace(with_jvp(OPS), ("tril", "triu"))  # every primitive here has a jvp rule
+OPS = with_jvp(OPS)  # every primitive here has a jvp rule

@@ -116,6 +116,15 @@ def _int_k(k, name: str) -> int:
     return k if k.__class__ is int else int_arg(k, name, "k", 2)
 
 
+def _flags(op: str, descending, stable) -> None:
+    """sort's and argsort's flags are bools (``stable`` may be None), PyTorch's TypeError
+    otherwise, where ``bool()`` would read a string or a number as a flag."""
+    for name, value in (("descending", descending), ("stable", stable)):
+        if value.__class__ is not bool and not (value is None and name == "stable"):
+            raise TypeError(f"{op}(): argument '{name}' must be bool, not "
+                            f"{type(value).__name__}")
+
+
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False, *,
          out=None):
     """Sorts the elements of ``input`` along ``dim`` in ascending order by value (descending
@@ -131,6 +140,7 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = 
         >>> tg.sort(tg.tensor([3., 1., 2.]))
         tritongrad.return_types.sort(values=tensor([1., 2., 3.]), indices=tensor([1, 2, 0]))
     """
+    _flags("sort", descending, stable)
     values, idx = _sorted_slice(SortBackward0, input, dim, descending, 0, None, False, "sort")
     if out is not None:  # (values, indices), both written, as PyTorch's out= pair
         return write_pair("sort", values, idx, out, _out_dtype_error)
@@ -140,6 +150,7 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = 
 def argsort(input: Tensor, dim: int = -1, descending: bool = False,
             stable: bool = False) -> Tensor:
     """The indices that sort ``input`` along ``dim`` (``sort(...).indices``); int64, stable."""
+    _flags("argsort", descending, stable)
     return _sorted_slice(SortBackward0, input, dim, descending, 0, None, False, "argsort")[1]
 
 
@@ -175,6 +186,8 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out
     d = wrap_dim(dim, input.ndim, "kthvalue")
     n = input.shape[d] if input.ndim else 1
     if not 1 <= k <= n:
+        if n == 0:  # (PyTorch's check of an empty dim comes first, an IndexError)
+            raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     values, idx = _sorted_slice(KthvalueBackward0, input, d, False, k - 1, k, not keepdim,
                                 "kthvalue")

@@ -530,9 +530,10 @@ def logspace(start, end, steps: int, base: float = 10.0, *, out=None, dtype=None
         >>> tg.logspace(0, 2, 3)
         tensor([  1.,  10., 100.])
     """
-    from .creation import _factory_out, as_dtype, check_layout, linspace
+    from .creation import _factory_out, as_dtype, check_layout, check_range_bounds, linspace
 
     check_layout("logspace", layout)
+    check_range_bounds("logspace", start, end)
     if out is not None:
         return _factory_out("logspace", out, lambda dt, dev: logspace(
             start, end, steps, base, dtype=dt, device=dev), dtype, device, requires_grad)

@@ -166,8 +166,10 @@ def test_getitem_errors_name_op_index_and_size(device):
         x[[0], [0], [0]]
     with pytest.raises(IndexError, match="shape mismatch"):
         x[[0, 1], [0, 1, 2]]
-    with pytest.raises(IndexError, match="valid indices"):
+    with pytest.raises(TypeError, match="invalid data type 'str'"):  # (PyTorch's type)
         x[["a"]]
+    with pytest.raises(IndexError, match="valid indices"):
+        x[{}]  # (as PyTorch: not a sequence, no index)
 
 
 def test_index_tensor_on_another_device_is_moved(device):
