@@ -388,6 +388,11 @@ def test_scaled_mm_cuda_matches_cpu():
     bc = _device_f8(b.t().contiguous()).t()
     sa, sb = tg.rand(37, 1) + 0.5, tg.rand(1, 21) + 0.5
     bias = tg.randn(21).bfloat16()
+    # on sm_90 each float8 MMA instruction (32 deep) sums in fewer bits than float32 (Note
+    # [float8 accumulation]): off the float32 product by a few 2**-13 of the magnitudes summed;
+    # the interpreter multiplies float32 values
+    mag = np.abs(a.float().numpy()) @ np.abs(b.float().numpy()) * sa.numpy() * sb.numpy()
+    atol = 1e-5 if os.environ.get("TRITON_INTERPRET") == "1" else 1e-5 + 2 ** -11 * mag
     for out_dtype in (tg.float32, tg.bfloat16, D.float8_e4m3fn, D.float8_e5m2):
         cpu = _scaled_mm(a, b, sa, sb, bias=bias, out_dtype=out_dtype,
                          scale_result=tg.tensor(2.0))
@@ -399,7 +404,7 @@ def test_scaled_mm_cuda_matches_cpu():
         tol = {tg.float32: 1e-5, tg.bfloat16: 2 ** -8, D.float8_e4m3fn: 2 ** -3,
                D.float8_e5m2: 2 ** -2}[out_dtype]
         np.testing.assert_allclose(g.float().numpy(), cpu.float().numpy(), rtol=tol,
-                                   atol=1e-5)
+                                   atol=atol)
     with pytest.raises(NotImplementedError, match="float8_e4m3fnuz is not supported"):
         _scaled_mm(ac, bc, sa.cuda(), sb.cuda(), out_dtype=D.float8_e4m3fnuz)
 
@@ -491,6 +496,7 @@ for fb, out, rowwise, M in ((D.float8_e4m3fn, D.bfloat16, False, 512),
 from tritongrad.kernels.triton import float8 as F
 x = memory.to_device(np.zeros((4, 8, 5), np.float32), dev).permute((2, 0, 1))
 for src, out in ((D.float32, D.float8_e4m3fn), (D.bfloat16, D.float8_e5m2),
+                 (D.float16, D.float8_e4m3fn), (D.float64, D.float8_e5m2),
                  (D.float8_e4m3fn, D.float32), (D.float8_e5m2, D.bfloat16)):
     for _ in range(2):
         F.astype(arr((64, 48), src) if src is not D.float32 else x, out)
@@ -504,7 +510,7 @@ def test_scaled_mm_kernel_compiles_for_sm90():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     r = subprocess.run([sys.executable, "-c", _COMPILE_SM90], cwd=root, env=env,
                        capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0 and "compiled 6" in r.stdout, r.stdout[-2000:] + r.stderr[-3000:]
+    assert r.returncode == 0 and "compiled 8" in r.stdout, r.stdout[-2000:] + r.stderr[-3000:]
 
 
 def test_unsupported_ops_raise_as_pytorch():

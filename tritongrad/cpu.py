@@ -10,6 +10,7 @@ import contextlib
 import functools
 import os
 import platform
+import re
 from pathlib import Path
 
 from .amp import cpu_amp as amp
@@ -161,6 +162,68 @@ def _cache_size(level: int, kind: str) -> int:
     return 0
 
 
+# Note [package names]: PyTorch names the CPU as the cpuinfo library does: the vendor, then the
+# brand string (/proc/cpuinfo's "model name") without its trademarks, filler words and clock
+# ("Intel(R) Xeon(R) Processor" -> "Intel Xeon", "Intel(R) Core(TM) i7 CPU X 990 @ 3.47GHz" ->
+# "Intel Core i7 990X", "AMD Ryzen 9 7950X 16-Core Processor" -> "AMD Ryzen 9 7950X"). The rules
+# below are that normalization's, for the brand strings of x86 CPUs in use.
+_VENDORS = {"GenuineIntel": "Intel", "AuthenticAMD": "AMD", "HygonGenuine": "Hygon",
+            "CentaurHauls": "VIA", "  Shanghai  ": "VIA"}
+_DROPPED = {"CPU", "AMD", "VIA", "IDT", "Intel", "Cyrix", "Genuine", "Processor", "processor",
+            "family", "12-Core", "16-Core", "Dual-Core", "Quad-Core", "QuadCore", "Six-Core",
+            "Eight-Core", "Triple-Core", "Transmeta"}
+_ENDS = {"w/", "SOC", "MMX", "APU", "Radeon", "RADEON"}  # the name ends before these
+
+
+def _package_name(brand: str, vendor_id: str) -> str:
+    """cpuinfo's package name for an x86 brand string (Note [package names]); "" if none."""
+    brand = re.sub(r"\([^)]*\)?", " ", brand)  # "(R)", "(TM)" and any other parenthesis
+    at = brand.find("@")
+    tokens, after_at = [], []
+    for part, target in ((brand if at < 0 else brand[:at], tokens),
+                         ("" if at < 0 else brand[at + 1:], after_at)):
+        target.extend(part.replace("\t", " ").split())
+    out: list[str] = []
+    model_number = False
+    for i, tok in enumerate(tokens + after_at):
+        if i >= len(tokens) and model_number:  # the clock after "@" (once a model was named)
+            break
+        if len(tok) > 2 and tok.endswith("tm") and (tok[-3].isdigit() or tok[-3].isupper()):
+            tok = tok[:-2]  # "AMD-K6tm"
+        if len(tok) > 4 and tok.startswith("AMD-"):
+            tok = tok[4:]
+        if tok in _ENDS or (tok in ("Sample", "Sample,", "Sample:") and out[-1:] in
+                            (["Eng"], ["Engineering"])):
+            if tok.startswith("Sample"):
+                return ""  # an engineering sample has no name
+            break
+        if tok == "Core" and out[-1:] == ["Dual"]:
+            out.pop()
+            continue
+        if tok in _DROPPED or set(tok) == {"0"} or tok == "Engineering":
+            if tok == "Engineering":
+                out.append(tok)  # (kept only to recognize "Engineering Sample")
+            continue
+        if tok == "Mobile" and tokens[i - 1:i] and tokens[i - 1].endswith(("Core", "core")):
+            continue
+        if len(tok) == 2 and tok[0] == "V" and tok[1].isdigit():
+            tok = "v" + tok[1]  # "E3-1230 V2" -> "v2"
+        if tok.isdigit() and 2 <= len(tok) <= 5 and out and len(out[-1]) == 1 \
+                and out[-1].isupper():
+            tok = tok + out.pop()  # "X 990" -> "990X"
+        if re.search(r"\d\d", tok):
+            model_number = True
+        out.append(tok)
+    out = [t for t in out if t != "Engineering"]
+    if not out or (len(out) == 1 and re.fullmatch(r".*[KMG]Hz", out[0])):
+        return ""
+    name = ""
+    for tok in out:  # tokens join with a space, except around a dash
+        name += tok if not name or name.endswith("-") or tok.startswith("-") else " " + tok
+    vendor = _VENDORS.get(vendor_id)
+    return f"{vendor} {name}" if vendor else name
+
+
 @functools.cache
 def get_capabilities() -> dict:
     """The CPU's capabilities as PyTorch's ``torch.cpu.get_capabilities()`` names them:
@@ -169,7 +232,9 @@ def get_capabilities() -> dict:
     first, cpus = _cpuinfo()
     flags = set(first.get("flags", "").split())
     caps: dict = {"architecture": platform.machine(),
-                  "cpu_name": first.get("model name", platform.processor() or "unknown"),
+                  "cpu_name": _package_name(first.get("model name", ""),
+                                            first.get("vendor_id", "")) or
+                  platform.processor() or "unknown",
                   "num_logical_cores": os.cpu_count() or 1,
                   "num_sockets": max(1, len({c.get("physical id") for c in cpus} - {None})),
                   "l1d_cache_size": _cache_size(1, "Data"),

@@ -106,7 +106,8 @@ def _scaled_mm(input: Tensor, mat2: Tensor, scale_a: Tensor, scale_b: Tensor,  #
             it for other output dtypes, and so does this one).
         out_dtype: the result's dtype (default: ``input``'s).
         use_fast_accum: CUDA's fast float8 accumulation; accepted for PyTorch's signature:
-            the Triton kernel accumulates in float32 either way, which is the exact variant.
+            the Triton kernel always adds each tensor-core partial sum into float32 (the
+            ``False`` variant; Note [float8 accumulation] in kernels/triton/scaled_mm.py).
 
     Returns:
         A new (M, N) tensor of ``out_dtype`` on ``input``'s device, with no autograd history

@@ -12,6 +12,7 @@ twin is kernels/numpy/float8.py's ``astype``.
 
 from __future__ import annotations
 
+import triton
 import triton.language as tl
 
 from ...runtime import dtype as D
@@ -26,6 +27,22 @@ DEVICE_FLOAT8 = (D.float8_e4m3fn, D.float8_e5m2)
 _OTHERS = (D.float32, D.float16, D.bfloat16, D.float64)  # the other side of a conversion
 # elements per program (one path for any size: the tests' 3000+ elements take several)
 PER_PROGRAM = 1024
+
+
+@triton.jit
+def _with_sign_of(y, x):
+    """float32 ``y`` with the sign bit of ``x`` (a float of 16, 32 or 64 bits). sm_90's cvt
+    widens or narrows a NaN to the unsigned canonical NaN (the first GPU run of these kernels,
+    2026-12-04: float16 sources differed from float8_bits); PyTorch's CPU cast keeps the
+    sign, and the float8 bits carry it."""
+    if x.dtype.primitive_bitwidth == 64:
+        neg = x.to(tl.int64, bitcast=True) < 0
+    elif x.dtype.primitive_bitwidth == 16:
+        neg = x.to(tl.int16, bitcast=True) < 0
+    else:
+        neg = x.to(tl.int32, bitcast=True) < 0
+    u = y.to(tl.uint32, bitcast=True) & 0x7FFFFFFF
+    return tl.where(neg, u | 0x80000000, u).to(tl.float32, bitcast=True)
 
 
 @jit
@@ -51,8 +68,8 @@ def _convert_kernel(
         x = _float8_values(x, False)
     elif IN_FP8 == 2:
         x = _float8_values(x, True)
-    else:
-        x = x.to(tl.float32)  # exact from the half types; float64 rounds, as PyTorch's
+    else:  # exact from the half types; float64 rounds, as PyTorch's
+        x = _with_sign_of(x.to(tl.float32), x)
     tl.store(y_ptr + i, _stored_as(x, y_ptr, OUT_FP8), mask=mask)
 
 

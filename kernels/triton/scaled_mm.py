@@ -6,6 +6,13 @@ A (M, K) and B (K, N) are float8 (e4m3fn or e5m2, Triton's ``float8e4nv`` and ``
 sm_90's tensor cores multiply them natively (``tl.dot`` of float8 tiles, float32
 accumulation). Scales are tensorwise (one float32 each) or rowwise (scale_a (M, 1), scale_b
 (1, N)); the epilogue scales, adds the bias row, and converts once to the output dtype.
+Note [float8 accumulation]: sm_90's float8 MMA keeps its running sum in fewer bits than
+float32, and Triton's default for a float8 ``tl.dot`` there is to let it run over the whole K
+(``max_num_imprecise_acc`` 2**30: what PyTorch calls ``use_fast_accum=True``). The first GPU
+run of this kernel (2026-12-04, an H200) was off the float32 product by up to 8e-3 at K = 70.
+``max_num_imprecise_acc=0`` adds each MMA instruction's partial sum (K = 32) into a float32
+accumulator, as cuBLAS does for PyTorch's default ``use_fast_accum=False``; the sum inside
+one instruction stays the hardware's.
 Under Triton's interpreter (the emulated device in the tests) the tiles are widened to
 float32 first: NumPy has no float8 product, and the values, hence the exact products, are the
 same. The NumPy twin is kernels/numpy/float8.py's ``scaled_mm``; the checks and the public
@@ -96,6 +103,10 @@ def _stored_as(x, ptr, OUT_FP8: tl.constexpr):
         y = _float8_bits(x, True).to(ptr.dtype.element_ty, bitcast=True)
     else:
         y = x.to(ptr.dtype.element_ty)
+        if ptr.dtype.element_ty == tl.bfloat16:
+            # NaN as runtime.dtype.bfloat16_bits writes it (0x7FC0): sm_90's cvt gives 0x7FFF
+            nan = tl.full(x.shape, 0x7FC0, tl.uint16).to(tl.bfloat16, bitcast=True)
+            y = tl.where(x != x, nan, y)
     return y
 
 
@@ -138,8 +149,8 @@ def _scaled_mm_kernel(
         if WIDEN:  # the interpreter: exact float32 values of the float8 codes
             acc = tl.dot(_float8_values(a, A_E5M2), _float8_values(b, B_E5M2), acc,
                          input_precision="ieee")
-        else:  # float8 tensor cores, float32 accumulation
-            acc = tl.dot(a, b, acc, out_dtype=tl.float32)
+        else:  # float8 tensor cores, float32 accumulation (Note [float8 accumulation])
+            acc = tl.dot(a, b, acc, out_dtype=tl.float32, max_num_imprecise_acc=0)
         a_ptrs += BLOCK_K * s_ak
         b_ptrs += BLOCK_K * s_bk
     if ROWWISE:

@@ -50,3 +50,26 @@ def test_against_torch():
         assert getattr(tg.cpu, name)() == getattr(torch.cpu, name)()
     assert sorted(torch.cpu.__all__) == \
         sorted(n for n in tg.cpu.__all__ if n != "amp")
+
+
+@pytest.mark.parametrize("brand,vendor,name", [
+    # PyTorch's cpu_name is cpuinfo's package name (Note [package names] in tritongrad/cpu.py);
+    # the first row is the H200 machines' CPU (torch 2.11 there: "Intel Xeon")
+    ("Intel(R) Xeon(R) Processor", "GenuineIntel", "Intel Xeon"),
+    ("AMD EPYC", "AuthenticAMD", "AMD EPYC"),
+    ("Intel(R) Xeon(R) CPU E5-2680 v4 @ 2.40GHz", "GenuineIntel", "Intel Xeon E5-2680 v4"),
+    ("Intel(R) Xeon(R) CPU E3-1230 V2 @ 3.30GHz", "GenuineIntel", "Intel Xeon E3-1230 v2"),
+    ("Intel(R) Core(TM) i7 CPU X 990  @ 3.47GHz", "GenuineIntel", "Intel Core i7 990X"),
+    ("Intel(R) Xeon(R) Platinum 8480+", "GenuineIntel", "Intel Xeon Platinum 8480+"),
+    ("AMD Ryzen 9 7950X 16-Core Processor", "AuthenticAMD", "AMD Ryzen 9 7950X"),
+    ("AMD EPYC 7B13 64-Core Processor", "AuthenticAMD", "AMD EPYC 7B13 64-Core"),
+    ("AMD FX(tm)-6100 Six-Core Processor", "AuthenticAMD", "AMD FX-6100"),
+    ("AMD Athlon(tm) 64 X2 Dual Core Processor 3800+", "AuthenticAMD", "AMD Athlon 64 X2 3800+"),
+    ("AMD A10-7850K APU with Radeon(TM) R7 Graphics", "AuthenticAMD", "AMD A10-7850K"),
+    ("Intel(R) Pentium(R) 4 CPU @ 3.00GHz", "GenuineIntel", "Intel Pentium 4 3.00GHz"),
+    ("Genuine Intel(R) CPU @ 2.13GHz", "GenuineIntel", ""),  # only a clock: no name
+    ("AMD Eng Sample: 2D3151A2M88E4_35/31_N", "AuthenticAMD", ""),
+])
+def test_package_name_normalizes_brand_strings(brand, vendor, name):
+    from tritongrad.cpu import _package_name
+    assert _package_name(brand, vendor) == name
