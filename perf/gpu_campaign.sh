@@ -811,8 +811,12 @@ elif begin_step sanitizer 150 gpu tg; then
     else
         left=$(( CUR_T - ($(now_ms) - CUR_T0) / 1000 ))
         (( left < 10 )) && left=10
-        run_logged "$left" "$SANITIZER" --tool memcheck --error-exitcode 86 \
-            "$PY" -m pytest -m gpu -q -x "${PYTEST_EXTRA[@]}"
+        # API errors are not memory errors: cuda-bindings probes driver entry points the
+        # driver lacks (34 cuGetProcAddress "invalid argument" reports on the H200,
+        # 2026-12-04), which memcheck counts by default. No -x: a test failing under the
+        # sanitizer's slowness should not end the memory check of the others.
+        run_logged "$left" "$SANITIZER" --tool memcheck --report-api-errors no \
+            --error-exitcode 86 "$PY" -m pytest -m gpu -q "${PYTEST_EXTRA[@]}"
         rc=$?
         st=$(status_of "$rc")
         errs=$(grep -h 'ERROR SUMMARY' "$CUR_LOG" | tail -n 1)

@@ -79,7 +79,7 @@ def test_against_recorded_torch():
 
 
 def test_against_torch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     assert _scenario(tg) == _scenario(torch)
     assert set(torch.compiler.__all__) - set(tg.compiler.__all__) == {"config"}
 

@@ -152,7 +152,8 @@ def test_encode_matches_the_reference_rounding(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_encode_matches_torch_bit_for_bit(name):
-    torch = pytest.importorskip("torch")
+    # (torch 2.11 turned e4m3fn's overflow into NaN; 2.13 saturates, as float8_bits does)
+    torch = pytest.importorskip("torch", minversion="2.13")
     td, d = getattr(torch, name), getattr(D, name)
     x = np.concatenate([samples(seed=1), ties(name)])
     for src in (x, x.astype(np.float64) * (1 + 2.0 ** -30), x.astype(np.float16)):

@@ -1592,7 +1592,7 @@ def test_program(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_program_matches_torch(name: str) -> None:
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     program, rtol, atol, loose = PROGRAMS[name]
     ref_log, ref_out, ref_warnings = _run(torch, program)
     log, out, said = _cached_tg_run(name)

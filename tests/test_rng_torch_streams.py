@@ -168,7 +168,7 @@ def _pair(torch, seed, fn_t, fn_g):
 
 @pytest.mark.parametrize("seed", [0, 1, 2 ** 31 - 1, 2 ** 32 + 3])
 def test_against_torch(seed):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     for n, dn in itertools.product([1, 3, 15, 16, 17, 33, 1000],
                                    ["float32", "float64", "float16", "bfloat16"]):
         dt, dg = getattr(torch, dn), getattr(tg, dn)
@@ -217,7 +217,7 @@ def test_against_torch(seed):
 
 
 def test_data_utilities_against_torch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
 
     def run(T, seed):
         T.manual_seed(seed)
@@ -247,7 +247,7 @@ def test_data_utilities_against_torch():
 def test_samplers_against_torch():
     """The samplers over many seeds, sizes and parameters, each followed by ``rand(3)`` (the
     stream left where PyTorch leaves it): 2 x 6 x 17 comparisons."""
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     rates = np.concatenate([np.linspace(0, 12, 40), [9.99, 10.0, 35.5, 1e4]])
     counts = np.round(np.linspace(0, 300, 60))
     probs = np.random.default_rng(1).random(60)
@@ -306,7 +306,7 @@ def test_complex_fills_draw_both_parts(fill, args):
         assert im.min() >= lo and im.max() < hi and im.std() > 0.5
     else:
         assert abs((np.abs(z.numpy() - 0.5 * (1 + 1j)) ** 2).mean() - 9.0) < 0.6
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     torch.manual_seed(3)
     ref = getattr(torch.zeros(4000, dtype=torch.complex128), fill)(*args)
     np.testing.assert_array_equal(z.numpy(), ref.numpy())

@@ -17,6 +17,9 @@ try:
     import torch
 except ImportError:  # (CI: the recorded values alone)
     torch = None
+else:  # the parity is with PyTorch 2.13's overrides (2.11 lacks some of them)
+    if tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 13):
+        torch = None
 
 LIBS = [tg] if torch is None else [tg, torch]
 

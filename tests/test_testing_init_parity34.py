@@ -273,7 +273,7 @@ def test_errors_and_aliases():
 # -- against torch -----------------------------------------------------------------------------
 
 def _torch():
-    return pytest.importorskip("torch")
+    return pytest.importorskip("torch", minversion="2.13")
 
 
 @pytest.mark.parametrize("case", [

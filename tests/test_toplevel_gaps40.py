@@ -44,7 +44,7 @@ def test_from_file(tmp_path):
 
 
 def test_from_file_against_torch(tmp_path):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     (tmp_path / "t").mkdir()
     (tmp_path / "g").mkdir()
     got, want = _from_file(tg, tmp_path / "g"), _from_file(torch, tmp_path / "t")
@@ -70,7 +70,7 @@ def test_tags_schemas_and_types():
 
 
 def test_tags_and_schemas_against_torch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     assert [(n, t.value) for n, t in torch.Tag.__members__.items()] == \
         [(t.name, t.value) for t in tg.Tag]
     for text in ("aten::foo.bar(Tensor x, int a=1, *, float b=0.5) -> Tensor",
@@ -109,5 +109,5 @@ def test_quantized_functions_and_legacy_methods():
 
 
 def test_quantized_functions_against_torch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     assert _quantized(tg) == _quantized(torch)

@@ -66,7 +66,7 @@ def test_function_unknown_keyword_names_forward():
 
 
 def test_function_keywords_match_torch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     out = {}
     for lib in (tg, torch):
         F = kw_function(lib)
@@ -115,7 +115,7 @@ def test_function_real_gradient_for_complex_input_is_accepted():
 
 
 def test_function_complex_gradient_error_type_matches_torch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     for lib in (tg, torch):
         y = complex_grad_function(lib).apply(leaf(lib)).sum()
         with pytest.raises(RuntimeError):
@@ -156,7 +156,7 @@ def test_ctx_methods_refuse_bad_arguments(name):
 
 @pytest.mark.parametrize("name", sorted(CTX_CALLS))
 def test_ctx_method_errors_match_torch(name):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     call, err, msg = CTX_CALLS[name]
     with pytest.raises(err, match=msg):
         ctx_call_function(torch, call).apply(leaf(torch))
@@ -188,7 +188,7 @@ def test_enable_grad_inside_inference_mode_records_nothing():
 
 
 def test_grad_mode_inside_inference_mode_matches_torch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     assert inference_enable_grad(tg) == inference_enable_grad(torch)
 
 
@@ -226,7 +226,7 @@ def test_inference_mode_refuses_non_bool():
 
 @pytest.mark.parametrize("lib_name", ["tritongrad", "torch"])
 def test_forward_ad_is_off_in_inference_mode(lib_name):
-    lib = tg if lib_name == "tritongrad" else pytest.importorskip("torch")
+    lib = tg if lib_name == "tritongrad" else pytest.importorskip("torch", minversion="2.13")
     fw = lib.autograd.forward_ad
     with fw.dual_level():
         d = fw.make_dual(lib.tensor(X), lib.tensor(Y))
@@ -242,7 +242,7 @@ def test_forward_ad_is_off_in_inference_mode(lib_name):
 
 @pytest.mark.parametrize("lib_name", ["tritongrad", "torch"])
 def test_disable_saved_tensors_hooks_decorates(lib_name):
-    lib = tg if lib_name == "tritongrad" else pytest.importorskip("torch")
+    lib = tg if lib_name == "tritongrad" else pytest.importorskip("torch", minversion="2.13")
     graph = lib.autograd.graph
 
     @graph.disable_saved_tensors_hooks("no hooks in here")
@@ -297,7 +297,7 @@ def test_grad_and_backward_take_dict_inputs():
 
 
 def test_dict_inputs_match_torch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     ours, theirs = dict_inputs(tg), dict_inputs(torch)
     for a, b in zip(ours[:2], theirs[:2]):
         assert list(a) == list(b)

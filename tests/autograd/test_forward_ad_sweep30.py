@@ -329,7 +329,7 @@ def test_forward_over_reverse_complex(name):
 
 @pytest.mark.parametrize("name, dtype", PARAMS)
 def test_tangents_match_torch(name, dtype):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     arrays = _arrays(name, dtype)
     tangents = _tangents(arrays)
     _, want = torch.func.jvp(lambda *xs: _floats(_fn(name, torch)(*xs)),
@@ -345,7 +345,7 @@ def test_tangents_match_torch(name, dtype):
 
 
 def test_eig_tangents_match_torch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     for dtype in (R, C):
         a = plain(np.random.default_rng(4), (3, 3), dtype)
         t = _tangents([a])[0]

@@ -197,7 +197,7 @@ def test_reverse_over_jvp_through_inplace_gradcheck():
 # -- against torch ----------------------------------------------------------------------------
 
 def test_against_torch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     a = _x(2, 4, 6, 3)
     for pattern, lengths, _ in _PATTERNS:
         np.testing.assert_array_equal(
@@ -236,7 +236,7 @@ def test_against_torch():
 
 
 def test_inplace_second_order_against_torch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     a = np.array([0.3, -0.5, 1.1])
     for _, f, _ in _INPLACE:
         ref = torch.func.jacrev(torch.func.jacrev(lambda t, f=f: f(t).sum()))(torch.tensor(a))

@@ -55,7 +55,7 @@ def test_against_recorded_torch():
 
 
 def test_against_torch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     assert _scenario(tg) == _scenario(torch)
 
 

@@ -428,7 +428,7 @@ def test_schemas_print_as_torch_does():
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_against_torch(name):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     assert _normalised(tg, name) == _normalised(torch, name)
 
 
@@ -446,7 +446,7 @@ def test_float_defaults_print_as_cpp_does(value):
 
 
 def test_float_defaults_against_torch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     rng = np.random.default_rng(0)
     values = [0.0, -0.0, 1.0, 2.5e-300, 1e300, 123456789.0, 0.3] + list(
         rng.standard_normal(10) * 10.0 ** rng.integers(-20, 20, 10))
@@ -541,5 +541,5 @@ def _kernel_before_definition(torch) -> list:
 
 def test_kernel_registered_before_its_definition():
     assert _kernel_before_definition(tg) == [[9.0, 9.0], [2.0, 2.0]]
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     assert _kernel_before_definition(torch) == [[9.0, 9.0], [2.0, 2.0]]

@@ -19,7 +19,7 @@ from tritongrad.profiler import ProfilerAction, ProfilerActivity
 
 
 def _torch():
-    return pytest.importorskip("torch")
+    return pytest.importorskip("torch", minversion="2.13")
 
 
 def _profile(L, **kw):

@@ -329,7 +329,7 @@ def _cases(L):
 @pytest.mark.parametrize("name", sorted(_cases(tg)))
 @pytest.mark.parametrize("seed", [0, 7])
 def test_bitwise_against_torch(name, seed):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
 
     def run(L):
         L.manual_seed(seed)
@@ -364,7 +364,7 @@ def test_factories_draw_as_aten_fills():
     np.testing.assert_array_equal(first.numpy(), tg.rand(2).numpy())
     with pytest.raises(RuntimeError, match="^to - 1 is out of bounds for c10::Half"):
         tg.randint(0, 100000, (2,), dtype=tg.float16)
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     torch.manual_seed(7)
     tg.manual_seed(7)
     np.testing.assert_array_equal(tg.randn(5, dtype=tg.complex64).numpy(),
@@ -384,7 +384,7 @@ def test_dropout_draws_as_atens_in_every_float_dtype():
         np.testing.assert_array_equal(got.float().numpy(),
                                       (t * noise.div_(0.3)).float().numpy())
     assert tg.nn.functional.dropout(tg.ones(0, dtype=tg.int64), 0.5) is not None
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     for dt in ("float16", "bfloat16"):
         tg.manual_seed(1)
         torch.manual_seed(1)

@@ -529,7 +529,7 @@ def _torch_cases(torch):
 
 @pytest.mark.parametrize("i", range(15))
 def test_against_pytorch(i):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     name, fn, arrays = _torch_cases(torch)[i]
     results = []
     for L in (torch, tg):

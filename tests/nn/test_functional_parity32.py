@@ -387,7 +387,7 @@ TORCH_CASES = {
 
 @pytest.mark.parametrize("name", sorted(TORCH_CASES))
 def test_against_torch(name):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     data = [RNG.standard_normal((3, 4)) for _ in range(3)]
     data[2] = np.abs(data[2]) + 0.1
     outs, grads = [], []
@@ -416,7 +416,7 @@ def test_cosine_similarity_gradient_by_finite_differences():
 
 
 def test_cosine_similarity_clamped_value_against_torch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     a, b = _r(3, 4), _r(3, 4)
     fn = torch.nn.functional.cosine_similarity
     np.testing.assert_allclose(

@@ -287,7 +287,7 @@ def test_swap_in_checks_the_state_dict(i):
     text = "requires initialized optimizer state" if i < 0 else SWAP_ERRORS[i][1]
     message = _swap_error(i, tg)
     assert message is not None and text in message
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     assert message == _swap_error(i, torch)
 
 
@@ -296,7 +296,7 @@ def test_swap_in_checks_the_state_dict(i):
 @pytest.mark.parametrize("name,kw,n", DIFF_CASES[:-1],
                          ids=[f"{c}-{i}" for i, (c, _, _) in enumerate(DIFF_CASES[:-1])])
 def test_differentiable_nadam_asgd_match_torch(name, kw, n):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     want = _differentiable_run(torch, name, X0, GRADS[:n], kw)
     got = _differentiable_run(tg, name, X0, GRADS[:n], kw)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
@@ -325,7 +325,7 @@ def _flag_outcome(lib, name, flags):
 
 @pytest.mark.parametrize("name", ALL)
 def test_option_flags_errors_match_torch(name):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     for flags in FLAGS:
         want, got = _flag_outcome(torch, name, flags), _flag_outcome(tg, name, flags)
         if want[0] == "ok" and got[0] == "ok":
@@ -374,7 +374,7 @@ def _values(lib, name, kw):
 @pytest.mark.parametrize("name,kw", VALUE_CASES,
                          ids=[f"{c}-{i}" for i, (c, _) in enumerate(VALUE_CASES)])
 def test_values_and_state_dicts_match_torch(name, kw):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     want, got = _values(torch, name, kw), _values(tg, name, kw)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-14)
     assert got[1] == want[1]
@@ -421,7 +421,7 @@ def _hooks_log(lib, optmod):
 
 
 def test_hooks_order_matches_torch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     import torch.optim.optimizer as torch_optimizer
 
     from tritongrad.optim import optimizer as tg_optimizer
@@ -459,7 +459,7 @@ def _sparse_adam_run(lib, kw):
 @pytest.mark.parametrize("kw", [dict(lr=0.1), dict(lr=0.1, maximize=True, betas=(0.5, 0.9)),
                                 dict(lr=0.05, eps=1e-3)])
 def test_sparse_adam_matches_torch(kw):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     want, got = _sparse_adam_run(torch, kw), _sparse_adam_run(tg, kw)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-7)
     assert got[1:] == want[1:]
@@ -588,8 +588,10 @@ def test_capturable_step_replays_in_a_cuda_graph(name, kw):
     np.testing.assert_array_equal(got, eager.detach().cpu().numpy())
     if name in COUNT_FREE:
         np.testing.assert_allclose(got, ref.detach().numpy(), rtol=1e-12, atol=1e-15)
-    else:  # (float32 scalars there: NAdam's mu is 1 - 0.5 * 0.96^(t psi) in float32)
-        np.testing.assert_allclose(got, ref.detach().numpy(), rtol=1e-5, atol=1e-6)
+    else:  # (float32 scalars there: NAdam's mu is 1 - 0.5 * 0.96^(t psi) in float32, and
+        # 1 - beta2^t cancels at t = 1: its float32 rounding is 1e-4 of it for beta2 = 0.999;
+        # the H200 was 1.5e-5 off the float64 steps, the emulated device under 1e-5)
+        np.testing.assert_allclose(got, ref.detach().numpy(), rtol=1e-4, atol=1e-6)
         if name != "ASGD":  # (bias corrections from the float32 count, not float64 ones)
             assert not np.array_equal(got, ref.detach().numpy())
     if name == "NAdam":

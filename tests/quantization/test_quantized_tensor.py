@@ -188,7 +188,7 @@ def test_ops_on_quantized_tensors():
 
 
 def _torch():
-    return pytest.importorskip("torch")
+    return pytest.importorskip("torch", minversion="2.13")
 
 
 @pytest.mark.parametrize("dtype", ["quint8", "qint8", "qint32"])
@@ -296,7 +296,7 @@ def test_nonfinite_inputs(dtype):
     q = Q.quantize_per_tensor(tg.tensor(x), 0.1, 3, getattr(Q, dtype)).int_repr().numpy()
     assert q[1] == hi and q[2] == lo and q[3] == 13  # infinities clamp to the range's ends
     assert q[0] in (lo, hi)  # NaN: an end of the range, as PyTorch's kernels give it
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", minversion="2.13")
     t = torch.quantize_per_tensor(torch.from_numpy(x), 0.1, 3, getattr(torch, dtype))
     np.testing.assert_array_equal(q, t.int_repr().numpy())
 

@@ -10,6 +10,8 @@ a GPU that compiles the kernels, which a capture may not do.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from test_cuda_driver import _libcuda_missing, _offline_real_driver
@@ -527,10 +529,10 @@ def test_make_graphed_callables_refuses_what_it_cannot_graph(cuda):
 def test_gpu_graph_holds_one_node_per_launch(cuda):
     x = tg.ones(1 << 20, device="cuda")
     y = (x * 2 + 1).exp()
-    g = cuda.CUDAGraph()
+    g = cuda.CUDAGraph(keep_graph=True)  # (else the CUgraph goes once instantiated)
     with cuda.graph(g):
         y = (x * 2 + 1).exp()
-    assert driver.get_driver().graph_node_count(0, g._graph) >= 3
+    assert driver.get_driver().graph_node_count(0, g.raw_cuda_graph()) >= 3
     _fill(x, np.zeros(1 << 20, np.float32))
     g.replay()
     np.testing.assert_allclose(_host(y)[:5], np.exp(1.0), rtol=1e-6)
@@ -722,5 +724,11 @@ def test_whole_training_step_captured_replays_as_eager_steps(cuda):
         g.replay()
         got.append(float(static_loss))
     assert len(set(eager)) == 5  # it trains: every step's loss differs
-    np.testing.assert_array_equal(got, eager)
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        # on a GPU the embeddings' backward sums with float atomics, in varying order (as
+        # PyTorch's index_add does): a step's loss may move by an ulp from the fourth on (the
+        # first GPU run, 2026-12-04). The emulated device is sequential: the very bits there.
+        np.testing.assert_allclose(got, eager, rtol=1e-6)
+    else:
+        np.testing.assert_array_equal(got, eager)
     _no_capture_left()
