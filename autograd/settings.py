@@ -13,8 +13,10 @@ What each setting does here:
 - ``use_deterministic_algorithms``: recorded and reported. tritongrad raises for no op when
   it is on: the CPU kernels are deterministic, and on CUDA the kernels accumulating with
   atomics (``index_add``, ``scatter_add``/``scatter_reduce``, ``index_put`` with
-  ``accumulate=True`` and the backward of gathers and embeddings) may sum in varying order
-  in float, as PyTorch's do; they are not yet checked against the flag.
+  ``accumulate=True``, the backward of gathers, and of embeddings past 16384 indices) may sum
+  in varying order in float, as PyTorch's index_add does; they are not yet checked against the
+  flag. The embedding backward up to that size sorts instead, and is deterministic (Note
+  [deterministic embedding backward], kernels/triton/nn.py), as PyTorch's is.
 - ``set_warn_always``: recorded (tritongrad's warnings use Python's ``warnings`` filters).
 - ``set_flush_denormal``: not supported (returns False, as PyTorch on CPUs without it).
 """

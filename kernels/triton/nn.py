@@ -43,6 +43,7 @@ from .indexing import index, index_put_
 from .launcher import Launch, jit
 from .memory import astype, contiguous, copy_, full, result_array
 from .reduction import sum as _sum
+from .sorting import sort as _sort
 
 __all__ = ["cross_entropy", "cross_entropy_backward", "embedding", "embedding_backward", "gelu",
            "gelu_backward", "layer_norm", "layer_norm_backward"]
@@ -483,19 +484,70 @@ def embedding(weight, indices):
     return index(weight, (_as_int64(indices),))
 
 
+# Note [deterministic embedding backward]: PyTorch's CUDA embedding backward sorts the indices
+# and sums each row's gradients in one pass, so a training step gives the same bits every time.
+# Float atomics (index_put_ with accumulate) sum in whatever order the blocks arrive: on the
+# H200 a captured GPT step's fifth loss moved by an ulp from the eager one (2026-12-04). Here
+# the indices are sorted stably (sorting.py's rank sort: equal indices keep their positions'
+# order), and the program at the start of each run of equal indices adds that run's gradient
+# rows in position order, from zero, in the accumulation dtype: the NumPy backend's order
+# (np.add.at), so the two backends agree bit for bit. The rank sort's work grows as N^2: past
+# DETERMINISTIC_MAX_N indices (16 x 1024 tokens) the atomics take over, as PyTorch's
+# index_add does.
+DETERMINISTIC_MAX_N = 1 << 14
+
+
+@jit
+def _embedding_runs_kernel(
+    out_ptr,   # *ACC: (V, D) contiguous, zeros; row v written by the program starting v's run
+    g_ptr,     # *T: (N, D) contiguous gradient rows, row i for the i-th index
+    key_ptr,   # *int64: the N indices, sorted stably
+    pos_ptr,   # *int64: the position of each sorted index among the N
+    N, D, padding,  # padding: the row that gets nothing (-1: none)
+    ACC: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    p = tl.program_id(0).to(tl.int64)
+    cols = tl.program_id(1) * BLOCK_D + tl.arange(0, BLOCK_D)
+    cmask = cols < D
+    v = tl.load(key_ptr + p)
+    before = tl.load(key_ptr + tl.maximum(p - 1, 0))
+    if ((p == 0) | (before != v)) & (v != padding):
+        acc = tl.zeros([BLOCK_D], ACC)
+        q = p
+        at = v
+        while at == v:  # the run of v: positions in increasing order
+            row = tl.load(pos_ptr + q)
+            acc += tl.load(g_ptr + row * D + cols, mask=cmask, other=0.0).to(ACC)
+            q += 1
+            at = tl.load(key_ptr + q, mask=q < N, other=-1)
+        tl.store(out_ptr + v * D + cols, acc, mask=cmask)
+
+
 def embedding_backward(g, indices, num_weights, padding_idx):
     """The rows of ``g`` (indices.shape + (D,)) summed into (num_weights, D) at ``indices``
-    (float32 atomics for half types, rounded once); the ``padding_idx`` row gets none."""
+    (half types accumulate in float32, rounded once); the ``padding_idx`` row gets none. Each
+    row's sum runs in the indices' order, deterministically, up to DETERMINISTIC_MAX_N indices
+    (Note [deterministic embedding backward])."""
     _float("embedding_backward", g)
     d = g.shape[-1]
     acc_dt = _ACC_DT[g.dtype]
     out = full((num_weights, d), 0, acc_dt, g.device)
-    idx = contiguous(_as_int64(indices))
-    flat_idx = idx.view((idx.numel,))
-    gc = contiguous(g)
-    flat_g = gc.view((idx.numel, d))
-    index_put_(out, (flat_idx,), flat_g, True)
-    if padding_idx is not None:
-        copy_(out.getitem((int(padding_idx) % num_weights,)), 0)
+    n = indices.numel
+    if n == 0 or d == 0:
+        return _to(out, g.dtype)
+    flat_idx = contiguous(_as_int64(indices)).view((n,))
+    flat_g = contiguous(g).view((n, d))
+    if n > DETERMINISTIC_MAX_N:
+        index_put_(out, (flat_idx,), flat_g, True)
+        if padding_idx is not None:
+            copy_(out.getitem((int(padding_idx) % num_weights,)), 0)
+        return _to(out, g.dtype)
+    keys, positions = _sort(flat_idx, 0, False)
+    block = min(L.next_pow2(d), 256)
+    pad = -1 if padding_idx is None else int(padding_idx) % num_weights
+    L.ensure_driver()
+    _embedding_runs_kernel[(n, L.cdiv(d, block))](
+        out, flat_g, keys, positions, n, d, pad, L.TL[acc_dt], block,
+        num_warps=L.num_warps(block), **L.EXACT)
     return _to(out, g.dtype)
 

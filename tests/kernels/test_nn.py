@@ -172,3 +172,32 @@ def test_embedding(kit, rng, dtype):
         assert got.dtype is dtype and got.shape == (10, 4)
         want = kit.nk.embedding_backward(rg, ix, 10, pad)
         _check(kit, got, _r(dtype, want), dtype, scale=4)
+
+
+@pytest.mark.parametrize("dtype", [D.float32, D.float64], ids=str)
+def test_embedding_backward_sums_each_row_in_index_order(kit, rng, dtype, monkeypatch):
+    """Note [deterministic embedding backward]: each row's gradients are added in the indices'
+    order from zero (the compiled CPU loop's order: the very bits), without atomics; past
+    DETERMINISTIC_MAX_N the atomics take over, with the same sums up to rounding."""
+    from tritongrad.kernels.triton import nn as tnn
+    ix = np.concatenate([rng.integers(0, 6, 200), [5] * 40, [0]]).astype(np.int64)
+    # magnitudes 10^-6..10^6: a sum in any other order would differ in its last bits
+    rg = (rng.standard_normal((ix.size, 19)) * 10.0 ** rng.uniform(-6, 6, (ix.size, 1))
+          ).astype(dtype.np)
+    g = kit.up(rg)
+    for pad in (None, 5):
+        want = np.zeros((9, 19), dtype.np)
+        for i, row in enumerate(ix):  # in order, one rounding per addition
+            want[row] += rg[i]
+        if pad is not None:
+            want[pad] = 0
+        atomics = []
+        monkeypatch.setattr(tnn, "index_put_", lambda *a: atomics.append(a))
+        got = kit.down(tk.embedding_backward(g, kit.up(ix), 9, pad))
+        assert not atomics and np.array_equal(got, want)  # rows 6-8 and the padding row: 0
+        monkeypatch.undo()
+        monkeypatch.setattr(tnn, "DETERMINISTIC_MAX_N", ix.size - 1)
+        np.testing.assert_allclose(kit.down(tk.embedding_backward(g, kit.up(ix), 9, pad)), want,
+                                   rtol=1e-12 if dtype is D.float64 else 1e-5,
+                                   atol=1e-12 * np.abs(rg).max())
+        monkeypatch.undo()
