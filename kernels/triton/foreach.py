@@ -22,8 +22,10 @@ elements at a time. One launch then covers every array of a dtype, whatever thei
 sizes. The address table is copied when the addresses change (gradients come back elsewhere
 after ``zero_grad``, so about once a step: a few hundred bytes) and kept under them, so the norm
 and the scaling of one clipping share it. Both are kept per stream. While a CUDA graph
-captures, a table not made before cannot be copied (Note [stream capture] in runtime/driver.py:
-the copy would end the capture), so the launchers refuse such arrays there.
+captures (the gradients of a captured step are new, at new addresses), a new table is copied
+from page-locked memory, a copy the graph records and repeats, and the tables a graph reads
+are kept for good: the launchers used to refuse new tables there, and a captured
+``clip_grad_norm_`` then took four launches a gradient (216 nodes for the GPT benchmark).
 
 The norm takes three launches for arrays of one dtype (a partial per chunk, a one-program
 finish that folds the partials into the total and the clip coefficient, and the scaling), two
@@ -51,6 +53,7 @@ from triton.language.extra import libdevice
 from ...runtime import driver as _drv
 from ...runtime import dtype as D
 from ...runtime import memory as _memory
+from ...runtime import pinned as _pinned
 from ...runtime import streams as _streams
 from . import _launch as L
 from .launcher import Launch, jit
@@ -201,6 +204,9 @@ _PLANS = L.plan_cache()
 _CHUNKS = L.plan_cache()  # (CHUNK, stream, shapes) -> (chunk map, rows)
 _ADDRESSES = L.plan_cache()  # (stream, columns, addresses) -> address table
 _KEPT = 8  # tables of each kind kept (the oldest dropped first)
+# Tables (and their page-locked sources) a captured CUDA graph reads: never dropped, since the
+# graph holds only their addresses (a few hundred bytes per capture)
+_CAPTURED: dict = {}
 _EPS_BITS = struct.unpack("<q", struct.pack("<d", 1e-6))[0]
 
 
@@ -259,26 +265,36 @@ def _tables(dtype, columns: tuple, device) -> tuple:
     shapes = tuple([a.shape for a in columns[0]])
     chunks = _CHUNKS.get(key := (CHUNK, stream, shapes))
     if chunks is None:
-        _check_not_capturing(dtype)
         rows = [(i, start, min(CHUNK, n - start))
                 for i, n in enumerate(math.prod(shape) for shape in shapes)
                 for start in range(0, n, CHUNK)]
-        table = _memory.to_device(np.array(rows, dtype=np.int64), device) if rows else None
+        table = _upload(np.array(rows, dtype=np.int64), device) if rows else None
         chunks = _keep(_CHUNKS, key, (table, len(rows)))
     size = dtype.itemsize
     # (row-major, one row per array position: the table's layout, so no transposed copy)
     addresses = tuple([a.storage.ptr + a.offset * size for row in zip(*columns) for a in row])
     table = _ADDRESSES.get(key := (stream, len(columns), addresses))
     if table is None:
-        _check_not_capturing(dtype)
         host = np.array(addresses, dtype=np.int64).reshape(-1, len(columns))
-        table = _keep(_ADDRESSES, key, _memory.to_device(host, device))
+        table = _keep(_ADDRESSES, key, _upload(host, device))
+    if _drv.get_driver().capturing:  # the graph reads both tables at every replay
+        _CAPTURED.setdefault(id(table), table)
+        _CAPTURED.setdefault(id(chunks[0]), chunks[0])
     return chunks[0], table, chunks[1]
 
 
-def _check_not_capturing(dtype) -> None:
-    if _drv.get_driver().capturing:  # (a copy from pageable memory would end the capture)
-        raise L.unsupported("foreach", dtype, "a new chunk table while a CUDA graph captures")
+def _upload(host: np.ndarray, device):
+    """``host`` (an int64 table) copied to ``device``. While a CUDA graph captures, a copy
+    from pageable memory would end the capture (Note [stream capture] in runtime/driver.py),
+    so the bytes go through page-locked memory, whose copy the graph records and repeats at
+    each replay; that memory is kept with the table (``_CAPTURED``)."""
+    if not _drv.get_driver().capturing:
+        return _memory.to_device(host, device)
+    staged = _pinned.empty(host.shape, host.dtype)
+    staged[...] = host
+    table = _memory.to_device(staged, device, non_blocking=True)
+    _CAPTURED[id(staged)] = staged
+    return table
 
 
 def norm(arrays: list, norm_type: float, max_norm: float | None = None):

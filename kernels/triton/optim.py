@@ -37,6 +37,7 @@ from __future__ import annotations
 import struct
 
 import triton.language as tl
+from triton.language.extra import libdevice
 
 from ...runtime import dtype as D
 from . import _launch as L
@@ -44,7 +45,7 @@ from ._launch import block_range
 from .launcher import Launch, jit
 from .memory import astype, copy_
 
-__all__ = ["adam_step", "sgd_step"]
+__all__ = ["adam_step", "adam_step_capturable", "sgd_step"]
 
 BLOCK = 1024
 _CT = {D.float16: tl.float32, D.bfloat16: tl.float32, D.float32: tl.float32,
@@ -110,25 +111,35 @@ def _adam_update(p, g, m, v, vmax, decay_b, wd_b, one_m_b1_b, b2_b, one_m_b2_b, 
                  eps_b, step_size_b, MAXIMIZE: tl.constexpr, WD: tl.constexpr,
                  DECOUPLED: tl.constexpr, AMSGRAD: tl.constexpr, CT: tl.constexpr,
                  F64: tl.constexpr):
-    """The Adam/AdamW formulas (module docstring) on loaded values in CT: the new p, m, v and
-    vmax (vmax as given unless AMSGRAD). Shared by the per-parameter and the multi-tensor
-    kernels (foreach.py), so the two agree to the last bit."""
+    """The Adam/AdamW formulas (module docstring) on loaded values in CT, the scalars given as
+    float64 bits: the new p, m, v and vmax (vmax as given unless AMSGRAD). Shared by the
+    per-parameter and the multi-tensor kernels (foreach.py), so the two agree to the last bit."""
+    return _adam_formulas(p, g, m, v, vmax, _f(decay_b, CT), _f(wd_b, CT), _f(one_m_b1_b, CT),
+                          _f(b2_b, CT), _f(one_m_b2_b, CT), _f(bc2_sqrt_b, CT), _f(eps_b, CT),
+                          _f(step_size_b, CT), MAXIMIZE, WD, DECOUPLED, AMSGRAD, F64)
+
+
+@jit
+def _adam_formulas(p, g, m, v, vmax, decay, wd, one_m_b1, b2, one_m_b2, bc2_sqrt, eps,
+                   step_size, MAXIMIZE: tl.constexpr, WD: tl.constexpr,
+                   DECOUPLED: tl.constexpr, AMSGRAD: tl.constexpr, F64: tl.constexpr):
+    """``_adam_update`` with its scalars as values of the compute type."""
     if MAXIMIZE:
         g = -g
     if WD:
         if DECOUPLED:
-            p = p * _f(decay_b, CT)
+            p = p * decay
         else:
-            g = g + _f(wd_b, CT) * p
-    m = m + _f(one_m_b1_b, CT) * (g - m)
-    v = v * _f(b2_b, CT)
-    v = v + (_f(one_m_b2_b, CT) * g) * g
+            g = g + wd * p
+    m = m + one_m_b1 * (g - m)
+    v = v * b2
+    v = v + (one_m_b2 * g) * g
     if AMSGRAD:
         vmax = tl.maximum(vmax, v, propagate_nan=tl.PropagateNan.ALL)
-        denom = _div(_sqrt(vmax, F64), _f(bc2_sqrt_b, CT), F64) + _f(eps_b, CT)
+        denom = _div(_sqrt(vmax, F64), bc2_sqrt, F64) + eps
     else:
-        denom = _div(_sqrt(v, F64), _f(bc2_sqrt_b, CT), F64) + _f(eps_b, CT)
-    p = p - _div(_f(step_size_b, CT) * m, denom, F64)
+        denom = _div(_sqrt(v, F64), bc2_sqrt, F64) + eps
+    p = p - _div(step_size * m, denom, F64)
     return p, m, v, vmax
 
 
@@ -158,6 +169,44 @@ def _adam_kernel(
     p, m, v, vmax = _adam_update(p, g, m, v, vmax, decay_b, wd_b, one_m_b1_b, b2_b,
                                  one_m_b2_b, bc2_sqrt_b, eps_b, step_size_b, MAXIMIZE, WD,
                                  DECOUPLED, AMSGRAD, CT, F64)
+    tl.store(m_ptr + offs, m, mask=mask)
+    tl.store(v_ptr + offs, v, mask=mask)
+    if AMSGRAD:
+        tl.store(vmax_ptr + offs, vmax, mask=mask)
+    tl.store(p_ptr + offs, p, mask=mask)
+
+
+@jit(do_not_specialize=["decay_b", "wd_b", "one_m_b1_b", "b2_b", "one_m_b2_b", "eps_b",
+                        "lr_b", "beta1_b"])
+def _adam_capturable_kernel(
+    p_ptr, g_ptr, m_ptr, v_ptr, vmax_ptr,  # as _adam_kernel's
+    step_ptr,  # *f32: the step count, already advanced (one element)
+    decay_b: tl.int64, wd_b: tl.int64, one_m_b1_b: tl.int64, b2_b: tl.int64,
+    one_m_b2_b: tl.int64, eps_b: tl.int64, lr_b: tl.int64, beta1_b: tl.int64,
+    n,  # the rest: the plan's
+    MAXIMIZE: tl.constexpr, WD: tl.constexpr, DECOUPLED: tl.constexpr, AMSGRAD: tl.constexpr,
+    CT: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr,
+):
+    # Note [capturable Adam]: the bias corrections from the count on the device, in float32 as
+    # the tensor ops on a float32 count compute them (1 - beta^step, lr / (1 - beta1^step),
+    # (1 - beta2^step) ** 0.5), then the update of _adam_kernel
+    s = tl.load(step_ptr).to(tl.float32)
+    bc1 = 1.0 - libdevice.pow(_f(beta1_b, tl.float32), s)
+    step_size = tl.math.div_rn(_f(lr_b, tl.float32), bc1)
+    bc2_sqrt = libdevice.pow(1.0 - libdevice.pow(_f(b2_b, tl.float32), s), 0.5)
+    offs, mask = block_range(n, BLOCK, INT64)
+    p = tl.load(p_ptr + offs, mask=mask, other=0).to(CT)
+    g = tl.load(g_ptr + offs, mask=mask, other=0).to(CT)
+    m = tl.load(m_ptr + offs, mask=mask, other=0).to(CT)
+    v = tl.load(v_ptr + offs, mask=mask, other=0).to(CT)
+    if AMSGRAD:
+        vmax = tl.load(vmax_ptr + offs, mask=mask, other=0).to(CT)
+    else:
+        vmax = v
+    p, m, v, vmax = _adam_formulas(p, g, m, v, vmax, _f(decay_b, CT), _f(wd_b, CT),
+                                   _f(one_m_b1_b, CT), _f(b2_b, CT), _f(one_m_b2_b, CT),
+                                   bc2_sqrt.to(CT), _f(eps_b, CT), step_size.to(CT), MAXIMIZE,
+                                   WD, DECOUPLED, AMSGRAD, F64)
     tl.store(m_ptr + offs, m, mask=mask)
     tl.store(v_ptr + offs, v, mask=mask)
     if AMSGRAD:
@@ -249,5 +298,29 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1,
         _plan(_adam_kernel, n, (bool(maximize), bool(weight_decay), bool(decoupled),
                                 bool(amsgrad), _CT[param.dtype], param.dtype is D.float64))(
             p, g, m, v, vmax, *bits)
+    for a, c in back:
+        copy_(a, c)
+
+
+def adam_step_capturable(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1,
+                         beta2, eps, weight_decay, amsgrad, maximize, decoupled):
+    """``adam_step`` with the count read on the device: ``step`` is the parameter's float32
+    one-element counter, already advanced, and the bias corrections are computed from it in
+    the kernel, so that a CUDA graph of the update replays each step with its own count (Note
+    [capturable Adam] in optim/adam.py). One launch per parameter instead of ~25 tensor ops."""
+    if step.dtype is not D.float32 or step.numel != 1:
+        raise TypeError(f"adam_step_capturable: the step count must be one float32 element, "
+                        f"got {step.dtype} of shape {step.shape}")
+    (p, g, m, v, vmax), back = _flat("adam_step_capturable", param, grad, exp_avg, exp_avg_sq,
+                                     max_exp_avg_sq if amsgrad else None)
+    n = p.numel
+    if n:
+        bits = _scalars("adam_capturable", (lr, beta1, beta2, eps, weight_decay), lambda: (
+            1 - lr * weight_decay, weight_decay, 1 - beta1, beta2, 1 - beta2, eps, lr, beta1))
+        L.ensure_driver()
+        _plan(_adam_capturable_kernel, n, (bool(maximize), bool(weight_decay), bool(decoupled),
+                                           bool(amsgrad), _CT[param.dtype],
+                                           param.dtype is D.float64))(
+            p, g, m, v, vmax, step, *bits)
     for a, c in back:
         copy_(a, c)

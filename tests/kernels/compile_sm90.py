@@ -181,6 +181,10 @@ def main(full: bool) -> int:
                 x, y, tk.empty(x.shape, x.dtype), tk.empty(x.shape, x.dtype),
                 tk.empty(x.shape, x.dtype), 3, 1e-3, 0.9, 0.999, 1e-8, 0.01, True, False,
                 True)),
+            (f"adam_step_capturable {dt}", lambda x=x, y=y: tk.adam_step_capturable(
+                x, y, tk.empty(x.shape, x.dtype), tk.empty(x.shape, x.dtype),
+                tk.empty(x.shape, x.dtype), tk.full((), 3.0, D.float32), 1e-3, 0.9, 0.999,
+                1e-8, 0.01, True, False, True)),
         ]
         if full:
             for op in [op for op in elementwise_ops.UNARY_OPS
