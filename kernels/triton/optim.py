@@ -157,6 +157,18 @@ def _adam_kernel(
     MAXIMIZE: tl.constexpr, WD: tl.constexpr, DECOUPLED: tl.constexpr, AMSGRAD: tl.constexpr,
     CT: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr,
 ):
+    _adam_in_place(p_ptr, g_ptr, m_ptr, v_ptr, vmax_ptr, n, _f(decay_b, CT), _f(wd_b, CT),
+                   _f(one_m_b1_b, CT), _f(b2_b, CT), _f(one_m_b2_b, CT), _f(bc2_sqrt_b, CT),
+                   _f(eps_b, CT), _f(step_size_b, CT), MAXIMIZE, WD, DECOUPLED, AMSGRAD, CT,
+                   F64, BLOCK, INT64)
+
+
+@jit
+def _adam_in_place(p_ptr, g_ptr, m_ptr, v_ptr, vmax_ptr, n, decay, wd, one_m_b1, b2, one_m_b2,
+                   bc2_sqrt, eps, step_size, MAXIMIZE: tl.constexpr, WD: tl.constexpr,
+                   DECOUPLED: tl.constexpr, AMSGRAD: tl.constexpr, CT: tl.constexpr,
+                   F64: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr):
+    """This program's block of one parameter's update (``_adam_formulas``), loaded and stored."""
     offs, mask = block_range(n, BLOCK, INT64)
     p = tl.load(p_ptr + offs, mask=mask, other=0).to(CT)
     g = tl.load(g_ptr + offs, mask=mask, other=0).to(CT)
@@ -166,9 +178,9 @@ def _adam_kernel(
         vmax = tl.load(vmax_ptr + offs, mask=mask, other=0).to(CT)
     else:
         vmax = v
-    p, m, v, vmax = _adam_update(p, g, m, v, vmax, decay_b, wd_b, one_m_b1_b, b2_b,
-                                 one_m_b2_b, bc2_sqrt_b, eps_b, step_size_b, MAXIMIZE, WD,
-                                 DECOUPLED, AMSGRAD, CT, F64)
+    p, m, v, vmax = _adam_formulas(p, g, m, v, vmax, decay, wd, one_m_b1, b2, one_m_b2,
+                                   bc2_sqrt, eps, step_size, MAXIMIZE, WD, DECOUPLED, AMSGRAD,
+                                   F64)
     tl.store(m_ptr + offs, m, mask=mask)
     tl.store(v_ptr + offs, v, mask=mask)
     if AMSGRAD:
@@ -194,24 +206,10 @@ def _adam_capturable_kernel(
     bc1 = 1.0 - libdevice.pow(_f(beta1_b, tl.float32), s)
     step_size = tl.math.div_rn(_f(lr_b, tl.float32), bc1)
     bc2_sqrt = libdevice.pow(1.0 - libdevice.pow(_f(b2_b, tl.float32), s), 0.5)
-    offs, mask = block_range(n, BLOCK, INT64)
-    p = tl.load(p_ptr + offs, mask=mask, other=0).to(CT)
-    g = tl.load(g_ptr + offs, mask=mask, other=0).to(CT)
-    m = tl.load(m_ptr + offs, mask=mask, other=0).to(CT)
-    v = tl.load(v_ptr + offs, mask=mask, other=0).to(CT)
-    if AMSGRAD:
-        vmax = tl.load(vmax_ptr + offs, mask=mask, other=0).to(CT)
-    else:
-        vmax = v
-    p, m, v, vmax = _adam_formulas(p, g, m, v, vmax, _f(decay_b, CT), _f(wd_b, CT),
-                                   _f(one_m_b1_b, CT), _f(b2_b, CT), _f(one_m_b2_b, CT),
-                                   bc2_sqrt.to(CT), _f(eps_b, CT), step_size.to(CT), MAXIMIZE,
-                                   WD, DECOUPLED, AMSGRAD, F64)
-    tl.store(m_ptr + offs, m, mask=mask)
-    tl.store(v_ptr + offs, v, mask=mask)
-    if AMSGRAD:
-        tl.store(vmax_ptr + offs, vmax, mask=mask)
-    tl.store(p_ptr + offs, p, mask=mask)
+    _adam_in_place(p_ptr, g_ptr, m_ptr, v_ptr, vmax_ptr, n, _f(decay_b, CT), _f(wd_b, CT),
+                   _f(one_m_b1_b, CT), _f(b2_b, CT), _f(one_m_b2_b, CT), bc2_sqrt.to(CT),
+                   _f(eps_b, CT), step_size.to(CT), MAXIMIZE, WD, DECOUPLED, AMSGRAD, CT, F64,
+                   BLOCK, INT64)
 
 
 def _flat(op, param, *arrays):
