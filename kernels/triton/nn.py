@@ -490,8 +490,9 @@ def embedding(weight, indices):
 # H200 a captured GPT step's fifth loss moved by an ulp from the eager one (2026-12-04). Here
 # the indices are sorted stably (sorting.py's rank sort: equal indices keep their positions'
 # order), and the program at the start of each run of equal indices adds that run's gradient
-# rows in position order, from zero, in the accumulation dtype: the NumPy backend's order
-# (np.add.at), so the two backends agree bit for bit. The rank sort's work grows as N^2: past
+# rows in position order, from zero, in the accumulation dtype: the order of the CPU backend's
+# compiled loop (kernels/numpy/nn_loops.py), so the two agree bit for bit (its NumPy form,
+# without Numba, sums each group pairwise). The rank sort's work grows as N^2: past
 # DETERMINISTIC_MAX_N indices (16 x 1024 tokens) the atomics take over, as PyTorch's
 # index_add does.
 DETERMINISTIC_MAX_N = 1 << 14
