@@ -64,6 +64,22 @@ def _check_pool(pool) -> tuple[int, int]:
     return pool
 
 
+# (device, stream handle) -> the CUDAGraph capturing there
+_CAPTURING: dict = {}
+# what keep_alive was given during captures not made by a CUDAGraph (raw driver captures)
+_KEPT_FOREVER: list = []
+
+
+def keep_alive(*objs) -> None:
+    """Keeps ``objs`` alive as long as the graph capturing on the current stream: memory its
+    nodes read or copy at every replay that no tensor holds (the multi-tensor kernels'
+    address tables and their page-locked sources, kernels/triton/foreach.py). Released by the
+    graph's ``reset`` or its end; kept for good under a capture begun without a CUDAGraph."""
+    index = _streams.current_device()
+    graph = _CAPTURING.get((index, _streams.current_stream_handle(index)))
+    (_KEPT_FOREVER if graph is None else graph._kept).extend(objs)
+
+
 def is_current_stream_capturing() -> bool:
     """True if CUDA graph capture is underway on the current stream of the current device.
 
@@ -109,6 +125,7 @@ class CUDAGraph:
         self._pool: tuple[int, int] | None = None
         self._graph: int | None = None   # CUgraph
         self._exec: int | None = None    # CUgraphExec
+        self._kept: list = []  # what its nodes read that no tensor holds (keep_alive)
 
     def capture_begin(self, pool=None, capture_error_mode: str = "global") -> None:
         """Begins capturing the work queued on the current stream (``cuStreamBeginCapture``).
@@ -147,6 +164,7 @@ class CUDAGraph:
             alloc.release_pool(pool)
             raise
         self._device, self._stream, self._pool = index, stream, pool
+        _CAPTURING[index, stream] = self
 
     def capture_end(self) -> None:
         """Ends the capture (``cuStreamEndCapture``) and, unless the graph was made with
@@ -169,6 +187,7 @@ class CUDAGraph:
         drv = _drv.get_driver()
         alloc = _memory.allocator(index)
         self._stream = None
+        _CAPTURING.pop((index, stream), None)
         try:
             self._graph = drv.stream_end_capture(index, stream)
         except BaseException:
@@ -210,6 +229,8 @@ class CUDAGraph:
         if stream is None:
             return
         self._stream = None
+        _CAPTURING.pop((index, stream), None)
+        self._kept = []
         try:
             graph = _drv.get_driver().stream_end_capture(index, stream)
             _drv.get_driver().graph_destroy(index, graph)
@@ -246,6 +267,7 @@ class CUDAGraph:
             drv.graph_exec_destroy(self._device, graph_exec)
         if graph is not None:
             drv.graph_destroy(self._device, graph)
+        self._kept = []
         self._release_pool()
 
     def _release_pool(self) -> None:

@@ -23,8 +23,8 @@ sizes. The address table is copied when the addresses change (gradients come bac
 after ``zero_grad``, so about once a step: a few hundred bytes) and kept under them, so the norm
 and the scaling of one clipping share it. Both are kept per stream. While a CUDA graph
 captures (the gradients of a captured step are new, at new addresses), a new table is copied
-from page-locked memory, a copy the graph records and repeats, and the tables a graph reads
-are kept for good: the launchers used to refuse new tables there, and a captured
+from page-locked memory, a copy the graph records and repeats, and the graph keeps the tables
+it reads and their sources (``keep_alive``): the launchers used to refuse new tables there, and a captured
 ``clip_grad_norm_`` then took four launches a gradient (216 nodes for the GPT benchmark).
 
 The norm takes three launches for arrays of one dtype (a partial per chunk, a one-program
@@ -52,6 +52,7 @@ from triton.language.extra import libdevice
 
 from ...runtime import driver as _drv
 from ...runtime import dtype as D
+from ...runtime import graphs as _graphs
 from ...runtime import memory as _memory
 from ...runtime import pinned as _pinned
 from ...runtime import streams as _streams
@@ -204,9 +205,6 @@ _PLANS = L.plan_cache()
 _CHUNKS = L.plan_cache()  # (CHUNK, stream, shapes) -> (chunk map, rows)
 _ADDRESSES = L.plan_cache()  # (stream, columns, addresses) -> address table
 _KEPT = 8  # tables of each kind kept (the oldest dropped first)
-# Tables (and their page-locked sources) a captured CUDA graph reads: never dropped, since the
-# graph holds only their addresses (a few hundred bytes per capture)
-_CAPTURED: dict = {}
 _EPS_BITS = struct.unpack("<q", struct.pack("<d", 1e-6))[0]
 
 
@@ -278,8 +276,7 @@ def _tables(dtype, columns: tuple, device) -> tuple:
         host = np.array(addresses, dtype=np.int64).reshape(-1, len(columns))
         table = _keep(_ADDRESSES, key, _upload(host, device))
     if _drv.get_driver().capturing:  # the graph reads both tables at every replay
-        _CAPTURED.setdefault(id(table), table)
-        _CAPTURED.setdefault(id(chunks[0]), chunks[0])
+        _graphs.keep_alive(table, chunks[0])
     return chunks[0], table, chunks[1]
 
 
@@ -287,13 +284,13 @@ def _upload(host: np.ndarray, device):
     """``host`` (an int64 table) copied to ``device``. While a CUDA graph captures, a copy
     from pageable memory would end the capture (Note [stream capture] in runtime/driver.py),
     so the bytes go through page-locked memory, whose copy the graph records and repeats at
-    each replay; that memory is kept with the table (``_CAPTURED``)."""
+    each replay; the graph keeps that memory (``keep_alive`` in runtime/graphs.py)."""
     if not _drv.get_driver().capturing:
         return _memory.to_device(host, device)
     staged = _pinned.empty(host.shape, host.dtype)
     staged[...] = host
     table = _memory.to_device(staged, device, non_blocking=True)
-    _CAPTURED[id(staged)] = staged
+    _graphs.keep_alive(staged)
     return table
 
 
