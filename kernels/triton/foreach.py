@@ -24,8 +24,9 @@ after ``zero_grad``, so about once a step: a few hundred bytes) and kept under t
 and the scaling of one clipping share it. Both are kept per stream. While a CUDA graph
 captures (the gradients of a captured step are new, at new addresses), a new table is copied
 from page-locked memory, a copy the graph records and repeats, and the graph keeps the tables
-it reads and their sources (``keep_alive``): the launchers used to refuse new tables there, and a captured
-``clip_grad_norm_`` then took four launches a gradient (216 nodes for the GPT benchmark).
+it reads and their sources (``keep_alive`` in runtime/graphs.py). The launchers used to refuse
+new tables there, and a captured ``clip_grad_norm_`` then took four launches a gradient (216
+nodes for the GPT benchmark).
 
 The norm takes three launches for arrays of one dtype (a partial per chunk, a one-program
 finish that folds the partials into the total and the clip coefficient, and the scaling), two
