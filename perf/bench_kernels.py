@@ -222,8 +222,7 @@ def _matmul(tk, D, sizes):
                 tuned = _bench(lambda a=a, b=b: tk.matmul(a, b))
                 launch = next(p for k, p in mm._PLANS.items() if k[1:4] == (s, s, s)
                               and k[6] is dtype)[0]
-            config = (*launch.tail[-5:-2], launch.options["num_warps"],
-                      launch.options["num_stages"])
+            config = mm.config_of(launch)  # (the kernel last: 1 for the TMA one)
             flops = 2 * s**3 / 1e12
             line = f"{dtype.name:10s} {s:6d} {flops / (fixed * 1e-3):8.1f} " \
                    f"{flops / (tuned * 1e-3):8.1f}"

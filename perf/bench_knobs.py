@@ -3,10 +3,13 @@
 The CUDA path has switches whose effect on a whole step is a question for a GPU: the
 reductions' split threshold (``SPLIT_MIN``, kernels/triton/reduction.py), matmul's split-K
 (Note [split-K]: off by default since it made the session-20 steps slower, cause unknown),
-index checks that sync (Note [index check modes]), TF32 products, and the direct C launch
-(Note [direct launches]). This times the step with the library's defaults and with each one
-flipped, the rows taking turns within each round (so a drifting machine reaches every row
-alike), plans and cached launches dropped at each switch (``_launch.knobs``).
+index checks that sync (Note [index check modes]), TF32 products, the direct C launch
+(Note [direct launches]) and the arrays' addresses passed to it (Note [packed pointers]: off,
+the C launch calls each array's ``data_ptr()`` and asks the driver about the address; neither
+happens under ``--compiled``, whose launches run nothing). This times the step with the
+library's defaults and with each one flipped, the rows taking turns within each round (so a
+drifting machine reaches every row alike), plans and cached launches dropped at each switch
+(``_launch.knobs``).
 
 Models (``--step``): ``gpt`` (perf/bench_transformer.py's step) and ``mlp`` (perf/bench_mlp.py's,
 ``--batch``, 4096 by default on a GPU). On a GPU the rows are milliseconds per step, the device
@@ -75,6 +78,8 @@ def variants() -> list:
         ("TF32 products", "tf32", _tf32),
         ("launches through CudaLauncher.__call__", "call-launcher",
          lambda: knobs(_module("launcher"), _DIRECT=False)),
+        ("arrays, not addresses, to the C launch", "unpacked",
+         lambda: knobs(_module("launcher"), _PACK=False)),
     ]
 
 

@@ -138,25 +138,29 @@ def get_device_capability(device=None) -> tuple[int, int]:
 
 
 class _DeviceProperties:
-    __slots__ = ("major", "minor", "name", "total_memory")
+    __slots__ = ("major", "minor", "multi_processor_count", "name", "total_memory")
 
-    def __init__(self, name, major, minor, total_memory):
+    def __init__(self, name, major, minor, total_memory, multi_processor_count):
         self.name, self.major, self.minor, self.total_memory = name, major, minor, total_memory
+        self.multi_processor_count = multi_processor_count
 
     def __repr__(self) -> str:
         return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, "
-                f"minor={self.minor}, total_memory={self.total_memory >> 20}MB)")
+                f"minor={self.minor}, total_memory={self.total_memory >> 20}MB, "
+                f"multi_processor_count={self.multi_processor_count})")
 
 
 def get_device_properties(device=None) -> _DeviceProperties:
-    """Returns name, ``major``/``minor`` capability and ``total_memory`` of a device.
+    """Returns name, ``major``/``minor`` capability, ``total_memory`` and
+    ``multi_processor_count`` of a device.
 
     Wraps ``cuDeviceGetName``, ``cuDeviceGetAttribute`` and ``cuDeviceTotalMem``.
     """
     index = _streams.device_index(device)
     drv = _drv.get_driver()
     major, minor = drv.capability(index)
-    return _DeviceProperties(drv.name(index), major, minor, drv.total_memory(index))
+    return _DeviceProperties(drv.name(index), major, minor, drv.total_memory(index),
+                             drv.multiprocessor_count(index))
 
 
 # -- profiler (tg.cuda.profiler.start / stop / profile) -----------------------------------

@@ -68,6 +68,7 @@ __all__ = [
 ]
 
 EMULATED_DEVICE_NAME = "tritongrad emulated device"
+EMULATED_MULTIPROCESSORS = 132
 _EMULATED_MEMORY_DEFAULT = 16 << 30  # what the emulated device reports as its total memory
 _EMULATED_ALIGN = 256  # cuMemAlloc's alignment; emulated pointers keep it
 _HOST_PAGE = 4096  # cuMemHostAlloc's memory starts on a page
@@ -188,6 +189,9 @@ class Driver:
         raise NotImplementedError
 
     def capability(self, dev: int) -> tuple[int, int]:  # cuDeviceGetAttribute (CC major/minor)
+        raise NotImplementedError
+
+    def multiprocessor_count(self, dev: int) -> int:  # cuDeviceGetAttribute (SM count)
         raise NotImplementedError
 
     def can_access_peer(self, dev: int, peer: int) -> bool:  # cuDeviceCanAccessPeer
@@ -426,6 +430,11 @@ class CudaDriver(Driver):
         minor = self._check(self.cu.cuDeviceGetAttribute(
             a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d), "cuDeviceGetAttribute")
         return int(major), int(minor)
+
+    def multiprocessor_count(self, dev: int) -> int:
+        return int(self._check(self.cu.cuDeviceGetAttribute(
+            self.cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            self._device(dev)), "cuDeviceGetAttribute"))
 
     def uuid(self, dev: int) -> str:
         raw = bytes(self._check(self.cu.cuDeviceGetUuid(self._device(dev)),
@@ -847,6 +856,11 @@ class EmulatedDriver(Driver):
     def capability(self, dev: int) -> tuple[int, int]:
         self._dev(dev, "cuDeviceGetAttribute")
         return (9, 0)
+
+    def multiprocessor_count(self, dev: int) -> int:
+        # an H100 SXM's: the emulated device answers as the sm_90 GPU its kernels compile for
+        self._dev(dev, "cuDeviceGetAttribute")
+        return EMULATED_MULTIPROCESSORS
 
     def can_access_peer(self, dev: int, peer: int) -> bool:
         # One device: what a single GPU answers, which cannot be its own peer.

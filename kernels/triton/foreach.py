@@ -7,8 +7,10 @@ per array.
     clip coefficient:    min(max_norm / (total + 1e-6), 1), a NaN total giving NaN (PyTorch's
                          ``clip_grad_norm_``), computed on the device from the total
     mul_(arrays, c):     every array multiplied in place by a 0-d device array c
-    adam_step(...):      optim.py's Adam/AdamW update (its ``_adam_update``, so the same bits)
+    adam_step(...):      optim.py's Adam/AdamW update (its ``_adam_formulas``: the same bits)
                          of every parameter at once; amsgrad is left to optim.py
+    adam_step_capturable(...): the same with each parameter's count on the device (a launch
+                         adds one to every count, a second updates every parameter)
 
 Note [chunk tables]: a multi-tensor kernel reads two int64 tables from the device. The chunk
 map cuts the arrays into chunks of ``CHUNK`` elements, a row per chunk and per program: (the
@@ -59,9 +61,11 @@ from ...runtime import pinned as _pinned
 from ...runtime import streams as _streams
 from . import _launch as L
 from .launcher import Launch, jit
-from .optim import _adam_update, _div, _f, _sqrt, adam_scalars
+from .optim import (_adam_formulas, _device_bias_corrections, _div, _f, _sqrt,
+                    adam_capturable_scalars, adam_scalars)
 
-__all__ = ["adam_step", "mul_", "norm", "reference_mul_", "reference_norm"]
+__all__ = ["adam_step", "adam_step_capturable", "mul_", "norm", "reference_mul_",
+           "reference_norm"]
 
 CHUNK = 4096  # elements per program (a row of the chunk table)
 WIDTH = 1024  # elements a program loads at a time
@@ -181,7 +185,20 @@ def _adam_kernel(
     T: tl.constexpr, CT: tl.constexpr, F64: tl.constexpr, CHUNK: tl.constexpr,
     WIDTH: tl.constexpr,
 ):
-    # optim.py's per-parameter update (its _adam_update), over a chunk of every parameter
+    # optim.py's per-parameter update (its _adam_kernel's scalars), over a chunk of every
+    # parameter
+    _adam_chunk(chunks_ptr, arrays_ptr, _f(decay_b, CT), _f(wd_b, CT), _f(one_m_b1_b, CT),
+                _f(b2_b, CT), _f(one_m_b2_b, CT), _f(bc2_sqrt_b, CT), _f(eps_b, CT),
+                _f(step_size_b, CT), MAXIMIZE, WD, DECOUPLED, T, CT, F64, CHUNK, WIDTH)
+
+
+@jit
+def _adam_chunk(chunks_ptr, arrays_ptr, decay, wd, one_m_b1, b2, one_m_b2, bc2_sqrt, eps,
+                step_size, MAXIMIZE: tl.constexpr, WD: tl.constexpr, DECOUPLED: tl.constexpr,
+                T: tl.constexpr, CT: tl.constexpr, F64: tl.constexpr, CHUNK: tl.constexpr,
+                WIDTH: tl.constexpr):
+    """This program's chunk of the Adam update (optim.py's ``_adam_formulas``, the scalars
+    as values of CT), loaded from and stored to the four columns of the address table."""
     p_ptr, n = _chunk(chunks_ptr, arrays_ptr, T, 4, 0)
     g_ptr, n = _chunk(chunks_ptr, arrays_ptr, T, 4, 1)  # (the same n)
     m_ptr, n = _chunk(chunks_ptr, arrays_ptr, T, 4, 2)
@@ -193,12 +210,43 @@ def _adam_kernel(
         g = tl.load(g_ptr + offs, mask=mask, other=0).to(CT)
         m = tl.load(m_ptr + offs, mask=mask, other=0).to(CT)
         v = tl.load(v_ptr + offs, mask=mask, other=0).to(CT)
-        p, m, v, _ = _adam_update(p, g, m, v, v, decay_b, wd_b, one_m_b1_b, b2_b, one_m_b2_b,
-                                  bc2_sqrt_b, eps_b, step_size_b, MAXIMIZE, WD, DECOUPLED,
-                                  False, CT, F64)
+        p, m, v, _ = _adam_formulas(p, g, m, v, v, decay, wd, one_m_b1, b2, one_m_b2,
+                                    bc2_sqrt, eps, step_size, MAXIMIZE, WD, DECOUPLED, False,
+                                    F64)
         tl.store(m_ptr + offs, m, mask=mask)
         tl.store(v_ptr + offs, v, mask=mask)
         tl.store(p_ptr + offs, p, mask=mask)
+
+
+@jit
+def _count_kernel(chunks_ptr, arrays_ptr):
+    """Adds one to the float32 count of this program's one-element array (a step count of
+    capturable Adam: its chunk map has a row an array)."""
+    ptr, n = _chunk(chunks_ptr, arrays_ptr, tl.float32, 1, 0)
+    if n > 0:
+        tl.store(ptr, tl.load(ptr) + 1.0)
+
+
+@jit(do_not_specialize=["decay_b", "wd_b", "one_m_b1_b", "b2_b", "one_m_b2_b", "eps_b",
+                        "lr_b", "beta1_b"])
+def _adam_capturable_kernel(
+    chunks_ptr,  # *int64: the chunk map (Note [chunk tables]), a row a program
+    arrays_ptr,  # *int64: the address table: param, grad, exp_avg, exp_avg_sq columns
+    steps_ptr,   # *int64: the step counts' address table, a row a parameter (float32 counts)
+    decay_b: tl.int64, wd_b: tl.int64, one_m_b1_b: tl.int64, b2_b: tl.int64,
+    one_m_b2_b: tl.int64, eps_b: tl.int64, lr_b: tl.int64, beta1_b: tl.int64,
+    MAXIMIZE: tl.constexpr, WD: tl.constexpr, DECOUPLED: tl.constexpr,  # the rest: the plan's
+    T: tl.constexpr, CT: tl.constexpr, F64: tl.constexpr, CHUNK: tl.constexpr,
+    WIDTH: tl.constexpr,
+):
+    # optim.py's capturable update (Note [capturable Adam]: the bias corrections from each
+    # parameter's count on the device), over a chunk of every parameter
+    step_ptr = tl.load(steps_ptr + tl.load(chunks_ptr + 3 * tl.program_id(0))).to(
+        tl.pointer_type(tl.float32), bitcast=True)
+    step_size, bc2_sqrt = _device_bias_corrections(step_ptr, lr_b, beta1_b, b2_b)
+    _adam_chunk(chunks_ptr, arrays_ptr, _f(decay_b, CT), _f(wd_b, CT), _f(one_m_b1_b, CT),
+                _f(b2_b, CT), _f(one_m_b2_b, CT), bc2_sqrt.to(CT), _f(eps_b, CT),
+                step_size.to(CT), MAXIMIZE, WD, DECOUPLED, T, CT, F64, CHUNK, WIDTH)
 
 
 # -- launchers ---------------------------------------------------------------------------------
@@ -365,6 +413,19 @@ def mul_(arrays: list, factor) -> None:
             _plan(_mul_kernel, rows, (L.TL[dt], _CT[dt], CHUNK, WIDTH))(chunks, addresses, factor)
 
 
+def _adam_arrays(op: str, params: list, grads: list, exp_avgs: list, exp_avg_sqs: list):
+    """The device and dtype of an Adam update's arrays; raises TypeError (``L.unsupported``)
+    or ValueError as ``adam_step`` documents."""
+    groups, device, _ = _groups(op, params + grads + exp_avgs + exp_avg_sqs)
+    if len(groups) > 1:
+        raise L.unsupported(op, params[0].dtype, "one dtype for all arrays")
+    for others in (grads, exp_avgs, exp_avg_sqs):
+        for a, b in zip(params, others, strict=True):
+            if a.shape != b.shape and a.numel != b.numel:
+                raise ValueError(f"{op}: sizes differ: {b.shape} vs the parameter's {a.shape}")
+    return device, params[0].dtype
+
+
 def adam_step(params: list, grads: list, exp_avgs: list, exp_avg_sqs: list, step, lr, beta1,
               beta2, eps, weight_decay, maximize, decoupled) -> None:
     """One Adam/AdamW update of every parameter in place, as optim.py's ``adam_step`` for each
@@ -380,15 +441,7 @@ def adam_step(params: list, grads: list, exp_avgs: list, exp_avg_sqs: list, step
         TypeError: the arrays do not qualify (the caller updates per parameter); amsgrad is
             not handled here.
     """
-    groups, device, _ = _groups("foreach adam_step", params + grads + exp_avgs + exp_avg_sqs)
-    if len(groups) > 1:
-        raise L.unsupported("foreach adam_step", params[0].dtype, "one dtype for all arrays")
-    for others in (grads, exp_avgs, exp_avg_sqs):
-        for a, b in zip(params, others, strict=True):
-            if a.shape != b.shape and a.numel != b.numel:
-                raise ValueError(f"foreach adam_step: sizes differ: {b.shape} vs the "
-                                 f"parameter's {a.shape}")
-    dt = params[0].dtype
+    device, dt = _adam_arrays("foreach adam_step", params, grads, exp_avgs, exp_avg_sqs)
     chunks, addresses, rows = _tables(dt, (params, grads, exp_avgs, exp_avg_sqs), device)
     if not rows:
         return
@@ -397,6 +450,42 @@ def adam_step(params: list, grads: list, exp_avgs: list, exp_avg_sqs: list, step
     _plan(_adam_kernel, rows, (bool(maximize), bool(weight_decay), bool(decoupled), L.TL[dt],
                                _CT[dt], dt is D.float64, CHUNK, WIDTH))(chunks, addresses,
                                                                         *bits)
+
+
+def adam_step_capturable(params: list, grads: list, exp_avgs: list, exp_avg_sqs: list,
+                         steps: list, lr, beta1, beta2, eps, weight_decay, maximize,
+                         decoupled) -> None:
+    """``adam_step`` with each parameter's count on the device (Note [capturable Adam] in
+    optim/adam.py): adds one to every count, then updates every parameter with the bias
+    corrections computed from its count in the kernel, as optim.py's ``adam_step_capturable``
+    for each (the same bits), in two launches, so that a CUDA graph of the step replays it
+    with the counts it advances. Nothing is launched unless every array qualifies.
+
+    Args:
+        params, grads, exp_avgs, exp_avg_sqs: as ``adam_step``'s.
+        steps: each parameter's count, a one-element float32 DeviceArray on their device.
+        lr ... decoupled: as ``adam_step``'s (``lr`` a number).
+
+    Raises:
+        TypeError, ValueError: as ``adam_step``'s, and for counts that are not one float32
+            element each on the parameters' device.
+    """
+    op = "foreach adam_step_capturable"
+    device, dt = _adam_arrays(op, params, grads, exp_avgs, exp_avg_sqs)
+    if len(steps) != len(params):
+        raise ValueError(f"{op}: {len(steps)} step counts for {len(params)} parameters")
+    for s in steps:
+        if s.dtype is not D.float32 or s.numel != 1 or s.storage.device is not device:
+            raise L.unsupported(op, s.dtype, f"one-element float32 step counts on {device}")
+    chunks, addresses, rows = _tables(dt, (params, grads, exp_avgs, exp_avg_sqs), device)
+    counts, count_addresses, n = _tables(D.float32, (steps,), device)
+    bits = adam_capturable_scalars(lr, beta1, beta2, eps, weight_decay)
+    L.ensure_driver()
+    _plan(_count_kernel, n, ())(counts, count_addresses)
+    if rows:
+        _plan(_adam_capturable_kernel, rows, (
+            bool(maximize), bool(weight_decay), bool(decoupled), L.TL[dt], _CT[dt],
+            dt is D.float64, CHUNK, WIDTH))(chunks, addresses, count_addresses, *bits)
 
 
 # -- the NumPy twins (float64) ---------------------------------------------------------------

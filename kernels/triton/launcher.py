@@ -80,6 +80,17 @@ release, launcher class or kernel with scratch memory goes through ``__call__``.
 ``TRITONGRAD_DIRECT_LAUNCH=0`` sends every launch through ``__call__`` (a switch for the first
 GPU runs: the direct call has been checked against a recording stand-in of ``launch`` only).
 
+Note [packed pointers]: Triton's C launch turns each pointer argument that is not an int into
+an address by calling its ``data_ptr()`` (a Python call from C), then asks the driver whether
+the address is device memory (``cuPointerGetAttribute``), on every launch; an int it takes as
+the address, unchecked. A cached launch (a kernel's own or a ``Launch``'s) therefore passes its
+arrays as their addresses (``_packer``: one generated expression per array, for the argument
+layout its key fixes, so each array's element size is a constant). The check has nothing to
+catch here: every array a kernel gets is tritongrad device memory (an array of another device
+never reaches a CUDA kernel: the dispatch checks devices first). A first launch and Triton's
+own path still pass the arrays (Triton's binder reads their dtypes).
+``TRITONGRAD_PACK_POINTERS=0`` passes the arrays on every launch (bench_knobs times both).
+
 Note [launch target]: every cached launch needs the current device (for its key) and that
 device's current stream (for the launch). Asked of Triton's active driver, that is two calls
 through it, each reading the thread's state again (tritongrad's driver,
@@ -116,6 +127,8 @@ __all__ = ["CachedLaunchJIT", "Launch", "LaunchMismatch", "jit"]
 
 _I32, _I64 = 1 << 31, 1 << 63
 _DIRECT = os.environ.get("TRITONGRAD_DIRECT_LAUNCH", "1").strip() != "0"  # Note [direct launches]
+_PACK = os.environ.get("TRITONGRAD_PACK_POINTERS", "1").strip() != "0"  # Note [packed pointers]
+_PACKERS: dict = {}  # (argument count, ((position, element size), ...)) -> its packer
 # parameter kinds, for the key; _TYPED: a parameter whose annotation fixes its Triton type
 # (do_not_specialize, or a float or bool annotation), so Triton never looks at the value
 _SPECIALIZED, _CONSTEXPR, _UNSPECIALIZED, _TYPED = 0, 1, 2, 3
@@ -194,6 +207,28 @@ def _key_function(kinds: tuple, options: bool):
     namespace = {"DeviceArray": DeviceArray, "NoneType": type(None), "token": _token}
     exec(source, namespace)  # noqa: S102 - source made above from parameter kinds only
     return namespace["key"]
+
+
+def _packer(args: tuple):
+    """``pack(args) -> tuple``: arguments laid out as ``args`` (a launch key fixes the layout)
+    with each ``DeviceArray`` replaced by its device address (Note [packed pointers]); None
+    when none is an array or packing is off."""
+    arrays = tuple((i, a.dtype.itemsize) for i, a in enumerate(args) if type(a) is DeviceArray)
+    if not (_PACK and arrays):
+        return None
+    spec = (len(args), arrays)
+    pack = _PACKERS.get(spec)
+    if pack is None:
+        names = [f"a{i}" for i in range(len(args))]
+        out = list(names)
+        for i, size in arrays:
+            out[i] = f"{names[i]}.storage.ptr + {names[i]}.offset * {size}"
+        source = (f"def pack(args):\n    [{', '.join(names)}] = args\n"
+                  f"    return ({''.join(o + ', ' for o in out)})\n")
+        namespace: dict = {}
+        exec(source, namespace)  # noqa: S102 - source made above from positions and sizes
+        pack = _PACKERS[spec] = namespace["pack"]
+    return pack
 
 
 def _kind(p) -> int:
@@ -334,7 +369,7 @@ class CachedLaunchJIT(JITFunction):
             try:  # (a kernel whose handles cannot load launches through Triton, uncached)
                 run, function, metadata = kernel.run, kernel.function, kernel.packed_metadata
                 self._launches[key] = (run, function, metadata, self._tail(len(args), kwargs),
-                                       kernel, _direct(run, function, metadata))
+                                       kernel, _direct(run, function, metadata), _packer(args))
             except Exception:  # noqa: BLE001, S110 - Triton's own path reports the error
                 pass
             return kernel
@@ -354,9 +389,11 @@ class CachedLaunchJIT(JITFunction):
             return super().run(*args, grid=grid, warmup=warmup, **kwargs)
         if launch is None:
             return self._first(key, args, grid, kwargs)
-        run, function, metadata, tail, kernel, fire = launch
+        run, function, metadata, tail, kernel, fire, pack = launch
         if self.check:
             self.check_pick(kernel, args, grid, kwargs)
+        if pack is not None:  # Note [packed pointers]
+            args = pack(args)
         if tail is not None:
             args += tail(kwargs)
         n = len(grid)
@@ -419,9 +456,11 @@ class Launch:
             return kernel[self.grid](*head, *self.tail, **self.options)
         if launch is None:
             return self._first(key, head)
-        run, function, metadata, compiled, fire = launch
+        run, function, metadata, compiled, fire, pack = launch
         if kernel.check:
             kernel.check_pick(compiled, head + self.tail, self.grid, self.options)
+        if pack is not None:  # Note [packed pointers]
+            head = pack(head)
         g0, g1, g2 = self._grid3
         if fire is not None:  # Note [direct launches]
             fire(g0, g1, g2, stream, head + self.tail)
@@ -435,7 +474,7 @@ class Launch:
         try:  # (a kernel whose handles cannot load launches through Triton, uncached)
             run, function, metadata = compiled.run, compiled.function, compiled.packed_metadata
             self._launches[key] = (run, function, metadata, compiled,
-                                   _direct(run, function, metadata))
+                                   _direct(run, function, metadata), _packer(head))
         except Exception:  # noqa: BLE001, S110 - Triton's own path reports the error
             pass
         return compiled

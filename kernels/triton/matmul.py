@@ -22,14 +22,18 @@ strided views that need no copy: ``complex.bmm``.
 Block sizes: a fixed config picked by shape (the large-tile config for big products, smaller
 tiles when M or N is small, so more programs run); on a GPU, products of at least
 ``autotune.MIN_WORK`` (1024^3) take the fastest of a few candidates for their shape class
-instead, timed once (Note [autotuning] in autotune.py; Note [matmul candidates] below). A
-product with few tiles and a long K can split K (off by default: Note [split-K]).
+instead, timed once (Note [autotuning] in autotune.py; Note [matmul candidates] below); on
+Hopper the candidates of a half-precision product include a second kernel, persistent, that
+moves its tiles with TMA tensor descriptors (Note [TMA matmul]). A product with few tiles and
+a long K can split K (off by default: Note [split-K]).
 """
 
 from __future__ import annotations
 
+import triton
 import triton.language as tl
 
+from ...runtime import driver as _drv
 from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from ...runtime.array import contiguous_strides
@@ -44,6 +48,16 @@ from .reduction import sum as _sum
 __all__ = ["addmm", "bmm", "matmul"]
 
 GROUP_M = 8
+
+
+@triton.jit
+def _grouped(tile, n_pid_m, n_pid_n, GROUP: tl.constexpr):
+    """(row, column) of C's tile number ``tile`` in program-grouped order: GROUP rows of tiles
+    go down one column panel of B before the next, so the panels they share stay in L2."""
+    in_group = GROUP * n_pid_n
+    first_m = (tile // in_group) * GROUP
+    group_size = tl.minimum(n_pid_m - first_m, GROUP)
+    return first_m + (tile % in_group) % group_size, (tile % in_group) // group_size
 
 
 @jit
@@ -70,12 +84,7 @@ def _matmul_kernel(
     n_pid_n = tl.cdiv(N, BLOCK_N)
     tiles = n_pid_m * n_pid_n
     batch = pid // tiles
-    pid = pid - batch * tiles
-    in_group = GROUP * n_pid_n
-    first_m = (pid // in_group) * GROUP
-    group_size = tl.minimum(n_pid_m - first_m, GROUP)
-    pid_m = first_m + (pid % in_group) % group_size
-    pid_n = (pid % in_group) // group_size
+    pid_m, pid_n = _grouped(pid - batch * tiles, n_pid_m, n_pid_n, GROUP)
     if INT64:
         batch = batch.to(tl.int64)
         pid_m = pid_m.to(tl.int64)
@@ -108,6 +117,72 @@ def _matmul_kernel(
     n_batch = tl.num_programs(0) // tiles
     c_ptrs = c_ptr + (split * n_batch + batch) * M * N + (rm[:, None] * N + rn[None, :])
     tl.store(c_ptrs, c, mask=m_mask & n_mask)
+
+
+# Note [TMA matmul]: on Hopper (sm_90) the fastest Triton products load their tiles with the
+# Tensor Memory Accelerator: a tensor descriptor describes each operand once, and each load of
+# a (BLOCK, BLOCK) tile is one asynchronous copy into shared memory that the hardware bounds-
+# checks (out-of-range elements read as zero, out-of-range stores are dropped), in place of
+# BLOCK x BLOCK address computations and masks; the kernel is persistent (one program per SM,
+# each taking tiles in program-grouped order, so the next tile's loads overlap the last one's
+# epilogue) and stores C through a descriptor too. On the H200 (2026-12-04) the pointer kernel
+# reached 0.78 of cuBLAS at 4096^3 bfloat16; Triton's persistent-matmul tutorial reports its
+# descriptor kernels ahead of its pointer one on Hopper. It is an autotuning candidate only
+# (Note [matmul candidates]): a plan takes it when it times faster on the GPU at hand.
+#
+# TMA's rules decide which products may: float16/bfloat16, one batch, each operand's rows or
+# columns contiguous with the other stride a multiple of 16 bytes, C's rows (N elements) a
+# multiple of 16 bytes, and every base address 16-byte aligned. The first four are the plan's
+# (its key holds shapes and strides); the addresses are the call's, so a TMA plan checks them
+# at each call and launches the pointer kernel's plan for a misaligned view (``_TmaLaunch``).
+# The descriptors are made on the device, in global scratch memory Triton asks the allocator
+# for (runtime/triton_driver.py's ``_scratch``), so its launches go through Triton's launcher
+# object rather than the direct C call (Note [direct launches] in launcher.py): a few
+# microseconds of host time on products of at least a 1024^3 (autotuned sizes only).
+@jit
+def _matmul_tma_kernel(
+    a_ptr,  # *T: A (M, K): element (m, k) at m * s_a + k, or with A_COLS at k * s_a + m
+    b_ptr,  # *T: B (K, N): element (k, n) at k * s_b + n, or with B_COLS at n * s_b + k
+    c_ptr,  # *T: C (M, N) contiguous, written
+    bias_ptr,  # *T: a row (N,) added to every row of C before the rounding, or None
+    PRECISION: tl.constexpr,  # per launch, as _matmul_kernel's; the rest: the plan's
+    M, N, K, s_a, s_b, s_bias,
+    A_COLS: tl.constexpr, B_COLS: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP: tl.constexpr,
+):
+    if A_COLS:  # (a transposed operand's tiles load as stored and are used transposed)
+        a_desc = tl.make_tensor_descriptor(a_ptr, [K, M], [s_a, 1], [BLOCK_K, BLOCK_M])
+    else:
+        a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [s_a, 1], [BLOCK_M, BLOCK_K])
+    if B_COLS:
+        b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [s_b, 1], [BLOCK_N, BLOCK_K])
+    else:
+        b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [s_b, 1], [BLOCK_K, BLOCK_N])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BLOCK_M, BLOCK_N])
+    n_pid_m = tl.cdiv(M, BLOCK_M)
+    n_pid_n = tl.cdiv(N, BLOCK_N)
+    k_steps = tl.cdiv(K, BLOCK_K)
+    for tile in tl.range(tl.program_id(0), n_pid_m * n_pid_n, tl.num_programs(0), flatten=True):
+        pid_m, pid_n = _grouped(tile, n_pid_m, n_pid_n, GROUP)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        for step in range(k_steps):
+            off_k = step * BLOCK_K
+            if A_COLS:
+                a = a_desc.load([off_k, off_m]).T
+            else:
+                a = a_desc.load([off_m, off_k])
+            if B_COLS:
+                b = b_desc.load([off_n, off_k]).T
+            else:
+                b = b_desc.load([off_k, off_n])
+            acc = tl.dot(a, b, acc, input_precision=PRECISION, out_dtype=tl.float32)
+        if bias_ptr is not None:
+            rn = off_n + tl.arange(0, BLOCK_N)
+            acc += tl.load(bias_ptr + rn * s_bias, mask=rn < N, other=0.0).to(tl.float32)[None, :]
+        c_desc.store([off_m, off_n], acc.to(c_ptr.dtype.element_ty))
 
 
 # ------------------------------------------------------------------------------------------
@@ -192,29 +267,119 @@ CANDIDATES = {
 }
 
 
+# The TMA kernel's candidates (Note [TMA matmul]), tuned beside CANDIDATES["half"]: the tiles
+# Hopper's tensor cores do best with, each within sm_90's shared memory with its pipeline
+# (stages x (BLOCK_M + BLOCK_N) x BLOCK_K x 2 bytes) and C's staged tile (BLOCK_M x BLOCK_N x 2).
+TMA_CANDIDATES = {"half": [(128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 8, 4),
+                           (128, 128, 64, 4, 4), (128, 256, 32, 8, 4), (64, 256, 64, 4, 4)]}
+# A tuned config is one of CANDIDATES' (or the CONFIGS default) with its kernel last: 0 the
+# pointer kernel, 1 the TMA kernel.
+POINTER, TMA = 0, 1
+PERSISTENT_PROGRAMS = 0  # the TMA kernel's programs: at most this many (0: the device's SMs)
+_SMS: dict = {}  # device index -> its multiprocessor count
+
+
+def _tma_layout(strides: tuple, rows: int, cols: int, itemsize: int) -> tuple | None:
+    """(stored by columns, leading stride) of a (rows, cols) operand with element strides
+    ``strides`` (batch, row, column) as a tensor descriptor takes it, or None when TMA cannot
+    describe it (Note [TMA matmul]): one contiguous dimension, the other stride a multiple
+    of 16 bytes and at least the contiguous dimension's extent."""
+    _, s_row, s_col = strides
+    for by_cols, lead, unit, extent in ((False, s_row, s_col, cols), (True, s_col, s_row, rows)):
+        if unit == 1 and lead >= extent and (lead * itemsize) % 16 == 0:
+            return by_cols, lead
+    return None
+
+
+def _tma_fits(key) -> bool:
+    """Whether the TMA kernel can run the products of plan ``key`` (the addresses aside)."""
+    B, M, N, K, sa, sb, dtype, use_dot, _, _ = key
+    if B != 1 or dtype not in (D.float16, D.bfloat16) or not use_dot:
+        return False
+    size = dtype.itemsize
+    return ((N * size) % 16 == 0 and _tma_layout(sa, M, K, size) is not None
+            and _tma_layout(sb, K, N, size) is not None)
+
+
+def _aligned(x) -> bool:
+    return not (x.storage.ptr + x.offset * x.dtype.itemsize) & 15
+
+
+def _sms(device) -> int:
+    index = device.index
+    count = _SMS.get(index)
+    if count is None:
+        count = _SMS[index] = _drv.get_driver().multiprocessor_count(index)
+    return count
+
+
+class _TmaLaunch:
+    """The launch of a plan that picked the TMA kernel (Note [TMA matmul]), called as the
+    pointer kernel's ``Launch`` is: ``launch(a, b, c, bias, precision)``; operands at a base
+    address that is not 16-byte aligned take the pointer kernel with the same tiles."""
+
+    __slots__ = ("fallback", "tma")
+
+    def __init__(self, key, config, device):
+        _, M, N, K, sa, sb, dtype, _, _, s_bias = key
+        bm, bn, bk, warps, stages, _ = config
+        a_cols, s_a = _tma_layout(sa, M, K, dtype.itemsize)
+        b_cols, s_b = _tma_layout(sb, K, N, dtype.itemsize)
+        programs = min(L.cdiv(M, bm) * L.cdiv(N, bn), PERSISTENT_PROGRAMS or _sms(device))
+        self.tma = Launch(_matmul_tma_kernel, (programs,),
+                          (M, N, K, s_a, s_b, s_bias or 0, a_cols, b_cols, bm, bn, bk, GROUP_M),
+                          num_warps=warps, num_stages=stages)
+        self.fallback = _launcher(key, config[:5], 1, K)
+
+    def __call__(self, a, b, c, bias, precision):
+        if _aligned(a) and _aligned(b) and _aligned(c):
+            return self.tma(a, b, c, bias, precision)
+        return self.fallback(a, b, c, bias, precision)
+
+
+def config_of(launch) -> tuple:
+    """(BLOCK_M, BLOCK_N, BLOCK_K, warps, stages, kernel) of a plan's launch (``_PLANS``'
+    first element), as tuning names configs: what the benchmarks and tests report."""
+    if isinstance(launch, _TmaLaunch):
+        inner, tiles, kernel = launch.tma, launch.tma.tail[-4:-1], TMA
+    else:
+        inner, tiles, kernel = launch, launch.tail[-5:-2], POINTER
+    return (*tiles, inner.options["num_warps"], inner.options["num_stages"], kernel)
+
+
 def _layout(strides: tuple) -> str:
     """An operand's layout for its shape class: its rows contiguous, its columns, or neither."""
     return "row" if strides[2] == 1 else "col" if strides[1] == 1 else "strided"
 
 
 def _tune(key, family, config, a, b):
-    """The config autotuning picks for ``key`` (Note [autotuning]), or None (keep no plan)."""
+    """The config autotuning picks for ``key`` (Note [autotuning]), or None (keep no plan):
+    a CANDIDATES (or the default) config with its kernel last, ``POINTER`` or ``TMA``."""
     B, M, N, K, sa, sb, dtype, use_dot, precision, _ = key
     pick = "tf32" if family == "f32" and precision == "tf32" else family
     p2m, p2n = max(16, L.next_pow2(M)), max(16, L.next_pow2(N))
-    candidates = [c for c in CANDIDATES[pick] if c[0] <= p2m and c[1] <= p2n]
+    candidates = [(*c, POINTER) for c in CANDIDATES[pick] if c[0] <= p2m and c[1] <= p2n]
+    # (the TMA kernel is timed on this call's arrays: only where they are aligned for it)
+    if (pick in TMA_CANDIDATES and _tma_fits(key) and _aligned(a) and _aligned(b)
+            and _drv.get_driver().capability(a.device.index) >= (9, 0)):
+        candidates += [(*c, TMA) for c in TMA_CANDIDATES[pick] if c[0] <= p2m and c[1] <= p2n]
     cls = (f"{dtype.name} {precision} batched={B > 1} {p2m}x{p2n}x{L.next_pow2(K)} "
            f"a={_layout(sa)} b={_layout(sb)}")
     scratch = _memory.empty((B * M * N,), dtype, a.device)
     plain = key[:-1] + (None,)  # (timed without a bias: one class, and no launch variant
     #                             that only tuning would compile)
-    return autotune.pick(_matmul_kernel, cls, config, candidates,
-                         lambda c: _launcher(plain, c, 1, K), a, b, scratch, None, precision)
+    return autotune.pick(_matmul_kernel, cls, (*config, POINTER), candidates,
+                         lambda c: _launcher(plain, c, 1, K, a.device), a, b, scratch, None,
+                         precision)
 
 
-def _launcher(key, config, split, chunk):
+def _launcher(key, config, split, chunk, device=None):
+    """The launch of plan ``key`` with ``config`` (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages,
+    and from tuning the kernel: Note [TMA matmul]); ``device``: the TMA kernel's."""
+    if len(config) > 5 and config[5] == TMA:
+        return _TmaLaunch(key, config, device)
     B, M, N, K, sa, sb, dtype, use_dot, _, s_bias = key
-    bm, bn, bk, warps, stages = config
+    bm, bn, bk, warps, stages = config[:5]
     tiles = B * L.cdiv(M, bm) * L.cdiv(N, bn)
     int64 = (L.needs_int64((B, M, K), sa) or L.needs_int64((B, K, N), sb)
              or split * B * M * N >= L._INT32_SAFE)
@@ -239,7 +404,7 @@ def _plan(key, a, b):
     if split == 1 and autotune.wanted(B * M * N * K):
         tuned = _tune(key, family, config, a, b)
         config, keep = tuned or config, tuned is not None
-    plan = (_launcher(key, config, split, chunk), split)
+    plan = (_launcher(key, config, split, chunk, a.device), split)
     if keep:
         _PLANS[key] = plan
     return plan

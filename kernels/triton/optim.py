@@ -18,9 +18,9 @@ Python float.
           vmax = max(vmax, v) (amsgrad);   denom = sqrt(v | vmax) / sqrt(1 - beta2^step) + eps
           param = param - ((lr / (1 - beta1^step)) * m) / denom
 
-The Adam formulas are one ``@jit`` function, ``_adam_update``, which foreach.py's multi-tensor
-kernel (every parameter of a group in one launch, Note [chunk tables] there) calls too, so the
-two paths give the same bits.
+The Adam formulas are one ``@jit`` function, ``_adam_formulas``, which foreach.py's multi-tensor
+kernels (every parameter of a group in one launch, Note [chunk tables] there) call too, so the
+paths give the same bits.
 
 The arrays of one update must have one shape; when they are all contiguous (the usual case for
 parameters and their state) the kernel walks them flat, otherwise they are updated through
@@ -107,23 +107,13 @@ def _sgd_kernel(
 
 
 @jit
-def _adam_update(p, g, m, v, vmax, decay_b, wd_b, one_m_b1_b, b2_b, one_m_b2_b, bc2_sqrt_b,
-                 eps_b, step_size_b, MAXIMIZE: tl.constexpr, WD: tl.constexpr,
-                 DECOUPLED: tl.constexpr, AMSGRAD: tl.constexpr, CT: tl.constexpr,
-                 F64: tl.constexpr):
-    """The Adam/AdamW formulas (module docstring) on loaded values in CT, the scalars given as
-    float64 bits: the new p, m, v and vmax (vmax as given unless AMSGRAD). Shared by the
-    per-parameter and the multi-tensor kernels (foreach.py), so the two agree to the last bit."""
-    return _adam_formulas(p, g, m, v, vmax, _f(decay_b, CT), _f(wd_b, CT), _f(one_m_b1_b, CT),
-                          _f(b2_b, CT), _f(one_m_b2_b, CT), _f(bc2_sqrt_b, CT), _f(eps_b, CT),
-                          _f(step_size_b, CT), MAXIMIZE, WD, DECOUPLED, AMSGRAD, F64)
-
-
-@jit
 def _adam_formulas(p, g, m, v, vmax, decay, wd, one_m_b1, b2, one_m_b2, bc2_sqrt, eps,
                    step_size, MAXIMIZE: tl.constexpr, WD: tl.constexpr,
                    DECOUPLED: tl.constexpr, AMSGRAD: tl.constexpr, F64: tl.constexpr):
-    """``_adam_update`` with its scalars as values of the compute type."""
+    """The Adam/AdamW formulas (module docstring) on loaded values in the compute type, the
+    scalars values of it too: the new p, m, v and vmax (vmax as given unless AMSGRAD). Shared
+    by the per-parameter and the multi-tensor kernels (foreach.py), so they agree to the last
+    bit."""
     if MAXIMIZE:
         g = -g
     if WD:
@@ -188,6 +178,17 @@ def _adam_in_place(p_ptr, g_ptr, m_ptr, v_ptr, vmax_ptr, n, decay, wd, one_m_b1,
     tl.store(p_ptr + offs, p, mask=mask)
 
 
+@jit
+def _device_bias_corrections(step_ptr, lr_b, beta1_b, b2_b):
+    """(step size, sqrt of the second bias correction) from the float32 count at ``step_ptr``,
+    in float32 as the tensor ops on a float32 count compute them: lr / (1 - beta1^step),
+    (1 - beta2^step) ** 0.5 (Note [capturable Adam]; shared with foreach.py's kernel)."""
+    s = tl.load(step_ptr).to(tl.float32)
+    bc1 = 1.0 - libdevice.pow(_f(beta1_b, tl.float32), s)
+    step_size = tl.math.div_rn(_f(lr_b, tl.float32), bc1)
+    return step_size, libdevice.pow(1.0 - libdevice.pow(_f(b2_b, tl.float32), s), 0.5)
+
+
 @jit(do_not_specialize=["decay_b", "wd_b", "one_m_b1_b", "b2_b", "one_m_b2_b", "eps_b",
                         "lr_b", "beta1_b"])
 def _adam_capturable_kernel(
@@ -199,13 +200,9 @@ def _adam_capturable_kernel(
     MAXIMIZE: tl.constexpr, WD: tl.constexpr, DECOUPLED: tl.constexpr, AMSGRAD: tl.constexpr,
     CT: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr,
 ):
-    # Note [capturable Adam]: the bias corrections from the count on the device, in float32 as
-    # the tensor ops on a float32 count compute them (1 - beta^step, lr / (1 - beta1^step),
-    # (1 - beta2^step) ** 0.5), then the update of _adam_kernel
-    s = tl.load(step_ptr).to(tl.float32)
-    bc1 = 1.0 - libdevice.pow(_f(beta1_b, tl.float32), s)
-    step_size = tl.math.div_rn(_f(lr_b, tl.float32), bc1)
-    bc2_sqrt = libdevice.pow(1.0 - libdevice.pow(_f(b2_b, tl.float32), s), 0.5)
+    # Note [capturable Adam]: the bias corrections from the count on the device, then the
+    # update of _adam_kernel
+    step_size, bc2_sqrt = _device_bias_corrections(step_ptr, lr_b, beta1_b, b2_b)
     _adam_in_place(p_ptr, g_ptr, m_ptr, v_ptr, vmax_ptr, n, _f(decay_b, CT), _f(wd_b, CT),
                    _f(one_m_b1_b, CT), _f(b2_b, CT), _f(one_m_b2_b, CT), bc2_sqrt.to(CT),
                    _f(eps_b, CT), step_size.to(CT), MAXIMIZE, WD, DECOUPLED, AMSGRAD, CT, F64,
@@ -267,6 +264,13 @@ def adam_scalars(step, lr, beta1, beta2, eps, weight_decay) -> tuple:
         (1 - beta2 ** step) ** 0.5, eps, lr / (1 - beta1 ** step)))
 
 
+def adam_capturable_scalars(lr, beta1, beta2, eps, weight_decay) -> tuple:
+    """The float64 bits of the capturable Adam kernels' eight scalars (decay_b ... beta1_b):
+    ``adam_scalars``' without those computed from the count, which the kernels read."""
+    return _scalars("adam_capturable", (lr, beta1, beta2, eps, weight_decay), lambda: (
+        1 - lr * weight_decay, weight_decay, 1 - beta1, beta2, 1 - beta2, eps, lr, beta1))
+
+
 def sgd_step(param, grad, momentum_buffer, lr, momentum, dampening, weight_decay, nesterov,
              maximize, first_step):
     """One SGD update of ``param`` (and ``momentum_buffer``, an array or None) in place."""
@@ -313,8 +317,7 @@ def adam_step_capturable(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step,
                                      max_exp_avg_sq if amsgrad else None)
     n = p.numel
     if n:
-        bits = _scalars("adam_capturable", (lr, beta1, beta2, eps, weight_decay), lambda: (
-            1 - lr * weight_decay, weight_decay, 1 - beta1, beta2, 1 - beta2, eps, lr, beta1))
+        bits = adam_capturable_scalars(lr, beta1, beta2, eps, weight_decay)
         L.ensure_driver()
         _plan(_adam_capturable_kernel, n, (bool(maximize), bool(weight_decay), bool(decoupled),
                                            bool(amsgrad), _CT[param.dtype],

@@ -102,6 +102,27 @@ def main() -> int:
     firsts = len(launch._launches)
     if not (firsts == kernels and slow2 - slow == firsts and cached2 - cached == calls - firsts):
         return 1
+    # Note [packed pointers]: a cached launch hands the C launch its arrays' addresses (an
+    # array at an offset included); Triton's own path hands it the arrays
+    from tritongrad.kernels.triton import launcher as launcher_module
+
+    p, q = view(base, 1), view(half, 3)
+    harness.RECORD_ARGS = True
+    for packed in (True, False):
+        launcher_module._PACK = packed
+        _launch.clear_plans()  # (the cached launches keep their packers)
+        for _ in range(2):  # the first launch of the key, then the cached one
+            probe[(1,)](p, q, 16, 16, 2.0, (16, 1), 3, K=8)
+            Launch(probe, (1,), (8,))(p, q, 16, 16, 2.0, (16, 1), 3)
+        got = harness.LAST_ARGS["probe"][:2]
+        want = (p.data_ptr(), q.data_ptr()) if packed else (p, q)
+        if got != want or (packed and not all(type(g) is int for g in got)):
+            print(f"FAIL cached launches with packing {'on' if packed else 'off'} passed "
+                  f"{got!r}, not {want!r}")
+            return 1
+    launcher_module._PACK = True
+    _launch.clear_plans()
+    print("ok   cached launches pass their arrays' addresses (packing on), the arrays (off)")
     # the check catches a cached launch of another kernel: the first key's entry replaced by
     # the second's (s = 17: another specialization)
     first, second = list(launch._launches)[:2]

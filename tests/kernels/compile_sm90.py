@@ -61,6 +61,10 @@ SM90_SHARED_LIMIT = 232448
 OVER_SHARED: list = []  # (kernel name, bytes) of the compiled kernels over it
 PASSED_FUNCTIONS: set = set()  # @triton.jit functions passed as arguments (elementwise formulas)
 LAUNCHED: dict = {}  # kernel name -> [launches through Triton's path, through the cache]
+# kernel name -> the kernel arguments its last launch was given, while RECORD_ARGS (off by
+# default: kept arrays would hold references that the engine's gradient stealing counts)
+LAST_ARGS: dict = {}
+RECORD_ARGS = False
 _run, _do_compile = JITFunction.run, JITFunction._do_compile
 
 
@@ -85,6 +89,8 @@ def _compile(self, *args, **kwargs):
     def launch(*launch_args):
         # the cached path passes no launch metadata (None), Triton's own a LazyDict or None
         counts[launch_args[6] is None and launch_args[7] is None] += 1
+        if RECORD_ARGS:  # (after grid, stream, function, metadata and hooks)
+            LAST_ARGS[name] = launch_args[9:]
 
     kernel.module, kernel.function, kernel._run = "compile-only", 0, launch
     return kernel
@@ -252,6 +258,7 @@ def main(full: bool) -> int:
         ("attention head 128 backward", lambda: _attention(tk, arr, D.bfloat16, 128, False, True)),
         ("attention float64 fallback", lambda: _f64_fallback(tk, arr, _attention)),
         ("matmul float32 tf32", lambda: _tf32_matmul(tk, arr)),
+        ("matmul TMA float16", lambda: _tma_matmul(arr, D.float16, (64, 64, 64, 4, 3))),
     ]
     if full:  # every config autotuning may pick (Notes [matmul candidates], [attention
         # candidates])
@@ -407,7 +414,27 @@ def _matmul_candidates(arr):
                        precision, None)
                 mm._launcher(key, config, 1, 256)(a, b, arr((256, 256), dt), None, precision)
             cases.append((f"matmul candidate {dt} {precision} {config}", case))
+    for dt in (D.float16, D.bfloat16):
+        for config in mm.TMA_CANDIDATES["half"]:
+            cases.append((f"matmul TMA candidate {dt} {config}",
+                          lambda dt=dt, config=config: _tma_matmul(arr, dt, config)))
     return cases
+
+
+def _tma_matmul(arr, dt, config):
+    """The TMA kernel's plan launch (Note [TMA matmul]) with ``config`` on a 256^3 product,
+    both operand layouts of B (A by rows), with and without the bias row."""
+    import importlib
+
+    mm = importlib.import_module("tritongrad.kernels.triton.matmul")  # the name is shadowed
+    from tritongrad.runtime.device import device
+
+    a, bt, bias = arr((256, 256), dt), arr((256, 256), dt), arr((256,), dt)
+    for b in (bt, bt.as_strided((256, 256), bt.strides[::-1], bt.offset)):
+        key = (1, 256, 256, 256, (0, *a.strides), (0, *b.strides), dt, True, "tf32", 1)
+        launch = mm._launcher(key, (*config, mm.TMA), 1, 256, device("cuda", 0))
+        for row in (None, bias):
+            launch(a, b, arr((256, 256), dt), row, "tf32")
 
 
 def _attention_candidates(tk, arr):

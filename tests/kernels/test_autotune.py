@@ -49,12 +49,17 @@ def _fake_times(monkeypatch, timed, winner, fail=()):
     monkeypatch.setattr(autotune, "_time", fake)
 
 
+def _ptr(config: tuple) -> tuple:
+    """A pointer-kernel config as tuning names it (Note [TMA matmul]: the kernel last)."""
+    return (*config, mm.POINTER)
+
+
 def _planned(M, N, K, dtype):
-    """The config of the kept plan of this product: (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages)."""
+    """The config of the kept plan of this product: (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages,
+    kernel)."""
     launch, _ = next(p for key, p in mm._PLANS.items() if key[1:4] == (M, N, K)
                      and key[6] is dtype)
-    bm, bn, bk = launch.tail[-5:-2]
-    return (bm, bn, bk, launch.options["num_warps"], launch.options["num_stages"])
+    return mm.config_of(launch)
 
 
 def _product(kit, rng, dtype, m=100, k=50, n=70):
@@ -90,7 +95,7 @@ def test_every_candidate_computes_the_product(kit, rng, family, dtype):
 
 def test_tuning_picks_the_fastest_keeps_it_and_writes_it(kit, rng, tuning, monkeypatch,
                                                           tmp_path):
-    winner = (128, 64, 64, 4, 4)
+    winner = _ptr((128, 64, 64, 4, 4))
     _fake_times(monkeypatch, tuning, winner)
     made = []
     real = mm._launcher
@@ -99,7 +104,7 @@ def test_tuning_picks_the_fastest_keeps_it_and_writes_it(kit, rng, tuning, monke
     _close(kit, tk.matmul(a, b), ref, D.float16, 50)
     # one launcher per timed config (its launches then cached ones), and the plan's
     assert sorted(made) == sorted(tuning + [winner])
-    default = mm.CONFIGS["half"]["medium"]
+    default = _ptr(mm.CONFIGS["half"]["medium"])
     assert tuning[0] == default  # timed first: its errors are the launcher's
     assert len(tuning) == len(set(tuning)) > 1
     # a class of 100 x 70 (128 x 128 rounded) times no tile wider than 128
@@ -119,7 +124,7 @@ def test_tuning_picks_the_fastest_keeps_it_and_writes_it(kit, rng, tuning, monke
 
 
 def test_the_file_answers_the_next_process(kit, rng, tuning, monkeypatch):
-    winner = (64, 128, 64, 4, 4)
+    winner = _ptr((64, 128, 64, 4, 4))
     _fake_times(monkeypatch, tuning, winner)
     a, b, ref = _product(kit, rng, D.bfloat16)
     tk.matmul(a, b)
@@ -133,8 +138,8 @@ def test_the_file_answers_the_next_process(kit, rng, tuning, monkeypatch):
 
 def test_a_failing_candidate_is_skipped_and_the_defaults_error_raised(kit, rng, tuning,
                                                                       monkeypatch, tmp_path):
-    default = mm.CONFIGS["f32"]["medium"]
-    broken = (128, 64, 32, 4, 3)
+    default = _ptr(mm.CONFIGS["f32"]["medium"])
+    broken = _ptr((128, 64, 32, 4, 3))
     _fake_times(monkeypatch, tuning, broken, fail=(broken,))
     a, b, ref = _product(kit, rng, D.float32)
     _close(kit, tk.matmul(a, b), ref, D.float32, 50)
@@ -163,7 +168,7 @@ def test_float32_precision_is_part_of_the_class(kit, rng, tuning, monkeypatch):
 
 
 def test_no_tuning_while_a_graph_is_captured(kit, rng, tuning, monkeypatch):
-    _fake_times(monkeypatch, tuning, (128, 64, 64, 4, 4))
+    _fake_times(monkeypatch, tuning, _ptr((128, 64, 64, 4, 4)))
     a, b, ref = _product(kit, rng, D.float16)
     drv = _drv.get_driver()
     monkeypatch.setattr(drv, "capturing", 1)
@@ -171,18 +176,18 @@ def test_no_tuning_while_a_graph_is_captured(kit, rng, tuning, monkeypatch):
     assert tuning == [] and not mm._PLANS  # the default config, and no plan kept
     monkeypatch.setattr(drv, "capturing", 0)
     tk.matmul(a, b)
-    assert tuning and _planned(100, 70, 50, D.float16) == (128, 64, 64, 4, 4)
+    assert tuning and _planned(100, 70, 50, D.float16) == _ptr((128, 64, 64, 4, 4))
 
 
 def test_off_and_small_products_keep_the_default(kit, rng, tuning, monkeypatch):
-    _fake_times(monkeypatch, tuning, (64, 64, 64, 4, 4))
+    _fake_times(monkeypatch, tuning, _ptr((64, 64, 64, 4, 4)))
     a, b, _ = _product(kit, rng, D.float16)
     monkeypatch.setattr(autotune, "MODE", "0")
     tk.matmul(a, b)
     monkeypatch.setattr(autotune, "MODE", "1")  # the default: products of MIN_WORK and more
     _launch.clear_plans()
     tk.matmul(a, b)
-    assert tuning == [] and _planned(100, 70, 50, D.float16) == mm.CONFIGS["half"]["medium"]
+    assert tuning == [] and _planned(100, 70, 50, D.float16) == _ptr(mm.CONFIGS["half"]["medium"])
     monkeypatch.setattr(autotune, "MIN_WORK", 100 * 70 * 50)
     _launch.clear_plans()
     tk.matmul(a, b)
@@ -194,11 +199,11 @@ def test_an_unwritable_cache_warns_once_and_tunes(kit, rng, tuning, monkeypatch,
     blocker.write_text("")
     monkeypatch.setenv("TRITONGRAD_CACHE_DIR", str(blocker / "sub"))
     monkeypatch.setattr(autotune, "_warned", [])
-    _fake_times(monkeypatch, tuning, (128, 64, 64, 4, 4))
+    _fake_times(monkeypatch, tuning, _ptr((128, 64, 64, 4, 4)))
     a, b, ref = _product(kit, rng, D.float16)
     with pytest.warns(RuntimeWarning, match="could not write"):
         _close(kit, tk.matmul(a, b), ref, D.float16, 50)
-    assert _planned(100, 70, 50, D.float16) == (128, 64, 64, 4, 4)
+    assert _planned(100, 70, 50, D.float16) == _ptr((128, 64, 64, 4, 4))
 
 
 def test_real_timing(kit, rng, tuning):
@@ -301,7 +306,7 @@ def test_attention_tunes_each_kernel(kit, rng, tuning, monkeypatch):
 @pytest.mark.parametrize("content", ['{"x": 1', '[1, 2]', '{"SECTION": {"CLASS": [1, "a"]}}',
                                      '{"SECTION": {"CLASS": 7}}', '{"SECTION": [1]}'])
 def test_a_damaged_file_means_tuning_again(kit, rng, tuning, monkeypatch, tmp_path, content):
-    winner = (128, 64, 64, 4, 4)
+    winner = _ptr((128, 64, 64, 4, 4))
     _fake_times(monkeypatch, tuning, winner)
     a, b, ref = _product(kit, rng, D.float16)
     tk.matmul(a, b)  # learns the section and class names

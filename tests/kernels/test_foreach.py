@@ -286,6 +286,14 @@ def _adam64(p, g, m, v, step, lr, b1, b2, eps, wd, maximize, decoupled):
     return p - lr / (1 - b1 ** step) * m / denom, m, v
 
 
+def _bitwise_and_near(kit, got: tuple, same: tuple, want: tuple, rtol: float, atol: float):
+    """Each list of ``got`` equal bit for bit to ``same``'s and near ``want``'s float64."""
+    for arrays, others, wanted in zip(got, same, want):
+        for a, b, w in zip(arrays, others, wanted):
+            np.testing.assert_array_equal(kit.down(a), kit.down(b))
+            np.testing.assert_allclose(kit.down(a).astype(np.float64), w, rtol=rtol, atol=atol)
+
+
 @pytest.mark.parametrize("wd,maximize,decoupled", [(0.0, False, False), (0.01, False, True),
                                                    (0.01, True, False), (0.1, True, True)])
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
@@ -308,11 +316,8 @@ def test_adam_step_against_float64_and_per_parameter(kit, rng, small_chunks, dty
                          decoupled)
         host[0], host[2], host[3] = zip(*[_adam64(p, g, m, v, step, *args)
                                           for p, g, m, v in zip(*host)])
-    rtol, atol = ADAM_TOL[dtype]
-    for got, same, want in zip((ps, ms, vs), (qs, ns, ws), (host[0], host[2], host[3])):
-        for a, b, w in zip(got, same, want):
-            np.testing.assert_array_equal(kit.down(a), kit.down(b))  # bit for bit
-            np.testing.assert_allclose(kit.down(a).astype(np.float64), w, rtol=rtol, atol=atol)
+    _bitwise_and_near(kit, (ps, ms, vs), (qs, ns, ws), (host[0], host[2], host[3]),
+                      *ADAM_TOL[dtype])
 
 
 def test_adam_step_refusals(kit, rng):
@@ -323,6 +328,52 @@ def test_adam_step_refusals(kit, rng):
     with pytest.raises(ValueError, match="sizes differ"):
         foreach.adam_step([a], [kit.up(np.ones(5, np.float32))], [a], [a], 1, 1e-3, 0.9, 0.999,
                           1e-8, 0.0, False, True)
+
+
+@pytest.mark.parametrize("wd,maximize,decoupled", [(0.0, False, False), (0.01, True, True)])
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_adam_step_capturable_is_the_per_parameter_kernel(kit, rng, small_chunks, dtype, wd,
+                                                          maximize, decoupled):
+    """Every count advanced once, each parameter updated with the bias corrections of its own
+    count (two counts here: a parameter that joined later), bit for bit as optim.py's
+    per-parameter capturable kernel, and near float64 Adam."""
+    shapes = [(1,), (37,), (5, 13), (0,), (16,)]
+    sets = []
+    for _ in range(2):
+        r = np.random.default_rng(6)
+        sets.append([_arrays(kit, r, [dtype], shapes)[0] for _ in range(4)])
+    (ps, gs, ms, vs), (qs, hs, ns, ws) = sets
+    for lst in (vs, ws):
+        lst[:] = [tk.mul(a, a) for a in lst]
+    first = [0.0, 3.0, 3.0, 0.0, 3.0]  # the counts before the first step
+    steps, steps2 = ([kit.up(np.array([c], np.float32)).as_strided((), (), 0) for c in first]
+                     for _ in range(2))
+    host = [[kit.down(a).astype(np.float64) for a in lst] for lst in (ps, gs, ms, vs)]
+    args = (1e-2, 0.9, 0.999, 1e-8, wd, maximize, decoupled)
+    for k in (1, 2):
+        foreach.adam_step_capturable(ps, gs, ms, vs, steps, *args)
+        for q, h, n, w, c in zip(qs, hs, ns, ws, steps2):
+            tk.add(c, 1.0, out=c)  # (optim.py's kernel takes the count advanced)
+            tk.adam_step_capturable(q, h, n, w, None, c, 1e-2, 0.9, 0.999, 1e-8, wd, False,
+                                    maximize, decoupled)
+        host[0], host[2], host[3] = zip(*[_adam64(p, g, m, v, c + k, *args)
+                                          for p, g, m, v, c in zip(*host, first)])
+    assert [float(kit.down(c)) for c in steps] == [c + 2 for c in first]
+    rtol, atol = ADAM_TOL[dtype]
+    _bitwise_and_near(kit, (ps, ms, vs), (qs, ns, ws), (host[0], host[2], host[3]),
+                      max(rtol, 1e-5), max(atol, 1e-6))  # (float32 bias corrections)
+
+
+def test_adam_step_capturable_refuses_before_launching(kit, rng):
+    a = kit.up(rng.standard_normal(6).astype(np.float32))
+    count = kit.up(np.zeros(1, np.float32))
+    args = (1e-3, 0.9, 0.999, 1e-8, 0.0, False, True)
+    for bad in (kit.up(np.zeros(1, np.float64)), kit.up(np.zeros(2, np.float32))):
+        with pytest.raises(TypeError, match="one-element float32 step counts"):
+            foreach.adam_step_capturable([a, a], [a, a], [a, a], [a, a], [count, bad], *args)
+    with pytest.raises(ValueError, match="1 step counts for 2 parameters"):
+        foreach.adam_step_capturable([a, a], [a, a], [a, a], [a, a], [count], *args)
+    assert float(kit.down(count)[0]) == 0.0  # nothing launched
 
 
 def _adam_launches(monkeypatch):

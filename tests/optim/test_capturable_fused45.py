@@ -100,3 +100,91 @@ def test_captured_clipping_takes_the_multi_tensor_kernels():
         coef = min(1.0, 1.0 / (norm + 1e-6))
         for gr, v in zip(grads, values):
             np.testing.assert_allclose(gr.cpu().numpy(), v * coef, rtol=1e-6, atol=1e-7)
+
+
+def _models(shapes, dtype, n=2):
+    rng = np.random.default_rng(6)
+    values = [rng.standard_normal(s) for s in shapes]
+    return [[tg.nn.Parameter(tg.tensor(v, dtype=dtype, device="cuda")) for v in values]
+            for _ in range(n)]
+
+
+@pytest.mark.parametrize("cls,kw", [("AdamW", {}), ("Adam", {"weight_decay": 0.1,
+                                                                 "maximize": True})])
+@pytest.mark.parametrize("dtype", [tg.float32, tg.bfloat16], ids=str)
+def test_capturable_groups_take_the_multi_tensor_kernel(cls, kw, dtype):
+    """A capturable group's parameters go through foreach.py's ``adam_step_capturable`` (two
+    launches whatever their number), bit for bit as one kernel a parameter (foreach=False),
+    the counts too; a parameter joining later keeps its own count in the same launches."""
+    if not tg.cuda.is_available():
+        pytest.skip("no CUDA device (real or emulated)")
+    from tritongrad.kernels.triton import foreach
+
+    shapes = [(6, 5), (5,), (3, 2, 4)]
+    multi, single = _models(shapes, dtype)
+    opts = [getattr(tg.optim, cls)(m, lr=0.05, capturable=True, foreach=f, **kw)
+            for m, f in ((multi, None), (single, False))]
+    rng = np.random.default_rng(7)
+    calls = []
+    real = foreach.adam_step_capturable
+
+    def counted(*args):
+        calls.append(len(args[0]))
+        return real(*args)
+
+    foreach.adam_step_capturable = counted
+    try:
+        for k in range(4):
+            if k == 2:  # a parameter joins: its count starts at 0 beside the others' 2
+                extra = _models([(4,)], dtype)
+                multi += extra[0]
+                single += extra[1]
+                opts[0].param_groups[0]["params"].append(extra[0][0])
+                opts[1].param_groups[0]["params"].append(extra[1][0])
+            for a, b in zip(multi, single):
+                a.grad = b.grad = tg.tensor(rng.standard_normal(a.shape), dtype=dtype,
+                                            device="cuda")
+            for opt in opts:
+                opt.step()
+    finally:
+        foreach.adam_step_capturable = real
+    assert calls == [3, 3, 4, 4]  # the foreach=False optimizer never calls it
+    for a, b in zip(multi, single):
+        np.testing.assert_array_equal(_values(a), _values(b))
+        for name in ("step", "exp_avg", "exp_avg_sq"):
+            np.testing.assert_array_equal(opts[0].state[a][name].cpu().double().numpy(),
+                                          opts[1].state[b][name].cpu().double().numpy())
+    assert [float(opts[0].state[a]["step"].cpu()) for a in multi] == [4.0, 4.0, 4.0, 2.0]
+
+
+def test_captured_multi_tensor_step_is_two_kernels_and_replays():
+    """The whole group's update in a graph: the counts' add and the update, two kernel nodes
+    for any number of parameters (one kernel a parameter took two each), replayed as eager
+    steps."""
+    if not tg.cuda.is_available():
+        pytest.skip("no CUDA device (real or emulated)")
+    shapes = [(5, 7), (7,), (3, 3), (2,)]
+    rng = np.random.default_rng(8)
+    grads = [[rng.standard_normal(s) for s in shapes] for _ in range(4)]
+    eager, graphed = _models(shapes, tg.float32)
+    opts = [tg.optim.AdamW(m, lr=0.05, capturable=True) for m in (eager, graphed)]
+    for params, opt in zip((eager, graphed), opts):
+        for p, gr in zip(params, grads[0]):
+            p.grad = tg.tensor(gr, dtype=tg.float32, device="cuda")
+        opt.step()  # (warm: the address tables are made outside the capture)
+    g = tg.cuda.CUDAGraph(keep_graph=True)
+    with tg.cuda.graph(g):
+        opts[1].step()
+    # and the copies of its four tables (chunk maps and addresses of the parameters and of
+    # the counts), which are kept per stream, and the capture's stream is a side stream
+    assert driver.get_driver().graph_node_count(0, g.raw_cuda_graph()) == 2 + 4
+    for k in range(1, 4):
+        for a, b, gr in zip(eager, graphed, grads[k]):
+            a.grad = tg.tensor(gr, dtype=tg.float32, device="cuda")
+            b.grad.copy_(tg.tensor(gr, dtype=tg.float32, device="cuda"))
+        opts[0].step()
+        g.replay()
+    for a, b in zip(eager, graphed):
+        np.testing.assert_array_equal(_values(a), _values(b))
+        # the warm-up and three replays (a capture runs nothing)
+        assert float(opts[1].state[b]["step"].cpu()) == float(opts[0].state[a]["step"].cpu()) == 4

@@ -148,3 +148,28 @@ def test_direct_launches_pass_what_the_launchers_call_would(monkeypatch):
     run.global_scratch_size = 64
     assert launcher_module._direct(run, "function", "metadata") is None
     assert launcher_module._direct(lambda *a: None, "function", "metadata") is None
+
+
+def test_packed_arguments_are_the_arrays_addresses(cuda, monkeypatch):
+    # Note [packed pointers]: each array becomes its data_ptr(), at any offset and element
+    # size; every other argument is passed as it is; one packer per argument layout
+    launcher = pytest.importorskip("tritongrad.kernels.triton.launcher")
+    from tritongrad.runtime import dtype as D
+    from tritongrad.runtime import memory
+    from tritongrad.runtime.device import device
+
+    dev = device("cuda", 0)
+    f32, f16 = memory.empty((64,), D.float32, dev), memory.empty((64,), D.float16, dev)
+    i64 = memory.empty((8,), D.int64, dev)
+    args = (f32.as_strided((8,), (1,), 3), 5, None, f16.as_strided((4,), (2,), 7), 2.5,
+            (1, 2), i64)
+    pack = launcher._packer(args)
+    assert pack(args) == (f32.data_ptr() + 12, 5, None, f16.data_ptr() + 14, 2.5, (1, 2),
+                          i64.data_ptr())
+    other = (f32, 6, None, f16, 1.0, (3, 4), i64.as_strided((2,), (1,), 1))
+    assert launcher._packer(other) is pack  # the same layout, the same packer
+    assert pack(other) == tuple(a.data_ptr() if isinstance(a, memory.DeviceArray) else a
+                                for a in other)
+    assert launcher._packer((1, None, 2.0)) is None  # nothing to pack
+    monkeypatch.setattr(launcher, "_PACK", False)
+    assert launcher._packer(args) is None

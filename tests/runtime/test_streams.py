@@ -19,11 +19,14 @@ def test_device_queries(cuda):
     assert major >= 7 and minor >= 0
     props = cuda.get_device_properties(0)
     assert props.total_memory > 0 and (props.major, props.minor) == (major, minor)
+    assert props.multi_processor_count >= 1
+    assert f"multi_processor_count={props.multi_processor_count}" in repr(props)
     free, total = cuda.mem_get_info()
     assert 0 <= free <= total and total > 0
     if cuda.is_emulated():
         assert cuda.get_device_name() == "tritongrad emulated device"
         assert (major, minor) == (9, 0)
+        assert props.multi_processor_count == 132  # an H100 SXM's, as its sm_90
 
 
 def test_invalid_device_ordinal(cuda):
