@@ -37,7 +37,8 @@ def _state():
     launcher = importlib.import_module("tritongrad.kernels.triton.launcher")
     return {"split-reductions": red.SPLIT_MIN, "split-K": mm.TARGET_PROGRAMS,
             "sync-checks": checks.get_index_check_mode(),
-            "tf32": tg.backends.cuda.matmul.allow_tf32, "call-launcher": launcher._DIRECT}
+            "tf32": tg.backends.cuda.matmul.allow_tf32, "call-launcher": launcher._DIRECT,
+            "unpacked": launcher._PACK}
 
 
 def test_each_row_flips_its_switch_and_restores_it(bench):
