@@ -70,13 +70,12 @@ def _cat_kernel(
     tl.store(out_ptr + (o * out_row + out_start + r), v, mask=mask)
 
 
-_PLANS = L.plan_cache()
+_PLANS = L.plan_cache()  # (dim, dtype, (shape, strides) of each input) -> (shape, steps)
 
 
-def _strides3(a: DeviceArray, dim: int):
-    """``a``'s (outer, dim, inner) strides, or None when the dims before ``dim`` or after it
-    do not collapse to one stride each."""
-    shape, st = tuple(a.shape), tuple(a.strides)
+def _strides3(shape: tuple, st: tuple, dim: int):
+    """The (outer, dim, inner) strides of an input of ``shape`` and strides ``st``, or None
+    when the dims before ``dim`` or after it do not collapse to one stride each."""
     parts = []
     for sh, s in ((shape[:dim], st[:dim]), (shape[dim + 1:], st[dim + 1:])):
         cshape, (cst,) = L.collapse(sh, s)
@@ -90,32 +89,56 @@ def cat(arrays: list, dim: int) -> DeviceArray:
     """The arrays (one dtype, one ndim, equal sizes but along ``dim``) joined along ``dim``:
     a new contiguous array (the contract's words)."""
     first = arrays[0]
-    shape = list(first.shape)
-    shape[dim] = sum(a.shape[dim] for a in arrays)
-    out = empty(tuple(shape), first.dtype, first.device)
-    if out.numel == 0:
-        return out
+    key = (dim, first.dtype, *[(a.shape, a.strides) for a in arrays])
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _plan(key)
+    shape, steps = plan
+    out = empty(shape, first.dtype, first.device)
+    if steps:
+        L.ensure_driver()
+    for launch, which, start in steps:
+        if launch is None:
+            _copy_into(out, arrays[which], dim, start)
+        else:
+            launch(out, *[arrays[i] for i in which])
+    return out
+
+
+def _plan(key) -> tuple:
+    """(out's shape, steps) of a cat of inputs laid out as ``key`` says, kept: each step a
+    group's ``Launch`` with the group's input numbers (up to GROUP, the first repeated in
+    unused places), or ``(None, input number, start along dim)`` for an input copied alone."""
+    dim, dtype, *layouts = key
+    shape = list(layouts[0][0])
+    shape[dim] = sum(sh[dim] for sh, _ in layouts)
+    shape = tuple(shape)
+    steps: list = []
+    if 0 in shape:
+        _PLANS[key] = (shape, steps)
+        return shape, steps
     outer, inner = math.prod(shape[:dim]), math.prod(shape[dim + 1:])
-    fused, start = [], 0  # (start along dim, array, its strides) of the inputs a launch takes
-    for a in arrays:
-        size = a.shape[dim]
+    fused, start = [], 0  # (start along dim, input number, its size, its strides)
+    for i, (sh, st) in enumerate(layouts):
+        size = sh[dim]
         if size:
-            st = None if first.dtype.is_complex else _strides3(a, dim)
-            if st is None:
-                _copy_into(out, a, dim, start)
+            st3 = None if dtype.is_complex else _strides3(sh, st, dim)
+            if st3 is None:
+                steps.append((None, i, start))
             else:
-                fused.append((start, a, st))
+                fused.append((start, i, size, st3))
         start += size
     # consecutive inputs in groups of up to GROUP (a group's windows must be adjacent)
     group: list = []
     for item in fused:
-        if group and (len(group) == GROUP or item[0] != group[-1][0] + group[-1][1].shape[dim]):
-            _join(out, group, dim, outer, inner, shape[dim])
+        if group and (len(group) == GROUP or item[0] != group[-1][0] + group[-1][2]):
+            steps.append(_join(group, dim, outer, inner, shape[dim], layouts))
             group = []
         group.append(item)
     if group:
-        _join(out, group, dim, outer, inner, shape[dim])
-    return out
+        steps.append(_join(group, dim, outer, inner, shape[dim], layouts))
+    _PLANS[key] = (shape, steps)
+    return shape, steps
 
 
 def _copy_into(out, a, dim: int, start: int) -> None:
@@ -124,30 +147,26 @@ def _copy_into(out, a, dim: int, start: int) -> None:
     copy_(getitem(out, lead + (slice(start, start + a.shape[dim], 1),)), a)
 
 
-def _join(out, group, dim, outer, inner, total) -> None:
-    """One launch joining a group of adjacent inputs into their windows of ``out``."""
+def _join(group, dim, outer, inner, total, layouts) -> tuple:
+    """The step joining a group of adjacent inputs into their windows of the output: one
+    launch, its ints all the plan's (the call passes the output and the inputs)."""
     if len(group) == 1:  # (one input: the copy kernel's plan)
-        _copy_into(out, group[0][1], dim, group[0][0])
-        return
+        return None, group[0][1], group[0][0]
     start = group[0][0]
-    ends, strides, arrays = [], [], []
-    for s, a, st in group:
+    ends, strides, which = [], [], []
+    for s, i, _, st in group:
         ends.append(s - start)
         strides += st
-        arrays.append(a)
-    width = group[-1][0] + group[-1][1].shape[dim] - start
+        which.append(i)
+    width = group[-1][0] + group[-1][2] - start
     nin = len(group)
-    while len(arrays) < GROUP:  # (unused inputs: never read)
-        arrays.append(arrays[0])
+    while len(which) < GROUP:  # (unused inputs: never read)
+        which.append(which[0])
         ends.append(width)
         strides += (0, 0, 0)
     n = outer * width * inner
     int64 = L.needs_int64((outer, total, inner), (total * inner, inner, 1)) or any(
-        L.needs_int64((outer, a.shape[dim], inner), st) for _, a, st in group)
-    key = (_cat_kernel, n, nin, int64)
-    launch = _PLANS.get(key)
-    if launch is None:
-        launch = _PLANS[key] = Launch(_cat_kernel, (L.cdiv(n, BLOCK),),
-                                      (n, nin, BLOCK, int64))
-    L.ensure_driver()
-    launch(out, *arrays, inner, width, total * inner, start * inner, *ends[1:], *strides)
+        L.needs_int64((outer, layouts[i][0][dim], inner), st) for _, i, _, st in group)
+    launch = Launch(_cat_kernel, (L.cdiv(n, BLOCK),), (
+        inner, width, total * inner, start * inner, *ends[1:], *strides, n, nin, BLOCK, int64))
+    return launch, tuple(which), start

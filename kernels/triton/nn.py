@@ -544,11 +544,15 @@ def embedding_backward(g, indices, num_weights, padding_idx):
             copy_(out.getitem((int(padding_idx) % num_weights,)), 0)
         return _to(out, g.dtype)
     keys, positions = _sort(flat_idx, 0, False)
-    block = min(L.next_pow2(d), 256)
     pad = -1 if padding_idx is None else int(padding_idx) % num_weights
+    key = (_embedding_runs_kernel, n, d, pad, acc_dt)
+    launch = _PLANS.get(key)
+    if launch is None:
+        block = min(L.next_pow2(d), 256)
+        launch = _PLANS[key] = Launch(_embedding_runs_kernel, (n, L.cdiv(d, block)),
+                                      (n, d, pad, L.TL[acc_dt], block),
+                                      num_warps=L.num_warps(block), **L.EXACT)
     L.ensure_driver()
-    _embedding_runs_kernel[(n, L.cdiv(d, block))](
-        out, flat_g, keys, positions, n, d, pad, L.TL[acc_dt], block,
-        num_warps=L.num_warps(block), **L.EXACT)
+    launch(out, flat_g, keys, positions)
     return _to(out, g.dtype)
 

@@ -24,7 +24,7 @@ from ...runtime import dtype as D
 from ...runtime import memory as _memory
 from . import _launch as L
 from ._launch import block_range
-from .launcher import jit
+from .launcher import Launch, jit
 from .memory import astype, full
 from .reduction import _row_offsets
 from .rowwise import _rows_layout
@@ -34,6 +34,8 @@ __all__ = ["sort"]
 BLOCK_I = 64  # elements ranked per program
 BLOCK_J = 64  # elements compared against them per step
 MAX_N = 1 << 18  # longest row sorted on the device (the work grows as N^2)
+_PLANS = L.plan_cache()  # (shape, strides, dim, dtype, descending) -> the sort's Launch
+_EMPTY = object()  # the plan of a sort with nothing to sort (kept too)
 
 
 @jit
@@ -88,27 +90,51 @@ def _rank_sort_kernel(
 _COMPARE = {D.float16: tl.float32, D.bfloat16: tl.float32, D.bool: tl.int8}
 
 
+def _plan(key) -> Launch:
+    """The sort's ``Launch`` for ``key`` (``_EMPTY`` when there is nothing to sort), kept."""
+    shape, strides, dim, dtype, descending = key
+    kshape, kx, ko, M, N, sx_n, so_n, *_ = _rows_layout("sort", shape, strides, dim, 0)
+    if N > MAX_N:
+        raise RuntimeError(f"sort: a row of {N} elements is longer than the Triton backend's "
+                           f"limit of {MAX_N} (the rank sort's work grows as N^2); sort a CPU "
+                           f"copy instead")
+    if M == 0 or N == 0:
+        _PLANS[key] = _EMPTY
+        return _EMPTY
+    bi = min(BLOCK_I, max(16, L.next_pow2(N)))
+    bj = min(BLOCK_J, max(16, L.next_pow2(N)))
+    int64 = L.needs_int64(kshape + (N,), kx + (sx_n,)) or M * N >= L._INT32_SAFE
+    launch = _PLANS[key] = Launch(_rank_sort_kernel, (M, L.cdiv(N, bi)), (
+        kshape, kx, ko, M, N, sx_n, so_n, _COMPARE.get(dtype, L.TL[dtype]),
+        dtype.is_floating_point, descending, len(kshape), bi, bj, int64), num_warps=4)
+    return launch
+
+
 def sort(a, dim, descending):
     """(values, int64 indices) of ``a`` sorted along ``dim``: stable, NaN the largest value;
     both new contiguous arrays of a's shape."""
     L.check_supported("sort", a.dtype)
     if a.ndim == 0:  # one element: itself, at index 0
         return astype(a, a.dtype), full((), 0, D.int64, a.device)
-    kshape, kx, ko, M, N, sx_n, so_n, *_ = _rows_layout("sort", a.shape, a.strides, dim, 0)
-    if N > MAX_N:
-        raise RuntimeError(f"sort: a row of {N} elements is longer than the Triton backend's "
-                           f"limit of {MAX_N} (the rank sort's work grows as N^2); sort a CPU "
-                           f"copy instead")
+    launch = _PLANS.get(key := (a.shape, a.strides, dim, a.dtype, bool(descending)))
+    if launch is None:
+        launch = _plan(key)
     out = _memory.empty(a.shape, a.dtype, a.device)
     idx = _memory.empty(a.shape, D.int64, a.device)
-    if M == 0 or N == 0:
-        return out, idx
-    bi = min(BLOCK_I, max(16, L.next_pow2(N)))
-    bj = min(BLOCK_J, max(16, L.next_pow2(N)))
-    int64 = L.needs_int64(kshape + (N,), kx + (sx_n,)) or M * N >= L._INT32_SAFE
+    if launch is not _EMPTY:
+        L.ensure_driver()
+        launch(out, idx, a)
+    return out, idx
+    key = (a.shape, a.strides, dim, a.dtype, bool(descending))
+    launch = _PLANS.get(key)
+    if launch is None:
+        bi = min(BLOCK_I, max(16, L.next_pow2(N)))
+        bj = min(BLOCK_J, max(16, L.next_pow2(N)))
+        int64 = L.needs_int64(kshape + (N,), kx + (sx_n,)) or M * N >= L._INT32_SAFE
+        launch = _PLANS[key] = Launch(_rank_sort_kernel, (M, L.cdiv(N, bi)), (
+            kshape, kx, ko, M, N, sx_n, so_n, _COMPARE.get(a.dtype, L.TL[a.dtype]),
+            a.dtype.is_floating_point, bool(descending), len(kshape), bi, bj, int64),
+            num_warps=4)
     L.ensure_driver()
-    _rank_sort_kernel[(M, L.cdiv(N, bi))](
-        out, idx, a, kshape, kx, ko, M, N, sx_n, so_n,
-        _COMPARE.get(a.dtype, L.TL[a.dtype]), a.dtype.is_floating_point, bool(descending),
-        len(kshape), bi, bj, int64, num_warps=4)
+    launch(out, idx, a)
     return out, idx

@@ -296,6 +296,21 @@ def test_cat_dtypes(kit, rng, dtype):
     kit.check(got, kit.nk.cat([h for _, h in pairs], 1), dtype, rtol=0, atol=0)
 
 
+def test_cat_plans_serve_new_arrays_of_their_layout(kit, rng, small_blocks):
+    # a plan is kept per (dim, dtype, each input's shape and strides): a second call with
+    # other arrays of the same layouts (at other offsets) reuses it, another layout gets its own
+    from tritongrad.kernels.triton import concat
+
+    concat._PLANS.clear()
+    for layouts in (("contig", "T", "strided"), ("sliced", "T", "strided"), ("contig",) * 3):
+        for _ in range(2):
+            pairs = [kit.pair((4, 2 + i, 5), D.float32, rng, layout=lay)
+                     for i, lay in enumerate(layouts)]
+            got = tk.cat([a for a, _ in pairs], 1)
+            kit.check(got, np.concatenate([h for _, h in pairs], 1), rtol=0, atol=0)
+    assert len(concat._PLANS) == 3
+
+
 def test_cat_empty_result(kit, rng):
     a = kit.up(np.zeros((0, 3), np.float32))
     got = tk.cat([a, a], 0)
