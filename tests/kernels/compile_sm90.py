@@ -258,7 +258,8 @@ def main(full: bool) -> int:
         ("attention head 128 backward", lambda: _attention(tk, arr, D.bfloat16, 128, False, True)),
         ("attention float64 fallback", lambda: _f64_fallback(tk, arr, _attention)),
         ("matmul float32 tf32", lambda: _tf32_matmul(tk, arr)),
-        ("matmul TMA float16", lambda: _tma_matmul(arr, D.float16, (64, 64, 64, 4, 3))),
+        ("matmul TMA float16", lambda: _tma_matmul(arr, D.float16, (64, 64, 64, 4, 3),
+                                                   (False, True))),
     ]
     if full:  # every config autotuning may pick (Notes [matmul candidates], [attention
         # candidates])
@@ -421,20 +422,23 @@ def _matmul_candidates(arr):
     return cases
 
 
-def _tma_matmul(arr, dt, config):
+def _tma_matmul(arr, dt, config, a_layouts=(False,)):
     """The TMA kernel's plan launch (Note [TMA matmul]) with ``config`` on a 256^3 product,
-    both operand layouts of B (A by rows), with and without the bias row."""
+    A by rows (and by columns where ``a_layouts`` says), both layouts of B, with and without
+    the bias row."""
     import importlib
 
     mm = importlib.import_module("tritongrad.kernels.triton.matmul")  # the name is shadowed
     from tritongrad.runtime.device import device
 
-    a, bt, bias = arr((256, 256), dt), arr((256, 256), dt), arr((256,), dt)
-    for b in (bt, bt.as_strided((256, 256), bt.strides[::-1], bt.offset)):
-        key = (1, 256, 256, 256, (0, *a.strides), (0, *b.strides), dt, True, "tf32", 1)
-        launch = mm._launcher(key, (*config, mm.TMA), 1, 256, device("cuda", 0))
-        for row in (None, bias):
-            launch(a, b, arr((256, 256), dt), row, "tf32")
+    x, y, bias = arr((256, 256), dt), arr((256, 256), dt), arr((256,), dt)
+    by_cols = [m.as_strided((256, 256), m.strides[::-1], m.offset) for m in (x, y)]
+    for a in [by_cols[0] if cols else x for cols in a_layouts]:
+        for b in (y, by_cols[1]):
+            key = (1, 256, 256, 256, (0, *a.strides), (0, *b.strides), dt, True, "tf32", 1)
+            launch = mm._launcher(key, (*config, mm.TMA), 1, 256, device("cuda", 0))
+            for row in (None, bias):
+                launch(a, b, arr((256, 256), dt), row, "tf32")
 
 
 def _attention_candidates(tk, arr):
