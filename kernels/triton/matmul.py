@@ -128,10 +128,12 @@ def _matmul_kernel(
 # epilogue) and stores C through a descriptor too. On the H200 (2026-12-04) the pointer kernel
 # reached 0.78 of cuBLAS at 4096^3 bfloat16; Triton's persistent-matmul tutorial reports its
 # descriptor kernels ahead of its pointer one on Hopper. It is an autotuning candidate only
-# (Note [matmul candidates]): a plan takes it when it times faster on the GPU at hand.
+# (Note [matmul candidates]): a plan takes it when it times faster on the GPU at hand. float32
+# products may take it too (IEEE on the FMA units, TF32 where allowed): with the pointer kernel
+# the MLP step's largest weight gradient took 1.23x cuBLAS's time on the H200.
 #
-# TMA's rules decide which products may: float16/bfloat16, one batch, each operand's rows or
-# columns contiguous with the other stride a multiple of 16 bytes, C's rows (N elements) a
+# TMA's rules decide which products may: float16, bfloat16 or float32, one batch, each
+# operand's rows or columns contiguous with the other stride a multiple of 16 bytes, C's rows a
 # multiple of 16 bytes, and every base address 16-byte aligned. The first four are the plan's
 # (its key holds shapes and strides); the addresses are the call's, so a TMA plan checks them
 # at each call and launches the pointer kernel's plan for a misaligned view (``_TmaLaunch``).
@@ -267,11 +269,19 @@ CANDIDATES = {
 }
 
 
-# The TMA kernel's candidates (Note [TMA matmul]), tuned beside CANDIDATES["half"]: the tiles
-# Hopper's tensor cores do best with, each within sm_90's shared memory with its pipeline
-# (stages x (BLOCK_M + BLOCK_N) x BLOCK_K x 2 bytes) and C's staged tile (BLOCK_M x BLOCK_N x 2).
-TMA_CANDIDATES = {"half": [(128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 8, 4),
-                           (128, 128, 64, 4, 4), (128, 256, 32, 8, 4), (64, 256, 64, 4, 4)]}
+# The TMA kernel's candidates (Note [TMA matmul]), tuned beside CANDIDATES' of the same family:
+# the tiles Hopper does best with, each within sm_90's shared memory with its pipeline (stages
+# x (BLOCK_M + BLOCK_N) x BLOCK_K x itemsize) and C's staged tile (BLOCK_M x BLOCK_N x
+# itemsize). float32 products (IEEE on the FMA units, or TF32 on the tensor cores) take
+# narrower tiles: their elements are twice as wide.
+TMA_CANDIDATES = {
+    "half": [(128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 8, 4),
+             (128, 128, 64, 4, 4), (128, 256, 32, 8, 4), (64, 256, 64, 4, 4)],
+    "tf32": [(128, 128, 32, 8, 3), (128, 128, 32, 4, 4), (128, 64, 32, 4, 4),
+             (64, 128, 32, 4, 4)],
+    "f32": [(128, 128, 32, 8, 3), (128, 128, 16, 8, 4), (128, 64, 32, 4, 3),
+            (64, 128, 32, 4, 3)],
+}
 # A tuned config is one of CANDIDATES' (or the CONFIGS default) with its kernel last: 0 the
 # pointer kernel, 1 the TMA kernel.
 POINTER, TMA = 0, 1
@@ -294,7 +304,7 @@ def _tma_layout(strides: tuple, rows: int, cols: int, itemsize: int) -> tuple | 
 def _tma_fits(key) -> bool:
     """Whether the TMA kernel can run the products of plan ``key`` (the addresses aside)."""
     B, M, N, K, sa, sb, dtype, use_dot, _, _ = key
-    if B != 1 or dtype not in (D.float16, D.bfloat16) or not use_dot:
+    if B != 1 or dtype not in (D.float16, D.bfloat16, D.float32) or not use_dot:
         return False
     size = dtype.itemsize
     return ((N * size) % 16 == 0 and _tma_layout(sa, M, K, size) is not None

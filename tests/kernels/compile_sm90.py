@@ -260,6 +260,8 @@ def main(full: bool) -> int:
         ("matmul float32 tf32", lambda: _tf32_matmul(tk, arr)),
         ("matmul TMA float16", lambda: _tma_matmul(arr, D.float16, (64, 64, 64, 4, 3),
                                                    (False, True))),
+        ("matmul TMA float32", lambda: _tma_matmul(arr, D.float32, (64, 64, 32, 4, 3),
+                                                   precision="ieee")),
     ]
     if full:  # every config autotuning may pick (Notes [matmul candidates], [attention
         # candidates])
@@ -415,17 +417,19 @@ def _matmul_candidates(arr):
                        precision, None)
                 mm._launcher(key, config, 1, 256)(a, b, arr((256, 256), dt), None, precision)
             cases.append((f"matmul candidate {dt} {precision} {config}", case))
-    for dt in (D.float16, D.bfloat16):
-        for config in mm.TMA_CANDIDATES["half"]:
-            cases.append((f"matmul TMA candidate {dt} {config}",
-                          lambda dt=dt, config=config: _tma_matmul(arr, dt, config)))
+    for family, dt, precision in (("half", D.float16, "tf32"), ("half", D.bfloat16, "tf32"),
+                                  ("f32", D.float32, "ieee"), ("tf32", D.float32, "tf32")):
+        for config in mm.TMA_CANDIDATES[family]:
+            cases.append((f"matmul TMA candidate {dt} {precision} {config}",
+                          lambda dt=dt, config=config, precision=precision: _tma_matmul(
+                              arr, dt, config, precision=precision)))
     return cases
 
 
-def _tma_matmul(arr, dt, config, a_layouts=(False,)):
-    """The TMA kernel's plan launch (Note [TMA matmul]) with ``config`` on a 256^3 product,
-    A by rows (and by columns where ``a_layouts`` says), both layouts of B, with and without
-    the bias row."""
+def _tma_matmul(arr, dt, config, a_layouts=(False,), precision="tf32"):
+    """The TMA kernel's plan launch (Note [TMA matmul]) with ``config`` on a 256^3 product in
+    ``precision``, A by rows (and by columns where ``a_layouts`` says), both layouts of B,
+    with and without the bias row."""
     import importlib
 
     mm = importlib.import_module("tritongrad.kernels.triton.matmul")  # the name is shadowed
@@ -435,10 +439,10 @@ def _tma_matmul(arr, dt, config, a_layouts=(False,)):
     by_cols = [m.as_strided((256, 256), m.strides[::-1], m.offset) for m in (x, y)]
     for a in [by_cols[0] if cols else x for cols in a_layouts]:
         for b in (y, by_cols[1]):
-            key = (1, 256, 256, 256, (0, *a.strides), (0, *b.strides), dt, True, "tf32", 1)
+            key = (1, 256, 256, 256, (0, *a.strides), (0, *b.strides), dt, True, precision, 1)
             launch = mm._launcher(key, (*config, mm.TMA), 1, 256, device("cuda", 0))
             for row in (None, bias):
-                launch(a, b, arr((256, 256), dt), row, "tf32")
+                launch(a, b, arr((256, 256), dt), row, precision)
 
 
 def _attention_candidates(tk, arr):

@@ -20,7 +20,7 @@ from tritongrad.runtime import dtype as D
 mm = importlib.import_module("tritongrad.kernels.triton.matmul")  # the name is shadowed
 
 HALF = [D.float16, D.bfloat16]
-TOL = {D.float16: 2e-2, D.bfloat16: 8e-2}
+TOL = {D.float16: 2e-2, D.bfloat16: 8e-2, D.float32: 1e-5}
 SMALL = (32, 32, 16, 4, 2, 1)  # (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages, TMA): quick to interpret
 
 
@@ -40,13 +40,15 @@ def _key(a, b, M, N, K, s_bias=None):
             s_bias)
 
 
-def _check(kit, got, want, dtype, K):
+def _check(kit, got, want, dtype, K, precision="ieee"):
     tol = TOL[dtype]
+    if dtype is D.float32 and precision == "tf32":  # (inputs rounded to 10 mantissa bits)
+        tol = 2.0 ** -9
     np.testing.assert_allclose(kit.down(got).astype(np.float64), want, rtol=tol,
                                atol=tol * np.sqrt(K) * 3)
 
 
-@pytest.mark.parametrize("dtype", HALF, ids=str)
+@pytest.mark.parametrize("dtype", HALF + [D.float32], ids=str)
 @pytest.mark.parametrize("a_cols", [False, True], ids=["A rows", "A cols"])
 @pytest.mark.parametrize("b_cols", [False, True], ids=["B rows", "B cols"])
 def test_tma_kernel_against_float64(kit, rng, monkeypatch, dtype, a_cols, b_cols):
@@ -69,15 +71,20 @@ def test_tma_kernel_against_float64(kit, rng, monkeypatch, dtype, a_cols, b_cols
         _check(kit, c, want, dtype, K)
 
 
-@pytest.mark.parametrize("config", mm.TMA_CANDIDATES["half"], ids=str)
-def test_every_tma_candidate_computes_the_product(kit, rng, config):
-    """Each candidate's tiles on a product smaller than one tile in M or N (one program)."""
+@pytest.mark.parametrize("family,config", [(f, c) for f, cs in mm.TMA_CANDIDATES.items()
+                                           for c in cs], ids=str)
+def test_every_tma_candidate_computes_the_product(kit, rng, family, config):
+    """Each candidate's tiles on a product smaller than one tile in M or N (one program);
+    float32 in the family's precision (IEEE, or TF32 on a GPU)."""
     M, N, K = 72, 40, 80
-    a, ra = _operand(kit, rng, (M, K), D.bfloat16, False)
-    b, rb = _operand(kit, rng, (K, N), D.bfloat16, True)
-    c = tk.empty((M, N), D.bfloat16)
-    mm._launcher(_key(a, b, M, N, K), (*config, mm.TMA), 1, K, kit.dev)(a, b, c, None, "tf32")
-    _check(kit, c, ra @ rb, D.bfloat16, K)
+    dtype = D.bfloat16 if family == "half" else D.float32
+    precision = "ieee" if family == "f32" else "tf32"
+    a, ra = _operand(kit, rng, (M, K), dtype, False)
+    b, rb = _operand(kit, rng, (K, N), dtype, True)
+    c = tk.empty((M, N), dtype)
+    key = _key(a, b, M, N, K)[:-2] + (precision, None)
+    mm._launcher(key, (*config, mm.TMA), 1, K, kit.dev)(a, b, c, None, precision)
+    _check(kit, c, ra @ rb, dtype, K, precision)
 
 
 def test_which_plans_may_take_it(kit, rng):
@@ -89,8 +96,9 @@ def test_which_plans_may_take_it(kit, rng):
     key = _key(a, b, 64, 48, 32)
     assert mm._tma_fits(key)
     assert not mm._tma_fits((2, *key[1:]))  # batched
-    assert not mm._tma_fits(key[:6] + (D.float32,) + key[7:])
+    assert mm._tma_fits(key[:6] + (D.float32,) + key[7:])  # (its rows 128 bytes apart)
     assert not mm._tma_fits(key[:6] + (D.float64,) + key[7:])
+    assert not mm._tma_fits(key[:6] + (D.float32,) + (False,) + key[8:])  # no tl.dot
     assert not mm._tma_fits((1, 64, 44, 32, *key[4:]))  # C's rows 88 bytes
     assert not mm._tma_fits(key[:4] + ((0, 36, 1),) + key[5:])  # A's rows 72 bytes apart
     assert not mm._tma_fits(key[:4] + ((0, 0, 1),) + key[5:])  # A's rows broadcast
@@ -151,8 +159,8 @@ def tuning(monkeypatch, tmp_path, kit):
 
 def test_tuning_times_the_tma_kernel_where_it_fits(kit, rng, tuning, tmp_path):
     """A product TMA can run times its candidates beside the pointer kernel's and plans with
-    the faster; one it cannot (C's rows of 70 halves, or a misaligned tuning call, or
-    float32) times the pointer kernel's only."""
+    the faster; one it cannot (C's rows of 70 halves, float64, a misaligned tuning call)
+    times the pointer kernel's only."""
     M, N, K = 72, 48, 40
     a, ra = _operand(kit, rng, (M, K), D.float16, False)
     b, rb = _operand(kit, rng, (K, N), D.float16, True)
@@ -161,7 +169,7 @@ def test_tuning_times_the_tma_kernel_where_it_fits(kit, rng, tuning, tmp_path):
     ((launch, split),) = mm._PLANS.values()
     assert isinstance(launch, mm._TmaLaunch) and split == 1 and mm.config_of(launch) == SMALL
     _check(kit, tk.matmul(a, b), ra @ rb, D.float16, K)  # the kept plan
-    for m, n, dt in ((M, 70, D.float16), (M, N, D.float32)):
+    for m, n, dt in ((M, 70, D.float16), (M, N, D.float64)):
         tuning.clear()
         a2, r2 = _operand(kit, rng, (m, K), dt, False)
         b2, s2 = _operand(kit, rng, (K, n), dt, False)
