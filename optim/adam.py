@@ -106,26 +106,26 @@ class Adam(Optimizer):
             for group in self.param_groups:
                 self._refuse_sparse_grads(group)
                 params = [p for p in group["params"] if p.grad is not None]
-                if (group["foreach"] is not False and group["fused"] is not False
-                        and not group["amsgrad"] and not group["capturable"] and len(params) > 1
+                capturable = group["capturable"]
+                if (group["foreach"] is not False and not group["amsgrad"] and len(params) > 1
                         and not group["differentiable"]
                         and not _tensor_betas(*group["betas"])  # (Note [Adam's tensor betas])
+                        # (the capturable kernels take lr as a number)
+                        and (not isinstance(group["lr"], Tensor) if capturable
+                             else group["fused"] is not False)
                         and multi_tensor(params[0].device) is not None):  # (not on the CPU)
-                    params = self._multi_tensor_update(params, group)
-                elif (group["capturable"] and group["foreach"] is not False and len(params) > 1
-                        and not group["amsgrad"] and not group["differentiable"]
-                        and not isinstance(group["lr"], Tensor)
-                        and not _tensor_betas(*group["betas"])
-                        and multi_tensor(params[0].device) is not None):
-                    params = self._multi_tensor_capturable(params, group)
+                    params = self._multi_tensor_update(params, group, capturable)
                 for p in params:
                     self._update_param(p, group)
         return loss
 
-    def _multi_tensor_update(self, params: list, group) -> list:
+    def _multi_tensor_update(self, params: list, group, capturable: bool) -> list:
         """Updates the parameters the backend's multi-tensor ``adam_step`` takes, a launch per
-        (device, dtype, step count); returns the others (each to ``_update``). The kernel
-        checks the arrays (dtypes, layouts, devices) and refuses a batch it cannot take."""
+        (device, dtype, step count), or with ``capturable`` its ``adam_step_capturable``, two
+        launches per (device, dtype) whatever the counts (their adds, then the updates: Note
+        [capturable Adam]); returns the others (each to ``_update``). The kernels check the
+        arrays (dtypes, layouts, devices) and refuse, launching nothing, a batch they cannot
+        take."""
         batches: dict = {}
         rest = []
         seen = set()
@@ -133,24 +133,34 @@ class Adam(Optimizer):
             if p.dtype.is_complex or id(p) in seen:  # (as real views; listed twice: in turn)
                 rest.append(p)
                 continue
-            state = self._state(p, False)
-            count = state["step"]._data
-            if type(count) is not np.ndarray:  # (a counter loaded onto a device)
-                rest.append(p)
-                continue
+            count = self._state(p, False, capturable)["step"]
+            if capturable:  # (a CPU parameter: _update raises; a loaded count: it moves it)
+                if p.device.type == "cpu" or count.device != p.device:
+                    rest.append(p)
+                    continue
+                key = (p.device, p.dtype)
+            else:
+                if type(count._data) is not np.ndarray:  # (a counter loaded onto a device)
+                    rest.append(p)
+                    continue
+                key = (p.device, p.dtype, float(count._data))
             seen.add(id(p))
-            batches.setdefault((p.device, p.dtype, float(count)), []).append(p)
-        lr, (beta1, beta2), eps = _kernel_lr(group["lr"]), group["betas"], group["eps"]
+            batches.setdefault(key, []).append(p)
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         wd, maximize = group["weight_decay"], group["maximize"]
-        for (device, _, count), batch in batches.items():
-            multi = getattr(multi_tensor(device), "adam_step", None)
+        name = "adam_step_capturable" if capturable else "adam_step"
+        for key, batch in batches.items():
+            multi = getattr(multi_tensor(key[0]), name, None)
             states = [self.state[p] for p in batch]
-            step = float(np.float32(count) + np.float32(1))  # advance_step's new count
+            if capturable:  # (the counts, advanced by the kernel)
+                step = ([s["step"]._data for s in states], lr)
+            else:  # advance_step's new count
+                step = (float(np.float32(key[2]) + np.float32(1)), _kernel_lr(lr))
             try:
                 if multi is not None:
                     multi([p._data for p in batch], [p.grad._data for p in batch],
                           [s["exp_avg"]._data for s in states],
-                          [s["exp_avg_sq"]._data for s in states], step, lr, beta1, beta2, eps,
+                          [s["exp_avg_sq"]._data for s in states], *step, beta1, beta2, eps,
                           wd, maximize, group["decoupled_weight_decay"])
             except TypeError:  # arrays the kernel does not take (dtypes, layouts, devices)
                 multi = None
@@ -158,48 +168,9 @@ class Adam(Optimizer):
                 rest += batch
                 continue
             for p, s in zip(batch, states):
-                advance_step(s["step"])
-                bump_versions(p, s["exp_avg"], s["exp_avg_sq"])
-        return rest
-
-    def _multi_tensor_capturable(self, params: list, group) -> list:
-        """Note [capturable Adam]: updates the parameters the backend's multi-tensor
-        ``adam_step_capturable`` takes, two launches per (device, dtype) whatever their
-        number (the counts' adds, then the updates); returns the others (each to
-        ``_update``). The kernel checks the arrays and refuses, launching nothing, a batch it
-        cannot take."""
-        batches: dict = {}
-        rest = []
-        seen = set()
-        for p in params:
-            if p.dtype.is_complex or id(p) in seen:  # (as real views; listed twice: in turn)
-                rest.append(p)
-                continue
-            seen.add(id(p))
-            state = self._state(p, False, True)
-            if p.device.type == "cpu" or state["step"].device != p.device:
-                rest.append(p)  # (_update raises, or moves a loaded count, as PyTorch)
-                continue
-            batches.setdefault((p.device, p.dtype), []).append(p)
-        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
-        wd, maximize = group["weight_decay"], group["maximize"]
-        for (device, _), batch in batches.items():
-            multi = getattr(multi_tensor(device), "adam_step_capturable", None)
-            states = [self.state[p] for p in batch]
-            try:
-                if multi is not None:
-                    multi([p._data for p in batch], [p.grad._data for p in batch],
-                          [s["exp_avg"]._data for s in states],
-                          [s["exp_avg_sq"]._data for s in states],
-                          [s["step"]._data for s in states], lr, beta1, beta2, eps, wd,
-                          maximize, group["decoupled_weight_decay"])
-            except TypeError:  # arrays the kernel does not take: it launched nothing
-                multi = None
-            if multi is None:  # one at a time
-                rest += batch
-                continue
-            for p, s in zip(batch, states):
-                bump_versions(p, s["exp_avg"], s["exp_avg_sq"], s["step"])
+                if not capturable:
+                    advance_step(s["step"])
+                bump_versions(p, s["exp_avg"], s["exp_avg_sq"], s["step"] if capturable else None)
         return rest
 
     def _state(self, p, amsgrad: bool, capturable: bool = False) -> dict:
@@ -341,7 +312,7 @@ def _device_step(p, state: dict):
     a parameter before, 1378 graph nodes for the GPT benchmark's 53 parameters, which made its
     whole-step graph slower than eager AdamW on the H200), else ``_update``'s own formula with
     the count a tensor. A group's parameters of one device and dtype take the multi-tensor
-    form where the backend has it (``Adam._multi_tensor_capturable``: foreach.py's
+    form where the backend has it (``Adam._multi_tensor_update``: foreach.py's
     ``adam_step_capturable``, the counts' adds in one launch and every update in another, the
     same bits): the GPT benchmark's optimizer then takes 2 kernel nodes instead of 106, and its
     whole-step graph 197 nodes (counted on the emulated device). As PyTorch, parameters must

@@ -132,11 +132,11 @@ def _plan(key) -> tuple:
     group: list = []
     for item in fused:
         if group and (len(group) == GROUP or item[0] != group[-1][0] + group[-1][2]):
-            steps.append(_join(group, dim, outer, inner, shape[dim], layouts))
+            steps.append(_join(group, outer, inner, shape[dim]))
             group = []
         group.append(item)
     if group:
-        steps.append(_join(group, dim, outer, inner, shape[dim], layouts))
+        steps.append(_join(group, outer, inner, shape[dim]))
     _PLANS[key] = (shape, steps)
     return shape, steps
 
@@ -147,7 +147,7 @@ def _copy_into(out, a, dim: int, start: int) -> None:
     copy_(getitem(out, lead + (slice(start, start + a.shape[dim], 1),)), a)
 
 
-def _join(group, dim, outer, inner, total, layouts) -> tuple:
+def _join(group, outer, inner, total) -> tuple:
     """The step joining a group of adjacent inputs into their windows of the output: one
     launch, its ints all the plan's (the call passes the output and the inputs)."""
     if len(group) == 1:  # (one input: the copy kernel's plan)
@@ -166,7 +166,7 @@ def _join(group, dim, outer, inner, total, layouts) -> tuple:
         strides += (0, 0, 0)
     n = outer * width * inner
     int64 = L.needs_int64((outer, total, inner), (total * inner, inner, 1)) or any(
-        L.needs_int64((outer, layouts[i][0][dim], inner), st) for _, i, _, st in group)
+        L.needs_int64((outer, size, inner), st) for _, _, size, st in group)
     launch = Launch(_cat_kernel, (L.cdiv(n, BLOCK),), (
         inner, width, total * inner, start * inner, *ends[1:], *strides, n, nin, BLOCK, int64))
     return launch, tuple(which), start

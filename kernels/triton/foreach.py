@@ -221,10 +221,9 @@ def _adam_chunk(chunks_ptr, arrays_ptr, decay, wd, one_m_b1, b2, one_m_b2, bc2_s
 @jit
 def _count_kernel(chunks_ptr, arrays_ptr):
     """Adds one to the float32 count of this program's one-element array (a step count of
-    capturable Adam: its chunk map has a row an array)."""
-    ptr, n = _chunk(chunks_ptr, arrays_ptr, tl.float32, 1, 0)
-    if n > 0:
-        tl.store(ptr, tl.load(ptr) + 1.0)
+    capturable Adam: its chunk map has a row, of one element, an array)."""
+    ptr, _ = _chunk(chunks_ptr, arrays_ptr, tl.float32, 1, 0)
+    tl.store(ptr, tl.load(ptr) + 1.0)
 
 
 @jit(do_not_specialize=["decay_b", "wd_b", "one_m_b1_b", "b2_b", "one_m_b2_b", "eps_b",

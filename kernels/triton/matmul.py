@@ -312,7 +312,7 @@ def _tma_fits(key) -> bool:
 
 
 def _aligned(x) -> bool:
-    return not (x.storage.ptr + x.offset * x.dtype.itemsize) & 15
+    return not x.data_ptr() & 15
 
 
 def _sms(device) -> int:
@@ -326,7 +326,8 @@ def _sms(device) -> int:
 class _TmaLaunch:
     """The launch of a plan that picked the TMA kernel (Note [TMA matmul]), called as the
     pointer kernel's ``Launch`` is: ``launch(a, b, c, bias, precision)``; operands at a base
-    address that is not 16-byte aligned take the pointer kernel with the same tiles."""
+    address that is not 16-byte aligned take the pointer kernel with the same tiles (``c`` is
+    always a new allocation: aligned)."""
 
     __slots__ = ("fallback", "tma")
 
@@ -342,7 +343,7 @@ class _TmaLaunch:
         self.fallback = _launcher(key, config[:5], 1, K)
 
     def __call__(self, a, b, c, bias, precision):
-        if _aligned(a) and _aligned(b) and _aligned(c):
+        if _aligned(a) and _aligned(b):
             return self.tma(a, b, c, bias, precision)
         return self.fallback(a, b, c, bias, precision)
 
@@ -368,11 +369,12 @@ def _tune(key, family, config, a, b):
     B, M, N, K, sa, sb, dtype, use_dot, precision, _ = key
     pick = "tf32" if family == "f32" and precision == "tf32" else family
     p2m, p2n = max(16, L.next_pow2(M)), max(16, L.next_pow2(N))
-    candidates = [(*c, POINTER) for c in CANDIDATES[pick] if c[0] <= p2m and c[1] <= p2n]
+    pool = [(*c, POINTER) for c in CANDIDATES[pick]]
     # (the TMA kernel is timed on this call's arrays: only where they are aligned for it)
     if (pick in TMA_CANDIDATES and _tma_fits(key) and _aligned(a) and _aligned(b)
             and _drv.get_driver().capability(a.device.index) >= (9, 0)):
-        candidates += [(*c, TMA) for c in TMA_CANDIDATES[pick] if c[0] <= p2m and c[1] <= p2n]
+        pool += [(*c, TMA) for c in TMA_CANDIDATES[pick]]
+    candidates = [c for c in pool if c[0] <= p2m and c[1] <= p2n]
     cls = (f"{dtype.name} {precision} batched={B > 1} {p2m}x{p2n}x{L.next_pow2(K)} "
            f"a={_layout(sa)} b={_layout(sb)}")
     scratch = _memory.empty((B * M * N,), dtype, a.device)
