@@ -107,12 +107,12 @@ class Adam(Optimizer):
                 self._refuse_sparse_grads(group)
                 params = [p for p in group["params"] if p.grad is not None]
                 capturable = group["capturable"]
-                if (group["foreach"] is not False and not group["amsgrad"] and len(params) > 1
+                if (group["foreach"] is not False and group["fused"] is not False
+                        and not group["amsgrad"] and len(params) > 1
                         and not group["differentiable"]
                         and not _tensor_betas(*group["betas"])  # (Note [Adam's tensor betas])
                         # (the capturable kernels take lr as a number)
-                        and (not isinstance(group["lr"], Tensor) if capturable
-                             else group["fused"] is not False)
+                        and not (capturable and isinstance(group["lr"], Tensor))
                         and multi_tensor(params[0].device) is not None):  # (not on the CPU)
                     params = self._multi_tensor_update(params, group, capturable)
                 for p in params:

@@ -157,6 +157,36 @@ def test_capturable_groups_take_the_multi_tensor_kernel(cls, kw, dtype):
     assert [float(opts[0].state[a]["step"].cpu()) for a in multi] == [4.0, 4.0, 4.0, 2.0]
 
 
+def test_fused_false_keeps_the_tensor_op_form():
+    """``fused=False`` means no fused kernel, single or multi-tensor (docs/training.md): a
+    capturable group of several parameters then takes the tensor-op form, as foreach=False
+    with fused=False does, to the same values."""
+    if not tg.cuda.is_available():
+        pytest.skip("no CUDA device (real or emulated)")
+    from tritongrad.kernels.triton import foreach
+
+    shapes = [(4, 3), (5,)]
+    a, b = _models(shapes, tg.float32)
+    opts = [tg.optim.AdamW(m, lr=0.05, capturable=True, fused=False, foreach=f)
+            for m, f in ((a, None), (b, False))]
+    calls = []
+    real = foreach.adam_step_capturable
+    foreach.adam_step_capturable = lambda *args: calls.append(args) or real(*args)
+    try:
+        rng = np.random.default_rng(9)
+        for _ in range(2):
+            for x, y in zip(a, b):
+                x.grad = y.grad = tg.tensor(rng.standard_normal(x.shape), dtype=tg.float32,
+                                            device="cuda")
+            for opt in opts:
+                opt.step()
+    finally:
+        foreach.adam_step_capturable = real
+    assert calls == []
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(_values(x), _values(y))
+
+
 def test_captured_multi_tensor_step_is_two_kernels_and_replays():
     """The whole group's update in a graph: the counts' add and the update, two kernel nodes
     for any number of parameters (one kernel a parameter took two each), replayed as eager
