@@ -539,7 +539,8 @@ class _GraphTask:
                     node, outs = self._run_rule(node, grads, heap, buffers, home)
                 else:
                     _as_tensors(grads)
-                    if streams is None and not node.variable._hooks:
+                    if not node.variable._hooks and (streams is None
+                                                     or streams.home_leaf(node.variable)):
                         outs = self._apply(node, grads)  # a leaf's accumulation alone
                     else:
                         outs = self._run_full(node, grads)
@@ -558,7 +559,8 @@ class _GraphTask:
                     if nx is None or (relevant is not None and nx not in relevant):
                         continue
                     if g is not None:
-                        if streams is not None:
+                        # (a consumer recorded on the producer's stream needs no wait)
+                        if streams is not None and (stream is None or nx._stream is not stream):
                             g = streams.deliver(g, stream, nx)
                         buf = buffers.get(nx)
                         if buf is None:
@@ -1123,6 +1125,13 @@ class _StreamSync:
         if c is None:
             c = self._home[i] = self._caller(s.device)
         return s is c or s == c
+
+    def home_leaf(self, var) -> bool:
+        """``home`` for the ``AccumulateGrad`` of leaf ``var``, which runs on the caller's
+        stream of ``var``'s device (``stream_of``): whether nothing is to be done around it,
+        that is, no stream to make current: a CPU leaf, or one on the current device."""
+        dev = var._device
+        return dev.type != "cuda" or dev.index == self._rt._state.device
 
     def _caller(self, device):
         s = self.caller.get(device)

@@ -111,6 +111,10 @@ nn (fused)    gelu(x, approximate), gelu_backward(g, x, approximate)   [approxim
                   [logits (N, C), target (N,) int64; loss (N,) per row, 0 on ignored rows]
               cross_entropy_backward(g, logits, target, lse, ignore_index, label_smoothing)
                   -> dlogits   [g (N,): the gradient of each row's loss]
+              mean_over_targets(loss, target, ignore_index) -> (mean, count)
+                  [loss (N,), target (N,) int64: the mean of loss over the rows whose target
+                  is not ignore_index (0 / 0 = NaN without any) and their count, both 0-d
+                  in loss's dtype: the 'mean' reduction of cross-entropy]
               embedding(weight, indices) -> weight[indices]
               embedding_backward(g, indices, num_weights, padding_idx) -> dweight
               conv2d(x, weight, bias, stride, padding, dilation, groups) -> y
@@ -201,7 +205,8 @@ CONTRACT = (
     "gelu", "gelu_backward", "activation", "activation_backward", "glu", "glu_backward",
     "layer_norm", "layer_norm_backward", "batch_norm",
     "batch_norm_backward", "cross_entropy",
-    "cross_entropy_backward", "embedding", "embedding_backward", "sgd_step", "adam_step",
+    "cross_entropy_backward", "mean_over_targets", "embedding", "embedding_backward",
+    "sgd_step", "adam_step",
     "conv2d", "conv2d_backward",
     "attention", "attention_backward",
     # recurrent cells

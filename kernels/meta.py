@@ -397,6 +397,7 @@ layer_norm, layer_norm_backward, batch_norm, batch_norm_backward = (
 cross_entropy, cross_entropy_backward, embedding, embedding_backward = (
     _delegate(n) for n in ("cross_entropy", "cross_entropy_backward", "embedding",
                            "embedding_backward"))
+mean_over_targets = _delegate("mean_over_targets")
 conv2d, conv2d_backward, attention, attention_backward, conj = (
     _delegate(n) for n in ("conv2d", "conv2d_backward", "attention", "attention_backward",
                            "conj"))

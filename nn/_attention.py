@@ -32,6 +32,7 @@ import warnings
 from ..autograd import checks
 from ..autograd.ops.creation import ones, zeros
 from ..autograd.ops.nn import ATTENTION_MAX_HEAD_DIM, attention
+from ..autograd.ops.nn import fused_attention as _fused
 from ..autograd.tensor import Tensor
 
 __all__ = ["SDPBackend", "mha_forward", "multi_head_attention_forward",
@@ -191,6 +192,19 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         >>> tg.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).shape
         tritongrad.Size([2, 4, 5, 8])
     """
+    if attn_mask is None and dropout_p == 0.0 and not enable_gqa and \
+            isinstance(query, Tensor) and isinstance(key, Tensor) and isinstance(value, Tensor):
+        # (self-attention's call, 4-D query, key and value of one shape, dtype and device,
+        # for the fused kernel: every check below passes; taken in a few field reads)
+        shape, dt, dev = query._data.shape, query._dtype, query._device
+        if (len(shape) == 4 and key._data.shape == shape == value._data.shape
+                and dt.is_floating_point and key._dtype is dt and value._dtype is dt
+                and key._device is dev and value._device is dev
+                and 0 < shape[3] <= ATTENTION_MAX_HEAD_DIM and 0 not in shape
+                and (_enabled[SDPBackend.FLASH_ATTENTION]
+                     or _enabled[SDPBackend.EFFICIENT_ATTENTION])):
+            return _fused(query, key, value,
+                          1.0 / math.sqrt(shape[3]) if scale is None else scale, is_causal)
     for name, t in (("query", query), ("key", key), ("value", value)):
         checks.tensor_arg(t, "scaled_dot_product_attention", name)
     if key.dtype is not query.dtype or value.dtype is not query.dtype:  # (PyTorch's words)

@@ -27,6 +27,8 @@ from ..autograd.ops.composite import OPS as _COMPOSITE_ROWS
 from ..autograd.ops.composite import hardshrink  # (a Tensor method too: an op row)
 from ..autograd.ops.elementwise import broadcast_shapes as _broadcast_shapes
 from ..autograd.ops.linalg import addmm_node as _addmm_node
+from ..autograd.ops.views import ViewBackward0 as _ViewBackward0
+from ..autograd.ops.views import _view_apply
 from ..autograd.ops.pointwise import sigmoid as _sigmoid
 from ..autograd.ops.pointwise import tanh as _tanh
 from ..autograd.ops.softmax import implicit_dim
@@ -322,9 +324,15 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         checks.tensor_arg(input, "linear", "input")
         checks.tensor_arg(weight, "linear", "weight")
     if (bias is not None and input._dtype is weight._dtype and isinstance(bias, Tensor)
-            and len(weight._data.shape) == 2 and len(input._data.shape) == 2
-            and input._data.shape[1] == weight._data.shape[1]):
-        return _addmm_node(bias, input, weight.t())  # (the usual call: checked as addmm's)
+            and len(weight._data.shape) == 2):
+        # (the usual calls, checked as addmm's: 2-D input, or a contiguous one of more dims,
+        # read as rows without view()'s argument parsing, as _flatten_nd below)
+        shape = input._data.shape
+        if len(shape) == 2 and shape[1] == weight._data.shape[1]:
+            return _addmm_node(bias, input, weight.t())
+        if len(shape) > 2 and shape[-1] == weight._data.shape[1] and input.is_contiguous() \
+                and (len(shape) == 3 or len(bias._data.shape) == 1):
+            return _flatten_nd(input, weight, bias)
     if input.ndim == 0 or weight.ndim == 0:  # (shape and dtype tests: no data read)
         raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are "
                            f"{input.ndim}D and {weight.ndim}D")
@@ -349,13 +357,20 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if bias is not None and weight.ndim == 2 and isinstance(bias, Tensor):
         if input.ndim == 2:
             return _addmm_node(bias, input, weight.t())
-        if input.ndim > 2 and input.is_contiguous():
-            # PyTorch's _flatten_nd_linear: (*, in) viewed as rows, one addmm, viewed back
-            shape = input.shape
-            out = _addmm_node(bias, input.view(-1, shape[-1]), weight.t())
-            return out.view(*shape[:-1], weight.shape[0])
+        if input.ndim > 2 and input.is_contiguous() and (input.ndim == 3 or bias.ndim == 1):
+            return _flatten_nd(input, weight, bias)
     out = input.matmul(weight.t())
     return out + bias if bias is not None else out
+
+
+def _flatten_nd(input: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+    """PyTorch's _flatten_nd_linear: a contiguous (*, in) input viewed as rows (their count
+    multiplied out, not -1, which a dimension of size 0 makes ambiguous), one addmm, the
+    result viewed back: ViewBackward0, AddmmBackward0, ViewBackward0 as PyTorch records."""
+    shape = input._data.shape
+    rows = _view_apply(_ViewBackward0, input, (math.prod(shape[:-1]), shape[-1]))
+    out = _addmm_node(bias, rows, weight.t())
+    return _view_apply(_ViewBackward0, out, shape[:-1] + (weight._data.shape[0],))
 
 
 @_autocast("float32 on cuda")

@@ -1094,5 +1094,4 @@ def _zero_grad(p: Tensor, set_to_none: bool) -> None:
         g.detach_()
     else:
         g.requires_grad_(False)
-    with no_grad():
-        g.copy_(0)
+    g.zero_()  # (as PyTorch's zero_grad: one fill, aten::zero_ to the profiler)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.grad_mode import no_grad
 from ..autograd.ops.elementwise import maximum
 from ..autograd.tensor import Tensor
 from ..kernels import multi_tensor
@@ -97,35 +96,21 @@ class Adam(Optimizer):
                                   "differentiable": bool(differentiable), "fused": fused,
                                   "decoupled_weight_decay": decoupled_weight_decay})
 
-    @no_grad()
-    def step(self, closure=None):
-        """Performs one update of every parameter that has a gradient; returns the closure's
-        loss if a closure (re-evaluating the model) is given."""
-        loss = self._closure(closure)
-        with self._grad_mode():  # (recorded where differentiable: Note [differentiable])
-            for group in self.param_groups:
-                self._refuse_sparse_grads(group)
-                params = [p for p in group["params"] if p.grad is not None]
-                capturable = group["capturable"]
-                if (group["foreach"] is not False and group["fused"] is not False
-                        and not group["amsgrad"] and len(params) > 1
-                        and not group["differentiable"]
-                        and not _tensor_betas(*group["betas"])  # (Note [Adam's tensor betas])
-                        # (the capturable kernels take lr as a number)
-                        and not (capturable and isinstance(group["lr"], Tensor))
-                        and multi_tensor(params[0].device) is not None):  # (not on the CPU)
-                    params = self._multi_tensor_update(params, group, capturable)
-                for p in params:
-                    self._update_param(p, group)
-        return loss
+    def _multi_tensor_ok(self, group: dict) -> bool:
+        return (group["foreach"] is not False and group["fused"] is not False
+                and not group["amsgrad"] and not group["differentiable"]
+                and not _tensor_betas(*group["betas"])  # (Note [Adam's tensor betas])
+                # (the capturable kernels take lr as a number)
+                and not (group["capturable"] and isinstance(group["lr"], Tensor)))
 
-    def _multi_tensor_update(self, params: list, group, capturable: bool) -> list:
+    def _multi_tensor_update(self, params: list, group) -> list:
         """Updates the parameters the backend's multi-tensor ``adam_step`` takes, a launch per
         (device, dtype, step count), or with ``capturable`` its ``adam_step_capturable``, two
         launches per (device, dtype) whatever the counts (their adds, then the updates: Note
         [capturable Adam]); returns the others (each to ``_update``). The kernels check the
         arrays (dtypes, layouts, devices) and refuse, launching nothing, a batch they cannot
         take."""
+        capturable = group["capturable"]
         batches: dict = {}
         rest = []
         seen = set()

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.node import RemovableHandle, _HookDict
+from ..kernels import multi_tensor
 from ..autograd.profiler import record_function
 from ..autograd.sparse import SparseTensor
 from ..autograd.state import state
@@ -352,12 +353,27 @@ class Optimizer:
         with self._grad_mode():
             for group in self.param_groups:
                 self._refuse_sparse_grads(group)
-                for p in group["params"]:
-                    if p.grad is not None:
-                        self._update_param(p, group)
+                params = [p for p in group["params"] if p.grad is not None]
+                if (len(params) > 1 and self._multi_tensor_ok(group)
+                        and multi_tensor(params[0].device) is not None):  # (not on the CPU)
+                    params = self._multi_tensor_update(params, group)
+                for p in params:
+                    self._update_param(p, group)
         return loss
 
     step = _with_step_hooks(step)
+
+    def _multi_tensor_ok(self, group: dict) -> bool:
+        """Whether ``group``'s parameters may go to ``_multi_tensor_update`` (the backend's
+        multi-tensor kernel, a launch for many parameters) where the backend has one: a
+        class that has such an update says when (``foreach``, ``fused``, options the kernel
+        does not take); none by default."""
+        return False
+
+    def _multi_tensor_update(self, params: list, group: dict) -> list:
+        """Updates those of ``params`` (each with a gradient) the backend's multi-tensor
+        kernel takes; returns the others, for ``_update`` one at a time."""
+        return params
 
     def _grad_mode(self):
         """The grad mode of the updates: enabled for differentiable=True (Note
@@ -594,7 +610,10 @@ def advance_step(step: Tensor) -> float:
     if type(data) is not np.ndarray:  # (a counter loaded onto another device)
         step += 1
         return float(step.item())
-    data += 1
+    # (stored, not ``data += 1``: a NumPy ufunc call on a 0-d array costs a microsecond. The
+    # sum of a float32 count and 1 is exact in a double, so storing it rounds once, as the
+    # float32 addition does)
+    data[()] = float(data) + 1.0
     step._vc[0] += 1
     return float(data)
 

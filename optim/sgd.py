@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from ..autograd.ops.creation import empty
 from ..autograd.sparse import add_into_, is_sparse
+from ..kernels import multi_tensor
 from .optimizer import (Optimizer, bump_versions, check_fused_options, check_lr,
                         fused_kernel, host_scalar, zeros_like)
 
@@ -33,7 +35,10 @@ class SGD(Optimizer):
         weight_decay: L2 penalty (default 0).
         nesterov: Nesterov momentum (needs momentum > 0 and dampening = 0).
         maximize: maximize the objective instead of minimizing.
-        foreach: accepted for compatibility (updates are per parameter).
+        foreach: None (default) or True: on CUDA, the parameters of a group are updated
+            by the backend's multi-tensor kernel, one launch per (device, dtype) (as
+            PyTorch's foreach implementation batches them; the same results as one at a
+            time); False: one update per parameter.
         differentiable: record the update in the autograd graph, so that gradients flow
             through ``step()`` (into a gradient computed with ``create_graph=True``, or into
             the parameters, which may then be non-leaf tensors).
@@ -64,6 +69,53 @@ class SGD(Optimizer):
                                   "weight_decay": weight_decay, "nesterov": nesterov,
                                   "maximize": maximize, "foreach": foreach,
                                   "differentiable": bool(differentiable), "fused": fused})
+
+    def _multi_tensor_ok(self, group: dict) -> bool:
+        return (group["foreach"] is not False and group["fused"] is not False
+                and not group["differentiable"])
+
+    def _multi_tensor_update(self, params: list, group) -> list:
+        """Updates the parameters the backend's multi-tensor ``sgd_step`` takes, a launch per
+        (device, dtype, whether their momentum buffers are new); returns the others (each to
+        ``_update``). The kernel checks the arrays (dtypes, layouts, devices) and refuses,
+        launching nothing, a batch it cannot take."""
+        momentum = group["momentum"]
+        batches: dict = {}
+        rest = []
+        seen = set()
+        for p in params:  # (per parameter per step: kept to a few operations)
+            grad = p.grad
+            if p.dtype.is_complex or grad.dtype is not p.dtype or is_sparse(grad) \
+                    or id(p) in seen:  # (listed twice: in turn)
+                rest.append(p)
+                continue
+            buf = self.state.get(p, _NO_STATE).get("momentum_buffer") if momentum else None
+            seen.add(id(p))
+            batches.setdefault((p.device, p.dtype, buf is None), []).append((p, buf))
+        lr = host_scalar(group["lr"])
+        for (device, _, first), batch in batches.items():
+            multi = getattr(multi_tensor(device), "sgd_step", None)
+            ps = [p for p, _ in batch]
+            bufs = None
+            if momentum:  # (a new buffer is written whole by the kernel: the gradient)
+                bufs = [empty(p.shape, dtype=p.dtype, device=p.device) if b is None else b
+                        for p, b in batch]
+            try:
+                if multi is not None:
+                    multi([p._data for p in ps], [p.grad._data for p in ps],
+                          None if bufs is None else [b._data for b in bufs], lr, momentum,
+                          group["dampening"], group["weight_decay"], group["nesterov"],
+                          group["maximize"], first)
+            except TypeError:  # arrays the kernel does not take (dtypes, layouts, devices)
+                multi = None
+            if multi is None:  # one at a time
+                rest += ps
+                continue
+            for p, buf in zip(ps, bufs or [None] * len(ps)):
+                bump_versions(p, buf)
+                if momentum:
+                    self.state[p]["momentum_buffer"] = buf
+        return rest
 
     def _sparse_grad_message(self, group: dict) -> str | None:
         # PyTorch's fused SGD kernel refuses sparse gradients; its other paths take them

@@ -23,6 +23,7 @@ __all__ = ["DeviceArray", "check_sizes", "check_view_bounds", "contiguous_stride
            "view_strides"]
 
 _INT64_MAX = (1 << 63) - 1
+_ALL = slice(None)
 
 
 _CONTIGUOUS: dict = {}  # shape -> strides: a step allocates the same few shapes over and over
@@ -198,25 +199,29 @@ class DeviceArray:
     def getitem(self, index: tuple) -> DeviceArray:
         """Basic indexing: ints, slices (positive steps), None and Ellipsis, already normalised
         so that Ellipsis is expanded and ints are in range."""
+        old_shape, old_strides = self.shape, self.strides
         shape, strides, offset = [], [], self.offset
         d = 0
         for ix in index:
             if ix is None:
                 shape.append(1)
                 strides.append(0)
-            elif isinstance(ix, slice):
-                start, stop, step = ix.indices(self.shape[d])
-                n = max(0, (stop - start + step - 1) // step)
-                offset += start * self.strides[d] if n else 0
-                shape.append(n)
-                strides.append(self.strides[d] * step)
+            elif type(ix) is slice:
+                if ix == _ALL:  # (a leading ``:``, as split's and narrow's windows have)
+                    shape.append(old_shape[d])
+                    strides.append(old_strides[d])
+                else:
+                    start, stop, step = ix.indices(old_shape[d])
+                    n = max(0, (stop - start + step - 1) // step)
+                    offset += start * old_strides[d] if n else 0
+                    shape.append(n)
+                    strides.append(old_strides[d] * step)
                 d += 1
             else:
-                offset += operator.index(ix) * self.strides[d]
+                offset += operator.index(ix) * old_strides[d]
                 d += 1
-        shape.extend(self.shape[d:])
-        strides.extend(self.strides[d:])
-        return self.as_strided(shape, strides, offset)
+        return DeviceArray(self.storage, offset, (*shape, *old_shape[d:]),
+                           (*strides, *old_strides[d:]), self.dtype)
 
     # -- the torch-style surface Triton's interpreter calls ----------------------------------
     def untyped_storage(self):

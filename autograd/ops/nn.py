@@ -538,6 +538,19 @@ def batch_norm_training(x: Tensor, weight, bias, eps: float, running=None) -> tu
 def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
                eps: float = 1e-5) -> Tensor:
     """Layer normalisation over the trailing dims ``normalized_shape`` (an int or a tuple)."""
+    # (nn.LayerNorm's call, over the last dim with a weight and bias of the input's dtype and
+    # device, passes every check below: taken in a few field reads, a third of the op's cost)
+    if type(normalized_shape) is tuple and len(normalized_shape) == 1 and \
+            isinstance(input, Tensor) and isinstance(weight, Tensor) and \
+            isinstance(bias, Tensor):
+        xa, dt, dev = input._data, input._dtype, input._device
+        if (dt.is_floating_point and weight._dtype is dt and bias._dtype is dt
+                and weight._device is dev and bias._device is dev and xa.shape
+                and xa.shape[-1] == normalized_shape[0] != 0
+                and weight._data.shape == normalized_shape == bias._data.shape
+                and 0 not in xa.shape):
+            return apply(NativeLayerNormBackward0, (input, weight, bias), normalized_shape[0],
+                         1, float(eps))
     x = _float_input(input, "layer_norm")
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if not shape:
@@ -595,13 +608,11 @@ class CrossEntropyLossBackward0(Primitive):
         ctx.reduction, ctx.count = reduction, None
         if reduction == "none":
             return loss
-        total = k.sum(loss, (0,), False)
         if reduction == "sum":
-            return total
+            return k.sum(loss, (0,), False)
         # the divisor: the rows not ignored (all ignored: 0 / 0, NaN, as PyTorch's mean)
-        n = k.sum(k.ne(target, ignore_index), (0,), False)  # (bools sum to int64)
-        ctx.count = count = k.astype(n, meta(loss)[1])
-        return k.div(total, count)
+        mean, ctx.count = k.mean_over_targets(loss, target, ignore_index)
+        return mean
 
     @staticmethod
     def vjp(ctx, k, saved, g):
@@ -985,6 +996,14 @@ def _attention_composite_backward(g, q, key, value, scale, causal):
 ATTENTION_MAX_HEAD_DIM = 128  # the fused kernels hold a head's row in registers
 
 
+def fused_attention(query: Tensor, key: Tensor, value: Tensor, scale: float,
+                    causal: bool) -> Tensor:
+    """``attention`` of 4-D (N, H, L, D) query and (N, H, S, D) key and value already checked
+    (non-empty, one dtype and device, D at most ATTENTION_MAX_HEAD_DIM): the fused node."""
+    return apply(ScaledDotProductFlashAttentionBackward0, (query, key, value), float(scale),
+                 bool(causal))
+
+
 def attention(query: Tensor, key: Tensor, value: Tensor, scale: float,
               causal: bool = False) -> Tensor:
     """softmax(query key^T * scale) value through the fused attention kernels: query
@@ -1017,8 +1036,7 @@ def attention(query: Tensor, key: Tensor, value: Tensor, scale: float,
         # queries without keys, through ops that keep the graph
         return query.matmul(key.transpose(-2, -1)).matmul(value)
     if len(lead) == 2:
-        return apply(ScaledDotProductFlashAttentionBackward0, (query, key, value),
-                     float(scale), bool(causal))
+        return fused_attention(query, key, value, scale, causal)
     heads = lead[-1] if lead else 1
     batch = math.prod(lead[:-1]) if len(lead) > 1 else 1
 

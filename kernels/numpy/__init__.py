@@ -19,7 +19,8 @@ from .memory import (arange, as_strided, astype, cat, contiguous, copy_, empty, 
                      getitem, permute, storage_offset, strides, view)
 from .nn import (activation, activation_backward, batch_norm, batch_norm_backward,
                  cross_entropy, cross_entropy_backward, embedding, embedding_backward, gelu,
-                 gelu_backward, glu, glu_backward, layer_norm, layer_norm_backward)
+                 gelu_backward, glu, glu_backward, layer_norm, layer_norm_backward,
+                 mean_over_targets)
 from .optim import adam_step, sgd_step
 from .random import dropout_mask, rand, randint, randn
 from .recurrent import gru_cell, gru_cell_backward, lstm_cell, lstm_cell_backward
@@ -39,7 +40,8 @@ __all__ = [
     "gelu", "gelu_backward", "activation", "activation_backward", "glu", "glu_backward",
     "layer_norm", "layer_norm_backward", "batch_norm",
     "batch_norm_backward", "cross_entropy",
-    "cross_entropy_backward", "embedding", "embedding_backward", "sgd_step", "adam_step",
+    "cross_entropy_backward", "mean_over_targets", "embedding", "embedding_backward",
+    "sgd_step", "adam_step",
     "rand", "randn", "randint", "dropout_mask",
     "conv2d", "conv2d_backward",
     "attention", "attention_backward",

@@ -18,13 +18,15 @@ import numpy as np
 from ..geometry import activation_entry
 from . import jit
 from .bf16 import BF16Array, round_
-from .elementwise import _quiet, in_memory_order
+from ...runtime import dtype as D
+from .elementwise import _quiet, div, in_memory_order, ne
+from .memory import astype
 from .reduction import sum as _sum  # (sums over leading dims: BLAS products with ones)
 
 __all__ = ["ACTIVATIONS", "activation", "activation_backward", "batch_norm",
            "batch_norm_backward", "cross_entropy", "cross_entropy_backward", "embedding",
            "embedding_backward", "gelu", "gelu_backward", "glu", "glu_backward", "layer_norm",
-           "layer_norm_backward"]
+           "layer_norm_backward", "mean_over_targets"]
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
@@ -770,6 +772,15 @@ def cross_entropy_backward(g: np.ndarray, logits: np.ndarray, target: np.ndarray
     d[np.arange(n), t] -= 1.0 - label_smoothing
     d *= np.where(valid, _up(g), 0)[:, None]
     return _back(d, logits)
+
+
+def mean_over_targets(loss: np.ndarray, target: np.ndarray, ignore_index: int):
+    """The mean of the per-row losses ``loss`` (N,) over the rows whose target is not
+    ``ignore_index`` (an ignored row's loss is 0; none left: 0 / 0, NaN, as PyTorch's), and
+    their count, both 0-d in loss's dtype: the sum, the count converted, their quotient."""
+    dt = D.bfloat16 if type(loss) is BF16Array else D.from_numpy_dtype(loss.dtype)
+    count = astype(_sum(ne(target, ignore_index), (0,), False), dt)  # (bools sum to int64)
+    return div(_sum(loss, (0,), False), count), count
 
 
 # -- embedding -----------------------------------------------------------------------------------

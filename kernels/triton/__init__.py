@@ -103,6 +103,7 @@ from .nn import (
     gelu_backward,
     layer_norm,
     layer_norm_backward,
+    mean_over_targets,
 )
 from .normalization import batch_norm, batch_norm_backward
 from .optim import adam_step, sgd_step
@@ -239,6 +240,7 @@ __all__ = [
     "lt",
     "matmul",
     "maximum",
+    "mean_over_targets",
     "minimum",
     "mul",
     "ne",

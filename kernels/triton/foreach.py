@@ -11,6 +11,8 @@ per array.
                          of every parameter at once; amsgrad is left to optim.py
     adam_step_capturable(...): the same with each parameter's count on the device (a launch
                          adds one to every count, a second updates every parameter)
+    sgd_step(...):       optim.py's SGD update (its ``_sgd_update``: the same bits) of every
+                         parameter and momentum buffer at once
 
 Note [chunk tables]: a multi-tensor kernel reads two int64 tables from the device. The chunk
 map cuts the arrays into chunks of ``CHUNK`` elements, a row per chunk and per program: (the
@@ -40,8 +42,8 @@ what they do not handle, for the caller to take its per-array path: non-contiguo
 arrays on several devices, other dtypes or norm types, and the interpreter on a real GPU
 (whose argument copies would leave the table's addresses pointing at device memory).
 
-``reference_norm`` and ``reference_mul_`` are the NumPy twins, in float64 (Adam's is
-kernels/numpy/optim.py's ``adam_step``, per parameter).
+``reference_norm`` and ``reference_mul_`` are the NumPy twins, in float64 (Adam's and SGD's
+are kernels/numpy/optim.py's ``adam_step`` and ``sgd_step``, per parameter).
 """
 
 from __future__ import annotations
@@ -61,11 +63,11 @@ from ...runtime import pinned as _pinned
 from ...runtime import streams as _streams
 from . import _launch as L
 from .launcher import Launch, jit
-from .optim import (_adam_formulas, _device_bias_corrections, _div, _f, _sqrt,
-                    adam_capturable_scalars, adam_scalars)
+from .optim import (_adam_formulas, _device_bias_corrections, _div, _f, _sgd_update, _sqrt,
+                    adam_capturable_scalars, adam_scalars, sgd_scalars)
 
 __all__ = ["adam_step", "adam_step_capturable", "mul_", "norm", "reference_mul_",
-           "reference_norm"]
+           "reference_norm", "sgd_step"]
 
 CHUNK = 4096  # elements per program (a row of the chunk table)
 WIDTH = 1024  # elements a program loads at a time
@@ -174,6 +176,29 @@ def _mul_kernel(
             tl.store(ptr + offs, (x * c).to(T), mask=mask)
 
 
+@jit(do_not_specialize=["lr_b", "momentum_b", "damp_b", "wd_b"])
+def _sgd_kernel(
+    chunks_ptr,  # *int64: the chunk map (Note [chunk tables]), a row a program
+    arrays_ptr,  # *int64: the address table: param, grad (and with MOMENTUM buffer) columns
+    lr_b: tl.int64, momentum_b: tl.int64, damp_b: tl.int64, wd_b: tl.int64,  # float64 bits
+    MAXIMIZE: tl.constexpr, WD: tl.constexpr, MOMENTUM: tl.constexpr,  # the rest: the plan's
+    FIRST: tl.constexpr, NESTEROV: tl.constexpr, COLUMNS: tl.constexpr, T: tl.constexpr,
+    CT: tl.constexpr, CHUNK: tl.constexpr, WIDTH: tl.constexpr,
+):
+    # optim.py's per-parameter update (its _sgd_update), over a chunk of every parameter
+    lr, momentum = _f(lr_b, CT), _f(momentum_b, CT)
+    damp, wd = _f(damp_b, CT), _f(wd_b, CT)
+    p_ptr, n = _chunk(chunks_ptr, arrays_ptr, T, COLUMNS, 0)
+    g_ptr, n = _chunk(chunks_ptr, arrays_ptr, T, COLUMNS, 1)  # (the same n)
+    b_ptr = g_ptr  # (no buffer without MOMENTUM: not read)
+    if MOMENTUM:
+        b_ptr, n = _chunk(chunks_ptr, arrays_ptr, T, COLUMNS, 2)
+    for start in range(0, CHUNK, WIDTH):
+        offs = start + tl.arange(0, WIDTH)
+        _sgd_update(p_ptr, g_ptr, b_ptr, offs, offs < n, lr, momentum, damp, wd, MAXIMIZE, WD,
+                    MOMENTUM, FIRST, NESTEROV, CT)
+
+
 @jit(do_not_specialize=["decay_b", "wd_b", "one_m_b1_b", "b2_b", "one_m_b2_b", "bc2_sqrt_b",
                         "eps_b", "step_size_b"])
 def _adam_kernel(
@@ -277,6 +302,17 @@ def _groups(op: str, arrays) -> tuple:
     if L.INTERPRET and not _drv.get_driver().emulated:
         raise L.unsupported(op, arrays[0].dtype, "chunk tables need the GPU or the emulated "
                                                  "device, not the interpreter on a GPU")
+    # The common call (an optimizer's or clipping's lists, every step): one dtype, every array
+    # row-major (strides as empty() made them: its layout cache answers) on one device.
+    dt, layouts = arrays[0].dtype, _memory._LAYOUTS
+    if dt in _CT:
+        for a in arrays:
+            layout = layouts.get(a.shape)
+            if a.dtype is not dt or layout is None or a.strides != layout[0] \
+                    or a.device is not device:
+                break
+        else:
+            return {dt: list(arrays)}, device, _CT[dt]
     groups: dict = {}
     for a in arrays:  # (per array per step: the common case first, in few operations)
         group = groups.get(a.dtype)
@@ -412,17 +448,47 @@ def mul_(arrays: list, factor) -> None:
             _plan(_mul_kernel, rows, (L.TL[dt], _CT[dt], CHUNK, WIDTH))(chunks, addresses, factor)
 
 
-def _adam_arrays(op: str, params: list, grads: list, exp_avgs: list, exp_avg_sqs: list):
-    """The device and dtype of an Adam update's arrays; raises TypeError (``L.unsupported``)
-    or ValueError as ``adam_step`` documents."""
-    groups, device, _ = _groups(op, params + grads + exp_avgs + exp_avg_sqs)
+def _update_arrays(op: str, params: list, *others: list):
+    """The device and dtype of an optimizer update's arrays (the parameters and, position by
+    position, their gradients and state); raises TypeError (``L.unsupported``) or ValueError
+    as ``adam_step`` documents."""
+    groups, device, _ = _groups(op, [a for arrays in (params, *others) for a in arrays])
     if len(groups) > 1:
         raise L.unsupported(op, params[0].dtype, "one dtype for all arrays")
-    for others in (grads, exp_avgs, exp_avg_sqs):
-        for a, b in zip(params, others, strict=True):
+    for column in others:
+        for a, b in zip(params, column, strict=True):
             if a.shape != b.shape and a.numel != b.numel:
                 raise ValueError(f"{op}: sizes differ: {b.shape} vs the parameter's {a.shape}")
     return device, params[0].dtype
+
+
+def sgd_step(params: list, grads: list, momentum_buffers: list | None, lr, momentum,
+             dampening, weight_decay, nesterov, maximize, first_step) -> None:
+    """One SGD update of every parameter (and of its momentum buffer) in place, as optim.py's
+    ``sgd_step`` for each (the same formulas and scalars: the results agree to the last bit),
+    in one launch.
+
+    Args:
+        params, grads: lists of contiguous DeviceArrays, one dtype (float16, bfloat16, float32
+            or float64) and device, position i of each the same size.
+        momentum_buffers: the parameters' buffers, as ``params``, with a nonzero
+            ``momentum``; else None.
+        first_step: every buffer is new: it is written (the gradient), not read.
+        lr ... maximize: as optim.py's.
+
+    Raises:
+        TypeError: the arrays do not qualify (the caller updates per parameter).
+    """
+    columns = (params, grads, momentum_buffers) if momentum else (params, grads)
+    device, dt = _update_arrays("foreach sgd_step", *columns)
+    chunks, addresses, rows = _tables(dt, columns, device)
+    if not rows:
+        return
+    bits = sgd_scalars(lr, momentum, dampening, weight_decay)
+    L.ensure_driver()
+    _plan(_sgd_kernel, rows, (bool(maximize), bool(weight_decay), bool(momentum),
+                              bool(first_step), bool(nesterov), len(columns), L.TL[dt],
+                              _CT[dt], CHUNK, WIDTH))(chunks, addresses, *bits)
 
 
 def adam_step(params: list, grads: list, exp_avgs: list, exp_avg_sqs: list, step, lr, beta1,
@@ -440,7 +506,7 @@ def adam_step(params: list, grads: list, exp_avgs: list, exp_avg_sqs: list, step
         TypeError: the arrays do not qualify (the caller updates per parameter); amsgrad is
             not handled here.
     """
-    device, dt = _adam_arrays("foreach adam_step", params, grads, exp_avgs, exp_avg_sqs)
+    device, dt = _update_arrays("foreach adam_step", params, grads, exp_avgs, exp_avg_sqs)
     chunks, addresses, rows = _tables(dt, (params, grads, exp_avgs, exp_avg_sqs), device)
     if not rows:
         return
@@ -470,7 +536,7 @@ def adam_step_capturable(params: list, grads: list, exp_avgs: list, exp_avg_sqs:
             element each on the parameters' device.
     """
     op = "foreach adam_step_capturable"
-    device, dt = _adam_arrays(op, params, grads, exp_avgs, exp_avg_sqs)
+    device, dt = _update_arrays(op, params, grads, exp_avgs, exp_avg_sqs)
     if len(steps) != len(params):
         raise ValueError(f"{op}: {len(steps)} step counts for {len(params)} parameters")
     for s in steps:

@@ -314,6 +314,35 @@ def _cross_entropy_bwd_kernel(
         tl.store(dx_ptr + (rows[:, None] * C + cols[None, :]), d * g[:, None], mask=mask)
 
 
+@jit(do_not_specialize=["ignore_index"])
+def _mean_over_targets_kernel(
+    mean_ptr,   # *T: 0-d, written: the sum of the losses over the counted rows' count
+    count_ptr,  # *T: 0-d, written: the rows whose target is not ignore_index
+    loss_ptr,   # *T: (N,) per-row losses (0 on ignored rows), stride s_l
+    t_ptr,      # *int64: (N,) targets, stride s_t
+    ignore_index, N, s_l, s_t,  # (the rest: the plan's)
+    T: tl.constexpr, ACC: tl.constexpr, F64: tl.constexpr, BLOCK: tl.constexpr,
+):
+    # one program: the sum and the count, each rounded to T, then their quotient rounded to T,
+    # as the reduction, the conversion and the division would give them one launch each
+    total = tl.zeros([BLOCK], ACC)
+    count = tl.zeros([BLOCK], tl.int64)
+    for start in range(0, N, BLOCK):
+        rows = start + tl.arange(0, BLOCK)
+        mask = rows < N
+        total += tl.load(loss_ptr + rows * s_l, mask=mask, other=0).to(ACC)
+        t = tl.load(t_ptr + rows * s_t, mask=mask, other=ignore_index)
+        count += (t != ignore_index).to(tl.int64)
+    total_t = tl.sum(total, axis=0).to(T)
+    count_t = tl.sum(count, axis=0).to(ACC).to(T)  # (exact below 2**24 rows)
+    if F64:
+        mean = total_t / count_t
+    else:
+        mean = tl.math.div_rn(total_t.to(ACC), count_t.to(ACC))
+    tl.store(mean_ptr, mean.to(T))
+    tl.store(count_ptr, count_t)
+
+
 # Plans: a ``Launch`` per layout (Note [plan launches]), the kernels' pointers (and layer
 # norm's eps) passed per call.
 _PLANS = L.plan_cache()
@@ -458,6 +487,33 @@ def cross_entropy_backward(g, logits, target, lse, ignore_index, label_smoothing
     L.ensure_driver()
     launch(dx, g, logits, target, lse)
     return dx
+
+
+def mean_over_targets(loss, target, ignore_index):
+    """The mean of the per-row losses ``loss`` (N,) over the rows whose target (int64, (N,))
+    is not ``ignore_index``, and their count, both 0-d in loss's dtype, in one launch (none
+    counted: 0 / 0, NaN, as PyTorch's); the NumPy backend's sum, conversion and division."""
+    _float("mean_over_targets", loss)
+    if loss.ndim != 1 or target.shape != loss.shape:
+        raise ValueError(f"mean_over_targets: expected (N,) losses and targets, got "
+                         f"{loss.shape} and {target.shape}")
+    mean = _memory.empty((), loss.dtype, loss.device)
+    count = _memory.empty((), loss.dtype, loss.device)
+    key = ("mean_over_targets", loss.shape, loss.strides, target.strides, loss.dtype)
+    launch = _PLANS.get(key) or _mean_over_targets_plan(key)
+    L.ensure_driver()
+    launch(mean, count, loss, _as_int64(target), int(ignore_index))
+    return mean, count
+
+
+def _mean_over_targets_plan(key):
+    _, (n,), (s_l,), (s_t,), dtype = key
+    block = min(max(L.next_pow2(n), 16), L.MAX_BLOCK_N)
+    launch = _PLANS[key] = Launch(
+        _mean_over_targets_kernel, (1,), (n, s_l, s_t, L.TL[dtype], _ACC[dtype],
+                                          dtype is D.float64, block),
+        num_warps=L.num_warps(block), **L.EXACT)
+    return launch
 
 
 def _cross_entropy_backward_plan(key):

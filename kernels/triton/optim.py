@@ -75,6 +75,34 @@ def _div(x, y, F64: tl.constexpr):
     return r
 
 
+@jit
+def _sgd_update(p_ptr, g_ptr, buf_ptr, offs, mask, lr, momentum, damp, wd,
+                MAXIMIZE: tl.constexpr, WD: tl.constexpr, MOMENTUM: tl.constexpr,
+                FIRST: tl.constexpr, NESTEROV: tl.constexpr, CT: tl.constexpr):
+    """The SGD update (module docstring) of the elements ``offs`` (where ``mask``) of a
+    parameter, its gradient and, with MOMENTUM, its buffer (read after the FIRST step; written),
+    computed in CT, the scalars values of it too (damp is 1 - dampening). Shared by the
+    per-parameter and the multi-tensor kernels (foreach.py), so they agree to the last bit."""
+    p = tl.load(p_ptr + offs, mask=mask, other=0).to(CT)
+    g = tl.load(g_ptr + offs, mask=mask, other=0).to(CT)
+    if MAXIMIZE:
+        g = -g
+    if WD:
+        g = g + wd * p
+    if MOMENTUM:
+        if FIRST:
+            buf = g
+        else:
+            buf = tl.load(buf_ptr + offs, mask=mask, other=0).to(CT)
+            buf = buf * momentum + damp * g
+        tl.store(buf_ptr + offs, buf, mask=mask)
+        if NESTEROV:
+            g = g + momentum * buf
+        else:
+            g = buf
+    tl.store(p_ptr + offs, p - lr * g, mask=mask)
+
+
 @jit(do_not_specialize=["lr_b", "momentum_b", "damp_b", "wd_b"])
 def _sgd_kernel(
     p_ptr,    # *T: the parameter (n contiguous elements), updated
@@ -86,24 +114,8 @@ def _sgd_kernel(
     NESTEROV: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr,
 ):
     offs, mask = block_range(n, BLOCK, INT64)
-    p = tl.load(p_ptr + offs, mask=mask, other=0).to(CT)
-    g = tl.load(g_ptr + offs, mask=mask, other=0).to(CT)
-    if MAXIMIZE:
-        g = -g
-    if WD:
-        g = g + _f(wd_b, CT) * p
-    if MOMENTUM:
-        if FIRST:
-            buf = g
-        else:
-            buf = tl.load(buf_ptr + offs, mask=mask, other=0).to(CT)
-            buf = buf * _f(momentum_b, CT) + _f(damp_b, CT) * g
-        tl.store(buf_ptr + offs, buf, mask=mask)
-        if NESTEROV:
-            g = g + _f(momentum_b, CT) * buf
-        else:
-            g = buf
-    tl.store(p_ptr + offs, p - _f(lr_b, CT) * g, mask=mask)
+    _sgd_update(p_ptr, g_ptr, buf_ptr, offs, mask, _f(lr_b, CT), _f(momentum_b, CT),
+                _f(damp_b, CT), _f(wd_b, CT), MAXIMIZE, WD, MOMENTUM, FIRST, NESTEROV, CT)
 
 
 @jit
@@ -256,6 +268,13 @@ def _scalars(op: str, sources: tuple, make) -> tuple:
     return last[1]
 
 
+def sgd_scalars(lr, momentum, dampening, weight_decay) -> tuple:
+    """The float64 bits of the SGD kernels' four scalars (lr_b ... wd_b), kept while a step's
+    hyper-parameters repeat."""
+    return _scalars("sgd", (lr, momentum, dampening, weight_decay),
+                    lambda: (lr, momentum, 1 - dampening, weight_decay))
+
+
 def adam_scalars(step, lr, beta1, beta2, eps, weight_decay) -> tuple:
     """The float64 bits of the Adam kernels' eight scalars (decay_b ... step_size_b), computed
     in Python as PyTorch computes them, kept while a step's hyper-parameters repeat."""
@@ -277,8 +296,7 @@ def sgd_step(param, grad, momentum_buffer, lr, momentum, dampening, weight_decay
     (p, g, buf), back = _flat("sgd_step", param, grad, momentum_buffer if momentum else None)
     n = p.numel
     if n:
-        bits = _scalars("sgd", (lr, momentum, dampening, weight_decay),
-                        lambda: (lr, momentum, 1 - dampening, weight_decay))
+        bits = sgd_scalars(lr, momentum, dampening, weight_decay)
         L.ensure_driver()
         _plan(_sgd_kernel, n, (bool(maximize), bool(weight_decay), bool(momentum),
                                bool(first_step), bool(nesterov), _CT[param.dtype]))(

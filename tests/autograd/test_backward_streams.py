@@ -100,8 +100,9 @@ def _chain_grad() -> np.ndarray:
 
 def test_nodes_on_the_callers_stream_take_the_fast_path(monkeypatch):
     # Note [Backward streams]: a node on the caller's stream needs nothing around it, so it
-    # runs as a CPU node does (the engine's _run_rule, chains on arrays): only the leaf's
-    # AccumulateGrad takes the full path
+    # runs as a CPU node does (the engine's _run_rule, chains on arrays), and so does the
+    # leaf's AccumulateGrad on the current device (its accumulation alone): none takes the
+    # full path
     from tritongrad.autograd import engine
 
     full = []
@@ -114,7 +115,7 @@ def test_nodes_on_the_callers_stream_take_the_fast_path(monkeypatch):
     monkeypatch.setattr(engine._GraphTask, "_run_full", counted)
     x = tg.tensor(_X0, device="cuda", requires_grad=True)
     ((x * 2).tanh() * 3).sigmoid().sum().backward()
-    assert full == ["AccumulateGrad"]
+    assert full == []
     np.testing.assert_allclose(x.grad.cpu().numpy(), _chain_grad(), rtol=1e-5)
 
 
@@ -132,6 +133,12 @@ def test_a_node_on_another_device_is_not_home():
     assert tg.cuda.current_device() == 0
     assert not sync.home(elsewhere) and sync.home(here)
     assert sync.home(SimpleNamespace(_stream=None))  # a CPU node
+    # a leaf's accumulation runs on its device's caller stream: home where that device is
+    # current, or on the CPU
+    cuda1 = SimpleNamespace(_device=SimpleNamespace(type="cuda", index=1))
+    cuda0 = SimpleNamespace(_device=SimpleNamespace(type="cuda", index=0))
+    cpu = SimpleNamespace(_device=SimpleNamespace(type="cpu", index=None))
+    assert not sync.home_leaf(cuda1) and sync.home_leaf(cuda0) and sync.home_leaf(cpu)
 
 
 def test_a_side_stream_stretch_inside_a_fast_chain_still_waits(waits):

@@ -179,6 +179,8 @@ def main(full: bool) -> int:
                 tk.full((64,), 1.0, x.dtype), x, tk.full((64,), 3, D.int64),
                 tk.full((64,), 1.0, D.float64 if x.dtype is D.float64 else D.float32), -100,
                 0.0)),
+            (f"mean_over_targets {dt}", lambda dt=dt: tk.mean_over_targets(
+                arr((64,), dt), tk.full((64,), 3, D.int64), -100)),
             (f"embedding_backward {dt}", lambda x=x: tk.embedding_backward(
                 x, tk.full((64,), 2, D.int64), 10, 0)),
             (f"sgd_step {dt}", lambda x=x, y=y: tk.sgd_step(
@@ -294,6 +296,11 @@ def main(full: bool) -> int:
             g, foreach.norm(g, p, 1.0)[1])) for p in (2.0, float("inf"), 1.5)]
         cases.append((f"foreach adam_step {dt}", lambda g=grads: foreach.adam_step(
             g, g, g, g, 3, 1e-3, 0.9, 0.999, 1e-8, 0.01, False, True)))
+        cases.append((f"foreach sgd_step {dt}", lambda g=grads: foreach.sgd_step(
+            g, g, g, 0.1, 0.9, 0.1, 0.01, True, False, False)))
+    cases += [(f"foreach sgd_step {what}", lambda g=grads, m=m, first=first: foreach.sgd_step(
+        g, g, g if m else None, 0.1, m, 0.0, 0.0, False, True, first))
+        for what, m, first in (("first step", 0.9, True), ("no momentum", 0.0, False))]
     cases.append(("foreach norm mixed dtypes", lambda: foreach.mul_(
         [arr((9,), D.float16), arr((9,), D.bfloat16)],
         foreach.norm([arr((9,), D.float16), arr((9,), D.bfloat16), arr((9,))], 2.0)[0])))

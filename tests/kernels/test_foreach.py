@@ -376,13 +376,14 @@ def test_adam_step_capturable_refuses_before_launching(kit, rng):
     assert float(kit.down(count)[0]) == 0.0  # nothing launched
 
 
-def _adam_launches(monkeypatch):
-    """The Adam kernels launched while installed: "multi" (foreach.py's), "single" (optim.py's)."""
+def _adam_launches(monkeypatch, kernel: str = "_adam_kernel"):
+    """The Adam kernels (or those named ``kernel``: "_sgd_kernel") launched while installed:
+    "multi" (foreach.py's), "single" (optim.py's)."""
     from tritongrad.kernels.triton import optim
 
     kernels = []
     call = launcher.Launch.__call__
-    names = {id(foreach._adam_kernel): "multi", id(optim._adam_kernel): "single"}
+    names = {id(getattr(foreach, kernel)): "multi", id(getattr(optim, kernel)): "single"}
 
     def counted(launch, *head):
         if id(launch.kernel) in names:
@@ -460,3 +461,102 @@ def test_clip_grad_norm_in_a_cuda_graph(rng, monkeypatch, warm):
         for p, h in zip(params, host):
             np.testing.assert_allclose(p.grad.cpu().numpy(), h * (0.5 / (want + 1e-6)),
                                        rtol=1e-5)
+
+
+# -- the multi-tensor SGD step --------------------------------------------------------------------
+def _sgd64(p, g, buf, lr, momentum, dampening, wd, nesterov, maximize):
+    """SGD in float64 (optim/sgd.py's formulas); ``buf`` None: the first step."""
+    g = -g if maximize else g
+    if wd:
+        g = g + wd * p
+    if momentum:
+        buf = g if buf is None else buf * momentum + (1 - dampening) * g
+        g = g + momentum * buf if nesterov else buf
+    return p - lr * g, buf
+
+
+@pytest.mark.parametrize("momentum,dampening,wd,nesterov,maximize", [
+    (0.0, 0.0, 0.0, False, False), (0.9, 0.0, 0.01, False, True), (0.9, 0.1, 0.0, False, False),
+    (0.5, 0.0, 0.1, True, False)])
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_sgd_step_against_float64_and_per_parameter(kit, small_chunks, dtype, momentum,
+                                                    dampening, wd, nesterov, maximize):
+    shapes = [(1,), (37,), (5, 13), (0,), (16,)]
+    sets = []  # [p, g] lists: one for the multi-tensor step, one per parameter
+    for _ in range(2):
+        r = np.random.default_rng(7)
+        sets.append([_arrays(kit, r, [dtype], shapes)[0] for _ in range(2)])
+    (ps, gs), (qs, hs) = sets
+    host_p, host_g = ([kit.down(a).astype(np.float64) for a in lst] for lst in (ps, gs))
+    host_b = [None] * len(shapes)
+    bufs = [tk.empty(a.shape, dtype) for a in ps] if momentum else None  # (written: first)
+    cbufs = [tk.empty(a.shape, dtype) for a in qs]
+    args = (1e-1, momentum, dampening, wd, nesterov, maximize)
+    for first in (True, False):
+        foreach.sgd_step(ps, gs, bufs, *args, first)
+        for q, h, b in zip(qs, hs, cbufs):
+            tk.sgd_step(q, h, b, *args, first)
+        host_p, host_b = zip(*[_sgd64(p, g, b, *args) for p, g, b in zip(host_p, host_g, host_b)])
+    rtol, atol = ADAM_TOL[dtype]
+    if momentum:
+        _bitwise_and_near(kit, (ps, bufs), (qs, cbufs), (host_p, host_b), rtol, atol)
+    else:
+        _bitwise_and_near(kit, (ps,), (qs,), (host_p,), rtol, atol)
+
+
+def test_sgd_step_refusals(kit, rng):
+    a = kit.up(rng.standard_normal(6).astype(np.float32))
+    b = kit.up(rng.standard_normal(6).astype(np.float16))
+    with pytest.raises(TypeError, match="one dtype"):
+        foreach.sgd_step([a], [b], None, 0.1, 0.0, 0.0, 0.0, False, False, False)
+    with pytest.raises(ValueError, match="sizes differ"):
+        foreach.sgd_step([a], [a], [kit.up(np.ones(5, np.float32))], 0.1, 0.9, 0.0, 0.0, False,
+                         False, False)
+    t = kit.up(rng.standard_normal((3, 4)).astype(np.float32))
+    with pytest.raises(TypeError, match="contiguous"):
+        foreach.sgd_step([t.permute((1, 0))], [t], None, 0.1, 0.0, 0.0, 0.0, False, False, False)
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_sgd_optimizer_one_launch_per_group(rng, monkeypatch, momentum):
+    # a group's parameters updated together, bit for bit as one at a time (foreach=False), the
+    # momentum buffers too; parameters joining later (new buffers) are their own launch, and
+    # a float64 parameter its own dtype's
+    shapes = [(16, 8), (8,), (300,), (3, 3, 3)]
+    models = [_params(np.random.default_rng(3), D.float32, shapes) for _ in range(2)]
+    kw = {"lr": 1e-2, "momentum": momentum, "weight_decay": 0.05, "nesterov": bool(momentum)}
+    multi = tg.optim.SGD(models[0], **kw)
+    single = tg.optim.SGD(models[1], foreach=False, **kw)
+
+    def step(opt, want):
+        kernels = _adam_launches(monkeypatch, "_sgd_kernel")
+        opt.step()
+        monkeypatch.undo()
+        assert kernels == want
+
+    def agree(ms, ss):
+        for a, b in zip(ms, ss):
+            np.testing.assert_array_equal(a.detach().cpu().numpy(), b.detach().cpu().numpy())
+            if momentum:
+                np.testing.assert_array_equal(multi.state[a]["momentum_buffer"].cpu().numpy(),
+                                              single.state[b]["momentum_buffer"].cpu().numpy())
+            else:
+                assert a not in multi.state and b not in single.state  # (as PyTorch: no state)
+
+    for _ in range(3):
+        step(multi, ["multi"])
+        step(single, ["single"] * len(shapes))
+        agree(*models)
+        for a, b in zip(*models):
+            a.grad = b.grad = tg.tensor(rng.standard_normal(a.shape), dtype=D.float32,
+                                        device="cuda")
+    extra = [_params(np.random.default_rng(4), D.float32, [(7,), (5,)])
+             + _params(np.random.default_rng(4), D.float64, [(6,)]) for _ in range(2)]
+    multi.param_groups[0]["params"] += extra[0]
+    single.param_groups[0]["params"] += extra[1]
+    versions = [p._version for p in models[0] + extra[0]]
+    # with momentum: old buffers, new buffers, float64 (one parameter: its own launch still)
+    step(multi, ["multi", "multi", "multi"] if momentum else ["multi", "multi"])
+    single.step()
+    agree(models[0] + extra[0], models[1] + extra[1])
+    assert [p._version for p in models[0] + extra[0]] == [v + 1 for v in versions]

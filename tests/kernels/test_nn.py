@@ -143,6 +143,36 @@ def test_cross_entropy(kit, rng, dtype, smoothing):
                dtype)
 
 
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_mean_over_targets(kit, rng, dtype):
+    # the 'mean' reduction of cross-entropy in one launch: the losses' sum and the count of
+    # rows not ignored, each rounded to the dtype, then their quotient; every row ignored
+    # gives 0 / 0 (NaN, as PyTorch's); strided operands; more rows than one block holds
+    for n, ignored, step in [(1, 0, 1), (7, 2, 1), (5000, 900, 2), (4, 4, 1)]:
+        rv = kit.values((n * step,), dtype, rng)
+        t = rng.integers(0, 5, n * step).astype(np.int64)
+        t[rng.permutation(n)[:ignored] * step] = -100
+        rv[t == -100] = 0  # (an ignored row's loss)
+        v = kit.up(rv, dtype)
+        loss, tt = v.as_strided((n,), (step,), 0), kit.up(t).as_strided((n,), (step,), 0)
+        mean, count = tk.mean_over_targets(loss, tt, -100)
+        want_mean, want_count = kit.nk.mean_over_targets(rv[::step].copy(), t[::step].copy(),
+                                                         -100)
+        assert mean.shape == count.shape == () and mean.dtype is dtype is count.dtype
+        counted = (round_bf16(np.float32(n - ignored)) if dtype is D.bfloat16 else
+                   np.asarray(n - ignored, dtype.np))  # (in the dtype: 4100 is 4096 in bf16)
+        assert float(kit.down(count)) == float(counted)
+        if dtype is not D.bfloat16:  # (the NumPy backend gets bfloat16 as float32 here)
+            assert float(want_count) == float(counted)
+        total = float(np.sum(np.asarray(kit.down(loss), dtype=np.float64)))
+        if n == ignored:
+            assert np.isnan(float(kit.down(mean))) and np.isnan(float(want_mean))
+        else:
+            rtol = {D.float16: 2e-3, D.bfloat16: 1.6e-2}.get(dtype, 1e-5)
+            np.testing.assert_allclose(float(kit.down(mean)), total / (n - ignored), rtol=rtol)
+            np.testing.assert_allclose(float(kit.down(mean)), float(want_mean), rtol=rtol)
+
+
 def test_cross_entropy_long_rows_and_extremes(kit, rng, small_blocks):
     rx = (rng.standard_normal((5, 40)) * 30).astype(np.float32)
     rx[2, :] = -np.inf

@@ -184,6 +184,24 @@ def test_parameters_without_grad_are_skipped_and_zero_grad():
     assert a.grad is None
 
 
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_zero_grad_in_place_is_one_zero_per_gradient(device):
+    # PyTorch's zero_grad(set_to_none=False) calls grad.zero_() (its profiler shows
+    # aten::zero_ per gradient), keeping each gradient's memory and bumping its version
+    m = nn.Linear(3, 2).to(device)
+    opt = optim.SGD(m.parameters(), lr=0.1)
+    m(tg.ones(4, 3, device=device)).sum().backward()
+    ptrs = [p.grad.data_ptr() for p in m.parameters()]
+    versions = [p.grad._version for p in m.parameters()]
+    with tg.profiler.profile() as prof:
+        opt.zero_grad(set_to_none=False)
+    names = [e.name for e in prof.events()]
+    assert names == ["Optimizer.zero_grad#SGD.zero_grad", "aten::zero_", "aten::zero_"]
+    for p, ptr, v in zip(m.parameters(), ptrs, versions):
+        assert p.grad.data_ptr() == ptr and p.grad._version == v + 1
+        assert not p.grad.requires_grad and not p.grad.cpu().numpy().any()
+
+
 def test_param_groups_and_add_param_group():
     a, b, c = param([1.0]), param([1.0]), param([1.0])
     opt = optim.SGD([{"params": [a]}, {"params": [b], "lr": 0.5}], lr=0.1, momentum=0.0)
