@@ -243,6 +243,30 @@ def _layer_norm_bwd_kernel(
         tl.store(dx_ptr + (rows[:, None] * N + cols[None, :]), dx, mask=mask)
 
 
+@jit
+def _layer_norm_param_grads_kernel(
+    dw_ptr,    # *W: (N,) dweight, written: the column sums of the partials' first halves
+    db_ptr,    # *W: (N,) dbias, written: those of their second halves
+    part_ptr,  # *ACC: (P, 2, N) contiguous, _layer_norm_bwd_kernel's partials
+    P, N,  # the rest: the plan's
+    BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    # both gradients in one launch, each into its own array (Note [Gradient stealing]), each
+    # summed in the accumulation type and rounded once to the weight's dtype
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    cmask = cols < N
+    sw = tl.zeros([BLOCK_P, BLOCK_N], part_ptr.dtype.element_ty)
+    sb = tl.zeros([BLOCK_P, BLOCK_N], part_ptr.dtype.element_ty)
+    for p0 in range(0, P, BLOCK_P):
+        rows = p0 + tl.arange(0, BLOCK_P)
+        at = part_ptr + (rows[:, None] * (2 * N) + cols[None, :])
+        mask = (rows < P)[:, None] & cmask[None, :]
+        sw += tl.load(at, mask=mask, other=0)
+        sb += tl.load(at + N, mask=mask, other=0)
+    tl.store(dw_ptr + cols, tl.sum(sw, axis=0), mask=cmask)
+    tl.store(db_ptr + cols, tl.sum(sb, axis=0), mask=cmask)
+
+
 @jit(do_not_specialize=["ignore_index", "ls_bits"])
 def _cross_entropy_kernel(
     loss_ptr,  # *T: (N,) per-row losses, written
@@ -417,11 +441,32 @@ def layer_norm_backward(g, x, weight, mean, rstd):
         return dx, None, None
     if part is None:  # N == 0
         part = _memory.empty((1, 0), acc_dt, x.device)
-    # two column sums of P rows (one launch each), not one over (P, 2N): dweight and dbias in
-    # one storage would each be copied by AccumulateGrad (Note [Gradient stealing])
+    # dweight and dbias are two arrays (in one storage each would be copied by
+    # AccumulateGrad: Note [Gradient stealing]), summed from the P partial rows in one launch;
+    # past PARAM_GRADS_MAX_P rows, programs over the columns alone would be too few for the
+    # rows, and the reduction kernel splits them (a launch each, and a conversion for half)
     P = part.shape[0]
-    return dx, *(_to(_sum(part.as_strided((P, N), (2 * N, 1), part.offset + i * N), (0,),
-                          False), weight.dtype) for i in (0, 1))
+    if P > PARAM_GRADS_MAX_P or N == 0:
+        return dx, *(_to(_sum(part.as_strided((P, N), (2 * N, 1), part.offset + i * N), (0,),
+                              False), weight.dtype) for i in (0, 1))
+    dw = _memory.empty((N,), weight.dtype, x.device)
+    db = _memory.empty((N,), weight.dtype, x.device)
+    key = ("layer_norm_param_grads", P, N)
+    launch = _PLANS.get(key) or _layer_norm_param_grads_plan(key)
+    launch(dw, db, part)
+    return dx, dw, db
+
+
+PARAM_GRADS_MAX_P = 2048  # partial rows the one-launch column sums take (M / BLOCK_M)
+
+
+def _layer_norm_param_grads_plan(key):
+    _, P, N = key
+    bn = min(L.next_pow2(N), 128, L.MAX_BLOCK_N)  # (a program per 128 columns)
+    bp = min(L.next_pow2(P), max(1, L.ROW_TILE // bn))
+    launch = _PLANS[key] = Launch(_layer_norm_param_grads_kernel, (L.cdiv(N, bn),),
+                                  (P, N, bp, bn), num_warps=L.num_warps(bp * bn), **L.EXACT)
+    return launch
 
 
 def _layer_norm_backward_plan(key):

@@ -112,6 +112,28 @@ def test_batch_norm(kit, rng, dtype, affine):
             assert dw is None and db is None
 
 
+@pytest.mark.parametrize("max_p", [2048, 1], ids=["one launch", "split reductions"])
+@pytest.mark.parametrize("dtype", [D.float32, D.bfloat16], ids=str)
+def test_layer_norm_parameter_gradients(kit, rng, small_blocks, monkeypatch, dtype, max_p):
+    # dweight and dbias from many programs' partial rows, over two programs' worth of
+    # columns: summed in one launch, or (past PARAM_GRADS_MAX_P rows) by the reduction kernel
+    # and converted; either way two arrays of the weight's dtype
+    from tritongrad.kernels.triton import nn as tnn
+
+    monkeypatch.setattr(tnn, "PARAM_GRADS_MAX_P", max_p)
+    x, rx = kit.pair((24, 20), dtype, rng)
+    w, rw = kit.pair((20,), dtype, rng)
+    y, mean, rstd = tk.layer_norm(x, w, w, 1e-5)
+    g, rg = kit.pair((24, 20), dtype, rng)
+    dx, dw, db = tk.layer_norm_backward(g, x, w, mean, rstd)
+    edx, edw, edb = kit.nk.layer_norm_backward(rg, rx, rw, *kit.nk.layer_norm(rx, rw, rw,
+                                                                              1e-5)[1:])
+    for got, want in ((dw, edw), (db, edb)):
+        assert got.dtype is dtype and got.shape == (20,)
+        _check(kit, got, _r(dtype, want), dtype, scale=30)
+    assert dw.storage is not db.storage
+
+
 def test_layer_norm_long_rows(kit, rng, small_blocks):
     x, rx = kit.pair((5, 29), D.float32, rng)
     w, rw = kit.pair((29,), D.float32, rng)
