@@ -179,6 +179,9 @@ def main(full: bool) -> int:
                 tk.full((64,), 1.0, x.dtype), x, tk.full((64,), 3, D.int64),
                 tk.full((64,), 1.0, D.float64 if x.dtype is D.float64 else D.float32), -100,
                 0.0)),
+            (f"batch_norm {dt}", lambda dt=dt: _batch_norm(tk, arr, dt, (4, 3, 5, 6))),
+            (f"batch_norm channels-last {dt}", lambda dt=dt: _batch_norm(
+                tk, arr, dt, (4, 3, 5, 6), (0, 2, 3, 1), affine=False)),
             (f"mean_over_targets {dt}", lambda dt=dt: tk.mean_over_targets(
                 arr((64,), dt), tk.full((64,), 3, D.int64), -100)),
             (f"embedding_backward {dt}", lambda x=x: tk.embedding_backward(
@@ -508,6 +511,27 @@ def _split_k_matmul(tk, arr, dt):
     plans = importlib.import_module("tritongrad.kernels.triton._launch")
     with plans.knobs(mm, TARGET_PROGRAMS=132):
         return tk.matmul(arr((16, 1024), dt), arr((1024, 64), dt))
+
+
+def _batch_norm(tk, arr, dt, shape, order=None, affine=True):
+    """The fused batch norm forward and backward (Note [fused batch norm]) on ``shape``, laid
+    out with its dims in ``order`` (channels-last: (0, 2, 3, 1)), with a float32 weight and
+    bias for half inputs, as mixed precision has them, or none."""
+    from tritongrad.kernels.triton import normalization
+    from tritongrad.runtime import dtype as D
+
+    def laid(a):
+        if order is None:
+            return a
+        inverse = [order.index(d) for d in range(len(order))]
+        return tk.contiguous(a.permute(order)).permute(inverse)
+
+    x, g = laid(arr(shape, dt)), laid(arr(shape, dt))
+    assert normalization._fusable(x, g) is not None
+    wdt = D.float32 if dt in (D.float16, D.bfloat16) else dt
+    w = arr((shape[1],), wdt) if affine else None
+    y, mean, var = tk.batch_norm(x, w, w, 1e-5)
+    tk.batch_norm_backward(g, x, w, mean, var, 1e-5)
 
 
 def _attention(tk, arr, dt, head, causal, backward=False):

@@ -112,6 +112,50 @@ def test_batch_norm(kit, rng, dtype, affine):
             assert dw is None and db is None
 
 
+@pytest.mark.parametrize("order", [None, (0, 2, 3, 1), (0, 1, 3, 2)],
+                         ids=["contiguous", "channels-last", "not collapsible"])
+@pytest.mark.parametrize("dtype", [D.float32, D.float16], ids=str)
+def test_batch_norm_fused_chunks(kit, rng, small_blocks, monkeypatch, dtype, order):
+    # Note [fused batch norm]: each channel cut into several chunks of several blocks, the
+    # chunks' statistics and sums folded per channel; three launches each way where the dims
+    # after the channels collapse (contiguous, channels-last), the composed form where they
+    # do not (H and W swapped); against the NumPy backend and float64
+    from tritongrad.kernels.triton import launcher, normalization
+
+    shape = (5, 3, 7, 3)
+    rx = kit.values(shape, dtype, rng) * 3 + 1
+    rg = kit.values(shape, dtype, rng)
+    inverse = None if order is None else [order.index(d) for d in range(4)]
+    x, g = (kit.up(np.ascontiguousarray(a.transpose(order)) if order else a, dtype)
+            for a in (rx, rg))
+    if order:
+        x, g = x.permute(inverse), g.permute(inverse)
+    w, rw = kit.pair((3,), D.float32, rng)
+    fused = normalization._fusable(x, g) is not None
+    assert fused is (order != (0, 1, 3, 2))
+    assert normalization._grid_of(3, 35) == (8, 5)  # (5 chunks of 8 a channel, blocks of 4)
+    launches = []
+    call = launcher.Launch.__call__
+    monkeypatch.setattr(launcher.Launch, "__call__",
+                        lambda self, *a: launches.append(self.kernel) or call(self, *a))
+    y, mean, var = tk.batch_norm(x, w, w, 1e-5)
+    dx, dw, db = tk.batch_norm_backward(g, x, w, mean, var, 1e-5)
+    if fused:
+        assert len(launches) == 6
+    ey, em, ev = kit.nk.batch_norm(rx, rw, rw, 1e-5)
+    edx, edw, edb = kit.nk.batch_norm_backward(rg, rx, rw, em, ev, 1e-5)
+    _check(kit, mean, em, D.float32)
+    _check(kit, var, ev, D.float32, scale=10)
+    _check(kit, y, _r(dtype, ey), dtype, scale=4)
+    _check(kit, dx, _r(dtype, edx), dtype, scale=10)
+    _check(kit, dw, edw, D.float32, scale=10)
+    _check(kit, db, edb, D.float32, scale=10)
+    assert y.strides == x.strides if fused else True  # (the input's layout, as PyTorch's)
+    x64 = np.asarray(kit.down(x), np.float64)
+    np.testing.assert_allclose(np.asarray(kit.down(var), np.float64),
+                               x64.var((0, 2, 3)), rtol=1e-5)
+
+
 @pytest.mark.parametrize("max_p", [2048, 1], ids=["one launch", "split reductions"])
 @pytest.mark.parametrize("dtype", [D.float32, D.bfloat16], ids=str)
 def test_layer_norm_parameter_gradients(kit, rng, small_blocks, monkeypatch, dtype, max_p):
