@@ -285,22 +285,18 @@ def batch_norm(x, weight, bias, eps: float):
     N, C, S, sx = geometry
     R = N * S
     acc_dt = L.ACC_DT[x.dtype]
-    chunk, P = _grid_of(C, R)
-    int64 = L.needs_int64(x.shape, x.strides) or R * C >= L._INT32_SAFE
     y = result_array(tuple(x.shape), x.dtype, x.device, x)
     sy = _ncs(y)
     if sy is None:  # (a layout result_array would not give a dense input: row-major then)
         y = _memory.empty(tuple(x.shape), x.dtype, x.device)
         sy = _ncs(y)
-    part = _memory.empty((C, P, 3), acc_dt, x.device)
-    mean = _memory.empty((C,), acc_dt, x.device)
-    var = _memory.empty((C,), acc_dt, x.device)
-    acc, f64 = L.TL[acc_dt], acc_dt is D.float64
-    block = min(BLOCK, L.next_pow2(chunk))
-    bp = L.next_pow2(P)
     key = ("batch_norm", C, R, S, sx, sy[3], x.dtype, weight is None, bias is None)
     plans = _PLANS.get(key)
     if plans is None:
+        chunk, P = _grid_of(C, R)
+        int64 = L.needs_int64(x.shape, x.strides) or R * C >= L._INT32_SAFE
+        acc, f64 = L.TL[acc_dt], acc_dt is D.float64
+        block, bp = min(BLOCK, L.next_pow2(chunk)), L.next_pow2(P)
         plans = _PLANS[key] = (
             Launch(_bn_stats_kernel, (C, P), (R, S, chunk, P, *sx, acc, block, int64),
                    num_warps=L.num_warps(block), **L.EXACT),
@@ -309,6 +305,9 @@ def batch_norm(x, weight, bias, eps: float):
                                                   int64), num_warps=L.num_warps(block),
                    **L.EXACT))
     stats, fold, normalize = plans
+    part = _memory.empty((C, stats.grid[1], 3), acc_dt, x.device)
+    mean = _memory.empty((C,), acc_dt, x.device)
+    var = _memory.empty((C,), acc_dt, x.device)
     weight = None if weight is None else contiguous(weight)
     bias = None if bias is None else contiguous(bias)
     L.ensure_driver()
@@ -347,27 +346,19 @@ def batch_norm_backward(g, x, weight, mean, var, eps: float):
         mean, var = astype(mean, acc_dt), astype(var, acc_dt)
     if weight is not None and not weight.is_contiguous():
         weight = contiguous(weight)
-    chunk, P = _grid_of(C, R)
-    int64 = (L.needs_int64(x.shape, x.strides) or L.needs_int64(g.shape, g.strides)
-             or R * C >= L._INT32_SAFE)
     dx = result_array(tuple(x.shape), x.dtype, x.device, g, x)
     sd = _ncs(dx)
     if sd is None:
         dx = _memory.empty(tuple(x.shape), x.dtype, x.device)
         sd = _ncs(dx)
-    part = _memory.empty((C, P, 2), acc_dt, x.device)
-    s_sum = _memory.empty((C,), acc_dt, x.device)
-    b_sum = _memory.empty((C,), acc_dt, x.device)
-    dw = db = None
-    if weight is not None:
-        dw = _memory.empty((C,), weight.dtype, x.device)
-        db = _memory.empty((C,), weight.dtype, x.device)
-    acc, f64 = L.TL[acc_dt], acc_dt is D.float64
-    block = min(BLOCK, L.next_pow2(chunk))
-    bp = L.next_pow2(P)
     key = ("batch_norm_backward", C, R, S, sx, sg, sd[3], x.dtype, weight is None)
     plans = _PLANS.get(key)
     if plans is None:
+        chunk, P = _grid_of(C, R)
+        int64 = (L.needs_int64(x.shape, x.strides) or L.needs_int64(g.shape, g.strides)
+                 or R * C >= L._INT32_SAFE)
+        acc, f64 = L.TL[acc_dt], acc_dt is D.float64
+        block, bp = min(BLOCK, L.next_pow2(chunk)), L.next_pow2(P)
         plans = _PLANS[key] = (
             Launch(_bn_grad_sums_kernel, (C, P), (R, S, chunk, P, *sx, *sg, acc, f64, block,
                                                   int64), num_warps=L.num_warps(block),
@@ -376,6 +367,13 @@ def batch_norm_backward(g, x, weight, mean, var, eps: float):
             Launch(_bn_dx_kernel, (C, P), (R, S, chunk, *sx, *sg, *sd[3], acc, f64, block,
                                            int64), num_warps=L.num_warps(block), **L.EXACT))
     sums, fold, dx_launch = plans
+    part = _memory.empty((C, sums.grid[1], 2), acc_dt, x.device)
+    s_sum = _memory.empty((C,), acc_dt, x.device)
+    b_sum = _memory.empty((C,), acc_dt, x.device)
+    dw = db = None
+    if weight is not None:
+        dw = _memory.empty((C,), weight.dtype, x.device)
+        db = _memory.empty((C,), weight.dtype, x.device)
     L.ensure_driver()
     eps_b = _bits(eps)
     sums(part, g, x, mean, var, eps_b)
