@@ -46,7 +46,7 @@ SMALL_BLOCKS = {
     "optim": {"BLOCK": 16},
     "random": {"BLOCK": 16},
     "foreach": {"CHUNK": 16, "WIDTH": 4},
-    "normalization": {"BLOCK": 4, "TARGET_PROGRAMS": 16},
+    "normalization": {"BLOCK": 4, "TARGET_PROGRAMS": 16, "MAX_CHUNKS": 8},
 }
 
 
