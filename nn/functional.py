@@ -325,8 +325,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         checks.tensor_arg(weight, "linear", "weight")
     if (bias is not None and input._dtype is weight._dtype and isinstance(bias, Tensor)
             and len(weight._data.shape) == 2):
-        # (the usual calls, checked as addmm's: 2-D input, or a contiguous one of more dims,
-        # read as rows without view()'s argument parsing, as _flatten_nd below)
+        # (PyTorch's addmm cases, checked as addmm's: 2-D input, or a contiguous one of more
+        # dims read as rows (_flatten_nd); the checks below would raise for no other input)
         shape = input._data.shape
         if len(shape) == 2 and shape[1] == weight._data.shape[1]:
             return _addmm_node(bias, input, weight.t())
@@ -354,11 +354,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied "
                            f"({math.prod(input.shape[:-1])}x{input.shape[-1]} and "
                            f"{weight.shape[1]}x{weight.shape[0]})")
-    if bias is not None and weight.ndim == 2 and isinstance(bias, Tensor):
-        if input.ndim == 2:
-            return _addmm_node(bias, input, weight.t())
-        if input.ndim > 2 and input.is_contiguous() and (input.ndim == 3 or bias.ndim == 1):
-            return _flatten_nd(input, weight, bias)
+    # (a bias with a 2-D weight took addmm above, where PyTorch's linear does)
     out = input.matmul(weight.t())
     return out + bias if bias is not None else out
 

@@ -230,6 +230,17 @@ def _ncs(a):
     return shape[0], shape[1], S, (strides[0], strides[1], dims[-1][1] if dims else 1)
 
 
+def _result(x, *xs) -> tuple:
+    """A new array shaped as ``x``, in its dtype, laid out as an elementwise result over
+    ``xs`` (as PyTorch's), and its ``_ncs``; row-major where that layout would not collapse."""
+    out = result_array(tuple(x.shape), x.dtype, x.device, *xs)
+    found = _ncs(out)
+    if found is None:
+        out = _memory.empty(tuple(x.shape), x.dtype, x.device)
+        found = _ncs(out)
+    return out, found
+
+
 _PLANS = L.plan_cache()
 
 
@@ -285,11 +296,7 @@ def batch_norm(x, weight, bias, eps: float):
     N, C, S, sx = geometry
     R = N * S
     acc_dt = L.ACC_DT[x.dtype]
-    y = result_array(tuple(x.shape), x.dtype, x.device, x)
-    sy = _ncs(y)
-    if sy is None:  # (a layout result_array would not give a dense input: row-major then)
-        y = _memory.empty(tuple(x.shape), x.dtype, x.device)
-        sy = _ncs(y)
+    y, sy = _result(x, x)
     key = ("batch_norm", C, R, S, sx, sy[3], x.dtype, weight is None, bias is None)
     plans = _PLANS.get(key)
     if plans is None:
@@ -346,11 +353,7 @@ def batch_norm_backward(g, x, weight, mean, var, eps: float):
         mean, var = astype(mean, acc_dt), astype(var, acc_dt)
     if weight is not None and not weight.is_contiguous():
         weight = contiguous(weight)
-    dx = result_array(tuple(x.shape), x.dtype, x.device, g, x)
-    sd = _ncs(dx)
-    if sd is None:
-        dx = _memory.empty(tuple(x.shape), x.dtype, x.device)
-        sd = _ncs(dx)
+    dx, sd = _result(x, g, x)
     key = ("batch_norm_backward", C, R, S, sx, sg, sd[3], x.dtype, weight is None)
     plans = _PLANS.get(key)
     if plans is None:
