@@ -27,6 +27,15 @@ float32 (IEEE products unless TF32 is allowed, as matmul.py), float64 (tl.dot wh
 compiles it, else a broadcast multiply-and-sum: matmul.py's probe decides once).
 
 ``attention_reference`` is the NumPy float64 reference the tests compare both backends with.
+
+Note [attention result layouts]: the output and the gradients are written with any strides,
+and laid out in their input's dimension order (``empty_in_order_of``; the NumPy backend's
+``_empty_in_layout_of`` gives the same strides). A transformer block's q, k, v are slices of one
+(B, T, 3 H D) projection viewed (B, T, H, D) and transposed to (B, H, T, D), so the output is
+(B, T, H, D) in memory, and ``y.transpose(1, 2).reshape(B, T, H D)`` views it; dq, dk and dv
+likewise reach the projection's gradient through views. PyTorch's flash and memory-efficient
+kernels lay their results out so for the same reason; contiguous results cost the GPT step
+sixteen copy kernels (four forward, twelve backward).
 """
 
 from __future__ import annotations
@@ -42,7 +51,7 @@ from . import autotune
 from .elementwise import scalar_arg
 from .launcher import Launch, jit
 from .matmul import _f64_dot, _precision
-from .memory import astype, contiguous, full
+from .memory import astype, contiguous, empty_in_order_of, full
 
 __all__ = ["attention", "attention_backward", "attention_reference"]
 
@@ -108,15 +117,26 @@ def _tile(ptr, rows, n, s_t, s_d, cols, d, TRANSPOSED: tl.constexpr):
     return t
 
 
+@jit
+def _out_offsets(bh, H, rows, cols, s_b, s_h, s_t, s_d, INT64: tl.constexpr):
+    """The element offsets of rows ``rows`` x columns ``cols`` of head ``bh`` of a (B, H, T, D)
+    result with the strides given (its memory in the input's dimension order: Note
+    [attention result layouts])."""
+    if INT64:
+        rows = rows.to(tl.int64)
+    return _head(bh, H, s_b, s_h, INT64) + rows[:, None] * s_t + cols[None, :] * s_d
+
+
 @jit(do_not_specialize=["scale_bits"])
 def _attention_fwd_kernel(
-    o_ptr,    # *T: (B*H, L, D) contiguous output, written
+    o_ptr,    # *T: (B, H, L, D) output with the strides s_o*, written
     lse_ptr,  # *ACC: (B*H, L) contiguous log-sum-exp of the scaled scores, written
     q_ptr, k_ptr, v_ptr,  # *T: (B, H, L|S, D) views with the strides below
     scale_bits: tl.int64,  # scale as float64 bits
     PRECISION: tl.constexpr,  # per launch (the float32 matmul precision); the rest: the plan's
     H, L, S, DH,
     s_qb, s_qh, s_qt, s_qd, s_kb, s_kh, s_kt, s_kd, s_vb, s_vh, s_vt, s_vd,
+    s_ob, s_oh, s_ot, s_od,
     ACC: tl.constexpr, USE_DOT: tl.constexpr, F64: tl.constexpr,
     CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr, INT64: tl.constexpr,
@@ -155,10 +175,10 @@ def _attention_fwd_kernel(
     out = acc / total[:, None]
     lse = m + _log(total, F64)
     row_mask = rows < L
+    tl.store(o_ptr + _out_offsets(bh, H, rows, cols_d, s_ob, s_oh, s_ot, s_od, INT64),
+             out.to(o_ptr.dtype.element_ty), mask=row_mask[:, None] & (cols_d < DH)[None, :])
     if INT64:
         bh = bh.to(tl.int64)
-    tl.store(o_ptr + (bh * L * DH + rows[:, None] * DH + cols_d[None, :]),
-             out.to(o_ptr.dtype.element_ty), mask=row_mask[:, None] & (cols_d < DH)[None, :])
     tl.store(lse_ptr + (bh * L + rows), lse, mask=row_mask)
 
 
@@ -182,13 +202,14 @@ def _attention_delta_kernel(
 
 @jit(do_not_specialize=["scale_bits"])
 def _attention_bwd_dkdv_kernel(
-    dk_ptr, dv_ptr,  # *T: (B*H, S, D) contiguous, written
+    dk_ptr, dv_ptr,  # *T: (B, H, S, D) with the strides s_dk*, s_dv*, written
     q_ptr, k_ptr, v_ptr, g_ptr,  # *T: (B, H, T, D) views
     lse_ptr, delta_ptr,  # *ACC: (B*H, L) contiguous
     scale_bits: tl.int64, PRECISION: tl.constexpr,  # as in the forward; the rest: the plan's
     H, L, S, DH,
     s_qb, s_qh, s_qt, s_qd, s_kb, s_kh, s_kt, s_kd, s_vb, s_vh, s_vt, s_vd,
     s_gb, s_gh, s_gt, s_gd,
+    s_dkb, s_dkh, s_dkt, s_dkd, s_dvb, s_dvh, s_dvt, s_dvd,
     ACC: tl.constexpr, USE_DOT: tl.constexpr, F64: tl.constexpr,
     CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr, INT64: tl.constexpr,
@@ -229,21 +250,23 @@ def _attention_bwd_dkdv_kernel(
         dst = pt * (dpt - delta[None, :])
         dk += _mm(dst.to(qt.dtype), tl.trans(qt), ACC, PRECISION, USE_DOT)
     dk = dk * scale
-    out = bh_row * S * DH + keys[:, None] * DH + cols_d[None, :]
     mask = (keys < S)[:, None] & (cols_d < DH)[None, :]
-    tl.store(dk_ptr + out, dk.to(dk_ptr.dtype.element_ty), mask=mask)
-    tl.store(dv_ptr + out, dv.to(dv_ptr.dtype.element_ty), mask=mask)
+    tl.store(dk_ptr + _out_offsets(bh, H, keys, cols_d, s_dkb, s_dkh, s_dkt, s_dkd, INT64),
+             dk.to(dk_ptr.dtype.element_ty), mask=mask)
+    tl.store(dv_ptr + _out_offsets(bh, H, keys, cols_d, s_dvb, s_dvh, s_dvt, s_dvd, INT64),
+             dv.to(dv_ptr.dtype.element_ty), mask=mask)
 
 
 @jit(do_not_specialize=["scale_bits"])
 def _attention_bwd_dq_kernel(
-    dq_ptr,  # *T: (B*H, L, D) contiguous, written
+    dq_ptr,  # *T: (B, H, L, D) with the strides s_dq*, written
     q_ptr, k_ptr, v_ptr, g_ptr,  # *T: (B, H, T, D) views
     lse_ptr, delta_ptr,  # *ACC: (B*H, L) contiguous
     scale_bits: tl.int64, PRECISION: tl.constexpr,  # as in the forward; the rest: the plan's
     H, L, S, DH,
     s_qb, s_qh, s_qt, s_qd, s_kb, s_kh, s_kt, s_kd, s_vb, s_vh, s_vt, s_vd,
     s_gb, s_gh, s_gt, s_gd,
+    s_dqb, s_dqh, s_dqt, s_dqd,
     ACC: tl.constexpr, USE_DOT: tl.constexpr, F64: tl.constexpr,
     CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr, INT64: tl.constexpr,
@@ -280,7 +303,7 @@ def _attention_bwd_dq_kernel(
         ds = p * (dp - delta[:, None])
         dq += _mm(ds.to(kt.dtype), tl.trans(kt), ACC, PRECISION, USE_DOT)
     dq = dq * scale
-    tl.store(dq_ptr + (bh_row * L * DH + rows[:, None] * DH + cols_d[None, :]),
+    tl.store(dq_ptr + _out_offsets(bh, H, rows, cols_d, s_dqb, s_dqh, s_dqt, s_dqd, INT64),
              dq.to(dq_ptr.dtype.element_ty), mask=row_mask[:, None] & (cols_d < DH)[None, :])
 
 
@@ -378,14 +401,17 @@ def _keep(key, q, plan, keep=True):
 
 
 def _forward_plan(key, q, k, v, args):
-    """The forward's launch; ``args``: the call's (for tuning: the outputs are written)."""
+    """The forward's launch; ``args``: the call's (for tuning: the outputs are written; the
+    output's strides, which q's layout decides, are the plan's)."""
     use_dot, family, default, bd, int64 = _config(q, k, v)
     B, H, Lq, DH = q.shape
+    out_strides = args[0].strides
 
     def make(config):
         bm, bn, warps, stages = config
         return Launch(_attention_fwd_kernel, (B * H, L.cdiv(Lq, bm)), (
-            H, Lq, k.shape[2], DH, *q.strides, *k.strides, *v.strides, _ACC[q.dtype], use_dot,
+            H, Lq, k.shape[2], DH, *q.strides, *k.strides, *v.strides, *out_strides,
+            _ACC[q.dtype], use_dot,
             q.dtype is D.float64, key[-2], bm, bn, bd, int64), num_warps=warps,
             num_stages=stages)
 
@@ -396,7 +422,8 @@ def _forward_plan(key, q, k, v, args):
 
 def _backward_plan(key, q, k, v, g, out, delta, dkdv_args, dq_args):
     """The delta, dk/dv and dq kernels' launches; the arrays: the call's (for tuning, which
-    computes delta first: the other two read it)."""
+    computes delta first: the other two read it; the gradients' strides, which q's, k's and
+    v's layouts decide, are the plans')."""
     use_dot, family, default, bd, int64 = _config(q, k, v, g, out)
     B, H, Lq, DH = q.shape
     S = k.shape[2]
@@ -407,13 +434,16 @@ def _backward_plan(key, q, k, v, g, out, delta, dkdv_args, dq_args):
     def maker(kernel, per_key_tile):
         """make(config) of the dk/dv kernel (a program per key tile) or the dq kernel (per
         query tile)."""
+        written = (*dkdv_args[0].strides, *dkdv_args[1].strides) if per_key_tile else \
+            dq_args[0].strides
+
         def make(config):
             bm, bn, warps, stages = config
             grid = (B * H, L.cdiv(S, bn) if per_key_tile else L.cdiv(Lq, bm))
             return Launch(kernel, grid, (
-                H, Lq, S, DH, *q.strides, *k.strides, *v.strides, *g.strides, _ACC[q.dtype],
-                use_dot, q.dtype is D.float64, key[-2], bm, bn, bd, int64), num_warps=warps,
-                num_stages=stages)
+                H, Lq, S, DH, *q.strides, *k.strides, *v.strides, *g.strides, *written,
+                _ACC[q.dtype], use_dot, q.dtype is D.float64, key[-2], bm, bn, bd, int64),
+                num_warps=warps, num_stages=stages)
         return make
 
     dkdv, dq = _attention_bwd_dkdv_kernel, _attention_bwd_dq_kernel
@@ -456,7 +486,7 @@ def attention(q, k, v, scale, causal):
     if S == 0 or B * H * Lq * DH == 0:
         lse = full((B, H, Lq), float("-inf"), acc_dt, q.device)
         return full((B, H, Lq, DH), 0, q.dtype, q.device), lse
-    out = _memory.empty((B, H, Lq, DH), q.dtype, q.device)
+    out = empty_in_order_of(q, (B, H, Lq, DH), q.dtype)  # Note [attention result layouts]
     lse = _memory.empty((B, H, Lq), acc_dt, q.device)
     L.ensure_driver()
     scale_bits, precision = _bits(scale), _precision(q.dtype)
@@ -484,9 +514,9 @@ def attention_backward(g, q, k, v, out, lse, scale, causal):
         return (full(tuple(q.shape), 0, q.dtype, q.device),
                 full(tuple(k.shape), 0, q.dtype, q.device),
                 full(tuple(k.shape), 0, q.dtype, q.device))
-    dq = _memory.empty(tuple(q.shape), q.dtype, q.device)
-    dk = _memory.empty(tuple(k.shape), q.dtype, q.device)
-    dv = _memory.empty(tuple(k.shape), q.dtype, q.device)
+    dq = empty_in_order_of(q, tuple(q.shape), q.dtype)  # Note [attention result layouts]
+    dk = empty_in_order_of(k, tuple(k.shape), q.dtype)
+    dv = empty_in_order_of(v, tuple(k.shape), q.dtype)
     acc_dt = _ACC_DT[q.dtype]
     lse = contiguous(lse if lse.dtype is acc_dt else astype(lse, acc_dt))
     delta = _memory.empty((B, H, Lq), acc_dt, q.device)

@@ -18,6 +18,8 @@ are the contract's names for them.
 
 from __future__ import annotations
 
+import math
+
 from ...runtime import memory as _memory
 from ...runtime.array import DeviceArray, check_view_bounds, contiguous_strides, view_strides
 from ...runtime.device import device as Device
@@ -80,6 +82,30 @@ def result_array(shape, dtype, device, *xs) -> DeviceArray:
     extent = 0 if 0 in shape else 1 + sum((n - 1) * w for n, w in zip(shape, want))
     return _memory.new_array(extent * dtype.itemsize, _device(device), tuple(shape), want,
                              dtype)
+
+
+def empty_in_order_of(a: DeviceArray, shape: tuple, dtype) -> DeviceArray:
+    """An uninitialised dense array of ``shape`` (as many dims as ``a``) whose memory runs in
+    ``a``'s dimension order, outermost = largest stride, ties in dimension order (PyTorch's
+    ``empty_like`` keeps an input's order so; kernels/numpy/attention.py's
+    ``_empty_in_layout_of`` is the NumPy backend's twin, which the layouts must match)."""
+    key = (shape, a.strides)
+    layout = _ORDERED.get(key)  # (a model asks for the same few layouts on every step)
+    if layout is None:
+        strides = a.strides
+        order = sorted(range(len(shape)), key=lambda i: -abs(strides[i]))
+        dense = contiguous_strides(tuple(shape[i] for i in order))
+        want = [0] * len(shape)
+        for position, i in enumerate(order):
+            want[i] = dense[position]
+        if len(_ORDERED) >= 4096:  # many layouts (dynamic sizes): start over
+            _ORDERED.clear()
+        layout = _ORDERED[key] = (tuple(want), math.prod(shape))
+    want, numel = layout
+    return _memory.new_array(numel * dtype.itemsize, a.device, shape, want, dtype)
+
+
+_ORDERED: dict = {}  # (shape, strides) -> (strides in that order, element count)
 
 
 def full(shape, value, dtype, device=None) -> DeviceArray:

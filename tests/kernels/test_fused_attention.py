@@ -134,6 +134,43 @@ def test_triton_attention_strided_views(kit, rng, small_tiles):
         _close(kit.down(got), w, D.float32, name)
 
 
+def _heads(rng, layout):
+    """(base, [q, k, v]): a float32 host array and (B, H, T, D) views of it laid out as named
+    (Note [attention result layouts])."""
+    if layout == "qkv":  # a block's fused projection, split, viewed per head, transposed
+        base = rng.standard_normal((2, 17, 3 * 2 * 8)).astype(np.float32)
+        return base, [base[..., i * 16:(i + 1) * 16].reshape(2, 17, 2, 8).transpose(0, 2, 1, 3)
+                      for i in range(3)]
+    shape, axes = {"contiguous": ((3, 2, 3, 17, 8), (0, 1, 2, 3, 4)),
+                   "bthd": ((3, 2, 17, 3, 8), (0, 1, 3, 2, 4)),    # (B, T, H, D) transposed
+                   "hbtd": ((3, 3, 2, 17, 8), (0, 2, 1, 3, 4))}[layout]  # heads outermost
+    base = rng.standard_normal(shape).astype(np.float32)
+    return base, list(base.transpose(axes))
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "qkv", "bthd", "hbtd"])
+def test_result_layouts_follow_the_inputs(kit, rng, small_tiles, layout):
+    """Both backends lay out the output and each gradient in its input's dimension order, with
+    the same strides, and compute the reference (Note [attention result layouts])."""
+    base, host = _heads(rng, layout)
+    dev = kit.up(base)
+    views = [tk.as_strided(dev, a.shape, tuple(s // 4 for s in a.strides),
+                           (a.__array_interface__["data"][0] - base.ctypes.data) // 4)
+             for a in host]
+    g = rng.standard_normal(host[0].shape).astype(np.float32)
+    out, lse = tk.attention(*views, 0.3, True)
+    want_out, want_lse = nk.attention(*host, 0.3, True)
+    grads = tk.attention_backward(kit.up(g), *views, out, lse, 0.3, True)
+    wants = nk.attention_backward(g, *host, want_out, want_lse, 0.3, True)
+    ref = reference(*host, 0.3, True, g)
+    for name, got, want, r in zip(("out", "dq", "dk", "dv"), (out, *grads), (want_out, *wants),
+                                  (ref[0], *ref[2:])):
+        assert got.strides == tuple(s // 4 for s in want.strides), (name, got.strides)
+        _close(kit.down(got), r, D.float32, name)
+    if layout == "qkv":  # the block's way back: (B, T, H, D) memory, so a view of (B, T, H D)
+        assert tk.view(tk.permute(out, (0, 2, 1, 3)), (2, 17, 16)) is not None
+
+
 def test_attention_empty_and_refused(kit):
     for k in (nk, tk):
         up = (lambda a: a) if k is nk else kit.up
