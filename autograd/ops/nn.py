@@ -627,8 +627,8 @@ class CrossEntropyLossBackward0(Primitive):
         if ctx.reduction != "none":
             if ctx.count is not None:
                 g = k.div(g, ctx.count)
-            g = k.expand(g, tuple(t.shape))
-        return k.cross_entropy_backward(k.contiguous(g), k.contiguous(x), t, ctx.lse,
+            g = k.expand(g, tuple(t.shape))  # (read with its 0 stride: no copy)
+        return k.cross_entropy_backward(g, k.contiguous(x), t, ctx.lse,
                                         ctx.ignore_index, ctx.smoothing)
 
     @staticmethod
